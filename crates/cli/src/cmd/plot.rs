@@ -1,0 +1,10 @@
+//! `inferbench plot` (stub: not implemented yet).
+
+/// Flags of `inferbench plot`.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// Runs the subcommand; returns the process exit code.
+pub fn run(_args: Args) -> anyhow::Result<i32> {
+    anyhow::bail!("`inferbench plot` is not implemented yet")
+}

@@ -1,0 +1,81 @@
+//! `inferbench`: a thin clap front end over the library crates (DESIGN.md §1–2).
+//! Each subcommand lives in `cmd/<name>.rs` with its own `Args` and `run`.
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// Continuous LLM-inference benchmark: master configs → job matrix → engine runs → per-request
+/// records → metrics → database → Pareto frontiers.
+#[derive(Debug, Parser)]
+#[command(name = "inferbench", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Benchmark one OpenAI-compatible endpoint at one load point (flags follow `vllm bench serve`).
+    Bench(cmd::bench::Args),
+    /// Measure the client's own ceiling against a zero-latency server.
+    Selftest(cmd::selftest::Args),
+    /// Run the simulated OpenAI-compatible inference server.
+    Sim(cmd::sim::Args),
+    /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
+    Quickstart(cmd::quickstart::Args),
+    /// Expand InferenceX master configs into a job matrix (full-sweep | test-config).
+    Matrix(cmd::matrix::Args),
+    /// Jobs added to perf-changelog.yaml between two refs or files.
+    Changelog(cmd::changelog::Args),
+    /// Support matrix, KV-offload policy check and CI priority from the master configs.
+    Models(cmd::models::Args),
+    /// Run a job matrix (local, Slurm or GitHub Actions executor).
+    Sweep(cmd::sweep::Args),
+    /// Run one matrix row (what executors call).
+    Job(cmd::job::Args),
+    /// Ingest run artifacts and imported result files into the database.
+    Ingest(cmd::ingest::Args),
+    /// Database maintenance: migrate, dump, restore.
+    Db(cmd::db::Args),
+    /// Query stored results (filters, Pareto frontier; table, csv or json).
+    Report(cmd::report::Args),
+    /// Draw Pareto charts (SVG or PNG).
+    Plot(cmd::plot::Args),
+    /// Compare two configs at matched interactivity.
+    Compare(cmd::compare::Args),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("INFERBENCH_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Selftest(a) => cmd::selftest::run(a),
+        Command::Sim(a) => cmd::sim::run(a),
+        Command::Quickstart(a) => cmd::quickstart::run(a),
+        Command::Matrix(a) => cmd::matrix::run(a),
+        Command::Changelog(a) => cmd::changelog::run(a),
+        Command::Models(a) => cmd::models::run(a),
+        Command::Sweep(a) => cmd::sweep::run(a),
+        Command::Job(a) => cmd::job::run(a),
+        Command::Ingest(a) => cmd::ingest::run(a),
+        Command::Db(a) => cmd::db::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Plot(a) => cmd::plot::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! inferbench-client (see crates/client/README or DESIGN.md §2).

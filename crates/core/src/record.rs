@@ -1,0 +1,265 @@
+//! [`RequestRecord`]: one per request, streamed as JSON lines to `requests.jsonl` as requests
+//! finish (DESIGN.md §3). Everything in a run summary is recomputable from these records.
+//!
+//! All timestamps are **nanoseconds on one monotonic clock relative to the run start** (`u64`,
+//! field names end in `_ns`). A timestamp that never happened (e.g. no token arrived) is `None`.
+
+use serde::{Deserialize, Serialize};
+
+/// Whether a request belongs to the warmup (excluded from all metrics) or the measured profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Warmup request: sent before the profiling window, never counted.
+    Warmup,
+    /// Measured request.
+    #[default]
+    Profile,
+}
+
+/// How a failed request ended. Every request ends as success or exactly one of these
+/// (issue #2, DESIGN.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// TCP/TLS connect failed or the connection was refused/reset before a response head arrived.
+    Connect,
+    /// The server answered with a non-2xx HTTP status.
+    HttpStatus,
+    /// No byte arrived for longer than the idle timeout (`--idle-timeout`, seconds).
+    TimeoutIdle,
+    /// The whole request took longer than the total timeout (`--request-timeout`, seconds).
+    TimeoutTotal,
+    /// The stream ended abnormally: connection dropped mid-body, `event: error`, an `error`
+    /// object in a chunk, or no token-bearing chunk before the end.
+    StreamError,
+    /// Bytes that are not a valid response: undecodable JSON in a `data:` line, invalid UTF-8, …
+    Malformed,
+    /// Cancelled by the client (Ctrl-C/SIGTERM, or the run's duration ended).
+    Cancelled,
+}
+
+impl ErrorClass {
+    /// The snake_case name used in JSON and in the store (`"timeout_idle"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::HttpStatus => "http_status",
+            ErrorClass::TimeoutIdle => "timeout_idle",
+            ErrorClass::TimeoutTotal => "timeout_total",
+            ErrorClass::StreamError => "stream_error",
+            ErrorClass::Malformed => "malformed",
+            ErrorClass::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Which part of the generated output a chunk carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Channel {
+    /// Visible content (`text` for completions, `delta.content` for chat).
+    Content,
+    /// Reasoning tokens (`reasoning_content` / `reasoning`): count for TTFT, not for TTFO/output text.
+    Reasoning,
+    /// Tool-call deltas: count for TTFT.
+    Tool,
+}
+
+/// Where `completion_tokens` came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenSource {
+    /// The server's `usage` object.
+    #[default]
+    Server,
+    /// Our tokenizer applied to the received text (the server sent no usage).
+    Tokenizer,
+}
+
+/// One token-bearing chunk (SSE event) of a streamed response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    /// Arrival time of the bytes that completed this event, ns since run start.
+    pub t_ns: u64,
+    /// Which channel carried the generated text.
+    pub channel: Channel,
+    /// Tokens in this chunk when the server says (e.g. `continuous_usage_stats`); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u32>,
+}
+
+/// The record of one request (DESIGN.md §3). Serialized as one JSON object per line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RequestRecord {
+    /// Index of the request within the run (0-based, in schedule order; warmups have their own
+    /// sequence in the same space, see `phase`).
+    pub request_id: u64,
+    /// Conversation / session id (AgentX lanes, multi-turn datasets); `None` for single-turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// Turn index within the conversation (0-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Warmup or profile.
+    pub phase: Phase,
+    /// True when the request completed with at least one token-bearing chunk and no error.
+    pub success: bool,
+    /// Error class when `success` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_class: Option<ErrorClass>,
+    /// Human-readable error cause (status line + body excerpt, I/O error, …). Never contains the
+    /// API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// HTTP status of the response head, when one arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// When the scheduler wanted to send the request (ns since run start).
+    pub scheduled_ns: u64,
+    /// When the request was handed to the connection (ns since run start). `sent − scheduled` is
+    /// the client queue time.
+    pub sent_ns: u64,
+    /// First response byte (status line) arrival.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_byte_ns: Option<u64>,
+    /// First chunk carrying generated tokens, reasoning and tool calls included (TTFT end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_ns: Option<u64>,
+    /// First chunk carrying visible content (TTFO end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_output_token_ns: Option<u64>,
+    /// Last token-bearing chunk (E2EL end; not the usage chunk or `[DONE]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_token_ns: Option<u64>,
+    /// When the response ended (stream closed, error, timeout).
+    pub end_ns: u64,
+    /// Token-bearing chunks in arrival order. Empty for failed requests with no token.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chunks: Vec<ChunkRecord>,
+    /// Prompt tokens: server `usage.prompt_tokens` if given, else our client-side count.
+    pub prompt_tokens: u32,
+    /// Client-side prompt token count (what vLLM's `input_lens` reports).
+    pub prompt_tokens_client: u32,
+    /// Requested output length (`max_tokens`), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Completion tokens (`usage.completion_tokens`, or tokenizer count of the received text).
+    pub completion_tokens: u32,
+    /// Where `completion_tokens` came from.
+    pub completion_tokens_source: TokenSource,
+    /// Cached prompt tokens reported by the server (`usage.prompt_tokens_details.cached_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u32>,
+    /// `finish_reason` of the last choice, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Visible output text (content channel only), kept for `--save-detailed` and evals.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output_text: String,
+}
+
+const NS_PER_MS: f64 = 1_000_000.0;
+
+impl RequestRecord {
+    /// TTFT in ms = first_token − sent (DESIGN.md §4). `None` without a token.
+    pub fn ttft_ms(&self) -> Option<f64> {
+        self.first_token_ns.map(|t| ns_diff_ms(t, self.sent_ns))
+    }
+
+    /// TTFO in ms = first_output_token − sent (reasoning excluded). `None` without visible content.
+    pub fn ttfo_ms(&self) -> Option<f64> {
+        self.first_output_token_ns.map(|t| ns_diff_ms(t, self.sent_ns))
+    }
+
+    /// E2EL in ms = last_token − sent (not the trailing usage chunk or `[DONE]`).
+    pub fn e2el_ms(&self) -> Option<f64> {
+        self.last_token_ns.map(|t| ns_diff_ms(t, self.sent_ns))
+    }
+
+    /// TPOT in ms = (E2EL − TTFT) / (completion_tokens − 1); `None` when ≤ 1 token (DESIGN.md §4).
+    pub fn tpot_ms(&self) -> Option<f64> {
+        if self.completion_tokens <= 1 {
+            return None;
+        }
+        let (e2el, ttft) = (self.e2el_ms()?, self.ttft_ms()?);
+        Some((e2el - ttft) / f64::from(self.completion_tokens - 1))
+    }
+
+    /// Inter-chunk gaps in ms between consecutive token-bearing chunks (vLLM's ITL, pooled by the
+    /// caller over requests). `chunks.len() − 1` values.
+    pub fn itls_ms(&self) -> impl Iterator<Item = f64> + '_ {
+        self.chunks
+            .windows(2)
+            .map(|w| ns_diff_ms(w[1].t_ns, w[0].t_ns))
+    }
+
+    /// Client queue time in ms = sent − scheduled (coordinated-omission visibility).
+    pub fn queue_ms(&self) -> f64 {
+        ns_diff_ms(self.sent_ns, self.scheduled_ns)
+    }
+}
+
+/// `(a − b)` in ms, saturating at 0 when `a < b`.
+fn ns_diff_ms(a: u64, b: u64) -> f64 {
+    a.saturating_sub(b) as f64 / NS_PER_MS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec() -> RequestRecord {
+        // sent at 1 ms, tokens at 11, 13, 16 ms → TTFT 10, E2EL 15, TPOT (15−10)/(3−1) = 2.5
+        RequestRecord {
+            scheduled_ns: 500_000,
+            sent_ns: 1_000_000,
+            first_token_ns: Some(11_000_000),
+            first_output_token_ns: Some(13_000_000),
+            last_token_ns: Some(16_000_000),
+            end_ns: 17_000_000,
+            completion_tokens: 3,
+            success: true,
+            chunks: [11, 13, 16]
+                .iter()
+                .map(|ms| ChunkRecord {
+                    t_ns: ms * 1_000_000,
+                    channel: Channel::Content,
+                    tokens: None,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn per_request_latencies() {
+        let r = rec();
+        assert_eq!(r.ttft_ms(), Some(10.0));
+        assert_eq!(r.ttfo_ms(), Some(12.0));
+        assert_eq!(r.e2el_ms(), Some(15.0));
+        assert_eq!(r.tpot_ms(), Some(2.5));
+        assert_eq!(r.itls_ms().collect::<Vec<_>>(), vec![2.0, 3.0]);
+        assert_eq!(r.queue_ms(), 0.5);
+    }
+
+    #[test]
+    fn tpot_undefined_for_one_token() {
+        let mut r = rec();
+        r.completion_tokens = 1;
+        assert_eq!(r.tpot_ms(), None);
+    }
+
+    #[test]
+    fn json_round_trip_and_names() {
+        let mut r = rec();
+        r.success = false;
+        r.error_class = Some(ErrorClass::TimeoutIdle);
+        let s = serde_json::to_string(&r).unwrap();
+        assert!(s.contains("\"error_class\":\"timeout_idle\""));
+        assert!(s.contains("\"completion_tokens_source\":\"server\""));
+        assert!(s.contains("\"phase\":\"profile\""));
+        let back: RequestRecord = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, r);
+    }
+}

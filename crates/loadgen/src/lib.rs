@@ -1,0 +1,1 @@
+//! inferbench-loadgen (see crates/loadgen/README or DESIGN.md §2).

@@ -1,0 +1,1 @@
+//! inferbench-recipes (see crates/recipes/README or DESIGN.md §2).

@@ -1,0 +1,1 @@
+//! inferbench-runner (see crates/runner/README or DESIGN.md §2).

@@ -1,0 +1,1 @@
+//! inferbench-sim (see crates/sim/README or DESIGN.md §2).

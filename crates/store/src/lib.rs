@@ -1,0 +1,1 @@
+//! inferbench-store (see crates/store/README or DESIGN.md §2).

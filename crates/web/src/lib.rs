@@ -1,0 +1,1 @@
+//! inferbench-web (see crates/web/README or DESIGN.md §2).

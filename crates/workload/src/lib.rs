@@ -1,0 +1,1 @@
+//! inferbench-workload (see crates/workload/README or DESIGN.md §2).
