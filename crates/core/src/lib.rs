@@ -1,8 +1,12 @@
-//! Shared, pure types of inferbench: the per-request record, units, and (in `metrics`) the metric
-//! math every other crate uses. No I/O and no async here (DESIGN.md §2).
+//! Shared, pure types of inferbench: the per-request record, units, and the metric math every
+//! other crate uses. No I/O and no async here (DESIGN.md §2).
 //!
-//! Data flows one way: config → job → run → [`record::RequestRecord`]s → metrics → store → views.
+//! Data flows one way: config → job → run → [`record::RequestRecord`]s → [`metrics`] →
+//! [`summary`] → store → [`analytics`] → views.
 
+pub mod analytics;
+pub mod metrics;
 pub mod record;
+pub mod summary;
 
 pub use record::{Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};
