@@ -1,1 +1,34 @@
-//! inferbench-client (see crates/client/README or DESIGN.md §2).
+//! inferbench-client: HTTP + SSE streaming against OpenAI-compatible servers; one request → one
+//! [`RequestRecord`] (DESIGN.md §2–4). It measures, it never schedules load (that is
+//! `inferbench-loadgen`).
+//!
+//! - [`sse::SseParser`]: byte-level incremental SSE framing, split-invariant.
+//! - [`openai`]: request bodies and the interpretation of streamed chunks (what is a token, TTFT
+//!   vs TTFO, usage, errors).
+//! - [`Client`]: hyper 1 over keep-alive connections, idle and total timeouts, cancellation,
+//!   timestamps on the shared [`RunClock`] when bytes are read.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), inferbench_client::ClientError> {
+//! use inferbench_client::{Client, ClientConfig, RequestInput, RequestMeta};
+//! let client = Client::new(ClientConfig { model: "m".into(), ..Default::default() })?;
+//! let input = RequestInput { text: "Hello", messages: None, prompt_tokens: 1, max_tokens: Some(16) };
+//! let cancel = tokio_util::sync::CancellationToken::new();
+//! let record = client.send(&input, RequestMeta::default(), &cancel).await;
+//! println!("ttft {:?} ms, ok {}", record.ttft_ms(), record.success);
+//! # Ok(()) }
+//! ```
+//!
+//! [`RequestRecord`]: inferbench_core::RequestRecord
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod http;
+pub mod openai;
+pub mod replay;
+pub mod sse;
+
+pub use clock::RunClock;
+pub use http::{Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
+pub use openai::{Backend, RequestInput, TokenCounter};
+pub use tokio_util::sync::CancellationToken;

@@ -1,0 +1,572 @@
+//! The HTTP client: one streamed request → one [`RequestRecord`], whatever happens.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{Method, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use inferbench_core::{ErrorClass, Phase, RequestRecord};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::RunClock;
+use crate::openai::{build_body, excerpt, Backend, Interpreter, RequestInput, TokenCounter};
+use crate::sse::SseParser;
+
+/// Default idle timeout: 600 s without a byte (issue #2 `--idle-timeout` default).
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Largest non-streaming JSON response body read, in bytes (64 MiB).
+const MAX_JSON_BODY: usize = 64 << 20;
+
+/// Idle pooled connections are closed after this long (4 s): below uvicorn's 5 s keep-alive, so
+/// the client does not pick a connection the server is about to close.
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
+/// How to reach one OpenAI-compatible endpoint. `Debug` never prints the API key.
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// Server root, e.g. `http://127.0.0.1:8000` (`--base-url`). Only `http://` is supported.
+    pub base_url: String,
+    /// Path appended to `base_url` (`--endpoint`); `None` = the backend's default.
+    pub endpoint: Option<String>,
+    /// API flavour (`--backend`).
+    pub backend: Backend,
+    /// `model` field of every request (`--model`).
+    pub model: String,
+    /// Sent as `Authorization: Bearer …` (`--api-key` / `OPENAI_API_KEY`). Never recorded.
+    pub api_key: Option<String>,
+    /// Extra request headers (`--header K:V`).
+    pub headers: Vec<(String, String)>,
+    /// JSON object merged into every request body, overriding our keys (`--extra-body`).
+    pub extra_body: Option<Map<String, Value>>,
+    /// Send `ignore_eos: true` (`--ignore-eos`).
+    pub ignore_eos: bool,
+    /// A request fails with `timeout_idle` after this long without a byte (`--idle-timeout`;
+    /// default [`DEFAULT_IDLE_TIMEOUT`]). Applies from the send, so a server that never answers
+    /// is caught too.
+    pub idle_timeout: Duration,
+    /// A request fails with `timeout_total` when not finished this long after it was sent
+    /// (`--request-timeout`); `None` = no limit.
+    pub request_timeout: Option<Duration>,
+    /// Counts tokens of received text when the server sends no `usage`; `None` = count
+    /// token-bearing chunks instead.
+    pub token_counter: Option<Arc<TokenCounter>>,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "http://127.0.0.1:8000".into(),
+            endpoint: None,
+            backend: Backend::default(),
+            model: String::new(),
+            api_key: None,
+            headers: Vec::new(),
+            extra_body: None,
+            ignore_eos: false,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_timeout: None,
+            token_counter: None,
+        }
+    }
+}
+
+impl fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("base_url", &self.base_url)
+            .field("endpoint", &self.endpoint)
+            .field("backend", &self.backend)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("extra_body", &self.extra_body)
+            .field("ignore_eos", &self.ignore_eos)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("token_counter", &self.token_counter.is_some())
+            .finish()
+    }
+}
+
+/// Configuration errors of [`Client::new`]. Messages never contain the API key.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// `--base-url` + `--endpoint` is not a valid URL.
+    #[error("invalid URL {url:?} (from --base-url and --endpoint): {reason}")]
+    InvalidUrl {
+        /// The URL as assembled.
+        url: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A scheme other than `http`.
+    #[error("unsupported URL scheme in {url:?}: only http:// is supported (put a TLS-terminating proxy in front of https endpoints)")]
+    UnsupportedScheme {
+        /// The URL as assembled.
+        url: String,
+    },
+    /// A `--header` (or the API key) is not a valid HTTP header.
+    #[error("invalid header {name:?}: {reason}")]
+    InvalidHeader {
+        /// Header name as given.
+        name: String,
+        /// Why it was rejected (never the value of `Authorization`).
+        reason: String,
+    },
+}
+
+/// Identity and schedule of one request, filled into its record.
+#[derive(Debug, Clone, Default)]
+pub struct RequestMeta {
+    /// Index of the request within the run (schedule order).
+    pub request_id: u64,
+    /// Warmup or profile.
+    pub phase: Phase,
+    /// When the scheduler wanted to send it, ns since run start.
+    pub scheduled_ns: u64,
+    /// Conversation / session id (multi-turn).
+    pub conversation_id: Option<String>,
+    /// Turn within the conversation.
+    pub turn: Option<u32>,
+}
+
+/// Streaming OpenAI-compatible HTTP/1.1 client over keep-alive connections (hyper 1).
+///
+/// Cheap to clone (connection pool shared). Every [`Client::send`] returns exactly one record;
+/// it never panics and never retries a request the server received (hyper only re-sends
+/// requests that never left on a pooled connection that was already closed).
+#[derive(Clone)]
+pub struct Client {
+    http: hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>,
+    uri: Uri,
+    headers: HeaderMap,
+    cfg: Arc<ClientConfig>,
+    clock: RunClock,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("uri", &self.uri)
+            .field("cfg", &self.cfg)
+            .finish()
+    }
+}
+
+impl Client {
+    /// A client whose clock starts now. See [`Client::with_clock`].
+    pub fn new(cfg: ClientConfig) -> Result<Self, ClientError> {
+        Self::with_clock(cfg, RunClock::start())
+    }
+
+    /// A client stamping records on `clock` (the run's clock). Errors: bad URL, non-http
+    /// scheme, invalid header name/value.
+    pub fn with_clock(cfg: ClientConfig, clock: RunClock) -> Result<Self, ClientError> {
+        let endpoint = cfg
+            .endpoint
+            .clone()
+            .unwrap_or_else(|| cfg.backend.default_endpoint().to_string());
+        let url = join_url(&cfg.base_url, &endpoint);
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| ClientError::InvalidUrl {
+                url: url.clone(),
+                reason: e.to_string(),
+            })?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some(_) => return Err(ClientError::UnsupportedScheme { url }),
+            None => {
+                return Err(ClientError::InvalidUrl {
+                    url,
+                    reason: "missing http:// scheme".into(),
+                })
+            }
+        }
+        if uri.host().is_none() {
+            return Err(ClientError::InvalidUrl {
+                url,
+                reason: "missing host".into(),
+            });
+        }
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        for (k, v) in &cfg.headers {
+            let name = HeaderName::from_bytes(k.trim().as_bytes()).map_err(|e| {
+                ClientError::InvalidHeader {
+                    name: k.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+            let mut value =
+                HeaderValue::from_str(v.trim()).map_err(|e| ClientError::InvalidHeader {
+                    name: k.clone(),
+                    reason: e.to_string(),
+                })?;
+            if name == AUTHORIZATION {
+                value.set_sensitive(true);
+            }
+            headers.append(name, value);
+        }
+        if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ClientError::InvalidHeader {
+                    name: "Authorization".into(),
+                    reason: "the API key contains characters not allowed in a header".into(),
+                }
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.enforce_http(true);
+        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(POOL_IDLE)
+            .pool_max_idle_per_host(usize::MAX)
+            .build(connector);
+        Ok(Self {
+            http,
+            uri,
+            headers,
+            cfg: Arc::new(cfg),
+            clock,
+        })
+    }
+
+    /// The request URL (`base_url` + endpoint).
+    pub fn uri(&self) -> &Uri {
+        &self.uri
+    }
+
+    /// The client's configuration.
+    pub fn config(&self) -> &ClientConfig {
+        &self.cfg
+    }
+
+    /// The run clock records are stamped on.
+    pub fn clock(&self) -> RunClock {
+        self.clock
+    }
+
+    /// Sends one streamed request and returns its record (success, or one [`ErrorClass`] with
+    /// a message). `cancel` ends it early as `cancelled`. Timestamps are ns on the run clock,
+    /// taken when bytes are read from the connection (before parsing).
+    pub async fn send(
+        &self,
+        input: &RequestInput<'_>,
+        meta: RequestMeta,
+        cancel: &CancellationToken,
+    ) -> RequestRecord {
+        let mut rec = RequestRecord {
+            request_id: meta.request_id,
+            conversation_id: meta.conversation_id,
+            turn: meta.turn,
+            phase: meta.phase,
+            scheduled_ns: meta.scheduled_ns,
+            prompt_tokens: input.prompt_tokens,
+            prompt_tokens_client: input.prompt_tokens,
+            max_tokens: input.max_tokens,
+            ..Default::default()
+        };
+        let body = build_body(
+            self.cfg.backend,
+            &self.cfg.model,
+            input,
+            self.cfg.ignore_eos,
+            self.cfg.extra_body.as_ref(),
+        );
+        let mut req = Request::new(Full::new(Bytes::from(body)));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = self.headers.clone();
+
+        let cancelled = cancel.cancelled();
+        tokio::pin!(cancelled);
+        let sent = Instant::now();
+        rec.sent_ns = self.clock.ns_at(sent);
+        let idle = self.cfg.idle_timeout;
+        let total_deadline = self.cfg.request_timeout.map(|d| sent + d);
+        let deadline = |last: Instant| -> Instant {
+            let idle_at = last
+                .checked_add(idle)
+                .unwrap_or(last + Duration::from_secs(1 << 30));
+            match total_deadline {
+                Some(t) => t.min(idle_at),
+                None => idle_at,
+            }
+        };
+        let sleep = tokio::time::sleep_until(deadline(sent).into());
+        tokio::pin!(sleep);
+
+        // 1. Response head.
+        let resp = {
+            let fut = self.http.request(req);
+            tokio::pin!(fut);
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = &mut cancelled => {
+                        return self.fail(rec, ErrorClass::Cancelled, "cancelled before the response head".into());
+                    }
+                    r = &mut fut => break r,
+                    _ = &mut sleep => {
+                        let now = Instant::now();
+                        if let Some(class) = timeout_class(now, sent, idle, total_deadline) {
+                            let msg = format!("no response head after {:.3} s", (now - sent).as_secs_f64());
+                            return self.fail(rec, class, msg);
+                        }
+                        sleep.as_mut().reset(deadline(sent).into());
+                    }
+                }
+            }
+        };
+        let resp = match resp {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!("{} to {}: {}", connect_kind(&e), self.uri, error_chain(&e));
+                return self.fail(rec, ErrorClass::Connect, msg);
+            }
+        };
+        let head_at = Instant::now();
+        rec.first_byte_ns = Some(self.clock.ns_at(head_at));
+        let status = resp.status();
+        rec.http_status = Some(status.as_u16());
+        let json_body = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        let mut body = resp.into_body();
+
+        // 2. Body: SSE events (or one JSON object / an error body), byte by byte as read.
+        let mut parser = SseParser::new();
+        let mut interp = Interpreter::new();
+        let mut raw: Vec<u8> = Vec::new();
+        let keep_raw = !status.is_success() || json_body;
+        let mut last_byte = head_at;
+        sleep.as_mut().reset(deadline(last_byte).into());
+        let mut transport: Option<(ErrorClass, String)> = None;
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut cancelled => {
+                    transport = Some((ErrorClass::Cancelled, "cancelled while streaming".into()));
+                    break;
+                }
+                frame = body.frame() => {
+                    let now = Instant::now();
+                    match frame {
+                        Some(Ok(frame)) => {
+                            last_byte = now;
+                            let Ok(data) = frame.into_data() else { continue };
+                            let t = self.clock.ns_at(now);
+                            if keep_raw {
+                                if !status.is_success() {
+                                    let room = 4096usize.saturating_sub(raw.len());
+                                    raw.extend_from_slice(&data[..data.len().min(room)]);
+                                    if raw.len() >= 4096 {
+                                        break;
+                                    }
+                                } else if raw.len() + data.len() > MAX_JSON_BODY {
+                                    transport = Some((ErrorClass::Malformed, format!("JSON response body over {MAX_JSON_BODY} bytes")));
+                                    break;
+                                } else {
+                                    raw.extend_from_slice(&data);
+                                }
+                                continue;
+                            }
+                            if let Err(e) = parser.feed(&data, |ev| interp.on_event(ev, t, &mut rec)) {
+                                transport = Some((ErrorClass::Malformed, e.to_string()));
+                                break;
+                            }
+                            if interp.failure.is_some() {
+                                break;
+                            }
+                        }
+                        Some(Err(e)) => {
+                            if !interp.done {
+                                transport = Some((ErrorClass::StreamError, format!("connection failed mid-body: {}", error_chain(&e))));
+                            }
+                            break;
+                        }
+                        None => {
+                            if status.is_success() && !json_body {
+                                let t = self.clock.ns_at(now);
+                                if let Err(e) = parser.finish(|ev| interp.on_event(ev, t, &mut rec)) {
+                                    transport = Some((ErrorClass::Malformed, e.to_string()));
+                                }
+                            } else if json_body && status.is_success() {
+                                interp.on_json(&raw, self.clock.ns_at(now), &mut rec);
+                            }
+                            break;
+                        }
+                    }
+                }
+                _ = &mut sleep => {
+                    let now = Instant::now();
+                    if let Some(class) = timeout_class(now, last_byte, idle, total_deadline) {
+                        let msg = match class {
+                            ErrorClass::TimeoutTotal => format!("request not finished {:.3} s after send (--request-timeout)", (now - sent).as_secs_f64()),
+                            _ => format!("no byte for {:.3} s (--idle-timeout)", (now - last_byte).as_secs_f64()),
+                        };
+                        transport = Some((class, msg));
+                        break;
+                    }
+                    sleep.as_mut().reset(deadline(last_byte).into());
+                }
+            }
+        }
+        let end = Instant::now();
+        rec.end_ns = self.clock.ns_at(end);
+        let interp_failure = interp.failure.take();
+        let saw_done = interp.done;
+        interp.finish(&mut rec, self.cfg.token_counter.as_deref());
+        if !status.is_success() {
+            let msg = format!(
+                "HTTP {}: {}",
+                status,
+                String::from_utf8_lossy(excerpt(&raw)).trim()
+            );
+            return finish_failed(rec, ErrorClass::HttpStatus, msg);
+        }
+        if let Some((class, msg)) = interp_failure.or(transport) {
+            return finish_failed(rec, class, msg);
+        }
+        if rec.chunks.is_empty() {
+            let msg = format!(
+                "stream ended without a token-bearing chunk ({} comment lines{})",
+                parser.comments(),
+                if saw_done { ", [DONE] seen" } else { "" }
+            );
+            return finish_failed(rec, ErrorClass::StreamError, msg);
+        }
+        rec.success = true;
+        rec
+    }
+
+    fn fail(&self, mut rec: RequestRecord, class: ErrorClass, msg: String) -> RequestRecord {
+        rec.end_ns = self.clock.now_ns();
+        finish_failed(rec, class, msg)
+    }
+}
+
+fn finish_failed(mut rec: RequestRecord, class: ErrorClass, msg: String) -> RequestRecord {
+    rec.success = false;
+    rec.error_class = Some(class);
+    rec.error = Some(msg);
+    rec
+}
+
+/// Which timeout (if any) has expired at `now`: total first, then idle since `last_byte`.
+fn timeout_class(
+    now: Instant,
+    last_byte: Instant,
+    idle: Duration,
+    total_deadline: Option<Instant>,
+) -> Option<ErrorClass> {
+    if total_deadline.is_some_and(|t| now >= t) {
+        Some(ErrorClass::TimeoutTotal)
+    } else if now.saturating_duration_since(last_byte) >= idle {
+        Some(ErrorClass::TimeoutIdle)
+    } else {
+        None
+    }
+}
+
+fn connect_kind(e: &hyper_util::client::legacy::Error) -> &'static str {
+    if e.is_connect() {
+        "cannot connect"
+    } else {
+        "connection failed before the response head"
+    }
+}
+
+/// `e` and its sources joined by `: ` (hyper's own message is terse).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let m = inner.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = inner.source();
+    }
+    s
+}
+
+/// `base` without trailing `/` + `endpoint` with exactly one leading `/`.
+fn join_url(base: &str, endpoint: &str) -> String {
+    let base = base.trim().trim_end_matches('/');
+    let endpoint = endpoint.trim();
+    if endpoint.is_empty() {
+        return base.to_string();
+    }
+    format!("{base}/{}", endpoint.trim_start_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_join_and_validation() {
+        assert_eq!(
+            join_url("http://h:1/", "/v1/completions"),
+            "http://h:1/v1/completions"
+        );
+        assert_eq!(join_url("http://h:1", "v1/x"), "http://h:1/v1/x");
+        let cfg = |u: &str| ClientConfig {
+            base_url: u.into(),
+            ..Default::default()
+        };
+        assert!(matches!(
+            Client::new(cfg("https://h")),
+            Err(ClientError::UnsupportedScheme { .. })
+        ));
+        assert!(matches!(
+            Client::new(cfg("h:1")),
+            Err(ClientError::InvalidUrl { .. })
+        ));
+        assert!(matches!(
+            Client::new(cfg("http://h:1 2")),
+            Err(ClientError::InvalidUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn api_key_is_never_printed() {
+        let cfg = ClientConfig {
+            api_key: Some("sk-secret-123".into()),
+            headers: vec![("Authorization".into(), "Bearer sk-other-456".into())],
+            ..Default::default()
+        };
+        let client = Client::new(cfg).unwrap();
+        let dbg = format!("{client:?}");
+        assert!(
+            !dbg.contains("sk-secret-123") && !dbg.contains("sk-other-456"),
+            "{dbg}"
+        );
+        let bad = ClientConfig {
+            api_key: Some("sk-\nsecret".into()),
+            ..Default::default()
+        };
+        let err = Client::new(bad).unwrap_err().to_string();
+        assert!(!err.contains("secret"), "{err}");
+    }
+}

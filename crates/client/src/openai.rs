@@ -1,0 +1,549 @@
+//! OpenAI-compatible request bodies and the interpretation of streamed responses
+//! (`/v1/completions` and `/v1/chat/completions`).
+//!
+//! What counts as a token (DESIGN.md §4, reference/peers.md §4): a chunk carries generated tokens
+//! when it has non-empty visible text (`choices[].text` or `delta.content`), non-empty reasoning
+//! (`delta.reasoning_content` or `delta.reasoning`) or a non-empty `delta.tool_calls`. Role-only,
+//! usage-only, finish-only and empty-text chunks, comments and `[DONE]` never count. TTFT ends at
+//! the first token-bearing chunk of any channel; TTFO and the output text use visible content
+//! only. `usage.completion_tokens` gives the token count (source `server`); without it the
+//! configured tokenizer counts the received text (source `tokenizer`).
+
+use std::borrow::Cow;
+
+use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSource};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::sse::SseEvent;
+
+/// Which OpenAI-compatible API the client speaks (`--backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Backend {
+    /// `POST /v1/completions` with `prompt` and `max_tokens` (`--backend openai`; vLLM's
+    /// `openai`/`vllm` backends).
+    #[default]
+    OpenAiCompletions,
+    /// `POST /v1/chat/completions` with `messages` and `max_completion_tokens`
+    /// (`--backend openai-chat`).
+    OpenAiChat,
+}
+
+impl Backend {
+    /// The endpoint path used when `--endpoint` is not given.
+    pub fn default_endpoint(self) -> &'static str {
+        match self {
+            Backend::OpenAiCompletions => "/v1/completions",
+            Backend::OpenAiChat => "/v1/chat/completions",
+        }
+    }
+
+    /// The `--backend` name (`openai` or `openai-chat`), as written to result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::OpenAiCompletions => "openai",
+            Backend::OpenAiChat => "openai-chat",
+        }
+    }
+
+    /// Parses a `--backend` name. `vllm`, `sglang` and `openai-completions` are accepted as
+    /// aliases of `openai` (they share vLLM's completions client); `chat` of `openai-chat`.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "openai" | "vllm" | "sglang" | "openai-completions" => Some(Backend::OpenAiCompletions),
+            "openai-chat" | "chat" => Some(Backend::OpenAiChat),
+            _ => None,
+        }
+    }
+}
+
+/// What one request asks for. Borrowed so that prompts (possibly 100k × 8k tokens) are not
+/// copied per request.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestInput<'a> {
+    /// Prompt text: `prompt` for completions; the single user message for chat when `messages`
+    /// is `None`.
+    pub text: &'a str,
+    /// Full chat `messages` array (multi-turn datasets); overrides `text` for chat.
+    pub messages: Option<&'a Value>,
+    /// Client-side prompt token count (vLLM's `input_lens`).
+    pub prompt_tokens: u32,
+    /// Requested output tokens (`max_tokens` / `max_completion_tokens`); `None` leaves it to
+    /// the server.
+    pub max_tokens: Option<u32>,
+}
+
+/// Builds the JSON request body. Streaming with `stream_options.include_usage` always (token
+/// counts from the server, peers.md bug 21); temperature 0 as vLLM's and InferenceX's clients;
+/// `ignore_eos` only when set (vLLM/SGLang extension); `extra_body` keys are merged last and
+/// override ours.
+pub fn build_body(
+    backend: Backend,
+    model: &str,
+    input: &RequestInput<'_>,
+    ignore_eos: bool,
+    extra_body: Option<&Map<String, Value>>,
+) -> Vec<u8> {
+    let mut m = Map::new();
+    m.insert("model".into(), Value::from(model));
+    match backend {
+        Backend::OpenAiCompletions => {
+            m.insert("prompt".into(), Value::from(input.text));
+            if let Some(n) = input.max_tokens {
+                m.insert("max_tokens".into(), Value::from(n));
+            }
+        }
+        Backend::OpenAiChat => {
+            let messages = match input.messages {
+                Some(v) => v.clone(),
+                None => serde_json::json!([{"role": "user", "content": input.text}]),
+            };
+            m.insert("messages".into(), messages);
+            if let Some(n) = input.max_tokens {
+                m.insert("max_completion_tokens".into(), Value::from(n));
+            }
+        }
+    }
+    m.insert("temperature".into(), Value::from(0.0));
+    m.insert("stream".into(), Value::Bool(true));
+    m.insert(
+        "stream_options".into(),
+        serde_json::json!({"include_usage": true}),
+    );
+    if ignore_eos {
+        m.insert("ignore_eos".into(), Value::Bool(true));
+    }
+    if let Some(extra) = extra_body {
+        for (k, v) in extra {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
+}
+
+#[derive(Deserialize)]
+struct ChunkWire<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<ChoiceWire<'a>>>,
+    #[serde(default)]
+    usage: Option<UsageWire>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ChoiceWire<'a> {
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    delta: Option<DeltaWire<'a>>,
+    /// Non-streaming chat responses carry `message` instead of `delta`.
+    #[serde(default, borrow)]
+    message: Option<DeltaWire<'a>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct DeltaWire<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<Cow<'a, str>>,
+    #[serde(default)]
+    tool_calls: Option<Vec<serde::de::IgnoredAny>>,
+}
+
+#[derive(Deserialize)]
+struct UsageWire {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<DetailsWire>,
+}
+
+#[derive(Deserialize)]
+struct DetailsWire {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+fn clamp_u32(v: u64) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// Counts tokens of received text when the server sends no usage (the tokenizer fallback).
+pub type TokenCounter = dyn Fn(&str) -> usize + Send + Sync;
+
+/// Turns the events of one streamed response into the fields of a [`RequestRecord`].
+///
+/// Feed every event with the arrival time of the bytes that completed it; after a failure or
+/// `[DONE]` further events are ignored. Call [`Interpreter::finish`] once at the end.
+#[derive(Debug, Default)]
+pub struct Interpreter {
+    /// `[DONE]` was seen.
+    pub done: bool,
+    /// The first failure (`event: error`, an error object, undecodable data).
+    pub failure: Option<(ErrorClass, String)>,
+    usage_completion: Option<u32>,
+    usage_prompt: Option<u32>,
+    /// Cumulative completion tokens of the last token-bearing chunk that carried usage
+    /// (`continuous_usage_stats`), for per-chunk token counts.
+    last_cum_completion: u32,
+    /// Reasoning text, kept only for the tokenizer fallback.
+    reasoning: String,
+}
+
+impl Interpreter {
+    /// A fresh interpreter for one response.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn fail(&mut self, class: ErrorClass, msg: String) {
+        if self.failure.is_none() {
+            self.failure = Some((class, msg));
+        }
+    }
+
+    /// Handles one SSE event that arrived at `t_ns` (ns since run start).
+    pub fn on_event(&mut self, ev: SseEvent<'_>, t_ns: u64, rec: &mut RequestRecord) {
+        if self.failure.is_some() || self.done {
+            return;
+        }
+        if ev.event == b"error" {
+            let msg = String::from_utf8_lossy(excerpt(ev.data)).into_owned();
+            self.fail(ErrorClass::StreamError, format!("event: error: {msg}"));
+            return;
+        }
+        let data = trim_ascii(ev.data);
+        if data.is_empty() {
+            return;
+        }
+        if data == b"[DONE]" {
+            self.done = true;
+            return;
+        }
+        self.on_json(data, t_ns, rec);
+    }
+
+    /// Handles one JSON object (a `data:` payload, or a whole non-streaming response body).
+    pub fn on_json(&mut self, data: &[u8], t_ns: u64, rec: &mut RequestRecord) {
+        let chunk: ChunkWire<'_> = match serde_json::from_slice(data) {
+            Ok(c) => c,
+            Err(e) => {
+                let what = if std::str::from_utf8(data).is_err() {
+                    "invalid UTF-8 in event data"
+                } else {
+                    "undecodable JSON in event data"
+                };
+                self.fail(
+                    ErrorClass::Malformed,
+                    format!("{what} ({e}): {}", String::from_utf8_lossy(excerpt(data))),
+                );
+                return;
+            }
+        };
+        if let Some(err) = chunk.error {
+            self.fail(ErrorClass::StreamError, format!("error object: {err}"));
+            return;
+        }
+        if chunk.object.as_deref() == Some("error") {
+            let msg = chunk.message.as_deref().unwrap_or("");
+            self.fail(ErrorClass::StreamError, format!("error object: {msg}"));
+            return;
+        }
+        let mut content_here = false;
+        let mut reasoning_here = false;
+        let mut tool_here = false;
+        for choice in chunk.choices.iter().flatten() {
+            if let Some(t) = choice.text.as_deref() {
+                if !t.is_empty() {
+                    rec.output_text.push_str(t);
+                    content_here = true;
+                }
+            }
+            for d in [&choice.delta, &choice.message].into_iter().flatten() {
+                if let Some(t) = d.content.as_deref() {
+                    if !t.is_empty() {
+                        rec.output_text.push_str(t);
+                        content_here = true;
+                    }
+                }
+                for r in [&d.reasoning_content, &d.reasoning].into_iter().flatten() {
+                    if !r.is_empty() {
+                        self.reasoning.push_str(r);
+                        reasoning_here = true;
+                    }
+                }
+                if d.tool_calls.as_ref().is_some_and(|v| !v.is_empty()) {
+                    tool_here = true;
+                }
+            }
+            if let Some(f) = choice.finish_reason.as_deref() {
+                rec.finish_reason = Some(f.to_string());
+            }
+        }
+        let token_bearing = content_here || reasoning_here || tool_here;
+        let mut chunk_tokens = None;
+        if let Some(u) = chunk.usage {
+            if let Some(p) = u.prompt_tokens {
+                self.usage_prompt = Some(clamp_u32(p));
+            }
+            if let Some(c) = u.completion_tokens {
+                let c = clamp_u32(c);
+                self.usage_completion = Some(c);
+                if token_bearing {
+                    chunk_tokens = Some(c.saturating_sub(self.last_cum_completion));
+                    self.last_cum_completion = c;
+                }
+            }
+            if let Some(cached) = u.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+                rec.cached_tokens = Some(clamp_u32(cached));
+            }
+        }
+        if !token_bearing {
+            return;
+        }
+        let channel = if content_here {
+            Channel::Content
+        } else if reasoning_here {
+            Channel::Reasoning
+        } else {
+            Channel::Tool
+        };
+        if rec.first_token_ns.is_none() {
+            rec.first_token_ns = Some(t_ns);
+        }
+        if content_here && rec.first_output_token_ns.is_none() {
+            rec.first_output_token_ns = Some(t_ns);
+        }
+        rec.last_token_ns = Some(t_ns);
+        rec.chunks.push(ChunkRecord {
+            t_ns,
+            channel,
+            tokens: chunk_tokens,
+        });
+    }
+
+    /// Final token counts: `usage` when the server sent it (source `server`), else `counter`
+    /// over reasoning + visible text (source `tokenizer`), else the number of token-bearing
+    /// chunks (source `tokenizer`, a lower bound when chunks bundle tokens).
+    pub fn finish(self, rec: &mut RequestRecord, counter: Option<&TokenCounter>) {
+        if let Some(p) = self.usage_prompt {
+            rec.prompt_tokens = p;
+        }
+        match self.usage_completion {
+            Some(c) => {
+                rec.completion_tokens = c;
+                rec.completion_tokens_source = TokenSource::Server;
+            }
+            None => {
+                let n = match counter {
+                    Some(count) => {
+                        let mut n = count(&rec.output_text);
+                        if !self.reasoning.is_empty() {
+                            n += count(&self.reasoning);
+                        }
+                        n
+                    }
+                    None => rec.chunks.len(),
+                };
+                rec.completion_tokens = u32::try_from(n).unwrap_or(u32::MAX);
+                rec.completion_tokens_source = TokenSource::Tokenizer;
+            }
+        }
+    }
+}
+
+/// At most the first 512 bytes, for error messages.
+pub(crate) fn excerpt(b: &[u8]) -> &[u8] {
+    &b[..b.len().min(512)]
+}
+
+fn trim_ascii(mut b: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = b {
+        if first.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    while let [rest @ .., last] = b {
+        if last.is_ascii_whitespace() {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(events: &[(&str, &str, u64)]) -> (Interpreter, RequestRecord) {
+        let mut it = Interpreter::new();
+        let mut rec = RequestRecord::default();
+        for (e, d, t) in events {
+            it.on_event(
+                SseEvent {
+                    event: e.as_bytes(),
+                    data: d.as_bytes(),
+                },
+                *t,
+                &mut rec,
+            );
+        }
+        (it, rec)
+    }
+
+    #[test]
+    fn role_usage_and_empty_chunks_are_not_tokens() {
+        let (it, mut rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+                5,
+            ),
+            ("", r#"{"choices":[{"delta":{"content":null}}]}"#, 6),
+            ("", r#"{"choices":[{"text":""}]}"#, 7),
+            ("", r#"{"choices":[{"delta":{"content":"Hi"}}]}"#, 200),
+            (
+                "",
+                r#"{"choices":[{"delta":{},"finish_reason":"length"}]}"#,
+                210,
+            ),
+            (
+                "",
+                r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":2}}"#,
+                300,
+            ),
+            ("", "[DONE]", 301),
+        ]);
+        assert!(it.done && it.failure.is_none());
+        assert_eq!(rec.first_token_ns, Some(200));
+        assert_eq!(rec.last_token_ns, Some(200));
+        assert_eq!(rec.chunks.len(), 1);
+        it.finish(&mut rec, None);
+        assert_eq!(rec.completion_tokens, 2);
+        assert_eq!(rec.prompt_tokens, 7);
+        assert_eq!(rec.completion_tokens_source, TokenSource::Server);
+        assert_eq!(rec.finish_reason.as_deref(), Some("length"));
+        assert_eq!(rec.output_text, "Hi");
+    }
+
+    #[test]
+    fn reasoning_and_tool_calls_count_for_ttft_not_ttfo() {
+        let (it, mut rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"delta":{"reasoning_content":"th"}}]}"#,
+                10,
+            ),
+            ("", r#"{"choices":[{"delta":{"reasoning":"ink"}}]}"#, 20),
+            (
+                "",
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#,
+                30,
+            ),
+            ("", r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#, 35),
+            ("", r#"{"choices":[{"delta":{"content":"A"}}]}"#, 40),
+        ]);
+        assert_eq!(rec.first_token_ns, Some(10));
+        assert_eq!(rec.first_output_token_ns, Some(40));
+        let ch: Vec<_> = rec.chunks.iter().map(|c| (c.t_ns, c.channel)).collect();
+        assert_eq!(
+            ch,
+            vec![
+                (10, Channel::Reasoning),
+                (20, Channel::Reasoning),
+                (30, Channel::Tool),
+                (40, Channel::Content)
+            ]
+        );
+        let count = |s: &str| s.chars().count();
+        it.finish(&mut rec, Some(&count));
+        // no usage: tokenizer over visible + reasoning text ("A" + "think")
+        assert_eq!(rec.completion_tokens, 6);
+        assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
+        assert_eq!(rec.output_text, "A");
+    }
+
+    #[test]
+    fn error_event_error_object_and_bad_json_are_classified() {
+        let (it, _) = run(&[("error", r#"{"error":{"message":"boom"}}"#, 1)]);
+        assert_eq!(it.failure.unwrap().0, ErrorClass::StreamError);
+        let (it, _) = run(&[("", r#"{"error":{"message":"boom"}}"#, 1)]);
+        assert_eq!(it.failure.unwrap().0, ErrorClass::StreamError);
+        let (it, _) = run(&[("", r#"{"object":"error","message":"boom"}"#, 1)]);
+        assert_eq!(it.failure.unwrap().0, ErrorClass::StreamError);
+        let (it, _) = run(&[("", r#"{"choices":[{"text":"a"#, 1)]);
+        assert_eq!(it.failure.unwrap().0, ErrorClass::Malformed);
+        let mut it = Interpreter::new();
+        it.on_json(
+            b"{\"choices\":[{\"text\":\"\xff\"}]}",
+            1,
+            &mut RequestRecord::default(),
+        );
+        let (class, msg) = it.failure.unwrap();
+        assert_eq!(class, ErrorClass::Malformed);
+        assert!(msg.contains("invalid UTF-8"), "{msg}");
+    }
+
+    #[test]
+    fn continuous_usage_gives_per_chunk_tokens() {
+        let (_, rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"text":"ab"}],"usage":{"completion_tokens":2}}"#,
+                1,
+            ),
+            (
+                "",
+                r#"{"choices":[{"text":"cde"}],"usage":{"completion_tokens":5}}"#,
+                2,
+            ),
+        ]);
+        let t: Vec<_> = rec.chunks.iter().map(|c| c.tokens).collect();
+        assert_eq!(t, vec![Some(2), Some(3)]);
+    }
+
+    #[test]
+    fn escaped_text_is_decoded() {
+        let (_, rec) = run(&[("", r#"{"choices":[{"text":"a\"b\n\u00e9"}]}"#, 1)]);
+        assert_eq!(rec.output_text, "a\"b\n\u{e9}");
+    }
+
+    #[test]
+    fn body_shapes() {
+        let input = RequestInput {
+            text: "hi",
+            messages: None,
+            prompt_tokens: 1,
+            max_tokens: Some(8),
+        };
+        let b = build_body(Backend::OpenAiCompletions, "m", &input, true, None);
+        assert_eq!(
+            String::from_utf8(b).unwrap(),
+            r#"{"model":"m","prompt":"hi","max_tokens":8,"temperature":0.0,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}"#
+        );
+        let mut extra = Map::new();
+        extra.insert("temperature".into(), Value::from(1));
+        let b = build_body(Backend::OpenAiChat, "m", &input, false, Some(&extra));
+        assert_eq!(
+            String::from_utf8(b).unwrap(),
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":8,"temperature":1,"stream":true,"stream_options":{"include_usage":true}}"#
+        );
+    }
+}

@@ -1,0 +1,228 @@
+//! A tiny in-process HTTP/1.1 server that answers every POST with one recorded response, byte
+//! for byte, with its recorded pauses: the Rust equivalent of `shared/tools/sse_replay.py`, for
+//! tests of this crate, of `inferbench-loadgen` and of the CLI. Not a benchmark target.
+//!
+//! Case format (`shared/cases/README.md`): `status` (default 200), `headers` (default
+//! `text/event-stream`), `chunks` (`{"delay_ms": N, "text": …}` or `{"delay_ms": N, "b64": …}`,
+//! each written as one HTTP chunk), `end` (`"close"`, `"abort"` or `{"stall_ms": N}`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How a recorded response ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayEnd {
+    /// Finish the chunked body (`0\r\n\r\n`); the connection stays open for the next request.
+    Close,
+    /// Drop the connection without the final zero-length chunk.
+    Abort,
+    /// Send nothing more for this long, then drop the connection.
+    Stall(Duration),
+}
+
+/// One recorded response.
+#[derive(Debug, Clone)]
+pub struct ReplayCase {
+    /// HTTP status code.
+    pub status: u16,
+    /// Response headers (besides `Transfer-Encoding: chunked`).
+    pub headers: Vec<(String, String)>,
+    /// (pause before the write, bytes written as one HTTP chunk).
+    pub chunks: Vec<(Duration, Vec<u8>)>,
+    /// How the response ends.
+    pub end: ReplayEnd,
+}
+
+impl ReplayCase {
+    /// Parses a case object (the JSON of `shared/cases/sse/*.json`). Errors name the field.
+    pub fn from_json(v: &Value) -> Result<Self, String> {
+        let status = match v.get("status") {
+            None => 200,
+            Some(s) => s
+                .as_u64()
+                .and_then(|s| u16::try_from(s).ok())
+                .ok_or("field `status`: not an HTTP status code")?,
+        };
+        let headers = match v.get("headers").and_then(Value::as_object) {
+            Some(h) => h
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect(),
+            None => vec![
+                ("Content-Type".into(), "text/event-stream".into()),
+                ("Cache-Control".into(), "no-cache".into()),
+            ],
+        };
+        let mut chunks = Vec::new();
+        for (i, c) in v
+            .get("chunks")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let delay =
+                Duration::from_millis(c.get("delay_ms").and_then(Value::as_u64).unwrap_or(0));
+            let bytes = if let Some(t) = c.get("text").and_then(Value::as_str) {
+                t.as_bytes().to_vec()
+            } else if let Some(b) = c.get("b64").and_then(Value::as_str) {
+                b64_decode(b).ok_or(format!("field `chunks[{i}].b64`: invalid base64"))?
+            } else {
+                return Err(format!("field `chunks[{i}]`: needs `text` or `b64`"));
+            };
+            chunks.push((delay, bytes));
+        }
+        let end = match v.get("end") {
+            None => ReplayEnd::Close,
+            Some(Value::String(s)) if s == "close" => ReplayEnd::Close,
+            Some(Value::String(s)) if s == "abort" => ReplayEnd::Abort,
+            Some(e) => match e.get("stall_ms").and_then(Value::as_u64) {
+                Some(ms) => ReplayEnd::Stall(Duration::from_millis(ms)),
+                None => {
+                    return Err(
+                        "field `end`: expected \"close\", \"abort\" or {\"stall_ms\": N}".into(),
+                    )
+                }
+            },
+        };
+        Ok(Self {
+            status,
+            headers,
+            chunks,
+            end,
+        })
+    }
+
+    /// All body bytes concatenated (what a client should parse).
+    pub fn body_bytes(&self) -> Vec<u8> {
+        self.chunks
+            .iter()
+            .flat_map(|(_, b)| b.iter().copied())
+            .collect()
+    }
+}
+
+/// Standard base64 (RFC 4648, with padding) decoder; `None` on invalid input.
+fn b64_decode(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let s = s.trim().trim_end_matches('=').as_bytes();
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for &c in s {
+        acc = (acc << 6) | val(c)?;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+/// Serves `case` on `127.0.0.1:0` until the runtime shuts down; returns the bound address.
+pub async fn spawn_replay(case: ReplayCase) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let case = std::sync::Arc::new(case);
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            let case = case.clone();
+            tokio::spawn(async move {
+                let _ = serve_conn(sock, &case).await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+async fn serve_conn(mut sock: TcpStream, case: &ReplayCase) -> std::io::Result<()> {
+    sock.set_nodelay(true)?;
+    let mut buf = Vec::new();
+    loop {
+        // Read one request: head, then Content-Length bytes of body.
+        let head_end = loop {
+            if let Some(p) = find(&buf, b"\r\n\r\n") {
+                break p + 4;
+            }
+            let mut tmp = [0u8; 8192];
+            let n = sock.read(&mut tmp).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&tmp[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while buf.len() < head_end + len {
+            let mut tmp = [0u8; 8192];
+            let n = sock.read(&mut tmp).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&tmp[..n]);
+        }
+        buf.drain(..head_end + len);
+        let mut out = format!("HTTP/1.1 {} Replay\r\n", case.status);
+        for (k, v) in &case.headers {
+            out.push_str(&format!("{k}: {v}\r\n"));
+        }
+        out.push_str("Transfer-Encoding: chunked\r\n\r\n");
+        sock.write_all(out.as_bytes()).await?;
+        for (delay, data) in &case.chunks {
+            if !delay.is_zero() {
+                tokio::time::sleep(*delay).await;
+            }
+            if !data.is_empty() {
+                let mut frame = format!("{:x}\r\n", data.len()).into_bytes();
+                frame.extend_from_slice(data);
+                frame.extend_from_slice(b"\r\n");
+                sock.write_all(&frame).await?;
+            }
+        }
+        match case.end {
+            ReplayEnd::Close => sock.write_all(b"0\r\n\r\n").await?,
+            ReplayEnd::Abort => return sock.shutdown().await,
+            ReplayEnd::Stall(d) => {
+                tokio::time::sleep(d).await;
+                return sock.shutdown().await;
+            }
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_decodes() {
+        assert_eq!(
+            b64_decode("qSDmvA==").unwrap(),
+            vec![0xa9, 0x20, 0xe6, 0xbc]
+        );
+        assert_eq!(b64_decode("aGk=").unwrap(), b"hi");
+        assert!(b64_decode("a$").is_none());
+    }
+}

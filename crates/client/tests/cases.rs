@@ -1,0 +1,224 @@
+//! The handed cases of `shared/cases/sse/` (recorded responses that broke peer clients), each
+//! served byte for byte with its recorded pauses by an in-process replay server, plus every
+//! case re-split at every byte boundary through the pure parser. Expectations come from each
+//! case's `expect` object; the same client passes all of them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use inferbench_client::openai::Interpreter;
+use inferbench_client::replay::{spawn_replay, ReplayCase};
+use inferbench_client::sse::SseParser;
+use inferbench_client::{
+    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, RunClock,
+};
+use inferbench_core::{ErrorClass, RequestRecord, TokenSource};
+use serde_json::Value;
+
+/// Allowed deviation of TTFT/TTFO/E2EL from the recorded pauses, in ms (cases/README.md).
+const TOL_MS: f64 = 20.0;
+
+fn cases_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/cases/sse");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIP: {} not found (the shared folder is absent)",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn load_cases() -> Vec<(String, Value)> {
+    let Some(dir) = cases_dir() else {
+        return vec![];
+    };
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let v: Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(
+        out.len() >= 10,
+        "expected the ten handed cases in {}",
+        dir.display()
+    );
+    out
+}
+
+fn chars_counter() -> Arc<inferbench_client::TokenCounter> {
+    // Stand-in tokenizer for cases without usage: whitespace-separated words.
+    Arc::new(|s: &str| s.split_whitespace().count())
+}
+
+fn client_for(case: &Value, base_url: String) -> Client {
+    let backend = Backend::parse(case["backend"].as_str().unwrap_or("openai")).unwrap();
+    let mut cfg = ClientConfig {
+        base_url,
+        endpoint: case["endpoint"].as_str().map(str::to_string),
+        backend,
+        model: "replay-model".into(),
+        token_counter: Some(chars_counter()),
+        ..Default::default()
+    };
+    let flags: Vec<String> = case["client_flags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    for w in flags.windows(2) {
+        match w[0].as_str() {
+            "--idle-timeout" => cfg.idle_timeout = Duration::from_secs_f64(w[1].parse().unwrap()),
+            "--request-timeout" => {
+                cfg.request_timeout = Some(Duration::from_secs_f64(w[1].parse().unwrap()))
+            }
+            _ => {}
+        }
+    }
+    Client::with_clock(cfg, RunClock::start()).unwrap()
+}
+
+fn check(name: &str, exp: &Value, rec: &RequestRecord, wall: Duration) {
+    let ctx = format!("case {name}: record {rec:#?}");
+    assert_eq!(rec.success, exp["success"].as_bool().unwrap(), "{ctx}");
+    if let Some(class) = exp["error_class"].as_str() {
+        assert_eq!(
+            rec.error_class.map(ErrorClass::as_str),
+            Some(class),
+            "{ctx}"
+        );
+        assert!(rec.error.as_deref().is_some_and(|m| !m.is_empty()), "{ctx}");
+    } else {
+        assert_eq!(rec.error_class, None, "{ctx}");
+    }
+    if let Some(s) = exp["http_status"].as_u64() {
+        assert_eq!(rec.http_status, Some(s as u16), "{ctx}");
+    }
+    let near = |what: &str, got: Option<f64>, want: &Value| {
+        if let Some(w) = want.as_f64() {
+            let g = got.unwrap_or_else(|| panic!("{what} missing; {ctx}"));
+            assert!(
+                (g - w).abs() <= TOL_MS,
+                "{what} = {g:.1} ms, want {w} ± {TOL_MS}; {ctx}"
+            );
+        }
+    };
+    near("ttft_ms", rec.ttft_ms(), &exp["ttft_ms"]);
+    near("ttfo_ms", rec.ttfo_ms(), &exp["ttfo_ms"]);
+    near("e2el_ms", rec.e2el_ms(), &exp["e2el_ms"]);
+    near("tpot_ms", rec.tpot_ms(), &exp["tpot_ms"]);
+    if let Some(n) = exp["completion_tokens"].as_u64() {
+        assert_eq!(u64::from(rec.completion_tokens), n, "{ctx}");
+    }
+    if let Some(src) = exp["completion_tokens_source"].as_str() {
+        let want = if src == "server" {
+            TokenSource::Server
+        } else {
+            TokenSource::Tokenizer
+        };
+        assert_eq!(rec.completion_tokens_source, want, "{ctx}");
+    }
+    if let Some(t) = exp["output_text"].as_str() {
+        assert_eq!(rec.output_text, t, "{ctx}");
+    }
+    if let Some(n) = exp["itl_count"].as_u64() {
+        assert_eq!(rec.itls_ms().count() as u64, n, "{ctx}");
+    }
+    if let Some(s) = exp["max_wall_s"].as_f64() {
+        assert!(wall.as_secs_f64() <= s, "took {wall:?} > {s} s; {ctx}");
+    }
+}
+
+/// All handed cases over real sockets, concurrently (the slowest, a 2 s idle timeout, bounds
+/// the test's wall time). Each request is sent twice on one client to also exercise
+/// keep-alive reuse after a finished stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handed_cases_over_http() {
+    let cases = load_cases();
+    let mut tasks = Vec::new();
+    for (name, case) in cases {
+        tasks.push(tokio::spawn(async move {
+            let replay = ReplayCase::from_json(&case).unwrap();
+            let addr = spawn_replay(replay).await.unwrap();
+            let client = client_for(&case, format!("http://{addr}"));
+            let cancel = CancellationToken::new();
+            let input = RequestInput {
+                text: "Hello",
+                messages: None,
+                prompt_tokens: 1,
+                max_tokens: Some(16),
+            };
+            let rounds = if case["expect"]["success"].as_bool() == Some(true) {
+                2
+            } else {
+                1
+            };
+            for round in 0..rounds {
+                let t0 = Instant::now();
+                let meta = RequestMeta {
+                    request_id: round,
+                    scheduled_ns: client.clock().now_ns(),
+                    ..Default::default()
+                };
+                let rec = client.send(&input, meta, &cancel).await;
+                check(
+                    &format!("{name} (round {round})"),
+                    &case["expect"],
+                    &rec,
+                    t0.elapsed(),
+                );
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+/// Every case's body re-split into two pieces at every byte boundary (and into single bytes)
+/// gives the same output text, token chunks and conclusion as the unsplit body.
+#[test]
+fn handed_cases_any_split_same_result() {
+    for (name, case) in load_cases() {
+        let body = ReplayCase::from_json(&case).unwrap().body_bytes();
+        let parse = |pieces: &[&[u8]]| {
+            let mut p = SseParser::new();
+            let mut it = Interpreter::new();
+            let mut rec = RequestRecord::default();
+            for (i, piece) in pieces.iter().enumerate() {
+                p.feed(piece, |ev| it.on_event(ev, i as u64, &mut rec))
+                    .unwrap();
+            }
+            p.finish(|ev| it.on_event(ev, 0, &mut rec)).unwrap();
+            let failure = it.failure.clone().map(|f| f.0);
+            it.finish(&mut rec, None);
+            (
+                rec.output_text,
+                rec.chunks.len(),
+                rec.completion_tokens,
+                failure,
+            )
+        };
+        let whole = parse(&[&body]);
+        for i in 0..=body.len() {
+            assert_eq!(
+                parse(&[&body[..i], &body[i..]]),
+                whole,
+                "{name}: split at {i}"
+            );
+        }
+        let bytes: Vec<&[u8]> = body.chunks(1).collect();
+        assert_eq!(parse(&bytes), whole, "{name}: byte by byte");
+    }
+}
