@@ -117,6 +117,12 @@ pub struct RequestRecord {
     pub http_status: Option<u16>,
     /// When the scheduler wanted to send the request (ns since run start).
     pub scheduled_ns: u64,
+    /// When the arrival process actually released the request (its timer fired), ns since run
+    /// start; `released − scheduled` is the schedule lag, `sent − released` the wait for a
+    /// concurrency slot. Optional: `None` when the loadgen does not record it (added by the
+    /// workload/metrics work, serde-compatible with records that lack it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_ns: Option<u64>,
     /// When the request was handed to the connection (ns since run start). `sent − scheduled` is
     /// the client queue time.
     pub sent_ns: u64,
@@ -169,7 +175,8 @@ impl RequestRecord {
 
     /// TTFO in ms = first_output_token − sent (reasoning excluded). `None` without visible content.
     pub fn ttfo_ms(&self) -> Option<f64> {
-        self.first_output_token_ns.map(|t| ns_diff_ms(t, self.sent_ns))
+        self.first_output_token_ns
+            .map(|t| ns_diff_ms(t, self.sent_ns))
     }
 
     /// E2EL in ms = last_token − sent (not the trailing usage chunk or `[DONE]`).

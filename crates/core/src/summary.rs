@@ -1,2 +1,500 @@
 //! `RunSummary`: one per concurrency point, in vLLM `--save-result` field names and units plus
 //! namespaced extras; and InferenceX's `agg_<RESULT_FILENAME>.json` shape (DESIGN.md §3).
+//!
+//! Flow: the loadgen collects [`crate::RequestRecord`]s, calls [`summarize`] with a
+//! [`SummaryContext`] describing the run, and writes the [`RunSummary`] as `summary.json` (the file
+//! vLLM's `benchmark_serving.py --save-result` would have written, so InferenceX's
+//! `process_result.py` consumes it unchanged). Given a [`JobIdentity`] (InferenceX's environment
+//! contract, reference/inferencex-producer.md §3.2), [`inferencex_aggregate`] turns the summary into
+//! the `agg_<RESULT_FILENAME>.json` object (§7.1).
+//!
+//! Units follow vLLM exactly: latency statistics in **ms** (`*_ms` keys), `duration` in **s**,
+//! throughputs per **s**, per-request `ttfts`/`itls` in **s**, token counts in tokens. Our own
+//! extras live under the single top-level key `"inferbench"` so no consumer that iterates the
+//! top-level keys (InferenceX: every key ending in `ms` or containing `tpot`) sees them.
+
+mod inferencex;
+
+pub use inferencex::{
+    inferencex_aggregate, AggregateError, IdentityError, JobIdentity, Parallelism, RoleTopology,
+    Topology,
+};
+
+use crate::metrics::{self, Distribution, GoodputSlo, Metric, Rates};
+use crate::record::{Phase, RequestRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Everything about a run that the records alone do not say (flags, identity, wall-clock times).
+/// `Default` gives vLLM/InferenceX defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SummaryContext {
+    /// `--backend` name as written to the result (`"openai"`, `"openai-chat"`, `"vllm"`).
+    pub backend: String,
+    /// `--model` (vLLM `model_id`; InferenceX copies it into the aggregate's `model`).
+    pub model_id: String,
+    /// Tokenizer identity (`"o200k_base"`, or the `tokenizer.json` path).
+    pub tokenizer_id: String,
+    /// vLLM `best_of`; always 1 for us.
+    pub best_of: u32,
+    /// `--num-prompts` as requested (not the completed count).
+    pub num_prompts: u64,
+    /// `--request-rate` in requests/s; `None` = `inf` (written as the string `"inf"`).
+    pub request_rate: Option<f64>,
+    /// `--burstiness` (gamma shape; 1 = Poisson).
+    pub burstiness: f64,
+    /// `--max-concurrency`; `None` = unlimited (InferenceX requires it set).
+    pub max_concurrency: Option<u32>,
+    /// `--percentile-metrics`: which of ttft/tpot/itl/e2el get vLLM keys (default all four).
+    pub percentile_metrics: Vec<Metric>,
+    /// `--metric-percentiles` (default 90, 99, 99.9), each in `[0, 100]`.
+    pub metric_percentiles: Vec<f64>,
+    /// `--goodput` SLOs (ms); empty = `"request_goodput:": null`.
+    pub goodput: GoodputSlo,
+    /// `--save-detailed`: also write `ttfts`, `itls`, `generated_texts`, `errors`.
+    pub save_detailed: bool,
+    /// vLLM `date`, `%Y%m%d-%H%M%S` local time of the run start (the caller formats it; core
+    /// reads no clock).
+    pub date: String,
+    /// Profiling window start as unix seconds (InferenceX's power window), when known.
+    pub benchmark_start_time_unix: Option<f64>,
+    /// Profiling window end as unix seconds, when known.
+    pub benchmark_end_time_unix: Option<f64>,
+    /// Overrides `duration` (s); by default it is the profiling window from the records (first
+    /// send to last completion, DESIGN.md §4).
+    pub duration_s: Option<f64>,
+    /// True when the run was cut short (Ctrl-C, SIGTERM, dead server): copied into the extras.
+    pub interrupted: bool,
+    /// Extra top-level `KEY: VALUE` strings (vLLM `--metadata`), written before the metrics.
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Default for SummaryContext {
+    fn default() -> Self {
+        SummaryContext {
+            backend: "openai".into(),
+            model_id: String::new(),
+            tokenizer_id: "o200k_base".into(),
+            best_of: 1,
+            num_prompts: 0,
+            request_rate: None,
+            burstiness: 1.0,
+            max_concurrency: None,
+            percentile_metrics: metrics::DEFAULT_PERCENTILE_METRICS.to_vec(),
+            metric_percentiles: metrics::DEFAULT_PERCENTILES.to_vec(),
+            goodput: GoodputSlo::default(),
+            save_detailed: false,
+            date: String::new(),
+            benchmark_start_time_unix: None,
+            benchmark_end_time_unix: None,
+            duration_s: None,
+            interrupted: false,
+            metadata: BTreeMap::new(),
+        }
+    }
+}
+
+/// `request_rate` as vLLM writes it: a number, or the string `"inf"` for an unlimited rate.
+mod rate_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(r) if r.is_finite() => s.serialize_f64(*r),
+            _ => s.serialize_str("inf"),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum R {
+            N(f64),
+            S(String),
+            Null(()),
+        }
+        Ok(match R::deserialize(d)? {
+            R::N(x) if x.is_finite() => Some(x),
+            R::S(s) => s.trim().parse::<f64>().ok().filter(|x| x.is_finite()),
+            _ => None,
+        })
+    }
+}
+
+/// One run (concurrency point) in vLLM's `--save-result` JSON shape (field names, order and
+/// units), plus the `inferbench` extras. `Serialize` writes exactly the file InferenceX's
+/// `process_result.py` reads; `Deserialize` also reads vLLM/InferenceX-client result files (the
+/// extras default when absent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// `%Y%m%d-%H%M%S` run start.
+    #[serde(default)]
+    pub date: String,
+    /// Backend name.
+    #[serde(default)]
+    pub backend: String,
+    /// Served model name (`--model`).
+    #[serde(default)]
+    pub model_id: String,
+    /// Tokenizer identity.
+    #[serde(default)]
+    pub tokenizer_id: String,
+    /// Always 1.
+    #[serde(default)]
+    pub best_of: u32,
+    /// Requested number of prompts.
+    #[serde(default)]
+    pub num_prompts: u64,
+    /// Requests/s, `None` = `"inf"`.
+    #[serde(with = "rate_serde", default)]
+    pub request_rate: Option<f64>,
+    /// Gamma shape of inter-arrival times.
+    #[serde(default)]
+    pub burstiness: f64,
+    /// Concurrency cap (`null` when unlimited).
+    #[serde(default)]
+    pub max_concurrency: Option<u32>,
+    /// Profiling window length, seconds.
+    #[serde(default)]
+    pub duration: f64,
+    /// Profiling window start, unix seconds (InferenceX fork field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark_start_time_unix: Option<f64>,
+    /// Profiling window end, unix seconds (InferenceX fork field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark_end_time_unix: Option<f64>,
+    /// Successful profile requests.
+    #[serde(default)]
+    pub completed: u64,
+    /// Σ client-side prompt tokens of successful requests.
+    #[serde(default)]
+    pub total_input_tokens: u64,
+    /// Σ completion tokens of successful requests.
+    #[serde(default)]
+    pub total_output_tokens: u64,
+    /// completed / duration, requests/s.
+    #[serde(default)]
+    pub request_throughput: f64,
+    /// Goodput, requests/s; `null` without `--goodput`. The key has a trailing colon (sic, vLLM).
+    #[serde(rename = "request_goodput:", default)]
+    pub request_goodput: Option<f64>,
+    /// total_output_tokens / duration, tokens/s.
+    #[serde(default)]
+    pub output_throughput: f64,
+    /// (input + output) / duration, tokens/s.
+    #[serde(default)]
+    pub total_token_throughput: f64,
+    /// Client-side prompt tokens per profile request (failures included), request order.
+    #[serde(default)]
+    pub input_lens: Vec<u32>,
+    /// Completion tokens per profile request (0 for failures), request order.
+    #[serde(default)]
+    pub output_lens: Vec<u32>,
+    /// `--save-detailed`: TTFT per request in **seconds** (0 for failures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttfts: Option<Vec<f64>>,
+    /// `--save-detailed`: inter-chunk gaps per request in **seconds**.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itls: Option<Vec<Vec<f64>>>,
+    /// `--save-detailed`: visible output text per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated_texts: Option<Vec<String>>,
+    /// `--save-detailed`: error per request (`""` on success, else `"<class>: <message>"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<String>>,
+    /// vLLM `--metadata` pairs and the per-metric statistics, in vLLM's order:
+    /// `mean_<m>_ms`, `median_<m>_ms`, `std_<m>_ms`, `p<q>_<m>_ms` for each selected metric `m`
+    /// (values in ms). Any other unknown top-level key of a read file lands here too.
+    #[serde(flatten)]
+    pub metrics: serde_json::Map<String, serde_json::Value>,
+    /// Our extras (absent in files from other tools).
+    #[serde(default)]
+    pub inferbench: Extras,
+}
+
+impl RunSummary {
+    /// A numeric top-level metric by its vLLM key (`"p99_ttft_ms"`, …).
+    pub fn metric(&self, key: &str) -> Option<f64> {
+        self.metrics.get(key).and_then(serde_json::Value::as_f64)
+    }
+
+    /// Fraction of profile requests that failed, `failed / (completed + failed)`; 0 without
+    /// requests. (vLLM's exit gate uses `1 − completed/num_prompts`; see
+    /// [`RunSummary::failure_rate_vs_requested`].)
+    pub fn error_rate(&self) -> f64 {
+        self.inferbench.error_rate
+    }
+
+    /// vLLM / InferenceX exit gate quantity `1 − completed / num_prompts` (0 when `num_prompts`
+    /// is 0). The run fails when this exceeds `--max-error-rate` (default 0.05).
+    pub fn failure_rate_vs_requested(&self) -> f64 {
+        if self.num_prompts == 0 {
+            return 0.0;
+        }
+        1.0 - self.completed as f64 / self.num_prompts as f64
+    }
+}
+
+/// inferbench's own measurements, under `"inferbench"` in the result JSON. Latencies in ms,
+/// rates per second, interactivity in tokens/s/user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Extras {
+    /// Version of this extras layout (1).
+    pub schema_version: u32,
+    /// Profiling window on the run clock, ns since run start: `[first send, last completion]`.
+    pub profile_window_ns: Option<[u64; 2]>,
+    /// Warmup records seen (excluded from every metric).
+    pub warmups: u64,
+    /// Profile requests that failed.
+    pub failed: u64,
+    /// failed / profile requests (0 without requests).
+    pub error_rate: f64,
+    /// Failures by error class (`connect`, `http_status`, `timeout_idle`, …).
+    pub errors_by_class: BTreeMap<String, u64>,
+    /// Successful requests by where `completion_tokens` came from: `{"server": n, "tokenizer": n}`.
+    pub completion_tokens_source: BTreeMap<String, u64>,
+    /// The run was cut short (signal, dead server); results cover the finished requests only.
+    pub interrupted: bool,
+    /// TTFT (any channel), ms.
+    pub ttft_ms: Distribution,
+    /// TTFO: first visible output token (reasoning excluded), ms.
+    pub ttfo_ms: Distribution,
+    /// TPOT (request-weighted, first token excluded), ms.
+    pub tpot_ms: Distribution,
+    /// ITL (per chunk, pooled), ms.
+    pub itl_ms: Distribution,
+    /// E2EL (send → last token), ms.
+    pub e2el_ms: Distribution,
+    /// Interactivity = 1000 / TPOT statistic (`mean`, `median`, `p90`, …), tokens/s/user;
+    /// `null` where the statistic is 0.
+    pub interactivity: BTreeMap<String, Option<f64>>,
+    /// E2E-normalized interactivity `1000 / percentile_q(E2EL_i/OSL_i)` at q = 75 and 90
+    /// (`{"p75": …, "p90": …}`), tokens/s/user.
+    pub e2e_normalized_interactivity: BTreeMap<String, Option<f64>>,
+    /// Completion tokens per token-bearing chunk, per request.
+    pub tokens_per_chunk: Distribution,
+    /// Client queue time (sent − scheduled), ms, every profile request.
+    pub client_queue_ms: Distribution,
+    /// E2EL measured from the scheduled time (coordinated omission visible), ms.
+    pub e2el_from_schedule_ms: Distribution,
+    /// Schedule lag (released − scheduled), ms; `None` when the loadgen recorded no release time.
+    pub schedule_lag_ms: Option<Distribution>,
+    /// Configured, scheduled, sent and achieved request rates.
+    pub rates: Rates,
+}
+
+impl Default for Extras {
+    fn default() -> Self {
+        Extras {
+            schema_version: 1,
+            profile_window_ns: None,
+            warmups: 0,
+            failed: 0,
+            error_rate: 0.0,
+            errors_by_class: BTreeMap::new(),
+            completion_tokens_source: BTreeMap::new(),
+            interrupted: false,
+            ttft_ms: Distribution::default(),
+            ttfo_ms: Distribution::default(),
+            tpot_ms: Distribution::default(),
+            itl_ms: Distribution::default(),
+            e2el_ms: Distribution::default(),
+            interactivity: BTreeMap::new(),
+            e2e_normalized_interactivity: BTreeMap::new(),
+            tokens_per_chunk: Distribution::default(),
+            client_queue_ms: Distribution::default(),
+            e2el_from_schedule_ms: Distribution::default(),
+            schedule_lag_ms: None,
+            rates: Rates::default(),
+        }
+    }
+}
+
+/// Builds the [`RunSummary`] of the **profile-phase** records (warmups are counted in the extras
+/// and otherwise ignored). Records may come in any order; the per-request lists follow
+/// `request_id`. Pure and total: any records (none, all failed, zero duration) give a summary
+/// without NaN or infinities (empty statistics are 0, like vLLM's `np.mean(x or 0)`).
+pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary {
+    let mut prof: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .collect();
+    prof.sort_by_key(|r| r.request_id);
+    // Metric functions filter the profile phase themselves; per-request lists follow `prof`.
+    let recs = records;
+    let window = metrics::profile_window_ns(recs);
+    let duration = ctx
+        .duration_s
+        .filter(|d| d.is_finite() && *d >= 0.0)
+        .or_else(|| window.map(|(a, b)| (b - a) as f64 / metrics::NS_PER_S))
+        .unwrap_or(0.0);
+    let totals = metrics::totals(recs);
+    let tp = metrics::throughput(&totals, duration);
+    let qs = &ctx.metric_percentiles;
+
+    let mut metric_map = serde_json::Map::new();
+    for (k, v) in &ctx.metadata {
+        metric_map.insert(k.clone(), serde_json::Value::String(v.clone()));
+    }
+    let dist = |m: Metric| Distribution::of(&metrics::sample_ms(recs, m), qs);
+    let (ttft, tpot, itl, e2el, ttfo) = (
+        dist(Metric::Ttft),
+        dist(Metric::Tpot),
+        dist(Metric::Itl),
+        dist(Metric::E2el),
+        dist(Metric::Ttfo),
+    );
+    for m in &ctx.percentile_metrics {
+        let d = match m {
+            Metric::Ttft => &ttft,
+            Metric::Tpot => &tpot,
+            Metric::Itl => &itl,
+            Metric::E2el => &e2el,
+            Metric::Ttfo => continue, // extras only: not a vLLM key
+        };
+        let name = m.name();
+        let mut put = |k: String, v: f64| {
+            metric_map.insert(k, serde_json::Value::from(v));
+        };
+        put(format!("mean_{name}_ms"), d.mean);
+        put(format!("median_{name}_ms"), d.median);
+        put(format!("std_{name}_ms"), d.std);
+        for (q, v) in &d.percentiles {
+            put(format!("p{}_{name}_ms", metrics::percentile_label(*q)), *v);
+        }
+    }
+
+    let s = 1.0 / metrics::MS_PER_S;
+    let detailed = ctx.save_detailed;
+    let ttfts = detailed.then(|| {
+        prof.iter()
+            .map(|r| match (r.success, r.ttft_ms()) {
+                (true, Some(t)) => t * s,
+                _ => 0.0,
+            })
+            .collect()
+    });
+    let itls = detailed.then(|| {
+        prof.iter()
+            .map(|r| {
+                if r.success {
+                    r.itls_ms().map(|x| x * s).collect()
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect()
+    });
+    let generated_texts = detailed.then(|| prof.iter().map(|r| r.output_text.clone()).collect());
+    let errors = detailed.then(|| {
+        prof.iter()
+            .map(|r| {
+                if r.success {
+                    String::new()
+                } else {
+                    let class = r.error_class.map_or("unclassified", |c| c.as_str());
+                    match &r.error {
+                        Some(m) => format!("{class}: {m}"),
+                        None => class.to_string(),
+                    }
+                }
+            })
+            .collect()
+    });
+
+    let mut interactivity = BTreeMap::new();
+    interactivity.insert(
+        "mean".to_string(),
+        metrics::interactivity_from_tpot_ms(tpot.mean),
+    );
+    interactivity.insert(
+        "median".to_string(),
+        metrics::interactivity_from_tpot_ms(tpot.median),
+    );
+    for (q, v) in &tpot.percentiles {
+        interactivity.insert(
+            format!("p{}", metrics::percentile_label(*q)),
+            metrics::interactivity_from_tpot_ms(*v),
+        );
+    }
+    let e2e_normalized_interactivity = metrics::E2E_INTERACTIVITY_QUANTILES
+        .iter()
+        .map(|&q| {
+            (
+                format!("p{}", metrics::percentile_label(q)),
+                metrics::e2e_normalized_interactivity(recs, q),
+            )
+        })
+        .collect();
+    let (src_server, src_tok) = metrics::token_source_counts(recs);
+    let lag = metrics::schedule_lag_ms(recs);
+    let n_prof = totals.completed + totals.failed;
+
+    RunSummary {
+        date: ctx.date.clone(),
+        backend: ctx.backend.clone(),
+        model_id: ctx.model_id.clone(),
+        tokenizer_id: ctx.tokenizer_id.clone(),
+        best_of: ctx.best_of,
+        num_prompts: ctx.num_prompts,
+        request_rate: ctx.request_rate.filter(|r| r.is_finite()),
+        burstiness: ctx.burstiness,
+        max_concurrency: ctx.max_concurrency,
+        duration,
+        benchmark_start_time_unix: ctx.benchmark_start_time_unix,
+        benchmark_end_time_unix: ctx.benchmark_end_time_unix,
+        completed: totals.completed,
+        total_input_tokens: totals.input_tokens,
+        total_output_tokens: totals.output_tokens,
+        request_throughput: tp.request_rps,
+        request_goodput: metrics::goodput_rps(recs, &ctx.goodput, duration),
+        output_throughput: tp.output_tok_s,
+        total_token_throughput: tp.total_tok_s,
+        input_lens: prof.iter().map(|r| r.prompt_tokens_client).collect(),
+        output_lens: prof
+            .iter()
+            .map(|r| if r.success { r.completion_tokens } else { 0 })
+            .collect(),
+        ttfts,
+        itls,
+        generated_texts,
+        errors,
+        metrics: metric_map,
+        inferbench: Extras {
+            schema_version: 1,
+            profile_window_ns: window.map(|(a, b)| [a, b]),
+            warmups: (records.len() - prof.len()) as u64,
+            failed: totals.failed,
+            error_rate: if n_prof == 0 {
+                0.0
+            } else {
+                totals.failed as f64 / n_prof as f64
+            },
+            errors_by_class: metrics::errors_by_class(recs),
+            completion_tokens_source: [
+                ("server".to_string(), src_server),
+                ("tokenizer".to_string(), src_tok),
+            ]
+            .into_iter()
+            .collect(),
+            interrupted: ctx.interrupted,
+            ttft_ms: ttft,
+            ttfo_ms: ttfo,
+            tpot_ms: tpot,
+            itl_ms: itl,
+            e2el_ms: e2el,
+            interactivity,
+            e2e_normalized_interactivity,
+            tokens_per_chunk: Distribution::of(&metrics::tokens_per_chunk(recs), qs),
+            client_queue_ms: Distribution::of(&metrics::client_queue_ms(recs), qs),
+            e2el_from_schedule_ms: Distribution::of(&metrics::e2el_from_schedule_ms(recs), qs),
+            schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),
+            rates: metrics::rates(recs, ctx.request_rate.filter(|r| r.is_finite()), duration),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests;
