@@ -7,6 +7,8 @@
 //! each written as one HTTP chunk), `end` (`"close"`, `"abort"` or `{"stall_ms": N}`).
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -135,18 +137,28 @@ fn b64_decode(s: &str) -> Option<Vec<u8>> {
 
 /// Serves `case` on `127.0.0.1:0` until the runtime shuts down; returns the bound address.
 pub async fn spawn_replay(case: ReplayCase) -> std::io::Result<SocketAddr> {
+    Ok(spawn_replay_counted(case).await?.0)
+}
+
+/// Like [`spawn_replay`], also returning the number of TCP connections accepted so far.
+pub async fn spawn_replay_counted(
+    case: ReplayCase,
+) -> std::io::Result<(SocketAddr, Arc<AtomicU64>)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let case = std::sync::Arc::new(case);
+    let case = Arc::new(case);
+    let accepted = Arc::new(AtomicU64::new(0));
+    let counter = accepted.clone();
     tokio::spawn(async move {
         while let Ok((sock, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::Relaxed);
             let case = case.clone();
             tokio::spawn(async move {
                 let _ = serve_conn(sock, &case).await;
             });
         }
     });
-    Ok(addr)
+    Ok((addr, accepted))
 }
 
 async fn serve_conn(mut sock: TcpStream, case: &ReplayCase) -> std::io::Result<()> {

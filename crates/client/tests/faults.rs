@@ -1,0 +1,216 @@
+//! Faults beyond the handed cases: every one ends as one classified record, never a panic or a
+//! hang. Each test builds a recorded response inline and serves it with the replay server.
+
+use std::time::{Duration, Instant};
+
+use inferbench_client::replay::{spawn_replay, spawn_replay_counted, ReplayCase, ReplayEnd};
+use inferbench_client::{
+    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
+};
+use inferbench_core::{ErrorClass, RequestRecord, TokenSource};
+
+const TOK: &str = "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n";
+
+fn case(status: u16, chunks: &[(u64, &str)], end: ReplayEnd) -> ReplayCase {
+    ReplayCase {
+        status,
+        headers: vec![("Content-Type".into(), "text/event-stream".into())],
+        chunks: chunks
+            .iter()
+            .map(|(ms, t)| (Duration::from_millis(*ms), t.as_bytes().to_vec()))
+            .collect(),
+        end,
+    }
+}
+
+async fn send_to(base_url: String, tweak: impl FnOnce(&mut ClientConfig)) -> RequestRecord {
+    let mut cfg = ClientConfig {
+        base_url,
+        backend: Backend::OpenAiCompletions,
+        model: "m".into(),
+        api_key: Some("sk-topsecret".into()),
+        ..Default::default()
+    };
+    tweak(&mut cfg);
+    let client = Client::new(cfg).unwrap();
+    let input = RequestInput {
+        text: "hi",
+        messages: None,
+        prompt_tokens: 1,
+        max_tokens: Some(4),
+    };
+    client
+        .send(&input, RequestMeta::default(), &CancellationToken::new())
+        .await
+}
+
+async fn serve(c: ReplayCase) -> String {
+    format!("http://{}", spawn_replay(c).await.unwrap())
+}
+
+fn assert_failed(rec: &RequestRecord, class: ErrorClass) {
+    assert!(!rec.success, "{rec:#?}");
+    assert_eq!(rec.error_class, Some(class), "{rec:#?}");
+    let msg = rec.error.as_deref().unwrap();
+    assert!(!msg.contains("sk-topsecret"), "{msg}");
+    assert!(rec.end_ns >= rec.sent_ns);
+}
+
+#[tokio::test]
+async fn connection_refused_is_connect() {
+    // Bind then drop a listener: nothing listens on that port any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let rec = send_to(format!("http://127.0.0.1:{port}"), |_| {}).await;
+    assert_failed(&rec, ErrorClass::Connect);
+    assert!(rec.error.unwrap().contains(&port.to_string()));
+    assert_eq!(rec.http_status, None);
+}
+
+#[tokio::test]
+async fn http_500_keeps_status_and_body_excerpt() {
+    let url = serve(case(
+        500,
+        &[(0, "{\"error\":\"overloaded\"}")],
+        ReplayEnd::Close,
+    ))
+    .await;
+    let rec = send_to(url, |_| {}).await;
+    assert_failed(&rec, ErrorClass::HttpStatus);
+    assert_eq!(rec.http_status, Some(500));
+    assert!(rec.error.unwrap().contains("overloaded"));
+}
+
+#[tokio::test]
+async fn abort_mid_stream_is_stream_error_with_partial_tokens() {
+    let url = serve(case(200, &[(0, TOK), (0, TOK)], ReplayEnd::Abort)).await;
+    let rec = send_to(url, |_| {}).await;
+    assert_failed(&rec, ErrorClass::StreamError);
+    assert_eq!(rec.chunks.len(), 2);
+    assert_eq!(rec.output_text, "xx");
+}
+
+#[tokio::test]
+async fn no_token_before_clean_end_is_stream_error() {
+    let usage = "data: {\"choices\":[],\"usage\":{\"completion_tokens\":0}}\n\ndata: [DONE]\n\n";
+    let url = serve(case(200, &[(0, ": hi\n\n"), (0, usage)], ReplayEnd::Close)).await;
+    let rec = send_to(url, |_| {}).await;
+    assert_failed(&rec, ErrorClass::StreamError);
+}
+
+#[tokio::test]
+async fn total_timeout_fires_while_bytes_keep_coming() {
+    let chunks: Vec<(u64, &str)> = (0..40).map(|_| (50, ": keep-alive\n\n")).collect();
+    let url = serve(case(200, &chunks, ReplayEnd::Close)).await;
+    let t0 = Instant::now();
+    let rec = send_to(url, |c| {
+        c.request_timeout = Some(Duration::from_millis(300))
+    })
+    .await;
+    assert_failed(&rec, ErrorClass::TimeoutTotal);
+    assert!(t0.elapsed() < Duration::from_millis(1500));
+}
+
+#[tokio::test]
+async fn idle_timeout_before_the_response_head() {
+    // Accepts, reads, never answers.
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (_s, _) = l.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+    });
+    let rec = send_to(format!("http://{addr}"), |c| {
+        c.idle_timeout = Duration::from_millis(200)
+    })
+    .await;
+    assert_failed(&rec, ErrorClass::TimeoutIdle);
+}
+
+#[tokio::test]
+async fn cancel_mid_stream_is_cancelled() {
+    let url = serve(case(200, &[(0, TOK), (5000, TOK)], ReplayEnd::Close)).await;
+    let client = Client::new(ClientConfig {
+        base_url: url,
+        model: "m".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        c2.cancel();
+    });
+    let input = RequestInput {
+        text: "hi",
+        messages: None,
+        prompt_tokens: 1,
+        max_tokens: None,
+    };
+    let rec = client.send(&input, RequestMeta::default(), &cancel).await;
+    assert_failed(&rec, ErrorClass::Cancelled);
+    assert_eq!(rec.chunks.len(), 1);
+}
+
+#[tokio::test]
+async fn missing_final_blank_line_loses_no_token_and_usage_counts() {
+    let last = "data: {\"choices\":[{\"text\":\"y\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}";
+    let url = serve(case(200, &[(0, TOK), (0, last)], ReplayEnd::Close)).await;
+    let rec = send_to(url, |_| {}).await;
+    assert!(rec.success, "{rec:#?}");
+    assert_eq!(rec.output_text, "xy");
+    assert_eq!(rec.completion_tokens, 2);
+    assert_eq!(rec.prompt_tokens, 3);
+    assert_eq!(rec.prompt_tokens_client, 1);
+}
+
+#[tokio::test]
+async fn non_streaming_json_response_is_understood() {
+    let mut c = case(
+        200,
+        &[(0, "{\"choices\":[{\"message\":{\"content\":\"hello\"}}],\"usage\":{\"completion_tokens\":1}}")],
+        ReplayEnd::Close,
+    );
+    c.headers = vec![("Content-Type".into(), "application/json".into())];
+    let url = serve(c).await;
+    let rec = send_to(url, |c| c.backend = Backend::OpenAiChat).await;
+    assert!(rec.success, "{rec:#?}");
+    assert_eq!(rec.output_text, "hello");
+    assert_eq!(rec.completion_tokens_source, TokenSource::Server);
+}
+
+#[tokio::test]
+async fn keep_alive_reuses_one_connection() {
+    let (addr, accepted) = spawn_replay_counted(case(
+        200,
+        &[(0, TOK), (0, "data: [DONE]\n\n")],
+        ReplayEnd::Close,
+    ))
+    .await
+    .unwrap();
+    let url = format!("http://{addr}");
+    let client = Client::new(ClientConfig {
+        base_url: url,
+        model: "m".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let input = RequestInput {
+        text: "hi",
+        messages: None,
+        prompt_tokens: 1,
+        max_tokens: None,
+    };
+    for _ in 0..5 {
+        let rec = client
+            .send(&input, RequestMeta::default(), &CancellationToken::new())
+            .await;
+        assert!(rec.success, "{rec:#?}");
+        assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
