@@ -1,1 +1,25 @@
-//! inferbench-runner (see crates/runner/README or DESIGN.md §2).
+//! `inferbench-runner`: executes a job matrix (DESIGN.md §2, issue 4 "Running").
+//!
+//! - [`jobspec`]: matrix rows (InferenceX generator JSON) → [`JobSpec`], `RESULT_FILENAME`,
+//!   the environment contract for external scripts.
+//! - [`engine`]: recipes (built-in vLLM / SGLang / TensorRT-LLM / llama.cpp / simulator
+//!   templates, or InferenceX-style scripts) and engine processes stopped as a whole group.
+//! - [`ready`]: `/health` then `/v1/models`, with a timeout and the server log in errors.
+//! - [`point`]: the seam to the load generator ([`point::PointRunner`]).
+//! - [`sweep`]: rows → points → engine up → point → artifacts; failures recorded, finished
+//!   points skipped on re-runs.
+//! - [`artifacts`]: the per-point directory layout (DESIGN.md §3) and completion markers.
+//! - [`executor`]: local, Slurm (sbatch job arrays) and GitHub Actions (matrix + workflow).
+#![deny(missing_docs)]
+
+pub mod artifacts;
+pub mod engine;
+pub mod executor;
+pub mod jobspec;
+pub mod point;
+pub mod ready;
+pub mod sweep;
+
+pub use jobspec::{load_matrix, load_row, Conc, JobSpec, MatrixError, MatrixRow};
+pub use point::{BenchDefaults, PointOutput, PointRequest, PointRunner};
+pub use sweep::{run_jobs, Outcome, SweepOptions, SweepReport};

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Serve a GGUF model with llama.cpp's own HTTP server (llama-server), as embedded in the PyPI
+package `xllamacpp`, and block until SIGTERM/SIGINT. Launched by `inferbench` for rows whose
+framework is `llamacpp`; every setting comes from the command line.
+
+Total context is `ctx_per_slot * n_parallel` because llama-server splits n_ctx across slots.
+"""
+import argparse
+import signal
+import sys
+import threading
+
+import xllamacpp
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", required=True, help="path to a .gguf file")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--n-parallel", type=int, default=1, help="decode slots (continuous batching)")
+    ap.add_argument("--ctx-per-slot", type=int, default=2048, help="tokens of context per slot")
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads for decode and batch")
+    a = ap.parse_args()
+
+    params = xllamacpp.CommonParams()
+    params.model.path = a.model
+    params.hostnames = [a.host] if isinstance(params.hostnames, list) else a.host
+    params.port = a.port
+    params.n_parallel = a.n_parallel
+    params.n_ctx = a.ctx_per_slot * a.n_parallel
+    params.cpuparams.n_threads = a.threads
+    params.cpuparams_batch.n_threads = a.threads
+    params.cont_batching = True
+    params.endpoint_metrics = True
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    server = xllamacpp.Server(params)
+    print(f"llamacpp_serve: listening on {server.listening_address} "
+          f"(n_parallel={a.n_parallel}, n_ctx={params.n_ctx}, threads={a.threads})", flush=True)
+    stop.wait()
+    print("llamacpp_serve: stopping", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

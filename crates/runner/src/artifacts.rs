@@ -1,0 +1,226 @@
+//! Run artifacts (DESIGN.md §3): one directory per job point, named by InferenceX's
+//! `RESULT_FILENAME`, holding `summary.json`, `agg_<RESULT_FILENAME>.json`, `requests.jsonl.zst`,
+//! `server.log`, `job.json` (the JobSpec + provenance) and `status.json`, the completion marker
+//! that makes re-runs skip finished points.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Name of the per-point completion marker.
+pub const STATUS_FILE: &str = "status.json";
+
+/// How a point ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointState {
+    /// Benchmark finished and its artifacts are complete.
+    Ok,
+    /// The point failed; `class` and `cause` say why. Re-runs retry it.
+    Failed,
+    /// Stopped by Ctrl-C / SIGTERM; partial artifacts kept. Re-runs retry it.
+    Interrupted,
+}
+
+/// Failure classes of a row or point (stable snake_case labels in `status.json` / `sweep.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// The row's runner label is not in the runner config.
+    UnknownRunner,
+    /// No built-in template or script serves the row's framework.
+    MissingRecipe,
+    /// The engine's port was taken.
+    PortInUse,
+    /// The engine could not be started (program missing, …).
+    SpawnFailed,
+    /// The engine never answered `/health` + `/v1/models` in time, or exited while starting.
+    EngineNotReady,
+    /// The engine exited while a point was running.
+    EngineCrashed,
+    /// The load generator failed (or every request failed).
+    BenchFailed,
+    /// Writing artifacts failed.
+    Io,
+    /// Cancelled by the user.
+    Interrupted,
+}
+
+/// Contents of `status.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointStatus {
+    /// Matrix row index.
+    pub index: usize,
+    /// Concurrency of the point.
+    pub conc: u32,
+    /// The row's `RESULT_FILENAME` (directory name, without a `_conc<N>` suffix for list rows).
+    pub result_filename: String,
+    /// Outcome.
+    pub state: PointState,
+    /// Failure class, when not ok.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<FailureClass>,
+    /// Human-readable cause, when not ok (engine errors include the last 100 log lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// RFC 3339 UTC time the point started.
+    pub started_at: String,
+    /// RFC 3339 UTC time the point ended.
+    pub finished_at: String,
+}
+
+/// Directory of one point: `<out>/<RESULT_FILENAME>` for single-concurrency rows, and
+/// `<out>/<RESULT_FILENAME>_conc<N>` per concurrency of a multinode list row.
+pub fn point_dir(out: &Path, result_filename: &str, conc: u32, list_row: bool) -> PathBuf {
+    if list_row {
+        out.join(format!("{result_filename}_conc{conc}"))
+    } else {
+        out.join(result_filename)
+    }
+}
+
+/// Reads a point's `status.json`, `None` when absent or unreadable.
+pub fn read_status(dir: &Path) -> Option<PointStatus> {
+    let text = std::fs::read_to_string(dir.join(STATUS_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// True when the point finished successfully before (its marker says `ok`).
+pub fn is_done(dir: &Path) -> bool {
+    read_status(dir).is_some_and(|s| s.state == PointState::Ok)
+}
+
+/// Writes `value` as pretty JSON to `path` atomically (temp file + rename), so a crash never
+/// leaves a half-written marker or summary.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    text.push('\n');
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Provenance recorded in `job.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// `inferbench` package version.
+    pub inferbench_version: String,
+    /// Git commit inferbench was built from, when known.
+    pub git_sha: Option<String>,
+    /// Engine version from its probe (`vllm --version`, xllamacpp's package version, …).
+    pub engine_version: Option<String>,
+    /// Container image of the row.
+    pub image: String,
+    /// Host name the point ran on.
+    pub host: String,
+    /// Concrete runner name used in `RESULT_FILENAME`.
+    pub runner_name: String,
+    /// Slurm job / array task, when run under Slurm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<String>,
+}
+
+impl Provenance {
+    /// Provenance of this process for `image` on `runner_name`; engine version unknown yet.
+    pub fn current(image: &str, runner_name: &str) -> Self {
+        let slurm_job = std::env::var("SLURM_ARRAY_JOB_ID")
+            .ok()
+            .map(|j| match std::env::var("SLURM_ARRAY_TASK_ID") {
+                Ok(t) => format!("{j}_{t}"),
+                Err(_) => j,
+            })
+            .or_else(|| std::env::var("SLURM_JOB_ID").ok());
+        Provenance {
+            inferbench_version: env!("CARGO_PKG_VERSION").to_string(),
+            git_sha: git_sha(),
+            engine_version: None,
+            image: image.to_string(),
+            host: hostname(),
+            runner_name: runner_name.to_string(),
+            slurm_job,
+        }
+    }
+}
+
+/// The commit inferbench was built from: `INFERBENCH_GIT_SHA` at build time (set by build.rs
+/// from the checkout), else at run time, else `None`.
+pub fn git_sha() -> Option<String> {
+    option_env!("INFERBENCH_GIT_SHA")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .or_else(|| {
+            std::env::var("INFERBENCH_GIT_SHA")
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+}
+
+/// This machine's host name (`gethostname`), `unknown` on failure.
+pub fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates on success.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Current UTC time as RFC 3339 with millisecond precision.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Makes a runner name safe for a file name: characters other than `[A-Za-z0-9._-]` become `-`.
+pub fn sanitize_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_round_trip_and_done_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!is_done(dir.path()));
+        let mut st = PointStatus {
+            index: 3,
+            conc: 8,
+            result_filename: "rf".into(),
+            state: PointState::Failed,
+            class: Some(FailureClass::EngineCrashed),
+            cause: Some("boom".into()),
+            started_at: "2026-11-30T00:00:00.000Z".into(),
+            finished_at: "2026-11-30T00:00:01.000Z".into(),
+        };
+        write_json_atomic(&dir.path().join(STATUS_FILE), &st).unwrap();
+        assert!(!is_done(dir.path()));
+        let text = std::fs::read_to_string(dir.path().join(STATUS_FILE)).unwrap();
+        assert!(text.contains("\"class\": \"engine_crashed\""), "{text}");
+        st.state = PointState::Ok;
+        st.class = None;
+        write_json_atomic(&dir.path().join(STATUS_FILE), &st).unwrap();
+        assert!(is_done(dir.path()));
+        assert_eq!(read_status(dir.path()).unwrap(), st);
+        assert!(!dir.path().join("status.json.tmp").exists());
+    }
+
+    #[test]
+    fn point_dirs_and_names() {
+        let o = Path::new("/o");
+        assert_eq!(point_dir(o, "rf", 4, false), Path::new("/o/rf"));
+        assert_eq!(point_dir(o, "rf", 4, true), Path::new("/o/rf_conc4"));
+        assert_eq!(sanitize_name("gpu node/1:a"), "gpu-node-1-a");
+        assert!(!hostname().is_empty());
+    }
+}

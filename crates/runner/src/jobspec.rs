@@ -1,0 +1,702 @@
+//! Matrix rows → [`JobSpec`]: the typed form of one row of InferenceX's generator JSON
+//! (reference/inferencex-producer.md §2.3), its `RESULT_FILENAME` identity (§3.1) and the
+//! environment contract handed to external benchmark scripts (§3.2).
+//!
+//! Rows come in four shapes (single-node/multinode × fixed-seq/agentic); one struct with optional
+//! fields reads all of them. Fields this version does not know are kept verbatim in
+//! [`MatrixRow::extra`] so nothing in a row is lost on the way to `job.json`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// `conc` of a row: an integer for single-node rows, the whole list for multinode rows (§2.3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Conc {
+    /// One concurrency (single-node rows: one row per concurrency).
+    One(u32),
+    /// Every concurrency of a multinode row (run sequentially on one engine).
+    List(Vec<u32>),
+}
+
+impl Conc {
+    /// The concurrencies as a list, in row order.
+    pub fn values(&self) -> Vec<u32> {
+        match self {
+            Conc::One(c) => vec![*c],
+            Conc::List(v) => v.clone(),
+        }
+    }
+
+    /// The `conc` part of `RESULT_FILENAME`: `64` or `1x8x16` (§3.1).
+    pub fn identity(&self) -> String {
+        self.values()
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join("x")
+    }
+}
+
+/// `{name, version?}` component metadata (`router`, `kv-offload-backend`; §1.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Component {
+    /// Component name, e.g. `sglang-router`, `hicache`.
+    pub name: String,
+    /// Release, package version or commit; optional for engine-native offload backends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// One worker pool of a multinode row (`prefill` / `decode`, §1.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct WorkerSpec {
+    /// Number of workers; decode `0` = aggregated multinode.
+    pub num_worker: u32,
+    /// Tensor parallelism per worker.
+    pub tp: u32,
+    /// Expert parallelism per worker.
+    pub ep: u32,
+    /// Data-parallel attention.
+    pub dp_attn: bool,
+    /// Pipeline parallelism (generator fills 1).
+    #[serde(default = "one")]
+    pub pp: u32,
+    /// Decode-context parallel size (generator fills 1).
+    #[serde(default = "one")]
+    pub dcp_size: u32,
+    /// Prefill-context parallel size (generator fills 1).
+    #[serde(default = "one")]
+    pub pcp_size: u32,
+    /// `KEY=VALUE` strings exported into the launcher environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_settings: Vec<String>,
+    /// Heterogeneous-disagg hardware label (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One row of the job matrix, as InferenceX's generator (and `inferbench matrix`) prints it.
+///
+/// Field names are the row's kebab-case keys. Single-node rows carry `tp`…`dp-attn` at top level;
+/// multinode rows carry `prefill`/`decode`. Agentic rows carry `scenario-type: agentic-coding`,
+/// `duration` (s) and the KV-offload fields, and no `isl`/`osl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct MatrixRow {
+    /// Container image (informational for local runs; recorded in `job.json`).
+    pub image: String,
+    /// HF model id, served alias or local path.
+    pub model: String,
+    /// Model family code (`dsr1`, `smollm2`, …).
+    pub model_prefix: String,
+    /// `fp4`, `fp8`, `bf16`, `int4`, `q4_1`, …
+    pub precision: String,
+    /// Serving framework (`vllm`, `sglang`, `trt`, `llamacpp`, `sim`, `dynamo-*`, …).
+    pub framework: String,
+    /// Runner label from `runners.yaml` (`b200`, `cluster:b300-nv`, `cpu`).
+    pub runner: String,
+    /// Input sequence length in tokens (fixed-seq rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isl: Option<u32>,
+    /// Output sequence length in tokens (fixed-seq rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub osl: Option<u32>,
+    /// Tensor parallelism (single-node rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tp: Option<u32>,
+    /// Pipeline parallelism (single-node rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pp: Option<u32>,
+    /// Decode-context parallel size (single-node rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dcp_size: Option<u32>,
+    /// Prefill-context parallel size (single-node rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcp_size: Option<u32>,
+    /// Concurrency: integer (single node) or list (multinode).
+    pub conc: Conc,
+    /// Server context length in tokens (`isl + osl + 256` for fixed-seq rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_model_len: Option<u32>,
+    /// Expert parallelism (single-node rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ep: Option<u32>,
+    /// Data-parallel attention (single-node rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dp_attn: Option<bool>,
+    /// `none`, `mtp` or `draft_model`.
+    #[serde(default = "spec_none")]
+    pub spec_decoding: String,
+    /// Experiment name (`dsr1_8k1k`, `dsv4_tp8_conc32_kvnone`, …).
+    pub exp_name: String,
+    /// Disaggregated prefill/decode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disagg: Option<bool>,
+    /// Whether an eval runs with this row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_eval: Option<bool>,
+    /// Eval-only row (no throughput benchmark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_only: Option<bool>,
+    /// Multinode prefill pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill: Option<WorkerSpec>,
+    /// Multinode decode pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode: Option<WorkerSpec>,
+    /// Router metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router: Option<Component>,
+    /// KV transfer library for disaggregation (`nixl`, `mooncake`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_p2p_transfer: Option<String>,
+    /// `agentic-coding` for agentic rows; absent for fixed-seq rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario_type: Option<String>,
+    /// `none` or `dram` (agentic rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_offloading: Option<String>,
+    /// KV-offload backend metadata (agentic rows with `kv-offloading: dram`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_offload_backend: Option<Component>,
+    /// CPU DRAM budget for KV offload in GB (decimal; §2.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cpu_dram_gb: Option<u64>,
+    /// Agentic run duration in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<u64>,
+    /// Concurrency the eval runs at (multinode rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_conc: Option<u32>,
+    /// Eval runs at every concurrency of the row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_all_concs: Option<bool>,
+    /// 64-hex sha256 of the row's canonical JSON (changelog rows only, §3.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipe_fingerprint: Option<String>,
+    /// Fields this version does not model, kept verbatim (e.g. `priority`, `queue-token`).
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+fn spec_none() -> String {
+    "none".to_string()
+}
+
+/// Errors reading a matrix file or selecting a row. Every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// The file could not be read.
+    #[error("{path}: cannot read matrix: {source}")]
+    Io {
+        /// Matrix file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The file is not JSON, or not an array of rows / changelog bucket object.
+    #[error("{path}:{line}:{column}: invalid matrix JSON: {message}")]
+    Json {
+        /// Matrix file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// serde's message.
+        message: String,
+    },
+    /// One row has a missing or mistyped field.
+    #[error("{path}: row {index}: {message}")]
+    Row {
+        /// Matrix file.
+        path: PathBuf,
+        /// 0-based row index.
+        index: usize,
+        /// serde's message, naming the field.
+        message: String,
+    },
+    /// `--index` beyond the end of the matrix.
+    #[error("{path}: row index {index} out of range (matrix has {len} rows)")]
+    IndexOutOfRange {
+        /// Matrix file.
+        path: PathBuf,
+        /// Requested index.
+        index: usize,
+        /// Number of rows.
+        len: usize,
+    },
+}
+
+/// One job: a matrix row with its position in the matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// 0-based index of the row in the matrix (what `--index` / `$SLURM_ARRAY_TASK_ID` select).
+    pub index: usize,
+    /// The typed row.
+    pub row: MatrixRow,
+}
+
+impl JobSpec {
+    /// True for multinode rows (they carry `prefill`/`decode` blocks).
+    pub fn is_multinode(&self) -> bool {
+        self.row.prefill.is_some() || self.row.decode.is_some()
+    }
+
+    /// True for AgentX rows (`scenario-type: agentic-coding`).
+    pub fn is_agentic(&self) -> bool {
+        self.row.scenario_type.as_deref() == Some("agentic-coding")
+    }
+
+    /// Tensor parallelism of a single-node row (1 when absent).
+    pub fn tp(&self) -> u32 {
+        self.row.tp.unwrap_or(1)
+    }
+    /// Pipeline parallelism (1 when absent).
+    pub fn pp(&self) -> u32 {
+        self.row.pp.unwrap_or(1)
+    }
+    /// Decode-context parallel size (1 when absent).
+    pub fn dcp(&self) -> u32 {
+        self.row.dcp_size.unwrap_or(1)
+    }
+    /// Prefill-context parallel size (1 when absent).
+    pub fn pcp(&self) -> u32 {
+        self.row.pcp_size.unwrap_or(1)
+    }
+    /// Expert parallelism (1 when absent).
+    pub fn ep(&self) -> u32 {
+        self.row.ep.unwrap_or(1)
+    }
+    /// Data-parallel attention (false when absent).
+    pub fn dp_attn(&self) -> bool {
+        self.row.dp_attn.unwrap_or(false)
+    }
+    /// Disaggregation (false when absent).
+    pub fn disagg(&self) -> bool {
+        self.row.disagg.unwrap_or(false)
+    }
+
+    /// GPUs of one single-node replica: `tp × pp × pcp` (§3.2 `GPU_COUNT`).
+    pub fn gpu_count(&self) -> u32 {
+        self.tp() * self.pp() * self.pcp()
+    }
+
+    /// InferenceX's `RESULT_FILENAME` for this row on the concrete runner `runner_name`
+    /// (reference/inferencex-producer.md §3.1), with `_recipe-<16 hex>` when the row carries a
+    /// recipe fingerprint. Example:
+    /// `dsr1_8k1k_fp4_sglang_tp4-pp1-dcp1-pcp1-ep4-dpatrue_disagg-false_spec-none_conc64_b200-dgxc_03`.
+    pub fn result_filename(&self, runner_name: &str) -> String {
+        let r = &self.row;
+        let topo = if self.is_multinode() {
+            let w = |name: &str, w: &Option<WorkerSpec>| match w {
+                Some(w) => format!(
+                    "{name}-tp{}-pp{}-dcp{}-pcp{}-ep{}-dp{}-nw{}",
+                    w.tp, w.pp, w.dcp_size, w.pcp_size, w.ep, w.dp_attn, w.num_worker
+                ),
+                None => format!("{name}-none"),
+            };
+            format!("{}_{}", w("prefill", &r.prefill), w("decode", &r.decode))
+        } else {
+            format!(
+                "tp{}-pp{}-dcp{}-pcp{}-ep{}-dpa{}",
+                self.tp(),
+                self.pp(),
+                self.dcp(),
+                self.pcp(),
+                self.ep(),
+                self.dp_attn()
+            )
+        };
+        let mut name = format!(
+            "{}_{}_{}_{}_disagg-{}_spec-{}_conc{}_{}",
+            r.exp_name,
+            r.precision,
+            r.framework,
+            topo,
+            self.disagg(),
+            r.spec_decoding,
+            r.conc.identity(),
+            runner_name
+        );
+        if let Some(fp) = &r.recipe_fingerprint {
+            let short: String = fp.chars().take(16).collect();
+            name.push_str("_recipe-");
+            name.push_str(&short);
+        }
+        name
+    }
+
+    /// The environment InferenceX hands a benchmark script (§3.2), for one concurrency `conc`
+    /// on runner `runner_name`, server port `port` and result directory `result_dir`.
+    /// Agentic rows get `ISL=OSL=MAX_MODEL_LEN=0` as InferenceX dispatches them.
+    pub fn env_contract(
+        &self,
+        runner_name: &str,
+        conc: u32,
+        port: u16,
+        result_dir: &Path,
+    ) -> Vec<(String, String)> {
+        let r = &self.row;
+        let agentic = self.is_agentic();
+        let mut env: Vec<(String, String)> = Vec::new();
+        let mut set = |k: &str, v: String| env.push((k.to_string(), v));
+        set("MODEL", r.model.clone());
+        set("MODEL_PREFIX", r.model_prefix.clone());
+        let num = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "0".into());
+        set("ISL", if agentic { "0".into() } else { num(r.isl) });
+        set("OSL", if agentic { "0".into() } else { num(r.osl) });
+        set(
+            "MAX_MODEL_LEN",
+            if agentic {
+                "0".into()
+            } else {
+                num(r.max_model_len)
+            },
+        );
+        set("IMAGE", r.image.clone());
+        set("FRAMEWORK", r.framework.clone());
+        set("PRECISION", r.precision.clone());
+        set("TP", self.tp().to_string());
+        set("PP_SIZE", self.pp().to_string());
+        set("DCP_SIZE", self.dcp().to_string());
+        set("PCP_SIZE", self.pcp().to_string());
+        set("EP_SIZE", self.ep().to_string());
+        set("DP_ATTENTION", self.dp_attn().to_string());
+        set("CONC", conc.to_string());
+        set("SPEC_DECODING", r.spec_decoding.clone());
+        set("DISAGG", self.disagg().to_string());
+        set("RUN_EVAL", r.run_eval.unwrap_or(false).to_string());
+        set("EVAL_ONLY", r.eval_only.unwrap_or(false).to_string());
+        set("EXP_NAME", r.exp_name.clone());
+        set(
+            "RECIPE_FINGERPRINT",
+            r.recipe_fingerprint.clone().unwrap_or_default(),
+        );
+        set("RESULT_FILENAME", self.result_filename(runner_name));
+        set("RUNNER_TYPE", r.runner.clone());
+        set("RUNNER_NAME", runner_name.to_string());
+        set("GPU_COUNT", self.gpu_count().to_string());
+        set("RANDOM_RANGE_RATIO", "0.8".into());
+        set("PORT", port.to_string());
+        set(
+            "SCENARIO_TYPE",
+            r.scenario_type
+                .clone()
+                .unwrap_or_else(|| "fixed-seq-len".into()),
+        );
+        set(
+            "SCENARIO_SUBDIR",
+            if agentic {
+                "agentic/"
+            } else {
+                "fixed_seq_len/"
+            }
+            .into(),
+        );
+        set("IS_AGENTIC", agentic.to_string());
+        set(
+            "KV_OFFLOADING",
+            r.kv_offloading.clone().unwrap_or_else(|| "none".into()),
+        );
+        set(
+            "KV_OFFLOAD_BACKEND",
+            r.kv_offload_backend
+                .as_ref()
+                .map(|c| c.name.clone())
+                .unwrap_or_default(),
+        );
+        set(
+            "KV_OFFLOAD_BACKEND_METADATA",
+            r.kv_offload_backend
+                .as_ref()
+                .map(|c| serde_json::to_string(c).unwrap_or_default())
+                .unwrap_or_default(),
+        );
+        set(
+            "ROUTER_METADATA",
+            r.router
+                .as_ref()
+                .map(|c| serde_json::to_string(c).unwrap_or_default())
+                .unwrap_or_default(),
+        );
+        set(
+            "KV_P2P_TRANSFER",
+            r.kv_p2p_transfer.clone().unwrap_or_default(),
+        );
+        set(
+            "TOTAL_CPU_DRAM_GB",
+            r.total_cpu_dram_gb.unwrap_or(0).to_string(),
+        );
+        set(
+            "DURATION",
+            r.duration.map(|d| d.to_string()).unwrap_or_default(),
+        );
+        set("RESULT_DIR", result_dir.display().to_string());
+        if self.is_multinode() {
+            set("IS_MULTINODE", "true".into());
+            for (prefix, w) in [("PREFILL", &r.prefill), ("DECODE", &r.decode)] {
+                if let Some(w) = w {
+                    set(&format!("{prefix}_NUM_WORKERS"), w.num_worker.to_string());
+                    set(&format!("{prefix}_TP"), w.tp.to_string());
+                    set(&format!("{prefix}_PP_SIZE"), w.pp.to_string());
+                    set(&format!("{prefix}_DCP_SIZE"), w.dcp_size.to_string());
+                    set(&format!("{prefix}_PCP_SIZE"), w.pcp_size.to_string());
+                    set(&format!("{prefix}_EP"), w.ep.to_string());
+                    set(&format!("{prefix}_DP_ATTN"), w.dp_attn.to_string());
+                    if let Some(h) = &w.hardware {
+                        set(&format!("{prefix}_HARDWARE"), h.clone());
+                    }
+                }
+            }
+            // `additional-settings` pairs are exported as-is (prefill first, then decode).
+            for w in [&r.prefill, &r.decode].into_iter().flatten() {
+                for kv in &w.additional_settings {
+                    if let Some((k, v)) = kv.split_once('=') {
+                        set(k, v.to_string());
+                    }
+                }
+            }
+        }
+        env
+    }
+}
+
+impl fmt::Display for JobSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "row {} ({} {} {} conc {})",
+            self.index,
+            self.row.exp_name,
+            self.row.framework,
+            self.row.runner,
+            self.row.conc.identity()
+        )
+    }
+}
+
+/// Reads a matrix file: a JSON array of rows (generator output), or the bucketed object the
+/// changelog path prints (`{"single_node": {"fixed_seq_len": [...], "agentic": [...]},
+/// "multi_node": {...}}`), flattened in key order. Every row is checked; the first bad row is
+/// reported with its index and the offending field.
+pub fn load_matrix(path: &Path) -> Result<Vec<JobSpec>, MatrixError> {
+    let text = std::fs::read_to_string(path).map_err(|source| MatrixError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_matrix(&text, path)
+}
+
+/// [`load_matrix`] over already-read text; `path` only names the source in errors.
+pub fn parse_matrix(text: &str, path: &Path) -> Result<Vec<JobSpec>, MatrixError> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| MatrixError::Json {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })?;
+    if !value.is_array() && !value.is_object() {
+        return Err(MatrixError::Json {
+            path: path.to_path_buf(),
+            line: 1,
+            column: 1,
+            message: "expected an array of matrix rows or a bucketed object".into(),
+        });
+    }
+    let mut raw_rows = Vec::new();
+    collect_rows(&value, &mut raw_rows);
+    raw_rows
+        .into_iter()
+        .enumerate()
+        .map(|(index, raw)| {
+            serde_json::from_value::<MatrixRow>(raw.clone())
+                .map(|row| JobSpec { index, row })
+                .map_err(|e| MatrixError::Row {
+                    path: path.to_path_buf(),
+                    index,
+                    message: e.to_string(),
+                })
+        })
+        .collect()
+}
+
+fn collect_rows<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a serde_json::Value>) {
+    match v {
+        // An array holds rows, whatever they look like (bad ones are reported by index).
+        serde_json::Value::Array(items) => out.extend(items.iter()),
+        // A lone row (e.g. `inferbench job --row`).
+        serde_json::Value::Object(map) if map.contains_key("exp-name") => out.push(v),
+        // Any other object is a bucket of arrays / nested buckets, in key order.
+        serde_json::Value::Object(map) => {
+            for child in map.values() {
+                collect_rows(child, out);
+            }
+        }
+        other => out.push(other),
+    }
+}
+
+/// Picks row `index` of a matrix file (what `inferbench job --index` does).
+pub fn load_row(path: &Path, index: usize) -> Result<JobSpec, MatrixError> {
+    let rows = load_matrix(path)?;
+    let len = rows.len();
+    rows.into_iter()
+        .nth(index)
+        .ok_or_else(|| MatrixError::IndexOutOfRange {
+            path: path.to_path_buf(),
+            index,
+            len,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SN: &str = r#"{"image": "lmsysorg/sglang:v0.5.16-cu130", "model": "nvidia/DeepSeek-R1-0528-FP4-V2", "model-prefix": "dsr1", "precision": "fp4", "framework": "sglang", "runner": "b200", "isl": 8192, "osl": 1024, "tp": 4, "pp": 1, "dcp-size": 1, "pcp-size": 1, "conc": 64, "max-model-len": 9472, "ep": 4, "dp-attn": true, "spec-decoding": "none", "exp-name": "dsr1_8k1k", "disagg": false, "run-eval": false}"#;
+    const MN: &str = r#"{"image": "lmsysorg/sglang:nightly", "model": "deepseek-ai/DeepSeek-V4-Pro", "model-prefix": "dsv4", "precision": "fp4", "framework": "dynamo-sglang", "runner": "b300", "isl": 8192, "osl": 1024, "spec-decoding": "none", "prefill": {"num-worker": 1, "tp": 4, "ep": 1, "dp-attn": false, "additional-settings": ["CONFIG_FILE=recipes/a.yaml"], "pp": 1, "dcp-size": 1, "pcp-size": 1}, "decode": {"num-worker": 2, "tp": 8, "ep": 8, "dp-attn": true, "pp": 1, "dcp-size": 1, "pcp-size": 1}, "conc": [1, 8, 16, 32], "max-model-len": 9472, "exp-name": "dsv4_8k1k", "disagg": true, "run-eval": true, "kv-p2p-transfer": "nixl", "eval-conc": 32}"#;
+    const AG: &str = r#"{"image": "img", "model": "deepseek-ai/DeepSeek-V4-Pro", "model-prefix": "dsv4", "precision": "fp4", "framework": "sglang", "runner": "cluster:b200-dgxc", "tp": 8, "pp": 1, "dcp-size": 1, "pcp-size": 1, "ep": 1, "dp-attn": false, "spec-decoding": "mtp", "conc": 8, "kv-offloading": "dram", "total-cpu-dram-gb": 2399, "duration": 3600, "exp-name": "dsv4_tp8_conc8_kvdram-hicache_spec-mtp", "scenario-type": "agentic-coding", "kv-offload-backend": {"name": "hicache"}, "recipe-fingerprint": "d04bb42bd5653cc3ae03432288959367731c646b9b3fbf00150d25a335071355", "priority": 3}"#;
+
+    fn spec(s: &str) -> JobSpec {
+        JobSpec {
+            index: 0,
+            row: serde_json::from_str(s).unwrap(),
+        }
+    }
+
+    #[test]
+    fn result_filename_single_node_matches_reference_example() {
+        // reference/inferencex-producer.md §3.1 example (without the recipe suffix).
+        assert_eq!(
+            spec(SN).result_filename("b200-dgxc_03"),
+            "dsr1_8k1k_fp4_sglang_tp4-pp1-dcp1-pcp1-ep4-dpatrue_disagg-false_spec-none_conc64_b200-dgxc_03"
+        );
+    }
+
+    #[test]
+    fn result_filename_multinode_and_recipe_suffix() {
+        assert_eq!(
+            spec(MN).result_filename("b300-nv_01"),
+            "dsv4_8k1k_fp4_dynamo-sglang_prefill-tp4-pp1-dcp1-pcp1-ep1-dpfalse-nw1_decode-tp8-pp1-dcp1-pcp1-ep8-dptrue-nw2_disagg-true_spec-none_conc1x8x16x32_b300-nv_01"
+        );
+        assert_eq!(
+            spec(AG).result_filename("b200-dgxc_00"),
+            "dsv4_tp8_conc8_kvdram-hicache_spec-mtp_fp4_sglang_tp8-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-mtp_conc8_b200-dgxc_00_recipe-d04bb42bd5653cc3"
+        );
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_round_trip() {
+        let s = spec(AG);
+        assert_eq!(s.row.extra.get("priority"), Some(&serde_json::json!(3)));
+        let back = serde_json::to_value(&s.row).unwrap();
+        let orig: serde_json::Value = serde_json::from_str(AG).unwrap();
+        assert_eq!(back, orig);
+        let back_mn = serde_json::to_value(&spec(MN).row).unwrap();
+        assert_eq!(
+            back_mn,
+            serde_json::from_str::<serde_json::Value>(MN).unwrap()
+        );
+    }
+
+    #[test]
+    fn env_contract_has_inferencex_names_and_values() {
+        let env: BTreeMap<_, _> = spec(SN)
+            .env_contract("b200-dgxc_03", 64, 8888, Path::new("/r"))
+            .into_iter()
+            .collect();
+        assert_eq!(env["TP"], "4");
+        assert_eq!(env["EP_SIZE"], "4");
+        assert_eq!(env["DP_ATTENTION"], "true");
+        assert_eq!(env["GPU_COUNT"], "4");
+        assert_eq!(env["CONC"], "64");
+        assert_eq!(env["MAX_MODEL_LEN"], "9472");
+        assert_eq!(env["RANDOM_RANGE_RATIO"], "0.8");
+        assert_eq!(env["SCENARIO_SUBDIR"], "fixed_seq_len/");
+        assert_eq!(env["PORT"], "8888");
+        assert_eq!(
+            env["RESULT_FILENAME"],
+            "dsr1_8k1k_fp4_sglang_tp4-pp1-dcp1-pcp1-ep4-dpatrue_disagg-false_spec-none_conc64_b200-dgxc_03"
+        );
+        let ag: BTreeMap<_, _> = spec(AG)
+            .env_contract("x_0", 8, 8888, Path::new("/r"))
+            .into_iter()
+            .collect();
+        assert_eq!((ag["ISL"].as_str(), ag["OSL"].as_str()), ("0", "0"));
+        assert_eq!(ag["KV_OFFLOAD_BACKEND_METADATA"], r#"{"name":"hicache"}"#);
+        assert_eq!(ag["TOTAL_CPU_DRAM_GB"], "2399");
+        assert_eq!(ag["IS_AGENTIC"], "true");
+        let mn: BTreeMap<_, _> = spec(MN)
+            .env_contract("x_0", 8, 8888, Path::new("/r"))
+            .into_iter()
+            .collect();
+        assert_eq!(mn["DECODE_NUM_WORKERS"], "2");
+        assert_eq!(mn["CONFIG_FILE"], "recipes/a.yaml");
+        assert_eq!(mn["IS_MULTINODE"], "true");
+    }
+
+    #[test]
+    fn matrix_errors_name_file_row_and_field() {
+        let p = Path::new("m.json");
+        let bad = format!("[{SN}, {{\"model\": \"x\"}}]");
+        let e = parse_matrix(&bad, p).unwrap_err().to_string();
+        assert!(e.starts_with("m.json: row 1: missing field `image`"), "{e}");
+        let e = parse_matrix("[{", p).unwrap_err().to_string();
+        assert!(e.starts_with("m.json:1:"), "{e}");
+        let e = parse_matrix(r#"{"single_node": {"fixed_seq_len": [42]}}"#, p)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("row 0"), "{e}");
+    }
+
+    #[test]
+    fn bucketed_changelog_output_is_flattened_in_order() {
+        let text = format!(
+            r#"{{"single_node": {{"fixed_seq_len": [{SN}], "agentic": [{AG}]}}, "multi_node": {{"fixed_seq_len": [{MN}]}}}}"#
+        );
+        let rows = parse_matrix(&text, Path::new("m.json")).unwrap();
+        let names: Vec<_> = rows.iter().map(|r| r.row.exp_name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "dsr1_8k1k",
+                "dsv4_tp8_conc8_kvdram-hicache_spec-mtp",
+                "dsv4_8k1k"
+            ]
+        );
+        assert_eq!(rows[2].index, 2);
+    }
+
+    #[test]
+    fn every_handed_generator_output_parses() {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/expected");
+        if !dir.exists() {
+            eprintln!("skipping: {} absent", dir.display());
+            return;
+        }
+        let mut total = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.extension().is_some_and(|e| e == "json") {
+                let rows = load_matrix(&p).unwrap();
+                for r in &rows {
+                    // Identity must be computable for every row.
+                    assert!(r.result_filename("n_0").ends_with("_n_0"));
+                }
+                total += rows.len();
+            }
+        }
+        assert!(total > 1000, "{total}");
+    }
+}

@@ -1,0 +1,118 @@
+//! One concurrency point against a ready server: the seam between the runner and the load
+//! generator. [`PointRunner`] is implemented over `inferbench_loadgen::run_bench` for real runs
+//! ([`crate::bench::LoadgenPoint`]) and by fakes in tests, so engine, readiness, artifact and
+//! executor logic is testable without the load generator.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::jobspec::JobSpec;
+
+/// InferenceX's client defaults for a fixed-seq point (reference/inferencex-producer.md §5.3):
+/// `10 × conc` prompts, `2 × conc` warmups, range ratio 0.8, `ignore_eos`, unlimited rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchDefaults {
+    /// Prompts per unit of concurrency (InferenceX: 10).
+    pub prompts_per_conc: u32,
+    /// Warmup requests per unit of concurrency (InferenceX: 2).
+    pub warmups_per_conc: u32,
+    /// Fixed prompt count overriding `prompts_per_conc × conc` (None = InferenceX rule).
+    pub num_prompts: Option<u32>,
+    /// Random range ratio r: lengths uniform in `[r·L, L]` (InferenceX: 0.8).
+    pub range_ratio: f64,
+    /// Ask the server to ignore EOS so every request yields exactly OSL tokens (InferenceX: on).
+    pub ignore_eos: bool,
+    /// Tokenizer spec for prompt synthesis (`o200k_base`, `cl100k_base` or a tokenizer.json path;
+    /// None = the load generator's default).
+    pub tokenizer: Option<String>,
+    /// Random seed for prompt synthesis.
+    pub seed: u64,
+    /// OpenAI endpoint path (default `/v1/completions`).
+    pub endpoint: String,
+    /// Per-request total timeout in seconds (None = load generator default).
+    pub request_timeout_s: Option<f64>,
+}
+
+impl Default for BenchDefaults {
+    fn default() -> Self {
+        BenchDefaults {
+            prompts_per_conc: 10,
+            warmups_per_conc: 2,
+            num_prompts: None,
+            range_ratio: 0.8,
+            ignore_eos: true,
+            tokenizer: None,
+            seed: 0,
+            endpoint: "/v1/completions".into(),
+            request_timeout_s: None,
+        }
+    }
+}
+
+impl BenchDefaults {
+    /// Prompts for a point at `conc`: `num_prompts` or `prompts_per_conc × conc`.
+    pub fn prompts(&self, conc: u32) -> u32 {
+        self.num_prompts
+            .unwrap_or(self.prompts_per_conc.saturating_mul(conc))
+    }
+    /// Warmups for a point at `conc`: `warmups_per_conc × conc`.
+    pub fn warmups(&self, conc: u32) -> u32 {
+        self.warmups_per_conc.saturating_mul(conc)
+    }
+}
+
+/// Everything a load generator needs for one point.
+#[derive(Debug, Clone)]
+pub struct PointRequest {
+    /// The job.
+    pub spec: JobSpec,
+    /// Concurrency (`--max-concurrency`).
+    pub conc: u32,
+    /// Server base URL, e.g. `http://127.0.0.1:8888`.
+    pub base_url: String,
+    /// Model name to send in requests (the row's `model`).
+    pub model: String,
+    /// Input length in tokens (row `isl`; agentic rows: 0).
+    pub isl: u32,
+    /// Output length in tokens (row `osl`; agentic rows: 0).
+    pub osl: u32,
+    /// Prompts to send.
+    pub num_prompts: u32,
+    /// Warmup requests.
+    pub num_warmups: u32,
+    /// Client settings.
+    pub bench: BenchDefaults,
+    /// Point directory: the load generator writes `summary.json`, `requests.jsonl.zst` here.
+    pub dir: PathBuf,
+    /// `RESULT_FILENAME` of the point (for `agg_<RESULT_FILENAME>.json`).
+    pub result_filename: String,
+    /// Concrete runner name.
+    pub runner_name: String,
+}
+
+/// What a point produced. Files are written by the runner from these values.
+#[derive(Debug, Clone, Default)]
+pub struct PointOutput {
+    /// The vLLM-shaped run summary (`summary.json`).
+    pub summary: serde_json::Value,
+    /// InferenceX aggregate (`agg_<RESULT_FILENAME>.json`), when the load generator builds it.
+    pub aggregate: Option<serde_json::Value>,
+    /// Successful requests in the profile phase.
+    pub completed: u64,
+    /// Failed requests in the profile phase.
+    pub failed: u64,
+    /// The run was interrupted (Ctrl-C) before it finished.
+    pub interrupted: bool,
+}
+
+/// Runs one point against a ready server.
+#[allow(async_fn_in_trait)]
+pub trait PointRunner {
+    /// Benchmarks `req`; an `Err` fails the point with class `bench_failed` (the engine is kept).
+    async fn run_point(
+        &self,
+        req: &PointRequest,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> anyhow::Result<PointOutput>;
+}

@@ -1,0 +1,734 @@
+//! Running jobs: for each matrix row and each of its concurrencies, bring an engine up (or reuse
+//! the one serving the previous point when its command line is identical), wait until it is
+//! ready, run the point, write its artifacts, stop the engine's whole process group.
+//!
+//! A failed row is recorded (`status.json` with class and cause, `job.json`, the server log) and
+//! the sweep goes on; a re-run skips points whose `status.json` says `ok`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::artifacts::{
+    self, now_rfc3339, point_dir, write_json_atomic, FailureClass, PointState, PointStatus,
+    Provenance, STATUS_FILE,
+};
+use crate::engine::{
+    build_command, check_port_free, free_port, log_tail, probe_version, resolve_engine,
+    EngineCommand, EngineError, EngineKind, EngineOptions, EngineProcess,
+};
+use crate::jobspec::JobSpec;
+use crate::point::{BenchDefaults, PointOutput, PointRequest, PointRunner};
+use crate::ready::{wait_ready, ReadyError, LOG_TAIL_LINES};
+
+/// Settings of a sweep (or of one `inferbench job`).
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// Root of the artifact tree: one directory per point.
+    pub out_dir: PathBuf,
+    /// Concrete runner name for `RESULT_FILENAME` (default: this host's name).
+    pub runner_name: Option<String>,
+    /// Runner labels → runner names (from `runners.yaml`); when set, rows whose `runner` label
+    /// is absent fail with `unknown_runner`.
+    pub runner_labels: Option<BTreeMap<String, Vec<String>>>,
+    /// Engine settings.
+    pub engine: EngineOptions,
+    /// Engine port; 0 = a free port chosen per launch. A fixed port that is taken fails the
+    /// row with `port_in_use`.
+    pub port: u16,
+    /// Readiness timeout (InferenceX waits forever by default; we do not).
+    pub ready_timeout: Duration,
+    /// Poll interval of the readiness probe.
+    pub ready_interval: Duration,
+    /// Grace period between SIGTERM and SIGKILL when stopping an engine (InferenceX: 30 s).
+    pub stop_grace: Duration,
+    /// Client settings for each point.
+    pub bench: BenchDefaults,
+    /// Re-run points even when their `status.json` says `ok`.
+    pub force: bool,
+    /// Benchmark an already running server instead of launching engines.
+    pub base_url: Option<String>,
+}
+
+impl Default for SweepOptions {
+    fn default() -> Self {
+        SweepOptions {
+            out_dir: PathBuf::from("results"),
+            runner_name: None,
+            runner_labels: None,
+            engine: EngineOptions::default(),
+            port: 0,
+            ready_timeout: Duration::from_secs(1800),
+            ready_interval: Duration::from_millis(500),
+            stop_grace: Duration::from_secs(30),
+            bench: BenchDefaults::default(),
+            force: false,
+            base_url: None,
+        }
+    }
+}
+
+/// How a point ended in this sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Ran and succeeded.
+    Ok,
+    /// Already finished by an earlier run; skipped.
+    Skipped,
+    /// Failed (see class and cause).
+    Failed,
+    /// Interrupted by the user.
+    Interrupted,
+}
+
+/// One line of `sweep.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointReport {
+    /// Matrix row index.
+    pub index: usize,
+    /// Concurrency.
+    pub conc: u32,
+    /// The row's `RESULT_FILENAME` (empty when the runner name could not be resolved).
+    pub result_filename: String,
+    /// Point directory.
+    pub dir: PathBuf,
+    /// Outcome.
+    pub outcome: Outcome,
+    /// Failure class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<FailureClass>,
+    /// Failure cause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+}
+
+/// Result of a sweep: every point, in matrix order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// One entry per (row, concurrency).
+    pub points: Vec<PointReport>,
+}
+
+impl SweepReport {
+    /// Count of points with `outcome`.
+    pub fn count(&self, outcome: Outcome) -> usize {
+        self.points.iter().filter(|p| p.outcome == outcome).count()
+    }
+
+    /// Process exit code: 130 when interrupted, 1 when any point failed, else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.count(Outcome::Interrupted) > 0 {
+            130
+        } else if self.count(Outcome::Failed) > 0 {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// One line per failed point plus totals, for the terminal.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        for p in &self.points {
+            if matches!(p.outcome, Outcome::Failed | Outcome::Interrupted) {
+                let class = p
+                    .class
+                    .and_then(|c| serde_json::to_value(c).ok())
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let first = p
+                    .cause
+                    .as_deref()
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("");
+                s.push_str(&format!(
+                    "FAILED row {} conc {} [{class}]: {first}\n",
+                    p.index, p.conc
+                ));
+            }
+        }
+        s.push_str(&format!(
+            "{} points: {} ok, {} skipped (already done), {} failed, {} interrupted\n",
+            self.points.len(),
+            self.count(Outcome::Ok),
+            self.count(Outcome::Skipped),
+            self.count(Outcome::Failed),
+            self.count(Outcome::Interrupted)
+        ));
+        s
+    }
+}
+
+/// Name of the sweep report written under the output directory.
+pub const SWEEP_REPORT: &str = "sweep.json";
+
+/// The concrete runner name for a row, or why the row cannot run (unknown runner label).
+pub fn runner_name_for(spec: &JobSpec, opts: &SweepOptions) -> Result<String, String> {
+    if let Some(labels) = &opts.runner_labels {
+        if !labels.contains_key(&spec.row.runner) {
+            let mut known: Vec<&str> = labels.keys().map(String::as_str).collect();
+            known.truncate(12);
+            return Err(format!(
+                "unknown runner label '{}' in {}: not in the runner config (known labels: {}{})",
+                spec.row.runner,
+                spec,
+                known.join(", "),
+                if labels.len() > 12 { ", …" } else { "" }
+            ));
+        }
+    }
+    Ok(artifacts::sanitize_name(
+        &opts.runner_name.clone().unwrap_or_else(artifacts::hostname),
+    ))
+}
+
+/// One (row, concurrency) to run.
+#[derive(Debug, Clone)]
+struct Point {
+    spec: JobSpec,
+    conc: u32,
+    rf: String,
+    dir: PathBuf,
+    runner_name: String,
+}
+
+/// A failure with its class.
+#[derive(Debug, Clone)]
+struct Failure {
+    class: FailureClass,
+    cause: String,
+}
+
+impl Failure {
+    fn new(class: FailureClass, cause: impl Into<String>) -> Self {
+        Failure {
+            class,
+            cause: cause.into(),
+        }
+    }
+}
+
+/// A launched, ready engine and what is known about it.
+struct Running {
+    process: EngineProcess,
+    base_url: String,
+    command: EngineCommand,
+    engine_dir: PathBuf,
+    version: Option<String>,
+    served_model: String,
+    port: u16,
+}
+
+/// Runs `jobs` one point after another and writes `<out>/sweep.json`. Never fails as a whole:
+/// every problem is recorded on the point(s) it affects and the sweep continues. Cancelling
+/// `cancel` stops the current point (its partial artifacts are kept), stops the engine and
+/// marks the remaining points interrupted.
+pub async fn run_jobs<R: PointRunner>(
+    jobs: &[JobSpec],
+    opts: &SweepOptions,
+    runner: &R,
+    cancel: &CancellationToken,
+) -> SweepReport {
+    let mut report = SweepReport::default();
+    if let Err(e) = std::fs::create_dir_all(&opts.out_dir) {
+        for spec in jobs {
+            for conc in spec.row.conc.values() {
+                report.points.push(PointReport {
+                    index: spec.index,
+                    conc,
+                    result_filename: String::new(),
+                    dir: opts.out_dir.clone(),
+                    outcome: Outcome::Failed,
+                    class: Some(FailureClass::Io),
+                    cause: Some(format!("{}: {e}", opts.out_dir.display())),
+                });
+            }
+        }
+        return report;
+    }
+
+    // Expand rows into points; rows that cannot run at all fail here.
+    let mut points: Vec<(Point, Option<Failure>)> = Vec::new();
+    for spec in jobs {
+        let list_row = matches!(spec.row.conc, crate::jobspec::Conc::List(_));
+        let runner_name = runner_name_for(spec, opts);
+        for conc in spec.row.conc.values() {
+            let (rf, fail, rn) = match &runner_name {
+                Ok(rn) => (spec.result_filename(rn), None, rn.clone()),
+                Err(msg) => (
+                    spec.result_filename(&artifacts::sanitize_name(&spec.row.runner)),
+                    Some(Failure::new(FailureClass::UnknownRunner, msg.clone())),
+                    String::new(),
+                ),
+            };
+            let dir = point_dir(&opts.out_dir, &rf, conc, list_row);
+            points.push((
+                Point {
+                    spec: spec.clone(),
+                    conc,
+                    rf,
+                    dir,
+                    runner_name: rn,
+                },
+                fail,
+            ));
+        }
+    }
+
+    let mut engine: Option<Running> = None;
+    for (i, (point, pre_fail)) in points.iter().enumerate() {
+        if cancel.is_cancelled() {
+            report.points.push(record(
+                point,
+                Outcome::Interrupted,
+                Some(Failure::new(
+                    FailureClass::Interrupted,
+                    "sweep interrupted before this point started",
+                )),
+            ));
+            continue;
+        }
+        if !opts.force && artifacts::is_done(&point.dir) {
+            report.points.push(record(point, Outcome::Skipped, None));
+            continue;
+        }
+        let started_at = now_rfc3339();
+        if let Some(f) = pre_fail {
+            finish_point(point, &started_at, None, None, Err(f.clone()));
+            report
+                .points
+                .push(record(point, Outcome::Failed, Some(f.clone())));
+            continue;
+        }
+
+        // The engine for this point: keep the running one when the command is identical.
+        let wanted = if opts.base_url.is_some() {
+            None
+        } else {
+            match resolve_engine(&point.spec, &opts.engine) {
+                Ok(kind) => Some(kind),
+                Err(e) => {
+                    let f = Failure::new(FailureClass::MissingRecipe, e.to_string());
+                    finish_point(point, &started_at, None, None, Err(f.clone()));
+                    report.points.push(record(point, Outcome::Failed, Some(f)));
+                    continue;
+                }
+            }
+        };
+        if let (Some(kind), Some(run)) = (&wanted, &engine) {
+            let reusable = !matches!(kind, EngineKind::Script(_))
+                && same_command(&run.command, &template(kind, point, opts, run));
+            if !reusable {
+                stop(engine.take(), opts).await;
+            }
+        }
+        if let (Some(kind), None) = (&wanted, &engine) {
+            match launch(kind, point, opts, cancel).await {
+                Ok(run) => engine = Some(run),
+                Err(f) => {
+                    let log = engine_dir(&opts.out_dir, &point.rf).join("server.log");
+                    finish_point(point, &started_at, None, Some(&log), Err(f.clone()));
+                    let outcome = if f.class == FailureClass::Interrupted {
+                        Outcome::Interrupted
+                    } else {
+                        Outcome::Failed
+                    };
+                    report.points.push(record(point, outcome, Some(f)));
+                    continue;
+                }
+            }
+        }
+
+        let base_url = match (&engine, &opts.base_url) {
+            (Some(run), _) => run.base_url.clone(),
+            (None, Some(u)) => u.trim_end_matches('/').to_string(),
+            (None, None) => unreachable!("an engine is running or a base URL is given"),
+        };
+        let req = PointRequest {
+            spec: point.spec.clone(),
+            conc: point.conc,
+            base_url,
+            model: point.spec.row.model.clone(),
+            isl: if point.spec.is_agentic() {
+                0
+            } else {
+                point.spec.row.isl.unwrap_or(0)
+            },
+            osl: if point.spec.is_agentic() {
+                0
+            } else {
+                point.spec.row.osl.unwrap_or(0)
+            },
+            num_prompts: opts.bench.prompts(point.conc),
+            num_warmups: opts.bench.warmups(point.conc),
+            bench: opts.bench.clone(),
+            dir: point.dir.clone(),
+            result_filename: point.rf.clone(),
+            runner_name: point.runner_name.clone(),
+        };
+        if let Err(e) = std::fs::create_dir_all(&point.dir) {
+            let f = Failure::new(FailureClass::Io, format!("{}: {e}", point.dir.display()));
+            report.points.push(record(point, Outcome::Failed, Some(f)));
+            continue;
+        }
+        write_job_json(point, &started_at, None, engine.as_ref(), None);
+
+        let point_cancel = cancel.child_token();
+        let result = {
+            let fut = runner.run_point(&req, &point_cancel);
+            tokio::pin!(fut);
+            let mut crashed = None;
+            let out = loop {
+                tokio::select! {
+                    out = &mut fut => break out,
+                    _ = tokio::time::sleep(Duration::from_millis(250)), if engine.is_some() => {
+                        if let Some(st) = engine.as_mut().and_then(|e| e.process.try_exited()) {
+                            crashed = Some(st);
+                            point_cancel.cancel();
+                            break fut.await;
+                        }
+                    }
+                }
+            };
+            if crashed.is_none() {
+                crashed = engine.as_mut().and_then(|e| e.process.try_exited());
+            }
+            (out, crashed)
+        };
+        let (out, crashed) = result;
+        let log = engine.as_ref().map(|r| r.process.log_path.clone());
+        let verdict: Result<PointOutput, Failure> = match (out, crashed) {
+            (_, Some(st)) => {
+                let log_path = log.clone().unwrap_or_default();
+                Err(Failure::new(
+                    FailureClass::EngineCrashed,
+                    format!(
+                        "engine crashed mid-point ({st}) at conc {}; last {LOG_TAIL_LINES} lines of {}:\n{}",
+                        point.conc,
+                        log_path.display(),
+                        log_tail(&log_path, LOG_TAIL_LINES)
+                    ),
+                ))
+            }
+            (Ok(o), None) if o.interrupted || cancel.is_cancelled() => Err(Failure::new(
+                FailureClass::Interrupted,
+                format!(
+                    "interrupted after {} completed and {} failed requests",
+                    o.completed, o.failed
+                ),
+            )),
+            (Ok(o), None) if o.completed == 0 => Err(Failure::new(
+                FailureClass::BenchFailed,
+                format!("all {} requests failed", o.failed),
+            )),
+            (Ok(o), None) => Ok(o),
+            (Err(e), None) => Err(Failure::new(FailureClass::BenchFailed, format!("{e:#}"))),
+        };
+        if crashed.is_some() {
+            // Keep the crashed engine's log with this point; the next point relaunches.
+            if let Some(run) = engine.take() {
+                let mut run = run;
+                run.process.stop(opts.stop_grace).await;
+                let _ = std::fs::copy(&run.process.log_path, point.dir.join("server.log"));
+            }
+        }
+        let summary_ok = verdict.as_ref().ok().cloned();
+        let fail = verdict.as_ref().err().cloned();
+        finish_point(
+            point,
+            &started_at,
+            engine.as_ref(),
+            log.as_deref(),
+            match (summary_ok, fail.clone()) {
+                (Some(o), _) => Ok(o),
+                (None, Some(f)) => Err(f),
+                (None, None) => unreachable!(),
+            },
+        );
+        let outcome = match &fail {
+            None => Outcome::Ok,
+            Some(f) if f.class == FailureClass::Interrupted => Outcome::Interrupted,
+            Some(_) => Outcome::Failed,
+        };
+        report.points.push(record(point, outcome, fail));
+
+        // Stop the engine after the last point it serves.
+        let next_same = points.get(i + 1).is_some_and(|(next, _)| {
+            engine.as_ref().is_some_and(|run| {
+                resolve_engine(&next.spec, &opts.engine).is_ok_and(|k| {
+                    !matches!(k, EngineKind::Script(_))
+                        && same_command(&run.command, &template(&k, next, opts, run))
+                })
+            })
+        });
+        if !next_same {
+            stop(engine.take(), opts).await;
+        }
+    }
+    stop(engine.take(), opts).await;
+    let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
+    report
+}
+
+fn record(point: &Point, outcome: Outcome, fail: Option<Failure>) -> PointReport {
+    PointReport {
+        index: point.spec.index,
+        conc: point.conc,
+        result_filename: point.rf.clone(),
+        dir: point.dir.clone(),
+        outcome,
+        class: fail.as_ref().map(|f| f.class),
+        cause: fail.map(|f| f.cause),
+    }
+}
+
+/// Directory holding an engine's helper files and live log, named after the first point it
+/// serves.
+fn engine_dir(out: &Path, rf: &str) -> PathBuf {
+    out.join("_engines").join(rf)
+}
+
+fn template(kind: &EngineKind, point: &Point, opts: &SweepOptions, run: &Running) -> EngineCommand {
+    build_command(
+        kind,
+        &point.spec,
+        &point.runner_name,
+        point.conc,
+        run.port,
+        &opts.engine,
+        &run.engine_dir,
+    )
+}
+
+/// Two commands start the same server when program, arguments and helper files agree (the
+/// environment differs per point: CONC, RESULT_FILENAME).
+fn same_command(a: &EngineCommand, b: &EngineCommand) -> bool {
+    a.program == b.program && a.args == b.args && a.files == b.files
+}
+
+async fn launch(
+    kind: &EngineKind,
+    point: &Point,
+    opts: &SweepOptions,
+    cancel: &CancellationToken,
+) -> Result<Running, Failure> {
+    let host = opts.engine.host.clone();
+    let port = if opts.port == 0 {
+        free_port(&host).map_err(|e| {
+            Failure::new(
+                FailureClass::SpawnFailed,
+                format!("no free port on {host}: {e}"),
+            )
+        })?
+    } else {
+        opts.port
+    };
+    check_port_free(&host, port)
+        .map_err(|e| Failure::new(FailureClass::PortInUse, e.to_string()))?;
+    let dir = engine_dir(&opts.out_dir, &point.rf);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Failure::new(FailureClass::Io, format!("{}: {e}", dir.display())))?;
+    let cmd = build_command(
+        kind,
+        &point.spec,
+        &point.runner_name,
+        point.conc,
+        port,
+        &opts.engine,
+        &dir,
+    );
+    let log = dir.join("server.log");
+    let _ = std::fs::remove_file(&log);
+    tracing::info!(cmd = %cmd.display(), "starting engine for {}", point.spec);
+    let mut process = EngineProcess::spawn(&cmd, &dir, &log).map_err(|e| match e {
+        EngineError::PortInUse { .. } => Failure::new(FailureClass::PortInUse, e.to_string()),
+        _ => Failure::new(FailureClass::SpawnFailed, e.to_string()),
+    })?;
+    let base_url = format!(
+        "http://{}:{port}",
+        if host == "0.0.0.0" {
+            "127.0.0.1"
+        } else {
+            &host
+        }
+    );
+    let ready = tokio::select! {
+        r = wait_ready(&base_url, opts.ready_timeout, opts.ready_interval, Some(&mut process), &log) => r,
+        _ = cancel.cancelled() => {
+            process.stop(opts.stop_grace).await;
+            return Err(Failure::new(FailureClass::Interrupted, "interrupted while the engine was starting"));
+        }
+    };
+    match ready {
+        Ok(served_model) => {
+            let version = match &cmd.version_probe {
+                Some(p) => probe_version(p).await,
+                None => None,
+            };
+            Ok(Running {
+                process,
+                base_url,
+                command: cmd,
+                engine_dir: dir,
+                version,
+                served_model,
+                port,
+            })
+        }
+        Err(e) => {
+            process.stop(opts.stop_grace).await;
+            // The engine may have died because its port was taken after our check.
+            let tail = log_tail(&log, LOG_TAIL_LINES).to_lowercase();
+            let class = if tail.contains("address already in use") || tail.contains("couldn't bind")
+            {
+                FailureClass::PortInUse
+            } else {
+                FailureClass::EngineNotReady
+            };
+            let msg = match &e {
+                ReadyError::Timeout { .. } | ReadyError::Exited { .. } => {
+                    format!("{} ({}): {e}", point.spec, cmd.display())
+                }
+            };
+            Err(Failure::new(class, msg))
+        }
+    }
+}
+
+async fn stop(engine: Option<Running>, opts: &SweepOptions) {
+    if let Some(mut run) = engine {
+        run.process.stop(opts.stop_grace).await;
+    }
+}
+
+/// `job.json`: the JobSpec, the point, the engine command and provenance.
+fn write_job_json(
+    point: &Point,
+    started_at: &str,
+    finished_at: Option<&str>,
+    engine: Option<&Running>,
+    status: Option<&PointStatus>,
+) {
+    let mut prov = Provenance::current(&point.spec.row.image, &point.runner_name);
+    prov.engine_version = engine.and_then(|e| e.version.clone());
+    let job = serde_json::json!({
+        "job": point.spec,
+        "result_filename": point.rf,
+        "conc": point.conc,
+        "engine": engine.map(|e| serde_json::json!({
+            "kind": e.command.kind,
+            "command": e.command.display(),
+            "base_url": e.base_url,
+            "served_model": e.served_model,
+            "version": e.version,
+        })),
+        "provenance": prov,
+        "started_at": started_at,
+        "finished_at": finished_at,
+        "status": status,
+    });
+    let _ = write_json_atomic(&point.dir.join("job.json"), &job);
+}
+
+/// Writes the end-of-point artifacts: summary and aggregate on success, server log copy,
+/// `job.json` and the `status.json` marker (last, so a crash before it leaves the point undone).
+fn finish_point(
+    point: &Point,
+    started_at: &str,
+    engine: Option<&Running>,
+    log: Option<&Path>,
+    result: Result<PointOutput, Failure>,
+) {
+    if std::fs::create_dir_all(&point.dir).is_err() {
+        return;
+    }
+    let mut result = result;
+    if let Ok(out) = &result {
+        let agg_name = format!("agg_{}.json", point.rf);
+        let wrote = write_json_atomic(&point.dir.join("summary.json"), &out.summary).and_then(
+            |_| match &out.aggregate {
+                Some(a) => write_json_atomic(&point.dir.join(agg_name), a),
+                None => Ok(()),
+            },
+        );
+        if let Err(e) = wrote {
+            result = Err(Failure::new(
+                FailureClass::Io,
+                format!("{}: writing summary: {e}", point.dir.display()),
+            ));
+        }
+    }
+    if let Some(log) = log {
+        if log.exists() {
+            let _ = std::fs::copy(log, point.dir.join("server.log"));
+        }
+    }
+    let finished_at = now_rfc3339();
+    let (state, class, cause) = match &result {
+        Ok(_) => (PointState::Ok, None, None),
+        Err(f) if f.class == FailureClass::Interrupted => (
+            PointState::Interrupted,
+            Some(f.class),
+            Some(f.cause.clone()),
+        ),
+        Err(f) => (PointState::Failed, Some(f.class), Some(f.cause.clone())),
+    };
+    let status = PointStatus {
+        index: point.spec.index,
+        conc: point.conc,
+        result_filename: point.rf.clone(),
+        state,
+        class,
+        cause,
+        started_at: started_at.to_string(),
+        finished_at: finished_at.clone(),
+    };
+    write_job_json(point, started_at, Some(&finished_at), engine, Some(&status));
+    if let Err(e) = write_json_atomic(&point.dir.join(STATUS_FILE), &status) {
+        tracing::error!("{}: cannot write {STATUS_FILE}: {e}", point.dir.display());
+    }
+}
+
+/// Reads the `status.json` of every point of `jobs` under `out` (what the Slurm executor
+/// gathers after the array finished): points without a marker are reported as failed with
+/// cause "no result".
+pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
+    let mut report = SweepReport::default();
+    for spec in jobs {
+        let list_row = matches!(spec.row.conc, crate::jobspec::Conc::List(_));
+        let rn = runner_name_for(spec, opts)
+            .unwrap_or_else(|_| artifacts::sanitize_name(&spec.row.runner));
+        let rf = spec.result_filename(&rn);
+        for conc in spec.row.conc.values() {
+            let dir = point_dir(&opts.out_dir, &rf, conc, list_row);
+            let (outcome, class, cause) = match artifacts::read_status(&dir) {
+                Some(st) => match st.state {
+                    PointState::Ok => (Outcome::Ok, None, None),
+                    PointState::Failed => (Outcome::Failed, st.class, st.cause),
+                    PointState::Interrupted => (Outcome::Interrupted, st.class, st.cause),
+                },
+                None => (
+                    Outcome::Failed,
+                    None,
+                    Some(format!("no result: {} has no {STATUS_FILE}", dir.display())),
+                ),
+            };
+            report.points.push(PointReport {
+                index: spec.index,
+                conc,
+                result_filename: rf.clone(),
+                dir,
+                outcome,
+                class,
+                cause,
+            });
+        }
+    }
+    report
+}
