@@ -1,10 +1,151 @@
-//! `inferbench matrix` (stub: not implemented yet).
+//! `inferbench matrix`: InferenceX master configs → job matrix JSON on stdout, with the flags of
+//! InferenceX's `generate_sweep_configs.py` (common flags may come before or after the
+//! sub-command).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use inferbench_recipes::matrix::{self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions};
+use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 /// Flags of `inferbench matrix`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// One or more master config files (YAML), merged in order; keys must be unique.
+    #[arg(long, num_args = 1.., required = true, global = true)]
+    pub config_files: Vec<PathBuf>,
+    /// Runner labels and hardware facts (YAML).
+    #[arg(long, default_value = "configs/runners.yaml", global = true)]
+    pub runner_config: PathBuf,
+    /// Throughput rows only: skip eval marking.
+    #[arg(long, global = true, conflicts_with_all = ["evals_only", "all_evals"])]
+    pub no_evals: bool,
+    /// Keep only the eval rows (marked `eval-only: true`).
+    #[arg(long, global = true)]
+    pub evals_only: bool,
+    /// Every 8k1k (and agentic) row becomes an eval; alone it also emits eval-only rows.
+    #[arg(long, global = true)]
+    pub all_evals: bool,
+    /// Expand each row to the concrete runner names containing this substring.
+    #[arg(long, global = true)]
+    pub runner_node_filter: Option<String>,
+    /// Scenario types to include (default: all).
+    #[arg(long, num_args = 1.., global = true, value_parser = ["fixed-seq-len", "agentic-coding"])]
+    pub scenario_type: Vec<String>,
+    /// Write the JSON here instead of stdout.
+    #[arg(long, short = 'o', global = true)]
+    pub output: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// Every config, with optional filters.
+    FullSweep(FullSweepArgs),
+    /// Only the given config keys (exact or `*`/`?` globs), fully expanded.
+    TestConfig(TestConfigArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct FullSweepArgs {
+    /// Keep config keys starting with any of these prefixes (matched on the key, not on
+    /// `model-prefix`).
+    #[arg(long, num_args = 1..)]
+    model_prefix: Vec<String>,
+    /// Precisions to keep (fp4, fp8, …).
+    #[arg(long, num_args = 1..)]
+    precision: Vec<String>,
+    /// Frameworks to keep (vllm, sglang, trt, …).
+    #[arg(long, num_args = 1..)]
+    framework: Vec<String>,
+    /// Runner labels to keep (must exist in the runner config).
+    #[arg(long, num_args = 1..)]
+    runner_type: Vec<String>,
+    /// Sequence lengths to keep.
+    #[arg(long, num_args = 1.., value_parser = ["1k1k", "8k1k"])]
+    seq_lens: Vec<String>,
+    /// Concurrency multiplier of range expansion (must be > 1).
+    #[arg(long, default_value_t = 2)]
+    step_size: i64,
+    /// Drop concurrencies below this.
+    #[arg(long)]
+    min_conc: Option<i64>,
+    /// Drop concurrencies above this (single-node ranges collapse to it).
+    #[arg(long)]
+    max_conc: Option<i64>,
+    /// Skip single-node entries with a larger tp.
+    #[arg(long)]
+    max_tp: Option<i64>,
+    /// Clamp single-node ep to this.
+    #[arg(long)]
+    max_ep: Option<i64>,
+    /// Only single-node configs (neither flag: both kinds).
+    #[arg(long)]
+    single_node: bool,
+    /// Only multi-node configs (neither flag: both kinds).
+    #[arg(long)]
+    multi_node: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct TestConfigArgs {
+    /// Config keys or fnmatch globs; a key or pattern that matches nothing is an error.
+    #[arg(long, num_args = 1.., required = true)]
+    config_keys: Vec<String>,
+    /// Keep only these concurrencies.
+    #[arg(long, num_args = 1..)]
+    conc: Vec<i64>,
+    /// Sequence lengths to keep.
+    #[arg(long, num_args = 1.., value_parser = ["1k1k", "8k1k"])]
+    seq_lens: Vec<String>,
+}
 
 /// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench matrix` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let configs = MasterConfigs::load(&args.config_files)?;
+    let runners = RunnerConfig::load(&args.runner_config)?;
+    let selection = match args.command {
+        Sub::FullSweep(f) => Selection::FullSweep(FullSweepOptions {
+            model_prefix: f.model_prefix,
+            precision: f.precision,
+            framework: f.framework,
+            runner_type: f.runner_type,
+            seq_lens: f.seq_lens,
+            step_size: f.step_size,
+            min_conc: f.min_conc,
+            max_conc: f.max_conc,
+            max_tp: f.max_tp,
+            max_ep: f.max_ep,
+            single_node: f.single_node,
+            multi_node: f.multi_node,
+        }),
+        Sub::TestConfig(t) => Selection::TestConfig(TestConfigOptions {
+            config_keys: t.config_keys,
+            conc: t.conc,
+            seq_lens: t.seq_lens,
+        }),
+    };
+    let common = CommonOptions {
+        no_evals: args.no_evals,
+        evals_only: args.evals_only,
+        all_evals: args.all_evals,
+        runner_node_filter: args.runner_node_filter,
+        scenario_types: (!args.scenario_type.is_empty()).then_some(args.scenario_type),
+    };
+    let rows = matrix::generate(&configs, &runners, &selection, &common)?;
+    let text = matrix::to_json_text(&rows);
+    match args.output {
+        Some(p) => std::fs::write(&p, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    return Err(e.into());
+                }
+            }
+        }
+    }
+    Ok(0)
 }

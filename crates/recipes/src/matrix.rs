@@ -1,0 +1,1269 @@
+//! Job-matrix expansion: `full-sweep` and `test-config`, as InferenceX's
+//! `utils/matrix_logic/generate_sweep_configs.py` does it (reference §2).
+//!
+//! Rows are JSON objects (`serde_json::Map`, insertion-ordered) whose keys, key order and values
+//! equal the reference generator's, so [`to_json_text`] prints the very bytes it prints. Typed
+//! accessors live in [`crate::row`].
+//!
+//! Row kinds (reference §2.3): single-node fixed-seq (one row per concurrency), multi-node
+//! fixed-seq (one row per search-space entry, `conc` is a list), single-node agentic (one row per
+//! concurrency), multi-node agentic (one row per concurrency, `conc` a one-element list).
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::schema::{ConfigEntry, MasterConfigs, RunnerConfig};
+
+/// Minimum concurrency eligible for an eval (`MIN_EVAL_CONC`).
+pub const MIN_EVAL_CONC: i64 = 16;
+/// Agentic duration injected into every agentic row, seconds (`DEFAULT_AGENTIC_DURATION_SECONDS`).
+pub const DEFAULT_AGENTIC_DURATION_SECONDS: i64 = 3600;
+/// Multi-node agentic concurrencies per allocation (each concurrency its own row).
+pub const MAX_MULTINODE_AGENTIC_CONCURRENCIES_PER_ALLOCATION: usize = 1;
+/// DRAM cap before utilization scaling: 3 TB decimal expressed in MiB (`MODELS.md` policy).
+pub const MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB: i64 = 2_861_022;
+/// Tokens added to ISL+OSL for `max-model-len`.
+pub const MAX_MODEL_LEN_MARGIN: i64 = 256;
+
+/// A matrix row.
+pub type Row = Map<String, Value>;
+
+/// Named sequence lengths accepted by `--seq-lens`: `1k1k` = (1024, 1024), `8k1k` = (8192, 1024).
+pub const SEQ_LENS: [(&str, (i64, i64)); 2] = [("1k1k", (1024, 1024)), ("8k1k", (8192, 1024))];
+
+/// `(isl, osl)` of a `--seq-lens` name.
+pub fn seq_len_from_str(name: &str) -> Option<(i64, i64)> {
+    SEQ_LENS.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+}
+
+/// Short name of a sequence-length pair: `1k1k`, `8k1k`, else `<isl>_<osl>`.
+pub fn seq_len_to_str(isl: i64, osl: i64) -> String {
+    SEQ_LENS
+        .iter()
+        .find(|(_, v)| *v == (isl, osl))
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| format!("{isl}_{osl}"))
+}
+
+/// Scenario types.
+pub const SCENARIO_TYPES: [&str; 2] = ["fixed-seq-len", "agentic-coding"];
+
+/// Options shared by both sub-commands.
+#[derive(Debug, Clone, Default)]
+pub struct CommonOptions {
+    /// `--no-evals`: throughput rows only, no `run-eval` marking.
+    pub no_evals: bool,
+    /// `--evals-only`: keep only eval rows (marked `eval-only: true`).
+    pub evals_only: bool,
+    /// `--all-evals`: every 8k1k row (and agentic row) becomes an eval; implies eval-only output.
+    pub all_evals: bool,
+    /// `--runner-node-filter`: expand rows to concrete runner names containing this substring.
+    pub runner_node_filter: Option<String>,
+    /// `--scenario-type`: restrict to these scenario types (None = all).
+    pub scenario_types: Option<Vec<String>>,
+}
+
+/// `full-sweep` filters (all optional).
+#[derive(Debug, Clone)]
+pub struct FullSweepOptions {
+    /// `--model-prefix`: keep config keys starting with any of these (prefix of the *key*).
+    pub model_prefix: Vec<String>,
+    /// `--precision`.
+    pub precision: Vec<String>,
+    /// `--framework`.
+    pub framework: Vec<String>,
+    /// `--runner-type`: runner labels (must exist in `runners.yaml`).
+    pub runner_type: Vec<String>,
+    /// `--seq-lens` names (`1k1k`, `8k1k`).
+    pub seq_lens: Vec<String>,
+    /// `--step-size` (default 2, must be > 1).
+    pub step_size: i64,
+    /// `--min-conc`.
+    pub min_conc: Option<i64>,
+    /// `--max-conc`.
+    pub max_conc: Option<i64>,
+    /// `--max-tp` (single-node fixed-seq only: larger tp is skipped).
+    pub max_tp: Option<i64>,
+    /// `--max-ep` (single-node fixed-seq only: larger ep is clamped).
+    pub max_ep: Option<i64>,
+    /// `--single-node`.
+    pub single_node: bool,
+    /// `--multi-node` (neither flag ⇒ both kinds).
+    pub multi_node: bool,
+}
+
+impl Default for FullSweepOptions {
+    fn default() -> Self {
+        FullSweepOptions {
+            model_prefix: vec![],
+            precision: vec![],
+            framework: vec![],
+            runner_type: vec![],
+            seq_lens: vec![],
+            step_size: 2,
+            min_conc: None,
+            max_conc: None,
+            max_tp: None,
+            max_ep: None,
+            single_node: false,
+            multi_node: false,
+        }
+    }
+}
+
+/// `test-config` selection.
+#[derive(Debug, Clone, Default)]
+pub struct TestConfigOptions {
+    /// `--config-keys`: exact keys or fnmatch globs (`*`, `?`, `[...]`).
+    pub config_keys: Vec<String>,
+    /// `--conc`: keep only these concurrencies.
+    pub conc: Vec<i64>,
+    /// `--seq-lens`.
+    pub seq_lens: Vec<String>,
+}
+
+/// Which sub-command.
+#[derive(Debug, Clone)]
+pub enum Selection {
+    /// `full-sweep`.
+    FullSweep(FullSweepOptions),
+    /// `test-config`.
+    TestConfig(TestConfigOptions),
+}
+
+/// Generates the matrix exactly as `generate_sweep_configs.py <sub-command>` prints it.
+///
+/// # Errors
+/// [`Error::Usage`] for bad flag combinations, unknown runner types or config keys;
+/// [`Error::Generate`] when a DRAM-offload row needs hardware facts the runner file lacks.
+pub fn generate(
+    configs: &MasterConfigs,
+    runners: &RunnerConfig,
+    selection: &Selection,
+    common: &CommonOptions,
+) -> Result<Vec<Row>> {
+    if common.no_evals && common.evals_only {
+        return Err(Error::Usage("--no-evals and --evals-only are mutually exclusive".into()));
+    }
+    if common.no_evals && common.all_evals {
+        return Err(Error::Usage("--all-evals cannot be combined with --no-evals".into()));
+    }
+    if let Some(types) = &common.scenario_types {
+        for t in types {
+            if !SCENARIO_TYPES.contains(&t.as_str()) {
+                return Err(Error::Usage(format!(
+                    "invalid --scenario-type '{t}' (choose from 'fixed-seq-len', 'agentic-coding')"
+                )));
+            }
+        }
+    }
+    let mut rows = match selection {
+        Selection::FullSweep(o) => full_sweep(configs, runners, o, common)?,
+        Selection::TestConfig(o) => test_config(configs, runners, o, common)?,
+    };
+    if !common.no_evals {
+        mark_eval_entries(&mut rows, common.evals_only || common.all_evals);
+        if common.all_evals {
+            rows = mark_all_eval_entries(rows);
+        }
+    }
+    if common.evals_only || common.all_evals {
+        rows.retain(|r| r.get("run-eval").and_then(Value::as_bool).unwrap_or(false));
+        for r in &mut rows {
+            r.insert("eval-only".into(), Value::Bool(true));
+        }
+    }
+    Ok(rows)
+}
+
+/// The generator's stdout: `json.dumps(rows)` plus a newline.
+pub fn to_json_text(rows: &[Row]) -> String {
+    let v = Value::Array(rows.iter().cloned().map(Value::Object).collect());
+    let mut s = crate::pyjson::dumps(&v);
+    s.push('\n');
+    s
+}
+
+fn parse_seq_lens(names: &[String]) -> Result<Option<HashSet<(i64, i64)>>> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let mut out = HashSet::new();
+    for n in names {
+        out.insert(seq_len_from_str(n).ok_or_else(|| {
+            Error::Usage(format!("invalid --seq-lens '{n}' (choose from '1k1k', '8k1k')"))
+        })?);
+    }
+    Ok(Some(out))
+}
+
+fn scenario_wanted(common: &CommonOptions, name: &str) -> bool {
+    common
+        .scenario_types
+        .as_ref()
+        .is_none_or(|t| t.iter().any(|x| x == name))
+}
+
+fn get_i64(m: &Map<String, Value>, k: &str) -> Option<i64> {
+    m.get(k).and_then(Value::as_i64)
+}
+
+/// Geometric expansion: start, start·step, …, clamped to and always including `end`.
+fn conc_range(start: i64, end: i64, step: i64) -> Vec<i64> {
+    let mut out = Vec::new();
+    let mut c = start;
+    while c <= end {
+        out.push(c);
+        if c == end {
+            break;
+        }
+        c = c.saturating_mul(step);
+        if c > end {
+            c = end;
+        }
+    }
+    out
+}
+
+/// Values of a search-space entry's conc form. `presence` selects the test-config rule (a present
+/// `conc-list` key wins even if empty) vs the full-sweep rule (a non-empty list wins).
+fn conc_values(bmk: &Map<String, Value>, step: i64, presence: bool) -> Vec<i64> {
+    let list = bmk.get("conc-list").and_then(Value::as_array);
+    let use_list = match list {
+        Some(l) => presence || !l.is_empty(),
+        None => false,
+    };
+    if use_list {
+        return list
+            .map(|l| l.iter().filter_map(Value::as_i64).collect())
+            .unwrap_or_default();
+    }
+    match (get_i64(bmk, "conc-start"), get_i64(bmk, "conc-end")) {
+        (Some(s), Some(e)) => conc_range(s, e, step),
+        _ => vec![],
+    }
+}
+
+fn with_defaults(worker: &Value) -> Value {
+    let mut w = worker.as_object().cloned().unwrap_or_default();
+    for k in ["pp", "dcp-size", "pcp-size"] {
+        let v = w.get(k).cloned().filter(|v| !v.is_null()).unwrap_or(json!(1));
+        w.insert(k.into(), v);
+    }
+    Value::Object(w)
+}
+
+fn worker_pair(bmk: &Map<String, Value>) -> (Value, Value) {
+    (
+        with_defaults(bmk.get("prefill").unwrap_or(&Value::Null)),
+        with_defaults(bmk.get("decode").unwrap_or(&Value::Null)),
+    )
+}
+
+fn component_metadata(row: &mut Row, bmk: &Map<String, Value>, cfg: &ConfigEntry) {
+    for f in ["router", "kv-p2p-transfer"] {
+        let v = match bmk.get(f) {
+            Some(v) => Some(v),
+            None => cfg.raw.get(f),
+        };
+        if let Some(v) = v.filter(|v| !v.is_null()) {
+            row.insert(f.into(), v.clone());
+        }
+    }
+}
+
+fn spec(bmk: &Map<String, Value>) -> Value {
+    bmk.get("spec-decoding")
+        .filter(|v| !v.is_null())
+        .cloned()
+        .unwrap_or(json!("none"))
+}
+
+struct Base<'a> {
+    cfg: &'a ConfigEntry,
+}
+
+impl Base<'_> {
+    fn head(&self, runner: &str) -> Row {
+        let mut r = Row::new();
+        for f in ["image", "model", "model-prefix", "precision", "framework"] {
+            r.insert(f.into(), self.cfg.raw.get(f).cloned().unwrap_or(Value::Null));
+        }
+        r.insert("runner".into(), json!(runner));
+        r
+    }
+}
+
+fn kv_suffix(kv_offloading: &str, backend: Option<&Value>) -> String {
+    if kv_offloading == "none" {
+        "kvnone".into()
+    } else {
+        let name = backend
+            .and_then(|b| b.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        format!("kv{kv_offloading}-{name}")
+    }
+}
+
+fn worker_tag(w: &Value, role: &str) -> String {
+    let ep = w.get("ep").and_then(Value::as_i64).unwrap_or(1);
+    let dpa = w.get("dp-attn").and_then(Value::as_bool).unwrap_or(false);
+    let mut tag = format!(
+        "{role}{}x{}",
+        w.get("num-worker").and_then(Value::as_i64).unwrap_or(0),
+        w.get("tp").and_then(Value::as_i64).unwrap_or(0)
+    );
+    if ep != 1 {
+        tag.push_str(&format!("ep{ep}"));
+    }
+    if dpa {
+        tag.push_str("dpa");
+    }
+    tag
+}
+
+/// Multi-node agentic exp-name: `<prefix>_p<nw>x<tp>[ep<ep>][dpa]_d…_conc<c1x…>[_kv<mode>-<backend>]`.
+pub fn multinode_agentic_exp_name(
+    model_code: &str,
+    prefill: &Value,
+    decode: &Value,
+    concs: &[i64],
+    offload_suffix: &str,
+) -> String {
+    let c: Vec<String> = concs.iter().map(i64::to_string).collect();
+    format!(
+        "{model_code}_{}_{}_conc{}{offload_suffix}",
+        worker_tag(prefill, "p"),
+        worker_tag(decode, "d"),
+        c.join("x")
+    )
+}
+
+/// Agentic DRAM budget `total-cpu-dram-gb` (reference §2.4): 0 unless `kv-offloading: dram`,
+/// else `floor(min(available MiB, 2_861_022) × 1_048_576 × utilization × gpus / gpus-per-node
+/// / 1e9)`, computed like Python's `Decimal` (28 significant digits) from `str(utilization)`.
+///
+/// # Errors
+/// [`Error::Generate`] when the runner has no hardware facts, or the topology does not fit/tile a
+/// node.
+pub fn agentic_dram_offload_gb(
+    utilization: Option<f64>,
+    bmk: &Map<String, Value>,
+    runner: &str,
+    runners: &RunnerConfig,
+) -> Result<i64> {
+    let kv = bmk.get("kv-offloading").and_then(Value::as_str).unwrap_or("none");
+    if kv != "dram" {
+        return Ok(0);
+    }
+    let hw = runners.hardware.get(runner).ok_or_else(|| {
+        let keys: Vec<&str> = runners.hardware.keys().map(String::as_str).collect();
+        Error::Generate(format!(
+            "runner '{runner}' requires 'available-cpu-dram-mib' in runner hardware metadata ({}). Available hardware keys: {}",
+            runners.file,
+            keys.join(", ")
+        ))
+    })?;
+    let util = utilization.ok_or_else(|| {
+        Error::Generate("kv-offloading 'dram' requires dram-utilization".into())
+    })?;
+    let gpn = hw.gpus_per_node;
+    let gpu_count = if let Some(prefill) = bmk.get("prefill").filter(|v| v.is_object()) {
+        worker_gpus_per_node(prefill, gpn)?
+    } else {
+        let tp = get_i64(bmk, "tp").unwrap_or(0);
+        let pp = get_i64(bmk, "pp").unwrap_or(1);
+        let pcp = get_i64(bmk, "pcp-size").unwrap_or(1);
+        let n = tp * pp * pcp;
+        if n > gpn {
+            return Err(Error::Generate(format!(
+                "tp={tp} with pp={pp} and pcp-size={pcp} requires {n} GPUs and exceeds gpus-per-node={gpn} for runner '{runner}'"
+            )));
+        }
+        n
+    };
+    let avail = hw.available_cpu_dram_mib.min(MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB);
+    decimal_budget_gb(avail, &crate::pyjson::float_repr(util), gpu_count, gpn)
+        .ok_or_else(|| Error::Generate(format!("DRAM budget overflow for runner '{runner}'")))
+}
+
+fn worker_gpus_per_node(w: &Value, gpn: i64) -> Result<i64> {
+    let tp = w.get("tp").and_then(Value::as_i64).unwrap_or(0);
+    let pp = w.get("pp").and_then(Value::as_i64).unwrap_or(1);
+    let pcp = w.get("pcp-size").and_then(Value::as_i64).unwrap_or(1);
+    let per = tp * pp * pcp;
+    if per <= 0 {
+        return Err(Error::Generate(format!("worker tp*pp*pcp-size={per} must be positive")));
+    }
+    if per > gpn {
+        if per % gpn != 0 {
+            return Err(Error::Generate(format!(
+                "worker tp*pp*pcp-size={per} spans multiple nodes but is not a multiple of gpus-per-node={gpn}"
+            )));
+        }
+        return Ok(gpn);
+    }
+    if gpn % per != 0 {
+        return Err(Error::Generate(format!(
+            "worker tp*pp*pcp-size={per} does not divide gpus-per-node={gpn} evenly"
+        )));
+    }
+    Ok(per)
+}
+
+/// `int(Decimal(mib) * 1048576 * Decimal(util_repr) * gpus / gpn / 1_000_000_000)` with Python's
+/// default decimal context (28 significant digits, ROUND_HALF_EVEN), exact elsewhere.
+fn decimal_budget_gb(mib: i64, util_repr: &str, gpus: i64, gpn: i64) -> Option<i64> {
+    // util = num / 10^scale, exactly (repr digits).
+    let (num, scale) = parse_decimal(util_repr)?;
+    // P = mib * 1048576 * num * gpus (exact while below 28 digits, which holds for real inputs).
+    let p: i128 = (mib as i128)
+        .checked_mul(1_048_576)?
+        .checked_mul(num)?
+        .checked_mul(gpus as i128)?;
+    // q1 = round28(P / (gpn * 10^scale)); represent as (mantissa, exp10).
+    let den = (gpn as i128).checked_mul(10i128.checked_pow(scale)?)?;
+    let (m, e) = round_sig(p, den, 28)?;
+    // q2 = q1 / 1e9 (exact shift), then int() truncates toward zero.
+    let e = e - 9;
+    let v = if e >= 0 {
+        m.checked_mul(10i128.checked_pow(e as u32)?)?
+    } else {
+        m / 10i128.checked_pow((-e) as u32)?
+    };
+    i64::try_from(v).ok()
+}
+
+fn parse_decimal(s: &str) -> Option<(i128, u32)> {
+    if s.contains(['e', 'E']) {
+        let (m, e) = s.split_once(['e', 'E'])?;
+        let (n, sc) = parse_decimal(m)?;
+        let e: i32 = e.parse().ok()?;
+        let sc = sc as i32 - e;
+        return if sc >= 0 {
+            Some((n, sc as u32))
+        } else {
+            Some((n.checked_mul(10i128.checked_pow((-sc) as u32)?)?, 0))
+        };
+    }
+    match s.split_once('.') {
+        Some((i, f)) => {
+            let digits = format!("{i}{f}");
+            Some((digits.parse().ok()?, f.len() as u32))
+        }
+        None => Some((s.parse().ok()?, 0)),
+    }
+}
+
+/// `num/den` (both positive) rounded half-even to `sig` significant digits, as `m × 10^e`.
+fn round_sig(num: i128, den: i128, sig: u32) -> Option<(i128, i32)> {
+    if num == 0 {
+        return Some((0, 0));
+    }
+    // Find e so that num/den / 10^e has `sig` digits before the point.
+    let int_digits = |x: i128| x.to_string().len() as i32;
+    let approx = int_digits(num / den.max(1)).max(1);
+    let mut e = if num / den == 0 {
+        // value < 1: count leading zeros.
+        let mut k = 0;
+        let mut n = num;
+        while n < den {
+            n = n.checked_mul(10)?;
+            k += 1;
+        }
+        -k + 1 - sig as i32
+    } else {
+        approx - sig as i32
+    };
+    loop {
+        let (q, r, d) = if e >= 0 {
+            let d = den.checked_mul(10i128.checked_pow(e as u32)?)?;
+            (num / d, num % d, d)
+        } else {
+            let n = num.checked_mul(10i128.checked_pow((-e) as u32)?)?;
+            (n / den, n % den, den)
+        };
+        if int_digits(q) > sig as i32 {
+            e += 1;
+            continue;
+        }
+        let twice = r.checked_mul(2)?;
+        let q = if twice > d || (twice == d && q % 2 == 1) { q + 1 } else { q };
+        if int_digits(q) > sig as i32 {
+            e += 1;
+            continue;
+        }
+        return Some((q, e));
+    }
+}
+
+fn dram_utilization(agentic_cfg: &Map<String, Value>) -> Option<f64> {
+    agentic_cfg.get("dram-utilization").and_then(Value::as_f64)
+}
+
+fn full_sweep(
+    configs: &MasterConfigs,
+    runners: &RunnerConfig,
+    o: &FullSweepOptions,
+    common: &CommonOptions,
+) -> Result<Vec<Row>> {
+    if o.step_size <= 1 {
+        return Err(Error::Usage("--step-size must be greater than 1".into()));
+    }
+    if let (Some(lo), Some(hi)) = (o.min_conc, o.max_conc) {
+        if lo > hi {
+            return Err(Error::Usage("--min-conc must be less than or equal to --max-conc".into()));
+        }
+    }
+    if !o.runner_type.is_empty() {
+        let mut invalid: Vec<&str> = o
+            .runner_type
+            .iter()
+            .filter(|r| !runners.has_label(r))
+            .map(String::as_str)
+            .collect();
+        if !invalid.is_empty() {
+            invalid.sort();
+            let mut valid: Vec<&str> = runners.labels.iter().map(|(l, _)| l.as_str()).collect();
+            valid.sort();
+            return Err(Error::Usage(format!(
+                "invalid runner type(s): {}. Valid runner types are: {}",
+                invalid.join(", "),
+                valid.join(", ")
+            )));
+        }
+    }
+    let (single, multi) = if !o.single_node && !o.multi_node {
+        (true, true)
+    } else {
+        (o.single_node, o.multi_node)
+    };
+    let seq_filter = parse_seq_lens(&o.seq_lens)?;
+    let mut rows = Vec::new();
+    for cfg in &configs.entries {
+        if !o.model_prefix.is_empty() && !o.model_prefix.iter().any(|p| cfg.key.starts_with(p.as_str())) {
+            continue;
+        }
+        if !o.precision.is_empty() && !o.precision.iter().any(|p| p == cfg.str_field("precision")) {
+            continue;
+        }
+        if !o.framework.is_empty() && !o.framework.iter().any(|p| p == cfg.str_field("framework")) {
+            continue;
+        }
+        let runner = cfg.str_field("runner");
+        if !o.runner_type.is_empty() && !o.runner_type.iter().any(|p| p == runner) {
+            continue;
+        }
+        let multinode = cfg.is_multinode();
+        let disagg = cfg.is_disagg();
+        let base = Base { cfg };
+        let runners_for_entry: Vec<String> = match &common.runner_node_filter {
+            Some(f) => {
+                let nodes: Vec<String> = runners.nodes(runner).iter().filter(|n| n.contains(f.as_str())).cloned().collect();
+                if nodes.is_empty() {
+                    continue;
+                }
+                nodes
+            }
+            None => vec![runner.to_string()],
+        };
+        let model_code = cfg.str_field("model-prefix").to_string();
+        let fixed = if scenario_wanted(common, "fixed-seq-len") { cfg.scenario("fixed-seq-len") } else { &[] };
+        for seq in fixed {
+            let seq = seq.as_object().cloned().unwrap_or_default();
+            let isl = get_i64(&seq, "isl").unwrap_or(0);
+            let osl = get_i64(&seq, "osl").unwrap_or(0);
+            if seq_filter.as_ref().is_some_and(|f| !f.contains(&(isl, osl))) {
+                continue;
+            }
+            let seq_str = seq_len_to_str(isl, osl);
+            for bmk in seq.get("search-space").and_then(Value::as_array).into_iter().flatten() {
+                let bmk = bmk.as_object().cloned().unwrap_or_default();
+                if (multinode && !multi) || (!multinode && !single) {
+                    continue;
+                }
+                if multinode {
+                    let (prefill, decode) = worker_pair(&bmk);
+                    let mut concs = conc_values(&bmk, o.step_size, false);
+                    if let Some(lo) = o.min_conc {
+                        if lo <= 0 {
+                            continue;
+                        }
+                        concs.retain(|c| *c >= lo);
+                        if concs.is_empty() {
+                            continue;
+                        }
+                    }
+                    if let Some(hi) = o.max_conc {
+                        let f: Vec<i64> = concs.iter().copied().filter(|c| *c <= hi).collect();
+                        if f.is_empty() {
+                            if hi > 0 {
+                                concs = vec![hi];
+                            } else {
+                                continue;
+                            }
+                        } else {
+                            concs = f;
+                        }
+                    }
+                    for rv in &runners_for_entry {
+                        let mut r = base.head(rv);
+                        r.insert("isl".into(), json!(isl));
+                        r.insert("osl".into(), json!(osl));
+                        r.insert("spec-decoding".into(), spec(&bmk));
+                        r.insert("prefill".into(), prefill.clone());
+                        r.insert("decode".into(), decode.clone());
+                        r.insert("conc".into(), json!(concs));
+                        r.insert("max-model-len".into(), json!(isl + osl + MAX_MODEL_LEN_MARGIN));
+                        r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
+                        r.insert("disagg".into(), json!(disagg));
+                        r.insert("run-eval".into(), json!(false));
+                        component_metadata(&mut r, &bmk, cfg);
+                        rows.push(r);
+                    }
+                } else {
+                    let tp = get_i64(&bmk, "tp").unwrap_or(0);
+                    let mut ep = bmk.get("ep").and_then(Value::as_i64);
+                    if let Some(mt) = o.max_tp {
+                        if mt <= 0 || tp > mt {
+                            continue;
+                        }
+                    }
+                    if let Some(me) = o.max_ep {
+                        if me <= 0 {
+                            continue;
+                        }
+                        if ep.is_some_and(|e| e > me) {
+                            ep = Some(me);
+                        }
+                    }
+                    let list = bmk.get("conc-list").and_then(Value::as_array).filter(|l| !l.is_empty());
+                    let concs: Vec<i64> = if let Some(list) = list {
+                        let mut concs: Vec<i64> = list.iter().filter_map(Value::as_i64).collect();
+                        if let Some(lo) = o.min_conc {
+                            if lo <= 0 {
+                                continue;
+                            }
+                            concs.retain(|c| *c >= lo);
+                            if concs.is_empty() {
+                                continue;
+                            }
+                        }
+                        if let Some(hi) = o.max_conc {
+                            if hi <= 0 {
+                                continue;
+                            }
+                            let f: Vec<i64> = concs.iter().copied().filter(|c| *c <= hi).collect();
+                            concs = if f.is_empty() { vec![hi] } else { f };
+                        }
+                        concs
+                    } else {
+                        let mut start = get_i64(&bmk, "conc-start").unwrap_or(0);
+                        let mut end = get_i64(&bmk, "conc-end").unwrap_or(0);
+                        if let Some(lo) = o.min_conc {
+                            if lo <= 0 || end < lo {
+                                continue;
+                            }
+                            start = start.max(lo);
+                        }
+                        if let Some(hi) = o.max_conc {
+                            if hi <= 0 {
+                                continue;
+                            }
+                            if start > hi {
+                                start = hi;
+                                end = hi;
+                            } else {
+                                end = end.min(hi);
+                            }
+                        }
+                        conc_range(start, end, o.step_size)
+                    };
+                    for c in concs {
+                        for rv in &runners_for_entry {
+                            rows.push(single_fixed_row(&base, rv, isl, osl, &bmk, c, ep, &model_code, &seq_str, disagg));
+                        }
+                    }
+                }
+            }
+        }
+        if (multinode && !multi) || (!multinode && !single) {
+            continue;
+        }
+        let agentic = if scenario_wanted(common, "agentic-coding") { cfg.scenario("agentic-coding") } else { &[] };
+        for ag in agentic {
+            let ag = ag.as_object().cloned().unwrap_or_default();
+            for bmk in ag.get("search-space").and_then(Value::as_array).into_iter().flatten() {
+                let bmk = bmk.as_object().cloned().unwrap_or_default();
+                let budget = agentic_dram_offload_gb(dram_utilization(&ag), &bmk, runner, runners)?;
+                let mut concs = conc_values(&bmk, o.step_size, false);
+                if let Some(lo) = o.min_conc {
+                    concs.retain(|c| *c >= lo);
+                }
+                if let Some(hi) = o.max_conc {
+                    concs.retain(|c| *c <= hi);
+                }
+                if concs.is_empty() {
+                    continue;
+                }
+                agentic_rows(&mut rows, &base, &runners_for_entry, &bmk, &concs, budget, &model_code, multinode, disagg);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn single_fixed_row(
+    base: &Base<'_>,
+    runner: &str,
+    isl: i64,
+    osl: i64,
+    bmk: &Map<String, Value>,
+    conc: i64,
+    ep: Option<i64>,
+    model_code: &str,
+    seq_str: &str,
+    disagg: bool,
+) -> Row {
+    let mut r = base.head(runner);
+    r.insert("isl".into(), json!(isl));
+    r.insert("osl".into(), json!(osl));
+    r.insert("tp".into(), bmk.get("tp").cloned().unwrap_or(Value::Null));
+    for k in ["pp", "dcp-size", "pcp-size"] {
+        r.insert(k.into(), bmk.get(k).filter(|v| !v.is_null()).cloned().unwrap_or(json!(1)));
+    }
+    r.insert("conc".into(), json!(conc));
+    r.insert("max-model-len".into(), json!(isl + osl + MAX_MODEL_LEN_MARGIN));
+    r.insert("ep".into(), json!(ep.unwrap_or(1)));
+    r.insert(
+        "dp-attn".into(),
+        bmk.get("dp-attn").filter(|v| !v.is_null()).cloned().unwrap_or(json!(false)),
+    );
+    r.insert("spec-decoding".into(), spec(bmk));
+    r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
+    r.insert("disagg".into(), json!(disagg));
+    r.insert("run-eval".into(), json!(false));
+    component_metadata(&mut r, bmk, base.cfg);
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn agentic_rows(
+    rows: &mut Vec<Row>,
+    base: &Base<'_>,
+    runners_for_entry: &[String],
+    bmk: &Map<String, Value>,
+    concs: &[i64],
+    budget: i64,
+    model_code: &str,
+    multinode: bool,
+    disagg: bool,
+) {
+    let spec_v = spec(bmk);
+    let spec_s = spec_v.as_str().unwrap_or("none").to_string();
+    let backend = bmk.get("kv-offload-backend").filter(|v| !v.is_null());
+    if multinode {
+        let (prefill, decode) = worker_pair(bmk);
+        let kv = bmk.get("kv-offloading").and_then(Value::as_str).unwrap_or("none").to_string();
+        let suffix = if kv != "none" { format!("_{}", kv_suffix(&kv, backend)) } else { String::new() };
+        for rv in runners_for_entry {
+            for batch in concs.chunks(MAX_MULTINODE_AGENTIC_CONCURRENCIES_PER_ALLOCATION) {
+                let mut r = base.head(rv);
+                r.insert("spec-decoding".into(), spec_v.clone());
+                r.insert("prefill".into(), prefill.clone());
+                r.insert("decode".into(), decode.clone());
+                r.insert("conc".into(), json!(batch));
+                r.insert("kv-offloading".into(), json!(kv));
+                r.insert("total-cpu-dram-gb".into(), json!(budget));
+                r.insert("duration".into(), json!(DEFAULT_AGENTIC_DURATION_SECONDS));
+                r.insert(
+                    "exp-name".into(),
+                    json!(multinode_agentic_exp_name(model_code, &prefill, &decode, batch, &suffix)),
+                );
+                r.insert("disagg".into(), json!(disagg));
+                r.insert("scenario-type".into(), json!("agentic-coding"));
+                if let Some(b) = backend {
+                    r.insert("kv-offload-backend".into(), b.clone());
+                }
+                component_metadata(&mut r, bmk, base.cfg);
+                rows.push(r);
+            }
+        }
+    } else {
+        let tp = bmk.get("tp").cloned().unwrap_or(Value::Null);
+        let kv = bmk.get("kv-offloading").and_then(Value::as_str).unwrap_or("none").to_string();
+        for &c in concs {
+            for rv in runners_for_entry {
+                let mut r = base.head(rv);
+                r.insert("tp".into(), tp.clone());
+                for k in ["pp", "dcp-size", "pcp-size"] {
+                    r.insert(k.into(), bmk.get(k).filter(|v| !v.is_null()).cloned().unwrap_or(json!(1)));
+                }
+                r.insert("ep".into(), bmk.get("ep").filter(|v| !v.is_null()).cloned().unwrap_or(json!(1)));
+                r.insert(
+                    "dp-attn".into(),
+                    bmk.get("dp-attn").filter(|v| !v.is_null()).cloned().unwrap_or(json!(false)),
+                );
+                r.insert("spec-decoding".into(), spec_v.clone());
+                r.insert("conc".into(), json!(c));
+                r.insert("kv-offloading".into(), json!(kv));
+                r.insert("total-cpu-dram-gb".into(), json!(budget));
+                r.insert("duration".into(), json!(DEFAULT_AGENTIC_DURATION_SECONDS));
+                let mut name = format!(
+                    "{model_code}_tp{}_conc{c}_{}",
+                    tp.as_i64().unwrap_or(0),
+                    kv_suffix(&kv, backend)
+                );
+                if spec_s != "none" {
+                    name.push_str(&format!("_spec-{spec_s}"));
+                }
+                r.insert("exp-name".into(), json!(name));
+                r.insert("scenario-type".into(), json!("agentic-coding"));
+                if let Some(b) = backend {
+                    r.insert("kv-offload-backend".into(), b.clone());
+                }
+                component_metadata(&mut r, bmk, base.cfg);
+                rows.push(r);
+            }
+        }
+    }
+}
+
+/// Python `fnmatch.fnmatchcase` (`*`, `?`, `[seq]`, `[!seq]`), case-sensitive as on POSIX.
+pub fn fnmatch(name: &str, pattern: &str) -> bool {
+    let n: Vec<char> = name.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    fn class(p: &[char], i: usize, c: char) -> Option<(bool, usize)> {
+        // p[i] == '['; returns (matched, index after ']') or None if no closing bracket.
+        let mut j = i + 1;
+        let negate = j < p.len() && p[j] == '!';
+        if negate {
+            j += 1;
+        }
+        let start = j;
+        if j < p.len() && p[j] == ']' {
+            j += 1;
+        }
+        while j < p.len() && p[j] != ']' {
+            j += 1;
+        }
+        if j >= p.len() {
+            return None;
+        }
+        let set = &p[start..j];
+        let mut matched = false;
+        let mut k = 0;
+        while k < set.len() {
+            if k + 2 < set.len() && set[k + 1] == '-' {
+                if set[k] <= c && c <= set[k + 2] {
+                    matched = true;
+                }
+                k += 3;
+            } else {
+                if set[k] == c {
+                    matched = true;
+                }
+                k += 1;
+            }
+        }
+        Some((matched != negate, j + 1))
+    }
+    fn go(n: &[char], p: &[char], ni: usize, pi: usize) -> bool {
+        if pi == p.len() {
+            return ni == n.len();
+        }
+        match p[pi] {
+            '*' => (ni..=n.len()).any(|k| go(n, p, k, pi + 1)),
+            '?' => ni < n.len() && go(n, p, ni + 1, pi + 1),
+            '[' => match class(p, pi, if ni < n.len() { n[ni] } else { '\0' }) {
+                Some((m, next)) => ni < n.len() && m && go(n, p, ni + 1, next),
+                None => ni < n.len() && n[ni] == '[' && go(n, p, ni + 1, pi + 1),
+            },
+            c => ni < n.len() && n[ni] == c && go(n, p, ni + 1, pi + 1),
+        }
+    }
+    go(&n, &p, 0, 0)
+}
+
+/// Expands `--config-keys` (exact keys, or globs when containing `*` or `?`), keeping first-seen
+/// order without duplicates.
+///
+/// # Errors
+/// [`Error::Usage`] for a pattern that matches nothing or an exact key that does not exist.
+pub fn expand_config_keys(patterns: &[String], configs: &MasterConfigs) -> Result<Vec<String>> {
+    let available: Vec<&str> = configs.keys().collect();
+    let mut sorted = available.clone();
+    sorted.sort();
+    let mut out: Vec<String> = Vec::new();
+    for pat in patterns {
+        if pat.contains('*') || pat.contains('?') {
+            let matches: Vec<&str> = available.iter().copied().filter(|k| fnmatch(k, pat)).collect();
+            if matches.is_empty() {
+                return Err(Error::Usage(format!(
+                    "pattern '{pat}' matched no config keys.\nAvailable keys: {}",
+                    sorted.join(", ")
+                )));
+            }
+            for m in matches {
+                if !out.iter().any(|o| o == m) {
+                    out.push(m.to_string());
+                }
+            }
+        } else {
+            if !available.contains(&pat.as_str()) {
+                return Err(Error::Usage(format!(
+                    "config key(s) not found: {pat}.\nAvailable keys: {}",
+                    sorted.join(", ")
+                )));
+            }
+            if !out.iter().any(|o| o == pat) {
+                out.push(pat.clone());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn test_config(
+    configs: &MasterConfigs,
+    runners: &RunnerConfig,
+    o: &TestConfigOptions,
+    common: &CommonOptions,
+) -> Result<Vec<Row>> {
+    let keys = expand_config_keys(&o.config_keys, configs)?;
+    let seq_filter = parse_seq_lens(&o.seq_lens)?;
+    let mut rows = Vec::new();
+    for key in keys {
+        let Some(cfg) = configs.get(&key) else { continue };
+        let multinode = cfg.is_multinode();
+        let disagg = cfg.is_disagg();
+        let runner = cfg.str_field("runner");
+        let runners_for_entry: Vec<String> = match &common.runner_node_filter {
+            None => vec![runner.to_string()],
+            Some(f) => {
+                let mut cands: Vec<String> = Vec::new();
+                if runner.contains(f.as_str()) {
+                    cands.push(runner.to_string());
+                }
+                cands.extend(runners.nodes(runner).iter().cloned());
+                let mut out: Vec<String> = Vec::new();
+                for c in cands {
+                    if c.contains(f.as_str()) && !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+                out
+            }
+        };
+        if runners_for_entry.is_empty() {
+            continue;
+        }
+        let base = Base { cfg };
+        let model_code = cfg.str_field("model-prefix").to_string();
+        let conc_filter = |v: Vec<i64>| -> Vec<i64> {
+            if o.conc.is_empty() {
+                v
+            } else {
+                v.into_iter().filter(|c| o.conc.contains(c)).collect()
+            }
+        };
+        let fixed = if scenario_wanted(common, "fixed-seq-len") { cfg.scenario("fixed-seq-len") } else { &[] };
+        for seq in fixed {
+            let seq = seq.as_object().cloned().unwrap_or_default();
+            let isl = get_i64(&seq, "isl").unwrap_or(0);
+            let osl = get_i64(&seq, "osl").unwrap_or(0);
+            if seq_filter.as_ref().is_some_and(|f| !f.contains(&(isl, osl))) {
+                continue;
+            }
+            let seq_str = seq_len_to_str(isl, osl);
+            for bmk in seq.get("search-space").and_then(Value::as_array).into_iter().flatten() {
+                let bmk = bmk.as_object().cloned().unwrap_or_default();
+                let concs = conc_filter(conc_values(&bmk, 2, true));
+                if concs.is_empty() {
+                    continue;
+                }
+                if multinode {
+                    let (prefill, decode) = worker_pair(&bmk);
+                    for rv in &runners_for_entry {
+                        let mut r = base.head(rv);
+                        r.insert("isl".into(), json!(isl));
+                        r.insert("osl".into(), json!(osl));
+                        r.insert("spec-decoding".into(), spec(&bmk));
+                        r.insert("prefill".into(), prefill.clone());
+                        r.insert("decode".into(), decode.clone());
+                        r.insert("conc".into(), json!(concs));
+                        r.insert("max-model-len".into(), json!(isl + osl + MAX_MODEL_LEN_MARGIN));
+                        r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
+                        r.insert("disagg".into(), json!(disagg));
+                        r.insert("run-eval".into(), json!(false));
+                        component_metadata(&mut r, &bmk, cfg);
+                        rows.push(r);
+                    }
+                } else {
+                    let ep = bmk.get("ep").and_then(Value::as_i64);
+                    for &c in &concs {
+                        for rv in &runners_for_entry {
+                            rows.push(single_fixed_row(&base, rv, isl, osl, &bmk, c, ep, &model_code, &seq_str, disagg));
+                        }
+                    }
+                }
+            }
+        }
+        let agentic = if scenario_wanted(common, "agentic-coding") { cfg.scenario("agentic-coding") } else { &[] };
+        for ag in agentic {
+            let ag = ag.as_object().cloned().unwrap_or_default();
+            for bmk in ag.get("search-space").and_then(Value::as_array).into_iter().flatten() {
+                let bmk = bmk.as_object().cloned().unwrap_or_default();
+                let budget = agentic_dram_offload_gb(dram_utilization(&ag), &bmk, runner, runners)?;
+                let concs = conc_filter(conc_values(&bmk, 2, false));
+                if concs.is_empty() {
+                    continue;
+                }
+                agentic_rows(&mut rows, &base, &runners_for_entry, &bmk, &concs, budget, &model_code, multinode, disagg);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Canonical text of a value with sorted keys (used as a grouping key, like the reference's
+/// `_freeze_matrix_value`).
+fn frozen(v: &Value) -> String {
+    crate::pyjson::dumps_canonical(v)
+}
+
+/// Grouping key of a multi-node row: every field except conc/eval/exp-name fields.
+fn multinode_parallelism_key(r: &Row) -> String {
+    const IGNORED: [&str; 6] = ["conc", "run-eval", "eval-only", "eval-conc", "eval-all-concs", "exp-name"];
+    let mut m = Map::new();
+    for (k, v) in r {
+        if !IGNORED.contains(&k.as_str()) {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    frozen(&Value::Object(m))
+}
+
+fn concs_of(r: &Row) -> Vec<i64> {
+    match r.get("conc") {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_i64).collect(),
+        Some(v) => v.as_i64().into_iter().collect(),
+        None => vec![],
+    }
+}
+
+fn is_8k1k(r: &Row) -> bool {
+    get_i64(r, "isl") == Some(8192) && get_i64(r, "osl") == Some(1024)
+}
+
+fn is_agentic(r: &Row) -> bool {
+    r.get("scenario-type").and_then(Value::as_str) == Some("agentic-coding")
+}
+
+/// Default eval selection (`mark_eval_entries`, reference §2.5). Sets `run-eval` on every row and
+/// `eval-conc` on the chosen multi-node rows.
+pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
+    let eligible = |r: &Row| -> Vec<i64> {
+        let mut v: Vec<i64> = concs_of(r).into_iter().filter(|c| *c >= MIN_EVAL_CONC).collect();
+        v.sort();
+        v
+    };
+    let mut eval: HashSet<usize> = HashSet::new();
+    let mut eval_conc: HashMap<usize, i64> = HashMap::new();
+
+    // Single-node fixed-seq: group by (model, runner, framework, precision, isl, osl, spec, dp-attn).
+    let mut sn_groups: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if !r.contains_key("tp") || !is_8k1k(r) || eligible(r).is_empty() {
+            continue;
+        }
+        let key = frozen(&json!([
+            r.get("model"), r.get("runner"), r.get("framework"), r.get("precision"),
+            r.get("isl"), r.get("osl"), r.get("spec-decoding"), r.get("dp-attn")
+        ]));
+        push_group(&mut sn_groups, key, i);
+    }
+    for (_, idx) in &sn_groups {
+        let mut concs: Vec<i64> = idx.iter().filter_map(|&i| get_i64(&rows[i], "conc")).collect();
+        concs.sort();
+        concs.dedup();
+        let (Some(&hi), Some(&med)) = (concs.last(), concs.get(concs.len() / 2)) else { continue };
+        for &i in idx {
+            if let Some(c) = get_i64(&rows[i], "conc") {
+                if c == hi || c == med {
+                    eval.insert(i);
+                }
+            }
+        }
+    }
+
+    // Multi-node fixed-seq: highest eligible conc per parallelism config.
+    let mut mn_groups: Vec<(String, Vec<(usize, i64)>)> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        if r.contains_key("tp") || !r.contains_key("prefill") || !is_8k1k(r) {
+            continue;
+        }
+        let Some(&best) = eligible(r).last() else { continue };
+        push_group(&mut mn_groups, multinode_parallelism_key(r), (i, best));
+    }
+    let pick = |items: &[(usize, i64)]| -> (usize, i64) {
+        let mut best = items[0];
+        for &it in &items[1..] {
+            if it.1 > best.1 {
+                best = it;
+            }
+        }
+        best
+    };
+    for (_, items) in &mn_groups {
+        let (i, c) = pick(items);
+        eval.insert(i);
+        eval_conc.insert(i, c);
+    }
+
+    if include_agentic {
+        let mut ag_sn: Vec<(String, Vec<(usize, i64)>)> = Vec::new();
+        let mut ag_mn: Vec<(String, Vec<(usize, i64)>)> = Vec::new();
+        for (i, r) in rows.iter().enumerate() {
+            if !is_agentic(r) {
+                continue;
+            }
+            if r.contains_key("prefill") {
+                let Some(&best) = eligible(r).last() else { continue };
+                push_group(&mut ag_mn, multinode_parallelism_key(r), (i, best));
+                continue;
+            }
+            let c = concs_of(r).into_iter().max().unwrap_or(0);
+            let key = frozen(&json!([r.get("model"), r.get("runner"), r.get("framework"), r.get("precision")]));
+            push_group(&mut ag_sn, key, (i, c));
+        }
+        for (_, items) in &ag_sn {
+            eval.insert(pick(items).0);
+        }
+        for (_, items) in &ag_mn {
+            let (i, c) = pick(items);
+            eval.insert(i);
+            eval_conc.insert(i, c);
+        }
+    }
+
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.insert("run-eval".into(), json!(eval.contains(&i)));
+        if let Some(c) = eval_conc.get(&i) {
+            r.insert("eval-conc".into(), json!(c));
+        }
+    }
+}
+
+fn push_group<T>(groups: &mut Vec<(String, Vec<T>)>, key: String, item: T) {
+    match groups.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, v)) => v.push(item),
+        None => groups.push((key, vec![item])),
+    }
+}
+
+fn sorted_union(a: &[i64], b: &[i64]) -> Vec<i64> {
+    let mut v: Vec<i64> = a.iter().chain(b).copied().collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// `--all-evals` expansion (`mark_all_eval_entries`, reference §2.5).
+pub fn mark_all_eval_entries(rows: Vec<Row>) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    let mut mn_idx: HashMap<String, usize> = HashMap::new();
+    let mut mn_ag_idx: HashMap<String, usize> = HashMap::new();
+    for mut r in rows {
+        if is_agentic(&r) {
+            if !r.contains_key("prefill") {
+                r.insert("run-eval".into(), json!(true));
+                out.push(r);
+                continue;
+            }
+            let concs = concs_of(&r);
+            let key = multinode_parallelism_key(&r);
+            if let Some(&j) = mn_ag_idx.get(&key) {
+                let merged = sorted_union(&concs_of(&out[j]), &concs);
+                let max = merged.last().copied().unwrap_or(0);
+                out[j].insert("conc".into(), json!(merged));
+                out[j].insert("eval-conc".into(), json!(max));
+                continue;
+            }
+            let uniq = sorted_union(&concs, &[]);
+            let max = concs.iter().copied().max().unwrap_or(0);
+            r.insert("conc".into(), json!(uniq));
+            r.insert("run-eval".into(), json!(true));
+            r.insert("eval-conc".into(), json!(max));
+            mn_ag_idx.insert(key, out.len());
+            out.push(r);
+            continue;
+        }
+        if !is_8k1k(&r) {
+            out.push(r);
+            continue;
+        }
+        if r.contains_key("prefill") {
+            let concs = concs_of(&r);
+            let key = multinode_parallelism_key(&r);
+            if let Some(&j) = mn_idx.get(&key) {
+                let merged = sorted_union(&concs_of(&out[j]), &concs);
+                out[j].insert("conc".into(), json!(merged));
+                continue;
+            }
+            r.insert("conc".into(), json!(sorted_union(&concs, &[])));
+            r.insert("run-eval".into(), json!(true));
+            r.insert("eval-all-concs".into(), json!(true));
+            r.shift_remove("eval-conc");
+            mn_idx.insert(key, out.len());
+            out.push(r);
+            continue;
+        }
+        r.insert("run-eval".into(), json!(true));
+        out.push(r);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conc_range_always_includes_end() {
+        assert_eq!(conc_range(4, 100, 2), vec![4, 8, 16, 32, 64, 100]);
+        assert_eq!(conc_range(1, 32, 2), vec![1, 2, 4, 8, 16, 32]);
+        assert_eq!(conc_range(5, 5, 2), vec![5]);
+        assert_eq!(conc_range(3, 30, 4), vec![3, 12, 30]);
+    }
+
+    #[test]
+    fn fnmatch_like_python() {
+        assert!(fnmatch("dsr1-fp8-b200-sglang", "dsr1-*-sglang"));
+        assert!(fnmatch("dsr1-fp8-b200-sglang", "dsr1-fp?-b200-*"));
+        assert!(!fnmatch("dsr1-fp8-b200-sglang", "dsr1-fp?-b300-*"));
+        assert!(fnmatch("a1", "a[0-9]"));
+        assert!(!fnmatch("ab", "a[!b]"));
+        assert!(fnmatch("a[", "a["));
+    }
+
+    #[test]
+    fn dram_budget_matches_reference_examples() {
+        // b200-dgxc (3_095_781 MiB, capped to 2_861_022), util 0.95, TP8 of 8 → 2849 GB.
+        assert_eq!(decimal_budget_gb(2_861_022, "0.95", 8, 8), Some(2849));
+        // h200-dgxc 1_471_356 MiB, util 0.80, 8 of 8 → 1234 GB.
+        assert_eq!(decimal_budget_gb(1_471_356, "0.8", 8, 8), Some(1234));
+        // B300 (2_964_436 capped), TP4 at 0.80 → 1199 GB.
+        assert_eq!(decimal_budget_gb(2_861_022, "0.8", 4, 8), Some(1199));
+    }
+
+    #[test]
+    fn seq_len_names() {
+        assert_eq!(seq_len_to_str(8192, 1024), "8k1k");
+        assert_eq!(seq_len_to_str(1024, 8192), "1024_8192");
+    }
+}

@@ -1,0 +1,102 @@
+//! The generator output must equal InferenceX's for the seven handed invocations
+//! (`../shared/data/inferencex/expected/*.json`, produced by `generate_sweep_configs.py` on
+//! `configs/nvidia-master.yaml` + `configs/runners.yaml`). Compared byte for byte (the reference
+//! prints `json.dumps(rows)`), and as parsed JSON for a readable diff on failure.
+//!
+//! The invocation flags are not recorded next to the files; they were inferred from the file
+//! names and contents (and are pinned here).
+
+use std::path::PathBuf;
+
+use inferbench_recipes::matrix::{self, CommonOptions, FullSweepOptions, Selection};
+use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
+
+fn data_dir() -> Option<PathBuf> {
+    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex");
+    if d.join("configs/nvidia-master.yaml").exists() {
+        Some(d)
+    } else {
+        if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
+            panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
+        }
+        eprintln!("skipping: ../shared/data/inferencex not found (fresh clone without shared/)");
+        None
+    }
+}
+
+fn check(expected_file: &str, selection: Selection, common: CommonOptions) {
+    let Some(d) = data_dir() else { return };
+    let configs = MasterConfigs::load(&[d.join("configs/nvidia-master.yaml")]).unwrap();
+    let runners = RunnerConfig::load(&d.join("configs/runners.yaml")).unwrap();
+    let rows = matrix::generate(&configs, &runners, &selection, &common).unwrap();
+    let got = matrix::to_json_text(&rows);
+    let want = std::fs::read_to_string(d.join("expected").join(expected_file)).unwrap();
+    if got.trim_end() != want.trim_end() {
+        let g: Vec<serde_json::Value> = serde_json::from_str(&got).unwrap();
+        let w: Vec<serde_json::Value> = serde_json::from_str(&want).unwrap();
+        assert_eq!(g.len(), w.len(), "{expected_file}: row count");
+        for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+            assert_eq!(a, b, "{expected_file}: row {i} differs");
+            assert_eq!(
+                crate_dumps(a),
+                crate_dumps(b),
+                "{expected_file}: row {i} key order differs"
+            );
+        }
+        panic!("{expected_file}: bytes differ but rows are equal (formatting)");
+    }
+    assert_eq!(got.ends_with('\n'), want.ends_with('\n'), "{expected_file}: trailing newline");
+}
+
+fn crate_dumps(v: &serde_json::Value) -> String {
+    inferbench_recipes::pyjson::dumps(v)
+}
+
+fn full(o: FullSweepOptions) -> Selection {
+    Selection::FullSweep(o)
+}
+
+#[test]
+fn full_sweep_default() {
+    check("full-sweep.json", full(FullSweepOptions::default()), CommonOptions::default());
+}
+
+#[test]
+fn full_sweep_all_evals() {
+    check(
+        "full-sweep-all-evals.json",
+        full(FullSweepOptions::default()),
+        CommonOptions { all_evals: true, ..Default::default() },
+    );
+}
+
+#[test]
+fn full_sweep_evals_only() {
+    check(
+        "full-sweep-evals-only.json",
+        full(FullSweepOptions::default()),
+        CommonOptions { evals_only: true, ..Default::default() },
+    );
+}
+
+#[test]
+fn full_sweep_multinode() {
+    check(
+        "full-sweep-multinode.json",
+        full(FullSweepOptions { multi_node: true, ..Default::default() }),
+        CommonOptions::default(),
+    );
+}
+
+#[test]
+fn full_sweep_no_evals_agentic() {
+    check(
+        "full-sweep-no-evals-agentic.json",
+        full(FullSweepOptions::default()),
+        CommonOptions {
+            no_evals: true,
+            scenario_types: Some(vec!["agentic-coding".into()]),
+            ..Default::default()
+        },
+    );
+}
