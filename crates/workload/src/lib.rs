@@ -1,1 +1,28 @@
-//! inferbench-workload (see crates/workload/README or DESIGN.md §2).
+//! inferbench-workload: what to send. Tokenizers, random prompts with exact token counts, and
+//! file datasets (JSONL prompts, ShareGPT multi-turn) — DESIGN.md §2, §5. No HTTP here: the
+//! loadgen takes the [`Prompt`]s and the client sends them.
+//!
+//! ```no_run
+//! use inferbench_workload::{random_prompts, RandomSpec, Tokenizer};
+//! let tok = Tokenizer::load("o200k_base")?;
+//! let spec = RandomSpec { input_len: 8192, output_len: 1024, range_ratio: 0.8,
+//!                         num_prompts: 640, ..Default::default() };
+//! let prompts = random_prompts(&spec, &tok)?;
+//! assert!(prompts.iter().all(|p| tok.count(&p.text) == p.prompt_tokens as usize));
+//! # Ok::<(), inferbench_workload::WorkloadError>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod dataset;
+pub mod error;
+mod fit;
+pub mod prompt;
+pub mod random;
+pub mod tokenizer;
+
+pub use dataset::{load_dataset, DatasetKind, DatasetOptions};
+pub use error::WorkloadError;
+pub use prompt::{ChatMessage, Prompt};
+pub use random::{length_range, random_prompts, RandomSpec, RangeSemantics};
+pub use tokenizer::{Tokenizer, DEFAULT_TOKENIZER};

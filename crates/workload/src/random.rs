@@ -1,0 +1,270 @@
+//! Random prompts with exact token counts (DESIGN.md §5, reference/inferencex-producer.md §6.1).
+//!
+//! Per prompt `i` (InferenceX's `sample_random_requests`): input length `L_i` and output length
+//! `O_i` drawn uniformly (inclusive) from the range of [`RangeSemantics`], an offset `o_i` uniform
+//! in `[0, vocab)`, token ids `(o_i + i + j) mod vocab` for `j < L_i`, preceded by a shared random
+//! prefix of `prefix_len` ids. The ids are decoded to text; the text is then re-encoded and fixed up
+//! until it has **exactly** `prefix_len + L_i` tokens under the tokenizer (peers.md bug 26: without
+//! the fix-up, BPE merges leave 8k prompts at 8179 tokens).
+//!
+//! Deterministic: all random draws come from one `StdRng` seeded with `seed`, in a fixed order
+//! (prefix ids, then input lengths, output lengths, offsets), before the per-prompt work, which
+//! runs in parallel; any randomness a fix-up needs comes from a per-prompt RNG derived from
+//! `(seed, i)`. Same seed, tokenizer and spec ⇒ byte-identical prompts on any thread count.
+
+use crate::error::WorkloadError;
+use crate::fit;
+use crate::prompt::Prompt;
+use crate::tokenizer::Tokenizer;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// How `--random-range-ratio` r maps a nominal length L to the sampled range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RangeSemantics {
+    /// InferenceX / SGLang: uniform in `[floor(r·L), L]`, `0 ≤ r ≤ 1` (r = 0.8 averages 0.9·L).
+    #[default]
+    #[serde(alias = "sglang")]
+    InferenceX,
+    /// vLLM: uniform in `[floor((1−r)·L), floor((1+r)·L)]`, `0 ≤ r < 1`.
+    Vllm,
+}
+
+impl RangeSemantics {
+    /// Parses `inferencex` / `sglang` / `vllm` (case-insensitive).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "inferencex" | "sglang" => Some(RangeSemantics::InferenceX),
+            "vllm" => Some(RangeSemantics::Vllm),
+            _ => None,
+        }
+    }
+}
+
+/// What random prompts to make.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RandomSpec {
+    /// Nominal input length L (tokens, excluding the prefix).
+    pub input_len: u32,
+    /// Nominal output length (tokens): `max_tokens` is drawn with the same range rule.
+    pub output_len: u32,
+    /// Range ratio r (see [`RangeSemantics`]). Default 1.0: fixed lengths under InferenceX rules.
+    pub range_ratio: f64,
+    /// Range rule.
+    pub semantics: RangeSemantics,
+    /// Shared random prefix length, tokens (default 0), prepended to every prompt.
+    pub prefix_len: u32,
+    /// Number of prompts.
+    pub num_prompts: usize,
+    /// RNG seed (default 0, as InferenceX's `--seed`).
+    pub seed: u64,
+}
+
+impl Default for RandomSpec {
+    fn default() -> Self {
+        RandomSpec {
+            input_len: 1024,
+            output_len: 1024,
+            range_ratio: 1.0,
+            semantics: RangeSemantics::InferenceX,
+            prefix_len: 0,
+            num_prompts: 1,
+            seed: 0,
+        }
+    }
+}
+
+/// Inclusive `[lo, hi]` length range for nominal length `len` (tokens), never below 1.
+///
+/// # Errors
+/// [`WorkloadError::InvalidSpec`] when `r` is out of range for the semantics or not finite.
+pub fn length_range(
+    len: u32,
+    r: f64,
+    semantics: RangeSemantics,
+) -> Result<(u32, u32), WorkloadError> {
+    let bad = |reason: &str| WorkloadError::InvalidSpec {
+        field: "--random-range-ratio",
+        reason: format!("{r}: {reason}"),
+    };
+    if !r.is_finite() {
+        return Err(bad("must be a finite number"));
+    }
+    let l = f64::from(len);
+    let (lo, hi) = match semantics {
+        RangeSemantics::InferenceX => {
+            if !(0.0..=1.0).contains(&r) {
+                return Err(bad("must be in [0, 1] (lengths uniform in [r·L, L])"));
+            }
+            ((l * r).floor(), l)
+        }
+        RangeSemantics::Vllm => {
+            if !(0.0..1.0).contains(&r) {
+                return Err(bad(
+                    "must be in [0, 1) with vLLM semantics (lengths uniform in [(1−r)L, (1+r)L])",
+                ));
+            }
+            ((l * (1.0 - r)).floor(), (l * (1.0 + r)).floor())
+        }
+    };
+    let hi = (hi.min(f64::from(u32::MAX)) as u32).max(1);
+    let lo = (lo as u32).clamp(1, hi);
+    Ok((lo, hi))
+}
+
+/// Makes `spec.num_prompts` random prompts, each with exactly `prefix_len + L_i` tokens under
+/// `tok` (`Prompt::prompt_tokens`), `max_tokens = O_i`. Runs on the rayon thread pool.
+///
+/// # Errors
+/// [`WorkloadError::InvalidSpec`] for an out-of-range ratio or zero input length;
+/// [`WorkloadError::CannotFit`] if a prompt cannot reach its exact length (not expected).
+pub fn random_prompts(spec: &RandomSpec, tok: &Tokenizer) -> Result<Vec<Prompt>, WorkloadError> {
+    if spec.input_len == 0 {
+        return Err(WorkloadError::InvalidSpec {
+            field: "--random-input-len",
+            reason: "must be ≥ 1".into(),
+        });
+    }
+    let (in_lo, in_hi) = length_range(spec.input_len, spec.range_ratio, spec.semantics)?;
+    let (out_lo, out_hi) = length_range(spec.output_len.max(1), spec.range_ratio, spec.semantics)?;
+    let vocab = tok.vocab_size();
+    let n = spec.num_prompts;
+    let mut rng = StdRng::seed_from_u64(spec.seed);
+    let prefix: Vec<u32> = (0..spec.prefix_len)
+        .map(|_| rng.random_range(0..vocab))
+        .collect();
+    let in_lens: Vec<u32> = (0..n).map(|_| rng.random_range(in_lo..=in_hi)).collect();
+    let out_lens: Vec<u32> = (0..n).map(|_| rng.random_range(out_lo..=out_hi)).collect();
+    let offsets: Vec<u32> = (0..n).map(|_| rng.random_range(0..vocab)).collect();
+
+    let fitter = fit::Fitter::new(tok, &prefix);
+    (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let start = ((u64::from(offsets[i]) + i as u64) % u64::from(vocab)) as u32;
+            let target = spec.prefix_len + in_lens[i];
+            let text = fitter.fit(i, start, in_lens[i], target, spec.seed)?;
+            Ok(Prompt::new(text, target, out_lens[i]))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_each_semantics() {
+        use RangeSemantics::*;
+        assert_eq!(length_range(8192, 0.8, InferenceX).unwrap(), (6553, 8192));
+        assert_eq!(length_range(1024, 1.0, InferenceX).unwrap(), (1024, 1024));
+        assert_eq!(length_range(1024, 0.0, InferenceX).unwrap(), (1, 1024));
+        assert_eq!(length_range(1000, 0.1, Vllm).unwrap(), (900, 1100));
+        assert_eq!(length_range(1000, 0.0, Vllm).unwrap(), (1000, 1000));
+        assert!(length_range(1000, 1.0, Vllm).is_err());
+        assert!(length_range(1000, 1.5, InferenceX).is_err());
+        assert!(length_range(1000, f64::NAN, InferenceX).is_err());
+        let e = length_range(10, -0.1, InferenceX).unwrap_err().to_string();
+        assert!(e.contains("--random-range-ratio"), "{e}");
+        assert_eq!(RangeSemantics::parse("SGLang"), Some(InferenceX));
+        assert_eq!(RangeSemantics::parse("vllm"), Some(Vllm));
+    }
+
+    fn check_exact(tok: &Tokenizer, spec: &RandomSpec) -> Vec<Prompt> {
+        let ps = random_prompts(spec, tok).unwrap();
+        assert_eq!(ps.len(), spec.num_prompts);
+        let (lo, hi) = length_range(spec.input_len, spec.range_ratio, spec.semantics).unwrap();
+        for (i, p) in ps.iter().enumerate() {
+            let n = tok.count(&p.text);
+            assert_eq!(
+                n, p.prompt_tokens as usize,
+                "prompt {i}: counted {n}, claimed {}",
+                p.prompt_tokens
+            );
+            let body = p.prompt_tokens - spec.prefix_len;
+            assert!(
+                (lo..=hi).contains(&body),
+                "prompt {i}: {body} not in [{lo}, {hi}]"
+            );
+        }
+        ps
+    }
+
+    #[test]
+    fn every_prompt_has_exactly_its_token_count_o200k() {
+        let tok = Tokenizer::load("o200k_base").unwrap();
+        let spec = RandomSpec {
+            input_len: 1500,
+            output_len: 100,
+            range_ratio: 0.05,
+            num_prompts: 120,
+            seed: 7,
+            ..Default::default()
+        };
+        let ps = check_exact(&tok, &spec);
+        assert!(ps.iter().all(|p| (5..=100).contains(&p.max_tokens)));
+    }
+
+    #[test]
+    fn every_prompt_has_exactly_its_token_count_cl100k_with_prefix() {
+        let tok = Tokenizer::load("cl100k_base").unwrap();
+        let spec = RandomSpec {
+            input_len: 300,
+            output_len: 10,
+            range_ratio: 0.5,
+            semantics: RangeSemantics::Vllm,
+            prefix_len: 50,
+            num_prompts: 150,
+            seed: 3,
+        };
+        let ps = check_exact(&tok, &spec);
+        // the shared prefix really is shared
+        let first: String = ps[0].text.chars().take(20).collect();
+        assert!(ps.iter().all(|p| p.text.starts_with(&first)));
+    }
+
+    #[test]
+    fn short_prompts_are_exact_too() {
+        let tok = Tokenizer::load("o200k_base").unwrap();
+        for len in [1, 2, 3, 5, 17] {
+            let spec = RandomSpec {
+                input_len: len,
+                num_prompts: 60,
+                seed: u64::from(len),
+                ..Default::default()
+            };
+            check_exact(&tok, &spec);
+        }
+    }
+
+    #[test]
+    fn deterministic_per_seed() {
+        let tok = Tokenizer::load("o200k_base").unwrap();
+        let spec = RandomSpec {
+            input_len: 200,
+            output_len: 50,
+            range_ratio: 0.8,
+            num_prompts: 30,
+            seed: 42,
+            ..Default::default()
+        };
+        let a = random_prompts(&spec, &tok).unwrap();
+        let b = random_prompts(&spec, &tok).unwrap();
+        assert_eq!(a, b);
+        let c = random_prompts(&RandomSpec { seed: 43, ..spec }, &tok).unwrap();
+        assert_ne!(a[0].text, c[0].text);
+    }
+
+    #[test]
+    fn bad_spec_is_an_error() {
+        let tok = Tokenizer::load("o200k_base").unwrap();
+        let spec = RandomSpec {
+            input_len: 0,
+            ..Default::default()
+        };
+        assert!(random_prompts(&spec, &tok).is_err());
+    }
+}
