@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use inferbench_recipes::matrix::{self, CommonOptions, FullSweepOptions, Selection};
+use inferbench_recipes::matrix::{self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions};
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 fn data_dir() -> Option<PathBuf> {
@@ -80,15 +80,6 @@ fn full_sweep_evals_only() {
 }
 
 #[test]
-fn full_sweep_multinode() {
-    check(
-        "full-sweep-multinode.json",
-        full(FullSweepOptions { multi_node: true, ..Default::default() }),
-        CommonOptions::default(),
-    );
-}
-
-#[test]
 fn full_sweep_no_evals_agentic() {
     check(
         "full-sweep-no-evals-agentic.json",
@@ -98,5 +89,59 @@ fn full_sweep_no_evals_agentic() {
             scenario_types: Some(vec!["agentic-coding".into()]),
             ..Default::default()
         },
+    );
+}
+
+#[test]
+fn full_sweep_multinode_max_conc_256() {
+    // Inferred: `full-sweep --multi-node --max-conc 256` (every conc list capped at 256; lists
+    // entirely above it collapse to [256]).
+    check(
+        "full-sweep-multinode.json",
+        full(FullSweepOptions { multi_node: true, max_conc: Some(256), ..Default::default() }),
+        CommonOptions::default(),
+    );
+}
+
+#[test]
+fn full_sweep_filtered_fp8_single_node_conc_4_to_64() {
+    // Inferred: `full-sweep --single-node --precision fp8 --min-conc 4 --max-conc 64`.
+    check(
+        "full-sweep-filtered.json",
+        full(FullSweepOptions {
+            single_node: true,
+            precision: vec!["fp8".into()],
+            min_conc: Some(4),
+            max_conc: Some(64),
+            ..Default::default()
+        }),
+        CommonOptions::default(),
+    );
+}
+
+#[test]
+fn test_config_sample_twelve_keys() {
+    // Inferred from the rows: `test-config --config-keys` with these twelve keys, in this order.
+    let keys = [
+        "dsr1-fp4-b200-dynamo-sglang",
+        "dsr1-fp4-b300-dynamo-trt",
+        "dsr1-fp8-b200-dynamo-sglang-mtp",
+        "dsr1-fp8-b300-sglang",
+        "dsr1-fp8-h100-dynamo-trt",
+        "dsv4-fp4-b200-dynamo-sglang-mtp",
+        "dsv4-fp4-b200-vllm",
+        "dsv4-fp4-b300-sglang-agentic-hicache-mtp",
+        "dsv4-fp4-gb200-dynamo-sglang",
+        "dsv4-fp4-gb200-dynamo-vllm-mtp2",
+        "dsv4-fp4-gb300-dynamo-trt",
+        "dsv4-fp8-h200-dynamo-sglang-agentic-agg",
+    ];
+    check(
+        "test-config-sample.json",
+        Selection::TestConfig(TestConfigOptions {
+            config_keys: keys.iter().map(|k| k.to_string()).collect(),
+            ..Default::default()
+        }),
+        CommonOptions::default(),
     );
 }
