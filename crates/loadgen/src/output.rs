@@ -1,0 +1,292 @@
+//! Outputs of a run: request records streamed to JSON lines as they finish, the vLLM-shaped
+//! result JSON, InferenceX's `agg_<RESULT_FILENAME>.json`, and the console report.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::Context;
+use inferbench_core::summary::{inferencex_aggregate, RunSummary};
+use inferbench_core::RequestRecord;
+use tokio::sync::mpsc;
+
+use crate::options::BenchOptions;
+use crate::progress::Counters;
+
+/// `--save-requests` writer: one [`RequestRecord`] JSON object per line, flushed per record so
+/// a crash or a kill loses at most the record being written.
+#[derive(Debug)]
+pub struct RecordSink {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl RecordSink {
+    /// Creates (truncates) `path`, creating parent directories. Errors name the path.
+    pub fn create(path: &Path) -> anyhow::Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("--save-requests: cannot create {}", dir.display()))?;
+        }
+        let f = File::create(path)
+            .with_context(|| format!("--save-requests: cannot create {}", path.display()))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            out: BufWriter::new(f),
+        })
+    }
+
+    /// Appends one record and flushes.
+    pub fn write(&mut self, rec: &RequestRecord) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.out, rec)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+
+    /// The file written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Receives every finished record: writes it to the sink, updates the live counters, keeps it
+/// for the summary. Returns all records (completion order) and the first write error, if any;
+/// after a write error records are still collected in memory.
+pub async fn collect(
+    mut rx: mpsc::UnboundedReceiver<RequestRecord>,
+    mut sink: Option<RecordSink>,
+    counters: Arc<Counters>,
+) -> (Vec<RequestRecord>, Option<String>) {
+    let mut records = Vec::new();
+    let mut error = None;
+    while let Some(rec) = rx.recv().await {
+        if let Some(s) = sink.as_mut() {
+            if let Err(e) = s.write(&rec) {
+                error = Some(format!("{}: {e}", s.path().display()));
+                sink = None;
+            }
+        }
+        counters.done.fetch_add(1, Ordering::Relaxed);
+        if rec.success {
+            counters
+                .tokens
+                .fetch_add(u64::from(rec.completion_tokens), Ordering::Relaxed);
+        } else {
+            counters.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        records.push(rec);
+    }
+    (records, error)
+}
+
+/// Files written by [`write_results`].
+#[derive(Debug, Default)]
+pub struct Written {
+    /// The result JSON (`--save-result`).
+    pub result: Option<PathBuf>,
+    /// `agg_<RESULT_FILENAME>.json` (job identity given).
+    pub aggregate: Option<PathBuf>,
+}
+
+/// vLLM's default result file name:
+/// `{backend}-{rate}qps[-concurrency{c}]-{model basename}-{date}.json` (rate `inf` or Python's
+/// float repr, e.g. `10.0`).
+pub fn default_result_filename(opts: &BenchOptions, date: &str) -> String {
+    let rate = match opts.request_rate {
+        None => "inf".to_string(),
+        Some(r) if r.fract() == 0.0 => format!("{r:.1}"),
+        Some(r) => format!("{r}"),
+    };
+    let conc = opts
+        .max_concurrency
+        .map_or(String::new(), |c| format!("-concurrency{c}"));
+    let model = opts.model.rsplit('/').next().unwrap_or(&opts.model);
+    format!(
+        "{}-{rate}qps{conc}-{model}-{date}.json",
+        opts.backend.name()
+    )
+}
+
+/// Writes the result JSON (with `--save-result`) and the InferenceX aggregate (with a job
+/// identity) into `--result-dir`. Errors name the path.
+pub fn write_results(
+    opts: &BenchOptions,
+    summary: &RunSummary,
+    date: &str,
+) -> anyhow::Result<Written> {
+    let mut w = Written::default();
+    if !opts.save_result && opts.job_identity.is_none() {
+        return Ok(w);
+    }
+    let dir = opts
+        .result_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("--result-dir: cannot create {}", dir.display()))?;
+    if opts.save_result {
+        let name = opts
+            .result_filename
+            .clone()
+            .unwrap_or_else(|| default_result_filename(opts, date));
+        let path = dir.join(name);
+        write_json(&path, summary)?;
+        w.result = Some(path);
+    }
+    if let Some(id) = &opts.job_identity {
+        let agg = inferencex_aggregate(summary, id).context("building the InferenceX aggregate")?;
+        let path = dir.join(id.aggregate_file_name());
+        write_json(&path, &agg)?;
+        w.aggregate = Some(path);
+    }
+    Ok(w)
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let mut out = BufWriter::new(f);
+    serde_json::to_writer_pretty(&mut out, v)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    out.write_all(b"\n")?;
+    out.flush()
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    drop(out);
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// The console report, in the layout of vLLM's `bench serve` summary plus our extras.
+pub fn render_report(s: &RunSummary) -> String {
+    let mut o = String::new();
+    let line = |o: &mut String, k: &str, v: String| {
+        let _ = writeln!(o, "{k:<40}{v:<10}");
+    };
+    let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
+    line(&mut o, "Successful requests:", s.completed.to_string());
+    line(&mut o, "Failed requests:", s.inferbench.failed.to_string());
+    if let Some(c) = s.max_concurrency {
+        line(&mut o, "Maximum request concurrency:", c.to_string());
+    }
+    line(
+        &mut o,
+        "Benchmark duration (s):",
+        format!("{:.2}", s.duration),
+    );
+    line(
+        &mut o,
+        "Total input tokens:",
+        s.total_input_tokens.to_string(),
+    );
+    line(
+        &mut o,
+        "Total generated tokens:",
+        s.total_output_tokens.to_string(),
+    );
+    line(
+        &mut o,
+        "Request throughput (req/s):",
+        format!("{:.2}", s.request_throughput),
+    );
+    if let Some(g) = s.request_goodput {
+        line(&mut o, "Request goodput (req/s):", format!("{g:.2}"));
+    }
+    line(
+        &mut o,
+        "Output token throughput (tok/s):",
+        format!("{:.2}", s.output_throughput),
+    );
+    line(
+        &mut o,
+        "Total token throughput (tok/s):",
+        format!("{:.2}", s.total_token_throughput),
+    );
+    for (m, title) in [
+        ("ttft", "Time to First Token"),
+        ("tpot", "Time per Output Token (excl. 1st token)"),
+        ("itl", "Inter-token Latency"),
+        ("e2el", "End-to-end Latency"),
+    ] {
+        let keys: Vec<(&String, f64)> = s
+            .metrics
+            .iter()
+            .filter(|(k, _)| k.ends_with(&format!("_{m}_ms")))
+            .filter_map(|(k, v)| Some((k, v.as_f64()?)))
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "{:-^50}", format!(" {title} "));
+        for (k, v) in keys {
+            let stat = k.trim_end_matches(&format!("_{m}_ms"));
+            let label = match stat {
+                "mean" => "Mean".to_string(),
+                "median" => "Median".to_string(),
+                "std" => "Std".to_string(),
+                p => p.replacen('p', "P", 1),
+            };
+            line(
+                &mut o,
+                &format!("{label} {} (ms):", m.to_uppercase()),
+                format!("{v:.2}"),
+            );
+        }
+    }
+    let x = &s.inferbench;
+    let _ = writeln!(o, "{:-^50}", " inferbench extras ");
+    line(&mut o, "Mean TTFO (ms):", format!("{:.2}", x.ttfo_ms.mean));
+    line(
+        &mut o,
+        "Mean client queue time (ms):",
+        format!("{:.2}", x.client_queue_ms.mean),
+    );
+    if let Some(lag) = &x.schedule_lag_ms {
+        line(&mut o, "Max schedule lag (ms):", format!("{:.3}", lag.max));
+    }
+    if !x.errors_by_class.is_empty() {
+        let errs: Vec<String> = x
+            .errors_by_class
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        line(&mut o, "Errors by class:", errs.join(" "));
+    }
+    if x.interrupted {
+        line(&mut o, "Interrupted:", "yes (partial results)".into());
+    }
+    let _ = writeln!(o, "{:=^50}", "");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_default_file_name() {
+        let o = BenchOptions {
+            model: "org/Model-7B".into(),
+            max_concurrency: Some(64),
+            ..Default::default()
+        };
+        assert_eq!(
+            default_result_filename(&o, "20260101-120000"),
+            "openai-infqps-concurrency64-Model-7B-20260101-120000.json"
+        );
+        let o = BenchOptions {
+            model: "m".into(),
+            request_rate: Some(10.0),
+            ..Default::default()
+        };
+        assert_eq!(default_result_filename(&o, "d"), "openai-10.0qps-m-d.json");
+        let o = BenchOptions {
+            model: "m".into(),
+            request_rate: Some(2.5),
+            ..Default::default()
+        };
+        assert_eq!(default_result_filename(&o, "d"), "openai-2.5qps-m-d.json");
+    }
+}

@@ -1,0 +1,339 @@
+//! `run_bench` end to end against the in-process replay server: counts, concurrency held,
+//! pacing, warmup exclusion, records streamed to JSONL, result and aggregate files, a dead
+//! server, cancellation and the error-rate gate.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
+use inferbench_core::summary::JobIdentity;
+use inferbench_core::{Phase, RequestRecord};
+use inferbench_loadgen::{
+    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
+};
+
+const TOKEN_MS: u64 = 10;
+
+/// 4 tokens, `TOKEN_MS` apart, then usage and [DONE].
+fn stream_case() -> ReplayCase {
+    let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
+    let mut chunks: Vec<(Duration, Vec<u8>)> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|t| (Duration::from_millis(TOKEN_MS), tok(t).into_bytes()))
+        .collect();
+    chunks.push((
+        Duration::ZERO,
+        b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n".to_vec(),
+    ));
+    ReplayCase {
+        status: 200,
+        headers: vec![("Content-Type".into(), "text/event-stream".into())],
+        chunks,
+        end: ReplayEnd::Close,
+    }
+}
+
+fn prepared(n: usize) -> Arc<PreparedPrompts> {
+    Arc::new(PreparedPrompts {
+        prompts: (0..n)
+            .map(|i| BenchPrompt {
+                text: format!("prompt {i}"),
+                messages: None,
+                prompt_tokens: 2,
+                max_tokens: Some(4),
+                conversation_id: None,
+                turn: None,
+            })
+            .collect(),
+        tokenizer_id: "test".into(),
+        counter: None,
+    })
+}
+
+fn opts(base_url: String) -> BenchOptions {
+    BenchOptions {
+        base_url,
+        model: "replay-model".into(),
+        progress: ProgressMode::Off,
+        prepared: Some(prepared(8)),
+        ..Default::default()
+    }
+}
+
+/// Largest number of requests in flight at once, from [sent, end] intervals.
+fn max_in_flight(recs: &[&RequestRecord]) -> usize {
+    let mut ev: Vec<(u64, i32)> = recs
+        .iter()
+        .flat_map(|r| [(r.sent_ns, 1), (r.end_ns, -1)])
+        .collect();
+    ev.sort_by_key(|&(t, d)| (t, d));
+    let (mut cur, mut max) = (0i32, 0i32);
+    for (_, d) in ev {
+        cur += d;
+        max = max.max(cur);
+    }
+    max as usize
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_holds_concurrency_and_writes_everything() {
+    let addr = spawn_replay(stream_case()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("req/requests.jsonl");
+    let id = JobIdentity::from_lookup(|k| {
+        Some(
+            match k {
+                "RUNNER_TYPE" => "cpu",
+                "FRAMEWORK" => "replay",
+                "PRECISION" => "fp8",
+                "SPEC_DECODING" => "none",
+                "RESULT_FILENAME" => "point1",
+                "ISL" => "2",
+                "OSL" => "4",
+                "DISAGG" => "false",
+                "MODEL_PREFIX" => "replay",
+                "IMAGE" => "none",
+                "TP" => "2",
+                "EP_SIZE" => "1",
+                "DP_ATTENTION" => "false",
+                _ => return None,
+            }
+            .to_string(),
+        )
+    })
+    .unwrap();
+    let o = BenchOptions {
+        max_concurrency: Some(4),
+        num_prompts: Some(24),
+        save_result: true,
+        save_detailed: true,
+        result_dir: Some(dir.path().to_path_buf()),
+        result_filename: Some("result.json".into()),
+        save_requests: Some(jsonl.clone()),
+        job_identity: Some(id),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert!(!out.interrupted);
+    let warm: Vec<_> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Warmup)
+        .collect();
+    let prof: Vec<_> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .collect();
+    assert_eq!(warm.len(), 8, "default warmups = 2 × conc");
+    assert_eq!(prof.len(), 24);
+    assert!(out.records.iter().all(|r| r.success), "{:#?}", out.records);
+    assert_eq!(max_in_flight(&prof), 4);
+    // Warmups all use the first prompt; profile prompts cycle through the 8.
+    let mut ids: Vec<u64> = prof.iter().map(|r| r.request_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..24).collect::<Vec<_>>());
+    let s = &out.summary;
+    assert_eq!(s.completed, 24);
+    assert_eq!(s.total_output_tokens, 24 * 4);
+    assert_eq!(s.total_input_tokens, 24 * 2);
+    assert_eq!(s.max_concurrency, Some(4));
+    assert_eq!(s.inferbench.warmups, 8);
+    // TTFT ≈ 10 ms, TPOT ≈ 10 ms by construction of the stream.
+    let ttft = s.metric("mean_ttft_ms").unwrap();
+    let tpot = s.metric("mean_tpot_ms").unwrap();
+    assert!((8.0..40.0).contains(&ttft), "ttft {ttft}");
+    assert!((8.0..25.0).contains(&tpot), "tpot {tpot}");
+    // Records file: one line per record, in completion order, parseable, no key.
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    assert_eq!(text.lines().count(), 32);
+    for line in text.lines() {
+        let r: RequestRecord = serde_json::from_str(line).unwrap();
+        assert!(r.released_ns.is_some());
+    }
+    // Result JSON has vLLM's keys; aggregate has InferenceX's.
+    let res: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("result.json")).unwrap())
+            .unwrap();
+    for k in [
+        "completed",
+        "total_input_tokens",
+        "total_output_tokens",
+        "request_throughput",
+        "output_throughput",
+        "total_token_throughput",
+        "mean_ttft_ms",
+        "p99_tpot_ms",
+        "p99.9_itl_ms",
+        "median_e2el_ms",
+        "max_concurrency",
+        "duration",
+        "ttfts",
+        "itls",
+        "generated_texts",
+        "errors",
+        "input_lens",
+        "output_lens",
+    ] {
+        assert!(res.get(k).is_some(), "result lacks {k}");
+    }
+    assert_eq!(res["request_rate"], "inf");
+    assert_eq!(res["generated_texts"][0], "abcd");
+    let agg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("agg_point1.json")).unwrap())
+            .unwrap();
+    assert_eq!(agg["conc"], 4);
+    assert_eq!(agg["tp"], 2);
+    let tput = agg["tput_per_gpu"].as_f64().unwrap();
+    assert!((tput - s.total_token_throughput / 2.0).abs() < 1e-9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paced_arrivals_follow_absolute_deadlines() {
+    let addr = spawn_replay(stream_case()).await.unwrap();
+    let o = BenchOptions {
+        request_rate: Some(100.0),
+        num_prompts: Some(30),
+        num_warmups: Some(0),
+        seed: 7,
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o.clone(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0);
+    let mut prof: Vec<_> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .collect();
+    prof.sort_by_key(|r| r.request_id);
+    assert_eq!(prof.len(), 30);
+    // Same seed → same schedule offsets (relative to the first arrival).
+    let offsets = |recs: &[&RequestRecord]| -> Vec<u64> {
+        recs.iter()
+            .map(|r| r.scheduled_ns - recs[0].scheduled_ns)
+            .collect()
+    };
+    let again = run_bench(o, CancellationToken::new()).await.unwrap();
+    let mut prof2: Vec<_> = again
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .collect();
+    prof2.sort_by_key(|r| r.request_id);
+    assert_eq!(offsets(&prof), offsets(&prof2));
+    for r in &prof {
+        let lag_ms = (r.released_ns.unwrap() - r.scheduled_ns) as f64 / 1e6;
+        assert!(lag_ms < 20.0, "schedule lag {lag_ms} ms");
+        assert!(r.sent_ns >= r.released_ns.unwrap());
+    }
+    assert!(out.summary.inferbench.schedule_lag_ms.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_server_gives_partial_results_and_a_clear_message() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let o = BenchOptions {
+        max_concurrency: Some(2),
+        num_prompts: Some(1000),
+        save_result: true,
+        result_dir: Some(dir.path().to_path_buf()),
+        result_filename: Some("r.json".into()),
+        ..opts(format!("http://127.0.0.1:{port}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
+    assert!(out.interrupted);
+    let note = out.notes.join("\n");
+    assert!(
+        note.contains("unreachable") && note.contains(&port.to_string()),
+        "{note}"
+    );
+    // Stopped early (the breaker), not after 1000 failures; the result file still exists.
+    assert!(out.records.len() < 100, "{}", out.records.len());
+    assert!(dir.path().join("r.json").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_saves_finished_records_and_marks_interrupted() {
+    let mut slow = stream_case();
+    slow.chunks[1].0 = Duration::from_millis(300);
+    let addr = spawn_replay(slow).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("r.jsonl");
+    let o = BenchOptions {
+        max_concurrency: Some(2),
+        num_prompts: Some(100),
+        num_warmups: Some(0),
+        save_requests: Some(jsonl.clone()),
+        ..opts(format!("http://{addr}"))
+    };
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        c2.cancel();
+    });
+    let t0 = std::time::Instant::now();
+    let out = run_bench(o, cancel).await.unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3));
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_INTERRUPTED);
+    assert!(out.interrupted && out.summary.inferbench.interrupted);
+    assert!(out.summary.completed >= 2, "{}", out.summary.completed);
+    assert!(out
+        .records
+        .iter()
+        .any(|r| r.error_class == Some(inferbench_core::ErrorClass::Cancelled)));
+    let lines = std::fs::read_to_string(&jsonl).unwrap().lines().count();
+    assert_eq!(lines, out.records.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_rate_gate_sets_exit_code() {
+    let bad = ReplayCase {
+        status: 503,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        chunks: vec![(Duration::ZERO, b"{\"error\":\"busy\"}".to_vec())],
+        end: ReplayEnd::Close,
+    };
+    let addr = spawn_replay(bad).await.unwrap();
+    let o = BenchOptions {
+        max_concurrency: Some(2),
+        num_prompts: Some(6),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_ERROR_RATE);
+    assert_eq!(out.summary.completed, 0);
+    assert_eq!(
+        out.summary.inferbench.errors_by_class.get("http_status"),
+        Some(&6)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_mode_cycles_prompts_until_the_deadline() {
+    let addr = spawn_replay(stream_case()).await.unwrap();
+    let o = BenchOptions {
+        max_concurrency: Some(2),
+        num_warmups: Some(0),
+        duration: Some(Duration::from_millis(400)),
+        ..opts(format!("http://{addr}"))
+    };
+    let t0 = std::time::Instant::now();
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    let el = t0.elapsed();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    // ~40 ms per request, 2 at a time, 400 ms: about 20 requests, all finished, none cut off.
+    let n = out.summary.completed;
+    assert!((10..=24).contains(&n), "{n}");
+    assert!(el < Duration::from_millis(700), "{el:?}");
+    assert!(out.records.iter().all(|r| r.success));
+}
