@@ -1,1 +1,199 @@
-//! inferbench-sim (see crates/sim/README or DESIGN.md §2).
+//! `inferbench-sim`: a simulated OpenAI-compatible inference server (DESIGN.md §6, issue 3).
+//!
+//! It stands in for a GPU engine so that the quickstart runs anywhere and every other crate has a
+//! deterministic target with real queueing, batching and prefix-cache behaviour:
+//!
+//! - [`server`](crate::serve) — `/v1/completions`, `/v1/chat/completions` (SSE or whole JSON),
+//!   `/v1/models`, `/health`, `/tokenize`, `/metrics` (vLLM metric names),
+//!   `/reset_prefix_cache`; faults by flag or per request (`x-sim-fault`, see [`fault`]).
+//! - [`engine`] — continuous batching with `max_num_seqs` and a token budget per step (chunked
+//!   prefill), a paged KV cache ([`kv`]) with prefix caching and preemption.
+//! - [`roofline`] — each step's time from the [`catalogue`] (hardware × model × precision × tp).
+//! - [`tokenize`] — the cheap deterministic token approximation the server counts with.
+//!
+//! ```no_run
+//! let sim = inferbench_sim::spawn(inferbench_sim::SimConfig::default()).unwrap();
+//! println!("simulated server at {}", sim.base_url());
+//! sim.shutdown();
+//! ```
+#![deny(missing_docs)]
+
+pub mod catalogue;
+mod config;
+mod driver;
+pub mod engine;
+pub mod fault;
+pub mod golden;
+pub mod kv;
+mod metrics;
+pub mod roofline;
+mod server;
+mod sse;
+pub mod tokenize;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub use catalogue::{Catalogue, Hardware, Model, Precision};
+pub use config::{ConfigError, Mode, SimConfig, SpecDecode, ACTIVATION_RESERVE_BYTES};
+pub use fault::FaultSpec;
+pub use roofline::{step_time, RooflineParams, SeqWork, StepTime};
+
+/// Errors of [`spawn`] and [`serve`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SimError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Binding or accepting failed.
+    #[error("simulated server I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Facts about a configured server, for logs and the quickstart's job record.
+#[derive(Debug, Clone)]
+pub struct SimInfo {
+    /// Name served in `/v1/models`.
+    pub served_model_name: String,
+    /// KV-cache blocks.
+    pub num_gpu_blocks: u32,
+    /// KV-cache capacity in tokens (`num_gpu_blocks × block_size`).
+    pub kv_capacity_tokens: u64,
+    /// Longest prompt + output, tokens.
+    pub max_model_len: u32,
+}
+
+/// Validates `cfg` and returns what the server will run with.
+pub fn describe(cfg: &SimConfig) -> Result<SimInfo, SimError> {
+    let r = cfg.resolve()?;
+    Ok(SimInfo {
+        served_model_name: r.served_name,
+        num_gpu_blocks: r.num_blocks,
+        kv_capacity_tokens: u64::from(r.num_blocks) * u64::from(cfg.block_size),
+        max_model_len: r.max_model_len,
+    })
+}
+
+/// Serves `cfg` on `listener` until `shutdown` resolves (then stops accepting; open
+/// connections end with the runtime). Must run inside a tokio runtime.
+pub async fn serve(
+    cfg: SimConfig,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), SimError> {
+    let res = cfg.resolve()?;
+    let (tx, engine) = if cfg.mode == Mode::Timed {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    let app = Arc::new(server::App::new(cfg, res, tx));
+    if let Some(rx) = engine {
+        tokio::spawn(driver::run(app.clone(), rx));
+    }
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            _ = &mut shutdown => return Ok(()),
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| server::handle(app.clone(), req));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+/// A simulated server running on its own thread and runtime; stops on [`SimHandle::shutdown`]
+/// or drop.
+#[derive(Debug)]
+pub struct SimHandle {
+    /// The bound address (127.0.0.1, an OS-chosen port).
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SimHandle {
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops the server and waits for its thread to end.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for SimHandle {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// Starts a server for `cfg` on 127.0.0.1 with an OS-chosen port, on a new thread with its own
+/// tokio runtime (`cfg.threads` workers), so it works from sync code and from any async test.
+/// The port accepts connections when this returns.
+pub fn spawn(cfg: SimConfig) -> Result<SimHandle, SimError> {
+    cfg.resolve()?;
+    let std_listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let threads = cfg.threads.max(1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .thread_name("inferbench-sim")
+        .build()?;
+    let thread = std::thread::Builder::new()
+        .name("inferbench-sim".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let listener = match tokio::net::TcpListener::from_std(std_listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!("simulated server could not listen: {e}");
+                        return;
+                    }
+                };
+                let stop = async {
+                    let _ = stop_rx.await;
+                };
+                if let Err(e) = serve(cfg, listener, stop).await {
+                    tracing::error!("simulated server stopped: {e}");
+                }
+            });
+            rt.shutdown_timeout(std::time::Duration::from_millis(100));
+        })?;
+    Ok(SimHandle {
+        addr,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+    })
+}

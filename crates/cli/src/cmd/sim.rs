@@ -1,10 +1,210 @@
-//! `inferbench sim` (stub: not implemented yet).
+//! `inferbench sim`: run the simulated OpenAI-compatible inference server (crate
+//! `inferbench-sim`; DESIGN.md §6).
 
-/// Flags of `inferbench sim`.
+use anyhow::Context as _;
+use inferbench_sim::{FaultSpec, Mode, Precision, SimConfig, SpecDecode};
+
+/// Flags of `inferbench sim`. Defaults follow vLLM's where one exists.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 = any free port; the chosen one is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// `timed` (roofline step times) or `instant` (no modelled time; measures a client's ceiling).
+    #[arg(long, default_value = "timed", value_parser = ["timed", "instant"])]
+    pub mode: String,
+    /// Catalogue hardware: H100, H200, B200, B300, GB200, GB300, MI300X, MI325X, MI355X.
+    #[arg(long, default_value = "H100")]
+    pub hardware: String,
+    /// Catalogue model (name or Hugging Face id), e.g. Llama-3.3-70B, DeepSeek-R1, gpt-oss-120b.
+    #[arg(long, default_value = "Llama-3.1-8B")]
+    pub model: String,
+    /// Name served in /v1/models (default: the catalogue name).
+    #[arg(long)]
+    pub served_model_name: Option<String>,
+    /// Weight precision: bf16, fp8, fp4.
+    #[arg(long, default_value = "bf16")]
+    pub precision: String,
+    /// Tensor-parallel GPUs.
+    #[arg(long, default_value_t = 1)]
+    pub tp: u32,
+    /// Modelled seconds per wall second (10 = run ten times faster than the modelled hardware).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Most sequences per step (vLLM --max-num-seqs).
+    #[arg(long, default_value_t = 256)]
+    pub max_num_seqs: u32,
+    /// Token budget per step (vLLM --max-num-batched-tokens).
+    #[arg(long, default_value_t = 8192)]
+    pub max_num_batched_tokens: u32,
+    /// Tokens per KV block (16; AgentX uses 64).
+    #[arg(long, default_value_t = 16)]
+    pub block_size: u32,
+    /// Fraction of HBM for weights + KV cache.
+    #[arg(long, default_value_t = 0.9)]
+    pub gpu_memory_utilization: f64,
+    /// Use exactly this many KV blocks instead of sizing from memory.
+    #[arg(long)]
+    pub num_gpu_blocks_override: Option<u32>,
+    /// Longest prompt + output in tokens (default: the model's).
+    #[arg(long)]
+    pub max_model_len: Option<u32>,
+    /// Turn prefix caching off.
+    #[arg(long)]
+    pub no_enable_prefix_caching: bool,
+    /// Speculative decoding: draft tokens per step (k).
+    #[arg(long)]
+    pub num_speculative_tokens: Option<u32>,
+    /// Mean tokens per decode step with speculative decoding (1 ≤ AL ≤ k + 1).
+    #[arg(
+        long,
+        requires = "num_speculative_tokens",
+        conflicts_with = "golden_al"
+    )]
+    pub acceptance_length: Option<f64>,
+    /// Take AL from an InferenceX golden_al_distribution YAML file (model key via
+    /// --golden-al-key, mode via --thinking-mode).
+    #[arg(long, requires = "num_speculative_tokens")]
+    pub golden_al: Option<std::path::PathBuf>,
+    /// Model key inside --golden-al (default: the file's only key).
+    #[arg(long)]
+    pub golden_al_key: Option<String>,
+    /// thinking_on or thinking_off, for --golden-al.
+    #[arg(long, default_value = "thinking_on")]
+    pub thinking_mode: String,
+    /// First N generated tokens of chat responses go to `reasoning_content`.
+    #[arg(long, default_value_t = 0)]
+    pub reasoning_tokens: u32,
+    /// Output tokens when a request sets no max_tokens.
+    #[arg(long, default_value_t = 256)]
+    pub default_max_tokens: u32,
+    /// Without ignore_eos, responses stop (finish_reason "stop") after this many tokens.
+    #[arg(long)]
+    pub eos_after: Option<u32>,
+    /// Fault for every request (or a --fault-rate share), e.g. `status=503`, `drop-after=5`,
+    /// `stall-after=3,stall-ms=2000`, `crlf,keepalive,no-usage`. Per-request header: x-sim-fault.
+    #[arg(long)]
+    pub fault: Option<String>,
+    /// Share of requests (0..1) that get --fault.
+    #[arg(long, default_value_t = 1.0)]
+    pub fault_rate: f64,
+    /// Seed for fault draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Instant mode: most SSE events per socket write.
+    #[arg(long, default_value_t = 64)]
+    pub events_per_write: usize,
+    /// Runtime worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+}
 
-/// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench sim` is not implemented yet")
+impl Args {
+    /// Converts the flags into a [`SimConfig`] (the one place clap types are seen).
+    pub fn to_config(&self) -> anyhow::Result<SimConfig> {
+        let spec_decode = match self.num_speculative_tokens {
+            None => None,
+            Some(k) => {
+                let al = match (&self.golden_al, self.acceptance_length) {
+                    (Some(path), _) => {
+                        let text = std::fs::read_to_string(path)
+                            .with_context(|| format!("reading {}", path.display()))?;
+                        let g = inferbench_sim::golden::parse(&path.display().to_string(), &text)?;
+                        inferbench_sim::golden::lookup(
+                            &g,
+                            self.golden_al_key.as_deref(),
+                            Some(&self.thinking_mode),
+                            k,
+                        )
+                        .with_context(|| {
+                            format!(
+                                "{}: no AL for key {:?}, mode {}, draft length {k}",
+                                path.display(),
+                                self.golden_al_key,
+                                self.thinking_mode
+                            )
+                        })?
+                    }
+                    (None, Some(al)) => al,
+                    (None, None) => anyhow::bail!(
+                        "--num-speculative-tokens needs --acceptance-length or --golden-al"
+                    ),
+                };
+                Some(SpecDecode {
+                    num_draft_tokens: k,
+                    acceptance_length: al,
+                })
+            }
+        };
+        Ok(SimConfig {
+            mode: if self.mode == "instant" {
+                Mode::Instant
+            } else {
+                Mode::Timed
+            },
+            hardware: self.hardware.clone(),
+            model: self.model.clone(),
+            served_model_name: self.served_model_name.clone(),
+            precision: Precision::parse(&self.precision)?,
+            tp: self.tp,
+            time_scale: self.time_scale,
+            max_num_seqs: self.max_num_seqs,
+            max_num_batched_tokens: self.max_num_batched_tokens,
+            block_size: self.block_size,
+            gpu_memory_utilization: self.gpu_memory_utilization,
+            num_gpu_blocks_override: self.num_gpu_blocks_override,
+            max_model_len: self.max_model_len,
+            enable_prefix_caching: !self.no_enable_prefix_caching,
+            spec_decode,
+            reasoning_tokens: self.reasoning_tokens,
+            default_max_tokens: self.default_max_tokens,
+            eos_after: self.eos_after,
+            fault: match &self.fault {
+                Some(f) => Some(FaultSpec::parse(f).context("--fault")?),
+                None => None,
+            },
+            fault_rate: self.fault_rate,
+            seed: self.seed,
+            events_per_write: self.events_per_write,
+            threads: self.threads,
+            ..SimConfig::default()
+        })
+    }
+}
+
+/// Runs the server until Ctrl-C; returns the process exit code (0, or 130 on Ctrl-C).
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let cfg = args.to_config()?;
+    let info = inferbench_sim::describe(&cfg)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.threads.max(1))
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+            .await
+            .with_context(|| format!("binding {}:{}", args.host, args.port))?;
+        let addr = listener.local_addr()?;
+        eprintln!(
+            "inferbench sim: {} on {}x{} {} ({:?} mode, time scale {}), KV cache {} tokens in {} blocks, max_model_len {}",
+            info.served_model_name,
+            cfg.tp,
+            cfg.hardware,
+            cfg.precision,
+            cfg.mode,
+            cfg.time_scale,
+            info.kv_capacity_tokens,
+            info.num_gpu_blocks,
+            info.max_model_len
+        );
+        println!("listening on http://{addr}");
+        inferbench_sim::serve(cfg, listener, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+        Ok::<_, anyhow::Error>(130)
+    })
 }

@@ -1,0 +1,175 @@
+//! Timed mode: the async loop that runs [`Engine`] steps, sleeps each step's roofline time
+//! (÷ `time_scale`) to an absolute deadline, then hands each request its tokens.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::catalogue::Catalogue;
+use crate::engine::{Engine, EngineConfig, NewSeq};
+use crate::roofline::step_time;
+use crate::server::App;
+
+/// Tokens for one request from one step.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TokenMsg {
+    /// Tokens generated this step.
+    pub tokens: u32,
+    /// Whether this was the last.
+    pub finished: bool,
+}
+
+/// Messages into the engine loop.
+pub(crate) enum EngineMsg {
+    Add {
+        seq: NewSeq,
+        arrival_s: f64,
+        finish_reason: &'static str,
+        tx: mpsc::UnboundedSender<TokenMsg>,
+    },
+    ResetPrefixCache,
+}
+
+struct Live {
+    tx: mpsc::UnboundedSender<TokenMsg>,
+    arrival_s: f64,
+    first_s: Option<f64>,
+    last_s: f64,
+    finish_reason: &'static str,
+}
+
+/// If the loop falls further behind its deadline than this (CPU starvation), it re-anchors
+/// instead of bursting to catch up.
+const MAX_LAG: Duration = Duration::from_millis(50);
+
+pub(crate) async fn run(app: Arc<App>, mut rx: mpsc::UnboundedReceiver<EngineMsg>) {
+    let cfg = &app.cfg;
+    let cat = Catalogue::embedded();
+    let hw = cat.hardware(&cfg.hardware).expect("validated").clone();
+    let model = cat.model(&cfg.model).expect("validated").clone();
+    let mut engine = Engine::new(EngineConfig {
+        max_num_seqs: cfg.max_num_seqs,
+        max_num_batched_tokens: cfg.max_num_batched_tokens,
+        block_size: cfg.block_size,
+        num_blocks: app.res.num_blocks,
+        enable_prefix_caching: cfg.enable_prefix_caching,
+        spec_decode: cfg.spec_decode,
+    });
+    let scale = cfg.time_scale;
+    let mut live: HashMap<u64, Live> = HashMap::new();
+    let mut deadline = Instant::now();
+    loop {
+        if engine.is_idle() {
+            match rx.recv().await {
+                Some(m) => accept(&mut engine, &mut live, m),
+                None => return,
+            }
+            deadline = Instant::now();
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(m) => accept(&mut engine, &mut live, m),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
+            }
+        }
+        if engine.is_idle() {
+            continue;
+        }
+        let res = engine.step();
+        let st = step_time(&hw, &model, cfg.precision, cfg.tp, &res.work, &cfg.roofline);
+        deadline += Duration::from_secs_f64(st.total_s / scale);
+        let now = Instant::now();
+        if deadline > now {
+            tokio::time::sleep_until(deadline).await;
+        } else if now - deadline > MAX_LAG {
+            deadline = now;
+        }
+        let now_s = app.model_now();
+        let mut gone = Vec::new();
+        {
+            let mut m = app.metrics.lock().expect("metrics lock");
+            m.prefix_queries += res.prefix_queries;
+            m.prefix_hits += res.prefix_hits;
+            m.prompt_tokens += res.prefill_tokens;
+            m.spec_drafts += res.drafts;
+            m.spec_draft_tokens += res.draft_tokens;
+            m.spec_accepted_tokens += res.accepted_tokens;
+            for id in &res.admitted {
+                if let Some(l) = live.get(id) {
+                    // Admission happened at the start of this step.
+                    m.queue.observe((now_s - st.total_s - l.arrival_s).max(0.0));
+                }
+            }
+            for e in &res.emits {
+                let Some(l) = live.get_mut(&e.id) else {
+                    continue;
+                };
+                m.generation_tokens += u64::from(e.tokens);
+                match l.first_s {
+                    None => {
+                        l.first_s = Some(now_s);
+                        m.ttft.observe(now_s - l.arrival_s);
+                    }
+                    Some(_) => {
+                        let gap = now_s - l.last_s;
+                        m.itl.observe(gap);
+                        m.tpot
+                            .observe_n(gap / f64::from(e.tokens), u64::from(e.tokens));
+                    }
+                }
+                l.last_s = now_s;
+                let sent = l.tx.send(TokenMsg {
+                    tokens: e.tokens,
+                    finished: e.finished,
+                });
+                if e.finished {
+                    m.e2e.observe(now_s - l.arrival_s);
+                    match l.finish_reason {
+                        "stop" => m.success_stop += 1,
+                        _ => m.success_length += 1,
+                    }
+                    live.remove(&e.id);
+                } else if sent.is_err() {
+                    gone.push(e.id);
+                }
+            }
+            for id in gone {
+                engine.abort(id);
+                live.remove(&id);
+                m.success_abort += 1;
+            }
+            m.running = engine.num_running() as u64;
+            m.waiting = engine.num_waiting() as u64;
+            m.kv_usage = engine.kv().usage();
+            m.preemptions = engine.preemptions();
+        }
+    }
+}
+
+fn accept(engine: &mut Engine, live: &mut HashMap<u64, Live>, m: EngineMsg) {
+    match m {
+        EngineMsg::Add {
+            seq,
+            arrival_s,
+            finish_reason,
+            tx,
+        } => {
+            live.insert(
+                seq.id,
+                Live {
+                    tx,
+                    arrival_s,
+                    first_s: None,
+                    last_s: arrival_s,
+                    finish_reason,
+                },
+            );
+            engine.add(seq);
+        }
+        EngineMsg::ResetPrefixCache => engine.reset_prefix_cache(),
+    }
+}

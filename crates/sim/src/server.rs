@@ -1,0 +1,759 @@
+//! HTTP front end: routing, request parsing and validation, fault decisions, and the response
+//! bodies (streamed SSE or whole JSON). Built directly on hyper 1 (HTTP/1.1, keep-alive).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::config::{Mode, Resolved, SimConfig};
+use crate::driver::{EngineMsg, TokenMsg};
+use crate::engine::NewSeq;
+use crate::fault::{u01, FaultSpec};
+use crate::metrics::Metrics;
+use crate::sse::{Api, Writer};
+use crate::tokenize::{block_hashes, tokenize_into};
+
+/// Largest request body accepted, bytes (64 MiB).
+const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// Shared server state.
+pub(crate) struct App {
+    pub cfg: SimConfig,
+    pub res: Resolved,
+    pub metrics: Mutex<Metrics>,
+    pub engine_tx: Option<mpsc::UnboundedSender<EngineMsg>>,
+    model_json: String,
+    next_index: AtomicU64,
+    start: tokio::time::Instant,
+    fits_blocks: u32,
+}
+
+impl App {
+    pub fn new(
+        cfg: SimConfig,
+        res: Resolved,
+        engine_tx: Option<mpsc::UnboundedSender<EngineMsg>>,
+    ) -> Self {
+        let model_json = serde_json::to_string(&res.served_name).expect("string serializes");
+        App {
+            metrics: Mutex::new(Metrics::new(res.num_blocks, cfg.block_size)),
+            fits_blocks: res.num_blocks,
+            cfg,
+            res,
+            engine_tx,
+            model_json,
+            next_index: AtomicU64::new(0),
+            start: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Modelled seconds since start (wall seconds × time_scale).
+    pub fn model_now(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * self.cfg.time_scale
+    }
+}
+
+/// The response body type of every route.
+pub(crate) enum SimBody {
+    Full(Option<Bytes>),
+    Sse(Box<SseBody>),
+    /// Fails on first poll: the connection is closed mid-response.
+    Broken,
+}
+
+/// The error a [`SimBody`] yields to make hyper drop the connection (a simulated fault).
+#[derive(Debug, thiserror::Error)]
+#[error("simulated connection drop")]
+pub(crate) struct DropConnection;
+
+impl Body for SimBody {
+    type Data = Bytes;
+    type Error = DropConnection;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, DropConnection>>> {
+        match self.get_mut() {
+            SimBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            SimBody::Sse(s) => s.poll_next(cx),
+            SimBody::Broken => Poll::Ready(Some(Err(DropConnection))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, SimBody::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            SimBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            SimBody::Full(None) => SizeHint::with_exact(0),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+enum Source {
+    Instant,
+    Engine(mpsc::UnboundedReceiver<TokenMsg>),
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Phase {
+    Role,
+    Tokens,
+    Usage,
+    Done,
+    End,
+}
+
+/// A streamed SSE response.
+pub(crate) struct SseBody {
+    app: Arc<App>,
+    w: Writer,
+    src: Source,
+    phase: Phase,
+    output_len: u32,
+    finish: &'static str,
+    sent: u32,
+    pending: Option<TokenMsg>,
+    events: u32,
+    usage: bool,
+    fault: FaultSpec,
+    malformed_done: bool,
+    stalled: bool,
+    stall: Option<Pin<Box<tokio::time::Sleep>>>,
+    dropping: bool,
+    max_events: usize,
+    counted: bool,
+}
+
+enum Gate {
+    Go,
+    Stop,
+}
+
+impl SseBody {
+    /// Fault checks before one data event (module doc of `fault`).
+    fn gate(&mut self, buf: &mut Vec<u8>) -> Gate {
+        if self.fault.drop_after == Some(self.events) {
+            self.dropping = true;
+            return Gate::Stop;
+        }
+        if self.fault.stall_after == Some(self.events) && !self.stalled {
+            self.stalled = true;
+            let d = Duration::from_millis(self.fault.stall_ms.unwrap_or(86_400_000));
+            self.stall = Some(Box::pin(tokio::time::sleep(d)));
+            return Gate::Stop;
+        }
+        if self.fault.malformed_after == Some(self.events) && !self.malformed_done {
+            self.malformed_done = true;
+            self.w.malformed_event(buf);
+            self.events += 1;
+        }
+        if self.fault.keepalive {
+            self.w.comment(buf);
+        }
+        Gate::Go
+    }
+
+    fn next_tokens(&mut self, cx: &mut Context<'_>) -> Poll<Option<TokenMsg>> {
+        if let Some(p) = self.pending {
+            return Poll::Ready(Some(p));
+        }
+        let m = match &mut self.src {
+            Source::Instant => Some(TokenMsg {
+                tokens: 1,
+                finished: self.sent + 1 >= self.output_len,
+            }),
+            Source::Engine(rx) => match rx.poll_recv(cx) {
+                Poll::Ready(m) => m,
+                Poll::Pending => return Poll::Pending,
+            },
+        };
+        self.pending = m;
+        Poll::Ready(m)
+    }
+
+    fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, DropConnection>>> {
+        if let Some(s) = &mut self.stall {
+            if s.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.stall = None;
+        }
+        if self.dropping {
+            return Poll::Ready(Some(Err(DropConnection)));
+        }
+        let mut buf = Vec::with_capacity(if self.max_events > 1 { 16 * 1024 } else { 512 });
+        let mut n = 0;
+        while n < self.max_events {
+            match self.phase {
+                Phase::End => break,
+                Phase::Role => {
+                    if let Gate::Stop = self.gate(&mut buf) {
+                        break;
+                    }
+                    self.w.role_event(&mut buf);
+                    self.events += 1;
+                    n += 1;
+                    self.phase = Phase::Tokens;
+                }
+                Phase::Tokens => {
+                    let m = match self.next_tokens(cx) {
+                        Poll::Pending => {
+                            if buf.is_empty() {
+                                return Poll::Pending;
+                            }
+                            break;
+                        }
+                        Poll::Ready(None) => {
+                            // Engine went away (shutdown): end the stream abruptly.
+                            self.dropping = true;
+                            break;
+                        }
+                        Poll::Ready(Some(m)) => m,
+                    };
+                    if let Gate::Stop = self.gate(&mut buf) {
+                        break;
+                    }
+                    self.pending = None;
+                    let tokens = m.tokens.min(self.output_len - self.sent);
+                    let finish = m.finished.then_some(self.finish);
+                    let written = self
+                        .w
+                        .token_events(&mut buf, self.sent, tokens, finish, self.usage);
+                    self.sent += tokens;
+                    self.events += written;
+                    n += written as usize;
+                    if m.finished || self.sent >= self.output_len {
+                        self.phase = Phase::Usage;
+                    }
+                }
+                Phase::Usage => {
+                    if self.usage_wanted() {
+                        if let Gate::Stop = self.gate(&mut buf) {
+                            break;
+                        }
+                        self.w.usage_event(&mut buf, self.sent);
+                        self.events += 1;
+                        n += 1;
+                    }
+                    self.phase = Phase::Done;
+                }
+                Phase::Done => {
+                    if let Gate::Stop = self.gate(&mut buf) {
+                        break;
+                    }
+                    self.w.done(&mut buf);
+                    self.events += 1;
+                    n += 1;
+                    self.phase = Phase::End;
+                    self.count_instant();
+                }
+            }
+        }
+        if buf.is_empty() {
+            if self.dropping {
+                return Poll::Ready(Some(Err(DropConnection)));
+            }
+            if self.stall.is_some() {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            if self.phase == Phase::End {
+                return Poll::Ready(None);
+            }
+        }
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(buf)))))
+    }
+
+    fn usage_wanted(&self) -> bool {
+        self.usage
+    }
+
+    fn count_instant(&mut self) {
+        if matches!(self.src, Source::Instant) && !self.counted {
+            self.counted = true;
+            let mut m = self.app.metrics.lock().expect("metrics lock");
+            m.generation_tokens += u64::from(self.sent);
+            if self.finish == "stop" {
+                m.success_stop += 1;
+            } else {
+                m.success_length += 1;
+            }
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct StreamOptions {
+    include_usage: Option<bool>,
+    continuous_usage_stats: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct GenRequest {
+    model: Option<String>,
+    prompt: Option<Value>,
+    messages: Option<Vec<Value>>,
+    max_tokens: Option<u64>,
+    max_completion_tokens: Option<u64>,
+    min_tokens: Option<u64>,
+    ignore_eos: Option<bool>,
+    stream: Option<bool>,
+    stream_options: Option<StreamOptions>,
+}
+
+type Resp = Response<SimBody>;
+
+fn json_response(status: StatusCode, v: &Value) -> Resp {
+    let mut r = Response::new(SimBody::Full(Some(Bytes::from(v.to_string()))));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn error_response(app: &App, status: StatusCode, kind: &str, msg: &str) -> Resp {
+    app.metrics.lock().expect("metrics lock").errors += 1;
+    json_response(
+        status,
+        &json!({"error": {"message": msg, "type": kind, "param": null, "code": status.as_u16()}}),
+    )
+}
+
+fn text_response(status: StatusCode, ctype: &'static str, body: impl Into<Bytes>) -> Resp {
+    let mut r = Response::new(SimBody::Full(Some(body.into())));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
+}
+
+/// Routes one request.
+pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+    let path = req.uri().path().to_string();
+    let r = match (req.method(), path.as_str()) {
+        (&Method::GET, "/health") | (&Method::GET, "/ping") => {
+            text_response(StatusCode::OK, "text/plain", "")
+        }
+        (&Method::GET, "/version") => json_response(
+            StatusCode::OK,
+            &json!({"version": concat!("inferbench-sim ", env!("CARGO_PKG_VERSION"))}),
+        ),
+        (&Method::GET, "/v1/models") => json_response(
+            StatusCode::OK,
+            &json!({"object": "list", "data": [{
+                "id": app.res.served_name, "object": "model", "created": unix_now(),
+                "owned_by": "inferbench-sim", "root": app.res.model_name,
+                "max_model_len": app.res.max_model_len}]}),
+        ),
+        (&Method::GET, "/metrics") => {
+            let text = app
+                .metrics
+                .lock()
+                .expect("metrics lock")
+                .render(&app.res.served_name);
+            text_response(StatusCode::OK, "text/plain; version=0.0.4", text)
+        }
+        (&Method::POST, "/reset_prefix_cache") => {
+            if let Some(tx) = &app.engine_tx {
+                let _ = tx.send(EngineMsg::ResetPrefixCache);
+            }
+            text_response(StatusCode::OK, "text/plain", "")
+        }
+        (&Method::POST, "/tokenize") => match read_json(req).await {
+            Ok(v) => tokenize_route(&app, &v),
+            Err(e) => error_response(&app, StatusCode::BAD_REQUEST, "BadRequestError", &e),
+        },
+        (&Method::POST, "/v1/completions") => generate(app, req, Api::Completions).await,
+        (&Method::POST, "/v1/chat/completions") => generate(app, req, Api::Chat).await,
+        _ => error_response(
+            &app,
+            StatusCode::NOT_FOUND,
+            "NotFoundError",
+            &format!("no route for {} {path}", req.method()),
+        ),
+    };
+    Ok(r)
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, String> {
+    let limited = http_body_util::Limited::new(req.into_body(), MAX_BODY_BYTES);
+    limited
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .map_err(|e| format!("could not read request body: {e}"))
+}
+
+async fn read_json(req: Request<Incoming>) -> Result<Value, String> {
+    let b = read_body(req).await?;
+    serde_json::from_slice(&b).map_err(|e| format!("request body is not valid JSON: {e}"))
+}
+
+/// Prompt token ids of a completions `prompt` or chat `messages`.
+fn prompt_tokens(prompt: Option<&Value>, messages: Option<&[Value]>) -> Result<Vec<u32>, String> {
+    let mut ids = Vec::new();
+    if let Some(msgs) = messages {
+        // A minimal chat template: "<|role|>\n" + content + "\n" per message, then the
+        // generation prompt "<|assistant|>\n".
+        let mut text = String::new();
+        for m in msgs {
+            let role = m.get("role").and_then(Value::as_str).unwrap_or("user");
+            text.push_str("<|");
+            text.push_str(role);
+            text.push_str("|>\n");
+            match m.get("content") {
+                Some(Value::String(s)) => text.push_str(s),
+                Some(Value::Array(parts)) => {
+                    for p in parts {
+                        if let Some(t) = p.get("text").and_then(Value::as_str) {
+                            text.push_str(t);
+                        }
+                    }
+                }
+                Some(Value::Null) | None => {}
+                Some(_) => return Err("message content must be a string or a list of parts".into()),
+            }
+            text.push('\n');
+        }
+        text.push_str("<|assistant|>\n");
+        tokenize_into(&text, &mut ids);
+        return Ok(ids);
+    }
+    match prompt {
+        Some(Value::String(s)) => tokenize_into(s, &mut ids),
+        Some(Value::Array(a)) if a.is_empty() => return Err("prompt is empty".into()),
+        Some(Value::Array(a)) => match &a[0] {
+            Value::String(s) if a.len() == 1 => tokenize_into(s, &mut ids),
+            Value::Number(_) => {
+                for v in a {
+                    let t = v
+                        .as_u64()
+                        .and_then(|t| u32::try_from(t).ok())
+                        .ok_or("prompt token ids must be integers in 0..2^32")?;
+                    ids.push(t);
+                }
+            }
+            _ => return Err("prompt must be a string, [string] or a list of token ids (batched prompts are not supported)".into()),
+        },
+        Some(_) => return Err("prompt must be a string or a list of token ids".into()),
+        None => return Err("missing field `prompt` (or `messages`)".into()),
+    }
+    Ok(ids)
+}
+
+fn tokenize_route(app: &App, v: &Value) -> Resp {
+    let msgs = v
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice);
+    match prompt_tokens(v.get("prompt"), msgs) {
+        Ok(ids) => json_response(
+            StatusCode::OK,
+            &json!({"count": ids.len(), "max_model_len": app.res.max_model_len, "tokens": ids}),
+        ),
+        Err(e) => error_response(app, StatusCode::BAD_REQUEST, "BadRequestError", &e),
+    }
+}
+
+async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
+    let index = app.next_index.fetch_add(1, Ordering::Relaxed);
+    let header_fault = match req.headers().get("x-sim-fault") {
+        Some(h) => match h
+            .to_str()
+            .map_err(|e| e.to_string())
+            .and_then(|s| FaultSpec::parse(s).map_err(|e| e.to_string()))
+        {
+            Ok(f) => Some(f),
+            Err(e) => {
+                return error_response(
+                    &app,
+                    StatusCode::BAD_REQUEST,
+                    "BadRequestError",
+                    &format!("x-sim-fault: {e}"),
+                )
+            }
+        },
+        None => None,
+    };
+    let body = match read_body(req).await {
+        Ok(b) => b,
+        Err(e) => return error_response(&app, StatusCode::BAD_REQUEST, "BadRequestError", &e),
+    };
+    let r: GenRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error_response(
+                &app,
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                &format!("invalid request: {e}"),
+            )
+        }
+    };
+    if let Some(m) = &r.model {
+        if *m != app.res.served_name && !m.eq_ignore_ascii_case(&app.res.model_name) {
+            return error_response(
+                &app,
+                StatusCode::NOT_FOUND,
+                "NotFoundError",
+                &format!("The model `{m}` does not exist."),
+            );
+        }
+    }
+    let ids = match api {
+        Api::Chat => match &r.messages {
+            Some(m) => prompt_tokens(None, Some(m)),
+            None => Err("missing field `messages`".to_string()),
+        },
+        Api::Completions => prompt_tokens(r.prompt.as_ref(), None),
+    };
+    let ids = match ids {
+        Ok(ids) => ids,
+        Err(e) => return error_response(&app, StatusCode::BAD_REQUEST, "BadRequestError", &e),
+    };
+    let prompt_len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+    let max_len = app.res.max_model_len;
+    let requested = r.max_completion_tokens.or(r.max_tokens);
+    let max_tokens = match requested {
+        Some(0) => {
+            return error_response(
+                &app,
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                "max_tokens must be at least 1",
+            )
+        }
+        Some(n) => n,
+        None => u64::from(app.cfg.default_max_tokens)
+            .min(u64::from(max_len.saturating_sub(prompt_len)).max(1)),
+    };
+    if u64::from(prompt_len) + max_tokens > u64::from(max_len) {
+        return error_response(
+            &app,
+            StatusCode::BAD_REQUEST,
+            "BadRequestError",
+            &format!(
+                "This model's maximum context length is {max_len} tokens. However, you requested \
+                 {} tokens ({prompt_len} in the messages, {max_tokens} in the completion). Please \
+                 reduce the length of the messages or completion.",
+                u64::from(prompt_len) + max_tokens
+            ),
+        );
+    }
+    let max_tokens = max_tokens as u32; // ≤ max_model_len
+    let min_tokens = r.min_tokens.unwrap_or(0).min(u64::from(max_tokens)) as u32;
+    let ignore_eos = r.ignore_eos.unwrap_or(false);
+    let (output_len, finish) = match app.cfg.eos_after {
+        Some(n) if !ignore_eos && n.max(min_tokens).max(1) < max_tokens => {
+            (n.max(min_tokens).max(1), "stop")
+        }
+        _ => (max_tokens, "length"),
+    };
+
+    // Fault: the header wins; else the configured fault with probability fault_rate.
+    let fault = match header_fault {
+        Some(f) => f,
+        None => match &app.cfg.fault {
+            Some(f) if u01(app.cfg.seed, index, 1) < app.cfg.fault_rate => f.clone(),
+            _ => FaultSpec::default(),
+        },
+    };
+    if let Some(ms) = fault.first_byte_ms {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    if !fault.status.is_empty() {
+        let pick = (u01(app.cfg.seed, index, 2) * fault.status.len() as f64) as usize;
+        let code = fault.status[pick.min(fault.status.len() - 1)];
+        let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        return error_response(
+            &app,
+            status,
+            "SimulatedFault",
+            &format!("simulated fault: HTTP {code} (request {index})"),
+        );
+    }
+
+    let stream = r.stream.unwrap_or(false);
+    let so = r.stream_options.unwrap_or_default();
+    let include_usage = !fault.no_usage && (!stream || so.include_usage.unwrap_or(false));
+    let mut w = Writer::new(api, index, unix_now(), &app.model_json, fault.crlf);
+    w.prompt_tokens = prompt_len;
+    w.continuous_usage = !fault.no_usage && so.continuous_usage_stats.unwrap_or(false);
+    w.reasoning_tokens = if api == Api::Chat {
+        app.cfg.reasoning_tokens
+    } else {
+        0
+    };
+
+    let src = match (&app.engine_tx, app.cfg.mode) {
+        (Some(tx), Mode::Timed) => {
+            let lookahead = app.cfg.spec_decode.map_or(0, |s| s.num_draft_tokens);
+            let need = (u64::from(prompt_len) + u64::from(output_len) + u64::from(lookahead))
+                .div_ceil(u64::from(app.cfg.block_size));
+            if need > u64::from(app.fits_blocks) {
+                return error_response(
+                    &app,
+                    StatusCode::BAD_REQUEST,
+                    "BadRequestError",
+                    &format!(
+                        "request needs {need} KV blocks but the cache has {}",
+                        app.fits_blocks
+                    ),
+                );
+            }
+            let bs = app.cfg.block_size as usize;
+            let hashes = if app.cfg.enable_prefix_caching {
+                block_hashes(&ids, bs)
+            } else {
+                Vec::new()
+            };
+            let tail = ids[ids.len() / bs * bs..].to_vec();
+            drop(ids);
+            let (ttx, trx) = mpsc::unbounded_channel();
+            let msg = EngineMsg::Add {
+                seq: NewSeq {
+                    id: index,
+                    prompt_len,
+                    block_hashes: hashes,
+                    tail_tokens: tail,
+                    output_len,
+                },
+                arrival_s: app.model_now(),
+                finish_reason: finish,
+                tx: ttx,
+            };
+            if tx.send(msg).is_err() {
+                return error_response(
+                    &app,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailable",
+                    "engine stopped",
+                );
+            }
+            Source::Engine(trx)
+        }
+        _ => {
+            app.metrics.lock().expect("metrics lock").prompt_tokens += u64::from(prompt_len);
+            Source::Instant
+        }
+    };
+
+    if !stream {
+        return whole_response(&app, src, &w, output_len, finish, include_usage, &fault).await;
+    }
+    let max_events = match src {
+        Source::Instant => app.cfg.events_per_write,
+        Source::Engine(_) => 1024,
+    };
+    let body = SseBody {
+        app: app.clone(),
+        w,
+        src,
+        phase: if api == Api::Chat {
+            Phase::Role
+        } else {
+            Phase::Tokens
+        },
+        output_len,
+        finish,
+        sent: 0,
+        pending: None,
+        events: 0,
+        usage: include_usage,
+        fault,
+        malformed_done: false,
+        stalled: false,
+        stall: None,
+        dropping: false,
+        max_events,
+        counted: false,
+    };
+    let mut resp = Response::new(SimBody::Sse(Box::new(body)));
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    resp
+}
+
+async fn whole_response(
+    app: &Arc<App>,
+    src: Source,
+    w: &Writer,
+    output_len: u32,
+    finish: &'static str,
+    usage: bool,
+    fault: &FaultSpec,
+) -> Resp {
+    if let Source::Engine(mut rx) = src {
+        loop {
+            match rx.recv().await {
+                Some(m) if m.finished => break,
+                Some(_) => {}
+                None => {
+                    return error_response(
+                        app,
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "ServiceUnavailable",
+                        "engine stopped",
+                    )
+                }
+            }
+        }
+    } else {
+        let mut m = app.metrics.lock().expect("metrics lock");
+        m.generation_tokens += u64::from(output_len);
+        if finish == "stop" {
+            m.success_stop += 1;
+        } else {
+            m.success_length += 1;
+        }
+    }
+    if fault.stall_after.is_some() {
+        let ms = fault.stall_ms.unwrap_or(86_400_000);
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    let mut body = w.full_body(output_len, finish, usage);
+    if fault.drop_after.is_some() {
+        let mut r = Response::new(SimBody::Broken);
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        return r;
+    }
+    if fault.malformed_after.is_some() {
+        body.truncate(body.len() / 2);
+    }
+    let mut r = Response::new(SimBody::Full(Some(Bytes::from(body))));
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
