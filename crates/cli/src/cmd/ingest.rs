@@ -1,10 +1,54 @@
-//! `inferbench ingest` (stub: not implemented yet).
+//! `inferbench ingest PATH…`: store run artifacts and imported result files
+//! (inferbench artifact directories, vLLM `--save-result` JSON, InferenceX `agg_*.json` /
+//! `agg_bmk.json`, AIPerf `profile_export_aiperf.json`).
+
+use std::path::PathBuf;
+
+use inferbench_store::{IngestOptions, Store};
 
 /// Flags of `inferbench ingest`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Artifact directories, directory trees or result files to ingest.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Identity for imports that lack it, InferenceX aggregate field names
+    /// (`hw=h200`, `framework=vllm`, `precision=fp8`, `tp=8`, `isl=1024`, …); repeatable.
+    /// Overrides the files' own values.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Exit with status 1 when any unit was skipped or any name was unknown.
+    #[arg(long)]
+    pub strict: bool,
+}
 
-/// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench ingest` is not implemented yet")
+/// Runs the subcommand; returns 0, or 1 when something was skipped (always) or unknown (with
+/// `--strict`).
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let mut opts = IngestOptions::default();
+    for kv in &args.set {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--set `{kv}`: expected KEY=VALUE"))?;
+        opts.overrides
+            .insert(k.trim().to_string(), v.trim().to_string());
+    }
+    let mut store = Store::open(&args.db)?;
+    store.migrate()?;
+    let mut failed = false;
+    let mut unknown = false;
+    for p in &args.paths {
+        let report = store.ingest_path(p, &opts)?;
+        print!("{}", report.render());
+        failed |= !report.skipped.is_empty();
+        unknown |= !report.unknown.is_empty();
+    }
+    Ok(if failed || (args.strict && unknown) {
+        1
+    } else {
+        0
+    })
 }

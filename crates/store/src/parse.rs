@@ -1,0 +1,1417 @@
+//! Reading result files into [`RunData`]: our artifact directories (DESIGN.md §3), vLLM
+//! `--save-result` JSON, InferenceX `agg_*.json` / `agg_bmk.json`, AIPerf
+//! `profile_export_aiperf.json`. No database access here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, Read};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::normalize;
+
+/// Where a result came from (stored in `runs.source_kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// An inferbench artifact directory (one point).
+    Artifacts,
+    /// vLLM `benchmark_serving --save-result` JSON (one point).
+    VllmResult,
+    /// InferenceX `agg_<RESULT_FILENAME>.json` (one point) or `agg_bmk.json` (array of points).
+    InferenceX,
+    /// AIPerf `profile_export_aiperf.json` summary export (one point).
+    Aiperf,
+}
+
+impl SourceKind {
+    /// Name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Artifacts => "inferbench",
+            SourceKind::VllmResult => "vllm",
+            SourceKind::InferenceX => "inferencex",
+            SourceKind::Aiperf => "aiperf",
+        }
+    }
+}
+
+/// Identity values supplied by the user for imports that lack them (vLLM and AIPerf files name
+/// no hardware, framework or parallelism), keyed like InferenceX's aggregate fields
+/// (`hw`, `framework`, `precision`, `model_prefix`, `tp`, `ep`, `isl`, `osl`, `conc`, …).
+/// They take precedence over the file's own values.
+pub type Overrides = BTreeMap<String, String>;
+
+/// The configuration a point was measured in: the natural key of `configs`
+/// (see [`crate::schema::CONFIG_KEY`]). Text fields are canonical lowercase names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[allow(missing_docs)]
+pub struct ConfigKey {
+    pub model: String,
+    pub model_prefix: String,
+    pub hardware: String,
+    pub framework: String,
+    pub precision: String,
+    pub spec_decoding: String,
+    pub disagg: bool,
+    pub is_multinode: bool,
+    pub tp: i64,
+    pub pp: i64,
+    pub dcp: i64,
+    pub pcp: i64,
+    pub ep: i64,
+    pub dp_attention: bool,
+    pub prefill_tp: i64,
+    pub prefill_ep: i64,
+    pub prefill_dp_attention: bool,
+    pub prefill_num_workers: i64,
+    pub decode_tp: i64,
+    pub decode_ep: i64,
+    pub decode_dp_attention: bool,
+    pub decode_num_workers: i64,
+    pub num_prefill_gpu: i64,
+    pub num_decode_gpu: i64,
+    /// KV-cache offload mode (`off` unless the artifact says otherwise).
+    pub kv_offload: String,
+    /// `fixed_seq_len`, `agentic`, … (InferenceX scenario type).
+    pub scenario: String,
+    /// Input / output sequence length in tokens (0 when the workload has none, e.g. traces).
+    pub isl: i64,
+    pub osl: i64,
+    pub image: String,
+}
+
+impl ConfigKey {
+    /// GPUs the point used: `num_prefill_gpu + num_decode_gpu` when disaggregated or multinode
+    /// (InferenceX rule), else `tp × pp × pcp` (reference/inferencex-producer.md §7.1).
+    pub fn gpus(&self) -> i64 {
+        if (self.disagg || self.is_multinode) && self.num_prefill_gpu + self.num_decode_gpu > 0 {
+            self.num_prefill_gpu + self.num_decode_gpu
+        } else {
+            (self.tp.max(1)) * (self.pp.max(1)) * (self.pcp.max(1))
+        }
+    }
+}
+
+/// The per-request records of a point, as stored.
+#[derive(Debug, Clone)]
+pub struct RequestsBlob {
+    /// zstd-compressed JSONL (the artifact's bytes when it was already `.zst`).
+    pub jsonl_zst: Vec<u8>,
+    /// SHA-256 hex of the uncompressed JSONL.
+    pub sha256: String,
+    /// Records, profile records, failed profile records.
+    pub n_records: i64,
+    pub n_profile: i64,
+    pub n_failed: i64,
+}
+
+/// One measured point.
+#[derive(Debug, Clone)]
+pub struct PointData {
+    /// Its configuration.
+    pub config: ConfigKey,
+    /// Concurrency (max in-flight requests; 0 = unlimited).
+    pub conc: i64,
+    /// UTC date `YYYY-MM-DD` of the measurement ("" when unknown).
+    pub date: String,
+    /// Flat metric map: InferenceX names and units (seconds, tok/s, tok/s/GPU, tok/s/user);
+    /// extras namespaced `inferbench.*`.
+    pub metrics: BTreeMap<String, f64>,
+    /// Failure text for a point that produced no valid measurement.
+    pub error: Option<String>,
+    /// Per-request records, when the artifact has them.
+    pub requests: Option<RequestsBlob>,
+    /// Power samples `(gpu, unix s, W)`.
+    pub power: Vec<(String, f64, f64)>,
+    /// Server metric samples `(name, labels JSON, unix s, value)`.
+    pub server_metrics: Vec<(String, String, f64, f64)>,
+}
+
+/// One ingestable unit: written in one transaction.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    /// `sha256:<hex>` of the result bytes (natural key of `runs`).
+    pub run_key: String,
+    /// Format.
+    pub kind: SourceKind,
+    /// Path it was read from.
+    pub source_path: String,
+    /// Sweep this run belongs to (job.json `sweep_id`, else the parent directory of an artifact
+    /// directory, else the file path).
+    pub batch: String,
+    /// UTC date `YYYY-MM-DD` ("" when unknown).
+    pub date: String,
+    /// Benchmark window, unix seconds.
+    pub start_unix: Option<f64>,
+    pub end_unix: Option<f64>,
+    /// Provenance from `job.json` ("" when absent).
+    pub inferbench_version: String,
+    pub git_sha: String,
+    pub engine_version: String,
+    pub host: String,
+    pub result_filename: String,
+    /// `job.json` as compact JSON (`{}` when absent).
+    pub job: String,
+    /// The points.
+    pub points: Vec<PointData>,
+    /// Files kept verbatim: (name, bytes).
+    pub artifacts: Vec<(String, Vec<u8>)>,
+    /// Unknown names `(kind, name)` met while normalizing.
+    pub unknown: BTreeSet<(String, String)>,
+    /// Non-fatal oddities worth reporting.
+    pub warnings: Vec<String>,
+}
+
+/// Why a unit could not be read.
+pub type ParseError = String;
+
+/// SHA-256 hex of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovery
+
+/// A unit found under a path: an artifact directory or a result file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unit {
+    /// Directory with `summary.json` and/or `agg_*.json`.
+    Dir(PathBuf),
+    /// A JSON result file.
+    File(PathBuf),
+}
+
+/// An inferbench artifact directory has a `summary.json`. (A directory holding only
+/// `agg_*.json` files, like InferenceX's `bmk_*` artifacts, is walked and each file imported.)
+fn is_artifact_dir(dir: &Path) -> bool {
+    dir.join("summary.json").is_file()
+}
+
+fn agg_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("agg_") && n.ends_with(".json"))
+        })
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Finds the units under `path` in a deterministic (sorted) order. Files that are not JSON are
+/// returned in `ignored` (they are reported, not silently skipped).
+pub fn discover(
+    path: &Path,
+    units: &mut Vec<Unit>,
+    ignored: &mut Vec<PathBuf>,
+) -> std::io::Result<()> {
+    if path.is_dir() {
+        if is_artifact_dir(path) {
+            units.push(Unit::Dir(path.to_path_buf()));
+            // Nested point directories are their own units.
+            let mut subs: Vec<PathBuf> = std::fs::read_dir(path)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir())
+                .collect();
+            subs.sort();
+            for s in subs {
+                discover(&s, units, ignored)?;
+            }
+            return Ok(());
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            if e.is_dir() {
+                discover(&e, units, ignored)?;
+            } else if e.extension().and_then(|x| x.to_str()) == Some("json") {
+                units.push(Unit::File(e));
+            } else {
+                ignored.push(e);
+            }
+        }
+        Ok(())
+    } else if path.is_file() {
+        units.push(Unit::File(path.to_path_buf()));
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{}: no such file or directory", path.display()),
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value helpers
+
+fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    }
+}
+
+/// Looks identity fields up in several JSON objects, first match wins.
+struct Lookup<'a> {
+    overrides: &'a Overrides,
+    maps: Vec<&'a Map<String, Value>>,
+}
+
+impl Lookup<'_> {
+    fn get(&self, names: &[&str]) -> Option<Value> {
+        for n in names {
+            if let Some(v) = self.overrides.get(*n) {
+                return Some(Value::String(v.clone()));
+            }
+        }
+        for m in &self.maps {
+            for n in names {
+                if let Some(v) = m.get(*n) {
+                    if !v.is_null() {
+                        return Some(v.clone());
+                    }
+                }
+            }
+        }
+        None
+    }
+    fn text(&self, names: &[&str]) -> String {
+        match self.get(names) {
+            Some(Value::String(s)) => s,
+            Some(Value::Null) | None => String::new(),
+            Some(v) => v.to_string(),
+        }
+    }
+    fn int(&self, names: &[&str]) -> Option<i64> {
+        self.get(names)
+            .as_ref()
+            .and_then(num)
+            .map(|f| f.round() as i64)
+    }
+    fn flag(&self, names: &[&str]) -> bool {
+        self.get(names).is_some_and(|v| normalize::truthy(&v))
+    }
+}
+
+/// Keys of an InferenceX aggregate row that are identity, not metrics.
+const IDENTITY_KEYS: &[&str] = &[
+    "hw",
+    "conc",
+    "image",
+    "model",
+    "infmax_model_prefix",
+    "model_prefix",
+    "framework",
+    "precision",
+    "spec_decoding",
+    "isl",
+    "osl",
+    "disagg",
+    "is_multinode",
+    "tp",
+    "pp",
+    "dcp_size",
+    "pcp_size",
+    "ep",
+    "dp_attention",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "prefill_num_workers",
+    "prefill_pp",
+    "prefill_dcp",
+    "prefill_pcp",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "decode_num_workers",
+    "decode_pp",
+    "decode_dcp",
+    "decode_pcp",
+    "num_prefill_gpu",
+    "num_decode_gpu",
+    "recipe_fingerprint",
+    "router",
+    "kv_p2p_transfer",
+    "scenario_type",
+    "offload_mode",
+    "kv_offloading",
+    "users",
+    "prefill_hw",
+    "decode_hw",
+    "power_metric_schema_version",
+    "power_valid",
+];
+
+/// Builds the config key from identity sources, recording unknown names.
+fn config_key(l: &Lookup<'_>, unknown: &mut BTreeSet<(String, String)>) -> ConfigKey {
+    let mut note = |kind: &str, n: &normalize::Norm| {
+        if !n.known {
+            unknown.insert((kind.to_string(), n.key.clone()));
+        }
+    };
+    let hw_raw = l.text(&["hw", "hardware", "runner_type", "RUNNER_TYPE"]);
+    let hw = normalize::hardware(if hw_raw.is_empty() {
+        "unknown"
+    } else {
+        &hw_raw
+    });
+    note("hardware", &hw);
+    let prefix = l.text(&["infmax_model_prefix", "model_prefix", "MODEL_PREFIX"]);
+    let model_raw = l.text(&["model", "model_id", "MODEL"]);
+    let model = normalize::model(
+        &prefix,
+        if model_raw.is_empty() && prefix.is_empty() {
+            "unknown"
+        } else {
+            &model_raw
+        },
+    );
+    note("model", &model);
+    let fw_raw = l.text(&["framework", "FRAMEWORK"]);
+    let (fw, fw_disagg) = normalize::framework(if fw_raw.is_empty() {
+        "unknown"
+    } else {
+        &fw_raw
+    });
+    note("framework", &fw);
+    let prec_raw = l.text(&["precision", "PRECISION"]);
+    let prec = normalize::precision(if prec_raw.is_empty() {
+        "unknown"
+    } else {
+        &prec_raw
+    });
+    note("precision", &prec);
+
+    let disagg = fw_disagg || l.flag(&["disagg", "DISAGG"]);
+    let is_multinode = l.flag(&["is_multinode", "IS_MULTINODE"]);
+    let one = |v: Option<i64>| v.unwrap_or(1);
+    let tp = one(l.int(&["tp", "TP"]));
+    let ep = one(l.int(&["ep", "EP_SIZE", "ep_size"]));
+    let dpa = l.flag(&["dp_attention", "DP_ATTENTION", "dp_attn"]);
+    let v2 = l.get(&["prefill_tp"]).is_some();
+    let (ptp, pep, pdpa, pnw, dtp, dep, ddpa, dnw, npg, ndg);
+    if v2 {
+        ptp = one(l.int(&["prefill_tp"]));
+        pep = one(l.int(&["prefill_ep"]));
+        pdpa = l.flag(&["prefill_dp_attention"]);
+        pnw = l.int(&["prefill_num_workers"]).unwrap_or(0);
+        dtp = one(l.int(&["decode_tp"]));
+        dep = one(l.int(&["decode_ep"]));
+        ddpa = l.flag(&["decode_dp_attention"]);
+        dnw = l.int(&["decode_num_workers"]).unwrap_or(0);
+        npg = l.int(&["num_prefill_gpu"]).unwrap_or(ptp * pep);
+        ndg = l.int(&["num_decode_gpu"]).unwrap_or(dtp * dep);
+    } else {
+        (ptp, pep, pdpa, pnw, dtp, dep, ddpa, dnw) = (tp, ep, dpa, 0, tp, ep, dpa, 0);
+        npg = tp * ep;
+        ndg = tp * ep;
+    }
+    let kv = l.text(&["offload_mode", "kv_offloading", "KV_OFFLOADING"]);
+    let kv = match kv.trim().to_lowercase().as_str() {
+        "" | "none" | "off" | "false" | "0" => "off".to_string(),
+        "on" | "true" | "1" => "on".to_string(),
+        other => other.to_string(),
+    };
+    let scenario = l
+        .text(&["scenario_type", "scenario", "SCENARIO_TYPE"])
+        .to_lowercase();
+    ConfigKey {
+        model: model.key,
+        model_prefix: prefix.to_lowercase(),
+        hardware: hw.key,
+        framework: fw.key,
+        precision: prec.key,
+        spec_decoding: normalize::spec_method(&l.text(&["spec_decoding", "SPEC_DECODING"])),
+        disagg,
+        is_multinode,
+        tp,
+        pp: one(l.int(&["pp", "PP_SIZE", "pp_size"])),
+        dcp: one(l.int(&["dcp_size", "DCP_SIZE", "dcp"])),
+        pcp: one(l.int(&["pcp_size", "PCP_SIZE", "pcp"])),
+        ep,
+        dp_attention: dpa,
+        prefill_tp: ptp,
+        prefill_ep: pep,
+        prefill_dp_attention: pdpa,
+        prefill_num_workers: pnw,
+        decode_tp: dtp,
+        decode_ep: dep,
+        decode_dp_attention: ddpa,
+        decode_num_workers: dnw,
+        num_prefill_gpu: npg,
+        num_decode_gpu: ndg,
+        kv_offload: kv,
+        scenario: if scenario.is_empty() {
+            "fixed_seq_len".into()
+        } else {
+            scenario
+        },
+        isl: l.int(&["isl", "ISL"]).unwrap_or(0),
+        osl: l.int(&["osl", "OSL"]).unwrap_or(0),
+        image: l.text(&["image", "IMAGE"]).replace('#', "/"),
+    }
+}
+
+/// `YYYYMMDD-HHMMSS` (vLLM) or ISO `YYYY-MM-DD…` → `YYYY-MM-DD`.
+fn date_from_text(s: &str) -> Option<String> {
+    let s = s.trim();
+    let b = s.as_bytes();
+    if b.len() >= 10 && b[4] == b'-' && b[7] == b'-' && b[..4].iter().all(u8::is_ascii_digit) {
+        return Some(s[..10].to_string());
+    }
+    if b.len() >= 8 && b[..8].iter().all(u8::is_ascii_digit) {
+        return Some(format!("{}-{}-{}", &s[..4], &s[4..6], &s[6..8]));
+    }
+    None
+}
+
+/// Unix seconds → UTC `YYYY-MM-DD` (days-from-civil inverse, proleptic Gregorian).
+pub fn date_from_unix(t: f64) -> String {
+    let days = (t / 86_400.0).floor() as i64;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Flattens a vLLM-shaped summary (ms latencies) into InferenceX names and units: `*_ms` keys →
+/// seconds without the suffix; TPOT statistics also give `*_intvty` = 1000 / TPOT_ms; other
+/// numeric top-level keys kept; the `inferbench` extras object flattened as `inferbench.<key>`
+/// (its `*_ms` values also converted) and its E2E-normalized interactivity / TTFO statistics
+/// promoted to the hot names.
+fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
+    for (k, v) in s {
+        if k == "inferbench" {
+            continue;
+        }
+        let Some(x) = num(v).filter(|_| !v.is_string() || k.ends_with("_ms")) else {
+            continue;
+        };
+        if let Some(base) = k.strip_suffix("_ms") {
+            out.insert(base.to_string(), x / 1000.0);
+            if base.contains("tpot") && x > 0.0 {
+                out.insert(base.replace("tpot", "intvty"), 1000.0 / x);
+            }
+        } else {
+            out.insert(k.clone(), x);
+        }
+    }
+    if let Some(Value::Object(ext)) = s.get("inferbench") {
+        flatten_extras("inferbench", ext, out);
+        for (k, v) in out.clone() {
+            let Some(rest) = k.strip_prefix("inferbench.") else {
+                continue;
+            };
+            let leaf = rest.rsplit('.').next().unwrap_or(rest);
+            for q in ["p75", "p90"] {
+                let hot = format!("{q}_e2e_norm_intvty");
+                if leaf == hot || rest == format!("e2e_norm_intvty.{q}") {
+                    out.entry(hot).or_insert(v);
+                }
+            }
+            for (stat, hot) in [("median_ttfo", "median_ttfo"), ("p99_ttfo", "p99_ttfo")] {
+                if leaf == stat {
+                    out.entry(hot.to_string()).or_insert(v);
+                }
+            }
+        }
+    }
+}
+
+fn flatten_extras(prefix: &str, m: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
+    for (k, v) in m {
+        match v {
+            Value::Object(o) => flatten_extras(&format!("{prefix}.{k}"), o, out),
+            Value::Number(_) => {
+                let x = num(v).unwrap_or(f64::NAN);
+                if let Some(base) = k.strip_suffix("_ms") {
+                    out.insert(format!("{prefix}.{base}"), x / 1000.0);
+                } else {
+                    out.insert(format!("{prefix}.{k}"), x);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Numeric non-identity fields of an InferenceX aggregate row, kept under their names.
+fn agg_metrics(row: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
+    for (k, v) in row {
+        if IDENTITY_KEYS.contains(&k.as_str()) || v.is_string() {
+            continue;
+        }
+        if let Some(x) = num(v) {
+            out.insert(k.clone(), x);
+        }
+    }
+}
+
+/// Fills per-GPU throughput from the totals when missing: ÷ gpus (single node; for
+/// disaggregated rows output ÷ decode GPUs and input ÷ prefill GPUs, InferenceX §7.1).
+fn fill_per_gpu(cfg: &ConfigKey, m: &mut BTreeMap<String, f64>) {
+    let g = cfg.gpus() as f64;
+    let disagg = cfg.disagg || cfg.is_multinode;
+    let total = m.get("total_token_throughput").copied();
+    let output = m.get("output_throughput").copied();
+    if let Some(t) = total {
+        m.entry("tput_per_gpu".into()).or_insert(t / g);
+    }
+    if let Some(o) = output {
+        let d = if disagg && cfg.num_decode_gpu > 0 {
+            cfg.num_decode_gpu as f64
+        } else {
+            g
+        };
+        m.entry("output_tput_per_gpu".into()).or_insert(o / d);
+    }
+    if let (Some(t), Some(o)) = (total, output) {
+        let p = if disagg && cfg.num_prefill_gpu > 0 {
+            cfg.num_prefill_gpu as f64
+        } else {
+            g
+        };
+        m.entry("input_tput_per_gpu".into()).or_insert((t - o) / p);
+    }
+}
+
+fn read_json(path: &Path) -> Result<(Vec<u8>, Value), ParseError> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{}:{}:{}: invalid JSON: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    Ok((bytes, v))
+}
+
+fn base_run(kind: SourceKind, path: &Path, key_bytes: &[u8]) -> RunData {
+    RunData {
+        run_key: format!("sha256:{}", sha256_hex(key_bytes)),
+        kind,
+        source_path: path.display().to_string(),
+        batch: path.display().to_string(),
+        date: String::new(),
+        start_unix: None,
+        end_unix: None,
+        inferbench_version: String::new(),
+        git_sha: String::new(),
+        engine_version: String::new(),
+        host: String::new(),
+        result_filename: String::new(),
+        job: "{}".into(),
+        points: Vec::new(),
+        artifacts: Vec::new(),
+        unknown: BTreeSet::new(),
+        warnings: Vec::new(),
+    }
+}
+
+fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointData {
+    PointData {
+        config,
+        conc,
+        date,
+        metrics: BTreeMap::new(),
+        error: None,
+        requests: None,
+        power: Vec::new(),
+        server_metrics: Vec::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Result files
+
+/// Reads one JSON result file of any supported format.
+pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
+    let (bytes, v) = read_json(path)?;
+    let p = path.display();
+    match &v {
+        Value::Array(rows) => {
+            if rows.is_empty() {
+                return Err(format!("{p}: empty array, no points"));
+            }
+            let mut run = base_run(SourceKind::InferenceX, path, &bytes);
+            let mut seen: BTreeMap<(ConfigKey, i64), usize> = BTreeMap::new();
+            for (i, row) in rows.iter().enumerate() {
+                let Value::Object(o) = row else {
+                    return Err(format!("{p}: element {i} is not an object"));
+                };
+                if !o.contains_key("hw") {
+                    return Err(format!("{p}: element {i} has no `hw`: not an InferenceX aggregate row"));
+                }
+                let pt = inferencex_point(o, ov, &mut run.unknown, &format!("{p}[{i}]"))?;
+                // InferenceX keeps the last of duplicate rows (etl/benchmark-ingest.ts).
+                let key = (pt.config.clone(), pt.conc);
+                if let Some(&j) = seen.get(&key) {
+                    run.warnings.push(format!("{p}[{i}]: duplicate of element {j}; the later one is kept"));
+                    let old = run.points.iter().position(|q| (q.config.clone(), q.conc) == key);
+                    if let Some(old) = old {
+                        run.points.remove(old);
+                    }
+                }
+                seen.insert(key, i);
+                run.points.push(pt);
+            }
+            run.date = run.points.iter().map(|p| p.date.clone()).max().unwrap_or_default();
+            Ok(run)
+        }
+        Value::Object(o) if o.contains_key("hw") && o.contains_key("conc") => {
+            let mut run = base_run(SourceKind::InferenceX, path, &bytes);
+            let pt = inferencex_point(o, ov, &mut run.unknown, &p.to_string())?;
+            run.date = pt.date.clone();
+            run.result_filename = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.strip_prefix("agg_"))
+                .unwrap_or("")
+                .to_string();
+            run.points.push(pt);
+            Ok(run)
+        }
+        Value::Object(o) if is_aiperf(o) => aiperf_run(path, &bytes, o, ov),
+        Value::Object(o) if o.contains_key("completed") && o.contains_key("request_throughput") => {
+            let mut run = base_run(SourceKind::VllmResult, path, &bytes);
+            let pt = summary_point(o, None, None, ov, &mut run)?;
+            run.points.push(pt);
+            run.artifacts.push(("summary.json".into(), bytes));
+            Ok(run)
+        }
+        _ => Err(format!(
+            "{p}: not a recognised result file (expected an inferbench/vLLM result, InferenceX agg_*.json, or AIPerf profile_export_aiperf.json)"
+        )),
+    }
+}
+
+fn inferencex_point(
+    o: &Map<String, Value>,
+    ov: &Overrides,
+    unknown: &mut BTreeSet<(String, String)>,
+    at: &str,
+) -> Result<PointData, ParseError> {
+    let l = Lookup {
+        overrides: ov,
+        maps: vec![o],
+    };
+    let cfg = config_key(&l, unknown);
+    let conc = l
+        .int(&["conc", "users"])
+        .ok_or_else(|| format!("{at}: no `conc`"))?;
+    if cfg.isl == 0 && cfg.osl == 0 && cfg.scenario == "fixed_seq_len" {
+        return Err(format!("{at}: no `isl`/`osl`"));
+    }
+    let mut m = BTreeMap::new();
+    agg_metrics(o, &mut m);
+    let date = l.text(&["date"]);
+    let date = date_from_text(&date).unwrap_or_default();
+    let mut pt = empty_point(cfg, conc, date);
+    pt.metrics = m;
+    Ok(pt)
+}
+
+fn is_aiperf(o: &Map<String, Value>) -> bool {
+    [
+        "request_throughput",
+        "time_to_first_token",
+        "request_latency",
+    ]
+    .iter()
+    .any(|k| matches!(o.get(*k), Some(Value::Object(m)) if m.contains_key("avg")))
+}
+
+/// Seconds per unit for AIPerf metric units.
+fn unit_scale(unit: &str) -> f64 {
+    match unit.trim() {
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        _ => 1.0,
+    }
+}
+
+fn aiperf_run(
+    path: &Path,
+    bytes: &[u8],
+    o: &Map<String, Value>,
+    ov: &Overrides,
+) -> Result<RunData, ParseError> {
+    let mut run = base_run(SourceKind::Aiperf, path, bytes);
+    let stat = |k: &str, s: &str| -> Option<f64> {
+        let m = o.get(k)?.as_object()?;
+        let scale = m
+            .get("unit")
+            .and_then(Value::as_str)
+            .map_or(1.0, unit_scale);
+        num(m.get(s)?).map(|x| x * scale)
+    };
+    let mut m = BTreeMap::new();
+    // Latencies → seconds with InferenceX names. AIPerf's "inter_token_latency" is
+    // (latency − TTFT)/(OSL − 1), i.e. TPOT (reference/peers.md §4).
+    for (src, dst) in [
+        ("time_to_first_token", "ttft"),
+        ("inter_token_latency", "tpot"),
+        ("request_latency", "e2el"),
+        ("inter_chunk_latency", "itl"),
+        ("time_to_first_output_token", "ttfo"),
+    ] {
+        for (s, pre) in [
+            ("avg", "mean_"),
+            ("p50", "median_"),
+            ("p90", "p90_"),
+            ("p99", "p99_"),
+            ("std", "std_"),
+        ] {
+            if let Some(x) = stat(src, s) {
+                m.insert(format!("{pre}{dst}"), x);
+                if dst == "tpot" && x > 0.0 {
+                    m.insert(format!("{pre}intvty"), 1.0 / x);
+                }
+            }
+        }
+    }
+    for (src, dst) in [
+        ("request_throughput", "request_throughput"),
+        ("output_token_throughput", "output_throughput"),
+        ("total_token_throughput", "total_token_throughput"),
+        ("benchmark_duration", "duration"),
+        ("completed_request_count", "completed"),
+        ("request_count", "num_prompts"),
+        ("error_request_count", "failed"),
+        ("effective_concurrency", "inferbench.effective_concurrency"),
+    ] {
+        if let Some(x) = stat(src, "avg") {
+            m.insert(dst.to_string(), x);
+        }
+    }
+    if !m.contains_key("total_token_throughput") {
+        if let (Some(i), Some(out)) = (
+            stat("input_token_throughput", "avg"),
+            m.get("output_throughput"),
+        ) {
+            m.insert("total_token_throughput".into(), i + out);
+        }
+    }
+    let mut ident = Map::new();
+    if let Some(x) = stat("input_sequence_length", "avg") {
+        ident.insert("isl".into(), Value::from(x.round() as i64));
+    }
+    if let Some(x) = stat("output_sequence_length", "avg") {
+        ident.insert("osl".into(), Value::from(x.round() as i64));
+    }
+    let conc = o
+        .get("input_config")
+        .and_then(|c| c.pointer("/loadgen/concurrency"))
+        .and_then(num)
+        .or_else(|| stat("effective_concurrency", "avg").map(f64::round));
+    if let Some(c) = conc {
+        ident.insert("conc".into(), Value::from(c as i64));
+    }
+    if let Some(Value::Object(md)) = o.get("input_config").and_then(|c| c.get("endpoint")) {
+        if let Some(models) = md.get("model_names").and_then(Value::as_array) {
+            if let Some(first) = models.first() {
+                ident.insert("model".into(), first.clone());
+            }
+        }
+    }
+    let l = Lookup {
+        overrides: ov,
+        maps: vec![&ident, o],
+    };
+    let cfg = config_key(&l, &mut run.unknown);
+    let conc = l.int(&["conc"]).unwrap_or_else(|| {
+        run.warnings.push(format!(
+            "{}: no concurrency found; stored as conc 0",
+            path.display()
+        ));
+        0
+    });
+    let mut m2 = m;
+    fill_per_gpu(&cfg, &mut m2);
+    let date = o
+        .get("start_time")
+        .and_then(Value::as_str)
+        .and_then(date_from_text)
+        .unwrap_or_default();
+    run.date = date.clone();
+    let mut pt = empty_point(cfg, conc, date);
+    pt.metrics = m2;
+    run.points.push(pt);
+    run.artifacts
+        .push(("profile_export_aiperf.json".into(), bytes.to_vec()));
+    Ok(run)
+}
+
+/// A point from a vLLM-shaped summary, with optional InferenceX aggregate and job.json objects.
+fn summary_point(
+    s: &Map<String, Value>,
+    agg: Option<&Map<String, Value>>,
+    job: Option<&Map<String, Value>>,
+    ov: &Overrides,
+    run: &mut RunData,
+) -> Result<PointData, ParseError> {
+    let mut maps: Vec<&Map<String, Value>> = Vec::new();
+    if let Some(a) = agg {
+        maps.push(a);
+    }
+    let job_parts = job.map(job_identity_maps).unwrap_or_default();
+    maps.extend(job_parts.iter().copied());
+    // Derived identity from the summary itself: model id, mean ISL/OSL, concurrency.
+    let mut derived = Map::new();
+    if let Some(v) = s.get("model_id") {
+        derived.insert("model".into(), v.clone());
+    }
+    let completed = s.get("completed").and_then(num).unwrap_or(0.0);
+    if completed > 0.0 {
+        for (src, dst) in [
+            ("total_input_tokens", "isl"),
+            ("total_output_tokens", "osl"),
+        ] {
+            if let Some(t) = s.get(src).and_then(num) {
+                derived.insert(dst.into(), Value::from((t / completed).round() as i64));
+            }
+        }
+    }
+    if let Some(c) = s.get("max_concurrency").and_then(num) {
+        derived.insert("conc".into(), Value::from(c as i64));
+    }
+    maps.push(&derived);
+    let l = Lookup {
+        overrides: ov,
+        maps,
+    };
+    let cfg = config_key(&l, &mut run.unknown);
+    let conc = l.int(&["conc", "max_concurrency", "CONC"]).unwrap_or(0);
+    let mut m = BTreeMap::new();
+    summary_metrics(s, &mut m);
+    if let Some(a) = agg {
+        agg_metrics(a, &mut m); // the aggregate's per-GPU figures win (InferenceX rules)
+    }
+    fill_per_gpu(&cfg, &mut m);
+    let start = s.get("benchmark_start_time_unix").and_then(num);
+    let end = s.get("benchmark_end_time_unix").and_then(num);
+    run.start_unix = start;
+    run.end_unix = end;
+    let date = s
+        .get("date")
+        .and_then(Value::as_str)
+        .and_then(date_from_text)
+        .or_else(|| start.map(date_from_unix))
+        .unwrap_or_default();
+    run.date = date.clone();
+    let mut pt = empty_point(cfg, conc, date);
+    if completed == 0.0 {
+        pt.error = Some("no successful request".into());
+    }
+    pt.metrics = m;
+    Ok(pt)
+}
+
+/// job.json may nest the identity (`job`, `spec`, `identity`, `env`); all levels are searched,
+/// outermost first.
+fn job_identity_maps(job: &Map<String, Value>) -> Vec<&Map<String, Value>> {
+    let mut v = vec![job];
+    for k in ["identity", "job", "spec", "env", "matrix_row", "row"] {
+        if let Some(Value::Object(o)) = job.get(k) {
+            v.push(o);
+        }
+    }
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Artifact directories
+
+/// Reads one artifact directory (DESIGN.md §3). `summary.json` or an `agg_*.json` is required;
+/// `requests.jsonl.zst` (or `requests.jsonl`), `job.json`, `power.csv`, `server_metrics.jsonl` and
+/// `server.log` are optional. Every regular file is kept in `artifacts` (the requests file goes to
+/// the `requests` table instead).
+pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
+    let d = dir.display();
+    let summary = dir.join("summary.json");
+    let aggs = agg_files(dir).map_err(|e| format!("{d}: {e}"))?;
+    let mut key_bytes = Vec::new();
+    let summary_v = if summary.is_file() {
+        let (b, v) = read_json(&summary)?;
+        key_bytes.extend_from_slice(&b);
+        Some(v)
+    } else {
+        None
+    };
+    let agg_v = match aggs.first() {
+        Some(a) => {
+            let (b, v) = read_json(a)?;
+            key_bytes.extend_from_slice(&b);
+            Some(v)
+        }
+        None => None,
+    };
+    let job_path = dir.join("job.json");
+    let job_v = if job_path.is_file() {
+        Some(read_json(&job_path)?.1)
+    } else {
+        None
+    };
+    let mut run = base_run(SourceKind::Artifacts, dir, &key_bytes);
+    run.batch = dir
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    if aggs.len() > 1 {
+        run.warnings.push(format!(
+            "{d}: {} agg_*.json files; identity taken from {}",
+            aggs.len(),
+            aggs[0].display()
+        ));
+    }
+    let as_obj =
+        |v: &Option<Value>, name: &str| -> Result<Option<Map<String, Value>>, ParseError> {
+            match v {
+                None => Ok(None),
+                Some(Value::Object(o)) => Ok(Some(o.clone())),
+                Some(_) => Err(format!("{d}/{name}: not a JSON object")),
+            }
+        };
+    let s = as_obj(&summary_v, "summary.json")?;
+    let a = as_obj(&agg_v, "agg_*.json")?;
+    let j = as_obj(&job_v, "job.json")?;
+    if a.is_some() {
+        run.result_filename = aggs[0]
+            .file_stem()
+            .and_then(|x| x.to_str())
+            .and_then(|x| x.strip_prefix("agg_"))
+            .unwrap_or("")
+            .to_string();
+    }
+    let mut pt = match (&s, &a) {
+        (Some(s), _) => summary_point(s, a.as_ref(), j.as_ref(), ov, &mut run)?,
+        (None, Some(a)) => {
+            let mut p = inferencex_point(a, ov, &mut run.unknown, &format!("{d}/agg"))?;
+            fill_per_gpu(&p.config.clone(), &mut p.metrics);
+            run.date = p.date.clone();
+            p
+        }
+        (None, None) => return Err(format!("{d}: neither summary.json nor agg_*.json")),
+    };
+    if let Some(j) = &j {
+        let l = Lookup {
+            overrides: &Overrides::new(),
+            maps: job_identity_maps(j),
+        };
+        run.inferbench_version = l.text(&["inferbench_version", "version"]);
+        run.git_sha = l.text(&["git_sha", "inferbench_git_sha"]);
+        run.engine_version = l.text(&["engine_version"]);
+        run.host = l.text(&["host", "hostname"]);
+        if run.result_filename.is_empty() {
+            run.result_filename = l.text(&["result_filename", "RESULT_FILENAME"]);
+        }
+        run.job = Value::Object(j.clone()).to_string();
+        let sweep = l.text(&["sweep_id", "batch", "sweep"]);
+        if !sweep.is_empty() {
+            run.batch = sweep;
+        }
+        if run.start_unix.is_none() {
+            run.start_unix = l
+                .get(&["start_unix", "started_at_unix", "start_time_unix"])
+                .as_ref()
+                .and_then(num);
+            run.end_unix = l
+                .get(&["end_unix", "ended_at_unix", "end_time_unix"])
+                .as_ref()
+                .and_then(num);
+        }
+        if run.date.is_empty() {
+            run.date = run.start_unix.map(date_from_unix).unwrap_or_default();
+            pt.date = run.date.clone();
+        }
+    }
+
+    // Requests.
+    let zst = dir.join("requests.jsonl.zst");
+    let plain = dir.join("requests.jsonl");
+    if zst.is_file() {
+        let bytes = std::fs::read(&zst).map_err(|e| format!("{}: {e}", zst.display()))?;
+        let dec = zstd::stream::read::Decoder::new(&bytes[..])
+            .map_err(|e| format!("{}: {e}", zst.display()))?;
+        let (mut blob, e2e) = scan_requests(dec, &zst.display().to_string(), true)?;
+        blob.jsonl_zst = bytes;
+        add_e2e_norm(&mut pt.metrics, e2e);
+        pt.requests = Some(blob);
+    } else if plain.is_file() {
+        let bytes = std::fs::read(&plain).map_err(|e| format!("{}: {e}", plain.display()))?;
+        let (blob, e2e) = scan_requests(&bytes[..], &plain.display().to_string(), false)?;
+        add_e2e_norm(&mut pt.metrics, e2e);
+        pt.requests = Some(blob);
+    }
+
+    // Power.
+    let power = dir.join("power.csv");
+    if power.is_file() {
+        let text =
+            std::fs::read_to_string(&power).map_err(|e| format!("{}: {e}", power.display()))?;
+        match parse_power_csv(&text) {
+            Ok(samples) => {
+                if let (Some(t0), Some(t1)) = (run.start_unix, run.end_unix) {
+                    add_measured_power(
+                        &mut pt.metrics,
+                        &samples,
+                        t0,
+                        t1,
+                        &mut run.warnings,
+                        &power,
+                    );
+                }
+                pt.power = samples;
+            }
+            Err(e) => run.warnings.push(format!(
+                "{}: {e}; samples not stored (file kept)",
+                power.display()
+            )),
+        }
+    }
+    // Server metrics.
+    let sm = dir.join("server_metrics.jsonl");
+    if sm.is_file() {
+        let text = std::fs::read_to_string(&sm).map_err(|e| format!("{}: {e}", sm.display()))?;
+        let (rows, bad) = parse_server_metrics(&text);
+        if bad > 0 {
+            run.warnings.push(format!(
+                "{}: {bad} lines not understood (file kept)",
+                sm.display()
+            ));
+        }
+        pt.server_metrics = rows;
+    }
+
+    // Keep every regular file.
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{d}: {e}"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    for f in files {
+        let name = f
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        if name == "requests.jsonl.zst" || name == "requests.jsonl" {
+            continue;
+        }
+        let b = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        run.artifacts.push((name, b));
+    }
+    run.points.push(pt);
+    Ok(run)
+}
+
+/// The subset of a [`inferbench_core::RequestRecord`] the store reads; unknown fields skipped.
+#[derive(serde::Deserialize)]
+struct LightRecord {
+    #[serde(default)]
+    phase: inferbench_core::Phase,
+    success: bool,
+    sent_ns: u64,
+    #[serde(default)]
+    last_token_ns: Option<u64>,
+    #[serde(default)]
+    completion_tokens: u32,
+}
+
+/// Validates the JSONL records (every non-empty line must parse), counts them and collects
+/// `E2EL_i / OSL_i` (s/token) of successful profile requests. Returns the blob to store
+/// (`zst` = the original compressed bytes, else compressed here at level 3).
+fn scan_requests<R: Read>(
+    r: R,
+    at: &str,
+    compressed: bool,
+) -> Result<(RequestsBlob, Vec<f64>), ParseError> {
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, r);
+    let mut hasher = Sha256::new();
+    let mut raw = if compressed { None } else { Some(Vec::new()) };
+    let (mut n, mut n_profile, mut n_failed) = (0i64, 0i64, 0i64);
+    let mut e2e = Vec::new();
+    let mut line = Vec::new();
+    let mut lineno = 0usize;
+    loop {
+        line.clear();
+        let got = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("{at}: line {}: {e}", lineno + 1))?;
+        if got == 0 {
+            break;
+        }
+        lineno += 1;
+        hasher.update(&line);
+        if let Some(r) = raw.as_mut() {
+            r.extend_from_slice(&line);
+        }
+        let t = line.trim_ascii();
+        if t.is_empty() {
+            continue;
+        }
+        let rec: LightRecord = serde_json::from_slice(t)
+            .map_err(|e| format!("{at}:{lineno}: invalid request record: {e}"))?;
+        n += 1;
+        if rec.phase == inferbench_core::Phase::Profile {
+            n_profile += 1;
+            if !rec.success {
+                n_failed += 1;
+            } else if let Some(last) = rec.last_token_ns {
+                if rec.completion_tokens > 0 {
+                    let e2el_s = last.saturating_sub(rec.sent_ns) as f64 / 1e9;
+                    e2e.push(e2el_s / f64::from(rec.completion_tokens));
+                }
+            }
+        }
+    }
+    let jsonl_zst = match raw {
+        Some(r) => zstd::encode_all(&r[..], 3).map_err(|e| format!("{at}: {e}"))?,
+        None => Vec::new(),
+    };
+    let sha: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok((
+        RequestsBlob {
+            jsonl_zst,
+            sha256: sha,
+            n_records: n,
+            n_profile,
+            n_failed,
+        },
+        e2e,
+    ))
+}
+
+/// Adds `p75_e2e_norm_intvty` / `p90_e2e_norm_intvty` computed from the records when the summary
+/// lacks them: 1 / percentile_q(E2EL_i / OSL_i) (DESIGN.md §4).
+fn add_e2e_norm(m: &mut BTreeMap<String, f64>, mut ratios: Vec<f64>) {
+    if ratios.is_empty() {
+        return;
+    }
+    ratios.sort_by(f64::total_cmp);
+    for q in [75.0, 90.0] {
+        let key = format!("p{q}_e2e_norm_intvty");
+        if let Some(p) = inferbench_core::analytics::percentile_sorted(&ratios, q) {
+            if p > 0.0 {
+                m.entry(key).or_insert(1.0 / p);
+            }
+        }
+    }
+}
+
+/// Parses `power.csv`: header detection as InferenceX's `aggregate_power.py` (timestamp = first
+/// column containing "time"; power = first containing "power" but not limit/cap/max/min; GPU id =
+/// a column named index/gpu/gpu_id/gpu_index/card/device). Timestamps: unix seconds, or unix ms
+/// when > 1e12. Power: first number in the cell; unparsable cells are skipped.
+pub fn parse_power_csv(text: &str) -> Result<Vec<(String, f64, f64)>, String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<String> = lines
+        .next()
+        .ok_or("empty file")?
+        .split(',')
+        .map(|h| h.trim().to_lowercase())
+        .collect();
+    let ti = header
+        .iter()
+        .position(|h| h.contains("time"))
+        .ok_or("timestamp column missing")?;
+    let pi = header
+        .iter()
+        .position(|h| {
+            h.contains("power") && !["limit", "cap", "max", "min"].iter().any(|x| h.contains(x))
+        })
+        .ok_or("power column missing")?;
+    let gi = header
+        .iter()
+        .position(|h| {
+            ["index", "gpu", "gpu_id", "gpu_index", "card", "device"].contains(&h.as_str())
+        })
+        .ok_or("gpu identity column missing")?;
+    let first_num = |s: &str| -> Option<f64> {
+        let s = s.trim();
+        let start = s.find(|c: char| c.is_ascii_digit() || c == '-' || c == '.')?;
+        let rest = &s[start..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e' || c == 'E'))
+            .unwrap_or(rest.len());
+        rest[..end].parse().ok()
+    };
+    let mut out = Vec::new();
+    for l in lines {
+        let cells: Vec<&str> = l.split(',').collect();
+        let (Some(t), Some(p), Some(g)) = (cells.get(ti), cells.get(pi), cells.get(gi)) else {
+            continue;
+        };
+        let (Some(mut t), Some(p)) = (first_num(t), first_num(p)) else {
+            continue;
+        };
+        if t > 1e12 {
+            t /= 1000.0;
+        }
+        out.push((g.trim().to_string(), t, p));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    if out.is_empty() {
+        return Err("no usable power samples".into());
+    }
+    Ok(out)
+}
+
+fn add_measured_power(
+    m: &mut BTreeMap<String, f64>,
+    samples: &[(String, f64, f64)],
+    t0: f64,
+    t1: f64,
+    warnings: &mut Vec<String>,
+    at: &Path,
+) {
+    if m.contains_key("avg_power_w") {
+        return; // the producer's validated figures win
+    }
+    let mut by_gpu: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for (g, t, p) in samples {
+        by_gpu.entry(g).or_default().push((*t, *p));
+    }
+    let mut energy = 0.0;
+    for (g, s) in &by_gpu {
+        match inferbench_core::analytics::energy_joules(s, t0, t1) {
+            Some(e) => energy += e,
+            None => {
+                warnings.push(format!(
+                    "{}: GPU {g} samples do not bracket the benchmark window; no measured power",
+                    at.display()
+                ));
+                return;
+            }
+        }
+    }
+    let n = by_gpu.len() as f64;
+    let dur = t1 - t0;
+    if dur <= 0.0 || n == 0.0 {
+        return;
+    }
+    m.insert("total_gpu_energy_j".into(), energy);
+    m.insert("avg_power_w".into(), energy / dur / n);
+    let tin = m.get("total_input_tokens").copied().unwrap_or(0.0);
+    let tout = m.get("total_output_tokens").copied().unwrap_or(0.0);
+    if tin > 0.0 {
+        m.insert("joules_per_input_token".into(), energy / tin);
+    }
+    if tout > 0.0 {
+        m.insert("joules_per_output_token".into(), energy / tout);
+    }
+    if tin + tout > 0.0 {
+        m.insert("joules_per_total_token".into(), energy / (tin + tout));
+    }
+}
+
+/// Parses `server_metrics.jsonl`: each line either `{"t": unix_s, "name": …, "labels": {…},
+/// "value": x}` or `{"t": unix_s, "metrics": {name: value, …}}` (`ts`/`timestamp`/`t_unix` accepted
+/// for `t`). Returns the samples and the number of lines not understood.
+pub fn parse_server_metrics(text: &str) -> (Vec<(String, String, f64, f64)>, usize) {
+    let mut out = Vec::new();
+    let mut bad = 0;
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(Value::Object(o)) = serde_json::from_str::<Value>(l) else {
+            bad += 1;
+            continue;
+        };
+        let t = ["t", "ts", "timestamp", "t_unix"]
+            .iter()
+            .find_map(|k| o.get(*k).and_then(num));
+        let Some(t) = t else {
+            bad += 1;
+            continue;
+        };
+        if let (Some(Value::String(name)), Some(v)) = (o.get("name"), o.get("value").and_then(num))
+        {
+            let labels = o.get("labels").map_or("{}".to_string(), Value::to_string);
+            out.push((name.clone(), labels, t, v));
+        } else if let Some(Value::Object(ms)) = o.get("metrics") {
+            for (k, v) in ms {
+                if let Some(x) = num(v) {
+                    out.push((k.clone(), "{}".into(), t, x));
+                }
+            }
+        } else {
+            bad += 1;
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.total_cmp(&b.2)));
+    out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.2 == b.2);
+    (out, bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(date_from_unix(0.0), "1970-01-01");
+        assert_eq!(date_from_unix(1_767_225_600.0), "2026-01-01");
+        assert_eq!(date_from_unix(1_709_208_000.0), "2024-02-29");
+        assert_eq!(
+            date_from_text("20250611-093000").as_deref(),
+            Some("2025-06-11")
+        );
+        assert_eq!(
+            date_from_text("2026-03-01T10:00:00").as_deref(),
+            Some("2026-03-01")
+        );
+    }
+
+    #[test]
+    fn power_csv_nvidia_smi_shape() {
+        let csv = "timestamp, index, power.draw [W], power.limit [W]\n\
+                   1000, 0, 300.5 W, 700 W\n1001, 0, 310 W, 700 W\n1000, 1, [N/A], 700\n";
+        let s = parse_power_csv(csv).unwrap();
+        assert_eq!(
+            s,
+            vec![("0".into(), 1000.0, 300.5), ("0".into(), 1001.0, 310.0)]
+        );
+    }
+
+    #[test]
+    fn vllm_summary_flattening() {
+        let s: Value = serde_json::json!({
+            "completed": 10, "request_throughput": 2.0, "mean_tpot_ms": 20.0,
+            "p99_ttft_ms": 1500.0, "date": "20260101-000000",
+            "inferbench": {"e2e_norm_intvty": {"p90": 12.5}, "median_ttfo_ms": 40.0}
+        });
+        let mut m = BTreeMap::new();
+        summary_metrics(s.as_object().unwrap(), &mut m);
+        assert_eq!(m["mean_tpot"], 0.02);
+        assert_eq!(m["mean_intvty"], 50.0);
+        assert_eq!(m["p99_ttft"], 1.5);
+        assert_eq!(m["p90_e2e_norm_intvty"], 12.5);
+        assert_eq!(m["median_ttfo"], 0.04);
+        assert_eq!(m["completed"], 10.0);
+    }
+}

@@ -1,0 +1,1 @@
+//! Pareto charts (stub; filled in below).

@@ -1,0 +1,445 @@
+//! Queries for `report`, `plot` and `compare`: points joined with their config and run,
+//! filtered by any dimension, with derived cost/power metrics and Pareto frontiers.
+//!
+//! Sorting and grouping happen in Rust on the decoded rows, so SQLite and PostgreSQL (whose text
+//! collations differ) give identical output.
+
+use std::collections::BTreeMap;
+
+use inferbench_core::analytics::{self, Better, Goal, Throughputs};
+use serde::Serialize;
+
+use crate::db::Val;
+use crate::{schema, Store, StoreError};
+
+/// Integer-typed filterable columns.
+const INT_COLS: &[&str] = &[
+    "disagg",
+    "is_multinode",
+    "tp",
+    "pp",
+    "dcp",
+    "pcp",
+    "ep",
+    "dp_attention",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "prefill_num_workers",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "decode_num_workers",
+    "num_prefill_gpu",
+    "num_decode_gpu",
+    "isl",
+    "osl",
+    "gpus",
+    "conc",
+];
+
+/// Dimension filters: each `(column, allowed values)` must match one value (AND across columns,
+/// OR within one). Columns: every config natural-key column (`model`, `hardware`, `framework`,
+/// `precision`, `spec_decoding`, `tp`, `ep`, `dp_attention`, `disagg`, `isl`, `osl`, `image`,
+/// `scenario`, `kv_offload`, …), plus `gpus`, `conc`, `date`, `source_kind`, `batch`. Dates may
+/// also be bounded with `since` / `until` (inclusive, `YYYY-MM-DD`).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Column → allowed values.
+    pub eq: BTreeMap<String, Vec<String>>,
+    /// Earliest date, inclusive.
+    pub since: Option<String>,
+    /// Latest date, inclusive.
+    pub until: Option<String>,
+    /// Include failed points (`error` not NULL); off by default.
+    pub include_failed: bool,
+}
+
+impl Filter {
+    /// Parses `key=v1|v2` into the filter; errors name the bad part.
+    pub fn add(&mut self, spec: &str) -> Result<(), StoreError> {
+        let (k, v) = spec.split_once('=').ok_or_else(|| {
+            StoreError::Other(format!("filter `{spec}`: expected KEY=VALUE[|VALUE…]"))
+        })?;
+        let k = k.trim().to_lowercase();
+        let k = match k.as_str() {
+            "hw" => "hardware".to_string(),
+            "spec" => "spec_decoding".to_string(),
+            "dpa" | "dp_attn" => "dp_attention".to_string(),
+            _ => k,
+        };
+        if !Self::columns().contains(&k.as_str()) {
+            return Err(StoreError::Other(format!(
+                "filter `{spec}`: unknown key `{k}` (known: {})",
+                Self::columns().join(", ")
+            )));
+        }
+        let vals: Vec<String> = v.split('|').map(|s| s.trim().to_lowercase()).collect();
+        if k != "date" && k != "batch" && INT_COLS.contains(&k.as_str()) {
+            for x in &vals {
+                let ok = x.parse::<i64>().is_ok() || matches!(x.as_str(), "true" | "false");
+                if !ok {
+                    return Err(StoreError::Other(format!(
+                        "filter `{spec}`: `{x}` is not an integer"
+                    )));
+                }
+            }
+        }
+        self.eq.entry(k).or_default().extend(vals);
+        Ok(())
+    }
+
+    /// Filterable column names.
+    pub fn columns() -> Vec<&'static str> {
+        let mut v: Vec<&str> = schema::CONFIG_KEY.to_vec();
+        v.extend(["gpus", "conc", "date", "source_kind", "batch"]);
+        v
+    }
+}
+
+/// One point with its configuration, run and metrics.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointRow {
+    /// Canonical config dimensions.
+    pub model: String,
+    pub hardware: String,
+    pub framework: String,
+    pub precision: String,
+    pub spec_decoding: String,
+    pub disagg: bool,
+    pub tp: i64,
+    pub pp: i64,
+    pub ep: i64,
+    pub dp_attention: bool,
+    pub num_prefill_gpu: i64,
+    pub num_decode_gpu: i64,
+    pub gpus: i64,
+    pub kv_offload: String,
+    pub scenario: String,
+    pub isl: i64,
+    pub osl: i64,
+    pub image: String,
+    /// Concurrency.
+    pub conc: i64,
+    /// UTC date.
+    pub date: String,
+    /// Sweep/batch of the run (repeats differ here).
+    pub batch: String,
+    /// `inferbench`, `vllm`, `inferencex`, `aiperf`.
+    pub source_kind: String,
+    /// Failure text, if the point failed.
+    pub error: Option<String>,
+    /// Hot metrics plus derived cost/power metrics (see [`derived_names`]); missing = unknown.
+    pub metrics: BTreeMap<String, f64>,
+    /// True when on its group's Pareto frontier (set by [`mark_frontier`]).
+    pub frontier: bool,
+}
+
+impl PointRow {
+    /// Group of a curve: one line in a chart (model, ISL/OSL, scenario, hardware, framework,
+    /// precision, spec decoding, disaggregation) — InferenceX's hardware key × precision per
+    /// (model, sequence) chart.
+    pub fn group(&self) -> String {
+        let mut g = format!(
+            "{} {}/{} {}_{}_{}",
+            self.model, self.isl, self.osl, self.hardware, self.framework, self.precision
+        );
+        if self.spec_decoding != "none" {
+            g.push_str(&format!("_{}", self.spec_decoding));
+        }
+        if self.disagg {
+            g.push_str("_disagg");
+        }
+        if self.scenario != "fixed_seq_len" {
+            g.push_str(&format!(" {}", self.scenario));
+        }
+        g
+    }
+
+    /// Parallelism label as InferenceX prints it: `TP8`, `EP8`, `TEP8` (tp = ep > 1), `DEP8`
+    /// (same with DP attention); disaggregated points show their GPU split `P4+D8`.
+    pub fn parallelism(&self) -> String {
+        if self.disagg {
+            return format!("P{}+D{}", self.num_prefill_gpu, self.num_decode_gpu);
+        }
+        let base = if self.tp == self.ep && self.tp > 1 {
+            if self.dp_attention {
+                format!("DEP{}", self.tp)
+            } else {
+                format!("TEP{}", self.tp)
+            }
+        } else if self.ep > 1 {
+            format!("TP{}EP{}", self.tp, self.ep)
+        } else {
+            format!("TP{}", self.tp)
+        };
+        if self.pp > 1 {
+            format!("{base}PP{}", self.pp)
+        } else {
+            base
+        }
+    }
+
+    /// A metric value by name.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        match name {
+            "conc" => Some(self.conc as f64),
+            "gpus" => Some(self.gpus as f64),
+            _ => self.metrics.get(name).copied(),
+        }
+    }
+}
+
+/// Names of derived metrics added to each row: `usd_per_m_<regime>[_input|_output]` for
+/// `hyperscaler`, `neocloud`, `rental` and `custom` (when a custom $/GPU-h is given),
+/// `tok_s_per_mw[_input|_output]`, `j_per_token[_input|_output]` (provisioned, from the all-in
+/// kW table or the custom kW).
+pub fn derived_names() -> Vec<String> {
+    let mut v = Vec::new();
+    for r in ["hyperscaler", "neocloud", "rental", "custom"] {
+        for k in ["", "_input", "_output"] {
+            v.push(format!("usd_per_m_{r}{k}"));
+        }
+    }
+    for base in ["tok_s_per_mw", "j_per_token"] {
+        for k in ["", "_input", "_output"] {
+            v.push(format!("{base}{k}"));
+        }
+    }
+    v
+}
+
+/// Whether higher or lower is better for a metric name: latencies (`ttft`, `tpot`, `itl`,
+/// `e2el`, `ttfo`), costs (`usd_per_m`), energy (`j_per_token`, `joules_per`) and power are
+/// lower-better; everything else (throughput, interactivity, tok/s/MW) higher-better.
+pub fn better(metric: &str) -> Better {
+    let lower = [
+        "ttft",
+        "tpot",
+        "itl",
+        "e2el",
+        "ttfo",
+        "usd_per_m",
+        "j_per_token",
+        "joules_per",
+        "power",
+        "duration",
+    ];
+    if lower.iter().any(|k| metric.contains(k)) && !metric.contains("intvty") {
+        Better::Lower
+    } else {
+        Better::Higher
+    }
+}
+
+/// Custom cost/power inputs for derived metrics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CostOptions {
+    /// Custom $/GPU-hour (adds `usd_per_m_custom*`).
+    pub usd_per_gpu_hour: Option<f64>,
+    /// Custom all-in kW per GPU (replaces the table's value for per-MW and J/token).
+    pub kw_per_gpu: Option<f64>,
+}
+
+fn add_derived(row: &mut PointRow, c: &CostOptions) {
+    let t = Throughputs {
+        total: row.get("tput_per_gpu").unwrap_or(0.0),
+        input: row.get("input_tput_per_gpu").unwrap_or(0.0),
+        output: row.get("output_tput_per_gpu").unwrap_or(0.0),
+    };
+    let d = analytics::derive(&row.hardware, t, c.usd_per_gpu_hour, c.kw_per_gpu);
+    let kinds = ["", "_input", "_output"];
+    for (r, name) in ["hyperscaler", "neocloud", "rental"].iter().enumerate() {
+        for (k, suf) in kinds.iter().enumerate() {
+            if let Some(v) = d.usd_per_m[r][k] {
+                row.metrics.insert(format!("usd_per_m_{name}{suf}"), v);
+            }
+        }
+    }
+    for (k, suf) in kinds.iter().enumerate() {
+        if let Some(v) = d.usd_per_m_custom[k] {
+            row.metrics.insert(format!("usd_per_m_custom{suf}"), v);
+        }
+        if let Some(v) = d.tok_s_per_mw[k] {
+            row.metrics.insert(format!("tok_s_per_mw{suf}"), v);
+        }
+        if let Some(v) = d.joules_per_token[k] {
+            row.metrics.insert(format!("j_per_token{suf}"), v);
+        }
+    }
+}
+
+impl Store {
+    /// Points matching `filter`, with derived metrics, sorted by (group, parallelism, conc,
+    /// date, batch).
+    pub fn points(
+        &mut self,
+        filter: &Filter,
+        cost: &CostOptions,
+    ) -> Result<Vec<PointRow>, StoreError> {
+        self.require_migrated()?;
+        let hot = schema::POINT_METRICS
+            .iter()
+            .map(|m| format!("p.{m}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut sql = format!(
+            "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.disagg, c.tp, c.pp,
+                    c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
+                    c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
+                    p.completed, p.failed, {hot}
+             FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
+        );
+        let mut params: Vec<Val> = Vec::new();
+        for (k, vals) in &filter.eq {
+            let col = match k.as_str() {
+                "conc" | "date" => format!("p.{k}"),
+                "source_kind" | "batch" => format!("r.{k}"),
+                _ => format!("c.{k}"),
+            };
+            let qs = vec!["?"; vals.len()].join(", ");
+            sql.push_str(&format!(" AND {col} IN ({qs})"));
+            for v in vals {
+                if INT_COLS.contains(&k.as_str()) {
+                    let i = match v.as_str() {
+                        "true" => 1,
+                        "false" => 0,
+                        _ => v.parse::<i64>().unwrap_or(i64::MIN),
+                    };
+                    params.push(Val::Int(i));
+                } else {
+                    params.push(Val::Text(v.clone()));
+                }
+            }
+        }
+        if let Some(s) = &filter.since {
+            sql.push_str(" AND p.date >= ?");
+            params.push(s.clone().into());
+        }
+        if let Some(u) = &filter.until {
+            sql.push_str(" AND p.date <= ?");
+            params.push(u.clone().into());
+        }
+        if !filter.include_failed {
+            sql.push_str(" AND p.error IS NULL");
+        }
+        let rows = self.conn.query(&sql, &params)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let s = |i: usize| r[i].as_str().unwrap_or("").to_string();
+            let n = |i: usize| r[i].as_i64().unwrap_or(0);
+            let mut metrics = BTreeMap::new();
+            for (j, name) in ["completed", "failed"].iter().enumerate() {
+                if let Some(v) = r[23 + j].as_f64() {
+                    metrics.insert(name.to_string(), v);
+                }
+            }
+            for (j, name) in schema::POINT_METRICS.iter().enumerate() {
+                if let Some(v) = r[25 + j].as_f64() {
+                    metrics.insert(name.to_string(), v);
+                }
+            }
+            let mut row = PointRow {
+                model: s(0),
+                hardware: s(1),
+                framework: s(2),
+                precision: s(3),
+                spec_decoding: s(4),
+                disagg: n(5) != 0,
+                tp: n(6),
+                pp: n(7),
+                ep: n(8),
+                dp_attention: n(9) != 0,
+                num_prefill_gpu: n(10),
+                num_decode_gpu: n(11),
+                gpus: n(12),
+                kv_offload: s(13),
+                scenario: s(14),
+                isl: n(15),
+                osl: n(16),
+                image: s(17),
+                conc: n(18),
+                date: s(19),
+                batch: s(20),
+                source_kind: s(21),
+                error: r[22].as_str().map(String::from),
+                metrics,
+                frontier: false,
+            };
+            add_derived(&mut row, cost);
+            out.push(row);
+        }
+        out.sort_by(|a, b| {
+            (
+                a.group(),
+                a.parallelism(),
+                a.conc,
+                &a.date,
+                &a.batch,
+                &a.image,
+            )
+                .cmp(&(
+                    b.group(),
+                    b.parallelism(),
+                    b.conc,
+                    &b.date,
+                    &b.batch,
+                    &b.image,
+                ))
+        });
+        Ok(out)
+    }
+}
+
+/// Marks each row's `frontier` flag: per [`PointRow::group`], the Pareto frontier of (x, y) with
+/// the metrics' directions ([`better`]). Rows lacking x or y are never on it.
+pub fn mark_frontier(rows: &mut [PointRow], x: &str, y: &str) {
+    let goal = Goal {
+        x: better(x),
+        y: better(y),
+    };
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        groups.entry(r.group()).or_default().push(i);
+    }
+    for idx in groups.values() {
+        let pts: Vec<(f64, f64)> = idx
+            .iter()
+            .map(|&i| {
+                (
+                    rows[i].get(x).unwrap_or(f64::NAN),
+                    rows[i].get(y).unwrap_or(f64::NAN),
+                )
+            })
+            .collect();
+        for k in analytics::pareto_frontier(&pts, goal) {
+            rows[idx[k]].frontier = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_directions() {
+        assert_eq!(better("median_intvty"), Better::Higher);
+        assert_eq!(better("p99_ttft"), Better::Lower);
+        assert_eq!(better("usd_per_m_rental_output"), Better::Lower);
+        assert_eq!(better("tok_s_per_mw"), Better::Higher);
+        assert_eq!(better("p90_e2e_norm_intvty"), Better::Higher);
+        assert_eq!(better("median_e2el"), Better::Lower);
+    }
+
+    #[test]
+    fn filter_parsing() {
+        let mut f = Filter::default();
+        f.add("hw=H200|b200").unwrap();
+        f.add("tp=8").unwrap();
+        assert_eq!(f.eq["hardware"], vec!["h200", "b200"]);
+        assert!(f.add("tp=eight").is_err());
+        assert!(f.add("colour=red").is_err());
+        assert!(f.add("nokey").is_err());
+    }
+}

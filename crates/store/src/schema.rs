@@ -1,0 +1,326 @@
+//! Versioned schema migrations, kept in code and identical on SQLite and PostgreSQL.
+//!
+//! Each migration is a list of DDL statements with two placeholders: `{ID}` (an integer
+//! surrogate key: SQLite's `INTEGER PRIMARY KEY` rowid alias, PostgreSQL's identity column) and
+//! `{BLOB}` (`BLOB` / `BYTEA`). Everything else is portable SQL. A migration runs in one
+//! transaction together with its `schema_migrations` row, so a crash leaves either the old or the
+//! new schema (the approach of InferenceX-app, reference/inferencex-app.md §2.1).
+//!
+//! Conventions (from the same source, adapted): text keys are lowercase canonical names; no NULLs
+//! in natural-key columns (empty string / 0 mean "not set") so uniqueness works the same on both
+//! backends; metrics in seconds (latencies), tok/s (throughput), tok/s/user (interactivity).
+
+use crate::db::{Conn, Kind, Val};
+use crate::StoreError;
+
+/// One migration: version (strictly increasing), name, statements.
+pub struct Migration {
+    /// Version number, 1-based, strictly increasing.
+    pub version: i64,
+    /// Short name.
+    pub name: &'static str,
+    /// Statements with `{ID}` / `{BLOB}` placeholders.
+    pub statements: &'static [&'static str],
+}
+
+/// Tables in dependency order (parents first): the order of dumps, restores and deletes reversed.
+pub const TABLES: &[&str] = &[
+    "runs",
+    "configs",
+    "points",
+    "requests",
+    "artifacts",
+    "power_samples",
+    "server_metrics",
+    "evals",
+    "changelog_entries",
+    "unknown_names",
+];
+
+/// The natural-key columns of `configs`, in key order. Every one is NOT NULL.
+pub const CONFIG_KEY: &[&str] = &[
+    "model",
+    "model_prefix",
+    "hardware",
+    "framework",
+    "precision",
+    "spec_decoding",
+    "disagg",
+    "is_multinode",
+    "tp",
+    "pp",
+    "dcp",
+    "pcp",
+    "ep",
+    "dp_attention",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "prefill_num_workers",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "decode_num_workers",
+    "num_prefill_gpu",
+    "num_decode_gpu",
+    "kv_offload",
+    "scenario",
+    "isl",
+    "osl",
+    "image",
+];
+
+/// Hot metric columns of `points` (all `DOUBLE PRECISION`, NULL when unknown), in table order.
+/// Names and units follow InferenceX's `agg_*.json` (reference/inferencex-producer.md §7.1):
+/// latencies in **seconds**, throughput in tok/s (per GPU where named so), interactivity in
+/// tok/s/user. Every other numeric metric is kept in the `metrics` JSON column.
+pub const POINT_METRICS: &[&str] = &[
+    "duration",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "tput_per_gpu",
+    "output_tput_per_gpu",
+    "input_tput_per_gpu",
+    "mean_ttft",
+    "median_ttft",
+    "p90_ttft",
+    "p99_ttft",
+    "mean_tpot",
+    "median_tpot",
+    "p90_tpot",
+    "p99_tpot",
+    "mean_itl",
+    "median_itl",
+    "p99_itl",
+    "mean_e2el",
+    "median_e2el",
+    "p90_e2el",
+    "p99_e2el",
+    "mean_intvty",
+    "median_intvty",
+    "p90_intvty",
+    "p99_intvty",
+    "p75_e2e_norm_intvty",
+    "p90_e2e_norm_intvty",
+    "median_ttfo",
+    "p99_ttfo",
+    "avg_power_w",
+    "joules_per_total_token",
+    "joules_per_input_token",
+    "joules_per_output_token",
+];
+
+/// All migrations, oldest first.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "initial",
+    statements: &[
+        // One ingested source (an artifact directory or an imported result file) with its
+        // provenance. `run_key` = "sha256:<hex>" of the source's result bytes: the same content
+        // ingested twice is the same run. `batch` groups the runs of one sweep (job.json
+        // `sweep_id`, else the artifact directory's parent, else the file): repeats of a config
+        // are different batches.
+        "CREATE TABLE runs (
+            id {ID},
+            run_key TEXT NOT NULL UNIQUE,
+            source_kind TEXT NOT NULL,
+            source_path TEXT NOT NULL,
+            batch TEXT NOT NULL,
+            date TEXT NOT NULL,
+            start_unix DOUBLE PRECISION,
+            end_unix DOUBLE PRECISION,
+            inferbench_version TEXT NOT NULL DEFAULT '',
+            git_sha TEXT NOT NULL DEFAULT '',
+            engine_version TEXT NOT NULL DEFAULT '',
+            host TEXT NOT NULL DEFAULT '',
+            result_filename TEXT NOT NULL DEFAULT '',
+            job TEXT NOT NULL DEFAULT '{}'
+        )",
+        "CREATE TABLE configs (
+            id {ID},
+            model TEXT NOT NULL, model_prefix TEXT NOT NULL, hardware TEXT NOT NULL,
+            framework TEXT NOT NULL, precision TEXT NOT NULL, spec_decoding TEXT NOT NULL,
+            disagg BIGINT NOT NULL, is_multinode BIGINT NOT NULL,
+            tp BIGINT NOT NULL, pp BIGINT NOT NULL, dcp BIGINT NOT NULL, pcp BIGINT NOT NULL,
+            ep BIGINT NOT NULL, dp_attention BIGINT NOT NULL,
+            prefill_tp BIGINT NOT NULL, prefill_ep BIGINT NOT NULL,
+            prefill_dp_attention BIGINT NOT NULL, prefill_num_workers BIGINT NOT NULL,
+            decode_tp BIGINT NOT NULL, decode_ep BIGINT NOT NULL,
+            decode_dp_attention BIGINT NOT NULL, decode_num_workers BIGINT NOT NULL,
+            num_prefill_gpu BIGINT NOT NULL, num_decode_gpu BIGINT NOT NULL,
+            kv_offload TEXT NOT NULL, scenario TEXT NOT NULL,
+            isl BIGINT NOT NULL, osl BIGINT NOT NULL, image TEXT NOT NULL,
+            gpus BIGINT NOT NULL,
+            CONSTRAINT configs_natural_key UNIQUE (model, model_prefix, hardware, framework,
+              precision, spec_decoding, disagg, is_multinode, tp, pp, dcp, pcp, ep, dp_attention,
+              prefill_tp, prefill_ep, prefill_dp_attention, prefill_num_workers, decode_tp,
+              decode_ep, decode_dp_attention, decode_num_workers, num_prefill_gpu,
+              num_decode_gpu, kv_offload, scenario, isl, osl, image)
+        )",
+        "CREATE INDEX configs_model_hw ON configs (model, hardware)",
+        // One measured concurrency point. `error` NULL = success.
+        "CREATE TABLE points (
+            id {ID},
+            run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            config_id BIGINT NOT NULL REFERENCES configs(id),
+            conc BIGINT NOT NULL,
+            date TEXT NOT NULL,
+            num_prompts BIGINT, completed BIGINT, failed BIGINT,
+            total_input_tokens BIGINT, total_output_tokens BIGINT,
+            duration DOUBLE PRECISION, request_throughput DOUBLE PRECISION,
+            output_throughput DOUBLE PRECISION, total_token_throughput DOUBLE PRECISION,
+            tput_per_gpu DOUBLE PRECISION, output_tput_per_gpu DOUBLE PRECISION,
+            input_tput_per_gpu DOUBLE PRECISION,
+            mean_ttft DOUBLE PRECISION, median_ttft DOUBLE PRECISION,
+            p90_ttft DOUBLE PRECISION, p99_ttft DOUBLE PRECISION,
+            mean_tpot DOUBLE PRECISION, median_tpot DOUBLE PRECISION,
+            p90_tpot DOUBLE PRECISION, p99_tpot DOUBLE PRECISION,
+            mean_itl DOUBLE PRECISION, median_itl DOUBLE PRECISION, p99_itl DOUBLE PRECISION,
+            mean_e2el DOUBLE PRECISION, median_e2el DOUBLE PRECISION,
+            p90_e2el DOUBLE PRECISION, p99_e2el DOUBLE PRECISION,
+            mean_intvty DOUBLE PRECISION, median_intvty DOUBLE PRECISION,
+            p90_intvty DOUBLE PRECISION, p99_intvty DOUBLE PRECISION,
+            p75_e2e_norm_intvty DOUBLE PRECISION, p90_e2e_norm_intvty DOUBLE PRECISION,
+            median_ttfo DOUBLE PRECISION, p99_ttfo DOUBLE PRECISION,
+            avg_power_w DOUBLE PRECISION, joules_per_total_token DOUBLE PRECISION,
+            joules_per_input_token DOUBLE PRECISION, joules_per_output_token DOUBLE PRECISION,
+            error TEXT,
+            metrics TEXT NOT NULL DEFAULT '{}',
+            CONSTRAINT points_natural_key UNIQUE (run_id, config_id, conc)
+        )",
+        "CREATE INDEX points_config ON points (config_id, conc, date)",
+        // Per-request records of a point: the `requests.jsonl.zst` bytes as ingested (one blob
+        // per point; see crate docs for why not rows), with the record count and checksum.
+        "CREATE TABLE requests (
+            point_id BIGINT NOT NULL PRIMARY KEY REFERENCES points(id) ON DELETE CASCADE,
+            n_records BIGINT NOT NULL,
+            n_profile BIGINT NOT NULL,
+            n_failed BIGINT NOT NULL,
+            sha256 TEXT NOT NULL,
+            jsonl_zst {BLOB} NOT NULL
+        )",
+        // Other files of a run kept verbatim (zstd): server.log, server_metrics.jsonl, job.json,
+        // power.csv, unrecognised extras. Nothing in an artifact directory is dropped.
+        "CREATE TABLE artifacts (
+            run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            size BIGINT NOT NULL,
+            sha256 TEXT NOT NULL,
+            content_zst {BLOB} NOT NULL,
+            PRIMARY KEY (run_id, name)
+        )",
+        // Power samples (W) per GPU from power.csv, unix seconds.
+        "CREATE TABLE power_samples (
+            point_id BIGINT NOT NULL REFERENCES points(id) ON DELETE CASCADE,
+            gpu TEXT NOT NULL,
+            t_unix DOUBLE PRECISION NOT NULL,
+            power_w DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (point_id, gpu, t_unix)
+        )",
+        // Server metric time series from server_metrics.jsonl (Prometheus names and labels).
+        "CREATE TABLE server_metrics (
+            point_id BIGINT NOT NULL REFERENCES points(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            labels TEXT NOT NULL,
+            t_unix DOUBLE PRECISION NOT NULL,
+            value DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (point_id, name, labels, t_unix)
+        )",
+        "CREATE TABLE evals (
+            run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            config_id BIGINT NOT NULL REFERENCES configs(id),
+            task TEXT NOT NULL,
+            conc BIGINT NOT NULL,
+            score DOUBLE PRECISION,
+            score_se DOUBLE PRECISION,
+            metrics TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (run_id, config_id, task, conc)
+        )",
+        "CREATE TABLE changelog_entries (
+            date TEXT NOT NULL,
+            base_ref TEXT NOT NULL,
+            head_ref TEXT NOT NULL,
+            config_key TEXT NOT NULL,
+            description TEXT NOT NULL,
+            pr_link TEXT NOT NULL,
+            PRIMARY KEY (base_ref, head_ref, config_key, description)
+        )",
+        // Names the normalizers did not recognise (stored as given, lowercased): the report of
+        // what needs a new alias. `first_run_key` says where it was first seen.
+        "CREATE TABLE unknown_names (
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            first_run_key TEXT NOT NULL,
+            PRIMARY KEY (kind, name)
+        )",
+    ],
+}];
+
+/// The schema version this binary writes.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+fn expand(stmt: &str, kind: Kind) -> String {
+    let (id, blob) = match kind {
+        Kind::Sqlite => ("INTEGER PRIMARY KEY", "BLOB"),
+        Kind::Postgres => (
+            "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+            "BYTEA",
+        ),
+    };
+    stmt.replace("{ID}", id).replace("{BLOB}", blob)
+}
+
+/// The current schema version (0 = empty database).
+pub(crate) fn current_version(conn: &mut Conn) -> Result<i64, StoreError> {
+    conn.batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version BIGINT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL
+        )",
+    )?;
+    let rows = conn.query("SELECT version FROM schema_migrations", &[])?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| r.first().and_then(Val::as_i64))
+        .max()
+        .unwrap_or(0))
+}
+
+/// Applies every migration newer than the database's version, each in its own transaction.
+/// Returns the versions applied. Errors if the database is newer than this binary.
+pub(crate) fn migrate(conn: &mut Conn) -> Result<Vec<i64>, StoreError> {
+    let current = current_version(conn)?;
+    if current > latest_version() {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            supported: latest_version(),
+        });
+    }
+    let kind = conn.kind();
+    let mut applied = Vec::new();
+    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
+        conn.batch("BEGIN")?;
+        let res = (|| {
+            for s in m.statements {
+                conn.batch(&expand(s, kind))?;
+            }
+            conn.exec(
+                "INSERT INTO schema_migrations (version, name) VALUES (?, ?)",
+                &[Val::Int(m.version), Val::from(m.name)],
+            )?;
+            Ok::<_, StoreError>(())
+        })();
+        match res {
+            Ok(()) => conn.batch("COMMIT")?,
+            Err(e) => {
+                let _ = conn.batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+        applied.push(m.version);
+    }
+    Ok(applied)
+}

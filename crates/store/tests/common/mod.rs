@@ -1,0 +1,84 @@
+//! Test helpers: fixture copies and the two backends (SQLite temp file; PostgreSQL from
+//! `INFERBENCH_TEST_PG_URL` in a fresh schema, skipped with a message when unset unless
+//! `INFERBENCH_REQUIRE_SERVICES=1`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use inferbench_store::Store;
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+/// Copies the fixture tree into a temp dir and adds a `requests.jsonl.zst` to the conc4 point
+/// (10 profile records: sent 0, last token at (i+1)·100 ms, 10 tokens each).
+pub fn fixture_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixtures(), dir.path());
+    let mut jsonl = String::new();
+    for i in 0..10u64 {
+        jsonl.push_str(&format!(
+            "{{\"request_id\":{i},\"phase\":\"profile\",\"success\":true,\"scheduled_ns\":0,\"sent_ns\":0,\"first_token_ns\":50000000,\"last_token_ns\":{},\"end_ns\":{},\"prompt_tokens\":1024,\"prompt_tokens_client\":1024,\"completion_tokens\":10,\"completion_tokens_source\":\"server\"}}\n",
+            (i + 1) * 100_000_000,
+            (i + 1) * 100_000_000 + 10
+        ));
+    }
+    let z = zstd::encode_all(jsonl.as_bytes(), 3).unwrap();
+    std::fs::write(dir.path().join("sweep-h200/conc4/requests.jsonl.zst"), z).unwrap();
+    dir
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        let t = to.join(e.file_name());
+        if p.is_dir() {
+            copy_tree(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh SQLite database in a temp dir (kept alive by the returned guard).
+pub fn sqlite() -> (Store, tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = dir.path().join("t.db").display().to_string();
+    let mut s = Store::open(&url).unwrap();
+    s.migrate().unwrap();
+    (s, dir, url)
+}
+
+/// A fresh PostgreSQL schema, or `None` (with a printed reason) when no server is configured.
+/// Panics when `INFERBENCH_REQUIRE_SERVICES=1` and the server is missing.
+pub fn postgres(test: &str) -> Option<(Store, String)> {
+    let Ok(base) = std::env::var("INFERBENCH_TEST_PG_URL") else {
+        if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
+            panic!("INFERBENCH_TEST_PG_URL is not set but INFERBENCH_REQUIRE_SERVICES=1 (run scripts/setup/postgres.sh)");
+        }
+        eprintln!("skipping PostgreSQL part of {test}: INFERBENCH_TEST_PG_URL not set (run scripts/setup/postgres.sh)");
+        return None;
+    };
+    let schema = format!(
+        "t_{}_{}_{}",
+        test.to_lowercase()
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    );
+    let mut c = postgres::Client::connect(&base, postgres::NoTls)
+        .expect("connect to INFERBENCH_TEST_PG_URL");
+    c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+        .unwrap();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}schema={schema}");
+    let mut s = Store::open(&url).unwrap();
+    s.migrate().unwrap();
+    Some((s, url))
+}

@@ -1,0 +1,175 @@
+//! Ingest, idempotency, corrupt input, unknown names, snapshots — on SQLite and PostgreSQL.
+
+mod common;
+
+use inferbench_store::{CostOptions, Filter, IngestOptions, Store};
+
+fn ingest_all(store: &mut Store, root: &std::path::Path) -> inferbench_store::IngestReport {
+    store.ingest_path(root, &IngestOptions::default()).unwrap()
+}
+
+fn check_fixture_ingest(store: &mut Store) {
+    let dir = common::fixture_copy();
+    let r = ingest_all(store, dir.path());
+    // corrupt/bad-summary is skipped with file:line; everything else ingests.
+    assert_eq!(r.skipped.len(), 1, "{}", r.render());
+    assert!(r.skipped[0].path.ends_with("corrupt/bad-summary"));
+    assert!(
+        r.skipped[0].reason.contains("summary.json:3:"),
+        "{}",
+        r.skipped[0].reason
+    );
+    // 2 artifact dirs + agg_bmk.json + AIPerf + vLLM file.
+    assert_eq!(r.runs_ingested, 5, "{}", r.render());
+    assert_eq!(r.points, 2 + 9 + 1 + 1);
+    assert_eq!(r.requests, 10 + 6);
+    let unknown: Vec<(String, String)> = r.unknown.iter().cloned().collect();
+    assert_eq!(
+        unknown,
+        vec![
+            ("framework".into(), "jaxserve".into()),
+            ("framework".into(), "unknown".into()),
+            ("hardware".into(), "tpu-v9".into()),
+            ("hardware".into(), "unknown".into()),
+            ("model".into(), "mystery-1t".into()),
+            ("precision".into(), "fp6".into()),
+            ("precision".into(), "unknown".into()),
+        ]
+    );
+    assert_eq!(store.unknown_names().unwrap().len(), 7);
+
+    let mut f = Filter::default();
+    f.add("hardware=h200").unwrap();
+    let rows = store.points(&f, &CostOptions::default()).unwrap();
+    assert_eq!(rows.len(), 2);
+    let (c4, c16) = (&rows[0], &rows[1]);
+    assert_eq!((c4.conc, c16.conc), (4, 16));
+    assert_eq!(c4.model, "dsr1");
+    assert_eq!(
+        (c4.framework.as_str(), c4.precision.as_str(), c4.tp, c4.gpus),
+        ("sglang", "fp8", 8, 8)
+    );
+    assert_eq!(c4.image, "lmsysorg/sglang:v0.5.5");
+    assert_eq!(c4.date, "2026-03-01");
+    assert_eq!(c4.batch, "sweep-2026-03-01-h200");
+    assert_eq!(c4.get("tput_per_gpu"), Some(102.4));
+    assert_eq!(c4.get("median_intvty"), Some(105.26315789473684));
+    assert_eq!(c4.get("p99_ttft"), Some(0.18));
+    assert_eq!(c4.get("p90_e2e_norm_intvty"), Some(95.0)); // from the summary's extras
+    assert_eq!(c4.get("median_ttfo"), Some(0.111));
+    // Measured power from power.csv: GPU g draws 500+g W over the 100 s window.
+    assert_eq!(c4.get("avg_power_w"), Some(503.5));
+    assert_eq!(c4.get("joules_per_total_token"), Some(402_800.0 / 81_920.0));
+    assert_eq!(
+        c4.get("joules_per_output_token"),
+        Some(402_800.0 / 40_960.0)
+    );
+    // $/M total tokens, rental H200 1.60 $/h at 102.4 tok/s/GPU.
+    assert_eq!(
+        c4.get("usd_per_m_rental"),
+        Some(1.60 / (102.4 * 3600.0 / 1e6))
+    );
+    // E2E-normalized interactivity computed from the records (ratios 0.01..0.04 s/token).
+    let p90 = 0.03 + 0.7 * (0.04 - 0.03);
+    let got = c16.get("p90_e2e_norm_intvty").unwrap();
+    assert!((got - 1.0 / p90).abs() < 1e-12, "{got}"); // 27.027…
+    assert_eq!(c16.get("failed"), Some(1.0));
+}
+
+#[test]
+fn fixture_ingest_sqlite() {
+    let (mut s, _d, _) = common::sqlite();
+    check_fixture_ingest(&mut s);
+}
+
+#[test]
+fn fixture_ingest_postgres() {
+    if let Some((mut s, _)) = common::postgres("fixture_ingest") {
+        check_fixture_ingest(&mut s);
+    }
+}
+
+fn check_idempotent_and_snapshot(store: &mut Store, other: &mut Store) {
+    let dir = common::fixture_copy();
+    ingest_all(store, dir.path());
+    let (d1, rows, _) = store.dump_bytes().unwrap();
+    let r = ingest_all(store, dir.path());
+    assert_eq!(r.runs_reingested, 5);
+    let (d2, _, _) = store.dump_bytes().unwrap();
+    assert!(d1 == d2, "re-ingest changed the dump");
+    assert!(rows > 20);
+
+    // Dump to a dir, restore into the other database, dump again: identical.
+    let out = tempfile::tempdir().unwrap();
+    let info = store.dump_to_dir(out.path()).unwrap();
+    let sums = std::fs::read_to_string(out.path().join("SHA256SUMS")).unwrap();
+    assert!(sums.contains(&info.sha256));
+    assert_eq!(other.restore_file(&info.path, true).unwrap(), rows);
+    let (d3, _, _) = other.dump_bytes().unwrap();
+    assert!(d1 == d3, "restore did not round-trip");
+    // Restoring into a non-empty database is refused.
+    assert!(other.restore_file(&info.path, true).is_err());
+    // A corrupted snapshot fails the checksum.
+    let mut bytes = std::fs::read(&info.path).unwrap();
+    let n = bytes.len();
+    bytes[n / 2] ^= 0x55;
+    std::fs::write(&info.path, bytes).unwrap();
+    let (mut empty, _d, _) = common::sqlite();
+    let e = empty
+        .restore_file(&info.path, true)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("checksum mismatch"), "{e}");
+}
+
+#[test]
+fn idempotent_and_snapshot_sqlite() {
+    let (mut a, _d1, _) = common::sqlite();
+    let (mut b, _d2, _) = common::sqlite();
+    check_idempotent_and_snapshot(&mut a, &mut b);
+}
+
+#[test]
+fn idempotent_and_snapshot_postgres_both_ways() {
+    let Some((mut pg, _)) = common::postgres("snap_pg") else {
+        return;
+    };
+    let (mut lite, _d, _) = common::sqlite();
+    check_idempotent_and_snapshot(&mut pg, &mut lite);
+    let Some((mut pg2, _)) = common::postgres("snap_pg2") else {
+        return;
+    };
+    let (mut lite2, _d2, _) = common::sqlite();
+    check_idempotent_and_snapshot(&mut lite2, &mut pg2);
+}
+
+#[test]
+fn sqlite_and_postgres_give_identical_rows() {
+    let Some((mut pg, _)) = common::postgres("identical") else {
+        return;
+    };
+    let (mut lite, _d, _) = common::sqlite();
+    let dir = common::fixture_copy();
+    ingest_all(&mut pg, dir.path());
+    ingest_all(&mut lite, dir.path());
+    let f = Filter::default();
+    let c = CostOptions {
+        usd_per_gpu_hour: Some(2.0),
+        kw_per_gpu: None,
+    };
+    let a = serde_json::to_string(&pg.points(&f, &c).unwrap()).unwrap();
+    let b = serde_json::to_string(&lite.points(&f, &c).unwrap()).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(pg.dump_bytes().unwrap().0, lite.dump_bytes().unwrap().0);
+}
+
+#[test]
+fn unmigrated_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("x.db").display().to_string()).unwrap();
+    let e = s
+        .ingest_path(&common::fixtures(), &IngestOptions::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("inferbench db migrate"), "{e}");
+    assert!(Store::open("/nonexistent-dir/x.db").is_err());
+}
