@@ -438,7 +438,17 @@ pub fn build_command(
             )
         }
         EngineKind::Sim => {
-            let mut a = vec![s("sim"), s("--host"), host, s("--port"), n(port as u32)];
+            let mut a = vec![
+                s("sim"),
+                s("--host"),
+                host,
+                s("--port"),
+                n(port as u32),
+                s("--served-model-name"),
+                r.model.clone(),
+                s("--tp"),
+                n(spec.tp()),
+            ];
             a.extend(opts.sim_args.iter().cloned());
             let exe = opts.inferbench_exe.display().to_string();
             (exe.clone(), a, Some(vec![exe, s("--version")]))

@@ -5,7 +5,8 @@
 //! - [`engine`]: recipes (built-in vLLM / SGLang / TensorRT-LLM / llama.cpp / simulator
 //!   templates, or InferenceX-style scripts) and engine processes stopped as a whole group.
 //! - [`ready`]: `/health` then `/v1/models`, with a timeout and the server log in errors.
-//! - [`point`]: the seam to the load generator ([`point::PointRunner`]).
+//! - [`point`]: the seam to the load generator ([`point::PointRunner`]); [`bench`] implements
+//!   it over `inferbench_loadgen::run_bench`.
 //! - [`sweep`]: rows → points → engine up → point → artifacts; failures recorded, finished
 //!   points skipped on re-runs.
 //! - [`artifacts`]: the per-point directory layout (DESIGN.md §3) and completion markers.
@@ -13,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod artifacts;
+pub mod bench;
 pub mod engine;
 pub mod executor;
 pub mod jobspec;
@@ -23,3 +25,4 @@ pub mod sweep;
 pub use jobspec::{load_matrix, load_row, Conc, JobSpec, MatrixError, MatrixRow};
 pub use point::{BenchDefaults, PointOutput, PointRequest, PointRunner};
 pub use sweep::{run_jobs, Outcome, SweepOptions, SweepReport};
+pub use tokio_util::sync::CancellationToken;

@@ -51,6 +51,9 @@ pub struct SweepOptions {
     pub force: bool,
     /// Benchmark an already running server instead of launching engines.
     pub base_url: Option<String>,
+    /// Write `<out>/sweep.json` at the end (off for `inferbench job`, whose Slurm tasks share
+    /// one output directory).
+    pub write_report: bool,
 }
 
 impl Default for SweepOptions {
@@ -67,6 +70,7 @@ impl Default for SweepOptions {
             bench: BenchDefaults::default(),
             force: false,
             base_url: None,
+            write_report: true,
         }
     }
 }
@@ -472,7 +476,9 @@ pub async fn run_jobs<R: PointRunner>(
         }
     }
     stop(engine.take(), opts).await;
-    let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
+    if opts.write_report {
+        let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
+    }
     report
 }
 

@@ -1,10 +1,79 @@
-//! `inferbench job` (stub: not implemented yet).
+//! `inferbench job`: run one matrix row (what the Slurm and GitHub executors call on each node):
+//! engine up, one point per concurrency, artifacts, engine down.
+
+use std::path::PathBuf;
+
+use inferbench_runner::bench::LoadgenPoint;
+use inferbench_runner::sweep::run_jobs;
+use inferbench_runner::{load_row, JobSpec, SweepOptions};
+
+use super::sweep::RunArgs;
 
 /// Flags of `inferbench job`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Job matrix JSON.
+    #[arg(long, required_unless_present = "row")]
+    pub matrix: Option<PathBuf>,
+    /// Row index in the matrix (0-based; Slurm passes `$SLURM_ARRAY_TASK_ID`).
+    #[arg(long, required_unless_present = "row", env = "SLURM_ARRAY_TASK_ID")]
+    pub index: Option<usize>,
+    /// The row itself as JSON, instead of --matrix/--index.
+    #[arg(long, conflicts_with_all = ["matrix", "index"])]
+    pub row: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
 
-/// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench job` is not implemented yet")
+/// Runs the subcommand; returns the process exit code (0 ok, 1 failed, 130 interrupted).
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let job = match (&args.row, &args.matrix, args.index) {
+        (Some(text), _, _) => {
+            let mut rows = inferbench_runner::jobspec::parse_matrix(text, "--row".as_ref())?;
+            anyhow::ensure!(
+                rows.len() == 1,
+                "--row: expected exactly one row, got {}",
+                rows.len()
+            );
+            rows.remove(0)
+        }
+        (None, Some(m), Some(i)) => load_row(m, i)?,
+        _ => anyhow::bail!("give --matrix and --index, or --row"),
+    };
+    let mut opts = args.run.sweep_options()?;
+    opts.write_report = false;
+    run_local(&[job], &opts, args.run.progress)
+}
+
+/// Runs `jobs` in this process with the load generator; Ctrl-C / SIGTERM stop the current point
+/// and the engine, and the remaining points are marked interrupted. Prints a summary to stderr.
+pub fn run_local(jobs: &[JobSpec], opts: &SweepOptions, progress: bool) -> anyhow::Result<i32> {
+    let rt = tokio::runtime::Runtime::new()?;
+    let report = rt.block_on(async {
+        let cancel = inferbench_runner::CancellationToken::new();
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async {
+                    match term.as_mut() {
+                        Some(t) => { t.recv().await; }
+                        None => std::future::pending::<()>().await,
+                    }
+                } => {}
+            }
+            eprintln!("interrupted: stopping the current point and the engine");
+            c.cancel();
+        });
+        run_jobs(jobs, opts, &LoadgenPoint { progress }, &cancel).await
+    });
+    eprint!("{}", report.render());
+    eprintln!(
+        "artifacts in {} ({})",
+        opts.out_dir.display(),
+        inferbench_runner::sweep::SWEEP_REPORT
+    );
+    Ok(report.exit_code())
 }

@@ -1,10 +1,403 @@
-//! `inferbench sweep` (stub: not implemented yet).
+//! `inferbench sweep`: run a job matrix locally, submit it to Slurm as a job array, or write a
+//! GitHub Actions workflow for it (logic in `inferbench-runner`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use inferbench_runner::engine::EngineOptions;
+use inferbench_runner::executor::{github, slurm};
+use inferbench_runner::sweep::{gather, SWEEP_REPORT};
+use inferbench_runner::{artifacts, load_matrix, BenchDefaults, JobSpec, SweepOptions};
+
+/// Flags shared by `sweep` and `job`: where results go, how engines start, how points run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Output directory: one sub-directory per point, named by its RESULT_FILENAME.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// runners.yaml (InferenceX format): rows whose runner label is not in it fail with
+    /// `unknown_runner`.
+    #[arg(long)]
+    pub runner_config: Option<PathBuf>,
+    /// Concrete runner name used in RESULT_FILENAME (default: this host's name).
+    #[arg(long)]
+    pub runner_name: Option<String>,
+    /// Engine port (0 = a free port per launch; a fixed port that is taken fails the row).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Address engines bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Seconds to wait for /health and /v1/models before failing the row.
+    #[arg(long, default_value_t = 1800.0)]
+    pub ready_timeout: f64,
+    /// Seconds between SIGTERM and SIGKILL when stopping an engine's process group.
+    #[arg(long, default_value_t = 30.0)]
+    pub stop_grace: f64,
+    /// Python for SGLang and llama.cpp engines.
+    #[arg(long, env = "INFERBENCH_PYTHON", default_value = "python3")]
+    pub python: PathBuf,
+    /// Directory of InferenceX-style benchmark scripts, searched before built-in templates
+    /// (`<dir>/fixed_seq_len/<prefix>_<precision>_<hw>[_<framework>][_mtp].sh`).
+    #[arg(long)]
+    pub recipe_dir: Option<PathBuf>,
+    /// One engine script for every row (started with InferenceX's environment; must serve on
+    /// $PORT until stopped).
+    #[arg(long)]
+    pub engine_script: Option<PathBuf>,
+    /// Local weights for a model name: `MODEL=PATH` (repeatable), e.g. a GGUF for llama.cpp.
+    #[arg(long = "model-path", value_name = "MODEL=PATH")]
+    pub model_paths: Vec<String>,
+    /// CPU threads for llama.cpp.
+    #[arg(long, default_value_t = 2)]
+    pub threads: u32,
+    /// Extra argument appended to every templated engine command (repeatable).
+    #[arg(long = "engine-arg", allow_hyphen_values = true)]
+    pub engine_args: Vec<String>,
+    /// Extra argument for the `sim` engine (repeatable), e.g. `--sim-arg=--time-scale=50`.
+    #[arg(long = "sim-arg", allow_hyphen_values = true)]
+    pub sim_args: Vec<String>,
+    /// Benchmark this running server instead of launching engines.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Prompts per unit of concurrency (InferenceX: 10).
+    #[arg(long, default_value_t = 10)]
+    pub prompts_per_conc: u32,
+    /// Warmups per unit of concurrency (InferenceX: 2).
+    #[arg(long, default_value_t = 2)]
+    pub warmups_per_conc: u32,
+    /// Fixed prompt count per point (overrides --prompts-per-conc).
+    #[arg(long)]
+    pub num_prompts: Option<u32>,
+    /// Random range ratio (InferenceX: 0.8).
+    #[arg(long, default_value_t = 0.8)]
+    pub random_range_ratio: f64,
+    /// Do not ask servers to ignore EOS (InferenceX sets ignore_eos).
+    #[arg(long)]
+    pub no_ignore_eos: bool,
+    /// Tokenizer for prompt synthesis (o200k_base, cl100k_base or a tokenizer.json path).
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+    /// Seed for prompt synthesis.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Endpoint path.
+    #[arg(long, default_value = "/v1/completions")]
+    pub endpoint: String,
+    /// Per-request timeout in seconds.
+    #[arg(long)]
+    pub request_timeout: Option<f64>,
+    /// Re-run points already finished (default: skip them).
+    #[arg(long)]
+    pub force: bool,
+    /// Show the load generator's live progress.
+    #[arg(long)]
+    pub progress: bool,
+}
+
+impl RunArgs {
+    /// Builds the runner's options, loading the runner config when given.
+    pub fn sweep_options(&self) -> anyhow::Result<SweepOptions> {
+        let runner_labels = match &self.runner_config {
+            Some(p) => {
+                let rc = inferbench_recipes::schema::RunnerConfig::load(p)?;
+                Some(rc.labels.into_iter().collect::<BTreeMap<_, _>>())
+            }
+            None => None,
+        };
+        let mut model_paths = Vec::new();
+        for mp in &self.model_paths {
+            let (m, p) = mp
+                .split_once('=')
+                .with_context(|| format!("--model-path {mp:?}: expected MODEL=PATH"))?;
+            model_paths.push((m.to_string(), PathBuf::from(p)));
+        }
+        anyhow::ensure!(
+            self.ready_timeout > 0.0 && self.ready_timeout.is_finite(),
+            "--ready-timeout must be a positive number of seconds"
+        );
+        anyhow::ensure!(
+            self.stop_grace >= 0.0 && self.stop_grace.is_finite(),
+            "--stop-grace must be a non-negative number of seconds"
+        );
+        anyhow::ensure!(
+            (0.0..=1.0).contains(&self.random_range_ratio),
+            "--random-range-ratio must be in [0, 1]"
+        );
+        let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        Ok(SweepOptions {
+            out_dir: abs(&self.out),
+            runner_name: self.runner_name.clone(),
+            runner_labels,
+            engine: EngineOptions {
+                python: self.python.clone(),
+                host: self.host.clone(),
+                recipe_dir: self.recipe_dir.as_ref().map(abs),
+                script: self.engine_script.as_ref().map(abs),
+                model_paths,
+                threads: self.threads,
+                extra_args: self.engine_args.clone(),
+                sim_args: self.sim_args.clone(),
+                ..EngineOptions::default()
+            },
+            port: self.port,
+            ready_timeout: Duration::from_secs_f64(self.ready_timeout),
+            stop_grace: Duration::from_secs_f64(self.stop_grace),
+            bench: BenchDefaults {
+                prompts_per_conc: self.prompts_per_conc,
+                warmups_per_conc: self.warmups_per_conc,
+                num_prompts: self.num_prompts,
+                range_ratio: self.random_range_ratio,
+                ignore_eos: !self.no_ignore_eos,
+                tokenizer: self.tokenizer.clone(),
+                seed: self.seed,
+                endpoint: self.endpoint.clone(),
+                request_timeout_s: self.request_timeout,
+            },
+            force: self.force,
+            base_url: self.base_url.clone(),
+            ..SweepOptions::default()
+        })
+    }
+
+    /// These flags as command-line arguments (what Slurm tasks get), with absolute paths.
+    pub fn to_args(&self, opts: &SweepOptions) -> Vec<String> {
+        let mut a = vec!["--out".to_string(), opts.out_dir.display().to_string()];
+        let mut push = |k: &str, v: String| {
+            a.push(k.to_string());
+            a.push(v);
+        };
+        if let Some(p) = &self.runner_config {
+            push("--runner-config", abs(p));
+        }
+        // Fix the runner name at submission so every task and the gather agree on names.
+        push(
+            "--runner-name",
+            self.runner_name.clone().unwrap_or_else(artifacts::hostname),
+        );
+        push("--port", self.port.to_string());
+        push("--host", self.host.clone());
+        push("--ready-timeout", self.ready_timeout.to_string());
+        push("--stop-grace", self.stop_grace.to_string());
+        push("--python", self.python.display().to_string());
+        if let Some(p) = &opts.engine.recipe_dir {
+            push("--recipe-dir", p.display().to_string());
+        }
+        if let Some(p) = &opts.engine.script {
+            push("--engine-script", p.display().to_string());
+        }
+        for m in &self.model_paths {
+            push("--model-path", m.clone());
+        }
+        push("--threads", self.threads.to_string());
+        for e in &self.engine_args {
+            a.push(format!("--engine-arg={e}"));
+        }
+        for e in &self.sim_args {
+            a.push(format!("--sim-arg={e}"));
+        }
+        let mut push = |k: &str, v: String| {
+            a.push(k.to_string());
+            a.push(v);
+        };
+        if let Some(u) = &self.base_url {
+            push("--base-url", u.clone());
+        }
+        push("--prompts-per-conc", self.prompts_per_conc.to_string());
+        push("--warmups-per-conc", self.warmups_per_conc.to_string());
+        if let Some(n) = self.num_prompts {
+            push("--num-prompts", n.to_string());
+        }
+        push("--random-range-ratio", self.random_range_ratio.to_string());
+        if let Some(t) = &self.tokenizer {
+            push("--tokenizer", t.clone());
+        }
+        push("--seed", self.seed.to_string());
+        push("--endpoint", self.endpoint.clone());
+        if let Some(t) = self.request_timeout {
+            push("--request-timeout", t.to_string());
+        }
+        if self.no_ignore_eos {
+            a.push("--no-ignore-eos".into());
+        }
+        if self.force {
+            a.push("--force".into());
+        }
+        a
+    }
+}
+
+fn abs(p: &PathBuf) -> String {
+    std::path::absolute(p)
+        .unwrap_or_else(|_| p.clone())
+        .display()
+        .to_string()
+}
+
+/// Where the matrix runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Executor {
+    /// In this process, one point after another.
+    Local,
+    /// An sbatch job array, one task per pending row.
+    Slurm,
+    /// Write the matrix and a reusable GitHub Actions workflow for self-hosted runners.
+    Github,
+}
 
 /// Flags of `inferbench sweep`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Job matrix JSON (as printed by `inferbench matrix`, or the changelog's bucketed object).
+    #[arg(long)]
+    pub matrix: PathBuf,
+    /// Executor.
+    #[arg(long, value_enum, default_value_t = Executor::Local)]
+    pub executor: Executor,
+    /// Only these row indices (comma-separated, e.g. `0,3,5`).
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Vec<usize>,
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Slurm: partition.
+    #[arg(long, help_heading = "Slurm")]
+    pub partition: Option<String>,
+    /// Slurm: time limit per task (e.g. `8:00:00`).
+    #[arg(long, help_heading = "Slurm")]
+    pub time: Option<String>,
+    /// Slurm: most array tasks at once.
+    #[arg(long, help_heading = "Slurm")]
+    pub max_parallel: Option<u32>,
+    /// Slurm: extra `#SBATCH` option (repeatable), e.g. `--sbatch-arg=--gres=gpu:8`.
+    #[arg(
+        long = "sbatch-arg",
+        allow_hyphen_values = true,
+        help_heading = "Slurm"
+    )]
+    pub sbatch_args: Vec<String>,
+    /// Slurm: submit and return instead of waiting for the array and gathering results.
+    #[arg(long, help_heading = "Slurm")]
+    pub no_wait: bool,
+    /// Slurm: inferbench executable on the compute nodes (default: this executable).
+    #[arg(long, help_heading = "Slurm")]
+    pub inferbench_exe: Option<PathBuf>,
+    /// GitHub: directory for `matrix.json` and `inferbench-sweep.yml`.
+    #[arg(long, default_value = ".github/inferbench", help_heading = "GitHub")]
+    pub github_dir: PathBuf,
+    /// GitHub: command that runs inferbench on the runners.
+    #[arg(long, default_value = "inferbench", help_heading = "GitHub")]
+    pub github_inferbench: String,
+}
 
-/// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench sweep` is not implemented yet")
+fn select(
+    jobs: Vec<JobSpec>,
+    rows: &[usize],
+    matrix: &std::path::Path,
+) -> anyhow::Result<Vec<JobSpec>> {
+    if rows.is_empty() {
+        return Ok(jobs);
+    }
+    let len = jobs.len();
+    for r in rows {
+        anyhow::ensure!(
+            *r < len,
+            "--rows: index {r} out of range ({} has {len} rows)",
+            matrix.display()
+        );
+    }
+    Ok(jobs
+        .into_iter()
+        .filter(|j| rows.contains(&j.index))
+        .collect())
+}
+
+/// Runs the subcommand; returns the process exit code (0 all ok, 1 some point failed,
+/// 130 interrupted).
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let jobs = select(load_matrix(&args.matrix)?, &args.rows, &args.matrix)?;
+    let opts = args.run.sweep_options()?;
+    match args.executor {
+        Executor::Local => super::job::run_local(&jobs, &opts, args.run.progress),
+        Executor::Github => {
+            let gh = github::GithubOptions {
+                matrix_path: args.github_dir.join("matrix.json").display().to_string(),
+                inferbench_cmd: args.github_inferbench.clone(),
+                ..Default::default()
+            };
+            let files = github::write(&jobs, &args.github_dir, &gh)?;
+            for w in &files.warnings {
+                eprintln!("warning: {w}");
+            }
+            println!(
+                "wrote {} ({} rows) and {}; copy the workflow into .github/workflows/ and run it",
+                files.matrix.display(),
+                jobs.len(),
+                files.workflow.display()
+            );
+            Ok(0)
+        }
+        Executor::Slurm => {
+            let matrix = std::path::absolute(&args.matrix)?;
+            let pending: Vec<usize> = if opts.force {
+                jobs.iter().map(|j| j.index).collect()
+            } else {
+                let done = gather(&jobs, &opts);
+                let mut idx: Vec<usize> = done
+                    .points
+                    .iter()
+                    .filter(|p| p.outcome != inferbench_runner::Outcome::Ok)
+                    .map(|p| p.index)
+                    .collect();
+                idx.dedup();
+                idx
+            };
+            if pending.is_empty() {
+                println!(
+                    "all {} rows already finished; nothing to submit",
+                    jobs.len()
+                );
+                return Ok(0);
+            }
+            let so = slurm::SlurmOptions {
+                inferbench_exe: match &args.inferbench_exe {
+                    Some(p) => p.clone(),
+                    None => std::env::current_exe()?,
+                },
+                partition: args.partition.clone(),
+                time_limit: args.time.clone(),
+                max_parallel: args.max_parallel,
+                job_name: None,
+                extra_sbatch: args.sbatch_args.clone(),
+                job_args: args.run.to_args(&opts),
+                wait: !args.no_wait,
+            };
+            let dir = opts.out_dir.join("_slurm");
+            let rt = tokio::runtime::Runtime::new()?;
+            let job_id = rt.block_on(slurm::submit(&matrix, &pending, &dir, &so))?;
+            eprintln!(
+                "submitted Slurm job {job_id}: array {} ({} rows), script {}",
+                slurm::array_spec(&pending),
+                pending.len(),
+                dir.join("job.sbatch").display()
+            );
+            if args.no_wait {
+                println!("{job_id}");
+                return Ok(0);
+            }
+            // Tasks ran `inferbench job` with a fixed runner name; gather with the same one.
+            let mut gopts = opts.clone();
+            gopts.runner_name = Some(
+                args.run
+                    .runner_name
+                    .clone()
+                    .unwrap_or_else(artifacts::hostname),
+            );
+            let report = gather(&jobs, &gopts);
+            artifacts::write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report)?;
+            eprint!("{}", report.render());
+            Ok(report.exit_code())
+        }
+    }
 }
