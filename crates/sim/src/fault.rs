@@ -6,7 +6,7 @@
 //! | item | effect (what the client sees) |
 //! |---|---|
 //! | `status=503` or `status=500/503/429` | that HTTP status (one drawn per request from the list) with an OpenAI-style JSON error body; nothing is generated |
-//! | `drop-after=N` | N SSE events, then the connection closes without the terminating chunk (non-streaming: closes before the body) |
+//! | `drop-after=N` | N SSE events, then the connection closes without the terminating chunk (non-streaming: it closes without any response) |
 //! | `malformed-after=N` | N events, then one `data:` line whose JSON is cut short, then the stream goes on |
 //! | `stall-after=N` | N events, then silence for `stall-ms` (default: forever) |
 //! | `stall-ms=MS` | stall length for `stall-after`, milliseconds |

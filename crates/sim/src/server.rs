@@ -150,8 +150,10 @@ enum Gate {
 impl SseBody {
     /// Fault checks before one data event (module doc of `fault`).
     fn gate(&mut self, buf: &mut Vec<u8>) -> Gate {
-        if self.fault.drop_after == Some(self.events) {
+        if self.fault.drop_after == Some(self.events) && !self.dropping {
+            // Let hyper flush what was already written before the connection is cut.
             self.dropping = true;
+            self.stall = Some(Box::pin(tokio::time::sleep(Duration::from_millis(20))));
             return Gate::Stop;
         }
         if self.fault.stall_after == Some(self.events) && !self.stalled {
@@ -271,12 +273,12 @@ impl SseBody {
             }
         }
         if buf.is_empty() {
-            if self.dropping {
-                return Poll::Ready(Some(Err(DropConnection)));
-            }
             if self.stall.is_some() {
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
+            }
+            if self.dropping {
+                return Poll::Ready(Some(Err(DropConnection)));
             }
             if self.phase == Phase::End {
                 return Poll::Ready(None);
