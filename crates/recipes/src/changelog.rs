@@ -112,7 +112,8 @@ pub fn added_lines(base: &str, head: &str, base_file: &str) -> Result<Added> {
                     continue;
                 }
                 lines.push(content);
-                out.head_lines.push(change.new_index().map(|i| i + 1).unwrap_or(0));
+                out.head_lines
+                    .push(change.new_index().map(|i| i + 1).unwrap_or(0));
             }
             similar::ChangeTag::Equal => {}
         }
@@ -153,9 +154,13 @@ pub fn parse_entries(added: &Added, head_file: &str) -> Result<Vec<ChangelogEntr
     if added.text.trim().is_empty() {
         return Err(Error::Usage(format!("no additions found in {head_file}")));
     }
-    let root = yaml::parse(&added.text, head_file).map_err(|e| Error::Config(remap(e, added, head_file)))?;
+    let root = yaml::parse(&added.text, head_file)
+        .map_err(|e| Error::Config(remap(e, added, head_file)))?;
     let (entries, errors) = validate_entry_list(&root, head_file);
-    let errors: Vec<ConfigError> = errors.into_iter().map(|e| remap(e, added, head_file)).collect();
+    let errors: Vec<ConfigError> = errors
+        .into_iter()
+        .map(|e| remap(e, added, head_file))
+        .collect();
     if !errors.is_empty() {
         return Err(Error::from_many(errors));
     }
@@ -166,7 +171,9 @@ pub fn parse_entries(added: &Added, head_file: &str) -> Result<Vec<ChangelogEntr
         }
     }
     if entries.is_empty() {
-        return Err(Error::Usage(format!("no valid YAML entries found in the additions to {head_file}")));
+        return Err(Error::Usage(format!(
+            "no valid YAML entries found in the additions to {head_file}"
+        )));
     }
     Ok(entries)
 }
@@ -177,13 +184,27 @@ fn validate_entry_list(root: &Node, file: &str) -> (Vec<ChangelogEntry>, Vec<Con
     let mut out = Vec::new();
     let Some(items) = root.as_seq() else {
         if !matches!(root.value, Yaml::Null) {
-            c.err(root.pos, "", format!("the changelog must be a YAML list of entries, found {}", root.kind()));
+            c.err(
+                root.pos,
+                "",
+                format!(
+                    "the changelog must be a YAML list of entries, found {}",
+                    root.kind()
+                ),
+            );
         }
         return (out, c.errors);
     };
     for (i, e) in items.iter().enumerate() {
         let path = format!("[{i}]");
-        if c.mapping(e, &path, ENTRY_FIELDS, &["config-keys", "description", "pr-link"]).is_none() {
+        if c.mapping(
+            e,
+            &path,
+            ENTRY_FIELDS,
+            &["config-keys", "description", "pr-link"],
+        )
+        .is_none()
+        {
             continue;
         }
         let before = c.errors.len();
@@ -194,15 +215,26 @@ fn validate_entry_list(root: &Node, file: &str) -> (Vec<ChangelogEntry>, Vec<Con
         let all_evals = c.boolean(e, &path, "all-evals").unwrap_or(false);
         let append_only = c.boolean(e, &path, "append-only").unwrap_or(false);
         let min_ep = c.int(e, &path, "eval-min-prefill-ep", IntRule::AtLeastOne);
-        let scen = match e.get("scenario-type").filter(|n| !matches!(n.value, Yaml::Null)) {
+        let scen = match e
+            .get("scenario-type")
+            .filter(|n| !matches!(n.value, Yaml::Null))
+        {
             None => None,
             Some(n) => {
                 let v = str_list(&mut c, e, &path, "scenario-type");
                 if let Some(v) = &v {
                     for (j, s) in v.iter().enumerate() {
                         if !SCENARIO_TYPES.contains(&s.as_str()) {
-                            let pos = n.as_seq().and_then(|s| s.get(j)).map(|x| x.pos).unwrap_or(n.pos);
-                            c.err(pos, &format!("{path}.scenario-type[{j}]"), format!("must be 'fixed-seq-len' or 'agentic-coding', got '{s}'"));
+                            let pos = n
+                                .as_seq()
+                                .and_then(|s| s.get(j))
+                                .map(|x| x.pos)
+                                .unwrap_or(n.pos);
+                            c.err(
+                                pos,
+                                &format!("{path}.scenario-type[{j}]"),
+                                format!("must be 'fixed-seq-len' or 'agentic-coding', got '{s}'"),
+                            );
                         }
                     }
                 }
@@ -234,7 +266,11 @@ fn str_list(c: &mut Checker<'_>, e: &Node, path: &str, field: &str) -> Option<Ve
     let n = e.get(field).filter(|n| !matches!(n.value, Yaml::Null))?;
     let p = format!("{path}.{field}");
     let Some(items) = n.as_seq() else {
-        c.err(n.pos, &p, format!("must be a list of strings, found {}", n.kind()));
+        c.err(
+            n.pos,
+            &p,
+            format!("must be a list of strings, found {}", n.kind()),
+        );
         return None;
     };
     if items.is_empty() {
@@ -248,7 +284,11 @@ fn str_list(c: &mut Checker<'_>, e: &Node, path: &str, field: &str) -> Option<Ve
             Some(s) => out.push(s.to_string()),
             None => {
                 ok = false;
-                c.err(it.pos, &format!("{p}[{i}]"), format!("must be a string, found {}", it.kind()));
+                c.err(
+                    it.pos,
+                    &format!("{p}[{i}]"),
+                    format!("must be a string, found {}", it.kind()),
+                );
             }
         }
     }
@@ -263,31 +303,57 @@ fn str_list(c: &mut Checker<'_>, e: &Node, path: &str, field: &str) -> Option<Ve
 ///
 /// # Errors
 /// All problems found, each naming `file:line`.
-pub fn validate_file(head: &str, head_file: &str, base: Option<&str>) -> Result<Vec<ChangelogEntry>> {
+pub fn validate_file(
+    head: &str,
+    head_file: &str,
+    base: Option<&str>,
+) -> Result<Vec<ChangelogEntry>> {
     let mut errs = Vec::new();
     for (i, line) in head.split('\n').enumerate() {
         for (ch, what) in [('\r', "carriage return"), ('\t', "tab"), ('\0', "NUL byte")] {
             if let Some(col) = line.find(ch) {
-                errs.push(ConfigError::new(head_file, Pos { line: i + 1, col: col + 1 }, "", format!("{what} not allowed")));
+                errs.push(ConfigError::new(
+                    head_file,
+                    Pos {
+                        line: i + 1,
+                        col: col + 1,
+                    },
+                    "",
+                    format!("{what} not allowed"),
+                ));
             }
         }
     }
     if !head.is_empty() && !head.ends_with('\n') {
         let line = head.split('\n').count();
-        errs.push(ConfigError::new(head_file, Pos { line, col: 1 }, "", "file must end with a newline"));
+        errs.push(ConfigError::new(
+            head_file,
+            Pos { line, col: 1 },
+            "",
+            "file must end with a newline",
+        ));
     }
     if !errs.is_empty() {
         return Err(Error::from_many(errs));
     }
     let root = yaml::parse(head, head_file)?;
     if root.as_seq().is_none() {
-        return Err(ConfigError::new(head_file, root.pos, "", format!("the changelog must be a YAML list, found {}", root.kind())).into());
+        return Err(ConfigError::new(
+            head_file,
+            root.pos,
+            "",
+            format!("the changelog must be a YAML list, found {}", root.kind()),
+        )
+        .into());
     }
     let (entries, errors) = validate_entry_list(&root, head_file);
     if !errors.is_empty() {
         return Err(Error::from_many(errors));
     }
-    let marker_lines = head.lines().filter(|l| l.starts_with("- config-keys:")).count();
+    let marker_lines = head
+        .lines()
+        .filter(|l| l.starts_with("- config-keys:"))
+        .count();
     let n = root.as_seq().map(|s| s.len()).unwrap_or(0);
     if marker_lines != n {
         return Err(ConfigError::new(
@@ -346,7 +412,9 @@ pub fn expand_keys(keys: &[String], configs: &MasterConfigs) -> Result<Vec<Strin
         if k.contains('*') {
             let matched: Vec<&str> = configs.keys().filter(|c| star_match(c, k)).collect();
             if matched.is_empty() {
-                return Err(Error::Usage(format!("no config keys matched the wildcard pattern '{k}' in master configs")));
+                return Err(Error::Usage(format!(
+                    "no config keys matched the wildcard pattern '{k}' in master configs"
+                )));
             }
             for m in matched {
                 if !out.iter().any(|o| o == m) {
@@ -354,7 +422,9 @@ pub fn expand_keys(keys: &[String], configs: &MasterConfigs) -> Result<Vec<Strin
                 }
             }
         } else if configs.get(k).is_none() {
-            return Err(Error::Usage(format!("config key '{k}' not found in master configs")));
+            return Err(Error::Usage(format!(
+                "config key '{k}' not found in master configs"
+            )));
         } else if !out.contains(k) {
             out.push(k.clone());
         }
@@ -417,10 +487,14 @@ pub fn process(
 ) -> Result<Value> {
     let has_append = entries.iter().any(|e| e.append_only);
     if has_append && !entries.iter().all(|e| e.append_only) {
-        return Err(Error::Usage("append-only entries cannot share a sweep with regular changelog entries".into()));
+        return Err(Error::Usage(
+            "append-only entries cannot share a sweep with regular changelog entries".into(),
+        ));
     }
     if has_append && (opts.all_evals || opts.evals_only) {
-        return Err(Error::Usage("append-only sweeps cannot use all-evals or evals-only modifiers".into()));
+        return Err(Error::Usage(
+            "append-only sweeps cannot use all-evals or evals-only modifiers".into(),
+        ));
     }
     let mut resolved: Vec<(&ChangelogEntry, Vec<String>)> = Vec::new();
     for e in entries {
@@ -428,7 +502,9 @@ pub fn process(
     }
     if has_append {
         let Some(b) = &base else {
-            return Err(Error::Usage("append-only entries need the base revision's master configs".into()));
+            return Err(Error::Usage(
+                "append-only entries need the base revision's master configs".into(),
+            ));
         };
         let mut selected: Vec<(String, BTreeSet<&'static str>)> = Vec::new();
         for (e, keys) in &resolved {
@@ -457,7 +533,8 @@ pub fn process(
             for (group, cfgs) in coverage_groups(keys, &scen, &mut bench_seen) {
                 let common = CommonOptions {
                     no_evals: true,
-                    scenario_types: (group.len() != SCENARIO_TYPES.len()).then(|| group.iter().map(|s| s.to_string()).collect()),
+                    scenario_types: (group.len() != SCENARIO_TYPES.len())
+                        .then(|| group.iter().map(|s| s.to_string()).collect()),
                     ..Default::default()
                 };
                 let mut rows = test_config(configs, runners, &cfgs, &common)?;
@@ -574,7 +651,12 @@ fn coverage_groups<'s>(
     groups
 }
 
-fn test_config(configs: &MasterConfigs, runners: &RunnerConfig, keys: &[String], common: &CommonOptions) -> Result<Vec<Row>> {
+fn test_config(
+    configs: &MasterConfigs,
+    runners: &RunnerConfig,
+    keys: &[String],
+    common: &CommonOptions,
+) -> Result<Vec<Row>> {
     matrix::generate(
         configs,
         runners,
@@ -638,7 +720,12 @@ pub fn trim_conc(rows: Vec<Row>) -> Vec<Row> {
         if idx.len() > 1 {
             let keep = *idx
                 .iter()
-                .min_by_key(|&&i| out[i].get("conc").and_then(Value::as_i64).unwrap_or(i64::MAX))
+                .min_by_key(|&&i| {
+                    out[i]
+                        .get("conc")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(i64::MAX)
+                })
                 .unwrap_or(&idx[0]);
             drop.extend(idx.into_iter().filter(|i| *i != keep));
         }
@@ -652,9 +739,13 @@ pub fn trim_conc(rows: Vec<Row>) -> Vec<Row> {
 
 fn concs(r: &Row) -> Result<Vec<i64>> {
     match r.get("conc") {
-        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_i64) => Ok(a.iter().filter_map(Value::as_i64).collect()),
+        Some(Value::Array(a)) if !a.is_empty() && a.iter().all(Value::is_i64) => {
+            Ok(a.iter().filter_map(Value::as_i64).collect())
+        }
         Some(v) if v.is_i64() => Ok(vec![v.as_i64().unwrap_or(0)]),
-        other => Err(Error::Generate(format!("append-only matrix entry has invalid concurrency value: {other:?}"))),
+        other => Err(Error::Generate(format!(
+            "append-only matrix entry has invalid concurrency value: {other:?}"
+        ))),
     }
 }
 
@@ -676,19 +767,28 @@ pub fn append_only_delta(base: &[Row], head: &[Row]) -> Result<Vec<Row>> {
         }
     }
     if bg.is_empty() {
-        return Err(Error::Generate("append-only requires an existing curve in the base revision".into()));
+        return Err(Error::Generate(
+            "append-only requires an existing curve in the base revision".into(),
+        ));
     }
     let bkeys: BTreeSet<&String> = bg.iter().map(|(k, _)| k).collect();
     let hkeys: BTreeSet<&String> = hg.iter().map(|(k, _)| k).collect();
     if bkeys != hkeys {
         return Err(Error::Generate("append-only may not add, remove, or modify curve logic; only concurrency points may be added".into()));
     }
-    let find = |g: &[(String, BTreeSet<i64>)], k: &str| g.iter().find(|(x, _)| x == k).map(|(_, s)| s.clone()).unwrap_or_default();
+    let find = |g: &[(String, BTreeSet<i64>)], k: &str| {
+        g.iter()
+            .find(|(x, _)| x == k)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_default()
+    };
     for (k, bc) in &bg {
         let hc = find(&hg, k);
         let removed: Vec<i64> = bc.difference(&hc).copied().collect();
         if !removed.is_empty() {
-            return Err(Error::Generate(format!("append-only may not remove existing concurrency points: {removed:?}")));
+            return Err(Error::Generate(format!(
+                "append-only may not remove existing concurrency points: {removed:?}"
+            )));
         }
     }
     let mut emitted: HashMap<String, BTreeSet<i64>> = HashMap::new();
@@ -722,7 +822,9 @@ pub fn append_only_delta(base: &[Row], head: &[Row]) -> Result<Vec<Row>> {
         }
     }
     if delta.is_empty() {
-        return Err(Error::Generate("append-only did not add any concurrency points".into()));
+        return Err(Error::Generate(
+            "append-only did not add any concurrency points".into(),
+        ));
     }
     Ok(delta)
 }
@@ -732,7 +834,11 @@ fn validate_append_only_scope(
     head: &MasterConfigs,
     selected: &[(String, BTreeSet<&'static str>)],
 ) -> Result<()> {
-    let missing: Vec<&str> = selected.iter().map(|(k, _)| k.as_str()).filter(|k| base.get(k).is_none()).collect();
+    let missing: Vec<&str> = selected
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| base.get(k).is_none())
+        .collect();
     if !missing.is_empty() {
         return Err(Error::Generate(format!("append-only requires every selected config to exist in the base revision; missing: {missing:?}")));
     }
@@ -745,31 +851,51 @@ fn validate_append_only_scope(
         .collect();
     unrelated.sort();
     if !unrelated.is_empty() {
-        return Err(Error::Generate(format!("append-only PR changed configs not selected by its changelog entry: {unrelated:?}")));
+        return Err(Error::Generate(format!(
+            "append-only PR changed configs not selected by its changelog entry: {unrelated:?}"
+        )));
     }
     for (k, allowed) in selected {
-        let (Some(b), Some(h)) = (base.get(k), head.get(k)) else { continue };
+        let (Some(b), Some(h)) = (base.get(k), head.get(k)) else {
+            continue;
+        };
         let bk: BTreeSet<&String> = b.raw.keys().collect();
         let hk: BTreeSet<&String> = h.raw.keys().collect();
         if bk != hk {
-            return Err(Error::Generate(format!("append-only changed top-level fields for config '{k}'")));
+            return Err(Error::Generate(format!(
+                "append-only changed top-level fields for config '{k}'"
+            )));
         }
         for f in bk {
             if f != "scenarios" && b.raw.get(f) != h.raw.get(f) {
-                return Err(Error::Generate(format!("append-only changed non-scenario field '{f}' in '{k}'")));
+                return Err(Error::Generate(format!(
+                    "append-only changed non-scenario field '{f}' in '{k}'"
+                )));
             }
         }
         let empty = Map::new();
-        let bs = b.raw.get("scenarios").and_then(Value::as_object).unwrap_or(&empty);
-        let hs = h.raw.get("scenarios").and_then(Value::as_object).unwrap_or(&empty);
+        let bs = b
+            .raw
+            .get("scenarios")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let hs = h
+            .raw
+            .get("scenarios")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
         if bs.keys().collect::<BTreeSet<_>>() != hs.keys().collect::<BTreeSet<_>>() {
-            return Err(Error::Generate(format!("append-only added or removed a scenario in config '{k}'")));
+            return Err(Error::Generate(format!(
+                "append-only added or removed a scenario in config '{k}'"
+            )));
         }
         for (s, bv) in bs {
             let hv = hs.get(s).unwrap_or(&Value::Null);
             if !allowed.contains(s.as_str()) {
                 if bv != hv {
-                    return Err(Error::Generate(format!("append-only changed a scenario outside its changelog scope: '{k}' / '{s}'")));
+                    return Err(Error::Generate(format!(
+                        "append-only changed a scenario outside its changelog scope: '{k}' / '{s}'"
+                    )));
                 }
                 continue;
             }
@@ -786,7 +912,9 @@ fn concurrency_only(base: &Value, head: &Value, path: &str) -> Result<()> {
             let bk: BTreeSet<&String> = b.keys().filter(|k| !CONC.contains(&k.as_str())).collect();
             let hk: BTreeSet<&String> = h.keys().filter(|k| !CONC.contains(&k.as_str())).collect();
             if bk != hk {
-                return Err(Error::Generate(format!("append-only changed config structure at {path}")));
+                return Err(Error::Generate(format!(
+                    "append-only changed config structure at {path}"
+                )));
             }
             for k in bk {
                 concurrency_only(&b[k.as_str()], &h[k.as_str()], &format!("{path}.{k}"))?;
@@ -795,7 +923,9 @@ fn concurrency_only(base: &Value, head: &Value, path: &str) -> Result<()> {
         }
         (Value::Array(b), Value::Array(h)) => {
             if b.len() != h.len() {
-                return Err(Error::Generate(format!("append-only changed config structure at {path}")));
+                return Err(Error::Generate(format!(
+                    "append-only changed config structure at {path}"
+                )));
             }
             for (i, (x, y)) in b.iter().zip(h).enumerate() {
                 concurrency_only(x, y, &format!("{path}[{i}]"))?;
@@ -803,7 +933,9 @@ fn concurrency_only(base: &Value, head: &Value, path: &str) -> Result<()> {
             Ok(())
         }
         (b, h) if b == h => Ok(()),
-        _ => Err(Error::Generate(format!("append-only changed non-concurrency value at {path}"))),
+        _ => Err(Error::Generate(format!(
+            "append-only changed non-concurrency value at {path}"
+        ))),
     }
 }
 
@@ -831,56 +963,135 @@ fn f_empty() -> Value {
 }
 
 const SINGLE_NODE: &[Field] = &[
-    ("image", None, None), ("model", None, None), ("model-prefix", None, None), ("precision", None, None),
-    ("framework", None, None), ("spec-decoding", None, None), ("runner", None, None), ("isl", None, None),
-    ("osl", None, None), ("tp", None, None), ("pp", None, None), ("dcp-size", None, None), ("pcp-size", None, None),
-    ("ep", None, None), ("dp-attn", None, None), ("conc", None, None), ("max-model-len", None, None),
-    ("exp-name", None, None), ("disagg", None, None), ("run-eval", None, None), ("eval-only", Some(f_false), None),
-    ("eval-framework", None, None), ("eval-suite", None, None), ("router", None, Some(Sub::Component)),
+    ("image", None, None),
+    ("model", None, None),
+    ("model-prefix", None, None),
+    ("precision", None, None),
+    ("framework", None, None),
+    ("spec-decoding", None, None),
+    ("runner", None, None),
+    ("isl", None, None),
+    ("osl", None, None),
+    ("tp", None, None),
+    ("pp", None, None),
+    ("dcp-size", None, None),
+    ("pcp-size", None, None),
+    ("ep", None, None),
+    ("dp-attn", None, None),
+    ("conc", None, None),
+    ("max-model-len", None, None),
+    ("exp-name", None, None),
+    ("disagg", None, None),
+    ("run-eval", None, None),
+    ("eval-only", Some(f_false), None),
+    ("eval-framework", None, None),
+    ("eval-suite", None, None),
+    ("router", None, Some(Sub::Component)),
     ("recipe-fingerprint", None, None),
 ];
 
 const MULTI_NODE: &[Field] = &[
-    ("image", None, None), ("model", None, None), ("model-prefix", None, None), ("precision", None, None),
-    ("framework", None, None), ("spec-decoding", None, None), ("runner", None, None), ("isl", None, None),
-    ("osl", None, None), ("prefill", None, Some(Sub::Worker)), ("decode", None, Some(Sub::Worker)), ("conc", None, None),
-    ("max-model-len", None, None), ("exp-name", None, None), ("disagg", None, None), ("run-eval", None, None),
-    ("eval-only", Some(f_false), None), ("eval-conc", None, None), ("eval-all-concs", Some(f_false), None),
-    ("eval-framework", None, None), ("eval-suite", None, None), ("router", None, Some(Sub::Component)),
-    ("kv-p2p-transfer", None, None), ("recipe-fingerprint", None, None),
+    ("image", None, None),
+    ("model", None, None),
+    ("model-prefix", None, None),
+    ("precision", None, None),
+    ("framework", None, None),
+    ("spec-decoding", None, None),
+    ("runner", None, None),
+    ("isl", None, None),
+    ("osl", None, None),
+    ("prefill", None, Some(Sub::Worker)),
+    ("decode", None, Some(Sub::Worker)),
+    ("conc", None, None),
+    ("max-model-len", None, None),
+    ("exp-name", None, None),
+    ("disagg", None, None),
+    ("run-eval", None, None),
+    ("eval-only", Some(f_false), None),
+    ("eval-conc", None, None),
+    ("eval-all-concs", Some(f_false), None),
+    ("eval-framework", None, None),
+    ("eval-suite", None, None),
+    ("router", None, Some(Sub::Component)),
+    ("kv-p2p-transfer", None, None),
+    ("recipe-fingerprint", None, None),
 ];
 
 const SINGLE_NODE_AGENTIC: &[Field] = &[
-    ("image", None, None), ("model", None, None), ("model-prefix", None, None), ("precision", None, None),
-    ("framework", None, None), ("runner", None, None), ("tp", None, None), ("pp", None, None), ("dcp-size", None, None),
-    ("pcp-size", None, None), ("ep", None, None), ("dp-attn", None, None), ("spec-decoding", None, None),
-    ("conc", None, None), ("kv-offloading", None, None), ("kv-offload-backend", None, Some(Sub::KvBackend)),
-    ("router", None, Some(Sub::Component)), ("total-cpu-dram-gb", None, None), ("duration", None, None),
-    ("exp-name", None, None), ("scenario-type", None, None), ("run-eval", None, None), ("eval-only", None, None),
-    ("eval-framework", None, None), ("eval-suite", None, None), ("recipe-fingerprint", None, None),
+    ("image", None, None),
+    ("model", None, None),
+    ("model-prefix", None, None),
+    ("precision", None, None),
+    ("framework", None, None),
+    ("runner", None, None),
+    ("tp", None, None),
+    ("pp", None, None),
+    ("dcp-size", None, None),
+    ("pcp-size", None, None),
+    ("ep", None, None),
+    ("dp-attn", None, None),
+    ("spec-decoding", None, None),
+    ("conc", None, None),
+    ("kv-offloading", None, None),
+    ("kv-offload-backend", None, Some(Sub::KvBackend)),
+    ("router", None, Some(Sub::Component)),
+    ("total-cpu-dram-gb", None, None),
+    ("duration", None, None),
+    ("exp-name", None, None),
+    ("scenario-type", None, None),
+    ("run-eval", None, None),
+    ("eval-only", None, None),
+    ("eval-framework", None, None),
+    ("eval-suite", None, None),
+    ("recipe-fingerprint", None, None),
 ];
 
 const MULTI_NODE_AGENTIC: &[Field] = &[
-    ("image", None, None), ("model", None, None), ("model-prefix", None, None), ("precision", None, None),
-    ("framework", None, None), ("spec-decoding", None, None), ("runner", None, None),
-    ("prefill", None, Some(Sub::Worker)), ("decode", None, Some(Sub::Worker)), ("conc", None, None),
-    ("kv-offloading", None, None), ("kv-offload-backend", None, Some(Sub::KvBackend)),
-    ("router", None, Some(Sub::Component)), ("kv-p2p-transfer", None, None), ("total-cpu-dram-gb", None, None),
-    ("duration", None, None), ("exp-name", None, None), ("disagg", None, None), ("scenario-type", None, None),
-    ("run-eval", None, None), ("eval-only", None, None), ("eval-conc", None, None), ("eval-framework", None, None),
-    ("eval-suite", None, None), ("recipe-fingerprint", None, None),
+    ("image", None, None),
+    ("model", None, None),
+    ("model-prefix", None, None),
+    ("precision", None, None),
+    ("framework", None, None),
+    ("spec-decoding", None, None),
+    ("runner", None, None),
+    ("prefill", None, Some(Sub::Worker)),
+    ("decode", None, Some(Sub::Worker)),
+    ("conc", None, None),
+    ("kv-offloading", None, None),
+    ("kv-offload-backend", None, Some(Sub::KvBackend)),
+    ("router", None, Some(Sub::Component)),
+    ("kv-p2p-transfer", None, None),
+    ("total-cpu-dram-gb", None, None),
+    ("duration", None, None),
+    ("exp-name", None, None),
+    ("disagg", None, None),
+    ("scenario-type", None, None),
+    ("run-eval", None, None),
+    ("eval-only", None, None),
+    ("eval-conc", None, None),
+    ("eval-framework", None, None),
+    ("eval-suite", None, None),
+    ("recipe-fingerprint", None, None),
 ];
 
 const WORKER: &[Field] = &[
-    ("num-worker", None, None), ("tp", None, None), ("pp", Some(f_one), None), ("dcp-size", Some(f_one), None),
-    ("pcp-size", Some(f_one), None), ("ep", None, None), ("dp-attn", None, None), ("hardware", None, None),
+    ("num-worker", None, None),
+    ("tp", None, None),
+    ("pp", Some(f_one), None),
+    ("dcp-size", Some(f_one), None),
+    ("pcp-size", Some(f_one), None),
+    ("ep", None, None),
+    ("dp-attn", None, None),
+    ("hardware", None, None),
     ("additional-settings", Some(f_empty), None),
 ];
 const COMPONENT: &[Field] = &[("name", None, None), ("version", None, None)];
 
 fn dump_model(v: &Map<String, Value>, fields: &[Field], model: &str) -> Result<Value> {
     if let Some(extra) = v.keys().find(|k| !fields.iter().any(|(n, _, _)| n == k)) {
-        return Err(Error::Generate(format!("{model}: unexpected field '{extra}' in matrix row")));
+        return Err(Error::Generate(format!(
+            "{model}: unexpected field '{extra}' in matrix row"
+        )));
     }
     let mut out = Map::new();
     for (name, default, sub) in fields {
@@ -888,7 +1099,9 @@ fn dump_model(v: &Map<String, Value>, fields: &[Field], model: &str) -> Result<V
             Some(Value::Null) | None => default.map(|d| d()),
             Some(x) => Some(match (sub, x) {
                 (Some(Sub::Worker), Value::Object(o)) => dump_model(o, WORKER, "WorkerConfig")?,
-                (Some(Sub::Component | Sub::KvBackend), Value::Object(o)) => dump_model(o, COMPONENT, "ComponentMetadata")?,
+                (Some(Sub::Component | Sub::KvBackend), Value::Object(o)) => {
+                    dump_model(o, COMPONENT, "ComponentMetadata")?
+                }
                 _ => x.clone(),
             }),
         };
@@ -932,7 +1145,11 @@ mod tests {
     #[test]
     fn deletions_are_rejected_with_base_line() {
         let e = added_lines("- a: 1\n- b: 2\n", "- a: 1\n", "base.yaml").unwrap_err();
-        assert!(e.to_string().starts_with("base.yaml:2:1: Deletions are not allowed"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("base.yaml:2:1: Deletions are not allowed"),
+            "{e}"
+        );
         let a = added_lines("- a: 1\n", "- a: 1\n\n- b: 2\n", "base.yaml").unwrap();
         assert_eq!(a.text, "\n- b: 2");
         assert_eq!(a.head_lines, vec![2, 3]);
@@ -940,10 +1157,15 @@ mod tests {
 
     #[test]
     fn trim_conc_keeps_lowest_point() {
-        let rows: Vec<Row> = [json!({"a": 1, "conc": 8, "exp-name": "x8"}), json!({"a": 1, "conc": 2, "exp-name": "x2"}), json!({"a": 2, "conc": 4}), json!({"prefill": {}, "conc": [16, 4, 8]})]
-            .into_iter()
-            .map(|v| v.as_object().unwrap().clone())
-            .collect();
+        let rows: Vec<Row> = [
+            json!({"a": 1, "conc": 8, "exp-name": "x8"}),
+            json!({"a": 1, "conc": 2, "exp-name": "x2"}),
+            json!({"a": 2, "conc": 4}),
+            json!({"prefill": {}, "conc": [16, 4, 8]}),
+        ]
+        .into_iter()
+        .map(|v| v.as_object().unwrap().clone())
+        .collect();
         let t = trim_conc(rows);
         let concs: Vec<Value> = t.iter().map(|r| r["conc"].clone()).collect();
         assert_eq!(concs, vec![json!(2), json!(4), json!([4])]);

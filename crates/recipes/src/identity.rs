@@ -77,7 +77,12 @@ fn worker_text(w: Option<&Value>) -> String {
 /// their defaults (1, false). Example:
 /// `dsr1_8k1k_fp4_sglang_tp4-pp1-dcp1-pcp1-ep4-dpatrue_disagg-false_spec-none_conc64_b200-dgxc_03`.
 pub fn result_filename(row: &Row, runner_name: &str) -> String {
-    let head = format!("{}_{}_{}", s(row, "exp-name"), s(row, "precision"), s(row, "framework"));
+    let head = format!(
+        "{}_{}_{}",
+        s(row, "exp-name"),
+        s(row, "precision"),
+        s(row, "framework")
+    );
     let spec = match s(row, "spec-decoding") {
         "" => "none",
         x => x,

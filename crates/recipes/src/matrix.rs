@@ -145,10 +145,14 @@ pub fn generate(
     common: &CommonOptions,
 ) -> Result<Vec<Row>> {
     if common.no_evals && common.evals_only {
-        return Err(Error::Usage("--no-evals and --evals-only are mutually exclusive".into()));
+        return Err(Error::Usage(
+            "--no-evals and --evals-only are mutually exclusive".into(),
+        ));
     }
     if common.no_evals && common.all_evals {
-        return Err(Error::Usage("--all-evals cannot be combined with --no-evals".into()));
+        return Err(Error::Usage(
+            "--all-evals cannot be combined with --no-evals".into(),
+        ));
     }
     if let Some(types) = &common.scenario_types {
         for t in types {
@@ -193,7 +197,9 @@ fn parse_seq_lens(names: &[String]) -> Result<Option<HashSet<(i64, i64)>>> {
     let mut out = HashSet::new();
     for n in names {
         out.insert(seq_len_from_str(n).ok_or_else(|| {
-            Error::Usage(format!("invalid --seq-lens '{n}' (choose from '1k1k', '8k1k')"))
+            Error::Usage(format!(
+                "invalid --seq-lens '{n}' (choose from '1k1k', '8k1k')"
+            ))
         })?);
     }
     Ok(Some(out))
@@ -249,7 +255,11 @@ fn conc_values(bmk: &Map<String, Value>, step: i64, presence: bool) -> Vec<i64> 
 fn with_defaults(worker: &Value) -> Value {
     let mut w = worker.as_object().cloned().unwrap_or_default();
     for k in ["pp", "dcp-size", "pcp-size"] {
-        let v = w.get(k).cloned().filter(|v| !v.is_null()).unwrap_or(json!(1));
+        let v = w
+            .get(k)
+            .cloned()
+            .filter(|v| !v.is_null())
+            .unwrap_or(json!(1));
         w.insert(k.into(), v);
     }
     Value::Object(w)
@@ -289,7 +299,10 @@ impl Base<'_> {
     fn head(&self, runner: &str) -> Row {
         let mut r = Row::new();
         for f in ["image", "model", "model-prefix", "precision", "framework"] {
-            r.insert(f.into(), self.cfg.raw.get(f).cloned().unwrap_or(Value::Null));
+            r.insert(
+                f.into(),
+                self.cfg.raw.get(f).cloned().unwrap_or(Value::Null),
+            );
         }
         r.insert("runner".into(), json!(runner));
         r
@@ -355,7 +368,10 @@ pub fn agentic_dram_offload_gb(
     runner: &str,
     runners: &RunnerConfig,
 ) -> Result<i64> {
-    let kv = bmk.get("kv-offloading").and_then(Value::as_str).unwrap_or("none");
+    let kv = bmk
+        .get("kv-offloading")
+        .and_then(Value::as_str)
+        .unwrap_or("none");
     if kv != "dram" {
         return Ok(0);
     }
@@ -367,9 +383,8 @@ pub fn agentic_dram_offload_gb(
             keys.join(", ")
         ))
     })?;
-    let util = utilization.ok_or_else(|| {
-        Error::Generate("kv-offloading 'dram' requires dram-utilization".into())
-    })?;
+    let util = utilization
+        .ok_or_else(|| Error::Generate("kv-offloading 'dram' requires dram-utilization".into()))?;
     let gpn = hw.gpus_per_node;
     let gpu_count = if let Some(prefill) = bmk.get("prefill").filter(|v| v.is_object()) {
         worker_gpus_per_node(prefill, gpn)?
@@ -385,7 +400,9 @@ pub fn agentic_dram_offload_gb(
         }
         n
     };
-    let avail = hw.available_cpu_dram_mib.min(MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB);
+    let avail = hw
+        .available_cpu_dram_mib
+        .min(MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB);
     decimal_budget_gb(avail, &crate::pyjson::float_repr(util), gpu_count, gpn)
         .ok_or_else(|| Error::Generate(format!("DRAM budget overflow for runner '{runner}'")))
 }
@@ -396,7 +413,9 @@ fn worker_gpus_per_node(w: &Value, gpn: i64) -> Result<i64> {
     let pcp = w.get("pcp-size").and_then(Value::as_i64).unwrap_or(1);
     let per = tp * pp * pcp;
     if per <= 0 {
-        return Err(Error::Generate(format!("worker tp*pp*pcp-size={per} must be positive")));
+        return Err(Error::Generate(format!(
+            "worker tp*pp*pcp-size={per} must be positive"
+        )));
     }
     if per > gpn {
         if per % gpn != 0 {
@@ -491,7 +510,11 @@ fn round_sig(num: i128, den: i128, sig: u32) -> Option<(i128, i32)> {
             continue;
         }
         let twice = r.checked_mul(2)?;
-        let q = if twice > d || (twice == d && q % 2 == 1) { q + 1 } else { q };
+        let q = if twice > d || (twice == d && q % 2 == 1) {
+            q + 1
+        } else {
+            q
+        };
         if int_digits(q) > sig as i32 {
             e += 1;
             continue;
@@ -515,7 +538,9 @@ fn full_sweep(
     }
     if let (Some(lo), Some(hi)) = (o.min_conc, o.max_conc) {
         if lo > hi {
-            return Err(Error::Usage("--min-conc must be less than or equal to --max-conc".into()));
+            return Err(Error::Usage(
+                "--min-conc must be less than or equal to --max-conc".into(),
+            ));
         }
     }
     if !o.runner_type.is_empty() {
@@ -544,7 +569,12 @@ fn full_sweep(
     let seq_filter = parse_seq_lens(&o.seq_lens)?;
     let mut rows = Vec::new();
     for cfg in &configs.entries {
-        if !o.model_prefix.is_empty() && !o.model_prefix.iter().any(|p| cfg.key.starts_with(p.as_str())) {
+        if !o.model_prefix.is_empty()
+            && !o
+                .model_prefix
+                .iter()
+                .any(|p| cfg.key.starts_with(p.as_str()))
+        {
             continue;
         }
         if !o.precision.is_empty() && !o.precision.iter().any(|p| p == cfg.str_field("precision")) {
@@ -562,7 +592,12 @@ fn full_sweep(
         let base = Base { cfg };
         let runners_for_entry: Vec<String> = match &common.runner_node_filter {
             Some(f) => {
-                let nodes: Vec<String> = runners.nodes(runner).iter().filter(|n| n.contains(f.as_str())).cloned().collect();
+                let nodes: Vec<String> = runners
+                    .nodes(runner)
+                    .iter()
+                    .filter(|n| n.contains(f.as_str()))
+                    .cloned()
+                    .collect();
                 if nodes.is_empty() {
                     continue;
                 }
@@ -571,16 +606,28 @@ fn full_sweep(
             None => vec![runner.to_string()],
         };
         let model_code = cfg.str_field("model-prefix").to_string();
-        let fixed = if scenario_wanted(common, "fixed-seq-len") { cfg.scenario("fixed-seq-len") } else { &[] };
+        let fixed = if scenario_wanted(common, "fixed-seq-len") {
+            cfg.scenario("fixed-seq-len")
+        } else {
+            &[]
+        };
         for seq in fixed {
             let seq = seq.as_object().cloned().unwrap_or_default();
             let isl = get_i64(&seq, "isl").unwrap_or(0);
             let osl = get_i64(&seq, "osl").unwrap_or(0);
-            if seq_filter.as_ref().is_some_and(|f| !f.contains(&(isl, osl))) {
+            if seq_filter
+                .as_ref()
+                .is_some_and(|f| !f.contains(&(isl, osl)))
+            {
                 continue;
             }
             let seq_str = seq_len_to_str(isl, osl);
-            for bmk in seq.get("search-space").and_then(Value::as_array).into_iter().flatten() {
+            for bmk in seq
+                .get("search-space")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let bmk = bmk.as_object().cloned().unwrap_or_default();
                 if (multinode && !multi) || (!multinode && !single) {
                     continue;
@@ -617,7 +664,10 @@ fn full_sweep(
                         r.insert("prefill".into(), prefill.clone());
                         r.insert("decode".into(), decode.clone());
                         r.insert("conc".into(), json!(concs));
-                        r.insert("max-model-len".into(), json!(isl + osl + MAX_MODEL_LEN_MARGIN));
+                        r.insert(
+                            "max-model-len".into(),
+                            json!(isl + osl + MAX_MODEL_LEN_MARGIN),
+                        );
                         r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
                         r.insert("disagg".into(), json!(disagg));
                         r.insert("run-eval".into(), json!(false));
@@ -640,7 +690,10 @@ fn full_sweep(
                             ep = Some(me);
                         }
                     }
-                    let list = bmk.get("conc-list").and_then(Value::as_array).filter(|l| !l.is_empty());
+                    let list = bmk
+                        .get("conc-list")
+                        .and_then(Value::as_array)
+                        .filter(|l| !l.is_empty());
                     let concs: Vec<i64> = if let Some(list) = list {
                         let mut concs: Vec<i64> = list.iter().filter_map(Value::as_i64).collect();
                         if let Some(lo) = o.min_conc {
@@ -684,7 +737,18 @@ fn full_sweep(
                     };
                     for c in concs {
                         for rv in &runners_for_entry {
-                            rows.push(single_fixed_row(&base, rv, isl, osl, &bmk, c, ep, &model_code, &seq_str, disagg));
+                            rows.push(single_fixed_row(
+                                &base,
+                                rv,
+                                isl,
+                                osl,
+                                &bmk,
+                                c,
+                                ep,
+                                &model_code,
+                                &seq_str,
+                                disagg,
+                            ));
                         }
                     }
                 }
@@ -693,10 +757,19 @@ fn full_sweep(
         if (multinode && !multi) || (!multinode && !single) {
             continue;
         }
-        let agentic = if scenario_wanted(common, "agentic-coding") { cfg.scenario("agentic-coding") } else { &[] };
+        let agentic = if scenario_wanted(common, "agentic-coding") {
+            cfg.scenario("agentic-coding")
+        } else {
+            &[]
+        };
         for ag in agentic {
             let ag = ag.as_object().cloned().unwrap_or_default();
-            for bmk in ag.get("search-space").and_then(Value::as_array).into_iter().flatten() {
+            for bmk in ag
+                .get("search-space")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let bmk = bmk.as_object().cloned().unwrap_or_default();
                 let budget = agentic_dram_offload_gb(dram_utilization(&ag), &bmk, runner, runners)?;
                 let mut concs = conc_values(&bmk, o.step_size, false);
@@ -709,7 +782,17 @@ fn full_sweep(
                 if concs.is_empty() {
                     continue;
                 }
-                agentic_rows(&mut rows, &base, &runners_for_entry, &bmk, &concs, budget, &model_code, multinode, disagg);
+                agentic_rows(
+                    &mut rows,
+                    &base,
+                    &runners_for_entry,
+                    &bmk,
+                    &concs,
+                    budget,
+                    &model_code,
+                    multinode,
+                    disagg,
+                );
             }
         }
     }
@@ -734,14 +817,26 @@ fn single_fixed_row(
     r.insert("osl".into(), json!(osl));
     r.insert("tp".into(), bmk.get("tp").cloned().unwrap_or(Value::Null));
     for k in ["pp", "dcp-size", "pcp-size"] {
-        r.insert(k.into(), bmk.get(k).filter(|v| !v.is_null()).cloned().unwrap_or(json!(1)));
+        r.insert(
+            k.into(),
+            bmk.get(k)
+                .filter(|v| !v.is_null())
+                .cloned()
+                .unwrap_or(json!(1)),
+        );
     }
     r.insert("conc".into(), json!(conc));
-    r.insert("max-model-len".into(), json!(isl + osl + MAX_MODEL_LEN_MARGIN));
+    r.insert(
+        "max-model-len".into(),
+        json!(isl + osl + MAX_MODEL_LEN_MARGIN),
+    );
     r.insert("ep".into(), json!(ep.unwrap_or(1)));
     r.insert(
         "dp-attn".into(),
-        bmk.get("dp-attn").filter(|v| !v.is_null()).cloned().unwrap_or(json!(false)),
+        bmk.get("dp-attn")
+            .filter(|v| !v.is_null())
+            .cloned()
+            .unwrap_or(json!(false)),
     );
     r.insert("spec-decoding".into(), spec(bmk));
     r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
@@ -768,8 +863,16 @@ fn agentic_rows(
     let backend = bmk.get("kv-offload-backend").filter(|v| !v.is_null());
     if multinode {
         let (prefill, decode) = worker_pair(bmk);
-        let kv = bmk.get("kv-offloading").and_then(Value::as_str).unwrap_or("none").to_string();
-        let suffix = if kv != "none" { format!("_{}", kv_suffix(&kv, backend)) } else { String::new() };
+        let kv = bmk
+            .get("kv-offloading")
+            .and_then(Value::as_str)
+            .unwrap_or("none")
+            .to_string();
+        let suffix = if kv != "none" {
+            format!("_{}", kv_suffix(&kv, backend))
+        } else {
+            String::new()
+        };
         for rv in runners_for_entry {
             for batch in concs.chunks(MAX_MULTINODE_AGENTIC_CONCURRENCIES_PER_ALLOCATION) {
                 let mut r = base.head(rv);
@@ -782,7 +885,9 @@ fn agentic_rows(
                 r.insert("duration".into(), json!(DEFAULT_AGENTIC_DURATION_SECONDS));
                 r.insert(
                     "exp-name".into(),
-                    json!(multinode_agentic_exp_name(model_code, &prefill, &decode, batch, &suffix)),
+                    json!(multinode_agentic_exp_name(
+                        model_code, &prefill, &decode, batch, &suffix
+                    )),
                 );
                 r.insert("disagg".into(), json!(disagg));
                 r.insert("scenario-type".into(), json!("agentic-coding"));
@@ -795,18 +900,37 @@ fn agentic_rows(
         }
     } else {
         let tp = bmk.get("tp").cloned().unwrap_or(Value::Null);
-        let kv = bmk.get("kv-offloading").and_then(Value::as_str).unwrap_or("none").to_string();
+        let kv = bmk
+            .get("kv-offloading")
+            .and_then(Value::as_str)
+            .unwrap_or("none")
+            .to_string();
         for &c in concs {
             for rv in runners_for_entry {
                 let mut r = base.head(rv);
                 r.insert("tp".into(), tp.clone());
                 for k in ["pp", "dcp-size", "pcp-size"] {
-                    r.insert(k.into(), bmk.get(k).filter(|v| !v.is_null()).cloned().unwrap_or(json!(1)));
+                    r.insert(
+                        k.into(),
+                        bmk.get(k)
+                            .filter(|v| !v.is_null())
+                            .cloned()
+                            .unwrap_or(json!(1)),
+                    );
                 }
-                r.insert("ep".into(), bmk.get("ep").filter(|v| !v.is_null()).cloned().unwrap_or(json!(1)));
+                r.insert(
+                    "ep".into(),
+                    bmk.get("ep")
+                        .filter(|v| !v.is_null())
+                        .cloned()
+                        .unwrap_or(json!(1)),
+                );
                 r.insert(
                     "dp-attn".into(),
-                    bmk.get("dp-attn").filter(|v| !v.is_null()).cloned().unwrap_or(json!(false)),
+                    bmk.get("dp-attn")
+                        .filter(|v| !v.is_null())
+                        .cloned()
+                        .unwrap_or(json!(false)),
                 );
                 r.insert("spec-decoding".into(), spec_v.clone());
                 r.insert("conc".into(), json!(c));
@@ -901,7 +1025,11 @@ pub fn expand_config_keys(patterns: &[String], configs: &MasterConfigs) -> Resul
     let mut out: Vec<String> = Vec::new();
     for pat in patterns {
         if pat.contains('*') || pat.contains('?') {
-            let matches: Vec<&str> = available.iter().copied().filter(|k| fnmatch(k, pat)).collect();
+            let matches: Vec<&str> = available
+                .iter()
+                .copied()
+                .filter(|k| fnmatch(k, pat))
+                .collect();
             if matches.is_empty() {
                 return Err(Error::Usage(format!(
                     "pattern '{pat}' matched no config keys.\nAvailable keys: {}",
@@ -938,7 +1066,9 @@ fn test_config(
     let seq_filter = parse_seq_lens(&o.seq_lens)?;
     let mut rows = Vec::new();
     for key in keys {
-        let Some(cfg) = configs.get(&key) else { continue };
+        let Some(cfg) = configs.get(&key) else {
+            continue;
+        };
         let multinode = cfg.is_multinode();
         let disagg = cfg.is_disagg();
         let runner = cfg.str_field("runner");
@@ -971,16 +1101,28 @@ fn test_config(
                 v.into_iter().filter(|c| o.conc.contains(c)).collect()
             }
         };
-        let fixed = if scenario_wanted(common, "fixed-seq-len") { cfg.scenario("fixed-seq-len") } else { &[] };
+        let fixed = if scenario_wanted(common, "fixed-seq-len") {
+            cfg.scenario("fixed-seq-len")
+        } else {
+            &[]
+        };
         for seq in fixed {
             let seq = seq.as_object().cloned().unwrap_or_default();
             let isl = get_i64(&seq, "isl").unwrap_or(0);
             let osl = get_i64(&seq, "osl").unwrap_or(0);
-            if seq_filter.as_ref().is_some_and(|f| !f.contains(&(isl, osl))) {
+            if seq_filter
+                .as_ref()
+                .is_some_and(|f| !f.contains(&(isl, osl)))
+            {
                 continue;
             }
             let seq_str = seq_len_to_str(isl, osl);
-            for bmk in seq.get("search-space").and_then(Value::as_array).into_iter().flatten() {
+            for bmk in seq
+                .get("search-space")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let bmk = bmk.as_object().cloned().unwrap_or_default();
                 let concs = conc_filter(conc_values(&bmk, 2, true));
                 if concs.is_empty() {
@@ -996,7 +1138,10 @@ fn test_config(
                         r.insert("prefill".into(), prefill.clone());
                         r.insert("decode".into(), decode.clone());
                         r.insert("conc".into(), json!(concs));
-                        r.insert("max-model-len".into(), json!(isl + osl + MAX_MODEL_LEN_MARGIN));
+                        r.insert(
+                            "max-model-len".into(),
+                            json!(isl + osl + MAX_MODEL_LEN_MARGIN),
+                        );
                         r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
                         r.insert("disagg".into(), json!(disagg));
                         r.insert("run-eval".into(), json!(false));
@@ -1007,23 +1152,53 @@ fn test_config(
                     let ep = bmk.get("ep").and_then(Value::as_i64);
                     for &c in &concs {
                         for rv in &runners_for_entry {
-                            rows.push(single_fixed_row(&base, rv, isl, osl, &bmk, c, ep, &model_code, &seq_str, disagg));
+                            rows.push(single_fixed_row(
+                                &base,
+                                rv,
+                                isl,
+                                osl,
+                                &bmk,
+                                c,
+                                ep,
+                                &model_code,
+                                &seq_str,
+                                disagg,
+                            ));
                         }
                     }
                 }
             }
         }
-        let agentic = if scenario_wanted(common, "agentic-coding") { cfg.scenario("agentic-coding") } else { &[] };
+        let agentic = if scenario_wanted(common, "agentic-coding") {
+            cfg.scenario("agentic-coding")
+        } else {
+            &[]
+        };
         for ag in agentic {
             let ag = ag.as_object().cloned().unwrap_or_default();
-            for bmk in ag.get("search-space").and_then(Value::as_array).into_iter().flatten() {
+            for bmk in ag
+                .get("search-space")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let bmk = bmk.as_object().cloned().unwrap_or_default();
                 let budget = agentic_dram_offload_gb(dram_utilization(&ag), &bmk, runner, runners)?;
                 let concs = conc_filter(conc_values(&bmk, 2, false));
                 if concs.is_empty() {
                     continue;
                 }
-                agentic_rows(&mut rows, &base, &runners_for_entry, &bmk, &concs, budget, &model_code, multinode, disagg);
+                agentic_rows(
+                    &mut rows,
+                    &base,
+                    &runners_for_entry,
+                    &bmk,
+                    &concs,
+                    budget,
+                    &model_code,
+                    multinode,
+                    disagg,
+                );
             }
         }
     }
@@ -1038,7 +1213,14 @@ fn frozen(v: &Value) -> String {
 
 /// Grouping key of a multi-node row: every field except conc/eval/exp-name fields.
 fn multinode_parallelism_key(r: &Row) -> String {
-    const IGNORED: [&str; 6] = ["conc", "run-eval", "eval-only", "eval-conc", "eval-all-concs", "exp-name"];
+    const IGNORED: [&str; 6] = [
+        "conc",
+        "run-eval",
+        "eval-only",
+        "eval-conc",
+        "eval-all-concs",
+        "exp-name",
+    ];
     let mut m = Map::new();
     for (k, v) in r {
         if !IGNORED.contains(&k.as_str()) {
@@ -1068,7 +1250,10 @@ fn is_agentic(r: &Row) -> bool {
 /// `eval-conc` on the chosen multi-node rows.
 pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
     let eligible = |r: &Row| -> Vec<i64> {
-        let mut v: Vec<i64> = concs_of(r).into_iter().filter(|c| *c >= MIN_EVAL_CONC).collect();
+        let mut v: Vec<i64> = concs_of(r)
+            .into_iter()
+            .filter(|c| *c >= MIN_EVAL_CONC)
+            .collect();
         v.sort();
         v
     };
@@ -1082,16 +1267,27 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
             continue;
         }
         let key = frozen(&json!([
-            r.get("model"), r.get("runner"), r.get("framework"), r.get("precision"),
-            r.get("isl"), r.get("osl"), r.get("spec-decoding"), r.get("dp-attn")
+            r.get("model"),
+            r.get("runner"),
+            r.get("framework"),
+            r.get("precision"),
+            r.get("isl"),
+            r.get("osl"),
+            r.get("spec-decoding"),
+            r.get("dp-attn")
         ]));
         push_group(&mut sn_groups, key, i);
     }
     for (_, idx) in &sn_groups {
-        let mut concs: Vec<i64> = idx.iter().filter_map(|&i| get_i64(&rows[i], "conc")).collect();
+        let mut concs: Vec<i64> = idx
+            .iter()
+            .filter_map(|&i| get_i64(&rows[i], "conc"))
+            .collect();
         concs.sort();
         concs.dedup();
-        let (Some(&hi), Some(&med)) = (concs.last(), concs.get(concs.len() / 2)) else { continue };
+        let (Some(&hi), Some(&med)) = (concs.last(), concs.get(concs.len() / 2)) else {
+            continue;
+        };
         for &i in idx {
             if let Some(c) = get_i64(&rows[i], "conc") {
                 if c == hi || c == med {
@@ -1107,7 +1303,9 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
         if r.contains_key("tp") || !r.contains_key("prefill") || !is_8k1k(r) {
             continue;
         }
-        let Some(&best) = eligible(r).last() else { continue };
+        let Some(&best) = eligible(r).last() else {
+            continue;
+        };
         push_group(&mut mn_groups, multinode_parallelism_key(r), (i, best));
     }
     let pick = |items: &[(usize, i64)]| -> (usize, i64) {
@@ -1133,12 +1331,19 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
                 continue;
             }
             if r.contains_key("prefill") {
-                let Some(&best) = eligible(r).last() else { continue };
+                let Some(&best) = eligible(r).last() else {
+                    continue;
+                };
                 push_group(&mut ag_mn, multinode_parallelism_key(r), (i, best));
                 continue;
             }
             let c = concs_of(r).into_iter().max().unwrap_or(0);
-            let key = frozen(&json!([r.get("model"), r.get("runner"), r.get("framework"), r.get("precision")]));
+            let key = frozen(&json!([
+                r.get("model"),
+                r.get("runner"),
+                r.get("framework"),
+                r.get("precision")
+            ]));
             push_group(&mut ag_sn, key, (i, c));
         }
         for (_, items) in &ag_sn {

@@ -160,7 +160,11 @@ pub fn float_repr(f: f64) -> String {
             if n <= int_len {
                 format!("{}{}.0", digits, "0".repeat((int_len - n) as usize))
             } else {
-                format!("{}.{}", &digits[..int_len as usize], &digits[int_len as usize..])
+                format!(
+                    "{}.{}",
+                    &digits[..int_len as usize],
+                    &digits[int_len as usize..]
+                )
             }
         } else {
             format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
@@ -214,7 +218,10 @@ mod tests {
             dumps_canonical(&v),
             r#"{"a":{"x":true,"y":null},"b":[1,2.0,"\u00e9\u2014"]}"#
         );
-        assert_eq!(dumps_compact(&v), r#"{"b":[1,2.0,"é—"],"a":{"x":true,"y":null}}"#);
+        assert_eq!(
+            dumps_compact(&v),
+            r#"{"b":[1,2.0,"é—"],"a":{"x":true,"y":null}}"#
+        );
         assert_eq!(dumps(&json!("😀")), r#""\ud83d\ude00""#);
     }
 }

@@ -107,10 +107,14 @@ impl RowExt for Row {
         self.get("max-model-len")?.as_i64()
     }
     fn run_eval(&self) -> bool {
-        self.get("run-eval").and_then(Value::as_bool).unwrap_or(false)
+        self.get("run-eval")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
     fn eval_only(&self) -> bool {
-        self.get("eval-only").and_then(Value::as_bool).unwrap_or(false)
+        self.get("eval-only")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
     fn duration_s(&self) -> Option<i64> {
         self.get("duration")?.as_i64()

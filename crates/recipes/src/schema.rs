@@ -35,6 +35,8 @@ pub struct ConfigEntry {
     pub file: String,
     /// Position of the key in that file.
     pub pos: Pos,
+    /// Position of the `runner` value (for "unknown runner label" errors).
+    pub runner_pos: Pos,
     /// The entry as JSON, in YAML order, values exactly as PyYAML would load them.
     pub raw: Map<String, Value>,
 }
@@ -48,12 +50,18 @@ impl ConfigEntry {
 
     /// `multinode` (false when absent).
     pub fn is_multinode(&self) -> bool {
-        self.raw.get("multinode").and_then(Value::as_bool).unwrap_or(false)
+        self.raw
+            .get("multinode")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 
     /// `disagg` (false when absent).
     pub fn is_disagg(&self) -> bool {
-        self.raw.get("disagg").and_then(Value::as_bool).unwrap_or(false)
+        self.raw
+            .get("disagg")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 
     /// The list under `scenarios.<name>` (`fixed-seq-len` or `agentic-coding`); empty if absent.
@@ -96,7 +104,10 @@ impl MasterConfigs {
             let p = p.as_ref();
             sources.push((p.display().to_string(), read_to_string(p)?));
         }
-        let refs: Vec<(&str, &str)> = sources.iter().map(|(f, s)| (f.as_str(), s.as_str())).collect();
+        let refs: Vec<(&str, &str)> = sources
+            .iter()
+            .map(|(f, s)| (f.as_str(), s.as_str()))
+            .collect();
         Self::from_sources(&refs)
     }
 
@@ -120,7 +131,10 @@ impl MasterConfigs {
                     *file,
                     root.pos,
                     "",
-                    format!("a master config must be a mapping of config keys, found {}", root.kind()),
+                    format!(
+                        "a master config must be a mapping of config keys, found {}",
+                        root.kind()
+                    ),
                 ));
                 continue;
             };
@@ -134,7 +148,10 @@ impl MasterConfigs {
                     v_ctx.err(
                         k.pos,
                         &key,
-                        format!("duplicate configuration key (already defined in {}:{})", prev.file, prev.pos.line),
+                        format!(
+                            "duplicate configuration key (already defined in {}:{})",
+                            prev.file, prev.pos.line
+                        ),
                     );
                 }
                 v_ctx.master_entry(v, &key);
@@ -147,6 +164,7 @@ impl MasterConfigs {
                         key,
                         file: file.to_string(),
                         pos: k.pos,
+                        runner_pos: v.get("runner").map(|n| n.pos).unwrap_or(k.pos),
                         raw,
                     });
                 } else {
@@ -230,13 +248,21 @@ impl RunnerConfig {
                                 for (i, it) in items.iter().enumerate() {
                                     match it.as_str() {
                                         Some(s) => names.push(s.to_string()),
-                                        None => c.err(it.pos, &format!("{path}[{i}]"), format!("must be a string, found {}", it.kind())),
+                                        None => c.err(
+                                            it.pos,
+                                            &format!("{path}[{i}]"),
+                                            format!("must be a string, found {}", it.kind()),
+                                        ),
                                     }
                                 }
                                 out.labels.push((k.key_text(), names));
                             }
                             Some(_) => c.err(v.pos, &path, "cannot be an empty list"),
-                            None => c.err(v.pos, &path, format!("must be a list of runner names, found {}", v.kind())),
+                            None => c.err(
+                                v.pos,
+                                &path,
+                                format!("must be a list of runner names, found {}", v.kind()),
+                            ),
                         }
                     }
                 }
@@ -246,8 +272,16 @@ impl RunnerConfig {
                     if let Some(entries) = c.expect_map(hw, "hardware") {
                         for (k, v) in entries {
                             let path = format!("hardware.{}", k.key_text());
-                            if c.mapping(v, &path, &["available-cpu-dram-mib", "gpus-per-node"], &["available-cpu-dram-mib", "gpus-per-node"]).is_some() {
-                                let mib = c.int(v, &path, "available-cpu-dram-mib", IntRule::Positive);
+                            if c.mapping(
+                                v,
+                                &path,
+                                &["available-cpu-dram-mib", "gpus-per-node"],
+                                &["available-cpu-dram-mib", "gpus-per-node"],
+                            )
+                            .is_some()
+                            {
+                                let mib =
+                                    c.int(v, &path, "available-cpu-dram-mib", IntRule::Positive);
                                 let gpn = c.int(v, &path, "gpus-per-node", IntRule::Positive);
                                 if let (Some(mib), Some(gpn)) = (mib, gpn) {
                                     out.hardware.insert(
@@ -307,14 +341,23 @@ impl<'a> Checker<'a> {
     }
 
     pub(crate) fn err(&mut self, pos: Pos, field: &str, msg: impl Into<String>) {
-        self.errors.push(ConfigError::new(self.file, pos, field, msg));
+        self.errors
+            .push(ConfigError::new(self.file, pos, field, msg));
     }
 
-    pub(crate) fn expect_map<'n>(&mut self, node: &'n Node, path: &str) -> Option<&'n [(Node, Node)]> {
+    pub(crate) fn expect_map<'n>(
+        &mut self,
+        node: &'n Node,
+        path: &str,
+    ) -> Option<&'n [(Node, Node)]> {
         match node.as_map() {
             Some(m) => Some(m),
             None => {
-                self.err(node.pos, path, format!("must be a mapping, found {}", node.kind()));
+                self.err(
+                    node.pos,
+                    path,
+                    format!("must be a mapping, found {}", node.kind()),
+                );
                 None
             }
         }
@@ -352,7 +395,13 @@ impl<'a> Checker<'a> {
         Some(entries)
     }
 
-    pub(crate) fn int(&mut self, map: &Node, path: &str, field: &str, rule: IntRule) -> Option<i64> {
+    pub(crate) fn int(
+        &mut self,
+        map: &Node,
+        path: &str,
+        field: &str,
+        rule: IntRule,
+    ) -> Option<i64> {
         let n = present(map.get(field))?;
         let p = join(path, field);
         match n.value {
@@ -368,7 +417,11 @@ impl<'a> Checker<'a> {
                 Some(i)
             }
             _ => {
-                self.err(n.pos, &p, format!("must be an integer, found {}", describe(n)));
+                self.err(
+                    n.pos,
+                    &p,
+                    format!("must be an integer, found {}", describe(n)),
+                );
                 None
             }
         }
@@ -379,13 +432,23 @@ impl<'a> Checker<'a> {
         match n.value {
             Yaml::Bool(b) => Some(b),
             _ => {
-                self.err(n.pos, &join(path, field), format!("must be a boolean, found {}", describe(n)));
+                self.err(
+                    n.pos,
+                    &join(path, field),
+                    format!("must be a boolean, found {}", describe(n)),
+                );
                 None
             }
         }
     }
 
-    pub(crate) fn string(&mut self, map: &Node, path: &str, field: &str, min_len: usize) -> Option<String> {
+    pub(crate) fn string(
+        &mut self,
+        map: &Node,
+        path: &str,
+        field: &str,
+        min_len: usize,
+    ) -> Option<String> {
         let n = present(map.get(field))?;
         match n.as_str() {
             Some(s) if s.chars().count() >= min_len => Some(s.to_string()),
@@ -394,13 +457,23 @@ impl<'a> Checker<'a> {
                 None
             }
             None => {
-                self.err(n.pos, &join(path, field), format!("must be a string, found {}", describe(n)));
+                self.err(
+                    n.pos,
+                    &join(path, field),
+                    format!("must be a string, found {}", describe(n)),
+                );
                 None
             }
         }
     }
 
-    pub(crate) fn literal(&mut self, map: &Node, path: &str, field: &str, allowed: &[&str]) -> Option<String> {
+    pub(crate) fn literal(
+        &mut self,
+        map: &Node,
+        path: &str,
+        field: &str,
+        allowed: &[&str],
+    ) -> Option<String> {
         let n = present(map.get(field))?;
         match n.as_str() {
             Some(s) if allowed.contains(&s) => Some(s.to_string()),
@@ -408,7 +481,11 @@ impl<'a> Checker<'a> {
                 self.err(
                     n.pos,
                     &join(path, field),
-                    format!("must be one of {}, found {}", quoted_list(allowed), describe(n)),
+                    format!(
+                        "must be one of {}, found {}",
+                        quoted_list(allowed),
+                        describe(n)
+                    ),
                 );
                 None
             }
@@ -419,14 +496,22 @@ impl<'a> Checker<'a> {
         let n = present(map.get(field))?;
         let p = join(path, field);
         let Some(items) = n.as_seq() else {
-            self.err(n.pos, &p, format!("must be a list of strings, found {}", describe(n)));
+            self.err(
+                n.pos,
+                &p,
+                format!("must be a list of strings, found {}", describe(n)),
+            );
             return None;
         };
         let mut out = Vec::new();
         for (i, it) in items.iter().enumerate() {
             match it.as_str() {
                 Some(s) => out.push(s.to_string()),
-                None => self.err(it.pos, &format!("{p}[{i}]"), format!("must be a string, found {}", describe(it))),
+                None => self.err(
+                    it.pos,
+                    &format!("{p}[{i}]"),
+                    format!("must be a string, found {}", describe(it)),
+                ),
             }
         }
         Some(out)
@@ -437,7 +522,11 @@ impl<'a> Checker<'a> {
         match n.as_seq() {
             Some(s) => Some(s),
             None => {
-                self.err(n.pos, &join(path, field), format!("must be a list, found {}", describe(n)));
+                self.err(
+                    n.pos,
+                    &join(path, field),
+                    format!("must be a list, found {}", describe(n)),
+                );
                 None
             }
         }
@@ -445,7 +534,10 @@ impl<'a> Checker<'a> {
 
     /// `{name, version}` router metadata (both non-empty strings; version not an image ref).
     fn component(&mut self, node: &Node, path: &str) {
-        if self.mapping(node, path, &["name", "version"], &["name", "version"]).is_some() {
+        if self
+            .mapping(node, path, &["name", "version"], &["name", "version"])
+            .is_some()
+        {
             self.string(node, path, "name", 1);
             if let Some(v) = self.string(node, path, "version", 1) {
                 if v.starts_with("image:") {
@@ -458,7 +550,10 @@ impl<'a> Checker<'a> {
 
     /// `{name, version?}` KV-offload backend metadata.
     fn kv_backend(&mut self, node: &Node, path: &str) {
-        if self.mapping(node, path, &["name", "version"], &["name"]).is_some() {
+        if self
+            .mapping(node, path, &["name", "version"], &["name"])
+            .is_some()
+        {
             self.string(node, path, "name", 1);
             if let Some(v) = self.string(node, path, "version", 1) {
                 if v.starts_with("image:") {
@@ -470,21 +565,70 @@ impl<'a> Checker<'a> {
     }
 
     fn master_entry(&mut self, node: &Node, key: &str) {
-        const SINGLE: &[&str] = &["image", "model", "model-prefix", "precision", "framework", "runner", "multinode", "disagg", "router", "scenarios"];
-        const MULTI: &[&str] = &["image", "model", "model-prefix", "precision", "framework", "runner", "multinode", "disagg", "router", "kv-p2p-transfer", "scenarios"];
-        const REQUIRED: &[&str] = &["image", "model", "model-prefix", "precision", "framework", "runner", "multinode", "scenarios"];
-        let multinode = matches!(node.get("multinode").map(|n| &n.value), Some(Yaml::Bool(true)));
-        if self.mapping(node, key, if multinode { MULTI } else { SINGLE }, REQUIRED).is_none() {
+        const SINGLE: &[&str] = &[
+            "image",
+            "model",
+            "model-prefix",
+            "precision",
+            "framework",
+            "runner",
+            "multinode",
+            "disagg",
+            "router",
+            "scenarios",
+        ];
+        const MULTI: &[&str] = &[
+            "image",
+            "model",
+            "model-prefix",
+            "precision",
+            "framework",
+            "runner",
+            "multinode",
+            "disagg",
+            "router",
+            "kv-p2p-transfer",
+            "scenarios",
+        ];
+        const REQUIRED: &[&str] = &[
+            "image",
+            "model",
+            "model-prefix",
+            "precision",
+            "framework",
+            "runner",
+            "multinode",
+            "scenarios",
+        ];
+        let multinode = matches!(
+            node.get("multinode").map(|n| &n.value),
+            Some(Yaml::Bool(true))
+        );
+        if self
+            .mapping(node, key, if multinode { MULTI } else { SINGLE }, REQUIRED)
+            .is_none()
+        {
             return;
         }
-        for f in ["image", "model", "model-prefix", "precision", "framework", "runner"] {
+        for f in [
+            "image",
+            "model",
+            "model-prefix",
+            "precision",
+            "framework",
+            "runner",
+        ] {
             self.string(node, key, f, 0);
         }
         self.boolean(node, key, "multinode");
         let disagg = self.boolean(node, key, "disagg").unwrap_or(false);
         if disagg && !multinode {
             let pos = node.get("disagg").map(|n| n.pos).unwrap_or(node.pos);
-            self.err(pos, &join(key, "disagg"), "disagg: true is only allowed when multinode: true");
+            self.err(
+                pos,
+                &join(key, "disagg"),
+                "disagg: true is only allowed when multinode: true",
+            );
         }
         let top_router = present(node.get("router"));
         if let Some(r) = top_router {
@@ -495,26 +639,48 @@ impl<'a> Checker<'a> {
         } else {
             None
         };
-        let Some(scen) = present(node.get("scenarios")) else { return };
+        let Some(scen) = present(node.get("scenarios")) else {
+            return;
+        };
         let spath = join(key, "scenarios");
-        if self.mapping(scen, &spath, &["fixed-seq-len", "agentic-coding"], &[]).is_none() {
+        if self
+            .mapping(scen, &spath, &["fixed-seq-len", "agentic-coding"], &[])
+            .is_none()
+        {
             return;
         }
         let fixed = self.list(scen, &spath, "fixed-seq-len");
         let agentic = self.list(scen, &spath, "agentic-coding");
         if fixed.is_none_or(|f| f.is_empty()) && agentic.is_none_or(|a| a.is_empty()) {
-            self.err(scen.pos, &spath, "at least one scenario type must be specified (fixed-seq-len or agentic-coding)");
+            self.err(
+                scen.pos,
+                &spath,
+                "at least one scenario type must be specified (fixed-seq-len or agentic-coding)",
+            );
         }
         // (entry node, path) of every search-space entry, for the scope rules below.
         let mut entries: Vec<(&Node, String)> = Vec::new();
         for (i, seq) in fixed.unwrap_or(&[]).iter().enumerate() {
             let p = format!("{spath}.fixed-seq-len[{i}]");
-            if self.mapping(seq, &p, &["isl", "osl", "search-space"], &["isl", "osl", "search-space"]).is_none() {
+            if self
+                .mapping(
+                    seq,
+                    &p,
+                    &["isl", "osl", "search-space"],
+                    &["isl", "osl", "search-space"],
+                )
+                .is_none()
+            {
                 continue;
             }
             self.int(seq, &p, "isl", IntRule::Any);
             self.int(seq, &p, "osl", IntRule::Any);
-            for (j, e) in self.list(seq, &p, "search-space").unwrap_or(&[]).iter().enumerate() {
+            for (j, e) in self
+                .list(seq, &p, "search-space")
+                .unwrap_or(&[])
+                .iter()
+                .enumerate()
+            {
                 let ep = format!("{p}.search-space[{j}]");
                 if multinode {
                     self.multinode_entry(e, &ep);
@@ -528,7 +694,15 @@ impl<'a> Checker<'a> {
         for (i, ag) in agentic.unwrap_or(&[]).iter().enumerate() {
             has_agentic = true;
             let p = format!("{spath}.agentic-coding[{i}]");
-            if self.mapping(ag, &p, &["search-space", "dram-utilization"], &["search-space"]).is_none() {
+            if self
+                .mapping(
+                    ag,
+                    &p,
+                    &["search-space", "dram-utilization"],
+                    &["search-space"],
+                )
+                .is_none()
+            {
                 continue;
             }
             let util = present(ag.get("dram-utilization"));
@@ -540,11 +714,24 @@ impl<'a> Checker<'a> {
                 };
                 match v {
                     Some(f) if f > 0.0 && f <= 1.0 => {}
-                    Some(f) => self.err(u.pos, &join(&p, "dram-utilization"), format!("must be in (0, 1], got {}", crate::pyjson::float_repr(f))),
-                    None => self.err(u.pos, &join(&p, "dram-utilization"), format!("must be a number, found {}", describe(u))),
+                    Some(f) => self.err(
+                        u.pos,
+                        &join(&p, "dram-utilization"),
+                        format!("must be in (0, 1], got {}", crate::pyjson::float_repr(f)),
+                    ),
+                    None => self.err(
+                        u.pos,
+                        &join(&p, "dram-utilization"),
+                        format!("must be a number, found {}", describe(u)),
+                    ),
                 }
             }
-            for (j, e) in self.list(ag, &p, "search-space").unwrap_or(&[]).iter().enumerate() {
+            for (j, e) in self
+                .list(ag, &p, "search-space")
+                .unwrap_or(&[])
+                .iter()
+                .enumerate()
+            {
                 let ep = format!("{p}.search-space[{j}]");
                 self.agentic_entry(e, &ep, multinode);
                 if util.is_none() && e.get("kv-offloading").and_then(Node::as_str) == Some("dram") {
@@ -563,7 +750,10 @@ impl<'a> Checker<'a> {
             }
         }
         // Component metadata scope rules (reference §1.4).
-        for (field, top) in [("router", top_router.is_some()), ("kv-p2p-transfer", top_transfer.is_some())] {
+        for (field, top) in [
+            ("router", top_router.is_some()),
+            ("kv-p2p-transfer", top_transfer.is_some()),
+        ] {
             if top {
                 for (e, ep) in &entries {
                     if let Some(v) = present(e.get(field)) {
@@ -573,7 +763,10 @@ impl<'a> Checker<'a> {
             }
         }
         if disagg && multinode && top_transfer.is_none() {
-            let missing: Vec<&(&Node, String)> = entries.iter().filter(|(e, _)| present(e.get("kv-p2p-transfer")).is_none()).collect();
+            let missing: Vec<&(&Node, String)> = entries
+                .iter()
+                .filter(|(e, _)| present(e.get("kv-p2p-transfer")).is_none())
+                .collect();
             if entries.is_empty() {
                 self.err(node.pos, &join(key, "kv-p2p-transfer"), "disagg=true requires kv-p2p-transfer at the top level or in every search-space entry");
             }
@@ -595,38 +788,79 @@ impl<'a> Checker<'a> {
                     for (i, it) in items.iter().enumerate() {
                         match it.value {
                             Yaml::Int(v) => vals.push(v),
-                            _ => self.err(it.pos, &format!("{path}.conc-list[{i}]"), format!("must be an integer, found {}", describe(it))),
+                            _ => self.err(
+                                it.pos,
+                                &format!("{path}.conc-list[{i}]"),
+                                format!("must be an integer, found {}", describe(it)),
+                            ),
                         }
                     }
                     list = Some(vals);
                 }
-                None => self.err(l.pos, &join(path, "conc-list"), format!("must be a list of integers, found {}", describe(l))),
+                None => self.err(
+                    l.pos,
+                    &join(path, "conc-list"),
+                    format!("must be a list of integers, found {}", describe(l)),
+                ),
             }
         }
         let has_start = present(e.get("conc-start")).is_some();
         let has_end = present(e.get("conc-end")).is_some();
         let has_range = has_start && has_end;
-        let has_list = list_node.and_then(Node::as_seq).is_some_and(|s| !s.is_empty());
+        let has_list = list_node
+            .and_then(Node::as_seq)
+            .is_some_and(|s| !s.is_empty());
         if has_range && has_list {
             self.err(e.pos, &join(path, "conc-list"), "cannot specify both 'conc-list' and 'conc-start'/'conc-end'; use either a list or a range");
         } else if !has_range && !has_list {
-            let what = if has_start != has_end { "both 'conc-start' and 'conc-end' must be provided together" } else { "must specify either 'conc-list' or both 'conc-start' and 'conc-end'" };
-            self.err(e.pos, &join(path, if has_start { "conc-end" } else if has_end { "conc-start" } else { "conc-list" }), what);
+            let what = if has_start != has_end {
+                "both 'conc-start' and 'conc-end' must be provided together"
+            } else {
+                "must specify either 'conc-list' or both 'conc-start' and 'conc-end'"
+            };
+            self.err(
+                e.pos,
+                &join(
+                    path,
+                    if has_start {
+                        "conc-end"
+                    } else if has_end {
+                        "conc-start"
+                    } else {
+                        "conc-list"
+                    },
+                ),
+                what,
+            );
         }
         if has_range {
             if let (Some(s), Some(en)) = (start, end) {
                 let pos = e.get("conc-start").map(|n| n.pos).unwrap_or(e.pos);
                 if s <= 0 || en <= 0 {
-                    self.err(pos, &join(path, "conc-start"), format!("'conc-start' and 'conc-end' must be greater than 0, got {s} and {en}"));
+                    self.err(
+                        pos,
+                        &join(path, "conc-start"),
+                        format!(
+                            "'conc-start' and 'conc-end' must be greater than 0, got {s} and {en}"
+                        ),
+                    );
                 } else if s > en {
-                    self.err(pos, &join(path, "conc-start"), format!("'conc-start' ({s}) must be <= 'conc-end' ({en})"));
+                    self.err(
+                        pos,
+                        &join(path, "conc-start"),
+                        format!("'conc-start' ({s}) must be <= 'conc-end' ({en})"),
+                    );
                 }
             }
         }
         if has_list {
             if let (Some(vals), Some(l)) = (list, list_node) {
                 if let Some(bad) = vals.iter().find(|v| **v <= 0) {
-                    self.err(l.pos, &join(path, "conc-list"), format!("entries must be greater than 0, got {bad}"));
+                    self.err(
+                        l.pos,
+                        &join(path, "conc-list"),
+                        format!("entries must be greater than 0, got {bad}"),
+                    );
                 }
             }
         }
@@ -639,13 +873,29 @@ impl<'a> Checker<'a> {
         if let (Some(tp), Some(dcp)) = (tp, dcp.or(Some(1))) {
             if dcp != 0 && tp % dcp != 0 {
                 let pos = e.get("dcp-size").map(|n| n.pos).unwrap_or(e.pos);
-                self.err(pos, &join(path, "dcp-size"), format!("'tp' ({tp}) must be divisible by 'dcp-size' ({dcp})"));
+                self.err(
+                    pos,
+                    &join(path, "dcp-size"),
+                    format!("'tp' ({tp}) must be divisible by 'dcp-size' ({dcp})"),
+                );
             }
         }
     }
 
     fn single_node_entry(&mut self, e: &Node, path: &str) {
-        const ALLOWED: &[&str] = &["tp", "pp", "dcp-size", "pcp-size", "ep", "spec-decoding", "dp-attn", "router", "conc-start", "conc-end", "conc-list"];
+        const ALLOWED: &[&str] = &[
+            "tp",
+            "pp",
+            "dcp-size",
+            "pcp-size",
+            "ep",
+            "spec-decoding",
+            "dp-attn",
+            "router",
+            "conc-start",
+            "conc-end",
+            "conc-list",
+        ];
         if self.mapping(e, path, ALLOWED, &["tp"]).is_none() {
             return;
         }
@@ -661,7 +911,17 @@ impl<'a> Checker<'a> {
     }
 
     fn worker(&mut self, w: &Node, path: &str) -> Option<bool> {
-        const ALLOWED: &[&str] = &["num-worker", "tp", "pp", "dcp-size", "pcp-size", "ep", "dp-attn", "hardware", "additional-settings"];
+        const ALLOWED: &[&str] = &[
+            "num-worker",
+            "tp",
+            "pp",
+            "dcp-size",
+            "pcp-size",
+            "ep",
+            "dp-attn",
+            "hardware",
+            "additional-settings",
+        ];
         self.mapping(w, path, ALLOWED, &["num-worker", "tp", "ep", "dp-attn"])?;
         self.int(w, path, "num-worker", IntRule::Any);
         let tp = self.int(w, path, "tp", IntRule::Any);
@@ -680,14 +940,30 @@ impl<'a> Checker<'a> {
         let dh = d.and_then(|d| self.worker(d, &join(path, "decode")));
         if let (Some(ph), Some(dh)) = (ph, dh) {
             if ph != dh {
-                self.err(e.pos, &join(path, "hardware"), "'hardware' must be specified for both 'prefill' and 'decode', or neither");
+                self.err(
+                    e.pos,
+                    &join(path, "hardware"),
+                    "'hardware' must be specified for both 'prefill' and 'decode', or neither",
+                );
             }
         }
     }
 
     fn multinode_entry(&mut self, e: &Node, path: &str) {
-        const ALLOWED: &[&str] = &["spec-decoding", "prefill", "decode", "router", "kv-p2p-transfer", "conc-start", "conc-end", "conc-list"];
-        if self.mapping(e, path, ALLOWED, &["prefill", "decode"]).is_none() {
+        const ALLOWED: &[&str] = &[
+            "spec-decoding",
+            "prefill",
+            "decode",
+            "router",
+            "kv-p2p-transfer",
+            "conc-start",
+            "conc-end",
+            "conc-list",
+        ];
+        if self
+            .mapping(e, path, ALLOWED, &["prefill", "decode"])
+            .is_none()
+        {
             return;
         }
         self.literal(e, path, "spec-decoding", &SPEC_DECODING_VALUES);
@@ -701,8 +977,22 @@ impl<'a> Checker<'a> {
 
     fn agentic_entry(&mut self, e: &Node, path: &str, multinode: bool) {
         const ALLOWED: &[&str] = &[
-            "tp", "pp", "dcp-size", "pcp-size", "ep", "dp-attn", "spec-decoding", "prefill", "decode",
-            "kv-offloading", "kv-offload-backend", "router", "kv-p2p-transfer", "conc-start", "conc-end", "conc-list",
+            "tp",
+            "pp",
+            "dcp-size",
+            "pcp-size",
+            "ep",
+            "dp-attn",
+            "spec-decoding",
+            "prefill",
+            "decode",
+            "kv-offloading",
+            "kv-offload-backend",
+            "router",
+            "kv-p2p-transfer",
+            "conc-start",
+            "conc-end",
+            "conc-list",
         ];
         if self.mapping(e, path, ALLOWED, &[]).is_none() {
             return;
@@ -726,11 +1016,21 @@ impl<'a> Checker<'a> {
         self.conc_fields(e, path);
         let kv_pos = e.get("kv-offloading").map(|n| n.pos).unwrap_or(e.pos);
         match (offload.as_deref(), backend) {
-            (None, Some(b)) if present(e.get("kv-offloading")).is_none() => {
-                self.err(b.pos, &join(path, "kv-offload-backend"), "kv-offload-backend requires kv-offloading")
-            }
-            (Some("none"), Some(b)) => self.err(b.pos, &join(path, "kv-offload-backend"), "kv-offload-backend can only be set when kv-offloading is not 'none'"),
-            (Some("dram"), None) => self.err(kv_pos, &join(path, "kv-offload-backend"), "kv-offload-backend is required when kv-offloading is 'dram'"),
+            (None, Some(b)) if present(e.get("kv-offloading")).is_none() => self.err(
+                b.pos,
+                &join(path, "kv-offload-backend"),
+                "kv-offload-backend requires kv-offloading",
+            ),
+            (Some("none"), Some(b)) => self.err(
+                b.pos,
+                &join(path, "kv-offload-backend"),
+                "kv-offload-backend can only be set when kv-offloading is not 'none'",
+            ),
+            (Some("dram"), None) => self.err(
+                kv_pos,
+                &join(path, "kv-offload-backend"),
+                "kv-offload-backend is required when kv-offloading is 'dram'",
+            ),
             _ => {}
         }
         let complete_mn = has_p && has_d;
@@ -740,10 +1040,18 @@ impl<'a> Checker<'a> {
         }
         if has_tp {
             if multinode {
-                self.err(e.pos, &join(path, "tp"), "entries of a multinode: true config need prefill and decode workers, not tp");
+                self.err(
+                    e.pos,
+                    &join(path, "tp"),
+                    "entries of a multinode: true config need prefill and decode workers, not tp",
+                );
             }
             if present(e.get("kv-offloading")).is_none() {
-                self.err(e.pos, &join(path, "kv-offloading"), "single-node agentic search-space entries must specify kv-offloading");
+                self.err(
+                    e.pos,
+                    &join(path, "kv-offloading"),
+                    "single-node agentic search-space entries must specify kv-offloading",
+                );
             }
             self.topology(e, path, tp);
         } else {
@@ -766,10 +1074,19 @@ fn describe(n: &Node) -> String {
         Yaml::Int(i) => format!("integer {i}"),
         Yaml::Float(f) => format!("float {}", crate::pyjson::float_repr(*f)),
         Yaml::Bool(b) => format!("boolean {b}"),
-        other => Node { value: other.clone(), pos: n.pos }.kind().to_string(),
+        other => Node {
+            value: other.clone(),
+            pos: n.pos,
+        }
+        .kind()
+        .to_string(),
     }
 }
 
 fn quoted_list(items: &[&str]) -> String {
-    items.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ")
+    items
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -236,8 +236,8 @@ impl<'a> Loader<'a> {
                 .ok_or_else(|| self.err(pos, "alias to an unknown anchor")),
             Event::Scalar(text, style, anchor, tag) => {
                 let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
-                let value = resolve_scalar(&text, style, tag.as_deref())
-                    .map_err(|m| self.err(pos, m))?;
+                let value =
+                    resolve_scalar(&text, style, tag.as_deref()).map_err(|m| self.err(pos, m))?;
                 let node = Node { value, pos };
                 if anchor > 0 {
                     self.anchors.insert(anchor, node.clone());
@@ -274,7 +274,8 @@ impl<'a> Loader<'a> {
                     if matches!(ev, Event::MappingEnd) {
                         break;
                     }
-                    let is_merge = matches!(&ev, Event::Scalar(t, ScalarStyle::Plain, _, None) if t == "<<");
+                    let is_merge =
+                        matches!(&ev, Event::Scalar(t, ScalarStyle::Plain, _, None) if t == "<<");
                     let key = self.node(ev, span)?;
                     let (ev, span) = self.next()?;
                     let value = self.node(ev, span)?;
@@ -321,12 +322,18 @@ impl<'a> Loader<'a> {
             Yaml::Map(_) => vec![value],
             Yaml::Seq(items) => items.iter().collect(),
             _ => {
-                return Err(self.err(value.pos, "merge key '<<' needs a mapping or a list of mappings"))
+                return Err(self.err(
+                    value.pos,
+                    "merge key '<<' needs a mapping or a list of mappings",
+                ))
             }
         };
         for src in sources {
             let Some(entries) = src.as_map() else {
-                return Err(self.err(src.pos, "merge key '<<' needs a mapping or a list of mappings"));
+                return Err(self.err(
+                    src.pos,
+                    "merge key '<<' needs a mapping or a list of mappings",
+                ));
             };
             for (k, v) in entries {
                 if !merged.iter().any(|(e, _)| e.value == k.value) {
@@ -457,7 +464,9 @@ fn parse_int(t: &str) -> Option<i64> {
     } else if b.contains(':') {
         let mut acc: i128 = 0;
         for part in b.split(':') {
-            acc = acc.checked_mul(60)?.checked_add(part.parse::<i128>().ok()?)?;
+            acc = acc
+                .checked_mul(60)?
+                .checked_add(part.parse::<i128>().ok()?)?;
         }
         acc
     } else {
@@ -538,7 +547,12 @@ mod tests {
     use super::*;
 
     fn scalar(t: &str) -> Yaml {
-        parse(&format!("k: {t}\n"), "t.yaml").unwrap().get("k").unwrap().value.clone()
+        parse(&format!("k: {t}\n"), "t.yaml")
+            .unwrap()
+            .get("k")
+            .unwrap()
+            .value
+            .clone()
     }
 
     #[test]
@@ -564,7 +578,10 @@ mod tests {
     #[test]
     fn duplicate_keys_are_rejected_with_both_lines() {
         let e = parse("a: 1\nb: 2\na: 3\n", "f.yaml").unwrap_err();
-        assert_eq!(e.to_string(), "f.yaml:3:1: duplicate key 'a' (first defined at line 1)");
+        assert_eq!(
+            e.to_string(),
+            "f.yaml:3:1: duplicate key 'a' (first defined at line 1)"
+        );
     }
 
     #[test]

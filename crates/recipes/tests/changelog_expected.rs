@@ -8,7 +8,8 @@ use inferbench_recipes::changelog::{self, ProcessOptions};
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 fn changelog_dir() -> Option<PathBuf> {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/expected/changelog");
+    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/inferencex/expected/changelog");
     if d.is_dir() {
         Some(d)
     } else {
@@ -36,9 +37,17 @@ fn run_case(dir: &Path, configs_dir: &Path) -> String {
     let head = std::fs::read_to_string(dir.join("head-perf-changelog.yaml")).unwrap();
     let added = changelog::added_lines(&base, &head, "base-perf-changelog.yaml").unwrap();
     let entries = changelog::parse_entries(&added, "head-perf-changelog.yaml").unwrap();
-    let configs = MasterConfigs::load(&[configs_dir.join("amd-master.yaml"), configs_dir.join("nvidia-master.yaml")]).unwrap();
+    let configs = MasterConfigs::load(&[
+        configs_dir.join("amd-master.yaml"),
+        configs_dir.join("nvidia-master.yaml"),
+    ])
+    .unwrap();
     let runners = RunnerConfig::load(&configs_dir.join("runners.yaml")).unwrap();
-    let opts = ProcessOptions { base_ref, head_ref, ..Default::default() };
+    let opts = ProcessOptions {
+        base_ref,
+        head_ref,
+        ..Default::default()
+    };
     let v = changelog::process(&entries, &configs, &runners, &opts, None).unwrap();
     changelog::to_json_text(&v)
 }
@@ -58,7 +67,10 @@ fn check_with(sha: &str, configs_dir: &Path) {
         let g: serde_json::Value = serde_json::from_str(&got).unwrap();
         let w: serde_json::Value = serde_json::from_str(&want).unwrap();
         assert_eq!(g, w, "{sha}: parsed output differs");
-        assert_eq!(got, want, "{sha}: same JSON, different bytes (key order or formatting)");
+        assert_eq!(
+            got, want,
+            "{sha}: same JSON, different bytes (key order or formatting)"
+        );
     }
 }
 

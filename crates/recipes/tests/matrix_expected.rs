@@ -8,7 +8,9 @@
 
 use std::path::PathBuf;
 
-use inferbench_recipes::matrix::{self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions};
+use inferbench_recipes::matrix::{
+    self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions,
+};
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 fn data_dir() -> Option<PathBuf> {
@@ -45,7 +47,11 @@ fn check(expected_file: &str, selection: Selection, common: CommonOptions) {
         }
         panic!("{expected_file}: bytes differ but rows are equal (formatting)");
     }
-    assert_eq!(got.ends_with('\n'), want.ends_with('\n'), "{expected_file}: trailing newline");
+    assert_eq!(
+        got.ends_with('\n'),
+        want.ends_with('\n'),
+        "{expected_file}: trailing newline"
+    );
 }
 
 fn crate_dumps(v: &serde_json::Value) -> String {
@@ -58,7 +64,11 @@ fn full(o: FullSweepOptions) -> Selection {
 
 #[test]
 fn full_sweep_default() {
-    check("full-sweep.json", full(FullSweepOptions::default()), CommonOptions::default());
+    check(
+        "full-sweep.json",
+        full(FullSweepOptions::default()),
+        CommonOptions::default(),
+    );
 }
 
 #[test]
@@ -66,7 +76,10 @@ fn full_sweep_all_evals() {
     check(
         "full-sweep-all-evals.json",
         full(FullSweepOptions::default()),
-        CommonOptions { all_evals: true, ..Default::default() },
+        CommonOptions {
+            all_evals: true,
+            ..Default::default()
+        },
     );
 }
 
@@ -75,7 +88,10 @@ fn full_sweep_evals_only() {
     check(
         "full-sweep-evals-only.json",
         full(FullSweepOptions::default()),
-        CommonOptions { evals_only: true, ..Default::default() },
+        CommonOptions {
+            evals_only: true,
+            ..Default::default()
+        },
     );
 }
 
@@ -98,7 +114,11 @@ fn full_sweep_multinode_max_conc_256() {
     // entirely above it collapse to [256]).
     check(
         "full-sweep-multinode.json",
-        full(FullSweepOptions { multi_node: true, max_conc: Some(256), ..Default::default() }),
+        full(FullSweepOptions {
+            multi_node: true,
+            max_conc: Some(256),
+            ..Default::default()
+        }),
         CommonOptions::default(),
     );
 }

@@ -85,16 +85,33 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let root = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
     let (base_name, head_name, base_text, head_text) = match (&args.repo, &args.base, &args.head) {
         (Some(repo), _, _) => {
-            let (b, h) = (args.base_ref.clone().unwrap_or_default(), args.head_ref.clone().unwrap_or_default());
+            let (b, h) = (
+                args.base_ref.clone().unwrap_or_default(),
+                args.head_ref.clone().unwrap_or_default(),
+            );
             let bt = git_show(repo, &b, &args.changelog_file)?;
             let ht = git_show(repo, &h, &args.changelog_file)?;
-            (format!("{b}:{}", args.changelog_file), format!("{h}:{}", args.changelog_file), bt, ht)
+            (
+                format!("{b}:{}", args.changelog_file),
+                format!("{h}:{}", args.changelog_file),
+                bt,
+                ht,
+            )
         }
         (None, Some(b), Some(h)) => {
-            let read = |p: &Path| std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()));
-            (b.display().to_string(), h.display().to_string(), read(b)?, read(h)?)
+            let read = |p: &Path| {
+                std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
+            };
+            (
+                b.display().to_string(),
+                h.display().to_string(),
+                read(b)?,
+                read(h)?,
+            )
         }
-        _ => bail!("give either --base FILE --head FILE, or --repo DIR --base-ref REF --head-ref REF"),
+        _ => bail!(
+            "give either --base FILE --head FILE, or --repo DIR --base-ref REF --head-ref REF"
+        ),
     };
     if args.check {
         let entries = changelog::validate_file(&head_text, &head_name, Some(&base_text))?;
@@ -109,7 +126,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.config_files.clone()
     };
     let configs = MasterConfigs::load(&config_files)?;
-    let runners = RunnerConfig::load(&args.runner_config.clone().unwrap_or_else(|| root.join("configs/runners.yaml")))?;
+    let runners = RunnerConfig::load(
+        &args
+            .runner_config
+            .clone()
+            .unwrap_or_else(|| root.join("configs/runners.yaml")),
+    )?;
     let needs_base = entries.iter().any(|e| e.append_only);
     let base_configs = if !needs_base {
         None
@@ -120,7 +142,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         for p in MASTER_CONFIGS {
             sources.push((format!("{b}:{p}"), git_show(repo, b, p)?));
         }
-        let refs: Vec<(&str, &str)> = sources.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let refs: Vec<(&str, &str)> = sources
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
         Some(MasterConfigs::from_sources(&refs)?)
     } else {
         bail!("append-only entries need the base master configs: give --base-config-files or use --repo")
@@ -141,7 +166,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     )?;
     let text = changelog::to_json_text(&value);
     match &args.output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?,
+        Some(p) => {
+            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
+        }
         None => {
             let mut out = std::io::stdout().lock();
             if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {

@@ -5,7 +5,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use inferbench_recipes::matrix::{self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions};
+use inferbench_recipes::matrix::{
+    self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions,
+};
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 /// Flags of `inferbench matrix`.
@@ -35,6 +37,10 @@ pub struct Args {
     /// Write the JSON here instead of stdout.
     #[arg(long, short = 'o', global = true)]
     pub output: Option<PathBuf>,
+    /// Fail when a config's runner label is missing from the runner config's labels
+    /// (InferenceX does not check this; off by default to keep its output).
+    #[arg(long, global = true)]
+    pub check_runners: bool,
     #[command(subcommand)]
     command: Sub,
 }
@@ -105,6 +111,12 @@ struct TestConfigArgs {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let configs = MasterConfigs::load(&args.config_files)?;
     let runners = RunnerConfig::load(&args.runner_config)?;
+    if args.check_runners {
+        let errs = inferbench_recipes::catalogue::unknown_runner_labels(&configs, &runners);
+        if !errs.is_empty() {
+            return Err(inferbench_recipes::Error::from_many(errs).into());
+        }
+    }
     let selection = match args.command {
         Sub::FullSweep(f) => Selection::FullSweep(FullSweepOptions {
             model_prefix: f.model_prefix,

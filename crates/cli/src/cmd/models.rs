@@ -1,10 +1,137 @@
-//! `inferbench models` (stub: not implemented yet).
+//! `inferbench models`: catalogue tools over InferenceX master configs — the support matrix
+//! (active and deprecated scenarios per model prefix), the KV-offload DRAM policy check, and the
+//! CI priority score stamped on a matrix.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use inferbench_recipes::catalogue::{self, CiPriority};
+use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 /// Flags of `inferbench models`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    command: Sub,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Sub {
+    /// Support matrix: per model prefix and scenario, active vs deprecated, with precisions,
+    /// frameworks and runner labels.
+    Support {
+        /// Active master configs.
+        #[arg(long, num_args = 1.., default_values = ["configs/amd-master.yaml", "configs/nvidia-master.yaml"])]
+        config_files: Vec<PathBuf>,
+        /// Directory of deprecated master configs (every *.yaml in it).
+        #[arg(long, default_value = "configs/deprecated")]
+        deprecated_dir: PathBuf,
+        /// Output as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// KV-offload DRAM policy check of every `kv-offloading: dram` agentic entry, and runner
+    /// labels missing from the runner config. Exit code 1 when anything is an error.
+    DramCheck {
+        /// Active master configs.
+        #[arg(long, num_args = 1.., default_values = ["configs/amd-master.yaml", "configs/nvidia-master.yaml"])]
+        config_files: Vec<PathBuf>,
+        /// Runner labels and hardware facts.
+        #[arg(long, default_value = "configs/runners.yaml")]
+        runner_config: PathBuf,
+        /// Output as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stamp `ci-priority` and `queue-token` on every row of a matrix JSON file (a list, or the
+    /// bucketed object `inferbench changelog` prints); writes the result to stdout.
+    Priority {
+        /// Matrix JSON file.
+        #[arg(long)]
+        matrix: PathBuf,
+        /// ci-priority.yaml.
+        #[arg(long, default_value = "configs/ci-priority.yaml")]
+        ci_priority: PathBuf,
+        /// GitHub event name (`push`, `pull_request`, …).
+        #[arg(long, default_value = "pull_request")]
+        event: String,
+        /// PR labels.
+        #[arg(long, num_args = 0..)]
+        labels: Vec<String>,
+        /// Queue-token namespace (e.g. the repository and run id).
+        #[arg(long, default_value = "inferbench")]
+        namespace: String,
+    },
+}
 
 /// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench models` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    match args.command {
+        Sub::Support {
+            config_files,
+            deprecated_dir,
+            json,
+        } => {
+            let mut deprecated: Vec<PathBuf> = match std::fs::read_dir(&deprecated_dir) {
+                Ok(rd) => rd
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                    .collect(),
+                Err(_) => vec![],
+            };
+            deprecated.sort();
+            let rows = catalogue::support_matrix(&config_files, &deprecated)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", catalogue::support_table(&rows));
+            }
+            Ok(0)
+        }
+        Sub::DramCheck {
+            config_files,
+            runner_config,
+            json,
+        } => {
+            let configs = MasterConfigs::load(&config_files)?;
+            let runners = RunnerConfig::load(&runner_config)?;
+            let findings = catalogue::dram_policy_check(&configs, &runners);
+            let errors = findings.iter().filter(|f| f.verdict == "error").count();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&findings)?);
+            } else {
+                for f in &findings {
+                    println!(
+                        "{:<6} {} {} [{}] {} {}",
+                        f.verdict,
+                        f.location,
+                        f.config,
+                        f.entry,
+                        f.total_cpu_dram_gb
+                            .map(|g| format!("{g} GB"))
+                            .unwrap_or_else(|| "-".into()),
+                        f.detail
+                    );
+                }
+                eprintln!("{} entries checked, {errors} errors", findings.len());
+            }
+            Ok(if errors > 0 { 1 } else { 0 })
+        }
+        Sub::Priority {
+            matrix,
+            ci_priority,
+            event,
+            labels,
+            namespace,
+        } => {
+            let cfg = CiPriority::load(&ci_priority)?;
+            let text = std::fs::read_to_string(&matrix)
+                .with_context(|| format!("cannot read {}", matrix.display()))?;
+            let mut v: serde_json::Value = serde_json::from_str(&text)
+                .with_context(|| format!("{} is not JSON", matrix.display()))?;
+            catalogue::stamp_priority(&mut v, &cfg, &event, &labels, &namespace);
+            println!("{}", serde_json::to_string(&v)?);
+            Ok(0)
+        }
+    }
 }
