@@ -7,10 +7,13 @@
 //! single-token fillers (`" a"`, …) until it has exactly the target, re-counting every step.
 
 use crate::error::WorkloadError;
-use crate::tokenizer::Tokenizer;
+use crate::fast::{Cyclic, Prefix};
+use crate::tokenizer::{Kind, Tokenizer};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
 
 /// Rounds of the reference re-encode/fix-up loop (InferenceX uses up to 10).
 const REFERENCE_ROUNDS: usize = 10;
@@ -19,19 +22,32 @@ const FINISH_STEPS: usize = 64;
 /// Texts that add one token at the end of almost any text, tried in order.
 const FILLERS: [&str; 6] = [" a", " the", "a", ".", "\n", " x"];
 
-/// Per-run fitting state: the tokenizer and the decoded shared prefix.
+/// Per-run fitting state: the tokenizer, the shared prefix, and the fast path when the tokenizer
+/// has one (embedded tiktoken encodings, see [`crate::fast`]).
 pub(crate) struct Fitter<'a> {
     tok: &'a Tokenizer,
     prefix: Vec<u32>,
     vocab: u32,
+    fast: Option<(Arc<Cyclic>, Prefix)>,
+    /// Prompts the fast path could not decide (finished by the slow path).
+    pub(crate) slow: AtomicUsize,
 }
 
 impl<'a> Fitter<'a> {
     pub(crate) fn new(tok: &'a Tokenizer, prefix: &[u32]) -> Self {
+        let fast = match tok.kind() {
+            Kind::Tiktoken(t) => t.cyclic().and_then(|c| {
+                let p = c.prefix(tok.decode(prefix))?;
+                Some((c, p))
+            }),
+            Kind::Hf(_) => None,
+        };
         Fitter {
             tok,
             prefix: prefix.to_vec(),
             vocab: tok.vocab_size(),
+            fast,
+            slow: AtomicUsize::new(0),
         }
     }
 
@@ -45,6 +61,12 @@ impl<'a> Fitter<'a> {
         target: u32,
         seed: u64,
     ) -> Result<String, WorkloadError> {
+        if let Some((c, p)) = &self.fast {
+            if let Some(t) = c.fit(p, start, len, target as usize) {
+                return Ok(t);
+            }
+        }
+        self.slow.fetch_add(1, AtomicOrdering::Relaxed);
         let v = u64::from(self.vocab);
         let mut ids = self.prefix.clone();
         ids.extend((0..u64::from(len)).map(|j| ((u64::from(start) + j) % v) as u32));
@@ -135,4 +157,38 @@ pub(crate) fn finish(
         got: last,
         tokenizer: tok.id().to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference (slow) path alone reaches the exact count for any ids, including a long
+    /// run of multi-byte tokens and ids whose bytes split UTF-8 characters.
+    #[test]
+    fn slow_path_is_exact() {
+        for spec in ["o200k_base", "cl100k_base"] {
+            let tok = Tokenizer::load(spec).unwrap();
+            let v = tok.vocab_size();
+            for (i, start) in [0u32, 1_000, 50_000, v - 10].into_iter().enumerate() {
+                for len in [1usize, 7, 300] {
+                    let ids: Vec<u32> = (0..len as u32).map(|j| (start + j) % v).collect();
+                    let t = exact_slow(&tok, &ids, len, i, 9).unwrap();
+                    assert_eq!(tok.count(&t), len, "{spec} start {start} len {len}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn finish_cuts_and_pads_to_exact() {
+        let tok = Tokenizer::load("o200k_base").unwrap();
+        let long = "word ".repeat(50);
+        assert_eq!(tok.count(&finish(&tok, long.clone(), 10, 0).unwrap()), 10);
+        assert_eq!(tok.count(&finish(&tok, String::new(), 5, 0).unwrap()), 5);
+        assert_eq!(
+            tok.count(&finish(&tok, "日本語".into(), 40, 0).unwrap()),
+            40
+        );
+    }
 }

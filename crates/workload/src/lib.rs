@@ -16,6 +16,7 @@
 
 pub mod dataset;
 pub mod error;
+mod fast;
 mod fit;
 pub mod prompt;
 pub mod random;
@@ -24,5 +25,7 @@ pub mod tokenizer;
 pub use dataset::{load_dataset, DatasetKind, DatasetOptions};
 pub use error::WorkloadError;
 pub use prompt::{ChatMessage, Prompt};
-pub use random::{length_range, random_prompts, RandomSpec, RangeSemantics};
+pub use random::{
+    length_range, random_prompts, random_prompts_with_stats, PrepStats, RandomSpec, RangeSemantics,
+};
 pub use tokenizer::{Tokenizer, DEFAULT_TOKENIZER};

@@ -118,10 +118,34 @@ pub fn length_range(
 /// Makes `spec.num_prompts` random prompts, each with exactly `prefix_len + L_i` tokens under
 /// `tok` (`Prompt::prompt_tokens`), `max_tokens = O_i`. Runs on the rayon thread pool.
 ///
+/// With the embedded encodings most prompts take the fast path (the window's end is moved within
+/// the same consecutive-id text instead of appending random ids; see `src/fast.rs`); HF tokenizers
+/// and the rare undecided prompt use the reference re-encode/fix-up loop.
+///
 /// # Errors
 /// [`WorkloadError::InvalidSpec`] for an out-of-range ratio or zero input length;
 /// [`WorkloadError::CannotFit`] if a prompt cannot reach its exact length (not expected).
 pub fn random_prompts(spec: &RandomSpec, tok: &Tokenizer) -> Result<Vec<Prompt>, WorkloadError> {
+    random_prompts_with_stats(spec, tok).map(|(p, _)| p)
+}
+
+/// How random prompts were prepared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PrepStats {
+    /// Prompts fitted by the fast windowed path.
+    pub fast: usize,
+    /// Prompts fitted by full re-encoding (HF tokenizers, or undecided by the fast path).
+    pub slow: usize,
+}
+
+/// [`random_prompts`] plus how many prompts took the fast and the slow path.
+///
+/// # Errors
+/// As [`random_prompts`].
+pub fn random_prompts_with_stats(
+    spec: &RandomSpec,
+    tok: &Tokenizer,
+) -> Result<(Vec<Prompt>, PrepStats), WorkloadError> {
     if spec.input_len == 0 {
         return Err(WorkloadError::InvalidSpec {
             field: "--random-input-len",
@@ -141,7 +165,7 @@ pub fn random_prompts(spec: &RandomSpec, tok: &Tokenizer) -> Result<Vec<Prompt>,
     let offsets: Vec<u32> = (0..n).map(|_| rng.random_range(0..vocab)).collect();
 
     let fitter = fit::Fitter::new(tok, &prefix);
-    (0..n)
+    let prompts = (0..n)
         .into_par_iter()
         .map(|i| {
             let start = ((u64::from(offsets[i]) + i as u64) % u64::from(vocab)) as u32;
@@ -149,7 +173,15 @@ pub fn random_prompts(spec: &RandomSpec, tok: &Tokenizer) -> Result<Vec<Prompt>,
             let text = fitter.fit(i, start, in_lens[i], target, spec.seed)?;
             Ok(Prompt::new(text, target, out_lens[i]))
         })
-        .collect()
+        .collect::<Result<Vec<_>, WorkloadError>>()?;
+    let slow = fitter.slow.load(std::sync::atomic::Ordering::Relaxed);
+    Ok((
+        prompts,
+        PrepStats {
+            fast: n - slow,
+            slow,
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -174,7 +206,8 @@ mod tests {
     }
 
     fn check_exact(tok: &Tokenizer, spec: &RandomSpec) -> Vec<Prompt> {
-        let ps = random_prompts(spec, tok).unwrap();
+        let (ps, stats) = random_prompts_with_stats(spec, tok).unwrap();
+        eprintln!("{:?} {stats:?}", spec);
         assert_eq!(ps.len(), spec.num_prompts);
         let (lo, hi) = length_range(spec.input_len, spec.range_ratio, spec.semantics).unwrap();
         for (i, p) in ps.iter().enumerate() {
@@ -206,6 +239,9 @@ mod tests {
         };
         let ps = check_exact(&tok, &spec);
         assert!(ps.iter().all(|p| (5..=100).contains(&p.max_tokens)));
+        // the embedded encodings take the fast windowed path
+        let (_, stats) = random_prompts_with_stats(&spec, &tok).unwrap();
+        assert_eq!(stats, PrepStats { fast: 120, slow: 0 });
     }
 
     #[test]

@@ -37,8 +37,10 @@ pub(crate) struct TiktokenState {
     pub(crate) bytes: Vec<u8>,
     pub(crate) offs: Vec<u32>,
     /// The pre-tokenization regex of this encoding (same pattern `tiktoken-rs` uses).
-    #[allow(dead_code)] // read by the fast fitter
     pub(crate) pattern: &'static str,
+    /// The pre-tokenized periodic vocabulary text for fast exact random prompts, built on first
+    /// use (`None` if it could not be built: the slow path is used then).
+    cyclic: OnceLock<Option<Arc<crate::fast::Cyclic>>>,
 }
 
 impl TiktokenState {
@@ -56,7 +58,15 @@ impl TiktokenState {
             bytes,
             offs,
             pattern,
+            cyclic: OnceLock::new(),
         }
+    }
+
+    /// The fast-path state (built once, ~0.5 s for o200k_base).
+    pub(crate) fn cyclic(&self) -> Option<Arc<crate::fast::Cyclic>> {
+        self.cyclic
+            .get_or_init(|| crate::fast::Cyclic::new(self).map(Arc::new))
+            .clone()
     }
 
     /// Bytes of ordinary token `id` (`id < vocab`).
@@ -154,7 +164,6 @@ impl Tokenizer {
         &self.id
     }
 
-    #[allow(dead_code)] // read by the fast fitter
     pub(crate) fn kind(&self) -> &Kind {
         &self.kind
     }
@@ -249,6 +258,40 @@ mod tests {
             assert!(!tk.decode(&ids).is_empty());
             // Specials and unknown ids are handled, never panic.
             let _ = tk.decode(&[u32::MAX, tk.vocab_size(), tk.vocab_size() + 1]);
+        }
+    }
+
+    /// A tiny word-level `tokenizer.json` (the HF path; no network, no fixture file).
+    pub(crate) fn tiny_hf(dir: &std::path::Path) -> Tokenizer {
+        let json = r#"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+            "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null,
+            "decoder": null,
+            "model": {"type": "WordLevel", "unk_token": "[UNK]",
+                      "vocab": {"[UNK]": 0, "hello": 1, "world": 2, "foo": 3, "bar": 4, "baz": 5}}}"#;
+        let p = dir.join("tokenizer.json");
+        std::fs::write(&p, json).unwrap();
+        Tokenizer::load(p.to_str().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn hf_tokenizer_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = tiny_hf(dir.path());
+        assert_eq!(t.vocab_size(), 6);
+        assert_eq!(t.encode("hello world foo"), vec![1, 2, 3]);
+        assert_eq!(t.count("hello world foo bar"), 4);
+        assert_eq!(t.decode(&[1, 2, 99]), "hello world");
+        assert!(t.id().ends_with("tokenizer.json"));
+        let spec = crate::RandomSpec {
+            input_len: 40,
+            range_ratio: 0.5,
+            num_prompts: 20,
+            ..Default::default()
+        };
+        let (ps, stats) = crate::random_prompts_with_stats(&spec, &t).unwrap();
+        assert_eq!(stats.slow, 20);
+        for p in &ps {
+            assert_eq!(t.count(&p.text), p.prompt_tokens as usize);
         }
     }
 
