@@ -1,0 +1,131 @@
+//! Catalogue tools on the handed InferenceX snapshot (`../shared/data/inferencex/configs`).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use inferbench_recipes::catalogue::{self, Status};
+use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
+
+fn configs_dir() -> Option<PathBuf> {
+    let d =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/configs");
+    if d.join("nvidia-master.yaml").exists() {
+        Some(d)
+    } else {
+        if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
+            panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
+        }
+        eprintln!("skipping: ../shared/data/inferencex not found (fresh clone without shared/)");
+        None
+    }
+}
+
+#[test]
+fn support_matrix_separates_active_and_deprecated() {
+    let Some(d) = configs_dir() else { return };
+    let active = [d.join("amd-master.yaml"), d.join("nvidia-master.yaml")];
+    let mut dep: Vec<PathBuf> = std::fs::read_dir(d.join("deprecated"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dep.sort();
+    let rows = catalogue::support_matrix(&active, &dep).unwrap();
+    let find = |p: &str, s: &str, st: Status| {
+        rows.iter()
+            .find(|r| r.model_prefix == p && r.scenario == s && r.status == st)
+    };
+    // 1k1k was deprecated on 2026-07-17: every dsr1 1k1k entry lives in deprecated/.
+    assert_eq!(
+        find("dsr1", "1k1k", Status::Deprecated).unwrap().configs,
+        51
+    );
+    assert!(find("dsr1", "1k1k", Status::Active).is_none());
+    assert_eq!(find("dsr1", "8k1k", Status::Active).unwrap().configs, 51);
+    // gptoss is fully deprecated; kimik3 is agentic-only.
+    assert!(rows
+        .iter()
+        .filter(|r| r.model_prefix == "gptoss")
+        .all(|r| r.status == Status::Deprecated));
+    let kimik3: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.model_prefix == "kimik3")
+        .map(|r| r.scenario.as_str())
+        .collect();
+    assert_eq!(kimik3, vec!["agentic"]);
+    let dsv4_agentic = find("dsv4", "agentic", Status::Active).unwrap();
+    assert_eq!(dsv4_agentic.configs, 19);
+    assert!(dsv4_agentic
+        .runners
+        .iter()
+        .all(|r| r.starts_with("cluster:")));
+    let table = catalogue::support_table(&rows);
+    assert!(
+        table.starts_with("model-prefix  scenario  status      configs"),
+        "{table}"
+    );
+}
+
+#[test]
+fn dram_policy_check_on_snapshot() {
+    let Some(d) = configs_dir() else { return };
+    let c =
+        MasterConfigs::load(&[d.join("amd-master.yaml"), d.join("nvidia-master.yaml")]).unwrap();
+    let r = RunnerConfig::load(&d.join("runners.yaml")).unwrap();
+    let f = catalogue::dram_policy_check(&c, &r);
+    // The three runner labels used but missing from runners.yaml (reference §1.5) are the only errors.
+    let missing: BTreeSet<&str> = f
+        .iter()
+        .filter(|x| x.verdict == "error")
+        .map(|x| x.runner.as_str())
+        .collect();
+    assert_eq!(
+        missing,
+        BTreeSet::from(["cluster:mi325x-tw", "gb300-nv", "h200-dgxc"])
+    );
+    assert!(f
+        .iter()
+        .filter(|x| x.verdict == "error")
+        .all(|x| x.entry == "runner"));
+    // Reference example: b200-dgxc, dram-utilization 0.95, TP8 → 2849 GB (host DRAM capped at 3 TB).
+    let b200 = f
+        .iter()
+        .find(|x| {
+            x.config == "dsv4-fp4-b200-vllm-agentic-mtp"
+                && x.entry == "agentic-coding[0].search-space[0]"
+        })
+        .unwrap();
+    assert_eq!(
+        (b200.total_cpu_dram_gb, b200.verdict.as_str()),
+        (Some(2849), "capped")
+    );
+    let unknown = catalogue::unknown_runner_labels(&c, &r);
+    assert_eq!(
+        unknown.len(),
+        f.iter().filter(|x| x.verdict == "error").count()
+    );
+    assert!(unknown[0]
+        .to_string()
+        .contains(".runner: unknown runner label"));
+}
+
+#[test]
+fn ci_priority_file_from_snapshot() {
+    let Some(d) = configs_dir() else { return };
+    let cfg = catalogue::CiPriority::load(&d.join("ci-priority.yaml")).unwrap();
+    let row = serde_json::json!({"runner": "cluster:b200-dgxc", "framework": "sglang", "precision": "fp4",
+        "spec-decoding": "mtp", "model-prefix": "dsv4", "scenario-type": "agentic-coding"});
+    let row = row.as_object().unwrap().clone();
+    // push 1+2, agentic +1, fp4 +0.75, mtp +0.75, sglang +0.5, dsv4 +0.75.
+    assert_eq!(cfg.score_text(&row, "push", &[]), "6.750");
+    assert!(cfg.skip_queue(&["skip_queue".into()]));
+    let mut m = serde_json::json!({"single_node": {"agentic": [serde_json::Value::Object(row)]}, "changelog_metadata": {}});
+    catalogue::stamp_priority(&mut m, &cfg, "push", &[], "ns");
+    assert_eq!(m["single_node"]["agentic"][0]["ci-priority"], "6.750");
+    assert_eq!(
+        m["single_node"]["agentic"][0]["queue-token"]
+            .as_str()
+            .unwrap()
+            .len(),
+        32
+    );
+}
