@@ -1261,7 +1261,7 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
     let mut eval_conc: HashMap<usize, i64> = HashMap::new();
 
     // Single-node fixed-seq: group by (model, runner, framework, precision, isl, osl, spec, dp-attn).
-    let mut sn_groups: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut sn_groups: Groups<usize> = Groups::default();
     for (i, r) in rows.iter().enumerate() {
         if !r.contains_key("tp") || !is_8k1k(r) || eligible(r).is_empty() {
             continue;
@@ -1276,9 +1276,9 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
             r.get("spec-decoding"),
             r.get("dp-attn")
         ]));
-        push_group(&mut sn_groups, key, i);
+        sn_groups.push(key, i);
     }
-    for (_, idx) in &sn_groups {
+    for (_, idx) in &sn_groups.items {
         let mut concs: Vec<i64> = idx
             .iter()
             .filter_map(|&i| get_i64(&rows[i], "conc"))
@@ -1298,7 +1298,7 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
     }
 
     // Multi-node fixed-seq: highest eligible conc per parallelism config.
-    let mut mn_groups: Vec<(String, Vec<(usize, i64)>)> = Vec::new();
+    let mut mn_groups: Groups<(usize, i64)> = Groups::default();
     for (i, r) in rows.iter().enumerate() {
         if r.contains_key("tp") || !r.contains_key("prefill") || !is_8k1k(r) {
             continue;
@@ -1306,7 +1306,7 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
         let Some(&best) = eligible(r).last() else {
             continue;
         };
-        push_group(&mut mn_groups, multinode_parallelism_key(r), (i, best));
+        mn_groups.push(multinode_parallelism_key(r), (i, best));
     }
     let pick = |items: &[(usize, i64)]| -> (usize, i64) {
         let mut best = items[0];
@@ -1317,15 +1317,15 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
         }
         best
     };
-    for (_, items) in &mn_groups {
+    for (_, items) in &mn_groups.items {
         let (i, c) = pick(items);
         eval.insert(i);
         eval_conc.insert(i, c);
     }
 
     if include_agentic {
-        let mut ag_sn: Vec<(String, Vec<(usize, i64)>)> = Vec::new();
-        let mut ag_mn: Vec<(String, Vec<(usize, i64)>)> = Vec::new();
+        let mut ag_sn: Groups<(usize, i64)> = Groups::default();
+        let mut ag_mn: Groups<(usize, i64)> = Groups::default();
         for (i, r) in rows.iter().enumerate() {
             if !is_agentic(r) {
                 continue;
@@ -1334,7 +1334,7 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
                 let Some(&best) = eligible(r).last() else {
                     continue;
                 };
-                push_group(&mut ag_mn, multinode_parallelism_key(r), (i, best));
+                ag_mn.push(multinode_parallelism_key(r), (i, best));
                 continue;
             }
             let c = concs_of(r).into_iter().max().unwrap_or(0);
@@ -1344,12 +1344,12 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
                 r.get("framework"),
                 r.get("precision")
             ]));
-            push_group(&mut ag_sn, key, (i, c));
+            ag_sn.push(key, (i, c));
         }
-        for (_, items) in &ag_sn {
+        for (_, items) in &ag_sn.items {
             eval.insert(pick(items).0);
         }
-        for (_, items) in &ag_mn {
+        for (_, items) in &ag_mn.items {
             let (i, c) = pick(items);
             eval.insert(i);
             eval_conc.insert(i, c);
@@ -1364,10 +1364,30 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
     }
 }
 
-fn push_group<T>(groups: &mut Vec<(String, Vec<T>)>, key: String, item: T) {
-    match groups.iter_mut().find(|(k, _)| *k == key) {
-        Some((_, v)) => v.push(item),
-        None => groups.push((key, vec![item])),
+/// Groups in first-seen order with O(1) key lookup.
+struct Groups<T> {
+    items: Vec<(String, Vec<T>)>,
+    index: HashMap<String, usize>,
+}
+
+impl<T> Default for Groups<T> {
+    fn default() -> Self {
+        Groups {
+            items: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+}
+
+impl<T> Groups<T> {
+    fn push(&mut self, key: String, item: T) {
+        match self.index.get(&key) {
+            Some(&i) => self.items[i].1.push(item),
+            None => {
+                self.index.insert(key.clone(), self.items.len());
+                self.items.push((key, vec![item]));
+            }
+        }
     }
 }
 
