@@ -165,3 +165,114 @@ fn test_config_sample_twelve_keys() {
         CommonOptions::default(),
     );
 }
+
+/// Every filter and mode runs on both master files and keeps its promise (the held-back
+/// invocations use flags beyond the seven above).
+#[test]
+fn every_flag_combination_on_both_masters() {
+    use inferbench_recipes::RowExt;
+    let Some(d) = data_dir() else { return };
+    let configs = MasterConfigs::load(&[
+        d.join("configs/amd-master.yaml"),
+        d.join("configs/nvidia-master.yaml"),
+    ])
+    .unwrap();
+    let runners = RunnerConfig::load(&d.join("configs/runners.yaml")).unwrap();
+    let run = |sel: Selection, common: CommonOptions| {
+        matrix::generate(&configs, &runners, &sel, &common).unwrap()
+    };
+
+    let all = run(full(FullSweepOptions::default()), CommonOptions::default());
+    assert!(all.len() > 1800, "{}", all.len());
+    let amd = run(
+        full(FullSweepOptions {
+            model_prefix: vec!["dsr1-fp8-mi".into()],
+            runner_type: vec!["mi355x".into()],
+            ..Default::default()
+        }),
+        CommonOptions::default(),
+    );
+    assert!(!amd.is_empty() && amd.iter().all(|r| r.str_of("runner") == "mi355x"));
+
+    let filtered = run(
+        full(FullSweepOptions {
+            framework: vec!["vllm".into()],
+            seq_lens: vec!["8k1k".into()],
+            max_tp: Some(4),
+            max_ep: Some(2),
+            step_size: 4,
+            single_node: true,
+            ..Default::default()
+        }),
+        CommonOptions::default(),
+    );
+    assert!(!filtered.is_empty());
+    for r in &filtered {
+        if !r.is_agentic() {
+            let t = r.topology().unwrap();
+            assert!(t.tp <= 4 && t.ep <= 2, "{r:?}");
+            assert_eq!(r.seq_lens(), Some((8192, 1024)));
+        }
+        assert!(!r.is_multinode());
+    }
+
+    let nodes = run(
+        full(FullSweepOptions::default()),
+        CommonOptions {
+            runner_node_filter: Some("dgxc".into()),
+            no_evals: true,
+            ..Default::default()
+        },
+    );
+    assert!(!nodes.is_empty() && nodes.iter().all(|r| r.str_of("runner").contains("dgxc")));
+    assert!(nodes
+        .iter()
+        .all(|r| !r.contains_key("run-eval") || !r.is_agentic()));
+
+    let evals = run(
+        Selection::TestConfig(TestConfigOptions {
+            config_keys: vec!["*".into()],
+            conc: vec![16, 64],
+            ..Default::default()
+        }),
+        CommonOptions {
+            evals_only: true,
+            ..Default::default()
+        },
+    );
+    assert!(!evals.is_empty() && evals.iter().all(|r| r.eval_only() && r.run_eval()));
+    assert!(evals
+        .iter()
+        .all(|r| r.concurrencies().iter().all(|c| [16, 64].contains(c))));
+
+    let bad = matrix::generate(
+        &configs,
+        &runners,
+        &full(FullSweepOptions {
+            runner_type: vec!["no-such-label".into()],
+            ..Default::default()
+        }),
+        &CommonOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        bad.starts_with("invalid runner type(s): no-such-label."),
+        "{bad}"
+    );
+    let bad = matrix::generate(
+        &configs,
+        &runners,
+        &Selection::TestConfig(TestConfigOptions {
+            config_keys: vec!["nope-*".into()],
+            ..Default::default()
+        }),
+        &CommonOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        bad.starts_with("pattern 'nope-*' matched no config keys."),
+        "{bad}"
+    );
+}
