@@ -21,11 +21,13 @@
 //! artifact byte-exact, and ingest stays far under the 30 s per 1M records target on both backends
 //! (rows would cost ~10 columns × 1M inserts and several times the disk).
 
+pub mod compare;
 pub mod db;
 pub mod normalize;
 pub mod parse;
 pub mod plot;
 pub mod query;
+pub mod report;
 pub mod schema;
 pub mod snapshot;
 

@@ -1,1 +1,206 @@
-//! Pareto charts (stub; filled in below).
+//! Pareto charts with `plotters`: every point of each group as a faint marker, its frontier as a
+//! line with solid markers, axis labels with units, and a legend of the groups. SVG (vector, no
+//! fonts needed at render time) or PNG (bitmap; text drawn with the system's sans-serif font).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use inferbench_core::analytics::MonotoneSpline;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::compare::frontier_knots;
+use crate::query::PointRow;
+use crate::report::label;
+use crate::StoreError;
+
+/// What to draw.
+#[derive(Debug, Clone)]
+pub struct PlotSpec {
+    /// Metric on x (default `median_intvty`).
+    pub x: String,
+    /// Metric on y (default `tput_per_gpu`).
+    pub y: String,
+    /// Chart title.
+    pub title: String,
+    /// Size in pixels.
+    pub width: u32,
+    pub height: u32,
+    /// Draw only frontier points.
+    pub frontier_only: bool,
+}
+
+impl Default for PlotSpec {
+    fn default() -> Self {
+        Self {
+            x: "median_intvty".into(),
+            y: "tput_per_gpu".into(),
+            title: String::new(),
+            width: 1200,
+            height: 800,
+            frontier_only: false,
+        }
+    }
+}
+
+/// A colour-blind-safe palette (Okabe–Ito) extended with darker shades.
+const PALETTE: [RGBColor; 10] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(86, 180, 233),
+    RGBColor(120, 120, 120),
+    RGBColor(170, 40, 40),
+    RGBColor(60, 60, 160),
+    RGBColor(40, 120, 40),
+];
+
+/// Draws the chart to `out`; the extension chooses the format (`.svg` or `.png`). Errors when
+/// there is nothing to plot (no row has both metrics) or the file cannot be written.
+pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<(), StoreError> {
+    let mut groups: BTreeMap<String, Vec<&PointRow>> = BTreeMap::new();
+    for r in rows {
+        if r.get(&spec.x).is_some_and(f64::is_finite) && r.get(&spec.y).is_some_and(f64::is_finite)
+        {
+            groups.entry(r.group()).or_default().push(r);
+        }
+    }
+    if groups.is_empty() {
+        return Err(StoreError::Other(format!(
+            "nothing to plot: no point has both {} and {}",
+            spec.x, spec.y
+        )));
+    }
+    let ext = out
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_lowercase();
+    let err = |e: String| StoreError::Other(format!("{}: {e}", out.display()));
+    match ext.as_str() {
+        "svg" => {
+            let root = SVGBackend::new(out, (spec.width, spec.height)).into_drawing_area();
+            draw(root, &groups, spec).map_err(err)
+        }
+        "png" => {
+            let root = BitMapBackend::new(out, (spec.width, spec.height)).into_drawing_area();
+            draw(root, &groups, spec).map_err(err)
+        }
+        _ => Err(err(
+            "unsupported format: use a .svg or .png file name".into()
+        )),
+    }
+}
+
+/// Tick label: integers when the axis spans ≥ 10 units, else up to 3 decimals.
+fn tick(v: f64, span: f64) -> String {
+    if span >= 10.0 {
+        format!("{v:.0}")
+    } else if span >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn padded(lo: f64, hi: f64) -> (f64, f64) {
+    let span = (hi - lo).abs().max(hi.abs() * 0.1).max(1e-9);
+    (
+        (lo - span * 0.05).max(if lo >= 0.0 { 0.0 } else { f64::MIN }),
+        hi + span * 0.08,
+    )
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    groups: &BTreeMap<String, Vec<&PointRow>>,
+    spec: &PlotSpec,
+) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    root.fill(&WHITE).map_err(|x| e(&x))?;
+    let all = groups.values().flatten();
+    let xs: Vec<f64> = all.clone().filter_map(|r| r.get(&spec.x)).collect();
+    let ys: Vec<f64> = all.filter_map(|r| r.get(&spec.y)).collect();
+    let (x0, x1) = padded(
+        xs.iter().copied().fold(f64::INFINITY, f64::min),
+        xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let (y0, y1) = padded(
+        ys.iter().copied().fold(f64::INFINITY, f64::min),
+        ys.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let title = if spec.title.is_empty() {
+        format!("{} vs. {}", label(&spec.y), label(&spec.x))
+    } else {
+        spec.title.clone()
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 26))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(90)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(|x| e(&x))?;
+    let fmt_x = move |v: &f64| tick(*v, x1 - x0);
+    let fmt_y = move |v: &f64| tick(*v, y1 - y0);
+    chart
+        .configure_mesh()
+        .x_label_formatter(&fmt_x)
+        .y_label_formatter(&fmt_y)
+        .max_light_lines(4)
+        .x_desc(label(&spec.x))
+        .y_desc(label(&spec.y))
+        .axis_desc_style(("sans-serif", 20))
+        .label_style(("sans-serif", 16))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(|x| e(&x))?;
+    for (i, (name, rows)) in groups.iter().enumerate() {
+        let c = PALETTE[i % PALETTE.len()];
+        let knots = frontier_knots(rows, &spec.x, &spec.y);
+        if !spec.frontier_only {
+            chart
+                .draw_series(rows.iter().map(|r| {
+                    Circle::new(
+                        (r.get(&spec.x).unwrap_or(0.0), r.get(&spec.y).unwrap_or(0.0)),
+                        4,
+                        c.mix(0.35).filled(),
+                    )
+                }))
+                .map_err(|x| e(&x))?;
+        }
+        // The frontier drawn as the monotone (Steffen) spline used for interpolation.
+        let curve: Vec<(f64, f64)> = match MonotoneSpline::new(&knots) {
+            Some(sp) if knots.len() > 1 => {
+                let (a, b) = (knots[0].0, knots[knots.len() - 1].0);
+                (0..=100)
+                    .filter_map(|i| {
+                        let x = a + (b - a) * f64::from(i) / 100.0;
+                        sp.eval(x).map(|y| (x, y))
+                    })
+                    .collect()
+            }
+            _ => knots.clone(),
+        };
+        chart
+            .draw_series(LineSeries::new(curve, c.stroke_width(3)))
+            .map_err(|x| e(&x))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        chart
+            .draw_series(knots.iter().map(|&p| Circle::new(p, 5, c.filled())))
+            .map_err(|x| e(&x))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 16))
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}

@@ -44,11 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Action::Migrate => {
             let applied = store.migrate()?;
             if applied.is_empty() {
-                println!(
-                    "{}: schema up to date (version {})",
-                    store.location(),
-                    store.schema_version()?
-                );
+                let v = store.schema_version()?;
+                println!("{}: schema up to date (version {v})", store.location());
             } else {
                 println!("{}: applied migration(s) {:?}", store.location(), applied);
             }

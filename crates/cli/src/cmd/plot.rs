@@ -1,10 +1,73 @@
-//! `inferbench plot` (stub: not implemented yet).
+//! `inferbench plot`: Pareto charts (SVG or PNG) of stored points.
+
+use std::path::PathBuf;
+
+use inferbench_store::plot::{plot, PlotSpec};
+use inferbench_store::{CostOptions, Store};
 
 /// Flags of `inferbench plot`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Output file; `.svg` or `.png`.
+    #[arg(long, short, default_value = "frontier.svg")]
+    pub out: PathBuf,
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Filter `KEY=VALUE[|VALUE…]` (as `inferbench report`); repeatable.
+    #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// Only points dated on or after this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only points dated on or before this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// x metric.
+    #[arg(long, default_value = "median_intvty")]
+    pub x: String,
+    /// y metric (any stored or derived metric, e.g. usd_per_m_rental, tok_s_per_mw).
+    #[arg(long, default_value = "tput_per_gpu")]
+    pub y: String,
+    /// Chart title (default: "<y> vs. <x>").
+    #[arg(long, default_value = "")]
+    pub title: String,
+    /// Width and height in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    #[arg(long, default_value_t = 800)]
+    pub height: u32,
+    /// Draw only frontier points.
+    #[arg(long)]
+    pub frontier_only: bool,
+    /// Custom $/GPU-hour for usd_per_m_custom*.
+    #[arg(long, value_name = "USD")]
+    pub gpu_hour_cost: Option<f64>,
+    /// Custom all-in kW per GPU.
+    #[arg(long, value_name = "KW")]
+    pub gpu_kw: Option<f64>,
+}
 
 /// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench plot` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let mut store = Store::open(&args.db)?;
+    let f = super::report::filter(&args.filters, &args.since, &args.until, false)?;
+    let rows = store.points(
+        &f,
+        &CostOptions {
+            usd_per_gpu_hour: args.gpu_hour_cost,
+            kw_per_gpu: args.gpu_kw,
+        },
+    )?;
+    let spec = PlotSpec {
+        x: args.x,
+        y: args.y,
+        title: args.title,
+        width: args.width,
+        height: args.height,
+        frontier_only: args.frontier_only,
+    };
+    plot(&rows, &spec, &args.out)?;
+    println!("wrote {}", args.out.display());
+    Ok(0)
 }

@@ -1,10 +1,150 @@
-//! `inferbench report` (stub: not implemented yet).
+//! `inferbench report`: stored points filtered by any dimension, optionally only the Pareto
+//! frontier, optionally the history at a fixed x with regression flags; table, CSV or JSON.
+
+use inferbench_store::report::{self, Format};
+use inferbench_store::{compare, query, CostOptions, Filter, Store};
 
 /// Flags of `inferbench report`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Filter `KEY=VALUE[|VALUE…]` on any dimension (model, hardware/hw, framework, precision,
+    /// spec, tp, ep, dp_attention, disagg, isl, osl, conc, gpus, image, scenario, kv_offload,
+    /// date, batch, source_kind); repeatable, all must match.
+    #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// Only points dated on or after this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only points dated on or before this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only points on their group's Pareto frontier in (x, y).
+    #[arg(long)]
+    pub frontier: bool,
+    /// Frontier x metric (tok/s/user by default).
+    #[arg(long, default_value = "median_intvty")]
+    pub x: String,
+    /// Frontier y metric (tok/s/GPU by default). Cost, latency and energy metrics are
+    /// lower-is-better; the frontier direction follows.
+    #[arg(long, default_value = "tput_per_gpu")]
+    pub y: String,
+    /// Comma-separated columns (default: identity, conc, date and headline metrics). Any stored
+    /// metric name, or a derived one: usd_per_m_{hyperscaler,neocloud,rental,custom}[_input|_output],
+    /// tok_s_per_mw[_input|_output], j_per_token[_input|_output].
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutFormat::Table)]
+    pub format: OutFormat,
+    /// Custom $/GPU-hour (adds usd_per_m_custom*).
+    #[arg(long, value_name = "USD")]
+    pub gpu_hour_cost: Option<f64>,
+    /// Custom all-in kW per GPU for tok/s/MW and J/token (replaces the hardware table value).
+    #[arg(long, value_name = "KW")]
+    pub gpu_kw: Option<f64>,
+    /// Include failed points.
+    #[arg(long)]
+    pub include_failed: bool,
+    /// Instead of points: the history of y at this x per group (one value per batch), with a
+    /// regression flag.
+    #[arg(long, value_name = "X")]
+    pub history_at: Option<f64>,
+    /// History: relative drop (or rise, for lower-is-better y) that counts as a regression.
+    #[arg(long, default_value_t = 0.05)]
+    pub regression_threshold: f64,
+    /// History: how many previous values form the baseline (their median).
+    #[arg(long, default_value_t = 3)]
+    pub baseline_window: usize,
+}
 
-/// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench report` is not implemented yet")
+/// `--format` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum OutFormat {
+    /// Aligned table.
+    Table,
+    /// CSV, full precision.
+    Csv,
+    /// JSON array, full precision.
+    Json,
+}
+
+/// Builds the filter from the shared flags.
+pub fn filter(
+    filters: &[String],
+    since: &Option<String>,
+    until: &Option<String>,
+    include_failed: bool,
+) -> anyhow::Result<Filter> {
+    let mut f = Filter {
+        since: since.clone(),
+        until: until.clone(),
+        include_failed,
+        ..Default::default()
+    };
+    for s in filters {
+        f.add(s)?;
+    }
+    Ok(f)
+}
+
+/// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let mut store = Store::open(&args.db)?;
+    let f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
+    let cost = CostOptions {
+        usd_per_gpu_hour: args.gpu_hour_cost,
+        kw_per_gpu: args.gpu_kw,
+    };
+    let mut rows = store.points(&f, &cost)?;
+    query::mark_frontier(&mut rows, &args.x, &args.y);
+    if let Some(at) = args.history_at {
+        let h = compare::history(
+            &rows,
+            &args.x,
+            &args.y,
+            at,
+            args.baseline_window,
+            args.regression_threshold,
+        );
+        let mut regressed = false;
+        for (group, series) in &h {
+            println!("{group}: {} at {} = {at}", args.y, args.x);
+            for p in series {
+                let change = p
+                    .change
+                    .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0));
+                println!(
+                    "  {}  {:>12.4}  baseline {:>12}  {:>8}{}",
+                    p.date,
+                    p.value,
+                    p.baseline.map_or("-".into(), |b| format!("{b:.4}")),
+                    change,
+                    if p.regression { "  REGRESSION" } else { "" }
+                );
+            }
+            regressed |= series.last().is_some_and(|p| p.regression);
+        }
+        return Ok(i32::from(regressed));
+    }
+    if args.frontier {
+        rows.retain(|r| r.frontier);
+    }
+    let cols: Vec<String> = if args.columns.is_empty() {
+        report::DEFAULT_COLUMNS
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        args.columns.clone()
+    };
+    let fmt = match args.format {
+        OutFormat::Table => Format::Table,
+        OutFormat::Csv => Format::Csv,
+        OutFormat::Json => Format::Json,
+    };
+    print!("{}", report::render(&rows, &cols, fmt));
+    Ok(0)
 }

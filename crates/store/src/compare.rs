@@ -1,0 +1,152 @@
+//! Comparisons of two configurations at matched interactivity, and a configuration's history at
+//! fixed interactivity with regression flags (issue #5; formulas in
+//! `inferbench_core::analytics`).
+//!
+//! A *side* is a set of points (a selection, e.g. one hardware × framework × precision). Each
+//! batch (sweep) of a side gives one curve: the Pareto frontier of (x, y) over the batch's points,
+//! interpolated at the target x with the monotone (Steffen) spline — no extrapolation, so a batch
+//! whose frontier does not cover the target contributes nothing there. Batches are the repeats.
+
+use std::collections::BTreeMap;
+
+use inferbench_core::analytics::{self, Goal, HistoryPoint, Ratio};
+use serde::Serialize;
+
+use crate::query::{better, PointRow};
+
+/// Frontier knots `(x, y)` of a set of rows, sorted by x.
+pub fn frontier_knots(rows: &[&PointRow], x: &str, y: &str) -> Vec<(f64, f64)> {
+    let pts: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| (r.get(x).unwrap_or(f64::NAN), r.get(y).unwrap_or(f64::NAN)))
+        .collect();
+    analytics::pareto_frontier(
+        &pts,
+        Goal {
+            x: better(x),
+            y: better(y),
+        },
+    )
+    .into_iter()
+    .map(|i| pts[i])
+    .collect()
+}
+
+fn by_batch(rows: &[PointRow]) -> BTreeMap<String, Vec<&PointRow>> {
+    let mut m: BTreeMap<String, Vec<&PointRow>> = BTreeMap::new();
+    for r in rows {
+        m.entry(r.batch.clone()).or_default().push(r);
+    }
+    m
+}
+
+/// Values of y at `at` per batch (batches whose frontier covers `at`).
+pub fn values_at(rows: &[PointRow], x: &str, y: &str, at: f64) -> Vec<f64> {
+    by_batch(rows)
+        .values()
+        .filter_map(|b| analytics::interpolate_at(&frontier_knots(b, x, y), at))
+        .collect()
+}
+
+/// One line of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareRow {
+    /// Target x (e.g. interactivity, tok/s/user).
+    pub at: f64,
+    /// Ratio A/B with its CI; `None` when a side has no value there.
+    #[serde(skip)]
+    pub ratio: Option<Ratio>,
+    /// Mean of A and B, repeats, ratio, CI bounds (for output).
+    pub mean_a: Option<f64>,
+    pub n_a: usize,
+    pub mean_b: Option<f64>,
+    pub n_b: usize,
+    pub ratio_a_over_b: Option<f64>,
+    pub ci95_low: Option<f64>,
+    pub ci95_high: Option<f64>,
+}
+
+/// Default targets when none are given: the low end, middle and high end of the x-range both
+/// sides' frontiers cover (empty when they do not overlap).
+pub fn default_targets(a: &[PointRow], b: &[PointRow], x: &str, y: &str) -> Vec<f64> {
+    let range = |rows: &[PointRow]| -> Option<(f64, f64)> {
+        let all: Vec<&PointRow> = rows.iter().collect();
+        let k = frontier_knots(&all, x, y);
+        Some((k.first()?.0, k.last()?.0))
+    };
+    let (Some((a0, a1)), Some((b0, b1))) = (range(a), range(b)) else {
+        return Vec::new();
+    };
+    let (lo, hi) = (a0.max(b0), a1.min(b1));
+    if lo > hi {
+        return Vec::new();
+    }
+    if lo == hi {
+        return vec![lo];
+    }
+    vec![lo, (lo + hi) / 2.0, hi]
+}
+
+/// Compares sides A and B at each target x.
+pub fn compare(
+    a: &[PointRow],
+    b: &[PointRow],
+    x: &str,
+    y: &str,
+    targets: &[f64],
+) -> Vec<CompareRow> {
+    targets
+        .iter()
+        .map(|&at| {
+            let va = values_at(a, x, y, at);
+            let vb = values_at(b, x, y, at);
+            let ratio = analytics::compare_ratio(&va, &vb);
+            let mean = |v: &[f64]| analytics::mean_var(v).map(|m| m.0);
+            CompareRow {
+                at,
+                mean_a: mean(&va),
+                n_a: va.len(),
+                mean_b: mean(&vb),
+                n_b: vb.len(),
+                ratio_a_over_b: ratio.as_ref().map(|r| r.ratio),
+                ci95_low: ratio.as_ref().and_then(|r| r.ci95.map(|c| c.0)),
+                ci95_high: ratio.as_ref().and_then(|r| r.ci95.map(|c| c.1)),
+                ratio,
+            }
+        })
+        .collect()
+}
+
+/// History of y at fixed x for each group ([`PointRow::group`]): one value per batch, dated by
+/// the batch's latest point, sorted by (date, batch), flagged against the median of the previous
+/// `window` values with a relative `threshold`.
+pub fn history(
+    rows: &[PointRow],
+    x: &str,
+    y: &str,
+    at: f64,
+    window: usize,
+    threshold: f64,
+) -> BTreeMap<String, Vec<HistoryPoint>> {
+    let mut groups: BTreeMap<String, Vec<PointRow>> = BTreeMap::new();
+    for r in rows {
+        groups.entry(r.group()).or_default().push(r.clone());
+    }
+    let hib = better(y) == analytics::Better::Higher;
+    groups
+        .into_iter()
+        .map(|(g, rs)| {
+            let mut series: Vec<(String, String, f64)> = by_batch(&rs)
+                .into_iter()
+                .filter_map(|(batch, b)| {
+                    let date = b.iter().map(|r| r.date.clone()).max().unwrap_or_default();
+                    analytics::interpolate_at(&frontier_knots(&b, x, y), at)
+                        .map(|v| (date, batch, v))
+                })
+                .collect();
+            series.sort_by(|p, q| (&p.0, &p.1).cmp(&(&q.0, &q.1)));
+            let s: Vec<(String, f64)> = series.into_iter().map(|(d, _, v)| (d, v)).collect();
+            (g, analytics::history_flags(&s, window, threshold, hib))
+        })
+        .collect()
+}

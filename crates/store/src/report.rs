@@ -1,0 +1,350 @@
+//! Text output of `inferbench report`: an aligned table, CSV or JSON over [`PointRow`]s.
+//! Table and CSV/JSON output are identical for SQLite and PostgreSQL (rows are decoded into the
+//! same values and sorted in Rust).
+
+use crate::query::PointRow;
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned, human-readable; numbers rounded for reading.
+    Table,
+    /// RFC 4180 CSV, full precision (shortest round-trip decimal).
+    Csv,
+    /// JSON array of objects, full precision.
+    Json,
+}
+
+/// Columns shown by default: identity, load, then the headline metrics.
+pub const DEFAULT_COLUMNS: &[&str] = &[
+    "model",
+    "isl",
+    "osl",
+    "hardware",
+    "framework",
+    "precision",
+    "spec",
+    "parallelism",
+    "conc",
+    "date",
+    "tput_per_gpu",
+    "output_tput_per_gpu",
+    "median_intvty",
+    "p99_ttft",
+    "median_e2el",
+    "usd_per_m_rental",
+    "tok_s_per_mw",
+    "frontier",
+];
+
+/// A human label with unit for a metric or column name (used by tables' notes and chart axes).
+pub fn label(name: &str) -> String {
+    let fixed = match name {
+        "tput_per_gpu" => "Throughput per GPU (tok/s/GPU)",
+        "output_tput_per_gpu" => "Output throughput per GPU (tok/s/GPU)",
+        "input_tput_per_gpu" => "Input throughput per GPU (tok/s/GPU)",
+        "median_intvty" => "Interactivity, median (tok/s/user)",
+        "p90_intvty" => "Interactivity at P90 TPOT (tok/s/user)",
+        "p99_intvty" => "Interactivity at P99 TPOT (tok/s/user)",
+        "mean_intvty" => "Interactivity, mean TPOT (tok/s/user)",
+        "p90_e2e_norm_intvty" => "E2E-normalized interactivity P90 (tok/s/user)",
+        "p75_e2e_norm_intvty" => "E2E-normalized interactivity P75 (tok/s/user)",
+        "median_e2el" => "End-to-end latency, median (s)",
+        "p99_e2el" => "End-to-end latency, P99 (s)",
+        "median_ttft" => "TTFT, median (s)",
+        "p99_ttft" => "TTFT, P99 (s)",
+        "tok_s_per_mw" => "Throughput per provisioned MW (tok/s/MW)",
+        "tok_s_per_mw_output" => "Output throughput per provisioned MW (tok/s/MW)",
+        "j_per_token" => "Provisioned energy (J/token)",
+        "joules_per_total_token" => "Measured energy (J/token)",
+        "avg_power_w" => "Measured power per GPU (W)",
+        "output_throughput" => "Output throughput (tok/s)",
+        "total_token_throughput" => "Total throughput (tok/s)",
+        "request_throughput" => "Request throughput (req/s)",
+        _ => "",
+    };
+    if !fixed.is_empty() {
+        return fixed.to_string();
+    }
+    if let Some(rest) = name.strip_prefix("usd_per_m_") {
+        let (regime, kind) = match rest.split_once('_') {
+            Some((r, k)) => (r, format!("{k} ")),
+            None => (rest, String::new()),
+        };
+        return format!("Cost per million {kind}tokens, {regime} ($/M)");
+    }
+    let unit = if ["ttft", "tpot", "itl", "e2el", "ttfo"]
+        .iter()
+        .any(|k| name.contains(k))
+    {
+        " (s)"
+    } else {
+        ""
+    };
+    format!("{name}{unit}")
+}
+
+/// A column's value as text: full precision when `exact`, else rounded for tables.
+fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
+    let num = |v: f64| -> String {
+        if exact {
+            format!("{v}")
+        } else {
+            let a = v.abs();
+            if a >= 1000.0 {
+                format!("{v:.0}")
+            } else if a >= 10.0 {
+                format!("{v:.1}")
+            } else if a >= 0.1 {
+                format!("{v:.3}")
+            } else {
+                format!("{v:.4}")
+            }
+        }
+    };
+    Some(match col {
+        "model" => r.model.clone(),
+        "hardware" | "hw" => r.hardware.clone(),
+        "framework" => r.framework.clone(),
+        "precision" => r.precision.clone(),
+        "spec" | "spec_decoding" => r.spec_decoding.clone(),
+        "parallelism" => r.parallelism(),
+        "group" => r.group(),
+        "tp" => r.tp.to_string(),
+        "pp" => r.pp.to_string(),
+        "ep" => r.ep.to_string(),
+        "dp_attention" => r.dp_attention.to_string(),
+        "disagg" => r.disagg.to_string(),
+        "gpus" => r.gpus.to_string(),
+        "isl" => r.isl.to_string(),
+        "osl" => r.osl.to_string(),
+        "conc" => r.conc.to_string(),
+        "date" => r.date.clone(),
+        "batch" => r.batch.clone(),
+        "image" => r.image.clone(),
+        "scenario" => r.scenario.clone(),
+        "kv_offload" => r.kv_offload.clone(),
+        "source_kind" | "source" => r.source_kind.clone(),
+        "frontier" => {
+            if r.frontier {
+                "*".into()
+            } else {
+                String::new()
+            }
+        }
+        "error" => r.error.clone().unwrap_or_default(),
+        m => return r.get(m).map(num),
+    })
+}
+
+fn is_text_col(col: &str) -> bool {
+    matches!(
+        col,
+        "model"
+            | "hardware"
+            | "hw"
+            | "framework"
+            | "precision"
+            | "spec"
+            | "spec_decoding"
+            | "parallelism"
+            | "group"
+            | "date"
+            | "batch"
+            | "image"
+            | "scenario"
+            | "kv_offload"
+            | "source_kind"
+            | "source"
+            | "frontier"
+            | "error"
+            | "dp_attention"
+            | "disagg"
+    )
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Renders rows with the given columns. Missing values print as `-` (table), empty (CSV) or
+/// `null` (JSON).
+pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
+    match format {
+        Format::Table => {
+            let mut grid: Vec<Vec<String>> = vec![columns.to_vec()];
+            for r in rows {
+                grid.push(
+                    columns
+                        .iter()
+                        .map(|c| cell(r, c, false).unwrap_or_else(|| "-".into()))
+                        .collect(),
+                );
+            }
+            let widths: Vec<usize> = (0..columns.len())
+                .map(|i| {
+                    grid.iter()
+                        .map(|row| row[i].chars().count())
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            let mut out = String::new();
+            for row in &grid {
+                let line: Vec<String> = row
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        if is_text_col(&columns[i]) {
+                            format!("{v:<w$}", w = widths[i])
+                        } else {
+                            format!("{v:>w$}", w = widths[i])
+                        }
+                    })
+                    .collect();
+                out.push_str(line.join("  ").trim_end());
+                out.push('\n');
+            }
+            out
+        }
+        Format::Csv => {
+            let mut out = columns
+                .iter()
+                .map(|c| csv_field(c))
+                .collect::<Vec<_>>()
+                .join(",");
+            out.push('\n');
+            for r in rows {
+                let line: Vec<String> = columns
+                    .iter()
+                    .map(|c| csv_field(&cell(r, c, true).unwrap_or_default()))
+                    .collect();
+                out.push_str(&line.join(","));
+                out.push('\n');
+            }
+            out
+        }
+        Format::Json => {
+            let arr: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| {
+                    let mut o = serde_json::Map::new();
+                    for c in columns {
+                        let v = match cell(r, c, true) {
+                            None => serde_json::Value::Null,
+                            Some(s) if c == "frontier" => serde_json::Value::Bool(!s.is_empty()),
+                            Some(s) if is_text_col(c) => serde_json::Value::String(s),
+                            Some(s) => s
+                                .parse::<f64>()
+                                .ok()
+                                .map(|f| {
+                                    if f.fract() == 0.0 && f.abs() < 1e15 && !s.contains('.') {
+                                        serde_json::Value::from(f as i64)
+                                    } else {
+                                        serde_json::Value::from(f)
+                                    }
+                                })
+                                .unwrap_or(serde_json::Value::String(s)),
+                        };
+                        o.insert(c.clone(), v);
+                    }
+                    serde_json::Value::Object(o)
+                })
+                .collect();
+            let mut s = serde_json::to_string_pretty(&arr).unwrap_or_else(|_| "[]".into());
+            s.push('\n');
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn row() -> PointRow {
+        PointRow {
+            model: "dsr1".into(),
+            hardware: "h200".into(),
+            framework: "sglang".into(),
+            precision: "fp8".into(),
+            spec_decoding: "none".into(),
+            disagg: false,
+            tp: 8,
+            pp: 1,
+            ep: 8,
+            dp_attention: true,
+            num_prefill_gpu: 8,
+            num_decode_gpu: 8,
+            gpus: 8,
+            kv_offload: "off".into(),
+            scenario: "fixed_seq_len".into(),
+            isl: 1024,
+            osl: 1024,
+            image: "a,b".into(),
+            conc: 4,
+            date: "2026-03-01".into(),
+            batch: "b".into(),
+            source_kind: "inferbench".into(),
+            error: None,
+            metrics: BTreeMap::from([
+                ("tput_per_gpu".to_string(), 102.4),
+                ("p99_ttft".into(), 0.18),
+            ]),
+            frontier: true,
+        }
+    }
+
+    #[test]
+    fn three_formats() {
+        let cols: Vec<String> = [
+            "hardware",
+            "parallelism",
+            "conc",
+            "tput_per_gpu",
+            "p99_ttft",
+            "median_e2el",
+            "image",
+            "frontier",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let rows = [row()];
+        assert_eq!(
+            render(&rows, &cols, Format::Table),
+            "hardware  parallelism  conc  tput_per_gpu  p99_ttft  median_e2el  image  frontier\n\
+             h200      DEP8            4         102.4     0.180            -  a,b    *\n"
+        );
+        assert_eq!(
+            render(&rows, &cols, Format::Csv),
+            "hardware,parallelism,conc,tput_per_gpu,p99_ttft,median_e2el,image,frontier\n\
+             h200,DEP8,4,102.4,0.18,,\"a,b\",*\n"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&render(&rows, &cols, Format::Json)).unwrap();
+        assert_eq!(
+            j,
+            serde_json::json!([{"hardware": "h200", "parallelism": "DEP8", "conc": 4, "tput_per_gpu": 102.4,
+              "p99_ttft": 0.18, "median_e2el": null, "image": "a,b", "frontier": true}])
+        );
+    }
+
+    #[test]
+    fn labels() {
+        assert_eq!(
+            label("usd_per_m_rental_output"),
+            "Cost per million output tokens, rental ($/M)"
+        );
+        assert_eq!(
+            label("usd_per_m_custom"),
+            "Cost per million tokens, custom ($/M)"
+        );
+        assert_eq!(label("p90_tpot"), "p90_tpot (s)");
+    }
+}
