@@ -180,3 +180,25 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args as _, Command};
+
+    #[test]
+    fn clap_definition_is_valid() {
+        let cmd = super::Args::augment_args(Command::new("changelog"));
+        cmd.clone().debug_assert();
+        assert!(cmd
+            .clone()
+            .try_get_matches_from(["changelog", "--base", "a", "--head", "b", "--trim-conc"])
+            .is_ok());
+        assert!(cmd
+            .clone()
+            .try_get_matches_from(["changelog", "--base", "a"])
+            .is_err());
+        assert!(cmd
+            .try_get_matches_from(["changelog", "--repo", ".", "--base-ref", "x"])
+            .is_err());
+    }
+}

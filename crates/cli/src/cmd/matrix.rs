@@ -14,7 +14,7 @@ use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// One or more master config files (YAML), merged in order; keys must be unique.
-    #[arg(long, num_args = 1.., required = true, global = true)]
+    #[arg(long, num_args = 1.., global = true)]
     pub config_files: Vec<PathBuf>,
     /// Runner labels and hardware facts (YAML).
     #[arg(long, default_value = "configs/runners.yaml", global = true)]
@@ -109,6 +109,10 @@ struct TestConfigArgs {
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        !args.config_files.is_empty(),
+        "--config-files is required (one or more master config YAML files)"
+    );
     let configs = MasterConfigs::load(&args.config_files)?;
     let runners = RunnerConfig::load(&args.runner_config)?;
     if args.check_runners {
@@ -160,4 +164,66 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args as _, Command, FromArgMatches};
+
+    fn parse(argv: &[&str]) -> super::Args {
+        let cmd = super::Args::augment_args(Command::new("matrix"));
+        let m = cmd.try_get_matches_from(argv).unwrap();
+        super::Args::from_arg_matches(&m).unwrap()
+    }
+
+    #[test]
+    fn clap_definition_is_valid() {
+        super::Args::augment_args(Command::new("matrix")).debug_assert();
+    }
+
+    #[test]
+    fn common_flags_go_before_or_after_the_subcommand() {
+        let a = parse(&[
+            "matrix",
+            "--config-files",
+            "a.yaml",
+            "b.yaml",
+            "full-sweep",
+            "--multi-node",
+            "--max-conc",
+            "256",
+            "--all-evals",
+        ]);
+        assert_eq!(a.config_files.len(), 2);
+        assert!(a.all_evals);
+        match a.command {
+            super::Sub::FullSweep(f) => {
+                assert!(f.multi_node && f.max_conc == Some(256) && f.step_size == 2)
+            }
+            super::Sub::TestConfig(_) => panic!("wrong subcommand"),
+        }
+        let a = parse(&[
+            "matrix",
+            "test-config",
+            "--config-keys",
+            "dsr1-*",
+            "x",
+            "--config-files",
+            "a.yaml",
+            "--scenario-type",
+            "agentic-coding",
+            "--conc",
+            "4",
+            "8",
+        ]);
+        assert_eq!(a.scenario_type, vec!["agentic-coding".to_string()]);
+        match a.command {
+            super::Sub::TestConfig(t) => assert_eq!((t.config_keys.len(), t.conc), (2, vec![4, 8])),
+            super::Sub::FullSweep(_) => panic!("wrong subcommand"),
+        }
+        let cmd = super::Args::augment_args(Command::new("matrix"));
+        assert!(cmd
+            .try_get_matches_from(["matrix", "--no-evals", "--evals-only", "full-sweep"])
+            .is_err());
+    }
 }

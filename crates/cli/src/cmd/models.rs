@@ -135,3 +135,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args as _, Command};
+
+    #[test]
+    fn clap_definition_is_valid() {
+        let cmd = super::Args::augment_args(Command::new("models"));
+        cmd.clone().debug_assert();
+        assert!(cmd
+            .clone()
+            .try_get_matches_from(["models", "support", "--json"])
+            .is_ok());
+        assert!(cmd
+            .try_get_matches_from([
+                "models", "priority", "--matrix", "m.json", "--event", "push", "--labels", "a", "b"
+            ])
+            .is_ok());
+    }
+}
