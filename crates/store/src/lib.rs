@@ -108,6 +108,8 @@ pub struct IngestReport {
     pub skipped: Vec<Skipped>,
     /// Files under the given paths that are not result files (not JSON, outside artifact dirs).
     pub ignored: Vec<String>,
+    /// Point directories of sweeps that did not finish, with their `status.json` state/cause.
+    pub unfinished: Vec<String>,
     /// Names the normalizers did not recognise: `(kind, name)`; stored as given.
     pub unknown: BTreeSet<(String, String)>,
     /// Non-fatal warnings.
@@ -131,6 +133,9 @@ impl IngestReport {
             for (kind, name) in &self.unknown {
                 s.push_str(&format!("  {kind}: {name}\n"));
             }
+        }
+        for u in &self.unfinished {
+            s.push_str(&format!("not finished, nothing to ingest: {u}\n"));
         }
         for w in &self.warnings {
             s.push_str(&format!("warning: {w}\n"));
@@ -273,13 +278,23 @@ impl Store {
             ignored: ignored.iter().map(|p| p.display().to_string()).collect(),
             ..Default::default()
         };
+        let explicit_file = path.is_file();
         for u in units {
             let (p, parsed) = match &u {
                 parse::Unit::Dir(d) => (d.clone(), parse::parse_dir(d, &opts.overrides)),
                 parse::Unit::File(f) => (f.clone(), parse::parse_file(f, &opts.overrides)),
+                parse::Unit::Unfinished(d) => {
+                    report.unfinished.push(unfinished_reason(d));
+                    continue;
+                }
             };
             match parsed {
                 Ok(run) => self.ingest_run_into(&run, &mut report),
+                Err(reason) if !explicit_file && reason.ends_with(parse::NOT_A_RESULT) => {
+                    report
+                        .ignored
+                        .push(format!("{} (not a result file)", p.display()));
+                }
                 Err(reason) => report.skipped.push(Skipped {
                     path: p.display().to_string(),
                     reason,
@@ -365,6 +380,27 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+/// `<dir> (state, class: cause)` from a point's `status.json`.
+fn unfinished_reason(dir: &Path) -> String {
+    let st = std::fs::read(dir.join("status.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .unwrap_or_default();
+    let f = |k: &str| {
+        st.get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_string()
+    };
+    format!(
+        "{} (state {}, {}: {})",
+        dir.display(),
+        f("state"),
+        f("class"),
+        f("cause")
+    )
 }
 
 /// Splits `schema=NAME` off a PostgreSQL URL's query string (validated: `[a-z0-9_]+`).

@@ -166,6 +166,10 @@ pub struct RunData {
 /// Why a unit could not be read.
 pub type ParseError = String;
 
+/// Error text (suffix) of a JSON file that parses but is no known result format; such files met
+/// while walking a directory are listed as ignored, not as failures.
+pub const NOT_A_RESULT: &str = "not a recognised result file (expected an inferbench/vLLM result, InferenceX agg_*.json, or AIPerf profile_export_aiperf.json)";
+
 /// SHA-256 hex of bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     let d = Sha256::digest(bytes);
@@ -182,6 +186,9 @@ pub enum Unit {
     Dir(PathBuf),
     /// A JSON result file.
     File(PathBuf),
+    /// A point directory of a sweep that did not finish (`status.json`/`job.json`, no
+    /// `summary.json`): reported, nothing to store.
+    Unfinished(PathBuf),
 }
 
 /// An inferbench artifact directory has a `summary.json`. (A directory holding only
@@ -223,6 +230,10 @@ pub fn discover(
             for s in subs {
                 discover(&s, units, ignored)?;
             }
+            return Ok(());
+        }
+        if path.join("status.json").is_file() && path.join("job.json").is_file() {
+            units.push(Unit::Unfinished(path.to_path_buf()));
             return Ok(());
         }
         let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
@@ -514,7 +525,7 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
         }
     }
     if let Some(Value::Object(ext)) = s.get("inferbench") {
-        flatten_extras("inferbench", ext, out);
+        flatten_extras("inferbench", ext, 1.0, out);
         for (k, v) in out.clone() {
             let Some(rest) = k.strip_prefix("inferbench.") else {
                 continue;
@@ -522,12 +533,18 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
             let leaf = rest.rsplit('.').next().unwrap_or(rest);
             for q in ["p75", "p90"] {
                 let hot = format!("{q}_e2e_norm_intvty");
-                if leaf == hot || rest == format!("e2e_norm_intvty.{q}") {
+                if leaf == hot
+                    || rest == format!("e2e_norm_intvty.{q}")
+                    || rest == format!("e2e_normalized_interactivity.{q}")
+                {
                     out.entry(hot).or_insert(v);
                 }
             }
-            for (stat, hot) in [("median_ttfo", "median_ttfo"), ("p99_ttfo", "p99_ttfo")] {
-                if leaf == stat {
+            for (a, b, hot) in [
+                ("median_ttfo", "ttfo.median", "median_ttfo"),
+                ("p99_ttfo", "ttfo.p99", "p99_ttfo"),
+            ] {
+                if leaf == a || rest == b {
                     out.entry(hot.to_string()).or_insert(v);
                 }
             }
@@ -535,17 +552,26 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
     }
 }
 
-fn flatten_extras(prefix: &str, m: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
+/// Flattens numeric leaves as `prefix.key[.sub…]`; a key ending `_ms` loses the suffix and its
+/// values (or its whole sub-object's, e.g. a latency distribution) are converted to seconds —
+/// except counts.
+fn flatten_extras(
+    prefix: &str,
+    m: &Map<String, Value>,
+    scale: f64,
+    out: &mut BTreeMap<String, f64>,
+) {
     for (k, v) in m {
+        let (name, sc) = match k.strip_suffix("_ms") {
+            Some(base) => (base, 1e-3),
+            None => (k.as_str(), scale),
+        };
         match v {
-            Value::Object(o) => flatten_extras(&format!("{prefix}.{k}"), o, out),
+            Value::Object(o) => flatten_extras(&format!("{prefix}.{name}"), o, sc, out),
             Value::Number(_) => {
                 let x = num(v).unwrap_or(f64::NAN);
-                if let Some(base) = k.strip_suffix("_ms") {
-                    out.insert(format!("{prefix}.{base}"), x / 1000.0);
-                } else {
-                    out.insert(format!("{prefix}.{k}"), x);
-                }
+                let x = if k == "count" { x } else { x * sc };
+                out.insert(format!("{prefix}.{name}"), x);
             }
             _ => {}
         }
@@ -659,14 +685,21 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
                     return Err(format!("{p}: element {i} is not an object"));
                 };
                 if !o.contains_key("hw") {
-                    return Err(format!("{p}: element {i} has no `hw`: not an InferenceX aggregate row"));
+                    return Err(format!(
+                        "{p}: element {i} has no `hw`: not an InferenceX aggregate row"
+                    ));
                 }
                 let pt = inferencex_point(o, ov, &mut run.unknown, &format!("{p}[{i}]"))?;
                 // InferenceX keeps the last of duplicate rows (etl/benchmark-ingest.ts).
                 let key = (pt.config.clone(), pt.conc);
                 if let Some(&j) = seen.get(&key) {
-                    run.warnings.push(format!("{p}[{i}]: duplicate of element {j}; the later one is kept"));
-                    let old = run.points.iter().position(|q| (q.config.clone(), q.conc) == key);
+                    run.warnings.push(format!(
+                        "{p}[{i}]: duplicate of element {j}; the later one is kept"
+                    ));
+                    let old = run
+                        .points
+                        .iter()
+                        .position(|q| (q.config.clone(), q.conc) == key);
                     if let Some(old) = old {
                         run.points.remove(old);
                     }
@@ -674,7 +707,12 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
                 seen.insert(key, i);
                 run.points.push(pt);
             }
-            run.date = run.points.iter().map(|p| p.date.clone()).max().unwrap_or_default();
+            run.date = run
+                .points
+                .iter()
+                .map(|p| p.date.clone())
+                .max()
+                .unwrap_or_default();
             Ok(run)
         }
         Value::Object(o) if o.contains_key("hw") && o.contains_key("conc") => {
@@ -698,9 +736,7 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
             run.artifacts.push(("summary.json".into(), bytes));
             Ok(run)
         }
-        _ => Err(format!(
-            "{p}: not a recognised result file (expected an inferbench/vLLM result, InferenceX agg_*.json, or AIPerf profile_export_aiperf.json)"
-        )),
+        _ => Err(format!("{p}: {NOT_A_RESULT}")),
     }
 }
 
@@ -931,7 +967,15 @@ fn summary_point(
 /// outermost first.
 fn job_identity_maps(job: &Map<String, Value>) -> Vec<&Map<String, Value>> {
     let mut v = vec![job];
-    for k in ["identity", "job", "spec", "env", "matrix_row", "row"] {
+    for k in [
+        "identity",
+        "provenance",
+        "job",
+        "spec",
+        "env",
+        "matrix_row",
+        "row",
+    ] {
         if let Some(Value::Object(o)) = job.get(k) {
             v.push(o);
         }
