@@ -1487,6 +1487,33 @@ mod tests {
     }
 
     #[test]
+    fn dram_budget_matches_python_decimal() {
+        // (MiB after cap, repr(utilization), gpus, gpus-per-node, Python
+        // int(Decimal(mib) * 1048576 * Decimal(repr) * gpus / gpn / 1e9)).
+        let cases = [
+            (1458253, "0.75", 1, 8, 143),
+            (403819, "0.123456789", 2, 4, 26),
+            (2544390, "0.8", 1, 4, 533),
+            (460488, "0.85", 1, 8, 51),
+            (1109413, "0.95", 1, 8, 138),
+            (2471684, "0.95", 4, 4, 2462),
+            (2731645, "0.7", 4, 4, 2005),
+            (2555938, "0.85", 1, 4, 569),
+            (295381, "0.123456789", 2, 4, 19),
+            (1857996, "0.75", 4, 4, 1461),
+            (1393866, "0.123456789", 1, 4, 45),
+            (2539407, "0.7", 2, 4, 931),
+        ];
+        for (mib, u, g, gpn, want) in cases {
+            assert_eq!(
+                decimal_budget_gb(mib, u, g, gpn),
+                Some(want),
+                "{mib} {u} {g}/{gpn}"
+            );
+        }
+    }
+
+    #[test]
     fn seq_len_names() {
         assert_eq!(seq_len_to_str(8192, 1024), "8k1k");
         assert_eq!(seq_len_to_str(1024, 8192), "1024_8192");
