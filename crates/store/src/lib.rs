@@ -347,6 +347,34 @@ impl Store {
         }
     }
 
+    /// Row counts of every table in [`schema::TABLES`] order (for checks and `db` output).
+    pub fn table_counts(&mut self) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut v = Vec::new();
+        for t in schema::TABLES {
+            let n = self
+                .conn
+                .query(&format!("SELECT COUNT(*) FROM {t}"), &[])?
+                .first()
+                .and_then(|r| r[0].as_i64())
+                .unwrap_or(0);
+            v.push((t.to_string(), n));
+        }
+        Ok(v)
+    }
+
+    /// Runs SQLite's `PRAGMA integrity_check` (`ok` when sound); PostgreSQL answers `ok`.
+    pub fn integrity_check(&mut self) -> Result<String, StoreError> {
+        match self.kind() {
+            Kind::Sqlite => Ok(self
+                .conn
+                .query("PRAGMA integrity_check", &[])?
+                .first()
+                .and_then(|r| r[0].as_str().map(String::from))
+                .unwrap_or_default()),
+            Kind::Postgres => Ok("ok".into()),
+        }
+    }
+
     /// Unknown names recorded so far: `(kind, name, first run key)`, sorted.
     pub fn unknown_names(&mut self) -> Result<Vec<(String, String, String)>, StoreError> {
         let rows = self

@@ -1,0 +1,304 @@
+//! `inferbench ingest|report|plot|compare|db` end to end on the store's fixtures, against SQLite
+//! and (when `INFERBENCH_TEST_PG_URL` is set) PostgreSQL, plus kill -9 during ingest.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use inferbench_store::Store;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_inferbench")
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures")
+}
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct Tmp(PathBuf);
+impl Tmp {
+    fn new(tag: &str) -> Tmp {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let p =
+            std::env::temp_dir().join(format!("ib-store-cli-{tag}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        Tmp(p)
+    }
+}
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env_remove("INFERBENCH_DB")
+        .output()
+        .unwrap()
+}
+
+fn stdout_ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn pg_url(tag: &str) -> Option<String> {
+    match std::env::var("INFERBENCH_TEST_PG_URL") {
+        Ok(base) => {
+            let sep = if base.contains('?') { '&' } else { '?' };
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .subsec_nanos();
+            Some(format!(
+                "{base}{sep}schema=cli_{tag}_{}_{nanos}",
+                std::process::id()
+            ))
+        }
+        Err(_) if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") => {
+            panic!("INFERBENCH_TEST_PG_URL is not set but INFERBENCH_REQUIRE_SERVICES=1 (run scripts/setup/postgres.sh)")
+        }
+        Err(_) => {
+            eprintln!("skipping PostgreSQL part of {tag}: INFERBENCH_TEST_PG_URL not set");
+            None
+        }
+    }
+}
+
+/// The report outputs compared across backends.
+fn reports(db: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    for args in [
+        vec!["report", "--db", db],
+        vec!["report", "--db", db, "--frontier", "--format", "csv"],
+        vec!["report", "--db", db, "--format", "json", "--gpu-hour-cost", "2.5", "--gpu-kw", "1.5",
+             "--columns", "hardware,conc,tput_per_gpu,usd_per_m_custom,tok_s_per_mw,j_per_token,p90_e2e_norm_intvty,avg_power_w"],
+        vec!["report", "--db", db, "-f", "model=dsr1", "--x", "median_e2el", "--y", "usd_per_m_rental", "--frontier"],
+        vec!["compare", "hw=b200", "hw=mi355x", "--db", db, "-f", "model=dsr1"],
+    ] {
+        v.push(stdout_ok(&args));
+    }
+    v
+}
+
+#[test]
+fn store_cli_sqlite_and_postgres_reports_identical() {
+    let t = Tmp::new("ident");
+    let db = t.0.join("a.db").display().to_string();
+    let fx = fixtures().display().to_string();
+    let o = run(&["ingest", &fx, "--db", &db]);
+    // The corrupt fixture is skipped → exit 1, everything else stored.
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("ingested 5 run(s)"), "{text}");
+    assert!(text.contains("hardware: tpu-v9"), "{text}");
+    let lite = reports(&db);
+    // Pinned: the frontier CSV of the H200 sweep (exact values from the fixtures).
+    let csv = stdout_ok(&["report", "--db", &db, "-f", "hw=h200", "--format", "csv", "--columns",
+        "hardware,parallelism,conc,tput_per_gpu,median_intvty,avg_power_w,joules_per_total_token,usd_per_m_hyperscaler"]);
+    assert_eq!(
+        csv,
+        "hardware,parallelism,conc,tput_per_gpu,median_intvty,avg_power_w,joules_per_total_token,usd_per_m_hyperscaler\n\
+         h200,TP8,4,102.4,105.26315789473684,503.5,4.9169921875,3.824869791666666\n\
+         h200,TP8,16,407.04,52.63157894736842,,,0.962231394129979\n"
+    );
+    assert!(lite[4].contains("1.333"), "{}", lite[4]);
+    if let Some(url) = pg_url("ident") {
+        let o = run(&["ingest", &fx, "--db", &url]);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let pg = reports(&url);
+        for (a, b) in lite.iter().zip(pg.iter()) {
+            assert_eq!(a, b);
+        }
+    }
+}
+
+#[test]
+fn store_cli_plot_png_and_svg() {
+    let t = Tmp::new("plot");
+    let db = t.0.join("p.db").display().to_string();
+    run(&[
+        "ingest",
+        &fixtures().join("imports").display().to_string(),
+        "--db",
+        &db,
+    ]);
+    let png = t.0.join("c.png");
+    let svg = t.0.join("c.svg");
+    stdout_ok(&[
+        "plot",
+        "--db",
+        &db,
+        "-f",
+        "model=dsr1",
+        "-o",
+        png.to_str().unwrap(),
+    ]);
+    stdout_ok(&[
+        "plot",
+        "--db",
+        &db,
+        "-f",
+        "model=dsr1",
+        "--y",
+        "usd_per_m_rental",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    let p = std::fs::read(&png).unwrap();
+    assert_eq!(&p[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(u32::from_be_bytes(p[16..20].try_into().unwrap()), 1200);
+    assert_eq!(u32::from_be_bytes(p[20..24].try_into().unwrap()), 800);
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<svg"));
+    assert!(s.contains("dsr1 1024/1024 b200_sglang_fp4"), "legend");
+    assert!(
+        s.contains("Interactivity, median (tok/s/user)"),
+        "x axis title"
+    );
+    assert!(
+        s.contains("Cost per million tokens, rental ($/M)"),
+        "y axis title"
+    );
+    let bad = run(&[
+        "plot",
+        "--db",
+        &db,
+        "-o",
+        t.0.join("c.gif").to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn store_cli_dump_restore_round_trip() {
+    let t = Tmp::new("dump");
+    let db = t.0.join("d.db").display().to_string();
+    run(&["ingest", &fixtures().display().to_string(), "--db", &db]);
+    let snaps = t.0.join("snaps");
+    stdout_ok(&["db", "dump", "--db", &db, "-o", snaps.to_str().unwrap()]);
+    let file = std::fs::read_dir(&snaps)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".ibdump.zst"))
+        .unwrap();
+    let name = file.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        name.starts_with("inferbench-")
+            && name.len() == "inferbench-20260101T000000Z.ibdump.zst".len()
+    );
+    // sha256sum -c compatible.
+    let sums = std::fs::read_to_string(snaps.join("SHA256SUMS")).unwrap();
+    assert!(sums.ends_with(&format!("  {name}\n")));
+    let db2 = t.0.join("r.db").display().to_string();
+    stdout_ok(&["db", "restore", "--db", &db2, file.to_str().unwrap()]);
+    assert_eq!(reports(&db), reports(&db2));
+    // Re-ingest: the database (dump) is unchanged.
+    let before = Store::open(&db).unwrap().dump_bytes().unwrap().0;
+    run(&["ingest", &fixtures().display().to_string(), "--db", &db]);
+    assert!(before == Store::open(&db).unwrap().dump_bytes().unwrap().0);
+}
+
+/// Writes `n` artifact directories of one sweep, each with `records` request records.
+fn big_sweep(root: &Path, n: usize, records: usize) {
+    let summary =
+        std::fs::read_to_string(fixtures().join("sweep-h200/conc4/summary.json")).unwrap();
+    let agg_name = "agg_dsr1_1k1k_fp8_sglang_tp8-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc4_h200-nv_0.json";
+    let agg = std::fs::read_to_string(fixtures().join("sweep-h200/conc4").join(agg_name)).unwrap();
+    let mut jsonl = String::new();
+    for i in 0..records {
+        jsonl.push_str(&format!(
+            "{{\"request_id\":{i},\"phase\":\"profile\",\"success\":true,\"scheduled_ns\":0,\"sent_ns\":{i},\"first_token_ns\":{},\"last_token_ns\":{},\"end_ns\":{},\"chunks\":[{{\"t_ns\":{},\"channel\":\"content\"}}],\"prompt_tokens\":1024,\"prompt_tokens_client\":1024,\"completion_tokens\":1024,\"completion_tokens_source\":\"server\"}}\n",
+            i + 1_000_000, i + 9_000_000_000, i + 9_000_000_100, i + 1_000_000
+        ));
+    }
+    for k in 0..n {
+        let d = root.join(format!("conc{}", k + 1));
+        std::fs::create_dir_all(&d).unwrap();
+        let s = summary.replace(
+            "\"max_concurrency\": 4",
+            &format!("\"max_concurrency\": {}", k + 1),
+        );
+        std::fs::write(d.join("summary.json"), s).unwrap();
+        std::fs::write(
+            d.join(agg_name),
+            agg.replace("\"conc\": 4", &format!("\"conc\": {}", k + 1)),
+        )
+        .unwrap();
+        std::fs::write(d.join("requests.jsonl"), &jsonl).unwrap();
+    }
+}
+
+#[test]
+fn store_cli_kill9_during_ingest_leaves_consistent_db() {
+    let t = Tmp::new("kill");
+    let sweep = t.0.join("sweep");
+    let (n, records) = (40, 4000);
+    big_sweep(&sweep, n, records);
+    let db = t.0.join("k.db").display().to_string();
+    stdout_ok(&["db", "migrate", "--db", &db]);
+    let mut child = Command::new(bin())
+        .args(["ingest", sweep.to_str().unwrap(), "--db", &db])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until at least one run is committed, then SIGKILL.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let runs = Store::open(&db).unwrap().table_counts().unwrap()[0].1;
+        if runs >= 1 || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    child.wait().unwrap();
+    let mut s = Store::open(&db).unwrap();
+    assert_eq!(s.integrity_check().unwrap(), "ok");
+    let counts: std::collections::BTreeMap<String, i64> =
+        s.table_counts().unwrap().into_iter().collect();
+    let runs = counts["runs"];
+    assert!(runs >= 1, "{counts:?}");
+    // Every committed run is whole: one point and one request blob each.
+    assert_eq!(counts["points"], runs, "{counts:?}");
+    assert_eq!(counts["requests"], runs, "{counts:?}");
+    drop(s);
+    // Re-ingest completes.
+    let o = stdout_ok(&["ingest", sweep.to_str().unwrap(), "--db", &db]);
+    assert!(o.contains(&format!("ingested {n} run(s)")), "{o}");
+    let counts: std::collections::BTreeMap<String, i64> = Store::open(&db)
+        .unwrap()
+        .table_counts()
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        (counts["runs"], counts["points"], counts["requests"]),
+        (n as i64, n as i64, n as i64)
+    );
+    let rows = stdout_ok(&[
+        "report",
+        "--db",
+        &db,
+        "--format",
+        "csv",
+        "--columns",
+        "conc",
+    ]);
+    assert_eq!(rows.lines().count(), n + 1);
+}
