@@ -828,3 +828,76 @@ mod tests {
         assert_eq!(Metric::parse("foo"), None);
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use crate::record::{Channel, ChunkRecord, ErrorClass, Phase};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Percentiles stay within [min, max], are monotone in q, and hit the order statistics
+        /// exactly at q = 100·k/(n−1).
+        #[test]
+        fn percentile_invariants(mut v in prop::collection::vec(-1e6f64..1e6, 1..60),
+                                 q1 in 0f64..=100.0, q2 in 0f64..=100.0) {
+            v.sort_by(f64::total_cmp);
+            let (lo, hi) = (q1.min(q2), q1.max(q2));
+            let (a, b) = (percentile_sorted(&v, lo).unwrap(), percentile_sorted(&v, hi).unwrap());
+            prop_assert!(a <= b + 1e-9 * b.abs().max(1.0));
+            prop_assert!(a >= v[0] && b <= v[v.len() - 1]);
+            let n = v.len();
+            for (k, x) in v.iter().enumerate() {
+                if n > 1 {
+                    let q = 100.0 * k as f64 / (n - 1) as f64;
+                    let p = percentile_sorted(&v, q).unwrap();
+                    prop_assert!((p - x).abs() <= 1e-9 * x.abs().max(1.0), "k={} p={} x={}", k, p, x);
+                }
+            }
+        }
+
+        /// Any records — out-of-order timestamps, missing fields, zero tokens — give finite
+        /// metrics and never panic.
+        #[test]
+        fn metrics_total_on_arbitrary_records(
+            recs in prop::collection::vec(
+                (any::<bool>(), any::<bool>(), 0u64..1_000_000, 0u64..1_000_000,
+                 prop::option::of(0u64..2_000_000), prop::option::of(0u64..2_000_000),
+                 0u32..5, prop::collection::vec(0u64..2_000_000, 0..5), any::<bool>()),
+                0..30)
+        ) {
+            let rs: Vec<RequestRecord> = recs.into_iter().enumerate().map(
+                |(i, (ok, warm, sched, sent, first, last, toks, chunks, classed))| RequestRecord {
+                    request_id: i as u64,
+                    phase: if warm { Phase::Warmup } else { Phase::Profile },
+                    success: ok,
+                    error_class: (!ok && classed).then_some(ErrorClass::Connect),
+                    scheduled_ns: sched,
+                    sent_ns: sent,
+                    released_ns: Some(sched / 2),
+                    first_token_ns: first,
+                    first_output_token_ns: first,
+                    last_token_ns: last,
+                    end_ns: sent / 2,
+                    completion_tokens: toks,
+                    chunks: chunks.into_iter().map(|t| ChunkRecord {
+                        t_ns: t, channel: Channel::Reasoning, tokens: None }).collect(),
+                    ..Default::default()
+                }).collect();
+            for m in [Metric::Ttft, Metric::Tpot, Metric::Itl, Metric::E2el, Metric::Ttfo] {
+                let d = Distribution::of(&sample_ms(&rs, m), &DEFAULT_PERCENTILES);
+                prop_assert!(d.mean.is_finite() && d.std.is_finite());
+            }
+            let w = profile_window_ns(&rs).map_or(0.0, |(a, b)| (b - a) as f64 / NS_PER_S);
+            let t = throughput(&totals(&rs), w);
+            prop_assert!(t.request_rps.is_finite() && t.total_tok_s.is_finite());
+            let slo = GoodputSlo { ttft_ms: Some(1.0), tpot_ms: None, e2el_ms: Some(2.0) };
+            prop_assert!(goodput_rps(&rs, &slo, w).unwrap().is_finite());
+            if let Some(x) = e2e_normalized_interactivity(&rs, 90.0) {
+                prop_assert!(x.is_finite() && x > 0.0);
+            }
+            let r = rates(&rs, None, w);
+            prop_assert!(r.achieved_rps.is_finite());
+        }
+    }
+}

@@ -495,3 +495,46 @@ fn aggregate_needs_concurrency_and_handles_zero_tpot() {
     assert_eq!(a["mean_intvty"], Value::Null);
     assert_eq!(a["mean_tpot"], 0.0);
 }
+
+proptest::proptest! {
+    /// `summarize` is total: arbitrary records always give a summary that serializes to JSON
+    /// without NaN/inf, reads back equal, and whose aggregate builds.
+    #[test]
+    fn summarize_is_total(
+        recs in proptest::collection::vec(
+            (proptest::bool::ANY, 0u64..1_000_000_000, proptest::option::of(0u64..2_000_000_000),
+             0u32..2000, proptest::collection::vec(0u64..2_000_000_000, 0..4)),
+            0..20),
+        detailed in proptest::bool::ANY,
+    ) {
+        let rs: Vec<RequestRecord> = recs.into_iter().enumerate().map(|(i, (ok, sent, last, toks, ch))| {
+            RequestRecord {
+                request_id: (i * 7 % 5) as u64,
+                success: ok,
+                sent_ns: sent,
+                first_token_ns: ch.first().copied(),
+                last_token_ns: last,
+                end_ns: last.unwrap_or(sent),
+                completion_tokens: toks,
+                prompt_tokens_client: toks / 2,
+                chunks: ch.iter().map(|&t| ChunkRecord { t_ns: t, channel: Channel::Tool, tokens: Some(2) }).collect(),
+                ..Default::default()
+            }
+        }).collect();
+        let mut c = ctx();
+        c.save_detailed = detailed;
+        let s = summarize(&rs, &c);
+        let text = serde_json::to_string(&s).unwrap();
+        // serde_json writes non-finite floats as null: none may appear among the vLLM numbers.
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for (k, x) in v.as_object().unwrap() {
+            proptest::prop_assert!(!x.is_null() || k == "request_goodput:" || k == "max_concurrency", "{} is null", k);
+        }
+        let back: RunSummary = serde_json::from_str(&text).unwrap();
+        proptest::prop_assert_eq!(&back, &s);
+        let mut vars = BASE.to_vec();
+        vars.extend([("TP", "2"), ("EP_SIZE", "1"), ("DP_ATTENTION", "false")]);
+        let id = JobIdentity::from_lookup(env(&vars)).unwrap();
+        proptest::prop_assert!(inferencex_aggregate(&s, &id).is_ok());
+    }
+}
