@@ -17,15 +17,27 @@ fn llamacpp_cpu_example_expands() {
     }
     let configs = MasterConfigs::load(&[cfg]).unwrap();
     let runners = RunnerConfig::load(&root.join("examples/llamacpp-cpu-runners.yaml")).unwrap();
-    let rows = matrix::generate(&configs, &runners, &Selection::FullSweep(FullSweepOptions::default()), &CommonOptions::default()).unwrap();
+    let rows = matrix::generate(
+        &configs,
+        &runners,
+        &Selection::FullSweep(FullSweepOptions::default()),
+        &CommonOptions::default(),
+    )
+    .unwrap();
     assert!(!rows.is_empty());
     for r in &rows {
         assert!(!r.is_multinode() && !r.is_agentic());
         let t = r.topology().unwrap();
         assert_eq!((t.tp, t.pp, t.pcp), (1, 1, 1));
-        assert_eq!(r.max_model_len(), Some(r.seq_lens().unwrap().0 + r.seq_lens().unwrap().1 + 256));
+        assert_eq!(
+            r.max_model_len(),
+            Some(r.seq_lens().unwrap().0 + r.seq_lens().unwrap().1 + 256)
+        );
         let rf = result_filename(r, "cpu_0");
-        assert!(rf.ends_with(&format!("_conc{}_cpu_0", r.concurrencies()[0])), "{rf}");
+        assert!(
+            rf.ends_with(&format!("_conc{}_cpu_0", r.concurrencies()[0])),
+            "{rf}"
+        );
     }
     let catalogue_errors = inferbench_recipes::catalogue::unknown_runner_labels(&configs, &runners);
     assert!(catalogue_errors.is_empty(), "{catalogue_errors:?}");

@@ -183,11 +183,14 @@ mod tests {
 
     #[test]
     fn common_flags_go_before_or_after_the_subcommand() {
+        // Before the sub-command the file list must be ended by another flag (DESIGN.md §1).
         let a = parse(&[
             "matrix",
             "--config-files",
             "a.yaml",
             "b.yaml",
+            "--runner-config",
+            "r.yaml",
             "full-sweep",
             "--multi-node",
             "--max-conc",

@@ -64,6 +64,16 @@ enum Sub {
     },
 }
 
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.command {
@@ -82,9 +92,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             deprecated.sort();
             let rows = catalogue::support_matrix(&config_files, &deprecated)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&rows)?);
+                emit(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
             } else {
-                print!("{}", catalogue::support_table(&rows));
+                emit(&catalogue::support_table(&rows))?;
             }
             Ok(0)
         }
@@ -98,11 +108,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let findings = catalogue::dram_policy_check(&configs, &runners);
             let errors = findings.iter().filter(|f| f.verdict == "error").count();
             if json {
-                println!("{}", serde_json::to_string_pretty(&findings)?);
+                emit(&format!("{}\n", serde_json::to_string_pretty(&findings)?))?;
             } else {
+                let mut text = String::new();
                 for f in &findings {
-                    println!(
-                        "{:<6} {} {} [{}] {} {}",
+                    text.push_str(&format!(
+                        "{:<6} {} {} [{}] {} {}\n",
                         f.verdict,
                         f.location,
                         f.config,
@@ -111,8 +122,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                             .map(|g| format!("{g} GB"))
                             .unwrap_or_else(|| "-".into()),
                         f.detail
-                    );
+                    ));
                 }
+                emit(&text)?;
                 eprintln!("{} entries checked, {errors} errors", findings.len());
             }
             Ok(if errors > 0 { 1 } else { 0 })
@@ -130,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let mut v: serde_json::Value = serde_json::from_str(&text)
                 .with_context(|| format!("{} is not JSON", matrix.display()))?;
             catalogue::stamp_priority(&mut v, &cfg, &event, &labels, &namespace);
-            println!("{}", serde_json::to_string(&v)?);
+            emit(&format!("{}\n", serde_json::to_string(&v)?))?;
             Ok(0)
         }
     }
