@@ -79,10 +79,7 @@ fn curve_changes_and_removals_are_refused() {
         e,
         "append-only may not remove existing concurrency points: [4]"
     );
-    let e = run(&BASE_CFG
-        .replace("conc-list: [4, 8]", "conc-list: [4, 8]")
-        .replacen("vllm/vllm-openai:v1", "vllm/vllm-openai:v2", 1))
-    .unwrap_err();
+    let e = run(&BASE_CFG.replacen("vllm/vllm-openai:v1", "vllm/vllm-openai:v2", 1)).unwrap_err();
     assert_eq!(
         e,
         "append-only changed non-scenario field 'image' in 'a-fp8-h200-vllm'"
