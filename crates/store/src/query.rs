@@ -278,6 +278,110 @@ impl Store {
         cost: &CostOptions,
     ) -> Result<Vec<PointRow>, StoreError> {
         self.require_migrated()?;
+        self.points_where(filter, cost, None)
+    }
+
+    /// Frontier points only: per [`PointRow::group`], the Pareto frontier of (x, y)
+    /// ([`better`] gives directions), rows flagged `frontier`. When x and y are stored columns
+    /// this reads only `(id, config, x, y)` of the matching points and then the full rows of the
+    /// winners (the fast path measured in docs/perf/store.md); derived metrics fall back to
+    /// [`Store::points`] + [`mark_frontier`].
+    pub fn frontier(
+        &mut self,
+        filter: &Filter,
+        cost: &CostOptions,
+        x: &str,
+        y: &str,
+    ) -> Result<Vec<PointRow>, StoreError> {
+        self.require_migrated()?;
+        let stored = |m: &str| m == "conc" || schema::POINT_METRICS.contains(&m);
+        if !(stored(x) && stored(y)) {
+            let mut rows = self.points_where(filter, cost, None)?;
+            mark_frontier(&mut rows, x, y);
+            rows.retain(|r| r.frontier);
+            return Ok(rows);
+        }
+        // Group key of every config (small table).
+        let mut groups: BTreeMap<i64, String> = BTreeMap::new();
+        for r in self.conn.query(
+            "SELECT id, model, isl, osl, scenario, hardware, framework, precision, spec_decoding, disagg FROM configs",
+            &[],
+        )? {
+            let s = |i: usize| r[i].as_str().unwrap_or("").to_string();
+            let key = format!(
+                "{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}\u{1f}{}",
+                s(1), r[2].as_i64().unwrap_or(0), r[3].as_i64().unwrap_or(0), s(4), s(5), s(6), s(7), s(8),
+                r[9].as_i64().unwrap_or(0)
+            );
+            groups.insert(r[0].as_i64().unwrap_or(0), key);
+        }
+        let (where_sql, params) = where_clause(filter);
+        let sql = format!(
+            "SELECT p.id, p.config_id, p.{x}, p.{y} FROM points p JOIN configs c ON c.id = p.config_id
+             JOIN runs r ON r.id = p.run_id WHERE 1 = 1{where_sql}"
+        );
+        let rows = self.conn.query(&sql, &params)?;
+        let mut by_group: BTreeMap<&str, GroupPoints> = BTreeMap::new();
+        for r in &rows {
+            let g = groups
+                .get(&r[1].as_i64().unwrap_or(0))
+                .map_or("", String::as_str);
+            let e = by_group.entry(g).or_default();
+            e.0.push(r[0].as_i64().unwrap_or(0));
+            e.1.push((
+                r[2].as_f64().unwrap_or(f64::NAN),
+                r[3].as_f64().unwrap_or(f64::NAN),
+            ));
+        }
+        let goal = Goal {
+            x: better(x),
+            y: better(y),
+        };
+        let mut winners: Vec<i64> = Vec::new();
+        for (ids, pts) in by_group.values() {
+            winners.extend(
+                analytics::pareto_frontier(pts, goal)
+                    .into_iter()
+                    .map(|i| ids[i]),
+            );
+        }
+        if winners.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for chunk in winners.chunks(500) {
+            out.extend(self.points_where(filter, cost, Some(chunk))?);
+        }
+        for r in &mut out {
+            r.frontier = true;
+        }
+        out.sort_by(|a, b| {
+            (
+                a.group(),
+                a.parallelism(),
+                a.conc,
+                &a.date,
+                &a.batch,
+                &a.image,
+            )
+                .cmp(&(
+                    b.group(),
+                    b.parallelism(),
+                    b.conc,
+                    &b.date,
+                    &b.batch,
+                    &b.image,
+                ))
+        });
+        Ok(out)
+    }
+
+    fn points_where(
+        &mut self,
+        filter: &Filter,
+        cost: &CostOptions,
+        ids: Option<&[i64]>,
+    ) -> Result<Vec<PointRow>, StoreError> {
         let hot = schema::POINT_METRICS
             .iter()
             .map(|m| format!("p.{m}"))
@@ -290,38 +394,14 @@ impl Store {
                     p.completed, p.failed, {hot}
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
-        let mut params: Vec<Val> = Vec::new();
-        for (k, vals) in &filter.eq {
-            let col = match k.as_str() {
-                "conc" | "date" => format!("p.{k}"),
-                "source_kind" | "batch" => format!("r.{k}"),
-                _ => format!("c.{k}"),
-            };
-            let qs = vec!["?"; vals.len()].join(", ");
-            sql.push_str(&format!(" AND {col} IN ({qs})"));
-            for v in vals {
-                if INT_COLS.contains(&k.as_str()) {
-                    let i = match v.as_str() {
-                        "true" => 1,
-                        "false" => 0,
-                        _ => v.parse::<i64>().unwrap_or(i64::MIN),
-                    };
-                    params.push(Val::Int(i));
-                } else {
-                    params.push(Val::Text(v.clone()));
-                }
-            }
-        }
-        if let Some(s) = &filter.since {
-            sql.push_str(" AND p.date >= ?");
-            params.push(s.clone().into());
-        }
-        if let Some(u) = &filter.until {
-            sql.push_str(" AND p.date <= ?");
-            params.push(u.clone().into());
-        }
-        if !filter.include_failed {
-            sql.push_str(" AND p.error IS NULL");
+        let (where_sql, mut params) = where_clause(filter);
+        sql.push_str(&where_sql);
+        if let Some(ids) = ids {
+            sql.push_str(&format!(
+                " AND p.id IN ({})",
+                vec!["?"; ids.len()].join(", ")
+            ));
+            params.extend(ids.iter().map(|i| Val::Int(*i)));
         }
         let rows = self.conn.query(&sql, &params)?;
         let mut out = Vec::with_capacity(rows.len());
@@ -389,6 +469,48 @@ impl Store {
         });
         Ok(out)
     }
+}
+
+/// Point ids and their (x, y) of one frontier group.
+type GroupPoints = (Vec<i64>, Vec<(f64, f64)>);
+
+/// ` AND …` conditions and parameters of a filter (tables aliased p, c, r).
+fn where_clause(filter: &Filter) -> (String, Vec<Val>) {
+    let mut sql = String::new();
+    let mut params: Vec<Val> = Vec::new();
+    for (k, vals) in &filter.eq {
+        let col = match k.as_str() {
+            "conc" | "date" => format!("p.{k}"),
+            "source_kind" | "batch" => format!("r.{k}"),
+            _ => format!("c.{k}"),
+        };
+        let qs = vec!["?"; vals.len()].join(", ");
+        sql.push_str(&format!(" AND {col} IN ({qs})"));
+        for v in vals {
+            if INT_COLS.contains(&k.as_str()) {
+                let i = match v.as_str() {
+                    "true" => 1,
+                    "false" => 0,
+                    _ => v.parse::<i64>().unwrap_or(i64::MIN),
+                };
+                params.push(Val::Int(i));
+            } else {
+                params.push(Val::Text(v.clone()));
+            }
+        }
+    }
+    if let Some(s) = &filter.since {
+        sql.push_str(" AND p.date >= ?");
+        params.push(s.clone().into());
+    }
+    if let Some(u) = &filter.until {
+        sql.push_str(" AND p.date <= ?");
+        params.push(u.clone().into());
+    }
+    if !filter.include_failed {
+        sql.push_str(" AND p.error IS NULL");
+    }
+    (sql, params)
 }
 
 /// Marks each row's `frontier` flag: per [`PointRow::group`], the Pareto frontier of (x, y) with

@@ -187,3 +187,45 @@ fn unmigrated_database_is_refused() {
     assert!(e.to_string().contains("inferbench db migrate"), "{e}");
     assert!(Store::open("/nonexistent-dir/x.db").is_err());
 }
+
+fn check_frontier_fast_path(store: &mut Store) {
+    let dir = common::fixture_copy();
+    ingest_all(store, dir.path());
+    let c = CostOptions::default();
+    for (x, y) in [
+        ("median_intvty", "tput_per_gpu"),
+        ("median_e2el", "tput_per_gpu"),
+        ("p99_ttft", "input_tput_per_gpu"),
+        ("median_intvty", "usd_per_m_rental"),
+    ] {
+        let mut all = store.points(&Filter::default(), &c).unwrap();
+        inferbench_store::query::mark_frontier(&mut all, x, y);
+        all.retain(|r| r.frontier);
+        let fast = store.frontier(&Filter::default(), &c, x, y).unwrap();
+        assert_eq!(fast, all, "{x} vs {y}");
+    }
+    // Worked example: b200 points (intvty, tok/s/GPU) = (120,400) (80,1200) (40,2000) (25,1800):
+    // (25,1800) is dominated by (40,2000).
+    let mut f = Filter::default();
+    f.add("hw=b200").unwrap();
+    let fr = store
+        .frontier(&f, &c, "median_intvty", "tput_per_gpu")
+        .unwrap();
+    assert_eq!(
+        fr.iter().map(|r| r.conc).collect::<Vec<_>>(),
+        vec![4, 16, 64]
+    );
+}
+
+#[test]
+fn frontier_fast_path_matches_sqlite() {
+    let (mut s, _d, _) = common::sqlite();
+    check_frontier_fast_path(&mut s);
+}
+
+#[test]
+fn frontier_fast_path_matches_postgres() {
+    if let Some((mut s, _)) = common::postgres("frontier") {
+        check_frontier_fast_path(&mut s);
+    }
+}

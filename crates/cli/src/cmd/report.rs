@@ -98,6 +98,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         usd_per_gpu_hour: args.gpu_hour_cost,
         kw_per_gpu: args.gpu_kw,
     };
+    if args.frontier && args.history_at.is_none() {
+        let rows = store.frontier(&f, &cost, &args.x, &args.y)?;
+        return print_rows(&rows, &args);
+    }
     let mut rows = store.points(&f, &cost)?;
     query::mark_frontier(&mut rows, &args.x, &args.y);
     if let Some(at) = args.history_at {
@@ -129,9 +133,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         return Ok(i32::from(regressed));
     }
-    if args.frontier {
-        rows.retain(|r| r.frontier);
-    }
+    print_rows(&rows, &args)
+}
+
+fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Result<i32> {
     let cols: Vec<String> = if args.columns.is_empty() {
         report::DEFAULT_COLUMNS
             .iter()
@@ -145,6 +150,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         OutFormat::Csv => Format::Csv,
         OutFormat::Json => Format::Json,
     };
-    print!("{}", report::render(&rows, &cols, fmt));
+    print!("{}", report::render(rows, &cols, fmt));
     Ok(0)
 }

@@ -1,0 +1,212 @@
+//! Store benchmarks, run by hand (see docs/perf/store.md):
+//! `cargo test -p inferbench-store --release --test store_bench -- --ignored --nocapture`.
+//! They print timings; they assert only correctness, never speed.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use inferbench_store::{
+    ConfigKey, CostOptions, Filter, IngestOptions, PointData, RunData, SourceKind, Store,
+};
+
+/// 100 artifact directories × 10 000 records (four chunks each) = 1 000 000 records.
+fn write_sweep(root: &std::path::Path, points: usize, per_point: usize) -> u64 {
+    let fx = common::fixtures().join("sweep-h200/conc4");
+    let summary = std::fs::read_to_string(fx.join("summary.json")).unwrap();
+    let mut bytes = 0u64;
+    let mut jsonl = String::with_capacity(per_point * 600);
+    for i in 0..per_point as u64 {
+        let s = i * 1_000;
+        jsonl.push_str(&format!(
+            "{{\"request_id\":{i},\"phase\":\"profile\",\"success\":true,\"scheduled_ns\":{s},\"sent_ns\":{s},\"first_byte_ns\":{},\"first_token_ns\":{},\"first_output_token_ns\":{},\"last_token_ns\":{},\"end_ns\":{},\"chunks\":[{{\"t_ns\":{},\"channel\":\"content\"}},{{\"t_ns\":{},\"channel\":\"content\"}},{{\"t_ns\":{},\"channel\":\"content\"}},{{\"t_ns\":{},\"channel\":\"content\"}}],\"prompt_tokens\":1024,\"prompt_tokens_client\":1024,\"max_tokens\":1024,\"completion_tokens\":1024,\"completion_tokens_source\":\"server\",\"finish_reason\":\"length\"}}\n",
+            s + 90_000_000, s + 100_000_000, s + 100_000_000, s + 10_000_000_000, s + 10_000_001_000,
+            s + 100_000_000, s + 3_000_000_000, s + 6_000_000_000, s + 10_000_000_000
+        ));
+    }
+    let z = zstd::encode_all(jsonl.as_bytes(), 3).unwrap();
+    for k in 0..points {
+        let d = root.join(format!("conc{}", k + 1));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("summary.json"),
+            summary.replace(
+                "\"max_concurrency\": 4",
+                &format!("\"max_concurrency\": {}", k + 1),
+            ),
+        )
+        .unwrap();
+        std::fs::write(d.join("requests.jsonl.zst"), &z).unwrap();
+        bytes += jsonl.len() as u64;
+    }
+    bytes
+}
+
+fn bench_ingest(store: &mut Store, name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = write_sweep(dir.path(), 100, 10_000);
+    let t = Instant::now();
+    let r = store
+        .ingest_path(dir.path(), &IngestOptions::default())
+        .unwrap();
+    let el = t.elapsed();
+    assert_eq!(r.requests, 1_000_000);
+    assert!(r.skipped.is_empty());
+    println!(
+        "[{name}] ingest 1,000,000 request records (100 points, {:.0} MB JSONL): {:.2} s ({:.0} records/s)",
+        raw as f64 / 1e6,
+        el.as_secs_f64(),
+        1e6 / el.as_secs_f64()
+    );
+}
+
+#[test]
+#[ignore]
+fn bench_ingest_1m_records_sqlite() {
+    let (mut s, _d, _) = common::sqlite();
+    bench_ingest(&mut s, "sqlite");
+}
+
+#[test]
+#[ignore]
+fn bench_ingest_1m_records_postgres() {
+    if let Some((mut s, _)) = common::postgres("bench_ingest") {
+        bench_ingest(&mut s, "postgres");
+    }
+}
+
+/// 100 runs × 1000 points = 100 000 points over 40 groups (8 hardware × 5 frameworks) × 5 TP
+/// values × 5 concurrencies × 8 image tags.
+fn fill_points(store: &mut Store) {
+    let hws = [
+        "h100", "h200", "b200", "b300", "gb200", "mi300x", "mi325x", "mi355x",
+    ];
+    let fws = ["vllm", "sglang", "trt", "atom", "dynamo-sglang"];
+    for run in 0..100 {
+        let mut points = Vec::with_capacity(1000);
+        for i in 0..1000usize {
+            let (hw, fw) = (hws[i % 8], fws[(i / 8) % 5]);
+            let tp = [1, 2, 4, 8, 16][(i / 40) % 5];
+            let conc = [4, 16, 64, 256, 1024][(i / 200) % 5];
+            let seed = (run * 1000 + i) as f64;
+            let x = 200.0 / (1.0 + conc as f64 / 16.0) * (1.0 + (seed * 0.37).sin() * 0.1);
+            let y = 100.0 * conc as f64 / tp as f64 * (1.0 + (seed * 0.73).cos() * 0.1);
+            let config = ConfigKey {
+                model: "dsr1".into(),
+                hardware: hw.into(),
+                framework: fw.into(),
+                precision: "fp8".into(),
+                spec_decoding: "none".into(),
+                tp,
+                pp: 1,
+                dcp: 1,
+                pcp: 1,
+                ep: 1,
+                prefill_tp: tp,
+                prefill_ep: 1,
+                decode_tp: tp,
+                decode_ep: 1,
+                num_prefill_gpu: tp,
+                num_decode_gpu: tp,
+                kv_offload: "off".into(),
+                scenario: "fixed_seq_len".into(),
+                isl: 1024,
+                osl: 1024,
+                image: format!("img:{}", run % 8),
+                ..Default::default()
+            };
+            points.push(PointData {
+                config,
+                conc,
+                date: format!("2026-01-{:02}", run % 28 + 1),
+                metrics: BTreeMap::from([
+                    ("median_intvty".to_string(), x),
+                    ("tput_per_gpu".to_string(), y),
+                    ("output_tput_per_gpu".to_string(), y / 2.0),
+                    ("input_tput_per_gpu".to_string(), y / 2.0),
+                    ("p99_ttft".to_string(), conc as f64 / 100.0),
+                ]),
+                error: None,
+                requests: None,
+                power: Vec::new(),
+                server_metrics: Vec::new(),
+            });
+        }
+        let run = RunData {
+            run_key: format!("bench-{run}"),
+            kind: SourceKind::InferenceX,
+            source_path: format!("bench/{run}"),
+            batch: format!("bench/{run}"),
+            date: "2026-01-01".into(),
+            start_unix: None,
+            end_unix: None,
+            inferbench_version: String::new(),
+            git_sha: String::new(),
+            engine_version: String::new(),
+            host: String::new(),
+            result_filename: String::new(),
+            job: "{}".into(),
+            points,
+            artifacts: Vec::new(),
+            unknown: BTreeSet::new(),
+            warnings: Vec::new(),
+        };
+        store.ingest_run(&run).unwrap();
+    }
+}
+
+fn bench_frontier(store: &mut Store, name: &str) {
+    let t = Instant::now();
+    fill_points(store);
+    println!(
+        "[{name}] load 100,000 points: {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    let c = CostOptions::default();
+    let f = Filter::default();
+    let mut best = f64::MAX;
+    let mut n = 0;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let fr = store
+            .frontier(&f, &c, "median_intvty", "tput_per_gpu")
+            .unwrap();
+        best = best.min(t.elapsed().as_secs_f64());
+        n = fr.len();
+    }
+    println!("[{name}] frontier over 100,000 points (all groups): {:.1} ms best of 5, {n} frontier points", best * 1e3);
+    let mut hw = Filter::default();
+    hw.add("hw=h200").unwrap();
+    let t = Instant::now();
+    let fr = store
+        .frontier(&hw, &c, "median_intvty", "tput_per_gpu")
+        .unwrap();
+    println!(
+        "[{name}] frontier, filter hw=h200 (12,500 points): {:.1} ms, {} frontier points",
+        t.elapsed().as_secs_f64() * 1e3,
+        fr.len()
+    );
+    let t = Instant::now();
+    let all = store.points(&f, &c).unwrap();
+    println!(
+        "[{name}] full rows of 100,000 points (report without --frontier): {:.0} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(all.len(), 100_000);
+}
+
+#[test]
+#[ignore]
+fn bench_frontier_100k_sqlite() {
+    let (mut s, _d, _) = common::sqlite();
+    bench_frontier(&mut s, "sqlite");
+}
+
+#[test]
+#[ignore]
+fn bench_frontier_100k_postgres() {
+    if let Some((mut s, _)) = common::postgres("bench_frontier") {
+        bench_frontier(&mut s, "postgres");
+    }
+}
