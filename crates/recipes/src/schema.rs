@@ -762,6 +762,17 @@ impl<'a> Checker<'a> {
                 }
             }
         }
+        if !multinode {
+            for (e, ep) in &entries {
+                if let Some(v) = present(e.get("kv-p2p-transfer")) {
+                    self.err(
+                        v.pos,
+                        &join(ep, "kv-p2p-transfer"),
+                        "kv-p2p-transfer is only valid when multinode=true",
+                    );
+                }
+            }
+        }
         if disagg && multinode && top_transfer.is_none() {
             let missing: Vec<&(&Node, String)> = entries
                 .iter()

@@ -196,6 +196,16 @@ k-agentic:
         "{e}"
     );
     let e = load_err(&agentic.replace(
+        "conc-list: [1, 2] }",
+        "conc-list: [1, 2], kv-p2p-transfer: nixl }",
+    ));
+    assert!(
+        e.contains(
+            "search-space[0].kv-p2p-transfer: kv-p2p-transfer is only valid when multinode=true"
+        ),
+        "{e}"
+    );
+    let e = load_err(&agentic.replace(
         "{ name: native }",
         "{ name: lmcache, version: \"image:lmcache:1\" }",
     ));
