@@ -1,10 +1,411 @@
-//! `inferbench quickstart` (stub: not implemented yet).
+//! `inferbench quickstart`: the README's first command. Starts the simulated server in-process,
+//! sweeps concurrency with the load generator, writes one artifact directory per point
+//! (DESIGN.md §3), ingests them into the database, prints the frontier table and draws the chart.
+//! No GPU and no network needed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use inferbench_core::record::RequestRecord;
+use inferbench_core::summary::{summarize, JobIdentity, RunSummary, SummaryContext};
+use inferbench_loadgen::{run_bench, BenchOptions, CancellationToken, ProgressMode};
+use inferbench_sim::{Precision, SimConfig};
 
 /// Flags of `inferbench quickstart`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Directory for the per-point artifacts (one subdirectory per concurrency).
+    #[arg(long, default_value = "results/quickstart")]
+    pub out: PathBuf,
+    /// Database to ingest into (SQLite path or postgres:// URL).
+    #[arg(long, default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Do not touch the database (artifacts, table and chart only).
+    #[arg(long)]
+    pub no_db: bool,
+    /// Chart path (.svg or .png); default `<out>/frontier.svg`.
+    #[arg(long)]
+    pub chart: Option<PathBuf>,
+    /// Concurrency points, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
+    pub concurrency: Vec<u32>,
+    /// Input length, tokens.
+    #[arg(long, default_value_t = 1024)]
+    pub isl: u32,
+    /// Output length, tokens.
+    #[arg(long, default_value_t = 256)]
+    pub osl: u32,
+    /// Prompts per point = this × concurrency (InferenceX uses 10).
+    #[arg(long, default_value_t = 5)]
+    pub prompts_per_conc: u32,
+    /// Warmup requests per point = this × concurrency (InferenceX uses 2).
+    #[arg(long, default_value_t = 1)]
+    pub warmups_per_conc: u32,
+    /// Simulated model (catalogue name).
+    #[arg(long, default_value = "Llama-3.1-8B")]
+    pub model: String,
+    /// Simulated hardware (catalogue name).
+    #[arg(long, default_value = "H100")]
+    pub hardware: String,
+    /// Weight precision.
+    #[arg(long, default_value = "bf16")]
+    pub precision: String,
+    /// Tensor-parallel GPUs of the simulated server.
+    #[arg(long, default_value_t = 1)]
+    pub tp: u32,
+    /// Simulated max-num-seqs: TTFT jumps once concurrency passes it.
+    #[arg(long, default_value_t = 32)]
+    pub max_num_seqs: u32,
+    /// Modelled seconds per wall second. Results are converted back to modelled time (every
+    /// timestamp × this factor), so they describe the simulated hardware; keep one engine step
+    /// above ~1 ms of wall time (the timer's granularity), i.e. this factor at most ~5 for an 8B
+    /// model on H100.
+    #[arg(long, default_value_t = 4.0)]
+    pub time_scale: f64,
+    /// Seed for prompts.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// A seconds-long smoke run: concurrency 1,4,16,64, ISL 128, OSL 32, 2 prompts per
+    /// concurrency, max-num-seqs 16, time scale 20 (overrides those flags).
+    #[arg(long)]
+    pub fast: bool,
+}
 
-/// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench quickstart` is not implemented yet")
+/// One finished point.
+struct Point {
+    conc: u32,
+    dir: PathBuf,
+    summary: RunSummary,
+}
+
+fn metric(s: &RunSummary, name: &str) -> Option<f64> {
+    s.metrics.get(name).and_then(serde_json::Value::as_f64)
+}
+
+/// Runs the quickstart; returns the exit code (0 ok, 1 when a point failed, 130 on Ctrl-C).
+pub fn run(mut args: Args) -> anyhow::Result<i32> {
+    if args.fast {
+        args.concurrency = vec![1, 4, 16, 64];
+        args.isl = 128;
+        args.osl = 32;
+        args.prompts_per_conc = 2;
+        args.warmups_per_conc = 0;
+        args.max_num_seqs = 16;
+        args.time_scale = 20.0;
+    }
+    anyhow::ensure!(
+        !args.concurrency.is_empty() && args.concurrency.iter().all(|&c| c > 0),
+        "--concurrency needs positive values"
+    );
+    let precision = Precision::parse(&args.precision)?;
+    let cfg = SimConfig {
+        hardware: args.hardware.clone(),
+        model: args.model.clone(),
+        precision,
+        tp: args.tp,
+        time_scale: args.time_scale,
+        max_num_seqs: args.max_num_seqs,
+        seed: args.seed,
+        threads: 1,
+        ..SimConfig::default()
+    };
+    let info = inferbench_sim::describe(&cfg)?;
+    let cat = inferbench_sim::Catalogue::embedded();
+    let hw_key = cat.hardware(&args.hardware)?.name.to_ascii_lowercase();
+    let model_prefix = cat
+        .model(&args.model)?
+        .name
+        .to_ascii_lowercase()
+        .replace("llama-", "llama");
+    let sim_line = format!(
+        "inferbench sim: {} {} on {}x{} (time scale {}), max-num-seqs {}, KV cache {} tokens",
+        info.served_model_name,
+        precision,
+        args.tp,
+        args.hardware,
+        args.time_scale,
+        args.max_num_seqs,
+        info.kv_capacity_tokens
+    );
+    eprintln!("{sim_line}");
+    let sim = inferbench_sim::spawn(cfg)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let cancel = CancellationToken::new();
+    let mut points = Vec::new();
+    let mut exit = 0;
+    rt.block_on(async {
+        let c2 = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                c2.cancel();
+            }
+        });
+        for &conc in &args.concurrency {
+            let runner = format!("{hw_key}-sim");
+            let exp = format!("qs-{model_prefix}-{}-{}", args.isl, args.osl);
+            let result_filename = format!(
+                "{exp}_{precision}_sim_tp{}-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc{conc}_{runner}",
+                args.tp
+            );
+            let dir = args.out.join(&result_filename);
+            std::fs::create_dir_all(&dir)?;
+            let env: BTreeMap<&str, String> = [
+                ("RUNNER_TYPE", hw_key.clone()),
+                ("FRAMEWORK", "sim".into()),
+                ("PRECISION", precision.to_string()),
+                ("SPEC_DECODING", "none".into()),
+                ("RESULT_FILENAME", result_filename.clone()),
+                ("ISL", args.isl.to_string()),
+                ("OSL", args.osl.to_string()),
+                ("DISAGG", "false".into()),
+                ("MODEL_PREFIX", model_prefix.clone()),
+                ("IMAGE", format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION"))),
+                ("TP", args.tp.to_string()),
+                ("EP_SIZE", "1".into()),
+                ("DP_ATTENTION", "false".into()),
+            ]
+            .into_iter()
+            .collect();
+            let identity = JobIdentity::from_lookup(|k| env.get(k).cloned())?;
+            let opts = BenchOptions {
+                base_url: sim.base_url(),
+                model: info.served_model_name.clone(),
+                random_input_len: args.isl,
+                random_output_len: args.osl,
+                random_range_ratio: Some(1.0),
+                ignore_eos: true,
+                seed: args.seed,
+                max_concurrency: Some(conc),
+                num_prompts: Some(u64::from(args.prompts_per_conc.max(1) * conc)),
+                num_warmups: Some(u64::from(args.warmups_per_conc * conc)),
+                save_result: true,
+                result_dir: Some(dir.clone()),
+                result_filename: Some("summary.json".into()),
+                save_requests: Some(dir.join("requests.jsonl")),
+                job_identity: Some(identity.clone()),
+                progress: ProgressMode::Off,
+                metadata: vec![
+                    ("clock".into(), "modelled".into()),
+                    ("sim_time_scale".into(), args.time_scale.to_string()),
+                ],
+                ..BenchOptions::default()
+            };
+            let started = inferbench_runner::artifacts::now_rfc3339();
+            let t0 = std::time::Instant::now();
+            let mut outcome = run_bench(opts.clone(), cancel.clone()).await?;
+            for n in &outcome.notes {
+                eprintln!("  note: {n}");
+            }
+            outcome.summary = to_modelled_time(&opts, &outcome.summary, &outcome.records, conc, args.time_scale)?;
+            let plain = dir.join("requests.jsonl");
+            if plain.exists() {
+                inferbench_runner::bench::compress(&plain, &dir.join("requests.jsonl.zst"))?;
+                std::fs::remove_file(&plain).ok();
+            }
+            let job = serde_json::json!({
+                "identity": identity,
+                "provenance": inferbench_runner::artifacts::Provenance::current(
+                    &format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")), &runner),
+                "sim": {
+                    "hardware": args.hardware, "model": args.model, "precision": precision.as_str(),
+                    "tp": args.tp, "max_num_seqs": args.max_num_seqs, "time_scale": args.time_scale,
+                    "kv_capacity_tokens": info.kv_capacity_tokens,
+                },
+                "bench": {"conc": conc, "isl": args.isl, "osl": args.osl,
+                          "num_prompts": args.prompts_per_conc.max(1) * conc,
+                          "num_warmups": args.warmups_per_conc * conc, "seed": args.seed},
+                "started_at": started,
+                "finished_at": inferbench_runner::artifacts::now_rfc3339(),
+            });
+            inferbench_runner::artifacts::write_json_atomic(&dir.join("job.json"), &job)?;
+            std::fs::write(dir.join("server.log"), format!("{sim_line}\n"))?;
+            let s = &outcome.summary;
+            eprintln!(
+                "  conc {conc:>3}: {} ok, {} failed, {:.0} tok/s, TTFT p99 {:.0} ms, {:.1} s",
+                s.completed,
+                s.inferbench.failed,
+                s.total_token_throughput,
+                metric(s, "p99_ttft_ms").unwrap_or(f64::NAN),
+                t0.elapsed().as_secs_f64()
+            );
+            if outcome.exit_code != 0 {
+                exit = if outcome.interrupted { 130 } else { 1 };
+            }
+            points.push(Point {
+                conc,
+                dir,
+                summary: outcome.summary,
+            });
+            if cancel.is_cancelled() {
+                break;
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })?;
+    sim.shutdown();
+
+    print!("{}", frontier_table(&points, args.tp));
+    let chart = args
+        .chart
+        .clone()
+        .unwrap_or_else(|| args.out.join("frontier.svg"));
+    if args.no_db {
+        eprintln!("artifacts in {} (database skipped)", args.out.display());
+    } else {
+        match store_and_plot(&args, &hw_key, &model_prefix, &chart) {
+            Ok(msg) => eprintln!("{msg}"),
+            Err(e) => {
+                eprintln!("warning: database/chart step failed: {e:#}");
+                exit = exit.max(1);
+            }
+        }
+    }
+    for p in &points {
+        tracing::debug!("point conc {} in {}", p.conc, p.dir.display());
+    }
+    Ok(exit)
+}
+
+/// Multiplies every timestamp of `records` by `k` (wall → modelled seconds of the simulated
+/// hardware), recomputes the summary, and rewrites `summary.json`, the aggregate and
+/// `requests.jsonl` with the modelled values. Client-side overheads are scaled too, so they
+/// weigh `k` times more than in a real run; at k ≤ 5 that is well under a millisecond.
+fn to_modelled_time(
+    opts: &BenchOptions,
+    wall: &RunSummary,
+    records: &[RequestRecord],
+    conc: u32,
+    k: f64,
+) -> anyhow::Result<RunSummary> {
+    let s = |t: u64| (t as f64 * k).round() as u64;
+    let so = |t: Option<u64>| t.map(s);
+    let scaled: Vec<RequestRecord> = records
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.scheduled_ns = s(r.scheduled_ns);
+            r.released_ns = so(r.released_ns);
+            r.sent_ns = s(r.sent_ns);
+            r.first_byte_ns = so(r.first_byte_ns);
+            r.first_token_ns = so(r.first_token_ns);
+            r.first_output_token_ns = so(r.first_output_token_ns);
+            r.last_token_ns = so(r.last_token_ns);
+            r.end_ns = s(r.end_ns);
+            for c in &mut r.chunks {
+                c.t_ns = s(c.t_ns);
+            }
+            r
+        })
+        .collect();
+    let start = wall.benchmark_start_time_unix;
+    let ctx = SummaryContext {
+        backend: wall.backend.clone(),
+        model_id: wall.model_id.clone(),
+        tokenizer_id: wall.tokenizer_id.clone(),
+        num_prompts: wall.num_prompts,
+        burstiness: wall.burstiness,
+        max_concurrency: Some(conc),
+        date: wall.date.clone(),
+        benchmark_start_time_unix: start,
+        benchmark_end_time_unix: match (start, wall.benchmark_end_time_unix) {
+            (Some(a), Some(b)) => Some(a + (b - a) * k),
+            _ => None,
+        },
+        interrupted: wall.inferbench.interrupted,
+        metadata: opts.metadata.iter().cloned().collect(),
+        ..SummaryContext::default()
+    };
+    let modelled = summarize(&scaled, &ctx);
+    inferbench_loadgen::output::write_results(opts, &modelled, &wall.date)?;
+    if let Some(path) = &opts.save_requests {
+        let mut sink = inferbench_loadgen::output::RecordSink::create(path)?;
+        for r in &scaled {
+            sink.write(r)?;
+        }
+    }
+    Ok(modelled)
+}
+
+/// The table printed at the end: one row per point, `*` marks the Pareto frontier of
+/// (interactivity, tok/s/GPU), both higher-is-better.
+fn frontier_table(points: &[Point], gpus: u32) -> String {
+    let rows: Vec<(u32, f64, f64, f64)> = points
+        .iter()
+        .map(|p| {
+            let s = &p.summary;
+            let tput = s.total_token_throughput / f64::from(gpus.max(1));
+            let intvty = metric(s, "median_tpot_ms")
+                .filter(|t| *t > 0.0)
+                .map_or(f64::NAN, |t| 1000.0 / t);
+            (
+                p.conc,
+                tput,
+                intvty,
+                metric(s, "p99_ttft_ms").unwrap_or(f64::NAN),
+            )
+        })
+        .collect();
+    let mut out = String::from(
+        "\n  conc   tok/s/GPU   interactivity (tok/s/user)   TTFT p99 (ms)   frontier\n",
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let dominated = rows
+            .iter()
+            .enumerate()
+            .any(|(j, o)| j != i && o.1 >= r.1 && o.2 >= r.2 && (o.1 > r.1 || o.2 > r.2));
+        out.push_str(&format!(
+            "  {:>4}   {:>9.1}   {:>26.1}   {:>13.1}   {}\n",
+            r.0,
+            r.1,
+            r.2,
+            r.3,
+            if dominated { "" } else { "*" }
+        ));
+    }
+    out
+}
+
+fn store_and_plot(
+    args: &Args,
+    hw_key: &str,
+    model_prefix: &str,
+    chart: &Path,
+) -> anyhow::Result<String> {
+    let mut store = inferbench_store::Store::open(&args.db)?;
+    store.migrate()?;
+    let report = store.ingest_path(&args.out, &inferbench_store::IngestOptions::default())?;
+    let mut filter = inferbench_store::Filter::default();
+    for f in [
+        "framework=sim".to_string(),
+        format!("hardware={hw_key}"),
+        format!("model={model_prefix}"),
+        format!("isl={}", args.isl),
+        format!("osl={}", args.osl),
+    ] {
+        filter.add(&f)?;
+    }
+    let mut rows = store.points(&filter, &inferbench_store::CostOptions::default())?;
+    let spec = inferbench_store::plot::PlotSpec {
+        title: format!(
+            "inferbench quickstart: {} on simulated {} ({} / {} tokens)",
+            args.model, args.hardware, args.isl, args.osl
+        ),
+        ..Default::default()
+    };
+    inferbench_store::query::mark_frontier(&mut rows, &spec.x, &spec.y);
+    inferbench_store::plot::plot(&rows, &spec, chart)?;
+    Ok(format!(
+        "ingested {} points into {} ({} skipped); chart: {}",
+        report.points,
+        store.location(),
+        report.skipped.len(),
+        chart.display()
+    ))
 }
