@@ -100,7 +100,7 @@ fn store_cli_sqlite_and_postgres_reports_identical() {
     // The corrupt fixture is skipped → exit 1, everything else stored.
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("ingested 5 run(s)"), "{text}");
+    assert!(text.contains("ingested 6 run(s)"), "{text}");
     assert!(text.contains("hardware: tpu-v9"), "{text}");
     let lite = reports(&db);
     // Pinned: the frontier CSV of the H200 sweep (exact values from the fixtures).
@@ -112,7 +112,13 @@ fn store_cli_sqlite_and_postgres_reports_identical() {
          h200,TP8,4,102.4,105.26315789473684,503.5,4.9169921875,3.824869791666666\n\
          h200,TP8,16,407.04,52.63157894736842,,,0.962231394129979\n"
     );
-    assert!(lite[4].contains("1.333"), "{}", lite[4]);
+    assert!(
+        lite[4].contains(
+            "     80.0000     1140.0000    2      945.0000    2     1.206       [0.490, 2.973]"
+        ),
+        "{}",
+        lite[4]
+    );
     if let Some(url) = pg_url("ident") {
         let o = run(&["ingest", &fx, "--db", &url]);
         assert_eq!(

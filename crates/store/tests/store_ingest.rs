@@ -19,9 +19,9 @@ fn check_fixture_ingest(store: &mut Store) {
         "{}",
         r.skipped[0].reason
     );
-    // 2 artifact dirs + agg_bmk.json + AIPerf + vLLM file.
-    assert_eq!(r.runs_ingested, 5, "{}", r.render());
-    assert_eq!(r.points, 2 + 9 + 1 + 1);
+    // 2 artifact dirs + agg_bmk.json + its rerun + AIPerf + vLLM file.
+    assert_eq!(r.runs_ingested, 6, "{}", r.render());
+    assert_eq!(r.points, 2 + 9 + 8 + 1 + 1);
     assert_eq!(r.requests, 10 + 6);
     // The crashed point is reported with its status; sweep.json is listed as not a result.
     assert_eq!(r.unfinished.len(), 1);
@@ -108,7 +108,7 @@ fn check_idempotent_and_snapshot(store: &mut Store, other: &mut Store) {
     ingest_all(store, dir.path());
     let (d1, rows, _) = store.dump_bytes().unwrap();
     let r = ingest_all(store, dir.path());
-    assert_eq!(r.runs_reingested, 5);
+    assert_eq!(r.runs_reingested, 6);
     let (d2, _, _) = store.dump_bytes().unwrap();
     assert!(d1 == d2, "re-ingest changed the dump");
     assert!(rows > 20);
@@ -227,5 +227,82 @@ fn frontier_fast_path_matches_sqlite() {
 fn frontier_fast_path_matches_postgres() {
     if let Some((mut s, _)) = common::postgres("frontier") {
         check_frontier_fast_path(&mut s);
+    }
+}
+
+fn check_compare_and_history(store: &mut Store) {
+    let fx = common::fixtures();
+    let o = IngestOptions::default();
+    store
+        .ingest_path(&fx.join("imports/agg_bmk.json"), &o)
+        .unwrap();
+    store
+        .ingest_path(&fx.join("repeats/agg_bmk_rerun.json"), &o)
+        .unwrap();
+    let c = CostOptions::default();
+    let side = |s: &mut Store, hw: &str| {
+        let mut f = Filter::default();
+        f.add(&format!("hw={hw}")).unwrap();
+        s.points(&f, &c).unwrap()
+    };
+    let (a, b) = (side(store, "b200"), side(store, "mi355x"));
+    // Two batches (files) per side. At 80 tok/s/user: A = [1200, 1080], B = [900, 990].
+    let rows =
+        inferbench_store::compare::compare(&a, &b, "median_intvty", "tput_per_gpu", &[80.0, 200.0]);
+    let r = &rows[0];
+    assert_eq!((r.n_a, r.n_b), (2, 2));
+    assert_eq!(r.mean_a, Some(1140.0));
+    assert!((r.mean_b.unwrap() - 945.0).abs() < 1e-9);
+    assert!((r.ratio_a_over_b.unwrap() - 1140.0 / 945.0).abs() < 1e-12);
+    // Welch df = 1.98 → t(1) = 12.706; se(log ratio) = 0.070976…
+    assert!(
+        (r.ci95_low.unwrap() - 0.48956982060779963).abs() < 1e-9,
+        "{r:?}"
+    );
+    assert!(
+        (r.ci95_high.unwrap() - 2.9725656002501046).abs() < 1e-9,
+        "{r:?}"
+    );
+    // 200 tok/s/user is beyond every frontier: no extrapolation, no values.
+    assert_eq!(
+        (rows[1].n_a, rows[1].n_b, rows[1].ratio_a_over_b),
+        (0, 0, None)
+    );
+    // Defaults: the overlap [40, 120] → 40, 80, 120.
+    assert_eq!(
+        inferbench_store::compare::default_targets(&a, &b, "median_intvty", "tput_per_gpu"),
+        vec![40.0, 80.0, 120.0]
+    );
+    // History at 80: b200 fell 10 % on 2026-02-27 → regression; mi355x rose 10 %.
+    let h = inferbench_store::compare::history(
+        &[a, b].concat(),
+        "median_intvty",
+        "tput_per_gpu",
+        80.0,
+        3,
+        0.05,
+    );
+    let b200 = &h["dsr1 1024/1024 b200_sglang_fp4"];
+    assert_eq!(
+        b200.iter()
+            .map(|p| (p.date.as_str(), p.value))
+            .collect::<Vec<_>>(),
+        vec![("2026-02-20", 1200.0), ("2026-02-27", 1080.0)]
+    );
+    assert!(!b200[0].regression && b200[1].regression);
+    let mi = &h["dsr1 1024/1024 mi355x_mori-sglang_fp4"];
+    assert!(!mi[1].regression);
+}
+
+#[test]
+fn compare_and_history_sqlite() {
+    let (mut s, _d, _) = common::sqlite();
+    check_compare_and_history(&mut s);
+}
+
+#[test]
+fn compare_and_history_postgres() {
+    if let Some((mut s, _)) = common::postgres("compare") {
+        check_compare_and_history(&mut s);
     }
 }
