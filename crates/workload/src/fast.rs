@@ -240,29 +240,31 @@ impl Cyclic {
             let mut hay = String::with_capacity(lead.len() + end - a);
             hay.push_str(lead);
             hay.push_str(&self.text[a..end]);
-            let mut ends = Vec::new();
-            let mut counts = Vec::new();
+            // Walk the pieces lazily; piece j is trusted once piece j + 2 ends MARGIN before the
+            // haystack end. Only pieces before the sync point are byte-pair encoded.
+            let mut spans: Vec<(usize, usize)> = Vec::new();
+            let mut tokens = 0;
+            let mut j = 0;
             for m in self.regex().find_iter(&hay) {
                 let m = m.ok()?;
-                ends.push(m.end());
-                counts.push(bpe_len(&self.enc, m.as_str().as_bytes()));
-            }
-            let mut tokens = 0;
-            for j in 0..ends.len() {
-                match ends.get(j + 2) {
-                    Some(&e) if e + MARGIN <= hay.len() => {}
-                    _ => break,
+                spans.push((m.start(), m.end()));
+                if m.end() + MARGIN > hay.len() {
+                    break;
                 }
-                tokens += counts[j];
-                if ends[j] > lead.len() {
-                    let ce = a + ends[j] - lead.len();
-                    if let Ok(k) = self.bounds.binary_search(&(ce as u32)) {
-                        return Some(Head {
-                            k,
-                            tokens,
-                            min_b: a + ends[j + 2] - lead.len() + MARGIN,
-                        });
+                while j + 2 < spans.len() {
+                    let (x, e) = spans[j];
+                    tokens += bpe_len(&self.enc, &hay.as_bytes()[x..e]);
+                    if e > lead.len() {
+                        let ce = a + e - lead.len();
+                        if let Ok(k) = self.bounds.binary_search(&(ce as u32)) {
+                            return Some(Head {
+                                k,
+                                tokens,
+                                min_b: a + spans[j + 2].1 - lead.len() + MARGIN,
+                            });
+                        }
                     }
+                    j += 1;
                 }
             }
             if end == self.text.len() {

