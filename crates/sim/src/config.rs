@@ -3,6 +3,7 @@
 use crate::catalogue::{Catalogue, CatalogueError, Precision};
 use crate::fault::FaultSpec;
 use crate::roofline::RooflineParams;
+use crate::tokenize::TokenizerKind;
 
 /// How time is modelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -82,6 +83,9 @@ pub struct SimConfig {
     pub events_per_write: usize,
     /// Worker threads of the runtime [`crate::spawn`] starts. Default 1.
     pub threads: usize,
+    /// How prompts are tokenized (counts, prefix-cache hashes). Default `o200k_base`, the load
+    /// generator's default, so requested and served prompt lengths agree.
+    pub tokenizer: TokenizerKind,
 }
 
 impl Default for SimConfig {
@@ -111,6 +115,7 @@ impl Default for SimConfig {
             roofline: RooflineParams::default(),
             events_per_write: 64,
             threads: 1,
+            tokenizer: TokenizerKind::default(),
         }
     }
 }

@@ -57,6 +57,7 @@ pub(crate) async fn run(app: Arc<App>, mut rx: mpsc::UnboundedReceiver<EngineMsg
         num_blocks: app.res.num_blocks,
         enable_prefix_caching: cfg.enable_prefix_caching,
         spec_decode: cfg.spec_decode,
+        output_ids: *cfg.tokenizer.output_ids(),
     });
     let scale = cfg.time_scale;
     let mut live: HashMap<u64, Live> = HashMap::new();

@@ -20,7 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::config::SpecDecode;
 use crate::kv::BlockPool;
 use crate::roofline::SeqWork;
-use crate::tokenize::{block_hash, output_token_id};
+use crate::tokenize::block_hash;
 
 /// Scheduler limits.
 #[derive(Debug, Clone)]
@@ -37,6 +37,9 @@ pub struct EngineConfig {
     pub enable_prefix_caching: bool,
     /// Speculative decoding.
     pub spec_decode: Option<SpecDecode>,
+    /// Token id of each output word (see [`crate::tokenize::TokenizerKind::output_ids`]), to
+    /// hash blocks of generated tokens.
+    pub output_ids: [u32; 64],
 }
 
 /// A request entering the engine.
@@ -381,7 +384,7 @@ impl Engine {
                 }
             }
             if self.cfg.enable_prefix_caching {
-                register_hashes(&mut self.kv, s, bs);
+                register_hashes(&mut self.kv, s, bs, &self.cfg.output_ids);
             }
         }
         for id in finished {
@@ -396,7 +399,7 @@ impl Engine {
 
 /// Gives every newly full block of `s` its hash: prompt blocks from the precomputed chain, later
 /// blocks by extending the chain over the prompt tail and the generated token ids.
-fn register_hashes(kv: &mut BlockPool, s: &mut Seq, bs: u32) {
+fn register_hashes(kv: &mut BlockPool, s: &mut Seq, bs: u32, out_ids: &[u32; 64]) {
     let full = s.computed / bs;
     while s.hashed_blocks < full && (s.hashed_blocks as usize) < s.blocks.len() {
         let j = s.hashed_blocks as usize;
@@ -414,7 +417,7 @@ fn register_hashes(kv: &mut BlockPool, s: &mut Seq, bs: u32) {
                         _ => toks.push(pos), // prompt given without tokens: placeholder
                     }
                 } else {
-                    toks.push(output_token_id(pos - s.prompt_len));
+                    toks.push(out_ids[((pos - s.prompt_len) % 64) as usize]);
                 }
             }
             block_hash(s.last_hash, &toks)
@@ -428,7 +431,7 @@ fn register_hashes(kv: &mut BlockPool, s: &mut Seq, bs: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokenize::{block_hashes, tokenize};
+    use crate::tokenize::{block_hashes, output_token_id, tokenize};
 
     fn cfg(seqs: u32, budget: u32, blocks: u32) -> EngineConfig {
         EngineConfig {
@@ -438,6 +441,7 @@ mod tests {
             num_blocks: blocks,
             enable_prefix_caching: true,
             spec_decode: None,
+            output_ids: *crate::tokenize::TokenizerKind::Approx.output_ids(),
         }
     }
 

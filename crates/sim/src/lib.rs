@@ -9,7 +9,8 @@
 //! - [`engine`] — continuous batching with `max_num_seqs` and a token budget per step (chunked
 //!   prefill), a paged KV cache ([`kv`]) with prefix caching and preemption.
 //! - [`roofline`] — each step's time from the [`catalogue`] (hardware × model × precision × tp).
-//! - [`tokenize`] — the cheap deterministic token approximation the server counts with.
+//! - [`tokenize`] — prompt token ids (embedded o200k/cl100k BPE, or a cheap approximation) and
+//!   the chained block hashes of the prefix cache.
 //!
 //! ```no_run
 //! let sim = inferbench_sim::spawn(inferbench_sim::SimConfig::default()).unwrap();
@@ -38,6 +39,7 @@ pub use catalogue::{Catalogue, Hardware, Model, Precision};
 pub use config::{ConfigError, Mode, SimConfig, SpecDecode, ACTIVATION_RESERVE_BYTES};
 pub use fault::FaultSpec;
 pub use roofline::{step_time, RooflineParams, SeqWork, StepTime};
+pub use tokenize::TokenizerKind;
 
 /// Errors of [`spawn`] and [`serve`].
 #[derive(Debug, thiserror::Error)]

@@ -24,7 +24,7 @@ use crate::engine::NewSeq;
 use crate::fault::{u01, FaultSpec};
 use crate::metrics::Metrics;
 use crate::sse::{Api, Writer};
-use crate::tokenize::{block_hashes, tokenize_into};
+use crate::tokenize::{block_hashes, TokenizerKind};
 
 /// Largest request body accepted, bytes (64 MiB).
 const MAX_BODY_BYTES: usize = 64 << 20;
@@ -422,7 +422,11 @@ async fn read_json(req: Request<Incoming>) -> Result<Value, String> {
 }
 
 /// Prompt token ids of a completions `prompt` or chat `messages`.
-fn prompt_tokens(prompt: Option<&Value>, messages: Option<&[Value]>) -> Result<Vec<u32>, String> {
+fn prompt_tokens(
+    tok: TokenizerKind,
+    prompt: Option<&Value>,
+    messages: Option<&[Value]>,
+) -> Result<Vec<u32>, String> {
     let mut ids = Vec::new();
     if let Some(msgs) = messages {
         // A minimal chat template: "<|role|>\n" + content + "\n" per message, then the
@@ -448,14 +452,14 @@ fn prompt_tokens(prompt: Option<&Value>, messages: Option<&[Value]>) -> Result<V
             text.push('\n');
         }
         text.push_str("<|assistant|>\n");
-        tokenize_into(&text, &mut ids);
+        tok.encode_into(&text, &mut ids);
         return Ok(ids);
     }
     match prompt {
-        Some(Value::String(s)) => tokenize_into(s, &mut ids),
+        Some(Value::String(s)) => tok.encode_into(s, &mut ids),
         Some(Value::Array(a)) if a.is_empty() => return Err("prompt is empty".into()),
         Some(Value::Array(a)) => match &a[0] {
-            Value::String(s) if a.len() == 1 => tokenize_into(s, &mut ids),
+            Value::String(s) if a.len() == 1 => tok.encode_into(s, &mut ids),
             Value::Number(_) => {
                 for v in a {
                     let t = v
@@ -478,7 +482,7 @@ fn tokenize_route(app: &App, v: &Value) -> Resp {
         .get("messages")
         .and_then(Value::as_array)
         .map(Vec::as_slice);
-    match prompt_tokens(v.get("prompt"), msgs) {
+    match prompt_tokens(app.cfg.tokenizer, v.get("prompt"), msgs) {
         Ok(ids) => json_response(
             StatusCode::OK,
             &json!({"count": ids.len(), "max_model_len": app.res.max_model_len, "tokens": ids}),
@@ -534,10 +538,10 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
     }
     let ids = match api {
         Api::Chat => match &r.messages {
-            Some(m) => prompt_tokens(None, Some(m)),
+            Some(m) => prompt_tokens(app.cfg.tokenizer, None, Some(m)),
             None => Err("missing field `messages`".to_string()),
         },
-        Api::Completions => prompt_tokens(r.prompt.as_ref(), None),
+        Api::Completions => prompt_tokens(app.cfg.tokenizer, r.prompt.as_ref(), None),
     };
     let ids = match ids {
         Ok(ids) => ids,

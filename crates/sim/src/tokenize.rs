@@ -1,5 +1,11 @@
-//! The simulator's own cheap, deterministic tokenizer approximation and prefix-cache block
-//! hashing.
+//! Prompt tokenization and prefix-cache block hashing.
+//!
+//! [`TokenizerKind`] chooses how prompts become token ids: exactly with an embedded BPE
+//! encoding (`o200k_base`, the default, equal to the load generator's default tokenizer, so a
+//! random prompt of 1,024 tokens is 1,024 tokens here too; or `cl100k_base`), or with the cheap
+//! approximation below (`approx`), which needs no tables and is several times faster.
+//!
+//! ## The `approx` rule
 //!
 //! Real engines tokenize with the model's tokenizer; the simulator only needs token *counts* that
 //! grow with the text and token *ids* that are equal for equal text prefixes (so shared prefixes
@@ -28,7 +34,77 @@ fn fnv1a32(bytes: &[u8]) -> u32 {
     h
 }
 
-/// Splits `text` into pieces per the module rule and appends each piece's id to `out`.
+/// How the server turns prompt text into token ids (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenizerKind {
+    /// The character-class approximation (module doc): fast, table-free.
+    Approx,
+    /// tiktoken `o200k_base` (embedded via tiktoken-rs). The default.
+    #[default]
+    O200kBase,
+    /// tiktoken `cl100k_base` (embedded via tiktoken-rs).
+    Cl100kBase,
+}
+
+impl TokenizerKind {
+    /// Parses `approx`, `o200k_base` or `cl100k_base`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "approx" => Ok(TokenizerKind::Approx),
+            "o200k_base" | "o200k" => Ok(TokenizerKind::O200kBase),
+            "cl100k_base" | "cl100k" => Ok(TokenizerKind::Cl100kBase),
+            _ => Err(format!(
+                "unknown tokenizer {s:?} (known: o200k_base, cl100k_base, approx)"
+            )),
+        }
+    }
+
+    /// Canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenizerKind::Approx => "approx",
+            TokenizerKind::O200kBase => "o200k_base",
+            TokenizerKind::Cl100kBase => "cl100k_base",
+        }
+    }
+
+    /// Appends the token ids of `text` to `out`.
+    pub fn encode_into(self, text: &str, out: &mut Vec<u32>) {
+        match self {
+            TokenizerKind::Approx => tokenize_into(text, out),
+            TokenizerKind::O200kBase => {
+                out.extend(tiktoken_rs::o200k_base_singleton().encode_ordinary(text))
+            }
+            TokenizerKind::Cl100kBase => {
+                out.extend(tiktoken_rs::cl100k_base_singleton().encode_ordinary(text))
+            }
+        }
+    }
+
+    /// Token id of each of [`OUTPUT_WORDS`] under this tokenizer (each word is one token in
+    /// all three; checked by a test), so generated blocks hash like a re-sent history.
+    pub fn output_ids(self) -> &'static [u32; 64] {
+        use std::sync::OnceLock;
+        static TABLES: [OnceLock<[u32; 64]>; 3] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let slot = match self {
+            TokenizerKind::Approx => 0,
+            TokenizerKind::O200kBase => 1,
+            TokenizerKind::Cl100kBase => 2,
+        };
+        TABLES[slot].get_or_init(|| {
+            let mut t = [0u32; 64];
+            for (i, w) in OUTPUT_WORDS.iter().enumerate() {
+                let mut ids = Vec::new();
+                self.encode_into(w, &mut ids);
+                t[i] = ids.first().copied().unwrap_or(0);
+            }
+            t
+        })
+    }
+}
+
+/// Splits `text` into pieces per the `approx` rule and appends each piece's id to `out`.
 pub fn tokenize_into(text: &str, out: &mut Vec<u32>) {
     let b = text.as_bytes();
     let mut i = 0;
@@ -91,7 +167,7 @@ pub fn push_output_text(out: &mut Vec<u8>, start: u32, n: u32) {
     }
 }
 
-/// Token id of output token `i` (the id [`tokenize`] gives its word).
+/// Token id of output token `i` under the `approx` rule (the id [`tokenize`] gives its word).
 pub fn output_token_id(i: u32) -> u32 {
     fnv1a32(OUTPUT_WORDS[i as usize % OUTPUT_WORDS.len()].as_bytes())
 }
@@ -149,6 +225,22 @@ mod tests {
         for (i, id) in ids.iter().enumerate() {
             assert_eq!(*id, output_token_id(i as u32));
         }
+    }
+
+    #[test]
+    fn output_words_are_single_tokens_in_every_tokenizer() {
+        for k in [
+            TokenizerKind::Approx,
+            TokenizerKind::O200kBase,
+            TokenizerKind::Cl100kBase,
+        ] {
+            let mut text = Vec::new();
+            push_output_text(&mut text, 0, 64);
+            let mut ids = Vec::new();
+            k.encode_into(std::str::from_utf8(&text).unwrap(), &mut ids);
+            assert_eq!(&ids[..], &k.output_ids()[..], "{}", k.as_str());
+        }
+        assert_eq!(TokenizerKind::Approx.output_ids()[3], output_token_id(3));
     }
 
     #[test]

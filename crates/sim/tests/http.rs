@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use inferbench_sim::{spawn, FaultSpec, Mode, SimConfig};
+use inferbench_sim::{spawn, FaultSpec, Mode, SimConfig, TokenizerKind};
 use openmetrics_parser::PrometheusValue;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -141,6 +141,7 @@ fn small_timed() -> SimConfig {
     SimConfig {
         model: "SmolLM2-135M".into(),
         time_scale: 100.0,
+        tokenizer: TokenizerKind::Approx,
         ..SimConfig::default()
     }
 }
@@ -441,6 +442,24 @@ async fn fault_framing_crlf_keepalive_and_no_usage() {
     .await;
     assert!(!r.text().contains("usage"));
     assert_eq!(r.data().len(), 6);
+}
+
+#[tokio::test]
+async fn default_tokenizer_counts_o200k_tokens() {
+    let sim = spawn(SimConfig {
+        tokenizer: TokenizerKind::default(),
+        ..instant()
+    })
+    .unwrap();
+    // o200k_base: "hello" " there" " world" = 3 tokens (approx would say 6).
+    let r = post(
+        sim.addr,
+        "/tokenize",
+        r#"{"prompt":"hello there world"}"#,
+        &[],
+    )
+    .await;
+    assert_eq!(r.json()["count"], 3);
 }
 
 #[tokio::test]

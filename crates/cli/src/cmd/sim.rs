@@ -2,7 +2,7 @@
 //! `inferbench-sim`; DESIGN.md §6).
 
 use anyhow::Context as _;
-use inferbench_sim::{FaultSpec, Mode, Precision, SimConfig, SpecDecode};
+use inferbench_sim::{FaultSpec, Mode, Precision, SimConfig, SpecDecode, TokenizerKind};
 
 /// Flags of `inferbench sim`. Defaults follow vLLM's where one exists.
 #[derive(Debug, clap::Args)]
@@ -97,6 +97,10 @@ pub struct Args {
     /// Instant mode: most SSE events per socket write.
     #[arg(long, default_value_t = 64)]
     pub events_per_write: usize,
+    /// Prompt tokenizer: o200k_base (exact, the load generator's default), cl100k_base, or
+    /// approx (a fast character-class approximation).
+    #[arg(long, default_value = "o200k_base")]
+    pub tokenizer: String,
     /// Runtime worker threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -170,6 +174,7 @@ impl Args {
             seed: self.seed,
             events_per_write: self.events_per_write,
             threads: self.threads,
+            tokenizer: TokenizerKind::parse(&self.tokenizer).map_err(anyhow::Error::msg)?,
             ..SimConfig::default()
         })
     }
