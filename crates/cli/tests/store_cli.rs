@@ -100,7 +100,7 @@ fn store_cli_sqlite_and_postgres_reports_identical() {
     // The corrupt fixture is skipped → exit 1, everything else stored.
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("ingested 6 run(s)"), "{text}");
+    assert!(text.contains("ingested 7 run(s)"), "{text}");
     assert!(text.contains("hardware: tpu-v9"), "{text}");
     let lite = reports(&db);
     // Pinned: the frontier CSV of the H200 sweep (exact values from the fixtures).

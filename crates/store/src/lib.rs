@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use db::{Conn, Kind, Val};
-pub use parse::{ConfigKey, Overrides, PointData, RunData, SourceKind};
+pub use parse::{ConfigKey, EvalData, Overrides, PointData, RunData, SourceKind};
 pub use query::{CostOptions, Filter, PointRow};
 
 /// Errors of the store.
@@ -718,6 +718,18 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
         .collect();
     for id in old {
         conn.exec("DELETE FROM points WHERE id = ?", &[id.into()])?;
+    }
+    conn.exec("DELETE FROM evals WHERE run_id = ?", &[run_id.into()])?;
+    let mut seen_evals = BTreeSet::new();
+    for e in &run.evals {
+        let cid = config_id(conn, &e.config)?;
+        if !seen_evals.insert((cid, e.task.clone(), e.conc)) {
+            continue; // duplicate row in one file: the first is kept
+        }
+        conn.exec(
+            "INSERT INTO evals (run_id, config_id, task, conc, score, score_se, metrics) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            &[run_id.into(), cid.into(), e.task.clone().into(), e.conc.into(), Val::from(e.score), Val::from(e.score_se), metrics_json(&e.metrics).into()],
+        )?;
     }
     for (kind, name) in &run.unknown {
         conn.exec(

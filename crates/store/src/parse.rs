@@ -128,6 +128,22 @@ pub struct PointData {
     pub server_metrics: Vec<(String, String, f64, f64)>,
 }
 
+/// One eval result: a task's accuracy for a configuration (reference/inferencex-app.md §3.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalData {
+    /// Configuration (ISL/OSL parsed from the source path's `_<n>k<m>k_`, × 1024).
+    pub config: ConfigKey,
+    /// Lowercase task name (`gsm8k`).
+    pub task: String,
+    /// Concurrency the eval ran at (0 when not given).
+    pub conc: i64,
+    /// Headline score and its standard error (fraction 0–1).
+    pub score: Option<f64>,
+    pub score_se: Option<f64>,
+    /// Every numeric field (`em_strict`, `em_strict_se`, `em_flexible`, `n_eff`, …).
+    pub metrics: BTreeMap<String, f64>,
+}
+
 /// One ingestable unit: written in one transaction.
 #[derive(Debug, Clone)]
 pub struct RunData {
@@ -155,6 +171,8 @@ pub struct RunData {
     pub job: String,
     /// The points.
     pub points: Vec<PointData>,
+    /// Eval results (InferenceX `agg_eval_all.json` rows).
+    pub evals: Vec<EvalData>,
     /// Files kept verbatim: (name, bytes).
     pub artifacts: Vec<(String, Vec<u8>)>,
     /// Unknown names `(kind, name)` met while normalizing.
@@ -647,6 +665,7 @@ fn base_run(kind: SourceKind, path: &Path, key_bytes: &[u8]) -> RunData {
         result_filename: String::new(),
         job: "{}".into(),
         points: Vec::new(),
+        evals: Vec::new(),
         artifacts: Vec::new(),
         unknown: BTreeSet::new(),
         warnings: Vec::new(),
@@ -679,6 +698,15 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
                 return Err(format!("{p}: empty array, no points"));
             }
             let mut run = base_run(SourceKind::InferenceX, path, &bytes);
+            if rows.iter().all(|r| r.get("task").is_some()) {
+                for (i, row) in rows.iter().enumerate() {
+                    let Value::Object(o) = row else {
+                        return Err(format!("{p}: element {i} is not an object"));
+                    };
+                    run.evals.push(eval_row(o, ov, &mut run.unknown));
+                }
+                return Ok(run);
+            }
             let mut seen: BTreeMap<(ConfigKey, i64), usize> = BTreeMap::new();
             for (i, row) in rows.iter().enumerate() {
                 let Value::Object(o) = row else {
@@ -764,6 +792,65 @@ fn inferencex_point(
     let mut pt = empty_point(cfg, conc, date);
     pt.metrics = m;
     Ok(pt)
+}
+
+/// `_<n>k<m>k_` in an eval source path → (n × 1024, m × 1024).
+fn isl_osl_from_source(src: &str) -> Option<(i64, i64)> {
+    for part in src.split(['_', '/', '.']) {
+        let Some(rest) = part.strip_suffix('k') else {
+            continue;
+        };
+        if let Some((a, b)) = rest.split_once('k') {
+            if let (Ok(a), Ok(b)) = (a.parse::<i64>(), b.parse::<i64>()) {
+                return Some((a * 1024, b * 1024));
+            }
+        }
+    }
+    None
+}
+
+fn eval_row(
+    o: &Map<String, Value>,
+    ov: &Overrides,
+    unknown: &mut BTreeSet<(String, String)>,
+) -> EvalData {
+    let mut extra = Map::new();
+    if let Some((isl, osl)) = o
+        .get("source")
+        .and_then(Value::as_str)
+        .and_then(isl_osl_from_source)
+    {
+        extra.insert("isl".into(), Value::from(isl));
+        extra.insert("osl".into(), Value::from(osl));
+    }
+    let l = Lookup {
+        overrides: ov,
+        maps: vec![o, &extra],
+    };
+    let mut config = config_key(&l, unknown);
+    if config.isl == 0 {
+        config.scenario = "eval".into();
+    }
+    let mut metrics = BTreeMap::new();
+    for (k, v) in o {
+        if IDENTITY_KEYS.contains(&k.as_str()) || v.is_string() || k == "timestamp" {
+            continue;
+        }
+        if let Some(x) = num(v) {
+            metrics.insert(k.clone(), x);
+        }
+    }
+    EvalData {
+        config,
+        task: l.text(&["task"]).to_lowercase(),
+        conc: l.int(&["conc"]).unwrap_or(0),
+        score: metrics.get("score").or(metrics.get("em_strict")).copied(),
+        score_se: metrics
+            .get("score_se")
+            .or(metrics.get("em_strict_se"))
+            .copied(),
+        metrics,
+    }
 }
 
 fn is_aiperf(o: &Map<String, Value>) -> bool {

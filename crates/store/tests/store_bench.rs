@@ -148,6 +148,7 @@ fn fill_points(store: &mut Store) {
             result_filename: String::new(),
             job: "{}".into(),
             points,
+            evals: Vec::new(),
             artifacts: Vec::new(),
             unknown: BTreeSet::new(),
             warnings: Vec::new(),

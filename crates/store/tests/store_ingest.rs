@@ -19,8 +19,8 @@ fn check_fixture_ingest(store: &mut Store) {
         "{}",
         r.skipped[0].reason
     );
-    // 2 artifact dirs + agg_bmk.json + its rerun + AIPerf + vLLM file.
-    assert_eq!(r.runs_ingested, 6, "{}", r.render());
+    // 2 artifact dirs + agg_bmk.json + its rerun + evals + AIPerf + vLLM file.
+    assert_eq!(r.runs_ingested, 7, "{}", r.render());
     assert_eq!(r.points, 2 + 9 + 8 + 1 + 1);
     assert_eq!(r.requests, 10 + 6);
     // The crashed point is reported with its status; sweep.json is listed as not a result.
@@ -51,6 +51,9 @@ fn check_fixture_ingest(store: &mut Store) {
         ]
     );
     assert_eq!(store.unknown_names().unwrap().len(), 7);
+    let counts: std::collections::BTreeMap<String, i64> =
+        store.table_counts().unwrap().into_iter().collect();
+    assert_eq!(counts["evals"], 2);
 
     let mut f = Filter::default();
     f.add("hardware=h200").unwrap();
@@ -108,7 +111,7 @@ fn check_idempotent_and_snapshot(store: &mut Store, other: &mut Store) {
     ingest_all(store, dir.path());
     let (d1, rows, _) = store.dump_bytes().unwrap();
     let r = ingest_all(store, dir.path());
-    assert_eq!(r.runs_reingested, 6);
+    assert_eq!(r.runs_reingested, 7);
     let (d2, _, _) = store.dump_bytes().unwrap();
     assert!(d1 == d2, "re-ingest changed the dump");
     assert!(rows > 20);
