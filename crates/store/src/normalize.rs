@@ -40,6 +40,8 @@ pub const MODEL_KEYS: &[&str] = &[
     "glm5.1",
     "dsv4",
     "smollm2-135m",
+    "qwen3-0.6b",
+    "llama3.1-8b",
 ];
 
 /// Historical raw model names (HF paths, mount paths, shorthands) → model key.
@@ -55,6 +57,14 @@ const MODEL_ALIASES: &[(&str, &str)] = &[
     ("nvidia/llama-3.3-70b-instruct-fp8", "llama70b"),
     ("huggingfacetb/smollm2-135m-instruct", "smollm2-135m"),
     ("smollm2-135m-instruct", "smollm2-135m"),
+    // Simulator catalogue names (crates/sim/data/catalogue.json).
+    ("llama-3.1-8b", "llama3.1-8b"),
+    ("meta-llama/llama-3.1-8b-instruct", "llama3.1-8b"),
+    ("llama-3.3-70b", "llama70b"),
+    ("deepseek-r1", "dsr1"),
+    ("gpt-oss-120b", "gptoss120b"),
+    ("qwen3.5-397b-a17b", "qwen3.5"),
+    ("qwen/qwen3-0.6b", "qwen3-0.6b"),
     ("smollm2-135m-instruct.q4_1.gguf", "smollm2-135m"),
 ];
 
@@ -252,6 +262,8 @@ mod tests {
             known("smollm2-135m")
         );
         assert_eq!(model("mystery-7b", "x/y"), unknown("mystery-7b"));
+        assert_eq!(model("llama3.1-8b", "Llama-3.1-8B"), known("llama3.1-8b"));
+        assert_eq!(model("", "Llama-3.3-70B"), known("llama70b"));
         assert_eq!(model("", "x/Y"), unknown("x/y"));
     }
 
