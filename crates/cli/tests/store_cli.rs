@@ -308,3 +308,47 @@ fn store_cli_kill9_during_ingest_leaves_consistent_db() {
     ]);
     assert_eq!(rows.lines().count(), n + 1);
 }
+
+#[test]
+fn store_cli_dump_during_ingest_is_consistent() {
+    let t = Tmp::new("dumpingest");
+    let sweep = t.0.join("sweep");
+    let n = 30;
+    big_sweep(&sweep, n, 3000);
+    let db = t.0.join("c.db").display().to_string();
+    stdout_ok(&["db", "migrate", "--db", &db]);
+    let mut child = Command::new(bin())
+        .args(["ingest", sweep.to_str().unwrap(), "--db", &db])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Dump repeatedly while the ingest commits run after run.
+    let mut snaps = Vec::new();
+    for i in 0..4 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let out = t.0.join(format!("snap{i}"));
+        let o = run(&["db", "dump", "--db", &db, "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        snaps.push(out);
+    }
+    assert!(child.wait().unwrap().success());
+    for (i, dir) in snaps.iter().enumerate() {
+        let file = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(".ibdump.zst"))
+            .unwrap();
+        let restored = t.0.join(format!("r{i}.db")).display().to_string();
+        stdout_ok(&["db", "restore", "--db", &restored, file.to_str().unwrap()]);
+        let c: std::collections::BTreeMap<String, i64> = Store::open(&restored)
+            .unwrap()
+            .table_counts()
+            .unwrap()
+            .into_iter()
+            .collect();
+        // Whole runs only: each committed run has its point and its request blob.
+        assert_eq!(c["points"], c["runs"], "{c:?}");
+        assert_eq!(c["requests"], c["runs"], "{c:?}");
+        assert!(c["runs"] <= n as i64);
+    }
+}
