@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use inferbench_core::summary::JobIdentity;
-use inferbench_loadgen::{run_bench, BenchOptions, ProgressMode};
+use inferbench_loadgen::{run_bench, BenchOptions, ProgressMode, EXIT_ERROR_RATE};
 use tokio_util::sync::CancellationToken;
 
 use crate::point::{PointOutput, PointRequest, PointRunner};
@@ -73,6 +73,7 @@ impl PointRunner for LoadgenPoint {
         if self.progress {
             opts.progress = ProgressMode::Auto;
         }
+        let max_error_rate = opts.max_error_rate;
         let outcome = run_bench(opts, cancel.clone()).await?;
         for note in &outcome.notes {
             tracing::warn!("{}: {note}", req.result_filename);
@@ -95,8 +96,32 @@ impl PointRunner for LoadgenPoint {
             completed: outcome.summary.completed,
             failed: outcome.summary.inferbench.failed,
             interrupted: outcome.interrupted && cancel.is_cancelled(),
+            gate: (outcome.exit_code == EXIT_ERROR_RATE).then(|| {
+                format!(
+                    "{} of {} requests failed (more than the {:.0} % allowed){}",
+                    outcome.summary.inferbench.failed,
+                    outcome.summary.num_prompts,
+                    max_error_rate * 100.0,
+                    first_error(&outcome.records)
+                )
+            }),
         })
     }
+}
+
+/// `; first error: <class>: <message>` of the first failed profile request, or empty.
+fn first_error(records: &[inferbench_core::RequestRecord]) -> String {
+    records
+        .iter()
+        .find_map(|r| {
+            let class = r.error_class?;
+            Some(format!(
+                "; first error: {}: {}",
+                class.as_str(),
+                r.error.as_deref().unwrap_or("")
+            ))
+        })
+        .unwrap_or_default()
 }
 
 /// zstd (level 3) of `src` into `dst`, via a temporary file renamed into place.

@@ -104,6 +104,9 @@ pub struct PointOutput {
     pub failed: u64,
     /// The run was interrupted (Ctrl-C) before it finished.
     pub interrupted: bool,
+    /// Why the point fails a quality gate although it ran (e.g. InferenceX's 5 % error-rate
+    /// limit); the summary is still written.
+    pub gate: Option<String>,
 }
 
 /// Runs one point against a ready server.

@@ -304,7 +304,7 @@ pub async fn run_jobs<R: PointRunner>(
         }
         let started_at = now_rfc3339();
         if let Some(f) = pre_fail {
-            finish_point(point, &started_at, None, None, Err(f.clone()));
+            finish_point(point, &started_at, None, None, None, Some(f.clone()));
             report
                 .points
                 .push(record(point, Outcome::Failed, Some(f.clone())));
@@ -319,7 +319,7 @@ pub async fn run_jobs<R: PointRunner>(
                 Ok(kind) => Some(kind),
                 Err(e) => {
                     let f = Failure::new(FailureClass::MissingRecipe, e.to_string());
-                    finish_point(point, &started_at, None, None, Err(f.clone()));
+                    finish_point(point, &started_at, None, None, None, Some(f.clone()));
                     report.points.push(record(point, Outcome::Failed, Some(f)));
                     continue;
                 }
@@ -337,7 +337,7 @@ pub async fn run_jobs<R: PointRunner>(
                 Ok(run) => engine = Some(run),
                 Err(f) => {
                     let log = engine_dir(&opts.out_dir, &point.rf).join("server.log");
-                    finish_point(point, &started_at, None, Some(&log), Err(f.clone()));
+                    finish_point(point, &started_at, None, Some(&log), None, Some(f.clone()));
                     let outcome = if f.class == FailureClass::Interrupted {
                         Outcome::Interrupted
                     } else {
@@ -407,10 +407,11 @@ pub async fn run_jobs<R: PointRunner>(
         };
         let (out, crashed) = result;
         let log = engine.as_ref().map(|r| r.process.log_path.clone());
-        let verdict: Result<PointOutput, Failure> = match (out, crashed) {
-            (_, Some(st)) => {
+        // Keep whatever the load generator produced, even when the point failed.
+        let (output, fail): (Option<PointOutput>, Option<Failure>) = match (out, crashed) {
+            (out, Some(st)) => {
                 let log_path = log.clone().unwrap_or_default();
-                Err(Failure::new(
+                let f = Failure::new(
                     FailureClass::EngineCrashed,
                     format!(
                         "engine crashed mid-point ({st}) at conc {}; last {LOG_TAIL_LINES} lines of {}:\n{}",
@@ -418,42 +419,51 @@ pub async fn run_jobs<R: PointRunner>(
                         log_path.display(),
                         log_tail(&log_path, LOG_TAIL_LINES)
                     ),
-                ))
+                );
+                (out.ok(), Some(f))
             }
-            (Ok(o), None) if o.interrupted || cancel.is_cancelled() => Err(Failure::new(
-                FailureClass::Interrupted,
-                format!(
-                    "interrupted after {} completed and {} failed requests",
-                    o.completed, o.failed
-                ),
-            )),
-            (Ok(o), None) if o.completed == 0 => Err(Failure::new(
-                FailureClass::BenchFailed,
-                format!("all {} requests failed", o.failed),
-            )),
-            (Ok(o), None) => Ok(o),
-            (Err(e), None) => Err(Failure::new(FailureClass::BenchFailed, format!("{e:#}"))),
+            (Ok(o), None) if o.interrupted || cancel.is_cancelled() => {
+                let f = Failure::new(
+                    FailureClass::Interrupted,
+                    format!(
+                        "interrupted after {} completed and {} failed requests",
+                        o.completed, o.failed
+                    ),
+                );
+                (Some(o), Some(f))
+            }
+            (Ok(o), None) if o.completed == 0 => {
+                let f = Failure::new(
+                    FailureClass::BenchFailed,
+                    format!("all {} requests failed", o.failed),
+                );
+                (Some(o), Some(f))
+            }
+            (Ok(o), None) => {
+                let f = o
+                    .gate
+                    .clone()
+                    .map(|g| Failure::new(FailureClass::BenchFailed, g));
+                (Some(o), f)
+            }
+            (Err(e), None) => (
+                None,
+                Some(Failure::new(FailureClass::BenchFailed, format!("{e:#}"))),
+            ),
         };
         if crashed.is_some() {
             // Keep the crashed engine's log with this point; the next point relaunches.
-            if let Some(run) = engine.take() {
-                let mut run = run;
+            if let Some(mut run) = engine.take() {
                 run.process.stop(opts.stop_grace).await;
-                let _ = std::fs::copy(&run.process.log_path, point.dir.join("server.log"));
             }
         }
-        let summary_ok = verdict.as_ref().ok().cloned();
-        let fail = verdict.as_ref().err().cloned();
-        finish_point(
+        let fail = finish_point(
             point,
             &started_at,
             engine.as_ref(),
             log.as_deref(),
-            match (summary_ok, fail.clone()) {
-                (Some(o), _) => Ok(o),
-                (None, Some(f)) => Err(f),
-                (None, None) => unreachable!(),
-            },
+            output.as_ref(),
+            fail,
         );
         let outcome = match &fail {
             None => Outcome::Ok,
@@ -642,20 +652,26 @@ fn write_job_json(
     let _ = write_json_atomic(&point.dir.join("job.json"), &job);
 }
 
-/// Writes the end-of-point artifacts: summary and aggregate on success, server log copy,
-/// `job.json` and the `status.json` marker (last, so a crash before it leaves the point undone).
+/// Writes the end-of-point artifacts: summary and aggregate whenever the load generator
+/// produced them (failed points keep theirs), server log copy, `job.json` and the
+/// `status.json` marker (last, so a crash before it leaves the point undone). Returns the final
+/// failure (a write error turns a good point into an `io` failure).
 fn finish_point(
     point: &Point,
     started_at: &str,
     engine: Option<&Running>,
     log: Option<&Path>,
-    result: Result<PointOutput, Failure>,
-) {
-    if std::fs::create_dir_all(&point.dir).is_err() {
-        return;
+    output: Option<&PointOutput>,
+    failure: Option<Failure>,
+) -> Option<Failure> {
+    if let Err(e) = std::fs::create_dir_all(&point.dir) {
+        return Some(Failure::new(
+            FailureClass::Io,
+            format!("{}: {e}", point.dir.display()),
+        ));
     }
-    let mut result = result;
-    if let Ok(out) = &result {
+    let mut failure = failure;
+    if let Some(out) = output {
         let agg_name = format!("agg_{}.json", point.rf);
         let wrote = write_json_atomic(&point.dir.join("summary.json"), &out.summary).and_then(
             |_| match &out.aggregate {
@@ -664,7 +680,7 @@ fn finish_point(
             },
         );
         if let Err(e) = wrote {
-            result = Err(Failure::new(
+            failure.get_or_insert(Failure::new(
                 FailureClass::Io,
                 format!("{}: writing summary: {e}", point.dir.display()),
             ));
@@ -676,14 +692,14 @@ fn finish_point(
         }
     }
     let finished_at = now_rfc3339();
-    let (state, class, cause) = match &result {
-        Ok(_) => (PointState::Ok, None, None),
-        Err(f) if f.class == FailureClass::Interrupted => (
+    let (state, class, cause) = match &failure {
+        None => (PointState::Ok, None, None),
+        Some(f) if f.class == FailureClass::Interrupted => (
             PointState::Interrupted,
             Some(f.class),
             Some(f.cause.clone()),
         ),
-        Err(f) => (PointState::Failed, Some(f.class), Some(f.cause.clone())),
+        Some(f) => (PointState::Failed, Some(f.class), Some(f.cause.clone())),
     };
     let status = PointStatus {
         index: point.spec.index,
@@ -699,6 +715,7 @@ fn finish_point(
     if let Err(e) = write_json_atomic(&point.dir.join(STATUS_FILE), &status) {
         tracing::error!("{}: cannot write {STATUS_FILE}: {e}", point.dir.display());
     }
+    failure
 }
 
 /// Reads the `status.json` of every point of `jobs` under `out` (what the Slurm executor

@@ -71,6 +71,7 @@ impl PointRunner for FakePoint {
             completed: req.num_prompts as u64,
             failed: 0,
             interrupted: false,
+            gate: (req.spec.row.model == "gate").then(|| "3 of 10 requests failed".to_string()),
         })
     }
 }
@@ -203,6 +204,7 @@ async fn bad_rows_are_recorded_and_the_sweep_goes_on() {
         row(4, "fake", "exit_at_start", "cpu", 8),
         row(5, "fake", "crash_mid_point", "cpu", 16),
         row(6, "fake", "ok", "cpu", 32),
+        row(7, "fake", "gate", "cpu", 64),
     ];
     let fake = FakePoint {
         calls: AtomicUsize::new(0),
@@ -221,10 +223,15 @@ async fn bad_rows_are_recorded_and_the_sweep_goes_on() {
             (Outcome::Failed, Some(FailureClass::EngineNotReady)),
             (Outcome::Failed, Some(FailureClass::EngineCrashed)),
             (Outcome::Ok, None),
+            (Outcome::Failed, Some(FailureClass::BenchFailed)),
         ],
         "{}",
         report.render()
     );
+    let cause = |i: usize| report.points[i].cause.clone().unwrap();
+    // A point failing the error-rate gate keeps its summary.
+    assert!(report.points[7].dir.join("summary.json").exists());
+    assert_eq!(cause(7), "3 of 10 requests failed");
     assert_eq!(report.exit_code(), 1);
     // The crash cut the 3 s point short (detected within a poll, not at the end).
     assert!(
@@ -232,7 +239,6 @@ async fn bad_rows_are_recorded_and_the_sweep_goes_on() {
         "{:?}",
         started.elapsed()
     );
-    let cause = |i: usize| report.points[i].cause.clone().unwrap();
     assert!(
         cause(1).starts_with("unknown runner label 'gpu-nope' in row 1"),
         "{}",

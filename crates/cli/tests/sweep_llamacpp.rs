@@ -1,0 +1,186 @@
+//! Real input end to end (issue 4): `examples/llamacpp-cpu.yaml`, a master config in
+//! InferenceX's format → job matrix (the recipes crate's full-sweep expansion) →
+//! `inferbench sweep` launching llama.cpp's llama-server (PyPI xllamacpp) serving
+//! SmolLM2-135M at two parallel-slot settings, conc 1..16 → artifacts per point.
+//!
+//! Needs `INFERBENCH_TEST_PYTHON` and `INFERBENCH_TEST_GGUF` (scripts/setup/llamacpp.sh); skips
+//! without them unless `INFERBENCH_REQUIRE_SERVICES=1`. CI-sized: conc prompts and conc warmups
+//! per point instead of InferenceX's 10 × conc and 2 × conc (everything else at its defaults).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn service_env() -> Option<(String, String)> {
+    let py = std::env::var("INFERBENCH_TEST_PYTHON").ok();
+    let gguf = std::env::var("INFERBENCH_TEST_GGUF").ok();
+    match (py, gguf) {
+        (Some(p), Some(g)) => Some((p, g)),
+        _ => {
+            assert!(
+                std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
+                "INFERBENCH_TEST_PYTHON/INFERBENCH_TEST_GGUF unset but INFERBENCH_REQUIRE_SERVICES=1"
+            );
+            eprintln!("skipping: INFERBENCH_TEST_PYTHON/INFERBENCH_TEST_GGUF unset (run scripts/setup/llamacpp.sh)");
+            None
+        }
+    }
+}
+
+/// A fresh directory under Cargo's per-target test scratch space.
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn read_json(p: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn llamacpp_master_config_sweeps_end_to_end() {
+    let Some((python, gguf)) = service_env() else {
+        return;
+    };
+    let tmp = scratch("sweep_llamacpp");
+    let config = repo().join("examples/llamacpp-cpu.yaml");
+    let runners = repo().join("examples/llamacpp-cpu-runners.yaml");
+
+    // 1. Master config → matrix, through the same expansion `inferbench matrix full-sweep` uses.
+    let configs = inferbench_recipes::schema::MasterConfigs::load(&[&config]).unwrap();
+    let rc = inferbench_recipes::schema::RunnerConfig::load(&runners).unwrap();
+    let rows = inferbench_recipes::matrix::generate(
+        &configs,
+        &rc,
+        &inferbench_recipes::matrix::Selection::FullSweep(Default::default()),
+        &Default::default(),
+    )
+    .unwrap();
+    let matrix = tmp.join("m.json");
+    std::fs::write(&matrix, inferbench_recipes::matrix::to_json_text(&rows)).unwrap();
+    let m = read_json(&matrix);
+    let m = m.as_array().unwrap();
+    let shape: Vec<(u64, u64)> = m
+        .iter()
+        .map(|r| (r["ep"].as_u64().unwrap(), r["conc"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (1, 1),
+            (1, 2),
+            (1, 4),
+            (1, 8),
+            (1, 16),
+            (4, 1),
+            (4, 2),
+            (4, 4),
+            (4, 8),
+            (4, 16)
+        ]
+    );
+    assert_eq!(m[0]["exp-name"], "smollm2_128_32");
+    assert_eq!(m[0]["max-model-len"], 416);
+    assert_eq!(m[0]["framework"], "llamacpp");
+
+    // 2. Sweep it.
+    let out = tmp.join("results");
+    let sweep = |extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_inferbench"));
+        c.args(["sweep", "--matrix"])
+            .arg(&matrix)
+            .arg("--runner-config")
+            .arg(&runners)
+            .args(["--runner-name", "cpu_0", "--out"])
+            .arg(&out)
+            .args(["--python", &python])
+            .arg(format!(
+                "--model-path=HuggingFaceTB/SmolLM2-135M-Instruct={gguf}"
+            ))
+            .args([
+                "--prompts-per-conc",
+                "1",
+                "--warmups-per-conc",
+                "1",
+                "--ready-timeout",
+                "120",
+                "--stop-grace",
+                "10",
+            ])
+            .args(extra);
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let started = std::time::Instant::now();
+    let (code, stderr) = sweep(&[]);
+    eprintln!(
+        "sweep took {:.1} s\n{stderr}",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("10 points: 10 ok, 0 skipped"), "{stderr}");
+
+    // 3. Artifacts of every point.
+    let mut ttft = std::collections::BTreeMap::new();
+    for (ep, conc) in &shape {
+        let rf = format!(
+            "smollm2_128_32_q4_1_llamacpp_tp1-pp1-dcp1-pcp1-ep{ep}-dpafalse_disagg-false_spec-none_conc{conc}_cpu_0"
+        );
+        let dir = out.join(&rf);
+        let s = read_json(&dir.join("summary.json"));
+        assert_eq!(s["completed"], *conc, "{rf}: {s}");
+        assert_eq!(s["max_concurrency"], *conc, "{rf}");
+        // ignore_eos: every request produced exactly OSL tokens (range ratio applies to ISL/OSL
+        // draws: outputs in [0.8·32, 32]).
+        let out_tokens = s["total_output_tokens"].as_u64().unwrap();
+        assert!(
+            out_tokens >= conc * 25 && out_tokens <= conc * 32,
+            "{rf}: {out_tokens}"
+        );
+        let agg = read_json(&dir.join(format!("agg_{rf}.json")));
+        assert_eq!(agg["conc"], *conc, "{rf}: {agg}");
+        assert_eq!(agg["framework"], "llamacpp");
+        let job = read_json(&dir.join("job.json"));
+        assert_eq!(job["status"]["state"], "ok");
+        assert!(
+            job["provenance"]["engine_version"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("xllamacpp ")),
+            "{job}"
+        );
+        assert!(job["engine"]["command"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("--n-parallel {ep} --ctx-per-slot 416")));
+        let zst = std::fs::read(dir.join("requests.jsonl.zst")).unwrap();
+        assert_eq!(&zst[..4], &[0x28, 0xb5, 0x2f, 0xfd], "zstd magic");
+        assert!(!dir.join("requests.jsonl").exists());
+        let log = std::fs::read_to_string(dir.join("server.log")).unwrap();
+        assert!(log.contains("llamacpp_serve: listening on "), "{log}");
+        ttft.insert((*ep, *conc), s["mean_ttft_ms"].as_f64().unwrap());
+    }
+    // One engine per slot setting (same command line across its five points).
+    let engines = std::fs::read_dir(out.join("_engines")).unwrap().count();
+    assert_eq!(engines, 2);
+    // Physics: with one slot, 16 concurrent requests queue behind each other.
+    assert!(
+        ttft[&(1, 16)] > 3.0 * ttft[&(1, 1)],
+        "TTFT did not grow with queueing: {ttft:?}"
+    );
+
+    // 4. Re-running skips every finished point.
+    let started = std::time::Instant::now();
+    let (code, stderr) = sweep(&[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("10 skipped (already done)"), "{stderr}");
+    assert!(started.elapsed().as_secs_f64() < 10.0);
+}
