@@ -5,17 +5,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use inferbench_core::{ErrorClass, Phase, RequestRecord};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::RunClock;
 use crate::openai::{build_body, excerpt, Backend, Interpreter, RequestInput, TokenCounter};
+use crate::pool::Pool;
 use crate::sse::SseParser;
 
 /// Default idle timeout: 600 s without a byte (issue #2 `--idle-timeout` default).
@@ -23,10 +22,6 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Largest non-streaming JSON response body read, in bytes (64 MiB).
 const MAX_JSON_BODY: usize = 64 << 20;
-
-/// Idle pooled connections are closed after this long (4 s): below uvicorn's 5 s keep-alive, so
-/// the client does not pick a connection the server is about to close.
-const POOL_IDLE: Duration = Duration::from_secs(4);
 
 /// How to reach one OpenAI-compatible endpoint. `Debug` never prints the API key.
 #[derive(Clone)]
@@ -143,13 +138,16 @@ pub struct RequestMeta {
 
 /// Streaming OpenAI-compatible HTTP/1.1 client over keep-alive connections (hyper 1).
 ///
-/// Cheap to clone (connection pool shared). Every [`Client::send`] returns exactly one record;
-/// it never panics and never retries a request the server received (hyper only re-sends
-/// requests that never left on a pooled connection that was already closed).
+/// Cheap to clone (connection pool shared). Every [`Client::send`] returns exactly one record
+/// and never panics. The only re-send: a request that died on a *reused* keep-alive connection
+/// before any response byte goes out once more on a fresh connection (the server had closed the
+/// idle connection; see [`crate::pool`]). Failures on fresh connections are always recorded.
 #[derive(Clone)]
 pub struct Client {
-    http: hyper_util::client::legacy::Client<HttpConnector, Full<Bytes>>,
+    pool: Arc<Pool>,
     uri: Uri,
+    /// Origin-form request target (path and query).
+    path: Uri,
     headers: HeaderMap,
     cfg: Arc<ClientConfig>,
     clock: RunClock,
@@ -194,13 +192,31 @@ impl Client {
                 })
             }
         }
-        if uri.host().is_none() {
+        let Some(host) = uri.host() else {
             return Err(ClientError::InvalidUrl {
                 url,
                 reason: "missing host".into(),
             });
-        }
+        };
+        let port = uri.port_u16().unwrap_or(80);
+        let pool = Arc::new(Pool::new(host, port));
+        let path: Uri = uri
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| ClientError::InvalidUrl {
+                url: url.clone(),
+                reason: e.to_string(),
+            })?;
+        let authority = uri.authority().map_or(host, |a| a.as_str());
         let mut headers = HeaderMap::new();
+        headers.insert(
+            HOST,
+            HeaderValue::from_str(authority).map_err(|e| ClientError::InvalidUrl {
+                url: url.clone(),
+                reason: e.to_string(),
+            })?,
+        );
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         for (k, v) in &cfg.headers {
@@ -230,17 +246,10 @@ impl Client {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.enforce_http(true);
-        let http = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE)
-            .pool_max_idle_per_host(usize::MAX)
-            .build(connector);
         Ok(Self {
-            http,
+            pool,
             uri,
+            path,
             headers,
             cfg: Arc::new(cfg),
             clock,
@@ -289,10 +298,14 @@ impl Client {
             self.cfg.ignore_eos,
             self.cfg.extra_body.as_ref(),
         );
-        let mut req = Request::new(Full::new(Bytes::from(body)));
-        *req.method_mut() = Method::POST;
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
+        let body = Bytes::from(body);
+        let make_request = || {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = self.path.clone();
+            *req.headers_mut() = self.headers.clone();
+            req
+        };
 
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
@@ -314,7 +327,33 @@ impl Client {
 
         // 1. Response head.
         let resp = {
-            let fut = self.http.request(req);
+            let fut = async {
+                let mut retried = false;
+                loop {
+                    let (mut sender, reused) = self
+                        .pool
+                        .checkout(retried)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    if !reused {
+                        sender.ready().await.map_err(|e| {
+                            format!("connection to {} failed: {}", self.uri, error_chain(&e))
+                        })?;
+                    }
+                    match sender.send_request(make_request()).await {
+                        Ok(resp) => return Ok((resp, sender)),
+                        // The server closed the idle keep-alive connection: re-send once.
+                        Err(_) if reused && !retried => retried = true,
+                        Err(e) => {
+                            return Err(format!(
+                                "connection failed before the response head from {}: {}",
+                                self.uri,
+                                error_chain(&e)
+                            ))
+                        }
+                    }
+                }
+            };
             tokio::pin!(fut);
             loop {
                 tokio::select! {
@@ -334,13 +373,11 @@ impl Client {
                 }
             }
         };
-        let resp = match resp {
+        let (resp, sender) = match resp {
             Ok(r) => r,
-            Err(e) => {
-                let msg = format!("{} to {}: {}", connect_kind(&e), self.uri, error_chain(&e));
-                return self.fail(rec, ErrorClass::Connect, msg);
-            }
+            Err(msg) => return self.fail(rec, ErrorClass::Connect, msg),
         };
+        let mut sender = Some(sender);
         let head_at = Instant::now();
         rec.first_byte_ns = Some(self.clock.ns_at(head_at));
         let status = resp.status();
@@ -404,6 +441,10 @@ impl Client {
                             break;
                         }
                         None => {
+                            // Body read to the end: the connection can carry the next request.
+                            if let Some(s) = sender.take() {
+                                self.pool.checkin(s);
+                            }
                             if status.is_success() && !json_body {
                                 let t = self.clock.ns_at(now);
                                 if let Err(e) = parser.finish(|ev| interp.on_event(ev, t, &mut rec)) {
@@ -484,14 +525,6 @@ fn timeout_class(
         Some(ErrorClass::TimeoutIdle)
     } else {
         None
-    }
-}
-
-fn connect_kind(e: &hyper_util::client::legacy::Error) -> &'static str {
-    if e.is_connect() {
-        "cannot connect"
-    } else {
-        "connection failed before the response head"
     }
 }
 

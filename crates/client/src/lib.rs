@@ -25,6 +25,7 @@
 pub mod clock;
 pub mod http;
 pub mod openai;
+pub mod pool;
 pub mod replay;
 pub mod sse;
 

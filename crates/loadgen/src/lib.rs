@@ -14,6 +14,7 @@ pub mod output;
 pub mod progress;
 pub mod prompts;
 pub mod run;
+pub mod selftest;
 
 pub use inferbench_client::CancellationToken;
 pub use options::{BenchOptions, DatasetName, OptionError, ProgressMode, RangeSemantics};

@@ -1,10 +1,494 @@
-//! `inferbench bench` (stub: not implemented yet).
+//! `inferbench bench`: benchmark one OpenAI-compatible endpoint at one load point. Flag names
+//! follow `vllm bench serve` so InferenceX-style scripts work unchanged; the logic lives in
+//! `inferbench_loadgen::run_bench`.
 
-/// Flags of `inferbench bench`.
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use inferbench_client::Backend;
+use inferbench_core::summary::JobIdentity;
+use inferbench_loadgen::{
+    output::render_report, run_bench, BenchOptions, CancellationToken, DatasetName, ProgressMode,
+    RangeSemantics,
+};
+
+/// Flags of `inferbench bench` (vLLM `bench serve` names).
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(
+    after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate; 2 bad flags, files or \
+                  setup; 3 server unreachable (partial results written); 130 interrupted by \
+                  Ctrl-C/SIGTERM (finished requests saved).\n\nExample (InferenceX fixed-seq-len \
+                  point):\n  inferbench bench --base-url http://127.0.0.1:8000 --model M \
+                  --dataset-name random --random-input-len 1024 --random-output-len 1024 \
+                  --random-range-ratio 0.8 --max-concurrency 64 --ignore-eos --save-result \
+                  --result-dir results --result-filename point.json"
+)]
+pub struct Args {
+    // ----- target
+    /// API flavour: `openai` (POST /v1/completions) or `openai-chat` (POST
+    /// /v1/chat/completions). `vllm` and `sglang` are aliases of `openai`.
+    #[arg(long, default_value = "openai", value_parser = parse_backend, help_heading = "Target")]
+    pub backend: Backend,
+    /// Server root URL (http only).
+    #[arg(long, default_value = "http://127.0.0.1:8000", help_heading = "Target")]
+    pub base_url: String,
+    /// Request path; default /v1/completions or /v1/chat/completions by --backend.
+    #[arg(long, help_heading = "Target")]
+    pub endpoint: Option<String>,
+    /// Model name sent in every request and written as `model_id`.
+    #[arg(long, help_heading = "Target")]
+    pub model: String,
+    /// API key, sent as `Authorization: Bearer …`; never written to results or logs.
+    #[arg(
+        long,
+        env = "OPENAI_API_KEY",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
+    pub api_key: Option<String>,
+    /// Extra request header `K:V` (repeatable; `K=V` accepted too).
+    #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
+    pub headers: Vec<String>,
+    /// JSON object merged into every request body (overrides our keys), e.g.
+    /// '{"temperature":0.7}'.
+    #[arg(long, value_name = "JSON", help_heading = "Target")]
+    pub extra_body: Option<String>,
+
+    // ----- workload
+    /// Prompt source: random (exact token lengths), jsonl (one {"prompt": …} per line) or
+    /// sharegpt (all turns).
+    #[arg(long, default_value = "random", value_parser = ["random", "jsonl", "custom", "sharegpt"], help_heading = "Workload")]
+    pub dataset_name: String,
+    /// Dataset file for jsonl / sharegpt.
+    #[arg(long, help_heading = "Workload")]
+    pub dataset_path: Option<PathBuf>,
+    /// Random prompts: nominal input length, tokens.
+    #[arg(long, default_value_t = 1024, help_heading = "Workload")]
+    pub random_input_len: u32,
+    /// Random prompts: nominal output length (max_tokens), tokens.
+    #[arg(long, default_value_t = 128, help_heading = "Workload")]
+    pub random_output_len: u32,
+    /// Length range ratio r: lengths uniform in [r·L, L] (InferenceX/SGLang), or
+    /// [(1−r)L, (1+r)L] with --range-semantics vllm. Default: fixed lengths.
+    #[arg(long, help_heading = "Workload")]
+    pub random_range_ratio: Option<f64>,
+    /// Meaning of --random-range-ratio: inferencex (= sglang) or vllm.
+    #[arg(long, default_value = "inferencex", value_parser = ["inferencex", "sglang", "vllm"], help_heading = "Workload")]
+    pub range_semantics: String,
+    /// Random prompts: shared random prefix, tokens.
+    #[arg(long, default_value_t = 0, help_heading = "Workload")]
+    pub random_prefix_len: u32,
+    /// Override the dataset's output lengths (jsonl/sharegpt), tokens.
+    #[arg(
+        long,
+        alias = "sharegpt-output-len",
+        alias = "custom-output-len",
+        help_heading = "Workload"
+    )]
+    pub output_len: Option<u32>,
+    /// Tokenizer: o200k_base (embedded), cl100k_base, or a path to a HF tokenizer.json.
+    #[arg(long, default_value = "o200k_base", help_heading = "Workload")]
+    pub tokenizer: String,
+    /// Ask the server to ignore EOS and generate exactly max_tokens (vLLM/SGLang extension).
+    #[arg(long, help_heading = "Workload")]
+    pub ignore_eos: bool,
+    /// Seed for prompts and arrival times.
+    #[arg(long, default_value_t = 0, help_heading = "Workload")]
+    pub seed: u64,
+
+    // ----- load
+    /// Closed-loop cap on in-flight requests (InferenceX `conc`).
+    #[arg(long, help_heading = "Load")]
+    pub max_concurrency: Option<u32>,
+    /// Arrival rate in requests/s, or `inf` (all at once, paced by --max-concurrency).
+    #[arg(long, default_value = "inf", value_parser = parse_rate, help_heading = "Load")]
+    pub request_rate: RateArg,
+    /// Gamma shape of inter-arrival times (1 = Poisson; <1 burstier, >1 smoother).
+    #[arg(long, default_value_t = 1.0, help_heading = "Load")]
+    pub burstiness: f64,
+    /// Profile requests; default 10 × --max-concurrency (InferenceX), or 1000 without a cap.
+    #[arg(long, help_heading = "Load")]
+    pub num_prompts: Option<u64>,
+    /// Warmup requests (excluded from metrics); default 2 × --max-concurrency, or 0.
+    #[arg(long, help_heading = "Load")]
+    pub num_warmups: Option<u64>,
+    /// Send for this many seconds instead of a fixed count (prompts cycle; in-flight requests
+    /// finish).
+    #[arg(long, value_name = "SECONDS", help_heading = "Load")]
+    pub duration: Option<f64>,
+    /// Fail a request after this many seconds without a byte.
+    #[arg(
+        long,
+        default_value_t = 600.0,
+        value_name = "SECONDS",
+        help_heading = "Load"
+    )]
+    pub idle_timeout: f64,
+    /// Fail a request not finished this many seconds after sending (default: no limit).
+    #[arg(long, value_name = "SECONDS", help_heading = "Load")]
+    pub request_timeout: Option<f64>,
+
+    // ----- output
+    /// Write the result JSON (vLLM `--save-result` shape plus an `inferbench` object).
+    #[arg(long, help_heading = "Output")]
+    pub save_result: bool,
+    /// Directory for the result JSON and agg_<RESULT_FILENAME>.json (default: current).
+    #[arg(long, help_heading = "Output")]
+    pub result_dir: Option<PathBuf>,
+    /// Result file name; default {backend}-{rate}qps[-concurrency{c}]-{model}-{date}.json.
+    #[arg(long, help_heading = "Output")]
+    pub result_filename: Option<String>,
+    /// Also write per-request ttfts, itls, generated_texts and errors into the result.
+    #[arg(long, help_heading = "Output")]
+    pub save_detailed: bool,
+    /// Write every RequestRecord as a JSON line to PATH as requests finish.
+    #[arg(long, value_name = "PATH", help_heading = "Output")]
+    pub save_requests: Option<PathBuf>,
+    /// Metrics that get mean/median/std/percentile keys (comma list of ttft,tpot,itl,e2el).
+    #[arg(long, default_value = "ttft,tpot,itl,e2el", help_heading = "Output")]
+    pub percentile_metrics: String,
+    /// Percentiles reported (comma list).
+    #[arg(long, default_value = "90,99,99.9", help_heading = "Output")]
+    pub metric_percentiles: String,
+    /// Goodput SLOs in ms, e.g. `--goodput ttft:500 tpot:50 e2el:10000`.
+    #[arg(long, num_args = 1.., value_name = "METRIC:MS", help_heading = "Output")]
+    pub goodput: Vec<String>,
+    /// Exit with code 1 when the failed fraction of profile requests exceeds this.
+    #[arg(long, default_value_t = 0.05, help_heading = "Output")]
+    pub max_error_rate: f64,
+    /// KEY=VALUE pairs copied into the result JSON.
+    #[arg(long, num_args = 1.., value_name = "KEY=VALUE", help_heading = "Output")]
+    pub metadata: Vec<String>,
+    /// Read the job identity from InferenceX's environment contract (RUNNER_TYPE, FRAMEWORK,
+    /// PRECISION, SPEC_DECODING, RESULT_FILENAME, ISL, OSL, DISAGG, MODEL_PREFIX, IMAGE, TP,
+    /// EP_SIZE, DP_ATTENTION, …) and also write agg_<RESULT_FILENAME>.json.
+    #[arg(long, help_heading = "Output")]
+    pub inferencex_env: bool,
+    /// Read the job identity from a JSON file (inferbench JobIdentity) and also write
+    /// agg_<RESULT_FILENAME>.json.
+    #[arg(
+        long,
+        value_name = "PATH",
+        conflicts_with = "inferencex_env",
+        help_heading = "Output"
+    )]
+    pub job_identity: Option<PathBuf>,
+    /// Live progress: auto (bar on a terminal, lines otherwise), bar, plain or off.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "bar", "plain", "off"], help_heading = "Output")]
+    pub progress: String,
+    /// Same as --progress off (vLLM flag).
+    #[arg(long, help_heading = "Output")]
+    pub disable_tqdm: bool,
+
+    // ----- accepted for vLLM/InferenceX command-line compatibility; no effect
+    #[arg(long, hide = true)]
+    pub trust_remote_code: bool,
+    #[arg(long, hide = true)]
+    pub tokenizer_mode: Option<String>,
+}
+
+/// `--request-rate` value: `None` = inf.
+#[derive(Debug, Clone, Copy)]
+pub struct RateArg(pub Option<f64>);
+
+fn parse_rate(s: &str) -> Result<RateArg, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("infinity") {
+        return Ok(RateArg(None));
+    }
+    match t.parse::<f64>() {
+        Ok(r) if r.is_infinite() && r > 0.0 => Ok(RateArg(None)),
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(RateArg(Some(r))),
+        _ => Err(format!("{s:?} is not a positive rate (requests/s) or inf")),
+    }
+}
+
+fn parse_backend(s: &str) -> Result<Backend, String> {
+    Backend::parse(s).ok_or_else(|| format!("unknown backend {s:?} (openai, openai-chat)"))
+}
+
+fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("{flag}: {v} is not a positive number of seconds"))
+}
+
+fn split_pair(flag: &str, s: &str, seps: &[char]) -> anyhow::Result<(String, String)> {
+    let i = s
+        .find(|c| seps.contains(&c))
+        .with_context(|| format!("{flag}: {s:?} is not KEY{}VALUE", seps[0]))?;
+    let (k, v) = (s[..i].trim(), s[i + 1..].trim());
+    if k.is_empty() {
+        anyhow::bail!("{flag}: empty key in {s:?}");
+    }
+    Ok((k.to_string(), v.to_string()))
+}
+
+fn comma_list<T: std::str::FromStr>(flag: &str, s: &str) -> anyhow::Result<Vec<T>> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            x.parse::<T>()
+                .map_err(|_| anyhow::anyhow!("{flag}: cannot parse {x:?}"))
+        })
+        .collect()
+}
+
+impl Args {
+    /// Converts the flags into [`BenchOptions`]; nothing past this sees clap types.
+    pub fn into_options(self) -> anyhow::Result<BenchOptions> {
+        let extra_body = match &self.extra_body {
+            None => None,
+            Some(s) => match serde_json::from_str::<serde_json::Value>(s)
+                .with_context(|| format!("--extra-body: not JSON: {s}"))?
+            {
+                serde_json::Value::Object(m) => Some(m),
+                _ => anyhow::bail!("--extra-body: must be a JSON object"),
+            },
+        };
+        let headers = self
+            .headers
+            .iter()
+            .map(|h| split_pair("--header", h, &[':', '=']))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let metadata = self
+            .metadata
+            .iter()
+            .map(|h| split_pair("--metadata", h, &['=']))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let job_identity = if self.inferencex_env {
+            Some(JobIdentity::from_env().context("--inferencex-env")?)
+        } else if let Some(p) = &self.job_identity {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("--job-identity: cannot read {}", p.display()))?;
+            Some(serde_json::from_str(&text).with_context(|| {
+                format!("--job-identity: {} is not a JobIdentity JSON", p.display())
+            })?)
+        } else {
+            None
+        };
+        let progress = if self.disable_tqdm {
+            ProgressMode::Off
+        } else {
+            match self.progress.as_str() {
+                "bar" => ProgressMode::Bar,
+                "plain" => ProgressMode::Plain,
+                "off" => ProgressMode::Off,
+                _ => ProgressMode::Auto,
+            }
+        };
+        Ok(BenchOptions {
+            backend: self.backend,
+            base_url: self.base_url,
+            endpoint: self.endpoint,
+            model: self.model,
+            api_key: self.api_key,
+            headers,
+            extra_body,
+            dataset_name: DatasetName::parse(&self.dataset_name).unwrap_or_default(),
+            dataset_path: self.dataset_path,
+            random_input_len: self.random_input_len,
+            random_output_len: self.random_output_len,
+            random_range_ratio: self.random_range_ratio,
+            range_semantics: if self.range_semantics == "vllm" {
+                RangeSemantics::Vllm
+            } else {
+                RangeSemantics::InferenceX
+            },
+            random_prefix_len: self.random_prefix_len,
+            output_len: self.output_len,
+            tokenizer: self.tokenizer,
+            ignore_eos: self.ignore_eos,
+            seed: self.seed,
+            max_concurrency: self.max_concurrency,
+            request_rate: self.request_rate.0,
+            burstiness: self.burstiness,
+            num_prompts: self.num_prompts,
+            num_warmups: self.num_warmups,
+            duration: self.duration.map(|d| secs("--duration", d)).transpose()?,
+            idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
+            request_timeout: self
+                .request_timeout
+                .map(|d| secs("--request-timeout", d))
+                .transpose()?,
+            save_result: self.save_result,
+            result_dir: self.result_dir,
+            result_filename: self.result_filename,
+            save_detailed: self.save_detailed,
+            save_requests: self.save_requests,
+            percentile_metrics: comma_list("--percentile-metrics", &self.percentile_metrics)?,
+            metric_percentiles: comma_list("--metric-percentiles", &self.metric_percentiles)?,
+            goodput: self.goodput,
+            max_error_rate: self.max_error_rate,
+            metadata,
+            job_identity,
+            progress,
+            prepared: None,
+        })
+    }
+}
+
+/// Cancels `token` on Ctrl-C or SIGTERM.
+fn spawn_signal_handler(token: CancellationToken) {
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = match signal(SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    token.cancel();
+                    return;
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        eprintln!("inferbench: interrupted; finishing up and saving finished requests");
+        token.cancel();
+    });
+}
 
 /// Runs the subcommand; returns the process exit code.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`inferbench bench` is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let opts = args.into_options()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async move {
+        let cancel = CancellationToken::new();
+        spawn_signal_handler(cancel.clone());
+        let out = run_bench(opts, cancel).await?;
+        print!("{}", render_report(&out.summary));
+        for p in [&out.result_path, &out.aggregate_path, &out.records_path]
+            .into_iter()
+            .flatten()
+        {
+            eprintln!("wrote {}", p.display());
+        }
+        for n in &out.notes {
+            eprintln!("inferbench: {n}");
+        }
+        Ok(out.exit_code)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> anyhow::Result<BenchOptions> {
+        let mut full = vec!["bench"];
+        full.extend_from_slice(argv);
+        Cli::try_parse_from(full)?.args.into_options()
+    }
+
+    #[test]
+    fn inferencex_invocation_parses() {
+        let o = parse(&[
+            "--model",
+            "M",
+            "--backend",
+            "vllm",
+            "--base-url",
+            "http://0.0.0.0:8888",
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "1024",
+            "--random-output-len",
+            "1024",
+            "--random-range-ratio",
+            "0.8",
+            "--num-prompts",
+            "640",
+            "--max-concurrency",
+            "64",
+            "--request-rate",
+            "inf",
+            "--ignore-eos",
+            "--save-result",
+            "--num-warmups",
+            "128",
+            "--percentile-metrics",
+            "ttft,tpot,itl,e2el",
+            "--result-dir",
+            "/tmp/x",
+            "--result-filename",
+            "rf.json",
+            "--trust-remote-code",
+        ])
+        .unwrap();
+        assert_eq!(o.backend, Backend::OpenAiCompletions);
+        assert_eq!(o.random_range_ratio, Some(0.8));
+        assert_eq!(o.max_concurrency, Some(64));
+        assert_eq!(o.request_rate, None);
+        assert_eq!(o.num_warmups, Some(128));
+        assert!(o.ignore_eos && o.save_result);
+        assert_eq!(o.percentile_metrics, vec!["ttft", "tpot", "itl", "e2el"]);
+        assert_eq!(o.metric_percentiles, vec![90.0, 99.0, 99.9]);
+    }
+
+    #[test]
+    fn values_and_errors() {
+        let o = parse(&[
+            "--model",
+            "m",
+            "--request-rate",
+            "12.5",
+            "--header",
+            "X-A: 1",
+            "--header",
+            "B=2",
+            "--extra-body",
+            "{\"top_p\":0.9}",
+            "--goodput",
+            "ttft:500",
+            "tpot:50",
+            "--duration",
+            "1.5",
+            "--metadata",
+            "k=v",
+        ])
+        .unwrap();
+        assert_eq!(o.request_rate, Some(12.5));
+        assert_eq!(
+            o.headers,
+            vec![("X-A".into(), "1".into()), ("B".into(), "2".into())]
+        );
+        assert_eq!(o.extra_body.unwrap()["top_p"], 0.9);
+        assert_eq!(o.goodput, vec!["ttft:500", "tpot:50"]);
+        assert_eq!(o.duration, Some(Duration::from_millis(1500)));
+        assert_eq!(o.metadata, vec![("k".into(), "v".into())]);
+        let e = parse(&["--model", "m", "--extra-body", "[1]"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--extra-body"), "{e}");
+        let e = parse(&["--model", "m", "--request-rate", "-3"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("positive rate"), "{e}");
+        let e = parse(&["--model", "m", "--idle-timeout", "0"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--idle-timeout"), "{e}");
+    }
 }

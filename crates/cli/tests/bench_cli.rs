@@ -1,0 +1,299 @@
+//! `inferbench bench` as a user runs it: the real binary against an in-process replay server.
+//! Pins: complete `--help`, exit codes (0 ok, 2 bad input naming the file, 3 dead server,
+//! 130 on SIGTERM with finished requests saved), result/records files, and that the API key
+//! appears in no output.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
+
+const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let p =
+            std::env::temp_dir().join(format!("inferbench-bench-cli-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Serves a 4-token stream (`gap` between tokens) on a background runtime; returns its URL.
+fn replay_server(gap: Duration) -> String {
+    let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
+    let mut chunks: Vec<(Duration, Vec<u8>)> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|t| (gap, tok(t).into_bytes()))
+        .collect();
+    chunks.push((
+        Duration::ZERO,
+        b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n".to_vec(),
+    ));
+    let case = ReplayCase {
+        status: 200,
+        headers: vec![("Content-Type".into(), "text/event-stream".into())],
+        chunks,
+        end: ReplayEnd::Close,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let addr = spawn_replay(case).await.unwrap();
+            tx.send(format!("http://{addr}")).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("bench")
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn help_lists_every_flag() {
+    let o = bench(&["--help"]);
+    assert!(o.status.success());
+    let h = text(&o);
+    for flag in [
+        "--backend",
+        "--base-url",
+        "--endpoint",
+        "--model",
+        "--api-key",
+        "--header",
+        "--extra-body",
+        "--dataset-name",
+        "--random-input-len",
+        "--random-output-len",
+        "--random-range-ratio",
+        "--range-semantics",
+        "--random-prefix-len",
+        "--dataset-path",
+        "--tokenizer",
+        "--ignore-eos",
+        "--seed",
+        "--max-concurrency",
+        "--request-rate",
+        "--burstiness",
+        "--num-prompts",
+        "--num-warmups",
+        "--duration",
+        "--idle-timeout",
+        "--request-timeout",
+        "--save-result",
+        "--result-dir",
+        "--result-filename",
+        "--save-detailed",
+        "--save-requests",
+        "--percentile-metrics",
+        "--metric-percentiles",
+        "--goodput",
+        "--max-error-rate",
+        "--inferencex-env",
+        "OPENAI_API_KEY",
+        "Exit codes",
+    ] {
+        assert!(h.contains(flag), "--help lacks {flag}");
+    }
+}
+
+#[test]
+fn runs_a_point_and_writes_results_without_the_key() {
+    let url = replay_server(Duration::from_millis(2));
+    let dir = TempDir::new("run");
+    let d = dir.path().to_str().unwrap();
+    let req = format!("{d}/req.jsonl");
+    let o = bench(&[
+        "--base-url",
+        &url,
+        "--model",
+        "org/m",
+        "--api-key",
+        "sk-SECRET-42",
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "8",
+        "--random-output-len",
+        "4",
+        "--max-concurrency",
+        "2",
+        "--num-prompts",
+        "6",
+        "--ignore-eos",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        d,
+        "--result-filename",
+        "r.json",
+        "--save-requests",
+        &req,
+        "--progress",
+        "off",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("Serving Benchmark Result"), "{out}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{d}/r.json")).unwrap()).unwrap();
+    assert_eq!(r["completed"], 6);
+    assert_eq!(r["total_output_tokens"], 24);
+    assert_eq!(
+        r["total_input_tokens"], 48,
+        "8-token prompts under o200k_base"
+    );
+    assert_eq!(r["model_id"], "org/m");
+    assert_eq!(
+        std::fs::read_to_string(&req).unwrap().lines().count(),
+        6 + 4
+    );
+    for f in [format!("{d}/r.json"), req] {
+        assert!(!std::fs::read_to_string(f).unwrap().contains("SECRET"));
+    }
+    assert!(!out.contains("SECRET"));
+}
+
+#[test]
+fn dead_server_exits_3_with_a_clear_message() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = bench(&[
+        "--base-url",
+        &format!("http://127.0.0.1:{port}"),
+        "--model",
+        "m",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "4",
+        "--max-concurrency",
+        "1",
+        "--num-prompts",
+        "50",
+        "--progress",
+        "off",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(
+        out.contains("unreachable") && out.contains(&port.to_string()),
+        "{out}"
+    );
+}
+
+#[test]
+fn unreadable_dataset_names_the_file() {
+    let o = bench(&[
+        "--model",
+        "m",
+        "--dataset-name",
+        "jsonl",
+        "--dataset-path",
+        "/nonexistent/p.jsonl",
+        "--progress",
+        "off",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("/nonexistent/p.jsonl"), "{out}");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_saves_finished_requests_and_exits_130() {
+    let url = replay_server(Duration::from_millis(100));
+    let dir = TempDir::new("sigterm");
+    let req = dir.path().join("req.jsonl");
+    let res = dir.path().join("r.json");
+    let child = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--random-input-len",
+            "4",
+        ])
+        .args([
+            "--random-output-len",
+            "4",
+            "--max-concurrency",
+            "2",
+            "--num-prompts",
+            "1000",
+        ])
+        .args(["--num-warmups", "0", "--progress", "off", "--save-result"])
+        .args([
+            "--result-filename",
+            res.to_str().unwrap(),
+            "--save-requests",
+        ])
+        .arg(&req)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until at least two requests finished (≈ 400 ms each), then SIGTERM.
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    for _ in 0..200 {
+        if lines(&req) >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{out}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    assert!(r["completed"].as_u64().unwrap() >= 2, "{r}");
+    assert_eq!(r["inferbench"]["interrupted"], true);
+    assert!(lines(&req) >= 2);
+}

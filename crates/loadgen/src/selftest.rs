@@ -1,0 +1,325 @@
+//! The client's own ceiling (`inferbench selftest`): closed-loop streams against a server that
+//! outruns the client (`shared/tools/sse-instant --coalesce`, or any zero-latency
+//! OpenAI-compatible server), measuring streamed tokens/s and requests/s per client CPU second,
+//! whether the requested concurrency was held, CPU per token, RSS per in-flight stream, and
+//! whether our token totals equal the server's.
+//!
+//! Requests go through the real [`Client`] (HTTP, SSE framing, chunk interpretation, one
+//! `RequestRecord` each); each record is reduced to counters at once so stored records do not
+//! inflate the memory figures. CPU is read from `/proc/self/stat` (user + system, all threads),
+//! RSS from `/proc/self/status`; on other systems those fields are `None`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use inferbench_client::{
+    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, RunClock,
+};
+use inferbench_core::ErrorClass;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct SelftestOptions {
+    /// Server root (e.g. `http://127.0.0.1:8000` where `sse-instant --coalesce` listens).
+    pub base_url: String,
+    /// Model name sent.
+    pub model: String,
+    /// API flavour (completions by default).
+    pub backend: Backend,
+    /// Output tokens per request (`max_tokens`, default 256 as the reference runs).
+    pub tokens_per_request: u32,
+    /// Concurrency levels, one measurement each (default 64 and 512).
+    pub concurrency: Vec<u32>,
+    /// Sending window per level (default 10 s); in-flight streams then finish.
+    pub duration: Duration,
+}
+
+impl Default for SelftestOptions {
+    fn default() -> Self {
+        Self {
+            base_url: "http://127.0.0.1:8000".into(),
+            model: "selftest".into(),
+            backend: Backend::OpenAiCompletions,
+            tokens_per_request: 256,
+            concurrency: vec![64, 512],
+            duration: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One concurrency level's measurements. Rates per wall second unless named per CPU second.
+#[derive(Debug, Clone, Serialize)]
+pub struct SelftestPoint {
+    /// Requested concurrency.
+    pub concurrency: u32,
+    /// Wall time from the first send to the last completion, s.
+    pub wall_s: f64,
+    /// Requests finished.
+    pub requests: u64,
+    /// Requests failed (any class).
+    pub failed: u64,
+    /// Σ `usage.completion_tokens` of successful requests.
+    pub usage_tokens: u64,
+    /// Σ token-bearing chunks received (sse-instant sends one token per chunk).
+    pub chunk_tokens: u64,
+    /// The server's own count of tokens sent in the window (`GET /stats` `tokens`), when the
+    /// server has that endpoint.
+    pub server_tokens: Option<u64>,
+    /// Σ usage tokens / wall s.
+    pub tokens_per_s: f64,
+    /// Requests / wall s.
+    pub requests_per_s: f64,
+    /// Client CPU (user + system, all threads) in the window, s.
+    pub cpu_s: Option<f64>,
+    /// Tokens per client CPU second: the per-core ceiling.
+    pub tokens_per_cpu_s: Option<f64>,
+    /// Requests per client CPU second.
+    pub requests_per_cpu_s: Option<f64>,
+    /// Client CPU per token, ns.
+    pub cpu_ns_per_token: Option<f64>,
+    /// Time-averaged in-flight requests while sending (client side: from send to end of each).
+    pub avg_in_flight: f64,
+    /// `avg_in_flight / concurrency`.
+    pub held_ratio: f64,
+    /// The server's time-averaged in-flight count (`inflight_avg` of sse-instant), when given.
+    pub server_avg_in_flight: Option<f64>,
+    /// RSS before the level started, KiB.
+    pub rss_base_kib: Option<u64>,
+    /// Peak RSS sampled every 50 ms during the level, KiB.
+    pub rss_peak_kib: Option<u64>,
+    /// (peak − base) / concurrency, KiB per in-flight stream (prompt bytes are ~10 here).
+    pub rss_per_stream_kib: Option<f64>,
+}
+
+/// CPU seconds (user + system) of this process from `/proc/self/stat` (USER_HZ = 100).
+pub fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
+/// Resident set size of this process in KiB (`VmRSS`).
+pub fn process_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Minimal `METHOD path` over a fresh connection, returning the JSON body (for `/stats`).
+async fn http_json(base: &str, method: &str, path: &str) -> Option<Value> {
+    let uri: http::Uri = base.parse().ok()?;
+    let host = uri.host()?;
+    let port = uri.port_u16().unwrap_or(80);
+    let mut s = tokio::net::TcpStream::connect((host, port)).await.ok()?;
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.ok()?;
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut buf))
+        .await
+        .ok()?
+        .ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return None;
+    }
+    // The body may be chunked; take the JSON object between the first '{' and the last '}'.
+    let (a, b) = (body.find('{')?, body.rfind('}')?);
+    serde_json::from_str(&body[a..=b]).ok()
+}
+
+#[derive(Default)]
+struct Tally {
+    requests: AtomicU64,
+    failed: AtomicU64,
+    usage_tokens: AtomicU64,
+    chunk_tokens: AtomicU64,
+    /// Σ over requests of (end − sent) clipped to the sending window, ns.
+    busy_ns: AtomicU64,
+    connect_failures: AtomicU64,
+}
+
+/// Measures one concurrency level. The calling runtime decides how many cores the client uses
+/// (the CLI uses a current-thread runtime: one core).
+pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result<SelftestPoint> {
+    let clock = RunClock::start();
+    let client = Client::with_clock(
+        ClientConfig {
+            base_url: opts.base_url.clone(),
+            backend: opts.backend,
+            model: opts.model.clone(),
+            ignore_eos: true,
+            idle_timeout: Duration::from_secs(30),
+            ..Default::default()
+        },
+        clock,
+    )?;
+    let _ = http_json(&opts.base_url, "POST", "/stats/reset").await;
+    let rss_base = process_rss_kib();
+    let peak = Arc::new(AtomicU64::new(rss_base.unwrap_or(0)));
+    let sampler = {
+        let peak = peak.clone();
+        tokio::spawn(async move {
+            let mut iv = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                iv.tick().await;
+                if let Some(r) = process_rss_kib() {
+                    peak.fetch_max(r, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let tally = Arc::new(Tally::default());
+    let cancel = CancellationToken::new();
+    let cpu0 = process_cpu_s();
+    let t0 = Instant::now();
+    let send_end_ns = clock.ns_at(t0 + opts.duration);
+    let mut workers = Vec::new();
+    for w in 0..concurrency {
+        let client = client.clone();
+        let tally = tally.clone();
+        let cancel = cancel.clone();
+        let max_tokens = opts.tokens_per_request;
+        workers.push(tokio::spawn(async move {
+            let text = format!("selftest {w}");
+            let input = RequestInput {
+                text: &text,
+                messages: None,
+                prompt_tokens: 2,
+                max_tokens: Some(max_tokens),
+            };
+            let mut i = 0u64;
+            while clock.now_ns() < send_end_ns {
+                let meta = RequestMeta {
+                    request_id: u64::from(w) << 32 | i,
+                    scheduled_ns: clock.now_ns(),
+                    ..Default::default()
+                };
+                let rec = client.send(&input, meta, &cancel).await;
+                i += 1;
+                tally.requests.fetch_add(1, Ordering::Relaxed);
+                let busy = rec.end_ns.min(send_end_ns).saturating_sub(rec.sent_ns);
+                tally.busy_ns.fetch_add(busy, Ordering::Relaxed);
+                tally
+                    .chunk_tokens
+                    .fetch_add(rec.chunks.len() as u64, Ordering::Relaxed);
+                if rec.success {
+                    tally
+                        .usage_tokens
+                        .fetch_add(u64::from(rec.completion_tokens), Ordering::Relaxed);
+                } else {
+                    tally.failed.fetch_add(1, Ordering::Relaxed);
+                    if rec.error_class == Some(ErrorClass::Connect) {
+                        if tally.connect_failures.fetch_add(1, Ordering::Relaxed) >= 16 {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        }));
+    }
+    for w in workers {
+        w.await.context("selftest worker panicked")?;
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu1 = process_cpu_s();
+    sampler.abort();
+    if tally.connect_failures.load(Ordering::Relaxed) > 16 {
+        anyhow::bail!("cannot reach the server at {}", opts.base_url);
+    }
+    let stats = http_json(&opts.base_url, "GET", "/stats").await;
+    let get = |t: &AtomicU64| t.load(Ordering::Relaxed);
+    let usage_tokens = get(&tally.usage_tokens);
+    let requests = get(&tally.requests);
+    let cpu_s = match (cpu0, cpu1) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    let per_cpu = |n: u64| cpu_s.filter(|c| *c > 0.0).map(|c| n as f64 / c);
+    let avg_in_flight = get(&tally.busy_ns) as f64 / opts.duration.as_nanos() as f64;
+    let rss_peak = rss_base.map(|_| peak.load(Ordering::Relaxed));
+    Ok(SelftestPoint {
+        concurrency,
+        wall_s: wall,
+        requests,
+        failed: get(&tally.failed),
+        usage_tokens,
+        chunk_tokens: get(&tally.chunk_tokens),
+        server_tokens: stats.as_ref().and_then(|s| s["tokens"].as_u64()),
+        tokens_per_s: usage_tokens as f64 / wall,
+        requests_per_s: requests as f64 / wall,
+        cpu_s,
+        tokens_per_cpu_s: per_cpu(usage_tokens),
+        requests_per_cpu_s: per_cpu(requests),
+        cpu_ns_per_token: cpu_s
+            .filter(|_| usage_tokens > 0)
+            .map(|c| c * 1e9 / usage_tokens as f64),
+        avg_in_flight,
+        held_ratio: avg_in_flight / f64::from(concurrency.max(1)),
+        server_avg_in_flight: stats.as_ref().and_then(|s| s["inflight_avg"].as_f64()),
+        rss_base_kib: rss_base,
+        rss_peak_kib: rss_peak,
+        rss_per_stream_kib: match (rss_base, rss_peak) {
+            (Some(b), Some(p)) => Some(p.saturating_sub(b) as f64 / f64::from(concurrency.max(1))),
+            _ => None,
+        },
+    })
+}
+
+/// A plain-text table of the points.
+pub fn render(points: &[SelftestPoint]) -> String {
+    let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+    let mut o = String::from(
+        "conc  requests  failed  tok/s(wall)  tok/CPU-s   req/CPU-s  CPU ns/tok  held   srv-held  tokens(usage/chunks/server)     KiB/stream\n",
+    );
+    for p in points {
+        o.push_str(&format!(
+            "{:<5} {:<9} {:<7} {:<12.0} {:<11} {:<10} {:<11} {:<6.3} {:<9} {:<31} {}\n",
+            p.concurrency,
+            p.requests,
+            p.failed,
+            p.tokens_per_s,
+            opt(p.tokens_per_cpu_s, 0),
+            opt(p.requests_per_cpu_s, 0),
+            opt(p.cpu_ns_per_token, 0),
+            p.held_ratio,
+            opt(
+                p.server_avg_in_flight.map(|s| s / f64::from(p.concurrency)),
+                3
+            ),
+            format!(
+                "{}/{}/{}",
+                p.usage_tokens,
+                p.chunk_tokens,
+                p.server_tokens.map_or("-".into(), |s| s.to_string())
+            ),
+            opt(p.rss_per_stream_kib, 1),
+        ));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_readers_work_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(process_cpu_s().is_some());
+            assert!(process_rss_kib().unwrap() > 0);
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Real input: llama.cpp's `llama-server` (PyPI `xllamacpp`) serving SmolLM2-135M-Instruct,
+//! started through `scripts/llamacpp_serve.py` with 2 decode slots. Needs
+//! `INFERBENCH_TEST_PYTHON` and `INFERBENCH_TEST_GGUF` (written by `scripts/setup/llamacpp.sh`);
+//! skips with a reason when they are absent, fails instead under `INFERBENCH_REQUIRE_SERVICES=1`.
+//!
+//! Pins: with `ignore_eos`, every request's `completion_tokens` (from the server's usage) equals
+//! the requested length; and TTFT grows once concurrency exceeds the server's parallel slots
+//! (queued requests wait for a whole generation before their first token).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use inferbench_client::Backend;
+use inferbench_core::{Phase, TokenSource};
+use inferbench_loadgen::{
+    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
+};
+
+const SLOTS: u32 = 2;
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn service() -> Option<(String, String)> {
+    let py = std::env::var("INFERBENCH_TEST_PYTHON")
+        .ok()
+        .filter(|s| !s.is_empty());
+    let gguf = std::env::var("INFERBENCH_TEST_GGUF")
+        .ok()
+        .filter(|s| !s.is_empty());
+    match (py, gguf) {
+        (Some(p), Some(g)) => Some((p, g)),
+        _ => {
+            let why = "INFERBENCH_TEST_PYTHON / INFERBENCH_TEST_GGUF not set (run scripts/setup/llamacpp.sh)";
+            if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
+                panic!("llama.cpp required: {why}");
+            }
+            eprintln!("SKIP llama.cpp integration test: {why}");
+            None
+        }
+    }
+}
+
+fn start(py: &str, gguf: &str) -> (Server, String) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/llamacpp_serve.py");
+    let mut child = Command::new(py)
+        .arg(script)
+        .arg(gguf)
+        .args([
+            "--parallel",
+            &SLOTS.to_string(),
+            "--threads",
+            "2",
+            "--ctx-per-slot",
+            "1024",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting scripts/llamacpp_serve.py");
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected launcher output {line:?}"))
+        .to_string();
+    (server, url)
+}
+
+fn prompts(n: usize, out_len: u32) -> Arc<PreparedPrompts> {
+    Arc::new(PreparedPrompts {
+        prompts: (0..n)
+            .map(|i| BenchPrompt {
+                // Distinct prompts so llama.cpp's prompt cache cannot hide prefill.
+                text: format!(
+                    "Request {i}: write a short story about the number {}.",
+                    i * 7919
+                ),
+                messages: None,
+                prompt_tokens: 16,
+                max_tokens: Some(out_len),
+                conversation_id: None,
+                turn: None,
+            })
+            .collect(),
+        tokenizer_id: "test".into(),
+        counter: None,
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn llamacpp_exact_lengths_and_queueing_beyond_slots() {
+    let Some((py, gguf)) = service() else { return };
+    let (_server, url) = start(&py, &gguf);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let base = BenchOptions {
+            base_url: url.clone(),
+            model: "smollm2".into(),
+            ignore_eos: true,
+            progress: ProgressMode::Off,
+            num_warmups: Some(1),
+            idle_timeout: Duration::from_secs(300),
+            ..Default::default()
+        };
+        // 1. ignore_eos: completion_tokens equals the requested length, on both APIs.
+        for backend in [Backend::OpenAiCompletions, Backend::OpenAiChat] {
+            let o = BenchOptions {
+                backend,
+                max_concurrency: Some(SLOTS),
+                num_prompts: Some(4),
+                prepared: Some(prompts(4, 12)),
+                ..base.clone()
+            };
+            let out = run_bench(o, CancellationToken::new()).await.unwrap();
+            assert_eq!(
+                out.exit_code, 0,
+                "{backend:?}: {:?} {:#?}",
+                out.notes, out.records
+            );
+            for r in out.records.iter().filter(|r| r.phase == Phase::Profile) {
+                assert!(r.success, "{r:#?}");
+                assert_eq!(r.completion_tokens, 12, "{backend:?} {r:#?}");
+                assert_eq!(r.completion_tokens_source, TokenSource::Server);
+                assert!(!r.output_text.is_empty());
+            }
+            assert_eq!(out.summary.total_output_tokens, 4 * 12);
+        }
+        // 2. TTFT at conc = slots vs conc = 3 × slots (the extra requests queue in the server).
+        let ttft = |conc: u32| {
+            let o = BenchOptions {
+                max_concurrency: Some(conc),
+                num_prompts: Some(u64::from(conc)),
+                prepared: Some(prompts(conc as usize, 16)),
+                ..base.clone()
+            };
+            async move {
+                let out = run_bench(o, CancellationToken::new()).await.unwrap();
+                let errors: Vec<_> = out
+                    .records
+                    .iter()
+                    .filter_map(|r| r.error.as_deref())
+                    .collect();
+                assert_eq!(out.exit_code, 0, "{:?} {errors:?}", out.notes);
+                median(
+                    out.records
+                        .iter()
+                        .filter(|r| r.phase == Phase::Profile)
+                        .map(|r| r.ttft_ms().unwrap())
+                        .collect(),
+                )
+            }
+        };
+        let at_slots = ttft(SLOTS).await;
+        let beyond = ttft(3 * SLOTS).await;
+        eprintln!(
+            "median TTFT: {at_slots:.1} ms at conc {SLOTS}, {beyond:.1} ms at conc {}",
+            3 * SLOTS
+        );
+        assert!(
+            beyond > 3.0 * at_slots,
+            "TTFT should grow beyond the slots: {at_slots:.1} ms → {beyond:.1} ms"
+        );
+    });
+}
