@@ -1,12 +1,16 @@
-//! Timed mode: the async loop that runs [`Engine`] steps, sleeps each step's roofline time
-//! (÷ `time_scale`) to an absolute deadline, then hands each request its tokens.
+//! Timed mode: the engine thread (the simulated GPU) runs [`Engine`] steps, sleeps each step's
+//! roofline time (÷ `time_scale`) to an absolute deadline, then hands each request its tokens.
+//!
+//! It is a plain OS thread, not a tokio task: `std::thread::sleep` wakes within tens of
+//! microseconds, while tokio's timer has 1 ms granularity, which at a time scale of 8 would be
+//! 8 ms of modelled jitter on every step.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::mpsc as std_mpsc;
+use std::sync::Weak;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use crate::catalogue::Catalogue;
 use crate::engine::{Engine, EngineConfig, NewSeq};
@@ -45,8 +49,14 @@ struct Live {
 /// instead of bursting to catch up.
 const MAX_LAG: Duration = Duration::from_millis(50);
 
-pub(crate) async fn run(app: Arc<App>, mut rx: mpsc::UnboundedReceiver<EngineMsg>) {
-    let cfg = &app.cfg;
+/// The engine loop; returns when every sender is gone (the server stopped).
+pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
+    let Some(app) = weak.upgrade() else {
+        return;
+    };
+    let cfg = app.cfg.clone();
+    let num_blocks = app.res.num_blocks;
+    drop(app);
     let cat = Catalogue::embedded();
     let hw = cat.hardware(&cfg.hardware).expect("validated").clone();
     let model = cat.model(&cfg.model).expect("validated").clone();
@@ -54,7 +64,7 @@ pub(crate) async fn run(app: Arc<App>, mut rx: mpsc::UnboundedReceiver<EngineMsg
         max_num_seqs: cfg.max_num_seqs,
         max_num_batched_tokens: cfg.max_num_batched_tokens,
         block_size: cfg.block_size,
-        num_blocks: app.res.num_blocks,
+        num_blocks,
         enable_prefix_caching: cfg.enable_prefix_caching,
         spec_decode: cfg.spec_decode,
         output_ids: *cfg.tokenizer.output_ids(),
@@ -64,17 +74,17 @@ pub(crate) async fn run(app: Arc<App>, mut rx: mpsc::UnboundedReceiver<EngineMsg
     let mut deadline = Instant::now();
     loop {
         if engine.is_idle() {
-            match rx.recv().await {
-                Some(m) => accept(&mut engine, &mut live, m),
-                None => return,
+            match rx.recv() {
+                Ok(m) => accept(&mut engine, &mut live, m),
+                Err(_) => return,
             }
             deadline = Instant::now();
         }
         loop {
             match rx.try_recv() {
                 Ok(m) => accept(&mut engine, &mut live, m),
-                Err(mpsc::error::TryRecvError::Empty) => break,
-                Err(mpsc::error::TryRecvError::Disconnected) => return,
+                Err(std_mpsc::TryRecvError::Empty) => break,
+                Err(std_mpsc::TryRecvError::Disconnected) => return,
             }
         }
         if engine.is_idle() {
@@ -85,10 +95,13 @@ pub(crate) async fn run(app: Arc<App>, mut rx: mpsc::UnboundedReceiver<EngineMsg
         deadline += Duration::from_secs_f64(st.total_s / scale);
         let now = Instant::now();
         if deadline > now {
-            tokio::time::sleep_until(deadline).await;
+            std::thread::sleep(deadline - now);
         } else if now - deadline > MAX_LAG {
             deadline = now;
         }
+        let Some(app) = weak.upgrade() else {
+            return;
+        };
         let now_s = app.model_now();
         let mut gone = Vec::new();
         {

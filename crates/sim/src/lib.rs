@@ -86,14 +86,19 @@ pub async fn serve(
 ) -> Result<(), SimError> {
     let res = cfg.resolve()?;
     let (tx, engine) = if cfg.mode == Mode::Timed {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = std::sync::mpsc::channel();
         (Some(tx), Some(rx))
     } else {
         (None, None)
     };
     let app = Arc::new(server::App::new(cfg, res, tx));
     if let Some(rx) = engine {
-        tokio::spawn(driver::run(app.clone(), rx));
+        // The engine holds only a weak reference, so it stops once the server (and every
+        // connection holding the App, hence the request sender) is gone.
+        let weak = Arc::downgrade(&app);
+        std::thread::Builder::new()
+            .name("inferbench-sim-engine".into())
+            .spawn(move || driver::run(weak, rx))?;
     }
     tokio::pin!(shutdown);
     loop {

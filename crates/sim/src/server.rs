@@ -34,10 +34,10 @@ pub(crate) struct App {
     pub cfg: SimConfig,
     pub res: Resolved,
     pub metrics: Mutex<Metrics>,
-    pub engine_tx: Option<mpsc::UnboundedSender<EngineMsg>>,
+    pub engine_tx: Option<std::sync::mpsc::Sender<EngineMsg>>,
     model_json: String,
     next_index: AtomicU64,
-    start: tokio::time::Instant,
+    start: std::time::Instant,
     fits_blocks: u32,
 }
 
@@ -45,7 +45,7 @@ impl App {
     pub fn new(
         cfg: SimConfig,
         res: Resolved,
-        engine_tx: Option<mpsc::UnboundedSender<EngineMsg>>,
+        engine_tx: Option<std::sync::mpsc::Sender<EngineMsg>>,
     ) -> Self {
         let model_json = serde_json::to_string(&res.served_name).expect("string serializes");
         App {
@@ -56,7 +56,7 @@ impl App {
             engine_tx,
             model_json,
             next_index: AtomicU64::new(0),
-            start: tokio::time::Instant::now(),
+            start: std::time::Instant::now(),
         }
     }
 

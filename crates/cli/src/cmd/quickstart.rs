@@ -66,8 +66,8 @@ pub struct Args {
     /// Seed for prompts.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// A seconds-long smoke run: concurrency 1,4,16,64, ISL 128, OSL 32, 2 prompts per
-    /// concurrency, max-num-seqs 16, time scale 20 (overrides those flags).
+    /// A seconds-long smoke run: concurrency 1,4,16,64, ISL 512, OSL 64, 2 prompts per
+    /// concurrency, no warmups, max-num-seqs 16, time scale 8 (overrides those flags).
     #[arg(long)]
     pub fast: bool,
 }
@@ -87,12 +87,12 @@ fn metric(s: &RunSummary, name: &str) -> Option<f64> {
 pub fn run(mut args: Args) -> anyhow::Result<i32> {
     if args.fast {
         args.concurrency = vec![1, 4, 16, 64];
-        args.isl = 128;
-        args.osl = 32;
+        args.isl = 512;
+        args.osl = 64;
         args.prompts_per_conc = 2;
         args.warmups_per_conc = 0;
         args.max_num_seqs = 16;
-        args.time_scale = 20.0;
+        args.time_scale = 8.0;
     }
     anyhow::ensure!(
         !args.concurrency.is_empty() && args.concurrency.iter().all(|&c| c > 0),
