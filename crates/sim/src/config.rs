@@ -18,6 +18,8 @@ pub enum Mode {
 
 /// Speculative decoding: each decode step verifies `num_draft_tokens` drafts and emits
 /// `acceptance_length` tokens on average (the bonus token included, so 1 ≤ AL ≤ k + 1).
+/// The roofline charges the verification (1 + k tokens per sequence); the drafter's own cost
+/// (an MTP head or a small draft model) is not modelled.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SpecDecode {
     /// Draft tokens proposed per step (`num_speculative_tokens`, k).

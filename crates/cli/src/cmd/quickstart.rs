@@ -385,7 +385,10 @@ fn store_and_plot(
     for f in [
         "framework=sim".to_string(),
         format!("hardware={hw_key}"),
-        format!("model={model_prefix}"),
+        format!(
+            "model={}",
+            inferbench_store::normalize::model(model_prefix, &args.model).key
+        ),
         format!("isl={}", args.isl),
         format!("osl={}", args.osl),
     ] {

@@ -20,8 +20,9 @@ pub struct Args {
     #[arg(long, default_value = "H100")]
     pub hardware: String,
     /// Catalogue model (name or Hugging Face id), e.g. Llama-3.3-70B, DeepSeek-R1, gpt-oss-120b.
-    #[arg(long, default_value = "Llama-3.1-8B")]
-    pub model: String,
+    /// Default: the catalogue entry `--served-model-name` names, if any, else Llama-3.1-8B.
+    #[arg(long)]
+    pub model: Option<String>,
     /// Name served in /v1/models (default: the catalogue name).
     #[arg(long)]
     pub served_model_name: Option<String>,
@@ -107,6 +108,19 @@ pub struct Args {
 }
 
 impl Args {
+    /// `--model`, else the catalogue model `--served-model-name` names (so `sim
+    /// --served-model-name deepseek-ai/DeepSeek-R1` models DeepSeek-R1), else Llama-3.1-8B.
+    fn catalogue_model(&self) -> String {
+        if let Some(m) = &self.model {
+            return m.clone();
+        }
+        let cat = inferbench_sim::Catalogue::embedded();
+        self.served_model_name
+            .as_deref()
+            .and_then(|n| cat.model(n).ok())
+            .map_or_else(|| "Llama-3.1-8B".to_string(), |m| m.name.clone())
+    }
+
     /// Converts the flags into a [`SimConfig`] (the one place clap types are seen).
     pub fn to_config(&self) -> anyhow::Result<SimConfig> {
         let spec_decode = match self.num_speculative_tokens {
@@ -150,7 +164,7 @@ impl Args {
                 Mode::Timed
             },
             hardware: self.hardware.clone(),
-            model: self.model.clone(),
+            model: self.catalogue_model(),
             served_model_name: self.served_model_name.clone(),
             precision: Precision::parse(&self.precision)?,
             tp: self.tp,
