@@ -35,8 +35,9 @@ pub enum EngineKind {
 /// A row for which no recipe exists.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "missing recipe for framework '{framework}' ({exp_name}): no built-in template and no script \
-     found (looked for: {searched})"
+    "missing recipe for framework '{framework}' ({exp_name}): no built-in template (vllm, sglang, \
+     trt, llamacpp, sim) and no script found ({})",
+    if searched.is_empty() { "no --recipe-dir given".to_string() } else { format!("looked for: {searched}") }
 )]
 pub struct MissingRecipe {
     /// The row's framework.

@@ -82,7 +82,7 @@ jobs:
     outputs:
       rows: ${{{{ steps.plan.outputs.rows }}}}
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@v5
       - id: plan
         name: List matrix rows
         env:
@@ -101,7 +101,7 @@ jobs:
     runs-on: [self-hosted, "${{{{ matrix.row.runner }}}}"]
     timeout-minutes: {timeout}
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@v5
       - name: Run matrix row
         env:
           MATRIX_FILE: ${{{{ inputs.matrix-file }}}}
@@ -112,7 +112,7 @@ jobs:
           $INFERBENCH job --matrix "$MATRIX_FILE" --index "$ROW_INDEX" --out results --runner-name "$RUNNER_NAME"
       - name: Upload row artifacts
         if: always()
-        uses: actions/upload-artifact@v4
+        uses: actions/upload-artifact@v6
         with:
           name: inferbench-row-${{{{ matrix.row.index }}}}
           path: results/
@@ -123,12 +123,12 @@ jobs:
     if: always()
     runs-on: {control}
     steps:
-      - uses: actions/download-artifact@v4
+      - uses: actions/download-artifact@v7
         with:
           pattern: inferbench-row-*
           merge-multiple: true
           path: results
-      - uses: actions/upload-artifact@v4
+      - uses: actions/upload-artifact@v6
         with:
           name: inferbench-results
           path: results/

@@ -1,0 +1,113 @@
+//! `inferbench sweep --executor github` writes the matrix and a reusable workflow that passes
+//! actionlint (`INFERBENCH_TEST_ACTIONLINT`, scripts/setup/actionlint.sh); bad matrix input to
+//! `sweep` / `job` fails with a message naming the file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+const MATRIX: &str = r#"[
+ {"image": "vllm/vllm-openai:v0.25.0", "model": "org/M", "model-prefix": "m", "precision": "fp8", "framework": "vllm", "runner": "b200", "isl": 8192, "osl": 1024, "tp": 8, "pp": 1, "dcp-size": 1, "pcp-size": 1, "conc": 4, "max-model-len": 9472, "ep": 1, "dp-attn": false, "spec-decoding": "none", "exp-name": "m_8k1k", "disagg": false, "run-eval": false},
+ {"image": "vllm/vllm-openai:v0.25.0", "model": "org/M", "model-prefix": "m", "precision": "fp8", "framework": "vllm", "runner": "cluster:h200-dgxc", "isl": 8192, "osl": 1024, "tp": 8, "pp": 1, "dcp-size": 1, "pcp-size": 1, "conc": 8, "max-model-len": 9472, "ep": 1, "dp-attn": false, "spec-decoding": "none", "exp-name": "m_8k1k", "disagg": false, "run-eval": false}
+]"#;
+
+fn inferbench(args: &[&str], cwd: &Path) -> (Option<i32>, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn github_executor_writes_matrix_and_a_linted_workflow() {
+    let dir = scratch("sweep_github");
+    std::fs::write(dir.join("m.json"), MATRIX).unwrap();
+    let (code, stdout, stderr) = inferbench(
+        &[
+            "sweep",
+            "--executor",
+            "github",
+            "--matrix",
+            "m.json",
+            "--github-dir",
+            "ci",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("(2 rows)"), "{stdout}");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("ci/matrix.json")).unwrap())
+            .unwrap();
+    let original: serde_json::Value = serde_json::from_str(MATRIX).unwrap();
+    assert_eq!(written, original);
+    let wf = std::fs::read_to_string(dir.join("ci/inferbench-sweep.yml")).unwrap();
+    assert!(wf.contains("default: \"ci/matrix.json\""), "{wf}");
+
+    let Some(lint) = std::env::var_os("INFERBENCH_TEST_ACTIONLINT") else {
+        assert!(
+            std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            "INFERBENCH_TEST_ACTIONLINT unset but INFERBENCH_REQUIRE_SERVICES=1"
+        );
+        eprintln!(
+            "skipping the lint: INFERBENCH_TEST_ACTIONLINT unset (run scripts/setup/actionlint.sh)"
+        );
+        return;
+    };
+    std::fs::create_dir_all(dir.join(".github/workflows")).unwrap();
+    std::fs::copy(
+        dir.join("ci/inferbench-sweep.yml"),
+        dir.join(".github/workflows/inferbench-sweep.yml"),
+    )
+    .unwrap();
+    let o = Command::new(lint)
+        .args(["-no-color", ".github/workflows/inferbench-sweep.yml"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn bad_matrix_input_names_the_file() {
+    let dir = scratch("sweep_bad_matrix");
+    let (code, _, stderr) = inferbench(&["sweep", "--matrix", "nope.json"], &dir);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("nope.json: cannot read matrix"), "{stderr}");
+
+    std::fs::write(dir.join("bad.json"), "[{\"image\": 1}]").unwrap();
+    let (code, _, stderr) = inferbench(&["sweep", "--matrix", "bad.json"], &dir);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("bad.json: row 0: invalid type: integer `1`"),
+        "{stderr}"
+    );
+
+    std::fs::write(dir.join("m.json"), MATRIX).unwrap();
+    let (code, _, stderr) = inferbench(&["job", "--matrix", "m.json", "--index", "9"], &dir);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.contains("m.json: row index 9 out of range (matrix has 2 rows)"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = inferbench(&["sweep", "--matrix", "m.json", "--rows", "5"], &dir);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--rows: index 5 out of range"), "{stderr}");
+}
