@@ -89,7 +89,10 @@ fn slurm_array_runs_rows_and_gathers_results() {
     let script = std::fs::read_to_string(out.join("_slurm/job.sbatch")).unwrap();
     assert!(script.contains("#SBATCH --array=0-3\n"), "{script}");
     assert!(script.contains(" job --matrix "), "{script}");
-    assert!(script.contains("--index \"$SLURM_ARRAY_TASK_ID\""), "{script}");
+    assert!(
+        script.contains("--index \"$SLURM_ARRAY_TASK_ID\""),
+        "{script}"
+    );
     let task_logs = std::fs::read_dir(out.join("_slurm"))
         .unwrap()
         .filter(|e| {
