@@ -8,6 +8,8 @@
 //! PostgreSQL through the synchronous `postgres` crate (no async runtime needed in a CLI
 //! that does one transaction at a time, and a much lighter build than sqlx's macros).
 
+use std::collections::HashMap;
+
 use crate::StoreError;
 
 /// One SQL value. Integers are `i64`, reals `f64`; PostgreSQL `INT2/INT4/BOOL` and `FLOAT4` are
@@ -118,7 +120,24 @@ pub enum Kind {
 /// An open connection.
 pub(crate) enum Conn {
     Sqlite(rusqlite::Connection),
-    Postgres(Box<postgres::Client>),
+    /// The client and its prepared statements by SQL text (PostgreSQL otherwise prepares every
+    /// statement anew: an extra round trip per query).
+    Postgres(Box<postgres::Client>, HashMap<String, postgres::Statement>),
+}
+
+fn pg_stmt<'a>(
+    c: &mut postgres::Client,
+    cache: &'a mut HashMap<String, postgres::Statement>,
+    sql: &str,
+) -> Result<&'a postgres::Statement, StoreError> {
+    if !cache.contains_key(sql) {
+        if cache.len() >= 256 {
+            cache.clear(); // dynamic IN-lists would otherwise grow it without bound
+        }
+        let st = c.prepare(&pg_sql(sql)).map_err(pg_err)?;
+        cache.insert(sql.to_string(), st);
+    }
+    Ok(&cache[sql])
 }
 
 fn pg_err(e: postgres::Error) -> StoreError {
@@ -235,7 +254,7 @@ impl Conn {
     pub(crate) fn kind(&self) -> Kind {
         match self {
             Conn::Sqlite(_) => Kind::Sqlite,
-            Conn::Postgres(_) => Kind::Postgres,
+            Conn::Postgres(..) => Kind::Postgres,
         }
     }
 
@@ -243,7 +262,7 @@ impl Conn {
     pub(crate) fn batch(&mut self, sql: &str) -> Result<(), StoreError> {
         match self {
             Conn::Sqlite(c) => c.execute_batch(sql).map_err(sq_err),
-            Conn::Postgres(c) => c.batch_execute(sql).map_err(pg_err),
+            Conn::Postgres(c, _) => c.batch_execute(sql).map_err(pg_err),
         }
     }
 
@@ -256,12 +275,13 @@ impl Conn {
                     .map(|n| n as u64)
                     .map_err(sq_err)
             }
-            Conn::Postgres(c) => {
+            Conn::Postgres(c, cache) => {
                 let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = params
                     .iter()
                     .map(|v| v as &(dyn postgres::types::ToSql + Sync))
                     .collect();
-                c.execute(pg_sql(sql).as_str(), &refs).map_err(pg_err)
+                let st = pg_stmt(c, cache, sql)?.clone();
+                c.execute(&st, &refs).map_err(pg_err)
             }
         }
     }
@@ -277,12 +297,13 @@ impl Conn {
                     .map_err(sq_err)?;
                 rows.collect::<Result<Vec<_>, _>>().map_err(sq_err)
             }
-            Conn::Postgres(c) => {
+            Conn::Postgres(c, cache) => {
                 let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = params
                     .iter()
                     .map(|v| v as &(dyn postgres::types::ToSql + Sync))
                     .collect();
-                let rows = c.query(pg_sql(sql).as_str(), &refs).map_err(pg_err)?;
+                let st = pg_stmt(c, cache, sql)?.clone();
+                let rows = c.query(&st, &refs).map_err(pg_err)?;
                 rows.iter().map(pg_row).collect()
             }
         }
@@ -297,7 +318,7 @@ impl Conn {
                     .map_err(sq_err)?;
                 Ok(st.column_names().into_iter().map(String::from).collect())
             }
-            Conn::Postgres(c) => {
+            Conn::Postgres(c, _) => {
                 let st = c
                     .prepare(&format!("SELECT * FROM {table} LIMIT 0"))
                     .map_err(pg_err)?;

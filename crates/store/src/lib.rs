@@ -190,7 +190,7 @@ impl Store {
                 ))
                 .map_err(|e| StoreError::Db(e.to_string()))?;
             }
-            Conn::Postgres(Box::new(c))
+            Conn::Postgres(Box::new(c), std::collections::HashMap::new())
         } else {
             let path = Path::new(location);
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
