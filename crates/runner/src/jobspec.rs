@@ -487,7 +487,8 @@ impl fmt::Display for JobSpec {
 
 /// Reads a matrix file: a JSON array of rows (generator output), or the bucketed object the
 /// changelog path prints (`{"single_node": {"fixed_seq_len": [...], "agentic": [...]},
-/// "multi_node": {...}}`), flattened in key order. Every row is checked; the first bad row is
+/// "multi_node": {...}, "evals": [...], …, "changelog_metadata": {...}}`), flattened in key
+/// order (metadata skipped). Every row is checked; the first bad row is
 /// reported with its index and the offending field.
 pub fn load_matrix(path: &Path) -> Result<Vec<JobSpec>, MatrixError> {
     let text = std::fs::read_to_string(path).map_err(|source| MatrixError::Io {
@@ -536,10 +537,13 @@ fn collect_rows<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a serde_json::Valu
         serde_json::Value::Array(items) => out.extend(items.iter()),
         // A lone row (e.g. `inferbench job --row`).
         serde_json::Value::Object(map) if map.contains_key("exp-name") => out.push(v),
-        // Any other object is a bucket of arrays / nested buckets, in key order.
+        // Any other object is a bucket of arrays / nested buckets, in key order; the changelog's
+        // `changelog_metadata` (refs, entries) is not a row.
         serde_json::Value::Object(map) => {
-            for child in map.values() {
-                collect_rows(child, out);
+            for (key, child) in map {
+                if !key.ends_with("_metadata") {
+                    collect_rows(child, out);
+                }
             }
         }
         other => out.push(other),
