@@ -1,10 +1,13 @@
 //! Measures `inferbench_core::summary::summarize` on synthetic records (docs/perf/workload.md).
 //!
 //! `cargo run --release -p inferbench-workload --example summary_bench -- [RECORDS] [CHUNKS]`
-//! Defaults: 100000 records of 256 chunks each.
+//! Defaults: 100000 records of 256 chunks each. With a third argument DIR, also writes
+//! `DIR/<RESULT_FILENAME>.json` (the summary) and, from the InferenceX environment contract
+//! (`JobIdentity::from_env`), `DIR/agg_<RESULT_FILENAME>.json` — for cross-checking against
+//! InferenceX's own `utils/process_result.py`.
 
 use inferbench_core::record::{Channel, ChunkRecord, RequestRecord};
-use inferbench_core::summary::{summarize, SummaryContext};
+use inferbench_core::summary::{inferencex_aggregate, summarize, JobIdentity, SummaryContext};
 use std::time::Instant;
 
 fn main() {
@@ -59,4 +62,15 @@ fn main() {
         s.inferbench.itl_ms.count,
         json.len()
     );
+    if let Some(dir) = args.get(2) {
+        let id = JobIdentity::from_env().expect("InferenceX environment");
+        let dir = std::path::Path::new(dir);
+        std::fs::write(dir.join(format!("{}.json", id.result_filename)), &json).unwrap();
+        let agg = inferencex_aggregate(&s, &id).expect("aggregate");
+        std::fs::write(
+            dir.join(id.aggregate_file_name()),
+            serde_json::to_string_pretty(&agg).unwrap(),
+        )
+        .unwrap();
+    }
 }
