@@ -583,6 +583,53 @@ pub fn tokens_per_chunk(records: &[RequestRecord]) -> Vec<f64> {
         .collect()
 }
 
+/// Client-side concurrency actually achieved over the profiling window.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Concurrency {
+    /// Time-averaged requests in flight (sent, not yet ended) over the window
+    /// = Σ (end − sent) / window (Little's law). Compare with `--max-concurrency` to see whether
+    /// the client held the requested concurrency.
+    pub mean_in_flight: f64,
+    /// Most requests in flight at any instant.
+    pub max_in_flight: u64,
+}
+
+/// Achieved concurrency of the profile-phase requests (all outcomes) over the profiling window
+/// ([`profile_window_ns`]); zeros without a window. A request ending at the same instant another
+/// is sent does not overlap it.
+pub fn concurrency(records: &[RequestRecord]) -> Concurrency {
+    let Some((start, end)) = profile_window_ns(records) else {
+        return Concurrency::default();
+    };
+    let mut events: Vec<(u64, i64)> = Vec::new();
+    let mut busy_ns: u128 = 0;
+    for r in records
+        .iter()
+        .filter(|r| r.phase == crate::record::Phase::Profile)
+    {
+        let e = r.end_ns.max(r.sent_ns);
+        busy_ns += u128::from(e - r.sent_ns);
+        events.push((r.sent_ns, 1));
+        events.push((e, -1));
+    }
+    // ends sort before sends at the same instant
+    events.sort_unstable();
+    let (mut cur, mut max) = (0i64, 0i64);
+    for (_, d) in events {
+        cur += d;
+        max = max.max(cur);
+    }
+    let window = end - start;
+    Concurrency {
+        mean_in_flight: if window == 0 {
+            0.0
+        } else {
+            busy_ns as f64 / window as f64
+        },
+        max_in_flight: max.max(0) as u64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -811,6 +858,22 @@ mod tests {
         assert_eq!(e.get("timeout_idle"), Some(&1));
         assert_eq!(e.get("unclassified"), Some(&1));
         assert_eq!(token_source_counts(&rs), (1, 1));
+    }
+
+    #[test]
+    fn achieved_concurrency() {
+        // A: sent 0, ends 17 ms; B: sent 5, ends 46; C: sent 7, ends 60 (sample_run).
+        // busy = 17 + 41 + 53 = 111 ms over the 60 ms window → 1.85; at 7 ms all three overlap.
+        let c = concurrency(&sample_run());
+        assert!((c.mean_in_flight - 111.0 / 60.0).abs() < 1e-12);
+        assert_eq!(c.max_in_flight, 3);
+        // back-to-back requests (end == next send) never overlap
+        let mut rs = vec![req(0, &[5], 1), req(10, &[15], 1)];
+        rs[0].end_ns = 10 * MS;
+        rs[1].end_ns = 20 * MS;
+        let c = concurrency(&rs);
+        assert_eq!((c.mean_in_flight, c.max_in_flight), (1.0, 1));
+        assert_eq!(concurrency(&[]), Concurrency::default());
     }
 
     #[test]

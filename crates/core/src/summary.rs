@@ -283,6 +283,9 @@ pub struct Extras {
     pub schedule_lag_ms: Option<Distribution>,
     /// Configured, scheduled, sent and achieved request rates.
     pub rates: Rates,
+    /// Requests in flight achieved by the client (mean over the window, and peak): a client
+    /// self-check against `--max-concurrency`.
+    pub concurrency: metrics::Concurrency,
 }
 
 impl Default for Extras {
@@ -308,6 +311,7 @@ impl Default for Extras {
             e2el_from_schedule_ms: Distribution::default(),
             schedule_lag_ms: None,
             rates: Rates::default(),
+            concurrency: metrics::Concurrency::default(),
         }
     }
 }
@@ -492,6 +496,7 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             e2el_from_schedule_ms: Distribution::of(&metrics::e2el_from_schedule_ms(recs), qs),
             schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),
             rates: metrics::rates(recs, ctx.request_rate.filter(|r| r.is_finite()), duration),
+            concurrency: metrics::concurrency(recs),
         },
     }
 }

@@ -204,6 +204,9 @@ fn extras_hand_computed() {
     assert!(close(e.rates.sent_rps.unwrap(), 100.0)); // 2 gaps over 20 ms
     assert!(close(e.rates.achieved_rps, 2.0 / 0.26));
     assert!(!e.interrupted);
+    // busy: r0 0→170, r1 10→260, r2 20→30 = 170 + 250 + 10 = 430 ms over 260 ms; peak 3 at 20 ms
+    assert!(close(e.concurrency.mean_in_flight, 430.0 / 260.0));
+    assert_eq!(e.concurrency.max_in_flight, 3);
 }
 
 #[test]
