@@ -34,13 +34,15 @@ pub(crate) struct Fitter<'a> {
 }
 
 impl<'a> Fitter<'a> {
-    pub(crate) fn new(tok: &'a Tokenizer, prefix: &[u32]) -> Self {
+    /// `use_fast`: try the windowed fast path (embedded encodings only); building its tables
+    /// costs ~1–2 s once per process, so tiny workloads skip it.
+    pub(crate) fn new(tok: &'a Tokenizer, prefix: &[u32], use_fast: bool) -> Self {
         let fast = match tok.kind() {
-            Kind::Tiktoken(t) => t.cyclic().and_then(|c| {
+            Kind::Tiktoken(t) if use_fast => t.cyclic().and_then(|c| {
                 let p = c.prefix(tok.decode(prefix))?;
                 Some((c, p))
             }),
-            Kind::Hf(_) => None,
+            _ => None,
         };
         Fitter {
             tok,

@@ -10,7 +10,9 @@
 //! Deterministic: all random draws come from one `StdRng` seeded with `seed`, in a fixed order
 //! (prefix ids, then input lengths, output lengths, offsets), before the per-prompt work, which
 //! runs in parallel; any randomness a fix-up needs comes from a per-prompt RNG derived from
-//! `(seed, i)`. Same seed, tokenizer and spec ⇒ byte-identical prompts on any thread count.
+//! `(seed, i)`. Same seed, tokenizer and spec ⇒ byte-identical prompts on any thread count. (Which
+//! fitting path runs depends only on the spec — workloads under 500k prompt tokens skip the fast
+//! path's one-time tables — so that choice is deterministic too.)
 
 use crate::error::WorkloadError;
 use crate::fit;
@@ -146,6 +148,19 @@ pub fn random_prompts_with_stats(
     spec: &RandomSpec,
     tok: &Tokenizer,
 ) -> Result<(Vec<Prompt>, PrepStats), WorkloadError> {
+    generate(spec, tok, None)
+}
+
+/// Workloads below this many prompt tokens skip the fast path: building its tables once costs
+/// about as much as fitting ~60 prompts of 8k tokens by re-encoding.
+const FAST_MIN_TOKENS: u64 = 500_000;
+
+/// `force_fast`: `Some(b)` overrides the [`FAST_MIN_TOKENS`] rule (tests).
+pub(crate) fn generate(
+    spec: &RandomSpec,
+    tok: &Tokenizer,
+    force_fast: Option<bool>,
+) -> Result<(Vec<Prompt>, PrepStats), WorkloadError> {
     if spec.input_len == 0 {
         return Err(WorkloadError::InvalidSpec {
             field: "--random-input-len",
@@ -164,7 +179,11 @@ pub fn random_prompts_with_stats(
     let out_lens: Vec<u32> = (0..n).map(|_| rng.random_range(out_lo..=out_hi)).collect();
     let offsets: Vec<u32> = (0..n).map(|_| rng.random_range(0..vocab)).collect();
 
-    let fitter = fit::Fitter::new(tok, &prefix);
+    let total: u64 = in_lens
+        .iter()
+        .map(|&l| u64::from(l) + u64::from(spec.prefix_len))
+        .sum();
+    let fitter = fit::Fitter::new(tok, &prefix, force_fast.unwrap_or(total >= FAST_MIN_TOKENS));
     let prompts = (0..n)
         .into_par_iter()
         .map(|i| {
@@ -206,7 +225,7 @@ mod tests {
     }
 
     fn check_exact(tok: &Tokenizer, spec: &RandomSpec) -> Vec<Prompt> {
-        let (ps, stats) = random_prompts_with_stats(spec, tok).unwrap();
+        let (ps, stats) = generate(spec, tok, Some(true)).unwrap();
         eprintln!("{:?} {stats:?}", spec);
         assert_eq!(ps.len(), spec.num_prompts);
         let (lo, hi) = length_range(spec.input_len, spec.range_ratio, spec.semantics).unwrap();
@@ -239,9 +258,16 @@ mod tests {
         };
         let ps = check_exact(&tok, &spec);
         assert!(ps.iter().all(|p| (5..=100).contains(&p.max_tokens)));
-        // the embedded encodings take the fast windowed path
-        let (_, stats) = random_prompts_with_stats(&spec, &tok).unwrap();
+        // the embedded encodings take the fast windowed path (forced: this workload is small)
+        let (fast, stats) = generate(&spec, &tok, Some(true)).unwrap();
         assert_eq!(stats, PrepStats { fast: 120, slow: 0 });
+        // small workloads skip the tables; the slow path gives exact prompts too
+        let (slow, stats) = random_prompts_with_stats(&spec, &tok).unwrap();
+        assert_eq!(stats, PrepStats { fast: 0, slow: 120 });
+        assert_eq!(fast.len(), slow.len());
+        for p in &slow {
+            assert_eq!(tok.count(&p.text), p.prompt_tokens as usize);
+        }
     }
 
     #[test]
