@@ -39,6 +39,7 @@ pub(crate) enum EngineMsg {
 
 struct Live {
     tx: mpsc::UnboundedSender<TokenMsg>,
+    prompt_len: u32,
     arrival_s: f64,
     first_s: Option<f64>,
     last_s: f64,
@@ -108,7 +109,6 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
             let mut m = app.metrics.lock().expect("metrics lock");
             m.prefix_queries += res.prefix_queries;
             m.prefix_hits += res.prefix_hits;
-            m.prompt_tokens += res.prefill_tokens;
             m.spec_drafts += res.drafts;
             m.spec_draft_tokens += res.draft_tokens;
             m.spec_accepted_tokens += res.accepted_tokens;
@@ -127,6 +127,9 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
                     None => {
                         l.first_s = Some(now_s);
                         m.ttft.observe(now_s - l.arrival_s);
+                        // As vLLM: a request's whole prompt (cached part included) counts once,
+                        // when its prefill completes.
+                        m.prompt_tokens += u64::from(l.prompt_len);
                     }
                     Some(_) => {
                         let gap = now_s - l.last_s;
@@ -176,6 +179,7 @@ fn accept(engine: &mut Engine, live: &mut HashMap<u64, Live>, m: EngineMsg) {
                 seq.id,
                 Live {
                     tx,
+                    prompt_len: seq.prompt_len,
                     arrival_s,
                     first_s: None,
                     last_s: arrival_s,

@@ -164,7 +164,7 @@ impl Metrics {
         counter(
             &mut o,
             "vllm:prompt_tokens",
-            "Number of prefill tokens processed.",
+            "Number of prefill tokens processed (whole prompts, cached tokens included).",
             self.prompt_tokens,
         );
         counter(

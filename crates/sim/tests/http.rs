@@ -528,7 +528,7 @@ async fn metrics_parse_and_count_prefix_hits_analytically() {
     assert_eq!(get("vllm:prefix_cache_queries_total"), (n * 296) as f64);
     assert_eq!(get("vllm:prefix_cache_hits_total"), ((n - 1) * 256) as f64);
     assert_eq!(get("vllm:generation_tokens_total"), (n * 3) as f64);
-    assert_eq!(get("vllm:prompt_tokens_total"), (296 + (n - 1) * 40) as f64);
+    assert_eq!(get("vllm:prompt_tokens_total"), (n * 296) as f64);
     assert_eq!(get("vllm:num_requests_running"), 0.0);
     assert_eq!(get("vllm:num_requests_waiting"), 0.0);
     assert_eq!(get("vllm:kv_cache_usage_perc"), 0.0);
