@@ -35,6 +35,24 @@ pub(crate) enum EngineMsg {
         tx: mpsc::UnboundedSender<TokenMsg>,
     },
     ResetPrefixCache,
+    /// The client went away before its response finished: free the sequence.
+    Abort(u64),
+}
+
+/// Sends [`EngineMsg::Abort`] on drop unless disarmed: held by every response that waits on
+/// the engine, so a client that disconnects (even while queued) frees its sequence at once.
+pub(crate) struct AbortGuard {
+    pub tx: std_mpsc::Sender<EngineMsg>,
+    pub id: u64,
+    pub armed: bool,
+}
+
+impl Drop for AbortGuard {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.tx.send(EngineMsg::Abort(self.id));
+        }
+    }
 }
 
 struct Live {
@@ -72,23 +90,32 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
     });
     let scale = cfg.time_scale;
     let mut live: HashMap<u64, Live> = HashMap::new();
+    let mut aborts = 0u64;
     let mut deadline = Instant::now();
     loop {
         if engine.is_idle() {
             match rx.recv() {
-                Ok(m) => accept(&mut engine, &mut live, m),
+                Ok(m) => accept(&mut engine, &mut live, &mut aborts, m),
                 Err(_) => return,
             }
             deadline = Instant::now();
         }
         loop {
             match rx.try_recv() {
-                Ok(m) => accept(&mut engine, &mut live, m),
+                Ok(m) => accept(&mut engine, &mut live, &mut aborts, m),
                 Err(std_mpsc::TryRecvError::Empty) => break,
                 Err(std_mpsc::TryRecvError::Disconnected) => return,
             }
         }
         if engine.is_idle() {
+            // Aborts may have emptied the engine: publish the idle state before blocking.
+            if let Some(app) = weak.upgrade() {
+                let mut m = app.metrics.lock().expect("metrics lock");
+                m.success_abort += std::mem::take(&mut aborts);
+                m.running = 0;
+                m.waiting = 0;
+                m.kv_usage = engine.kv().usage();
+            }
             continue;
         }
         let res = engine.step();
@@ -154,6 +181,7 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
                     gone.push(e.id);
                 }
             }
+            m.success_abort += std::mem::take(&mut aborts);
             for id in gone {
                 engine.abort(id);
                 live.remove(&id);
@@ -167,8 +195,14 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
     }
 }
 
-fn accept(engine: &mut Engine, live: &mut HashMap<u64, Live>, m: EngineMsg) {
+fn accept(engine: &mut Engine, live: &mut HashMap<u64, Live>, aborts: &mut u64, m: EngineMsg) {
     match m {
+        EngineMsg::Abort(id) => {
+            if live.remove(&id).is_some() {
+                engine.abort(id);
+                *aborts += 1;
+            }
+        }
         EngineMsg::Add {
             seq,
             arrival_s,

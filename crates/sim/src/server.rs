@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::config::{Mode, Resolved, SimConfig};
-use crate::driver::{EngineMsg, TokenMsg};
+use crate::driver::{AbortGuard, EngineMsg, TokenMsg};
 use crate::engine::NewSeq;
 use crate::fault::{u01, FaultSpec};
 use crate::metrics::Metrics;
@@ -109,7 +109,7 @@ impl Body for SimBody {
 
 enum Source {
     Instant,
-    Engine(mpsc::UnboundedReceiver<TokenMsg>),
+    Engine(mpsc::UnboundedReceiver<TokenMsg>, AbortGuard),
 }
 
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -182,8 +182,13 @@ impl SseBody {
                 tokens: 1,
                 finished: self.sent + 1 >= self.output_len,
             }),
-            Source::Engine(rx) => match rx.poll_recv(cx) {
-                Poll::Ready(m) => m,
+            Source::Engine(rx, guard) => match rx.poll_recv(cx) {
+                Poll::Ready(m) => {
+                    if m.is_none_or(|m| m.finished) {
+                        guard.armed = false;
+                    }
+                    m
+                }
                 Poll::Pending => return Poll::Pending,
             },
         };
@@ -666,7 +671,14 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
                     "engine stopped",
                 );
             }
-            Source::Engine(trx)
+            Source::Engine(
+                trx,
+                AbortGuard {
+                    tx: tx.clone(),
+                    id: index,
+                    armed: true,
+                },
+            )
         }
         _ => {
             app.metrics.lock().expect("metrics lock").prompt_tokens += u64::from(prompt_len);
@@ -679,7 +691,7 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
     }
     let max_events = match src {
         Source::Instant => app.cfg.events_per_write,
-        Source::Engine(_) => 1024,
+        Source::Engine(..) => 1024,
     };
     let body = SseBody {
         app: app.clone(),
@@ -720,10 +732,13 @@ async fn whole_response(
     usage: bool,
     fault: &FaultSpec,
 ) -> Resp {
-    if let Source::Engine(mut rx) = src {
+    if let Source::Engine(mut rx, mut guard) = src {
         loop {
             match rx.recv().await {
-                Some(m) if m.finished => break,
+                Some(m) if m.finished => {
+                    guard.armed = false;
+                    break;
+                }
                 Some(_) => {}
                 None => {
                     return error_response(

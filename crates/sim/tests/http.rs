@@ -567,3 +567,61 @@ async fn instant_mode_serves_many_concurrent_streams() {
         assert_eq!(t.await.unwrap(), (true, 301));
     }
 }
+
+#[tokio::test]
+async fn client_disconnect_frees_queued_and_running_sequences() {
+    // One sequence at a time, real time: A runs (2,000 tokens at ~1 ms/step), B waits.
+    let sim = spawn(SimConfig {
+        max_num_seqs: 1,
+        time_scale: 1.0,
+        ..small_timed()
+    })
+    .unwrap();
+    let open = |addr| async move {
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let body = r#"{"prompt":"x","max_tokens":2000,"stream":true}"#;
+        let req = format!(
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await.unwrap();
+        s
+    };
+    let metric = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing"))
+    };
+    let a = open(sim.addr).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let b = open(sim.addr).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let m = request(sim.addr, "GET", "/metrics", "", &[], SEC)
+        .await
+        .text();
+    assert_eq!(metric(&m, "vllm:num_requests_running{"), 1.0);
+    assert_eq!(metric(&m, "vllm:num_requests_waiting{"), 1.0);
+    drop(b);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let m = request(sim.addr, "GET", "/metrics", "", &[], SEC)
+        .await
+        .text();
+    assert_eq!(metric(&m, "vllm:num_requests_waiting{"), 0.0);
+    assert_eq!(
+        metric(&m, "vllm:request_success_total{engine=\"0\",model_name=\"SmolLM2-135M\",finished_reason=\"abort\"}"),
+        1.0
+    );
+    drop(a);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let m = request(sim.addr, "GET", "/metrics", "", &[], SEC)
+        .await
+        .text();
+    assert_eq!(metric(&m, "vllm:num_requests_running{"), 0.0);
+    assert_eq!(metric(&m, "vllm:kv_cache_usage_perc{"), 0.0);
+    assert_eq!(
+        metric(&m, "vllm:request_success_total{engine=\"0\",model_name=\"SmolLM2-135M\",finished_reason=\"abort\"}"),
+        2.0
+    );
+}
