@@ -119,12 +119,9 @@ impl Cyclic {
             return None;
         }
 
-        // Pieces (sequential regex run), then their byte-pair counts in parallel.
-        let mut spans = Vec::new();
-        for m in regex.find_iter(&text) {
-            let m = m.ok()?;
-            spans.push((m.start() as u32, m.end() as u32));
-        }
+        // Pieces (regex run in two halves joined at a common boundary), then their byte-pair
+        // counts in parallel.
+        let (spans, _) = split_pieces(&regex, &text)?;
         let counts: Vec<u32> = spans
             .par_iter()
             .map(|&(x, y)| bpe_len(&enc, &text.as_bytes()[x as usize..y as usize]) as u32)
@@ -416,11 +413,80 @@ enum HeadCache {
     NoSync,
 }
 
+/// Regex pieces `(start, end)` of `text`, computed as two halves in parallel: the first half
+/// runs over `text[..mid + OVERLAP]`, the second over `text[mid..]`; from the first piece end of the
+/// second run that is also a trusted piece end of the first, both runs are identical (a match
+/// depends only on the text after its start), so the result equals one sequential run. The flag
+/// says whether the halves joined (else one sequential run was made).
+fn split_pieces(regex: &Regex, text: &str) -> Option<(Vec<(u32, u32)>, bool)> {
+    const OVERLAP: usize = 1 << 16;
+    let run = |from: usize, to: usize| -> Option<Vec<(u32, u32)>> {
+        let mut v = Vec::new();
+        for m in regex.find_iter(&text[from..to]) {
+            let m = m.ok()?;
+            v.push(((from + m.start()) as u32, (from + m.end()) as u32));
+        }
+        Some(v)
+    };
+    let mut mid = text.len() / 2;
+    while !text.is_char_boundary(mid) {
+        mid += 1;
+    }
+    let mut a_end = (mid + OVERLAP).min(text.len());
+    while !text.is_char_boundary(a_end) {
+        a_end += 1;
+    }
+    if a_end >= text.len() {
+        return Some((run(0, text.len())?, false));
+    }
+    let (a, b) = rayon::join(|| run(0, a_end), || run(mid, text.len()));
+    let (a, b) = (a?, b?);
+    // piece j of the first run is trusted while piece j + 2 ends MARGIN before its haystack end
+    let trusted = a
+        .iter()
+        .enumerate()
+        .take_while(|(j, _)| a.get(j + 2).is_some_and(|p| p.1 as usize + MARGIN <= a_end))
+        .count();
+    for (i, &(_, e)) in b.iter().enumerate() {
+        if let Ok(j) = a[..trusted].binary_search_by_key(&e, |p| p.1) {
+            let mut out = a[..=j].to_vec();
+            out.extend_from_slice(&b[i + 1..]);
+            return Some((out, true));
+        }
+    }
+    Some((run(0, text.len())?, false))
+}
+
 /// Tokens of one regex piece under tiktoken's byte-pair encoding.
 fn bpe_len(enc: &FxHashMap<Vec<u8>, u32>, piece: &[u8]) -> usize {
     if piece.len() <= 1 || enc.contains_key(piece) {
         piece.len().min(1)
     } else {
         tiktoken_rs::byte_pair_split(piece, enc).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two-halves pre-tokenization equals one sequential regex run.
+    #[test]
+    fn split_pieces_equals_sequential_run() {
+        let tok = crate::Tokenizer::load("cl100k_base").unwrap();
+        let crate::tokenizer::Kind::Tiktoken(t) = tok.kind() else {
+            unreachable!()
+        };
+        let regex = Regex::new(t.pattern).unwrap();
+        let ids: Vec<u32> = (0..40_000).collect();
+        let text = tok.decode(&ids);
+        let seq: Vec<(u32, u32)> = regex
+            .find_iter(&text)
+            .map(|m| {
+                let m = m.unwrap();
+                (m.start() as u32, m.end() as u32)
+            })
+            .collect();
+        assert_eq!(split_pieces(&regex, &text).unwrap(), (seq, true));
     }
 }
