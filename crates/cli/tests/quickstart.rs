@@ -72,7 +72,7 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
     assert!(rows[3].ttft_p99_ms > 2.0 * rows[2].ttft_p99_ms, "{stdout}");
     // Single-stream decode on the simulated H100 (Llama-3.1-8B BF16): roofline step
     // 16.06 GB / (3.35 TB/s x 0.8) + 1 ms ≈ 7.0 ms, i.e. ≈ 140 tok/s/user.
-    assert!((120.0..160.0).contains(&rows[0].interactivity), "{stdout}");
+    assert!((100.0..170.0).contains(&rows[0].interactivity), "{stdout}");
 
     // Artifacts per point (DESIGN.md §3).
     let mut dirs: Vec<_> = std::fs::read_dir(&out)

@@ -594,34 +594,40 @@ async fn client_disconnect_frees_queued_and_running_sequences() {
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("{name} missing"))
     };
+    // Polls /metrics until `want` holds for every (line prefix, value) pair (5 s at most).
+    let wait_for = |want: Vec<(&'static str, f64)>| async move {
+        let t0 = Instant::now();
+        loop {
+            let m = request(sim.addr, "GET", "/metrics", "", &[], SEC)
+                .await
+                .text();
+            if want.iter().all(|(n, v)| metric(&m, n) == *v) {
+                return;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "timeout waiting for {want:?}\n{m}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    const ABORTS: &str = "vllm:request_success_total{engine=\"0\",model_name=\"SmolLM2-135M\",finished_reason=\"abort\"}";
     let a = open(sim.addr).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    wait_for(vec![("vllm:num_requests_running{", 1.0)]).await;
     let b = open(sim.addr).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let m = request(sim.addr, "GET", "/metrics", "", &[], SEC)
-        .await
-        .text();
-    assert_eq!(metric(&m, "vllm:num_requests_running{"), 1.0);
-    assert_eq!(metric(&m, "vllm:num_requests_waiting{"), 1.0);
+    wait_for(vec![("vllm:num_requests_waiting{", 1.0)]).await;
     drop(b);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let m = request(sim.addr, "GET", "/metrics", "", &[], SEC)
-        .await
-        .text();
-    assert_eq!(metric(&m, "vllm:num_requests_waiting{"), 0.0);
-    assert_eq!(
-        metric(&m, "vllm:request_success_total{engine=\"0\",model_name=\"SmolLM2-135M\",finished_reason=\"abort\"}"),
-        1.0
-    );
+    wait_for(vec![
+        ("vllm:num_requests_waiting{", 0.0),
+        ("vllm:num_requests_running{", 1.0),
+        (ABORTS, 1.0),
+    ])
+    .await;
     drop(a);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let m = request(sim.addr, "GET", "/metrics", "", &[], SEC)
-        .await
-        .text();
-    assert_eq!(metric(&m, "vllm:num_requests_running{"), 0.0);
-    assert_eq!(metric(&m, "vllm:kv_cache_usage_perc{"), 0.0);
-    assert_eq!(
-        metric(&m, "vllm:request_success_total{engine=\"0\",model_name=\"SmolLM2-135M\",finished_reason=\"abort\"}"),
-        2.0
-    );
+    wait_for(vec![
+        ("vllm:num_requests_running{", 0.0),
+        ("vllm:kv_cache_usage_perc{", 0.0),
+        (ABORTS, 2.0),
+    ])
+    .await;
 }
