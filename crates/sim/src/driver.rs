@@ -24,6 +24,8 @@ pub(crate) struct TokenMsg {
     pub tokens: u32,
     /// Whether this was the last.
     pub finished: bool,
+    /// Prompt tokens served from the prefix cache at admission.
+    pub cached: u32,
 }
 
 /// Messages into the engine loop.
@@ -57,6 +59,7 @@ impl Drop for AbortGuard {
 
 struct Live {
     tx: mpsc::UnboundedSender<TokenMsg>,
+    cached: u32,
     prompt_len: u32,
     arrival_s: f64,
     first_s: Option<f64>,
@@ -139,8 +142,9 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
             m.spec_drafts += res.drafts;
             m.spec_draft_tokens += res.draft_tokens;
             m.spec_accepted_tokens += res.accepted_tokens;
-            for id in &res.admitted {
-                if let Some(l) = live.get(id) {
+            for (id, cached) in &res.admitted {
+                if let Some(l) = live.get_mut(id) {
+                    l.cached = *cached;
                     // Admission happened at the start of this step.
                     m.queue.observe((now_s - st.total_s - l.arrival_s).max(0.0));
                 }
@@ -169,6 +173,7 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
                 let sent = l.tx.send(TokenMsg {
                     tokens: e.tokens,
                     finished: e.finished,
+                    cached: l.cached,
                 });
                 if e.finished {
                     m.e2e.observe(now_s - l.arrival_s);
@@ -213,6 +218,7 @@ fn accept(engine: &mut Engine, live: &mut HashMap<u64, Live>, aborts: &mut u64, 
                 seq.id,
                 Live {
                     tx,
+                    cached: 0,
                     prompt_len: seq.prompt_len,
                     arrival_s,
                     first_s: None,

@@ -84,8 +84,9 @@ pub struct StepResult {
     pub prefix_queries: u64,
     /// Of those, tokens found cached (`vllm:prefix_cache_hits`).
     pub prefix_hits: u64,
-    /// Ids admitted from the waiting queue this step (first time only, for queue time).
-    pub admitted: Vec<u64>,
+    /// Sequences admitted from the waiting queue for the first time this step, with their
+    /// prompt tokens found in the prefix cache (for queue time and `cached_tokens`).
+    pub admitted: Vec<(u64, u32)>,
     /// Draft tokens proposed this step.
     pub draft_tokens: u64,
     /// Draft tokens accepted this step.
@@ -329,7 +330,7 @@ impl Engine {
                 }
                 if !s.ever_admitted {
                     s.ever_admitted = true;
-                    res.admitted.push(id);
+                    res.admitted.push((id, cached));
                 }
                 self.waiting.pop_front();
                 self.running.push(id);

@@ -181,9 +181,13 @@ impl SseBody {
             Source::Instant => Some(TokenMsg {
                 tokens: 1,
                 finished: self.sent + 1 >= self.output_len,
+                cached: 0,
             }),
             Source::Engine(rx, guard) => match rx.poll_recv(cx) {
                 Poll::Ready(m) => {
+                    if let Some(m) = m {
+                        self.w.cached_tokens = Some(m.cached);
+                    }
                     if m.is_none_or(|m| m.finished) {
                         guard.armed = false;
                     }
@@ -687,7 +691,7 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
     };
 
     if !stream {
-        return whole_response(&app, src, &w, output_len, finish, include_usage, &fault).await;
+        return whole_response(&app, src, &mut w, output_len, finish, include_usage, &fault).await;
     }
     let max_events = match src {
         Source::Instant => app.cfg.events_per_write,
@@ -726,7 +730,7 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
 async fn whole_response(
     app: &Arc<App>,
     src: Source,
-    w: &Writer,
+    w: &mut Writer,
     output_len: u32,
     finish: &'static str,
     usage: bool,
@@ -737,6 +741,7 @@ async fn whole_response(
             match rx.recv().await {
                 Some(m) if m.finished => {
                     guard.armed = false;
+                    w.cached_tokens = Some(m.cached);
                     break;
                 }
                 Some(_) => {}

@@ -22,6 +22,9 @@ pub(crate) struct Writer {
     pub continuous_usage: bool,
     pub prompt_tokens: u32,
     pub reasoning_tokens: u32,
+    /// Prompt tokens served from the prefix cache; when known, `usage` carries
+    /// `prompt_tokens_details.cached_tokens` (as vLLM with `--enable-prompt-tokens-details`).
+    pub cached_tokens: Option<u32>,
 }
 
 fn push_u64(out: &mut Vec<u8>, mut v: u64) {
@@ -61,6 +64,7 @@ impl Writer {
             continuous_usage: false,
             prompt_tokens: 0,
             reasoning_tokens: 0,
+            cached_tokens: None,
         }
     }
 
@@ -82,6 +86,11 @@ impl Writer {
         push_u64(out, u64::from(self.prompt_tokens) + u64::from(completion));
         out.extend_from_slice(b",\"completion_tokens\":");
         push_u64(out, u64::from(completion));
+        if let Some(c) = self.cached_tokens {
+            out.extend_from_slice(b",\"prompt_tokens_details\":{\"cached_tokens\":");
+            push_u64(out, u64::from(c));
+            out.extend_from_slice(b"}");
+        }
         out.extend_from_slice(b"}");
     }
 

@@ -505,9 +505,12 @@ async fn metrics_parse_and_count_prefix_hits_analytically() {
         let mut ids: Vec<u32> = (0..256).collect();
         ids.extend((0..40).map(|j| 10_000 * (i as u32 + 1) + j));
         let body = serde_json::json!({"prompt": ids, "max_tokens": 3}).to_string();
+        let r = post(sim.addr, "/v1/completions", &body, &[]).await;
+        assert_eq!(r.status, 200);
+        let cached = if i == 0 { 0 } else { 256 };
         assert_eq!(
-            post(sim.addr, "/v1/completions", &body, &[]).await.status,
-            200
+            r.json()["usage"]["prompt_tokens_details"]["cached_tokens"],
+            cached
         );
     }
     let r = request(sim.addr, "GET", "/metrics", "", &[], SEC).await;
