@@ -54,6 +54,8 @@ pub struct SweepOptions {
     /// Write `<out>/sweep.json` at the end (off for `inferbench job`, whose Slurm tasks share
     /// one output directory).
     pub write_report: bool,
+    /// Print one line per finished point to stderr (`[3/10] row 2 conc 4: ok`).
+    pub progress_lines: bool,
 }
 
 impl Default for SweepOptions {
@@ -71,6 +73,7 @@ impl Default for SweepOptions {
             force: false,
             base_url: None,
             write_report: true,
+            progress_lines: false,
         }
     }
 }
@@ -285,29 +288,43 @@ pub async fn run_jobs<R: PointRunner>(
         }
     }
 
+    let total = points.len();
     let mut engine: Option<Running> = None;
     for (i, (point, pre_fail)) in points.iter().enumerate() {
         if cancel.is_cancelled() {
-            report.points.push(record(
-                point,
-                Outcome::Interrupted,
-                Some(Failure::new(
-                    FailureClass::Interrupted,
-                    "sweep interrupted before this point started",
-                )),
-            ));
+            push(
+                &mut report,
+                opts,
+                total,
+                record(
+                    point,
+                    Outcome::Interrupted,
+                    Some(Failure::new(
+                        FailureClass::Interrupted,
+                        "sweep interrupted before this point started",
+                    )),
+                ),
+            );
             continue;
         }
         if !opts.force && artifacts::is_done(&point.dir) {
-            report.points.push(record(point, Outcome::Skipped, None));
+            push(
+                &mut report,
+                opts,
+                total,
+                record(point, Outcome::Skipped, None),
+            );
             continue;
         }
         let started_at = now_rfc3339();
         if let Some(f) = pre_fail {
             finish_point(point, &started_at, None, None, None, Some(f.clone()));
-            report
-                .points
-                .push(record(point, Outcome::Failed, Some(f.clone())));
+            push(
+                &mut report,
+                opts,
+                total,
+                record(point, Outcome::Failed, Some(f.clone())),
+            );
             continue;
         }
 
@@ -320,7 +337,12 @@ pub async fn run_jobs<R: PointRunner>(
                 Err(e) => {
                     let f = Failure::new(FailureClass::MissingRecipe, e.to_string());
                     finish_point(point, &started_at, None, None, None, Some(f.clone()));
-                    report.points.push(record(point, Outcome::Failed, Some(f)));
+                    push(
+                        &mut report,
+                        opts,
+                        total,
+                        record(point, Outcome::Failed, Some(f)),
+                    );
                     continue;
                 }
             }
@@ -343,7 +365,7 @@ pub async fn run_jobs<R: PointRunner>(
                     } else {
                         Outcome::Failed
                     };
-                    report.points.push(record(point, outcome, Some(f)));
+                    push(&mut report, opts, total, record(point, outcome, Some(f)));
                     continue;
                 }
             }
@@ -378,7 +400,12 @@ pub async fn run_jobs<R: PointRunner>(
         };
         if let Err(e) = std::fs::create_dir_all(&point.dir) {
             let f = Failure::new(FailureClass::Io, format!("{}: {e}", point.dir.display()));
-            report.points.push(record(point, Outcome::Failed, Some(f)));
+            push(
+                &mut report,
+                opts,
+                total,
+                record(point, Outcome::Failed, Some(f)),
+            );
             continue;
         }
         write_job_json(point, &started_at, None, engine.as_ref(), None);
@@ -474,7 +501,7 @@ pub async fn run_jobs<R: PointRunner>(
             Some(f) if f.class == FailureClass::Interrupted => Outcome::Interrupted,
             Some(_) => Outcome::Failed,
         };
-        report.points.push(record(point, outcome, fail));
+        push(&mut report, opts, total, record(point, outcome, fail));
 
         // Stop the engine after the last point it serves.
         let next_same = points.get(i + 1).is_some_and(|(next, _)| {
@@ -494,6 +521,36 @@ pub async fn run_jobs<R: PointRunner>(
         let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
     }
     report
+}
+
+/// Appends a point's report, printing one progress line to stderr when asked.
+fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointReport) {
+    if opts.progress_lines {
+        let what = match r.outcome {
+            Outcome::Ok => "ok".to_string(),
+            Outcome::Skipped => "skipped (done before)".to_string(),
+            Outcome::Failed | Outcome::Interrupted => format!(
+                "{}: {}",
+                r.class
+                    .and_then(|c| serde_json::to_value(c).ok())
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                r.cause
+                    .as_deref()
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+            ),
+        };
+        eprintln!(
+            "[{}/{total}] row {} conc {}: {what}",
+            report.points.len() + 1,
+            r.index,
+            r.conc
+        );
+    }
+    report.points.push(r);
 }
 
 fn record(point: &Point, outcome: Outcome, fail: Option<Failure>) -> PointReport {

@@ -158,6 +158,7 @@ impl RunArgs {
             },
             force: self.force,
             base_url: self.base_url.clone(),
+            progress_lines: true,
             ..SweepOptions::default()
         })
     }
