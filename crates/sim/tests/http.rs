@@ -634,3 +634,35 @@ async fn client_disconnect_frees_queued_and_running_sequences() {
     ])
     .await;
 }
+
+#[tokio::test]
+async fn second_turn_hits_prompt_and_generated_blocks_of_the_first() {
+    // Turn 2 re-sends turn 1 (prompt + the assistant's answer): every full block of turn 1's
+    // KV — its prompt and all generated tokens but the last (never computed) — is a hit.
+    for tokenizer in [TokenizerKind::O200kBase, TokenizerKind::Approx] {
+        let sim = spawn(SimConfig {
+            tokenizer,
+            ..small_timed()
+        })
+        .unwrap();
+        let u1 = "Tell me about the history of the city of Rome. ".repeat(30);
+        let b1 =
+            serde_json::json!({"messages": [{"role": "user", "content": u1}], "max_tokens": 100});
+        let r1 = post(sim.addr, "/v1/chat/completions", &b1.to_string(), &[])
+            .await
+            .json();
+        let answer = r1["choices"][0]["message"]["content"].as_str().unwrap();
+        let p1 = r1["usage"]["prompt_tokens"].as_u64().unwrap();
+        let b2 = serde_json::json!({"messages": [
+            {"role": "user", "content": u1},
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": "And then?"}], "max_tokens": 10});
+        let r2 = post(sim.addr, "/v1/chat/completions", &b2.to_string(), &[])
+            .await
+            .json();
+        let cached = r2["usage"]["prompt_tokens_details"]["cached_tokens"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(cached, (p1 + 100 - 1) / 16 * 16, "{tokenizer:?}");
+    }
+}
