@@ -38,7 +38,7 @@ use std::sync::Arc;
 pub use catalogue::{Catalogue, Hardware, Model, Precision};
 pub use config::{ConfigError, Mode, SimConfig, SpecDecode, ACTIVATION_RESERVE_BYTES};
 pub use fault::FaultSpec;
-pub use roofline::{step_time, RooflineParams, SeqWork, StepTime};
+pub use roofline::{point_bound, step_time, PointBound, RooflineParams, SeqWork, StepTime};
 pub use tokenize::TokenizerKind;
 
 /// Errors of [`spawn`] and [`serve`].

@@ -156,6 +156,73 @@ pub fn step_time(
     }
 }
 
+/// An idealised bound for one benchmark point (closed loop at concurrency `conc`, fixed ISL and
+/// OSL): no queueing, every request in one batch, all prefills batched together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointBound {
+    /// One decode step with `conc` sequences at the mean context `ISL + OSL/2`, seconds.
+    pub decode_step_s: f64,
+    /// Prefill of all `conc` prompts in one step, seconds.
+    pub prefill_s: f64,
+    /// Tokens/s a user sees: `1 / decode_step_s` (InferenceX interactivity).
+    pub interactivity_tok_s_user: f64,
+    /// Output tokens/s per GPU: `conc · OSL / (prefill_s + OSL · decode_step_s) / tp`.
+    pub output_tok_s_per_gpu: f64,
+    /// Input + output tokens/s per GPU (InferenceX `tput_per_gpu`).
+    pub total_tok_s_per_gpu: f64,
+    /// Time to first token of a lone request: one step prefilling `ISL` tokens, seconds.
+    pub ttft_s: f64,
+}
+
+/// The roofline bound of a point: with [`RooflineParams::speed_of_light`] it is the hardware's
+/// best case (the "speed of light" a measured point can be compared with); with the
+/// simulator's defaults it is what the simulator approaches without queueing. `conc` and `tp`
+/// of 0 count as 1.
+#[allow(clippy::too_many_arguments)]
+pub fn point_bound(
+    hw: &Hardware,
+    model: &Model,
+    precision: Precision,
+    tp: u32,
+    conc: u32,
+    isl: u32,
+    osl: u32,
+    params: &RooflineParams,
+) -> PointBound {
+    let c = conc.max(1) as usize;
+    let decode = vec![
+        SeqWork {
+            new_tokens: 1,
+            context_tokens: isl + osl / 2,
+        };
+        c
+    ];
+    let prefill = vec![
+        SeqWork {
+            new_tokens: isl.max(1),
+            context_tokens: 0,
+        };
+        c
+    ];
+    let one = [SeqWork {
+        new_tokens: isl.max(1),
+        context_tokens: 0,
+    }];
+    let d = step_time(hw, model, precision, tp, &decode, params).total_s;
+    let p = step_time(hw, model, precision, tp, &prefill, params).total_s;
+    let ttft = step_time(hw, model, precision, tp, &one, params).total_s;
+    let round = p + f64::from(osl) * d;
+    let gpus = f64::from(tp.max(1));
+    PointBound {
+        decode_step_s: d,
+        prefill_s: p,
+        interactivity_tok_s_user: 1.0 / d,
+        output_tok_s_per_gpu: c as f64 * f64::from(osl) / round / gpus,
+        total_tok_s_per_gpu: c as f64 * f64::from(isl + osl) / round / gpus,
+        ttft_s: ttft,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +298,43 @@ mod tests {
             "{}",
             st.compute_s
         );
+    }
+
+    #[test]
+    fn point_bound_composes_step_times() {
+        let c = Catalogue::embedded();
+        let hw = c.hardware("H200").unwrap();
+        let m = c.model("Llama-3.3-70B").unwrap();
+        // ISL 999, OSL 2: mean context 1000, the decode step of the test above.
+        let b = point_bound(
+            hw,
+            m,
+            Precision::Fp8,
+            4,
+            64,
+            999,
+            2,
+            &RooflineParams::default(),
+        );
+        assert!((b.decode_step_s - 8.435_688_82e-3).abs() < 1e-11);
+        let p = step_time(
+            hw,
+            m,
+            Precision::Fp8,
+            4,
+            &[SeqWork {
+                new_tokens: 999,
+                context_tokens: 0,
+            }; 64],
+            &RooflineParams::default(),
+        )
+        .total_s;
+        assert_eq!(b.prefill_s, p);
+        let round = p + 2.0 * b.decode_step_s;
+        assert!(close(b.output_tok_s_per_gpu, 64.0 * 2.0 / round / 4.0));
+        assert!(close(b.total_tok_s_per_gpu, 64.0 * 1001.0 / round / 4.0));
+        assert!(close(b.interactivity_tok_s_user, 1.0 / 8.435_688_82e-3));
+        assert!(b.ttft_s < b.prefill_s);
     }
 
     #[test]
