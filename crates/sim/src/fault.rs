@@ -13,6 +13,7 @@
 //! | `first-byte-ms=MS` | the response head is delayed MS milliseconds |
 //! | `crlf` | SSE lines end in CRLF (`\r\n\r\n` between events) |
 //! | `keepalive` | a `: keep-alive` comment before every event |
+//! | `keepalive-ms=MS` | a `: keep-alive` comment whenever MS milliseconds pass with nothing sent (during a queue wait or a stall too) |
 //! | `no-usage` | no `usage` anywhere, even when `stream_options.include_usage` asks for it |
 //!
 //! Events count every `data:` event (the chat role event and the usage event included, comments
@@ -37,6 +38,8 @@ pub struct FaultSpec {
     pub crlf: bool,
     /// A comment before every event.
     pub keepalive: bool,
+    /// A comment after this many idle milliseconds.
+    pub keepalive_ms: Option<u64>,
     /// Never send `usage`.
     pub no_usage: bool,
 }
@@ -91,6 +94,13 @@ impl FaultSpec {
                 "stall-after" => f.stall_after = Some(count(value)?),
                 "stall-ms" => f.stall_ms = Some(num(value)?),
                 "first-byte-ms" => f.first_byte_ms = Some(num(value)?),
+                "keepalive-ms" => {
+                    let ms = num(value)?;
+                    if ms == 0 {
+                        return Err(err("must be at least 1"));
+                    }
+                    f.keepalive_ms = Some(ms);
+                }
                 "crlf" | "keepalive" | "no-usage" if value.is_some() => {
                     return Err(err("takes no value"))
                 }
@@ -98,7 +108,7 @@ impl FaultSpec {
                 "keepalive" => f.keepalive = true,
                 "no-usage" => f.no_usage = true,
                 _ => return Err(err(
-                    "unknown (known: status, drop-after, malformed-after, stall-after, stall-ms, first-byte-ms, crlf, keepalive, no-usage)",
+                    "unknown (known: status, drop-after, malformed-after, stall-after, stall-ms, first-byte-ms, crlf, keepalive, keepalive-ms, no-usage)",
                 )),
             }
         }

@@ -137,6 +137,7 @@ pub(crate) struct SseBody {
     malformed_done: bool,
     stalled: bool,
     stall: Option<Pin<Box<tokio::time::Sleep>>>,
+    keepalive: Option<Pin<Box<tokio::time::Sleep>>>,
     dropping: bool,
     max_events: usize,
     counted: bool,
@@ -200,7 +201,35 @@ impl SseBody {
         Poll::Ready(m)
     }
 
+    /// [`Self::poll_inner`] plus the `keepalive-ms` fault: a comment whenever the stream has
+    /// been idle that long.
     fn poll_next(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, DropConnection>>> {
+        let r = self.poll_inner(cx);
+        let Some(ms) = self.fault.keepalive_ms else {
+            return r;
+        };
+        let every = Duration::from_millis(ms);
+        let t = self
+            .keepalive
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(every)));
+        if r.is_ready() {
+            t.as_mut().reset(tokio::time::Instant::now() + every);
+            return r;
+        }
+        if t.as_mut().poll(cx).is_ready() {
+            t.as_mut().reset(tokio::time::Instant::now() + every);
+            let _ = t.as_mut().poll(cx); // register for the next interval
+            let mut buf = Vec::with_capacity(16);
+            self.w.comment(&mut buf);
+            return Poll::Ready(Some(Ok(Frame::data(Bytes::from(buf)))));
+        }
+        Poll::Pending
+    }
+
+    fn poll_inner(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, DropConnection>>> {
@@ -716,6 +745,7 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
         malformed_done: false,
         stalled: false,
         stall: None,
+        keepalive: None,
         dropping: false,
         max_events,
         counted: false,

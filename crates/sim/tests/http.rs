@@ -419,6 +419,28 @@ async fn fault_stall_goes_silent_and_first_byte_is_late() {
 }
 
 #[tokio::test]
+async fn fault_keepalive_ms_sends_comments_while_stalled() {
+    let sim = spawn(instant()).unwrap();
+    let r = post(
+        sim.addr,
+        "/v1/completions",
+        STREAM5,
+        &[("x-sim-fault", "stall-after=1,stall-ms=500,keepalive-ms=100")],
+    )
+    .await;
+    assert!(r.complete);
+    assert_eq!(r.data().len(), 7);
+    let t = r.text();
+    let first = t.find("data: ").unwrap();
+    let second = first + 6 + t[first + 6..].find("data: ").unwrap();
+    let pings = t[first..second].matches(": keep-alive\n\n").count();
+    assert!(
+        (3..=5).contains(&pings),
+        "{pings} comments during a 500 ms stall"
+    );
+}
+
+#[tokio::test]
 async fn fault_framing_crlf_keepalive_and_no_usage() {
     let sim = spawn(instant()).unwrap();
     let r = post(
