@@ -435,7 +435,7 @@ async fn fault_keepalive_ms_sends_comments_while_stalled() {
     let second = first + 6 + t[first + 6..].find("data: ").unwrap();
     let pings = t[first..second].matches(": keep-alive\n\n").count();
     assert!(
-        (3..=5).contains(&pings),
+        (2..=6).contains(&pings),
         "{pings} comments during a 500 ms stall"
     );
 }
