@@ -85,6 +85,10 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), SimError> {
     let res = cfg.resolve()?;
+    // Load the BPE tables now (≈ 0.3–1 s once per process) rather than inside the first
+    // request, where it would stall every stream on this runtime thread.
+    let tok = cfg.tokenizer;
+    let _ = tokio::task::spawn_blocking(move || tok.output_ids()).await;
     let (tx, engine) = if cfg.mode == Mode::Timed {
         let (tx, rx) = std::sync::mpsc::channel();
         (Some(tx), Some(rx))
