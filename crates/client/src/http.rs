@@ -388,6 +388,11 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("application/json"));
         let mut body = resp.into_body();
+        if status.is_success() {
+            // One ChunkRecord per token is typical; avoid regrowth for up to 4096 of them.
+            rec.chunks
+                .reserve(input.max_tokens.map_or(0, |n| n.min(4096) as usize));
+        }
 
         // 2. Body: SSE events (or one JSON object / an error body), byte by byte as read.
         let mut parser = SseParser::new();

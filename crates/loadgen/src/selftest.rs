@@ -278,6 +278,43 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
     })
 }
 
+/// Parser-only ceiling: ns per event to frame and interpret a typical completions stream
+/// (`events` token chunks of ~190 bytes each, as sse-instant writes them, plus usage and
+/// `[DONE]`), fed in 16 KiB pieces, over at least `min_events` events. No I/O.
+pub fn parse_ns_per_event(events: u32, min_events: u64) -> f64 {
+    use inferbench_client::openai::Interpreter;
+    use inferbench_client::sse::SseParser;
+    use inferbench_core::RequestRecord;
+    const WORDS: [&str; 4] = [" the", " of", " and", " to"];
+    let mut body = Vec::new();
+    for i in 0..events {
+        body.extend_from_slice(
+            format!(
+                "data: {{\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"created\":1,\"model\":\"selftest\",\"choices\":[{{\"index\":0,\"text\":\"{}\",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}}]}}\n\n",
+                WORDS[i as usize % 4]
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":2,\"completion_tokens\":{events}}}}}\n\ndata: [DONE]\n\n").as_bytes(),
+    );
+    let rounds = (min_events / u64::from(events.max(1))).max(1);
+    let t0 = Instant::now();
+    let mut total = 0u64;
+    for _ in 0..rounds {
+        let mut p = SseParser::new();
+        let mut it = Interpreter::new();
+        let mut rec = RequestRecord::default();
+        for piece in body.chunks(16 * 1024) {
+            let _ = p.feed(piece, |ev| it.on_event(ev, 1, &mut rec));
+        }
+        let _ = p.finish(|ev| it.on_event(ev, 1, &mut rec));
+        total += rec.chunks.len() as u64;
+    }
+    t0.elapsed().as_nanos() as f64 / total.max(1) as f64
+}
+
 /// A plain-text table of the points.
 pub fn render(points: &[SelftestPoint]) -> String {
     let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));

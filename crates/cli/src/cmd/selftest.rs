@@ -129,6 +129,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .enable_all()
             .build()?
     };
+    let parse_ns = inferbench_loadgen::selftest::parse_ns_per_event(args.tokens, 2_000_000);
+    eprintln!(
+        "selftest: SSE framing + chunk interpretation alone: {parse_ns:.0} ns/event ({:.2} M events/s on one core)",
+        1e3 / parse_ns
+    );
     let mut points = Vec::new();
     for c in concurrency {
         eprintln!(
