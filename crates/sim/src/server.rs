@@ -29,8 +29,86 @@ use crate::tokenize::{block_hashes, TokenizerKind};
 /// Largest request body accepted, bytes (64 MiB).
 const MAX_BODY_BYTES: usize = 64 << 20;
 
+/// Client-ceiling counters served at `GET /stats` (reset by `POST /stats/reset`): the same
+/// field names as `shared/tools/sse-instant`, so `inferbench selftest` can read either server.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    first_start_ns: Option<u64>,
+    last_done_ns: u64,
+    inflight: u64,
+    inflight_max: u64,
+    inflight_integral_ns: f64,
+    last_change_ns: u64,
+    tokens: u64,
+    completed: u64,
+    started: u64,
+}
+
+impl Stats {
+    fn change(&mut self, now_ns: u64, delta: i64) {
+        self.inflight_integral_ns +=
+            self.inflight as f64 * now_ns.saturating_sub(self.last_change_ns) as f64;
+        self.last_change_ns = now_ns;
+        self.inflight = self.inflight.saturating_add_signed(delta);
+        self.inflight_max = self.inflight_max.max(self.inflight);
+    }
+
+    fn json(&self, uptime_s: f64) -> Value {
+        let window_s = match self.first_start_ns {
+            Some(f) if self.last_done_ns > f => (self.last_done_ns - f) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let per_s = |v: f64| if window_s > 0.0 { v / window_s } else { 0.0 };
+        json!({
+            "uptime_s": uptime_s,
+            "window_s": window_s,
+            "inflight_now": self.inflight,
+            "inflight_max": self.inflight_max,
+            "inflight_avg": per_s(self.inflight_integral_ns / 1e9),
+            "tokens_per_s": per_s(self.tokens as f64),
+            "responses_per_s": per_s(self.completed as f64),
+            "streams_started": self.started,
+            "responses_completed": self.completed,
+            "tokens": self.tokens,
+        })
+    }
+}
+
+/// One generation in flight for [`Stats`]; records its end (and tokens sent) on drop.
+pub(crate) struct InFlight {
+    app: Arc<App>,
+    tokens: u64,
+}
+
+impl InFlight {
+    fn new(app: &Arc<App>) -> Self {
+        let now = app.start.elapsed().as_nanos() as u64;
+        let mut s = app.stats.lock().expect("stats lock");
+        s.first_start_ns.get_or_insert(now);
+        s.started += 1;
+        s.change(now, 1);
+        drop(s);
+        InFlight {
+            app: app.clone(),
+            tokens: 0,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let now = self.app.start.elapsed().as_nanos() as u64;
+        let mut s = self.app.stats.lock().expect("stats lock");
+        s.change(now, -1);
+        s.tokens += self.tokens;
+        s.completed += 1;
+        s.last_done_ns = now;
+    }
+}
+
 /// Shared server state.
 pub(crate) struct App {
+    pub stats: Mutex<Stats>,
     pub cfg: SimConfig,
     pub res: Resolved,
     pub metrics: Mutex<Metrics>,
@@ -49,6 +127,7 @@ impl App {
     ) -> Self {
         let model_json = serde_json::to_string(&res.served_name).expect("string serializes");
         App {
+            stats: Mutex::new(Stats::default()),
             metrics: Mutex::new(Metrics::new(res.num_blocks, cfg.block_size)),
             fits_blocks: res.num_blocks,
             cfg,
@@ -141,6 +220,7 @@ pub(crate) struct SseBody {
     dropping: bool,
     max_events: usize,
     counted: bool,
+    inflight: InFlight,
 }
 
 enum Gate {
@@ -281,6 +361,7 @@ impl SseBody {
                         .w
                         .token_events(&mut buf, self.sent, tokens, finish, self.usage);
                     self.sent += tokens;
+                    self.inflight.tokens = u64::from(self.sent);
                     self.events += written;
                     n += written as usize;
                     if m.finished || self.sent >= self.output_len {
@@ -415,6 +496,24 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
                 .expect("metrics lock")
                 .render(&app.res.served_name);
             text_response(StatusCode::OK, "text/plain; version=0.0.4", text)
+        }
+        (&Method::GET, "/stats") => {
+            let uptime = app.start.elapsed().as_secs_f64();
+            json_response(
+                StatusCode::OK,
+                &app.stats.lock().expect("stats lock").json(uptime),
+            )
+        }
+        (&Method::POST, "/stats/reset") => {
+            let mut s = app.stats.lock().expect("stats lock");
+            let inflight = s.inflight;
+            *s = Stats {
+                inflight,
+                inflight_max: inflight,
+                last_change_ns: app.start.elapsed().as_nanos() as u64,
+                ..Stats::default()
+            };
+            text_response(StatusCode::OK, "text/plain", "")
         }
         (&Method::POST, "/reset_prefix_cache") => {
             if let Some(tx) = &app.engine_tx {
@@ -659,6 +758,7 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
         0
     };
 
+    let inflight = InFlight::new(&app);
     let src = match (&app.engine_tx, app.cfg.mode) {
         (Some(tx), Mode::Timed) => {
             let lookahead = app.cfg.spec_decode.map_or(0, |s| s.num_draft_tokens);
@@ -720,7 +820,12 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
     };
 
     if !stream {
-        return whole_response(&app, src, &mut w, output_len, finish, include_usage, &fault).await;
+        let mut inflight = inflight;
+        let r = whole_response(&app, src, &mut w, output_len, finish, include_usage, &fault).await;
+        if r.status() == StatusCode::OK {
+            inflight.tokens = u64::from(output_len);
+        }
+        return r;
     }
     let max_events = match src {
         Source::Instant => app.cfg.events_per_write,
@@ -749,6 +854,7 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
         dropping: false,
         max_events,
         counted: false,
+        inflight,
     };
     let mut resp = Response::new(SimBody::Sse(Box::new(body)));
     let h = resp.headers_mut();

@@ -575,6 +575,12 @@ async fn metrics_parse_and_count_prefix_hits_analytically() {
 async fn instant_mode_serves_many_concurrent_streams() {
     let sim = spawn(instant()).unwrap();
     let addr = sim.addr;
+    assert_eq!(
+        request(addr, "POST", "/stats/reset", "", &[], SEC)
+            .await
+            .status,
+        200
+    );
     let mut tasks = Vec::new();
     for _ in 0..200 {
         tasks.push(tokio::spawn(async move {
@@ -591,6 +597,14 @@ async fn instant_mode_serves_many_concurrent_streams() {
     for t in tasks {
         assert_eq!(t.await.unwrap(), (true, 301));
     }
+    // sse-instant-compatible counters for `inferbench selftest`.
+    let s = request(addr, "GET", "/stats", "", &[], SEC).await.json();
+    assert_eq!(s["tokens"], 200 * 300);
+    assert_eq!(s["responses_completed"], 200);
+    assert_eq!(s["inflight_now"], 0);
+    let avg = s["inflight_avg"].as_f64().unwrap();
+    assert!(avg > 0.0 && avg <= 200.0, "{avg}");
+    assert!(s["inflight_max"].as_u64().unwrap() <= 200);
 }
 
 #[tokio::test]
