@@ -309,6 +309,60 @@ impl Conn {
         }
     }
 
+    /// Runs a query whose rows are `(integer, integer, real, real)` (NULL reals become NaN),
+    /// without a per-row allocation: the frontier's hot path.
+    pub(crate) fn query_xy(
+        &mut self,
+        sql: &str,
+        params: &[Val],
+    ) -> Result<Vec<(i64, i64, f64, f64)>, StoreError> {
+        match self {
+            Conn::Sqlite(c) => {
+                let mut st = c.prepare_cached(sql).map_err(sq_err)?;
+                let rows = st
+                    .query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            r.get::<_, i64>(1)?,
+                            r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
+                            r.get::<_, Option<f64>>(3)?.unwrap_or(f64::NAN),
+                        ))
+                    })
+                    .map_err(sq_err)?;
+                rows.collect::<Result<Vec<_>, _>>().map_err(sq_err)
+            }
+            Conn::Postgres(c, cache) => {
+                let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = params
+                    .iter()
+                    .map(|v| v as &(dyn postgres::types::ToSql + Sync))
+                    .collect();
+                let st = pg_stmt(c, cache, sql)?.clone();
+                let rows = c.query(&st, &refs).map_err(pg_err)?;
+                let real = |r: &postgres::Row, i: usize| -> Result<f64, StoreError> {
+                    if *r.columns()[i].type_() == postgres::types::Type::INT8 {
+                        Ok(r.try_get::<_, Option<i64>>(i)
+                            .map_err(pg_err)?
+                            .map_or(f64::NAN, |v| v as f64))
+                    } else {
+                        Ok(r.try_get::<_, Option<f64>>(i)
+                            .map_err(pg_err)?
+                            .unwrap_or(f64::NAN))
+                    }
+                };
+                rows.iter()
+                    .map(|r| {
+                        Ok((
+                            r.try_get::<_, i64>(0).map_err(pg_err)?,
+                            r.try_get::<_, i64>(1).map_err(pg_err)?,
+                            real(r, 2)?,
+                            real(r, 3)?,
+                        ))
+                    })
+                    .collect()
+            }
+        }
+    }
+
     /// Column names of a query's result (runs it with the given parameters).
     pub(crate) fn columns(&mut self, table: &str) -> Result<Vec<String>, StoreError> {
         match self {

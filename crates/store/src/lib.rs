@@ -301,6 +301,10 @@ impl Store {
                 }),
             }
         }
+        if self.kind() == Kind::Sqlite && report.runs_ingested > 0 {
+            // Refresh planner statistics where useful (cheap; SQLite's recommended practice).
+            let _ = self.conn.batch("PRAGMA optimize");
+        }
         Ok(report)
     }
 

@@ -497,7 +497,7 @@ fn date_from_text(s: &str) -> Option<String> {
     let s = s.trim();
     let b = s.as_bytes();
     if b.len() >= 10 && b[4] == b'-' && b[7] == b'-' && b[..4].iter().all(u8::is_ascii_digit) {
-        return Some(s[..10].to_string());
+        return s.get(..10).map(str::to_string);
     }
     if b.len() >= 8 && b[..8].iter().all(u8::is_ascii_digit) {
         return Some(format!("{}-{}-{}", &s[..4], &s[4..6], &s[6..8]));
@@ -1516,6 +1516,8 @@ mod tests {
             date_from_text("2026-03-01T10:00:00").as_deref(),
             Some("2026-03-01")
         );
+        assert_eq!(date_from_text("2026-03-0\u{e9}"), None); // no panic inside a character
+        assert_eq!(date_from_text("garbage"), None);
     }
 
     #[test]

@@ -316,22 +316,22 @@ impl Store {
             groups.insert(r[0].as_i64().unwrap_or(0), key);
         }
         let (where_sql, params) = where_clause(filter);
+        // Joins only when the filter names config or run columns.
+        let joins = if where_sql.contains("c.") || where_sql.contains("r.") {
+            " JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id"
+        } else {
+            ""
+        };
         let sql = format!(
-            "SELECT p.id, p.config_id, p.{x}, p.{y} FROM points p JOIN configs c ON c.id = p.config_id
-             JOIN runs r ON r.id = p.run_id WHERE 1 = 1{where_sql}"
+            "SELECT p.id, p.config_id, p.{x}, p.{y} FROM points p{joins} WHERE 1 = 1{where_sql}"
         );
-        let rows = self.conn.query(&sql, &params)?;
+        let rows = self.conn.query_xy(&sql, &params)?;
         let mut by_group: BTreeMap<&str, GroupPoints> = BTreeMap::new();
-        for r in &rows {
-            let g = groups
-                .get(&r[1].as_i64().unwrap_or(0))
-                .map_or("", String::as_str);
+        for &(id, cid, xv, yv) in &rows {
+            let g = groups.get(&cid).map_or("", String::as_str);
             let e = by_group.entry(g).or_default();
-            e.0.push(r[0].as_i64().unwrap_or(0));
-            e.1.push((
-                r[2].as_f64().unwrap_or(f64::NAN),
-                r[3].as_f64().unwrap_or(f64::NAN),
-            ));
+            e.0.push(id);
+            e.1.push((xv, yv));
         }
         let goal = Goal {
             x: better(x),
@@ -355,24 +355,7 @@ impl Store {
         for r in &mut out {
             r.frontier = true;
         }
-        out.sort_by(|a, b| {
-            (
-                a.group(),
-                a.parallelism(),
-                a.conc,
-                &a.date,
-                &a.batch,
-                &a.image,
-            )
-                .cmp(&(
-                    b.group(),
-                    b.parallelism(),
-                    b.conc,
-                    &b.date,
-                    &b.batch,
-                    &b.image,
-                ))
-        });
+        sort_rows(&mut out);
         Ok(out)
     }
 
@@ -449,26 +432,23 @@ impl Store {
             add_derived(&mut row, cost);
             out.push(row);
         }
-        out.sort_by(|a, b| {
-            (
-                a.group(),
-                a.parallelism(),
-                a.conc,
-                &a.date,
-                &a.batch,
-                &a.image,
-            )
-                .cmp(&(
-                    b.group(),
-                    b.parallelism(),
-                    b.conc,
-                    &b.date,
-                    &b.batch,
-                    &b.image,
-                ))
-        });
+        sort_rows(&mut out);
         Ok(out)
     }
+}
+
+/// Sorts rows by (group, parallelism, conc, date, batch, image); keys computed once per row.
+fn sort_rows(rows: &mut [PointRow]) {
+    rows.sort_by_cached_key(|r| {
+        (
+            r.group(),
+            r.parallelism(),
+            r.conc,
+            r.date.clone(),
+            r.batch.clone(),
+            r.image.clone(),
+        )
+    });
 }
 
 /// Point ids and their (x, y) of one frontier group.

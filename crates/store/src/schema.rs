@@ -112,7 +112,9 @@ pub const POINT_METRICS: &[&str] = &[
 ];
 
 /// All migrations, oldest first.
-pub const MIGRATIONS: &[Migration] = &[Migration {
+pub const MIGRATIONS: &[Migration] = &[MIGRATION_1, MIGRATION_2];
+
+const MIGRATION_1: Migration = Migration {
     version: 1,
     name: "initial",
     statements: &[
@@ -255,7 +257,15 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
             PRIMARY KEY (kind, name)
         )",
     ],
-}];
+};
+
+/// Migration 2: a covering partial index for the default chart (tok/s/GPU vs interactivity)
+/// so its frontier reads only the index (InferenceX-app keeps such covering indexes too).
+const MIGRATION_2: Migration = Migration {
+    version: 2,
+    name: "frontier_index",
+    statements: &["CREATE INDEX points_frontier_default ON points (config_id, median_intvty, tput_per_gpu, id) WHERE error IS NULL"],
+};
 
 /// The schema version this binary writes.
 pub fn latest_version() -> i64 {

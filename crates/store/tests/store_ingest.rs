@@ -309,3 +309,51 @@ fn compare_and_history_postgres() {
         check_compare_and_history(&mut s);
     }
 }
+
+/// Bad input never panics: every fixture file truncated at many lengths and with flipped bytes
+/// either ingests or is reported as skipped.
+#[test]
+fn mangled_inputs_never_panic() {
+    let (mut s, _d, _) = common::sqlite();
+    let fx = common::fixtures();
+    let files = [
+        "imports/agg_bmk.json",
+        "imports/profile_export_aiperf.json",
+        "imports/vllm_gptoss_conc64.json",
+        "imports/agg_eval_all.json",
+        "sweep-h200/conc16/summary.json",
+        "sweep-h200/conc16/requests.jsonl",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    let mut n = 0;
+    for f in files {
+        let bytes = std::fs::read(fx.join(f)).unwrap();
+        let step = (bytes.len() / 23).max(1);
+        for cut in (0..bytes.len()).step_by(step) {
+            for flip in [None, Some(cut / 2)] {
+                let mut b = bytes[..cut].to_vec();
+                if let Some(i) = flip.filter(|&i| i < b.len()) {
+                    b[i] ^= 0x5a;
+                }
+                // As a file import, and inside an artifact directory.
+                let d = tmp.path().join(format!("case{n}"));
+                common::copy_tree(&fx.join("sweep-h200/conc16"), &d);
+                let name = std::path::Path::new(f).file_name().unwrap();
+                std::fs::write(d.join(name), &b).unwrap();
+                let single = tmp.path().join(format!("case{n}.json"));
+                std::fs::write(&single, &b).unwrap();
+                for p in [&d, &single] {
+                    let r = s.ingest_path(p, &IngestOptions::default()).unwrap();
+                    assert_eq!(
+                        r.runs_ingested + r.skipped.len() + r.ignored.len(),
+                        1,
+                        "{}",
+                        r.render()
+                    );
+                }
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 200);
+}
