@@ -85,8 +85,10 @@ pub struct Args {
     /// Without ignore_eos, responses stop (finish_reason "stop") after this many tokens.
     #[arg(long)]
     pub eos_after: Option<u32>,
-    /// Fault for every request (or a --fault-rate share), e.g. `status=503`, `drop-after=5`,
-    /// `stall-after=3,stall-ms=2000`, `crlf,keepalive,no-usage`. Per-request header: x-sim-fault.
+    /// Fault for every request (or a --fault-rate share): comma-separated items `status=503`
+    /// (or `status=500/503/429`), `drop-after=N` (events), `malformed-after=N`, `stall-after=N`
+    /// with `stall-ms=MS` (default forever), `first-byte-ms=MS`, `crlf`, `keepalive`,
+    /// `keepalive-ms=MS`, `no-usage`. The same syntax per request in the `x-sim-fault` header.
     #[arg(long)]
     pub fault: Option<String>,
     /// Share of requests (0..1) that get --fault.
