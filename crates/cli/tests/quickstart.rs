@@ -90,6 +90,7 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
             "job.json",
             "requests.jsonl.zst",
             "server.log",
+            "server_metrics.jsonl",
         ] {
             assert!(p.join(f).is_file(), "{name}: {f} missing");
         }

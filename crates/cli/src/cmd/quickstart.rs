@@ -1,6 +1,7 @@
 //! `inferbench quickstart`: the README's first command. Starts the simulated server in-process,
 //! sweeps concurrency with the load generator, writes one artifact directory per point
-//! (DESIGN.md §3), ingests them into the database, prints the frontier table and draws the chart.
+//! (DESIGN.md §3: summary, aggregate, records, job.json, server log, `/metrics` snapshots),
+//! ingests them into the database, prints the frontier table and draws the chart.
 //! No GPU and no network needed.
 
 use std::collections::BTreeMap;
@@ -199,7 +200,9 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
             };
             let started = inferbench_runner::artifacts::now_rfc3339();
             let t0 = std::time::Instant::now();
+            inferbench_runner::telemetry::snapshot(&sim.base_url(), "start", &dir).await;
             let mut outcome = run_bench(opts.clone(), cancel.clone()).await?;
+            inferbench_runner::telemetry::snapshot(&sim.base_url(), "end", &dir).await;
             for n in &outcome.notes {
                 eprintln!("  note: {n}");
             }
