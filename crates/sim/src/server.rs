@@ -369,7 +369,7 @@ impl SseBody {
                     }
                 }
                 Phase::Usage => {
-                    if self.usage_wanted() {
+                    if self.usage {
                         if let Gate::Stop = self.gate(&mut buf) {
                             break;
                         }
@@ -404,10 +404,6 @@ impl SseBody {
             }
         }
         Poll::Ready(Some(Ok(Frame::data(Bytes::from(buf)))))
-    }
-
-    fn usage_wanted(&self) -> bool {
-        self.usage
     }
 
     fn count_instant(&mut self) {
