@@ -20,6 +20,12 @@
 //!
 //! [`RooflineParams::speed_of_light`] (efficiencies 1, no latency or overhead) gives the hardware
 //! bound of a point; [`RooflineParams::default`] is what the simulator runs with.
+//!
+//! Not modelled: pipeline parallelism, expert parallelism and DP attention (every layout is
+//! treated as tensor parallelism over `tp` GPUs), disaggregated prefill/decode, KV offload,
+//! sliding-window and linear-attention layers (counted as full attention or ignored, per the
+//! catalogue entry), the speculative drafter's own cost, and kernel-level effects beyond the two
+//! efficiency factors.
 
 use crate::catalogue::{Hardware, Model, Precision};
 
