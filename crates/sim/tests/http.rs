@@ -702,3 +702,33 @@ async fn second_turn_hits_prompt_and_generated_blocks_of_the_first() {
         assert_eq!(cached, (p1 + 100 - 1) / 16 * 16, "{tokenizer:?}");
     }
 }
+
+#[tokio::test]
+async fn keep_alive_connection_serves_requests_back_to_back() {
+    // Clients pool connections: each chunked SSE body must end cleanly so the next request
+    // can follow on the same socket.
+    for cfg in [small_timed(), instant()] {
+        let sim = spawn(cfg).unwrap();
+        let mut s = TcpStream::connect(sim.addr).await.unwrap();
+        let req = format!(
+            "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{STREAM5}",
+            STREAM5.len()
+        );
+        for _ in 0..3 {
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.ends_with(b"\r\n0\r\n\r\n") {
+                let n = tokio::time::timeout(SEC, s.read(&mut buf))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert!(n > 0, "connection closed");
+                got.extend_from_slice(&buf[..n]);
+            }
+            let text = String::from_utf8_lossy(&got);
+            assert!(text.starts_with("HTTP/1.1 200"));
+            assert_eq!(text.matches("data: ").count(), 7);
+        }
+    }
+}
