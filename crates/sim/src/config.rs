@@ -81,6 +81,10 @@ pub struct SimConfig {
     pub seed: u64,
     /// Roofline efficiencies and fixed costs.
     pub roofline: RooflineParams,
+    /// Every engine step takes exactly this many modelled seconds instead of its roofline time
+    /// (for tests that want known timings: TTFT = prefill steps × step, ITL = step). Default
+    /// `None`.
+    pub fixed_step_s: Option<f64>,
     /// Instant mode: most SSE events written per body frame (one socket write). Default 64.
     pub events_per_write: usize,
     /// Worker threads of the runtime [`crate::spawn`] starts. Default 1.
@@ -115,6 +119,7 @@ impl Default for SimConfig {
             fault_rate: 1.0,
             seed: 0,
             roofline: RooflineParams::default(),
+            fixed_step_s: None,
             events_per_write: 64,
             threads: 1,
             tokenizer: TokenizerKind::default(),
@@ -222,6 +227,15 @@ impl SimConfig {
         }
         if !(0.0..=1.0).contains(&self.fault_rate) {
             return Err(bad("fault_rate", self.fault_rate, "must be in [0, 1]"));
+        }
+        if let Some(t) = self.fixed_step_s {
+            if !(t.is_finite() && t >= 0.0) {
+                return Err(bad(
+                    "fixed_step_s",
+                    t,
+                    "must be a non-negative number of seconds",
+                ));
+            }
         }
         if self.events_per_write == 0 {
             return Err(bad("events_per_write", 0, "must be at least 1"));

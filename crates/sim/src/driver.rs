@@ -122,8 +122,11 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
             continue;
         }
         let res = engine.step();
-        let st = step_time(&hw, &model, cfg.precision, cfg.tp, &res.work, &cfg.roofline);
-        deadline += Duration::from_secs_f64(st.total_s / scale);
+        let step_s = match cfg.fixed_step_s {
+            Some(t) => t,
+            None => step_time(&hw, &model, cfg.precision, cfg.tp, &res.work, &cfg.roofline).total_s,
+        };
+        deadline += Duration::from_secs_f64(step_s / scale);
         let now = Instant::now();
         if deadline > now {
             std::thread::sleep(deadline - now);
@@ -146,7 +149,7 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
                 if let Some(l) = live.get_mut(id) {
                     l.cached = *cached;
                     // Admission happened at the start of this step.
-                    m.queue.observe((now_s - st.total_s - l.arrival_s).max(0.0));
+                    m.queue.observe((now_s - step_s - l.arrival_s).max(0.0));
                 }
             }
             for e in &res.emits {

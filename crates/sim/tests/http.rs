@@ -732,3 +732,48 @@ async fn keep_alive_connection_serves_requests_back_to_back() {
         }
     }
 }
+
+#[tokio::test]
+async fn fixed_step_time_gives_known_ttft_and_itl() {
+    // 40 ms per step in real time: the 1-step prefill gives TTFT ≈ 40 ms, then one token per
+    // 40 ms. Arrival times of the SSE events are read off the socket.
+    let sim = spawn(SimConfig {
+        time_scale: 1.0,
+        fixed_step_s: Some(0.040),
+        ..small_timed()
+    })
+    .unwrap();
+    let mut s = TcpStream::connect(sim.addr).await.unwrap();
+    let body = r#"{"prompt":"hi","max_tokens":5,"stream":true}"#;
+    let req = format!(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let t0 = Instant::now();
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut times = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = tokio::time::timeout(SEC, s.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        if n == 0 {
+            break;
+        }
+        let events = String::from_utf8_lossy(&buf[..n])
+            .matches("\"text\"")
+            .count();
+        for _ in 0..events {
+            times.push(t0.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    assert_eq!(times.len(), 5, "{times:?}");
+    assert!((40.0..70.0).contains(&times[0]), "TTFT {times:?}");
+    for w in times.windows(2) {
+        let gap = w[1] - w[0];
+        assert!((20.0..60.0).contains(&gap), "ITL {times:?}");
+    }
+    let mean_itl = (times[4] - times[0]) / 4.0;
+    assert!((35.0..45.0).contains(&mean_itl), "{times:?}");
+}

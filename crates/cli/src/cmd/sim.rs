@@ -35,6 +35,10 @@ pub struct Args {
     /// Modelled seconds per wall second (10 = run ten times faster than the modelled hardware).
     #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
+    /// Every engine step takes exactly this many milliseconds (modelled) instead of its roofline
+    /// time: known timings for client tests (ITL = this, TTFT = prefill steps × this).
+    #[arg(long)]
+    pub step_ms: Option<f64>,
     /// Most sequences per step (vLLM --max-num-seqs).
     #[arg(long, default_value_t = 256)]
     pub max_num_seqs: u32,
@@ -190,6 +194,7 @@ impl Args {
             seed: self.seed,
             events_per_write: self.events_per_write,
             threads: self.threads,
+            fixed_step_s: self.step_ms.map(|ms| ms / 1000.0),
             tokenizer: TokenizerKind::parse(&self.tokenizer).map_err(anyhow::Error::msg)?,
             ..SimConfig::default()
         })
