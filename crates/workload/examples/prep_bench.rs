@@ -43,14 +43,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     // First use builds the tokenizer's fast-path tables (once per process); timed apart.
     let tw = Instant::now();
-    random_prompts(
-        &RandomSpec {
-            num_prompts: 1,
-            ..spec.clone()
-        },
-        &tok,
-    )?;
+    let wcpu = cpu_s();
+    tok.warm_up();
     let warm_s = tw.elapsed().as_secs_f64();
+    let warm_cpu_s = cpu_s() - wcpu;
     let cpu0 = cpu_s();
     let t1 = Instant::now();
     let prompts = random_prompts(&spec, &tok)?;
@@ -59,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tokens: u64 = prompts.iter().map(|p| u64::from(p.prompt_tokens)).sum();
     let bytes: usize = prompts.iter().map(|p| p.text.len()).sum();
     println!(
-        "tokenizer={} load_s={load_s:.3} tables_s={warm_s:.3} prompts={num} isl={isl} ratio={ratio} threads={} prep_s={prep_s:.3} prep_cpu_s={prep_cpu_s:.3} prompts_per_s={:.0} tokens={tokens} tokens_per_s={:.3e} text_bytes={bytes}",
+        "tokenizer={} load_s={load_s:.3} tables_s={warm_s:.3} tables_cpu_s={warm_cpu_s:.3} prompts={num} isl={isl} ratio={ratio} threads={} prep_s={prep_s:.3} prep_cpu_s={prep_cpu_s:.3} prompts_per_s={:.0} tokens={tokens} tokens_per_s={:.3e} text_bytes={bytes}",
         tok.id(),
         rayon::current_num_threads(),
         num as f64 / prep_s,

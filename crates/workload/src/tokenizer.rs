@@ -210,6 +210,14 @@ impl Tokenizer {
         }
     }
 
+    /// Builds, ahead of use, the one-time tables that large random workloads use with the
+    /// embedded encodings (~1 s; otherwise built on first need). No-op for HF tokenizers.
+    pub fn warm_up(&self) {
+        if let Kind::Tiktoken(t) = &self.kind {
+            let _ = t.cyclic();
+        }
+    }
+
     /// Number of ordinary token ids, `0..vocab_size()` all valid (what random prompts draw from;
     /// HF: the base vocabulary without added tokens, like `transformers`' `vocab_size`).
     pub fn vocab_size(&self) -> u32 {
