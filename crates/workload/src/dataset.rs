@@ -437,6 +437,38 @@ mod tests {
     }
 
     #[test]
+    fn sharegpt_jsonl_repeats_and_consecutive_user_turns() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            &d,
+            "sg.jsonl",
+            concat!(
+                "{\"id\": 7, \"conversations\": [{\"from\": \"human\", \"value\": \"a\"},",
+                " {\"from\": \"human\", \"value\": \"b\"}, {\"from\": \"gpt\", \"value\": \"c d\"}]}\n",
+                "\n",
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"y\"}]}\n"
+            ),
+        );
+        let t = tok();
+        let opts = DatasetOptions {
+            num_prompts: Some(5),
+            ..Default::default()
+        };
+        let ps = load_dataset(DatasetKind::ShareGpt, &p, &t, &opts).unwrap();
+        // conversation 7: the first user message folds into the prompt of the second
+        assert_eq!(ps[0].text, "a\n\nb");
+        assert_eq!(ps[0].turn, Some(0));
+        assert_eq!(ps[0].max_tokens as usize, t.count("c d"));
+        assert_eq!(ps[1].conversation_id.as_deref(), Some("conv-1"));
+        // repeats of the file get distinct conversation ids
+        let ids: Vec<_> = ps
+            .iter()
+            .map(|p| p.conversation_id.clone().unwrap())
+            .collect();
+        assert_eq!(ids, ["7", "conv-1", "7~1", "conv-1~1", "7~2"]);
+    }
+
+    #[test]
     fn sharegpt_errors_name_the_file() {
         let d = tempfile::tempdir().unwrap();
         let p = write(&d, "sg.json", "[{\"id\": 1}]");
