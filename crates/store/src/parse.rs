@@ -1462,9 +1462,10 @@ fn add_measured_power(
     }
 }
 
-/// Parses `server_metrics.jsonl`: each line either `{"t": unix_s, "name": …, "labels": {…},
-/// "value": x}` or `{"t": unix_s, "metrics": {name: value, …}}` (`ts`/`timestamp`/`t_unix` accepted
-/// for `t`). Returns the samples and the number of lines not understood.
+/// Parses `server_metrics.jsonl`: each line `{"t": unix_s, "name": …, "labels": {…},
+/// "value": x}`, `{"t": unix_s, "metrics": {name: value, …}}`, or the runner's snapshot
+/// `{"phase": …, "unix_s": …, "samples": [{"name", "labels"?, "value"}]}` (`ts`/`timestamp`/
+/// `t_unix`/`unix_s` accepted for `t`). Returns the samples and the number of lines not understood.
 pub fn parse_server_metrics(text: &str) -> (Vec<(String, String, f64, f64)>, usize) {
     let mut out = Vec::new();
     let mut bad = 0;
@@ -1473,7 +1474,7 @@ pub fn parse_server_metrics(text: &str) -> (Vec<(String, String, f64, f64)>, usi
             bad += 1;
             continue;
         };
-        let t = ["t", "ts", "timestamp", "t_unix"]
+        let t = ["t", "ts", "timestamp", "t_unix", "unix_s"]
             .iter()
             .find_map(|k| o.get(*k).and_then(num));
         let Some(t) = t else {
@@ -1484,6 +1485,16 @@ pub fn parse_server_metrics(text: &str) -> (Vec<(String, String, f64, f64)>, usi
         {
             let labels = o.get("labels").map_or("{}".to_string(), Value::to_string);
             out.push((name.clone(), labels, t, v));
+        } else if let Some(Value::Array(samples)) = o.get("samples") {
+            // The runner's snapshots: {"phase", "unix_s", "samples": [{name, labels?, value}]}.
+            for smp in samples {
+                if let (Some(Value::String(name)), Some(v)) =
+                    (smp.get("name"), smp.get("value").and_then(num))
+                {
+                    let labels = smp.get("labels").map_or("{}".to_string(), Value::to_string);
+                    out.push((name.clone(), labels, t, v));
+                }
+            }
         } else if let Some(Value::Object(ms)) = o.get("metrics") {
             for (k, v) in ms {
                 if let Some(x) = num(v) {
@@ -1518,6 +1529,25 @@ mod tests {
         );
         assert_eq!(date_from_text("2026-03-0\u{e9}"), None); // no panic inside a character
         assert_eq!(date_from_text("garbage"), None);
+    }
+
+    #[test]
+    fn server_metrics_shapes() {
+        let text = r#"{"phase":"start","unix_s":100.5,"samples":[{"name":"llamacpp:n_decode_total","value":0.0},{"name":"vllm:x","labels":{"engine":"0"},"value":2}]}
+{"t": 101, "name": "vllm:num_requests_running", "value": 4}
+{"ts": 102, "metrics": {"a": 1}}
+nonsense"#;
+        let (rows, bad) = parse_server_metrics(text);
+        assert_eq!(bad, 1);
+        assert_eq!(
+            rows,
+            vec![
+                ("a".into(), "{}".into(), 102.0, 1.0),
+                ("llamacpp:n_decode_total".into(), "{}".into(), 100.5, 0.0),
+                ("vllm:num_requests_running".into(), "{}".into(), 101.0, 4.0),
+                ("vllm:x".into(), "{\"engine\":\"0\"}".into(), 100.5, 2.0),
+            ]
+        );
     }
 
     #[test]
