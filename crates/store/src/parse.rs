@@ -1462,6 +1462,16 @@ fn add_measured_power(
     }
 }
 
+/// Labels as stored: a Prometheus label string as written (`model_name="x"`), or an object as
+/// compact JSON; empty when none.
+fn labels_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
 /// Parses `server_metrics.jsonl`: each line `{"t": unix_s, "name": …, "labels": {…},
 /// "value": x}`, `{"t": unix_s, "metrics": {name: value, …}}`, or the runner's snapshot
 /// `{"phase": …, "unix_s": …, "samples": [{"name", "labels"?, "value"}]}` (`ts`/`timestamp`/
@@ -1483,7 +1493,7 @@ pub fn parse_server_metrics(text: &str) -> (Vec<(String, String, f64, f64)>, usi
         };
         if let (Some(Value::String(name)), Some(v)) = (o.get("name"), o.get("value").and_then(num))
         {
-            let labels = o.get("labels").map_or("{}".to_string(), Value::to_string);
+            let labels = o.get("labels").map_or(String::new(), labels_text);
             out.push((name.clone(), labels, t, v));
         } else if let Some(Value::Array(samples)) = o.get("samples") {
             // The runner's snapshots: {"phase", "unix_s", "samples": [{name, labels?, value}]}.
@@ -1491,14 +1501,14 @@ pub fn parse_server_metrics(text: &str) -> (Vec<(String, String, f64, f64)>, usi
                 if let (Some(Value::String(name)), Some(v)) =
                     (smp.get("name"), smp.get("value").and_then(num))
                 {
-                    let labels = smp.get("labels").map_or("{}".to_string(), Value::to_string);
+                    let labels = smp.get("labels").map_or(String::new(), labels_text);
                     out.push((name.clone(), labels, t, v));
                 }
             }
         } else if let Some(Value::Object(ms)) = o.get("metrics") {
             for (k, v) in ms {
                 if let Some(x) = num(v) {
-                    out.push((k.clone(), "{}".into(), t, x));
+                    out.push((k.clone(), String::new(), t, x));
                 }
             }
         } else {
@@ -1533,7 +1543,7 @@ mod tests {
 
     #[test]
     fn server_metrics_shapes() {
-        let text = r#"{"phase":"start","unix_s":100.5,"samples":[{"name":"llamacpp:n_decode_total","value":0.0},{"name":"vllm:x","labels":{"engine":"0"},"value":2}]}
+        let text = r#"{"phase":"start","unix_s":100.5,"samples":[{"name":"llamacpp:n_decode_total","value":0.0},{"name":"vllm:x","labels":{"engine":"0"},"value":2},{"name":"llamacpp:x","labels":"model_name=\"m\"","value":3}]}
 {"t": 101, "name": "vllm:num_requests_running", "value": 4}
 {"ts": 102, "metrics": {"a": 1}}
 nonsense"#;
@@ -1542,9 +1552,10 @@ nonsense"#;
         assert_eq!(
             rows,
             vec![
-                ("a".into(), "{}".into(), 102.0, 1.0),
-                ("llamacpp:n_decode_total".into(), "{}".into(), 100.5, 0.0),
-                ("vllm:num_requests_running".into(), "{}".into(), 101.0, 4.0),
+                ("a".into(), "".into(), 102.0, 1.0),
+                ("llamacpp:n_decode_total".into(), "".into(), 100.5, 0.0),
+                ("llamacpp:x".into(), "model_name=\"m\"".into(), 100.5, 3.0),
+                ("vllm:num_requests_running".into(), "".into(), 101.0, 4.0),
                 ("vllm:x".into(), "{\"engine\":\"0\"}".into(), 100.5, 2.0),
             ]
         );
