@@ -108,6 +108,17 @@ pub struct Args {
     /// approx (a fast character-class approximation).
     #[arg(long, default_value = "o200k_base")]
     pub tokenizer: String,
+    /// Print the roofline bound of fixed-length points (`ISL/OSL`, e.g. `1024/1024`) for this
+    /// hardware, model, precision and tp, at each `--bound-conc`, then exit without serving.
+    #[arg(long, value_name = "ISL/OSL")]
+    pub bound: Option<String>,
+    /// Concurrencies for `--bound`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,4,8,16,32,64,128,256"
+    )]
+    pub bound_conc: Vec<u32>,
     /// Runtime worker threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -201,9 +212,70 @@ impl Args {
     }
 }
 
-/// Runs the server until Ctrl-C; returns the process exit code (0, or 130 on Ctrl-C).
+/// The `--bound` table: per concurrency, the simulator's roofline (default efficiencies and
+/// overhead) and the speed of light (full efficiency, no overhead).
+fn print_bound(cfg: &SimConfig, spec: &str, concs: &[u32]) -> anyhow::Result<()> {
+    let (isl, osl) = spec
+        .split_once('/')
+        .and_then(|(i, o)| Some((i.trim().parse::<u32>().ok()?, o.trim().parse::<u32>().ok()?)))
+        .with_context(|| format!("--bound {spec:?}: expected ISL/OSL, e.g. 1024/1024"))?;
+    let cat = inferbench_sim::Catalogue::embedded();
+    let hw = cat.hardware(&cfg.hardware)?;
+    let model = cat.model(&cfg.model)?;
+    let info = inferbench_sim::describe(cfg)?;
+    println!(
+        "{} {} on {}x{}, ISL {isl} / OSL {osl}, KV cache {} tokens",
+        model.name, cfg.precision, cfg.tp, hw.name, info.kv_capacity_tokens
+    );
+    println!(
+        "{:>6} {:>12} {:>14} {:>12} {:>12} {:>14} {:>12}",
+        "conc",
+        "step (ms)",
+        "tok/s/user",
+        "tok/s/GPU",
+        "TTFT (ms)",
+        "SoL tok/s/user",
+        "SoL tok/s/GPU"
+    );
+    let sol = inferbench_sim::RooflineParams::speed_of_light();
+    for &c in concs {
+        let need = u64::from(c) * u64::from(isl + osl);
+        if need > info.kv_capacity_tokens {
+            println!("{c:>6}   (needs {need} KV tokens: more than the cache holds)");
+            continue;
+        }
+        let b = inferbench_sim::point_bound(
+            hw,
+            model,
+            cfg.precision,
+            cfg.tp,
+            c,
+            isl,
+            osl,
+            &cfg.roofline,
+        );
+        let s = inferbench_sim::point_bound(hw, model, cfg.precision, cfg.tp, c, isl, osl, &sol);
+        println!(
+            "{c:>6} {:>12.2} {:>14.1} {:>12.1} {:>12.1} {:>14.1} {:>12.1}",
+            b.decode_step_s * 1e3,
+            b.interactivity_tok_s_user,
+            b.total_tok_s_per_gpu,
+            b.ttft_s * 1e3,
+            s.interactivity_tok_s_user,
+            s.total_tok_s_per_gpu
+        );
+    }
+    Ok(())
+}
+
+/// Runs the server until Ctrl-C (or prints `--bound` and exits); returns the exit code
+/// (0, or 130 on Ctrl-C).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let cfg = args.to_config()?;
+    if let Some(spec) = &args.bound {
+        print_bound(&cfg, spec, &args.bound_conc)?;
+        return Ok(0);
+    }
     let info = inferbench_sim::describe(&cfg)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.threads.max(1))
