@@ -80,27 +80,40 @@ Waittime=0
 NodeName=$host CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 "
-if [ ! -f "$conf_dir/slurm.conf" ] || [ "$(cat "$conf_dir/slurm.conf")" != "$conf" ]; then
-  printf '%s' "$conf" > "$conf_dir/slurm.conf"
-  changed=1
-else
+tmp_conf=$(mktemp)
+printf '%s' "$conf" > "$tmp_conf"
+if cmp -s "$tmp_conf" "$conf_dir/slurm.conf"; then
   changed=0
+  rm -f "$tmp_conf"
+else
+  mv "$tmp_conf" "$conf_dir/slurm.conf"
+  chmod 0644 "$conf_dir/slurm.conf"
+  changed=1
 fi
 # Debian's slurmd looks for cgroup.conf only when a cgroup plugin is configured; none is here.
 
-running() { pgrep -x "$1" >/dev/null 2>&1; }
+# A daemon counts as running only if a live (non-zombie) process has its name: a killed daemon
+# can linger as a zombie when PID 1 does not reap orphans.
+running() { ps -C "$1" -o stat= 2>/dev/null | grep -qv '^Z'; }
+munge_ok() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
 
-if ! running munged; then
+if ! munge_ok; then
+  pkill -x munged 2>/dev/null || true
   if [ "$munge_user" = munge ]; then
-    su -s /bin/sh munge -c "munged --force" 2>/dev/null || munged --force
+    su -s /bin/sh munge -c "munged --force" || munged --force
   else
     munged --force
   fi
+  for _ in $(seq 1 40); do
+    if munge_ok; then break; fi
+    sleep 0.25
+  done
+  if ! munge_ok; then
+    echo "slurm: munged does not answer; see /var/log/munge/munged.log" >&2
+    tail -n 20 /var/log/munge/munged.log >&2 || true
+    exit 1
+  fi
 fi
-for _ in $(seq 1 20); do
-  if munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then break; fi
-  sleep 0.5
-done
 
 if [ "$changed" = 1 ]; then
   # New configuration: restart whatever runs with the old one.
@@ -121,10 +134,10 @@ fi
 # Wait for the node to be schedulable; undrain it if an earlier run left it down.
 ok=0
 for i in $(seq 1 60); do
-  node_state=$(sinfo -h -N -n "$host" -o '%t' 2>/dev/null | head -n1 || true)
+  node_state=$(timeout 5 sinfo -h -N -n "$host" -o '%t' 2>/dev/null | head -n1 || true)
   case "$node_state" in
     idle | mix | alloc) ok=1; break ;;
-    down* | drain* | drng*) scontrol update NodeName="$host" State=RESUME >/dev/null 2>&1 || true ;;
+    down* | drain* | drng*) timeout 5 scontrol update NodeName="$host" State=RESUME >/dev/null 2>&1 || true ;;
   esac
   if [ $((i % 20)) = 0 ]; then
     # Still not up after 10 s: bounce slurmd, the daemon that registers the node.
