@@ -85,6 +85,8 @@ fn reports(db: &str) -> Vec<String> {
              "--columns", "hardware,conc,tput_per_gpu,usd_per_m_custom,tok_s_per_mw,j_per_token,p90_e2e_norm_intvty,avg_power_w"],
         vec!["report", "--db", db, "-f", "model=dsr1", "--x", "median_e2el", "--y", "usd_per_m_rental", "--frontier"],
         vec!["compare", "hw=b200", "hw=mi355x", "--db", db, "-f", "model=dsr1"],
+        vec!["report", "--db", db, "-f", "hw=h200", "--format", "csv", "--columns",
+             "hardware,conc,p99.9_ttft,std_tpot,inferbench.ttfo.median,inferbench.warmups,request_throughput"],
     ] {
         v.push(stdout_ok(&args));
     }
@@ -118,6 +120,13 @@ fn store_cli_sqlite_and_postgres_reports_identical() {
         ),
         "{}",
         lite[4]
+    );
+    // Every stored metric is reachable by name (metrics JSON), extras included (ms → s).
+    assert_eq!(
+        lite[5],
+        "hardware,conc,p99.9_ttft,std_tpot,inferbench.ttfo.median,inferbench.warmups,request_throughput\n\
+         h200,4,0.19,0.001,0.111,8,0.4\n\
+         h200,16,0.19,0.001,,,1.59\n"
     );
     if let Some(url) = pg_url("ident") {
         let o = run(&["ingest", &fx, "--db", &url]);

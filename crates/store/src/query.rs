@@ -53,6 +53,10 @@ pub struct Filter {
     pub until: Option<String>,
     /// Include failed points (`error` not NULL); off by default.
     pub include_failed: bool,
+    /// Also load every stored metric of each point (the `metrics` JSON: `p99.9_ttft`,
+    /// `std_tpot`, `request_throughput`, `inferbench.*` extras, …) into [`PointRow::metrics`];
+    /// off by default because it costs a JSON parse per row.
+    pub all_metrics: bool,
 }
 
 impl Filter {
@@ -370,11 +374,16 @@ impl Store {
             .map(|m| format!("p.{m}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let extra = if filter.all_metrics {
+            ", p.metrics"
+        } else {
+            ""
+        };
         let mut sql = format!(
             "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.disagg, c.tp, c.pp,
                     c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
-                    p.completed, p.failed, {hot}
+                    p.completed, p.failed, {hot}{extra}
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         let (where_sql, mut params) = where_clause(filter);
@@ -400,6 +409,16 @@ impl Store {
             for (j, name) in schema::POINT_METRICS.iter().enumerate() {
                 if let Some(v) = r[25 + j].as_f64() {
                     metrics.insert(name.to_string(), v);
+                }
+            }
+            if filter.all_metrics {
+                let text = r[25 + schema::POINT_METRICS.len()].as_str().unwrap_or("{}");
+                if let Ok(serde_json::Value::Object(m)) = serde_json::from_str(text) {
+                    for (k, v) in m {
+                        if let Some(x) = v.as_f64() {
+                            metrics.entry(k).or_insert(x);
+                        }
+                    }
                 }
             }
             let mut row = PointRow {

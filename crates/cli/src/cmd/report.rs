@@ -93,7 +93,18 @@ pub fn filter(
 /// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut store = Store::open(&args.db)?;
-    let f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
+    let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
+    // Columns beyond the stored hot metrics and derived ones need the full metrics JSON.
+    let known: Vec<String> = inferbench_store::query::derived_names();
+    f.all_metrics = args.columns.iter().any(|c| {
+        c.contains('.')
+            || (c.contains('_')
+                && !inferbench_store::schema::POINT_METRICS.contains(&c.as_str())
+                && !known.contains(c)
+                && !report::DEFAULT_COLUMNS.contains(&c.as_str()))
+    }) || [&args.x, &args.y].iter().any(|m| {
+        !inferbench_store::schema::POINT_METRICS.contains(&m.as_str()) && !known.contains(m)
+    });
     let cost = CostOptions {
         usd_per_gpu_hour: args.gpu_hour_cost,
         kw_per_gpu: args.gpu_kw,
