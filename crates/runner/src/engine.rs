@@ -559,7 +559,17 @@ impl EngineProcess {
             .open(log_path)
             .map_err(io_err)?;
         let log2 = log.try_clone().map_err(io_err)?;
-        let mut c = tokio::process::Command::new(&cmd.program);
+        // The engine runs in `dir`: a relative program path (`.venv/bin/python`) means relative
+        // to where inferbench was started, as the user typed it.
+        let program = {
+            let p = Path::new(&cmd.program);
+            if p.is_relative() && p.components().count() > 1 {
+                std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+            } else {
+                p.to_path_buf()
+            }
+        };
+        let mut c = tokio::process::Command::new(&program);
         c.args(&cmd.args)
             .envs(cmd.env.iter().map(|(k, v)| (k, v)))
             .current_dir(dir)
