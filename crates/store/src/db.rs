@@ -140,8 +140,17 @@ fn pg_stmt<'a>(
     Ok(&cache[sql])
 }
 
-fn pg_err(e: postgres::Error) -> StoreError {
-    StoreError::Db(format!("postgres: {e}"))
+/// The PostgreSQL error with the server's message (the crate's Display says only "db error").
+pub(crate) fn pg_err(e: postgres::Error) -> StoreError {
+    match e.as_db_error() {
+        Some(db) => StoreError::Db(format!(
+            "postgres: {}: {}{}",
+            db.severity(),
+            db.message(),
+            db.detail().map(|d| format!(" ({d})")).unwrap_or_default()
+        )),
+        None => StoreError::Db(format!("postgres: {e}")),
+    }
 }
 fn sq_err(e: rusqlite::Error) -> StoreError {
     StoreError::Db(format!("sqlite: {e}"))

@@ -183,12 +183,17 @@ impl Store {
             let mut c = postgres::Client::connect(&url, postgres::NoTls)
                 .map_err(|e| StoreError::BadUrl(redact(location), e.to_string()))?;
             c.batch_execute("SET client_min_messages = warning")
-                .map_err(|e| StoreError::Db(e.to_string()))?;
+                .map_err(db::pg_err)?;
             if let Some(s) = schema {
-                c.batch_execute(&format!(
-                    "CREATE SCHEMA IF NOT EXISTS \"{s}\"; SET search_path TO \"{s}\""
-                ))
-                .map_err(|e| StoreError::Db(e.to_string()))?;
+                // CREATE SCHEMA IF NOT EXISTS races between sessions: serialise it (separate
+                // statements, so the creation commits before the lock is released).
+                c.batch_execute("SELECT pg_advisory_lock(7234001)")
+                    .map_err(db::pg_err)?;
+                let created = c.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS \"{s}\""));
+                let _ = c.batch_execute("SELECT pg_advisory_unlock(7234001)");
+                created.map_err(db::pg_err)?;
+                c.batch_execute(&format!("SET search_path TO \"{s}\""))
+                    .map_err(db::pg_err)?;
             }
             Conn::Postgres(Box::new(c), std::collections::HashMap::new())
         } else {

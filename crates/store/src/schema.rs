@@ -302,6 +302,20 @@ pub(crate) fn current_version(conn: &mut Conn) -> Result<i64, StoreError> {
 /// Applies every migration newer than the database's version, each in its own transaction.
 /// Returns the versions applied. Errors if the database is newer than this binary.
 pub(crate) fn migrate(conn: &mut Conn) -> Result<Vec<i64>, StoreError> {
+    // PostgreSQL: several ingesters (e.g. Slurm array tasks) may migrate one database at once;
+    // a session advisory lock serialises them. SQLite serialises through its write lock.
+    let pg = conn.kind() == Kind::Postgres;
+    if pg {
+        conn.batch("SELECT pg_advisory_lock(7234001)")?;
+    }
+    let res = migrate_locked(conn);
+    if pg {
+        let _ = conn.batch("SELECT pg_advisory_unlock(7234001)");
+    }
+    res
+}
+
+fn migrate_locked(conn: &mut Conn) -> Result<Vec<i64>, StoreError> {
     let current = current_version(conn)?;
     if current > latest_version() {
         return Err(StoreError::SchemaTooNew {

@@ -357,3 +357,44 @@ fn mangled_inputs_never_panic() {
     }
     assert!(n > 200);
 }
+
+/// Several processes migrating and ingesting one PostgreSQL database at once (Slurm array
+/// tasks): all succeed and the result equals a serial ingest.
+#[test]
+fn concurrent_migrate_and_ingest_postgres() {
+    let Some((_, url)) = common::postgres("concurrent") else {
+        return;
+    };
+    // A fresh schema that nobody migrated yet.
+    let url = url.replace("schema=", "schema=fresh_");
+    let fx = common::fixtures().join("imports");
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let (url, fx) = (url.clone(), fx.clone());
+            std::thread::spawn(move || {
+                let mut s = Store::open(&url).unwrap();
+                s.migrate().unwrap();
+                let f = [
+                    "agg_bmk.json",
+                    "profile_export_aiperf.json",
+                    "vllm_gptoss_conc64.json",
+                    "agg_eval_all.json",
+                ][i];
+                let r = s
+                    .ingest_path(&fx.join(f), &IngestOptions::default())
+                    .unwrap();
+                assert!(r.skipped.is_empty(), "{}", r.render());
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut s = Store::open(&url).unwrap();
+    let counts: std::collections::BTreeMap<String, i64> =
+        s.table_counts().unwrap().into_iter().collect();
+    assert_eq!(
+        (counts["runs"], counts["points"], counts["evals"]),
+        (4, 9 + 1 + 1, 2)
+    );
+}
