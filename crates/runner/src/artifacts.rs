@@ -44,6 +44,8 @@ pub enum FailureClass {
     Io,
     /// Cancelled by the user.
     Interrupted,
+    /// Another row of the sweep has the same `RESULT_FILENAME` (the later row is not run).
+    DuplicateIdentity,
 }
 
 /// Contents of `status.json`.

@@ -262,6 +262,7 @@ pub async fn run_jobs<R: PointRunner>(
 
     // Expand rows into points; rows that cannot run at all fail here.
     let mut points: Vec<(Point, Option<Failure>)> = Vec::new();
+    let mut seen: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
     for spec in jobs {
         let list_row = matches!(spec.row.conc, crate::jobspec::Conc::List(_));
         let runner_name = runner_name_for(spec, opts);
@@ -275,6 +276,21 @@ pub async fn run_jobs<R: PointRunner>(
                 ),
             };
             let dir = point_dir(&opts.out_dir, &rf, conc, list_row);
+            // Two rows with one identity would share a directory: the second would be skipped
+            // as "done" or overwrite the first. It fails instead, writing nothing.
+            let fail = match seen.get(&dir) {
+                Some(first) => Some(Failure::new(
+                    FailureClass::DuplicateIdentity,
+                    format!(
+                        "row {} has the same RESULT_FILENAME ({rf}) as row {first}: rows differ only in fields the identity does not encode; not run",
+                        spec.index
+                    ),
+                )),
+                None => {
+                    seen.insert(dir.clone(), spec.index);
+                    fail
+                }
+            };
             points.push((
                 Point {
                     spec: spec.clone(),
@@ -304,6 +320,18 @@ pub async fn run_jobs<R: PointRunner>(
                         "sweep interrupted before this point started",
                     )),
                 ),
+            );
+            continue;
+        }
+        if let Some(f) = pre_fail
+            .as_ref()
+            .filter(|f| f.class == FailureClass::DuplicateIdentity)
+        {
+            push(
+                &mut report,
+                opts,
+                total,
+                record(point, Outcome::Failed, Some(f.clone())),
             );
             continue;
         }

@@ -379,3 +379,28 @@ async fn cancel_marks_points_interrupted_and_stops_the_engine() {
     let st = read_status(&report.points[0].dir).unwrap();
     assert_eq!(st.state, PointState::Interrupted);
 }
+
+#[tokio::test]
+async fn rows_with_one_identity_are_not_silently_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(dir.path());
+    let fake = FakePoint {
+        calls: AtomicUsize::new(0),
+        hold: Duration::from_millis(10),
+    };
+    // Same identity: only the model differs, which RESULT_FILENAME does not encode.
+    let jobs = vec![row(0, "atom", "a", "cpu", 1), row(1, "atom", "b", "cpu", 1)];
+    let report = run_jobs(&jobs, &opts, &fake, &CancellationToken::new()).await;
+    assert_eq!(report.points[0].class, Some(FailureClass::MissingRecipe));
+    assert_eq!(
+        report.points[1].class,
+        Some(FailureClass::DuplicateIdentity)
+    );
+    assert!(report.points[1]
+        .cause
+        .as_deref()
+        .unwrap()
+        .starts_with("row 1 has the same RESULT_FILENAME (fake_64_8_fp8_atom_"));
+    // The first row's marker is its own, not overwritten by the duplicate.
+    assert_eq!(read_status(&report.points[0].dir).unwrap().index, 0);
+}
