@@ -7,6 +7,7 @@
 //! |---|---|
 //! | `status=503` or `status=500/503/429` | that HTTP status (one drawn per request from the list) with an OpenAI-style JSON error body; nothing is generated |
 //! | `drop-after=N` | N SSE events, then the connection closes without the terminating chunk (non-streaming: it closes without any response) |
+//! | `error-after=N` | N events, then `data: {"error": {...}}` (code 500) and `data: [DONE]`: the stream ends cleanly but failed, as vLLM reports an engine error mid-stream (non-streaming: HTTP 500 after generating) |
 //! | `malformed-after=N` | N events, then one `data:` line whose JSON is cut short, then the stream goes on |
 //! | `stall-after=N` | N events, then silence for `stall-ms` (default: forever) |
 //! | `stall-ms=MS` | stall length for `stall-after`, milliseconds |
@@ -28,6 +29,8 @@ pub struct FaultSpec {
     pub drop_after: Option<u32>,
     /// Send one truncated JSON event after this many events.
     pub malformed_after: Option<u32>,
+    /// End the stream with an error event after this many events.
+    pub error_after: Option<u32>,
     /// Stop sending after this many events ...
     pub stall_after: Option<u32>,
     /// ... for this long (milliseconds; `None` = forever).
@@ -91,6 +94,7 @@ impl FaultSpec {
                 }
                 "drop-after" => f.drop_after = Some(count(value)?),
                 "malformed-after" => f.malformed_after = Some(count(value)?),
+                "error-after" => f.error_after = Some(count(value)?),
                 "stall-after" => f.stall_after = Some(count(value)?),
                 "stall-ms" => f.stall_ms = Some(num(value)?),
                 "first-byte-ms" => f.first_byte_ms = Some(num(value)?),
@@ -108,7 +112,7 @@ impl FaultSpec {
                 "keepalive" => f.keepalive = true,
                 "no-usage" => f.no_usage = true,
                 _ => return Err(err(
-                    "unknown (known: status, drop-after, malformed-after, stall-after, stall-ms, first-byte-ms, crlf, keepalive, keepalive-ms, no-usage)",
+                    "unknown (known: status, drop-after, error-after, malformed-after, stall-after, stall-ms, first-byte-ms, crlf, keepalive, keepalive-ms, no-usage)",
                 )),
             }
         }

@@ -243,6 +243,13 @@ impl SseBody {
             self.stall = Some(Box::pin(tokio::time::sleep(d)));
             return Gate::Stop;
         }
+        if self.fault.error_after == Some(self.events) && self.phase != Phase::End {
+            self.w.error_event(buf);
+            self.w.done(buf);
+            self.events += 2;
+            self.phase = Phase::End;
+            return Gate::Stop;
+        }
         if self.fault.malformed_after == Some(self.events) && !self.malformed_done {
             self.malformed_done = true;
             self.w.malformed_event(buf);
@@ -906,6 +913,14 @@ async fn whole_response(
         r.headers_mut()
             .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         return r;
+    }
+    if fault.error_after.is_some() {
+        return error_response(
+            app,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalServerError",
+            "simulated fault: engine error",
+        );
     }
     if fault.malformed_after.is_some() {
         body.truncate(body.len() / 2);

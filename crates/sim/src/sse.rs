@@ -182,6 +182,15 @@ impl Writer {
         out.extend_from_slice(self.eol);
     }
 
+    /// An in-stream error object (vLLM's shape for an engine error after streaming began).
+    pub fn error_event(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(
+            b"data: {\"error\":{\"message\":\"simulated fault: engine error mid-stream\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}",
+        );
+        out.extend_from_slice(self.eol);
+        out.extend_from_slice(self.eol);
+    }
+
     /// `data: [DONE]`.
     pub fn done(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"data: [DONE]");

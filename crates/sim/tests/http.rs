@@ -359,6 +359,35 @@ async fn fault_drop_closes_connection_mid_stream() {
 }
 
 #[tokio::test]
+async fn fault_error_event_ends_the_stream_cleanly_but_failed() {
+    for cfg in [small_timed(), instant()] {
+        let sim = spawn(cfg).unwrap();
+        let r = post(
+            sim.addr,
+            "/v1/completions",
+            STREAM5,
+            &[("x-sim-fault", "error-after=2")],
+        )
+        .await;
+        assert_eq!(r.status, 200);
+        assert!(r.complete, "chunked body ends normally");
+        let d = r.data();
+        assert_eq!(d.len(), 4, "{d:?}"); // 2 tokens, the error, [DONE]
+        let e: Value = serde_json::from_str(&d[2]).unwrap();
+        assert_eq!(e["error"]["code"], 500);
+        assert_eq!(d[3], "[DONE]");
+        let r = post(
+            sim.addr,
+            "/v1/completions",
+            r#"{"prompt":"hi","max_tokens":3}"#,
+            &[("x-sim-fault", "error-after=0")],
+        )
+        .await;
+        assert_eq!(r.status, 500);
+    }
+}
+
+#[tokio::test]
 async fn fault_malformed_event_has_invalid_json_then_stream_continues() {
     let sim = spawn(small_timed()).unwrap();
     let r = post(

@@ -90,9 +90,10 @@ pub struct Args {
     #[arg(long)]
     pub eos_after: Option<u32>,
     /// Fault for every request (or a --fault-rate share): comma-separated items `status=503`
-    /// (or `status=500/503/429`), `drop-after=N` (events), `malformed-after=N`, `stall-after=N`
-    /// with `stall-ms=MS` (default forever), `first-byte-ms=MS`, `crlf`, `keepalive`,
-    /// `keepalive-ms=MS`, `no-usage`. The same syntax per request in the `x-sim-fault` header.
+    /// (or `status=500/503/429`), `drop-after=N` (events), `error-after=N`, `malformed-after=N`,
+    /// `stall-after=N` with `stall-ms=MS` (default forever), `first-byte-ms=MS`, `crlf`,
+    /// `keepalive`, `keepalive-ms=MS`, `no-usage`. The same syntax per request in the
+    /// `x-sim-fault` header.
     #[arg(long)]
     pub fault: Option<String>,
     /// Share of requests (0..1) that get --fault.
