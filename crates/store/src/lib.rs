@@ -384,11 +384,14 @@ impl Store {
         }
     }
 
-    /// Unknown names recorded so far: `(kind, name, first run key)`, sorted.
+    /// Unknown names recorded so far: `(kind, name, source path of the run where first seen)`,
+    /// sorted.
     pub fn unknown_names(&mut self) -> Result<Vec<(String, String, String)>, StoreError> {
-        let rows = self
-            .conn
-            .query("SELECT kind, name, first_run_key FROM unknown_names", &[])?;
+        let rows = self.conn.query(
+            "SELECT u.kind, u.name, COALESCE(r.source_path, u.first_run_key)
+             FROM unknown_names u LEFT JOIN runs r ON r.run_key = u.first_run_key",
+            &[],
+        )?;
         let mut v: Vec<(String, String, String)> = rows
             .into_iter()
             .map(|r| {

@@ -19,6 +19,9 @@ pub struct Args {
 pub enum Action {
     /// Create or upgrade the schema (idempotent).
     Migrate,
+    /// Schema version, rows per table, and the names the normalizers did not recognise (with
+    /// the run where each was first seen).
+    Status,
     /// Write a consistent snapshot `inferbench-<UTC date>T<time>Z.ibdump.zst` into DIR and add its
     /// SHA-256 to DIR/SHA256SUMS. Safe while an ingest runs (one read transaction).
     Dump {
@@ -48,6 +51,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 println!("{}: schema up to date (version {v})", store.location());
             } else {
                 println!("{}: applied migration(s) {:?}", store.location(), applied);
+            }
+        }
+        Action::Status => {
+            let v = store.schema_version()?;
+            println!("{}: schema version {v}", store.location());
+            for (t, n) in store.table_counts()? {
+                println!("  {t:<18} {n:>10}");
+            }
+            let unknown = store.unknown_names()?;
+            if !unknown.is_empty() {
+                println!("unknown names (stored as given):");
+                for (kind, name, run) in unknown {
+                    println!("  {kind:<10} {name:<30} first seen in {run}");
+                }
             }
         }
         Action::Dump { out } => {
