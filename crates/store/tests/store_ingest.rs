@@ -398,3 +398,45 @@ fn concurrent_migrate_and_ingest_postgres() {
         (4, 9 + 1 + 1, 2)
     );
 }
+
+/// Imports without identity take it from overrides; per-GPU throughput follows TP.
+#[test]
+fn overrides_fill_identity_of_imports() {
+    let (mut s, _d, _) = common::sqlite();
+    let mut o = IngestOptions::default();
+    for (k, v) in [
+        ("hw", "h200-nv"),
+        ("framework", "vllm"),
+        ("precision", "fp8"),
+        ("tp", "8"),
+    ] {
+        o.overrides.insert(k.into(), v.into());
+    }
+    let r = s
+        .ingest_path(
+            &common::fixtures().join("imports/vllm_gptoss_conc64.json"),
+            &o,
+        )
+        .unwrap();
+    assert!(r.unknown.is_empty(), "{}", r.render());
+    let rows = s
+        .points(&Filter::default(), &CostOptions::default())
+        .unwrap();
+    let p = &rows[0];
+    assert_eq!(
+        (
+            p.model.as_str(),
+            p.hardware.as_str(),
+            p.framework.as_str(),
+            p.tp,
+            p.conc
+        ),
+        ("gptoss120b", "h200", "vllm", 8, 64)
+    );
+    assert_eq!((p.isl, p.osl, p.date.as_str()), (1024, 1024, "2026-02-15"));
+    // total 13107.2 tok/s over 8 GPUs; output 6553.6 / 8; interactivity 1000 / 8 ms TPOT.
+    assert_eq!(p.get("tput_per_gpu"), Some(1638.4));
+    assert_eq!(p.get("output_tput_per_gpu"), Some(819.2));
+    assert_eq!(p.get("median_intvty"), Some(125.0));
+    assert_eq!(p.get("p99_ttft"), Some(0.3));
+}
