@@ -558,6 +558,7 @@ fn config_id(conn: &mut Conn, c: &ConfigKey) -> Result<i64, StoreError> {
 
 /// Writes one run inside an open transaction. Returns (run existed before, request records).
 fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> {
+    let mut config_ids: BTreeMap<ConfigKey, i64> = BTreeMap::new();
     let existing = conn
         .query(
             "SELECT id FROM runs WHERE run_key = ?",
@@ -579,6 +580,7 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
         run.result_filename.clone().into(),
         run.job.clone().into(),
     ];
+    let fresh = existing.is_none();
     let run_id = match existing {
         Some(id) => {
             let mut p = fields.clone();
@@ -624,7 +626,14 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
     let mut keep_points = Vec::new();
     let mut n_req = 0;
     for pt in &run.points {
-        let cid = config_id(conn, &pt.config)?;
+        let cid = match config_ids.get(&pt.config) {
+            Some(id) => *id,
+            None => {
+                let id = config_id(conn, &pt.config)?;
+                config_ids.insert(pt.config.clone(), id);
+                id
+            }
+        };
         let m = &pt.metrics;
         let g = |k: &str| Val::from(m.get(k).copied());
         let gi = |k: &str| Val::from(m.get(k).map(|v| v.round() as i64));
@@ -656,13 +665,17 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
         .chain(["error", "metrics"].iter())
         .copied()
         .collect::<Vec<_>>();
-        let existing_pt = conn
-            .query(
+        // A new run has no points yet: skip the lookups (one statement per point).
+        let existing_pt = if fresh {
+            None
+        } else {
+            conn.query(
                 "SELECT id FROM points WHERE run_id = ? AND config_id = ? AND conc = ?",
                 &[run_id.into(), cid.into(), pt.conc.into()],
             )?
             .first()
-            .and_then(|r| r[0].as_i64());
+            .and_then(|r| r[0].as_i64())
+        };
         let pid = match existing_pt {
             Some(pid) => {
                 let set: Vec<String> = cols_upd.iter().map(|c| format!("{c} = ?")).collect();
@@ -678,16 +691,12 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
                 let mut p: Vec<Val> = vec![run_id.into(), cid.into(), pt.conc.into()];
                 p.extend(vals);
                 let qs = vec!["?"; cols_upd.len() + 3].join(", ");
-                conn.exec(
+                conn.query(
                     &format!(
-                        "INSERT INTO points (run_id, config_id, conc, {}) VALUES ({qs})",
+                        "INSERT INTO points (run_id, config_id, conc, {}) VALUES ({qs}) RETURNING id",
                         cols_upd.join(", ")
                     ),
                     &p,
-                )?;
-                conn.query(
-                    "SELECT id FROM points WHERE run_id = ? AND config_id = ? AND conc = ?",
-                    &[run_id.into(), cid.into(), pt.conc.into()],
                 )?
                 .first()
                 .and_then(|r| r[0].as_i64())
@@ -695,11 +704,13 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
             }
         };
         keep_points.push(pid);
-        for t in ["requests", "power_samples", "server_metrics"] {
-            conn.exec(
-                &format!("DELETE FROM {t} WHERE point_id = ?"),
-                &[pid.into()],
-            )?;
+        if !fresh {
+            for t in ["requests", "power_samples", "server_metrics"] {
+                conn.exec(
+                    &format!("DELETE FROM {t} WHERE point_id = ?"),
+                    &[pid.into()],
+                )?;
+            }
         }
         if let Some(r) = &pt.requests {
             conn.exec(
