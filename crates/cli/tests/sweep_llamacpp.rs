@@ -1,5 +1,5 @@
 //! Real input end to end (issue 4): `examples/llamacpp-cpu.yaml`, a master config in
-//! InferenceX's format → job matrix (the recipes crate's full-sweep expansion) →
+//! InferenceX's format → job matrix (`inferbench matrix … full-sweep`) →
 //! `inferbench sweep` launching llama.cpp's llama-server (PyPI xllamacpp) serving
 //! SmolLM2-135M at two parallel-slot settings, conc 1..16 → artifacts per point.
 //!
@@ -52,18 +52,23 @@ fn llamacpp_master_config_sweeps_end_to_end() {
     let config = repo().join("examples/llamacpp-cpu.yaml");
     let runners = repo().join("examples/llamacpp-cpu-runners.yaml");
 
-    // 1. Master config → matrix, through the same expansion `inferbench matrix full-sweep` uses.
-    let configs = inferbench_recipes::schema::MasterConfigs::load(&[&config]).unwrap();
-    let rc = inferbench_recipes::schema::RunnerConfig::load(&runners).unwrap();
-    let rows = inferbench_recipes::matrix::generate(
-        &configs,
-        &rc,
-        &inferbench_recipes::matrix::Selection::FullSweep(Default::default()),
-        &Default::default(),
-    )
-    .unwrap();
+    // 1. Master config → matrix with `inferbench matrix … full-sweep` (InferenceX generator rules).
+    let gen = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .arg("matrix")
+        .arg("--config-files")
+        .arg(&config)
+        .arg("--runner-config")
+        .arg(&runners)
+        .arg("full-sweep")
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "inferbench matrix: {}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
     let matrix = tmp.join("m.json");
-    std::fs::write(&matrix, inferbench_recipes::matrix::to_json_text(&rows)).unwrap();
+    std::fs::write(&matrix, &gen.stdout).unwrap();
     let m = read_json(&matrix);
     let m = m.as_array().unwrap();
     let shape: Vec<(u64, u64)> = m

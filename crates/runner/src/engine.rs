@@ -192,12 +192,18 @@ pub fn script_candidates(spec: &JobSpec) -> Vec<String> {
     ]
 }
 
-/// Local path to serve for `model`: an override from `opts.model_paths`, else the name itself.
+/// Local path to serve for `model`: an override from `opts.model_paths` (made absolute against
+/// the current directory, since engines run in their own directory), else the name itself.
 pub fn model_path(model: &str, opts: &EngineOptions) -> String {
     opts.model_paths
         .iter()
         .find(|(m, _)| m == model)
-        .map(|(_, p)| p.display().to_string())
+        .map(|(_, p)| {
+            std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string()
+        })
         .unwrap_or_else(|| model.to_string())
 }
 
