@@ -45,7 +45,7 @@ fn slurm_array_runs_rows_and_gathers_results() {
     let rows = serde_json::json!([row("sim", 1), row("sim", 2), row("atom", 2), row("sim", 4)]);
     std::fs::write(&matrix, serde_json::to_string_pretty(&rows).unwrap()).unwrap();
     let out = tmp.join("results");
-    let sweep = || {
+    let sweep = |extra: &[&str]| {
         let o = Command::new(env!("CARGO_BIN_EXE_inferbench"))
             .args(["sweep", "--executor", "slurm", "--matrix"])
             .arg(&matrix)
@@ -63,6 +63,7 @@ fn slurm_array_runs_rows_and_gathers_results() {
                 "--time",
                 "10:00",
             ])
+            .args(extra)
             .output()
             .unwrap();
         (
@@ -71,7 +72,7 @@ fn slurm_array_runs_rows_and_gathers_results() {
             String::from_utf8_lossy(&o.stderr).into_owned(),
         )
     };
-    let (code, _stdout, stderr) = sweep();
+    let (code, _stdout, stderr) = sweep(&[]);
     eprintln!("{stderr}");
     // Row 2 has no recipe: exit 1, but the three other tasks ran.
     assert_eq!(code, Some(1), "{stderr}");
@@ -120,7 +121,15 @@ fn slurm_array_runs_rows_and_gathers_results() {
     }
 
     // Resubmission: only the failed row is pending; it fails again the same way.
-    let (code, _stdout, stderr) = sweep();
+    let (code, _stdout, stderr) = sweep(&[]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains(": array 2 (1 rows)"), "{stderr}");
+    // --gather only reads the markers (what follows a --no-wait submission).
+    let (code, _stdout, stderr) = sweep(&["--gather"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(!stderr.contains("submitted"), "{stderr}");
+    assert!(
+        stderr.contains("4 points: 3 ok, 0 skipped (already done), 1 failed"),
+        "{stderr}"
+    );
 }

@@ -281,6 +281,9 @@ pub struct Args {
     /// Slurm: submit and return instead of waiting for the array and gathering results.
     #[arg(long, help_heading = "Slurm")]
     pub no_wait: bool,
+    /// Slurm: do not submit; gather the points' status into sweep.json (after `--no-wait`).
+    #[arg(long, help_heading = "Slurm")]
+    pub gather: bool,
     /// Slurm: inferbench executable on the compute nodes (default: this executable).
     #[arg(long, help_heading = "Slurm")]
     pub inferbench_exe: Option<PathBuf>,
@@ -338,6 +341,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 files.workflow.display()
             );
             Ok(0)
+        }
+        Executor::Slurm if args.gather => {
+            let mut gopts = opts.clone();
+            gopts.runner_name = Some(
+                args.run
+                    .runner_name
+                    .clone()
+                    .unwrap_or_else(artifacts::hostname),
+            );
+            let report = gather(&jobs, &gopts);
+            artifacts::write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report)?;
+            eprint!("{}", report.render());
+            Ok(report.exit_code())
         }
         Executor::Slurm => {
             let matrix = std::path::absolute(&args.matrix)?;
