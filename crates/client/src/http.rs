@@ -2,12 +2,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body;
 use inferbench_core::{ErrorClass, Phase, RequestRecord};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -19,6 +21,9 @@ use crate::sse::SseParser;
 
 /// Default idle timeout: 600 s without a byte (issue #2 `--idle-timeout` default).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Most body frames handled per wake-up before yielding back to the timers and cancellation.
+const MAX_DRAIN: u32 = 256;
 
 /// Largest non-streaming JSON response body read, in bytes (64 MiB).
 const MAX_JSON_BODY: usize = 64 << 20;
@@ -402,63 +407,80 @@ impl Client {
         let mut last_byte = head_at;
         sleep.as_mut().reset(deadline(last_byte).into());
         let mut transport: Option<(ErrorClass, String)> = None;
-        loop {
+        'read: loop {
             tokio::select! {
                 biased;
                 _ = &mut cancelled => {
                     transport = Some((ErrorClass::Cancelled, "cancelled while streaming".into()));
-                    break;
+                    break 'read;
                 }
-                frame = body.frame() => {
+                first = body.frame() => {
+                    // One timestamp per wake-up: every frame drained below arrived with the
+                    // bytes of this read (or an earlier one).
                     let now = Instant::now();
-                    match frame {
-                        Some(Ok(frame)) => {
-                            last_byte = now;
-                            let Ok(data) = frame.into_data() else { continue };
-                            let t = self.clock.ns_at(now);
-                            if keep_raw {
-                                if !status.is_success() {
-                                    let room = 4096usize.saturating_sub(raw.len());
-                                    raw.extend_from_slice(&data[..data.len().min(room)]);
-                                    if raw.len() >= 4096 {
-                                        break;
+                    let t = self.clock.ns_at(now);
+                    last_byte = now;
+                    let mut frame = first;
+                    let mut drained = 0u32;
+                    loop {
+                        match frame {
+                            Some(Ok(f)) => {
+                                if let Ok(data) = f.into_data() {
+                                    if keep_raw {
+                                        if !status.is_success() {
+                                            let room = 4096usize.saturating_sub(raw.len());
+                                            raw.extend_from_slice(&data[..data.len().min(room)]);
+                                            if raw.len() >= 4096 {
+                                                break 'read;
+                                            }
+                                        } else if raw.len() + data.len() > MAX_JSON_BODY {
+                                            transport = Some((ErrorClass::Malformed, format!("JSON response body over {MAX_JSON_BODY} bytes")));
+                                            break 'read;
+                                        } else {
+                                            raw.extend_from_slice(&data);
+                                        }
+                                    } else {
+                                        if let Err(e) = parser.feed(&data, |ev| interp.on_event(ev, t, &mut rec)) {
+                                            transport = Some((ErrorClass::Malformed, e.to_string()));
+                                            break 'read;
+                                        }
+                                        if interp.failure.is_some() {
+                                            break 'read;
+                                        }
                                     }
-                                } else if raw.len() + data.len() > MAX_JSON_BODY {
-                                    transport = Some((ErrorClass::Malformed, format!("JSON response body over {MAX_JSON_BODY} bytes")));
-                                    break;
-                                } else {
-                                    raw.extend_from_slice(&data);
                                 }
-                                continue;
                             }
-                            if let Err(e) = parser.feed(&data, |ev| interp.on_event(ev, t, &mut rec)) {
-                                transport = Some((ErrorClass::Malformed, e.to_string()));
-                                break;
+                            Some(Err(e)) => {
+                                if !interp.done {
+                                    transport = Some((ErrorClass::StreamError, format!("connection failed mid-body: {}", error_chain(&e))));
+                                }
+                                break 'read;
                             }
-                            if interp.failure.is_some() {
-                                break;
+                            None => {
+                                // Body read to the end: the connection can carry the next request.
+                                if let Some(s) = sender.take() {
+                                    self.pool.checkin(s);
+                                }
+                                if status.is_success() && !json_body {
+                                    if let Err(e) = parser.finish(|ev| interp.on_event(ev, t, &mut rec)) {
+                                        transport = Some((ErrorClass::Malformed, e.to_string()));
+                                    }
+                                } else if json_body && status.is_success() {
+                                    interp.on_json(&raw, t, &mut rec);
+                                }
+                                break 'read;
                             }
                         }
-                        Some(Err(e)) => {
-                            if !interp.done {
-                                transport = Some((ErrorClass::StreamError, format!("connection failed mid-body: {}", error_chain(&e))));
-                            }
+                        // Drain frames that are already decoded without another trip through
+                        // select! (bounded, so cancellation and timeouts stay responsive).
+                        drained += 1;
+                        if drained >= MAX_DRAIN {
                             break;
                         }
-                        None => {
-                            // Body read to the end: the connection can carry the next request.
-                            if let Some(s) = sender.take() {
-                                self.pool.checkin(s);
-                            }
-                            if status.is_success() && !json_body {
-                                let t = self.clock.ns_at(now);
-                                if let Err(e) = parser.finish(|ev| interp.on_event(ev, t, &mut rec)) {
-                                    transport = Some((ErrorClass::Malformed, e.to_string()));
-                                }
-                            } else if json_body && status.is_success() {
-                                interp.on_json(&raw, self.clock.ns_at(now), &mut rec);
-                            }
-                            break;
+                        let mut cx = Context::from_waker(Waker::noop());
+                        match Pin::new(&mut body).poll_frame(&mut cx) {
+                            Poll::Ready(f) => frame = f,
+                            Poll::Pending => break,
                         }
                     }
                 }
@@ -470,7 +492,7 @@ impl Client {
                             _ => format!("no byte for {:.3} s (--idle-timeout)", (now - last_byte).as_secs_f64()),
                         };
                         transport = Some((class, msg));
-                        break;
+                        break 'read;
                     }
                     sleep.as_mut().reset(deadline(last_byte).into());
                 }

@@ -20,6 +20,11 @@ use tokio::net::TcpStream;
 /// cpp-httplib's 5 s keep-alive timeouts).
 pub const POOL_IDLE: Duration = Duration::from_secs(4);
 
+/// Largest read buffer per connection, bytes (hyper's default grows to ~400 KiB when a fast
+/// server fills every read; 32 KiB still holds ~170 typical SSE events per read and keeps the
+/// per-stream memory low).
+pub const READ_BUF_MAX: usize = 32 * 1024;
+
 /// One connection's request handle.
 pub type Sender = SendRequest<Full<Bytes>>;
 
@@ -96,7 +101,9 @@ impl Pool {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
-        let (sender, conn) = http1::handshake(TokioIo::new(stream))
+        let (sender, conn) = http1::Builder::new()
+            .max_buf_size(READ_BUF_MAX)
+            .handshake(TokioIo::new(stream))
             .await
             .map_err(|source| ConnectError::Handshake { addr, source })?;
         tokio::spawn(async move {
