@@ -28,6 +28,16 @@ pub struct PlotSpec {
     pub height: u32,
     /// Draw only frontier points.
     pub frontier_only: bool,
+    /// InferenceX's clipping: drop points above $5 per million tokens on the built-in cost
+    /// metrics (`usd_per_m_{hyperscaler,neocloud,rental}*`, not custom) and points whose TTFT
+    /// x is above 60 s (reference/inferencex-app.md §4.5). On by default.
+    pub clip: bool,
+}
+
+/// Whether InferenceX's chart clipping drops a point at (x, y).
+pub fn clipped(x_metric: &str, y_metric: &str, x: f64, y: f64) -> bool {
+    let cost = y_metric.starts_with("usd_per_m_") && !y_metric.starts_with("usd_per_m_custom");
+    (cost && y > 5.0) || (x_metric.contains("ttft") && x > 60.0)
 }
 
 impl Default for PlotSpec {
@@ -39,6 +49,7 @@ impl Default for PlotSpec {
             width: 1200,
             height: 800,
             frontier_only: false,
+            clip: true,
         }
     }
 }
@@ -62,8 +73,10 @@ const PALETTE: [RGBColor; 10] = [
 pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<(), StoreError> {
     let mut groups: BTreeMap<String, Vec<&PointRow>> = BTreeMap::new();
     for r in rows {
-        if r.get(&spec.x).is_some_and(f64::is_finite) && r.get(&spec.y).is_some_and(f64::is_finite)
-        {
+        let (Some(x), Some(y)) = (r.get(&spec.x), r.get(&spec.y)) else {
+            continue;
+        };
+        if x.is_finite() && y.is_finite() && !(spec.clip && clipped(&spec.x, &spec.y, x, y)) {
             groups.entry(r.group()).or_default().push(r);
         }
     }
@@ -203,4 +216,18 @@ fn draw<DB: DrawingBackend>(
         .map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inferencex_clipping() {
+        assert!(clipped("median_intvty", "usd_per_m_rental", 50.0, 5.01));
+        assert!(!clipped("median_intvty", "usd_per_m_rental", 50.0, 5.0));
+        assert!(!clipped("median_intvty", "usd_per_m_custom", 50.0, 9.0));
+        assert!(clipped("p99_ttft", "input_tput_per_gpu", 60.5, 1.0));
+        assert!(!clipped("median_e2el", "tput_per_gpu", 600.0, 1.0));
+    }
 }

@@ -23,9 +23,10 @@ pub struct Args {
     /// Only points dated on or before this day (YYYY-MM-DD).
     #[arg(long)]
     pub until: Option<String>,
-    /// x metric.
-    #[arg(long, default_value = "median_intvty")]
-    pub x: String,
+    /// x metric (default: median_intvty, or p99_ttft when y is an input-token metric, as
+    /// InferenceX does).
+    #[arg(long)]
+    pub x: Option<String>,
     /// y metric (any stored or derived metric, e.g. usd_per_m_rental, tok_s_per_mw).
     #[arg(long, default_value = "tput_per_gpu")]
     pub y: String,
@@ -40,6 +41,9 @@ pub struct Args {
     /// Draw only frontier points.
     #[arg(long)]
     pub frontier_only: bool,
+    /// Keep points InferenceX clips (above $5/M tokens on built-in cost metrics, TTFT above 60 s).
+    #[arg(long)]
+    pub no_clip: bool,
     /// Custom $/GPU-hour for usd_per_m_custom*.
     #[arg(long, value_name = "USD")]
     pub gpu_hour_cost: Option<f64>,
@@ -59,13 +63,21 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             kw_per_gpu: args.gpu_kw,
         },
     )?;
+    let x = args.x.unwrap_or_else(|| {
+        if args.y.contains("input") {
+            "p99_ttft".to_string()
+        } else {
+            "median_intvty".to_string()
+        }
+    });
     let spec = PlotSpec {
-        x: args.x,
+        x,
         y: args.y,
         title: args.title,
         width: args.width,
         height: args.height,
         frontier_only: args.frontier_only,
+        clip: !args.no_clip,
     };
     plot(&rows, &spec, &args.out)?;
     println!("wrote {}", args.out.display());
