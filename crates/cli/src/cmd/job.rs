@@ -16,7 +16,7 @@ pub struct Args {
     #[arg(long, required_unless_present = "row")]
     pub matrix: Option<PathBuf>,
     /// Row index in the matrix (0-based; Slurm passes `$SLURM_ARRAY_TASK_ID`).
-    #[arg(long, required_unless_present = "row", env = "SLURM_ARRAY_TASK_ID")]
+    #[arg(long, required_unless_present = "row")]
     pub index: Option<usize>,
     /// The row itself as JSON, instead of --matrix/--index.
     #[arg(long, conflicts_with_all = ["matrix", "index"])]
