@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use inferbench_store::Store;
 
@@ -44,8 +43,6 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-static N: AtomicUsize = AtomicUsize::new(0);
-
 /// A fresh SQLite database in a temp dir (kept alive by the returned guard).
 pub fn sqlite() -> (Store, tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
@@ -65,17 +62,18 @@ pub fn postgres(test: &str) -> Option<(Store, String)> {
         eprintln!("skipping PostgreSQL part of {test}: INFERBENCH_TEST_PG_URL not set (run scripts/setup/postgres.sh)");
         return None;
     };
+    // One fixed schema per test (dropped first), so repeated local runs leave no litter.
     let schema = format!(
-        "t_{}_{}_{}",
+        "t_{}",
         test.to_lowercase()
-            .replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
     );
     let mut c = postgres::Client::connect(&base, postgres::NoTls)
         .expect("connect to INFERBENCH_TEST_PG_URL");
-    c.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
-        .unwrap();
+    c.batch_execute(&format!(
+        "DROP SCHEMA IF EXISTS {schema} CASCADE; DROP SCHEMA IF EXISTS fresh_{schema} CASCADE"
+    ))
+    .unwrap();
     let sep = if base.contains('?') { '&' } else { '?' };
     let url = format!("{base}{sep}schema={schema}");
     let mut s = Store::open(&url).unwrap();
