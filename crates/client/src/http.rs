@@ -1,6 +1,7 @@
 //! The HTTP client: one streamed request → one [`RequestRecord`], whatever happens.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::RunClock;
 use crate::openai::{build_body, excerpt, Backend, Interpreter, RequestInput, TokenCounter};
-use crate::pool::Pool;
+use crate::pool::{Conn, Pool};
 use crate::sse::SseParser;
 
 /// Default idle timeout: 600 s without a byte (issue #2 `--idle-timeout` default).
@@ -330,23 +331,30 @@ impl Client {
         let sleep = tokio::time::sleep_until(deadline(sent).into());
         tokio::pin!(sleep);
 
-        // 1. Response head.
+        // 1. Response head. The connection's driver is polled in this task alongside.
         let resp = {
             let fut = async {
                 let mut retried = false;
                 loop {
-                    let (mut sender, reused) = self
+                    let (mut c, reused) = self
                         .pool
                         .checkout(retried)
                         .await
                         .map_err(|e| e.to_string())?;
-                    if !reused {
-                        sender.ready().await.map_err(|e| {
-                            format!("connection to {} failed: {}", self.uri, error_chain(&e))
-                        })?;
-                    }
-                    match sender.send_request(make_request()).await {
-                        Ok(resp) => return Ok((resp, sender)),
+                    let mut driver_done = false;
+                    let outcome = {
+                        let req = c.sender.send_request(make_request());
+                        tokio::pin!(req);
+                        loop {
+                            tokio::select! {
+                                r = &mut req => break r,
+                                _ = &mut c.driver, if !driver_done => driver_done = true,
+                            }
+                        }
+                    };
+                    match outcome {
+                        // A finished driver (server closed after a short response) is dropped.
+                        Ok(resp) => return Ok((resp, (!driver_done).then_some(c))),
                         // The server closed the idle keep-alive connection: re-send once.
                         Err(_) if reused && !retried => retried = true,
                         Err(e) => {
@@ -378,11 +386,11 @@ impl Client {
                 }
             }
         };
-        let (resp, sender) = match resp {
+        let (resp, conn) = match resp {
             Ok(r) => r,
             Err(msg) => return self.fail(rec, ErrorClass::Connect, msg),
         };
-        let mut sender = Some(sender);
+        let mut conn = conn;
         let head_at = Instant::now();
         rec.first_byte_ns = Some(self.clock.ns_at(head_at));
         let status = resp.status();
@@ -413,6 +421,10 @@ impl Client {
                 _ = &mut cancelled => {
                     transport = Some((ErrorClass::Cancelled, "cancelled while streaming".into()));
                     break 'read;
+                }
+                _ = drive(&mut conn), if conn.is_some() => {
+                    // The connection ended; the body reports how (end or error) next.
+                    conn = None;
                 }
                 first = body.frame() => {
                     // One timestamp per wake-up: every frame drained below arrived with the
@@ -458,8 +470,8 @@ impl Client {
                             }
                             None => {
                                 // Body read to the end: the connection can carry the next request.
-                                if let Some(s) = sender.take() {
-                                    self.pool.checkin(s);
+                                if let Some(c) = conn.take() {
+                                    self.pool.checkin(c);
                                 }
                                 if status.is_success() && !json_body {
                                     if let Err(e) = parser.finish(|ev| interp.on_event(ev, t, &mut rec)) {
@@ -478,6 +490,11 @@ impl Client {
                             break;
                         }
                         let mut cx = Context::from_waker(Waker::noop());
+                        if let Some(c) = conn.as_mut() {
+                            if Pin::new(&mut c.driver).poll(&mut cx).is_ready() {
+                                conn = None;
+                            }
+                        }
                         match Pin::new(&mut body).poll_frame(&mut cx) {
                             Poll::Ready(f) => frame = f,
                             Poll::Pending => break,
@@ -529,6 +546,16 @@ impl Client {
     fn fail(&self, mut rec: RequestRecord, class: ErrorClass, msg: String) -> RequestRecord {
         rec.end_ns = self.clock.now_ns();
         finish_failed(rec, class, msg)
+    }
+}
+
+/// Drives the connection until it ends (pending forever without one).
+async fn drive(conn: &mut Option<Conn>) {
+    match conn.as_mut() {
+        Some(c) => {
+            let _ = (&mut c.driver).await;
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -7,7 +7,10 @@
 //! in that case (reused connection, no response byte) [`crate::Client`] re-sends once on a fresh
 //! connection, as curl does; a fresh connection that fails is always a recorded failure.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -21,19 +24,46 @@ use tokio::net::TcpStream;
 pub const POOL_IDLE: Duration = Duration::from_secs(4);
 
 /// Largest read buffer per connection, bytes (hyper's default grows to ~400 KiB when a fast
-/// server fills every read; 32 KiB still holds ~170 typical SSE events per read and keeps the
+/// server fills every read; 16 KiB still holds ~85 typical SSE events per read and keeps the
 /// per-stream memory low).
-pub const READ_BUF_MAX: usize = 32 * 1024;
+pub const READ_BUF_MAX: usize = 16 * 1024;
 
 /// One connection's request handle.
 pub type Sender = SendRequest<Full<Bytes>>;
+
+/// One connection's I/O driver. The client polls it in the request's own task (not a spawned
+/// task), so decoded body frames reach the SSE parser without a cross-task wake-up per event.
+pub type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+
+/// A connection: request handle plus its I/O driver.
+pub struct Conn {
+    /// Sends requests.
+    pub sender: Sender,
+    /// Drives the socket; must be polled while a request is in flight.
+    pub driver: Driver,
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Conn")
+    }
+}
+
+impl Conn {
+    /// Polls the driver once without a real waker: `true` when the connection has ended
+    /// (closed by the server, or failed).
+    pub fn poll_ended(&mut self) -> bool {
+        let mut cx = Context::from_waker(Waker::noop());
+        matches!(Pin::new(&mut self.driver).poll(&mut cx), Poll::Ready(_))
+    }
+}
 
 /// Pool of idle connections to one `host:port`.
 #[derive(Debug)]
 pub struct Pool {
     host: String,
     port: u16,
-    idle: Mutex<Vec<(Sender, Instant)>>,
+    idle: Mutex<Vec<(Conn, Instant)>>,
 }
 
 /// Why a new connection could not be made.
@@ -70,14 +100,23 @@ impl Pool {
         }
     }
 
-    /// An idle live connection (`true` = reused) or a new one (`false`).
-    pub async fn checkout(&self, fresh: bool) -> Result<(Sender, bool), ConnectError> {
+    /// An idle live connection (`true` = reused) or a new one (`false`). Idle connections the
+    /// server already closed (their driver sees EOF) are dropped here.
+    pub async fn checkout(&self, fresh: bool) -> Result<(Conn, bool), ConnectError> {
         if !fresh {
             let now = Instant::now();
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            while let Some((s, since)) = idle.pop() {
-                if !s.is_closed() && s.is_ready() && now.duration_since(since) < POOL_IDLE {
-                    return Ok((s, true));
+            loop {
+                let next = {
+                    let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+                    idle.pop()
+                };
+                let Some((mut c, since)) = next else { break };
+                if now.duration_since(since) < POOL_IDLE
+                    && !c.sender.is_closed()
+                    && c.sender.is_ready()
+                    && !c.poll_ended()
+                {
+                    return Ok((c, true));
                 }
             }
         }
@@ -85,14 +124,14 @@ impl Pool {
     }
 
     /// Returns a connection whose previous response was read to the end.
-    pub fn checkin(&self, s: Sender) {
-        if !s.is_closed() {
+    pub fn checkin(&self, c: Conn) {
+        if !c.sender.is_closed() {
             let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            idle.push((s, Instant::now()));
+            idle.push((c, Instant::now()));
         }
     }
 
-    async fn connect(&self) -> Result<Sender, ConnectError> {
+    async fn connect(&self) -> Result<Conn, ConnectError> {
         let addr = format!("{}:{}", self.host, self.port);
         let stream = TcpStream::connect((self.host.as_str(), self.port))
             .await
@@ -101,15 +140,11 @@ impl Pool {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
-        let (sender, conn) = http1::Builder::new()
+        let (sender, driver) = http1::Builder::new()
             .max_buf_size(READ_BUF_MAX)
             .handshake(TokioIo::new(stream))
             .await
             .map_err(|source| ConnectError::Handshake { addr, source })?;
-        tokio::spawn(async move {
-            // Ends when the connection closes; errors surface on the request side.
-            let _ = conn.await;
-        });
-        Ok(sender)
+        Ok(Conn { sender, driver })
     }
 }
