@@ -361,3 +361,13 @@ fn store_cli_dump_during_ingest_is_consistent() {
         assert!(c["runs"] <= n as i64);
     }
 }
+
+#[test]
+fn store_cli_read_commands_do_not_create_a_database() {
+    let t = Tmp::new("nodb");
+    let db = t.0.join("missing.db");
+    let o = run(&["report", "--db", db.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such database file"));
+    assert!(!db.exists());
+}

@@ -222,6 +222,22 @@ impl Store {
         })
     }
 
+    /// Like [`Store::open`], for read-only commands: a SQLite file must already exist (no empty
+    /// database is created by a typo), and the schema must be migrated.
+    pub fn open_existing(location: &str) -> Result<Store, StoreError> {
+        let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
+        if !is_pg && !Path::new(location).is_file() {
+            return Err(StoreError::BadUrl(
+                location.to_string(),
+                "no such database file (ingest results first: `inferbench ingest PATH --db …`)"
+                    .into(),
+            ));
+        }
+        let mut s = Store::open(location)?;
+        s.require_migrated()?;
+        Ok(s)
+    }
+
     /// Which backend this is.
     pub fn kind(&self) -> Kind {
         self.conn.kind()

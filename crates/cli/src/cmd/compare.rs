@@ -43,7 +43,7 @@ fn side(spec: &str, common: &[String]) -> anyhow::Result<Filter> {
 
 /// Runs the subcommand; returns 0, or 1 when the sides share no x range.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let mut store = Store::open(&args.db)?;
+    let mut store = Store::open_existing(&args.db)?;
     let cost = CostOptions::default();
     let a = store.points(&side(&args.a, &args.filters)?, &cost)?;
     let b = store.points(&side(&args.b, &args.filters)?, &cost)?;

@@ -54,7 +54,7 @@ pub struct Args {
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let mut store = Store::open(&args.db)?;
+    let mut store = Store::open_existing(&args.db)?;
     let f = super::report::filter(&args.filters, &args.since, &args.until, false)?;
     let rows = store.points(
         &f,

@@ -92,7 +92,7 @@ pub fn filter(
 
 /// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let mut store = Store::open(&args.db)?;
+    let mut store = Store::open_existing(&args.db)?;
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
     // Columns beyond the stored hot metrics and derived ones need the full metrics JSON.
     let known: Vec<String> = inferbench_store::query::derived_names();
