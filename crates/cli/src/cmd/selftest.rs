@@ -131,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let parse_ns = inferbench_loadgen::selftest::parse_ns_per_event(args.tokens, 2_000_000);
     eprintln!(
-        "selftest: SSE framing + chunk interpretation alone: {parse_ns:.0} ns/event ({:.2} M events/s on one core)",
+        "selftest: SSE framing + chunk interpretation alone: {parse_ns:.0} CPU ns/event ({:.2} M events per CPU second)",
         1e3 / parse_ns
     );
     let mut points = Vec::new();
