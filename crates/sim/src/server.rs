@@ -24,7 +24,7 @@ use crate::engine::NewSeq;
 use crate::fault::{u01, FaultSpec};
 use crate::metrics::Metrics;
 use crate::sse::{Api, Writer};
-use crate::tokenize::{block_hashes, TokenizerKind};
+use crate::tokenize::block_hashes;
 
 /// Largest request body accepted, bytes (64 MiB).
 const MAX_BODY_BYTES: usize = 64 << 20;
@@ -525,7 +525,7 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
             text_response(StatusCode::OK, "text/plain", "")
         }
         (&Method::POST, "/tokenize") => match read_json(req).await {
-            Ok(v) => tokenize_route(&app, &v),
+            Ok(v) => tokenize_route(&app, &v).await,
             Err(e) => error_response(&app, StatusCode::BAD_REQUEST, "BadRequestError", &e),
         },
         (&Method::POST, "/v1/completions") => generate(app, req, Api::Completions).await,
@@ -561,14 +561,29 @@ async fn read_json(req: Request<Incoming>) -> Result<Value, String> {
     serde_json::from_slice(&b).map_err(|e| format!("request body is not valid JSON: {e}"))
 }
 
-/// Prompt token ids of a completions `prompt` or chat `messages`.
-fn prompt_tokens(
-    tok: TokenizerKind,
-    prompt: Option<&Value>,
-    messages: Option<&[Value]>,
-) -> Result<Vec<u32>, String> {
-    let mut ids = Vec::new();
+/// Longest prompt accepted, in bytes per token of `max_model_len`. Real text averages about 4
+/// bytes per BPE token; a prompt over 64 bytes per token of the context cannot fit, so it is
+/// refused before tokenizing (vLLM likewise answers 400 for prompts over the context length).
+pub(crate) const MAX_PROMPT_BYTES_PER_TOKEN: u64 = 64;
+
+/// Prompts longer than this many bytes are tokenized on tokio's blocking pool, not on the I/O
+/// thread (≈ 1 ms of BPE work), so one long prompt never stalls other streams or `/health`.
+const INLINE_TOKENIZE_BYTES: usize = 16 * 1024;
+
+/// A request's prompt before tokenization.
+enum PromptInput {
+    /// Text to tokenize (a completions prompt, or chat messages through the template).
+    Text(String),
+    /// Token ids given by the client.
+    Ids(Vec<u32>),
+}
+
+/// The prompt of a completions `prompt` or chat `messages` (messages win when both are given).
+fn prompt_input(prompt: Option<&Value>, messages: Option<&[Value]>) -> Result<PromptInput, String> {
     if let Some(msgs) = messages {
+        if msgs.is_empty() {
+            return Err("messages must contain at least one message".into());
+        }
         // A minimal chat template: "<|role|>\n" + content + "\n" per message, then the
         // generation prompt "<|assistant|>\n".
         let mut text = String::new();
@@ -592,15 +607,15 @@ fn prompt_tokens(
             text.push('\n');
         }
         text.push_str("<|assistant|>\n");
-        tok.encode_into(&text, &mut ids);
-        return Ok(ids);
+        return Ok(PromptInput::Text(text));
     }
     match prompt {
-        Some(Value::String(s)) => tok.encode_into(s, &mut ids),
-        Some(Value::Array(a)) if a.is_empty() => return Err("prompt is empty".into()),
+        Some(Value::String(s)) => Ok(PromptInput::Text(s.clone())),
+        Some(Value::Array(a)) if a.is_empty() => Err("prompt is empty".into()),
         Some(Value::Array(a)) => match &a[0] {
-            Value::String(s) if a.len() == 1 => tok.encode_into(s, &mut ids),
+            Value::String(s) if a.len() == 1 => Ok(PromptInput::Text(s.clone())),
             Value::Number(_) => {
+                let mut ids = Vec::with_capacity(a.len());
                 for v in a {
                     let t = v
                         .as_u64()
@@ -608,21 +623,56 @@ fn prompt_tokens(
                         .ok_or("prompt token ids must be integers in 0..2^32")?;
                     ids.push(t);
                 }
+                Ok(PromptInput::Ids(ids))
             }
-            _ => return Err("prompt must be a string, [string] or a list of token ids (batched prompts are not supported)".into()),
+            _ => Err("prompt must be a string, [string] or a list of token ids (batched prompts are not supported)".into()),
         },
-        Some(_) => return Err("prompt must be a string or a list of token ids".into()),
-        None => return Err("missing field `prompt` (or `messages`)".into()),
+        Some(_) => Err("prompt must be a string or a list of token ids".into()),
+        None => Err("missing field `prompt` (or `messages`)".into()),
     }
-    Ok(ids)
 }
 
-fn tokenize_route(app: &App, v: &Value) -> Resp {
+/// Token ids of `input`: refuses text over [`MAX_PROMPT_BYTES_PER_TOKEN`] × `max_model_len`
+/// bytes (400), tokenizes text over [`INLINE_TOKENIZE_BYTES`] on the blocking pool.
+async fn tokenize_prompt(app: &App, input: PromptInput) -> Result<Vec<u32>, String> {
+    let text = match input {
+        PromptInput::Ids(ids) => return Ok(ids),
+        PromptInput::Text(t) => t,
+    };
+    let limit = u64::from(app.res.max_model_len) * MAX_PROMPT_BYTES_PER_TOKEN;
+    if text.len() as u64 > limit {
+        return Err(format!(
+            "This model's maximum context length is {} tokens. However, the prompt is {} bytes, \
+             more than {limit} bytes ({MAX_PROMPT_BYTES_PER_TOKEN} per token) cannot fit. \
+             Please reduce the length of the messages or prompt.",
+            app.res.max_model_len,
+            text.len()
+        ));
+    }
+    let tok = app.cfg.tokenizer;
+    let inline = text.len() <= INLINE_TOKENIZE_BYTES;
+    let encode = move || {
+        let mut ids = Vec::new();
+        tok.encode_into(&text, &mut ids);
+        ids
+    };
+    if inline {
+        return Ok(encode());
+    }
+    tokio::task::spawn_blocking(encode)
+        .await
+        .map_err(|e| format!("tokenization failed: {e}"))
+}
+async fn tokenize_route(app: &App, v: &Value) -> Resp {
     let msgs = v
         .get("messages")
         .and_then(Value::as_array)
         .map(Vec::as_slice);
-    match prompt_tokens(app.cfg.tokenizer, v.get("prompt"), msgs) {
+    let ids = match prompt_input(v.get("prompt"), msgs) {
+        Ok(input) => tokenize_prompt(app, input).await,
+        Err(e) => Err(e),
+    };
+    match ids {
         Ok(ids) => json_response(
             StatusCode::OK,
             &json!({"count": ids.len(), "max_model_len": app.res.max_model_len, "tokens": ids}),
@@ -676,12 +726,16 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
             );
         }
     }
-    let ids = match api {
+    let input = match api {
         Api::Chat => match &r.messages {
-            Some(m) => prompt_tokens(app.cfg.tokenizer, None, Some(m)),
+            Some(m) => prompt_input(None, Some(m)),
             None => Err("missing field `messages`".to_string()),
         },
-        Api::Completions => prompt_tokens(app.cfg.tokenizer, r.prompt.as_ref(), None),
+        Api::Completions => prompt_input(r.prompt.as_ref(), None),
+    };
+    let ids = match input {
+        Ok(input) => tokenize_prompt(&app, input).await,
+        Err(e) => Err(e),
     };
     let ids = match ids {
         Ok(ids) => ids,

@@ -68,15 +68,24 @@ impl TokenizerKind {
         }
     }
 
-    /// Appends the token ids of `text` to `out`.
+    /// Appends the token ids of `text` to `out`. Never panics, and costs O(`text.len()`):
+    /// BPE text is encoded in segments of at most [`MAX_BPE_SEGMENT_BYTES`] (see
+    /// [`bpe_segments`]), exact for text with a space at least every ~1 KiB, so a pathological
+    /// prompt (a megabyte without spaces) cannot overflow the pre-tokenizer regex's stack or
+    /// make byte-pair merging quadratic in the prompt length. Should the encoder still panic on
+    /// a segment, that segment is counted with the `approx` rule instead.
     pub fn encode_into(self, text: &str, out: &mut Vec<u32>) {
-        match self {
-            TokenizerKind::Approx => tokenize_into(text, out),
-            TokenizerKind::O200kBase => {
-                out.extend(tiktoken_rs::o200k_base_singleton().encode_ordinary(text))
-            }
-            TokenizerKind::Cl100kBase => {
-                out.extend(tiktoken_rs::cl100k_base_singleton().encode_ordinary(text))
+        let bpe = match self {
+            TokenizerKind::Approx => return tokenize_into(text, out),
+            TokenizerKind::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            TokenizerKind::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        };
+        for seg in bpe_segments(text) {
+            let r =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| bpe.encode_ordinary(seg)));
+            match r {
+                Ok(ids) => out.extend(ids),
+                Err(_) => tokenize_into(seg, out),
             }
         }
     }
@@ -102,6 +111,45 @@ impl TokenizerKind {
             t
         })
     }
+}
+
+/// Longest segment handed to the BPE encoder at once, bytes. Byte-pair merging of one
+/// pre-tokenized piece is quadratic in its length (measured with tiktoken-rs 0.9: 100,000 bytes
+/// without a space took 6.7 s, 1,000,000 overflowed the regex stack); 1 KiB keeps a segment
+/// under a millisecond.
+pub const MAX_BPE_SEGMENT_BYTES: usize = 1024;
+
+/// Splits `text` into consecutive segments of at most [`MAX_BPE_SEGMENT_BYTES`] bytes whose
+/// concatenation is `text`. A segment preferably ends just before a single ASCII space that
+/// has ASCII non-whitespace on both sides: no o200k/cl100k pre-tokenizer piece spans such a
+/// space (it can only start the next piece, as in `" word"`), so encoding the segments one by
+/// one gives exactly the ids of encoding the whole text. Only where a segment-long stretch has
+/// no such space is it cut at the last character boundary instead (the count may then differ
+/// by a token per cut).
+pub fn bpe_segments(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        if rest.len() <= MAX_BPE_SEGMENT_BYTES {
+            return Some(std::mem::take(&mut rest));
+        }
+        let b = rest.as_bytes();
+        let solid = |c: u8| c < 0x80 && !c.is_ascii_whitespace();
+        let cut = (1..=MAX_BPE_SEGMENT_BYTES)
+            .rev()
+            .find(|&p| b[p] == b' ' && solid(b[p - 1]) && p + 1 < b.len() && solid(b[p + 1]))
+            .unwrap_or_else(|| {
+                (1..=MAX_BPE_SEGMENT_BYTES)
+                    .rev()
+                    .find(|&p| rest.is_char_boundary(p))
+                    .unwrap_or(rest.len())
+            });
+        let (seg, tail) = rest.split_at(cut);
+        rest = tail;
+        Some(seg)
+    })
 }
 
 /// Splits `text` into pieces per the `approx` rule and appends each piece's id to `out`.
@@ -241,6 +289,50 @@ mod tests {
             assert_eq!(&ids[..], &k.output_ids()[..], "{}", k.as_str());
         }
         assert_eq!(TokenizerKind::Approx.output_ids()[3], output_token_id(3));
+    }
+
+    #[test]
+    fn segmented_bpe_is_exact_for_text_with_spaces() {
+        // ~25 KiB of mixed words, numbers, punctuation, newlines and double spaces.
+        let mut text = String::new();
+        for i in 0..4000u32 {
+            text.push_str(OUTPUT_WORDS[(i * 7 % 64) as usize]);
+            match i % 9 {
+                0 => text.push_str(", 12345"),
+                3 => text.push_str(".\n\n"),
+                5 => text.push_str("  x"),
+                7 => text.push_str(" don't"),
+                _ => {}
+            }
+        }
+        assert!(bpe_segments(&text).count() > 15);
+        assert_eq!(bpe_segments(&text).collect::<String>(), text);
+        for k in [TokenizerKind::O200kBase, TokenizerKind::Cl100kBase] {
+            let whole = match k {
+                TokenizerKind::O200kBase => tiktoken_rs::o200k_base_singleton(),
+                _ => tiktoken_rs::cl100k_base_singleton(),
+            }
+            .encode_ordinary(&text);
+            let mut seg = Vec::new();
+            k.encode_into(&text, &mut seg);
+            assert_eq!(seg, whole, "{}", k.as_str());
+        }
+    }
+
+    #[test]
+    fn a_megabyte_without_spaces_tokenizes_without_panic() {
+        // Issue: tiktoken-rs overflowed its regex stack on ~1M 'a' (a panic in the server).
+        let text = "a".repeat(1 << 20);
+        let segs: Vec<&str> = bpe_segments(&text).collect();
+        assert_eq!(segs.len(), 1024);
+        assert!(segs.iter().all(|s| s.len() == MAX_BPE_SEGMENT_BYTES));
+        let mut ids = Vec::new();
+        TokenizerKind::O200kBase.encode_into(&text, &mut ids);
+        assert!(ids.len() > 1000 && ids.len() < text.len(), "{}", ids.len());
+        // Multi-byte characters are never split.
+        let text = "é".repeat(3000);
+        assert!(bpe_segments(&text).all(|s| s.len() <= MAX_BPE_SEGMENT_BYTES));
+        assert_eq!(bpe_segments(&text).collect::<String>(), text);
     }
 
     #[test]

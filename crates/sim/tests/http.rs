@@ -806,3 +806,85 @@ async fn fixed_step_time_gives_known_ttft_and_itl() {
     let mean_itl = (times[4] - times[0]) / 4.0;
     assert!((30.0..50.0).contains(&mean_itl), "{times:?}");
 }
+
+/// Issue: a 1M-byte prompt without spaces panicked the BPE tokenizer (regex stack overflow), and
+/// 100k bytes took seconds on the server's only runtime thread, stalling every stream and
+/// `/health`. Now: a clean answer, no panic, and the server stays responsive meanwhile.
+#[tokio::test]
+async fn megabyte_prompt_without_spaces_neither_panics_nor_stalls_the_server() {
+    let big = format!(r#"{{"prompt":"{}","max_tokens":1}}"#, "a".repeat(1_000_000));
+    // A context long enough that the prompt is tokenized (and then served or refused).
+    let sim = spawn(SimConfig {
+        model: "SmolLM2-135M".into(),
+        max_model_len: Some(1 << 20),
+        fixed_step_s: Some(0.01),
+        threads: 1,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let a = sim.addr;
+    // The first answer waits for the BPE tables to load (server start-up).
+    assert_eq!(request(a, "GET", "/health", "", &[], SEC).await.status, 200);
+    let stream = tokio::spawn(async move {
+        post(
+            a,
+            "/v1/completions",
+            r#"{"prompt":"hi","max_tokens":200,"stream":true,"stream_options":{"include_usage":true}}"#,
+            &[],
+        )
+        .await
+    });
+    let big_req = tokio::spawn({
+        let big = big.clone();
+        async move { request(a, "POST", "/v1/completions", &big, &[], SEC * 6).await }
+    });
+    let mut worst = Duration::ZERO;
+    let mut pings = 0;
+    while !big_req.is_finished() {
+        let t = Instant::now();
+        let r = request(a, "GET", "/health", "", &[], SEC).await;
+        assert_eq!(r.status, 200);
+        worst = worst.max(t.elapsed());
+        pings += 1;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let r = big_req.await.unwrap();
+    assert!(
+        r.status == 200 || (400..500).contains(&r.status),
+        "{} {}",
+        r.status,
+        r.head
+    );
+    assert!(pings >= 1);
+    assert!(worst < Duration::from_millis(500), "/health took {worst:?}");
+    let s = stream.await.unwrap();
+    assert_eq!(s.status, 200);
+    let last = s.data().iter().rev().nth(1).cloned().unwrap();
+    let v: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(v["usage"]["completion_tokens"], 200, "{last}");
+
+    // The model's own context (8,192 tokens): over 64 bytes per token is refused before any
+    // tokenization, with vLLM's wording.
+    let sim = spawn(SimConfig {
+        model: "SmolLM2-135M".into(),
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let t = Instant::now();
+    let r = post(sim.addr, "/v1/completions", &big, &[]).await;
+    assert_eq!(r.status, 400);
+    let msg = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        msg.contains("maximum context length is 8192") && msg.contains("1000000 bytes"),
+        "{msg}"
+    );
+    assert!(t.elapsed() < SEC);
+    let chat = format!(
+        r#"{{"messages":[{{"role":"user","content":"{}"}}]}}"#,
+        "a".repeat(1_000_000)
+    );
+    let r = post(sim.addr, "/v1/chat/completions", &chat, &[]).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = post(sim.addr, "/tokenize", &big, &[]).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+}
