@@ -96,3 +96,92 @@ fn bad_config_exits_2_naming_file_line_field() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A fresh temp dir for one test (removed first, so reruns start clean).
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("inferbench-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A valid single-node master config with one search-space row; `multinode` and the row's
+/// fields are substituted.
+fn master(multinode: &str, row: &str) -> String {
+    format!(
+        "k:\n  image: i\n  model: m\n  model-prefix: p\n  runner: r\n  precision: fp8\n  framework: vllm\n  multinode: {multinode}\n  scenarios:\n    fixed-seq-len:\n    - isl: 1024\n      osl: 1024\n      search-space:\n      - {{ {row} }}\n"
+    )
+}
+
+/// Runs the binary; returns (exit code, stdout, stderr).
+fn run_cli(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let out = bin().args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn errors_are_printed_once() {
+    let dir = tmp("errors-once");
+    let cfg = dir.join("boolstr.yaml");
+    std::fs::write(&cfg, master("maybe", "tp: 8, conc-start: 4, conc-end: 8")).unwrap();
+    let runners = dir.join("runners.yaml");
+    std::fs::write(&runners, "labels:\n  r: [r_0]\n").unwrap();
+    let missing = dir.join("missing.yaml");
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let (code, _, err) = run_cli(&[
+        os("matrix"),
+        os("--config-files"),
+        cfg.as_os_str(),
+        os("--runner-config"),
+        runners.as_os_str(),
+        os("full-sweep"),
+    ]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err,
+        format!(
+            "error: {}:8:14: k.multinode: must be a boolean, found string 'maybe'\n",
+            cfg.display()
+        )
+    );
+    let enoent = std::fs::read(&missing).unwrap_err();
+    let want_missing = format!("error: cannot read {}: {enoent}\n", missing.display());
+    for argv in [
+        vec![
+            os("matrix"),
+            os("--config-files"),
+            missing.as_os_str(),
+            os("--runner-config"),
+            runners.as_os_str(),
+            os("full-sweep"),
+        ],
+        vec![
+            os("models"),
+            os("support"),
+            os("--config-files"),
+            missing.as_os_str(),
+        ],
+        vec![
+            os("models"),
+            os("dram-check"),
+            os("--config-files"),
+            missing.as_os_str(),
+        ],
+        vec![
+            os("changelog"),
+            os("--base"),
+            missing.as_os_str(),
+            os("--head"),
+            missing.as_os_str(),
+        ],
+    ] {
+        let (code, _, err) = run_cli(&argv);
+        assert_eq!(code, Some(2), "{argv:?}");
+        assert_eq!(err, want_missing, "{argv:?}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

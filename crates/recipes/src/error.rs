@@ -57,22 +57,27 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// Any error of this crate.
+///
+/// Each variant's `Display` is the whole message and `source()` repeats none of it (a
+/// [`ConfigError`] is shown through, an I/O cause is part of [`Error::Io`]'s text and not a
+/// `source`), so `anyhow`'s `{:#}` chain prints every problem exactly once.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A malformed or invalid input file; see [`ConfigError`].
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     /// Several input problems found at once (all are reported, one per line).
     #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"))]
     ConfigMany(Vec<ConfigError>),
     /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {cause}")]
     Io {
         /// The path.
         path: String,
-        /// The cause.
-        source: std::io::Error,
+        /// The cause (shown in the message; deliberately not a `source`, so it is not printed
+        /// twice by error-chain printers).
+        cause: std::io::Error,
     },
     /// Invalid command-line arguments (conflicting flags, unknown config key, …).
     #[error("{0}")]
@@ -98,8 +103,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Reads a file to a string, mapping the I/O error to [`Error::Io`] with the path.
 pub fn read_to_string(path: &std::path::Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|source| Error::Io {
+    std::fs::read_to_string(path).map_err(|cause| Error::Io {
         path: path.display().to_string(),
-        source,
+        cause,
     })
 }

@@ -483,7 +483,10 @@ proptest! {
     fn mutated_configs_never_panic(edits in prop::collection::vec((0usize..GOOD.len(), 0u8..4, prop::sample::select(vec![b' ', b':', b'-', b'[', b']', b'{', b'}', b'\n', b'0', b'x', b'"', b'*', b'#'])), 1..6)) {
         let mut bytes = GOOD.as_bytes().to_vec();
         for (pos, op, ch) in edits {
-            let p = pos.min(bytes.len().saturating_sub(1));
+            if bytes.is_empty() {
+                break; // an earlier truncation emptied it: nothing left to remove or replace
+            }
+            let p = pos.min(bytes.len() - 1);
             match op {
                 0 => { bytes.remove(p); }
                 1 => bytes.insert(p, ch),
