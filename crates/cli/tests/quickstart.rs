@@ -74,8 +74,10 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
     // 16.06 GB / (3.35 TB/s x 0.8) + 1 ms ≈ 7.0 ms, i.e. ≈ 140 tok/s/user.
     assert!((100.0..170.0).contains(&rows[0].interactivity), "{stdout}");
 
-    // Artifacts per point (DESIGN.md §3).
-    let mut dirs: Vec<_> = std::fs::read_dir(&out)
+    // Artifacts per point (DESIGN.md §3), in this invocation's run directory.
+    let runs = run_dirs(&out);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let mut dirs: Vec<_> = std::fs::read_dir(&runs[0])
         .unwrap()
         .flatten()
         .filter(|e| e.path().is_dir())
@@ -107,5 +109,119 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
     }
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
     assert!(stderr.contains("ingested 4 points"), "{stderr}");
+
+    // Issue: a second run re-ingested every folder under --out (leftovers of earlier runs,
+    // with other flags, too). Now each run writes a fresh directory and stores only its own
+    // 4 points, one batch per run; the chart shows this run's points only.
+    let o = quickstart(&["--fast"], &out, &db, None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("ingested 4 points"), "{stderr}");
+    assert_eq!(run_dirs(&out).len(), 2);
+    let mut store = inferbench_store::Store::open_existing(db.to_str().unwrap()).unwrap();
+    let rows = store
+        .points(
+            &inferbench_store::Filter::default(),
+            &inferbench_store::CostOptions::default(),
+        )
+        .unwrap();
+    let mut per_batch = std::collections::BTreeMap::<String, Vec<i64>>::new();
+    for r in &rows {
+        per_batch.entry(r.batch.clone()).or_default().push(r.conc);
+    }
+    assert_eq!(per_batch.len(), 2, "{per_batch:?}");
+    for (batch, mut concs) in per_batch {
+        assert!(batch.starts_with("quickstart-"), "{batch}");
+        concs.sort();
+        assert_eq!(concs, vec![1, 4, 16, 64], "{batch}");
+    }
+    drop(store);
+
+    // Issue: --no-db drew no chart. Now it does (from an in-memory database) and leaves the
+    // database alone.
+    let chart2 = tmp.join("nodb.svg");
+    let untouched = tmp.join("untouched.db");
+    let o = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(["quickstart", "--fast", "--no-db", "--out"])
+        .arg(&out)
+        .arg("--db")
+        .arg(&untouched)
+        .arg("--chart")
+        .arg(&chart2)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(std::fs::read_to_string(&chart2)
+        .unwrap()
+        .starts_with("<svg"));
+    assert!(!untouched.exists());
+    assert!(
+        stderr.contains("ingested 4 points into no database"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+/// Point-run directories under `out` (one per invocation), sorted.
+fn run_dirs(out: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+fn quickstart(
+    extra: &[&str],
+    out: &std::path::Path,
+    db: &std::path::Path,
+    chart: Option<&std::path::Path>,
+) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_inferbench"));
+    c.arg("quickstart").args(extra).arg("--out").arg(out);
+    c.arg("--db").arg(db);
+    if let Some(ch) = chart {
+        c.arg("--chart").arg(ch);
+    }
+    c.output().unwrap()
+}
+
+/// Issues: `--osl 0` exited 0 with NaN interactivity and stored the point; `--isl 0` named a
+/// load-generator flag; `--chart c.jpg` failed only after the whole sweep. All are refused up
+/// front, naming the quickstart flag, before any run directory or database is created.
+#[test]
+fn quickstart_rejects_bad_flags_before_running() {
+    let tmp = std::env::temp_dir().join(format!(
+        "inferbench-quickstart-flags-{}",
+        std::process::id()
+    ));
+    let out = tmp.join("results");
+    let db = tmp.join("never.db");
+    let jpg = tmp.join("c.jpg");
+    for (extra, want) in [
+        (&["--osl", "0"][..], "--osl must be at least 1"),
+        (&["--isl", "0"][..], "--isl must be at least 1"),
+        (&["--prompts-per-conc", "0"][..], "--prompts-per-conc"),
+        (&["--isl", "8000", "--osl", "200000"][..], "max_model_len"),
+    ] {
+        let o = quickstart(extra, &out, &db, None);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{extra:?}");
+        assert!(stderr.contains(want), "{extra:?}: {stderr}");
+        assert!(!stderr.contains("random-input-len"), "{stderr}");
+    }
+    let o = quickstart(&["--fast"], &out, &db, Some(&jpg));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        stderr.contains("--chart") && stderr.contains(".svg or .png"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "a run directory was created");
+    assert!(!db.exists(), "a database was created");
     std::fs::remove_dir_all(&tmp).ok();
 }

@@ -1,8 +1,8 @@
 //! `inferbench quickstart`: the README's first command. Starts the simulated server in-process,
 //! sweeps concurrency with the load generator, writes one artifact directory per point
-//! (DESIGN.md §3: summary, aggregate, records, job.json, server log, `/metrics` snapshots),
-//! ingests them into the database, prints the frontier table and draws the chart.
-//! No GPU and no network needed.
+//! (DESIGN.md §3: summary, aggregate, records, job.json, server log, `/metrics` snapshots) under
+//! a fresh run directory `<out>/<UTC time>/`, ingests exactly those into the database, prints
+//! the frontier table and draws the chart of this run. No GPU and no network needed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,16 +16,18 @@ use inferbench_sim::{Precision, SimConfig};
 /// Flags of `inferbench quickstart`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Directory for the per-point artifacts (one subdirectory per concurrency).
+    /// Directory for the runs: each invocation writes a fresh `<out>/<UTC time>/` with one
+    /// subdirectory per concurrency, and stores only those points.
     #[arg(long, default_value = "results/quickstart")]
     pub out: PathBuf,
     /// Database to ingest into (SQLite path or postgres:// URL).
     #[arg(long, default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
-    /// Do not touch the database (artifacts, table and chart only).
+    /// Do not touch the database (artifacts, table and chart only; the chart is drawn from an
+    /// in-memory database).
     #[arg(long)]
     pub no_db: bool,
-    /// Chart path (.svg or .png); default `<out>/frontier.svg`.
+    /// Chart path (.svg or .png); default `<out>/<UTC time>/frontier.svg`.
     #[arg(long)]
     pub chart: Option<PathBuf>,
     /// Concurrency points, comma-separated.
@@ -99,6 +101,24 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         !args.concurrency.is_empty() && args.concurrency.iter().all(|&c| c > 0),
         "--concurrency needs positive values"
     );
+    anyhow::ensure!(args.isl > 0, "--isl must be at least 1 token");
+    anyhow::ensure!(args.osl > 0, "--osl must be at least 1 token");
+    anyhow::ensure!(
+        args.prompts_per_conc > 0,
+        "--prompts-per-conc must be at least 1"
+    );
+    if let Some(c) = &args.chart {
+        let ext = c
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        anyhow::ensure!(
+            ext == "svg" || ext == "png",
+            "--chart {}: use a .svg or .png file name",
+            c.display()
+        );
+    }
     let precision = Precision::parse(&args.precision)?;
     let cfg = SimConfig {
         hardware: args.hardware.clone(),
@@ -112,6 +132,18 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         ..SimConfig::default()
     };
     let info = inferbench_sim::describe(&cfg)?;
+    anyhow::ensure!(
+        u64::from(args.isl) + u64::from(args.osl) <= u64::from(info.max_model_len),
+        "--isl {} + --osl {} exceeds the simulated model's max_model_len {}",
+        args.isl,
+        args.osl,
+        info.max_model_len
+    );
+    // Open (and migrate) the database before the sweep, so a bad --db fails in seconds; with
+    // --no-db an in-memory SQLite database still feeds the chart.
+    let mut store = inferbench_store::Store::open(if args.no_db { ":memory:" } else { &args.db })
+        .with_context(|| format!("opening database {}", args.db))?;
+    store.migrate()?;
     let cat = inferbench_sim::Catalogue::embedded();
     let hw_key = cat.hardware(&args.hardware)?.name.to_ascii_lowercase();
     let model_prefix = cat
@@ -130,9 +162,10 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         info.kv_capacity_tokens
     );
     eprintln!("{sim_line}");
-    let sim = inferbench_sim::spawn(cfg)?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
+    let (run_dir, sweep_id) = fresh_run_dir(&args.out)?;
+    let sim = inferbench_sim::spawn(cfg)?;
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -155,7 +188,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
                 "{exp}_{precision}_sim_tp{}-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc{conc}_{runner}",
                 args.tp
             );
-            let dir = args.out.join(&result_filename);
+            let dir = run_dir.join(&result_filename);
             std::fs::create_dir_all(&dir)?;
             let env: BTreeMap<&str, String> = [
                 ("RUNNER_TYPE", hw_key.clone()),
@@ -214,6 +247,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
             }
             let job = serde_json::json!({
                 "identity": identity,
+                "sweep_id": sweep_id,
                 "provenance": inferbench_runner::artifacts::Provenance::current(
                     &format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")), &runner),
                 "sim": {
@@ -258,18 +292,15 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
     let chart = args
         .chart
         .clone()
-        .unwrap_or_else(|| args.out.join("frontier.svg"));
-    if args.no_db {
-        eprintln!("artifacts in {} (database skipped)", args.out.display());
-    } else {
-        match store_and_plot(&args, &hw_key, &model_prefix, &chart) {
-            Ok(msg) => eprintln!("{msg}"),
-            Err(e) => {
-                eprintln!("warning: database/chart step failed: {e:#}");
-                exit = exit.max(1);
-            }
+        .unwrap_or_else(|| run_dir.join("frontier.svg"));
+    match store_and_plot(&mut store, &args, &run_dir, &sweep_id, &chart) {
+        Ok(msg) => eprintln!("{msg}"),
+        Err(e) => {
+            eprintln!("warning: database/chart step failed: {e:#}");
+            exit = exit.max(1);
         }
     }
+    eprintln!("artifacts in {}", run_dir.display());
     for p in &points {
         tracing::debug!("point conc {} in {}", p.conc, p.dir.display());
     }
@@ -375,28 +406,45 @@ fn frontier_table(points: &[Point], gpus: u32) -> String {
     out
 }
 
+/// Creates `<out>/<UTC time>/` (`20261130-094512-123`, millisecond resolution; `-2`, `-3`, …
+/// appended if it exists) and returns it with the run's sweep id (`quickstart-<that name>`, the
+/// store's `batch`).
+fn fresh_run_dir(out: &Path) -> anyhow::Result<(PathBuf, String)> {
+    let digits: String = inferbench_runner::artifacts::now_rfc3339()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let stamp = if digits.len() >= 17 {
+        format!("{}-{}-{}", &digits[..8], &digits[8..14], &digits[14..17])
+    } else {
+        digits
+    };
+    for n in 1u32.. {
+        let name = if n == 1 {
+            stamp.clone()
+        } else {
+            format!("{stamp}-{n}")
+        };
+        let dir = out.join(&name);
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok((dir, format!("quickstart-{name}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    unreachable!("u32 names exhausted")
+}
+
 fn store_and_plot(
+    store: &mut inferbench_store::Store,
     args: &Args,
-    hw_key: &str,
-    model_prefix: &str,
+    run_dir: &Path,
+    sweep_id: &str,
     chart: &Path,
 ) -> anyhow::Result<String> {
-    let mut store = inferbench_store::Store::open(&args.db)?;
-    store.migrate()?;
-    let report = store.ingest_path(&args.out, &inferbench_store::IngestOptions::default())?;
+    let report = store.ingest_path(run_dir, &inferbench_store::IngestOptions::default())?;
     let mut filter = inferbench_store::Filter::default();
-    for f in [
-        "framework=sim".to_string(),
-        format!("hardware={hw_key}"),
-        format!(
-            "model={}",
-            inferbench_store::normalize::model(model_prefix, &args.model).key
-        ),
-        format!("isl={}", args.isl),
-        format!("osl={}", args.osl),
-    ] {
-        filter.add(&f)?;
-    }
+    filter.add(&format!("batch={sweep_id}"))?;
     let mut rows = store.points(&filter, &inferbench_store::CostOptions::default())?;
     let spec = inferbench_store::plot::PlotSpec {
         title: format!(
@@ -407,10 +455,14 @@ fn store_and_plot(
     };
     inferbench_store::query::mark_frontier(&mut rows, &spec.x, &spec.y);
     inferbench_store::plot::plot(&rows, &spec, chart)?;
+    let db = if args.no_db {
+        "no database (--no-db)".to_string()
+    } else {
+        store.location().to_string()
+    };
     Ok(format!(
-        "ingested {} points into {} ({} skipped); chart: {}",
+        "ingested {} points into {db} ({} skipped); chart: {}",
         report.points,
-        store.location(),
         report.skipped.len(),
         chart.display()
     ))
