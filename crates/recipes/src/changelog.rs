@@ -38,6 +38,13 @@ pub struct ChangelogEntry {
     pub scenario_type: Option<Vec<String>>,
     /// Line of the entry in the head changelog.
     pub line: usize,
+    /// The head changelog file (as named by the caller), for error messages.
+    pub file: String,
+    /// Position of the entry in the head file's list (0-based; the same in diff mode and in
+    /// [`validate_file`]), shown as `[index]` in error field paths.
+    pub index: usize,
+    /// Head-file position of each `config-keys` item (same order as `config_keys`).
+    pub key_pos: Vec<Pos>,
 }
 
 impl ChangelogEntry {
@@ -78,6 +85,26 @@ pub struct Added {
     pub text: String,
     /// For each line of `text`, its 1-based line number in the head file.
     pub head_lines: Vec<usize>,
+    /// 1-based head-file lines that start a top-level list item (`-` in column 1), used to give
+    /// an added entry its index in the whole head file.
+    pub entry_lines: Vec<usize>,
+}
+
+impl Added {
+    /// The head-file line of line `line` (1-based) of `text`; `line` itself when out of range.
+    pub fn head_line(&self, line: usize) -> usize {
+        if line >= 1 && line <= self.head_lines.len() {
+            self.head_lines[line - 1]
+        } else {
+            line
+        }
+    }
+
+    /// The 0-based list index, in the whole head file, of the entry starting at head-file line
+    /// `head_line` (the number of top-level items starting before it).
+    pub fn head_index(&self, head_line: usize) -> usize {
+        self.entry_lines.iter().filter(|&&l| l < head_line).count()
+    }
 }
 
 /// Line-diffs `base` against `head` (Myers, like `git diff`).
@@ -119,6 +146,12 @@ pub fn added_lines(base: &str, head: &str, base_file: &str) -> Result<Added> {
         }
     }
     out.text = lines.join("\n");
+    out.entry_lines = head
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l == &"-" || l.starts_with("- "))
+        .map(|(i, _)| i + 1)
+        .collect();
     Ok(out)
 }
 
@@ -134,14 +167,9 @@ const ENTRY_FIELDS: &[&str] = &[
 ];
 
 fn remap(e: ConfigError, added: &Added, head_file: &str) -> ConfigError {
-    let line = if e.line >= 1 && e.line <= added.head_lines.len() {
-        added.head_lines[e.line - 1]
-    } else {
-        e.line
-    };
     ConfigError {
         file: head_file.to_string(),
-        line,
+        line: added.head_line(e.line),
         ..e
     }
 }
@@ -156,7 +184,8 @@ pub fn parse_entries(added: &Added, head_file: &str) -> Result<Vec<ChangelogEntr
     }
     let root = yaml::parse(&added.text, head_file)
         .map_err(|e| Error::Config(remap(e, added, head_file)))?;
-    let (entries, errors) = validate_entry_list(&root, head_file);
+    let index_of = |_: usize, n: &Node| added.head_index(added.head_line(n.pos.line));
+    let (entries, errors) = validate_entry_list(&root, head_file, &index_of);
     let errors: Vec<ConfigError> = errors
         .into_iter()
         .map(|e| remap(e, added, head_file))
@@ -166,8 +195,9 @@ pub fn parse_entries(added: &Added, head_file: &str) -> Result<Vec<ChangelogEntr
     }
     let mut entries = entries;
     for e in &mut entries {
-        if e.line >= 1 && e.line <= added.head_lines.len() {
-            e.line = added.head_lines[e.line - 1];
+        e.line = added.head_line(e.line);
+        for p in &mut e.key_pos {
+            p.line = added.head_line(p.line);
         }
     }
     if entries.is_empty() {
@@ -178,8 +208,13 @@ pub fn parse_entries(added: &Added, head_file: &str) -> Result<Vec<ChangelogEntr
     Ok(entries)
 }
 
-/// Validates a YAML node that should be a list of changelog entries.
-fn validate_entry_list(root: &Node, file: &str) -> (Vec<ChangelogEntry>, Vec<ConfigError>) {
+/// Validates a YAML node that should be a list of changelog entries. `index_of(i, item)` gives
+/// the index shown in field paths for the `i`-th item (its position in the head file).
+fn validate_entry_list(
+    root: &Node,
+    file: &str,
+    index_of: &dyn Fn(usize, &Node) -> usize,
+) -> (Vec<ChangelogEntry>, Vec<ConfigError>) {
     let mut c = Checker::new(file);
     let mut out = Vec::new();
     let Some(items) = root.as_seq() else {
@@ -196,7 +231,8 @@ fn validate_entry_list(root: &Node, file: &str) -> (Vec<ChangelogEntry>, Vec<Con
         return (out, c.errors);
     };
     for (i, e) in items.iter().enumerate() {
-        let path = format!("[{i}]");
+        let index = index_of(i, e);
+        let path = format!("[{index}]");
         if c.mapping(
             e,
             &path,
@@ -255,6 +291,13 @@ fn validate_entry_list(root: &Node, file: &str) -> (Vec<ChangelogEntry>, Vec<Con
                 eval_min_prefill_ep: min_ep,
                 scenario_type: scen,
                 line: e.pos.line,
+                file: file.to_string(),
+                index,
+                key_pos: e
+                    .get("config-keys")
+                    .and_then(Node::as_seq)
+                    .map(|s| s.iter().map(|n| n.pos).collect())
+                    .unwrap_or_default(),
             });
         }
     }
@@ -346,7 +389,7 @@ pub fn validate_file(
         )
         .into());
     }
-    let (entries, errors) = validate_entry_list(&root, head_file);
+    let (entries, errors) = validate_entry_list(&root, head_file, &|i, _| i);
     if !errors.is_empty() {
         return Err(Error::from_many(errors));
     }
@@ -432,6 +475,29 @@ pub fn expand_keys(keys: &[String], configs: &MasterConfigs) -> Result<Vec<Strin
     Ok(out)
 }
 
+/// [`expand_keys`] for one entry; a key or pattern that matches nothing is an
+/// [`Error::Config`] at that key in the head file, e.g. `perf-changelog.yaml:3012:7:
+/// [751].config-keys[0]: config key 'x' not found in master configs`.
+fn expand_entry_keys(e: &ChangelogEntry, configs: &MasterConfigs) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for (j, k) in e.config_keys.iter().enumerate() {
+        let matched = expand_keys(std::slice::from_ref(k), configs).map_err(|err| {
+            let pos = e.key_pos.get(j).copied().unwrap_or(Pos {
+                line: e.line,
+                col: 1,
+            });
+            let field = format!("[{}].config-keys[{j}]", e.index);
+            Error::Config(ConfigError::new(&e.file, pos, field, err.to_string()))
+        })?;
+        for m in matched {
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Full match where `*` is the only wildcard.
 fn star_match(name: &str, pat: &str) -> bool {
     let parts: Vec<&str> = pat.split('*').collect();
@@ -498,7 +564,7 @@ pub fn process(
     }
     let mut resolved: Vec<(&ChangelogEntry, Vec<String>)> = Vec::new();
     for e in entries {
-        resolved.push((e, expand_keys(&e.config_keys, configs)?));
+        resolved.push((e, expand_entry_keys(e, configs)?));
     }
     if has_append {
         let Some(b) = &base else {

@@ -342,7 +342,8 @@ fn changelog_problems_name_head_lines() {
     let added = changelog::added_lines(base, &head, "base.yaml").unwrap();
     let entries = changelog::parse_entries(&added, "head.yaml").unwrap();
     assert_eq!(entries[0].line, 5);
-    // Unknown field, wrong type, missing field: lines are head-file lines.
+    // Unknown field, wrong type, missing field: lines are head-file lines, and `[1]` is the
+    // entry's position in the head file (the base already has entry [0]).
     let e = changelog_err(
         base,
         &format!(
@@ -350,7 +351,7 @@ fn changelog_problems_name_head_lines() {
             ENTRY.replace("  pr-link:", "  reviewer: me\n  pr-link:")
         ),
     );
-    assert_eq!(e, "head.yaml:9:3: [0].reviewer: unknown field (allowed: config-keys, description, pr-link, evals-only, all-evals, append-only, eval-min-prefill-ep, scenario-type)");
+    assert_eq!(e, "head.yaml:9:3: [1].reviewer: unknown field (allowed: config-keys, description, pr-link, evals-only, all-evals, append-only, eval-min-prefill-ep, scenario-type)");
     let e = changelog_err(
         base,
         &format!(
@@ -362,7 +363,7 @@ fn changelog_problems_name_head_lines() {
     );
     assert_eq!(
         e,
-        "head.yaml:7:16: [0].description: must be a list of strings, found a string"
+        "head.yaml:7:16: [1].description: must be a list of strings, found a string"
     );
     let e = changelog_err(
         base,
@@ -374,7 +375,7 @@ fn changelog_problems_name_head_lines() {
             )
         ),
     );
-    assert_eq!(e, "head.yaml:5:3: [0].pr-link: missing required field");
+    assert_eq!(e, "head.yaml:5:3: [1].pr-link: missing required field");
     let e = changelog_err(
         base,
         &format!(
@@ -386,7 +387,7 @@ fn changelog_problems_name_head_lines() {
         ),
     );
     assert!(
-        e.starts_with("head.yaml:5:3: [0].append-only: append-only cannot be combined"),
+        e.starts_with("head.yaml:5:3: [1].append-only: append-only cannot be combined"),
         "{e}"
     );
     let e = changelog_err(
@@ -396,7 +397,7 @@ fn changelog_problems_name_head_lines() {
             ENTRY.replace("pull/1\n", "pull/1\n  scenario-type: [agentic]\n")
         ),
     );
-    assert_eq!(e, "head.yaml:10:19: [0].scenario-type[0]: must be 'fixed-seq-len' or 'agentic-coding', got 'agentic'");
+    assert_eq!(e, "head.yaml:10:19: [1].scenario-type[0]: must be 'fixed-seq-len' or 'agentic-coding', got 'agentic'");
     // Deletion of an existing line.
     let e = changelog_err(base, &head.replace("  description: [d]\n", ""));
     assert!(
@@ -413,7 +414,7 @@ fn changelog_problems_name_head_lines() {
     );
     assert_eq!(
         e,
-        "config key 'dsr1-fp8-h100-sglang' not found in master configs"
+        "head.yaml:6:7: [1].config-keys[0]: config key 'dsr1-fp8-h100-sglang' not found in master configs"
     );
     let e = changelog_err(
         base,
@@ -424,7 +425,7 @@ fn changelog_problems_name_head_lines() {
     );
     assert_eq!(
         e,
-        "no config keys matched the wildcard pattern 'gptoss-*' in master configs"
+        "head.yaml:6:7: [1].config-keys[0]: no config keys matched the wildcard pattern 'gptoss-*' in master configs"
     );
     // No additions at all.
     let e = changelog_err(base, base);
@@ -519,4 +520,50 @@ proptest! {
             let _ = changelog::parse_entries(&added, "head.yaml");
         }
     }
+}
+
+#[test]
+fn changelog_unknown_keys_name_entry_file_line_field() {
+    let base = "- config-keys: [x]\n  description: [d]\n  pr-link: p\n";
+    let head = format!(
+        "{base}{}",
+        ENTRY.replace("dsr1-fp8-h200-sglang", "nonexistent-key-xyz")
+    );
+    assert_eq!(
+        changelog_err(base, &head),
+        "head.yaml:6:7: [1].config-keys[0]: config key 'nonexistent-key-xyz' not found in master configs"
+    );
+    let head = format!(
+        "{base}{}",
+        ENTRY.replace(
+            "    - dsr1-fp8-h200-sglang\n",
+            "    - dsr1-fp8-h200-sglang\n    - dsr9-*\n"
+        )
+    );
+    assert_eq!(
+        changelog_err(base, &head),
+        "head.yaml:7:7: [1].config-keys[1]: no config keys matched the wildcard pattern 'dsr9-*' in master configs"
+    );
+}
+
+#[test]
+fn changelog_entry_index_is_the_head_file_position_in_diff_and_check_modes() {
+    let base = "- config-keys: [x]\n  description: [d]\n  pr-link: p\n- config-keys: [y]\n  description: [d]\n  pr-link: p\n";
+    let head = format!(
+        "{base}{}",
+        ENTRY.replace("  pr-link:", "  reviewer: me\n  pr-link:")
+    );
+    let want = "head.yaml:12:3: [2].reviewer: unknown field (allowed: config-keys, description, pr-link, evals-only, all-evals, append-only, eval-min-prefill-ep, scenario-type)";
+    assert_eq!(changelog_err(base, &head), want);
+    let check = changelog::validate_file(&head, "head.yaml", Some(base))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(check, want);
+    // A valid addition carries the same index and the head-file key position.
+    let head = format!("{base}{ENTRY}");
+    let added = changelog::added_lines(base, &head, "base.yaml").unwrap();
+    let diff = changelog::parse_entries(&added, "head.yaml").unwrap();
+    let full = changelog::validate_file(&head, "head.yaml", Some(base)).unwrap();
+    assert_eq!((diff[0].index, diff[0].line), (2, 8));
+    assert_eq!(diff[0], full[2]);
 }
