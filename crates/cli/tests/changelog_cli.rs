@@ -115,3 +115,103 @@ fn changelog_from_two_git_refs() {
     );
     std::fs::remove_dir_all(&repo).ok();
 }
+
+/// The handed changelog case, or None (skip) when ../shared is absent.
+fn case_dir() -> Option<PathBuf> {
+    let case = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/inferencex/expected/changelog/bb91726d1");
+    if case.is_dir() {
+        return Some(case);
+    }
+    if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
+        panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
+    }
+    eprintln!("skipping: ../shared/data/inferencex not found");
+    None
+}
+
+/// Runs `inferbench changelog ARGS`; returns (exit code, stderr).
+fn changelog(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .arg("changelog")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_needs_only_the_head_and_indexes_match_diff_mode() {
+    let Some(case) = case_dir() else { return };
+    let dir =
+        std::env::temp_dir().join(format!("inferbench-changelog-check-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let os = std::ffi::OsStr::new;
+    let head = case.join("head-perf-changelog.yaml");
+    let head_text = std::fs::read_to_string(&head).unwrap();
+    let n = head_text
+        .lines()
+        .filter(|l| l.starts_with("- config-keys:"))
+        .count();
+    let lines = head_text.lines().count();
+
+    // --check with the head alone validates it.
+    let (code, err) = changelog(&[os("--head"), head.as_os_str(), os("--check")]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(err, format!("{}: {n} entries, valid\n", head.display()));
+
+    // An added entry with an unknown key names the head file, line and entry index.
+    let entry = "- config-keys:\n    - nonexistent-key-xyz\n  description:\n    - \"x\"\n  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n";
+    let bad = dir.join("head.yaml");
+    std::fs::write(&bad, format!("{head_text}{entry}")).unwrap();
+    let configs = case.join("configs");
+    let (code, err) = changelog(&[
+        os("--base"),
+        head.as_os_str(),
+        os("--head"),
+        bad.as_os_str(),
+        os("--config-files"),
+        configs.join("amd-master.yaml").as_os_str(),
+        configs.join("nvidia-master.yaml").as_os_str(),
+        os("--runner-config"),
+        configs.join("runners.yaml").as_os_str(),
+    ]);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err,
+        format!(
+            "error: {}:{}:7: [{n}].config-keys[0]: config key 'nonexistent-key-xyz' not found in master configs\n",
+            bad.display(),
+            lines + 2
+        )
+    );
+
+    // A field error carries the same entry index in diff mode and in --check.
+    std::fs::write(
+        &bad,
+        format!(
+            "{head_text}{}",
+            entry.replace("  pr-link:", "  reviewer: me\n  pr-link:")
+        ),
+    )
+    .unwrap();
+    let want = format!(
+        "error: {}:{}:3: [{n}].reviewer: unknown field (allowed: config-keys, description, pr-link, evals-only, all-evals, append-only, eval-min-prefill-ep, scenario-type)\n",
+        bad.display(),
+        lines + 5
+    );
+    let (code, err) = changelog(&[
+        os("--base"),
+        head.as_os_str(),
+        os("--head"),
+        bad.as_os_str(),
+    ]);
+    assert_eq!((code, err.as_str()), (Some(2), want.as_str()));
+    let (code, err) = changelog(&[os("--head"), bad.as_os_str(), os("--check")]);
+    assert_eq!((code, err.as_str()), (Some(2), want.as_str()));
+    let _ = std::fs::remove_dir_all(&dir);
+}

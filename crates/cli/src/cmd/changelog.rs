@@ -20,8 +20,9 @@ pub struct Args {
     /// Head changelog file (with --base).
     #[arg(long)]
     pub head: Option<PathBuf>,
-    /// Git repository to read both revisions from (with --base-ref and --head-ref).
-    #[arg(long, requires_all = ["base_ref", "head_ref"])]
+    /// Git repository to read both revisions from (with --base-ref and --head-ref; --check needs
+    /// only --head-ref).
+    #[arg(long, requires = "head_ref")]
     pub repo: Option<PathBuf>,
     /// Base git ref; with --base/--head files it is only recorded in the metadata.
     #[arg(long)]
@@ -52,7 +53,9 @@ pub struct Args {
     /// Suppress throughput for every entry.
     #[arg(long)]
     pub evals_only: bool,
-    /// Only validate the head changelog file (validate_perf_changelog.py rules) and exit.
+    /// Only validate the head changelog file (validate_perf_changelog.py rules) and exit; needs
+    /// only --head (or --repo with --head-ref); with a base too, existing entries must also be
+    /// unchanged.
     #[arg(long)]
     pub check: bool,
     /// Write the JSON here instead of stdout.
@@ -80,15 +83,49 @@ fn git_show(repo: &Path, rev: &str, path: &str) -> anyhow::Result<String> {
     String::from_utf8(out.stdout).with_context(|| format!("{rev}:{path} is not UTF-8"))
 }
 
+fn read_file(p: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
+}
+
+/// `--check`: validates the head file alone, or against the base when one is given.
+fn check(args: &Args) -> anyhow::Result<i32> {
+    let (head_name, head_text, base_text) = match (&args.repo, &args.head) {
+        (Some(repo), _) => {
+            let h = args.head_ref.clone().unwrap_or_default();
+            let base = match &args.base_ref {
+                Some(b) => Some(git_show(repo, b, &args.changelog_file)?),
+                None => None,
+            };
+            (
+                format!("{h}:{}", args.changelog_file),
+                git_show(repo, &h, &args.changelog_file)?,
+                base,
+            )
+        }
+        (None, Some(h)) => (
+            h.display().to_string(),
+            read_file(h)?,
+            args.base.as_deref().map(read_file).transpose()?,
+        ),
+        (None, None) => bail!("--check needs --head FILE, or --repo DIR --head-ref REF"),
+    };
+    let entries = changelog::validate_file(&head_text, &head_name, base_text.as_deref())?;
+    eprintln!("{head_name}: {} entries, valid", entries.len());
+    Ok(0)
+}
+
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args.check {
+        return check(&args);
+    }
     let root = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
     let (base_name, head_name, base_text, head_text) = match (&args.repo, &args.base, &args.head) {
         (Some(repo), _, _) => {
-            let (b, h) = (
-                args.base_ref.clone().unwrap_or_default(),
-                args.head_ref.clone().unwrap_or_default(),
-            );
+            let Some(b) = args.base_ref.clone() else {
+                bail!("--repo needs --base-ref (only --check works without a base)");
+            };
+            let h = args.head_ref.clone().unwrap_or_default();
             let bt = git_show(repo, &b, &args.changelog_file)?;
             let ht = git_show(repo, &h, &args.changelog_file)?;
             (
@@ -98,26 +135,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 ht,
             )
         }
-        (None, Some(b), Some(h)) => {
-            let read = |p: &Path| {
-                std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
-            };
-            (
-                b.display().to_string(),
-                h.display().to_string(),
-                read(b)?,
-                read(h)?,
-            )
-        }
+        (None, Some(b), Some(h)) => (
+            b.display().to_string(),
+            h.display().to_string(),
+            read_file(b)?,
+            read_file(h)?,
+        ),
         _ => bail!(
-            "give either --base FILE --head FILE, or --repo DIR --base-ref REF --head-ref REF"
+            "give either --base FILE --head FILE, or --repo DIR --base-ref REF --head-ref REF (--check needs only the head)"
         ),
     };
-    if args.check {
-        let entries = changelog::validate_file(&head_text, &head_name, Some(&base_text))?;
-        eprintln!("{head_name}: {} entries, valid", entries.len());
-        return Ok(0);
-    }
     let added = changelog::added_lines(&base_text, &head_text, &base_name)?;
     let entries = changelog::parse_entries(&added, &head_name)?;
     let config_files: Vec<PathBuf> = if args.config_files.is_empty() {
@@ -198,7 +225,11 @@ mod tests {
             .try_get_matches_from(["changelog", "--base", "a"])
             .is_err());
         assert!(cmd
+            .clone()
             .try_get_matches_from(["changelog", "--repo", ".", "--base-ref", "x"])
             .is_err());
+        assert!(cmd
+            .try_get_matches_from(["changelog", "--head", "b", "--check"])
+            .is_ok());
     }
 }
