@@ -64,3 +64,73 @@ fn config_errors_name_the_flag() {
     let o = sim(&["--fault", "explode", "--port", "0"]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("explode"));
 }
+
+/// Issues: `--threads 0` was accepted, negative `--time-scale`/`--step-ms` gave clap's
+/// "unexpected argument '-1'", a too-small `--num-gpu-blocks-override` still advertised the
+/// model's whole context, and `--help` listed fewer precisions than are accepted.
+#[test]
+fn bad_numbers_are_refused_with_the_flag_name() {
+    let err = |args: &[&str]| {
+        let o = sim(args);
+        assert!(!o.status.success(), "{args:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = err(&["--threads", "0", "--port", "0"]);
+    assert!(
+        e.contains("threads = 0 is invalid: must be at least 1"),
+        "{e}"
+    );
+    let e = err(&["--time-scale", "-1", "--port", "0"]);
+    assert!(
+        e.contains("'--time-scale <TIME_SCALE>'") && e.contains("must be a positive number"),
+        "{e}"
+    );
+    let e = err(&["--step-ms", "-5", "--port", "0"]);
+    assert!(
+        e.contains("--step-ms") && e.contains("must be a non-negative number"),
+        "{e}"
+    );
+    let e = err(&[
+        "--num-gpu-blocks-override",
+        "4",
+        "--max-model-len",
+        "4096",
+        "--port",
+        "0",
+    ]);
+    assert!(
+        e.contains("max_model_len = 4096 is larger than the 64 tokens"),
+        "{e}"
+    );
+    // Without --max-model-len the advertised context is capped to the cache.
+    let o = sim(&[
+        "--num-gpu-blocks-override",
+        "4",
+        "--bound",
+        "16/16",
+        "--bound-conc",
+        "1",
+    ]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("KV cache 64 tokens"));
+
+    // Every precision name the help lists is accepted.
+    let o = sim(&["--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    let line = help
+        .lines()
+        .find(|l| l.contains("Weight precision:"))
+        .unwrap_or_else(|| panic!("{help}"));
+    let names: Vec<String> = line
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.starts_with(['b', 'f', 'n', 'm']))
+        .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+        .collect();
+    for want in ["bf16", "fp16", "fp8", "fp4", "nvfp4", "mxfp4"] {
+        assert!(names.iter().any(|n| n == want), "{want} not in {line}");
+    }
+    for n in &names {
+        inferbench_sim::Precision::parse(n).unwrap_or_else(|e| panic!("{n}: {e}"));
+    }
+}

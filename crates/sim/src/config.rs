@@ -166,6 +166,18 @@ pub enum ConfigError {
         /// Usable GB.
         budget_gb: f64,
     },
+    /// An explicit `max_model_len` is longer than the KV cache holds.
+    #[error(
+        "max_model_len = {max_model_len} is larger than the {kv_capacity_tokens} tokens the KV \
+         cache holds (num_gpu_blocks x block_size): lower --max-model-len, or raise \
+         --num-gpu-blocks-override / --gpu-memory-utilization"
+    )]
+    ContextDoesNotFit {
+        /// The requested max_model_len, tokens.
+        max_model_len: u32,
+        /// KV-cache capacity, tokens.
+        kv_capacity_tokens: u64,
+    },
 }
 
 /// Activation and runtime memory reserved per GPU before sizing the KV cache, bytes (2 GB; vLLM
@@ -237,6 +249,9 @@ impl SimConfig {
                 ));
             }
         }
+        if self.threads == 0 {
+            return Err(bad("threads", 0, "must be at least 1"));
+        }
         if self.events_per_write == 0 {
             return Err(bad("events_per_write", 0, "must be at least 1"));
         }
@@ -282,6 +297,19 @@ impl SimConfig {
                 blocks.min(f64::from(u32::MAX - 1)) as u32
             }
         };
+        // A sequence must fit in the cache (vLLM refuses to start otherwise): an explicit
+        // max_model_len that cannot is an error; the catalogue default is capped.
+        let capacity = u64::from(num_blocks) * u64::from(self.block_size);
+        let max_model_len = match self.max_model_len {
+            Some(m) if u64::from(m) > capacity => {
+                return Err(ConfigError::ContextDoesNotFit {
+                    max_model_len: m,
+                    kv_capacity_tokens: capacity,
+                })
+            }
+            Some(m) => m,
+            None => max_model_len.min(capacity.min(u64::from(u32::MAX)) as u32),
+        };
         Ok(Resolved {
             served_name: self
                 .served_model_name
@@ -305,6 +333,35 @@ mod tests {
         let r = SimConfig::default().resolve().unwrap();
         assert_eq!(r.num_blocks, 25_720);
         assert_eq!(r.served_name, "Llama-3.1-8B");
+    }
+
+    #[test]
+    fn max_model_len_is_capped_or_refused_by_the_kv_cache() {
+        // Issue: a tiny --num-gpu-blocks-override still advertised the model's full context.
+        let cfg = SimConfig {
+            num_gpu_blocks_override: Some(10),
+            ..SimConfig::default()
+        };
+        assert_eq!(cfg.resolve().unwrap().max_model_len, 160);
+        let cfg = SimConfig {
+            num_gpu_blocks_override: Some(10),
+            max_model_len: Some(161),
+            ..SimConfig::default()
+        };
+        assert_eq!(
+            cfg.resolve().unwrap_err().to_string(),
+            "max_model_len = 161 is larger than the 160 tokens the KV cache holds \
+             (num_gpu_blocks x block_size): lower --max-model-len, or raise \
+             --num-gpu-blocks-override / --gpu-memory-utilization"
+        );
+        let cfg = SimConfig {
+            threads: 0,
+            ..SimConfig::default()
+        };
+        assert_eq!(
+            cfg.resolve().unwrap_err().to_string(),
+            "threads = 0 is invalid: must be at least 1"
+        );
     }
 
     #[test]

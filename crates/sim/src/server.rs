@@ -443,6 +443,7 @@ struct GenRequest {
     max_tokens: Option<u64>,
     max_completion_tokens: Option<u64>,
     min_tokens: Option<u64>,
+    n: Option<u64>,
     ignore_eos: Option<bool>,
     stream: Option<bool>,
     stream_options: Option<StreamOptions>,
@@ -530,11 +531,11 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
         },
         (&Method::POST, "/v1/completions") => generate(app, req, Api::Completions).await,
         (&Method::POST, "/v1/chat/completions") => generate(app, req, Api::Chat).await,
-        _ => error_response(
-            &app,
+        // Not a request error of the engine: request_errors_total stays as it is.
+        _ => json_response(
             StatusCode::NOT_FOUND,
-            "NotFoundError",
-            &format!("no route for {} {path}", req.method()),
+            &json!({"error": {"message": format!("no route for {} {path}", req.method()),
+                "type": "NotFoundError", "param": null, "code": 404}}),
         ),
     };
     Ok(r)
@@ -741,6 +742,25 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
         Ok(ids) => ids,
         Err(e) => return error_response(&app, StatusCode::BAD_REQUEST, "BadRequestError", &e),
     };
+    match r.n {
+        None | Some(1) => {}
+        Some(0) => {
+            return error_response(
+                &app,
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                "n must be at least 1",
+            )
+        }
+        Some(n) => {
+            return error_response(
+                &app,
+                StatusCode::BAD_REQUEST,
+                "BadRequestError",
+                &format!("n = {n} is not supported by the simulator (only n = 1)"),
+            )
+        }
+    }
     let prompt_len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
     let max_len = app.res.max_model_len;
     let requested = r.max_completion_tokens.or(r.max_tokens);
@@ -753,8 +773,19 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
                 "max_tokens must be at least 1",
             )
         }
-        Some(n) => n,
+        Some(n) => {
+            if let Some(min) = r.min_tokens.filter(|&m| m > n) {
+                return error_response(
+                    &app,
+                    StatusCode::BAD_REQUEST,
+                    "BadRequestError",
+                    &format!("min_tokens must be less than or equal to max_tokens={n}, got {min}."),
+                );
+            }
+            n
+        }
         None => u64::from(app.cfg.default_max_tokens)
+            .max(r.min_tokens.unwrap_or(0))
             .min(u64::from(max_len.saturating_sub(prompt_len)).max(1)),
     };
     if u64::from(prompt_len) + max_tokens > u64::from(max_len) {

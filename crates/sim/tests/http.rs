@@ -888,3 +888,61 @@ async fn megabyte_prompt_without_spaces_neither_panics_nor_stalls_the_server() {
     let r = post(sim.addr, "/tokenize", &big, &[]).await;
     assert_eq!(r.status, 400, "{}", r.text());
 }
+
+/// Issues: vLLM answers 400 where the simulator served or counted wrongly: `min_tokens` over
+/// `max_tokens`, empty `messages`, `n` > 1; and an unknown route's 404 counted in
+/// `request_errors_total`.
+#[tokio::test]
+async fn requests_vllm_refuses_are_refused_and_404s_are_not_request_errors() {
+    let sim = spawn(small_timed()).unwrap();
+    let a = sim.addr;
+    let msg = |r: &Raw| r.json()["error"]["message"].as_str().unwrap().to_string();
+    let r = post(
+        a,
+        "/v1/completions",
+        r#"{"prompt":"x","max_tokens":3,"min_tokens":5}"#,
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        msg(&r),
+        "min_tokens must be less than or equal to max_tokens=3, got 5."
+    );
+    let r = post(a, "/v1/chat/completions", r#"{"messages":[]}"#, &[]).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(msg(&r), "messages must contain at least one message");
+    let r = post(
+        a,
+        "/v1/completions",
+        r#"{"prompt":"x","max_tokens":2,"n":2}"#,
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(
+        msg(&r),
+        "n = 2 is not supported by the simulator (only n = 1)"
+    );
+    // min_tokens above the default output length raises it (no max_tokens given).
+    let r = post(
+        a,
+        "/v1/completions",
+        r#"{"prompt":"x","min_tokens":300,"n":1}"#,
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["usage"]["completion_tokens"], 300);
+    for _ in 0..3 {
+        let r = request(a, "GET", "/favicon.ico", "", &[], SEC).await;
+        assert_eq!(r.status, 404);
+    }
+    let m = request(a, "GET", "/metrics", "", &[], SEC).await.text();
+    let errors: Vec<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("inferbench_sim:request_errors_total"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{m}");
+    assert!(errors[0].ends_with(" 3"), "{}", errors[0]);
+}

@@ -64,7 +64,12 @@ pub struct Args {
     /// timestamp × this factor), so they describe the simulated hardware; keep one engine step
     /// above ~1 ms of wall time (the timer's granularity), i.e. this factor at most ~5 for an 8B
     /// model on H100.
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(
+        long,
+        default_value_t = 4.0,
+        allow_negative_numbers = true,
+        value_parser = super::sim::positive_f64
+    )]
     pub time_scale: f64,
     /// Seed for prompts.
     #[arg(long, default_value_t = 0)]

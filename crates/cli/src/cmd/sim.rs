@@ -26,18 +26,18 @@ pub struct Args {
     /// Name served in /v1/models (default: the catalogue name).
     #[arg(long)]
     pub served_model_name: Option<String>,
-    /// Weight precision: bf16, fp8, fp4.
+    /// Weight precision: bf16 (also fp16, float16, bfloat16), fp8 (float8), fp4 (nvfp4, mxfp4).
     #[arg(long, default_value = "bf16")]
     pub precision: String,
     /// Tensor-parallel GPUs.
     #[arg(long, default_value_t = 1)]
     pub tp: u32,
     /// Modelled seconds per wall second (10 = run ten times faster than the modelled hardware).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true, value_parser = positive_f64)]
     pub time_scale: f64,
     /// Every engine step takes exactly this many milliseconds (modelled) instead of its roofline
     /// time: known timings for client tests (ITL = this, TTFT = prefill steps × this).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = non_negative_f64)]
     pub step_ms: Option<f64>,
     /// Most sequences per step (vLLM --max-num-seqs).
     #[arg(long, default_value_t = 256)]
@@ -123,6 +123,24 @@ pub struct Args {
     /// Runtime worker threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+}
+
+/// clap value parser: a finite number > 0.
+pub(crate) fn positive_f64(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err("must be a positive number".into()),
+        Err(e) => Err(format!("not a number: {e}")),
+    }
+}
+
+/// clap value parser: a finite number ≥ 0.
+fn non_negative_f64(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err("must be a non-negative number".into()),
+        Err(e) => Err(format!("not a number: {e}")),
+    }
 }
 
 impl Args {
