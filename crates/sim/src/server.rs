@@ -644,8 +644,8 @@ async fn tokenize_prompt(app: &App, input: PromptInput) -> Result<Vec<u32>, Stri
     if text.len() as u64 > limit {
         return Err(format!(
             "This model's maximum context length is {} tokens. However, the prompt is {} bytes, \
-             more than {limit} bytes ({MAX_PROMPT_BYTES_PER_TOKEN} per token) cannot fit. \
-             Please reduce the length of the messages or prompt.",
+             and a prompt over {limit} bytes ({MAX_PROMPT_BYTES_PER_TOKEN} bytes per token) \
+             cannot fit. Please reduce the length of the messages or prompt.",
             app.res.max_model_len,
             text.len()
         ));
