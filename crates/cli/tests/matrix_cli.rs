@@ -109,7 +109,7 @@ fn tmp(name: &str) -> PathBuf {
 /// fields are substituted.
 fn master(multinode: &str, row: &str) -> String {
     format!(
-        "k:\n  image: i\n  model: m\n  model-prefix: p\n  runner: r\n  precision: fp8\n  framework: vllm\n  multinode: {multinode}\n  scenarios:\n    fixed-seq-len:\n    - isl: 1024\n      osl: 1024\n      search-space:\n      - {{ {row} }}\n"
+        "k:\n  image: i\n  model: m\n  model-prefix: p\n  runner: r\n  precision: fp8\n  framework: vllm\n  multinode: {multinode}\n  scenarios:\n    fixed-seq-len:\n    - isl: 8192\n      osl: 1024\n      search-space:\n      - {{ {row} }}\n"
     )
 }
 
@@ -183,5 +183,78 @@ fn errors_are_printed_once() {
         assert_eq!(code, Some(2), "{argv:?}");
         assert_eq!(err, want_missing, "{argv:?}");
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn models_support_validates_active_configs_and_needs_an_existing_deprecated_dir() {
+    let dir = tmp("models-support");
+    let os = std::ffi::OsStr::new;
+    let bad = dir.join("four.yaml");
+    std::fs::write(
+        &bad,
+        master("false", "tp: \"four\", conc-start: 4, conc-end: 8"),
+    )
+    .unwrap();
+    let good = dir.join("good.yaml");
+    std::fs::write(&good, master("false", "tp: 8, conc-start: 4, conc-end: 8")).unwrap();
+    let dep = dir.join("deprecated");
+    std::fs::create_dir_all(&dep).unwrap();
+    // Deprecated files are read leniently: a schema problem there is tolerated.
+    std::fs::write(
+        dep.join("old.yaml"),
+        master("false", "tp: \"four\", conc-start: 4, conc-end: 8").replacen("k:\n", "old:\n", 1),
+    )
+    .unwrap();
+
+    let (code, out, err) = run_cli(&[
+        os("models"),
+        os("support"),
+        os("--config-files"),
+        bad.as_os_str(),
+        os("--deprecated-dir"),
+        dep.as_os_str(),
+    ]);
+    assert_eq!((code, out.as_str()), (Some(2), ""));
+    assert_eq!(
+        err,
+        format!(
+            "error: {}:14:15: k.scenarios.fixed-seq-len[0].search-space[0].tp: must be an integer, found string 'four'\n",
+            bad.display()
+        )
+    );
+    let missing = dir.join("nope");
+    let (code, out, err) = run_cli(&[
+        os("models"),
+        os("support"),
+        os("--config-files"),
+        good.as_os_str(),
+        os("--deprecated-dir"),
+        missing.as_os_str(),
+    ]);
+    assert_eq!((code, out.as_str()), (Some(2), ""));
+    assert_eq!(
+        err,
+        format!(
+            "error: --deprecated-dir: cannot read directory {}: {}\n",
+            missing.display(),
+            std::fs::read_dir(&missing).unwrap_err()
+        )
+    );
+    let (code, out, err) = run_cli(&[
+        os("models"),
+        os("support"),
+        os("--config-files"),
+        good.as_os_str(),
+        os("--deprecated-dir"),
+        dep.as_os_str(),
+    ]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    assert_eq!(
+        out,
+        "model-prefix  scenario  status      configs  precisions  frameworks  runners\n\
+         p             8k1k      active      1        fp8         vllm        r\n\
+         p             8k1k      deprecated  1        fp8         vllm        r\n"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

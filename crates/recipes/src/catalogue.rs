@@ -85,12 +85,17 @@ fn lenient_entries(node: &Node) -> Vec<(String, [String; 4], Vec<String>)> {
 
 /// Builds the support matrix from active master config files and deprecated ones.
 ///
+/// Active files are validated with the full schema (as `inferbench matrix` does), deprecated
+/// ones only parsed, since they may predate the current schema.
+///
 /// # Errors
-/// Unreadable files or YAML syntax errors (schema problems in deprecated files are tolerated).
+/// Unreadable files, YAML syntax errors, and any schema problem in an active file
+/// ([`MasterConfigs::load`]'s errors).
 pub fn support_matrix(
     active: &[impl AsRef<Path>],
     deprecated: &[impl AsRef<Path>],
 ) -> Result<Vec<SupportRow>> {
+    MasterConfigs::load(active)?;
     let mut acc: BTreeMap<(String, String, Status), SupportRow> = BTreeMap::new();
     for (files, status) in [
         (
@@ -185,13 +190,38 @@ pub struct DramFinding {
     pub runner: String,
     /// Search-space index within the agentic scenario (`agentic-coding[i].search-space[j]`).
     pub entry: String,
-    /// Budget in GB when computable.
+    /// Budget `total-cpu-dram-gb` in GB (10^9 bytes) when computable.
     pub total_cpu_dram_gb: Option<i64>,
     /// `ok`, `capped` (host DRAM above the 3 TB policy cap, budget computed on the cap) or
     /// `error`.
     pub verdict: String,
-    /// Explanation.
+    /// Explanation; every amount in GB (10^9 bytes), like the budget.
     pub detail: String,
+}
+
+/// MiB (2^20 bytes, the unit of `available-cpu-dram-mib`) → GB (10^9 bytes, the unit of
+/// `total-cpu-dram-gb`), rounded to the nearest GB for display.
+fn mib_as_gb(mib: i64) -> String {
+    format!("{:.0} GB", mib as f64 * 1_048_576.0 / 1e9)
+}
+
+/// Renders [`dram_policy_check`] findings, one per line, in the config-error style:
+/// `verdict  file:line: config.entry: budget N GB; detail` (`budget` only when computable),
+/// e.g. `ok      nvidia-master.yaml:1393: kimik3-fp4-h200-vllm-agentic.agentic-coding[0].
+/// search-space[2]: budget 1234 GB; host DRAM 1543 GB × dram-utilization 0.8 × 8/8 GPUs`.
+pub fn dram_table(findings: &[DramFinding]) -> String {
+    let mut out = String::new();
+    for f in findings {
+        let budget = f
+            .total_cpu_dram_gb
+            .map(|g| format!("budget {g} GB; "))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{:<6}  {}: {}.{}: {budget}{}\n",
+            f.verdict, f.location, f.config, f.entry, f.detail
+        ));
+    }
+    out
 }
 
 /// Checks every `kv-offloading: dram` agentic entry against the KV-offload DRAM policy
@@ -237,16 +267,27 @@ pub fn dram_policy_check(configs: &MasterConfigs, runners: &RunnerConfig) -> Vec
                     Ok(gb) => {
                         let hw = runners.hardware.get(&runner);
                         let avail = hw.map(|h| h.available_cpu_dram_mib).unwrap_or(0);
+                        let gpn = hw.map(|h| h.gpus_per_node).unwrap_or(0);
+                        let gpus = matrix::dram_gpu_count(bmk, gpn, &runner).unwrap_or(0);
+                        let util = format!(
+                            "{} × {gpus}/{gpn} GPUs",
+                            util.map(crate::pyjson::float_repr).unwrap_or_default()
+                        );
                         if avail > MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB {
-                            (Some(gb), "capped", format!("host DRAM {avail} MiB exceeds the 3 TB policy cap ({MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB} MiB); budget uses the cap"))
+                            let cap = mib_as_gb(MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB);
+                            (
+                                Some(gb),
+                                "capped",
+                                format!(
+                                    "host DRAM {} is above the {cap} policy cap, so the budget is {cap} × dram-utilization {util}",
+                                    mib_as_gb(avail)
+                                ),
+                            )
                         } else {
                             (
                                 Some(gb),
                                 "ok",
-                                format!(
-                                    "host DRAM {avail} MiB, utilization {}",
-                                    util.map(crate::pyjson::float_repr).unwrap_or_default()
-                                ),
+                                format!("host DRAM {} × dram-utilization {util}", mib_as_gb(avail)),
                             )
                         }
                     }

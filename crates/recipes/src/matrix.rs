@@ -386,25 +386,34 @@ pub fn agentic_dram_offload_gb(
     let util = utilization
         .ok_or_else(|| Error::Generate("kv-offloading 'dram' requires dram-utilization".into()))?;
     let gpn = hw.gpus_per_node;
-    let gpu_count = if let Some(prefill) = bmk.get("prefill").filter(|v| v.is_object()) {
-        worker_gpus_per_node(prefill, gpn)?
-    } else {
-        let tp = get_i64(bmk, "tp").unwrap_or(0);
-        let pp = get_i64(bmk, "pp").unwrap_or(1);
-        let pcp = get_i64(bmk, "pcp-size").unwrap_or(1);
-        let n = tp * pp * pcp;
-        if n > gpn {
-            return Err(Error::Generate(format!(
-                "tp={tp} with pp={pp} and pcp-size={pcp} requires {n} GPUs and exceeds gpus-per-node={gpn} for runner '{runner}'"
-            )));
-        }
-        n
-    };
+    let gpu_count = dram_gpu_count(bmk, gpn, runner)?;
     let avail = hw
         .available_cpu_dram_mib
         .min(MAX_AGENTIC_AVAILABLE_CPU_DRAM_MIB);
     decimal_budget_gb(avail, &crate::pyjson::float_repr(util), gpu_count, gpn)
         .ok_or_else(|| Error::Generate(format!("DRAM budget overflow for runner '{runner}'")))
+}
+
+/// GPUs of one node that a DRAM-offload agentic entry uses (the `gpu_count` of the budget,
+/// reference §2.4): `tp × pp × pcp-size` single-node, the prefill worker's share of a node
+/// multi-node.
+///
+/// # Errors
+/// [`Error::Generate`] when the topology does not fit (or tile) a node of `gpn` GPUs.
+pub(crate) fn dram_gpu_count(bmk: &Map<String, Value>, gpn: i64, runner: &str) -> Result<i64> {
+    if let Some(prefill) = bmk.get("prefill").filter(|v| v.is_object()) {
+        return worker_gpus_per_node(prefill, gpn);
+    }
+    let tp = get_i64(bmk, "tp").unwrap_or(0);
+    let pp = get_i64(bmk, "pp").unwrap_or(1);
+    let pcp = get_i64(bmk, "pcp-size").unwrap_or(1);
+    let n = tp * pp * pcp;
+    if n > gpn {
+        return Err(Error::Generate(format!(
+            "tp={tp} with pp={pp} and pcp-size={pcp} requires {n} GPUs and exceeds gpus-per-node={gpn} for runner '{runner}'"
+        )));
+    }
+    Ok(n)
 }
 
 fn worker_gpus_per_node(w: &Value, gpn: i64) -> Result<i64> {

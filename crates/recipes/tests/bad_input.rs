@@ -567,3 +567,48 @@ fn changelog_entry_index_is_the_head_file_position_in_diff_and_check_modes() {
     assert_eq!((diff[0].index, diff[0].line), (2, 8));
     assert_eq!(diff[0], full[2]);
 }
+
+#[test]
+fn dram_check_table_states_every_amount_in_gb() {
+    let cfg = "\
+k:
+  image: i
+  model: m
+  model-prefix: p
+  runner: cluster:b200-dgxc
+  precision: fp8
+  framework: vllm
+  multinode: false
+  scenarios:
+    agentic-coding:
+    - dram-utilization: 0.95
+      search-space:
+      - { tp: 4, kv-offloading: dram, kv-offload-backend: { name: native }, conc-list: [1] }
+small:
+  image: i
+  model: m
+  model-prefix: p
+  runner: cluster:h200-dgxc
+  precision: fp8
+  framework: vllm
+  multinode: false
+  scenarios:
+    agentic-coding:
+    - dram-utilization: 0.8
+      search-space:
+      - { tp: 8, kv-offloading: dram, kv-offload-backend: { name: native }, conc-list: [1] }
+";
+    let c = MasterConfigs::from_sources(&[("m.yaml", cfg)]).unwrap();
+    let runners =
+        format!("{RUNNERS}  cluster:h200-dgxc:\n    available-cpu-dram-mib: 1_471_356\n    gpus-per-node: 8\n");
+    let r = RunnerConfig::from_source("runners.yaml", &runners).unwrap();
+    let f = inferbench_recipes::catalogue::dram_policy_check(&c, &r);
+    // 3_095_781 MiB = 3246 GB, capped at 2_861_022 MiB = 3000 GB; 3000 × 0.95 × 4/8 = 1424.9.
+    // 1_471_356 MiB = 1543 GB; 1543 × 0.8 × 8/8 = 1234.2.
+    assert_eq!(
+        inferbench_recipes::catalogue::dram_table(&f),
+        "capped  m.yaml:1: k.agentic-coding[0].search-space[0]: budget 1424 GB; host DRAM 3246 GB is above the 3000 GB policy cap, so the budget is 3000 GB × dram-utilization 0.95 × 4/8 GPUs\n\
+         error   m.yaml:14: small.runner: runner label 'cluster:h200-dgxc' is not defined under labels in runners.yaml\n\
+         ok      m.yaml:14: small.agentic-coding[0].search-space[0]: budget 1234 GB; host DRAM 1543 GB × dram-utilization 0.8 × 8/8 GPUs\n"
+    );
+}

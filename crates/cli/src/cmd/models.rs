@@ -23,9 +23,10 @@ enum Sub {
         /// Active master configs.
         #[arg(long, num_args = 1.., default_values = ["configs/amd-master.yaml", "configs/nvidia-master.yaml"])]
         config_files: Vec<PathBuf>,
-        /// Directory of deprecated master configs (every *.yaml in it).
-        #[arg(long, default_value = "configs/deprecated")]
-        deprecated_dir: PathBuf,
+        /// Directory of deprecated master configs (every *.yaml / *.yml in it); must exist when
+        /// given. Default: configs/deprecated when it exists (a note on stderr otherwise).
+        #[arg(long)]
+        deprecated_dir: Option<PathBuf>,
         /// Output as JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -82,19 +83,37 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             deprecated_dir,
             json,
         } => {
-            let mut deprecated: Vec<PathBuf> = match std::fs::read_dir(&deprecated_dir) {
-                Ok(rd) => rd
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-                    .collect(),
-                Err(_) => vec![],
-            };
+            const DEFAULT_DEPRECATED: &str = "configs/deprecated";
+            let dir = deprecated_dir.or_else(|| {
+                let d = PathBuf::from(DEFAULT_DEPRECATED);
+                d.is_dir().then_some(d)
+            });
+            let default_found = dir.is_some();
+            let mut deprecated: Vec<PathBuf> = Vec::new();
+            if let Some(dir) = dir {
+                let rd = std::fs::read_dir(&dir).with_context(|| {
+                    format!("--deprecated-dir: cannot read directory {}", dir.display())
+                })?;
+                for e in rd {
+                    let p = e
+                        .with_context(|| {
+                            format!("--deprecated-dir: cannot list {}", dir.display())
+                        })?
+                        .path();
+                    if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                        deprecated.push(p);
+                    }
+                }
+            }
             deprecated.sort();
             let rows = catalogue::support_matrix(&config_files, &deprecated)?;
             if json {
                 emit(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
             } else {
                 emit(&catalogue::support_table(&rows))?;
+            }
+            if !default_found {
+                eprintln!("note: {DEFAULT_DEPRECATED} not found; listed active configs only (give --deprecated-dir)");
             }
             Ok(0)
         }
@@ -110,22 +129,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             if json {
                 emit(&format!("{}\n", serde_json::to_string_pretty(&findings)?))?;
             } else {
-                let mut text = String::new();
-                for f in &findings {
-                    text.push_str(&format!(
-                        "{:<6} {} {} [{}] {} {}\n",
-                        f.verdict,
-                        f.location,
-                        f.config,
-                        f.entry,
-                        f.total_cpu_dram_gb
-                            .map(|g| format!("{g} GB"))
-                            .unwrap_or_else(|| "-".into()),
-                        f.detail
-                    ));
-                }
-                emit(&text)?;
-                eprintln!("{} entries checked, {errors} errors", findings.len());
+                emit(&catalogue::dram_table(&findings))?;
+                let count = |v: &str| findings.iter().filter(|f| f.verdict == v).count();
+                eprintln!(
+                    "{} findings: {} ok, {} capped, {errors} errors",
+                    findings.len(),
+                    count("ok"),
+                    count("capped")
+                );
             }
             Ok(if errors > 0 { 1 } else { 0 })
         }
