@@ -30,21 +30,22 @@ pub struct Args {
     /// Chart path (.svg or .png); default `<out>/<UTC time>/frontier.svg`.
     #[arg(long)]
     pub chart: Option<PathBuf>,
-    /// Concurrency points, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64")]
-    pub concurrency: Vec<u32>,
-    /// Input length, tokens.
-    #[arg(long, default_value_t = 1024)]
-    pub isl: u32,
-    /// Output length, tokens.
-    #[arg(long, default_value_t = 256)]
-    pub osl: u32,
-    /// Prompts per point = this × concurrency (InferenceX uses 10).
-    #[arg(long, default_value_t = 5)]
-    pub prompts_per_conc: u32,
-    /// Warmup requests per point = this × concurrency (InferenceX uses 2).
-    #[arg(long, default_value_t = 1)]
-    pub warmups_per_conc: u32,
+    /// Concurrency points, comma-separated [default: 1,2,4,8,16,32,64; --fast: 1,4,16,64].
+    #[arg(long, value_delimiter = ',')]
+    pub concurrency: Option<Vec<u32>>,
+    /// Input length, tokens [default: 1024; --fast: 512].
+    #[arg(long)]
+    pub isl: Option<u32>,
+    /// Output length, tokens [default: 256; --fast: 64].
+    #[arg(long)]
+    pub osl: Option<u32>,
+    /// Prompts per point = this × concurrency (InferenceX uses 10) [default: 5; --fast: 2].
+    #[arg(long)]
+    pub prompts_per_conc: Option<u32>,
+    /// Warmup requests per point = this × concurrency (InferenceX uses 2) [default: 1;
+    /// --fast: 0].
+    #[arg(long)]
+    pub warmups_per_conc: Option<u32>,
     /// Simulated model (catalogue name).
     #[arg(long, default_value = "Llama-3.1-8B")]
     pub model: String,
@@ -57,27 +58,54 @@ pub struct Args {
     /// Tensor-parallel GPUs of the simulated server.
     #[arg(long, default_value_t = 1)]
     pub tp: u32,
-    /// Simulated max-num-seqs: TTFT jumps once concurrency passes it.
-    #[arg(long, default_value_t = 32)]
-    pub max_num_seqs: u32,
+    /// Simulated max-num-seqs: TTFT jumps once concurrency passes it [default: 32; --fast: 16].
+    #[arg(long)]
+    pub max_num_seqs: Option<u32>,
     /// Modelled seconds per wall second. Results are converted back to modelled time (every
     /// timestamp × this factor), so they describe the simulated hardware; keep one engine step
     /// above ~1 ms of wall time (the timer's granularity), i.e. this factor at most ~5 for an 8B
-    /// model on H100.
-    #[arg(
-        long,
-        default_value_t = 4.0,
-        allow_negative_numbers = true,
-        value_parser = super::sim::positive_f64
-    )]
-    pub time_scale: f64,
+    /// model on H100. [default: 4; --fast: 8]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::sim::positive_f64)]
+    pub time_scale: Option<f64>,
     /// Seed for prompts.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// A seconds-long smoke run: concurrency 1,4,16,64, ISL 512, OSL 64, 2 prompts per
-    /// concurrency, no warmups, max-num-seqs 16, time scale 8 (overrides those flags).
+    /// concurrency, no warmups, max-num-seqs 16, time scale 8 (flags given explicitly win).
     #[arg(long)]
     pub fast: bool,
+}
+
+/// The sweep's shape after defaults (`--fast` or not) are applied to the flags not given.
+struct Plan {
+    concurrency: Vec<u32>,
+    isl: u32,
+    osl: u32,
+    prompts_per_conc: u32,
+    warmups_per_conc: u32,
+    max_num_seqs: u32,
+    time_scale: f64,
+}
+
+impl Plan {
+    fn new(a: &Args) -> Plan {
+        let f = a.fast;
+        Plan {
+            concurrency: a.concurrency.clone().unwrap_or_else(|| {
+                if f {
+                    vec![1, 4, 16, 64]
+                } else {
+                    vec![1, 2, 4, 8, 16, 32, 64]
+                }
+            }),
+            isl: a.isl.unwrap_or(if f { 512 } else { 1024 }),
+            osl: a.osl.unwrap_or(if f { 64 } else { 256 }),
+            prompts_per_conc: a.prompts_per_conc.unwrap_or(if f { 2 } else { 5 }),
+            warmups_per_conc: a.warmups_per_conc.unwrap_or(if f { 0 } else { 1 }),
+            max_num_seqs: a.max_num_seqs.unwrap_or(if f { 16 } else { 32 }),
+            time_scale: a.time_scale.unwrap_or(if f { 8.0 } else { 4.0 }),
+        }
+    }
 }
 
 /// One finished point.
@@ -92,24 +120,16 @@ fn metric(s: &RunSummary, name: &str) -> Option<f64> {
 }
 
 /// Runs the quickstart; returns the exit code (0 ok, 1 when a point failed, 130 on Ctrl-C).
-pub fn run(mut args: Args) -> anyhow::Result<i32> {
-    if args.fast {
-        args.concurrency = vec![1, 4, 16, 64];
-        args.isl = 512;
-        args.osl = 64;
-        args.prompts_per_conc = 2;
-        args.warmups_per_conc = 0;
-        args.max_num_seqs = 16;
-        args.time_scale = 8.0;
-    }
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let p = Plan::new(&args);
     anyhow::ensure!(
-        !args.concurrency.is_empty() && args.concurrency.iter().all(|&c| c > 0),
+        !p.concurrency.is_empty() && p.concurrency.iter().all(|&c| c > 0),
         "--concurrency needs positive values"
     );
-    anyhow::ensure!(args.isl > 0, "--isl must be at least 1 token");
-    anyhow::ensure!(args.osl > 0, "--osl must be at least 1 token");
+    anyhow::ensure!(p.isl > 0, "--isl must be at least 1 token");
+    anyhow::ensure!(p.osl > 0, "--osl must be at least 1 token");
     anyhow::ensure!(
-        args.prompts_per_conc > 0,
+        p.prompts_per_conc > 0,
         "--prompts-per-conc must be at least 1"
     );
     if let Some(c) = &args.chart {
@@ -130,18 +150,18 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         model: args.model.clone(),
         precision,
         tp: args.tp,
-        time_scale: args.time_scale,
-        max_num_seqs: args.max_num_seqs,
+        time_scale: p.time_scale,
+        max_num_seqs: p.max_num_seqs,
         seed: args.seed,
         threads: 1,
         ..SimConfig::default()
     };
     let info = inferbench_sim::describe(&cfg)?;
     anyhow::ensure!(
-        u64::from(args.isl) + u64::from(args.osl) <= u64::from(info.max_model_len),
+        u64::from(p.isl) + u64::from(p.osl) <= u64::from(info.max_model_len),
         "--isl {} + --osl {} exceeds the simulated model's max_model_len {}",
-        args.isl,
-        args.osl,
+        p.isl,
+        p.osl,
         info.max_model_len
     );
     // Open (and migrate) the database before the sweep, so a bad --db fails in seconds; with
@@ -162,8 +182,8 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         precision,
         args.tp,
         args.hardware,
-        args.time_scale,
-        args.max_num_seqs,
+        p.time_scale,
+        p.max_num_seqs,
         info.kv_capacity_tokens
     );
     eprintln!("{sim_line}");
@@ -186,9 +206,9 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
                 c2.cancel();
             }
         });
-        for &conc in &args.concurrency {
+        for &conc in &p.concurrency {
             let runner = format!("{hw_key}-sim");
-            let exp = format!("qs-{model_prefix}-{}-{}", args.isl, args.osl);
+            let exp = format!("qs-{model_prefix}-{}-{}", p.isl, p.osl);
             let result_filename = format!(
                 "{exp}_{precision}_sim_tp{}-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc{conc}_{runner}",
                 args.tp
@@ -201,8 +221,8 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
                 ("PRECISION", precision.to_string()),
                 ("SPEC_DECODING", "none".into()),
                 ("RESULT_FILENAME", result_filename.clone()),
-                ("ISL", args.isl.to_string()),
-                ("OSL", args.osl.to_string()),
+                ("ISL", p.isl.to_string()),
+                ("OSL", p.osl.to_string()),
                 ("DISAGG", "false".into()),
                 ("MODEL_PREFIX", model_prefix.clone()),
                 ("IMAGE", format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION"))),
@@ -216,14 +236,14 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
             let opts = BenchOptions {
                 base_url: sim.base_url(),
                 model: info.served_model_name.clone(),
-                random_input_len: args.isl,
-                random_output_len: args.osl,
+                random_input_len: p.isl,
+                random_output_len: p.osl,
                 random_range_ratio: Some(1.0),
                 ignore_eos: true,
                 seed: args.seed,
                 max_concurrency: Some(conc),
-                num_prompts: Some(u64::from(args.prompts_per_conc.max(1) * conc)),
-                num_warmups: Some(u64::from(args.warmups_per_conc * conc)),
+                num_prompts: Some(u64::from(p.prompts_per_conc.max(1) * conc)),
+                num_warmups: Some(u64::from(p.warmups_per_conc * conc)),
                 save_result: true,
                 result_dir: Some(dir.clone()),
                 result_filename: Some("summary.json".into()),
@@ -232,7 +252,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
                 progress: ProgressMode::Off,
                 metadata: vec![
                     ("clock".into(), "modelled".into()),
-                    ("sim_time_scale".into(), args.time_scale.to_string()),
+                    ("sim_time_scale".into(), p.time_scale.to_string()),
                 ],
                 ..BenchOptions::default()
             };
@@ -244,7 +264,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
             for n in &outcome.notes {
                 eprintln!("  note: {n}");
             }
-            outcome.summary = to_modelled_time(&opts, &outcome.summary, &outcome.records, conc, args.time_scale)?;
+            outcome.summary = to_modelled_time(&opts, &outcome.summary, &outcome.records, conc, p.time_scale)?;
             let plain = dir.join("requests.jsonl");
             if plain.exists() {
                 inferbench_runner::bench::compress(&plain, &dir.join("requests.jsonl.zst"))?;
@@ -257,12 +277,12 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
                     &format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")), &runner),
                 "sim": {
                     "hardware": args.hardware, "model": args.model, "precision": precision.as_str(),
-                    "tp": args.tp, "max_num_seqs": args.max_num_seqs, "time_scale": args.time_scale,
+                    "tp": args.tp, "max_num_seqs": p.max_num_seqs, "time_scale": p.time_scale,
                     "kv_capacity_tokens": info.kv_capacity_tokens,
                 },
-                "bench": {"conc": conc, "isl": args.isl, "osl": args.osl,
-                          "num_prompts": args.prompts_per_conc.max(1) * conc,
-                          "num_warmups": args.warmups_per_conc * conc, "seed": args.seed},
+                "bench": {"conc": conc, "isl": p.isl, "osl": p.osl,
+                          "num_prompts": p.prompts_per_conc.max(1) * conc,
+                          "num_warmups": p.warmups_per_conc * conc, "seed": args.seed},
                 "started_at": started,
                 "finished_at": inferbench_runner::artifacts::now_rfc3339(),
             });
@@ -298,7 +318,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         .chart
         .clone()
         .unwrap_or_else(|| run_dir.join("frontier.svg"));
-    match store_and_plot(&mut store, &args, &run_dir, &sweep_id, &chart) {
+    match store_and_plot(&mut store, &args, &p, &run_dir, &sweep_id, &chart) {
         Ok(msg) => eprintln!("{msg}"),
         Err(e) => {
             eprintln!("warning: database/chart step failed: {e:#}");
@@ -443,6 +463,7 @@ fn fresh_run_dir(out: &Path) -> anyhow::Result<(PathBuf, String)> {
 fn store_and_plot(
     store: &mut inferbench_store::Store,
     args: &Args,
+    p: &Plan,
     run_dir: &Path,
     sweep_id: &str,
     chart: &Path,
@@ -454,7 +475,7 @@ fn store_and_plot(
     let spec = inferbench_store::plot::PlotSpec {
         title: format!(
             "inferbench quickstart: {} on simulated {} ({} / {} tokens)",
-            args.model, args.hardware, args.isl, args.osl
+            args.model, args.hardware, p.isl, p.osl
         ),
         ..Default::default()
     };
