@@ -1,17 +1,8 @@
 //! Percentiles, energy integration, comparisons with confidence intervals, history flags.
 
-/// Percentile `q` (0–100) of **sorted** values with linear interpolation between order
-/// statistics (NumPy's default, DESIGN.md §4). `None` for an empty slice or `q` outside 0–100.
-pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() || !(0.0..=100.0).contains(&q) {
-        return None;
-    }
-    let rank = q / 100.0 * (sorted.len() - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    let frac = rank - lo as f64;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
-}
+/// Percentile of sorted values: the one NumPy-linear definition lives in
+/// [`crate::metrics::percentile_sorted`] (DESIGN.md §4); re-exported here for analytics callers.
+pub use crate::metrics::percentile_sorted;
 
 /// Energy in joules of one GPU's power series `(unix s, W)` (sorted by time) over `[t0, t1]`:
 /// trapezoid over the samples clipped to the window, with linearly interpolated boundary points
