@@ -258,3 +258,46 @@ fn models_support_validates_active_configs_and_needs_an_existing_deprecated_dir(
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn empty_selection_prints_empty_list_and_warns() {
+    let dir = tmp("matrix-empty");
+    let os = std::ffi::OsStr::new;
+    let cfg = dir.join("m.yaml");
+    std::fs::write(&cfg, master("false", "tp: 8, conc-start: 4, conc-end: 8")).unwrap();
+    let runners = dir.join("runners.yaml");
+    std::fs::write(&runners, "labels:\n  r: [r_0]\n").unwrap();
+    let warning =
+        "warning: no matrix rows matched the selection and filters; the output is an empty list\n";
+    for extra in [
+        &["full-sweep", "--precision", "fp3"][..],
+        &["--runner-node-filter", "zzz", "full-sweep"][..],
+    ] {
+        let mut argv = vec![
+            os("matrix"),
+            os("--config-files"),
+            cfg.as_os_str(),
+            os("--runner-config"),
+            runners.as_os_str(),
+        ];
+        argv.extend(extra.iter().map(|s| os(s)));
+        let (code, out, err) = run_cli(&argv);
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (Some(0), "[]\n", warning),
+            "{extra:?}"
+        );
+    }
+    // A non-empty selection prints no warning.
+    let (code, out, err) = run_cli(&[
+        os("matrix"),
+        os("--config-files"),
+        cfg.as_os_str(),
+        os("--runner-config"),
+        runners.as_os_str(),
+        os("full-sweep"),
+    ]);
+    assert_eq!((code, err.as_str()), (Some(0), ""));
+    assert!(out.starts_with("[{"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

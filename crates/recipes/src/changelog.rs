@@ -182,8 +182,21 @@ pub fn parse_entries(added: &Added, head_file: &str) -> Result<Vec<ChangelogEntr
     if added.text.trim().is_empty() {
         return Err(Error::Usage(format!("no additions found in {head_file}")));
     }
-    let root = yaml::parse(&added.text, head_file)
-        .map_err(|e| Error::Config(remap(e, added, head_file)))?;
+    let root = yaml::parse(&added.text, head_file).map_err(|e| {
+        // The loader's field path counts entries within the added text: renumber the entry
+        // (`[k]…`) as its position in the head file, like every other changelog error.
+        let mut e = remap(e, added, head_file);
+        if let Some(rest) = e.field.strip_prefix('[').and_then(|f| f.split_once(']')) {
+            let index = added
+                .entry_lines
+                .iter()
+                .filter(|&&l| l <= e.line)
+                .count()
+                .saturating_sub(1);
+            e.field = format!("[{index}]{}", rest.1);
+        }
+        Error::Config(e)
+    })?;
     let index_of = |_: usize, n: &Node| added.head_index(added.head_line(n.pos.line));
     let (entries, errors) = validate_entry_list(&root, head_file, &index_of);
     let errors: Vec<ConfigError> = errors

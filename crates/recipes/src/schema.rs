@@ -312,6 +312,7 @@ pub(crate) enum IntRule {
     Any,
     Positive,
     AtLeastOne,
+    NonNegative,
 }
 
 /// Collects schema errors for one file.
@@ -409,7 +410,12 @@ impl<'a> Checker<'a> {
                 let ok = match rule {
                     IntRule::Any => true,
                     IntRule::Positive | IntRule::AtLeastOne => i > 0,
+                    IntRule::NonNegative => i >= 0,
                 };
+                if !ok && rule == IntRule::NonNegative {
+                    self.err(n.pos, &p, format!("must be 0 or greater, got {i}"));
+                    return None;
+                }
                 if !ok {
                     self.err(n.pos, &p, format!("must be greater than 0, got {i}"));
                     return None;
@@ -565,19 +571,9 @@ impl<'a> Checker<'a> {
     }
 
     fn master_entry(&mut self, node: &Node, key: &str) {
-        const SINGLE: &[&str] = &[
-            "image",
-            "model",
-            "model-prefix",
-            "precision",
-            "framework",
-            "runner",
-            "multinode",
-            "disagg",
-            "router",
-            "scenarios",
-        ];
-        const MULTI: &[&str] = &[
+        // `kv-p2p-transfer` is listed for single-node entries too, so that it gets the specific
+        // "only for multinode entries" error below instead of "unknown field".
+        const ALLOWED: &[&str] = &[
             "image",
             "model",
             "model-prefix",
@@ -604,10 +600,7 @@ impl<'a> Checker<'a> {
             node.get("multinode").map(|n| &n.value),
             Some(Yaml::Bool(true))
         );
-        if self
-            .mapping(node, key, if multinode { MULTI } else { SINGLE }, REQUIRED)
-            .is_none()
-        {
+        if self.mapping(node, key, ALLOWED, REQUIRED).is_none() {
             return;
         }
         for f in [
@@ -637,6 +630,13 @@ impl<'a> Checker<'a> {
         let top_transfer = if multinode {
             self.string(node, key, "kv-p2p-transfer", 1)
         } else {
+            if let Some(v) = present(node.get("kv-p2p-transfer")) {
+                self.err(
+                    v.pos,
+                    &join(key, "kv-p2p-transfer"),
+                    "kv-p2p-transfer is only allowed for multinode entries (multinode: true)",
+                );
+            }
             None
         };
         let Some(scen) = present(node.get("scenarios")) else {
@@ -910,9 +910,11 @@ impl<'a> Checker<'a> {
         if self.mapping(e, path, ALLOWED, &["tp"]).is_none() {
             return;
         }
-        let tp = self.int(e, path, "tp", IntRule::Any);
+        // InferenceX's models take any int for tp/ep, but a non-positive one can only fail at
+        // launch (no GPUs) or divide by zero in tput_per_gpu: rejected here.
+        let tp = self.int(e, path, "tp", IntRule::Positive);
         self.topology(e, path, tp);
-        self.int(e, path, "ep", IntRule::Any);
+        self.int(e, path, "ep", IntRule::Positive);
         self.literal(e, path, "spec-decoding", &SPEC_DECODING_VALUES);
         self.boolean(e, path, "dp-attn");
         if let Some(r) = present(e.get("router")) {
@@ -934,10 +936,11 @@ impl<'a> Checker<'a> {
             "additional-settings",
         ];
         self.mapping(w, path, ALLOWED, &["num-worker", "tp", "ep", "dp-attn"])?;
-        self.int(w, path, "num-worker", IntRule::Any);
-        let tp = self.int(w, path, "tp", IntRule::Any);
+        // `num-worker: 0` is legal (decode 0 = aggregated); tp/ep as in single_node_entry.
+        self.int(w, path, "num-worker", IntRule::NonNegative);
+        let tp = self.int(w, path, "tp", IntRule::Positive);
         self.topology(w, path, tp);
-        self.int(w, path, "ep", IntRule::Any);
+        self.int(w, path, "ep", IntRule::Positive);
         self.boolean(w, path, "dp-attn");
         let hw = self.string(w, path, "hardware", 1);
         self.string_list(w, path, "additional-settings");
@@ -1011,8 +1014,8 @@ impl<'a> Checker<'a> {
         let has_tp = present(e.get("tp")).is_some();
         let has_p = present(e.get("prefill")).is_some();
         let has_d = present(e.get("decode")).is_some();
-        let tp = self.int(e, path, "tp", IntRule::Any);
-        self.int(e, path, "ep", IntRule::Any);
+        let tp = self.int(e, path, "tp", IntRule::Positive);
+        self.int(e, path, "ep", IntRule::Positive);
         self.boolean(e, path, "dp-attn");
         self.literal(e, path, "spec-decoding", &SPEC_DECODING_VALUES);
         let offload = self.literal(e, path, "kv-offloading", &["none", "dram"]);

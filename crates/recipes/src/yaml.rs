@@ -154,6 +154,7 @@ pub fn parse(src: &str, file: &str) -> Result<Node, ConfigError> {
         file,
         parser: Parser::new_from_str(src),
         anchors: HashMap::new(),
+        path: Vec::new(),
     };
     loader.document()
 }
@@ -162,6 +163,8 @@ struct Loader<'a> {
     file: &'a str,
     parser: Parser<'a, saphyr_parser::StrInput<'a>>,
     anchors: HashMap<usize, Node>,
+    /// Keys and `[index]`es from the root to the node being loaded, for error field paths.
+    path: Vec<String>,
 }
 
 fn pos_of(span: &Span) -> Pos {
@@ -174,6 +177,18 @@ fn pos_of(span: &Span) -> Pos {
 impl<'a> Loader<'a> {
     fn err(&self, pos: Pos, msg: impl Into<String>) -> ConfigError {
         ConfigError::new(self.file, pos, "", msg)
+    }
+
+    /// An error about the node being loaded, with its field path (`key.list[2].field`).
+    fn err_here(&self, pos: Pos, msg: impl Into<String>) -> ConfigError {
+        let mut field = String::new();
+        for seg in &self.path {
+            if !field.is_empty() && !seg.starts_with('[') {
+                field.push('.');
+            }
+            field.push_str(seg);
+        }
+        ConfigError::new(self.file, pos, field, msg)
     }
 
     fn next(&mut self) -> Result<(Event<'a>, Span), ConfigError> {
@@ -233,11 +248,11 @@ impl<'a> Loader<'a> {
                     n.pos = pos;
                     n
                 })
-                .ok_or_else(|| self.err(pos, "alias to an unknown anchor")),
+                .ok_or_else(|| self.err_here(pos, "alias to an unknown anchor")),
             Event::Scalar(text, style, anchor, tag) => {
                 let tag = tag.map(|t| format!("{}{}", t.handle, t.suffix));
-                let value =
-                    resolve_scalar(&text, style, tag.as_deref()).map_err(|m| self.err(pos, m))?;
+                let value = resolve_scalar(&text, style, tag.as_deref())
+                    .map_err(|m| self.err_here(pos, m))?;
                 let node = Node { value, pos };
                 if anchor > 0 {
                     self.anchors.insert(anchor, node.clone());
@@ -246,14 +261,16 @@ impl<'a> Loader<'a> {
             }
             Event::SequenceStart(anchor, tag) => {
                 check_collection_tag(tag.as_deref().map(|t| (&t.handle, &t.suffix)), "seq")
-                    .map_err(|m| self.err(pos, m))?;
+                    .map_err(|m| self.err_here(pos, m))?;
                 let mut items = Vec::new();
                 loop {
                     let (ev, span) = self.next()?;
                     if matches!(ev, Event::SequenceEnd) {
                         break;
                     }
+                    self.path.push(format!("[{}]", items.len()));
                     items.push(self.node(ev, span)?);
+                    self.path.pop();
                 }
                 let node = Node {
                     value: Yaml::Seq(items),
@@ -266,7 +283,7 @@ impl<'a> Loader<'a> {
             }
             Event::MappingStart(anchor, tag) => {
                 check_collection_tag(tag.as_deref().map(|t| (&t.handle, &t.suffix)), "map")
-                    .map_err(|m| self.err(pos, m))?;
+                    .map_err(|m| self.err_here(pos, m))?;
                 let mut entries: Vec<(Node, Node)> = Vec::new();
                 let mut merged: Vec<(Node, Node)> = Vec::new();
                 loop {
@@ -278,16 +295,18 @@ impl<'a> Loader<'a> {
                         matches!(&ev, Event::Scalar(t, ScalarStyle::Plain, _, None) if t == "<<");
                     let key = self.node(ev, span)?;
                     let (ev, span) = self.next()?;
+                    self.path.push(key.key_text());
                     let value = self.node(ev, span)?;
+                    self.path.pop();
                     if is_merge {
                         self.merge_into(&mut merged, &value)?;
                         continue;
                     }
                     if matches!(key.value, Yaml::Seq(_) | Yaml::Map(_)) {
-                        return Err(self.err(key.pos, "mapping keys must be scalars"));
+                        return Err(self.err_here(key.pos, "mapping keys must be scalars"));
                     }
                     if let Some((first, _)) = entries.iter().find(|(k, _)| k.value == key.value) {
-                        return Err(self.err(
+                        return Err(self.err_here(
                             key.pos,
                             format!(
                                 "duplicate key '{}' (first defined at line {})",

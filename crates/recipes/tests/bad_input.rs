@@ -612,3 +612,54 @@ small:
          ok      m.yaml:14: small.agentic-coding[0].search-space[0]: budget 1234 GB; host DRAM 1543 GB × dram-utilization 0.8 × 8/8 GPUs\n"
     );
 }
+
+#[test]
+fn non_positive_parallelism_is_rejected() {
+    let e = load_err(&GOOD.replace("{ tp: 8, conc-start", "{ tp: 0, conc-start"));
+    assert_eq!(
+        e,
+        "m.yaml:14:15: dsr1-fp8-h200-sglang.scenarios.fixed-seq-len[0].search-space[0].tp: must be greater than 0, got 0"
+    );
+    let e = load_err(&GOOD.replace("ep: 8,", "ep: -1,"));
+    assert!(
+        e.ends_with("search-space[1].ep: must be greater than 0, got -1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn integer_overflow_names_the_field() {
+    let e = load_err(&GOOD.replace(
+        "{ tp: 8, conc-start",
+        "{ tp: 99999999999999999999, conc-start",
+    ));
+    assert_eq!(
+        e,
+        "m.yaml:14:15: dsr1-fp8-h200-sglang.scenarios.fixed-seq-len[0].search-space[0].tp: integer '99999999999999999999' is out of range"
+    );
+    // In a changelog addition the entry index is its position in the head file.
+    let base = "- config-keys: [x]\n  description: [d]\n  pr-link: p\n";
+    let head = format!(
+        "{base}{}",
+        ENTRY.replace(
+            "pull/1\n",
+            "pull/1\n  eval-min-prefill-ep: 99999999999999999999\n"
+        )
+    );
+    assert_eq!(
+        changelog_err(base, &head),
+        "head.yaml:10:24: [1].eval-min-prefill-ep: integer '99999999999999999999' is out of range"
+    );
+}
+
+#[test]
+fn top_level_kv_p2p_transfer_needs_multinode() {
+    let e = load_err(&GOOD.replace(
+        "  multinode: false\n",
+        "  multinode: false\n  kv-p2p-transfer: nixl\n",
+    ));
+    assert_eq!(
+        e,
+        "m.yaml:9:20: dsr1-fp8-h200-sglang.kv-p2p-transfer: kv-p2p-transfer is only allowed for multinode entries (multinode: true)"
+    );
+}

@@ -150,6 +150,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         scenario_types: (!args.scenario_type.is_empty()).then_some(args.scenario_type),
     };
     let rows = matrix::generate(&configs, &runners, &selection, &common)?;
+    if rows.is_empty() {
+        // The reference prints `[]` and exits 0 here too; keep that output, but say so.
+        eprintln!("warning: no matrix rows matched the selection and filters; the output is an empty list");
+    }
     let text = matrix::to_json_text(&rows);
     match args.output {
         Some(p) => std::fs::write(&p, text)
