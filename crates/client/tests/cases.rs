@@ -1,15 +1,14 @@
 //! The handed cases of `shared/cases/sse/` (recorded responses that broke peer clients), each
-//! served byte for byte with its recorded pauses by an in-process replay server, plus every
-//! case re-split at every byte boundary through the pure parser. Expectations come from each
+//! served byte for byte with its recorded pauses by an in-process replay server (the timing
+//! test lives alone in this binary so no CPU-heavy test runs beside it; the every-byte re-split
+//! is in `cases_split.rs`). Expectations come from each
 //! case's `expect` object; the same client passes all of them.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use inferbench_client::openai::Interpreter;
 use inferbench_client::replay::{spawn_replay, ReplayCase};
-use inferbench_client::sse::SseParser;
 use inferbench_client::{
     Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, RunClock,
 };
@@ -183,42 +182,5 @@ async fn handed_cases_over_http() {
     }
     for t in tasks {
         t.await.unwrap();
-    }
-}
-
-/// Every case's body re-split into two pieces at every byte boundary (and into single bytes)
-/// gives the same output text, token chunks and conclusion as the unsplit body.
-#[test]
-fn handed_cases_any_split_same_result() {
-    for (name, case) in load_cases() {
-        let body = ReplayCase::from_json(&case).unwrap().body_bytes();
-        let parse = |pieces: &[&[u8]]| {
-            let mut p = SseParser::new();
-            let mut it = Interpreter::new();
-            let mut rec = RequestRecord::default();
-            for (i, piece) in pieces.iter().enumerate() {
-                p.feed(piece, |ev| it.on_event(ev, i as u64, &mut rec))
-                    .unwrap();
-            }
-            p.finish(|ev| it.on_event(ev, 0, &mut rec)).unwrap();
-            let failure = it.failure.clone().map(|f| f.0);
-            it.finish(&mut rec, None);
-            (
-                rec.output_text,
-                rec.chunks.len(),
-                rec.completion_tokens,
-                failure,
-            )
-        };
-        let whole = parse(&[&body]);
-        for i in 0..=body.len() {
-            assert_eq!(
-                parse(&[&body[..i], &body[i..]]),
-                whole,
-                "{name}: split at {i}"
-            );
-        }
-        let bytes: Vec<&[u8]> = body.chunks(1).collect();
-        assert_eq!(parse(&bytes), whole, "{name}: byte by byte");
     }
 }

@@ -1,0 +1,85 @@
+//! Every handed case of `shared/cases/sse/` re-split at every byte boundary (and byte by byte)
+//! through the pure SSE parser and chunk interpreter: the same output text, token chunks and
+//! conclusion as the unsplit body.
+
+use std::path::PathBuf;
+
+use inferbench_client::openai::Interpreter;
+use inferbench_client::replay::ReplayCase;
+use inferbench_client::sse::SseParser;
+use inferbench_core::RequestRecord;
+use serde_json::Value;
+
+fn cases_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/cases/sse");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIP: {} not found (the shared folder is absent)",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn load_cases() -> Vec<(String, Value)> {
+    let Some(dir) = cases_dir() else {
+        return vec![];
+    };
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let v: Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(
+        out.len() >= 10,
+        "expected the ten handed cases in {}",
+        dir.display()
+    );
+    out
+}
+
+/// Every case's body re-split into two pieces at every byte boundary (and into single bytes)
+/// gives the same output text, token chunks and conclusion as the unsplit body.
+#[test]
+fn handed_cases_any_split_same_result() {
+    for (name, case) in load_cases() {
+        let body = ReplayCase::from_json(&case).unwrap().body_bytes();
+        let parse = |pieces: &[&[u8]]| {
+            let mut p = SseParser::new();
+            let mut it = Interpreter::new();
+            let mut rec = RequestRecord::default();
+            for (i, piece) in pieces.iter().enumerate() {
+                p.feed(piece, |ev| it.on_event(ev, i as u64, &mut rec))
+                    .unwrap();
+            }
+            p.finish(|ev| it.on_event(ev, 0, &mut rec)).unwrap();
+            let failure = it.failure.clone().map(|f| f.0);
+            it.finish(&mut rec, None);
+            (
+                rec.output_text,
+                rec.chunks.len(),
+                rec.completion_tokens,
+                failure,
+            )
+        };
+        let whole = parse(&[&body]);
+        for i in 0..=body.len() {
+            assert_eq!(
+                parse(&[&body[..i], &body[i..]]),
+                whole,
+                "{name}: split at {i}"
+            );
+        }
+        let bytes: Vec<&[u8]> = body.chunks(1).collect();
+        assert_eq!(parse(&bytes), whole, "{name}: byte by byte");
+    }
+}
