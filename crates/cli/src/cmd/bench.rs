@@ -102,7 +102,7 @@ pub struct Args {
     #[arg(long, help_heading = "Load")]
     pub max_concurrency: Option<u32>,
     /// Arrival rate in requests/s, or `inf` (all at once, paced by --max-concurrency).
-    #[arg(long, default_value = "inf", value_parser = parse_rate, help_heading = "Load")]
+    #[arg(long, default_value = "inf", value_parser = parse_rate, allow_negative_numbers = true, help_heading = "Load")]
     pub request_rate: RateArg,
     /// Gamma shape of inter-arrival times (1 = Poisson; <1 burstier, >1 smoother).
     #[arg(long, default_value_t = 1.0, help_heading = "Load")]
