@@ -295,45 +295,16 @@ impl JobSpec {
     /// (reference/inferencex-producer.md §3.1), with `_recipe-<16 hex>` when the row carries a
     /// recipe fingerprint. Example:
     /// `dsr1_8k1k_fp4_sglang_tp4-pp1-dcp1-pcp1-ep4-dpatrue_disagg-false_spec-none_conc64_b200-dgxc_03`.
+    ///
+    /// The one implementation is `inferbench_recipes::result_filename`, applied to this row's
+    /// JSON form (`MatrixRow` serializes with the generator's kebab-case names; it holds plain
+    /// data only, so serialization cannot fail — an empty map would be the degenerate fallback).
     pub fn result_filename(&self, runner_name: &str) -> String {
-        let r = &self.row;
-        let topo = if self.is_multinode() {
-            let w = |name: &str, w: &Option<WorkerSpec>| match w {
-                Some(w) => format!(
-                    "{name}-tp{}-pp{}-dcp{}-pcp{}-ep{}-dp{}-nw{}",
-                    w.tp, w.pp, w.dcp_size, w.pcp_size, w.ep, w.dp_attn, w.num_worker
-                ),
-                None => format!("{name}-none"),
-            };
-            format!("{}_{}", w("prefill", &r.prefill), w("decode", &r.decode))
-        } else {
-            format!(
-                "tp{}-pp{}-dcp{}-pcp{}-ep{}-dpa{}",
-                self.tp(),
-                self.pp(),
-                self.dcp(),
-                self.pcp(),
-                self.ep(),
-                self.dp_attn()
-            )
+        let row = match serde_json::to_value(&self.row) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
         };
-        let mut name = format!(
-            "{}_{}_{}_{}_disagg-{}_spec-{}_conc{}_{}",
-            r.exp_name,
-            r.precision,
-            r.framework,
-            topo,
-            self.disagg(),
-            r.spec_decoding,
-            r.conc.identity(),
-            runner_name
-        );
-        if let Some(fp) = &r.recipe_fingerprint {
-            let short: String = fp.chars().take(16).collect();
-            name.push_str("_recipe-");
-            name.push_str(&short);
-        }
-        name
+        inferbench_recipes::result_filename(&row, runner_name)
     }
 
     /// The environment InferenceX hands a benchmark script (§3.2), for one concurrency `conc`
