@@ -1,5 +1,6 @@
 //! Real input: llama.cpp's `llama-server` (PyPI `xllamacpp`) serving SmolLM2-135M-Instruct,
-//! started through `scripts/llamacpp_serve.py` with 2 decode slots. Needs
+//! started through the runner's embedded launcher (`crates/runner/assets/llamacpp_serve.py`,
+//! the one llama.cpp launcher of the project) with 2 decode slots. Needs
 //! `INFERBENCH_TEST_PYTHON` and `INFERBENCH_TEST_GGUF` (written by `scripts/setup/llamacpp.sh`);
 //! skips with a reason when they are absent, fails instead under `INFERBENCH_REQUIRE_SERVICES=1`.
 //!
@@ -51,12 +52,19 @@ fn service() -> Option<(String, String)> {
 }
 
 fn start(py: &str, gguf: &str) -> (Server, String) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/llamacpp_serve.py");
+    let script =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../runner/assets/llamacpp_serve.py");
+    // A free loopback port: bind :0, read it, release it for the server.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free loopback port")
+        .port();
     let mut child = Command::new(py)
         .arg(script)
-        .arg(gguf)
+        .args(["--model", gguf, "--host", "127.0.0.1", "--port"])
+        .arg(port.to_string())
         .args([
-            "--parallel",
+            "--n-parallel",
             &SLOTS.to_string(),
             "--threads",
             "2",
@@ -66,17 +74,16 @@ fn start(py: &str, gguf: &str) -> (Server, String) {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("starting scripts/llamacpp_serve.py");
+        .expect("starting crates/runner/assets/llamacpp_serve.py");
     let stdout = child.stdout.take().unwrap();
     let server = Server(child);
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected launcher output {line:?}"))
-        .to_string();
-    (server, url)
+    assert!(
+        line.starts_with("llamacpp_serve: listening on "),
+        "unexpected launcher output {line:?}"
+    );
+    (server, format!("http://127.0.0.1:{port}"))
 }
 
 fn prompts(n: usize, out_len: u32) -> Arc<PreparedPrompts> {
