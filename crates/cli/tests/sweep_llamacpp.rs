@@ -188,4 +188,32 @@ fn llamacpp_master_config_sweeps_end_to_end() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("10 skipped (already done)"), "{stderr}");
     assert!(started.elapsed().as_secs_f64() < 10.0);
+
+    // 5. The results flow into the store (issue 5): ingest, then `report --frontier` lists the
+    //    ten points (csv) and `plot` draws them.
+    let db = tmp.join("sweep.db");
+    let ib = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(0), "{args:?}\n{stdout}\n{stderr}");
+        stdout
+    };
+    ib(&["ingest", out.to_str().unwrap()]);
+    let csv = ib(&["report", "--format", "csv"]);
+    let rows: Vec<&str> = csv.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 10, "{csv}");
+    assert!(rows.iter().all(|r| r.contains("llamacpp")), "{csv}");
+    let frontier = ib(&["report", "--frontier", "--format", "csv"]);
+    let n_frontier = frontier.lines().skip(1).filter(|l| !l.is_empty()).count();
+    assert!((1..=10).contains(&n_frontier), "{frontier}");
+    let png = tmp.join("frontier.png");
+    ib(&["plot", "-o", png.to_str().unwrap()]);
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..4], b"\x89PNG");
 }
