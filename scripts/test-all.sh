@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
-# Installs everything the test suite needs on a fresh Debian machine (Debian packages, PyPI
-# wheels, services), starts the services, then runs the whole suite. `.ci/run` calls exactly this.
-# Idempotent: re-running skips what is already installed and running.
+# Installs everything the test suite needs on a fresh Debian machine (Debian packages and PyPI
+# wheels on a first run), starts PRIVATE test services, runs the whole suite, and stops the
+# services again (also when a step fails or on Ctrl-C). `.ci/run` calls exactly this.
+#
+# Side effects, all of them:
+# - first run only: `apt-get install` of postgresql, slurmctld, slurmd, slurm-client, munge (as
+#   root); a Python venv in .venv/ (xllamacpp, actionlint) and models/SmolLM2-135M-Instruct.Q4_1.gguf
+#   in the checkout; cargo's target/ as usual.
+# - every run: a temporary directory /tmp/inferbench-test.XXXXXX holding a private PostgreSQL
+#   cluster, a private munged and a single-host Slurm (own config, key, sockets, state, logs, free
+#   ports on 127.0.0.1), removed at the end with everything it started. Nothing under /etc is
+#   written, no system service is started, stopped or reconfigured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
-export INFERBENCH_ENV_FILE="$root/target/test-env.sh"
-mkdir -p "$root/target"
+
+svc=$(mktemp -d /tmp/inferbench-test.XXXXXX)
+chmod 0755 "$svc"   # the postgres user must reach its data directory below
+export INFERBENCH_SERVICES_DIR=$svc
+export INFERBENCH_ENV_FILE=$svc/env.sh
 : > "$INFERBENCH_ENV_FILE"
+cleanup() {
+  echo "== stopping private test services ($svc)"
+  bash scripts/stop-services.sh "$svc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # Each setup script installs and starts one thing and appends `export VAR=...` lines to
 # $INFERBENCH_ENV_FILE naming what the tests should use.
