@@ -7,6 +7,7 @@
 pub mod analytics;
 pub mod metrics;
 pub mod record;
+pub mod registry;
 pub mod summary;
 
 pub use record::{Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};

@@ -456,6 +456,17 @@ pub fn build_command(
                 s("--tp"),
                 n(spec.tp()),
             ];
+            // The row's hardware (runner label up to its first `-`) and precision, where the
+            // sim's catalogue knows them; otherwise the sim's defaults (H100, bf16).
+            let cat = inferbench_sim::catalogue::Catalogue::embedded();
+            let label = r.runner.strip_prefix("cluster:").unwrap_or(&r.runner);
+            let hw = label.split('-').next().unwrap_or(label);
+            if cat.hardware(hw).is_ok() {
+                a.extend([s("--hardware"), hw.to_string()]);
+            }
+            if inferbench_sim::catalogue::Precision::parse(&r.precision).is_ok() {
+                a.extend([s("--precision"), r.precision.clone()]);
+            }
             a.extend(opts.sim_args.iter().cloned());
             let exe = opts.inferbench_exe.display().to_string();
             (exe.clone(), a, Some(vec![exe, s("--version")]))
@@ -716,6 +727,22 @@ mod tests {
             inferbench_exe: "/bin/inferbench".into(),
             ..EngineOptions::default()
         }
+    }
+
+    #[test]
+    fn sim_models_the_rows_hardware_and_precision_where_known() {
+        assert_eq!(
+            line(EngineKind::Sim, &row("")),
+            "/bin/inferbench sim --host 127.0.0.1 --port 8888 --served-model-name org/M --tp 8 --hardware b200 --precision fp8"
+        );
+        // A label the catalogue does not know (and a precision it cannot model): sim defaults.
+        assert_eq!(
+            line(
+                EngineKind::Sim,
+                &row(r#", "runner": "cpu", "precision": "q4_1""#)
+            ),
+            "/bin/inferbench sim --host 127.0.0.1 --port 8888 --served-model-name org/M --tp 8"
+        );
     }
 
     #[test]

@@ -1,11 +1,11 @@
-//! Pareto charts with `plotters`: every point of each group as a faint marker, its frontier as a
-//! line with solid markers, axis labels with units, and a legend of the groups. SVG (vector, no
+//! Pareto charts with `plotters`: every point of each group as a faint marker labelled with its
+//! concurrency, its frontier as straight segments with solid markers, axis labels with units,
+//! and a legend of the groups. SVG (vector, no
 //! fonts needed at render time) or PNG (bitmap; text drawn with the system's sans-serif font).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use inferbench_core::analytics::MonotoneSpline;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -184,26 +184,37 @@ fn draw<DB: DrawingBackend>(
                 }))
                 .map_err(|x| e(&x))?;
         }
-        // The frontier drawn as the monotone (Steffen) spline used for interpolation.
-        let curve: Vec<(f64, f64)> = match MonotoneSpline::new(&knots) {
-            Some(sp) if knots.len() > 1 => {
-                let (a, b) = (knots[0].0, knots[knots.len() - 1].0);
-                (0..=100)
-                    .filter_map(|i| {
-                        let x = a + (b - a) * f64::from(i) / 100.0;
-                        sp.eval(x).map(|y| (x, y))
-                    })
-                    .collect()
-            }
-            _ => knots.clone(),
-        };
+        // The frontier drawn as straight segments between its points: the line never shows
+        // a rise or dip that is not in the data (a spline through the knots can ripple).
         chart
-            .draw_series(LineSeries::new(curve, c.stroke_width(3)))
+            .draw_series(LineSeries::new(knots.clone(), c.stroke_width(3)))
             .map_err(|x| e(&x))?
             .label(name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
         chart
             .draw_series(knots.iter().map(|&p| Circle::new(p, 5, c.filled())))
+            .map_err(|x| e(&x))?;
+        // Each point labelled with its concurrency (as InferenceX's charts do); frontier
+        // points in the group's colour, the others faint.
+        let on_frontier = |x: f64, y: f64| knots.iter().any(|&(kx, ky)| kx == x && ky == y);
+        let labelled: Vec<(f64, f64, bool, i64)> = rows
+            .iter()
+            .filter_map(|r| {
+                let (x, y) = (r.get(&spec.x)?, r.get(&spec.y)?);
+                let f = on_frontier(x, y);
+                (f || !spec.frontier_only).then_some((x, y, f, r.conc))
+            })
+            .collect();
+        chart
+            .draw_series(labelled.iter().map(|&(x, y, f, conc)| {
+                let colour = if f { c.to_rgba() } else { c.mix(0.5) };
+                EmptyElement::at((x, y))
+                    + Text::new(
+                        conc.to_string(),
+                        (6, -16),
+                        ("sans-serif", 13).into_font().color(&colour),
+                    )
+            }))
             .map_err(|x| e(&x))?;
     }
     chart

@@ -213,27 +213,11 @@ pub fn derived_names() -> Vec<String> {
     v
 }
 
-/// Whether higher or lower is better for a metric name: latencies (`ttft`, `tpot`, `itl`,
-/// `e2el`, `ttfo`), costs (`usd_per_m`), energy (`j_per_token`, `joules_per`) and power are
-/// lower-better; everything else (throughput, interactivity, tok/s/MW) higher-better.
+/// Whether higher or lower is better for a metric name: the metric registry's direction
+/// (`inferbench_core::registry`; latencies, costs, energy and power lower, throughput and
+/// interactivity higher).
 pub fn better(metric: &str) -> Better {
-    let lower = [
-        "ttft",
-        "tpot",
-        "itl",
-        "e2el",
-        "ttfo",
-        "usd_per_m",
-        "j_per_token",
-        "joules_per",
-        "power",
-        "duration",
-    ];
-    if lower.iter().any(|k| metric.contains(k)) && !metric.contains("intvty") {
-        Better::Lower
-    } else {
-        Better::Higher
-    }
+    inferbench_core::registry::better(metric)
 }
 
 /// Custom cost/power inputs for derived metrics.

@@ -37,51 +37,20 @@ pub const DEFAULT_COLUMNS: &[&str] = &[
     "frontier",
 ];
 
-/// A human label with unit for a metric or column name (used by tables' notes and chart axes).
+/// A human label with unit for a metric or column name (chart axes, notes): the metric
+/// registry's (`inferbench_core::registry`), else the name itself.
 pub fn label(name: &str) -> String {
-    let fixed = match name {
-        "tput_per_gpu" => "Throughput per GPU (tok/s/GPU)",
-        "output_tput_per_gpu" => "Output throughput per GPU (tok/s/GPU)",
-        "input_tput_per_gpu" => "Input throughput per GPU (tok/s/GPU)",
-        "median_intvty" => "Interactivity, median (tok/s/user)",
-        "p90_intvty" => "Interactivity at P90 TPOT (tok/s/user)",
-        "p99_intvty" => "Interactivity at P99 TPOT (tok/s/user)",
-        "mean_intvty" => "Interactivity, mean TPOT (tok/s/user)",
-        "p90_e2e_norm_intvty" => "E2E-normalized interactivity P90 (tok/s/user)",
-        "p75_e2e_norm_intvty" => "E2E-normalized interactivity P75 (tok/s/user)",
-        "median_e2el" => "End-to-end latency, median (s)",
-        "p99_e2el" => "End-to-end latency, P99 (s)",
-        "median_ttft" => "TTFT, median (s)",
-        "p99_ttft" => "TTFT, P99 (s)",
-        "tok_s_per_mw" => "Throughput per provisioned MW (tok/s/MW)",
-        "tok_s_per_mw_output" => "Output throughput per provisioned MW (tok/s/MW)",
-        "j_per_token" => "Provisioned energy (J/token)",
-        "joules_per_total_token" => "Measured energy (J/token)",
-        "avg_power_w" => "Measured power per GPU (W)",
-        "output_throughput" => "Output throughput (tok/s)",
-        "total_token_throughput" => "Total throughput (tok/s)",
-        "request_throughput" => "Request throughput (req/s)",
-        _ => "",
-    };
-    if !fixed.is_empty() {
-        return fixed.to_string();
+    match inferbench_core::registry::metric(name) {
+        Some(m) => m.label_with_unit(),
+        None => name.to_string(),
     }
-    if let Some(rest) = name.strip_prefix("usd_per_m_") {
-        let (regime, kind) = match rest.split_once('_') {
-            Some((r, k)) => (r, format!("{k} ")),
-            None => (rest, String::new()),
-        };
-        return format!("Cost per million {kind}tokens, {regime} ($/M)");
-    }
-    let unit = if ["ttft", "tpot", "itl", "e2el", "ttfo"]
-        .iter()
-        .any(|k| name.contains(k))
-    {
-        " (s)"
-    } else {
-        ""
-    };
-    format!("{name}{unit}")
+}
+
+/// The unit shown under a column's name in table output: the registry's unit, else empty.
+fn unit(col: &str) -> &'static str {
+    inferbench_core::registry::metric(col)
+        .map(|m| m.unit)
+        .unwrap_or("")
 }
 
 /// A column's value as text: full precision when `exact`, else rounded for tables.
@@ -177,6 +146,17 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
     match format {
         Format::Table => {
             let mut grid: Vec<Vec<String>> = vec![columns.to_vec()];
+            // A second header line gives each metric column's unit (`s`, `tok/s/GPU`, …).
+            let units: Vec<String> = columns
+                .iter()
+                .map(|c| match unit(c) {
+                    "" => String::new(),
+                    u => format!("({u})"),
+                })
+                .collect();
+            if units.iter().any(|u| !u.is_empty()) {
+                grid.push(units);
+            }
             for r in rows {
                 grid.push(
                     columns
@@ -319,6 +299,7 @@ mod tests {
         assert_eq!(
             render(&rows, &cols, Format::Table),
             "hardware  parallelism  conc  tput_per_gpu  p99_ttft  median_e2el  image  frontier\n\
+             \x20                             (tok/s/GPU)       (s)          (s)\n\
              h200      DEP8            4         102.4     0.180            -  a,b    *\n"
         );
         assert_eq!(
@@ -339,12 +320,13 @@ mod tests {
     fn labels() {
         assert_eq!(
             label("usd_per_m_rental_output"),
-            "Cost per million output tokens, rental ($/M)"
+            "Cost per million output tokens, rental ($/M tokens)"
         );
         assert_eq!(
             label("usd_per_m_custom"),
-            "Cost per million tokens, custom ($/M)"
+            "Cost per million tokens, custom ($/M tokens)"
         );
-        assert_eq!(label("p90_tpot"), "p90_tpot (s)");
+        assert_eq!(label("p90_tpot"), "TPOT, P90 (s)");
+        assert_eq!(label("conc"), "conc");
     }
 }

@@ -3,21 +3,26 @@
 //! sub-command).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use inferbench_recipes::matrix::{
     self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions,
 };
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
-/// Flags of `inferbench matrix`.
+/// `--runner-config` when not given: where InferenceX keeps it, relative to its checkout.
+pub const DEFAULT_RUNNER_CONFIG: &str = "configs/runners.yaml";
+
+/// Flags of `inferbench matrix`. A sub-command name ends a multi-value flag, so both InferenceX's
+/// order (`full-sweep --config-files A B`) and `--config-files A B full-sweep` work.
 #[derive(Debug, clap::Args)]
+#[command(subcommand_precedence_over_arg = true)]
 pub struct Args {
     /// One or more master config files (YAML), merged in order; keys must be unique.
     #[arg(long, num_args = 1.., global = true)]
     pub config_files: Vec<PathBuf>,
     /// Runner labels and hardware facts (YAML).
-    #[arg(long, default_value = "configs/runners.yaml", global = true)]
+    #[arg(long, default_value = DEFAULT_RUNNER_CONFIG, global = true)]
     pub runner_config: PathBuf,
     /// Throughput rows only: skip eval marking.
     #[arg(long, global = true, conflicts_with_all = ["evals_only", "all_evals"])]
@@ -114,6 +119,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "--config-files is required (one or more master config YAML files)"
     );
     let configs = MasterConfigs::load(&args.config_files)?;
+    anyhow::ensure!(
+        args.runner_config.is_file() || args.runner_config != Path::new(DEFAULT_RUNNER_CONFIG),
+        "no runner config at the default {DEFAULT_RUNNER_CONFIG} (InferenceX's layout, relative to \
+         the current directory): pass --runner-config FILE (e.g. examples/sim-runners.yaml)"
+    );
     let runners = RunnerConfig::load(&args.runner_config)?;
     if args.check_runners {
         let errs = inferbench_recipes::catalogue::unknown_runner_labels(&configs, &runners);

@@ -162,5 +162,24 @@ fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Resul
         OutFormat::Json => Format::Json,
     };
     print!("{}", report::render(rows, &cols, fmt));
+    if rows.is_empty() {
+        eprintln!(
+            "no points in {} match{} (bench results reach the database with `bench --db …` or \
+             `ingest DIR --set hw=… framework=…`)",
+            args.db,
+            if args.filters.is_empty() {
+                ""
+            } else {
+                " the filters"
+            }
+        );
+    } else if matches!(fmt, Format::Table) && cols.iter().any(|c| c == "frontier") {
+        println!(
+            "\n* = on its group's Pareto frontier of {} against {} (a group: model, ISL/OSL, \
+             scenario, hardware, framework, precision, spec decoding, disaggregation)",
+            report::label(&args.y),
+            report::label(&args.x)
+        );
+    }
     Ok(0)
 }

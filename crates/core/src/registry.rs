@@ -1,0 +1,165 @@
+//! The metric registry: one place that says, for every metric name the store, `report`, `plot`
+//! and the summaries use, what it is called for a reader, its unit and which direction is
+//! better. Column names stay InferenceX's (`p99_ttft` in **seconds**, `tput_per_gpu` in
+//! tok/s/GPU, …); [`metric`] carries the unit so every display can say it.
+//!
+//! Definitions of the numbers themselves are in [`crate::metrics`] (DESIGN.md §4) and
+//! [`crate::analytics`] (costs, power); this module only describes them.
+
+use crate::analytics::pareto::Better;
+
+/// What a reader needs to know about one metric column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricInfo {
+    /// The column / JSON key (`p99_ttft`).
+    pub key: String,
+    /// A human label without the unit (`TTFT, P99`).
+    pub label: String,
+    /// The unit of the stored value (`s`, `tok/s/GPU`, `$/M tokens`, …); empty for counts.
+    pub unit: &'static str,
+    /// Which direction is better (drives Pareto frontiers).
+    pub better: Better,
+}
+
+impl MetricInfo {
+    /// `label (unit)`, or the label alone for unitless metrics.
+    pub fn label_with_unit(&self) -> String {
+        if self.unit.is_empty() {
+            self.label.clone()
+        } else {
+            format!("{} ({})", self.label, self.unit)
+        }
+    }
+}
+
+/// Statistic prefixes of per-request latency and interactivity columns.
+const STATS: &[(&str, &str)] = &[
+    ("mean_", "mean"),
+    ("median_", "median"),
+    ("p50_", "P50"),
+    ("p75_", "P75"),
+    ("p90_", "P90"),
+    ("p95_", "P95"),
+    ("p99_", "P99"),
+    ("p999_", "P99.9"),
+    ("std_", "std. dev."),
+];
+
+/// Describes a metric name, or `None` for a name the registry does not know (identity columns
+/// such as `model` or `conc` included). Latencies are stored in seconds (InferenceX's columns),
+/// throughputs in tokens per second, costs in US dollars per million tokens, power in watts,
+/// energy in joules per token.
+pub fn metric(key: &str) -> Option<MetricInfo> {
+    let info = |label: String, unit: &'static str, better: Better| MetricInfo {
+        key: key.to_string(),
+        label,
+        unit,
+        better,
+    };
+    let fixed = match key {
+        "tput_per_gpu" => Some(("Throughput per GPU", "tok/s/GPU", Better::Higher)),
+        "output_tput_per_gpu" => Some(("Output throughput per GPU", "tok/s/GPU", Better::Higher)),
+        "input_tput_per_gpu" => Some(("Input throughput per GPU", "tok/s/GPU", Better::Higher)),
+        "output_throughput" => Some(("Output throughput", "tok/s", Better::Higher)),
+        "total_token_throughput" => Some(("Total throughput", "tok/s", Better::Higher)),
+        "request_throughput" => Some(("Request throughput", "req/s", Better::Higher)),
+        "duration" => Some(("Profile duration", "s", Better::Lower)),
+        "tok_s_per_mw" => Some(("Throughput per provisioned MW", "tok/s/MW", Better::Higher)),
+        "tok_s_per_mw_input" => Some((
+            "Input throughput per provisioned MW",
+            "tok/s/MW",
+            Better::Higher,
+        )),
+        "tok_s_per_mw_output" => Some((
+            "Output throughput per provisioned MW",
+            "tok/s/MW",
+            Better::Higher,
+        )),
+        "j_per_token" => Some(("Provisioned energy", "J/token", Better::Lower)),
+        "j_per_token_input" => Some((
+            "Provisioned energy per input token",
+            "J/token",
+            Better::Lower,
+        )),
+        "j_per_token_output" => Some((
+            "Provisioned energy per output token",
+            "J/token",
+            Better::Lower,
+        )),
+        "joules_per_total_token" => Some(("Measured energy", "J/token", Better::Lower)),
+        "joules_per_input_token" => {
+            Some(("Measured energy per input token", "J/token", Better::Lower))
+        }
+        "joules_per_output_token" => {
+            Some(("Measured energy per output token", "J/token", Better::Lower))
+        }
+        "avg_power_w" => Some(("Measured power per GPU", "W", Better::Lower)),
+        _ => None,
+    };
+    if let Some((l, u, b)) = fixed {
+        return Some(info(l.to_string(), u, b));
+    }
+    if let Some(rest) = key.strip_prefix("usd_per_m_") {
+        let (regime, kind) = match rest.split_once('_') {
+            Some((r, k)) => (r, format!("{k} ")),
+            None => (rest, String::new()),
+        };
+        return Some(info(
+            format!("Cost per million {kind}tokens, {regime}"),
+            "$/M tokens",
+            Better::Lower,
+        ));
+    }
+    let (stat, base) = STATS
+        .iter()
+        .find_map(|(p, name)| key.strip_prefix(p).map(|b| (*name, b)))?;
+    let (label, unit, better) = match base {
+        "ttft" => ("TTFT", "s", Better::Lower),
+        "ttfo" => ("Time to first output token", "s", Better::Lower),
+        "tpot" => ("TPOT", "s", Better::Lower),
+        "itl" => ("ITL", "s", Better::Lower),
+        "e2el" => ("End-to-end latency", "s", Better::Lower),
+        "intvty" => ("Interactivity", "tok/s/user", Better::Higher),
+        "e2e_norm_intvty" => ("E2E-normalized interactivity", "tok/s/user", Better::Higher),
+        _ => return None,
+    };
+    Some(info(format!("{label}, {stat}"), unit, better))
+}
+
+/// Which direction is better for `key`: the registry's answer, else higher (throughput-like
+/// names the registry does not know).
+pub fn better(key: &str) -> Better {
+    metric(key).map(|m| m.better).unwrap_or(Better::Higher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_and_directions() {
+        let m = metric("p99_ttft").unwrap();
+        assert_eq!(m.label_with_unit(), "TTFT, P99 (s)");
+        assert_eq!(m.better, Better::Lower);
+        let m = metric("median_intvty").unwrap();
+        assert_eq!(m.label_with_unit(), "Interactivity, median (tok/s/user)");
+        assert_eq!(m.better, Better::Higher);
+        assert_eq!(
+            metric("usd_per_m_rental_output").unwrap().label_with_unit(),
+            "Cost per million output tokens, rental ($/M tokens)"
+        );
+        assert_eq!(metric("tput_per_gpu").unwrap().unit, "tok/s/GPU");
+        assert_eq!(
+            metric("p90_e2e_norm_intvty").unwrap().better,
+            Better::Higher
+        );
+        assert_eq!(
+            metric("joules_per_total_token").unwrap().better,
+            Better::Lower
+        );
+        assert_eq!(metric("conc"), None);
+        assert_eq!(metric("model"), None);
+        assert_eq!(better("tok_s_per_mw"), Better::Higher);
+        assert_eq!(better("median_e2el"), Better::Lower);
+    }
+}
