@@ -301,3 +301,58 @@ fn empty_selection_prints_empty_list_and_warns() {
     assert!(out.starts_with("[{"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The shipped sim example (no ../shared needed): both argument orders give the same rows, and
+/// a missing default runners.yaml says which flag to pass.
+#[test]
+fn example_config_in_either_argument_order_and_missing_default_runners() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let cfg = root.join("examples/sim.yaml");
+    let runners = root.join("examples/sim-runners.yaml");
+    let flags_first = bin()
+        .arg("matrix")
+        .arg("--config-files")
+        .arg(&cfg)
+        .arg("--runner-config")
+        .arg(&runners)
+        .arg("full-sweep")
+        .output()
+        .unwrap();
+    let sub_first = bin()
+        .args(["matrix", "full-sweep", "--config-files"])
+        .arg(&cfg)
+        .arg("--runner-config")
+        .arg(&runners)
+        .output()
+        .unwrap();
+    assert!(
+        flags_first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&flags_first.stderr)
+    );
+    assert_eq!(flags_first.stdout, sub_first.stdout);
+    let rows: serde_json::Value = serde_json::from_slice(&flags_first.stdout).unwrap();
+    let concs: Vec<i64> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["conc"].as_i64().unwrap())
+        .collect();
+    assert_eq!(concs, vec![1, 2, 4, 8, 16]);
+    assert_eq!(rows[0]["framework"], "sim");
+    assert_eq!(rows[0]["runner"], "h100");
+    // No --runner-config and no configs/runners.yaml in the current directory.
+    let o = bin()
+        .current_dir(std::env::temp_dir())
+        .args(["matrix", "full-sweep", "--config-files"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: no runner config at the default configs/runners.yaml (InferenceX's layout, \
+         relative to the current directory): pass --runner-config FILE (e.g. \
+         examples/sim-runners.yaml)\n"
+    );
+}

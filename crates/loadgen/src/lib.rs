@@ -15,6 +15,7 @@ pub mod progress;
 pub mod prompts;
 pub mod run;
 pub mod selftest;
+pub mod server_cache;
 
 pub use inferbench_client::CancellationToken;
 pub use options::{BenchOptions, DatasetName, OptionError, ProgressMode, RangeSemantics};

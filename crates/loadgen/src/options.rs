@@ -97,8 +97,13 @@ pub struct BenchOptions {
     pub tokenizer: String,
     /// `--ignore-eos`: ask the server to generate exactly max_tokens.
     pub ignore_eos: bool,
-    /// `--seed` for prompts and arrivals (default 0).
+    /// `--seed` for prompts and arrivals (default 0). The same seed sends the same prompts, so
+    /// a repeated run hits the server's prefix cache unless `cache_bust` is set.
     pub seed: u64,
+    /// `--cache-bust`: a run-unique `[rid:…]` marker at the very start of every random prompt
+    /// (before `--random-prefix-len`, counted inside the input length), so no KV-cache block of
+    /// an earlier run is reused.
+    pub cache_bust: bool,
     // --- load
     /// `--max-concurrency`: closed-loop cap on in-flight requests; `None` = unlimited.
     pub max_concurrency: Option<u32>,
@@ -170,6 +175,7 @@ impl Default for BenchOptions {
             tokenizer: "o200k_base".into(),
             ignore_eos: false,
             seed: 0,
+            cache_bust: false,
             max_concurrency: None,
             request_rate: None,
             burstiness: 1.0,

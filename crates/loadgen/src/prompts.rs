@@ -78,6 +78,9 @@ pub fn prepare(opts: &BenchOptions) -> anyhow::Result<PreparedPrompts> {
                 prefix_len: opts.random_prefix_len,
                 num_prompts: n,
                 seed: opts.seed,
+                cache_bust: opts
+                    .cache_bust
+                    .then(|| workload::cache_bust_marker(rand::random::<u64>())),
             };
             workload::random_prompts(&spec, &tok).context("building random prompts")?
         }

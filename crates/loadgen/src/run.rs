@@ -16,10 +16,11 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::arrivals::{Arrivals, Schedule};
-use crate::options::BenchOptions;
+use crate::options::{BenchOptions, DatasetName};
 use crate::output;
 use crate::progress::{Counters, Progress};
 use crate::prompts::{self, PreparedPrompts};
+use crate::server_cache;
 
 /// Exit code when the failed fraction exceeds `--max-error-rate`.
 pub const EXIT_ERROR_RATE: i32 = 1;
@@ -211,6 +212,14 @@ pub async fn run_bench(
     }
     let mut start_unix = unix_now();
     let mut end_unix = start_unix;
+    // Random prompts served from the prefix cache mean a repeated run (same seed): the
+    // server's counters around the profile phase say so.
+    let random = opts.dataset_name == DatasetName::Random;
+    let cache_before = if random && end == PhaseEnd::Completed {
+        server_cache::read_prefix_cache(&opts.base_url).await
+    } else {
+        None
+    };
     if end == PhaseEnd::Completed {
         let arrivals = match opts.request_rate {
             Some(r) => Arrivals::Gamma {
@@ -248,6 +257,22 @@ pub async fn run_bench(
         progress.finish().await;
     }
     let mut notes = Vec::new();
+    if let Some(before) = cache_before {
+        let after = server_cache::read_prefix_cache(&opts.base_url).await;
+        let max_prompt = prepared
+            .prompts
+            .iter()
+            .map(|p| u64::from(p.prompt_tokens))
+            .max()
+            .unwrap_or(0);
+        let sent = counters.done.load(Ordering::Relaxed);
+        if let Some(w) = after
+            .and_then(|a| a.since(&before))
+            .and_then(|d| server_cache::cache_warning(&d, sent, opts.random_prefix_len, max_prompt))
+        {
+            notes.push(w);
+        }
+    }
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
     drop(shared);
     let (records, write_error) = collector.await.context("record collector panicked")?;

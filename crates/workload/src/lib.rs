@@ -26,6 +26,7 @@ pub use dataset::{load_dataset, DatasetKind, DatasetOptions};
 pub use error::WorkloadError;
 pub use prompt::{ChatMessage, Prompt};
 pub use random::{
-    length_range, random_prompts, random_prompts_with_stats, PrepStats, RandomSpec, RangeSemantics,
+    cache_bust_marker, length_range, random_prompts, random_prompts_with_stats, PrepStats,
+    RandomSpec, RangeSemantics,
 };
 pub use tokenizer::{Tokenizer, DEFAULT_TOKENIZER};

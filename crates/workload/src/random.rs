@@ -61,8 +61,22 @@ pub struct RandomSpec {
     pub prefix_len: u32,
     /// Number of prompts.
     pub num_prompts: usize,
-    /// RNG seed (default 0, as InferenceX's `--seed`).
+    /// RNG seed (default 0, as InferenceX's `--seed`). The same seed gives byte-identical
+    /// prompts, so a repeated run hits the server's prefix cache unless [`Self::cache_bust`]
+    /// is set.
     pub seed: u64,
+    /// A marker text put at the very start of every prompt, before the shared prefix, and
+    /// counted inside the prompt's token count (`None`: no marker). [`cache_bust_marker`]
+    /// makes the run-unique `[rid:<12 hex>]\n\n` form AgentX uses (reference/agentx.md §2.6),
+    /// so a repeated run with the same seed shares no KV-cache block with an earlier one.
+    pub cache_bust: Option<String>,
+}
+
+/// The cache-bust marker for a run: `[rid:<12 lowercase hex digits of run_id>]` and a blank
+/// line (AgentX's first-turn-prefix form, reference/agentx.md §2.6). `run_id` should differ
+/// between runs (e.g. random); only its low 48 bits are used.
+pub fn cache_bust_marker(run_id: u64) -> String {
+    format!("[rid:{:012x}]\n\n", run_id & 0xffff_ffff_ffff)
 }
 
 impl Default for RandomSpec {
@@ -75,6 +89,7 @@ impl Default for RandomSpec {
             prefix_len: 0,
             num_prompts: 1,
             seed: 0,
+            cache_bust: None,
         }
     }
 }
@@ -172,9 +187,23 @@ pub(crate) fn generate(
     let vocab = tok.vocab_size();
     let n = spec.num_prompts;
     let mut rng = StdRng::seed_from_u64(spec.seed);
-    let prefix: Vec<u32> = (0..spec.prefix_len)
-        .map(|_| rng.random_range(0..vocab))
-        .collect();
+    // The marker's ids lead the shared prefix; its tokens count inside each input length, so
+    // the random body of a prompt is that much shorter (the draws stay those of the seed).
+    let mut prefix: Vec<u32> = match &spec.cache_bust {
+        Some(m) => tok.encode(m),
+        None => Vec::new(),
+    };
+    let marker_len = prefix.len() as u32;
+    if marker_len > 0 && in_lo <= marker_len {
+        return Err(WorkloadError::InvalidSpec {
+            field: "--cache-bust",
+            reason: format!(
+                "the marker takes {marker_len} tokens, counted inside the input length; \
+                 input lengths down to {in_lo} leave no room for the prompt"
+            ),
+        });
+    }
+    prefix.extend((0..spec.prefix_len).map(|_| rng.random_range(0..vocab)));
     let in_lens: Vec<u32> = (0..n).map(|_| rng.random_range(in_lo..=in_hi)).collect();
     let out_lens: Vec<u32> = (0..n).map(|_| rng.random_range(out_lo..=out_hi)).collect();
     let offsets: Vec<u32> = (0..n).map(|_| rng.random_range(0..vocab)).collect();
@@ -189,7 +218,7 @@ pub(crate) fn generate(
         .map(|i| {
             let start = ((u64::from(offsets[i]) + i as u64) % u64::from(vocab)) as u32;
             let target = spec.prefix_len + in_lens[i];
-            let text = fitter.fit(i, start, in_lens[i], target, spec.seed)?;
+            let text = fitter.fit(i, start, in_lens[i] - marker_len, target, spec.seed)?;
             Ok(Prompt::new(text, target, out_lens[i]))
         })
         .collect::<Result<Vec<_>, WorkloadError>>()?;
@@ -246,6 +275,62 @@ mod tests {
     }
 
     #[test]
+    fn cache_bust_marker_leads_every_prompt_inside_its_token_count() {
+        let tok = Tokenizer::load("o200k_base").unwrap();
+        assert_eq!(
+            cache_bust_marker(0xabc_0123_4567_89ff),
+            "[rid:0123456789ff]\n\n"
+        );
+        let plain = RandomSpec {
+            input_len: 200,
+            output_len: 10,
+            range_ratio: 0.5,
+            prefix_len: 30,
+            num_prompts: 20,
+            seed: 3,
+            ..Default::default()
+        };
+        let marked = RandomSpec {
+            cache_bust: Some(cache_bust_marker(0x1234)),
+            ..plain.clone()
+        };
+        let a = check_exact(&tok, &plain);
+        let b = check_exact(&tok, &marked);
+        for (x, y) in a.iter().zip(&b) {
+            // Same drawn lengths (ISL counts the marker), different leading bytes.
+            assert_eq!(x.prompt_tokens, y.prompt_tokens);
+            assert_eq!(x.max_tokens, y.max_tokens);
+            assert!(
+                y.text.starts_with("[rid:000000001234]\n\n"),
+                "{:?}",
+                &y.text[..30]
+            );
+            assert!(!x.text.starts_with("[rid:"));
+        }
+        // Runs with different markers share no leading text; prompts of one run share the
+        // marker and the prefix.
+        let c = check_exact(
+            &tok,
+            &RandomSpec {
+                cache_bust: Some(cache_bust_marker(0x5678)),
+                ..plain.clone()
+            },
+        );
+        assert_ne!(b[0].text[..20], c[0].text[..20]);
+        let e = generate(
+            &RandomSpec {
+                input_len: 4,
+                ..marked.clone()
+            },
+            &tok,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--cache-bust") && e.contains("tokens"), "{e}");
+    }
+
+    #[test]
     fn every_prompt_has_exactly_its_token_count_o200k() {
         let tok = Tokenizer::load("o200k_base").unwrap();
         let spec = RandomSpec {
@@ -281,6 +366,7 @@ mod tests {
             prefix_len: 50,
             num_prompts: 150,
             seed: 3,
+            cache_bust: None,
         };
         let ps = check_exact(&tok, &spec);
         // the shared prefix really is shared

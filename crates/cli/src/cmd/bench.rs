@@ -93,9 +93,16 @@ pub struct Args {
     /// Ask the server to ignore EOS and generate exactly max_tokens (vLLM/SGLang extension).
     #[arg(long, help_heading = "Workload")]
     pub ignore_eos: bool,
-    /// Seed for prompts and arrival times.
+    /// Seed for prompts and arrival times. The same seed sends byte-identical prompts, so a
+    /// second run against the same server finds them in its prefix cache (TTFT far too low);
+    /// use --cache-bust, another seed, or a restarted server.
     #[arg(long, default_value_t = 0, help_heading = "Workload")]
     pub seed: u64,
+    /// Put a run-unique `[rid:<12 hex>]` marker at the very start of every random prompt
+    /// (before --random-prefix-len, counted inside the input length), so no prompt shares a
+    /// prefix-cache block with an earlier run's.
+    #[arg(long, help_heading = "Workload")]
+    pub cache_bust: bool,
 
     // ----- load
     /// Closed-loop cap on in-flight requests (InferenceX `conc`).
@@ -174,6 +181,20 @@ pub struct Args {
         help_heading = "Output"
     )]
     pub job_identity: Option<PathBuf>,
+    /// Store the result in this database when the run ends (a SQLite file or a
+    /// `postgres://…` URL, as `ingest --db`); implies --save-result. Give the point's identity
+    /// with --set (or --job-identity / --inferencex-env), else it is stored as `unknown`.
+    #[arg(long, value_name = "DB", help_heading = "Output")]
+    pub db: Option<String>,
+    /// With --db: the point's identity in InferenceX aggregate field names, as `ingest --set`
+    /// (`hw=h100`, `framework=vllm`, `precision=fp8`, `tp=1`, …); repeatable.
+    #[arg(
+        long = "set",
+        value_name = "KEY=VALUE",
+        requires = "db",
+        help_heading = "Output"
+    )]
+    pub set: Vec<String>,
     /// Live progress: auto (bar on a terminal, lines otherwise), bar, plain or off.
     #[arg(long, default_value = "auto", value_parser = ["auto", "bar", "plain", "off"], help_heading = "Output")]
     pub progress: String,
@@ -303,6 +324,7 @@ impl Args {
             tokenizer: self.tokenizer,
             ignore_eos: self.ignore_eos,
             seed: self.seed,
+            cache_bust: self.cache_bust,
             max_concurrency: self.max_concurrency,
             request_rate: self.request_rate.0,
             burstiness: self.burstiness,
@@ -361,7 +383,10 @@ fn spawn_signal_handler(token: CancellationToken) {
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let opts = args.into_options()?;
+    let db = args.db.clone();
+    let ingest_opts = super::ingest::options(&args.set)?;
+    let mut opts = args.into_options()?;
+    opts.save_result |= db.is_some();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -379,6 +404,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         for n in &out.notes {
             eprintln!("inferbench: {n}");
+        }
+        if let (Some(db), Some(result)) = (&db, &out.result_path) {
+            super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
         }
         Ok(out.exit_code)
     })

@@ -25,27 +25,44 @@ pub struct Args {
     pub strict: bool,
 }
 
-/// Runs the subcommand; returns 0, or 1 when something was skipped (always) or unknown (with
-/// `--strict`).
-pub fn run(args: Args) -> anyhow::Result<i32> {
+/// Ingest options from `--set KEY=VALUE` flags (shared with `bench --db`).
+pub fn options(set: &[String]) -> anyhow::Result<IngestOptions> {
     let mut opts = IngestOptions::default();
-    for kv in &args.set {
+    for kv in set {
         let (k, v) = kv
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("--set `{kv}`: expected KEY=VALUE"))?;
         opts.overrides
             .insert(k.trim().to_string(), v.trim().to_string());
     }
-    let mut store = Store::open(&args.db)?;
+    Ok(opts)
+}
+
+/// Ingests `paths` into `db` (migrating it first), printing each report. Returns whether any
+/// unit was skipped and whether any name was unknown.
+pub fn ingest_into(
+    db: &str,
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+) -> anyhow::Result<(bool, bool)> {
+    let mut store = Store::open(db)?;
     store.migrate()?;
     let mut failed = false;
     let mut unknown = false;
-    for p in &args.paths {
-        let report = store.ingest_path(p, &opts)?;
+    for p in paths {
+        let report = store.ingest_path(p, opts)?;
         print!("{}", report.render());
         failed |= !report.skipped.is_empty();
         unknown |= !report.unknown.is_empty();
     }
+    Ok((failed, unknown))
+}
+
+/// Runs the subcommand; returns 0, or 1 when something was skipped (always) or unknown (with
+/// `--strict`).
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let opts = options(&args.set)?;
+    let (failed, unknown) = ingest_into(&args.db, &args.paths, &opts)?;
     Ok(if failed || (args.strict && unknown) {
         1
     } else {

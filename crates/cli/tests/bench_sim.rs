@@ -1,0 +1,133 @@
+//! `inferbench bench` against the real `inferbench sim` server, as a user repeats a run:
+//! the second run with the same seed is served from the sim's prefix cache and says so;
+//! `--cache-bust` avoids it; `--db` with `--set` puts the point in the database so `report`
+//! shows it (issue 13).
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
+
+/// The sim process, killed on drop.
+struct Sim(Child, u16);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_sim() -> Sim {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(BIN)
+        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sim = Sim(child, port);
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "sim did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sim
+}
+
+fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "256",
+            "--random-output-len",
+            "8",
+            "--max-concurrency",
+            "4",
+            "--num-prompts",
+            "8",
+            "--progress",
+            "off",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    (o, text)
+}
+
+#[test]
+fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
+    let sim = start_sim();
+    let (_, first) = bench(&sim, &[]);
+    assert!(!first.contains("prefix cache served"), "{first}");
+    let (_, second) = bench(&sim, &[]);
+    // All 8 prompts were sent before: the sim (as vLLM) finds every cached 16-token block but
+    // the last (one token must be computed), 240 of each 256-token prompt: 8 × 240 = 1920.
+    assert!(
+        second.contains("the server's prefix cache served 1920 of 2048 prompt tokens (93.8 %)"),
+        "{second}"
+    );
+    assert!(second.contains("--cache-bust"), "{second}");
+    let (_, busted) = bench(&sim, &["--cache-bust"]);
+    assert!(!busted.contains("prefix cache served"), "{busted}");
+}
+
+#[test]
+fn bench_db_stores_the_point_with_its_identity() {
+    let sim = start_sim();
+    let dir = std::env::temp_dir().join(format!("inferbench-bench-sim-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("t.db");
+    let db = db.to_str().unwrap();
+    let result_dir = dir.join("results");
+    let (_, text) = bench(
+        &sim,
+        &[
+            "--db",
+            db,
+            "--set",
+            "hw=h100",
+            "--set",
+            "framework=sim",
+            "--set",
+            "precision=bf16",
+            "--result-dir",
+            result_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(text.contains("ingested 1 run(s)"), "{text}");
+    let o = Command::new(BIN)
+        .args(["report", "--db", db, "--format", "csv", "--columns"])
+        .arg("model,isl,osl,hardware,framework,precision,conc")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "model,isl,osl,hardware,framework,precision,conc\nllama3.1-8b,256,8,h100,sim,bf16,4\n"
+    );
+    // --set without --db is refused (it would do nothing).
+    let o = Command::new(BIN)
+        .args(["bench", "--model", "m", "--set", "hw=h100"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
