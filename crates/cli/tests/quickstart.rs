@@ -9,7 +9,7 @@ struct Row {
     conc: u32,
     tput_per_gpu: f64,
     interactivity: f64,
-    ttft_p99_ms: f64,
+    ttft_p99_s: f64,
 }
 
 fn parse_table(stdout: &str) -> Vec<Row> {
@@ -24,7 +24,7 @@ fn parse_table(stdout: &str) -> Vec<Row> {
                 conc: f[0].parse().ok()?,
                 tput_per_gpu: f[1].parse().ok()?,
                 interactivity: f[2].parse().ok()?,
-                ttft_p99_ms: f[3].parse().ok()?,
+                ttft_p99_s: f[3].parse().ok()?,
             })
         })
         .collect()
@@ -70,7 +70,7 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
     );
     // Interactivity falls; TTFT jumps once concurrency passes max-num-seqs.
     assert!(rows[3].interactivity < rows[0].interactivity, "{stdout}");
-    assert!(rows[3].ttft_p99_ms > 1.5 * rows[2].ttft_p99_ms, "{stdout}");
+    assert!(rows[3].ttft_p99_s > 1.5 * rows[2].ttft_p99_s, "{stdout}");
     // Single-stream decode on the simulated H100 (Llama-3.1-8B BF16): roofline step
     // 16.06 GB / (3.35 TB/s x 0.8) + 1 ms ≈ 7.0 ms, i.e. ≈ 140 tok/s/user.
     assert!((100.0..170.0).contains(&rows[0].interactivity), "{stdout}");

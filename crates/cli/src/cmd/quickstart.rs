@@ -187,6 +187,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         info.kv_capacity_tokens
     );
     eprintln!("{sim_line}");
+    eprintln!(
+        "  (time scale {}: the sim runs {}x faster than the modelled hardware; every time below \
+         is rescaled to the modelled hardware's)",
+        p.time_scale, p.time_scale
+    );
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let (run_dir, sweep_id) = fresh_run_dir(&args.out)?;
@@ -290,11 +295,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             std::fs::write(dir.join("server.log"), format!("{sim_line}\n"))?;
             let s = &outcome.summary;
             eprintln!(
-                "  conc {conc:>3}: {} ok, {} failed, {:.0} tok/s, TTFT p99 {:.0} ms, {:.1} s",
+                "  conc {conc:>3}: {} ok, {} failed, total {:.0} tok/s, TTFT p99 {:.3} s, took {:.1} s of wall time",
                 s.completed,
                 s.inferbench.failed,
                 s.total_token_throughput,
-                metric(s, "p99_ttft_ms").unwrap_or(f64::NAN),
+                metric(s, "p99_ttft_ms").unwrap_or(f64::NAN) / 1000.0,
                 t0.elapsed().as_secs_f64()
             );
             if outcome.exit_code != 0 {
@@ -407,12 +412,12 @@ fn frontier_table(points: &[Point], gpus: u32) -> String {
                 p.conc,
                 tput,
                 intvty,
-                metric(s, "p99_ttft_ms").unwrap_or(f64::NAN),
+                metric(s, "p99_ttft_ms").unwrap_or(f64::NAN) / 1000.0,
             )
         })
         .collect();
     let mut out = String::from(
-        "\n  conc   tok/s/GPU   interactivity (tok/s/user)   TTFT p99 (ms)   frontier\n",
+        "\n  conc   tok/s/GPU   interactivity (tok/s/user)   TTFT p99 (s)   frontier\n",
     );
     for (i, r) in rows.iter().enumerate() {
         let dominated = rows
@@ -420,7 +425,7 @@ fn frontier_table(points: &[Point], gpus: u32) -> String {
             .enumerate()
             .any(|(j, o)| j != i && o.1 >= r.1 && o.2 >= r.2 && (o.1 > r.1 || o.2 > r.2));
         out.push_str(&format!(
-            "  {:>4}   {:>9.1}   {:>26.1}   {:>13.1}   {}\n",
+            "  {:>4}   {:>9.1}   {:>26.1}   {:>12.3}   {}\n",
             r.0,
             r.1,
             r.2,
@@ -428,6 +433,10 @@ fn frontier_table(points: &[Point], gpus: u32) -> String {
             if dominated { "" } else { "*" }
         ));
     }
+    out.push_str(
+        "  (* = on the Pareto frontier: no other point has both more tok/s/GPU and more \
+         tok/s/user; TTFT p99 in seconds, modelled time)\n",
+    );
     out
 }
 
@@ -481,15 +490,21 @@ fn store_and_plot(
     };
     inferbench_store::query::mark_frontier(&mut rows, &spec.x, &spec.y);
     inferbench_store::plot::plot(&rows, &spec, chart)?;
+    // The default chart comes as SVG (any browser) and PNG (any image viewer).
+    let mut charts = chart.display().to_string();
+    if args.chart.is_none() {
+        let png = chart.with_extension("png");
+        inferbench_store::plot::plot(&rows, &spec, &png)?;
+        charts = format!("{charts} and {}", png.display());
+    }
     let db = if args.no_db {
         "no database (--no-db)".to_string()
     } else {
         store.location().to_string()
     };
     Ok(format!(
-        "ingested {} points into {db} ({} skipped); chart: {}",
+        "ingested {} points into {db} ({} skipped); chart: {charts}",
         report.points,
         report.skipped.len(),
-        chart.display()
     ))
 }
