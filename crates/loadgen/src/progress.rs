@@ -93,7 +93,7 @@ impl Progress {
                 let failed = counters.failed.load(Ordering::Relaxed);
                 let tokens = counters.tokens.load(Ordering::Relaxed);
                 let msg = format!(
-                    "{:.1} req/s {:.0} tok/s {} errors",
+                    "{:.1} req/s, {:.0} output tok/s, {} failed",
                     done as f64 / el,
                     tokens as f64 / el,
                     failed
@@ -108,7 +108,7 @@ impl Progress {
                     }
                     None => {
                         let of = total.map_or(String::new(), |t| format!("/{t}"));
-                        eprintln!("[{label}] {:.0} s: {done}{of} done, {msg}", el);
+                        eprintln!("[{label}] {:.0} s elapsed: {done}{of} requests done, {msg}", el);
                     }
                 }
                 if stopping {
