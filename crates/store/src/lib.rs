@@ -156,6 +156,13 @@ impl IngestReport {
     }
 }
 
+/// Whether `p` is bookkeeping that `inferbench sweep` writes beside its points: the sweep's
+/// `sweep.json` report and the engine logs under `_engines/`.
+fn sweep_bookkeeping(p: &Path) -> bool {
+    p.file_name().is_some_and(|n| n == "sweep.json")
+        || p.components().any(|c| c.as_os_str() == "_engines")
+}
+
 /// The results database.
 pub struct Store {
     pub(crate) conn: Conn,
@@ -295,6 +302,9 @@ impl Store {
         let mut ignored = Vec::new();
         parse::discover(path, &mut units, &mut ignored)
             .map_err(|e| StoreError::Io(path.to_path_buf(), e))?;
+        // Files our own sweeps write beside the points are not results: not worth a line.
+        ignored.retain(|p| !sweep_bookkeeping(p));
+        units.retain(|u| !matches!(u, parse::Unit::File(f) if sweep_bookkeeping(f) && !path.is_file()));
         let mut report = IngestReport {
             ignored: ignored.iter().map(|p| p.display().to_string()).collect(),
             ..Default::default()
