@@ -1290,6 +1290,30 @@ mod tests {
     }
 
     #[test]
+    fn additions_from_a_diff_follow_the_reference_quirks() {
+        // `+` lines starting with `+++` and `-` lines starting with `---` are skipped (the
+        // reference takes them for file headers); blank deletions are allowed.
+        let diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,4 @@\n a\n-  \n---x\n+++y\n+- b: 1\n+\n\\ No newline at end of file\n";
+        let a = added_from_diff(diff, "a\n++y\n- b: 1\n\n", "base.yaml").unwrap();
+        assert_eq!(a.text, "- b: 1\n");
+        assert_eq!(a.head_lines, vec![3, 4]);
+        assert_eq!(a.entry_lines, vec![3]);
+        let e = added_from_diff("@@ -7,2 +7 @@\n x\n-gone\n", "", "base.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "base.yaml:8:1: Deletions are not allowed in the changelog; only additions are permitted. Found deleted line: gone"
+        );
+        let e = added_from_diff("@@ -a +1 @@\n", "", "base.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "diff:1:1: malformed hunk header '@@ -a +1 @@'"
+        );
+        // A zero-length old range names the line before it.
+        let e = added_from_diff("@@ -0,0 +1 @@\n+x\n@@ -3 +3,0 @@\n-y\n", "x\n", "b").unwrap_err();
+        assert!(e.to_string().starts_with("b:3:1: Deletions"), "{e}");
+    }
+
+    #[test]
     fn trim_conc_keeps_lowest_point() {
         let rows: Vec<Row> = [
             json!({"a": 1, "conc": 8, "exp-name": "x8"}),

@@ -250,7 +250,7 @@ fn changed_lines<'a>(old: &'a str, new: &'a str) -> (File<'a>, File<'a>) {
     (a, b)
 }
 
-/// git's integer "square root": the smallest power of two whose square exceeds... roughly √n.
+/// git's rough integer square root: 2 to the power of the number of base-4 digits of `n`.
 fn bogosqrt(mut n: usize) -> usize {
     let mut i = 1;
     while n > 0 {
@@ -1244,6 +1244,46 @@ pub fn git_diff_files(
         .arg(old)
         .arg(new);
     run_git(&mut cmd, &[0, 1])
+}
+
+/// [`git_diff_files`] on two texts, written to a fresh temporary directory (so the diff is of
+/// exactly these bytes, whatever the originals were: pipes, symlinks, files changed since).
+///
+/// # Errors
+/// As [`git_diff_files`]; [`GitError::Failed`] when the temporary files cannot be written.
+pub fn git_diff_texts(old: &str, new: &str) -> Result<String, GitError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let base = std::env::temp_dir();
+    let mut dir = None;
+    for _ in 0..100 {
+        let d = base.join(format!(
+            "inferbench-diff-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        if std::fs::create_dir(&d).is_ok() {
+            dir = Some(d);
+            break;
+        }
+    }
+    let Some(dir) = dir else {
+        return Err(GitError::Failed(format!(
+            "cannot create a temporary directory in {}",
+            base.display()
+        )));
+    };
+    let (a, b) = (dir.join("base"), dir.join("head"));
+    let written = std::fs::write(&a, old).and_then(|_| std::fs::write(&b, new));
+    let out = match written {
+        Ok(()) => git_diff_files(&a, &b, &[]),
+        Err(e) => Err(GitError::Failed(format!(
+            "cannot write {}: {e}",
+            dir.display()
+        ))),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    out
 }
 
 /// `git -C REPO … diff --no-ext-diff --no-color BASE HEAD -- PATH` (pinned [`GIT_DIFF_ARGS`]),

@@ -95,7 +95,7 @@ fn additions(
                 args.head_ref.as_deref().unwrap_or_default(),
                 &args.changelog_file,
             ),
-            (None, Some(b), Some(h)) => linediff::git_diff_files(b, h, &[]),
+            (None, Some(_), Some(_)) => linediff::git_diff_texts(base_text, head_text),
             _ => bail!("no base and head to diff"),
         };
         match git {
