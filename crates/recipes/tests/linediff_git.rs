@@ -251,6 +251,12 @@ const VOCAB: &[&str] = &[
     "a",
     "b",
     "}",
+    // Not space for git's indent rule (vertical tab, form feed), CR, non-ASCII.
+    "\u{b}  vt",
+    "  \u{c}",
+    "\u{e9}t\u{e9} \u{2014}",
+    "cr\r",
+    "  \r",
 ];
 
 fn random_edit(rng: &mut Rng, lines: usize, edits: usize, vocab: usize) -> (String, String) {
@@ -304,9 +310,9 @@ fn big_random_edits_diff_like_git() {
     // Many edits over few distinct lines: many-match discards, sliding, heuristic cut-offs.
     for (i, (lines, edits, vocab)) in [
         (3000, 400, 6),
-        (2000, 900, 19),
+        (2000, 900, 24),
         (5000, 60, 3),
-        (1500, 1500, 19),
+        (1500, 1500, 24),
     ]
     .into_iter()
     .enumerate()
@@ -324,14 +330,17 @@ fn long_files_with_block_moves_diff_like_git() {
         return;
     }
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
-    for (i, (lines, moves)) in [(40_000usize, 400usize), (36_000, 1200)]
-        .into_iter()
-        .enumerate()
-    {
+    let cases = [
+        (40_000usize, 400usize, 5usize),
+        (36_000, 1200, 5),
+        (34_000, 300, 40),
+        (33_000, 2500, 3),
+    ];
+    for (i, (lines, moves, len)) in cases.into_iter().enumerate() {
         let old: Vec<String> = (0..lines).map(|k| format!("line {k}")).collect();
         let mut new = old.clone();
         for _ in 0..moves {
-            let n = 1 + rng.below(5);
+            let n = 1 + rng.below(len);
             let from = rng.below(new.len() - n);
             let block: Vec<String> = new.drain(from..from + n).collect();
             let to = rng.below(new.len());
