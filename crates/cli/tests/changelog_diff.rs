@@ -52,6 +52,22 @@ fn inferbench(args: &[&OsStr], path: Option<&Path>) -> Output {
     if let Some(p) = path {
         cmd.env("PATH", p);
     }
+    // A user git configuration that would change the diff (another algorithm, no indent
+    // heuristic, no context: git then trims the common tail first) must not matter.
+    for (i, (k, v)) in [
+        ("diff.algorithm", "histogram"),
+        ("diff.indentHeuristic", "false"),
+        ("diff.context", "0"),
+        ("diff.noprefix", "true"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        cmd.env(format!("GIT_CONFIG_KEY_{i}"), k)
+            .env(format!("GIT_CONFIG_VALUE_{i}"), v);
+    }
+    cmd.env("GIT_CONFIG_COUNT", "4")
+        .env("GIT_DIFF_OPTS", "--unified=0");
     cmd.output().unwrap()
 }
 

@@ -1183,8 +1183,10 @@ fn parse_header(rest: &str) -> Option<Hunk> {
 // ---- git itself ------------------------------------------------------------------------
 
 /// git's options pinned against the user's configuration: `git -c diff.algorithm=myers -c
-/// diff.indentHeuristic=true diff --no-ext-diff --no-color`.
-pub const GIT_DIFF_ARGS: [&str; 7] = [
+/// diff.indentHeuristic=true diff --no-ext-diff --no-color --unified=3`. The context is pinned
+/// too because with `diff.context=0` (or `GIT_DIFF_OPTS=-U0`) git first trims the common tail,
+/// which can move where the changes line up.
+pub const GIT_DIFF_ARGS: [&str; 8] = [
     "-c",
     "diff.algorithm=myers",
     "-c",
@@ -1192,6 +1194,7 @@ pub const GIT_DIFF_ARGS: [&str; 7] = [
     "diff",
     "--no-ext-diff",
     "--no-color",
+    "--unified=3",
 ];
 
 /// Why git gave no diff.
@@ -1226,7 +1229,8 @@ fn run_git(cmd: &mut std::process::Command, ok_codes: &[i32]) -> Result<String, 
     }
 }
 
-/// `git … diff --no-ext-diff --no-color --no-index OLD NEW` (pinned [`GIT_DIFF_ARGS`]); `extra`
+/// `git … diff --no-ext-diff --no-color --unified=3 --no-index OLD NEW` (pinned
+/// [`GIT_DIFF_ARGS`]); `extra`
 /// options go after `diff`. Exit status 1 (files differ) is success.
 ///
 /// # Errors
@@ -1286,7 +1290,8 @@ pub fn git_diff_texts(old: &str, new: &str) -> Result<String, GitError> {
     out
 }
 
-/// `git -C REPO … diff --no-ext-diff --no-color BASE HEAD -- PATH` (pinned [`GIT_DIFF_ARGS`]),
+/// `git -C REPO … diff --no-ext-diff --no-color --unified=3 BASE HEAD -- PATH` (pinned
+/// [`GIT_DIFF_ARGS`]),
 /// what InferenceX's `process_changelog.py` runs.
 ///
 /// # Errors

@@ -72,7 +72,8 @@ pub struct Args {
 pub enum DiffEngine {
     /// git when it can be started, else builtin.
     Auto,
-    /// `git -c diff.algorithm=myers -c diff.indentHeuristic=true diff --no-ext-diff --no-color`.
+    /// `git -c diff.algorithm=myers -c diff.indentHeuristic=true diff --no-ext-diff --no-color
+    /// --unified=3` (`--no-index` for two files).
     Git,
     /// The built-in diff ([`inferbench_recipes::linediff`]).
     Builtin,
