@@ -436,3 +436,53 @@ proptest! {
         same_as_git(&old, &new, &format!("seed {seed}"));
     }
 }
+
+/// Applies hunks to `old`; None when a context or deleted line does not match.
+fn apply(old: &str, hunks: &[Hunk]) -> Option<String> {
+    let lines: Vec<&str> = old.split_inclusive('\n').collect();
+    let mut out = String::new();
+    let mut at = 0usize; // next old line (0-based)
+    for h in hunks {
+        let start = if h.old_len == 0 {
+            h.old_start
+        } else {
+            h.old_start - 1
+        };
+        while at < start {
+            out.push_str(lines.get(at)?);
+            at += 1;
+        }
+        for l in &h.lines {
+            let text = format!("{}{}", l.text, if l.no_newline { "" } else { "\n" });
+            match l.tag {
+                linediff::Tag::Context | linediff::Tag::Delete => {
+                    if *lines.get(at)? != text {
+                        return None;
+                    }
+                    at += 1;
+                    if l.tag == linediff::Tag::Context {
+                        out.push_str(&text);
+                    }
+                }
+                linediff::Tag::Insert => out.push_str(&text),
+            }
+        }
+    }
+    for l in &lines[at.min(lines.len())..] {
+        out.push_str(l);
+    }
+    Some(out)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, rng_seed: RngSeed::Fixed(13), ..ProptestConfig::default() })]
+
+    /// Any texts (no git needed): no panic, and the hunks turn the old text into the new one.
+    #[test]
+    fn hunks_patch_old_into_new(old in "[ab \t\r\n\u{e9}]{0,80}", new in "[ab \t\r\n\u{e9}]{0,80}") {
+        let d = linediff::diff(&old, &new);
+        prop_assert!(!d.binary);
+        prop_assert_eq!(apply(&old, &d.hunks), Some(new.clone()));
+        prop_assert_eq!(linediff::parse_unified(&d.to_unified("a", "b")).unwrap(), d.hunks);
+    }
+}
