@@ -107,42 +107,97 @@ impl Added {
     }
 }
 
-/// Line-diffs `base` against `head` (Myers, like `git diff`).
+/// The additions of a base→head change by this crate's own diff ([`crate::linediff`], equal
+/// to git's), for when git is not installed; see [`added_from_diff`].
 ///
 /// # Errors
-/// [`Error::Config`] naming the base file line of the first deleted non-blank line ("Deletions are
-/// not allowed"), like the reference.
+/// As [`added_from_diff`].
 pub fn added_lines(base: &str, head: &str, base_file: &str) -> Result<Added> {
-    let diff = similar::TextDiff::from_lines(base, head);
+    let text = crate::linediff::diff(base, head).to_unified("base", "head");
+    added_from_diff(&text, head, base_file)
+}
+
+/// Python's `str.isspace` for one character (Unicode white space plus `\x1c`–`\x1f`).
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
+}
+
+/// The additions in `diff`, the output of `git diff` (or [`crate::linediff`]) from base to
+/// `head`, selected like InferenceX's `process_changelog.py`: every `+` line except those
+/// starting with `+++`, without the `+`. Line numbers come from the hunk headers.
+///
+/// # Errors
+/// [`Error::Config`] naming the base file line of the first deleted line that is not blank
+/// ("Deletions are not allowed"; like the reference, deleted lines starting with `--` pass), or
+/// `diff:<line>` when the diff text itself is malformed.
+pub fn added_from_diff(diff: &str, head: &str, base_file: &str) -> Result<Added> {
     let mut out = Added::default();
     let mut lines: Vec<&str> = Vec::new();
-    for change in diff.iter_all_changes() {
-        let v = change.value();
-        let content = v.strip_suffix('\n').unwrap_or(v);
-        match change.tag() {
-            similar::ChangeTag::Delete => {
+    let (mut old_line, mut new_line) = (0usize, 0usize);
+    let (mut old_left, mut new_left) = (0usize, 0usize);
+    for (n, l) in diff.split('\n').enumerate() {
+        if old_left == 0 && new_left == 0 {
+            if let Some(rest) = l.strip_prefix("@@ -") {
+                let bad = || {
+                    Error::Config(ConfigError::new(
+                        "diff",
+                        Pos {
+                            line: n + 1,
+                            col: 1,
+                        },
+                        "",
+                        format!("malformed hunk header '{l}'"),
+                    ))
+                };
+                let (ranges, _) = rest.split_once(" @@").ok_or_else(bad)?;
+                let (old, new) = ranges.split_once(" +").ok_or_else(bad)?;
+                let range = |s: &str| -> Option<(usize, usize)> {
+                    match s.split_once(',') {
+                        Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+                        None => Some((s.parse().ok()?, 1)),
+                    }
+                };
+                let (os, ol) = range(old).ok_or_else(bad)?;
+                let (ns, nl) = range(new).ok_or_else(bad)?;
+                // A zero-length range names the line before it.
+                old_line = if ol == 0 { os + 1 } else { os };
+                new_line = if nl == 0 { ns + 1 } else { ns };
+                (old_left, new_left) = (ol, nl);
+            }
+            continue;
+        }
+        match l.chars().next() {
+            Some('+') => {
+                if !l.starts_with("+++") {
+                    lines.push(&l[1..]);
+                    out.head_lines.push(new_line);
+                }
+                new_line += 1;
+                new_left = new_left.saturating_sub(1);
+            }
+            Some('-') => {
+                let content = &l[1..];
                 // The reference skips diff lines starting with "---" (its file header), which
                 // also skips deleted content starting with "--".
-                if !content.trim().is_empty() && !content.starts_with("--") {
-                    let line = change.old_index().map(|i| i + 1).unwrap_or(0);
+                if !content.trim_matches(py_space).is_empty() && !l.starts_with("---") {
                     return Err(ConfigError::new(
                         base_file,
-                        Pos { line, col: 1 },
+                        Pos { line: old_line, col: 1 },
                         "",
                         format!("Deletions are not allowed in the changelog; only additions are permitted. Found deleted line: {content}"),
                     )
                     .into());
                 }
+                old_line += 1;
+                old_left = old_left.saturating_sub(1);
             }
-            similar::ChangeTag::Insert => {
-                if content.starts_with("++") {
-                    continue;
-                }
-                lines.push(content);
-                out.head_lines
-                    .push(change.new_index().map(|i| i + 1).unwrap_or(0));
+            Some('\\') => {}
+            _ => {
+                old_line += 1;
+                new_line += 1;
+                old_left = old_left.saturating_sub(1);
+                new_left = new_left.saturating_sub(1);
             }
-            similar::ChangeTag::Equal => {}
         }
     }
     out.text = lines.join("\n");
@@ -1232,6 +1287,30 @@ mod tests {
         let a = added_lines("- a: 1\n", "- a: 1\n\n- b: 2\n", "base.yaml").unwrap();
         assert_eq!(a.text, "\n- b: 2");
         assert_eq!(a.head_lines, vec![2, 3]);
+    }
+
+    #[test]
+    fn additions_from_a_diff_follow_the_reference_quirks() {
+        // `+` lines starting with `+++` and `-` lines starting with `---` are skipped (the
+        // reference takes them for file headers); blank deletions are allowed.
+        let diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,3 +1,4 @@\n a\n-  \n---x\n+++y\n+- b: 1\n+\n\\ No newline at end of file\n";
+        let a = added_from_diff(diff, "a\n++y\n- b: 1\n\n", "base.yaml").unwrap();
+        assert_eq!(a.text, "- b: 1\n");
+        assert_eq!(a.head_lines, vec![3, 4]);
+        assert_eq!(a.entry_lines, vec![3]);
+        let e = added_from_diff("@@ -7,2 +7 @@\n x\n-gone\n", "", "base.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "base.yaml:8:1: Deletions are not allowed in the changelog; only additions are permitted. Found deleted line: gone"
+        );
+        let e = added_from_diff("@@ -a +1 @@\n", "", "base.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "diff:1:1: malformed hunk header '@@ -a +1 @@'"
+        );
+        // A zero-length old range names the line before it.
+        let e = added_from_diff("@@ -0,0 +1 @@\n+x\n@@ -3 +3,0 @@\n-y\n", "x\n", "b").unwrap_err();
+        assert!(e.to_string().starts_with("b:3:1: Deletions"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //!   byte-for-byte like InferenceX's `generate_sweep_configs.py` ([`matrix::to_json_text`]).
 //! * [`identity`]: recipe fingerprint and `RESULT_FILENAME`; [`row`]: typed row accessors.
 //! * [`changelog`]: `perf-changelog.yaml` additions → bucketed matrix (`process_changelog.py`).
+//! * [`linediff`]: the line diff `git diff` prints (xdiff's Myers with the indent heuristic),
+//!   used for changelog additions where git is absent; [`linediff::git_diff_files`] runs git.
 //! * [`catalogue`]: support matrix, KV-offload DRAM policy check, CI priority score.
 //!
 //! ```no_run
@@ -26,6 +28,7 @@ pub mod catalogue;
 pub mod changelog;
 pub mod error;
 pub mod identity;
+pub mod linediff;
 pub mod matrix;
 pub mod pyjson;
 pub mod row;

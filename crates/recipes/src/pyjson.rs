@@ -5,6 +5,8 @@
 //!   `1e+16`). This is what `generate_sweep_configs.py` prints.
 //! * [`dumps_canonical`] = `json.dumps(obj, sort_keys=True, separators=(",", ":"),
 //!   ensure_ascii=True)`, the input of the recipe fingerprint.
+//! * [`dumps_compact_ascii`] = `json.dumps(obj, separators=(",", ":"))`, what
+//!   `ci_priority.py` prints.
 //! * [`dumps_compact`] = pydantic's `model_dump_json()`: no spaces, non-ASCII written raw. This is
 //!   what `process_changelog.py` prints.
 
@@ -43,6 +45,22 @@ pub fn dumps_canonical(value: &Value) -> String {
             spaced: false,
             ascii: true,
             sort_keys: true,
+        },
+    );
+    out
+}
+
+/// `json.dumps(value, separators=(",", ":"))`: compact, non-ASCII escaped, keys in given order
+/// (what `ci_priority.py` prints).
+pub fn dumps_compact_ascii(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(
+        &mut out,
+        value,
+        Style {
+            spaced: false,
+            ascii: true,
+            sort_keys: false,
         },
     );
     out

@@ -116,16 +116,57 @@ fn ci_priority_file_from_snapshot() {
         "spec-decoding": "mtp", "model-prefix": "dsv4", "scenario-type": "agentic-coding"});
     let row = row.as_object().unwrap().clone();
     // push 1+2, agentic +1, fp4 +0.75, mtp +0.75, sglang +0.5, dsv4 +0.75.
-    assert_eq!(cfg.score_text(&row, "push", &[]), "6.750");
+    let ctx = catalogue::PriorityContext {
+        event_name: "push".into(),
+        ..Default::default()
+    };
+    assert_eq!(cfg.score_text(&row, &ctx), "6.750");
     assert!(cfg.skip_queue(&["skip_queue".into()]));
-    let mut m = serde_json::json!({"single_node": {"agentic": [serde_json::Value::Object(row)]}, "changelog_metadata": {}});
-    catalogue::stamp_priority(&mut m, &cfg, "push", &[], "ns");
-    assert_eq!(m["single_node"]["agentic"][0]["ci-priority"], "6.750");
-    assert_eq!(
-        m["single_node"]["agentic"][0]["queue-token"]
-            .as_str()
-            .unwrap()
-            .len(),
-        32
-    );
+}
+
+/// `ci_priority.py`'s output for the two recorded invocations
+/// (`../shared/data/inferencex/expected/ci-priority/README.md`), byte for byte.
+#[test]
+fn ci_priority_outputs_equal_the_reference() {
+    let Some(d) = configs_dir() else { return };
+    let root = d.join("..");
+    let cfg = catalogue::CiPriority::load(&d.join("ci-priority.yaml")).unwrap();
+    let cases = [
+        (
+            "expected/full-sweep.json",
+            catalogue::PriorityContext {
+                event_name: "pull_request".into(),
+                labels: vec!["sweep-enabled".into(), "ci-checklist-complete".into()],
+                ..Default::default()
+            },
+            "expected/ci-priority/full-sweep-pull_request.json",
+        ),
+        (
+            "expected/changelog/1b332e4c3/expected.json",
+            catalogue::PriorityContext {
+                event_name: "push".into(),
+                queue_namespace: "inferencex/123".into(),
+                ..Default::default()
+            },
+            "expected/ci-priority/changelog-1b332e4c3-push.json",
+        ),
+    ];
+    for (input, ctx, expected) in cases {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join(input)).unwrap()).unwrap();
+        let out = catalogue::annotate_jobs(&v, &cfg, &ctx).unwrap();
+        let got = catalogue::annotated_text(&out);
+        let want = std::fs::read_to_string(root.join(expected)).unwrap();
+        if got != want {
+            let g: serde_json::Value = serde_json::from_str(&got).unwrap();
+            let w: serde_json::Value = serde_json::from_str(&want).unwrap();
+            assert_eq!(g, w, "{expected}: values differ");
+            panic!("{expected}: same values, different bytes");
+        }
+    }
+    // 1,355 rows in the full sweep, each with a queue token.
+    let text =
+        std::fs::read_to_string(root.join("expected/ci-priority/full-sweep-pull_request.json"))
+            .unwrap();
+    assert_eq!(text.matches("\"queue-token\":\"").count(), 1355);
 }

@@ -110,3 +110,10 @@ fn changelog_a030e035c_minimaxm3_b200_trtllm() {
 fn changelog_bb91726d1_glm52_b200_sglang() {
     check("bb91726d1");
 }
+#[test]
+fn changelog_056876ec1_kimik3_gb200_dynamo_vllm_agentic() {
+    // git aligns this addition at `- config-keys:` (a different alignment started it mid-entry
+    // and failed with a YAML error); the base's last line, whitespace only, is a permitted
+    // deletion.
+    check("056876ec1");
+}

@@ -61,6 +61,53 @@ pub struct Args {
     /// Write the JSON here instead of stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// Which line diff selects the additions: `git` (git's own, options pinned), `builtin`
+    /// (this program's, equal to git's), or `auto` (git when installed, else builtin).
+    #[arg(long, value_enum, default_value_t = DiffEngine::Auto)]
+    pub diff: DiffEngine,
+}
+
+/// The line diff used for the additions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffEngine {
+    /// git when it can be started, else builtin.
+    Auto,
+    /// `git -c diff.algorithm=myers -c diff.indentHeuristic=true diff --no-ext-diff --no-color
+    /// --unified=3` (`--no-index` for two files).
+    Git,
+    /// The built-in diff ([`inferbench_recipes::linediff`]).
+    Builtin,
+}
+
+/// The additions from base to head: git's diff (of the two files, or of the two refs), or the
+/// built-in one where git is absent (`auto`) or asked for.
+fn additions(
+    args: &Args,
+    base_text: &str,
+    head_text: &str,
+    base_name: &str,
+) -> anyhow::Result<changelog::Added> {
+    use inferbench_recipes::linediff::{self, GitError};
+    if args.diff != DiffEngine::Builtin {
+        let git = match (&args.repo, &args.base, &args.head) {
+            (Some(repo), _, _) => linediff::git_diff_refs(
+                repo,
+                args.base_ref.as_deref().unwrap_or_default(),
+                args.head_ref.as_deref().unwrap_or_default(),
+                &args.changelog_file,
+            ),
+            (None, Some(_), Some(_)) => linediff::git_diff_texts(base_text, head_text),
+            _ => bail!("no base and head to diff"),
+        };
+        match git {
+            Ok(text) => return Ok(changelog::added_from_diff(&text, head_text, base_name)?),
+            Err(GitError::Missing(e)) if args.diff == DiffEngine::Auto => {
+                eprintln!("note: git not available ({e}); using the built-in diff");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(changelog::added_lines(base_text, head_text, base_name)?)
 }
 
 const MASTER_CONFIGS: [&str; 2] = ["configs/amd-master.yaml", "configs/nvidia-master.yaml"];
@@ -145,7 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "give either --base FILE --head FILE, or --repo DIR --base-ref REF --head-ref REF (--check needs only the head)"
         ),
     };
-    let added = changelog::added_lines(&base_text, &head_text, &base_name)?;
+    let added = additions(&args, &base_text, &head_text, &base_name)?;
     let entries = changelog::parse_entries(&added, &head_name)?;
     let config_files: Vec<PathBuf> = if args.config_files.is_empty() {
         MASTER_CONFIGS.iter().map(|p| root.join(p)).collect()

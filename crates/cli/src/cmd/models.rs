@@ -1,11 +1,11 @@
 //! `inferbench models`: catalogue tools over InferenceX master configs — the support matrix
 //! (active and deprecated scenarios per model prefix), the KV-offload DRAM policy check, and the
-//! CI priority score stamped on a matrix.
+//! CI priority score and queue token added to a matrix (InferenceX's `ci_priority.py`).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use inferbench_recipes::catalogue::{self, CiPriority};
+use inferbench_recipes::catalogue::{self, CiPriority, PriorityContext};
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 /// Flags of `inferbench models`.
@@ -44,24 +44,38 @@ enum Sub {
         #[arg(long)]
         json: bool,
     },
-    /// Stamp `ci-priority` and `queue-token` on every row of a matrix JSON file (a list, or the
-    /// bucketed object `inferbench changelog` prints); writes the result to stdout.
+    /// Add `priority`, `queue-token` (and `skip-queue-pr`) to every job of a matrix JSON, as
+    /// InferenceX's `utils/ci_priority.py` does with the same flags; writes the result to stdout.
     Priority {
-        /// Matrix JSON file.
-        #[arg(long)]
-        matrix: PathBuf,
+        /// Matrix JSON file (a list, or the bucketed object `inferbench changelog` prints);
+        /// default stdin.
+        #[arg(long, visible_alias = "matrix")]
+        input: Option<PathBuf>,
         /// ci-priority.yaml.
-        #[arg(long, default_value = "configs/ci-priority.yaml")]
-        ci_priority: PathBuf,
+        #[arg(
+            long,
+            visible_alias = "ci-priority",
+            default_value = "configs/ci-priority.yaml"
+        )]
+        policy: PathBuf,
         /// GitHub event name (`push`, `pull_request`, …).
-        #[arg(long, default_value = "pull_request")]
-        event: String,
-        /// PR labels.
+        #[arg(long, visible_alias = "event", default_value = "")]
+        event_name: String,
+        /// PR labels as a JSON array of strings.
+        #[arg(long, default_value = "[]")]
+        labels_json: String,
+        /// More PR labels (with those of --labels-json).
         #[arg(long, num_args = 0..)]
         labels: Vec<String>,
         /// Queue-token namespace (e.g. the repository and run id).
-        #[arg(long, default_value = "inferbench")]
-        namespace: String,
+        #[arg(long, visible_alias = "namespace", default_value = "local")]
+        queue_namespace: String,
+        /// PR number; with the skip-queue label every job gets `skip-queue-pr: <number>`.
+        #[arg(long)]
+        pr_number: Option<i64>,
+        /// Only these classifier facts count (a JSON array of strings; empty or null = all).
+        #[arg(long, default_value = "")]
+        criteria_json: String,
     },
 }
 
@@ -72,6 +86,28 @@ fn emit(text: &str) -> anyhow::Result<()> {
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
+    }
+}
+
+/// A `--labels-json`/`--criteria-json` value: empty or `null` = None, else a JSON array of
+/// strings.
+fn json_strings(raw: &str, flag: &str) -> anyhow::Result<Option<Vec<String>>> {
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(raw).map_err(|e| anyhow::anyhow!("{flag}: not JSON ({e}): {raw}"))?;
+    match v {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::Array(a) => a
+            .into_iter()
+            .map(|x| match x {
+                serde_json::Value::String(s) => Ok(s),
+                _ => Err(anyhow::anyhow!("{flag} must be a JSON array of strings")),
+            })
+            .collect::<anyhow::Result<Vec<_>>>()
+            .map(Some),
+        _ => anyhow::bail!("{flag} must be a JSON array of strings"),
     }
 }
 
@@ -141,19 +177,44 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(if errors > 0 { 1 } else { 0 })
         }
         Sub::Priority {
-            matrix,
-            ci_priority,
-            event,
+            input,
+            policy,
+            event_name,
+            labels_json,
             labels,
-            namespace,
+            queue_namespace,
+            pr_number,
+            criteria_json,
         } => {
-            let cfg = CiPriority::load(&ci_priority)?;
-            let text = std::fs::read_to_string(&matrix)
-                .with_context(|| format!("cannot read {}", matrix.display()))?;
-            let mut v: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{} is not JSON", matrix.display()))?;
-            catalogue::stamp_priority(&mut v, &cfg, &event, &labels, &namespace);
-            emit(&format!("{}\n", serde_json::to_string(&v)?))?;
+            let cfg = CiPriority::load(&policy)?;
+            let mut all_labels = json_strings(&labels_json, "--labels-json")?.unwrap_or_default();
+            all_labels.extend(labels);
+            let ctx = PriorityContext {
+                event_name,
+                labels: all_labels,
+                queue_namespace,
+                pr_number,
+                criteria: json_strings(&criteria_json, "--criteria-json")?
+                    .map(|v| v.into_iter().collect()),
+            };
+            let (name, text) = match &input {
+                Some(p) => (
+                    p.display().to_string(),
+                    std::fs::read_to_string(p)
+                        .with_context(|| format!("cannot read {}", p.display()))?,
+                ),
+                None => {
+                    let mut t = String::new();
+                    std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                        .context("cannot read stdin")?;
+                    ("<stdin>".to_string(), t)
+                }
+            };
+            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+                anyhow::anyhow!("{name}:{}:{}: not JSON: {e}", e.line(), e.column())
+            })?;
+            let out = catalogue::annotate_jobs(&v, &cfg, &ctx)?;
+            emit(&catalogue::annotated_text(&out))?;
             Ok(0)
         }
     }
