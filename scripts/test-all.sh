@@ -9,38 +9,17 @@
 #   in the checkout; cargo's target/ as usual.
 # - every run: a temporary directory /tmp/inferbench-test.XXXXXX holding a private PostgreSQL
 #   cluster, a private munged and a single-host Slurm (own config, key, sockets, state, logs, free
-#   ports on 127.0.0.1), removed at the end with everything it started. Nothing under /etc is
-#   written, no system service is started, stopped or reconfigured.
+#   ports on 127.0.0.1), removed at the end with everything it started
+#   (scripts/with-test-services.sh). Nothing under /etc is written, no system service is
+#   started, stopped or reconfigured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-svc=$(mktemp -d /tmp/inferbench-test.XXXXXX)
-chmod 0755 "$svc"   # the postgres user must reach its data directory below
-export INFERBENCH_SERVICES_DIR=$svc
-export INFERBENCH_ENV_FILE=$svc/env.sh
-: > "$INFERBENCH_ENV_FILE"
-cleanup() {
-  echo "== stopping private test services ($svc)"
-  bash scripts/stop-services.sh "$svc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# Each setup script installs and starts one thing and appends `export VAR=...` lines to
-# $INFERBENCH_ENV_FILE naming what the tests should use.
-for s in scripts/setup/*.sh; do
-  echo "== setup: $s"
-  bash "$s"
-done
-# shellcheck disable=SC1090
-source "$INFERBENCH_ENV_FILE"
-# In CI, tests that need a service fail instead of skipping when it is missing.
-export INFERBENCH_REQUIRE_SERVICES=1
-
-echo "== cargo fmt --check"
-cargo fmt --all -- --check
-echo "== cargo clippy -D warnings"
-cargo clippy --workspace --all-targets -- -D warnings
-echo "== cargo test"
-cargo test --workspace -- --test-threads=2
+exec bash scripts/with-test-services.sh -- bash -c '
+  set -euo pipefail
+  echo "== cargo fmt --check"
+  cargo fmt --all -- --check
+  echo "== cargo clippy -D warnings"
+  cargo clippy --workspace --all-targets -- -D warnings
+  echo "== cargo test"
+  cargo test --workspace -- --test-threads=2
+'
