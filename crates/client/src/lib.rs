@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod get;
 pub mod http;
 pub mod openai;
 pub mod pool;
@@ -30,6 +31,7 @@ pub mod replay;
 pub mod sse;
 
 pub use clock::RunClock;
+pub use get::http_get;
 pub use http::{Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
 pub use openai::{Backend, RequestInput, TokenCounter};
 pub use tokio_util::sync::CancellationToken;

@@ -6,6 +6,7 @@
 
 pub mod analytics;
 pub mod metrics;
+pub mod prometheus;
 pub mod record;
 pub mod registry;
 pub mod summary;

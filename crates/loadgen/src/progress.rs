@@ -108,7 +108,10 @@ impl Progress {
                     }
                     None => {
                         let of = total.map_or(String::new(), |t| format!("/{t}"));
-                        eprintln!("[{label}] {:.0} s elapsed: {done}{of} requests done, {msg}", el);
+                        eprintln!(
+                            "[{label}] {:.0} s elapsed: {done}{of} requests done, {msg}",
+                            el
+                        );
                     }
                 }
                 if stopping {

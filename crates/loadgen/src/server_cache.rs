@@ -10,10 +10,8 @@
 
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
+use inferbench_client::http_get;
+use inferbench_core::prometheus::parse_prometheus;
 
 /// Cumulative prefix-cache counters of a server, in tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -36,38 +34,21 @@ impl PrefixCache {
     }
 }
 
-/// Parses the prefix-cache counters out of a Prometheus text exposition; `None` when neither
-/// counter is present.
+/// Sums the prefix-cache counters of a Prometheus text exposition over their label sets;
+/// `None` when neither counter is present with a finite value.
 pub fn parse_prefix_cache(text: &str) -> Option<PrefixCache> {
     let mut pc = PrefixCache::default();
     let mut seen = false;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
-        let name = &line[..name_end];
-        let base = name.strip_suffix("_total").unwrap_or(name);
+    for s in parse_prometheus(text) {
+        let base = s.name.strip_suffix("_total").unwrap_or(&s.name);
         let slot = match base {
             "vllm:prefix_cache_queries" | "vllm:gpu_prefix_cache_queries" => &mut pc.queries,
             "vllm:prefix_cache_hits" | "vllm:gpu_prefix_cache_hits" => &mut pc.hits,
             _ => continue,
         };
-        // The value follows the label set (which may contain spaces inside quotes).
-        let rest = match line[name_end..].strip_prefix('{') {
-            Some(r) => r.rsplit_once('}').map_or("", |(_, v)| v),
-            None => &line[name_end..],
-        };
-        if let Some(v) = rest
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-        {
-            if v.is_finite() {
-                *slot += v;
-                seen = true;
-            }
+        if s.value.is_finite() {
+            *slot += s.value;
+            seen = true;
         }
     }
     seen.then_some(pc)
@@ -76,27 +57,11 @@ pub fn parse_prefix_cache(text: &str) -> Option<PrefixCache> {
 /// GETs `<base_url>/metrics` (2 s timeout) and parses the prefix-cache counters; `None` on any
 /// failure (no such endpoint, not reachable, no counters).
 pub async fn read_prefix_cache(base_url: &str) -> Option<PrefixCache> {
-    let url: hyper::Uri = format!("{}/metrics", base_url.trim_end_matches('/'))
-        .parse()
-        .ok()?;
-    if url.scheme_str() != Some("http") {
-        return None;
+    let url = format!("{}/metrics", base_url.trim_end_matches('/'));
+    match http_get(&url, Duration::from_secs(2)).await {
+        Ok((200, body)) => parse_prefix_cache(&String::from_utf8_lossy(&body)),
+        _ => None,
     }
-    let client: Client<_, Empty<Bytes>> =
-        Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
-    let fetch = async {
-        let resp = client.get(url).await.ok()?;
-        if !resp.status().is_success() {
-            return None;
-        }
-        let body = resp.into_body().collect().await.ok()?.to_bytes();
-        // A /metrics page is small; refuse anything absurd.
-        (body.len() <= 64 << 20).then(|| String::from_utf8_lossy(&body).into_owned())
-    };
-    let text = tokio::time::timeout(Duration::from_secs(2), fetch)
-        .await
-        .ok()??;
-    parse_prefix_cache(&text)
 }
 
 /// The warning for a random-dataset run whose profile phase found `delta.hits` prompt tokens

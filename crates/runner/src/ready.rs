@@ -6,11 +6,6 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
-
 use crate::engine::{log_tail, EngineProcess};
 
 /// Lines of server log carried by readiness errors.
@@ -43,29 +38,8 @@ pub enum ReadyError {
     },
 }
 
-/// Result of one HTTP GET: status code and body, or a transport error message.
-pub async fn http_get(url: &str, timeout: Duration) -> Result<(u16, Bytes), String> {
-    let client: Client<_, Empty<Bytes>> =
-        Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
-    let uri: hyper::Uri = url.parse().map_err(|e| format!("bad url {url}: {e}"))?;
-    let fut = async {
-        let resp = client
-            .get(uri)
-            .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
-        let status = resp.status().as_u16();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("GET {url}: body: {e}"))?
-            .to_bytes();
-        Ok((status, body))
-    };
-    tokio::time::timeout(timeout, fut)
-        .await
-        .map_err(|_| format!("GET {url}: no answer within {} ms", timeout.as_millis()))?
-}
+/// One HTTP GET: status code and body, or a transport error message (the client crate's).
+pub use inferbench_client::http_get;
 
 /// Waits until `base_url` (e.g. `http://127.0.0.1:8888`) answers `/health` with 2xx and then
 /// `/v1/models` with 2xx and a non-empty `data` list. Polls every `interval`; gives up after

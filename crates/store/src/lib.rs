@@ -304,7 +304,9 @@ impl Store {
             .map_err(|e| StoreError::Io(path.to_path_buf(), e))?;
         // Files our own sweeps write beside the points are not results: not worth a line.
         ignored.retain(|p| !sweep_bookkeeping(p));
-        units.retain(|u| !matches!(u, parse::Unit::File(f) if sweep_bookkeeping(f) && !path.is_file()));
+        units.retain(
+            |u| !matches!(u, parse::Unit::File(f) if sweep_bookkeeping(f) && !path.is_file()),
+        );
         let mut report = IngestReport {
             ignored: ignored.iter().map(|p| p.display().to_string()).collect(),
             ..Default::default()
