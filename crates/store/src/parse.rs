@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
+use inferbench_telemetry::power;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -1203,11 +1204,12 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         match parse_power_csv(&text) {
             Ok(samples) => {
                 if let (Some(t0), Some(t1)) = (run.start_unix, run.end_unix) {
+                    let gpus = pt.config.gpus();
                     add_measured_power(
                         &mut pt.metrics,
-                        &samples,
-                        t0,
-                        t1,
+                        &text,
+                        (t0, t1),
+                        gpus,
                         &mut run.warnings,
                         &power,
                     );
@@ -1355,57 +1357,20 @@ fn add_e2e_norm(m: &mut BTreeMap<String, f64>, mut ratios: Vec<f64>) {
     }
 }
 
-/// Parses `power.csv`: header detection as InferenceX's `aggregate_power.py` (timestamp = first
-/// column containing "time"; power = first containing "power" but not limit/cap/max/min; GPU id =
-/// a column named index/gpu/gpu_id/gpu_index/card/device). Timestamps: unix seconds, or unix ms
-/// when > 1e12. Power: first number in the cell; unparsable cells are skipped.
+/// Parses `power.csv` with the telemetry crate's reader (InferenceX's column detection, CSV
+/// quoting, timestamp and power formats): the usable `(gpu, unix s, W)` samples sorted by GPU
+/// and time, duplicates dropped; an error naming the file-level problem otherwise.
 pub fn parse_power_csv(text: &str) -> Result<Vec<(String, f64, f64)>, String> {
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Vec<String> = lines
-        .next()
-        .ok_or("empty file")?
-        .split(',')
-        .map(|h| h.trim().to_lowercase())
-        .collect();
-    let ti = header
-        .iter()
-        .position(|h| h.contains("time"))
-        .ok_or("timestamp column missing")?;
-    let pi = header
-        .iter()
-        .position(|h| {
-            h.contains("power") && !["limit", "cap", "max", "min"].iter().any(|x| h.contains(x))
-        })
-        .ok_or("power column missing")?;
-    let gi = header
-        .iter()
-        .position(|h| {
-            ["index", "gpu", "gpu_id", "gpu_index", "card", "device"].contains(&h.as_str())
-        })
-        .ok_or("gpu identity column missing")?;
-    let first_num = |s: &str| -> Option<f64> {
-        let s = s.trim();
-        let start = s.find(|c: char| c.is_ascii_digit() || c == '-' || c == '.')?;
-        let rest = &s[start..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == 'e' || c == 'E'))
-            .unwrap_or(rest.len());
-        rest[..end].parse().ok()
-    };
-    let mut out = Vec::new();
-    for l in lines {
-        let cells: Vec<&str> = l.split(',').collect();
-        let (Some(t), Some(p), Some(g)) = (cells.get(ti), cells.get(pi), cells.get(gi)) else {
-            continue;
-        };
-        let (Some(mut t), Some(p)) = (first_num(t), first_num(p)) else {
-            continue;
-        };
-        if t > 1e12 {
-            t /= 1000.0;
-        }
-        out.push((g.trim().to_string(), t, p));
+    let csv = power::parse_csv(text);
+    if !csv.reasons.is_empty() {
+        return Err(csv.reasons.join(", "));
     }
+    let mut out: Vec<(String, f64, f64)> = csv
+        .rows
+        .into_iter()
+        .filter_map(|r| Some((r.gpu, r.t?, r.watts?)))
+        .filter(|(g, t, w)| !g.is_empty() && t.is_finite() && w.is_finite())
+        .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
     out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
     if out.is_empty() {
@@ -1414,51 +1379,56 @@ pub fn parse_power_csv(text: &str) -> Result<Vec<(String, f64, f64)>, String> {
     Ok(out)
 }
 
+/// Measured power of a point from its `power.csv`, validated and integrated as InferenceX's
+/// `aggregate_power.py` does (`inferbench_telemetry::power`): when every rule holds, the
+/// metrics (`avg_power_w`, `total_gpu_energy_j`, `joules_per_*`) and `power_valid` 1; else
+/// `power_valid` 0, no metric, and a warning naming the reasons. A producer's own validated
+/// figures (`avg_power_w` already present) win.
 fn add_measured_power(
     m: &mut BTreeMap<String, f64>,
-    samples: &[(String, f64, f64)],
-    t0: f64,
-    t1: f64,
+    text: &str,
+    (t0, t1): (f64, f64),
+    gpus: i64,
     warnings: &mut Vec<String>,
     at: &Path,
 ) {
     if m.contains_key("avg_power_w") {
-        return; // the producer's validated figures win
-    }
-    let mut by_gpu: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
-    for (g, t, p) in samples {
-        by_gpu.entry(g).or_default().push((*t, *p));
-    }
-    let mut energy = 0.0;
-    for (g, s) in &by_gpu {
-        match inferbench_core::analytics::energy_joules(s, t0, t1) {
-            Some(e) => energy += e,
-            None => {
-                warnings.push(format!(
-                    "{}: GPU {g} samples do not bracket the benchmark window; no measured power",
-                    at.display()
-                ));
-                return;
-            }
-        }
-    }
-    let n = by_gpu.len() as f64;
-    let dur = t1 - t0;
-    if dur <= 0.0 || n == 0.0 {
         return;
     }
-    m.insert("total_gpu_energy_j".into(), energy);
-    m.insert("avg_power_w".into(), energy / dur / n);
-    let tin = m.get("total_input_tokens").copied().unwrap_or(0.0);
-    let tout = m.get("total_output_tokens").copied().unwrap_or(0.0);
-    if tin > 0.0 {
-        m.insert("joules_per_input_token".into(), energy / tin);
-    }
-    if tout > 0.0 {
-        m.insert("joules_per_output_token".into(), energy / tout);
-    }
-    if tin + tout > 0.0 {
-        m.insert("joules_per_total_token".into(), energy / (tin + tout));
+    let expected = u32::try_from(gpus).ok().filter(|g| *g > 0);
+    let p = power::integrate(
+        &power::parse_csv(text),
+        t0,
+        t1,
+        expected,
+        power::DEFAULT_MAX_SAMPLE_GAP_S,
+    );
+    let count = |k: &str| m.get(k).copied().filter(|v| *v > 0.0).unwrap_or(0.0) as u64;
+    let b = power::BenchmarkWindow {
+        start_time_unix: t0,
+        end_time_unix: t1,
+        reported_duration_s: m.get("duration").copied().unwrap_or(t1 - t0),
+        completed: count("completed"),
+        total_input_tokens: count("total_input_tokens"),
+        total_output_tokens: count("total_output_tokens"),
+    };
+    match power::metrics(&p, &b) {
+        Some(metrics) => {
+            for (k, v) in metrics {
+                m.insert(k.to_string(), v);
+            }
+            m.insert("power_valid".into(), 1.0);
+        }
+        None => {
+            let mut reasons = b.reasons();
+            reasons.extend(p.reasons.iter().cloned());
+            m.insert("power_valid".into(), 0.0);
+            warnings.push(format!(
+                "{}: power not valid ({}); no measured power stored",
+                at.display(),
+                reasons.join(", ")
+            ));
+        }
     }
 }
 

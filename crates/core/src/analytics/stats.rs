@@ -18,6 +18,10 @@ pub fn energy_joules(samples: &[(f64, f64)], t0: f64, t1: f64) -> Option<f64> {
     }
     let at = |t: f64| -> f64 {
         let i = samples.partition_point(|s| s.0 < t);
+        // A sample at the boundary (within 1 ns, as InferenceX) gives its own reading.
+        if i < samples.len() && (samples[i].0 - t).abs() <= 1e-9 {
+            return samples[i].1;
+        }
         if i == 0 {
             return samples[0].1;
         }
