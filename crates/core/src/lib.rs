@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod prometheus;
 pub mod record;
 pub mod registry;
+pub mod server_metrics;
 pub mod summary;
 
 pub use record::{Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};
