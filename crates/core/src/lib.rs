@@ -5,8 +5,10 @@
 //! [`summary`] → store → [`analytics`] → views.
 
 pub mod analytics;
+pub mod anomaly;
 pub mod metrics;
 pub mod record;
 pub mod summary;
 
+pub use anomaly::Anomaly;
 pub use record::{Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};
