@@ -31,5 +31,5 @@ pub mod sse;
 
 pub use clock::RunClock;
 pub use http::{Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
-pub use openai::{Backend, RequestInput, TokenCounter};
+pub use openai::{Backend, MaxTokensField, RequestInput, TokenCounter};
 pub use tokio_util::sync::CancellationToken;
