@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use inferbench_client::Backend;
+use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use inferbench_loadgen::{
     output::render_report, run_bench, BenchOptions, CancellationToken, DatasetName, ProgressMode,
@@ -16,8 +16,9 @@ use inferbench_loadgen::{
 /// Flags of `inferbench bench` (vLLM `bench serve` names).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate; 2 bad flags, files or \
-                  setup; 3 server unreachable (partial results written); 130 interrupted by \
+    after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate, anomaly rate above \
+                  --max-anomaly-rate, or no request succeeded; 2 bad flags, files or setup; 3 \
+                  server unreachable (partial results written); 130 interrupted by \
                   Ctrl-C/SIGTERM (finished requests saved).\n\nExample (InferenceX fixed-seq-len \
                   point):\n  inferbench bench --base-url http://127.0.0.1:8000 --model M \
                   --dataset-name random --random-input-len 1024 --random-output-len 1024 \
@@ -87,12 +88,19 @@ pub struct Args {
         help_heading = "Workload"
     )]
     pub output_len: Option<u32>,
-    /// Tokenizer: o200k_base (embedded), cl100k_base, or a path to a HF tokenizer.json.
+    /// Tokenizer: o200k_base (embedded), cl100k_base, a path to a HF tokenizer.json, or
+    /// `server`: fit prompts to the served model's own tokenizer through its /tokenize
+    /// endpoint (vLLM, SGLang, llama.cpp, inferbench sim), so input lengths are exact.
     #[arg(long, default_value = "o200k_base", help_heading = "Workload")]
     pub tokenizer: String,
     /// Ask the server to ignore EOS and generate exactly max_tokens (vLLM/SGLang extension).
     #[arg(long, help_heading = "Workload")]
     pub ignore_eos: bool,
+    /// Body field(s) carrying the output length: both (max_tokens and max_completion_tokens;
+    /// the chat default, as some servers honour only one), max_tokens (the completions
+    /// default) or max_completion_tokens.
+    #[arg(long, value_parser = ["both", "max_tokens", "max_completion_tokens"], help_heading = "Workload")]
+    pub max_tokens_field: Option<String>,
     /// Seed for prompts and arrival times.
     #[arg(long, default_value_t = 0, help_heading = "Workload")]
     pub seed: u64,
@@ -157,6 +165,11 @@ pub struct Args {
     /// Exit with code 1 when the failed fraction of profile requests exceeds this.
     #[arg(long, default_value_t = 0.05, help_heading = "Output")]
     pub max_error_rate: f64,
+    /// Exit with code 1 when the fraction of successful requests with an anomaly (usage above
+    /// max_tokens, usage below the streamed chunks, OSL/ISL mismatch) exceeds this. Default:
+    /// no gate (anomalies are still counted and warned about).
+    #[arg(long, help_heading = "Output")]
+    pub max_anomaly_rate: Option<f64>,
     /// KEY=VALUE pairs copied into the result JSON.
     #[arg(long, num_args = 1.., value_name = "KEY=VALUE", help_heading = "Output")]
     pub metadata: Vec<String>,
@@ -209,6 +222,10 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
 }
 
 fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
+    let max = inferbench_loadgen::limits::MAX_SECONDS;
+    if !(v.is_finite() && v > 0.0 && v <= max) {
+        anyhow::bail!("{flag}: {v} s is outside (0, {max}] s");
+    }
     Duration::try_from_secs_f64(v)
         .ok()
         .filter(|d| !d.is_zero())
@@ -302,6 +319,10 @@ impl Args {
             output_len: self.output_len,
             tokenizer: self.tokenizer,
             ignore_eos: self.ignore_eos,
+            max_tokens_field: self
+                .max_tokens_field
+                .as_deref()
+                .and_then(MaxTokensField::parse),
             seed: self.seed,
             max_concurrency: self.max_concurrency,
             request_rate: self.request_rate.0,
@@ -323,6 +344,7 @@ impl Args {
             metric_percentiles: comma_list("--metric-percentiles", &self.metric_percentiles)?,
             goodput: self.goodput,
             max_error_rate: self.max_error_rate,
+            max_anomaly_rate: self.max_anomaly_rate,
             metadata,
             job_identity,
             progress,
@@ -366,7 +388,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(async move {
+    let code = rt.block_on(async move {
         let cancel = CancellationToken::new();
         spawn_signal_handler(cancel.clone());
         let out = run_bench(opts, cancel).await?;
@@ -380,8 +402,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         for n in &out.notes {
             eprintln!("inferbench: {n}");
         }
-        Ok(out.exit_code)
-    })
+        anyhow::Ok(out.exit_code)
+    });
+    // Do not wait for abandoned blocking work (prompt preparation cut short by a signal).
+    rt.shutdown_background();
+    code
 }
 
 #[cfg(test)]
