@@ -486,11 +486,17 @@ impl BenchOptions {
     /// A generous estimate of the memory a run needs, bytes: every prompt's text and token ids
     /// while it is fitted ([`limits::BYTES_PER_PROMPT_TOKEN`] per token), plus every request
     /// record (warmups included: [`limits::BYTES_PER_RECORD`] plus
-    /// [`limits::BYTES_PER_OUTPUT_TOKEN`] per output token). Dataset prompts count at the
-    /// nominal input length (their size is bounded by the file).
+    /// [`limits::BYTES_PER_OUTPUT_TOKEN`] per output token; `--duration` at a rate: rate ×
+    /// duration records). Dataset prompts are not counted (their size is bounded by the file);
+    /// a closed-loop `--duration` run's record count cannot be known in advance.
     pub fn estimated_memory_bytes(&self) -> u64 {
         let n = self.resolved_num_prompts().max(1);
-        let records = n.saturating_add(self.resolved_num_warmups());
+        let mut records = n.saturating_add(self.resolved_num_warmups());
+        if let (Some(d), Some(r)) = (self.duration, self.request_rate) {
+            // --duration at a rate: about rate × duration records (prompts cycle).
+            let paced = (d.as_secs_f64() * r).ceil().min(u64::MAX as f64) as u64;
+            records = records.max(paced.saturating_add(self.resolved_num_warmups()));
+        }
         let (in_tokens, out_tokens) = match self.dataset_name {
             DatasetName::Random => (
                 u64::from(self.random_prefix_len) + u64::from(self.max_input_len()),
@@ -603,5 +609,39 @@ mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(e.flag, "--model");
+    }
+
+    #[test]
+    fn memory_estimate_is_exact_arithmetic() {
+        let o = BenchOptions {
+            model: "m".into(),
+            ..Default::default()
+        };
+        // 1000 prompts × 1024 tokens × 16 B + 1000 records × (1024 + 128 × 32) B
+        assert_eq!(o.estimated_memory_bytes(), 16_384_000 + 5_120_000);
+        assert_eq!(o.validate_with_memory(Some(21_504_000)), Ok(()));
+        let e = o.validate_with_memory(Some(21_503_999)).unwrap_err();
+        assert_eq!(e.flag, "--random-input-len");
+        assert_eq!(
+            e.reason,
+            "1000 prompts of up to 1024 tokens and their records need about 20 MiB, more than the 20 MiB of memory available"
+        );
+        // --duration 10 s at 1000 req/s: 10 000 records
+        let d = BenchOptions {
+            duration: Some(Duration::from_secs(10)),
+            request_rate: Some(1000.0),
+            ..o.clone()
+        };
+        assert_eq!(d.estimated_memory_bytes(), 16_384_000 + 10_000 * 5_120);
+        // extreme values saturate instead of overflowing
+        let x = BenchOptions {
+            random_input_len: u32::MAX,
+            random_prefix_len: u32::MAX,
+            num_prompts: Some(u64::MAX),
+            num_warmups: Some(u64::MAX),
+            random_output_len: u32::MAX,
+            ..o
+        };
+        assert_eq!(x.estimated_memory_bytes(), u64::MAX);
     }
 }
