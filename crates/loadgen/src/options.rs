@@ -447,6 +447,17 @@ impl BenchOptions {
                 return err("--metric-percentiles", format!("{q} is outside [0, 100]"));
             }
         }
+        if let Err(e) = inferbench_core::metrics::GoodputSlo::parse(&self.goodput) {
+            return err("--goodput", e.trim_start_matches("--goodput ").to_string());
+        }
+        for m in &self.percentile_metrics {
+            if inferbench_core::metrics::Metric::parse(m.trim()).is_none() {
+                return err(
+                    "--percentile-metrics",
+                    format!("unknown metric {m:?} (ttft, tpot, itl, e2el)"),
+                );
+            }
+        }
         if n_prompts == 0 && self.duration.is_none() {
             return err("--num-prompts", "must be at least 1".into());
         }

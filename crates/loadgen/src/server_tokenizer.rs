@@ -50,7 +50,10 @@ impl ServerTokenizer {
             Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
             None => (rest, ""),
         };
-        let (host, port) = match authority.rsplit_once(':') {
+        let (host, port) = match authority
+            .rsplit_once(':')
+            .filter(|_| !authority.ends_with(']'))
+        {
             Some((h, p)) => (
                 h,
                 p.parse::<u16>()
@@ -311,6 +314,10 @@ mod tests {
             (t.host.as_str(), t.port, t.path.as_str()),
             ("h", 80, "/x/tokenize")
         );
+        let t = ServerTokenizer::new("http://[::1]", "m", None).unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 80));
+        let t = ServerTokenizer::new("http://[::1]:9000", "m", None).unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 9000));
         assert!(ServerTokenizer::new("https://h", "m", None).is_err());
         assert!(ServerTokenizer::new("http://:80", "m", None).is_err());
         assert!(ServerTokenizer::new("http://h:99999", "m", None).is_err());

@@ -575,6 +575,10 @@ mod tests {
                 "--random-input-len: 10000000 prompts of up to 1024 tokens and their records need about 214843 MiB, more than the 8192 MiB of memory available",
             ),
             (
+                &["--goodput", "ttft:-5"],
+                "--goodput: item \"ttft:-5\": must be a finite value ≥ 0",
+            ),
+            (
                 &["--max-anomaly-rate", "2"],
                 "--max-anomaly-rate: 2 is outside [0, 1]",
             ),
@@ -691,8 +695,12 @@ mod tests {
         fn random_numbers_never_panic_or_overallocate(
             picks in prop::collection::vec((0..NUMERIC.len(), number()), 0..8),
             vllm in any::<bool>(),
+            goodput in proptest::option::of(number()),
         ) {
             let mut argv: Vec<String> = vec!["--model".into(), "m".into()];
+            if let Some(g) = goodput {
+                argv.push(format!("--goodput=ttft:{g}"));
+            }
             if vllm {
                 argv.extend(["--range-semantics".into(), "vllm".into()]);
             }
