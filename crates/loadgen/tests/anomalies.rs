@@ -444,3 +444,29 @@ async fn server_tokenizer_makes_isl_exact_on_the_sim() {
     assert_eq!(local.summary.inferbench.anomalies["isl_mismatch"], 12);
     assert_eq!(local.summary.inferbench.anomalous_requests, 12);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_tokenizer_without_tokenize_endpoint_is_a_clear_error() {
+    let case = ReplayCase {
+        status: 404,
+        headers: vec![("Content-Type".into(), "text/plain".into())],
+        chunks: vec![(Duration::ZERO, b"Not Found".to_vec())],
+        end: ReplayEnd::Close,
+    };
+    let addr = spawn_replay(case).await.unwrap();
+    let o = BenchOptions {
+        base_url: format!("http://{addr}"),
+        model: "m".into(),
+        progress: ProgressMode::Off,
+        tokenizer: "server".into(),
+        num_prompts: Some(2),
+        random_input_len: 32,
+        ..Default::default()
+    };
+    let e = run_bench(o, CancellationToken::new()).await.unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains(&format!("POST http://{addr}/tokenize: HTTP 404: Not Found")),
+        "{msg}"
+    );
+}
