@@ -269,7 +269,10 @@ fn anomalies_warmup_failures_and_error_samples() {
     let back: RunSummary = serde_json::from_value(v).unwrap();
     assert_eq!(back.inferbench, s.inferbench);
     assert_eq!(
-        recs.iter().find(|r| r.request_id == 0 && r.phase == Phase::Profile).unwrap().anomalies,
+        recs.iter()
+            .find(|r| r.request_id == 0 && r.phase == Phase::Profile)
+            .unwrap()
+            .anomalies,
         vec![Anomaly::UsageExceedsMaxTokens]
     );
 }
