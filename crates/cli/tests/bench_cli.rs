@@ -122,6 +122,8 @@ fn help_lists_every_flag() {
         "--metric-percentiles",
         "--goodput",
         "--max-error-rate",
+        "--max-anomaly-rate",
+        "--max-tokens-field",
         "--inferencex-env",
         "OPENAI_API_KEY",
         "Exit codes",
@@ -296,4 +298,158 @@ fn sigterm_saves_finished_requests_and_exits_130() {
     assert!(r["completed"].as_u64().unwrap() >= 2, "{r}");
     assert_eq!(r["inferbench"]["interrupted"], true);
     assert!(lines(&req) >= 2);
+}
+
+#[test]
+fn out_of_range_numbers_exit_2_at_once_naming_flag_and_limit() {
+    for (args, want) in [
+        (
+            &["--max-concurrency", "4000000000"][..],
+            "--max-concurrency: 4000000000 is outside [1, 1000000]",
+        ),
+        (
+            &["--random-input-len", "4000000000"][..],
+            "--random-input-len: 4000000000 tokens is outside [1, 10000000]",
+        ),
+        (
+            &["--random-prefix-len", "4000000000"][..],
+            "--random-prefix-len: 4000000000 tokens is outside [0, 10000000]",
+        ),
+        (
+            &["--random-output-len", "0"][..],
+            "--random-output-len: 0 tokens is outside [1, 10000000]",
+        ),
+        (
+            &["--request-rate", "1e-12"][..],
+            "--request-rate: 0.000000000001 is outside [0.001, 10000000] requests/s (or inf)",
+        ),
+        (
+            &["--dataset-path", "/tmp/x.jsonl"][..],
+            "--dataset-path: is not used by --dataset-name random",
+        ),
+    ] {
+        let t0 = std::time::Instant::now();
+        let mut argv = vec![
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--progress",
+            "off",
+        ];
+        argv.extend_from_slice(args);
+        let o = bench(&argv);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{argv:?}: {out}");
+        assert!(out.contains(want), "{argv:?}: {out}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{argv:?} took {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+/// Issue 13: a wrong port with --max-concurrency 16 (32 warmups). The warmup failures are in
+/// the summary and the JSON, nothing claims an interruption, the cause is printed once.
+#[test]
+fn wrong_port_says_what_happened_and_counts_agree() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = TempDir::new("wrong-port");
+    let res = dir.path().join("r.json");
+    let o = bench(&[
+        "--base-url",
+        &format!("http://127.0.0.1:{port}"),
+        "--model",
+        "m",
+        "--random-input-len",
+        "4",
+        "--random-output-len",
+        "4",
+        "--max-concurrency",
+        "16",
+        "--progress",
+        "off",
+        "--save-result",
+        "--result-filename",
+        res.to_str().unwrap(),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(!out.contains("Interrupted:"), "{out}");
+    assert!(out.contains("Stopped early:"), "{out}");
+    assert!(
+        out.contains("Warmup requests (failed):               32 (32)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Requests not sent:                      160"),
+        "{out}"
+    );
+    assert!(
+        out.contains("errors: connect: 32 requests (0 profile, 32 warmup), e.g. \""),
+        "{out}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&res).unwrap()).unwrap();
+    let x = &r["inferbench"];
+    assert_eq!(x["interrupted"], false);
+    assert_eq!(x["stop_reason"], "server_unreachable");
+    assert_eq!(x["warmups"], 32);
+    assert_eq!(x["warmup_failed"], 32);
+    assert_eq!(x["warmup_errors_by_class"]["connect"], 32);
+    assert_eq!(x["requests_not_sent"], 160);
+    assert!(
+        x["error_samples"]["connect"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{x}"
+    );
+}
+
+/// SIGINT while prompts are still being prepared ends the run within a second.
+#[cfg(unix)]
+#[test]
+fn sigint_during_prompt_preparation_exits_within_a_second() {
+    let child = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--random-input-len",
+            "60000",
+            "--num-prompts",
+            "1000",
+            "--progress",
+            "off",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = std::time::Instant::now();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    let waited = t0.elapsed();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{out}");
+    assert!(
+        waited < Duration::from_secs(1),
+        "took {waited:?} after SIGINT: {out}"
+    );
+    assert!(
+        out.contains("interrupted during prompt preparation"),
+        "{out}"
+    );
 }

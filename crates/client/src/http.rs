@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::RunClock;
-use crate::openai::{build_body, excerpt, Backend, Interpreter, RequestInput, TokenCounter};
+use crate::openai::{
+    build_body, excerpt, Backend, Interpreter, MaxTokensField, RequestInput, TokenCounter,
+};
 use crate::pool::{Conn, Pool};
 use crate::sse::SseParser;
 
@@ -46,8 +48,12 @@ pub struct ClientConfig {
     pub headers: Vec<(String, String)>,
     /// JSON object merged into every request body, overriding our keys (`--extra-body`).
     pub extra_body: Option<Map<String, Value>>,
-    /// Send `ignore_eos: true` (`--ignore-eos`).
+    /// Send `ignore_eos: true` (`--ignore-eos`); also makes completion counts other than
+    /// `max_tokens` an `osl_mismatch` anomaly.
     pub ignore_eos: bool,
+    /// Body field(s) for the output length (`--max-tokens-field`); `None` = the backend's
+    /// default ([`MaxTokensField::default_for`]).
+    pub max_tokens_field: Option<MaxTokensField>,
     /// A request fails with `timeout_idle` after this long without a byte (`--idle-timeout`;
     /// default [`DEFAULT_IDLE_TIMEOUT`]). Applies from the send, so a server that never answers
     /// is caught too.
@@ -71,6 +77,7 @@ impl Default for ClientConfig {
             headers: Vec::new(),
             extra_body: None,
             ignore_eos: false,
+            max_tokens_field: None,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_timeout: None,
             token_counter: None,
@@ -92,6 +99,7 @@ impl fmt::Debug for ClientConfig {
             )
             .field("extra_body", &self.extra_body)
             .field("ignore_eos", &self.ignore_eos)
+            .field("max_tokens_field", &self.max_tokens_field)
             .field("idle_timeout", &self.idle_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("token_counter", &self.token_counter.is_some())
@@ -302,6 +310,7 @@ impl Client {
             &self.cfg.model,
             input,
             self.cfg.ignore_eos,
+            self.cfg.max_tokens_field,
             self.cfg.extra_body.as_ref(),
         );
         let body = Bytes::from(body);
@@ -540,6 +549,8 @@ impl Client {
             return finish_failed(rec, ErrorClass::StreamError, msg);
         }
         rec.success = true;
+        // Once per request, at its end: implausible server numbers (issue 11).
+        rec.anomalies = inferbench_core::anomaly::detect(&rec, self.cfg.ignore_eos);
         rec
     }
 

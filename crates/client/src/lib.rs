@@ -33,5 +33,5 @@ pub mod sse;
 pub use clock::RunClock;
 pub use get::http_get;
 pub use http::{Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
-pub use openai::{Backend, RequestInput, TokenCounter};
+pub use openai::{Backend, MaxTokensField, RequestInput, TokenCounter};
 pub use tokio_util::sync::CancellationToken;

@@ -58,6 +58,49 @@ impl Backend {
     }
 }
 
+/// Which body field(s) carry the requested output length (`--max-tokens-field`). Some servers
+/// honour only one of them (Ollama, llama-cpp-python #1907, LM Studio read only `max_tokens`;
+/// OpenAI's chat API deprecated it for `max_completion_tokens`), so by default chat requests send
+/// both with the same value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MaxTokensField {
+    /// `max_tokens` and `max_completion_tokens`, equal.
+    Both,
+    /// `max_tokens` only (the completions API's field).
+    MaxTokens,
+    /// `max_completion_tokens` only.
+    MaxCompletionTokens,
+}
+
+impl MaxTokensField {
+    /// The default for `backend`: [`MaxTokensField::Both`] for chat, [`MaxTokensField::MaxTokens`]
+    /// for completions (the completions API defines only `max_tokens`).
+    pub fn default_for(backend: Backend) -> Self {
+        match backend {
+            Backend::OpenAiCompletions => MaxTokensField::MaxTokens,
+            Backend::OpenAiChat => MaxTokensField::Both,
+        }
+    }
+
+    /// Parses `both`, `max_tokens` or `max_completion_tokens` (`-` accepted for `_`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.trim().replace('-', "_").as_str() {
+            "both" => Some(MaxTokensField::Both),
+            "max_tokens" => Some(MaxTokensField::MaxTokens),
+            "max_completion_tokens" => Some(MaxTokensField::MaxCompletionTokens),
+            _ => None,
+        }
+    }
+
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            MaxTokensField::Both => &["max_tokens", "max_completion_tokens"],
+            MaxTokensField::MaxTokens => &["max_tokens"],
+            MaxTokensField::MaxCompletionTokens => &["max_completion_tokens"],
+        }
+    }
+}
+
 /// What one request asks for. Borrowed so that prompts (possibly 100k × 8k tokens) are not
 /// copied per request.
 #[derive(Debug, Clone, Copy)]
@@ -76,23 +119,23 @@ pub struct RequestInput<'a> {
 
 /// Builds the JSON request body. Streaming with `stream_options.include_usage` always (token
 /// counts from the server, peers.md bug 21); temperature 0 as vLLM's and InferenceX's clients;
-/// `ignore_eos` only when set (vLLM/SGLang extension); `extra_body` keys are merged last and
-/// override ours.
+/// the output length in the field(s) of `max_field` (`None` = [`MaxTokensField::default_for`]
+/// the backend); `ignore_eos` only when set (vLLM/SGLang extension); `extra_body` keys are
+/// merged last and override ours.
 pub fn build_body(
     backend: Backend,
     model: &str,
     input: &RequestInput<'_>,
     ignore_eos: bool,
+    max_field: Option<MaxTokensField>,
     extra_body: Option<&Map<String, Value>>,
 ) -> Vec<u8> {
+    let max_field = max_field.unwrap_or(MaxTokensField::default_for(backend));
     let mut m = Map::new();
     m.insert("model".into(), Value::from(model));
     match backend {
         Backend::OpenAiCompletions => {
             m.insert("prompt".into(), Value::from(input.text));
-            if let Some(n) = input.max_tokens {
-                m.insert("max_tokens".into(), Value::from(n));
-            }
         }
         Backend::OpenAiChat => {
             let messages = match input.messages {
@@ -100,9 +143,11 @@ pub fn build_body(
                 None => serde_json::json!([{"role": "user", "content": input.text}]),
             };
             m.insert("messages".into(), messages);
-            if let Some(n) = input.max_tokens {
-                m.insert("max_completion_tokens".into(), Value::from(n));
-            }
+        }
+    }
+    if let Some(n) = input.max_tokens {
+        for k in max_field.keys() {
+            m.insert((*k).into(), Value::from(n));
         }
     }
     m.insert("temperature".into(), Value::from(0.0));
@@ -533,17 +578,47 @@ mod tests {
             prompt_tokens: 1,
             max_tokens: Some(8),
         };
-        let b = build_body(Backend::OpenAiCompletions, "m", &input, true, None);
+        let b = build_body(Backend::OpenAiCompletions, "m", &input, true, None, None);
         assert_eq!(
             String::from_utf8(b).unwrap(),
             r#"{"model":"m","prompt":"hi","max_tokens":8,"temperature":0.0,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}"#
         );
         let mut extra = Map::new();
         extra.insert("temperature".into(), Value::from(1));
-        let b = build_body(Backend::OpenAiChat, "m", &input, false, Some(&extra));
+        let b = build_body(Backend::OpenAiChat, "m", &input, false, None, Some(&extra));
         assert_eq!(
             String::from_utf8(b).unwrap(),
-            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":8,"temperature":1,"stream":true,"stream_options":{"include_usage":true}}"#
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"max_completion_tokens":8,"temperature":1,"stream":true,"stream_options":{"include_usage":true}}"#
         );
+        let b = build_body(
+            Backend::OpenAiChat,
+            "m",
+            &input,
+            false,
+            Some(MaxTokensField::MaxCompletionTokens),
+            None,
+        );
+        assert_eq!(
+            String::from_utf8(b).unwrap(),
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":8,"temperature":0.0,"stream":true,"stream_options":{"include_usage":true}}"#
+        );
+        let b = build_body(
+            Backend::OpenAiCompletions,
+            "m",
+            &input,
+            false,
+            Some(MaxTokensField::Both),
+            None,
+        );
+        assert_eq!(
+            String::from_utf8(b).unwrap(),
+            r#"{"model":"m","prompt":"hi","max_tokens":8,"max_completion_tokens":8,"temperature":0.0,"stream":true,"stream_options":{"include_usage":true}}"#
+        );
+        assert_eq!(
+            MaxTokensField::parse("max-completion-tokens"),
+            Some(MaxTokensField::MaxCompletionTokens)
+        );
+        assert_eq!(MaxTokensField::parse("both"), Some(MaxTokensField::Both));
+        assert_eq!(MaxTokensField::parse("max"), None);
     }
 }

@@ -5,6 +5,7 @@
 //! [`summary`] → store → [`analytics`] → views.
 
 pub mod analytics;
+pub mod anomaly;
 pub mod metrics;
 pub mod prometheus;
 pub mod record;
@@ -12,4 +13,5 @@ pub mod registry;
 pub mod server_metrics;
 pub mod summary;
 
+pub use anomaly::Anomaly;
 pub use record::{Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};

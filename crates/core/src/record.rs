@@ -163,6 +163,10 @@ pub struct RequestRecord {
     /// Visible output text (content channel only), kept for `--save-detailed` and evals.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub output_text: String,
+    /// Implausible server-reported numbers of this request ([`crate::anomaly::detect`], issue
+    /// 11); the request still counts as a success. Empty (and omitted) when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub anomalies: Vec<crate::anomaly::Anomaly>,
 }
 
 const NS_PER_MS: f64 = 1_000_000.0;
@@ -262,7 +266,9 @@ mod tests {
         let mut r = rec();
         r.success = false;
         r.error_class = Some(ErrorClass::TimeoutIdle);
+        r.anomalies = vec![crate::anomaly::Anomaly::UsageExceedsMaxTokens];
         let s = serde_json::to_string(&r).unwrap();
+        assert!(s.contains("\"anomalies\":[\"usage_exceeds_max_tokens\"]"));
         assert!(s.contains("\"error_class\":\"timeout_idle\""));
         assert!(s.contains("\"completion_tokens_source\":\"server\""));
         assert!(s.contains("\"phase\":\"profile\""));

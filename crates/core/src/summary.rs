@@ -64,8 +64,13 @@ pub struct SummaryContext {
     /// Overrides `duration` (s); by default it is the profiling window from the records (first
     /// send to last completion, DESIGN.md §4).
     pub duration_s: Option<f64>,
-    /// True when the run was cut short (Ctrl-C, SIGTERM, dead server): copied into the extras.
+    /// True when the run was cut short by Ctrl-C / SIGTERM: copied into the extras.
     pub interrupted: bool,
+    /// Why the run ended (completed, interrupted by a signal, server unreachable).
+    pub stop_reason: StopReason,
+    /// Profile requests that were planned but never sent because the run stopped early
+    /// (0 when it completed, or in `--duration` mode).
+    pub requests_not_sent: u64,
     /// Extra top-level `KEY: VALUE` strings (vLLM `--metadata`), written before the metrics.
     pub metadata: BTreeMap<String, String>,
 }
@@ -90,7 +95,34 @@ impl Default for SummaryContext {
             benchmark_end_time_unix: None,
             duration_s: None,
             interrupted: false,
+            stop_reason: StopReason::Completed,
+            requests_not_sent: 0,
             metadata: BTreeMap::new(),
+        }
+    }
+}
+
+/// Why a run ended, written as `inferbench.stop_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Every planned request was sent and finished (or the `--duration` ended).
+    #[default]
+    Completed,
+    /// Ctrl-C / SIGTERM: results cover the finished requests.
+    Interrupted,
+    /// Only connect failures (a streak of them, or every request of a short run): the run
+    /// stopped early; results cover the finished requests.
+    ServerUnreachable,
+}
+
+impl StopReason {
+    /// The snake_case name (`"server_unreachable"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::Interrupted => "interrupted",
+            StopReason::ServerUnreachable => "server_unreachable",
         }
     }
 }
@@ -255,8 +287,28 @@ pub struct Extras {
     pub errors_by_class: BTreeMap<String, u64>,
     /// Successful requests by where `completion_tokens` came from: `{"server": n, "tokenizer": n}`.
     pub completion_tokens_source: BTreeMap<String, u64>,
-    /// The run was cut short (signal, dead server); results cover the finished requests only.
+    /// The run was cut short by a signal; results cover the finished requests only.
     pub interrupted: bool,
+    /// Why the run ended (`completed`, `interrupted`, `server_unreachable`).
+    pub stop_reason: StopReason,
+    /// Profile requests planned but never sent because the run stopped early.
+    pub requests_not_sent: u64,
+    /// Warmup requests that failed (they are excluded from every metric, but counted here).
+    pub warmup_failed: u64,
+    /// Warmup failures by error class.
+    pub warmup_errors_by_class: BTreeMap<String, u64>,
+    /// One sample error message per error class (the first profile failure of the class, else
+    /// the first warmup failure), so the cause is in the summary, not only in the records.
+    pub error_samples: BTreeMap<String, String>,
+    /// Profile requests carrying each anomaly code (`usage_exceeds_max_tokens`,
+    /// `usage_below_stream`, `osl_mismatch`, `isl_mismatch`; all four always present), see
+    /// [`crate::anomaly`].
+    pub anomalies: BTreeMap<String, u64>,
+    /// Successful profile requests with at least one anomaly.
+    pub anomalous_requests: u64,
+    /// anomalous_requests / successful profile requests (0 without any); the quantity
+    /// `--max-anomaly-rate` gates.
+    pub anomaly_rate: f64,
     /// TTFT (any channel), ms.
     pub ttft_ms: Distribution,
     /// TTFO: first visible output token (reasoning excluded), ms.
@@ -299,6 +351,14 @@ impl Default for Extras {
             errors_by_class: BTreeMap::new(),
             completion_tokens_source: BTreeMap::new(),
             interrupted: false,
+            stop_reason: StopReason::Completed,
+            requests_not_sent: 0,
+            warmup_failed: 0,
+            warmup_errors_by_class: BTreeMap::new(),
+            error_samples: BTreeMap::new(),
+            anomalies: crate::anomaly::counts(&[]),
+            anomalous_requests: 0,
+            anomaly_rate: 0.0,
             ttft_ms: Distribution::default(),
             ttfo_ms: Distribution::default(),
             tpot_ms: Distribution::default(),
@@ -435,6 +495,26 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
     let (src_server, src_tok) = metrics::token_source_counts(recs);
     let lag = metrics::schedule_lag_ms(recs);
     let n_prof = totals.completed + totals.failed;
+    let mut warmup_errors_by_class = BTreeMap::new();
+    let mut error_samples = BTreeMap::new();
+    for phase in [Phase::Profile, Phase::Warmup] {
+        let mut failed: Vec<&RequestRecord> = records
+            .iter()
+            .filter(|r| r.phase == phase && !r.success)
+            .collect();
+        failed.sort_by_key(|r| (r.end_ns, r.request_id));
+        for r in failed {
+            let class = r.error_class.map_or("unclassified", |c| c.as_str());
+            if phase == Phase::Warmup {
+                *warmup_errors_by_class.entry(class.to_string()).or_insert(0) += 1;
+            }
+            error_samples
+                .entry(class.to_string())
+                .or_insert_with(|| r.error.clone().unwrap_or_default());
+        }
+    }
+    let warmup_failed = warmup_errors_by_class.values().sum();
+    let anomalous_requests = crate::anomaly::anomalous_requests(recs);
 
     RunSummary {
         date: ctx.date.clone(),
@@ -484,6 +564,18 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             .into_iter()
             .collect(),
             interrupted: ctx.interrupted,
+            stop_reason: ctx.stop_reason,
+            requests_not_sent: ctx.requests_not_sent,
+            warmup_failed,
+            warmup_errors_by_class,
+            error_samples,
+            anomalies: crate::anomaly::counts(recs),
+            anomalous_requests,
+            anomaly_rate: if totals.completed == 0 {
+                0.0
+            } else {
+                anomalous_requests as f64 / totals.completed as f64
+            },
             ttft_ms: ttft,
             ttfo_ms: ttfo,
             tpot_ms: tpot,

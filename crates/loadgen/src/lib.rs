@@ -16,9 +16,12 @@ pub mod prompts;
 pub mod run;
 pub mod selftest;
 pub mod server_cache;
+pub mod server_tokenizer;
 
 pub use inferbench_client::CancellationToken;
-pub use options::{BenchOptions, DatasetName, OptionError, ProgressMode, RangeSemantics};
+pub use options::{
+    limits, BenchOptions, DatasetName, OptionError, ProgressMode, RangeSemantics, SERVER_TOKENIZER,
+};
 pub use prompts::{BenchPrompt, PreparedPrompts};
 pub use run::{
     run_bench, BenchOutcome, EXIT_ERROR_RATE, EXIT_INTERRUPTED, EXIT_SERVER_UNREACHABLE,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use inferbench_client::Backend;
+use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use serde_json::{Map, Value};
 
@@ -93,10 +93,15 @@ pub struct BenchOptions {
     pub random_prefix_len: u32,
     /// `--output-len`: overrides the dataset's output lengths (jsonl/sharegpt), tokens.
     pub output_len: Option<u32>,
-    /// `--tokenizer`: `o200k_base` (default, embedded), `cl100k_base` or a `tokenizer.json` path.
+    /// `--tokenizer`: `o200k_base` (default, embedded), `cl100k_base`, a `tokenizer.json` path,
+    /// or [`SERVER_TOKENIZER`] (`server`): fit prompts to the served model's own tokenizer
+    /// through the server's `/tokenize` endpoint.
     pub tokenizer: String,
     /// `--ignore-eos`: ask the server to generate exactly max_tokens.
     pub ignore_eos: bool,
+    /// `--max-tokens-field both|max_tokens|max_completion_tokens`; `None` = both for chat,
+    /// `max_tokens` for completions.
+    pub max_tokens_field: Option<MaxTokensField>,
     /// `--seed` for prompts and arrivals (default 0). The same seed sends the same prompts, so
     /// a repeated run hits the server's prefix cache unless `cache_bust` is set.
     pub seed: u64,
@@ -142,6 +147,9 @@ pub struct BenchOptions {
     /// `--max-error-rate`: exit code 1 when the failed fraction of profile requests exceeds it
     /// (default 0.05, InferenceX's gate).
     pub max_error_rate: f64,
+    /// `--max-anomaly-rate`: exit code 1 when the fraction of successful profile requests with
+    /// an anomaly (`inferbench.anomaly_rate`) exceeds it; `None` (default) = no gate.
+    pub max_anomaly_rate: Option<f64>,
     /// `--metadata KEY=VALUE` pairs copied into the result.
     pub metadata: Vec<(String, String)>,
     /// InferenceX job identity (flags or its environment contract): also write
@@ -174,6 +182,7 @@ impl Default for BenchOptions {
             output_len: None,
             tokenizer: "o200k_base".into(),
             ignore_eos: false,
+            max_tokens_field: None,
             seed: 0,
             cache_bust: false,
             max_concurrency: None,
@@ -193,6 +202,7 @@ impl Default for BenchOptions {
             metric_percentiles: vec![90.0, 99.0, 99.9],
             goodput: Vec::new(),
             max_error_rate: 0.05,
+            max_anomaly_rate: None,
             metadata: Vec::new(),
             job_identity: None,
             progress: ProgressMode::Auto,
@@ -236,67 +246,188 @@ impl BenchOptions {
             })
     }
 
-    /// Checks flag values and combinations.
+    /// Checks flag values and combinations against [`available_memory_bytes`]; see
+    /// [`BenchOptions::validate_with_memory`].
     pub fn validate(&self) -> Result<(), OptionError> {
-        let err = |flag, reason: &str| {
-            Err(OptionError {
-                flag,
-                reason: reason.to_string(),
-            })
-        };
+        self.validate_with_memory(available_memory_bytes())
+    }
+
+    /// Checks every numeric flag against its range (limits in [`limits`], named in the
+    /// message) and the flag combinations, before anything is allocated; then refuses a run
+    /// whose prompts and records ([`BenchOptions::estimated_memory_bytes`]) would not fit in
+    /// `memory_bytes` (`None` = unknown, not checked).
+    ///
+    /// # Errors
+    /// The first bad flag, with the limit it broke.
+    pub fn validate_with_memory(&self, memory_bytes: Option<u64>) -> Result<(), OptionError> {
+        let err = |flag, reason: String| Err(OptionError { flag, reason });
         if self.model.trim().is_empty() {
-            return err("--model", "required (the model name the server serves)");
+            return err(
+                "--model",
+                "required (the model name the server serves)".into(),
+            );
         }
         if let Some(r) = self.request_rate {
-            if !(r.is_finite() && r > 0.0) {
+            if !(r.is_finite()
+                && (limits::MIN_REQUEST_RATE..=limits::MAX_REQUEST_RATE).contains(&r))
+            {
                 return err(
                     "--request-rate",
-                    "must be a positive number of requests/s, or inf",
+                    format!(
+                        "{r} is outside [{}, {}] requests/s (or inf)",
+                        limits::MIN_REQUEST_RATE,
+                        limits::MAX_REQUEST_RATE
+                    ),
                 );
             }
         }
-        if !(self.burstiness.is_finite() && self.burstiness > 0.0) {
+        if !(self.burstiness.is_finite()
+            && (limits::MIN_BURSTINESS..=limits::MAX_BURSTINESS).contains(&self.burstiness))
+        {
             return err(
                 "--burstiness",
-                "must be a positive gamma shape (1 = Poisson)",
+                format!(
+                    "{} is outside [{}, {}] (gamma shape; 1 = Poisson)",
+                    self.burstiness,
+                    limits::MIN_BURSTINESS,
+                    limits::MAX_BURSTINESS
+                ),
             );
         }
-        if self.max_concurrency == Some(0) {
-            return err("--max-concurrency", "must be at least 1");
+        if let Some(c) = self.max_concurrency {
+            if !(1..=limits::MAX_CONCURRENCY).contains(&c) {
+                return err(
+                    "--max-concurrency",
+                    format!("{c} is outside [1, {}]", limits::MAX_CONCURRENCY),
+                );
+            }
+        }
+        if let Some(n) = self.num_prompts {
+            if n > limits::MAX_NUM_PROMPTS {
+                return err(
+                    "--num-prompts",
+                    format!(
+                        "{n} is above {} (use --duration for longer runs)",
+                        limits::MAX_NUM_PROMPTS
+                    ),
+                );
+            }
+        }
+        let n_prompts = self.resolved_num_prompts();
+        if n_prompts > limits::MAX_NUM_PROMPTS {
+            return err(
+                "--num-prompts",
+                format!(
+                    "the default 10 × --max-concurrency = {n_prompts} is above {}; give --num-prompts",
+                    limits::MAX_NUM_PROMPTS
+                ),
+            );
+        }
+        let n_warm = self.resolved_num_warmups();
+        if n_warm > limits::MAX_NUM_PROMPTS {
+            return err(
+                "--num-warmups",
+                format!("{n_warm} is above {}", limits::MAX_NUM_PROMPTS),
+            );
         }
         if !(0.0..=1.0).contains(&self.max_error_rate) {
-            return err("--max-error-rate", "must be within [0, 1]");
+            return err(
+                "--max-error-rate",
+                format!("{} is outside [0, 1]", self.max_error_rate),
+            );
+        }
+        if let Some(a) = self.max_anomaly_rate {
+            if !(0.0..=1.0).contains(&a) {
+                return err("--max-anomaly-rate", format!("{a} is outside [0, 1]"));
+            }
         }
         let r = self.resolved_range_ratio();
         if !(r.is_finite() && r >= 0.0) {
-            return err("--random-range-ratio", "must be ≥ 0");
+            return err("--random-range-ratio", format!("{r} must be ≥ 0"));
         }
         match self.range_semantics {
             RangeSemantics::InferenceX if r > 1.0 => {
                 return err(
                     "--random-range-ratio",
-                    "must be within [0, 1] (InferenceX semantics)",
+                    format!("{r} must be within [0, 1] (InferenceX semantics)"),
                 );
             }
             RangeSemantics::Vllm if r >= 1.0 => {
                 return err(
                     "--random-range-ratio",
-                    "must be within [0, 1) (vLLM semantics)",
+                    format!("{r} must be within [0, 1) (vLLM semantics)"),
                 );
             }
             _ => {}
         }
-        if self.idle_timeout.is_zero() {
-            return err("--idle-timeout", "must be positive");
+        let len_check = |flag: &'static str, v: u32, min: u32| -> Result<(), OptionError> {
+            if v < min || v > limits::MAX_TOKENS {
+                return Err(OptionError {
+                    flag,
+                    reason: format!("{v} tokens is outside [{min}, {}]", limits::MAX_TOKENS),
+                });
+            }
+            Ok(())
+        };
+        if self.dataset_name == DatasetName::Random {
+            len_check("--random-input-len", self.random_input_len, 1)?;
+            len_check("--random-output-len", self.random_output_len, 1)?;
+            len_check("--random-prefix-len", self.random_prefix_len, 0)?;
+            let total = u64::from(self.random_prefix_len) + u64::from(self.max_input_len());
+            if total > u64::from(limits::MAX_TOKENS) {
+                return err(
+                    "--random-input-len",
+                    format!(
+                        "--random-prefix-len + the longest drawn input = {total} tokens is above {}",
+                        limits::MAX_TOKENS
+                    ),
+                );
+            }
+            if self.dataset_path.is_some() && self.prepared.is_none() {
+                return err(
+                    "--dataset-path",
+                    "is not used by --dataset-name random (random prompts); pass --dataset-name jsonl|sharegpt, or drop --dataset-path".into(),
+                );
+            }
+        }
+        if let Some(o) = self.output_len {
+            len_check("--output-len", o, 1)?;
+        }
+        let secs_check = |flag: &'static str, d: Duration| -> Result<(), OptionError> {
+            if d.is_zero() || d.as_secs_f64() > limits::MAX_SECONDS {
+                return Err(OptionError {
+                    flag,
+                    reason: format!(
+                        "{} s is outside (0, {}] s",
+                        d.as_secs_f64(),
+                        limits::MAX_SECONDS
+                    ),
+                });
+            }
+            Ok(())
+        };
+        secs_check("--idle-timeout", self.idle_timeout)?;
+        if let Some(t) = self.request_timeout {
+            secs_check("--request-timeout", t)?;
         }
         if let Some(d) = self.duration {
-            if d.is_zero() {
-                return err("--duration", "must be positive");
-            }
+            secs_check("--duration", d)?;
             if self.request_rate.is_none() && self.max_concurrency.is_none() {
                 return err(
                     "--duration",
-                    "needs --max-concurrency or a finite --request-rate (otherwise it would send unboundedly)",
+                    "needs --max-concurrency or a finite --request-rate (otherwise it would send unboundedly)".into(),
+                );
+            }
+        } else if let Some(rate) = self.request_rate {
+            // The schedule must end within MAX_SECONDS (and within u64 nanoseconds).
+            let span = n_prompts.saturating_sub(1) as f64 / rate;
+            if span > limits::MAX_SECONDS {
+                return err(
+                    "--request-rate",
+                    format!(
+                        "{rate} requests/s would take {span:.0} s to send {n_prompts} prompts; the limit is {} s",
+                        limits::MAX_SECONDS
+                    ),
                 );
             }
         }
@@ -308,23 +439,147 @@ impl BenchOptions {
         {
             return err(
                 "--dataset-path",
-                "required for --dataset-name jsonl|sharegpt",
+                "required for --dataset-name jsonl|sharegpt".into(),
+            );
+        }
+        if self.metric_percentiles.len() > limits::MAX_PERCENTILES {
+            return err(
+                "--metric-percentiles",
+                format!("at most {} percentiles", limits::MAX_PERCENTILES),
             );
         }
         for q in &self.metric_percentiles {
             if !(0.0..=100.0).contains(q) {
+                return err("--metric-percentiles", format!("{q} is outside [0, 100]"));
+            }
+        }
+        if let Err(e) = inferbench_core::metrics::GoodputSlo::parse(&self.goodput) {
+            return err("--goodput", e.trim_start_matches("--goodput ").to_string());
+        }
+        for m in &self.percentile_metrics {
+            if inferbench_core::metrics::Metric::parse(m.trim()).is_none() {
                 return err(
-                    "--metric-percentiles",
-                    "each percentile must be within [0, 100]",
+                    "--percentile-metrics",
+                    format!("unknown metric {m:?} (ttft, tpot, itl, e2el)"),
                 );
             }
         }
-        if self.resolved_num_prompts() == 0 && self.duration.is_none() {
-            return err("--num-prompts", "must be at least 1");
+        if n_prompts == 0 && self.duration.is_none() {
+            return err("--num-prompts", "must be at least 1".into());
+        }
+        if let Some(avail) = memory_bytes {
+            let need = self.estimated_memory_bytes();
+            if self.prepared.is_none() && need > avail {
+                return err(
+                    if self.dataset_name == DatasetName::Random {
+                        "--random-input-len"
+                    } else {
+                        "--num-prompts"
+                    },
+                    format!(
+                        "{n_prompts} prompts of up to {} tokens and their records need about {} MiB, more than the {} MiB of memory available",
+                        u64::from(self.random_prefix_len) + u64::from(self.max_input_len()),
+                        need >> 20,
+                        avail >> 20
+                    ),
+                );
+            }
         }
         Ok(())
     }
+
+    /// The longest input length the random range can draw, tokens (the prefix excluded).
+    fn max_input_len(&self) -> u32 {
+        let l = f64::from(self.random_input_len);
+        let hi = match self.range_semantics {
+            RangeSemantics::InferenceX => l,
+            RangeSemantics::Vllm => {
+                (l * (1.0 + self.resolved_range_ratio().clamp(0.0, 1.0))).floor()
+            }
+        };
+        hi.min(f64::from(u32::MAX)) as u32
+    }
+
+    /// A generous estimate of the memory a run needs, bytes: every prompt's text and token ids
+    /// while it is fitted ([`limits::BYTES_PER_PROMPT_TOKEN`] per token), plus every request
+    /// record (warmups included: [`limits::BYTES_PER_RECORD`] plus
+    /// [`limits::BYTES_PER_OUTPUT_TOKEN`] per output token; `--duration` at a rate: rate ×
+    /// duration records). Dataset prompts are not counted (their size is bounded by the file);
+    /// a closed-loop `--duration` run's record count cannot be known in advance.
+    pub fn estimated_memory_bytes(&self) -> u64 {
+        let n = self.resolved_num_prompts().max(1);
+        let mut records = n.saturating_add(self.resolved_num_warmups());
+        if let (Some(d), Some(r)) = (self.duration, self.request_rate) {
+            // --duration at a rate: about rate × duration records (prompts cycle).
+            let paced = (d.as_secs_f64() * r).ceil().min(u64::MAX as f64) as u64;
+            records = records.max(paced.saturating_add(self.resolved_num_warmups()));
+        }
+        let (in_tokens, out_tokens) = match self.dataset_name {
+            DatasetName::Random => (
+                u64::from(self.random_prefix_len) + u64::from(self.max_input_len()),
+                u64::from(self.random_output_len),
+            ),
+            _ => (
+                0,
+                u64::from(self.output_len.unwrap_or(self.random_output_len)),
+            ),
+        };
+        let prompts = n
+            .saturating_mul(in_tokens)
+            .saturating_mul(limits::BYTES_PER_PROMPT_TOKEN);
+        let per_record = limits::BYTES_PER_RECORD
+            .saturating_add(out_tokens.saturating_mul(limits::BYTES_PER_OUTPUT_TOKEN));
+        prompts.saturating_add(records.saturating_mul(per_record))
+    }
 }
+
+/// Ranges of the numeric flags (issue 11 "Values"): limits from meaning (no server runs a
+/// million concurrent streams; no model has a context above 10M tokens) and from memory
+/// (the per-token and per-record sizes of the estimate).
+pub mod limits {
+    /// `--max-concurrency` ≤ 1,000,000 in-flight requests (each needs a socket; far above any
+    /// server's batch).
+    pub const MAX_CONCURRENCY: u32 = 1_000_000;
+    /// `--random-input-len`, `--random-output-len`, `--random-prefix-len`, `--output-len` ≤
+    /// 10,000,000 tokens (the longest context windows are 10M tokens).
+    pub const MAX_TOKENS: u32 = 10_000_000;
+    /// `--num-prompts` / `--num-warmups` ≤ 10,000,000 (longer runs: `--duration`).
+    pub const MAX_NUM_PROMPTS: u64 = 10_000_000;
+    /// `--request-rate` ≥ 1e-3 requests/s (one request per 1000 s) …
+    pub const MIN_REQUEST_RATE: f64 = 1e-3;
+    /// … and ≤ 1e7 requests/s (far above what one client can send).
+    pub const MAX_REQUEST_RATE: f64 = 1e7;
+    /// `--burstiness` (gamma shape) ≥ 1e-3 (coefficient of variation √1000 ≈ 32) …
+    pub const MIN_BURSTINESS: f64 = 1e-3;
+    /// … and ≤ 1e3 (nearly periodic arrivals).
+    pub const MAX_BURSTINESS: f64 = 1e3;
+    /// `--duration`, `--idle-timeout`, `--request-timeout` and the length of a paced schedule
+    /// ≤ 7 days, in seconds.
+    pub const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+    /// At most 100 `--metric-percentiles`.
+    pub const MAX_PERCENTILES: usize = 100;
+    /// Memory per prompt token while prompts are built, bytes: text (≈ 4–8 bytes per token for
+    /// random vocabulary ids) plus the u32 ids of the fitting buffers, rounded up.
+    pub const BYTES_PER_PROMPT_TOKEN: u64 = 16;
+    /// Memory per request record without its chunks, bytes (struct, strings, channel slot).
+    pub const BYTES_PER_RECORD: u64 = 1024;
+    /// Memory per output token of a record, bytes: a 24-byte chunk record (one per token at
+    /// worst) plus the output text.
+    pub const BYTES_PER_OUTPUT_TOKEN: u64 = 32;
+}
+
+/// Memory available to this process, bytes: `MemAvailable` of `/proc/meminfo` (Linux); `None`
+/// where unknown (the memory check is then skipped).
+pub fn available_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// `--tokenizer server`: prompts are fitted to the served model's tokenizer through the
+/// server's `/tokenize` endpoint.
+pub const SERVER_TOKENIZER: &str = "server";
 
 #[cfg(test)]
 mod tests {
@@ -371,5 +626,39 @@ mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(e.flag, "--model");
+    }
+
+    #[test]
+    fn memory_estimate_is_exact_arithmetic() {
+        let o = BenchOptions {
+            model: "m".into(),
+            ..Default::default()
+        };
+        // 1000 prompts × 1024 tokens × 16 B + 1000 records × (1024 + 128 × 32) B
+        assert_eq!(o.estimated_memory_bytes(), 16_384_000 + 5_120_000);
+        assert_eq!(o.validate_with_memory(Some(21_504_000)), Ok(()));
+        let e = o.validate_with_memory(Some(21_503_999)).unwrap_err();
+        assert_eq!(e.flag, "--random-input-len");
+        assert_eq!(
+            e.reason,
+            "1000 prompts of up to 1024 tokens and their records need about 20 MiB, more than the 20 MiB of memory available"
+        );
+        // --duration 10 s at 1000 req/s: 10 000 records
+        let d = BenchOptions {
+            duration: Some(Duration::from_secs(10)),
+            request_rate: Some(1000.0),
+            ..o.clone()
+        };
+        assert_eq!(d.estimated_memory_bytes(), 16_384_000 + 10_000 * 5_120);
+        // extreme values saturate instead of overflowing
+        let x = BenchOptions {
+            random_input_len: u32::MAX,
+            random_prefix_len: u32::MAX,
+            num_prompts: Some(u64::MAX),
+            num_warmups: Some(u64::MAX),
+            random_output_len: u32::MAX,
+            ..o
+        };
+        assert_eq!(x.estimated_memory_bytes(), u64::MAX);
     }
 }

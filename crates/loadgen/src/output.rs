@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::Context;
-use inferbench_core::summary::{inferencex_aggregate, RunSummary};
+use inferbench_core::summary::{inferencex_aggregate, RunSummary, StopReason};
 use inferbench_core::RequestRecord;
 use tokio::sync::mpsc;
 
@@ -159,6 +159,50 @@ fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One console line per error class (profile and warmup failures together), with its counts
+/// and the class's sample message from the summary, e.g.
+/// `errors: connect: 5 requests (0 profile, 5 warmup), e.g. "connection refused"`.
+pub fn error_notes(s: &RunSummary) -> Vec<String> {
+    let x = &s.inferbench;
+    x.error_samples
+        .iter()
+        .map(|(class, msg)| {
+            let p = x.errors_by_class.get(class).copied().unwrap_or(0);
+            let w = x.warmup_errors_by_class.get(class).copied().unwrap_or(0);
+            let mut m = msg.clone();
+            if m.len() > 300 {
+                let mut cut = 300;
+                while !m.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                m.truncate(cut);
+                m.push('…');
+            }
+            format!(
+                "errors: {class}: {} requests ({p} profile, {w} warmup), e.g. {m:?}",
+                p + w
+            )
+        })
+        .collect()
+}
+
+/// One console warning per anomaly code that occurred, with its count and the first request
+/// carrying it as the example (issue 11).
+pub fn anomaly_notes(s: &RunSummary, records: &[RequestRecord]) -> Vec<String> {
+    let x = &s.inferbench;
+    inferbench_core::anomaly::examples(records)
+        .into_iter()
+        .map(|(a, r)| {
+            format!(
+                "warning: {a} in {} of {} successful requests; e.g. {}",
+                x.anomalies.get(a.as_str()).copied().unwrap_or(0),
+                s.completed,
+                a.describe(r)
+            )
+        })
+        .collect()
+}
+
 /// The console report, in the layout of vLLM's `bench serve` summary plus our extras.
 pub fn render_report(s: &RunSummary) -> String {
     let mut o = String::new();
@@ -168,6 +212,20 @@ pub fn render_report(s: &RunSummary) -> String {
     let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
     line(&mut o, "Successful requests:", s.completed.to_string());
     line(&mut o, "Failed requests:", s.inferbench.failed.to_string());
+    if s.inferbench.requests_not_sent > 0 {
+        line(
+            &mut o,
+            "Requests not sent:",
+            s.inferbench.requests_not_sent.to_string(),
+        );
+    }
+    if s.inferbench.warmups > 0 {
+        line(
+            &mut o,
+            "Warmup requests (failed):",
+            format!("{} ({})", s.inferbench.warmups, s.inferbench.warmup_failed),
+        );
+    }
     if let Some(c) = s.max_concurrency {
         line(&mut o, "Maximum request concurrency:", c.to_string());
     }
@@ -254,8 +312,35 @@ pub fn render_report(s: &RunSummary) -> String {
             .collect();
         line(&mut o, "Errors by class:", errs.join(" "));
     }
-    if x.interrupted {
-        line(&mut o, "Interrupted:", "yes (partial results)".into());
+    if !x.warmup_errors_by_class.is_empty() {
+        let errs: Vec<String> = x
+            .warmup_errors_by_class
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        line(&mut o, "Warmup errors by class:", errs.join(" "));
+    }
+    let anomalies: Vec<String> = x
+        .anomalies
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !anomalies.is_empty() {
+        line(&mut o, "Anomalies:", anomalies.join(" "));
+    }
+    match x.stop_reason {
+        StopReason::Completed => {}
+        StopReason::Interrupted => {
+            line(&mut o, "Interrupted:", "yes (partial results)".into());
+        }
+        StopReason::ServerUnreachable => {
+            line(
+                &mut o,
+                "Stopped early:",
+                "server unreachable (partial results)".into(),
+            );
+        }
     }
     let _ = writeln!(o, "{:=^50}", "");
     o

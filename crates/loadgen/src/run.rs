@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use inferbench_client::{CancellationToken, Client, ClientConfig, RequestMeta, RunClock};
 use inferbench_core::metrics::{GoodputSlo, Metric};
-use inferbench_core::summary::{summarize, RunSummary, SummaryContext};
+use inferbench_core::summary::{summarize, RunSummary, StopReason, SummaryContext};
 use inferbench_core::{ErrorClass, Phase, RequestRecord};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -22,9 +22,11 @@ use crate::progress::{Counters, Progress};
 use crate::prompts::{self, PreparedPrompts};
 use crate::server_cache;
 
-/// Exit code when the failed fraction exceeds `--max-error-rate`.
+/// Exit code when the failed fraction exceeds `--max-error-rate`, the anomalous fraction
+/// exceeds `--max-anomaly-rate`, or no profile request succeeded (nothing was measured).
 pub const EXIT_ERROR_RATE: i32 = 1;
-/// Exit code when the server became unreachable and the run stopped early.
+/// Exit code when the server is unreachable: a streak of connect failures stopped the run
+/// early, or every finished request of a shorter run failed to connect.
 pub const EXIT_SERVER_UNREACHABLE: i32 = 3;
 /// Exit code after Ctrl-C / SIGTERM (128 + SIGINT, the shell convention).
 pub const EXIT_INTERRUPTED: i32 = 130;
@@ -60,6 +62,8 @@ struct Breaker {
     threshold: u64,
     streak: AtomicU64,
     first_msg: Mutex<Option<String>>,
+    /// Some request got past connecting (any outcome other than `connect` / `cancelled`).
+    responded: std::sync::atomic::AtomicBool,
 }
 
 impl Breaker {
@@ -73,10 +77,15 @@ impl Breaker {
             }
         } else if rec.error_class != Some(ErrorClass::Cancelled) {
             self.streak.store(0, Ordering::Relaxed);
+            self.responded.store(true, Ordering::Relaxed);
         }
     }
     fn tripped(&self) -> bool {
         self.streak.load(Ordering::Relaxed) >= self.threshold
+    }
+    /// Every finished request failed to connect (and there was at least one).
+    fn never_reached(&self) -> bool {
+        !self.responded.load(Ordering::Relaxed) && self.streak.load(Ordering::Relaxed) > 0
     }
 }
 
@@ -125,11 +134,19 @@ pub async fn run_bench(
         Some(p) => p,
         None => {
             let o = opts.clone();
-            Arc::new(
-                tokio::task::spawn_blocking(move || prompts::prepare(&o))
-                    .await
-                    .context("prompt preparation panicked")??,
-            )
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let stop2 = stop.clone();
+            let job = tokio::task::spawn_blocking(move || prompts::prepare_cancellable(&o, &stop2));
+            // A signal during preparation ends the run at once (the blocking work stops at its
+            // next check or is abandoned with the process).
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Ok(interrupted_before_start(&opts));
+                }
+                r = job => Arc::new(r.context("prompt preparation panicked")??),
+            }
         }
     };
     if prepared.prompts.is_empty() {
@@ -146,6 +163,7 @@ pub async fn run_bench(
             headers: opts.headers.clone(),
             extra_body: opts.extra_body.clone(),
             ignore_eos: opts.ignore_eos,
+            max_tokens_field: opts.max_tokens_field,
             idle_timeout: opts.idle_timeout,
             request_timeout: opts.request_timeout,
             token_counter: prepared.counter.clone(),
@@ -178,6 +196,7 @@ pub async fn run_bench(
             threshold: BREAKER_MIN.max(conc.map_or(0, u64::from)),
             streak: AtomicU64::new(0),
             first_msg: Mutex::new(None),
+            responded: std::sync::atomic::AtomicBool::new(false),
         },
         sem: Arc::new(Semaphore::new(
             conc.map_or(Semaphore::MAX_PERMITS, |c| c as usize),
@@ -257,6 +276,9 @@ pub async fn run_bench(
         progress.finish().await;
     }
     let mut notes = Vec::new();
+    if end == PhaseEnd::Completed && shared.breaker.never_reached() {
+        end = PhaseEnd::Unreachable;
+    }
     if let Some(before) = cache_before {
         let after = server_cache::read_prefix_cache(&opts.base_url).await;
         let max_prompt = prepared
@@ -293,13 +315,21 @@ pub async fn run_bench(
         }
         PhaseEnd::Completed => {}
     }
+    let planned = opts.resolved_num_prompts();
+    let profile_records = records.iter().filter(|r| r.phase == Phase::Profile).count() as u64;
+    // Count mode only: in --duration mode nothing was planned beyond what the time allowed.
+    let requests_not_sent = if opts.duration.is_none() {
+        planned.saturating_sub(profile_records)
+    } else {
+        0
+    };
 
     let ctx = SummaryContext {
         backend: opts.backend.name().to_string(),
         model_id: opts.model.clone(),
         tokenizer_id: prepared.tokenizer_id.clone(),
         best_of: 1,
-        num_prompts: opts.resolved_num_prompts(),
+        num_prompts: planned,
         request_rate: opts.request_rate,
         burstiness: opts.burstiness,
         max_concurrency: opts.max_concurrency,
@@ -311,19 +341,51 @@ pub async fn run_bench(
         benchmark_start_time_unix: Some(start_unix),
         benchmark_end_time_unix: Some(end_unix),
         duration_s: None,
-        interrupted,
+        interrupted: end == PhaseEnd::Cancelled,
+        stop_reason: match end {
+            PhaseEnd::Completed => StopReason::Completed,
+            PhaseEnd::Cancelled => StopReason::Interrupted,
+            PhaseEnd::Unreachable => StopReason::ServerUnreachable,
+        },
+        requests_not_sent,
         metadata: opts.metadata.iter().cloned().collect(),
     };
     let summary = summarize(&records, &ctx);
+    notes.extend(output::error_notes(&summary));
+    notes.extend(output::anomaly_notes(&summary, &records));
     let written = output::write_results(&opts, &summary, &date)?;
+    let x = &summary.inferbench;
     let exit_code = match end {
         PhaseEnd::Cancelled => EXIT_INTERRUPTED,
         PhaseEnd::Unreachable => EXIT_SERVER_UNREACHABLE,
+        PhaseEnd::Completed if summary.completed == 0 => {
+            notes.push(format!(
+                "nothing was measured: none of the {} profile requests succeeded ({} failed{})",
+                profile_records,
+                x.failed,
+                if x.warmup_failed > 0 {
+                    format!(", and {} of {} warmups", x.warmup_failed, x.warmups)
+                } else {
+                    String::new()
+                }
+            ));
+            EXIT_ERROR_RATE
+        }
         PhaseEnd::Completed if summary.error_rate() > opts.max_error_rate => {
             notes.push(format!(
                 "error rate {:.2} % exceeds --max-error-rate {:.2} %",
                 summary.error_rate() * 100.0,
                 opts.max_error_rate * 100.0
+            ));
+            EXIT_ERROR_RATE
+        }
+        PhaseEnd::Completed if opts.max_anomaly_rate.is_some_and(|m| x.anomaly_rate > m) => {
+            notes.push(format!(
+                "anomaly rate {:.2} % ({} of {} successful requests) exceeds --max-anomaly-rate {:.2} %",
+                x.anomaly_rate * 100.0,
+                x.anomalous_requests,
+                summary.completed,
+                opts.max_anomaly_rate.unwrap_or(0.0) * 100.0
             ));
             EXIT_ERROR_RATE
         }
@@ -341,6 +403,37 @@ pub async fn run_bench(
     })
 }
 
+/// The outcome of a run stopped by a signal before any request was sent (during prompt
+/// preparation): nothing written, exit [`EXIT_INTERRUPTED`].
+fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
+    let ctx = SummaryContext {
+        backend: opts.backend.name().to_string(),
+        model_id: opts.model.clone(),
+        num_prompts: opts.resolved_num_prompts(),
+        request_rate: opts.request_rate,
+        burstiness: opts.burstiness,
+        max_concurrency: opts.max_concurrency,
+        interrupted: true,
+        stop_reason: StopReason::Interrupted,
+        requests_not_sent: if opts.duration.is_none() {
+            opts.resolved_num_prompts()
+        } else {
+            0
+        },
+        ..Default::default()
+    };
+    BenchOutcome {
+        summary: summarize(&[], &ctx),
+        result_path: None,
+        records_path: None,
+        aggregate_path: None,
+        interrupted: true,
+        exit_code: EXIT_INTERRUPTED,
+        notes: vec!["interrupted during prompt preparation: no request was sent".into()],
+        records: Vec::new(),
+    }
+}
+
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -351,7 +444,10 @@ fn unix_now() -> f64 {
 async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
     let clock = sh.client.clock();
     let start_ns = clock.now_ns();
-    let mut schedule = Schedule::new(spec.arrivals, spec.seed);
+    let mut schedule = match spec.count {
+        Some(n) => Schedule::with_count(spec.arrivals, spec.seed, n),
+        None => Schedule::new(spec.arrivals, spec.seed),
+    };
     let paced = schedule.is_paced();
     let mut tasks = JoinSet::new();
     let mut end = PhaseEnd::Completed;
@@ -371,7 +467,7 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
             end = PhaseEnd::Unreachable;
             break;
         }
-        let scheduled_ns = start_ns + schedule.next().unwrap_or(0);
+        let scheduled_ns = start_ns.saturating_add(schedule.next().unwrap_or(0));
         let at = clock.instant_at(scheduled_ns);
         if at >= until {
             break;

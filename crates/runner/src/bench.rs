@@ -97,13 +97,21 @@ impl PointRunner for LoadgenPoint {
             failed: outcome.summary.inferbench.failed,
             interrupted: outcome.interrupted && cancel.is_cancelled(),
             gate: (outcome.exit_code == EXIT_ERROR_RATE).then(|| {
-                format!(
-                    "{} of {} requests failed (more than the {:.0} % allowed){}",
-                    outcome.summary.inferbench.failed,
-                    outcome.summary.num_prompts,
-                    max_error_rate * 100.0,
-                    first_error(&outcome.records)
-                )
+                // The loadgen's own words when the gate was not the error rate (nothing
+                // measured, --max-anomaly-rate).
+                let other = outcome.notes.iter().find(|n| {
+                    n.starts_with("nothing was measured") || n.starts_with("anomaly rate")
+                });
+                match other {
+                    Some(n) => format!("{n}{}", first_error(&outcome.records)),
+                    None => format!(
+                        "{} of {} requests failed (more than the {:.0} % allowed){}",
+                        outcome.summary.inferbench.failed,
+                        outcome.summary.num_prompts,
+                        max_error_rate * 100.0,
+                        first_error(&outcome.records)
+                    ),
+                }
             }),
         })
     }

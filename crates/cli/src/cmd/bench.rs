@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use inferbench_client::Backend;
+use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use inferbench_loadgen::{
     output::render_report, run_bench, BenchOptions, CancellationToken, DatasetName, ProgressMode,
@@ -16,8 +16,9 @@ use inferbench_loadgen::{
 /// Flags of `inferbench bench` (vLLM `bench serve` names).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate; 2 bad flags, files or \
-                  setup; 3 server unreachable (partial results written); 130 interrupted by \
+    after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate, anomaly rate above \
+                  --max-anomaly-rate, or no request succeeded; 2 bad flags, files or setup; 3 \
+                  server unreachable (partial results written); 130 interrupted by \
                   Ctrl-C/SIGTERM (finished requests saved).\n\nExample (InferenceX fixed-seq-len \
                   point):\n  inferbench bench --base-url http://127.0.0.1:8000 --model M \
                   --dataset-name random --random-input-len 1024 --random-output-len 1024 \
@@ -87,12 +88,19 @@ pub struct Args {
         help_heading = "Workload"
     )]
     pub output_len: Option<u32>,
-    /// Tokenizer: o200k_base (embedded), cl100k_base, or a path to a HF tokenizer.json.
+    /// Tokenizer: o200k_base (embedded), cl100k_base, a path to a HF tokenizer.json, or
+    /// `server`: fit prompts to the served model's own tokenizer through its /tokenize
+    /// endpoint (vLLM, SGLang, llama.cpp, inferbench sim), so input lengths are exact.
     #[arg(long, default_value = "o200k_base", help_heading = "Workload")]
     pub tokenizer: String,
     /// Ask the server to ignore EOS and generate exactly max_tokens (vLLM/SGLang extension).
     #[arg(long, help_heading = "Workload")]
     pub ignore_eos: bool,
+    /// Body field(s) carrying the output length: both (max_tokens and max_completion_tokens;
+    /// the chat default, as some servers honour only one), max_tokens (the completions
+    /// default) or max_completion_tokens.
+    #[arg(long, value_parser = ["both", "max_tokens", "max_completion_tokens"], help_heading = "Workload")]
+    pub max_tokens_field: Option<String>,
     /// Seed for prompts and arrival times. The same seed sends byte-identical prompts, so a
     /// second run against the same server finds them in its prefix cache (TTFT far too low);
     /// use --cache-bust, another seed, or a restarted server.
@@ -164,6 +172,11 @@ pub struct Args {
     /// Exit with code 1 when the failed fraction of profile requests exceeds this.
     #[arg(long, default_value_t = 0.05, help_heading = "Output")]
     pub max_error_rate: f64,
+    /// Exit with code 1 when the fraction of successful requests with an anomaly (usage above
+    /// max_tokens, usage below the streamed chunks, OSL/ISL mismatch) exceeds this. Default:
+    /// no gate (anomalies are still counted and warned about).
+    #[arg(long, help_heading = "Output")]
+    pub max_anomaly_rate: Option<f64>,
     /// KEY=VALUE pairs copied into the result JSON.
     #[arg(long, num_args = 1.., value_name = "KEY=VALUE", help_heading = "Output")]
     pub metadata: Vec<String>,
@@ -230,6 +243,10 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
 }
 
 fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
+    let max = inferbench_loadgen::limits::MAX_SECONDS;
+    if !(v.is_finite() && v > 0.0 && v <= max) {
+        anyhow::bail!("{flag}: {v} s is outside (0, {max}] s");
+    }
     Duration::try_from_secs_f64(v)
         .ok()
         .filter(|d| !d.is_zero())
@@ -323,6 +340,10 @@ impl Args {
             output_len: self.output_len,
             tokenizer: self.tokenizer,
             ignore_eos: self.ignore_eos,
+            max_tokens_field: self
+                .max_tokens_field
+                .as_deref()
+                .and_then(MaxTokensField::parse),
             seed: self.seed,
             cache_bust: self.cache_bust,
             max_concurrency: self.max_concurrency,
@@ -345,6 +366,7 @@ impl Args {
             metric_percentiles: comma_list("--metric-percentiles", &self.metric_percentiles)?,
             goodput: self.goodput,
             max_error_rate: self.max_error_rate,
+            max_anomaly_rate: self.max_anomaly_rate,
             metadata,
             job_identity,
             progress,
@@ -391,7 +413,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(async move {
+    let code = rt.block_on(async move {
         let cancel = CancellationToken::new();
         spawn_signal_handler(cancel.clone());
         let out = run_bench(opts, cancel).await?;
@@ -408,8 +430,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         if let (Some(db), Some(result)) = (&db, &out.result_path) {
             super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
         }
-        Ok(out.exit_code)
-    })
+        anyhow::Ok(out.exit_code)
+    });
+    // Do not wait for abandoned blocking work (prompt preparation cut short by a signal).
+    rt.shutdown_background();
+    code
 }
 
 #[cfg(test)]
@@ -518,5 +543,224 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--idle-timeout"), "{e}");
+    }
+
+    /// Parses and validates like `inferbench bench` does before anything is allocated, with
+    /// 8 GiB of memory.
+    fn check(argv: &[&str]) -> Result<BenchOptions, String> {
+        let o = parse(argv).map_err(|e| format!("{e:#}"))?;
+        o.validate_with_memory(Some(8 << 30))
+            .map_err(|e| e.to_string())?;
+        Ok(o)
+    }
+
+    #[test]
+    fn range_errors_name_the_flag_and_the_limit() {
+        let m = ["--model", "m"];
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--max-concurrency", "4000000000"],
+                "--max-concurrency: 4000000000 is outside [1, 1000000]",
+            ),
+            (
+                &["--max-concurrency", "0"],
+                "--max-concurrency: 0 is outside [1, 1000000]",
+            ),
+            (
+                &["--random-input-len", "4000000000"],
+                "--random-input-len: 4000000000 tokens is outside [1, 10000000]",
+            ),
+            (
+                &["--random-prefix-len", "4000000000"],
+                "--random-prefix-len: 4000000000 tokens is outside [0, 10000000]",
+            ),
+            (
+                &["--random-output-len", "0"],
+                "--random-output-len: 0 tokens is outside [1, 10000000]",
+            ),
+            (
+                &["--random-input-len", "0"],
+                "--random-input-len: 0 tokens is outside [1, 10000000]",
+            ),
+            (
+                &["--request-rate", "1e-12"],
+                "--request-rate: 0.000000000001 is outside [0.001, 10000000] requests/s (or inf)",
+            ),
+            (
+                &["--request-rate", "0.01", "--num-prompts", "100000"],
+                "--request-rate: 0.01 requests/s would take 9999900 s to send 100000 prompts; the limit is 604800 s",
+            ),
+            (
+                &["--burstiness", "1e-9"],
+                "--burstiness: 0.000000001 is outside [0.001, 1000] (gamma shape; 1 = Poisson)",
+            ),
+            (
+                &["--num-prompts", "100000000"],
+                "--num-prompts: 100000000 is above 10000000 (use --duration for longer runs)",
+            ),
+            (
+                &["--max-concurrency", "1000000"],
+                "--random-input-len: 10000000 prompts of up to 1024 tokens and their records need about 214843 MiB, more than the 8192 MiB of memory available",
+            ),
+            (
+                &["--goodput", "ttft:-5"],
+                "--goodput: item \"ttft:-5\": must be a finite value ≥ 0",
+            ),
+            (
+                &["--max-anomaly-rate", "2"],
+                "--max-anomaly-rate: 2 is outside [0, 1]",
+            ),
+            (
+                &["--request-timeout", "1e18"],
+                "--request-timeout: 1000000000000000000 s is outside (0, 604800] s",
+            ),
+            (
+                &["--dataset-path", "x.jsonl"],
+                "--dataset-path: is not used by --dataset-name random (random prompts); pass --dataset-name jsonl|sharegpt, or drop --dataset-path",
+            ),
+            (
+                &["--random-input-len", "10000000", "--num-prompts", "100"],
+                "--random-input-len: 100 prompts of up to 10000000 tokens and their records need about 15259 MiB, more than the 8192 MiB of memory available",
+            ),
+        ];
+        for (args, want) in cases {
+            let mut argv = m.to_vec();
+            argv.extend_from_slice(args);
+            assert_eq!(&check(&argv).unwrap_err(), want, "{argv:?}");
+        }
+        // a million-stream cap is fine with a count that fits
+        let o = check(&[
+            "--model",
+            "m",
+            "--max-concurrency",
+            "1000000",
+            "--num-prompts",
+            "1000000",
+            "--num-warmups",
+            "0",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "16",
+        ])
+        .unwrap();
+        assert_eq!(o.max_concurrency, Some(1_000_000));
+        // vLLM semantics widen the drawn range: (1 + 0.5) × 8M > 10M
+        let e = check(&[
+            "--model",
+            "m",
+            "--range-semantics",
+            "vllm",
+            "--random-range-ratio",
+            "0.5",
+            "--random-input-len",
+            "8000000",
+        ])
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "--random-input-len: --random-prefix-len + the longest drawn input = 12000000 tokens is above 10000000"
+        );
+    }
+
+    use proptest::prelude::*;
+
+    /// Numbers of every kind a user (or a script bug) may type.
+    fn number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            (0u64..4).prop_map(|v| v.to_string()),
+            (0u64..100_000).prop_map(|v| v.to_string()),
+            any::<u32>().prop_map(|v| v.to_string()),
+            any::<u64>().prop_map(|v| v.to_string()),
+            any::<i64>().prop_map(|v| v.to_string()),
+            any::<f64>().prop_map(|v| format!("{v}")),
+            (-1e3f64..1e3).prop_map(|v| format!("{v}")),
+            prop::sample::select(vec![
+                "0",
+                "-0",
+                "1e-12",
+                "1e300",
+                "-1e300",
+                "nan",
+                "inf",
+                "-inf",
+                "1e-320",
+                "4000000000",
+                "18446744073709551616",
+                "0.5",
+                "",
+            ])
+            .prop_map(str::to_string),
+        ]
+    }
+
+    const NUMERIC: &[&str] = &[
+        "--random-input-len",
+        "--random-output-len",
+        "--random-range-ratio",
+        "--random-prefix-len",
+        "--output-len",
+        "--seed",
+        "--max-concurrency",
+        "--request-rate",
+        "--burstiness",
+        "--num-prompts",
+        "--num-warmups",
+        "--duration",
+        "--idle-timeout",
+        "--request-timeout",
+        "--max-error-rate",
+        "--max-anomaly-rate",
+        "--metric-percentiles",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        /// Random numbers in any numeric flags: parsing and validation never panic, every
+        /// refusal names a flag, and whatever is accepted fits the limits and the memory.
+        #[test]
+        fn random_numbers_never_panic_or_overallocate(
+            picks in prop::collection::vec((0..NUMERIC.len(), number()), 0..8),
+            vllm in any::<bool>(),
+            goodput in proptest::option::of(number()),
+        ) {
+            let mut argv: Vec<String> = vec!["--model".into(), "m".into()];
+            if let Some(g) = goodput {
+                argv.push(format!("--goodput=ttft:{g}"));
+            }
+            if vllm {
+                argv.extend(["--range-semantics".into(), "vllm".into()]);
+            }
+            for (i, v) in &picks {
+                argv.push(format!("{}={v}", NUMERIC[*i]));
+            }
+            let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let budget: u64 = 8 << 30;
+            match parse(&refs) {
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    prop_assert!(msg.contains("--") || msg.contains("invalid"), "{msg}");
+                }
+                Ok(o) => match o.validate_with_memory(Some(budget)) {
+                    Err(e) => prop_assert!(e.flag.starts_with("--"), "{e}"),
+                    Ok(()) => {
+                        use inferbench_loadgen::limits;
+                        prop_assert!(o.estimated_memory_bytes() <= budget);
+                        prop_assert!(o.max_concurrency.is_none_or(|c| (1..=limits::MAX_CONCURRENCY).contains(&c)));
+                        prop_assert!((1..=limits::MAX_TOKENS).contains(&o.random_input_len));
+                        prop_assert!((1..=limits::MAX_TOKENS).contains(&o.random_output_len));
+                        prop_assert!(o.random_prefix_len <= limits::MAX_TOKENS);
+                        prop_assert!(o.resolved_num_prompts() <= limits::MAX_NUM_PROMPTS);
+                        prop_assert!(o.request_rate.is_none_or(|r| r.is_finite() && r >= limits::MIN_REQUEST_RATE));
+                        for d in [o.duration, Some(o.idle_timeout), o.request_timeout].into_iter().flatten() {
+                            prop_assert!(d.as_secs_f64() <= limits::MAX_SECONDS && !d.is_zero());
+                            // adding it to now cannot overflow
+                            prop_assert!(std::time::Instant::now().checked_add(d).is_some());
+                        }
+                    }
+                },
+            }
+        }
     }
 }

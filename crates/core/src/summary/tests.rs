@@ -210,6 +210,74 @@ fn extras_hand_computed() {
 }
 
 #[test]
+fn anomalies_warmup_failures_and_error_samples() {
+    use crate::anomaly::{detect, Anomaly};
+    let mut recs = run();
+    // r0 (4 chunks): usage 19 503 for max_tokens 4; r1 (2 chunks): usage 0 from the server.
+    for r in recs.iter_mut() {
+        if r.phase == Phase::Profile && r.request_id == 0 {
+            r.completion_tokens = 19_503;
+            r.max_tokens = Some(4);
+        }
+        if r.phase == Phase::Profile && r.request_id == 1 {
+            r.completion_tokens = 0;
+            r.completion_tokens_source = TokenSource::Server;
+        }
+        r.anomalies = detect(r, false);
+    }
+    // a failed warmup (connect) and a second 503 later than the first
+    recs.push(RequestRecord {
+        request_id: 1,
+        phase: Phase::Warmup,
+        success: false,
+        error_class: Some(ErrorClass::Connect),
+        error: Some("connection refused".into()),
+        end_ns: 5 * MS,
+        ..Default::default()
+    });
+    recs.push(RequestRecord {
+        request_id: 3,
+        success: false,
+        error_class: Some(ErrorClass::HttpStatus),
+        error: Some("later 503".into()),
+        sent_ns: 40 * MS,
+        end_ns: 50 * MS,
+        ..Default::default()
+    });
+    let mut c = ctx();
+    c.stop_reason = StopReason::ServerUnreachable;
+    c.requests_not_sent = 6;
+    let s = summarize(&recs, &c);
+    let e = &s.inferbench;
+    assert_eq!(e.anomalies["usage_exceeds_max_tokens"], 1);
+    assert_eq!(e.anomalies["usage_below_stream"], 1);
+    assert_eq!(e.anomalies["osl_mismatch"], 0);
+    assert_eq!(e.anomalies["isl_mismatch"], 0);
+    assert_eq!(e.anomalous_requests, 2);
+    assert_eq!(e.anomaly_rate, 1.0);
+    assert_eq!(e.warmup_failed, 1);
+    assert_eq!(e.warmups, 2);
+    assert_eq!(e.warmup_errors_by_class["connect"], 1);
+    assert_eq!(e.failed, 2);
+    assert_eq!(e.error_samples["http_status"], "503 Service Unavailable");
+    assert_eq!(e.error_samples["connect"], "connection refused");
+    assert_eq!(e.requests_not_sent, 6);
+    let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(v["inferbench"]["stop_reason"], "server_unreachable");
+    assert_eq!(v["inferbench"]["anomalies"]["usage_exceeds_max_tokens"], 1);
+    assert_eq!(v["inferbench"]["warmup_failed"], 1);
+    let back: RunSummary = serde_json::from_value(v).unwrap();
+    assert_eq!(back.inferbench, s.inferbench);
+    assert_eq!(
+        recs.iter()
+            .find(|r| r.request_id == 0 && r.phase == Phase::Profile)
+            .unwrap()
+            .anomalies,
+        vec![Anomaly::UsageExceedsMaxTokens]
+    );
+}
+
+#[test]
 fn detailed_arrays_in_request_order_and_seconds() {
     let mut c = ctx();
     c.save_detailed = true;

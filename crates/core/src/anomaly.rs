@@ -1,0 +1,307 @@
+//! Numbers a server reports that cannot be true (issue 11). A request whose numbers are
+//! implausible still succeeds; its record carries the [`Anomaly`] codes, the run summary counts
+//! them per code (`inferbench.anomalies`) and the console warns once per code with an example.
+//!
+//! Checked once per request, at its end ([`detect`]), never per token.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::{Phase, RequestRecord, TokenSource};
+
+/// The server's prompt token count may exceed or fall short of the drawn input length by at most
+/// this fraction of the drawn length before `isl_mismatch` is raised (5 %, issue 11) …
+pub const ISL_TOLERANCE_FRACTION: f64 = 0.05;
+/// … and by at most this many tokens (32, issue 11: chat templates add a few tokens). Both
+/// limits must be exceeded.
+pub const ISL_TOLERANCE_TOKENS: u32 = 32;
+
+/// One kind of implausible server-reported number. Serialized as the snake_case code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Anomaly {
+    /// `usage.completion_tokens` is above the request's `max_tokens`.
+    UsageExceedsMaxTokens,
+    /// `usage.completion_tokens` is below the number of token-bearing chunks (every such chunk
+    /// carries at least one token).
+    UsageBelowStream,
+    /// With `--ignore-eos`, the server's completion tokens differ from the requested output
+    /// length (`max_tokens`).
+    OslMismatch,
+    /// The server's `usage.prompt_tokens` differs from the client-side (drawn) input length by
+    /// more than [`ISL_TOLERANCE_FRACTION`] and more than [`ISL_TOLERANCE_TOKENS`]: the client's
+    /// tokenizer is not the served model's.
+    IslMismatch,
+}
+
+impl Anomaly {
+    /// Every code, in summary order.
+    pub const ALL: [Anomaly; 4] = [
+        Anomaly::UsageExceedsMaxTokens,
+        Anomaly::UsageBelowStream,
+        Anomaly::OslMismatch,
+        Anomaly::IslMismatch,
+    ];
+
+    /// The code as written in records and summaries (`"usage_exceeds_max_tokens"`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Anomaly::UsageExceedsMaxTokens => "usage_exceeds_max_tokens",
+            Anomaly::UsageBelowStream => "usage_below_stream",
+            Anomaly::OslMismatch => "osl_mismatch",
+            Anomaly::IslMismatch => "isl_mismatch",
+        }
+    }
+
+    /// A one-line description of this anomaly in `rec` (the console's example), with the numbers.
+    pub fn describe(self, rec: &RequestRecord) -> String {
+        let id = rec.request_id;
+        let max = rec
+            .max_tokens
+            .map_or_else(|| "none".to_string(), |m| m.to_string());
+        match self {
+            Anomaly::UsageExceedsMaxTokens => format!(
+                "request {id}: usage says {} completion tokens for max_tokens {max} ({} token chunks); \
+                 output throughput built on it is not real",
+                rec.completion_tokens,
+                rec.chunks.len()
+            ),
+            Anomaly::UsageBelowStream => format!(
+                "request {id}: usage says {} completion tokens but {} token-bearing chunks arrived",
+                rec.completion_tokens,
+                rec.chunks.len()
+            ),
+            Anomaly::OslMismatch => format!(
+                "request {id}: --ignore-eos asked for exactly {max} tokens, the server reports {} \
+                 (does the server honour ignore_eos and the max-tokens field? see --max-tokens-field)",
+                rec.completion_tokens
+            ),
+            Anomaly::IslMismatch => {
+                let ratio = f64::from(rec.prompt_tokens) / f64::from(rec.prompt_tokens_client.max(1));
+                format!(
+                    "request {id}: the server counted {} prompt tokens for {} drawn (ratio {ratio:.2}); \
+                     the client tokenizer is not the served model's: pass --tokenizer server (fit \
+                     prompts through the server's /tokenize) or --tokenizer <the model's tokenizer.json>",
+                    rec.prompt_tokens, rec.prompt_tokens_client
+                )
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Anomaly {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The anomalies of one finished request (empty for failed requests). Only numbers the server
+/// reported are judged: completion-token checks need `completion_tokens_source = server`, the ISL
+/// check needs a server prompt count (`prompt_tokens != prompt_tokens_client`). `ignore_eos`: the
+/// request asked for exactly `max_tokens` tokens.
+pub fn detect(rec: &RequestRecord, ignore_eos: bool) -> Vec<Anomaly> {
+    let mut out = Vec::new();
+    if !rec.success {
+        return out;
+    }
+    if rec.completion_tokens_source == TokenSource::Server {
+        let c = rec.completion_tokens;
+        if rec.max_tokens.is_some_and(|m| c > m) {
+            out.push(Anomaly::UsageExceedsMaxTokens);
+        }
+        if (c as usize) < rec.chunks.len() {
+            out.push(Anomaly::UsageBelowStream);
+        }
+        if ignore_eos && rec.max_tokens.is_some_and(|m| c != m) {
+            out.push(Anomaly::OslMismatch);
+        }
+    }
+    if isl_mismatch(rec.prompt_tokens, rec.prompt_tokens_client) {
+        out.push(Anomaly::IslMismatch);
+    }
+    out
+}
+
+/// True when `server` differs from `client` by more than [`ISL_TOLERANCE_FRACTION`] × `client`
+/// and more than [`ISL_TOLERANCE_TOKENS`].
+pub fn isl_mismatch(server: u32, client: u32) -> bool {
+    let diff = server.abs_diff(client);
+    diff > ISL_TOLERANCE_TOKENS && f64::from(diff) > ISL_TOLERANCE_FRACTION * f64::from(client)
+}
+
+/// Profile requests carrying each code: every code of [`Anomaly::ALL`] is present (0 when none),
+/// so summaries and the store always have the four counts.
+pub fn counts(records: &[RequestRecord]) -> BTreeMap<String, u64> {
+    let mut m: BTreeMap<String, u64> = Anomaly::ALL
+        .iter()
+        .map(|a| (a.as_str().to_string(), 0))
+        .collect();
+    for r in records.iter().filter(|r| r.phase == Phase::Profile) {
+        for a in &r.anomalies {
+            *m.entry(a.as_str().to_string()).or_insert(0) += 1;
+        }
+    }
+    m
+}
+
+/// Successful profile requests with at least one anomaly.
+pub fn anomalous_requests(records: &[RequestRecord]) -> u64 {
+    records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.success && !r.anomalies.is_empty())
+        .count() as u64
+}
+
+/// The first profile record carrying each code (the console's example), in [`Anomaly::ALL`]
+/// order.
+pub fn examples(records: &[RequestRecord]) -> Vec<(Anomaly, &RequestRecord)> {
+    Anomaly::ALL
+        .iter()
+        .filter_map(|&a| {
+            records
+                .iter()
+                .filter(|r| r.phase == Phase::Profile && r.anomalies.contains(&a))
+                .min_by_key(|r| r.request_id)
+                .map(|r| (a, r))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Channel, ChunkRecord};
+
+    fn rec(chunks: usize, completion: u32, max: Option<u32>) -> RequestRecord {
+        RequestRecord {
+            success: true,
+            completion_tokens: completion,
+            max_tokens: max,
+            prompt_tokens: 120,
+            prompt_tokens_client: 120,
+            chunks: (0..chunks)
+                .map(|i| ChunkRecord {
+                    t_ns: i as u64,
+                    channel: Channel::Content,
+                    tokens: None,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn usage_exceeds_max_tokens_case() {
+        // shared/cases/sse/usage-exceeds-max-tokens.json: 3 chunks, usage 19503, max_tokens 4
+        let r = rec(3, 19_503, Some(4));
+        assert_eq!(detect(&r, false), vec![Anomaly::UsageExceedsMaxTokens]);
+        assert_eq!(
+            detect(&r, true),
+            vec![Anomaly::UsageExceedsMaxTokens, Anomaly::OslMismatch]
+        );
+        assert_eq!(detect(&rec(3, 4, Some(4)), true), vec![]);
+    }
+
+    #[test]
+    fn usage_below_stream() {
+        assert_eq!(
+            detect(&rec(3, 0, Some(16)), false),
+            vec![Anomaly::UsageBelowStream]
+        );
+        assert_eq!(detect(&rec(3, 3, Some(16)), false), vec![]);
+        // our own tokenizer count is not the server's number
+        let mut r = rec(3, 0, Some(16));
+        r.completion_tokens_source = TokenSource::Tokenizer;
+        assert_eq!(detect(&r, true), vec![]);
+    }
+
+    #[test]
+    fn osl_mismatch_only_with_ignore_eos() {
+        assert_eq!(detect(&rec(5, 5, Some(8)), false), vec![]);
+        assert_eq!(
+            detect(&rec(5, 5, Some(8)), true),
+            vec![Anomaly::OslMismatch]
+        );
+        assert_eq!(detect(&rec(5, 5, None), true), vec![]);
+    }
+
+    #[test]
+    fn isl_mismatch_needs_both_limits() {
+        // llama.cpp + SmolLM2: 120 drawn, 365 counted
+        let mut r = rec(1, 1, Some(1));
+        r.prompt_tokens = 365;
+        assert_eq!(detect(&r, false), vec![Anomaly::IslMismatch]);
+        assert!(r.anomalies.is_empty());
+        // +32 exactly: not more than 32
+        assert!(!isl_mismatch(152, 120));
+        assert!(isl_mismatch(153, 120));
+        // 10 000 drawn: 5 % = 500 tokens
+        assert!(!isl_mismatch(10_500, 10_000));
+        assert!(isl_mismatch(10_501, 10_000));
+        assert!(isl_mismatch(9_499, 10_000));
+        assert!(!isl_mismatch(0, 32));
+        assert!(isl_mismatch(0, 33));
+    }
+
+    #[test]
+    fn failed_requests_have_none() {
+        let mut r = rec(3, 19_503, Some(4));
+        r.success = false;
+        assert_eq!(detect(&r, true), vec![]);
+    }
+
+    #[test]
+    fn counts_and_examples() {
+        let mut a = rec(3, 19_503, Some(4));
+        a.request_id = 7;
+        a.anomalies = detect(&a, false);
+        let mut b = rec(3, 0, Some(4));
+        b.request_id = 3;
+        b.anomalies = detect(&b, false);
+        let mut w = rec(3, 0, Some(4));
+        w.phase = Phase::Warmup;
+        w.anomalies = detect(&w, false);
+        let recs = vec![a, b, w, rec(2, 2, Some(4))];
+        let c = counts(&recs);
+        assert_eq!(
+            c.into_iter().collect::<Vec<_>>(),
+            vec![
+                ("isl_mismatch".to_string(), 0),
+                ("osl_mismatch".to_string(), 0),
+                ("usage_below_stream".to_string(), 1),
+                ("usage_exceeds_max_tokens".to_string(), 1),
+            ]
+        );
+        assert_eq!(anomalous_requests(&recs), 2);
+        let ex: Vec<(Anomaly, u64)> = examples(&recs)
+            .into_iter()
+            .map(|(a, r)| (a, r.request_id))
+            .collect();
+        assert_eq!(
+            ex,
+            vec![
+                (Anomaly::UsageExceedsMaxTokens, 7),
+                (Anomaly::UsageBelowStream, 3)
+            ]
+        );
+        let s = Anomaly::UsageExceedsMaxTokens.describe(&recs[0]);
+        assert_eq!(
+            s,
+            "request 7: usage says 19503 completion tokens for max_tokens 4 (3 token chunks); \
+             output throughput built on it is not real"
+        );
+    }
+
+    #[test]
+    fn codes_serialize_snake_case() {
+        let s = serde_json::to_string(&Anomaly::ALL).unwrap();
+        assert_eq!(
+            s,
+            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch"]"#
+        );
+        for a in Anomaly::ALL {
+            assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{a}\""));
+        }
+    }
+}

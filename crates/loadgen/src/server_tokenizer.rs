@@ -1,0 +1,337 @@
+//! `--tokenizer server`: count tokens with the served model's own tokenizer through the
+//! server's `POST /tokenize`, so random prompts can be fitted to exact input lengths without a
+//! tokenizer file (issue 11).
+//!
+//! Request body `{"model", "prompt", "content"}` covers the known servers: vLLM and SGLang read
+//! `model` + `prompt` and answer `{"tokens": [...], "count": n, "max_model_len": m}`; llama.cpp
+//! reads `content` and answers `{"tokens": [...]}`; `inferbench sim` answers like vLLM. The count
+//! is `count` when present, else the length of `tokens`. Server defaults for special tokens are
+//! kept, so the count is what the server's `usage.prompt_tokens` will say.
+//!
+//! A tiny blocking HTTP/1.1 client (keep-alive, `Content-Length` or chunked bodies): prompt
+//! preparation runs on a blocking thread, and this keeps it free of the async client.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+
+/// Timeout of one `/tokenize` call (connect, write, each read), 60 s.
+pub const TOKENIZE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Largest `/tokenize` response read, bytes (64 MiB: ~10M token ids as JSON).
+const MAX_RESPONSE: usize = 64 << 20;
+
+/// Where the server's `/tokenize` is and what to send.
+#[derive(Debug, Clone)]
+pub struct ServerTokenizer {
+    host: String,
+    port: u16,
+    path: String,
+    model: String,
+    api_key: Option<String>,
+}
+
+/// One keep-alive connection to the tokenizer (one per worker thread).
+#[derive(Debug, Default)]
+pub struct TokConn(Option<BufReader<TcpStream>>);
+
+impl ServerTokenizer {
+    /// `/tokenize` under `base_url` (`http://host[:port][/prefix]`).
+    ///
+    /// # Errors
+    /// A URL that is not `http://host[:port]…`.
+    pub fn new(base_url: &str, model: &str, api_key: Option<&str>) -> anyhow::Result<Self> {
+        let rest = base_url.strip_prefix("http://").with_context(|| {
+            format!("--tokenizer server: --base-url {base_url:?} is not http://host:port")
+        })?;
+        let (authority, prefix) = match rest.find('/') {
+            Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
+            None => (rest, ""),
+        };
+        let (host, port) = match authority
+            .rsplit_once(':')
+            .filter(|_| !authority.ends_with(']'))
+        {
+            Some((h, p)) => (
+                h,
+                p.parse::<u16>()
+                    .with_context(|| format!("--tokenizer server: bad port in {base_url:?}"))?,
+            ),
+            None => (authority, 80),
+        };
+        if host.is_empty() {
+            bail!("--tokenizer server: no host in --base-url {base_url:?}");
+        }
+        Ok(Self {
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port,
+            path: format!("{prefix}/tokenize"),
+            model: model.to_string(),
+            api_key: api_key.map(str::to_string),
+        })
+    }
+
+    /// Tokens of `text` under the server's tokenizer. Reuses `conn` (keep-alive) and retries
+    /// once on a fresh connection when a reused one fails.
+    ///
+    /// # Errors
+    /// Connection failures, a non-200 status (naming the endpoint), a body without `count` or
+    /// `tokens`.
+    pub fn count(&self, conn: &mut TokConn, text: &str) -> anyhow::Result<u32> {
+        let body = serde_json::to_vec(&serde_json::json!({
+            "model": self.model, "prompt": text, "content": text,
+        }))?;
+        let reused = conn.0.is_some();
+        match self.post(conn, &body) {
+            Ok(v) => Ok(v),
+            Err(_) if reused => {
+                conn.0 = None;
+                self.post(conn, &body)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn post(&self, conn: &mut TokConn, body: &[u8]) -> anyhow::Result<u32> {
+        let at = format!("POST http://{}:{}{}", self.host, self.port, self.path);
+        if conn.0.is_none() {
+            let s = TcpStream::connect((self.host.as_str(), self.port))
+                .with_context(|| format!("{at}: cannot connect"))?;
+            s.set_read_timeout(Some(TOKENIZE_TIMEOUT))?;
+            s.set_write_timeout(Some(TOKENIZE_TIMEOUT))?;
+            let _ = s.set_nodelay(true);
+            conn.0 = Some(BufReader::new(s));
+        }
+        let Some(r) = conn.0.as_mut() else {
+            bail!("{at}: no connection");
+        };
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n",
+            self.path,
+            self.host,
+            self.port,
+            body.len()
+        );
+        if let Some(k) = &self.api_key {
+            head.push_str(&format!("Authorization: Bearer {k}\r\n"));
+        }
+        head.push_str("\r\n");
+        let res = (|| -> anyhow::Result<(u16, Vec<u8>, bool)> {
+            let w = r.get_mut();
+            w.write_all(head.as_bytes())?;
+            w.write_all(body)?;
+            w.flush()?;
+            read_response(r)
+        })();
+        let (status, bytes, keep) = match res {
+            Ok(x) => x,
+            Err(e) => {
+                conn.0 = None;
+                return Err(e.context(at));
+            }
+        };
+        if !keep {
+            conn.0 = None;
+        }
+        if status != 200 {
+            let excerpt = String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned();
+            bail!(
+                "{at}: HTTP {status}: {} (--tokenizer server needs the server's /tokenize: vLLM, SGLang, llama.cpp or inferbench sim)",
+                excerpt.trim()
+            );
+        }
+        parse_count(&bytes).with_context(|| at.clone())
+    }
+}
+
+/// The token count of a `/tokenize` response body: `count`, else the length of `tokens`.
+///
+/// # Errors
+/// Not JSON, or neither field.
+pub fn parse_count(body: &[u8]) -> anyhow::Result<u32> {
+    let v: serde_json::Value =
+        serde_json::from_slice(body).context("the /tokenize response is not JSON")?;
+    if let Some(n) = v.get("count").and_then(serde_json::Value::as_u64) {
+        return u32::try_from(n).context("count out of range");
+    }
+    if let Some(t) = v.get("tokens").and_then(serde_json::Value::as_array) {
+        return u32::try_from(t.len()).context("too many tokens");
+    }
+    bail!("the /tokenize response has neither `count` nor `tokens`")
+}
+
+/// Reads one HTTP/1.x response: (status, body, connection reusable).
+fn read_response(r: &mut BufReader<TcpStream>) -> anyhow::Result<(u16, Vec<u8>, bool)> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        bail!("connection closed before a response");
+    }
+    let mut parts = line.split_whitespace();
+    let version = parts.next().unwrap_or("");
+    let status: u16 = parts
+        .next()
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("bad status line {:?}", line.trim()))?;
+    let mut length: Option<usize> = None;
+    let mut chunked = false;
+    let mut keep = version == "HTTP/1.1";
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            bail!("connection closed inside the response head");
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase());
+            match k.as_str() {
+                "content-length" => length = v.parse().ok(),
+                "transfer-encoding" => chunked = v.contains("chunked"),
+                "connection" if v.contains("close") => keep = false,
+                "connection" if v.contains("keep-alive") => keep = true,
+                _ => {}
+            }
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            line.clear();
+            r.read_line(&mut line)?;
+            let size_hex = line.trim().split(';').next().unwrap_or("");
+            let size = usize::from_str_radix(size_hex, 16)
+                .with_context(|| format!("bad chunk size {size_hex:?}"))?;
+            if size == 0 {
+                // trailers until the blank line
+                loop {
+                    line.clear();
+                    if r.read_line(&mut line)? == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                }
+                break;
+            }
+            if body.len() + size > MAX_RESPONSE {
+                bail!("response over {MAX_RESPONSE} bytes");
+            }
+            let start = body.len();
+            body.resize(start + size, 0);
+            r.read_exact(&mut body[start..])?;
+            line.clear();
+            r.read_line(&mut line)?;
+        }
+    } else if let Some(n) = length {
+        if n > MAX_RESPONSE {
+            bail!("response over {MAX_RESPONSE} bytes");
+        }
+        body.resize(n, 0);
+        r.read_exact(&mut body)?;
+    } else {
+        r.take(MAX_RESPONSE as u64).read_to_end(&mut body)?;
+        keep = false;
+    }
+    Ok((status, body, keep))
+}
+
+/// Shortens `text` (never below byte `keep_bytes`, a char boundary) until the server counts
+/// exactly `target` tokens, by interpolation search over char boundaries (bisection every
+/// third step, so a non-linear tokenizer still converges in O(log n) calls). `full` is the
+/// server's count of the whole `text` (≥ `target` expected). Returns the text and its server
+/// count: `target` when reachable, else the nearest count found (a single character can add
+/// several tokens).
+///
+/// # Errors
+/// As [`ServerTokenizer::count`].
+pub fn fit_prefix(
+    tok: &ServerTokenizer,
+    conn: &mut TokConn,
+    text: &str,
+    keep_bytes: usize,
+    full: u32,
+    target: u32,
+) -> anyhow::Result<(String, u32)> {
+    if full <= target {
+        return Ok((text.to_string(), full));
+    }
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .filter(|&i| i >= keep_bytes)
+        .chain(std::iter::once(text.len()))
+        .collect();
+    // (index into bounds, count); lo's count is a guess until measured.
+    let mut lo: (usize, u32, bool) = (0, 0, false);
+    let mut hi: (usize, u32) = (bounds.len() - 1, full);
+    let mut step = 0u32;
+    while hi.0 > lo.0 + 1 {
+        step += 1;
+        let span = (hi.0 - lo.0) as f64;
+        let k = if step % 3 == 0 || hi.1 <= lo.1 {
+            lo.0 + (hi.0 - lo.0) / 2
+        } else {
+            let frac = f64::from(target.saturating_sub(lo.1)) / f64::from(hi.1 - lo.1);
+            lo.0 + (frac * span).round() as usize
+        }
+        .clamp(lo.0 + 1, hi.0 - 1);
+        let c = tok.count(conn, &text[..bounds[k]])?;
+        if c == target {
+            return Ok((text[..bounds[k]].to_string(), c));
+        }
+        if c < target {
+            lo = (k, c, true);
+        } else {
+            hi = (k, c);
+        }
+    }
+    // No cut gives exactly `target`: the nearest of the two neighbours.
+    if lo.2 && target - lo.1 <= hi.1 - target {
+        Ok((text[..bounds[lo.0]].to_string(), lo.1))
+    } else {
+        Ok((text[..bounds[hi.0]].to_string(), hi.1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_parts() {
+        let t = ServerTokenizer::new("http://127.0.0.1:8000", "m", None).unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("127.0.0.1", 8000, "/tokenize")
+        );
+        let t = ServerTokenizer::new("http://h/x/", "m", None).unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("h", 80, "/x/tokenize")
+        );
+        let t = ServerTokenizer::new("http://[::1]", "m", None).unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 80));
+        let t = ServerTokenizer::new("http://[::1]:9000", "m", None).unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 9000));
+        assert!(ServerTokenizer::new("https://h", "m", None).is_err());
+        assert!(ServerTokenizer::new("http://:80", "m", None).is_err());
+        assert!(ServerTokenizer::new("http://h:99999", "m", None).is_err());
+    }
+
+    #[test]
+    fn both_response_shapes() {
+        assert_eq!(
+            parse_count(br#"{"tokens":[1,2,3],"count":3,"max_model_len":8}"#).unwrap(),
+            3
+        );
+        assert_eq!(parse_count(br#"{"tokens":[5,6]}"#).unwrap(), 2);
+        assert_eq!(parse_count(br#"{"count":7}"#).unwrap(), 7);
+        assert!(parse_count(br#"{"n":7}"#).is_err());
+        assert!(parse_count(b"nope").is_err());
+    }
+}

@@ -1,0 +1,472 @@
+//! Issue 11 end to end through `run_bench` and the real client over HTTP: anomaly codes in
+//! records, summaries and warnings (the `usage-exceeds-max-tokens` case and
+//! `misbehaving_server.py honor-max-tokens-only`), `--max-anomaly-rate`, the rescaled arrival
+//! schedule, a dead server with few requests, a run that measured nothing, and
+//! `--tokenizer server` against the simulator.
+
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
+use inferbench_client::{Backend, MaxTokensField};
+use inferbench_core::summary::StopReason;
+use inferbench_core::{Anomaly, Phase, RequestRecord};
+use inferbench_loadgen::{
+    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
+};
+
+fn shared() -> Option<PathBuf> {
+    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    if d.is_dir() {
+        Some(d)
+    } else {
+        eprintln!("SKIP: {} not found", d.display());
+        None
+    }
+}
+
+fn prepared(n: usize, prompt_tokens: u32, max_tokens: u32) -> Arc<PreparedPrompts> {
+    Arc::new(PreparedPrompts {
+        prompts: (0..n)
+            .map(|i| BenchPrompt {
+                text: format!("prompt {i}"),
+                messages: None,
+                prompt_tokens,
+                max_tokens: Some(max_tokens),
+                conversation_id: None,
+                turn: None,
+            })
+            .collect(),
+        tokenizer_id: "test".into(),
+        counter: None,
+    })
+}
+
+fn opts(base_url: String, n: usize, prompt_tokens: u32, max_tokens: u32) -> BenchOptions {
+    BenchOptions {
+        base_url,
+        model: "replay-model".into(),
+        progress: ProgressMode::Off,
+        num_prompts: Some(n as u64),
+        num_warmups: Some(0),
+        prepared: Some(prepared(n, prompt_tokens, max_tokens)),
+        ..Default::default()
+    }
+}
+
+fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
+    let mut v: Vec<_> = recs.iter().filter(|r| r.phase == Phase::Profile).collect();
+    v.sort_by_key(|r| r.request_id);
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_exceeds_max_tokens_case_is_flagged_counted_and_warned() {
+    let Some(dir) = shared() else { return };
+    let text =
+        std::fs::read_to_string(dir.join("cases/sse/usage-exceeds-max-tokens.json")).unwrap();
+    let case: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let addr = spawn_replay(ReplayCase::from_json(&case).unwrap())
+        .await
+        .unwrap();
+    // client_flags: --random-output-len 4 → max_tokens 4; prompt of 8 tokens as the usage says
+    let o = BenchOptions {
+        backend: Backend::OpenAiChat,
+        max_concurrency: Some(3),
+        ..opts(format!("http://{addr}"), 3, 8, 4)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let prof = profile(&out.records);
+    assert_eq!(prof.len(), 3);
+    for r in &prof {
+        assert!(r.success);
+        assert_eq!(r.completion_tokens, 19_503);
+        assert_eq!(r.chunks.len(), 3);
+        assert_eq!(r.anomalies, vec![Anomaly::UsageExceedsMaxTokens]);
+    }
+    let x = &out.summary.inferbench;
+    assert_eq!(x.anomalies["usage_exceeds_max_tokens"], 3);
+    assert_eq!(x.anomalies["usage_below_stream"], 0);
+    assert_eq!(x.anomalies["osl_mismatch"], 0);
+    assert_eq!(x.anomalies["isl_mismatch"], 0);
+    assert_eq!(x.anomalous_requests, 3);
+    assert_eq!(x.anomaly_rate, 1.0);
+    let warn: Vec<&String> = out
+        .notes
+        .iter()
+        .filter(|n| n.starts_with("warning: usage_exceeds_max_tokens"))
+        .collect();
+    assert_eq!(warn.len(), 1, "{:?}", out.notes);
+    assert_eq!(
+        warn[0],
+        "warning: usage_exceeds_max_tokens in 3 of 3 successful requests; e.g. request 0: usage \
+         says 19503 completion tokens for max_tokens 4 (3 token chunks); output throughput built \
+         on it is not real"
+    );
+    // the warmup-free run still warns once, and the records keep the code in JSON
+    let line = serde_json::to_string(prof[0]).unwrap();
+    assert!(
+        line.contains(r#""anomalies":["usage_exceeds_max_tokens"]"#),
+        "{line}"
+    );
+}
+
+/// Starts `misbehaving_server.py MODE --port 0 --log LOG`; returns the child and its URL.
+fn misbehaving(mode: &str, log: &std::path::Path) -> Option<(Child, String)> {
+    let dir = shared()?;
+    let mut child = Command::new("python3")
+        .arg(dir.join("tools/misbehaving_server.py"))
+        .args([mode, "--port", "0", "--log"])
+        .arg(log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take()?)
+        .read_line(&mut line)
+        .ok()?;
+    let url = line.trim().strip_prefix("listening on ")?.to_string();
+    Some((child, url))
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn honor_max_tokens_only_server_gets_both_fields() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("srv.jsonl");
+    let Some((child, url)) = misbehaving("honor-max-tokens-only", &log) else {
+        eprintln!("SKIP: python3 or the shared folder is missing");
+        return;
+    };
+    let _guard = Kill(child);
+    let base = BenchOptions {
+        backend: Backend::OpenAiChat,
+        ignore_eos: true,
+        max_concurrency: Some(2),
+        ..opts(url.clone(), 4, 8, 8)
+    };
+    // Default for chat: both fields → the server honours max_tokens: exactly 8 tokens.
+    let out = run_bench(base.clone(), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    for r in profile(&out.records) {
+        assert!(r.success, "{r:?}");
+        assert_eq!(r.completion_tokens, 8);
+        assert_eq!(r.anomalies, vec![]);
+    }
+    assert_eq!(out.summary.total_output_tokens, 32);
+    assert_eq!(out.summary.inferbench.anomalous_requests, 0);
+    let bodies: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v.get("body").is_some())
+        .collect();
+    assert_eq!(bodies.len(), 4);
+    for b in &bodies {
+        assert_eq!(b["body"]["max_tokens"], 8);
+        assert_eq!(b["body"]["max_completion_tokens"], 8);
+    }
+    // Only max_completion_tokens (what we sent before): the server streams its 64-token
+    // default; every request carries both codes and the anomaly gate fails the run.
+    let out = run_bench(
+        BenchOptions {
+            max_tokens_field: Some(MaxTokensField::MaxCompletionTokens),
+            max_anomaly_rate: Some(0.5),
+            ..base
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    for r in profile(&out.records) {
+        assert!(r.success);
+        assert_eq!(r.completion_tokens, 64);
+        assert_eq!(
+            r.anomalies,
+            vec![Anomaly::UsageExceedsMaxTokens, Anomaly::OslMismatch]
+        );
+    }
+    let x = &out.summary.inferbench;
+    assert_eq!(x.anomalies["usage_exceeds_max_tokens"], 4);
+    assert_eq!(x.anomalies["osl_mismatch"], 4);
+    assert_eq!(x.anomaly_rate, 1.0);
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_ERROR_RATE);
+    let notes = out.notes.join("\n");
+    assert!(
+        notes.contains(
+            "anomaly rate 100.00 % (4 of 4 successful requests) exceeds --max-anomaly-rate 50.00 %"
+        ),
+        "{notes}"
+    );
+    assert!(notes.contains("warning: osl_mismatch in 4 of 4"), "{notes}");
+}
+
+fn usage_case(completion: u32, prompt: u32) -> ReplayCase {
+    let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
+    let mut chunks: Vec<(Duration, Vec<u8>)> = ["a", "b", "c"]
+        .iter()
+        .map(|t| (Duration::from_millis(1), tok(t).into_bytes()))
+        .collect();
+    chunks.push((
+        Duration::ZERO,
+        format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion}}}}}\n\ndata: [DONE]\n\n").into_bytes(),
+    ));
+    ReplayCase {
+        status: 200,
+        headers: vec![("Content-Type".into(), "text/event-stream".into())],
+        chunks,
+        end: ReplayEnd::Close,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_below_stream_and_isl_mismatch_over_http() {
+    // usage 0 after 3 chunks; 365 prompt tokens for 120 drawn (llama.cpp + SmolLM2)
+    let addr = spawn_replay(usage_case(0, 365)).await.unwrap();
+    let out = run_bench(
+        opts(format!("http://{addr}"), 2, 120, 16),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    for r in profile(&out.records) {
+        assert_eq!(
+            r.anomalies,
+            vec![Anomaly::UsageBelowStream, Anomaly::IslMismatch]
+        );
+        assert_eq!(r.prompt_tokens, 365);
+        assert_eq!(r.prompt_tokens_client, 120);
+    }
+    let x = &out.summary.inferbench;
+    assert_eq!(x.anomalies["usage_below_stream"], 2);
+    assert_eq!(x.anomalies["isl_mismatch"], 2);
+    let notes = out.notes.join("\n");
+    assert!(
+        notes.contains(
+            "warning: isl_mismatch in 2 of 2 successful requests; e.g. request 0: the server \
+             counted 365 prompt tokens for 120 drawn (ratio 3.04)"
+        ) && notes.contains("--tokenizer server"),
+        "{notes}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seeded_rate_offers_exactly_the_requested_rate() {
+    let addr = spawn_replay(usage_case(3, 2)).await.unwrap();
+    let o = BenchOptions {
+        request_rate: Some(1000.0),
+        seed: 0,
+        ..opts(format!("http://{addr}"), 500, 2, 16)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    let prof = profile(&out.records);
+    assert_eq!(prof.len(), 500);
+    // the last arrival is at (500 − 1) / 1000 s after the first, to the nanosecond
+    let span = prof[499].scheduled_ns - prof[0].scheduled_ns;
+    assert!(span.abs_diff(499_000_000) <= 1, "{span}");
+    let rates = &out.summary.inferbench.rates;
+    assert_eq!(rates.configured_rps, Some(1000.0));
+    let offered = rates.scheduled_rps.unwrap();
+    assert!((offered - 1000.0).abs() < 1e-5, "{offered}");
+    assert!(rates.achieved_rps > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_server_with_few_requests_exits_3_and_keeps_warmup_errors() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = BenchOptions {
+        num_warmups: Some(4),
+        ..opts(format!("http://127.0.0.1:{port}"), 5, 2, 4)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(
+        out.exit_code,
+        inferbench_loadgen::EXIT_SERVER_UNREACHABLE,
+        "{:?}",
+        out.notes
+    );
+    let x = &out.summary.inferbench;
+    assert_eq!(x.stop_reason, StopReason::ServerUnreachable);
+    assert!(!x.interrupted);
+    assert_eq!(x.warmups, 4);
+    assert_eq!(x.warmup_failed, 4);
+    assert_eq!(x.warmup_errors_by_class["connect"], 4);
+    assert_eq!(x.failed, 5);
+    assert_eq!(x.error_rate, 1.0);
+    assert_eq!(x.errors_by_class["connect"], 5);
+    assert_eq!(x.requests_not_sent, 0);
+    assert!(!x.error_samples["connect"].is_empty());
+    let notes = out.notes.join("\n");
+    assert!(
+        notes.contains("errors: connect: 9 requests (5 profile, 4 warmup), e.g. "),
+        "{notes}"
+    );
+    assert!(notes.contains("server unreachable"), "{notes}");
+    let report = inferbench_loadgen::output::render_report(&out.summary);
+    assert!(
+        report.contains("Failed requests:                        5"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Warmup requests (failed):               4 (4)"),
+        "{report}"
+    );
+    assert!(report.contains("Stopped early:"), "{report}");
+    assert!(!report.contains("Interrupted:"), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warmups_that_trip_the_breaker_are_reported_not_lost() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // --max-concurrency 16 → 32 warmups, all refused: the breaker stops the run before the
+    // profile phase; the summary says so and counts the 160 requests never sent.
+    let o = BenchOptions {
+        max_concurrency: Some(16),
+        num_prompts: None,
+        num_warmups: None,
+        ..opts(format!("http://127.0.0.1:{port}"), 8, 2, 4)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
+    let x = &out.summary.inferbench;
+    assert_eq!(x.warmup_failed, 32);
+    assert_eq!(x.warmups, 32);
+    assert_eq!(x.failed, 0);
+    assert_eq!(x.requests_not_sent, 160);
+    assert_eq!(x.stop_reason, StopReason::ServerUnreachable);
+    assert!(!x.interrupted);
+    let report = inferbench_loadgen::output::render_report(&out.summary);
+    assert!(
+        report.contains("Requests not sent:                      160"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Warmup requests (failed):               32 (32)"),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_measured_nothing_fails() {
+    let case = ReplayCase {
+        status: 500,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        chunks: vec![(Duration::ZERO, b"{\"error\":\"boom\"}".to_vec())],
+        end: ReplayEnd::Close,
+    };
+    let addr = spawn_replay(case).await.unwrap();
+    let o = BenchOptions {
+        max_error_rate: 1.0,
+        ..opts(format!("http://{addr}"), 3, 2, 4)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_ERROR_RATE);
+    assert_eq!(out.summary.completed, 0);
+    let notes = out.notes.join("\n");
+    assert!(
+        notes.contains("nothing was measured: none of the 3 profile requests succeeded (3 failed)"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("errors: http_status: 3 requests (3 profile, 0 warmup), e.g. \"HTTP 500"),
+        "{notes}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_tokenizer_makes_isl_exact_on_the_sim() {
+    use inferbench_sim::{spawn, Mode, SimConfig, TokenizerKind};
+    // The sim counts with its `approx` rule; prompts built for o200k_base arrive with other
+    // counts. --tokenizer server fits them through the sim's /tokenize.
+    let sim = spawn(SimConfig {
+        model: "SmolLM2-135M".into(),
+        mode: Mode::Instant,
+        tokenizer: TokenizerKind::Approx,
+        ..SimConfig::default()
+    })
+    .unwrap();
+    let base = BenchOptions {
+        base_url: sim.base_url(),
+        model: "SmolLM2-135M".into(),
+        progress: ProgressMode::Off,
+        num_prompts: Some(12),
+        num_warmups: Some(0),
+        random_input_len: 700,
+        random_output_len: 4,
+        random_range_ratio: Some(0.5),
+        seed: 3,
+        ..Default::default()
+    };
+    let served = run_bench(
+        BenchOptions {
+            tokenizer: "server".into(),
+            ..base.clone()
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(served.exit_code, 0, "{:?}", served.notes);
+    assert_eq!(served.summary.tokenizer_id, "server");
+    let prof = profile(&served.records);
+    assert_eq!(prof.len(), 12);
+    for r in &prof {
+        assert!(r.success, "{r:?}");
+        // the server's usage equals what we drew and fitted, exactly
+        assert_eq!(r.prompt_tokens, r.prompt_tokens_client, "{r:?}");
+        assert!((350..=700).contains(&r.prompt_tokens_client), "{r:?}");
+        assert!(!r.anomalies.contains(&Anomaly::IslMismatch));
+    }
+    // Same run with the local default tokenizer: the sim disagrees.
+    let local = run_bench(base, CancellationToken::new()).await.unwrap();
+    assert_eq!(local.summary.inferbench.anomalies["isl_mismatch"], 12);
+    assert_eq!(local.summary.inferbench.anomalous_requests, 12);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_tokenizer_without_tokenize_endpoint_is_a_clear_error() {
+    let case = ReplayCase {
+        status: 404,
+        headers: vec![("Content-Type".into(), "text/plain".into())],
+        chunks: vec![(Duration::ZERO, b"Not Found".to_vec())],
+        end: ReplayEnd::Close,
+    };
+    let addr = spawn_replay(case).await.unwrap();
+    let o = BenchOptions {
+        base_url: format!("http://{addr}"),
+        model: "m".into(),
+        progress: ProgressMode::Off,
+        tokenizer: "server".into(),
+        num_prompts: Some(2),
+        random_input_len: 32,
+        ..Default::default()
+    };
+    let e = run_bench(o, CancellationToken::new()).await.unwrap_err();
+    let msg = format!("{e:#}");
+    assert!(
+        msg.contains(&format!("POST http://{addr}/tokenize: HTTP 404: Not Found")),
+        "{msg}"
+    );
+}
