@@ -90,6 +90,56 @@ fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
 }
 
 #[test]
+fn server_metrics_are_scraped_into_the_result_and_summary() {
+    let sim = start_sim();
+    let dir = std::env::temp_dir().join(format!("inferbench-bench-sm-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (_, text) = bench(
+        &sim,
+        &[
+            "--save-result",
+            "--result-dir",
+            dir.to_str().unwrap(),
+            "--result-filename",
+            "r.json",
+            "--ignore-eos",
+        ],
+    );
+    let lines = std::fs::read_to_string(dir.join("server_metrics.jsonl")).unwrap();
+    let phases: Vec<String> = lines
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["phase"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        phases.first().map(String::as_str),
+        Some("baseline"),
+        "{phases:?}"
+    );
+    assert!(phases.iter().any(|p| p == "profile"), "{phases:?}");
+    assert_eq!(
+        phases.last().map(String::as_str),
+        Some("final"),
+        "{phases:?}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
+    let sm = &r["inferbench"]["server_metrics"];
+    assert_eq!(sm["engine"], "vllm", "{text}");
+    // The profile window only (the warmup's prompt is counted before the profile mark):
+    // 8 prompts x 256 prompt tokens, 8 x 8 generated (ignore_eos).
+    assert_eq!(sm["prompt_tokens"], 2048.0, "{sm}");
+    assert_eq!(sm["generation_tokens"], 64.0, "{sm}");
+    assert_eq!(sm["prefix_cache_queries"], 2048.0, "{sm}");
+    assert!(sm["kv_cache_usage_max"].as_f64().unwrap() >= 0.0, "{sm}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn bench_db_stores_the_point_with_its_identity() {
     let sim = start_sim();
     let dir = std::env::temp_dir().join(format!("inferbench-bench-sim-{}", std::process::id()));

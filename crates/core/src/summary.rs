@@ -338,6 +338,10 @@ pub struct Extras {
     /// Requests in flight achieved by the client (mean over the window, and peak): a client
     /// self-check against `--max-concurrency`.
     pub concurrency: metrics::Concurrency,
+    /// The server's own view of the profiling window from its `/metrics` (absent when the
+    /// server has none or scraping was off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<crate::server_metrics::ServerMetricsSummary>,
 }
 
 impl Default for Extras {
@@ -372,6 +376,7 @@ impl Default for Extras {
             schedule_lag_ms: None,
             rates: Rates::default(),
             concurrency: metrics::Concurrency::default(),
+            server_metrics: None,
         }
     }
 }
@@ -589,6 +594,7 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),
             rates: metrics::rates(recs, ctx.request_rate.filter(|r| r.is_finite()), duration),
             concurrency: metrics::concurrency(recs),
+            server_metrics: None,
         },
     }
 }

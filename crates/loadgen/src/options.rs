@@ -109,6 +109,11 @@ pub struct BenchOptions {
     /// (before `--random-prefix-len`, counted inside the input length), so no KV-cache block of
     /// an earlier run is reused.
     pub cache_bust: bool,
+    /// Scrape the server's Prometheus `/metrics` (baseline, every `server_metrics_interval`,
+    /// final) into `server_metrics.jsonl` and the summary (default on; `--no-server-metrics`).
+    pub server_metrics: bool,
+    /// `--server-metrics-interval`: time between scrapes (default 1 s).
+    pub server_metrics_interval: Duration,
     // --- load
     /// `--max-concurrency`: closed-loop cap on in-flight requests; `None` = unlimited.
     pub max_concurrency: Option<u32>,
@@ -185,6 +190,8 @@ impl Default for BenchOptions {
             max_tokens_field: None,
             seed: 0,
             cache_bust: false,
+            server_metrics: true,
+            server_metrics_interval: Duration::from_secs(1),
             max_concurrency: None,
             request_rate: None,
             burstiness: 1.0,

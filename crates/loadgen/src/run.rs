@@ -21,6 +21,8 @@ use crate::output;
 use crate::progress::{Counters, Progress};
 use crate::prompts::{self, PreparedPrompts};
 use crate::server_cache;
+use inferbench_core::server_metrics;
+use inferbench_telemetry::scrape::{self, Scraper};
 
 /// Exit code when the failed fraction exceeds `--max-error-rate`, the anomalous fraction
 /// exceeds `--max-anomaly-rate`, or no profile request succeeded (nothing was measured).
@@ -204,6 +206,15 @@ pub async fn run_bench(
     });
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    let mut notes = Vec::new();
+    // The server's /metrics: a baseline now, one per interval while the point runs, a final
+    // one after the profile (telemetry::scrape).
+    let scraper = if opts.server_metrics {
+        Scraper::start(&opts.base_url, opts.server_metrics_interval).await
+    } else {
+        None
+    };
+    let scrape_missing = opts.server_metrics && scraper.is_none();
     let n_warm = opts.resolved_num_warmups();
     let mut end = PhaseEnd::Completed;
     if n_warm > 0 {
@@ -231,14 +242,9 @@ pub async fn run_bench(
     }
     let mut start_unix = unix_now();
     let mut end_unix = start_unix;
-    // Random prompts served from the prefix cache mean a repeated run (same seed): the
-    // server's counters around the profile phase say so.
-    let random = opts.dataset_name == DatasetName::Random;
-    let cache_before = if random && end == PhaseEnd::Completed {
-        server_cache::read_prefix_cache(&opts.base_url).await
-    } else {
-        None
-    };
+    if let Some(sc) = &scraper {
+        sc.mark("profile").await;
+    }
     if end == PhaseEnd::Completed {
         let arrivals = match opts.request_rate {
             Some(r) => Arrivals::Gamma {
@@ -275,24 +281,44 @@ pub async fn run_bench(
         end_unix = unix_now();
         progress.finish().await;
     }
-    let mut notes = Vec::new();
     if end == PhaseEnd::Completed && shared.breaker.never_reached() {
         end = PhaseEnd::Unreachable;
     }
-    if let Some(before) = cache_before {
-        let after = server_cache::read_prefix_cache(&opts.base_url).await;
-        let max_prompt = prepared
-            .prompts
-            .iter()
-            .map(|p| u64::from(p.prompt_tokens))
-            .max()
-            .unwrap_or(0);
-        let sent = counters.done.load(Ordering::Relaxed);
-        if let Some(w) = after
-            .and_then(|a| a.since(&before))
-            .and_then(|d| server_cache::cache_warning(&d, sent, opts.random_prefix_len, max_prompt))
-        {
-            notes.push(w);
+    let server_metrics = match scraper {
+        Some(sc) => {
+            let snaps = sc.finish().await;
+            if let Some(dir) = &opts.result_dir {
+                let written = std::fs::create_dir_all(dir)
+                    .and_then(|_| scrape::write_jsonl(&dir.join("server_metrics.jsonl"), &snaps));
+                if let Err(e) = written {
+                    notes.push(format!("writing server_metrics.jsonl failed: {e}"));
+                }
+            }
+            Some(server_metrics::summarize(&snaps, start_unix, end_unix))
+        }
+        None => None,
+    };
+    // Random prompts served from the prefix cache mean a repeated run (same seed).
+    if let Some(sm) = server_metrics.as_ref() {
+        if let (DatasetName::Random, Some(hits), Some(queries)) = (
+            opts.dataset_name,
+            sm.prefix_cache_hits,
+            sm.prefix_cache_queries,
+        ) {
+            let max_prompt = prepared
+                .prompts
+                .iter()
+                .map(|p| u64::from(p.prompt_tokens))
+                .max()
+                .unwrap_or(0);
+            let sent = counters.done.load(Ordering::Relaxed);
+            let d = server_cache::PrefixCache { queries, hits };
+            notes.extend(server_cache::cache_warning(
+                &d,
+                sent,
+                opts.random_prefix_len,
+                max_prompt,
+            ));
         }
     }
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
@@ -350,7 +376,15 @@ pub async fn run_bench(
         requests_not_sent,
         metadata: opts.metadata.iter().cloned().collect(),
     };
-    let summary = summarize(&records, &ctx);
+    let mut summary = summarize(&records, &ctx);
+    summary.inferbench.server_metrics = server_metrics;
+    // Said only of a server that answered: a dead one has its own message.
+    if scrape_missing && summary.completed > 0 {
+        notes.push(format!(
+            "no Prometheus metrics at {}/metrics: no server metrics for this run",
+            opts.base_url.trim_end_matches('/')
+        ));
+    }
     notes.extend(output::error_notes(&summary));
     notes.extend(output::anomaly_notes(&summary, &records));
     let written = output::write_results(&opts, &summary, &date)?;

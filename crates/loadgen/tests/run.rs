@@ -56,6 +56,9 @@ fn opts(base_url: String) -> BenchOptions {
         model: "replay-model".into(),
         progress: ProgressMode::Off,
         prepared: Some(prepared(8)),
+        // The replay servers answer every request, /metrics included, with their recorded
+        // stream: no Prometheus there (bench_sim.rs tests the scraper against the sim).
+        server_metrics: false,
         ..Default::default()
     }
 }

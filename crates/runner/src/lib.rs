@@ -9,7 +9,6 @@
 //!   it over `inferbench_loadgen::run_bench`.
 //! - [`sweep`]: rows → points → engine up → point → artifacts; failures recorded, finished
 //!   points skipped on re-runs.
-//! - [`telemetry`]: `/metrics` snapshots at point start and end (`server_metrics.jsonl`).
 //! - [`artifacts`]: the per-point directory layout (DESIGN.md §3) and completion markers.
 //! - [`executor`]: local, Slurm (sbatch job arrays) and GitHub Actions (matrix + workflow).
 #![deny(missing_docs)]
@@ -22,7 +21,6 @@ pub mod jobspec;
 pub mod point;
 pub mod ready;
 pub mod sweep;
-pub mod telemetry;
 
 pub use jobspec::{load_matrix, load_row, Conc, JobSpec, MatrixError, MatrixRow};
 pub use point::{BenchDefaults, PointOutput, PointRequest, PointRunner};

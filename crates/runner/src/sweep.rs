@@ -437,7 +437,7 @@ pub async fn run_jobs<R: PointRunner>(
             continue;
         }
         write_job_json(point, &started_at, None, engine.as_ref(), None);
-        crate::telemetry::snapshot(&req.base_url, "start", &point.dir).await;
+        // The load generator scrapes the engine's /metrics into server_metrics.jsonl itself.
 
         let point_cancel = cancel.child_token();
         let result = {
@@ -462,9 +462,6 @@ pub async fn run_jobs<R: PointRunner>(
             (out, crashed)
         };
         let (out, crashed) = result;
-        if crashed.is_none() {
-            crate::telemetry::snapshot(&req.base_url, "end", &point.dir).await;
-        }
         let log = engine.as_ref().map(|r| r.process.log_path.clone());
         // Keep whatever the load generator produced, even when the point failed.
         let (output, fail): (Option<PointOutput>, Option<Failure>) = match (out, crashed) {

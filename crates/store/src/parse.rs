@@ -586,6 +586,11 @@ fn flatten_extras(
             None => (k.as_str(), scale),
         };
         match v {
+            // The server's every counter and gauge stay in server_metrics.jsonl (stored as
+            // series); the point keeps the headline figures.
+            Value::Object(_)
+                if prefix == "inferbench.server_metrics"
+                    && (name == "counters" || name == "gauges") => {}
             Value::Object(o) => flatten_extras(&format!("{prefix}.{name}"), o, sc, out),
             Value::Number(_) => {
                 let x = num(v).unwrap_or(f64::NAN);
@@ -1547,7 +1552,10 @@ nonsense"#;
         let s: Value = serde_json::json!({
             "completed": 10, "request_throughput": 2.0, "mean_tpot_ms": 20.0,
             "p99_ttft_ms": 1500.0, "date": "20260101-000000",
-            "inferbench": {"e2e_norm_intvty": {"p90": 12.5}, "median_ttfo_ms": 40.0}
+            "inferbench": {"e2e_norm_intvty": {"p90": 12.5}, "median_ttfo_ms": 40.0,
+                "server_metrics": {"engine": "vllm", "kv_cache_usage_max": 0.75,
+                    "counters": {"vllm:prompt_tokens_total": {"delta": 5.0, "rate": 1.0}},
+                    "gauges": {"vllm:num_requests_running": {"mean": 2.0, "min": 1.0, "max": 3.0, "n": 2}}}}
         });
         let mut m = BTreeMap::new();
         summary_metrics(s.as_object().unwrap(), &mut m);
@@ -1557,5 +1565,11 @@ nonsense"#;
         assert_eq!(m["p90_e2e_norm_intvty"], 12.5);
         assert_eq!(m["median_ttfo"], 0.04);
         assert_eq!(m["completed"], 10.0);
+        assert_eq!(m["inferbench.server_metrics.kv_cache_usage_max"], 0.75);
+        assert!(
+            !m.keys()
+                .any(|k| k.contains("counters") || k.contains("gauges")),
+            "{m:?}"
+        );
     }
 }

@@ -54,10 +54,14 @@ async fn scrape(url: &str, phase: &str) -> Option<Snapshot> {
 
 impl Scraper {
     /// Takes the baseline scrape of `<base_url>/metrics` and starts scraping every `interval`
-    /// in phase `warmup`; `None` when the baseline gets no answer (no `/metrics`).
+    /// in phase `warmup`; `None` when the baseline gets no answer or no sample (no
+    /// `/metrics`).
     pub async fn start(base_url: &str, interval: Duration) -> Option<Scraper> {
         let url = format!("{}/metrics", base_url.trim_end_matches('/'));
-        let first = scrape(&url, "baseline").await?;
+        // A 200 that holds no Prometheus sample is no /metrics either.
+        let first = scrape(&url, "baseline")
+            .await
+            .filter(|s| !s.samples.is_empty())?;
         let phase = Arc::new(Mutex::new("warmup".to_string()));
         let snaps = Arc::new(Mutex::new(vec![first]));
         let (stop, mut stopped) = watch::channel(false);
@@ -90,10 +94,19 @@ impl Scraper {
         })
     }
 
-    /// Labels the following scrapes (`profile` when the measured phase starts).
-    pub fn set_phase(&self, phase: &str) {
+    /// Starts phase `phase` (`profile` when the measured phase starts): one scrape now, so
+    /// the phase's counters start from a value read at its start, then the periodic scrapes
+    /// carry its label.
+    pub async fn mark(&self, phase: &str) {
         if let Ok(mut p) = self.phase.lock() {
             *p = phase.to_string();
+        }
+        if let Some(s) = scrape(&self.url, phase).await {
+            if let Ok(mut v) = self.snaps.lock() {
+                v.push(s);
+                // A periodic scrape may have landed in between: keep time order.
+                v.sort_by(|a, b| a.unix_s.total_cmp(&b.unix_s));
+            }
         }
     }
 
@@ -104,6 +117,7 @@ impl Scraper {
         let last = scrape(&self.url, "final").await;
         let mut v = self.snaps.lock().map(|v| v.clone()).unwrap_or_default();
         v.extend(last);
+        v.sort_by(|a, b| a.unix_s.total_cmp(&b.unix_s));
         v
     }
 }

@@ -208,6 +208,20 @@ pub struct Args {
         help_heading = "Output"
     )]
     pub set: Vec<String>,
+    /// Do not scrape the server's Prometheus /metrics. By default a baseline scrape before the
+    /// warmup, one per --server-metrics-interval and a final one go to server_metrics.jsonl
+    /// (beside the result) and the summary's `inferbench.server_metrics` (KV-cache usage,
+    /// prefix-cache hit rate, running/waiting, tokens, acceptance length).
+    #[arg(long, help_heading = "Output")]
+    pub no_server_metrics: bool,
+    /// Seconds between /metrics scrapes.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "SECONDS",
+        help_heading = "Output"
+    )]
+    pub server_metrics_interval: f64,
     /// Live progress: auto (bar on a terminal, lines otherwise), bar, plain or off.
     #[arg(long, default_value = "auto", value_parser = ["auto", "bar", "plain", "off"], help_heading = "Output")]
     pub progress: String,
@@ -346,6 +360,11 @@ impl Args {
                 .and_then(MaxTokensField::parse),
             seed: self.seed,
             cache_bust: self.cache_bust,
+            server_metrics: !self.no_server_metrics,
+            server_metrics_interval: secs(
+                "--server-metrics-interval",
+                self.server_metrics_interval,
+            )?,
             max_concurrency: self.max_concurrency,
             request_rate: self.request_rate.0,
             burstiness: self.burstiness,

@@ -263,9 +263,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             };
             let started = inferbench_runner::artifacts::now_rfc3339();
             let t0 = std::time::Instant::now();
-            inferbench_runner::telemetry::snapshot(&sim.base_url(), "start", &dir).await;
             let mut outcome = run_bench(opts.clone(), cancel.clone()).await?;
-            inferbench_runner::telemetry::snapshot(&sim.base_url(), "end", &dir).await;
             for n in &outcome.notes {
                 eprintln!("  note: {n}");
             }
