@@ -181,3 +181,24 @@ fn bench_db_stores_the_point_with_its_identity() {
     assert_eq!(o.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `sim` stops on SIGTERM as on Ctrl-C (one shutdown token for every subcommand).
+#[test]
+fn sim_stops_on_sigterm() {
+    let mut sim = start_sim();
+    let pid = sim.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = sim.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "sim ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+}

@@ -9,8 +9,7 @@ use anyhow::Context;
 use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use inferbench_loadgen::{
-    output::render_report, run_bench, BenchOptions, CancellationToken, DatasetName, ProgressMode,
-    RangeSemantics,
+    output::render_report, run_bench, BenchOptions, DatasetName, ProgressMode, RangeSemantics,
 };
 
 /// Flags of `inferbench bench` (vLLM `bench serve` names).
@@ -394,34 +393,6 @@ impl Args {
     }
 }
 
-/// Cancels `token` on Ctrl-C or SIGTERM.
-fn spawn_signal_handler(token: CancellationToken) {
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = match signal(SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    token.cancel();
-                    return;
-                }
-            };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-        eprintln!("inferbench: interrupted; finishing up and saving finished requests");
-        token.cancel();
-    });
-}
-
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let db = args.db.clone();
@@ -433,8 +404,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .build()
         .context("starting the async runtime")?;
     let code = rt.block_on(async move {
-        let cancel = CancellationToken::new();
-        spawn_signal_handler(cancel.clone());
+        let cancel = super::shutdown_token(
+            "inferbench: interrupted; finishing up and saving finished requests",
+        );
         let out = run_bench(opts, cancel).await?;
         print!("{}", render_report(&out.summary));
         for p in [&out.result_path, &out.aggregate_path, &out.records_path]

@@ -50,23 +50,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 pub fn run_local(jobs: &[JobSpec], opts: &SweepOptions, progress: bool) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(async {
-        let cancel = inferbench_runner::CancellationToken::new();
-        let c = cancel.clone();
-        tokio::spawn(async move {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async {
-                    match term.as_mut() {
-                        Some(t) => { t.recv().await; }
-                        None => std::future::pending::<()>().await,
-                    }
-                } => {}
-            }
-            eprintln!("interrupted: stopping the current point and the engine");
-            c.cancel();
-        });
+        let cancel =
+            super::shutdown_token("interrupted: stopping the current point and the engine");
         run_jobs(jobs, opts, &LoadgenPoint { progress }, &cancel).await
     });
     eprint!("{}", report.render());

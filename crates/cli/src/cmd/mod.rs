@@ -13,3 +13,35 @@ pub mod report;
 pub mod selftest;
 pub mod sim;
 pub mod sweep;
+
+/// The one shutdown token of a subcommand: cancelled on the first SIGINT (Ctrl-C) or SIGTERM,
+/// after printing `message` to stderr. Call inside a tokio runtime; every long-running
+/// subcommand (bench, job/sweep, quickstart, sim) stops through it.
+pub fn shutdown_token(message: &'static str) -> inferbench_client::CancellationToken {
+    let token = inferbench_client::CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            match signal(SignalKind::terminate()) {
+                Ok(mut term) => {
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        eprintln!("{message}");
+        t.cancel();
+    });
+    token
+}

@@ -205,11 +205,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut points = Vec::new();
     let mut exit = 0;
     rt.block_on(async {
+        let stop = super::shutdown_token("inferbench quickstart: interrupted; stopping after this point");
         let c2 = cancel.clone();
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                c2.cancel();
-            }
+            stop.cancelled().await;
+            c2.cancel();
         });
         for &conc in &p.concurrency {
             let runner = format!("{hw_key}-sim");

@@ -318,10 +318,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             info.max_model_len
         );
         println!("listening on http://{addr}");
-        inferbench_sim::serve(cfg, listener, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
+        let stop = super::shutdown_token("inferbench sim: stopping");
+        inferbench_sim::serve(cfg, listener, async move { stop.cancelled().await })
+            .await?;
         Ok::<_, anyhow::Error>(130)
     })
 }
