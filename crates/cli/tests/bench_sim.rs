@@ -197,8 +197,137 @@ fn sim_stops_on_sigterm() {
         if let Some(st) = sim.0.try_wait().unwrap() {
             break st;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "sim ignored SIGTERM");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "sim ignored SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(130));
+}
+
+/// A stand-in `nvidia-smi` (its `-L`, `--query-gpu … --format=csv[,noheader]` and
+/// `--loop-ms=N` behaviour): GPU 0 draws 100 W, GPU 1 300 W, local-time timestamps.
+const FAKE_NVIDIA_SMI: &str = r#"#!/bin/bash
+if [ "$1" = -L ]; then echo "GPU 0: Fake (UUID: GPU-0)"; echo "GPU 1: Fake (UUID: GPU-1)"; exit 0; fi
+noheader=0; loop=0
+for a in "$@"; do
+  case "$a" in --format=csv,noheader) noheader=1 ;; --loop-ms=*) loop=${a#--loop-ms=} ;; esac
+done
+[ "$noheader" = 1 ] || echo "timestamp, index, power.draw [W], temperature.gpu, clocks.current.sm [MHz], clocks.current.memory [MHz], utilization.gpu [%], utilization.memory [%], memory.used [MiB]"
+emit() {
+  ts=$(date +'%Y/%m/%d %H:%M:%S.%3N')
+  echo "$ts, 0, 100.00 W, 40, 1980 MHz, 2619 MHz, 50 %, 20 %, 1000 MiB"
+  echo "$ts, 1, 300.00 W, 41, 1980 MHz, 2619 MHz, 60 %, 25 %, 1200 MiB"
+}
+if [ "$loop" = 0 ]; then emit; exit 0; fi
+while true; do emit; sleep "$(awk "BEGIN { print $loop / 1000 }")"; done
+"#;
+
+#[test]
+fn power_from_nvidia_smi_is_sampled_validated_and_summarized() {
+    use std::os::unix::fs::PermissionsExt;
+    let sim = start_sim();
+    let dir = std::env::temp_dir().join(format!("inferbench-bench-power-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("nvidia-smi");
+    std::fs::write(&fake, FAKE_NVIDIA_SMI).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = dir.join("out");
+    let o = Command::new(BIN)
+        .env("PATH", &path)
+        .args([
+            "bench",
+            "--base-url",
+            &format!("http://127.0.0.1:{}", sim.1),
+        ])
+        .args([
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "256",
+            "--random-output-len",
+            "64",
+        ])
+        .args([
+            "--max-concurrency",
+            "2",
+            "--num-prompts",
+            "8",
+            "--progress",
+            "off",
+            "--save-result",
+        ])
+        .args([
+            "--result-filename",
+            "r.json",
+            "--power-interval",
+            "0.2",
+            "--require-power",
+        ])
+        .arg("--result-dir")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    let csv = std::fs::read_to_string(out.join("power.csv")).unwrap();
+    assert!(csv.starts_with("timestamp, index, power.draw [W]"), "{csv}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("power_validation.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["power_valid"], true, "{v}");
+    assert_eq!(v["observed_gpu_ids"], serde_json::json!(["0", "1"]));
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("r.json")).unwrap()).unwrap();
+    let p = &r["inferbench"]["power"];
+    assert_eq!(
+        (
+            p["source"].as_str(),
+            p["valid"].as_bool(),
+            p["gpus"].as_u64()
+        ),
+        (Some("nvidia-smi"), Some(true), Some(2))
+    );
+    // Constant draws: 100 W and 300 W, so 200 W per GPU and 400 W in all over the window.
+    let m = &p["metrics"];
+    assert!(
+        (m["avg_power_w"].as_f64().unwrap() - 200.0).abs() < 1e-6,
+        "{m}"
+    );
+    let e = m["total_gpu_energy_j"].as_f64().unwrap();
+    let tokens = (r["total_input_tokens"].as_f64().unwrap()
+        + r["total_output_tokens"].as_f64().unwrap()) as f64;
+    assert!(
+        (m["joules_per_total_token"].as_f64().unwrap() - e / tokens).abs() < 1e-12,
+        "{m}"
+    );
+    // --require-power without any sampler: refused before the run.
+    let o = Command::new(BIN)
+        .env("PATH", dir.join("empty"))
+        .args([
+            "bench",
+            "--base-url",
+            &format!("http://127.0.0.1:{}", sim.1),
+            "--model",
+            "m",
+        ])
+        .args(["--num-prompts", "1", "--require-power", "--result-dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--require-power: no power sampler found"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -342,6 +342,27 @@ pub struct Extras {
     /// server has none or scraping was off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<crate::server_metrics::ServerMetricsSummary>,
+    /// Measured GPU power over the profiling window (absent when no sampler ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<PowerSummary>,
+}
+
+/// Measured GPU power of a point (`inferbench.power`), validated by InferenceX's rules
+/// (reference/inferencex-producer.md §7.3; the full audit is `power_validation.json`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PowerSummary {
+    /// The sampler (`nvidia-smi`, `amd-smi`).
+    pub source: String,
+    /// Every validity rule held.
+    pub valid: bool,
+    /// Reason codes when not valid.
+    pub reasons: Vec<String>,
+    /// GPUs observed.
+    pub gpus: usize,
+    /// When valid: `avg_power_w` (W per GPU), `avg_total_gpu_power_w` (W), `total_gpu_energy_j`
+    /// (J), `joules_per_successful_query`, `joules_per_input_token`, `joules_per_output_token`,
+    /// `joules_per_total_token` (J).
+    pub metrics: BTreeMap<String, f64>,
 }
 
 impl Default for Extras {
@@ -377,6 +398,7 @@ impl Default for Extras {
             rates: Rates::default(),
             concurrency: metrics::Concurrency::default(),
             server_metrics: None,
+            power: None,
         }
     }
 }
@@ -595,6 +617,7 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             rates: metrics::rates(recs, ctx.request_rate.filter(|r| r.is_finite()), duration),
             concurrency: metrics::concurrency(recs),
             server_metrics: None,
+            power: None,
         },
     }
 }

@@ -20,7 +20,8 @@ pub mod server_tokenizer;
 
 pub use inferbench_client::CancellationToken;
 pub use options::{
-    limits, BenchOptions, DatasetName, OptionError, ProgressMode, RangeSemantics, SERVER_TOKENIZER,
+    limits, BenchOptions, DatasetName, OptionError, PowerMode, ProgressMode, RangeSemantics,
+    SERVER_TOKENIZER,
 };
 pub use prompts::{BenchPrompt, PreparedPrompts};
 pub use run::{

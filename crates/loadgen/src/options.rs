@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use inferbench_telemetry::sampler::PowerMode;
+
 use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use serde_json::{Map, Value};
@@ -114,6 +116,14 @@ pub struct BenchOptions {
     pub server_metrics: bool,
     /// `--server-metrics-interval`: time between scrapes (default 1 s).
     pub server_metrics_interval: Duration,
+    /// `--power auto|off|nvidia-smi|amd-smi`: GPU power sampling into `power.csv` beside the
+    /// result (needs a result directory); `auto` (default) uses what the machine has.
+    pub power: PowerMode,
+    /// `--power-interval`: time between power samples (default 1 s, as InferenceX).
+    pub power_interval: Duration,
+    /// `--require-power`: an invalid or missing power measurement fails the run (exit 1);
+    /// otherwise it is recorded and the run stands (InferenceX `REQUIRE_POWER`).
+    pub require_power: bool,
     // --- load
     /// `--max-concurrency`: closed-loop cap on in-flight requests; `None` = unlimited.
     pub max_concurrency: Option<u32>,
@@ -192,6 +202,9 @@ impl Default for BenchOptions {
             cache_bust: false,
             server_metrics: true,
             server_metrics_interval: Duration::from_secs(1),
+            power: PowerMode::Auto,
+            power_interval: Duration::from_secs(1),
+            require_power: false,
             max_concurrency: None,
             request_rate: None,
             burstiness: 1.0,

@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use inferbench_client::{CancellationToken, Client, ClientConfig, RequestMeta, RunClock};
 use inferbench_core::metrics::{GoodputSlo, Metric};
-use inferbench_core::summary::{summarize, RunSummary, StopReason, SummaryContext};
+use inferbench_core::summary::{summarize, PowerSummary, RunSummary, StopReason, SummaryContext};
 use inferbench_core::{ErrorClass, Phase, RequestRecord};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -22,6 +22,8 @@ use crate::progress::{Counters, Progress};
 use crate::prompts::{self, PreparedPrompts};
 use crate::server_cache;
 use inferbench_core::server_metrics;
+use inferbench_telemetry::power;
+use inferbench_telemetry::sampler::{PowerMode, PowerSampler};
 use inferbench_telemetry::scrape::{self, Scraper};
 
 /// Exit code when the failed fraction exceeds `--max-error-rate`, the anomalous fraction
@@ -209,6 +211,9 @@ pub async fn run_bench(
     let mut notes = Vec::new();
     // The server's /metrics: a baseline now, one per interval while the point runs, a final
     // one after the profile (telemetry::scrape).
+    // GPU power for the whole point (power.csv beside the result), started before the
+    // warmup so the stream brackets the profiling window.
+    let power = start_power(&opts, &mut notes).await?;
     let scraper = if opts.server_metrics {
         Scraper::start(&opts.base_url, opts.server_metrics_interval).await
     } else {
@@ -378,6 +383,9 @@ pub async fn run_bench(
     };
     let mut summary = summarize(&records, &ctx);
     summary.inferbench.server_metrics = server_metrics;
+    if let Some((sampler, csv_path)) = power {
+        summary.inferbench.power = Some(finish_power(&opts, sampler, &csv_path, &summary).await);
+    }
     // Said only of a server that answered: a dead one has its own message.
     if scrape_missing && summary.completed > 0 {
         notes.push(format!(
@@ -388,6 +396,11 @@ pub async fn run_bench(
     notes.extend(output::error_notes(&summary));
     notes.extend(output::anomaly_notes(&summary, &records));
     let written = output::write_results(&opts, &summary, &date)?;
+    if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
+        if let Err(e) = patch_aggregate_power(agg, p) {
+            notes.push(format!("adding power to {}: {e}", agg.display()));
+        }
+    }
     let x = &summary.inferbench;
     let exit_code = match end {
         PhaseEnd::Cancelled => EXIT_INTERRUPTED,
@@ -424,6 +437,21 @@ pub async fn run_bench(
             EXIT_ERROR_RATE
         }
         PhaseEnd::Completed => 0,
+    };
+    // Power: a note when not valid; a failure only with --require-power (InferenceX's rule).
+    let exit_code = match &x.power {
+        Some(p) if !p.valid => {
+            notes.push(format!(
+                "GPU power not valid ({}); see power_validation.json",
+                p.reasons.join(", ")
+            ));
+            if opts.require_power && exit_code == 0 {
+                EXIT_ERROR_RATE
+            } else {
+                exit_code
+            }
+        }
+        _ => exit_code,
     };
     Ok(BenchOutcome {
         summary,
@@ -466,6 +494,118 @@ fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
         notes: vec!["interrupted during prompt preparation: no request was sent".into()],
         records: Vec::new(),
     }
+}
+
+/// Starts the power sampler of `opts.power` when there is a result directory; a note when
+/// `auto` finds no tool or there is nowhere to write. Errors: a tool named by `--power` is
+/// missing (or `--require-power` without any).
+async fn start_power(
+    opts: &BenchOptions,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Option<(PowerSampler, PathBuf)>> {
+    if opts.power == PowerMode::Off {
+        return Ok(None);
+    }
+    let Some(dir) = opts.result_dir.clone() else {
+        if opts.power != PowerMode::Auto || opts.require_power {
+            anyhow::bail!("--power/--require-power need --result-dir (power.csv goes there)");
+        }
+        return Ok(None);
+    };
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("--result-dir: cannot create {}", dir.display()))?;
+    let path = dir.join("power.csv");
+    let (mode, interval) = (opts.power, opts.power_interval);
+    let p2 = path.clone();
+    let started = tokio::task::spawn_blocking(move || PowerSampler::start(mode, interval, &p2))
+        .await
+        .context("power sampler start panicked")?
+        .map_err(anyhow::Error::msg)?;
+    match started {
+        Some(s) => Ok(Some((s, path))),
+        None if opts.require_power => {
+            anyhow::bail!("--require-power: no power sampler found (nvidia-smi, amd-smi)")
+        }
+        None => {
+            if opts.power == PowerMode::Auto && opts.save_result {
+                notes.push("no GPU power sampler found (nvidia-smi, amd-smi): no power.csv".into());
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Stops the sampler, validates and integrates `power.csv` over the profiling window
+/// (`telemetry::power`, InferenceX's rules), writes `power_validation.json` beside it, and
+/// returns the summary's power block.
+async fn finish_power(
+    opts: &BenchOptions,
+    sampler: PowerSampler,
+    csv_path: &std::path::Path,
+    s: &RunSummary,
+) -> PowerSummary {
+    let source = sampler.source().name().to_string();
+    let interval = opts.power_interval;
+    let _ = tokio::task::spawn_blocking(move || sampler.stop(interval)).await;
+    let text = std::fs::read(csv_path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let window = power::BenchmarkWindow {
+        start_time_unix: s.benchmark_start_time_unix.unwrap_or(f64::NAN),
+        end_time_unix: s.benchmark_end_time_unix.unwrap_or(f64::NAN),
+        reported_duration_s: s.duration,
+        completed: s.completed,
+        total_input_tokens: s.total_input_tokens,
+        total_output_tokens: s.total_output_tokens,
+    };
+    let expected = opts
+        .job_identity
+        .as_ref()
+        .and_then(|id| u32::try_from(id.num_gpus()).ok())
+        .filter(|g| *g > 0);
+    let integration = power::integrate(
+        &power::parse_csv(&text),
+        window.start_time_unix,
+        window.end_time_unix,
+        expected,
+        power::DEFAULT_MAX_SAMPLE_GAP_S,
+    );
+    let source_path = csv_path.display().to_string();
+    let v = power::validation(&integration, &window, &source_path, "summary");
+    if let Some(dir) = csv_path.parent() {
+        let _ = std::fs::write(
+            dir.join("power_validation.json"),
+            serde_json::to_string_pretty(&v).unwrap_or_default(),
+        );
+    }
+    PowerSummary {
+        source,
+        valid: v.power_valid,
+        reasons: v.reasons.clone(),
+        gpus: integration.observed_gpu_ids.len(),
+        metrics: power::metrics(&integration, &window)
+            .map(|m| m.into_iter().map(|(k, x)| (k.to_string(), x)).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// Adds InferenceX's power block to an `agg_*.json` (aggregate_power.py's keys): always
+/// `power_metric_schema_version` 2 and `power_valid` 1/0, and when valid the metrics rounded as
+/// InferenceX rounds them.
+fn patch_aggregate_power(path: &std::path::Path, p: &PowerSummary) -> anyhow::Result<()> {
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
+    let obj = v
+        .as_object_mut()
+        .context("the aggregate is not a JSON object")?;
+    obj.insert("power_metric_schema_version".into(), 2.into());
+    obj.insert("power_valid".into(), i32::from(p.valid).into());
+    if p.valid {
+        for (k, x) in &p.metrics {
+            obj.insert(k.clone(), power::round_metric(k, *x).into());
+        }
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&v)?)?;
+    Ok(())
 }
 
 fn unix_now() -> f64 {

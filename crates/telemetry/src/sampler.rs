@@ -1,0 +1,250 @@
+//! GPU power samplers writing `power.csv` (reference/inferencex-producer.md §5.4): the vendor
+//! tool runs in its own loop mode for the whole point, its CSV goes to the file as it comes,
+//! and on stop the tool is killed, a cut-off last line dropped, and one more one-shot sample
+//! appended so the stream brackets the window's end. `auto` takes the first that answers:
+//! `nvidia-smi`, then `amd-smi`; none found means no power for the run (said, not an error).
+//!
+//! Columns (nvidia-smi): `timestamp, index, power.draw [W], temperature.gpu, clocks.current.sm
+//! [MHz], clocks.current.memory [MHz], utilization.gpu [%], utilization.memory [%],
+//! memory.used [MiB]`, timestamps in local time, one row per GPU per tick. amd-smi: its `metric
+//! -p -c -t -u --csv` columns, preamble lines and repeated headers filtered out.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Which sampler to use (`--power`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PowerMode {
+    /// The first available of nvidia-smi, amd-smi; none is fine.
+    #[default]
+    Auto,
+    /// No power sampling.
+    Off,
+    /// nvidia-smi only (an error when it is missing).
+    NvidiaSmi,
+    /// amd-smi only (an error when it is missing).
+    AmdSmi,
+}
+
+impl PowerMode {
+    /// Parses `auto`, `off`, `nvidia-smi`, `amd-smi`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "auto" => PowerMode::Auto,
+            "off" => PowerMode::Off,
+            "nvidia-smi" => PowerMode::NvidiaSmi,
+            "amd-smi" => PowerMode::AmdSmi,
+            _ => return None,
+        })
+    }
+}
+
+/// The tool a sampler runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PowerSource {
+    /// `nvidia-smi --query-gpu … --format=csv --loop-ms=N`.
+    NvidiaSmi,
+    /// `amd-smi metric … --csv -w N`.
+    AmdSmi,
+}
+
+impl PowerSource {
+    /// `nvidia-smi` / `amd-smi`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PowerSource::NvidiaSmi => "nvidia-smi",
+            PowerSource::AmdSmi => "amd-smi",
+        }
+    }
+}
+
+const NVIDIA_QUERY: &str = "timestamp,index,power.draw,temperature.gpu,clocks.current.sm,\
+clocks.current.memory,utilization.gpu,utilization.memory,memory.used";
+
+/// Whether `tool probe…` runs and exits 0 with some output within 10 s.
+fn answers(tool: &str, probe: &[&str]) -> bool {
+    let Ok(mut child) = Command::new(tool)
+        .args(probe)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let t0 = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                let mut out = String::new();
+                if let Some(mut o) = child.stdout.take() {
+                    let _ = std::io::Read::read_to_string(&mut o, &mut out);
+                }
+                return st.success() && !out.trim().is_empty();
+            }
+            Ok(None) if t0.elapsed() < Duration::from_secs(10) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
+    }
+}
+
+/// A running sampler; [`PowerSampler::stop`] ends it.
+pub struct PowerSampler {
+    source: PowerSource,
+    path: PathBuf,
+    child: Child,
+    pump: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PowerSampler {
+    /// Starts sampling every `interval` into `path` and waits (up to 3 intervals + 5 s) until
+    /// the first sample is in the file, so the stream begins before the caller's window.
+    /// `Ok(None)`: `auto` found no tool, or `off`. Errors: a tool asked for by name is missing
+    /// or does not start, or the file cannot be written.
+    pub fn start(
+        mode: PowerMode,
+        interval: Duration,
+        path: &Path,
+    ) -> Result<Option<PowerSampler>, String> {
+        let nvidia = || answers("nvidia-smi", &["-L"]);
+        let amd = || answers("amd-smi", &["list"]);
+        let source = match mode {
+            PowerMode::Off => return Ok(None),
+            PowerMode::NvidiaSmi if nvidia() => PowerSource::NvidiaSmi,
+            PowerMode::AmdSmi if amd() => PowerSource::AmdSmi,
+            PowerMode::NvidiaSmi | PowerMode::AmdSmi => {
+                return Err(format!(
+                    "--power {}: the tool is not on PATH or lists no GPU",
+                    if mode == PowerMode::NvidiaSmi {
+                        "nvidia-smi"
+                    } else {
+                        "amd-smi"
+                    }
+                ))
+            }
+            PowerMode::Auto if nvidia() => PowerSource::NvidiaSmi,
+            PowerMode::Auto if amd() => PowerSource::AmdSmi,
+            PowerMode::Auto => return Ok(None),
+        };
+        let ms = interval.as_millis().clamp(50, 3_600_000);
+        let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (child, pump) = match source {
+            PowerSource::NvidiaSmi => {
+                let child = Command::new("nvidia-smi")
+                    .arg(format!("--query-gpu={NVIDIA_QUERY}"))
+                    .arg("--format=csv")
+                    .arg(format!("--loop-ms={ms}"))
+                    .stdout(file)
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("nvidia-smi: {e}"))?;
+                (child, None)
+            }
+            PowerSource::AmdSmi => {
+                let secs = (ms as f64 / 1000.0).ceil().max(1.0) as u64;
+                let mut child = Command::new("amd-smi")
+                    .args(["metric", "-p", "-c", "-t", "-u", "--csv", "-w"])
+                    .arg(secs.to_string())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("amd-smi: {e}"))?;
+                let out = child.stdout.take().ok_or("amd-smi: no stdout")?;
+                let pump = std::thread::spawn(move || amd_pump(out, file));
+                (child, Some(pump))
+            }
+        };
+        let sampler = PowerSampler {
+            source,
+            path: path.to_path_buf(),
+            child,
+            pump,
+        };
+        let deadline = Instant::now() + interval * 3 + Duration::from_secs(5);
+        while data_rows(&sampler.path) == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Some(sampler))
+    }
+
+    /// The tool in use.
+    pub fn source(&self) -> PowerSource {
+        self.source
+    }
+
+    /// Stops the tool, drops a cut-off last line, appends one one-shot sample (nvidia-smi) or
+    /// waits one more tick (amd-smi) so the stream extends past the window, and returns the
+    /// file's path.
+    pub fn stop(mut self, interval: Duration) -> PathBuf {
+        if self.source == PowerSource::AmdSmi {
+            std::thread::sleep(interval + Duration::from_millis(200));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(p) = self.pump.take() {
+            let _ = p.join();
+        }
+        drop_partial_last_line(&self.path);
+        if self.source == PowerSource::NvidiaSmi {
+            if let Ok(o) = Command::new("nvidia-smi")
+                .arg(format!("--query-gpu={NVIDIA_QUERY}"))
+                .arg("--format=csv,noheader")
+                .stderr(Stdio::null())
+                .output()
+            {
+                if o.status.success() {
+                    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&self.path) {
+                        let _ = f.write_all(&o.stdout);
+                    }
+                }
+            }
+        }
+        self.path.clone()
+    }
+}
+
+/// Copies amd-smi's CSV to `file`, keeping the first header and the data rows: preamble lines
+/// (no comma) and repeated headers are dropped.
+fn amd_pump(out: std::process::ChildStdout, file: std::fs::File) {
+    let mut w = std::io::BufWriter::new(file);
+    let mut header: Option<String> = None;
+    for line in BufReader::new(out).lines().map_while(Result::ok) {
+        let t = line.trim();
+        if !t.contains(',') {
+            continue;
+        }
+        let is_header = t.to_lowercase().contains("gpu")
+            && t.to_lowercase().contains("power")
+            && !t.chars().next().is_some_and(|c| c.is_ascii_digit());
+        match (&header, is_header) {
+            (None, true) => header = Some(t.to_string()),
+            (Some(_), true) | (None, false) => continue,
+            (Some(_), false) => {}
+        }
+        let _ = writeln!(w, "{t}");
+        let _ = w.flush();
+    }
+}
+
+/// Lines after the header that end with a newline.
+fn data_rows(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|s| s.matches('\n').count().saturating_sub(1))
+        .unwrap_or(0)
+}
+
+fn drop_partial_last_line(path: &Path) {
+    if let Ok(s) = std::fs::read_to_string(path) {
+        if !s.is_empty() && !s.ends_with('\n') {
+            let keep = s.rfind('\n').map_or(0, |i| i + 1);
+            let _ = std::fs::write(path, &s[..keep]);
+        }
+    }
+}
