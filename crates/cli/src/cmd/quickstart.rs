@@ -255,6 +255,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 save_requests: Some(dir.join("requests.jsonl")),
                 job_identity: Some(identity.clone()),
                 progress: ProgressMode::Off,
+                // The simulated GPU draws no power of this machine's GPUs.
+                power: inferbench_loadgen::PowerMode::Off,
                 metadata: vec![
                     ("clock".into(), "modelled".into()),
                     ("sim_time_scale".into(), p.time_scale.to_string()),
