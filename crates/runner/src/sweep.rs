@@ -552,7 +552,7 @@ pub async fn run_jobs<R: PointRunner>(
 fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointReport) {
     if opts.progress_lines {
         let what = match r.outcome {
-            Outcome::Ok => "ok".to_string(),
+            Outcome::Ok => format!("ok{}", headline(&r.dir)),
             Outcome::Skipped => "skipped (done before)".to_string(),
             Outcome::Failed | Outcome::Interrupted => format!(
                 "{}: {}",
@@ -576,6 +576,24 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointRep
         );
     }
     report.points.push(r);
+}
+
+/// `, <total tok/s>, TTFT p99 <s>, <duration> s` from a point's `summary.json`, or nothing.
+fn headline(dir: &std::path::Path) -> String {
+    let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
+        return String::new();
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return String::new();
+    };
+    let f = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
+    match (f("total_token_throughput"), f("p99_ttft_ms"), f("duration")) {
+        (Some(t), Some(ttft), Some(d)) => format!(
+            ", total {t:.0} tok/s, TTFT p99 {:.3} s, {d:.1} s measured",
+            ttft / 1000.0
+        ),
+        _ => String::new(),
+    }
 }
 
 fn record(point: &Point, outcome: Outcome, fail: Option<Failure>) -> PointReport {

@@ -119,16 +119,31 @@ pub struct IngestReport {
 impl IngestReport {
     /// A human-readable multi-line summary (what `inferbench ingest` prints).
     pub fn render(&self) -> String {
+        let again = if self.runs_reingested > 0 {
+            format!(
+                " ({} already present, updated in place)",
+                self.runs_reingested
+            )
+        } else {
+            String::new()
+        };
         let mut s = format!(
-            "ingested {} run(s) ({} already present, updated in place), {} point(s), {} request record(s)\n",
-            self.runs_ingested, self.runs_reingested, self.points, self.requests
+            "ingested {} run(s){again}, {} point(s), {} request record(s) (warmups included)\n",
+            self.runs_ingested, self.points, self.requests
         );
+        if self.runs_ingested == 0 && self.skipped.is_empty() && self.unfinished.is_empty() {
+            s.push_str(
+                "warning: nothing to ingest there (no result files or artifact directories)\n",
+            );
+        }
         for k in &self.skipped {
             s.push_str(&format!("skipped {}: {}\n", k.path, k.reason));
         }
         if !self.unknown.is_empty() {
             s.push_str(
-                "unknown names (stored as given; add an alias in inferbench-store::normalize):\n",
+                "unknown names, stored as given (name them with --set KEY=VALUE, e.g. --set hw=h100 \
+                 --set framework=vllm --set precision=fp8; or add an alias to inferbench-store's \
+                 normalize table):\n",
             );
             for (kind, name) in &self.unknown {
                 s.push_str(&format!("  {kind}: {name}\n"));

@@ -149,6 +149,8 @@ fn draw<DB: DrawingBackend>(
     } else {
         spec.title.clone()
     };
+    // The point labels are concurrencies: say so in the x-axis title.
+    let x_desc = format!("{}   [point labels: concurrency]", label(&spec.x));
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 26))
         .margin(20)
@@ -163,7 +165,7 @@ fn draw<DB: DrawingBackend>(
         .x_label_formatter(&fmt_x)
         .y_label_formatter(&fmt_y)
         .max_light_lines(4)
-        .x_desc(label(&spec.x))
+        .x_desc(x_desc)
         .y_desc(label(&spec.y))
         .axis_desc_style(("sans-serif", 20))
         .label_style(("sans-serif", 16))

@@ -421,6 +421,34 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let ingest_opts = super::ingest::options(&args.set)?;
     let mut opts = args.into_options()?;
     opts.save_result |= db.is_some();
+    if db.is_some() && opts.job_identity.is_none() {
+        let named = |k: &[&str]| {
+            ingest_opts
+                .overrides
+                .keys()
+                .any(|o| k.contains(&o.as_str()))
+        };
+        let missing: Vec<&str> = [
+            (&["hw", "hardware"][..], "hw"),
+            (&["framework"][..], "framework"),
+            (&["precision"][..], "precision"),
+        ]
+        .iter()
+        .filter(|(keys, _)| !named(keys))
+        .map(|(_, k)| *k)
+        .collect();
+        if !missing.is_empty() {
+            eprintln!(
+                "inferbench: --db without {}: stored as `unknown` (name them with {})",
+                missing.join(", "),
+                missing
+                    .iter()
+                    .map(|k| format!("--set {k}=…"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+        }
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

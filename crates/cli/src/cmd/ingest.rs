@@ -62,6 +62,19 @@ pub fn ingest_into(
 /// `--strict`).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let opts = options(&args.set)?;
+    // Every path first: a typo stores nothing (and creates no database).
+    for p in &args.paths {
+        anyhow::ensure!(
+            p.exists(),
+            "{}: no such file or directory{}",
+            p.display(),
+            if p.to_string_lossy().contains('=') {
+                " (each identity needs its own --set: --set hw=… --set framework=…)"
+            } else {
+                ""
+            }
+        );
+    }
     let (failed, unknown) = ingest_into(&args.db, &args.paths, &opts)?;
     Ok(if failed || (args.strict && unknown) {
         1

@@ -166,8 +166,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let text = matrix::to_json_text(&rows);
     match args.output {
-        Some(p) => std::fs::write(&p, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        Some(p) => {
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+            }
+            std::fs::write(&p, text)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+            eprintln!("wrote {} ({} rows)", p.display(), rows.len());
+        }
         None => {
             let mut out = std::io::stdout().lock();
             if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {

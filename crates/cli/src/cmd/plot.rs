@@ -63,6 +63,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             kw_per_gpu: args.gpu_kw,
         },
     )?;
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "nothing to plot: no point in {} matches (store results with `ingest` or `bench --db`)",
+        args.db
+    );
     let x = args.x.unwrap_or_else(|| {
         if args.y.contains("input") {
             "p99_ttft".to_string()

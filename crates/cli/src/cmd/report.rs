@@ -164,8 +164,8 @@ fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Resul
     print!("{}", report::render(rows, &cols, fmt));
     if rows.is_empty() {
         eprintln!(
-            "no points in {} match{} (bench results reach the database with `bench --db …` or \
-             `ingest DIR --set hw=… framework=…`)",
+            "no points in {} match{} (bench results reach the database with `bench --db DB --set \
+             hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)",
             args.db,
             if args.filters.is_empty() {
                 ""
