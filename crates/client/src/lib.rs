@@ -24,6 +24,7 @@
 
 pub mod clock;
 pub mod http;
+pub(crate) mod lenient;
 pub mod openai;
 pub mod pool;
 pub mod replay;
@@ -31,5 +32,5 @@ pub mod sse;
 
 pub use clock::RunClock;
 pub use http::{Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
-pub use openai::{Backend, RequestInput, TokenCounter};
+pub use openai::{count_tokens, Backend, RequestInput, TokenCounter};
 pub use tokio_util::sync::CancellationToken;
