@@ -539,7 +539,7 @@ impl Client {
                             }
                             Some(Err(e)) => {
                                 if !st.interp.done {
-                                    transport = Some((ErrorClass::StreamError, format!("connection failed mid-body: {}", error_chain(&e))));
+                                    transport = Some(body_error(&e));
                                 }
                                 break 'read;
                             }
@@ -908,6 +908,32 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     } else {
         "panic".to_string()
     }
+}
+
+/// The class of a body that failed mid-way: `malformed` when the HTTP framing itself is
+/// invalid (a chunk-size line that is not hex, …), else `stream_error` (dropped, truncated).
+fn body_error(e: &hyper::Error) -> (ErrorClass, String) {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            ) {
+                return (
+                    ErrorClass::Malformed,
+                    format!("invalid HTTP body framing: {}", error_chain(e)),
+                );
+            }
+        }
+        src = s.source();
+    }
+    let class = if e.is_parse() {
+        ErrorClass::Malformed
+    } else {
+        ErrorClass::StreamError
+    };
+    (class, format!("connection failed mid-body: {}", error_chain(e)))
 }
 
 /// Drives the connection until it ends (pending forever without one).

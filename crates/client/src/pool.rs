@@ -15,12 +15,15 @@
 //!   end in time is closed), and only when its driver, polled at check-in and again at
 //!   checkout, shows no unread byte and no close;
 //! - *probation*: until one pooled connection of this pool has stayed quiet for
-//!   [`REUSE_QUIET`] after its response, and for ever once any connection showed unread bytes,
-//!   a connection is reused only after [`REUSE_QUIET`] of quiet (the oldest first); sooner
-//!   requests get a fresh connection. A trusted pool reuses the most recently returned
-//!   connection, as before. Stale bytes that arrive later than [`REUSE_QUIET`] after a response
-//!   on a trusted pool are caught at the next checkout of that connection; only a request sent
-//!   on it before they arrive can still take them (and the pool turns suspicious at once).
+//!   [`REUSE_QUIET`] after its response, a connection is reused only after [`REUSE_QUIET`] of
+//!   quiet (the oldest first); sooner requests get a fresh connection. A trusted pool reuses
+//!   the most recently returned connection, as before;
+//! - once any connection showed unread bytes, the pool reuses nothing: every request of the
+//!   run gets a fresh connection.
+//!
+//! Left open: stale bytes that a server sends more than [`REUSE_QUIET`] after a response, on
+//! a pool already trusted, reach a request sent on that connection before they arrive (the
+//! pool turns suspicious as soon as the request's own response shows up as unread bytes).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -159,21 +162,21 @@ impl Pool {
         }
     }
 
-    /// True while connections are reused only after [`REUSE_QUIET`] (see the module doc).
+    /// True while connections are reused only after [`REUSE_QUIET`], or not at all once stale
+    /// bytes were seen (see the module doc).
     pub fn on_probation(&self) -> bool {
         self.suspicious.load(Ordering::Relaxed) || !self.trusted.load(Ordering::Relaxed)
     }
 
-    /// Records that a connection of this pool received bytes nobody asked for: from now on
-    /// connections are reused only after [`REUSE_QUIET`] of quiet.
+    /// Records that a connection of this pool received bytes nobody asked for: from now on no
+    /// connection is reused (every request gets a fresh one).
     pub fn mark_stale(&self) {
         if !self.suspicious.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 "{}:{} wrote bytes after a finished response (a second response?): keep-alive \
-                 connections are now reused only after {} ms of quiet",
+                 is off for it from now on, every request gets a fresh connection",
                 self.host,
                 self.port,
-                REUSE_QUIET.as_millis()
             );
         }
     }
@@ -187,6 +190,10 @@ impl Pool {
             .is_some_and(|(_, since)| now.duration_since(*since) >= POOL_IDLE)
         {
             idle.pop_front();
+        }
+        if self.suspicious.load(Ordering::Relaxed) {
+            idle.clear();
+            return None;
         }
         if !self.on_probation() {
             return idle.pop_back();
@@ -226,12 +233,12 @@ impl Pool {
     /// closed is dropped instead.
     pub fn checkin(&self, mut c: Conn) {
         match c.poll_idle() {
-            IdleState::Open => {
+            IdleState::Open if !self.suspicious.load(Ordering::Relaxed) => {
                 let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
                 idle.push_back((c, Instant::now()));
             }
             IdleState::Stale => self.mark_stale(),
-            IdleState::Closed => {}
+            IdleState::Open | IdleState::Closed => {}
         }
     }
 
