@@ -154,35 +154,53 @@ async fn honor_max_tokens_only() {
     assert_ok(&r, &words("t", 64), 64, TokenSource::Server);
 }
 
+/// Timing checks against a Python server on a shared machine: a batch whose timings miss the
+/// ±20 ms band is retried (up to three batches); counts and texts are asserted in every batch.
+const TIMING_TRIES: usize = 3;
+
+fn near(got: f64, want: f64) -> bool {
+    (got - want).abs() <= 20.0
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conc_holds_concurrency_and_timings() {
     let Some(s) = start("conc", &[]) else {
         return;
     };
     let c = client(&s, |_| {});
-    // Five: the script's listen backlog (socketserver's default 5); more simultaneous
-    // connects wait for a SYN retransmission (1 s).
-    let futs: Vec<_> = (0..5)
-        .map(|_| {
-            let c = c.clone();
-            tokio::spawn(async move { send(&c, Some(5)).await })
-        })
-        .collect();
-    for f in futs {
-        let r = f.await.unwrap();
-        assert_ok(&r, &words("t", 5), 5, TokenSource::Server);
-        let ttft = r.ttft_ms().unwrap();
-        assert!((ttft - 40.0).abs() <= 20.0, "ttft {ttft}");
-        let itls: Vec<f64> = r.itls_ms().collect();
-        assert_eq!(itls.len(), 4);
-        assert!(itls.iter().all(|g| (g - 40.0).abs() <= 20.0), "{itls:?}");
+    let mut last = String::new();
+    for _ in 0..TIMING_TRIES {
+        // Five: the script's listen backlog (socketserver's default 5); more simultaneous
+        // connects wait for a SYN retransmission (1 s).
+        let futs: Vec<_> = (0..5)
+            .map(|_| {
+                let c = c.clone();
+                tokio::spawn(async move { send(&c, Some(5)).await })
+            })
+            .collect();
+        let mut timing_ok = true;
+        for f in futs {
+            let r = f.await.unwrap();
+            assert_ok(&r, &words("t", 5), 5, TokenSource::Server);
+            let itls: Vec<f64> = r.itls_ms().collect();
+            assert_eq!(itls.len(), 4);
+            let ttft = r.ttft_ms().unwrap();
+            if !near(ttft, 40.0) || !itls.iter().all(|&g| near(g, 40.0)) {
+                timing_ok = false;
+                last = format!("ttft {ttft:.1} ms, itls {itls:?}");
+            }
+        }
+        let peak = s
+            .log_lines()
+            .iter()
+            .filter_map(|l| l["peak"].as_u64())
+            .max();
+        assert_eq!(peak, Some(5));
+        if timing_ok {
+            return;
+        }
     }
-    let peak = s
-        .log_lines()
-        .iter()
-        .filter_map(|l| l["peak"].as_u64())
-        .max();
-    assert_eq!(peak, Some(5));
+    panic!("timings off in {TIMING_TRIES} batches; last: {last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,41 +273,52 @@ async fn gzip_body_is_decoded() {
 /// fails #0 nor delays the others' timestamps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn degenerate_first_is_counted_without_delaying_others() {
-    let Some(s) = start("degenerate-first", &["n=1000000"]) else {
-        return;
-    };
     let tok = inferbench_workload::Tokenizer::load("o200k_base").unwrap();
     let counter: Arc<TokenCounter> = Arc::new(move |t: &str| tok.count(t));
-    let c = client(&s, |cfg| cfg.token_counter = Some(counter.clone()));
-    let t0 = Instant::now();
-    let first = {
-        let c = c.clone();
-        tokio::spawn(async move { send(&c, None).await })
-    };
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    let others: Vec<_> = (0..4)
-        .map(|_| {
+    let mut last = String::new();
+    for _ in 0..TIMING_TRIES {
+        // A fresh server each batch: only its request #0 is degenerate.
+        let Some(s) = start("degenerate-first", &["n=1000000"]) else {
+            return;
+        };
+        let c = client(&s, |cfg| cfg.token_counter = Some(counter.clone()));
+        let t0 = Instant::now();
+        let first = {
             let c = c.clone();
-            tokio::spawn(async move { send(&c, Some(20)).await })
-        })
-        .collect();
-    let d = first.await.unwrap();
-    assert!(d.success, "{:?}", d.error);
-    assert_eq!(d.output_text.len(), 1_000_000);
-    assert_eq!(d.completion_tokens_source, TokenSource::Tokenizer);
-    assert_eq!(
-        d.completion_tokens as usize,
-        count_tokens(&*counter, &d.output_text).unwrap()
-    );
-    for o in others {
-        let r = o.await.unwrap();
-        assert_ok(&r, &words("t", 20), 20, TokenSource::Server);
-        let ttft = r.ttft_ms().unwrap();
-        assert!((ttft - 20.0).abs() <= 20.0, "ttft {ttft}");
-        let itls: Vec<f64> = r.itls_ms().collect();
-        assert!(itls.iter().all(|g| (g - 20.0).abs() <= 20.0), "{itls:?}");
+            tokio::spawn(async move { send(&c, None).await })
+        };
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let others: Vec<_> = (0..4)
+            .map(|_| {
+                let c = c.clone();
+                tokio::spawn(async move { send(&c, Some(20)).await })
+            })
+            .collect();
+        let d = first.await.unwrap();
+        assert!(d.success, "{:?}", d.error);
+        assert_eq!(d.output_text.len(), 1_000_000);
+        assert_eq!(d.completion_tokens_source, TokenSource::Tokenizer);
+        assert_eq!(
+            d.completion_tokens as usize,
+            count_tokens(&*counter, &d.output_text).unwrap()
+        );
+        let mut timing_ok = true;
+        for o in others {
+            let r = o.await.unwrap();
+            assert_ok(&r, &words("t", 20), 20, TokenSource::Server);
+            let ttft = r.ttft_ms().unwrap();
+            let itls: Vec<f64> = r.itls_ms().collect();
+            if !near(ttft, 20.0) || !itls.iter().all(|&g| near(g, 20.0)) {
+                timing_ok = false;
+                last = format!("ttft {ttft:.1} ms, itls {itls:?}");
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        if timing_ok {
+            return;
+        }
     }
-    assert!(t0.elapsed() < Duration::from_secs(20));
+    panic!("timings off in {TIMING_TRIES} batches; last: {last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
