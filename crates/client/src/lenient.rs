@@ -554,6 +554,57 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjList<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// JSON-like text built from escapes, quotes, structure, Python literals and text.
+    fn arb_jsonish() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just(r"\\".to_string()),
+            Just(r"\u".to_string()),
+            Just(r"\ud83d".to_string()),
+            Just(r"\ude00".to_string()),
+            Just(r"\u00e9".to_string()),
+            Just(r"\u12".to_string()),
+            Just(r#"\""#.to_string()),
+            Just(r"\n".to_string()),
+            Just("\"".to_string()),
+            Just("{".to_string()),
+            Just("}".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just(":".to_string()),
+            Just(",".to_string()),
+            Just("NaN".to_string()),
+            Just("-Infinity".to_string()),
+            Just("Infinity".to_string()),
+            Just("\u{1}".to_string()),
+            Just("\u{e9}".to_string()),
+            "[a-z0-9]{1,3}",
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        /// `relax` never panics on JSON-like text.
+        #[test]
+        fn relax_never_panics(s in arb_jsonish()) {
+            let _ = relax(&s);
+            let _ = parse_relaxed(&s);
+        }
+
+        /// Strings of lone and paired surrogate escapes and text: relaxed, they always parse.
+        #[test]
+        fn any_surrogate_soup_parses(
+            cus in prop::collection::vec(
+                prop_oneof![0xD800u32..0xDC00, 0xDC00u32..0xE000, 0x20u32..0x7F],
+                0..12,
+            ),
+        ) {
+            let body: String = cus.iter().map(|c| format!("\\u{c:04x}")).collect();
+            let src = format!("{{\"t\":\"{body}\"}}");
+            prop_assert!(parse_relaxed(&src).is_some(), "{}", src);
+        }
+    }
 
     #[test]
     fn relax_maps_surrogates_nan_and_control_chars() {

@@ -742,6 +742,74 @@ mod tests {
         assert_eq!(t, vec![Some(2), Some(3)]);
     }
 
+    proptest::proptest! {
+        /// Arbitrary bytes, and chunk-shaped JSON with random values in every text and count
+        /// field, never panic the interpreter.
+        #[test]
+        fn interpreter_never_panics(
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            v in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Just("\"".to_string()),
+                    proptest::prelude::Just(r"\ud83d".to_string()),
+                    proptest::prelude::Just(r"\ude00".to_string()),
+                    proptest::prelude::Just("[".to_string()),
+                    proptest::prelude::Just("]".to_string()),
+                    proptest::prelude::Just("{".to_string()),
+                    proptest::prelude::Just("}".to_string()),
+                    proptest::prelude::Just(":".to_string()),
+                    proptest::prelude::Just(",".to_string()),
+                    proptest::prelude::Just("null".to_string()),
+                    proptest::prelude::Just("1e400".to_string()),
+                    proptest::prelude::Just("-1".to_string()),
+                    proptest::prelude::Just("NaN".to_string()),
+                    proptest::prelude::Just("\"type\"".to_string()),
+                    proptest::prelude::Just("\"text\"".to_string()),
+                    proptest::prelude::Just("\"thinking\"".to_string()),
+                    "[a-z]{1,3}",
+                ],
+                0..30,
+            ),
+        ) {
+            let v = v.concat();
+            let mut it = Interpreter::new();
+            let mut rec = RequestRecord::default();
+            it.on_json(&raw, 1, &mut rec);
+            let shaped = format!(
+                r#"{{"choices":[{{"delta":{{"content":{v}}},"text":{v}}}],"usage":{{"completion_tokens":{v}}}}}"#
+            );
+            let mut it = Interpreter::new();
+            it.on_json(shaped.as_bytes(), 2, &mut rec);
+            it.finish(&mut rec, Some(&|s: &str| s.len()));
+        }
+    }
+
+    #[test]
+    fn content_parts_and_split_surrogates() {
+        let (it, mut rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hm"}]}]}}]}"#,
+                10,
+            ),
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":[{"type":"text","text":"A\ud83d"}]}}]}"#,
+                20,
+            ),
+            ("", r#"{"choices":[{"delta":{"content":"\ude00B"}}]}"#, 30),
+            ("", r#"{"choices":[{"delta":{"content":"\ud83d"}}]}"#, 40),
+        ]);
+        assert_eq!(rec.first_token_ns, Some(10));
+        assert_eq!(rec.first_output_token_ns, Some(20));
+        assert_eq!(rec.chunks.len(), 4);
+        it.finish(&mut rec, Some(&|s: &str| s.chars().count()));
+        // The dangling high half at the end becomes U+FFFD.
+        assert_eq!(rec.output_text, "A\u{1F600}B\u{FFFD}");
+        // Tokenizer over visible ("A😀B�" = 4 chars) + reasoning ("hm" = 2).
+        assert_eq!(rec.completion_tokens, 6);
+    }
+
     #[test]
     fn escaped_text_is_decoded() {
         let (_, rec) = run(&[("", r#"{"choices":[{"text":"a\"b\n\u00e9"}]}"#, 1)]);
