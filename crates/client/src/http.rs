@@ -797,7 +797,9 @@ fn sniff_sse(prefix: &[u8], labelled_sse: bool) -> Option<bool> {
         return None;
     }
     p = p.strip_prefix(BOM).unwrap_or(p);
-    let start = p.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))?;
+    let start = p
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))?;
     let p = &p[start..];
     match p[0] {
         b':' => return Some(true),
@@ -828,7 +830,9 @@ fn is_event_stream(headers: &HeaderMap) -> bool {
     headers.get(CONTENT_TYPE).is_some_and(|v| {
         let v = v.as_bytes();
         let essence = v.split(|&b| b == b';').next().unwrap_or(v);
-        essence.trim_ascii().eq_ignore_ascii_case(b"text/event-stream")
+        essence
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"text/event-stream")
     })
 }
 
@@ -873,7 +877,12 @@ impl Decoder {
             Decoder::Gzip(d) => d.write_all(data).map(|_| std::mem::take(d.get_mut())),
             Decoder::Deflate(d) => d.write_all(data).map(|_| std::mem::take(d.get_mut())),
         };
-        r.map_err(|e| (ErrorClass::Malformed, format!("undecodable compressed body: {e}")))
+        r.map_err(|e| {
+            (
+                ErrorClass::Malformed,
+                format!("undecodable compressed body: {e}"),
+            )
+        })
     }
 
     fn finish(&mut self) -> Result<Vec<u8>, (ErrorClass, String)> {
@@ -881,7 +890,12 @@ impl Decoder {
             Decoder::Gzip(d) => d.try_finish().map(|_| std::mem::take(d.get_mut())),
             Decoder::Deflate(d) => d.try_finish().map(|_| std::mem::take(d.get_mut())),
         };
-        r.map_err(|e| (ErrorClass::Malformed, format!("undecodable compressed body: {e}")))
+        r.map_err(|e| {
+            (
+                ErrorClass::Malformed,
+                format!("undecodable compressed body: {e}"),
+            )
+        })
     }
 }
 
@@ -933,7 +947,10 @@ fn body_error(e: &hyper::Error) -> (ErrorClass, String) {
     } else {
         ErrorClass::StreamError
     };
-    (class, format!("connection failed mid-body: {}", error_chain(e)))
+    (
+        class,
+        format!("connection failed mid-body: {}", error_chain(e)),
+    )
 }
 
 /// Drives the connection until it ends (pending forever without one).

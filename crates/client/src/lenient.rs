@@ -306,8 +306,7 @@ fn walk_parts<'v>(v: &'v Value, reasoning: bool, out: &mut impl FnMut(bool, &'v 
                 if let Some(Value::String(s)) = m.get("refusal") {
                     out(reasoning, s);
                 }
-            } else if let Some(inner) = m.get("text").filter(|x| x.is_string() || x.is_array())
-            {
+            } else if let Some(inner) = m.get("text").filter(|x| x.is_string() || x.is_array()) {
                 walk_parts(inner, reasoning, out, depth + 1);
             }
         }
@@ -609,11 +608,19 @@ mod tests {
     #[test]
     fn relax_maps_surrogates_nan_and_control_chars() {
         // A valid pair is kept verbatim.
-        assert_eq!(relax(r#"{"t":"\ud83d\ude00"}"#).unwrap(), r#"{"t":"\ud83d\ude00"}"#);
+        assert_eq!(
+            relax(r#"{"t":"\ud83d\ude00"}"#).unwrap(),
+            r#"{"t":"\ud83d\ude00"}"#
+        );
         // Lone high at the end, lone low at the start: sentinels; elsewhere U+FFFD.
         let r = relax(r#"["a\ud83d","\ude00b","x\ud83dy","x\ude00","\ud83d"]"#).unwrap();
         let v: Value = serde_json::from_str(&r).unwrap();
-        let s: Vec<&str> = v.as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+        let s: Vec<&str> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
         assert_eq!(as_high(s[0].chars().last().unwrap()), Some(0xD83D));
         assert_eq!(as_low(s[1].chars().next().unwrap()), Some(0xDE00));
         assert_eq!(s[2], "x\u{FFFD}y");
@@ -624,9 +631,15 @@ mod tests {
         let r = relax("{\"a\":NaN,\"b\":[Infinity,-Infinity],\"c\":\"x\ty\"}").unwrap();
         assert_eq!(r, "{\"a\":null,\"b\":[null,null],\"c\":\"x\\u0009y\"}");
         // Inside strings the words are text.
-        assert_eq!(relax(r#"{"a":"NaN Infinity"}"#).unwrap(), r#"{"a":"NaN Infinity"}"#);
+        assert_eq!(
+            relax(r#"{"a":"NaN Infinity"}"#).unwrap(),
+            r#"{"a":"NaN Infinity"}"#
+        );
         // Escaped quotes and backslashes do not end the string.
-        assert_eq!(relax(r#"{"a":"\"\\","b":NaN}"#).unwrap(), r#"{"a":"\"\\","b":null}"#);
+        assert_eq!(
+            relax(r#"{"a":"\"\\","b":NaN}"#).unwrap(),
+            r#"{"a":"\"\\","b":null}"#
+        );
         // Broken escapes cannot be repaired.
         assert_eq!(relax(r#"{"a":"\u12"}"#), None);
         assert_eq!(relax(r#"{"a":"\"#), None);
@@ -682,11 +695,46 @@ mod tests {
             l: ObjList<Value>,
         }
         for (src, s, n, t, o, l) in [
-            (r#"{"s":"x","n":3,"t":[1],"o":{"a":1},"l":[{},2]}"#, Some("x"), Some(3), true, true, 1),
-            (r#"{"s":1,"n":-1,"t":[],"o":[1],"l":{"a":1}}"#, None, None, false, false, 0),
-            (r#"{"s":null,"n":1e3,"t":{},"o":"x","l":null}"#, None, Some(1000), true, false, 0),
-            (r#"{"s":[1],"n":"12","t":"x","o":null,"l":"x"}"#, None, Some(12), false, false, 0),
-            (r#"{"s":{},"n":1.5,"t":null,"o":3,"l":[]}"#, None, None, false, false, 0),
+            (
+                r#"{"s":"x","n":3,"t":[1],"o":{"a":1},"l":[{},2]}"#,
+                Some("x"),
+                Some(3),
+                true,
+                true,
+                1,
+            ),
+            (
+                r#"{"s":1,"n":-1,"t":[],"o":[1],"l":{"a":1}}"#,
+                None,
+                None,
+                false,
+                false,
+                0,
+            ),
+            (
+                r#"{"s":null,"n":1e3,"t":{},"o":"x","l":null}"#,
+                None,
+                Some(1000),
+                true,
+                false,
+                0,
+            ),
+            (
+                r#"{"s":[1],"n":"12","t":"x","o":null,"l":"x"}"#,
+                None,
+                Some(12),
+                false,
+                false,
+                0,
+            ),
+            (
+                r#"{"s":{},"n":1.5,"t":null,"o":3,"l":[]}"#,
+                None,
+                None,
+                false,
+                false,
+                0,
+            ),
             (r#"{}"#, None, None, false, false, 0),
         ] {
             let v: T<'_> = serde_json::from_str(src).unwrap();

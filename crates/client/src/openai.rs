@@ -434,9 +434,11 @@ impl Interpreter {
         rec: &mut RequestRecord,
     ) {
         if chunk.error.is_some() {
-            let v: Option<Value> = serde_json::from_slice::<Value>(data)
-                .ok()
-                .or_else(|| std::str::from_utf8(data).ok().and_then(lenient::parse_relaxed));
+            let v: Option<Value> = serde_json::from_slice::<Value>(data).ok().or_else(|| {
+                std::str::from_utf8(data)
+                    .ok()
+                    .and_then(lenient::parse_relaxed)
+            });
             let msg = v
                 .as_ref()
                 .and_then(|v| v.get("error"))
@@ -454,11 +456,32 @@ impl Interpreter {
         let mut reasoning_here = false;
         let mut tool_here = false;
         for choice in &chunk.choices.0 {
-            self.take_text(&choice.text, false, relaxed, rec, &mut content_here, &mut reasoning_here);
+            self.take_text(
+                &choice.text,
+                false,
+                relaxed,
+                rec,
+                &mut content_here,
+                &mut reasoning_here,
+            );
             for d in [&choice.delta.0, &choice.message.0].into_iter().flatten() {
-                self.take_text(&d.content, false, relaxed, rec, &mut content_here, &mut reasoning_here);
+                self.take_text(
+                    &d.content,
+                    false,
+                    relaxed,
+                    rec,
+                    &mut content_here,
+                    &mut reasoning_here,
+                );
                 for r in [&d.reasoning_content, &d.reasoning] {
-                    self.take_text(r, true, relaxed, rec, &mut content_here, &mut reasoning_here);
+                    self.take_text(
+                        r,
+                        true,
+                        relaxed,
+                        rec,
+                        &mut content_here,
+                        &mut reasoning_here,
+                    );
                 }
                 if d.tool_calls.0 {
                     tool_here = true;

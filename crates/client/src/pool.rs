@@ -25,9 +25,9 @@
 //! a pool already trusted, reach a request sent on that connection before they arrive (the
 //! pool turns suspicious as soon as the request's own response shows up as unread bytes).
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};

@@ -365,7 +365,10 @@ mod tests {
         );
         // A BOM after the first event, or inside data, is kept.
         assert_eq!(
-            parse_pieces(&[b"data: a\n\n\xEF\xBB\xBFdata: b\n\ndata: \xEF\xBB\xBFc\n\n"], true),
+            parse_pieces(
+                &[b"data: a\n\n\xEF\xBB\xBFdata: b\n\ndata: \xEF\xBB\xBFc\n\n"],
+                true
+            ),
             vec![ev("", "a"), ev("", "\u{feff}c")]
         );
         // A partial BOM prefix followed by something else is ordinary bytes, split or not.
@@ -416,14 +419,22 @@ mod tests {
             Just("id: 1".to_string()),
             Just(String::new()),
         ];
-        (any::<bool>(), prop::collection::vec((field, line_end), 0..24)).prop_map(|(bom, v)| {
-            let mut s = if bom { "\u{feff}".to_string() } else { String::new() };
-            for (f, e) in v {
-                s.push_str(&f);
-                s.push_str(e);
-            }
-            s.into_bytes()
-        })
+        (
+            any::<bool>(),
+            prop::collection::vec((field, line_end), 0..24),
+        )
+            .prop_map(|(bom, v)| {
+                let mut s = if bom {
+                    "\u{feff}".to_string()
+                } else {
+                    String::new()
+                };
+                for (f, e) in v {
+                    s.push_str(&f);
+                    s.push_str(e);
+                }
+                s.into_bytes()
+            })
     }
 
     proptest! {

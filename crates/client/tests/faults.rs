@@ -267,7 +267,10 @@ async fn content_type_variants_and_sniffed_event_streams() {
     // A JSON body labelled as an event stream.
     let mut c = case(
         200,
-        &[(0, "{\"choices\":[{\"text\":\"hello\"}],\"usage\":{\"completion_tokens\":1}}")],
+        &[(
+            0,
+            "{\"choices\":[{\"text\":\"hello\"}],\"usage\":{\"completion_tokens\":1}}",
+        )],
         ReplayEnd::Close,
     );
     c.headers = vec![("Content-Type".into(), "text/event-stream".into())];
@@ -297,7 +300,11 @@ async fn done_ends_the_measurement_whatever_follows() {
         let rec = send_to(url, |c| c.idle_timeout = Duration::from_secs(2)).await;
         assert!(rec.success, "{end:?}: {rec:#?}");
         assert_eq!(rec.output_text, "xy");
-        assert!(t0.elapsed() < Duration::from_secs(1), "{end:?}: {:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "{end:?}: {:?}",
+            t0.elapsed()
+        );
         let end_ms = (rec.end_ns - rec.sent_ns) as f64 / 1e6;
         assert!((end_ms - 60.0).abs() <= 20.0, "{end:?}: end at {end_ms} ms");
     }
@@ -306,7 +313,12 @@ async fn done_ends_the_measurement_whatever_follows() {
 /// A tokenizer that panics loses nothing: the request succeeds with the chunk count.
 #[tokio::test]
 async fn panicking_tokenizer_keeps_the_record() {
-    let url = serve(case(200, &[(0, TOK), (0, TOK_Y), (0, TOK)], ReplayEnd::Close)).await;
+    let url = serve(case(
+        200,
+        &[(0, TOK), (0, TOK_Y), (0, TOK)],
+        ReplayEnd::Close,
+    ))
+    .await;
     let counter: std::sync::Arc<inferbench_client::TokenCounter> =
         std::sync::Arc::new(|_: &str| panic!("tokenizer exploded"));
     let rec = send_to(url, |c| c.token_counter = Some(counter)).await;
@@ -353,9 +365,15 @@ async fn lenient_chunks_over_http() {
     assert_eq!(rec.output_text, "Hello!");
     let ch: Vec<_> = rec.chunks.iter().map(|c| c.channel).collect();
     use inferbench_core::Channel;
-    assert_eq!(ch, vec![Channel::Reasoning, Channel::Content, Channel::Content]);
+    assert_eq!(
+        ch,
+        vec![Channel::Reasoning, Channel::Content, Channel::Content]
+    );
     let (ttft, ttfo) = (rec.ttft_ms().unwrap(), rec.ttfo_ms().unwrap());
-    assert!((ttft - 20.0).abs() <= 20.0 && (ttfo - 40.0).abs() <= 20.0, "{ttft} {ttfo}");
+    assert!(
+        (ttft - 20.0).abs() <= 20.0 && (ttfo - 40.0).abs() <= 20.0,
+        "{ttft} {ttfo}"
+    );
 }
 
 /// A compression we cannot decode (we asked for none) is malformed, not a silent failure.
@@ -398,12 +416,22 @@ async fn probation_then_reuse() {
     };
     let cancel = CancellationToken::new();
     for _ in 0..2 {
-        assert!(client.send(&input, RequestMeta::default(), &cancel).await.success);
+        assert!(
+            client
+                .send(&input, RequestMeta::default(), &cancel)
+                .await
+                .success
+        );
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 2);
     tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
     for _ in 0..6 {
-        assert!(client.send(&input, RequestMeta::default(), &cancel).await.success);
+        assert!(
+            client
+                .send(&input, RequestMeta::default(), &cancel)
+                .await
+                .success
+        );
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 2);
 }

@@ -6,9 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use inferbench_client::{
-    CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
-};
+use inferbench_client::{CancellationToken, Client, ClientConfig, RequestInput, RequestMeta};
 use inferbench_core::RequestRecord;
 use proptest::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -52,7 +50,10 @@ fn arb_token() -> impl Strategy<Value = (String, String)> {
     prop_oneof![
         "[a-z ]{1,6}".prop_map(|s| (s.clone(), s)),
         Just(("caf\u{e9}".to_string(), "caf\u{e9}".to_string())),
-        Just(("\u{6f22}\u{5b57}".to_string(), "\u{6f22}\u{5b57}".to_string())),
+        Just((
+            "\u{6f22}\u{5b57}".to_string(),
+            "\u{6f22}\u{5b57}".to_string()
+        )),
         Just(("\\ud83d\\ude80".to_string(), "\u{1f680}".to_string())),
         Just(("\\n\\\"q\\\"".to_string(), "\n\"q\"".to_string())),
         Just(("\\u00e9".to_string(), "\u{e9}".to_string())),
@@ -247,7 +248,7 @@ async fn serve_conn(mut s: TcpStream, r: Response) {
                 return;
             }
             After::Abort => {
-                let _ = s.set_linger(Some(Duration::ZERO));
+                let _ = s.set_zero_linger();
                 return;
             }
             After::Stall => {
@@ -265,22 +266,29 @@ async fn serve_conn(mut s: TcpStream, r: Response) {
 
 /// `i`: the request's index on this client (the second one may go out on the first one's
 /// connection, which a stalling server never answers: a timeout, rightly).
-fn check(
-    r: &RequestRecord,
-    resp: &Response,
-    i: u64,
-    wall: Duration,
-) -> Result<(), TestCaseError> {
+fn check(r: &RequestRecord, resp: &Response, i: u64, wall: Duration) -> Result<(), TestCaseError> {
     let ctx = || format!("{resp:?}\n{r:#?}");
-    prop_assert!(wall < Duration::from_millis(2500), "took {wall:?}: {}", ctx());
+    prop_assert!(
+        wall < Duration::from_millis(2500),
+        "took {wall:?}: {}",
+        ctx()
+    );
     prop_assert!(r.end_ns >= r.sent_ns, "{}", ctx());
     if r.success {
         prop_assert!(r.error_class.is_none() && r.error.is_none(), "{}", ctx());
         prop_assert!(!r.chunks.is_empty(), "{}", ctx());
-        prop_assert!(r.first_token_ns.is_some_and(|t| t >= r.sent_ns), "{}", ctx());
+        prop_assert!(
+            r.first_token_ns.is_some_and(|t| t >= r.sent_ns),
+            "{}",
+            ctx()
+        );
     } else {
         prop_assert!(r.error_class.is_some(), "{}", ctx());
-        prop_assert!(r.error.as_deref().is_some_and(|m| !m.is_empty()), "{}", ctx());
+        prop_assert!(
+            r.error.as_deref().is_some_and(|m| !m.is_empty()),
+            "{}",
+            ctx()
+        );
     }
     let answered = i == 0 || resp.after != After::Stall;
     if let Some(text) = resp.expect_text.as_ref().filter(|_| answered) {

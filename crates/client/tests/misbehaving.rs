@@ -242,7 +242,10 @@ async fn two_responses_never_shift_measurements() {
         for i in 0..8 {
             let r = send(&c, Some(3)).await;
             assert_ok(&r, &words("d", 3), 3, TokenSource::Server);
-            assert!(r.ttft_ms().unwrap() < 40.0, "delay {delay}, request {i}: {r:#?}");
+            assert!(
+                r.ttft_ms().unwrap() < 40.0,
+                "delay {delay}, request {i}: {r:#?}"
+            );
         }
         let futs: Vec<_> = (0..4)
             .map(|_| {

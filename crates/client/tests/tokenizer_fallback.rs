@@ -23,9 +23,28 @@ fn o200k() -> (Tokenizer, Arc<TokenCounter>) {
 fn piecewise_count_is_exact_on_ordinary_text() {
     let (tok, counter) = o200k();
     let words = [
-        "The", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog.", "Numbers",
-        "12345", "and", "punctuation!?", "don't", "stop", "\n\n", "  indented", "caf\u{e9}",
-        "\u{6f22}\u{5b57}", "\u{1f680}", "tab\tseparated", "end.",
+        "The",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "the",
+        "lazy",
+        "dog.",
+        "Numbers",
+        "12345",
+        "and",
+        "punctuation!?",
+        "don't",
+        "stop",
+        "\n\n",
+        "  indented",
+        "caf\u{e9}",
+        "\u{6f22}\u{5b57}",
+        "\u{1f680}",
+        "tab\tseparated",
+        "end.",
     ];
     let mut text = String::new();
     let mut i = 0usize;
@@ -66,7 +85,10 @@ fn degenerate_repetition_is_linear_and_never_panics() {
     let t1 = Instant::now();
     let n_big = count_tokens(&*counter, &big).unwrap();
     let t_big = t1.elapsed();
-    assert!(n_small > 0 && n_big > 9 * n_small && n_big < 11 * n_small, "{n_small} {n_big}");
+    assert!(
+        n_small > 0 && n_big > 9 * n_small && n_big < 11 * n_small,
+        "{n_small} {n_big}"
+    );
     // Linear: 10× the text costs about 10× the time (quadratic would be 100×).
     assert!(
         t_big < t_small * 30 + Duration::from_millis(200),
@@ -147,7 +169,11 @@ async fn degenerate_count_does_not_delay_other_streams() {
         let itls: Vec<f64> = r.itls_ms().collect();
         assert_eq!(itls.len(), 19);
         for g in itls {
-            assert!((g - 20.0).abs() <= 20.0, "itl {g} ms; all: {:?}", r.itls_ms().collect::<Vec<_>>());
+            assert!(
+                (g - 20.0).abs() <= 20.0,
+                "itl {g} ms; all: {:?}",
+                r.itls_ms().collect::<Vec<_>>()
+            );
         }
     }
 }

@@ -55,9 +55,12 @@ fn opts(base_url: String, counter: Arc<TokenCounter>, n: usize) -> BenchOptions 
 async fn panicking_tokenizer_loses_no_record() {
     let addr = spawn_replay(case("x")).await.unwrap();
     let counter: Arc<TokenCounter> = Arc::new(|_: &str| panic!("tokenizer exploded"));
-    let out = run_bench(opts(format!("http://{addr}"), counter, 12), CancellationToken::new())
-        .await
-        .unwrap();
+    let out = run_bench(
+        opts(format!("http://{addr}"), counter, 12),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
     let profile: Vec<_> = out
         .records
         .iter()
