@@ -1037,6 +1037,68 @@ mod tests {
         ));
     }
 
+    #[tokio::test]
+    async fn a_panic_inside_the_exchange_becomes_an_error_not_an_unwind() {
+        let mut rec = RequestRecord::default();
+        let r = catch_unwind(async {
+            rec.output_text.push_str("partial");
+            tokio::task::yield_now().await;
+            if rec.output_text.len() < 100 {
+                panic!("boom {}", 7);
+            }
+            1
+        })
+        .await;
+        assert_eq!(r, Err("boom 7".to_string()));
+        // The record the future was filling is still there, with what it measured.
+        assert_eq!(rec.output_text, "partial");
+        assert_eq!(catch_unwind(async { 5 }).await, Ok(5));
+    }
+
+    #[test]
+    fn sniffing_and_media_types() {
+        for (p, want) in [
+            (&b"data: x"[..], Some(true)),
+            (b"data:x", Some(true)),
+            (b"data\n", Some(true)),
+            (b": ping", Some(true)),
+            (b"event: e", Some(true)),
+            (b"id: 1", Some(true)),
+            (b"retry: 5", Some(true)),
+            (b"\xEF\xBB\xBF\r\n data: x", Some(true)),
+            (b"{\"a\":1}", Some(false)),
+            (b" [1]", Some(false)),
+            (b"<html>", Some(false)),
+            (b"dat", None),
+            (b"\xEF\xBB", None),
+            (b"   ", None),
+            (b"", None),
+            (b"datum: x", Some(false)),
+            (b"ids: x", Some(false)),
+        ] {
+            assert_eq!(
+                sniff_sse(p, false),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(p)
+            );
+        }
+        assert_eq!(sniff_sse(b"<html>", true), Some(true));
+        assert_eq!(sniff_sse(b"{", true), Some(false));
+        let ct = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(CONTENT_TYPE, HeaderValue::from_str(v).unwrap());
+            is_event_stream(&h)
+        };
+        assert!(ct("text/event-stream"));
+        assert!(ct("Text/Event-Stream"));
+        assert!(ct("text/event-stream; charset=utf-8"));
+        assert!(ct(" TEXT/EVENT-STREAM\t;charset=UTF-8"));
+        assert!(!ct("application/json"));
+        assert!(!ct("text/event-streams"));
+        assert!(!is_event_stream(&HeaderMap::new()));
+    }
+
     #[test]
     fn api_key_is_never_printed() {
         let cfg = ClientConfig {

@@ -40,8 +40,8 @@ fn load_cases() -> Vec<(String, Value)> {
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     assert!(
-        out.len() >= 10,
-        "expected the ten handed cases in {}",
+        out.len() >= 16,
+        "expected the sixteen handed cases in {}",
         dir.display()
     );
     out
