@@ -290,7 +290,15 @@ async fn degenerate_first_is_counted_without_delaying_others() {
             let c = c.clone();
             tokio::spawn(async move { send(&c, None).await })
         };
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        // The others go out only once the server has logged request #0 (the degenerate one).
+        let wait = Instant::now();
+        while !s.log_lines().iter().any(|l| l["n"].as_u64() == Some(0)) {
+            assert!(
+                wait.elapsed() < Duration::from_secs(5),
+                "request #0 never arrived"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         let others: Vec<_> = (0..4)
             .map(|_| {
                 let c = c.clone();

@@ -150,32 +150,39 @@ async fn degenerate_count_does_not_delay_other_streams() {
         max_tokens: None,
     };
     let cancel = CancellationToken::new();
-    let t0 = Instant::now();
-    let (d, normals) = tokio::join!(
-        dc.send(&input, RequestMeta::default(), &cancel),
-        futures_join4(&nc, &input, &cancel)
-    );
-    assert!(d.success, "{:?}", d.error);
-    assert_eq!(d.completion_tokens_source, TokenSource::Tokenizer);
-    assert_eq!(d.output_text.len(), 1_000_000);
-    let want = count_tokens(&*counter, &d.output_text).unwrap();
-    assert_eq!(d.completion_tokens as usize, want);
-    assert!(t0.elapsed() < Duration::from_secs(20));
-    for r in normals {
-        assert!(r.success, "{:?}", r.error);
-        assert_eq!(r.completion_tokens, 20);
-        let ttft = r.ttft_ms().unwrap();
-        assert!((ttft - 20.0).abs() <= 20.0, "ttft {ttft}");
-        let itls: Vec<f64> = r.itls_ms().collect();
-        assert_eq!(itls.len(), 19);
-        for g in itls {
-            assert!(
-                (g - 20.0).abs() <= 20.0,
-                "itl {g} ms; all: {:?}",
-                r.itls_ms().collect::<Vec<_>>()
-            );
+    // Timings on a shared machine: a batch whose timings miss the ±20 ms band is retried (up to
+    // three batches); a fallback that blocked the I/O threads would miss it every time. Counts
+    // and texts are asserted in every batch.
+    let mut last = String::new();
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let (d, normals) = tokio::join!(
+            dc.send(&input, RequestMeta::default(), &cancel),
+            futures_join4(&nc, &input, &cancel)
+        );
+        assert!(d.success, "{:?}", d.error);
+        assert_eq!(d.completion_tokens_source, TokenSource::Tokenizer);
+        assert_eq!(d.output_text.len(), 1_000_000);
+        let want = count_tokens(&*counter, &d.output_text).unwrap();
+        assert_eq!(d.completion_tokens as usize, want);
+        assert!(t0.elapsed() < Duration::from_secs(20));
+        let mut timing_ok = true;
+        for r in normals {
+            assert!(r.success, "{:?}", r.error);
+            assert_eq!(r.completion_tokens, 20);
+            let ttft = r.ttft_ms().unwrap();
+            let itls: Vec<f64> = r.itls_ms().collect();
+            assert_eq!(itls.len(), 19);
+            if (ttft - 20.0).abs() > 20.0 || itls.iter().any(|g| (g - 20.0).abs() > 20.0) {
+                timing_ok = false;
+                last = format!("ttft {ttft:.1} ms, itls {itls:?}");
+            }
+        }
+        if timing_ok {
+            return;
         }
     }
+    panic!("timings off in 3 batches; last: {last}");
 }
 
 async fn futures_join4(
