@@ -306,8 +306,19 @@ fn walk_parts<'v>(v: &'v Value, reasoning: bool, out: &mut impl FnMut(bool, &'v 
                 if let Some(Value::String(s)) = m.get("refusal") {
                     out(reasoning, s);
                 }
-            } else if let Some(inner) = m.get("text").filter(|x| x.is_string() || x.is_array()) {
-                walk_parts(inner, reasoning, out, depth + 1);
+            } else {
+                match m.get("text") {
+                    Some(inner @ (Value::String(_) | Value::Array(_))) => {
+                        walk_parts(inner, reasoning, out, depth + 1)
+                    }
+                    // `{"type": "text", "text": {"value": "…"}}` (Assistants-style text).
+                    Some(Value::Object(t)) => {
+                        if let Some(Value::String(v)) = t.get("value") {
+                            out(reasoning, v);
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
         _ => {}
@@ -658,7 +669,9 @@ mod tests {
                 {"type":"text","text":"A"},{"type":"output_text","text":"B"},
                 {"type":"reasoning","text":"r"},{"type":"image_url","image_url":{"url":"x"}},
                 {"type":"refusal","refusal":"no"},"C",{"type":"weird","text":"D"},
-                {"type":"thinking","thinking":"t2"},{"type":"redacted_thinking","data":"zz"}]"#,
+                {"type":"thinking","thinking":"t2"},{"type":"redacted_thinking","data":"zz"},
+                {"type":"text","text":{"value":"V","annotations":[]}},
+                {"type":"reasoning","summary":[{"type":"summary_text","text":"S"}]}]"#,
         )
         .unwrap();
         let mut got = Vec::new();
@@ -672,6 +685,8 @@ mod tests {
             (false, "C"),
             (false, "D"),
             (true, "t2"),
+            (false, "V"),
+            (true, "S"),
         ]
         .iter()
         .map(|(r, t)| (*r, t.to_string()))
