@@ -524,7 +524,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjList<T> {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ObjList<T>, A::Error> {
                 let mut v = Vec::new();
                 while let Some(Obj(x)) = seq.next_element::<Obj<T>>()? {
-                    v.extend(x);
+                    if let Some(x) = x {
+                        // Streams carry one choice: room for exactly one keeps the allocation
+                        // small (a push on an empty Vec would reserve four ~270-byte choices,
+                        // past the allocator's per-thread cache).
+                        if v.capacity() == 0 {
+                            v.reserve_exact(1);
+                        }
+                        v.push(x);
+                    }
                 }
                 Ok(ObjList(v))
             }
