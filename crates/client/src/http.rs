@@ -17,9 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::clock::RunClock;
 use crate::openai::{
-    build_body, excerpt, Backend, Interpreter, MaxTokensField, RequestInput, TokenCounter,
+    build_body, excerpt, Backend, Interpreter, MaxTokensField, PendingCount, RequestInput,
+    TokenCounter,
 };
-use crate::pool::{Conn, Pool};
+use crate::pool::{is_stale_error, Conn, Pool};
 use crate::sse::SseParser;
 
 /// Default idle timeout: 600 s without a byte (issue #2 `--idle-timeout` default).
@@ -288,6 +289,11 @@ impl Client {
     /// Sends one streamed request and returns its record (success, or one [`ErrorClass`] with
     /// a message). `cancel` ends it early as `cancelled`. Timestamps are ns on the run clock,
     /// taken when bytes are read from the connection (before parsing).
+    ///
+    /// Never panics and never loses the record: a panic while handling the response is caught
+    /// and the record (with what was measured so far) ends as `malformed`. Without `usage`, the
+    /// tokenizer fallback counts the text after the stream, on a blocking-pool thread, so it
+    /// delays no other request's timestamps (see [`crate::openai::count_tokens`]).
     pub async fn send(
         &self,
         input: &RequestInput<'_>,
@@ -305,6 +311,65 @@ impl Client {
             max_tokens: input.max_tokens,
             ..Default::default()
         };
+        let outcome = catch_unwind(self.exchange(input, cancel, &mut rec)).await;
+        match outcome {
+            Ok(Some(pending)) => self.count_off_thread(&mut rec, pending, cancel).await,
+            Ok(None) => {}
+            Err(panic) => {
+                let now = self.clock.now_ns();
+                if rec.end_ns < rec.sent_ns {
+                    rec.end_ns = now.max(rec.sent_ns);
+                }
+                rec.success = false;
+                rec.error_class = Some(ErrorClass::Malformed);
+                rec.error = Some(format!(
+                    "internal error while handling the response (a client bug; the record keeps \
+                     what was measured): {panic}"
+                ));
+            }
+        }
+        if rec.success {
+            // Once per request, at its end: implausible server numbers (issue 11).
+            rec.anomalies = inferbench_core::anomaly::detect(&rec, self.cfg.ignore_eos);
+        }
+        rec
+    }
+
+    /// The tokenizer fallback for a response without `usage`: counts on a blocking-pool thread
+    /// (never on the I/O threads), keeps the chunk count when the counter panics or `cancel`
+    /// fires first.
+    async fn count_off_thread(
+        &self,
+        rec: &mut RequestRecord,
+        pending: PendingCount,
+        cancel: &CancellationToken,
+    ) {
+        let Some(counter) = self.cfg.token_counter.clone() else {
+            return;
+        };
+        let text = rec.output_text.clone();
+        let job = tokio::task::spawn_blocking(move || pending.count(&text, &*counter));
+        tokio::select! {
+            r = job => match r {
+                Ok(Some(n)) => rec.completion_tokens = u32::try_from(n).unwrap_or(u32::MAX),
+                Ok(None) | Err(_) => tracing::warn!(
+                    "request {}: the tokenizer failed on the output text; completion_tokens is \
+                     the number of token-bearing chunks",
+                    rec.request_id
+                ),
+            },
+            _ = cancel.cancelled() => {}
+        }
+    }
+
+    /// One request/response exchange, filling `rec`. Returns the text still to be counted when
+    /// the server sent no `usage`.
+    async fn exchange(
+        &self,
+        input: &RequestInput<'_>,
+        cancel: &CancellationToken,
+        rec: &mut RequestRecord,
+    ) -> Option<PendingCount> {
         let body = build_body(
             self.cfg.backend,
             &self.cfg.model,
@@ -381,14 +446,14 @@ impl Client {
                 tokio::select! {
                     biased;
                     _ = &mut cancelled => {
-                        return self.fail(rec, ErrorClass::Cancelled, "cancelled before the response head".into());
+                        return self.fail_now(rec, ErrorClass::Cancelled, "cancelled before the response head".into());
                     }
                     r = &mut fut => break r,
                     _ = &mut sleep => {
                         let now = Instant::now();
                         if let Some(class) = timeout_class(now, sent, idle, total_deadline) {
                             let msg = format!("no response head after {:.3} s", (now - sent).as_secs_f64());
-                            return self.fail(rec, class, msg);
+                            return self.fail_now(rec, class, msg);
                         }
                         sleep.as_mut().reset(deadline(sent).into());
                     }
@@ -397,18 +462,21 @@ impl Client {
         };
         let (resp, conn) = match resp {
             Ok(r) => r,
-            Err(msg) => return self.fail(rec, ErrorClass::Connect, msg),
+            Err(msg) => return self.fail_now(rec, ErrorClass::Connect, msg),
         };
         let mut conn = conn;
         let head_at = Instant::now();
         rec.first_byte_ns = Some(self.clock.ns_at(head_at));
         let status = resp.status();
         rec.http_status = Some(status.as_u16());
-        let json_body = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
+        let labelled_sse = is_event_stream(resp.headers());
+        let decoder = match Decoder::for_headers(resp.headers()) {
+            Ok(d) => d,
+            Err(msg) if status.is_success() => {
+                return self.fail_now(rec, ErrorClass::Malformed, msg);
+            }
+            Err(_) => None,
+        };
         let mut body = resp.into_body();
         if status.is_success() {
             // One ChunkRecord per token is typical; avoid regrowth for up to 4096 of them.
@@ -417,22 +485,38 @@ impl Client {
         }
 
         // 2. Body: SSE events (or one JSON object / an error body), byte by byte as read.
-        let mut parser = SseParser::new();
-        let mut interp = Interpreter::new();
-        let mut raw: Vec<u8> = Vec::new();
-        let keep_raw = !status.is_success() || json_body;
+        let mut st = BodyState {
+            mode: if status.is_success() {
+                Mode::Sniff
+            } else {
+                Mode::ErrorBody
+            },
+            labelled_sse,
+            decoder,
+            parser: SseParser::new(),
+            interp: Interpreter::new(),
+            raw: Vec::new(),
+        };
         let mut last_byte = head_at;
         sleep.as_mut().reset(deadline(last_byte).into());
         let mut transport: Option<(ErrorClass, String)> = None;
+        // Set once `[DONE]` arrived: the result is decided; the body end is awaited only this
+        // long (to keep the connection), never failing the request.
+        let mut done_grace: Option<Instant> = None;
         'read: loop {
             tokio::select! {
                 biased;
                 _ = &mut cancelled => {
-                    transport = Some((ErrorClass::Cancelled, "cancelled while streaming".into()));
+                    if !st.interp.done {
+                        transport = Some((ErrorClass::Cancelled, "cancelled while streaming".into()));
+                    }
                     break 'read;
                 }
-                _ = drive(&mut conn), if conn.is_some() => {
+                r = drive(&mut conn), if conn.is_some() => {
                     // The connection ended; the body reports how (end or error) next.
+                    if r.is_err_and(|e| is_stale_error(&e)) {
+                        self.pool.mark_stale();
+                    }
                     conn = None;
                 }
                 first = body.frame() => {
@@ -447,47 +531,38 @@ impl Client {
                         match frame {
                             Some(Ok(f)) => {
                                 if let Ok(data) = f.into_data() {
-                                    if keep_raw {
-                                        if !status.is_success() {
-                                            let room = 4096usize.saturating_sub(raw.len());
-                                            raw.extend_from_slice(&data[..data.len().min(room)]);
-                                            if raw.len() >= 4096 {
-                                                break 'read;
-                                            }
-                                        } else if raw.len() + data.len() > MAX_JSON_BODY {
-                                            transport = Some((ErrorClass::Malformed, format!("JSON response body over {MAX_JSON_BODY} bytes")));
-                                            break 'read;
-                                        } else {
-                                            raw.extend_from_slice(&data);
-                                        }
-                                    } else {
-                                        if let Err(e) = parser.feed(&data, |ev| interp.on_event(ev, t, &mut rec)) {
-                                            transport = Some((ErrorClass::Malformed, e.to_string()));
+                                    match st.on_wire(&data, t, rec) {
+                                        Ok(true) => {}
+                                        Ok(false) => break 'read,
+                                        Err(e) => {
+                                            transport = Some(e);
                                             break 'read;
                                         }
-                                        if interp.failure.is_some() {
-                                            break 'read;
-                                        }
+                                    }
+                                    if st.interp.failure.is_some() {
+                                        break 'read;
+                                    }
+                                    if st.interp.done && done_grace.is_none() {
+                                        let at = now + DONE_GRACE;
+                                        done_grace = Some(at);
+                                        sleep.as_mut().reset(at.into());
                                     }
                                 }
                             }
                             Some(Err(e)) => {
-                                if !interp.done {
-                                    transport = Some((ErrorClass::StreamError, format!("connection failed mid-body: {}", error_chain(&e))));
+                                if !st.interp.done {
+                                    transport = Some(body_error(&e));
                                 }
                                 break 'read;
                             }
                             None => {
-                                // Body read to the end: the connection can carry the next request.
+                                // Body read to the end: the connection can carry the next
+                                // request (the pool checks it for unread bytes first).
                                 if let Some(c) = conn.take() {
                                     self.pool.checkin(c);
                                 }
-                                if status.is_success() && !json_body {
-                                    if let Err(e) = parser.finish(|ev| interp.on_event(ev, t, &mut rec)) {
-                                        transport = Some((ErrorClass::Malformed, e.to_string()));
-                                    }
-                                } else if json_body && status.is_success() {
-                                    interp.on_json(&raw, t, &mut rec);
+                                if let Err(e) = st.on_end(t, rec) {
+                                    transport = Some(e);
                                 }
                                 break 'read;
                             }
@@ -500,7 +575,10 @@ impl Client {
                         }
                         let mut cx = Context::from_waker(Waker::noop());
                         if let Some(c) = conn.as_mut() {
-                            if Pin::new(&mut c.driver).poll(&mut cx).is_ready() {
+                            if let Poll::Ready(r) = Pin::new(&mut c.driver).poll(&mut cx) {
+                                if r.is_err_and(|e| is_stale_error(&e)) {
+                                    self.pool.mark_stale();
+                                }
                                 conn = None;
                             }
                         }
@@ -512,6 +590,15 @@ impl Client {
                 }
                 _ = &mut sleep => {
                     let now = Instant::now();
+                    if let Some(at) = done_grace {
+                        if now >= at {
+                            // `[DONE]` arrived but the body did not end: the measurement
+                            // stands; the connection is closed, never reused.
+                            break 'read;
+                        }
+                        sleep.as_mut().reset(at.into());
+                        continue;
+                    }
                     if let Some(class) = timeout_class(now, last_byte, idle, total_deadline) {
                         let msg = match class {
                             ErrorClass::TimeoutTotal => format!("request not finished {:.3} s after send (--request-timeout)", (now - sent).as_secs_f64()),
@@ -524,21 +611,32 @@ impl Client {
                 }
             }
         }
-        let end = Instant::now();
-        rec.end_ns = self.clock.ns_at(end);
+        // `[DONE]` ends the measurement; what the server does afterwards does not count.
+        rec.end_ns = match st.interp.done_ns {
+            Some(t) => t,
+            None => self.clock.ns_at(Instant::now()),
+        };
+        let BodyState {
+            mut interp,
+            parser,
+            raw,
+            ..
+        } = st;
         let interp_failure = interp.failure.take();
         let saw_done = interp.done;
-        interp.finish(&mut rec, self.cfg.token_counter.as_deref());
+        let pending = interp.finish_usage(rec);
         if !status.is_success() {
             let msg = format!(
                 "HTTP {}: {}",
                 status,
                 String::from_utf8_lossy(excerpt(&raw)).trim()
             );
-            return finish_failed(rec, ErrorClass::HttpStatus, msg);
+            set_failed(rec, ErrorClass::HttpStatus, msg);
+            return pending;
         }
         if let Some((class, msg)) = interp_failure.or(transport) {
-            return finish_failed(rec, class, msg);
+            set_failed(rec, class, msg);
+            return pending;
         }
         if rec.chunks.is_empty() {
             let msg = format!(
@@ -546,35 +644,339 @@ impl Client {
                 parser.comments(),
                 if saw_done { ", [DONE] seen" } else { "" }
             );
-            return finish_failed(rec, ErrorClass::StreamError, msg);
+            set_failed(rec, ErrorClass::StreamError, msg);
+            return pending;
         }
         rec.success = true;
-        // Once per request, at its end: implausible server numbers (issue 11).
-        rec.anomalies = inferbench_core::anomaly::detect(&rec, self.cfg.ignore_eos);
-        rec
+        pending
     }
 
-    fn fail(&self, mut rec: RequestRecord, class: ErrorClass, msg: String) -> RequestRecord {
+    /// Fails `rec` now (before any body was read): nothing to count.
+    fn fail_now(
+        &self,
+        rec: &mut RequestRecord,
+        class: ErrorClass,
+        msg: String,
+    ) -> Option<PendingCount> {
         rec.end_ns = self.clock.now_ns();
-        finish_failed(rec, class, msg)
+        set_failed(rec, class, msg);
+        None
     }
 }
 
-/// Drives the connection until it ends (pending forever without one).
-async fn drive(conn: &mut Option<Conn>) {
-    match conn.as_mut() {
-        Some(c) => {
-            let _ = (&mut c.driver).await;
+/// How long the body end is awaited after `[DONE]` before the connection is given up (the
+/// request's result is decided at `[DONE]`).
+const DONE_GRACE: Duration = Duration::from_millis(100);
+
+/// Most bytes looked at to decide whether a body that is not labelled `text/event-stream` is
+/// an event stream (only leading whitespace can make it that long).
+const SNIFF_MAX: usize = 64 << 10;
+
+/// How the body of a response is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Not yet known: SSE or one JSON object (the first significant bytes decide).
+    Sniff,
+    /// An event stream.
+    Sse,
+    /// One JSON object (a non-streaming response).
+    Json,
+    /// A non-2xx body, kept only as an excerpt for the error message.
+    ErrorBody,
+}
+
+/// The state of reading one response body.
+struct BodyState {
+    mode: Mode,
+    /// `Content-Type: text/event-stream` (any case, any parameters).
+    labelled_sse: bool,
+    /// A `Content-Encoding` the server applied although we asked for none.
+    decoder: Option<Decoder>,
+    parser: SseParser,
+    interp: Interpreter,
+    /// The JSON body, the error body excerpt, or the bytes seen while sniffing.
+    raw: Vec<u8>,
+}
+
+impl BodyState {
+    /// Bytes as they came off the connection. `Ok(false)`: stop reading (enough of an error
+    /// body). Errors: undecodable content encoding, SSE framing limits, JSON body too large.
+    fn on_wire(
+        &mut self,
+        data: &[u8],
+        t: u64,
+        rec: &mut RequestRecord,
+    ) -> Result<bool, (ErrorClass, String)> {
+        match self.decoder.as_mut() {
+            None => self.on_data(data, t, rec),
+            Some(d) => {
+                let out = d.decode(data)?;
+                self.on_data(&out, t, rec)
+            }
         }
+    }
+
+    /// Decoded body bytes.
+    fn on_data(
+        &mut self,
+        data: &[u8],
+        t: u64,
+        rec: &mut RequestRecord,
+    ) -> Result<bool, (ErrorClass, String)> {
+        match self.mode {
+            Mode::Sse => {
+                let interp = &mut self.interp;
+                self.parser
+                    .feed(data, |ev| interp.on_event(ev, t, rec))
+                    .map_err(|e| (ErrorClass::Malformed, e.to_string()))?;
+                Ok(true)
+            }
+            Mode::Json => {
+                if self.raw.len() + data.len() > MAX_JSON_BODY {
+                    return Err((
+                        ErrorClass::Malformed,
+                        format!("JSON response body over {MAX_JSON_BODY} bytes"),
+                    ));
+                }
+                self.raw.extend_from_slice(data);
+                Ok(true)
+            }
+            Mode::ErrorBody => {
+                let room = 4096usize.saturating_sub(self.raw.len());
+                self.raw.extend_from_slice(&data[..data.len().min(room)]);
+                Ok(self.raw.len() < 4096)
+            }
+            Mode::Sniff => {
+                self.raw.extend_from_slice(data);
+                let decided = match sniff_sse(&self.raw, self.labelled_sse) {
+                    Some(sse) => sse,
+                    None if self.raw.len() > SNIFF_MAX => self.labelled_sse,
+                    None => return Ok(true),
+                };
+                self.decide(decided, t, rec)
+            }
+        }
+    }
+
+    /// Leaves sniffing: replays the bytes seen so far in the chosen mode.
+    fn decide(
+        &mut self,
+        sse: bool,
+        t: u64,
+        rec: &mut RequestRecord,
+    ) -> Result<bool, (ErrorClass, String)> {
+        let seen = std::mem::take(&mut self.raw);
+        self.mode = if sse { Mode::Sse } else { Mode::Json };
+        self.on_data(&seen, t, rec)
+    }
+
+    /// The body ended cleanly.
+    fn on_end(&mut self, t: u64, rec: &mut RequestRecord) -> Result<(), (ErrorClass, String)> {
+        if let Some(d) = self.decoder.as_mut() {
+            let out = d.finish()?;
+            self.on_data(&out, t, rec)?;
+        }
+        if self.mode == Mode::Sniff {
+            self.decide(self.labelled_sse, t, rec)?;
+        }
+        match self.mode {
+            Mode::Sse => {
+                let interp = &mut self.interp;
+                self.parser
+                    .finish(|ev| interp.on_event(ev, t, rec))
+                    .map_err(|e| (ErrorClass::Malformed, e.to_string()))?;
+            }
+            Mode::Json => {
+                let body = self.raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&self.raw);
+                self.interp.on_json(body, t, rec);
+            }
+            Mode::ErrorBody | Mode::Sniff => {}
+        }
+        Ok(())
+    }
+}
+
+/// Whether a 2xx body that starts with `prefix` is an event stream: `Some(true)` when its
+/// first significant bytes (after one optional BOM and leading whitespace) are an SSE field
+/// (`data`, `event`, `id`, `retry`, followed by `:` or a line end) or a `:` comment,
+/// `Some(false)` when they are anything else, `None` while too few bytes have arrived to
+/// tell. A body labelled `text/event-stream` is an event stream unless it starts with `{` or
+/// `[` (a JSON response under the wrong label).
+fn sniff_sse(prefix: &[u8], labelled_sse: bool) -> Option<bool> {
+    const BOM: &[u8] = b"\xEF\xBB\xBF";
+    let mut p = prefix;
+    if p.len() < BOM.len() && BOM.starts_with(p) {
+        return None;
+    }
+    p = p.strip_prefix(BOM).unwrap_or(p);
+    let start = p
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))?;
+    let p = &p[start..];
+    match p[0] {
+        b':' => return Some(true),
+        b'{' | b'[' => return Some(false),
+        _ if labelled_sse => return Some(true),
+        _ => {}
+    }
+    let mut undecided = false;
+    for name in [&b"data"[..], b"event", b"id", b"retry"] {
+        if p.len() > name.len() {
+            if p.starts_with(name) && matches!(p[name.len()], b':' | b'\r' | b'\n') {
+                return Some(true);
+            }
+        } else if name.starts_with(p) {
+            undecided = true;
+        }
+    }
+    if undecided {
+        None
+    } else {
+        Some(false)
+    }
+}
+
+/// True when the `Content-Type` is `text/event-stream`: media type compared
+/// case-insensitively, parameters (`; charset=utf-8`) and whitespace allowed (RFC 9110 §8.3.1).
+fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers.get(CONTENT_TYPE).is_some_and(|v| {
+        let v = v.as_bytes();
+        let essence = v.split(|&b| b == b';').next().unwrap_or(v);
+        essence
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"text/event-stream")
+    })
+}
+
+/// A decoder for a `Content-Encoding` the server applied unasked (we send no
+/// `Accept-Encoding`; Python clients decode it transparently, so the sample is kept).
+enum Decoder {
+    Gzip(flate2::write::GzDecoder<Vec<u8>>),
+    Deflate(flate2::write::ZlibDecoder<Vec<u8>>),
+}
+
+impl Decoder {
+    /// The decoder for the response's `Content-Encoding` (`gzip`, `x-gzip`, `deflate`; none
+    /// for `identity` or no header). Errors: an encoding we cannot decode (several, `br`, …).
+    fn for_headers(headers: &HeaderMap) -> Result<Option<Self>, String> {
+        let mut codings: Vec<String> = Vec::new();
+        for v in headers.get_all(http::header::CONTENT_ENCODING) {
+            for c in String::from_utf8_lossy(v.as_bytes()).split(',') {
+                let c = c.trim().to_ascii_lowercase();
+                if !c.is_empty() && c != "identity" {
+                    codings.push(c);
+                }
+            }
+        }
+        match codings.as_slice() {
+            [] => Ok(None),
+            [c] if c == "gzip" || c == "x-gzip" => Ok(Some(Decoder::Gzip(
+                flate2::write::GzDecoder::new(Vec::new()),
+            ))),
+            [c] if c == "deflate" => Ok(Some(Decoder::Deflate(flate2::write::ZlibDecoder::new(
+                Vec::new(),
+            )))),
+            _ => Err(format!(
+                "response Content-Encoding {:?} cannot be decoded (the request asked for none)",
+                codings.join(", ")
+            )),
+        }
+    }
+
+    fn decode(&mut self, data: &[u8]) -> Result<Vec<u8>, (ErrorClass, String)> {
+        use std::io::Write;
+        let r = match self {
+            Decoder::Gzip(d) => d.write_all(data).map(|_| std::mem::take(d.get_mut())),
+            Decoder::Deflate(d) => d.write_all(data).map(|_| std::mem::take(d.get_mut())),
+        };
+        r.map_err(|e| {
+            (
+                ErrorClass::Malformed,
+                format!("undecodable compressed body: {e}"),
+            )
+        })
+    }
+
+    fn finish(&mut self) -> Result<Vec<u8>, (ErrorClass, String)> {
+        let r = match self {
+            Decoder::Gzip(d) => d.try_finish().map(|_| std::mem::take(d.get_mut())),
+            Decoder::Deflate(d) => d.try_finish().map(|_| std::mem::take(d.get_mut())),
+        };
+        r.map_err(|e| {
+            (
+                ErrorClass::Malformed,
+                format!("undecodable compressed body: {e}"),
+            )
+        })
+    }
+}
+
+/// Polls `fut` to completion, turning a panic into `Err(message)` instead of unwinding into
+/// the caller (the record the future was filling stays with the caller).
+async fn catch_unwind<F: Future>(fut: F) -> Result<F::Output, String> {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(move |cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(p) => Poll::Ready(Err(panic_message(p.as_ref()))),
+        }
+    })
+    .await
+}
+
+/// The message of a panic payload.
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}
+
+/// The class of a body that failed mid-way: `malformed` when the HTTP framing itself is
+/// invalid (a chunk-size line that is not hex, …), else `stream_error` (dropped, truncated).
+fn body_error(e: &hyper::Error) -> (ErrorClass, String) {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
+            ) {
+                return (
+                    ErrorClass::Malformed,
+                    format!("invalid HTTP body framing: {}", error_chain(e)),
+                );
+            }
+        }
+        src = s.source();
+    }
+    let class = if e.is_parse() {
+        ErrorClass::Malformed
+    } else {
+        ErrorClass::StreamError
+    };
+    (
+        class,
+        format!("connection failed mid-body: {}", error_chain(e)),
+    )
+}
+
+/// Drives the connection until it ends (pending forever without one).
+async fn drive(conn: &mut Option<Conn>) -> Result<(), hyper::Error> {
+    match conn.as_mut() {
+        Some(c) => (&mut c.driver).await,
         None => std::future::pending().await,
     }
 }
 
-fn finish_failed(mut rec: RequestRecord, class: ErrorClass, msg: String) -> RequestRecord {
+fn set_failed(rec: &mut RequestRecord, class: ErrorClass, msg: String) {
     rec.success = false;
     rec.error_class = Some(class);
     rec.error = Some(msg);
-    rec
 }
 
 /// Which timeout (if any) has expired at `now`: total first, then idle since `last_byte`.
@@ -645,6 +1047,68 @@ mod tests {
             Client::new(cfg("http://h:1 2")),
             Err(ClientError::InvalidUrl { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn a_panic_inside_the_exchange_becomes_an_error_not_an_unwind() {
+        let mut rec = RequestRecord::default();
+        let r = catch_unwind(async {
+            rec.output_text.push_str("partial");
+            tokio::task::yield_now().await;
+            if rec.output_text.len() < 100 {
+                panic!("boom {}", 7);
+            }
+            1
+        })
+        .await;
+        assert_eq!(r, Err("boom 7".to_string()));
+        // The record the future was filling is still there, with what it measured.
+        assert_eq!(rec.output_text, "partial");
+        assert_eq!(catch_unwind(async { 5 }).await, Ok(5));
+    }
+
+    #[test]
+    fn sniffing_and_media_types() {
+        for (p, want) in [
+            (&b"data: x"[..], Some(true)),
+            (b"data:x", Some(true)),
+            (b"data\n", Some(true)),
+            (b": ping", Some(true)),
+            (b"event: e", Some(true)),
+            (b"id: 1", Some(true)),
+            (b"retry: 5", Some(true)),
+            (b"\xEF\xBB\xBF\r\n data: x", Some(true)),
+            (b"{\"a\":1}", Some(false)),
+            (b" [1]", Some(false)),
+            (b"<html>", Some(false)),
+            (b"dat", None),
+            (b"\xEF\xBB", None),
+            (b"   ", None),
+            (b"", None),
+            (b"datum: x", Some(false)),
+            (b"ids: x", Some(false)),
+        ] {
+            assert_eq!(
+                sniff_sse(p, false),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(p)
+            );
+        }
+        assert_eq!(sniff_sse(b"<html>", true), Some(true));
+        assert_eq!(sniff_sse(b"{", true), Some(false));
+        let ct = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(CONTENT_TYPE, HeaderValue::from_str(v).unwrap());
+            is_event_stream(&h)
+        };
+        assert!(ct("text/event-stream"));
+        assert!(ct("Text/Event-Stream"));
+        assert!(ct("text/event-stream; charset=utf-8"));
+        assert!(ct(" TEXT/EVENT-STREAM\t;charset=UTF-8"));
+        assert!(!ct("application/json"));
+        assert!(!ct("text/event-streams"));
+        assert!(!is_event_stream(&HeaderMap::new()));
     }
 
     #[test]

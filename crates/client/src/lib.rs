@@ -4,7 +4,11 @@
 //!
 //! - [`sse::SseParser`]: byte-level incremental SSE framing, split-invariant.
 //! - [`openai`]: request bodies and the interpretation of streamed chunks (what is a token, TTFT
-//!   vs TTFO, usage, errors).
+//!   vs TTFO, usage, errors). Chunks are decoded as leniently as Python's `json` (lone
+//!   surrogates, `NaN`, duplicate keys) and wrongly typed fields read as absent, so a sample a
+//!   Python client keeps is never lost here; the tokenizer fallback is bounded in time
+//!   ([`count_tokens`]) and runs after the stream, off the I/O threads.
+//! - [`pool`]: keep-alive connections that are never reused with unread bytes (see its doc).
 //! - [`Client`]: hyper 1 over keep-alive connections, idle and total timeouts, cancellation,
 //!   timestamps on the shared [`RunClock`] when bytes are read.
 //!
@@ -25,6 +29,7 @@
 pub mod clock;
 pub mod get;
 pub mod http;
+pub(crate) mod lenient;
 pub mod openai;
 pub mod pool;
 pub mod replay;
@@ -33,5 +38,5 @@ pub mod sse;
 pub use clock::RunClock;
 pub use get::http_get;
 pub use http::{Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
-pub use openai::{Backend, MaxTokensField, RequestInput, TokenCounter};
+pub use openai::{count_tokens, Backend, MaxTokensField, RequestInput, TokenCounter};
 pub use tokio_util::sync::CancellationToken;

@@ -3,18 +3,20 @@
 //!
 //! What counts as a token (DESIGN.md §4, reference/peers.md §4): a chunk carries generated tokens
 //! when it has non-empty visible text (`choices[].text` or `delta.content`), non-empty reasoning
-//! (`delta.reasoning_content` or `delta.reasoning`) or a non-empty `delta.tool_calls`. Role-only,
+//! (`delta.reasoning_content` or `delta.reasoning`) or a non-empty `delta.tool_calls`.
+//! `delta.content` may also be an array of typed parts (Mistral, gpt-oss relays): text parts
+//! are content, thinking parts reasoning. A field of an unexpected type reads as absent; it
+//! never fails the chunk. Role-only,
 //! usage-only, finish-only and empty-text chunks, comments and `[DONE]` never count. TTFT ends at
 //! the first token-bearing chunk of any channel; TTFO and the output text use visible content
 //! only. `usage.completion_tokens` gives the token count (source `server`); without it the
 //! configured tokenizer counts the received text (source `tokenizer`).
 
-use std::borrow::Cow;
-
 use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSource};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::lenient::{self, LCount, LNonEmpty, LStr, Obj, ObjList, TextWire};
 use crate::sse::SseEvent;
 
 /// Which OpenAI-compatible API the client speaks (`--backend`).
@@ -169,57 +171,66 @@ pub fn build_body(
 
 #[derive(Deserialize)]
 struct ChunkWire<'a> {
-    #[serde(default, borrow)]
-    choices: Option<Vec<ChoiceWire<'a>>>,
     #[serde(default)]
-    usage: Option<UsageWire>,
+    choices: ObjList<ChoiceWire<'a>>,
     #[serde(default)]
-    error: Option<Value>,
+    usage: Obj<UsageWire>,
+    #[serde(default)]
+    error: Option<IgnoredValue>,
     #[serde(default, borrow)]
-    object: Option<Cow<'a, str>>,
+    object: LStr<'a>,
     #[serde(default, borrow)]
-    message: Option<Cow<'a, str>>,
+    message: LStr<'a>,
+}
+
+/// An `error` field's presence (its value is reported from the raw data).
+struct IgnoredValue;
+
+impl<'de> Deserialize<'de> for IgnoredValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| IgnoredValue)
+    }
 }
 
 #[derive(Deserialize)]
 struct ChoiceWire<'a> {
     #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
+    text: TextWire<'a>,
     #[serde(default, borrow)]
-    delta: Option<DeltaWire<'a>>,
+    delta: Obj<DeltaWire<'a>>,
     /// Non-streaming chat responses carry `message` instead of `delta`.
     #[serde(default, borrow)]
-    message: Option<DeltaWire<'a>>,
+    message: Obj<DeltaWire<'a>>,
     #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
+    finish_reason: LStr<'a>,
 }
 
 #[derive(Deserialize)]
 struct DeltaWire<'a> {
     #[serde(default, borrow)]
-    content: Option<Cow<'a, str>>,
+    content: TextWire<'a>,
     #[serde(default, borrow)]
-    reasoning_content: Option<Cow<'a, str>>,
+    reasoning_content: TextWire<'a>,
     #[serde(default, borrow)]
-    reasoning: Option<Cow<'a, str>>,
+    reasoning: TextWire<'a>,
     #[serde(default)]
-    tool_calls: Option<Vec<serde::de::IgnoredAny>>,
+    tool_calls: LNonEmpty,
 }
 
 #[derive(Deserialize)]
 struct UsageWire {
     #[serde(default)]
-    prompt_tokens: Option<u64>,
+    prompt_tokens: LCount,
     #[serde(default)]
-    completion_tokens: Option<u64>,
+    completion_tokens: LCount,
     #[serde(default)]
-    prompt_tokens_details: Option<DetailsWire>,
+    prompt_tokens_details: Obj<DetailsWire>,
 }
 
 #[derive(Deserialize)]
 struct DetailsWire {
     #[serde(default)]
-    cached_tokens: Option<u64>,
+    cached_tokens: LCount,
 }
 
 fn clamp_u32(v: u64) -> u32 {
@@ -227,16 +238,121 @@ fn clamp_u32(v: u64) -> u32 {
 }
 
 /// Counts tokens of received text when the server sends no usage (the tokenizer fallback).
+/// Called through [`count_tokens`], which bounds the text per call and catches panics.
 pub type TokenCounter = dyn Fn(&str) -> usize + Send + Sync;
+
+/// Target size of one piece handed to the [`TokenCounter`], bytes.
+pub const COUNT_PIECE_BYTES: usize = 4096;
+
+/// Size of the pieces a stretch of [`COUNT_PIECE_BYTES`] without any word boundary is cut
+/// into, bytes. BPE merging is quadratic in a pre-tokenized word's length (1M repeated
+/// characters are one "word"), so this bounds the work per byte.
+pub const COUNT_HARD_PIECE_BYTES: usize = 256;
+
+/// Counts the tokens of `text` with `counter` in time linear in `text.len()`, never unwinding.
+///
+/// The text is cut into pieces of at most [`COUNT_PIECE_BYTES`] before a space that follows a
+/// non-space byte. For the embedded tiktoken encodings (and Llama-3-style pre-tokenizers) such
+/// a point is always a pre-tokenization boundary, so the sum equals the count of the whole
+/// text. A stretch of that length with no such point (a degenerate repetition) is cut into
+/// [`COUNT_HARD_PIECE_BYTES`] pieces at character boundaries; that may add about one token per
+/// cut, only for such stretches. `None` when `counter` panicked on a piece (the caller keeps
+/// its own estimate).
+pub fn count_tokens(counter: &TokenCounter, text: &str) -> Option<usize> {
+    let mut total = 0usize;
+    let mut ok = true;
+    for_each_piece(text, |piece| {
+        if !ok {
+            return;
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| counter(piece))) {
+            Ok(n) => total = total.saturating_add(n),
+            Err(_) => ok = false,
+        }
+    });
+    ok.then_some(total)
+}
+
+/// Calls `f` on consecutive pieces of `text` that concatenate to `text` (see [`count_tokens`]).
+fn for_each_piece(text: &str, mut f: impl FnMut(&str)) {
+    let b = text.as_bytes();
+    let mut pos = 0;
+    while b.len() - pos > COUNT_PIECE_BYTES {
+        let end = pos + COUNT_PIECE_BYTES;
+        // The last space in (pos, end] whose previous byte is not whitespace.
+        let cut = memchr::memrchr_iter(b' ', &b[pos + 1..=end])
+            .map(|i| pos + 1 + i)
+            .find(|&i| !b[i - 1].is_ascii_whitespace());
+        match cut {
+            Some(c) => {
+                f(&text[pos..c]);
+                pos = c;
+            }
+            None => {
+                let end = floor_boundary(text, end);
+                while pos < end {
+                    let mut e = floor_boundary(text, (pos + COUNT_HARD_PIECE_BYTES).min(end));
+                    if e <= pos {
+                        e = ceil_boundary(text, pos + 1);
+                    }
+                    f(&text[pos..e]);
+                    pos = e;
+                }
+            }
+        }
+    }
+    if pos < b.len() {
+        f(&text[pos..]);
+    }
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Text still to be counted after the stream: the server sent no `usage`. Returned by
+/// [`Interpreter::finish_usage`]; run [`PendingCount::count`] where it delays no I/O (the
+/// client uses a blocking-pool thread), then store the result.
+#[derive(Debug)]
+pub struct PendingCount {
+    reasoning: String,
+}
+
+impl PendingCount {
+    /// Tokens of `output_text` plus the reasoning text, via [`count_tokens`] (linear time, no
+    /// unwinding); `None` when the counter panicked.
+    pub fn count(&self, output_text: &str, counter: &TokenCounter) -> Option<usize> {
+        let mut n = count_tokens(counter, output_text)?;
+        if !self.reasoning.is_empty() {
+            n = n.saturating_add(count_tokens(counter, &self.reasoning)?);
+        }
+        Some(n)
+    }
+}
 
 /// Turns the events of one streamed response into the fields of a [`RequestRecord`].
 ///
 /// Feed every event with the arrival time of the bytes that completed it; after a failure or
-/// `[DONE]` further events are ignored. Call [`Interpreter::finish`] once at the end.
+/// `[DONE]` further events are ignored. Call [`Interpreter::finish`] (or
+/// [`Interpreter::finish_usage`]) once at the end.
 #[derive(Debug, Default)]
 pub struct Interpreter {
     /// `[DONE]` was seen.
     pub done: bool,
+    /// Arrival time of `[DONE]`, ns since run start.
+    pub done_ns: Option<u64>,
     /// The first failure (`event: error`, an error object, undecodable data).
     pub failure: Option<(ErrorClass, String)>,
     usage_completion: Option<u32>,
@@ -246,6 +362,45 @@ pub struct Interpreter {
     last_cum_completion: u32,
     /// Reasoning text, kept only for the tokenizer fallback.
     reasoning: String,
+    /// A lone high surrogate that ended the last visible text (its low half may start the
+    /// next chunk's text).
+    pending_content: Option<u32>,
+    /// The same for the reasoning text.
+    pending_reasoning: Option<u32>,
+}
+
+/// Appends `s` to `dst`. `relaxed`: `s` came through [`lenient::relax`] and may start with a
+/// lone low surrogate sentinel (joined with `pending`, the lone high surrogate that ended the
+/// previous text) or end with a lone high one (kept in `pending`). A lone half that finds no
+/// partner becomes U+FFFD.
+fn push_text(dst: &mut String, pending: &mut Option<u32>, s: &str, relaxed: bool) {
+    if !relaxed {
+        if pending.take().is_some() {
+            dst.push('\u{FFFD}');
+        }
+        dst.push_str(s);
+        return;
+    }
+    let mut s = s;
+    if let Some(c) = s.chars().next() {
+        if let Some(lo) = lenient::as_low(c) {
+            match pending.take() {
+                Some(hi) => dst.push(lenient::join_pair(hi, lo)),
+                None => dst.push('\u{FFFD}'),
+            }
+            s = &s[c.len_utf8()..];
+        }
+    }
+    if pending.take().is_some() {
+        dst.push('\u{FFFD}');
+    }
+    if let Some(c) = s.chars().next_back() {
+        if let Some(hi) = lenient::as_high(c) {
+            *pending = Some(hi);
+            s = &s[..s.len() - c.len_utf8()];
+        }
+    }
+    dst.push_str(s);
 }
 
 impl Interpreter {
@@ -276,30 +431,65 @@ impl Interpreter {
         }
         if data == b"[DONE]" {
             self.done = true;
+            self.done_ns = Some(t_ns);
             return;
         }
         self.on_json(data, t_ns, rec);
     }
 
     /// Handles one JSON object (a `data:` payload, or a whole non-streaming response body).
+    /// Strict `serde_json` first; a chunk it rejects is retried with what Python's `json`
+    /// accepts (lone surrogates, `NaN`, duplicate keys, raw control characters) before it
+    /// counts as `malformed`.
     pub fn on_json(&mut self, data: &[u8], t_ns: u64, rec: &mut RequestRecord) {
-        let chunk: ChunkWire<'_> = match serde_json::from_slice(data) {
-            Ok(c) => c,
-            Err(e) => {
-                let what = if std::str::from_utf8(data).is_err() {
-                    "invalid UTF-8 in event data"
-                } else {
-                    "undecodable JSON in event data"
-                };
-                self.fail(
-                    ErrorClass::Malformed,
-                    format!("{what} ({e}): {}", String::from_utf8_lossy(excerpt(data))),
-                );
-                return;
-            }
+        let err = match serde_json::from_slice::<ChunkWire<'_>>(data) {
+            Ok(c) => return self.apply(c, false, data, t_ns, rec),
+            Err(e) => e,
         };
-        if let Some(err) = chunk.error {
-            self.fail(ErrorClass::StreamError, format!("error object: {err}"));
+        let Ok(text) = std::str::from_utf8(data) else {
+            self.fail(
+                ErrorClass::Malformed,
+                format!(
+                    "invalid UTF-8 in event data ({err}): {}",
+                    String::from_utf8_lossy(excerpt(data))
+                ),
+            );
+            return;
+        };
+        if let Some(v) = lenient::parse_relaxed(text) {
+            if let Ok(c) = ChunkWire::deserialize(&v) {
+                return self.apply(c, true, data, t_ns, rec);
+            }
+        }
+        self.fail(
+            ErrorClass::Malformed,
+            format!(
+                "undecodable JSON in event data ({err}): {}",
+                String::from_utf8_lossy(excerpt(data))
+            ),
+        );
+    }
+
+    fn apply(
+        &mut self,
+        chunk: ChunkWire<'_>,
+        relaxed: bool,
+        data: &[u8],
+        t_ns: u64,
+        rec: &mut RequestRecord,
+    ) {
+        if chunk.error.is_some() {
+            let v: Option<Value> = serde_json::from_slice::<Value>(data).ok().or_else(|| {
+                std::str::from_utf8(data)
+                    .ok()
+                    .and_then(lenient::parse_relaxed)
+            });
+            let msg = v
+                .as_ref()
+                .and_then(|v| v.get("error"))
+                .map_or_else(|| "?".to_string(), |e| e.to_string());
+            let msg: String = msg.chars().take(512).collect();
+            self.fail(ErrorClass::StreamError, format!("error object: {msg}"));
             return;
         }
         if chunk.object.as_deref() == Some("error") {
@@ -310,27 +500,35 @@ impl Interpreter {
         let mut content_here = false;
         let mut reasoning_here = false;
         let mut tool_here = false;
-        for choice in chunk.choices.iter().flatten() {
-            if let Some(t) = choice.text.as_deref() {
-                if !t.is_empty() {
-                    rec.output_text.push_str(t);
-                    content_here = true;
+        for choice in &chunk.choices.0 {
+            self.take_text(
+                &choice.text,
+                false,
+                relaxed,
+                rec,
+                &mut content_here,
+                &mut reasoning_here,
+            );
+            for d in [&choice.delta.0, &choice.message.0].into_iter().flatten() {
+                self.take_text(
+                    &d.content,
+                    false,
+                    relaxed,
+                    rec,
+                    &mut content_here,
+                    &mut reasoning_here,
+                );
+                for r in [&d.reasoning_content, &d.reasoning] {
+                    self.take_text(
+                        r,
+                        true,
+                        relaxed,
+                        rec,
+                        &mut content_here,
+                        &mut reasoning_here,
+                    );
                 }
-            }
-            for d in [&choice.delta, &choice.message].into_iter().flatten() {
-                if let Some(t) = d.content.as_deref() {
-                    if !t.is_empty() {
-                        rec.output_text.push_str(t);
-                        content_here = true;
-                    }
-                }
-                for r in [&d.reasoning_content, &d.reasoning].into_iter().flatten() {
-                    if !r.is_empty() {
-                        self.reasoning.push_str(r);
-                        reasoning_here = true;
-                    }
-                }
-                if d.tool_calls.as_ref().is_some_and(|v| !v.is_empty()) {
+                if d.tool_calls.0 {
                     tool_here = true;
                 }
             }
@@ -340,11 +538,11 @@ impl Interpreter {
         }
         let token_bearing = content_here || reasoning_here || tool_here;
         let mut chunk_tokens = None;
-        if let Some(u) = chunk.usage {
-            if let Some(p) = u.prompt_tokens {
+        if let Some(u) = chunk.usage.0 {
+            if let Some(p) = u.prompt_tokens.0 {
                 self.usage_prompt = Some(clamp_u32(p));
             }
-            if let Some(c) = u.completion_tokens {
+            if let Some(c) = u.completion_tokens.0 {
                 let c = clamp_u32(c);
                 self.usage_completion = Some(c);
                 if token_bearing {
@@ -352,7 +550,7 @@ impl Interpreter {
                     self.last_cum_completion = c;
                 }
             }
-            if let Some(cached) = u.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+            if let Some(cached) = u.prompt_tokens_details.0.and_then(|d| d.cached_tokens.0) {
                 rec.cached_tokens = Some(clamp_u32(cached));
             }
         }
@@ -380,10 +578,52 @@ impl Interpreter {
         });
     }
 
-    /// Final token counts: `usage` when the server sent it (source `server`), else `counter`
-    /// over reasoning + visible text (source `tokenizer`), else the number of token-bearing
-    /// chunks (source `tokenizer`, a lower bound when chunks bundle tokens).
-    pub fn finish(self, rec: &mut RequestRecord, counter: Option<&TokenCounter>) {
+    /// Appends the text of one text-bearing field to the output (content) or the reasoning
+    /// text and notes which channel got non-empty text. `reasoning`: the field is a reasoning
+    /// field (all its text is reasoning).
+    fn take_text(
+        &mut self,
+        field: &TextWire<'_>,
+        reasoning: bool,
+        relaxed: bool,
+        rec: &mut RequestRecord,
+        content_here: &mut bool,
+        reasoning_here: &mut bool,
+    ) {
+        let mut put = |is_reasoning: bool, t: &str| {
+            if t.is_empty() {
+                return;
+            }
+            if is_reasoning {
+                push_text(&mut self.reasoning, &mut self.pending_reasoning, t, relaxed);
+                *reasoning_here = true;
+            } else {
+                push_text(&mut rec.output_text, &mut self.pending_content, t, relaxed);
+                *content_here = true;
+            }
+        };
+        match field {
+            TextWire::None => {}
+            TextWire::Str(s) => put(reasoning, s),
+            TextWire::Parts(parts) => {
+                for p in parts {
+                    lenient::part_texts(p, reasoning, &mut put);
+                }
+            }
+        }
+    }
+
+    /// Applies the server's `usage` (source `server`) and returns `None`; without usage, sets
+    /// the count of token-bearing chunks (source `tokenizer`, a lower bound when chunks bundle
+    /// tokens) and returns the [`PendingCount`] a tokenizer may refine. Either way the output
+    /// text is complete afterwards (a dangling surrogate half becomes U+FFFD).
+    pub fn finish_usage(mut self, rec: &mut RequestRecord) -> Option<PendingCount> {
+        if self.pending_content.take().is_some() {
+            rec.output_text.push('\u{FFFD}');
+        }
+        if self.pending_reasoning.take().is_some() {
+            self.reasoning.push('\u{FFFD}');
+        }
         if let Some(p) = self.usage_prompt {
             rec.prompt_tokens = p;
         }
@@ -391,20 +631,26 @@ impl Interpreter {
             Some(c) => {
                 rec.completion_tokens = c;
                 rec.completion_tokens_source = TokenSource::Server;
+                None
             }
             None => {
-                let n = match counter {
-                    Some(count) => {
-                        let mut n = count(&rec.output_text);
-                        if !self.reasoning.is_empty() {
-                            n += count(&self.reasoning);
-                        }
-                        n
-                    }
-                    None => rec.chunks.len(),
-                };
-                rec.completion_tokens = u32::try_from(n).unwrap_or(u32::MAX);
+                rec.completion_tokens = u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX);
                 rec.completion_tokens_source = TokenSource::Tokenizer;
+                Some(PendingCount {
+                    reasoning: self.reasoning,
+                })
+            }
+        }
+    }
+
+    /// Final token counts, here and now: `usage` when the server sent it (source `server`),
+    /// else `counter` over reasoning + visible text via [`count_tokens`] (source `tokenizer`),
+    /// else (no counter, or it panicked) the number of token-bearing chunks (source
+    /// `tokenizer`, a lower bound when chunks bundle tokens).
+    pub fn finish(self, rec: &mut RequestRecord, counter: Option<&TokenCounter>) {
+        if let (Some(pending), Some(counter)) = (self.finish_usage(rec), counter) {
+            if let Some(n) = pending.count(&rec.output_text, counter) {
+                rec.completion_tokens = u32::try_from(n).unwrap_or(u32::MAX);
             }
         }
     }
@@ -562,6 +808,74 @@ mod tests {
         ]);
         let t: Vec<_> = rec.chunks.iter().map(|c| c.tokens).collect();
         assert_eq!(t, vec![Some(2), Some(3)]);
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes, and chunk-shaped JSON with random values in every text and count
+        /// field, never panic the interpreter.
+        #[test]
+        fn interpreter_never_panics(
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            v in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Just("\"".to_string()),
+                    proptest::prelude::Just(r"\ud83d".to_string()),
+                    proptest::prelude::Just(r"\ude00".to_string()),
+                    proptest::prelude::Just("[".to_string()),
+                    proptest::prelude::Just("]".to_string()),
+                    proptest::prelude::Just("{".to_string()),
+                    proptest::prelude::Just("}".to_string()),
+                    proptest::prelude::Just(":".to_string()),
+                    proptest::prelude::Just(",".to_string()),
+                    proptest::prelude::Just("null".to_string()),
+                    proptest::prelude::Just("1e400".to_string()),
+                    proptest::prelude::Just("-1".to_string()),
+                    proptest::prelude::Just("NaN".to_string()),
+                    proptest::prelude::Just("\"type\"".to_string()),
+                    proptest::prelude::Just("\"text\"".to_string()),
+                    proptest::prelude::Just("\"thinking\"".to_string()),
+                    "[a-z]{1,3}",
+                ],
+                0..30,
+            ),
+        ) {
+            let v = v.concat();
+            let mut it = Interpreter::new();
+            let mut rec = RequestRecord::default();
+            it.on_json(&raw, 1, &mut rec);
+            let shaped = format!(
+                r#"{{"choices":[{{"delta":{{"content":{v}}},"text":{v}}}],"usage":{{"completion_tokens":{v}}}}}"#
+            );
+            let mut it = Interpreter::new();
+            it.on_json(shaped.as_bytes(), 2, &mut rec);
+            it.finish(&mut rec, Some(&|s: &str| s.len()));
+        }
+    }
+
+    #[test]
+    fn content_parts_and_split_surrogates() {
+        let (it, mut rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"hm"}]}]}}]}"#,
+                10,
+            ),
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":[{"type":"text","text":"A\ud83d"}]}}]}"#,
+                20,
+            ),
+            ("", r#"{"choices":[{"delta":{"content":"\ude00B"}}]}"#, 30),
+            ("", r#"{"choices":[{"delta":{"content":"\ud83d"}}]}"#, 40),
+        ]);
+        assert_eq!(rec.first_token_ns, Some(10));
+        assert_eq!(rec.first_output_token_ns, Some(20));
+        assert_eq!(rec.chunks.len(), 4);
+        it.finish(&mut rec, Some(&|s: &str| s.chars().count()));
+        // The dangling high half at the end becomes U+FFFD.
+        assert_eq!(rec.output_text, "A\u{1F600}B\u{FFFD}");
+        // Tokenizer over visible ("A😀B�" = 4 chars) + reasoning ("hm" = 2).
+        assert_eq!(rec.completion_tokens, 6);
     }
 
     #[test]

@@ -6,9 +6,29 @@
 //! that sends its next request at once races that close and the request dies unanswered. Only
 //! in that case (reused connection, no response byte) [`crate::Client`] re-sends once on a fresh
 //! connection, as curl does; a fresh connection that fails is always a recorded failure.
+//!
+//! Stale bytes. A server or proxy that writes a second response for one request (or any byte
+//! nobody asked for) would hand the next request on that connection a stale response, shifting
+//! every later measurement by one. Rules:
+//! - a connection goes back to the pool only after its response body was read to the end (a
+//!   response that ended abnormally, was abandoned, or ended after `[DONE]` without its body
+//!   end in time is closed), and only when its driver, polled at check-in and again at
+//!   checkout, shows no unread byte and no close;
+//! - *probation*: until one pooled connection of this pool has stayed quiet for
+//!   [`REUSE_QUIET`] after its response, a connection is reused only after [`REUSE_QUIET`] of
+//!   quiet (the oldest first); sooner requests get a fresh connection. A trusted pool reuses
+//!   the most recently returned connection, as before;
+//! - once any connection showed unread bytes, the pool reuses nothing: every request of the
+//!   run gets a fresh connection.
+//!
+//! Left open: stale bytes that a server sends more than [`REUSE_QUIET`] after a response, on
+//! a pool already trusted, reach a request sent on that connection before they arrive (the
+//! pool turns suspicious as soon as the request's own response shows up as unread bytes).
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -22,6 +42,10 @@ use tokio::net::TcpStream;
 /// Idle pooled connections older than this are not reused (4 s: below uvicorn's 5 s and
 /// cpp-httplib's 5 s keep-alive timeouts).
 pub const POOL_IDLE: Duration = Duration::from_secs(4);
+
+/// Quiet time after a response before its connection is reused while the pool is on probation
+/// (see the module doc): 200 ms.
+pub const REUSE_QUIET: Duration = Duration::from_millis(200);
 
 /// Largest read buffer per connection, bytes (hyper's default grows to ~400 KiB when a fast
 /// server fills every read; 16 KiB still holds ~85 typical SSE events per read and keeps the
@@ -49,12 +73,42 @@ impl std::fmt::Debug for Conn {
     }
 }
 
+/// How an idle connection's driver looked when polled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleState {
+    /// Open, nothing unread.
+    Open,
+    /// Closed by the server (EOF) or by a socket error.
+    Closed,
+    /// The server wrote bytes nobody asked for (a second response, garbage).
+    Stale,
+}
+
+/// Whether a driver's ending error means bytes arrived that were not a reply to a request:
+/// hyper's "unexpected message" (no I/O error underneath) or an unparsable stray message.
+pub fn is_stale_error(e: &hyper::Error) -> bool {
+    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    !io && !e.is_incomplete_message() && !e.is_canceled()
+}
+
 impl Conn {
     /// Polls the driver once without a real waker: `true` when the connection has ended
     /// (closed by the server, or failed).
     pub fn poll_ended(&mut self) -> bool {
+        self.poll_idle() != IdleState::Open
+    }
+
+    /// Polls the driver of an idle connection once without a real waker: lets hyper read any
+    /// byte that has arrived, and says whether the connection is still usable.
+    pub fn poll_idle(&mut self) -> IdleState {
         let mut cx = Context::from_waker(Waker::noop());
-        matches!(Pin::new(&mut self.driver).poll(&mut cx), Poll::Ready(_))
+        match Pin::new(&mut self.driver).poll(&mut cx) {
+            Poll::Pending if self.sender.is_closed() => IdleState::Closed,
+            Poll::Pending => IdleState::Open,
+            Poll::Ready(Ok(())) => IdleState::Closed,
+            Poll::Ready(Err(e)) if is_stale_error(&e) => IdleState::Stale,
+            Poll::Ready(Err(_)) => IdleState::Closed,
+        }
     }
 }
 
@@ -63,7 +117,13 @@ impl Conn {
 pub struct Pool {
     host: String,
     port: u16,
-    idle: Mutex<Vec<(Conn, Instant)>>,
+    /// Idle connections with their check-in time, oldest first.
+    idle: Mutex<VecDeque<(Conn, Instant)>>,
+    /// One pooled connection stayed quiet for [`REUSE_QUIET`] after its response: reuse at
+    /// once.
+    trusted: AtomicBool,
+    /// A connection showed stale bytes: probation for the rest of the run.
+    suspicious: AtomicBool,
 }
 
 /// Why a new connection could not be made.
@@ -96,39 +156,95 @@ impl Pool {
                 .trim_end_matches(']')
                 .to_string(),
             port,
-            idle: Mutex::new(Vec::new()),
+            idle: Mutex::new(VecDeque::new()),
+            trusted: AtomicBool::new(false),
+            suspicious: AtomicBool::new(false),
         }
     }
 
+    /// True while connections are reused only after [`REUSE_QUIET`], or not at all once stale
+    /// bytes were seen (see the module doc).
+    pub fn on_probation(&self) -> bool {
+        self.suspicious.load(Ordering::Relaxed) || !self.trusted.load(Ordering::Relaxed)
+    }
+
+    /// Records that a connection of this pool received bytes nobody asked for: from now on no
+    /// connection is reused (every request gets a fresh one).
+    pub fn mark_stale(&self) {
+        if !self.suspicious.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "{}:{} wrote bytes after a finished response (a second response?): keep-alive \
+                 is off for it from now on, every request gets a fresh connection",
+                self.host,
+                self.port,
+            );
+        }
+    }
+
+    /// Takes the next idle connection to try: the newest when trusted, else the oldest once it
+    /// has been quiet for [`REUSE_QUIET`]. Drops connections idle longer than [`POOL_IDLE`].
+    fn next_idle(&self, now: Instant) -> Option<(Conn, Instant)> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        while idle
+            .front()
+            .is_some_and(|(_, since)| now.duration_since(*since) >= POOL_IDLE)
+        {
+            idle.pop_front();
+        }
+        if self.suspicious.load(Ordering::Relaxed) {
+            idle.clear();
+            return None;
+        }
+        if !self.on_probation() {
+            return idle.pop_back();
+        }
+        if idle
+            .front()
+            .is_some_and(|(_, since)| now.duration_since(*since) >= REUSE_QUIET)
+        {
+            return idle.pop_front();
+        }
+        None
+    }
+
     /// An idle live connection (`true` = reused) or a new one (`false`). Idle connections the
-    /// server already closed (their driver sees EOF) are dropped here.
+    /// server already closed (their driver sees EOF) or that hold unread bytes are dropped here.
     pub async fn checkout(&self, fresh: bool) -> Result<(Conn, bool), ConnectError> {
         if !fresh {
             let now = Instant::now();
-            loop {
-                let next = {
-                    let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-                    idle.pop()
-                };
-                let Some((mut c, since)) = next else { break };
-                if now.duration_since(since) < POOL_IDLE
-                    && !c.sender.is_closed()
-                    && c.sender.is_ready()
-                    && !c.poll_ended()
-                {
-                    return Ok((c, true));
+            while let Some((mut c, since)) = self.next_idle(now) {
+                match c.poll_idle() {
+                    IdleState::Open if c.sender.is_ready() => {
+                        if now.duration_since(since) >= REUSE_QUIET {
+                            self.trusted.store(true, Ordering::Relaxed);
+                        }
+                        return Ok((c, true));
+                    }
+                    IdleState::Stale => self.mark_stale(),
+                    IdleState::Open | IdleState::Closed => {}
                 }
             }
         }
         Ok((self.connect().await?, false))
     }
 
-    /// Returns a connection whose previous response was read to the end.
-    pub fn checkin(&self, c: Conn) {
-        if !c.sender.is_closed() {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            idle.push((c, Instant::now()));
+    /// Returns a connection whose previous response was read to the end. Its driver is polled
+    /// once first: a connection that already holds unread bytes (a second response) or was
+    /// closed is dropped instead.
+    pub fn checkin(&self, mut c: Conn) {
+        match c.poll_idle() {
+            IdleState::Open if !self.suspicious.load(Ordering::Relaxed) => {
+                let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+                idle.push_back((c, Instant::now()));
+            }
+            IdleState::Stale => self.mark_stale(),
+            IdleState::Open | IdleState::Closed => {}
         }
+    }
+
+    /// Idle connections held now.
+    pub fn idle_len(&self) -> usize {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     async fn connect(&self) -> Result<Conn, ConnectError> {

@@ -10,7 +10,9 @@
 //! single optional space; multi-line `data` (joined with `\n`); `event:`, `id:` and `retry:`
 //! lines; comment lines starting with `:` (keep-alives; never yielded). The parser splits only at
 //! ASCII bytes (CR, LF, `:`), so a multi-byte UTF-8 character is never cut: event data is handed
-//! over as bytes and decoded once the event is complete.
+//! over as bytes and decoded once the event is complete. One leading U+FEFF (UTF-8 BOM) is
+//! stripped, as the spec's UTF-8 decode step does; a BOM anywhere else is ordinary data (so a
+//! second one makes the first line's field name unknown, and that line is ignored).
 //!
 //! Leniencies (both documented on [`SseParser::finish`]): an event with an `event:` field but no
 //! `data` is still yielded (so a bare `event: error` is not lost), and at a clean end of stream a
@@ -57,7 +59,15 @@ pub struct SseParser {
     skip_lf: bool,
     /// Comment lines seen (keep-alives), for diagnostics.
     comments: u64,
+    /// How many bytes of a leading UTF-8 BOM (`EF BB BF`) matched so far; [`BOM_DONE`] once the
+    /// start of the stream has been decided (BOM stripped or absent).
+    bom: u8,
 }
+
+/// The UTF-8 encoding of U+FEFF.
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+/// [`SseParser::bom`] once the stream's start is decided.
+const BOM_DONE: u8 = u8::MAX;
 
 impl SseParser {
     /// A fresh parser.
@@ -72,7 +82,35 @@ impl SseParser {
 
     /// True when bytes of an unfinished line or event are buffered.
     pub fn has_partial(&self) -> bool {
-        !self.line.is_empty() || self.has_data || !self.event.is_empty()
+        !self.line.is_empty()
+            || self.has_data
+            || !self.event.is_empty()
+            || (self.bom != 0 && self.bom != BOM_DONE)
+    }
+
+    /// Strips one leading U+FEFF (WHATWG: the decoder drops a leading BOM; a second one, or one
+    /// anywhere else, is data). Works when the BOM's three bytes arrive in separate pieces: the
+    /// matched prefix is held back until it is known whether it is a BOM. Returns the rest of
+    /// `bytes` to parse. Called only until the start is decided (one branch per piece after).
+    #[cold]
+    fn strip_bom<'b>(&mut self, mut bytes: &'b [u8]) -> &'b [u8] {
+        while self.bom != BOM_DONE {
+            let Some((&b, rest)) = bytes.split_first() else {
+                return bytes;
+            };
+            if b == BOM[self.bom as usize] {
+                bytes = rest;
+                self.bom += 1;
+                if self.bom as usize == BOM.len() {
+                    self.bom = BOM_DONE;
+                }
+            } else {
+                // Not a BOM: the held-back prefix is ordinary line bytes (none is CR or LF).
+                self.line.extend_from_slice(&BOM[..self.bom as usize]);
+                self.bom = BOM_DONE;
+            }
+        }
+        bytes
     }
 
     /// Feeds the next piece of the body; calls `on_event` for every event it completes, in order.
@@ -84,6 +122,9 @@ impl SseParser {
         mut bytes: &[u8],
         mut on_event: impl FnMut(SseEvent<'_>),
     ) -> Result<(), SseError> {
+        if self.bom != BOM_DONE {
+            bytes = self.strip_bom(bytes);
+        }
         if self.skip_lf && !bytes.is_empty() {
             self.skip_lf = false;
             if bytes[0] == b'\n' {
@@ -127,6 +168,11 @@ impl SseParser {
     /// is processed, and an event missing its terminating blank line is yielded instead of being
     /// dropped as the spec says. Servers that forget the last blank line thus lose no tokens.
     pub fn finish(&mut self, mut on_event: impl FnMut(SseEvent<'_>)) -> Result<(), SseError> {
+        if self.bom != BOM_DONE {
+            // The body ended inside what could have been a BOM: those bytes are a line.
+            self.line.extend_from_slice(&BOM[..self.bom as usize]);
+            self.bom = BOM_DONE;
+        }
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             self.process_line(&line, &mut on_event)?;
@@ -294,6 +340,52 @@ mod tests {
     }
 
     #[test]
+    fn one_leading_bom_is_stripped_wherever_the_pieces_split() {
+        let s = b"\xEF\xBB\xBFdata: a\n\ndata: b\n\n";
+        let want = vec![ev("", "a"), ev("", "b")];
+        for i in 0..s.len() {
+            for j in i..s.len() {
+                assert_eq!(
+                    parse_pieces(&[&s[..i], &s[i..j], &s[j..]], true),
+                    want,
+                    "split at {i}, {j}"
+                );
+            }
+        }
+        let bytes: Vec<&[u8]> = s.chunks(1).collect();
+        assert_eq!(parse_pieces(&bytes, true), want);
+    }
+
+    #[test]
+    fn other_bom_placements_are_data() {
+        // A second leading BOM is part of the first field name: unknown field, line ignored.
+        assert_eq!(
+            parse_pieces(&[b"\xEF\xBB\xBF\xEF\xBB\xBFdata: a\n\ndata: b\n\n"], true),
+            vec![ev("", "b")]
+        );
+        // A BOM after the first event, or inside data, is kept.
+        assert_eq!(
+            parse_pieces(
+                &[b"data: a\n\n\xEF\xBB\xBFdata: b\n\ndata: \xEF\xBB\xBFc\n\n"],
+                true
+            ),
+            vec![ev("", "a"), ev("", "\u{feff}c")]
+        );
+        // A partial BOM prefix followed by something else is ordinary bytes, split or not.
+        let mut out = Vec::new();
+        let mut p = SseParser::new();
+        for piece in [&b"\xEF"[..], b"\xBB", b"x: 1\ndata: y\n\n"] {
+            p.feed(piece, |e| out.push(e.data.to_vec())).unwrap();
+        }
+        assert_eq!(out, vec![b"y".to_vec()]);
+        // The body ends inside a BOM prefix: nothing is yielded, nothing panics.
+        assert_eq!(parse_pieces(&[b"\xEF\xBB"], true), vec![]);
+        let mut p = SseParser::new();
+        p.feed(b"\xEF", |_| {}).unwrap();
+        assert!(p.has_partial());
+    }
+
+    #[test]
     fn too_long_line_is_an_error_not_unbounded_growth() {
         let mut p = SseParser::new();
         let big = vec![b'x'; MAX_EVENT_BYTES / 2 + 1];
@@ -327,14 +419,22 @@ mod tests {
             Just("id: 1".to_string()),
             Just(String::new()),
         ];
-        prop::collection::vec((field, line_end), 0..24).prop_map(|v| {
-            let mut s = String::new();
-            for (f, e) in v {
-                s.push_str(&f);
-                s.push_str(e);
-            }
-            s.into_bytes()
-        })
+        (
+            any::<bool>(),
+            prop::collection::vec((field, line_end), 0..24),
+        )
+            .prop_map(|(bom, v)| {
+                let mut s = if bom {
+                    "\u{feff}".to_string()
+                } else {
+                    String::new()
+                };
+                for (f, e) in v {
+                    s.push_str(&f);
+                    s.push_str(e);
+                }
+                s.into_bytes()
+            })
     }
 
     proptest! {

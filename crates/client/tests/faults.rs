@@ -205,12 +205,233 @@ async fn keep_alive_reuses_one_connection() {
         prompt_tokens: 1,
         max_tokens: None,
     };
-    for _ in 0..5 {
+    for i in 0..5 {
         let rec = client
             .send(&input, RequestMeta::default(), &CancellationToken::new())
             .await;
         assert!(rec.success, "{rec:#?}");
         assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
+        if i == 0 {
+            // Probation: a new pool reuses a connection only after it stayed quiet this long
+            // after its response; from then on at once.
+            tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50))
+                .await;
+        }
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+const TOK_Y: &str = "data: {\"choices\":[{\"index\":0,\"text\":\"y\"}]}\n\n";
+
+/// Whatever the Content-Type says (RFC 9110: case-insensitive, parameters allowed, or a JSON
+/// label from a gateway), a body that starts with an SSE field or comment is an event stream;
+/// a JSON body under an event-stream label is still understood.
+#[tokio::test]
+async fn content_type_variants_and_sniffed_event_streams() {
+    let labels: &[Option<&str>] = &[
+        Some("text/event-stream; charset=utf-8"),
+        Some("Text/Event-Stream"),
+        Some(" TEXT/EVENT-STREAM ;charset=UTF-8"),
+        Some("application/json"),
+        Some("application/json; charset=utf-8"),
+        Some("text/plain"),
+        Some("application/octet-stream"),
+        None,
+    ];
+    let starts = [
+        "",
+        ": keep-alive\n\n",
+        "event: message\n",
+        "id: 1\n",
+        "retry: 10\n",
+        "\u{feff}",
+        "\n\n",
+        "\r\n: c\r\n\r\n",
+    ];
+    for label in labels {
+        for start in starts {
+            let mut c = case(
+                200,
+                &[(0, start), (0, TOK), (0, TOK_Y), (0, "data: [DONE]\n\n")],
+                ReplayEnd::Close,
+            );
+            c.headers = label
+                .map(|l| vec![("Content-Type".to_string(), l.to_string())])
+                .unwrap_or_default();
+            let rec = send_to(serve(c).await, |_| {}).await;
+            assert!(rec.success, "{label:?} {start:?}: {rec:#?}");
+            assert_eq!(rec.output_text, "xy", "{label:?} {start:?}");
+            assert_eq!(rec.chunks.len(), 2, "{label:?} {start:?}");
+        }
+    }
+    // A JSON body labelled as an event stream.
+    let mut c = case(
+        200,
+        &[(
+            0,
+            "{\"choices\":[{\"text\":\"hello\"}],\"usage\":{\"completion_tokens\":1}}",
+        )],
+        ReplayEnd::Close,
+    );
+    c.headers = vec![("Content-Type".into(), "text/event-stream".into())];
+    let rec = send_to(serve(c).await, |_| {}).await;
+    assert!(rec.success, "{rec:#?}");
+    assert_eq!(rec.output_text, "hello");
+    // A JSON-labelled body that is neither SSE nor JSON: malformed, with an excerpt.
+    let mut c = case(200, &[(0, "<html>oops</html>")], ReplayEnd::Close);
+    c.headers = vec![("Content-Type".into(), "application/json".into())];
+    let rec = send_to(serve(c).await, |_| {}).await;
+    assert_failed(&rec, ErrorClass::Malformed);
+    assert!(rec.error.unwrap().contains("<html>oops"));
+}
+
+/// `[DONE]` decides the result: a server that then stalls or drops the connection changes
+/// nothing, and the record ends at `[DONE]`.
+#[tokio::test]
+async fn done_ends_the_measurement_whatever_follows() {
+    for end in [ReplayEnd::Stall(Duration::from_secs(5)), ReplayEnd::Abort] {
+        let url = serve(case(
+            200,
+            &[(20, TOK), (20, TOK_Y), (20, "data: [DONE]\n\n")],
+            end.clone(),
+        ))
+        .await;
+        let t0 = Instant::now();
+        let rec = send_to(url, |c| c.idle_timeout = Duration::from_secs(2)).await;
+        assert!(rec.success, "{end:?}: {rec:#?}");
+        assert_eq!(rec.output_text, "xy");
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "{end:?}: {:?}",
+            t0.elapsed()
+        );
+        let end_ms = (rec.end_ns - rec.sent_ns) as f64 / 1e6;
+        assert!((end_ms - 60.0).abs() <= 20.0, "{end:?}: end at {end_ms} ms");
+    }
+}
+
+/// A tokenizer that panics loses nothing: the request succeeds with the chunk count.
+#[tokio::test]
+async fn panicking_tokenizer_keeps_the_record() {
+    let url = serve(case(
+        200,
+        &[(0, TOK), (0, TOK_Y), (0, TOK)],
+        ReplayEnd::Close,
+    ))
+    .await;
+    let counter: std::sync::Arc<inferbench_client::TokenCounter> =
+        std::sync::Arc::new(|_: &str| panic!("tokenizer exploded"));
+    let rec = send_to(url, |c| c.token_counter = Some(counter)).await;
+    assert!(rec.success, "{rec:#?}");
+    assert_eq!(rec.output_text, "xyx");
+    assert_eq!(rec.completion_tokens, 3);
+    assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
+}
+
+/// What Python's json accepts is kept: surrogate halves in two chunks are joined, a lone half
+/// becomes U+FFFD, NaN and duplicate keys do not fail the chunk, wrongly typed fields read as
+/// absent, content parts are split into content and reasoning.
+#[tokio::test]
+async fn lenient_chunks_over_http() {
+    let chunks = [
+        (0, "data: {\"choices\":[{\"text\":\"hi \"}]}\n\n"),
+        (0, "data: {\"choices\":[{\"text\":\"\\ud83d\"}]}\n\n"),
+        (0, "data: {\"choices\":[{\"text\":\"\\ude00\"}]}\n\n"),
+        (0, "data: {\"choices\":[{\"text\":\"\\ude00|\"}]}\n\n"),
+        (0, "data: {\"choices\":[{\"text\":\"a\\ud800b\",\"logprobs\":{\"x\":-Infinity}}]}\n\n"),
+        (0, "data: {\"choices\":[{\"text\":\"c\",\"finish_reason\":7}],\"choices\":[{\"text\":\"d\"}]}\n\n"),
+        (0, "data: {\"choices\":[{\"text\":\"\\ud83d\"}]}\n\n"),
+        (0, "data: {\"choices\":[{\"text\":\"e\"}],\"usage\":{\"completion_tokens\":9.0,\"prompt_tokens\":-1}}\n\n"),
+        (0, "data: [DONE]\n\n"),
+    ];
+    let rec = send_to(serve(case(200, &chunks, ReplayEnd::Close)).await, |_| {}).await;
+    assert!(rec.success, "{rec:#?}");
+    assert_eq!(rec.output_text, "hi \u{1F600}\u{FFFD}|a\u{FFFD}bd\u{FFFD}e");
+    assert_eq!(rec.chunks.len(), 8);
+    assert_eq!(rec.completion_tokens, 9);
+    assert_eq!(rec.prompt_tokens, 1);
+
+    let parts = [
+        (10, "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":[]}}]}\n\n"),
+        (10, "data: {\"choices\":[{\"delta\":{\"content\":[{\"type\":\"thinking\",\"thinking\":[{\"type\":\"text\",\"text\":\"hmm\"}]}]}}]}\n\n"),
+        (20, "data: {\"choices\":[{\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"Hel\"},{\"type\":\"output_text\",\"text\":\"lo\"}]}}]}\n\n"),
+        (0, "data: {\"choices\":[{\"delta\":{\"content\":{\"type\":\"text\",\"text\":\"!\"},\"reasoning_content\":[{\"type\":\"text\",\"text\":\"r\"}]}}]}\n\n"),
+        (0, "data: {\"choices\":[{\"delta\":{\"content\":[{\"type\":\"image_url\",\"image_url\":{\"url\":\"u\"}}]}}]}\n\n"),
+        (0, "data: [DONE]\n\n"),
+    ];
+    let url = serve(case(200, &parts, ReplayEnd::Close)).await;
+    let rec = send_to(url, |c| c.backend = Backend::OpenAiChat).await;
+    assert!(rec.success, "{rec:#?}");
+    assert_eq!(rec.output_text, "Hello!");
+    let ch: Vec<_> = rec.chunks.iter().map(|c| c.channel).collect();
+    use inferbench_core::Channel;
+    assert_eq!(
+        ch,
+        vec![Channel::Reasoning, Channel::Content, Channel::Content]
+    );
+    let (ttft, ttfo) = (rec.ttft_ms().unwrap(), rec.ttfo_ms().unwrap());
+    assert!(
+        (ttft - 20.0).abs() <= 20.0 && (ttfo - 40.0).abs() <= 20.0,
+        "{ttft} {ttfo}"
+    );
+}
+
+/// A compression we cannot decode (we asked for none) is malformed, not a silent failure.
+#[tokio::test]
+async fn undecodable_content_encoding_is_malformed() {
+    let mut c = case(200, &[(0, TOK)], ReplayEnd::Close);
+    c.headers.push(("Content-Encoding".into(), "br".into()));
+    let rec = send_to(serve(c).await, |_| {}).await;
+    assert_failed(&rec, ErrorClass::Malformed);
+    assert!(rec.error.unwrap().contains("br"));
+    // gzip declared but the bytes are not gzip.
+    let mut c = case(200, &[(0, TOK)], ReplayEnd::Close);
+    c.headers.push(("Content-Encoding".into(), "gzip".into()));
+    let rec = send_to(serve(c).await, |_| {}).await;
+    assert_failed(&rec, ErrorClass::Malformed);
+}
+
+/// A new pool does not reuse a connection at once (probation, see `pool`): two immediate
+/// requests use two connections; after a quiet period one connection serves the rest.
+#[tokio::test]
+async fn probation_then_reuse() {
+    let (addr, accepted) = spawn_replay_counted(case(
+        200,
+        &[(0, TOK), (0, "data: [DONE]\n\n")],
+        ReplayEnd::Close,
+    ))
+    .await
+    .unwrap();
+    let client = Client::new(ClientConfig {
+        base_url: format!("http://{addr}"),
+        model: "m".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    let input = RequestInput {
+        text: "hi",
+        messages: None,
+        prompt_tokens: 1,
+        max_tokens: None,
+    };
+    let cancel = CancellationToken::new();
+    for _ in 0..2 {
+        assert!(
+            client
+                .send(&input, RequestMeta::default(), &cancel)
+                .await
+                .success
+        );
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 2);
+    tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
+    for _ in 0..6 {
+        assert!(
+            client
+                .send(&input, RequestMeta::default(), &cancel)
+                .await
+                .success
+        );
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 2);
 }

@@ -2,6 +2,7 @@
 //! cap; records stream to `--save-requests` as they finish; the summary comes from
 //! `inferbench_core::summary::summarize`.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -629,6 +630,9 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
     let far = Instant::now() + std::time::Duration::from_secs(100 * 365 * 24 * 3600);
     let until = spec.until.unwrap_or(far);
     let mut i: u64 = 0;
+    // Every request task by id, until it has finished: a task that panicked still yields a
+    // record, so the run's counts always add up.
+    let mut spawned: HashMap<tokio::task::Id, (RequestMeta, usize, u64)> = HashMap::new();
     loop {
         if spec.count.is_some_and(|c| i >= c) {
             break;
@@ -676,15 +680,76 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
             conversation_id: sh.prompts.prompts[idx].conversation_id.clone(),
             turn: sh.prompts.prompts[idx].turn,
         };
-        while tasks.try_join_next().is_some() {}
-        tasks.spawn(request_task(sh.clone(), idx, meta, released_ns, permit));
+        while let Some(r) = tasks.try_join_next_with_id() {
+            account(sh, &mut spawned, r);
+        }
+        let handle = tasks.spawn(request_task(
+            sh.clone(),
+            idx,
+            meta.clone(),
+            released_ns,
+            permit,
+        ));
+        spawned.insert(handle.id(), (meta, idx, released_ns));
         i += 1;
     }
-    while tasks.join_next().await.is_some() {}
+    while let Some(r) = tasks.join_next_with_id().await {
+        account(sh, &mut spawned, r);
+    }
     if end == PhaseEnd::Completed && sh.breaker.tripped() {
         end = PhaseEnd::Unreachable;
     }
     end
+}
+
+/// Settles one finished request task: a normal end already sent its record; a task that
+/// panicked (a bug, never the server's bytes alone) gets a failed record here instead of
+/// vanishing from the run.
+fn account(
+    sh: &Shared,
+    spawned: &mut HashMap<tokio::task::Id, (RequestMeta, usize, u64)>,
+    r: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
+) {
+    let id = match &r {
+        Ok((id, ())) => *id,
+        Err(e) => e.id(),
+    };
+    let Some((meta, idx, released_ns)) = spawned.remove(&id) else {
+        return;
+    };
+    let Err(e) = r else { return };
+    let prompt = &sh.prompts.prompts[idx];
+    let now = sh.client.clock().now_ns();
+    let why = if e.is_panic() {
+        let p = e.into_panic();
+        let msg = p
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        format!("internal error: the request task panicked ({msg}); a client bug")
+    } else {
+        "internal error: the request task was aborted".to_string()
+    };
+    let rec = RequestRecord {
+        request_id: meta.request_id,
+        conversation_id: meta.conversation_id,
+        turn: meta.turn,
+        phase: meta.phase,
+        success: false,
+        error_class: Some(ErrorClass::Malformed),
+        error: Some(why),
+        scheduled_ns: meta.scheduled_ns,
+        released_ns: Some(released_ns),
+        sent_ns: now.max(meta.scheduled_ns),
+        end_ns: now.max(meta.scheduled_ns),
+        prompt_tokens: prompt.prompt_tokens,
+        prompt_tokens_client: prompt.prompt_tokens,
+        max_tokens: prompt.max_tokens,
+        ..Default::default()
+    };
+    sh.breaker.observe(&rec);
+    let _ = sh.tx.send(rec);
 }
 
 async fn request_task(

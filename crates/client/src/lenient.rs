@@ -1,0 +1,771 @@
+//! Leniency for the JSON that servers stream: what Python's `json` module (the decoder of
+//! vLLM's and most peers' benchmark clients) accepts but `serde_json` rejects, and field types
+//! that tolerate a wrongly typed value instead of failing the whole chunk.
+//!
+//! The strict `serde_json` parse stays the fast path. Only a chunk it rejects goes through
+//! [`relax`], a small rewrite into strict JSON:
+//!
+//! - lone UTF-16 surrogate escapes (`"\ud83d"`): Python keeps them in the string. A lone high
+//!   surrogate that ends a string, or a lone low one that starts it, becomes a *sentinel*
+//!   character ([`high_sentinel`], [`low_sentinel`]) so that the interpreter can join the two
+//!   halves of one character that a server split across two chunks; any other lone surrogate
+//!   becomes U+FFFD;
+//! - `NaN`, `Infinity`, `-Infinity` literals (Python emits and accepts them) become `null`;
+//! - raw control characters inside strings (Python's `strict=False`) are escaped.
+//!
+//! The rewritten text is parsed into a `serde_json::Value` (duplicate keys: the last wins, as in
+//! Python, where the derived structs would reject the chunk) and the chunk is read from there.
+//!
+//! Why our own code rather than a lenient-JSON crate: the crates that exist (json5, serde_hjson,
+//! …) accept a different superset (comments, single quotes) and none maps lone surrogates the
+//! way the interpreter needs to rejoin them across chunks; the rewrite is ~100 lines and runs
+//! only on chunks the strict parser refused.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+/// First code point of the sentinels for lone surrogates (Supplementary Private Use Area-B,
+/// U+10F800..=U+10FFFF: 2048 code points, one per surrogate).
+const SENTINEL_BASE: u32 = 0x10_F800;
+
+/// The sentinel standing for lone high surrogate `cu` (`0xD800..=0xDBFF`).
+fn high_sentinel(cu: u32) -> char {
+    char::from_u32(SENTINEL_BASE + (cu - 0xD800)).unwrap_or('\u{FFFD}')
+}
+
+/// The sentinel standing for lone low surrogate `cu` (`0xDC00..=0xDFFF`).
+fn low_sentinel(cu: u32) -> char {
+    char::from_u32(SENTINEL_BASE + (cu - 0xD800)).unwrap_or('\u{FFFD}')
+}
+
+/// The high surrogate that `c` stands for, if `c` is a high sentinel.
+pub(crate) fn as_high(c: char) -> Option<u32> {
+    let v = c as u32;
+    (SENTINEL_BASE..SENTINEL_BASE + 0x400)
+        .contains(&v)
+        .then(|| v - SENTINEL_BASE + 0xD800)
+}
+
+/// The low surrogate that `c` stands for, if `c` is a low sentinel.
+pub(crate) fn as_low(c: char) -> Option<u32> {
+    let v = c as u32;
+    (SENTINEL_BASE + 0x400..SENTINEL_BASE + 0x800)
+        .contains(&v)
+        .then(|| v - SENTINEL_BASE + 0xD800)
+}
+
+/// The character of the surrogate pair (`hi`, `lo`).
+pub(crate) fn join_pair(hi: u32, lo: u32) -> char {
+    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).unwrap_or('\u{FFFD}')
+}
+
+fn hex4(b: &[u8]) -> Option<u32> {
+    if b.len() < 4 {
+        return None;
+    }
+    let mut v = 0u32;
+    for &c in &b[..4] {
+        v = (v << 4) | (c as char).to_digit(16)?;
+    }
+    Some(v)
+}
+
+/// Rewrites JSON text that Python's `json.loads` accepts into strict JSON (see the module doc).
+/// `None` when the text cannot be repaired this way (a broken escape); the caller then reports
+/// the strict parser's error. Linear in the input; never panics.
+pub(crate) fn relax(src: &str) -> Option<String> {
+    let b = src.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len() + 16);
+    let mut i = 0;
+    let mut in_str = false;
+    // Output length right after the opening quote of the current string.
+    let mut str_start = 0;
+    while i < b.len() {
+        let c = b[i];
+        if !in_str {
+            match c {
+                b'"' => {
+                    in_str = true;
+                    out.push(c);
+                    str_start = out.len();
+                    i += 1;
+                }
+                b'N' if b[i..].starts_with(b"NaN") => {
+                    out.extend_from_slice(b"null");
+                    i += 3;
+                }
+                b'I' if b[i..].starts_with(b"Infinity") => {
+                    out.extend_from_slice(b"null");
+                    i += 8;
+                }
+                b'-' if b[i..].starts_with(b"-Infinity") => {
+                    out.extend_from_slice(b"null");
+                    i += 9;
+                }
+                _ => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_str = false;
+                out.push(c);
+                i += 1;
+            }
+            b'\\' => {
+                let e = *b.get(i + 1)?;
+                if e != b'u' {
+                    out.extend_from_slice(&b[i..i + 2]);
+                    i += 2;
+                    continue;
+                }
+                let cu = hex4(&b[i + 2..])?;
+                let next = i + 6;
+                if (0xD800..0xDC00).contains(&cu) {
+                    let lo = (b.get(next) == Some(&b'\\') && b.get(next + 1) == Some(&b'u'))
+                        .then(|| hex4(&b[next + 2..]))
+                        .flatten()
+                        .filter(|lo| (0xDC00..0xE000).contains(lo));
+                    if lo.is_some() {
+                        out.extend_from_slice(&b[i..next + 6]);
+                        i = next + 6;
+                    } else {
+                        if b.get(next) == Some(&b'"') {
+                            push_char(&mut out, high_sentinel(cu));
+                        } else {
+                            out.extend_from_slice(b"\\uFFFD");
+                        }
+                        i = next;
+                    }
+                } else if (0xDC00..0xE000).contains(&cu) {
+                    if out.len() == str_start {
+                        push_char(&mut out, low_sentinel(cu));
+                    } else {
+                        out.extend_from_slice(b"\\uFFFD");
+                    }
+                    i = next;
+                } else {
+                    out.extend_from_slice(&b[i..next]);
+                    i = next;
+                }
+            }
+            0x00..=0x1F => {
+                out.extend_from_slice(format!("\\u{c:04x}").as_bytes());
+                i += 1;
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn push_char(out: &mut Vec<u8>, c: char) {
+    let mut buf = [0u8; 4];
+    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+}
+
+/// Parses text [`relax`]ed into a `Value` (duplicate keys: the last one wins).
+pub(crate) fn parse_relaxed(data: &str) -> Option<Value> {
+    serde_json::from_str(&relax(data)?).ok()
+}
+
+/// Drains whatever value the visitor was handed, for the lenient types below.
+fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<usize, A::Error> {
+    let mut n = 0;
+    while seq.next_element::<IgnoredAny>()?.is_some() {
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// A text-bearing field: absent/null, a string (borrowed when it has no escapes), or typed
+/// parts (an array, or one part object) as sent by Mistral and gpt-oss relays. Any other type
+/// (number, bool) reads as absent rather than failing the chunk.
+#[derive(Debug, Default)]
+pub(crate) enum TextWire<'a> {
+    /// Absent, null, or a value of no text type.
+    #[default]
+    None,
+    /// A plain string.
+    Str(Cow<'a, str>),
+    /// Typed parts (`[{"type": "text", "text": …}, {"type": "thinking", …}]`).
+    Parts(Vec<Value>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for TextWire<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = TextWire<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or an array of content parts")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(TextWire::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(TextWire::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(TextWire::Str(Cow::Owned(v)))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(TextWire::None)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(TextWire::None)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                TextWire::deserialize(d)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(TextWire::None)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(TextWire::None)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(TextWire::None)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(TextWire::None)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(v) = seq.next_element::<Value>()? {
+                    parts.push(v);
+                }
+                Ok(TextWire::Parts(parts))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let v = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(TextWire::Parts(vec![v]))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// Part types whose text is reasoning (thinking) rather than visible content.
+const REASONING_PARTS: &[&str] = &[
+    "thinking",
+    "reasoning",
+    "reasoning_text",
+    "reasoning_content",
+    "summary_text",
+];
+
+/// Calls `out(is_reasoning, text)` for every piece of text in typed content parts, in order.
+/// Text parts (`text`, `output_text`, unknown types with a `text` string) are content, thinking
+/// parts reasoning (their text may itself be nested parts), `refusal` parts visible content;
+/// parts without text (images, redacted thinking, tool references) are skipped. `reasoning`:
+/// the field itself is a reasoning field, so all of its text is reasoning.
+pub(crate) fn part_texts<'v>(v: &'v Value, reasoning: bool, out: &mut impl FnMut(bool, &'v str)) {
+    walk_parts(v, reasoning, out, 0);
+}
+
+/// Nesting depth beyond which parts are ignored (serde_json already limits depth to 128).
+const MAX_PART_DEPTH: u32 = 16;
+
+fn walk_parts<'v>(v: &'v Value, reasoning: bool, out: &mut impl FnMut(bool, &'v str), depth: u32) {
+    if depth > MAX_PART_DEPTH {
+        return;
+    }
+    match v {
+        Value::String(s) => out(reasoning, s),
+        Value::Array(a) => {
+            for p in a {
+                walk_parts(p, reasoning, out, depth + 1);
+            }
+        }
+        Value::Object(m) => {
+            let ty = m.get("type").and_then(Value::as_str).unwrap_or("");
+            if REASONING_PARTS.contains(&ty) {
+                for key in [ty, "thinking", "reasoning", "text", "content", "summary"] {
+                    if let Some(inner) = m.get(key).filter(|x| x.is_string() || x.is_array()) {
+                        walk_parts(inner, true, out, depth + 1);
+                        return;
+                    }
+                }
+            } else if ty == "refusal" {
+                if let Some(Value::String(s)) = m.get("refusal") {
+                    out(reasoning, s);
+                }
+            } else {
+                match m.get("text") {
+                    Some(inner @ (Value::String(_) | Value::Array(_))) => {
+                        walk_parts(inner, reasoning, out, depth + 1)
+                    }
+                    // `{"type": "text", "text": {"value": "…"}}` (Assistants-style text).
+                    Some(Value::Object(t)) => {
+                        if let Some(Value::String(v)) = t.get("value") {
+                            out(reasoning, v);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An optional string field of no importance to the measurement (`finish_reason`, `object`,
+/// `message`): a value of another type reads as absent.
+#[derive(Debug, Default)]
+pub(crate) struct LStr<'a>(pub Option<Cow<'a, str>>);
+
+impl<'a> LStr<'a> {
+    pub(crate) fn as_deref(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match TextWire::deserialize(d)? {
+            TextWire::Str(s) => Ok(LStr(Some(s))),
+            _ => Ok(LStr(None)),
+        }
+    }
+}
+
+/// A token count: a non-negative integer, an integral float (`1e3`, `12.0`) or a numeric
+/// string; anything else (negative, fractional, null, another type) reads as absent.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct LCount(pub Option<u64>);
+
+impl<'de> Deserialize<'de> for LCount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LCount;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a token count")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LCount, E> {
+                Ok(LCount(Some(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LCount, E> {
+                Ok(LCount(u64::try_from(v).ok()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<LCount, E> {
+                let ok = v.is_finite() && v >= 0.0 && v.fract() == 0.0;
+                // `as` saturates at u64::MAX for larger floats.
+                Ok(LCount(ok.then_some(v as u64)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LCount, E> {
+                Ok(LCount(v.trim().parse().ok()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<LCount, E> {
+                Ok(LCount(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<LCount, E> {
+                Ok(LCount(None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<LCount, E> {
+                Ok(LCount(None))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LCount, D::Error> {
+                LCount::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LCount, A::Error> {
+                drain_seq(seq)?;
+                Ok(LCount(None))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LCount, A::Error> {
+                drain_map(map)?;
+                Ok(LCount(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// True when the field holds a non-empty array (or one object): `delta.tool_calls`.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct LNonEmpty(pub bool);
+
+impl<'de> Deserialize<'de> for LNonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = LNonEmpty;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LNonEmpty, A::Error> {
+                Ok(LNonEmpty(drain_seq(seq)? > 0))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LNonEmpty, A::Error> {
+                drain_map(map)?;
+                Ok(LNonEmpty(true))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LNonEmpty, D::Error> {
+                LNonEmpty::deserialize(d)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<LNonEmpty, E> {
+                Ok(LNonEmpty(false))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<LNonEmpty, E> {
+                Ok(LNonEmpty(false))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<LNonEmpty, E> {
+                Ok(LNonEmpty(false))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<LNonEmpty, E> {
+                Ok(LNonEmpty(false))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<LNonEmpty, E> {
+                Ok(LNonEmpty(false))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<LNonEmpty, E> {
+                Ok(LNonEmpty(false))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<LNonEmpty, E> {
+                Ok(LNonEmpty(false))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An optional object field (`usage`, `delta`, `message`, a choice): an object is read as `T`,
+/// a value of any other type reads as absent.
+#[derive(Debug)]
+pub(crate) struct Obj<T>(pub Option<T>);
+
+impl<T> Default for Obj<T> {
+    fn default() -> Self {
+        Obj(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
+                Ok(Obj(Some(T::deserialize(
+                    de::value::MapAccessDeserializer::new(map),
+                )?)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Obj<T>, A::Error> {
+                drain_seq(seq)?;
+                Ok(Obj(None))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Obj<T>, D::Error> {
+                Obj::deserialize(d)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Obj<T>, E> {
+                Ok(Obj(None))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// An optional array of objects (`choices`): elements that are not objects are skipped; a
+/// non-array value reads as empty.
+#[derive(Debug)]
+pub(crate) struct ObjList<T>(pub Vec<T>);
+
+impl<T> Default for ObjList<T> {
+    fn default() -> Self {
+        ObjList(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjList<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = ObjList<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of objects")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ObjList<T>, A::Error> {
+                let mut v = Vec::new();
+                while let Some(Obj(x)) = seq.next_element::<Obj<T>>()? {
+                    if let Some(x) = x {
+                        // Streams carry one choice: room for exactly one keeps the allocation
+                        // small (a push on an empty Vec would reserve four ~270-byte choices,
+                        // past the allocator's per-thread cache).
+                        if v.capacity() == 0 {
+                            v.reserve_exact(1);
+                        }
+                        v.push(x);
+                    }
+                }
+                Ok(ObjList(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjList<T>, A::Error> {
+                drain_map(map)?;
+                Ok(ObjList(Vec::new()))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ObjList<T>, D::Error> {
+                ObjList::deserialize(d)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ObjList<T>, E> {
+                Ok(ObjList(Vec::new()))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<ObjList<T>, E> {
+                Ok(ObjList(Vec::new()))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ObjList<T>, E> {
+                Ok(ObjList(Vec::new()))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ObjList<T>, E> {
+                Ok(ObjList(Vec::new()))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ObjList<T>, E> {
+                Ok(ObjList(Vec::new()))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ObjList<T>, E> {
+                Ok(ObjList(Vec::new()))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<ObjList<T>, E> {
+                Ok(ObjList(Vec::new()))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// JSON-like text built from escapes, quotes, structure, Python literals and text.
+    fn arb_jsonish() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just(r"\\".to_string()),
+            Just(r"\u".to_string()),
+            Just(r"\ud83d".to_string()),
+            Just(r"\ude00".to_string()),
+            Just(r"\u00e9".to_string()),
+            Just(r"\u12".to_string()),
+            Just(r#"\""#.to_string()),
+            Just(r"\n".to_string()),
+            Just("\"".to_string()),
+            Just("{".to_string()),
+            Just("}".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just(":".to_string()),
+            Just(",".to_string()),
+            Just("NaN".to_string()),
+            Just("-Infinity".to_string()),
+            Just("Infinity".to_string()),
+            Just("\u{1}".to_string()),
+            Just("\u{e9}".to_string()),
+            "[a-z0-9]{1,3}",
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        /// `relax` never panics on JSON-like text.
+        #[test]
+        fn relax_never_panics(s in arb_jsonish()) {
+            let _ = relax(&s);
+            let _ = parse_relaxed(&s);
+        }
+
+        /// Strings of lone and paired surrogate escapes and text: relaxed, they always parse.
+        #[test]
+        fn any_surrogate_soup_parses(
+            cus in prop::collection::vec(
+                prop_oneof![0xD800u32..0xDC00, 0xDC00u32..0xE000, 0x20u32..0x7F],
+                0..12,
+            ),
+        ) {
+            let body: String = cus.iter().map(|c| format!("\\u{c:04x}")).collect();
+            let src = format!("{{\"t\":\"{body}\"}}");
+            prop_assert!(parse_relaxed(&src).is_some(), "{}", src);
+        }
+    }
+
+    #[test]
+    fn relax_maps_surrogates_nan_and_control_chars() {
+        // A valid pair is kept verbatim.
+        assert_eq!(
+            relax(r#"{"t":"\ud83d\ude00"}"#).unwrap(),
+            r#"{"t":"\ud83d\ude00"}"#
+        );
+        // Lone high at the end, lone low at the start: sentinels; elsewhere U+FFFD.
+        let r = relax(r#"["a\ud83d","\ude00b","x\ud83dy","x\ude00","\ud83d"]"#).unwrap();
+        let v: Value = serde_json::from_str(&r).unwrap();
+        let s: Vec<&str> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        assert_eq!(as_high(s[0].chars().last().unwrap()), Some(0xD83D));
+        assert_eq!(as_low(s[1].chars().next().unwrap()), Some(0xDE00));
+        assert_eq!(s[2], "x\u{FFFD}y");
+        assert_eq!(s[3], "x\u{FFFD}");
+        assert_eq!(as_high(s[4].chars().next().unwrap()), Some(0xD83D));
+        assert_eq!(join_pair(0xD83D, 0xDE00), '\u{1F600}');
+        // Python literals and raw control characters.
+        let r = relax("{\"a\":NaN,\"b\":[Infinity,-Infinity],\"c\":\"x\ty\"}").unwrap();
+        assert_eq!(r, "{\"a\":null,\"b\":[null,null],\"c\":\"x\\u0009y\"}");
+        // Inside strings the words are text.
+        assert_eq!(
+            relax(r#"{"a":"NaN Infinity"}"#).unwrap(),
+            r#"{"a":"NaN Infinity"}"#
+        );
+        // Escaped quotes and backslashes do not end the string.
+        assert_eq!(
+            relax(r#"{"a":"\"\\","b":NaN}"#).unwrap(),
+            r#"{"a":"\"\\","b":null}"#
+        );
+        // Broken escapes cannot be repaired.
+        assert_eq!(relax(r#"{"a":"\u12"}"#), None);
+        assert_eq!(relax(r#"{"a":"\"#), None);
+    }
+
+    #[test]
+    fn relaxed_parse_keeps_the_last_duplicate_key() {
+        let v = parse_relaxed(r#"{"a":1,"a":2}"#).unwrap();
+        assert_eq!(v["a"], 2);
+    }
+
+    #[test]
+    fn parts_are_split_into_content_and_reasoning() {
+        let v: Value = serde_json::from_str(
+            r#"[{"type":"thinking","thinking":[{"type":"text","text":"hm"}]},
+                {"type":"text","text":"A"},{"type":"output_text","text":"B"},
+                {"type":"reasoning","text":"r"},{"type":"image_url","image_url":{"url":"x"}},
+                {"type":"refusal","refusal":"no"},"C",{"type":"weird","text":"D"},
+                {"type":"thinking","thinking":"t2"},{"type":"redacted_thinking","data":"zz"},
+                {"type":"text","text":{"value":"V","annotations":[]}},
+                {"type":"reasoning","summary":[{"type":"summary_text","text":"S"}]}]"#,
+        )
+        .unwrap();
+        let mut got = Vec::new();
+        part_texts(&v, false, &mut |r, t| got.push((r, t.to_string())));
+        let want: Vec<(bool, String)> = [
+            (true, "hm"),
+            (false, "A"),
+            (false, "B"),
+            (true, "r"),
+            (false, "no"),
+            (false, "C"),
+            (false, "D"),
+            (true, "t2"),
+            (false, "V"),
+            (true, "S"),
+        ]
+        .iter()
+        .map(|(r, t)| (*r, t.to_string()))
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn lenient_types_never_fail_the_chunk() {
+        #[derive(serde::Deserialize)]
+        struct T<'a> {
+            #[serde(default, borrow)]
+            s: LStr<'a>,
+            #[serde(default)]
+            n: LCount,
+            #[serde(default)]
+            t: LNonEmpty,
+            #[serde(default)]
+            o: Obj<Value>,
+            #[serde(default)]
+            l: ObjList<Value>,
+        }
+        for (src, s, n, t, o, l) in [
+            (
+                r#"{"s":"x","n":3,"t":[1],"o":{"a":1},"l":[{},2]}"#,
+                Some("x"),
+                Some(3),
+                true,
+                true,
+                1,
+            ),
+            (
+                r#"{"s":1,"n":-1,"t":[],"o":[1],"l":{"a":1}}"#,
+                None,
+                None,
+                false,
+                false,
+                0,
+            ),
+            (
+                r#"{"s":null,"n":1e3,"t":{},"o":"x","l":null}"#,
+                None,
+                Some(1000),
+                true,
+                false,
+                0,
+            ),
+            (
+                r#"{"s":[1],"n":"12","t":"x","o":null,"l":"x"}"#,
+                None,
+                Some(12),
+                false,
+                false,
+                0,
+            ),
+            (
+                r#"{"s":{},"n":1.5,"t":null,"o":3,"l":[]}"#,
+                None,
+                None,
+                false,
+                false,
+                0,
+            ),
+            (r#"{}"#, None, None, false, false, 0),
+        ] {
+            let v: T<'_> = serde_json::from_str(src).unwrap();
+            assert_eq!(v.s.as_deref(), s, "{src}");
+            assert_eq!(v.n.0, n, "{src}");
+            assert_eq!(v.t.0, t, "{src}");
+            assert_eq!(v.o.0.is_some(), o, "{src}");
+            assert_eq!(v.l.0.len(), l, "{src}");
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! A request always ends as success or a classified error and the run's counts add up, even
+//! when the tokenizer fallback panics (issue 11: the run used to report 0 ok / 0 failed) or
+//! the output is degenerate: 1M repeated characters without usage, beside normal streams.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
+use inferbench_client::TokenCounter;
+use inferbench_core::{Phase, TokenSource};
+use inferbench_loadgen::{
+    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
+};
+
+fn case(text: &str) -> ReplayCase {
+    let body = format!(
+        "data: {{\"choices\":[{{\"index\":0,\"text\":\"{text}\"}}]}}\n\ndata: {{\"choices\":[{{\"index\":0,\"text\":\" end\",\"finish_reason\":\"length\"}}]}}\n\ndata: [DONE]\n\n"
+    );
+    ReplayCase {
+        status: 200,
+        headers: vec![("Content-Type".into(), "text/event-stream".into())],
+        chunks: vec![(Duration::from_millis(5), body.into_bytes())],
+        end: ReplayEnd::Close,
+    }
+}
+
+fn opts(base_url: String, counter: Arc<TokenCounter>, n: usize) -> BenchOptions {
+    let prepared = PreparedPrompts {
+        prompts: (0..n)
+            .map(|i| BenchPrompt {
+                text: format!("prompt {i}"),
+                messages: None,
+                prompt_tokens: 2,
+                max_tokens: Some(4),
+                conversation_id: None,
+                turn: None,
+            })
+            .collect(),
+        tokenizer_id: "test".into(),
+        counter: Some(counter),
+    };
+    BenchOptions {
+        base_url,
+        model: "replay-model".into(),
+        progress: ProgressMode::Off,
+        prepared: Some(Arc::new(prepared)),
+        num_prompts: Some(n as u64),
+        num_warmups: Some(0),
+        max_concurrency: Some(4),
+        ..Default::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panicking_tokenizer_loses_no_record() {
+    let addr = spawn_replay(case("x")).await.unwrap();
+    let counter: Arc<TokenCounter> = Arc::new(|_: &str| panic!("tokenizer exploded"));
+    let out = run_bench(
+        opts(format!("http://{addr}"), counter, 12),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let profile: Vec<_> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .collect();
+    assert_eq!(profile.len(), 12);
+    assert!(profile.iter().all(|r| r.success), "{profile:#?}");
+    assert!(profile
+        .iter()
+        .all(|r| r.completion_tokens == 2 && r.completion_tokens_source == TokenSource::Tokenizer));
+    assert_eq!(out.summary.completed, 12);
+    assert_eq!(out.summary.inferbench.failed, 0);
+    assert_eq!(out.exit_code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn degenerate_output_is_counted_and_counts_add_up() {
+    let addr = spawn_replay(case(&"x".repeat(1_000_000))).await.unwrap();
+    let tok = inferbench_workload::Tokenizer::load("o200k_base").unwrap();
+    let t2 = tok.clone();
+    let counter: Arc<TokenCounter> = Arc::new(move |s: &str| t2.count(s));
+    let out = run_bench(
+        opts(format!("http://{addr}"), counter.clone(), 6),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    let profile: Vec<_> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .collect();
+    assert_eq!(profile.len(), 6);
+    let want = inferbench_client::count_tokens(&*counter, &profile[0].output_text).unwrap();
+    for r in &profile {
+        assert!(r.success, "{:?}", r.error);
+        assert_eq!(r.output_text.len(), 1_000_004);
+        assert_eq!(r.completion_tokens_source, TokenSource::Tokenizer);
+        assert_eq!(r.completion_tokens as usize, want);
+    }
+    assert_eq!(out.summary.completed, 6);
+    assert_eq!(out.summary.inferbench.failed, 0);
+}
