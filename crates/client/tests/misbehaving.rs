@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use inferbench_client::{
-    count_tokens, Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
-    TokenCounter,
+    count_tokens, Backend, CancellationToken, Client, ClientConfig, MaxTokensField, RequestInput,
+    RequestMeta, TokenCounter,
 };
 use inferbench_core::{ErrorClass, RequestRecord, TokenSource};
 
@@ -148,10 +148,20 @@ async fn honor_max_tokens_only() {
     let r = send(&c, Some(16)).await;
     assert_ok(&r, &words("t", 16), 16, TokenSource::Server);
     assert_eq!(r.chunks.len(), 16);
-    // Chat sends max_completion_tokens, which this server ignores: 64 tokens, still measured.
+    // Chat sends both max_tokens and max_completion_tokens by default: the server honours
+    // max_tokens, 16 tokens.
     let chat = client(&s, |c| c.backend = Backend::OpenAiChat);
     let r = send(&chat, Some(16)).await;
+    assert_ok(&r, &words("t", 16), 16, TokenSource::Server);
+    // max_completion_tokens alone, which this server ignores: 64 tokens, still measured (the
+    // record flags it as usage_exceeds_max_tokens).
+    let chat_mct = client(&s, |c| {
+        c.backend = Backend::OpenAiChat;
+        c.max_tokens_field = Some(MaxTokensField::MaxCompletionTokens);
+    });
+    let r = send(&chat_mct, Some(16)).await;
     assert_ok(&r, &words("t", 64), 64, TokenSource::Server);
+    assert_eq!(r.anomalies.len(), 1, "{:?}", r.anomalies);
 }
 
 /// Timing checks against a Python server on a shared machine: a batch whose timings miss the
