@@ -212,6 +212,12 @@ pub fn render_report(s: &RunSummary) -> String {
     let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
     line(&mut o, "Successful requests:", s.completed.to_string());
     line(&mut o, "Failed requests:", s.inferbench.failed.to_string());
+    if s.completed == 0 {
+        let _ = writeln!(
+            o,
+            "No request succeeded: every latency and throughput figure below is empty (0)."
+        );
+    }
     if s.inferbench.requests_not_sent > 0 {
         line(
             &mut o,
