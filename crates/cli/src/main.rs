@@ -44,6 +44,8 @@ enum Command {
     Plot(cmd::plot::Args),
     /// Compare two configs at matched interactivity.
     Compare(cmd::compare::Args),
+    /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
+    Eval(cmd::eval::Args),
 }
 
 fn main() {
@@ -70,6 +72,7 @@ fn main() {
         Command::Report(a) => cmd::report::run(a),
         Command::Plot(a) => cmd::plot::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Eval(a) => cmd::eval::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

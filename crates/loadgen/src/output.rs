@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -69,14 +68,7 @@ pub async fn collect(
                 sink = None;
             }
         }
-        counters.done.fetch_add(1, Ordering::Relaxed);
-        if rec.success {
-            counters
-                .tokens
-                .fetch_add(u64::from(rec.completion_tokens), Ordering::Relaxed);
-        } else {
-            counters.failed.fetch_add(1, Ordering::Relaxed);
-        }
+        counters.count(&rec);
         records.push(rec);
     }
     (records, error)

@@ -20,14 +20,34 @@ pub struct Counters {
     pub failed: AtomicU64,
     /// Completion tokens of finished requests.
     pub tokens: AtomicU64,
+    /// Whether the profile phase is being counted (else the warmup): a record counts only
+    /// toward its own phase, so a warmup record that reaches the collector late is never
+    /// counted as a profile request.
+    pub profile: std::sync::atomic::AtomicBool,
 }
 
 impl Counters {
-    /// Zeroes the counters (between phases).
-    pub fn reset(&self) {
+    /// Zeroes the counters and counts profile records from now on.
+    pub fn start_profile(&self) {
         self.done.store(0, Ordering::Relaxed);
         self.failed.store(0, Ordering::Relaxed);
         self.tokens.store(0, Ordering::Relaxed);
+        self.profile.store(true, Ordering::Relaxed);
+    }
+
+    /// Counts one finished record if it belongs to the phase being counted.
+    pub fn count(&self, rec: &inferbench_core::RequestRecord) {
+        let profile = rec.phase == inferbench_core::Phase::Profile;
+        if profile != self.profile.load(Ordering::Relaxed) {
+            return;
+        }
+        self.done.fetch_add(1, Ordering::Relaxed);
+        if rec.success {
+            self.tokens
+                .fetch_add(u64::from(rec.completion_tokens), Ordering::Relaxed);
+        } else {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 

@@ -244,8 +244,8 @@ pub async fn run_bench(
         )
         .await;
         progress.finish().await;
-        counters.reset();
     }
+    counters.start_profile();
     let mut start_unix = unix_now();
     let mut end_unix = start_unix;
     if let Some(sc) = &scraper {

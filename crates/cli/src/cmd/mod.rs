@@ -3,6 +3,7 @@ pub mod bench;
 pub mod changelog;
 pub mod compare;
 pub mod db;
+pub mod eval;
 pub mod ingest;
 pub mod job;
 pub mod matrix;

@@ -1,0 +1,424 @@
+//! GSM8K as InferenceX runs it (reference/inferencex-producer.md §10; its `gsm8k.yaml`, a
+//! variant of lm-eval's task): `num_fewshot` worked examples from the train split, then the
+//! question; greedy generation; the answer extracted by the `strict-match` filter (the last
+//! `#### <number>`) and by `flexible-extract` (the last number-like token); exact match after
+//! removing `,`, `$`, everything up to `#### ` and a trailing `.`, case-insensitive. A request
+//! that fails (HTTP error, empty text) is a failed sample with its cause, scored as wrong.
+//!
+//! Few-shot examples: the first `num_fewshot` train questions (deterministic). lm-eval draws
+//! them with Python's `random.Random(1234)`; we deliberately do not reproduce that generator,
+//! so prompts differ from lm-eval's in which examples they show, not in their form.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use inferbench_client::{
+    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
+};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+/// Errors before any request is sent.
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// The data directory lacks a split file.
+    #[error(
+        "GSM8K data not found: {0} is missing. Pass --data-dir DIR holding test.jsonl and \
+         train.jsonl (the openai/gsm8k `main` config; reference/targets.md §6 gives the public \
+         URL and sha256; this build downloads nothing)"
+    )]
+    Missing(PathBuf),
+    /// A line of a split file is not `{"question": …, "answer": …}`.
+    #[error("{file}:{line}: {msg}")]
+    BadLine {
+        /// The file.
+        file: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+    /// Reading a file failed.
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    /// The client could not be built (bad URL, …).
+    #[error("{0}")]
+    Client(String),
+}
+
+/// One GSM8K problem.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct Problem {
+    /// The word problem.
+    pub question: String,
+    /// The worked solution, ending `#### <number>`.
+    pub answer: String,
+}
+
+/// Reads a split (`test.jsonl` / `train.jsonl`): one JSON object per line; errors name file
+/// and line.
+pub fn load_split(path: &Path) -> Result<Vec<Problem>, EvalError> {
+    if !path.is_file() {
+        return Err(EvalError::Missing(path.to_path_buf()));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| EvalError::Io(path.into(), e))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str::<Problem>(l).map_err(|e| EvalError::BadLine {
+                file: path.into(),
+                line: i + 1,
+                msg: format!("not a {{\"question\", \"answer\"}} object: {e}"),
+            })
+        })
+        .collect()
+}
+
+/// `doc_to_text` of InferenceX's gsm8k.yaml.
+pub fn doc_to_text(question: &str) -> String {
+    format!(
+        "Question: {question}\nEnd your response with the answer on the last line, formatted as: #### [number]\nAnswer:"
+    )
+}
+
+/// The prompt of one test question: each shot as `doc_to_text + " " + answer`, separated by a
+/// blank line, then the question's `doc_to_text` (lm-eval's delimiters).
+pub fn prompt(shots: &[Problem], question: &str) -> String {
+    let mut s = String::new();
+    for p in shots {
+        s.push_str(&doc_to_text(&p.question));
+        s.push(' ');
+        s.push_str(&p.answer);
+        s.push_str("\n\n");
+    }
+    s.push_str(&doc_to_text(question));
+    s
+}
+
+/// lm-eval's "no match" value.
+pub const INVALID: &str = "[invalid]";
+
+fn strict_re() -> &'static Regex {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    R.get_or_init(|| Regex::new(r"#### (\-?[0-9\.\,]+)").expect("valid regex"))
+}
+
+fn flexible_re() -> &'static Regex {
+    static R: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    R.get_or_init(|| Regex::new(r"(-?[$0-9.,]{2,})|(-?[0-9]+)").expect("valid regex"))
+}
+
+/// The last match of `re` in `text` (its first non-empty group), or [`INVALID`].
+fn last_match(re: &Regex, text: &str) -> String {
+    re.captures_iter(text)
+        .last()
+        .and_then(|c| {
+            (1..c.len())
+                .filter_map(|i| c.get(i))
+                .map(|m| m.as_str())
+                .find(|s| !s.is_empty())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| INVALID.to_string())
+}
+
+/// `strict-match`: the number of the last `#### <number>`.
+pub fn strict(response: &str) -> String {
+    last_match(strict_re(), response)
+}
+
+/// `flexible-extract`: the last number-like token.
+pub fn flexible(response: &str) -> String {
+    last_match(flexible_re(), response)
+}
+
+/// exact_match's normalization: remove `,`, `$`, everything up to the last `#### `, one
+/// trailing `.`; lowercase.
+pub fn normalize(s: &str) -> String {
+    let s = s.replace([',', '$'], "");
+    let s = match s.rfind("#### ") {
+        Some(i) => s[i + 5..].to_string(),
+        None => s,
+    };
+    let s = s.strip_suffix('.').unwrap_or(&s);
+    s.to_lowercase()
+}
+
+/// Whether an extracted answer matches the target solution.
+pub fn is_match(extracted: &str, target_answer: &str) -> bool {
+    normalize(extracted) == normalize(target_answer)
+}
+
+/// Options of one eval run.
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    /// Server root (`http://127.0.0.1:8000`).
+    pub base_url: String,
+    /// Model name sent in requests.
+    pub model: String,
+    /// Completions or chat (the 5-shot text is one user message, as lm-eval with
+    /// `--apply_chat_template` and without multi-turn few-shot).
+    pub backend: Backend,
+    /// Directory with `test.jsonl` and `train.jsonl`.
+    pub data_dir: PathBuf,
+    /// First N test questions (`None`: all 1,319).
+    pub limit: Option<usize>,
+    /// Worked examples per prompt (InferenceX: 5).
+    pub num_fewshot: usize,
+    /// Requests in flight.
+    pub concurrency: usize,
+    /// Output tokens per answer.
+    pub max_tokens: u32,
+    /// Per-request timeout.
+    pub request_timeout: Duration,
+}
+
+/// One scored question (a line of `samples_gsm8k.jsonl`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    /// Index in the test split.
+    pub doc_id: usize,
+    /// The prompt sent.
+    pub prompt: String,
+    /// The generated text (empty on failure).
+    pub response: String,
+    /// `strict-match` extraction.
+    pub strict: String,
+    /// `flexible-extract` extraction.
+    pub flexible: String,
+    /// The target solution's number.
+    pub target: String,
+    /// Strict extraction matched.
+    pub pass_strict: bool,
+    /// Flexible extraction matched.
+    pub pass_flexible: bool,
+    /// Why the request failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Scores of a run: mean exact match and its standard error (sample standard deviation ÷ √n,
+/// lm-eval's `mean_stderr`) per filter.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scores {
+    /// Questions scored.
+    pub n: usize,
+    /// Requests that failed (scored as wrong).
+    pub failed: usize,
+    /// strict-match exact match, 0–1.
+    pub strict: f64,
+    /// Its standard error.
+    pub strict_stderr: f64,
+    /// flexible-extract exact match, 0–1.
+    pub flexible: f64,
+    /// Its standard error.
+    pub flexible_stderr: f64,
+}
+
+fn mean_stderr(xs: &[bool]) -> (f64, f64) {
+    let n = xs.len();
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let mean = xs.iter().filter(|x| **x).count() as f64 / n as f64;
+    if n < 2 {
+        return (mean, 0.0);
+    }
+    let var = xs
+        .iter()
+        .map(|&x| (f64::from(u8::from(x)) - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1) as f64;
+    (mean, (var / n as f64).sqrt())
+}
+
+/// Scores samples.
+pub fn score(samples: &[Sample]) -> Scores {
+    let s: Vec<bool> = samples.iter().map(|x| x.pass_strict).collect();
+    let f: Vec<bool> = samples.iter().map(|x| x.pass_flexible).collect();
+    let (strict, strict_stderr) = mean_stderr(&s);
+    let (flexible, flexible_stderr) = mean_stderr(&f);
+    Scores {
+        n: samples.len(),
+        failed: samples.iter().filter(|x| x.error.is_some()).count(),
+        strict,
+        strict_stderr,
+        flexible,
+        flexible_stderr,
+    }
+}
+
+/// The pass mark for `model_prefix` (InferenceX's `thresholds.yaml`, PR #1721): per model,
+/// else the task default 0.90.
+pub fn threshold(model_prefix: Option<&str>) -> f64 {
+    const MODELS: &[(&str, f64)] = &[
+        ("dsr1", 0.91),
+        ("dsv4", 0.91),
+        ("glm5", 0.94),
+        ("glm5.1", 0.93),
+        ("gptoss", 0.91),
+        ("kimik2.5", 0.90),
+        ("minimaxm2.5", 0.92),
+        ("qwen3.5", 0.94),
+    ];
+    model_prefix
+        .and_then(|p| MODELS.iter().find(|(m, _)| *m == p).map(|(_, t)| *t))
+        .unwrap_or(0.90)
+}
+
+/// Runs the eval: loads the splits, sends every prompt (`concurrency` at a time) and scores
+/// the answers. Samples come back in test-split order.
+pub async fn run(opts: &EvalOptions, cancel: &CancellationToken) -> Result<Vec<Sample>, EvalError> {
+    let test = load_split(&opts.data_dir.join("test.jsonl"))?;
+    let train = load_split(&opts.data_dir.join("train.jsonl"))?;
+    let shots: Vec<Problem> = train.into_iter().take(opts.num_fewshot).collect();
+    let n = opts.limit.map_or(test.len(), |l| l.min(test.len()));
+    let mut extra = serde_json::Map::new();
+    extra.insert("stop".into(), serde_json::json!(["</s>", "<|im_end|>"]));
+    extra.insert("top_p".into(), 1.into());
+    let client = Arc::new(
+        Client::new(ClientConfig {
+            base_url: opts.base_url.clone(),
+            backend: opts.backend,
+            model: opts.model.clone(),
+            extra_body: Some(extra),
+            request_timeout: Some(opts.request_timeout),
+            ..ClientConfig::default()
+        })
+        .map_err(|e| EvalError::Client(e.to_string()))?,
+    );
+    let sem = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, p) in test.into_iter().take(n).enumerate() {
+        let (client, sem, cancel) = (client.clone(), sem.clone(), cancel.clone());
+        let text = prompt(&shots, &p.question);
+        let max_tokens = opts.max_tokens;
+        tasks.spawn(async move {
+            let _permit = sem.acquire_owned().await;
+            let rec = client
+                .send(
+                    &RequestInput {
+                        text: &text,
+                        messages: None,
+                        prompt_tokens: 0,
+                        max_tokens: Some(max_tokens),
+                    },
+                    RequestMeta {
+                        request_id: i as u64,
+                        ..RequestMeta::default()
+                    },
+                    &cancel,
+                )
+                .await;
+            let error = if !rec.success {
+                Some(rec.error.clone().unwrap_or_else(|| "request failed".into()))
+            } else if rec.output_text.trim().is_empty() {
+                Some("empty response".into())
+            } else {
+                None
+            };
+            let response = rec.output_text;
+            let (s, f) = (strict(&response), flexible(&response));
+            Sample {
+                doc_id: i,
+                pass_strict: error.is_none() && is_match(&s, &p.answer),
+                pass_flexible: error.is_none() && is_match(&f, &p.answer),
+                strict: s,
+                flexible: f,
+                target: normalize(&p.answer),
+                prompt: text,
+                response,
+                error,
+            }
+        });
+    }
+    let mut out: BTreeMap<usize, Sample> = BTreeMap::new();
+    while let Some(r) = tasks.join_next().await {
+        if let Ok(s) = r {
+            out.insert(s.doc_id, s);
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+/// The results JSON (`results_gsm8k.json`): lm-eval's key names (`exact_match,strict-match`,
+/// `exact_match_stderr,strict-match`, …) so InferenceX's collectors read it, plus the config.
+pub fn results_json(opts: &EvalOptions, scores: &Scores, threshold: f64) -> serde_json::Value {
+    serde_json::json!({
+        "results": {"gsm8k": {
+            "alias": "gsm8k",
+            "exact_match,strict-match": scores.strict,
+            "exact_match_stderr,strict-match": scores.strict_stderr,
+            "exact_match,flexible-extract": scores.flexible,
+            "exact_match_stderr,flexible-extract": scores.flexible_stderr,
+        }},
+        "n-samples": {"gsm8k": {"effective": scores.n}},
+        "failed_samples": scores.failed,
+        "threshold": threshold,
+        "config": {
+            "model": opts.model,
+            "base_url": opts.base_url,
+            "backend": opts.backend.name(),
+            "num_fewshot": opts.num_fewshot,
+            "limit": opts.limit,
+            "max_tokens": opts.max_tokens,
+            "temperature": 0.0,
+            "fewshot_selection": "first train questions",
+        },
+        "lm_eval_version": format!("inferbench-{}", env!("CARGO_PKG_VERSION")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extraction_and_match_as_lm_eval() {
+        let target = "She has 3 + 4 = <<3+4=7>>7 apples.\n#### 1,234";
+        assert_eq!(normalize(target), "1234");
+        assert_eq!(strict("so #### 12\nthen #### 1,234"), "1,234");
+        assert!(is_match(&strict("so #### 12\nthen #### 1,234"), target));
+        assert_eq!(strict("The answer is 1234."), INVALID);
+        assert_eq!(flexible("The answer is $1,234."), "$1,234.");
+        assert!(is_match(&flexible("The answer is $1,234."), target));
+        assert_eq!(flexible("x 5 y"), "5");
+        assert_eq!(flexible("no digits"), INVALID);
+        assert!(!is_match(INVALID, target));
+        assert_eq!(normalize("-7."), "-7");
+    }
+
+    #[test]
+    fn prompt_form_scores_and_thresholds() {
+        let shots = vec![Problem {
+            question: "1+1?".into(),
+            answer: "1+1=2\n#### 2".into(),
+        }];
+        assert_eq!(
+            prompt(&shots, "2+2?"),
+            "Question: 1+1?\nEnd your response with the answer on the last line, formatted as: #### [number]\nAnswer: 1+1=2\n#### 2\n\nQuestion: 2+2?\nEnd your response with the answer on the last line, formatted as: #### [number]\nAnswer:"
+        );
+        let s = |ok: bool| Sample {
+            doc_id: 0,
+            prompt: String::new(),
+            response: String::new(),
+            strict: String::new(),
+            flexible: String::new(),
+            target: String::new(),
+            pass_strict: ok,
+            pass_flexible: true,
+            error: None,
+        };
+        let sc = score(&[s(true), s(false), s(true), s(true)]);
+        assert_eq!(sc.strict, 0.75);
+        // sample std = sqrt(0.25 * 4/3 ... ) : var = (3·0.0625 + 0.5625)/3 = 0.25; se = 0.5/2
+        assert_eq!(sc.strict_stderr, 0.25);
+        assert_eq!((sc.flexible, sc.flexible_stderr), (1.0, 0.0));
+        assert_eq!(threshold(Some("glm5")), 0.94);
+        assert_eq!(threshold(Some("smollm2")), 0.90);
+        assert_eq!(threshold(None), 0.90);
+    }
+}
