@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
+use inferbench_client::replay::{spawn_replay_thread, ReplayCase, ReplayEnd};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 
@@ -50,19 +50,7 @@ fn replay_server(gap: Duration) -> String {
         chunks,
         end: ReplayEnd::Close,
     };
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let addr = spawn_replay(case).await.unwrap();
-            tx.send(format!("http://{addr}")).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().unwrap()
+    spawn_replay_thread(case)
 }
 
 fn bench(args: &[&str]) -> Output {

@@ -140,6 +140,25 @@ pub async fn spawn_replay(case: ReplayCase) -> std::io::Result<SocketAddr> {
     Ok(spawn_replay_counted(case).await?.0)
 }
 
+/// [`spawn_replay`] on a runtime of its own, in a background thread that lives until the
+/// process ends (for synchronous tests that drive the `inferbench` binary); returns the base
+/// URL `http://127.0.0.1:PORT`. Panics when it cannot bind (a test-setup failure).
+pub fn spawn_replay_thread(case: ReplayCase) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a current-thread runtime");
+        rt.block_on(async move {
+            let addr = spawn_replay(case).await.expect("bind 127.0.0.1:0");
+            let _ = tx.send(format!("http://{addr}"));
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().expect("the replay thread reports its address")
+}
+
 /// Like [`spawn_replay`], also returning the number of TCP connections accepted so far.
 pub async fn spawn_replay_counted(
     case: ReplayCase,
