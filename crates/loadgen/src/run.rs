@@ -210,11 +210,11 @@ pub async fn run_bench(
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
     let mut notes = Vec::new();
-    // The server's /metrics: a baseline now, one per interval while the point runs, a final
-    // one after the profile (telemetry::scrape).
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.
     let power = start_power(&opts, &mut notes).await?;
+    // The server's /metrics: a baseline now, a mark at the profile start, one per interval,
+    // a final one after the profile (telemetry::scrape).
     let scraper = if opts.server_metrics {
         Scraper::start(&opts.base_url, opts.server_metrics_interval).await
     } else {

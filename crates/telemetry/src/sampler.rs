@@ -186,11 +186,7 @@ impl PowerSampler {
         if self.source == PowerSource::AmdSmi {
             std::thread::sleep(interval + Duration::from_millis(200));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(p) = self.pump.take() {
-            let _ = p.join();
-        }
+        self.end_tool();
         drop_partial_last_line(&self.path);
         if self.source == PowerSource::NvidiaSmi {
             if let Ok(o) = Command::new("nvidia-smi")
@@ -207,6 +203,25 @@ impl PowerSampler {
             }
         }
         self.path.clone()
+    }
+}
+
+impl PowerSampler {
+    /// Kills the sampling tool and waits for it (and the amd-smi pump); idempotent.
+    fn end_tool(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(p) = self.pump.take() {
+            let _ = p.join();
+        }
+    }
+}
+
+/// A sampler dropped without [`PowerSampler::stop`] (the run failed in between) still ends
+/// its tool: no nvidia-smi / amd-smi loop outlives the point.
+impl Drop for PowerSampler {
+    fn drop(&mut self) {
+        self.end_tool();
     }
 }
 
