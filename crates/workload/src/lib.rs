@@ -14,6 +14,7 @@
 
 #![deny(missing_docs)]
 
+pub mod agentx;
 pub mod dataset;
 pub mod error;
 mod fast;
