@@ -8,6 +8,7 @@
 //! schedule lag); warmups are recorded with `phase = warmup` and excluded from every metric.
 #![deny(missing_docs)]
 
+pub mod agentic;
 pub mod arrivals;
 pub mod options;
 pub mod output;

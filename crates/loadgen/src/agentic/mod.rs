@@ -1,0 +1,11 @@
+//! AgentX trace replay (reference/agentx.md §3): traces as request graphs ([`plan`]), the lane
+//! scheduler on explicit time ([`sched`]).
+
+pub mod plan;
+pub mod sched;
+
+pub use plan::{PlanReq, TreePlan};
+pub use sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler, Ticket};
+
+#[cfg(test)]
+mod tests;
