@@ -14,4 +14,4 @@ pub mod server_metrics;
 pub mod summary;
 
 pub use anomaly::Anomaly;
-pub use record::{Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};
+pub use record::{AgenticRef, Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};

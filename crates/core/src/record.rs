@@ -167,6 +167,37 @@ pub struct RequestRecord {
     /// 11); the request still counts as a success. Empty (and omitted) when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub anomalies: Vec<crate::anomaly::Anomaly>,
+    /// AgentX replay identity of the request (`inferbench replay`); `None` (and omitted) for
+    /// every other workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agentic: Option<AgenticRef>,
+}
+
+/// What an AgentX replay request was (reference/agentx.md §3, §4.2): its lane, session tree and
+/// place in the trace. `conversation_id` holds the stream (`<trace>` or `<trace>::sa:<agent>`),
+/// `turn` the request's index in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct AgenticRef {
+    /// Lane (0-based; `--concurrency` lanes, each one session tree at a time).
+    pub lane: u32,
+    /// Play serial, run-wide: one per session-tree replay (AIPerf's `root_correlation_id`).
+    pub play: u32,
+    /// Trace (session) id.
+    pub trace_id: String,
+    /// How many earlier plays of this trace the run made (recycle pass).
+    pub pass: u32,
+    /// `primer`, `warmup` or `profile`.
+    pub kind: String,
+    /// Leading hash blocks of the prompt already seen in the trace (theoretical prefix-cache
+    /// hit, §2.10), blocks.
+    pub hit_blocks: u32,
+    /// Hash blocks of the prompt (`hash_ids` length), blocks.
+    pub total_blocks: u32,
+    /// Recorded output length (`out`), tokens; what a profile request asks for.
+    pub expected_output_tokens: u32,
+    /// Recorded input length (`in`), tokens: the synthesized prompt before chat template and
+    /// cache-bust marker.
+    pub expected_input_tokens: u32,
 }
 
 const NS_PER_MS: f64 = 1_000_000.0;
