@@ -2,9 +2,12 @@
 //! scheduler on explicit time ([`sched`]).
 
 pub mod plan;
+pub mod prompt;
+pub mod run;
 pub mod sched;
 
 pub use plan::{PlanReq, TreePlan};
+pub use run::{run_replay, ReplayOptions, ReplayOutcome, ReplayStop};
 pub use sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler, Ticket};
 
 #[cfg(test)]

@@ -1,0 +1,410 @@
+//! [`run_replay`]: the AgentX replay against a live server. The [`Scheduler`] decides what to
+//! send and when; this loop reads the run clock, renders each prompt while its request is in
+//! flight only, sends it through the one client, and feeds completions back.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use inferbench_client::{
+    Backend, CancellationToken, Client, ClientConfig, MaxTokensField, RequestInput, RequestMeta,
+    RunClock,
+};
+use inferbench_core::{AgenticRef, ErrorClass, Phase, RequestRecord};
+use inferbench_workload::agentx::Trace;
+use tokio::sync::mpsc;
+
+use super::plan::TreePlan;
+use super::prompt::{Prompter, StreamCursor};
+use super::sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler};
+use crate::options::ProgressMode;
+use crate::output::{self, RecordSink};
+use crate::progress::{Counters, Progress};
+
+/// Substrings (lower case) of an error body that mean the prompt exceeded the server's context
+/// (AIPerf's `AIPERF_AGENTX_CONTEXT_OVERFLOW_SUBSTRINGS` defaults, reference/agentx.md §3.9).
+pub const CONTEXT_OVERFLOW_MARKERS: [&str; 5] = [
+    "context length",
+    "maximum context",
+    "context_length_exceeded",
+    "prompt is too long",
+    "context window",
+];
+
+/// Everything a replay needs besides the traces.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// Server base URL (`--base-url`), without the endpoint.
+    pub base_url: String,
+    /// Endpoint path (`--endpoint`, default `/v1/chat/completions`).
+    pub endpoint: Option<String>,
+    /// Model name sent in every request (`--model`).
+    pub model: String,
+    /// Bearer token.
+    pub api_key: Option<String>,
+    /// Extra request headers.
+    pub headers: Vec<(String, String)>,
+    /// Extra body keys (`--extra-body`), merged last.
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Output-length field(s) (`--max-tokens-field`; default `max_completion_tokens`, as
+    /// AIPerf sends, §2.8).
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// Idle timeout per request.
+    pub idle_timeout: Duration,
+    /// Total timeout per request (`None` = none).
+    pub request_timeout: Option<Duration>,
+    /// Lanes, duration, t*, warmup, idle caps, seed.
+    pub sched: SchedConfig,
+    /// Time in-flight requests get after the duration ends (AIPerf's benchmark grace, 30 s);
+    /// the rest are cancelled and left out of the metrics.
+    pub grace: Duration,
+    /// Stop when more than this fraction of profile requests failed (`--failed-request-threshold`,
+    /// 0.10), counted once max(lanes, 10) profile records exist; context overflows excluded.
+    pub failed_request_threshold: f64,
+    /// `--save-requests`: every record as JSONL, written as requests finish.
+    pub save_requests: Option<PathBuf>,
+    /// Live progress.
+    pub progress: ProgressMode,
+}
+
+/// What a replay produced.
+#[derive(Debug)]
+pub struct ReplayOutcome {
+    /// Every record (primers, warmup, profile; the duration-cut ones marked cancelled), in
+    /// completion order.
+    pub records: Vec<RequestRecord>,
+    /// Profile start (T0) and end, ns on the run clock.
+    pub profile_window_ns: Option<(u64, u64)>,
+    /// Wall-clock time of the run clock's zero, ns since the Unix epoch.
+    pub anchor_unix_ns: u64,
+    /// Scheduler counters (idle jumps, plays, overflow skips).
+    pub stats: SchedStats,
+    /// Why it stopped.
+    pub stop: ReplayStop,
+    /// Problems worth printing.
+    pub notes: Vec<String>,
+}
+
+/// How a replay ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayStop {
+    /// The duration elapsed (or every trace ran out).
+    Completed,
+    /// Ctrl-C / SIGTERM.
+    Interrupted,
+    /// The failed-request threshold was crossed.
+    FailedThreshold,
+    /// A root warmup request failed (§3.4).
+    WarmupFailed,
+}
+
+fn is_context_overflow(rec: &RequestRecord) -> bool {
+    if rec.success {
+        return false;
+    }
+    let Some(e) = rec.error.as_deref() else {
+        return false;
+    };
+    let e = e.to_ascii_lowercase();
+    CONTEXT_OVERFLOW_MARKERS.iter().any(|m| e.contains(m))
+}
+
+struct Done {
+    ticket: super::sched::Ticket,
+    rec: RequestRecord,
+}
+
+/// Runs the replay of `traces` until the duration ends, the failure threshold is crossed, a
+/// root warmup request fails, or `cancel` fires. Finished records are always returned (and
+/// streamed to `--save-requests`); cancelled in-flight requests are recorded as `cancelled`.
+///
+/// Errors: a bad URL/header, an unwritable `--save-requests`, no usable trace.
+pub async fn run_replay(
+    opts: ReplayOptions,
+    traces: Arc<Vec<Trace>>,
+    prompter: Arc<Prompter>,
+    cancel: CancellationToken,
+) -> anyhow::Result<ReplayOutcome> {
+    let plans: Vec<TreePlan> = traces
+        .iter()
+        .enumerate()
+        .map(|(i, t)| TreePlan::build(i, t))
+        .collect();
+    if plans.iter().all(|p| p.reqs.is_empty()) {
+        anyhow::bail!("no trace has a request to replay");
+    }
+    let mut sched = Scheduler::new(Arc::new(plans), opts.sched.clone());
+    let clock = RunClock::start();
+    let anchor_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let client = Client::with_clock(
+        ClientConfig {
+            base_url: opts.base_url.clone(),
+            endpoint: opts.endpoint.clone(),
+            backend: Backend::OpenAiChat,
+            model: opts.model.clone(),
+            api_key: opts.api_key.clone(),
+            headers: opts.headers.clone(),
+            extra_body: opts.extra_body.clone(),
+            ignore_eos: true,
+            max_tokens_field: Some(
+                opts.max_tokens_field
+                    .unwrap_or(MaxTokensField::MaxCompletionTokens),
+            ),
+            idle_timeout: opts.idle_timeout,
+            request_timeout: opts.request_timeout,
+            token_counter: None,
+        },
+        clock,
+    )?;
+    let sink = match &opts.save_requests {
+        Some(p) => Some(RecordSink::create(p)?),
+        None => None,
+    };
+    let (rec_tx, rec_rx) = mpsc::unbounded_channel();
+    let counters = Arc::new(Counters::default());
+    let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone()));
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    // Requests in flight end early on Ctrl-C, the failure threshold, or after the grace.
+    let stop_requests = CancellationToken::new();
+    let mut cursors: HashMap<(u32, u32), StreamCursor> = HashMap::new();
+    let mut next_id = 0u64;
+    let mut progress = Some(Progress::start(
+        opts.progress,
+        "warmup",
+        None,
+        None,
+        counters.clone(),
+    ));
+    let mut profile_window: Option<(u64, u64)> = None;
+    let mut stop = ReplayStop::Completed;
+    let mut profile_done = 0u64;
+    let mut profile_failed = 0u64;
+    let arm_after = u64::from(opts.sched.lanes).max(10);
+    let mut grace_deadline: Option<tokio::time::Instant> = None;
+    let mut in_flight = 0u64;
+    let mut notes = Vec::new();
+
+    loop {
+        let now = clock.now_ns();
+        let was_warmup = sched.phase() == RunPhase::Warmup;
+        let batch = if stop == ReplayStop::Completed {
+            sched.poll(now)
+        } else {
+            Vec::new()
+        };
+        if was_warmup && sched.phase() != RunPhase::Warmup {
+            if let Some(p) = progress.take() {
+                p.finish().await;
+            }
+            counters.start_profile();
+            progress = Some(Progress::start(
+                opts.progress,
+                "replay",
+                None,
+                Some(Duration::from_nanos(opts.sched.duration_ns)),
+                counters.clone(),
+            ));
+        }
+        for d in batch {
+            in_flight += 1;
+            let id = next_id;
+            next_id += 1;
+            spawn_request(
+                &client,
+                &traces,
+                &prompter,
+                &mut cursors,
+                d,
+                id,
+                &done_tx,
+                &stop_requests,
+            );
+        }
+        if let (Some(t0), None) = (sched.profile_start_ns(), profile_window) {
+            if matches!(sched.phase(), RunPhase::Ended) {
+                profile_window = Some((t0, now));
+            }
+        }
+        if sched.phase() == RunPhase::Aborted && stop == ReplayStop::Completed {
+            stop = ReplayStop::WarmupFailed;
+            stop_requests.cancel();
+        }
+        let ending = stop != ReplayStop::Completed
+            || matches!(sched.phase(), RunPhase::Ended | RunPhase::Aborted);
+        if ending && in_flight == 0 {
+            break;
+        }
+        if ending && grace_deadline.is_none() {
+            grace_deadline = Some(tokio::time::Instant::now() + opts.grace);
+        }
+        let wake = if ending {
+            grace_deadline
+        } else {
+            sched
+                .next_wakeup()
+                .map(|ns| tokio::time::Instant::from_std(clock.instant_at(ns)))
+        };
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled(), if stop != ReplayStop::Interrupted => {
+                stop = ReplayStop::Interrupted;
+                stop_requests.cancel();
+            }
+            Some(Done { ticket, rec }) = done_rx.recv() => {
+                in_flight -= 1;
+                let overflow = is_context_overflow(&rec);
+                let outcome = if rec.success {
+                    Outcome::Ok
+                } else if overflow {
+                    Outcome::ContextOverflow
+                } else {
+                    Outcome::Error
+                };
+                let cut = rec.error_class == Some(ErrorClass::Cancelled);
+                if rec.phase == Phase::Profile && !cut {
+                    profile_done += 1;
+                    if !rec.success && !overflow {
+                        profile_failed += 1;
+                    }
+                }
+                sched.complete(ticket, rec.end_ns.max(rec.sent_ns), outcome);
+                let _ = rec_tx.send(rec);
+                if stop == ReplayStop::Completed
+                    && profile_done >= arm_after
+                    && profile_failed as f64 > opts.failed_request_threshold * profile_done as f64
+                {
+                    stop = ReplayStop::FailedThreshold;
+                    notes.push(format!(
+                        "{profile_failed} of {profile_done} profile requests failed (more than \
+                         --failed-request-threshold {:.0} %): stopped; results cover the finished \
+                         requests",
+                        opts.failed_request_threshold * 100.0
+                    ));
+                    stop_requests.cancel();
+                }
+            }
+            _ = async {
+                match wake {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending::<()>().await,
+                }
+            } => {
+                if ending {
+                    // The grace ended: what is still in flight is cancelled.
+                    stop_requests.cancel();
+                }
+            }
+        }
+    }
+    if let Some(p) = progress.take() {
+        p.finish().await;
+    }
+    if profile_window.is_none() {
+        if let Some(t0) = sched.profile_start_ns() {
+            profile_window = Some((t0, clock.now_ns()));
+        }
+    }
+    drop(rec_tx);
+    let (records, write_error) = collector.await.context("record collector panicked")?;
+    if let Some(e) = write_error {
+        notes.push(format!("writing --save-requests failed: {e}"));
+    }
+    match stop {
+        ReplayStop::Interrupted => {
+            notes.push("interrupted: results cover the finished requests".into())
+        }
+        ReplayStop::WarmupFailed => notes.push(
+            "a main-agent warmup request failed: the replay was aborted (AgentX rule)".into(),
+        ),
+        _ => {}
+    }
+    Ok(ReplayOutcome {
+        records,
+        profile_window_ns: profile_window,
+        anchor_unix_ns,
+        stats: sched.stats().clone(),
+        stop,
+        notes,
+    })
+}
+
+/// Plans the dispatched turn (cheap), then renders and sends it on a task; the prompt text
+/// exists only while the request is in flight.
+#[allow(clippy::too_many_arguments)]
+fn spawn_request(
+    client: &Client,
+    traces: &Arc<Vec<Trace>>,
+    prompter: &Arc<Prompter>,
+    cursors: &mut HashMap<(u32, u32), StreamCursor>,
+    d: Dispatch,
+    request_id: u64,
+    done_tx: &mpsc::UnboundedSender<Done>,
+    stop: &CancellationToken,
+) {
+    let trace = &traces[d.trace];
+    let stream = &trace.streams[d.stream as usize];
+    let req = &stream.requests[d.turn as usize];
+    let cursor = cursors
+        .entry((d.play, d.stream))
+        .or_insert_with(|| prompter.cursor(d.trace, d.stream));
+    let plan = prompter.plan_turn(cursor, trace, d.stream, d.turn);
+    if d.turn as usize + 1 == stream.requests.len() {
+        // Nothing of this stream is sent after its last turn: free the cursor.
+        cursors.remove(&(d.play, d.stream));
+    }
+    let (hit_blocks, total_blocks) = prompter.theoretical_hit(d.trace, d.stream, d.turn);
+    let max_tokens = if d.kind == Kind::Profile {
+        req.output_tokens.max(1)
+    } else {
+        1
+    };
+    let meta = RequestMeta {
+        request_id,
+        phase: d.phase,
+        scheduled_ns: d.scheduled_ns,
+        conversation_id: Some(stream.id.clone()),
+        turn: Some(d.turn),
+    };
+    let agentic = AgenticRef {
+        lane: d.lane,
+        play: d.play,
+        trace_id: trace.id.clone(),
+        pass: d.pass,
+        kind: match d.kind {
+            Kind::Primer => "primer",
+            Kind::Warmup => "warmup",
+            Kind::Profile => "profile",
+        }
+        .to_string(),
+        hit_blocks,
+        total_blocks,
+        expected_output_tokens: req.output_tokens,
+        expected_input_tokens: req.input_tokens,
+    };
+    let client = client.clone();
+    let traces = Arc::clone(traces);
+    let prompter = Arc::clone(prompter);
+    let done_tx = done_tx.clone();
+    let stop = stop.clone();
+    let ticket = d.ticket;
+    let marker = inferbench_workload::cache_bust_marker(d.marker_id);
+    tokio::spawn(async move {
+        let trace = &traces[d.trace];
+        let (messages, prompt_tokens) = prompter.render(&plan, trace, d.stream, d.turn, &marker);
+        let input = RequestInput {
+            text: "",
+            messages: Some(&messages),
+            prompt_tokens,
+            max_tokens: Some(max_tokens),
+        };
+        let mut rec = client.send(&input, meta, &stop).await;
+        drop(messages);
+        rec.agentic = Some(agentic);
+        let _ = done_tx.send(Done { ticket, rec });
+    });
+}

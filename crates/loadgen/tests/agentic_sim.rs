@@ -1,0 +1,207 @@
+//! `run_replay` end to end against the simulated server: phases, sub-agent ordering on the
+//! real clock, token counts, and partial results on Ctrl-C.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use inferbench_core::{Phase, RequestRecord};
+use inferbench_loadgen::agentic::prompt::Prompter;
+use inferbench_loadgen::agentic::{run_replay, ReplayOptions, ReplayStop, SchedConfig};
+use inferbench_loadgen::{CancellationToken, ProgressMode};
+use inferbench_workload::agentx::{Stream, StreamKind, Trace, TraceRequest};
+
+const MS: f64 = 0.001;
+
+fn rq(t_ms: f64, api_ms: f64, input: u32, out: u32, ids: std::ops::Range<u32>) -> TraceRequest {
+    TraceRequest {
+        t_s: t_ms * MS,
+        input_tokens: input,
+        output_tokens: out,
+        hash_ids: ids.collect(),
+        api_time_s: api_ms * MS,
+        model: "claude".into(),
+    }
+}
+
+/// Trace `a`: 6 main-agent turns, 50 ms apart. Trace `b`: a main agent that spawns a sub-agent
+/// after turn 1 and joins it at turn 2.
+fn traces() -> Vec<Trace> {
+    let a = Trace {
+        id: "a".into(),
+        block_size: 64,
+        system_prefix_tokens: 0,
+        streams: vec![Stream {
+            id: "a".into(),
+            kind: StreamKind::Root,
+            label: String::new(),
+            requests: (0..6)
+                .map(|k| rq(50.0 * k as f64, 20.0, 256 + 64 * k, 8, 0..(4 + k)))
+                .collect(),
+        }],
+        origin: "test:1".into(),
+    };
+    let b = Trace {
+        id: "b".into(),
+        block_size: 64,
+        system_prefix_tokens: 0,
+        streams: vec![
+            Stream {
+                id: "b".into(),
+                kind: StreamKind::Root,
+                label: String::new(),
+                requests: vec![
+                    rq(0.0, 20.0, 128, 4, 0..2),
+                    rq(40.0, 20.0, 256, 4, 0..4),
+                    rq(200.0, 20.0, 384, 4, 0..6),
+                    rq(260.0, 20.0, 448, 4, 0..7),
+                ],
+            },
+            Stream {
+                id: "b::sa:explore_001".into(),
+                kind: StreamKind::Subagent,
+                label: "Explore".into(),
+                requests: vec![
+                    rq(70.0, 30.0, 192, 4, 100..103),
+                    rq(110.0, 30.0, 256, 4, 100..104),
+                ],
+            },
+        ],
+        origin: "test:2".into(),
+    };
+    vec![a, b]
+}
+
+fn opts(base_url: String, duration: Duration) -> ReplayOptions {
+    ReplayOptions {
+        base_url,
+        endpoint: None,
+        model: "sim".into(),
+        api_key: None,
+        headers: Vec::new(),
+        extra_body: None,
+        max_tokens_field: None,
+        idle_timeout: Duration::from_secs(30),
+        request_timeout: None,
+        sched: SchedConfig {
+            lanes: 2,
+            duration_ns: duration.as_nanos() as u64,
+            warmup_per_lane: 1,
+            ..SchedConfig::default()
+        },
+        grace: Duration::from_secs(5),
+        failed_request_threshold: 0.10,
+        save_requests: None,
+        progress: ProgressMode::Off,
+    }
+}
+
+fn sim() -> inferbench_sim::SimHandle {
+    let cfg = inferbench_sim::SimConfig {
+        mode: inferbench_sim::Mode::Instant,
+        block_size: 64,
+        served_model_name: Some("sim".into()),
+        ..Default::default()
+    };
+    inferbench_sim::spawn(cfg).expect("sim starts")
+}
+
+fn by<'a>(
+    recs: &'a [RequestRecord],
+    conv: &str,
+    turn: u32,
+    play: u32,
+) -> Option<&'a RequestRecord> {
+    recs.iter().find(|r| {
+        r.conversation_id.as_deref() == Some(conv)
+            && r.turn == Some(turn)
+            && r.agentic.as_ref().map(|a| a.play) == Some(play)
+            && r.agentic.as_ref().map(|a| a.kind.as_str()) == Some("profile")
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_traces_with_subagents_against_the_sim() {
+    let sim = sim();
+    let tr = Arc::new(traces());
+    let prompter = Arc::new(Prompter::new(&tr));
+    let out = run_replay(
+        opts(sim.base_url(), Duration::from_millis(1500)),
+        tr.clone(),
+        prompter,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("replay runs");
+    let first_fail = out.records.iter().find(|r| !r.success);
+    assert_eq!(out.stop, ReplayStop::Completed, "{first_fail:?}");
+    let recs = &out.records;
+    let failed: Vec<_> = recs.iter().filter(|r| !r.success).collect();
+    assert!(failed.is_empty(), "no failures: {failed:?}");
+    let profile: Vec<_> = recs.iter().filter(|r| r.phase == Phase::Profile).collect();
+    assert!(
+        profile.len() > 10,
+        "several recycled plays in 1.5 s: {}",
+        profile.len()
+    );
+    for r in recs {
+        let a = r.agentic.as_ref().expect("agentic identity");
+        // Warmup and primers ask for 1 token; profile requests for the recorded `out`.
+        let want = if a.kind == "profile" {
+            a.expected_output_tokens
+        } else {
+            1
+        };
+        assert_eq!(r.max_tokens, Some(want), "{r:?}");
+        assert_eq!(
+            r.completion_tokens, want,
+            "ignore_eos: exactly the requested tokens"
+        );
+        assert_eq!(r.phase == Phase::Profile, a.kind == "profile");
+    }
+    // Recycled plays of trace b (from turn 0): the sub-agent starts after root turn 1 ended
+    // (+30 ms recorded gap), root turn 2 only after the sub-agent's last request ended.
+    let mut checked = 0;
+    for play in 0..out.stats.plays as u32 {
+        let (Some(t1), Some(s0), Some(s1), Some(t2)) = (
+            by(recs, "b", 1, play),
+            by(recs, "b::sa:explore_001", 0, play),
+            by(recs, "b::sa:explore_001", 1, play),
+            by(recs, "b", 2, play),
+        ) else {
+            continue;
+        };
+        assert!(
+            s0.sent_ns >= t1.end_ns + 10_000_000 - 2_000_000,
+            "spawn gap"
+        );
+        assert!(
+            t2.sent_ns >= s1.end_ns + 60_000_000 - 2_000_000,
+            "join waits"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 1, "at least one full play of trace b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_keeps_finished_records() {
+    let sim = sim();
+    let tr = Arc::new(traces());
+    let prompter = Arc::new(Prompter::new(&tr));
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        c2.cancel();
+    });
+    let out = run_replay(
+        opts(sim.base_url(), Duration::from_secs(60)),
+        tr,
+        prompter,
+        cancel,
+    )
+    .await
+    .expect("replay runs");
+    assert_eq!(out.stop, ReplayStop::Interrupted);
+    assert!(out.records.iter().filter(|r| r.success).count() > 3);
+}
