@@ -1,7 +1,13 @@
 //! AgentX: agentic-coding trace replay inputs (reference/agentx.md). Traces in InferenceX's
-//! "Weka" JSONL layout ([`trace`]) become per-request prompts synthesized from 64-token block
-//! hashes ([`synth`]). Scheduling (lanes, spawn/join, delays, idle caps) is the loadgen's.
+//! "Weka" JSONL layout ([`load`], into the [`trace`] model) become per-request prompts
+//! synthesized from 64-token block hashes ([`synth`]). Scheduling (lanes, spawn/join, delays,
+//! idle caps) is the loadgen's.
 
+pub mod load;
+pub mod synth;
 pub mod trace;
 
-pub use trace::{Stream, StreamKind, Trace, TraceRequest};
+pub use load::{load_traces, LoadOptions, LoadReport, BLOCK_TOKENS};
+pub use trace::{
+    filter_isl_cap, theoretical_hits, HashIdScope, Stream, StreamKind, Trace, TraceRequest,
+};

@@ -1,0 +1,1309 @@
+//! Loading AgentX traces (reference/agentx.md §1.4–1.6, §6.1) into the [`Trace`] model.
+//!
+//! **Files.** A path is a JSONL file (one trace object per line, blank lines skipped), a `.json`
+//! file (one trace object, several concatenated ones, or a JSON array of them — the example
+//! corpus is an array, agentx-harness keeps one trace per file), or a directory: every `*.jsonl`
+//! and `*.json` file directly in it, in file-name order.
+//!
+//! **Schema** (§1.4). Trace: `id`, `models`, `block_size` (default 64, the only size supported),
+//! `hash_id_scope` (`local` default / `global`), `requests`, `tool_tokens`, `system_tokens`,
+//! `totals` (opaque). Request (`type` `"n"`/`"s"`, also assumed when `type` is absent): `t`,
+//! `model`, `in` (or `input_length`), `out` (or `output_length`), `hash_ids`, `api_time`,
+//! `think_time`, `ttft`, `input_types`, `output_types`, `stop`; `t`, `in` and `out` are required,
+//! `hash_ids` defaults to none, `api_time` to 0 s, `model` to "". Sub-agent entry
+//! (`type: "subagent"`): `t`, `agent_id` (required), `subagent_type`, `duration_ms`,
+//! `total_tokens`, `tool_use_count`, `status`, `requests`, `models`, `tool_tokens`,
+//! `system_tokens`; a sub-agent's requests may hold further sub-agent entries, which become
+//! streams of their own. Any other field is an error that names it. `null` counts as absent for
+//! every optional field.
+//!
+//! **Streams.** The main agent's requests form the root stream (id = trace id); each sub-agent
+//! entry is one child stream `<trace_id>::sa:<agent_id>` labelled with its `subagent_type`.
+//! Requests are sorted stably by `t`; sub-agent streams follow the root in order of their first
+//! request. Older files whose sub-agent inner `t` is relative to the spawn are detected (the
+//! entry's `t` > 0 and its first inner `t` below it) and shifted onto the session clock.
+//!
+//! **Errors** name the file, the 1-based line (of the JSONL line, or where the trace object of a
+//! `.json` file starts; for JSON syntax errors the exact line) and the field path, e.g.
+//! `traces.jsonl:17: requests[3].in: expected a non-negative integer`. Parsing goes straight into
+//! compact structs (lines in parallel); only a line that fails is re-read generically to find the
+//! offending field.
+
+use super::trace::{HashIdScope, Stream, StreamKind, Trace, TraceRequest};
+use crate::error::WorkloadError;
+use rayon::prelude::*;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Tokens per hash block: the only `block_size` accepted (every SemiAnalysis corpus, §1.4), and
+/// the block the prompt synthesis works in (§2.2).
+pub const BLOCK_TOKENS: u32 = 64;
+
+/// What to load and how strictly (AIPerf's `--max-context-length` and `--num-dataset-entries`,
+/// §1.6). The default loads everything and fails on the first bad trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Skip a bad trace (its message goes to [`LoadReport::skipped`]) instead of failing the load.
+    pub skip_invalid: bool,
+    /// Drop whole traces whose peak `in + out` over all requests (sub-agents included) exceeds
+    /// this many tokens (`--max-context-length`). `None`: keep all.
+    pub max_context_length: Option<u64>,
+    /// Keep only the first N traces, applied after the context filter (filter-then-cap, §1.6).
+    /// `None`: keep all.
+    pub num_dataset_entries: Option<usize>,
+}
+
+/// The result of [`load_traces`].
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    /// The usable traces, in file order (files in name order).
+    pub traces: Vec<Trace>,
+    /// One `file:line: reason` message per trace skipped as invalid (only with
+    /// [`LoadOptions::skip_invalid`]).
+    pub skipped: Vec<String>,
+    /// Traces dropped by [`LoadOptions::max_context_length`].
+    pub dropped_by_context: usize,
+    /// Number of files read.
+    pub files: usize,
+}
+
+/// Loads the traces at `path` (a JSONL file, a `.json` file, or a directory of both; see the
+/// module doc for the schema and the rules).
+///
+/// # Errors
+/// [`WorkloadError::Io`] for an unreadable file or directory; [`WorkloadError::Parse`] naming
+/// `file:line` and the field for a bad trace (unless [`LoadOptions::skip_invalid`]) and for a
+/// trace id seen twice in the load; [`WorkloadError::Empty`] when no usable trace is left (none in
+/// the files, all skipped, all dropped by the context filter, or `num_dataset_entries = 0`).
+pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, WorkloadError> {
+    let files = list_files(path)?;
+    let mut traces: Vec<Trace> = Vec::new();
+    let mut skipped = Vec::new();
+    let mut first_seen: HashMap<String, String> = HashMap::new();
+    for file in &files {
+        for (unit_line, unit) in read_file(file)? {
+            let err = match unit {
+                Ok(t) => match first_seen.get(&t.id) {
+                    None => {
+                        first_seen.insert(t.id.clone(), t.origin.clone());
+                        traces.push(t);
+                        continue;
+                    }
+                    Some(first) => WorkloadError::Parse {
+                        path: file.clone(),
+                        line: Some(unit_line),
+                        reason: format!("id: duplicate trace id {:?} (first at {first})", t.id),
+                    },
+                },
+                Err((line, reason)) => WorkloadError::Parse {
+                    path: file.clone(),
+                    line: Some(line),
+                    reason,
+                },
+            };
+            if opts.skip_invalid {
+                skipped.push(err.to_string());
+            } else {
+                return Err(err);
+            }
+        }
+    }
+    let loaded = traces.len();
+    let mut dropped_by_context = 0;
+    if let Some(cap) = opts.max_context_length {
+        traces.retain(|t| t.peak_context_tokens() <= cap);
+        dropped_by_context = loaded - traces.len();
+    }
+    if let Some(n) = opts.num_dataset_entries {
+        traces.truncate(n);
+    }
+    if traces.is_empty() {
+        return Err(WorkloadError::Empty {
+            path: path.to_path_buf(),
+            reason: format!(
+                "no usable trace: {loaded} loaded, {} skipped as invalid, {dropped_by_context} \
+                 over --max-context-length, num_dataset_entries {:?}",
+                skipped.len(),
+                opts.num_dataset_entries
+            ),
+        });
+    }
+    Ok(LoadReport {
+        traces,
+        skipped,
+        dropped_by_context,
+        files: files.len(),
+    })
+}
+
+fn list_files(path: &Path) -> Result<Vec<PathBuf>, WorkloadError> {
+    let io = |source| WorkloadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if !std::fs::metadata(path).map_err(io)?.is_dir() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(path).map_err(io)? {
+        let p = entry.map_err(io)?.path();
+        if p.is_file() && (has_ext(&p, "jsonl") || has_ext(&p, "json")) {
+            files.push(p);
+        }
+    }
+    files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    if files.is_empty() {
+        return Err(WorkloadError::Empty {
+            path: path.to_path_buf(),
+            reason: "no *.jsonl or *.json file in the directory".into(),
+        });
+    }
+    Ok(files)
+}
+
+fn has_ext(p: &Path, ext: &str) -> bool {
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+}
+
+/// One trace's bytes within a file and the 1-based line it starts on.
+struct Unit<'a> {
+    line: usize,
+    bytes: &'a [u8],
+}
+
+/// A parsed trace, or `(line, reason)`; keyed by the line the trace starts on.
+type UnitResult = (usize, Result<Trace, (usize, String)>);
+
+/// Parses every trace of one file (in parallel), in file order.
+fn read_file(path: &Path) -> Result<Vec<UnitResult>, WorkloadError> {
+    let raw = std::fs::read(path).map_err(|source| WorkloadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bytes = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&raw);
+    let name = path.display().to_string();
+    let (units, broken) = if has_ext(path, "json") {
+        split_json_values(bytes)
+    } else {
+        (split_lines(bytes), None)
+    };
+    let mut out: Vec<UnitResult> = units
+        .par_iter()
+        .map(|u| {
+            let r = parse_trace(u.bytes, format!("{name}:{}", u.line))
+                .map_err(|(rel, reason)| (u.line + rel.saturating_sub(1), reason));
+            (u.line, r)
+        })
+        .collect();
+    out.extend(broken.map(|(line, reason)| (line, Err((line, reason)))));
+    Ok(out)
+}
+
+fn split_lines(bytes: &[u8]) -> Vec<Unit<'_>> {
+    let mut units = Vec::new();
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
+    for (i, end) in ends.enumerate() {
+        let l = bytes[start..end].trim_ascii();
+        if !l.is_empty() {
+            units.push(Unit {
+                line: i + 1,
+                bytes: l,
+            });
+        }
+        start = end + 1;
+    }
+    units
+}
+
+/// The top-level values of a `.json` file: the elements of a top-level array, else each
+/// top-level value. A structural break (unterminated value) ends the scan with an error at the
+/// line where the broken value starts; the JSON parser reports everything else.
+fn split_json_values(bytes: &[u8]) -> (Vec<Unit<'_>>, Option<(usize, String)>) {
+    let mut units = Vec::new();
+    let mut line = 1;
+    let mut counted = 0;
+    let mut line_at = |pos: usize| {
+        line += memchr::memchr_iter(b'\n', &bytes[counted..pos]).count();
+        counted = pos;
+        line
+    };
+    let skip_ws = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = skip_ws(0);
+    let array = bytes.get(i) == Some(&b'[');
+    if array {
+        i = skip_ws(i + 1);
+        if bytes.get(i) == Some(&b']') {
+            return (units, None);
+        }
+    }
+    while i < bytes.len() {
+        let start = i;
+        let Some(end) = value_end(bytes, start) else {
+            let l = line_at(start);
+            return (units, Some((l, "invalid JSON: unterminated value".into())));
+        };
+        units.push(Unit {
+            line: line_at(start),
+            bytes: &bytes[start..end],
+        });
+        i = skip_ws(end);
+        if array {
+            match bytes.get(i) {
+                Some(b',') => i = skip_ws(i + 1),
+                Some(b']') => {
+                    i = skip_ws(i + 1);
+                    if i < bytes.len() {
+                        let l = line_at(i);
+                        return (
+                            units,
+                            Some((l, "invalid JSON: text after the array".into())),
+                        );
+                    }
+                    return (units, None);
+                }
+                _ => {
+                    let l = line_at(i.min(bytes.len()));
+                    return (units, Some((l, "invalid JSON: expected `,` or `]`".into())));
+                }
+            }
+        }
+    }
+    if array {
+        let l = line_at(bytes.len());
+        return (units, Some((l, "invalid JSON: unterminated array".into())));
+    }
+    (units, None)
+}
+
+/// End (exclusive) of the JSON value starting at `start`: brackets balanced outside strings, a
+/// string's closing quote, or a scalar's last byte. `None` if it runs off the end.
+fn value_end(b: &[u8], start: usize) -> Option<usize> {
+    match b[start] {
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = start;
+            while i < b.len() {
+                match b[i] {
+                    b'"' => i = string_end(b, i)? - 1,
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        b'"' => string_end(b, start),
+        _ => {
+            let mut i = start;
+            while i < b.len()
+                && !matches!(b[i], b',' | b']' | b'}' | b'[' | b'{')
+                && !b[i].is_ascii_whitespace()
+            {
+                i += 1;
+            }
+            Some(i.max(start + 1))
+        }
+    }
+}
+
+/// End (exclusive) of the string whose opening quote is at `start`.
+fn string_end(b: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+// ---- the compact wire structs (parsed straight from the bytes) ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTrace {
+    id: String,
+    #[allow(dead_code)]
+    models: Option<Vec<String>>,
+    block_size: Option<u32>,
+    hash_id_scope: Option<RawScope>,
+    requests: Vec<RawEntry>,
+    tool_tokens: Option<u32>,
+    system_tokens: Option<u32>,
+    #[allow(dead_code)]
+    totals: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RawScope {
+    Local,
+    Global,
+}
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+enum RawKind {
+    #[serde(rename = "n")]
+    N,
+    #[serde(rename = "s")]
+    S,
+    #[serde(rename = "subagent")]
+    Subagent,
+}
+
+/// A request or a sub-agent entry (one flat struct: an internally tagged enum would buffer
+/// every entry, hash lists included, before deciding).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    t: Option<f64>,
+    #[serde(rename = "type")]
+    kind: Option<RawKind>,
+    // request fields
+    model: Option<String>,
+    #[serde(rename = "in")]
+    input: Option<u32>,
+    out: Option<u32>,
+    input_length: Option<u32>,
+    output_length: Option<u32>,
+    hash_ids: Option<Vec<u32>>,
+    api_time: Option<f64>,
+    think_time: Option<f64>,
+    ttft: Option<f64>,
+    input_types: Option<Vec<String>>,
+    output_types: Option<Vec<String>>,
+    stop: Option<String>,
+    // sub-agent fields
+    agent_id: Option<String>,
+    subagent_type: Option<String>,
+    duration_ms: Option<f64>,
+    total_tokens: Option<u64>,
+    tool_use_count: Option<u64>,
+    status: Option<String>,
+    requests: Option<Vec<RawEntry>>,
+    models: Option<Vec<String>>,
+    tool_tokens: Option<u32>,
+    system_tokens: Option<u32>,
+}
+
+const TRACE_FIELDS: &str =
+    "id, models, block_size, hash_id_scope, requests, tool_tokens, system_tokens, totals";
+const REQUEST_FIELDS: &str = "t, type, model, in, out, input_length, output_length, hash_ids, \
+     api_time, think_time, ttft, input_types, output_types, stop";
+const SUBAGENT_FIELDS: &str = "t, type, agent_id, subagent_type, duration_ms, total_tokens, \
+     tool_use_count, status, requests, models, tool_tokens, system_tokens";
+
+/// One trace from its bytes; errors are `(line within the bytes, reason)`.
+fn parse_trace(bytes: &[u8], origin: String) -> Result<Trace, (usize, String)> {
+    match serde_json::from_slice::<RawTrace>(bytes) {
+        Ok(raw) => convert(raw, origin).map_err(|r| (1, r)),
+        Err(e) => Err((e.line().max(1), diagnose(bytes, &e))),
+    }
+}
+
+/// A readable reason for a trace the fast parser rejected: JSON syntax as serde_json says it,
+/// anything else by walking the generic value for the first offending field.
+fn diagnose(bytes: &[u8], e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let bare = msg
+        .rsplit_once(" at line ")
+        .map_or(msg.as_str(), |(m, _)| m);
+    if e.is_syntax() || e.is_eof() {
+        return format!("invalid JSON at column {}: {bare}", e.column());
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => match check_trace(&v) {
+            Err(reason) => reason,
+            Ok(()) => format!("{bare} (column {})", e.column()),
+        },
+        Err(e2) => format!("invalid JSON at column {}: {e2}", e2.column()),
+    }
+}
+
+fn check_trace(v: &Value) -> Result<(), String> {
+    let Some(o) = v.as_object() else {
+        return Err(format!("expected a trace object ({TRACE_FIELDS})"));
+    };
+    for (k, x) in o {
+        match k.as_str() {
+            "id" => want_str(k, x, false)?,
+            "models" => want_str_array(k, x)?,
+            "block_size" | "tool_tokens" | "system_tokens" => want_u32(k, x)?,
+            "hash_id_scope" => {
+                if !(x.is_null() || x == "local" || x == "global") {
+                    return Err(format!("{k}: expected \"local\" or \"global\""));
+                }
+            }
+            "requests" => check_entries(k, x, false)?,
+            "totals" => {}
+            _ => return Err(format!("{k}: unknown field (a trace has {TRACE_FIELDS})")),
+        }
+    }
+    for k in ["id", "requests"] {
+        if !o.contains_key(k) {
+            return Err(format!("{k}: missing"));
+        }
+    }
+    Ok(())
+}
+
+fn check_entries(path: &str, x: &Value, nullable: bool) -> Result<(), String> {
+    match x {
+        Value::Null if nullable => Ok(()),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, e)| check_entry(&format!("{path}[{i}]"), e)),
+        _ => Err(format!("{path}: expected an array of requests")),
+    }
+}
+
+fn check_entry(path: &str, v: &Value) -> Result<(), String> {
+    let Some(o) = v.as_object() else {
+        return Err(format!("{path}: expected a request or sub-agent object"));
+    };
+    let ty = o.get("type").unwrap_or(&Value::Null);
+    if !(ty.is_null() || ty == "n" || ty == "s" || ty == "subagent") {
+        return Err(format!(
+            "{path}.type: expected \"n\", \"s\" or \"subagent\""
+        ));
+    }
+    let sub = ty == "subagent";
+    for (k, x) in o {
+        let p = format!("{path}.{k}");
+        match k.as_str() {
+            "type" => {}
+            "t" | "api_time" | "think_time" | "ttft" | "duration_ms" => want_num(&p, x)?,
+            "model" | "stop" | "agent_id" | "subagent_type" | "status" => want_str(&p, x, true)?,
+            "in" | "out" | "input_length" | "output_length" | "tool_tokens" | "system_tokens" => {
+                want_u32(&p, x)?
+            }
+            "total_tokens" | "tool_use_count" => {
+                if !(x.is_null() || x.is_u64()) {
+                    return Err(format!("{p}: expected a non-negative integer"));
+                }
+            }
+            "input_types" | "output_types" | "models" => want_str_array(&p, x)?,
+            "hash_ids" => match x {
+                Value::Null => {}
+                Value::Array(a) => {
+                    for (i, h) in a.iter().enumerate() {
+                        if h.as_u64().is_none_or(|n| n > u32::MAX as u64) {
+                            return Err(format!(
+                                "{p}[{i}]: expected a non-negative integer below 2^32"
+                            ));
+                        }
+                    }
+                }
+                _ => return Err(format!("{p}: expected an array of integers")),
+            },
+            "requests" => check_entries(&p, x, true)?,
+            _ => {
+                let (what, fields) = if sub {
+                    ("a \"subagent\" entry", SUBAGENT_FIELDS)
+                } else {
+                    ("a request", REQUEST_FIELDS)
+                };
+                return Err(format!("{p}: unknown field ({what} has {fields})"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn want_str(p: &str, x: &Value, nullable: bool) -> Result<(), String> {
+    if x.is_string() || (nullable && x.is_null()) {
+        Ok(())
+    } else {
+        Err(format!("{p}: expected a string"))
+    }
+}
+
+fn want_num(p: &str, x: &Value) -> Result<(), String> {
+    if x.is_null() || x.is_number() {
+        Ok(())
+    } else {
+        Err(format!("{p}: expected a number"))
+    }
+}
+
+fn want_u32(p: &str, x: &Value) -> Result<(), String> {
+    match x.as_u64() {
+        _ if x.is_null() => Ok(()),
+        Some(n) if n <= u32::MAX as u64 => Ok(()),
+        Some(_) => Err(format!("{p}: expected a non-negative integer below 2^32")),
+        None => Err(format!("{p}: expected a non-negative integer")),
+    }
+}
+
+fn want_str_array(p: &str, x: &Value) -> Result<(), String> {
+    match x {
+        Value::Null => Ok(()),
+        Value::Array(a) if a.iter().all(Value::is_string) => Ok(()),
+        _ => Err(format!("{p}: expected an array of strings")),
+    }
+}
+
+// ---- validation and conversion into the model ----
+
+fn convert(raw: RawTrace, origin: String) -> Result<Trace, String> {
+    if raw.id.is_empty() {
+        return Err("id: empty".into());
+    }
+    let block_size = raw.block_size.unwrap_or(BLOCK_TOKENS);
+    if block_size != BLOCK_TOKENS {
+        return Err(format!(
+            "block_size: {block_size} is not supported (prompt synthesis uses {BLOCK_TOKENS}-token \
+             blocks, the size of every SemiAnalysis corpus)"
+        ));
+    }
+    let mut b = Builder {
+        trace_id: &raw.id,
+        root: Vec::new(),
+        subs: Vec::new(),
+        agents: HashMap::new(),
+    };
+    b.entries(raw.requests, "requests", 0.0, None)?;
+    let Builder {
+        mut root, mut subs, ..
+    } = b;
+    root.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    for s in &mut subs {
+        s.requests.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    }
+    subs.retain(|s| !s.requests.is_empty());
+    subs.sort_by(|a, b| a.requests[0].t_s.total_cmp(&b.requests[0].t_s));
+    if root.is_empty() && subs.is_empty() {
+        return Err("requests: no model request in the trace".into());
+    }
+    let mut streams = Vec::with_capacity(1 + subs.len());
+    streams.push(Stream {
+        id: raw.id.clone(),
+        kind: StreamKind::Root,
+        label: String::new(),
+        requests: root,
+    });
+    streams.extend(subs);
+    Ok(Trace {
+        block_size,
+        system_prefix_tokens: raw
+            .tool_tokens
+            .unwrap_or(0)
+            .saturating_add(raw.system_tokens.unwrap_or(0)),
+        streams,
+        origin,
+        hash_id_scope: match raw.hash_id_scope {
+            Some(RawScope::Global) => HashIdScope::Global,
+            _ => HashIdScope::Local,
+        },
+        id: raw.id,
+    })
+}
+
+struct Builder<'a> {
+    trace_id: &'a str,
+    root: Vec<TraceRequest>,
+    subs: Vec<Stream>,
+    /// agent id → path of its entry, for duplicate messages.
+    agents: HashMap<String, String>,
+}
+
+impl Builder<'_> {
+    /// Adds `entries` (at `prefix[i]`, times shifted by `offset_s`) to the root (`into` = None)
+    /// or to sub-agent stream `into`.
+    fn entries(
+        &mut self,
+        entries: Vec<RawEntry>,
+        prefix: &str,
+        offset_s: f64,
+        into: Option<usize>,
+    ) -> Result<(), String> {
+        for (i, e) in entries.into_iter().enumerate() {
+            if e.kind == Some(RawKind::Subagent) {
+                self.subagent(e, &format!("{prefix}[{i}]"), offset_s)?;
+            } else {
+                let r = request(e, || format!("{prefix}[{i}]"), offset_s)?;
+                match into {
+                    None => self.root.push(r),
+                    Some(s) => self.subs[s].requests.push(r),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn subagent(&mut self, e: RawEntry, path: &str, parent_offset_s: f64) -> Result<(), String> {
+        let request_only = [
+            ("model", e.model.is_some()),
+            ("in", e.input.is_some()),
+            ("out", e.out.is_some()),
+            ("input_length", e.input_length.is_some()),
+            ("output_length", e.output_length.is_some()),
+            ("hash_ids", e.hash_ids.is_some()),
+            ("api_time", e.api_time.is_some()),
+            ("think_time", e.think_time.is_some()),
+            ("ttft", e.ttft.is_some()),
+            ("input_types", e.input_types.is_some()),
+            ("output_types", e.output_types.is_some()),
+            ("stop", e.stop.is_some()),
+        ];
+        if let Some((f, _)) = request_only.iter().find(|(_, present)| *present) {
+            return Err(format!(
+                "{path}.{f}: not a field of a \"subagent\" entry (it has {SUBAGENT_FIELDS})"
+            ));
+        }
+        let agent = match e.agent_id {
+            Some(a) if !a.is_empty() => a,
+            Some(_) => return Err(format!("{path}.agent_id: empty")),
+            None => return Err(format!("{path}.agent_id: missing")),
+        };
+        if let Some(first) = self.agents.get(&agent) {
+            return Err(format!(
+                "{path}.agent_id: duplicate agent id {agent:?} in the trace (also at {first})"
+            ));
+        }
+        let t = match e.t {
+            Some(t) => Some(seconds(t).ok_or_else(|| bad_seconds(path, "t", t))?),
+            None => None,
+        };
+        let inner = e.requests.unwrap_or_default();
+        // Older files: inner `t` relative to the spawn (the entry's own `t`).
+        let first_inner = inner.first().and_then(|x| x.t);
+        let offset_s = match (t, first_inner) {
+            (Some(t), Some(f)) if t > 0.0 && f < t => parent_offset_s + t,
+            _ => parent_offset_s,
+        };
+        self.agents.insert(agent.clone(), path.to_string());
+        let idx = self.subs.len();
+        self.subs.push(Stream {
+            id: format!("{}::sa:{agent}", self.trace_id),
+            kind: StreamKind::Subagent,
+            label: e.subagent_type.unwrap_or_default(),
+            requests: Vec::new(),
+        });
+        self.entries(inner, &format!("{path}.requests"), offset_s, Some(idx))
+    }
+}
+
+/// `v` as seconds if finite and non-negative.
+fn seconds(v: f64) -> Option<f64> {
+    (v.is_finite() && v >= 0.0).then_some(v)
+}
+
+fn bad_seconds(path: &str, field: &str, v: f64) -> String {
+    format!("{path}.{field}: expected a finite, non-negative number of seconds (got {v})")
+}
+
+fn request(e: RawEntry, path: impl Fn() -> String, offset_s: f64) -> Result<TraceRequest, String> {
+    let sub_only = [
+        ("agent_id", e.agent_id.is_some()),
+        ("subagent_type", e.subagent_type.is_some()),
+        ("duration_ms", e.duration_ms.is_some()),
+        ("total_tokens", e.total_tokens.is_some()),
+        ("tool_use_count", e.tool_use_count.is_some()),
+        ("status", e.status.is_some()),
+        ("requests", e.requests.is_some()),
+        ("models", e.models.is_some()),
+        ("tool_tokens", e.tool_tokens.is_some()),
+        ("system_tokens", e.system_tokens.is_some()),
+    ];
+    if let Some((f, _)) = sub_only.iter().find(|(_, present)| *present) {
+        return Err(format!(
+            "{}.{f}: not a field of a request (only of type \"subagent\" entries)",
+            path()
+        ));
+    }
+    let t = e.t.ok_or_else(|| format!("{}.t: missing", path()))?;
+    let t_s = seconds(t)
+        .map(|t| t + offset_s)
+        .filter(|t| t.is_finite())
+        .ok_or_else(|| bad_seconds(&path(), "t", t))?;
+    let api_time_s = match e.api_time {
+        Some(a) => seconds(a).ok_or_else(|| bad_seconds(&path(), "api_time", a))?,
+        None => 0.0,
+    };
+    let one_of = |a: Option<u32>, b: Option<u32>, an: &str, bn: &str| match (a, b) {
+        (Some(_), Some(_)) => Err(format!("{}: both {an} and {bn} given", path())),
+        (Some(v), None) | (None, Some(v)) => Ok(v),
+        (None, None) => Err(format!("{}.{an}: missing", path())),
+    };
+    let input_tokens = one_of(e.input, e.input_length, "in", "input_length")?;
+    let output_tokens = one_of(e.out, e.output_length, "out", "output_length")?;
+    let hash_ids = e.hash_ids.unwrap_or_default();
+    if input_tokens == 0 && !hash_ids.is_empty() {
+        return Err(format!(
+            "{}: in is 0 but hash_ids lists {} blocks",
+            path(),
+            hash_ids.len()
+        ));
+    }
+    let max_blocks = input_tokens.div_ceil(BLOCK_TOKENS) as usize;
+    if hash_ids.len() > max_blocks {
+        return Err(format!(
+            "{}.hash_ids: {} blocks cover more than in = {input_tokens} tokens \
+             (at most ceil({input_tokens}/{BLOCK_TOKENS}) = {max_blocks})",
+            path(),
+            hash_ids.len()
+        ));
+    }
+    Ok(TraceRequest {
+        t_s,
+        input_tokens,
+        output_tokens,
+        hash_ids,
+        api_time_s,
+        model: e.model.unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    pub(crate) const EXAMPLE: &str = include_str!("../../testdata/agentx-example-trace.json");
+
+    /// The two traces of reference/agentx-example-trace.json (a copy in testdata/).
+    pub(crate) fn example_traces() -> Vec<Trace> {
+        let (units, broken) = split_json_values(EXAMPLE.as_bytes());
+        assert!(broken.is_none());
+        units
+            .iter()
+            .map(|u| parse_trace(u.bytes, format!("example:{}", u.line)).unwrap())
+            .collect()
+    }
+
+    fn write(dir: &tempfile::TempDir, name: &str, body: &str) -> PathBuf {
+        let p = dir.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        p
+    }
+
+    /// The example traces as JSONL (one compact object per line, as the real corpus).
+    fn example_jsonl() -> String {
+        let v: Vec<Value> = serde_json::from_str(EXAMPLE).unwrap();
+        v.iter().map(|t| format!("{t}\n")).collect()
+    }
+
+    fn load(p: &Path) -> Result<LoadReport, WorkloadError> {
+        load_traces(p, &LoadOptions::default())
+    }
+
+    fn err_of(body: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, "traces.jsonl", body);
+        let e = load(&p).unwrap_err().to_string();
+        let name = p.display().to_string();
+        assert!(e.starts_with(&name), "{e}");
+        e[name.len() - "traces.jsonl".len()..].to_string()
+    }
+
+    /// A minimal valid trace with `requests` replaced.
+    fn trace_with(requests: Value) -> String {
+        json!({"id": "x", "requests": requests}).to_string()
+    }
+
+    fn req(t: f64, input: u32, ids: &[u32]) -> Value {
+        json!({"t": t, "type": "n", "in": input, "out": 10, "hash_ids": ids, "api_time": 1.0})
+    }
+
+    #[test]
+    fn example_array_file_loads_into_streams() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, "example.json", EXAMPLE);
+        let r = load(&p).unwrap();
+        assert_eq!((r.files, r.traces.len(), r.skipped.len()), (1, 2, 0));
+        let a = &r.traces[0];
+        assert_eq!(a.id, "5e1f0c9a-7b3d-4c21-9d8e-00000000000a");
+        assert_eq!(a.streams.len(), 1);
+        assert_eq!(a.streams[0].id, a.id);
+        assert_eq!(a.streams[0].kind, StreamKind::Root);
+        let ins: Vec<u32> = a.streams[0]
+            .requests
+            .iter()
+            .map(|r| r.input_tokens)
+            .collect();
+        assert_eq!(ins, [1216, 1728, 2090]);
+        assert_eq!(a.streams[0].requests[2].hash_ids.len(), 33);
+        assert_eq!(a.streams[0].requests[1].api_time_s, 3.1);
+        assert_eq!(a.streams[0].requests[0].model, "claude-opus-4-6");
+        assert_eq!((a.block_size, a.system_prefix_tokens), (64, 0));
+        assert_eq!(a.hash_id_scope, HashIdScope::Local);
+        assert!(a.origin.ends_with("example.json:2"), "{}", a.origin);
+        let b = &r.traces[1];
+        assert_eq!(b.streams.len(), 2);
+        let ts: Vec<f64> = b.streams[0].requests.iter().map(|r| r.t_s).collect();
+        assert_eq!(ts, [0.0, 7.5, 23.0]);
+        let sa = &b.streams[1];
+        assert_eq!(sa.id, format!("{}::sa:subagent_001_ab12cd34", b.id));
+        assert_eq!(
+            (sa.kind, sa.label.as_str()),
+            (StreamKind::Subagent, "Subagent")
+        );
+        let ts: Vec<f64> = sa.requests.iter().map(|r| r.t_s).collect();
+        assert_eq!(ts, [12.0, 16.0]);
+        assert_eq!(sa.requests[1].hash_ids[..3], [0, 1, 24]);
+        assert_eq!(b.peak_context_tokens(), 1856 + 650);
+        assert_eq!(b.request_count(), 5);
+    }
+
+    #[test]
+    fn jsonl_directory_and_single_object_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = example_jsonl();
+        let mut it = lines.lines();
+        let (l0, l1) = (it.next().unwrap(), it.next().unwrap());
+        // b.jsonl holds trace b after a blank line; a.json holds trace a as one object.
+        write(&dir, "b.jsonl", &format!("\n{l1}\n\n"));
+        write(&dir, "a.json", l0);
+        write(&dir, "notes.txt", "not a trace");
+        let r = load(dir.path()).unwrap();
+        assert_eq!(r.files, 2);
+        assert!(r.traces[0].id.ends_with('a'));
+        assert!(r.traces[1].id.ends_with('b'));
+        assert!(
+            r.traces[1].origin.ends_with("b.jsonl:2"),
+            "{}",
+            r.traces[1].origin
+        );
+        // The same traces as from the array file.
+        let p = write(&dir, "all.jsonl", &lines);
+        let from_jsonl = load(&p).unwrap().traces;
+        assert_eq!(from_jsonl[0].streams, r.traces[0].streams);
+        assert_eq!(from_jsonl[1].streams, r.traces[1].streams);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let good = trace_with(json!([req(0.0, 64, &[0])]));
+        let mut body: String = (0..16)
+            .map(|i| good.replace("\"x\"", &format!("\"t{i}\"")) + "\n")
+            .collect();
+        let mut bad = vec![req(0.0, 64, &[0]); 4];
+        bad[3]["in"] = json!(-5);
+        body.push_str(&trace_with(json!(bad)));
+        assert_eq!(
+            err_of(&body),
+            "traces.jsonl:17: requests[3].in: expected a non-negative integer"
+        );
+        let cases: Vec<(Value, &str)> = vec![
+            (json!([{"t": 0, "in": 1, "out": 1, "hash_ids": [0], "foo": 1}]),
+             "traces.jsonl:1: requests[0].foo: unknown field (a request has t, type, model,"),
+            (json!([{"t": "0", "in": 1, "out": 1}]), "traces.jsonl:1: requests[0].t: expected a number"),
+            (json!([{"t": 0, "in": 1.5, "out": 1}]), "traces.jsonl:1: requests[0].in: expected a non-negative integer"),
+            (json!([{"t": 0, "in": 64, "out": 1, "hash_ids": [0, -1]}]),
+             "traces.jsonl:1: requests[0].hash_ids[1]: expected a non-negative integer below 2^32"),
+            (json!([{"t": 0, "in": 64, "out": 1, "type": "x"}]),
+             "traces.jsonl:1: requests[0].type: expected \"n\", \"s\" or \"subagent\""),
+            (json!([req(0.0, 64, &[0]), {"t": 1, "type": "subagent", "agent_id": "a",
+                    "requests": [req(1.0, 64, &[0]), {"t": 2, "in": 1, "bogus": 2, "out": 1}]}]),
+             "traces.jsonl:1: requests[1].requests[1].bogus: unknown field (a request has"),
+            (json!([{"t": 1, "type": "subagent", "agent_id": "a", "zzz": 1}]),
+             "traces.jsonl:1: requests[0].zzz: unknown field (a \"subagent\" entry has t, type, agent_id"),
+            (json!([{"t": -1, "in": 64, "out": 1}]),
+             "traces.jsonl:1: requests[0].t: expected a finite, non-negative number of seconds (got -1)"),
+            (json!([{"t": 0, "in": 64, "out": 1, "api_time": -0.5}]),
+             "traces.jsonl:1: requests[0].api_time: expected a finite, non-negative number of seconds (got -0.5)"),
+            (json!([{"t": 0, "in": 0, "out": 1, "hash_ids": [3]}]),
+             "traces.jsonl:1: requests[0]: in is 0 but hash_ids lists 1 blocks"),
+            (json!([req(0.0, 129, &[0, 1, 2, 3])]),
+             "traces.jsonl:1: requests[0].hash_ids: 4 blocks cover more than in = 129 tokens (at most ceil(129/64) = 3)"),
+            (json!([{"in": 64, "out": 1}]), "traces.jsonl:1: requests[0].t: missing"),
+            (json!([{"t": 0, "out": 1}]), "traces.jsonl:1: requests[0].in: missing"),
+            (json!([{"t": 0, "in": 1, "input_length": 1, "out": 1}]),
+             "traces.jsonl:1: requests[0]: both in and input_length given"),
+            (json!([{"t": 0, "in": 1, "out": 1, "agent_id": "a"}]),
+             "traces.jsonl:1: requests[0].agent_id: not a field of a request"),
+            (json!([{"t": 0, "type": "subagent", "agent_id": "a", "in": 5}]),
+             "traces.jsonl:1: requests[0].in: not a field of a \"subagent\" entry"),
+            (json!([{"t": 0, "type": "subagent", "requests": []}]),
+             "traces.jsonl:1: requests[0].agent_id: missing"),
+            (json!([req(0.0, 64, &[0]),
+                    {"t": 1, "type": "subagent", "agent_id": "a", "requests": [req(1.0, 64, &[0])]},
+                    {"t": 2, "type": "subagent", "agent_id": "a", "requests": [req(2.0, 64, &[0])]}]),
+             "traces.jsonl:1: requests[2].agent_id: duplicate agent id \"a\" in the trace (also at requests[1])"),
+            (json!([]), "traces.jsonl:1: requests: no model request in the trace"),
+        ];
+        for (requests, want) in cases {
+            let got = err_of(&trace_with(requests));
+            assert!(got.starts_with(want), "got  {got}\nwant {want}");
+        }
+        assert_eq!(
+            err_of(r#"{"id": "x", "requests": [], "extra": 1}"#),
+            format!("traces.jsonl:1: extra: unknown field (a trace has {TRACE_FIELDS})")
+        );
+        assert_eq!(err_of(r#"{"requests": []}"#), "traces.jsonl:1: id: missing");
+        assert_eq!(
+            err_of(r#"{"id": "x", "block_size": 16, "requests": []}"#),
+            "traces.jsonl:1: block_size: 16 is not supported (prompt synthesis uses 64-token \
+             blocks, the size of every SemiAnalysis corpus)"
+        );
+        assert_eq!(
+            err_of(r#"{"id": "x", "hash_id_scope": "galaxy", "requests": []}"#),
+            "traces.jsonl:1: hash_id_scope: expected \"local\" or \"global\""
+        );
+        let e = err_of(&format!(
+            "{good}\n{{\"id\": \"y\", \"requests\": [{{\"t\": 0,"
+        ));
+        assert!(
+            e.starts_with("traces.jsonl:2: invalid JSON at column "),
+            "{e}"
+        );
+        assert_eq!(err_of("[1, 2]"), "traces.jsonl:1: expected a trace object (id, models, block_size, hash_id_scope, requests, tool_tokens, system_tokens, totals)");
+    }
+
+    #[test]
+    fn json_file_errors_point_at_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        // trace b's `in` of its last request (line 105 of the example) made negative
+        let body = EXAMPLE.replace("\"in\": 1856", "\"in\": -1856");
+        let p = write(&dir, "ex.json", &body);
+        let e = load(&p).unwrap_err().to_string();
+        assert!(
+            e.ends_with("ex.json:105: requests[3].in: expected a non-negative integer"),
+            "{e}"
+        );
+        // a semantic error names the line where the trace object starts
+        let body = EXAMPLE.replace("\"t\": 23.0", "\"t\": -23.0");
+        let e = load(&write(&dir, "ex.json", &body))
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("ex.json:42: requests[3].t: expected a finite, non-negative number of seconds (got -23)"), "{e}");
+        // truncated file
+        let e = load(&write(&dir, "ex.json", &EXAMPLE[..EXAMPLE.len() - 40]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("ex.json:42: invalid JSON: unterminated value"),
+            "{e}"
+        );
+        let e = load(&write(
+            &dir,
+            "ex.json",
+            "[{\"id\": \"a\", \"requests\": [{\"t\": 0, \"in\": 1, \"out\": 1}]} {}]",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.ends_with("ex.json:1: invalid JSON: expected `,` or `]`"),
+            "{e}"
+        );
+        let e = load(&write(&dir, "ex.json", "[]")).unwrap_err();
+        assert!(matches!(e, WorkloadError::Empty { .. }), "{e}");
+    }
+
+    #[test]
+    fn skip_invalid_duplicates_and_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = |id: &str| {
+            trace_with(json!([req(0.0, 64, &[0])])).replace("\"x\"", &format!("\"{id}\""))
+        };
+        let body = format!("{}\nnot json\n{}\n{}\n", good("a"), good("b"), good("a"));
+        let p = write(&dir, "t.jsonl", &body);
+        let e = load(&p).unwrap_err().to_string();
+        assert!(
+            e.ends_with("t.jsonl:2: invalid JSON at column 2: expected ident"),
+            "{e}"
+        );
+        let opts = LoadOptions {
+            skip_invalid: true,
+            ..Default::default()
+        };
+        let r = load_traces(&p, &opts).unwrap();
+        assert_eq!(
+            r.traces.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(r.skipped.len(), 2);
+        assert!(
+            r.skipped[0].ends_with("t.jsonl:2: invalid JSON at column 2: expected ident"),
+            "{:?}",
+            r.skipped
+        );
+        assert!(
+            r.skipped[1].ends_with(&format!(
+                "t.jsonl:4: id: duplicate trace id \"a\" (first at {}:1)",
+                p.display()
+            )),
+            "{:?}",
+            r.skipped
+        );
+        // Duplicates across files are an error too.
+        write(&dir, "u.jsonl", &good("b"));
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("t.jsonl:2"), "{e}"); // first error in file order
+        write(&dir, "t.jsonl", &good("b"));
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("u.jsonl:1: id: duplicate trace id \"b\""), "{e}");
+        // Only bad lines → Empty; empty file → Empty.
+        let p = write(&dir, "bad.jsonl", "nope\n");
+        assert!(matches!(
+            load_traces(&p, &opts),
+            Err(WorkloadError::Empty { .. })
+        ));
+        let p = write(&dir, "empty.jsonl", "\n\n");
+        assert!(matches!(load(&p), Err(WorkloadError::Empty { .. })));
+        let d2 = tempfile::tempdir().unwrap();
+        assert!(matches!(load(d2.path()), Err(WorkloadError::Empty { .. })));
+        assert!(matches!(
+            load(&d2.path().join("missing.jsonl")),
+            Err(WorkloadError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn context_filter_then_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: String = [(0, 100), (1, 5000), (2, 200), (3, 300), (4, 9000), (5, 50)]
+            .iter()
+            .map(|(i, input)| {
+                json!({"id": format!("t{i}"), "requests": [{"t": 0, "in": input, "out": 10}]})
+                    .to_string()
+                    + "\n"
+            })
+            .collect();
+        let p = write(&dir, "t.jsonl", &body);
+        let opts = LoadOptions {
+            max_context_length: Some(310),
+            num_dataset_entries: Some(3),
+            ..Default::default()
+        };
+        let r = load_traces(&p, &opts).unwrap();
+        assert_eq!(
+            r.traces.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+            ["t0", "t2", "t3"]
+        );
+        assert_eq!(r.dropped_by_context, 2);
+        let opts = LoadOptions {
+            max_context_length: Some(10),
+            ..Default::default()
+        };
+        let e = load_traces(&p, &opts).unwrap_err().to_string();
+        assert!(e.contains("6 over --max-context-length"), "{e}");
+        let opts = LoadOptions {
+            num_dataset_entries: Some(0),
+            ..Default::default()
+        };
+        assert!(matches!(
+            load_traces(&p, &opts),
+            Err(WorkloadError::Empty { .. })
+        ));
+    }
+
+    #[test]
+    fn aliases_defaults_sorting_nesting_and_relative_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = json!({
+        "id": "s", "hash_id_scope": "global", "tool_tokens": 100, "system_tokens": 28,
+        "totals": {"anything": [1, {"x": null}]}, "models": ["m"],
+        "requests": [
+            {"t": 5.0, "input_length": 64, "output_length": 7, "hash_ids": [0], "stop": "end_turn",
+             "input_types": ["text"], "output_types": ["text"], "think_time": null},
+            {"t": 1.0, "in": 64, "out": 1, "type": "s", "ttft": 0.2},
+            // old layout: inner t relative to the entry's t = 10
+            {"t": 10.0, "type": "subagent", "agent_id": "late", "subagent_type": "Explore",
+             "duration_ms": null, "total_tokens": 5, "tool_use_count": null, "status": "completed",
+             "requests": [
+                {"t": 0.0, "in": 64, "out": 1},
+                {"t": 2.0, "in": 64, "out": 1},
+                {"t": 1.0, "type": "subagent", "agent_id": "nested", "requests": [
+                    {"t": 0.5, "in": 64, "out": 1}]}
+             ]},
+            {"t": 3.0, "type": "subagent", "agent_id": "early", "requests": [
+                {"t": 4.0, "in": 64, "out": 1}, {"t": 3.0, "in": 64, "out": 1}]},
+            {"t": 4.0, "type": "subagent", "agent_id": "empty", "requests": []}
+        ]});
+        let p = write(&dir, "t.jsonl", &t.to_string());
+        let tr = &load(&p).unwrap().traces[0];
+        assert_eq!(tr.hash_id_scope, HashIdScope::Global);
+        assert_eq!(tr.hash_scope_key(), 0);
+        assert_eq!(tr.system_prefix_tokens, 128);
+        let ids: Vec<&str> = tr.streams.iter().map(|s| s.id.as_str()).collect();
+        // root; then by first request: early (3.0), late (10.0), nested (11.5)
+        assert_eq!(ids, ["s", "s::sa:early", "s::sa:late", "s::sa:nested"]);
+        let times = |i: usize| {
+            tr.streams[i]
+                .requests
+                .iter()
+                .map(|r| r.t_s)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(times(0), [1.0, 5.0]);
+        assert_eq!(tr.streams[0].requests[1].output_tokens, 7);
+        assert_eq!(tr.streams[0].requests[0].api_time_s, 0.0);
+        assert_eq!(times(1), [3.0, 4.0]);
+        assert_eq!(times(2), [10.0, 12.0]);
+        // nested entry t=1 is in late's relative frame (+10); its inner 0.5 < 1 → relative again:
+        // 10 + 1 + 0.5.
+        assert_eq!(times(3), [11.5]);
+        assert_eq!(tr.streams[2].label, "Explore");
+        assert_eq!(tr.streams[3].label, "");
+        // Absolute inner times are left alone.
+        let t = trace_with(
+            json!([req(0.0, 64, &[0]), {"t": 2.0, "type": "subagent", "agent_id": "a",
+            "requests": [req(2.0, 64, &[0]), req(3.0, 64, &[0])]}]),
+        );
+        let tr = &load(&write(&dir, "t.jsonl", &t)).unwrap().traces[0];
+        assert_eq!(
+            tr.streams[1]
+                .requests
+                .iter()
+                .map(|r| r.t_s)
+                .collect::<Vec<_>>(),
+            [2.0, 3.0]
+        );
+        // A shorter hash list than ceil(in/64) is fine; stable sort keeps ties in file order.
+        let t = trace_with(json!([
+            req(1.0, 1000, &[7]),
+            req(1.0, 64, &[]),
+            req(0.0, 64, &[0])
+        ]));
+        let tr = &load(&write(&dir, "t.jsonl", &t)).unwrap().traces[0];
+        let ins: Vec<u32> = tr.streams[0]
+            .requests
+            .iter()
+            .map(|r| r.input_tokens)
+            .collect();
+        assert_eq!(ins, [64, 1000, 64]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+        /// Random bytes and random JSON never panic the loader.
+        #[test]
+        fn random_lines_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            let _ = parse_trace(&bytes, String::new());
+            let _ = split_json_values(&bytes);
+            let _ = split_lines(&bytes);
+        }
+
+        /// Any value substituted for any field of the example traces never panics.
+        #[test]
+        fn mutated_fields_never_panic(which in 0usize..200, value in arb_json(), del in proptest::prelude::any::<bool>()) {
+            let mut v: Value = serde_json::from_str(EXAMPLE).unwrap();
+            let mut slots = Vec::new();
+            collect_slots(&v, &mut Vec::new(), &mut slots);
+            let path = &slots[which % slots.len()];
+            set_at(&mut v, path, value, del);
+            for t in v.as_array().into_iter().flatten() {
+                let line = t.to_string();
+                let _ = parse_trace(line.as_bytes(), String::new());
+            }
+            let _ = split_json_values(v.to_string().as_bytes());
+        }
+    }
+
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u32>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "[a-z_]{0,8}".prop_map(Value::from),
+            Just(json!("subagent")),
+            Just(json!("n")),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                proptest::collection::btree_map(
+                    "(t|in|out|type|agent_id|requests|hash_ids|[a-z]{1,3})",
+                    inner,
+                    0..4
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Key(String),
+        Idx(usize),
+    }
+
+    fn collect_slots(v: &Value, path: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+        out.push(path.clone());
+        match v {
+            Value::Object(o) => {
+                for (k, x) in o {
+                    path.push(Step::Key(k.clone()));
+                    collect_slots(x, path, out);
+                    path.pop();
+                }
+            }
+            Value::Array(a) => {
+                for (i, x) in a.iter().enumerate().take(3) {
+                    path.push(Step::Idx(i));
+                    collect_slots(x, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn set_at(v: &mut Value, path: &[Step], value: Value, del: bool) {
+        let Some((last, init)) = path.split_last() else {
+            *v = value;
+            return;
+        };
+        let mut cur = v;
+        for s in init {
+            cur = match s {
+                Step::Key(k) => &mut cur[k.as_str()],
+                Step::Idx(i) => &mut cur[*i],
+            };
+        }
+        match (last, cur) {
+            (Step::Key(k), Value::Object(o)) if del => {
+                o.shift_remove(k);
+            }
+            (Step::Key(k), c) => c[k.as_str()] = value,
+            (Step::Idx(i), Value::Array(a)) if del => {
+                a.remove(*i);
+            }
+            (Step::Idx(i), c) => c[*i] = value,
+        }
+    }
+
+    #[test]
+    fn every_truncation_of_the_example_is_an_error_not_a_panic() {
+        let lines = example_jsonl();
+        for line in lines.lines() {
+            for n in 0..line.len() {
+                assert!(parse_trace(&line.as_bytes()[..n], String::new()).is_err());
+            }
+        }
+        for n in 0..EXAMPLE.len() {
+            let (units, _) = split_json_values(&EXAMPLE.as_bytes()[..n]);
+            for u in units {
+                let _ = parse_trace(u.bytes, String::new());
+            }
+        }
+    }
+}
