@@ -46,6 +46,8 @@ enum Command {
     Compare(cmd::compare::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     Eval(cmd::eval::Args),
+    /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
+    Replay(cmd::replay::Args),
 }
 
 fn main() {
@@ -73,6 +75,7 @@ fn main() {
         Command::Plot(a) => cmd::plot::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Eval(a) => cmd::eval::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

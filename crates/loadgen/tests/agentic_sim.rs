@@ -30,6 +30,7 @@ fn traces() -> Vec<Trace> {
         id: "a".into(),
         block_size: 64,
         system_prefix_tokens: 0,
+        hash_id_scope: Default::default(),
         streams: vec![Stream {
             id: "a".into(),
             kind: StreamKind::Root,
@@ -44,6 +45,7 @@ fn traces() -> Vec<Trace> {
         id: "b".into(),
         block_size: 64,
         system_prefix_tokens: 0,
+        hash_id_scope: Default::default(),
         streams: vec![
             Stream {
                 id: "b".into(),

@@ -274,7 +274,7 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
     Backend::parse(s).ok_or_else(|| format!("unknown backend {s:?} (openai, openai-chat)"))
 }
 
-fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
+pub(crate) fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
     let max = inferbench_loadgen::limits::MAX_SECONDS;
     if !(v.is_finite() && v > 0.0 && v <= max) {
         anyhow::bail!("{flag}: {v} s is outside (0, {max}] s");
@@ -285,7 +285,7 @@ fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
         .with_context(|| format!("{flag}: {v} is not a positive number of seconds"))
 }
 
-fn split_pair(flag: &str, s: &str, seps: &[char]) -> anyhow::Result<(String, String)> {
+pub(crate) fn split_pair(flag: &str, s: &str, seps: &[char]) -> anyhow::Result<(String, String)> {
     let i = s
         .find(|c| seps.contains(&c))
         .with_context(|| format!("{flag}: {s:?} is not KEY{}VALUE", seps[0]))?;

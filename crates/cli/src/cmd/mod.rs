@@ -10,6 +10,7 @@ pub mod matrix;
 pub mod models;
 pub mod plot;
 pub mod quickstart;
+pub mod replay;
 pub mod report;
 pub mod selftest;
 pub mod sim;

@@ -238,6 +238,7 @@ pub(crate) mod tests {
             id: "tr".into(),
             block_size: 64,
             system_prefix_tokens: 0,
+            hash_id_scope: Default::default(),
             streams: streams
                 .into_iter()
                 .enumerate()

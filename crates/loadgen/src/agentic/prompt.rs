@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use inferbench_workload::agentx::Trace;
+use inferbench_workload::agentx::{theoretical_hits, Trace};
 
 /// Builds prompts for one run.
 #[derive(Debug, Default)]
@@ -88,27 +88,4 @@ impl Prompter {
             .copied()
             .unwrap_or((0, 0))
     }
-}
-
-fn theoretical_hits(trace: &Trace) -> Vec<Vec<(u32, u32)>> {
-    let mut order: Vec<(f64, usize, usize)> = Vec::new();
-    for (s, st) in trace.streams.iter().enumerate() {
-        for (k, r) in st.requests.iter().enumerate() {
-            order.push((r.t_s, s, k));
-        }
-    }
-    order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    let mut seen = std::collections::HashSet::new();
-    let mut out: Vec<Vec<(u32, u32)>> = trace
-        .streams
-        .iter()
-        .map(|s| vec![(0, 0); s.requests.len()])
-        .collect();
-    for (_, s, k) in order {
-        let ids = &trace.streams[s].requests[k].hash_ids;
-        let hit = ids.iter().take_while(|h| seen.contains(*h)).count() as u32;
-        out[s][k] = (hit, ids.len() as u32);
-        seen.extend(ids.iter().copied());
-    }
-    out
 }

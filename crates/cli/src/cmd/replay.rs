@@ -1,0 +1,392 @@
+//! `inferbench replay`: AgentX agentic-coding trace replay against an OpenAI-compatible chat
+//! server (reference/agentx.md). Flag names follow agentx-harness / AIPerf; defaults are
+//! InferenceX's invocation (§3.10). The logic lives in `inferbench_loadgen::agentic`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use inferbench_client::MaxTokensField;
+use inferbench_core::summary::{summarize, StopReason, SummaryContext};
+use inferbench_core::{ErrorClass, Phase, RequestRecord};
+use inferbench_loadgen::agentic::prompt::Prompter;
+use inferbench_loadgen::agentic::{run_replay, ReplayOptions, ReplayStop, SchedConfig};
+use inferbench_loadgen::output::render_report;
+use inferbench_loadgen::ProgressMode;
+use inferbench_workload::agentx::{load_traces, LoadOptions};
+
+use super::bench::{secs, split_pair};
+
+/// Shortest duration InferenceX accepts as a valid AgentX result, s (AIPerf's scenario lock).
+pub const MIN_VALID_DURATION_S: f64 = 900.0;
+
+/// Flags of `inferbench replay`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
+                  warmup request failed, or nothing succeeded; 2 bad flags or traces; 130 \
+                  interrupted (finished requests saved).\n\nExample (a short run on the \
+                  simulator):\n  inferbench sim --block-size 64 &\n  inferbench replay --traces \
+                  traces.jsonl --model sim --concurrency 4 --benchmark-duration 60 \
+                  --unsafe-override --result-dir replay-out"
+)]
+pub struct Args {
+    // ----- traces
+    /// Trace file (JSONL, one trace per line) or a directory of `.jsonl` / `.json` traces
+    /// (InferenceX's "Weka" layout, reference/agentx.md §1.4).
+    #[arg(long, help_heading = "Traces")]
+    pub traces: PathBuf,
+    /// Skip malformed trace lines (reported) instead of stopping at the first.
+    #[arg(long, help_heading = "Traces")]
+    pub skip_invalid: bool,
+    /// Drop whole traces whose peak input + output exceeds this many tokens.
+    #[arg(long, help_heading = "Traces")]
+    pub max_context_length: Option<u64>,
+    /// Keep only the first N traces (after --max-context-length).
+    #[arg(long, help_heading = "Traces")]
+    pub num_dataset_entries: Option<usize>,
+
+    // ----- target
+    /// Server root URL (http only).
+    #[arg(long, default_value = "http://127.0.0.1:8000", help_heading = "Target")]
+    pub base_url: String,
+    /// Chat endpoint path.
+    #[arg(long, default_value = "/v1/chat/completions", help_heading = "Target")]
+    pub endpoint: String,
+    /// Model name sent in every request.
+    #[arg(long, help_heading = "Target")]
+    pub model: String,
+    /// API key (`Authorization: Bearer …`).
+    #[arg(
+        long,
+        env = "OPENAI_API_KEY",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
+    pub api_key: Option<String>,
+    /// Extra request header `K:V` (repeatable).
+    #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
+    pub headers: Vec<String>,
+    /// JSON object merged into every request body (AIPerf's --extra-inputs).
+    #[arg(
+        long,
+        alias = "extra-inputs",
+        value_name = "JSON",
+        help_heading = "Target"
+    )]
+    pub extra_body: Option<String>,
+    /// Body field(s) for the output length: max_completion_tokens (default, as AIPerf),
+    /// max_tokens or both.
+    #[arg(long, value_parser = ["both", "max_tokens", "max_completion_tokens"], help_heading = "Target")]
+    pub max_tokens_field: Option<String>,
+
+    // ----- schedule
+    /// Lanes: session trees replayed at once (sub-agents take no extra lane).
+    #[arg(long, default_value_t = 8, help_heading = "Schedule")]
+    pub concurrency: u32,
+    /// Profiling duration, s. Below 900 s only with --unsafe-override (result marked invalid).
+    #[arg(long, default_value_t = 3600.0, help_heading = "Schedule")]
+    pub benchmark_duration: f64,
+    /// Seed of the start points and cache-bust identities.
+    #[arg(long, default_value_t = 42, help_heading = "Schedule")]
+    pub random_seed: u64,
+    /// Earliest start point t*, fraction of each trace's span.
+    #[arg(long, default_value_t = 0.25, help_heading = "Schedule")]
+    pub trajectory_start_min_ratio: f64,
+    /// Latest start point t*, fraction of each trace's span.
+    #[arg(long, default_value_t = 0.75, help_heading = "Schedule")]
+    pub trajectory_start_max_ratio: f64,
+    /// Warmup requests per lane after its primers (1 output token, no delays).
+    #[arg(long, default_value_t = 10, help_heading = "Schedule")]
+    pub warmup_requests_per_lane: u32,
+    /// Longest warmup before profiling starts anyway, s.
+    #[arg(long, default_value_t = 1800.0, help_heading = "Schedule")]
+    pub warmup_grace_period: f64,
+    /// Per-tree idle cap, s (0 = off).
+    #[arg(long, default_value_t = 300.0, help_heading = "Schedule")]
+    pub trace_idle_gap_cap_seconds: f64,
+    /// Whole-system idle cap, s (0 = off).
+    #[arg(long, default_value_t = 10.0, help_heading = "Schedule")]
+    pub system_idle_gap_cap_seconds: f64,
+    /// Time in-flight requests get after the duration, s; the rest are cancelled.
+    #[arg(long, default_value_t = 30.0, help_heading = "Schedule")]
+    pub benchmark_grace_period: f64,
+    /// Stop when more than this fraction of profile requests failed.
+    #[arg(long, default_value_t = 0.10, help_heading = "Schedule")]
+    pub failed_request_threshold: f64,
+    /// Accepted for AIPerf compatibility: token counts always come from the server's usage.
+    #[arg(long, help_heading = "Schedule")]
+    pub use_server_token_count: bool,
+    /// Allow rule-breaking settings (duration < 900 s); the result is marked invalid.
+    #[arg(long, help_heading = "Schedule")]
+    pub unsafe_override: bool,
+    /// Fail a request after this many seconds without a byte.
+    #[arg(long, default_value_t = 600.0, help_heading = "Schedule")]
+    pub idle_timeout: f64,
+    /// Fail a request after this many seconds in total (AIPerf: 21,600).
+    #[arg(long, default_value_t = 21600.0, help_heading = "Schedule")]
+    pub request_timeout: f64,
+
+    // ----- output
+    /// Directory for requests.jsonl and the summaries.
+    #[arg(long, help_heading = "Output")]
+    pub result_dir: Option<PathBuf>,
+    /// Live progress: auto, bar, plain, off.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "bar", "plain", "off"], help_heading = "Output")]
+    pub progress: String,
+}
+
+impl Args {
+    fn options(&self) -> anyhow::Result<ReplayOptions> {
+        let extra_body = match &self.extra_body {
+            None => None,
+            Some(s) => match serde_json::from_str::<serde_json::Value>(s)
+                .with_context(|| format!("--extra-body: not JSON: {s}"))?
+            {
+                serde_json::Value::Object(m) => Some(m),
+                _ => anyhow::bail!("--extra-body: must be a JSON object"),
+            },
+        };
+        let headers = self
+            .headers
+            .iter()
+            .map(|h| split_pair("--header", h, &[':', '=']))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let (lo, hi) = (
+            self.trajectory_start_min_ratio,
+            self.trajectory_start_max_ratio,
+        );
+        if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) || lo > hi {
+            anyhow::bail!(
+                "--trajectory-start-min-ratio {lo} / --trajectory-start-max-ratio {hi}: need \
+                 0 ≤ min ≤ max ≤ 1"
+            );
+        }
+        if self.concurrency == 0 {
+            anyhow::bail!("--concurrency: must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.failed_request_threshold) {
+            anyhow::bail!("--failed-request-threshold: must be in [0, 1]");
+        }
+        let duration = secs("--benchmark-duration", self.benchmark_duration)?;
+        if self.benchmark_duration < MIN_VALID_DURATION_S && !self.unsafe_override {
+            anyhow::bail!(
+                "--benchmark-duration {} s is below AgentX's minimum of {MIN_VALID_DURATION_S} \
+                 s; add --unsafe-override to run it anyway (the result is marked invalid)",
+                self.benchmark_duration
+            );
+        }
+        let cap = |flag: &str, v: f64| -> anyhow::Result<Option<u64>> {
+            if v == 0.0 {
+                Ok(None)
+            } else {
+                Ok(Some(secs(flag, v)?.as_nanos() as u64))
+            }
+        };
+        let non_neg = |flag: &str, v: f64| -> anyhow::Result<Duration> {
+            if v == 0.0 {
+                Ok(Duration::ZERO)
+            } else {
+                secs(flag, v)
+            }
+        };
+        Ok(ReplayOptions {
+            base_url: self.base_url.clone(),
+            endpoint: Some(self.endpoint.clone()),
+            model: self.model.clone(),
+            api_key: self.api_key.clone(),
+            headers,
+            extra_body,
+            max_tokens_field: self
+                .max_tokens_field
+                .as_deref()
+                .and_then(MaxTokensField::parse),
+            idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
+            request_timeout: Some(secs("--request-timeout", self.request_timeout)?),
+            sched: SchedConfig {
+                lanes: self.concurrency,
+                duration_ns: duration.as_nanos() as u64,
+                start_ratio: (lo, hi),
+                warmup_per_lane: self.warmup_requests_per_lane,
+                warmup_grace_ns: non_neg("--warmup-grace-period", self.warmup_grace_period)?
+                    .as_nanos() as u64,
+                system_idle_cap_ns: cap(
+                    "--system-idle-gap-cap-seconds",
+                    self.system_idle_gap_cap_seconds,
+                )?,
+                tree_idle_cap_ns: cap(
+                    "--trace-idle-gap-cap-seconds",
+                    self.trace_idle_gap_cap_seconds,
+                )?,
+                seed: self.random_seed,
+            },
+            grace: non_neg("--benchmark-grace-period", self.benchmark_grace_period)?,
+            failed_request_threshold: self.failed_request_threshold,
+            save_requests: self.result_dir.as_ref().map(|d| d.join("requests.jsonl")),
+            progress: match self.progress.as_str() {
+                "bar" => ProgressMode::Bar,
+                "plain" => ProgressMode::Plain,
+                "off" => ProgressMode::Off,
+                _ => ProgressMode::Auto,
+            },
+        })
+    }
+}
+
+/// Records that count for the metrics: profile requests not cut off by the end of the run.
+fn measured(records: &[RequestRecord]) -> Vec<RequestRecord> {
+    records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.error_class != Some(ErrorClass::Cancelled))
+        .cloned()
+        .collect()
+}
+
+/// Runs the subcommand; returns the process exit code.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let opts = args.options()?;
+    let report = load_traces(
+        &args.traces,
+        &LoadOptions {
+            skip_invalid: args.skip_invalid,
+            max_context_length: args.max_context_length,
+            num_dataset_entries: args.num_dataset_entries,
+        },
+    )?;
+    for s in &report.skipped {
+        eprintln!("inferbench: skipped {s}");
+    }
+    let n_req: usize = report
+        .traces
+        .iter()
+        .flat_map(|t| &t.streams)
+        .map(|s| s.requests.len())
+        .sum();
+    eprintln!(
+        "inferbench replay: {} traces ({} requests) from {} file(s){}{}; {} lanes for {} s \
+         against {}",
+        report.traces.len(),
+        n_req,
+        report.files,
+        if report.skipped.is_empty() {
+            String::new()
+        } else {
+            format!(", {} invalid line(s) skipped", report.skipped.len())
+        },
+        if report.dropped_by_context > 0 {
+            format!(
+                ", {} dropped by --max-context-length",
+                report.dropped_by_context
+            )
+        } else {
+            String::new()
+        },
+        args.concurrency,
+        args.benchmark_duration,
+        args.base_url
+    );
+    let traces = Arc::new(report.traces);
+    let prompter = Arc::new(Prompter::new(&traces));
+    if let Some(d) = &args.result_dir {
+        std::fs::create_dir_all(d)
+            .with_context(|| format!("--result-dir: cannot create {}", d.display()))?;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let unsafe_run = args.benchmark_duration < MIN_VALID_DURATION_S;
+    rt.block_on(async move {
+        let cancel = super::shutdown_token(
+            "inferbench: interrupted; finishing up and saving finished requests",
+        );
+        let out = run_replay(opts, traces, prompter, cancel).await?;
+        let kept = measured(&out.records);
+        let (t0, t1) = out.profile_window_ns.unwrap_or((0, 0));
+        let anchor_s = out.anchor_unix_ns as f64 / 1e9;
+        let ctx = SummaryContext {
+            backend: "openai-chat".into(),
+            model_id: args.model.clone(),
+            tokenizer_id: "server".into(),
+            best_of: 1,
+            num_prompts: kept.len() as u64,
+            max_concurrency: Some(args.concurrency),
+            burstiness: 1.0,
+            date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+            benchmark_start_time_unix: Some(anchor_s + t0 as f64 / 1e9),
+            benchmark_end_time_unix: Some(anchor_s + t1 as f64 / 1e9),
+            interrupted: out.stop == ReplayStop::Interrupted,
+            stop_reason: if out.stop == ReplayStop::Interrupted {
+                StopReason::Interrupted
+            } else {
+                StopReason::Completed
+            },
+            metadata: [
+                ("scenario_type".to_string(), "agentic-coding".to_string()),
+                (
+                    "submission_valid".to_string(),
+                    (!unsafe_run && out.stop == ReplayStop::Completed).to_string(),
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            ..Default::default()
+        };
+        let summary = summarize(&kept, &ctx);
+        print!("{}", render_report(&summary));
+        let (hit, total) = kept
+            .iter()
+            .filter(|r| r.success)
+            .filter_map(|r| r.agentic.as_ref())
+            .fold((0u64, 0u64), |(h, t), a| {
+                (h + u64::from(a.hit_blocks), t + u64::from(a.total_blocks))
+            });
+        let st = &out.stats;
+        println!(
+            "Agentic: {} plays ({} finished), theoretical prefix-cache hit {}, idle jumps {} \
+             system ({:.1} s) / {} tree ({:.1} s)",
+            st.plays,
+            st.plays_finished,
+            if total > 0 {
+                format!("{:.2} %", hit as f64 * 100.0 / total as f64)
+            } else {
+                "n/a".into()
+            },
+            st.system_jumps,
+            st.system_skipped_ns as f64 / 1e9,
+            st.tree_jumps,
+            st.tree_skipped_ns as f64 / 1e9,
+        );
+        if unsafe_run {
+            println!(
+                "Validity: invalid (duration below {MIN_VALID_DURATION_S} s with --unsafe-override)"
+            );
+        }
+        if let Some(dir) = &args.result_dir {
+            let path = dir.join("summary.json");
+            let text = serde_json::to_string_pretty(&summary)?;
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!(
+                "wrote {} and {}",
+                path.display(),
+                dir.join("requests.jsonl").display()
+            );
+        }
+        for n in &out.notes {
+            eprintln!("inferbench: {n}");
+        }
+        let code = match out.stop {
+            ReplayStop::Interrupted => inferbench_loadgen::EXIT_INTERRUPTED,
+            ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => {
+                inferbench_loadgen::EXIT_ERROR_RATE
+            }
+            ReplayStop::Completed if summary.completed == 0 => {
+                eprintln!("inferbench: nothing was measured: no profile request succeeded");
+                inferbench_loadgen::EXIT_ERROR_RATE
+            }
+            ReplayStop::Completed => 0,
+        };
+        anyhow::Ok(code)
+    })
+}
