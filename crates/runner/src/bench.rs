@@ -65,10 +65,9 @@ impl PointRunner for LoadgenPoint {
         req: &PointRequest,
         cancel: &CancellationToken,
     ) -> anyhow::Result<PointOutput> {
-        anyhow::ensure!(
-            !req.spec.is_agentic(),
-            "agentic-coding rows need AgentX trace replay, which `sweep` does not drive yet"
-        );
+        if req.spec.is_agentic() {
+            return run_agentic_point(req, self.progress, cancel).await;
+        }
         let mut opts = bench_options(req);
         if self.progress {
             opts.progress = ProgressMode::Auto;
@@ -115,6 +114,94 @@ impl PointRunner for LoadgenPoint {
             }),
         })
     }
+}
+
+/// AgentX's shortest valid duration, s.
+const MIN_VALID_AGENTIC_S: f64 = 900.0;
+
+/// An `agentic-coding` point: the AgentX replay of `--traces` with `conc` lanes for the
+/// duration (the override, else the row's `duration`, else 3,600 s), InferenceX's other
+/// client settings (reference/agentx.md §3.10), records in `requests.jsonl(.zst)`.
+async fn run_agentic_point(
+    req: &PointRequest,
+    progress: bool,
+    cancel: &CancellationToken,
+) -> anyhow::Result<PointOutput> {
+    use inferbench_loadgen::agentic::{self, prompt::Prompter, ReplayOptions, SchedConfig};
+    let traces_path = req.bench.traces.as_ref().with_context(|| {
+        "agentic-coding rows replay AgentX traces: give `--traces PATH` (a traces.jsonl or a \
+         directory; InferenceX uses semianalysisai/cc-traces-weka-062126-256k)"
+    })?;
+    let report = inferbench_workload::agentx::load_traces(
+        traces_path,
+        &inferbench_workload::agentx::LoadOptions::default(),
+    )?;
+    let duration_s = req
+        .bench
+        .agentic_duration_s
+        .or(req.spec.row.duration.map(|d| d as f64))
+        .unwrap_or(3_600.0);
+    let traces = std::sync::Arc::new(report.traces);
+    let prompter = std::sync::Arc::new(Prompter::new(&traces));
+    let endpoint = if req.bench.endpoint.contains("chat") {
+        req.bench.endpoint.clone()
+    } else {
+        "/v1/chat/completions".to_string()
+    };
+    let opts = ReplayOptions {
+        base_url: req.base_url.clone(),
+        endpoint: Some(endpoint),
+        model: req.model.clone(),
+        api_key: None,
+        headers: Vec::new(),
+        extra_body: None,
+        max_tokens_field: None,
+        idle_timeout: std::time::Duration::from_secs(600),
+        request_timeout: Some(std::time::Duration::from_secs_f64(
+            req.bench.request_timeout_s.unwrap_or(21_600.0),
+        )),
+        sched: SchedConfig {
+            lanes: req.conc,
+            duration_ns: (duration_s * 1e9) as u64,
+            seed: 42,
+            ..SchedConfig::default()
+        },
+        grace: std::time::Duration::from_secs(30),
+        failed_request_threshold: 0.10,
+        save_requests: Some(req.dir.join("requests.jsonl")),
+        progress: if progress {
+            ProgressMode::Auto
+        } else {
+            ProgressMode::Off
+        },
+    };
+    let out = agentic::run_replay(opts, traces, prompter, cancel.clone()).await?;
+    let valid = duration_s >= MIN_VALID_AGENTIC_S;
+    let summary = agentic::replay_summary(&out, &req.model, req.conc, valid);
+    for note in &out.notes {
+        tracing::warn!("{}: {note}", req.result_filename);
+    }
+    let plain = req.dir.join("requests.jsonl");
+    if plain.exists() {
+        compress(&plain, &req.dir.join("requests.jsonl.zst"))
+            .with_context(|| format!("compressing {}", plain.display()))?;
+        std::fs::remove_file(&plain).ok();
+    }
+    let code = agentic::exit_code(&out, &summary);
+    Ok(PointOutput {
+        summary: serde_json::to_value(&summary)?,
+        aggregate: None,
+        completed: summary.completed,
+        failed: summary.inferbench.failed,
+        interrupted: out.stop == agentic::ReplayStop::Interrupted && cancel.is_cancelled(),
+        gate: (code == EXIT_ERROR_RATE).then(|| {
+            out.notes
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "no profile request succeeded".into())
+                + &first_error(&out.records)
+        }),
+    })
 }
 
 /// `; first error: <class>: <message>` of the first failed profile request, or empty.

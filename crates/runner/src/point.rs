@@ -32,6 +32,14 @@ pub struct BenchDefaults {
     pub endpoint: String,
     /// Per-request total timeout in seconds (None = load generator default).
     pub request_timeout_s: Option<f64>,
+    /// AgentX traces (a `traces.jsonl` or a directory) for `agentic-coding` rows, which carry
+    /// no dataset path (`sweep --traces`).
+    #[serde(default)]
+    pub traces: Option<PathBuf>,
+    /// Replay duration override for agentic rows, seconds (default: the row's `duration`, else
+    /// 3,600). Below 900 s the point is marked invalid (AgentX's minimum).
+    #[serde(default)]
+    pub agentic_duration_s: Option<f64>,
 }
 
 impl Default for BenchDefaults {
@@ -46,6 +54,8 @@ impl Default for BenchDefaults {
             seed: 0,
             endpoint: "/v1/completions".into(),
             request_timeout_s: None,
+            traces: None,
+            agentic_duration_s: None,
         }
     }
 }

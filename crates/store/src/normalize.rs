@@ -82,6 +82,8 @@ const HW_SUFFIXES: &[&str] = &[
     "-dgxc",
     "-nb",
     "-nv",
+    // inferbench's simulated fleets (examples/sim-runners.yaml): `cluster:h100-sim` models h100.
+    "-sim",
 ];
 
 /// A normalized name: the canonical key when recognised, else the lowercased input.
@@ -243,6 +245,7 @@ mod tests {
         assert_eq!(hardware("h200-nv_3"), known("h200"));
         assert_eq!(hardware("mi355x-amds_0"), known("mi355x"));
         assert_eq!(hardware("cluster:b200-dgxc"), known("b200"));
+        assert_eq!(hardware("cluster:h100-sim"), known("h100"));
         assert_eq!(hardware("GB200-multinode-slurm"), known("gb200"));
         assert_eq!(hardware("b200-dgxc-slurm_12"), known("b200"));
         assert_eq!(hardware("tpu-v5"), unknown("tpu-v5"));

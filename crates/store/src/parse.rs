@@ -390,7 +390,9 @@ fn config_key(l: &Lookup<'_>, unknown: &mut BTreeSet<(String, String)>) -> Confi
             unknown.insert((kind.to_string(), n.key.clone()));
         }
     };
-    let hw_raw = l.text(&["hw", "hardware", "runner_type", "RUNNER_TYPE"]);
+    // `runner` last: a matrix row's runner label (`cluster:b200-dgxc`) when nothing else names
+    // the hardware (agentic points without an aggregate).
+    let hw_raw = l.text(&["hw", "hardware", "runner_type", "RUNNER_TYPE", "runner"]);
     let hw = normalize::hardware(if hw_raw.is_empty() {
         "unknown"
     } else {
@@ -1003,15 +1005,37 @@ fn summary_point(
     if let Some(a) = agg {
         maps.push(a);
     }
-    let job_parts = job.map(job_identity_maps).unwrap_or_default();
-    maps.extend(job_parts.iter().copied());
-    // Derived identity from the summary itself: model id, mean ISL/OSL, concurrency.
+    // The runner's job.json keeps the matrix row with InferenceX's dashed keys
+    // (`model-prefix`, `scenario-type`): read them under the underscore names.
+    let job_parts: Vec<Map<String, Value>> = job
+        .map(job_identity_maps)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.replace('-', "_"), v.clone()))
+                .collect()
+        })
+        .collect();
+    maps.extend(job_parts.iter());
+    // The summary's own metadata (`scenario_type` of an AgentX replay).
+    let meta = s.get("metadata").and_then(Value::as_object);
+    let agentic = maps
+        .iter()
+        .copied()
+        .chain(meta)
+        .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
+    // Derived identity from the summary itself: model id, mean ISL/OSL (not for agentic
+    // points, whose lengths vary by design), concurrency.
     let mut derived = Map::new();
     if let Some(v) = s.get("model_id") {
         derived.insert("model".into(), v.clone());
     }
+    if agentic {
+        derived.insert("scenario_type".into(), Value::from("agentic-coding"));
+    }
     let completed = s.get("completed").and_then(num).unwrap_or(0.0);
-    if completed > 0.0 {
+    if completed > 0.0 && !agentic {
         for (src, dst) in [
             ("total_input_tokens", "isl"),
             ("total_output_tokens", "osl"),
@@ -1059,8 +1083,7 @@ fn summary_point(
 /// job.json may nest the identity (`job`, `spec`, `identity`, `env`); all levels are searched,
 /// outermost first.
 fn job_identity_maps(job: &Map<String, Value>) -> Vec<&Map<String, Value>> {
-    let mut v = vec![job];
-    for k in [
+    const NESTS: [&str; 7] = [
         "identity",
         "provenance",
         "job",
@@ -1068,10 +1091,20 @@ fn job_identity_maps(job: &Map<String, Value>) -> Vec<&Map<String, Value>> {
         "env",
         "matrix_row",
         "row",
-    ] {
-        if let Some(Value::Object(o)) = job.get(k) {
-            v.push(o);
+    ];
+    // Breadth first, two levels: the runner's job.json keeps the matrix row at `job.row`.
+    let mut v = vec![job];
+    let mut i = 0;
+    while i < v.len() && i < 16 {
+        let m = v[i];
+        for k in NESTS {
+            if let Some(Value::Object(o)) = m.get(k) {
+                if !v.iter().any(|x| std::ptr::eq(*x, o)) {
+                    v.push(o);
+                }
+            }
         }
+        i += 1;
     }
     v
 }

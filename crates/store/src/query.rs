@@ -283,7 +283,18 @@ impl Store {
     ) -> Result<Vec<PointRow>, StoreError> {
         self.require_migrated()?;
         let stored = |m: &str| m == "conc" || schema::POINT_METRICS.contains(&m);
-        if !(stored(x) && stored(y)) {
+        // AgentX groups gate on a third metric (North-Star): the general path.
+        let agentic = self.conn.query(
+            "SELECT COUNT(*) FROM configs WHERE scenario = 'agentic-coding'",
+            &[],
+        )?;
+        let any_agentic = agentic
+            .first()
+            .and_then(|r| r.first())
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0)
+            > 0;
+        if !(stored(x) && stored(y)) || any_agentic {
             let mut rows = self.points_where(filter, cost, None)?;
             mark_frontier(&mut rows, x, y);
             rows.retain(|r| r.frontier);
@@ -508,20 +519,30 @@ pub fn mark_frontier(rows: &mut [PointRow], x: &str, y: &str) {
         groups.entry(r.group()).or_default().push(i);
     }
     for idx in groups.values() {
-        let pts: Vec<(f64, f64)> = idx
-            .iter()
-            .map(|&i| {
-                (
-                    rows[i].get(x).unwrap_or(f64::NAN),
-                    rows[i].get(y).unwrap_or(f64::NAN),
-                )
-            })
-            .collect();
-        for k in analytics::pareto_frontier(&pts, goal) {
+        let get = |i: usize, m: &str| rows[i].get(m).unwrap_or(f64::NAN);
+        let winners = if rows[idx[0]].scenario == AGENTIC_SCENARIO {
+            // AgentX: North-Star gating on p90 E2E-normalized interactivity.
+            let pts: Vec<(f64, f64, f64)> = idx
+                .iter()
+                .map(|&i| (get(i, x), get(i, y), get(i, NORTH_STAR_X)))
+                .collect();
+            analytics::north_star_frontier(&pts, goal)
+        } else {
+            let pts: Vec<(f64, f64)> = idx.iter().map(|&i| (get(i, x), get(i, y))).collect();
+            analytics::pareto_frontier(&pts, goal)
+        };
+        for k in winners {
             rows[idx[k]].frontier = true;
         }
     }
 }
+
+/// The scenario name of AgentX points (InferenceX's `scenario-type`).
+pub const AGENTIC_SCENARIO: &str = "agentic-coding";
+
+/// The x of AgentX frontiers and their North-Star gate: p90 E2E-normalized interactivity,
+/// tok/s/user = 1 / p90(E2EL / OSL) (DESIGN.md §4; reference/agentx.md §4.5).
+pub const NORTH_STAR_X: &str = "p90_e2e_norm_intvty";
 
 #[cfg(test)]
 mod tests {

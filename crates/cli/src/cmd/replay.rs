@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use inferbench_client::MaxTokensField;
-use inferbench_core::summary::{summarize, StopReason, SummaryContext};
-use inferbench_core::{ErrorClass, Phase, RequestRecord};
 use inferbench_loadgen::agentic::prompt::Prompter;
-use inferbench_loadgen::agentic::{run_replay, ReplayOptions, ReplayStop, SchedConfig};
+use inferbench_loadgen::agentic::{
+    exit_code, replay_summary, run_replay, theoretical_hit_rate, ReplayOptions, ReplayStop,
+    SchedConfig,
+};
 use inferbench_loadgen::output::render_report;
 use inferbench_loadgen::ProgressMode;
 use inferbench_workload::agentx::{load_traces, LoadOptions};
@@ -234,15 +235,6 @@ impl Args {
     }
 }
 
-/// Records that count for the metrics: profile requests not cut off by the end of the run.
-fn measured(records: &[RequestRecord]) -> Vec<RequestRecord> {
-    records
-        .iter()
-        .filter(|r| r.phase == Phase::Profile && r.error_class != Some(ErrorClass::Cancelled))
-        .cloned()
-        .collect()
-}
-
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let opts = args.options()?;
@@ -302,57 +294,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "inferbench: interrupted; finishing up and saving finished requests",
         );
         let out = run_replay(opts, traces, prompter, cancel).await?;
-        let kept = measured(&out.records);
-        let (t0, t1) = out.profile_window_ns.unwrap_or((0, 0));
-        let anchor_s = out.anchor_unix_ns as f64 / 1e9;
-        let ctx = SummaryContext {
-            backend: "openai-chat".into(),
-            model_id: args.model.clone(),
-            tokenizer_id: "server".into(),
-            best_of: 1,
-            num_prompts: kept.len() as u64,
-            max_concurrency: Some(args.concurrency),
-            burstiness: 1.0,
-            date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
-            benchmark_start_time_unix: Some(anchor_s + t0 as f64 / 1e9),
-            benchmark_end_time_unix: Some(anchor_s + t1 as f64 / 1e9),
-            interrupted: out.stop == ReplayStop::Interrupted,
-            stop_reason: if out.stop == ReplayStop::Interrupted {
-                StopReason::Interrupted
-            } else {
-                StopReason::Completed
-            },
-            metadata: [
-                ("scenario_type".to_string(), "agentic-coding".to_string()),
-                (
-                    "submission_valid".to_string(),
-                    (!unsafe_run && out.stop == ReplayStop::Completed).to_string(),
-                ),
-            ]
-            .into_iter()
-            .collect(),
-            ..Default::default()
-        };
-        let summary = summarize(&kept, &ctx);
+        let summary = replay_summary(&out, &args.model, args.concurrency, !unsafe_run);
         print!("{}", render_report(&summary));
-        let (hit, total) = kept
-            .iter()
-            .filter(|r| r.success)
-            .filter_map(|r| r.agentic.as_ref())
-            .fold((0u64, 0u64), |(h, t), a| {
-                (h + u64::from(a.hit_blocks), t + u64::from(a.total_blocks))
-            });
+        let hit = theoretical_hit_rate(&out.records);
         let st = &out.stats;
         println!(
             "Agentic: {} plays ({} finished), theoretical prefix-cache hit {}, idle jumps {} \
              system ({:.1} s) / {} tree ({:.1} s)",
             st.plays,
             st.plays_finished,
-            if total > 0 {
-                format!("{:.2} %", hit as f64 * 100.0 / total as f64)
-            } else {
-                "n/a".into()
-            },
+            hit.map_or("n/a".into(), |h| format!("{:.2} %", h * 100.0)),
             st.system_jumps,
             st.system_skipped_ns as f64 / 1e9,
             st.tree_jumps,
@@ -376,17 +327,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         for n in &out.notes {
             eprintln!("inferbench: {n}");
         }
-        let code = match out.stop {
-            ReplayStop::Interrupted => inferbench_loadgen::EXIT_INTERRUPTED,
-            ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => {
-                inferbench_loadgen::EXIT_ERROR_RATE
-            }
-            ReplayStop::Completed if summary.completed == 0 => {
-                eprintln!("inferbench: nothing was measured: no profile request succeeded");
-                inferbench_loadgen::EXIT_ERROR_RATE
-            }
-            ReplayStop::Completed => 0,
-        };
+        if summary.completed == 0 && out.stop == ReplayStop::Completed {
+            eprintln!("inferbench: nothing was measured: no profile request succeeded");
+        }
+        let code = exit_code(&out, &summary);
         anyhow::Ok(code)
     })
 }

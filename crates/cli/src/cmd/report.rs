@@ -24,9 +24,10 @@ pub struct Args {
     /// Only points on their group's Pareto frontier in (x, y).
     #[arg(long)]
     pub frontier: bool,
-    /// Frontier x metric (tok/s/user by default).
-    #[arg(long, default_value = "median_intvty")]
-    pub x: String,
+    /// Frontier x metric. Default: median_intvty (tok/s/user); p90_e2e_norm_intvty (AgentX's
+    /// North-Star x) when every selected point is agentic-coding.
+    #[arg(long)]
+    pub x: Option<String>,
     /// Frontier y metric (tok/s/GPU by default). Cost, latency and energy metrics are
     /// lower-is-better; the frontier direction follows.
     #[arg(long, default_value = "tput_per_gpu")]
@@ -91,9 +92,21 @@ pub fn filter(
 }
 
 /// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(mut args: Args) -> anyhow::Result<i32> {
     let mut store = Store::open_existing(&args.db)?;
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
+    if args.x.is_none() {
+        // AgentX points plot against p90 E2E-normalized interactivity (North-Star x).
+        let rows = store.points(&f, &CostOptions::default())?;
+        let agentic =
+            !rows.is_empty() && rows.iter().all(|r| r.scenario == query::AGENTIC_SCENARIO);
+        args.x = Some(if agentic {
+            query::NORTH_STAR_X.to_string()
+        } else {
+            "median_intvty".to_string()
+        });
+    }
+    let x = args.x.clone().unwrap_or_default();
     // Columns beyond the stored hot metrics and derived ones need the full metrics JSON.
     let known: Vec<String> = inferbench_store::query::derived_names();
     f.all_metrics = args.columns.iter().any(|c| {
@@ -102,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 && !inferbench_store::schema::POINT_METRICS.contains(&c.as_str())
                 && !known.contains(c)
                 && !report::DEFAULT_COLUMNS.contains(&c.as_str()))
-    }) || [&args.x, &args.y].iter().any(|m| {
+    }) || [&x, &args.y].iter().any(|m| {
         !inferbench_store::schema::POINT_METRICS.contains(&m.as_str()) && !known.contains(m)
     });
     let cost = CostOptions {
@@ -110,15 +123,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         kw_per_gpu: args.gpu_kw,
     };
     if args.frontier && args.history_at.is_none() {
-        let rows = store.frontier(&f, &cost, &args.x, &args.y)?;
+        let rows = store.frontier(&f, &cost, &x, &args.y)?;
         return print_rows(&rows, &args);
     }
     let mut rows = store.points(&f, &cost)?;
-    query::mark_frontier(&mut rows, &args.x, &args.y);
+    query::mark_frontier(&mut rows, &x, &args.y);
     if let Some(at) = args.history_at {
         let h = compare::history(
             &rows,
-            &args.x,
+            &x,
             &args.y,
             at,
             args.baseline_window,
@@ -126,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         );
         let mut regressed = false;
         for (group, series) in &h {
-            println!("{group}: {} at {} = {at}", args.y, args.x);
+            println!("{group}: {} at {x} = {at}", args.y);
             for p in series {
                 let change = p
                     .change
@@ -149,10 +162,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 
 fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Result<i32> {
     let cols: Vec<String> = if args.columns.is_empty() {
-        report::DEFAULT_COLUMNS
+        let mut c: Vec<String> = report::DEFAULT_COLUMNS
             .iter()
             .map(|s| s.to_string())
-            .collect()
+            .collect();
+        // The frontier's x is always shown (AgentX: p90 E2E-normalized interactivity).
+        if let Some(x) = args.x.as_deref().filter(|x| !c.iter().any(|k| k == x)) {
+            let at = c.iter().position(|k| k == "frontier").unwrap_or(c.len());
+            c.insert(at, x.to_string());
+        }
+        c
     } else {
         args.columns.clone()
     };
@@ -176,9 +195,15 @@ fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Resul
     } else if matches!(fmt, Format::Table) && cols.iter().any(|c| c == "frontier") {
         println!(
             "\n* = on its group's Pareto frontier of {} against {} (a group: model, ISL/OSL, \
-             scenario, hardware, framework, precision, spec decoding, disaggregation)",
+             scenario, hardware, framework, precision, spec decoding, disaggregation{})",
             report::label(&args.y),
-            report::label(&args.x)
+            report::label(args.x.as_deref().unwrap_or_default()),
+            if rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO) {
+                "; agentic groups gated by North-Star: also on the p90 E2E-normalized \
+                 interactivity frontier"
+            } else {
+                ""
+            }
         );
     }
     Ok(0)

@@ -89,6 +89,14 @@ pub struct RunArgs {
     /// Per-request timeout in seconds.
     #[arg(long)]
     pub request_timeout: Option<f64>,
+    /// AgentX traces for agentic-coding rows: a traces.jsonl or a directory of traces
+    /// (InferenceX uses semianalysisai/cc-traces-weka-062126-256k; download it first).
+    #[arg(long)]
+    pub traces: Option<PathBuf>,
+    /// Replay duration for agentic rows, seconds (default: the row's `duration`); below 900 s
+    /// the points are stored as invalid.
+    #[arg(long, value_name = "SECONDS")]
+    pub agentic_duration: Option<f64>,
     /// Re-run points already finished (default: skip them).
     #[arg(long)]
     pub force: bool,
@@ -126,6 +134,12 @@ impl RunArgs {
             (0.0..=1.0).contains(&self.random_range_ratio),
             "--random-range-ratio must be in [0, 1]"
         );
+        if let Some(d) = self.agentic_duration {
+            anyhow::ensure!(
+                d > 0.0 && d.is_finite(),
+                "--agentic-duration must be a positive number of seconds"
+            );
+        }
         let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
         Ok(SweepOptions {
             out_dir: abs(&self.out),
@@ -155,6 +169,8 @@ impl RunArgs {
                 seed: self.seed,
                 endpoint: self.endpoint.clone(),
                 request_timeout_s: self.request_timeout,
+                traces: self.traces.as_ref().map(abs),
+                agentic_duration_s: self.agentic_duration,
             },
             force: self.force,
             base_url: self.base_url.clone(),
@@ -219,6 +235,12 @@ impl RunArgs {
         push("--endpoint", self.endpoint.clone());
         if let Some(t) = self.request_timeout {
             push("--request-timeout", t.to_string());
+        }
+        if let Some(t) = &opts.bench.traces {
+            push("--traces", t.display().to_string());
+        }
+        if let Some(d) = self.agentic_duration {
+            push("--agentic-duration", d.to_string());
         }
         if self.no_ignore_eos {
             a.push("--no-ignore-eos".into());

@@ -7,7 +7,10 @@ pub mod run;
 pub mod sched;
 
 pub use plan::{PlanReq, TreePlan};
-pub use run::{run_replay, ReplayOptions, ReplayOutcome, ReplayStop};
+pub use run::{
+    exit_code, measured, replay_summary, run_replay, theoretical_hit_rate, ReplayOptions,
+    ReplayOutcome, ReplayStop,
+};
 pub use sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler, Ticket};
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use inferbench_client::{
     Backend, CancellationToken, Client, ClientConfig, MaxTokensField, RequestInput, RequestMeta,
     RunClock,
 };
+use inferbench_core::summary::{summarize, RunSummary, StopReason, SummaryContext};
 use inferbench_core::{AgenticRef, ErrorClass, Phase, RequestRecord};
 use inferbench_workload::agentx::Trace;
 use tokio::sync::mpsc;
@@ -407,4 +408,76 @@ fn spawn_request(
         rec.agentic = Some(agentic);
         let _ = done_tx.send(Done { ticket, rec });
     });
+}
+
+/// Records that count for the metrics: profile requests not cut off by the end of the run
+/// (those cancelled after the duration's grace, or by Ctrl-C, stay in `requests.jsonl` only).
+pub fn measured(records: &[RequestRecord]) -> Vec<RequestRecord> {
+    records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.error_class != Some(ErrorClass::Cancelled))
+        .cloned()
+        .collect()
+}
+
+/// The vLLM-shaped [`RunSummary`] of a replay (over [`measured`] records), with
+/// `metadata.scenario_type = agentic-coding` and `submission_valid`; `valid` is false for runs
+/// below AgentX's 900 s minimum (`--unsafe-override`). The profiling window is T0 to the end.
+pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool) -> RunSummary {
+    let kept = measured(&out.records);
+    let (t0, t1) = out.profile_window_ns.unwrap_or((0, 0));
+    let anchor_s = out.anchor_unix_ns as f64 / 1e9;
+    let ctx = SummaryContext {
+        backend: "openai-chat".into(),
+        model_id: model.to_string(),
+        tokenizer_id: "server".into(),
+        best_of: 1,
+        num_prompts: kept.len() as u64,
+        max_concurrency: Some(lanes),
+        burstiness: 1.0,
+        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+        benchmark_start_time_unix: Some(anchor_s + t0 as f64 / 1e9),
+        benchmark_end_time_unix: Some(anchor_s + t1 as f64 / 1e9),
+        interrupted: out.stop == ReplayStop::Interrupted,
+        stop_reason: if out.stop == ReplayStop::Interrupted {
+            StopReason::Interrupted
+        } else {
+            StopReason::Completed
+        },
+        metadata: [
+            ("scenario_type".to_string(), "agentic-coding".to_string()),
+            (
+                "submission_valid".to_string(),
+                (valid && out.stop == ReplayStop::Completed).to_string(),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+        ..Default::default()
+    };
+    summarize(&kept, &ctx)
+}
+
+/// Σ hit / Σ total hash blocks over the successful measured requests (§2.10), or `None` when
+/// no request had a hash block.
+pub fn theoretical_hit_rate(records: &[RequestRecord]) -> Option<f64> {
+    let (hit, total) = records
+        .iter()
+        .filter(|r| r.success && r.phase == Phase::Profile)
+        .filter_map(|r| r.agentic.as_ref())
+        .fold((0u64, 0u64), |(h, t), a| {
+            (h + u64::from(a.hit_blocks), t + u64::from(a.total_blocks))
+        });
+    (total > 0).then(|| hit as f64 / total as f64)
+}
+
+/// The process exit code of a replay: 130 interrupted, 1 for the failure threshold, a failed
+/// root warmup or nothing measured, else 0.
+pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
+    match out.stop {
+        ReplayStop::Interrupted => crate::EXIT_INTERRUPTED,
+        ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => crate::EXIT_ERROR_RATE,
+        ReplayStop::Completed if summary.completed == 0 => crate::EXIT_ERROR_RATE,
+        ReplayStop::Completed => 0,
+    }
 }
