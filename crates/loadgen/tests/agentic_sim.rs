@@ -97,6 +97,11 @@ fn opts(base_url: String, duration: Duration) -> ReplayOptions {
     }
 }
 
+fn prompter(tr: &[Trace]) -> Prompter {
+    let tok = inferbench_workload::Tokenizer::load("o200k_base").expect("embedded tokenizer");
+    Prompter::new(tr, &tok, 42).expect("corpus")
+}
+
 fn sim() -> inferbench_sim::SimHandle {
     let cfg = inferbench_sim::SimConfig {
         mode: inferbench_sim::Mode::Instant,
@@ -125,7 +130,7 @@ fn by<'a>(
 async fn replays_traces_with_subagents_against_the_sim() {
     let sim = sim();
     let tr = Arc::new(traces());
-    let prompter = Arc::new(Prompter::new(&tr));
+    let prompter = Arc::new(prompter(&tr));
     let out = run_replay(
         opts(sim.base_url(), Duration::from_millis(1500)),
         tr.clone(),
@@ -189,7 +194,7 @@ async fn replays_traces_with_subagents_against_the_sim() {
 async fn ctrl_c_keeps_finished_records() {
     let sim = sim();
     let tr = Arc::new(traces());
-    let prompter = Arc::new(Prompter::new(&tr));
+    let prompter = Arc::new(prompter(&tr));
     let cancel = CancellationToken::new();
     let c2 = cancel.clone();
     tokio::spawn(async move {
@@ -206,4 +211,74 @@ async fn ctrl_c_keeps_finished_records() {
     .expect("replay runs");
     assert_eq!(out.stop, ReplayStop::Interrupted);
     assert!(out.records.iter().filter(|r| r.success).count() > 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observed_prefix_cache_hit_matches_the_theoretical_rate() {
+    // The timed sim (64-token KV blocks, prefix caching) reports each request's cached tokens;
+    // over the measured requests they match the trace's hash-block reuse within 2 points.
+    let cfg = inferbench_sim::SimConfig {
+        block_size: 64,
+        served_model_name: Some("sim".into()),
+        time_scale: 20.0,
+        ..Default::default()
+    };
+    let sim = inferbench_sim::spawn(cfg).expect("sim starts");
+    let mut traces = inferbench_workload::agentx::load_traces(
+        std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/agentx-traces.jsonl"
+        )),
+        &Default::default(),
+    )
+    .expect("example traces")
+    .traces;
+    // Recorded gaps of seconds, replayed 20× faster so a few plays fit in 3 s.
+    for r in traces
+        .iter_mut()
+        .flat_map(|t| t.streams.iter_mut())
+        .flat_map(|s| s.requests.iter_mut())
+    {
+        r.t_s /= 20.0;
+        r.api_time_s /= 20.0;
+    }
+    let tr = Arc::new(traces);
+    let out = run_replay(
+        opts(sim.base_url(), Duration::from_secs(3)),
+        tr.clone(),
+        Arc::new(prompter(&tr)),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("replay runs");
+    let kept: Vec<&RequestRecord> = out
+        .records
+        .iter()
+        .filter(|r| r.success && r.phase == Phase::Profile)
+        .collect();
+    assert!(kept.len() >= 8, "{} measured requests", kept.len());
+    let (mut hit, mut total, mut cached) = (0u64, 0u64, 0u64);
+    for r in &kept {
+        let a = r.agentic.as_ref().unwrap();
+        hit += u64::from(a.hit_blocks);
+        total += u64::from(a.total_blocks);
+        cached += u64::from(r.cached_tokens.unwrap_or(0));
+        // Prompt tokens: exactly `in` synthesized, plus the chat template and the marker.
+        let extra = r.prompt_tokens as i64 - i64::from(a.expected_input_tokens);
+        assert!(
+            (0..=64).contains(&extra),
+            "template + marker overhead {extra}: {r:?}"
+        );
+    }
+    let theoretical = hit as f64 / total as f64;
+    let observed = cached as f64 / (64 * total) as f64;
+    eprintln!(
+        "prefix-cache hit over {} measured requests: observed {observed:.4}, theoretical \
+         {theoretical:.4}",
+        kept.len()
+    );
+    assert!(
+        (observed - theoretical).abs() <= 0.02,
+        "observed {observed:.4} vs theoretical {theoretical:.4}"
+    );
 }

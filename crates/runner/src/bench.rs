@@ -142,7 +142,10 @@ async fn run_agentic_point(
         .or(req.spec.row.duration.map(|d| d as f64))
         .unwrap_or(3_600.0);
     let traces = std::sync::Arc::new(report.traces);
-    let prompter = std::sync::Arc::new(Prompter::new(&traces));
+    let tok = inferbench_workload::Tokenizer::load(
+        req.bench.tokenizer.as_deref().unwrap_or("o200k_base"),
+    )?;
+    let prompter = std::sync::Arc::new(Prompter::new(&traces, &tok, 42)?);
     let endpoint = if req.bench.endpoint.contains("chat") {
         req.bench.endpoint.clone()
     } else {

@@ -47,6 +47,10 @@ pub struct Args {
     /// Keep only the first N traces (after --max-context-length).
     #[arg(long, help_heading = "Traces")]
     pub num_dataset_entries: Option<usize>,
+    /// Tokenizer of the block texts (64 token ids per hash block): o200k_base (embedded),
+    /// cl100k_base, or the served model's tokenizer.json for exact prompt lengths.
+    #[arg(long, default_value = "o200k_base", help_heading = "Traces")]
+    pub tokenizer: String,
 
     // ----- target
     /// Server root URL (http only).
@@ -279,7 +283,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.base_url
     );
     let traces = Arc::new(report.traces);
-    let prompter = Arc::new(Prompter::new(&traces));
+    let tok = inferbench_workload::Tokenizer::load(&args.tokenizer)?;
+    let prompter = Arc::new(Prompter::new(&traces, &tok, args.random_seed)?);
     if let Some(d) = &args.result_dir {
         std::fs::create_dir_all(d)
             .with_context(|| format!("--result-dir: cannot create {}", d.display()))?;

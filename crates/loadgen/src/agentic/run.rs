@@ -352,7 +352,7 @@ fn spawn_request(
     let req = &stream.requests[d.turn as usize];
     let cursor = cursors
         .entry((d.play, d.stream))
-        .or_insert_with(|| prompter.cursor(d.trace, d.stream));
+        .or_insert_with(|| prompter.cursor(trace, d.stream));
     let plan = prompter.plan_turn(cursor, trace, d.stream, d.turn);
     if d.turn as usize + 1 == stream.requests.len() {
         // Nothing of this stream is sent after its last turn: free the cursor.
@@ -396,7 +396,7 @@ fn spawn_request(
     let marker = inferbench_workload::cache_bust_marker(d.marker_id);
     tokio::spawn(async move {
         let trace = &traces[d.trace];
-        let (messages, prompt_tokens) = prompter.render(&plan, trace, d.stream, d.turn, &marker);
+        let (messages, prompt_tokens) = prompter.render(&plan, trace, d.stream, &marker);
         let input = RequestInput {
             text: "",
             messages: Some(&messages),
