@@ -75,9 +75,10 @@ pub struct LoadReport {
 ///
 /// # Errors
 /// [`WorkloadError::Io`] for an unreadable file or directory; [`WorkloadError::Parse`] naming
-/// `file:line` and the field for a bad trace (unless [`LoadOptions::skip_invalid`]) and for a
-/// trace id seen twice in the load; [`WorkloadError::Empty`] when no usable trace is left (none in
-/// the files, all skipped, all dropped by the context filter, or `num_dataset_entries = 0`).
+/// `file:line` and the field for the first bad trace, or for a trace id seen a second time in
+/// the load (with [`LoadOptions::skip_invalid`] both are skipped and listed instead: the first
+/// trace of an id wins); [`WorkloadError::Empty`] when no usable trace is left (none in the
+/// files, all skipped, all dropped by the context filter, or `num_dataset_entries = 0`).
 pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, WorkloadError> {
     let files = list_files(path)?;
     let mut traces: Vec<Trace> = Vec::new();
@@ -1184,6 +1185,102 @@ pub(crate) mod tests {
             .map(|r| r.input_tokens)
             .collect();
         assert_eq!(ins, [64, 1000, 64]);
+    }
+
+    /// Load time of a file shaped like the real `_256k` corpus (393 traces, ~68k requests,
+    /// ~1,300 hash ids each, ~570 MB). Run: `cargo test --release -p inferbench-workload --
+    /// --ignored load_speed --nocapture` (`AGENTX_LOAD_SCALE=0.1` for a tenth).
+    #[test]
+    #[ignore]
+    fn load_speed_corpus_sized_file() {
+        use std::io::Write;
+        let scale: f64 = std::env::var("AGENTX_LOAD_SCALE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1.0);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("traces.jsonl");
+        let t0 = std::time::Instant::now();
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
+        let (mut requests, mut ids) = (0usize, 0usize);
+        let n_traces = ((393.0 * scale) as usize).max(1);
+        let write_req = |w: &mut std::io::BufWriter<std::fs::File>,
+                         t: f64,
+                         n: usize,
+                         fresh: usize,
+                         ty: &str| {
+            write!(w, "{{\"t\":{t:.3},\"type\":\"{ty}\",\"model\":\"claude-opus-4-6\",\"in\":{},\"out\":{},\"hash_ids\":[", n * 64 - 17, 300 + n % 700).unwrap();
+            for i in 0..n {
+                let id = if i + 8 >= n { fresh + i } else { 10_000 + i };
+                if i > 0 {
+                    w.write_all(b",").unwrap();
+                }
+                write!(w, "{id}").unwrap();
+            }
+            write!(w, "],\"api_time\":{:.2}}}", 3.5 + (n % 13) as f64).unwrap();
+        };
+        for k in 0..n_traces {
+            write!(w, "{{\"id\":\"trace-{k:04}\",\"models\":[\"claude-opus-4-6\"],\"block_size\":64,\"hash_id_scope\":\"local\",\"requests\":[").unwrap();
+            let mut fresh = 30_000;
+            for j in 0..149 {
+                if j > 0 {
+                    w.write_all(b",").unwrap();
+                }
+                let n = 300 + j * 2200 / 148;
+                write_req(&mut w, j as f64 * 20.0, n, fresh, "s");
+                fresh += 10;
+                requests += 1;
+                ids += n;
+                if j % 75 == 10 {
+                    write!(w, ",{{\"t\":{:.1},\"type\":\"subagent\",\"agent_id\":\"sa_{j}\",\"subagent_type\":\"Explore\",\"status\":\"completed\",\"requests\":[", j as f64 * 20.0 + 1.0).unwrap();
+                    for q in 0..12 {
+                        if q > 0 {
+                            w.write_all(b",").unwrap();
+                        }
+                        write_req(
+                            &mut w,
+                            j as f64 * 20.0 + 1.0 + q as f64,
+                            200 + q * 40,
+                            90_000 + q * 50,
+                            "n",
+                        );
+                        requests += 1;
+                        ids += 200 + q * 40;
+                    }
+                    w.write_all(b"]}").unwrap();
+                }
+            }
+            w.write_all(b"]}\n").unwrap();
+        }
+        w.flush().unwrap();
+        drop(w);
+        let bytes = std::fs::metadata(&p).unwrap().len();
+        eprintln!(
+            "wrote {n_traces} traces, {requests} requests, {ids} hash ids, {:.0} MB in {:.1?}",
+            bytes as f64 / 1e6,
+            t0.elapsed()
+        );
+        let t = std::time::Instant::now();
+        let r = load(&p).unwrap();
+        let dt = t.elapsed();
+        assert_eq!(r.traces.len(), n_traces);
+        assert_eq!(
+            r.traces.iter().map(Trace::request_count).sum::<usize>(),
+            requests
+        );
+        let hwm = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM"))
+                    .map(str::to_string)
+            });
+        eprintln!(
+            "load_traces: {dt:.2?} ({:.0} MB/s) on {} rayon threads; {}",
+            bytes as f64 / 1e6 / dt.as_secs_f64(),
+            rayon::current_num_threads(),
+            hwm.unwrap_or_default()
+        );
     }
 
     proptest::proptest! {
