@@ -48,6 +48,8 @@ enum Command {
     Eval(cmd::eval::Args),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
     Replay(cmd::replay::Args),
+    /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).
+    AgentxTraces(cmd::replay::TracesArgs),
 }
 
 fn main() {
@@ -76,6 +78,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Replay(a) => cmd::replay::run(a),
+        Command::AgentxTraces(a) => cmd::replay::run_traces(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -10,6 +10,7 @@ pub mod matrix;
 pub mod models;
 pub mod plot;
 pub mod quickstart;
+pub mod quickstart_agentic;
 pub mod replay;
 pub mod report;
 pub mod selftest;

@@ -74,6 +74,10 @@ pub struct Args {
     /// concurrency, no warmups, max-num-seqs 16, time scale 8 (flags given explicitly win).
     #[arg(long)]
     pub fast: bool,
+    /// AgentX instead: replay built-in agentic-coding sessions (sub-agents, prefix reuse) at
+    /// 1, 2, 4, 8 lanes for 6 s each (3 s with --fast) and show the North-Star frontier.
+    #[arg(long)]
+    pub agentic: bool,
 }
 
 /// The sweep's shape after defaults (`--fast` or not) are applied to the flags not given.
@@ -121,6 +125,12 @@ fn metric(s: &RunSummary, name: &str) -> Option<f64> {
 
 /// Runs the quickstart; returns the exit code (0 ok, 1 when a point failed, 130 on Ctrl-C).
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args.agentic {
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating {}", args.out.display()))?;
+        let (run_dir, sweep_id) = fresh_run_dir(&args.out)?;
+        return super::quickstart_agentic::run(&args, &run_dir, &sweep_id);
+    }
     let p = Plan::new(&args);
     anyhow::ensure!(
         !p.concurrency.is_empty() && p.concurrency.iter().all(|&c| c > 0),

@@ -15,12 +15,100 @@ use inferbench_loadgen::agentic::{
 };
 use inferbench_loadgen::output::render_report;
 use inferbench_loadgen::ProgressMode;
-use inferbench_workload::agentx::{load_traces, LoadOptions};
+use inferbench_workload::agentx::synthetic::{self, SyntheticSpec};
+use inferbench_workload::agentx::{filter_isl_cap, load_traces, LoadOptions, LoadReport, Trace};
 
 use super::bench::{secs, split_pair};
 
 /// Shortest duration InferenceX accepts as a valid AgentX result, s (AIPerf's scenario lock).
 pub const MIN_VALID_DURATION_S: f64 = 900.0;
+
+/// Built-in synthetic corpus shapes.
+const SHAPES: [&str; 3] = ["quickstart", "062126", "062126-256k"];
+
+/// The synthetic traces of `shape` (one of [`SHAPES`]); `traces` overrides the session count.
+pub fn synthetic_traces(shape: &str, traces: Option<usize>, seed: u64) -> Vec<Trace> {
+    let mut spec = match shape {
+        "quickstart" => SyntheticSpec::quickstart(),
+        _ => SyntheticSpec::corpus_062126(),
+    };
+    spec.seed = seed;
+    if let Some(n) = traces {
+        spec.traces = n;
+    }
+    let all = synthetic::generate(&spec);
+    if shape.ends_with("256k") {
+        // The `_256k` rule: requests with in + out > 256,000 dropped (reference/agentx.md §1.6).
+        all.iter()
+            .filter_map(|t| filter_isl_cap(t, 256_000))
+            .collect()
+    } else {
+        all
+    }
+}
+
+/// Flags of `inferbench agentx-traces`.
+#[derive(Debug, clap::Args)]
+pub struct TracesArgs {
+    /// Corpus shape: quickstart, 062126 (≈ 393 sessions, 99k requests) or 062126-256k.
+    #[arg(long, default_value = "062126-256k", value_parser = SHAPES)]
+    pub shape: String,
+    /// Sessions (default: the shape's).
+    #[arg(long)]
+    pub traces: Option<usize>,
+    /// Seed.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Output JSONL file (one trace per line, the corpus's traces.jsonl layout).
+    #[arg(long, short = 'o')]
+    pub out: PathBuf,
+}
+
+/// `inferbench agentx-traces`: writes a synthetic AgentX corpus and prints its shape.
+pub fn run_traces(args: TracesArgs) -> anyhow::Result<i32> {
+    let traces = synthetic_traces(&args.shape, args.traces, args.seed);
+    let f = std::fs::File::create(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    synthetic::write_jsonl(&traces, std::io::BufWriter::new(f))
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    let reqs: Vec<&inferbench_workload::agentx::TraceRequest> = traces
+        .iter()
+        .flat_map(|t| &t.streams)
+        .flat_map(|s| &s.requests)
+        .collect();
+    let mut isl: Vec<f64> = reqs.iter().map(|r| f64::from(r.input_tokens)).collect();
+    let mut osl: Vec<f64> = reqs.iter().map(|r| f64::from(r.output_tokens)).collect();
+    isl.sort_by(f64::total_cmp);
+    osl.sort_by(f64::total_cmp);
+    let q = |v: &[f64], p: f64| inferbench_core::metrics::percentile_sorted(v, p).unwrap_or(0.0);
+    let (mut hit, mut total) = (0u64, 0u64);
+    for t in &traces {
+        for s in inferbench_workload::agentx::theoretical_hits(t) {
+            for (h, n) in s {
+                hit += u64::from(h);
+                total += u64::from(n);
+            }
+        }
+    }
+    let bytes = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "wrote {}: {} sessions, {} requests, ISL p50 {:.0} / p99 {:.0} tokens, OSL p50 {:.0} \
+         tokens, theoretical hit {:.1} %, {:.0} MB",
+        args.out.display(),
+        traces.len(),
+        reqs.len(),
+        q(&isl, 50.0),
+        q(&isl, 99.0),
+        q(&osl, 50.0),
+        if total > 0 {
+            hit as f64 * 100.0 / total as f64
+        } else {
+            0.0
+        },
+        bytes as f64 / 1e6
+    );
+    Ok(0)
+}
 
 /// Flags of `inferbench replay`.
 #[derive(Debug, clap::Args)]
@@ -36,8 +124,12 @@ pub struct Args {
     // ----- traces
     /// Trace file (JSONL, one trace per line) or a directory of `.jsonl` / `.json` traces
     /// (InferenceX's "Weka" layout, reference/agentx.md §1.4).
-    #[arg(long, help_heading = "Traces")]
-    pub traces: PathBuf,
+    #[arg(long, required_unless_present = "synthetic", help_heading = "Traces")]
+    pub traces: Option<PathBuf>,
+    /// Built-in synthetic traces instead of --traces: quickstart (6 short sessions), 062126 or
+    /// 062126-256k (shaped like SemiAnalysis' corpus; see `inferbench agentx-traces`).
+    #[arg(long, conflicts_with = "traces", value_parser = SHAPES, help_heading = "Traces")]
+    pub synthetic: Option<String>,
     /// Skip malformed trace lines (reported) instead of stopping at the first.
     #[arg(long, help_heading = "Traces")]
     pub skip_invalid: bool,
@@ -242,14 +334,33 @@ impl Args {
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let opts = args.options()?;
-    let report = load_traces(
-        &args.traces,
-        &LoadOptions {
-            skip_invalid: args.skip_invalid,
-            max_context_length: args.max_context_length,
-            num_dataset_entries: args.num_dataset_entries,
-        },
-    )?;
+    let load = LoadOptions {
+        skip_invalid: args.skip_invalid,
+        max_context_length: args.max_context_length,
+        num_dataset_entries: args.num_dataset_entries,
+    };
+    let report = match (&args.traces, &args.synthetic) {
+        (Some(p), _) => load_traces(p, &load)?,
+        (None, Some(shape)) => {
+            let mut traces = synthetic_traces(shape, None, args.random_seed);
+            let before = traces.len();
+            if let Some(max) = args.max_context_length {
+                traces.retain(|t| t.peak_context_tokens() <= max);
+            }
+            let dropped_by_context = before - traces.len();
+            if let Some(n) = args.num_dataset_entries {
+                traces.truncate(n);
+            }
+            LoadReport {
+                traces,
+                skipped: Vec::new(),
+                dropped_by_context,
+                files: 0,
+            }
+        }
+        (None, None) => anyhow::bail!("give --traces PATH or --synthetic SHAPE"),
+    };
+    anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
     for s in &report.skipped {
         eprintln!("inferbench: skipped {s}");
     }

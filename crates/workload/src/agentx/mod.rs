@@ -22,6 +22,7 @@
 
 pub mod load;
 pub mod synth;
+pub mod synthetic;
 pub mod trace;
 
 pub use load::{load_traces, LoadOptions, LoadReport, BLOCK_TOKENS};

@@ -1,0 +1,219 @@
+//! `inferbench quickstart --agentic`: the AgentX pipeline on the embedded simulator in seconds.
+//! Built-in synthetic sessions (sub-agents, compaction) are replayed at a few lane counts
+//! against an in-process sim with 64-token KV blocks and prefix caching; each point becomes an
+//! artifact directory (summary, records, job.json), is ingested, and the North-Star frontier
+//! (tok/s/GPU against p90 E2E-normalized interactivity) is printed and drawn. Points are marked
+//! invalid: their duration is far below AgentX's 900 s.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use inferbench_loadgen::agentic::prompt::Prompter;
+use inferbench_loadgen::agentic::{self, ReplayOptions, SchedConfig};
+use inferbench_loadgen::ProgressMode;
+use inferbench_sim::{Precision, SimConfig};
+use inferbench_store::query::{AGENTIC_SCENARIO, NORTH_STAR_X};
+
+use super::quickstart::Args;
+
+/// Default lane counts of the agentic quickstart.
+const LANES: [u32; 4] = [1, 2, 4, 8];
+
+/// Runs the agentic quickstart; returns the exit code (0 ok, 1 when a point failed, 130 on
+/// Ctrl-C).
+pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
+    let lanes = args.concurrency.clone().unwrap_or_else(|| LANES.to_vec());
+    anyhow::ensure!(
+        !lanes.is_empty() && lanes.iter().all(|&c| c > 0),
+        "--concurrency needs positive values"
+    );
+    let duration = Duration::from_secs_f64(if args.fast { 3.0 } else { 6.0 });
+    let precision = Precision::parse(&args.precision)?;
+    let cfg = SimConfig {
+        hardware: args.hardware.clone(),
+        model: args.model.clone(),
+        precision,
+        tp: args.tp,
+        block_size: 64,
+        seed: args.seed,
+        threads: 1,
+        ..SimConfig::default()
+    };
+    let info = inferbench_sim::describe(&cfg)?;
+    let mut store = inferbench_store::Store::open(if args.no_db { ":memory:" } else { &args.db })
+        .with_context(|| format!("opening database {}", args.db))?;
+    store.migrate()?;
+    let cat = inferbench_sim::Catalogue::embedded();
+    let hw_key = cat.hardware(&args.hardware)?.name.to_ascii_lowercase();
+    let model_prefix = cat
+        .model(&args.model)?
+        .name
+        .to_ascii_lowercase()
+        .replace("llama-", "llama");
+    let traces = Arc::new(super::replay::synthetic_traces("quickstart", None, 42));
+    let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
+    let tok = inferbench_workload::Tokenizer::load("o200k_base")?;
+    let prompter = Arc::new(Prompter::new(&traces, &tok, 42)?);
+    let sim_line = format!(
+        "inferbench sim: {} {} on {}x{} (time scale 1), KV cache {} tokens in 64-token blocks, \
+         prefix caching on",
+        info.served_model_name, precision, args.tp, args.hardware, info.kv_capacity_tokens
+    );
+    eprintln!("{sim_line}");
+    eprintln!(
+        "  AgentX replay of {} built-in sessions ({n_req} requests, sub-agents, compaction), {} s \
+         per point at {lanes:?} lanes; real time (time scale 1)",
+        traces.len(),
+        duration.as_secs_f64()
+    );
+    let sim = inferbench_sim::spawn(cfg)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let mut exit = 0;
+    rt.block_on(async {
+        let cancel =
+            super::shutdown_token("inferbench quickstart: interrupted; stopping after this point");
+        for &conc in &lanes {
+            let runner = format!("{hw_key}-sim");
+            let result_filename = format!(
+                "qs-agentic-{model_prefix}_{precision}_sim_tp{}-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc{conc}_{runner}",
+                args.tp
+            );
+            let dir = run_dir.join(&result_filename);
+            std::fs::create_dir_all(&dir)?;
+            let opts = ReplayOptions {
+                base_url: sim.base_url(),
+                endpoint: None,
+                model: info.served_model_name.clone(),
+                api_key: None,
+                headers: Vec::new(),
+                extra_body: None,
+                max_tokens_field: None,
+                idle_timeout: Duration::from_secs(60),
+                request_timeout: None,
+                sched: SchedConfig {
+                    lanes: conc,
+                    duration_ns: duration.as_nanos() as u64,
+                    warmup_per_lane: 2,
+                    seed: 42,
+                    ..SchedConfig::default()
+                },
+                grace: Duration::from_secs(5),
+                failed_request_threshold: 0.10,
+                save_requests: Some(dir.join("requests.jsonl")),
+                progress: ProgressMode::Off,
+            };
+            let started = inferbench_runner::artifacts::now_rfc3339();
+            let t0 = std::time::Instant::now();
+            let out = agentic::run_replay(opts, traces.clone(), prompter.clone(), cancel.clone())
+                .await?;
+            let summary = agentic::replay_summary(&out, &info.served_model_name, conc, false);
+            std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
+            let plain = dir.join("requests.jsonl");
+            if plain.exists() {
+                inferbench_runner::bench::compress(&plain, &dir.join("requests.jsonl.zst"))?;
+                std::fs::remove_file(&plain).ok();
+            }
+            let job = serde_json::json!({
+                "identity": {
+                    "hw": hw_key, "framework": "sim", "precision": precision.as_str(),
+                    "model_prefix": model_prefix, "spec_decoding": "none", "tp": args.tp,
+                    "ep": 1, "dp_attention": false, "disagg": false,
+                    "scenario_type": AGENTIC_SCENARIO, "conc": conc,
+                    "image": format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")),
+                    "result_filename": result_filename,
+                },
+                "sweep_id": sweep_id,
+                "provenance": inferbench_runner::artifacts::Provenance::current(
+                    &format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")), &runner),
+                "replay": {"lanes": conc, "duration_s": duration.as_secs_f64(),
+                           "traces": "built-in quickstart", "seed": 42, "valid": false},
+                "started_at": started,
+                "finished_at": inferbench_runner::artifacts::now_rfc3339(),
+            });
+            inferbench_runner::artifacts::write_json_atomic(&dir.join("job.json"), &job)?;
+            std::fs::write(dir.join("server.log"), format!("{sim_line}\n"))?;
+            let hit = agentic::theoretical_hit_rate(&out.records);
+            eprintln!(
+                "  lanes {conc:>2}: {} ok, {} failed, {} plays, total {:.0} tok/s, p90 E2E-norm \
+                 interactivity {:.1} tok/s/user, theoretical hit {}, took {:.1} s",
+                summary.completed,
+                summary.inferbench.failed,
+                out.stats.plays,
+                summary.total_token_throughput,
+                summary
+                    .inferbench
+                    .e2e_normalized_interactivity
+                    .get("p90")
+                    .copied()
+                    .flatten()
+                    .unwrap_or(f64::NAN),
+                hit.map_or("n/a".into(), |h| format!("{:.1} %", h * 100.0)),
+                t0.elapsed().as_secs_f64()
+            );
+            let code = agentic::exit_code(&out, &summary);
+            if code != 0 {
+                exit = code;
+            }
+            if cancel.is_cancelled() {
+                break;
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    sim.shutdown();
+    let report = store.ingest_path(run_dir, &inferbench_store::IngestOptions::default())?;
+    let mut filter = inferbench_store::Filter::default();
+    filter.add(&format!("batch={sweep_id}"))?;
+    let mut rows = store.points(&filter, &inferbench_store::CostOptions::default())?;
+    inferbench_store::query::mark_frontier(&mut rows, NORTH_STAR_X, "tput_per_gpu");
+    let cols: Vec<String> = [
+        "conc",
+        "tput_per_gpu",
+        NORTH_STAR_X,
+        "median_e2el",
+        "frontier",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    print!(
+        "{}",
+        inferbench_store::report::render(&rows, &cols, inferbench_store::report::Format::Table)
+    );
+    println!(
+        "\n* = on the North-Star frontier (tok/s/GPU against p90 E2E-normalized interactivity); \
+         conc = lanes (session trees); points invalid (duration < 900 s)"
+    );
+    let chart = args
+        .chart
+        .clone()
+        .unwrap_or_else(|| run_dir.join("frontier.svg"));
+    let spec = inferbench_store::plot::PlotSpec {
+        x: NORTH_STAR_X.into(),
+        y: "tput_per_gpu".into(),
+        title: format!(
+            "inferbench quickstart --agentic: {} on simulated {}",
+            args.model, args.hardware
+        ),
+        ..Default::default()
+    };
+    inferbench_store::plot::plot(&rows, &spec, &chart)?;
+    eprintln!(
+        "ingested {} points into {} ({} skipped); chart: {}",
+        report.points,
+        if args.no_db {
+            "no database (--no-db)".to_string()
+        } else {
+            store.location().to_string()
+        },
+        report.skipped.len(),
+        chart.display()
+    );
+    eprintln!("artifacts in {}", run_dir.display());
+    Ok(exit)
+}
