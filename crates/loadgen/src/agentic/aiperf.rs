@@ -67,27 +67,51 @@ fn play_of(r: &RequestRecord) -> u32 {
     r.agentic.as_ref().map_or(0, |a| a.play)
 }
 
-/// The `X-Correlation-ID` of a record's stream in one play (§4.2, AIPerf `x_correlation_id`):
-/// `<play, 8 digits>-<conversation id>`; stable for every turn of the stream in that play and
-/// distinct across recycle passes. The replay driver should send the same header.
+/// The `X-Correlation-ID` of stream `stream` (`<trace>` or `<trace>::sa:<agent>`) in play
+/// `play` (§4.2, AIPerf `x_correlation_id`): `<play, 8 digits>-<stream>`; stable for every turn
+/// of the stream in that play, distinct across recycle passes. The replay driver should send
+/// this header so server logs and the export line up.
+pub fn correlation_id_of(play: u32, stream: &str) -> String {
+    format!("{play:08}-{stream}")
+}
+
+/// [`correlation_id_of`] of a record's play and stream.
 pub fn correlation_id(r: &RequestRecord) -> String {
-    format!("{:08}-{}", play_of(r), stream_of(r))
+    correlation_id_of(play_of(r), stream_of(r))
 }
 
 /// The session tree's id (AIPerf `root_correlation_id`): the correlation id of the root stream
 /// (`<play>-<trace id>`) for every stream of the tree.
 pub fn root_correlation_id(r: &RequestRecord) -> String {
-    format!("{:08}-{}", play_of(r), trace_of(r))
+    correlation_id_of(play_of(r), trace_of(r))
+}
+
+/// A metric value: token counts as integers (as AIPerf writes them), times as floats.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Num {
+    Int(u64),
+    Float(f64),
 }
 
 #[derive(Serialize)]
 struct MetricValue {
-    value: f64,
+    value: Num,
     unit: &'static str,
 }
 
 fn mv(value: f64, unit: &'static str) -> Option<MetricValue> {
-    Some(MetricValue { value, unit })
+    Some(MetricValue {
+        value: Num::Float(value),
+        unit,
+    })
+}
+
+fn tokens(value: u64) -> Option<MetricValue> {
+    Some(MetricValue {
+        value: Num::Int(value),
+        unit: "tokens",
+    })
 }
 
 #[derive(Serialize)]
@@ -137,10 +161,8 @@ fn line(r: &RequestRecord, anchor_unix_ns: u64) -> Line<'_> {
     let m = aiperf_metrics(r);
     let metrics = if r.success {
         LineMetrics {
-            input_sequence_length: mv(m.input_sequence_length as f64, "tokens"),
-            output_sequence_length: m
-                .output_sequence_length
-                .and_then(|o| mv(o as f64, "tokens")),
+            input_sequence_length: tokens(m.input_sequence_length),
+            output_sequence_length: m.output_sequence_length.and_then(tokens),
             time_to_first_token: m.time_to_first_token_ms.and_then(|v| mv(v, "ms")),
             request_latency: m.request_latency_ms.and_then(|v| mv(v, "ms")),
             inter_token_latency: m.inter_token_latency_ms.and_then(|v| mv(v, "ms")),
@@ -148,7 +170,7 @@ fn line(r: &RequestRecord, anchor_unix_ns: u64) -> Line<'_> {
         }
     } else {
         LineMetrics {
-            error_isl: mv(m.input_sequence_length as f64, "tokens"),
+            error_isl: tokens(m.input_sequence_length),
             ..Default::default()
         }
     };
@@ -691,7 +713,7 @@ mod tests {
         );
         assert_eq!(
             m["output_sequence_length"],
-            json!({"value": 5.0, "unit": "tokens"})
+            json!({"value": 5, "unit": "tokens"})
         );
         assert_eq!(v["error"], Value::Null);
 
@@ -703,7 +725,7 @@ mod tests {
         assert_eq!(v["metadata"]["cancellation_time_ns"], json!(41 * MS));
         assert_eq!(
             v["metrics"],
-            json!({"error_isl": {"value": 100.0, "unit": "tokens"}})
+            json!({"error_isl": {"value": 100, "unit": "tokens"}})
         );
         assert_eq!(
             v["error"],
