@@ -56,6 +56,52 @@ pub fn parse_prometheus(text: &str) -> Vec<Sample> {
     out
 }
 
+/// Parses a label set as [`Sample::labels`] holds it (`a="x",b="y"`, no braces) into name →
+/// value, undoing the exposition escapes `\\`, `\"` and `\n`. Malformed tails are dropped (never an
+/// error).
+pub fn parse_labels(labels: &str) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut rest = labels.trim();
+    while !rest.is_empty() {
+        let Some((name, after)) = rest.split_once('=') else {
+            break;
+        };
+        let name = name.trim().trim_start_matches(',').trim();
+        let after = after.trim_start();
+        let Some(body) = after.strip_prefix('"') else {
+            break;
+        };
+        let mut value = String::new();
+        let mut chars = body.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, o)) => value.push(o),
+                    None => break,
+                },
+                '"' => {
+                    end = Some(i);
+                    break;
+                }
+                o => value.push(o),
+            }
+        }
+        let Some(end) = end else {
+            break;
+        };
+        if !name.is_empty() {
+            out.insert(name.to_string(), value);
+        }
+        rest = body[end + 1..]
+            .trim_start()
+            .trim_start_matches(',')
+            .trim_start();
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +125,16 @@ mod tests {
             (s[0].labels.as_str(), s[0].value),
             ("a=\"x}y\",b=\"2\"", 5.0)
         );
+    }
+
+    #[test]
+    fn label_sets_parse_with_escapes() {
+        let m = parse_labels("a=\"x}y\",b=\"q\\\"z\\\\\", le=\"+Inf\"");
+        assert_eq!(m.len(), 3);
+        assert_eq!(m["a"], "x}y");
+        assert_eq!(m["b"], "q\"z\\");
+        assert_eq!(m["le"], "+Inf");
+        assert!(parse_labels("").is_empty());
+        assert_eq!(parse_labels("a=\"1\",broken").len(), 1);
     }
 }

@@ -162,6 +162,44 @@ pub fn summarize(snaps: &[Snapshot], start: f64, end: f64) -> ServerMetricsSumma
     for c in out.counters.values_mut() {
         c.rate = if span > 0.0 { c.delta / span } else { 0.0 };
     }
+    for (k, values) in window_gauge_samples(snaps, start, end) {
+        let n = values.len();
+        let sum: f64 = values.iter().sum();
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        out.gauges.insert(
+            k,
+            GaugeStat {
+                mean: sum / n as f64,
+                min,
+                max,
+                n,
+            },
+        );
+    }
+    out.engine = engine_of(snaps);
+    out.fill_headline();
+    out
+}
+
+/// The gauge values [`summarize`] uses, per `name{labels}` key in scrape order: every finite
+/// non-counter sample (`_created` skipped) of the scrapes inside `[start, end]` (Unix s), or of
+/// the last scrape at or before `start` (else the first) when none is inside. Used for the
+/// AIPerf-shaped `server_metrics_export.json` percentiles (reference/agentx.md §4.4).
+pub fn window_gauge_samples(
+    snaps: &[Snapshot],
+    start: f64,
+    end: f64,
+) -> BTreeMap<String, Vec<f64>> {
+    let mut out: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    if snaps.is_empty() {
+        return out;
+    }
+    let before = snaps.iter().rposition(|s| s.unix_s <= start).unwrap_or(0);
+    let inside: Vec<&Snapshot> = snaps
+        .iter()
+        .filter(|s| s.unix_s >= start && s.unix_s <= end)
+        .collect();
     let gauge_snaps: Vec<&Snapshot> = if inside.is_empty() {
         snaps.iter().skip(before).take(1).collect()
     } else {
@@ -172,23 +210,9 @@ pub fn summarize(snaps: &[Snapshot], start: f64, end: f64) -> ServerMetricsSumma
             if is_counter(&s.name) || s.name.ends_with("_created") || !s.value.is_finite() {
                 continue;
             }
-            let g = out.gauges.entry(key(s)).or_insert(GaugeStat {
-                mean: 0.0,
-                min: f64::INFINITY,
-                max: f64::NEG_INFINITY,
-                n: 0,
-            });
-            g.mean += s.value; // a sum until the end
-            g.min = g.min.min(s.value);
-            g.max = g.max.max(s.value);
-            g.n += 1;
+            out.entry(key(s)).or_default().push(s.value);
         }
     }
-    for g in out.gauges.values_mut() {
-        g.mean /= g.n as f64;
-    }
-    out.engine = engine_of(snaps);
-    out.fill_headline();
     out
 }
 

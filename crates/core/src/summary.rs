@@ -13,6 +13,7 @@
 //! extras live under the single top-level key `"inferbench"` so no consumer that iterates the
 //! top-level keys (InferenceX: every key ending in `ms` or containing `tpot`) sees them.
 
+pub mod agentic;
 mod inferencex;
 
 pub use inferencex::{

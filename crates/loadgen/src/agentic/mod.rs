@@ -1,6 +1,7 @@
 //! AgentX trace replay (reference/agentx.md §3): traces as request graphs ([`plan`]), the lane
-//! scheduler on explicit time ([`sched`]).
+//! scheduler on explicit time ([`sched`]), the AIPerf-shaped artifacts ([`aiperf`], §4.1–4.4).
 
+pub mod aiperf;
 pub mod plan;
 pub mod prompt;
 pub mod run;
