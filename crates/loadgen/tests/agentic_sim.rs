@@ -94,6 +94,7 @@ fn opts(base_url: String, duration: Duration) -> ReplayOptions {
         failed_request_threshold: 0.10,
         save_requests: None,
         progress: ProgressMode::Off,
+        server_metrics_interval: Some(Duration::from_millis(250)),
     }
 }
 

@@ -177,10 +177,16 @@ async fn run_agentic_point(
         } else {
             ProgressMode::Off
         },
+        server_metrics_interval: Some(std::time::Duration::from_secs(1)),
     };
     let out = agentic::run_replay(opts, traces, prompter, cancel.clone()).await?;
     let valid = duration_s >= MIN_VALID_AGENTIC_S;
     let summary = agentic::replay_summary(&out, &req.model, req.conc, valid);
+    let aggregate = agentic::write_artifacts(&req.dir, &out, &agentic_context(req), valid)?;
+    std::fs::write(
+        req.dir.join(format!("{}.json", req.result_filename)),
+        serde_json::to_string_pretty(&aggregate.to_json())?,
+    )?;
     for note in &out.notes {
         tracing::warn!("{}: {note}", req.result_filename);
     }
@@ -205,6 +211,36 @@ async fn run_agentic_point(
                 + &first_error(&out.records)
         }),
     })
+}
+
+/// The InferenceX AgentX aggregate's metadata for a point (process_agentic_result.py's
+/// environment: RUNNER_TYPE, CONC, MODEL, FRAMEWORK, …).
+fn agentic_context(req: &PointRequest) -> inferbench_core::summary::agentic::AgenticContext {
+    use inferbench_core::summary::{Parallelism, Topology};
+    let r = &req.spec.row;
+    inferbench_core::summary::agentic::AgenticContext {
+        hw: r.runner.clone(),
+        conc: req.conc,
+        image: r.image.clone(),
+        model: r.model.clone(),
+        model_prefix: r.model_prefix.clone(),
+        framework: r.framework.clone(),
+        precision: r.precision.clone(),
+        spec_decoding: r.spec_decoding.clone(),
+        topology: Topology::SingleNode {
+            parallelism: Parallelism {
+                tp: r.tp.unwrap_or(1),
+                pp: r.pp.unwrap_or(1),
+                dcp_size: r.dcp_size.unwrap_or(1),
+                pcp_size: r.pcp_size.unwrap_or(1),
+                ep: r.ep.unwrap_or(1),
+            },
+            dp_attention: r.dp_attn.unwrap_or(false).to_string(),
+        },
+        kv_offloading: r.kv_offloading.clone().unwrap_or_else(|| "none".into()),
+        allocated_cpu_dram_gb: r.total_cpu_dram_gb.unwrap_or(0) as i64,
+        ..Default::default()
+    }
 }
 
 /// `; first error: <class>: <message>` of the first failed profile request, or empty.

@@ -106,6 +106,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
                 failed_request_threshold: 0.10,
                 save_requests: Some(dir.join("requests.jsonl")),
                 progress: ProgressMode::Off,
+                server_metrics_interval: Some(Duration::from_secs(1)),
             };
             let started = inferbench_runner::artifacts::now_rfc3339();
             let t0 = std::time::Instant::now();

@@ -10,7 +10,7 @@ use anyhow::Context;
 use inferbench_client::MaxTokensField;
 use inferbench_loadgen::agentic::prompt::Prompter;
 use inferbench_loadgen::agentic::{
-    exit_code, replay_summary, run_replay, theoretical_hit_rate, ReplayOptions, ReplayStop,
+    self, exit_code, replay_summary, run_replay, theoretical_hit_rate, ReplayOptions, ReplayStop,
     SchedConfig,
 };
 use inferbench_loadgen::output::render_report;
@@ -229,6 +229,12 @@ pub struct Args {
     /// Directory for requests.jsonl and the summaries.
     #[arg(long, help_heading = "Output")]
     pub result_dir: Option<PathBuf>,
+    /// Do not scrape the server's /metrics.
+    #[arg(long, help_heading = "Output")]
+    pub no_server_metrics: bool,
+    /// Seconds between /metrics scrapes (InferenceX's AgentX: 1 s slices).
+    #[arg(long, default_value_t = 1.0, help_heading = "Output")]
+    pub server_metrics_interval: f64,
     /// Live progress: auto, bar, plain, off.
     #[arg(long, default_value = "auto", value_parser = ["auto", "bar", "plain", "off"], help_heading = "Output")]
     pub progress: String,
@@ -326,6 +332,14 @@ impl Args {
                 "plain" => ProgressMode::Plain,
                 "off" => ProgressMode::Off,
                 _ => ProgressMode::Auto,
+            },
+            server_metrics_interval: if self.no_server_metrics {
+                None
+            } else {
+                Some(secs(
+                    "--server-metrics-interval",
+                    self.server_metrics_interval,
+                )?)
             },
         })
     }
@@ -434,10 +448,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let path = dir.join("summary.json");
             let text = serde_json::to_string_pretty(&summary)?;
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            let ctx = inferbench_core::summary::agentic::AgenticContext {
+                conc: args.concurrency,
+                model: args.model.clone(),
+                ..Default::default()
+            };
+            agentic::write_artifacts(dir, &out, &ctx, !unsafe_run)?;
             eprintln!(
-                "wrote {} and {}",
+                "wrote {}, {}, {} and {}/",
                 path.display(),
-                dir.join("requests.jsonl").display()
+                dir.join("requests.jsonl").display(),
+                dir.join("agentic_aggregate.json").display(),
+                dir.join("aiperf_artifacts").display()
             );
         }
         for n in &out.notes {

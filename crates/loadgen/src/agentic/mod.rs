@@ -9,8 +9,8 @@ pub mod sched;
 
 pub use plan::{PlanReq, TreePlan};
 pub use run::{
-    exit_code, measured, replay_summary, run_replay, theoretical_hit_rate, ReplayOptions,
-    ReplayOutcome, ReplayStop,
+    exit_code, measured, replay_summary, run_replay, theoretical_hit_rate, write_artifacts,
+    ReplayOptions, ReplayOutcome, ReplayStop,
 };
 pub use sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler, Ticket};
 

@@ -14,6 +14,7 @@ use inferbench_client::{
 };
 use inferbench_core::summary::{summarize, RunSummary, StopReason, SummaryContext};
 use inferbench_core::{AgenticRef, ErrorClass, Phase, RequestRecord};
+use inferbench_telemetry::scrape::Scraper;
 use inferbench_workload::agentx::Trace;
 use tokio::sync::mpsc;
 
@@ -68,6 +69,9 @@ pub struct ReplayOptions {
     pub save_requests: Option<PathBuf>,
     /// Live progress.
     pub progress: ProgressMode,
+    /// Scrape the server's `/metrics` at this interval (InferenceX's AgentX: 1 s slices), with a
+    /// baseline before the warmup, a mark at T0 and a final scrape; `None` = off.
+    pub server_metrics_interval: Option<Duration>,
 }
 
 /// What a replay produced.
@@ -86,6 +90,8 @@ pub struct ReplayOutcome {
     pub stop: ReplayStop,
     /// Problems worth printing.
     pub notes: Vec<String>,
+    /// `/metrics` snapshots (empty when scraping was off or the server has none).
+    pub server_snapshots: Vec<inferbench_core::server_metrics::Snapshot>,
 }
 
 /// How a replay ended.
@@ -170,6 +176,11 @@ pub async fn run_replay(
     let counters = Arc::new(Counters::default());
     let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone()));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    let scraper = match opts.server_metrics_interval {
+        Some(iv) => Scraper::start(&opts.base_url, iv).await,
+        None => None,
+    };
+    let mut marked = false;
     // Requests in flight end early on Ctrl-C, the failure threshold, or after the grace.
     let stop_requests = CancellationToken::new();
     let mut cursors: HashMap<(u32, u32), StreamCursor> = HashMap::new();
@@ -199,6 +210,10 @@ pub async fn run_replay(
             Vec::new()
         };
         if was_warmup && sched.phase() != RunPhase::Warmup {
+            if let (Some(sc), false) = (&scraper, marked) {
+                sc.mark("profile").await;
+                marked = true;
+            }
             if let Some(p) = progress.take() {
                 p.finish().await;
             }
@@ -311,6 +326,10 @@ pub async fn run_replay(
         }
     }
     drop(rec_tx);
+    let server_snapshots = match scraper {
+        Some(sc) => sc.finish().await,
+        None => Vec::new(),
+    };
     let (records, write_error) = collector.await.context("record collector panicked")?;
     if let Some(e) = write_error {
         notes.push(format!("writing --save-requests failed: {e}"));
@@ -331,6 +350,7 @@ pub async fn run_replay(
         stats: sched.stats().clone(),
         stop,
         notes,
+        server_snapshots,
     })
 }
 
@@ -480,4 +500,68 @@ pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
         ReplayStop::Completed if summary.completed == 0 => crate::EXIT_ERROR_RATE,
         ReplayStop::Completed => 0,
     }
+}
+
+/// Unix seconds of a run-clock instant.
+fn unix_s(out: &ReplayOutcome, ns: u64) -> f64 {
+    (out.anchor_unix_ns as f64 + ns as f64) / 1e9
+}
+
+/// Writes a replay's InferenceX/AIPerf-compatible artifacts under `result_dir` and returns the
+/// InferenceX AgentX aggregate (reference/agentx.md §4.1–4.5): `aiperf_artifacts/`
+/// (`profile_export.jsonl`, `profile_export_aiperf.json`, `server_metrics_export.json` when
+/// snapshots exist) and `agentic_aggregate.json` (what `process_agentic_result.py` would write
+/// for `ctx`). `valid = false` adds the `unsafe_override` reason (duration below 900 s).
+///
+/// Errors: the files cannot be written.
+pub fn write_artifacts(
+    result_dir: &std::path::Path,
+    out: &ReplayOutcome,
+    ctx: &inferbench_core::summary::agentic::AgenticContext,
+    valid: bool,
+) -> anyhow::Result<inferbench_core::summary::agentic::AgenticAggregate> {
+    use super::aiperf;
+    std::fs::create_dir_all(aiperf::artifact_dir(result_dir))
+        .with_context(|| format!("creating {}", result_dir.display()))?;
+    aiperf::write_profile_export(result_dir, &out.records, out.anchor_unix_ns)
+        .context("writing profile_export.jsonl")?;
+    let info = aiperf::AiperfRunInfo {
+        anchor_unix_ns: out.anchor_unix_ns,
+        utc_offset_s: aiperf::local_utc_offset_s(),
+        was_cancelled: out.stop != ReplayStop::Completed,
+        scenario: "inferencex-agentx".into(),
+        extra_invalid_reasons: if valid {
+            Vec::new()
+        } else {
+            vec!["unsafe_override".into()]
+        },
+        dataset: ctx.dataset.clone(),
+    };
+    aiperf::write_aiperf_summary(result_dir, &out.records, &info)
+        .context("writing profile_export_aiperf.json")?;
+    let (t0, t1) = out.profile_window_ns.unwrap_or((0, 0));
+    let window = (unix_s(out, t0), unix_s(out, t1));
+    let server = if out.server_snapshots.is_empty() {
+        None
+    } else {
+        let export =
+            aiperf::server_metrics_export(&out.server_snapshots, window.0, window.1, Some(1.0));
+        aiperf::write_server_metrics_export(
+            result_dir,
+            &export,
+            window,
+            out.server_snapshots.len(),
+        )
+        .context("writing server_metrics_export.json")?;
+        Some(inferbench_core::server_metrics::summarize(
+            &out.server_snapshots,
+            window.0,
+            window.1,
+        ))
+    };
+    let agg = inferbench_core::summary::agentic::aggregate(&out.records, ctx, server.as_ref());
+    let path = result_dir.join("agentic_aggregate.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&agg.to_json())?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(agg)
 }
