@@ -175,6 +175,10 @@ struct ChunkWire<'a> {
     choices: ObjList<ChoiceWire<'a>>,
     #[serde(default)]
     usage: Obj<UsageWire>,
+    /// llama.cpp's `timings` (final chunk): `cache_n` = prompt tokens reused from its prompt
+    /// cache, its only prefix-cache figure (no Prometheus counter; reference/targets.md §1c).
+    #[serde(default)]
+    timings: Obj<TimingsWire>,
     #[serde(default)]
     error: Option<IgnoredValue>,
     #[serde(default, borrow)]
@@ -225,6 +229,12 @@ struct UsageWire {
     completion_tokens: LCount,
     #[serde(default)]
     prompt_tokens_details: Obj<DetailsWire>,
+}
+
+#[derive(Deserialize)]
+struct TimingsWire {
+    #[serde(default)]
+    cache_n: LCount,
 }
 
 #[derive(Deserialize)]
@@ -367,6 +377,8 @@ pub struct Interpreter {
     pending_content: Option<u32>,
     /// The same for the reasoning text.
     pending_reasoning: Option<u32>,
+    /// `usage.prompt_tokens_details.cached_tokens` was seen (it wins over llama.cpp timings).
+    usage_cached: bool,
 }
 
 /// Appends `s` to `dst`. `relaxed`: `s` came through [`lenient::relax`] and may start with a
@@ -552,6 +564,13 @@ impl Interpreter {
             }
             if let Some(cached) = u.prompt_tokens_details.0.and_then(|d| d.cached_tokens.0) {
                 rec.cached_tokens = Some(clamp_u32(cached));
+                self.usage_cached = true;
+            }
+        }
+        // llama.cpp: `timings.cache_n` when usage gives no cached count (usage wins).
+        if let Some(n) = chunk.timings.0.and_then(|t| t.cache_n.0) {
+            if !self.usage_cached {
+                rec.cached_tokens = Some(clamp_u32(n));
             }
         }
         if !token_bearing {
@@ -732,6 +751,34 @@ mod tests {
         assert_eq!(rec.completion_tokens_source, TokenSource::Server);
         assert_eq!(rec.finish_reason.as_deref(), Some("length"));
         assert_eq!(rec.output_text, "Hi");
+    }
+
+    #[test]
+    fn llamacpp_timings_cache_n_is_the_cached_count_unless_usage_has_one() {
+        // llama.cpp's final chunk: usage without details, timings.cache_n = reused prompt.
+        let (_, rec) = run(&[
+            ("", r#"{"choices":[{"delta":{"content":"a"}}]}"#, 1),
+            (
+                "",
+                r#"{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":300,"completion_tokens":1},"timings":{"cache_n":256,"prompt_n":44}}"#,
+                2,
+            ),
+        ]);
+        assert_eq!(rec.cached_tokens, Some(256));
+        // usage.prompt_tokens_details.cached_tokens wins, whichever comes first.
+        let (_, rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":"a"}}],"timings":{"cache_n":9}}"#,
+                1,
+            ),
+            (
+                "",
+                r#"{"choices":[],"usage":{"prompt_tokens":300,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":128}},"timings":{"cache_n":256}}"#,
+                2,
+            ),
+        ]);
+        assert_eq!(rec.cached_tokens, Some(128));
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct SyntheticSpec {
     pub subagent_rate: f64,
     /// Mean requests per sub-agent (uniform in 1..=2·mean−1).
     pub subagent_requests: u32,
+    /// Median task prompt of a sub-agent after the shared system prefix, tokens (σ 0.5).
+    pub subagent_task: u32,
     /// Median think time between a response and the next request, s (log-normal, σ 1.0).
     pub think_median_s: f64,
     /// Recorded API time per output token, s (plus 0.5 s + 10 µs per input token).
@@ -72,6 +74,7 @@ impl SyntheticSpec {
             compact_summary: 500,
             subagent_rate: 0.25,
             subagent_requests: 3,
+            subagent_task: 400,
             think_median_s: 0.2,
             s_per_output_token: 0.002,
             seed: 42,
@@ -93,6 +96,7 @@ impl SyntheticSpec {
             compact_summary: 8_000,
             subagent_rate: 0.07,
             subagent_requests: 10,
+            subagent_task: 1_500,
             think_median_s: 3.0,
             s_per_output_token: 0.02,
             seed: 42,
@@ -173,7 +177,10 @@ fn session(spec: &SyntheticSpec, rng: &mut StdRng, index: usize) -> Trace {
                 ids: ctx.ids[..system_blocks.min(ctx.ids.len())].to_vec(),
                 tokens: (system_blocks as u32) * B,
             };
-            sub.grow(lognormal(rng, 1_500.0, 0.5) as u32, &mut next_id);
+            sub.grow(
+                lognormal(rng, f64::from(spec.subagent_task), 0.5) as u32,
+                &mut next_id,
+            );
             let mut st = end + 0.5;
             let mut reqs = Vec::with_capacity(n as usize);
             for _ in 0..n {
