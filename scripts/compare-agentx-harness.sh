@@ -191,7 +191,7 @@ for tid, t in traces.items():
 
 def short(cid):
     tid, _, sa = cid.partition("::sa:")
-    return tid[-1] + ("/" + sa.split("_")[0] if sa else "")
+    return tid[-1] + ("/" + sa.rsplit("_", 1)[0] if sa else "")
 
 # ---- normalised records
 def load_ours():
@@ -245,11 +245,15 @@ for name, rs in C.items():
     for r in rs:
         if r["phase"] == "warmup": kinds[r["kind"]] += 1
     plays = {r["play"] for r in rs}
-    rows.append([name, len(rs), sum(r["phase"] == "warmup" for r in rs),
-                 ", ".join(f"{k}={v}" for k, v in sorted(kinds.items())),
-                 sum(r["phase"] == "profile" for r in rs), len(P(name)),
-                 sum(not r["ok"] for r in rs), len(plays)])
-table(["client", "records", "warmup", "warmup by kind", "profile", "profile ok", "failed/cancelled", "plays (trees)"], rows)
+    wu = [r for r in rs if r["phase"] == "warmup"]
+    pr = [r for r in rs if r["phase"] == "profile"]
+    span = (max(r["end"] for r in wu) - min(r["start"] for r in wu)) / 1e9 if wu else None
+    gap = (min(r["start"] for r in pr) - max(r["end"] for r in wu)) / 1e9 if wu and pr else None
+    rows.append([name, len(rs), len(wu), ", ".join(f"{k}={v}" for k, v in sorted(kinds.items())),
+                 sorted({r["osl"] for r in wu}), f2(span), f2(gap),
+                 len(pr), len(P(name)), sum(not r["ok"] for r in rs), len(plays)])
+table(["client", "records", "warmup", "warmup by kind", "warmup OSL", "warmup span (s)",
+       "last warmup end → first profile send (s)", "profile", "profile ok", "failed/cancelled", "plays (trees)"], rows)
 
 # ---- 2. t* per lane (agentx's exact formula; ours' from its primers) and warmup contents
 def ax_tstar(tid, lane):
@@ -268,11 +272,18 @@ for name in C:
     byplay = defaultdict(list)
     for r in C[name]:
         byplay[r["play"]].append(r)
-    for lane, fr in enumerate(firstplays(name)[: cfg["concurrency"]]):
+    fps = firstplays(name)
+    # lanes: ours records them; agentx's initial lanes are its first `concurrency` plays (their
+    # primers go first), lane i holding the i-th root of its sequential sampler
+    initial = sorted(fps[: cfg["concurrency"]], key=lambda fr: fr["lane"] if name == "ours" else order.index(fr["trace"]))
+    later = [fr for fr in fps[cfg["concurrency"]:] if any(x["phase"] == "warmup" for x in byplay[fr["play"]])]
+    for lane, fr in enumerate(initial + later):
         rs = byplay[fr["play"]]
         warm = [f"{short(r['conv'])}#{r['turn']}" + (f"({r['kind'][0]})" if name == "ours" else "") for r in rs if r["phase"] == "warmup"]
         prof = [r for r in rs if r["phase"] == "profile"]
-        rows.append([name, lane, short(fr["trace"]), f"{ax_tstar(fr['trace'], lane):.2f}" if name == "agentx" else "–",
+        recycled = lane >= len(initial)
+        rows.append([name, "recycled in warmup" if recycled else lane, short(fr["trace"]),
+                     f"{ax_tstar(fr['trace'], lane):.2f}" if name == "agentx" and not recycled else "–",
                      " ".join(warm) or "–", f"{short(prof[0]['conv'])}#{prof[0]['turn']}" if prof else "–"])
 emit("Initial lanes: agentx t* recomputed with its formula (numpy default_rng(sha256(seed:trace:lane)) uniform "
      "in the ratio range of the tree's request starts); ours draws t* with its own splitmix hash. Warmup requests in "
@@ -286,9 +297,26 @@ def play_seq(name):
     for r in firstplays(name):
         out.append(f"{short(r['trace'])}{passes[r['trace']]}"); passes[r["trace"]] += 1
     return out
-emit("Plays in start order (trace letter + recycle pass): ")
+emit("Plays in start order of their first request (trace letter + recycle pass; the initial lanes' plays start "
+     "together in warmup, so their relative order is arbitrary; recycles follow the sequential sampler):")
 for name in C: emit(f"- {name}: {' '.join(play_seq(name))}")
 emit()
+
+# play wall time per trace: plays that ran entirely in the profile phase and finished
+rows = []
+for name in C:
+    g = defaultdict(list)
+    for r in C[name]:
+        g[r["play"]].append(r)
+    dur = defaultdict(list)
+    for rs in g.values():
+        n_exp = sum(len(v) for c, v in streams.items() if c.split("::")[0] == rs[0]["trace"])
+        if all(r["phase"] == "profile" and r["ok"] for r in rs) and len(rs) == n_exp:
+            dur[rs[0]["trace"]].append((max(r["end"] for r in rs) - min(r["start"] for r in rs)) / 1e9)
+    rows.append([name] + [f"{st.mean(dur[t]):.2f} ({len(dur[t])})" if dur[t] else "–" for t in order])
+emit("Wall time of a complete profiled play, first send → last end, s (plays):")
+emit()
+table(["client"] + [short(t) for t in order], rows)
 
 # ---- 4. per-request token counts (profile phase)
 per = defaultdict(lambda: {"ours": [], "agentx": []})

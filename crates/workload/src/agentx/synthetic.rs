@@ -87,10 +87,10 @@ impl SyntheticSpec {
     pub fn corpus_062126() -> SyntheticSpec {
         SyntheticSpec {
             traces: 393,
-            mean_turns: 145.0,
-            first_isl: 22_000,
+            mean_turns: 120.0,
+            first_isl: 30_000,
             system_tokens: 16_000,
-            step_median: 700,
+            step_median: 1_000,
             osl_median: 333,
             compact_at: (250_000, 700_000),
             compact_summary: 8_000,
