@@ -283,3 +283,51 @@ async fn observed_prefix_cache_hit_matches_the_theoretical_rate() {
         "observed {observed:.4} vs theoretical {theoretical:.4}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_mid_run_leaves_partial_results_and_a_failure() {
+    let sim = sim();
+    let url = sim.base_url();
+    let tr = Arc::new(traces());
+    // The block corpus first (it takes a while in debug builds), then the clock starts.
+    let p = Arc::new(prompter(&tr));
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(600));
+        sim.shutdown();
+    });
+    let out = run_replay(
+        opts(url, Duration::from_secs(30)),
+        tr.clone(),
+        p,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("replay runs");
+    killer.join().unwrap();
+    let fails: Vec<_> = out
+        .records
+        .iter()
+        .filter(|r| !r.success)
+        .map(|r| {
+            (
+                r.phase,
+                r.agentic.as_ref().map(|a| a.kind.clone()),
+                r.conversation_id.clone(),
+                r.turn,
+                r.sent_ns / 1_000_000,
+            )
+        })
+        .collect();
+    assert_eq!(
+        out.stop,
+        ReplayStop::FailedThreshold,
+        "{:?} {fails:?}",
+        out.notes
+    );
+    let ok = out.records.iter().filter(|r| r.success).count();
+    let failed = out.records.iter().filter(|r| !r.success).count();
+    assert!(ok > 3 && failed > 0, "{ok} ok, {failed} failed");
+    // Everything finished is kept; the exit code says it failed.
+    let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
+    assert_eq!(inferbench_loadgen::agentic::exit_code(&out, &s), 1);
+}
