@@ -109,7 +109,7 @@ fn token_ends(tok: &Tokenizer, text: &str) -> Vec<usize> {
                 })
                 .collect()
         }
-        Kind::Hf(t) => t
+        Kind::Hf(t, _) => t
             .encode(text, false)
             .map(|e| e.get_offsets().iter().map(|o| o.1).collect())
             .unwrap_or_default(),

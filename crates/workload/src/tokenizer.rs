@@ -25,7 +25,19 @@ pub struct Tokenizer {
 #[derive(Clone)]
 pub(crate) enum Kind {
     Tiktoken(Arc<TiktokenState>),
-    Hf(Arc<tokenizers::Tokenizer>),
+    /// A HF tokenizer with its vocabulary sizes computed once at load (the `tokenizers` call
+    /// rebuilds the vocabulary map every time: 128k entries per call made a block corpus of 9k
+    /// decodes take 8 minutes).
+    Hf(Arc<tokenizers::Tokenizer>, HfSizes),
+}
+
+/// Vocabulary sizes of a HF tokenizer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HfSizes {
+    /// Without added tokens.
+    base: u32,
+    /// With added tokens (valid ids for decoding are below this).
+    full: u32,
 }
 
 /// An embedded tiktoken encoding plus a flat id → bytes table of its ordinary tokens.
@@ -155,7 +167,13 @@ impl Tokenizer {
         }
         Ok(Tokenizer {
             id: file.display().to_string(),
-            kind: Kind::Hf(Arc::new(tk)),
+            kind: {
+                let sizes = HfSizes {
+                    base: tk.get_vocab_size(false) as u32,
+                    full: tk.get_vocab_size(true) as u32,
+                };
+                Kind::Hf(Arc::new(tk), sizes)
+            },
         })
     }
 
@@ -172,7 +190,7 @@ impl Tokenizer {
     pub fn encode(&self, text: &str) -> Vec<u32> {
         match &self.kind {
             Kind::Tiktoken(t) => t.bpe.encode_ordinary(text),
-            Kind::Hf(t) => t
+            Kind::Hf(t, _) => t
                 .encode_fast(text, false)
                 .map(|e| e.get_ids().to_vec())
                 .unwrap_or_default(),
@@ -183,7 +201,7 @@ impl Tokenizer {
     pub fn count(&self, text: &str) -> usize {
         match &self.kind {
             Kind::Tiktoken(t) => t.bpe.encode_ordinary(text).len(),
-            Kind::Hf(t) => t.encode_fast(text, false).map(|e| e.len()).unwrap_or(0),
+            Kind::Hf(t, _) => t.encode_fast(text, false).map(|e| e.len()).unwrap_or(0),
         }
     }
 
@@ -202,8 +220,8 @@ impl Tokenizer {
                 }
                 String::from_utf8_lossy(&bytes).into_owned()
             }
-            Kind::Hf(t) => {
-                let n = t.get_vocab_size(true) as u32;
+            Kind::Hf(t, sizes) => {
+                let n = sizes.full;
                 let ok: Vec<u32> = ids.iter().copied().filter(|&i| i < n).collect();
                 t.decode(&ok, false).unwrap_or_default()
             }
@@ -223,7 +241,7 @@ impl Tokenizer {
     pub fn vocab_size(&self) -> u32 {
         match &self.kind {
             Kind::Tiktoken(t) => t.vocab,
-            Kind::Hf(t) => t.get_vocab_size(false) as u32,
+            Kind::Hf(_, sizes) => sizes.base,
         }
     }
 }

@@ -440,11 +440,23 @@ pub fn measured(records: &[RequestRecord]) -> Vec<RequestRecord> {
         .collect()
 }
 
-/// The vLLM-shaped [`RunSummary`] of a replay (over [`measured`] records), with
-/// `metadata.scenario_type = agentic-coding` and `submission_valid`; `valid` is false for runs
-/// below AgentX's 900 s minimum (`--unsafe-override`). The profiling window is T0 to the end.
+/// The vLLM-shaped [`RunSummary`] of a replay (metrics over [`measured`] records; warmups and
+/// primers counted as warmups), with `metadata.scenario_type = agentic-coding` and
+/// `submission_valid`; `valid` is false for runs below AgentX's 900 s minimum
+/// (`--unsafe-override`). Input tokens are the server's counts (`usage.prompt_tokens`, as AIPerf
+/// with `--use-server-token-count` and InferenceX's aggregate), not the synthesized `in`. The
+/// profiling window is T0 to the end.
 pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool) -> RunSummary {
-    let kept = measured(&out.records);
+    let kept: Vec<RequestRecord> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Warmup || r.error_class != Some(ErrorClass::Cancelled))
+        .map(|r| {
+            let mut r = r.clone();
+            r.prompt_tokens_client = r.prompt_tokens;
+            r
+        })
+        .collect();
     let (t0, t1) = out.profile_window_ns.unwrap_or((0, 0));
     let anchor_s = out.anchor_unix_ns as f64 / 1e9;
     let ctx = SummaryContext {
@@ -452,7 +464,7 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         model_id: model.to_string(),
         tokenizer_id: "server".into(),
         best_of: 1,
-        num_prompts: kept.len() as u64,
+        num_prompts: kept.iter().filter(|r| r.phase == Phase::Profile).count() as u64,
         max_concurrency: Some(lanes),
         burstiness: 1.0,
         date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),

@@ -783,26 +783,13 @@ pub struct TurnPlan {
 }
 
 /// Blocks of the shared system segment of a trace's streams (§2.4 turn 0):
-/// `ceil(system_prefix_tokens / 64)` when the trace declares a prefix, else — with ≥ 2
-/// non-empty streams — the LCP (covered blocks) of the first requests of all streams, else 0.
+/// `ceil(system_prefix_tokens / 64)` of the declared `tool_tokens + system_tokens`, else 0.
+/// As agentx-harness 1.0.12: no prefix is derived from the streams' common first blocks — an
+/// unmarked system message would carry KV across plays despite the cache-bust marker
+/// (measured: recycled plays got their first turn's shared blocks from the cache,
+/// docs/agentx-harness-comparison.md §7).
 pub fn system_prefix_blocks(trace: &Trace) -> u32 {
-    if trace.system_prefix_tokens > 0 {
-        return trace.system_prefix_tokens.div_ceil(B);
-    }
-    let firsts: Vec<&[u32]> = trace
-        .streams
-        .iter()
-        .filter_map(|s| s.requests.first())
-        .map(|r| &r.hash_ids[..covered(r) as usize])
-        .collect();
-    if firsts.len() < 2 {
-        return 0;
-    }
-    let mut lcp = firsts[0].len();
-    for f in &firsts[1..] {
-        lcp = lcp.min(common_prefix(firsts[0], f));
-    }
-    lcp as u32
+    trace.system_prefix_tokens.div_ceil(B)
 }
 
 fn covered(r: &TraceRequest) -> u32 {
@@ -1252,37 +1239,36 @@ mod tests {
         assert!(plans.iter().all(|p| !p.reset_context));
         assert_eq!(plans.iter().map(|p| p.turn).collect::<Vec<_>>(), [0, 1, 2]);
 
-        // Trace b: the root's and the sub-agent's first requests share 2 blocks → system.
+        // Trace b: the root's and the sub-agent's first requests share 2 blocks, but no system
+        // prefix is declared, so there is no system message (agentx-harness 1.0.12).
         let b = &ex[1];
-        assert_eq!(system_prefix_blocks(b), 2);
+        assert_eq!(system_prefix_blocks(b), 0);
         let root = plan_stream(b, 0);
-        assert_eq!(root[0].segments, [seg(S, 0, 2, 0), seg(U, 2, 20, 0)]);
+        assert_eq!(root[0].segments, [seg(U, 0, 20, 0)]);
         // 4 new blocks, ceil(210/64) = 4 capped at 3: the last block stays user.
         assert_eq!(
             root[1].segments,
-            [
-                seg(S, 0, 2, 0),
-                seg(U, 2, 20, 0),
-                seg(A, 20, 23, 0),
-                seg(U, 23, 24, 0)
-            ]
+            [seg(U, 0, 20, 0), seg(A, 20, 23, 0), seg(U, 23, 24, 0)]
         );
         // The join turn: new region 37..41 = 3 assistant (ceil(180/64)) + 2 user blocks.
         assert_eq!(root[2].lcp_blocks, 24);
         assert_eq!(
-            root[2].segments[4..],
+            root[2].segments[3..],
             [seg(A, 24, 27, 0), seg(U, 27, 29, 0)]
         );
+        // A declared prefix becomes the one system message.
+        let mut declared = b.clone();
+        declared.system_prefix_tokens = 100;
+        assert_eq!(system_prefix_blocks(&declared), 2);
+        assert_eq!(
+            plan_stream(&declared, 0)[0].segments,
+            [seg(S, 0, 2, 0), seg(U, 2, 20, 0)]
+        );
         let sub = plan_stream(b, 1);
-        assert_eq!(sub[0].segments, [seg(S, 0, 2, 0), seg(U, 2, 11, 0)]);
+        assert_eq!(sub[0].segments, [seg(U, 0, 11, 0)]);
         assert_eq!(
             sub[1].segments,
-            [
-                seg(S, 0, 2, 0),
-                seg(U, 2, 11, 0),
-                seg(A, 11, 14, 0),
-                seg(U, 14, 15, 0)
-            ]
+            [seg(U, 0, 11, 0), seg(A, 11, 14, 0), seg(U, 14, 15, 0)]
         );
     }
 
@@ -1347,11 +1333,12 @@ mod tests {
         // the leading 19 blocks of turn 1's first.
         assert_eq!(ta[1][..], ta[2][..3]);
         assert_eq!(ta[0][0], ta[1][0]);
-        // Root and sub-agent of trace b share the system message exactly.
+        // Root and sub-agent of trace b: one user message each, the same marker and 2 shared
+        // blocks first (byte-identical leading text), then different text.
         let (root, sub) = (render(b, 0), render(b, 1));
-        assert_eq!(root[0][0].0, "system");
-        assert_eq!(root[0][0], sub[0][0]);
-        assert_ne!(root[0][1], sub[0][1]);
+        assert_eq!(root[0][0].0, "user");
+        assert_eq!(root[0][0].1[..300], sub[0][0].1[..300]);
+        assert_ne!(root[0][0], sub[0][0]);
         // The same ids in another (local) trace are other text.
         let r1 = &a.streams[0].requests[0];
         let p1 = plan_stream(a, 0).remove(0);
