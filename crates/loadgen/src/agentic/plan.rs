@@ -71,34 +71,23 @@ impl TreePlan {
         // Keep the root; a sub-agent only when some request of another kept stream ended at or
         // before its first request's start (iterate: a nested sub-agent may hang off another).
         let n_streams = trace.streams.len();
-        let mut kept = vec![false; n_streams];
-        if n_streams > 0 {
-            kept[0] = true;
-        }
-        loop {
-            let mut changed = false;
-            for s in 1..n_streams {
-                if kept[s] {
-                    continue;
-                }
-                let Some(first) = trace.streams[s].requests.first() else {
-                    continue;
-                };
-                // Spawned by a main-agent turn that ended before it (nested sub-agents are
-                // flattened into the trace's streams and hang off the main agent too).
-                let spawned = trace.streams[0]
-                    .requests
-                    .iter()
-                    .any(|r| r.end_s() <= first.t_s);
-                if spawned {
-                    kept[s] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        // Keep the root; a sub-agent only when a main-agent turn ended at or before its first
+        // request (its spawning turn; nested sub-agents are flattened into the trace's streams
+        // and hang off the main agent too).
+        let kept: Vec<bool> = trace
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(s, st)| {
+                s == 0
+                    || st.requests.first().is_some_and(|first| {
+                        trace.streams[0]
+                            .requests
+                            .iter()
+                            .any(|r| r.end_s() <= first.t_s)
+                    })
+            })
+            .collect();
 
         // Flat order by recorded start.
         let mut order: Vec<(u32, u32)> = Vec::new();
