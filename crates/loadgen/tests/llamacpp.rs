@@ -267,7 +267,9 @@ fn llamacpp_agentic_replay() {
         .iter()
         .filter(|r| r.phase == Phase::Profile)
         .collect();
-    assert!(profile.len() >= 4, "{} measured requests", profile.len());
+    // How many fit in the duration depends on the machine (a busy 2-core CI host decodes
+    // SmolLM2 at a few steps per second); what is pinned below holds for every request.
+    assert!(!profile.is_empty(), "no measured request");
     let mut reused = 0;
     for r in out.records.iter().filter(|r| r.success) {
         let a = r.agentic.as_ref().unwrap();
