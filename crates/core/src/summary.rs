@@ -327,7 +327,8 @@ pub struct Extras {
     pub e2e_normalized_interactivity: BTreeMap<String, Option<f64>>,
     /// Completion tokens per token-bearing chunk, per request.
     pub tokens_per_chunk: Distribution,
-    /// Client queue time (sent − scheduled), ms, every profile request.
+    /// Client queue time (sent − scheduled: the arrival in open loop, the moment the slot became
+    /// free in closed loop), ms, every profile request.
     pub client_queue_ms: Distribution,
     /// E2EL measured from the scheduled time (coordinated omission visible), ms.
     pub e2el_from_schedule_ms: Distribution,

@@ -2,7 +2,8 @@
 //! cap; records stream to `--save-requests` as they finish; the summary comes from
 //! `inferbench_core::summary::summarize`.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -94,6 +95,45 @@ impl Breaker {
     }
 }
 
+/// Closed loop: when each concurrency slot became free (DESIGN.md §4: a closed-loop request's
+/// client queue time is sent − the moment its slot became free). All times are ns on the run
+/// clock. A phase starts with every slot free at its start; a request's slot is free again
+/// when its task releases it, just before the permit goes back to the semaphore, so a
+/// dispatcher that got a permit always finds the time here.
+#[derive(Debug, Default)]
+struct FreeSlots {
+    /// Slots free since the phase start and not yet taken.
+    initial: u64,
+    /// The phase start, ns on the run clock.
+    start_ns: u64,
+    /// Release times of the slots freed since and not yet taken, earliest first.
+    freed: BinaryHeap<Reverse<u64>>,
+}
+
+impl FreeSlots {
+    /// A new phase: `slots` slots, all free at `start_ns`; earlier releases are forgotten.
+    fn reset(&mut self, slots: u64, start_ns: u64) {
+        self.initial = slots;
+        self.start_ns = start_ns;
+        self.freed.clear();
+    }
+
+    /// A slot became free at `at_ns`.
+    fn release(&mut self, at_ns: u64) {
+        self.freed.push(Reverse(at_ns));
+    }
+
+    /// Takes the slot free the longest and returns when it became free (the phase start for
+    /// the first wave); `None` when no slot is recorded free.
+    fn take(&mut self) -> Option<u64> {
+        if self.initial > 0 {
+            self.initial -= 1;
+            return Some(self.start_ns);
+        }
+        self.freed.pop().map(|Reverse(t)| t)
+    }
+}
+
 /// Everything request tasks share.
 struct Shared {
     client: Client,
@@ -102,6 +142,27 @@ struct Shared {
     cancel: CancellationToken,
     breaker: Breaker,
     sem: Arc<Semaphore>,
+    /// `--max-concurrency` (`None` = no cap).
+    cap: Option<u32>,
+    /// Closed loop with a cap: when each slot became free.
+    free: Mutex<FreeSlots>,
+}
+
+/// A closed-loop request's concurrency slot: on drop (the request ended, or its task
+/// panicked) records the moment the slot became free, then returns the permit.
+struct Slot {
+    sh: Arc<Shared>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let now = self.sh.client.clock().now_ns();
+        if let Ok(mut f) = self.sh.free.lock() {
+            f.release(now);
+        }
+        // `_permit` is dropped after this body: the time is recorded before the slot reopens.
+    }
 }
 
 /// How a phase ended.
@@ -206,6 +267,8 @@ pub async fn run_bench(
         sem: Arc::new(Semaphore::new(
             conc.map_or(Semaphore::MAX_PERMITS, |c| c as usize),
         )),
+        cap: conc,
+        free: Mutex::new(FreeSlots::default()),
     });
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
@@ -624,6 +687,9 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
         None => Schedule::new(spec.arrivals, spec.seed),
     };
     let paced = schedule.is_paced();
+    if let (false, Some(cap), Ok(mut f)) = (paced, sh.cap, sh.free.lock()) {
+        f.reset(u64::from(cap), start_ns);
+    }
     let mut tasks = JoinSet::new();
     let mut end = PhaseEnd::Completed;
     let n_prompts = sh.prompts.prompts.len();
@@ -645,8 +711,8 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
             end = PhaseEnd::Unreachable;
             break;
         }
-        let scheduled_ns = start_ns.saturating_add(schedule.next().unwrap_or(0));
-        let at = clock.instant_at(scheduled_ns);
+        let arrival_ns = start_ns.saturating_add(schedule.next().unwrap_or(0));
+        let at = clock.instant_at(arrival_ns);
         if at >= until {
             break;
         }
@@ -657,7 +723,6 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
                 _ = tokio::time::sleep_until(at.into()) => {}
             }
         }
-        let released_ns = if paced { clock.now_ns() } else { scheduled_ns };
         // Closed loop (no rate): the dispatcher waits for a slot, so at most `conc` tasks exist.
         // Paced: every arrival gets its task at its deadline and queues for a slot itself, so
         // arrivals are never delayed by the cap (the wait shows as client queue time).
@@ -671,6 +736,20 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
                 _ = tokio::time::sleep_until(until.into()) => { break; }
                 p = acquire => p.ok(),
             }
+        };
+        // Paced: scheduled at its arrival. Closed loop with a cap: scheduled when its slot
+        // became free (the previous request on it ended; the phase start for the first wave),
+        // so client queue time is the client's own delay, not the wait since the run start.
+        let released_ns = clock.now_ns();
+        let scheduled_ns = if paced || sh.cap.is_none() {
+            arrival_ns
+        } else {
+            sh.free
+                .lock()
+                .ok()
+                .and_then(|mut f| f.take())
+                .unwrap_or(released_ns)
+                .min(released_ns)
         };
         let idx = spec.fixed_prompt.unwrap_or((i % n_prompts as u64) as usize);
         let meta = RequestMeta {
@@ -760,6 +839,7 @@ async fn request_task(
     permit: Option<OwnedSemaphorePermit>,
 ) {
     let prompt = &sh.prompts.prompts[idx];
+    let closed_loop = permit.is_some() && sh.cap.is_some();
     let permit = match permit {
         Some(p) => Some(p),
         None => {
@@ -770,30 +850,65 @@ async fn request_task(
             }
         }
     };
-    let mut rec = match permit {
-        Some(_) => sh.client.send(&prompt.input(), meta, &sh.cancel).await,
-        None => {
-            let now = sh.client.clock().now_ns();
-            RequestRecord {
-                request_id: meta.request_id,
-                conversation_id: meta.conversation_id,
-                turn: meta.turn,
-                phase: meta.phase,
-                success: false,
-                error_class: Some(ErrorClass::Cancelled),
-                error: Some("cancelled while waiting for a concurrency slot".into()),
-                scheduled_ns: meta.scheduled_ns,
-                sent_ns: now,
-                end_ns: now,
-                prompt_tokens: prompt.prompt_tokens,
-                prompt_tokens_client: prompt.prompt_tokens,
-                max_tokens: prompt.max_tokens,
-                ..Default::default()
-            }
+    // A closed-loop slot records when it becomes free again (also if this task panics).
+    let (slot, permit) = match permit {
+        Some(p) if closed_loop => (
+            Some(Slot {
+                sh: sh.clone(),
+                _permit: p,
+            }),
+            None,
+        ),
+        p => (None, p),
+    };
+    let mut rec = if slot.is_some() || permit.is_some() {
+        sh.client.send(&prompt.input(), meta, &sh.cancel).await
+    } else {
+        let now = sh.client.clock().now_ns();
+        RequestRecord {
+            request_id: meta.request_id,
+            conversation_id: meta.conversation_id,
+            turn: meta.turn,
+            phase: meta.phase,
+            success: false,
+            error_class: Some(ErrorClass::Cancelled),
+            error: Some("cancelled while waiting for a concurrency slot".into()),
+            scheduled_ns: meta.scheduled_ns,
+            sent_ns: now,
+            end_ns: now,
+            prompt_tokens: prompt.prompt_tokens,
+            prompt_tokens_client: prompt.prompt_tokens,
+            max_tokens: prompt.max_tokens,
+            ..Default::default()
         }
     };
     drop(permit);
+    drop(slot);
     rec.released_ns = Some(released_ns);
     sh.breaker.observe(&rec);
     let _ = sh.tx.send(rec);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Closed loop, 2 slots, phase start at 100 ns: the first wave is scheduled at the phase
+    /// start; later requests when a slot became free, the earliest free slot first.
+    #[test]
+    fn free_slots_give_the_moment_each_slot_became_free() {
+        let mut f = FreeSlots::default();
+        f.reset(2, 100);
+        assert_eq!((f.take(), f.take()), (Some(100), Some(100)));
+        assert_eq!(f.take(), None, "both slots taken, none freed yet");
+        f.release(250);
+        f.release(180);
+        assert_eq!((f.take(), f.take()), (Some(180), Some(250)));
+        f.release(400);
+        assert_eq!(f.take(), Some(400));
+        // A new phase forgets the last one's releases.
+        f.release(500);
+        f.reset(1, 1_000);
+        assert_eq!((f.take(), f.take()), (Some(1_000), None));
+    }
 }
