@@ -286,6 +286,34 @@ fn sigterm_saves_finished_requests_and_exits_130() {
     assert!(r["completed"].as_u64().unwrap() >= 2, "{r}");
     assert_eq!(r["inferbench"]["interrupted"], true);
     assert!(lines(&req) >= 2);
+    // Issue 13: the requests in flight at SIGTERM (the 2 slots, unless one was between
+    // requests) are cancellations, not failures: out of the error rate, counted apart, and
+    // kept in the records with their class.
+    let x = &r["inferbench"];
+    assert_eq!(
+        (x["failed"].as_u64(), x["error_rate"].as_f64()),
+        (Some(0), Some(0.0)),
+        "{x}"
+    );
+    let cancelled = x["cancelled_by_user"].as_u64().unwrap();
+    assert!((1..=2).contains(&cancelled), "{x}");
+    assert!(x["errors_by_class"].as_object().unwrap().is_empty(), "{x}");
+    let in_records = std::fs::read_to_string(&req)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"error_class\":\"cancelled\""))
+        .count() as u64;
+    assert_eq!(in_records, cancelled);
+    assert!(
+        out.contains("Failed requests:                        0"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Cancelled by user (not failures):       {cancelled}"
+        )),
+        "{out}"
+    );
 }
 
 #[test]

@@ -204,6 +204,23 @@ pub fn render_report(s: &RunSummary) -> String {
     let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
     line(&mut o, "Successful requests:", s.completed.to_string());
     line(&mut o, "Failed requests:", s.inferbench.failed.to_string());
+    let (cp, cw) = (
+        s.inferbench.cancelled_by_user,
+        s.inferbench.warmup_cancelled_by_user,
+    );
+    if cp + cw > 0 {
+        // Ctrl-C/SIGTERM: not failures, not in the error rate.
+        let warm = if cw > 0 {
+            format!(" (+{cw} warmup)")
+        } else {
+            String::new()
+        };
+        line(
+            &mut o,
+            "Cancelled by user (not failures):",
+            format!("{cp}{warm}"),
+        );
+    }
     if s.completed == 0 {
         let _ = writeln!(
             o,
