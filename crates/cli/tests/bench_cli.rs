@@ -469,3 +469,107 @@ fn sigint_during_prompt_preparation_exits_within_a_second() {
         "{out}"
     );
 }
+
+/// A server that answers its first `n` connections with a 4-token stream (one request each,
+/// closed after the response), then stops listening: a server dying mid-run.
+fn dying_server(n: usize) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for _ in 0..n {
+            let Ok((mut s, _)) = l.accept() else { return };
+            // Read the head, then the body by its Content-Length.
+            let mut buf = Vec::new();
+            let mut b = [0u8; 4096];
+            let head_end = loop {
+                let Ok(k) = s.read(&mut b) else { break None };
+                if k == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&b[..k]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(i + 4);
+                }
+            };
+            let Some(head_end) = head_end else { continue };
+            let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < head_end + len {
+                match s.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => buf.extend_from_slice(&b[..k]),
+                }
+            }
+            let mut body = String::new();
+            for t in ["a", "b", "c", "d"] {
+                body.push_str(&format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n"
+                ));
+            }
+            body.push_str("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n");
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+                )
+                .as_bytes(),
+            );
+        }
+        // The listener closes here: every later connect is refused.
+    });
+    format!("http://{addr}")
+}
+
+/// Issue 13: when the server dies mid-run, the final progress counts are printed once, in
+/// the progress line's format, before the report, and they agree with the report.
+#[test]
+fn server_dying_mid_run_prints_the_final_counts_before_the_report() {
+    let url = dying_server(5);
+    let o = bench(&[
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--random-input-len",
+        "8",
+        "--random-output-len",
+        "4",
+        "--max-concurrency",
+        "2",
+        "--num-prompts",
+        "100",
+        "--num-warmups",
+        "0",
+        "--no-server-metrics",
+        "--progress",
+        "plain",
+    ]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(3), "{stdout}{stderr}");
+    let count = |label: &str| -> u64 {
+        let l = stdout
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} in {stdout}"));
+        l[label.len()..].trim().parse().unwrap()
+    };
+    let (ok, failed) = (count("Successful requests:"), count("Failed requests:"));
+    assert_eq!(ok, 5, "{stdout}");
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("[bench] "))
+        .unwrap_or_else(|| panic!("no progress line: {stderr}"));
+    assert!(
+        last.contains(&format!(" elapsed: {}/100 requests done, ", ok + failed))
+            && last.ends_with(&format!(" output tok/s, {failed} failed")),
+        "{last}\n{stdout}"
+    );
+}

@@ -146,6 +146,16 @@ struct Shared {
     cap: Option<u32>,
     /// Closed loop with a cap: when each slot became free.
     free: Mutex<FreeSlots>,
+    /// Records sent to the collector so far (every phase).
+    sent: AtomicU64,
+}
+
+impl Shared {
+    /// Hands a finished record to the collector.
+    fn emit(&self, rec: RequestRecord) {
+        self.sent.fetch_add(1, Ordering::Release);
+        let _ = self.tx.send(rec);
+    }
 }
 
 /// A closed-loop request's concurrency slot: on drop (the request ended, or its task
@@ -269,7 +279,19 @@ pub async fn run_bench(
         )),
         cap: conc,
         free: Mutex::new(FreeSlots::default()),
+        sent: AtomicU64::new(0),
     });
+    // The last progress line of a phase shows its final counts: every record the phase sent
+    // has reached the collector before the display stops.
+    let settle = |shared: &Arc<Shared>| {
+        let sent = shared.sent.load(Ordering::Acquire);
+        let counters = counters.clone();
+        async move {
+            counters
+                .settle(sent, std::time::Duration::from_secs(2))
+                .await
+        }
+    };
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
     let mut notes = Vec::new();
@@ -306,6 +328,7 @@ pub async fn run_bench(
             },
         )
         .await;
+        settle(&shared).await;
         progress.finish().await;
     }
     counters.start_profile();
@@ -348,6 +371,7 @@ pub async fn run_bench(
         )
         .await;
         end_unix = unix_now();
+        settle(&shared).await;
         progress.finish().await;
     }
     if end == PhaseEnd::Completed && shared.breaker.never_reached() {
@@ -828,7 +852,7 @@ fn account(
         ..Default::default()
     };
     sh.breaker.observe(&rec);
-    let _ = sh.tx.send(rec);
+    sh.emit(rec);
 }
 
 async fn request_task(
@@ -886,7 +910,7 @@ async fn request_task(
     drop(slot);
     rec.released_ns = Some(released_ns);
     sh.breaker.observe(&rec);
-    let _ = sh.tx.send(rec);
+    sh.emit(rec);
 }
 
 #[cfg(test)]
