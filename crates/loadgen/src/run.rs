@@ -297,7 +297,7 @@ pub async fn run_bench(
     let mut notes = Vec::new();
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.
-    let power = start_power(&opts, &mut notes).await?;
+    let power = start_power(&opts, &date, &mut notes).await?;
     // The server's /metrics: a baseline now, a mark at the profile start, one per interval,
     // a final one after the profile (telemetry::scrape).
     let scraper = if opts.server_metrics {
@@ -380,11 +380,13 @@ pub async fn run_bench(
     let server_metrics = match scraper {
         Some(sc) => {
             let snaps = sc.finish().await;
-            if let Some(dir) = &opts.result_dir {
-                let written = std::fs::create_dir_all(dir)
-                    .and_then(|_| scrape::write_jsonl(&dir.join("server_metrics.jsonl"), &snaps));
+            if let Some(path) = output::side_file(&opts, &date, "server_metrics.jsonl") {
+                let written = path
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|_| scrape::write_jsonl(&path, &snaps));
                 if let Err(e) = written {
-                    notes.push(format!("writing server_metrics.jsonl failed: {e}"));
+                    notes.push(format!("writing {} failed: {e}", path.display()));
                 }
             }
             Some(server_metrics::summarize(&snaps, start_unix, end_unix))
@@ -470,9 +472,14 @@ pub async fn run_bench(
         metadata: opts.metadata.iter().cloned().collect(),
     };
     let mut summary = summarize(&records, &ctx);
+    let mut power_validation: Option<PathBuf> = None;
     summary.inferbench.server_metrics = server_metrics;
     if let Some((sampler, csv_path)) = power {
-        summary.inferbench.power = Some(finish_power(&opts, sampler, &csv_path, &summary).await);
+        let validation = output::side_file(&opts, &date, "power_validation.json")
+            .unwrap_or_else(|| csv_path.with_file_name("power_validation.json"));
+        power_validation = Some(validation.clone());
+        summary.inferbench.power =
+            Some(finish_power(&opts, sampler, &csv_path, &validation, &summary).await);
     }
     // Said only of a server that answered: a dead one has its own message.
     if scrape_missing && summary.completed > 0 {
@@ -530,8 +537,11 @@ pub async fn run_bench(
     let exit_code = match &x.power {
         Some(p) if !p.valid => {
             notes.push(format!(
-                "GPU power not valid ({}); see power_validation.json",
-                p.reasons.join(", ")
+                "GPU power not valid ({}); see {}",
+                p.reasons.join(", "),
+                power_validation
+                    .as_ref()
+                    .map_or("power_validation.json".into(), |v| v.display().to_string())
             ));
             if opts.require_power && exit_code == 0 {
                 EXIT_ERROR_RATE
@@ -589,20 +599,22 @@ fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
 /// missing (or `--require-power` without any).
 async fn start_power(
     opts: &BenchOptions,
+    date: &str,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Option<(PowerSampler, PathBuf)>> {
     if opts.power == PowerMode::Off {
         return Ok(None);
     }
-    let Some(dir) = opts.result_dir.clone() else {
+    let Some(path) = output::side_file(opts, date, "power.csv") else {
         if opts.power != PowerMode::Auto || opts.require_power {
             anyhow::bail!("--power/--require-power need --result-dir (power.csv goes there)");
         }
         return Ok(None);
     };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("--result-dir: cannot create {}", dir.display()))?;
-    let path = dir.join("power.csv");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--result-dir: cannot create {}", dir.display()))?;
+    }
     let (mode, interval) = (opts.power, opts.power_interval);
     let p2 = path.clone();
     let started = tokio::task::spawn_blocking(move || PowerSampler::start(mode, interval, &p2))
@@ -624,12 +636,13 @@ async fn start_power(
 }
 
 /// Stops the sampler, validates and integrates `power.csv` over the profiling window
-/// (`telemetry::power`, InferenceX's rules), writes `power_validation.json` beside it, and
+/// (`telemetry::power`, InferenceX's rules), writes the validation to `validation_path`, and
 /// returns the summary's power block.
 async fn finish_power(
     opts: &BenchOptions,
     sampler: PowerSampler,
     csv_path: &std::path::Path,
+    validation_path: &std::path::Path,
     s: &RunSummary,
 ) -> PowerSummary {
     let source = sampler.source().name().to_string();
@@ -660,12 +673,10 @@ async fn finish_power(
     );
     let source_path = csv_path.display().to_string();
     let v = power::validation(&integration, &window, &source_path, "summary");
-    if let Some(dir) = csv_path.parent() {
-        let _ = std::fs::write(
-            dir.join("power_validation.json"),
-            serde_json::to_string_pretty(&v).unwrap_or_default(),
-        );
-    }
+    let _ = std::fs::write(
+        validation_path,
+        serde_json::to_string_pretty(&v).unwrap_or_default(),
+    );
     PowerSummary {
         source,
         valid: v.power_valid,
