@@ -573,3 +573,35 @@ fn server_dying_mid_run_prints_the_final_counts_before_the_report() {
         "{last}\n{stdout}"
     );
 }
+
+/// Issue 13: `--base-url …/v1` with an endpoint that starts with /v1/ is refused before any
+/// request, naming the URL it would have used and the fix.
+#[test]
+fn base_url_ending_in_v1_is_refused_up_front() {
+    for (backend, endpoint) in [
+        ("openai", "/v1/completions"),
+        ("openai-chat", "/v1/chat/completions"),
+    ] {
+        let t0 = std::time::Instant::now();
+        let o = bench(&[
+            "--base-url",
+            "http://127.0.0.1:9/v1/",
+            "--backend",
+            backend,
+            "--model",
+            "m",
+            "--progress",
+            "off",
+        ]);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{out}");
+        assert!(
+            out.contains(&format!(
+                "--base-url: should not end in /v1: the endpoint {endpoint} is appended (requests \
+                 would go to http://127.0.0.1:9/v1{endpoint}); use --base-url http://127.0.0.1:9"
+            )),
+            "{out}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+}

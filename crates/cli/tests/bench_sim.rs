@@ -41,6 +41,13 @@ fn start_sim() -> Sim {
 }
 
 fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
+    let (o, text) = bench_model(sim, "Llama-3.1-8B", extra);
+    assert!(o.status.success(), "{text}");
+    (o, text)
+}
+
+/// `bench` against the sim with `--model model`, whatever the exit code.
+fn bench_model(sim: &Sim, model: &str, extra: &[&str]) -> (Output, String) {
     let url = format!("http://127.0.0.1:{}", sim.1);
     let o = Command::new(BIN)
         .args([
@@ -48,7 +55,7 @@ fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
             "--base-url",
             &url,
             "--model",
-            "Llama-3.1-8B",
+            model,
             "--random-input-len",
             "256",
             "--random-output-len",
@@ -68,7 +75,6 @@ fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(o.status.success(), "{text}");
     (o, text)
 }
 
@@ -206,6 +212,22 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
     for ext in ["db", "db-shm", "db-wal"] {
         let _ = std::fs::remove_file(dir.with_extension(ext));
     }
+}
+
+/// Issue 13: a wrong `--model` is answered 404; the notes say which models the server does
+/// serve (its /v1/models).
+#[test]
+fn wrong_model_names_the_models_the_server_serves() {
+    let sim = start_sim();
+    let (o, text) = bench_model(&sim, "Llama-3.1-8B-typo", &[]);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "inferbench: the server does not serve model \"Llama-3.1-8B-typo\"; its /v1/models \
+             lists: Llama-3.1-8B (pass one with --model)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@
 #![deny(missing_docs)]
 
 pub mod arrivals;
+pub mod hints;
 pub mod options;
 pub mod output;
 pub mod progress;

@@ -18,6 +18,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::arrivals::{Arrivals, Schedule};
+use crate::hints;
 use crate::options::{BenchOptions, DatasetName};
 use crate::output;
 use crate::progress::{Counters, Progress};
@@ -417,6 +418,7 @@ pub async fn run_bench(
         }
     }
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
+    let request_url = shared.client.uri().to_string();
     drop(shared);
     let (records, write_error) = collector.await.context("record collector panicked")?;
     if let Some(e) = write_error {
@@ -489,6 +491,9 @@ pub async fn run_bench(
         ));
     }
     notes.extend(output::error_notes(&summary));
+    if let Some(n) = not_found_note(&opts, &summary, &request_url).await {
+        notes.push(n);
+    }
     notes.extend(output::anomaly_notes(&summary, &records));
     let written = output::write_results(&opts, &summary, &date)?;
     if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
@@ -686,6 +691,30 @@ async fn finish_power(
             .map(|m| m.into_iter().map(|(k, x)| (k.to_string(), x)).collect())
             .unwrap_or_default(),
     }
+}
+
+/// A hint when requests were answered HTTP 404: the server's `/v1/models` (one GET) says
+/// whether `--model` is wrong, else the path is (`crate::hints`).
+async fn not_found_note(opts: &BenchOptions, s: &RunSummary, url: &str) -> Option<String> {
+    let sample = s
+        .inferbench
+        .error_samples
+        .get(ErrorClass::HttpStatus.as_str())?;
+    if !hints::is_not_found(sample) {
+        return None;
+    }
+    let models = format!("{}/v1/models", opts.base_url.trim().trim_end_matches('/'));
+    let served = match inferbench_client::http_get(&models, std::time::Duration::from_secs(5)).await
+    {
+        Ok((200, body)) => Some(hints::model_ids(&body)),
+        _ => None,
+    };
+    Some(hints::not_found_hint(
+        &opts.model,
+        url,
+        sample,
+        served.as_deref(),
+    ))
 }
 
 /// Adds InferenceX's power block to an `agg_*.json` (aggregate_power.py's keys): always
