@@ -173,13 +173,9 @@ fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Resul
                 " the filters"
             }
         );
-    } else if matches!(fmt, Format::Table) && cols.iter().any(|c| c == "frontier") {
-        println!(
-            "\n* = on its group's Pareto frontier of {} against {} (a group: model, ISL/OSL, \
-             scenario, hardware, framework, precision, spec decoding, disaggregation)",
-            report::label(&args.y),
-            report::label(&args.x)
-        );
+    } else if matches!(fmt, Format::Table) {
+        // The same footer for the default, --columns and --frontier views: units, and `*`.
+        print!("{}", report::footer(&cols, &args.x, &args.y));
     }
     Ok(0)
 }
