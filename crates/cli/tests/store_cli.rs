@@ -418,3 +418,35 @@ fn store_cli_report_columns_print_the_units_footer() {
         "{out}"
     );
 }
+
+/// Issue 13: `report` and `plot` on a migrated database without runs agree: exit 2 with the
+/// same message naming the commands that fill it (as for a missing database file).
+#[test]
+fn store_cli_empty_database_report_and_plot_agree() {
+    let t = Tmp::new("empty");
+    let db = t.0.join("e.db").display().to_string();
+    let o = run(&["db", "migrate", "--db", &db]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = format!(
+        "error: no runs in {db} — run `inferbench quickstart` or `inferbench ingest PATH --db \
+         {db}` (or `inferbench bench … --db {db}`) first\n"
+    );
+    let png = t.0.join("x.png").display().to_string();
+    for args in [
+        vec!["report", "--db", &db],
+        vec!["report", "--db", &db, "--frontier", "--format", "csv"],
+        vec!["plot", "--db", &db, "-o", &png],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stderr), want, "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!Path::new(&png).exists());
+    // Both --help texts document it.
+    for cmd in ["report", "plot"] {
+        let h = stdout_ok(&[cmd, "--help"]);
+        let h = h.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(h.contains("a database with no runs yet"), "{cmd}: {h}");
+    }
+}

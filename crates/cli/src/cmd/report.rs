@@ -4,8 +4,28 @@
 use inferbench_store::report::{self, Format};
 use inferbench_store::{compare, query, CostOptions, Filter, Store};
 
+/// Exit codes of `report` and `plot` (their `--help`; README "Exit codes").
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok (`report`: also when no point matches the \
+     filters; it says so); 1 `report --history-at`: the latest value is a regression; 2 bad \
+     flags, no database, or a database with no runs yet (run `inferbench quickstart` or \
+     `inferbench ingest`), or (`plot`) no point to draw.";
+
+/// Opens the database for reading and refuses one without any run, naming the commands that
+/// fill it (exit 2 through `main`, as for a missing database file).
+pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
+    let mut store = Store::open_existing(db)?;
+    if store.run_count()? == 0 {
+        anyhow::bail!(
+            "no runs in {db} — run `inferbench quickstart` or `inferbench ingest PATH --db {db}` \
+             (or `inferbench bench … --db {db}`) first"
+        );
+    }
+    Ok(store)
+}
+
 /// Flags of `inferbench report`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES_HELP)]
 pub struct Args {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
     #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
@@ -92,7 +112,7 @@ pub fn filter(
 
 /// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let mut store = Store::open_existing(&args.db)?;
+    let mut store = open_with_runs(&args.db)?;
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
     // Columns beyond the stored hot metrics and derived ones need the full metrics JSON.
     let known: Vec<String> = inferbench_store::query::derived_names();
