@@ -605,3 +605,26 @@ fn base_url_ending_in_v1_is_refused_up_front() {
         assert!(t0.elapsed() < Duration::from_secs(10));
     }
 }
+
+/// Issue 13: log lines written to a pipe or a file carry no ANSI colour codes.
+#[test]
+fn log_lines_off_a_terminal_have_no_colour_codes() {
+    let o = Command::new(BIN)
+        .args(["bench", "--base-url", "http://127.0.0.1:9", "--model", "m"])
+        .args([
+            "--random-input-len",
+            "4",
+            "--random-output-len",
+            "4",
+            "--num-prompts",
+            "1",
+        ])
+        .args(["--progress", "off"])
+        .env("INFERBENCH_LOG", "debug")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(" DEBUG "), "{err}");
+    assert!(!err.contains('\x1b'), "{err:?}");
+}
