@@ -286,6 +286,34 @@ fn sigterm_saves_finished_requests_and_exits_130() {
     assert!(r["completed"].as_u64().unwrap() >= 2, "{r}");
     assert_eq!(r["inferbench"]["interrupted"], true);
     assert!(lines(&req) >= 2);
+    // Issue 13: the requests in flight at SIGTERM (the 2 slots, unless one was between
+    // requests) are cancellations, not failures: out of the error rate, counted apart, and
+    // kept in the records with their class.
+    let x = &r["inferbench"];
+    assert_eq!(
+        (x["failed"].as_u64(), x["error_rate"].as_f64()),
+        (Some(0), Some(0.0)),
+        "{x}"
+    );
+    let cancelled = x["cancelled_by_user"].as_u64().unwrap();
+    assert!((1..=2).contains(&cancelled), "{x}");
+    assert!(x["errors_by_class"].as_object().unwrap().is_empty(), "{x}");
+    let in_records = std::fs::read_to_string(&req)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"error_class\":\"cancelled\""))
+        .count() as u64;
+    assert_eq!(in_records, cancelled);
+    assert!(
+        out.contains("Failed requests:                        0"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Cancelled by user (not failures):       {cancelled}"
+        )),
+        "{out}"
+    );
 }
 
 #[test]
@@ -440,4 +468,163 @@ fn sigint_during_prompt_preparation_exits_within_a_second() {
         out.contains("interrupted during prompt preparation"),
         "{out}"
     );
+}
+
+/// A server that answers its first `n` connections with a 4-token stream (one request each,
+/// closed after the response), then stops listening: a server dying mid-run.
+fn dying_server(n: usize) -> String {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for _ in 0..n {
+            let Ok((mut s, _)) = l.accept() else { return };
+            // Read the head, then the body by its Content-Length.
+            let mut buf = Vec::new();
+            let mut b = [0u8; 4096];
+            let head_end = loop {
+                let Ok(k) = s.read(&mut b) else { break None };
+                if k == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&b[..k]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(i + 4);
+                }
+            };
+            let Some(head_end) = head_end else { continue };
+            let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < head_end + len {
+                match s.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(k) => buf.extend_from_slice(&b[..k]),
+                }
+            }
+            let mut body = String::new();
+            for t in ["a", "b", "c", "d"] {
+                body.push_str(&format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n"
+                ));
+            }
+            body.push_str("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n");
+            let _ = s.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+                )
+                .as_bytes(),
+            );
+        }
+        // The listener closes here: every later connect is refused.
+    });
+    format!("http://{addr}")
+}
+
+/// Issue 13: when the server dies mid-run, the final progress counts are printed once, in
+/// the progress line's format, before the report, and they agree with the report.
+#[test]
+fn server_dying_mid_run_prints_the_final_counts_before_the_report() {
+    let url = dying_server(5);
+    let o = bench(&[
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--random-input-len",
+        "8",
+        "--random-output-len",
+        "4",
+        "--max-concurrency",
+        "2",
+        "--num-prompts",
+        "100",
+        "--num-warmups",
+        "0",
+        "--no-server-metrics",
+        "--progress",
+        "plain",
+    ]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(3), "{stdout}{stderr}");
+    let count = |label: &str| -> u64 {
+        let l = stdout
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} in {stdout}"));
+        l[label.len()..].trim().parse().unwrap()
+    };
+    let (ok, failed) = (count("Successful requests:"), count("Failed requests:"));
+    assert_eq!(ok, 5, "{stdout}");
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("[bench] "))
+        .unwrap_or_else(|| panic!("no progress line: {stderr}"));
+    assert!(
+        last.contains(&format!(" elapsed: {}/100 requests done, ", ok + failed))
+            && last.ends_with(&format!(" output tok/s, {failed} failed")),
+        "{last}\n{stdout}"
+    );
+}
+
+/// Issue 13: `--base-url …/v1` with an endpoint that starts with /v1/ is refused before any
+/// request, naming the URL it would have used and the fix.
+#[test]
+fn base_url_ending_in_v1_is_refused_up_front() {
+    for (backend, endpoint) in [
+        ("openai", "/v1/completions"),
+        ("openai-chat", "/v1/chat/completions"),
+    ] {
+        let t0 = std::time::Instant::now();
+        let o = bench(&[
+            "--base-url",
+            "http://127.0.0.1:9/v1/",
+            "--backend",
+            backend,
+            "--model",
+            "m",
+            "--progress",
+            "off",
+        ]);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{out}");
+        assert!(
+            out.contains(&format!(
+                "--base-url: should not end in /v1: the endpoint {endpoint} is appended (requests \
+                 would go to http://127.0.0.1:9/v1{endpoint}); use --base-url http://127.0.0.1:9"
+            )),
+            "{out}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+}
+
+/// Issue 13: log lines written to a pipe or a file carry no ANSI colour codes.
+#[test]
+fn log_lines_off_a_terminal_have_no_colour_codes() {
+    let o = Command::new(BIN)
+        .args(["bench", "--base-url", "http://127.0.0.1:9", "--model", "m"])
+        .args([
+            "--random-input-len",
+            "4",
+            "--random-output-len",
+            "4",
+            "--num-prompts",
+            "1",
+        ])
+        .args(["--progress", "off"])
+        .env("INFERBENCH_LOG", "debug")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(" DEBUG "), "{err}");
+    assert!(!err.contains('\x1b'), "{err:?}");
 }

@@ -41,6 +41,13 @@ fn start_sim() -> Sim {
 }
 
 fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
+    let (o, text) = bench_model(sim, "Llama-3.1-8B", extra);
+    assert!(o.status.success(), "{text}");
+    (o, text)
+}
+
+/// `bench` against the sim with `--model model`, whatever the exit code.
+fn bench_model(sim: &Sim, model: &str, extra: &[&str]) -> (Output, String) {
     let url = format!("http://127.0.0.1:{}", sim.1);
     let o = Command::new(BIN)
         .args([
@@ -48,7 +55,7 @@ fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
             "--base-url",
             &url,
             "--model",
-            "Llama-3.1-8B",
+            model,
             "--random-input-len",
             "256",
             "--random-output-len",
@@ -68,7 +75,6 @@ fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(o.status.success(), "{text}");
     (o, text)
 }
 
@@ -105,7 +111,9 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
             "--ignore-eos",
         ],
     );
-    let lines = std::fs::read_to_string(dir.join("server_metrics.jsonl")).unwrap();
+    // Named after the result file, so runs into one --result-dir keep their own (issue 13).
+    assert!(!dir.join("server_metrics.jsonl").exists());
+    let lines = std::fs::read_to_string(dir.join("r.server_metrics.jsonl")).unwrap();
     let phases: Vec<String> = lines
         .lines()
         .map(|l| {
@@ -136,7 +144,90 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
     assert_eq!(sm["generation_tokens"], 64.0, "{sm}");
     assert_eq!(sm["prefix_cache_queries"], 2048.0, "{sm}");
     assert!(sm["kv_cache_usage_max"].as_f64().unwrap() >= 0.0, "{sm}");
+
+    // A second run into the same directory keeps the first one's scrape; `ingest` of the
+    // directory stores both runs with their server metrics and ignores nothing.
+    bench(
+        &sim,
+        &[
+            "--save-result",
+            "--result-dir",
+            dir.to_str().unwrap(),
+            "--result-filename",
+            "r2.json",
+            "--ignore-eos",
+        ],
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("r.server_metrics.jsonl")).unwrap(),
+        lines
+    );
+    assert!(dir.join("r2.server_metrics.jsonl").is_file());
+    let db = dir.with_extension("db");
+    let _ = std::fs::remove_file(&db);
+    let o = Command::new(BIN)
+        .arg("ingest")
+        .arg(&dir)
+        .arg("--db")
+        .arg(&db)
+        .args([
+            "--set",
+            "hw=h100",
+            "--set",
+            "framework=sim",
+            "--set",
+            "precision=bf16",
+        ])
+        .output()
+        .unwrap();
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("ingested 2 run(s)"), "{out}");
+    assert!(!out.contains("ignored"), "{out}");
+    let mut store = inferbench_store::Store::open_existing(db.to_str().unwrap()).unwrap();
+    let counts: std::collections::BTreeMap<String, i64> =
+        store.table_counts().unwrap().into_iter().collect();
+    let rows = |f: &str| {
+        std::fs::read_to_string(dir.join(f))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["samples"]
+                    .as_array()
+                    .unwrap()
+                    .len() as i64
+            })
+            .sum::<i64>()
+    };
+    assert_eq!(
+        counts["server_metrics"],
+        rows("r.server_metrics.jsonl") + rows("r2.server_metrics.jsonl"),
+        "{counts:?}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
+    for ext in ["db", "db-shm", "db-wal"] {
+        let _ = std::fs::remove_file(dir.with_extension(ext));
+    }
+}
+
+/// Issue 13: a wrong `--model` is answered 404; the notes say which models the server does
+/// serve (its /v1/models).
+#[test]
+fn wrong_model_names_the_models_the_server_serves() {
+    let sim = start_sim();
+    let (o, text) = bench_model(&sim, "Llama-3.1-8B-typo", &[]);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "inferbench: the server does not serve model \"Llama-3.1-8B-typo\"; its /v1/models \
+             lists: Llama-3.1-8B (pass one with --model)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -282,11 +373,14 @@ fn power_from_nvidia_smi_is_sampled_validated_and_summarized() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(o.status.success(), "{text}");
-    let csv = std::fs::read_to_string(out.join("power.csv")).unwrap();
+    // Named after the result file (issue 13).
+    assert!(!out.join("power.csv").exists());
+    let csv = std::fs::read_to_string(out.join("r.power.csv")).unwrap();
     assert!(csv.starts_with("timestamp, index, power.draw [W]"), "{csv}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("power_validation.json")).unwrap())
-            .unwrap();
+    let v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("r.power_validation.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(v["power_valid"], true, "{v}");
     assert_eq!(v["observed_gpu_ids"], serde_json::json!(["0", "1"]));
     let r: serde_json::Value =

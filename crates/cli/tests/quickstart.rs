@@ -108,6 +108,20 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
         // Modelled, not wall, time: each request takes ≥ 64 decode steps of ≥ 7 ms.
         assert!(s["mean_e2el_ms"].as_f64().unwrap() > 64.0 * 7.0, "{name}");
     }
+    // Issue 13: one start line for the sim, wherever it runs: the quickstart's (stderr and
+    // each point's server.log) is the line `inferbench sim` prints for the same server
+    // (--fast: H100, Llama-3.1-8B bf16, max-num-seqs 16, time scale 8), which is also what a
+    // sweep's `sim` engine log starts with.
+    let log = std::fs::read_to_string(dirs[0].path().join("server.log")).unwrap();
+    let standalone = sim_start_line(&["--max-num-seqs", "16", "--time-scale", "8"]);
+    assert_eq!(log, format!("{standalone}\n"));
+    assert!(stderr.contains(&standalone), "{stderr}");
+    assert!(
+        standalone.starts_with(
+            "inferbench sim: Llama-3.1-8B bf16 on 1xH100 (timed mode, time scale 8), max-num-seqs 16, KV cache "
+        ),
+        "{standalone}"
+    );
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
     assert!(stderr.contains("ingested 4 points"), "{stderr}");
 
@@ -235,4 +249,28 @@ fn quickstart_rejects_bad_flags_before_running() {
     assert!(!out.exists(), "a run directory was created");
     assert!(!db.exists(), "a database was created");
     std::fs::remove_dir_all(&tmp).ok();
+}
+
+/// The first line `inferbench sim <args>` writes to stderr (then the server is stopped).
+fn sim_start_line(args: &[&str]) -> String {
+    use std::io::BufRead;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    line.trim_end().to_string()
 }

@@ -371,3 +371,82 @@ fn store_cli_read_commands_do_not_create_a_database() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no such database file"));
     assert!(!db.exists());
 }
+
+/// Issue 13: `report --columns …` without the frontier column prints the units footer the
+/// frontier view prints (label and unit of every metric column, from the metric registry);
+/// with the frontier column the `*` line follows it.
+#[test]
+fn store_cli_report_columns_print_the_units_footer() {
+    let t = Tmp::new("footer");
+    let db = t.0.join("f.db").display().to_string();
+    run(&["ingest", &fixtures().display().to_string(), "--db", &db]);
+    let out = stdout_ok(&[
+        "report",
+        "--db",
+        &db,
+        "-f",
+        "hw=h200",
+        "--columns",
+        "hardware,conc,p99_ttft,tput_per_gpu",
+    ]);
+    assert_eq!(
+        out,
+        "hardware  conc  p99_ttft  tput_per_gpu\n\
+         \x20                    (s)   (tok/s/GPU)\n\
+         h200         4     0.180         102.4\n\
+         h200        16     0.300         407.0\n\
+         \n\
+         units: p99_ttft = TTFT, P99 (s); tput_per_gpu = Throughput per GPU (tok/s/GPU)\n"
+    );
+    let out = stdout_ok(&[
+        "report",
+        "--db",
+        &db,
+        "-f",
+        "hw=h200",
+        "--frontier",
+        "--columns",
+        "conc,median_e2el,frontier",
+    ]);
+    assert!(
+        out.ends_with(
+            "\nunits: median_e2el = End-to-end latency, median (s)\n\
+             * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against \
+             Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
+             framework, precision, spec decoding, disaggregation)\n"
+        ),
+        "{out}"
+    );
+}
+
+/// Issue 13: `report` and `plot` on a migrated database without runs agree: exit 2 with the
+/// same message naming the commands that fill it (as for a missing database file).
+#[test]
+fn store_cli_empty_database_report_and_plot_agree() {
+    let t = Tmp::new("empty");
+    let db = t.0.join("e.db").display().to_string();
+    let o = run(&["db", "migrate", "--db", &db]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = format!(
+        "error: no runs in {db} — run `inferbench quickstart` or `inferbench ingest PATH --db \
+         {db}` (or `inferbench bench … --db {db}`) first\n"
+    );
+    let png = t.0.join("x.png").display().to_string();
+    for args in [
+        vec!["report", "--db", &db],
+        vec!["report", "--db", &db, "--frontier", "--format", "csv"],
+        vec!["plot", "--db", &db, "-o", &png],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stderr), want, "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!Path::new(&png).exists());
+    // Both --help texts document it.
+    for cmd in ["report", "plot"] {
+        let h = stdout_ok(&[cmd, "--help"]);
+        let h = h.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(h.contains("a database with no runs yet"), "{cmd}: {h}");
+    }
+}

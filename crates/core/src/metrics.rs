@@ -462,7 +462,9 @@ pub fn e2e_normalized_interactivity(records: &[RequestRecord], q: f64) -> Option
 // ---------------------------------------------------------------------------------------------
 
 /// Client queue time in ms per profile request (all outcomes) = sent − scheduled (time waiting for
-/// a concurrency slot or a busy client; vLLM `client_queue_time`, issue vllm#54101).
+/// a concurrency slot or a busy client; vLLM `client_queue_time`, issue vllm#54101). `scheduled`
+/// is the arrival time in open loop and the moment the request's slot became free in closed
+/// loop (DESIGN.md §4; see [`RequestRecord::scheduled_ns`]).
 pub fn client_queue_ms(records: &[RequestRecord]) -> Vec<f64> {
     records
         .iter()

@@ -115,11 +115,14 @@ pub struct RequestRecord {
     /// HTTP status of the response head, when one arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
-    /// When the scheduler wanted to send the request (ns since run start).
+    /// When the scheduler wanted to send the request (ns since run start): its arrival time
+    /// under a request rate; in closed loop (no rate, a concurrency cap) the moment its slot
+    /// became free (the previous request on it ended; the phase start for the first wave),
+    /// DESIGN.md §4.
     pub scheduled_ns: u64,
-    /// When the arrival process actually released the request (its timer fired), ns since run
-    /// start; `released − scheduled` is the schedule lag, `sent − released` the wait for a
-    /// concurrency slot. Optional: `None` when the loadgen does not record it (added by the
+    /// When the arrival process actually released the request (its timer fired; in closed
+    /// loop, when the dispatcher took the free slot), ns since run start; `released −
+    /// scheduled` is the schedule lag, `sent − released` the wait for a concurrency slot. Optional: `None` when the loadgen does not record it (added by the
     /// workload/metrics work, serde-compatible with records that lack it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub released_ns: Option<u64>,

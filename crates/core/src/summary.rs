@@ -22,7 +22,7 @@ pub use inferencex::{
 };
 
 use crate::metrics::{self, Distribution, GoodputSlo, Metric, Rates};
-use crate::record::{Phase, RequestRecord};
+use crate::record::{ErrorClass, Phase, RequestRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -280,11 +280,18 @@ pub struct Extras {
     pub profile_window_ns: Option<[u64; 2]>,
     /// Warmup records seen (excluded from every metric).
     pub warmups: u64,
-    /// Profile requests that failed.
+    /// Profile requests that failed. Requests the run itself cancelled (Ctrl-C/SIGTERM while
+    /// they were in flight or waiting for a slot, error class `cancelled`) are not failures:
+    /// they are [`Extras::cancelled_by_user`].
     pub failed: u64,
-    /// failed / profile requests (0 without requests).
+    /// failed / (successful + failed) profile requests (0 without any); requests cancelled by
+    /// the run are in neither count.
     pub error_rate: f64,
-    /// Failures by error class (`connect`, `http_status`, `timeout_idle`, …).
+    /// Profile requests cancelled by the run (Ctrl-C/SIGTERM) before they finished: kept in the
+    /// records with error class `cancelled`, excluded from `failed` and `error_rate`.
+    pub cancelled_by_user: u64,
+    /// Failures by error class (`connect`, `http_status`, `timeout_idle`, …); `cancelled` is
+    /// never a key (see `cancelled_by_user`).
     pub errors_by_class: BTreeMap<String, u64>,
     /// Successful requests by where `completion_tokens` came from: `{"server": n, "tokenizer": n}`.
     pub completion_tokens_source: BTreeMap<String, u64>,
@@ -294,12 +301,16 @@ pub struct Extras {
     pub stop_reason: StopReason,
     /// Profile requests planned but never sent because the run stopped early.
     pub requests_not_sent: u64,
-    /// Warmup requests that failed (they are excluded from every metric, but counted here).
+    /// Warmup requests that failed (they are excluded from every metric, but counted here);
+    /// warmups cancelled by the run are `warmup_cancelled_by_user` instead.
     pub warmup_failed: u64,
-    /// Warmup failures by error class.
+    /// Warmup requests cancelled by the run (Ctrl-C/SIGTERM) before they finished.
+    pub warmup_cancelled_by_user: u64,
+    /// Warmup failures by error class (`cancelled` never a key).
     pub warmup_errors_by_class: BTreeMap<String, u64>,
     /// One sample error message per error class (the first profile failure of the class, else
     /// the first warmup failure), so the cause is in the summary, not only in the records.
+    /// Cancellations by the run have none.
     pub error_samples: BTreeMap<String, String>,
     /// Profile requests carrying each anomaly code (`usage_exceeds_max_tokens`,
     /// `usage_below_stream`, `osl_mismatch`, `isl_mismatch`; all four always present), see
@@ -328,7 +339,8 @@ pub struct Extras {
     pub e2e_normalized_interactivity: BTreeMap<String, Option<f64>>,
     /// Completion tokens per token-bearing chunk, per request.
     pub tokens_per_chunk: Distribution,
-    /// Client queue time (sent − scheduled), ms, every profile request.
+    /// Client queue time (sent − scheduled: the arrival in open loop, the moment the slot became
+    /// free in closed loop), ms, every profile request.
     pub client_queue_ms: Distribution,
     /// E2EL measured from the scheduled time (coordinated omission visible), ms.
     pub e2el_from_schedule_ms: Distribution,
@@ -374,12 +386,14 @@ impl Default for Extras {
             warmups: 0,
             failed: 0,
             error_rate: 0.0,
+            cancelled_by_user: 0,
             errors_by_class: BTreeMap::new(),
             completion_tokens_source: BTreeMap::new(),
             interrupted: false,
             stop_reason: StopReason::Completed,
             requests_not_sent: 0,
             warmup_failed: 0,
+            warmup_cancelled_by_user: 0,
             warmup_errors_by_class: BTreeMap::new(),
             error_samples: BTreeMap::new(),
             anomalies: crate::anomaly::counts(&[]),
@@ -522,13 +536,24 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
         .collect();
     let (src_server, src_tok) = metrics::token_source_counts(recs);
     let lag = metrics::schedule_lag_ms(recs);
-    let n_prof = totals.completed + totals.failed;
+    // Requests the run cancelled (Ctrl-C/SIGTERM) are neither successes nor failures.
+    let cancelled = |phase: Phase| {
+        records
+            .iter()
+            .filter(|r| r.phase == phase && cancelled_by_run(r))
+            .count() as u64
+    };
+    let cancelled_by_user = cancelled(Phase::Profile);
+    let failed = totals.failed.saturating_sub(cancelled_by_user);
+    let n_prof = totals.completed + failed;
+    let mut errors_by_class = metrics::errors_by_class(recs);
+    errors_by_class.remove(ErrorClass::Cancelled.as_str());
     let mut warmup_errors_by_class = BTreeMap::new();
     let mut error_samples = BTreeMap::new();
     for phase in [Phase::Profile, Phase::Warmup] {
         let mut failed: Vec<&RequestRecord> = records
             .iter()
-            .filter(|r| r.phase == phase && !r.success)
+            .filter(|r| r.phase == phase && !r.success && !cancelled_by_run(r))
             .collect();
         failed.sort_by_key(|r| (r.end_ns, r.request_id));
         for r in failed {
@@ -578,13 +603,14 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             schema_version: 1,
             profile_window_ns: window.map(|(a, b)| [a, b]),
             warmups: (records.len() - prof.len()) as u64,
-            failed: totals.failed,
+            failed,
             error_rate: if n_prof == 0 {
                 0.0
             } else {
-                totals.failed as f64 / n_prof as f64
+                failed as f64 / n_prof as f64
             },
-            errors_by_class: metrics::errors_by_class(recs),
+            cancelled_by_user,
+            errors_by_class,
             completion_tokens_source: [
                 ("server".to_string(), src_server),
                 ("tokenizer".to_string(), src_tok),
@@ -595,6 +621,7 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             stop_reason: ctx.stop_reason,
             requests_not_sent: ctx.requests_not_sent,
             warmup_failed,
+            warmup_cancelled_by_user: cancelled(Phase::Warmup),
             warmup_errors_by_class,
             error_samples,
             anomalies: crate::anomaly::counts(recs),
@@ -621,6 +648,13 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             power: None,
         },
     }
+}
+
+/// Whether a record is a request the run itself cancelled while it was in flight or waiting
+/// for a slot: error class `cancelled`, which only the run's cancellation token produces
+/// (Ctrl-C/SIGTERM, or a sweep stopping a point whose engine died).
+pub fn cancelled_by_run(r: &RequestRecord) -> bool {
+    !r.success && r.error_class == Some(ErrorClass::Cancelled)
 }
 
 #[cfg(test)]

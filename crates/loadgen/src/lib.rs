@@ -10,6 +10,7 @@
 
 pub mod agentic;
 pub mod arrivals;
+pub mod hints;
 pub mod options;
 pub mod output;
 pub mod progress;

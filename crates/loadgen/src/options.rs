@@ -287,6 +287,13 @@ impl BenchOptions {
                 "required (the model name the server serves)".into(),
             );
         }
+        let endpoint = self
+            .endpoint
+            .as_deref()
+            .unwrap_or(self.backend.default_endpoint());
+        if let Some(reason) = crate::hints::doubled_v1(&self.base_url, endpoint) {
+            return err("--base-url", reason);
+        }
         if let Some(r) = self.request_rate {
             if !(r.is_finite()
                 && (limits::MIN_REQUEST_RATE..=limits::MAX_REQUEST_RATE).contains(&r))

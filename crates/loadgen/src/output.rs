@@ -102,6 +102,33 @@ pub fn default_result_filename(opts: &BenchOptions, date: &str) -> String {
     )
 }
 
+/// Where a point's side file `name` (`server_metrics.jsonl`, `power.csv`,
+/// `power_validation.json`) goes, or `None` without `--result-dir`. Beside a result file it is
+/// named after it, `<result stem>.<name>` (`r.json` → `r.server_metrics.jsonl`), so several
+/// `bench --save-result` runs into one `--result-dir` keep their own. A point directory (result
+/// file `summary.json`: sweeps, jobs, quickstart) and a run without `--save-result` use the
+/// fixed `name`, which store ingest reads there.
+pub fn side_file(opts: &BenchOptions, date: &str, name: &str) -> Option<PathBuf> {
+    let dir = opts.result_dir.as_ref()?;
+    if !opts.save_result {
+        return Some(dir.join(name));
+    }
+    let file = opts
+        .result_filename
+        .clone()
+        .unwrap_or_else(|| default_result_filename(opts, date));
+    let result = dir.join(file);
+    let parent = result
+        .parent()
+        .map_or_else(|| dir.clone(), Path::to_path_buf);
+    match result.file_stem().and_then(|s| s.to_str()) {
+        Some(stem) if result.file_name().is_some_and(|n| n != "summary.json") => {
+            Some(parent.join(format!("{stem}.{name}")))
+        }
+        _ => Some(parent.join(name)),
+    }
+}
+
 /// Writes the result JSON (with `--save-result`) and the InferenceX aggregate (with a job
 /// identity) into `--result-dir`. Errors name the path.
 pub fn write_results(
@@ -204,6 +231,23 @@ pub fn render_report(s: &RunSummary) -> String {
     let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
     line(&mut o, "Successful requests:", s.completed.to_string());
     line(&mut o, "Failed requests:", s.inferbench.failed.to_string());
+    let (cp, cw) = (
+        s.inferbench.cancelled_by_user,
+        s.inferbench.warmup_cancelled_by_user,
+    );
+    if cp + cw > 0 {
+        // Ctrl-C/SIGTERM: not failures, not in the error rate.
+        let warm = if cw > 0 {
+            format!(" (+{cw} warmup)")
+        } else {
+            String::new()
+        };
+        line(
+            &mut o,
+            "Cancelled by user (not failures):",
+            format!("{cp}{warm}"),
+        );
+    }
     if s.completed == 0 {
         let _ = writeln!(
             o,
@@ -371,5 +415,52 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(default_result_filename(&o, "d"), "openai-2.5qps-m-d.json");
+    }
+
+    #[test]
+    fn side_files_are_named_after_the_result_file() {
+        let o = |save_result: bool, name: Option<&str>| BenchOptions {
+            model: "org/M".into(),
+            max_concurrency: Some(4),
+            save_result,
+            result_dir: Some(PathBuf::from("/res")),
+            result_filename: name.map(str::to_string),
+            ..Default::default()
+        };
+        let side = |o: &BenchOptions, n: &str| side_file(o, "20260101-120000", n).unwrap();
+        let r = o(true, Some("r.json"));
+        assert_eq!(
+            side(&r, "server_metrics.jsonl"),
+            Path::new("/res/r.server_metrics.jsonl")
+        );
+        assert_eq!(side(&r, "power.csv"), Path::new("/res/r.power.csv"));
+        assert_eq!(
+            side(&r, "power_validation.json"),
+            Path::new("/res/r.power_validation.json")
+        );
+        // vLLM's default result name.
+        assert_eq!(
+            side(&o(true, None), "power.csv"),
+            Path::new("/res/openai-infqps-concurrency4-M-20260101-120000.power.csv")
+        );
+        // A result file elsewhere: its side files beside it.
+        assert_eq!(
+            side(&o(true, Some("/other/x.json")), "power.csv"),
+            Path::new("/other/x.power.csv")
+        );
+        // Point directories (summary.json) and runs without a result file keep fixed names.
+        assert_eq!(
+            side(&o(true, Some("summary.json")), "server_metrics.jsonl"),
+            Path::new("/res/server_metrics.jsonl")
+        );
+        assert_eq!(
+            side(&o(false, Some("r.json")), "power.csv"),
+            Path::new("/res/power.csv")
+        );
+        let no_dir = BenchOptions {
+            result_dir: None,
+            ..r
+        };
+        assert_eq!(side_file(&no_dir, "d", "power.csv"), None);
     }
 }

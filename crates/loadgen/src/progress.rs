@@ -16,8 +16,13 @@ use crate::options::ProgressMode;
 pub struct Counters {
     /// Requests finished (any outcome).
     pub done: AtomicU64,
-    /// Requests failed.
+    /// Requests failed (requests cancelled by the run not included).
     pub failed: AtomicU64,
+    /// Requests cancelled by the run (Ctrl-C/SIGTERM) before they finished.
+    pub cancelled: AtomicU64,
+    /// Records received by the collector, every phase: with the number sent, tells when the
+    /// counts are final (see [`Counters::settle`]).
+    pub received: AtomicU64,
     /// Completion tokens of finished requests.
     pub tokens: AtomicU64,
     /// Whether the profile phase is being counted (else the warmup): a record counts only
@@ -31,6 +36,7 @@ impl Counters {
     pub fn start_profile(&self) {
         self.done.store(0, Ordering::Relaxed);
         self.failed.store(0, Ordering::Relaxed);
+        self.cancelled.store(0, Ordering::Relaxed);
         self.tokens.store(0, Ordering::Relaxed);
         self.profile.store(true, Ordering::Relaxed);
     }
@@ -38,17 +44,50 @@ impl Counters {
     /// Counts one finished record if it belongs to the phase being counted.
     pub fn count(&self, rec: &inferbench_core::RequestRecord) {
         let profile = rec.phase == inferbench_core::Phase::Profile;
-        if profile != self.profile.load(Ordering::Relaxed) {
-            return;
+        if profile == self.profile.load(Ordering::Relaxed) {
+            self.done.fetch_add(1, Ordering::Relaxed);
+            if rec.success {
+                self.tokens
+                    .fetch_add(u64::from(rec.completion_tokens), Ordering::Relaxed);
+            } else if inferbench_core::summary::cancelled_by_run(rec) {
+                self.cancelled.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+            }
         }
-        self.done.fetch_add(1, Ordering::Relaxed);
-        if rec.success {
-            self.tokens
-                .fetch_add(u64::from(rec.completion_tokens), Ordering::Relaxed);
-        } else {
-            self.failed.fetch_add(1, Ordering::Relaxed);
+        self.received.fetch_add(1, Ordering::Release);
+    }
+
+    /// Waits (up to `limit`) until the collector has received all `sent` records, so the last
+    /// progress line shows the phase's final counts, not those of a moment before.
+    pub async fn settle(&self, sent: u64, limit: Duration) {
+        let t0 = Instant::now();
+        while self.received.load(Ordering::Acquire) < sent && t0.elapsed() < limit {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
+}
+
+/// One progress line's counts: `{req/s} req/s, {tok/s} output tok/s, {n} failed[, {n}
+/// cancelled]` over `elapsed_s` seconds (the bar's message and the plain line's tail).
+pub fn rate_message(done: u64, tokens: u64, failed: u64, cancelled: u64, elapsed_s: f64) -> String {
+    let el = elapsed_s.max(1e-9);
+    let mut m = format!(
+        "{:.1} req/s, {:.0} output tok/s, {failed} failed",
+        done as f64 / el,
+        tokens as f64 / el,
+    );
+    if cancelled > 0 {
+        m.push_str(&format!(", {cancelled} cancelled"));
+    }
+    m
+}
+
+/// A plain progress line: `[{label}] {s} s elapsed: {done}[/{total}] requests done, ` then
+/// [`rate_message`].
+pub fn plain_line(label: &str, elapsed_s: f64, done: u64, total: Option<u64>, msg: &str) -> String {
+    let of = total.map_or(String::new(), |t| format!("/{t}"));
+    format!("[{label}] {elapsed_s:.0} s elapsed: {done}{of} requests done, {msg}")
 }
 
 /// A running display; [`Progress::finish`] stops it.
@@ -108,17 +147,19 @@ impl Progress {
                     _ = &mut rx => true,
                     _ = interval.tick() => false,
                 };
-                let el = t0.elapsed().as_secs_f64().max(1e-9);
+                let el = t0.elapsed().as_secs_f64();
                 let done = counters.done.load(Ordering::Relaxed);
                 let failed = counters.failed.load(Ordering::Relaxed);
+                let cancelled = counters.cancelled.load(Ordering::Relaxed);
                 let tokens = counters.tokens.load(Ordering::Relaxed);
-                let msg = format!(
-                    "{:.1} req/s, {:.0} output tok/s, {} failed",
-                    done as f64 / el,
-                    tokens as f64 / el,
-                    failed
-                );
+                let msg = rate_message(done, tokens, failed, cancelled, el);
                 match &pb {
+                    // The bar's last state would be overwritten by the next phase's bar or the
+                    // report: the final counts become one permanent plain line instead.
+                    Some(pb) if stopping => {
+                        pb.finish_and_clear();
+                        eprintln!("{}", plain_line(label, el, done, total, &msg));
+                    }
                     Some(pb) => {
                         pb.set_position(match duration {
                             Some(_) => t0.elapsed().as_secs(),
@@ -126,20 +167,11 @@ impl Progress {
                         });
                         pb.set_message(msg);
                     }
-                    None => {
-                        let of = total.map_or(String::new(), |t| format!("/{t}"));
-                        eprintln!(
-                            "[{label}] {:.0} s elapsed: {done}{of} requests done, {msg}",
-                            el
-                        );
-                    }
+                    None => eprintln!("{}", plain_line(label, el, done, total, &msg)),
                 }
                 if stopping {
                     break;
                 }
-            }
-            if let Some(pb) = pb {
-                pb.finish();
             }
         });
         Self {
@@ -148,7 +180,8 @@ impl Progress {
         }
     }
 
-    /// Stops the display after one last update.
+    /// Stops the display after one last update: the final counts as one plain line
+    /// ([`plain_line`]) in both modes, so they stay above whatever is printed next.
     pub async fn finish(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());

@@ -2,7 +2,8 @@
 //! cap; records stream to `--save-requests` as they finish; the summary comes from
 //! `inferbench_core::summary::summarize`.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,6 +18,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::arrivals::{Arrivals, Schedule};
+use crate::hints;
 use crate::options::{BenchOptions, DatasetName};
 use crate::output;
 use crate::progress::{Counters, Progress};
@@ -94,6 +96,45 @@ impl Breaker {
     }
 }
 
+/// Closed loop: when each concurrency slot became free (DESIGN.md §4: a closed-loop request's
+/// client queue time is sent − the moment its slot became free). All times are ns on the run
+/// clock. A phase starts with every slot free at its start; a request's slot is free again
+/// when its task releases it, just before the permit goes back to the semaphore, so a
+/// dispatcher that got a permit always finds the time here.
+#[derive(Debug, Default)]
+struct FreeSlots {
+    /// Slots free since the phase start and not yet taken.
+    initial: u64,
+    /// The phase start, ns on the run clock.
+    start_ns: u64,
+    /// Release times of the slots freed since and not yet taken, earliest first.
+    freed: BinaryHeap<Reverse<u64>>,
+}
+
+impl FreeSlots {
+    /// A new phase: `slots` slots, all free at `start_ns`; earlier releases are forgotten.
+    fn reset(&mut self, slots: u64, start_ns: u64) {
+        self.initial = slots;
+        self.start_ns = start_ns;
+        self.freed.clear();
+    }
+
+    /// A slot became free at `at_ns`.
+    fn release(&mut self, at_ns: u64) {
+        self.freed.push(Reverse(at_ns));
+    }
+
+    /// Takes the slot free the longest and returns when it became free (the phase start for
+    /// the first wave); `None` when no slot is recorded free.
+    fn take(&mut self) -> Option<u64> {
+        if self.initial > 0 {
+            self.initial -= 1;
+            return Some(self.start_ns);
+        }
+        self.freed.pop().map(|Reverse(t)| t)
+    }
+}
+
 /// Everything request tasks share.
 struct Shared {
     client: Client,
@@ -102,6 +143,37 @@ struct Shared {
     cancel: CancellationToken,
     breaker: Breaker,
     sem: Arc<Semaphore>,
+    /// `--max-concurrency` (`None` = no cap).
+    cap: Option<u32>,
+    /// Closed loop with a cap: when each slot became free.
+    free: Mutex<FreeSlots>,
+    /// Records sent to the collector so far (every phase).
+    sent: AtomicU64,
+}
+
+impl Shared {
+    /// Hands a finished record to the collector.
+    fn emit(&self, rec: RequestRecord) {
+        self.sent.fetch_add(1, Ordering::Release);
+        let _ = self.tx.send(rec);
+    }
+}
+
+/// A closed-loop request's concurrency slot: on drop (the request ended, or its task
+/// panicked) records the moment the slot became free, then returns the permit.
+struct Slot {
+    sh: Arc<Shared>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let now = self.sh.client.clock().now_ns();
+        if let Ok(mut f) = self.sh.free.lock() {
+            f.release(now);
+        }
+        // `_permit` is dropped after this body: the time is recorded before the slot reopens.
+    }
 }
 
 /// How a phase ended.
@@ -206,13 +278,27 @@ pub async fn run_bench(
         sem: Arc::new(Semaphore::new(
             conc.map_or(Semaphore::MAX_PERMITS, |c| c as usize),
         )),
+        cap: conc,
+        free: Mutex::new(FreeSlots::default()),
+        sent: AtomicU64::new(0),
     });
+    // The last progress line of a phase shows its final counts: every record the phase sent
+    // has reached the collector before the display stops.
+    let settle = |shared: &Arc<Shared>| {
+        let sent = shared.sent.load(Ordering::Acquire);
+        let counters = counters.clone();
+        async move {
+            counters
+                .settle(sent, std::time::Duration::from_secs(2))
+                .await
+        }
+    };
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
     let mut notes = Vec::new();
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.
-    let power = start_power(&opts, &mut notes).await?;
+    let power = start_power(&opts, &date, &mut notes).await?;
     // The server's /metrics: a baseline now, a mark at the profile start, one per interval,
     // a final one after the profile (telemetry::scrape).
     let scraper = if opts.server_metrics {
@@ -243,6 +329,7 @@ pub async fn run_bench(
             },
         )
         .await;
+        settle(&shared).await;
         progress.finish().await;
     }
     counters.start_profile();
@@ -285,6 +372,7 @@ pub async fn run_bench(
         )
         .await;
         end_unix = unix_now();
+        settle(&shared).await;
         progress.finish().await;
     }
     if end == PhaseEnd::Completed && shared.breaker.never_reached() {
@@ -293,11 +381,13 @@ pub async fn run_bench(
     let server_metrics = match scraper {
         Some(sc) => {
             let snaps = sc.finish().await;
-            if let Some(dir) = &opts.result_dir {
-                let written = std::fs::create_dir_all(dir)
-                    .and_then(|_| scrape::write_jsonl(&dir.join("server_metrics.jsonl"), &snaps));
+            if let Some(path) = output::side_file(&opts, &date, "server_metrics.jsonl") {
+                let written = path
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|_| scrape::write_jsonl(&path, &snaps));
                 if let Err(e) = written {
-                    notes.push(format!("writing server_metrics.jsonl failed: {e}"));
+                    notes.push(format!("writing {} failed: {e}", path.display()));
                 }
             }
             Some(server_metrics::summarize(&snaps, start_unix, end_unix))
@@ -328,6 +418,7 @@ pub async fn run_bench(
         }
     }
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
+    let request_url = shared.client.uri().to_string();
     drop(shared);
     let (records, write_error) = collector.await.context("record collector panicked")?;
     if let Some(e) = write_error {
@@ -383,9 +474,14 @@ pub async fn run_bench(
         metadata: opts.metadata.iter().cloned().collect(),
     };
     let mut summary = summarize(&records, &ctx);
+    let mut power_validation: Option<PathBuf> = None;
     summary.inferbench.server_metrics = server_metrics;
     if let Some((sampler, csv_path)) = power {
-        summary.inferbench.power = Some(finish_power(&opts, sampler, &csv_path, &summary).await);
+        let validation = output::side_file(&opts, &date, "power_validation.json")
+            .unwrap_or_else(|| csv_path.with_file_name("power_validation.json"));
+        power_validation = Some(validation.clone());
+        summary.inferbench.power =
+            Some(finish_power(&opts, sampler, &csv_path, &validation, &summary).await);
     }
     // Said only of a server that answered: a dead one has its own message.
     if scrape_missing && summary.completed > 0 {
@@ -395,6 +491,9 @@ pub async fn run_bench(
         ));
     }
     notes.extend(output::error_notes(&summary));
+    if let Some(n) = not_found_note(&opts, &summary, &request_url).await {
+        notes.push(n);
+    }
     notes.extend(output::anomaly_notes(&summary, &records));
     let written = output::write_results(&opts, &summary, &date)?;
     if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
@@ -443,8 +542,11 @@ pub async fn run_bench(
     let exit_code = match &x.power {
         Some(p) if !p.valid => {
             notes.push(format!(
-                "GPU power not valid ({}); see power_validation.json",
-                p.reasons.join(", ")
+                "GPU power not valid ({}); see {}",
+                p.reasons.join(", "),
+                power_validation
+                    .as_ref()
+                    .map_or("power_validation.json".into(), |v| v.display().to_string())
             ));
             if opts.require_power && exit_code == 0 {
                 EXIT_ERROR_RATE
@@ -502,20 +604,22 @@ fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
 /// missing (or `--require-power` without any).
 async fn start_power(
     opts: &BenchOptions,
+    date: &str,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Option<(PowerSampler, PathBuf)>> {
     if opts.power == PowerMode::Off {
         return Ok(None);
     }
-    let Some(dir) = opts.result_dir.clone() else {
+    let Some(path) = output::side_file(opts, date, "power.csv") else {
         if opts.power != PowerMode::Auto || opts.require_power {
             anyhow::bail!("--power/--require-power need --result-dir (power.csv goes there)");
         }
         return Ok(None);
     };
-    std::fs::create_dir_all(&dir)
-        .with_context(|| format!("--result-dir: cannot create {}", dir.display()))?;
-    let path = dir.join("power.csv");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--result-dir: cannot create {}", dir.display()))?;
+    }
     let (mode, interval) = (opts.power, opts.power_interval);
     let p2 = path.clone();
     let started = tokio::task::spawn_blocking(move || PowerSampler::start(mode, interval, &p2))
@@ -537,12 +641,13 @@ async fn start_power(
 }
 
 /// Stops the sampler, validates and integrates `power.csv` over the profiling window
-/// (`telemetry::power`, InferenceX's rules), writes `power_validation.json` beside it, and
+/// (`telemetry::power`, InferenceX's rules), writes the validation to `validation_path`, and
 /// returns the summary's power block.
 async fn finish_power(
     opts: &BenchOptions,
     sampler: PowerSampler,
     csv_path: &std::path::Path,
+    validation_path: &std::path::Path,
     s: &RunSummary,
 ) -> PowerSummary {
     let source = sampler.source().name().to_string();
@@ -573,12 +678,10 @@ async fn finish_power(
     );
     let source_path = csv_path.display().to_string();
     let v = power::validation(&integration, &window, &source_path, "summary");
-    if let Some(dir) = csv_path.parent() {
-        let _ = std::fs::write(
-            dir.join("power_validation.json"),
-            serde_json::to_string_pretty(&v).unwrap_or_default(),
-        );
-    }
+    let _ = std::fs::write(
+        validation_path,
+        serde_json::to_string_pretty(&v).unwrap_or_default(),
+    );
     PowerSummary {
         source,
         valid: v.power_valid,
@@ -588,6 +691,30 @@ async fn finish_power(
             .map(|m| m.into_iter().map(|(k, x)| (k.to_string(), x)).collect())
             .unwrap_or_default(),
     }
+}
+
+/// A hint when requests were answered HTTP 404: the server's `/v1/models` (one GET) says
+/// whether `--model` is wrong, else the path is (`crate::hints`).
+async fn not_found_note(opts: &BenchOptions, s: &RunSummary, url: &str) -> Option<String> {
+    let sample = s
+        .inferbench
+        .error_samples
+        .get(ErrorClass::HttpStatus.as_str())?;
+    if !hints::is_not_found(sample) {
+        return None;
+    }
+    let models = format!("{}/v1/models", opts.base_url.trim().trim_end_matches('/'));
+    let served = match inferbench_client::http_get(&models, std::time::Duration::from_secs(5)).await
+    {
+        Ok((200, body)) => Some(hints::model_ids(&body)),
+        _ => None,
+    };
+    Some(hints::not_found_hint(
+        &opts.model,
+        url,
+        sample,
+        served.as_deref(),
+    ))
 }
 
 /// Adds InferenceX's power block to an `agg_*.json` (aggregate_power.py's keys): always
@@ -624,6 +751,9 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
         None => Schedule::new(spec.arrivals, spec.seed),
     };
     let paced = schedule.is_paced();
+    if let (false, Some(cap), Ok(mut f)) = (paced, sh.cap, sh.free.lock()) {
+        f.reset(u64::from(cap), start_ns);
+    }
     let mut tasks = JoinSet::new();
     let mut end = PhaseEnd::Completed;
     let n_prompts = sh.prompts.prompts.len();
@@ -645,8 +775,8 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
             end = PhaseEnd::Unreachable;
             break;
         }
-        let scheduled_ns = start_ns.saturating_add(schedule.next().unwrap_or(0));
-        let at = clock.instant_at(scheduled_ns);
+        let arrival_ns = start_ns.saturating_add(schedule.next().unwrap_or(0));
+        let at = clock.instant_at(arrival_ns);
         if at >= until {
             break;
         }
@@ -657,7 +787,6 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
                 _ = tokio::time::sleep_until(at.into()) => {}
             }
         }
-        let released_ns = if paced { clock.now_ns() } else { scheduled_ns };
         // Closed loop (no rate): the dispatcher waits for a slot, so at most `conc` tasks exist.
         // Paced: every arrival gets its task at its deadline and queues for a slot itself, so
         // arrivals are never delayed by the cap (the wait shows as client queue time).
@@ -671,6 +800,20 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
                 _ = tokio::time::sleep_until(until.into()) => { break; }
                 p = acquire => p.ok(),
             }
+        };
+        // Paced: scheduled at its arrival. Closed loop with a cap: scheduled when its slot
+        // became free (the previous request on it ended; the phase start for the first wave),
+        // so client queue time is the client's own delay, not the wait since the run start.
+        let released_ns = clock.now_ns();
+        let scheduled_ns = if paced || sh.cap.is_none() {
+            arrival_ns
+        } else {
+            sh.free
+                .lock()
+                .ok()
+                .and_then(|mut f| f.take())
+                .unwrap_or(released_ns)
+                .min(released_ns)
         };
         let idx = spec.fixed_prompt.unwrap_or((i % n_prompts as u64) as usize);
         let meta = RequestMeta {
@@ -749,7 +892,7 @@ fn account(
         ..Default::default()
     };
     sh.breaker.observe(&rec);
-    let _ = sh.tx.send(rec);
+    sh.emit(rec);
 }
 
 async fn request_task(
@@ -760,6 +903,7 @@ async fn request_task(
     permit: Option<OwnedSemaphorePermit>,
 ) {
     let prompt = &sh.prompts.prompts[idx];
+    let closed_loop = permit.is_some() && sh.cap.is_some();
     let permit = match permit {
         Some(p) => Some(p),
         None => {
@@ -770,30 +914,65 @@ async fn request_task(
             }
         }
     };
-    let mut rec = match permit {
-        Some(_) => sh.client.send(&prompt.input(), meta, &sh.cancel).await,
-        None => {
-            let now = sh.client.clock().now_ns();
-            RequestRecord {
-                request_id: meta.request_id,
-                conversation_id: meta.conversation_id,
-                turn: meta.turn,
-                phase: meta.phase,
-                success: false,
-                error_class: Some(ErrorClass::Cancelled),
-                error: Some("cancelled while waiting for a concurrency slot".into()),
-                scheduled_ns: meta.scheduled_ns,
-                sent_ns: now,
-                end_ns: now,
-                prompt_tokens: prompt.prompt_tokens,
-                prompt_tokens_client: prompt.prompt_tokens,
-                max_tokens: prompt.max_tokens,
-                ..Default::default()
-            }
+    // A closed-loop slot records when it becomes free again (also if this task panics).
+    let (slot, permit) = match permit {
+        Some(p) if closed_loop => (
+            Some(Slot {
+                sh: sh.clone(),
+                _permit: p,
+            }),
+            None,
+        ),
+        p => (None, p),
+    };
+    let mut rec = if slot.is_some() || permit.is_some() {
+        sh.client.send(&prompt.input(), meta, &sh.cancel).await
+    } else {
+        let now = sh.client.clock().now_ns();
+        RequestRecord {
+            request_id: meta.request_id,
+            conversation_id: meta.conversation_id,
+            turn: meta.turn,
+            phase: meta.phase,
+            success: false,
+            error_class: Some(ErrorClass::Cancelled),
+            error: Some("cancelled while waiting for a concurrency slot".into()),
+            scheduled_ns: meta.scheduled_ns,
+            sent_ns: now,
+            end_ns: now,
+            prompt_tokens: prompt.prompt_tokens,
+            prompt_tokens_client: prompt.prompt_tokens,
+            max_tokens: prompt.max_tokens,
+            ..Default::default()
         }
     };
     drop(permit);
+    drop(slot);
     rec.released_ns = Some(released_ns);
     sh.breaker.observe(&rec);
-    let _ = sh.tx.send(rec);
+    sh.emit(rec);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Closed loop, 2 slots, phase start at 100 ns: the first wave is scheduled at the phase
+    /// start; later requests when a slot became free, the earliest free slot first.
+    #[test]
+    fn free_slots_give_the_moment_each_slot_became_free() {
+        let mut f = FreeSlots::default();
+        f.reset(2, 100);
+        assert_eq!((f.take(), f.take()), (Some(100), Some(100)));
+        assert_eq!(f.take(), None, "both slots taken, none freed yet");
+        f.release(250);
+        f.release(180);
+        assert_eq!((f.take(), f.take()), (Some(180), Some(250)));
+        f.release(400);
+        assert_eq!(f.take(), Some(400));
+        // A new phase forgets the last one's releases.
+        f.release(500);
+        f.reset(1, 1_000);
+        assert_eq!((f.take(), f.take()), (Some(1_000), None));
+    }
 }

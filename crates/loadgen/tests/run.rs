@@ -192,6 +192,53 @@ async fn closed_loop_holds_concurrency_and_writes_everything() {
     assert!((tput - s.total_token_throughput / 2.0).abs() < 1e-9);
 }
 
+/// DESIGN.md §4: in closed loop a request is scheduled when its slot became free, so its
+/// client queue time is the client's own delay, not the time since the run started. One
+/// slot, requests of 4 tokens 10 ms apart: request i is scheduled after request i−1 ended and
+/// no later than it was released and sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_schedules_each_request_when_its_slot_became_free() {
+    let addr = spawn_replay(stream_case()).await.unwrap();
+    let o = BenchOptions {
+        max_concurrency: Some(1),
+        num_prompts: Some(5),
+        num_warmups: Some(2),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    for phase in [Phase::Warmup, Phase::Profile] {
+        let mut recs: Vec<&RequestRecord> =
+            out.records.iter().filter(|r| r.phase == phase).collect();
+        recs.sort_by_key(|r| r.request_id);
+        for (i, r) in recs.iter().enumerate() {
+            let released = r.released_ns.unwrap();
+            assert!(r.scheduled_ns <= released && released <= r.sent_ns, "{r:?}");
+            if i > 0 {
+                // The slot was freed when the previous request's task ended.
+                assert!(
+                    r.scheduled_ns >= recs[i - 1].end_ns,
+                    "{:?}\n{r:?}",
+                    recs[i - 1]
+                );
+            }
+        }
+        // The first request of each phase is scheduled at the phase start, before any
+        // request of the phase was sent.
+        assert!(recs[0].scheduled_ns <= recs.iter().map(|r| r.sent_ns).min().unwrap());
+    }
+    // The summary's queue time is sent − that moment, per request.
+    let prof: Vec<&RequestRecord> = out
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .collect();
+    assert_eq!(
+        out.summary.inferbench.client_queue_ms.max,
+        prof.iter().map(|r| r.queue_ms()).fold(0.0, f64::max)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_arrivals_follow_absolute_deadlines() {
     let addr = spawn_replay(stream_case()).await.unwrap();

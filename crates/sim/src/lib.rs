@@ -77,6 +77,33 @@ pub fn describe(cfg: &SimConfig) -> Result<SimInfo, SimError> {
     })
 }
 
+/// The one line a simulated server announces itself with, wherever it runs (`inferbench sim`
+/// on stderr, so also a sweep's `sim` engine log; `inferbench quickstart` on stderr and in each
+/// point's `server.log`): served model, precision, TP × hardware, mode, time scale (modelled
+/// seconds per wall second), max-num-seqs, KV-cache capacity (tokens, blocks) and
+/// max_model_len (tokens).
+pub fn start_line(cfg: &SimConfig, info: &SimInfo) -> String {
+    let hw = Catalogue::embedded()
+        .hardware(&cfg.hardware)
+        .map_or_else(|_| cfg.hardware.clone(), |h| h.name.clone());
+    let mode = match cfg.mode {
+        Mode::Timed => "timed",
+        Mode::Instant => "instant",
+    };
+    format!(
+        "inferbench sim: {} {} on {}x{hw} ({mode} mode, time scale {}), max-num-seqs {}, KV cache \
+         {} tokens in {} blocks, max_model_len {}",
+        info.served_model_name,
+        cfg.precision,
+        cfg.tp,
+        cfg.time_scale,
+        cfg.max_num_seqs,
+        info.kv_capacity_tokens,
+        info.num_gpu_blocks,
+        info.max_model_len
+    )
+}
+
 /// Serves `cfg` on `listener` until `shutdown` resolves (then stops accepting; open
 /// connections end with the runtime). Must run inside a tokio runtime.
 pub async fn serve(
@@ -207,4 +234,36 @@ pub fn spawn(cfg: SimConfig) -> Result<SimHandle, SimError> {
         stop: Some(stop_tx),
         thread: Some(thread),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn start_line_names_what_is_modelled() {
+        let cfg = SimConfig::default();
+        let info = describe(&cfg).unwrap();
+        assert_eq!(
+            start_line(&cfg, &info),
+            "inferbench sim: Llama-3.1-8B bf16 on 1xH100 (timed mode, time scale 1), \
+             max-num-seqs 256, KV cache 411520 tokens in 25720 blocks, max_model_len 131072"
+        );
+        // Catalogue names win over the spelling given; the mode and the scale are shown.
+        let cfg = SimConfig {
+            hardware: "h100".into(),
+            mode: Mode::Instant,
+            time_scale: 8.0,
+            max_num_seqs: 16,
+            ..SimConfig::default()
+        };
+        let line = start_line(&cfg, &describe(&cfg).unwrap());
+        assert!(
+            line.starts_with(
+                "inferbench sim: Llama-3.1-8B bf16 on 1xH100 (instant mode, time scale 8), \
+                 max-num-seqs 16, KV cache "
+            ),
+            "{line}"
+        );
+    }
 }

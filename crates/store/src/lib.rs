@@ -399,6 +399,16 @@ impl Store {
         }
     }
 
+    /// How many runs are stored (0 in a migrated database nothing was ingested into yet).
+    pub fn run_count(&mut self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query("SELECT COUNT(*) FROM runs", &[])?
+            .first()
+            .and_then(|r| r[0].as_i64())
+            .unwrap_or(0))
+    }
+
     /// Row counts of every table in [`schema::TABLES`] order (for checks and `db` output).
     pub fn table_counts(&mut self) -> Result<Vec<(String, i64)>, StoreError> {
         let mut v = Vec::new();

@@ -262,6 +262,8 @@ pub fn discover(
         for e in entries {
             if e.is_dir() {
                 discover(&e, units, ignored)?;
+            } else if side_file_owner(&e).is_some() {
+                // Read with its result file (parse_file), not a unit of its own.
             } else if e.extension().and_then(|x| x.to_str()) == Some("json") {
                 units.push(Unit::File(e));
             } else {
@@ -278,6 +280,75 @@ pub fn discover(
             format!("{}: no such file or directory", path.display()),
         ))
     }
+}
+
+/// The side files of one point, by their fixed names in a point directory: the `/metrics`
+/// snapshots, the GPU power samples and the power validation. Beside a `bench --save-result`
+/// file `X.json` they are `X.<name>` (`X.server_metrics.jsonl`, …).
+pub const SIDE_FILES: &[&str] = &["server_metrics.jsonl", "power.csv", "power_validation.json"];
+
+/// The JSON files of `dir` that may be results: not side files, not a sweep's `sweep.json`.
+fn result_candidates(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                    p.is_file()
+                        && name.ends_with(".json")
+                        && name != "sweep.json"
+                        && !SIDE_FILES
+                            .iter()
+                            .any(|k| name == *k || name.ends_with(&format!(".{k}")))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The result file a side file outside a point directory belongs to: `X.<side>` beside `X.json`;
+/// or a fixed-named `<side>` (written by `bench` before side files were named after the
+/// result) when its directory holds exactly one other JSON file. `None` for any other file.
+pub fn side_file_owner(p: &Path) -> Option<PathBuf> {
+    let name = p.file_name()?.to_str()?;
+    let dir = p.parent()?;
+    if is_artifact_dir(dir) {
+        return None;
+    }
+    for kind in SIDE_FILES {
+        if name == *kind {
+            let c = result_candidates(dir);
+            return (c.len() == 1).then(|| c[0].clone());
+        }
+        if let Some(stem) = name.strip_suffix(&format!(".{kind}")) {
+            let r = dir.join(format!("{stem}.json"));
+            return r.is_file().then_some(r);
+        }
+    }
+    None
+}
+
+/// The side files of the result file `result` that exist, as `(fixed name, path)`:
+/// `X.<side>` beside `X.json`, else a fixed-named one that [`side_file_owner`] gives to it.
+pub fn result_side_files(result: &Path) -> Vec<(&'static str, PathBuf)> {
+    let (Some(dir), Some(stem)) = (result.parent(), result.file_stem().and_then(|s| s.to_str()))
+    else {
+        return Vec::new();
+    };
+    SIDE_FILES
+        .iter()
+        .filter_map(|kind| {
+            let named = dir.join(format!("{stem}.{kind}"));
+            if named.is_file() {
+                return Some((*kind, named));
+            }
+            let fixed = dir.join(kind);
+            (fixed.is_file() && side_file_owner(&fixed).as_deref() == Some(result))
+                .then_some((*kind, fixed))
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -767,9 +838,19 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         Value::Object(o) if is_aiperf(o) => aiperf_run(path, &bytes, o, ov),
         Value::Object(o) if o.contains_key("completed") && o.contains_key("request_throughput") => {
             let mut run = base_run(SourceKind::VllmResult, path, &bytes);
-            let pt = summary_point(o, None, None, ov, &mut run)?;
-            run.points.push(pt);
+            let mut pt = summary_point(o, None, None, ov, &mut run)?;
             run.artifacts.push(("summary.json".into(), bytes));
+            // The side files `bench` wrote beside it, stored as a point directory's are.
+            for (kind, side) in result_side_files(path) {
+                match kind {
+                    "power.csv" => read_power(&side, &mut run, &mut pt)?,
+                    "server_metrics.jsonl" => read_server_metrics(&side, &mut run, &mut pt)?,
+                    _ => {}
+                }
+                let b = std::fs::read(&side).map_err(|e| format!("{}: {e}", side.display()))?;
+                run.artifacts.push((kind.to_string(), b));
+            }
+            run.points.push(pt);
             Ok(run)
         }
         _ => Err(format!("{p}: {NOT_A_RESULT}")),
@@ -1234,44 +1315,14 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         pt.requests = Some(blob);
     }
 
-    // Power.
+    // Power and server metrics.
     let power = dir.join("power.csv");
     if power.is_file() {
-        let text =
-            std::fs::read_to_string(&power).map_err(|e| format!("{}: {e}", power.display()))?;
-        match parse_power_csv(&text) {
-            Ok(samples) => {
-                if let (Some(t0), Some(t1)) = (run.start_unix, run.end_unix) {
-                    let gpus = pt.config.gpus();
-                    add_measured_power(
-                        &mut pt.metrics,
-                        &text,
-                        (t0, t1),
-                        gpus,
-                        &mut run.warnings,
-                        &power,
-                    );
-                }
-                pt.power = samples;
-            }
-            Err(e) => run.warnings.push(format!(
-                "{}: {e}; samples not stored (file kept)",
-                power.display()
-            )),
-        }
+        read_power(&power, &mut run, &mut pt)?;
     }
-    // Server metrics.
     let sm = dir.join("server_metrics.jsonl");
     if sm.is_file() {
-        let text = std::fs::read_to_string(&sm).map_err(|e| format!("{}: {e}", sm.display()))?;
-        let (rows, bad) = parse_server_metrics(&text);
-        if bad > 0 {
-            run.warnings.push(format!(
-                "{}: {bad} lines not understood (file kept)",
-                sm.display()
-            ));
-        }
-        pt.server_metrics = rows;
+        read_server_metrics(&sm, &mut run, &mut pt)?;
     }
 
     // Keep every regular file.
@@ -1295,6 +1346,48 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
     }
     run.points.push(pt);
     Ok(run)
+}
+
+/// Reads a point's `power.csv` into its samples and, with the run's window known, its
+/// measured power ([`add_measured_power`]); an unparseable file is a warning (kept as a file).
+fn read_power(power: &Path, run: &mut RunData, pt: &mut PointData) -> Result<(), ParseError> {
+    let text = std::fs::read_to_string(power).map_err(|e| format!("{}: {e}", power.display()))?;
+    match parse_power_csv(&text) {
+        Ok(samples) => {
+            if let (Some(t0), Some(t1)) = (run.start_unix, run.end_unix) {
+                let gpus = pt.config.gpus();
+                add_measured_power(
+                    &mut pt.metrics,
+                    &text,
+                    (t0, t1),
+                    gpus,
+                    &mut run.warnings,
+                    power,
+                );
+            }
+            pt.power = samples;
+        }
+        Err(e) => run.warnings.push(format!(
+            "{}: {e}; samples not stored (file kept)",
+            power.display()
+        )),
+    }
+    Ok(())
+}
+
+/// Reads a point's `server_metrics.jsonl` into its samples; lines not understood are a
+/// warning.
+fn read_server_metrics(sm: &Path, run: &mut RunData, pt: &mut PointData) -> Result<(), ParseError> {
+    let text = std::fs::read_to_string(sm).map_err(|e| format!("{}: {e}", sm.display()))?;
+    let (rows, bad) = parse_server_metrics(&text);
+    if bad > 0 {
+        run.warnings.push(format!(
+            "{}: {bad} lines not understood (file kept)",
+            sm.display()
+        ));
+    }
+    pt.server_metrics = rows;
+    Ok(())
 }
 
 /// The subset of a [`inferbench_core::RequestRecord`] the store reads; unknown fields skipped.

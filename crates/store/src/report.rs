@@ -242,10 +242,66 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
     }
 }
 
+/// The footer under a table of `columns` (`report`'s table format, whatever the columns):
+/// one `units:` line naming each metric column's label and unit from the metric registry, and,
+/// when the `frontier` column is shown, what its `*` means for the frontier of `y` against `x`.
+/// Empty when there is neither.
+pub fn footer(columns: &[String], x: &str, y: &str) -> String {
+    let units: Vec<String> = columns
+        .iter()
+        .filter_map(|c| {
+            let m = inferbench_core::registry::metric(c)?;
+            (!m.unit.is_empty()).then(|| format!("{c} = {}", m.label_with_unit()))
+        })
+        .collect();
+    let mut out = String::new();
+    if !units.is_empty() {
+        out.push_str(&format!("units: {}\n", units.join("; ")));
+    }
+    if columns.iter().any(|c| c == "frontier") {
+        out.push_str(&format!(
+            "* = on its group's Pareto frontier of {} against {} (a group: model, ISL/OSL, \
+             scenario, hardware, framework, precision, spec decoding, disaggregation)\n",
+            label(y),
+            label(x)
+        ));
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn footer_names_units_with_or_without_the_frontier_column() {
+        let cols = |c: &[&str]| -> Vec<String> { c.iter().map(|s| s.to_string()).collect() };
+        assert_eq!(
+            footer(
+                &cols(&["hardware", "conc", "p99_ttft", "tput_per_gpu"]),
+                "median_intvty",
+                "tput_per_gpu"
+            ),
+            "\nunits: p99_ttft = TTFT, P99 (s); tput_per_gpu = Throughput per GPU (tok/s/GPU)\n"
+        );
+        assert_eq!(
+            footer(
+                &cols(&["conc", "median_e2el", "frontier"]),
+                "median_intvty",
+                "tput_per_gpu"
+            ),
+            "\nunits: median_e2el = End-to-end latency, median (s)\n\
+             * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against \
+             Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
+             framework, precision, spec decoding, disaggregation)\n"
+        );
+        assert_eq!(footer(&cols(&["hardware", "conc"]), "x", "y"), "");
+    }
 
     fn row() -> PointRow {
         PointRow {

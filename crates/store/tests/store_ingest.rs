@@ -435,3 +435,80 @@ fn overrides_fill_identity_of_imports() {
     assert_eq!(p.get("median_intvty"), Some(125.0));
     assert_eq!(p.get("p99_ttft"), Some(0.3));
 }
+
+/// Issue 13: several `bench --save-result` runs in one `--result-dir` each keep their side
+/// files, named after the result (`<stem>.server_metrics.jsonl`, `<stem>.power.csv`,
+/// `<stem>.power_validation.json`); ingest reads them with their result, as in a point
+/// directory, and lists none as ignored. A result beside the old fixed names, alone in its
+/// directory, gets those.
+#[test]
+fn bench_result_side_files_ingest_with_their_result() {
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (t0, t1) = (1_772_359_000.0, 1_772_359_100.0);
+    let result = |date: &str, conc: u32| {
+        serde_json::json!({
+            "date": date, "backend": "openai", "model_id": "openai/gpt-oss-120b",
+            "num_prompts": 10 * conc, "max_concurrency": conc, "duration": 100.0,
+            "benchmark_start_time_unix": t0, "benchmark_end_time_unix": t1,
+            "completed": 10 * conc, "total_input_tokens": 10240 * conc,
+            "total_output_tokens": 10240 * conc, "request_throughput": 0.1 * f64::from(conc),
+            "output_throughput": 102.4 * f64::from(conc),
+            "total_token_throughput": 204.8 * f64::from(conc), "median_tpot_ms": 10.0,
+        })
+        .to_string()
+    };
+    let sm = |n: usize| -> String {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "{{\"t\": {}, \"name\": \"vllm:num_requests_running\", \"value\": {i}}}\n",
+                    t0 + i as f64
+                )
+            })
+            .collect()
+    };
+    std::fs::write(d.join("a.json"), result("20260301-100000", 4)).unwrap();
+    std::fs::write(d.join("b.json"), result("20260301-110000", 8)).unwrap();
+    std::fs::write(d.join("a.server_metrics.jsonl"), sm(2)).unwrap();
+    std::fs::write(d.join("b.server_metrics.jsonl"), sm(3)).unwrap();
+    // One GPU drawing 400 W, one sample a second from 2 s before to 2 s after the window.
+    let mut csv = String::from("timestamp,index,power.draw [W]\n");
+    for t in 1_772_358_998u64..=1_772_359_102 {
+        csv.push_str(&format!("{t},0,400 W\n"));
+    }
+    std::fs::write(d.join("a.power.csv"), &csv).unwrap();
+    std::fs::write(d.join("a.power_validation.json"), "{\"power_valid\": true}").unwrap();
+    let mut o = IngestOptions::default();
+    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
+        o.overrides.insert(k.into(), v.into());
+    }
+    let r = s.ingest_path(d, &o).unwrap();
+    assert_eq!(r.runs_ingested, 2, "{}", r.render());
+    assert!(r.skipped.is_empty(), "{}", r.render());
+    assert!(r.ignored.is_empty(), "{}", r.render());
+    let counts = |s: &mut Store| -> std::collections::BTreeMap<String, i64> {
+        s.table_counts().unwrap().into_iter().collect()
+    };
+    let c = counts(&mut s);
+    assert_eq!(c["server_metrics"], 2 + 3);
+    assert_eq!(c["power_samples"], 105);
+    // a: summary.json, server_metrics.jsonl, power.csv, power_validation.json; b: two.
+    assert_eq!(c["artifacts"], 4 + 2);
+    let rows = s
+        .points(&Filter::default(), &CostOptions::default())
+        .unwrap();
+    let by_conc = |conc: i64| rows.iter().find(|p| p.conc == conc).unwrap();
+    assert_eq!(by_conc(4).get("avg_power_w"), Some(400.0));
+    assert_eq!(by_conc(8).get("avg_power_w"), None);
+
+    // Written before side files were named after the result: fixed names beside one result.
+    let old = tempfile::tempdir().unwrap();
+    std::fs::write(old.path().join("c.json"), result("20260302-100000", 16)).unwrap();
+    std::fs::write(old.path().join("server_metrics.jsonl"), sm(1)).unwrap();
+    let r = s.ingest_path(old.path(), &o).unwrap();
+    assert_eq!(r.runs_ingested, 1, "{}", r.render());
+    assert!(r.ignored.is_empty(), "{}", r.render());
+    assert_eq!(counts(&mut s)["server_metrics"], 2 + 3 + 1);
+}

@@ -209,9 +209,10 @@ pub struct Args {
     )]
     pub set: Vec<String>,
     /// Do not scrape the server's Prometheus /metrics. By default a baseline scrape before the
-    /// warmup, one per --server-metrics-interval and a final one go to server_metrics.jsonl
-    /// (beside the result) and the summary's `inferbench.server_metrics` (KV-cache usage,
-    /// prefix-cache hit rate, running/waiting, tokens, acceptance length).
+    /// warmup, one per --server-metrics-interval and a final one go to
+    /// `<result stem>.server_metrics.jsonl` beside the result (`server_metrics.jsonl` without
+    /// --save-result; needs --result-dir) and the summary's `inferbench.server_metrics`
+    /// (KV-cache usage, prefix-cache hit rate, running/waiting, tokens, acceptance length).
     #[arg(long, help_heading = "Output")]
     pub no_server_metrics: bool,
     /// Seconds between /metrics scrapes.
@@ -222,10 +223,11 @@ pub struct Args {
         help_heading = "Output"
     )]
     pub server_metrics_interval: f64,
-    /// GPU power sampling into power.csv beside the result (needs --result-dir or --db):
-    /// auto (nvidia-smi, else amd-smi, else none), off, nvidia-smi, amd-smi. The profiling
-    /// window is integrated per GPU with InferenceX's validity rules (power_validation.json)
-    /// into `inferbench.power` (W, J, J/token).
+    /// GPU power sampling into `<result stem>.power.csv` beside the result (`power.csv`
+    /// without --save-result; needs --result-dir): auto (nvidia-smi, else amd-smi, else none),
+    /// off, nvidia-smi, amd-smi. The profiling window is integrated per GPU with InferenceX's
+    /// validity rules (`<result stem>.power_validation.json`) into `inferbench.power` (W, J,
+    /// J/token).
     #[arg(long, default_value = "auto", value_parser = ["auto", "off", "nvidia-smi", "amd-smi"], help_heading = "Output")]
     pub power: String,
     /// Seconds between power samples.

@@ -3,10 +3,11 @@
 use std::path::PathBuf;
 
 use inferbench_store::plot::{plot, PlotSpec};
-use inferbench_store::{CostOptions, Store};
+use inferbench_store::CostOptions;
 
 /// Flags of `inferbench plot`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = super::report::EXIT_CODES_HELP)]
 pub struct Args {
     /// Output file; `.svg` or `.png`.
     #[arg(long, short, default_value = "frontier.svg")]
@@ -54,7 +55,7 @@ pub struct Args {
 
 /// Runs the subcommand; returns the process exit code.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let mut store = Store::open_existing(&args.db)?;
+    let mut store = super::report::open_with_runs(&args.db)?;
     let f = super::report::filter(&args.filters, &args.since, &args.until, false)?;
     let rows = store.points(
         &f,

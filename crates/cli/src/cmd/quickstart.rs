@@ -186,16 +186,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .name
         .to_ascii_lowercase()
         .replace("llama-", "llama");
-    let sim_line = format!(
-        "inferbench sim: {} {} on {}x{} (time scale {}), max-num-seqs {}, KV cache {} tokens",
-        info.served_model_name,
-        precision,
-        args.tp,
-        args.hardware,
-        p.time_scale,
-        p.max_num_seqs,
-        info.kv_capacity_tokens
-    );
+    let sim_line = inferbench_sim::start_line(&cfg, &info);
     eprintln!("{sim_line}");
     eprintln!(
         "  (time scale {}: the sim runs {}x faster than the modelled hardware; every time below \

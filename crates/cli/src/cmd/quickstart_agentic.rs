@@ -56,11 +56,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
     let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
     let tok = inferbench_workload::Tokenizer::load("o200k_base")?;
     let prompter = Arc::new(Prompter::new(&traces, &tok, 42)?);
-    let sim_line = format!(
-        "inferbench sim: {} {} on {}x{} (time scale 1), KV cache {} tokens in 64-token blocks, \
-         prefix caching on",
-        info.served_model_name, precision, args.tp, args.hardware, info.kv_capacity_tokens
-    );
+    let sim_line = inferbench_sim::start_line(&cfg, &info);
     eprintln!("{sim_line}");
     eprintln!(
         "  AgentX replay of {} built-in sessions ({n_req} requests, sub-agents, compaction), {} s \

@@ -4,8 +4,28 @@
 use inferbench_store::report::{self, Format};
 use inferbench_store::{compare, query, CostOptions, Filter, Store};
 
+/// Exit codes of `report` and `plot` (their `--help`; README "Exit codes").
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok (`report`: also when no point matches the \
+     filters; it says so); 1 `report --history-at`: the latest value is a regression; 2 bad \
+     flags, no database, or a database with no runs yet (run `inferbench quickstart` or \
+     `inferbench ingest`), or (`plot`) no point to draw.";
+
+/// Opens the database for reading and refuses one without any run, naming the commands that
+/// fill it (exit 2 through `main`, as for a missing database file).
+pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
+    let mut store = Store::open_existing(db)?;
+    if store.run_count()? == 0 {
+        anyhow::bail!(
+            "no runs in {db} — run `inferbench quickstart` or `inferbench ingest PATH --db {db}` \
+             (or `inferbench bench … --db {db}`) first"
+        );
+    }
+    Ok(store)
+}
+
 /// Flags of `inferbench report`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES_HELP)]
 pub struct Args {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
     #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
@@ -93,7 +113,7 @@ pub fn filter(
 
 /// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
 pub fn run(mut args: Args) -> anyhow::Result<i32> {
-    let mut store = Store::open_existing(&args.db)?;
+    let mut store = open_with_runs(&args.db)?;
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
     if args.x.is_none() {
         // AgentX points plot against p90 E2E-normalized interactivity (North-Star x).
@@ -192,19 +212,20 @@ fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Resul
                 " the filters"
             }
         );
-    } else if matches!(fmt, Format::Table) && cols.iter().any(|c| c == "frontier") {
-        println!(
-            "\n* = on its group's Pareto frontier of {} against {} (a group: model, ISL/OSL, \
-             scenario, hardware, framework, precision, spec decoding, disaggregation{})",
-            report::label(&args.y),
-            report::label(args.x.as_deref().unwrap_or_default()),
-            if rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO) {
-                "; agentic groups gated by North-Star: also on the p90 E2E-normalized \
-                 interactivity frontier"
-            } else {
-                ""
-            }
+    } else if matches!(fmt, Format::Table) {
+        // The same footer for the default, --columns and --frontier views: units, and `*`.
+        print!(
+            "{}",
+            report::footer(&cols, args.x.as_deref().unwrap_or_default(), &args.y)
         );
+        if cols.iter().any(|c| c == "frontier")
+            && rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO)
+        {
+            println!(
+                "  agentic groups are North-Star gated: also on their p90 E2E-normalized \
+                 interactivity frontier"
+            );
+        }
     }
     Ok(0)
 }

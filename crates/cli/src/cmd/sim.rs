@@ -305,22 +305,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .await
             .with_context(|| format!("binding {}:{}", args.host, args.port))?;
         let addr = listener.local_addr()?;
-        eprintln!(
-            "inferbench sim: {} on {}x{} {} ({:?} mode, time scale {}), KV cache {} tokens in {} blocks, max_model_len {}",
-            info.served_model_name,
-            cfg.tp,
-            cfg.hardware,
-            cfg.precision,
-            cfg.mode,
-            cfg.time_scale,
-            info.kv_capacity_tokens,
-            info.num_gpu_blocks,
-            info.max_model_len
-        );
+        eprintln!("{}", inferbench_sim::start_line(&cfg, &info));
         println!("listening on http://{addr}");
         let stop = super::shutdown_token("inferbench sim: stopping");
-        inferbench_sim::serve(cfg, listener, async move { stop.cancelled().await })
-            .await?;
+        inferbench_sim::serve(cfg, listener, async move { stop.cancelled().await }).await?;
         Ok::<_, anyhow::Error>(130)
     })
 }

@@ -277,6 +277,69 @@ fn anomalies_warmup_failures_and_error_samples() {
     );
 }
 
+/// Issue 13: requests cancelled by Ctrl-C/SIGTERM while in flight (or waiting for a slot)
+/// are not failures: the run's r0, r1 (ok) and r2 (503) plus two cancelled profile requests
+/// and one cancelled warmup give failed 1, error rate 1/3 and the cancellations counted apart.
+#[test]
+fn run_cancelled_requests_are_counted_apart_from_failures() {
+    let mut recs = run();
+    let cancelled = |id: u64, phase: Phase, msg: &str| RequestRecord {
+        request_id: id,
+        phase,
+        success: false,
+        error_class: Some(ErrorClass::Cancelled),
+        error: Some(msg.into()),
+        sent_ns: 40 * MS,
+        end_ns: 50 * MS,
+        ..Default::default()
+    };
+    recs.push(cancelled(3, Phase::Profile, "cancelled while streaming"));
+    recs.push(cancelled(
+        4,
+        Phase::Profile,
+        "cancelled while waiting for a concurrency slot",
+    ));
+    recs.push(cancelled(
+        1,
+        Phase::Warmup,
+        "cancelled before the response head",
+    ));
+    let mut c = ctx();
+    c.interrupted = true;
+    c.stop_reason = StopReason::Interrupted;
+    let s = summarize(&recs, &c);
+    let e = &s.inferbench;
+    assert_eq!((s.completed, e.failed, e.cancelled_by_user), (2, 1, 2));
+    assert_eq!(e.error_rate, 1.0 / 3.0);
+    assert_eq!(s.error_rate(), 1.0 / 3.0);
+    assert_eq!(
+        e.errors_by_class,
+        BTreeMap::from([("http_status".to_string(), 1)])
+    );
+    assert!(
+        !e.error_samples.contains_key("cancelled"),
+        "{:?}",
+        e.error_samples
+    );
+    assert_eq!(
+        (e.warmups, e.warmup_failed, e.warmup_cancelled_by_user),
+        (2, 0, 1)
+    );
+    assert!(e.warmup_errors_by_class.is_empty());
+    // The records keep them: 5 profile requests in the per-request lists.
+    assert_eq!(s.input_lens.len(), 5);
+    let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(v["inferbench"]["cancelled_by_user"], 2);
+    assert_eq!(v["inferbench"]["warmup_cancelled_by_user"], 1);
+    // Nothing cancelled: the same error rate as before the field existed.
+    let plain = summarize(&run(), &ctx());
+    assert_eq!(
+        (plain.inferbench.failed, plain.inferbench.cancelled_by_user),
+        (1, 0)
+    );
+    assert_eq!(plain.error_rate(), 1.0 / 3.0);
+}
+
 #[test]
 fn detailed_arrays_in_request_order_and_seconds() {
     let mut c = ctx();
