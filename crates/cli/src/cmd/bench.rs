@@ -287,6 +287,39 @@ pub(crate) fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
         .with_context(|| format!("{flag}: {v} is not a positive number of seconds"))
 }
 
+/// `--extra-body JSON`: a JSON object (merged into every request body), or an error naming
+/// the flag.
+pub(crate) fn extra_body(
+    s: Option<&str>,
+) -> anyhow::Result<Option<serde_json::Map<String, serde_json::Value>>> {
+    match s {
+        None => Ok(None),
+        Some(s) => match serde_json::from_str::<serde_json::Value>(s)
+            .with_context(|| format!("--extra-body: not JSON: {s}"))?
+        {
+            serde_json::Value::Object(m) => Ok(Some(m)),
+            _ => anyhow::bail!("--extra-body: must be a JSON object"),
+        },
+    }
+}
+
+/// `--header K:V` (or `K=V`) pairs.
+pub(crate) fn headers(raw: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    raw.iter()
+        .map(|h| split_pair("--header", h, &[':', '=']))
+        .collect()
+}
+
+/// `--progress auto|bar|plain|off`.
+pub(crate) fn progress_mode(s: &str) -> ProgressMode {
+    match s {
+        "bar" => ProgressMode::Bar,
+        "plain" => ProgressMode::Plain,
+        "off" => ProgressMode::Off,
+        _ => ProgressMode::Auto,
+    }
+}
+
 pub(crate) fn split_pair(flag: &str, s: &str, seps: &[char]) -> anyhow::Result<(String, String)> {
     let i = s
         .find(|c| seps.contains(&c))
@@ -312,20 +345,8 @@ fn comma_list<T: std::str::FromStr>(flag: &str, s: &str) -> anyhow::Result<Vec<T
 impl Args {
     /// Converts the flags into [`BenchOptions`]; nothing past this sees clap types.
     pub fn into_options(self) -> anyhow::Result<BenchOptions> {
-        let extra_body = match &self.extra_body {
-            None => None,
-            Some(s) => match serde_json::from_str::<serde_json::Value>(s)
-                .with_context(|| format!("--extra-body: not JSON: {s}"))?
-            {
-                serde_json::Value::Object(m) => Some(m),
-                _ => anyhow::bail!("--extra-body: must be a JSON object"),
-            },
-        };
-        let headers = self
-            .headers
-            .iter()
-            .map(|h| split_pair("--header", h, &[':', '=']))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let extra_body = extra_body(self.extra_body.as_deref())?;
+        let headers = headers(&self.headers)?;
         let metadata = self
             .metadata
             .iter()
@@ -345,12 +366,7 @@ impl Args {
         let progress = if self.disable_tqdm {
             ProgressMode::Off
         } else {
-            match self.progress.as_str() {
-                "bar" => ProgressMode::Bar,
-                "plain" => ProgressMode::Plain,
-                "off" => ProgressMode::Off,
-                _ => ProgressMode::Auto,
-            }
+            progress_mode(&self.progress)
         };
         Ok(BenchOptions {
             backend: self.backend,

@@ -176,16 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     );
     // Open (and migrate) the database before the sweep, so a bad --db fails in seconds; with
     // --no-db an in-memory SQLite database still feeds the chart.
-    let mut store = inferbench_store::Store::open(if args.no_db { ":memory:" } else { &args.db })
-        .with_context(|| format!("opening database {}", args.db))?;
-    store.migrate()?;
-    let cat = inferbench_sim::Catalogue::embedded();
-    let hw_key = cat.hardware(&args.hardware)?.name.to_ascii_lowercase();
-    let model_prefix = cat
-        .model(&args.model)?
-        .name
-        .to_ascii_lowercase()
-        .replace("llama-", "llama");
+    let (mut store, hw_key, model_prefix) = open_store_and_identity(&args)?;
     let sim_line = inferbench_sim::start_line(&cfg, &info);
     eprintln!("{sim_line}");
     eprintln!(
@@ -336,6 +327,24 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         tracing::debug!("point conc {} in {}", p.conc, p.dir.display());
     }
     Ok(exit)
+}
+
+/// Opens (and migrates) `--db` (an in-memory SQLite database with `--no-db`), and the
+/// simulated hardware's and model's keys as the store names them (`h100`, `llama3.1-8b`).
+pub(crate) fn open_store_and_identity(
+    args: &Args,
+) -> anyhow::Result<(inferbench_store::Store, String, String)> {
+    let mut store = inferbench_store::Store::open(if args.no_db { ":memory:" } else { &args.db })
+        .with_context(|| format!("opening database {}", args.db))?;
+    store.migrate()?;
+    let cat = inferbench_sim::Catalogue::embedded();
+    let hw_key = cat.hardware(&args.hardware)?.name.to_ascii_lowercase();
+    let model_prefix = cat
+        .model(&args.model)?
+        .name
+        .to_ascii_lowercase()
+        .replace("llama-", "llama");
+    Ok((store, hw_key, model_prefix))
 }
 
 /// Multiplies every timestamp of `records` by `k` (wall → modelled seconds of the simulated

@@ -9,7 +9,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use inferbench_loadgen::agentic::prompt::Prompter;
 use inferbench_loadgen::agentic::{self, ReplayOptions, SchedConfig};
 use inferbench_loadgen::ProgressMode;
@@ -42,16 +41,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         ..SimConfig::default()
     };
     let info = inferbench_sim::describe(&cfg)?;
-    let mut store = inferbench_store::Store::open(if args.no_db { ":memory:" } else { &args.db })
-        .with_context(|| format!("opening database {}", args.db))?;
-    store.migrate()?;
-    let cat = inferbench_sim::Catalogue::embedded();
-    let hw_key = cat.hardware(&args.hardware)?.name.to_ascii_lowercase();
-    let model_prefix = cat
-        .model(&args.model)?
-        .name
-        .to_ascii_lowercase()
-        .replace("llama-", "llama");
+    let (mut store, hw_key, model_prefix) = super::quickstart::open_store_and_identity(args)?;
     let traces = Arc::new(super::replay::synthetic_traces("quickstart", None, 42));
     let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
     let tok = inferbench_workload::Tokenizer::load("o200k_base")?;

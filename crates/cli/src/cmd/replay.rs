@@ -14,11 +14,10 @@ use inferbench_loadgen::agentic::{
     SchedConfig,
 };
 use inferbench_loadgen::output::render_report;
-use inferbench_loadgen::ProgressMode;
 use inferbench_workload::agentx::synthetic::{self, SyntheticSpec};
 use inferbench_workload::agentx::{filter_isl_cap, load_traces, LoadOptions, LoadReport, Trace};
 
-use super::bench::{secs, split_pair};
+use super::bench::{extra_body, headers, progress_mode, secs};
 
 /// Shortest duration InferenceX accepts as a valid AgentX result, s (AIPerf's scenario lock).
 pub const MIN_VALID_DURATION_S: f64 = 900.0;
@@ -242,20 +241,8 @@ pub struct Args {
 
 impl Args {
     fn options(&self) -> anyhow::Result<ReplayOptions> {
-        let extra_body = match &self.extra_body {
-            None => None,
-            Some(s) => match serde_json::from_str::<serde_json::Value>(s)
-                .with_context(|| format!("--extra-body: not JSON: {s}"))?
-            {
-                serde_json::Value::Object(m) => Some(m),
-                _ => anyhow::bail!("--extra-body: must be a JSON object"),
-            },
-        };
-        let headers = self
-            .headers
-            .iter()
-            .map(|h| split_pair("--header", h, &[':', '=']))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let extra_body = extra_body(self.extra_body.as_deref())?;
+        let headers = headers(&self.headers)?;
         let (lo, hi) = (
             self.trajectory_start_min_ratio,
             self.trajectory_start_max_ratio,
@@ -327,12 +314,7 @@ impl Args {
             grace: non_neg("--benchmark-grace-period", self.benchmark_grace_period)?,
             failed_request_threshold: self.failed_request_threshold,
             save_requests: self.result_dir.as_ref().map(|d| d.join("requests.jsonl")),
-            progress: match self.progress.as_str() {
-                "bar" => ProgressMode::Bar,
-                "plain" => ProgressMode::Plain,
-                "off" => ProgressMode::Off,
-                _ => ProgressMode::Auto,
-            },
+            progress: progress_mode(&self.progress),
             server_metrics_interval: if self.no_server_metrics {
                 None
             } else {
