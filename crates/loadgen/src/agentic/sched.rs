@@ -196,8 +196,6 @@ struct Play {
     in_flight: u32,
     remaining: usize,
     finished: bool,
-    /// Streams cut by a context overflow.
-    dead_streams: Vec<u32>,
 }
 
 impl Play {
@@ -361,7 +359,6 @@ impl Scheduler {
             in_flight: 0,
             remaining: n,
             finished: false,
-            dead_streams: Vec::new(),
         };
         if first {
             let (lo, hi) = self.cfg.start_ratio;
@@ -638,7 +635,6 @@ impl Scheduler {
         let mut finished_now = vec![i];
         if outcome == Outcome::ContextOverflow {
             let s = plan.reqs[i].stream;
-            play.dead_streams.push(s);
             // The rest of the stream is skipped: it completes now, unsent.
             for (j, r) in plan.reqs.iter().enumerate().skip(i + 1) {
                 if r.stream == s && play.st[j] != St::Done && play.st[j] != St::InFlight {
