@@ -331,3 +331,33 @@ async fn a_server_that_dies_mid_run_leaves_partial_results_and_a_failure() {
     let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
     assert_eq!(inferbench_loadgen::agentic::exit_code(&out, &s), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_server_exits_3_and_names_the_url() {
+    let tr = Arc::new(traces());
+    let p = Arc::new(prompter(&tr));
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = run_replay(
+        opts(url.clone(), Duration::from_secs(5)),
+        tr,
+        p,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("replay runs");
+    assert_eq!(out.stop, ReplayStop::WarmupFailed);
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.starts_with(&format!("server unreachable at {url}"))),
+        "{:?}",
+        out.notes
+    );
+    let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
+    assert_eq!(inferbench_loadgen::agentic::exit_code(&out, &s), 3);
+}

@@ -230,6 +230,9 @@ fn agg_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(v)
 }
 
+/// The subdirectory where an AgentX replay point keeps its AIPerf-shaped export.
+pub const AIPERF_ARTIFACTS: &str = "aiperf_artifacts";
+
 /// Finds the units under `path` in a deterministic (sorted) order. Files that are not JSON are
 /// returned in `ignored` (they are reported, not silently skipped).
 pub fn discover(
@@ -240,10 +243,11 @@ pub fn discover(
     if path.is_dir() {
         if is_artifact_dir(path) {
             units.push(Unit::Dir(path.to_path_buf()));
-            // Nested point directories are their own units.
+            // Nested point directories are their own units; a replay point's AIPerf export
+            // (`aiperf_artifacts/`) is the same point again, not another one.
             let mut subs: Vec<PathBuf> = std::fs::read_dir(path)?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_dir())
+                .filter(|p| p.is_dir() && p.file_name() != Some(AIPERF_ARTIFACTS.as_ref()))
                 .collect();
             subs.sort();
             for s in subs {
@@ -1624,6 +1628,33 @@ pub fn parse_server_metrics(text: &str) -> (Vec<(String, String, f64, f64)>, usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replay_points_aiperf_export_is_not_another_point() {
+        let d = tempfile::tempdir().unwrap();
+        let point = d.path().join("p1");
+        std::fs::create_dir_all(point.join(AIPERF_ARTIFACTS)).unwrap();
+        std::fs::write(point.join("summary.json"), "{}").unwrap();
+        std::fs::write(
+            point
+                .join(AIPERF_ARTIFACTS)
+                .join("profile_export_aiperf.json"),
+            "{}",
+        )
+        .unwrap();
+        let nested = point.join("p2");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(nested.join("summary.json"), "{}").unwrap();
+        let (mut units, mut ignored) = (Vec::new(), Vec::new());
+        discover(d.path(), &mut units, &mut ignored).unwrap();
+        let dirs: Vec<PathBuf> = units
+            .iter()
+            .map(|u| match u {
+                Unit::Dir(p) | Unit::Unfinished(p) | Unit::File(p) => p.clone(),
+            })
+            .collect();
+        assert_eq!(dirs, vec![point, nested]);
+    }
 
     #[test]
     fn dates() {

@@ -338,9 +338,28 @@ pub async fn run_replay(
         ReplayStop::Interrupted => {
             notes.push("interrupted: results cover the finished requests".into())
         }
-        ReplayStop::WarmupFailed => notes.push(
-            "a main-agent warmup request failed: the replay was aborted (AgentX rule)".into(),
-        ),
+        ReplayStop::WarmupFailed => {
+            let first = records
+                .iter()
+                .find(|r| r.agentic.is_some() && !r.success && r.phase == Phase::Warmup);
+            match first {
+                Some(r) if r.error_class == Some(ErrorClass::Connect) => notes.push(format!(
+                    "server unreachable at {}: {} (check --base-url); nothing was measured",
+                    opts.base_url,
+                    r.error.as_deref().unwrap_or("connection failed")
+                )),
+                Some(r) => notes.push(format!(
+                    "a main-agent warmup request failed ({}: {}): the replay was aborted \
+                     (AgentX rule)",
+                    r.error_class.map_or("error", |c| c.as_str()),
+                    r.error.as_deref().unwrap_or("")
+                )),
+                None => notes.push(
+                    "a main-agent warmup request failed: the replay was aborted (AgentX rule)"
+                        .into(),
+                ),
+            }
+        }
         _ => {}
     }
     Ok(ReplayOutcome {
@@ -503,9 +522,20 @@ pub fn theoretical_hit_rate(records: &[RequestRecord]) -> Option<f64> {
     (total > 0).then(|| hit as f64 / total as f64)
 }
 
-/// The process exit code of a replay: 130 interrupted, 1 for the failure threshold, a failed
-/// root warmup or nothing measured, else 0.
+/// The process exit code of a replay (as `bench`'s): 130 interrupted, 3 when every failure was
+/// a connect error and nothing succeeded (server unreachable), 1 for the failure threshold, a
+/// failed root warmup or nothing measured, else 0.
 pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
+    let unreachable = summary.completed == 0
+        && out.records.iter().any(|r| !r.success)
+        && out
+            .records
+            .iter()
+            .filter(|r| !r.success)
+            .all(|r| r.error_class == Some(ErrorClass::Connect));
+    if unreachable && out.stop != ReplayStop::Interrupted {
+        return crate::EXIT_SERVER_UNREACHABLE;
+    }
     match out.stop {
         ReplayStop::Interrupted => crate::EXIT_INTERRUPTED,
         ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => crate::EXIT_ERROR_RATE,
