@@ -100,6 +100,16 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
                 .await?;
             let summary = agentic::replay_summary(&out, &info.served_model_name, conc, false);
             std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summary)?)?;
+            let ctx = inferbench_core::summary::agentic::AgenticContext {
+                hw: hw_key.clone(),
+                conc,
+                model: info.served_model_name.clone(),
+                model_prefix: model_prefix.clone(),
+                framework: "sim".into(),
+                precision: precision.to_string(),
+                ..Default::default()
+            };
+            agentic::write_artifacts(&dir, &out, &ctx, false)?;
             let plain = dir.join("requests.jsonl");
             if plain.exists() {
                 inferbench_runner::bench::compress(&plain, &dir.join("requests.jsonl.zst"))?;
@@ -174,7 +184,9 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
     );
     println!(
         "\n* = on the North-Star frontier (tok/s/GPU against p90 E2E-normalized interactivity); \
-         conc = lanes (session trees); points invalid (duration < 900 s)"
+         conc = lanes (session trees); points invalid (duration < 900 s)\n  a play = one replay \
+         of a session tree (main agent + sub-agents); theoretical hit = share of prompt blocks \
+         already sent earlier in the session (the best a prefix cache can do)"
     );
     let chart = args
         .chart
@@ -190,6 +202,13 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         ..Default::default()
     };
     inferbench_store::plot::plot(&rows, &spec, &chart)?;
+    // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
+    let mut charts = chart.display().to_string();
+    if args.chart.is_none() {
+        let png = chart.with_extension("png");
+        inferbench_store::plot::plot(&rows, &spec, &png)?;
+        charts = format!("{charts} and {}", png.display());
+    }
     eprintln!(
         "ingested {} points into {} ({} skipped); chart: {}",
         report.points,
@@ -199,7 +218,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
             store.location().to_string()
         },
         report.skipped.len(),
-        chart.display()
+        charts
     );
     eprintln!("artifacts in {}", run_dir.display());
     Ok(exit)
