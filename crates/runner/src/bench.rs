@@ -74,15 +74,7 @@ impl PointRunner for LoadgenPoint {
         }
         let max_error_rate = opts.max_error_rate;
         let outcome = run_bench(opts, cancel.clone()).await?;
-        for note in &outcome.notes {
-            tracing::warn!("{}: {note}", req.result_filename);
-        }
-        let plain = req.dir.join("requests.jsonl");
-        if plain.exists() {
-            compress(&plain, &req.dir.join("requests.jsonl.zst"))
-                .with_context(|| format!("compressing {}", plain.display()))?;
-            std::fs::remove_file(&plain).ok();
-        }
+        finish_point(req, &outcome.notes)?;
         let aggregate = match &outcome.aggregate_path {
             Some(p) => Some(serde_json::from_str(
                 &std::fs::read_to_string(p).with_context(|| p.display().to_string())?,
@@ -114,6 +106,20 @@ impl PointRunner for LoadgenPoint {
             }),
         })
     }
+}
+
+/// After a point: its notes as warnings, `requests.jsonl` compressed to `requests.jsonl.zst`.
+fn finish_point(req: &PointRequest, notes: &[String]) -> anyhow::Result<()> {
+    for note in notes {
+        tracing::warn!("{}: {note}", req.result_filename);
+    }
+    let plain = req.dir.join("requests.jsonl");
+    if plain.exists() {
+        compress(&plain, &req.dir.join("requests.jsonl.zst"))
+            .with_context(|| format!("compressing {}", plain.display()))?;
+        std::fs::remove_file(&plain).ok();
+    }
+    Ok(())
 }
 
 /// AgentX's shortest valid duration, s.
@@ -187,15 +193,7 @@ async fn run_agentic_point(
         req.dir.join(format!("{}.json", req.result_filename)),
         serde_json::to_string_pretty(&aggregate.to_json())?,
     )?;
-    for note in &out.notes {
-        tracing::warn!("{}: {note}", req.result_filename);
-    }
-    let plain = req.dir.join("requests.jsonl");
-    if plain.exists() {
-        compress(&plain, &req.dir.join("requests.jsonl.zst"))
-            .with_context(|| format!("compressing {}", plain.display()))?;
-        std::fs::remove_file(&plain).ok();
-    }
+    finish_point(req, &out.notes)?;
     let code = agentic::exit_code(&out, &summary);
     Ok(PointOutput {
         summary: serde_json::to_value(&summary)?,
