@@ -339,9 +339,11 @@ pub async fn run_replay(
             notes.push("interrupted: results cover the finished requests".into())
         }
         ReplayStop::WarmupFailed => {
-            let first = records
-                .iter()
-                .find(|r| r.agentic.is_some() && !r.success && r.phase == Phase::Warmup);
+            let first = records.iter().find(|r| {
+                !r.success
+                    && r.phase == Phase::Warmup
+                    && r.error_class != Some(ErrorClass::Cancelled)
+            });
             match first {
                 Some(r) if r.error_class == Some(ErrorClass::Connect) => notes.push(format!(
                     "server unreachable at {}: {} (check --base-url); nothing was measured",
@@ -522,17 +524,20 @@ pub fn theoretical_hit_rate(records: &[RequestRecord]) -> Option<f64> {
     (total > 0).then(|| hit as f64 / total as f64)
 }
 
-/// The process exit code of a replay (as `bench`'s): 130 interrupted, 3 when every failure was
-/// a connect error and nothing succeeded (server unreachable), 1 for the failure threshold, a
+/// The process exit code of a replay (as `bench`'s): 130 interrupted, 3 when every failure
+/// (the replay's own cancellations aside) was a connect error and nothing succeeded (server
+/// unreachable), 1 for the failure threshold, a
 /// failed root warmup or nothing measured, else 0.
 pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
-    let unreachable = summary.completed == 0
-        && out.records.iter().any(|r| !r.success)
-        && out
-            .records
+    // Requests the replay itself cancelled (after an abort) say nothing about the server.
+    let failed = || {
+        out.records
             .iter()
-            .filter(|r| !r.success)
-            .all(|r| r.error_class == Some(ErrorClass::Connect));
+            .filter(|r| !r.success && r.error_class != Some(ErrorClass::Cancelled))
+    };
+    let unreachable = summary.completed == 0
+        && failed().next().is_some()
+        && failed().all(|r| r.error_class == Some(ErrorClass::Connect));
     if unreachable && out.stop != ReplayStop::Interrupted {
         return crate::EXIT_SERVER_UNREACHABLE;
     }
