@@ -440,8 +440,9 @@ fn sigint_during_prompt_preparation_exits_within_a_second() {
             "m",
             "--random-input-len",
             "60000",
+            // Far more than 1.5 s of preparation even on a fast idle machine (~1,000/s).
             "--num-prompts",
-            "1000",
+            "8000",
             "--progress",
             "off",
         ])

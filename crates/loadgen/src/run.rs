@@ -839,6 +839,10 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
     while let Some(r) = tasks.join_next_with_id().await {
         account(sh, &mut spawned, r);
     }
+    // Ctrl-C after the last request was dispatched still interrupted the in-flight ones.
+    if end == PhaseEnd::Completed && sh.cancel.is_cancelled() {
+        end = PhaseEnd::Cancelled;
+    }
     if end == PhaseEnd::Completed && sh.breaker.tripped() {
         end = PhaseEnd::Unreachable;
     }

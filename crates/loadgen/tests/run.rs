@@ -345,6 +345,32 @@ async fn cancellation_saves_finished_records_and_marks_interrupted() {
     assert_eq!(lines, out.records.len());
 }
 
+/// Ctrl-C after the dispatcher sent the last request (no concurrency cap: every request is
+/// in flight at once) still ends the run as interrupted (130), not as "nothing measured" (1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_after_the_last_dispatch_is_still_an_interruption() {
+    let mut slow = stream_case();
+    slow.chunks[1].0 = Duration::from_millis(2000);
+    let addr = spawn_replay(slow).await.unwrap();
+    let o = BenchOptions {
+        max_concurrency: None,
+        num_prompts: Some(8),
+        num_warmups: Some(0),
+        ..opts(format!("http://{addr}"))
+    };
+    let cancel = CancellationToken::new();
+    let c2 = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        c2.cancel();
+    });
+    let out = run_bench(o, cancel).await.unwrap();
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_INTERRUPTED);
+    assert!(out.interrupted && out.summary.inferbench.interrupted);
+    assert_eq!(out.summary.completed, 0);
+    assert_eq!(out.summary.inferbench.cancelled_by_user, 8);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_rate_gate_sets_exit_code() {
     let bad = ReplayCase {
