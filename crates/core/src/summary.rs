@@ -115,6 +115,9 @@ pub enum StopReason {
     /// Only connect failures (a streak of them, or every request of a short run): the run
     /// stopped early; results cover the finished requests.
     ServerUnreachable,
+    /// The run stopped itself on a failure gate (AgentX: the failed-request threshold was
+    /// crossed, or a root warmup failed); results cover the finished requests.
+    Aborted,
 }
 
 impl StopReason {
@@ -124,6 +127,7 @@ impl StopReason {
             StopReason::Completed => "completed",
             StopReason::Interrupted => "interrupted",
             StopReason::ServerUnreachable => "server_unreachable",
+            StopReason::Aborted => "aborted",
         }
     }
 }
@@ -287,8 +291,9 @@ pub struct Extras {
     /// failed / (successful + failed) profile requests (0 without any); requests cancelled by
     /// the run are in neither count.
     pub error_rate: f64,
-    /// Profile requests cancelled by the run (Ctrl-C/SIGTERM) before they finished: kept in the
-    /// records with error class `cancelled`, excluded from `failed` and `error_rate`.
+    /// Profile requests cancelled by the run before they finished (Ctrl-C/SIGTERM, or the run
+    /// stopping itself: see `stop_reason`): kept in the records with error class `cancelled`,
+    /// excluded from `failed` and `error_rate`. The name is kept for compatibility.
     pub cancelled_by_user: u64,
     /// Failures by error class (`connect`, `http_status`, `timeout_idle`, …); `cancelled` is
     /// never a key (see `cancelled_by_user`).
@@ -297,7 +302,7 @@ pub struct Extras {
     pub completion_tokens_source: BTreeMap<String, u64>,
     /// The run was cut short by a signal; results cover the finished requests only.
     pub interrupted: bool,
-    /// Why the run ended (`completed`, `interrupted`, `server_unreachable`).
+    /// Why the run ended (`completed`, `interrupted`, `server_unreachable`, `aborted`).
     pub stop_reason: StopReason,
     /// Profile requests planned but never sent because the run stopped early.
     pub requests_not_sent: u64,

@@ -242,11 +242,13 @@ pub fn render_report(s: &RunSummary) -> String {
         } else {
             String::new()
         };
-        line(
-            &mut o,
-            "Cancelled by user (not failures):",
-            format!("{cp}{warm}"),
-        );
+        // Said by who cancelled: the user (Ctrl-C), or the run stopping itself.
+        let who = if s.inferbench.stop_reason == StopReason::Interrupted {
+            "Cancelled by user (not failures):"
+        } else {
+            "Cancelled at the stop (not failures):"
+        };
+        line(&mut o, who, format!("{cp}{warm}"));
     }
     if s.completed == 0 {
         let _ = writeln!(
@@ -381,6 +383,13 @@ pub fn render_report(s: &RunSummary) -> String {
                 &mut o,
                 "Stopped early:",
                 "server unreachable (partial results)".into(),
+            );
+        }
+        StopReason::Aborted => {
+            line(
+                &mut o,
+                "Stopped early:",
+                "aborted on failures (partial results)".into(),
             );
         }
     }

@@ -360,4 +360,17 @@ async fn no_server_exits_3_and_names_the_url() {
     );
     let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
     assert_eq!(inferbench_loadgen::agentic::exit_code(&out, &s), 3);
+    // The replay stopped itself: its own cancellations are not the user's.
+    assert_eq!(
+        s.inferbench.stop_reason,
+        inferbench_core::summary::StopReason::Aborted
+    );
+    let report = inferbench_loadgen::output::render_report(&s);
+    assert!(!report.contains("Cancelled by user"), "{report}");
+    assert!(
+        report.contains(
+            "Stopped early:                          aborted on failures (partial results)"
+        ),
+        "{report}"
+    );
 }

@@ -22,6 +22,9 @@ use crate::point::{PointOutput, PointRequest, PointRunner};
 pub struct LoadgenPoint {
     /// Show the live progress bar (off in tests and under Slurm).
     pub progress: bool,
+    /// Notes already warned in this sweep: a note every point repeats word for word (no power
+    /// sampler on this machine) is said once, not once per point.
+    pub warned: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
 }
 
 /// `BenchOptions` for a point (public so the CLI and tests can show exactly what is run).
@@ -66,7 +69,7 @@ impl PointRunner for LoadgenPoint {
         cancel: &CancellationToken,
     ) -> anyhow::Result<PointOutput> {
         if req.spec.is_agentic() {
-            return run_agentic_point(req, self.progress, cancel).await;
+            return run_agentic_point(req, self, cancel).await;
         }
         let mut opts = bench_options(req);
         if self.progress {
@@ -74,7 +77,7 @@ impl PointRunner for LoadgenPoint {
         }
         let max_error_rate = opts.max_error_rate;
         let outcome = run_bench(opts, cancel.clone()).await?;
-        finish_point(req, &outcome.notes)?;
+        finish_point(req, &outcome.notes, &self.warned)?;
         let aggregate = match &outcome.aggregate_path {
             Some(p) => Some(serde_json::from_str(
                 &std::fs::read_to_string(p).with_context(|| p.display().to_string())?,
@@ -108,10 +111,20 @@ impl PointRunner for LoadgenPoint {
     }
 }
 
-/// After a point: its notes as warnings, `requests.jsonl` compressed to `requests.jsonl.zst`.
-fn finish_point(req: &PointRequest, notes: &[String]) -> anyhow::Result<()> {
+/// After a point: its notes as warnings (each distinct note once per sweep, see
+/// [`LoadgenPoint::warned`]), `requests.jsonl` compressed to `requests.jsonl.zst`.
+fn finish_point(
+    req: &PointRequest,
+    notes: &[String],
+    warned: &std::sync::Mutex<std::collections::BTreeSet<String>>,
+) -> anyhow::Result<()> {
     for note in notes {
-        tracing::warn!("{}: {note}", req.result_filename);
+        let first = warned.lock().map_or(true, |mut w| w.insert(note.clone()));
+        if first {
+            tracing::warn!("{}: {note}", req.result_filename);
+        } else {
+            tracing::debug!("{}: {note} (again)", req.result_filename);
+        }
     }
     let plain = req.dir.join("requests.jsonl");
     if plain.exists() {
@@ -130,7 +143,7 @@ const MIN_VALID_AGENTIC_S: f64 = 900.0;
 /// client settings (reference/agentx.md §3.10), records in `requests.jsonl(.zst)`.
 async fn run_agentic_point(
     req: &PointRequest,
-    progress: bool,
+    runner: &LoadgenPoint,
     cancel: &CancellationToken,
 ) -> anyhow::Result<PointOutput> {
     use inferbench_loadgen::agentic::{self, prompt::Prompter, ReplayOptions, SchedConfig};
@@ -178,7 +191,7 @@ async fn run_agentic_point(
         grace: std::time::Duration::from_secs(30),
         failed_request_threshold: 0.10,
         save_requests: Some(req.dir.join("requests.jsonl")),
-        progress: if progress {
+        progress: if runner.progress {
             ProgressMode::Auto
         } else {
             ProgressMode::Off
@@ -193,7 +206,14 @@ async fn run_agentic_point(
         req.dir.join(format!("{}.json", req.result_filename)),
         serde_json::to_string_pretty(&aggregate.to_json())?,
     )?;
-    finish_point(req, &out.notes)?;
+    let mut notes = out.notes.clone();
+    if !valid {
+        notes.push(format!(
+            "replay duration {duration_s} s is shorter than AgentX's {MIN_VALID_AGENTIC_S} s: \
+             agentic points are stored as invalid (submission_valid=false)"
+        ));
+    }
+    finish_point(req, &notes, &runner.warned)?;
     let code = agentic::exit_code(&out, &summary);
     Ok(PointOutput {
         summary: serde_json::to_value(&summary)?,

@@ -190,9 +190,17 @@ pub fn runner_name_for(spec: &JobSpec, opts: &SweepOptions) -> Result<String, St
             ));
         }
     }
-    Ok(artifacts::sanitize_name(
-        &opts.runner_name.clone().unwrap_or_else(artifacts::hostname),
-    ))
+    // Without a concrete name: the label's first runner in the runner config (`h100-sim_0`),
+    // else the label itself (`h100`), never this host's name, so names agree across hosts
+    // (Slurm tasks and their gather) and carry the hardware as InferenceX's do.
+    let name = opts.runner_name.as_deref().unwrap_or_else(|| {
+        opts.runner_labels
+            .as_ref()
+            .and_then(|l| l.get(&spec.row.runner))
+            .and_then(|r| r.first())
+            .map_or(spec.row.runner.as_str(), String::as_str)
+    });
+    Ok(artifacts::sanitize_name(name))
 }
 
 /// One (row, concurrency) to run.
@@ -578,7 +586,9 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointRep
     report.points.push(r);
 }
 
-/// `, <total tok/s>, TTFT p99 <s>, <duration> s` from a point's `summary.json`, or nothing.
+/// `, total <tok/s>, TTFT p99 <s>, <duration> s measured` from a point's `summary.json`, or
+/// nothing. Agentic points show their North-Star x (p90 E2E-normalized interactivity,
+/// tok/s/user) instead of TTFT, and `INVALID` when `submission_valid` is false.
 fn headline(dir: &std::path::Path) -> String {
     let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
         return String::new();
@@ -587,12 +597,35 @@ fn headline(dir: &std::path::Path) -> String {
         return String::new();
     };
     let f = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
-    match (f("total_token_throughput"), f("p99_ttft_ms"), f("duration")) {
-        (Some(t), Some(ttft), Some(d)) => format!(
+    let (Some(t), Some(d)) = (f("total_token_throughput"), f("duration")) else {
+        return String::new();
+    };
+    if v.get("scenario_type").and_then(|s| s.as_str()) == Some("agentic-coding") {
+        let x = v
+            .pointer("/inferbench/e2e_normalized_interactivity/p90")
+            .and_then(serde_json::Value::as_f64)
+            .map_or("n/a".to_string(), |x| format!("{x:.1}"));
+        let invalid = match v.get("submission_valid") {
+            Some(serde_json::Value::Bool(false)) => true,
+            Some(serde_json::Value::String(s)) => s == "false",
+            _ => false,
+        };
+        return format!(
+            ", total {t:.0} tok/s, p90 E2E-norm interactivity {x} tok/s/user, {d:.1} s \
+             profiled after the warmup{}",
+            if invalid {
+                ", INVALID (submission_valid=false)"
+            } else {
+                ""
+            }
+        );
+    }
+    match f("p99_ttft_ms") {
+        Some(ttft) => format!(
             ", total {t:.0} tok/s, TTFT p99 {:.3} s, {d:.1} s measured",
             ttft / 1000.0
         ),
-        _ => String::new(),
+        None => String::new(),
     }
 }
 

@@ -127,9 +127,16 @@ impl IngestReport {
         } else {
             String::new()
         };
+        let records = if self.requests == 0 && self.points > 0 {
+            "no request records (none were saved with the results; `inferbench bench` keeps \
+             them with --save-requests FILE)"
+                .to_string()
+        } else {
+            format!("{} request record(s) (warmups included)", self.requests)
+        };
         let mut s = format!(
-            "ingested {} run(s){again}, {} point(s), {} request record(s) (warmups included)\n",
-            self.runs_ingested, self.points, self.requests
+            "ingested {} run(s){again}, {} point(s), {records}\n",
+            self.runs_ingested, self.points
         );
         if self.runs_ingested == 0 && self.skipped.is_empty() && self.unfinished.is_empty() {
             s.push_str(
@@ -705,6 +712,7 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
         vals.extend(schema::POINT_METRICS.iter().map(|k| g(k)));
         vals.push(pt.error.clone().into());
         vals.push(metrics_json(m).into());
+        vals.push(Val::Int(i64::from(pt.valid)));
         let cols_upd = [
             "date",
             "num_prompts",
@@ -715,7 +723,7 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
         ]
         .iter()
         .chain(schema::POINT_METRICS.iter())
-        .chain(["error", "metrics"].iter())
+        .chain(["error", "metrics", "valid"].iter())
         .copied()
         .collect::<Vec<_>>();
         // A new run has no points yet: skip the lookups (one statement per point).
@@ -819,6 +827,26 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bench result without `--save-requests` has no records: the report says why, not "0".
+    #[test]
+    fn ingest_report_explains_missing_request_records() {
+        let mut r = IngestReport {
+            runs_ingested: 1,
+            points: 1,
+            ..IngestReport::default()
+        };
+        assert_eq!(
+            r.render(),
+            "ingested 1 run(s), 1 point(s), no request records (none were saved with the \
+             results; `inferbench bench` keeps them with --save-requests FILE)\n"
+        );
+        r.requests = 12;
+        assert_eq!(
+            r.render(),
+            "ingested 1 run(s), 1 point(s), 12 request record(s) (warmups included)\n"
+        );
+    }
 
     #[test]
     fn url_helpers() {

@@ -121,6 +121,9 @@ pub struct PointData {
     pub metrics: BTreeMap<String, f64>,
     /// Failure text for a point that produced no valid measurement.
     pub error: Option<String>,
+    /// False when the result says it is not a valid submission (an AgentX replay's
+    /// `submission_valid: false`); such points are stored and drawn, never on a frontier.
+    pub valid: bool,
     /// Per-request records, when the artifact has them.
     pub requests: Option<RequestsBlob>,
     /// Power samples `(gpu, unix s, W)`.
@@ -762,6 +765,7 @@ fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointData {
         date,
         metrics: BTreeMap::new(),
         error: None,
+        valid: true,
         requests: None,
         power: Vec::new(),
         server_metrics: Vec::new(),
@@ -1162,6 +1166,12 @@ fn summary_point(
         pt.error = Some("no successful request".into());
     }
     pt.metrics = m;
+    // AgentX validity: `submission_valid` at the top (our summaries) or in `metadata`.
+    let not_valid = |v: &Value| matches!(v, Value::Bool(false)) || v.as_str() == Some("false");
+    pt.valid = !(agentic
+        && s.get("submission_valid")
+            .or_else(|| meta.and_then(|m| m.get("submission_valid")))
+            .is_some_and(not_valid));
     Ok(pt)
 }
 

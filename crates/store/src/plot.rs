@@ -32,6 +32,9 @@ pub struct PlotSpec {
     /// metrics (`usd_per_m_{hyperscaler,neocloud,rental}*`, not custom) and points whose TTFT
     /// x is above 60 s (reference/inferencex-app.md §4.5). On by default.
     pub clip: bool,
+    /// Let invalid points ([`PointRow::valid`] false: AgentX runs below 900 s) form the
+    /// frontier line too; without it they are drawn as points only.
+    pub include_invalid: bool,
 }
 
 /// Whether InferenceX's chart clipping drops a point at (x, y).
@@ -50,6 +53,7 @@ impl Default for PlotSpec {
             height: 800,
             frontier_only: false,
             clip: true,
+            include_invalid: false,
         }
     }
 }
@@ -174,7 +178,12 @@ fn draw<DB: DrawingBackend>(
         .map_err(|x| e(&x))?;
     for (i, (name, rows)) in groups.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
-        let knots = frontier_knots(rows, &spec.x, &spec.y);
+        let competing: Vec<&PointRow> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.valid || spec.include_invalid)
+            .collect();
+        let knots = frontier_knots(&competing, &spec.x, &spec.y);
         if !spec.frontier_only {
             chart
                 .draw_series(rows.iter().map(|r| {

@@ -53,6 +53,9 @@ pub struct Filter {
     pub until: Option<String>,
     /// Include failed points (`error` not NULL); off by default.
     pub include_failed: bool,
+    /// Let invalid points ([`PointRow::valid`] false) onto frontiers ([`Store::frontier`]);
+    /// they are always listed by [`Store::points`].
+    pub include_invalid: bool,
     /// Also load every stored metric of each point (the `metrics` JSON: `p99.9_ttft`,
     /// `std_tpot`, `request_throughput`, `inferbench.*` extras, …) into [`PointRow::metrics`];
     /// off by default because it costs a JSON parse per row.
@@ -133,6 +136,10 @@ pub struct PointRow {
     pub source_kind: String,
     /// Failure text, if the point failed.
     pub error: Option<String>,
+    /// False for a result that is not a valid submission (AgentX: a replay shorter than 900 s
+    /// or cut short, `submission_valid: false`): drawn and listed, never on a frontier unless
+    /// asked ([`mark_frontier_with`]).
+    pub valid: bool,
     /// Hot metrics plus derived cost/power metrics (see [`derived_names`]); missing = unknown.
     pub metrics: BTreeMap<String, f64>,
     /// True when on its group's Pareto frontier (set by [`mark_frontier`]).
@@ -283,7 +290,8 @@ impl Store {
     ) -> Result<Vec<PointRow>, StoreError> {
         self.require_migrated()?;
         let stored = |m: &str| m == "conc" || schema::POINT_METRICS.contains(&m);
-        // AgentX groups gate on a third metric (North-Star): the general path.
+        // AgentX groups gate on a third metric (North-Star): the general path. Only agentic
+        // points can be invalid, so the fast path below never meets one.
         let agentic = self.conn.query(
             "SELECT COUNT(*) FROM configs WHERE scenario = 'agentic-coding'",
             &[],
@@ -296,7 +304,7 @@ impl Store {
             > 0;
         if !(stored(x) && stored(y)) || any_agentic {
             let mut rows = self.points_where(filter, cost, None)?;
-            mark_frontier(&mut rows, x, y);
+            mark_frontier_with(&mut rows, x, y, filter.include_invalid);
             rows.retain(|r| r.frontier);
             return Ok(rows);
         }
@@ -378,7 +386,7 @@ impl Store {
             "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.disagg, c.tp, c.pp,
                     c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
-                    p.completed, p.failed, {hot}{extra}
+                    p.valid, p.completed, p.failed, {hot}{extra}
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         let (where_sql, mut params) = where_clause(filter);
@@ -397,17 +405,17 @@ impl Store {
             let n = |i: usize| r[i].as_i64().unwrap_or(0);
             let mut metrics = BTreeMap::new();
             for (j, name) in ["completed", "failed"].iter().enumerate() {
-                if let Some(v) = r[23 + j].as_f64() {
+                if let Some(v) = r[24 + j].as_f64() {
                     metrics.insert(name.to_string(), v);
                 }
             }
             for (j, name) in schema::POINT_METRICS.iter().enumerate() {
-                if let Some(v) = r[25 + j].as_f64() {
+                if let Some(v) = r[26 + j].as_f64() {
                     metrics.insert(name.to_string(), v);
                 }
             }
             if filter.all_metrics {
-                let text = r[25 + schema::POINT_METRICS.len()].as_str().unwrap_or("{}");
+                let text = r[26 + schema::POINT_METRICS.len()].as_str().unwrap_or("{}");
                 if let Ok(serde_json::Value::Object(m)) = serde_json::from_str(text) {
                     for (k, v) in m {
                         if let Some(x) = v.as_f64() {
@@ -440,6 +448,7 @@ impl Store {
                 batch: s(20),
                 source_kind: s(21),
                 error: r[22].as_str().map(String::from),
+                valid: r[23].as_i64().unwrap_or(1) != 0,
                 metrics,
                 frontier: false,
             };
@@ -508,15 +517,24 @@ fn where_clause(filter: &Filter) -> (String, Vec<Val>) {
 }
 
 /// Marks each row's `frontier` flag: per [`PointRow::group`], the Pareto frontier of (x, y) with
-/// the metrics' directions ([`better`]). Rows lacking x or y are never on it.
+/// the metrics' directions ([`better`]). Rows lacking x or y, and invalid rows
+/// ([`PointRow::valid`] false), are never on it.
 pub fn mark_frontier(rows: &mut [PointRow], x: &str, y: &str) {
+    mark_frontier_with(rows, x, y, false);
+}
+
+/// [`mark_frontier`], with invalid points ([`PointRow::valid`] false) competing too when
+/// `include_invalid` (`report --include-invalid`); without it they are never on a frontier.
+pub fn mark_frontier_with(rows: &mut [PointRow], x: &str, y: &str, include_invalid: bool) {
     let goal = Goal {
         x: better(x),
         y: better(y),
     };
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
-        groups.entry(r.group()).or_default().push(i);
+        if r.valid || include_invalid {
+            groups.entry(r.group()).or_default().push(i);
+        }
     }
     for idx in groups.values() {
         let get = |i: usize, m: &str| rows[i].get(m).unwrap_or(f64::NAN);

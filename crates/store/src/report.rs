@@ -85,10 +85,20 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "dp_attention" => r.dp_attention.to_string(),
         "disagg" => r.disagg.to_string(),
         "gpus" => r.gpus.to_string(),
+        // Agentic replays have no fixed sequence lengths: not applicable, never `0`.
+        "isl" | "osl" if r.scenario == crate::query::AGENTIC_SCENARIO => return None,
         "isl" => r.isl.to_string(),
         "osl" => r.osl.to_string(),
         "conc" => r.conc.to_string(),
         "date" => r.date.clone(),
+        // Tables show a sweep directory's last component (`results/agentic` → `agentic`).
+        "batch" if !exact => r
+            .batch
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_string(),
         "batch" => r.batch.clone(),
         "image" => r.image.clone(),
         "scenario" => r.scenario.clone(),
@@ -97,10 +107,13 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "frontier" => {
             if r.frontier {
                 "*".into()
+            } else if !r.valid {
+                "invalid".into()
             } else {
                 String::new()
             }
         }
+        "valid" => r.valid.to_string(),
         "error" => r.error.clone().unwrap_or_default(),
         m => return r.get(m).map(num),
     })
@@ -126,6 +139,7 @@ fn is_text_col(col: &str) -> bool {
             | "source_kind"
             | "source"
             | "frontier"
+            | "valid"
             | "error"
             | "dp_attention"
             | "disagg"
@@ -244,9 +258,10 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
 
 /// The footer under a table of `columns` (`report`'s table format, whatever the columns):
 /// one `units:` line naming each metric column's label and unit from the metric registry, and,
-/// when the `frontier` column is shown, what its `*` means for the frontier of `y` against `x`.
-/// Empty when there is neither.
-pub fn footer(columns: &[String], x: &str, y: &str) -> String {
+/// when the `frontier` column is shown, what its `*` means for the frontier of `y` against `x`
+/// (and, when `invalid` rows are listed, what `invalid` there means); a `batch` column is named.
+/// Empty when there is none of these.
+pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool) -> String {
     let units: Vec<String> = columns
         .iter()
         .filter_map(|c| {
@@ -265,6 +280,18 @@ pub fn footer(columns: &[String], x: &str, y: &str) -> String {
             label(y),
             label(x)
         ));
+    }
+    if columns.iter().any(|c| c == "frontier") && invalid {
+        out.push_str(
+            "invalid = not a valid submission (AgentX: replayed for less than 900 s, or cut \
+             short): listed, never on a frontier (report --include-invalid lets it compete)\n",
+        );
+    }
+    if columns.iter().any(|c| c == "batch") {
+        out.push_str(
+            "batch = the run a point came from (the last part of a sweep's --out directory, a \
+             quickstart's id; --format csv shows it whole)\n",
+        );
     }
     if out.is_empty() {
         out
@@ -285,7 +312,8 @@ mod tests {
             footer(
                 &cols(&["hardware", "conc", "p99_ttft", "tput_per_gpu"]),
                 "median_intvty",
-                "tput_per_gpu"
+                "tput_per_gpu",
+                false
             ),
             "\nunits: p99_ttft = TTFT, P99 (s); tput_per_gpu = Throughput per GPU (tok/s/GPU)\n"
         );
@@ -293,14 +321,26 @@ mod tests {
             footer(
                 &cols(&["conc", "median_e2el", "frontier"]),
                 "median_intvty",
-                "tput_per_gpu"
+                "tput_per_gpu",
+                false
             ),
             "\nunits: median_e2el = End-to-end latency, median (s)\n\
              * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against \
              Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
              framework, precision, spec decoding, disaggregation)\n"
         );
-        assert_eq!(footer(&cols(&["hardware", "conc"]), "x", "y"), "");
+        assert_eq!(footer(&cols(&["hardware", "conc"]), "x", "y", false), "");
+        assert_eq!(
+            footer(&cols(&["conc", "batch"]), "x", "y", true),
+            "\nbatch = the run a point came from (the last part of a sweep's --out directory, a \
+             quickstart's id; --format csv shows it whole)\n"
+        );
+        assert!(
+            footer(&cols(&["conc", "frontier"]), "x", "y", true).contains(
+                "\ninvalid = not a valid submission (AgentX: replayed for less than 900 s, or cut \
+             short): listed, never on a frontier (report --include-invalid lets it compete)\n"
+            )
+        );
     }
 
     fn row() -> PointRow {
@@ -327,6 +367,7 @@ mod tests {
             date: "2026-03-01".into(),
             batch: "b".into(),
             source_kind: "inferbench".into(),
+            valid: true,
             error: None,
             metrics: BTreeMap::from([
                 ("tput_per_gpu".to_string(), 102.4),

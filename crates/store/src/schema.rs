@@ -112,7 +112,7 @@ pub const POINT_METRICS: &[&str] = &[
 ];
 
 /// All migrations, oldest first.
-pub const MIGRATIONS: &[Migration] = &[MIGRATION_1, MIGRATION_2];
+pub const MIGRATIONS: &[Migration] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
 
 const MIGRATION_1: Migration = Migration {
     version: 1,
@@ -265,6 +265,14 @@ const MIGRATION_2: Migration = Migration {
     version: 2,
     name: "frontier_index",
     statements: &["CREATE INDEX points_frontier_default ON points (config_id, median_intvty, tput_per_gpu, id) WHERE error IS NULL"],
+};
+
+/// Migration 3: `points.valid` (1, or 0 for a result that is not a valid submission: AgentX
+/// replays below 900 s or cut short, `submission_valid: false`), kept off frontiers.
+const MIGRATION_3: Migration = Migration {
+    version: 3,
+    name: "points_valid",
+    statements: &["ALTER TABLE points ADD COLUMN valid BIGINT NOT NULL DEFAULT 1"],
 };
 
 /// The schema version this binary writes.

@@ -128,6 +128,7 @@ fn fill_points(store: &mut Store) {
                     ("p99_ttft".to_string(), conc as f64 / 100.0),
                 ]),
                 error: None,
+                valid: true,
                 requests: None,
                 power: Vec::new(),
                 server_metrics: Vec::new(),

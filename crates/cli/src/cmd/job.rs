@@ -52,7 +52,16 @@ pub fn run_local(jobs: &[JobSpec], opts: &SweepOptions, progress: bool) -> anyho
     let report = rt.block_on(async {
         let cancel =
             super::shutdown_token("interrupted: stopping the current point and the engine");
-        run_jobs(jobs, opts, &LoadgenPoint { progress }, &cancel).await
+        run_jobs(
+            jobs,
+            opts,
+            &LoadgenPoint {
+                progress,
+                ..LoadgenPoint::default()
+            },
+            &cancel,
+        )
+        .await
     });
     eprint!("{}", report.render());
     eprintln!(

@@ -42,6 +42,10 @@ pub struct Args {
     /// Draw only frontier points.
     #[arg(long)]
     pub frontier_only: bool,
+    /// Let invalid points (AgentX replays shorter than 900 s) form the frontier line; by
+    /// default they are drawn as points only.
+    #[arg(long)]
+    pub include_invalid: bool,
     /// Keep points InferenceX clips (above $5/M tokens on built-in cost metrics, TTFT above 60 s).
     #[arg(long)]
     pub no_clip: bool,
@@ -69,8 +73,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "nothing to plot: no point in {} matches (store results with `ingest` or `bench --db`)",
         args.db
     );
+    let agentic = rows
+        .iter()
+        .all(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO);
     let x = args.x.unwrap_or_else(|| {
-        if args.y.contains("input") {
+        if agentic {
+            // AgentX's North-Star x.
+            inferbench_store::query::NORTH_STAR_X.to_string()
+        } else if args.y.contains("input") {
             "p99_ttft".to_string()
         } else {
             "median_intvty".to_string()
@@ -84,6 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         height: args.height,
         frontier_only: args.frontier_only,
         clip: !args.no_clip,
+        include_invalid: args.include_invalid,
     };
     plot(&rows, &spec, &args.out)?;
     println!("wrote {}", args.out.display());

@@ -63,18 +63,54 @@ pub struct TracesArgs {
     pub out: PathBuf,
 }
 
+/// A traces.jsonl size estimate, bytes: ≈ 7 bytes per KV-block hash id (`in / 64` of them per
+/// request) plus ≈ 120 bytes of other fields per request (measured on the generated shapes).
+fn estimated_jsonl_bytes(reqs: &[&inferbench_workload::agentx::TraceRequest]) -> u64 {
+    reqs.iter()
+        .map(|r| u64::from(r.input_tokens).div_ceil(64) * 7 + 120)
+        .sum()
+}
+
+/// Bytes for a person: `512 B`, `37 kB`, `488 MB`, `1.2 GB` (SI units).
+fn human_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b < 1e3 {
+        format!("{bytes} B")
+    } else if b < 1e6 {
+        format!("{:.0} kB", b / 1e3)
+    } else if b < 1e9 {
+        format!("{:.0} MB", b / 1e6)
+    } else {
+        format!("{:.1} GB", b / 1e9)
+    }
+}
+
 /// `inferbench agentx-traces`: writes a synthetic AgentX corpus and prints its shape.
 pub fn run_traces(args: TracesArgs) -> anyhow::Result<i32> {
     let traces = synthetic_traces(&args.shape, args.traces, args.seed);
-    let f = std::fs::File::create(&args.out)
-        .with_context(|| format!("creating {}", args.out.display()))?;
-    synthetic::write_jsonl(&traces, std::io::BufWriter::new(f))
-        .with_context(|| format!("writing {}", args.out.display()))?;
     let reqs: Vec<&inferbench_workload::agentx::TraceRequest> = traces
         .iter()
         .flat_map(|t| &t.streams)
         .flat_map(|s| &s.requests)
         .collect();
+    // Said before a large write: the full-size shapes are hundreds of MB.
+    let est = estimated_jsonl_bytes(&reqs);
+    eprintln!(
+        "writing {} sessions ({} requests, ≈ {}) to {}{}",
+        traces.len(),
+        reqs.len(),
+        human_size(est),
+        args.out.display(),
+        if est > 100_000_000 {
+            " (`--shape quickstart` or `--traces N` writes a smaller corpus)"
+        } else {
+            ""
+        }
+    );
+    let f = std::fs::File::create(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    synthetic::write_jsonl(&traces, std::io::BufWriter::new(f))
+        .with_context(|| format!("writing {}", args.out.display()))?;
     let mut isl: Vec<f64> = reqs.iter().map(|r| f64::from(r.input_tokens)).collect();
     let mut osl: Vec<f64> = reqs.iter().map(|r| f64::from(r.output_tokens)).collect();
     isl.sort_by(f64::total_cmp);
@@ -92,7 +128,7 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<i32> {
     let bytes = std::fs::metadata(&args.out).map(|m| m.len()).unwrap_or(0);
     println!(
         "wrote {}: {} sessions, {} requests, ISL p50 {:.0} / p99 {:.0} tokens, OSL p50 {:.0} \
-         tokens, theoretical hit {:.1} %, {:.0} MB",
+         tokens, theoretical hit {:.1} %, {}",
         args.out.display(),
         traces.len(),
         reqs.len(),
@@ -104,7 +140,7 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<i32> {
         } else {
             0.0
         },
-        bytes as f64 / 1e6
+        human_size(bytes)
     );
     Ok(0)
 }
@@ -421,6 +457,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             st.tree_jumps,
             st.tree_skipped_ns as f64 / 1e9,
         );
+        if let Some((t0, t1)) = out.profile_window_ns {
+            println!(
+                "Window: {:.1} s profiled (T0, after the warmup and primers, to the last \
+                 completion) of the {} s replay",
+                t1.saturating_sub(t0) as f64 / 1e9,
+                args.benchmark_duration
+            );
+        }
         if unsafe_run {
             println!(
                 "Validity: invalid (duration below {MIN_VALID_DURATION_S} s with --unsafe-override)"

@@ -69,6 +69,10 @@ pub struct Args {
     /// Include failed points.
     #[arg(long)]
     pub include_failed: bool,
+    /// Let invalid points (AgentX replays shorter than 900 s or cut short) onto frontiers; by
+    /// default they are listed (marked `invalid`) but never on one.
+    #[arg(long)]
+    pub include_invalid: bool,
     /// Instead of points: the history of y at this x per group (one value per batch), with a
     /// regression flag.
     #[arg(long, value_name = "X")]
@@ -115,6 +119,7 @@ pub fn filter(
 pub fn run(mut args: Args) -> anyhow::Result<i32> {
     let mut store = open_with_runs(&args.db)?;
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
+    f.include_invalid = args.include_invalid;
     if args.x.is_none() {
         // AgentX points plot against p90 E2E-normalized interactivity (North-Star x).
         let rows = store.points(&f, &CostOptions::default())?;
@@ -144,10 +149,16 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
     };
     if args.frontier && args.history_at.is_none() {
         let rows = store.frontier(&f, &cost, &x, &args.y)?;
-        return print_rows(&rows, &args);
+        // An empty frontier of only invalid points says why.
+        let hidden = if rows.is_empty() && !args.include_invalid {
+            store.points(&f, &cost)?.iter().filter(|r| !r.valid).count()
+        } else {
+            0
+        };
+        return print_rows(&rows, &args, hidden);
     }
     let mut rows = store.points(&f, &cost)?;
-    query::mark_frontier(&mut rows, &x, &args.y);
+    query::mark_frontier_with(&mut rows, &x, &args.y, args.include_invalid);
     if let Some(at) = args.history_at {
         let h = compare::history(
             &rows,
@@ -177,19 +188,49 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         }
         return Ok(i32::from(regressed));
     }
-    print_rows(&rows, &args)
+    print_rows(&rows, &args, 0)
 }
 
-fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Result<i32> {
+/// Prints `rows` in the chosen format with the footer; `hidden` = invalid points kept off an
+/// empty frontier (named instead of "no points match").
+fn print_rows(
+    rows: &[inferbench_store::PointRow],
+    args: &Args,
+    hidden: usize,
+) -> anyhow::Result<i32> {
     let cols: Vec<String> = if args.columns.is_empty() {
         let mut c: Vec<String> = report::DEFAULT_COLUMNS
             .iter()
             .map(|s| s.to_string())
             .collect();
-        // The frontier's x is always shown (AgentX: p90 E2E-normalized interactivity).
-        if let Some(x) = args.x.as_deref().filter(|x| !c.iter().any(|k| k == x)) {
-            let at = c.iter().position(|k| k == "frontier").unwrap_or(c.len());
-            c.insert(at, x.to_string());
+        // The frontier's x is always shown, and with agentic rows their North-Star x too.
+        let agentic = rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO);
+        for x in [args.x.as_deref(), agentic.then_some(query::NORTH_STAR_X)]
+            .into_iter()
+            .flatten()
+        {
+            if !c.iter().any(|k| k == x) {
+                let at = c.iter().position(|k| k == "frontier").unwrap_or(c.len());
+                c.insert(at, x.to_string());
+            }
+        }
+        // Mixed scenarios: say which row is which (agentic rows have no ISL/OSL).
+        if agentic && rows.iter().any(|r| r.scenario != query::AGENTIC_SCENARIO) {
+            let at = c.iter().position(|k| k == "osl").map_or(0, |i| i + 1);
+            c.insert(at, "scenario".into());
+        }
+        // The same curve point from different runs (a quickstart and a sweep): name the run.
+        let mut seen = std::collections::BTreeMap::new();
+        let repeated = rows.iter().any(|r| {
+            seen.insert((r.group(), r.conc), r.batch.as_str())
+                .is_some_and(|b| b != r.batch)
+        });
+        if repeated {
+            let at = c
+                .iter()
+                .position(|k| k == "date")
+                .map_or(c.len(), |i| i + 1);
+            c.insert(at, "batch".into());
         }
         c
     } else {
@@ -201,7 +242,12 @@ fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Resul
         OutFormat::Json => Format::Json,
     };
     print!("{}", report::render(rows, &cols, fmt));
-    if rows.is_empty() {
+    if rows.is_empty() && hidden > 0 {
+        eprintln!(
+            "no frontier point: the {hidden} matching point(s) are invalid (AgentX replays shorter \
+             than 900 s or cut short); --include-invalid lets them compete"
+        );
+    } else if rows.is_empty() {
         eprintln!(
             "no points in {} match{} (bench results reach the database with `bench --db DB --set \
              hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)",
@@ -216,7 +262,12 @@ fn print_rows(rows: &[inferbench_store::PointRow], args: &Args) -> anyhow::Resul
         // The same footer for the default, --columns and --frontier views: units, and `*`.
         print!(
             "{}",
-            report::footer(&cols, args.x.as_deref().unwrap_or_default(), &args.y)
+            report::footer(
+                &cols,
+                args.x.as_deref().unwrap_or_default(),
+                &args.y,
+                rows.iter().any(|r| !r.valid) && !args.include_invalid
+            )
         );
         if cols.iter().any(|c| c == "frontier")
             && rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO)

@@ -21,7 +21,10 @@ pub struct RunArgs {
     /// `unknown_runner`.
     #[arg(long)]
     pub runner_config: Option<PathBuf>,
-    /// Concrete runner name used in RESULT_FILENAME (default: this host's name).
+    /// Concrete runner name used in RESULT_FILENAME and RUNNER_NAME, e.g. `h100-cr_0`
+    /// (default: the row's label's first runner in --runner-config, else the label itself; the
+    /// host name is in provenance.json).
+    /// Under GitHub Actions the workflow passes the runner's own name.
     #[arg(long)]
     pub runner_name: Option<String>,
     /// Engine port (0 = a free port per launch; a fixed port that is taken fails the row).
@@ -189,11 +192,10 @@ impl RunArgs {
         if let Some(p) = &self.runner_config {
             push("--runner-config", abs(p));
         }
-        // Fix the runner name at submission so every task and the gather agree on names.
-        push(
-            "--runner-name",
-            self.runner_name.clone().unwrap_or_else(artifacts::hostname),
-        );
+        // Every task and the gather agree on names: the given name, else each row's label.
+        if let Some(n) = &self.runner_name {
+            push("--runner-name", n.clone());
+        }
         push("--port", self.port.to_string());
         push("--host", self.host.clone());
         push("--ready-timeout", self.ready_timeout.to_string());
@@ -366,12 +368,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         Executor::Slurm if args.gather => {
             let mut gopts = opts.clone();
-            gopts.runner_name = Some(
-                args.run
-                    .runner_name
-                    .clone()
-                    .unwrap_or_else(artifacts::hostname),
-            );
+            gopts.runner_name = args.run.runner_name.clone();
             let report = gather(&jobs, &gopts);
             artifacts::write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report)?;
             eprint!("{}", report.render());
@@ -427,12 +424,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
             // Tasks ran `inferbench job` with a fixed runner name; gather with the same one.
             let mut gopts = opts.clone();
-            gopts.runner_name = Some(
-                args.run
-                    .runner_name
-                    .clone()
-                    .unwrap_or_else(artifacts::hostname),
-            );
+            gopts.runner_name = args.run.runner_name.clone();
             let report = gather(&jobs, &gopts);
             artifacts::write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report)?;
             eprint!("{}", report.render());

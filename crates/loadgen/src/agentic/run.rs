@@ -492,10 +492,10 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         benchmark_start_time_unix: Some(anchor_s + t0 as f64 / 1e9),
         benchmark_end_time_unix: Some(anchor_s + t1 as f64 / 1e9),
         interrupted: out.stop == ReplayStop::Interrupted,
-        stop_reason: if out.stop == ReplayStop::Interrupted {
-            StopReason::Interrupted
-        } else {
-            StopReason::Completed
+        stop_reason: match out.stop {
+            ReplayStop::Completed => StopReason::Completed,
+            ReplayStop::Interrupted => StopReason::Interrupted,
+            ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => StopReason::Aborted,
         },
         metadata: [
             ("scenario_type".to_string(), "agentic-coding".to_string()),

@@ -1,0 +1,206 @@
+//! The AgentX path from the command line, as a new user runs it from the README: `quickstart
+//! --agentic` and an agentic `sweep` of `examples/sim-agentic.yaml` into one database, then the
+//! plain `report`; `agentx-traces` says how much it writes before writing it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Issue 13's third first-hour trial: agentic rows showed ISL/OSL 0, the plain report had no
+/// North-Star column, a quickstart and a sweep of the same point printed identical rows, sweep
+/// directories ended in the host name, and per-point lines had neither the agentic metric nor
+/// the invalid mark (while `--agentic-duration` below 900 s passed silently).
+#[test]
+fn quickstart_and_sweep_agentic_points_read_apart_in_one_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("a.db");
+    let db_s = db.to_str().unwrap();
+    let o = run(&[
+        "quickstart",
+        "--agentic",
+        "--fast",
+        "--concurrency",
+        "1,2",
+        "--out",
+        tmp.path().join("qs").to_str().unwrap(),
+        "--db",
+        db_s,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let ex = repo().join("examples");
+    let matrix = tmp.path().join("m.json");
+    let o = run(&[
+        "matrix",
+        "full-sweep",
+        "--config-files",
+        ex.join("sim-agentic.yaml").to_str().unwrap(),
+        "--runner-config",
+        ex.join("sim-runners.yaml").to_str().unwrap(),
+        "-o",
+        matrix.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = tmp.path().join("agentic");
+    let o = run(&[
+        "sweep",
+        "--matrix",
+        matrix.to_str().unwrap(),
+        "--runner-config",
+        ex.join("sim-runners.yaml").to_str().unwrap(),
+        "--traces",
+        ex.join("agentx-traces.jsonl").to_str().unwrap(),
+        "--agentic-duration",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let sweep = text(&o);
+    assert!(o.status.success(), "{sweep}");
+    // One line per point with the North-Star x and the invalid mark.
+    let lines: Vec<&str> = sweep.lines().filter(|l| l.contains("] row ")).collect();
+    assert_eq!(lines.len(), 3, "{sweep}");
+    for l in &lines {
+        assert!(
+            l.contains("p90 E2E-norm interactivity ")
+                && l.contains(" tok/s/user")
+                && l.contains("s profiled after the warmup")
+                && l.ends_with(", INVALID (submission_valid=false)"),
+            "{l}"
+        );
+    }
+    // The short duration is said once for the sweep, not once per point.
+    assert_eq!(
+        sweep
+            .matches("replay duration 4 s is shorter than AgentX's 900 s")
+            .count(),
+        1,
+        "{sweep}"
+    );
+    // Point directories carry the runner config's runner name, never the host's.
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("summary.json").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 3, "{names:?}");
+    for n in &names {
+        assert!(n.ends_with("_h100-sim_0"), "{n}");
+    }
+
+    let o = run(&["ingest", out.to_str().unwrap(), "--db", db_s]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["report", "--db", db_s]);
+    let report = text(&o);
+    assert!(o.status.success(), "{report}");
+    let head: Vec<&str> = report.lines().next().unwrap().split_whitespace().collect();
+    assert!(head.contains(&"p90_e2e_norm_intvty"), "{report}");
+    assert!(head.contains(&"batch"), "{report}");
+    let batch = head.iter().position(|c| *c == "batch").unwrap();
+    let (isl, osl) = (
+        head.iter().position(|c| *c == "isl").unwrap(),
+        head.iter().position(|c| *c == "osl").unwrap(),
+    );
+    let rows: Vec<Vec<&str>> = report
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 5, "{report}");
+    for r in &rows {
+        // Agentic replays have no ISL/OSL.
+        assert_eq!((r[isl], r[osl]), ("-", "-"), "{report}");
+    }
+    // The two runs' conc-1 points differ by their batch.
+    let mut batches: Vec<&str> = rows.iter().map(|r| r[batch]).collect();
+    batches.sort();
+    batches.dedup();
+    assert_eq!(batches.len(), 2, "{report}");
+    assert!(batches.contains(&"agentic"), "{report}");
+    assert!(
+        batches.iter().any(|b| b.starts_with("quickstart-")),
+        "{report}"
+    );
+    assert!(
+        report.contains("\nbatch = the run a point came from"),
+        "{report}"
+    );
+    // Invalid points (below 900 s) are listed but never on a frontier, unless asked.
+    for r in &rows {
+        assert_eq!(r.last(), Some(&"invalid"), "{report}");
+    }
+    let csv = |extra: &[&str]| {
+        let mut a = vec!["report", "--db", db_s, "--frontier", "--format", "csv"];
+        a.extend_from_slice(extra);
+        let o = run(&a);
+        assert!(o.status.success(), "{}", text(&o));
+        (
+            String::from_utf8_lossy(&o.stdout).lines().count(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (lines, why) = csv(&[]);
+    assert_eq!(lines, 1, "only the header: {why}");
+    assert_eq!(
+        why.trim_end(),
+        "no frontier point: the 5 matching point(s) are invalid (AgentX replays shorter than 900 \
+         s or cut short); --include-invalid lets them compete"
+    );
+    // With them: the header and at least one frontier point.
+    assert!(csv(&["--include-invalid"]).0 >= 2);
+}
+
+/// The full-size corpus is hundreds of MB: the command says so before it writes.
+#[test]
+fn agentx_traces_says_the_size_before_writing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("t.jsonl");
+    let o = run(&[
+        "agentx-traces",
+        "--shape",
+        "quickstart",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let first = stderr.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("writing 6 sessions (135 requests, ≈ ") && first.contains(" kB) to "),
+        "{t}"
+    );
+    assert!(!first.contains("--shape quickstart"), "{t}");
+    // The estimate is within 2× of what was written.
+    let est: f64 = first
+        .split("≈ ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    let real = std::fs::metadata(&out).unwrap().len() as f64 / 1e3;
+    assert!(
+        est / real < 2.0 && real / est < 2.0,
+        "{est} kB vs {real} kB"
+    );
+}
