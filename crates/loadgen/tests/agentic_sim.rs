@@ -7,7 +7,7 @@ use std::time::Duration;
 use inferbench_core::{Phase, RequestRecord};
 use inferbench_loadgen::agentic::prompt::Prompter;
 use inferbench_loadgen::agentic::{run_replay, ReplayOptions, ReplayStop, SchedConfig};
-use inferbench_loadgen::{CancellationToken, ProgressMode};
+use inferbench_loadgen::CancellationToken;
 use inferbench_workload::agentx::{Stream, StreamKind, Trace, TraceRequest};
 
 const MS: f64 = 0.001;
@@ -76,12 +76,7 @@ fn traces() -> Vec<Trace> {
 fn opts(base_url: String, duration: Duration) -> ReplayOptions {
     ReplayOptions {
         base_url,
-        endpoint: None,
         model: "sim".into(),
-        api_key: None,
-        headers: Vec::new(),
-        extra_body: None,
-        max_tokens_field: None,
         idle_timeout: Duration::from_secs(30),
         request_timeout: None,
         sched: SchedConfig {
@@ -91,10 +86,8 @@ fn opts(base_url: String, duration: Duration) -> ReplayOptions {
             ..SchedConfig::default()
         },
         grace: Duration::from_secs(5),
-        failed_request_threshold: 0.10,
-        save_requests: None,
-        progress: ProgressMode::Off,
         server_metrics_interval: Some(Duration::from_millis(250)),
+        ..ReplayOptions::default()
     }
 }
 

@@ -230,12 +230,7 @@ fn llamacpp_agentic_replay() {
     let out = rt.block_on(run_replay(
         ReplayOptions {
             base_url: url,
-            endpoint: None,
             model: "smollm2".into(),
-            api_key: None,
-            headers: Vec::new(),
-            extra_body: None,
-            max_tokens_field: None,
             idle_timeout: Duration::from_secs(300),
             request_timeout: None,
             sched: SchedConfig {
@@ -244,11 +239,8 @@ fn llamacpp_agentic_replay() {
                 warmup_per_lane: 1,
                 ..SchedConfig::default()
             },
-            grace: Duration::from_secs(30),
-            failed_request_threshold: 0.10,
-            save_requests: None,
-            progress: ProgressMode::Off,
             server_metrics_interval: None,
+            ..ReplayOptions::default()
         },
         traces,
         prompter,

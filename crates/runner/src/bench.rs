@@ -174,11 +174,6 @@ async fn run_agentic_point(
         base_url: req.base_url.clone(),
         endpoint: Some(endpoint),
         model: req.model.clone(),
-        api_key: None,
-        headers: Vec::new(),
-        extra_body: None,
-        max_tokens_field: None,
-        idle_timeout: std::time::Duration::from_secs(600),
         request_timeout: Some(std::time::Duration::from_secs_f64(
             req.bench.request_timeout_s.unwrap_or(21_600.0),
         )),
@@ -188,15 +183,13 @@ async fn run_agentic_point(
             seed: 42,
             ..SchedConfig::default()
         },
-        grace: std::time::Duration::from_secs(30),
-        failed_request_threshold: 0.10,
         save_requests: Some(req.dir.join("requests.jsonl")),
         progress: if runner.progress {
             ProgressMode::Auto
         } else {
             ProgressMode::Off
         },
-        server_metrics_interval: Some(std::time::Duration::from_secs(1)),
+        ..ReplayOptions::default()
     };
     let out = agentic::run_replay(opts, traces, prompter, cancel.clone()).await?;
     let valid = duration_s >= MIN_VALID_AGENTIC_S;

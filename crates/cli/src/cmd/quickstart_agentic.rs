@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use inferbench_loadgen::agentic::prompt::Prompter;
 use inferbench_loadgen::agentic::{self, ReplayOptions, SchedConfig};
-use inferbench_loadgen::ProgressMode;
 use inferbench_sim::{Precision, SimConfig};
 use inferbench_store::query::{AGENTIC_SCENARIO, NORTH_STAR_X};
 
@@ -73,12 +72,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
             std::fs::create_dir_all(&dir)?;
             let opts = ReplayOptions {
                 base_url: sim.base_url(),
-                endpoint: None,
                 model: info.served_model_name.clone(),
-                api_key: None,
-                headers: Vec::new(),
-                extra_body: None,
-                max_tokens_field: None,
                 idle_timeout: Duration::from_secs(60),
                 request_timeout: None,
                 sched: SchedConfig {
@@ -89,10 +83,8 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
                     ..SchedConfig::default()
                 },
                 grace: Duration::from_secs(5),
-                failed_request_threshold: 0.10,
                 save_requests: Some(dir.join("requests.jsonl")),
-                progress: ProgressMode::Off,
-                server_metrics_interval: Some(Duration::from_secs(1)),
+                ..ReplayOptions::default()
             };
             let started = inferbench_runner::artifacts::now_rfc3339();
             let t0 = std::time::Instant::now();

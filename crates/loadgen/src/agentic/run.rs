@@ -74,6 +74,32 @@ pub struct ReplayOptions {
     pub server_metrics_interval: Option<Duration>,
 }
 
+impl Default for ReplayOptions {
+    /// InferenceX's AgentX client settings (reference/agentx.md §3.10; `inferbench replay`'s
+    /// flag defaults): chat endpoint, idle timeout 600 s, request timeout 21,600 s, 30 s grace,
+    /// failed-request threshold 10 %, `/metrics` every 1 s, no records file, no progress; the
+    /// base URL `http://127.0.0.1:8000` and an empty model are placeholders to set.
+    fn default() -> Self {
+        Self {
+            base_url: "http://127.0.0.1:8000".into(),
+            endpoint: None,
+            model: String::new(),
+            api_key: None,
+            headers: Vec::new(),
+            extra_body: None,
+            max_tokens_field: None,
+            idle_timeout: Duration::from_secs(600),
+            request_timeout: Some(Duration::from_secs(21_600)),
+            sched: SchedConfig::default(),
+            grace: Duration::from_secs(30),
+            failed_request_threshold: 0.10,
+            save_requests: None,
+            progress: ProgressMode::Off,
+            server_metrics_interval: Some(Duration::from_secs(1)),
+        }
+    }
+}
+
 /// What a replay produced.
 #[derive(Debug)]
 pub struct ReplayOutcome {
