@@ -217,3 +217,155 @@ fn llamacpp_master_config_sweeps_end_to_end() {
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[..4], b"\x89PNG");
 }
+
+/// Issue 8's done-criterion on a real engine: `examples/llamacpp-cpu-agentic.yaml` (an
+/// agentic-coding master config) → matrix → `sweep --traces` replaying small sessions sized for
+/// SmolLM2's 2,048-token slots at 1 and 2 lanes → ingest → `report --frontier` with the North-Star
+/// x (the short replays are invalid, so `--include-invalid`).
+#[test]
+fn llamacpp_agentic_config_sweeps_into_the_north_star_frontier() {
+    use inferbench_workload::agentx::synthetic::{generate, write_jsonl, SyntheticSpec};
+    let Some((python, gguf)) = service_env() else {
+        return;
+    };
+    let tmp = scratch("sweep_llamacpp_agentic");
+    let runners = repo().join("examples/llamacpp-cpu-runners.yaml");
+    let bin = env!("CARGO_BIN_EXE_inferbench");
+    let matrix = tmp.join("ma.json");
+    let gen = Command::new(bin)
+        .arg("matrix")
+        .arg("--config-files")
+        .arg(repo().join("examples/llamacpp-cpu-agentic.yaml"))
+        .arg("--runner-config")
+        .arg(&runners)
+        .arg("full-sweep")
+        .output()
+        .unwrap();
+    assert!(
+        gen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gen.stderr)
+    );
+    std::fs::write(&matrix, &gen.stdout).unwrap();
+    let rows = read_json(&matrix);
+    let shape: Vec<(String, u64)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["scenario-type"].as_str().unwrap().to_string(),
+                r["conc"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("agentic-coding".to_string(), 1),
+            ("agentic-coding".to_string(), 2)
+        ]
+    );
+    // The sessions of loadgen's llama.cpp replay test: 3 trees, sub-agents, a compaction.
+    let traces = generate(&SyntheticSpec {
+        traces: 3,
+        mean_turns: 5.0,
+        first_isl: 320,
+        system_tokens: 192,
+        step_median: 40,
+        osl_median: 4,
+        compact_at: (600, 700),
+        compact_summary: 64,
+        subagent_rate: 0.3,
+        subagent_requests: 2,
+        subagent_task: 48,
+        think_median_s: 0.05,
+        s_per_output_token: 0.001,
+        seed: 7,
+    });
+    let traces_path = tmp.join("traces.jsonl");
+    write_jsonl(
+        &traces,
+        std::io::BufWriter::new(std::fs::File::create(&traces_path).unwrap()),
+    )
+    .unwrap();
+    let out = tmp.join("agentic");
+    let o = Command::new(bin)
+        .args(["sweep", "--matrix"])
+        .arg(&matrix)
+        .arg("--runner-config")
+        .arg(&runners)
+        .arg("--traces")
+        .arg(&traces_path)
+        .args(["--agentic-duration", "8", "--out"])
+        .arg(&out)
+        .args(["--python", &python])
+        .arg(format!(
+            "--model-path=HuggingFaceTB/SmolLM2-135M-Instruct={gguf}"
+        ))
+        .args(["--ready-timeout", "120", "--stop-grace", "10"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("2 points: 2 ok, 0 skipped"), "{stderr}");
+    for conc in [1, 2] {
+        let dir = out.join(format!(
+            "smollm2_tp1_conc{conc}_kvnone_q4_1_llamacpp_tp1-pp1-dcp1-pcp1-ep2-dpafalse_disagg-false_spec-none_conc{conc}_cpu_0"
+        ));
+        let s = read_json(&dir.join("summary.json"));
+        assert_eq!(s["scenario_type"], "agentic-coding", "{}", dir.display());
+        assert!(s["completed"].as_u64().unwrap() > 0, "{s}");
+        assert!(dir.join("agentic_aggregate.json").exists());
+        assert!(dir.join("aiperf_artifacts/profile_export.jsonl").exists());
+        assert!(dir.join("requests.jsonl.zst").exists());
+    }
+
+    let db = tmp.join("a.db");
+    let ing = Command::new(bin)
+        .arg("ingest")
+        .arg(&out)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        ing.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ing.stderr)
+    );
+    let rep = Command::new(bin)
+        .args([
+            "report",
+            "--frontier",
+            "--include-invalid",
+            "--format",
+            "csv",
+            "--db",
+        ])
+        .arg(&db)
+        .args([
+            "--columns",
+            "hardware,framework,scenario,conc,p90_e2e_norm_intvty,tput_per_gpu",
+        ])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&rep.stdout).into_owned();
+    assert!(
+        rep.status.success(),
+        "{csv}{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "hardware,framework,scenario,conc,p90_e2e_norm_intvty,tput_per_gpu"
+    );
+    assert!(lines.len() >= 2, "{csv}");
+    for l in &lines[1..] {
+        let f: Vec<&str> = l.split(',').collect();
+        assert_eq!(&f[..3], ["cpu", "llamacpp", "agentic-coding"], "{csv}");
+        assert!(f[4].parse::<f64>().unwrap() > 0.0, "{csv}");
+        assert!(f[5].parse::<f64>().unwrap() > 0.0, "{csv}");
+    }
+}

@@ -149,6 +149,10 @@ pub struct RequestMeta {
     pub conversation_id: Option<String>,
     /// Turn within the conversation.
     pub turn: Option<u32>,
+    /// Sent as the `X-Correlation-ID` header: AgentX's session-affinity id, stable for every
+    /// turn of one conversation (reference/agentx.md §3.10), so a router keeps a session on one
+    /// replica. `None` sends no such header; an id that is not a valid header value is dropped.
+    pub correlation_id: Option<String>,
 }
 
 /// Streaming OpenAI-compatible HTTP/1.1 client over keep-alive connections (hyper 1).
@@ -311,7 +315,11 @@ impl Client {
             max_tokens: input.max_tokens,
             ..Default::default()
         };
-        let outcome = catch_unwind(self.exchange(input, cancel, &mut rec)).await;
+        let correlation = meta
+            .correlation_id
+            .as_deref()
+            .and_then(|c| HeaderValue::from_str(c).ok());
+        let outcome = catch_unwind(self.exchange(input, correlation, cancel, &mut rec)).await;
         match outcome {
             Ok(Some(pending)) => self.count_off_thread(&mut rec, pending, cancel).await,
             Ok(None) => {}
@@ -367,6 +375,7 @@ impl Client {
     async fn exchange(
         &self,
         input: &RequestInput<'_>,
+        correlation: Option<HeaderValue>,
         cancel: &CancellationToken,
         rec: &mut RequestRecord,
     ) -> Option<PendingCount> {
@@ -384,6 +393,9 @@ impl Client {
             *req.method_mut() = Method::POST;
             *req.uri_mut() = self.path.clone();
             *req.headers_mut() = self.headers.clone();
+            if let Some(c) = &correlation {
+                req.headers_mut().insert("x-correlation-id", c.clone());
+            }
             req
         };
 

@@ -594,6 +594,12 @@ pub struct Concurrency {
     pub mean_in_flight: f64,
     /// Most requests in flight at any instant.
     pub max_in_flight: u64,
+    /// Time-averaged requests in flight from the first send to the last send: the stretch in
+    /// which a closed-loop client still had requests to send and should hold
+    /// `--max-concurrency` (the ramp-down after the last send is left out). `None` when every
+    /// request was sent at one instant.
+    #[serde(default)]
+    pub mean_in_flight_sending: Option<f64>,
 }
 
 /// Achieved concurrency of the profile-phase requests (all outcomes) over the profiling window
@@ -616,12 +622,24 @@ pub fn concurrency(records: &[RequestRecord]) -> Concurrency {
     }
     // ends sort before sends at the same instant
     events.sort_unstable();
+    let last_send = events
+        .iter()
+        .filter(|e| e.1 > 0)
+        .map(|e| e.0)
+        .max()
+        .unwrap_or(start);
     let (mut cur, mut max) = (0i64, 0i64);
-    for (_, d) in events {
+    let (mut area, mut prev) = (0u128, start);
+    for (t, d) in events {
+        if t <= last_send {
+            area += cur.max(0) as u128 * u128::from(t - prev);
+            prev = t;
+        }
         cur += d;
         max = max.max(cur);
     }
     let window = end - start;
+    let sending = last_send.saturating_sub(start);
     Concurrency {
         mean_in_flight: if window == 0 {
             0.0
@@ -629,6 +647,7 @@ pub fn concurrency(records: &[RequestRecord]) -> Concurrency {
             busy_ns as f64 / window as f64
         },
         max_in_flight: max.max(0) as u64,
+        mean_in_flight_sending: (sending > 0).then(|| area as f64 / sending as f64),
     }
 }
 
@@ -869,12 +888,18 @@ mod tests {
         let c = concurrency(&sample_run());
         assert!((c.mean_in_flight - 111.0 / 60.0).abs() < 1e-12);
         assert_eq!(c.max_in_flight, 3);
+        // While sending (0 → 7 ms, the last send): 1 in flight for 5 ms, 2 for 2 ms → 9/7.
+        assert_eq!(c.mean_in_flight_sending, Some(9.0 / 7.0));
         // back-to-back requests (end == next send) never overlap
         let mut rs = vec![req(0, &[5], 1), req(10, &[15], 1)];
         rs[0].end_ns = 10 * MS;
         rs[1].end_ns = 20 * MS;
         let c = concurrency(&rs);
         assert_eq!((c.mean_in_flight, c.max_in_flight), (1.0, 1));
+        assert_eq!(c.mean_in_flight_sending, Some(1.0));
+        // Everything sent at one instant: no sending stretch.
+        let one = concurrency(&[req(3, &[5], 1), req(3, &[6], 1)]);
+        assert_eq!((one.max_in_flight, one.mean_in_flight_sending), (2, None));
         assert_eq!(concurrency(&[]), Concurrency::default());
     }
 

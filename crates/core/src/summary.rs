@@ -356,6 +356,10 @@ pub struct Extras {
     /// Requests in flight achieved by the client (mean over the window, and peak): a client
     /// self-check against `--max-concurrency`.
     pub concurrency: metrics::Concurrency,
+    /// Whether the client, not the server, limited a closed-loop run (set by the load
+    /// generator, which measures its own CPU; absent for paced or uncapped runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientCheck>,
     /// The server's own view of the profiling window from its `/metrics` (absent when the
     /// server has none or scraping was off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -363,6 +367,54 @@ pub struct Extras {
     /// Measured GPU power over the profiling window (absent when no sampler ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerSummary>,
+}
+
+/// The client's self-check of a closed-loop run with `--max-concurrency` (`inferbench.client`):
+/// did it hold the requested concurrency, and was it out of CPU? InferenceX-style results are
+/// only valid when `client_bound` is false.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ClientCheck {
+    /// `--max-concurrency`.
+    pub requested: u32,
+    /// [`metrics::Concurrency::mean_in_flight_sending`] / `requested` (1 = held exactly).
+    pub held_ratio: f64,
+    /// The client process's CPU over the profile phase, s (user + system, all threads).
+    pub cpu_s: f64,
+    /// `cpu_s` / the profile phase's wall time: cores the client kept busy.
+    pub cpu_cores: f64,
+    /// Cores available to the process (`available_parallelism`).
+    pub cores_available: u32,
+    /// Held below [`ClientCheck::HELD_MIN`] while using at least [`ClientCheck::BUSY_MIN`] of
+    /// its cores: the client, not the server, limited the run.
+    pub client_bound: bool,
+}
+
+impl ClientCheck {
+    /// Below this held ratio the requested concurrency was not held (issue 14: within 1 %).
+    pub const HELD_MIN: f64 = 0.99;
+    /// At or above this share of its cores the client counts as saturated.
+    pub const BUSY_MIN: f64 = 0.9;
+
+    /// Judges a run: `mean_in_flight` while sending, `cpu_s` over `wall_s` seconds.
+    pub fn judge(
+        requested: u32,
+        mean_in_flight: f64,
+        cpu_s: f64,
+        wall_s: f64,
+        cores_available: u32,
+    ) -> ClientCheck {
+        let held_ratio = mean_in_flight / f64::from(requested.max(1));
+        let cpu_cores = if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 };
+        ClientCheck {
+            requested,
+            held_ratio,
+            cpu_s,
+            cpu_cores,
+            cores_available,
+            client_bound: held_ratio < Self::HELD_MIN
+                && cpu_cores >= Self::BUSY_MIN * f64::from(cores_available.max(1)),
+        }
+    }
 }
 
 /// Measured GPU power of a point (`inferbench.power`), validated by InferenceX's rules
@@ -417,6 +469,7 @@ impl Default for Extras {
             schedule_lag_ms: None,
             rates: Rates::default(),
             concurrency: metrics::Concurrency::default(),
+            client: None,
             server_metrics: None,
             power: None,
         }
@@ -649,6 +702,7 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),
             rates: metrics::rates(recs, ctx.request_rate.filter(|r| r.is_finite()), duration),
             concurrency: metrics::concurrency(recs),
+            client: None,
             server_metrics: None,
             power: None,
         },

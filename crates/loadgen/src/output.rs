@@ -348,6 +348,31 @@ pub fn render_report(s: &RunSummary) -> String {
     if let Some(lag) = &x.schedule_lag_ms {
         line(&mut o, "Max schedule lag (ms):", format!("{:.3}", lag.max));
     }
+    // The client self-check (closed loop with --max-concurrency).
+    if let Some(c) = &x.client {
+        line(
+            &mut o,
+            "Mean in flight while sending:",
+            format!(
+                "{:.1} of {} ({:.1} %)",
+                c.held_ratio * f64::from(c.requested),
+                c.requested,
+                c.held_ratio * 100.0
+            ),
+        );
+        line(
+            &mut o,
+            "Client CPU (cores busy):",
+            format!("{:.2} of {}", c.cpu_cores, c.cores_available),
+        );
+        if c.client_bound {
+            line(
+                &mut o,
+                "Client-bound:",
+                "yes: the client limited this run".into(),
+            );
+        }
+    }
     if !x.errors_by_class.is_empty() {
         let errs: Vec<String> = x
             .errors_by_class

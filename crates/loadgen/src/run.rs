@@ -335,6 +335,8 @@ pub async fn run_bench(
     counters.start_profile();
     let mut start_unix = unix_now();
     let mut end_unix = start_unix;
+    // The client's own CPU over the profile phase: (CPU s, wall s), for the self-check.
+    let mut client_cpu: Option<(f64, f64)> = None;
     if let Some(sc) = &scraper {
         sc.mark("profile").await;
     }
@@ -359,6 +361,7 @@ pub async fn run_bench(
             counters.clone(),
         );
         start_unix = unix_now();
+        let cpu_at_start = crate::selftest::process_cpu_s().map(|c| (c, Instant::now()));
         end = run_phase(
             &shared,
             PhaseSpec {
@@ -372,6 +375,10 @@ pub async fn run_bench(
         )
         .await;
         end_unix = unix_now();
+        client_cpu = match (cpu_at_start, crate::selftest::process_cpu_s()) {
+            (Some((c0, t0)), Some(c1)) => Some((c1 - c0, t0.elapsed().as_secs_f64())),
+            _ => None,
+        };
         settle(&shared).await;
         progress.finish().await;
     }
@@ -474,6 +481,20 @@ pub async fn run_bench(
         metadata: opts.metadata.iter().cloned().collect(),
     };
     let mut summary = summarize(&records, &ctx);
+    if let Some(check) = client_check(&opts, &summary, client_cpu) {
+        if check.client_bound {
+            notes.push(format!(
+                "the client, not the server, limited this run: it held {:.1} of the {} requested \
+                 requests in flight while using {:.2} of its {} cores (client_bound: true; \
+                 InferenceX results are valid only without it): run fewer streams per client",
+                check.held_ratio * f64::from(check.requested),
+                check.requested,
+                check.cpu_cores,
+                check.cores_available
+            ));
+        }
+        summary.inferbench.client = Some(check);
+    }
     let mut power_validation: Option<PathBuf> = None;
     summary.inferbench.server_metrics = server_metrics;
     if let Some((sampler, csv_path)) = power {
@@ -822,6 +843,7 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
             scheduled_ns,
             conversation_id: sh.prompts.prompts[idx].conversation_id.clone(),
             turn: sh.prompts.prompts[idx].turn,
+            correlation_id: None,
         };
         while let Some(r) = tasks.try_join_next_with_id() {
             account(sh, &mut spawned, r);
@@ -847,6 +869,24 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
         end = PhaseEnd::Unreachable;
     }
     end
+}
+
+/// The client self-check of a closed-loop run with a concurrency cap (`None` for paced or
+/// uncapped runs, or without a CPU reading): `cpu` = (client CPU s, wall s) of the profile.
+fn client_check(
+    opts: &BenchOptions,
+    summary: &RunSummary,
+    cpu: Option<(f64, f64)>,
+) -> Option<inferbench_core::summary::ClientCheck> {
+    let conc = opts
+        .max_concurrency
+        .filter(|_| opts.request_rate.is_none())?;
+    let held = summary.inferbench.concurrency.mean_in_flight_sending?;
+    let (cpu_s, wall_s) = cpu?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    Some(inferbench_core::summary::ClientCheck::judge(
+        conc, held, cpu_s, wall_s, cores,
+    ))
 }
 
 /// Settles one finished request task: a normal end already sent its record; a task that

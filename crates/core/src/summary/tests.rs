@@ -672,3 +672,21 @@ proptest::proptest! {
         proptest::prop_assert!(inferencex_aggregate(&s, &id).is_ok());
     }
 }
+
+/// The client self-check's rule: not held (< 99 %) and out of CPU (≥ 90 % of its cores).
+#[test]
+fn client_check_judges_held_ratio_and_cpu() {
+    // Held 63.5 of 64 (99.2 %): fine, however busy.
+    let c = ClientCheck::judge(64, 63.5, 1.8, 2.0, 1);
+    assert_eq!(c.held_ratio, 63.5 / 64.0);
+    assert_eq!(c.cpu_cores, 0.9);
+    assert!(!c.client_bound);
+    // Issue 14's table: 281 of 512 on one saturated core → client-bound.
+    let c = ClientCheck::judge(512, 281.0, 9.5, 10.0, 1);
+    assert_eq!((c.held_ratio, c.cpu_cores), (281.0 / 512.0, 0.95));
+    assert!(c.client_bound);
+    // Not held but with idle cores: the server (or the network), not the client.
+    assert!(!ClientCheck::judge(512, 281.0, 9.5, 10.0, 2).client_bound);
+    // No wall time: no CPU share.
+    assert_eq!(ClientCheck::judge(4, 4.0, 1.0, 0.0, 1).cpu_cores, 0.0);
+}

@@ -69,8 +69,8 @@ fn play_of(r: &RequestRecord) -> u32 {
 
 /// The `X-Correlation-ID` of stream `stream` (`<trace>` or `<trace>::sa:<agent>`) in play
 /// `play` (§4.2, AIPerf `x_correlation_id`): `<play, 8 digits>-<stream>`; stable for every turn
-/// of the stream in that play, distinct across recycle passes. The replay driver should send
-/// this header so server logs and the export line up.
+/// of the stream in that play, distinct across recycle passes. The replay sends it as the
+/// `X-Correlation-ID` header, so server logs and the export line up.
 pub fn correlation_id_of(play: u32, stream: &str) -> String {
     format!("{play:08}-{stream}")
 }

@@ -437,6 +437,8 @@ fn spawn_request(
         scheduled_ns: d.scheduled_ns,
         conversation_id: Some(stream.id.clone()),
         turn: Some(d.turn),
+        // The id the AIPerf export names this conversation by (one per play and stream).
+        correlation_id: Some(super::aiperf::correlation_id_of(d.play, &stream.id)),
     };
     let agentic = AgenticRef {
         lane: d.lane,

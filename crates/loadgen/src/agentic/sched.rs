@@ -12,7 +12,9 @@
 //!   uniformly in `[min, max]` (0.25–0.75) of the tree's span of recorded starts, from a per-lane
 //!   seed (§3.3). Requests before t* are history (not sent); each stream alive at t* (history
 //!   behind it, turns ahead) gets a primer: its last history turn re-sent with 1 output token.
-//!   After a lane's primers the next `warmup_per_lane` requests (10) are sent with no delays and
+//!   Primers are spread (AIPerf's default): each fires `L − lead` after the start, where lead =
+//!   t* − the turn's recorded start (capped by the system idle cap) and L the largest lead over
+//!   all lanes, so every lane reaches its t* at the same moment. After a lane's primers the next `warmup_per_lane` requests (10) are sent with no delays and
 //!   1 output token (§3.4). All of this is the warmup phase, excluded from metrics.
 //! - The profiling phase starts when every lane's warmup has drained (or the warmup grace
 //!   ended) at T0 and lasts `duration`. A request is sent when all its predecessors
@@ -187,8 +189,9 @@ struct Play {
     at: Vec<u64>,
     /// Primers not yet completed (warmup gating).
     primers_left: u32,
-    /// Primers still to dispatch: stream and turn.
-    primers: Vec<(u32, u32)>,
+    /// Primers still to dispatch: stream, turn and when to send it (ns; before
+    /// [`Scheduler::new`] spreads them, the lead t* − the turn's recorded start, capped).
+    primers: Vec<(u32, u32, u64)>,
     /// Primers dispatched (a primer's ticket is `u32::MAX − index` here).
     sent_primers: Vec<(u32, u32)>,
     /// The tree's last completion (or its start), ns: the per-tree idle cap counts from it.
@@ -306,6 +309,19 @@ impl Scheduler {
             s.start_play(lane, plan, true, 0);
         }
         s.next_trace = s.cfg.lanes as usize;
+        // Spread primers (§3.4, AIPerf's default): each fires `max lead − its lead` after the
+        // start, so every lane reaches its t* at the same moment.
+        let max_lead = s
+            .plays
+            .iter()
+            .flat_map(|p| p.primers.iter().map(|x| x.2))
+            .max()
+            .unwrap_or(0);
+        for p in &mut s.plays {
+            for x in &mut p.primers {
+                x.2 = max_lead - x.2;
+            }
+        }
         s
     }
 
@@ -379,19 +395,21 @@ impl Scheduler {
                     *part = Part::Warmup;
                 }
             }
-            // Primers: streams with history behind and turns ahead.
-            let mut last_hist: Vec<Option<u32>> = vec![None; plan.streams_kept.len()];
+            // Primers: streams with history behind and turns ahead, each with its lead (how
+            // long before t* its turn was recorded to start), clamped by the system idle cap.
+            let cap = self.cfg.system_idle_cap_ns.unwrap_or(u64::MAX);
+            let mut last_hist: Vec<Option<(u32, u64)>> = vec![None; plan.streams_kept.len()];
             let mut has_future = vec![false; plan.streams_kept.len()];
             for (i, r) in plan.reqs.iter().enumerate() {
                 if i < history {
-                    last_hist[r.stream as usize] = Some(r.turn);
+                    last_hist[r.stream as usize] = Some((r.turn, t_star.saturating_sub(r.t_ns)));
                 } else {
                     has_future[r.stream as usize] = true;
                 }
             }
-            for (s, t) in last_hist.iter().enumerate() {
-                if let (Some(t), true) = (t, has_future[s]) {
-                    play.primers.push((s as u32, *t));
+            for (s, h) in last_hist.iter().enumerate() {
+                if let (Some((t, lead)), true) = (h, has_future[s]) {
+                    play.primers.push((s as u32, *t, (*lead).min(cap)));
                 }
             }
             play.primers_left = play.primers.len() as u32;
@@ -487,14 +505,17 @@ impl Scheduler {
 
     fn poll_warmup(&mut self, now: u64, out: &mut Vec<Dispatch>) {
         for pi in 0..self.plays.len() {
-            // Primers first, all at once.
-            let primers = std::mem::take(&mut self.plays[pi].primers);
-            for (s, t) in primers {
+            // Primers first, each at its spread time.
+            let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.plays[pi].primers)
+                .into_iter()
+                .partition(|p| p.2 <= now);
+            self.plays[pi].primers = later;
+            for (s, t, at) in due {
                 let play = &mut self.plays[pi];
                 play.in_flight += 1;
                 play.sent_primers.push((s, t));
                 let code = u32::MAX - (play.sent_primers.len() as u32 - 1);
-                out.push(self.dispatch(pi as u32, code, Kind::Primer, now));
+                out.push(self.dispatch(pi as u32, code, Kind::Primer, at));
             }
             let play = &self.plays[pi];
             if play.primers_left > 0 {
@@ -602,7 +623,16 @@ impl Scheduler {
     /// or of the warmup grace), or `None` when only completions can move it.
     pub fn next_wakeup(&self) -> Option<u64> {
         match self.phase {
-            RunPhase::Warmup => Some(self.cfg.warmup_grace_ns),
+            RunPhase::Warmup => {
+                let primer = self
+                    .plays
+                    .iter()
+                    .flat_map(|p| p.primers.iter().map(|x| x.2))
+                    .min();
+                Some(primer.map_or(self.cfg.warmup_grace_ns, |at| {
+                    at.min(self.cfg.warmup_grace_ns)
+                }))
+            }
             RunPhase::Profile => {
                 let end = self.t0.unwrap_or(0) + self.cfg.duration_ns;
                 Some(self.timers.first().map_or(end, |&(at, _, _)| at.min(end)))

@@ -108,6 +108,35 @@ fn primer_warmup_profile_and_recycle() {
 }
 
 #[test]
+fn primers_are_spread_so_every_lane_reaches_t_star_together() {
+    // t* = 45 s in both trees. Lane 0 (ten()): the primer is turn 4, recorded at 40 s, lead
+    // 5 s. Lane 1: turn 1 recorded at 30 s, lead 15 s. The longest lead fires at once, the
+    // other 15 − 5 = 10 s later: both lanes are then 15 s from t* (no idle cap here).
+    let b = trace(vec![vec![rq(0.0, 1.0), rq(30.0, 1.0), rq(90.0, 1.0)]]);
+    let mut c = cfg(2, 30);
+    c.system_idle_cap_ns = None;
+    let (rows, _) = simulate(&[ten(), b.clone()], c, |_| S, ok);
+    let primers: Vec<&Row> = rows.iter().filter(|r| r.0 == Kind::Primer).collect();
+    assert_eq!(
+        primers,
+        [
+            &(Kind::Primer, 1, 0, 1, 0.0),
+            &(Kind::Primer, 0, 0, 4, 10.0)
+        ]
+    );
+    // Leads are clamped by the system idle cap: with a 3 s cap both fire at once.
+    let mut c = cfg(2, 30);
+    c.system_idle_cap_ns = Some(3 * S);
+    let (rows, _) = simulate(&[ten(), b], c, |_| S, ok);
+    let at: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.0 == Kind::Primer)
+        .map(|r| r.4)
+        .collect();
+    assert_eq!(at, [0.0, 0.0]);
+}
+
+#[test]
 fn first_profiling_turn_waits_its_gap_after_t_star() {
     // No warmup requests: turn 5 (t = 50) is 5 s after t* = 45 → sent at T0 + 5.
     let mut c = cfg(1, 20);
@@ -262,18 +291,23 @@ fn lanes_are_trees_with_their_own_cache_bust_identity() {
     };
     c.warmup_per_lane = 0;
     let mut s = Scheduler::new(Arc::new(plans), c);
-    let first = s.poll(0);
+    // The four primers, at their spread times.
+    let mut first = s.poll(0);
+    for _ in 0..8 {
+        if first.len() >= 4 {
+            break;
+        }
+        let at = s.next_wakeup().unwrap();
+        first.extend(s.poll(at));
+    }
     let mut markers: Vec<u64> = first.iter().map(|d| d.marker_id).collect();
     markers.sort();
     markers.dedup();
     assert_eq!(markers.len(), 4, "one identity per play: {first:?}");
-    assert_eq!(
-        first
-            .iter()
-            .map(|d| (d.lane, d.trace, d.pass))
-            .collect::<Vec<_>>(),
-        vec![(0, 0, 0), (1, 1, 0), (2, 0, 1), (3, 1, 1)]
-    );
+    let mut lanes: Vec<(u32, usize, u32)> =
+        first.iter().map(|d| (d.lane, d.trace, d.pass)).collect();
+    lanes.sort();
+    assert_eq!(lanes, vec![(0, 0, 0), (1, 1, 0), (2, 0, 1), (3, 1, 1)]);
     for d in &first {
         // Primer turn = last history turn: t* in [22.5, 67.5] s → turn 2..=6.
         assert!((2..=6).contains(&d.turn), "{d:?}");
