@@ -52,7 +52,44 @@ enum Command {
     AgentxTraces(cmd::replay::TracesArgs),
 }
 
+/// Exit code of a process whose stdout reader went away (128 + SIGPIPE, the shell convention).
+const EXIT_BROKEN_PIPE: i32 = 141;
+
+/// `inferbench report | head`: once the reader is gone, `println!` panics on the broken pipe.
+/// That is the normal end of such a pipeline, so end quietly instead of printing a panic
+/// (sockets are unaffected: SIGPIPE stays ignored, as Rust sets it).
+fn quiet_on_broken_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(EXIT_BROKEN_PIPE);
+        }
+        default(info);
+    }));
+}
+
+/// An error with its causes, `outer: cause: …`, each cause once: a message that already
+/// quotes its cause (`file: No such file …` over the io::Error) does not repeat it.
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            msg.push_str(": ");
+            msg.push_str(&c);
+        }
+    }
+    msg
+}
+
 fn main() {
+    quiet_on_broken_stdout();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("INFERBENCH_LOG")
@@ -86,7 +123,7 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_chain(&e));
             std::process::exit(2);
         }
     }

@@ -425,3 +425,99 @@ fn power_from_nvidia_smi_is_sampled_validated_and_summarized() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--require-power: no power sampler found"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 13's fresh-user trial: a result's `--save-requests` file (anywhere) is stored by
+/// `ingest` of the result, and a run cut short by Ctrl-C is stored as invalid (listed, never
+/// starred on a frontier).
+#[cfg(unix)]
+#[test]
+fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
+    let sim = start_sim();
+    let tmp = tempfile::tempdir().unwrap();
+    let (res, recs) = (tmp.path().join("res"), tmp.path().join("elsewhere"));
+    std::fs::create_dir_all(&recs).unwrap();
+    let dir = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let req_file = recs.join("req.jsonl");
+    bench(
+        &sim,
+        &[
+            "--save-result",
+            "--result-dir",
+            &dir(&res),
+            "--result-filename",
+            "whole.json",
+            "--save-requests",
+            req_file.to_str().unwrap(),
+        ],
+    );
+    let db = tmp.path().join("b.db");
+    let ingest = |path: &std::path::Path| {
+        let o = Command::new(BIN)
+            .args([
+                "ingest",
+                path.to_str().unwrap(),
+                "--db",
+                db.to_str().unwrap(),
+            ])
+            .args(["--set", "hw=h100", "--set", "framework=sim"])
+            .output()
+            .unwrap();
+        let t =
+            String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{t}");
+        t
+    };
+    let t = ingest(&res.join("whole.json"));
+    assert!(
+        t.contains("1 point(s), 8 request record(s) (warmups included)"),
+        "{t}"
+    );
+
+    // A long run at conc 1, interrupted after a second.
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let cut = tmp.path().join("cut");
+    let child = Command::new(BIN)
+        .args(["bench", "--base-url", &url, "--model", "Llama-3.1-8B"])
+        .args(["--random-input-len", "256", "--random-output-len", "64"])
+        .args([
+            "--max-concurrency",
+            "1",
+            "--num-prompts",
+            "500",
+            "--seed",
+            "9",
+        ])
+        .args([
+            "--progress",
+            "off",
+            "--save-result",
+            "--result-dir",
+            &dir(&cut),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    ingest(&cut);
+    let o = Command::new(BIN)
+        .args(["report", "--db", db.to_str().unwrap(), "--format", "csv"])
+        .args(["--columns", "isl,osl,conc,valid,frontier"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&o.stdout).into_owned();
+    // The whole run (ISL 256 / OSL 8, conc 4) is valid and on its frontier; the cut one is not.
+    assert_eq!(
+        csv,
+        "isl,osl,conc,valid,frontier\n256,64,1,false,invalid\n256,8,4,true,*\n",
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -356,6 +356,10 @@ pub struct Extras {
     /// Requests in flight achieved by the client (mean over the window, and peak): a client
     /// self-check against `--max-concurrency`.
     pub concurrency: metrics::Concurrency,
+    /// `--save-requests`: the records file, relative to the result file's directory when it is
+    /// there, else as given (ingest reads it with the result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_file: Option<String>,
     /// Whether the client, not the server, limited a closed-loop run (set by the load
     /// generator, which measures its own CPU; absent for paced or uncapped runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -469,6 +473,7 @@ impl Default for Extras {
             schedule_lag_ms: None,
             rates: Rates::default(),
             concurrency: metrics::Concurrency::default(),
+            requests_file: None,
             client: None,
             server_metrics: None,
             power: None,
@@ -702,6 +707,7 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
             schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),
             rates: metrics::rates(recs, ctx.request_rate.filter(|r| r.is_finite()), duration),
             concurrency: metrics::concurrency(recs),
+            requests_file: None,
             client: None,
             server_metrics: None,
             power: None,

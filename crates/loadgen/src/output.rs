@@ -253,7 +253,7 @@ pub fn render_report(s: &RunSummary) -> String {
     if s.completed == 0 {
         let _ = writeln!(
             o,
-            "No request succeeded: every latency and throughput figure below is empty (0)."
+            "No request succeeded: the throughput figures below are 0 and no latency was measured."
         );
     }
     if s.inferbench.requests_not_sent > 0 {
@@ -306,12 +306,17 @@ pub fn render_report(s: &RunSummary) -> String {
         "Total token throughput (tok/s):",
         format!("{:.2}", s.total_token_throughput),
     );
+    // Nothing succeeded: the latency sections would be all zeros (the JSON keeps them).
+    let measured = s.completed > 0;
     for (m, title) in [
         ("ttft", "Time to First Token"),
         ("tpot", "Time per Output Token (excl. 1st token)"),
         ("itl", "Inter-token Latency"),
         ("e2el", "End-to-end Latency"),
-    ] {
+    ]
+    .into_iter()
+    .filter(|_| measured)
+    {
         let keys: Vec<(&String, f64)> = s
             .metrics
             .iter()

@@ -516,6 +516,22 @@ pub async fn run_bench(
         notes.push(n);
     }
     notes.extend(output::anomaly_notes(&summary, &records));
+    // The result names its records file, so `ingest` of the result alone stores them too.
+    summary.inferbench.requests_file = opts.save_requests.as_ref().map(|p| {
+        let dir = opts
+            .result_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("."));
+        let (abs_p, abs_dir) = (std::path::absolute(p), std::path::absolute(&dir));
+        match (&abs_p, &abs_dir) {
+            (Ok(a), Ok(d)) if a.parent() == Some(d.as_path()) => a.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            (Ok(a), _) => a.display().to_string(),
+            _ => p.display().to_string(),
+        }
+    });
     let written = output::write_results(&opts, &summary, &date)?;
     if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
         if let Err(e) = patch_aggregate_power(agg, p) {
@@ -654,7 +670,10 @@ async fn start_power(
         }
         None => {
             if opts.power == PowerMode::Auto && opts.save_result {
-                notes.push("no GPU power sampler found (nvidia-smi, amd-smi): no power.csv".into());
+                notes.push(
+                    "no GPU power sampler found (nvidia-smi, amd-smi): power is not measured"
+                        .into(),
+                );
             }
             Ok(None)
         }

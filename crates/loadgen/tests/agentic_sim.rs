@@ -353,16 +353,16 @@ async fn no_server_exits_3_and_names_the_url() {
     );
     let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
     assert_eq!(inferbench_loadgen::agentic::exit_code(&out, &s), 3);
-    // The replay stopped itself: its own cancellations are not the user's.
+    // The replay stopped itself: its own cancellations are not the user's; it says why.
     assert_eq!(
         s.inferbench.stop_reason,
-        inferbench_core::summary::StopReason::Aborted
+        inferbench_core::summary::StopReason::ServerUnreachable
     );
     let report = inferbench_loadgen::output::render_report(&s);
     assert!(!report.contains("Cancelled by user"), "{report}");
     assert!(
         report.contains(
-            "Stopped early:                          aborted on failures (partial results)"
+            "Stopped early:                          server unreachable (partial results)"
         ),
         "{report}"
     );

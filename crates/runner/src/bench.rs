@@ -121,7 +121,8 @@ fn finish_point(
     for note in notes {
         let first = warned.lock().map_or(true, |mut w| w.insert(note.clone()));
         if first {
-            tracing::warn!("{}: {note}", req.result_filename);
+            // Plain text, as the sweep's other lines (tracing's format is for INFERBENCH_LOG).
+            eprintln!("warning: {}: {note}", req.result_filename);
         } else {
             tracing::debug!("{}: {note} (again)", req.result_filename);
         }

@@ -154,10 +154,16 @@ impl SweepReport {
                     .lines()
                     .next()
                     .unwrap_or("");
-                s.push_str(&format!(
-                    "FAILED row {} conc {} [{class}]: {first}\n",
-                    p.index, p.conc
-                ));
+                // An interrupted point is not a failure: its class says it once.
+                let line = if matches!(p.outcome, Outcome::Interrupted) {
+                    format!("INTERRUPTED row {} conc {}: {first}\n", p.index, p.conc)
+                } else {
+                    format!(
+                        "FAILED row {} conc {} [{class}]: {first}\n",
+                        p.index, p.conc
+                    )
+                };
+                s.push_str(&line);
             }
         }
         s.push_str(&format!(
@@ -490,7 +496,7 @@ pub async fn run_jobs<R: PointRunner>(
                 let f = Failure::new(
                     FailureClass::Interrupted,
                     format!(
-                        "interrupted after {} completed and {} failed requests",
+                        "stopped after {} completed and {} failed requests",
                         o.completed, o.failed
                     ),
                 );
@@ -612,7 +618,7 @@ fn headline(dir: &std::path::Path) -> String {
         };
         return format!(
             ", total {t:.0} tok/s, p90 E2E-norm interactivity {x} tok/s/user, {d:.1} s \
-             profiled after the warmup{}",
+             measured after the warmup (first send to last completion){}",
             if invalid {
                 ", INVALID (submission_valid=false)"
             } else {

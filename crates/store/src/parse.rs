@@ -848,6 +848,16 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
             let mut run = base_run(SourceKind::VllmResult, path, &bytes);
             let mut pt = summary_point(o, None, None, ov, &mut run)?;
             run.artifacts.push(("summary.json".into(), bytes));
+            // `bench --save-requests`: the records file the result names (beside it, or a path).
+            let records = o
+                .get("inferbench")
+                .and_then(|x| x.get("requests_file"))
+                .and_then(Value::as_str)
+                .map(|f| path.parent().unwrap_or(Path::new(".")).join(f))
+                .filter(|f| f.is_file());
+            if let Some(f) = records {
+                read_requests(&f, &mut pt)?;
+            }
             // The side files `bench` wrote beside it, stored as a point directory's are.
             for (kind, side) in result_side_files(path) {
                 match kind {
@@ -1082,6 +1092,24 @@ fn aiperf_run(
     Ok(run)
 }
 
+/// Reads a request-records file (`.zst`-compressed when its name ends so) into `pt`: the blob,
+/// and the E2E-normalized interactivity it gives.
+fn read_requests(path: &Path, pt: &mut PointData) -> Result<(), String> {
+    let at = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| format!("{at}: {e}"))?;
+    let (blob, e2e) = if at.ends_with(".zst") {
+        let dec = zstd::stream::read::Decoder::new(&bytes[..]).map_err(|e| format!("{at}: {e}"))?;
+        let (mut blob, e2e) = scan_requests(dec, &at, true)?;
+        blob.jsonl_zst = bytes;
+        (blob, e2e)
+    } else {
+        scan_requests(&bytes[..], &at, false)?
+    };
+    add_e2e_norm(&mut pt.metrics, e2e);
+    pt.requests = Some(blob);
+    Ok(())
+}
+
 /// A point from a vLLM-shaped summary, with optional InferenceX aggregate and job.json objects.
 fn summary_point(
     s: &Map<String, Value>,
@@ -1166,12 +1194,22 @@ fn summary_point(
         pt.error = Some("no successful request".into());
     }
     pt.metrics = m;
-    // AgentX validity: `submission_valid` at the top (our summaries) or in `metadata`.
+    // Not a complete result: an AgentX replay's `submission_valid: false` (at the top in our
+    // summaries, or in `metadata`), or a run cut short (Ctrl-C, an unreachable server, an
+    // abort: our `inferbench.interrupted` / `stop_reason`).
     let not_valid = |v: &Value| matches!(v, Value::Bool(false)) || v.as_str() == Some("false");
-    pt.valid = !(agentic
+    let agentic_invalid = agentic
         && s.get("submission_valid")
             .or_else(|| meta.and_then(|m| m.get("submission_valid")))
-            .is_some_and(not_valid));
+            .is_some_and(not_valid);
+    let x = s.get("inferbench").and_then(Value::as_object);
+    let cut_short = x.is_some_and(|x| {
+        x.get("interrupted").and_then(Value::as_bool) == Some(true)
+            || x.get("stop_reason")
+                .and_then(Value::as_str)
+                .is_some_and(|r| r != "completed")
+    });
+    pt.valid = !(agentic_invalid || cut_short);
     Ok(pt)
 }
 
@@ -1315,18 +1353,9 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
     let zst = dir.join("requests.jsonl.zst");
     let plain = dir.join("requests.jsonl");
     if zst.is_file() {
-        let bytes = std::fs::read(&zst).map_err(|e| format!("{}: {e}", zst.display()))?;
-        let dec = zstd::stream::read::Decoder::new(&bytes[..])
-            .map_err(|e| format!("{}: {e}", zst.display()))?;
-        let (mut blob, e2e) = scan_requests(dec, &zst.display().to_string(), true)?;
-        blob.jsonl_zst = bytes;
-        add_e2e_norm(&mut pt.metrics, e2e);
-        pt.requests = Some(blob);
+        read_requests(&zst, &mut pt)?;
     } else if plain.is_file() {
-        let bytes = std::fs::read(&plain).map_err(|e| format!("{}: {e}", plain.display()))?;
-        let (blob, e2e) = scan_requests(&bytes[..], &plain.display().to_string(), false)?;
-        add_e2e_norm(&mut pt.metrics, e2e);
-        pt.requests = Some(blob);
+        read_requests(&plain, &mut pt)?;
     }
 
     // Power and server metrics.

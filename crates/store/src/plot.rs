@@ -153,8 +153,19 @@ fn draw<DB: DrawingBackend>(
     } else {
         spec.title.clone()
     };
-    // The point labels are concurrencies: say so in the x-axis title.
-    let x_desc = format!("{}   [point labels: concurrency]", label(&spec.x));
+    // The point labels are concurrencies: say so in the x-axis title; and what hollow means.
+    let any_invalid = groups.values().flatten().any(|r| !r.valid);
+    let x_desc = format!(
+        "{}   [point labels: concurrency{}]",
+        label(&spec.x),
+        if any_invalid && !spec.include_invalid {
+            "; hollow: invalid, never on a frontier"
+        } else if any_invalid {
+            "; hollow: invalid"
+        } else {
+            ""
+        }
+    );
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 26))
         .margin(20)
@@ -185,23 +196,39 @@ fn draw<DB: DrawingBackend>(
             .collect();
         let knots = frontier_knots(&competing, &spec.x, &spec.y);
         if !spec.frontier_only {
-            chart
+            // Valid points filled, invalid ones hollow.
+            let scatter = chart
                 .draw_series(rows.iter().map(|r| {
+                    let style = if r.valid {
+                        c.mix(0.35).filled()
+                    } else {
+                        c.stroke_width(2)
+                    };
                     Circle::new(
                         (r.get(&spec.x).unwrap_or(0.0), r.get(&spec.y).unwrap_or(0.0)),
                         4,
-                        c.mix(0.35).filled(),
+                        style,
                     )
                 }))
                 .map_err(|x| e(&x))?;
+            // A group with no frontier (only invalid points) is named by its points.
+            if knots.is_empty() {
+                scatter
+                    .label(name.clone())
+                    .legend(move |(x, y)| Circle::new((x + 12, y), 4, c.stroke_width(2)));
+            }
         }
         // The frontier drawn as straight segments between its points: the line never shows
         // a rise or dip that is not in the data (a spline through the knots can ripple).
-        chart
-            .draw_series(LineSeries::new(knots.clone(), c.stroke_width(3)))
-            .map_err(|x| e(&x))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        if !knots.is_empty() {
+            chart
+                .draw_series(LineSeries::new(knots.clone(), c.stroke_width(3)))
+                .map_err(|x| e(&x))?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
+                });
+        }
         chart
             .draw_series(knots.iter().map(|&p| Circle::new(p, 5, c.filled())))
             .map_err(|x| e(&x))?;

@@ -151,9 +151,15 @@ impl PointRow {
     /// precision, spec decoding, disaggregation) — InferenceX's hardware key × precision per
     /// (model, sequence) chart.
     pub fn group(&self) -> String {
+        // Agentic replays have no ISL/OSL: the scenario suffix names them instead of `0/0`.
+        let seq = if self.scenario == AGENTIC_SCENARIO {
+            String::new()
+        } else {
+            format!(" {}/{}", self.isl, self.osl)
+        };
         let mut g = format!(
-            "{} {}/{} {}_{}_{}",
-            self.model, self.isl, self.osl, self.hardware, self.framework, self.precision
+            "{}{seq} {}_{}_{}",
+            self.model, self.hardware, self.framework, self.precision
         );
         if self.spec_decoding != "none" {
             g.push_str(&format!("_{}", self.spec_decoding));
@@ -482,6 +488,16 @@ fn where_clause(filter: &Filter) -> (String, Vec<Val>) {
     let mut sql = String::new();
     let mut params: Vec<Val> = Vec::new();
     for (k, vals) in &filter.eq {
+        // `batch=NAME` also matches a sweep directory by its last component, as tables show it.
+        if k == "batch" {
+            let one = "(r.batch = ? OR r.batch LIKE ?)";
+            sql.push_str(&format!(" AND ({})", vec![one; vals.len()].join(" OR ")));
+            for v in vals {
+                params.push(Val::Text(v.clone()));
+                params.push(Val::Text(format!("%/{}", v.trim_end_matches('/'))));
+            }
+            continue;
+        }
         let col = match k.as_str() {
             "conc" | "date" => format!("p.{k}"),
             "source_kind" | "batch" => format!("r.{k}"),

@@ -105,7 +105,9 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "kv_offload" => r.kv_offload.clone(),
         "source_kind" | "source" => r.source_kind.clone(),
         "frontier" => {
-            if r.frontier {
+            if r.frontier && !r.valid {
+                "* invalid".into()
+            } else if r.frontier {
                 "*".into()
             } else if !r.valid {
                 "invalid".into()
@@ -283,8 +285,8 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool) -> String {
     }
     if columns.iter().any(|c| c == "frontier") && invalid {
         out.push_str(
-            "invalid = not a valid submission (AgentX: replayed for less than 900 s, or cut \
-             short): listed, never on a frontier (report --include-invalid lets it compete)\n",
+            "invalid = not a complete, valid result (the run was cut short, or an AgentX replay \
+             ran for less than 900 s): listed, on a frontier only with --include-invalid\n",
         );
     }
     if columns.iter().any(|c| c == "batch") {
@@ -337,8 +339,8 @@ mod tests {
         );
         assert!(
             footer(&cols(&["conc", "frontier"]), "x", "y", true).contains(
-                "\ninvalid = not a valid submission (AgentX: replayed for less than 900 s, or cut \
-             short): listed, never on a frontier (report --include-invalid lets it compete)\n"
+                "\ninvalid = not a complete, valid result (the run was cut short, or an AgentX \
+             replay ran for less than 900 s): listed, on a frontier only with --include-invalid\n"
             )
         );
     }

@@ -64,7 +64,8 @@ pub struct Args {
     /// Modelled seconds per wall second. Results are converted back to modelled time (every
     /// timestamp × this factor), so they describe the simulated hardware; keep one engine step
     /// above ~1 ms of wall time (the timer's granularity), i.e. this factor at most ~5 for an 8B
-    /// model on H100. [default: 4; --fast: 8]
+    /// model on H100. [default: 4; --fast: 8, past that guidance on purpose: a smoke run trades
+    /// timing precision for speed]
     #[arg(long, allow_negative_numbers = true, value_parser = super::sim::positive_f64)]
     pub time_scale: Option<f64>,
     /// Seed for prompts.

@@ -63,12 +63,17 @@ pub struct TracesArgs {
     pub out: PathBuf,
 }
 
-/// A traces.jsonl size estimate, bytes: ≈ 7 bytes per KV-block hash id (`in / 64` of them per
-/// request) plus ≈ 120 bytes of other fields per request (measured on the generated shapes).
-fn estimated_jsonl_bytes(reqs: &[&inferbench_workload::agentx::TraceRequest]) -> u64 {
-    reqs.iter()
-        .map(|r| u64::from(r.input_tokens).div_ceil(64) * 7 + 120)
-        .sum()
+/// A writer that only counts the bytes written to it.
+struct ByteCount(u64);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Bytes for a person: `512 B`, `37 kB`, `488 MB`, `1.2 GB` (SI units).
@@ -93,10 +98,13 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<i32> {
         .flat_map(|t| &t.streams)
         .flat_map(|s| &s.requests)
         .collect();
-    // Said before a large write: the full-size shapes are hundreds of MB.
-    let est = estimated_jsonl_bytes(&reqs);
+    // Said before a large write (the full-size shapes are hundreds of MB): the exact size, from
+    // a first pass that only counts bytes.
+    let mut counter = ByteCount(0);
+    synthetic::write_jsonl(&traces, &mut counter).context("sizing the corpus")?;
+    let est = counter.0;
     eprintln!(
-        "writing {} sessions ({} requests, ≈ {}) to {}{}",
+        "writing {} sessions ({} requests, {}) to {}{}",
         traces.len(),
         reqs.len(),
         human_size(est),
@@ -457,12 +465,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             st.tree_jumps,
             st.tree_skipped_ns as f64 / 1e9,
         );
-        if let Some((t0, t1)) = out.profile_window_ns {
+        if out.profile_window_ns.is_some() && out.stop == ReplayStop::Completed {
             println!(
-                "Window: {:.1} s profiled (T0, after the warmup and primers, to the last \
-                 completion) of the {} s replay",
-                t1.saturating_sub(t0) as f64 / 1e9,
-                args.benchmark_duration
+                "Window: the benchmark duration above runs from the first profiled send to the \
+                 last completion: {} s of replay after the warmup, plus up to {} s for requests \
+                 still in flight at its end",
+                args.benchmark_duration, args.benchmark_grace_period
             );
         }
         if unsafe_run {

@@ -219,13 +219,8 @@ fn print_rows(
             let at = c.iter().position(|k| k == "osl").map_or(0, |i| i + 1);
             c.insert(at, "scenario".into());
         }
-        // The same curve point from different runs (a quickstart and a sweep): name the run.
-        let mut seen = std::collections::BTreeMap::new();
-        let repeated = rows.iter().any(|r| {
-            seen.insert((r.group(), r.conc), r.batch.as_str())
-                .is_some_and(|b| b != r.batch)
-        });
-        if repeated {
+        // Rows from more than one run (a quickstart and a sweep): name the run.
+        if rows.iter().any(|r| r.batch != rows[0].batch) {
             let at = c
                 .iter()
                 .position(|k| k == "date")
@@ -266,11 +261,12 @@ fn print_rows(
                 &cols,
                 args.x.as_deref().unwrap_or_default(),
                 &args.y,
-                rows.iter().any(|r| !r.valid) && !args.include_invalid
+                rows.iter().any(|r| !r.valid)
             )
         );
         if cols.iter().any(|c| c == "frontier")
             && rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO)
+            && args.x.as_deref() != Some(query::NORTH_STAR_X)
         {
             println!(
                 "  agentic groups are North-Star gated: also on their p90 E2E-normalized \

@@ -343,6 +343,8 @@ pub async fn run_replay(
             }
         }
     }
+    // The last progress line shows every record: wait until the collector counted them all.
+    counters.settle(next_id, Duration::from_secs(2)).await;
     if let Some(p) = progress.take() {
         p.finish().await;
     }
@@ -494,19 +496,30 @@ pub fn measured(records: &[RequestRecord]) -> Vec<RequestRecord> {
 /// `submission_valid`; `valid` is false for runs below AgentX's 900 s minimum
 /// (`--unsafe-override`). Input tokens are the server's counts (`usage.prompt_tokens`, as AIPerf
 /// with `--use-server-token-count` and InferenceX's aggregate), not the synthesized `in`. The
-/// profiling window is T0 to the end.
+/// window (duration, unix span) is the profiled records' first send to last completion.
+/// Requests cut at the duration's end are left out; after Ctrl-C the cancelled ones count as
+/// `cancelled_by_user`. A replay that never reached the server stops as `server_unreachable`.
 pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool) -> RunSummary {
+    // Requests cut at the duration's end are left out (AIPerf); after Ctrl-C they are kept,
+    // counted as cancelled by the user (neither successes nor failures).
+    let interrupted = out.stop == ReplayStop::Interrupted;
     let kept: Vec<RequestRecord> = out
         .records
         .iter()
-        .filter(|r| r.phase == Phase::Warmup || r.error_class != Some(ErrorClass::Cancelled))
+        .filter(|r| {
+            interrupted || r.phase == Phase::Warmup || r.error_class != Some(ErrorClass::Cancelled)
+        })
         .map(|r| {
             let mut r = r.clone();
             r.prompt_tokens_client = r.prompt_tokens;
             r
         })
         .collect();
-    let (t0, t1) = out.profile_window_ns.unwrap_or((0, 0));
+    // One window everywhere (duration, throughput, the unix span, the power window): the
+    // profiled records' first send to last completion (DESIGN.md §4), else T0 → end.
+    let (t0, t1) = inferbench_core::metrics::profile_window_ns(&kept)
+        .or(out.profile_window_ns)
+        .unwrap_or((0, 0));
     let anchor_s = out.anchor_unix_ns as f64 / 1e9;
     let ctx = SummaryContext {
         backend: "openai-chat".into(),
@@ -536,7 +549,24 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         .collect(),
         ..Default::default()
     };
-    summarize(&kept, &ctx)
+    let mut s = summarize(&kept, &ctx);
+    if !interrupted && never_reached(out, s.completed) {
+        s.inferbench.stop_reason = StopReason::ServerUnreachable;
+    }
+    s
+}
+
+/// Nothing succeeded and every failure (the replay's own cancellations aside) was a connect
+/// error: the server was never reached.
+fn never_reached(out: &ReplayOutcome, completed: u64) -> bool {
+    let failed = || {
+        out.records
+            .iter()
+            .filter(|r| !r.success && r.error_class != Some(ErrorClass::Cancelled))
+    };
+    completed == 0
+        && failed().next().is_some()
+        && failed().all(|r| r.error_class == Some(ErrorClass::Connect))
 }
 
 /// Σ hit / Σ total hash blocks over the successful measured requests (§2.10), or `None` when
@@ -558,15 +588,7 @@ pub fn theoretical_hit_rate(records: &[RequestRecord]) -> Option<f64> {
 /// failed root warmup or nothing measured, else 0.
 pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
     // Requests the replay itself cancelled (after an abort) say nothing about the server.
-    let failed = || {
-        out.records
-            .iter()
-            .filter(|r| !r.success && r.error_class != Some(ErrorClass::Cancelled))
-    };
-    let unreachable = summary.completed == 0
-        && failed().next().is_some()
-        && failed().all(|r| r.error_class == Some(ErrorClass::Connect));
-    if unreachable && out.stop != ReplayStop::Interrupted {
+    if never_reached(out, summary.completed) && out.stop != ReplayStop::Interrupted {
         return crate::EXIT_SERVER_UNREACHABLE;
     }
     match out.stop {
