@@ -287,8 +287,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             inferbench_runner::artifacts::write_json_atomic(&dir.join("job.json"), &job)?;
             std::fs::write(dir.join("server.log"), format!("{sim_line}\n"))?;
             let s = &outcome.summary;
+            let cut = match (s.inferbench.cancelled_by_user, s.inferbench.requests_not_sent) {
+                (0, 0) => String::new(),
+                (c, n) => format!(" ({c} cancelled, {n} not sent: cut short)"),
+            };
             eprintln!(
-                "  conc {conc:>3}: {} ok, {} failed, total {:.0} tok/s, TTFT p99 {:.3} s, took {:.1} s of wall time",
+                "  conc {conc:>3}: {} ok, {} failed{cut}, total {:.0} tok/s, TTFT p99 {:.3} s, took {:.1} s of wall time",
                 s.completed,
                 s.inferbench.failed,
                 s.total_token_throughput,
@@ -394,6 +398,8 @@ fn to_modelled_time(
             _ => None,
         },
         interrupted: wall.inferbench.interrupted,
+        stop_reason: wall.inferbench.stop_reason,
+        requests_not_sent: wall.inferbench.requests_not_sent,
         metadata: opts.metadata.iter().cloned().collect(),
         ..SummaryContext::default()
     };
@@ -409,8 +415,13 @@ fn to_modelled_time(
 }
 
 /// The table printed at the end: one row per point, `*` marks the Pareto frontier of
-/// (interactivity, tok/s/GPU), both higher-is-better.
+/// (interactivity, tok/s/GPU), both higher-is-better; a point cut short (Ctrl-C) is listed as
+/// such and never on it (as the store keeps it off: invalid).
 fn frontier_table(points: &[Point], gpus: u32) -> String {
+    let cut = |p: &Point| {
+        p.summary.inferbench.interrupted
+            || p.summary.inferbench.stop_reason != inferbench_core::summary::StopReason::Completed
+    };
     let rows: Vec<(u32, f64, f64, f64)> = points
         .iter()
         .map(|p| {
@@ -428,26 +439,36 @@ fn frontier_table(points: &[Point], gpus: u32) -> String {
         })
         .collect();
     let mut out = String::from(
-        "\n  conc   tok/s/GPU   interactivity (tok/s/user)   TTFT p99 (s)   frontier\n",
+        "\n  conc   tok/s/GPU   median interactivity (tok/s/user)   TTFT p99 (s)   frontier\n",
     );
     for (i, r) in rows.iter().enumerate() {
-        let dominated = rows
-            .iter()
-            .enumerate()
-            .any(|(j, o)| j != i && o.1 >= r.1 && o.2 >= r.2 && (o.1 > r.1 || o.2 > r.2));
+        let dominated = rows.iter().enumerate().any(|(j, o)| {
+            j != i && !cut(&points[j]) && o.1 >= r.1 && o.2 >= r.2 && (o.1 > r.1 || o.2 > r.2)
+        });
         out.push_str(&format!(
-            "  {:>4}   {:>9.1}   {:>26.1}   {:>12.3}   {}\n",
+            "  {:>4}   {:>9.1}   {:>33.1}   {:>12.3}   {}\n",
             r.0,
             r.1,
             r.2,
             r.3,
-            if dominated { "" } else { "*" }
+            if cut(&points[i]) {
+                "cut short"
+            } else if dominated {
+                ""
+            } else {
+                "*"
+            }
         ));
     }
     out.push_str(
         "  (* = on the Pareto frontier: no other point has both more tok/s/GPU and more \
          tok/s/user; TTFT p99 in seconds, modelled time)\n",
     );
+    if points.iter().any(cut) {
+        out.push_str(
+            "  (cut short = interrupted by Ctrl-C: stored as invalid, never on a frontier)\n",
+        );
+    }
     out
 }
 
