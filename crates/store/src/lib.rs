@@ -148,7 +148,7 @@ impl IngestReport {
         }
         if !self.unknown.is_empty() {
             s.push_str(
-                "unknown names, stored as given (name them with --set KEY=VALUE, e.g. --set hw=h100 \
+                "names the store does not know, stored as found in the files (name them with --set KEY=VALUE, e.g. --set hw=h100 \
                  --set framework=vllm --set precision=fp8; or add an alias to inferbench-store's \
                  normalize table):\n",
             );
@@ -258,7 +258,7 @@ impl Store {
         if !is_pg && !Path::new(location).is_file() {
             return Err(StoreError::BadUrl(
                 location.to_string(),
-                "no such database file (ingest results first: `inferbench ingest PATH --db …`)"
+                "no such database file (run `inferbench quickstart`, or ingest results first: `inferbench ingest PATH --db …`)"
                     .into(),
             ));
         }
