@@ -469,7 +469,7 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
     };
     let t = ingest(&res.join("whole.json"));
     assert!(
-        t.contains("1 point(s), 8 request record(s) (warmups included)"),
+        t.contains("1 point(s), 16 request record(s) (warmups included)"),
         "{t}"
     );
 
@@ -484,6 +484,8 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
             "1",
             "--num-prompts",
             "500",
+            "--num-warmups",
+            "0",
             "--seed",
             "9",
         ])
@@ -498,7 +500,8 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Requests of 64 tokens take well under a second on the sim: some are done by then.
+    std::thread::sleep(Duration::from_millis(3000));
     let kill = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -506,7 +509,8 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
     assert!(kill.success());
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130));
-    ingest(&cut);
+    let t = ingest(&cut);
+    assert!(t.starts_with("ingested 1 run(s), 1 point(s)"), "{t}");
     let o = Command::new(BIN)
         .args(["report", "--db", db.to_str().unwrap(), "--format", "csv"])
         .args(["--columns", "isl,osl,conc,valid,frontier"])
