@@ -267,22 +267,7 @@ fn llamacpp_agentic_config_sweeps_into_the_north_star_frontier() {
         ]
     );
     // The sessions of loadgen's llama.cpp replay test: 3 trees, sub-agents, a compaction.
-    let traces = generate(&SyntheticSpec {
-        traces: 3,
-        mean_turns: 5.0,
-        first_isl: 320,
-        system_tokens: 192,
-        step_median: 40,
-        osl_median: 4,
-        compact_at: (600, 700),
-        compact_summary: 64,
-        subagent_rate: 0.3,
-        subagent_requests: 2,
-        subagent_task: 48,
-        think_median_s: 0.05,
-        s_per_output_token: 0.001,
-        seed: 7,
-    });
+    let traces = generate(&SyntheticSpec::small_context());
     let traces_path = tmp.join("traces.jsonl");
     write_jsonl(
         &traces,

@@ -203,23 +203,7 @@ fn llamacpp_agentic_replay() {
     use inferbench_workload::agentx::synthetic::{generate, SyntheticSpec};
     let Some((py, gguf)) = service() else { return };
     let (_server, url) = start(&py, &gguf);
-    let spec = SyntheticSpec {
-        traces: 3,
-        mean_turns: 5.0,
-        first_isl: 320,
-        system_tokens: 192,
-        step_median: 40,
-        osl_median: 4,
-        compact_at: (600, 700),
-        compact_summary: 64,
-        subagent_rate: 0.3,
-        subagent_requests: 2,
-        subagent_task: 48,
-        think_median_s: 0.05,
-        s_per_output_token: 0.001,
-        seed: 7,
-    };
-    let traces = Arc::new(generate(&spec));
+    let traces = Arc::new(generate(&SyntheticSpec::small_context()));
     let tok = inferbench_workload::Tokenizer::load("o200k_base").unwrap();
     let prompter = Arc::new(Prompter::new(&traces, &tok, 42).unwrap());
     let rt = tokio::runtime::Builder::new_multi_thread()

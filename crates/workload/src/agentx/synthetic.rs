@@ -81,6 +81,27 @@ impl SyntheticSpec {
         }
     }
 
+    /// 3 tiny sessions (sub-agents, a compaction, 4-token outputs, 50 ms gaps) that fit a small
+    /// model's 1,024–2,048-token context: the llama.cpp (SmolLM2) replay and sweep tests.
+    pub fn small_context() -> SyntheticSpec {
+        SyntheticSpec {
+            traces: 3,
+            mean_turns: 5.0,
+            first_isl: 320,
+            system_tokens: 192,
+            step_median: 40,
+            osl_median: 4,
+            compact_at: (600, 700),
+            compact_summary: 64,
+            subagent_rate: 0.3,
+            subagent_requests: 2,
+            subagent_task: 48,
+            think_median_s: 0.05,
+            s_per_output_token: 0.001,
+            seed: 7,
+        }
+    }
+
     /// Shaped like `cc-traces-weka-062126` (§1.1, §1.7): 393 sessions, ≈ 99k requests, ISL
     /// p50 ≈ 95k, OSL p50 ≈ 333, theoretical hit ≈ 97 %. [`super::filter_isl_cap`] at 256,000
     /// gives the `_256k` variant.
