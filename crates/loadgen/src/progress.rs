@@ -68,13 +68,16 @@ impl Counters {
     }
 }
 
-/// One progress line's counts: `{req/s} req/s, {tok/s} output tok/s, {n} failed[, {n}
-/// cancelled]` over `elapsed_s` seconds (the bar's message and the plain line's tail).
+/// One progress line's counts: `{req/s} ok req/s, {tok/s} output tok/s, {n} failed[, {n}
+/// cancelled]` over `elapsed_s` seconds (the bar's message and the plain line's tail). The rate
+/// counts successful requests only: failures on a dead port come back thousands a second and
+/// would read as throughput.
 pub fn rate_message(done: u64, tokens: u64, failed: u64, cancelled: u64, elapsed_s: f64) -> String {
     let el = elapsed_s.max(1e-9);
+    let ok = done.saturating_sub(failed + cancelled);
     let mut m = format!(
-        "{:.1} req/s, {:.0} output tok/s, {failed} failed",
-        done as f64 / el,
+        "{:.1} ok req/s, {:.0} output tok/s, {failed} failed",
+        ok as f64 / el,
         tokens as f64 / el,
     );
     if cancelled > 0 {
