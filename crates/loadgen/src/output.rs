@@ -344,7 +344,12 @@ pub fn render_report(s: &RunSummary) -> String {
     }
     let x = &s.inferbench;
     let _ = writeln!(o, "{:-^50}", " inferbench extras ");
-    line(&mut o, "Mean TTFO (ms):", format!("{:.2}", x.ttfo_ms.mean));
+    // TTFO: time to the first output (content) token, reasoning tokens not counted.
+    line(
+        &mut o,
+        "Mean TTFO, 1st content token (ms):",
+        format!("{:.2}", x.ttfo_ms.mean),
+    );
     line(
         &mut o,
         "Mean client queue time (ms):",

@@ -455,8 +455,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let hit = theoretical_hit_rate(&out.records);
         let st = &out.stats;
         println!(
-            "Agentic: {} plays ({} finished), theoretical prefix-cache hit {}, idle jumps {} \
-             system ({:.1} s) / {} tree ({:.1} s)",
+            "Agentic: {} plays (replays of a session tree; {} finished), theoretical \
+             prefix-cache hit {} (prompt blocks already sent earlier in their session), idle gaps \
+             cut short by the caps: {} system-wide ({:.1} s skipped) / {} per tree ({:.1} s)",
             st.plays,
             st.plays_finished,
             hit.map_or("n/a".into(), |h| format!("{:.2} %", h * 100.0)),
