@@ -210,7 +210,7 @@ impl Store {
         let conn = if location.starts_with("postgres://") || location.starts_with("postgresql://") {
             let (url, schema) = split_schema(location)?;
             let mut c = postgres::Client::connect(&url, postgres::NoTls)
-                .map_err(|e| StoreError::BadUrl(redact(location), e.to_string()))?;
+                .map_err(|e| StoreError::BadUrl(redact(location), db::with_causes(&e)))?;
             c.batch_execute("SET client_min_messages = warning")
                 .map_err(db::pg_err)?;
             if let Some(s) = schema {
