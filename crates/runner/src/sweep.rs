@@ -592,7 +592,7 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointRep
     report.points.push(r);
 }
 
-/// `, total <tok/s>, TTFT p99 <s>, <duration> s measured` from a point's `summary.json`, or
+/// `, total <tok/s>, TTFT p99 <s>, <duration> s of wall time measured` from a point's `summary.json`, or
 /// nothing. Agentic points show their North-Star x (p90 E2E-normalized interactivity,
 /// tok/s/user) instead of TTFT, and `INVALID` when `submission_valid` is false.
 fn headline(dir: &std::path::Path) -> String {
@@ -628,7 +628,7 @@ fn headline(dir: &std::path::Path) -> String {
     }
     match f("p99_ttft_ms") {
         Some(ttft) => format!(
-            ", total {t:.0} tok/s, TTFT p99 {:.3} s, {d:.1} s measured",
+            ", total {t:.0} tok/s, TTFT p99 {:.3} s, {d:.1} s of wall time measured",
             ttft / 1000.0
         ),
         None => String::new(),
