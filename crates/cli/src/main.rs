@@ -74,20 +74,6 @@ fn quiet_on_broken_stdout() {
     }));
 }
 
-/// An error with its causes, `outer: cause: …`, each cause once: a message that already
-/// quotes its cause (`file: No such file …` over the io::Error) does not repeat it.
-fn error_chain(e: &anyhow::Error) -> String {
-    let mut msg = e.to_string();
-    for cause in e.chain().skip(1) {
-        let c = cause.to_string();
-        if !msg.contains(&c) {
-            msg.push_str(": ");
-            msg.push_str(&c);
-        }
-    }
-    msg
-}
-
 fn main() {
     quiet_on_broken_stdout();
     tracing_subscriber::fmt()
@@ -123,7 +109,7 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("error: {}", error_chain(&e));
+            eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
             std::process::exit(2);
         }
     }

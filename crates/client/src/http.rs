@@ -447,7 +447,7 @@ impl Client {
                             return Err(format!(
                                 "connection failed before the response head from {}: {}",
                                 self.uri,
-                                error_chain(&e)
+                                inferbench_core::error_chain(&e)
                             ))
                         }
                     }
@@ -960,7 +960,10 @@ fn body_error(e: &hyper::Error) -> (ErrorClass, String) {
             ) {
                 return (
                     ErrorClass::Malformed,
-                    format!("invalid HTTP body framing: {}", error_chain(e)),
+                    format!(
+                        "invalid HTTP body framing: {}",
+                        inferbench_core::error_chain(e)
+                    ),
                 );
             }
         }
@@ -973,7 +976,10 @@ fn body_error(e: &hyper::Error) -> (ErrorClass, String) {
     };
     (
         class,
-        format!("connection failed mid-body: {}", error_chain(e)),
+        format!(
+            "connection failed mid-body: {}",
+            inferbench_core::error_chain(e)
+        ),
     )
 }
 
@@ -1005,21 +1011,6 @@ fn timeout_class(
     } else {
         None
     }
-}
-
-/// `e` and its sources joined by `: ` (hyper's own message is terse).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        let m = inner.to_string();
-        if !s.contains(&m) {
-            s.push_str(": ");
-            s.push_str(&m);
-        }
-        src = inner.source();
-    }
-    s
 }
 
 /// `base` without trailing `/` + `endpoint` with exactly one leading `/`.

@@ -14,4 +14,52 @@ pub mod server_metrics;
 pub mod summary;
 
 pub use anomaly::Anomaly;
+
+/// An error with its sources, `outer: cause: …`, each cause once: a message that already quotes
+/// its cause (`file: No such file …` over the io::Error) does not repeat it, and one that does
+/// not say why (postgres' `error connecting to server`) gets the reason appended.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let m = inner.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        src = inner.source();
+    }
+    s
+}
 pub use record::{AgenticRef, Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};
+
+#[cfg(test)]
+mod tests {
+    /// Causes are appended once; one the message already quotes is not repeated.
+    #[test]
+    fn error_chain_appends_each_cause_once() {
+        #[derive(Debug)]
+        struct E(&'static str, Option<Box<E>>);
+        impl std::fmt::Display for E {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for E {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|e| e as _)
+            }
+        }
+        let refused = E("Connection refused", None);
+        let e = E("error connecting to server", Some(Box::new(refused)));
+        assert_eq!(
+            super::error_chain(&e),
+            "error connecting to server: Connection refused"
+        );
+        let quoted = E(
+            "f.jsonl: No such file",
+            Some(Box::new(E("No such file", None))),
+        );
+        assert_eq!(super::error_chain(&quoted), "f.jsonl: No such file");
+    }
+}

@@ -149,25 +149,10 @@ pub(crate) fn pg_err(e: postgres::Error) -> StoreError {
             db.message(),
             db.detail().map(|d| format!(" ({d})")).unwrap_or_default()
         )),
-        None => StoreError::Db(format!("postgres: {}", with_causes(&e))),
+        None => StoreError::Db(format!("postgres: {}", inferbench_core::error_chain(&e))),
     }
 }
 
-/// An error with its sources (`error connecting to server: Connection refused (os error
-/// 111)`): postgres' own message alone does not say why.
-pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let t = c.to_string();
-        if !s.contains(&t) {
-            s.push_str(": ");
-            s.push_str(&t);
-        }
-        cur = c.source();
-    }
-    s
-}
 fn sq_err(e: rusqlite::Error) -> StoreError {
     StoreError::Db(format!("sqlite: {e}"))
 }

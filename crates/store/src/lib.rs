@@ -209,8 +209,9 @@ impl Store {
     pub fn open(location: &str) -> Result<Store, StoreError> {
         let conn = if location.starts_with("postgres://") || location.starts_with("postgresql://") {
             let (url, schema) = split_schema(location)?;
-            let mut c = postgres::Client::connect(&url, postgres::NoTls)
-                .map_err(|e| StoreError::BadUrl(redact(location), db::with_causes(&e)))?;
+            let mut c = postgres::Client::connect(&url, postgres::NoTls).map_err(|e| {
+                StoreError::BadUrl(redact(location), inferbench_core::error_chain(&e))
+            })?;
             c.batch_execute("SET client_min_messages = warning")
                 .map_err(db::pg_err)?;
             if let Some(s) = schema {
