@@ -374,7 +374,7 @@ fn store_cli_read_commands_do_not_create_a_database() {
 
 /// Issue 13: `report --columns …` without the frontier column prints the units footer the
 /// frontier view prints (label and unit of every metric column, from the metric registry);
-/// with the frontier column the `*` line follows it.
+/// with the frontier column the `*` line follows it; with cost or power columns, their assumptions.
 #[test]
 fn store_cli_report_columns_print_the_units_footer() {
     let t = Tmp::new("footer");
@@ -414,6 +414,26 @@ fn store_cli_report_columns_print_the_units_footer() {
              * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against \
              Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
              framework, precision, spec decoding, disaggregation)\n"
+        ),
+        "{out}"
+    );
+    // $/M and tok/s/MW columns name the price and power they assume, per hardware.
+    let out = stdout_ok(&[
+        "report",
+        "--db",
+        &db,
+        "-f",
+        "hw=h200",
+        "--columns",
+        "conc,usd_per_m_rental,usd_per_m_custom,tok_s_per_mw",
+        "--gpu-hour-cost",
+        "2",
+    ]);
+    assert!(
+        out.ends_with(
+            "assumptions: h200 $2.00/GPU-hour (custom), $1.60/GPU-hour (rental), 1.37 kW/GPU \
+             all-in (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set your \
+             own)\n"
         ),
         "{out}"
     );

@@ -255,9 +255,26 @@ fn draw<DB: DrawingBackend>(
             }))
             .map_err(|x| e(&x))?;
     }
+    // The legend goes to the corner that covers the fewest points (upper right, where a
+    // throughput-against-interactivity frontier leaves room, on a tie).
+    let pts: Vec<(f64, f64)> = groups
+        .values()
+        .flatten()
+        .filter_map(|r| Some((r.get(&spec.x)?, r.get(&spec.y)?)))
+        .collect();
+    let longest = groups.keys().map(|k| k.chars().count()).max().unwrap_or(0);
+    // Plot area in pixels (figure less margins, axis label areas and caption) and the
+    // legend's share of it: ~9 px per label character plus the swatch, ~22 px per row.
+    let area_w = f64::from(spec.width.saturating_sub(40 + 90).max(1));
+    let area_h = f64::from(spec.height.saturating_sub(40 + 60 + 40).max(1));
+    let box_frac = (
+        ((longest as f64 * 9.0 + 60.0) / area_w).min(1.0),
+        ((groups.len() as f64 * 22.0 + 20.0) / area_h).min(1.0),
+    );
+    let corner = legend_corner(&pts, (x0, x1), (y0, y1), box_frac);
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(corner)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .label_font(("sans-serif", 16))
@@ -267,9 +284,86 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The legend corner that covers the fewest of `pts` (data coordinates, axis ranges `x` and
+/// `y`), for a legend box of `frac` = (width, height) as fractions of the plot area; ties go in
+/// the order upper right, upper left, lower right, lower left.
+fn legend_corner(
+    pts: &[(f64, f64)],
+    x: (f64, f64),
+    y: (f64, f64),
+    frac: (f64, f64),
+) -> SeriesLabelPosition {
+    // Each point's place in the plot area, 0..1 from the left and from the bottom.
+    let rel = |v: f64, (lo, hi): (f64, f64)| {
+        if hi > lo {
+            (v - lo) / (hi - lo)
+        } else {
+            0.5
+        }
+    };
+    let corners = [
+        (SeriesLabelPosition::UpperRight, true, true),
+        (SeriesLabelPosition::UpperLeft, false, true),
+        (SeriesLabelPosition::LowerRight, true, false),
+        (SeriesLabelPosition::LowerLeft, false, false),
+    ];
+    let covered = |right: bool, top: bool| {
+        pts.iter()
+            .filter(|&&(px, py)| {
+                let (u, v) = (rel(px, x), rel(py, y));
+                let in_x = if right {
+                    u >= 1.0 - frac.0
+                } else {
+                    u <= frac.0
+                };
+                let in_y = if top { v >= 1.0 - frac.1 } else { v <= frac.1 };
+                in_x && in_y
+            })
+            .count()
+    };
+    let mut best = (SeriesLabelPosition::UpperRight, usize::MAX);
+    for (pos, right, top) in corners {
+        let n = covered(right, top);
+        if n < best.1 {
+            best = (pos, n);
+        }
+    }
+    best.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn legend_goes_where_it_covers_the_fewest_points() {
+        let pos =
+            |pts: &[(f64, f64)]| match legend_corner(pts, (0.0, 100.0), (0.0, 100.0), (0.4, 0.2)) {
+                SeriesLabelPosition::UpperRight => "UpperRight",
+                SeriesLabelPosition::UpperLeft => "UpperLeft",
+                SeriesLabelPosition::LowerRight => "LowerRight",
+                SeriesLabelPosition::LowerLeft => "LowerLeft",
+                _ => "other",
+            };
+        // A falling frontier leaves the upper right empty.
+        assert_eq!(
+            pos(&[(10.0, 95.0), (50.0, 60.0), (95.0, 10.0)]),
+            "UpperRight"
+        );
+        // Points up there (agentic quickstart: more lanes, more tok/s and interactivity).
+        assert_eq!(pos(&[(70.0, 90.0), (95.0, 95.0), (5.0, 5.0)]), "UpperLeft");
+        assert_eq!(
+            pos(&[
+                (70.0, 90.0),
+                (80.0, 85.0),
+                (5.0, 95.0),
+                (10.0, 90.0),
+                (5.0, 5.0)
+            ]),
+            "LowerRight"
+        );
+        assert_eq!(pos(&[]), "UpperRight");
+    }
 
     #[test]
     fn inferencex_clipping() {

@@ -262,8 +262,9 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
 /// one `units:` line naming each metric column's label and unit from the metric registry, and,
 /// when the `frontier` column is shown, what its `*` means for the frontier of `y` against `x`
 /// (and, when `invalid` rows are listed, what `invalid` there means); a `batch` column is named.
-/// Empty when there is none of these.
-pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool) -> String {
+/// `agentic`: agentic-coding rows are listed, whose `*` is North-Star gated (said in the same
+/// line, so a mixed table's legend is right for every group). Empty when there is none of these.
+pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool) -> String {
     let units: Vec<String> = columns
         .iter()
         .filter_map(|c| {
@@ -278,10 +279,18 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool) -> String {
     if columns.iter().any(|c| c == "frontier") {
         out.push_str(&format!(
             "* = on its group's Pareto frontier of {} against {} (a group: model, ISL/OSL, \
-             scenario, hardware, framework, precision, spec decoding, disaggregation)\n",
+             scenario, hardware, framework, precision, spec decoding, disaggregation)",
             label(y),
             label(x)
         ));
+        if agentic && x != crate::query::NORTH_STAR_X {
+            out.push_str(&format!(
+                "; an agentic-coding group's `*` is North-Star gated: on that frontier and on \
+                 its frontier against {}",
+                label(crate::query::NORTH_STAR_X)
+            ));
+        }
+        out.push('\n');
     }
     if columns.iter().any(|c| c == "frontier") && invalid {
         out.push_str(
@@ -302,9 +311,72 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool) -> String {
     }
 }
 
+/// The price and power a table's derived columns assume, one line per table (empty when no
+/// `usd_per_m_*`, `tok_s_per_mw*` or `j_per_token*` column is shown): for each hardware in
+/// `rows` (base key, sorted), the $/GPU-hour of each cost regime shown and the all-in kW per GPU
+/// (InferenceX-app's `HW_REGISTRY`, see [`inferbench_core::analytics::cost::HW_SPECS`]), or
+/// the custom figures of `cost`; hardware outside the table is named as having neither.
+pub fn assumptions(rows: &[PointRow], columns: &[String], cost: &crate::CostOptions) -> String {
+    use inferbench_core::analytics::cost::{hw_spec, Regime};
+    let regimes: Vec<&str> = ["custom", "hyperscaler", "neocloud", "rental"]
+        .into_iter()
+        .filter(|r| {
+            columns.iter().any(|c| {
+                c.strip_prefix("usd_per_m_")
+                    .is_some_and(|t| t.starts_with(r))
+            })
+        })
+        .collect();
+    let power = columns
+        .iter()
+        .any(|c| c.starts_with("tok_s_per_mw") || c.starts_with("j_per_token"));
+    if regimes.is_empty() && !power {
+        return String::new();
+    }
+    let mut hardware: Vec<String> = rows
+        .iter()
+        .map(|r| hw_spec(&r.hardware).map_or(r.hardware.clone(), |s| s.key.to_string()))
+        .collect();
+    hardware.sort();
+    hardware.dedup();
+    let parts: Vec<String> = hardware
+        .iter()
+        .map(|hw| {
+            let Some(spec) = hw_spec(hw) else {
+                return format!("{hw} not in the hardware table: no cost or power");
+            };
+            let mut figs: Vec<String> = regimes
+                .iter()
+                .filter_map(|&r| {
+                    let usd = match r {
+                        "custom" => cost.usd_per_gpu_hour?,
+                        "hyperscaler" => Regime::Hyperscaler.usd_per_gpu_hour(spec),
+                        "neocloud" => Regime::Neocloud.usd_per_gpu_hour(spec),
+                        _ => Regime::Rental.usd_per_gpu_hour(spec),
+                    };
+                    Some(format!("${usd:.2}/GPU-hour ({r})"))
+                })
+                .collect();
+            if power {
+                figs.push(match cost.kw_per_gpu {
+                    Some(kw) => format!("{kw:.2} kW/GPU (--gpu-kw)"),
+                    None => format!("{:.2} kW/GPU all-in", spec.all_in_kw),
+                });
+            }
+            format!("{hw} {}", figs.join(", "))
+        })
+        .collect();
+    format!(
+        "assumptions: {} (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set \
+         your own)\n",
+        parts.join("; ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::CostOptions;
     use std::collections::BTreeMap;
 
     #[test]
@@ -315,6 +387,7 @@ mod tests {
                 &cols(&["hardware", "conc", "p99_ttft", "tput_per_gpu"]),
                 "median_intvty",
                 "tput_per_gpu",
+                false,
                 false
             ),
             "\nunits: p99_ttft = TTFT, P99 (s); tput_per_gpu = Throughput per GPU (tok/s/GPU)\n"
@@ -324,6 +397,7 @@ mod tests {
                 &cols(&["conc", "median_e2el", "frontier"]),
                 "median_intvty",
                 "tput_per_gpu",
+                false,
                 false
             ),
             "\nunits: median_e2el = End-to-end latency, median (s)\n\
@@ -331,17 +405,78 @@ mod tests {
              Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
              framework, precision, spec decoding, disaggregation)\n"
         );
-        assert_eq!(footer(&cols(&["hardware", "conc"]), "x", "y", false), "");
         assert_eq!(
-            footer(&cols(&["conc", "batch"]), "x", "y", true),
+            footer(&cols(&["hardware", "conc"]), "x", "y", false, false),
+            ""
+        );
+        assert_eq!(
+            footer(&cols(&["conc", "batch"]), "x", "y", true, false),
             "\nbatch = the run a point came from (the last part of a sweep's --out directory, a \
              quickstart's id; --format csv shows it whole)\n"
         );
         assert!(
-            footer(&cols(&["conc", "frontier"]), "x", "y", true).contains(
+            footer(&cols(&["conc", "frontier"]), "x", "y", true, false).contains(
                 "\ninvalid = not a complete, valid result (the run was cut short, or an AgentX \
              replay ran for less than 900 s): listed, on a frontier only with --include-invalid\n"
             )
+        );
+        // A mixed table (fixed-seq and agentic groups): the legend says how each is marked.
+        assert_eq!(
+            footer(
+                &cols(&["conc", "frontier"]),
+                "median_intvty",
+                "tput_per_gpu",
+                false,
+                true
+            ),
+            "\n* = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against \
+             Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
+             framework, precision, spec decoding, disaggregation); an agentic-coding group's `*` \
+             is North-Star gated: on that frontier and on its frontier against E2E-normalized \
+             interactivity, P90 (tok/s/user)\n"
+        );
+    }
+
+    #[test]
+    fn assumptions_name_each_hardware_price_and_power_shown() {
+        let cols = |c: &[&str]| -> Vec<String> { c.iter().map(|s| s.to_string()).collect() };
+        let mut b = row();
+        b.hardware = "b200-nv".into();
+        let mut odd = row();
+        odd.hardware = "rtx4090".into();
+        let rows = vec![row(), b, odd, row()];
+        let none = CostOptions::default();
+        assert_eq!(
+            assumptions(
+                &rows,
+                &cols(&["conc", "usd_per_m_rental", "tok_s_per_mw"]),
+                &none
+            ),
+            "assumptions: b200 $2.90/GPU-hour (rental), 1.71 kW/GPU all-in; h200 $1.60/GPU-hour \
+             (rental), 1.37 kW/GPU all-in; rtx4090 not in the hardware table: no cost or power \
+             (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set your own)\n"
+        );
+        let custom = CostOptions {
+            usd_per_gpu_hour: Some(2.5),
+            kw_per_gpu: Some(1.0),
+        };
+        assert_eq!(
+            assumptions(
+                &rows[..1],
+                &cols(&[
+                    "usd_per_m_custom_output",
+                    "usd_per_m_hyperscaler",
+                    "j_per_token"
+                ]),
+                &custom
+            ),
+            "assumptions: h200 $2.50/GPU-hour (custom), $1.41/GPU-hour (hyperscaler), 1.00 kW/GPU \
+             (--gpu-kw) (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set \
+             your own)\n"
+        );
+        assert_eq!(
+            assumptions(&rows, &cols(&["conc", "tput_per_gpu"]), &none),
+            ""
         );
     }
 

@@ -185,6 +185,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
          is rescaled to the modelled hardware's)",
         p.time_scale, p.time_scale
     );
+    eprintln!(
+        "  random dataset: ISL {} / OSL {} tokens (exact lengths), {} prompts and {} warmups per \
+         unit of concurrency, at conc {:?}",
+        p.isl, p.osl, p.prompts_per_conc, p.warmups_per_conc, p.concurrency
+    );
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let (run_dir, sweep_id) = fresh_run_dir(&args.out)?;

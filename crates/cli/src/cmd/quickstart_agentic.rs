@@ -179,13 +179,18 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         "{}",
         inferbench_store::report::render(&rows, &cols, inferbench_store::report::Format::Table)
     );
+    // The report's footer (each column's name, label and unit; what `*` means), then what is
+    // particular to this table.
+    print!(
+        "{}",
+        inferbench_store::report::footer(&cols, NORTH_STAR_X, "tput_per_gpu", false, true)
+    );
     println!(
-        "\n* = on the North-Star frontier (tok/s/GPU against p90 E2E-normalized interactivity); \
-         conc = lanes (session trees); every point is invalid (duration < 900 s), so this \
-         frontier is a preview (`report` keeps invalid points off frontiers unless \
-         --include-invalid)\n  a play = one replay \
-         of a session tree (main agent + sub-agents); theoretical hit = share of prompt blocks \
-         already sent earlier in the session (the best a prefix cache can do)"
+        "conc = lanes (session trees replayed at once); every point is invalid (duration < \
+         900 s), so this frontier is a preview (`report` keeps invalid points off frontiers \
+         unless --include-invalid)\n\
+         a play = one replay of a session tree (main agent + sub-agents); theoretical hit = share \
+         of prompt blocks already sent earlier in the session (the best a prefix cache can do)"
     );
     let chart = args
         .chart

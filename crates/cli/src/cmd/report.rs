@@ -254,25 +254,25 @@ fn print_rows(
             }
         );
     } else if matches!(fmt, Format::Table) {
-        // The same footer for the default, --columns and --frontier views: units, and `*`.
-        print!(
-            "{}",
-            report::footer(
-                &cols,
-                args.x.as_deref().unwrap_or_default(),
-                &args.y,
-                rows.iter().any(|r| !r.valid)
-            )
+        // The same footer for the default, --columns and --frontier views: units, `*`, and
+        // the price and power behind $/M and tok/s/MW.
+        let agentic = rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO);
+        let foot = report::footer(
+            &cols,
+            args.x.as_deref().unwrap_or_default(),
+            &args.y,
+            rows.iter().any(|r| !r.valid),
+            agentic,
         );
-        if cols.iter().any(|c| c == "frontier")
-            && rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO)
-            && args.x.as_deref() != Some(query::NORTH_STAR_X)
-        {
-            println!(
-                "  agentic groups are North-Star gated: also on their p90 E2E-normalized \
-                 interactivity frontier"
-            );
+        let cost = CostOptions {
+            usd_per_gpu_hour: args.gpu_hour_cost,
+            kw_per_gpu: args.gpu_kw,
+        };
+        let assume = report::assumptions(rows, &cols, &cost);
+        if foot.is_empty() && !assume.is_empty() {
+            println!();
         }
+        print!("{foot}{assume}");
     }
     Ok(0)
 }
