@@ -25,9 +25,7 @@ pub mod compare;
 pub mod db;
 pub mod normalize;
 pub mod parse;
-pub mod plot;
 pub mod query;
-pub mod report;
 pub mod schema;
 pub mod snapshot;
 

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use inferbench_store::plot::{plot, PlotSpec};
 use inferbench_store::CostOptions;
+use inferbench_views::plot::{plot, PlotSpec};
 
 /// Flags of `inferbench plot`.
 #[derive(Debug, clap::Args)]

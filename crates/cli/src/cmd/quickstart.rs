@@ -518,7 +518,7 @@ fn store_and_plot(
     let mut filter = inferbench_store::Filter::default();
     filter.add(&format!("batch={sweep_id}"))?;
     let mut rows = store.points(&filter, &inferbench_store::CostOptions::default())?;
-    let spec = inferbench_store::plot::PlotSpec {
+    let spec = inferbench_views::plot::PlotSpec {
         title: format!(
             "inferbench quickstart: {} on simulated {} ({} / {} tokens)",
             args.model, args.hardware, p.isl, p.osl
@@ -526,12 +526,12 @@ fn store_and_plot(
         ..Default::default()
     };
     inferbench_store::query::mark_frontier(&mut rows, &spec.x, &spec.y);
-    inferbench_store::plot::plot(&rows, &spec, chart)?;
+    inferbench_views::plot::plot(&rows, &spec, chart)?;
     // The default chart comes as SVG (any browser) and PNG (any image viewer).
     let mut charts = chart.display().to_string();
     if args.chart.is_none() {
         let png = chart.with_extension("png");
-        inferbench_store::plot::plot(&rows, &spec, &png)?;
+        inferbench_views::plot::plot(&rows, &spec, &png)?;
         charts = format!("{charts} and {}", png.display());
     }
     let db = if args.no_db {

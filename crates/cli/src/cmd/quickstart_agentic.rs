@@ -177,13 +177,13 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
     .collect();
     print!(
         "{}",
-        inferbench_store::report::render(&rows, &cols, inferbench_store::report::Format::Table)
+        inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Table)
     );
     // The report's footer (each column's name, label and unit; what `*` means), then what is
     // particular to this table.
     print!(
         "{}",
-        inferbench_store::report::footer(&cols, NORTH_STAR_X, "tput_per_gpu", false, true)
+        inferbench_views::report::footer(&cols, NORTH_STAR_X, "tput_per_gpu", false, true)
     );
     println!(
         "conc = lanes (session trees replayed at once); every point is invalid (duration < \
@@ -196,7 +196,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         .chart
         .clone()
         .unwrap_or_else(|| run_dir.join("frontier.svg"));
-    let spec = inferbench_store::plot::PlotSpec {
+    let spec = inferbench_views::plot::PlotSpec {
         x: NORTH_STAR_X.into(),
         y: "tput_per_gpu".into(),
         title: format!(
@@ -206,12 +206,12 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         include_invalid: true,
         ..Default::default()
     };
-    inferbench_store::plot::plot(&rows, &spec, &chart)?;
+    inferbench_views::plot::plot(&rows, &spec, &chart)?;
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
     let mut charts = chart.display().to_string();
     if args.chart.is_none() {
         let png = chart.with_extension("png");
-        inferbench_store::plot::plot(&rows, &spec, &png)?;
+        inferbench_views::plot::plot(&rows, &spec, &png)?;
         charts = format!("{charts} and {}", png.display());
     }
     eprintln!(

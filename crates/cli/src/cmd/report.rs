@@ -1,8 +1,8 @@
 //! `inferbench report`: stored points filtered by any dimension, optionally only the Pareto
 //! frontier, optionally the history at a fixed x with regression flags; table, CSV or JSON.
 
-use inferbench_store::report::{self, Format};
 use inferbench_store::{compare, query, CostOptions, Filter, Store};
+use inferbench_views::report::{self, Format};
 
 /// Exit codes of `report` and `plot` (their `--help`; README "Exit codes").
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok (`report`: also when no point matches the \

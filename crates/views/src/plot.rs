@@ -9,10 +9,10 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::compare::frontier_knots;
-use crate::query::PointRow;
 use crate::report::label;
-use crate::StoreError;
+use inferbench_store::compare::frontier_knots;
+use inferbench_store::query::PointRow;
+use inferbench_store::StoreError;
 
 /// What to draw.
 #[derive(Debug, Clone)]

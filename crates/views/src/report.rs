@@ -2,7 +2,7 @@
 //! Table and CSV/JSON output are identical for SQLite and PostgreSQL (rows are decoded into the
 //! same values and sorted in Rust).
 
-use crate::query::PointRow;
+use inferbench_store::query::PointRow;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +86,7 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "disagg" => r.disagg.to_string(),
         "gpus" => r.gpus.to_string(),
         // Agentic replays have no fixed sequence lengths: not applicable, never `0`.
-        "isl" | "osl" if r.scenario == crate::query::AGENTIC_SCENARIO => return None,
+        "isl" | "osl" if r.scenario == inferbench_store::query::AGENTIC_SCENARIO => return None,
         "isl" => r.isl.to_string(),
         "osl" => r.osl.to_string(),
         "conc" => r.conc.to_string(),
@@ -283,11 +283,11 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
             label(y),
             label(x)
         ));
-        if agentic && x != crate::query::NORTH_STAR_X {
+        if agentic && x != inferbench_store::query::NORTH_STAR_X {
             out.push_str(&format!(
                 "; an agentic-coding group's `*` is North-Star gated: on that frontier and on \
                  its frontier against {}",
-                label(crate::query::NORTH_STAR_X)
+                label(inferbench_store::query::NORTH_STAR_X)
             ));
         }
         out.push('\n');
@@ -316,7 +316,11 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
 /// `rows` (base key, sorted), the $/GPU-hour of each cost regime shown and the all-in kW per GPU
 /// (InferenceX-app's `HW_REGISTRY`, see [`inferbench_core::analytics::cost::HW_SPECS`]), or
 /// the custom figures of `cost`; hardware outside the table is named as having neither.
-pub fn assumptions(rows: &[PointRow], columns: &[String], cost: &crate::CostOptions) -> String {
+pub fn assumptions(
+    rows: &[PointRow],
+    columns: &[String],
+    cost: &inferbench_store::CostOptions,
+) -> String {
     use inferbench_core::analytics::cost::{hw_spec, Regime};
     let regimes: Vec<&str> = ["custom", "hyperscaler", "neocloud", "rental"]
         .into_iter()
@@ -376,7 +380,7 @@ pub fn assumptions(rows: &[PointRow], columns: &[String], cost: &crate::CostOpti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CostOptions;
+    use inferbench_store::CostOptions;
     use std::collections::BTreeMap;
 
     #[test]
