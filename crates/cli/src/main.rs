@@ -44,6 +44,8 @@ enum Command {
     Plot(cmd::plot::Args),
     /// Compare two configs at matched interactivity.
     Compare(cmd::compare::Args),
+    /// Dashboard: the Inference explorer and a JSON API over the database (read-only).
+    Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     Eval(cmd::eval::Args),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
@@ -102,6 +104,7 @@ fn main() {
         Command::Report(a) => cmd::report::run(a),
         Command::Plot(a) => cmd::plot::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::AgentxTraces(a) => cmd::replay::run_traces(a),

@@ -266,6 +266,18 @@ impl Store {
         Ok(s)
     }
 
+    /// Like [`Store::open_existing`], for a server that must never write: the session refuses
+    /// every write (SQLite `PRAGMA query_only`, PostgreSQL `default_transaction_read_only`), so
+    /// a bug in a query cannot change the database.
+    pub fn open_read_only(location: &str) -> Result<Store, StoreError> {
+        let mut s = Store::open_existing(location)?;
+        match s.conn.kind() {
+            Kind::Sqlite => s.conn.batch("PRAGMA query_only = ON")?,
+            Kind::Postgres => s.conn.batch("SET default_transaction_read_only = on")?,
+        }
+        Ok(s)
+    }
+
     /// Which backend this is.
     pub fn kind(&self) -> Kind {
         self.conn.kind()

@@ -270,7 +270,90 @@ fn add_derived(row: &mut PointRow, c: &CostOptions) {
     }
 }
 
+/// The dimensions a dashboard offers as selectors ([`Store::dimension_values`]), each a
+/// [`Filter`] key.
+pub const SELECTOR_DIMENSIONS: &[&str] = &[
+    "model",
+    "scenario",
+    "isl",
+    "osl",
+    "hardware",
+    "framework",
+    "precision",
+    "spec_decoding",
+    "disagg",
+    "batch",
+];
+
 impl Store {
+    /// The distinct values of each [`SELECTOR_DIMENSIONS`] column over the stored points
+    /// (failed ones included): integers in numeric order, text in byte order, booleans as
+    /// `false`/`true`. One small query per dimension over the configs and runs tables.
+    pub fn dimension_values(&mut self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
+        self.require_migrated()?;
+        let mut out = BTreeMap::new();
+        for &d in SELECTOR_DIMENSIONS {
+            let sql = if d == "batch" {
+                "SELECT DISTINCT r.batch FROM runs r \
+                 WHERE EXISTS (SELECT 1 FROM points p WHERE p.run_id = r.id)"
+                    .to_string()
+            } else {
+                format!(
+                    "SELECT DISTINCT c.{d} FROM configs c \
+                     WHERE EXISTS (SELECT 1 FROM points p WHERE p.config_id = c.id)"
+                )
+            };
+            let mut vals: Vec<String> = self
+                .conn
+                .query(&sql, &[])?
+                .into_iter()
+                .filter_map(|r| {
+                    let v = r.into_iter().next()?;
+                    Some(match (d, v.as_i64(), v.as_str()) {
+                        ("disagg", Some(i), _) => (i != 0).to_string(),
+                        (_, Some(i), _) => i.to_string(),
+                        (_, None, Some(s)) => s.to_string(),
+                        _ => return None,
+                    })
+                })
+                .collect();
+            vals.sort_by(|a, b| match (a.parse::<i64>(), b.parse::<i64>()) {
+                (Ok(x), Ok(y)) => x.cmp(&y),
+                _ => a.cmp(b),
+            });
+            vals.dedup();
+            out.insert(d.to_string(), vals);
+        }
+        Ok(out)
+    }
+
+    /// The distinct sequences of the stored points, as a dashboard's scenario selector lists
+    /// them: `ISL/OSL` (`1024/1024`, numeric order) for fixed-length scenarios, the scenario
+    /// name (`agentic-coding`) for those without ISL/OSL.
+    pub fn sequences(&mut self) -> Result<Vec<String>, StoreError> {
+        self.require_migrated()?;
+        let rows = self.conn.query(
+            "SELECT DISTINCT c.scenario, c.isl, c.osl FROM configs c \
+             WHERE EXISTS (SELECT 1 FROM points p WHERE p.config_id = c.id)",
+            &[],
+        )?;
+        let mut seq: Vec<(i64, i64, String)> = rows
+            .iter()
+            .map(|r| {
+                let scenario = r[0].as_str().unwrap_or("").to_string();
+                let (isl, osl) = (r[1].as_i64().unwrap_or(0), r[2].as_i64().unwrap_or(0));
+                if scenario == AGENTIC_SCENARIO || (isl == 0 && osl == 0) {
+                    (i64::MAX, i64::MAX, scenario)
+                } else {
+                    (isl, osl, format!("{isl}/{osl}"))
+                }
+            })
+            .collect();
+        seq.sort();
+        seq.dedup_by(|a, b| a.2 == b.2);
+        Ok(seq.into_iter().map(|s| s.2).collect())
+    }
+
     /// Points matching `filter`, with derived metrics, sorted by (group, parallelism, conc,
     /// date, batch).
     pub fn points(

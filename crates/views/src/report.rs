@@ -37,6 +37,35 @@ pub const DEFAULT_COLUMNS: &[&str] = &[
     "frontier",
 ];
 
+/// The columns `report` shows when none are asked for: [`DEFAULT_COLUMNS`], plus the
+/// frontier's `x` (when given and not among them) and, with agentic-coding rows, their
+/// North-Star x, both before `frontier`; a `scenario` column after `osl` when agentic and
+/// fixed-seq rows are mixed (agentic rows have no ISL/OSL); a `batch` column after `date` when
+/// the rows come from more than one run. The dashboard's CSV export uses the same columns.
+pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
+    use inferbench_store::query::{AGENTIC_SCENARIO, NORTH_STAR_X};
+    let mut c: Vec<String> = DEFAULT_COLUMNS.iter().map(|s| s.to_string()).collect();
+    let agentic = rows.iter().any(|r| r.scenario == AGENTIC_SCENARIO);
+    for x in [x, agentic.then_some(NORTH_STAR_X)].into_iter().flatten() {
+        if !c.iter().any(|k| k == x) {
+            let at = c.iter().position(|k| k == "frontier").unwrap_or(c.len());
+            c.insert(at, x.to_string());
+        }
+    }
+    if agentic && rows.iter().any(|r| r.scenario != AGENTIC_SCENARIO) {
+        let at = c.iter().position(|k| k == "osl").map_or(0, |i| i + 1);
+        c.insert(at, "scenario".into());
+    }
+    if rows.iter().any(|r| r.batch != rows[0].batch) {
+        let at = c
+            .iter()
+            .position(|k| k == "date")
+            .map_or(c.len(), |i| i + 1);
+        c.insert(at, "batch".into());
+    }
+    c
+}
+
 /// A human label with unit for a metric or column name (chart axes, notes): the metric
 /// registry's (`inferbench_core::registry`), else the name itself.
 pub fn label(name: &str) -> String {

@@ -1,1 +1,166 @@
-//! inferbench-web (see crates/web/README or DESIGN.md §2).
+//! inferbench's dashboard (`inferbench serve`): a versioned, read-only JSON API over the
+//! results database (`/api/v1/…`, the same queries `inferbench report` runs) and the pages that
+//! draw it, embedded in the binary (no npm at build or run time; the one chart library, uPlot,
+//! is vendored under `assets/vendor/`).
+//!
+//! Routes ([`router`]):
+//! - `GET /api/v1/options`: the selectable dimension values and the x/y metrics with label,
+//!   unit and direction ([`api::options`]).
+//! - `GET /api/v1/points?…`: points, frontier flags and per-group frontier knots for a
+//!   chart ([`api::points`]); `GET /api/v1/points.csv?…`: the same rows as `report --format
+//!   csv` writes them.
+//! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
+//!   `GET /` redirects there; `GET /assets/NAME`: its scripts and styles.
+//!
+//! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
+//! opened read-only ([`inferbench_store::Store::open_read_only`]).
+
+pub mod api;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::Path;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::Router;
+use inferbench_store::Store;
+
+/// Shared state of the handlers: one store connection, used by one request at a time
+/// (queries run on tokio's blocking pool).
+#[derive(Clone)]
+pub struct AppState {
+    store: Arc<Mutex<Store>>,
+}
+
+impl AppState {
+    /// Wraps an open store (open it with [`Store::open_read_only`]).
+    pub fn new(store: Store) -> AppState {
+        AppState {
+            store: Arc::new(Mutex::new(store)),
+        }
+    }
+
+    /// Runs `f` on the store in tokio's blocking pool; a poisoned lock (a panicked query) is
+    /// recovered, since every query is read-only.
+    pub(crate) async fn with_store<T, F>(&self, f: F) -> Result<T, api::ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Store) -> Result<T, api::ApiError> + Send + 'static,
+    {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = store.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| api::ApiError::internal(format!("query task failed: {e}")))?
+    }
+}
+
+/// One embedded file: name under `/assets/`, content type, bytes.
+const ASSETS: &[(&str, &str, &[u8])] = &[
+    (
+        "app.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/app.js"),
+    ),
+    (
+        "app.css",
+        "text/css; charset=utf-8",
+        include_bytes!("../assets/app.css"),
+    ),
+    (
+        "uPlot.iife.min.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/vendor/uPlot.iife.min.js"),
+    ),
+    (
+        "uPlot.min.css",
+        "text/css; charset=utf-8",
+        include_bytes!("../assets/vendor/uPlot.min.css"),
+    ),
+];
+
+/// The Inference page's HTML (static: every value from the database is set by `app.js` as
+/// text, never as markup).
+const INFERENCE_HTML: &str = include_str!("../assets/inference.html");
+
+/// Content-Security-Policy of every page: scripts, styles and data only from this server, so a
+/// string in the database can never run as script.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                   img-src 'self' data: blob:; base-uri 'none'; form-action 'none'; \
+                   frame-ancestors 'none'";
+
+/// The dashboard's routes over `state`.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/inference") }))
+        .route("/inference", get(inference_page))
+        .route("/assets/{name}", get(asset))
+        .route("/api/v1/options", get(api::options))
+        .route("/api/v1/points", get(api::points))
+        .route("/api/v1/points.csv", get(api::points_csv))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+fn secured(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+async fn inference_page() -> Response {
+    secured(
+        (
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            INFERENCE_HTML,
+        )
+            .into_response(),
+    )
+}
+
+async fn asset(Path(name): Path<String>) -> Response {
+    match ASSETS.iter().find(|(n, _, _)| *n == name) {
+        Some((_, ctype, body)) => {
+            secured(([(header::CONTENT_TYPE, *ctype)], *body).into_response())
+        }
+        None => not_found().await,
+    }
+}
+
+async fn not_found() -> Response {
+    api::ApiError {
+        status: StatusCode::NOT_FOUND,
+        message: "no such page or API route (the API is under /api/v1/)".into(),
+    }
+    .into_response()
+}
+
+/// Serves the dashboard on `addr` until `shutdown` resolves; logs the URL on stderr.
+///
+/// Errors: the address cannot be bound (in use, not local), or the server fails.
+pub async fn serve(
+    store: Store,
+    addr: SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    eprintln!(
+        "inferbench serve: {} read-only at http://{local}/inference (Ctrl-C stops)",
+        store.location()
+    );
+    axum::serve(listener, router(AppState::new(store)))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

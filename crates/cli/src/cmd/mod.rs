@@ -14,6 +14,7 @@ pub mod quickstart_agentic;
 pub mod replay;
 pub mod report;
 pub mod selftest;
+pub mod serve;
 pub mod sim;
 pub mod sweep;
 

@@ -199,35 +199,7 @@ fn print_rows(
     hidden: usize,
 ) -> anyhow::Result<i32> {
     let cols: Vec<String> = if args.columns.is_empty() {
-        let mut c: Vec<String> = report::DEFAULT_COLUMNS
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        // The frontier's x is always shown, and with agentic rows their North-Star x too.
-        let agentic = rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO);
-        for x in [args.x.as_deref(), agentic.then_some(query::NORTH_STAR_X)]
-            .into_iter()
-            .flatten()
-        {
-            if !c.iter().any(|k| k == x) {
-                let at = c.iter().position(|k| k == "frontier").unwrap_or(c.len());
-                c.insert(at, x.to_string());
-            }
-        }
-        // Mixed scenarios: say which row is which (agentic rows have no ISL/OSL).
-        if agentic && rows.iter().any(|r| r.scenario != query::AGENTIC_SCENARIO) {
-            let at = c.iter().position(|k| k == "osl").map_or(0, |i| i + 1);
-            c.insert(at, "scenario".into());
-        }
-        // Rows from more than one run (a quickstart and a sweep): name the run.
-        if rows.iter().any(|r| r.batch != rows[0].batch) {
-            let at = c
-                .iter()
-                .position(|k| k == "date")
-                .map_or(c.len(), |i| i + 1);
-            c.insert(at, "batch".into());
-        }
-        c
+        report::default_columns(rows, args.x.as_deref())
     } else {
         args.columns.clone()
     };

@@ -1,0 +1,41 @@
+//! `inferbench serve`: the dashboard over a results database (read-only), until Ctrl-C.
+
+use std::net::{IpAddr, SocketAddr};
+
+/// Flags of `inferbench serve`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 no database, a database \
+     with no runs yet, or the address cannot be bound."
+)]
+pub struct Args {
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL (opened read-only).
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Address to listen on. The default serves this machine only; `0.0.0.0` serves the
+    /// network (the dashboard has no login: everything in the database is visible).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// TCP port (0 = any free port; the URL is printed).
+    #[arg(long, default_value_t = 8321)]
+    pub port: u16,
+}
+
+/// Serves until Ctrl-C / SIGTERM; returns 0.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    // Refuses a missing or empty database, as `report` does.
+    drop(super::report::open_with_runs(&args.db)?);
+    let store = inferbench_store::Store::open_read_only(&args.db)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let stop = super::shutdown_token("inferbench serve: stopping");
+        let addr = SocketAddr::new(args.bind, args.port);
+        inferbench_web::serve(store, addr, async move { stop.cancelled().await })
+            .await
+            .map_err(|e| anyhow::anyhow!("serving on {addr}: {e}"))
+    })?;
+    Ok(0)
+}

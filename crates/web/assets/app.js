@@ -1,0 +1,348 @@
+// inferbench dashboard: the Inference page. Reads /api/v1/options and /api/v1/points, draws the
+// Pareto chart with uPlot (scatter per group, frontier as straight segments), keeps the whole
+// view in the URL (shareable; the back button steps through changes), exports CSV (the server's
+// `report --format csv` rows) and PNG. Every value from the database is set as text (never as
+// markup), and the page's Content-Security-Policy allows no inline script.
+"use strict";
+
+const SELECTS = ["model", "sequence", "framework", "precision", "spec_decoding", "x", "y"];
+const CHECKS = ["optimal", "invalid", "logx", "logy"];
+const PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7a5195",
+  "#4d4d4d", "#a6761d", "#1b9e77"];
+
+let options = null;
+let chart = null;
+let current = null; // last /api/v1/points answer
+const hidden = new Set(); // groups toggled off in the legend
+let pinned = false;
+
+function $(id) { return document.getElementById(id); }
+
+function status(text, isError) {
+  const s = $("status");
+  s.textContent = text;
+  s.className = isError ? "error" : "";
+}
+
+// ---- URL state -------------------------------------------------------------------------
+function readState() {
+  const p = new URLSearchParams(location.search);
+  const st = { hardware: p.getAll("hardware") };
+  for (const k of SELECTS) st[k] = p.get(k) || "";
+  for (const k of CHECKS) st[k] = p.get(k) === "1";
+  return st;
+}
+
+function stateFromControls() {
+  const st = { hardware: Array.from($("hardware").selectedOptions).map(o => o.value) };
+  for (const k of SELECTS) st[k] = $(k).value;
+  for (const k of CHECKS) st[k] = $(k).checked;
+  return st;
+}
+
+function stateQuery(st) {
+  const p = new URLSearchParams();
+  for (const k of SELECTS) if (st[k]) p.set(k, st[k]);
+  for (const h of st.hardware) p.append("hardware", h);
+  for (const k of CHECKS) if (st[k]) p.set(k, "1");
+  return p;
+}
+
+function apiQuery(st) {
+  const p = new URLSearchParams();
+  if (st.model) p.set("model", st.model);
+  if (st.sequence) {
+    const m = /^(\d+)\/(\d+)$/.exec(st.sequence);
+    if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else { p.set("scenario", st.sequence); }
+  }
+  for (const k of ["framework", "precision", "spec_decoding"]) if (st[k]) p.set(k, st[k]);
+  if (st.hardware.length) p.set("hardware", st.hardware.join("|"));
+  if (st.x) p.set("x", st.x);
+  if (st.y) p.set("y", st.y);
+  if (st.optimal) p.set("frontier_only", "true");
+  if (st.invalid) p.set("include_invalid", "true");
+  return p;
+}
+
+// ---- controls --------------------------------------------------------------------------
+function fill(select, values, labels, withAny) {
+  select.replaceChildren();
+  if (withAny) {
+    const o = document.createElement("option");
+    o.value = ""; o.textContent = "any";
+    select.append(o);
+  }
+  values.forEach((v, i) => {
+    const o = document.createElement("option");
+    o.value = v; o.textContent = labels ? labels[i] : v;
+    select.append(o);
+  });
+}
+
+function applyState(st) {
+  const d = options.dimensions;
+  fill($("model"), d.model || []);
+  fill($("sequence"), options.sequences || []);
+  fill($("hardware"), d.hardware || []);
+  fill($("framework"), d.framework || [], null, true);
+  fill($("precision"), d.precision || [], null, true);
+  fill($("spec_decoding"), d.spec_decoding || [], null, true);
+  fill($("x"), [""].concat(options.x_metrics.map(m => m.key)),
+    ["default"].concat(options.x_metrics.map(m => m.label_with_unit)));
+  fill($("y"), options.y_metrics.map(m => m.key), options.y_metrics.map(m => m.label_with_unit));
+  for (const k of SELECTS) {
+    const el = $(k);
+    if (st[k] && Array.from(el.options).some(o => o.value === st[k])) el.value = st[k];
+    else if (k === "y") el.value = options.defaults.y;
+    // An unknown value falls back to the first option (as InferenceX's selectors do).
+  }
+  for (const o of $("hardware").options) o.selected = st.hardware.includes(o.value);
+  for (const k of CHECKS) $(k).checked = st[k];
+}
+
+// ---- chart -----------------------------------------------------------------------------
+function colour(i) { return PALETTE[i % PALETTE.length]; }
+
+function fmt(v) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "-";
+  const a = Math.abs(v);
+  if (a >= 1000) return v.toFixed(0);
+  if (a >= 10) return v.toFixed(1);
+  if (a >= 1) return v.toFixed(2);
+  return v.toPrecision(3);
+}
+
+function draw(res, st) {
+  const host = $("chart");
+  if (chart) { chart.destroy(); chart = null; }
+  host.replaceChildren();
+  const groups = res.groups.map((g, i) => ({ name: g.name, colour: colour(i), frontier: g.frontier }));
+  const series = [{}];
+  const data = [null];
+  const plotted = []; // [seriesIdx] -> points of that scatter series
+  for (const g of groups) {
+    if (hidden.has(g.name)) continue;
+    const pts = res.points.filter(p => p.group === g.name && p.x !== null && p.y !== null);
+    // The scatter is drawn by the `draw` hook (filled, or hollow when invalid); the series
+    // only carries the data and the scales.
+    series.push({
+      label: g.name, stroke: g.colour,
+      paths: () => null,
+      points: { show: false },
+    });
+    data.push([pts.map(p => p.x), pts.map(p => p.y)]);
+    plotted[series.length - 1] = pts;
+    if (g.frontier.length) {
+      series.push({
+        label: g.name + " frontier", stroke: g.colour, width: 2,
+        paths: uPlot.paths.linear(),
+        points: { show: false },
+      });
+      data.push([g.frontier.map(k => k[0]), g.frontier.map(k => k[1])]);
+    }
+  }
+  const width = Math.max(480, Math.min(1200, host.clientWidth || 1000));
+  const opts = {
+    mode: 2,
+    width, height: Math.round(width * 0.55),
+    title: (st.model || "all models") + (st.sequence ? " · " + st.sequence : ""),
+    legend: { show: false },
+    scales: {
+      x: { time: false, distr: st.logx ? 3 : 1, range: padded(st.logx) },
+      y: { distr: st.logy ? 3 : 1, range: padded(st.logy) },
+    },
+    axes: [
+      { label: res.x ? res.x.label_with_unit : "x" },
+      { label: res.y ? res.y.label_with_unit : "y", size: 70 },
+    ],
+    cursor: { drag: { x: true, y: true, uni: 20 }, points: { show: false } },
+    series,
+    hooks: {
+      setCursor: [u => hover(u, plotted)],
+      draw: [u => scatter(u, plotted, groups)],
+    },
+  };
+  host.dataset.points = String(res.points.length);
+  host.dataset.frontierPoints = String(res.points.filter(p => p.frontier).length);
+  host.dataset.groups = String(groups.length);
+  chart = new uPlot(opts, data, host);
+  legend(groups, st);
+  table(res);
+}
+
+// Axis range with a margin, so no point sits on the frame (multiplicative on a log axis).
+function padded(log) {
+  return (u, min, max) => {
+    if (min === null || max === null || !Number.isFinite(min)) return [0, 1];
+    if (log) return [min / 1.2, max * 1.2];
+    const span = (max - min) || Math.abs(max) * 0.1 || 1;
+    const lo = min - span * 0.06;
+    return [min >= 0 && lo < 0 ? 0 : lo, max + span * 0.08];
+  };
+}
+
+// Each point as a dot in its group's colour (hollow when invalid) with its concurrency next
+// to it (InferenceX's point labels).
+function scatter(u, plotted, groups) {
+  const ctx = u.ctx, px = devicePixelRatio;
+  const colourOf = new Map(groups.map(g => [g.name, g.colour]));
+  ctx.save();
+  ctx.font = Math.round(10 * px) + "px system-ui, sans-serif";
+  plotted.forEach(pts => {
+    if (!pts) return;
+    for (const p of pts) {
+      const cx = u.valToPos(p.x, "x", true), cy = u.valToPos(p.y, "y", true);
+      if (!Number.isFinite(cx) || !Number.isFinite(cy)) continue;
+      const c = colourOf.get(p.group) || "#333";
+      ctx.beginPath();
+      ctx.arc(cx, cy, (p.frontier ? 4.5 : 3.5) * px, 0, 2 * Math.PI);
+      ctx.lineWidth = 1.5 * px;
+      ctx.strokeStyle = c;
+      ctx.fillStyle = p.valid ? c : "#fff";
+      ctx.fill();
+      ctx.stroke();
+      ctx.fillStyle = "#555";
+      ctx.fillText(String(p.conc), cx + 6 * px, cy - 6 * px);
+    }
+  });
+  ctx.restore();
+}
+
+function nearest(u, plotted) {
+  const { left, top } = u.cursor;
+  if (left === undefined || left < 0) return null;
+  let best = null, bestD = 12 * 12;
+  plotted.forEach(pts => {
+    if (!pts) return;
+    for (const p of pts) {
+      const dx = u.valToPos(p.x, "x") - left, dy = u.valToPos(p.y, "y") - top;
+      const d = dx * dx + dy * dy;
+      if (d < bestD) { bestD = d; best = p; }
+    }
+  });
+  return best;
+}
+
+function describe(p) {
+  const lines = [
+    p.group,
+    p.parallelism + " · conc " + p.conc + " · " + p.gpus + " GPU" + (p.gpus === 1 ? "" : "s"),
+    current.x.label_with_unit + ": " + fmt(p.x),
+    current.y.label_with_unit + ": " + fmt(p.y),
+    "date " + p.date + " · batch " + p.batch,
+  ];
+  if (p.image) lines.push("image " + p.image);
+  if (!p.valid) lines.push("invalid (cut short, or an AgentX replay < 900 s)");
+  if (p.frontier) lines.push("on the frontier");
+  return lines.join("\n");
+}
+
+function hover(u, plotted) {
+  if (pinned) return;
+  const tip = $("tooltip");
+  const p = nearest(u, plotted);
+  if (!p) { tip.hidden = true; return; }
+  tip.textContent = describe(p);
+  tip.hidden = false;
+  const r = u.over.getBoundingClientRect();
+  tip.style.left = (window.scrollX + r.left + u.valToPos(p.x, "x") + 12) + "px";
+  tip.style.top = (window.scrollY + r.top + u.valToPos(p.y, "y") + 12) + "px";
+}
+
+function legend(groups, st) {
+  const ul = $("legend");
+  ul.replaceChildren();
+  for (const g of groups) {
+    const li = document.createElement("li");
+    const sw = document.createElement("span");
+    sw.className = "swatch";
+    sw.style.background = g.colour;
+    li.append(sw, document.createTextNode(g.name));
+    if (hidden.has(g.name)) li.className = "off";
+    li.addEventListener("click", () => {
+      if (hidden.has(g.name)) hidden.delete(g.name); else hidden.add(g.name);
+      draw(current, st);
+    });
+    ul.append(li);
+  }
+  const notes = [];
+  if (current.x && current.x.key === "p90_e2e_norm_intvty") {
+    notes.push("Agentic frontiers are North-Star gated (p90 E2E-normalized interactivity).");
+  }
+  notes.push("Lines: each group's Pareto frontier (straight segments between frontier points); "
+    + "point labels: concurrency. Drag to zoom, double-click to reset; click a point to pin it.");
+  $("notes").textContent = notes.join(" ");
+}
+
+function table(res) {
+  $("th-x").textContent = res.x ? res.x.label_with_unit : "x";
+  $("th-y").textContent = res.y ? res.y.label_with_unit : "y";
+  const body = $("points").tBodies[0];
+  body.replaceChildren();
+  for (const p of res.points.slice(0, 2000)) {
+    const tr = document.createElement("tr");
+    for (const v of [p.group, p.parallelism, String(p.conc), fmt(p.x), fmt(p.y),
+      p.frontier ? "*" : (p.valid ? "" : "invalid"), p.date, p.batch]) {
+      const td = document.createElement("td");
+      td.textContent = v;
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+}
+
+// ---- data flow -------------------------------------------------------------------------
+async function getJson(url) {
+  const r = await fetch(url);
+  const body = await r.json().catch(() => ({ error: "answer is not JSON (HTTP " + r.status + ")" }));
+  if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
+  return body;
+}
+
+async function refresh(push) {
+  const st = stateFromControls();
+  const q = stateQuery(st).toString();
+  const url = location.pathname + (q ? "?" + q : "");
+  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+  const api = apiQuery(st).toString();
+  $("csv").href = "/api/v1/points.csv" + (api ? "?" + api : "");
+  status("loading…");
+  try {
+    current = await getJson("/api/v1/points" + (api ? "?" + api : ""));
+    draw(current, st);
+    const f = current.points.filter(p => p.frontier).length;
+    status(current.count + " points in " + current.groups.length + " groups, " + f
+      + " on a frontier");
+  } catch (e) {
+    status("error: " + e.message, true);
+  }
+}
+
+async function start() {
+  try {
+    options = await getJson("/api/v1/options");
+  } catch (e) {
+    status("error: " + e.message, true);
+    return;
+  }
+  applyState(readState());
+  for (const k of SELECTS.concat(["hardware"], CHECKS)) {
+    $(k).addEventListener("change", () => { pinned = false; $("tooltip").hidden = true; refresh(true); });
+  }
+  window.addEventListener("popstate", () => { applyState(readState()); refresh(false); });
+  $("chart").addEventListener("click", () => {
+    if (!chart || $("tooltip").hidden) return;
+    pinned = !pinned;
+    $("tooltip").classList.toggle("pinned", pinned);
+  });
+  $("png").addEventListener("click", () => {
+    if (!chart) return;
+    const a = document.createElement("a");
+    a.download = "inferbench-chart.png";
+    a.href = chart.ctx.canvas.toDataURL("image/png");
+    a.click();
+  });
+  await refresh(false);
+}
+
+document.addEventListener("DOMContentLoaded", start);

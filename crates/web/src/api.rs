@@ -1,0 +1,328 @@
+//! The JSON API, version 1 (`/api/v1/…`). Every response is JSON (the CSV export aside); errors
+//! are `{"error": "…"}` with 400 for a bad parameter, 404 for an unknown route and 500 only for
+//! a database failure.
+//!
+//! Query parameters of `points` and `points.csv` (all optional, repeatable where a filter):
+//! - any `inferbench report --filter` key (`model`, `hardware`/`hw`, `framework`, `precision`,
+//!   `spec`, `tp`, `ep`, `isl`, `osl`, `conc`, `scenario`, `batch`, …): `KEY=VALUE`, several
+//!   values with `|` or by repeating the key (OR within a key, AND across keys);
+//! - `since`, `until`: `YYYY-MM-DD`, inclusive;
+//! - `x` (default `median_intvty`; `p90_e2e_norm_intvty` when every selected point is
+//!   agentic-coding), `y` (default `tput_per_gpu`): metric names of the registry
+//!   (`inferbench_core::registry`);
+//! - `include_invalid`, `include_failed`, `frontier_only`: `true`/`false`/`1`/`0`;
+//! - `gpu_hour_cost` (US $ per GPU-hour, adds `usd_per_m_custom*`), `gpu_kw` (kW per GPU for
+//!   tok/s/MW and J/token): positive numbers.
+
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use inferbench_core::analytics::pareto::Better;
+use inferbench_core::registry;
+use inferbench_store::query::{self, AGENTIC_SCENARIO, NORTH_STAR_X};
+use inferbench_store::{CostOptions, Filter, PointRow, Store};
+use serde_json::{json, Value};
+
+use crate::AppState;
+
+/// An API error: its status and the message sent as `{"error": message}`.
+#[derive(Debug)]
+pub struct ApiError {
+    /// 400 (bad parameter), 404 (no such route) or 500 (database failure).
+    pub status: StatusCode,
+    /// Human-readable cause, naming the parameter at fault.
+    pub message: String,
+}
+
+impl ApiError {
+    /// A 400 naming what was wrong with the request.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+    /// A 500 (the database or a query task failed).
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({ "error": self.message }))).into_response()
+    }
+}
+
+/// The x metrics the Inference page offers (InferenceX's interactivity, E2E-normalized
+/// interactivity, TTFT and E2EL axes), in menu order.
+pub const X_METRICS: &[&str] = &[
+    "median_intvty",
+    "p90_intvty",
+    "p50_e2e_norm_intvty",
+    "p75_e2e_norm_intvty",
+    "p90_e2e_norm_intvty",
+    "median_ttft",
+    "p99_ttft",
+    "median_e2el",
+];
+
+/// The y metrics the Inference page offers, in menu order (`usd_per_m_custom*` only when a
+/// custom $/GPU-hour is given).
+pub const Y_METRICS: &[&str] = &[
+    "tput_per_gpu",
+    "input_tput_per_gpu",
+    "output_tput_per_gpu",
+    "usd_per_m_hyperscaler",
+    "usd_per_m_neocloud",
+    "usd_per_m_rental",
+    "usd_per_m_rental_input",
+    "usd_per_m_rental_output",
+    "usd_per_m_custom",
+    "tok_s_per_mw",
+    "j_per_token",
+    "joules_per_total_token",
+];
+
+/// `{key, label, unit, label_with_unit, better}` of a registry metric.
+pub fn metric_json(key: &str) -> Option<Value> {
+    let m = registry::metric(key)?;
+    Some(json!({
+        "key": m.key,
+        "label": m.label,
+        "unit": m.unit,
+        "label_with_unit": m.label_with_unit(),
+        "better": match m.better { Better::Higher => "higher", Better::Lower => "lower" },
+    }))
+}
+
+/// `GET /api/v1/options`: `{"dimensions": {model: [...], scenario: [...], isl, osl, hardware,
+/// framework, precision, spec_decoding, disagg, batch}, "sequences": ["1024/1024", …,
+/// "agentic-coding"], "x_metrics": [metric…], "y_metrics":
+/// [metric…], "defaults": {x, x_agentic, y}}` (values as [`Store::dimension_values`] gives
+/// them, metrics as [`metric_json`]).
+pub async fn options(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let (dims, sequences) = state
+        .with_store(|s| {
+            let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
+            Ok((
+                s.dimension_values().map_err(db)?,
+                s.sequences().map_err(db)?,
+            ))
+        })
+        .await?;
+    let list =
+        |keys: &[&str]| -> Vec<Value> { keys.iter().filter_map(|k| metric_json(k)).collect() };
+    Ok(Json(json!({
+        "dimensions": dims,
+        "sequences": sequences,
+        "x_metrics": list(X_METRICS),
+        "y_metrics": list(Y_METRICS),
+        "defaults": {"x": "median_intvty", "x_agentic": NORTH_STAR_X, "y": "tput_per_gpu"},
+    })))
+}
+
+/// A parsed `points` query.
+#[derive(Debug, Clone)]
+pub struct PointsQuery {
+    /// Dimension filters, dates and the include flags.
+    pub filter: Filter,
+    /// Custom price and power.
+    pub cost: CostOptions,
+    /// x metric; `None` = the default for the selected points.
+    pub x: Option<String>,
+    /// y metric.
+    pub y: String,
+    /// Only frontier points.
+    pub frontier_only: bool,
+}
+
+fn flag(key: &str, v: &str) -> Result<bool, ApiError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" | "" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(ApiError::bad_request(format!(
+            "`{key}={v}`: expected true or false"
+        ))),
+    }
+}
+
+fn positive(key: &str, v: &str) -> Result<f64, ApiError> {
+    match v.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(ApiError::bad_request(format!(
+            "`{key}={v}`: expected a positive number"
+        ))),
+    }
+}
+
+fn day(key: &str, v: &str) -> Result<String, ApiError> {
+    let b = v.as_bytes();
+    let ok = b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    if ok {
+        Ok(v.to_string())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "`{key}={v}`: expected a date YYYY-MM-DD"
+        )))
+    }
+}
+
+fn known_metric(key: &str, v: &str) -> Result<String, ApiError> {
+    if registry::metric(v).is_some() {
+        Ok(v.to_string())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "`{key}={v}`: unknown metric (x: {}; y: {})",
+            X_METRICS.join(", "),
+            Y_METRICS.join(", ")
+        )))
+    }
+}
+
+/// Parses the query pairs of `points` / `points.csv` (module docs); a bad or unknown
+/// parameter is a 400 naming it.
+pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, ApiError> {
+    let mut q = PointsQuery {
+        filter: Filter::default(),
+        cost: CostOptions::default(),
+        x: None,
+        y: "tput_per_gpu".into(),
+        frontier_only: false,
+    };
+    for (k, v) in pairs {
+        match k.as_str() {
+            "x" => q.x = Some(known_metric(k, v)?),
+            "y" => q.y = known_metric(k, v)?,
+            "include_invalid" => q.filter.include_invalid = flag(k, v)?,
+            "include_failed" => q.filter.include_failed = flag(k, v)?,
+            "frontier_only" => q.frontier_only = flag(k, v)?,
+            "gpu_hour_cost" => q.cost.usd_per_gpu_hour = Some(positive(k, v)?),
+            "gpu_kw" => q.cost.kw_per_gpu = Some(positive(k, v)?),
+            "since" => q.filter.since = Some(day(k, v)?),
+            "until" => q.filter.until = Some(day(k, v)?),
+            _ => {
+                if v.is_empty() {
+                    return Err(ApiError::bad_request(format!("`{k}=`: empty value")));
+                }
+                q.filter
+                    .add(&format!("{k}={v}"))
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            }
+        }
+    }
+    Ok(q)
+}
+
+/// The selected rows with frontier flags, and the x used. Reads every stored metric only when
+/// x or y is not a hot column.
+fn select(store: &mut Store, q: &PointsQuery) -> Result<(Vec<PointRow>, String), ApiError> {
+    let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
+    let mut f = q.filter.clone();
+    let hot = |m: &str| {
+        inferbench_store::schema::POINT_METRICS.contains(&m)
+            || query::derived_names().iter().any(|d| d == m)
+    };
+    f.all_metrics = !hot(&q.y) || q.x.as_deref().is_some_and(|x| !hot(x));
+    let mut rows = store.points(&f, &q.cost).map_err(db)?;
+    let x = q.x.clone().unwrap_or_else(|| {
+        if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
+            NORTH_STAR_X.to_string()
+        } else {
+            "median_intvty".to_string()
+        }
+    });
+    query::mark_frontier_with(&mut rows, &x, &q.y, f.include_invalid);
+    if q.frontier_only {
+        rows.retain(|r| r.frontier);
+    }
+    Ok((rows, x))
+}
+
+/// `GET /api/v1/points`: `{"x": metric, "y": metric, "count": n, "groups": [{"name", "frontier":
+/// [[x, y]…] sorted by x}], "points": [row…]}`. A row is the store's point (identity,
+/// `metrics`, `valid`, `frontier`) plus `group`, `parallelism` (`TP8`, `DEP8`, …), and its `x`
+/// and `y` values (`null` when unknown). Groups and points are in the store's order (group,
+/// parallelism, conc, date, batch).
+pub async fn points(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    let q = parse_points_query(&pairs)?;
+    let y = q.y.clone();
+    let (rows, x) = state.with_store(move |s| select(s, &q)).await?;
+    Ok(Json(points_json(&rows, &x, &y)))
+}
+
+/// The JSON of [`points`] for `rows` (already marked) on axes `x`, `y`.
+pub fn points_json(rows: &[PointRow], x: &str, y: &str) -> Value {
+    let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let g = r.group();
+        if groups.last().is_none_or(|(name, _)| *name != g) {
+            groups.push((g.clone(), Vec::new()));
+        }
+        let (vx, vy) = (r.get(x), r.get(y));
+        if let (true, Some(a), Some(b)) = (r.frontier, vx, vy) {
+            if let Some((_, knots)) = groups.last_mut() {
+                knots.push((a, b));
+            }
+        }
+        let mut o = serde_json::to_value(r).unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut o {
+            m.insert("group".into(), Value::from(g));
+            m.insert("parallelism".into(), Value::from(r.parallelism()));
+            m.insert("x".into(), vx.map_or(Value::Null, Value::from));
+            m.insert("y".into(), vy.map_or(Value::Null, Value::from));
+        }
+        out.push(o);
+    }
+    let groups: Vec<Value> = groups
+        .into_iter()
+        .map(|(name, mut knots)| {
+            knots.sort_by(|a, b| a.0.total_cmp(&b.0));
+            json!({"name": name, "frontier": knots.iter().map(|&(a, b)| json!([a, b])).collect::<Vec<_>>()})
+        })
+        .collect();
+    json!({
+        "x": metric_json(x),
+        "y": metric_json(y),
+        "count": rows.len(),
+        "groups": groups,
+        "points": out,
+    })
+}
+
+/// `GET /api/v1/points.csv`: the selected rows as `inferbench report --format csv` prints them
+/// with the same filters (its default columns, full precision), as a download.
+pub async fn points_csv(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    let q = parse_points_query(&pairs)?;
+    let (rows, x) = state.with_store(move |s| select(s, &q)).await?;
+    let cols = inferbench_views::report::default_columns(&rows, Some(&x));
+    let body =
+        inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Csv);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"inferbench-points.csv\"",
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
