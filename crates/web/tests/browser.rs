@@ -1,0 +1,190 @@
+//! The Inference page in a real browser: headless Chromium (Debian `chromium`, set up by
+//! scripts/setup/chromium.sh) loads the page from an in-process server over a seeded database
+//! and dumps the DOM after the page's script ran. Checks: the chart drew the expected points and
+//! frontier points, the URL state selects the view, a bad URL value falls back, and a model
+//! named like an XSS probe renders as text. Skipped with a message where Chromium is absent;
+//! failing instead under INFERBENCH_REQUIRE_SERVICES=1.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use inferbench_store::{IngestOptions, Store};
+
+const PROBE: &str = "<img src=x onerror=alert(1)>";
+
+fn chromium() -> Option<PathBuf> {
+    let require = std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1");
+    let found = std::env::var_os("INFERBENCH_TEST_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let p = PathBuf::from("/usr/bin/chromium");
+            p.is_file().then_some(p)
+        });
+    if found.is_none() {
+        assert!(
+            !require,
+            "chromium is required (INFERBENCH_REQUIRE_SERVICES=1; scripts/setup/chromium.sh)"
+        );
+        eprintln!("skipping: no chromium (scripts/setup/chromium.sh installs it)");
+    }
+    found
+}
+
+/// Copies the fixture tree `from` to `to`, with the model and sweep id of its JSON files
+/// replaced by the XSS probe and a sweep of its own.
+fn copy_as_probe(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_as_probe(&e.path(), &dst);
+        } else if dst.extension().is_some_and(|x| x == "json") {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            let text = text
+                .replace(
+                    "\"infmax_model_prefix\": \"dsr1\"",
+                    &format!("\"infmax_model_prefix\": \"{PROBE}\""),
+                )
+                .replace("deepseek-ai/DeepSeek-R1-0528", PROBE)
+                .replace("sweep-2026-03-01-h200", "probe-sweep");
+            std::fs::write(dst, text).unwrap();
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// The sweep-h200 fixture twice: as it is, and a copy whose model is the XSS probe.
+fn seeded(dir: &Path) -> String {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let probe_dir = dir.join("probe");
+    copy_as_probe(&fixtures, &probe_dir);
+    let db = dir.join("b.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    for d in [&fixtures, &probe_dir] {
+        let r = s.ingest_path(d, &IngestOptions::default()).unwrap();
+        assert_eq!(r.points, 2, "{r:?}");
+    }
+    db
+}
+
+/// The DOM of `url` after its scripts ran (fetches included), from a private profile.
+fn dump_dom(chromium: &Path, profile: &Path, url: &str) -> String {
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-first-run",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The value of attribute `attr` of the element with id `id` in `dom`.
+fn attr(dom: &str, id: &str, attr: &str) -> Option<String> {
+    let at = dom.find(&format!("id=\"{id}\""))?;
+    let tag_start = dom[..at].rfind('<')?;
+    let tag_end = at + dom[at..].find('>')?;
+    let tag = &dom[tag_start..tag_end];
+    let key = format!("{attr}=\"");
+    let v = tag.find(&key)? + key.len();
+    Some(tag[v..v + tag[v..].find('"')?].to_string())
+}
+
+fn text_of(dom: &str, id: &str) -> String {
+    let at = dom.find(&format!("id=\"{id}\"")).unwrap();
+    let open = at + dom[at..].find('>').unwrap() + 1;
+    let close = open + dom[open..].find("</").unwrap();
+    dom[open..close].to_string()
+}
+
+#[test]
+fn inference_page_draws_from_the_url_and_escapes_strings() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = seeded(dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = inferbench_web::router(inferbench_web::AppState::new(
+        Store::open_read_only(&db).unwrap(),
+    ));
+    rt.spawn(async move { axum::serve(listener, app).await });
+    let profile = dir.path().join("profile");
+
+    // The URL selects the view: model, scenario, hardware; the chart holds both points and
+    // the frontier ones; the status line and the table agree.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&hardware=h200"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(attr(&dom, "chart", "data-groups").as_deref(), Some("1"));
+    let frontier = attr(&dom, "chart", "data-frontier-points").unwrap();
+    assert_eq!(
+        text_of(&dom, "status"),
+        format!("2 points in 1 groups, {frontier} on a frontier")
+    );
+    assert!(dom.contains("<canvas"), "uPlot drew a canvas");
+    assert_eq!(
+        dom.matches("<tr><td>dsr1 1024/1024 h200_sglang_fp8</td>")
+            .count(),
+        2
+    );
+    // The CSV link carries the same selection to the API.
+    assert_eq!(
+        attr(&dom, "csv", "href").as_deref(),
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+    );
+
+    // The probe model is listed and drawn as text: no element is made from it.
+    let probe_model = {
+        let mut s = Store::open_read_only(&db).unwrap();
+        let dims = s.dimension_values().unwrap();
+        dims["model"]
+            .iter()
+            .find(|m| m.contains("onerror"))
+            .cloned()
+            .unwrap_or_else(|| panic!("{dims:?}"))
+    };
+    let q: String = probe_model.bytes().map(|b| format!("%{b:02X}")).collect();
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model={q}&y=bogus"),
+    );
+    assert!(probe_model.contains("<img"), "{probe_model}");
+    let escaped = probe_model.replace('<', "&lt;").replace('>', "&gt;");
+    assert!(dom.contains(&escaped), "{dom}");
+    assert!(!dom.contains("<img"), "the probe became an element: {dom}");
+    assert_eq!(attr(&dom, "chart", "data-points").as_deref(), Some("2"));
+    // An unknown y falls back to the default (tok/s/GPU), as InferenceX's selectors do.
+    assert!(
+        attr(&dom, "csv", "href")
+            .unwrap()
+            .ends_with("y=tput_per_gpu"),
+        "{dom}"
+    );
+}
