@@ -23,6 +23,7 @@
 
 pub mod compare;
 pub mod db;
+pub mod detail;
 pub mod normalize;
 pub mod parse;
 pub mod query;

@@ -144,6 +144,10 @@ pub struct PointRow {
     pub metrics: BTreeMap<String, f64>,
     /// True when on its group's Pareto frontier (set by [`mark_frontier`]).
     pub frontier: bool,
+    /// `points.id`: the point's id in this database (the dashboard's run page links by it).
+    pub point_id: i64,
+    /// `runs.id` of the run it came from ([`Store::run_info`]).
+    pub run_id: i64,
 }
 
 impl PointRow {
@@ -455,6 +459,16 @@ impl Store {
         Ok(out)
     }
 
+    /// The points with these ids (`points.id`) that also match `filter`, in the store's order.
+    pub(crate) fn points_by_id(
+        &mut self,
+        filter: &Filter,
+        cost: &CostOptions,
+        ids: &[i64],
+    ) -> Result<Vec<PointRow>, StoreError> {
+        self.points_where(filter, cost, Some(ids))
+    }
+
     fn points_where(
         &mut self,
         filter: &Filter,
@@ -475,7 +489,7 @@ impl Store {
             "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.disagg, c.tp, c.pp,
                     c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
-                    p.valid, p.completed, p.failed, {hot}{extra}
+                    p.valid, p.completed, p.failed, {hot}{extra}, p.id, p.run_id
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         let (where_sql, mut params) = where_clause(filter);
@@ -540,6 +554,8 @@ impl Store {
                 valid: r[23].as_i64().unwrap_or(1) != 0,
                 metrics,
                 frontier: false,
+                point_id: r[r.len() - 2].as_i64().unwrap_or(0),
+                run_id: r[r.len() - 1].as_i64().unwrap_or(0),
             };
             add_derived(&mut row, cost);
             out.push(row);

@@ -544,6 +544,8 @@ mod tests {
                 ("p99_ttft".into(), 0.18),
             ]),
             frontier: true,
+            point_id: 1,
+            run_id: 1,
         }
     }
 

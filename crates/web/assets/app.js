@@ -243,6 +243,8 @@ function hover(u, plotted) {
   const p = nearest(u, plotted);
   if (!p) { tip.hidden = true; return; }
   tip.textContent = describe(p);
+  tip.dataset.run = String(p.run_id);
+  tip.dataset.point = String(p.point_id);
   tip.hidden = false;
   const r = u.over.getBoundingClientRect();
   tip.style.left = (window.scrollX + r.left + u.valToPos(p.x, "x") + 12) + "px";
@@ -331,9 +333,18 @@ async function start() {
   }
   window.addEventListener("popstate", () => { applyState(readState()); refresh(false); });
   $("chart").addEventListener("click", () => {
-    if (!chart || $("tooltip").hidden) return;
+    const tip = $("tooltip");
+    if (!chart || tip.hidden) return;
     pinned = !pinned;
-    $("tooltip").classList.toggle("pinned", pinned);
+    tip.classList.toggle("pinned", pinned);
+    // A pinned point links to its run's page.
+    if (pinned && tip.dataset.run) {
+      const a = document.createElement("a");
+      a.href = "/run?id=" + encodeURIComponent(tip.dataset.run) + "&point="
+        + encodeURIComponent(tip.dataset.point);
+      a.textContent = "\nrun page →";
+      tip.append(a);
+    }
   });
   $("png").addEventListener("click", () => {
     if (!chart) return;

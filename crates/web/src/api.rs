@@ -326,3 +326,193 @@ pub async fn points_csv(
     )
         .into_response())
 }
+
+/// A path id (`/runs/{id}`, `/points/{id}`): a positive integer, else 400.
+fn path_id(what: &str, raw: &str) -> Result<i64, ApiError> {
+    raw.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(|| {
+        ApiError::bad_request(format!("{what} id `{raw}`: expected a positive integer"))
+    })
+}
+
+fn not_found(what: String) -> ApiError {
+    ApiError {
+        status: StatusCode::NOT_FOUND,
+        message: what,
+    }
+}
+
+fn db_err(e: inferbench_store::StoreError) -> ApiError {
+    ApiError::internal(e.to_string())
+}
+
+/// `GET /api/v1/runs/{id}`: `{"run": RunInfo, "points": [row…] (as in `points`, every
+/// metric; failed and invalid points included), "batch_points": [row…] (every point of the
+/// run's batch: a sweep's other concurrencies), "artifacts": [{"name", "size", "url"}]}`; 404
+/// when there is no such run. `frontier` in both lists: the batch's own frontier of tok/s/GPU
+/// against median interactivity.
+pub async fn run(
+    State(state): State<AppState>,
+    axum::extract::Path(raw): axum::extract::Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = path_id("run", &raw)?;
+    let (info, rows, files) = state
+        .with_store(move |s| {
+            let info = s
+                .run_info(id)
+                .map_err(db_err)?
+                .ok_or_else(|| not_found(format!("no run {id}")))?;
+            let rows = s.run_points(id, &CostOptions::default()).map_err(db_err)?;
+            let files = s.run_artifacts(id).map_err(db_err)?;
+            let mut f = Filter {
+                include_failed: true,
+                include_invalid: true,
+                ..Filter::default()
+            };
+            f.add(&format!("batch={}", info.batch))
+                .map_err(|e| ApiError::internal(e.to_string()))?;
+            let batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
+            Ok((info, (rows, batch), files))
+        })
+        .await?;
+    let (mut rows, mut batch) = rows;
+    query::mark_frontier_with(&mut rows, "median_intvty", "tput_per_gpu", true);
+    query::mark_frontier_with(&mut batch, "median_intvty", "tput_per_gpu", true);
+    let files: Vec<Value> = files
+        .iter()
+        .map(|a| {
+            json!({"name": a.name, "size": a.size,
+                   "url": format!("/api/v1/runs/{id}/artifacts/{}", percent_encode(&a.name))})
+        })
+        .collect();
+    let pts = points_json(&rows, "median_intvty", "tput_per_gpu");
+    let sib = points_json(&batch, "median_intvty", "tput_per_gpu");
+    Ok(Json(
+        json!({"run": info, "points": pts["points"], "batch_points": sib["points"],
+                   "artifacts": files}),
+    ))
+}
+
+/// Percent-encodes everything but unreserved URL characters (RFC 3986 §2.3).
+fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `GET /api/v1/runs/{id}/artifacts/{name}`: a file kept with the run, as a download
+/// (`text/plain` for logs, JSON, CSV and JSONL, else `application/octet-stream`); 404 when the
+/// run has no file of that name. Names are looked up in the database, never on disk.
+pub async fn artifact(
+    State(state): State<AppState>,
+    axum::extract::Path((raw, name)): axum::extract::Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let id = path_id("run", &raw)?;
+    let lookup = name.clone();
+    let bytes = state
+        .with_store(move |s| s.run_artifact(id, &lookup).map_err(db_err))
+        .await?
+        .ok_or_else(|| not_found(format!("run {id} has no file `{name}`")))?;
+    let text = [".log", ".json", ".jsonl", ".csv", ".txt", ".yaml", ".yml"]
+        .iter()
+        .any(|e| name.ends_with(e));
+    let ctype = if text {
+        "text/plain; charset=utf-8"
+    } else {
+        "application/octet-stream"
+    };
+    let disposition = format!("inline; filename=\"{}\"", percent_encode(&name));
+    Ok((
+        [
+            (header::CONTENT_TYPE, ctype.to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; sandbox".to_string(),
+            ),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// Summary of one latency sample in ms: count, p50/p90/p99, min, max and a 20-bin histogram
+/// (`[[lo, hi, count]…]`, equal widths from min to max; one bin when all values are equal).
+pub fn distribution(mut v: Vec<f64>) -> Value {
+    v.retain(|x| x.is_finite());
+    v.sort_by(f64::total_cmp);
+    let (Some(&lo), Some(&hi)) = (v.first(), v.last()) else {
+        return json!({"count": 0, "unit": "ms"});
+    };
+    let p = |q: f64| inferbench_core::metrics::percentile_sorted(&v, q);
+    let bins = if hi > lo { 20 } else { 1 };
+    let w = (hi - lo) / bins as f64;
+    let mut counts = vec![0u64; bins];
+    for &x in &v {
+        let b = if w > 0.0 {
+            (((x - lo) / w) as usize).min(bins - 1)
+        } else {
+            0
+        };
+        counts[b] += 1;
+    }
+    let hist: Vec<Value> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| json!([lo + w * i as f64, lo + w * (i + 1) as f64, c]))
+        .collect();
+    json!({"count": v.len(), "unit": "ms", "min": lo, "max": hi,
+           "p50": p(50.0), "p90": p(90.0), "p99": p(99.0), "histogram": hist})
+}
+
+/// `GET /api/v1/points/{id}/latencies`: TTFT, TPOT, ITL and E2EL distributions ([`distribution`],
+/// ms) over the point's counted requests (profile phase, successful:
+/// `inferbench_core::metrics::counts`), plus `records` (lines read) and `unreadable` (lines that
+/// are not request records); 404 when the point kept no records.
+pub async fn latencies(
+    State(state): State<AppState>,
+    axum::extract::Path(raw): axum::extract::Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    use inferbench_core::metrics::{sample_ms, Metric};
+    let id = path_id("point", &raw)?;
+    let bytes = state
+        .with_store(move |s| s.point_records(id).map_err(db_err))
+        .await?
+        .ok_or_else(|| not_found(format!("point {id} has no stored request records")))?;
+    let mut records = Vec::new();
+    let mut unreadable = 0usize;
+    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        match serde_json::from_slice::<inferbench_core::record::RequestRecord>(line) {
+            Ok(r) => records.push(r),
+            Err(_) => unreadable += 1,
+        }
+    }
+    Ok(Json(json!({
+        "point_id": id,
+        "records": records.len() + unreadable,
+        "unreadable": unreadable,
+        "ttft": distribution(sample_ms(&records, Metric::Ttft)),
+        "tpot": distribution(sample_ms(&records, Metric::Tpot)),
+        "itl": distribution(sample_ms(&records, Metric::Itl)),
+        "e2el": distribution(sample_ms(&records, Metric::E2el)),
+    })))
+}
+
+/// `GET /api/v1/points/{id}/power`: `{"point_id", "samples": [{"gpu", "t_unix", "power_w"}…]}`
+/// by GPU then time (empty when the point has no power.csv).
+pub async fn power(
+    State(state): State<AppState>,
+    axum::extract::Path(raw): axum::extract::Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = path_id("point", &raw)?;
+    let samples = state
+        .with_store(move |s| s.point_power(id).map_err(db_err))
+        .await?;
+    Ok(Json(json!({"point_id": id, "samples": samples})))
+}

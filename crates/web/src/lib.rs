@@ -9,8 +9,12 @@
 //! - `GET /api/v1/points?…`: points, frontier flags and per-group frontier knots for a
 //!   chart ([`api::points`]); `GET /api/v1/points.csv?…`: the same rows as `report --format
 //!   csv` writes them.
+//! - `GET /api/v1/runs/{id}`, `…/runs/{id}/artifacts/{name}`, `…/points/{id}/latencies`,
+//!   `…/points/{id}/power`: one run's provenance, points and kept files; a point's latency
+//!   distributions and power samples.
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
-//!   `GET /` redirects there; `GET /assets/NAME`: its scripts and styles.
+//!   `GET /run?id=N`: a run's page; `GET /` redirects to the Inference page;
+//!   `GET /assets/NAME`: their scripts and styles.
 //!
 //! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
 //! opened read-only ([`inferbench_store::Store::open_read_only`]).
@@ -72,6 +76,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/app.css"),
     ),
     (
+        "run.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/run.js"),
+    ),
+    (
         "uPlot.iife.min.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/vendor/uPlot.iife.min.js"),
@@ -86,6 +95,9 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
 /// The Inference page's HTML (static: every value from the database is set by `app.js` as
 /// text, never as markup).
 const INFERENCE_HTML: &str = include_str!("../assets/inference.html");
+
+/// The run page's HTML (`/run?id=N`; same rules as [`INFERENCE_HTML`]).
+const RUN_HTML: &str = include_str!("../assets/run.html");
 
 /// Content-Security-Policy of every page: scripts, styles and data only from this server, so a
 /// string in the database can never run as script.
@@ -102,6 +114,11 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/options", get(api::options))
         .route("/api/v1/points", get(api::points))
         .route("/api/v1/points.csv", get(api::points_csv))
+        .route("/api/v1/runs/{id}", get(api::run))
+        .route("/api/v1/runs/{id}/artifacts/{name}", get(api::artifact))
+        .route("/api/v1/points/{id}/latencies", get(api::latencies))
+        .route("/api/v1/points/{id}/power", get(api::power))
+        .route("/run", get(run_page))
         .fallback(not_found)
         .with_state(state)
 }
@@ -124,6 +141,16 @@ async fn inference_page() -> Response {
         (
             [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
             INFERENCE_HTML,
+        )
+            .into_response(),
+    )
+}
+
+async fn run_page() -> Response {
+    secured(
+        (
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            RUN_HTML,
         )
             .into_response(),
     )

@@ -266,3 +266,132 @@ fn the_server_store_refuses_writes() {
         );
     }
 }
+
+/// The conc-N point of the fixture: (point_id, run_id).
+async fn ids_of(db: &str, conc: i64) -> (i64, i64) {
+    let (_, v) = get_json(db, &format!("/api/v1/points?conc={conc}")).await;
+    let p = &v["points"][0];
+    (
+        p["point_id"].as_i64().unwrap(),
+        p["run_id"].as_i64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn run_page_api_gives_provenance_points_files_and_latencies() {
+    let (_d, db) = seeded();
+    let (p4, r4) = ids_of(&db, 4).await;
+    let (p16, _) = ids_of(&db, 16).await;
+    let (s, v) = get_json(&db, &format!("/api/v1/runs/{r4}")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["run"]["id"], r4);
+    assert_eq!(v["run"]["batch"], "sweep-2026-03-01-h200");
+    assert_eq!(v["run"]["engine_version"], "sglang 0.5.5");
+    assert_eq!(v["run"]["host"], "node-07");
+    assert_eq!(v["run"]["job"]["job"]["framework"], "sglang");
+    assert_eq!(v["points"].as_array().unwrap().len(), 1);
+    assert_eq!(v["points"][0]["point_id"], p4);
+    // The batch: the sweep's two stored concurrencies.
+    let batch: Vec<i64> = v["batch_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["conc"].as_i64().unwrap())
+        .collect();
+    assert_eq!(batch, vec![4, 16]);
+    let names: Vec<&str> = v["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"server.log") && names.contains(&"job.json"),
+        "{names:?}"
+    );
+    let log = v["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "server.log")
+        .unwrap();
+    assert_eq!(
+        log["url"],
+        format!("/api/v1/runs/{r4}/artifacts/server.log")
+    );
+
+    // A kept file, byte for byte, as text with a sandboxing CSP.
+    let (s, h, body) = get(&db, log["url"].as_str().unwrap()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(h["content-security-policy"], "default-src 'none'; sandbox");
+    assert_eq!(
+        body,
+        std::fs::read(fixtures().join("conc4/server.log")).unwrap()
+    );
+    // Names are looked up in the database: traversal and unknown names are 404.
+    for name in ["..%2F..%2FCargo.toml", "%2Fetc%2Fpasswd", "nope.log"] {
+        let (s, _, _) = get(&db, &format!("/api/v1/runs/{r4}/artifacts/{name}")).await;
+        assert_eq!(s, StatusCode::NOT_FOUND, "{name}");
+    }
+    let (s, v) = get_json(&db, "/api/v1/runs/0").await;
+    assert_eq!(
+        (s, v["error"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("run id `0`: expected a positive integer")
+        )
+    );
+    let (s, v) = get_json(&db, "/api/v1/runs/999").await;
+    assert_eq!(
+        (s, v["error"].clone()),
+        (StatusCode::NOT_FOUND, json!("no run 999"))
+    );
+
+    // Latency distributions from the stored records of conc 16: 6 records, 4 counted (one
+    // warmup, one failure left out); TTFT 100 ms each; E2EL 1, 2, 3, 4 s.
+    let (s, v) = get_json(&db, &format!("/api/v1/points/{p16}/latencies")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (v["records"].clone(), v["unreadable"].clone()),
+        (json!(6), json!(0))
+    );
+    assert_eq!(
+        v["ttft"],
+        json!({"count": 4, "unit": "ms", "min": 100.0, "max": 100.0, "p50": 100.0, "p90": 100.0,
+               "p99": 100.0, "histogram": [[100.0, 100.0, 4]]})
+    );
+    let e = &v["e2el"];
+    assert_eq!(
+        (
+            e["count"].clone(),
+            e["min"].clone(),
+            e["max"].clone(),
+            e["p50"].clone()
+        ),
+        (json!(4), json!(1000.0), json!(4000.0), json!(2500.0))
+    );
+    let hist: Vec<u64> = e["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b[2].as_u64().unwrap())
+        .collect();
+    let mut want = vec![0u64; 20];
+    for b in [0, 6, 13, 19] {
+        want[b] = 1;
+    }
+    assert_eq!(hist, want);
+    assert_eq!(v["tpot"]["count"], 4);
+    // conc 4 kept no records; it has power samples.
+    let (s, _) = get_json(&db, &format!("/api/v1/points/{p4}/latencies")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, v) = get_json(&db, &format!("/api/v1/points/{p4}/power")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        v["samples"][0],
+        json!({"gpu": "0", "t_unix": 1772358998.0, "power_w": 500.0})
+    );
+    let (s, _, _) = get(&db, &format!("/run?id={r4}")).await;
+    assert_eq!(s, StatusCode::OK);
+}

@@ -159,6 +159,27 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
     );
 
+    // The run page of the conc-16 point: provenance, the batch's two points, and the latency
+    // histograms drawn from its stored records.
+    let run16 = {
+        let mut s = Store::open_read_only(&db).unwrap();
+        let mut f = inferbench_store::Filter::default();
+        f.add("conc=16").unwrap();
+        f.add("model=dsr1").unwrap();
+        s.points(&f, &Default::default()).unwrap()[0].run_id
+    };
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id={run16}"));
+    assert!(
+        text_of(&dom, "status").starts_with("1 point(s) in this run, 2 in its batch, "),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("TTFT (ms): p50 100.0, p90 100.0, p99 100.0, n 4"),
+        "{dom}"
+    );
+    assert!(dom.contains("E2EL (ms): p50 2500.0"), "{dom}");
+    assert!(dom.contains("sglang 0.5.5"), "provenance: {dom}");
+
     // The probe model is listed and drawn as text: no element is made from it.
     let probe_model = {
         let mut s = Store::open_read_only(&db).unwrap();

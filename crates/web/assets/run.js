@@ -1,0 +1,181 @@
+// inferbench dashboard: a run's page (`/run?id=N[&point=M]`). Provenance, the run's points,
+// latency distributions (TTFT, TPOT, ITL, E2EL) of one point from its stored request records,
+// its power samples, and the files kept with the run. Every value is set as text.
+"use strict";
+
+function $(id) { return document.getElementById(id); }
+
+function status(text, isError) {
+  const s = $("status");
+  s.textContent = text;
+  s.className = isError ? "error" : "";
+}
+
+async function getJson(url) {
+  const r = await fetch(url);
+  const body = await r.json().catch(() => ({ error: "answer is not JSON (HTTP " + r.status + ")" }));
+  if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
+  return body;
+}
+
+function fmt(v, digits) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "-";
+  return Number(v).toFixed(digits);
+}
+
+function row(tbody, cells) {
+  const tr = document.createElement("tr");
+  for (const c of cells) {
+    const td = document.createElement("td");
+    td.textContent = c;
+    tr.append(td);
+  }
+  tbody.append(tr);
+}
+
+function provenance(run) {
+  const body = $("prov").tBodies[0];
+  body.replaceChildren();
+  const when = run.start_unix ? new Date(run.start_unix * 1000).toISOString() : run.date;
+  for (const [k, v] of [["run id", String(run.id)], ["batch", run.batch], ["date", when],
+    ["source", run.source_kind + " · " + run.source_path], ["result file", run.result_filename],
+    ["inferbench", run.inferbench_version + (run.git_sha ? " (" + run.git_sha.slice(0, 12) + ")" : "")],
+    ["engine", run.engine_version], ["host", run.host]]) {
+    if (v) row(body, [k, v]);
+  }
+  $("job").textContent = JSON.stringify(run.job, null, 2);
+}
+
+function points(pts, batch, runId) {
+  const body = $("points").tBodies[0];
+  body.replaceChildren();
+  // The batch's points (a sweep's concurrencies), this run's marked; others link to their run.
+  for (const p of batch) {
+    const m = p.metrics || {};
+    const state = p.error ? "failed: " + p.error
+      : (p.valid ? (p.frontier ? "frontier" : "") : "invalid");
+    row(body, [p.group, p.parallelism, String(p.conc), fmt(m.tput_per_gpu, 1),
+      fmt(m.median_intvty, 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3), state]);
+    const first = body.lastChild.firstChild;
+    if (p.run_id === runId) {
+      body.lastChild.className = "this-run";
+    } else {
+      const a = document.createElement("a");
+      a.href = "/run?id=" + encodeURIComponent(p.run_id) + "&point=" + encodeURIComponent(p.point_id);
+      a.textContent = first.textContent;
+      first.replaceChildren(a);
+    }
+  }
+  const sel = $("point");
+  sel.replaceChildren();
+  for (const p of pts) {
+    const o = document.createElement("option");
+    o.value = String(p.point_id);
+    o.textContent = "conc " + p.conc + " (" + p.parallelism + ")";
+    sel.append(o);
+  }
+}
+
+function files(run, list) {
+  const ul = $("files");
+  ul.replaceChildren();
+  for (const f of list) {
+    const li = document.createElement("li");
+    const a = document.createElement("a");
+    a.href = f.url;
+    a.textContent = f.name;
+    li.append(a, document.createTextNode(" (" + f.size + " bytes)"));
+    ul.append(li);
+  }
+  if (!list.length) ul.textContent = "none";
+}
+
+function histogram(host, name, d) {
+  const box = document.createElement("div");
+  host.append(box);
+  if (!d.count) {
+    box.textContent = name + ": no sample";
+    return;
+  }
+  const xs = d.histogram.map(b => (b[0] + b[1]) / 2);
+  const ys = d.histogram.map(b => b[2]);
+  new uPlot({
+    width: 360, height: 220,
+    title: name + " (ms): p50 " + fmt(d.p50, 1) + ", p90 " + fmt(d.p90, 1) + ", p99 " + fmt(d.p99, 1)
+      + ", n " + d.count,
+    legend: { show: false },
+    // Half a bin of margin each side, so the first and last bars are whole.
+    scales: { x: { time: false, range: (u, lo, hi) => {
+      const w = d.histogram.length > 1 ? (hi - lo) / (d.histogram.length - 1) : Math.max(1, lo * 0.1);
+      return [lo - w, hi + w];
+    } } },
+    axes: [{ label: name + " (ms)" }, { label: "requests" }],
+    series: [{}, { stroke: "#0072b2", fill: "#0072b255", paths: uPlot.paths.bars({ size: [0.9] }),
+      points: { show: false } }],
+  }, [xs, ys], box);
+}
+
+async function latencies(pointId) {
+  const host = $("lat");
+  host.replaceChildren();
+  try {
+    const d = await getJson("/api/v1/points/" + pointId + "/latencies");
+    $("lat-note").textContent = d.records + " stored request records"
+      + (d.unreadable ? " (" + d.unreadable + " unreadable)" : "")
+      + "; counted: profile phase, successful (as the metrics count them).";
+    histogram(host, "TTFT", d.ttft);
+    histogram(host, "TPOT", d.tpot);
+    histogram(host, "ITL", d.itl);
+    histogram(host, "E2EL", d.e2el);
+  } catch (e) {
+    $("lat-note").textContent = e.message;
+  }
+  try {
+    const p = await getJson("/api/v1/points/" + pointId + "/power");
+    const host2 = $("power");
+    host2.replaceChildren();
+    if (!p.samples.length) { $("power-note").textContent = "no power samples for this point"; return; }
+    const gpus = [...new Set(p.samples.map(s => s.gpu))];
+    const t0 = Math.min(...p.samples.map(s => s.t_unix));
+    const series = [{}], data = [null];
+    gpus.forEach((g, i) => {
+      const ss = p.samples.filter(s => s.gpu === g);
+      series.push({ label: "GPU " + g, stroke: ["#0072b2", "#d55e00", "#009e73", "#cc79a7"][i % 4] });
+      data.push([ss.map(s => s.t_unix - t0), ss.map(s => s.power_w)]);
+    });
+    $("power-note").textContent = p.samples.length + " samples from " + gpus.length + " GPU(s)";
+    new uPlot({ mode: 2, width: 760, height: 260, scales: { x: { time: false } },
+      axes: [{ label: "time since first sample (s)" }, { label: "power (W)" }], series }, data, host2);
+  } catch (e) {
+    $("power-note").textContent = e.message;
+  }
+}
+
+async function start() {
+  const q = new URLSearchParams(location.search);
+  const id = q.get("id") || "";
+  $("self").href = location.pathname + location.search;
+  try {
+    const r = await getJson("/api/v1/runs/" + encodeURIComponent(id));
+    $("title").textContent = "Run " + r.run.id + " · " + r.run.batch;
+    provenance(r.run);
+    points(r.points, r.batch_points, r.run.id);
+    files(r.run, r.artifacts);
+    status(r.points.length + " point(s) in this run, " + r.batch_points.length
+      + " in its batch, " + r.artifacts.length + " file(s)");
+    const sel = $("point");
+    const want = q.get("point");
+    if (want && Array.from(sel.options).some(o => o.value === want)) sel.value = want;
+    sel.addEventListener("change", () => {
+      const u = new URLSearchParams(location.search);
+      u.set("point", sel.value);
+      history.replaceState(null, "", location.pathname + "?" + u.toString());
+      latencies(sel.value);
+    });
+    if (sel.value) await latencies(sel.value);
+  } catch (e) {
+    status("error: " + e.message, true);
+  }
+}
+
+document.addEventListener("DOMContentLoaded", start);

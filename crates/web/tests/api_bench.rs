@@ -1,0 +1,178 @@
+//! Dashboard API benchmark, run by hand (docs/performance.md, "Dashboard API"):
+//! `cargo test -p inferbench-web --release --test api_bench -- --ignored --nocapture`
+//! (with `INFERBENCH_TEST_PG_URL` set, PostgreSQL too). It prints timings and asserts only
+//! correctness, never speed.
+//!
+//! Database: 100,000 points in 100 runs × 1,000 points; 20 models × 3 sequences; per chart
+//! (a model and a sequence) 1,000–2,000 points in 40 groups (8 hardware × 5 frameworks), each
+//! with 5 TP × 5 concurrencies per run. One chart = `GET /api/v1/points?model=M&isl=I&osl=O` through the
+//! router (query, frontier marking, JSON), timed end to end over 30 requests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use inferbench_store::{ConfigKey, PointData, RunData, SourceKind, Store};
+use tower::ServiceExt;
+
+const SEQ: [(i64, i64); 3] = [(1024, 1024), (8192, 1024), (1024, 8192)];
+
+fn fill(store: &mut Store) {
+    let hws = [
+        "h100", "h200", "b200", "b300", "gb200", "mi300x", "mi325x", "mi355x",
+    ];
+    let fws = ["vllm", "sglang", "trt", "atom", "dynamo-sglang"];
+    for run in 0..100usize {
+        let (model, (isl, osl)) = (format!("model{:02}", run % 20), SEQ[(run / 20) % 3]);
+        let points = (0..1000usize)
+            .map(|i| {
+                let (hw, fw) = (hws[i % 8], fws[(i / 8) % 5]);
+                let tp = [1, 2, 4, 8, 16][(i / 40) % 5];
+                let conc = [4, 16, 64, 256, 1024][(i / 200) % 5];
+                let seed = (run * 1000 + i) as f64;
+                let x = 200.0 / (1.0 + conc as f64 / 16.0) * (1.0 + (seed * 0.37).sin() * 0.1);
+                let y = 100.0 * conc as f64 / tp as f64 * (1.0 + (seed * 0.73).cos() * 0.1);
+                PointData {
+                    config: ConfigKey {
+                        model: model.clone(),
+                        hardware: hw.into(),
+                        framework: fw.into(),
+                        precision: "fp8".into(),
+                        spec_decoding: "none".into(),
+                        tp,
+                        pp: 1,
+                        dcp: 1,
+                        pcp: 1,
+                        ep: 1,
+                        prefill_tp: tp,
+                        prefill_ep: 1,
+                        decode_tp: tp,
+                        decode_ep: 1,
+                        num_prefill_gpu: tp,
+                        num_decode_gpu: tp,
+                        kv_offload: "off".into(),
+                        scenario: "fixed_seq_len".into(),
+                        isl,
+                        osl,
+                        image: format!("img:{}", run % 8),
+                        ..Default::default()
+                    },
+                    conc,
+                    date: format!("2026-01-{:02}", run % 28 + 1),
+                    metrics: BTreeMap::from([
+                        ("median_intvty".to_string(), x),
+                        ("tput_per_gpu".to_string(), y),
+                        ("output_tput_per_gpu".to_string(), y / 2.0),
+                        ("input_tput_per_gpu".to_string(), y / 2.0),
+                        ("p99_ttft".to_string(), conc as f64 / 100.0),
+                        ("median_e2el".to_string(), conc as f64 / 10.0),
+                    ]),
+                    error: None,
+                    valid: true,
+                    requests: None,
+                    power: Vec::new(),
+                    server_metrics: Vec::new(),
+                }
+            })
+            .collect();
+        store
+            .ingest_run(&RunData {
+                run_key: format!("web-bench-{run}"),
+                kind: SourceKind::InferenceX,
+                source_path: format!("bench/{run}"),
+                batch: format!("bench-{run}"),
+                date: "2026-01-01".into(),
+                start_unix: None,
+                end_unix: None,
+                inferbench_version: String::new(),
+                git_sha: String::new(),
+                engine_version: String::new(),
+                host: String::new(),
+                result_filename: String::new(),
+                job: "{}".into(),
+                points,
+                evals: Vec::new(),
+                artifacts: Vec::new(),
+                unknown: BTreeSet::new(),
+                warnings: Vec::new(),
+            })
+            .unwrap();
+    }
+}
+
+fn bench(location: &str, name: &str) {
+    let mut s = Store::open(location).unwrap();
+    s.migrate().unwrap();
+    let t = Instant::now();
+    fill(&mut s);
+    println!(
+        "[{name}] load 100,000 points: {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    drop(s);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let app = inferbench_web::router(inferbench_web::AppState::new(
+        Store::open_read_only(location).unwrap(),
+    ));
+    let mut ms = Vec::new();
+    let mut bytes = 0;
+    let mut points = 0;
+    for k in 0..30usize {
+        // Charts of 2,000 points: every model on 1024/1024 and 8192/1024 (two runs each).
+        let (isl, osl) = SEQ[k % 2];
+        let uri = format!(
+            "/api/v1/points?model=model{:02}&isl={isl}&osl={osl}",
+            k % 20
+        );
+        let t = Instant::now();
+        let body = rt.block_on(async {
+            let res = app
+                .clone()
+                .oneshot(Request::get(&uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            assert!(res.status().is_success(), "{uri}");
+            res.into_body().collect().await.unwrap().to_bytes()
+        });
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["groups"].as_array().unwrap().len(), 40, "{uri}");
+        points = v["count"].as_u64().unwrap();
+        bytes = body.len();
+    }
+    ms.sort_by(f64::total_cmp);
+    let pct = |p: f64| ms[((ms.len() as f64 * p).ceil() as usize).saturating_sub(1)];
+    println!(
+        "[{name}] one chart ({points} points, 40 groups, {:.2} MB JSON): p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms over {} requests",
+        bytes as f64 / 1e6,
+        pct(0.5),
+        pct(0.95),
+        ms[ms.len() - 1],
+        ms.len()
+    );
+}
+
+#[test]
+#[ignore = "benchmark: run by hand with --release --ignored --nocapture"]
+fn bench_one_chart_100k_sqlite() {
+    let d = tempfile::tempdir().unwrap();
+    bench(&d.path().join("bench.db").display().to_string(), "sqlite");
+}
+
+#[test]
+#[ignore = "benchmark: run by hand with --release --ignored --nocapture"]
+fn bench_one_chart_100k_postgres() {
+    let Ok(url) = std::env::var("INFERBENCH_TEST_PG_URL") else {
+        eprintln!("skipping: INFERBENCH_TEST_PG_URL not set");
+        return;
+    };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let schema = format!("web_bench_{}", std::process::id());
+    bench(&format!("{url}{sep}schema={schema}"), "postgres");
+}
