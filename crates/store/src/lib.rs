@@ -29,6 +29,7 @@ pub mod parse;
 pub mod query;
 pub mod schema;
 pub mod snapshot;
+pub mod synthetic;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -4,12 +4,9 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use inferbench_store::{
-    ConfigKey, CostOptions, Filter, IngestOptions, PointData, RunData, SourceKind, Store,
-};
+use inferbench_store::{CostOptions, Filter, IngestOptions, Store};
 
 /// 100 artifact directories × 10 000 records (four chunks each) = 1 000 000 records.
 fn write_sweep(root: &std::path::Path, points: usize, per_point: usize) -> u64 {
@@ -77,84 +74,12 @@ fn bench_ingest_1m_records_postgres() {
 }
 
 /// 100 runs × 1000 points = 100 000 points over 40 groups (8 hardware × 5 frameworks) × 5 TP
-/// values × 5 concurrencies × 8 image tags.
+/// values × 5 concurrencies × 8 image tags ([`inferbench_store::synthetic::run`]).
 fn fill_points(store: &mut Store) {
-    let hws = [
-        "h100", "h200", "b200", "b300", "gb200", "mi300x", "mi325x", "mi355x",
-    ];
-    let fws = ["vllm", "sglang", "trt", "atom", "dynamo-sglang"];
     for run in 0..100 {
-        let mut points = Vec::with_capacity(1000);
-        for i in 0..1000usize {
-            let (hw, fw) = (hws[i % 8], fws[(i / 8) % 5]);
-            let tp = [1, 2, 4, 8, 16][(i / 40) % 5];
-            let conc = [4, 16, 64, 256, 1024][(i / 200) % 5];
-            let seed = (run * 1000 + i) as f64;
-            let x = 200.0 / (1.0 + conc as f64 / 16.0) * (1.0 + (seed * 0.37).sin() * 0.1);
-            let y = 100.0 * conc as f64 / tp as f64 * (1.0 + (seed * 0.73).cos() * 0.1);
-            let config = ConfigKey {
-                model: "dsr1".into(),
-                hardware: hw.into(),
-                framework: fw.into(),
-                precision: "fp8".into(),
-                spec_decoding: "none".into(),
-                tp,
-                pp: 1,
-                dcp: 1,
-                pcp: 1,
-                ep: 1,
-                prefill_tp: tp,
-                prefill_ep: 1,
-                decode_tp: tp,
-                decode_ep: 1,
-                num_prefill_gpu: tp,
-                num_decode_gpu: tp,
-                kv_offload: "off".into(),
-                scenario: "fixed_seq_len".into(),
-                isl: 1024,
-                osl: 1024,
-                image: format!("img:{}", run % 8),
-                ..Default::default()
-            };
-            points.push(PointData {
-                config,
-                conc,
-                date: format!("2026-01-{:02}", run % 28 + 1),
-                metrics: BTreeMap::from([
-                    ("median_intvty".to_string(), x),
-                    ("tput_per_gpu".to_string(), y),
-                    ("output_tput_per_gpu".to_string(), y / 2.0),
-                    ("input_tput_per_gpu".to_string(), y / 2.0),
-                    ("p99_ttft".to_string(), conc as f64 / 100.0),
-                ]),
-                error: None,
-                valid: true,
-                requests: None,
-                power: Vec::new(),
-                server_metrics: Vec::new(),
-            });
-        }
-        let run = RunData {
-            run_key: format!("bench-{run}"),
-            kind: SourceKind::InferenceX,
-            source_path: format!("bench/{run}"),
-            batch: format!("bench/{run}"),
-            date: "2026-01-01".into(),
-            start_unix: None,
-            end_unix: None,
-            inferbench_version: String::new(),
-            git_sha: String::new(),
-            engine_version: String::new(),
-            host: String::new(),
-            result_filename: String::new(),
-            job: "{}".into(),
-            points,
-            evals: Vec::new(),
-            artifacts: Vec::new(),
-            unknown: BTreeSet::new(),
-            warnings: Vec::new(),
-        };
-        store.ingest_run(&run).unwrap();
+        store
+            .ingest_run(&inferbench_store::synthetic::run(run, "dsr1", 1024, 1024))
+            .unwrap();
     }
 }
 

@@ -16,14 +16,6 @@ let current = null; // last /api/v1/points answer
 const hidden = new Set(); // groups toggled off in the legend
 let pinned = false;
 
-function $(id) { return document.getElementById(id); }
-
-function status(text, isError) {
-  const s = $("status");
-  s.textContent = text;
-  s.className = isError ? "error" : "";
-}
-
 // ---- URL state -------------------------------------------------------------------------
 function readState() {
   const p = new URLSearchParams(location.search);
@@ -294,12 +286,6 @@ function table(res) {
 }
 
 // ---- data flow -------------------------------------------------------------------------
-async function getJson(url) {
-  const r = await fetch(url);
-  const body = await r.json().catch(() => ({ error: "answer is not JSON (HTTP " + r.status + ")" }));
-  if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
-  return body;
-}
 
 async function refresh(push) {
   const st = stateFromControls();

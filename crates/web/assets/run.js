@@ -3,21 +3,6 @@
 // its power samples, and the files kept with the run. Every value is set as text.
 "use strict";
 
-function $(id) { return document.getElementById(id); }
-
-function status(text, isError) {
-  const s = $("status");
-  s.textContent = text;
-  s.className = isError ? "error" : "";
-}
-
-async function getJson(url) {
-  const r = await fetch(url);
-  const body = await r.json().catch(() => ({ error: "answer is not JSON (HTTP " + r.status + ")" }));
-  if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
-  return body;
-}
-
 function fmt(v, digits) {
   if (v === null || v === undefined || Number.isNaN(v)) return "-";
   return Number(v).toFixed(digits);

@@ -76,6 +76,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/app.css"),
     ),
     (
+        "common.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/common.js"),
+    ),
+    (
         "run.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/run.js"),

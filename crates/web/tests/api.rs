@@ -216,18 +216,20 @@ async fn pages_are_static_with_a_strict_content_security_policy() {
     let (s, _, _) = get(&db, "/").await;
     assert_eq!(s, StatusCode::SEE_OTHER);
     // The page script sets database strings as text only.
-    let (s, h, js) = get(&db, "/assets/app.js").await;
-    assert_eq!(s, StatusCode::OK);
-    assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
-    let js = String::from_utf8(js).unwrap();
-    for sink in [
-        "innerHTML",
-        "outerHTML",
-        "insertAdjacentHTML",
-        "document.write",
-        "eval(",
-    ] {
-        assert!(!js.contains(sink), "app.js uses {sink}");
+    for script in ["app.js", "run.js", "common.js"] {
+        let (s, h, js) = get(&db, &format!("/assets/{script}")).await;
+        assert_eq!(s, StatusCode::OK, "{script}");
+        assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
+        let js = String::from_utf8(js).unwrap();
+        for sink in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+        ] {
+            assert!(!js.contains(sink), "{script} uses {sink}");
+        }
     }
     let (s, _, lib) = get(&db, "/assets/uPlot.iife.min.js").await;
     assert_eq!(s, StatusCode::OK);

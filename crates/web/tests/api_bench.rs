@@ -8,96 +8,28 @@
 //! with 5 TP × 5 concurrencies per run. One chart = `GET /api/v1/points?model=M&isl=I&osl=O` through the
 //! router (query, frontier marking, JSON), timed end to end over 30 requests.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use axum::body::Body;
 use axum::http::Request;
 use http_body_util::BodyExt;
-use inferbench_store::{ConfigKey, PointData, RunData, SourceKind, Store};
+use inferbench_store::Store;
 use tower::ServiceExt;
 
 const SEQ: [(i64, i64); 3] = [(1024, 1024), (8192, 1024), (1024, 8192)];
 
+/// 100 synthetic runs ([`inferbench_store::synthetic::run`]): run r is model `model{r % 20}` on
+/// sequence `SEQ[(r / 20) % 3]`.
 fn fill(store: &mut Store) {
-    let hws = [
-        "h100", "h200", "b200", "b300", "gb200", "mi300x", "mi325x", "mi355x",
-    ];
-    let fws = ["vllm", "sglang", "trt", "atom", "dynamo-sglang"];
     for run in 0..100usize {
-        let (model, (isl, osl)) = (format!("model{:02}", run % 20), SEQ[(run / 20) % 3]);
-        let points = (0..1000usize)
-            .map(|i| {
-                let (hw, fw) = (hws[i % 8], fws[(i / 8) % 5]);
-                let tp = [1, 2, 4, 8, 16][(i / 40) % 5];
-                let conc = [4, 16, 64, 256, 1024][(i / 200) % 5];
-                let seed = (run * 1000 + i) as f64;
-                let x = 200.0 / (1.0 + conc as f64 / 16.0) * (1.0 + (seed * 0.37).sin() * 0.1);
-                let y = 100.0 * conc as f64 / tp as f64 * (1.0 + (seed * 0.73).cos() * 0.1);
-                PointData {
-                    config: ConfigKey {
-                        model: model.clone(),
-                        hardware: hw.into(),
-                        framework: fw.into(),
-                        precision: "fp8".into(),
-                        spec_decoding: "none".into(),
-                        tp,
-                        pp: 1,
-                        dcp: 1,
-                        pcp: 1,
-                        ep: 1,
-                        prefill_tp: tp,
-                        prefill_ep: 1,
-                        decode_tp: tp,
-                        decode_ep: 1,
-                        num_prefill_gpu: tp,
-                        num_decode_gpu: tp,
-                        kv_offload: "off".into(),
-                        scenario: "fixed_seq_len".into(),
-                        isl,
-                        osl,
-                        image: format!("img:{}", run % 8),
-                        ..Default::default()
-                    },
-                    conc,
-                    date: format!("2026-01-{:02}", run % 28 + 1),
-                    metrics: BTreeMap::from([
-                        ("median_intvty".to_string(), x),
-                        ("tput_per_gpu".to_string(), y),
-                        ("output_tput_per_gpu".to_string(), y / 2.0),
-                        ("input_tput_per_gpu".to_string(), y / 2.0),
-                        ("p99_ttft".to_string(), conc as f64 / 100.0),
-                        ("median_e2el".to_string(), conc as f64 / 10.0),
-                    ]),
-                    error: None,
-                    valid: true,
-                    requests: None,
-                    power: Vec::new(),
-                    server_metrics: Vec::new(),
-                }
-            })
-            .collect();
+        let (isl, osl) = SEQ[(run / 20) % 3];
         store
-            .ingest_run(&RunData {
-                run_key: format!("web-bench-{run}"),
-                kind: SourceKind::InferenceX,
-                source_path: format!("bench/{run}"),
-                batch: format!("bench-{run}"),
-                date: "2026-01-01".into(),
-                start_unix: None,
-                end_unix: None,
-                inferbench_version: String::new(),
-                git_sha: String::new(),
-                engine_version: String::new(),
-                host: String::new(),
-                result_filename: String::new(),
-                job: "{}".into(),
-                points,
-                evals: Vec::new(),
-                artifacts: Vec::new(),
-                unknown: BTreeSet::new(),
-                warnings: Vec::new(),
-            })
+            .ingest_run(&inferbench_store::synthetic::run(
+                run,
+                &format!("model{:02}", run % 20),
+                isl,
+                osl,
+            ))
             .unwrap();
     }
 }
