@@ -249,58 +249,163 @@ fn select(store: &mut Store, q: &PointsQuery) -> Result<(Vec<PointRow>, String),
 }
 
 /// `GET /api/v1/points`: `{"x": metric, "y": metric, "count": n, "groups": [{"name", "frontier":
-/// [[x, y]…] sorted by x}], "points": [row…]}`. A row is the store's point (identity,
-/// `metrics`, `valid`, `frontier`) plus `group`, `parallelism` (`TP8`, `DEP8`, …), and its `x`
-/// and `y` values (`null` when unknown). Groups and points are in the store's order (group,
-/// parallelism, conc, date, batch).
+/// [[x, y]…] sorted by x}], "points": [point…]}`. A point ([`ChartPoint`]) carries the identity
+/// a chart and its tooltip use, `group`, `parallelism` (`TP8`, `DEP8`, …), `valid`,
+/// `frontier`, `point_id`/`run_id`, and its `x` and `y` values (`null` when unknown); with
+/// `metrics=all` also every stored and derived metric (`metrics`). Groups and points are in the
+/// store's order (group, parallelism, conc, date, batch).
 pub async fn points(
     State(state): State<AppState>,
-    Query(pairs): Query<Vec<(String, String)>>,
-) -> Result<Json<Value>, ApiError> {
+    Query(mut pairs): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    let mut with_metrics = false;
+    if let Some(i) = pairs.iter().position(|(k, _)| k == "metrics") {
+        let (k, v) = pairs.remove(i);
+        with_metrics = match v.as_str() {
+            "all" => true,
+            "none" => false,
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "`{k}={v}`: expected all or none"
+                )))
+            }
+        };
+    }
     let q = parse_points_query(&pairs)?;
     let y = q.y.clone();
     let (rows, x) = state.with_store(move |s| select(s, &q)).await?;
-    Ok(Json(points_json(&rows, &x, &y)))
+    Ok(Json(PointsAnswer::new(&rows, &x, &y, with_metrics)).into_response())
 }
 
-/// The JSON of [`points`] for `rows` (already marked) on axes `x`, `y`.
-pub fn points_json(rows: &[PointRow], x: &str, y: &str) -> Value {
-    let mut groups: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-    let mut out = Vec::with_capacity(rows.len());
-    for r in rows {
-        let g = r.group();
-        if groups.last().is_none_or(|(name, _)| *name != g) {
-            groups.push((g.clone(), Vec::new()));
+/// One point of [`points`], borrowed from its row (serialized straight into the response).
+/// Identity fields as in [`PointRow`].
+#[derive(Debug, serde::Serialize)]
+#[allow(missing_docs)]
+pub struct ChartPoint<'a> {
+    /// [`PointRow::group`].
+    pub group: String,
+    /// [`PointRow::parallelism`].
+    pub parallelism: String,
+    pub model: &'a str,
+    pub hardware: &'a str,
+    pub framework: &'a str,
+    pub precision: &'a str,
+    pub spec_decoding: &'a str,
+    pub disagg: bool,
+    pub tp: i64,
+    pub ep: i64,
+    pub dp_attention: bool,
+    pub gpus: i64,
+    pub scenario: &'a str,
+    pub isl: i64,
+    pub osl: i64,
+    pub image: &'a str,
+    pub conc: i64,
+    pub date: &'a str,
+    pub batch: &'a str,
+    pub error: Option<&'a str>,
+    pub valid: bool,
+    pub frontier: bool,
+    pub point_id: i64,
+    pub run_id: i64,
+    /// The x metric's value, `null` when unknown.
+    pub x: Option<f64>,
+    /// The y metric's value, `null` when unknown.
+    pub y: Option<f64>,
+    /// Every metric, with `metrics=all` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<&'a std::collections::BTreeMap<String, f64>>,
+}
+
+impl<'a> ChartPoint<'a> {
+    /// The point of row `r` on axes `x`, `y`.
+    pub fn new(r: &'a PointRow, x: &str, y: &str, with_metrics: bool) -> ChartPoint<'a> {
+        ChartPoint {
+            group: r.group(),
+            parallelism: r.parallelism(),
+            model: &r.model,
+            hardware: &r.hardware,
+            framework: &r.framework,
+            precision: &r.precision,
+            spec_decoding: &r.spec_decoding,
+            disagg: r.disagg,
+            tp: r.tp,
+            ep: r.ep,
+            dp_attention: r.dp_attention,
+            gpus: r.gpus,
+            scenario: &r.scenario,
+            isl: r.isl,
+            osl: r.osl,
+            image: &r.image,
+            conc: r.conc,
+            date: &r.date,
+            batch: &r.batch,
+            error: r.error.as_deref(),
+            valid: r.valid,
+            frontier: r.frontier,
+            point_id: r.point_id,
+            run_id: r.run_id,
+            x: r.get(x).filter(|v| v.is_finite()),
+            y: r.get(y).filter(|v| v.is_finite()),
+            metrics: with_metrics.then_some(&r.metrics),
         }
-        let (vx, vy) = (r.get(x), r.get(y));
-        if let (true, Some(a), Some(b)) = (r.frontier, vx, vy) {
-            if let Some((_, knots)) = groups.last_mut() {
-                knots.push((a, b));
+    }
+}
+
+/// A group of [`points`]: its name and frontier knots `[x, y]` sorted by x.
+#[derive(Debug, serde::Serialize)]
+pub struct ChartGroup {
+    /// [`PointRow::group`].
+    pub name: String,
+    /// The group's frontier points' `[x, y]`, by x.
+    pub frontier: Vec<[f64; 2]>,
+}
+
+/// The answer of [`points`].
+#[derive(Debug, serde::Serialize)]
+pub struct PointsAnswer<'a> {
+    /// [`metric_json`] of x.
+    pub x: Option<Value>,
+    /// [`metric_json`] of y.
+    pub y: Option<Value>,
+    /// Number of points.
+    pub count: usize,
+    /// Groups in the points' order.
+    pub groups: Vec<ChartGroup>,
+    /// The points.
+    pub points: Vec<ChartPoint<'a>>,
+}
+
+impl<'a> PointsAnswer<'a> {
+    /// The answer for `rows` (frontier already marked) on axes `x`, `y`.
+    pub fn new(rows: &'a [PointRow], x: &str, y: &str, with_metrics: bool) -> PointsAnswer<'a> {
+        let points: Vec<ChartPoint> = rows
+            .iter()
+            .map(|r| ChartPoint::new(r, x, y, with_metrics))
+            .collect();
+        let mut groups: Vec<ChartGroup> = Vec::new();
+        for p in &points {
+            if groups.last().is_none_or(|g| g.name != p.group) {
+                groups.push(ChartGroup {
+                    name: p.group.clone(),
+                    frontier: Vec::new(),
+                });
+            }
+            if let (true, Some(a), Some(b), Some(g)) = (p.frontier, p.x, p.y, groups.last_mut()) {
+                g.frontier.push([a, b]);
             }
         }
-        let mut o = serde_json::to_value(r).unwrap_or(Value::Null);
-        if let Value::Object(m) = &mut o {
-            m.insert("group".into(), Value::from(g));
-            m.insert("parallelism".into(), Value::from(r.parallelism()));
-            m.insert("x".into(), vx.map_or(Value::Null, Value::from));
-            m.insert("y".into(), vy.map_or(Value::Null, Value::from));
+        for g in &mut groups {
+            g.frontier.sort_by(|a, b| a[0].total_cmp(&b[0]));
         }
-        out.push(o);
+        PointsAnswer {
+            x: metric_json(x),
+            y: metric_json(y),
+            count: rows.len(),
+            groups,
+            points,
+        }
     }
-    let groups: Vec<Value> = groups
-        .into_iter()
-        .map(|(name, mut knots)| {
-            knots.sort_by(|a, b| a.0.total_cmp(&b.0));
-            json!({"name": name, "frontier": knots.iter().map(|&(a, b)| json!([a, b])).collect::<Vec<_>>()})
-        })
-        .collect();
-    json!({
-        "x": metric_json(x),
-        "y": metric_json(y),
-        "count": rows.len(),
-        "groups": groups,
-        "points": out,
-    })
 }
 
 /// `GET /api/v1/points.csv`: the selected rows as `inferbench report --format csv` prints them
@@ -384,11 +489,10 @@ pub async fn run(
                    "url": format!("/api/v1/runs/{id}/artifacts/{}", percent_encode(&a.name))})
         })
         .collect();
-    let pts = points_json(&rows, "median_intvty", "tput_per_gpu");
-    let sib = points_json(&batch, "median_intvty", "tput_per_gpu");
+    let pts = PointsAnswer::new(&rows, "median_intvty", "tput_per_gpu", true);
+    let sib = PointsAnswer::new(&batch, "median_intvty", "tput_per_gpu", true);
     Ok(Json(
-        json!({"run": info, "points": pts["points"], "batch_points": sib["points"],
-                   "artifacts": files}),
+        json!({"run": info, "points": pts.points, "batch_points": sib.points, "artifacts": files}),
     ))
 }
 

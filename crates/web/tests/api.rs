@@ -131,6 +131,21 @@ async fn points_give_rows_axes_and_frontier_knots() {
         v["groups"],
         json!([{"name": "dsr1 1024/1024 h200_sglang_fp8", "frontier": want}])
     );
+    // Metrics only when asked for.
+    assert!(v["points"][0].get("metrics").is_none());
+    let (_, m) = get_json(&db, "/api/v1/points?hw=h200&metrics=all").await;
+    assert_eq!(
+        m["points"][0]["metrics"]["tput_per_gpu"],
+        v["points"][0]["y"]
+    );
+    let (s, e) = get_json(&db, "/api/v1/points?metrics=some").await;
+    assert_eq!(
+        (s, e["error"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("`metrics=some`: expected all or none")
+        )
+    );
     // frontier_only keeps the frontier rows.
     let (_, f) = get_json(&db, "/api/v1/points?hw=h200&frontier_only=true").await;
     assert_eq!(f["count"], p.iter().filter(|r| r.3).count());

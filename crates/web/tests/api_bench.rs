@@ -43,6 +43,26 @@ fn bench(location: &str, name: &str) {
         "[{name}] load 100,000 points: {:.1} s",
         t.elapsed().as_secs_f64()
     );
+    // Where the time goes: the store query, then the JSON.
+    let mut f = inferbench_store::Filter::default();
+    f.add("model=model00").unwrap();
+    f.add("isl=1024").unwrap();
+    f.add("osl=1024").unwrap();
+    let t = Instant::now();
+    let mut rows = s.points(&f, &Default::default()).unwrap();
+    let q_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    inferbench_store::query::mark_frontier_with(&mut rows, "median_intvty", "tput_per_gpu", false);
+    let m_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let j = inferbench_web::api::PointsAnswer::new(&rows, "median_intvty", "tput_per_gpu", false);
+    let body = serde_json::to_vec(&j).unwrap();
+    let j_ms = t.elapsed().as_secs_f64() * 1e3;
+    println!(
+        "[{name}] one chart by parts: store query {q_ms:.1} ms ({} rows), frontier {m_ms:.1} ms, JSON {j_ms:.1} ms ({:.2} MB)",
+        rows.len(),
+        body.len() as f64 / 1e6
+    );
     drop(s);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
