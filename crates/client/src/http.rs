@@ -7,7 +7,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
+use http::header::{
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, USER_AGENT,
+};
 use http::{Method, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Body;
@@ -254,6 +256,14 @@ impl Client {
                 value.set_sensitive(true);
             }
             headers.append(name, value);
+        }
+        // Who is asking, for server logs and proxies (agentx-harness and AIPerf send theirs);
+        // a `--header User-Agent: …` replaces it.
+        if !headers.contains_key(USER_AGENT) {
+            headers.insert(
+                USER_AGENT,
+                HeaderValue::from_static(concat!("inferbench/", env!("CARGO_PKG_VERSION"))),
+            );
         }
         if let Some(key) = cfg.api_key.as_deref().filter(|k| !k.is_empty()) {
             let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {

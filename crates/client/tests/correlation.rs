@@ -1,5 +1,6 @@
 //! `RequestMeta::correlation_id` reaches the server as `X-Correlation-ID` (AgentX's
-//! session-affinity header); without one, no such header is sent.
+//! session-affinity header); without one, no such header is sent. Every request carries
+//! `User-Agent: inferbench/<version>`.
 
 use std::io::{Read, Write};
 
@@ -63,6 +64,11 @@ async fn correlation_id_is_sent_as_a_header() {
     let head = head_for(Some("00000003-trace-a::sa:7")).await;
     assert!(
         head.contains("\r\nx-correlation-id: 00000003-trace-a::sa:7\r\n"),
+        "{head}"
+    );
+    // Every request names its client (the header names are lower-cased above).
+    assert!(
+        head.contains("\r\nuser-agent: inferbench/0.1.0\r\n"),
         "{head}"
     );
     let head = head_for(None).await;
