@@ -291,14 +291,24 @@ fn expand(stmt: &str, kind: Kind) -> String {
     stmt.replace("{ID}", id).replace("{BLOB}", blob)
 }
 
-/// The current schema version (0 = empty database).
+/// The current schema version (0 = empty database). Only reads, so a read-only session
+/// (`Store::open_read_only`; PostgreSQL refuses even `CREATE TABLE IF NOT EXISTS` there) can
+/// ask.
 pub(crate) fn current_version(conn: &mut Conn) -> Result<i64, StoreError> {
-    conn.batch(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (
-            version BIGINT NOT NULL PRIMARY KEY,
-            name TEXT NOT NULL
-        )",
-    )?;
+    let table = match conn.kind() {
+        Kind::Sqlite => conn.query(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+            &[],
+        )?,
+        Kind::Postgres => conn.query(
+            "SELECT 1 FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = 'schema_migrations'",
+            &[],
+        )?,
+    };
+    if table.is_empty() {
+        return Ok(0);
+    }
     let rows = conn.query("SELECT version FROM schema_migrations", &[])?;
     Ok(rows
         .iter()
@@ -324,6 +334,12 @@ pub(crate) fn migrate(conn: &mut Conn) -> Result<Vec<i64>, StoreError> {
 }
 
 fn migrate_locked(conn: &mut Conn) -> Result<Vec<i64>, StoreError> {
+    conn.batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version BIGINT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL
+        )",
+    )?;
     let current = current_version(conn)?;
     if current > latest_version() {
         return Err(StoreError::SchemaTooNew {

@@ -512,3 +512,45 @@ fn bench_result_side_files_ingest_with_their_result() {
     assert!(r.ignored.is_empty(), "{}", r.render());
     assert_eq!(counts(&mut s)["server_metrics"], 2 + 3 + 1);
 }
+
+/// `Store::open_read_only` (the dashboard's store): queries work, every write is refused by the
+/// database itself, on both backends.
+fn check_read_only(url: &str) {
+    let root = common::fixtures().join("sweep-h200");
+    let mut w = Store::open(url).unwrap();
+    ingest_all(&mut w, &root);
+    drop(w);
+    let mut r = Store::open_read_only(url).unwrap();
+    let rows = r
+        .points(&inferbench_store::Filter::default(), &Default::default())
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(
+        r.schema_version().unwrap(),
+        inferbench_store::schema::latest_version()
+    );
+    let rep = r
+        .ingest_path(
+            &common::fixtures().join("imports"),
+            &IngestOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(rep.points, 0);
+    assert!(!rep.skipped.is_empty());
+    for k in &rep.skipped {
+        assert!(k.reason.contains("read"), "{k:?}");
+    }
+}
+
+#[test]
+fn read_only_store_sqlite() {
+    let (_s, _d, url) = common::sqlite();
+    check_read_only(&url);
+}
+
+#[test]
+fn read_only_store_postgres() {
+    if let Some((_s, url)) = common::postgres("read_only_store") {
+        check_read_only(&url);
+    }
+}

@@ -89,8 +89,10 @@ fn bench(location: &str, name: &str) {
                 .oneshot(Request::get(&uri).body(Body::empty()).unwrap())
                 .await
                 .unwrap();
-            assert!(res.status().is_success(), "{uri}");
-            res.into_body().collect().await.unwrap().to_bytes()
+            let ok = res.status().is_success();
+            let body = res.into_body().collect().await.unwrap().to_bytes();
+            assert!(ok, "{uri}: {}", String::from_utf8_lossy(&body));
+            body
         });
         ms.push(t.elapsed().as_secs_f64() * 1e3);
         let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
