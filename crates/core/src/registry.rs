@@ -100,9 +100,10 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
         return Some(info(l.to_string(), u, b));
     }
     if let Some(rest) = key.strip_prefix("usd_per_m_") {
+        // Without a token kind the cost is per million total (input + output) tokens.
         let (regime, kind) = match rest.split_once('_') {
             Some((r, k)) => (r, format!("{k} ")),
-            None => (rest, String::new()),
+            None => (rest, "total (input + output) ".to_string()),
         };
         return Some(info(
             format!("Cost per million {kind}tokens, {regime}"),

@@ -184,6 +184,10 @@ async fn run_agentic_point(
             seed: 42,
             ..SchedConfig::default()
         },
+        grace: req.bench.agentic_grace_s.map_or(
+            ReplayOptions::default().grace,
+            std::time::Duration::from_secs_f64,
+        ),
         save_requests: Some(req.dir.join("requests.jsonl")),
         progress: if runner.progress {
             ProgressMode::Auto

@@ -40,6 +40,10 @@ pub struct BenchDefaults {
     /// 3,600). Below 900 s the point is marked invalid (AgentX's minimum).
     #[serde(default)]
     pub agentic_duration_s: Option<f64>,
+    /// How long in-flight agentic requests may run on after the duration, seconds (default 30,
+    /// AIPerf's benchmark grace period); then they are cancelled.
+    #[serde(default)]
+    pub agentic_grace_s: Option<f64>,
 }
 
 impl Default for BenchDefaults {
@@ -56,6 +60,7 @@ impl Default for BenchDefaults {
             request_timeout_s: None,
             traces: None,
             agentic_duration_s: None,
+            agentic_grace_s: None,
         }
     }
 }

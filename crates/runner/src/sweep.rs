@@ -503,10 +503,15 @@ pub async fn run_jobs<R: PointRunner>(
                 (Some(o), Some(f))
             }
             (Ok(o), None) if o.completed == 0 => {
-                let f = Failure::new(
-                    FailureClass::BenchFailed,
-                    format!("all {} requests failed", o.failed),
-                );
+                // Say what happened: every request failed, or none finished at all (cancelled
+                // at the end of the window, or none sent).
+                let what = if o.failed > 0 {
+                    format!("no request completed: all {} failed", o.failed)
+                } else {
+                    "no request completed in the measured window (none failed: those in flight at its end were cancelled after the grace period, or none was sent)"
+                        .to_string()
+                };
+                let f = Failure::new(FailureClass::BenchFailed, what);
                 (Some(o), Some(f))
             }
             (Ok(o), None) => {

@@ -45,7 +45,7 @@ impl PointRunner for FakePoint {
         anyhow::ensure!(status == 200, "GET /work -> {status}");
         let work: serde_json::Value = serde_json::from_slice(&body)?;
         // Only the crash row and the cancel test need a long point.
-        let hold = if req.spec.row.model == "ok"
+        let hold = if matches!(req.spec.row.model.as_str(), "ok" | "all_fail" | "none_done")
             && self.hold > Duration::from_secs(1)
             && req.spec.row.framework != "sim"
         {
@@ -68,8 +68,16 @@ impl PointRunner for FakePoint {
                 "served": work["served"],
             }),
             aggregate: Some(serde_json::json!({"conc": req.conc, "isl": req.isl})),
-            completed: req.num_prompts as u64,
-            failed: 0,
+            // `all_fail`: every request failed; `none_done`: none finished nor failed.
+            completed: match req.spec.row.model.as_str() {
+                "all_fail" | "none_done" => 0,
+                _ => req.num_prompts as u64,
+            },
+            failed: if req.spec.row.model == "all_fail" {
+                5
+            } else {
+                0
+            },
             interrupted: false,
             gate: (req.spec.row.model == "gate").then(|| "3 of 10 requests failed".to_string()),
         })
@@ -209,6 +217,8 @@ async fn bad_rows_are_recorded_and_the_sweep_goes_on() {
         row(5, "fake", "crash_mid_point", "cpu", 16),
         row(6, "fake", "ok", "cpu", 32),
         row(7, "fake", "gate", "cpu", 64),
+        row(8, "fake", "all_fail", "cpu", 128),
+        row(9, "fake", "none_done", "cpu", 256),
     ];
     let fake = FakePoint {
         calls: AtomicUsize::new(0),
@@ -227,6 +237,8 @@ async fn bad_rows_are_recorded_and_the_sweep_goes_on() {
             (Outcome::Failed, Some(FailureClass::EngineCrashed)),
             (Outcome::Ok, None),
             (Outcome::Failed, Some(FailureClass::BenchFailed)),
+            (Outcome::Failed, Some(FailureClass::BenchFailed)),
+            (Outcome::Failed, Some(FailureClass::BenchFailed)),
         ],
         "{}",
         report.render()
@@ -235,6 +247,13 @@ async fn bad_rows_are_recorded_and_the_sweep_goes_on() {
     // A point failing the error-rate gate keeps its summary.
     assert!(report.points[7].dir.join("summary.json").exists());
     assert_eq!(cause(7), "3 of 10 requests failed");
+    // Nothing completed: the cause says whether requests failed or none finished at all.
+    assert_eq!(cause(8), "no request completed: all 5 failed");
+    assert_eq!(
+        cause(9),
+        "no request completed in the measured window (none failed: those in flight at its end \
+         were cancelled after the grace period, or none was sent)"
+    );
     assert_eq!(report.exit_code(), 1);
     // The crash cut the 10 s point short (detected within a poll, not at the end).
     let st = read_status(&report.points[5].dir).unwrap();

@@ -148,9 +148,9 @@ impl IngestReport {
         }
         if !self.unknown.is_empty() {
             s.push_str(
-                "names the store does not know, stored as found in the files (name them with --set KEY=VALUE, e.g. --set hw=h100 \
-                 --set framework=vllm --set precision=fp8; or add an alias to inferbench-store's \
-                 normalize table):\n",
+                "names the store does not know, stored as they are (`unknown`: the files do not \
+                 say; name them with --set KEY=VALUE, e.g. --set hw=h100 --set framework=vllm \
+                 --set precision=fp8; or add an alias to inferbench-store's normalize table):\n",
             );
             for (kind, name) in &self.unknown {
                 s.push_str(&format!("  {kind}: {name}\n"));

@@ -229,8 +229,23 @@ fn draw<DB: DrawingBackend>(
                     PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
                 });
         }
+        // Frontier points filled, unless invalid (on a frontier only with include_invalid):
+        // those stay hollow, as the legend note says.
+        let knot_valid = |(kx, ky): (f64, f64)| {
+            competing
+                .iter()
+                .find(|r| r.get(&spec.x) == Some(kx) && r.get(&spec.y) == Some(ky))
+                .is_none_or(|r| r.valid)
+        };
         chart
-            .draw_series(knots.iter().map(|&p| Circle::new(p, 5, c.filled())))
+            .draw_series(knots.iter().map(|&p| {
+                let style = if knot_valid(p) {
+                    c.filled()
+                } else {
+                    c.stroke_width(2)
+                };
+                Circle::new(p, 5, style)
+            }))
             .map_err(|x| e(&x))?;
         // Each point labelled with its concurrency (as InferenceX's charts do); frontier
         // points in the group's colour, the others faint.

@@ -593,7 +593,7 @@ mod tests {
         );
         assert_eq!(
             label("usd_per_m_custom"),
-            "Cost per million tokens, custom ($/M tokens)"
+            "Cost per million total (input + output) tokens, custom ($/M tokens)"
         );
         assert_eq!(label("p90_tpot"), "TPOT, P90 (s)");
         assert_eq!(label("conc"), "conc");

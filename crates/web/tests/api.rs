@@ -77,8 +77,8 @@ async fn options_list_dimensions_sequences_and_metrics() {
     );
     assert_eq!(
         v["y_metrics"][5],
-        json!({"key": "usd_per_m_rental", "label": "Cost per million tokens, rental",
-               "unit": "$/M tokens", "label_with_unit": "Cost per million tokens, rental ($/M tokens)",
+        json!({"key": "usd_per_m_rental", "label": "Cost per million total (input + output) tokens, rental",
+               "unit": "$/M tokens", "label_with_unit": "Cost per million total (input + output) tokens, rental ($/M tokens)",
                "better": "lower"})
     );
     assert_eq!(

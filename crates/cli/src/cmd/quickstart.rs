@@ -27,7 +27,8 @@ pub struct Args {
     /// in-memory database).
     #[arg(long)]
     pub no_db: bool,
-    /// Chart path (.svg or .png); default `<out>/<UTC time>/frontier.svg`.
+    /// Chart path (.svg or .png: only that file); default: both `<out>/<UTC time>/frontier.svg`
+    /// and `frontier.png`.
     #[arg(long)]
     pub chart: Option<PathBuf>,
     /// Concurrency points, comma-separated [default: 1,2,4,8,16,32,64; --fast: 1,4,16,64].
@@ -186,7 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         p.time_scale, p.time_scale
     );
     eprintln!(
-        "  random dataset: ISL {} / OSL {} tokens (exact lengths), {} prompts and {} warmups per \
+        "  random dataset: ISL {} / OSL {} tokens (exact lengths), {} prompt(s) and {} warmup(s) per \
          unit of concurrency, at conc {:?}",
         p.isl, p.osl, p.prompts_per_conc, p.warmups_per_conc, p.concurrency
     );

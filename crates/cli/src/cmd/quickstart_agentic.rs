@@ -200,7 +200,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         x: NORTH_STAR_X.into(),
         y: "tput_per_gpu".into(),
         title: format!(
-            "inferbench quickstart --agentic: {} on simulated {}",
+            "inferbench quickstart --agentic: {} on simulated {} (a preview: runs < 900 s are invalid)",
             args.model, args.hardware
         ),
         include_invalid: true,

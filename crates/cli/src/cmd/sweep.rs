@@ -100,6 +100,11 @@ pub struct RunArgs {
     /// the points are stored as invalid.
     #[arg(long, value_name = "SECONDS")]
     pub agentic_duration: Option<f64>,
+    /// Agentic rows: how long requests still in flight when the replay duration ends may run
+    /// on, seconds (`replay --benchmark-grace-period`, AIPerf's name; default 30); what is still
+    /// running then is cancelled.
+    #[arg(long, value_name = "SECONDS")]
+    pub agentic_grace_period: Option<f64>,
     /// Re-run points already finished (default: skip them).
     #[arg(long)]
     pub force: bool,
@@ -143,6 +148,12 @@ impl RunArgs {
                 "--agentic-duration must be a positive number of seconds"
             );
         }
+        if let Some(g) = self.agentic_grace_period {
+            anyhow::ensure!(
+                g >= 0.0 && g.is_finite(),
+                "--agentic-grace-period must be a non-negative number of seconds"
+            );
+        }
         let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
         Ok(SweepOptions {
             out_dir: abs(&self.out),
@@ -174,6 +185,7 @@ impl RunArgs {
                 request_timeout_s: self.request_timeout,
                 traces: self.traces.as_ref().map(abs),
                 agentic_duration_s: self.agentic_duration,
+                agentic_grace_s: self.agentic_grace_period,
             },
             force: self.force,
             base_url: self.base_url.clone(),
@@ -243,6 +255,9 @@ impl RunArgs {
         }
         if let Some(d) = self.agentic_duration {
             push("--agentic-duration", d.to_string());
+        }
+        if let Some(g) = self.agentic_grace_period {
+            push("--agentic-grace-period", g.to_string());
         }
         if self.no_ignore_eos {
             a.push("--no-ignore-eos".into());
