@@ -397,11 +397,17 @@ fn wrong_port_says_what_happened_and_counts_agree() {
     let out = text(&o);
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(!out.contains("Interrupted:"), "{out}");
-    assert!(out.contains("Stopped early:"), "{out}");
+    assert!(
+        out.contains("Stopped early:                          server unreachable before the profile: nothing measured"),
+        "{out}"
+    );
     assert!(
         out.contains("Warmup requests (failed):               32 (32)"),
         "{out}"
     );
+    // No page of zeros: nothing was measured.
+    assert!(!out.contains("Successful requests:"), "{out}");
+    assert!(!out.contains("Request throughput"), "{out}");
     assert!(
         out.contains("Requests not sent:                      160"),
         "{out}"

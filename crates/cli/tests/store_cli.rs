@@ -417,6 +417,16 @@ fn store_cli_report_columns_print_the_units_footer() {
         ),
         "{out}"
     );
+    // A filter that matches nothing: exit 0, and the hint is about the filters.
+    let o = run(&["report", "--db", &db, "-f", "hw=no-such-gpu"]);
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "no points in {db} match the filters (`inferbench report` without -f lists every \
+             point; `--include-failed` adds failed ones)\n"
+        )
+    );
     // $/M and tok/s/MW columns name the price and power they assume, per hardware.
     let out = stdout_ok(&[
         "report",

@@ -229,6 +229,36 @@ pub fn render_report(s: &RunSummary) -> String {
         let _ = writeln!(o, "{k:<40}{v:<10}");
     };
     let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
+    let x = &s.inferbench;
+    if x.stop_reason == StopReason::ServerUnreachable && s.completed == 0 && x.failed == 0 {
+        // The server never answered before the profile: nothing was measured, so say that
+        // instead of a page of zeros (vLLM's `bench serve` stops at its test request).
+        line(
+            &mut o,
+            "Stopped early:",
+            "server unreachable before the profile: nothing measured".into(),
+        );
+        line(
+            &mut o,
+            "Warmup requests (failed):",
+            format!("{} ({})", x.warmups, x.warmup_failed),
+        );
+        let errs: Vec<String> = x
+            .warmup_errors_by_class
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        if !errs.is_empty() {
+            line(&mut o, "Warmup errors by class:", errs.join(" "));
+        }
+        line(
+            &mut o,
+            "Requests not sent:",
+            x.requests_not_sent.to_string(),
+        );
+        let _ = writeln!(o, "{:=^50}", "");
+        return o;
+    }
     line(&mut o, "Successful requests:", s.completed.to_string());
     line(&mut o, "Failed requests:", s.inferbench.failed.to_string());
     let (cp, cw) = (

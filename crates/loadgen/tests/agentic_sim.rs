@@ -362,7 +362,7 @@ async fn no_server_exits_3_and_names_the_url() {
     assert!(!report.contains("Cancelled by user"), "{report}");
     assert!(
         report.contains(
-            "Stopped early:                          server unreachable (partial results)"
+            "Stopped early:                          server unreachable before the profile: nothing measured"
         ),
         "{report}"
     );

@@ -214,16 +214,17 @@ fn print_rows(
             "no frontier point: the {hidden} matching point(s) are invalid (AgentX replays shorter \
              than 900 s or cut short); --include-invalid lets them compete"
         );
+    } else if rows.is_empty() && !args.filters.is_empty() {
+        eprintln!(
+            "no points in {} match the filters (`inferbench report` without -f lists every \
+             point; `--include-failed` adds failed ones)",
+            args.db
+        );
     } else if rows.is_empty() {
         eprintln!(
-            "no points in {} match{} (bench results reach the database with `bench --db DB --set \
+            "no points in {} match (bench results reach the database with `bench --db DB --set \
              hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)",
-            args.db,
-            if args.filters.is_empty() {
-                ""
-            } else {
-                " the filters"
-            }
+            args.db
         );
     } else if matches!(fmt, Format::Table) {
         // The same footer for the default, --columns and --frontier views: units, `*`, and
