@@ -99,6 +99,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
                 model_prefix: model_prefix.clone(),
                 framework: "sim".into(),
                 precision: precision.to_string(),
+                image: format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")),
                 ..Default::default()
             };
             agentic::write_artifacts(&dir, &out, &ctx, false)?;
