@@ -301,8 +301,8 @@ async function refresh(push) {
     current = await getJson("/api/v1/points" + (api ? "?" + api : ""));
     draw(current, st);
     const f = current.points.filter(p => p.frontier).length;
-    status(current.count + " points in " + current.groups.length + " groups, " + f
-      + " on a frontier");
+    status(count(current.count, "point") + " in " + count(current.groups.length, "group") + ", "
+      + f + " on a frontier");
   } catch (e) {
     status("error: " + e.message, true);
   }

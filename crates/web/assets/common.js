@@ -19,3 +19,6 @@ async function getJson(url) {
   if (!r.ok) throw new Error(body.error || ("HTTP " + r.status));
   return body;
 }
+
+// "1 point", "2 points".
+function count(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }

@@ -146,8 +146,8 @@ async function start() {
     provenance(r.run);
     points(r.points, r.batch_points, r.run.id);
     files(r.run, r.artifacts);
-    status(r.points.length + " point(s) in this run, " + r.batch_points.length
-      + " in its batch, " + r.artifacts.length + " file(s)");
+    status(count(r.points.length, "point") + " in this run, " + r.batch_points.length
+      + " in its batch, " + count(r.artifacts.length, "file"));
     const sel = $("point");
     const want = q.get("point");
     if (want && Array.from(sel.options).some(o => o.value === want)) sel.value = want;

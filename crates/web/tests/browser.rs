@@ -145,7 +145,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     let frontier = attr(&dom, "chart", "data-frontier-points").unwrap();
     assert_eq!(
         text_of(&dom, "status"),
-        format!("2 points in 1 groups, {frontier} on a frontier")
+        format!("2 points in 1 group, {frontier} on a frontier")
     );
     assert!(dom.contains("<canvas"), "uPlot drew a canvas");
     assert_eq!(
@@ -170,7 +170,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     };
     let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id={run16}"));
     assert!(
-        text_of(&dom, "status").starts_with("1 point(s) in this run, 2 in its batch, "),
+        text_of(&dom, "status").starts_with("1 point in this run, 2 in its batch, "),
         "{dom}"
     );
     assert!(
