@@ -250,7 +250,7 @@ fn draw<DB: DrawingBackend>(
         // Each point labelled with its concurrency (as InferenceX's charts do); frontier
         // points in the group's colour, the others faint.
         let on_frontier = |x: f64, y: f64| knots.iter().any(|&(kx, ky)| kx == x && ky == y);
-        let labelled: Vec<(f64, f64, bool, i64)> = rows
+        let mut labelled: Vec<(f64, f64, bool, i64)> = rows
             .iter()
             .filter_map(|r| {
                 let (x, y) = (r.get(&spec.x)?, r.get(&spec.y)?);
@@ -258,6 +258,9 @@ fn draw<DB: DrawingBackend>(
                 (f || !spec.frontier_only).then_some((x, y, f, r.conc))
             })
             .collect();
+        // Points of one group at the same concurrency that (nearly) coincide, e.g. repeats
+        // of a run, get one label, not `1616`.
+        labelled = one_label_per_spot(labelled, (x1 - x0, y1 - y0));
         chart
             .draw_series(labelled.iter().map(|&(x, y, f, conc)| {
                 let colour = if f { c.to_rgba() } else { c.mix(0.5) };
@@ -297,6 +300,27 @@ fn draw<DB: DrawingBackend>(
         .map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// Drops a label `(x, y, on_frontier, conc)` when an earlier one of the same concurrency sits
+/// within 1 % of the axis spans `span` = (x span, y span) of it; a frontier label wins over a
+/// non-frontier one at the same spot.
+fn one_label_per_spot(
+    mut labels: Vec<(f64, f64, bool, i64)>,
+    span: (f64, f64),
+) -> Vec<(f64, f64, bool, i64)> {
+    labels.sort_by_key(|l| !l.2);
+    let near = |a: f64, b: f64, s: f64| (a - b).abs() <= s.abs() * 0.01;
+    let mut kept: Vec<(f64, f64, bool, i64)> = Vec::with_capacity(labels.len());
+    for l in labels {
+        if !kept
+            .iter()
+            .any(|k| k.3 == l.3 && near(k.0, l.0, span.0) && near(k.1, l.1, span.1))
+        {
+            kept.push(l);
+        }
+    }
+    kept
 }
 
 /// The legend corner that covers the fewest of `pts` (data coordinates, axis ranges `x` and
@@ -349,6 +373,27 @@ fn legend_corner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coinciding_points_of_one_concurrency_get_one_label() {
+        let got = one_label_per_spot(
+            vec![
+                (50.0, 50.0, false, 16),
+                (50.4, 49.7, true, 16),
+                (50.0, 50.0, false, 4),
+                (60.0, 50.0, false, 16),
+            ],
+            (100.0, 100.0),
+        );
+        assert_eq!(
+            got,
+            vec![
+                (50.4, 49.7, true, 16),
+                (50.0, 50.0, false, 4),
+                (60.0, 50.0, false, 16)
+            ]
+        );
+    }
 
     #[test]
     fn legend_goes_where_it_covers_the_fewest_points() {
