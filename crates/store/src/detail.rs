@@ -136,26 +136,35 @@ impl Store {
     /// (the name is looked up in the database: no path is ever opened).
     pub fn run_artifact(&mut self, id: i64, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
         self.require_migrated()?;
-        let rows = self.conn.query(
+        self.zstd_blob(
+            name,
             "SELECT content_zst FROM artifacts WHERE run_id = ? AND name = ?",
             &[Val::Int(id), Val::Text(name.to_string())],
-        )?;
-        match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
-            Some(Val::Blob(b)) => unzstd(name, &b).map(Some),
-            _ => Ok(None),
-        }
+        )
     }
 
     /// Point `id`'s per-request records as stored (the artifact's JSONL bytes), or `None` when
     /// the point kept none.
     pub fn point_records(&mut self, id: i64) -> Result<Option<Vec<u8>>, StoreError> {
         self.require_migrated()?;
-        let rows = self.conn.query(
+        self.zstd_blob(
+            "requests",
             "SELECT jsonl_zst FROM requests WHERE point_id = ?",
             &[Val::Int(id)],
-        )?;
+        )
+    }
+
+    /// The first column of the first row of `sql` as a zstd blob, decompressed (`what` names
+    /// it in errors); `None` when there is no row.
+    fn zstd_blob(
+        &mut self,
+        what: &str,
+        sql: &str,
+        params: &[Val],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let rows = self.conn.query(sql, params)?;
         match rows.into_iter().next().and_then(|r| r.into_iter().next()) {
-            Some(Val::Blob(b)) => unzstd("requests", &b).map(Some),
+            Some(Val::Blob(b)) => unzstd(what, &b).map(Some),
             _ => Ok(None),
         }
     }
