@@ -112,7 +112,10 @@ fn quickstart_and_sweep_agentic_points_read_apart_in_one_report() {
     let o = run(&["report", "--db", db_s]);
     let report = text(&o);
     assert!(o.status.success(), "{report}");
-    let head: Vec<&str> = report.lines().next().unwrap().split_whitespace().collect();
+    // What every row shares is named once above the table (`every row: model=… hardware=…`).
+    assert!(report.starts_with("every row: model="), "{report}");
+    let table = report.split_once("\n\n").unwrap().1;
+    let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
     assert!(head.contains(&"p90_e2e_norm_intvty"), "{report}");
     assert!(head.contains(&"batch"), "{report}");
     let batch = head.iter().position(|c| *c == "batch").unwrap();
@@ -120,7 +123,7 @@ fn quickstart_and_sweep_agentic_points_read_apart_in_one_report() {
         head.iter().position(|c| *c == "isl").unwrap(),
         head.iter().position(|c| *c == "osl").unwrap(),
     );
-    let rows: Vec<Vec<&str>> = report
+    let rows: Vec<Vec<&str>> = table
         .lines()
         .skip(2)
         .take_while(|l| !l.is_empty())

@@ -396,8 +396,27 @@ fn store_cli_report_columns_print_the_units_footer() {
          h200         4     0.180         102.4\n\
          h200        16     0.300         407.0\n\
          \n\
-         units: p99_ttft = TTFT, P99 (s); tput_per_gpu = Throughput per GPU (tok/s/GPU)\n"
+         units:\n\
+         \x20 p99_ttft      TTFT, P99 (s)\n\
+         \x20 tput_per_gpu  Throughput per GPU (tok/s/GPU)\n"
     );
+    // The default table names what every row shares once above it (with the names `-f`
+    // takes), keeping the columns in which rows differ; a model name as given finds the rows.
+    let out = stdout_ok(&[
+        "report",
+        "--db",
+        &db,
+        "-f",
+        "hw=H200",
+        "-f",
+        "model=DeepSeek-R1",
+    ]);
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with("every row: model=dsr1  isl=1024  osl=1024  hardware=h200  "),
+        "{out}"
+    );
+    assert!(out.lines().nth(2).unwrap().starts_with("conc  "), "{out}");
     let out = stdout_ok(&[
         "report",
         "--db",
@@ -410,10 +429,10 @@ fn store_cli_report_columns_print_the_units_footer() {
     ]);
     assert!(
         out.ends_with(
-            "\nunits: median_e2el = End-to-end latency, median (s)\n\
-             * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against \
-             Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
-             framework, precision, spec decoding, disaggregation)\n"
+            "\nunits:\n  median_e2el  End-to-end latency, median (s)\n\
+             * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against Interactivity, median\n\
+             \x20   (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, framework, precision, spec decoding,\n\
+             \x20   disaggregation)\n"
         ),
         "{out}"
     );
@@ -441,9 +460,8 @@ fn store_cli_report_columns_print_the_units_footer() {
     ]);
     assert!(
         out.ends_with(
-            "assumptions: h200 $2.00/GPU-hour (custom), $1.60/GPU-hour (rental), 1.37 kW/GPU \
-             all-in (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set your \
-             own)\n"
+            "assumptions: h200 $2.00/GPU-hour (custom), $1.60/GPU-hour (rental), 1.37 kW/GPU all-in (InferenceX's\n\
+             \x20   SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set your own)\n"
         ),
         "{out}"
     );

@@ -112,6 +112,9 @@ pub struct IngestReport {
     pub unfinished: Vec<String>,
     /// Names the normalizers did not recognise: `(kind, name)`; stored as given.
     pub unknown: BTreeSet<(String, String)>,
+    /// Recognised names stored under another key: `(kind, name as given, key)`
+    /// ([`parse::Names::renamed`]), said so that `report -f model=…` finds them.
+    pub renamed: BTreeSet<(String, String, String)>,
     /// Non-fatal warnings.
     pub warnings: Vec<String>,
 }
@@ -155,6 +158,18 @@ impl IngestReport {
             for (kind, name) in &self.unknown {
                 s.push_str(&format!("  {kind}: {name}\n"));
             }
+        }
+        if !self.renamed.is_empty() {
+            let list: Vec<String> = self
+                .renamed
+                .iter()
+                .map(|(kind, raw, key)| format!("{kind} {raw} → {key}"))
+                .collect();
+            s.push_str(&format!(
+                "stored under InferenceX's keys, so that runs from every source meet in one \
+                 group (`report -f` accepts either name): {}\n",
+                list.join(", ")
+            ));
         }
         for u in &self.unfinished {
             s.push_str(&format!("not finished, nothing to ingest: {u}\n"));
@@ -409,7 +424,8 @@ impl Store {
                 report.runs_reingested += usize::from(existed);
                 report.points += run.points.len();
                 report.requests += n_req;
-                report.unknown.extend(run.unknown.iter().cloned());
+                report.unknown.extend(run.names.unknown.iter().cloned());
+                report.renamed.extend(run.names.renamed.iter().cloned());
                 report.warnings.extend(run.warnings.iter().cloned());
             }
             Err(e) => report.skipped.push(Skipped {
@@ -828,7 +844,7 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
             &[run_id.into(), cid.into(), e.task.clone().into(), e.conc.into(), Val::from(e.score), Val::from(e.score_se), metrics_json(&e.metrics).into()],
         )?;
     }
-    for (kind, name) in &run.unknown {
+    for (kind, name) in &run.names.unknown {
         conn.exec(
             "INSERT INTO unknown_names (kind, name, first_run_key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             &[kind.clone().into(), name.clone().into(), run.run_key.clone().into()],

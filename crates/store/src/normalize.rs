@@ -59,6 +59,8 @@ const MODEL_ALIASES: &[(&str, &str)] = &[
     ("smollm2-135m-instruct", "smollm2-135m"),
     // Simulator catalogue names (crates/sim/data/catalogue.json).
     ("llama-3.1-8b", "llama3.1-8b"),
+    // examples/sim.yaml's `model-prefix` (file names keep it).
+    ("llama8b", "llama3.1-8b"),
     ("meta-llama/llama-3.1-8b-instruct", "llama3.1-8b"),
     ("llama-3.3-70b", "llama70b"),
     ("deepseek-r1", "dsr1"),

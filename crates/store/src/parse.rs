@@ -179,10 +179,21 @@ pub struct RunData {
     pub evals: Vec<EvalData>,
     /// Files kept verbatim: (name, bytes).
     pub artifacts: Vec<(String, Vec<u8>)>,
-    /// Unknown names `(kind, name)` met while normalizing.
-    pub unknown: BTreeSet<(String, String)>,
+    /// Names met while normalizing: unknown ones, and known ones stored under another key.
+    pub names: Names,
     /// Non-fatal oddities worth reporting.
     pub warnings: Vec<String>,
+}
+
+/// What normalizing a run's identity names found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    /// Names no rule recognised `(kind, name)`: stored as they are (lowercased).
+    pub unknown: BTreeSet<(String, String)>,
+    /// Recognised names stored under a different key `(kind, name as given, key)`, e.g.
+    /// `("model", "Llama-3.1-8B", "llama3.1-8b")`; a mere change of case is not listed, nor
+    /// hardware (runner labels such as `h200-nv_3` → `h200` would list every runner).
+    pub renamed: BTreeSet<(String, String, String)>,
 }
 
 /// Why a unit could not be read.
@@ -462,10 +473,14 @@ const IDENTITY_KEYS: &[&str] = &[
 ];
 
 /// Builds the config key from identity sources, recording unknown names.
-fn config_key(l: &Lookup<'_>, unknown: &mut BTreeSet<(String, String)>) -> ConfigKey {
-    let mut note = |kind: &str, n: &normalize::Norm| {
+fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
+    let mut note = |kind: &str, raw: &str, n: &normalize::Norm| {
         if !n.known {
-            unknown.insert((kind.to_string(), n.key.clone()));
+            names.unknown.insert((kind.to_string(), n.key.clone()));
+        } else if kind != "hardware" && !raw.is_empty() && raw.trim().to_lowercase() != n.key {
+            names
+                .renamed
+                .insert((kind.to_string(), raw.trim().to_string(), n.key.clone()));
         }
     };
     // `runner` last: a matrix row's runner label (`cluster:b200-dgxc`) when nothing else names
@@ -476,7 +491,7 @@ fn config_key(l: &Lookup<'_>, unknown: &mut BTreeSet<(String, String)>) -> Confi
     } else {
         &hw_raw
     });
-    note("hardware", &hw);
+    note("hardware", &hw_raw, &hw);
     let prefix = l.text(&["infmax_model_prefix", "model_prefix", "MODEL_PREFIX"]);
     let model_raw = l.text(&["model", "model_id", "MODEL"]);
     let model = normalize::model(
@@ -487,21 +502,29 @@ fn config_key(l: &Lookup<'_>, unknown: &mut BTreeSet<(String, String)>) -> Confi
             &model_raw
         },
     );
-    note("model", &model);
+    note(
+        "model",
+        if prefix.is_empty() {
+            &model_raw
+        } else {
+            &prefix
+        },
+        &model,
+    );
     let fw_raw = l.text(&["framework", "FRAMEWORK"]);
     let (fw, fw_disagg) = normalize::framework(if fw_raw.is_empty() {
         "unknown"
     } else {
         &fw_raw
     });
-    note("framework", &fw);
+    note("framework", &fw_raw, &fw);
     let prec_raw = l.text(&["precision", "PRECISION"]);
     let prec = normalize::precision(if prec_raw.is_empty() {
         "unknown"
     } else {
         &prec_raw
     });
-    note("precision", &prec);
+    note("precision", &prec_raw, &prec);
 
     let disagg = fw_disagg || l.flag(&["disagg", "DISAGG"]);
     let is_multinode = l.flag(&["is_multinode", "IS_MULTINODE"]);
@@ -753,7 +776,7 @@ fn base_run(kind: SourceKind, path: &Path, key_bytes: &[u8]) -> RunData {
         points: Vec::new(),
         evals: Vec::new(),
         artifacts: Vec::new(),
-        unknown: BTreeSet::new(),
+        names: Names::default(),
         warnings: Vec::new(),
     }
 }
@@ -790,7 +813,7 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
                     let Value::Object(o) = row else {
                         return Err(format!("{p}: element {i} is not an object"));
                     };
-                    run.evals.push(eval_row(o, ov, &mut run.unknown));
+                    run.evals.push(eval_row(o, ov, &mut run.names));
                 }
                 return Ok(run);
             }
@@ -804,7 +827,7 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
                         "{p}: element {i} has no `hw`: not an InferenceX aggregate row"
                     ));
                 }
-                let pt = inferencex_point(o, ov, &mut run.unknown, &format!("{p}[{i}]"))?;
+                let pt = inferencex_point(o, ov, &mut run.names, &format!("{p}[{i}]"))?;
                 // InferenceX keeps the last of duplicate rows (etl/benchmark-ingest.ts).
                 let key = (pt.config.clone(), pt.conc);
                 if let Some(&j) = seen.get(&key) {
@@ -832,7 +855,7 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         }
         Value::Object(o) if o.contains_key("hw") && o.contains_key("conc") => {
             let mut run = base_run(SourceKind::InferenceX, path, &bytes);
-            let pt = inferencex_point(o, ov, &mut run.unknown, &p.to_string())?;
+            let pt = inferencex_point(o, ov, &mut run.names, &p.to_string())?;
             run.date = pt.date.clone();
             run.result_filename = path
                 .file_stem()
@@ -878,14 +901,14 @@ pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
 fn inferencex_point(
     o: &Map<String, Value>,
     ov: &Overrides,
-    unknown: &mut BTreeSet<(String, String)>,
+    names: &mut Names,
     at: &str,
 ) -> Result<PointData, ParseError> {
     let l = Lookup {
         overrides: ov,
         maps: vec![o],
     };
-    let cfg = config_key(&l, unknown);
+    let cfg = config_key(&l, names);
     let conc = l
         .int(&["conc", "users"])
         .ok_or_else(|| format!("{at}: no `conc`"))?;
@@ -916,11 +939,7 @@ fn isl_osl_from_source(src: &str) -> Option<(i64, i64)> {
     None
 }
 
-fn eval_row(
-    o: &Map<String, Value>,
-    ov: &Overrides,
-    unknown: &mut BTreeSet<(String, String)>,
-) -> EvalData {
+fn eval_row(o: &Map<String, Value>, ov: &Overrides, names: &mut Names) -> EvalData {
     let mut extra = Map::new();
     if let Some((isl, osl)) = o
         .get("source")
@@ -934,7 +953,7 @@ fn eval_row(
         overrides: ov,
         maps: vec![o, &extra],
     };
-    let mut config = config_key(&l, unknown);
+    let mut config = config_key(&l, names);
     if config.isl == 0 {
         config.scenario = "eval".into();
     }
@@ -1068,7 +1087,7 @@ fn aiperf_run(
         overrides: ov,
         maps: vec![&ident, o],
     };
-    let cfg = config_key(&l, &mut run.unknown);
+    let cfg = config_key(&l, &mut run.names);
     let conc = l.int(&["conc"]).unwrap_or_else(|| {
         run.warnings.push(format!(
             "{}: no concurrency found; stored as conc 0",
@@ -1170,7 +1189,7 @@ fn summary_point(
         overrides: ov,
         maps,
     };
-    let cfg = config_key(&l, &mut run.unknown);
+    let cfg = config_key(&l, &mut run.names);
     let conc = l.int(&["conc", "max_concurrency", "CONC"]).unwrap_or(0);
     let mut m = BTreeMap::new();
     summary_metrics(s, &mut m);
@@ -1309,7 +1328,7 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
     let mut pt = match (&s, &a) {
         (Some(s), _) => summary_point(s, a.as_ref(), j.as_ref(), ov, &mut run)?,
         (None, Some(a)) => {
-            let mut p = inferencex_point(a, ov, &mut run.unknown, &format!("{d}/agg"))?;
+            let mut p = inferencex_point(a, ov, &mut run.names, &format!("{d}/agg"))?;
             fill_per_gpu(&p.config.clone(), &mut p.metrics);
             run.date = p.date.clone();
             p

@@ -81,7 +81,24 @@ impl Filter {
                 Self::columns().join(", ")
             )));
         }
-        let vals: Vec<String> = v.split('|').map(|s| s.trim().to_lowercase()).collect();
+        // Identity values are matched by the key ingest stored (`Llama-3.1-8B` and `llama8b`
+        // find `llama3.1-8b`, `H100` finds `h100`); a name no rule knows is matched as given.
+        let canonical = |x: &str| -> String {
+            let n = match k.as_str() {
+                "hardware" => crate::normalize::hardware(x),
+                "model" => crate::normalize::model("", x),
+                "framework" => crate::normalize::framework(x).0,
+                "precision" => crate::normalize::precision(x),
+                "spec_decoding" => return crate::normalize::spec_method(x),
+                _ => return x.trim().to_lowercase(),
+            };
+            if n.known {
+                n.key
+            } else {
+                x.trim().to_lowercase()
+            }
+        };
+        let vals: Vec<String> = v.split('|').map(canonical).collect();
         if k != "date" && k != "batch" && INT_COLS.contains(&k.as_str()) {
             for x in &vals {
                 let ok = x.parse::<i64>().is_ok() || matches!(x.as_str(), "true" | "false");
@@ -700,5 +717,20 @@ mod tests {
         assert!(f.add("tp=eight").is_err());
         assert!(f.add("colour=red").is_err());
         assert!(f.add("nokey").is_err());
+        // Identity values are matched by the stored key, as ingest normalizes them; a name no
+        // rule knows is matched as given (lowercased), since ingest stores it so.
+        f.add("model=Llama-3.1-8B|llama8b|Mystery-1T").unwrap();
+        assert_eq!(
+            f.eq["model"],
+            vec!["llama3.1-8b", "llama3.1-8b", "mystery-1t"]
+        );
+        f.add("framework=TensorRT-LLM").unwrap();
+        f.add("precision=nvfp4").unwrap();
+        f.add("spec=false").unwrap();
+        f.add("hw=cluster:b200-dgxc_3").unwrap();
+        assert_eq!(f.eq["framework"], vec!["trt"]);
+        assert_eq!(f.eq["precision"], vec!["fp4"]);
+        assert_eq!(f.eq["spec_decoding"], vec!["none"]);
+        assert_eq!(f.eq["hardware"], vec!["h200", "b200", "b200"]);
     }
 }

@@ -2,7 +2,7 @@
 //! 100,000 points; docs/perf/store.md, docs/performance.md). Deterministic: the same arguments
 //! give the same run.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::{ConfigKey, PointData, RunData, SourceKind};
 
@@ -85,7 +85,7 @@ pub fn run(run: usize, model: &str, isl: i64, osl: i64) -> RunData {
         points,
         evals: Vec::new(),
         artifacts: Vec::new(),
-        unknown: BTreeSet::new(),
+        names: Default::default(),
         warnings: Vec::new(),
     }
 }

@@ -4,6 +4,14 @@ mod common;
 
 use inferbench_store::{CostOptions, Filter, IngestOptions, Store};
 
+/// The model names of `tests/fixtures` that ingest stores under InferenceX's keys.
+const RENAMED_IN_FIXTURES: [(&str, &str, &str); 4] = [
+    ("model", "dsr1-fp4", "dsr1"),
+    ("model", "gptoss", "gptoss120b"),
+    ("model", "meta-llama/Llama-3.3-70B-Instruct", "llama70b"),
+    ("model", "openai/gpt-oss-120b", "gptoss120b"),
+];
+
 fn ingest_all(store: &mut Store, root: &std::path::Path) -> inferbench_store::IngestReport {
     store.ingest_path(root, &IngestOptions::default()).unwrap()
 }
@@ -46,6 +54,19 @@ fn check_fixture_ingest(store: &mut Store) {
         ]
     );
     assert_eq!(store.unknown_names().unwrap().len(), 7);
+    // Known names stored under another key are said (hardware runner labels are not listed).
+    let renamed: Vec<(String, String, String)> = r.renamed.iter().cloned().collect();
+    assert_eq!(
+        renamed,
+        RENAMED_IN_FIXTURES.map(|(a, b, c)| (a.into(), b.into(), c.into()))
+    );
+    assert!(r.render().contains(&format!(
+        "stored under InferenceX's keys, so that runs from every source meet in one group \
+         (`report -f` accepts either name): {}\n",
+        RENAMED_IN_FIXTURES
+            .map(|(k, a, b)| format!("{k} {a} → {b}"))
+            .join(", ")
+    )));
     let counts: std::collections::BTreeMap<String, i64> =
         store.table_counts().unwrap().into_iter().collect();
     assert_eq!(counts["evals"], 2);

@@ -66,6 +66,43 @@ pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
     c
 }
 
+/// Identity columns a table may take out when every row has the same value in them.
+const HOISTABLE: &[&str] = &[
+    "model",
+    "isl",
+    "osl",
+    "scenario",
+    "hardware",
+    "framework",
+    "precision",
+    "spec",
+    "parallelism",
+    "date",
+    "batch",
+];
+
+/// Splits the identity columns in which all `rows` agree off a table's `columns`, so that the
+/// default table stays narrow: returns the columns left and the `key=value` pairs taken out (in
+/// column order; `key` is the column's name, which `report -f` also takes). Metric columns,
+/// `conc` and `frontier` always stay; nothing is taken out of an empty `rows`.
+pub fn split_common(rows: &[PointRow], columns: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut common = Vec::new();
+    for c in columns {
+        let first = rows.first().map(|r| cell(r, c, false));
+        let same = first
+            .as_ref()
+            .is_some_and(|f| f.is_some() && rows.iter().all(|r| &cell(r, c, false) == f));
+        match first {
+            Some(Some(v)) if same && HOISTABLE.contains(&c.as_str()) => {
+                common.push(format!("{c}={v}"))
+            }
+            _ => kept.push(c.clone()),
+        }
+    }
+    (kept, common)
+}
+
 /// A human label with unit for a metric or column name (chart axes, notes): the metric
 /// registry's (`inferbench_core::registry`), else the name itself.
 pub fn label(name: &str) -> String {
@@ -294,50 +331,80 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
 /// `agentic`: agentic-coding rows are listed, whose `*` is North-Star gated (said in the same
 /// line, so a mixed table's legend is right for every group). Empty when there is none of these.
 pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool) -> String {
-    let units: Vec<String> = columns
+    let units: Vec<(&str, String)> = columns
         .iter()
         .filter_map(|c| {
             let m = inferbench_core::registry::metric(c)?;
-            (!m.unit.is_empty()).then(|| format!("{c} = {}", m.label_with_unit()))
+            (!m.unit.is_empty()).then(|| (c.as_str(), m.label_with_unit()))
         })
         .collect();
     let mut out = String::new();
     if !units.is_empty() {
-        out.push_str(&format!("units: {}\n", units.join("; ")));
+        out.push_str("units:\n");
+        let w = units.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+        for (c, l) in &units {
+            out.push_str(&format!("  {c:<w$}  {l}\n"));
+        }
     }
     if columns.iter().any(|c| c == "frontier") {
-        out.push_str(&format!(
+        let mut star = format!(
             "* = on its group's Pareto frontier of {} against {} (a group: model, ISL/OSL, \
              scenario, hardware, framework, precision, spec decoding, disaggregation)",
             label(y),
             label(x)
-        ));
+        );
         if agentic && x != inferbench_store::query::NORTH_STAR_X {
-            out.push_str(&format!(
+            star.push_str(&format!(
                 "; an agentic-coding group's `*` is North-Star gated: on that frontier and on \
                  its frontier against {}",
                 label(inferbench_store::query::NORTH_STAR_X)
             ));
         }
-        out.push('\n');
+        out.push_str(&wrap(&star));
     }
     if columns.iter().any(|c| c == "frontier") && invalid {
-        out.push_str(
+        out.push_str(&wrap(
             "invalid = not a complete, valid result (the run was cut short, or an AgentX replay \
-             ran for less than 900 s): listed, on a frontier only with --include-invalid\n",
-        );
+             ran for less than 900\u{a0}s): listed, on a frontier only with --include-invalid",
+        ));
     }
     if columns.iter().any(|c| c == "batch") {
-        out.push_str(
+        out.push_str(&wrap(
             "batch = the run a point came from (the last part of a sweep's --out directory, a \
-             quickstart's id; --format csv shows it whole)\n",
-        );
+             quickstart's id; --format csv shows it whole)",
+        ));
     }
     if out.is_empty() {
         out
     } else {
         format!("\n{out}")
     }
+}
+
+/// Footer width: lines of [`footer`] break between words before this many characters.
+const FOOTER_WIDTH: usize = 100;
+
+/// `text` broken between words into lines of at most [`FOOTER_WIDTH`] characters (a longer word
+/// stays whole), continuation lines indented by four spaces; ends with a newline. A no-break
+/// space (U+00A0) joins a number to its unit and is printed as a plain space.
+fn wrap(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split([' ', '\n']).filter(|w| !w.is_empty()) {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > FOOTER_WIDTH {
+            out.push_str(&line);
+            out.push('\n');
+            line = "   ".into();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out.replace('\u{a0}', " ")
 }
 
 /// The price and power a table's derived columns assume, one line per table (empty when no
@@ -387,23 +454,23 @@ pub fn assumptions(
                         "neocloud" => Regime::Neocloud.usd_per_gpu_hour(spec),
                         _ => Regime::Rental.usd_per_gpu_hour(spec),
                     };
-                    Some(format!("${usd:.2}/GPU-hour ({r})"))
+                    Some(format!("${usd:.2}/GPU-hour\u{a0}({r})"))
                 })
                 .collect();
             if power {
                 figs.push(match cost.kw_per_gpu {
-                    Some(kw) => format!("{kw:.2} kW/GPU (--gpu-kw)"),
-                    None => format!("{:.2} kW/GPU all-in", spec.all_in_kw),
+                    Some(kw) => format!("{kw:.2}\u{a0}kW/GPU\u{a0}(--gpu-kw)"),
+                    None => format!("{:.2}\u{a0}kW/GPU\u{a0}all-in", spec.all_in_kw),
                 });
             }
             format!("{hw} {}", figs.join(", "))
         })
         .collect();
-    format!(
+    wrap(&format!(
         "assumptions: {} (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set \
-         your own)\n",
+         your own)",
         parts.join("; ")
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -423,7 +490,7 @@ mod tests {
                 false,
                 false
             ),
-            "\nunits: p99_ttft = TTFT, P99 (s); tput_per_gpu = Throughput per GPU (tok/s/GPU)\n"
+            "\nunits:\n  p99_ttft      TTFT, P99 (s)\n  tput_per_gpu  Throughput per GPU (tok/s/GPU)\n"
         );
         assert_eq!(
             footer(
@@ -433,10 +500,10 @@ mod tests {
                 false,
                 false
             ),
-            "\nunits: median_e2el = End-to-end latency, median (s)\n\
-             * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against \
-             Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
-             framework, precision, spec decoding, disaggregation)\n"
+            "\nunits:\n  median_e2el  End-to-end latency, median (s)\n\
+             * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against Interactivity, median\n\
+             \x20   (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, framework, precision, spec decoding,\n\
+             \x20   disaggregation)\n"
         );
         assert_eq!(
             footer(&cols(&["hardware", "conc"]), "x", "y", false, false),
@@ -444,14 +511,16 @@ mod tests {
         );
         assert_eq!(
             footer(&cols(&["conc", "batch"]), "x", "y", true, false),
-            "\nbatch = the run a point came from (the last part of a sweep's --out directory, a \
-             quickstart's id; --format csv shows it whole)\n"
+            "\nbatch = the run a point came from (the last part of a sweep's --out directory, a quickstart's id;\n\
+             \x20   --format csv shows it whole)\n"
         );
+        let f = footer(&cols(&["conc", "frontier"]), "x", "y", true, false);
         assert!(
-            footer(&cols(&["conc", "frontier"]), "x", "y", true, false).contains(
-                "\ninvalid = not a complete, valid result (the run was cut short, or an AgentX \
-             replay ran for less than 900 s): listed, on a frontier only with --include-invalid\n"
-            )
+            f.contains(
+                "\ninvalid = not a complete, valid result (the run was cut short, or an AgentX replay ran for less than\n\
+                 \x20   900 s): listed, on a frontier only with --include-invalid\n"
+            ),
+            "{f:?}"
         );
         // A mixed table (fixed-seq and agentic groups): the legend says how each is marked.
         assert_eq!(
@@ -462,11 +531,10 @@ mod tests {
                 false,
                 true
             ),
-            "\n* = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against \
-             Interactivity, median (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, \
-             framework, precision, spec decoding, disaggregation); an agentic-coding group's `*` \
-             is North-Star gated: on that frontier and on its frontier against E2E-normalized \
-             interactivity, P90 (tok/s/user)\n"
+            "\n* = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against Interactivity, median\n\
+             \x20   (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, framework, precision, spec decoding,\n\
+             \x20   disaggregation); an agentic-coding group's `*` is North-Star gated: on that frontier and on its\n\
+             \x20   frontier against E2E-normalized interactivity, P90 (tok/s/user)\n"
         );
     }
 
@@ -485,9 +553,9 @@ mod tests {
                 &cols(&["conc", "usd_per_m_rental", "tok_s_per_mw"]),
                 &none
             ),
-            "assumptions: b200 $2.90/GPU-hour (rental), 1.71 kW/GPU all-in; h200 $1.60/GPU-hour \
-             (rental), 1.37 kW/GPU all-in; rtx4090 not in the hardware table: no cost or power \
-             (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set your own)\n"
+            "assumptions: b200 $2.90/GPU-hour (rental), 1.71 kW/GPU all-in; h200 $1.60/GPU-hour (rental),\n\
+             \x20   1.37 kW/GPU all-in; rtx4090 not in the hardware table: no cost or power (InferenceX's\n\
+             \x20   SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set your own)\n"
         );
         let custom = CostOptions {
             usd_per_gpu_hour: Some(2.5),
@@ -503,14 +571,37 @@ mod tests {
                 ]),
                 &custom
             ),
-            "assumptions: h200 $2.50/GPU-hour (custom), $1.41/GPU-hour (hyperscaler), 1.00 kW/GPU \
-             (--gpu-kw) (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set \
-             your own)\n"
+            "assumptions: h200 $2.50/GPU-hour (custom), $1.41/GPU-hour (hyperscaler), 1.00 kW/GPU (--gpu-kw)\n\
+             \x20   (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set your own)\n"
         );
         assert_eq!(
             assumptions(&rows, &cols(&["conc", "tput_per_gpu"]), &none),
             ""
         );
+    }
+
+    /// Issue 13: the default table names the identity every row shares once instead of
+    /// repeating it; what differs (here the hardware) stays a column, as do conc and metrics.
+    #[test]
+    fn split_common_takes_out_shared_identity_columns_only() {
+        let cols: Vec<String> = [
+            "model",
+            "hardware",
+            "isl",
+            "conc",
+            "tput_per_gpu",
+            "frontier",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut b = row();
+        b.hardware = "b200".into();
+        let (kept, common) = split_common(&[row(), b, row()], &cols);
+        assert_eq!(kept, ["hardware", "conc", "tput_per_gpu", "frontier"]);
+        assert_eq!(common, ["model=dsr1", "isl=1024"]);
+        let (kept, common) = split_common(&[], &cols);
+        assert_eq!((kept, common.len()), (cols.clone(), 0));
     }
 
     fn row() -> PointRow {

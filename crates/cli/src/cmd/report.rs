@@ -198,15 +198,26 @@ fn print_rows(
     args: &Args,
     hidden: usize,
 ) -> anyhow::Result<i32> {
-    let cols: Vec<String> = if args.columns.is_empty() {
-        report::default_columns(rows, args.x.as_deref())
-    } else {
-        args.columns.clone()
-    };
     let fmt = match args.format {
         OutFormat::Table => Format::Table,
         OutFormat::Csv => Format::Csv,
         OutFormat::Json => Format::Json,
+    };
+    let cols: Vec<String> = if args.columns.is_empty() {
+        let cols = report::default_columns(rows, args.x.as_deref());
+        if matches!(fmt, Format::Table) {
+            // The default table names what every row shares once, above it, instead of a
+            // column repeating it on every line.
+            let (kept, common) = report::split_common(rows, &cols);
+            if !common.is_empty() {
+                println!("every row: {}\n", common.join("  "));
+            }
+            kept
+        } else {
+            cols
+        }
+    } else {
+        args.columns.clone()
     };
     print!("{}", report::render(rows, &cols, fmt));
     if rows.is_empty() && hidden > 0 {
