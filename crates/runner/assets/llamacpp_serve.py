@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """Serve a GGUF model with llama.cpp's own HTTP server (llama-server), as embedded in the PyPI
-package `xllamacpp`, and block until SIGTERM/SIGINT. Launched by `inferbench` for rows whose
-framework is `llamacpp`; every setting comes from the command line.
+package `xllamacpp`, and block until SIGTERM/SIGINT or until the process that started it is
+gone. Launched by `inferbench` for rows whose framework is `llamacpp`; every setting comes from
+the command line.
+
+Stopping exits at once (`os._exit`): llama-server's own shutdown waits for the requests in flight
+to finish generating, tens of seconds on a CPU, and a benchmark server has nothing to save.
 
 Total context is `ctx_per_slot * n_parallel` because llama-server splits n_ctx across slots.
 """
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -37,12 +42,22 @@ def main() -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    parent = os.getppid()
+
+    def orphaned() -> None:
+        # A parent killed outright (SIGKILL, a crashed test harness) cannot stop us: notice it.
+        while not stop.wait(1.0):
+            if os.getppid() != parent:
+                stop.set()
+
+    threading.Thread(target=orphaned, daemon=True).start()
     server = xllamacpp.Server(params)
     print(f"llamacpp_serve: listening on {server.listening_address} "
           f"(n_parallel={a.n_parallel}, n_ctx={params.n_ctx}, threads={a.threads})", flush=True)
     stop.wait()
     print("llamacpp_serve: stopping", flush=True)
-    return 0
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
