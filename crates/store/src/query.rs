@@ -60,6 +60,11 @@ pub struct Filter {
     /// `std_tpot`, `request_throughput`, `inferbench.*` extras, …) into [`PointRow::metrics`];
     /// off by default because it costs a JSON parse per row.
     pub all_metrics: bool,
+    /// Load only these metrics (stored columns or [`derived_names`]) into
+    /// [`PointRow::metrics`], besides `completed` and `failed`; `None` loads every stored
+    /// column and every derived metric. A chart needs two or three of the ~60, and each costs
+    /// a map insert per row (the dashboard API benchmark in docs/performance.md).
+    pub only_metrics: Option<Vec<String>>,
 }
 
 impl Filter {
@@ -263,7 +268,7 @@ pub struct CostOptions {
     pub kw_per_gpu: Option<f64>,
 }
 
-fn add_derived(row: &mut PointRow, c: &CostOptions) {
+fn add_derived(row: &mut PointRow, c: &CostOptions, wanted: &dyn Fn(&str) -> bool) {
     let t = Throughputs {
         total: row.get("tput_per_gpu").unwrap_or(0.0),
         input: row.get("input_tput_per_gpu").unwrap_or(0.0),
@@ -274,22 +279,31 @@ fn add_derived(row: &mut PointRow, c: &CostOptions) {
     for (r, name) in ["hyperscaler", "neocloud", "rental"].iter().enumerate() {
         for (k, suf) in kinds.iter().enumerate() {
             if let Some(v) = d.usd_per_m[r][k] {
-                row.metrics.insert(format!("usd_per_m_{name}{suf}"), v);
+                insert_if(row, format!("usd_per_m_{name}{suf}"), v, wanted);
             }
         }
     }
     for (k, suf) in kinds.iter().enumerate() {
         if let Some(v) = d.usd_per_m_custom[k] {
-            row.metrics.insert(format!("usd_per_m_custom{suf}"), v);
+            insert_if(row, format!("usd_per_m_custom{suf}"), v, wanted);
         }
         if let Some(v) = d.tok_s_per_mw[k] {
-            row.metrics.insert(format!("tok_s_per_mw{suf}"), v);
+            insert_if(row, format!("tok_s_per_mw{suf}"), v, wanted);
         }
         if let Some(v) = d.joules_per_token[k] {
-            row.metrics.insert(format!("j_per_token{suf}"), v);
+            insert_if(row, format!("j_per_token{suf}"), v, wanted);
         }
     }
 }
+
+fn insert_if(row: &mut PointRow, name: String, v: f64, wanted: &dyn Fn(&str) -> bool) {
+    if wanted(&name) {
+        row.metrics.insert(name, v);
+    }
+}
+
+/// The stored throughputs the derived metrics are computed from.
+const DERIVED_INPUTS: [&str; 3] = ["tput_per_gpu", "input_tput_per_gpu", "output_tput_per_gpu"];
 
 /// The dimensions a dashboard offers as selectors ([`Store::dimension_values`]), each a
 /// [`Filter`] key.
@@ -492,11 +506,19 @@ impl Store {
         cost: &CostOptions,
         ids: Option<&[i64]>,
     ) -> Result<Vec<PointRow>, StoreError> {
-        let hot = schema::POINT_METRICS
+        let wanted = |m: &str| {
+            filter
+                .only_metrics
+                .as_ref()
+                .is_none_or(|w| w.iter().any(|x| x == m))
+        };
+        let any_derived = derived_names().iter().any(|d| wanted(d));
+        let cols: Vec<&str> = schema::POINT_METRICS
             .iter()
-            .map(|m| format!("p.{m}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+            .copied()
+            .filter(|m| wanted(m) || (any_derived && DERIVED_INPUTS.contains(m)))
+            .collect();
+        let hot = cols.iter().map(|m| format!(", p.{m}")).collect::<String>();
         let extra = if filter.all_metrics {
             ", p.metrics"
         } else {
@@ -506,7 +528,7 @@ impl Store {
             "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.disagg, c.tp, c.pp,
                     c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
-                    p.valid, p.completed, p.failed, {hot}{extra}, p.id, p.run_id
+                    p.valid, p.completed, p.failed{hot}{extra}, p.id, p.run_id
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         let (where_sql, mut params) = where_clause(filter);
@@ -529,13 +551,13 @@ impl Store {
                     metrics.insert(name.to_string(), v);
                 }
             }
-            for (j, name) in schema::POINT_METRICS.iter().enumerate() {
+            for (j, name) in cols.iter().enumerate() {
                 if let Some(v) = r[26 + j].as_f64() {
                     metrics.insert(name.to_string(), v);
                 }
             }
             if filter.all_metrics {
-                let text = r[26 + schema::POINT_METRICS.len()].as_str().unwrap_or("{}");
+                let text = r[26 + cols.len()].as_str().unwrap_or("{}");
                 if let Ok(serde_json::Value::Object(m)) = serde_json::from_str(text) {
                     for (k, v) in m {
                         if let Some(x) = v.as_f64() {
@@ -574,7 +596,9 @@ impl Store {
                 point_id: r[r.len() - 2].as_i64().unwrap_or(0),
                 run_id: r[r.len() - 1].as_i64().unwrap_or(0),
             };
-            add_derived(&mut row, cost);
+            if any_derived {
+                add_derived(&mut row, cost, &wanted);
+            }
             out.push(row);
         }
         sort_rows(&mut out);

@@ -224,8 +224,13 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
 }
 
 /// The selected rows with frontier flags, and the x used. Reads every stored metric only when
-/// x or y is not a hot column.
-fn select(store: &mut Store, q: &PointsQuery) -> Result<(Vec<PointRow>, String), ApiError> {
+/// x or y is not a hot column; `chart_only`: the rows carry just the metrics a chart and its
+/// frontiers need (x, y and the North-Star x), not the ~60 of a table.
+fn select(
+    store: &mut Store,
+    q: &PointsQuery,
+    chart_only: bool,
+) -> Result<(Vec<PointRow>, String), ApiError> {
     let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
     let mut f = q.filter.clone();
     let hot = |m: &str| {
@@ -233,6 +238,10 @@ fn select(store: &mut Store, q: &PointsQuery) -> Result<(Vec<PointRow>, String),
             || query::derived_names().iter().any(|d| d == m)
     };
     f.all_metrics = !hot(&q.y) || q.x.as_deref().is_some_and(|x| !hot(x));
+    if chart_only {
+        let x = q.x.as_deref().unwrap_or("median_intvty");
+        f.only_metrics = Some(vec![x.to_string(), q.y.clone(), NORTH_STAR_X.to_string()]);
+    }
     let mut rows = store.points(&f, &q.cost).map_err(db)?;
     let x = q.x.clone().unwrap_or_else(|| {
         if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
@@ -273,7 +282,9 @@ pub async fn points(
     }
     let q = parse_points_query(&pairs)?;
     let y = q.y.clone();
-    let (rows, x) = state.with_store(move |s| select(s, &q)).await?;
+    let (rows, x) = state
+        .with_store(move |s| select(s, &q, !with_metrics))
+        .await?;
     Ok(Json(PointsAnswer::new(&rows, &x, &y, with_metrics)).into_response())
 }
 
@@ -415,7 +426,7 @@ pub async fn points_csv(
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
     let q = parse_points_query(&pairs)?;
-    let (rows, x) = state.with_store(move |s| select(s, &q)).await?;
+    let (rows, x) = state.with_store(move |s| select(s, &q, false)).await?;
     let cols = inferbench_views::report::default_columns(&rows, Some(&x));
     let body =
         inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Csv);
