@@ -19,6 +19,7 @@
 //! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
 //! opened read-only ([`inferbench_store::Store::open_read_only`]).
 
+pub mod analysis;
 pub mod api;
 
 use std::net::SocketAddr;
@@ -123,6 +124,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/runs/{id}/artifacts/{name}", get(api::artifact))
         .route("/api/v1/points/{id}/latencies", get(api::latencies))
         .route("/api/v1/points/{id}/power", get(api::power))
+        .route("/api/v1/compare", get(analysis::compare))
+        .route("/api/v1/history", get(analysis::history))
         .route("/run", get(run_page))
         .fallback(not_found)
         .with_state(state)

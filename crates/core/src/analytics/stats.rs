@@ -130,7 +130,7 @@ pub fn compare_ratio(a: &[f64], b: &[f64]) -> Option<Ratio> {
 }
 
 /// One entry of a config's history at fixed interactivity.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct HistoryPoint {
     /// Date (`YYYY-MM-DD`) of the run.
     pub date: String,

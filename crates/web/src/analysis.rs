@@ -1,0 +1,196 @@
+//! The Compare and History endpoints: the same analyses as `inferbench compare` and
+//! `inferbench report --history-at` (`inferbench_store::compare`), as JSON for the dashboard's
+//! Compare and History pages. Common filters, `x`, `y`, `since`/`until`, `gpu_hour_cost` and
+//! `gpu_kw` are those of `/api/v1/points` ([`crate::api::parse_points_query`]).
+
+use axum::extract::{Query, State};
+use axum::Json;
+use inferbench_store::{compare, Filter};
+use serde_json::{json, Value};
+
+use crate::api::{parse_points_query, ApiError};
+use crate::AppState;
+
+/// Removes the last `key` from `pairs` and returns its value.
+fn take(pairs: &mut Vec<(String, String)>, key: &str) -> Option<String> {
+    let i = pairs.iter().rposition(|(k, _)| k == key)?;
+    let v = pairs.remove(i).1;
+    pairs.retain(|(k, _)| k != key);
+    Some(v)
+}
+
+/// `KEY=VALUE[|VALUE…]` parts of a side, comma-separated (`hw=h200,framework=sglang`), added to
+/// `common`; a bad part is a 400 naming the side.
+fn side(name: &str, spec: &str, common: &Filter) -> Result<Filter, ApiError> {
+    let mut f = common.clone();
+    let parts: Vec<&str> = spec.split(',').filter(|p| !p.trim().is_empty()).collect();
+    if parts.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "`{name}={spec}`: expected KEY=VALUE[,KEY=VALUE…], e.g. {name}=hw=h200,framework=sglang"
+        )));
+    }
+    for p in parts {
+        f.add(p)
+            .map_err(|e| ApiError::bad_request(format!("`{name}`: {e}")))?;
+    }
+    Ok(f)
+}
+
+fn number(key: &str, v: &str) -> Result<f64, ApiError> {
+    match v.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        _ => Err(ApiError::bad_request(format!(
+            "`{key}={v}`: expected a number"
+        ))),
+    }
+}
+
+/// `GET /api/v1/compare?a=SPEC&b=SPEC[&at=X1,X2…]&…`: y of side A and side B at matched x.
+/// `a`, `b` (required): comma-separated filters of each side, added to the common ones.
+/// `at`: target x values (default: the low end, middle and high end of the x range both
+/// frontiers cover). Answer: `{"x", "y", "a", "b", "count_a", "count_b", "targets": [x…],
+/// "rows": [{at, mean_a, n_a, mean_b, n_b, ratio_a_over_b, ci95_low, ci95_high}…] (as
+/// `inferbench compare --json`), "frontier_a": [[x, y]…], "frontier_b": […]}` (each side's
+/// frontier knots, sorted by x; a side's repeats are its batches). No overlap: `targets` and
+/// `rows` are empty.
+pub async fn compare(
+    State(state): State<AppState>,
+    Query(mut pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    let need = |v: Option<String>, k: &str| {
+        v.ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "`{k}` is required: side {}'s filters, e.g. {k}=hw=h200,framework=sglang",
+                k.to_uppercase()
+            ))
+        })
+    };
+    let a = need(take(&mut pairs, "a"), "a")?;
+    let b = need(take(&mut pairs, "b"), "b")?;
+    let at: Vec<f64> = match take(&mut pairs, "at") {
+        None => Vec::new(),
+        Some(v) => v
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| number("at", s))
+            .collect::<Result<_, _>>()?,
+    };
+    let q = parse_points_query(&pairs)?;
+    let (fa, fb) = (side("a", &a, &q.filter)?, side("b", &b, &q.filter)?);
+    let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
+    let y = q.y.clone();
+    let cost = q.cost;
+    let (ra, rb) = state
+        .with_store(move |s| {
+            let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
+            Ok((
+                s.points(&fa, &cost).map_err(db)?,
+                s.points(&fb, &cost).map_err(db)?,
+            ))
+        })
+        .await?;
+    let targets = if at.is_empty() {
+        compare::default_targets(&ra, &rb, &x, &y)
+    } else {
+        at
+    };
+    let rows = compare::compare(&ra, &rb, &x, &y, &targets);
+    let knots = |rows: &[inferbench_store::PointRow]| {
+        let all: Vec<&inferbench_store::PointRow> = rows.iter().collect();
+        compare::frontier_knots(&all, &x, &y)
+            .into_iter()
+            .map(|(x, y)| [x, y])
+            .collect::<Vec<_>>()
+    };
+    Ok(Json(json!({
+        "x": x,
+        "y": y,
+        "a": a,
+        "b": b,
+        "count_a": ra.len(),
+        "count_b": rb.len(),
+        "targets": targets,
+        "rows": rows,
+        "frontier_a": knots(&ra),
+        "frontier_b": knots(&rb),
+    })))
+}
+
+/// `GET /api/v1/history?at=X[&window=N][&threshold=F]&…`: per group, y at x = `at` for each
+/// batch (its frontier interpolated there), dated by the batch's latest point, flagged against
+/// the median of the `window` (default 3) previous values with the relative `threshold`
+/// (default 0.05), as `inferbench report --history-at X` prints it. Answer: `{"x", "y", "at",
+/// "window", "threshold", "groups": [{"name", "points": [{date, value, baseline, change,
+/// regression}…], "latest_regression": bool}…]}`, groups in the store's order.
+pub async fn history(
+    State(state): State<AppState>,
+    Query(mut pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    let at =
+        match take(&mut pairs, "at") {
+            Some(v) => number("at", &v)?,
+            None => return Err(ApiError::bad_request(
+                "`at` is required: the x (e.g. interactivity in tok/s/user) to follow over time",
+            )),
+        };
+    let window = match take(&mut pairs, "window") {
+        None => 3,
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "`window={v}`: expected a positive whole number"
+                )))
+            }
+        },
+    };
+    let threshold = match take(&mut pairs, "threshold") {
+        None => 0.05,
+        Some(v) => match number("threshold", &v)? {
+            t if t >= 0.0 => t,
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "`threshold={v}`: expected a number ≥ 0"
+                )))
+            }
+        },
+    };
+    let q = parse_points_query(&pairs)?;
+    let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
+    let y = q.y.clone();
+    let (f, cost) = (q.filter.clone(), q.cost);
+    let rows = state
+        .with_store(move |s| {
+            s.points(&f, &cost)
+                .map_err(|e| ApiError::internal(e.to_string()))
+        })
+        .await?;
+    let h = compare::history(&rows, &x, &y, at, window, threshold);
+    // The store's group order (the order of the rows), not the map's.
+    let mut order: Vec<String> = Vec::new();
+    for r in &rows {
+        let g = r.group();
+        if !order.contains(&g) {
+            order.push(g);
+        }
+    }
+    let groups: Vec<Value> = order
+        .iter()
+        .filter_map(|g| {
+            let s = h.get(g)?;
+            Some(json!({
+                "name": g,
+                "points": s,
+                "latest_regression": s.last().is_some_and(|p| p.regression),
+            }))
+        })
+        .collect();
+    Ok(Json(json!({
+        "x": x,
+        "y": y,
+        "at": at,
+        "window": window,
+        "threshold": threshold,
+        "groups": groups,
+    })))
+}

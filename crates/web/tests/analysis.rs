@@ -1,0 +1,165 @@
+//! The Compare and History endpoints on the store's fixtures (every run of
+//! `crates/store/tests/fixtures`, the corrupt one skipped): exact JSON, equal to what
+//! `inferbench compare` and `report --history-at` compute, and 400s naming the bad parameter.
+
+use std::path::Path;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
+use inferbench_store::{IngestOptions, Store};
+use inferbench_web::{router, AppState};
+use serde_json::{json, Value};
+use tower::ServiceExt;
+
+fn seeded() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let r = s.ingest_path(&fx, &IngestOptions::default()).unwrap();
+    assert_eq!(r.runs_ingested, 7, "{}", r.render());
+    (dir, db)
+}
+
+async fn get_json(db: &str, uri: &str) -> (StatusCode, Value) {
+    let app = router(AppState::new(Store::open_read_only(db).unwrap()));
+    let res = app
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = res.status();
+    let b = res.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&b).unwrap())
+}
+
+#[tokio::test]
+async fn compare_answers_the_cli_comparison_with_both_frontiers() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(&db, "/api/v1/compare?a=hw%3Db200&b=hw%3Dmi355x&model=dsr1").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    // Two repeats a side (the fixture's two batches), targets over the shared x range.
+    assert_eq!(
+        (&v["count_a"], &v["count_b"], &v["targets"]),
+        (&json!(8), &json!(8), &json!([40.0, 80.0, 120.0]))
+    );
+    assert_eq!(
+        v["rows"][1],
+        json!({"at": 80.0, "mean_a": 1140.0, "n_a": 2, "mean_b": 945.0, "n_b": 2,
+               "ratio_a_over_b": 1.2063492063492063, "ci95_low": 0.48956982060779936,
+               "ci95_high": 2.972565600250106})
+    );
+    assert_eq!(
+        v["frontier_a"],
+        json!([[40.0, 2000.0], [80.0, 1200.0], [120.0, 400.0]])
+    );
+    assert_eq!(
+        v["frontier_b"],
+        json!([
+            [40.0, 1650.0000000000002],
+            [80.0, 990.0000000000001],
+            [120.0, 330.0]
+        ])
+    );
+    // The same rows as the store's comparison (what `inferbench compare --json` prints).
+    let mut st = Store::open_read_only(&db).unwrap();
+    let side = |hw: &str| {
+        let mut f = inferbench_store::Filter::default();
+        f.add("model=dsr1").unwrap();
+        f.add(&format!("hw={hw}")).unwrap();
+        f
+    };
+    let a = st.points(&side("b200"), &Default::default()).unwrap();
+    let b = st.points(&side("mi355x"), &Default::default()).unwrap();
+    let t = inferbench_store::compare::default_targets(&a, &b, "median_intvty", "tput_per_gpu");
+    let rows = inferbench_store::compare::compare(&a, &b, "median_intvty", "tput_per_gpu", &t);
+    assert_eq!(v["rows"], serde_json::to_value(&rows).unwrap());
+}
+
+#[tokio::test]
+async fn history_answers_report_history_at() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(&db, "/api/v1/history?at=50&model=dsr1").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    // b200 dropped 10 % from one batch to the next (a regression at the 5 % threshold);
+    // mi355x rose 10 %; h200's frontier does not reach x = 50.
+    assert_eq!(
+        v,
+        json!({"x": "median_intvty", "y": "tput_per_gpu", "at": 50.0, "window": 3,
+               "threshold": 0.05, "groups": [
+            {"name": "dsr1 1024/1024 b200_sglang_fp4", "latest_regression": true, "points": [
+                {"date": "2026-02-20", "value": 1800.0, "baseline": null, "change": null,
+                 "regression": false},
+                {"date": "2026-02-27", "value": 1620.0, "baseline": 1800.0,
+                 "change": -0.09999999999999998, "regression": true}]},
+            {"name": "dsr1 1024/1024 h200_sglang_fp8", "latest_regression": false,
+             "points": []},
+            {"name": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "latest_regression": false,
+             "points": [
+                {"date": "2026-02-20", "value": 1350.0, "baseline": null, "change": null,
+                 "regression": false},
+                {"date": "2026-02-27", "value": 1485.0000000000002, "baseline": 1350.0,
+                 "change": 0.10000000000000009, "regression": false}]}]})
+    );
+    // A threshold above the change: no regression.
+    let (_, v) = get_json(
+        &db,
+        "/api/v1/history?at=50&model=dsr1&hw=b200&threshold=0.2",
+    )
+    .await;
+    assert_eq!(v["groups"][0]["latest_regression"], json!(false), "{v}");
+}
+
+#[tokio::test]
+async fn bad_parameters_are_400s_naming_them() {
+    let (_d, db) = seeded();
+    for (uri, says) in [
+        ("/api/v1/compare?b=hw%3Dh200", "`a` is required"),
+        ("/api/v1/compare?a=hw%3Dh200", "`b` is required"),
+        ("/api/v1/compare?a=&b=hw%3Dh200", "`a=`: expected KEY=VALUE"),
+        (
+            "/api/v1/compare?a=colour%3Dred&b=hw%3Dh200",
+            "`a`: filter `colour=red`: unknown key",
+        ),
+        (
+            "/api/v1/compare?a=hw%3Db200&b=hw%3Dh200&at=fast",
+            "`at=fast`: expected a number",
+        ),
+        (
+            "/api/v1/compare?a=hw%3Db200&b=hw%3Dh200&x=nonsense",
+            "`x=nonsense`: unknown metric",
+        ),
+        ("/api/v1/history", "`at` is required"),
+        ("/api/v1/history?at=NaN", "`at=NaN`: expected a number"),
+        (
+            "/api/v1/history?at=50&window=0",
+            "`window=0`: expected a positive whole number",
+        ),
+        (
+            "/api/v1/history?at=50&threshold=-1",
+            "`threshold=-1`: expected a number ≥ 0",
+        ),
+        (
+            "/api/v1/history?at=50&since=yesterday",
+            "`since=yesterday`: expected a date",
+        ),
+    ] {
+        let (s, v) = get_json(&db, uri).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{uri}: {v}");
+        let msg = v["error"].as_str().unwrap();
+        assert!(msg.starts_with(says), "{uri}: {msg}");
+    }
+    // A target outside both frontiers: no values there (never extrapolated), not an error.
+    let (s, v) = get_json(
+        &db,
+        "/api/v1/compare?a=hw%3Db200&b=hw%3Dh200&model=dsr1&at=1000",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        v["rows"],
+        json!([{"at": 1000.0, "mean_a": null, "n_a": 0, "mean_b": null, "n_b": 0,
+                "ratio_a_over_b": null, "ci95_low": null, "ci95_high": null}])
+    );
+}
