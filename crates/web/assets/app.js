@@ -7,8 +7,6 @@
 
 const SELECTS = ["model", "sequence", "framework", "precision", "spec_decoding", "x", "y"];
 const CHECKS = ["optimal", "invalid", "logx", "logy"];
-const PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7a5195",
-  "#4d4d4d", "#a6761d", "#1b9e77"];
 
 let options = null;
 let chart = null;
@@ -57,20 +55,6 @@ function apiQuery(st) {
 }
 
 // ---- controls --------------------------------------------------------------------------
-function fill(select, values, labels, withAny) {
-  select.replaceChildren();
-  if (withAny) {
-    const o = document.createElement("option");
-    o.value = ""; o.textContent = "any";
-    select.append(o);
-  }
-  values.forEach((v, i) => {
-    const o = document.createElement("option");
-    o.value = v; o.textContent = labels ? labels[i] : v;
-    select.append(o);
-  });
-}
-
 function applyState(st) {
   const d = options.dimensions;
   fill($("model"), d.model || []);
@@ -93,17 +77,6 @@ function applyState(st) {
 }
 
 // ---- chart -----------------------------------------------------------------------------
-function colour(i) { return PALETTE[i % PALETTE.length]; }
-
-function fmt(v) {
-  if (v === null || v === undefined || Number.isNaN(v)) return "-";
-  const a = Math.abs(v);
-  if (a >= 1000) return v.toFixed(0);
-  if (a >= 10) return v.toFixed(1);
-  if (a >= 1) return v.toFixed(2);
-  return v.toPrecision(3);
-}
-
 function draw(res, st) {
   const host = $("chart");
   if (chart) { chart.destroy(); chart = null; }
@@ -221,8 +194,8 @@ function describe(p) {
   const lines = [
     p.group,
     p.parallelism + " · conc " + p.conc + " · " + p.gpus + " GPU" + (p.gpus === 1 ? "" : "s"),
-    current.x.label_with_unit + ": " + fmt(p.x),
-    current.y.label_with_unit + ": " + fmt(p.y),
+    current.x.label_with_unit + ": " + num(p.x),
+    current.y.label_with_unit + ": " + num(p.y),
     "date " + p.date + " · batch " + p.batch,
   ];
   if (p.image) lines.push("image " + p.image);
@@ -277,7 +250,7 @@ function table(res) {
   body.replaceChildren();
   for (const p of res.points.slice(0, 2000)) {
     const tr = document.createElement("tr");
-    for (const v of [p.group, p.parallelism, String(p.conc), fmt(p.x), fmt(p.y),
+    for (const v of [p.group, p.parallelism, String(p.conc), num(p.x), num(p.y),
       p.frontier ? "*" : (p.valid ? "" : "invalid"), p.date, p.batch]) {
       const td = document.createElement("td");
       td.textContent = v;

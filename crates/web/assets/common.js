@@ -22,3 +22,66 @@ async function getJson(url) {
 
 // "1 point", "2 points".
 function count(n, noun) { return n + " " + noun + (n === 1 ? "" : "s"); }
+
+// Fills a <select> with `values` (shown as `labels` when given), after an "any" option (value
+// "") when `withAny`.
+function fill(select, values, labels, withAny) {
+  select.replaceChildren();
+  if (withAny) {
+    const o = document.createElement("option");
+    o.value = ""; o.textContent = "any";
+    select.append(o);
+  }
+  values.forEach((v, i) => {
+    const o = document.createElement("option");
+    o.value = v; o.textContent = labels ? labels[i] : v;
+    select.append(o);
+  });
+}
+
+// Sets a <select> to `value` when it offers it (an unknown value keeps the first option, as
+// InferenceX's selectors do).
+function choose(select, value) {
+  if (value && Array.from(select.options).some(o => o.value === value)) select.value = value;
+}
+
+// Colour-blind-safe series colours (Okabe–Ito first), one per group in order.
+const PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7a5195",
+  "#4d4d4d", "#a6761d", "#1b9e77"];
+function colour(i) { return PALETTE[i % PALETTE.length]; }
+
+// A number for a table cell: "-" when missing, else rounded for reading.
+function num(v) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "-";
+  const a = Math.abs(v);
+  if (a >= 1000) return v.toFixed(0);
+  if (a >= 10) return v.toFixed(1);
+  if (a >= 1) return v.toFixed(2);
+  return v.toPrecision(3);
+}
+
+// One table row of text cells appended to `tbody`.
+function addRow(tbody, cells) {
+  const tr = document.createElement("tr");
+  for (const c of cells) {
+    const td = document.createElement("td");
+    td.textContent = c;
+    tr.append(td);
+  }
+  tbody.append(tr);
+  return tr;
+}
+
+// The options of the axis selectors: x (with a "default" first) and y, from /api/v1/options.
+function fillAxes(options, xSel, ySel) {
+  fill(xSel, [""].concat(options.x_metrics.map(m => m.key)),
+    ["default"].concat(options.x_metrics.map(m => m.label_with_unit)));
+  fill(ySel, options.y_metrics.map(m => m.key), options.y_metrics.map(m => m.label_with_unit));
+  ySel.value = options.defaults.y;
+}
+
+// The label with unit of metric `key` from /api/v1/options, else the key.
+function metricLabel(options, key) {
+  const m = options.x_metrics.concat(options.y_metrics).find(m => m.key === key);
+  return m ? m.label_with_unit : key;
+}

@@ -8,16 +8,6 @@ function fmt(v, digits) {
   return Number(v).toFixed(digits);
 }
 
-function row(tbody, cells) {
-  const tr = document.createElement("tr");
-  for (const c of cells) {
-    const td = document.createElement("td");
-    td.textContent = c;
-    tr.append(td);
-  }
-  tbody.append(tr);
-}
-
 function provenance(run) {
   const body = $("prov").tBodies[0];
   body.replaceChildren();
@@ -26,7 +16,7 @@ function provenance(run) {
     ["source", run.source_kind + " · " + run.source_path], ["result file", run.result_filename],
     ["inferbench", run.inferbench_version + (run.git_sha ? " (" + run.git_sha.slice(0, 12) + ")" : "")],
     ["engine", run.engine_version], ["host", run.host]]) {
-    if (v) row(body, [k, v]);
+    if (v) addRow(body, [k, v]);
   }
   $("job").textContent = JSON.stringify(run.job, null, 2);
 }
@@ -39,7 +29,7 @@ function points(pts, batch, runId) {
     const m = p.metrics || {};
     const state = p.error ? "failed: " + p.error
       : (p.valid ? (p.frontier ? "frontier" : "") : "invalid");
-    row(body, [p.group, p.parallelism, String(p.conc), fmt(m.tput_per_gpu, 1),
+    addRow(body, [p.group, p.parallelism, String(p.conc), fmt(m.tput_per_gpu, 1),
       fmt(m.median_intvty, 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3), state]);
     const first = body.lastChild.firstChild;
     if (p.run_id === runId) {

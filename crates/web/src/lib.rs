@@ -12,8 +12,11 @@
 //! - `GET /api/v1/runs/{id}`, `…/runs/{id}/artifacts/{name}`, `…/points/{id}/latencies`,
 //!   `…/points/{id}/power`: one run's provenance, points and kept files; a point's latency
 //!   distributions and power samples.
+//! - `GET /api/v1/compare?a=…&b=…`, `GET /api/v1/history?at=…`: two sides at matched x, and a
+//!   group's y at fixed x over time with regression flags ([`analysis`]).
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
-//!   `GET /run?id=N`: a run's page; `GET /` redirects to the Inference page;
+//!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`: the Compare and History
+//!   pages; `GET /` redirects to the Inference page;
 //!   `GET /assets/NAME`: their scripts and styles.
 //!
 //! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
@@ -82,6 +85,16 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/common.js"),
     ),
     (
+        "compare.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/compare.js"),
+    ),
+    (
+        "history.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/history.js"),
+    ),
+    (
         "run.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/run.js"),
@@ -105,6 +118,12 @@ const INFERENCE_HTML: &str = include_str!("../assets/inference.html");
 /// The run page's HTML (`/run?id=N`; same rules as [`INFERENCE_HTML`]).
 const RUN_HTML: &str = include_str!("../assets/run.html");
 
+/// The Compare page's HTML (`/compare?…`; same rules as [`INFERENCE_HTML`]).
+const COMPARE_HTML: &str = include_str!("../assets/compare.html");
+
+/// The History page's HTML (`/history?…`; same rules as [`INFERENCE_HTML`]).
+const HISTORY_HTML: &str = include_str!("../assets/history.html");
+
 /// Content-Security-Policy of every page: scripts, styles and data only from this server, so a
 /// string in the database can never run as script.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
@@ -115,7 +134,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(|| async { Redirect::to("/inference") }))
-        .route("/inference", get(inference_page))
+        .route("/inference", get(|| page(INFERENCE_HTML)))
         .route("/assets/{name}", get(asset))
         .route("/api/v1/options", get(api::options))
         .route("/api/v1/points", get(api::points))
@@ -126,7 +145,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/points/{id}/power", get(api::power))
         .route("/api/v1/compare", get(analysis::compare))
         .route("/api/v1/history", get(analysis::history))
-        .route("/run", get(run_page))
+        .route("/run", get(|| page(RUN_HTML)))
+        .route("/compare", get(|| page(COMPARE_HTML)))
+        .route("/history", get(|| page(HISTORY_HTML)))
         .fallback(not_found)
         .with_state(state)
 }
@@ -144,24 +165,9 @@ fn secured(mut r: Response) -> Response {
     r
 }
 
-async fn inference_page() -> Response {
-    secured(
-        (
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            INFERENCE_HTML,
-        )
-            .into_response(),
-    )
-}
-
-async fn run_page() -> Response {
-    secured(
-        (
-            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-            RUN_HTML,
-        )
-            .into_response(),
-    )
+/// One of the static pages, with the security headers.
+async fn page(html: &'static str) -> Response {
+    secured(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response())
 }
 
 async fn asset(Path(name): Path<String>) -> Response {

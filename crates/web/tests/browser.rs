@@ -209,3 +209,83 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         "{dom}"
     );
 }
+
+/// The Compare and History pages over every store fixture: the URL selects the comparison and
+/// the history, the chart and table show what `/api/v1/compare` and `/api/v1/history` answer
+/// (the values `inferbench compare` and `report --history-at` print), regressions marked.
+#[test]
+fn compare_and_history_pages_draw_from_the_url() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("all.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    s.ingest_path(&fx, &IngestOptions::default()).unwrap();
+    drop(s);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = inferbench_web::router(inferbench_web::AppState::new(
+        Store::open_read_only(&db).unwrap(),
+    ));
+    rt.spawn(async move { axum::serve(listener, app).await });
+    let profile = dir.path().join("profile");
+
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/compare?model=dsr1&sequence=1024%2F1024&a=hw%3Db200&b=hw%3Dmi355x"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-rows").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "8 points in A, 8 points in B; 3 targets"
+    );
+    assert!(
+        dom.contains(
+            "<tr><td>80.0</td><td>1140</td><td>2</td><td>945.0</td><td>2</td><td>1.206</td>\
+             <td>[0.490, 2.973]</td></tr>"
+        ),
+        "{dom}"
+    );
+    assert!(dom.contains("<canvas"), "uPlot drew a canvas");
+
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&sequence=1024%2F1024&at=50"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-groups").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-regressions").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "2 groups reach x = 50 (of 3 selected); 1 group regressed in the latest batch"
+    );
+    assert!(
+        dom.contains(
+            "<tr class=\"regression\"><td>dsr1 1024/1024 b200_sglang_fp4</td><td>2026-02-27</td>\
+             <td>1620</td><td>1800</td><td>-10.0 %</td><td>REGRESSION</td></tr>"
+        ),
+        "{dom}"
+    );
+    // Without a target x the page asks for one instead of failing.
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/history?model=dsr1"));
+    assert!(
+        text_of(&dom, "status").starts_with("Choose the x to follow over time"),
+        "{dom}"
+    );
+}

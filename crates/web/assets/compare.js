@@ -1,0 +1,108 @@
+// inferbench dashboard: the Compare page (`/compare?model=…&sequence=…&a=…&b=…&x=…&y=…&at=…`).
+// Two sides' frontiers on one chart and y at matched x with A/B ratios, from /api/v1/compare.
+// The URL holds the whole view; every value is set as text.
+"use strict";
+
+const FIELDS = ["model", "sequence", "a", "b", "x", "y", "at"];
+let options = null;
+let chart = null;
+
+function readState() {
+  const p = new URLSearchParams(location.search);
+  const st = {};
+  for (const k of FIELDS) st[k] = p.get(k) || "";
+  return st;
+}
+
+function apply(st) {
+  fill($("model"), options.dimensions.model || []);
+  fill($("sequence"), options.sequences || []);
+  fillAxes(options, $("x"), $("y"));
+  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k]);
+  for (const k of ["a", "b", "at"]) $(k).value = st[k];
+}
+
+function controls() {
+  const st = {};
+  for (const k of FIELDS) st[k] = $(k).value.trim();
+  return st;
+}
+
+function apiQuery(st) {
+  const p = new URLSearchParams();
+  if (st.model) p.set("model", st.model);
+  const m = /^(\d+)\/(\d+)$/.exec(st.sequence);
+  if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (st.sequence) p.set("scenario", st.sequence);
+  for (const k of ["a", "b", "x", "y", "at"]) if (st[k]) p.set(k, st[k]);
+  return p;
+}
+
+function draw(res) {
+  const host = $("chart");
+  if (chart) { chart.destroy(); chart = null; }
+  host.replaceChildren();
+  const sides = [["A: " + res.a, res.frontier_a, colour(0)], ["B: " + res.b, res.frontier_b, colour(1)]];
+  const series = [{}];
+  const data = [null];
+  for (const [label, knots, stroke] of sides) {
+    series.push({ label, stroke, width: 2, paths: uPlot.paths.linear(),
+      points: { show: true, size: 7, fill: stroke } });
+    data.push([knots.map(k => k[0]), knots.map(k => k[1])]);
+  }
+  const width = Math.max(480, Math.min(1100, host.clientWidth || 1000));
+  chart = new uPlot({
+    mode: 2, width, height: Math.round(width * 0.5),
+    title: "A: " + res.a + "   vs   B: " + res.b,
+    scales: { x: { time: false }, y: {} },
+    axes: [{ label: metricLabel(options, res.x) }, { label: metricLabel(options, res.y), size: 70 }],
+    series,
+  }, data, host);
+  host.dataset.rows = String(res.rows.length);
+  host.dataset.drawnMs = String(Math.round(performance.now()));
+  $("th-at").textContent = "at " + metricLabel(options, res.x);
+  const body = $("rows").tBodies[0];
+  body.replaceChildren();
+  for (const r of res.rows) {
+    const ci = r.ci95_low !== null && r.ci95_high !== null
+      ? "[" + r.ci95_low.toFixed(3) + ", " + r.ci95_high.toFixed(3) + "]" : "-";
+    addRow(body, [num(r.at), num(r.mean_a), String(r.n_a), num(r.mean_b), String(r.n_b),
+      r.ratio_a_over_b === null ? "-" : r.ratio_a_over_b.toFixed(3), ci]);
+  }
+}
+
+async function refresh(push) {
+  const st = controls();
+  const p = new URLSearchParams();
+  for (const k of FIELDS) if (st[k]) p.set(k, st[k]);
+  const url = location.pathname + (p.toString() ? "?" + p : "");
+  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+  if (!st.a || !st.b) {
+    status("Name the two sides (e.g. A: hw=b200, B: hw=mi355x) and press Compare.");
+    return;
+  }
+  status("loading…");
+  try {
+    const res = await getJson("/api/v1/compare?" + apiQuery(st));
+    draw(res);
+    status(count(res.count_a, "point") + " in A, " + count(res.count_b, "point") + " in B; "
+      + (res.rows.length ? count(res.rows.length, "target") : "their frontiers share no x range"));
+  } catch (e) {
+    status("error: " + e.message, true);
+  }
+}
+
+async function start() {
+  try {
+    options = await getJson("/api/v1/options");
+  } catch (e) {
+    status("error: " + e.message, true);
+    return;
+  }
+  apply(readState());
+  $("controls").addEventListener("submit", ev => { ev.preventDefault(); refresh(true); });
+  for (const k of ["model", "sequence", "x", "y"]) $(k).addEventListener("change", () => refresh(true));
+  window.addEventListener("popstate", () => { apply(readState()); refresh(false); });
+  await refresh(false);
+}
+
+document.addEventListener("DOMContentLoaded", start);

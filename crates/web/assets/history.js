@@ -1,0 +1,144 @@
+// inferbench dashboard: the History page (`/history?model=…&sequence=…&at=…&…`). A group's y at a
+// fixed x over time, one line per group, regressions ringed in red, from /api/v1/history. The
+// URL holds the whole view; every value is set as text.
+"use strict";
+
+const SELECTS = ["model", "sequence", "hardware", "framework", "precision", "x", "y"];
+const INPUTS = ["at", "threshold"];
+let options = null;
+let chart = null;
+
+function readState() {
+  const p = new URLSearchParams(location.search);
+  const st = {};
+  for (const k of SELECTS.concat(INPUTS)) st[k] = p.get(k) || "";
+  return st;
+}
+
+function apply(st) {
+  const d = options.dimensions;
+  fill($("model"), d.model || []);
+  fill($("sequence"), options.sequences || []);
+  for (const k of ["hardware", "framework", "precision"]) fill($(k), d[k] || [], null, true);
+  fillAxes(options, $("x"), $("y"));
+  for (const k of SELECTS) choose($(k), st[k]);
+  for (const k of INPUTS) $(k).value = st[k];
+}
+
+function controls() {
+  const st = {};
+  for (const k of SELECTS.concat(INPUTS)) st[k] = $(k).value.trim();
+  return st;
+}
+
+function apiQuery(st) {
+  const p = new URLSearchParams();
+  const m = /^(\d+)\/(\d+)$/.exec(st.sequence);
+  if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (st.sequence) p.set("scenario", st.sequence);
+  for (const k of ["model", "hardware", "framework", "precision", "x", "y", "at", "threshold"]) {
+    if (st[k]) p.set(k, st[k]);
+  }
+  return p;
+}
+
+// Seconds since the epoch of a `YYYY-MM-DD` date (UTC midnight).
+function day(d) { return Date.parse(d + "T00:00:00Z") / 1000; }
+
+function draw(res) {
+  const host = $("chart");
+  if (chart) { chart.destroy(); chart = null; }
+  host.replaceChildren();
+  const shown = res.groups.filter(g => g.points.length);
+  const series = [{}];
+  const data = [null];
+  const rings = [];
+  shown.forEach((g, i) => {
+    series.push({ label: g.name, stroke: colour(i), width: 2, paths: uPlot.paths.linear(),
+      points: { show: true, size: 6, fill: colour(i) } });
+    data.push([g.points.map(p => day(p.date)), g.points.map(p => p.value)]);
+    for (const p of g.points) if (p.regression) rings.push([day(p.date), p.value]);
+  });
+  const width = Math.max(480, Math.min(1100, host.clientWidth || 1000));
+  chart = new uPlot({
+    mode: 2, width, height: Math.round(width * 0.45),
+    title: metricLabel(options, res.y) + " at " + metricLabel(options, res.x) + " = " + res.at,
+    legend: { show: false },
+    scales: { x: { time: true }, y: {} },
+    axes: [{}, { label: metricLabel(options, res.y), size: 70 }],
+    series,
+    hooks: { draw: [u => {
+      const ctx = u.ctx;
+      ctx.save();
+      ctx.strokeStyle = "#b00020";
+      ctx.lineWidth = 2 * devicePixelRatio;
+      for (const [x, y] of rings) {
+        ctx.beginPath();
+        ctx.arc(u.valToPos(x, "x", true), u.valToPos(y, "y", true), 7 * devicePixelRatio, 0, 2 * Math.PI);
+        ctx.stroke();
+      }
+      ctx.restore();
+    }] },
+  }, data, host);
+  host.dataset.groups = String(shown.length);
+  host.dataset.regressions = String(rings.length);
+  host.dataset.drawnMs = String(Math.round(performance.now()));
+  const ul = $("legend");
+  ul.replaceChildren();
+  shown.forEach((g, i) => {
+    const li = document.createElement("li");
+    const sw = document.createElement("span");
+    sw.className = "swatch";
+    sw.style.background = colour(i);
+    li.append(sw, document.createTextNode(g.name + (g.latest_regression ? " — latest value regressed" : "")));
+    ul.append(li);
+  });
+  $("th-y").textContent = metricLabel(options, res.y);
+  const body = $("rows").tBodies[0];
+  body.replaceChildren();
+  for (const g of shown) {
+    for (const p of g.points) {
+      const tr = addRow(body, [g.name, p.date, num(p.value), num(p.baseline),
+        p.change === null ? "-" : (p.change * 100).toFixed(1) + " %", p.regression ? "REGRESSION" : ""]);
+      if (p.regression) tr.className = "regression";
+    }
+  }
+}
+
+async function refresh(push) {
+  const st = controls();
+  const p = new URLSearchParams();
+  for (const k of SELECTS.concat(INPUTS)) if (st[k]) p.set(k, st[k]);
+  const url = location.pathname + (p.toString() ? "?" + p : "");
+  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+  if (!st.at) {
+    status("Choose the x to follow over time (e.g. interactivity 50 tok/s/user) and press Show.");
+    return;
+  }
+  status("loading…");
+  try {
+    const res = await getJson("/api/v1/history?" + apiQuery(st));
+    draw(res);
+    const n = res.groups.filter(g => g.points.length).length;
+    const r = res.groups.filter(g => g.latest_regression).length;
+    status(count(n, "group") + " reach x = " + res.at + " (of " + res.groups.length + " selected); "
+      + (r ? count(r, "group") + " regressed in the latest batch" : "no regression in the latest batch"));
+  } catch (e) {
+    status("error: " + e.message, true);
+  }
+}
+
+async function start() {
+  try {
+    options = await getJson("/api/v1/options");
+  } catch (e) {
+    status("error: " + e.message, true);
+    return;
+  }
+  apply(readState());
+  $("controls").addEventListener("submit", ev => { ev.preventDefault(); refresh(true); });
+  for (const k of SELECTS) $(k).addEventListener("change", () => refresh(true));
+  window.addEventListener("popstate", () => { apply(readState()); refresh(false); });
+  await refresh(false);
+}
+
+document.addEventListener("DOMContentLoaded", start);
