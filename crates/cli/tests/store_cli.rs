@@ -498,3 +498,48 @@ fn store_cli_empty_database_report_and_plot_agree() {
         assert!(h.contains("a database with no runs yet"), "{cmd}: {h}");
     }
 }
+
+/// Issue 9: `ingest --inferencex-dump DIR` imports InferenceX's JSON dump (the store's test
+/// dump) and `report` lists its points by batch; a second import changes nothing; a dump given
+/// as a plain path is refused with the flag to use, storing nothing.
+#[test]
+fn store_cli_ingests_an_inferencex_dump() {
+    let t = Tmp::new("dump");
+    let db = t.0.join("d.db").display().to_string();
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../store/tests/dumps/inferencex-dump-2026-07-06")
+        .display()
+        .to_string();
+    let o = run(&["ingest", &dump, "--db", &db]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("this is InferenceX's database dump; import it with `inferbench ingest --inferencex-dump"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!Path::new(&db).exists());
+    let out = stdout_ok(&["ingest", "--inferencex-dump", &dump, "--db", &db]);
+    assert!(out.starts_with("ingested 2 run(s), 4 point(s)"), "{out}");
+    let out = stdout_ok(&["ingest", "--inferencex-dump", &dump, "--db", &db]);
+    assert!(
+        out.starts_with("ingested 2 run(s) (2 already present"),
+        "{out}"
+    );
+    let csv = stdout_ok(&[
+        "report",
+        "--db",
+        &db,
+        "--format",
+        "csv",
+        "--columns",
+        "batch,model,hardware,parallelism,conc,tput_per_gpu,source_kind",
+    ]);
+    assert_eq!(
+        csv,
+        "batch,model,hardware,parallelism,conc,tput_per_gpu,source_kind\n\
+         inferencex-run-555,dsr1,h200,TP8,4,102.4,inferencex-dump\n\
+         inferencex-run-555,dsr1,h200,TP8,16,407.04,inferencex-dump\n\
+         inferencex-run-777,gptoss120b,b200,DEP4,8,1500,inferencex-dump\n"
+    );
+}

@@ -24,6 +24,7 @@
 pub mod compare;
 pub mod db;
 pub mod detail;
+pub mod dump;
 pub mod normalize;
 pub mod parse;
 pub mod query;
@@ -387,6 +388,27 @@ impl Store {
         if self.kind() == Kind::Sqlite && report.runs_ingested > 0 {
             // Refresh planner statistics where useful (cheap; SQLite's recommended practice).
             let _ = self.conn.batch("PRAGMA optimize");
+        }
+        Ok(report)
+    }
+
+    /// Imports InferenceX's public database dump in its JSON form (a directory of
+    /// `<table>.json` files, [`dump::read_json_dump`]): one run per GitHub workflow run (its
+    /// latest attempt), each written in its own transaction, so an interrupted import leaves
+    /// whole runs and a repeated one changes nothing (`runs_reingested`).
+    ///
+    /// Errors: the directory is not a readable dump (a table missing or not JSON), or the
+    /// database is not migrated; a run that fails to write is reported in `skipped`.
+    pub fn ingest_inferencex_dump(
+        &mut self,
+        dir: &Path,
+        opts: &IngestOptions,
+    ) -> Result<IngestReport, StoreError> {
+        self.require_migrated()?;
+        let runs = dump::read_json_dump(dir, &opts.overrides).map_err(StoreError::Other)?;
+        let mut report = IngestReport::default();
+        for run in &runs {
+            self.ingest_run_into(run, &mut report);
         }
         Ok(report)
     }

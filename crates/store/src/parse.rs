@@ -23,6 +23,8 @@ pub enum SourceKind {
     InferenceX,
     /// AIPerf `profile_export_aiperf.json` summary export (one point).
     Aiperf,
+    /// One workflow run of InferenceX's public database dump ([`crate::dump`]).
+    InferenceXDump,
 }
 
 impl SourceKind {
@@ -33,6 +35,7 @@ impl SourceKind {
             SourceKind::VllmResult => "vllm",
             SourceKind::InferenceX => "inferencex",
             SourceKind::Aiperf => "aiperf",
+            SourceKind::InferenceXDump => "inferencex-dump",
         }
     }
 }
@@ -565,7 +568,11 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
         hardware: hw.key,
         framework: fw.key,
         precision: prec.key,
-        spec_decoding: normalize::spec_method(&l.text(&["spec_decoding", "SPEC_DECODING"])),
+        spec_decoding: normalize::spec_method(&l.text(&[
+            "spec_decoding",
+            "SPEC_DECODING",
+            "spec_method",
+        ])),
         disagg,
         is_multinode,
         tp,
@@ -706,6 +713,31 @@ fn flatten_extras(
 }
 
 /// Numeric non-identity fields of an InferenceX aggregate row, kept under their names.
+/// The numeric, non-identity fields of a flat result row, as metrics.
+pub(crate) fn metrics_from(row: &Map<String, Value>) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    agg_metrics(row, &mut m);
+    m
+}
+
+/// The config key of a flat row of InferenceX field names (`ov` wins over the row).
+pub(crate) fn config_from(
+    row: &Map<String, Value>,
+    ov: &Overrides,
+    names: &mut Names,
+) -> ConfigKey {
+    let l = Lookup {
+        overrides: ov,
+        maps: vec![row],
+    };
+    config_key(&l, names)
+}
+
+/// An eval row of InferenceX field names (`task`, the config's fields, the scores).
+pub(crate) fn eval_from(row: &Map<String, Value>, ov: &Overrides, names: &mut Names) -> EvalData {
+    eval_row(row, ov, names)
+}
+
 fn agg_metrics(row: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
     for (k, v) in row {
         if IDENTITY_KEYS.contains(&k.as_str()) || v.is_string() {
@@ -758,7 +790,7 @@ fn read_json(path: &Path) -> Result<(Vec<u8>, Value), ParseError> {
     Ok((bytes, v))
 }
 
-fn base_run(kind: SourceKind, path: &Path, key_bytes: &[u8]) -> RunData {
+pub(crate) fn base_run(kind: SourceKind, path: &Path, key_bytes: &[u8]) -> RunData {
     RunData {
         run_key: format!("sha256:{}", sha256_hex(key_bytes)),
         kind,
@@ -781,7 +813,7 @@ fn base_run(kind: SourceKind, path: &Path, key_bytes: &[u8]) -> RunData {
     }
 }
 
-fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointData {
+pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointData {
     PointData {
         config,
         conc,

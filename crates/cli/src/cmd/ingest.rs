@@ -1,6 +1,7 @@
 //! `inferbench ingest PATH…`: store run artifacts and imported result files
 //! (inferbench artifact directories, vLLM `--save-result` JSON, InferenceX `agg_*.json` /
-//! `agg_bmk.json`, AIPerf `profile_export_aiperf.json`).
+//! `agg_bmk.json`, AIPerf `profile_export_aiperf.json`); `--inferencex-dump DIR`: InferenceX's
+//! public database dump.
 
 use std::path::PathBuf;
 
@@ -10,8 +11,14 @@ use inferbench_store::{IngestOptions, Store};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Artifact directories, directory trees or result files to ingest.
-    #[arg(required = true)]
+    #[arg(required_unless_present = "inferencex_dump")]
     pub paths: Vec<PathBuf>,
+    /// InferenceX's public database dump to import: the directory of a weekly `db-dump/…`
+    /// release (`inferencex-dump-YYYY-MM-DD/`, one `<table>.json` per table; unzip the release
+    /// first). One run per GitHub workflow run (its latest attempt); importing it again
+    /// changes nothing. Repeatable.
+    #[arg(long, value_name = "DIR")]
+    pub inferencex_dump: Vec<PathBuf>,
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
     #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
@@ -75,7 +82,37 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
         );
     }
-    let (failed, unknown) = ingest_into(&args.db, &args.paths, &opts)?;
+    for d in &args.inferencex_dump {
+        anyhow::ensure!(
+            inferbench_store::dump::is_json_dump(d),
+            "{}: not an InferenceX JSON dump (expected a directory holding configs.json and \
+             benchmark_results.json, as in an unzipped db-dump release)",
+            d.display()
+        );
+    }
+    if let Some(d) = args
+        .paths
+        .iter()
+        .find(|p| inferbench_store::dump::is_json_dump(p))
+    {
+        anyhow::bail!(
+            "{}: this is InferenceX's database dump; import it with `inferbench ingest \
+             --inferencex-dump {}`",
+            d.display(),
+            d.display()
+        );
+    }
+    let (mut failed, mut unknown) = ingest_into(&args.db, &args.paths, &opts)?;
+    if !args.inferencex_dump.is_empty() {
+        let mut store = Store::open(&args.db)?;
+        store.migrate()?;
+        for d in &args.inferencex_dump {
+            let report = store.ingest_inferencex_dump(d, &opts)?;
+            print!("{}", report.render());
+            failed |= !report.skipped.is_empty();
+            unknown |= !report.unknown.is_empty();
+        }
+    }
     Ok(if failed || (args.strict && unknown) {
         1
     } else {
