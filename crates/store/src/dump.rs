@@ -20,6 +20,9 @@ use crate::parse::{
     RunData, SourceKind,
 };
 
+/// One table row.
+type Row = Map<String, Value>;
+
 /// The tables read (others, such as `server_logs` or `availability`, are ignored).
 pub const TABLES: &[&str] = &[
     "configs",
@@ -159,8 +162,7 @@ pub fn read_json_dump(dir: &Path, ov: &Overrides) -> Result<Vec<RunData>, ParseE
         .collect();
     let results = table(dir, "benchmark_results", true)?;
     let evals = table(dir, "eval_results", false)?;
-    let mut rows_of: BTreeMap<String, (Vec<&Map<String, Value>>, Vec<&Map<String, Value>>)> =
-        BTreeMap::new();
+    let mut rows_of: BTreeMap<String, (Vec<&Row>, Vec<&Row>)> = BTreeMap::new();
     let mut orphans = Vec::new();
     let mut superseded = 0usize;
     for (is_eval, rows) in [(false, &results), (true, &evals)] {
