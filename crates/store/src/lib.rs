@@ -392,8 +392,9 @@ impl Store {
         Ok(report)
     }
 
-    /// Imports InferenceX's public database dump in its JSON form (a directory of
-    /// `<table>.json` files, [`dump::read_json_dump`]): one run per GitHub workflow run (its
+    /// Imports InferenceX's public database dump, `dir` being its JSON form (a directory of
+    /// `<table>.json` files, [`dump::read_json_dump`]) or its pg_dump file (`*.dump[.zst]`,
+    /// [`dump::read_pg_dump`]): one run per GitHub workflow run (its
     /// latest attempt), each written in its own transaction, so an interrupted import leaves
     /// whole runs and a repeated one changes nothing (`runs_reingested`).
     ///
@@ -405,7 +406,12 @@ impl Store {
         opts: &IngestOptions,
     ) -> Result<IngestReport, StoreError> {
         self.require_migrated()?;
-        let runs = dump::read_json_dump(dir, &opts.overrides).map_err(StoreError::Other)?;
+        let runs = if dump::is_pg_dump(dir) {
+            dump::read_pg_dump(dir, &opts.overrides)
+        } else {
+            dump::read_json_dump(dir, &opts.overrides)
+        }
+        .map_err(StoreError::Other)?;
         let mut report = IngestReport::default();
         for run in &runs {
             self.ingest_run_into(run, &mut report);

@@ -13,10 +13,11 @@ pub struct Args {
     /// Artifact directories, directory trees or result files to ingest.
     #[arg(required_unless_present = "inferencex_dump")]
     pub paths: Vec<PathBuf>,
-    /// InferenceX's public database dump to import: the directory of a weekly `db-dump/…`
-    /// release (`inferencex-dump-YYYY-MM-DD/`, one `<table>.json` per table; unzip the release
-    /// first). One run per GitHub workflow run (its latest attempt); importing it again
-    /// changes nothing. Repeatable.
+    /// InferenceX's public database dump to import: a weekly `db-dump/…` release, either the
+    /// unzipped directory of its JSON form (`inferencex-dump-YYYY-MM-DD/`, one `<table>.json`
+    /// per table) or its pg_dump file (`inferencex-YYYY-MM-DD.dump.zst`, the parts joined with
+    /// `cat *.part* >`; read with `pg_restore`, no database needed). One run per GitHub
+    /// workflow run (its latest attempt); importing it again changes nothing. Repeatable.
     #[arg(long, value_name = "DIR")]
     pub inferencex_dump: Vec<PathBuf>,
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
@@ -82,19 +83,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
         );
     }
+    let is_dump = |p: &PathBuf| {
+        inferbench_store::dump::is_json_dump(p) || inferbench_store::dump::is_pg_dump(p)
+    };
     for d in &args.inferencex_dump {
         anyhow::ensure!(
-            inferbench_store::dump::is_json_dump(d),
-            "{}: not an InferenceX JSON dump (expected a directory holding configs.json and \
-             benchmark_results.json, as in an unzipped db-dump release)",
+            is_dump(d),
+            "{}: not an InferenceX dump (expected a directory holding configs.json and \
+             benchmark_results.json, as in an unzipped db-dump release, or a *.dump[.zst] file)",
             d.display()
         );
     }
-    if let Some(d) = args
-        .paths
-        .iter()
-        .find(|p| inferbench_store::dump::is_json_dump(p))
-    {
+    if let Some(d) = args.paths.iter().find(|p| is_dump(p)) {
         anyhow::bail!(
             "{}: this is InferenceX's database dump; import it with `inferbench ingest \
              --inferencex-dump {}`",
