@@ -175,7 +175,8 @@ pub struct PointRow {
 impl PointRow {
     /// Group of a curve: one line in a chart (model, ISL/OSL, scenario, hardware, framework,
     /// precision, spec decoding, disaggregation) — InferenceX's hardware key × precision per
-    /// (model, sequence) chart.
+    /// (model, sequence) chart; InferenceX's own published points are a group of their own
+    /// ([`PUBLIC_GROUP_SUFFIX`]).
     pub fn group(&self) -> String {
         // Agentic replays have no ISL/OSL: the scenario suffix names them instead of `0/0`.
         let seq = if self.scenario == AGENTIC_SCENARIO {
@@ -195,6 +196,11 @@ impl PointRow {
         }
         if self.scenario != "fixed_seq_len" {
             g.push_str(&format!(" {}", self.scenario));
+        }
+        // InferenceX's published points (an imported dump) are a curve of their own beside
+        // a local run of the same configuration, as on InferenceX's unofficial-run overlay.
+        if self.source_kind == PUBLIC_SOURCE {
+            g.push_str(PUBLIC_GROUP_SUFFIX);
         }
         g
     }
@@ -416,17 +422,21 @@ impl Store {
         let stored = |m: &str| m == "conc" || schema::POINT_METRICS.contains(&m);
         // AgentX groups gate on a third metric (North-Star): the general path. Only agentic
         // points can be invalid, so the fast path below never meets one.
-        let agentic = self.conn.query(
-            "SELECT COUNT(*) FROM configs WHERE scenario = 'agentic-coding'",
-            &[],
-        )?;
-        let any_agentic = agentic
-            .first()
-            .and_then(|r| r.first())
-            .and_then(|v| v.as_i64())
-            .unwrap_or(0)
-            > 0;
-        if !(stored(x) && stored(y)) || any_agentic {
+        // Imported public points are groups of their own ([`PointRow::group`]), which the
+        // fast path's config-only grouping cannot tell apart: the general path too.
+        let mut any = |sql: &str| -> Result<bool, StoreError> {
+            let r = self.conn.query(sql, &[])?;
+            Ok(r.first()
+                .and_then(|r| r.first())
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0)
+                > 0)
+        };
+        let any_agentic = any("SELECT COUNT(*) FROM configs WHERE scenario = 'agentic-coding'")?;
+        let any_public = any(&format!(
+            "SELECT COUNT(*) FROM runs WHERE source_kind = '{PUBLIC_SOURCE}'"
+        ))?;
+        if !(stored(x) && stored(y)) || any_agentic || any_public {
             let mut rows = self.points_where(filter, cost, None)?;
             mark_frontier_with(&mut rows, x, y, filter.include_invalid);
             rows.retain(|r| r.frontier);
@@ -713,6 +723,14 @@ pub fn mark_frontier_with(rows: &mut [PointRow], x: &str, y: &str, include_inval
 
 /// The scenario name of AgentX points (InferenceX's `scenario-type`).
 pub const AGENTIC_SCENARIO: &str = "agentic-coding";
+
+/// `source_kind` of points imported from InferenceX's public database dump
+/// (`inferbench ingest --inferencex-dump`).
+pub const PUBLIC_SOURCE: &str = "inferencex-dump";
+
+/// What [`PointRow::group`] appends for [`PUBLIC_SOURCE`] points, so that InferenceX's
+/// published curve and a local run of the same configuration get a frontier each.
+pub const PUBLIC_GROUP_SUFFIX: &str = " · InferenceX";
 
 /// The x of AgentX frontiers and their North-Star gate: p90 E2E-normalized interactivity,
 /// tok/s/user = 1 / p90(E2EL / OSL) (DESIGN.md §4; reference/agentx.md §4.5).

@@ -68,7 +68,7 @@ fn json_dump_imports_latest_attempts_once() {
         [
             (
                 "inferencex-run-555".into(),
-                "dsr1 1024/1024 h200_sglang_fp8".into(),
+                "dsr1 1024/1024 h200_sglang_fp8 · InferenceX".into(),
                 "TP8".into(),
                 4,
                 kind.clone(),
@@ -76,7 +76,7 @@ fn json_dump_imports_latest_attempts_once() {
             ),
             (
                 "inferencex-run-555".into(),
-                "dsr1 1024/1024 h200_sglang_fp8".into(),
+                "dsr1 1024/1024 h200_sglang_fp8 · InferenceX".into(),
                 "TP8".into(),
                 16,
                 kind.clone(),
@@ -84,7 +84,7 @@ fn json_dump_imports_latest_attempts_once() {
             ),
             (
                 "inferencex-run-555".into(),
-                "dsr1 1024/1024 h200_sglang_fp8".into(),
+                "dsr1 1024/1024 h200_sglang_fp8 · InferenceX".into(),
                 "TP8".into(),
                 64,
                 kind.clone(),
@@ -92,7 +92,7 @@ fn json_dump_imports_latest_attempts_once() {
             ),
             (
                 "inferencex-run-777".into(),
-                "gptoss120b 8192/1024 b200_trt_fp4_mtp".into(),
+                "gptoss120b 8192/1024 b200_trt_fp4_mtp · InferenceX".into(),
                 "DEP4".into(),
                 8,
                 kind.clone(),

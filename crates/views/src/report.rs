@@ -41,7 +41,8 @@ pub const DEFAULT_COLUMNS: &[&str] = &[
 /// frontier's `x` (when given and not among them) and, with agentic-coding rows, their
 /// North-Star x, both before `frontier`; a `scenario` column after `osl` when agentic and
 /// fixed-seq rows are mixed (agentic rows have no ISL/OSL); a `batch` column after `date` when
-/// the rows come from more than one run. The dashboard's CSV export uses the same columns.
+/// the rows come from more than one run; a `source` column when InferenceX's published points
+/// (an imported dump) are listed beside local ones. The dashboard's CSV export uses the same columns.
 pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
     use inferbench_store::query::{AGENTIC_SCENARIO, NORTH_STAR_X};
     let mut c: Vec<String> = DEFAULT_COLUMNS.iter().map(|s| s.to_string()).collect();
@@ -55,6 +56,15 @@ pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
     if agentic && rows.iter().any(|r| r.scenario != AGENTIC_SCENARIO) {
         let at = c.iter().position(|k| k == "osl").map_or(0, |i| i + 1);
         c.insert(at, "scenario".into());
+    }
+    // InferenceX's published points beside local ones: say which is which.
+    let public = |r: &PointRow| r.source_kind == inferbench_store::query::PUBLIC_SOURCE;
+    if rows.iter().any(public) && !rows.iter().all(public) {
+        let at = c
+            .iter()
+            .position(|k| k == "date")
+            .map_or(c.len(), |i| i + 1);
+        c.insert(at, "source".into());
     }
     if rows.iter().any(|r| r.batch != rows[0].batch) {
         let at = c
@@ -366,6 +376,13 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
         out.push_str(&wrap(
             "invalid = not a complete, valid result (the run was cut short, or an AgentX replay \
              ran for less than 900\u{a0}s): listed, on a frontier only with --include-invalid",
+        ));
+    }
+    if columns.iter().any(|c| c == "source") {
+        out.push_str(&wrap(
+            "source = where a point came from (inferencex-dump: InferenceX's published results, \
+             imported with `ingest --inferencex-dump`; a group and frontier of their own beside \
+             a local run of the same configuration)",
         ));
     }
     if columns.iter().any(|c| c == "batch") {

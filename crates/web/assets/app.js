@@ -81,7 +81,11 @@ function draw(res, st) {
   const host = $("chart");
   if (chart) { chart.destroy(); chart = null; }
   host.replaceChildren();
-  const groups = res.groups.map((g, i) => ({ name: g.name, colour: colour(i), frontier: g.frontier }));
+  // With InferenceX's published points in view, the user's own groups are marked "local"
+  // and the published frontiers dashed (InferenceX's unofficial-run overlay, the other way round).
+  const overlay = res.groups.some(g => g.public);
+  const groups = res.groups.map((g, i) => ({ name: g.name, colour: colour(i), frontier: g.frontier,
+    public: g.public, label: overlay && !g.public ? g.name + " (local)" : g.name }));
   const series = [{}];
   const data = [null];
   const plotted = []; // [seriesIdx] -> points of that scatter series
@@ -100,6 +104,7 @@ function draw(res, st) {
     if (g.frontier.length) {
       series.push({
         label: g.name + " frontier", stroke: g.colour, width: 2,
+        dash: g.public ? [8, 5] : undefined,
         paths: uPlot.paths.linear(),
         points: { show: false },
       });
@@ -199,6 +204,7 @@ function describe(p) {
     "date " + p.date + " · batch " + p.batch,
   ];
   if (p.image) lines.push("image " + p.image);
+  if (p.public) lines.push("published by InferenceX (imported dump)");
   if (!p.valid) lines.push("invalid (cut short, or an AgentX replay < 900 s)");
   if (p.frontier) lines.push("on the frontier");
   return lines.join("\n");
@@ -225,8 +231,9 @@ function legend(groups, st) {
     const li = document.createElement("li");
     const sw = document.createElement("span");
     sw.className = "swatch";
-    sw.style.background = g.colour;
-    li.append(sw, document.createTextNode(g.name));
+    sw.style.backgroundColor = g.colour;
+    if (g.public) sw.className = "swatch dashed";
+    li.append(sw, document.createTextNode(g.label));
     if (hidden.has(g.name)) li.className = "off";
     li.addEventListener("click", () => {
       if (hidden.has(g.name)) hidden.delete(g.name); else hidden.add(g.name);
@@ -237,6 +244,9 @@ function legend(groups, st) {
   const notes = [];
   if (current.x && current.x.key === "p90_e2e_norm_intvty") {
     notes.push("Agentic frontiers are North-Star gated (p90 E2E-normalized interactivity).");
+  }
+  if (groups.some(g => g.public)) {
+    notes.push("Dashed: InferenceX's published frontiers (an imported dump); \"(local)\": your own runs.");
   }
   notes.push("Lines: each group's Pareto frontier (straight segments between frontier points); "
     + "point labels: concurrency. Drag to zoom, double-click to reset; click a point to pin it.");

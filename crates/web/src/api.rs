@@ -257,10 +257,12 @@ fn select(
     Ok((rows, x))
 }
 
-/// `GET /api/v1/points`: `{"x": metric, "y": metric, "count": n, "groups": [{"name", "frontier":
-/// [[x, y]…] sorted by x}], "points": [point…]}`. A point ([`ChartPoint`]) carries the identity
-/// a chart and its tooltip use, `group`, `parallelism` (`TP8`, `DEP8`, …), `valid`,
-/// `frontier`, `point_id`/`run_id`, and its `x` and `y` values (`null` when unknown); with
+/// `GET /api/v1/points`: `{"x": metric, "y": metric, "count": n, "groups": [{"name", "public",
+/// "frontier": [[x, y]…] sorted by x}], "points": [point…]}`. A point ([`ChartPoint`]) carries
+/// the identity a chart and its tooltip use, `group`, `parallelism` (`TP8`, `DEP8`, …),
+/// `valid`, `frontier`, `public` (imported from InferenceX's dump: its own group, beside a
+/// local run of the same configuration), `point_id`/`run_id`, and its `x` and `y` values
+/// (`null` when unknown); with
 /// `metrics=all` also every stored and derived metric (`metrics`). Groups and points are in the
 /// store's order (group, parallelism, conc, date, batch).
 pub async fn points(
@@ -317,6 +319,9 @@ pub struct ChartPoint<'a> {
     pub error: Option<&'a str>,
     pub valid: bool,
     pub frontier: bool,
+    /// From InferenceX's public database dump (`source_kind` `inferencex-dump`), not a local
+    /// run.
+    pub public: bool,
     pub point_id: i64,
     pub run_id: i64,
     /// The x metric's value, `null` when unknown.
@@ -354,6 +359,7 @@ impl<'a> ChartPoint<'a> {
             error: r.error.as_deref(),
             valid: r.valid,
             frontier: r.frontier,
+            public: r.source_kind == inferbench_store::query::PUBLIC_SOURCE,
             point_id: r.point_id,
             run_id: r.run_id,
             x: r.get(x).filter(|v| v.is_finite()),
@@ -368,6 +374,8 @@ impl<'a> ChartPoint<'a> {
 pub struct ChartGroup {
     /// [`PointRow::group`].
     pub name: String,
+    /// InferenceX's published points (an imported dump), not a local run.
+    pub public: bool,
     /// The group's frontier points' `[x, y]`, by x.
     pub frontier: Vec<[f64; 2]>,
 }
@@ -399,6 +407,7 @@ impl<'a> PointsAnswer<'a> {
             if groups.last().is_none_or(|g| g.name != p.group) {
                 groups.push(ChartGroup {
                     name: p.group.clone(),
+                    public: p.public,
                     frontier: Vec::new(),
                 });
             }

@@ -129,7 +129,7 @@ async fn points_give_rows_axes_and_frontier_knots() {
     let want: Vec<Value> = knots.iter().map(|&(a, b)| json!([a, b])).collect();
     assert_eq!(
         v["groups"],
-        json!([{"name": "dsr1 1024/1024 h200_sglang_fp8", "frontier": want}])
+        json!([{"name": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "frontier": want}])
     );
     // Metrics only when asked for.
     assert!(v["points"][0].get("metrics").is_none());
@@ -411,4 +411,50 @@ async fn run_page_api_gives_provenance_points_files_and_latencies() {
     );
     let (s, _, _) = get(&db, &format!("/run?id={r4}")).await;
     assert_eq!(s, StatusCode::OK);
+}
+
+/// Issue 9: InferenceX's published points (the store's test dump, whose dsr1 h200 sglang fp8
+/// 1024/1024 configuration is the local sweep's) are a group of their own beside the local run,
+/// marked `public`, each with its own frontier.
+#[tokio::test]
+async fn public_points_overlay_a_local_run_of_the_same_config() {
+    let (_d, db) = seeded();
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../store/tests/dumps/inferencex-dump-2026-07-06");
+    let mut s = Store::open(&db).unwrap();
+    s.ingest_inferencex_dump(&dump, &IngestOptions::default())
+        .unwrap();
+    drop(s);
+    let (st, v) = get_json(&db, "/api/v1/points?model=dsr1&hw=h200&isl=1024&osl=1024").await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["groups"],
+        json!([
+            {"name": "dsr1 1024/1024 h200_sglang_fp8", "public": false,
+             "frontier": [[52.63157894736842, 407.04], [105.26315789473684, 102.4]]},
+            {"name": "dsr1 1024/1024 h200_sglang_fp8 · InferenceX", "public": true,
+             "frontier": [[52.63, 407.04], [105.26, 102.4]]},
+        ])
+    );
+    let public: Vec<(i64, bool, bool)> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["conc"].as_i64().unwrap(),
+                p["public"].as_bool().unwrap(),
+                p["frontier"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        public,
+        [
+            (4, false, true),
+            (16, false, true),
+            (4, true, true),
+            (16, true, true)
+        ]
+    );
 }
