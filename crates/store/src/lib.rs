@@ -26,6 +26,7 @@ pub mod db;
 pub mod detail;
 pub mod dump;
 pub mod normalize;
+pub mod overview;
 pub mod parse;
 pub mod query;
 pub mod schema;

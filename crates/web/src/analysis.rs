@@ -194,3 +194,56 @@ pub async fn history(
         "groups": groups,
     })))
 }
+
+/// `GET /api/v1/evals[?task=…&model=…&hardware=…&framework=…&precision=…]`: stored accuracy
+/// evals (`inferbench_store::overview::EvalRow`), `{"tasks": [task…], "rows": [row…]}`, each
+/// filter an exact match on the canonical key (several values with `|`). `tasks` lists every
+/// stored task whatever the filters. An unknown parameter is a 400.
+pub async fn evals(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    const KEYS: [&str; 5] = ["task", "model", "hardware", "framework", "precision"];
+    let mut want: Vec<(&str, Vec<String>)> = Vec::new();
+    for (k, v) in &pairs {
+        let k = if k == "hw" { "hardware" } else { k.as_str() };
+        let Some(key) = KEYS.iter().find(|x| **x == k) else {
+            return Err(ApiError::bad_request(format!(
+                "`{k}`: unknown parameter (known: {})",
+                KEYS.join(", ")
+            )));
+        };
+        want.push((key, v.split('|').map(|s| s.trim().to_lowercase()).collect()));
+    }
+    let rows = state
+        .with_store(|s| s.evals().map_err(|e| ApiError::internal(e.to_string())))
+        .await?;
+    let mut tasks: Vec<&str> = rows.iter().map(|r| r.task.as_str()).collect();
+    tasks.dedup();
+    let field = |r: &inferbench_store::overview::EvalRow, k: &str| -> String {
+        match k {
+            "task" => r.task.clone(),
+            "model" => r.model.clone(),
+            "hardware" => r.hardware.clone(),
+            "framework" => r.framework.clone(),
+            _ => r.precision.clone(),
+        }
+    };
+    let kept: Vec<&inferbench_store::overview::EvalRow> = rows
+        .iter()
+        .filter(|r| want.iter().all(|(k, vs)| vs.contains(&field(r, k))))
+        .collect();
+    Ok(Json(json!({ "tasks": tasks, "rows": kept })))
+}
+
+/// `GET /api/v1/models`: the support matrix (`inferbench_store::overview::SupportRow`), what
+/// has been measured per model × hardware × framework × precision: `{"rows": [row…]}`.
+pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let rows = state
+        .with_store(|s| {
+            s.support_matrix()
+                .map_err(|e| ApiError::internal(e.to_string()))
+        })
+        .await?;
+    Ok(Json(json!({ "rows": rows })))
+}

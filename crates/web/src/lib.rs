@@ -13,10 +13,12 @@
 //!   `…/points/{id}/power`: one run's provenance, points and kept files; a point's latency
 //!   distributions and power samples.
 //! - `GET /api/v1/compare?a=…&b=…`, `GET /api/v1/history?at=…`: two sides at matched x, and a
-//!   group's y at fixed x over time with regression flags ([`analysis`]).
+//!   group's y at fixed x over time with regression flags; `GET /api/v1/evals`, `GET
+//!   /api/v1/models`: stored accuracy evals and the support matrix ([`analysis`]).
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
-//!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`: the Compare and History
-//!   pages; `GET /` redirects to the Inference page;
+//!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`, `GET /evals`, `GET
+//!   /models`: the Compare, History, Evals and Models pages; `GET /` redirects to the Inference
+//!   page;
 //!   `GET /assets/NAME`: their scripts and styles.
 //!
 //! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
@@ -90,6 +92,16 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/compare.js"),
     ),
     (
+        "evals.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/evals.js"),
+    ),
+    (
+        "models.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/models.js"),
+    ),
+    (
         "history.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/history.js"),
@@ -124,6 +136,12 @@ const COMPARE_HTML: &str = include_str!("../assets/compare.html");
 /// The History page's HTML (`/history?…`; same rules as [`INFERENCE_HTML`]).
 const HISTORY_HTML: &str = include_str!("../assets/history.html");
 
+/// The Evals page's HTML (`/evals?task=…&model=…`; same rules as [`INFERENCE_HTML`]).
+const EVALS_HTML: &str = include_str!("../assets/evals.html");
+
+/// The Models page's HTML (`/models`; same rules as [`INFERENCE_HTML`]).
+const MODELS_HTML: &str = include_str!("../assets/models.html");
+
 /// Content-Security-Policy of every page: scripts, styles and data only from this server, so a
 /// string in the database can never run as script.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
@@ -145,9 +163,13 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/points/{id}/power", get(api::power))
         .route("/api/v1/compare", get(analysis::compare))
         .route("/api/v1/history", get(analysis::history))
+        .route("/api/v1/evals", get(analysis::evals))
+        .route("/api/v1/models", get(analysis::models))
         .route("/run", get(|| page(RUN_HTML)))
         .route("/compare", get(|| page(COMPARE_HTML)))
         .route("/history", get(|| page(HISTORY_HTML)))
+        .route("/evals", get(|| page(EVALS_HTML)))
+        .route("/models", get(|| page(MODELS_HTML)))
         .fallback(not_found)
         .with_state(state)
 }

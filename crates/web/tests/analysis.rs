@@ -163,3 +163,45 @@ async fn bad_parameters_are_400s_naming_them() {
                 "ratio_a_over_b": null, "ci95_low": null, "ci95_high": null}])
     );
 }
+
+#[tokio::test]
+async fn evals_and_the_support_matrix() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(&db, "/api/v1/evals?task=gsm8k&hw=h200").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["tasks"], json!(["gsm8k"]));
+    let rows: Vec<(String, String, i64, f64, f64)> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["framework"].as_str().unwrap().to_string(),
+                r["precision"].as_str().unwrap().to_string(),
+                r["conc"].as_i64().unwrap(),
+                r["score"].as_f64().unwrap(),
+                r["score_se"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [("vllm".to_string(), "fp4".to_string(), 32, 0.91, 0.0079)]
+    );
+    let (s, e) = get_json(&db, "/api/v1/evals?colour=red").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(e["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("`colour`: unknown parameter"));
+
+    let (s, m) = get_json(&db, "/api/v1/models").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        m["rows"][0],
+        json!({"model": "dsr1", "hardware": "b200", "framework": "sglang", "precision": "fp4",
+               "points": 8, "runs": 2, "sequences": 1, "latest": "2026-02-27",
+               "public_points": 0})
+    );
+    assert_eq!(m["rows"].as_array().unwrap().len(), 6, "{m}");
+}

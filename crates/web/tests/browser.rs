@@ -210,11 +210,12 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     );
 }
 
-/// The Compare and History pages over every store fixture: the URL selects the comparison and
-/// the history, the chart and table show what `/api/v1/compare` and `/api/v1/history` answer
-/// (the values `inferbench compare` and `report --history-at` print), regressions marked.
+/// The Compare, History, Evals and Models pages over every store fixture: the URL selects the
+/// comparison and the history, the chart and table show what `/api/v1/compare` and
+/// `/api/v1/history` answer (the values `inferbench compare` and `report --history-at` print),
+/// regressions marked; the eval bars and the support matrix link to runs and charts.
 #[test]
-fn compare_and_history_pages_draw_from_the_url() {
+fn compare_history_evals_and_models_pages() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("all.db").display().to_string();
@@ -279,6 +280,31 @@ fn compare_and_history_pages_draw_from_the_url() {
         dom.contains(
             "<tr class=\"regression\"><td>dsr1 1024/1024 b200_sglang_fp4</td><td>2026-02-27</td>\
              <td>1620</td><td>1800</td><td>-10.0 %</td><td>REGRESSION</td></tr>"
+        ),
+        "{dom}"
+    );
+    // Evals: one bar per configuration of the task, best first, linked to its run; Models:
+    // the support matrix, each row linked to its chart.
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/evals?task=gsm8k"));
+    assert_eq!(
+        attr(&dom, "bars", "data-bars").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(text_of(&dom, "status"), "2 configurations on gsm8k");
+    assert!(
+        dom.contains("<tr><td>b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
+        "{dom}"
+    );
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/models"));
+    assert_eq!(
+        attr(&dom, "matrix", "data-rows").as_deref(),
+        Some("6"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains(
+            "<a href=\"/inference?model=dsr1&amp;hardware=b200&amp;framework=sglang&amp;precision=fp4\">dsr1</a>"
         ),
         "{dom}"
     );

@@ -1,0 +1,152 @@
+//! Whole-database overviews for the dashboard: stored accuracy evals (the Evals page) and what
+//! has been measured, per model × hardware × framework × precision (the Models page).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::{Store, StoreError};
+
+/// One stored eval result (`evals` joined with its config and run).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvalRow {
+    /// Canonical model key.
+    pub model: String,
+    /// Canonical hardware key.
+    pub hardware: String,
+    /// Canonical framework key.
+    pub framework: String,
+    /// Canonical precision key.
+    pub precision: String,
+    /// Spec-decoding method (`none`, `mtp`, …).
+    pub spec_decoding: String,
+    /// Tensor parallelism, expert parallelism, DP attention of the config.
+    pub tp: i64,
+    pub ep: i64,
+    pub dp_attention: bool,
+    /// Task (`gsm8k`, …), lowercase.
+    pub task: String,
+    /// Concurrency the eval ran at (0 when unknown).
+    pub conc: i64,
+    /// Score in [0, 1]: exact match (strict) for GSM8K, else the task's `score`; `None` when
+    /// the file gave none.
+    pub score: Option<f64>,
+    /// Standard error of the score.
+    pub score_se: Option<f64>,
+    /// Every number the eval file gave (`em_strict`, `em_flexible`, `n_eff`, …).
+    pub metrics: BTreeMap<String, f64>,
+    /// UTC date of the run `YYYY-MM-DD`; batch; `runs.id`.
+    pub date: String,
+    pub batch: String,
+    pub run_id: i64,
+}
+
+/// One row of the support matrix: a (model, hardware, framework, precision) with successful
+/// points, how many points and runs, and the newest date among them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SupportRow {
+    pub model: String,
+    pub hardware: String,
+    pub framework: String,
+    pub precision: String,
+    /// Successful points (failed ones not counted).
+    pub points: i64,
+    /// Distinct runs those points come from.
+    pub runs: i64,
+    /// Distinct sequences (`isl/osl`, or the scenario for agentic replays) measured.
+    pub sequences: i64,
+    /// Newest point date `YYYY-MM-DD`.
+    pub latest: String,
+    /// Of those points, how many are InferenceX's published data (an imported dump).
+    pub public_points: i64,
+}
+
+impl Store {
+    /// Every stored eval, sorted by (task, model, hardware, framework, precision, spec, date,
+    /// conc).
+    pub fn evals(&mut self) -> Result<Vec<EvalRow>, StoreError> {
+        self.require_migrated()?;
+        let rows = self.conn.query(
+            "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.tp, c.ep,
+                    c.dp_attention, e.task, e.conc, e.score, e.score_se, e.metrics, r.date,
+                    r.batch, r.id
+             FROM evals e JOIN configs c ON c.id = e.config_id JOIN runs r ON r.id = e.run_id
+             ORDER BY e.task, c.model, c.hardware, c.framework, c.precision, c.spec_decoding,
+                      r.date, e.conc, r.id",
+            &[],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let s = |i: usize| r[i].as_str().unwrap_or("").to_string();
+                let n = |i: usize| r[i].as_i64().unwrap_or(0);
+                let metrics =
+                    serde_json::from_str::<serde_json::Value>(r[12].as_str().unwrap_or("{}"))
+                        .ok()
+                        .and_then(|v| v.as_object().cloned())
+                        .map(|m| {
+                            m.into_iter()
+                                .filter_map(|(k, v)| Some((k, v.as_f64()?)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                EvalRow {
+                    model: s(0),
+                    hardware: s(1),
+                    framework: s(2),
+                    precision: s(3),
+                    spec_decoding: s(4),
+                    tp: n(5),
+                    ep: n(6),
+                    dp_attention: n(7) != 0,
+                    task: s(8),
+                    conc: n(9),
+                    score: r[10].as_f64(),
+                    score_se: r[11].as_f64(),
+                    metrics,
+                    date: s(13),
+                    batch: s(14),
+                    run_id: n(15),
+                }
+            })
+            .collect())
+    }
+
+    /// The support matrix (module docs), sorted by (model, hardware, framework, precision).
+    pub fn support_matrix(&mut self) -> Result<Vec<SupportRow>, StoreError> {
+        self.require_migrated()?;
+        let rows = self.conn.query(
+            &format!(
+                "SELECT c.model, c.hardware, c.framework, c.precision, COUNT(*),
+                        COUNT(DISTINCT p.run_id),
+                        COUNT(DISTINCT c.scenario || ':' || CAST(c.isl AS TEXT) || '/' || CAST(c.osl AS TEXT)),
+                        MAX(p.date),
+                        SUM(CASE WHEN r.source_kind = '{}' THEN 1 ELSE 0 END)
+                 FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id
+                 WHERE p.error IS NULL
+                 GROUP BY c.model, c.hardware, c.framework, c.precision
+                 ORDER BY c.model, c.hardware, c.framework, c.precision",
+                crate::query::PUBLIC_SOURCE
+            ),
+            &[],
+        )?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let s = |i: usize| r[i].as_str().unwrap_or("").to_string();
+                let n = |i: usize| r[i].as_i64().unwrap_or(0);
+                SupportRow {
+                    model: s(0),
+                    hardware: s(1),
+                    framework: s(2),
+                    precision: s(3),
+                    points: n(4),
+                    runs: n(5),
+                    sequences: n(6),
+                    latest: s(7),
+                    public_points: n(8),
+                }
+            })
+            .collect())
+    }
+}
