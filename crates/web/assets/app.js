@@ -291,6 +291,32 @@ async function refresh(push) {
   }
 }
 
+// The curated views (assets/presets.json) as links; `?preset=ID` applies one and leaves its
+// state in the URL instead (as InferenceX consumes its `preset` parameter).
+async function presets() {
+  let list = [];
+  try { list = await getJson("/assets/presets.json"); } catch (e) { return; }
+  const host = $("presets");
+  const q = new URLSearchParams(location.search);
+  const stateUrl = v => {
+    const st = { hardware: v.hardware || [] };
+    for (const k of SELECTS) st[k] = v[k] || "";
+    for (const k of CHECKS) st[k] = false;
+    return "/inference?" + stateQuery(st);
+  };
+  for (const p of list) {
+    const a = document.createElement("a");
+    a.href = stateUrl(p.view);
+    a.textContent = p.title;
+    a.title = p.description;
+    a.dataset.preset = p.id;
+    host.append(a);
+  }
+  const want = q.get("preset");
+  const hit = list.find(p => p.id === want);
+  if (hit) history.replaceState(null, "", stateUrl(hit.view));
+}
+
 async function start() {
   try {
     options = await getJson("/api/v1/options");
@@ -298,6 +324,7 @@ async function start() {
     status("error: " + e.message, true);
     return;
   }
+  await presets();
   applyState(readState());
   for (const k of SELECTS.concat(["hardware"], CHECKS)) {
     $(k).addEventListener("change", () => { pinned = false; $("tooltip").hidden = true; refresh(true); });

@@ -92,6 +92,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/compare.js"),
     ),
     (
+        "presets.json",
+        "application/json",
+        include_bytes!("../assets/presets.json"),
+    ),
+    (
         "evals.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/evals.js"),
@@ -122,6 +127,12 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/vendor/uPlot.min.css"),
     ),
 ];
+
+/// The curated views of the Inference page (InferenceX's favourite presets): `[{id, category,
+/// title, description, view: {model, sequence, hardware: [...], framework, precision,
+/// spec_decoding, x, y}}]`, applied by `/inference?preset=ID`. One data file; a test checks
+/// every view names known state keys and metrics.
+pub const PRESETS_JSON: &str = include_str!("../assets/presets.json");
 
 /// The Inference page's HTML (static: every value from the database is set by `app.js` as
 /// text, never as markup).

@@ -458,3 +458,44 @@ async fn public_points_overlay_a_local_run_of_the_same_config() {
         ]
     );
 }
+
+/// Issue 9: every curated view of assets/presets.json is one the Inference page can show: a
+/// unique id, a title and description, state keys the page reads, metrics it offers, and a
+/// sequence in its `ISL/OSL` or scenario form.
+#[test]
+fn presets_name_known_state_and_metrics() {
+    let list: Vec<Value> = serde_json::from_str(inferbench_web::PRESETS_JSON).unwrap();
+    assert!(list.len() >= 5, "{list:?}");
+    let mut ids = std::collections::BTreeSet::new();
+    for p in &list {
+        let id = p["id"].as_str().unwrap();
+        assert!(ids.insert(id), "duplicate preset id {id}");
+        assert!(!p["title"].as_str().unwrap().is_empty(), "{id}");
+        assert!(!p["description"].as_str().unwrap().is_empty(), "{id}");
+        for (k, v) in p["view"].as_object().unwrap() {
+            match k.as_str() {
+                "hardware" => assert!(v.as_array().unwrap().iter().all(Value::is_string), "{id}"),
+                "x" => assert!(
+                    inferbench_web::api::X_METRICS.contains(&v.as_str().unwrap()),
+                    "{id}"
+                ),
+                "y" => assert!(
+                    inferbench_web::api::Y_METRICS.contains(&v.as_str().unwrap()),
+                    "{id}"
+                ),
+                "sequence" => {
+                    let s = v.as_str().unwrap();
+                    let ok = s == "agentic-coding"
+                        || s.split_once('/').is_some_and(|(a, b)| {
+                            a.parse::<u32>().is_ok() && b.parse::<u32>().is_ok()
+                        });
+                    assert!(ok, "{id}: sequence {s}");
+                }
+                "model" | "framework" | "precision" | "spec_decoding" => {
+                    assert!(v.is_string(), "{id}: {k}")
+                }
+                other => panic!("{id}: `{other}` is not a state key of the Inference page"),
+            }
+        }
+    }
+}

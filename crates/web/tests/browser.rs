@@ -213,7 +213,8 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
 /// The Compare, History, Evals and Models pages over every store fixture: the URL selects the
 /// comparison and the history, the chart and table show what `/api/v1/compare` and
 /// `/api/v1/history` answer (the values `inferbench compare` and `report --history-at` print),
-/// regressions marked; the eval bars and the support matrix link to runs and charts.
+/// regressions marked; the eval bars and the support matrix link to runs and charts; a preset
+/// of the Inference page applies its view.
 #[test]
 fn compare_history_evals_and_models_pages() {
     let Some(chromium) = chromium() else { return };
@@ -283,6 +284,22 @@ fn compare_history_evals_and_models_pages() {
         ),
         "{dom}"
     );
+    // A preset applies its view (two hardware, the rental cost as y) and leaves it in the URL.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?preset=b200-vs-mi355x-cost"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("16"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "csv", "href").as_deref(),
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=b200%7Cmi355x&amp;y=usd_per_m_rental")
+    );
+    assert!(dom.contains("data-preset=\"quickstart\""), "{dom}");
     // Evals: one bar per configuration of the task, best first, linked to its run; Models:
     // the support matrix, each row linked to its chart.
     let dom = dump_dom(&chromium, &profile, &format!("{base}/evals?task=gsm8k"));
