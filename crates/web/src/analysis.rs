@@ -247,3 +247,78 @@ pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
         .await?;
     Ok(Json(json!({ "rows": rows })))
 }
+
+/// `GET /api/v1/tco?at=X[&…]`: the TCO calculator's bars — per group, y at x = `at` (each
+/// batch's frontier interpolated there with the monotone spline, never extrapolated; the mean
+/// over batches, its repeats), best first (highest for higher-is-better y, else lowest).
+/// `gpu_hour_cost` / `gpu_kw` give the custom price and power behind `usd_per_m_custom*`,
+/// `tok_s_per_mw*` and `j_per_token*`. Answer: `{"x", "y", "at", "better": "higher"|"lower",
+/// "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…]}` (groups whose
+/// frontiers do not reach `at`).
+pub async fn tco(
+    State(state): State<AppState>,
+    Query(mut pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    let at =
+        match take(&mut pairs, "at") {
+            Some(v) => number("at", &v)?,
+            None => return Err(ApiError::bad_request(
+                "`at` is required: the x (e.g. interactivity in tok/s/user) to read each group at",
+            )),
+        };
+    let q = parse_points_query(&pairs)?;
+    let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
+    let y = q.y.clone();
+    let (f, cost) = (q.filter.clone(), q.cost);
+    let rows = state
+        .with_store(move |s| {
+            s.points(&f, &cost)
+                .map_err(|e| ApiError::internal(e.to_string()))
+        })
+        .await?;
+    let mut groups: Vec<(String, Vec<inferbench_store::PointRow>)> = Vec::new();
+    for r in rows {
+        let g = r.group();
+        match groups.iter_mut().find(|(n, _)| *n == g) {
+            Some((_, v)) => v.push(r),
+            None => groups.push((g, vec![r])),
+        }
+    }
+    let higher = inferbench_store::query::better(&y) == inferbench_core::analytics::Better::Higher;
+    let mut bars = Vec::new();
+    let mut unreached = Vec::new();
+    for (g, rs) in &groups {
+        let v = compare::values_at(rs, &x, &y, at);
+        if v.is_empty() {
+            unreached.push(g.clone());
+            continue;
+        }
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        bars.push((
+            g.clone(),
+            rs[0].source_kind == inferbench_store::query::PUBLIC_SOURCE,
+            mean,
+            v.len(),
+        ));
+    }
+    bars.sort_by(|a, b| {
+        let o = a.2.total_cmp(&b.2);
+        if higher {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+    let bars: Vec<Value> = bars
+        .into_iter()
+        .map(|(g, public, value, n)| json!({"group": g, "public": public, "value": value, "batches": n}))
+        .collect();
+    Ok(Json(json!({
+        "x": x,
+        "y": y,
+        "at": at,
+        "better": if higher { "higher" } else { "lower" },
+        "bars": bars,
+        "unreached": unreached,
+    })))
+}

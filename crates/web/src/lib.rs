@@ -14,10 +14,11 @@
 //!   distributions and power samples.
 //! - `GET /api/v1/compare?a=…&b=…`, `GET /api/v1/history?at=…`: two sides at matched x, and a
 //!   group's y at fixed x over time with regression flags; `GET /api/v1/evals`, `GET
-//!   /api/v1/models`: stored accuracy evals and the support matrix ([`analysis`]).
+//!   /api/v1/models`: stored accuracy evals and the support matrix; `GET /api/v1/tco?at=…`:
+//!   every group's y at one x, the TCO calculator's bars ([`analysis`]).
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
 //!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`, `GET /evals`, `GET
-//!   /models`: the Compare, History, Evals and Models pages; `GET /` redirects to the Inference
+//!   /models`, `GET /tco`: the Compare, History, Evals, Models and TCO pages; `GET /` redirects to the Inference
 //!   page;
 //!   `GET /assets/NAME`: their scripts and styles.
 //!
@@ -97,6 +98,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/presets.json"),
     ),
     (
+        "tco.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/tco.js"),
+    ),
+    (
         "evals.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/evals.js"),
@@ -153,6 +159,9 @@ const EVALS_HTML: &str = include_str!("../assets/evals.html");
 /// The Models page's HTML (`/models`; same rules as [`INFERENCE_HTML`]).
 const MODELS_HTML: &str = include_str!("../assets/models.html");
 
+/// The TCO calculator's HTML (`/tco?…`; same rules as [`INFERENCE_HTML`]).
+const TCO_HTML: &str = include_str!("../assets/tco.html");
+
 /// Content-Security-Policy of every page: scripts, styles and data only from this server, so a
 /// string in the database can never run as script.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
@@ -176,11 +185,13 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/history", get(analysis::history))
         .route("/api/v1/evals", get(analysis::evals))
         .route("/api/v1/models", get(analysis::models))
+        .route("/api/v1/tco", get(analysis::tco))
         .route("/run", get(|| page(RUN_HTML)))
         .route("/compare", get(|| page(COMPARE_HTML)))
         .route("/history", get(|| page(HISTORY_HTML)))
         .route("/evals", get(|| page(EVALS_HTML)))
         .route("/models", get(|| page(MODELS_HTML)))
+        .route("/tco", get(|| page(TCO_HTML)))
         .fallback(not_found)
         .with_state(state)
 }

@@ -205,3 +205,41 @@ async fn evals_and_the_support_matrix() {
     );
     assert_eq!(m["rows"].as_array().unwrap().len(), 6, "{m}");
 }
+
+#[tokio::test]
+async fn tco_reads_every_group_at_one_x_best_first() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(&db, "/api/v1/tco?model=dsr1&isl=1024&osl=1024&at=60").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"x": "median_intvty", "y": "tput_per_gpu", "at": 60.0, "better": "higher",
+               "bars": [
+                 {"group": "dsr1 1024/1024 b200_sglang_fp4", "public": false, "value": 1520.0, "batches": 2},
+                 {"group": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "public": false, "value": 1260.0, "batches": 2},
+                 {"group": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "value": 364.3904, "batches": 1}],
+               "unreached": []})
+    );
+    // Lower-is-better y (cost at your own price) sorts cheapest first; x out of reach: listed.
+    let (_, c) = get_json(
+        &db,
+        "/api/v1/tco?model=dsr1&isl=1024&osl=1024&at=200&y=usd_per_m_custom&gpu_hour_cost=2",
+    )
+    .await;
+    assert_eq!(
+        (c["better"].as_str(), c["bars"].as_array().map(Vec::len)),
+        (Some("lower"), Some(0))
+    );
+    assert_eq!(c["unreached"].as_array().unwrap().len(), 3, "{c}");
+    let (_, c) = get_json(
+        &db,
+        "/api/v1/tco?model=dsr1&isl=1024&osl=1024&at=60&y=usd_per_m_custom&gpu_hour_cost=2",
+    )
+    .await;
+    let first = c["bars"][0]["value"].as_f64().unwrap();
+    let last = c["bars"][2]["value"].as_f64().unwrap();
+    assert!(first < last, "{c}");
+    let (s, e) = get_json(&db, "/api/v1/tco?model=dsr1").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(e["error"].as_str().unwrap().starts_with("`at` is required"));
+}

@@ -216,7 +216,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
 /// regressions marked; the eval bars and the support matrix link to runs and charts; a preset
 /// of the Inference page applies its view.
 #[test]
-fn compare_history_evals_and_models_pages() {
+fn compare_history_evals_models_and_tco_pages() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("all.db").display().to_string();
@@ -323,6 +323,21 @@ fn compare_history_evals_and_models_pages() {
         dom.contains(
             "<a href=\"/inference?model=dsr1&amp;hardware=b200&amp;framework=sglang&amp;precision=fp4\">dsr1</a>"
         ),
+        "{dom}"
+    );
+    // TCO: every group at one x, best first.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=60"),
+    );
+    assert_eq!(
+        attr(&dom, "bars", "data-bars").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<td>dsr1 1024/1024 b200_sglang_fp4</td><td>1520</td>"),
         "{dom}"
     );
     // Without a target x the page asks for one instead of failing.

@@ -1,0 +1,98 @@
+// inferbench dashboard: the TCO calculator (`/tco?model=…&sequence=…&y=…&at=…`). Per group, y
+// (throughput, cost, tok/s/MW, J/token) at one target x from /api/v1/tco, as bars; your own
+// $/GPU-hour and kW/GPU; click two bars for their ratio. Every value is set as text.
+"use strict";
+
+const FIELDS = ["model", "sequence", "x", "y", "at", "gpu_hour_cost", "gpu_kw"];
+let options = null;
+let picked = [];
+
+function apply(st) {
+  fill($("model"), options.dimensions.model || []);
+  fill($("sequence"), options.sequences || []);
+  fillAxes(options, $("x"), $("y"));
+  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st.get(k));
+  for (const k of ["at", "gpu_hour_cost", "gpu_kw"]) $(k).value = st.get(k) || "";
+}
+
+function apiQuery() {
+  const p = new URLSearchParams();
+  const v = k => $(k).value.trim();
+  if (v("model")) p.set("model", v("model"));
+  const m = /^(\d+)\/(\d+)$/.exec(v("sequence"));
+  if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (v("sequence")) p.set("scenario", v("sequence"));
+  for (const k of ["x", "y", "at", "gpu_hour_cost", "gpu_kw"]) if (v(k)) p.set(k, v(k));
+  return p;
+}
+
+function ratio() {
+  if (picked.length < 2) { $("ratio").textContent = picked.length ? "Pick a second row to compare." : ""; return; }
+  const [a, b] = picked;
+  const r = Math.max(a.value, b.value) / Math.min(a.value, b.value);
+  const first = a.value >= b.value ? a : b, second = a.value >= b.value ? b : a;
+  $("ratio").textContent = first.group + " / " + second.group + " = " + r.toFixed(2) + "×";
+}
+
+function draw(res) {
+  $("th-y").textContent = metricLabel(options, res.y);
+  const body = $("bars").tBodies[0];
+  body.replaceChildren();
+  picked = [];
+  ratio();
+  const max = Math.max(...res.bars.map(b => b.value), 0);
+  for (const b of res.bars) {
+    const tr = addRow(body, [b.group, num(b.value), "", String(b.batches)]);
+    const track = document.createElement("div");
+    track.className = "bar-track";
+    const bar = document.createElement("div");
+    bar.className = "bar";
+    bar.style.width = (max > 0 ? 100 * b.value / max : 0) + "%";
+    track.append(bar);
+    tr.children[2].append(track);
+    tr.className = "pickable";
+    tr.addEventListener("click", () => {
+      const i = picked.indexOf(b);
+      if (i >= 0) { picked.splice(i, 1); tr.classList.remove("picked"); }
+      else { picked.push(b); tr.classList.add("picked"); if (picked.length > 2) picked.shift(); }
+      for (const row of body.children) row.classList.toggle("picked", picked.some(p => p.group === row.firstChild.textContent));
+      ratio();
+    });
+  }
+  $("bars").dataset.bars = String(res.bars.length);
+  status(count(res.bars.length, "group") + " at " + metricLabel(options, res.x) + " = " + res.at
+    + " (" + res.better + " is better)"
+    + (res.unreached.length ? "; " + count(res.unreached.length, "group") + " do not reach it" : ""));
+}
+
+async function refresh(push) {
+  const p = new URLSearchParams();
+  for (const k of FIELDS) if ($(k).value.trim()) p.set(k, $(k).value.trim());
+  const url = location.pathname + (p.toString() ? "?" + p : "");
+  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+  if (!$("at").value.trim()) {
+    status("Choose the x to read every group at (e.g. interactivity 50 tok/s/user) and press Calculate.");
+    return;
+  }
+  status("loading…");
+  try {
+    draw(await getJson("/api/v1/tco?" + apiQuery()));
+  } catch (e) {
+    status("error: " + e.message, true);
+  }
+}
+
+async function start() {
+  try {
+    options = await getJson("/api/v1/options");
+  } catch (e) {
+    status("error: " + e.message, true);
+    return;
+  }
+  apply(new URLSearchParams(location.search));
+  $("controls").addEventListener("submit", ev => { ev.preventDefault(); refresh(true); });
+  for (const k of ["model", "sequence", "x", "y"]) $(k).addEventListener("change", () => refresh(true));
+  window.addEventListener("popstate", () => { apply(new URLSearchParams(location.search)); refresh(false); });
+  await refresh(false);
+}
+
+document.addEventListener("DOMContentLoaded", start);
