@@ -724,6 +724,26 @@ pub fn mark_frontier_with(rows: &mut [PointRow], x: &str, y: &str, include_inval
 /// The scenario name of AgentX points (InferenceX's `scenario-type`).
 pub const AGENTIC_SCENARIO: &str = "agentic-coding";
 
+/// Keeps, per configuration (its [`PointRow::group`] and [`PointRow::parallelism`]), only the
+/// points of its latest batch: the newest date, ties to the highest run id — InferenceX's "one
+/// run per line" rule (its `latest_benchmarks` view, reference/inferencex-app.md §2.3, 007:
+/// all concurrencies of the winning run, never a curve stitched across runs). Order is kept.
+pub fn keep_latest_runs(rows: &mut Vec<PointRow>) {
+    let mut best: BTreeMap<(String, String), (String, String, i64)> = BTreeMap::new();
+    for r in rows.iter() {
+        let key = (r.group(), r.parallelism());
+        let cand = (r.date.clone(), r.batch.clone(), r.run_id);
+        let e = best.entry(key).or_insert_with(|| cand.clone());
+        if (&cand.0, cand.2) > (&e.0, e.2) {
+            *e = cand;
+        }
+    }
+    rows.retain(|r| {
+        best.get(&(r.group(), r.parallelism()))
+            .is_some_and(|(_, batch, _)| *batch == r.batch)
+    });
+}
+
 /// `source_kind` of points imported from InferenceX's public database dump
 /// (`inferbench ingest --inferencex-dump`).
 pub const PUBLIC_SOURCE: &str = "inferencex-dump";
@@ -748,6 +768,52 @@ mod tests {
         assert_eq!(better("tok_s_per_mw"), Better::Higher);
         assert_eq!(better("p90_e2e_norm_intvty"), Better::Higher);
         assert_eq!(better("median_e2el"), Better::Lower);
+    }
+
+    #[test]
+    fn latest_runs_win_per_configuration() {
+        let row = |batch: &str, date: &str, run_id: i64, conc: i64, tp: i64| PointRow {
+            model: "dsr1".into(),
+            hardware: "h200".into(),
+            framework: "sglang".into(),
+            precision: "fp8".into(),
+            spec_decoding: "none".into(),
+            disagg: false,
+            tp,
+            pp: 1,
+            ep: 1,
+            dp_attention: false,
+            num_prefill_gpu: tp,
+            num_decode_gpu: tp,
+            gpus: tp,
+            kv_offload: "off".into(),
+            scenario: "fixed_seq_len".into(),
+            isl: 1024,
+            osl: 1024,
+            image: String::new(),
+            conc,
+            date: date.into(),
+            batch: batch.into(),
+            source_kind: "inferbench".into(),
+            error: None,
+            valid: true,
+            metrics: BTreeMap::new(),
+            frontier: false,
+            point_id: 0,
+            run_id,
+        };
+        let mut rows = vec![
+            row("old", "2026-01-01", 1, 4, 8),
+            row("old", "2026-01-01", 1, 16, 8),
+            row("new", "2026-02-01", 2, 4, 8),
+            // Same date, higher run id wins; TP4 is its own configuration.
+            row("tie-a", "2026-02-01", 3, 4, 4),
+            row("tie-b", "2026-02-01", 4, 4, 4),
+            row("tie-b", "2026-02-01", 4, 64, 4),
+        ];
+        keep_latest_runs(&mut rows);
+        let kept: Vec<(&str, i64)> = rows.iter().map(|r| (r.batch.as_str(), r.conc)).collect();
+        assert_eq!(kept, [("new", 4), ("tie-b", 4), ("tie-b", 64)]);
     }
 
     #[test]

@@ -6,13 +6,14 @@
 "use strict";
 
 const SELECTS = ["model", "sequence", "framework", "precision", "spec_decoding", "x", "y"];
-const CHECKS = ["optimal", "invalid", "logx", "logy"];
+const CHECKS = ["optimal", "invalid", "latest", "logx", "logy"];
 
 let options = null;
 let chart = null;
 let current = null; // last /api/v1/points answer
 const hidden = new Set(); // groups toggled off in the legend
 let pinned = false;
+let hovered = null; // the point under the tooltip
 
 // ---- URL state -------------------------------------------------------------------------
 function readState() {
@@ -51,6 +52,7 @@ function apiQuery(st) {
   if (st.y) p.set("y", st.y);
   if (st.optimal) p.set("frontier_only", "true");
   if (st.invalid) p.set("include_invalid", "true");
+  if (st.latest) p.set("latest_only", "true");
   return p;
 }
 
@@ -218,6 +220,7 @@ function hover(u, plotted) {
   tip.textContent = describe(p);
   tip.dataset.run = String(p.run_id);
   tip.dataset.point = String(p.point_id);
+  hovered = p;
   tip.hidden = false;
   const r = u.over.getBoundingClientRect();
   tip.style.left = (window.scrollX + r.left + u.valToPos(p.x, "x") + 12) + "px";
@@ -342,6 +345,19 @@ async function start() {
         + encodeURIComponent(tip.dataset.point);
       a.textContent = "\nrun page →";
       tip.append(a);
+      // Its configuration's y at this x over time (the History page).
+      const p = hovered;
+      if (p && p.x !== null) {
+        const st = stateFromControls();
+        const h = new URLSearchParams({ model: p.model, hardware: p.hardware, framework: p.framework,
+          precision: p.precision, y: st.y, at: String(Number(p.x.toPrecision(4))) });
+        if (st.sequence) h.set("sequence", st.sequence);
+        if (current && current.x) h.set("x", current.x.key);
+        const t = document.createElement("a");
+        t.href = "/history?" + h;
+        t.textContent = "\ntrack over time →";
+        tip.append(t);
+      }
     }
   });
   $("png").addEventListener("click", () => {

@@ -10,7 +10,8 @@
 //! - `x` (default `median_intvty`; `p90_e2e_norm_intvty` when every selected point is
 //!   agentic-coding), `y` (default `tput_per_gpu`): metric names of the registry
 //!   (`inferbench_core::registry`);
-//! - `include_invalid`, `include_failed`, `frontier_only`: `true`/`false`/`1`/`0`;
+//! - `include_invalid`, `include_failed`, `frontier_only`, `latest_only` (per configuration
+//!   only its latest run, InferenceX's "one run per line"): `true`/`false`/`1`/`0`;
 //! - `gpu_hour_cost` (US $ per GPU-hour, adds `usd_per_m_custom*`), `gpu_kw` (kW per GPU for
 //!   tok/s/MW and J/token): positive numbers.
 
@@ -139,6 +140,8 @@ pub struct PointsQuery {
     pub y: String,
     /// Only frontier points.
     pub frontier_only: bool,
+    /// Per configuration only its latest run ([`query::keep_latest_runs`]).
+    pub latest_only: bool,
 }
 
 fn flag(key: &str, v: &str) -> Result<bool, ApiError> {
@@ -198,6 +201,7 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
         x: None,
         y: "tput_per_gpu".into(),
         frontier_only: false,
+        latest_only: false,
     };
     for (k, v) in pairs {
         match k.as_str() {
@@ -206,6 +210,7 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
             "include_invalid" => q.filter.include_invalid = flag(k, v)?,
             "include_failed" => q.filter.include_failed = flag(k, v)?,
             "frontier_only" => q.frontier_only = flag(k, v)?,
+            "latest_only" => q.latest_only = flag(k, v)?,
             "gpu_hour_cost" => q.cost.usd_per_gpu_hour = Some(positive(k, v)?),
             "gpu_kw" => q.cost.kw_per_gpu = Some(positive(k, v)?),
             "since" => q.filter.since = Some(day(k, v)?),
@@ -243,6 +248,9 @@ fn select(
         f.only_metrics = Some(vec![x.to_string(), q.y.clone(), NORTH_STAR_X.to_string()]);
     }
     let mut rows = store.points(&f, &q.cost).map_err(db)?;
+    if q.latest_only {
+        query::keep_latest_runs(&mut rows);
+    }
     let x = q.x.clone().unwrap_or_else(|| {
         if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
             NORTH_STAR_X.to_string()

@@ -243,3 +243,26 @@ async fn tco_reads_every_group_at_one_x_best_first() {
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert!(e["error"].as_str().unwrap().starts_with("`at` is required"));
 }
+
+/// InferenceX's "one run per line": `latest_only` keeps each configuration's newest batch.
+#[tokio::test]
+async fn latest_only_keeps_each_configurations_newest_run() {
+    let (_d, db) = seeded();
+    let get = |q: &'static str| {
+        let db = db.clone();
+        async move { get_json(&db, q).await.1 }
+    };
+    let all = get("/api/v1/points?model=dsr1&hw=b200").await;
+    let latest = get("/api/v1/points?model=dsr1&hw=b200&latest_only=true").await;
+    assert_eq!(
+        (all["count"].as_i64(), latest["count"].as_i64()),
+        (Some(8), Some(4))
+    );
+    let dates: Vec<&str> = latest["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["date"].as_str().unwrap())
+        .collect();
+    assert_eq!(dates, ["2026-02-27"; 4]);
+}

@@ -300,6 +300,18 @@ fn compare_history_evals_models_and_tco_pages() {
         Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=b200%7Cmi355x&amp;y=usd_per_m_rental")
     );
     assert!(dom.contains("data-preset=\"quickstart\""), "{dom}");
+    // "Latest run only": of b200's two batches (2026-02-20, 2026-02-27), the newer one.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024%2F1024&hardware=b200&latest=1"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("4"),
+        "{dom}"
+    );
+    assert_eq!(dom.matches("<td>2026-02-27</td>").count(), 4, "{dom}");
     // Evals: one bar per configuration of the task, best first, linked to its run; Models:
     // the support matrix, each row linked to its chart.
     let dom = dump_dom(&chromium, &profile, &format!("{base}/evals?task=gsm8k"));
