@@ -26,6 +26,9 @@ def main() -> int:
     ap.add_argument("--n-parallel", type=int, default=1, help="decode slots (continuous batching)")
     ap.add_argument("--ctx-per-slot", type=int, default=2048, help="tokens of context per slot")
     ap.add_argument("--threads", type=int, default=2, help="CPU threads for decode and batch")
+    ap.add_argument("--poll", type=int, default=0,
+                    help="how hard idle threads spin for work, 0-100 (llama.cpp's own default is 50; "
+                         "0 lets them sleep, which keeps a shared or oversubscribed CPU usable)")
     a = ap.parse_args()
 
     params = xllamacpp.CommonParams()
@@ -36,6 +39,8 @@ def main() -> int:
     params.n_ctx = a.ctx_per_slot * a.n_parallel
     params.cpuparams.n_threads = a.threads
     params.cpuparams_batch.n_threads = a.threads
+    params.cpuparams.poll = a.poll
+    params.cpuparams_batch.poll = a.poll
     params.cont_batching = True
     params.endpoint_metrics = True
 

@@ -48,6 +48,19 @@ pub struct ArtifactInfo {
     pub size: i64,
 }
 
+/// One server-metric time series of a point (`server_metrics`, scraped from the server's
+/// Prometheus `/metrics` during the run): name and label set as scraped, and `(unix seconds,
+/// value)` samples in time order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerSeries {
+    /// Metric name (`vllm:num_requests_running`, …).
+    pub name: String,
+    /// Labels as scraped (`engine="0",model_name="…"`).
+    pub labels: String,
+    /// `[unix seconds, value]`, by time.
+    pub samples: Vec<[f64; 2]>,
+}
+
 /// One power sample of one GPU (`power_samples`): unix seconds and watts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PowerSample {
@@ -167,6 +180,36 @@ impl Store {
             Some(Val::Blob(b)) => unzstd(what, &b).map(Some),
             _ => Ok(None),
         }
+    }
+
+    /// Point `id`'s server-metric series (`points.id`), by name, labels and time; empty when
+    /// the server had no `/metrics` or none was scraped.
+    ///
+    /// Errors: the database is not migrated, or the query fails.
+    pub fn point_server_metrics(&mut self, id: i64) -> Result<Vec<ServerSeries>, StoreError> {
+        self.require_migrated()?;
+        let rows = self.conn.query(
+            "SELECT name, labels, t_unix, value FROM server_metrics WHERE point_id = ?
+             ORDER BY name, labels, t_unix",
+            &[Val::Int(id)],
+        )?;
+        let mut out: Vec<ServerSeries> = Vec::new();
+        for r in &rows {
+            let (name, labels) = (r[0].as_str().unwrap_or(""), r[1].as_str().unwrap_or(""));
+            let sample = [
+                r[2].as_f64().unwrap_or(f64::NAN),
+                r[3].as_f64().unwrap_or(f64::NAN),
+            ];
+            match out.last_mut() {
+                Some(s) if s.name == name && s.labels == labels => s.samples.push(sample),
+                _ => out.push(ServerSeries {
+                    name: name.to_string(),
+                    labels: labels.to_string(),
+                    samples: vec![sample],
+                }),
+            }
+        }
+        Ok(out)
     }
 
     /// Point `id`'s power samples, by GPU then time.

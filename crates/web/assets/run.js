@@ -1,6 +1,7 @@
 // inferbench dashboard: a run's page (`/run?id=N[&point=M]`). Provenance, the run's points,
 // latency distributions (TTFT, TPOT, ITL, E2EL) of one point from its stored request records,
-// its power samples, and the files kept with the run. Every value is set as text.
+// its server-metric gauges and power samples, and the files kept with the run. Every value is
+// set as text.
 "use strict";
 
 function fmt(v, digits) {
@@ -105,6 +106,7 @@ async function latencies(pointId) {
   } catch (e) {
     $("lat-note").textContent = e.message;
   }
+  await serverMetrics(pointId);
   try {
     const p = await getJson("/api/v1/points/" + pointId + "/power");
     const host2 = $("power");
@@ -123,6 +125,39 @@ async function latencies(pointId) {
       axes: [{ label: "time since first sample (s)" }, { label: "power (W)" }], series }, data, host2);
   } catch (e) {
     $("power-note").textContent = e.message;
+  }
+}
+
+// The point's server-metric gauges (queue depths, KV-cache use) over the run, one small chart
+// per metric name (a line per label set).
+async function serverMetrics(pointId) {
+  const host = $("server");
+  host.replaceChildren();
+  try {
+    const d = await getJson("/api/v1/points/" + pointId + "/server_metrics");
+    if (!d.series.length) {
+      $("server-note").textContent = "no server metrics for this point (the server had no /metrics, or it was not scraped)";
+      return;
+    }
+    const t0 = Math.min(...d.series.map(s => s.samples.length ? s.samples[0][0] : Infinity));
+    const names = [...new Set(d.series.map(s => s.name))];
+    for (const name of names) {
+      const ss = d.series.filter(s => s.name === name);
+      const series = [{}], data = [null];
+      ss.forEach((s, i) => {
+        series.push({ label: s.labels || name, stroke: colour(i), points: { show: s.samples.length < 3 } });
+        data.push([s.samples.map(p => p[0] - t0), s.samples.map(p => p[1])]);
+      });
+      const box = document.createElement("div");
+      host.append(box);
+      new uPlot({ mode: 2, width: 420, height: 200, title: name, legend: { show: false },
+        scales: { x: { time: false } },
+        axes: [{ label: "time since first scrape (s)" }, {}], series }, data, box);
+    }
+    host.dataset.series = String(d.series.length);
+    $("server-note").textContent = count(names.length, "gauge") + " scraped from the server's /metrics during the run";
+  } catch (e) {
+    $("server-note").textContent = e.message;
   }
 }
 

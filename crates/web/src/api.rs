@@ -648,3 +648,26 @@ pub async fn power(
         .await?;
     Ok(Json(json!({"point_id": id, "samples": samples})))
 }
+
+/// Whether a Prometheus series is a gauge worth a timeline (queue depths, KV-cache use): not a
+/// counter (`_total`), histogram or summary part (`_bucket`, `_sum`, `_count`), nor an `_info`.
+fn is_gauge(name: &str) -> bool {
+    !["_total", "_bucket", "_sum", "_count", "_info", "_created"]
+        .iter()
+        .any(|s| name.ends_with(s))
+}
+
+/// `GET /api/v1/points/{id}/server_metrics`: the point's server-metric gauges over the run
+/// (requests running and waiting, KV-cache usage, …; counters and histograms are left out),
+/// `{"point_id", "series": [{"name", "labels", "samples": [[unix s, value]…]}…]}`.
+pub async fn server_metrics(
+    State(state): State<AppState>,
+    axum::extract::Path(raw): axum::extract::Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = path_id("point", &raw)?;
+    let mut series = state
+        .with_store(move |s| s.point_server_metrics(id).map_err(db_err))
+        .await?;
+    series.retain(|s| is_gauge(&s.name));
+    Ok(Json(json!({"point_id": id, "series": series})))
+}

@@ -10,8 +10,8 @@
 //!   chart ([`api::points`]); `GET /api/v1/points.csv?…`: the same rows as `report --format
 //!   csv` writes them.
 //! - `GET /api/v1/runs/{id}`, `…/runs/{id}/artifacts/{name}`, `…/points/{id}/latencies`,
-//!   `…/points/{id}/power`: one run's provenance, points and kept files; a point's latency
-//!   distributions and power samples.
+//!   `…/points/{id}/power`, `…/points/{id}/server_metrics`: one run's provenance, points and
+//!   kept files; a point's latency distributions, power samples and server-metric gauges.
 //! - `GET /api/v1/compare?a=…&b=…`, `GET /api/v1/history?at=…`: two sides at matched x, and a
 //!   group's y at fixed x over time with regression flags; `GET /api/v1/evals`, `GET
 //!   /api/v1/models`: stored accuracy evals and the support matrix; `GET /api/v1/tco?at=…`:
@@ -181,6 +181,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/runs/{id}/artifacts/{name}", get(api::artifact))
         .route("/api/v1/points/{id}/latencies", get(api::latencies))
         .route("/api/v1/points/{id}/power", get(api::power))
+        .route(
+            "/api/v1/points/{id}/server_metrics",
+            get(api::server_metrics),
+        )
         .route("/api/v1/compare", get(analysis::compare))
         .route("/api/v1/history", get(analysis::history))
         .route("/api/v1/evals", get(analysis::evals))

@@ -409,6 +409,18 @@ async fn run_page_api_gives_provenance_points_files_and_latencies() {
         v["samples"][0],
         json!({"gpu": "0", "t_unix": 1772358998.0, "power_w": 500.0})
     );
+    // Its server-metric gauges, labels as the file gave them (the fixture's unreadable line is
+    // not among them).
+    let (s, v) = get_json(&db, &format!("/api/v1/points/{p4}/server_metrics")).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        v["series"],
+        json!([
+            {"name": "vllm:kv_cache_usage_perc", "labels": "", "samples": [[1772359001.0, 0.25]]},
+            {"name": "vllm:num_requests_running", "labels": "{\"engine\":\"0\"}", "samples": [[1772359000.0, 4.0]]},
+            {"name": "vllm:num_requests_waiting", "labels": "", "samples": [[1772359001.0, 0.0]]},
+        ])
+    );
     let (s, _, _) = get(&db, &format!("/run?id={r4}")).await;
     assert_eq!(s, StatusCode::OK);
 }
