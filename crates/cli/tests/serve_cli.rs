@@ -97,3 +97,123 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Issue 9's "done when", on what runs here: `serve` over one database holding a quickstart,
+/// an agentic quickstart and InferenceX's test dump shows all of them: every sequence and the
+/// agentic scenario as options, each in the support matrix (the quickstart's local, the dump's
+/// InferenceX), the agentic chart on its North-Star x, a quickstart point's server-metric
+/// gauges, and every page.
+#[test]
+fn serve_shows_quickstarts_beside_an_imported_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("all.db").display().to_string();
+    let dump = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../store/tests/dumps/inferencex-dump-2026-07-06")
+        .display()
+        .to_string();
+    for args in [
+        vec!["quickstart", "--fast", "--db", &db],
+        vec!["quickstart", "--agentic", "--fast", "--db", &db],
+        vec!["ingest", "--inferencex-dump", &dump, "--db", &db],
+    ] {
+        let o = Command::new(bin())
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let mut child = Command::new(bin())
+        .args(["serve", "--db", &db, "--port", "0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let drain = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+    });
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    let json = |path: &str| -> serde_json::Value {
+        let (status, body) = http_get(&addr, path);
+        assert_eq!(status, "HTTP/1.1 200 OK", "{path}: {body}");
+        serde_json::from_str(&body).unwrap()
+    };
+    let opts = json("/api/v1/options");
+    assert_eq!(
+        opts["sequences"],
+        serde_json::json!(["512/64", "1024/1024", "8192/1024", "agentic-coding"]),
+        "{opts}"
+    );
+    let models = json("/api/v1/models");
+    let rows: Vec<(String, String, i64, i64)> = models["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                format!(
+                    "{} {} {}",
+                    r["model"].as_str().unwrap(),
+                    r["hardware"].as_str().unwrap(),
+                    r["framework"].as_str().unwrap()
+                ),
+                r["precision"].as_str().unwrap().to_string(),
+                r["sequences"].as_i64().unwrap(),
+                r["public_points"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("dsr1 h200 sglang".to_string(), "fp8".to_string(), 1, 2),
+            ("gptoss120b b200 trt".to_string(), "fp4".to_string(), 1, 1),
+            ("llama3.1-8b h100 sim".to_string(), "bf16".to_string(), 2, 0),
+        ]
+    );
+    let agentic = json("/api/v1/points?scenario=agentic-coding");
+    assert_eq!(agentic["x"]["key"], "p90_e2e_norm_intvty", "{agentic}");
+    assert_eq!(agentic["count"], 4, "{agentic}");
+    let fixed = json("/api/v1/points?model=llama3.1-8b&isl=512&osl=64");
+    assert_eq!(fixed["count"], 4, "{fixed}");
+    let pid = fixed["points"][0]["point_id"].as_i64().unwrap();
+    let sm = json(&format!("/api/v1/points/{pid}/server_metrics"));
+    let names: Vec<&str> = sm["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"vllm:num_requests_running"), "{names:?}");
+    let run = fixed["points"][0]["run_id"].as_i64().unwrap();
+    for page in [
+        "/inference".to_string(),
+        format!("/run?id={run}"),
+        "/compare".into(),
+        "/history".into(),
+        "/evals".into(),
+        "/models".into(),
+        "/tco".into(),
+    ] {
+        let (status, body) = http_get(&addr, &page);
+        assert_eq!(status, "HTTP/1.1 200 OK", "{page}");
+        assert!(body.starts_with("<!doctype html>"), "{page}");
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    drain.join().unwrap();
+}
