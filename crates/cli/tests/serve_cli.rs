@@ -2,10 +2,12 @@
 //! export equals `inferbench report --format csv` with the same filter; it refuses a missing
 //! database as `report` does; SIGTERM stops it with exit 0.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_inferbench")
@@ -38,27 +40,12 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
-    let mut child = Command::new(bin())
-        .args(["serve", "--db", &db, "--port", "0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    stderr.read_line(&mut first).unwrap();
-    // Keep reading stderr to its end, so the server's later lines never meet a closed pipe.
-    let rest = std::thread::spawn(move || {
-        let mut s = String::new();
-        stderr.read_to_string(&mut s).unwrap();
-        s
-    });
-    // "inferbench serve: DB read-only at http://127.0.0.1:PORT/inference (Ctrl-C stops)"
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("{first}"))
-        .to_string();
+    let common::Serving {
+        mut child,
+        first,
+        addr,
+        rest,
+    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
     assert!(first.starts_with(&format!(
         "inferbench serve: {db} read-only at http://127.0.0.1:"
     )));
@@ -127,24 +114,12 @@ fn serve_shows_quickstarts_beside_an_imported_dump() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    let mut child = Command::new(bin())
-        .args(["serve", "--db", &db, "--port", "0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut first = String::new();
-    stderr.read_line(&mut first).unwrap();
-    let drain = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-    });
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("{first}"))
-        .to_string();
+    let common::Serving {
+        mut child,
+        addr,
+        rest: drain,
+        ..
+    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
     let json = |path: &str| -> serde_json::Value {
         let (status, body) = http_get(&addr, path);
         assert_eq!(status, "HTTP/1.1 200 OK", "{path}: {body}");

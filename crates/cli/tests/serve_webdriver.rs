@@ -10,7 +10,8 @@
 //! INFERBENCH_REQUIRE_SERVICES=1. The ignored test `inference_page_with_10k_points` is the
 //! page benchmark of docs/performance.md (it prints timings and asserts only correctness).
 
-use std::io::{BufRead, BufReader, Read};
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -84,27 +85,16 @@ fn seeded(dir: &Path, runs: usize) -> String {
     db
 }
 
-/// `inferbench serve --db DB --port 0`; returns it and its base URL.
-fn serve(db: &str) -> (Group, String, std::thread::JoinHandle<()>) {
-    let mut g = spawn_group(
+/// `inferbench serve --db DB --port 0` in a process group of its own; returns it, its base URL
+/// and the thread draining its stderr.
+fn serve(db: &str) -> (Group, String, std::thread::JoinHandle<String>) {
+    use std::os::unix::process::CommandExt;
+    let s = common::start_serve(
         Command::new(bin())
             .args(["serve", "--db", db, "--port", "0"])
-            .stderr(Stdio::piped()),
+            .process_group(0),
     );
-    let mut err = BufReader::new(g.0.stderr.take().unwrap());
-    let mut first = String::new();
-    err.read_line(&mut first).unwrap();
-    let drain = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-    });
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("{first}"))
-        .to_string();
-    (g, format!("http://{addr}"), drain)
+    (Group(s.child), format!("http://{}", s.addr), s.rest)
 }
 
 /// A WebDriver session on a private chromedriver, headless and offline.

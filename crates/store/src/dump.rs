@@ -16,8 +16,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::parse::{
-    base_run, config_from, empty_point, eval_from, metrics_from, sha256_hex, Overrides, ParseError,
-    RunData, SourceKind,
+    base_run, config_from, empty_point, eval_from, metrics_from, read_json, sha256_hex, Overrides,
+    ParseError, RunData, SourceKind,
 };
 
 /// One table row.
@@ -50,15 +50,7 @@ fn table(dir: &Path, name: &str, required: bool) -> Result<Vec<Map<String, Value
             Ok(Vec::new())
         };
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
-        format!(
-            "{}:{}:{}: invalid JSON: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        )
-    })?;
+    let (_, v) = read_json(&path)?;
     let Value::Array(rows) = v else {
         return Err(format!("{}: expected a JSON array of rows", path.display()));
     };

@@ -777,7 +777,8 @@ fn fill_per_gpu(cfg: &ConfigKey, m: &mut BTreeMap<String, f64>) {
     }
 }
 
-fn read_json(path: &Path) -> Result<(Vec<u8>, Value), ParseError> {
+/// A JSON file's bytes and value; errors name the file (and line:column for bad JSON).
+pub(crate) fn read_json(path: &Path) -> Result<(Vec<u8>, Value), ParseError> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let v = serde_json::from_slice(&bytes).map_err(|e| {
         format!(

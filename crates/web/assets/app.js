@@ -277,9 +277,7 @@ function table(res) {
 
 async function refresh(push) {
   const st = stateFromControls();
-  const q = stateQuery(st).toString();
-  const url = location.pathname + (q ? "?" + q : "");
-  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+  pushUrl(stateQuery(st), push);
   const api = apiQuery(st).toString();
   $("csv").href = "/api/v1/points.csv" + (api ? "?" + api : "");
   status("loading…");
@@ -321,12 +319,8 @@ async function presets() {
 }
 
 async function start() {
-  try {
-    options = await getJson("/api/v1/options");
-  } catch (e) {
-    status("error: " + e.message, true);
-    return;
-  }
+  options = await loadOptions();
+  if (!options) return;
   await presets();
   applyState(readState());
   for (const k of SELECTS.concat(["hardware"], CHECKS)) {

@@ -85,3 +85,29 @@ function metricLabel(options, key) {
   const m = options.x_metrics.concat(options.y_metrics).find(m => m.key === key);
   return m ? m.label_with_unit : key;
 }
+
+// /api/v1/options, or null after saying why in the status line.
+async function loadOptions() {
+  try {
+    return await getJson("/api/v1/options");
+  } catch (e) {
+    status("error: " + e.message, true);
+    return null;
+  }
+}
+
+// Wires a form page: submitting the form or changing one of the `live` controls (ids) redraws
+// with `refresh(true)` (a new history entry); the back button re-applies the URL with `apply()`
+// and redraws with `refresh(false)`.
+function wireForm(apply, refresh, live) {
+  $("controls").addEventListener("submit", ev => { ev.preventDefault(); refresh(true); });
+  for (const k of live) $(k).addEventListener("change", () => refresh(true));
+  window.addEventListener("popstate", () => { apply(); refresh(false); });
+}
+
+// The URL of this page with `params`, pushed as a history entry when `push` and it changed.
+function pushUrl(params, push) {
+  const q = params.toString();
+  const url = location.pathname + (q ? "?" + q : "");
+  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+}

@@ -74,8 +74,7 @@ async function refresh(push) {
   const st = controls();
   const p = new URLSearchParams();
   for (const k of FIELDS) if (st[k]) p.set(k, st[k]);
-  const url = location.pathname + (p.toString() ? "?" + p : "");
-  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+  pushUrl(p, push);
   if (!st.a || !st.b) {
     status("Name the two sides (e.g. A: hw=b200, B: hw=mi355x) and press Compare.");
     return;
@@ -92,16 +91,10 @@ async function refresh(push) {
 }
 
 async function start() {
-  try {
-    options = await getJson("/api/v1/options");
-  } catch (e) {
-    status("error: " + e.message, true);
-    return;
-  }
+  options = await loadOptions();
+  if (!options) return;
   apply(readState());
-  $("controls").addEventListener("submit", ev => { ev.preventDefault(); refresh(true); });
-  for (const k of ["model", "sequence", "x", "y"]) $(k).addEventListener("change", () => refresh(true));
-  window.addEventListener("popstate", () => { apply(readState()); refresh(false); });
+  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y"]);
   await refresh(false);
 }
 

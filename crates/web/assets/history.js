@@ -108,8 +108,7 @@ async function refresh(push) {
   const st = controls();
   const p = new URLSearchParams();
   for (const k of SELECTS.concat(INPUTS)) if (st[k]) p.set(k, st[k]);
-  const url = location.pathname + (p.toString() ? "?" + p : "");
-  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+  pushUrl(p, push);
   if (!st.at) {
     status("Choose the x to follow over time (e.g. interactivity 50 tok/s/user) and press Show.");
     return;
@@ -128,16 +127,10 @@ async function refresh(push) {
 }
 
 async function start() {
-  try {
-    options = await getJson("/api/v1/options");
-  } catch (e) {
-    status("error: " + e.message, true);
-    return;
-  }
+  options = await loadOptions();
+  if (!options) return;
   apply(readState());
-  $("controls").addEventListener("submit", ev => { ev.preventDefault(); refresh(true); });
-  for (const k of SELECTS) $(k).addEventListener("change", () => refresh(true));
-  window.addEventListener("popstate", () => { apply(readState()); refresh(false); });
+  wireForm(() => apply(readState()), refresh, SELECTS);
   await refresh(false);
 }
 

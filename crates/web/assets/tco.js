@@ -67,8 +67,7 @@ function draw(res) {
 async function refresh(push) {
   const p = new URLSearchParams();
   for (const k of FIELDS) if ($(k).value.trim()) p.set(k, $(k).value.trim());
-  const url = location.pathname + (p.toString() ? "?" + p : "");
-  if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
+  pushUrl(p, push);
   if (!$("at").value.trim()) {
     status("Choose the x to read every group at (e.g. interactivity 50 tok/s/user) and press Calculate.");
     return;
@@ -82,16 +81,10 @@ async function refresh(push) {
 }
 
 async function start() {
-  try {
-    options = await getJson("/api/v1/options");
-  } catch (e) {
-    status("error: " + e.message, true);
-    return;
-  }
+  options = await loadOptions();
+  if (!options) return;
   apply(new URLSearchParams(location.search));
-  $("controls").addEventListener("submit", ev => { ev.preventDefault(); refresh(true); });
-  for (const k of ["model", "sequence", "x", "y"]) $(k).addEventListener("change", () => refresh(true));
-  window.addEventListener("popstate", () => { apply(new URLSearchParams(location.search)); refresh(false); });
+  wireForm(() => apply(new URLSearchParams(location.search)), refresh, ["model", "sequence", "x", "y"]);
   await refresh(false);
 }
 

@@ -36,6 +36,17 @@ fn side(name: &str, spec: &str, common: &Filter) -> Result<Filter, ApiError> {
     Ok(f)
 }
 
+/// The required `at` parameter (a number), removed from `pairs`; `what` says in the 400 what
+/// the x is for.
+fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<f64, ApiError> {
+    match take(pairs, "at") {
+        Some(v) => number("at", &v),
+        None => Err(ApiError::bad_request(format!(
+            "`at` is required: the x (e.g. interactivity in tok/s/user) {what}"
+        ))),
+    }
+}
+
 fn number(key: &str, v: &str) -> Result<f64, ApiError> {
     match v.trim().parse::<f64>() {
         Ok(x) if x.is_finite() => Ok(x),
@@ -126,13 +137,7 @@ pub async fn history(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let at =
-        match take(&mut pairs, "at") {
-            Some(v) => number("at", &v)?,
-            None => return Err(ApiError::bad_request(
-                "`at` is required: the x (e.g. interactivity in tok/s/user) to follow over time",
-            )),
-        };
+    let at = required_at(&mut pairs, "to follow over time")?;
     let window = match take(&mut pairs, "window") {
         None => 3,
         Some(v) => match v.trim().parse::<usize>() {
@@ -259,13 +264,7 @@ pub async fn tco(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
-    let at =
-        match take(&mut pairs, "at") {
-            Some(v) => number("at", &v)?,
-            None => return Err(ApiError::bad_request(
-                "`at` is required: the x (e.g. interactivity in tok/s/user) to read each group at",
-            )),
-        };
+    let at = required_at(&mut pairs, "to read each group at")?;
     let q = parse_points_query(&pairs)?;
     let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
     let y = q.y.clone();

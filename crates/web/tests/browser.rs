@@ -70,6 +70,21 @@ fn seeded(dir: &Path) -> String {
     db
 }
 
+/// The dashboard over `db` (read-only) on a free local port, in its own runtime (kept alive by
+/// the returned handle); returns the handle and the base URL.
+fn serve(db: &str) -> (tokio::runtime::Runtime, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let app = inferbench_web::router(inferbench_web::AppState::new(
+        Store::open_read_only(db).unwrap(),
+    ));
+    rt.spawn(async move { axum::serve(listener, app).await });
+    (rt, base)
+}
+
 /// The DOM of `url` after its scripts ran (fetches included), from a private profile.
 fn dump_dom(chromium: &Path, profile: &Path, url: &str) -> String {
     let out = Command::new(chromium)
@@ -118,15 +133,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
     let db = seeded(dir.path());
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = inferbench_web::router(inferbench_web::AppState::new(
-        Store::open_read_only(&db).unwrap(),
-    ));
-    rt.spawn(async move { axum::serve(listener, app).await });
+    let (_rt, base) = serve(&db);
     let profile = dir.path().join("profile");
 
     // The URL selects the view: model, scenario, hardware; the chart holds both points and
@@ -225,15 +232,7 @@ fn compare_history_evals_models_and_tco_pages() {
     let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
     s.ingest_path(&fx, &IngestOptions::default()).unwrap();
     drop(s);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = inferbench_web::router(inferbench_web::AppState::new(
-        Store::open_read_only(&db).unwrap(),
-    ));
-    rt.spawn(async move { axum::serve(listener, app).await });
+    let (_rt, base) = serve(&db);
     let profile = dir.path().join("profile");
 
     let dom = dump_dom(

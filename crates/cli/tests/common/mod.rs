@@ -1,0 +1,44 @@
+//! Helpers shared by the CLI's integration tests (each test file includes this module).
+// Each test file compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+
+/// A started `inferbench serve`: the process, its first stderr line ("inferbench serve: DB
+/// read-only at http://127.0.0.1:PORT/inference (Ctrl-C stops)"), its `host:port`, and a
+/// thread reading the rest of its stderr to the end (so the server's later lines never meet a
+/// closed pipe), which returns it.
+pub struct Serving {
+    pub child: Child,
+    pub first: String,
+    pub addr: String,
+    pub rest: JoinHandle<String>,
+}
+
+/// Starts `cmd` (an `inferbench serve … --port 0` command; stderr is piped here) and waits for
+/// the line that names its address.
+pub fn start_serve(cmd: &mut Command) -> Serving {
+    let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    Serving {
+        child,
+        first,
+        addr,
+        rest,
+    }
+}
