@@ -47,6 +47,24 @@ fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<f64, Api
     }
 }
 
+/// The points the common parameters select (filters, `x`, `y`, cost), with the x (default
+/// median interactivity) and y they name.
+async fn selected(
+    state: &AppState,
+    pairs: &[(String, String)],
+) -> Result<(Vec<inferbench_store::PointRow>, String, String), ApiError> {
+    let q = parse_points_query(pairs)?;
+    let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
+    let (f, cost) = (q.filter, q.cost);
+    let rows = state
+        .with_store(move |s| {
+            s.points(&f, &cost)
+                .map_err(|e| ApiError::internal(e.to_string()))
+        })
+        .await?;
+    Ok((rows, x, q.y))
+}
+
 fn number(key: &str, v: &str) -> Result<f64, ApiError> {
     match v.trim().parse::<f64>() {
         Ok(x) if x.is_finite() => Ok(x),
@@ -160,16 +178,7 @@ pub async fn history(
             }
         },
     };
-    let q = parse_points_query(&pairs)?;
-    let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
-    let y = q.y.clone();
-    let (f, cost) = (q.filter.clone(), q.cost);
-    let rows = state
-        .with_store(move |s| {
-            s.points(&f, &cost)
-                .map_err(|e| ApiError::internal(e.to_string()))
-        })
-        .await?;
+    let (rows, x, y) = selected(&state, &pairs).await?;
     let h = compare::history(&rows, &x, &y, at, window, threshold);
     // The store's group order (the order of the rows), not the map's.
     let mut order: Vec<String> = Vec::new();
@@ -265,16 +274,7 @@ pub async fn tco(
     Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let at = required_at(&mut pairs, "to read each group at")?;
-    let q = parse_points_query(&pairs)?;
-    let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
-    let y = q.y.clone();
-    let (f, cost) = (q.filter.clone(), q.cost);
-    let rows = state
-        .with_store(move |s| {
-            s.points(&f, &cost)
-                .map_err(|e| ApiError::internal(e.to_string()))
-        })
-        .await?;
+    let (rows, x, y) = selected(&state, &pairs).await?;
     let mut groups: Vec<(String, Vec<inferbench_store::PointRow>)> = Vec::new();
     for r in rows {
         let g = r.group();
