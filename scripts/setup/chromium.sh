@@ -11,7 +11,8 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   apt-get update -qq
   apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
-chromium --version >/dev/null
+# Debian's /etc/chromium.d scripts print shell noise on some machines: not ours, not shown.
+chromium --version >/dev/null 2>&1
 chromedriver --version >/dev/null
 {
   echo "export INFERBENCH_TEST_CHROMIUM=$(command -v chromium)"

@@ -370,6 +370,14 @@ fn store_cli_read_commands_do_not_create_a_database() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no such database file"));
     assert!(!db.exists());
+    // A directory is named as one (trial 6: `serve --db /tmp` said "no such database file").
+    let o = run(&["report", "--db", t.0.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a directory, not a database file"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// Issue 13: `report --columns …` without the frontier column prints the units footer the

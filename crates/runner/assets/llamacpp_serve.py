@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Serve a GGUF model with llama.cpp's own HTTP server (llama-server), as embedded in the PyPI
 package `xllamacpp`, and block until SIGTERM/SIGINT or until the process that started it is
-gone. Launched by `inferbench` for rows whose framework is `llamacpp`; every setting comes from
+gone (checked twice a second). Launched by `inferbench` for rows whose framework is `llamacpp`; every setting comes from
 the command line.
 
 Stopping exits at once (`os._exit`): llama-server's own shutdown waits for the requests in flight
@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import xllamacpp
 
@@ -44,19 +45,25 @@ def main() -> int:
     params.cont_batching = True
     params.endpoint_metrics = True
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # While the model loads (C code, seconds on a loaded CPU) a Python handler could not run:
+    # the default dispositions end the process at once instead.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     parent = os.getppid()
 
     def orphaned() -> None:
-        # A parent killed outright (SIGKILL, a crashed test harness) cannot stop us: notice it.
-        while not stop.wait(1.0):
+        # A parent killed outright (SIGKILL, a crashed test harness) cannot stop us: notice it,
+        # from this thread, whatever the main one is doing.
+        while True:
+            time.sleep(0.5)
             if os.getppid() != parent:
-                stop.set()
+                os._exit(0)
 
     threading.Thread(target=orphaned, daemon=True).start()
     server = xllamacpp.Server(params)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
     print(f"llamacpp_serve: listening on {server.listening_address} "
           f"(n_parallel={a.n_parallel}, n_ctx={params.n_ctx}, threads={a.threads})", flush=True)
     stop.wait()

@@ -273,6 +273,14 @@ impl Store {
     /// database is created by a typo), and the schema must be migrated.
     pub fn open_existing(location: &str) -> Result<Store, StoreError> {
         let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
+        if !is_pg && Path::new(location).is_dir() {
+            return Err(StoreError::BadUrl(
+                location.to_string(),
+                "a directory, not a database file (--db takes the SQLite file, e.g. \
+                 ./inferbench.db, or a postgres:// URL)"
+                    .into(),
+            ));
+        }
         if !is_pg && !Path::new(location).is_file() {
             return Err(StoreError::BadUrl(
                 location.to_string(),

@@ -329,7 +329,8 @@ pub const SELECTOR_DIMENSIONS: &[&str] = &[
 impl Store {
     /// The distinct values of each [`SELECTOR_DIMENSIONS`] column over the stored points
     /// (failed ones included): integers in numeric order, text in byte order, booleans as
-    /// `false`/`true`. One small query per dimension over the configs and runs tables.
+    /// `false`/`true`; ISL/OSL without the 0 of agentic replays (they have none). One small
+    /// query per dimension over the configs and runs tables.
     pub fn dimension_values(&mut self) -> Result<BTreeMap<String, Vec<String>>, StoreError> {
         self.require_migrated()?;
         let mut out = BTreeMap::new();
@@ -351,6 +352,8 @@ impl Store {
                 .filter_map(|r| {
                     let v = r.into_iter().next()?;
                     Some(match (d, v.as_i64(), v.as_str()) {
+                        // Agentic replays store no ISL/OSL (0): not a value to select.
+                        ("isl" | "osl", Some(0), _) => return None,
                         ("disagg", Some(i), _) => (i != 0).to_string(),
                         (_, Some(i), _) => i.to_string(),
                         (_, None, Some(s)) => s.to_string(),

@@ -40,7 +40,8 @@ pub const DEFAULT_COLUMNS: &[&str] = &[
 /// The columns `report` shows when none are asked for: [`DEFAULT_COLUMNS`], plus the
 /// frontier's `x` (when given and not among them) and, with agentic-coding rows, their
 /// North-Star x, both before `frontier`; a `scenario` column after `osl` when agentic and
-/// fixed-seq rows are mixed (agentic rows have no ISL/OSL); a `batch` column after `date` when
+/// fixed-seq rows are mixed (agentic rows have no ISL/OSL), instead of `isl`/`osl` when every
+/// row is agentic; a `batch` column after `date` when
 /// the rows come from more than one run; a `source` column when InferenceX's published points
 /// (an imported dump) are listed beside local ones. The dashboard's CSV export uses the same columns.
 pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
@@ -55,6 +56,11 @@ pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
     }
     if agentic && rows.iter().any(|r| r.scenario != AGENTIC_SCENARIO) {
         let at = c.iter().position(|k| k == "osl").map_or(0, |i| i + 1);
+        c.insert(at, "scenario".into());
+    } else if agentic {
+        // Only agentic replays: no ISL/OSL to show, the scenario names them.
+        let at = c.iter().position(|k| k == "isl").unwrap_or(1);
+        c.retain(|k| k != "isl" && k != "osl");
         c.insert(at, "scenario".into());
     }
     // InferenceX's published points beside local ones: say which is which.
@@ -113,6 +119,9 @@ pub fn split_common(rows: &[PointRow], columns: &[String]) -> (Vec<String>, Vec<
     (kept, common)
 }
 
+/// Widest `batch` cell of a table (longer names end in `…`; CSV and JSON give them whole).
+const BATCH_WIDTH: usize = 24;
+
 /// A human label with unit for a metric or column name (chart axes, notes): the metric
 /// registry's (`inferbench_core::registry`), else the name itself.
 pub fn label(name: &str) -> String {
@@ -167,14 +176,22 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "osl" => r.osl.to_string(),
         "conc" => r.conc.to_string(),
         "date" => r.date.clone(),
-        // Tables show a sweep directory's last component (`results/agentic` → `agentic`).
-        "batch" if !exact => r
-            .batch
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        // Tables show a sweep directory's last component (`results/agentic` → `agentic`), at
+        // most BATCH_WIDTH characters (a single bench point's batch is its long file name).
+        "batch" if !exact => {
+            let last = r
+                .batch
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or_default();
+            if last.chars().count() > BATCH_WIDTH {
+                let head: String = last.chars().take(BATCH_WIDTH - 1).collect();
+                format!("{head}…")
+            } else {
+                last.to_string()
+            }
+        }
         "batch" => r.batch.clone(),
         "image" => r.image.clone(),
         "scenario" => r.scenario.clone(),
@@ -404,7 +421,7 @@ const FOOTER_WIDTH: usize = 100;
 /// `text` broken between words into lines of at most [`FOOTER_WIDTH`] characters (a longer word
 /// stays whole), continuation lines indented by four spaces; ends with a newline. A no-break
 /// space (U+00A0) joins a number to its unit and is printed as a plain space.
-fn wrap(text: &str) -> String {
+pub fn wrap(text: &str) -> String {
     let mut out = String::new();
     let mut line = String::new();
     for word in text.split([' ', '\n']).filter(|w| !w.is_empty()) {
@@ -619,6 +636,23 @@ mod tests {
         assert_eq!(common, ["model=dsr1", "isl=1024"]);
         let (kept, common) = split_common(&[], &cols);
         assert_eq!((kept, common.len()), (cols.clone(), 0));
+    }
+
+    /// Trial 6: only agentic rows → `scenario` instead of the `isl`/`osl` they do not have; a
+    /// long batch name (a bench point's file name) is cut to 24 characters in tables only.
+    #[test]
+    fn agentic_only_tables_and_long_batches() {
+        let mut a = row();
+        a.scenario = inferbench_store::query::AGENTIC_SCENARIO.into();
+        a.batch = "results/openai-infqps-concurrency16-Llama-3.1-8B-20261201-221319.json".into();
+        let cols = default_columns(std::slice::from_ref(&a), None);
+        assert_eq!(&cols[..3], ["model", "scenario", "hardware"]);
+        assert!(!cols.iter().any(|c| c == "isl" || c == "osl"), "{cols:?}");
+        assert_eq!(
+            cell(&a, "batch", false).unwrap(),
+            "openai-infqps-concurren…"
+        );
+        assert_eq!(cell(&a, "batch", true).unwrap(), a.batch);
     }
 
     fn row() -> PointRow {

@@ -163,19 +163,33 @@ fn positive(key: &str, v: &str) -> Result<f64, ApiError> {
     }
 }
 
+/// A calendar date `YYYY-MM-DD` (2026-02-30 and 2026-13-01 are not).
 fn day(key: &str, v: &str) -> Result<String, ApiError> {
     let b = v.as_bytes();
-    let ok = b.len() == 10
+    let shape = b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'
         && b.iter()
             .enumerate()
             .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
+    let num = |r: std::ops::Range<usize>| v[r].parse::<u32>().unwrap_or(0);
+    let ok = shape && {
+        let (y, m, d) = (num(0..4), num(5..7), num(8..10));
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let days = match m {
+            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            4 | 6 | 9 | 11 => 30,
+            2 if leap => 29,
+            2 => 28,
+            _ => 0,
+        };
+        (1..=days).contains(&d)
+    };
     if ok {
         Ok(v.to_string())
     } else {
         Err(ApiError::bad_request(format!(
-            "`{key}={v}`: expected a date YYYY-MM-DD"
+            "`{key}={v}`: expected a calendar date YYYY-MM-DD"
         )))
     }
 }

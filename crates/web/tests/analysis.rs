@@ -142,7 +142,7 @@ async fn bad_parameters_are_400s_naming_them() {
         ),
         (
             "/api/v1/history?at=50&since=yesterday",
-            "`since=yesterday`: expected a date",
+            "`since=yesterday`: expected a calendar date",
         ),
     ] {
         let (s, v) = get_json(&db, uri).await;

@@ -179,7 +179,16 @@ async fn bad_parameters_are_400_with_a_message() {
         ),
         (
             "/api/v1/points?since=yesterday",
-            "`since=yesterday`: expected a date YYYY-MM-DD",
+            "`since=yesterday`: expected a calendar date YYYY-MM-DD",
+        ),
+        // Shaped like dates, but not days of the calendar (trial 6).
+        (
+            "/api/v1/points?since=2026-02-30",
+            "`since=2026-02-30`: expected a calendar date YYYY-MM-DD",
+        ),
+        (
+            "/api/v1/points?until=2026-13-45",
+            "`until=2026-13-45`: expected a calendar date YYYY-MM-DD",
         ),
         (
             "/api/v1/points?gpu_kw=-1",

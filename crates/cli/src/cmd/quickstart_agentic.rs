@@ -186,12 +186,18 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         "{}",
         inferbench_views::report::footer(&cols, NORTH_STAR_X, "tput_per_gpu", false, true)
     );
-    println!(
-        "conc = lanes (session trees replayed at once); every point is invalid (duration < \
-         900 s), so this frontier is a preview (`report` keeps invalid points off frontiers \
-         unless --include-invalid)\n\
-         a play = one replay of a session tree (main agent + sub-agents); theoretical hit = share \
-         of prompt blocks already sent earlier in the session (the best a prefix cache can do)"
+    print!(
+        "{}{}",
+        inferbench_views::report::wrap(
+            "conc = lanes (session trees replayed at once); every point is invalid (duration < \
+             900\u{a0}s), so this frontier is a preview (`report` keeps invalid points off \
+             frontiers unless --include-invalid)"
+        ),
+        inferbench_views::report::wrap(
+            "a play = one replay of a session tree (main agent + sub-agents); theoretical hit = \
+             share of prompt blocks already sent earlier in the session (the best a prefix cache \
+             can do)"
+        )
     );
     let chart = args
         .chart
