@@ -69,7 +69,10 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
     assert!(killed.success());
     let code = child.wait().unwrap();
     assert_eq!(code.code(), Some(0));
-    assert_eq!(rest.join().unwrap(), "inferbench serve: stopping\n");
+    assert_eq!(
+        rest.join().unwrap(),
+        "inferbench serve: stopping (on SIGTERM)\n"
+    );
 
     // No database: exit 2 with report's message, nothing served.
     let missing = dir.path().join("none.db").display().to_string();

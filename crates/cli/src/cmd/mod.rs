@@ -19,34 +19,41 @@ pub mod sim;
 pub mod sweep;
 
 /// The one shutdown token of a subcommand: cancelled on the first SIGINT (Ctrl-C) or SIGTERM,
-/// after printing `message` to stderr. Call inside a tokio runtime; every long-running
+/// after printing `message (on SIGINT)` / `(on SIGTERM)` to stderr, so a stop nobody asked for
+/// says what stopped it. Call inside a tokio runtime; every long-running
 /// subcommand (bench, job/sweep, quickstart, sim) stops through it.
 pub fn shutdown_token(message: &'static str) -> inferbench_client::CancellationToken {
     let token = inferbench_client::CancellationToken::new();
     let t = token.clone();
     tokio::spawn(async move {
+        // Which signal, so that a stop nobody at the terminal asked for explains itself.
         #[cfg(unix)]
-        {
+        let which = {
             use tokio::signal::unix::{signal, SignalKind};
             match signal(SignalKind::terminate()) {
                 Ok(mut term) => {
                     tokio::select! {
-                        _ = tokio::signal::ctrl_c() => {}
-                        _ = term.recv() => {}
+                        _ = tokio::signal::ctrl_c() => "SIGINT",
+                        _ = term.recv() => "SIGTERM",
                     }
                 }
                 Err(_) => {
                     let _ = tokio::signal::ctrl_c().await;
+                    "SIGINT"
                 }
             }
-        }
+        };
         #[cfg(not(unix))]
-        {
+        let which = {
             let _ = tokio::signal::ctrl_c().await;
-        }
+            "Ctrl-C"
+        };
         // Not eprintln!: with stderr closed (a reader gone) it would panic this task and the
         // token would never be cancelled.
-        let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{message}\n"));
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("{message} (on {which})\n"),
+        );
         t.cancel();
     });
     token
