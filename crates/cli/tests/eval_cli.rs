@@ -1,11 +1,10 @@
-//! `inferbench eval gsm8k` end to end: against a replay server whose every answer ends
-//! `#### 72` (exact scores from known answers, failed samples, files, exit codes), and
-//! against real llama.cpp serving SmolLM2 on a 50-question subset of the shared GSM8K data
-//! (score recorded, `--no-threshold`).
+//! `inferbench eval gsm8k` end to end against a replay server whose every answer ends
+//! `#### 72` (exact scores from known answers, failed samples, files, exit codes). The real
+//! input (llama.cpp serving SmolLM2 on 50 shared GSM8K problems) runs through the sweep's eval
+//! path, which calls the same library: `sweep_llamacpp.rs`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use inferbench_client::replay::{spawn_replay_thread, ReplayCase, ReplayEnd};
@@ -148,118 +147,4 @@ fn scores_files_thresholds_and_errors() {
         text.contains("GSM8K data not found") && text.contains("--data-dir"),
         "{text}"
     );
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Real input: SmolLM2-135M on llama.cpp, 50 shared GSM8K problems, 256 output tokens.
-#[test]
-fn llamacpp_smollm2_on_50_problems() {
-    let require = std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1");
-    let env = |k: &str| std::env::var(k).ok().filter(|s| !s.is_empty());
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gsm8k");
-    let (Some(py), Some(gguf)) = (env("INFERBENCH_TEST_PYTHON"), env("INFERBENCH_TEST_GGUF"))
-    else {
-        assert!(
-            !require,
-            "llama.cpp required (run scripts/setup/llamacpp.sh)"
-        );
-        eprintln!("SKIP: INFERBENCH_TEST_PYTHON / INFERBENCH_TEST_GGUF not set");
-        return;
-    };
-    if !data.join("test.jsonl").is_file() {
-        assert!(
-            !require,
-            "../shared/data/gsm8k is required (INFERBENCH_REQUIRE_SERVICES=1)"
-        );
-        eprintln!("SKIP: ../shared/data/gsm8k not found");
-        return;
-    }
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../runner/assets/llamacpp_serve.py");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let mut child = Command::new(&py)
-        .arg(script)
-        .args([
-            "--model",
-            &gguf,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-        ])
-        .args([
-            "--n-parallel",
-            "4",
-            "--threads",
-            "2",
-            "--ctx-per-slot",
-            "2048",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let _server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    assert!(
-        line.starts_with("llamacpp_serve: listening on "),
-        "{line:?}"
-    );
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out");
-    let o = Command::new(BIN)
-        .args([
-            "eval",
-            "gsm8k",
-            "--base-url",
-            &format!("http://127.0.0.1:{port}"),
-        ])
-        .args([
-            "--model",
-            "smollm2",
-            "--limit",
-            "50",
-            "--max-tokens",
-            "256",
-            "--concurrency",
-            "4",
-        ])
-        .args(["--no-threshold", "--request-timeout", "600"])
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("--result-dir")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    eprintln!("{text}");
-    assert_eq!(o.status.code(), Some(0), "{text}");
-    assert!(
-        text.contains("gsm8k: 50 problems (0 failed requests)"),
-        "{text}"
-    );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results_gsm8k.json")).unwrap())
-            .unwrap();
-    let strict = r["results"]["gsm8k"]["exact_match,strict-match"]
-        .as_f64()
-        .unwrap();
-    assert!((0.0..=1.0).contains(&strict), "{r}");
 }

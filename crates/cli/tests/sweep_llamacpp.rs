@@ -362,3 +362,114 @@ fn llamacpp_agentic_config_sweeps_into_the_north_star_frontier() {
         assert!(f[5].parse::<f64>().unwrap() > 0.0, "{csv}");
     }
 }
+
+/// Issue 10's real input: an eval-only row on llama.cpp (SmolLM2-135M, 4 slots of 2,048
+/// tokens) runs GSM8K on the first 50 shared problems inside `inferbench sweep`, below the
+/// 0.90 default threshold (so the row fails with `eval_below_threshold`, its scores kept), and
+/// `ingest` stores the result in the evals table as InferenceX's collector would read it.
+#[test]
+fn llamacpp_eval_only_row_scores_gsm8k_in_a_sweep_into_the_store() {
+    let Some((python, gguf)) = service_env() else {
+        return;
+    };
+    let data = repo().join("../shared/data/gsm8k");
+    if !data.join("test.jsonl").is_file() {
+        assert!(
+            std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            "../shared/data/gsm8k is required (INFERBENCH_REQUIRE_SERVICES=1)"
+        );
+        eprintln!("skipping: ../shared/data/gsm8k not found");
+        return;
+    }
+    let tmp = scratch("sweep_llamacpp_eval");
+    let matrix = tmp.join("m.json");
+    std::fs::write(
+        &matrix,
+        serde_json::json!([{
+            "image": "pypi:xllamacpp==2026.10.11549", "model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+            "model-prefix": "smollm2", "precision": "q4_1", "framework": "llamacpp", "runner": "cpu",
+            "isl": 1024, "osl": 768, "tp": 1, "pp": 1, "dcp-size": 1, "pcp-size": 1, "conc": 4,
+            "max-model-len": 2048, "ep": 4, "dp-attn": false, "spec-decoding": "none",
+            "exp-name": "smollm2_1k768", "disagg": false, "run-eval": true, "eval-only": true
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let out = tmp.join("results");
+    let started = std::time::Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(["sweep", "--matrix"])
+        .arg(&matrix)
+        .args(["--runner-name", "cpu_0", "--out"])
+        .arg(&out)
+        .args(["--python", &python])
+        .arg(format!(
+            "--model-path=HuggingFaceTB/SmolLM2-135M-Instruct={gguf}"
+        ))
+        .args(["--ready-timeout", "120", "--stop-grace", "10"])
+        .arg("--eval-data-dir")
+        .arg(&data)
+        .args(["--eval-limit", "50", "--eval-max-tokens", "256"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    eprintln!(
+        "eval sweep took {:.1} s\n{stderr}",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("FAILED row 0 eval (conc 4) [eval_below_threshold]: gsm8k strict-match "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("1 points: 0 ok, 0 skipped (already done), 1 failed"),
+        "{stderr}"
+    );
+    let rf = "smollm2_1k768_q4_1_llamacpp_tp1-pp1-dcp1-pcp1-ep4-dpafalse_disagg-false_spec-none_conc4_cpu_0";
+    let dir = out.join(format!("eval_smollm2_1k768_{rf}"));
+    let r = read_json(&dir.join("results_gsm8k.json"));
+    assert_eq!(r["n-samples"]["gsm8k"]["effective"], 50, "{r}");
+    assert_eq!(r["failed_samples"], 0, "{r}");
+    let strict = r["results"]["gsm8k"]["exact_match,strict-match"]
+        .as_f64()
+        .unwrap();
+    assert!((0.0..0.9).contains(&strict), "{r}");
+    assert_eq!(read_json(&dir.join("meta_env.json"))["conc"], 4);
+    let job = read_json(&dir.join("job.json"));
+    assert!(job["engine"]["command"]
+        .as_str()
+        .unwrap()
+        .contains("--n-parallel 4 --ctx-per-slot 2048"));
+
+    let db = tmp.join("eval.db");
+    let o = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(["ingest", "--db"])
+        .arg(&db)
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("ingested 1 run(s), 0 point(s), 1 eval result(s)"),
+        "{text}"
+    );
+    let mut store = inferbench_store::Store::open(db.to_str().unwrap()).unwrap();
+    let evals = store.evals().unwrap();
+    assert_eq!(evals.len(), 1);
+    let e = &evals[0];
+    assert_eq!(
+        (
+            e.hardware.as_str(),
+            e.framework.as_str(),
+            e.task.as_str(),
+            e.conc,
+            e.ep
+        ),
+        ("cpu", "llamacpp", "gsm8k", 4, 4)
+    );
+    assert_eq!(e.score, Some(strict));
+    assert_eq!(e.metrics.get("n_eff"), Some(&50.0));
+}

@@ -368,8 +368,86 @@ pub fn results_json(opts: &EvalOptions, scores: &Scores, threshold: f64) -> serd
             "temperature": 0.0,
             "fewshot_selection": "first train questions",
         },
+        // lm-eval's own layout of the task config: InferenceX's collect_eval_results.py finds
+        // the strict/flexible values through `metric_list` and `filter_list`, and the model
+        // through `model_name`; without them it reads no score.
+        "configs": {"gsm8k": {
+            "task": "gsm8k",
+            "num_fewshot": opts.num_fewshot,
+            "metric_list": [{"metric": "exact_match"}],
+            "filter_list": [{"name": "strict-match"}, {"name": "flexible-extract"}],
+            "metadata": {"model": opts.model},
+        }},
+        "model_name": opts.model,
         "lm_eval_version": format!("inferbench-{}", env!("CARGO_PKG_VERSION")),
     })
+}
+
+/// InferenceX's output budget for a served context length in tokens (producer reference §10.2):
+/// context − 4096 above 4096 tokens, else half of it; at most 16,384; 16,384 when unknown.
+pub fn default_max_tokens(max_model_len: Option<u32>) -> u32 {
+    match max_model_len {
+        Some(c) if c > 4096 => (c - 4096).min(16384),
+        Some(c) => (c / 2).max(1),
+        None => 16384,
+    }
+}
+
+/// Where [`write_outputs`] put the files.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The scores written.
+    pub scores: Scores,
+    /// `samples_gsm8k.jsonl`: one [`Sample`] per line, in test-split order.
+    pub samples: PathBuf,
+    /// `results_gsm8k.json`: [`results_json`].
+    pub results: PathBuf,
+}
+
+/// Scores `samples` and writes `samples_gsm8k.jsonl` and `results_gsm8k.json` into `dir`
+/// (created). The one writer of `inferbench eval` and of evals inside sweeps.
+///
+/// Errors: creating the directory or writing a file.
+pub fn write_outputs(
+    dir: &Path,
+    opts: &EvalOptions,
+    samples: &[Sample],
+    threshold: f64,
+) -> std::io::Result<Written> {
+    let scores = score(samples);
+    std::fs::create_dir_all(dir)?;
+    let mut jsonl = String::new();
+    for s in samples {
+        jsonl.push_str(&serde_json::to_string(s).map_err(std::io::Error::other)?);
+        jsonl.push('\n');
+    }
+    let samples_path = dir.join("samples_gsm8k.jsonl");
+    std::fs::write(&samples_path, jsonl)?;
+    let results_path = dir.join("results_gsm8k.json");
+    let text = serde_json::to_string_pretty(&results_json(opts, &scores, threshold))
+        .map_err(std::io::Error::other)?;
+    std::fs::write(&results_path, text)?;
+    Ok(Written {
+        scores,
+        samples: samples_path,
+        results: results_path,
+    })
+}
+
+impl Scores {
+    /// Both filters reach `threshold` (InferenceX's validate_scores.py checks every
+    /// `exact_match,*` value).
+    pub fn passes(&self, threshold: f64) -> bool {
+        self.strict >= threshold && self.flexible >= threshold
+    }
+
+    /// One line for a terminal: `4 problems (0 failed requests): strict-match 0.7500 ± 0.2500, …`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} problems ({} failed requests): strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} (exact match, fraction; ± standard error)",
+            self.n, self.failed, self.strict, self.strict_stderr, self.flexible, self.flexible_stderr
+        )
+    }
 }
 
 #[cfg(test)]
@@ -418,6 +496,12 @@ mod tests {
         assert_eq!(sc.strict_stderr, 0.25);
         assert_eq!((sc.flexible, sc.flexible_stderr), (1.0, 0.0));
         assert_eq!(threshold(Some("glm5")), 0.94);
+        // InferenceX's output budget (§10.2): an 8k1k row's 9,472-token context → 5,376.
+        assert_eq!(default_max_tokens(Some(9472)), 5376);
+        assert_eq!(default_max_tokens(Some(4096)), 2048);
+        assert_eq!(default_max_tokens(Some(40000)), 16384);
+        assert_eq!(default_max_tokens(None), 16384);
+        assert!(sc.passes(0.75) && !sc.passes(0.76));
         assert_eq!(threshold(Some("smollm2")), 0.90);
         assert_eq!(threshold(None), 0.90);
     }

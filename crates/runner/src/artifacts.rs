@@ -46,6 +46,10 @@ pub enum FailureClass {
     Interrupted,
     /// Another row of the sweep has the same `RESULT_FILENAME` (the later row is not run).
     DuplicateIdentity,
+    /// An accuracy eval could not run or score (no data, every request failed, …).
+    EvalFailed,
+    /// An eval-only row scored below its model's threshold (InferenceX's validate_scores.py).
+    EvalBelowThreshold,
 }
 
 /// Contents of `status.json`.

@@ -9,6 +9,7 @@
 //!   it over `inferbench_loadgen::run_bench`.
 //! - [`sweep`]: rows → points → engine up → point → artifacts; failures recorded, finished
 //!   points skipped on re-runs.
+//! - [`evals`]: GSM8K evals of `run-eval` / `eval-only` rows, InferenceX's eval artifact.
 //! - [`artifacts`]: the per-point directory layout (DESIGN.md §3) and completion markers.
 //! - [`executor`]: local, Slurm (sbatch job arrays) and GitHub Actions (matrix + workflow).
 #![deny(missing_docs)]
@@ -16,6 +17,7 @@
 pub mod artifacts;
 pub mod bench;
 pub mod engine;
+pub mod evals;
 pub mod executor;
 pub mod jobspec;
 pub mod point;

@@ -20,6 +20,7 @@ use crate::engine::{
     build_command, check_port_free, free_port, log_tail, probe_version, resolve_engine,
     EngineCommand, EngineError, EngineKind, EngineOptions, EngineProcess,
 };
+use crate::evals::{self, EvalSettings};
 use crate::jobspec::JobSpec;
 use crate::point::{BenchDefaults, PointOutput, PointRequest, PointRunner};
 use crate::ready::{wait_ready, ReadyError, LOG_TAIL_LINES};
@@ -56,6 +57,8 @@ pub struct SweepOptions {
     pub write_report: bool,
     /// Print one line per finished point to stderr (`[3/10] row 2 conc 4: ok`).
     pub progress_lines: bool,
+    /// Accuracy evals of `run-eval` / `eval-only` rows.
+    pub evals: EvalSettings,
 }
 
 impl Default for SweepOptions {
@@ -74,6 +77,7 @@ impl Default for SweepOptions {
             base_url: None,
             write_report: true,
             progress_lines: false,
+            evals: EvalSettings::default(),
         }
     }
 }
@@ -92,12 +96,32 @@ pub enum Outcome {
     Interrupted,
 }
 
+/// What a point measures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointKind {
+    /// A throughput point: the load generator at one concurrency.
+    #[default]
+    Throughput,
+    /// The row's accuracy eval (GSM8K, [`crate::evals`]).
+    Eval,
+}
+
+impl PointKind {
+    fn is_throughput(&self) -> bool {
+        *self == PointKind::Throughput
+    }
+}
+
 /// One line of `sweep.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PointReport {
     /// Matrix row index.
     pub index: usize,
-    /// Concurrency.
+    /// Throughput point or eval (absent in `sweep.json` for throughput points).
+    #[serde(default, skip_serializing_if = "PointKind::is_throughput")]
+    pub kind: PointKind,
+    /// Concurrency (of an eval: the requests it keeps in flight).
     pub conc: u32,
     /// The row's `RESULT_FILENAME` (empty when the runner name could not be resolved).
     pub result_filename: String,
@@ -111,6 +135,16 @@ pub struct PointReport {
     /// Failure cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
+}
+
+impl PointReport {
+    /// `conc 4` for a throughput point, `eval (conc 16)` for an eval.
+    pub fn what(&self) -> String {
+        match self.kind {
+            PointKind::Throughput => format!("conc {}", self.conc),
+            PointKind::Eval => format!("eval (conc {})", self.conc),
+        }
+    }
 }
 
 /// Result of a sweep: every point, in matrix order.
@@ -155,13 +189,11 @@ impl SweepReport {
                     .next()
                     .unwrap_or("");
                 // An interrupted point is not a failure: its class says it once.
+                let what = p.what();
                 let line = if matches!(p.outcome, Outcome::Interrupted) {
-                    format!("INTERRUPTED row {} conc {}: {first}\n", p.index, p.conc)
+                    format!("INTERRUPTED row {} {what}: {first}\n", p.index)
                 } else {
-                    format!(
-                        "FAILED row {} conc {} [{class}]: {first}\n",
-                        p.index, p.conc
-                    )
+                    format!("FAILED row {} {what} [{class}]: {first}\n", p.index)
                 };
                 s.push_str(&line);
             }
@@ -213,6 +245,7 @@ pub fn runner_name_for(spec: &JobSpec, opts: &SweepOptions) -> Result<String, St
 #[derive(Debug, Clone)]
 struct Point {
     spec: JobSpec,
+    kind: PointKind,
     conc: u32,
     rf: String,
     dir: PathBuf,
@@ -262,6 +295,7 @@ pub async fn run_jobs<R: PointRunner>(
             for conc in spec.row.conc.values() {
                 report.points.push(PointReport {
                     index: spec.index,
+                    kind: PointKind::Throughput,
                     conc,
                     result_filename: String::new(),
                     dir: opts.out_dir.clone(),
@@ -278,18 +312,16 @@ pub async fn run_jobs<R: PointRunner>(
     let mut points: Vec<(Point, Option<Failure>)> = Vec::new();
     let mut seen: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
     for spec in jobs {
-        let list_row = matches!(spec.row.conc, crate::jobspec::Conc::List(_));
         let runner_name = runner_name_for(spec, opts);
-        for conc in spec.row.conc.values() {
-            let (rf, fail, rn) = match &runner_name {
-                Ok(rn) => (spec.result_filename(rn), None, rn.clone()),
-                Err(msg) => (
-                    spec.result_filename(&artifacts::sanitize_name(&spec.row.runner)),
-                    Some(Failure::new(FailureClass::UnknownRunner, msg.clone())),
-                    String::new(),
-                ),
-            };
-            let dir = point_dir(&opts.out_dir, &rf, conc, list_row);
+        let (rf, fail, rn) = match &runner_name {
+            Ok(rn) => (spec.result_filename(rn), None, rn.clone()),
+            Err(msg) => (
+                spec.result_filename(&artifacts::sanitize_name(&spec.row.runner)),
+                Some(Failure::new(FailureClass::UnknownRunner, msg.clone())),
+                String::new(),
+            ),
+        };
+        for (kind, conc, dir) in plan(spec, &rf, opts) {
             // Two rows with one identity would share a directory: the second would be skipped
             // as "done" or overwrite the first. It fails instead, writing nothing.
             let fail = match seen.get(&dir) {
@@ -302,16 +334,17 @@ pub async fn run_jobs<R: PointRunner>(
                 )),
                 None => {
                     seen.insert(dir.clone(), spec.index);
-                    fail
+                    fail.clone()
                 }
             };
             points.push((
                 Point {
                     spec: spec.clone(),
+                    kind,
                     conc,
-                    rf,
+                    rf: rf.clone(),
                     dir,
-                    runner_name: rn,
+                    runner_name: rn.clone(),
                 },
                 fail,
             ));
@@ -418,128 +451,132 @@ pub async fn run_jobs<R: PointRunner>(
             (None, Some(u)) => u.trim_end_matches('/').to_string(),
             (None, None) => unreachable!("an engine is running or a base URL is given"),
         };
-        let req = PointRequest {
-            spec: point.spec.clone(),
-            conc: point.conc,
-            base_url,
-            model: point.spec.row.model.clone(),
-            isl: if point.spec.is_agentic() {
-                0
-            } else {
-                point.spec.row.isl.unwrap_or(0)
-            },
-            osl: if point.spec.is_agentic() {
-                0
-            } else {
-                point.spec.row.osl.unwrap_or(0)
-            },
-            num_prompts: opts.bench.prompts(point.conc),
-            num_warmups: opts.bench.warmups(point.conc),
-            bench: opts.bench.clone(),
-            dir: point.dir.clone(),
-            result_filename: point.rf.clone(),
-            runner_name: point.runner_name.clone(),
-        };
-        if let Err(e) = std::fs::create_dir_all(&point.dir) {
-            let f = Failure::new(FailureClass::Io, format!("{}: {e}", point.dir.display()));
-            push(
-                &mut report,
-                opts,
-                total,
-                record(point, Outcome::Failed, Some(f)),
-            );
-            continue;
-        }
-        write_job_json(point, &started_at, None, engine.as_ref(), None);
-        // The load generator scrapes the engine's /metrics into server_metrics.jsonl itself.
+        let fail = if point.kind == PointKind::Eval {
+            eval_point(point, &started_at, &base_url, &mut engine, opts, cancel).await
+        } else {
+            let req = PointRequest {
+                spec: point.spec.clone(),
+                conc: point.conc,
+                base_url,
+                model: point.spec.row.model.clone(),
+                isl: if point.spec.is_agentic() {
+                    0
+                } else {
+                    point.spec.row.isl.unwrap_or(0)
+                },
+                osl: if point.spec.is_agentic() {
+                    0
+                } else {
+                    point.spec.row.osl.unwrap_or(0)
+                },
+                num_prompts: opts.bench.prompts(point.conc),
+                num_warmups: opts.bench.warmups(point.conc),
+                bench: opts.bench.clone(),
+                dir: point.dir.clone(),
+                result_filename: point.rf.clone(),
+                runner_name: point.runner_name.clone(),
+            };
+            if let Err(e) = std::fs::create_dir_all(&point.dir) {
+                let f = Failure::new(FailureClass::Io, format!("{}: {e}", point.dir.display()));
+                push(
+                    &mut report,
+                    opts,
+                    total,
+                    record(point, Outcome::Failed, Some(f)),
+                );
+                continue;
+            }
+            write_job_json(point, &started_at, None, engine.as_ref(), None);
+            // The load generator scrapes the engine's /metrics into server_metrics.jsonl itself.
 
-        let point_cancel = cancel.child_token();
-        let result = {
-            let fut = runner.run_point(&req, &point_cancel);
-            tokio::pin!(fut);
-            let mut crashed = None;
-            let out = loop {
-                tokio::select! {
-                    out = &mut fut => break out,
-                    _ = tokio::time::sleep(Duration::from_millis(250)), if engine.is_some() => {
-                        if let Some(st) = engine.as_mut().and_then(|e| e.process.try_exited()) {
-                            crashed = Some(st);
-                            point_cancel.cancel();
-                            break fut.await;
+            let point_cancel = cancel.child_token();
+            let result = {
+                let fut = runner.run_point(&req, &point_cancel);
+                tokio::pin!(fut);
+                let mut crashed = None;
+                let out = loop {
+                    tokio::select! {
+                        out = &mut fut => break out,
+                        _ = tokio::time::sleep(Duration::from_millis(250)), if engine.is_some() => {
+                            if let Some(st) = engine.as_mut().and_then(|e| e.process.try_exited()) {
+                                crashed = Some(st);
+                                point_cancel.cancel();
+                                break fut.await;
+                            }
                         }
                     }
-                }
-            };
-            if crashed.is_none() {
-                crashed = engine.as_mut().and_then(|e| e.process.try_exited());
-            }
-            (out, crashed)
-        };
-        let (out, crashed) = result;
-        let log = engine.as_ref().map(|r| r.process.log_path.clone());
-        // Keep whatever the load generator produced, even when the point failed.
-        let (output, fail): (Option<PointOutput>, Option<Failure>) = match (out, crashed) {
-            (out, Some(st)) => {
-                let log_path = log.clone().unwrap_or_default();
-                let f = Failure::new(
-                    FailureClass::EngineCrashed,
-                    format!(
-                        "engine crashed mid-point ({st}) at conc {}; last {LOG_TAIL_LINES} lines of {}:\n{}",
-                        point.conc,
-                        log_path.display(),
-                        log_tail(&log_path, LOG_TAIL_LINES)
-                    ),
-                );
-                (out.ok(), Some(f))
-            }
-            (Ok(o), None) if o.interrupted || cancel.is_cancelled() => {
-                let f = Failure::new(
-                    FailureClass::Interrupted,
-                    format!(
-                        "stopped after {} completed and {} failed requests",
-                        o.completed, o.failed
-                    ),
-                );
-                (Some(o), Some(f))
-            }
-            (Ok(o), None) if o.completed == 0 => {
-                // Say what happened: every request failed, or none finished at all (cancelled
-                // at the end of the window, or none sent).
-                let what = if o.failed > 0 {
-                    format!("no request completed: all {} failed", o.failed)
-                } else {
-                    "no request completed in the measured window (none failed: those in flight at its end were cancelled after the grace period, or none was sent)"
-                        .to_string()
                 };
-                let f = Failure::new(FailureClass::BenchFailed, what);
-                (Some(o), Some(f))
+                if crashed.is_none() {
+                    crashed = engine.as_mut().and_then(|e| e.process.try_exited());
+                }
+                (out, crashed)
+            };
+            let (out, crashed) = result;
+            let log = engine.as_ref().map(|r| r.process.log_path.clone());
+            // Keep whatever the load generator produced, even when the point failed.
+            let (output, fail): (Option<PointOutput>, Option<Failure>) = match (out, crashed) {
+                (out, Some(st)) => {
+                    let log_path = log.clone().unwrap_or_default();
+                    let f = Failure::new(
+                        FailureClass::EngineCrashed,
+                        format!(
+                            "engine crashed mid-point ({st}) at conc {}; last {LOG_TAIL_LINES} lines of {}:\n{}",
+                            point.conc,
+                            log_path.display(),
+                            log_tail(&log_path, LOG_TAIL_LINES)
+                        ),
+                    );
+                    (out.ok(), Some(f))
+                }
+                (Ok(o), None) if o.interrupted || cancel.is_cancelled() => {
+                    let f = Failure::new(
+                        FailureClass::Interrupted,
+                        format!(
+                            "stopped after {} completed and {} failed requests",
+                            o.completed, o.failed
+                        ),
+                    );
+                    (Some(o), Some(f))
+                }
+                (Ok(o), None) if o.completed == 0 => {
+                    // Say what happened: every request failed, or none finished at all (cancelled
+                    // at the end of the window, or none sent).
+                    let what = if o.failed > 0 {
+                        format!("no request completed: all {} failed", o.failed)
+                    } else {
+                        "no request completed in the measured window (none failed: those in flight at its end were cancelled after the grace period, or none was sent)"
+                            .to_string()
+                    };
+                    let f = Failure::new(FailureClass::BenchFailed, what);
+                    (Some(o), Some(f))
+                }
+                (Ok(o), None) => {
+                    let f = o
+                        .gate
+                        .clone()
+                        .map(|g| Failure::new(FailureClass::BenchFailed, g));
+                    (Some(o), f)
+                }
+                (Err(e), None) => (
+                    None,
+                    Some(Failure::new(FailureClass::BenchFailed, format!("{e:#}"))),
+                ),
+            };
+            if crashed.is_some() {
+                // Keep the crashed engine's log with this point; the next point relaunches.
+                if let Some(mut run) = engine.take() {
+                    run.process.stop(opts.stop_grace).await;
+                }
             }
-            (Ok(o), None) => {
-                let f = o
-                    .gate
-                    .clone()
-                    .map(|g| Failure::new(FailureClass::BenchFailed, g));
-                (Some(o), f)
-            }
-            (Err(e), None) => (
-                None,
-                Some(Failure::new(FailureClass::BenchFailed, format!("{e:#}"))),
-            ),
+            finish_point(
+                point,
+                &started_at,
+                engine.as_ref(),
+                log.as_deref(),
+                output.as_ref(),
+                fail,
+            )
         };
-        if crashed.is_some() {
-            // Keep the crashed engine's log with this point; the next point relaunches.
-            if let Some(mut run) = engine.take() {
-                run.process.stop(opts.stop_grace).await;
-            }
-        }
-        let fail = finish_point(
-            point,
-            &started_at,
-            engine.as_ref(),
-            log.as_deref(),
-            output.as_ref(),
-            fail,
-        );
         let outcome = match &fail {
             None => Outcome::Ok,
             Some(f) if f.class == FailureClass::Interrupted => Outcome::Interrupted,
@@ -571,6 +608,7 @@ pub async fn run_jobs<R: PointRunner>(
 fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointReport) {
     if opts.progress_lines {
         let what = match r.outcome {
+            Outcome::Ok if r.kind == PointKind::Eval => format!("ok{}", eval_headline(&r.dir)),
             Outcome::Ok => format!("ok{}", headline(&r.dir)),
             Outcome::Skipped => "skipped (done before)".to_string(),
             Outcome::Failed | Outcome::Interrupted => format!(
@@ -588,13 +626,38 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointRep
             ),
         };
         eprintln!(
-            "[{}/{total}] row {} conc {}: {what}",
+            "[{}/{total}] row {} {}: {what}",
             report.points.len() + 1,
             r.index,
-            r.conc
+            r.what()
         );
     }
     report.points.push(r);
+}
+
+/// `, gsm8k strict-match 0.7500 ± 0.2500, flexible-extract … (4 problems, threshold 0.90)` from
+/// an eval's `results_gsm8k.json`, or nothing.
+fn eval_headline(dir: &std::path::Path) -> String {
+    let Some(v) = std::fs::read(dir.join("results_gsm8k.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    else {
+        return String::new();
+    };
+    let f = |k: &str| {
+        v.pointer(&format!("/results/gsm8k/{}", k.replace('/', "~1")))
+            .and_then(serde_json::Value::as_f64)
+            .unwrap_or(f64::NAN)
+    };
+    format!(
+        ", gsm8k strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} ({} problems, threshold {:.2})",
+        f("exact_match,strict-match"),
+        f("exact_match_stderr,strict-match"),
+        f("exact_match,flexible-extract"),
+        f("exact_match_stderr,flexible-extract"),
+        v.pointer("/n-samples/gsm8k/effective").and_then(serde_json::Value::as_u64).unwrap_or(0),
+        v.get("threshold").and_then(serde_json::Value::as_f64).unwrap_or(f64::NAN),
+    )
 }
 
 /// `, total <tok/s>, TTFT p99 <s>, <duration> s of wall time measured` from a point's `summary.json`, or
@@ -640,9 +703,108 @@ fn headline(dir: &std::path::Path) -> String {
     }
 }
 
+/// The points of one row, in run order: a throughput point per concurrency (none for an
+/// eval-only row), then the row's eval when it asks for one and evals are on. Each with its
+/// directory: `point_dir` for throughput points, [`evals::eval_dir`] for the eval.
+fn plan(spec: &JobSpec, rf: &str, opts: &SweepOptions) -> Vec<(PointKind, u32, PathBuf)> {
+    let list_row = matches!(spec.row.conc, crate::jobspec::Conc::List(_));
+    let mut v = Vec::new();
+    if !evals::eval_only(spec) {
+        for conc in spec.row.conc.values() {
+            let dir = point_dir(&opts.out_dir, rf, conc, list_row);
+            v.push((PointKind::Throughput, conc, dir));
+        }
+    }
+    if opts.evals.enabled && evals::wants_eval(spec) {
+        let dir = evals::eval_dir(&opts.out_dir, spec, rf);
+        v.push((PointKind::Eval, evals::eval_conc(spec), dir));
+    }
+    v
+}
+
+/// Runs a row's eval on the ready engine (or `--base-url`) and writes its artifact and
+/// markers; returns the failure, if any. An engine that exits during the eval is a crash, and
+/// it is stopped so that the next point relaunches.
+async fn eval_point(
+    point: &Point,
+    started_at: &str,
+    base_url: &str,
+    engine: &mut Option<Running>,
+    opts: &SweepOptions,
+    cancel: &CancellationToken,
+) -> Option<Failure> {
+    if let Err(e) = std::fs::create_dir_all(&point.dir) {
+        return Some(Failure::new(
+            FailureClass::Io,
+            format!("{}: {e}", point.dir.display()),
+        ));
+    }
+    write_job_json(point, started_at, None, engine.as_ref(), None);
+    let run = evals::run_eval(
+        &point.spec,
+        point.conc,
+        base_url,
+        &point.dir,
+        &point.rf,
+        &opts.evals,
+        &cancel.child_token(),
+    )
+    .await;
+    let log = engine.as_ref().map(|r| r.process.log_path.clone());
+    let crashed = engine.as_mut().and_then(|e| e.process.try_exited());
+    let fail = match (run, crashed) {
+        (_, Some(st)) => {
+            let log_path = log.clone().unwrap_or_default();
+            if let Some(mut run) = engine.take() {
+                run.process.stop(opts.stop_grace).await;
+            }
+            Some(Failure::new(
+                FailureClass::EngineCrashed,
+                format!(
+                    "engine crashed during the eval ({st}); last {LOG_TAIL_LINES} lines of {}:\n{}",
+                    log_path.display(),
+                    log_tail(&log_path, LOG_TAIL_LINES)
+                ),
+            ))
+        }
+        (Ok(r), None) if r.interrupted => Some(Failure::new(
+            FailureClass::Interrupted,
+            format!("stopped after {} problems were scored", r.scores.n),
+        )),
+        (Ok(r), None)
+            if opts.evals.check_threshold
+                && evals::eval_only(&point.spec)
+                && !r.scores.passes(r.threshold) =>
+        {
+            Some(Failure::new(
+                FailureClass::EvalBelowThreshold,
+                format!(
+                    "gsm8k strict-match {:.4}, flexible-extract {:.4}: below the threshold {:.2} for model prefix {} (thresholds.yaml); scores kept in {}",
+                    r.scores.strict,
+                    r.scores.flexible,
+                    r.threshold,
+                    point.spec.row.model_prefix,
+                    point.dir.display()
+                ),
+            ))
+        }
+        (Ok(_), None) => None,
+        (Err((class, cause)), None) => Some(Failure::new(class, cause)),
+    };
+    finish_point(
+        point,
+        started_at,
+        engine.as_ref(),
+        log.as_deref(),
+        None,
+        fail,
+    )
+}
+
 fn record(point: &Point, outcome: Outcome, fail: Option<Failure>) -> PointReport {
     PointReport {
         index: point.spec.index,
+        kind: point.kind,
         conc: point.conc,
         result_filename: point.rf.clone(),
         dir: point.dir.clone(),
@@ -872,12 +1034,10 @@ fn finish_point(
 pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
     let mut report = SweepReport::default();
     for spec in jobs {
-        let list_row = matches!(spec.row.conc, crate::jobspec::Conc::List(_));
         let rn = runner_name_for(spec, opts)
             .unwrap_or_else(|_| artifacts::sanitize_name(&spec.row.runner));
         let rf = spec.result_filename(&rn);
-        for conc in spec.row.conc.values() {
-            let dir = point_dir(&opts.out_dir, &rf, conc, list_row);
+        for (kind, conc, dir) in plan(spec, &rf, opts) {
             let (outcome, class, cause) = match artifacts::read_status(&dir) {
                 Some(st) => match st.state {
                     PointState::Ok => (Outcome::Ok, None, None),
@@ -892,6 +1052,7 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
             };
             report.points.push(PointReport {
                 index: spec.index,
+                kind,
                 conc,
                 result_filename: rf.clone(),
                 dir,

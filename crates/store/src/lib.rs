@@ -25,6 +25,7 @@ pub mod compare;
 pub mod db;
 pub mod detail;
 pub mod dump;
+pub mod evalset;
 pub mod normalize;
 pub mod overview;
 pub mod parse;
@@ -104,6 +105,8 @@ pub struct IngestReport {
     pub runs_reingested: usize,
     /// Points written.
     pub points: usize,
+    /// Eval results written (one per task and concurrency).
+    pub evals: usize,
     /// Per-request records stored.
     pub requests: i64,
     /// Units not ingested (corrupt or unrecognised), with the cause.
@@ -139,8 +142,13 @@ impl IngestReport {
         } else {
             format!("{} request record(s) (warmups included)", self.requests)
         };
+        let evals = if self.evals > 0 {
+            format!("{} eval result(s), ", self.evals)
+        } else {
+            String::new()
+        };
         let mut s = format!(
-            "ingested {} run(s){again}, {} point(s), {records}\n",
+            "ingested {} run(s){again}, {} point(s), {evals}{records}\n",
             self.runs_ingested, self.points
         );
         if self.runs_ingested == 0 && self.skipped.is_empty() && self.unfinished.is_empty() {
@@ -376,6 +384,7 @@ impl Store {
             let (p, parsed) = match &u {
                 parse::Unit::Dir(d) => (d.clone(), parse::parse_dir(d, &opts.overrides)),
                 parse::Unit::File(f) => (f.clone(), parse::parse_file(f, &opts.overrides)),
+                parse::Unit::Eval(d) => (d.clone(), evalset::parse_eval_dir(d, &opts.overrides)),
                 parse::Unit::Unfinished(d) => {
                     report.unfinished.push(unfinished_reason(d));
                     continue;
@@ -460,6 +469,7 @@ impl Store {
                 report.runs_ingested += 1;
                 report.runs_reingested += usize::from(existed);
                 report.points += run.points.len();
+                report.evals += run.evals.len();
                 report.requests += n_req;
                 report.unknown.extend(run.names.unknown.iter().cloned());
                 report.renamed.extend(run.names.renamed.iter().cloned());

@@ -225,6 +225,8 @@ pub enum Unit {
     /// A point directory of a sweep that did not finish (`status.json`/`job.json`, no
     /// `summary.json`): reported, nothing to store.
     Unfinished(PathBuf),
+    /// An eval set: `meta_env.json` and lm-eval result files ([`crate::evalset`]).
+    Eval(PathBuf),
 }
 
 /// An inferbench artifact directory has a `summary.json`. (A directory holding only
@@ -270,6 +272,17 @@ pub fn discover(
             for s in subs {
                 discover(&s, units, ignored)?;
             }
+            return Ok(());
+        }
+        if crate::evalset::is_eval_set(path) {
+            // A sweep's eval that failed has its status and job files but no result.
+            let unfinished =
+                !crate::evalset::has_results(path) && path.join("status.json").is_file();
+            units.push(if unfinished {
+                Unit::Unfinished(path.to_path_buf())
+            } else {
+                Unit::Eval(path.to_path_buf())
+            });
             return Ok(());
         }
         if path.join("status.json").is_file() && path.join("job.json").is_file() {
@@ -1741,7 +1754,7 @@ mod tests {
         let dirs: Vec<PathBuf> = units
             .iter()
             .map(|u| match u {
-                Unit::Dir(p) | Unit::Unfinished(p) | Unit::File(p) => p.clone(),
+                Unit::Dir(p) | Unit::Unfinished(p) | Unit::File(p) | Unit::Eval(p) => p.clone(),
             })
             .collect();
         assert_eq!(dirs, vec![point, nested]);

@@ -2,6 +2,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use inferbench_store::{CostOptions, Filter, IngestOptions, Store};
 
 /// The model names of `tests/fixtures` that ingest stores under InferenceX's keys.
@@ -574,4 +576,134 @@ fn read_only_store_postgres() {
     if let Some((_s, url)) = common::postgres("read_only_store") {
         check_read_only(&url);
     }
+}
+
+/// Eval sets (InferenceX's `eval_<EXP_NAME>_<RF>` artifacts and what a sweep's eval writes):
+/// our results_gsm8k.json and lm-eval's batched `_conc<N>` files, read as InferenceX's
+/// collect_eval_results.py reads them; a failed sweep eval is reported as unfinished.
+#[test]
+fn eval_sets_ingest_as_inferencex_collects_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/evalsets");
+    let (mut store, _guard, _) = common::sqlite();
+    let r = store.ingest_path(&root, &IngestOptions::default()).unwrap();
+    assert_eq!(
+        (r.runs_ingested, r.points, r.evals),
+        (2, 0, 3),
+        "{}",
+        r.render()
+    );
+    assert!(r
+        .render()
+        .starts_with("ingested 2 run(s), 0 point(s), 3 eval result(s), "));
+    assert_eq!(r.unfinished.len(), 1, "{:?}", r.unfinished);
+    assert!(r.unfinished[0]
+        .contains("eval_gptoss_8k1k_unfinished (state failed, eval_failed: GSM8K data not given"));
+    let got: Vec<_> = store
+        .evals()
+        .unwrap()
+        .into_iter()
+        .map(|e| {
+            let m = |k: &str| e.metrics.get(k).copied();
+            (
+                (e.model.clone(), e.hardware.clone(), e.framework.clone()),
+                (
+                    e.precision.clone(),
+                    e.spec_decoding.clone(),
+                    e.tp,
+                    e.ep,
+                    e.dp_attention,
+                ),
+                (e.task.clone(), e.conc, e.score, e.score_se, e.date.clone()),
+                (
+                    m("em_strict"),
+                    m("em_flexible"),
+                    m("em_flexible_se"),
+                    m("n_eff"),
+                ),
+            )
+        })
+        .collect();
+    let s = |x: &str| x.to_string();
+    assert_eq!(
+        got,
+        [
+            (
+                (s("dsv4"), s("b300"), s("dynamo-sglang")),
+                (s("fp4"), s("mtp"), 4, 4, true),
+                (s("gsm8k"), 16, Some(0.953), Some(0.0058), s("2025-11-20")),
+                (Some(0.953), Some(0.961), Some(0.0053), Some(1319.0)),
+            ),
+            (
+                (s("dsv4"), s("b300"), s("dynamo-sglang")),
+                (s("fp4"), s("mtp"), 4, 4, true),
+                (s("gsm8k"), 32, Some(0.948), Some(0.0061), s("2025-11-20")),
+                (Some(0.948), Some(0.957), Some(0.0056), Some(1319.0)),
+            ),
+            (
+                (s("gptoss120b"), s("h100"), s("vllm")),
+                (s("fp8"), s("none"), 2, 1, false),
+                (s("gsm8k"), 32, Some(0.75), Some(0.25), s("2025-12-01")),
+                (Some(0.75), Some(1.0), Some(0.0), Some(4.0)),
+            ),
+        ]
+    );
+    // Idempotent.
+    let again = store.ingest_path(&root, &IngestOptions::default()).unwrap();
+    assert_eq!((again.runs_reingested, again.evals), (2, 3));
+    assert_eq!(store.evals().unwrap().len(), 3);
+
+    // InferenceX's own collector on the same directories gives the same numbers.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/inferencex/utils/collect_eval_results.py");
+    if !script.is_file() {
+        assert!(
+            std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            "{} missing",
+            script.display()
+        );
+        eprintln!(
+            "skipping the collect_eval_results.py comparison: {} missing",
+            script.display()
+        );
+        return;
+    }
+    // The script imports tabulate only to print; a stub keeps the comparison free of PyPI.
+    let code = "import sys, types, json; sys.modules['tabulate'] = types.SimpleNamespace(tabulate=None); \
+                sys.path.insert(0, sys.argv[1]); import collect_eval_results as c; from pathlib import Path; \
+                rows = c.collect_eval_rows(Path(sys.argv[2])); \
+                print(json.dumps(sorted([[r['model_prefix'], r['conc'], r['task'], r['tp'], r['ep'], r['score'], r['score_se'], r['em_strict'], r['em_flexible'], r['em_flexible_se'], r['n_eff']] for r in rows])))";
+    let o = std::process::Command::new("python3")
+        .args(["-c", code])
+        .arg(script.parent().unwrap())
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let oracle: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ours: Vec<serde_json::Value> = store
+        .evals()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let m = |k: &str| e.metrics.get(k).copied();
+            serde_json::json!([
+                if e.model.starts_with("gptoss") {
+                    "gptoss"
+                } else {
+                    "dsv4"
+                },
+                e.conc,
+                e.task,
+                e.tp,
+                e.ep,
+                e.score,
+                e.score_se,
+                m("em_strict"),
+                m("em_flexible"),
+                m("em_flexible_se"),
+                m("n_eff").map(|x| x as i64)
+            ])
+        })
+        .collect();
+    assert_eq!(oracle, serde_json::Value::Array(ours));
 }

@@ -70,15 +70,6 @@ struct Gsm8kArgs {
     result_dir: PathBuf,
 }
 
-/// InferenceX's output budget for a context length (producer reference §10.2).
-fn default_max_tokens(max_model_len: Option<u32>) -> u32 {
-    match max_model_len {
-        Some(c) if c > 4096 => (c - 4096).min(16384),
-        Some(c) => (c / 2).max(1),
-        None => 16384,
-    }
-}
-
 /// Runs the subcommand: 0 when every score reaches the threshold (or `--no-threshold`), 1
 /// below it.
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -103,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         concurrency: a.concurrency,
         max_tokens: a
             .max_tokens
-            .unwrap_or_else(|| default_max_tokens(a.max_model_len)),
+            .unwrap_or_else(|| gsm8k::default_max_tokens(a.max_model_len)),
         request_timeout: Duration::try_from_secs_f64(a.request_timeout)
             .ok()
             .filter(|d| !d.is_zero())
@@ -114,32 +105,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let cancel = super::shutdown_token("inferbench eval: interrupted; scoring what finished");
         gsm8k::run(&opts, &cancel).await
     })?;
-    let scores = gsm8k::score(&samples);
-    std::fs::create_dir_all(&a.result_dir)
-        .with_context(|| format!("creating {}", a.result_dir.display()))?;
-    let mut jsonl = String::new();
-    for s in &samples {
-        jsonl.push_str(&serde_json::to_string(s)?);
-        jsonl.push('\n');
-    }
-    let samples_path = a.result_dir.join("samples_gsm8k.jsonl");
-    std::fs::write(&samples_path, jsonl)?;
-    let results_path = a.result_dir.join("results_gsm8k.json");
-    std::fs::write(
-        &results_path,
-        serde_json::to_string_pretty(&gsm8k::results_json(&opts, &scores, threshold))?,
-    )?;
-    println!(
-        "gsm8k: {} problems ({} failed requests): strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} (exact match, fraction; ± standard error)",
-        scores.n, scores.failed, scores.strict, scores.strict_stderr, scores.flexible, scores.flexible_stderr
-    );
-    eprintln!(
-        "wrote {} and {}",
-        samples_path.display(),
-        results_path.display()
-    );
-    let below = scores.strict < threshold || scores.flexible < threshold;
-    if below && !a.no_threshold {
+    let w = gsm8k::write_outputs(&a.result_dir, &opts, &samples, threshold)
+        .with_context(|| format!("writing results into {}", a.result_dir.display()))?;
+    println!("gsm8k: {}", w.scores.line());
+    eprintln!("wrote {} and {}", w.samples.display(), w.results.display());
+    if !w.scores.passes(threshold) && !a.no_threshold {
         eprintln!("gsm8k: below the threshold {threshold:.2} (pass --no-threshold to only report)");
         return Ok(1);
     }

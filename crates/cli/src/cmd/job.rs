@@ -48,6 +48,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 /// Runs `jobs` in this process with the load generator; Ctrl-C / SIGTERM stop the current point
 /// and the engine, and the remaining points are marked interrupted. Prints a summary to stderr.
 pub fn run_local(jobs: &[JobSpec], opts: &SweepOptions, progress: bool) -> anyhow::Result<i32> {
+    if !opts.evals.enabled {
+        let n = jobs
+            .iter()
+            .filter(|j| inferbench_runner::evals::eval_only(j))
+            .count();
+        if n > 0 {
+            eprintln!("--no-evals: {n} eval-only row(s) not run");
+        }
+    }
     let rt = tokio::runtime::Runtime::new()?;
     let report = rt.block_on(async {
         let cancel =

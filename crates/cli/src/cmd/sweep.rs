@@ -105,6 +105,30 @@ pub struct RunArgs {
     /// running then is cancelled.
     #[arg(long, value_name = "SECONDS")]
     pub agentic_grace_period: Option<f64>,
+    /// Skip the GSM8K evals rows ask for (`run-eval`); eval-only rows are then not run at all.
+    #[arg(long, help_heading = "Evals")]
+    pub no_evals: bool,
+    /// GSM8K data for evals: a directory with test.jsonl and train.jsonl (openai/gsm8k
+    /// `main`). Without it a row's eval fails with `eval_failed` (its throughput points run).
+    #[arg(long, value_name = "DIR", help_heading = "Evals")]
+    pub eval_data_dir: Option<PathBuf>,
+    /// Only the first N GSM8K test problems (InferenceX's EVAL_LIMIT; default all 1,319).
+    #[arg(long, value_name = "N", help_heading = "Evals")]
+    pub eval_limit: Option<usize>,
+    /// Output tokens per eval answer (default: the row's max-model-len − 4096, at most 16384;
+    /// half of it at 4096 or less).
+    #[arg(long, value_name = "TOKENS", help_heading = "Evals")]
+    pub eval_max_tokens: Option<u32>,
+    /// Eval requests in flight (default: the row's eval-conc, else its highest conc).
+    #[arg(long, value_name = "N", help_heading = "Evals")]
+    pub eval_concurrency: Option<usize>,
+    /// Eval API: openai-chat (default; InferenceX's lm-eval with the chat template) or openai
+    /// (completions).
+    #[arg(long, default_value = "openai-chat", help_heading = "Evals")]
+    pub eval_backend: String,
+    /// Report eval-only rows' scores without failing them below the model's threshold.
+    #[arg(long, help_heading = "Evals")]
+    pub no_eval_threshold: bool,
     /// Re-run points already finished (default: skip them).
     #[arg(long)]
     pub force: bool,
@@ -155,6 +179,17 @@ impl RunArgs {
             );
         }
         let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        let eval_backend =
+            inferbench_client::Backend::parse(&self.eval_backend).with_context(|| {
+                format!(
+                    "--eval-backend {}: openai or openai-chat",
+                    self.eval_backend
+                )
+            })?;
+        anyhow::ensure!(
+            self.eval_concurrency != Some(0),
+            "--eval-concurrency must be ≥ 1"
+        );
         Ok(SweepOptions {
             out_dir: abs(&self.out),
             runner_name: self.runner_name.clone(),
@@ -190,6 +225,16 @@ impl RunArgs {
             force: self.force,
             base_url: self.base_url.clone(),
             progress_lines: true,
+            evals: inferbench_runner::evals::EvalSettings {
+                enabled: !self.no_evals,
+                data_dir: self.eval_data_dir.as_ref().map(abs),
+                limit: self.eval_limit,
+                max_tokens: self.eval_max_tokens,
+                concurrency: self.eval_concurrency,
+                backend: eval_backend,
+                check_threshold: !self.no_eval_threshold,
+                ..Default::default()
+            },
             ..SweepOptions::default()
         })
     }
@@ -265,6 +310,29 @@ impl RunArgs {
         if self.force {
             a.push("--force".into());
         }
+        if self.no_evals {
+            a.push("--no-evals".into());
+        }
+        if self.no_eval_threshold {
+            a.push("--no-eval-threshold".into());
+        }
+        let mut push = |k: &str, v: String| {
+            a.push(k.to_string());
+            a.push(v);
+        };
+        if let Some(d) = &opts.evals.data_dir {
+            push("--eval-data-dir", d.display().to_string());
+        }
+        if let Some(n) = self.eval_limit {
+            push("--eval-limit", n.to_string());
+        }
+        if let Some(n) = self.eval_max_tokens {
+            push("--eval-max-tokens", n.to_string());
+        }
+        if let Some(n) = self.eval_concurrency {
+            push("--eval-concurrency", n.to_string());
+        }
+        push("--eval-backend", self.eval_backend.clone());
         a
     }
 }

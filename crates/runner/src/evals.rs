@@ -1,0 +1,219 @@
+//! Accuracy evals inside sweeps (producer reference §2.5, §5.1 step 8, §10): a row with
+//! `run-eval: true` gets a GSM8K eval on the engine that served its throughput points, after
+//! them; an `eval-only: true` row (the changelog's `evals` / `agentic_evals` buckets, `matrix
+//! --evals-only`) gets only the eval. Each eval writes InferenceX's eval artifact,
+//! `<out>/eval_<EXP_NAME>_<RESULT_FILENAME>/` with `meta_env.json`, `results_gsm8k.json` and
+//! `samples_gsm8k.jsonl` (plus our `job.json` and `status.json`), which `inferbench ingest`
+//! stores in the `evals` table and InferenceX's `collect_eval_results.py` reads as its own.
+//!
+//! Concurrency: the row's `eval-conc` (multinode rows), else its highest concurrency
+//! (InferenceX's `EVAL_CONCURRENT_REQUESTS|CONC`). Output budget: InferenceX's context − 4096
+//! from the row's `max-model-len` ([`inferbench_eval::gsm8k::default_max_tokens`]). Threshold:
+//! checked for eval-only rows only, as InferenceX's workflow runs `validate_scores.py` only for
+//! eval-only jobs; for a throughput row's eval the score is reported, never a failure.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use inferbench_client::Backend;
+use inferbench_eval::gsm8k::{self, EvalOptions, Scores};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::artifacts::{write_json_atomic, FailureClass};
+use crate::jobspec::JobSpec;
+
+/// How sweeps run evals.
+#[derive(Debug, Clone)]
+pub struct EvalSettings {
+    /// Run the evals rows ask for (`sweep --no-evals` turns them off: eval-only rows are then
+    /// not run at all).
+    pub enabled: bool,
+    /// GSM8K `test.jsonl` / `train.jsonl` (`--eval-data-dir`); without it an eval fails with
+    /// class `eval_failed` naming the flag.
+    pub data_dir: Option<PathBuf>,
+    /// Only the first N test problems (`--eval-limit`, InferenceX's `EVAL_LIMIT`).
+    pub limit: Option<usize>,
+    /// Output tokens per answer (`--eval-max-tokens`; default from the row's context length).
+    pub max_tokens: Option<u32>,
+    /// Requests in flight (`--eval-concurrency`; default: the row's eval concurrency).
+    pub concurrency: Option<usize>,
+    /// Chat (InferenceX's lm-eval `local-chat-completions` with the chat template) or
+    /// completions.
+    pub backend: Backend,
+    /// Per-request timeout (lm-eval's 1,800 s).
+    pub request_timeout: Duration,
+    /// Fail eval-only rows whose score is below the model's threshold.
+    pub check_threshold: bool,
+}
+
+impl Default for EvalSettings {
+    fn default() -> Self {
+        EvalSettings {
+            enabled: true,
+            data_dir: None,
+            limit: None,
+            max_tokens: None,
+            concurrency: None,
+            backend: Backend::OpenAiChat,
+            request_timeout: Duration::from_secs(1800),
+            check_threshold: true,
+        }
+    }
+}
+
+/// Whether `spec` asks for an eval (`run-eval` or `eval-only`).
+pub fn wants_eval(spec: &JobSpec) -> bool {
+    spec.row.run_eval.unwrap_or(false) || eval_only(spec)
+}
+
+/// Whether `spec` is an eval-only row (no throughput points).
+pub fn eval_only(spec: &JobSpec) -> bool {
+    spec.row.eval_only.unwrap_or(false)
+}
+
+/// The concurrency an eval of `spec` runs at: `eval-conc`, else the row's highest.
+pub fn eval_conc(spec: &JobSpec) -> u32 {
+    spec.row
+        .eval_conc
+        .unwrap_or_else(|| spec.row.conc.values().into_iter().max().unwrap_or(1))
+}
+
+/// `<out>/eval_<EXP_NAME>_<RESULT_FILENAME>` (InferenceX's eval artifact name, §3.4).
+pub fn eval_dir(out: &Path, spec: &JobSpec, result_filename: &str) -> PathBuf {
+    out.join(format!("eval_{}_{}", spec.row.exp_name, result_filename))
+}
+
+/// `meta_env.json`: the identity InferenceX's eval collector reads (§10.2's field list; `isl` /
+/// `osl` as strings, as InferenceX writes them), plus `result_filename`.
+pub fn meta_env(spec: &JobSpec, conc: u32, result_filename: &str) -> Value {
+    let r = &spec.row;
+    let mut m = json!({
+        "is_multinode": spec.is_multinode(),
+        "framework": r.framework,
+        "precision": r.precision,
+        "spec_decoding": r.spec_decoding,
+        "recipe_fingerprint": r.recipe_fingerprint.clone().unwrap_or_default(),
+        "tp": spec.tp(),
+        "pp": spec.pp(),
+        "dcp_size": spec.dcp(),
+        "pcp_size": spec.pcp(),
+        "conc": conc,
+        "ep": spec.ep(),
+        "dp_attention": spec.dp_attn(),
+        "model": r.model,
+        "infmax_model_prefix": r.model_prefix,
+        "hw": r.runner,
+        "isl": r.isl.map(|x| x.to_string()).unwrap_or_default(),
+        "osl": r.osl.map(|x| x.to_string()).unwrap_or_default(),
+        "result_filename": result_filename,
+    });
+    if spec.is_agentic() {
+        m["scenario_type"] = json!("agentic-coding");
+    }
+    for (role, w) in [("prefill", &r.prefill), ("decode", &r.decode)] {
+        if let Some(w) = w {
+            m[format!("{role}_tp")] = json!(w.tp);
+            m[format!("{role}_pp")] = json!(w.pp);
+            m[format!("{role}_dcp_size")] = json!(w.dcp_size);
+            m[format!("{role}_pcp_size")] = json!(w.pcp_size);
+            m[format!("{role}_ep")] = json!(w.ep);
+            m[format!("{role}_dp_attention")] = json!(w.dp_attn);
+            m[format!("{role}_num_workers")] = json!(w.num_worker);
+        }
+    }
+    m
+}
+
+/// What a finished eval found.
+#[derive(Debug, Clone)]
+pub struct EvalRun {
+    /// The scores.
+    pub scores: Scores,
+    /// The model's pass mark.
+    pub threshold: f64,
+    /// Stopped by Ctrl-C / SIGTERM before every problem was answered (what finished is scored).
+    pub interrupted: bool,
+}
+
+impl EvalRun {
+    /// `, gsm8k strict-match 0.7500 ± 0.2500, flexible-extract … (4 problems, 0 failed), threshold 0.90`.
+    pub fn headline(&self) -> String {
+        let s = &self.scores;
+        format!(
+            ", gsm8k strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} ({} problems, {} failed requests; threshold {:.2}{})",
+            s.strict,
+            s.strict_stderr,
+            s.flexible,
+            s.flexible_stderr,
+            s.n,
+            s.failed,
+            self.threshold,
+            if s.passes(self.threshold) { ", passed" } else { ", below it" }
+        )
+    }
+}
+
+/// Runs GSM8K for `spec` against `base_url` and writes the eval artifact into `dir`.
+///
+/// Errors (class and cause): `eval_failed` when the data is missing or unreadable, the client
+/// cannot be built, no request succeeded, or a file cannot be written.
+pub async fn run_eval(
+    spec: &JobSpec,
+    conc: u32,
+    base_url: &str,
+    dir: &Path,
+    result_filename: &str,
+    settings: &EvalSettings,
+    cancel: &CancellationToken,
+) -> Result<EvalRun, (FailureClass, String)> {
+    let fail = |m: String| (FailureClass::EvalFailed, m);
+    std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+    write_json_atomic(
+        &dir.join("meta_env.json"),
+        &meta_env(spec, conc, result_filename),
+    )
+    .map_err(|e| fail(format!("{}: writing meta_env.json: {e}", dir.display())))?;
+    let Some(data_dir) = settings.data_dir.clone() else {
+        return Err(fail(
+            "GSM8K data not given: pass --eval-data-dir DIR holding test.jsonl and train.jsonl \
+             (openai/gsm8k `main`), or --no-evals to run throughput points only"
+                .into(),
+        ));
+    };
+    let opts = EvalOptions {
+        base_url: base_url.to_string(),
+        model: spec.row.model.clone(),
+        backend: settings.backend,
+        data_dir,
+        limit: settings.limit,
+        num_fewshot: 5,
+        concurrency: settings.concurrency.unwrap_or(conc.max(1) as usize),
+        max_tokens: settings
+            .max_tokens
+            .unwrap_or_else(|| gsm8k::default_max_tokens(spec.row.max_model_len)),
+        request_timeout: settings.request_timeout,
+    };
+    let samples = gsm8k::run(&opts, cancel)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let threshold = gsm8k::threshold(Some(&spec.row.model_prefix));
+    let written = gsm8k::write_outputs(dir, &opts, &samples, threshold)
+        .map_err(|e| fail(format!("{}: writing results: {e}", dir.display())))?;
+    let scores = written.scores;
+    if scores.n > 0 && scores.failed == scores.n && !cancel.is_cancelled() {
+        let first = samples
+            .iter()
+            .find_map(|s| s.error.clone())
+            .unwrap_or_default();
+        return Err(fail(format!(
+            "all {} eval requests failed; first: {first}",
+            scores.n
+        )));
+    }
+    Ok(EvalRun {
+        scores,
+        threshold,
+        interrupted: cancel.is_cancelled(),
+    })
+}
