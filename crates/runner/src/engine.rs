@@ -70,6 +70,55 @@ pub struct EngineOptions {
     pub extra_args: Vec<String>,
     /// Arguments for the `sim` engine after `sim --host H --port P` (e.g. `--preset tiny`).
     pub sim_args: Vec<String>,
+    /// Speculative decoding of `mtp` / `draft_model` rows.
+    pub spec: SpecOptions,
+}
+
+/// How speculative-decoding rows are served (producer reference §9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpecOptions {
+    /// Pin throughput runs to the golden acceptance length (InferenceX's synthetic acceptance:
+    /// vLLM `rejection_sample_method: synthetic`, SGLang `SGLANG_SIMULATE_ACC_*`, TensorRT-LLM
+    /// `TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`). Evals always verify for real.
+    pub synthetic: bool,
+    /// Draft tokens per step k (InferenceX's scripts: 3 for DeepSeek-V4 MTP).
+    pub num_speculative_tokens: u32,
+    /// Golden-curve mode: `thinking_on` (InferenceX's default) or `thinking_off`.
+    pub thinking_mode: String,
+    /// An explicit AL instead of the curve (InferenceX's `SYNTHETIC_ACCEPTANCE_LENGTH`).
+    pub acceptance_length: Option<f64>,
+}
+
+impl Default for SpecOptions {
+    fn default() -> Self {
+        SpecOptions {
+            synthetic: true,
+            num_speculative_tokens: 3,
+            thinking_mode: "thinking_on".into(),
+            acceptance_length: None,
+        }
+    }
+}
+
+/// The acceptance a command pins for `spec` under `opts`: `None` for rows without speculative
+/// decoding or with synthetic acceptance off; an explicit AL is reported as not golden.
+pub fn synthetic_acceptance(
+    spec: &JobSpec,
+    opts: &SpecOptions,
+) -> Option<inferbench_sim::golden::Acceptance> {
+    if spec.row.spec_decoding == "none" || spec.row.spec_decoding.is_empty() || !opts.synthetic {
+        return None;
+    }
+    let k = opts.num_speculative_tokens.max(1);
+    Some(match opts.acceptance_length {
+        Some(al) => inferbench_sim::golden::Acceptance {
+            num_speculative_tokens: k,
+            acceptance_length: al,
+            golden: false,
+            source: "given (--synthetic-acceptance-length)".into(),
+        },
+        None => inferbench_sim::golden::acceptance(&spec.row.model_prefix, &opts.thinking_mode, k),
+    })
 }
 
 impl Default for EngineOptions {
@@ -86,12 +135,13 @@ impl Default for EngineOptions {
             threads: 2,
             extra_args: Vec::new(),
             sim_args: Vec::new(),
+            spec: SpecOptions::default(),
         }
     }
 }
 
 /// A fully resolved engine command line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EngineCommand {
     /// Which engine.
     pub kind: EngineKind,
@@ -106,6 +156,10 @@ pub struct EngineCommand {
     pub files: Vec<(String, String)>,
     /// Command printing the engine version (recorded in `job.json`), if known.
     pub version_probe: Option<Vec<String>>,
+    /// The acceptance length the engine is pinned to (speculative-decoding rows with synthetic
+    /// acceptance), recorded in `job.json` and compared with the measured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<inferbench_sim::golden::Acceptance>,
 }
 
 impl EngineCommand {
@@ -236,6 +290,13 @@ pub fn build_command(
         None
     };
     let mut files = Vec::new();
+    // Speculative decoding: k drafts per step; the pinned acceptance for throughput runs.
+    let k = opts.spec.num_speculative_tokens.max(1);
+    let acceptance = match kind {
+        EngineKind::LlamaCpp => None,
+        _ => synthetic_acceptance(spec, &opts.spec),
+    };
+    let mut spec_env: Vec<(String, String)> = Vec::new();
     let (program, mut args, version_probe) = match kind {
         EngineKind::Vllm => {
             let mut a = vec![
@@ -265,16 +326,16 @@ pub fn build_command(
             if let Some(len) = r.max_model_len.filter(|l| *l > 0) {
                 a.extend([s("--max-model-len"), n(len)]);
             }
-            match r.spec_decoding.as_str() {
-                "mtp" => a.extend([
-                    s("--speculative-config"),
-                    s(r#"{"method":"mtp","num_speculative_tokens":3}"#),
-                ]),
-                "draft_model" => a.extend([
-                    s("--speculative-config"),
-                    s(r#"{"method":"draft_model","num_speculative_tokens":3}"#),
-                ]),
-                _ => {}
+            if matches!(r.spec_decoding.as_str(), "mtp" | "draft_model") {
+                let mut cfg = serde_json::json!({
+                    "method": r.spec_decoding,
+                    "num_speculative_tokens": k,
+                });
+                if let Some(acc) = &acceptance {
+                    cfg["rejection_sample_method"] = "synthetic".into();
+                    cfg["synthetic_acceptance_length"] = acc.acceptance_length.into();
+                }
+                a.extend([s("--speculative-config"), cfg.to_string()]);
             }
             if let Some(gb) = dram_gb {
                 let backend = r
@@ -328,12 +389,22 @@ pub fn build_command(
                     s("--speculative-algorithm"),
                     s("EAGLE"),
                     s("--speculative-num-steps"),
-                    s("3"),
+                    n(k),
                     s("--speculative-eagle-topk"),
                     s("1"),
                     s("--speculative-num-draft-tokens"),
-                    s("4"),
+                    n(k + 1),
                 ]);
+                if let Some(acc) = &acceptance {
+                    spec_env.extend([
+                        (
+                            s("SGLANG_SIMULATE_ACC_LEN"),
+                            acc.acceptance_length.to_string(),
+                        ),
+                        (s("SGLANG_SIMULATE_ACC_METHOD"), s("match-expected")),
+                        (s("SGLANG_SIMULATE_ACC_TOKEN_MODE"), s("real-draft-token")),
+                    ]);
+                }
             }
             if let Some(gb) = dram_gb {
                 a.extend([
@@ -383,9 +454,17 @@ pub fn build_command(
                 yaml.push_str("enable_attention_dp: true\n");
             }
             if r.spec_decoding == "mtp" {
-                yaml.push_str(
-                    "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: 3\n",
-                );
+                yaml.push_str(&format!(
+                    "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: {k}\n"
+                ));
+                if let Some(acc) = &acceptance {
+                    // AL − 1 drafts accepted per step; the fraction is the chance of one more.
+                    let forced = ((acc.acceptance_length - 1.0) * 100.0).round() / 100.0;
+                    spec_env.push((
+                        s("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"),
+                        forced.to_string(),
+                    ));
+                }
             }
             let mut kv = String::new();
             if fixed_seq {
@@ -467,6 +546,14 @@ pub fn build_command(
             if inferbench_sim::catalogue::Precision::parse(&r.precision).is_ok() {
                 a.extend([s("--precision"), r.precision.clone()]);
             }
+            if let Some(acc) = &acceptance {
+                a.extend([
+                    s("--num-speculative-tokens"),
+                    n(acc.num_speculative_tokens),
+                    s("--acceptance-length"),
+                    acc.acceptance_length.to_string(),
+                ]);
+            }
             a.extend(opts.sim_args.iter().cloned());
             let exe = opts.inferbench_exe.display().to_string();
             (exe.clone(), a, Some(vec![exe, s("--version")]))
@@ -480,6 +567,22 @@ pub fn build_command(
     if model != r.model {
         env.push(("MODEL_PATH".into(), model));
     }
+    if matches!(kind, EngineKind::Script(_)) && r.spec_decoding != "none" {
+        // What InferenceX's multinode injector reads (§9).
+        env.push((
+            "SYNTHETIC_ACCEPTANCE".into(),
+            acceptance.is_some().to_string(),
+        ));
+        env.push(("NUM_SPEC_TOKENS".into(), k.to_string()));
+        env.push(("THINKING_MODE".into(), opts.spec.thinking_mode.clone()));
+        if let Some(acc) = &acceptance {
+            env.push((
+                "SYNTHETIC_ACCEPTANCE_LENGTH".into(),
+                acc.acceptance_length.to_string(),
+            ));
+        }
+    }
+    env.extend(spec_env);
     EngineCommand {
         kind: kind.clone(),
         program,
@@ -487,6 +590,7 @@ pub fn build_command(
         env,
         files,
         version_probe,
+        acceptance,
     }
 }
 
@@ -754,7 +858,70 @@ mod tests {
         let dep = row(r#", "ep": 8, "dp-attn": true, "spec-decoding": "mtp""#);
         assert_eq!(
             line(EngineKind::Vllm, &dep),
-            r#"vllm serve org/M --host 127.0.0.1 --port 8888 --tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel --max-model-len 9472 --speculative-config '{"method":"mtp","num_speculative_tokens":3}' --no-enable-prefix-caching --served-model-name org/M"#
+            r#"vllm serve org/M --host 127.0.0.1 --port 8888 --tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel --max-model-len 9472 --speculative-config '{"method":"mtp","num_speculative_tokens":3,"rejection_sample_method":"synthetic","synthetic_acceptance_length":2.53}' --no-enable-prefix-caching --served-model-name org/M"#
+        );
+        // dsv4 has a golden curve: 2.49 at k = 3 (InferenceX's single-node scripts' value);
+        // k = 2 → 2.27; synthetic acceptance off → real verification.
+        let dsv4 = row(r#", "model-prefix": "dsv4", "spec-decoding": "mtp""#);
+        let cmd = build_command(
+            &EngineKind::Vllm,
+            &dsv4,
+            "b200_0",
+            64,
+            8888,
+            &opts(),
+            Path::new("/p"),
+        );
+        assert!(cmd.display().contains(r#""num_speculative_tokens":3,"rejection_sample_method":"synthetic","synthetic_acceptance_length":2.49}"#), "{}", cmd.display());
+        let acc = cmd.acceptance.unwrap();
+        assert_eq!(
+            (acc.golden, acc.source.as_str()),
+            (true, "deepseek-v4-pro thinking_on k=3")
+        );
+        let mut o = opts();
+        o.spec.num_speculative_tokens = 2;
+        let cmd = build_command(
+            &EngineKind::Vllm,
+            &dsv4,
+            "b200_0",
+            64,
+            8888,
+            &o,
+            Path::new("/p"),
+        );
+        assert!(cmd.display().contains(r#"'{"method":"mtp","num_speculative_tokens":2,"rejection_sample_method":"synthetic","synthetic_acceptance_length":2.27}'"#), "{}", cmd.display());
+        o.spec.synthetic = false;
+        let cmd = build_command(
+            &EngineKind::Vllm,
+            &dsv4,
+            "b200_0",
+            64,
+            8888,
+            &o,
+            Path::new("/p"),
+        );
+        assert!(
+            cmd.display()
+                .contains(r#"'{"method":"mtp","num_speculative_tokens":2}'"#),
+            "{}",
+            cmd.display()
+        );
+        assert_eq!(cmd.acceptance, None);
+        // The sim serves the same pinned acceptance.
+        let sim = build_command(
+            &EngineKind::Sim,
+            &dsv4,
+            "b200_0",
+            64,
+            8888,
+            &opts(),
+            Path::new("/p"),
+        );
+        assert!(
+            sim.display()
+                .ends_with("--num-speculative-tokens 3 --acceptance-length 2.49"),
+            "{}",
+            sim.display()
         );
         let agentic = row(
             r#", "scenario-type": "agentic-coding", "kv-offloading": "dram", "kv-offload-backend": {"name": "vllm-simple"}, "total-cpu-dram-gb": 2849"#,
@@ -774,6 +941,34 @@ mod tests {
         assert_eq!(
             line(EngineKind::Sglang, &dep),
             "python3 -m sglang.launch_server --model-path org/M --host 127.0.0.1 --port 8888 --tp-size 8 --ep-size 8 --enable-dp-attention --dp-size 8 --context-length 9472 --speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 --disable-radix-cache --max-running-requests 64 --served-model-name org/M"
+        );
+        let cmd = build_command(
+            &EngineKind::Sglang,
+            &dep,
+            "b200_0",
+            64,
+            8888,
+            &opts(),
+            Path::new("/p"),
+        );
+        let env: Vec<&(String, String)> = cmd
+            .env
+            .iter()
+            .filter(|(k, _)| k.starts_with("SGLANG_"))
+            .collect();
+        assert_eq!(
+            env,
+            [
+                &("SGLANG_SIMULATE_ACC_LEN".to_string(), "2.53".to_string()),
+                &(
+                    "SGLANG_SIMULATE_ACC_METHOD".to_string(),
+                    "match-expected".to_string()
+                ),
+                &(
+                    "SGLANG_SIMULATE_ACC_TOKEN_MODE".to_string(),
+                    "real-draft-token".to_string()
+                ),
+            ]
         );
     }
 
@@ -797,6 +992,11 @@ mod tests {
             cmd.files[0].1,
             "enable_attention_dp: true\nspeculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: 3\nkv_cache_config:\n  enable_block_reuse: false\n"
         );
+        // AL 2.53 → 1.53 accepted drafts forced per step.
+        assert!(cmd.env.contains(&(
+            "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS".to_string(),
+            "1.53".to_string()
+        )));
     }
 
     #[test]
@@ -882,6 +1082,7 @@ mod tests {
             env: vec![],
             files: vec![],
             version_probe: None,
+            acceptance: None,
         };
         let log = dir.path().join("server.log");
         let mut p = EngineProcess::spawn(&cmd, dir.path(), &log).unwrap();

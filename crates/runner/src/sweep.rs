@@ -827,15 +827,31 @@ fn template(kind: &EngineKind, point: &Point, opts: &SweepOptions, run: &Running
         &point.runner_name,
         point.conc,
         run.port,
-        &opts.engine,
+        &engine_options(point, opts),
         &run.engine_dir,
     )
+}
+
+/// The engine settings of a point: an eval verifies speculative drafts for real (synthetic
+/// acceptance bypasses verification and corrupts accuracy, producer reference §9), so its
+/// engine differs from the throughput points' and is relaunched.
+fn engine_options<'a>(
+    point: &Point,
+    opts: &'a SweepOptions,
+) -> std::borrow::Cow<'a, EngineOptions> {
+    if point.kind == PointKind::Eval && opts.engine.spec.synthetic {
+        let mut e = opts.engine.clone();
+        e.spec.synthetic = false;
+        std::borrow::Cow::Owned(e)
+    } else {
+        std::borrow::Cow::Borrowed(&opts.engine)
+    }
 }
 
 /// Two commands start the same server when program, arguments and helper files agree (the
 /// environment differs per point: CONC, RESULT_FILENAME).
 fn same_command(a: &EngineCommand, b: &EngineCommand) -> bool {
-    a.program == b.program && a.args == b.args && a.files == b.files
+    a.program == b.program && a.args == b.args && a.files == b.files && a.acceptance == b.acceptance
 }
 
 async fn launch(
@@ -866,7 +882,7 @@ async fn launch(
         &point.runner_name,
         point.conc,
         port,
-        &opts.engine,
+        &engine_options(point, opts),
         &dir,
     );
     let log = dir.join("server.log");
@@ -953,6 +969,7 @@ fn write_job_json(
             "base_url": e.base_url,
             "served_model": e.served_model,
             "version": e.version,
+            "synthetic_acceptance": e.command.acceptance,
         })),
         "provenance": prov,
         "started_at": started_at,
@@ -983,12 +1000,29 @@ fn finish_point(
     let mut failure = failure;
     if let Some(out) = output {
         let agg_name = format!("agg_{}.json", point.rf);
-        let wrote = write_json_atomic(&point.dir.join("summary.json"), &out.summary).and_then(
-            |_| match &out.aggregate {
+        let mut summary = out.summary.clone();
+        if let Some(acc) = engine.and_then(|e| e.command.acceptance.as_ref()) {
+            let check = acceptance_check(acc, &summary);
+            if check["flagged"] == true {
+                eprintln!(
+                    "warning: row {} conc {}: measured acceptance length {} against the pinned {} ({}): the engine did not hold the synthetic acceptance",
+                    point.spec.index, point.conc, check["measured_acceptance_length"],
+                    acc.acceptance_length, acc.source
+                );
+            }
+            if let Some(ext) = summary
+                .get_mut("inferbench")
+                .and_then(|v| v.as_object_mut())
+            {
+                ext.insert("spec_decoding".into(), check);
+            }
+        }
+        let wrote = write_json_atomic(&point.dir.join("summary.json"), &summary).and_then(|_| {
+            match &out.aggregate {
                 Some(a) => write_json_atomic(&point.dir.join(agg_name), a),
                 None => Ok(()),
-            },
-        );
+            }
+        });
         if let Err(e) = wrote {
             failure.get_or_insert(Failure::new(
                 FailureClass::Io,
@@ -1026,6 +1060,34 @@ fn finish_point(
         tracing::error!("{}: cannot write {STATUS_FILE}: {e}", point.dir.display());
     }
     failure
+}
+
+/// Relative gap between the measured and the pinned acceptance length above which a point is
+/// flagged (5 %: a quarter of the spread between adjacent draft lengths on the golden curves).
+pub const ACCEPTANCE_GAP_FLAG: f64 = 0.05;
+
+/// `inferbench.spec_decoding` of a speculative-decoding point's summary: the pinned acceptance
+/// (k, AL, golden or not, its source) beside the one measured from the engine's /metrics
+/// (`inferbench.server_metrics.spec_acceptance_length`), their gap in tokens, and `flagged`
+/// when the gap exceeds [`ACCEPTANCE_GAP_FLAG`] of the pinned AL (or nothing was measured:
+/// `measured_acceptance_length: null`, not flagged).
+pub fn acceptance_check(
+    acc: &inferbench_sim::golden::Acceptance,
+    summary: &serde_json::Value,
+) -> serde_json::Value {
+    let measured = summary
+        .pointer("/inferbench/server_metrics/spec_acceptance_length")
+        .and_then(serde_json::Value::as_f64);
+    let gap = measured.map(|m| m - acc.acceptance_length);
+    serde_json::json!({
+        "num_speculative_tokens": acc.num_speculative_tokens,
+        "target_acceptance_length": acc.acceptance_length,
+        "golden": acc.golden,
+        "source": acc.source,
+        "measured_acceptance_length": measured,
+        "acceptance_length_gap": gap,
+        "flagged": gap.is_some_and(|g| g.abs() > ACCEPTANCE_GAP_FLAG * acc.acceptance_length),
+    })
 }
 
 /// Reads the `status.json` of every point of `jobs` under `out` (what the Slurm executor

@@ -91,6 +91,84 @@ pub fn lookup(g: &GoldenAl, model: Option<&str>, mode: Option<&str>, k: u32) -> 
         .copied()
 }
 
+/// The curves this build carries (`data/golden_al.yaml`: InferenceX's published values, one
+/// curve per model key).
+pub fn embedded() -> &'static GoldenAl {
+    static G: std::sync::OnceLock<GoldenAl> = std::sync::OnceLock::new();
+    G.get_or_init(|| {
+        parse(
+            "data/golden_al.yaml",
+            include_str!("../data/golden_al.yaml"),
+        )
+        .expect("the embedded golden AL table parses (checked by a test)")
+    })
+}
+
+/// The golden-curve model key of a row: InferenceX's `inject_synthetic_acceptance.py` prefix map
+/// (`dsv4` → `deepseek-v4-pro`, `dsv4dspark*` → `deepseek-v4-pro-0813`, `dsr1` → `deepseek-r1`)
+/// extended to the other published curves by model prefix (`qwen3.5`, `kimik2.5`, `kimik3`,
+/// `glm5.2`, `minimaxm3`). `None` for a model InferenceX has no curve name for.
+pub fn model_key(model_prefix: &str) -> Option<&'static str> {
+    let p = model_prefix.to_ascii_lowercase();
+    Some(match p.as_str() {
+        p if p.starts_with("dsv4dspark") => "deepseek-v4-pro-0813",
+        "dsv4" => "deepseek-v4-pro",
+        "dsr1" => "deepseek-r1",
+        "qwen3.5" => "qwen3.5-397b-a17b-nvfp4",
+        "kimik2.5" => "kimi-k2.5-nvfp4",
+        "kimik3" => "kimi-k3",
+        "glm5.2" => "glm-5.2-fp8",
+        "minimaxm3" => "minimax-m3",
+        _ => return None,
+    })
+}
+
+/// Per-draft acceptance probability used when a model has no golden curve: AL = (1 − α^(k+1)) /
+/// (1 − α), the expected tokens per step when each of k drafts is accepted independently with
+/// probability α, stopping at the first rejection (the bonus token included). α = 0.7 gives
+/// 2.53 at k = 3, near the DeepSeek-V4 MTP curve's 2.49.
+pub const FALLBACK_ACCEPTANCE_RATE: f64 = 0.7;
+
+/// The acceptance a throughput run of a speculative-decoding row is pinned to.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Acceptance {
+    /// Draft tokens per step (`num_speculative_tokens`, k).
+    pub num_speculative_tokens: u32,
+    /// Mean tokens per verification step (1 ≤ AL ≤ k + 1), rounded to 2 decimals as the curves.
+    pub acceptance_length: f64,
+    /// From a golden curve (`false`: the fixed-rate fallback, not comparable across submissions).
+    pub golden: bool,
+    /// Where the value comes from: `deepseek-v4-pro thinking_on k=3`, or the fallback's rule.
+    pub source: String,
+}
+
+/// The acceptance for `model_prefix` at draft length `k` in `mode` (`thinking_on` /
+/// `thinking_off`): the embedded golden curve where there is one, else
+/// [`FALLBACK_ACCEPTANCE_RATE`] (flagged `golden: false`). `k` is clamped to ≥ 1.
+pub fn acceptance(model_prefix: &str, mode: &str, k: u32) -> Acceptance {
+    let k = k.max(1);
+    if let Some(key) = model_key(model_prefix) {
+        if let Some(al) = lookup(embedded(), Some(key), Some(mode), k) {
+            return Acceptance {
+                num_speculative_tokens: k,
+                acceptance_length: al,
+                golden: true,
+                source: format!("{key} {mode} k={k}"),
+            };
+        }
+    }
+    let a = FALLBACK_ACCEPTANCE_RATE;
+    let al = (1.0 - a.powi(k as i32 + 1)) / (1.0 - a);
+    Acceptance {
+        num_speculative_tokens: k,
+        acceptance_length: (al * 100.0).round() / 100.0,
+        golden: false,
+        source: format!(
+            "no golden curve for model prefix {model_prefix:?} ({mode}, k={k}): fixed per-draft acceptance {a}"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +186,35 @@ mod tests {
         assert_eq!(lookup(&g, Some("other"), None, 1), None);
         let e = parse("s.yaml", "m:\n  t:\n    x: 1\n").unwrap_err();
         assert_eq!(e.to_string(), "s.yaml:3: draft length is not an integer");
+    }
+
+    #[test]
+    fn acceptance_from_the_curve_or_the_flagged_fallback() {
+        // InferenceX's single-node dsv4 MTP scripts hard-code 2.49 (k = 3, thinking on).
+        let a = acceptance("dsv4", "thinking_on", 3);
+        assert_eq!((a.acceptance_length, a.golden), (2.49, true));
+        assert_eq!(a.source, "deepseek-v4-pro thinking_on k=3");
+        assert_eq!(
+            acceptance("dsv4", "thinking_off", 2).acceptance_length,
+            2.61
+        );
+        assert_eq!(
+            acceptance("qwen3.5", "thinking_on", 3).acceptance_length,
+            3.39
+        );
+        assert_eq!(
+            acceptance("dsv4dspark", "thinking_on", 7).acceptance_length,
+            3.73
+        );
+        // No curve: (1 − 0.7⁴)/(1 − 0.7) = 2.533 → 2.53, not golden; dsr1 has a key but no
+        // published curve.
+        for p in ["llama70b", "dsr1"] {
+            let f = acceptance(p, "thinking_on", 3);
+            assert_eq!((f.acceptance_length, f.golden), (2.53, false), "{p}");
+        }
+        assert_eq!(acceptance("x", "thinking_on", 1).acceptance_length, 1.7);
+        // kimi-k3 has no thinking_off curve: fallback.
+        assert!(!acceptance("kimik3", "thinking_off", 3).golden);
     }
 
     #[test]
@@ -129,6 +236,30 @@ mod tests {
             n += 1;
         }
         assert!(n > 0);
+        // The embedded table holds every shared curve's values (base files for keys with
+        // variants), and nothing else.
+        let mut shared = GoldenAl::new();
+        for f in [
+            "dsv4_mtp.yaml",
+            "dsv4-pro-0813-dspark.yaml",
+            "glm5.2_mtp.yaml",
+            "kimik2.5_eagle3.yaml",
+            "kimik3_dspark.yaml",
+            "minimaxm3_eagle3.yaml",
+            "qwen3.5_mtp.yaml",
+        ] {
+            let text = std::fs::read_to_string(dir.join(f)).unwrap();
+            shared.extend(parse(f, &text).unwrap());
+        }
+        assert_eq!(embedded(), &shared);
+        for variant in [
+            "minimaxm3_eagle3_gqa.yaml",
+            "kimik3_dspark_probabilistic_sample_method_block_rejection_sample_method.yaml",
+        ] {
+            let text = std::fs::read_to_string(dir.join(variant)).unwrap();
+            let g = parse(variant, &text).unwrap();
+            assert!(g.keys().all(|k| embedded().contains_key(k)), "{variant}");
+        }
         let q = std::fs::read_to_string(dir.join("qwen3.5_mtp.yaml")).unwrap();
         let g = parse("qwen3.5_mtp.yaml", &q).unwrap();
         assert_eq!(

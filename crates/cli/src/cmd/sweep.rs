@@ -105,6 +105,28 @@ pub struct RunArgs {
     /// running then is cancelled.
     #[arg(long, value_name = "SECONDS")]
     pub agentic_grace_period: Option<f64>,
+    /// Speculative-decoding rows: serve them with real verification instead of pinning throughput
+    /// points to the golden acceptance length (InferenceX's synthetic acceptance).
+    #[arg(long, help_heading = "Speculative decoding")]
+    pub no_synthetic_acceptance: bool,
+    /// Draft tokens per step k for `mtp` / `draft_model` rows (InferenceX's scripts: 3).
+    #[arg(
+        long,
+        default_value_t = 3,
+        value_name = "K",
+        help_heading = "Speculative decoding"
+    )]
+    pub num_speculative_tokens: u32,
+    /// Golden-curve mode: thinking_on (InferenceX's default) or thinking_off.
+    #[arg(
+        long,
+        default_value = "thinking_on",
+        help_heading = "Speculative decoding"
+    )]
+    pub thinking_mode: String,
+    /// Pin this acceptance length instead of the golden curve's (reported as not golden).
+    #[arg(long, value_name = "AL", help_heading = "Speculative decoding")]
+    pub synthetic_acceptance_length: Option<f64>,
     /// Skip the GSM8K evals rows ask for (`run-eval`); eval-only rows are then not run at all.
     #[arg(long, help_heading = "Evals")]
     pub no_evals: bool,
@@ -179,6 +201,21 @@ impl RunArgs {
             );
         }
         let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        anyhow::ensure!(
+            (1..=8).contains(&self.num_speculative_tokens),
+            "--num-speculative-tokens: 1–8 (the golden curves' range)"
+        );
+        anyhow::ensure!(
+            matches!(self.thinking_mode.as_str(), "thinking_on" | "thinking_off"),
+            "--thinking-mode: thinking_on or thinking_off"
+        );
+        if let Some(al) = self.synthetic_acceptance_length {
+            anyhow::ensure!(
+                al >= 1.0 && al <= f64::from(self.num_speculative_tokens) + 1.0,
+                "--synthetic-acceptance-length {al}: must be in [1, k + 1] for k = {} draft tokens",
+                self.num_speculative_tokens
+            );
+        }
         let eval_backend =
             inferbench_client::Backend::parse(&self.eval_backend).with_context(|| {
                 format!(
@@ -203,6 +240,12 @@ impl RunArgs {
                 threads: self.threads,
                 extra_args: self.engine_args.clone(),
                 sim_args: self.sim_args.clone(),
+                spec: inferbench_runner::engine::SpecOptions {
+                    synthetic: !self.no_synthetic_acceptance,
+                    num_speculative_tokens: self.num_speculative_tokens,
+                    thinking_mode: self.thinking_mode.clone(),
+                    acceptance_length: self.synthetic_acceptance_length,
+                },
                 ..EngineOptions::default()
             },
             port: self.port,
@@ -313,6 +356,9 @@ impl RunArgs {
         if self.no_evals {
             a.push("--no-evals".into());
         }
+        if self.no_synthetic_acceptance {
+            a.push("--no-synthetic-acceptance".into());
+        }
         if self.no_eval_threshold {
             a.push("--no-eval-threshold".into());
         }
@@ -333,6 +379,14 @@ impl RunArgs {
             push("--eval-concurrency", n.to_string());
         }
         push("--eval-backend", self.eval_backend.clone());
+        push(
+            "--num-speculative-tokens",
+            self.num_speculative_tokens.to_string(),
+        );
+        push("--thinking-mode", self.thinking_mode.clone());
+        if let Some(al) = self.synthetic_acceptance_length {
+            push("--synthetic-acceptance-length", al.to_string());
+        }
         a
     }
 }
