@@ -525,3 +525,101 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A stand-in `amd-smi`: `list`, the `metric -p -c -t -u --csv -w N` loop (GPU 0 at 100 W,
+/// epoch-millisecond timestamps, a preamble line) and `metric -E --csv` energy accumulators
+/// that grow 100 J per second of wall time.
+const FAKE_AMD_SMI: &str = r#"#!/bin/bash
+if [ "$1" = list ]; then echo "GPU: 0"; echo "    BDF: 0000:01:00.0"; exit 0; fi
+if [ "$1" = metric ] && [ "$2" = -E ]; then
+  echo "gpu,total_energy_consumption"
+  awk -v now="$(date +%s.%N)" 'BEGIN { printf "0,%.3f\n", (now - 1700000000) * 100 }'
+  exit 0
+fi
+w="${@: -1}"
+echo "WARNING: a preamble line amd-smi prints"
+echo "gpu,timestamp,socket_power,power_cap"
+while true; do echo "0,$(date +%s%3N),100,750"; sleep "$w"; done
+"#;
+
+/// issue 10: amd-smi's energy accumulators are snapshotted at the sampler's start and stop,
+/// cross-checked against the stream (`accumulator_check` in the validation sidecar) and their
+/// delta reported beside the trapezoid (`inferbench.power.energy_counter_j`).
+#[test]
+fn amd_smi_energy_counters_are_snapshotted_and_cross_checked() {
+    use std::os::unix::fs::PermissionsExt;
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("amd-smi");
+    std::fs::write(&fake, FAKE_AMD_SMI).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(BIN)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .args([
+            "bench",
+            "--base-url",
+            &format!("http://127.0.0.1:{}", sim.1),
+        ])
+        .args(["--model", "Llama-3.1-8B", "--random-input-len", "256"])
+        .args(["--random-output-len", "64", "--max-concurrency", "2"])
+        .args(["--num-prompts", "8", "--progress", "off", "--save-result"])
+        .args(["--result-filename", "r.json", "--power", "amd-smi"])
+        .arg("--result-dir")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    let start = std::fs::read_to_string(out.join("r.power_energy_start.csv")).unwrap();
+    assert!(
+        start.starts_with("gpu,total_energy_consumption\n0,"),
+        "{start}"
+    );
+    assert!(out.join("r.power_energy_end.csv").is_file());
+    let v: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("r.power_validation.json")).unwrap(),
+    )
+    .unwrap();
+    let c = &v["accumulator_check"];
+    assert_eq!(c["available"], true, "{v}");
+    assert_eq!(c["integrated_gpu_ids"], serde_json::json!(["0"]));
+    let delta = c["accumulator_delta_j"].as_f64().unwrap();
+    // 100 W over the snapshots' span (at least the stream's, plus the tool's start and stop).
+    let span = c["stream_span_s"].as_f64().unwrap();
+    assert!(
+        delta >= 100.0 * span - 1.0 && delta < 100.0 * (span + 10.0),
+        "{c}"
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("r.json")).unwrap()).unwrap();
+    let p = &r["inferbench"]["power"];
+    assert_eq!(p["source"], "amd-smi");
+    assert_eq!(p["energy_counter_j"].as_f64(), Some(delta));
+    assert!(p["energy_counter_within_tolerance"].is_boolean(), "{p}");
+    // ingest reads the snapshots as the result's side files (kept, not "ignored").
+    let db = dir.path().join("p.db");
+    let o = Command::new(BIN)
+        .args([
+            "ingest",
+            out.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    assert!(!text.contains("ignored"), "{text}");
+    let mut store = inferbench_store::Store::open(db.to_str().unwrap()).unwrap();
+    let arts = store.run_artifacts(1).unwrap();
+    let names: Vec<&str> = arts.iter().map(|a| a.name.as_str()).collect();
+    assert!(
+        names.contains(&"power_energy_start.csv") && names.contains(&"power_energy_end.csv"),
+        "{names:?}"
+    );
+}

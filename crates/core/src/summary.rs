@@ -437,6 +437,15 @@ pub struct PowerSummary {
     /// (J), `joules_per_successful_query`, `joules_per_input_token`, `joules_per_output_token`,
     /// `joules_per_total_token` (J).
     pub metrics: BTreeMap<String, f64>,
+    /// Σ per-GPU increase of the GPUs' own energy counters (NVML total energy, amd-smi
+    /// accumulators) from the sampler's start to its stop, joules: the whole stream, not the
+    /// window; beside the trapezoid, never instead of it. `None` without counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_counter_j: Option<f64>,
+    /// The counter delta agrees with the stream's trapezoid within 5 % (InferenceX's advisory
+    /// `accumulator_check`; never affects `valid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_counter_within_tolerance: Option<bool>,
 }
 
 impl Default for Extras {

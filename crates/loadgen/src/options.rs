@@ -116,7 +116,7 @@ pub struct BenchOptions {
     pub server_metrics: bool,
     /// `--server-metrics-interval`: time between scrapes (default 1 s).
     pub server_metrics_interval: Duration,
-    /// `--power auto|off|nvidia-smi|amd-smi`: GPU power sampling into `power.csv` beside the
+    /// `--power auto|off|nvml|nvidia-smi|amd-smi`: GPU power sampling into `power.csv` beside the
     /// result (needs a result directory); `auto` (default) uses what the machine has.
     pub power: PowerMode,
     /// `--power-interval`: time between power samples (default 1 s, as InferenceX).

@@ -666,12 +666,12 @@ async fn start_power(
     match started {
         Some(s) => Ok(Some((s, path))),
         None if opts.require_power => {
-            anyhow::bail!("--require-power: no power sampler found (nvidia-smi, amd-smi)")
+            anyhow::bail!("--require-power: no power sampler found (NVML, nvidia-smi, amd-smi)")
         }
         None => {
             if opts.power == PowerMode::Auto && opts.save_result {
                 notes.push(
-                    "no GPU power sampler found (nvidia-smi, amd-smi): power is not measured"
+                    "no GPU power sampler found (NVML, nvidia-smi, amd-smi): power is not measured"
                         .into(),
                 );
             }
@@ -717,7 +717,8 @@ async fn finish_power(
         power::DEFAULT_MAX_SAMPLE_GAP_S,
     );
     let source_path = csv_path.display().to_string();
-    let v = power::validation(&integration, &window, &source_path, "summary");
+    let mut v = power::validation(&integration, &window, &source_path, "summary");
+    v.accumulator_check = inferbench_telemetry::energy::accumulator_check(csv_path);
     let _ = std::fs::write(
         validation_path,
         serde_json::to_string_pretty(&v).unwrap_or_default(),
@@ -730,6 +731,14 @@ async fn finish_power(
         metrics: power::metrics(&integration, &window)
             .map(|m| m.into_iter().map(|(k, x)| (k.to_string(), x)).collect())
             .unwrap_or_default(),
+        energy_counter_j: v
+            .accumulator_check
+            .as_ref()
+            .and_then(|c| c.accumulator_delta_j),
+        energy_counter_within_tolerance: v
+            .accumulator_check
+            .as_ref()
+            .and_then(|c| c.within_tolerance),
     }
 }
 

@@ -317,9 +317,16 @@ pub fn discover(
 }
 
 /// The side files of one point, by their fixed names in a point directory: the `/metrics`
-/// snapshots, the GPU power samples and the power validation. Beside a `bench --save-result`
-/// file `X.json` they are `X.<name>` (`X.server_metrics.jsonl`, …).
-pub const SIDE_FILES: &[&str] = &["server_metrics.jsonl", "power.csv", "power_validation.json"];
+/// snapshots, the GPU power samples, the power validation and the GPUs' energy-counter
+/// snapshots. Beside a `bench --save-result` file `X.json` they are `X.<name>`
+/// (`X.server_metrics.jsonl`, …).
+pub const SIDE_FILES: &[&str] = &[
+    "server_metrics.jsonl",
+    "power.csv",
+    "power_validation.json",
+    "power_energy_start.csv",
+    "power_energy_end.csv",
+];
 
 /// The JSON files of `dir` that may be results: not side files, not a sweep's `sweep.json`.
 fn result_candidates(dir: &Path) -> Vec<PathBuf> {

@@ -467,6 +467,9 @@ pub struct Validation<'a> {
     pub observed_gpu_count: usize,
     /// Metrics rounded to 6 decimals; empty when invalid.
     pub metrics: BTreeMap<&'static str, f64>,
+    /// The energy-counter cross-check (advisory; `null` without snapshots), set by the caller
+    /// from [`crate::energy::accumulator_check`].
+    pub accumulator_check: Option<crate::energy::AccumulatorCheck>,
 }
 
 /// Builds the sidecar for one point.
@@ -498,5 +501,6 @@ pub fn validation<'a>(
         integration: p,
         observed_gpu_count: p.observed_gpu_ids.len(),
         metrics,
+        accumulator_check: None,
     }
 }

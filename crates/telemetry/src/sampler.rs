@@ -1,8 +1,11 @@
-//! GPU power samplers writing `power.csv` (reference/inferencex-producer.md §5.4): the vendor
-//! tool runs in its own loop mode for the whole point, its CSV goes to the file as it comes,
-//! and on stop the tool is killed, a cut-off last line dropped, and one more one-shot sample
-//! appended so the stream brackets the window's end. `auto` takes the first that answers:
-//! `nvidia-smi`, then `amd-smi`; none found means no power for the run (said, not an error).
+//! GPU power samplers writing `power.csv` (reference/inferencex-producer.md §5.4). NVML
+//! ([`crate::nvml`]) samples in a thread of ours; the vendor tools run in their own loop mode
+//! for the whole point, their CSV goes to the file as it comes, and on stop the tool is killed,
+//! a cut-off last line dropped, and one more one-shot sample appended so the stream brackets
+//! the window's end. `auto` takes the first that answers: NVML, then `nvidia-smi`, then
+//! `amd-smi`; none found means no power for the run (said, not an error). Energy counters are
+//! snapshotted beside the stream where there is one: NVML's total energy, `amd-smi metric -E`
+//! ([`crate::energy`]).
 //!
 //! Columns (nvidia-smi): `timestamp, index, power.draw [W], temperature.gpu, clocks.current.sm
 //! [MHz], clocks.current.memory [MHz], utilization.gpu [%], utilization.memory [%],
@@ -17,11 +20,13 @@ use std::time::{Duration, Instant};
 /// Which sampler to use (`--power`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PowerMode {
-    /// The first available of nvidia-smi, amd-smi; none is fine.
+    /// The first available of NVML, nvidia-smi, amd-smi; none is fine.
     #[default]
     Auto,
     /// No power sampling.
     Off,
+    /// NVML only (an error when the library or a GPU is missing).
+    Nvml,
     /// nvidia-smi only (an error when it is missing).
     NvidiaSmi,
     /// amd-smi only (an error when it is missing).
@@ -29,11 +34,12 @@ pub enum PowerMode {
 }
 
 impl PowerMode {
-    /// Parses `auto`, `off`, `nvidia-smi`, `amd-smi`.
+    /// Parses `auto`, `off`, `nvml`, `nvidia-smi`, `amd-smi`.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "auto" => PowerMode::Auto,
             "off" => PowerMode::Off,
+            "nvml" => PowerMode::Nvml,
             "nvidia-smi" => PowerMode::NvidiaSmi,
             "amd-smi" => PowerMode::AmdSmi,
             _ => return None,
@@ -44,6 +50,8 @@ impl PowerMode {
 /// The tool a sampler runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PowerSource {
+    /// NVML through `nvml-wrapper`, in a thread of ours.
+    Nvml,
     /// `nvidia-smi --query-gpu … --format=csv --loop-ms=N`.
     NvidiaSmi,
     /// `amd-smi metric … --csv -w N`.
@@ -54,6 +62,7 @@ impl PowerSource {
     /// `nvidia-smi` / `amd-smi`.
     pub fn name(self) -> &'static str {
         match self {
+            PowerSource::Nvml => "nvml",
             PowerSource::NvidiaSmi => "nvidia-smi",
             PowerSource::AmdSmi => "amd-smi",
         }
@@ -99,8 +108,31 @@ fn answers(tool: &str, probe: &[&str]) -> bool {
 pub struct PowerSampler {
     source: PowerSource,
     path: PathBuf,
-    child: Child,
+    /// The vendor tool (nvidia-smi, amd-smi); `None` for NVML.
+    child: Option<Child>,
     pump: Option<std::thread::JoinHandle<()>>,
+    nvml: Option<crate::nvml::NvmlLoop>,
+}
+
+/// `amd-smi metric -E --csv` into `path` (its CSV lines only): the energy accumulators.
+fn amd_energy_snapshot(path: &Path) {
+    if let Ok(o) = Command::new("amd-smi")
+        .args(["metric", "-E", "--csv"])
+        .stderr(Stdio::null())
+        .output()
+    {
+        if o.status.success() {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let csv: String = text
+                .lines()
+                .filter(|l| l.contains(','))
+                .map(|l| format!("{}\n", l.trim()))
+                .collect();
+            if !csv.is_empty() {
+                let _ = std::fs::write(path, csv);
+            }
+        }
+    }
 }
 
 impl PowerSampler {
@@ -115,8 +147,13 @@ impl PowerSampler {
     ) -> Result<Option<PowerSampler>, String> {
         let nvidia = || answers("nvidia-smi", &["-L"]);
         let amd = || answers("amd-smi", &["list"]);
+        let nvml = || crate::nvml::open().is_ok();
         let source = match mode {
             PowerMode::Off => return Ok(None),
+            PowerMode::Nvml => {
+                crate::nvml::open().map_err(|e| format!("--power nvml: {e}"))?;
+                PowerSource::Nvml
+            }
             PowerMode::NvidiaSmi if nvidia() => PowerSource::NvidiaSmi,
             PowerMode::AmdSmi if amd() => PowerSource::AmdSmi,
             PowerMode::NvidiaSmi | PowerMode::AmdSmi => {
@@ -129,13 +166,25 @@ impl PowerSampler {
                     }
                 ))
             }
+            PowerMode::Auto if nvml() => PowerSource::Nvml,
             PowerMode::Auto if nvidia() => PowerSource::NvidiaSmi,
             PowerMode::Auto if amd() => PowerSource::AmdSmi,
             PowerMode::Auto => return Ok(None),
         };
         let ms = interval.as_millis().clamp(50, 3_600_000);
+        if source == PowerSource::Nvml {
+            let l = crate::nvml::NvmlLoop::start(path, Duration::from_millis(ms as u64))?;
+            return Ok(Some(PowerSampler {
+                source,
+                path: path.to_path_buf(),
+                child: None,
+                pump: None,
+                nvml: Some(l),
+            }));
+        }
         let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let (child, pump) = match source {
+            PowerSource::Nvml => unreachable!("started above"),
             PowerSource::NvidiaSmi => {
                 let child = Command::new("nvidia-smi")
                     .arg(format!("--query-gpu={NVIDIA_QUERY}"))
@@ -148,6 +197,7 @@ impl PowerSampler {
                 (child, None)
             }
             PowerSource::AmdSmi => {
+                amd_energy_snapshot(&crate::energy::snapshot_paths(path).0);
                 let secs = (ms as f64 / 1000.0).ceil().max(1.0) as u64;
                 let mut child = Command::new("amd-smi")
                     .args(["metric", "-p", "-c", "-t", "-u", "--csv", "-w"])
@@ -164,8 +214,9 @@ impl PowerSampler {
         let sampler = PowerSampler {
             source,
             path: path.to_path_buf(),
-            child,
+            child: Some(child),
             pump,
+            nvml: None,
         };
         let deadline = Instant::now() + interval * 3 + Duration::from_secs(5);
         while data_rows(&sampler.path) == 0 && Instant::now() < deadline {
@@ -188,6 +239,9 @@ impl PowerSampler {
         }
         self.end_tool();
         drop_partial_last_line(&self.path);
+        if self.source == PowerSource::AmdSmi {
+            amd_energy_snapshot(&crate::energy::snapshot_paths(&self.path).1);
+        }
         if self.source == PowerSource::NvidiaSmi {
             if let Ok(o) = Command::new("nvidia-smi")
                 .arg(format!("--query-gpu={NVIDIA_QUERY}"))
@@ -209,10 +263,15 @@ impl PowerSampler {
 impl PowerSampler {
     /// Kills the sampling tool and waits for it (and the amd-smi pump); idempotent.
     fn end_tool(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
         if let Some(p) = self.pump.take() {
             let _ = p.join();
+        }
+        if let Some(mut l) = self.nvml.take() {
+            l.stop();
         }
     }
 }

@@ -355,3 +355,117 @@ print(json.dumps(out))
         }
     }
 }
+
+/// The energy-counter cross-check on amd-smi-shaped snapshots (`gpu,total_energy_consumption`,
+/// joules) beside a two-GPU stream at constant 100 W and 300 W over 12 s: exact deltas and
+/// relative error, a counter that went backwards, a missing or unreadable snapshot — and the
+/// same dictionaries as InferenceX's `cross_check_accumulator` where ../shared is present.
+#[test]
+fn accumulator_check_as_inferencex_cross_checks_it() {
+    use inferbench_telemetry::energy::{accumulator_check, snapshot_paths, write_snapshot};
+    let dir = tempfile::tempdir().unwrap();
+    let mut stream = String::from("gpu,timestamp,socket_power,power_cap\n");
+    for t in 999..=1011 {
+        stream.push_str(&format!(
+            "0,{}000,100,750\n1,{}000,300,750\n",
+            T0 + t,
+            T0 + t
+        ));
+    }
+    let case = |name: &str, start: Option<&[(&str, f64)]>, end: Option<&[(&str, f64)]>| {
+        let p = dir.path().join(format!("{name}.csv"));
+        std::fs::write(&p, &stream).unwrap();
+        let (sp, ep) = snapshot_paths(&p);
+        let own = |v: &[(&str, f64)]| {
+            v.iter()
+                .map(|(g, j)| (g.to_string(), *j))
+                .collect::<Vec<_>>()
+        };
+        if let Some(s) = start {
+            write_snapshot(&sp, &own(s)).unwrap();
+        }
+        if let Some(e) = end {
+            write_snapshot(&ep, &own(e)).unwrap();
+        }
+        p
+    };
+    // 12 s at 100 W = 1,200 J and at 300 W = 3,600 J; counters say 1,250 and 3,650.
+    let ok = case(
+        "ok",
+        Some(&[("0", 1000.0), ("1", 5000.0)]),
+        Some(&[("0", 2250.0), ("1", 8650.0)]),
+    );
+    let c = accumulator_check(&ok).unwrap();
+    assert!(c.available);
+    assert_eq!(c.accumulator_delta_j, Some(4900.0));
+    assert_eq!(c.integrated_stream_j, Some(4800.0));
+    assert!((c.relative_error.unwrap().unwrap() - 100.0 / 4900.0).abs() < 1e-15);
+    assert_eq!(
+        (c.within_tolerance, c.stream_span_s),
+        (Some(true), Some(12.0))
+    );
+    let reset = case(
+        "reset",
+        Some(&[("0", 1000.0), ("1", 5000.0), ("2", 1.0)]),
+        Some(&[("0", 2200.0), ("1", 100.0)]),
+    );
+    let c = accumulator_check(&reset).unwrap();
+    assert_eq!(c.negative_delta_gpus, Some(vec!["1".to_string()]));
+    assert_eq!(c.unmatched_gpus, Some(vec!["2".to_string()]));
+    assert_eq!(c.within_tolerance, Some(false));
+    let no_end = case("no_end", Some(&[("0", 1.0)]), None);
+    assert_eq!(
+        accumulator_check(&no_end).unwrap().reason.as_deref(),
+        Some("missing_end_snapshot")
+    );
+    let none = case("none", None, None);
+    assert_eq!(accumulator_check(&none), None);
+    let bad = case("bad", Some(&[("0", 1.0)]), Some(&[("0", 2.0)]));
+    std::fs::write(snapshot_paths(&bad).0, "gpu,energy\n0,1\n").unwrap();
+    assert_eq!(
+        accumulator_check(&bad).unwrap().reason.as_deref(),
+        Some("unparseable_start_snapshot")
+    );
+
+    let utils =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/utils");
+    if !utils.join("aggregate_power.py").is_file() {
+        assert!(std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"));
+        eprintln!("skipping the aggregate_power.py comparison: ../shared not found");
+        return;
+    }
+    for p in [&ok, &reset, &no_end, &bad] {
+        let o = Command::new("python3")
+            .args([
+                "-c",
+                "import json, sys; sys.path.insert(0, sys.argv[1]); import aggregate_power as ap; \
+                 print(json.dumps(ap.cross_check_accumulator(ap.Path(sys.argv[2]))))",
+            ])
+            .arg(&utils)
+            .arg(p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let theirs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let ours = serde_json::to_value(accumulator_check(p).unwrap()).unwrap();
+        assert_eq!(ours, theirs, "{}", p.display());
+    }
+}
+
+/// `--power nvml` on a machine without NVIDIA's library is a clear error, before any file is
+/// written.
+#[test]
+fn nvml_missing_is_an_error_only_when_asked_for() {
+    use inferbench_telemetry::sampler::{PowerMode, PowerSampler};
+    if inferbench_telemetry::nvml::open().is_ok() {
+        eprintln!("skipping: this machine has NVML");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("power.csv");
+    let e = PowerSampler::start(PowerMode::Nvml, std::time::Duration::from_millis(100), &p)
+        .err()
+        .unwrap();
+    assert!(e.starts_with("--power nvml: NVML: "), "{e}");
+    assert!(!p.exists());
+}

@@ -224,11 +224,11 @@ pub struct Args {
     )]
     pub server_metrics_interval: f64,
     /// GPU power sampling into `<result stem>.power.csv` beside the result (`power.csv`
-    /// without --save-result; needs --result-dir): auto (nvidia-smi, else amd-smi, else none),
-    /// off, nvidia-smi, amd-smi. The profiling window is integrated per GPU with InferenceX's
+    /// without --save-result; needs --result-dir): auto (NVML, else nvidia-smi, else amd-smi,
+    /// else none), off, nvml, nvidia-smi, amd-smi. The profiling window is integrated per GPU with InferenceX's
     /// validity rules (`<result stem>.power_validation.json`) into `inferbench.power` (W, J,
     /// J/token).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "off", "nvidia-smi", "amd-smi"], help_heading = "Output")]
+    #[arg(long, default_value = "auto", value_parser = ["auto", "off", "nvml", "nvidia-smi", "amd-smi"], help_heading = "Output")]
     pub power: String,
     /// Seconds between power samples.
     #[arg(
