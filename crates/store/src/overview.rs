@@ -65,15 +65,32 @@ impl Store {
     /// Every stored eval, sorted by (task, model, hardware, framework, precision, spec, date,
     /// conc).
     pub fn evals(&mut self) -> Result<Vec<EvalRow>, StoreError> {
+        self.evals_where("", &[])
+    }
+
+    /// The evals stored with run `run_id` (an eval set, or a dump run's), in [`Store::evals`]'s
+    /// order; empty when it has none.
+    pub fn run_evals(&mut self, run_id: i64) -> Result<Vec<EvalRow>, StoreError> {
+        self.evals_where("WHERE e.run_id = ?", &[run_id.into()])
+    }
+
+    fn evals_where(
+        &mut self,
+        cond: &str,
+        params: &[crate::db::Val],
+    ) -> Result<Vec<EvalRow>, StoreError> {
         self.require_migrated()?;
         let rows = self.conn.query(
-            "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.tp, c.ep,
-                    c.dp_attention, e.task, e.conc, e.score, e.score_se, e.metrics, r.date,
-                    r.batch, r.id
-             FROM evals e JOIN configs c ON c.id = e.config_id JOIN runs r ON r.id = e.run_id
-             ORDER BY e.task, c.model, c.hardware, c.framework, c.precision, c.spec_decoding,
-                      r.date, e.conc, r.id",
-            &[],
+            &format!(
+                "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.tp, c.ep,
+                        c.dp_attention, e.task, e.conc, e.score, e.score_se, e.metrics, r.date,
+                        r.batch, r.id
+                 FROM evals e JOIN configs c ON c.id = e.config_id JOIN runs r ON r.id = e.run_id
+                 {cond}
+                 ORDER BY e.task, c.model, c.hardware, c.framework, c.precision, c.spec_decoding,
+                          r.date, e.conc, r.id"
+            ),
+            params,
         )?;
         Ok(rows
             .into_iter()

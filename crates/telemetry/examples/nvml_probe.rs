@@ -35,7 +35,11 @@ fn main() {
     println!("== {}\n{text}", path.display());
     let (a, b) = energy::snapshot_paths(&path);
     for p in [&a, &b] {
-        println!("== {}\n{}", p.display(), std::fs::read_to_string(p).unwrap_or_default());
+        println!(
+            "== {}\n{}",
+            p.display(),
+            std::fs::read_to_string(p).unwrap_or_default()
+        );
     }
     let csv = power::parse_csv(&text);
     let i = power::integrate(&csv, t0, t1, None, power::DEFAULT_MAX_SAMPLE_GAP_S);

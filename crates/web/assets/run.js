@@ -161,6 +161,29 @@ async function serverMetrics(pointId) {
   }
 }
 
+/** The run's accuracy evals (GSM8K strict and flexible exact match, fractions). */
+function evals(rows) {
+  const body = $("evals").querySelector("tbody");
+  body.replaceChildren();
+  if (!rows.length) {
+    $("evals-note").textContent = "no accuracy eval stored with this run";
+    return;
+  }
+  const f = x => (x === null || x === undefined) ? "–" : Number(x).toFixed(4);
+  for (const e of rows) {
+    const tr = document.createElement("tr");
+    for (const v of [e.task, e.conc, f(e.score), f(e.score_se), f(e.metrics.em_flexible),
+                     e.metrics.n_eff === undefined ? "–" : e.metrics.n_eff]) {
+      const td = document.createElement("td");
+      td.textContent = String(v);
+      tr.append(td);
+    }
+    body.append(tr);
+  }
+  $("evals").hidden = false;
+  $("evals-note").textContent = count(rows.length, "eval") + " (exact match, fraction 0–1)";
+}
+
 async function start() {
   const q = new URLSearchParams(location.search);
   const id = q.get("id") || "";
@@ -171,6 +194,7 @@ async function start() {
     provenance(r.run);
     points(r.points, r.batch_points, r.run.id);
     files(r.run, r.artifacts);
+    evals(r.evals || []);
     status(count(r.points.length, "point") + " in this run, " + r.batch_points.length
       + " in its batch, " + count(r.artifacts.length, "file"));
     const sel = $("point");

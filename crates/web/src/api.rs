@@ -494,7 +494,8 @@ fn db_err(e: inferbench_store::StoreError) -> ApiError {
 
 /// `GET /api/v1/runs/{id}`: `{"run": RunInfo, "points": [row…] (as in `points`, every
 /// metric; failed and invalid points included), "batch_points": [row…] (every point of the
-/// run's batch: a sweep's other concurrencies), "artifacts": [{"name", "size", "url"}]}`; 404
+/// run's batch: a sweep's other concurrencies), "artifacts": [{"name", "size", "url"}],
+/// "evals": [EvalRow…] (the run's accuracy evals, as in `/api/v1/evals`)}`; 404
 /// when there is no such run. `frontier` in both lists: the batch's own frontier of tok/s/GPU
 /// against median interactivity.
 pub async fn run(
@@ -510,6 +511,7 @@ pub async fn run(
                 .ok_or_else(|| not_found(format!("no run {id}")))?;
             let rows = s.run_points(id, &CostOptions::default()).map_err(db_err)?;
             let files = s.run_artifacts(id).map_err(db_err)?;
+            let evals = s.run_evals(id).map_err(db_err)?;
             let mut f = Filter {
                 include_failed: true,
                 include_invalid: true,
@@ -518,9 +520,10 @@ pub async fn run(
             f.add(&format!("batch={}", info.batch))
                 .map_err(|e| ApiError::internal(e.to_string()))?;
             let batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
-            Ok((info, (rows, batch), files))
+            Ok((info, (rows, batch), (files, evals)))
         })
         .await?;
+    let (files, evals) = files;
     let (mut rows, mut batch) = rows;
     query::mark_frontier_with(&mut rows, "median_intvty", "tput_per_gpu", true);
     query::mark_frontier_with(&mut batch, "median_intvty", "tput_per_gpu", true);
@@ -534,7 +537,8 @@ pub async fn run(
     let pts = PointsAnswer::new(&rows, "median_intvty", "tput_per_gpu", true);
     let sib = PointsAnswer::new(&batch, "median_intvty", "tput_per_gpu", true);
     Ok(Json(
-        json!({"run": info, "points": pts.points, "batch_points": sib.points, "artifacts": files}),
+        json!({"run": info, "points": pts.points, "batch_points": sib.points, "artifacts": files,
+               "evals": evals}),
     ))
 }
 

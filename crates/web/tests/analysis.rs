@@ -188,6 +188,18 @@ async fn evals_and_the_support_matrix() {
         rows,
         [("vllm".to_string(), "fp4".to_string(), 32, 0.91, 0.0079)]
     );
+    // The run page's API carries the run's evals.
+    let run_id = v["rows"][0]["run_id"].as_i64().unwrap();
+    let (s, r) = get_json(&db, &format!("/api/v1/runs/{run_id}")).await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let got: Vec<(&str, f64)> = r["evals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["model"].as_str().unwrap(), e["score"].as_f64().unwrap()))
+        .collect();
+    // Both rows of the imported agg_eval_all.json, in the Evals page's order.
+    assert_eq!(got, [("dsr1", 0.9522), ("gptoss120b", 0.91)]);
     let (s, e) = get_json(&db, "/api/v1/evals?colour=red").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert!(e["error"]
