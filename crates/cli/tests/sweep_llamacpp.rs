@@ -453,7 +453,7 @@ fn llamacpp_eval_only_row_scores_gsm8k_in_a_sweep_into_the_store() {
         String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("ingested 1 run(s), 0 point(s), 1 eval result(s)"),
+        text.contains("ingested 1 run(s), 0 point(s), 1 eval result(s)\n"),
         "{text}"
     );
     let mut store = inferbench_store::Store::open(db.to_str().unwrap()).unwrap();

@@ -185,6 +185,37 @@ async fn evals_run_after_throughput_and_for_eval_only_rows() {
     assert_eq!(sweep["points"][0].get("kind"), None);
     assert_eq!(sweep["points"][1]["kind"], "eval");
 
+    // InferenceX's own collector reads the sweep's eval artifacts as its own.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/inferencex/utils/collect_eval_results.py");
+    if script.is_file() {
+        let code = "import sys, types, json; sys.modules['tabulate'] = types.SimpleNamespace(tabulate=None); \
+                    sys.path.insert(0, sys.argv[1]); import collect_eval_results as c; from pathlib import Path; \
+                    rows = c.collect_eval_rows(Path(sys.argv[2])); \
+                    print(json.dumps(sorted([[r['model_prefix'], r['hw'], r['framework'], r['tp'], r['conc'], r['task'], r['score'], r['em_flexible'], r['n_eff']] for r in rows])))";
+        let o = std::process::Command::new("python3")
+            .args(["-c", code])
+            .arg(script.parent().unwrap())
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            rows,
+            serde_json::json!([
+                ["gptoss", "H100", "vllm", 2, 16, "gsm8k", 0.75, 0.75, 4],
+                ["gptoss", "H100", "vllm", 2, 32, "gsm8k", 0.75, 0.75, 4]
+            ])
+        );
+    } else {
+        assert!(std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"));
+        eprintln!(
+            "skipping the collect_eval_results.py check: {} missing",
+            script.display()
+        );
+    }
+
     // The Slurm gather reads the same three points from their markers.
     let g = gather(&jobs, &opts);
     assert_eq!(

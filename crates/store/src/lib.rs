@@ -142,15 +142,23 @@ impl IngestReport {
         } else {
             format!("{} request record(s) (warmups included)", self.requests)
         };
-        let evals = if self.evals > 0 {
-            format!("{} eval result(s), ", self.evals)
+        let mut s = if self.evals > 0 && self.points == 0 {
+            // Eval sets only: no points, so nothing to say about request records.
+            format!(
+                "ingested {} run(s){again}, 0 point(s), {} eval result(s)\n",
+                self.runs_ingested, self.evals
+            )
+        } else if self.evals > 0 {
+            format!(
+                "ingested {} run(s){again}, {} point(s), {} eval result(s), {records}\n",
+                self.runs_ingested, self.points, self.evals
+            )
         } else {
-            String::new()
+            format!(
+                "ingested {} run(s){again}, {} point(s), {records}\n",
+                self.runs_ingested, self.points
+            )
         };
-        let mut s = format!(
-            "ingested {} run(s){again}, {} point(s), {evals}{records}\n",
-            self.runs_ingested, self.points
-        );
         if self.runs_ingested == 0 && self.skipped.is_empty() && self.unfinished.is_empty() {
             s.push_str(
                 "warning: nothing to ingest there (no result files or artifact directories)\n",

@@ -594,7 +594,7 @@ fn eval_sets_ingest_as_inferencex_collects_them() {
     );
     assert!(r
         .render()
-        .starts_with("ingested 2 run(s), 0 point(s), 3 eval result(s), "));
+        .starts_with("ingested 2 run(s), 0 point(s), 3 eval result(s)\n"));
     assert_eq!(r.unfinished.len(), 1, "{:?}", r.unfinished);
     assert!(r.unfinished[0]
         .contains("eval_gptoss_8k1k_unfinished (state failed, eval_failed: GSM8K data not given"));
