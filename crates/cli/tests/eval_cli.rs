@@ -148,3 +148,114 @@ fn scores_files_thresholds_and_errors() {
         "{text}"
     );
 }
+
+/// Without --data-dir and nothing cached, GSM8K is downloaded: offline that is a clear error
+/// naming the URL and --data-dir (exit 2); a mirror serving other bytes fails its sha256.
+#[test]
+fn without_data_dir_gsm8k_is_downloaded_checked_and_cached() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |source: &str| {
+        let o = Command::new(BIN)
+            .args([
+                "eval",
+                "gsm8k",
+                "--base-url",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+            ])
+            .env("INFERBENCH_CACHE_DIR", tmp.path().join("cache"))
+            .env("INFERBENCH_GSM8K_URL", source)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, text) = run("http://127.0.0.1:9/data");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("GSM8K data: no --data-dir given and the download of http://127.0.0.1:9/data/test.jsonl failed (")
+            && text.contains("Offline? Pass --data-dir DIR holding test.jsonl and train.jsonl"),
+        "{text}"
+    );
+    let mirror = replay("not the file");
+    let (code, text) = run(&mirror);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("expected 3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14"),
+        "{text}"
+    );
+    assert!(!tmp.path().join("cache/gsm8k/test.jsonl").exists());
+
+    // A mirror with the published files (python's http.server over ../shared/data/gsm8k): both
+    // are fetched, checked and cached; the next run reads the cache with the mirror gone.
+    let data =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gsm8k");
+    if !data.join("train.jsonl").is_file() {
+        eprintln!("skipping the mirror part: ../shared/data/gsm8k not found");
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let mut server = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            "--bind",
+            "127.0.0.1",
+            &port.to_string(),
+            "--directory",
+        ])
+        .arg(&data)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed().as_secs() < 20, "http.server did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let url = replay("#### 18");
+    let fetch = |source: &str| {
+        Command::new(BIN)
+            .args([
+                "eval",
+                "gsm8k",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--backend",
+                "openai",
+            ])
+            .args(["--limit", "1", "--result-dir"])
+            .arg(tmp.path().join("out"))
+            .env("INFERBENCH_CACHE_DIR", tmp.path().join("cache"))
+            .env("INFERBENCH_GSM8K_URL", source)
+            .output()
+            .unwrap()
+    };
+    let o = fetch(&format!("http://127.0.0.1:{port}"));
+    let _ = server.kill();
+    let _ = server.wait();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    // Test problem 0's answer is 18: right.
+    assert!(
+        text.contains("gsm8k: 1 problems (0 failed requests): strict-match 1.0000"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(tmp.path().join("cache/gsm8k/test.jsonl")).unwrap(),
+        std::fs::read(data.join("test.jsonl")).unwrap()
+    );
+    let o = fetch("http://127.0.0.1:9/gone");
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(text.contains("strict-match 1.0000"), "{text}");
+}

@@ -46,6 +46,122 @@ pub enum EvalError {
     /// The client could not be built (bad URL, …).
     #[error("{0}")]
     Client(String),
+    /// No `--data-dir`, nothing cached, and the download failed.
+    #[error(
+        "GSM8K data: no --data-dir given and the download of {url} failed ({why}). Offline? \
+         Pass --data-dir DIR holding test.jsonl and train.jsonl (openai/grade-school-math, or \
+         the openai/gsm8k `main` config), or set INFERBENCH_GSM8K_URL to a mirror"
+    )]
+    Download {
+        /// What was fetched.
+        url: String,
+        /// Why it failed.
+        why: String,
+    },
+}
+
+/// Where GSM8K is published: OpenAI's `grade-school-math` repository (MIT), its `test.jsonl`
+/// (1,319 problems) and `train.jsonl` (the few-shot pool), reference/targets.md §6. Override
+/// the base with `INFERBENCH_GSM8K_URL` (a mirror; tests point it at a closed port).
+pub const SOURCE_URL: &str =
+    "https://raw.githubusercontent.com/openai/grade-school-math/master/grade_school_math/data";
+
+/// sha256 of the published files (targets.md §6 for test.jsonl; train.jsonl as published).
+pub const SHA256: [(&str, &str); 2] = [
+    (
+        "test.jsonl",
+        "3730d312f6e3440559ace48831e51066acaca737f6eabec99bccb9e4b3c39d14",
+    ),
+    (
+        "train.jsonl",
+        "17f347dc51477c50d4efb83959dbb7c56297aba886e5544ee2aaed3024813465",
+    ),
+];
+
+/// The download cache: `$INFERBENCH_CACHE_DIR/gsm8k`, else `$XDG_CACHE_HOME/inferbench/gsm8k`,
+/// else `~/.cache/inferbench/gsm8k`.
+pub fn cache_dir() -> PathBuf {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("INFERBENCH_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("inferbench")))
+        .or_else(|| env("HOME").map(|h| h.join(".cache/inferbench")))
+        .unwrap_or_else(|| PathBuf::from(".cache/inferbench"))
+        .join("gsm8k")
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// [`SOURCE_URL`], or `INFERBENCH_GSM8K_URL` when set.
+pub fn source_url() -> String {
+    std::env::var("INFERBENCH_GSM8K_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| SOURCE_URL.to_string())
+}
+
+/// The directory to read GSM8K from: `given` as it is (checked by [`load_split`]); else
+/// `cache` (normally [`cache_dir`]) when both files are there with the published checksums; else both files downloaded
+/// from `source` (normally [`source_url`]) into the cache (checksums verified, written
+/// atomically). Blocking: call it off the async runtime's threads.
+///
+/// Errors: [`EvalError::Download`] when the download fails (offline, a proxy, a bad mirror)
+/// or a checksum differs, naming the URL and `--data-dir` as the way around.
+pub fn resolve_data_dir(
+    given: Option<&Path>,
+    cache: &Path,
+    source: &str,
+) -> Result<PathBuf, EvalError> {
+    if let Some(d) = given {
+        return Ok(d.to_path_buf());
+    }
+    let dir = cache.to_path_buf();
+    let cached = SHA256
+        .iter()
+        .all(|(f, sum)| std::fs::read(dir.join(f)).is_ok_and(|b| sha256_hex(&b) == *sum));
+    if cached {
+        return Ok(dir);
+    }
+    let base = source;
+    std::fs::create_dir_all(&dir).map_err(|e| EvalError::Io(dir.clone(), e))?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(120)))
+        .build()
+        .into();
+    for (f, sum) in SHA256 {
+        let url = format!("{}/{f}", base.trim_end_matches('/'));
+        let fail = |why: String| EvalError::Download {
+            url: url.clone(),
+            why,
+        };
+        let body = agent
+            .get(&url)
+            .call()
+            .map_err(|e| fail(e.to_string()))?
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024 * 1024)
+            .read_to_vec()
+            .map_err(|e| fail(e.to_string()))?;
+        let got = sha256_hex(&body);
+        if got != sum {
+            return Err(fail(format!("sha256 {got}, expected {sum}")));
+        }
+        let tmp = dir.join(format!("{f}.part"));
+        std::fs::write(&tmp, &body)
+            .and_then(|()| std::fs::rename(&tmp, dir.join(f)))
+            .map_err(|e| EvalError::Io(dir.join(f), e))?;
+    }
+    Ok(dir)
 }
 
 /// One GSM8K problem.

@@ -29,9 +29,15 @@ pub struct EvalSettings {
     /// Run the evals rows ask for (`sweep --no-evals` turns them off: eval-only rows are then
     /// not run at all).
     pub enabled: bool,
-    /// GSM8K `test.jsonl` / `train.jsonl` (`--eval-data-dir`); without it an eval fails with
-    /// class `eval_failed` naming the flag.
+    /// GSM8K `test.jsonl` / `train.jsonl` (`--eval-data-dir`); without it the download cache
+    /// ([`inferbench_eval::gsm8k::resolve_data_dir`]), fetched once from `source_url`; an eval
+    /// fails with class `eval_failed` naming the flag when that fails.
     pub data_dir: Option<PathBuf>,
+    /// Where GSM8K is downloaded from without `data_dir` (default
+    /// [`inferbench_eval::gsm8k::source_url`]).
+    pub source_url: String,
+    /// Its download cache (default [`inferbench_eval::gsm8k::cache_dir`]).
+    pub cache_dir: PathBuf,
     /// Only the first N test problems (`--eval-limit`, InferenceX's `EVAL_LIMIT`).
     pub limit: Option<usize>,
     /// Output tokens per answer (`--eval-max-tokens`; default from the row's context length).
@@ -52,6 +58,8 @@ impl Default for EvalSettings {
         EvalSettings {
             enabled: true,
             data_dir: None,
+            source_url: gsm8k::source_url(),
+            cache_dir: gsm8k::cache_dir(),
             limit: None,
             max_tokens: None,
             concurrency: None,
@@ -174,13 +182,22 @@ pub async fn run_eval(
         &meta_env(spec, conc, result_filename),
     )
     .map_err(|e| fail(format!("{}: writing meta_env.json: {e}", dir.display())))?;
-    let Some(data_dir) = settings.data_dir.clone() else {
-        return Err(fail(
-            "GSM8K data not given: pass --eval-data-dir DIR holding test.jsonl and train.jsonl \
-             (openai/gsm8k `main`), or --no-evals to run throughput points only"
-                .into(),
-        ));
-    };
+    let (given, cache, source) = (
+        settings.data_dir.clone(),
+        settings.cache_dir.clone(),
+        settings.source_url.clone(),
+    );
+    let data_dir = tokio::task::spawn_blocking(move || {
+        gsm8k::resolve_data_dir(given.as_deref(), &cache, &source)
+    })
+    .await
+    .map_err(|e| fail(format!("GSM8K data: {e}")))?
+    .map_err(|e| {
+        fail(format!(
+            "{} (sweep: --eval-data-dir DIR, or --no-evals to run throughput points only)",
+            e
+        ))
+    })?;
     let opts = EvalOptions {
         base_url: base_url.to_string(),
         model: spec.row.model.clone(),

@@ -257,13 +257,11 @@ async fn an_eval_without_data_fails_alone_and_says_what_to_pass() {
     let url = replay_72();
     let out = tmp.path().join("out");
     let jobs = vec![row(0, "gptoss_8k1k", 8, true, false)];
-    let report = run_jobs(
-        &jobs,
-        &options(&out, &url, None),
-        &QuickPoint,
-        &CancellationToken::new(),
-    )
-    .await;
+    // No data dir, an empty cache, and a download source that refuses (offline).
+    let mut offline = options(&out, &url, None);
+    offline.evals.cache_dir = tmp.path().join("cache");
+    offline.evals.source_url = "http://127.0.0.1:9/gsm8k".into();
+    let report = run_jobs(&jobs, &offline, &QuickPoint, &CancellationToken::new()).await;
     let p = &report.points;
     assert_eq!(
         (p[0].kind, p[0].outcome),
@@ -279,7 +277,9 @@ async fn an_eval_without_data_fails_alone_and_says_what_to_pass() {
     );
     let cause = p[1].cause.as_deref().unwrap();
     assert!(
-        cause.starts_with("GSM8K data not given: pass --eval-data-dir DIR"),
+        cause.starts_with("GSM8K data: no --data-dir given and the download of http://127.0.0.1:9/gsm8k/test.jsonl failed (")
+            && cause.contains("Offline? Pass --data-dir DIR")
+            && cause.ends_with("(sweep: --eval-data-dir DIR, or --no-evals to run throughput points only)"),
         "{cause}"
     );
     // A server that refuses every request: the eval fails with the first cause.

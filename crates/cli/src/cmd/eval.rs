@@ -34,9 +34,11 @@ struct Gsm8kArgs {
     /// with --apply_chat_template) or openai (completions).
     #[arg(long, default_value = "openai-chat")]
     backend: String,
-    /// Directory holding test.jsonl and train.jsonl (openai/gsm8k `main`).
+    /// Directory holding test.jsonl and train.jsonl (openai/gsm8k `main`). Default: the
+    /// cache (~/.cache/inferbench/gsm8k), downloaded there once from OpenAI's
+    /// grade-school-math repository (sha256-checked).
     #[arg(long)]
-    data_dir: PathBuf,
+    data_dir: Option<PathBuf>,
     /// Only the first N test problems.
     #[arg(long)]
     limit: Option<usize>,
@@ -88,7 +90,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         base_url: a.base_url,
         model: a.model,
         backend,
-        data_dir: a.data_dir,
+        data_dir: gsm8k::resolve_data_dir(
+            a.data_dir.as_deref(),
+            &gsm8k::cache_dir(),
+            &gsm8k::source_url(),
+        )?,
         limit: a.limit,
         num_fewshot: a.num_fewshot,
         concurrency: a.concurrency,

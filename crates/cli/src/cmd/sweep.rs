@@ -131,7 +131,8 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Evals")]
     pub no_evals: bool,
     /// GSM8K data for evals: a directory with test.jsonl and train.jsonl (openai/gsm8k
-    /// `main`). Without it a row's eval fails with `eval_failed` (its throughput points run).
+    /// `main`). Default: the download cache (~/.cache/inferbench/gsm8k, fetched once); when
+    /// that fails a row's eval fails with `eval_failed` (its throughput points run).
     #[arg(long, value_name = "DIR", help_heading = "Evals")]
     pub eval_data_dir: Option<PathBuf>,
     /// Only the first N GSM8K test problems (InferenceX's EVAL_LIMIT; default all 1,319).
