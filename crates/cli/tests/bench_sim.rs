@@ -20,6 +20,10 @@ impl Drop for Sim {
 }
 
 fn start_sim() -> Sim {
+    start_sim_with(&[])
+}
+
+fn start_sim_with(extra: &[&str]) -> Sim {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -27,6 +31,7 @@ fn start_sim() -> Sim {
         .port();
     let child = Command::new(BIN)
         .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -622,4 +627,63 @@ fn amd_smi_energy_counters_are_snapshotted_and_cross_checked() {
         names.contains(&"power_energy_start.csv") && names.contains(&"power_energy_end.csv"),
         "{names:?}"
     );
+}
+
+/// issue 10: the AgentX replay samples GPU power as `bench` does (reference/agentx.md §4.6):
+/// `power.csv` and `power_validation.json` in --result-dir, `inferbench.power` in summary.json
+/// and InferenceX's power keys in agentic_aggregate.json (the stand-in nvidia-smi: 100 W and
+/// 300 W, so 200 W per GPU).
+#[test]
+fn replay_samples_power_into_its_summary_and_aggregate() {
+    use std::os::unix::fs::PermissionsExt;
+    // 50× faster than the roofline: the sessions' turns finish inside a 3 s replay.
+    let sim = start_sim_with(&["--time-scale", "50"]);
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("nvidia-smi");
+    std::fs::write(&fake, FAKE_NVIDIA_SMI).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(BIN)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .args(["replay", "--synthetic", "quickstart"])
+        .args(["--base-url", &format!("http://127.0.0.1:{}", sim.1)])
+        .args(["--model", "Llama-3.1-8B", "--concurrency", "2"])
+        .args(["--benchmark-duration", "3", "--unsafe-override"])
+        .args(["--power-interval", "0.2", "--require-power", "--result-dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    assert!(std::fs::read_to_string(out.join("power.csv"))
+        .unwrap()
+        .starts_with("timestamp, index, power.draw [W]"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("power_validation.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["power_valid"], true, "{v}");
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let p = &s["inferbench"]["power"];
+    assert_eq!(
+        (
+            p["source"].as_str(),
+            p["valid"].as_bool(),
+            p["gpus"].as_u64()
+        ),
+        (Some("nvidia-smi"), Some(true), Some(2))
+    );
+    assert!(
+        (p["metrics"]["avg_power_w"].as_f64().unwrap() - 200.0).abs() < 1e-6,
+        "{p}"
+    );
+    let a: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("agentic_aggregate.json")).unwrap())
+            .unwrap();
+    assert_eq!(a["power_valid"], 1, "{a}");
+    assert_eq!(a["power_metric_schema_version"], 2);
+    assert_eq!(a["avg_power_w"], 200.0);
 }

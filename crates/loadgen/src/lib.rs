@@ -13,6 +13,7 @@ pub mod arrivals;
 pub mod hints;
 pub mod options;
 pub mod output;
+pub mod power;
 pub mod progress;
 pub mod prompts;
 pub mod run;

@@ -25,8 +25,7 @@ use crate::progress::{Counters, Progress};
 use crate::prompts::{self, PreparedPrompts};
 use crate::server_cache;
 use inferbench_core::server_metrics;
-use inferbench_telemetry::power;
-use inferbench_telemetry::sampler::{PowerMode, PowerSampler};
+use inferbench_telemetry::sampler::PowerMode;
 use inferbench_telemetry::scrape::{self, Scraper};
 
 /// Exit code when the failed fraction exceeds `--max-error-rate`, the anomalous fraction
@@ -497,12 +496,16 @@ pub async fn run_bench(
     }
     let mut power_validation: Option<PathBuf> = None;
     summary.inferbench.server_metrics = server_metrics;
-    if let Some((sampler, csv_path)) = power {
-        let validation = output::side_file(&opts, &date, "power_validation.json")
-            .unwrap_or_else(|| csv_path.with_file_name("power_validation.json"));
-        power_validation = Some(validation.clone());
-        summary.inferbench.power =
-            Some(finish_power(&opts, sampler, &csv_path, &validation, &summary).await);
+    if let Some(run) = power {
+        power_validation = Some(
+            output::side_file(&opts, &date, "power_validation.json")
+                .unwrap_or_else(|| run.csv().with_file_name("power_validation.json")),
+        );
+        let expected = opts
+            .job_identity
+            .as_ref()
+            .and_then(|id| u32::try_from(id.num_gpus()).ok());
+        summary.inferbench.power = Some(run.finish(&summary, expected).await);
     }
     // Said only of a server that answered: a dead one has its own message.
     if scrape_missing && summary.completed > 0 {
@@ -636,14 +639,15 @@ fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
     }
 }
 
-/// Starts the power sampler of `opts.power` when there is a result directory; a note when
-/// `auto` finds no tool or there is nowhere to write. Errors: a tool named by `--power` is
-/// missing (or `--require-power` without any).
+/// Starts the power sampler of `opts.power` when there is a result directory (`power.csv` and
+/// `power_validation.json` beside the result); a note when `auto` finds no tool or there is
+/// nowhere to write. Errors: a tool named by `--power` is missing (or `--require-power`
+/// without any).
 async fn start_power(
     opts: &BenchOptions,
     date: &str,
     notes: &mut Vec<String>,
-) -> anyhow::Result<Option<(PowerSampler, PathBuf)>> {
+) -> anyhow::Result<Option<crate::power::PowerRun>> {
     if opts.power == PowerMode::Off {
         return Ok(None);
     }
@@ -653,93 +657,17 @@ async fn start_power(
         }
         return Ok(None);
     };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("--result-dir: cannot create {}", dir.display()))?;
-    }
-    let (mode, interval) = (opts.power, opts.power_interval);
-    let p2 = path.clone();
-    let started = tokio::task::spawn_blocking(move || PowerSampler::start(mode, interval, &p2))
-        .await
-        .context("power sampler start panicked")?
-        .map_err(anyhow::Error::msg)?;
-    match started {
-        Some(s) => Ok(Some((s, path))),
-        None if opts.require_power => {
-            anyhow::bail!("--require-power: no power sampler found (NVML, nvidia-smi, amd-smi)")
-        }
-        None => {
-            if opts.power == PowerMode::Auto && opts.save_result {
-                notes.push(
-                    "no GPU power sampler found (NVML, nvidia-smi, amd-smi): power is not measured"
-                        .into(),
-                );
-            }
-            Ok(None)
-        }
-    }
-}
-
-/// Stops the sampler, validates and integrates `power.csv` over the profiling window
-/// (`telemetry::power`, InferenceX's rules), writes the validation to `validation_path`, and
-/// returns the summary's power block.
-async fn finish_power(
-    opts: &BenchOptions,
-    sampler: PowerSampler,
-    csv_path: &std::path::Path,
-    validation_path: &std::path::Path,
-    s: &RunSummary,
-) -> PowerSummary {
-    let source = sampler.source().name().to_string();
-    let interval = opts.power_interval;
-    let _ = tokio::task::spawn_blocking(move || sampler.stop(interval)).await;
-    let text = std::fs::read(csv_path)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default();
-    let window = power::BenchmarkWindow {
-        start_time_unix: s.benchmark_start_time_unix.unwrap_or(f64::NAN),
-        end_time_unix: s.benchmark_end_time_unix.unwrap_or(f64::NAN),
-        reported_duration_s: s.duration,
-        completed: s.completed,
-        total_input_tokens: s.total_input_tokens,
-        total_output_tokens: s.total_output_tokens,
-    };
-    let expected = opts
-        .job_identity
-        .as_ref()
-        .and_then(|id| u32::try_from(id.num_gpus()).ok())
-        .filter(|g| *g > 0);
-    let integration = power::integrate(
-        &power::parse_csv(&text),
-        window.start_time_unix,
-        window.end_time_unix,
-        expected,
-        power::DEFAULT_MAX_SAMPLE_GAP_S,
-    );
-    let source_path = csv_path.display().to_string();
-    let mut v = power::validation(&integration, &window, &source_path, "summary");
-    v.accumulator_check = inferbench_telemetry::energy::accumulator_check(csv_path);
-    let _ = std::fs::write(
-        validation_path,
-        serde_json::to_string_pretty(&v).unwrap_or_default(),
-    );
-    PowerSummary {
-        source,
-        valid: v.power_valid,
-        reasons: v.reasons.clone(),
-        gpus: integration.observed_gpu_ids.len(),
-        metrics: power::metrics(&integration, &window)
-            .map(|m| m.into_iter().map(|(k, x)| (k.to_string(), x)).collect())
-            .unwrap_or_default(),
-        energy_counter_j: v
-            .accumulator_check
-            .as_ref()
-            .and_then(|c| c.accumulator_delta_j),
-        energy_counter_within_tolerance: v
-            .accumulator_check
-            .as_ref()
-            .and_then(|c| c.within_tolerance),
-    }
+    let validation = output::side_file(opts, date, "power_validation.json")
+        .unwrap_or_else(|| path.with_file_name("power_validation.json"));
+    crate::power::start(
+        opts.power,
+        opts.power_interval,
+        path,
+        validation,
+        opts.require_power,
+        opts.save_result.then_some(notes),
+    )
+    .await
 }
 
 /// A hint when requests were answered HTTP 404: the server's `/v1/models` (one GET) says
@@ -766,21 +694,13 @@ async fn not_found_note(opts: &BenchOptions, s: &RunSummary, url: &str) -> Optio
     ))
 }
 
-/// Adds InferenceX's power block to an `agg_*.json` (aggregate_power.py's keys): always
-/// `power_metric_schema_version` 2 and `power_valid` 1/0, and when valid the metrics rounded as
-/// InferenceX rounds them.
+/// Adds InferenceX's power block to an `agg_*.json` file ([`crate::power::patch_aggregate`]).
 fn patch_aggregate_power(path: &std::path::Path, p: &PowerSummary) -> anyhow::Result<()> {
     let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(path)?)?;
     let obj = v
         .as_object_mut()
         .context("the aggregate is not a JSON object")?;
-    obj.insert("power_metric_schema_version".into(), 2.into());
-    obj.insert("power_valid".into(), i32::from(p.valid).into());
-    if p.valid {
-        for (k, x) in &p.metrics {
-            obj.insert(k.clone(), power::round_metric(k, *x).into());
-        }
-    }
+    crate::power::patch_aggregate(obj, p);
     std::fs::write(path, serde_json::to_string_pretty(&v)?)?;
     Ok(())
 }

@@ -196,15 +196,37 @@ async fn run_agentic_point(
         },
         ..ReplayOptions::default()
     };
+    // GPU power around the replay, as for fixed-sequence points (InferenceX samples it for
+    // AgentX too: reference/agentx.md §4.6).
+    let mut power_notes = Vec::new();
+    let power = inferbench_loadgen::power::start(
+        inferbench_loadgen::PowerMode::Auto,
+        std::time::Duration::from_secs(1),
+        req.dir.join("power.csv"),
+        req.dir.join("power_validation.json"),
+        false,
+        Some(&mut power_notes),
+    )
+    .await?;
     let out = agentic::run_replay(opts, traces, prompter, cancel.clone()).await?;
     let valid = duration_s >= MIN_VALID_AGENTIC_S;
-    let summary = agentic::replay_summary(&out, &req.model, req.conc, valid);
-    let aggregate = agentic::write_artifacts(&req.dir, &out, &agentic_context(req), valid)?;
+    let mut summary = agentic::replay_summary(&out, &req.model, req.conc, valid);
+    if let Some(p) = power {
+        summary.inferbench.power = Some(p.finish(&summary, Some(req.spec.gpu_count())).await);
+    }
+    let aggregate = agentic::write_artifacts(
+        &req.dir,
+        &out,
+        &agentic_context(req),
+        valid,
+        summary.inferbench.power.as_ref(),
+    )?;
     std::fs::write(
         req.dir.join(format!("{}.json", req.result_filename)),
-        serde_json::to_string_pretty(&aggregate.to_json())?,
+        serde_json::to_string_pretty(&aggregate)?,
     )?;
     let mut notes = out.notes.clone();
+    notes.extend(power_notes);
     if !valid {
         notes.push(format!(
             "replay duration {duration_s} s is shorter than AgentX's {MIN_VALID_AGENTIC_S} s: \

@@ -9,8 +9,7 @@ use anyhow::Context;
 use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use inferbench_loadgen::{
-    output::render_report, run_bench, BenchOptions, DatasetName, PowerMode, ProgressMode,
-    RangeSemantics,
+    output::render_report, run_bench, BenchOptions, DatasetName, ProgressMode, RangeSemantics,
 };
 
 /// Flags of `inferbench bench` (vLLM `bench serve` names).
@@ -223,25 +222,9 @@ pub struct Args {
         help_heading = "Output"
     )]
     pub server_metrics_interval: f64,
-    /// GPU power sampling into `<result stem>.power.csv` beside the result (`power.csv`
-    /// without --save-result; needs --result-dir): auto (NVML, else nvidia-smi, else amd-smi,
-    /// else none), off, nvml, nvidia-smi, amd-smi. The profiling window is integrated per GPU with InferenceX's
-    /// validity rules (`<result stem>.power_validation.json`) into `inferbench.power` (W, J,
-    /// J/token).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "off", "nvml", "nvidia-smi", "amd-smi"], help_heading = "Output")]
-    pub power: String,
-    /// Seconds between power samples.
-    #[arg(
-        long,
-        default_value_t = 1.0,
-        value_name = "SECONDS",
-        help_heading = "Output"
-    )]
-    pub power_interval: f64,
-    /// Fail (exit 1) when power could not be measured or is not valid; by default that is
-    /// recorded and the run stands.
-    #[arg(long, help_heading = "Output")]
-    pub require_power: bool,
+    /// GPU power sampling.
+    #[command(flatten)]
+    pub power: super::PowerArgs,
     /// Live progress: auto (bar on a terminal, lines otherwise), bar, plain or off.
     #[arg(long, default_value = "auto", value_parser = ["auto", "bar", "plain", "off"], help_heading = "Output")]
     pub progress: String,
@@ -397,9 +380,9 @@ impl Args {
             seed: self.seed,
             cache_bust: self.cache_bust,
             server_metrics: !self.no_server_metrics,
-            power: PowerMode::parse(&self.power).unwrap_or_default(),
-            power_interval: secs("--power-interval", self.power_interval)?,
-            require_power: self.require_power,
+            power: self.power.mode(),
+            power_interval: secs("--power-interval", self.power.power_interval)?,
+            require_power: self.power.require_power,
             server_metrics_interval: secs(
                 "--server-metrics-interval",
                 self.server_metrics_interval,

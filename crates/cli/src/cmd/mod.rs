@@ -18,6 +18,37 @@ pub mod serve;
 pub mod sim;
 pub mod sweep;
 
+/// GPU power flags of `bench` and `replay` (one definition).
+#[derive(Debug, Clone, clap::Args)]
+pub struct PowerArgs {
+    /// GPU power sampling into `power.csv` beside the result (`<result stem>.power.csv` with
+    /// bench --save-result; needs --result-dir): auto (NVML, else nvidia-smi, else amd-smi,
+    /// else none), off, nvml, nvidia-smi, amd-smi. The profiling window is integrated per GPU
+    /// with InferenceX's validity rules (`power_validation.json`) into `inferbench.power` (W,
+    /// J, J/token).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "off", "nvml", "nvidia-smi", "amd-smi"], help_heading = "Output")]
+    pub power: String,
+    /// Seconds between power samples.
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_name = "SECONDS",
+        help_heading = "Output"
+    )]
+    pub power_interval: f64,
+    /// Fail (exit 1) when power could not be measured or is not valid; by default that is
+    /// recorded and the run stands.
+    #[arg(long, help_heading = "Output")]
+    pub require_power: bool,
+}
+
+impl PowerArgs {
+    /// The sampler mode (`--power`; the parser admits only known names).
+    pub fn mode(&self) -> inferbench_loadgen::PowerMode {
+        inferbench_loadgen::PowerMode::parse(&self.power).unwrap_or_default()
+    }
+}
+
 /// The one shutdown token of a subcommand: cancelled on the first SIGINT (Ctrl-C) or SIGTERM,
 /// after printing `message (on SIGINT)` / `(on SIGTERM)` to stderr, so a stop nobody asked for
 /// says what stopped it. Call inside a tokio runtime; every long-running

@@ -102,7 +102,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
                 image: format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")),
                 ..Default::default()
             };
-            agentic::write_artifacts(&dir, &out, &ctx, false)?;
+            agentic::write_artifacts(&dir, &out, &ctx, false, None)?;
             let plain = dir.join("requests.jsonl");
             if plain.exists() {
                 inferbench_runner::bench::compress(&plain, &dir.join("requests.jsonl.zst"))?;

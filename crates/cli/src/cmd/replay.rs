@@ -275,6 +275,9 @@ pub struct Args {
     /// Do not scrape the server's /metrics.
     #[arg(long, help_heading = "Output")]
     pub no_server_metrics: bool,
+    /// GPU power around the replay (power.csv, power_validation.json in --result-dir).
+    #[command(flatten)]
+    pub power: super::PowerArgs,
     /// Seconds between /metrics scrapes (InferenceX's AgentX: 1 s slices).
     #[arg(long, default_value_t = 1.0, help_heading = "Output")]
     pub server_metrics_interval: f64,
@@ -449,8 +452,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",
         );
+        let mut power_notes = Vec::new();
+        let power = match &args.result_dir {
+            Some(d) => {
+                inferbench_loadgen::power::start(
+                    args.power.mode(),
+                    super::bench::secs("--power-interval", args.power.power_interval)?,
+                    d.join("power.csv"),
+                    d.join("power_validation.json"),
+                    args.power.require_power,
+                    Some(&mut power_notes),
+                )
+                .await?
+            }
+            None if args.power.require_power => {
+                anyhow::bail!("--require-power needs --result-dir (power.csv goes there)")
+            }
+            None => None,
+        };
         let out = run_replay(opts, traces, prompter, cancel).await?;
-        let summary = replay_summary(&out, &args.model, args.concurrency, !unsafe_run);
+        let mut summary = replay_summary(&out, &args.model, args.concurrency, !unsafe_run);
+        if let Some(p) = power {
+            summary.inferbench.power = Some(p.finish(&summary, None).await);
+        }
         print!("{}", render_report(&summary));
         let hit = theoretical_hit_rate(&out.records);
         let st = &out.stats;
@@ -488,7 +512,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 model: args.model.clone(),
                 ..Default::default()
             };
-            agentic::write_artifacts(dir, &out, &ctx, !unsafe_run)?;
+            agentic::write_artifacts(
+                dir,
+                &out,
+                &ctx,
+                !unsafe_run,
+                summary.inferbench.power.as_ref(),
+            )?;
             eprintln!(
                 "wrote {}, {}, {} and {}/",
                 path.display(),
@@ -497,13 +527,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 dir.join("aiperf_artifacts").display()
             );
         }
-        for n in &out.notes {
+        for n in out.notes.iter().chain(&power_notes) {
             eprintln!("inferbench: {n}");
+        }
+        let power_invalid = summary.inferbench.power.as_ref().filter(|p| !p.valid);
+        if let Some(p) = power_invalid {
+            eprintln!(
+                "inferbench: GPU power not valid ({}); see power_validation.json",
+                p.reasons.join(", ")
+            );
         }
         if summary.completed == 0 && out.stop == ReplayStop::Completed {
             eprintln!("inferbench: nothing was measured: no profile request succeeded");
         }
-        let code = exit_code(&out, &summary);
+        let mut code = exit_code(&out, &summary);
+        if code == 0 && args.power.require_power && power_invalid.is_some() {
+            code = 1;
+        }
         anyhow::Ok(code)
     })
 }

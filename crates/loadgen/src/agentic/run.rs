@@ -608,7 +608,9 @@ fn unix_s(out: &ReplayOutcome, ns: u64) -> f64 {
 /// InferenceX AgentX aggregate (reference/agentx.md §4.1–4.5): `aiperf_artifacts/`
 /// (`profile_export.jsonl`, `profile_export_aiperf.json`, `server_metrics_export.json` when
 /// snapshots exist) and `agentic_aggregate.json` (what `process_agentic_result.py` would write
-/// for `ctx`). `valid = false` adds the `unsafe_override` reason (duration below 900 s).
+/// for `ctx`, with InferenceX's power block when `power` was measured, as `power_adapter.py`
+/// patches it). `valid = false` adds the `unsafe_override` reason (duration below 900 s).
+/// Returns the aggregate as written.
 ///
 /// Errors: the files cannot be written.
 pub fn write_artifacts(
@@ -616,7 +618,8 @@ pub fn write_artifacts(
     out: &ReplayOutcome,
     ctx: &inferbench_core::summary::agentic::AgenticContext,
     valid: bool,
-) -> anyhow::Result<inferbench_core::summary::agentic::AgenticAggregate> {
+    power: Option<&inferbench_core::summary::PowerSummary>,
+) -> anyhow::Result<serde_json::Value> {
     use super::aiperf;
     std::fs::create_dir_all(aiperf::artifact_dir(result_dir))
         .with_context(|| format!("creating {}", result_dir.display()))?;
@@ -657,8 +660,12 @@ pub fn write_artifacts(
         ))
     };
     let agg = inferbench_core::summary::agentic::aggregate(&out.records, ctx, server.as_ref());
+    let mut json = agg.to_json();
+    if let (Some(p), Some(obj)) = (power, json.as_object_mut()) {
+        crate::power::patch_aggregate(obj, p);
+    }
     let path = result_dir.join("agentic_aggregate.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&agg.to_json())?)
+    std::fs::write(&path, serde_json::to_string_pretty(&json)?)
         .with_context(|| format!("writing {}", path.display()))?;
-    Ok(agg)
+    Ok(json)
 }
