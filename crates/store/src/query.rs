@@ -265,6 +265,9 @@ pub fn better(metric: &str) -> Better {
     inferbench_core::registry::better(metric)
 }
 
+/// Ids per `IN (…)` list when fetching rows by id.
+const ID_CHUNK: usize = 2000;
+
 /// Custom cost/power inputs for derived metrics.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CostOptions {
@@ -493,7 +496,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        for chunk in winners.chunks(500) {
+        for chunk in winners.chunks(ID_CHUNK) {
             out.extend(self.points_where(filter, cost, Some(chunk))?);
         }
         for r in &mut out {
@@ -544,14 +547,13 @@ impl Store {
                     p.valid, p.completed, p.failed{hot}{extra}, p.id, p.run_id
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
-        let (where_sql, mut params) = where_clause(filter);
+        let (where_sql, params) = where_clause(filter);
         sql.push_str(&where_sql);
         if let Some(ids) = ids {
-            sql.push_str(&format!(
-                " AND p.id IN ({})",
-                vec!["?"; ids.len()].join(", ")
-            ));
-            params.extend(ids.iter().map(|i| Val::Int(*i)));
+            // Integers from the database itself, written as literals: PostgreSQL then plans an
+            // index lookup (a generic plan over 500 parameters scanned the table: 24 ms a chunk).
+            let list: Vec<String> = ids.iter().map(i64::to_string).collect();
+            sql.push_str(&format!(" AND p.id IN ({})", list.join(", ")));
         }
         let rows = self.conn.query(&sql, &params)?;
         let mut out = Vec::with_capacity(rows.len());
