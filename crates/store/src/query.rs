@@ -127,7 +127,7 @@ impl Filter {
 }
 
 /// One point with its configuration, run and metrics.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PointRow {
     /// Canonical config dimensions.
     pub model: String,

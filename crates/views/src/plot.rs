@@ -155,9 +155,19 @@ fn draw<DB: DrawingBackend>(
     };
     // The point labels are concurrencies: say so in the x-axis title; and what hollow means.
     let any_invalid = groups.values().flatten().any(|r| !r.valid);
+    // AgentX points' concurrency is the number of lanes (sessions replayed at once).
+    let all_agentic = groups
+        .values()
+        .flatten()
+        .all(|r| r.scenario == "agentic-coding");
     let x_desc = format!(
-        "{}   [point labels: concurrency{}]",
+        "{}   [point labels: {}{}]",
         label(&spec.x),
+        if all_agentic {
+            "lanes (concurrency)"
+        } else {
+            "concurrency"
+        },
         if any_invalid && !spec.include_invalid {
             "; hollow: invalid, never on a frontier"
         } else if any_invalid {
@@ -237,6 +247,16 @@ fn draw<DB: DrawingBackend>(
                 .find(|r| r.get(&spec.x) == Some(kx) && r.get(&spec.y) == Some(ky))
                 .is_none_or(|r| r.valid)
         };
+        // An invalid knot is a ring on a white disc: without the disc the 3 px frontier line
+        // running through it makes it look filled (trial 6).
+        chart
+            .draw_series(
+                knots
+                    .iter()
+                    .filter(|&&p| !knot_valid(p))
+                    .map(|&p| Circle::new(p, 5, WHITE.filled())),
+            )
+            .map_err(|x| e(&x))?;
         chart
             .draw_series(knots.iter().map(|&p| {
                 let style = if knot_valid(p) {
@@ -373,6 +393,42 @@ fn legend_corner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agentic_charts_name_lanes_and_invalid_knots_are_rings_on_white() {
+        let row = |conc: i64, x: f64, y: f64| {
+            let mut r = PointRow {
+                scenario: "agentic-coding".into(),
+                conc,
+                valid: false,
+                model: "m".into(),
+                ..PointRow::default()
+            };
+            r.metrics.insert("median_intvty".into(), x);
+            r.metrics.insert("tput_per_gpu".into(), y);
+            r
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a.svg");
+        let spec = PlotSpec {
+            include_invalid: true,
+            ..PlotSpec::default()
+        };
+        plot(&[row(1, 10.0, 100.0), row(2, 20.0, 50.0)], &spec, &out).unwrap();
+        let svg = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            svg.contains("[point labels: lanes (concurrency); hollow: invalid]"),
+            "{svg}"
+        );
+        // Two white discs under the two invalid frontier rings.
+        let discs = svg
+            .lines()
+            .filter(|l| {
+                l.contains("<circle") && l.contains("r=\"5\"") && l.contains("fill=\"#FFFFFF\"")
+            })
+            .count();
+        assert_eq!(discs, 2, "{svg}");
+    }
 
     #[test]
     fn coinciding_points_of_one_concurrency_get_one_label() {

@@ -209,6 +209,10 @@ async function start() {
     if (sel.value) await latencies(sel.value);
   } catch (e) {
     status("error: " + e.message, true);
+    // No run: no empty sections under the error (trial 6: /run?id=abc).
+    for (const el of document.querySelectorAll("main > *")) {
+      if (el.id !== "title" && el.id !== "status") el.hidden = true;
+    }
   }
 }
 

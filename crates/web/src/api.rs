@@ -217,6 +217,26 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
         frontier_only: false,
         latest_only: false,
     };
+    // A parameter with one value given twice is a mistake, not "the last one wins".
+    const SINGLE: [&str; 10] = [
+        "x",
+        "y",
+        "include_invalid",
+        "include_failed",
+        "frontier_only",
+        "latest_only",
+        "gpu_hour_cost",
+        "gpu_kw",
+        "since",
+        "until",
+    ];
+    for name in SINGLE {
+        if pairs.iter().filter(|(k, _)| k == name).count() > 1 {
+            return Err(ApiError::bad_request(format!(
+                "`{name}`: given more than once (one value only)"
+            )));
+        }
+    }
     for (k, v) in pairs {
         match k.as_str() {
             "x" => q.x = Some(known_metric(k, v)?),

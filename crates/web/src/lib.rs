@@ -197,6 +197,7 @@ pub fn router(state: AppState) -> Router {
         .route("/models", get(|| page(MODELS_HTML)))
         .route("/tco", get(|| page(TCO_HTML)))
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)
 }
 
@@ -225,6 +226,14 @@ async fn asset(Path(name): Path<String>) -> Response {
         }
         None => not_found().await,
     }
+}
+
+async fn method_not_allowed() -> Response {
+    api::ApiError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        message: "only GET is served: the dashboard and its API are read-only".into(),
+    }
+    .into_response()
 }
 
 async fn not_found() -> Response {

@@ -195,6 +195,11 @@ async fn bad_parameters_are_400_with_a_message() {
             "`gpu_kw=-1`: expected a positive number",
         ),
         ("/api/v1/points?y=bogus", "`y=bogus`: unknown metric"),
+        // One value only: a second `x` is a mistake, not "the last one wins" (trial 6).
+        (
+            "/api/v1/points?x=median_intvty&x=median_ttft",
+            "`x`: given more than once",
+        ),
         ("/api/v1/points?model=", "`model=`: empty value"),
         (
             "/api/v1/points.csv?x=%3Cscript%3E",
@@ -206,6 +211,18 @@ async fn bad_parameters_are_400_with_a_message() {
         let e = v["error"].as_str().unwrap();
         assert!(e.starts_with(msg), "{uri}: {e}");
     }
+    // Anything but GET: 405 with a JSON reason (it had an empty body).
+    let app = router(AppState::new(Store::open_read_only(&db).unwrap()));
+    let res = app
+        .oneshot(Request::post("/api/v1/points").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let body = res.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        json!({"error": "only GET is served: the dashboard and its API are read-only"})
+    );
     let (s, v) = get_json(&db, "/api/v2/points").await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     assert_eq!(

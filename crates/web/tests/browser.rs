@@ -186,6 +186,15 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     );
     assert!(dom.contains("E2EL (ms): p50 2500.0"), "{dom}");
     assert!(dom.contains("sglang 0.5.5"), "provenance: {dom}");
+    // The run's evals section says it has none.
+    assert_eq!(
+        text_of(&dom, "evals-note"),
+        "no accuracy eval stored with this run"
+    );
+    // A bad id: the error, and the empty sections hidden under it.
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id=abc"));
+    assert!(text_of(&dom, "status").starts_with("error: "), "{dom}");
+    assert!(dom.contains("<table id=\"prov\" hidden=\"\">"), "{dom}");
 
     // The probe model is listed and drawn as text: no element is made from it.
     let probe_model = {
