@@ -19,6 +19,20 @@ impl Drop for Sim {
     }
 }
 
+/// Writes an executable stand-in `name` (a bash script) into `bin`.
+fn fake_tool(bin: &std::path::Path, name: &str, script: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let p = bin.join(name);
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A JSON file's value (panics naming the file).
+fn read_json(p: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 fn start_sim() -> Sim {
     start_sim_with(&[])
 }
@@ -139,8 +153,7 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
         Some("final"),
         "{phases:?}"
     );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&dir.join("r.json"));
     let sm = &r["inferbench"]["server_metrics"];
     assert_eq!(sm["engine"], "vllm", "{text}");
     // The profile window only (the warmup's prompt is counted before the profile mark):
@@ -322,15 +335,12 @@ while true; do emit; sleep "$(awk "BEGIN { print $loop / 1000 }")"; done
 
 #[test]
 fn power_from_nvidia_smi_is_sampled_validated_and_summarized() {
-    use std::os::unix::fs::PermissionsExt;
     let sim = start_sim();
     let dir = std::env::temp_dir().join(format!("inferbench-bench-power-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let fake = bin.join("nvidia-smi");
-    std::fs::write(&fake, FAKE_NVIDIA_SMI).unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fake_tool(&bin, "nvidia-smi", FAKE_NVIDIA_SMI);
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -382,14 +392,10 @@ fn power_from_nvidia_smi_is_sampled_validated_and_summarized() {
     assert!(!out.join("power.csv").exists());
     let csv = std::fs::read_to_string(out.join("r.power.csv")).unwrap();
     assert!(csv.starts_with("timestamp, index, power.draw [W]"), "{csv}");
-    let v: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("r.power_validation.json")).unwrap(),
-    )
-    .unwrap();
+    let v: serde_json::Value = read_json(&out.join("r.power_validation.json"));
     assert_eq!(v["power_valid"], true, "{v}");
     assert_eq!(v["observed_gpu_ids"], serde_json::json!(["0", "1"]));
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("r.json")).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&out.join("r.json"));
     let p = &r["inferbench"]["power"];
     assert_eq!(
         (
@@ -552,14 +558,11 @@ while true; do echo "0,$(date +%s%3N),100,750"; sleep "$w"; done
 /// delta reported beside the trapezoid (`inferbench.power.energy_counter_j`).
 #[test]
 fn amd_smi_energy_counters_are_snapshotted_and_cross_checked() {
-    use std::os::unix::fs::PermissionsExt;
     let sim = start_sim();
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let fake = bin.join("amd-smi");
-    std::fs::write(&fake, FAKE_AMD_SMI).unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fake_tool(&bin, "amd-smi", FAKE_AMD_SMI);
     let out = dir.path().join("out");
     let o = Command::new(BIN)
         .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
@@ -585,10 +588,7 @@ fn amd_smi_energy_counters_are_snapshotted_and_cross_checked() {
         "{start}"
     );
     assert!(out.join("r.power_energy_end.csv").is_file());
-    let v: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.join("r.power_validation.json")).unwrap(),
-    )
-    .unwrap();
+    let v: serde_json::Value = read_json(&out.join("r.power_validation.json"));
     let c = &v["accumulator_check"];
     assert_eq!(c["available"], true, "{v}");
     assert_eq!(c["integrated_gpu_ids"], serde_json::json!(["0"]));
@@ -599,8 +599,7 @@ fn amd_smi_energy_counters_are_snapshotted_and_cross_checked() {
         delta >= 100.0 * span - 1.0 && delta < 100.0 * (span + 10.0),
         "{c}"
     );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("r.json")).unwrap()).unwrap();
+    let r: serde_json::Value = read_json(&out.join("r.json"));
     let p = &r["inferbench"]["power"];
     assert_eq!(p["source"], "amd-smi");
     assert_eq!(p["energy_counter_j"].as_f64(), Some(delta));
@@ -635,15 +634,12 @@ fn amd_smi_energy_counters_are_snapshotted_and_cross_checked() {
 /// 300 W, so 200 W per GPU).
 #[test]
 fn replay_samples_power_into_its_summary_and_aggregate() {
-    use std::os::unix::fs::PermissionsExt;
     // 50× faster than the roofline: the sessions' turns finish inside a 3 s replay.
     let sim = start_sim_with(&["--time-scale", "50"]);
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let fake = bin.join("nvidia-smi");
-    std::fs::write(&fake, FAKE_NVIDIA_SMI).unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    fake_tool(&bin, "nvidia-smi", FAKE_NVIDIA_SMI);
     let out = dir.path().join("out");
     let o = Command::new(BIN)
         .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
@@ -661,12 +657,9 @@ fn replay_samples_power_into_its_summary_and_aggregate() {
     assert!(std::fs::read_to_string(out.join("power.csv"))
         .unwrap()
         .starts_with("timestamp, index, power.draw [W]"));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("power_validation.json")).unwrap())
-            .unwrap();
+    let v: serde_json::Value = read_json(&out.join("power_validation.json"));
     assert_eq!(v["power_valid"], true, "{v}");
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let s: serde_json::Value = read_json(&out.join("summary.json"));
     let p = &s["inferbench"]["power"];
     assert_eq!(
         (
@@ -680,9 +673,7 @@ fn replay_samples_power_into_its_summary_and_aggregate() {
         (p["metrics"]["avg_power_w"].as_f64().unwrap() - 200.0).abs() < 1e-6,
         "{p}"
     );
-    let a: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("agentic_aggregate.json")).unwrap())
-            .unwrap();
+    let a: serde_json::Value = read_json(&out.join("agentic_aggregate.json"));
     assert_eq!(a["power_valid"], 1, "{a}");
     assert_eq!(a["power_metric_schema_version"], 2);
     assert_eq!(a["avg_power_w"], 200.0);

@@ -5,32 +5,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use inferbench_client::replay::{spawn_replay_thread, ReplayCase, ReplayEnd};
+use inferbench_client::replay::{spawn_replay_thread, ReplayCase};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 
 fn replay(text: &str) -> String {
-    let chunk = |t: &str| {
-        format!(
-            "data: {}\n\n",
-            serde_json::json!({"choices": [{"index": 0, "text": t}]})
-        )
-    };
-    let case = ReplayCase {
-        status: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        chunks: vec![
-            (Duration::ZERO, chunk(text).into_bytes()),
-            (
-                Duration::ZERO,
-                b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n".to_vec(),
-            ),
-        ],
-        end: ReplayEnd::Close,
-    };
-    spawn_replay_thread(case)
+    spawn_replay_thread(ReplayCase::completion_text(text))
 }
 
 fn data_dir(dir: &Path, answers: &[&str]) -> PathBuf {

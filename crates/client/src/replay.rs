@@ -40,6 +40,25 @@ pub struct ReplayCase {
 }
 
 impl ReplayCase {
+    /// A completions stream answering `text` in one SSE event, then usage (8 prompt, 4
+    /// completion tokens) and `[DONE]`; the connection closes. What eval and sweep tests serve
+    /// when only the answer's text matters.
+    pub fn completion_text(text: &str) -> Self {
+        let event = serde_json::json!({"choices": [{"index": 0, "text": text}]});
+        ReplayCase {
+            status: 200,
+            headers: vec![("Content-Type".into(), "text/event-stream".into())],
+            chunks: vec![
+                (Duration::ZERO, format!("data: {event}\n\n").into_bytes()),
+                (
+                    Duration::ZERO,
+                    b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n".to_vec(),
+                ),
+            ],
+            end: ReplayEnd::Close,
+        }
+    }
+
     /// Parses a case object (the JSON of `shared/cases/sse/*.json`). Errors name the field.
     pub fn from_json(v: &Value) -> Result<Self, String> {
         let status = match v.get("status") {

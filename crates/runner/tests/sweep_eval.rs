@@ -35,19 +35,7 @@ impl PointRunner for QuickPoint {
 }
 
 fn replay_72() -> String {
-    let chunk = serde_json::json!({"choices": [{"index": 0, "text": "Adding up: 72.\n#### 72"}]});
-    spawn_replay_thread(ReplayCase {
-        status: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        chunks: vec![
-            (Duration::ZERO, format!("data: {chunk}\n\n").into_bytes()),
-            (
-                Duration::ZERO,
-                b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n".to_vec(),
-            ),
-        ],
-        end: ReplayEnd::Close,
-    })
+    spawn_replay_thread(ReplayCase::completion_text("Adding up: 72.\n#### 72"))
 }
 
 /// Four test problems (answers 72, 1,234, 72, 72) and five train shots.

@@ -268,21 +268,7 @@ pub fn parse_eval_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError>
     if run.evals.is_empty() {
         return Err(format!("{d}: its lm-eval result has no `results` entry"));
     }
-    let mut kept: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{d}: {e}"))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
-    kept.sort();
-    for f in kept {
-        let name = f
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("")
-            .to_string();
-        let b = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        run.artifacts.push((name, b));
-    }
+    run.artifacts.extend(parse::dir_files(dir, &[])?);
     Ok(run)
 }
 

@@ -1440,27 +1440,36 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         read_server_metrics(&sm, &mut run, &mut pt)?;
     }
 
-    // Keep every regular file.
+    // Keep every regular file (the requests went to their table).
+    run.artifacts
+        .extend(dir_files(dir, &["requests.jsonl.zst", "requests.jsonl"])?);
+    run.points.push(pt);
+    Ok(run)
+}
+
+/// `(name, bytes)` of every regular file directly in `dir` but those named in `skip`, sorted
+/// by name: what a run keeps as its artifacts. Errors name the file that could not be read.
+pub(crate) fn dir_files(dir: &Path, skip: &[&str]) -> Result<Vec<(String, Vec<u8>)>, ParseError> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{d}: {e}"))?
+        .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file())
         .collect();
     files.sort();
+    let mut out = Vec::new();
     for f in files {
         let name = f
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or("")
             .to_string();
-        if name == "requests.jsonl.zst" || name == "requests.jsonl" {
+        if skip.contains(&name.as_str()) {
             continue;
         }
         let b = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        run.artifacts.push((name, b));
+        out.push((name, b));
     }
-    run.points.push(pt);
-    Ok(run)
+    Ok(out)
 }
 
 /// Reads a point's `power.csv` into its samples and, with the run's window known, its
