@@ -678,3 +678,77 @@ fn replay_samples_power_into_its_summary_and_aggregate() {
     assert_eq!(a["power_metric_schema_version"], 2);
     assert_eq!(a["avg_power_w"], 200.0);
 }
+
+/// A stand-in `nvidia-smi` whose one-shot query hangs (a wedged driver): `-L` and the loop
+/// answer, `--format=csv,noheader` never returns.
+const HANGING_NVIDIA_SMI: &str = r#"#!/bin/bash
+if [ "$1" = -L ]; then echo "GPU 0: Fake (UUID: GPU-0)"; exit 0; fi
+for a in "$@"; do [ "$a" = --format=csv,noheader ] && exec sleep 1000; done
+echo "timestamp, index, power.draw [W]"
+while true; do echo "$(date +'%Y/%m/%d %H:%M:%S.%3N'), 0, 100.00 W"; sleep 0.2; done
+"#;
+
+/// issue 10 trial: a hung vendor tool never hangs the benchmark (its one-shot call is killed
+/// after 10 s), and power flags that would measure nothing are refused up front.
+#[test]
+fn a_hung_nvidia_smi_does_not_hang_bench_and_empty_power_flags_are_refused() {
+    let sim = start_sim();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    fake_tool(&bin, "nvidia-smi", HANGING_NVIDIA_SMI);
+    let out = dir.path().join("out");
+    let base = format!("http://127.0.0.1:{}", sim.1);
+    let t0 = Instant::now();
+    let o = Command::new(BIN)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .args(["bench", "--base-url", &base, "--model", "Llama-3.1-8B"])
+        .args(["--num-prompts", "4", "--progress", "off", "--save-result"])
+        .args(["--power-interval", "0.2", "--result-dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{text}");
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    for (args, says) in [(
+        vec!["--power", "off", "--require-power", "--result-dir", "x"],
+        "--require-power with --power off: nothing would be measured",
+    )] {
+        let o = Command::new(BIN)
+            .args([
+                "bench",
+                "--base-url",
+                &base,
+                "--model",
+                "m",
+                "--num-prompts",
+                "1",
+            ])
+            .args(&args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        assert!(text.contains(says), "{text}");
+    }
+    let o = Command::new(BIN)
+        .args(["replay", "--synthetic", "quickstart", "--base-url", &base])
+        .args([
+            "--model",
+            "m",
+            "--benchmark-duration",
+            "1",
+            "--unsafe-override",
+        ])
+        .args(["--power", "nvidia-smi"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--power nvidia-smi/--require-power need --result-dir"),
+        "{text}"
+    );
+}

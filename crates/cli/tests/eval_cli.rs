@@ -107,11 +107,26 @@ fn scores_files_thresholds_and_errors() {
         &out,
         &["--limit", "2", "--no-threshold"],
     );
-    assert_eq!(code, Some(0), "{text}");
+    // Every request failed: nothing was measured, whatever the threshold (exit 1, the first
+    // cause on the console).
+    assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains("gsm8k: 2 problems (2 failed requests): strict-match 0.0000"),
         "{text}"
     );
+    assert!(
+        text.contains("gsm8k: every request failed, nothing was measured; first: "),
+        "{text}"
+    );
+    // Values that cannot make an eval.
+    for (flag, says) in [
+        ("--limit", "--limit must be ≥ 1"),
+        ("--max-tokens", "--max-tokens must be ≥ 1"),
+    ] {
+        let (code, text) = eval(&url, &data, &out, &[flag, "0"]);
+        assert_eq!(code, Some(2), "{text}");
+        assert!(text.contains(says), "{text}");
+    }
     let s: serde_json::Value = serde_json::from_str(
         std::fs::read_to_string(out.join("samples_gsm8k.jsonl"))
             .unwrap()

@@ -103,17 +103,18 @@ fn mtp_row_is_pinned_to_the_golden_acceptance_and_its_eval_verifies_for_real() {
     assert_eq!(sd["flagged"], false);
     assert!((sd["acceptance_length_gap"].as_f64().unwrap() - (measured - 2.49)).abs() < 1e-12);
 
-    // The eval ran on a relaunched engine with real verification.
+    // The eval ran on a relaunched engine without synthetic acceptance (a real engine then
+    // verifies its drafts; the sim, which has none, keeps modelling the curve's AL).
     let e = out.join(format!("eval_dsv4_256_64_{rf}"));
     let ejob = read(&e.join("job.json"));
     assert_eq!(
         ejob["engine"]["synthetic_acceptance"],
         serde_json::Value::Null
     );
-    assert!(!ejob["engine"]["command"]
+    assert!(ejob["engine"]["command"]
         .as_str()
         .unwrap()
-        .contains("--acceptance-length"));
+        .contains("--num-speculative-tokens 3 --acceptance-length 2.49"));
     assert_eq!(read(&e.join("meta_env.json"))["spec_decoding"], "mtp");
 
     // Both land in the store: the point with its acceptance columns, the eval in `evals`.

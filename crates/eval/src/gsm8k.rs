@@ -25,9 +25,9 @@ use serde::{Deserialize, Serialize};
 pub enum EvalError {
     /// The data directory lacks a split file.
     #[error(
-        "GSM8K data not found: {0} is missing. Pass --data-dir DIR holding test.jsonl and \
-         train.jsonl (the openai/gsm8k `main` config; reference/targets.md §6 gives the public \
-         URL and sha256; this build downloads nothing)"
+        "GSM8K data not found: {0} is missing. --data-dir must name a directory holding \
+         test.jsonl and train.jsonl (openai/grade-school-math, or the openai/gsm8k `main` \
+         config); without --data-dir the files are downloaded once into the cache"
     )]
     Missing(PathBuf),
     /// A line of a split file is not `{"question": …, "answer": …}`.
@@ -314,14 +314,20 @@ pub struct Sample {
     /// Why the request failed, when it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Cancelled by Ctrl-C / SIGTERM before it was answered: not scored (neither right nor
+    /// wrong), as cancelled requests are no failures anywhere in inferbench.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
 }
 
 /// Scores of a run: mean exact match and its standard error (sample standard deviation ÷ √n,
-/// lm-eval's `mean_stderr`) per filter.
+/// lm-eval's `mean_stderr`) per filter, over the samples not cancelled.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scores {
-    /// Questions scored.
+    /// Questions scored (cancelled ones left out).
     pub n: usize,
+    /// Questions cancelled by an interruption before their answer (not scored).
+    pub cancelled: usize,
     /// Requests that failed (scored as wrong).
     pub failed: usize,
     /// strict-match exact match, 0–1.
@@ -351,15 +357,17 @@ fn mean_stderr(xs: &[bool]) -> (f64, f64) {
     (mean, (var / n as f64).sqrt())
 }
 
-/// Scores samples.
+/// Scores samples; cancelled ones are counted apart and not scored.
 pub fn score(samples: &[Sample]) -> Scores {
-    let s: Vec<bool> = samples.iter().map(|x| x.pass_strict).collect();
-    let f: Vec<bool> = samples.iter().map(|x| x.pass_flexible).collect();
+    let scored: Vec<&Sample> = samples.iter().filter(|x| !x.cancelled).collect();
+    let s: Vec<bool> = scored.iter().map(|x| x.pass_strict).collect();
+    let f: Vec<bool> = scored.iter().map(|x| x.pass_flexible).collect();
     let (strict, strict_stderr) = mean_stderr(&s);
     let (flexible, flexible_stderr) = mean_stderr(&f);
     Scores {
-        n: samples.len(),
-        failed: samples.iter().filter(|x| x.error.is_some()).count(),
+        n: scored.len(),
+        cancelled: samples.len() - scored.len(),
+        failed: scored.iter().filter(|x| x.error.is_some()).count(),
         strict,
         strict_stderr,
         flexible,
@@ -436,9 +444,12 @@ pub async fn run(opts: &EvalOptions, cancel: &CancellationToken) -> Result<Vec<S
             } else {
                 None
             };
+            let cancelled =
+                !rec.success && rec.error_class == Some(inferbench_core::ErrorClass::Cancelled);
             let response = rec.output_text;
             let (s, f) = (strict(&response), flexible(&response));
             Sample {
+                cancelled,
                 doc_id: i,
                 pass_strict: error.is_none() && is_match(&s, &p.answer),
                 pass_flexible: error.is_none() && is_match(&f, &p.answer),
@@ -473,6 +484,9 @@ pub fn results_json(opts: &EvalOptions, scores: &Scores, threshold: f64) -> serd
         }},
         "n-samples": {"gsm8k": {"effective": scores.n}},
         "failed_samples": scores.failed,
+        // An interrupted eval is no score: its file says so and the store does not take it.
+        "interrupted": scores.cancelled > 0,
+        "cancelled_samples": scores.cancelled,
         "threshold": threshold,
         "config": {
             "model": opts.model,
@@ -560,9 +574,24 @@ impl Scores {
     /// One line for a terminal: `4 problems (0 failed requests): strict-match 0.7500 ± 0.2500, …`.
     pub fn line(&self) -> String {
         format!(
-            "{} problems ({} failed requests): strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} (exact match, fraction; ± standard error)",
-            self.n, self.failed, self.strict, self.strict_stderr, self.flexible, self.flexible_stderr
+            "{} problems ({} failed requests{}): strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} (exact match, fraction; ± standard error)",
+            self.n,
+            self.failed,
+            if self.cancelled > 0 {
+                format!(", {} cancelled by the interruption and not scored", self.cancelled)
+            } else {
+                String::new()
+            },
+            self.strict,
+            self.strict_stderr,
+            self.flexible,
+            self.flexible_stderr
         )
+    }
+
+    /// Every scored request failed (nothing was measured).
+    pub fn all_failed(&self) -> bool {
+        self.n > 0 && self.failed == self.n
     }
 }
 
@@ -605,6 +634,7 @@ mod tests {
             pass_strict: ok,
             pass_flexible: true,
             error: None,
+            cancelled: false,
         };
         let sc = score(&[s(true), s(false), s(true), s(true)]);
         assert_eq!(sc.strict, 0.75);
@@ -618,6 +648,11 @@ mod tests {
         assert_eq!(default_max_tokens(Some(40000)), 16384);
         assert_eq!(default_max_tokens(None), 16384);
         assert!(sc.passes(0.75) && !sc.passes(0.76));
+        // Cancelled samples are not scored: 3 of 4 answered, 2 right.
+        let mut c = s(false);
+        c.cancelled = true;
+        let sc = score(&[s(true), s(false), s(true), c]);
+        assert_eq!((sc.n, sc.cancelled, sc.strict), (3, 1, 2.0 / 3.0));
         assert_eq!(threshold(Some("smollm2")), 0.90);
         assert_eq!(threshold(None), 0.90);
     }

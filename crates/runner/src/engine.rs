@@ -296,6 +296,18 @@ pub fn build_command(
         EngineKind::LlamaCpp => None,
         _ => synthetic_acceptance(spec, &opts.spec),
     };
+    // The sim has no drafter to verify: it always models the curve's acceptance, also for
+    // evals and with synthetic acceptance off (which then only changes the real engines).
+    let sim_acceptance = match kind {
+        EngineKind::Sim => synthetic_acceptance(
+            spec,
+            &SpecOptions {
+                synthetic: true,
+                ..opts.spec.clone()
+            },
+        ),
+        _ => None,
+    };
     let mut spec_env: Vec<(String, String)> = Vec::new();
     let (program, mut args, version_probe) = match kind {
         EngineKind::Vllm => {
@@ -546,7 +558,7 @@ pub fn build_command(
             if inferbench_sim::catalogue::Precision::parse(&r.precision).is_ok() {
                 a.extend([s("--precision"), r.precision.clone()]);
             }
-            if let Some(acc) = &acceptance {
+            if let Some(acc) = &sim_acceptance {
                 a.extend([
                     s("--num-speculative-tokens"),
                     n(acc.num_speculative_tokens),

@@ -1005,9 +1005,12 @@ fn finish_point(
             let check = acceptance_check(acc, &summary);
             if check["flagged"] == true {
                 eprintln!(
-                    "warning: row {} conc {}: measured acceptance length {} against the pinned {} ({}): the engine did not hold the synthetic acceptance",
-                    point.spec.index, point.conc, check["measured_acceptance_length"],
-                    acc.acceptance_length, acc.source
+                    "warning: row {} conc {}: measured acceptance length {:.2} against the pinned {} ({}): the engine did not hold the synthetic acceptance",
+                    point.spec.index,
+                    point.conc,
+                    check["measured_acceptance_length"].as_f64().unwrap_or(f64::NAN),
+                    acc.acceptance_length,
+                    acc.source
                 );
             }
             if let Some(ext) = summary
@@ -1063,8 +1066,10 @@ fn finish_point(
 }
 
 /// Relative gap between the measured and the pinned acceptance length above which a point is
-/// flagged (5 %: a quarter of the spread between adjacent draft lengths on the golden curves).
-pub const ACCEPTANCE_GAP_FLAG: f64 = 0.05;
+/// flagged: 10 %. A stream's last verification step is cut short by its output length, which
+/// biases the measured AL low on short outputs (the sim measured 2.33 against 2.49 at 32-token
+/// outputs, 2.487 at 512); a real engine that ignores the synthetic setting misses by more.
+pub const ACCEPTANCE_GAP_FLAG: f64 = 0.10;
 
 /// `inferbench.spec_decoding` of a speculative-decoding point's summary: the pinned acceptance
 /// (k, AL, golden or not, its source) beside the one measured from the engine's /metrics

@@ -201,7 +201,7 @@ fn runs_from_tables(t: Tables, source: &Path, ov: &Overrides) -> Result<Vec<RunD
                 (Some(_), Some(cfg)) if configs.contains_key(&cfg) => superseded += 1,
                 _ => orphans.push(format!(
                     "{table}.json row {} (id {}): its config or workflow run is not in the dump; \
-                     skipped",
+                     left out (the rest is stored; `ingest --strict` exits 1 on it)",
                     i + 1,
                     id(r.get("id")).unwrap_or_else(|| "-".into())
                 )),

@@ -47,7 +47,9 @@ fn lm_eval_files(dir: &Path) -> Vec<(PathBuf, Value)> {
         })
         .filter_map(|p| {
             let v: Value = serde_json::from_slice(&std::fs::read(&p).ok()?).ok()?;
-            v.get("lm_eval_version").is_some().then_some((p, v))
+            // An interrupted eval of ours is no score (`interrupted: true`).
+            (v.get("lm_eval_version").is_some() && v.get("interrupted") != Some(&Value::Bool(true)))
+                .then_some((p, v))
         })
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
@@ -194,7 +196,8 @@ pub fn parse_eval_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError>
     if files.is_empty() {
         return Err(format!(
             "{d}: an eval set ({META_ENV}) without an lm-eval result file (a *.json with \
-             `lm_eval_version`)"
+             `lm_eval_version`; an interrupted eval's results say `interrupted: true` and are \
+             not stored)"
         ));
     }
     // Which result files count, each with the meta it is read with.

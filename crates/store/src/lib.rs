@@ -620,8 +620,9 @@ fn split_schema(url: &str) -> Result<(String, Option<String>), StoreError> {
     Ok((url, schema))
 }
 
-/// Replaces the password of a URL with `***`.
-fn redact(url: &str) -> String {
+/// Replaces the password of a database URL with `***` (for messages: `postgres://u:***@h/d`);
+/// anything else is returned as it is.
+pub fn redact(url: &str) -> String {
     if let Some((scheme, rest)) = url.split_once("://") {
         if let Some((cred, host)) = rest.split_once('@') {
             if let Some((user, _)) = cred.split_once(':') {

@@ -36,7 +36,7 @@ fn json_dump_imports_latest_attempts_once() {
         r.warnings,
         [
             "benchmark_results.json row 7 (id 106): its config or workflow run is not in the \
-             dump; skipped",
+             dump; left out (the rest is stored; `ingest --strict` exits 1 on it)",
             "2 row(s) of earlier attempts of a workflow run not imported (only each run's \
              latest attempt counts, as on InferenceX)",
         ]

@@ -650,6 +650,36 @@ fn eval_sets_ingest_as_inferencex_collects_them() {
     // Idempotent.
     let again = store.ingest_path(&root, &IngestOptions::default()).unwrap();
     assert_eq!((again.runs_reingested, again.evals), (2, 3));
+    // An interrupted eval (our results say `interrupted: true`) is not a score: not stored.
+    let tmp = tempfile::tempdir().unwrap();
+    let src = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .contains("gptoss_8k1k_gptoss")
+        })
+        .unwrap();
+    let cut = tmp.path().join("eval_cut");
+    common::copy_tree(&src, &cut);
+    let r = cut.join("results_gsm8k.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&r).unwrap()).unwrap();
+    v["interrupted"] = true.into();
+    std::fs::write(&r, v.to_string()).unwrap();
+    let (mut fresh, _g, _) = common::sqlite();
+    let rep = fresh.ingest_path(&cut, &IngestOptions::default()).unwrap();
+    assert_eq!(
+        (rep.runs_ingested, rep.evals, rep.skipped.len()),
+        (0, 0, 1),
+        "{}",
+        rep.render()
+    );
+    assert!(rep.skipped[0]
+        .reason
+        .contains("an interrupted eval's results say `interrupted: true`"));
     assert_eq!(store.evals().unwrap().len(), 3);
 
     // InferenceX's own collector on the same directories gives the same numbers.

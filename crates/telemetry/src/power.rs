@@ -242,7 +242,9 @@ impl BenchmarkWindow {
 /// `PowerIntegration`, field for field in the sidecar).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct PowerIntegration {
-    /// Reason codes in discovery order; empty = valid.
+    /// Reason codes in discovery order; empty = valid. (Not serialized: the sidecar's one
+    /// `reasons` holds the benchmark's and these, [`Validation::reasons`].)
+    #[serde(skip)]
     pub reasons: Vec<String>,
     /// The GPU count the topology implies (tp × pp × pcp), when known.
     pub expected_gpu_count: Option<u32>,
@@ -456,8 +458,8 @@ pub struct Validation<'a> {
     pub telemetry_source: &'a str,
     /// The benchmark result the window came from.
     pub benchmark_result: &'a str,
-    /// The window and counts.
-    pub benchmark_window: &'a BenchmarkWindow,
+    /// The window and counts, with InferenceX's `integration_duration_s`.
+    pub benchmark_window: WindowOut<'a>,
     /// [`INTEGRATION_METHOD`].
     pub integration_method: &'static str,
     /// The stream's audit fields.
@@ -470,6 +472,16 @@ pub struct Validation<'a> {
     /// The energy-counter cross-check (advisory; `null` without snapshots), set by the caller
     /// from [`crate::energy::accumulator_check`].
     pub accumulator_check: Option<crate::energy::AccumulatorCheck>,
+}
+
+/// The sidecar's `benchmark_window`: the window's fields and its `integration_duration_s`.
+#[derive(Debug, Clone, Serialize)]
+pub struct WindowOut<'a> {
+    /// The window.
+    #[serde(flatten)]
+    pub window: &'a BenchmarkWindow,
+    /// `end − start`, seconds.
+    pub integration_duration_s: f64,
 }
 
 /// Builds the sidecar for one point.
@@ -496,7 +508,10 @@ pub fn validation<'a>(
         reasons,
         telemetry_source,
         benchmark_result,
-        benchmark_window: b,
+        benchmark_window: WindowOut {
+            window: b,
+            integration_duration_s: b.integration_duration_s(),
+        },
         integration_method: INTEGRATION_METHOD,
         integration: p,
         observed_gpu_count: p.observed_gpu_ids.len(),

@@ -72,36 +72,52 @@ impl PowerSource {
 const NVIDIA_QUERY: &str = "timestamp,index,power.draw,temperature.gpu,clocks.current.sm,\
 clocks.current.memory,utilization.gpu,utilization.memory,memory.used";
 
-/// Whether `tool probe…` runs and exits 0 with some output within 10 s.
-fn answers(tool: &str, probe: &[&str]) -> bool {
-    let Ok(mut child) = Command::new(tool)
-        .args(probe)
+/// How long a one-shot vendor-tool call may take before it is killed (a hung driver must not
+/// hang the benchmark: trial of issue 10).
+const TOOL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs `tool args…` and returns its stdout when it exits 0 within [`TOOL_TIMEOUT`]; a tool
+/// that is missing, fails or hangs gives `None` (a hung one is killed).
+fn output_within(tool: &str, args: &[&str]) -> Option<Vec<u8>> {
+    let mut child = Command::new(tool)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-    else {
-        return false;
-    };
+        .ok()?;
+    // Read stdout on a thread so a chatty tool cannot block on a full pipe.
+    let mut out = child.stdout.take()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut v);
+        let _ = tx.send(v);
+    });
     let t0 = Instant::now();
-    loop {
+    let ok = loop {
         match child.try_wait() {
-            Ok(Some(st)) => {
-                let mut out = String::new();
-                if let Some(mut o) = child.stdout.take() {
-                    let _ = std::io::Read::read_to_string(&mut o, &mut out);
-                }
-                return st.success() && !out.trim().is_empty();
-            }
-            Ok(None) if t0.elapsed() < Duration::from_secs(10) => {
+            Ok(Some(st)) => break st.success(),
+            Ok(None) if t0.elapsed() < TOOL_TIMEOUT => {
                 std::thread::sleep(Duration::from_millis(20))
             }
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return false;
+                break false;
             }
         }
+    };
+    // A killed tool's children may hold the pipe open: never wait on the reader then, and
+    // not long after a clean exit either.
+    if !ok {
+        return None;
     }
+    rx.recv_timeout(TOOL_TIMEOUT).ok()
+}
+
+/// Whether `tool probe…` runs and exits 0 with some output within [`TOOL_TIMEOUT`].
+fn answers(tool: &str, probe: &[&str]) -> bool {
+    output_within(tool, probe).is_some_and(|o| !String::from_utf8_lossy(&o).trim().is_empty())
 }
 
 /// A running sampler; [`PowerSampler::stop`] ends it.
@@ -116,21 +132,15 @@ pub struct PowerSampler {
 
 /// `amd-smi metric -E --csv` into `path` (its CSV lines only): the energy accumulators.
 fn amd_energy_snapshot(path: &Path) {
-    if let Ok(o) = Command::new("amd-smi")
-        .args(["metric", "-E", "--csv"])
-        .stderr(Stdio::null())
-        .output()
-    {
-        if o.status.success() {
-            let text = String::from_utf8_lossy(&o.stdout);
-            let csv: String = text
-                .lines()
-                .filter(|l| l.contains(','))
-                .map(|l| format!("{}\n", l.trim()))
-                .collect();
-            if !csv.is_empty() {
-                let _ = std::fs::write(path, csv);
-            }
+    if let Some(o) = output_within("amd-smi", &["metric", "-E", "--csv"]) {
+        let text = String::from_utf8_lossy(&o);
+        let csv: String = text
+            .lines()
+            .filter(|l| l.contains(','))
+            .map(|l| format!("{}\n", l.trim()))
+            .collect();
+        if !csv.is_empty() {
+            let _ = std::fs::write(path, csv);
         }
     }
 }
@@ -243,16 +253,10 @@ impl PowerSampler {
             amd_energy_snapshot(&crate::energy::snapshot_paths(&self.path).1);
         }
         if self.source == PowerSource::NvidiaSmi {
-            if let Ok(o) = Command::new("nvidia-smi")
-                .arg(format!("--query-gpu={NVIDIA_QUERY}"))
-                .arg("--format=csv,noheader")
-                .stderr(Stdio::null())
-                .output()
-            {
-                if o.status.success() {
-                    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&self.path) {
-                        let _ = f.write_all(&o.stdout);
-                    }
+            let query = format!("--query-gpu={NVIDIA_QUERY}");
+            if let Some(o) = output_within("nvidia-smi", &[&query, "--format=csv,noheader"]) {
+                if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(&self.path) {
+                    let _ = f.write_all(&o);
                 }
             }
         }

@@ -63,7 +63,10 @@ function draw(res) {
     mode: 2, width, height: Math.round(width * 0.45),
     title: metricLabel(options, res.y) + " at " + metricLabel(options, res.x) + " = " + res.at,
     legend: { show: false },
-    scales: { x: { time: true }, y: {} },
+    // Batches of one day (several quickstarts today) would give the x axis no width and an
+    // empty chart: widen a single day to a day either side (trial 7).
+    scales: { x: { time: true, range: (u, lo, hi) => lo === hi ? [lo - 86400, hi + 86400] : [lo, hi] },
+              y: {} },
     axes: [{}, { label: metricLabel(options, res.y), size: 70 }],
     series,
     hooks: { draw: [u => {

@@ -380,7 +380,10 @@ impl Args {
             seed: self.seed,
             cache_bust: self.cache_bust,
             server_metrics: !self.no_server_metrics,
-            power: self.power.mode(),
+            power: {
+                self.power.check(true)?;
+                self.power.mode()
+            },
             power_interval: secs("--power-interval", self.power.power_interval)?,
             require_power: self.power.require_power,
             server_metrics_interval: secs(
@@ -469,14 +472,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         for n in &out.notes {
             eprintln!("inferbench: {n}");
         }
-        if let (Some(db), Some(result)) = (&db, &out.result_path) {
-            super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
-        }
-        anyhow::Ok(out.exit_code)
+        anyhow::Ok((out.exit_code, out.result_path))
     });
     // Do not wait for abandoned blocking work (prompt preparation cut short by a signal).
     rt.shutdown_background();
-    code
+    let (code, result) = code?;
+    // Outside the runtime: the PostgreSQL client runs one of its own, which cannot start
+    // inside another (trial 7: `bench --db postgres://…` panicked after the benchmark).
+    if let (Some(db), Some(result)) = (&db, &result) {
+        super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
+    }
+    Ok(code)
 }
 
 #[cfg(test)]

@@ -79,6 +79,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let backend = Backend::parse(&a.backend)
         .with_context(|| format!("--backend {}: openai or openai-chat", a.backend))?;
     anyhow::ensure!(a.concurrency >= 1, "--concurrency must be ≥ 1");
+    anyhow::ensure!(
+        a.limit != Some(0),
+        "--limit must be ≥ 1 (omit it for all 1,319 problems)"
+    );
+    anyhow::ensure!(a.max_tokens != Some(0), "--max-tokens must be ≥ 1");
     let threshold = a
         .threshold
         .unwrap_or_else(|| gsm8k::threshold(a.model_prefix.as_deref()));
@@ -115,6 +120,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .with_context(|| format!("writing results into {}", a.result_dir.display()))?;
     println!("gsm8k: {}", w.scores.line());
     eprintln!("wrote {} and {}", w.samples.display(), w.results.display());
+    if w.scores.cancelled > 0 {
+        eprintln!(
+            "gsm8k: interrupted: {} of {} problems answered; the results file says `interrupted: true` and `ingest` does not store it",
+            w.scores.n,
+            w.scores.n + w.scores.cancelled
+        );
+        return Ok(130);
+    }
+    if w.scores.all_failed() {
+        let first = samples
+            .iter()
+            .find_map(|s| s.error.clone())
+            .unwrap_or_default();
+        eprintln!("gsm8k: every request failed, nothing was measured; first: {first}");
+        return Ok(1);
+    }
     if !w.scores.passes(threshold) && !a.no_threshold {
         eprintln!("gsm8k: below the threshold {threshold:.2} (pass --no-threshold to only report)");
         return Ok(1);

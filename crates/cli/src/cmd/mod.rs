@@ -47,6 +47,22 @@ impl PowerArgs {
     pub fn mode(&self) -> inferbench_loadgen::PowerMode {
         inferbench_loadgen::PowerMode::parse(&self.power).unwrap_or_default()
     }
+
+    /// Refuses combinations that would silently measure nothing: `--require-power` with
+    /// `--power off`; a named sampler or `--require-power` without a result directory
+    /// (`has_result_dir` false).
+    pub fn check(&self, has_result_dir: bool) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !(self.require_power && self.power == "off"),
+            "--require-power with --power off: nothing would be measured"
+        );
+        anyhow::ensure!(
+            has_result_dir || (self.power == "auto" && !self.require_power) || self.power == "off",
+            "--power {}/--require-power need --result-dir (power.csv goes there)",
+            self.power
+        );
+        Ok(())
+    }
 }
 
 /// The one shutdown token of a subcommand: cancelled on the first SIGINT (Ctrl-C) or SIGTERM,

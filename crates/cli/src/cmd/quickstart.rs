@@ -345,8 +345,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 pub(crate) fn open_store_and_identity(
     args: &Args,
 ) -> anyhow::Result<(inferbench_store::Store, String, String)> {
-    let mut store = inferbench_store::Store::open(if args.no_db { ":memory:" } else { &args.db })
-        .with_context(|| format!("opening database {}", args.db))?;
+    let mut store =
+        inferbench_store::Store::open(if args.no_db { ":memory:" } else { &args.db })
+            .with_context(|| format!("opening database {}", inferbench_store::redact(&args.db)))?;
     store.migrate()?;
     let cat = inferbench_sim::Catalogue::embedded();
     let hw_key = cat.hardware(&args.hardware)?.name.to_ascii_lowercase();

@@ -453,6 +453,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             "inferbench: interrupted; finishing up and saving finished requests",
         );
         let mut power_notes = Vec::new();
+        args.power.check(args.result_dir.is_some())?;
         let power = match &args.result_dir {
             Some(d) => {
                 inferbench_loadgen::power::start(
@@ -464,9 +465,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                     Some(&mut power_notes),
                 )
                 .await?
-            }
-            None if args.power.require_power => {
-                anyhow::bail!("--require-power needs --result-dir (power.csv goes there)")
             }
             None => None,
         };

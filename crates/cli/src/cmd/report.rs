@@ -32,7 +32,8 @@ pub struct Args {
     pub db: String,
     /// Filter `KEY=VALUE[|VALUE…]` on any dimension (model, hardware/hw, framework, precision,
     /// spec, tp, ep, dp_attention, disagg, isl, osl, conc, gpus, image, scenario, kv_offload,
-    /// date, batch, source_kind); repeatable, all must match.
+    /// date, batch, source_kind); repeatable: every key must match, and the values given for
+    /// one key (`a|b`, or the key repeated) are alternatives.
     #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
     pub filters: Vec<String>,
     /// Only points dated on or after this day (YYYY-MM-DD).
