@@ -14,6 +14,14 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// One llama.cpp engine at a time in this file: two on 2 cores (4 busy threads) made the
+/// GSM8K sweep take 20 minutes instead of under 5 (session 12's CI).
+static ONE_ENGINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_engine() -> std::sync::MutexGuard<'static, ()> {
+    ONE_ENGINE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn service_env() -> Option<(String, String)> {
     let py = std::env::var("INFERBENCH_TEST_PYTHON").ok();
     let gguf = std::env::var("INFERBENCH_TEST_GGUF").ok();
@@ -48,6 +56,7 @@ fn llamacpp_master_config_sweeps_end_to_end() {
     let Some((python, gguf)) = service_env() else {
         return;
     };
+    let _one = one_engine();
     let tmp = scratch("sweep_llamacpp");
     let config = repo().join("examples/llamacpp-cpu.yaml");
     let runners = repo().join("examples/llamacpp-cpu-runners.yaml");
@@ -228,6 +237,7 @@ fn llamacpp_agentic_config_sweeps_into_the_north_star_frontier() {
     let Some((python, gguf)) = service_env() else {
         return;
     };
+    let _one = one_engine();
     let tmp = scratch("sweep_llamacpp_agentic");
     let runners = repo().join("examples/llamacpp-cpu-runners.yaml");
     let bin = env!("CARGO_BIN_EXE_inferbench");
@@ -372,6 +382,7 @@ fn llamacpp_eval_only_row_scores_gsm8k_in_a_sweep_into_the_store() {
     let Some((python, gguf)) = service_env() else {
         return;
     };
+    let _one = one_engine();
     let data = repo().join("../shared/data/gsm8k");
     if !data.join("test.jsonl").is_file() {
         assert!(

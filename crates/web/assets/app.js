@@ -14,6 +14,7 @@ let current = null; // last /api/v1/points answer
 const hidden = new Set(); // groups toggled off in the legend
 let pinned = false;
 let hovered = null; // the point under the tooltip
+let missing = []; // values the URL asked for that the database lacks (set by applyState)
 
 // ---- URL state -------------------------------------------------------------------------
 function readState() {
@@ -68,15 +69,24 @@ function applyState(st) {
   fill($("x"), [""].concat(options.x_metrics.map(m => m.key)),
     ["default"].concat(options.x_metrics.map(m => m.label_with_unit)));
   fill($("y"), options.y_metrics.map(m => m.key), options.y_metrics.map(m => m.label_with_unit));
+  // An unknown value falls back to the first option (as InferenceX's selectors do), and the
+  // page says which asked-for values this database does not have (a preset or a shared link
+  // for data you have not ingested showed another view without a word: trial 7).
+  missing = [];
   for (const k of SELECTS) {
     const el = $(k);
     if (st[k] && Array.from(el.options).some(o => o.value === st[k])) el.value = st[k];
-    else if (k === "y") el.value = options.defaults.y;
-    // An unknown value falls back to the first option (as InferenceX's selectors do).
+    else {
+      if (st[k]) missing.push(k + "=" + st[k]);
+      if (k === "y") el.value = options.defaults.y;
+    }
   }
+  const hw = Array.from($("hardware").options).map(o => o.value);
+  for (const h of st.hardware) if (!hw.includes(h)) missing.push("hardware=" + h);
   for (const o of $("hardware").options) o.selected = st.hardware.includes(o.value);
   for (const k of CHECKS) $(k).checked = st[k];
 }
+
 
 // ---- chart -----------------------------------------------------------------------------
 function draw(res, st) {
@@ -286,7 +296,8 @@ async function refresh(push) {
     draw(current, st);
     const f = current.points.filter(p => p.frontier).length;
     status(count(current.count, "point") + " in " + count(current.groups.length, "group") + ", "
-      + f + " on a frontier");
+      + f + " on a frontier"
+      + (missing.length ? " — not in this database, so not applied: " + missing.join(", ") : ""));
   } catch (e) {
     status("error: " + e.message, true);
   }
@@ -324,7 +335,7 @@ async function start() {
   await presets();
   applyState(readState());
   for (const k of SELECTS.concat(["hardware"], CHECKS)) {
-    $(k).addEventListener("change", () => { pinned = false; $("tooltip").hidden = true; refresh(true); });
+    $(k).addEventListener("change", () => { pinned = false; missing = []; $("tooltip").hidden = true; refresh(true); });
   }
   window.addEventListener("popstate", () => { applyState(readState()); refresh(false); });
   $("chart").addEventListener("click", () => {

@@ -259,6 +259,13 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
             }
         }
     }
+    // A custom-cost metric without its price is a column of nulls: say what it needs.
+    let custom = |m: &str| m.starts_with("usd_per_m_custom");
+    if q.cost.usd_per_gpu_hour.is_none() && (custom(&q.y) || q.x.as_deref().is_some_and(custom)) {
+        return Err(ApiError::bad_request(
+            "`usd_per_m_custom*` needs `gpu_hour_cost` (your $/GPU-hour)".to_string(),
+        ));
+    }
     Ok(q)
 }
 

@@ -195,6 +195,11 @@ async fn bad_parameters_are_400_with_a_message() {
             "`gpu_kw=-1`: expected a positive number",
         ),
         ("/api/v1/points?y=bogus", "`y=bogus`: unknown metric"),
+        // A custom cost without its price would be nulls (trial 7).
+        (
+            "/api/v1/points?y=usd_per_m_custom",
+            "`usd_per_m_custom*` needs `gpu_hour_cost`",
+        ),
         // One value only: a second `x` is a mistake, not "the last one wins" (trial 6).
         (
             "/api/v1/points?x=median_intvty&x=median_ttft",

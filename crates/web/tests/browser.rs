@@ -224,6 +224,11 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
             .ends_with("y=tput_per_gpu"),
         "{dom}"
     );
+    // ... and the page says what it did not apply (trial 7: presets for data not ingested).
+    assert!(
+        text_of(&dom, "status").ends_with(" — not in this database, so not applied: y=bogus"),
+        "{dom}"
+    );
 }
 
 /// The Compare, History, Evals and Models pages over every store fixture: the URL selects the
