@@ -73,6 +73,11 @@ impl PowerRun {
         &self.csv
     }
 
+    /// Where [`PowerRun::finish`] writes the validation sidecar.
+    pub fn validation(&self) -> &Path {
+        &self.validation
+    }
+
     /// Stops the sampler, validates and integrates `power.csv` over `s`'s profiling window
     /// (`telemetry::power`, InferenceX's rules; `expected_gpus` checked when known), writes the
     /// validation sidecar with the energy-counter cross-check, and returns the summary's power

@@ -497,10 +497,7 @@ pub async fn run_bench(
     let mut power_validation: Option<PathBuf> = None;
     summary.inferbench.server_metrics = server_metrics;
     if let Some(run) = power {
-        power_validation = Some(
-            output::side_file(&opts, &date, "power_validation.json")
-                .unwrap_or_else(|| run.csv().with_file_name("power_validation.json")),
-        );
+        power_validation = Some(run.validation().to_path_buf());
         let expected = opts
             .job_identity
             .as_ref()
