@@ -68,11 +68,6 @@ pub async fn start(
 }
 
 impl PowerRun {
-    /// Where the samples are.
-    pub fn csv(&self) -> &Path {
-        &self.csv
-    }
-
     /// Where [`PowerRun::finish`] writes the validation sidecar.
     pub fn validation(&self) -> &Path {
         &self.validation
