@@ -380,6 +380,30 @@ fn store_cli_read_commands_do_not_create_a_database() {
     );
 }
 
+/// Trial 7: `ingest` of a directory with no result in it exited 0 beside a warning, so a
+/// script went on to an empty report. It is now a failure (exit 1) that says why.
+#[test]
+fn store_cli_ingest_of_an_empty_directory_fails() {
+    let t = Tmp::new("emptyingest");
+    let empty = t.0.join("results");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("notes.txt"), "not a result\n").unwrap();
+    let db = t.0.join("x.db");
+    let o = run(&[
+        "ingest",
+        empty.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("ingested 0 run(s), 0 point(s)")
+            && out.contains("error: nothing to ingest there")
+            && out.contains("ignored 1 non-result file(s): "),
+        "{out}"
+    );
+}
 /// Issue 13: `report --columns …` without the frontier column prints the units footer the
 /// frontier view prints (label and unit of every metric column, from the metric registry);
 /// with the frontier column the `*` line follows it; with cost or power columns, their assumptions.

@@ -400,8 +400,11 @@ pub async fn run_bench(
         }
         None => None,
     };
-    // Random prompts served from the prefix cache mean a repeated run (same seed).
-    if let Some(sm) = server_metrics.as_ref() {
+    // Random prompts served from the prefix cache mean a repeated run (same seed). Only a
+    // profile phase that ran its course is judged: one cut short in its warmup (which sends
+    // the first prompt again and again) has no profile window to compare (trial 7's spurious
+    // warning on a sweep point interrupted there).
+    if let (Some(sm), PhaseEnd::Completed) = (server_metrics.as_ref(), end) {
         if let (DatasetName::Random, Some(hits), Some(queries)) = (
             opts.dataset_name,
             sm.prefix_cache_hits,

@@ -125,6 +125,15 @@ pub struct IngestReport {
 }
 
 impl IngestReport {
+    /// Whether the paths held nothing this store reads: no run, eval, skipped unit or unfinished
+    /// sweep point (an empty or wrong directory; `inferbench ingest` exits 1 on it).
+    pub fn found_nothing(&self) -> bool {
+        self.runs_ingested == 0
+            && self.evals == 0
+            && self.skipped.is_empty()
+            && self.unfinished.is_empty()
+    }
+
     /// A human-readable multi-line summary (what `inferbench ingest` prints).
     pub fn render(&self) -> String {
         let again = if self.runs_reingested > 0 {
@@ -159,9 +168,9 @@ impl IngestReport {
                 self.runs_ingested, self.points
             )
         };
-        if self.runs_ingested == 0 && self.skipped.is_empty() && self.unfinished.is_empty() {
+        if self.found_nothing() {
             s.push_str(
-                "warning: nothing to ingest there (no result files or artifact directories)\n",
+                "error: nothing to ingest there (no result files or artifact directories)\n",
             );
         }
         for k in &self.skipped {

@@ -401,6 +401,38 @@ impl Store {
         Ok(seq.into_iter().map(|s| s.2).collect())
     }
 
+    /// The sequence (as [`Store::sequences`] names it) with the most points, the larger one on
+    /// a tie; `None` in an empty database. The dashboard opens on it (it opened on the first,
+    /// often the 512/64 of a `quickstart --fast`: trial 7).
+    pub fn busiest_sequence(&mut self) -> Result<Option<String>, StoreError> {
+        self.require_migrated()?;
+        let rows = self.conn.query(
+            "SELECT c.scenario, c.isl, c.osl, COUNT(*) FROM points p \
+             JOIN configs c ON p.config_id = c.id GROUP BY c.scenario, c.isl, c.osl",
+            &[],
+        )?;
+        let mut best: Option<(i64, i64, String)> = None;
+        let mut counts: BTreeMap<String, (i64, i64)> = BTreeMap::new();
+        for r in &rows {
+            let scenario = r[0].as_str().unwrap_or("").to_string();
+            let (isl, osl) = (r[1].as_i64().unwrap_or(0), r[2].as_i64().unwrap_or(0));
+            let name = if scenario == AGENTIC_SCENARIO || (isl == 0 && osl == 0) {
+                scenario
+            } else {
+                format!("{isl}/{osl}")
+            };
+            let e = counts.entry(name).or_default();
+            e.0 += r[3].as_i64().unwrap_or(0);
+            e.1 = e.1.max(isl + osl);
+        }
+        for (name, (n, size)) in counts {
+            if best.as_ref().is_none_or(|b| (n, size) > (b.0, b.1)) {
+                best = Some((n, size, name));
+            }
+        }
+        Ok(best.map(|b| b.2))
+    }
+
     /// Points matching `filter`, with derived metrics, sorted by (group, parallelism, conc,
     /// date, batch).
     pub fn points(

@@ -56,6 +56,24 @@ fn check_fixture_ingest(store: &mut Store) {
         ]
     );
     assert_eq!(store.unknown_names().unwrap().len(), 7);
+    // The dashboard opens on the sequence with the most points (trial 7: it opened on the first).
+    assert_eq!(store.sequences().unwrap(), vec!["1024/1024".to_string()]);
+    assert_eq!(
+        store.busiest_sequence().unwrap().as_deref(),
+        Some("1024/1024")
+    );
+    // One more point at a smaller sequence sorts first but has fewer points.
+    let mut small = IngestOptions::default();
+    for (k, v) in [("isl", "512"), ("osl", "64"), ("conc", "3")] {
+        small.overrides.insert(k.into(), v.into());
+    }
+    let one = dir.path().join("imports/vllm_gptoss_conc64.json");
+    assert_eq!(store.ingest_path(&one, &small).unwrap().points, 1);
+    assert_eq!(store.sequences().unwrap(), ["512/64", "1024/1024"]);
+    assert_eq!(
+        store.busiest_sequence().unwrap().as_deref(),
+        Some("1024/1024")
+    );
     // Known names stored under another key are said (hardware runner labels are not listed).
     let renamed: Vec<(String, String, String)> = r.renamed.iter().cloned().collect();
     assert_eq!(

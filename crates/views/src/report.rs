@@ -119,8 +119,23 @@ pub fn split_common(rows: &[PointRow], columns: &[String]) -> (Vec<String>, Vec<
     (kept, common)
 }
 
-/// Widest `batch` cell of a table (longer names end in `…`; CSV and JSON give them whole).
-const BATCH_WIDTH: usize = 24;
+/// Widest `batch` cell of a table: quickstart's `quickstart-YYYYMMDD-HHMMSS-mmm` fits whole;
+/// longer names keep their head and their tail (where bench file names and sweep stamps
+/// differ) around a `…`; CSV and JSON give them whole.
+const BATCH_WIDTH: usize = 32;
+
+/// `name` cut to at most `width` characters: the first third, `…`, then the end.
+fn middle_ellipsis(name: &str, width: usize) -> String {
+    let n = name.chars().count();
+    if n <= width {
+        return name.to_string();
+    }
+    let head = width / 3;
+    let tail = width - head - 1;
+    let h: String = name.chars().take(head).collect();
+    let t: String = name.chars().skip(n - tail).collect();
+    format!("{h}…{t}")
+}
 
 /// A human label with unit for a metric or column name (chart axes, notes): the metric
 /// registry's (`inferbench_core::registry`), else the name itself.
@@ -185,12 +200,7 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
                 .rsplit('/')
                 .next()
                 .unwrap_or_default();
-            if last.chars().count() > BATCH_WIDTH {
-                let head: String = last.chars().take(BATCH_WIDTH - 1).collect();
-                format!("{head}…")
-            } else {
-                last.to_string()
-            }
+            middle_ellipsis(last, BATCH_WIDTH)
         }
         "batch" => r.batch.clone(),
         "image" => r.image.clone(),
@@ -639,7 +649,8 @@ mod tests {
     }
 
     /// Trial 6: only agentic rows → `scenario` instead of the `isl`/`osl` they do not have; a
-    /// long batch name (a bench point's file name) is cut to 24 characters in tables only.
+    /// long batch name (a bench point's file name) is cut to 32 characters in tables only, keeping
+    /// its head and tail.
     #[test]
     fn agentic_only_tables_and_long_batches() {
         let mut a = row();
@@ -650,7 +661,13 @@ mod tests {
         assert!(!cols.iter().any(|c| c == "isl" || c == "osl"), "{cols:?}");
         assert_eq!(
             cell(&a, "batch", false).unwrap(),
-            "openai-infqps-concurren…"
+            "openai-inf…-20261201-221319.json"
+        );
+        // Trial 7: two quickstarts of one hour looked alike at 24 characters; whole now.
+        a.batch = "quickstart-20261202-031245-117".into();
+        assert_eq!(
+            cell(&a, "batch", false).unwrap(),
+            "quickstart-20261202-031245-117"
         );
         assert_eq!(cell(&a, "batch", true).unwrap(), a.batch);
     }

@@ -79,6 +79,8 @@ function applyState(st) {
     else {
       if (st[k]) missing.push(k + "=" + st[k]);
       if (k === "y") el.value = options.defaults.y;
+      // No sequence asked for: the one with the most points (the first was often a --fast run's).
+      if (k === "sequence" && options.defaults.sequence) el.value = options.defaults.sequence;
     }
   }
   const hw = Array.from($("hardware").options).map(o => o.value);

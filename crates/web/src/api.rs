@@ -104,15 +104,16 @@ pub fn metric_json(key: &str) -> Option<Value> {
 /// `GET /api/v1/options`: `{"dimensions": {model: [...], scenario: [...], isl, osl, hardware,
 /// framework, precision, spec_decoding, disagg, batch}, "sequences": ["1024/1024", …,
 /// "agentic-coding"], "x_metrics": [metric…], "y_metrics":
-/// [metric…], "defaults": {x, x_agentic, y}}` (values as [`Store::dimension_values`] gives
-/// them, metrics as [`metric_json`]).
+/// [metric…], "defaults": {x, x_agentic, y, sequence}}` (values as [`Store::dimension_values`]
+/// gives them, metrics as [`metric_json`]; `sequence`: [`Store::busiest_sequence`], or null).
 pub async fn options(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let (dims, sequences) = state
+    let (dims, sequences, busiest) = state
         .with_store(|s| {
             let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
             Ok((
                 s.dimension_values().map_err(db)?,
                 s.sequences().map_err(db)?,
+                s.busiest_sequence().map_err(db)?,
             ))
         })
         .await?;
@@ -123,7 +124,8 @@ pub async fn options(State(state): State<AppState>) -> Result<Json<Value>, ApiEr
         "sequences": sequences,
         "x_metrics": list(X_METRICS),
         "y_metrics": list(Y_METRICS),
-        "defaults": {"x": "median_intvty", "x_agentic": NORTH_STAR_X, "y": "tput_per_gpu"},
+        "defaults": {"x": "median_intvty", "x_agentic": NORTH_STAR_X, "y": "tput_per_gpu",
+                     "sequence": busiest},
     })))
 }
 

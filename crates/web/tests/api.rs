@@ -83,7 +83,8 @@ async fn options_list_dimensions_sequences_and_metrics() {
     );
     assert_eq!(
         v["defaults"],
-        json!({"x": "median_intvty", "x_agentic": "p90_e2e_norm_intvty", "y": "tput_per_gpu"})
+        json!({"x": "median_intvty", "x_agentic": "p90_e2e_norm_intvty", "y": "tput_per_gpu",
+               "sequence": "1024/1024"})
     );
 }
 

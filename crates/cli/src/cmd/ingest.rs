@@ -48,7 +48,7 @@ pub fn options(set: &[String]) -> anyhow::Result<IngestOptions> {
 }
 
 /// Ingests `paths` into `db` (migrating it first), printing each report. Returns whether any
-/// unit was skipped and whether any name was unknown.
+/// unit was skipped or any path held nothing to ingest, and whether any name was unknown.
 pub fn ingest_into(
     db: &str,
     paths: &[PathBuf],
@@ -61,14 +61,14 @@ pub fn ingest_into(
     for p in paths {
         let report = store.ingest_path(p, opts)?;
         print!("{}", report.render());
-        failed |= !report.skipped.is_empty();
+        failed |= !report.skipped.is_empty() || report.found_nothing();
         unknown |= !report.unknown.is_empty();
     }
     Ok((failed, unknown))
 }
 
-/// Runs the subcommand; returns 0, or 1 when something was skipped (always) or unknown (with
-/// `--strict`).
+/// Runs the subcommand; returns 0, or 1 when something was skipped or a path held nothing to
+/// ingest (always) or a name was unknown (with `--strict`).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let opts = options(&args.set)?;
     // Every path first: a typo stores nothing (and creates no database).

@@ -471,9 +471,18 @@ fn frontier_table(points: &[Point], gpus: u32) -> String {
         "  (* = on the Pareto frontier: no other point has both more tok/s/GPU and more \
          tok/s/user; TTFT p99 in seconds, modelled time)\n",
     );
-    if points.iter().any(cut) {
+    // What the store made of a cut-short point (trial 7: "stored as invalid" was wrong for one
+    // that had finished nothing, which `report` lists only with --include-failed).
+    if points.iter().any(|p| cut(p) && p.summary.completed > 0) {
         out.push_str(
-            "  (cut short = interrupted by Ctrl-C: stored as invalid, never on a frontier)\n",
+            "  (cut short = interrupted by Ctrl-C: stored as invalid, which `report` lists but \
+             never puts on a frontier)\n",
+        );
+    }
+    if points.iter().any(|p| cut(p) && p.summary.completed == 0) {
+        out.push_str(
+            "  (cut short before any request finished: stored as a failed point, which `report` \
+             lists with --include-failed)\n",
         );
     }
     out

@@ -59,6 +59,8 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         .enable_all()
         .build()?;
     let mut exit = 0;
+    // Lane counts whose replay did not run its course (Ctrl-C, an abort): never on the preview.
+    let mut cut_short: Vec<i64> = Vec::new();
     rt.block_on(async {
         let cancel =
             super::shutdown_token("inferbench quickstart: interrupted; stopping after this point");
@@ -145,6 +147,9 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
                 hit.map_or("n/a".into(), |h| format!("{:.1} %", h * 100.0)),
                 t0.elapsed().as_secs_f64()
             );
+            if out.stop != agentic::ReplayStop::Completed {
+                cut_short.push(i64::from(conc));
+            }
             let code = agentic::exit_code(&out, &summary);
             if code != 0 {
                 exit = code;
@@ -161,11 +166,12 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
     filter.add(&format!("batch={sweep_id}"))?;
     let mut rows = store.points(&filter, &inferbench_store::CostOptions::default())?;
     // Every quickstart point is invalid (far below 900 s): its frontier is a preview, and the
-    // footer says so once instead of `invalid` on every row.
-    inferbench_store::query::mark_frontier_with(&mut rows, NORTH_STAR_X, "tput_per_gpu", true);
+    // footer says so once instead of `invalid` on every row. A point cut short stays invalid:
+    // listed as such and off the preview, as the fixed-length quickstart keeps it.
     for r in &mut rows {
-        r.valid = true;
+        r.valid = !cut_short.contains(&r.conc);
     }
+    inferbench_store::query::mark_frontier_with(&mut rows, NORTH_STAR_X, "tput_per_gpu", false);
     let cols: Vec<String> = [
         "conc",
         "tput_per_gpu",
@@ -186,6 +192,31 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         "{}",
         inferbench_views::report::footer(&cols, NORTH_STAR_X, "tput_per_gpu", false, true)
     );
+    if cut_short.iter().any(|c| rows.iter().any(|r| r.conc == *c)) {
+        print!(
+            "{}",
+            inferbench_views::report::wrap(
+                "invalid = cut short (interrupted before its duration ran out): kept, never on \
+                 the preview frontier"
+            )
+        );
+    }
+    // A point cut short before any request finished is a failed point, not a row here.
+    let unlisted: Vec<String> = cut_short
+        .iter()
+        .filter(|c| !rows.iter().any(|r| r.conc == **c))
+        .map(|c| c.to_string())
+        .collect();
+    if !unlisted.is_empty() {
+        print!(
+            "{}",
+            inferbench_views::report::wrap(&format!(
+                "lanes {}: cut short before any request finished, stored as a failed point \
+                 (`report --include-failed` lists it)",
+                unlisted.join(", ")
+            ))
+        );
+    }
     print!(
         "{}{}",
         inferbench_views::report::wrap(
@@ -210,7 +241,8 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
             "inferbench quickstart --agentic: {} on simulated {} (a preview: runs < 900 s are invalid)",
             args.model, args.hardware
         ),
-        include_invalid: true,
+        // Rows are valid here unless cut short (above), so those draw hollow and off the line.
+        include_invalid: false,
         ..Default::default()
     };
     inferbench_views::plot::plot(&rows, &spec, &chart)?;
