@@ -121,7 +121,7 @@ pub struct RequestRecord {
     /// DESIGN.md §4.
     pub scheduled_ns: u64,
     /// When the arrival process actually released the request (its timer fired; in closed
-    /// loop, when the dispatcher took the free slot), ns since run start; `released −
+    /// loop, when its slot (worker) took it up), ns since run start; `released −
     /// scheduled` is the schedule lag, `sent − released` the wait for a concurrency slot. Optional: `None` when the loadgen does not record it (added by the
     /// workload/metrics work, serde-compatible with records that lack it).
     #[serde(default, skip_serializing_if = "Option::is_none")]

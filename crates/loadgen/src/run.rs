@@ -2,19 +2,20 @@
 //! cap; records stream to `--save-requests` as they finish; the summary comes from
 //! `inferbench_core::summary::summarize`.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
+use futures_util::FutureExt;
 use inferbench_client::{CancellationToken, Client, ClientConfig, RequestMeta, RunClock};
 use inferbench_core::metrics::{GoodputSlo, Metric};
 use inferbench_core::summary::{summarize, PowerSummary, RunSummary, StopReason, SummaryContext};
 use inferbench_core::{ErrorClass, Phase, RequestRecord};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::arrivals::{Arrivals, Schedule};
@@ -95,45 +96,6 @@ impl Breaker {
     }
 }
 
-/// Closed loop: when each concurrency slot became free (DESIGN.md §4: a closed-loop request's
-/// client queue time is sent − the moment its slot became free). All times are ns on the run
-/// clock. A phase starts with every slot free at its start; a request's slot is free again
-/// when its task releases it, just before the permit goes back to the semaphore, so a
-/// dispatcher that got a permit always finds the time here.
-#[derive(Debug, Default)]
-struct FreeSlots {
-    /// Slots free since the phase start and not yet taken.
-    initial: u64,
-    /// The phase start, ns on the run clock.
-    start_ns: u64,
-    /// Release times of the slots freed since and not yet taken, earliest first.
-    freed: BinaryHeap<Reverse<u64>>,
-}
-
-impl FreeSlots {
-    /// A new phase: `slots` slots, all free at `start_ns`; earlier releases are forgotten.
-    fn reset(&mut self, slots: u64, start_ns: u64) {
-        self.initial = slots;
-        self.start_ns = start_ns;
-        self.freed.clear();
-    }
-
-    /// A slot became free at `at_ns`.
-    fn release(&mut self, at_ns: u64) {
-        self.freed.push(Reverse(at_ns));
-    }
-
-    /// Takes the slot free the longest and returns when it became free (the phase start for
-    /// the first wave); `None` when no slot is recorded free.
-    fn take(&mut self) -> Option<u64> {
-        if self.initial > 0 {
-            self.initial -= 1;
-            return Some(self.start_ns);
-        }
-        self.freed.pop().map(|Reverse(t)| t)
-    }
-}
-
 /// Everything request tasks share.
 struct Shared {
     client: Client,
@@ -144,8 +106,6 @@ struct Shared {
     sem: Arc<Semaphore>,
     /// `--max-concurrency` (`None` = no cap).
     cap: Option<u32>,
-    /// Closed loop with a cap: when each slot became free.
-    free: Mutex<FreeSlots>,
     /// Records sent to the collector so far (every phase).
     sent: AtomicU64,
 }
@@ -155,23 +115,6 @@ impl Shared {
     fn emit(&self, rec: RequestRecord) {
         self.sent.fetch_add(1, Ordering::Release);
         let _ = self.tx.send(rec);
-    }
-}
-
-/// A closed-loop request's concurrency slot: on drop (the request ended, or its task
-/// panicked) records the moment the slot became free, then returns the permit.
-struct Slot {
-    sh: Arc<Shared>,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        let now = self.sh.client.clock().now_ns();
-        if let Ok(mut f) = self.sh.free.lock() {
-            f.release(now);
-        }
-        // `_permit` is dropped after this body: the time is recorded before the slot reopens.
     }
 }
 
@@ -278,7 +221,6 @@ pub async fn run_bench(
             conc.map_or(Semaphore::MAX_PERMITS, |c| c as usize),
         )),
         cap: conc,
-        free: Mutex::new(FreeSlots::default()),
         sent: AtomicU64::new(0),
     });
     // The last progress line of a phase shows its final counts: every record the phase sent
@@ -720,8 +662,8 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
         None => Schedule::new(spec.arrivals, spec.seed),
     };
     let paced = schedule.is_paced();
-    if let (false, Some(cap), Ok(mut f)) = (paced, sh.cap, sh.free.lock()) {
-        f.reset(u64::from(cap), start_ns);
+    if let (false, Some(cap)) = (paced, sh.cap) {
+        return run_closed_loop(sh, &spec, cap, start_ns).await;
     }
     let mut tasks = JoinSet::new();
     let mut end = PhaseEnd::Completed;
@@ -756,34 +698,12 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
                 _ = tokio::time::sleep_until(at.into()) => {}
             }
         }
-        // Closed loop (no rate): the dispatcher waits for a slot, so at most `conc` tasks exist.
         // Paced: every arrival gets its task at its deadline and queues for a slot itself, so
-        // arrivals are never delayed by the cap (the wait shows as client queue time).
-        let permit = if paced {
-            None
-        } else {
-            let acquire = sh.sem.clone().acquire_owned();
-            tokio::select! {
-                biased;
-                _ = sh.cancel.cancelled() => { end = PhaseEnd::Cancelled; break; }
-                _ = tokio::time::sleep_until(until.into()) => { break; }
-                p = acquire => p.ok(),
-            }
-        };
-        // Paced: scheduled at its arrival. Closed loop with a cap: scheduled when its slot
-        // became free (the previous request on it ended; the phase start for the first wave),
-        // so client queue time is the client's own delay, not the wait since the run start.
+        // arrivals are never delayed by the cap (the wait shows as client queue time). Closed
+        // loop without a cap: every request at once. (Closed loop with a cap: the workers of
+        // `run_closed_loop`.)
         let released_ns = clock.now_ns();
-        let scheduled_ns = if paced || sh.cap.is_none() {
-            arrival_ns
-        } else {
-            sh.free
-                .lock()
-                .ok()
-                .and_then(|mut f| f.take())
-                .unwrap_or(released_ns)
-                .min(released_ns)
-        };
+        let scheduled_ns = arrival_ns;
         let idx = spec.fixed_prompt.unwrap_or((i % n_prompts as u64) as usize);
         let meta = RequestMeta {
             request_id: i,
@@ -796,13 +716,7 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
         while let Some(r) = tasks.try_join_next_with_id() {
             account(sh, &mut spawned, r);
         }
-        let handle = tasks.spawn(request_task(
-            sh.clone(),
-            idx,
-            meta.clone(),
-            released_ns,
-            permit,
-        ));
+        let handle = tasks.spawn(request_task(sh.clone(), idx, meta.clone(), released_ns));
         spawned.insert(handle.id(), (meta, idx, released_ns));
         i += 1;
     }
@@ -853,20 +767,38 @@ fn account(
         return;
     };
     let Err(e) = r else { return };
-    let prompt = &sh.prompts.prompts[idx];
-    let now = sh.client.clock().now_ns();
     let why = if e.is_panic() {
-        let p = e.into_panic();
-        let msg = p
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "panic".into());
-        format!("internal error: the request task panicked ({msg}); a client bug")
+        panic_cause(e.into_panic())
     } else {
         "internal error: the request task was aborted".to_string()
     };
-    let rec = RequestRecord {
+    let rec = internal_error_record(sh, meta, idx, released_ns, why);
+    sh.breaker.observe(&rec);
+    sh.emit(rec);
+}
+
+/// "internal error: the request task panicked (MESSAGE); a client bug" from a panic payload.
+fn panic_cause(p: Box<dyn std::any::Any + Send>) -> String {
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into());
+    format!("internal error: the request task panicked ({msg}); a client bug")
+}
+
+/// The failed (`malformed`) record of a request whose handling broke inside the client, ended
+/// now, with `why` as its cause.
+fn internal_error_record(
+    sh: &Shared,
+    meta: RequestMeta,
+    idx: usize,
+    released_ns: u64,
+    why: String,
+) -> RequestRecord {
+    let prompt = &sh.prompts.prompts[idx];
+    let now = sh.client.clock().now_ns();
+    RequestRecord {
         request_id: meta.request_id,
         conversation_id: meta.conversation_id,
         turn: meta.turn,
@@ -882,42 +814,87 @@ fn account(
         prompt_tokens_client: prompt.prompt_tokens,
         max_tokens: prompt.max_tokens,
         ..Default::default()
-    };
-    sh.breaker.observe(&rec);
-    sh.emit(rec);
+    }
 }
 
-async fn request_task(
-    sh: Arc<Shared>,
-    idx: usize,
-    meta: RequestMeta,
-    released_ns: u64,
-    permit: Option<OwnedSemaphorePermit>,
-) {
-    let prompt = &sh.prompts.prompts[idx];
-    let closed_loop = permit.is_some() && sh.cap.is_some();
-    let permit = match permit {
-        Some(p) => Some(p),
-        None => {
-            tokio::select! {
-                biased;
-                _ = sh.cancel.cancelled() => None,
-                p = sh.sem.clone().acquire_owned() => p.ok(),
+/// Closed loop with a concurrency cap: `cap` workers (fewer when the phase has fewer
+/// requests), each sending its next request the moment its previous one ended, as
+/// `vllm bench serve`'s semaphore loop and AIPerf's workers keep a slot busy. A worker is a
+/// slot: a request's `scheduled_ns` is when its worker's previous request ended (the phase
+/// start for the first), so client queue time is the client's own delay (DESIGN.md §4). No
+/// dispatcher task sits between a request's end and the next send, so a saturated client
+/// still holds the requested concurrency (a dispatcher woken behind hundreds of ready
+/// streams held 273 of 512: issue 14). Request ids are taken in order from one counter; a
+/// panic while handling a request becomes that request's failed record and the worker goes
+/// on.
+async fn run_closed_loop(sh: &Arc<Shared>, spec: &PhaseSpec, cap: u32, start_ns: u64) -> PhaseEnd {
+    let next = Arc::new(AtomicU64::new(0));
+    let workers = spec.count.map_or(u64::from(cap), |c| c.min(u64::from(cap)));
+    let n_prompts = sh.prompts.prompts.len() as u64;
+    let mut set = JoinSet::new();
+    for _ in 0..workers {
+        let (sh, next) = (sh.clone(), next.clone());
+        let (phase, count, until, fixed) = (spec.phase, spec.count, spec.until, spec.fixed_prompt);
+        set.spawn(async move {
+            let clock = sh.client.clock();
+            let mut free_ns = start_ns;
+            loop {
+                if sh.cancel.is_cancelled()
+                    || sh.breaker.tripped()
+                    || until.is_some_and(|u| Instant::now() >= u)
+                {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if count.is_some_and(|c| i >= c) {
+                    break;
+                }
+                let released_ns = clock.now_ns();
+                let idx = fixed.unwrap_or((i % n_prompts) as usize);
+                let prompt = &sh.prompts.prompts[idx];
+                let meta = RequestMeta {
+                    request_id: i,
+                    phase,
+                    scheduled_ns: free_ns.min(released_ns),
+                    conversation_id: prompt.conversation_id.clone(),
+                    turn: prompt.turn,
+                    correlation_id: None,
+                };
+                let sent =
+                    AssertUnwindSafe(sh.client.send(&prompt.input(), meta.clone(), &sh.cancel))
+                        .catch_unwind()
+                        .await;
+                let mut rec = match sent {
+                    Ok(rec) => rec,
+                    Err(p) => internal_error_record(&sh, meta, idx, released_ns, panic_cause(p)),
+                };
+                free_ns = clock.now_ns();
+                rec.released_ns = Some(released_ns);
+                sh.breaker.observe(&rec);
+                sh.emit(rec);
             }
-        }
+        });
+    }
+    while set.join_next().await.is_some() {}
+    if sh.cancel.is_cancelled() {
+        PhaseEnd::Cancelled
+    } else if sh.breaker.tripped() {
+        PhaseEnd::Unreachable
+    } else {
+        PhaseEnd::Completed
+    }
+}
+
+/// One request of a paced or uncapped phase: waits for a concurrency slot (paced runs with a
+/// cap; the wait is client queue time), sends, and hands the record to the collector.
+async fn request_task(sh: Arc<Shared>, idx: usize, meta: RequestMeta, released_ns: u64) {
+    let prompt = &sh.prompts.prompts[idx];
+    let permit = tokio::select! {
+        biased;
+        _ = sh.cancel.cancelled() => None,
+        p = sh.sem.clone().acquire_owned() => p.ok(),
     };
-    // A closed-loop slot records when it becomes free again (also if this task panics).
-    let (slot, permit) = match permit {
-        Some(p) if closed_loop => (
-            Some(Slot {
-                sh: sh.clone(),
-                _permit: p,
-            }),
-            None,
-        ),
-        p => (None, p),
-    };
-    let mut rec = if slot.is_some() || permit.is_some() {
+    let mut rec = if permit.is_some() {
         sh.client.send(&prompt.input(), meta, &sh.cancel).await
     } else {
         let now = sh.client.clock().now_ns();
@@ -939,32 +916,7 @@ async fn request_task(
         }
     };
     drop(permit);
-    drop(slot);
     rec.released_ns = Some(released_ns);
     sh.breaker.observe(&rec);
     sh.emit(rec);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Closed loop, 2 slots, phase start at 100 ns: the first wave is scheduled at the phase
-    /// start; later requests when a slot became free, the earliest free slot first.
-    #[test]
-    fn free_slots_give_the_moment_each_slot_became_free() {
-        let mut f = FreeSlots::default();
-        f.reset(2, 100);
-        assert_eq!((f.take(), f.take()), (Some(100), Some(100)));
-        assert_eq!(f.take(), None, "both slots taken, none freed yet");
-        f.release(250);
-        f.release(180);
-        assert_eq!((f.take(), f.take()), (Some(180), Some(250)));
-        f.release(400);
-        assert_eq!(f.take(), Some(400));
-        // A new phase forgets the last one's releases.
-        f.release(500);
-        f.reset(1, 1_000);
-        assert_eq!((f.take(), f.take()), (Some(1_000), None));
-    }
 }
