@@ -4,23 +4,24 @@
 //! whether the requested concurrency was held, CPU per token, RSS per in-flight stream, and
 //! whether our token totals equal the server's.
 //!
-//! Requests go through the real [`Client`] (HTTP, SSE framing, chunk interpretation, one
-//! `RequestRecord` each); each record is reduced to counters at once so stored records do not
-//! inflate the memory figures. CPU is read from `/proc/self/stat` (user + system, all threads),
-//! RSS from `/proc/self/status`; on other systems those fields are `None`.
+//! Each level is a `bench` run ([`run_bench`]: the same prompts, closed-loop workers, client,
+//! records and summary as `inferbench bench`), so the ceiling it reports is bench's own (issue
+//! 14: a separate loop held 511.6 of 512 where bench held 273). CPU is bench's own reading of
+//! the profile phase (`/proc/self/stat`, user + system, all threads), RSS from
+//! `/proc/self/status`; on other systems those fields are `None`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, RunClock,
-};
-use inferbench_core::ErrorClass;
+use inferbench_client::{Backend, CancellationToken};
+use inferbench_core::Phase;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::options::BenchOptions;
+use crate::run::run_bench;
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -82,12 +83,19 @@ pub struct SelftestPoint {
     pub requests_per_cpu_s: Option<f64>,
     /// Client CPU per token, ns.
     pub cpu_ns_per_token: Option<f64>,
-    /// Time-averaged in-flight requests while sending (client side: from send to end of each).
+    /// Time-averaged in-flight requests while sending (`inferbench.concurrency.
+    /// mean_in_flight_sending`: from the first to the last send).
     pub avg_in_flight: f64,
     /// `avg_in_flight / concurrency`.
     pub held_ratio: f64,
     /// The server's time-averaged in-flight count (`inflight_avg` of sse-instant), when given.
     pub server_avg_in_flight: Option<f64>,
+    /// TTFT mean, ms, as bench reports it (on an instant server: the client's own delay).
+    pub ttft_mean_ms: Option<f64>,
+    /// ITL mean, ms, as bench reports it.
+    pub itl_mean_ms: Option<f64>,
+    /// Bench's client self-check verdict (`inferbench.client.client_bound`).
+    pub client_bound: Option<bool>,
     /// RSS before the level started, KiB.
     pub rss_base_kib: Option<u64>,
     /// Peak RSS sampled every 50 ms during the level, KiB.
@@ -139,33 +147,40 @@ async fn http_json(base: &str, method: &str, path: &str) -> Option<Value> {
     serde_json::from_str(&body[a..=b]).ok()
 }
 
-#[derive(Default)]
-struct Tally {
-    requests: AtomicU64,
-    failed: AtomicU64,
-    usage_tokens: AtomicU64,
-    chunk_tokens: AtomicU64,
-    /// Σ over requests of (end − sent) clipped to the sending window, ns.
-    busy_ns: AtomicU64,
-    connect_failures: AtomicU64,
-}
+/// Prompt length of the selftest's requests, tokens (issue 14's harness: 32-token prompts).
+pub const PROMPT_TOKENS: u32 = 32;
 
-/// Measures one concurrency level. The calling runtime decides how many cores the client uses
-/// (the CLI uses a current-thread runtime: one core).
+/// Measures one concurrency level through the same path as `inferbench bench` ([`run_bench`]:
+/// random prompts, closed loop at `concurrency`, `duration` of sending, the records kept and
+/// summarized), so what it reports is what a bench run of that shape gets. The calling runtime
+/// decides how many cores the client uses (the CLI uses a current-thread runtime: one core).
+/// Memory figures include the records a bench run keeps. Errors: the server unreachable.
 pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result<SelftestPoint> {
-    let clock = RunClock::start();
-    let client = Client::with_clock(
-        ClientConfig {
-            base_url: opts.base_url.clone(),
-            backend: opts.backend,
-            model: opts.model.clone(),
-            ignore_eos: true,
-            idle_timeout: Duration::from_secs(30),
-            ..Default::default()
-        },
-        clock,
-    )?;
     let _ = http_json(&opts.base_url, "POST", "/stats/reset").await;
+    let mut bench = BenchOptions {
+        backend: opts.backend,
+        base_url: opts.base_url.clone(),
+        model: opts.model.clone(),
+        random_input_len: PROMPT_TOKENS,
+        random_output_len: opts.tokens_per_request,
+        ignore_eos: true,
+        max_concurrency: Some(concurrency),
+        duration: Some(opts.duration),
+        // Duration mode without a request count: 10 prompts per slot are prepared and cycled.
+        num_prompts: None,
+        num_warmups: Some(0),
+        server_metrics: false,
+        power: inferbench_telemetry::sampler::PowerMode::Off,
+        idle_timeout: Duration::from_secs(30),
+        progress: crate::options::ProgressMode::Off,
+        max_error_rate: 1.0,
+        ..BenchOptions::default()
+    };
+    // Prompts (and the tokenizer) first, so the memory figures are the run's alone.
+    let o = bench.clone();
+    bench.prepared = Some(Arc::new(
+        tokio::task::spawn_blocking(move || crate::prompts::prepare(&o)).await??,
+    ));
     let rss_base = process_rss_kib();
     let peak = Arc::new(AtomicU64::new(rss_base.unwrap_or(0)));
     let sampler = {
@@ -180,86 +195,50 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
             }
         })
     };
-    let tally = Arc::new(Tally::default());
-    let cancel = CancellationToken::new();
-    let cpu0 = process_cpu_s();
-    let t0 = Instant::now();
-    let send_end_ns = clock.ns_at(t0 + opts.duration);
-    let mut workers = Vec::new();
-    for w in 0..concurrency {
-        let client = client.clone();
-        let tally = tally.clone();
-        let cancel = cancel.clone();
-        let max_tokens = opts.tokens_per_request;
-        workers.push(tokio::spawn(async move {
-            let text = format!("selftest {w}");
-            let input = RequestInput {
-                text: &text,
-                messages: None,
-                prompt_tokens: 2,
-                max_tokens: Some(max_tokens),
-            };
-            let mut i = 0u64;
-            while clock.now_ns() < send_end_ns {
-                let meta = RequestMeta {
-                    request_id: u64::from(w) << 32 | i,
-                    scheduled_ns: clock.now_ns(),
-                    ..Default::default()
-                };
-                let rec = client.send(&input, meta, &cancel).await;
-                i += 1;
-                tally.requests.fetch_add(1, Ordering::Relaxed);
-                let busy = rec.end_ns.min(send_end_ns).saturating_sub(rec.sent_ns);
-                tally.busy_ns.fetch_add(busy, Ordering::Relaxed);
-                tally
-                    .chunk_tokens
-                    .fetch_add(rec.chunks.len() as u64, Ordering::Relaxed);
-                if rec.success {
-                    tally
-                        .usage_tokens
-                        .fetch_add(u64::from(rec.completion_tokens), Ordering::Relaxed);
-                } else {
-                    tally.failed.fetch_add(1, Ordering::Relaxed);
-                    if rec.error_class == Some(ErrorClass::Connect) {
-                        if tally.connect_failures.fetch_add(1, Ordering::Relaxed) >= 16 {
-                            break;
-                        }
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                }
-            }
-        }));
-    }
-    for w in workers {
-        w.await.context("selftest worker panicked")?;
-    }
-    let wall = t0.elapsed().as_secs_f64();
-    let cpu1 = process_cpu_s();
+    let out = run_bench(bench, CancellationToken::new()).await;
     sampler.abort();
-    if tally.connect_failures.load(Ordering::Relaxed) > 16 {
-        anyhow::bail!("cannot reach the server at {}", opts.base_url);
-    }
+    let out = out?;
+    anyhow::ensure!(
+        out.exit_code != crate::EXIT_SERVER_UNREACHABLE,
+        "cannot reach the server at {}",
+        opts.base_url
+    );
     let stats = http_json(&opts.base_url, "GET", "/stats").await;
-    let get = |t: &AtomicU64| t.load(Ordering::Relaxed);
-    let usage_tokens = get(&tally.usage_tokens);
-    let requests = get(&tally.requests);
-    let cpu_s = match (cpu0, cpu1) {
-        (Some(a), Some(b)) => Some(b - a),
-        _ => None,
-    };
+    let s = &out.summary;
+    let prof = || out.records.iter().filter(|r| r.phase == Phase::Profile);
+    let requests = prof().count() as u64;
+    let usage_tokens: u64 = prof()
+        .filter(|r| r.success)
+        .map(|r| u64::from(r.completion_tokens))
+        .sum();
+    let chunk_tokens: u64 = prof().map(|r| r.chunks.len() as u64).sum();
+    let wall = s.duration;
+    let cpu_s = s.inferbench.client.as_ref().map(|c| c.cpu_s);
     let per_cpu = |n: u64| cpu_s.filter(|c| *c > 0.0).map(|c| n as f64 / c);
-    let avg_in_flight = get(&tally.busy_ns) as f64 / opts.duration.as_nanos() as f64;
+    let avg_in_flight = s
+        .inferbench
+        .concurrency
+        .mean_in_flight_sending
+        .unwrap_or(s.inferbench.concurrency.mean_in_flight);
     let rss_peak = rss_base.map(|_| peak.load(Ordering::Relaxed));
     Ok(SelftestPoint {
         concurrency,
         wall_s: wall,
         requests,
-        failed: get(&tally.failed),
+        failed: s.inferbench.failed,
         usage_tokens,
-        chunk_tokens: get(&tally.chunk_tokens),
+        chunk_tokens,
         server_tokens: stats.as_ref().and_then(|s| s["tokens"].as_u64()),
-        tokens_per_s: usage_tokens as f64 / wall,
-        requests_per_s: requests as f64 / wall,
+        tokens_per_s: if wall > 0.0 {
+            usage_tokens as f64 / wall
+        } else {
+            0.0
+        },
+        requests_per_s: if wall > 0.0 {
+            requests as f64 / wall
+        } else {
+            0.0
+        },
         cpu_s,
         tokens_per_cpu_s: per_cpu(usage_tokens),
         requests_per_cpu_s: per_cpu(requests),
@@ -269,6 +248,9 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
         avg_in_flight,
         held_ratio: avg_in_flight / f64::from(concurrency.max(1)),
         server_avg_in_flight: stats.as_ref().and_then(|s| s["inflight_avg"].as_f64()),
+        ttft_mean_ms: metric(s, "mean_ttft_ms"),
+        itl_mean_ms: metric(s, "mean_itl_ms"),
+        client_bound: s.inferbench.client.as_ref().map(|c| c.client_bound),
         rss_base_kib: rss_base,
         rss_peak_kib: rss_peak,
         rss_per_stream_kib: match (rss_base, rss_peak) {
@@ -276,6 +258,11 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
             _ => None,
         },
     })
+}
+
+/// A vLLM metric of the summary (`mean_ttft_ms`, …), when present.
+fn metric(s: &inferbench_core::summary::RunSummary, key: &str) -> Option<f64> {
+    s.metrics.get(key).and_then(Value::as_f64)
 }
 
 /// Parser-only ceiling: CPU ns per event to frame and interpret a typical completions stream
@@ -322,15 +309,18 @@ pub fn parse_ns_per_event(events: u32, min_events: u64) -> f64 {
     ns / total.max(1) as f64
 }
 
-/// A plain-text table of the points.
+/// A plain-text table of the points: tok/s per wall and per client CPU second, the
+/// concurrency held (bench's time-averaged in flight while sending ÷ requested), TTFT and ITL
+/// means in ms as bench reports them, bench's `client_bound` verdict, the token totals (usage /
+/// chunks / the server's count) and peak RSS growth per stream in KiB.
 pub fn render(points: &[SelftestPoint]) -> String {
     let opt = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
     let mut o = String::from(
-        "conc  requests  failed  tok/s(wall)  tok/CPU-s   req/CPU-s  CPU ns/tok  held   tokens(usage/chunks/server)     KiB/stream\n",
+        "conc  requests  failed  tok/s(wall)  tok/CPU-s   req/CPU-s  CPU ns/tok  held   TTFT ms  ITL ms  client_bound  tokens(usage/chunks/server)     KiB/stream\n",
     );
     for p in points {
         o.push_str(&format!(
-            "{:<5} {:<9} {:<7} {:<12.0} {:<11} {:<10} {:<11} {:<6.3} {:<31} {}\n",
+            "{:<5} {:<9} {:<7} {:<12.0} {:<11} {:<10} {:<11} {:<6.3} {:<8} {:<7} {:<13} {:<31} {}\n",
             p.concurrency,
             p.requests,
             p.failed,
@@ -339,6 +329,9 @@ pub fn render(points: &[SelftestPoint]) -> String {
             opt(p.requests_per_cpu_s, 0),
             opt(p.cpu_ns_per_token, 0),
             p.held_ratio,
+            opt(p.ttft_mean_ms, 2),
+            opt(p.itl_mean_ms, 3),
+            p.client_bound.map_or("-".into(), |b| b.to_string()),
             format!(
                 "{}/{}/{}",
                 p.usage_tokens,

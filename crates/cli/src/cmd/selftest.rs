@@ -1,4 +1,5 @@
-//! `inferbench selftest`: the client's own ceiling against a zero-latency server. Logic in
+//! `inferbench selftest`: the client's own ceiling against a zero-latency server, each level a
+//! `bench` run (closed loop, random 32-token prompts, no warmup). Logic in
 //! `inferbench_loadgen::selftest`.
 
 use std::path::PathBuf;
