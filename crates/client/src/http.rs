@@ -67,6 +67,10 @@ pub struct ClientConfig {
     /// Counts tokens of received text when the server sends no `usage`; `None` = count
     /// token-bearing chunks instead.
     pub token_counter: Option<Arc<TokenCounter>>,
+    /// Time bytes by the kernel's receive timestamp (`SO_TIMESTAMPNS`, [`crate::rxstamp`])
+    /// rather than by when this process read them (default true; Linux only). A saturated
+    /// client then still measures the server's TTFT and ITL.
+    pub rx_timestamps: bool,
 }
 
 impl Default for ClientConfig {
@@ -84,6 +88,7 @@ impl Default for ClientConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_timeout: None,
             token_counter: None,
+            rx_timestamps: true,
         }
     }
 }
@@ -220,7 +225,7 @@ impl Client {
             });
         };
         let port = uri.port_u16().unwrap_or(80);
-        let pool = Arc::new(Pool::new(host, port));
+        let pool = Arc::new(Pool::new(host, port, cfg.rx_timestamps));
         let path: Uri = uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
@@ -301,8 +306,9 @@ impl Client {
     }
 
     /// Sends one streamed request and returns its record (success, or one [`ErrorClass`] with
-    /// a message). `cancel` ends it early as `cancelled`. Timestamps are ns on the run clock,
-    /// taken when bytes are read from the connection (before parsing).
+    /// a message). `cancel` ends it early as `cancelled`. Timestamps are ns on the run clock:
+    /// when the kernel received the bytes (`ClientConfig::rx_timestamps`, Linux), else when
+    /// they are read from the connection (before parsing).
     ///
     /// Never panics and never loses the record: a panic while handling the response is caught
     /// and the record (with what was measured so far) ends as `malformed`. Without `usage`, the
@@ -450,7 +456,10 @@ impl Client {
                     };
                     match outcome {
                         // A finished driver (server closed after a short response) is dropped.
-                        Ok(resp) => return Ok((resp, (!driver_done).then_some(c))),
+                        Ok(resp) => {
+                            let stamp = c.stamp.clone();
+                            return Ok((resp, stamp, (!driver_done).then_some(c)));
+                        }
                         // The server closed the idle keep-alive connection: re-send once.
                         Err(_) if reused && !retried => retried = true,
                         Err(e) => {
@@ -482,13 +491,16 @@ impl Client {
                 }
             }
         };
-        let (resp, conn) = match resp {
+        let (resp, stamp, conn) = match resp {
             Ok(r) => r,
             Err(msg) => return self.fail_now(rec, ErrorClass::Connect, msg),
         };
         let mut conn = conn;
         let head_at = Instant::now();
-        rec.first_byte_ns = Some(self.clock.ns_at(head_at));
+        // Times are the kernel's receive times where it gives them (`rxstamp`), never before
+        // the send nor before the previous time of this request.
+        let mut last_t = stamp.run_ns(self.clock.ns_at(head_at), rec.sent_ns);
+        rec.first_byte_ns = Some(last_t);
         let status = resp.status();
         rec.http_status = Some(status.as_u16());
         let labelled_sse = is_event_stream(resp.headers());
@@ -543,9 +555,11 @@ impl Client {
                 }
                 first = body.frame() => {
                     // One timestamp per wake-up: every frame drained below arrived with the
-                    // bytes of this read (or an earlier one).
+                    // bytes of this read (or an earlier one): the kernel's receive time of the
+                    // latest read where there is one, else now.
                     let now = Instant::now();
-                    let t = self.clock.ns_at(now);
+                    let t = stamp.run_ns(self.clock.ns_at(now), last_t);
+                    last_t = t;
                     last_byte = now;
                     let mut frame = first;
                     let mut drained = 0u32;

@@ -10,7 +10,8 @@
 //!   ([`count_tokens`]) and runs after the stream, off the I/O threads.
 //! - [`pool`]: keep-alive connections that are never reused with unread bytes (see its doc).
 //! - [`Client`]: hyper 1 over keep-alive connections, idle and total timeouts, cancellation,
-//!   timestamps on the shared [`RunClock`] when bytes are read.
+//!   timestamps on the shared [`RunClock`]: when the kernel received the bytes
+//!   ([`rxstamp`], Linux), else when they are read.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), inferbench_client::ClientError> {
@@ -33,6 +34,7 @@ pub(crate) mod lenient;
 pub mod openai;
 pub mod pool;
 pub mod replay;
+pub mod rxstamp;
 pub mod sse;
 
 pub use clock::RunClock;

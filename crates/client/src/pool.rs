@@ -39,6 +39,8 @@ use hyper::client::conn::http1::{self, SendRequest};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
+use crate::rxstamp::{RxStamp, StampedTcp};
+
 /// Idle pooled connections older than this are not reused (4 s: below uvicorn's 5 s and
 /// cpp-httplib's 5 s keep-alive timeouts).
 pub const POOL_IDLE: Duration = Duration::from_secs(4);
@@ -57,7 +59,7 @@ pub type Sender = SendRequest<Full<Bytes>>;
 
 /// One connection's I/O driver. The client polls it in the request's own task (not a spawned
 /// task), so decoded body frames reach the SSE parser without a cross-task wake-up per event.
-pub type Driver = http1::Connection<TokioIo<TcpStream>, Full<Bytes>>;
+pub type Driver = http1::Connection<TokioIo<StampedTcp>, Full<Bytes>>;
 
 /// A connection: request handle plus its I/O driver.
 pub struct Conn {
@@ -65,6 +67,8 @@ pub struct Conn {
     pub sender: Sender,
     /// Drives the socket; must be polled while a request is in flight.
     pub driver: Driver,
+    /// Kernel receive time of the socket's latest read ([`crate::rxstamp`]).
+    pub stamp: RxStamp,
 }
 
 impl std::fmt::Debug for Conn {
@@ -124,6 +128,8 @@ pub struct Pool {
     trusted: AtomicBool,
     /// A connection showed stale bytes: probation for the rest of the run.
     suspicious: AtomicBool,
+    /// Turn on kernel receive timestamps on new connections.
+    rx_timestamps: bool,
 }
 
 /// Why a new connection could not be made.
@@ -148,8 +154,9 @@ pub enum ConnectError {
 }
 
 impl Pool {
-    /// A pool for `host:port`.
-    pub fn new(host: &str, port: u16) -> Self {
+    /// A pool for `host:port` whose connections stamp reads with the kernel's receive time
+    /// when `rx_timestamps` (and the system supports it).
+    pub fn new(host: &str, port: u16, rx_timestamps: bool) -> Self {
         Self {
             host: host
                 .trim_start_matches('[')
@@ -159,6 +166,7 @@ impl Pool {
             idle: Mutex::new(VecDeque::new()),
             trusted: AtomicBool::new(false),
             suspicious: AtomicBool::new(false),
+            rx_timestamps,
         }
     }
 
@@ -256,11 +264,17 @@ impl Pool {
                 source,
             })?;
         let _ = stream.set_nodelay(true);
+        let stream = StampedTcp::new(stream, self.rx_timestamps);
+        let stamp = stream.stamp();
         let (sender, driver) = http1::Builder::new()
             .max_buf_size(READ_BUF_MAX)
             .handshake(TokioIo::new(stream))
             .await
             .map_err(|source| ConnectError::Handshake { addr, source })?;
-        Ok(Conn { sender, driver })
+        Ok(Conn {
+            sender,
+            driver,
+            stamp,
+        })
     }
 }

@@ -142,6 +142,9 @@ pub struct BenchOptions {
     pub idle_timeout: Duration,
     /// `--request-timeout`: fail a request not finished this long after sending; `None` = none.
     pub request_timeout: Option<Duration>,
+    /// Time bytes by the kernel's receive timestamps (default; `--no-rx-timestamps` times them
+    /// when read: `inferbench_client::rxstamp`).
+    pub rx_timestamps: bool,
     // --- output
     /// `--save-result`: write the vLLM-shaped result JSON.
     pub save_result: bool,
@@ -213,6 +216,7 @@ impl Default for BenchOptions {
             duration: None,
             idle_timeout: inferbench_client::DEFAULT_IDLE_TIMEOUT,
             request_timeout: None,
+            rx_timestamps: true,
             save_result: false,
             result_dir: None,
             result_filename: None,

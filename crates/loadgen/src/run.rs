@@ -186,6 +186,7 @@ pub async fn run_bench(
             idle_timeout: opts.idle_timeout,
             request_timeout: opts.request_timeout,
             token_counter: prepared.counter.clone(),
+            rx_timestamps: opts.rx_timestamps,
         },
         clock,
     )?;

@@ -142,6 +142,10 @@ pub struct Args {
     /// Fail a request not finished this many seconds after sending (default: no limit).
     #[arg(long, value_name = "SECONDS", help_heading = "Load")]
     pub request_timeout: Option<f64>,
+    /// Time tokens when this process reads them instead of when the kernel received them
+    /// (SO_TIMESTAMPNS, Linux; the default keeps TTFT/ITL exact when the client is busy).
+    #[arg(long, help_heading = "Load")]
+    pub no_rx_timestamps: bool,
 
     // ----- output
     /// Write the result JSON (vLLM `--save-result` shape plus an `inferbench` object).
@@ -401,6 +405,7 @@ impl Args {
                 .request_timeout
                 .map(|d| secs("--request-timeout", d))
                 .transpose()?,
+            rx_timestamps: !self.no_rx_timestamps,
             save_result: self.save_result,
             result_dir: self.result_dir,
             result_filename: self.result_filename,

@@ -191,6 +191,7 @@ pub async fn run_replay(
             idle_timeout: opts.idle_timeout,
             request_timeout: opts.request_timeout,
             token_counter: None,
+            rx_timestamps: true,
         },
         clock,
     )?;
