@@ -2,31 +2,34 @@
 # Issue 14's harness: `sse-instant --coalesce` pinned to core 0, `inferbench bench` pinned to
 # core 1, closed loop, 32-token prompts, 256-token streams, `--duration D`, RUNS runs per
 # concurrency. Prints one markdown row per run: output tok/s, TTFT/ITL means (ms), in flight
-# while sending (bench) and the server's time-averaged open responses (sse-instant /stats),
-# Little's law (request rate x mean E2EL), client CPU, client_bound, tokens (bench vs server),
-# peak RSS (/usr/bin/time). Usage:
-#   scripts/client-ceiling.sh SSE_INSTANT_BIN [INFERBENCH_BIN] [CONCS] [RUNS] [DURATION_S]
+# while sending (bench's own time average), Little's law (request rate x mean E2EL: an
+# independent count of requests really in flight), client CPU, client_bound, tokens (bench vs
+# the server's /stats count), peak RSS (/usr/bin/time). (sse-instant's own `inflight_avg`
+# counts responses still being written, ~0 for a coalescing instant server, so it is not
+# shown.) EXTRA is passed to bench (e.g. --no-rx-timestamps for the read-time A/B). Usage:
+#   scripts/client-ceiling.sh SSE_INSTANT_BIN [INFERBENCH_BIN] [CONCS] [RUNS] [DURATION_S] [EXTRA]
 set -euo pipefail
 SSE=${1:?path to the sse-instant binary (cargo build --release in ../shared/tools/sse-instant)}
 IB=${2:-target/release/inferbench}
 CONCS=${3:-64 512}
 RUNS=${4:-3}
 DUR=${5:-12}
+EXTRA=${6:-}
 PORT=18777
 OUT=$(mktemp -d /tmp/client-ceiling.XXXXXX)
 taskset -c 0 "$SSE" --coalesce --port "$PORT" --threads 1 >/dev/null 2>&1 &
 SRV=$!
 trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null; rm -rf "$OUT"' EXIT
 for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
-echo "| conc | run | output tok/s | TTFT mean ms | ITL mean ms | held (bench, sending) | server open responses | Little's law | client CPU cores | client_bound | tokens bench / server | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| conc | run | output tok/s | TTFT mean ms | ITL mean ms | held (bench, sending) | Little's law | client CPU cores | client_bound | tokens bench / server | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for C in $CONCS; do
   for R in $(seq "$RUNS"); do
     curl -s -X POST "http://127.0.0.1:$PORT/stats/reset" >/dev/null
     /usr/bin/time -f %M -o "$OUT/rss" taskset -c 1 "$IB" bench --base-url "http://127.0.0.1:$PORT" \
       --model m --random-input-len 32 --random-output-len 256 --ignore-eos --max-concurrency "$C" \
       --duration "$DUR" --num-warmups 0 --progress off --no-server-metrics --power off \
-      --save-result --result-dir "$OUT" --result-filename "r.json" >"$OUT/log" 2>&1 || true
+      --save-result --result-dir "$OUT" --result-filename "r.json" $EXTRA >"$OUT/log" 2>&1 || true
     curl -s "http://127.0.0.1:$PORT/stats" > "$OUT/stats.json"
     python3 - "$OUT/r.json" "$OUT/stats.json" "$OUT/rss" "$C" "$R" <<'PY'
 import json, sys
@@ -35,7 +38,7 @@ rss = int(open(sys.argv[3]).read().split()[-1]) / 1024
 x = r["inferbench"]; c = x.get("client") or {}; cc = x["concurrency"]
 little = r["request_throughput"] * r["mean_e2el_ms"] / 1000
 print(f"| {sys.argv[4]} | {sys.argv[5]} | {r['output_throughput']/1e3:.0f}k | {r['mean_ttft_ms']:.2f} | "
-      f"{r['mean_itl_ms']:.4f} | {cc.get('mean_in_flight_sending') or 0:.1f} | {st.get('inflight_avg', 0):.1f} | "
+      f"{r['mean_itl_ms']:.4f} | {cc.get('mean_in_flight_sending') or 0:.1f} | "
       f"{little:.1f} | {c.get('cpu_cores', float('nan')):.2f} | {c.get('client_bound')} | "
       f"{r['total_output_tokens']} / {st.get('tokens')} | {rss:.0f} |")
 PY

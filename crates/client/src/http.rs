@@ -648,10 +648,15 @@ impl Client {
             }
         }
         // `[DONE]` ends the measurement; what the server does afterwards does not count.
+        let read_end = self.clock.ns_at(Instant::now());
         rec.end_ns = match st.interp.done_ns {
             Some(t) => t,
-            None => self.clock.ns_at(Instant::now()),
+            None => read_end,
         };
+        // With kernel stamps, when the end was read (the wait for a busy client shows there).
+        if stamp.unix_ns().is_some() {
+            rec.read_end_ns = Some(read_end.max(rec.end_ns));
+        }
         let BodyState {
             mut interp,
             parser,

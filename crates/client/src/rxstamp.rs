@@ -8,7 +8,10 @@
 //! `CLOCK_REALTIME`; at the moment a frame is handled its *age* (wall now − stamp) is taken
 //! from the run's monotonic now, so wall-clock steps or slewing over a long run never shift
 //! run times (the age is micro- to milliseconds). Where stamps are unavailable (not Linux,
-//! the option refused, no control message) reads fall back to the time they are handled.
+//! the option refused, no control message) reads fall back to the time they are handled. The
+//! kernel enables receive stamping system-wide lazily (a deferred work item when the first
+//! socket asks), so the first bytes of a process's first connection may come unstamped: those
+//! are timed at read.
 
 use std::io;
 use std::pin::Pin;
@@ -245,11 +248,19 @@ mod tests {
         let addr = l.local_addr().unwrap();
         let srv = tokio::spawn(async move {
             let (mut s, _) = l.accept().await.unwrap();
+            // Answer only after the client asked (bytes received before SO_TIMESTAMPNS was
+            // on carry no stamp; a real request is always sent after it is on).
+            let mut ask = [0u8; 2];
+            s.read_exact(&mut ask).await.unwrap();
             s.write_all(b"hello").await.unwrap();
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         });
         let mut c = StampedTcp::new(TcpStream::connect(addr).await.unwrap(), true);
         let stamp = c.stamp();
+        // The kernel turns software stamping on system-wide from a deferred work item: give
+        // it a moment (bytes arriving before that carry no stamp and are timed at read).
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        c.write_all(b"go").await.unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let mut buf = [0u8; 16];
         let n = c.read(&mut buf).await.unwrap();

@@ -600,12 +600,31 @@ pub struct Concurrency {
     /// request was sent at one instant.
     #[serde(default)]
     pub mean_in_flight_sending: Option<f64>,
+    /// As `mean_in_flight_sending`, each request counted until this process finished reading
+    /// it ([`RequestRecord::read_end_ns`], else `end_ns`): the client's slots kept busy. Above
+    /// `mean_in_flight_sending` by the time responses waited for a busy client. `None` as
+    /// there, and when no record has a read end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots_busy_sending: Option<f64>,
 }
 
 /// Achieved concurrency of the profile-phase requests (all outcomes) over the profiling window
 /// ([`profile_window_ns`]); zeros without a window. A request ending at the same instant another
 /// is sent does not overlap it.
 pub fn concurrency(records: &[RequestRecord]) -> Concurrency {
+    let mut c = concurrency_until(records, |r| r.end_ns);
+    if records.iter().any(|r| r.read_end_ns.is_some()) {
+        c.slots_busy_sending = concurrency_until(records, |r| r.read_end_ns.unwrap_or(r.end_ns))
+            .mean_in_flight_sending;
+    }
+    c
+}
+
+/// [`concurrency`] with each request in flight from `sent_ns` until `end_of(record)`.
+fn concurrency_until(
+    records: &[RequestRecord],
+    end_of: impl Fn(&RequestRecord) -> u64,
+) -> Concurrency {
     let Some((start, end)) = profile_window_ns(records) else {
         return Concurrency::default();
     };
@@ -615,7 +634,7 @@ pub fn concurrency(records: &[RequestRecord]) -> Concurrency {
         .iter()
         .filter(|r| r.phase == crate::record::Phase::Profile)
     {
-        let e = r.end_ns.max(r.sent_ns);
+        let e = end_of(r).max(r.sent_ns);
         busy_ns += u128::from(e - r.sent_ns);
         events.push((r.sent_ns, 1));
         events.push((e, -1));
@@ -648,6 +667,7 @@ pub fn concurrency(records: &[RequestRecord]) -> Concurrency {
         },
         max_in_flight: max.max(0) as u64,
         mean_in_flight_sending: (sending > 0).then(|| area as f64 / sending as f64),
+        slots_busy_sending: None,
     }
 }
 
@@ -901,6 +921,23 @@ mod tests {
         let one = concurrency(&[req(3, &[5], 1), req(3, &[6], 1)]);
         assert_eq!((one.max_in_flight, one.mean_in_flight_sending), (2, None));
         assert_eq!(concurrency(&[]), Concurrency::default());
+        // Kernel-stamped ends with later read ends: A read at 17 → 30 ms, B at 46 → 50, C as
+        // stamped. Slots busy while sending (0 → 7 ms): A 0–7, B 5–7 → 9/7 as before, since
+        // every read end is after the last send; in flight unchanged.
+        let mut rs = sample_run();
+        rs[0].read_end_ns = Some(30 * MS);
+        rs[1].read_end_ns = Some(50 * MS);
+        let k = concurrency(&rs);
+        assert_eq!(k.mean_in_flight_sending, Some(9.0 / 7.0));
+        assert_eq!(k.slots_busy_sending, Some(9.0 / 7.0));
+        // A stamped at 2 ms but read at 6: in flight 0–2 (A) + 5–7 (B) = 4/7; slots 0–6 + 5–7
+        // = 8/7.
+        rs[0].end_ns = 2 * MS;
+        rs[0].read_end_ns = Some(6 * MS);
+        let k = concurrency(&rs);
+        assert_eq!(k.mean_in_flight_sending, Some(4.0 / 7.0));
+        assert_eq!(k.slots_busy_sending, Some(8.0 / 7.0));
+        assert_eq!(concurrency(&sample_run()).slots_busy_sending, None);
     }
 
     #[test]

@@ -143,6 +143,12 @@ pub struct RequestRecord {
     pub last_token_ns: Option<u64>,
     /// When the response ended (stream closed, error, timeout).
     pub end_ns: u64,
+    /// When this process finished reading the response, when that differs in kind from
+    /// `end_ns`: with kernel receive timestamps (`inferbench_client::rxstamp`) the record's
+    /// times are when the bytes arrived, and `read_end − end` is how long the end waited for a
+    /// busy client. `None` when times are read times (then it equals `end_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_end_ns: Option<u64>,
     /// Token-bearing chunks in arrival order. Empty for failed requests with no token.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chunks: Vec<ChunkRecord>,

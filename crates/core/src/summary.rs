@@ -388,8 +388,15 @@ pub struct ClientCheck {
     pub cpu_cores: f64,
     /// Cores available to the process (`available_parallelism`).
     pub cores_available: u32,
+    /// [`metrics::Concurrency::slots_busy_sending`] / `requested`: the client's slots kept
+    /// busy, each request until it was read; above `held_ratio` by the time responses waited
+    /// for the client (absent with read-time stamps, where the two are one figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots_busy_ratio: Option<f64>,
     /// Held below [`ClientCheck::HELD_MIN`] while using at least [`ClientCheck::BUSY_MIN`] of
-    /// its cores: the client, not the server, limited the run.
+    /// its cores, or while its slots were busy ([`ClientCheck::slots_busy_ratio`] at least
+    /// [`ClientCheck::HELD_MIN`]: every slot had a request, the server saw fewer because
+    /// responses waited to be read): the client, not the server, limited the run.
     pub client_bound: bool,
 }
 
@@ -399,24 +406,31 @@ impl ClientCheck {
     /// At or above this share of its cores the client counts as saturated.
     pub const BUSY_MIN: f64 = 0.9;
 
-    /// Judges a run: `mean_in_flight` while sending, `cpu_s` over `wall_s` seconds.
+    /// Judges a run: `mean_in_flight` while sending (arrival times), `slots_busy` the same
+    /// with each request counted until it was read (`None` with read-time stamps), `cpu_s`
+    /// over `wall_s` seconds.
     pub fn judge(
         requested: u32,
         mean_in_flight: f64,
+        slots_busy: Option<f64>,
         cpu_s: f64,
         wall_s: f64,
         cores_available: u32,
     ) -> ClientCheck {
-        let held_ratio = mean_in_flight / f64::from(requested.max(1));
+        let req = f64::from(requested.max(1));
+        let held_ratio = mean_in_flight / req;
+        let slots_busy_ratio = slots_busy.map(|s| s / req);
         let cpu_cores = if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 };
+        let busy = cpu_cores >= Self::BUSY_MIN * f64::from(cores_available.max(1));
+        let waited = slots_busy_ratio.is_some_and(|s| s >= Self::HELD_MIN);
         ClientCheck {
             requested,
             held_ratio,
             cpu_s,
             cpu_cores,
             cores_available,
-            client_bound: held_ratio < Self::HELD_MIN
-                && cpu_cores >= Self::BUSY_MIN * f64::from(cores_available.max(1)),
+            slots_busy_ratio,
+            client_bound: held_ratio < Self::HELD_MIN && (busy || waited),
         }
     }
 }

@@ -400,6 +400,13 @@ pub fn render_report(s: &RunSummary) -> String {
                 c.held_ratio * 100.0
             ),
         );
+        if let Some(s) = c.slots_busy_ratio {
+            line(
+                &mut o,
+                "Client slots busy (until read):",
+                format!("{:.1} of {}", s * f64::from(c.requested), c.requested),
+            );
+        }
         line(
             &mut o,
             "Client CPU (cores busy):",

@@ -429,11 +429,16 @@ pub async fn run_bench(
     if let Some(check) = client_check(&opts, &summary, client_cpu) {
         if check.client_bound {
             notes.push(format!(
-                "the client, not the server, limited this run: it held {:.1} of the {} requested \
-                 requests in flight while using {:.2} of its {} cores (client_bound: true; \
-                 InferenceX results are valid only without it): run fewer streams per client",
+                "the client, not the server, limited this run: the server had {:.1} of the {} \
+                 requested requests in flight{} while the client used {:.2} of its {} cores \
+                 (client_bound: true; InferenceX results are valid only without it): run fewer \
+                 streams per client",
                 check.held_ratio * f64::from(check.requested),
                 check.requested,
+                check.slots_busy_ratio.map_or(String::new(), |s| format!(
+                    " (the client's slots were busy {:.1}: responses waited to be read)",
+                    s * f64::from(check.requested)
+                )),
                 check.cpu_cores,
                 check.cores_available
             ));
@@ -744,11 +749,17 @@ fn client_check(
     let conc = opts
         .max_concurrency
         .filter(|_| opts.request_rate.is_none())?;
-    let held = summary.inferbench.concurrency.mean_in_flight_sending?;
+    let c = &summary.inferbench.concurrency;
+    let held = c.mean_in_flight_sending?;
     let (cpu_s, wall_s) = cpu?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     Some(inferbench_core::summary::ClientCheck::judge(
-        conc, held, cpu_s, wall_s, cores,
+        conc,
+        held,
+        c.slots_busy_sending,
+        cpu_s,
+        wall_s,
+        cores,
     ))
 }
 

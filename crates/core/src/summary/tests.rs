@@ -673,20 +673,28 @@ proptest::proptest! {
     }
 }
 
-/// The client self-check's rule: not held (< 99 %) and out of CPU (≥ 90 % of its cores).
+/// The client self-check's rule: not held (< 99 %) and either out of CPU (≥ 90 % of its cores)
+/// or every slot busy while the server saw fewer requests (responses waited to be read).
 #[test]
 fn client_check_judges_held_ratio_and_cpu() {
     // Held 63.5 of 64 (99.2 %): fine, however busy.
-    let c = ClientCheck::judge(64, 63.5, 1.8, 2.0, 1);
+    let c = ClientCheck::judge(64, 63.5, None, 1.8, 2.0, 1);
     assert_eq!(c.held_ratio, 63.5 / 64.0);
     assert_eq!(c.cpu_cores, 0.9);
     assert!(!c.client_bound);
     // Issue 14's table: 281 of 512 on one saturated core → client-bound.
-    let c = ClientCheck::judge(512, 281.0, 9.5, 10.0, 1);
+    let c = ClientCheck::judge(512, 281.0, None, 9.5, 10.0, 1);
     assert_eq!((c.held_ratio, c.cpu_cores), (281.0 / 512.0, 0.95));
     assert!(c.client_bound);
     // Not held but with idle cores: the server (or the network), not the client.
-    assert!(!ClientCheck::judge(512, 281.0, 9.5, 10.0, 2).client_bound);
+    assert!(!ClientCheck::judge(512, 281.0, None, 9.5, 10.0, 2).client_bound);
+    // With kernel stamps: 5.1 of 64 at the server while all 64 slots were busy, on a client
+    // that got only 0.72 of its core (a shared machine): the client, waiting to read.
+    let c = ClientCheck::judge(64, 5.1, Some(63.9), 7.2, 10.0, 1);
+    assert_eq!(c.slots_busy_ratio, Some(63.9 / 64.0));
+    assert!(c.client_bound);
+    // Slots not busy either (the client had nothing to send): not the client.
+    assert!(!ClientCheck::judge(64, 5.1, Some(30.0), 7.2, 10.0, 1).client_bound);
     // No wall time: no CPU share.
-    assert_eq!(ClientCheck::judge(4, 4.0, 1.0, 0.0, 1).cpu_cores, 0.0);
+    assert_eq!(ClientCheck::judge(4, 4.0, None, 1.0, 0.0, 1).cpu_cores, 0.0);
 }
