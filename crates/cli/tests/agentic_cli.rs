@@ -2,6 +2,8 @@
 //! --agentic` and an agentic `sweep` of `examples/sim-agentic.yaml` into one database, then the
 //! plain `report`; `agentx-traces` says how much it writes before writing it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -269,11 +271,7 @@ fn interrupted_agentic_quickstart_keeps_the_cut_point_off_the_preview() {
         .expect("the first point's line");
     // Into the measured part of the second point's 6 s replay (past its warmup).
     std::thread::sleep(std::time::Duration::from_millis(4000));
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    common::signal(child.id(), "INT");
     let o = child.wait_with_output().unwrap();
     let err = reader.join().unwrap();
     let out = String::from_utf8_lossy(&o.stdout).to_string();

@@ -3,6 +3,8 @@
 //! 130 on SIGTERM with finished requests saved), result/records files, and that the API key
 //! appears in no output.
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -273,11 +275,7 @@ fn sigterm_saves_finished_requests_and_exits_130() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    common::signal(child.id(), "TERM");
     let o = child.wait_with_output().unwrap();
     let out = text(&o);
     assert_eq!(o.status.code(), Some(130), "{out}");
@@ -458,11 +456,7 @@ fn sigint_during_prompt_preparation_exits_within_a_second() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let t0 = std::time::Instant::now();
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    common::signal(child.id(), "INT");
     let o = child.wait_with_output().unwrap();
     let waited = t0.elapsed();
     let out = text(&o);

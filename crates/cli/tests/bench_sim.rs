@@ -3,6 +3,8 @@
 //! `--cache-bust` avoids it; `--db` with `--set` puts the point in the database so `report`
 //! shows it (issue 13).
 
+mod common;
+
 use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -318,12 +320,7 @@ fn bench_db_stores_the_point_with_its_identity() {
 #[test]
 fn sim_stops_on_sigterm() {
     let mut sim = start_sim();
-    let pid = sim.0.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
+    common::signal(sim.0.id(), "TERM");
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = sim.0.try_wait().unwrap() {
@@ -536,11 +533,7 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
         .unwrap();
     // Requests of 64 tokens take well under a second on the sim: some are done by then.
     std::thread::sleep(Duration::from_millis(3000));
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    common::signal(child.id(), "INT");
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130));
     let t = ingest(&cut);

@@ -62,11 +62,7 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
     assert_eq!(status, "HTTP/1.1 400 Bad Request");
 
     // SIGTERM: a clean stop.
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    common::signal(child.id(), "TERM");
     let code = child.wait().unwrap();
     assert_eq!(code.code(), Some(0));
     assert_eq!(

@@ -42,3 +42,14 @@ pub fn start_serve(cmd: &mut Command) -> Serving {
         rest,
     }
 }
+
+/// Sends `sig` (`"INT"`, `"TERM"`, …) to process `pid` with `kill(1)`, asserting it was
+/// delivered (the process exists).
+pub fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .status()
+        .expect("kill(1) runs")
+        .success();
+    assert!(ok, "kill -{sig} {pid} failed");
+}
