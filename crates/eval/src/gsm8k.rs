@@ -132,11 +132,13 @@ pub fn resolve_data_dir(
         return Ok(dir);
     }
     let base = source;
-    std::fs::create_dir_all(&dir).map_err(|e| EvalError::Io(dir.clone(), e))?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(120)))
         .build()
         .into();
+    // Both files are fetched and checked before the cache directory is touched: a failed
+    // download (offline) leaves nothing behind (trial 8 found an empty cache directory).
+    let mut bodies = Vec::with_capacity(SHA256.len());
     for (f, sum) in SHA256 {
         let url = format!("{}/{f}", base.trim_end_matches('/'));
         let fail = |why: String| EvalError::Download {
@@ -156,6 +158,10 @@ pub fn resolve_data_dir(
         if got != sum {
             return Err(fail(format!("sha256 {got}, expected {sum}")));
         }
+        bodies.push((f, body));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| EvalError::Io(dir.clone(), e))?;
+    for (f, body) in bodies {
         let tmp = dir.join(format!("{f}.part"));
         std::fs::write(&tmp, &body)
             .and_then(|()| std::fs::rename(&tmp, dir.join(f)))

@@ -197,7 +197,11 @@ async fn evals_run_after_throughput_and_for_eval_only_rows() {
             ])
         );
     } else {
-        assert!(std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"));
+        assert!(
+            std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            "{} is required (INFERBENCH_REQUIRE_SERVICES=1): ../shared missing?",
+            script.display()
+        );
         eprintln!(
             "skipping the collect_eval_results.py check: {} missing",
             script.display()

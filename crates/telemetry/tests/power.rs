@@ -430,7 +430,11 @@ fn accumulator_check_as_inferencex_cross_checks_it() {
     let utils =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/utils");
     if !utils.join("aggregate_power.py").is_file() {
-        assert!(std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"));
+        assert!(
+            std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
+            "../shared/data/inferencex/utils/aggregate_power.py is required \
+             (INFERBENCH_REQUIRE_SERVICES=1)"
+        );
         eprintln!("skipping the aggregate_power.py comparison: ../shared not found");
         return;
     }

@@ -67,7 +67,7 @@ function show() {
   $("bars").dataset.bars = String(list.length);
   status(all.rows.length
     ? count(list.length, "configuration") + (task ? " on " + task : "")
-    : "No evals stored yet: run `inferbench eval … --db`, or ingest InferenceX's agg_eval_all.json or its database dump.");
+    : "No evals stored yet: run a sweep with evals (`matrix … --evals-only`, then `sweep` and `ingest`; examples/sim-evals.yaml), or ingest InferenceX's eval artifacts, agg_eval_all.json or its database dump.");
 }
 
 async function start() {

@@ -452,12 +452,21 @@ fn frontier_table(points: &[Point], gpus: u32) -> String {
         let dominated = rows.iter().enumerate().any(|(j, o)| {
             j != i && !cut(&points[j]) && o.1 >= r.1 && o.2 >= r.2 && (o.1 > r.1 || o.2 > r.2)
         });
+        // A cut-short point without a finished request has no values: `-`, not NaN or 0.
+        let none = cut(&points[i]) && points[i].summary.completed == 0;
+        let v = |x: f64, p: usize| {
+            if none || !x.is_finite() {
+                "-".to_string()
+            } else {
+                format!("{x:.p$}")
+            }
+        };
         out.push_str(&format!(
-            "  {:>4}   {:>9.1}   {:>33.1}   {:>12.3}   {}\n",
+            "  {:>4}   {:>9}   {:>33}   {:>12}   {}\n",
             r.0,
-            r.1,
-            r.2,
-            r.3,
+            v(r.1, 1),
+            v(r.2, 1),
+            v(r.3, 3),
             if cut(&points[i]) {
                 "cut short"
             } else if dominated {
@@ -545,14 +554,32 @@ fn store_and_plot(
         inferbench_views::plot::plot(&rows, &spec, &png)?;
         charts = format!("{charts} and {}", png.display());
     }
-    let db = if args.no_db {
-        "no database (--no-db)".to_string()
-    } else {
-        store.location().to_string()
+    Ok(stored_line(args, store, &report, &charts))
+}
+
+/// The last line of a quickstart: how many points went where, and the charts. With `--no-db`
+/// the points were read from a throw-away in-memory store, and the line says they were not
+/// stored (it said "ingested … into no database").
+pub(super) fn stored_line(
+    args: &Args,
+    store: &inferbench_store::Store,
+    report: &inferbench_store::IngestReport,
+    charts: &str,
+) -> String {
+    let skipped = match report.skipped.len() {
+        0 => String::new(),
+        n => format!(" ({n} skipped)"),
     };
-    Ok(format!(
-        "ingested {} points into {db} ({} skipped); chart: {charts}",
-        report.points,
-        report.skipped.len(),
-    ))
+    if args.no_db {
+        format!(
+            "{} points{skipped}, not stored (--no-db); chart: {charts}",
+            report.points
+        )
+    } else {
+        format!(
+            "stored {} points{skipped} in {}; chart: {charts}",
+            report.points,
+            store.location()
+        )
+    }
 }

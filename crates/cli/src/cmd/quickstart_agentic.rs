@@ -254,15 +254,8 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         charts = format!("{charts} and {}", png.display());
     }
     eprintln!(
-        "ingested {} points into {} ({} skipped); chart: {}",
-        report.points,
-        if args.no_db {
-            "no database (--no-db)".to_string()
-        } else {
-            store.location().to_string()
-        },
-        report.skipped.len(),
-        charts
+        "{}",
+        super::quickstart::stored_line(args, &store, &report, &charts)
     );
     eprintln!("artifacts in {}", run_dir.display());
     Ok(exit)

@@ -674,7 +674,7 @@ proptest::proptest! {
 }
 
 /// The client self-check's rule: not held (< 99 %) and either out of CPU (≥ 90 % of its cores)
-/// or every slot busy while the server saw fewer requests (responses waited to be read).
+/// or its slots busier than the server by ≥ 1 % of the requested (responses waited to be read).
 #[test]
 fn client_check_judges_held_ratio_and_cpu() {
     // Held 63.5 of 64 (99.2 %): fine, however busy.
@@ -693,8 +693,10 @@ fn client_check_judges_held_ratio_and_cpu() {
     let c = ClientCheck::judge(64, 5.1, Some(63.9), 7.2, 10.0, 1);
     assert_eq!(c.slots_busy_ratio, Some(63.9 / 64.0));
     assert!(c.client_bound);
-    // Slots not busy either (the client had nothing to send): not the client.
-    assert!(!ClientCheck::judge(64, 5.1, Some(30.0), 7.2, 10.0, 1).client_bound);
+    // 30 slots busy for 5.1 at the server: 25 responses waited to be read on average.
+    assert!(ClientCheck::judge(64, 5.1, Some(30.0), 7.2, 10.0, 1).client_bound);
+    // Slots hardly busier than the server (reads kept up): not the client.
+    assert!(!ClientCheck::judge(64, 5.1, Some(5.5), 7.2, 10.0, 1).client_bound);
     // No wall time: no CPU share.
     assert_eq!(ClientCheck::judge(4, 4.0, None, 1.0, 0.0, 1).cpu_cores, 0.0);
 }
