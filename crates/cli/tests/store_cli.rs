@@ -575,3 +575,25 @@ fn store_cli_ingests_an_inferencex_dump() {
          inferencex-run-777,gptoss120b,b200,DEP4,8,1500,inferencex-dump\n"
     );
 }
+
+/// Trial 8: `compare` with a side no point matches said the frontiers "share no range"; it
+/// names the empty side now (exit 1 as before).
+#[test]
+fn store_cli_compare_names_a_side_without_points() {
+    let t = Tmp::new("cmpempty");
+    let db = t.0.join("c.db");
+    let db_s = db.to_str().unwrap();
+    stdout_ok(&[
+        "ingest",
+        fixtures().join("sweep-h200").to_str().unwrap(),
+        "--db",
+        db_s,
+    ]);
+    let o = run(&["compare", "hw=b200", "hw=mi355x", "--db", db_s]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no stored point matches A (hw=b200) nor B (hw=mi355x)"),
+        "{err}"
+    );
+}

@@ -21,6 +21,8 @@ function apply(st) {
   fill($("sequence"), options.sequences || []);
   for (const k of ["hardware", "framework", "precision"]) fill($(k), d[k] || [], null, true);
   fillAxes(options, $("x"), $("y"));
+  // Without one asked for, the sequence with the most points (as the Inference page opens).
+  choose($("sequence"), options.defaults.sequence);
   for (const k of SELECTS) choose($(k), st[k]);
   for (const k of INPUTS) $(k).value = st[k];
 }

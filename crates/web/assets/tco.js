@@ -11,6 +11,8 @@ function apply(st) {
   fill($("model"), options.dimensions.model || []);
   fill($("sequence"), options.sequences || []);
   fillAxes(options, $("x"), $("y"));
+  // Without one asked for, the sequence with the most points (as the Inference page opens).
+  choose($("sequence"), options.defaults.sequence);
   for (const k of ["model", "sequence", "x", "y"]) choose($(k), st.get(k));
   for (const k of ["at", "gpu_hour_cost", "gpu_kw"]) $(k).value = st.get(k) || "";
 }

@@ -53,12 +53,26 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.at.clone()
     };
     if targets.is_empty() {
-        eprintln!(
-            "the frontiers of A ({} points) and B ({} points) share no {} range",
-            a.len(),
-            b.len(),
-            args.x
-        );
+        // Say which side is empty before speaking of ranges (trial 8: two empty sides were
+        // reported as frontiers that share no range).
+        let empty: Vec<String> = [("A", &args.a, a.len()), ("B", &args.b, b.len())]
+            .iter()
+            .filter(|(_, _, n)| *n == 0)
+            .map(|(name, f, _)| format!("{name} ({f})"))
+            .collect();
+        if empty.is_empty() {
+            eprintln!(
+                "the frontiers of A ({} points) and B ({} points) share no {} range",
+                a.len(),
+                b.len(),
+                args.x
+            );
+        } else {
+            eprintln!(
+                "no stored point matches {} (`inferbench report -f KEY=VALUE` lists what does)",
+                empty.join(" nor ")
+            );
+        }
         return Ok(1);
     }
     let rows = compare::compare(&a, &b, &args.x, &args.y, &targets);

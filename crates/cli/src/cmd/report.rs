@@ -172,6 +172,10 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         let mut regressed = false;
         for (group, series) in &h {
             println!("{group}: {} at {x} = {at}", args.y);
+            if series.is_empty() {
+                // Trial 8: an agentic group printed its header and nothing under it.
+                println!("  (no batch of this group reaches {x} = {at}: its frontiers lie elsewhere or lack {x})");
+            }
             for p in series {
                 let change = p
                     .change
