@@ -56,8 +56,8 @@ pub struct Args {
     pub extra_body: Option<String>,
 
     // ----- workload
-    /// Prompt source: random (exact token lengths), jsonl (one {"prompt": …} per line) or
-    /// sharegpt (all turns).
+    /// Prompt source: random (exact token lengths), jsonl (one {"prompt": …} per line; `custom`
+    /// is vLLM's name for the same) or sharegpt (all turns).
     #[arg(long, default_value = "random", value_parser = ["random", "jsonl", "custom", "sharegpt"], help_heading = "Workload")]
     pub dataset_name: String,
     /// Dataset file for jsonl / sharegpt.
