@@ -3,7 +3,8 @@
 # core 1, closed loop, 32-token prompts, 256-token streams, `--duration D`, RUNS runs per
 # concurrency. Prints one markdown row per run: output tok/s, TTFT/ITL means (ms), in flight
 # while sending (bench's own time average), Little's law (request rate x mean E2EL: an
-# independent count of requests really in flight), client CPU, client_bound, tokens (bench vs
+# independent count of requests really in flight), the client's slots busy until each response
+# was read (slots_busy_sending), client CPU, client_bound, tokens (bench vs
 # the server's /stats count), peak RSS (/usr/bin/time). (sse-instant's own `inflight_avg`
 # counts responses still being written, ~0 for a coalescing instant server, so it is not
 # shown.) EXTRA is passed to bench (e.g. --no-rx-timestamps for the read-time A/B). Usage:
@@ -21,8 +22,8 @@ taskset -c 0 "$SSE" --coalesce --port "$PORT" --threads 1 >/dev/null 2>&1 &
 SRV=$!
 trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null; rm -rf "$OUT"' EXIT
 for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
-echo "| conc | run | output tok/s | TTFT mean ms | ITL mean ms | held (bench, sending) | Little's law | client CPU cores | client_bound | tokens bench / server | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| conc | run | output tok/s | TTFT mean ms | ITL mean ms | held (bench, sending) | Little's law | slots busy (until read) | client CPU cores | client_bound | tokens bench / server | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for C in $CONCS; do
   for R in $(seq "$RUNS"); do
     curl -s -X POST "http://127.0.0.1:$PORT/stats/reset" >/dev/null
@@ -39,7 +40,8 @@ x = r["inferbench"]; c = x.get("client") or {}; cc = x["concurrency"]
 little = r["request_throughput"] * r["mean_e2el_ms"] / 1000
 print(f"| {sys.argv[4]} | {sys.argv[5]} | {r['output_throughput']/1e3:.0f}k | {r['mean_ttft_ms']:.2f} | "
       f"{r['mean_itl_ms']:.4f} | {cc.get('mean_in_flight_sending') or 0:.1f} | "
-      f"{little:.1f} | {c.get('cpu_cores', float('nan')):.2f} | {c.get('client_bound')} | "
+      f"{little:.1f} | {cc.get('slots_busy_sending') or float('nan'):.1f} | "
+      f"{c.get('cpu_cores', float('nan')):.2f} | {c.get('client_bound')} | "
       f"{r['total_output_tokens']} / {st.get('tokens')} | {rss:.0f} |")
 PY
   done

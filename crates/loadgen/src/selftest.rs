@@ -83,8 +83,9 @@ pub struct SelftestPoint {
     pub requests_per_cpu_s: Option<f64>,
     /// Client CPU per token, ns.
     pub cpu_ns_per_token: Option<f64>,
-    /// Time-averaged in-flight requests while sending (`inferbench.concurrency.
-    /// mean_in_flight_sending`: from the first to the last send).
+    /// The client's slots held while sending (`inferbench.concurrency.slots_busy_sending`,
+    /// each request until this process read it; `mean_in_flight_sending` without kernel
+    /// stamps): from the first to the last send.
     pub avg_in_flight: f64,
     /// `avg_in_flight / concurrency`.
     pub held_ratio: f64,
@@ -215,11 +216,14 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
     let wall = s.duration;
     let cpu_s = s.inferbench.client.as_ref().map(|c| c.cpu_s);
     let per_cpu = |n: u64| cpu_s.filter(|c| *c > 0.0).map(|c| n as f64 / c);
-    let avg_in_flight = s
-        .inferbench
-        .concurrency
-        .mean_in_flight_sending
-        .unwrap_or(s.inferbench.concurrency.mean_in_flight);
+    // The client's slots held (each request until read); with kernel receive stamps the
+    // server's own in-flight count is far lower on an instant server, since every response
+    // is there at once and waits for the client.
+    let c = &s.inferbench.concurrency;
+    let avg_in_flight = c
+        .slots_busy_sending
+        .or(c.mean_in_flight_sending)
+        .unwrap_or(c.mean_in_flight);
     let rss_peak = rss_base.map(|_| peak.load(Ordering::Relaxed));
     Ok(SelftestPoint {
         concurrency,
