@@ -597,3 +597,33 @@ fn store_cli_compare_names_a_side_without_points() {
         "{err}"
     );
 }
+
+/// Trial 8: `report --history-at` rows of one date could not be told apart; each names its
+/// batch now, and a group without a value at x says why instead of printing nothing.
+#[test]
+fn store_cli_history_rows_name_their_batch() {
+    let t = Tmp::new("histbatch");
+    let db = t.0.join("h.db");
+    let db_s = db.to_str().unwrap();
+    for d in ["imports", "repeats", "sweep-h200"] {
+        run(&["ingest", fixtures().join(d).to_str().unwrap(), "--db", db_s]);
+    }
+    let o = run(&[
+        "report",
+        "--history-at",
+        "50",
+        "-f",
+        "model=dsr1",
+        "--db",
+        db_s,
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "the b200 regression: {out}");
+    assert!(
+        out.contains("  2026-02-20  agg_bmk.json  ")
+            && out.contains("  2026-02-27  agg_bmk_rerun.json  ")
+            && out.contains("REGRESSION")
+            && out.contains("(no batch of this group reaches median_intvty = 50"),
+        "{out}"
+    );
+}

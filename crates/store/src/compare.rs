@@ -145,8 +145,12 @@ pub fn history(
                 })
                 .collect();
             series.sort_by(|p, q| (&p.0, &p.1).cmp(&(&q.0, &q.1)));
-            let s: Vec<(String, f64)> = series.into_iter().map(|(d, _, v)| (d, v)).collect();
-            (g, analytics::history_flags(&s, window, threshold, hib))
+            let s: Vec<(String, f64)> = series.iter().map(|(d, _, v)| (d.clone(), *v)).collect();
+            let mut h = analytics::history_flags(&s, window, threshold, hib);
+            for (p, (_, batch, _)) in h.iter_mut().zip(series) {
+                p.batch = batch;
+            }
+            (g, h)
         })
         .collect()
 }

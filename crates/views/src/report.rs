@@ -130,6 +130,17 @@ pub fn split_common(rows: &[PointRow], columns: &[String]) -> (Vec<String>, Vec<
 /// differ) around a `…`; CSV and JSON give them whole.
 const BATCH_WIDTH: usize = 32;
 
+/// A batch as tables show it: a sweep directory's last component (`results/agentic` →
+/// `agentic`), at most 32 characters (head and tail kept around `…`).
+pub fn batch_label(batch: &str) -> String {
+    let last = batch
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
+    middle_ellipsis(last, BATCH_WIDTH)
+}
+
 /// `name` cut to at most `width` characters: the first third, `…`, then the end.
 fn middle_ellipsis(name: &str, width: usize) -> String {
     let n = name.chars().count();
@@ -199,15 +210,7 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "date" => r.date.clone(),
         // Tables show a sweep directory's last component (`results/agentic` → `agentic`), at
         // most BATCH_WIDTH characters (a single bench point's batch is its long file name).
-        "batch" if !exact => {
-            let last = r
-                .batch
-                .trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .unwrap_or_default();
-            middle_ellipsis(last, BATCH_WIDTH)
-        }
+        "batch" if !exact => batch_label(&r.batch),
         "batch" => r.batch.clone(),
         "image" => r.image.clone(),
         "scenario" => r.scenario.clone(),

@@ -181,8 +181,9 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
                     .change
                     .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0));
                 println!(
-                    "  {}  {:>12.4}  baseline {:>12}  {:>8}{}",
+                    "  {}  {:<32}  {:>12.4}  baseline {:>12}  {:>8}{}",
                     p.date,
+                    inferbench_views::report::batch_label(&p.batch),
                     p.value,
                     p.baseline.map_or("-".into(), |b| format!("{b:.4}")),
                     change,

@@ -142,6 +142,9 @@ pub struct HistoryPoint {
     pub change: Option<f64>,
     /// True when the value is worse than the baseline by more than the threshold.
     pub regression: bool,
+    /// The batch (sweep directory, quickstart run) the value comes from, so entries of one
+    /// date read apart; empty when the caller names none.
+    pub batch: String,
 }
 
 /// Flags regressions in a dated series (sorted by date): each value is compared with the median
@@ -174,6 +177,7 @@ pub fn history_flags(
             baseline,
             change,
             regression,
+            batch: String::new(),
         });
     }
     out
