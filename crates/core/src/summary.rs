@@ -396,7 +396,8 @@ pub struct ClientCheck {
     /// Held below [`ClientCheck::HELD_MIN`] while using at least [`ClientCheck::BUSY_MIN`] of
     /// its cores, or while responses waited to be read ([`ClientCheck::slots_busy_ratio`] above
     /// `held_ratio` by at least 1 − [`ClientCheck::HELD_MIN`]: the client's slots were busier
-    /// than the server): the client, not the server, limited the run.
+    /// than the server): the client, not the server, limited the run. Never on a profile
+    /// shorter than [`ClientCheck::MIN_WALL_S`].
     pub client_bound: bool,
 }
 
@@ -405,6 +406,9 @@ impl ClientCheck {
     pub const HELD_MIN: f64 = 0.99;
     /// At or above this share of its cores the client counts as saturated.
     pub const BUSY_MIN: f64 = 0.9;
+    /// Profiles shorter than this (s) get no verdict: process CPU time comes in 10 ms steps
+    /// and a few requests' timing is noise (a 19 ms run was judged client-bound: trial).
+    pub const MIN_WALL_S: f64 = 1.0;
 
     /// Judges a run: `mean_in_flight` while sending (arrival times), `slots_busy` the same
     /// with each request counted until it was read (`None` with read-time stamps), `cpu_s`
@@ -431,7 +435,9 @@ impl ClientCheck {
             cpu_cores,
             cores_available,
             slots_busy_ratio,
-            client_bound: held_ratio < Self::HELD_MIN && (busy || waited),
+            client_bound: wall_s >= Self::MIN_WALL_S
+                && held_ratio < Self::HELD_MIN
+                && (busy || waited),
         }
     }
 }

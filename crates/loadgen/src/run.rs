@@ -71,12 +71,18 @@ struct Breaker {
     first_msg: Mutex<Option<String>>,
     /// Some request got past connecting (any outcome other than `connect` / `cancelled`).
     responded: std::sync::atomic::AtomicBool,
+    /// The streak reached `threshold` once: the run stops, whatever finishes after (a request
+    /// cut by the server's death ends as `stream_error` and resets the streak; read after the
+    /// workers ended, the bare streak let a dead server's run end as completed, exit 1: trial).
+    tripped: std::sync::atomic::AtomicBool,
 }
 
 impl Breaker {
     fn observe(&self, rec: &RequestRecord) {
         if rec.error_class == Some(ErrorClass::Connect) {
-            self.streak.fetch_add(1, Ordering::Relaxed);
+            if self.streak.fetch_add(1, Ordering::Relaxed) + 1 >= self.threshold {
+                self.tripped.store(true, Ordering::Relaxed);
+            }
             if let Ok(mut m) = self.first_msg.lock() {
                 if m.is_none() {
                     *m = rec.error.clone();
@@ -88,7 +94,7 @@ impl Breaker {
         }
     }
     fn tripped(&self) -> bool {
-        self.streak.load(Ordering::Relaxed) >= self.threshold
+        self.tripped.load(Ordering::Relaxed)
     }
     /// Every finished request failed to connect (and there was at least one).
     fn never_reached(&self) -> bool {
@@ -217,6 +223,7 @@ pub async fn run_bench(
             streak: AtomicU64::new(0),
             first_msg: Mutex::new(None),
             responded: std::sync::atomic::AtomicBool::new(false),
+            tripped: std::sync::atomic::AtomicBool::new(false),
         },
         sem: Arc::new(Semaphore::new(
             conc.map_or(Semaphore::MAX_PERMITS, |c| c as usize),

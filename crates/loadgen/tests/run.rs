@@ -413,3 +413,54 @@ async fn duration_mode_cycles_prompts_until_the_deadline() {
     assert!(el < Duration::from_millis(700), "{el:?}");
     assert!(out.records.iter().all(|r| r.success));
 }
+
+/// A server that dies mid-run: the requests it was streaming end as `stream_error` after the
+/// first connect failures, which used to reset the connect streak, so a run of 100 ended as
+/// completed with 76 connect failures and exit 1 (break test). The breaker now latches: the
+/// run stops within a streak's worth of failures and says the server is unreachable (exit 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_dying_mid_run_stops_it_as_unreachable() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let o = BenchOptions {
+        max_concurrency: Some(8),
+        num_prompts: Some(100),
+        num_warmups: Some(0),
+        model: "m".into(),
+        // 100-token streams: the 100 requests take far longer than the 1.5 s before the kill.
+        prepared: Some(Arc::new(PreparedPrompts {
+            prompts: prepared(8)
+                .prompts
+                .iter()
+                .cloned()
+                .map(|p| BenchPrompt {
+                    max_tokens: Some(100),
+                    ..p
+                })
+                .collect(),
+            tokenizer_id: "test".into(),
+            counter: None,
+        })),
+        ..opts(sim.base_url())
+    };
+    let run = tokio::spawn(run_bench(o, CancellationToken::new()));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    sim.shutdown();
+    let out = run.await.unwrap().unwrap();
+    assert_eq!(
+        out.exit_code,
+        inferbench_loadgen::EXIT_SERVER_UNREACHABLE,
+        "{:?}",
+        out.notes
+    );
+    let connect = out
+        .records
+        .iter()
+        .filter(|r| r.error_class == Some(inferbench_core::ErrorClass::Connect))
+        .count();
+    assert!((32..=48).contains(&connect), "{connect} connect failures");
+    assert!(out.records.len() < 100, "{}", out.records.len());
+}

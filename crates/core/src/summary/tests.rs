@@ -697,6 +697,8 @@ fn client_check_judges_held_ratio_and_cpu() {
     assert!(ClientCheck::judge(64, 5.1, Some(30.0), 7.2, 10.0, 1).client_bound);
     // Slots hardly busier than the server (reads kept up): not the client.
     assert!(!ClientCheck::judge(64, 5.1, Some(5.5), 7.2, 10.0, 1).client_bound);
+    // A 19 ms profile gets no verdict (CPU time in 10 ms steps; trial 8's break test).
+    assert!(!ClientCheck::judge(4, 3.7, Some(3.95), 0.01, 0.019, 2).client_bound);
     // No wall time: no CPU share.
     assert_eq!(ClientCheck::judge(4, 4.0, None, 1.0, 0.0, 1).cpu_cores, 0.0);
 }
