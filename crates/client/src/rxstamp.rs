@@ -172,8 +172,10 @@ impl AsyncRead for StampedTcp {
                     .try_io(tokio::io::Interest::READABLE, || recv_stamped(fd, dst))
                 {
                     Ok((n, stamp)) => {
-                        if let Some(s) = stamp {
-                            this.stamp.set(s);
+                        // A read with data but no stamp clears the old one: its bytes are timed
+                        // at read, never by an earlier response's stamp on this connection.
+                        if n > 0 {
+                            this.stamp.set(stamp.unwrap_or(0));
                         }
                         // SAFETY: the kernel wrote `n` bytes into the unfilled region.
                         unsafe { buf.assume_init(n) };
