@@ -5,7 +5,7 @@
 //! decode and pre-tokenize `C` once per process (regex pieces, tokens per piece, prefix sums) and
 //! count a window `C[a..b]` without re-encoding its middle:
 //!
-//! * tiktoken splits text into regex pieces and byte-pair-encodes each piece alone; the match at a
+//! * tiktoken splits text into regex pieces ([`crate::splitter`]) and byte-pair-encodes each piece alone; the match at a
 //!   position depends only on the text from that position on (the patterns have no look-behind or
 //!   anchors). So once the window's own piece sequence reaches a piece boundary of `C` ("sync"),
 //!   it follows `C`'s pieces, until pieces whose matching could look past the window end.
@@ -21,8 +21,8 @@
 //! precomputed text) returns `None`, and the caller uses the slow full re-encoding path. Tests
 //! check every fast-path prompt against a full `encode`.
 
+use crate::splitter::Splitter;
 use crate::tokenizer::TiktokenState;
-use fancy_regex::Regex;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -32,10 +32,11 @@ const REPS: u32 = 2;
 const MARGIN: usize = 32;
 /// Pieces of slack before the tail that is re-encoded.
 const SLACK: usize = 3;
-/// Windows up to this many bytes are simply re-encoded whole.
+/// Windows up to this many bytes are re-encoded whole when the synced count cannot serve them
+/// (the window ends before its head pieces are trusted); longer ones then take the slow path.
 const DIRECT: usize = 2048;
 /// Head haystack sizes tried for finding the sync point.
-const HEADS: [usize; 3] = [256, 2048, 16384];
+const HEADS: [usize; 4] = [96, 256, 2048, 16384];
 /// Moves of `b` by whole pieces before searching character by character.
 const PIECE_STEPS: usize = 16;
 /// Character steps (each direction) of the final search.
@@ -51,9 +52,9 @@ pub(crate) struct Cyclic {
     bounds: Vec<u32>,
     /// Tokens of `text[..bounds[k]]`.
     cum: Vec<u32>,
-    /// One clone per rayon worker (plus one for other threads): a shared `Regex` contends on its
+    /// One clone per rayon worker (plus one for other threads): a shared regex contends on its
     /// internal cache pool.
-    regexes: Vec<Regex>,
+    regexes: Vec<Splitter>,
     enc: FxHashMap<Vec<u8>, u32>,
     vocab: u32,
 }
@@ -61,7 +62,7 @@ pub(crate) struct Cyclic {
 impl Cyclic {
     /// Builds `C` for `state` (≈ 2.6 MB of text for o200k_base).
     pub(crate) fn new(state: &TiktokenState) -> Option<Self> {
-        let regex = Regex::new(state.pattern).ok()?;
+        let regex = Splitter::new(state.pattern)?;
         let v = state.vocab;
         let mut enc: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
         enc.reserve(v as usize);
@@ -155,7 +156,7 @@ impl Cyclic {
     }
 
     /// This thread's regex.
-    fn regex(&self) -> &Regex {
+    fn regex(&self) -> &Splitter {
         let i = rayon::current_thread_index().map_or(0, |i| i + 1);
         &self.regexes[i.min(self.regexes.len() - 1)]
     }
@@ -163,8 +164,9 @@ impl Cyclic {
     /// Tokens of `s` exactly as tiktoken's `encode_ordinary` counts them.
     fn count_full(&self, s: &str) -> Option<usize> {
         let mut n = 0;
-        for m in self.regex().find_iter(s) {
-            n += bpe_len(&self.enc, m.ok()?.as_str().as_bytes());
+        for m in self.regex().pieces(s) {
+            let (x, y) = m?;
+            n += bpe_len(&self.enc, &s.as_bytes()[x..y]);
         }
         Some(n)
     }
@@ -175,9 +177,9 @@ impl Cyclic {
         let r = self.bounds[k] as usize;
         let mut n = 0;
         let mut i = k;
-        for m in self.regex().find_iter(&self.text[r..b]) {
-            let m = m.ok()?;
-            let (x, y) = (r + m.start(), r + m.end());
+        for m in self.regex().pieces(&self.text[r..b]) {
+            let (x, y) = m?;
+            let (x, y) = (r + x, r + y);
             if i + 1 < self.bounds.len()
                 && self.bounds[i] as usize == x
                 && self.bounds[i + 1] as usize == y
@@ -185,7 +187,7 @@ impl Cyclic {
                 n += (self.cum[i + 1] - self.cum[i]) as usize;
                 i += 1;
             } else {
-                n += bpe_len(&self.enc, m.as_str().as_bytes());
+                n += bpe_len(&self.enc, &self.text.as_bytes()[x..y]);
                 i = self.bounds.partition_point(|&p| (p as usize) < y);
             }
         }
@@ -202,10 +204,10 @@ impl Cyclic {
     pub(crate) fn prefix(&self, text: String) -> Option<Prefix> {
         let mut ends = Vec::new();
         let mut counts = Vec::new();
-        for m in self.regex().find_iter(&text) {
-            let m = m.ok()?;
-            ends.push(m.end());
-            counts.push(bpe_len(&self.enc, m.as_str().as_bytes()));
+        for m in self.regex().pieces(&text) {
+            let (x, y) = m?;
+            ends.push(y);
+            counts.push(bpe_len(&self.enc, &text.as_bytes()[x..y]));
         }
         // piece j is trusted when ends[j + 2] + MARGIN ≤ len
         let mut frozen = 0;
@@ -242,10 +244,10 @@ impl Cyclic {
             let mut spans: Vec<(usize, usize)> = Vec::new();
             let mut tokens = 0;
             let mut j = 0;
-            for m in self.regex().find_iter(&hay) {
-                let m = m.ok()?;
-                spans.push((m.start(), m.end()));
-                if m.end() + MARGIN > hay.len() {
+            for m in self.regex().pieces(&hay) {
+                let (x, y) = m?;
+                spans.push((x, y));
+                if y + MARGIN > hay.len() {
                     break;
                 }
                 while j + 2 < spans.len() {
@@ -273,31 +275,34 @@ impl Cyclic {
 
     /// Exact token count of `lead + C[a..b]` given the head sync `(k, head_tokens)`.
     fn count_window(&self, lead: &str, a: usize, b: usize, head: &mut HeadCache) -> Option<usize> {
-        if b <= a + DIRECT {
+        // A window too short for the synced count (its head pieces are not yet trusted at `b`)
+        // is re-encoded whole; a long one then has no fast count.
+        let whole = || {
+            if b > a + DIRECT {
+                return None;
+            }
             let mut s = String::with_capacity(lead.len() + b - a);
             s.push_str(lead);
             s.push_str(&self.text[a..b]);
-            return self.count_full(&s);
+            self.count_full(&s)
+        };
+        if let HeadCache::Unknown = head {
+            *head = match self.head(lead, a) {
+                Some(x) => HeadCache::Sync(x),
+                None => HeadCache::NoSync,
+            };
         }
-        let Head {
+        let HeadCache::Sync(Head {
             k,
             tokens: head_tokens,
             min_b,
-        } = match head {
-            HeadCache::Unknown => {
-                let h = self.head(lead, a);
-                *head = match h {
-                    Some(x) => HeadCache::Sync(x),
-                    None => HeadCache::NoSync,
-                };
-                h?
-            }
-            HeadCache::Sync(x) => *x,
-            HeadCache::NoSync => return None,
+        }) = *head
+        else {
+            return whole();
         };
         let ce = self.bounds[k] as usize;
         if b < min_b || b <= ce + MARGIN {
-            return None;
+            return whole();
         }
         let kb = self.bound_at_or_before(b - MARGIN);
         let kr = kb.saturating_sub(SLACK);
@@ -418,13 +423,13 @@ enum HeadCache {
 /// second run that is also a trusted piece end of the first, both runs are identical (a match
 /// depends only on the text after its start), so the result equals one sequential run. The flag
 /// says whether the halves joined (else one sequential run was made).
-fn split_pieces(regex: &Regex, text: &str) -> Option<(Vec<(u32, u32)>, bool)> {
+fn split_pieces(regex: &Splitter, text: &str) -> Option<(Vec<(u32, u32)>, bool)> {
     const OVERLAP: usize = 1 << 16;
     let run = |from: usize, to: usize| -> Option<Vec<(u32, u32)>> {
         let mut v = Vec::new();
-        for m in regex.find_iter(&text[from..to]) {
-            let m = m.ok()?;
-            v.push(((from + m.start()) as u32, (from + m.end()) as u32));
+        for m in regex.pieces(&text[from..to]) {
+            let (x, y) = m?;
+            v.push(((from + x) as u32, (from + y) as u32));
         }
         Some(v)
     };
@@ -477,14 +482,14 @@ mod tests {
         let crate::tokenizer::Kind::Tiktoken(t) = tok.kind() else {
             unreachable!()
         };
-        let regex = Regex::new(t.pattern).unwrap();
+        let regex = Splitter::new(t.pattern).unwrap();
         let ids: Vec<u32> = (0..40_000).collect();
         let text = tok.decode(&ids);
         let seq: Vec<(u32, u32)> = regex
-            .find_iter(&text)
+            .pieces(&text)
             .map(|m| {
-                let m = m.unwrap();
-                (m.start() as u32, m.end() as u32)
+                let (x, y) = m.unwrap();
+                (x as u32, y as u32)
             })
             .collect();
         assert_eq!(split_pieces(&regex, &text).unwrap(), (seq, true));

@@ -21,6 +21,7 @@ mod fast;
 mod fit;
 pub mod prompt;
 pub mod random;
+mod splitter;
 pub mod tokenizer;
 
 pub use dataset::{load_dataset, DatasetKind, DatasetOptions};
