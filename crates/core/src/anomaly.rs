@@ -65,12 +65,12 @@ impl Anomaly {
                 "request {id}: usage says {} completion tokens for max_tokens {max} ({} token chunks); \
                  output throughput built on it is not real",
                 rec.completion_tokens,
-                rec.chunks.len()
+                rec.chunk_count()
             ),
             Anomaly::UsageBelowStream => format!(
                 "request {id}: usage says {} completion tokens but {} token-bearing chunks arrived",
                 rec.completion_tokens,
-                rec.chunks.len()
+                rec.chunk_count()
             ),
             Anomaly::OslMismatch => format!(
                 "request {id}: --ignore-eos asked for exactly {max} tokens, the server reports {} \
@@ -110,7 +110,7 @@ pub fn detect(rec: &RequestRecord, ignore_eos: bool) -> Vec<Anomaly> {
         if rec.max_tokens.is_some_and(|m| c > m) {
             out.push(Anomaly::UsageExceedsMaxTokens);
         }
-        if (c as usize) < rec.chunks.len() {
+        if (c as usize) < rec.chunk_count() {
             out.push(Anomaly::UsageBelowStream);
         }
         if ignore_eos && rec.max_tokens.is_some_and(|m| c != m) {

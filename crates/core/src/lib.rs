@@ -6,6 +6,7 @@
 
 pub mod analytics;
 pub mod anomaly;
+pub mod exact;
 pub mod metrics;
 pub mod prometheus;
 pub mod record;

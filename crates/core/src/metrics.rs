@@ -58,22 +58,33 @@ pub fn std_pop(values: &[f64]) -> Option<f64> {
 /// Returns `None` for an empty slice or a `q` outside `[0, 100]` / not finite. The caller must
 /// pass sorted data ([`percentile`] sorts a copy).
 pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() || !q.is_finite() || !(0.0..=100.0).contains(&q) {
+    let (i, j, t) = percentile_index(sorted.len(), q)?;
+    Some(lerp(sorted[i], sorted[j], t))
+}
+
+/// NumPy's linear-method positions for percentile `q` of `n` sorted values: the 0-based indices
+/// `(⌊h⌋, ⌊h⌋ + 1)` (clamped to `n − 1`) around the virtual index `h = (n − 1)·q/100` and its
+/// fraction `h − ⌊h⌋`. `None` for `n = 0` or `q` outside `[0, 100]` / not finite. Shared by
+/// [`percentile_sorted`] and the exact large-sample path ([`crate::exact`]).
+pub fn percentile_index(n: usize, q: f64) -> Option<(usize, usize, f64)> {
+    if n == 0 || !q.is_finite() || !(0.0..=100.0).contains(&q) {
         return None;
     }
-    let n = sorted.len();
     let h = (n - 1) as f64 * (q / 100.0);
     let lo = h.floor();
     let i = (lo as usize).min(n - 1);
-    let j = (i + 1).min(n - 1);
-    let t = h - lo;
-    let (a, b) = (sorted[i], sorted[j]);
+    Some((i, (i + 1).min(n - 1), h - lo))
+}
+
+/// NumPy's two-sided lerp from `a` to `b` at fraction `t`: from the upper neighbour when
+/// `t ≥ 0.5`, so results match `np.percentile` bit for bit.
+pub fn lerp(a: f64, b: f64, t: f64) -> f64 {
     let diff = b - a;
-    Some(if t >= 0.5 {
+    if t >= 0.5 {
         b - diff * (1.0 - t)
     } else {
         a + diff * t
-    })
+    }
 }
 
 /// The `q`-th percentile of unsorted `values` (sorts a copy); see [`percentile_sorted`].
@@ -309,7 +320,7 @@ pub fn totals(records: &[RequestRecord]) -> Totals {
             t.completed += 1;
             t.input_tokens += u64::from(r.prompt_tokens_client);
             t.output_tokens += u64::from(r.completion_tokens);
-            t.chunks += r.chunks.len() as u64;
+            t.chunks += r.chunk_count() as u64;
         } else {
             t.failed += 1;
         }
@@ -580,8 +591,8 @@ pub fn token_source_counts(records: &[RequestRecord]) -> (u64, u64) {
 pub fn tokens_per_chunk(records: &[RequestRecord]) -> Vec<f64> {
     records
         .iter()
-        .filter(|r| counts(r) && !r.chunks.is_empty())
-        .map(|r| f64::from(r.completion_tokens) / r.chunks.len() as f64)
+        .filter(|r| counts(r) && r.chunk_count() > 0)
+        .map(|r| f64::from(r.completion_tokens) / r.chunk_count() as f64)
         .collect()
 }
 

@@ -180,6 +180,11 @@ pub struct RequestRecord {
     /// every other workload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agentic: Option<AgenticRef>,
+    /// Token-bearing chunks that [`RequestRecord::compact`] dropped from `chunks` (their ITL
+    /// gaps went to the run's on-disk ITL sample first); 0 for a full record. Never serialized:
+    /// a records file always has every chunk.
+    #[serde(skip)]
+    pub compacted_chunks: u32,
 }
 
 /// What an AgentX replay request was (reference/agentx.md §3, §4.2): its lane, session tree and
@@ -235,6 +240,29 @@ impl RequestRecord {
         }
         let (e2el, ttft) = (self.e2el_ms()?, self.ttft_ms()?);
         Some((e2el - ttft) / f64::from(self.completion_tokens - 1))
+    }
+
+    /// Token-bearing chunks that arrived: `chunks.len()`, or the count a compacted record keeps.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len().max(self.compacted_chunks as usize)
+    }
+
+    /// Drops what only the records file needs, keeping every field the summary reads but ITL:
+    /// `chunks` (their number stays in `compacted_chunks`) and `output_text`. What is left is a
+    /// few hundred bytes whatever the output length (issue 14: ≤ 1 KiB per finished request
+    /// kept in memory); take [`RequestRecord::itl_gaps_ns`] first.
+    pub fn compact(&mut self) {
+        self.compacted_chunks = u32::try_from(self.chunk_count()).unwrap_or(u32::MAX);
+        self.chunks = Vec::new();
+        self.output_text = String::new();
+    }
+
+    /// Inter-chunk gaps in ns between consecutive token-bearing chunks (saturating at 0); the
+    /// exact values behind [`RequestRecord::itls_ms`].
+    pub fn itl_gaps_ns(&self) -> impl Iterator<Item = u64> + '_ {
+        self.chunks
+            .windows(2)
+            .map(|w| w[1].t_ns.saturating_sub(w[0].t_ns))
     }
 
     /// Inter-chunk gaps in ms between consecutive token-bearing chunks (vLLM's ITL, pooled by the

@@ -516,6 +516,26 @@ impl Default for Extras {
 /// `request_id`. Pure and total: any records (none, all failed, zero duration) give a summary
 /// without NaN or infinities (empty statistics are 0, like vLLM's `np.mean(x or 0)`).
 pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary {
+    summarize_inner(records, ctx, None)
+}
+
+/// [`summarize`] of records some or all of which were [`RequestRecord::compact`]ed, whose
+/// pooled ITL sample was taken before that: `itl` (ms; e.g. by [`crate::exact`] over the gaps
+/// spilled to disk) replaces the one the chunks would give. Everything else comes from the
+/// records as in `summarize`; `--save-detailed`'s per-request `itls` lists need full records.
+pub fn summarize_compacted(
+    records: &[RequestRecord],
+    ctx: &SummaryContext,
+    itl: Distribution,
+) -> RunSummary {
+    summarize_inner(records, ctx, Some(itl))
+}
+
+fn summarize_inner(
+    records: &[RequestRecord],
+    ctx: &SummaryContext,
+    itl_given: Option<Distribution>,
+) -> RunSummary {
     let mut prof: Vec<&RequestRecord> = records
         .iter()
         .filter(|r| r.phase == Phase::Profile)
@@ -541,7 +561,7 @@ pub fn summarize(records: &[RequestRecord], ctx: &SummaryContext) -> RunSummary 
     let (ttft, tpot, itl, e2el, ttfo) = (
         dist(Metric::Ttft),
         dist(Metric::Tpot),
-        dist(Metric::Itl),
+        itl_given.unwrap_or_else(|| dist(Metric::Itl)),
         dist(Metric::E2el),
         dist(Metric::Ttfo),
     );

@@ -11,6 +11,7 @@
 pub mod agentic;
 pub mod arrivals;
 pub mod hints;
+pub mod kept;
 pub mod options;
 pub mod output;
 pub mod power;

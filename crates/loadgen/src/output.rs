@@ -12,6 +12,7 @@ use inferbench_core::summary::{inferencex_aggregate, RunSummary, StopReason};
 use inferbench_core::RequestRecord;
 use tokio::sync::mpsc;
 
+use crate::kept::KeptRecords;
 use crate::options::BenchOptions;
 use crate::progress::Counters;
 
@@ -52,14 +53,16 @@ impl RecordSink {
 }
 
 /// Receives every finished record: writes it to the sink, updates the live counters, keeps it
-/// for the summary. Returns all records (completion order) and the first write error, if any;
-/// after a write error records are still collected in memory.
+/// for the summary ([`KeptRecords`]: compacted, unless `full`). Returns what was kept
+/// (completion order) and the first write error, if any; after a write error records are still
+/// kept for the summary.
 pub async fn collect(
     mut rx: mpsc::UnboundedReceiver<RequestRecord>,
     mut sink: Option<RecordSink>,
     counters: Arc<Counters>,
-) -> (Vec<RequestRecord>, Option<String>) {
-    let mut records = Vec::new();
+    full: bool,
+) -> (KeptRecords, Option<String>) {
+    let mut kept = KeptRecords::new(full);
     let mut error = None;
     while let Some(rec) = rx.recv().await {
         if let Some(s) = sink.as_mut() {
@@ -69,9 +72,9 @@ pub async fn collect(
             }
         }
         counters.count(&rec);
-        records.push(rec);
+        kept.push(rec);
     }
-    (records, error)
+    (kept, error)
 }
 
 /// Files written by [`write_results`].

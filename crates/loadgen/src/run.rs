@@ -55,7 +55,9 @@ pub struct BenchOutcome {
     pub exit_code: i32,
     /// Human-readable problems worth printing (dead server, write failures).
     pub notes: Vec<String>,
-    /// Every record, warmups included, in completion order.
+    /// Every record, warmups included, in completion order, [`RequestRecord::compact`]ed
+    /// (no chunks, no text: those are in `records_path`) unless `--save-detailed` kept them
+    /// whole. A few hundred bytes each, whatever the output length (issue 14).
     pub records: Vec<RequestRecord>,
 }
 
@@ -211,7 +213,12 @@ pub async fn run_bench(
 
     let (tx, rx) = mpsc::unbounded_channel();
     let counters = Arc::new(Counters::default());
-    let collector = tokio::spawn(output::collect(rx, sink, counters.clone()));
+    let collector = tokio::spawn(output::collect(
+        rx,
+        sink,
+        counters.clone(),
+        opts.save_detailed,
+    ));
     let conc = opts.max_concurrency;
     let shared = Arc::new(Shared {
         client,
@@ -379,7 +386,7 @@ pub async fn run_bench(
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
     let request_url = shared.client.uri().to_string();
     drop(shared);
-    let (records, write_error) = collector.await.context("record collector panicked")?;
+    let (mut kept, write_error) = collector.await.context("record collector panicked")?;
     if let Some(e) = write_error {
         notes.push(format!(
             "writing --save-requests failed: {e} (records kept in memory for the summary)"
@@ -398,7 +405,11 @@ pub async fn run_bench(
         PhaseEnd::Completed => {}
     }
     let planned = opts.resolved_num_prompts();
-    let profile_records = records.iter().filter(|r| r.phase == Phase::Profile).count() as u64;
+    let profile_records = kept
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .count() as u64;
     // Count mode only: in --duration mode nothing was planned beyond what the time allowed.
     let requests_not_sent = if opts.duration.is_none() {
         planned.saturating_sub(profile_records)
@@ -432,7 +443,14 @@ pub async fn run_bench(
         requests_not_sent,
         metadata: opts.metadata.iter().cloned().collect(),
     };
-    let mut summary = summarize(&records, &ctx);
+    let (mut summary, itl_note) = kept.summarize(&ctx);
+    notes.extend(itl_note);
+    if let Some(e) = kept.spill_error() {
+        notes.push(format!(
+            "the ITL sample could not go to a temporary file ({e}): it was kept in memory"
+        ));
+    }
+    let records = kept.records;
     if let Some(check) = client_check(&opts, &summary, client_cpu) {
         if check.client_bound {
             notes.push(format!(

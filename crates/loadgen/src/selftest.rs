@@ -212,7 +212,7 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
         .filter(|r| r.success)
         .map(|r| u64::from(r.completion_tokens))
         .sum();
-    let chunk_tokens: u64 = prof().map(|r| r.chunks.len() as u64).sum();
+    let chunk_tokens: u64 = prof().map(|r| r.chunk_count() as u64).sum();
     let wall = s.duration;
     let cpu_s = s.inferbench.client.as_ref().map(|c| c.cpu_s);
     let per_cpu = |n: u64| cpu_s.filter(|c| *c > 0.0).map(|c| n as f64 / c);

@@ -85,7 +85,7 @@ async fn usage_exceeds_max_tokens_case_is_flagged_counted_and_warned() {
     for r in &prof {
         assert!(r.success);
         assert_eq!(r.completion_tokens, 19_503);
-        assert_eq!(r.chunks.len(), 3);
+        assert_eq!(r.chunk_count(), 3);
         assert_eq!(r.anomalies, vec![Anomaly::UsageExceedsMaxTokens]);
     }
     let x = &out.summary.inferbench;

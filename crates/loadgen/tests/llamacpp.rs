@@ -138,6 +138,8 @@ fn llamacpp_exact_lengths_and_queueing_beyond_slots() {
                 max_concurrency: Some(SLOTS),
                 num_prompts: Some(4),
                 prepared: Some(prompts(4, 12)),
+                // Whole records (text included) stay in memory only with --save-detailed.
+                save_detailed: true,
                 ..base.clone()
             };
             let out = run_bench(o, CancellationToken::new()).await.unwrap();

@@ -82,8 +82,12 @@ async fn degenerate_output_is_counted_and_counts_add_up() {
     let tok = inferbench_workload::Tokenizer::load("o200k_base").unwrap();
     let t2 = tok.clone();
     let counter: Arc<TokenCounter> = Arc::new(move |s: &str| t2.count(s));
+    // Whole records (text included) stay in memory only with --save-detailed.
     let out = run_bench(
-        opts(format!("http://{addr}"), counter.clone(), 6),
+        BenchOptions {
+            save_detailed: true,
+            ..opts(format!("http://{addr}"), counter.clone(), 6)
+        },
         CancellationToken::new(),
     )
     .await

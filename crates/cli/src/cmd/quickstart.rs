@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use inferbench_core::record::RequestRecord;
-use inferbench_core::summary::{summarize, JobIdentity, RunSummary, SummaryContext};
+use inferbench_core::summary::{JobIdentity, RunSummary, SummaryContext};
 use inferbench_loadgen::{run_bench, BenchOptions, CancellationToken, ProgressMode};
 use inferbench_sim::{Precision, SimConfig};
 
@@ -268,7 +268,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             for n in &outcome.notes {
                 eprintln!("  note: {n}");
             }
-            outcome.summary = to_modelled_time(&opts, &outcome.summary, &outcome.records, conc, p.time_scale)?;
+            outcome.summary = to_modelled_time(&opts, &outcome.summary, conc, p.time_scale)?;
             let plain = dir.join("requests.jsonl");
             if plain.exists() {
                 inferbench_runner::bench::compress(&plain, &dir.join("requests.jsonl.zst"))?;
@@ -366,16 +366,29 @@ pub(crate) fn open_store_and_identity(
 fn to_modelled_time(
     opts: &BenchOptions,
     wall: &RunSummary,
-    records: &[RequestRecord],
     conc: u32,
     k: f64,
 ) -> anyhow::Result<RunSummary> {
     let s = |t: u64| (t as f64 * k).round() as u64;
     let so = |t: Option<u64>| t.map(s);
-    let scaled: Vec<RequestRecord> = records
-        .iter()
-        .map(|r| {
-            let mut r = r.clone();
+    // The run kept compacted records only (issue 14): the full ones, chunks included, are in
+    // its records file, read and rewritten one at a time.
+    let path = opts
+        .save_requests
+        .as_ref()
+        .context("quickstart saves its requests")?;
+    let tmp = path.with_extension("jsonl.modelled");
+    let mut kept = inferbench_loadgen::kept::KeptRecords::new(false);
+    {
+        use std::io::BufRead;
+        let input = std::io::BufReader::new(
+            std::fs::File::open(path).with_context(|| path.display().to_string())?,
+        );
+        let mut sink = inferbench_loadgen::output::RecordSink::create(&tmp)?;
+        for (i, line) in input.lines().enumerate() {
+            let line = line.with_context(|| path.display().to_string())?;
+            let mut r: RequestRecord = serde_json::from_str(&line)
+                .with_context(|| format!("{}:{}", path.display(), i + 1))?;
             r.scheduled_ns = s(r.scheduled_ns);
             r.released_ns = so(r.released_ns);
             r.sent_ns = s(r.sent_ns);
@@ -384,12 +397,15 @@ fn to_modelled_time(
             r.first_output_token_ns = so(r.first_output_token_ns);
             r.last_token_ns = so(r.last_token_ns);
             r.end_ns = s(r.end_ns);
+            r.read_end_ns = so(r.read_end_ns);
             for c in &mut r.chunks {
                 c.t_ns = s(c.t_ns);
             }
-            r
-        })
-        .collect();
+            sink.write(&r)?;
+            kept.push(r);
+        }
+    }
+    std::fs::rename(&tmp, path).with_context(|| path.display().to_string())?;
     let start = wall.benchmark_start_time_unix;
     let ctx = SummaryContext {
         backend: wall.backend.clone(),
@@ -410,14 +426,11 @@ fn to_modelled_time(
         metadata: opts.metadata.iter().cloned().collect(),
         ..SummaryContext::default()
     };
-    let modelled = summarize(&scaled, &ctx);
-    inferbench_loadgen::output::write_results(opts, &modelled, &wall.date)?;
-    if let Some(path) = &opts.save_requests {
-        let mut sink = inferbench_loadgen::output::RecordSink::create(path)?;
-        for r in &scaled {
-            sink.write(r)?;
-        }
+    let (modelled, note) = kept.summarize(&ctx);
+    if let Some(n) = note {
+        eprintln!("  note: {n}");
     }
+    inferbench_loadgen::output::write_results(opts, &modelled, &wall.date)?;
     Ok(modelled)
 }
 
@@ -554,21 +567,39 @@ fn store_and_plot(
         inferbench_views::plot::plot(&rows, &spec, &png)?;
         charts = format!("{charts} and {}", png.display());
     }
-    Ok(stored_line(args, store, &report, &charts))
+    Ok(stored_line(
+        args,
+        store,
+        &report,
+        &charts,
+        "cut short, kept off the frontier",
+    ))
 }
 
-/// The last line of a quickstart: how many points went where, and the charts. With `--no-db`
-/// the points were read from a throw-away in-memory store, and the line says they were not
-/// stored (it said "ingested … into no database").
+/// The last line of a quickstart: how many points went where (and how many of them the store
+/// keeps as invalid, `why_invalid`), and the charts. With `--no-db` the points were read from a
+/// throw-away in-memory store, and the line says they were not stored (it said "ingested …
+/// into no database").
 pub(super) fn stored_line(
     args: &Args,
     store: &inferbench_store::Store,
     report: &inferbench_store::IngestReport,
     charts: &str,
+    why_invalid: &str,
 ) -> String {
-    let skipped = match report.skipped.len() {
-        0 => String::new(),
-        n => format!(" ({n} skipped)"),
+    let mut notes = Vec::new();
+    match report.invalid_points {
+        0 => {}
+        n if n == report.points => notes.push(format!("all invalid: {why_invalid}")),
+        n => notes.push(format!("{n} of them invalid: {why_invalid}")),
+    }
+    if !report.skipped.is_empty() {
+        notes.push(format!("{} skipped", report.skipped.len()));
+    }
+    let skipped = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
     };
     if args.no_db {
         format!(

@@ -201,7 +201,8 @@ pub async fn run_replay(
     };
     let (rec_tx, rec_rx) = mpsc::unbounded_channel();
     let counters = Arc::new(Counters::default());
-    let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone()));
+    // Whole records: the AIPerf export and the agentic aggregates read every chunk.
+    let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone(), true));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let scraper = match opts.server_metrics_interval {
         Some(iv) => Scraper::start(&opts.base_url, iv).await,
@@ -359,7 +360,8 @@ pub async fn run_replay(
         Some(sc) => sc.finish().await,
         None => Vec::new(),
     };
-    let (records, write_error) = collector.await.context("record collector panicked")?;
+    let (kept, write_error) = collector.await.context("record collector panicked")?;
+    let records = kept.records;
     if let Some(e) = write_error {
         notes.push(format!("writing --save-requests failed: {e}"));
     }
