@@ -285,4 +285,11 @@ fn interrupted_agentic_quickstart_keeps_the_cut_point_off_the_preview() {
     assert!(row("1").trim_end().ends_with('*'), "{out}");
     assert!(row("2").trim_end().ends_with("invalid"), "{out}");
     assert!(out.contains("invalid = cut short"), "{out}");
+    // The last line's count says that the store keeps them all as invalid, and why.
+    assert!(
+        err.contains(
+            "2 points (all invalid: replays under 900 s or cut short), not stored (--no-db)"
+        ),
+        "{err}"
+    );
 }

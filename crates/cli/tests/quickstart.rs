@@ -1,6 +1,8 @@
 //! `inferbench quickstart --fast` end to end: in-process simulated server, a 4-point concurrency
 //! sweep through the real load generator, artifacts per point, store ingest, table and chart.
 
+mod common;
+
 use std::process::Command;
 
 /// One row of the printed frontier table.
@@ -273,4 +275,52 @@ fn sim_start_line(args: &[&str]) -> String {
     let _ = child.kill();
     let _ = child.wait();
     line.trim_end().to_string()
+}
+
+/// Trial 8: a quickstart interrupted in its second point said "stored 2 points" beside a table
+/// that lists one of them as cut short. The last line now says that the store keeps it as
+/// invalid; the run exits 130.
+#[cfg(unix)]
+#[test]
+fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(["quickstart", "--concurrency", "1,2", "--no-db", "--out"])
+        .arg(tmp.path().join("qs"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap();
+            if line.trim_start().starts_with("conc   1:") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the first point's line");
+    // Into the second point's profile (its 10 requests take about 3 s of wall time).
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    common::signal(child.id(), "INT");
+    let o = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(130), "{out}{err}");
+    assert!(out.contains("cut short"), "{out}");
+    assert!(
+        err.contains(
+            "2 points (1 of them invalid: cut short, kept off the frontier), not stored (--no-db)"
+        ),
+        "{err}"
+    );
 }

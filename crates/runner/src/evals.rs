@@ -144,24 +144,6 @@ pub struct EvalRun {
     pub interrupted: bool,
 }
 
-impl EvalRun {
-    /// `, gsm8k strict-match 0.7500 ± 0.2500, flexible-extract … (4 problems, 0 failed), threshold 0.90`.
-    pub fn headline(&self) -> String {
-        let s = &self.scores;
-        format!(
-            ", gsm8k strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} ({} problems, {} failed requests; threshold {:.2}{})",
-            s.strict,
-            s.strict_stderr,
-            s.flexible,
-            s.flexible_stderr,
-            s.n,
-            s.failed,
-            self.threshold,
-            if s.passes(self.threshold) { ", passed" } else { ", below it" }
-        )
-    }
-}
-
 /// Runs GSM8K for `spec` against `base_url` and writes the eval artifact into `dir`.
 ///
 /// Errors (class and cause): `eval_failed` when the data is missing or unreadable, the client

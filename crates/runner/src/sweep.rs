@@ -608,7 +608,9 @@ pub async fn run_jobs<R: PointRunner>(
 fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointReport) {
     if opts.progress_lines {
         let what = match r.outcome {
-            Outcome::Ok if r.kind == PointKind::Eval => format!("ok{}", eval_headline(&r.dir)),
+            Outcome::Ok if r.kind == PointKind::Eval => {
+                format!("ok{}", eval_headline(&r.dir, opts.evals.check_threshold))
+            }
             Outcome::Ok => format!("ok{}", headline(&r.dir)),
             Outcome::Skipped => "skipped (done before)".to_string(),
             Outcome::Failed | Outcome::Interrupted => format!(
@@ -636,8 +638,9 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointRep
 }
 
 /// `, gsm8k strict-match 0.7500 ± 0.2500, flexible-extract … (4 problems, threshold 0.90)` from
-/// an eval's `results_gsm8k.json`, or nothing.
-fn eval_headline(dir: &std::path::Path) -> String {
+/// an eval's `results_gsm8k.json`, or nothing. With `checked` false (`--no-eval-threshold`) the
+/// threshold is named as not applied.
+fn eval_headline(dir: &std::path::Path, checked: bool) -> String {
     let Some(v) = std::fs::read(dir.join("results_gsm8k.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
@@ -650,13 +653,14 @@ fn eval_headline(dir: &std::path::Path) -> String {
             .unwrap_or(f64::NAN)
     };
     format!(
-        ", gsm8k strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} ({} problems, threshold {:.2})",
+        ", gsm8k strict-match {:.4} ± {:.4}, flexible-extract {:.4} ± {:.4} ({} problems, threshold {:.2}{})",
         f("exact_match,strict-match"),
         f("exact_match_stderr,strict-match"),
         f("exact_match,flexible-extract"),
         f("exact_match_stderr,flexible-extract"),
         v.pointer("/n-samples/gsm8k/effective").and_then(serde_json::Value::as_u64).unwrap_or(0),
         v.get("threshold").and_then(serde_json::Value::as_f64).unwrap_or(f64::NAN),
+        if checked { "" } else { " not applied: --no-eval-threshold" },
     )
 }
 
@@ -717,7 +721,12 @@ fn plan(spec: &JobSpec, rf: &str, opts: &SweepOptions) -> Vec<(PointKind, u32, P
     }
     if opts.evals.enabled && evals::wants_eval(spec) {
         let dir = evals::eval_dir(&opts.out_dir, spec, rf);
-        v.push((PointKind::Eval, evals::eval_conc(spec), dir));
+        // The concurrency it really runs at: `--eval-concurrency`, else the row's.
+        let conc = opts.evals.concurrency.map_or_else(
+            || evals::eval_conc(spec),
+            |c| c.clamp(1, u32::MAX as usize) as u32,
+        );
+        v.push((PointKind::Eval, conc, dir));
     }
     v
 }
@@ -1130,4 +1139,38 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
         }
     }
     report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The eval's progress line names its threshold, and says when `--no-eval-threshold` left
+    /// it unapplied (trial 8: it printed "threshold 0.90" either way).
+    #[test]
+    fn eval_line_says_whether_the_threshold_applies() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = serde_json::json!({
+            "results": {"gsm8k": {
+                "exact_match,strict-match": 0.75, "exact_match_stderr,strict-match": 0.25,
+                "exact_match,flexible-extract": 0.5, "exact_match_stderr,flexible-extract": 0.5,
+            }},
+            "n-samples": {"gsm8k": {"effective": 4}},
+            "threshold": 0.9,
+        });
+        std::fs::write(
+            dir.path().join("results_gsm8k.json"),
+            serde_json::to_vec(&results).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            eval_headline(dir.path(), true),
+            ", gsm8k strict-match 0.7500 ± 0.2500, flexible-extract 0.5000 ± 0.5000 (4 problems, threshold 0.90)"
+        );
+        assert_eq!(
+            eval_headline(dir.path(), false),
+            ", gsm8k strict-match 0.7500 ± 0.2500, flexible-extract 0.5000 ± 0.5000 (4 problems, threshold 0.90 not applied: --no-eval-threshold)"
+        );
+        assert_eq!(eval_headline(&dir.path().join("none"), true), "");
+    }
 }

@@ -236,11 +236,23 @@ async fn evals_run_after_throughput_and_for_eval_only_rows() {
     );
 
     // --no-evals: throughput only; the eval-only row has no point at all.
-    let mut off = options(&tmp.path().join("off"), &url, Some(data));
+    let mut off = options(&tmp.path().join("off"), &url, Some(data.clone()));
     off.evals.enabled = false;
     let report = run_jobs(&jobs, &off, &QuickPoint, &CancellationToken::new()).await;
     let got: Vec<(usize, PointKind)> = report.points.iter().map(|p| (p.index, p.kind)).collect();
     assert_eq!(got, [(0, PointKind::Throughput)]);
+
+    // --eval-concurrency: each eval point names the concurrency it ran at, not the row's.
+    let mut three = options(&tmp.path().join("three"), &url, Some(data));
+    three.evals.concurrency = Some(3);
+    let report = run_jobs(&jobs, &three, &QuickPoint, &CancellationToken::new()).await;
+    let concs: Vec<u32> = report
+        .points
+        .iter()
+        .filter(|p| p.kind == PointKind::Eval)
+        .map(|p| p.conc)
+        .collect();
+    assert_eq!(concs, [3, 3], "{}", report.render());
 }
 
 #[tokio::test]

@@ -105,6 +105,9 @@ pub struct IngestReport {
     pub runs_reingested: usize,
     /// Points written.
     pub points: usize,
+    /// Of those, points stored as invalid (cut short, an invalid AgentX submission): listed by
+    /// `report`, never on a frontier.
+    pub invalid_points: usize,
     /// Eval results written (one per task and concurrency).
     pub evals: usize,
     /// Per-request records stored.
@@ -486,6 +489,7 @@ impl Store {
                 report.runs_ingested += 1;
                 report.runs_reingested += usize::from(existed);
                 report.points += run.points.len();
+                report.invalid_points += run.points.iter().filter(|p| !p.valid).count();
                 report.evals += run.evals.len();
                 report.requests += n_req;
                 report.unknown.extend(run.names.unknown.iter().cloned());

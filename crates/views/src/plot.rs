@@ -197,6 +197,9 @@ fn draw<DB: DrawingBackend>(
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(|x| e(&x))?;
+    // Label boxes already drawn (pixels), so that a later label moves aside rather than
+    // overprinting one (trial 8: `2` and `4` of one curve ran into each other).
+    let mut placed: Vec<PixelBox> = Vec::new();
     for (i, (name, rows)) in groups.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
         let competing: Vec<&PointRow> = rows
@@ -281,13 +284,20 @@ fn draw<DB: DrawingBackend>(
         // Points of one group at the same concurrency that (nearly) coincide, e.g. repeats
         // of a run, get one label, not `1616`.
         labelled = one_label_per_spot(labelled, (x1 - x0, y1 - y0));
+        let offsets: Vec<(i32, i32)> = labelled
+            .iter()
+            .map(|&(x, y, _, conc)| {
+                let at = chart.backend_coord(&(x, y));
+                place_label(at, conc.to_string().len(), &mut placed)
+            })
+            .collect();
         chart
-            .draw_series(labelled.iter().map(|&(x, y, f, conc)| {
+            .draw_series(labelled.iter().zip(offsets).map(|(&(x, y, f, conc), off)| {
                 let colour = if f { c.to_rgba() } else { c.mix(0.5) };
                 EmptyElement::at((x, y))
                     + Text::new(
                         conc.to_string(),
-                        (6, -16),
+                        off,
                         ("sans-serif", 13).into_font().color(&colour),
                     )
             }))
@@ -320,6 +330,37 @@ fn draw<DB: DrawingBackend>(
         .map_err(|x| e(&x))?;
     root.present().map_err(|x| e(&x))?;
     Ok(())
+}
+
+/// A drawn label's box in pixels: left, top, right, bottom.
+type PixelBox = (i32, i32, i32, i32);
+
+/// Where a point label of `chars` digits goes, as a text offset from its point `at` (pixels):
+/// the first of upper right (the usual place), lower right, upper left, lower left, and
+/// further up or down, whose box overlaps no label in `placed`; upper right when all do. The
+/// chosen box is added to `placed`. Sizes are those of the 13 px sans-serif labels (about 8
+/// px per digit).
+fn place_label(at: (i32, i32), chars: usize, placed: &mut Vec<PixelBox>) -> (i32, i32) {
+    let (w, h) = (8 * chars.max(1) as i32 + 2, 14);
+    let candidates = [
+        (6, -16),
+        (6, 4),
+        (-6 - w, -16),
+        (-6 - w, 4),
+        (6, -32),
+        (6, 20),
+        (-6 - w, -32),
+        (-6 - w, 20),
+    ];
+    let boxed = |(dx, dy): (i32, i32)| (at.0 + dx, at.1 + dy, at.0 + dx + w, at.1 + dy + h);
+    let overlaps = |a: PixelBox, b: &PixelBox| a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3;
+    let off = candidates
+        .iter()
+        .copied()
+        .find(|&o| !placed.iter().any(|b| overlaps(boxed(o), b)))
+        .unwrap_or(candidates[0]);
+    placed.push(boxed(off));
+    off
 }
 
 /// Drops a label `(x, y, on_frontier, conc)` when an earlier one of the same concurrency sits
@@ -428,6 +469,28 @@ mod tests {
             })
             .count();
         assert_eq!(discs, 2, "{svg}");
+    }
+
+    #[test]
+    fn a_label_that_would_overprint_another_moves_aside() {
+        let mut placed = Vec::new();
+        // The first goes upper right of its point.
+        assert_eq!(place_label((100, 100), 1, &mut placed), (6, -16));
+        // A point 3 px to the right: upper right would overlap, lower right is free.
+        assert_eq!(place_label((103, 101), 1, &mut placed), (6, 4));
+        // A third there: upper left.
+        assert_eq!(place_label((102, 100), 1, &mut placed), (-16, -16));
+        // A far point keeps the usual place.
+        assert_eq!(place_label((300, 300), 2, &mut placed), (6, -16));
+        assert_eq!(placed.len(), 4);
+        for (i, a) in placed.iter().enumerate() {
+            for b in &placed[i + 1..] {
+                assert!(
+                    !(a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3),
+                    "{a:?} {b:?}"
+                );
+            }
+        }
     }
 
     #[test]

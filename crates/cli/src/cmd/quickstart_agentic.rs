@@ -255,7 +255,13 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
     }
     eprintln!(
         "{}",
-        super::quickstart::stored_line(args, &store, &report, &charts)
+        super::quickstart::stored_line(
+            args,
+            &store,
+            &report,
+            &charts,
+            "replays under 900 s or cut short",
+        )
     );
     eprintln!("artifacts in {}", run_dir.display());
     Ok(exit)
