@@ -236,46 +236,21 @@ fn a_closed_stdout_pipe_ends_quietly() {
 #[cfg(unix)]
 #[test]
 fn interrupted_agentic_quickstart_keeps_the_cut_point_off_the_preview() {
-    use std::io::BufRead;
-    use std::process::Stdio;
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(BIN)
-        .args([
-            "quickstart",
-            "--agentic",
-            "--concurrency",
-            "1,2",
-            "--no-db",
-            "--out",
-            tmp.path().join("qs").to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap();
-            if line.trim_start().starts_with("lanes  1:") {
-                let _ = tx.send(());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    rx.recv_timeout(std::time::Duration::from_secs(120))
-        .expect("the first point's line");
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "quickstart",
+        "--agentic",
+        "--concurrency",
+        "1,2",
+        "--no-db",
+        "--out",
+        tmp.path().join("qs").to_str().unwrap(),
+    ]);
     // Into the measured part of the second point's 6 s replay (past its warmup).
-    std::thread::sleep(std::time::Duration::from_millis(4000));
-    common::signal(child.id(), "INT");
-    let o = child.wait_with_output().unwrap();
-    let err = reader.join().unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert_eq!(o.status.code(), Some(130), "{out}{err}");
+    let (code, out, err) =
+        common::interrupt_after_line(cmd, "lanes  1:", std::time::Duration::from_millis(4000));
+    assert_eq!(code, Some(130), "{out}{err}");
     let row = |conc: &str| -> String {
         out.lines()
             .find(|l| l.split_whitespace().next() == Some(conc))

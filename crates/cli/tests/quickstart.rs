@@ -283,39 +283,14 @@ fn sim_start_line(args: &[&str]) -> String {
 #[cfg(unix)]
 #[test]
 fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
-    use std::io::BufRead;
-    use std::process::Stdio;
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_inferbench"))
-        .args(["quickstart", "--concurrency", "1,2", "--no-db", "--out"])
-        .arg(tmp.path().join("qs"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in std::io::BufReader::new(stderr).lines() {
-            let line = line.unwrap();
-            if line.trim_start().starts_with("conc   1:") {
-                let _ = tx.send(());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    rx.recv_timeout(std::time::Duration::from_secs(120))
-        .expect("the first point's line");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_inferbench"));
+    cmd.args(["quickstart", "--concurrency", "1,2", "--no-db", "--out"])
+        .arg(tmp.path().join("qs"));
     // Into the second point's profile (its 10 requests take about 3 s of wall time).
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    common::signal(child.id(), "INT");
-    let o = child.wait_with_output().unwrap();
-    let err = reader.join().unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).to_string();
-    assert_eq!(o.status.code(), Some(130), "{out}{err}");
+    let (code, out, err) =
+        common::interrupt_after_line(cmd, "conc   1:", std::time::Duration::from_millis(1500));
+    assert_eq!(code, Some(130), "{out}{err}");
     assert!(out.contains("cut short"), "{out}");
     assert!(
         err.contains(

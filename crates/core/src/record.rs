@@ -268,9 +268,7 @@ impl RequestRecord {
     /// Inter-chunk gaps in ms between consecutive token-bearing chunks (vLLM's ITL, pooled by the
     /// caller over requests). `chunks.len() − 1` values.
     pub fn itls_ms(&self) -> impl Iterator<Item = f64> + '_ {
-        self.chunks
-            .windows(2)
-            .map(|w| ns_diff_ms(w[1].t_ns, w[0].t_ns))
+        self.itl_gaps_ns().map(|g| g as f64 / NS_PER_MS)
     }
 
     /// Client queue time in ms = sent − scheduled (coordinated-omission visibility).

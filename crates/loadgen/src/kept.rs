@@ -2,8 +2,8 @@
 //! [`RequestRecord::compact`]ed to a few hundred bytes once it is written to `--save-requests`,
 //! and the pooled ITL sample as raw ns gaps, spilled to an anonymous temporary file past
 //! [`SPILL_VALUES`] so that exact ITL percentiles ([`inferbench_core::exact`]) cost memory
-//! that does not grow with the run. A million requests × 256 tokens keep ≈ 0.3 GiB of records
-//! instead of ≈ 10 GiB (measured: docs/performance.md).
+//! that does not grow with the run. A million requests × 256 tokens keep ≈ 0.44 GB of records
+//! instead of ≈ 7.6 GB (measured: docs/performance.md).
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -25,6 +25,9 @@ pub struct ItlSample {
     moments: Moments,
     buf: Vec<u64>,
     spill: Option<BufWriter<File>>,
+    /// Values wholly written to the spill file; a batch whose write failed is not counted (and
+    /// stays in `buf`), so no value is read twice.
+    on_disk: u64,
     spill_error: Option<String>,
 }
 
@@ -48,13 +51,15 @@ impl ItlSample {
         for v in &self.buf {
             w.write_all(&v.to_le_bytes())?;
         }
+        w.flush()?;
+        self.on_disk += self.buf.len() as u64;
         self.buf.clear();
         Ok(())
     }
 
     /// Whether values went to the spill file (false while everything is in memory).
     pub fn spilled(&self) -> bool {
-        self.spill.is_some()
+        self.on_disk > 0
     }
 
     /// Values in the sample.
@@ -72,23 +77,19 @@ impl ItlSample {
     /// statistics, mean and std from integer sums) once it did not. Errors: reading the spill
     /// file back.
     pub fn distribution(&mut self, qs: &[f64]) -> std::io::Result<Distribution> {
-        let Some(w) = self.spill.as_mut() else {
-            let ms: Vec<f64> = self.buf.iter().map(|&v| v as f64 / 1_000_000.0).collect();
+        let (on_disk, tail) = (self.on_disk, &self.buf);
+        let Some(w) = self.spill.as_mut().filter(|_| on_disk > 0) else {
+            let ms: Vec<f64> = tail.iter().map(|&v| v as f64 / 1_000_000.0).collect();
             return Ok(Distribution::of(&ms, qs));
         };
-        w.flush()?;
         let file = w.get_mut();
-        let tail = &self.buf;
         exact::distribution_ms(&self.moments, qs, |f: &mut dyn FnMut(u64)| {
             file.seek(SeekFrom::Start(0))?;
             let mut r = BufReader::with_capacity(1 << 20, &*file);
             let mut b = [0u8; 8];
-            loop {
-                match r.read_exact(&mut b) {
-                    Ok(()) => f(u64::from_le_bytes(b)),
-                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-                    Err(e) => return Err(e),
-                }
+            for _ in 0..on_disk {
+                r.read_exact(&mut b)?;
+                f(u64::from_le_bytes(b));
             }
             tail.iter().for_each(|&v| f(v));
             Ok(())

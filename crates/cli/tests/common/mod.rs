@@ -53,3 +53,45 @@ pub fn signal(pid: u32, sig: &str) {
         .success();
     assert!(ok, "kill -{sig} {pid} failed");
 }
+
+/// Runs `cmd` (stdout and stderr piped here) until a stderr line starts with `line` (leading
+/// spaces ignored; at most 120 s), waits `after`, sends SIGINT, and returns the exit code,
+/// stdout and the whole stderr.
+#[cfg(unix)]
+pub fn interrupt_after_line(
+    mut cmd: Command,
+    line: &str,
+    after: std::time::Duration,
+) -> (Option<i32>, String, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let want = line.to_string();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for l in BufReader::new(stderr).lines() {
+            let l = l.unwrap();
+            if l.trim_start().starts_with(&want) {
+                let _ = tx.send(());
+            }
+            all.push_str(&l);
+            all.push('\n');
+        }
+        all
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("no stderr line starting {line:?}"));
+    std::thread::sleep(after);
+    signal(child.id(), "INT");
+    let o = child.wait_with_output().unwrap();
+    let err = reader.join().unwrap();
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        err,
+    )
+}
