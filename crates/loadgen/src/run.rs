@@ -416,13 +416,20 @@ pub async fn run_bench(
     } else {
         0
     };
+    // `num_prompts` is what the run set out to send: the planned count, or in --duration
+    // mode the requests the time allowed (prepared prompts left unsent do not count).
+    let num_prompts = if opts.duration.is_some() {
+        profile_records
+    } else {
+        planned
+    };
 
     let ctx = SummaryContext {
         backend: opts.backend.name().to_string(),
         model_id: opts.model.clone(),
         tokenizer_id: prepared.tokenizer_id.clone(),
         best_of: 1,
-        num_prompts: planned,
+        num_prompts,
         request_rate: opts.request_rate,
         burstiness: opts.burstiness,
         max_concurrency: opts.max_concurrency,
@@ -587,7 +594,11 @@ fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
     let ctx = SummaryContext {
         backend: opts.backend.name().to_string(),
         model_id: opts.model.clone(),
-        num_prompts: opts.resolved_num_prompts(),
+        num_prompts: if opts.duration.is_none() {
+            opts.resolved_num_prompts()
+        } else {
+            0
+        },
         request_rate: opts.request_rate,
         burstiness: opts.burstiness,
         max_concurrency: opts.max_concurrency,

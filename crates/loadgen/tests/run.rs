@@ -412,6 +412,10 @@ async fn duration_mode_cycles_prompts_until_the_deadline() {
     assert!((10..=24).contains(&n), "{n}");
     assert!(el < Duration::from_millis(700), "{el:?}");
     assert!(out.records.iter().all(|r| r.success));
+    // num_prompts counts what the time allowed, not the prompts prepared (break test: 30
+    // reported where 24 were measured).
+    assert_eq!(out.summary.num_prompts, out.records.len() as u64);
+    assert_eq!(out.summary.failure_rate_vs_requested(), 0.0);
 }
 
 /// A server that dies mid-run: the requests it was streaming end as `stream_error` after the
