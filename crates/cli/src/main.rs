@@ -117,3 +117,14 @@ fn main() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (conflicting names, bad defaults, missing value enums)
+    /// over every subcommand at once.
+    #[test]
+    fn every_subcommand_passes_clap_debug_assert() {
+        use clap::CommandFactory as _;
+        super::Cli::command().debug_assert();
+    }
+}

@@ -94,6 +94,14 @@ fn slurm_array_runs_rows_and_gathers_results() {
         script.contains("--index \"$SLURM_ARRAY_TASK_ID\""),
         "{script}"
     );
+    // The tasks' flags are one file beside the script, with absolute paths.
+    assert!(script.contains(" --options-file "), "{script}");
+    let opts = read_json(&out.join("_slurm/run-options.json"));
+    assert_eq!(opts["schema_version"], 1, "{opts}");
+    assert_eq!(opts["run"]["runner_name"], "slurmbox", "{opts}");
+    assert_eq!(opts["run"]["prompts_per_conc"], 2, "{opts}");
+    assert_eq!(opts["run"]["stop_grace"], 5.0, "{opts}");
+    assert_eq!(opts["run"]["out"], out.display().to_string(), "{opts}");
     let task_logs = std::fs::read_dir(out.join("_slurm"))
         .unwrap()
         .filter(|e| {

@@ -21,6 +21,10 @@ pub struct Args {
     /// The row itself as JSON, instead of --matrix/--index.
     #[arg(long, conflicts_with_all = ["matrix", "index"])]
     pub row: Option<String>,
+    /// Every run flag from this JSON file instead (what `sweep --executor slurm` writes to
+    /// `<out>/_slurm/run-options.json` for its tasks); run flags given beside it are ignored.
+    #[arg(long, value_name = "FILE")]
+    pub options_file: Option<PathBuf>,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -40,9 +44,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         (None, Some(m), Some(i)) => load_row(m, i)?,
         _ => anyhow::bail!("give --matrix and --index, or --row"),
     };
-    let mut opts = args.run.sweep_options()?;
+    let run = match &args.options_file {
+        Some(f) => RunArgs::read_options_file(f)?,
+        None => args.run,
+    };
+    let mut opts = run.sweep_options()?;
     opts.write_report = false;
-    run_local(&[job], &opts, args.run.progress)
+    run_local(&[job], &opts, run.progress)
 }
 
 /// Runs `jobs` in this process with the load generator; Ctrl-C / SIGTERM stop the current point

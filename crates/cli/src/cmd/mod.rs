@@ -18,6 +18,79 @@ pub mod serve;
 pub mod sim;
 pub mod sweep;
 
+/// `--power`: which GPU power sampler runs (auto, off, nvml, nvidia-smi, amd-smi).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PowerFlag {
+    /// NVML, else nvidia-smi, else amd-smi, else none.
+    Auto,
+    /// No power sampling.
+    Off,
+    /// NVML only.
+    Nvml,
+    /// nvidia-smi only.
+    NvidiaSmi,
+    /// amd-smi only.
+    AmdSmi,
+}
+
+impl PowerFlag {
+    /// The flag's value as typed (`nvidia-smi`).
+    pub fn name(self) -> String {
+        use clap::ValueEnum as _;
+        self.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default()
+    }
+}
+
+/// `--thinking-mode`: which golden acceptance-length curve (InferenceX's `thinking_on`
+/// default, or `thinking_off`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ThinkingMode {
+    /// The curve measured with thinking on (InferenceX's default).
+    #[value(name = "thinking_on")]
+    ThinkingOn,
+    /// The curve measured with thinking off.
+    #[value(name = "thinking_off")]
+    ThinkingOff,
+}
+
+impl ThinkingMode {
+    /// The golden file's key for this mode (`thinking_on` / `thinking_off`).
+    pub fn key(self) -> &'static str {
+        match self {
+            ThinkingMode::ThinkingOn => "thinking_on",
+            ThinkingMode::ThinkingOff => "thinking_off",
+        }
+    }
+}
+
+/// `--eval-backend`: the API evals ask (`openai-chat`, InferenceX's lm-eval with the chat
+/// template, or `openai`, completions).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvalBackend {
+    /// `/v1/completions`.
+    Openai,
+    /// `/v1/chat/completions`.
+    OpenaiChat,
+}
+
+impl EvalBackend {
+    /// The client's backend.
+    pub fn backend(self) -> inferbench_client::Backend {
+        match self {
+            EvalBackend::Openai => inferbench_client::Backend::OpenAiCompletions,
+            EvalBackend::OpenaiChat => inferbench_client::Backend::OpenAiChat,
+        }
+    }
+}
+
 /// GPU power flags of `bench` and `replay` (one definition).
 #[derive(Debug, Clone, clap::Args)]
 pub struct PowerArgs {
@@ -26,8 +99,8 @@ pub struct PowerArgs {
     /// else none), off, nvml, nvidia-smi, amd-smi. The profiling window is integrated per GPU
     /// with InferenceX's validity rules (`power_validation.json`) into `inferbench.power` (W,
     /// J, J/token).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "off", "nvml", "nvidia-smi", "amd-smi"], help_heading = "Output")]
-    pub power: String,
+    #[arg(long, value_enum, default_value_t = PowerFlag::Auto, help_heading = "Output")]
+    pub power: PowerFlag,
     /// Seconds between power samples.
     #[arg(
         long,
@@ -43,9 +116,16 @@ pub struct PowerArgs {
 }
 
 impl PowerArgs {
-    /// The sampler mode (`--power`; the parser admits only known names).
+    /// The sampler mode (`--power`).
     pub fn mode(&self) -> inferbench_loadgen::PowerMode {
-        inferbench_loadgen::PowerMode::parse(&self.power).unwrap_or_default()
+        use inferbench_loadgen::PowerMode as M;
+        match self.power {
+            PowerFlag::Auto => M::Auto,
+            PowerFlag::Off => M::Off,
+            PowerFlag::Nvml => M::Nvml,
+            PowerFlag::NvidiaSmi => M::NvidiaSmi,
+            PowerFlag::AmdSmi => M::AmdSmi,
+        }
     }
 
     /// Refuses combinations that would silently measure nothing: `--require-power` with
@@ -53,13 +133,15 @@ impl PowerArgs {
     /// (`has_result_dir` false).
     pub fn check(&self, has_result_dir: bool) -> anyhow::Result<()> {
         anyhow::ensure!(
-            !(self.require_power && self.power == "off"),
+            !(self.require_power && self.power == PowerFlag::Off),
             "--require-power with --power off: nothing would be measured"
         );
         anyhow::ensure!(
-            has_result_dir || (self.power == "auto" && !self.require_power) || self.power == "off",
+            has_result_dir
+                || (self.power == PowerFlag::Auto && !self.require_power)
+                || self.power == PowerFlag::Off,
             "--power {}/--require-power need --result-dir (power.csv goes there)",
-            self.power
+            self.power.name()
         );
         Ok(())
     }

@@ -78,8 +78,8 @@ pub struct Args {
     #[arg(long)]
     pub golden_al_key: Option<String>,
     /// thinking_on or thinking_off, for --golden-al.
-    #[arg(long, default_value = "thinking_on")]
-    pub thinking_mode: String,
+    #[arg(long, value_enum, default_value_t = super::ThinkingMode::ThinkingOn)]
+    pub thinking_mode: super::ThinkingMode,
     /// First N generated tokens of chat responses go to `reasoning_content`.
     #[arg(long, default_value_t = 0)]
     pub reasoning_tokens: u32,
@@ -170,7 +170,7 @@ impl Args {
                         inferbench_sim::golden::lookup(
                             &g,
                             self.golden_al_key.as_deref(),
-                            Some(&self.thinking_mode),
+                            Some(self.thinking_mode.key()),
                             k,
                         )
                         .with_context(|| {
@@ -178,7 +178,7 @@ impl Args {
                                 "{}: no AL for key {:?}, mode {}, draft length {k}",
                                 path.display(),
                                 self.golden_al_key,
-                                self.thinking_mode
+                                self.thinking_mode.key()
                             )
                         })?
                     }

@@ -11,8 +11,13 @@ use inferbench_runner::executor::{github, slurm};
 use inferbench_runner::sweep::{gather, SWEEP_REPORT};
 use inferbench_runner::{artifacts, load_matrix, BenchDefaults, JobSpec, SweepOptions};
 
+use super::{EvalBackend, ThinkingMode};
+
 /// Flags shared by `sweep` and `job`: where results go, how engines start, how points run.
-#[derive(Debug, Clone, clap::Args)]
+/// Slurm tasks receive them as a file ([`RunArgs::write_options_file`], read back by
+/// `job --options-file`), so a new flag needs no code beyond its field.
+#[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunArgs {
     /// Output directory: one sub-directory per point, named by its RESULT_FILENAME.
     #[arg(long, default_value = "results")]
@@ -120,10 +125,11 @@ pub struct RunArgs {
     /// Golden-curve mode: thinking_on (InferenceX's default) or thinking_off.
     #[arg(
         long,
-        default_value = "thinking_on",
+        value_enum,
+        default_value_t = ThinkingMode::ThinkingOn,
         help_heading = "Speculative decoding"
     )]
-    pub thinking_mode: String,
+    pub thinking_mode: ThinkingMode,
     /// Pin this acceptance length instead of the golden curve's (reported as not golden).
     #[arg(long, value_name = "AL", help_heading = "Speculative decoding")]
     pub synthetic_acceptance_length: Option<f64>,
@@ -147,8 +153,8 @@ pub struct RunArgs {
     pub eval_concurrency: Option<usize>,
     /// Eval API: openai-chat (default; InferenceX's lm-eval with the chat template) or openai
     /// (completions).
-    #[arg(long, default_value = "openai-chat", help_heading = "Evals")]
-    pub eval_backend: String,
+    #[arg(long, value_enum, default_value_t = EvalBackend::OpenaiChat, help_heading = "Evals")]
+    pub eval_backend: EvalBackend,
     /// Report eval-only rows' scores without failing them below the model's threshold.
     #[arg(long, help_heading = "Evals")]
     pub no_eval_threshold: bool,
@@ -206,10 +212,6 @@ impl RunArgs {
             (1..=8).contains(&self.num_speculative_tokens),
             "--num-speculative-tokens: 1–8 (the golden curves' range)"
         );
-        anyhow::ensure!(
-            matches!(self.thinking_mode.as_str(), "thinking_on" | "thinking_off"),
-            "--thinking-mode: thinking_on or thinking_off"
-        );
         if let Some(al) = self.synthetic_acceptance_length {
             anyhow::ensure!(
                 al >= 1.0 && al <= f64::from(self.num_speculative_tokens) + 1.0,
@@ -217,13 +219,6 @@ impl RunArgs {
                 self.num_speculative_tokens
             );
         }
-        let eval_backend =
-            inferbench_client::Backend::parse(&self.eval_backend).with_context(|| {
-                format!(
-                    "--eval-backend {}: openai or openai-chat",
-                    self.eval_backend
-                )
-            })?;
         anyhow::ensure!(
             self.eval_concurrency != Some(0),
             "--eval-concurrency must be ≥ 1"
@@ -244,7 +239,7 @@ impl RunArgs {
                 spec: inferbench_runner::engine::SpecOptions {
                     synthetic: !self.no_synthetic_acceptance,
                     num_speculative_tokens: self.num_speculative_tokens,
-                    thinking_mode: self.thinking_mode.clone(),
+                    thinking_mode: self.thinking_mode.key().to_string(),
                     acceptance_length: self.synthetic_acceptance_length,
                 },
                 ..EngineOptions::default()
@@ -275,7 +270,7 @@ impl RunArgs {
                 limit: self.eval_limit,
                 max_tokens: self.eval_max_tokens,
                 concurrency: self.eval_concurrency,
-                backend: eval_backend,
+                backend: self.eval_backend.backend(),
                 check_threshold: !self.no_eval_threshold,
                 ..Default::default()
             },
@@ -283,121 +278,84 @@ impl RunArgs {
         })
     }
 
-    /// These flags as command-line arguments (what Slurm tasks get), with absolute paths.
-    pub fn to_args(&self, opts: &SweepOptions) -> Vec<String> {
-        let mut a = vec!["--out".to_string(), opts.out_dir.display().to_string()];
-        let mut push = |k: &str, v: String| {
-            a.push(k.to_string());
-            a.push(v);
-        };
-        if let Some(p) = &self.runner_config {
-            push("--runner-config", abs(p));
+    /// These flags as another machine's task needs them: every path absolute (resolved
+    /// against this process's working directory), so a task started elsewhere in the shared
+    /// file system reads and writes the same files.
+    pub fn for_tasks(&self) -> RunArgs {
+        let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        let mut a = self.clone();
+        a.out = abs(&a.out);
+        for p in [
+            &mut a.runner_config,
+            &mut a.recipe_dir,
+            &mut a.engine_script,
+            &mut a.traces,
+            &mut a.eval_data_dir,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            *p = abs(p);
         }
-        // Every task and the gather agree on names: the given name, else each row's label.
-        if let Some(n) = &self.runner_name {
-            push("--runner-name", n.clone());
-        }
-        push("--port", self.port.to_string());
-        push("--host", self.host.clone());
-        push("--ready-timeout", self.ready_timeout.to_string());
-        push("--stop-grace", self.stop_grace.to_string());
-        push("--python", self.python.display().to_string());
-        if let Some(p) = &opts.engine.recipe_dir {
-            push("--recipe-dir", p.display().to_string());
-        }
-        if let Some(p) = &opts.engine.script {
-            push("--engine-script", p.display().to_string());
-        }
-        for m in &self.model_paths {
-            push("--model-path", m.clone());
-        }
-        push("--threads", self.threads.to_string());
-        for e in &self.engine_args {
-            a.push(format!("--engine-arg={e}"));
-        }
-        for e in &self.sim_args {
-            a.push(format!("--sim-arg={e}"));
-        }
-        let mut push = |k: &str, v: String| {
-            a.push(k.to_string());
-            a.push(v);
-        };
-        if let Some(u) = &self.base_url {
-            push("--base-url", u.clone());
-        }
-        push("--prompts-per-conc", self.prompts_per_conc.to_string());
-        push("--warmups-per-conc", self.warmups_per_conc.to_string());
-        if let Some(n) = self.num_prompts {
-            push("--num-prompts", n.to_string());
-        }
-        push("--random-range-ratio", self.random_range_ratio.to_string());
-        if let Some(t) = &self.tokenizer {
-            push("--tokenizer", t.clone());
-        }
-        push("--seed", self.seed.to_string());
-        push("--endpoint", self.endpoint.clone());
-        if let Some(t) = self.request_timeout {
-            push("--request-timeout", t.to_string());
-        }
-        if let Some(t) = &opts.bench.traces {
-            push("--traces", t.display().to_string());
-        }
-        if let Some(d) = self.agentic_duration {
-            push("--agentic-duration", d.to_string());
-        }
-        if let Some(g) = self.agentic_grace_period {
-            push("--agentic-grace-period", g.to_string());
-        }
-        if self.no_ignore_eos {
-            a.push("--no-ignore-eos".into());
-        }
-        if self.force {
-            a.push("--force".into());
-        }
-        if self.no_evals {
-            a.push("--no-evals".into());
-        }
-        if self.no_synthetic_acceptance {
-            a.push("--no-synthetic-acceptance".into());
-        }
-        if self.no_eval_threshold {
-            a.push("--no-eval-threshold".into());
-        }
-        let mut push = |k: &str, v: String| {
-            a.push(k.to_string());
-            a.push(v);
-        };
-        if let Some(d) = &opts.evals.data_dir {
-            push("--eval-data-dir", d.display().to_string());
-        }
-        if let Some(n) = self.eval_limit {
-            push("--eval-limit", n.to_string());
-        }
-        if let Some(n) = self.eval_max_tokens {
-            push("--eval-max-tokens", n.to_string());
-        }
-        if let Some(n) = self.eval_concurrency {
-            push("--eval-concurrency", n.to_string());
-        }
-        push("--eval-backend", self.eval_backend.clone());
-        push(
-            "--num-speculative-tokens",
-            self.num_speculative_tokens.to_string(),
-        );
-        push("--thinking-mode", self.thinking_mode.clone());
-        if let Some(al) = self.synthetic_acceptance_length {
-            push("--synthetic-acceptance-length", al.to_string());
+        for mp in &mut a.model_paths {
+            if let Some((m, p)) = mp.split_once('=') {
+                *mp = format!("{m}={}", abs(&PathBuf::from(p)).display());
+            }
         }
         a
     }
+
+    /// Writes [`RunArgs::for_tasks`] to `path` as JSON (`{"schema_version": 1, "run": {…}}`,
+    /// field names as the struct's), atomically, creating its directory. Errors: the file
+    /// cannot be written.
+    pub fn write_options_file(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        let file = OptionsFile {
+            schema_version: OPTIONS_SCHEMA_VERSION,
+            run: self.for_tasks(),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        artifacts::write_json_atomic(path, &file)
+            .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Reads a file written by [`RunArgs::write_options_file`]. Errors name the file, and for
+    /// bad JSON or an unknown field the line and column; a newer `schema_version` is refused.
+    pub fn read_options_file(path: &std::path::Path) -> anyhow::Result<RunArgs> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let file: OptionsFile = serde_json::from_str(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "{}:{}:{}: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
+        })?;
+        anyhow::ensure!(
+            file.schema_version <= OPTIONS_SCHEMA_VERSION,
+            "{}: schema_version {} is newer than this inferbench reads ({OPTIONS_SCHEMA_VERSION})",
+            path.display(),
+            file.schema_version
+        );
+        Ok(file.run)
+    }
 }
 
-fn abs(p: &PathBuf) -> String {
-    std::path::absolute(p)
-        .unwrap_or_else(|_| p.clone())
-        .display()
-        .to_string()
+/// Version of the options file a Slurm task reads (`job --options-file`).
+const OPTIONS_SCHEMA_VERSION: u32 = 1;
+
+/// The options file's shape.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OptionsFile {
+    schema_version: u32,
+    run: RunArgs,
 }
+
+/// The run flags' file in `<out>/_slurm/` that every Slurm task reads.
+pub const SLURM_OPTIONS_FILE: &str = "run-options.json";
 
 /// Where the matrix runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -534,6 +492,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 );
                 return Ok(0);
             }
+            // The tasks' flags travel as one file beside the script, not as a rebuilt argv.
+            let dir = opts.out_dir.join("_slurm");
+            let options_file = dir.join(SLURM_OPTIONS_FILE);
+            args.run.write_options_file(&options_file)?;
             let so = slurm::SlurmOptions {
                 inferbench_exe: match &args.inferbench_exe {
                     Some(p) => p.clone(),
@@ -544,10 +506,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 max_parallel: args.max_parallel,
                 job_name: None,
                 extra_sbatch: args.sbatch_args.clone(),
-                job_args: args.run.to_args(&opts),
+                job_args: vec![
+                    "--options-file".into(),
+                    options_file.display().to_string(),
+                ],
                 wait: !args.no_wait,
             };
-            let dir = opts.out_dir.join("_slurm");
             let rt = tokio::runtime::Runtime::new()?;
             let job_id = rt.block_on(slurm::submit(&matrix, &pending, &dir, &so))?;
             eprintln!(
@@ -568,5 +532,77 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             eprint!("{}", report.render());
             Ok(report.exit_code())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    /// Every flag survives the options file, paths come back absolute, and a damaged or newer
+    /// file is refused with its name (and line:column for bad JSON).
+    #[test]
+    fn options_file_round_trip() {
+        let given = Cli::parse_from([
+            "x",
+            "--out",
+            "rel/out",
+            "--runner-name",
+            "h100-cr_0",
+            "--model-path",
+            "m=weights/m.gguf",
+            "--engine-arg=--foo",
+            "--sim-arg=--time-scale=50",
+            "--num-prompts",
+            "7",
+            "--eval-limit",
+            "3",
+            "--thinking-mode",
+            "thinking_off",
+            "--eval-backend",
+            "openai",
+            "--no-evals",
+            "--request-timeout",
+            "1.5",
+        ])
+        .run;
+        let dir = std::env::temp_dir().join(format!("ib-options-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join(SLURM_OPTIONS_FILE);
+        given.write_options_file(&f).unwrap();
+        let back = RunArgs::read_options_file(&f).unwrap();
+        assert_eq!(back, given.for_tasks());
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(back.out, cwd.join("rel/out"));
+        assert_eq!(
+            back.model_paths,
+            [format!("m={}", cwd.join("weights/m.gguf").display())]
+        );
+        assert_eq!(back.engine_args, ["--foo"]);
+        assert_eq!(back.num_prompts, Some(7));
+        assert!(back.no_evals);
+        assert_eq!(back.thinking_mode, ThinkingMode::ThinkingOff);
+        assert_eq!(back.eval_backend, EvalBackend::Openai);
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(text.contains("\"thinking_mode\": \"thinking_off\""), "{text}");
+        assert!(text.contains("\"eval_backend\": \"openai\""), "{text}");
+
+        std::fs::write(&f, "{\"schema_version\": 1,\n \"run\": {\"bogus\": 1}}").unwrap();
+        let e = RunArgs::read_options_file(&f).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}:2:", f.display())), "{e}");
+        assert!(e.contains("bogus"), "{e}");
+        let mut v = serde_json::json!({"schema_version": 2});
+        v["run"] = serde_json::to_value(&given).unwrap();
+        std::fs::write(&f, v.to_string()).unwrap();
+        let e = RunArgs::read_options_file(&f).unwrap_err().to_string();
+        assert!(e.contains("schema_version 2 is newer"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
