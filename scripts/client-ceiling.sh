@@ -4,7 +4,8 @@
 # concurrency. Prints one markdown row per run: output tok/s, TTFT/ITL means (ms), in flight
 # while sending (bench's own time average), Little's law (request rate x mean E2EL: an
 # independent count of requests really in flight), the client's slots busy until each response
-# was read (slots_busy_sending), client CPU, client_bound, tokens (bench vs
+# was read (slots_busy_sending), client CPU, client_bound, the server process's CPU share over the
+# run (/proc, start-up to exit of bench), tokens (bench vs
 # the server's /stats count), peak RSS (/usr/bin/time). (sse-instant's own `inflight_avg`
 # counts responses still being written, ~0 for a coalescing instant server, so it is not
 # shown.) EXTRA is passed to bench (e.g. --no-rx-timestamps for the read-time A/B). Usage:
@@ -22,17 +23,22 @@ taskset -c 0 "$SSE" --coalesce --port "$PORT" --threads 1 >/dev/null 2>&1 &
 SRV=$!
 trap 'kill $SRV 2>/dev/null; wait $SRV 2>/dev/null; rm -rf "$OUT"' EXIT
 for _ in $(seq 50); do (echo > /dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
-echo "| conc | run | output tok/s | TTFT mean ms | ITL mean ms | held (bench, sending) | Little's law | slots busy (until read) | client CPU cores | client_bound | tokens bench / server | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+# The server's CPU seconds (utime + stime, clock ticks) from /proc, to tell who was saturated.
+srv_ticks() { awk '{print $14 + $15}' "/proc/$SRV/stat"; }
+echo "| conc | run | output tok/s | TTFT mean ms | ITL mean ms | held (bench, sending) | Little's law | slots busy (until read) | client CPU cores | client_bound | server CPU cores | tokens bench / server | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for C in $CONCS; do
   for R in $(seq "$RUNS"); do
     curl -s -X POST "http://127.0.0.1:$PORT/stats/reset" >/dev/null
+    T0=$(srv_ticks); W0=$(date +%s.%N)
     /usr/bin/time -f %M -o "$OUT/rss" taskset -c 1 "$IB" bench --base-url "http://127.0.0.1:$PORT" \
       --model m --random-input-len 32 --random-output-len 256 --ignore-eos --max-concurrency "$C" \
       --duration "$DUR" --num-warmups 0 --progress off --no-server-metrics --power off \
       --save-result --result-dir "$OUT" --result-filename "r.json" $EXTRA >"$OUT/log" 2>&1 || true
+    T1=$(srv_ticks); W1=$(date +%s.%N)
     curl -s "http://127.0.0.1:$PORT/stats" > "$OUT/stats.json"
-    python3 - "$OUT/r.json" "$OUT/stats.json" "$OUT/rss" "$C" "$R" <<'PY'
+    SRV_CPU=$(python3 -c "import os; print(($T1 - $T0) / os.sysconf('SC_CLK_TCK') / ($W1 - $W0))")
+    python3 - "$OUT/r.json" "$OUT/stats.json" "$OUT/rss" "$C" "$R" "$SRV_CPU" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1])); st = json.load(open(sys.argv[2]))
 rss = int(open(sys.argv[3]).read().split()[-1]) / 1024
@@ -41,7 +47,7 @@ little = r["request_throughput"] * r["mean_e2el_ms"] / 1000
 print(f"| {sys.argv[4]} | {sys.argv[5]} | {r['output_throughput']/1e3:.0f}k | {r['mean_ttft_ms']:.2f} | "
       f"{r['mean_itl_ms']:.4f} | {cc.get('mean_in_flight_sending') or 0:.1f} | "
       f"{little:.1f} | {cc.get('slots_busy_sending') or float('nan'):.1f} | "
-      f"{c.get('cpu_cores', float('nan')):.2f} | {c.get('client_bound')} | "
+      f"{c.get('cpu_cores', float('nan')):.2f} | {c.get('client_bound')} | {float(sys.argv[6]):.2f} | "
       f"{r['total_output_tokens']} / {st.get('tokens')} | {rss:.0f} |")
 PY
   done

@@ -197,6 +197,7 @@ fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
 /// parts (an array, or one part object) as sent by Mistral and gpt-oss relays. Any other type
 /// (number, bool) reads as absent rather than failing the chunk.
 #[derive(Debug, Default)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) enum TextWire<'a> {
     /// Absent, null, or a value of no text type.
     #[default]
@@ -328,6 +329,7 @@ fn walk_parts<'v>(v: &'v Value, reasoning: bool, out: &mut impl FnMut(bool, &'v 
 /// An optional string field of no importance to the measurement (`finish_reason`, `object`,
 /// `message`): a value of another type reads as absent.
 #[derive(Debug, Default)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct LStr<'a>(pub Option<Cow<'a, str>>);
 
 impl<'a> LStr<'a> {
@@ -348,6 +350,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
 /// A token count: a non-negative integer, an integral float (`1e3`, `12.0`) or a numeric
 /// string; anything else (negative, fractional, null, another type) reads as absent.
 #[derive(Debug, Default, Clone, Copy)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct LCount(pub Option<u64>);
 
 impl<'de> Deserialize<'de> for LCount {
@@ -399,6 +402,7 @@ impl<'de> Deserialize<'de> for LCount {
 
 /// True when the field holds a non-empty array (or one object): `delta.tool_calls`.
 #[derive(Debug, Default, Clone, Copy)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct LNonEmpty(pub bool);
 
 impl<'de> Deserialize<'de> for LNonEmpty {
@@ -448,6 +452,7 @@ impl<'de> Deserialize<'de> for LNonEmpty {
 /// An optional object field (`usage`, `delta`, `message`, a choice): an object is read as `T`,
 /// a value of any other type reads as absent.
 #[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct Obj<T>(pub Option<T>);
 
 impl<T> Default for Obj<T> {
@@ -505,6 +510,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 /// An optional array of objects (`choices`): elements that are not objects are skipped; a
 /// non-array value reads as empty.
 #[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct ObjList<T>(pub Vec<T>);
 
 impl<T> Default for ObjList<T> {

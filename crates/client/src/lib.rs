@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod clock;
+pub(crate) mod fastchunk;
 pub mod get;
 pub mod http;
 pub(crate) mod lenient;

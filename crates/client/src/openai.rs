@@ -169,26 +169,28 @@ pub fn build_body(
     serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
 }
 
-#[derive(Deserialize)]
-struct ChunkWire<'a> {
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct ChunkWire<'a> {
     #[serde(default)]
-    choices: ObjList<ChoiceWire<'a>>,
+    pub(crate) choices: ObjList<ChoiceWire<'a>>,
     #[serde(default)]
-    usage: Obj<UsageWire>,
+    pub(crate) usage: Obj<UsageWire>,
     /// llama.cpp's `timings` (final chunk): `cache_n` = prompt tokens reused from its prompt
     /// cache, its only prefix-cache figure (no Prometheus counter; reference/targets.md §1c).
     #[serde(default)]
-    timings: Obj<TimingsWire>,
+    pub(crate) timings: Obj<TimingsWire>,
     #[serde(default)]
-    error: Option<IgnoredValue>,
+    pub(crate) error: Option<IgnoredValue>,
     #[serde(default, borrow)]
-    object: LStr<'a>,
+    pub(crate) object: LStr<'a>,
     #[serde(default, borrow)]
-    message: LStr<'a>,
+    pub(crate) message: LStr<'a>,
 }
 
 /// An `error` field's presence (its value is reported from the raw data).
-struct IgnoredValue;
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct IgnoredValue;
 
 impl<'de> Deserialize<'de> for IgnoredValue {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -196,51 +198,56 @@ impl<'de> Deserialize<'de> for IgnoredValue {
     }
 }
 
-#[derive(Deserialize)]
-struct ChoiceWire<'a> {
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct ChoiceWire<'a> {
     #[serde(default, borrow)]
-    text: TextWire<'a>,
+    pub(crate) text: TextWire<'a>,
     #[serde(default, borrow)]
-    delta: Obj<DeltaWire<'a>>,
+    pub(crate) delta: Obj<DeltaWire<'a>>,
     /// Non-streaming chat responses carry `message` instead of `delta`.
     #[serde(default, borrow)]
-    message: Obj<DeltaWire<'a>>,
+    pub(crate) message: Obj<DeltaWire<'a>>,
     #[serde(default, borrow)]
-    finish_reason: LStr<'a>,
+    pub(crate) finish_reason: LStr<'a>,
 }
 
-#[derive(Deserialize)]
-struct DeltaWire<'a> {
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct DeltaWire<'a> {
     #[serde(default, borrow)]
-    content: TextWire<'a>,
+    pub(crate) content: TextWire<'a>,
     #[serde(default, borrow)]
-    reasoning_content: TextWire<'a>,
+    pub(crate) reasoning_content: TextWire<'a>,
     #[serde(default, borrow)]
-    reasoning: TextWire<'a>,
+    pub(crate) reasoning: TextWire<'a>,
     #[serde(default)]
-    tool_calls: LNonEmpty,
+    pub(crate) tool_calls: LNonEmpty,
 }
 
-#[derive(Deserialize)]
-struct UsageWire {
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct UsageWire {
     #[serde(default)]
-    prompt_tokens: LCount,
+    pub(crate) prompt_tokens: LCount,
     #[serde(default)]
-    completion_tokens: LCount,
+    pub(crate) completion_tokens: LCount,
     #[serde(default)]
-    prompt_tokens_details: Obj<DetailsWire>,
+    pub(crate) prompt_tokens_details: Obj<DetailsWire>,
 }
 
-#[derive(Deserialize)]
-struct TimingsWire {
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct TimingsWire {
     #[serde(default)]
-    cache_n: LCount,
+    pub(crate) cache_n: LCount,
 }
 
-#[derive(Deserialize)]
-struct DetailsWire {
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct DetailsWire {
     #[serde(default)]
-    cached_tokens: LCount,
+    pub(crate) cached_tokens: LCount,
 }
 
 fn clamp_u32(v: u64) -> u32 {
@@ -450,10 +457,16 @@ impl Interpreter {
     }
 
     /// Handles one JSON object (a `data:` payload, or a whole non-streaming response body).
-    /// Strict `serde_json` first; a chunk it rejects is retried with what Python's `json`
+    /// The usual chunk shape is read in one pass (`fastchunk`, exactly as strict `serde_json`
+    /// reads it); anything else goes to strict `serde_json`, and a chunk that rejects is
+    /// retried with what Python's `json`
     /// accepts (lone surrogates, `NaN`, duplicate keys, raw control characters) before it
     /// counts as `malformed`.
     pub fn on_json(&mut self, data: &[u8], t_ns: u64, rec: &mut RequestRecord) {
+        // The usual shape in one pass (`fastchunk`); anything else takes serde's path below.
+        if let Some(c) = crate::fastchunk::parse(data) {
+            return self.apply(c, false, data, t_ns, rec);
+        }
         let err = match serde_json::from_slice::<ChunkWire<'_>>(data) {
             Ok(c) => return self.apply(c, false, data, t_ns, rec),
             Err(e) => e,

@@ -323,16 +323,10 @@ impl RunArgs {
     /// Reads a file written by [`RunArgs::write_options_file`]. Errors name the file, and for
     /// bad JSON or an unknown field the line and column; a newer `schema_version` is refused.
     pub fn read_options_file(path: &std::path::Path) -> anyhow::Result<RunArgs> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        let file: OptionsFile = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!(
-                "{}:{}:{}: {e}",
-                path.display(),
-                e.line(),
-                e.column()
-            )
-        })?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let file: OptionsFile = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
         anyhow::ensure!(
             file.schema_version <= OPTIONS_SCHEMA_VERSION,
             "{}: schema_version {} is newer than this inferbench reads ({OPTIONS_SCHEMA_VERSION})",
@@ -506,10 +500,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 max_parallel: args.max_parallel,
                 job_name: None,
                 extra_sbatch: args.sbatch_args.clone(),
-                job_args: vec![
-                    "--options-file".into(),
-                    options_file.display().to_string(),
-                ],
+                job_args: vec!["--options-file".into(), options_file.display().to_string()],
                 wait: !args.no_wait,
             };
             let rt = tokio::runtime::Runtime::new()?;
@@ -591,7 +582,10 @@ mod tests {
         assert_eq!(back.thinking_mode, ThinkingMode::ThinkingOff);
         assert_eq!(back.eval_backend, EvalBackend::Openai);
         let text = std::fs::read_to_string(&f).unwrap();
-        assert!(text.contains("\"thinking_mode\": \"thinking_off\""), "{text}");
+        assert!(
+            text.contains("\"thinking_mode\": \"thinking_off\""),
+            "{text}"
+        );
         assert!(text.contains("\"eval_backend\": \"openai\""), "{text}");
 
         std::fs::write(&f, "{\"schema_version\": 1,\n \"run\": {\"bogus\": 1}}").unwrap();
