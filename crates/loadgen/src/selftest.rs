@@ -154,7 +154,8 @@ pub const PROMPT_TOKENS: u32 = 32;
 /// Measures one concurrency level through the same path as `inferbench bench` ([`run_bench`]:
 /// random prompts, closed loop at `concurrency`, `duration` of sending, the records kept and
 /// summarized), so what it reports is what a bench run of that shape gets. The calling runtime
-/// decides how many cores the client uses (the CLI uses a current-thread runtime: one core).
+/// decides how many cores the client uses (the CLI uses bench's multi-threaded runtime with
+/// `--client-threads` workers, one by default).
 /// Memory figures include the records a bench run keeps. Errors: the server unreachable.
 pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result<SelftestPoint> {
     let _ = http_json(&opts.base_url, "POST", "/stats/reset").await;
