@@ -626,4 +626,9 @@ fn store_cli_history_rows_name_their_batch() {
             && out.contains("(no batch of this group reaches median_intvty = 50"),
         "{out}"
     );
+    // One earlier batch: the flag says how little it rests on.
+    assert!(
+        out.contains("  (baseline from 1 earlier batch: the run-to-run spread is unknown"),
+        "{out}"
+    );
 }
