@@ -631,4 +631,41 @@ fn store_cli_history_rows_name_their_batch() {
         out.contains("  (baseline from 1 earlier batch: the run-to-run spread is unknown"),
         "{out}"
     );
+
+    // A later b200 batch without its conc-4 point ends at 80 tok/s/user: at x = 100 it is left
+    // out, and says so (it used to vanish without a word).
+    let rows: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("imports/agg_bmk.json")).unwrap(),
+    )
+    .unwrap();
+    let late: Vec<serde_json::Value> = rows
+        .into_iter()
+        .filter(|r| r["hw"].as_str().unwrap().starts_with("b200") && r["conc"] != 4)
+        .map(|mut r| {
+            r["date"] = "2026-03-05".into();
+            r
+        })
+        .collect();
+    let dir = t.0.join("late");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("agg_bmk_late.json"),
+        serde_json::to_string(&late).unwrap(),
+    )
+    .unwrap();
+    run(&["ingest", dir.to_str().unwrap(), "--db", db_s]);
+    let o = run(&[
+        "report",
+        "--history-at",
+        "100",
+        "-f",
+        "hw=b200",
+        "--db",
+        db_s,
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("  (1 more batch of this group left out: its frontier does not reach median_intvty = 100)"),
+        "{out}"
+    );
 }

@@ -190,6 +190,20 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
                     if p.regression { "  REGRESSION" } else { "" }
                 );
             }
+            let batches: std::collections::BTreeSet<&str> = rows
+                .iter()
+                .filter(|r| &r.group() == group)
+                .map(|r| r.batch.as_str())
+                .collect();
+            if !series.is_empty() && batches.len() > series.len() {
+                // A batch whose frontier ends just short of x used to vanish without a word.
+                let n = batches.len() - series.len();
+                println!(
+                    "  ({n} more batch{} of this group left out: {} frontier does not reach {x} = {at})",
+                    if n == 1 { "" } else { "es" },
+                    if n == 1 { "its" } else { "their" }
+                );
+            }
             if series.last().is_some_and(|p| p.regression) {
                 regressed = true;
                 let earlier = (series.len() - 1).min(args.baseline_window.max(1));
