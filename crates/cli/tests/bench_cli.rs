@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use inferbench_client::replay::{spawn_replay_thread, ReplayCase, ReplayEnd};
+use inferbench_testutil::replay::{spawn_replay_thread, ReplayCase, ReplayEnd};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 

@@ -10,17 +10,11 @@ use std::process::{Command, Output};
 const SHA: &str = "056876ec1";
 
 fn case() -> Option<PathBuf> {
-    let c = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/inferencex/expected/changelog")
-        .join(SHA);
-    if c.is_dir() {
-        return Some(c);
-    }
-    if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-        panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-    }
-    eprintln!("skipping: ../shared/data/inferencex not found (fresh clone without shared/)");
-    None
+    // The shared folder, or a skip (a failure under INFERBENCH_REQUIRE_SERVICES=1).
+    inferbench_testutil::shared_dir(
+        env!("CARGO_MANIFEST_DIR"),
+        &format!("data/inferencex/expected/changelog/{SHA}"),
+    )
 }
 
 fn has_git() -> bool {

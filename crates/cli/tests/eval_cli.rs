@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use inferbench_client::replay::{spawn_replay_thread, ReplayCase};
+use inferbench_testutil::replay::{spawn_replay_thread, ReplayCase};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 

@@ -4,15 +4,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn data() -> Option<PathBuf> {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex");
-    if d.join("configs/nvidia-master.yaml").exists() {
-        return Some(d);
-    }
-    if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-        panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-    }
-    eprintln!("skipping: ../shared/data/inferencex not found");
-    None
+    // The shared folder, or a skip (a failure under INFERBENCH_REQUIRE_SERVICES=1).
+    inferbench_testutil::shared_dir(env!("CARGO_MANIFEST_DIR"), "data/inferencex")
 }
 
 fn bin() -> Command {

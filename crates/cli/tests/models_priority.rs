@@ -7,15 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn shared() -> Option<PathBuf> {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex");
-    if d.join("expected/ci-priority").is_dir() {
-        return Some(d);
-    }
-    if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-        panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-    }
-    eprintln!("skipping: ../shared/data/inferencex not found (fresh clone without shared/)");
-    None
+    // The shared folder, or a skip (a failure under INFERBENCH_REQUIRE_SERVICES=1).
+    inferbench_testutil::shared_dir(env!("CARGO_MANIFEST_DIR"), "data/inferencex")
 }
 
 fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Output {

@@ -34,7 +34,6 @@ pub mod http;
 pub(crate) mod lenient;
 pub mod openai;
 pub mod pool;
-pub mod replay;
 pub mod rxstamp;
 pub mod sse;
 

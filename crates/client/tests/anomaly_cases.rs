@@ -6,11 +6,11 @@
 
 use std::path::PathBuf;
 
-use inferbench_client::replay::{spawn_replay, ReplayCase};
 use inferbench_client::{
     Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, RunClock,
 };
 use inferbench_core::Anomaly;
+use inferbench_testutil::replay::{spawn_replay, ReplayCase};
 use serde_json::Value;
 
 fn flag(case: &Value, name: &str) -> Option<String> {

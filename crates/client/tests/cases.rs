@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use inferbench_client::replay::{spawn_replay, ReplayCase};
 use inferbench_client::{
     Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, RunClock,
 };
 use inferbench_core::{ErrorClass, RequestRecord, TokenSource};
+use inferbench_testutil::replay::{spawn_replay, ReplayCase};
 use serde_json::Value;
 
 /// Allowed deviation of TTFT/TTFO/E2EL from the recorded pauses, in ms (cases/README.md).

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 
 use inferbench_client::openai::Interpreter;
-use inferbench_client::replay::ReplayCase;
 use inferbench_client::sse::SseParser;
 use inferbench_core::RequestRecord;
+use inferbench_testutil::replay::ReplayCase;
 use serde_json::Value;
 
 fn cases_dir() -> Option<PathBuf> {

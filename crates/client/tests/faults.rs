@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use inferbench_client::replay::{spawn_replay, spawn_replay_counted, ReplayCase, ReplayEnd};
 use inferbench_client::{
     Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
 };
 use inferbench_core::{ErrorClass, RequestRecord, TokenSource};
+use inferbench_testutil::replay::{spawn_replay, spawn_replay_counted, ReplayCase, ReplayEnd};
 
 const TOK: &str = "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n";
 

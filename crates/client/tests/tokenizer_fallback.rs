@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
 use inferbench_client::{
     count_tokens, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, TokenCounter,
 };
 use inferbench_core::TokenSource;
+use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 use inferbench_workload::Tokenizer;
 
 fn o200k() -> (Tokenizer, Arc<TokenCounter>) {

@@ -10,13 +10,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
 use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::StopReason;
 use inferbench_core::{Anomaly, Phase, RequestRecord};
 use inferbench_loadgen::{
     run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
 };
+use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
 fn shared() -> Option<PathBuf> {
     let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared");

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
 use inferbench_client::TokenCounter;
 use inferbench_core::{Phase, TokenSource};
 use inferbench_loadgen::{
     run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
 };
+use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
 fn case(text: &str) -> ReplayCase {
     let body = format!(

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use inferbench_client::replay::{spawn_replay, ReplayCase, ReplayEnd};
 use inferbench_core::summary::JobIdentity;
 use inferbench_core::{Phase, RequestRecord};
 use inferbench_loadgen::{
     run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
 };
+use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
 const TOKEN_MS: u64 = 10;
 

@@ -7,17 +7,8 @@ use inferbench_recipes::catalogue::{self, Status};
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 fn configs_dir() -> Option<PathBuf> {
-    let d =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/configs");
-    if d.join("nvidia-master.yaml").exists() {
-        Some(d)
-    } else {
-        if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-            panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-        }
-        eprintln!("skipping: ../shared/data/inferencex not found (fresh clone without shared/)");
-        None
-    }
+    // The shared folder, or a skip (a failure under INFERBENCH_REQUIRE_SERVICES=1).
+    inferbench_testutil::shared_dir(env!("CARGO_MANIFEST_DIR"), "data/inferencex/configs")
 }
 
 #[test]

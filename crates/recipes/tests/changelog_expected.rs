@@ -8,17 +8,11 @@ use inferbench_recipes::changelog::{self, ProcessOptions};
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 fn changelog_dir() -> Option<PathBuf> {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/inferencex/expected/changelog");
-    if d.is_dir() {
-        Some(d)
-    } else {
-        if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-            panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-        }
-        eprintln!("skipping: ../shared/data/inferencex not found (fresh clone without shared/)");
-        None
-    }
+    // The shared folder, or a skip (a failure under INFERBENCH_REQUIRE_SERVICES=1).
+    inferbench_testutil::shared_dir(
+        env!("CARGO_MANIFEST_DIR"),
+        "data/inferencex/expected/changelog",
+    )
 }
 
 fn run_case(dir: &Path, configs_dir: &Path) -> String {

@@ -28,15 +28,8 @@ fn has_git() -> bool {
 }
 
 fn shared() -> Option<PathBuf> {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex");
-    if d.join("expected/changelog").is_dir() {
-        return Some(d);
-    }
-    if require() {
-        panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-    }
-    eprintln!("skipping: ../shared/data/inferencex not found (fresh clone without shared/)");
-    None
+    // The shared folder, or a skip (a failure under INFERBENCH_REQUIRE_SERVICES=1).
+    inferbench_testutil::shared_dir(env!("CARGO_MANIFEST_DIR"), "data/inferencex")
 }
 
 fn scratch() -> PathBuf {

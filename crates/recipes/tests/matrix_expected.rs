@@ -14,16 +14,8 @@ use inferbench_recipes::matrix::{
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
 fn data_dir() -> Option<PathBuf> {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex");
-    if d.join("configs/nvidia-master.yaml").exists() {
-        Some(d)
-    } else {
-        if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-            panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-        }
-        eprintln!("skipping: ../shared/data/inferencex not found (fresh clone without shared/)");
-        None
-    }
+    // The shared folder, or a skip (a failure under INFERBENCH_REQUIRE_SERVICES=1).
+    inferbench_testutil::shared_dir(env!("CARGO_MANIFEST_DIR"), "data/inferencex")
 }
 
 fn check(expected_file: &str, selection: Selection, common: CommonOptions) {

@@ -8,12 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use inferbench_client::replay::{spawn_replay_thread, ReplayCase, ReplayEnd};
 use inferbench_client::Backend;
 use inferbench_runner::artifacts::{read_status, FailureClass, PointState};
 use inferbench_runner::evals::EvalSettings;
 use inferbench_runner::sweep::{gather, Outcome, PointKind, SweepOptions};
 use inferbench_runner::{run_jobs, JobSpec, PointOutput, PointRequest, PointRunner};
+use inferbench_testutil::replay::{spawn_replay_thread, ReplayCase, ReplayEnd};
 use tokio_util::sync::CancellationToken;
 
 /// Throughput points that succeed at once (the eval is what is under test).

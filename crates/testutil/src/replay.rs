@@ -1,6 +1,7 @@
 //! A tiny in-process HTTP/1.1 server that answers every POST with one recorded response, byte
 //! for byte, with its recorded pauses: the Rust equivalent of `shared/tools/sse_replay.py`, for
-//! tests of this crate, of `inferbench-loadgen` and of the CLI. Not a benchmark target.
+//! the tests of `inferbench-client`, `inferbench-loadgen`, the runner and the CLI. Not a
+//! benchmark target.
 //!
 //! Case format (`shared/cases/README.md`): `status` (default 200), `headers` (default
 //! `text/event-stream`), `chunks` (`{"delay_ms": N, "text": …}` or `{"delay_ms": N, "b64": …}`,
@@ -127,31 +128,20 @@ impl ReplayCase {
     }
 }
 
-/// Standard base64 (RFC 4648, with padding) decoder; `None` on invalid input.
+/// Standard base64 (RFC 4648) with or without padding, as the case files write it; `None` on
+/// invalid input.
 fn b64_decode(s: &str) -> Option<Vec<u8>> {
-    let val = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
+    use base64::engine::{
+        general_purpose::GeneralPurposeConfig, DecodePaddingMode, GeneralPurpose,
     };
-    let s = s.trim().trim_end_matches('=').as_bytes();
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for &c in s {
-        acc = (acc << 6) | val(c)?;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
+    use base64::Engine as _;
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    LENIENT.decode(s.trim()).ok()
 }
 
 /// Serves `case` on `127.0.0.1:0` until the runtime shuts down; returns the bound address.
@@ -273,6 +263,7 @@ mod tests {
             vec![0xa9, 0x20, 0xe6, 0xbc]
         );
         assert_eq!(b64_decode("aGk=").unwrap(), b"hi");
+        assert_eq!(b64_decode("aGk").unwrap(), b"hi");
         assert!(b64_decode("a$").is_none());
     }
 }
