@@ -10,7 +10,8 @@
 //! usage-only, finish-only and empty-text chunks, comments and `[DONE]` never count. TTFT ends at
 //! the first token-bearing chunk of any channel; TTFO and the output text use visible content
 //! only. `usage.completion_tokens` gives the token count (source `server`); without it the
-//! configured tokenizer counts the received text (source `tokenizer`).
+//! configured tokenizer counts the received text, plus one token per tool-call-only chunk
+//! (source `tokenizer`).
 
 use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSource};
 use serde::Deserialize;
@@ -345,17 +346,21 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 #[derive(Debug)]
 pub struct PendingCount {
     reasoning: String,
+    /// Token-bearing chunks whose tokens are tool calls only (no text to count).
+    tool_chunks: usize,
 }
 
 impl PendingCount {
     /// Tokens of `output_text` plus the reasoning text, via [`count_tokens`] (linear time, no
-    /// unwinding); `None` when the counter panicked.
+    /// unwinding), plus one per tool-call-only chunk (their arguments are not kept, and every
+    /// token-bearing chunk carries at least one token: a lower bound; a tool-call-only stream
+    /// used to count 0, break test of issue 14); `None` when the counter panicked.
     pub fn count(&self, output_text: &str, counter: &TokenCounter) -> Option<usize> {
         let mut n = count_tokens(counter, output_text)?;
         if !self.reasoning.is_empty() {
             n = n.saturating_add(count_tokens(counter, &self.reasoning)?);
         }
-        Some(n)
+        Some(n.saturating_add(self.tool_chunks))
     }
 }
 
@@ -670,6 +675,11 @@ impl Interpreter {
                 rec.completion_tokens_source = TokenSource::Tokenizer;
                 Some(PendingCount {
                     reasoning: self.reasoning,
+                    tool_chunks: rec
+                        .chunks
+                        .iter()
+                        .filter(|c| c.channel == Channel::Tool)
+                        .count(),
                 })
             }
         }
@@ -825,8 +835,9 @@ mod tests {
         );
         let count = |s: &str| s.chars().count();
         it.finish(&mut rec, Some(&count));
-        // no usage: tokenizer over visible + reasoning text ("A" + "think")
-        assert_eq!(rec.completion_tokens, 6);
+        // no usage: tokenizer over visible + reasoning text ("A" + "think"), plus one for the
+        // tool-call-only chunk
+        assert_eq!(rec.completion_tokens, 7);
         assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
         assert_eq!(rec.output_text, "A");
     }

@@ -127,8 +127,9 @@ pub struct Args {
     /// Warmup requests (excluded from metrics); default 2 × --max-concurrency, or 0.
     #[arg(long, help_heading = "Load")]
     pub num_warmups: Option<u64>,
-    /// Send for this many seconds instead of a fixed count (prompts cycle; in-flight requests
-    /// finish).
+    /// Send for this many seconds (prompts cycle; in-flight requests finish). With
+    /// --num-prompts as well, the run also stops after that many requests, whichever comes
+    /// first.
     #[arg(long, value_name = "SECONDS", help_heading = "Load")]
     pub duration: Option<f64>,
     /// Fail a request after this many seconds without a byte.
