@@ -116,7 +116,8 @@ pub enum StopReason {
     /// stopped early; results cover the finished requests.
     ServerUnreachable,
     /// The run stopped itself on a failure gate (AgentX: the failed-request threshold was
-    /// crossed, or a root warmup failed); results cover the finished requests.
+    /// crossed, or a root warmup failed; bench: every warmup failed, so the profile was not
+    /// sent); results cover the finished requests.
     Aborted,
 }
 

@@ -77,10 +77,20 @@ struct Breaker {
     /// cut by the server's death ends as `stream_error` and resets the streak; read after the
     /// workers ended, the bare streak let a dead server's run end as completed, exit 1: trial).
     tripped: std::sync::atomic::AtomicBool,
+    /// The first failure of any class but `cancelled` (its error text), for the note when
+    /// every warmup failed.
+    first_failure: Mutex<Option<String>>,
 }
 
 impl Breaker {
     fn observe(&self, rec: &RequestRecord) {
+        if !rec.success && rec.error_class != Some(ErrorClass::Cancelled) {
+            if let Ok(mut m) = self.first_failure.lock() {
+                if m.is_none() {
+                    *m = rec.error.clone();
+                }
+            }
+        }
         if rec.error_class == Some(ErrorClass::Connect) {
             if self.streak.fetch_add(1, Ordering::Relaxed) + 1 >= self.threshold {
                 self.tripped.store(true, Ordering::Relaxed);
@@ -132,6 +142,9 @@ enum PhaseEnd {
     Completed,
     Cancelled,
     Unreachable,
+    /// Every warmup failed: the profile was not run (vLLM's and InferenceX's "initial test
+    /// run failed").
+    Aborted,
 }
 
 struct PhaseSpec {
@@ -229,6 +242,7 @@ pub async fn run_bench(
             threshold: BREAKER_MIN.max(conc.map_or(0, u64::from)),
             streak: AtomicU64::new(0),
             first_msg: Mutex::new(None),
+            first_failure: Mutex::new(None),
             responded: std::sync::atomic::AtomicBool::new(false),
             tripped: std::sync::atomic::AtomicBool::new(false),
         },
@@ -287,6 +301,21 @@ pub async fn run_bench(
         .await;
         settle(&shared).await;
         progress.finish().await;
+        // Every warmup failed (a wrong --model or --endpoint, a server that answers 4xx/5xx):
+        // sending the profile would only measure the failure (break test: 32k requests in 3 s).
+        let (done, failed) = (
+            counters.done.load(Ordering::Relaxed),
+            counters.failed.load(Ordering::Relaxed),
+        );
+        // (Connect failures only are the breaker's business: it stops the profile when the
+        // streak goes on, with exit 3.)
+        if end == PhaseEnd::Completed
+            && done == n_warm
+            && failed == n_warm
+            && !shared.breaker.never_reached()
+        {
+            end = PhaseEnd::Aborted;
+        }
     }
     counters.start_profile();
     let mut start_unix = unix_now();
@@ -384,6 +413,13 @@ pub async fn run_bench(
         }
     }
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
+    let first_failure = shared
+        .breaker
+        .first_failure
+        .lock()
+        .ok()
+        .and_then(|m| m.clone())
+        .unwrap_or_default();
     let request_url = shared.client.uri().to_string();
     drop(shared);
     let (mut kept, write_error) = collector.await.context("record collector panicked")?;
@@ -402,6 +438,10 @@ pub async fn run_bench(
         PhaseEnd::Cancelled => {
             notes.push("interrupted: results cover the finished requests".into())
         }
+        PhaseEnd::Aborted => notes.push(format!(
+            "every warmup request failed ({n_warm} of {n_warm}; first: {first_failure}): the \
+             profile was not run; check --model, --endpoint and the server's log"
+        )),
         PhaseEnd::Completed => {}
     }
     let planned = opts.resolved_num_prompts();
@@ -446,6 +486,7 @@ pub async fn run_bench(
             PhaseEnd::Completed => StopReason::Completed,
             PhaseEnd::Cancelled => StopReason::Interrupted,
             PhaseEnd::Unreachable => StopReason::ServerUnreachable,
+            PhaseEnd::Aborted => StopReason::Aborted,
         },
         requests_not_sent,
         metadata: opts.metadata.iter().cloned().collect(),
@@ -525,6 +566,7 @@ pub async fn run_bench(
     let exit_code = match end {
         PhaseEnd::Cancelled => EXIT_INTERRUPTED,
         PhaseEnd::Unreachable => EXIT_SERVER_UNREACHABLE,
+        PhaseEnd::Aborted => EXIT_ERROR_RATE,
         PhaseEnd::Completed if summary.completed == 0 => {
             notes.push(format!(
                 "nothing was measured: none of the {} profile requests succeeded ({} failed{})",

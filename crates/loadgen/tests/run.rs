@@ -379,10 +379,12 @@ async fn error_rate_gate_sets_exit_code() {
         chunks: vec![(Duration::ZERO, b"{\"error\":\"busy\"}".to_vec())],
         end: ReplayEnd::Close,
     };
-    let addr = spawn_replay(bad).await.unwrap();
+    let addr = spawn_replay(bad.clone()).await.unwrap();
     let o = BenchOptions {
         max_concurrency: Some(2),
         num_prompts: Some(6),
+        // No warmup: with every warmup failing the profile would not run (next test).
+        num_warmups: Some(0),
         ..opts(format!("http://{addr}"))
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
@@ -391,6 +393,29 @@ async fn error_rate_gate_sets_exit_code() {
     assert_eq!(
         out.summary.inferbench.errors_by_class.get("http_status"),
         Some(&6)
+    );
+
+    // Every warmup failed (a wrong model name answers 404 the same way): the profile is not
+    // sent at all, as vLLM's and InferenceX's "initial test run failed" (break test: the run
+    // went on and sent 32k failing requests in 3 s).
+    let addr = spawn_replay(bad).await.unwrap();
+    let o = BenchOptions {
+        max_concurrency: Some(2),
+        num_prompts: Some(1000),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_ERROR_RATE);
+    assert_eq!(out.summary.inferbench.stop_reason.as_str(), "aborted");
+    assert_eq!(out.records.len(), 4, "the 4 warmups only");
+    assert_eq!(out.summary.inferbench.warmup_failed, 4);
+    assert_eq!(out.summary.inferbench.requests_not_sent, 1000);
+    assert!(
+        out.notes.iter().any(|n| n.starts_with(
+            "every warmup request failed (4 of 4; first: HTTP 503 Service Unavailable: {\"error\":\"busy\"}): the profile was not run"
+        )),
+        "{:?}",
+        out.notes
     );
 }
 
