@@ -150,6 +150,22 @@ impl KeptRecords {
         }
     }
 
+    /// The pooled ITL sample's distribution (ms) at `qs` (percentiles 0–100), from the kept
+    /// sample (records compacted) or the records' chunks (`full`). Errors: the spill file
+    /// could not be read back.
+    pub fn itl_distribution(&mut self, qs: &[f64]) -> std::io::Result<Distribution> {
+        if self.full {
+            let v: Vec<f64> = self
+                .records
+                .iter()
+                .filter(|r| metrics::counts(r))
+                .flat_map(|r| r.itls_ms())
+                .collect();
+            return Ok(Distribution::of(&v, qs));
+        }
+        self.itl.distribution(qs)
+    }
+
     /// Why ITL values stayed in memory rather than on disk, when they did.
     pub fn spill_error(&self) -> Option<&str> {
         self.itl.spill_error.as_deref()

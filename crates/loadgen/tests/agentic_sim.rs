@@ -184,6 +184,52 @@ async fn replays_traces_with_subagents_against_the_sim() {
     assert!(checked >= 1, "at least one full play of trace b");
 }
 
+/// Issue 14: a replay keeps compacted records in memory (no chunks, no text: an hour-long
+/// replay kept gigabytes), the records file keeps them whole, and the summary's ITL statistics
+/// equal those of the whole records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_keeps_compact_records_and_exact_itl() {
+    let sim = sim();
+    let tr = Arc::new(traces());
+    let prompter = Arc::new(prompter(&tr));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("requests.jsonl");
+    let o = ReplayOptions {
+        save_requests: Some(file.clone()),
+        ..opts(sim.base_url(), Duration::from_millis(800))
+    };
+    let out = run_replay(o, tr, prompter, CancellationToken::new())
+        .await
+        .expect("replay runs");
+    assert!(out
+        .records
+        .iter()
+        .all(|r| r.chunks.is_empty() && r.output_text.is_empty()));
+    let whole: Vec<RequestRecord> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(whole.len(), out.records.len());
+    let ok_profile = |r: &&RequestRecord| r.success && r.phase == Phase::Profile;
+    assert!(whole.iter().filter(ok_profile).all(|r| r.chunks.len() > 1));
+    for (w, k) in whole.iter().zip(&out.records) {
+        assert_eq!(w.chunks.len(), k.chunk_count(), "{}", w.request_id);
+    }
+    let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
+    let itls: Vec<f64> = whole
+        .iter()
+        .filter(ok_profile)
+        .flat_map(|r| r.itls_ms())
+        .collect();
+    let want = inferbench_core::metrics::Distribution::of(&itls, &[99.0]);
+    assert!(!itls.is_empty());
+    assert_eq!(s.metric("mean_itl_ms"), Some(want.mean));
+    assert_eq!(s.metric("median_itl_ms"), Some(want.median));
+    assert_eq!(s.metric("std_itl_ms"), Some(want.std));
+    assert_eq!(s.metric("p99_itl_ms"), Some(want.percentiles[0].1));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_keeps_finished_records() {
     let sim = sim();

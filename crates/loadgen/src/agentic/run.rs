@@ -12,7 +12,8 @@ use inferbench_client::{
     Backend, CancellationToken, Client, ClientConfig, MaxTokensField, RequestInput, RequestMeta,
     RunClock,
 };
-use inferbench_core::summary::{summarize, RunSummary, StopReason, SummaryContext};
+use inferbench_core::metrics::Distribution;
+use inferbench_core::summary::{summarize_compacted, RunSummary, StopReason, SummaryContext};
 use inferbench_core::{AgenticRef, ErrorClass, Phase, RequestRecord};
 use inferbench_telemetry::scrape::Scraper;
 use inferbench_workload::agentx::Trace;
@@ -104,7 +105,8 @@ impl Default for ReplayOptions {
 #[derive(Debug)]
 pub struct ReplayOutcome {
     /// Every record (primers, warmup, profile; the duration-cut ones marked cancelled), in
-    /// completion order.
+    /// completion order, compacted ([`RequestRecord::compact`]: no chunks or output text; the
+    /// records file has them whole).
     pub records: Vec<RequestRecord>,
     /// Profile start (T0) and end, ns on the run clock.
     pub profile_window_ns: Option<(u64, u64)>,
@@ -118,6 +120,10 @@ pub struct ReplayOutcome {
     pub notes: Vec<String>,
     /// `/metrics` snapshots (empty when scraping was off or the server has none).
     pub server_snapshots: Vec<inferbench_core::server_metrics::Snapshot>,
+    /// The pooled ITL sample (ms, the default percentiles) over the counted records, taken
+    /// before they were compacted; `None` when it could not be read back (then the summary's
+    /// ITL statistics are empty and `notes` says why).
+    pub itl_ms: Option<Distribution>,
 }
 
 /// How a replay ended.
@@ -201,8 +207,10 @@ pub async fn run_replay(
     };
     let (rec_tx, rec_rx) = mpsc::unbounded_channel();
     let counters = Arc::new(Counters::default());
-    // Whole records: the AIPerf export and the agentic aggregates read every chunk.
-    let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone(), true));
+    // Records are compacted as they finish (issue 14: an hour-long replay of ~100k requests of
+    // ~800 tokens kept gigabytes of chunks): the AIPerf files and the agentic aggregate read
+    // per-request times only, and the pooled ITL sample is taken before compaction.
+    let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone(), false));
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     let scraper = match opts.server_metrics_interval {
         Some(iv) => Scraper::start(&opts.base_url, iv).await,
@@ -360,7 +368,21 @@ pub async fn run_replay(
         Some(sc) => sc.finish().await,
         None => Vec::new(),
     };
-    let (kept, write_error) = collector.await.context("record collector panicked")?;
+    let (mut kept, write_error) = collector.await.context("record collector panicked")?;
+    let itl_ms = match kept.itl_distribution(&SummaryContext::default().metric_percentiles) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            notes.push(format!(
+                "reading the ITL sample back from its temporary file failed: {e}; ITL statistics are missing"
+            ));
+            None
+        }
+    };
+    if let Some(e) = kept.spill_error() {
+        notes.push(format!(
+            "the ITL sample could not go to a temporary file ({e}): it was kept in memory"
+        ));
+    }
     let records = kept.records;
     if let Some(e) = write_error {
         notes.push(format!("writing --save-requests failed: {e}"));
@@ -403,6 +425,7 @@ pub async fn run_replay(
         stop,
         notes,
         server_snapshots,
+        itl_ms,
     })
 }
 
@@ -552,7 +575,13 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         .collect(),
         ..Default::default()
     };
-    let mut s = summarize(&kept, &ctx);
+    // Records are compacted: the ITL statistics come from the sample taken before that (the
+    // filter above never changes it: ITL counts successful profile requests only).
+    let itl = out
+        .itl_ms
+        .clone()
+        .unwrap_or_else(|| Distribution::of(&[], &ctx.metric_percentiles));
+    let mut s = summarize_compacted(&kept, &ctx, itl);
     if !interrupted && never_reached(out, s.completed) {
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
