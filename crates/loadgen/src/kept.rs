@@ -145,7 +145,7 @@ impl KeptRecords {
                     ctx,
                     Distribution::of(&[], &ctx.metric_percentiles),
                 ),
-                Some(format!("reading the ITL sample back from its temporary file failed: {e}; ITL statistics are missing")),
+                Some(read_back_note(&e)),
             ),
         }
     }
@@ -171,10 +171,22 @@ impl KeptRecords {
         self.itl.spill_error.as_deref()
     }
 
+    /// The note for the run when ITL values stayed in memory ([`KeptRecords::spill_error`]).
+    pub fn spill_note(&self) -> Option<String> {
+        self.spill_error().map(|e| {
+            format!("the ITL sample could not go to a temporary file ({e}): it was kept in memory")
+        })
+    }
+
     /// The ITL sample (for its size and whether it spilled).
     pub fn itl(&self) -> &ItlSample {
         &self.itl
     }
+}
+
+/// The note for the run when the spilled ITL sample could not be read back.
+pub fn read_back_note(e: &std::io::Error) -> String {
+    format!("reading the ITL sample back from its temporary file failed: {e}; ITL statistics are missing")
 }
 
 #[cfg(test)]

@@ -493,11 +493,7 @@ pub async fn run_bench(
     };
     let (mut summary, itl_note) = kept.summarize(&ctx);
     notes.extend(itl_note);
-    if let Some(e) = kept.spill_error() {
-        notes.push(format!(
-            "the ITL sample could not go to a temporary file ({e}): it was kept in memory"
-        ));
-    }
+    notes.extend(kept.spill_note());
     let records = kept.records;
     if let Some(check) = client_check(&opts, &summary, client_cpu) {
         if check.client_bound {

@@ -372,17 +372,11 @@ pub async fn run_replay(
     let itl_ms = match kept.itl_distribution(&SummaryContext::default().metric_percentiles) {
         Ok(d) => Some(d),
         Err(e) => {
-            notes.push(format!(
-                "reading the ITL sample back from its temporary file failed: {e}; ITL statistics are missing"
-            ));
+            notes.push(crate::kept::read_back_note(&e));
             None
         }
     };
-    if let Some(e) = kept.spill_error() {
-        notes.push(format!(
-            "the ITL sample could not go to a temporary file ({e}): it was kept in memory"
-        ));
-    }
+    notes.extend(kept.spill_note());
     let records = kept.records;
     if let Some(e) = write_error {
         notes.push(format!("writing --save-requests failed: {e}"));
