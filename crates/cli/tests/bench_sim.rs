@@ -284,6 +284,28 @@ fn bench_db_stores_the_point_with_its_identity() {
         String::from_utf8_lossy(&o.stdout),
         "model,isl,osl,hardware,framework,precision,conc\nllama3.1-8b,256,8,h100,sim,bf16,4\n"
     );
+    // Trial 9: the batch was the result file's own path, so `-f batch=<--result-dir>` matched
+    // nothing; it is the result directory now, as for a sweep's points.
+    let o = Command::new(BIN)
+        .args([
+            "report",
+            "--db",
+            db,
+            "--format",
+            "csv",
+            "--columns",
+            "conc,batch",
+        ])
+        .args(["-f", &format!("batch={}", result_dir.display())])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!(
+            "conc,batch\n4,{}\n",
+            result_dir.canonicalize().unwrap().display()
+        )
+    );
     // --set without --db is refused (it would do nothing).
     let o = Command::new(BIN)
         .args(["bench", "--model", "m", "--set", "hw=h100"])

@@ -190,6 +190,29 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
     std::fs::remove_dir_all(&tmp).ok();
 }
 
+/// Trial 9: quickstart ignored `INFERBENCH_DB`, which every read command honours, so its
+/// points went to ./inferbench.db while `report` read the other database.
+#[test]
+fn quickstart_honours_inferbench_db() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("env.db");
+    let o = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(["quickstart", "--fast", "--concurrency", "1", "--out"])
+        .arg(tmp.path().join("qs"))
+        .env("INFERBENCH_DB", &db)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("stored 1 points in {}", db.display())),
+        "{stderr}"
+    );
+    assert!(db.is_file());
+    assert!(!tmp.path().join("inferbench.db").exists());
+}
+
 /// Point-run directories under `out` (one per invocation), sorted.
 fn run_dirs(out: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(out)

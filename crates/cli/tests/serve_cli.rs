@@ -78,7 +78,7 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("no such database file"),
+        String::from_utf8_lossy(&o.stderr).contains("no database at"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

@@ -115,9 +115,7 @@ fn store_cli_sqlite_and_postgres_reports_identical() {
          h200,TP8,16,407.04,52.63157894736842,,,0.962231394129979\n"
     );
     assert!(
-        lite[4].contains(
-            "     80.0000     1140.0000    2      945.0000    2     1.206       [0.490, 2.973]"
-        ),
+        lite[4].contains("   80.0   1140    2  945.0    2  1.206  [0.490, 2.973]\n"),
         "{}",
         lite[4]
     );
@@ -368,7 +366,7 @@ fn store_cli_read_commands_do_not_create_a_database() {
     let db = t.0.join("missing.db");
     let o = run(&["report", "--db", db.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no such database file"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no database at"));
     assert!(!db.exists());
     // A directory is named as one (trial 6: `serve --db /tmp` said "no such database file").
     let o = run(&["report", "--db", t.0.to_str().unwrap()]);
@@ -598,6 +596,45 @@ fn store_cli_compare_names_a_side_without_points() {
     );
 }
 
+/// Trial 9: `compare` pooled a side's points of different models or sequence lengths into one
+/// curve, and counted invalid points. A side must be one workload (exit 2 naming them); sides
+/// of different workloads need the workload named in the sides.
+#[test]
+fn store_cli_compare_refuses_pooled_workloads() {
+    let t = Tmp::new("cmppool");
+    let db = t.0.join("c.db");
+    let db_s = db.to_str().unwrap();
+    stdout_ok(&[
+        "ingest",
+        fixtures().join("imports").to_str().unwrap(),
+        "--db",
+        db_s,
+    ]);
+    let o = run(&["compare", "hw=b200", "hw=unknown", "--db", db_s]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: side B (hw=unknown) pools points of 2 workloads (gptoss120b 1024/1024, llama70b \
+         1024/1024): compare one, e.g. `-f model=… -f isl=… -f osl=…` or `-f scenario=…`\n"
+    );
+    let out = stdout_ok(&["compare", "hw=b200", "model=llama70b", "--db", db_s]);
+    assert!(
+        out.starts_with(
+            "A = hw=b200   B = model=llama70b   workload A dsr1 1024/1024, B llama70b 1024/1024   y ="
+        ),
+        "named in B: compared on purpose\n{out}"
+    );
+    let o = run(&["compare", "hw=b200", "hw=tpu-v9", "--db", db_s]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "error: A is dsr1 1024/1024 and B is mystery-1t 1024/1024: compare one workload"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// Trial 8: `report --history-at` rows of one date could not be told apart; each names its
 /// batch now, and a group without a value at x says why instead of printing nothing.
 #[test]
@@ -631,6 +668,59 @@ fn store_cli_history_rows_name_their_batch() {
         out.contains("  (baseline from 1 earlier batch: the run-to-run spread is unknown"),
         "{out}"
     );
+    // Trial 9: headers with units, values rounded as `report` rounds them, the change in %.
+    assert!(
+        out.contains(
+            "dsr1 1024/1024 b200_sglang_fp4: Throughput per GPU (tok/s/GPU) at Interactivity, median (tok/s/user) = 50\n\
+             \x20 date        batch               tput_per_gpu  median of previous 3  change\n\
+             \x20                                  (tok/s/GPU)           (tok/s/GPU)     (%)\n\
+             \x20 2026-02-20  agg_bmk.json                1800                     -       -\n\
+             \x20 2026-02-27  agg_bmk_rerun.json          1620                  1800   -10.0  REGRESSION\n"
+        ),
+        "{out}"
+    );
+    // Trial 9: --format was ignored. CSV and JSON give one row per value at full precision,
+    // the notes on stderr; the exit code is the table's.
+    let o = run(&[
+        "report",
+        "--history-at",
+        "50",
+        "-f",
+        "hw=b200",
+        "--db",
+        db_s,
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let csv = String::from_utf8_lossy(&o.stdout).replace(
+        &fixtures().canonicalize().unwrap().display().to_string(),
+        "F",
+    );
+    assert_eq!(
+        csv,
+        "group,x,at,y,date,batch,value,baseline,change,regression\n\
+         dsr1 1024/1024 b200_sglang_fp4,median_intvty,50,tput_per_gpu,2026-02-20,F/imports/agg_bmk.json,1800,,,false\n\
+         dsr1 1024/1024 b200_sglang_fp4,median_intvty,50,tput_per_gpu,2026-02-27,F/repeats/agg_bmk_rerun.json,1620,1800,-0.09999999999999998,true\n"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("(baseline from 1 earlier batch"));
+    let o = run(&[
+        "report",
+        "--history-at",
+        "50",
+        "-f",
+        "hw=b200",
+        "--db",
+        db_s,
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2);
+    assert_eq!(v[1]["value"], 1620.0);
+    assert_eq!(v[1]["baseline"], 1800.0);
+    assert_eq!(v[1]["regression"], true);
+    assert_eq!(v[0]["change"], serde_json::Value::Null);
 
     // A later b200 batch without its conc-4 point ends at 80 tok/s/user: at x = 100 it is left
     // out, and says so (it used to vanish without a word).

@@ -394,6 +394,11 @@ pub struct ClientCheck {
     /// for the client (absent with read-time stamps, where the two are one figure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots_busy_ratio: Option<f64>,
+    /// Time the client's threads were runnable but waited for a CPU over the profile phase, s
+    /// (Linux `/proc/self/task/*/schedstat`, summed over threads): other processes held the
+    /// cores. Absent where the kernel does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runqueue_wait_s: Option<f64>,
     /// Held below [`ClientCheck::HELD_MIN`] while using at least [`ClientCheck::BUSY_MIN`] of
     /// its cores, or while responses waited to be read ([`ClientCheck::slots_busy_ratio`] above
     /// `held_ratio` by at least 1 − [`ClientCheck::HELD_MIN`]: the client's slots were busier
@@ -436,10 +441,64 @@ impl ClientCheck {
             cpu_cores,
             cores_available,
             slots_busy_ratio,
+            runqueue_wait_s: None,
             client_bound: wall_s >= Self::MIN_WALL_S
                 && held_ratio < Self::HELD_MIN
                 && (busy || waited),
         }
+    }
+}
+
+impl ClientCheck {
+    /// The note a client-bound run prints: what the client had in flight against what was
+    /// asked, and the cause with its remedy. Out of CPU (at least [`ClientCheck::BUSY_MIN`] of
+    /// its cores): fewer streams per client process, or more cores. Kept from its CPU (its
+    /// threads waited for one at least a tenth of the profile's wall time, `wall_s`): other
+    /// processes held the cores, so an idle machine or cores of its own. Neither: responses
+    /// waited to be read with CPU to spare, a stall in the client (trial 9: a quickstart at
+    /// 0.27 of 2 cores was told to run fewer streams).
+    pub fn note(&self, wall_s: f64) -> String {
+        let req = f64::from(self.requested);
+        let waited = self.slots_busy_ratio.map_or(String::new(), |s| {
+            format!(
+                " (its slots were busy {:.1}: responses waited to be read)",
+                s * req
+            )
+        });
+        let busy = self.cpu_cores >= Self::BUSY_MIN * f64::from(self.cores_available.max(1));
+        let kept = self
+            .runqueue_wait_s
+            .filter(|w| wall_s > 0.0 && *w >= 0.1 * wall_s);
+        let cause = if busy {
+            format!(
+                "it was out of CPU ({:.2} of its {} cores busy): run fewer streams per client \
+                 process, or give it more cores",
+                self.cpu_cores, self.cores_available
+            )
+        } else if let Some(w) = kept {
+            format!(
+                "it used {:.2} of its {} cores, and its threads waited {w:.1} s for a CPU in a \
+                 {wall_s:.1} s profile: other processes on this machine held the cores; run it on \
+                 an idle machine or on cores of its own",
+                self.cpu_cores, self.cores_available
+            )
+        } else {
+            format!(
+                "it used {:.2} of its {} cores{}: it stalled with CPU to spare (a slow disk \
+                 for --save-requests, a throttled container, or a client bug worth reporting)",
+                self.cpu_cores,
+                self.cores_available,
+                self.runqueue_wait_s
+                    .map_or(String::new(), |w| format!(" and waited {w:.1} s for one"))
+            )
+        };
+        format!(
+            "the client, not the server, limited this run: the server had {:.1} of the {} \
+             requested requests in flight{waited}; {cause} (client_bound: true; InferenceX \
+             results are valid only without it)",
+            self.held_ratio * req,
+            self.requested
+        )
     }
 }
 

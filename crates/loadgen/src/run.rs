@@ -322,6 +322,7 @@ pub async fn run_bench(
     let mut end_unix = start_unix;
     // The client's own CPU over the profile phase: (CPU s, wall s), for the self-check.
     let mut client_cpu: Option<(f64, f64)> = None;
+    let mut client_wait: Option<f64> = None;
     if let Some(sc) = &scraper {
         sc.mark("profile").await;
     }
@@ -347,6 +348,7 @@ pub async fn run_bench(
         );
         start_unix = unix_now();
         let cpu_at_start = crate::selftest::process_cpu_s().map(|c| (c, Instant::now()));
+        let wait_at_start = crate::selftest::runqueue_wait_s();
         end = run_phase(
             &shared,
             PhaseSpec {
@@ -364,6 +366,9 @@ pub async fn run_bench(
             (Some((c0, t0)), Some(c1)) => Some((c1 - c0, t0.elapsed().as_secs_f64())),
             _ => None,
         };
+        client_wait = wait_at_start
+            .zip(crate::selftest::runqueue_wait_s())
+            .map(|(a, b)| (b - a).max(0.0));
         settle(&shared).await;
         progress.finish().await;
     }
@@ -495,22 +500,10 @@ pub async fn run_bench(
     notes.extend(itl_note);
     notes.extend(kept.spill_note());
     let records = kept.records;
-    if let Some(check) = client_check(&opts, &summary, client_cpu) {
+    if let Some(mut check) = client_check(&opts, &summary, client_cpu) {
+        check.runqueue_wait_s = client_wait;
         if check.client_bound {
-            notes.push(format!(
-                "the client, not the server, limited this run: the server had {:.1} of the {} \
-                 requested requests in flight{} while the client used {:.2} of its {} cores \
-                 (client_bound: true; InferenceX results are valid only without it): run fewer \
-                 streams per client",
-                check.held_ratio * f64::from(check.requested),
-                check.requested,
-                check.slots_busy_ratio.map_or(String::new(), |s| format!(
-                    " (the client's slots were busy {:.1}: responses waited to be read)",
-                    s * f64::from(check.requested)
-                )),
-                check.cpu_cores,
-                check.cores_available
-            ));
+            notes.push(check.note(client_cpu.map_or(0.0, |c| c.1)));
         }
         summary.inferbench.client = Some(check);
     }

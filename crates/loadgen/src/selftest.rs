@@ -116,6 +116,28 @@ pub fn process_cpu_s() -> Option<f64> {
     Some((utime + stime) / 100.0)
 }
 
+/// Seconds this process's threads have spent runnable but waiting for a CPU, summed over the
+/// threads alive now (Linux `/proc/self/task/<tid>/schedstat`, its second field, ns; threads
+/// that already exited are not counted). `None` where the kernel does not say.
+pub fn runqueue_wait_s() -> Option<f64> {
+    let mut total_ns: u64 = 0;
+    let mut any = false;
+    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let Ok(s) = std::fs::read_to_string(e.path().join("schedstat")) else {
+            continue;
+        };
+        if let Some(w) = s
+            .split_whitespace()
+            .nth(1)
+            .and_then(|w| w.parse::<u64>().ok())
+        {
+            total_ns = total_ns.saturating_add(w);
+            any = true;
+        }
+    }
+    any.then(|| total_ns as f64 / 1e9)
+}
+
 /// Resident set size of this process in KiB (`VmRSS`).
 pub fn process_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

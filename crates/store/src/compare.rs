@@ -48,6 +48,61 @@ pub fn values_at(rows: &[PointRow], x: &str, y: &str, at: f64) -> Vec<f64> {
         .collect()
 }
 
+/// A point's workload: the model and `ISL/OSL`, or the model and scenario for agentic replays
+/// (no fixed lengths). y at a given x compares only within one.
+pub fn workload(r: &PointRow) -> String {
+    if r.scenario == crate::query::AGENTIC_SCENARIO {
+        format!("{} {}", r.model, r.scenario)
+    } else {
+        format!("{} {}/{}", r.model, r.isl, r.osl)
+    }
+}
+
+/// The workloads of a side, sorted.
+pub fn workloads(rows: &[PointRow]) -> Vec<String> {
+    let set: std::collections::BTreeSet<String> = rows.iter().map(workload).collect();
+    set.into_iter().collect()
+}
+
+/// Why sides A and B (`spec_a`, `spec_b`: their comma-separated filters) cannot be compared,
+/// or `None`: a side pools points of several workloads into one curve (trial 9: 1k/1k and
+/// 8k/1k points compared as one), or the sides are of different workloads while neither side's
+/// filters name one (`model`, `isl`, `osl`, `scenario`), which would compare across them by
+/// accident.
+pub fn pooled_workloads(
+    a: &[PointRow],
+    b: &[PointRow],
+    spec_a: &str,
+    spec_b: &str,
+) -> Option<String> {
+    for (name, spec, rows) in [("A", spec_a, a), ("B", spec_b, b)] {
+        let w = workloads(rows);
+        if w.len() > 1 {
+            return Some(format!(
+                "side {name} ({spec}) pools points of {} workloads ({}): compare one, e.g. \
+                 `-f model=… -f isl=… -f osl=…` or `-f scenario=…`",
+                w.len(),
+                w.join(", ")
+            ));
+        }
+    }
+    let names = |spec: &str| {
+        spec.split(',').any(|p| {
+            let k = p.split('=').next().unwrap_or("").trim();
+            matches!(k, "model" | "isl" | "osl" | "scenario")
+        })
+    };
+    let (wa, wb) = (workloads(a), workloads(b));
+    if !wa.is_empty() && !wb.is_empty() && wa != wb && !names(spec_a) && !names(spec_b) {
+        return Some(format!(
+            "A is {} and B is {}: compare one workload (`-f model=… -f isl=… -f osl=…`), or \
+             name it in the sides (`model=…,isl=…`) to compare across them on purpose",
+            wa[0], wb[0]
+        ));
+    }
+    None
+}
+
 /// One line of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompareRow {

@@ -50,6 +50,10 @@ pub enum StoreError {
     /// `--db` is not a usable path or `postgres://` URL.
     #[error("bad database location `{0}`: {1}")]
     BadUrl(String, String),
+    /// A read-only command found no SQLite file at `--db` (trial 9: "bad database location …
+    /// no such database file" read as a malformed path).
+    #[error("no database at `{0}` yet: run `inferbench quickstart`, or store results first (`inferbench ingest PATH --db {0}`, `inferbench bench … --db {0}`)")]
+    NoDatabase(String),
     /// The database was written by a newer inferbench.
     #[error("database schema version {found} is newer than this binary supports ({supported}); upgrade inferbench")]
     SchemaTooNew {
@@ -85,6 +89,10 @@ pub struct IngestOptions {
     /// Identity values for imports that lack them (`hw=h200`, `framework=vllm`, `tp=8`, …);
     /// they take precedence over values in the files.
     pub overrides: Overrides,
+    /// The batch (sweep) every run is stored under instead of the one the files give (a
+    /// `job.json` `sweep_id`, an artifact directory's parent, else the result file's path):
+    /// `bench --db` names its `--result-dir` here, so `-f batch=<that dir>` finds the point.
+    pub batch: Option<String>,
 }
 
 /// A unit that was not ingested, and why.
@@ -310,11 +318,7 @@ impl Store {
             ));
         }
         if !is_pg && !Path::new(location).is_file() {
-            return Err(StoreError::BadUrl(
-                location.to_string(),
-                "no such database file (run `inferbench quickstart`, or ingest results first: `inferbench ingest PATH --db …`)"
-                    .into(),
-            ));
+            return Err(StoreError::NoDatabase(location.to_string()));
         }
         let mut s = Store::open(location)?;
         s.require_migrated()?;
@@ -411,7 +415,12 @@ impl Store {
                 }
             };
             match parsed {
-                Ok(run) => self.ingest_run_into(&run, &mut report),
+                Ok(mut run) => {
+                    if let Some(b) = &opts.batch {
+                        run.batch = b.clone();
+                    }
+                    self.ingest_run_into(&run, &mut report)
+                }
                 Err(reason) if !explicit_file && reason.ends_with(parse::NOT_A_RESULT) => {
                     report
                         .ignored

@@ -51,8 +51,12 @@ pub struct SupportRow {
     pub precision: String,
     /// Successful points (failed ones not counted).
     pub points: i64,
-    /// Distinct runs those points come from.
+    /// Distinct runs (result files or artifact directories) those points come from: one per
+    /// point for a sweep's, one per file for an aggregate or dump.
     pub runs: i64,
+    /// Distinct batches (sweeps, quickstart runs: what `report -f batch=` and `--history-at`
+    /// group by) those points come from.
+    pub batches: i64,
     /// Distinct sequences (`isl/osl`, or the scenario for agentic replays) measured.
     pub sequences: i64,
     /// Newest point date `YYYY-MM-DD`.
@@ -138,7 +142,8 @@ impl Store {
                         COUNT(DISTINCT p.run_id),
                         COUNT(DISTINCT c.scenario || ':' || CAST(c.isl AS TEXT) || '/' || CAST(c.osl AS TEXT)),
                         MAX(p.date),
-                        SUM(CASE WHEN r.source_kind = '{}' THEN 1 ELSE 0 END)
+                        SUM(CASE WHEN r.source_kind = '{}' THEN 1 ELSE 0 END),
+                        COUNT(DISTINCT r.batch)
                  FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id
                  WHERE p.error IS NULL
                  GROUP BY c.model, c.hardware, c.framework, c.precision
@@ -162,6 +167,7 @@ impl Store {
                     sequences: n(6),
                     latest: s(7),
                     public_points: n(8),
+                    batches: n(9),
                 }
             })
             .collect())

@@ -82,7 +82,8 @@ impl Filter {
         };
         if !Self::columns().contains(&k.as_str()) {
             return Err(StoreError::Other(format!(
-                "filter `{spec}`: unknown key `{k}` (known: {})",
+                "filter `{spec}`: unknown key `{k}` (known: {}; aliases: hw = hardware, spec = \
+                 spec_decoding, dpa and dp_attn = dp_attention)",
                 Self::columns().join(", ")
             )));
         }

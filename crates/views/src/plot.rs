@@ -72,15 +72,67 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(40, 120, 40),
 ];
 
-/// Draws the chart to `out`; the extension chooses the format (`.svg` or `.png`). Errors when
-/// there is nothing to plot (no row has both metrics) or the file cannot be written.
-pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<(), StoreError> {
+/// What a drawn chart left out, so callers can say so (trial 9: a point without
+/// interactivity vanished from the chart without a word).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlotReport {
+    /// Points drawn.
+    pub drawn: usize,
+    /// Points without a finite x or y: `conc N of GROUP (no METRIC)`, in row order.
+    pub missing: Vec<String>,
+    /// Points InferenceX's clipping dropped ([`clipped`]).
+    pub clipped: usize,
+}
+
+impl PlotReport {
+    /// One line naming what was not drawn, or `None` when everything was.
+    pub fn note(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.missing.is_empty() {
+            parts.push(format!(
+                "{} point(s) lack a value: {}",
+                self.missing.len(),
+                self.missing.join("; ")
+            ));
+        }
+        if self.clipped > 0 {
+            parts.push(format!(
+                "{} point(s) clipped as InferenceX does (above $5/M tokens or TTFT above 60 s; \
+                 --no-clip keeps them)",
+                self.clipped
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("not drawn: {}", parts.join("; ")))
+    }
+}
+
+/// Draws the chart to `out`; the extension chooses the format (`.svg` or `.png`). Returns what
+/// was drawn and left out. Errors when there is nothing to plot (no row has both metrics) or the
+/// file cannot be written.
+pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport, StoreError> {
     let mut groups: BTreeMap<String, Vec<&PointRow>> = BTreeMap::new();
+    let mut report = PlotReport::default();
     for r in rows {
-        let (Some(x), Some(y)) = (r.get(&spec.x), r.get(&spec.y)) else {
+        let x = r.get(&spec.x).filter(|v| v.is_finite());
+        let y = r.get(&spec.y).filter(|v| v.is_finite());
+        let (Some(x), Some(y)) = (x, y) else {
+            let lacking: Vec<&str> = [(&spec.x, x), (&spec.y, y)]
+                .iter()
+                .filter(|(_, v)| v.is_none())
+                .map(|(m, _)| m.as_str())
+                .collect();
+            report.missing.push(format!(
+                "conc {} of {} (no {})",
+                r.conc,
+                r.group(),
+                lacking.join(", no ")
+            ));
             continue;
         };
-        if x.is_finite() && y.is_finite() && !(spec.clip && clipped(&spec.x, &spec.y, x, y)) {
+        if spec.clip && clipped(&spec.x, &spec.y, x, y) {
+            report.clipped += 1;
+        } else {
+            report.drawn += 1;
             groups.entry(r.group()).or_default().push(r);
         }
     }
@@ -99,11 +151,11 @@ pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<(), StoreE
     match ext.as_str() {
         "svg" => {
             let root = SVGBackend::new(out, (spec.width, spec.height)).into_drawing_area();
-            draw(root, &groups, spec).map_err(err)
+            draw(root, &groups, spec).map_err(err).map(|()| report)
         }
         "png" => {
             let root = BitMapBackend::new(out, (spec.width, spec.height)).into_drawing_area();
-            draw(root, &groups, spec).map_err(err)
+            draw(root, &groups, spec).map_err(err).map(|()| report)
         }
         _ => Err(err(
             "unsupported format: use a .svg or .png file name".into()
@@ -469,6 +521,51 @@ mod tests {
             })
             .count();
         assert_eq!(discs, 2, "{svg}");
+    }
+
+    /// Trial 9: a point without interactivity vanished from the chart without a word.
+    #[test]
+    fn points_left_out_are_reported() {
+        let row = |conc: i64, x: Option<f64>, y: f64| {
+            let mut r = PointRow {
+                conc,
+                valid: true,
+                model: "m".into(),
+                hardware: "h100".into(),
+                framework: "sim".into(),
+                precision: "bf16".into(),
+                spec_decoding: "none".into(),
+                isl: 512,
+                osl: 64,
+                scenario: "fixed_seq_len".into(),
+                ..PointRow::default()
+            };
+            if let Some(x) = x {
+                r.metrics.insert("median_intvty".into(), x);
+            }
+            r.metrics.insert("tput_per_gpu".into(), y);
+            r
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a.svg");
+        let got = plot(
+            &[
+                row(1, Some(140.0), 1200.0),
+                row(64, None, 13000.0),
+                row(128, Some(f64::NAN), 13100.0),
+            ],
+            &PlotSpec::default(),
+            &out,
+        )
+        .unwrap();
+        assert_eq!(got.drawn, 1);
+        assert_eq!(
+            got.note().unwrap(),
+            "not drawn: 2 point(s) lack a value: conc 64 of m 512/64 h100_sim_bf16 (no \
+             median_intvty); conc 128 of m 512/64 h100_sim_bf16 (no median_intvty)"
+        );
+        let all = plot(&[row(1, Some(140.0), 1200.0)], &PlotSpec::default(), &out).unwrap();
+        assert_eq!(all.note(), None);
     }
 
     #[test]

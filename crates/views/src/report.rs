@@ -176,16 +176,7 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         if exact {
             format!("{v}")
         } else {
-            let a = v.abs();
-            if a >= 1000.0 {
-                format!("{v:.0}")
-            } else if a >= 10.0 {
-                format!("{v:.1}")
-            } else if a >= 0.1 {
-                format!("{v:.3}")
-            } else {
-                format!("{v:.4}")
-            }
+            round_for_table(v)
         }
     };
     Some(match col {
@@ -765,5 +756,173 @@ mod tests {
         );
         assert_eq!(label("p90_tpot"), "TPOT, P90 (s)");
         assert_eq!(label("conc"), "conc");
+    }
+}
+
+/// Rounds a metric value for a table cell: 4 significant-ish digits that never hide a
+/// thousand (`1234`, `56.7`, `0.123`, `0.0123`). CSV and JSON print full precision instead.
+pub fn round_for_table(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 0.1 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// One group of `report --history-at`: its name, its values per batch (oldest first, from
+/// `inferbench_store::compare::history`) and the notes a table prints under it (why values are
+/// missing, how little a flag rests on).
+#[derive(Debug, Clone)]
+pub struct HistoryGroup<'a> {
+    /// [`PointRow::group`].
+    pub group: &'a str,
+    /// One value per batch.
+    pub points: &'a [inferbench_core::analytics::HistoryPoint],
+    /// Lines printed under the group's rows in table output (each in parentheses already).
+    pub notes: Vec<String>,
+}
+
+/// Renders `report --history-at`: y at `x = at` per group and batch, with the median of the
+/// previous `window` values (the baseline), the relative change, and the regression flag.
+/// Table: one block per group with column headers and units (numbers rounded as
+/// [`round_for_table`], the change in %), its notes under it. CSV and JSON: one row/object per
+/// value with the group, x, at, y and full precision (`change` as a fraction); notes are left
+/// to the caller.
+pub fn render_history(
+    groups: &[HistoryGroup<'_>],
+    x: &str,
+    y: &str,
+    at: f64,
+    window: usize,
+    format: Format,
+) -> String {
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    match format {
+        Format::Table => {
+            let mut out = String::new();
+            let y_unit = match unit(y) {
+                "" => String::new(),
+                u => format!("({u})"),
+            };
+            for (gi, g) in groups.iter().enumerate() {
+                if gi > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&format!(
+                    "{}: {} at {} = {at}\n",
+                    g.group,
+                    label(y),
+                    label(x)
+                ));
+                if !g.points.is_empty() {
+                    let mut grid: Vec<[String; 6]> = vec![
+                        [
+                            "date".into(),
+                            "batch".into(),
+                            y.into(),
+                            format!("median of previous {}", window.max(1)),
+                            "change".into(),
+                            String::new(),
+                        ],
+                        [
+                            String::new(),
+                            String::new(),
+                            y_unit.clone(),
+                            y_unit.clone(),
+                            "(%)".into(),
+                            String::new(),
+                        ],
+                    ];
+                    for p in g.points {
+                        grid.push([
+                            p.date.clone(),
+                            batch_label(&p.batch),
+                            round_for_table(p.value),
+                            p.baseline.map_or("-".into(), round_for_table),
+                            p.change
+                                .map_or("-".into(), |c| format!("{:+.1}", c * 100.0)),
+                            if p.regression {
+                                "REGRESSION".into()
+                            } else {
+                                String::new()
+                            },
+                        ]);
+                    }
+                    let w: Vec<usize> = (0..6)
+                        .map(|i| grid.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+                        .collect();
+                    for r in &grid {
+                        let line = format!(
+                            "  {:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:>w4$}  {}",
+                            r[0],
+                            r[1],
+                            r[2],
+                            r[3],
+                            r[4],
+                            r[5],
+                            w0 = w[0],
+                            w1 = w[1],
+                            w2 = w[2],
+                            w3 = w[3],
+                            w4 = w[4]
+                        );
+                        out.push_str(line.trim_end());
+                        out.push('\n');
+                    }
+                }
+                for n in &g.notes {
+                    for l in wrap(n).lines() {
+                        out.push_str(&format!("  {l}\n"));
+                    }
+                }
+            }
+            out
+        }
+        Format::Csv => {
+            let mut out =
+                String::from("group,x,at,y,date,batch,value,baseline,change,regression\n");
+            for g in groups {
+                for p in g.points {
+                    let f = [
+                        g.group.to_string(),
+                        x.to_string(),
+                        format!("{at}"),
+                        y.to_string(),
+                        p.date.clone(),
+                        p.batch.clone(),
+                        format!("{}", p.value),
+                        opt(p.baseline),
+                        opt(p.change),
+                        p.regression.to_string(),
+                    ];
+                    let line: Vec<String> = f.iter().map(|s| csv_field(s)).collect();
+                    out.push_str(&line.join(","));
+                    out.push('\n');
+                }
+            }
+            out
+        }
+        Format::Json => {
+            let arr: Vec<serde_json::Value> = groups
+                .iter()
+                .flat_map(|g| {
+                    g.points.iter().map(move |p| {
+                        serde_json::json!({
+                            "group": g.group, "x": x, "at": at, "y": y, "date": p.date,
+                            "batch": p.batch, "value": p.value, "baseline": p.baseline,
+                            "change": p.change, "regression": p.regression,
+                        })
+                    })
+                })
+                .collect();
+            let mut s = serde_json::to_string_pretty(&arr).unwrap_or_else(|_| "[]".into());
+            s.push('\n');
+            s
+        }
     }
 }

@@ -15,7 +15,7 @@ async function start() {
   body.replaceChildren();
   for (const r of res.rows) {
     const tr = addRow(body, [r.model, r.hardware, r.framework, r.precision, String(r.points),
-      String(r.runs), String(r.sequences), r.latest || "-",
+      String(r.batches), String(r.sequences), r.latest || "-",
       r.public_points === 0 ? "local" : (r.public_points === r.points ? "InferenceX" : "local + InferenceX")]);
     const a = document.createElement("a");
     const q = new URLSearchParams({ model: r.model, hardware: r.hardware, framework: r.framework,

@@ -118,6 +118,9 @@ pub async fn compare(
             ))
         })
         .await?;
+    if let Some(why) = compare::pooled_workloads(&ra, &rb, &a, &b) {
+        return Err(ApiError::bad_request(why));
+    }
     let targets = if at.is_empty() {
         compare::default_targets(&ra, &rb, &x, &y)
     } else {

@@ -225,7 +225,7 @@ async fn evals_and_the_support_matrix() {
     assert_eq!(
         m["rows"][0],
         json!({"model": "dsr1", "hardware": "b200", "framework": "sglang", "precision": "fp4",
-               "points": 8, "runs": 2, "sequences": 1, "latest": "2026-02-27",
+               "points": 8, "runs": 2, "batches": 2, "sequences": 1, "latest": "2026-02-27",
                "public_points": 0})
     );
     assert_eq!(m["rows"].as_array().unwrap().len(), 6, "{m}");

@@ -152,7 +152,9 @@ pub struct Args {
     /// Write the result JSON (vLLM `--save-result` shape plus an `inferbench` object).
     #[arg(long, help_heading = "Output")]
     pub save_result: bool,
-    /// Directory for the result JSON and agg_<RESULT_FILENAME>.json (default: current).
+    /// Directory for the result JSON (default: current); also for agg_<RESULT_FILENAME>.json
+    /// with --inferencex-env or --job-identity. With --db it names the point's batch
+    /// (`report -f batch=DIR`).
     #[arg(long, help_heading = "Output")]
     pub result_dir: Option<PathBuf>,
     /// Result file name; default {backend}-{rate}qps[-concurrency{c}]-{model}-{date}.json.
@@ -486,6 +488,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // Outside the runtime: the PostgreSQL client runs one of its own, which cannot start
     // inside another (trial 7: `bench --db postgres://…` panicked after the benchmark).
     if let (Some(db), Some(result)) = (&db, &result) {
+        // The point's batch is its result directory, as for a sweep's points (trial 9:
+        // `-f batch=<--result-dir>` matched nothing when the batch was the file's own path).
+        let mut ingest_opts = ingest_opts;
+        ingest_opts.batch = result
+            .parent()
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    std::path::Path::new(".")
+                } else {
+                    d
+                }
+            })
+            .and_then(|d| d.canonicalize().ok())
+            .map(|d| d.display().to_string());
         super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
     Ok(code)

@@ -1,10 +1,17 @@
 //! `inferbench compare A B`: two configurations' y at matched x (interactivity by default), as
 //! a ratio A/B with a 95 % confidence interval when both sides have repeated sweeps.
 
-use inferbench_store::{compare, CostOptions, Filter, Store};
+use inferbench_store::{compare, CostOptions, Filter, PointRow, Store};
+use inferbench_views::report::round_for_table;
+
+/// Exit codes of `compare` (its `--help`).
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 compared; 1 nothing to compare (a side matches \
+     no valid point, or the two frontiers share no x range; it says which); 2 bad flags, no \
+     database, or a side that pools several workloads (ISL/OSL or scenario).";
 
 /// Flags of `inferbench compare`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = EXIT_CODES_HELP)]
 pub struct Args {
     /// Side A: comma-separated `KEY=VALUE[|VALUE…]` filters, e.g. `hw=h200,framework=sglang`.
     pub a: String,
@@ -28,6 +35,10 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Let invalid points (AgentX replays shorter than 900 s or cut short) count; by default
+    /// they are left out, as from every frontier.
+    #[arg(long)]
+    pub include_invalid: bool,
 }
 
 fn side(spec: &str, common: &[String]) -> anyhow::Result<Filter> {
@@ -41,12 +52,22 @@ fn side(spec: &str, common: &[String]) -> anyhow::Result<Filter> {
     Ok(f)
 }
 
-/// Runs the subcommand; returns 0, or 1 when the sides share no x range.
+/// Runs the subcommand; returns 0, or 1 when a side has no valid point or the sides share no x
+/// range; errors (exit 2) on a side pooling workloads.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut store = Store::open_existing(&args.db)?;
     let cost = CostOptions::default();
-    let a = store.points(&side(&args.a, &args.filters)?, &cost)?;
-    let b = store.points(&side(&args.b, &args.filters)?, &cost)?;
+    let load = |spec: &str, store: &mut Store| -> anyhow::Result<Vec<PointRow>> {
+        let mut rows = store.points(&side(spec, &args.filters)?, &cost)?;
+        rows.retain(|r| r.valid || args.include_invalid);
+        Ok(rows)
+    };
+    let a = load(&args.a, &mut store)?;
+    let b = load(&args.b, &mut store)?;
+    if let Some(why) = compare::pooled_workloads(&a, &b, &args.a, &args.b) {
+        anyhow::bail!("{why}");
+    }
+    let (wa, wb) = (compare::workloads(&a), compare::workloads(&b));
     let targets = if args.at.is_empty() {
         compare::default_targets(&a, &b, &args.x, &args.y)
     } else {
@@ -80,29 +101,67 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(0);
     }
+    let w = |v: &[String]| v.first().cloned().unwrap_or_else(|| "-".into());
     println!(
-        "A = {}   B = {}   y = {} at {}",
-        args.a, args.b, args.y, args.x
+        "A = {}   B = {}   workload {}   y = {} at x = {}",
+        args.a,
+        args.b,
+        if wa == wb {
+            w(&wa)
+        } else {
+            format!("A {}, B {}", w(&wa), w(&wb))
+        },
+        inferbench_views::report::label(&args.y),
+        inferbench_views::report::label(&args.x)
     );
-    println!(
-        "{:>12}  {:>12}  {:>3}  {:>12}  {:>3}  {:>8}  {:>19}",
-        args.x, "A", "n", "B", "n", "A/B", "95% CI"
-    );
-    let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.4}"));
+    let f = |v: Option<f64>| v.map_or("-".to_string(), round_for_table);
+    let mut grid: Vec<[String; 7]> = vec![[
+        "x".into(),
+        "A".into(),
+        "n A".into(),
+        "B".into(),
+        "n B".into(),
+        "A/B".into(),
+        "95% CI of A/B".into(),
+    ]];
+    let mut no_ci = false;
     for r in &rows {
         let ci = match (r.ci95_low, r.ci95_high) {
             (Some(l), Some(h)) => format!("[{l:.3}, {h:.3}]"),
-            _ => "-".into(),
+            _ => {
+                no_ci |= r.ratio_a_over_b.is_some();
+                "-".into()
+            }
         };
-        println!(
-            "{:>12.4}  {:>12}  {:>3}  {:>12}  {:>3}  {:>8}  {:>19}",
-            r.at,
+        grid.push([
+            round_for_table(r.at),
             f(r.mean_a),
-            r.n_a,
+            r.n_a.to_string(),
             f(r.mean_b),
-            r.n_b,
+            r.n_b.to_string(),
             r.ratio_a_over_b.map_or("-".into(), |x| format!("{x:.3}")),
-            ci
+            ci,
+        ]);
+    }
+    let w: Vec<usize> = (0..7)
+        .map(|i| grid.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in &grid {
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:>w$}", w = w[i]))
+            .collect();
+        println!("  {}", cells.join("  "));
+    }
+    println!(
+        "  (A, B: mean over batches of y on each batch's frontier at x; n = batches whose frontier \
+         reaches x, i.e. repeats)"
+    );
+    if no_ci {
+        println!(
+            "  (no CI where a side has a single batch there: the interval needs at least 2 repeats \
+             on each side)"
         );
     }
     Ok(0)

@@ -28,6 +28,11 @@ pub struct Args {
     /// Overrides the files' own values.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Store every run under this batch (sweep) name instead of the files' own (a job.json
+    /// `sweep_id`, an artifact directory's parent, else the result file's path); `report -f
+    /// batch=NAME` and `--history-at` group by it.
+    #[arg(long, value_name = "NAME")]
+    pub batch: Option<String>,
     /// Exit with status 1 when any unit was skipped, any name was unknown, or an InferenceX
     /// dump had rows it could not place (a warning without --strict).
     #[arg(long)]
@@ -70,7 +75,8 @@ pub fn ingest_into(
 /// Runs the subcommand; returns 0, or 1 when something was skipped or a path held nothing to
 /// ingest (always) or a name was unknown (with `--strict`).
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let opts = options(&args.set)?;
+    let mut opts = options(&args.set)?;
+    opts.batch = args.batch.clone();
     // Every path first: a typo stores nothing (and creates no database).
     for p in &args.paths {
         anyhow::ensure!(

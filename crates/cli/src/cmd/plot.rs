@@ -5,9 +5,14 @@ use std::path::PathBuf;
 use inferbench_store::CostOptions;
 use inferbench_views::plot::{plot, PlotSpec};
 
+/// Exit codes of `plot` (its `--help`).
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 chart written (points without a value, or \
+     clipped, are named on stderr); 2 bad flags, no database, a database with no runs yet (run \
+     `inferbench quickstart` or `inferbench ingest`), or no point to draw.";
+
 /// Flags of `inferbench plot`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = super::report::EXIT_CODES_HELP)]
+#[command(after_help = EXIT_CODES_HELP)]
 pub struct Args {
     /// Output file; `.svg` or `.png`.
     #[arg(long, short, default_value = "frontier.svg")]
@@ -31,12 +36,13 @@ pub struct Args {
     /// y metric (any stored or derived metric, e.g. usd_per_m_rental, tok_s_per_mw).
     #[arg(long, default_value = "tput_per_gpu")]
     pub y: String,
-    /// Chart title (default: "<y> vs. <x>").
-    #[arg(long, default_value = "")]
-    pub title: String,
-    /// Width and height in pixels.
+    /// Chart title [default: "<y label> vs. <x label>"].
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Width in pixels.
     #[arg(long, default_value_t = 1200)]
     pub width: u32,
+    /// Height in pixels.
     #[arg(long, default_value_t = 800)]
     pub height: u32,
     /// Draw only frontier points.
@@ -89,14 +95,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let spec = PlotSpec {
         x,
         y: args.y,
-        title: args.title,
+        title: args.title.unwrap_or_default(),
         width: args.width,
         height: args.height,
         frontier_only: args.frontier_only,
         clip: !args.no_clip,
         include_invalid: args.include_invalid,
     };
-    plot(&rows, &spec, &args.out)?;
+    let drawn = plot(&rows, &spec, &args.out)?;
     println!("wrote {}", args.out.display());
+    if let Some(n) = drawn.note() {
+        eprintln!("inferbench plot: {n}");
+    }
     Ok(0)
 }

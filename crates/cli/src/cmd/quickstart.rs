@@ -15,13 +15,18 @@ use inferbench_sim::{Precision, SimConfig};
 
 /// Flags of `inferbench quickstart`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 ok; 1 a point failed (its requests errored) or the database or \
+                  chart step failed; 2 bad flags, or a database that cannot be opened; 130 \
+                  interrupted (Ctrl-C: the points finished so far are stored and drawn)."
+)]
 pub struct Args {
     /// Directory for the runs: each invocation writes a fresh `<out>/<UTC time>/` with one
     /// subdirectory per concurrency, and stores only those points.
     #[arg(long, default_value = "results/quickstart")]
     pub out: PathBuf,
     /// Database to ingest into (SQLite path or postgres:// URL).
-    #[arg(long, default_value = inferbench_store::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
     /// Do not touch the database (artifacts, table and chart only; the chart is drawn from an
     /// in-memory database).
@@ -118,7 +123,6 @@ impl Plan {
 struct Point {
     conc: u32,
     dir: PathBuf,
-    summary: RunSummary,
 }
 
 fn metric(s: &RunSummary, name: &str) -> Option<f64> {
@@ -266,7 +270,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             let t0 = std::time::Instant::now();
             let mut outcome = run_bench(opts.clone(), cancel.clone()).await?;
             for n in &outcome.notes {
-                eprintln!("  note: {n}");
+                eprintln!("  note (conc {conc}): {n}");
             }
             outcome.summary = to_modelled_time(&opts, &outcome.summary, conc, p.time_scale)?;
             let plain = dir.join("requests.jsonl");
@@ -298,7 +302,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 (c, n) => format!(" ({c} cancelled, {n} not sent: cut short)"),
             };
             eprintln!(
-                "  conc {conc:>3}: {} ok, {} failed{cut}, total {:.0} tok/s, TTFT p99 {:.3} s, took {:.1} s of wall time",
+                "  conc {conc:>3}: {} ok, {} failed{cut}, {:.0} tok/s in+out (modelled), TTFT p99 {:.3} s, took {:.1} s of wall time",
                 s.completed,
                 s.inferbench.failed,
                 s.total_token_throughput,
@@ -308,11 +312,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             if outcome.exit_code != 0 {
                 exit = if outcome.interrupted { 130 } else { 1 };
             }
-            points.push(Point {
-                conc,
-                dir,
-                summary: outcome.summary,
-            });
+            points.push(Point { conc, dir });
             if cancel.is_cancelled() {
                 break;
             }
@@ -321,12 +321,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     })?;
     sim.shutdown();
 
-    print!("{}", frontier_table(&points, args.tp));
     let chart = args
         .chart
         .clone()
         .unwrap_or_else(|| run_dir.join("frontier.svg"));
-    match store_and_plot(&mut store, &args, &p, &run_dir, &sweep_id, &chart) {
+    match store_and_plot(&mut store, &args, &p, &run_dir, &sweep_id, &chart, &points) {
         Ok(msg) => eprintln!("{msg}"),
         Err(e) => {
             eprintln!("warning: database/chart step failed: {e:#}");
@@ -426,88 +425,15 @@ fn to_modelled_time(
         metadata: opts.metadata.iter().cloned().collect(),
         ..SummaryContext::default()
     };
-    let (modelled, note) = kept.summarize(&ctx);
+    let (mut modelled, note) = kept.summarize(&ctx);
+    // Clock-free verdicts and counters of the wall-time run (trial 9: summary.json lost them).
+    modelled.inferbench.client = wall.inferbench.client.clone();
+    modelled.inferbench.server_metrics = wall.inferbench.server_metrics.clone();
     if let Some(n) = note {
         eprintln!("  note: {n}");
     }
     inferbench_loadgen::output::write_results(opts, &modelled, &wall.date)?;
     Ok(modelled)
-}
-
-/// The table printed at the end: one row per point, `*` marks the Pareto frontier of
-/// (interactivity, tok/s/GPU), both higher-is-better; a point cut short (Ctrl-C) is listed as
-/// such and never on it (as the store keeps it off: invalid).
-fn frontier_table(points: &[Point], gpus: u32) -> String {
-    let cut = |p: &Point| {
-        p.summary.inferbench.interrupted
-            || p.summary.inferbench.stop_reason != inferbench_core::summary::StopReason::Completed
-    };
-    let rows: Vec<(u32, f64, f64, f64)> = points
-        .iter()
-        .map(|p| {
-            let s = &p.summary;
-            let tput = s.total_token_throughput / f64::from(gpus.max(1));
-            let intvty = metric(s, "median_tpot_ms")
-                .filter(|t| *t > 0.0)
-                .map_or(f64::NAN, |t| 1000.0 / t);
-            (
-                p.conc,
-                tput,
-                intvty,
-                metric(s, "p99_ttft_ms").unwrap_or(f64::NAN) / 1000.0,
-            )
-        })
-        .collect();
-    let mut out = String::from(
-        "\n  conc   tok/s/GPU   median interactivity (tok/s/user)   TTFT p99 (s)   frontier\n",
-    );
-    for (i, r) in rows.iter().enumerate() {
-        let dominated = rows.iter().enumerate().any(|(j, o)| {
-            j != i && !cut(&points[j]) && o.1 >= r.1 && o.2 >= r.2 && (o.1 > r.1 || o.2 > r.2)
-        });
-        // A cut-short point without a finished request has no values: `-`, not NaN or 0.
-        let none = cut(&points[i]) && points[i].summary.completed == 0;
-        let v = |x: f64, p: usize| {
-            if none || !x.is_finite() {
-                "-".to_string()
-            } else {
-                format!("{x:.p$}")
-            }
-        };
-        out.push_str(&format!(
-            "  {:>4}   {:>9}   {:>33}   {:>12}   {}\n",
-            r.0,
-            v(r.1, 1),
-            v(r.2, 1),
-            v(r.3, 3),
-            if cut(&points[i]) {
-                "cut short"
-            } else if dominated {
-                ""
-            } else {
-                "*"
-            }
-        ));
-    }
-    out.push_str(
-        "  (* = on the Pareto frontier: no other point has both more tok/s/GPU and more \
-         tok/s/user; TTFT p99 in seconds, modelled time)\n",
-    );
-    // What the store made of a cut-short point (trial 7: "stored as invalid" was wrong for one
-    // that had finished nothing, which `report` lists only with --include-failed).
-    if points.iter().any(|p| cut(p) && p.summary.completed > 0) {
-        out.push_str(
-            "  (cut short = interrupted by Ctrl-C: stored as invalid, which `report` lists but \
-             never puts on a frontier)\n",
-        );
-    }
-    if points.iter().any(|p| cut(p) && p.summary.completed == 0) {
-        out.push_str(
-            "  (cut short before any request finished: stored as a failed point, which `report` \
-             lists with --include-failed)\n",
-        );
-    }
-    out
 }
 
 /// Creates `<out>/<UTC time>/` (`20261130-094512-123`, millisecond resolution; `-2`, `-3`, …
@@ -539,6 +465,9 @@ fn fresh_run_dir(out: &Path) -> anyhow::Result<(PathBuf, String)> {
     unreachable!("u32 names exhausted")
 }
 
+/// Stores this run's points, prints their table (stdout) from the stored rows, so it shows what
+/// `report -f batch=<sweep id>` shows (trial 9: a point without interactivity was starred here
+/// and not there), draws the chart, and returns the last line.
 fn store_and_plot(
     store: &mut inferbench_store::Store,
     args: &Args,
@@ -546,7 +475,9 @@ fn store_and_plot(
     run_dir: &Path,
     sweep_id: &str,
     chart: &Path,
+    points: &[Point],
 ) -> anyhow::Result<String> {
+    use inferbench_views::report as view;
     let report = store.ingest_path(run_dir, &inferbench_store::IngestOptions::default())?;
     let mut filter = inferbench_store::Filter::default();
     filter.add(&format!("batch={sweep_id}"))?;
@@ -559,7 +490,43 @@ fn store_and_plot(
         ..Default::default()
     };
     inferbench_store::query::mark_frontier(&mut rows, &spec.x, &spec.y);
-    inferbench_views::plot::plot(&rows, &spec, chart)?;
+    let cols: Vec<String> = [
+        "conc",
+        "tput_per_gpu",
+        "median_intvty",
+        "p99_ttft",
+        "frontier",
+    ]
+    .iter()
+    .map(|c| c.to_string())
+    .collect();
+    let invalid = rows.iter().any(|r| !r.valid);
+    print!("\n{}", view::render(&rows, &cols, view::Format::Table));
+    print!("{}", view::footer(&cols, &spec.x, &spec.y, invalid, false));
+    print!(
+        "{}",
+        view::wrap("times are modelled: the simulated hardware's, not this machine's wall clock")
+    );
+    // A point cut short before any request finished is a failed point, not a row here.
+    let failed: Vec<String> = points
+        .iter()
+        .filter(|pt| !rows.iter().any(|r| r.conc == i64::from(pt.conc)))
+        .map(|pt| pt.conc.to_string())
+        .collect();
+    if !failed.is_empty() {
+        print!(
+            "{}",
+            view::wrap(&format!(
+                "conc {}: no request finished, stored as a failed point (`report \
+                 --include-failed` lists it)",
+                failed.join(", ")
+            ))
+        );
+    }
+    let drawn = inferbench_views::plot::plot(&rows, &spec, chart)?;
+    if let Some(n) = drawn.note() {
+        eprintln!("  chart: {n}");
+    }
     // The default chart comes as SVG (any browser) and PNG (any image viewer).
     let mut charts = chart.display().to_string();
     if args.chart.is_none() {

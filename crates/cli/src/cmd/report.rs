@@ -4,11 +4,11 @@
 use inferbench_store::{compare, query, CostOptions, Filter, Store};
 use inferbench_views::report::{self, Format};
 
-/// Exit codes of `report` and `plot` (their `--help`; README "Exit codes").
-pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok (`report`: also when no point matches the \
-     filters; it says so); 1 `report --history-at`: the latest value is a regression; 2 bad \
-     flags, no database, or a database with no runs yet (run `inferbench quickstart` or \
-     `inferbench ingest`), or (`plot`) no point to draw.";
+/// Exit codes of `report` (its `--help`; README "Exit codes").
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok, also when no point matches the filters (it \
+     says so); 1 with --history-at: a group's latest value is a regression; 2 bad flags, no \
+     database, or a database with no runs yet (run `inferbench quickstart` or `inferbench \
+     ingest`).";
 
 /// Opens the database for reading and refuses one without any run, naming the commands that
 /// fill it (exit 2 through `main`, as for a missing database file).
@@ -97,6 +97,17 @@ pub enum OutFormat {
     Json,
 }
 
+impl OutFormat {
+    /// The views crate's format.
+    pub fn view(self) -> Format {
+        match self {
+            OutFormat::Table => Format::Table,
+            OutFormat::Csv => Format::Csv,
+            OutFormat::Json => Format::Json,
+        }
+    }
+}
+
 /// Builds the filter from the shared flags.
 pub fn filter(
     filters: &[String],
@@ -119,6 +130,7 @@ pub fn filter(
 /// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
 pub fn run(mut args: Args) -> anyhow::Result<i32> {
     let mut store = open_with_runs(&args.db)?;
+    let x_given = args.x.is_some();
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
     f.include_invalid = args.include_invalid;
     if args.x.is_none() {
@@ -161,67 +173,120 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
     let mut rows = store.points(&f, &cost)?;
     query::mark_frontier_with(&mut rows, &x, &args.y, args.include_invalid);
     if let Some(at) = args.history_at {
-        let h = compare::history(
-            &rows,
-            &x,
-            &args.y,
-            at,
-            args.baseline_window,
-            args.regression_threshold,
-        );
-        let mut regressed = false;
-        for (group, series) in &h {
-            println!("{group}: {} at {x} = {at}", args.y);
-            if series.is_empty() {
-                // Trial 8: an agentic group printed its header and nothing under it.
-                println!("  (no batch of this group reaches {x} = {at}: its frontiers lie elsewhere or lack {x})");
-            }
-            for p in series {
-                let change = p
-                    .change
-                    .map_or("-".into(), |c| format!("{:+.1}%", c * 100.0));
-                println!(
-                    "  {}  {:<32}  {:>12.4}  baseline {:>12}  {:>8}{}",
-                    p.date,
-                    inferbench_views::report::batch_label(&p.batch),
-                    p.value,
-                    p.baseline.map_or("-".into(), |b| format!("{b:.4}")),
-                    change,
-                    if p.regression { "  REGRESSION" } else { "" }
-                );
-            }
-            let batches: std::collections::BTreeSet<&str> = rows
-                .iter()
-                .filter(|r| &r.group() == group)
-                .map(|r| r.batch.as_str())
-                .collect();
-            if !series.is_empty() && batches.len() > series.len() {
-                // A batch whose frontier ends just short of x used to vanish without a word.
-                let n = batches.len() - series.len();
-                println!(
-                    "  ({n} more batch{} of this group left out: {} frontier does not reach {x} = {at})",
-                    if n == 1 { "" } else { "es" },
-                    if n == 1 { "its" } else { "their" }
-                );
-            }
-            if series.last().is_some_and(|p| p.regression) {
-                regressed = true;
-                let earlier = (series.len() - 1).min(args.baseline_window.max(1));
-                if earlier < 3 {
-                    // Trial 8: two identical quickstarts on a busy machine read as a regression.
-                    println!(
-                        "  (baseline from {earlier} earlier batch{}: the run-to-run spread is unknown, and \
-                         y at a fixed x moves a lot with a small shift of x where the frontier is steep; \
-                         a simulated server on a busy machine varies by several %. Confirm with more \
-                         batches or repeats before trusting this flag)",
-                        if earlier == 1 { "" } else { "es" }
-                    );
-                }
-            }
-        }
-        return Ok(i32::from(regressed));
+        return history(&rows, &args, x_given, &x, at);
     }
     print_rows(&rows, &args, 0)
+}
+
+/// `report --history-at`: y at `x = at` per group, one value per batch, in `--format`; exit 1
+/// when a group's latest value is a regression. Invalid points count only with
+/// `--include-invalid` (as on frontiers). Table output carries each group's notes; CSV and
+/// JSON print them on stderr.
+fn history(
+    rows: &[inferbench_store::PointRow],
+    args: &Args,
+    x_given: bool,
+    x: &str,
+    at: f64,
+) -> anyhow::Result<i32> {
+    let counted: Vec<inferbench_store::PointRow> = rows
+        .iter()
+        .filter(|r| r.valid || args.include_invalid)
+        .cloned()
+        .collect();
+    let h = compare::history(
+        &counted,
+        x,
+        &args.y,
+        at,
+        args.baseline_window,
+        args.regression_threshold,
+    );
+    // Every group of the selection, also one whose points are all invalid (left out of `h`).
+    let mut names: std::collections::BTreeSet<String> = rows.iter().map(|r| r.group()).collect();
+    names.extend(h.keys().cloned());
+    let empty = Vec::new();
+    let mut regressed = false;
+    let mut groups = Vec::new();
+    for group in &names {
+        let series = h.get(group).unwrap_or(&empty);
+        let of_group: Vec<&inferbench_store::PointRow> =
+            rows.iter().filter(|r| &r.group() == group).collect();
+        let mut notes = Vec::new();
+        if series.is_empty() {
+            let agentic = of_group
+                .iter()
+                .all(|r| r.scenario == query::AGENTIC_SCENARIO);
+            let invalid = of_group.iter().filter(|r| !r.valid).count();
+            if !args.include_invalid && invalid == of_group.len() {
+                notes.push(format!(
+                    "(every point of this group is invalid ({invalid}: AgentX replays shorter than \
+                     900 s or cut short): none counts; --include-invalid lets them)"
+                ));
+            } else if agentic && !x_given && x != query::NORTH_STAR_X {
+                notes.push(format!(
+                    "(an agentic-coding group: its x is {} (`--x {} -f scenario={}`), not {x})",
+                    query::NORTH_STAR_X,
+                    query::NORTH_STAR_X,
+                    query::AGENTIC_SCENARIO
+                ));
+            } else {
+                // Trial 8: an agentic group printed its header and nothing under it.
+                notes.push(format!(
+                    "(no batch of this group reaches {x} = {at}: its frontiers lie elsewhere or lack {x})"
+                ));
+            }
+        }
+        let batches: std::collections::BTreeSet<&str> = of_group
+            .iter()
+            .filter(|r| r.valid || args.include_invalid)
+            .map(|r| r.batch.as_str())
+            .collect();
+        if !series.is_empty() && batches.len() > series.len() {
+            // A batch whose frontier ends just short of x used to vanish without a word.
+            let n = batches.len() - series.len();
+            notes.push(format!(
+                "({n} more batch{} of this group left out: {} frontier does not reach {x} = {at})",
+                if n == 1 { "" } else { "es" },
+                if n == 1 { "its" } else { "their" }
+            ));
+        }
+        if series.last().is_some_and(|p| p.regression) {
+            regressed = true;
+            let earlier = (series.len() - 1).min(args.baseline_window.max(1));
+            if earlier < 3 {
+                // Trial 8: two identical quickstarts on a busy machine read as a regression.
+                notes.push(format!(
+                    "(baseline from {earlier} earlier batch{}: the run-to-run spread is unknown, and \
+                     y at a fixed x moves a lot with a small shift of x where the frontier is steep; \
+                     a simulated server on a busy machine varies by several %. Confirm with more \
+                     batches or repeats before trusting this flag)",
+                    if earlier == 1 { "" } else { "es" }
+                ));
+            }
+        }
+        groups.push(report::HistoryGroup {
+            group,
+            points: series,
+            notes,
+        });
+    }
+    let fmt = args.format.view();
+    print!(
+        "{}",
+        report::render_history(&groups, x, &args.y, at, args.baseline_window, fmt)
+    );
+    if !matches!(fmt, Format::Table) {
+        for g in &groups {
+            for n in &g.notes {
+                eprintln!("{}: {n}", g.group);
+            }
+        }
+    }
+    if groups.is_empty() {
+        eprintln!("no stored point matches the filters");
+    }
+    Ok(i32::from(regressed))
 }
 
 /// Prints `rows` in the chosen format with the footer; `hidden` = invalid points kept off an
@@ -231,11 +296,7 @@ fn print_rows(
     args: &Args,
     hidden: usize,
 ) -> anyhow::Result<i32> {
-    let fmt = match args.format {
-        OutFormat::Table => Format::Table,
-        OutFormat::Csv => Format::Csv,
-        OutFormat::Json => Format::Json,
-    };
+    let fmt = args.format.view();
     let cols: Vec<String> = if args.columns.is_empty() {
         let cols = report::default_columns(rows, args.x.as_deref());
         if matches!(fmt, Format::Table) {

@@ -702,3 +702,37 @@ fn client_check_judges_held_ratio_and_cpu() {
     // No wall time: no CPU share.
     assert_eq!(ClientCheck::judge(4, 4.0, None, 1.0, 0.0, 1).cpu_cores, 0.0);
 }
+
+/// Trial 9: a client-bound quickstart at 0.27 of 2 cores was told to run fewer streams. The
+/// note names the cause the measurements show: out of CPU, kept from it by other processes,
+/// or stalled with CPU to spare.
+#[test]
+fn client_bound_note_names_the_cause() {
+    let out_of_cpu = ClientCheck::judge(512, 281.0, None, 9.5, 10.0, 1);
+    assert_eq!(
+        out_of_cpu.note(10.0),
+        "the client, not the server, limited this run: the server had 281.0 of the 512 requested \
+         requests in flight; it was out of CPU (0.95 of its 1 cores busy): run fewer streams per \
+         client process, or give it more cores (client_bound: true; InferenceX results are valid \
+         only without it)"
+    );
+    let mut kept = ClientCheck::judge(64, 5.1, Some(30.0), 0.54, 2.0, 2);
+    kept.runqueue_wait_s = Some(1.3);
+    assert!(kept.client_bound);
+    assert_eq!(
+        kept.note(2.0),
+        "the client, not the server, limited this run: the server had 5.1 of the 64 requested \
+         requests in flight (its slots were busy 30.0: responses waited to be read); it used 0.27 \
+         of its 2 cores, and its threads waited 1.3 s for a CPU in a 2.0 s profile: other \
+         processes on this machine held the cores; run it on an idle machine or on cores of its \
+         own (client_bound: true; InferenceX results are valid only without it)"
+    );
+    kept.runqueue_wait_s = Some(0.06);
+    assert!(kept.note(2.0).contains(
+        "it used 0.27 of its 2 cores and waited 0.1 s for one: it stalled with CPU to spare"
+    ));
+    kept.runqueue_wait_s = None;
+    assert!(kept
+        .note(2.0)
+        .contains("it used 0.27 of its 2 cores: it stalled with CPU to spare"));
+}
