@@ -111,3 +111,93 @@ fn bad_matrix_input_names_the_file() {
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--rows: index 5 out of range"), "{stderr}");
 }
+
+/// Issue 12: the workflow ran `inferbench job` with its defaults, so every sweep flag but the
+/// output directory was lost. `sweep --executor github` writes the run flags beside the matrix
+/// (paths as given, `out` = results, no runner name), and the workflow's row step passes them
+/// with the runner's own name. The step's own shell text is run here, as a runner would.
+#[test]
+fn github_rows_run_with_the_sweep_flags() {
+    let dir = scratch("sweep_github_flags");
+    let row = serde_json::json!([{
+        "image": "none", "model": "sim-model", "model-prefix": "simllama", "precision": "bf16",
+        "framework": "sim", "runner": "cpu", "isl": 64, "osl": 16, "tp": 1, "pp": 1,
+        "dcp-size": 1, "pcp-size": 1, "conc": 2, "max-model-len": 336, "ep": 1,
+        "dp-attn": false, "spec-decoding": "none", "exp-name": "simllama_64_16", "disagg": false,
+        "run-eval": false
+    }]);
+    std::fs::write(dir.join("m.json"), row.to_string()).unwrap();
+    let (code, stdout, stderr) = inferbench(
+        &[
+            "sweep",
+            "--executor",
+            "github",
+            "--matrix",
+            "m.json",
+            "--github-dir",
+            "ci",
+            "--prompts-per-conc",
+            "3",
+            "--stop-grace",
+            "5",
+            "--runner-name",
+            "mine",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("ci/run-options.json (the run flags)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("--runner-name is not passed to the workflow"),
+        "{stderr}"
+    );
+    let opts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("ci/run-options.json")).unwrap())
+            .unwrap();
+    assert_eq!(opts["run"]["out"], "results", "{opts}");
+    assert_eq!(opts["run"]["prompts_per_conc"], 3, "{opts}");
+    assert_eq!(
+        opts["run"]["runner_name"],
+        serde_json::Value::Null,
+        "{opts}"
+    );
+    let wf = std::fs::read_to_string(dir.join("ci/inferbench-sweep.yml")).unwrap();
+    assert!(wf.contains("default: \"ci/run-options.json\""), "{wf}");
+    // The row step's script, as GitHub runs it (bash -e) with the step's environment.
+    let start = wf.find("      - name: Run matrix row").unwrap();
+    let body = &wf[start..wf.find("      - name: Upload row artifacts").unwrap()];
+    let script: String = body
+        .split("        run: |\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .map(|l| format!("{}\n", l.trim_start()))
+        .collect();
+    let o = Command::new("bash")
+        .args(["-e", "-c", &script])
+        .current_dir(&dir)
+        .env("MATRIX_FILE", "ci/matrix.json")
+        .env("OPTIONS_FILE", "ci/run-options.json")
+        .env("ROW_INDEX", "0")
+        .env("INFERBENCH", env!("CARGO_BIN_EXE_inferbench"))
+        .env("RUNNER_NAME", "gh-box-7")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{script}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let point = dir.join(
+        "results/simllama_64_16_bf16_sim_tp1-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc2_gh-box-7",
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(point.join("summary.json")).unwrap())
+            .unwrap();
+    // 3 prompts per unit of concurrency (the sweep's flag), not the default 10.
+    assert_eq!(s["num_prompts"], 6, "{s}");
+    assert_eq!(s["completed"], 6, "{s}");
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use inferbench_client::{Backend, MaxTokensField};
+use inferbench_client::Backend;
 use inferbench_core::summary::JobIdentity;
 use inferbench_loadgen::{
     output::render_report, run_bench, BenchOptions, DatasetName, ProgressMode, RangeSemantics,
@@ -30,30 +30,11 @@ pub struct Args {
     /// /v1/chat/completions). `vllm` and `sglang` are aliases of `openai`.
     #[arg(long, default_value = "openai", value_parser = parse_backend, help_heading = "Target")]
     pub backend: Backend,
-    /// Server root URL (http only).
-    #[arg(long, default_value = "http://127.0.0.1:8000", help_heading = "Target")]
-    pub base_url: String,
+    #[command(flatten)]
+    pub target: super::TargetArgs,
     /// Request path; default /v1/completions or /v1/chat/completions by --backend.
     #[arg(long, help_heading = "Target")]
     pub endpoint: Option<String>,
-    /// Model name sent in every request and written as `model_id`.
-    #[arg(long, help_heading = "Target")]
-    pub model: String,
-    /// API key, sent as `Authorization: Bearer …`; never written to results or logs.
-    #[arg(
-        long,
-        env = "OPENAI_API_KEY",
-        hide_env_values = true,
-        help_heading = "Target"
-    )]
-    pub api_key: Option<String>,
-    /// Extra request header `K:V` (repeatable; `K=V` accepted too).
-    #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
-    pub headers: Vec<String>,
-    /// JSON object merged into every request body (overrides our keys), e.g.
-    /// '{"temperature":0.7}'.
-    #[arg(long, value_name = "JSON", help_heading = "Target")]
-    pub extra_body: Option<String>,
 
     // ----- workload
     /// Prompt source: random (exact token lengths), jsonl (one {"prompt": …} per line; `custom`
@@ -95,11 +76,6 @@ pub struct Args {
     /// Ask the server to ignore EOS and generate exactly max_tokens (vLLM/SGLang extension).
     #[arg(long, help_heading = "Workload")]
     pub ignore_eos: bool,
-    /// Body field(s) carrying the output length: both (max_tokens and max_completion_tokens;
-    /// the chat default, as some servers honour only one), max_tokens (the completions
-    /// default) or max_completion_tokens.
-    #[arg(long, value_parser = ["both", "max_tokens", "max_completion_tokens"], help_heading = "Workload")]
-    pub max_tokens_field: Option<String>,
     /// Seed for prompts and arrival times. The same seed sends byte-identical prompts, so a
     /// second run against the same server finds them in its prefix cache (TTFT far too low);
     /// use --cache-bust, another seed, or a restarted server.
@@ -335,8 +311,8 @@ fn comma_list<T: std::str::FromStr>(flag: &str, s: &str) -> anyhow::Result<Vec<T
 impl Args {
     /// Converts the flags into [`BenchOptions`]; nothing past this sees clap types.
     pub fn into_options(self) -> anyhow::Result<BenchOptions> {
-        let extra_body = extra_body(self.extra_body.as_deref())?;
-        let headers = headers(&self.headers)?;
+        let extra_body = self.target.parsed_extra_body()?;
+        let headers = self.target.parsed_headers()?;
         let metadata = self
             .metadata
             .iter()
@@ -360,10 +336,11 @@ impl Args {
         };
         Ok(BenchOptions {
             backend: self.backend,
-            base_url: self.base_url,
             endpoint: self.endpoint,
-            model: self.model,
-            api_key: self.api_key,
+            max_tokens_field: self.target.max_tokens(),
+            base_url: self.target.base_url,
+            model: self.target.model,
+            api_key: self.target.api_key,
             headers,
             extra_body,
             dataset_name: DatasetName::parse(&self.dataset_name).unwrap_or_default(),
@@ -380,10 +357,6 @@ impl Args {
             output_len: self.output_len,
             tokenizer: self.tokenizer,
             ignore_eos: self.ignore_eos,
-            max_tokens_field: self
-                .max_tokens_field
-                .as_deref()
-                .and_then(MaxTokensField::parse),
             seed: self.seed,
             cache_bust: self.cache_bust,
             server_metrics: !self.no_server_metrics,

@@ -22,7 +22,9 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["matrix", "index"])]
     pub row: Option<String>,
     /// Every run flag from this JSON file instead (what `sweep --executor slurm` writes to
-    /// `<out>/_slurm/run-options.json` for its tasks); run flags given beside it are ignored.
+    /// `<out>/_slurm/run-options.json` for its tasks, and `--executor github` to
+    /// `<github-dir>/run-options.json`). Of the run flags given beside it only --runner-name
+    /// counts (a GitHub runner passes its own name); the others are ignored.
     #[arg(long, value_name = "FILE")]
     pub options_file: Option<PathBuf>,
     #[command(flatten)]
@@ -45,7 +47,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         _ => anyhow::bail!("give --matrix and --index, or --row"),
     };
     let run = match &args.options_file {
-        Some(f) => RunArgs::read_options_file(f)?,
+        Some(f) => {
+            let mut run = RunArgs::read_options_file(f)?;
+            if args.run.runner_name.is_some() {
+                run.runner_name = args.run.runner_name.clone();
+            }
+            run
+        }
         None => args.run,
     };
     let mut opts = run.sweep_options()?;

@@ -92,6 +92,65 @@ impl EvalBackend {
 }
 
 /// GPU power flags of `bench` and `replay` (one definition).
+/// The server and what every request carries: the target flags `bench` and `replay` share
+/// (their API flavour and endpoint are their own).
+#[derive(Debug, Clone, clap::Args)]
+pub struct TargetArgs {
+    /// Server root URL (http only).
+    #[arg(long, default_value = "http://127.0.0.1:8000", help_heading = "Target")]
+    pub base_url: String,
+    /// Model name sent in every request and written as `model_id`.
+    #[arg(long, help_heading = "Target")]
+    pub model: String,
+    /// API key, sent as `Authorization: Bearer …`; never written to results or logs.
+    #[arg(
+        long,
+        env = "OPENAI_API_KEY",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
+    pub api_key: Option<String>,
+    /// Extra request header `K:V` (repeatable; `K=V` accepted too).
+    #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
+    pub headers: Vec<String>,
+    /// JSON object merged into every request body (overrides our keys), e.g.
+    /// '{"temperature":0.7}' (AIPerf's --extra-inputs).
+    #[arg(
+        long,
+        alias = "extra-inputs",
+        value_name = "JSON",
+        help_heading = "Target"
+    )]
+    pub extra_body: Option<String>,
+    /// Body field(s) carrying the output length: both (max_tokens and max_completion_tokens, as
+    /// some servers honour only one), max_tokens or max_completion_tokens. Default: `bench`
+    /// sends both to chat endpoints and max_tokens to completions; `replay` sends
+    /// max_completion_tokens, as AIPerf does.
+    #[arg(long, value_parser = ["both", "max_tokens", "max_completion_tokens"], help_heading = "Target")]
+    pub max_tokens_field: Option<String>,
+}
+
+impl TargetArgs {
+    /// `--header` values as (name, value) pairs. Errors: a value without `:` or `=`.
+    pub fn parsed_headers(&self) -> anyhow::Result<Vec<(String, String)>> {
+        bench::headers(&self.headers)
+    }
+
+    /// `--extra-body` as a JSON object. Errors: not JSON, or not an object.
+    pub fn parsed_extra_body(
+        &self,
+    ) -> anyhow::Result<Option<serde_json::Map<String, serde_json::Value>>> {
+        bench::extra_body(self.extra_body.as_deref())
+    }
+
+    /// `--max-tokens-field`, `None` for the caller's default.
+    pub fn max_tokens(&self) -> Option<inferbench_client::MaxTokensField> {
+        self.max_tokens_field
+            .as_deref()
+            .and_then(inferbench_client::MaxTokensField::parse)
+    }
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct PowerArgs {
     /// GPU power sampling into `power.csv` beside the result (`<result stem>.power.csv` with

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use inferbench_client::MaxTokensField;
 use inferbench_loadgen::agentic::prompt::Prompter;
 use inferbench_loadgen::agentic::{
     self, exit_code, replay_summary, run_replay, theoretical_hit_rate, ReplayOptions, ReplayStop,
@@ -17,7 +16,7 @@ use inferbench_loadgen::output::render_report;
 use inferbench_workload::agentx::synthetic::{self, SyntheticSpec};
 use inferbench_workload::agentx::{filter_isl_cap, load_traces, LoadOptions, LoadReport, Trace};
 
-use super::bench::{extra_body, headers, progress_mode, secs};
+use super::bench::{progress_mode, secs};
 
 /// Shortest duration InferenceX accepts as a valid AgentX result, s (AIPerf's scenario lock).
 pub const MIN_VALID_DURATION_S: f64 = 900.0;
@@ -188,38 +187,11 @@ pub struct Args {
     pub tokenizer: String,
 
     // ----- target
-    /// Server root URL (http only).
-    #[arg(long, default_value = "http://127.0.0.1:8000", help_heading = "Target")]
-    pub base_url: String,
+    #[command(flatten)]
+    pub target: super::TargetArgs,
     /// Chat endpoint path.
     #[arg(long, default_value = "/v1/chat/completions", help_heading = "Target")]
     pub endpoint: String,
-    /// Model name sent in every request.
-    #[arg(long, help_heading = "Target")]
-    pub model: String,
-    /// API key (`Authorization: Bearer …`).
-    #[arg(
-        long,
-        env = "OPENAI_API_KEY",
-        hide_env_values = true,
-        help_heading = "Target"
-    )]
-    pub api_key: Option<String>,
-    /// Extra request header `K:V` (repeatable).
-    #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
-    pub headers: Vec<String>,
-    /// JSON object merged into every request body (AIPerf's --extra-inputs).
-    #[arg(
-        long,
-        alias = "extra-inputs",
-        value_name = "JSON",
-        help_heading = "Target"
-    )]
-    pub extra_body: Option<String>,
-    /// Body field(s) for the output length: max_completion_tokens (default, as AIPerf),
-    /// max_tokens or both.
-    #[arg(long, value_parser = ["both", "max_tokens", "max_completion_tokens"], help_heading = "Target")]
-    pub max_tokens_field: Option<String>,
 
     // ----- schedule
     /// Lanes: session trees replayed at once (sub-agents take no extra lane).
@@ -288,8 +260,8 @@ pub struct Args {
 
 impl Args {
     fn options(&self) -> anyhow::Result<ReplayOptions> {
-        let extra_body = extra_body(self.extra_body.as_deref())?;
-        let headers = headers(&self.headers)?;
+        let extra_body = self.target.parsed_extra_body()?;
+        let headers = self.target.parsed_headers()?;
         let (lo, hi) = (
             self.trajectory_start_min_ratio,
             self.trajectory_start_max_ratio,
@@ -329,16 +301,13 @@ impl Args {
             }
         };
         Ok(ReplayOptions {
-            base_url: self.base_url.clone(),
+            base_url: self.target.base_url.clone(),
             endpoint: Some(self.endpoint.clone()),
-            model: self.model.clone(),
-            api_key: self.api_key.clone(),
+            model: self.target.model.clone(),
+            api_key: self.target.api_key.clone(),
             headers,
             extra_body,
-            max_tokens_field: self
-                .max_tokens_field
-                .as_deref()
-                .and_then(MaxTokensField::parse),
+            max_tokens_field: self.target.max_tokens(),
             idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
             request_timeout: Some(secs("--request-timeout", self.request_timeout)?),
             sched: SchedConfig {
@@ -434,7 +403,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         },
         args.concurrency,
         args.benchmark_duration,
-        args.base_url
+        args.target.base_url
     );
     let traces = Arc::new(report.traces);
     let tok = inferbench_workload::Tokenizer::load(&args.tokenizer)?;
@@ -469,7 +438,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             None => None,
         };
         let out = run_replay(opts, traces, prompter, cancel).await?;
-        let mut summary = replay_summary(&out, &args.model, args.concurrency, !unsafe_run);
+        let mut summary = replay_summary(&out, &args.target.model, args.concurrency, !unsafe_run);
         if let Some(p) = power {
             summary.inferbench.power = Some(p.finish(&summary, None).await);
         }
@@ -507,7 +476,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
             let ctx = inferbench_core::summary::agentic::AgenticContext {
                 conc: args.concurrency,
-                model: args.model.clone(),
+                model: args.target.model.clone(),
                 ..Default::default()
             };
             agentic::write_artifacts(

@@ -14,8 +14,9 @@ use inferbench_runner::{artifacts, load_matrix, BenchDefaults, JobSpec, SweepOpt
 use super::{EvalBackend, ThinkingMode};
 
 /// Flags shared by `sweep` and `job`: where results go, how engines start, how points run.
-/// Slurm tasks receive them as a file ([`RunArgs::write_options_file`], read back by
-/// `job --options-file`), so a new flag needs no code beyond its field.
+/// Slurm tasks and GitHub rows receive them as a file ([`RunArgs::write_options_file`],
+/// [`RunArgs::for_github`], read back by `job --options-file`), so a new flag needs no code
+/// beyond its field.
 #[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunArgs {
@@ -305,19 +306,63 @@ impl RunArgs {
         a
     }
 
-    /// Writes [`RunArgs::for_tasks`] to `path` as JSON (`{"schema_version": 1, "run": {…}}`,
-    /// field names as the struct's), atomically, creating its directory. Errors: the file
-    /// cannot be written.
-    pub fn write_options_file(&self, path: &std::path::Path) -> anyhow::Result<()> {
+    /// These flags as a GitHub runner's job needs them: its checkout is a fresh copy of the
+    /// repository, so paths stay as given (relative to the repository root, where `sweep` is
+    /// run), `out` is `results` (what the workflow uploads) and the runner name is the
+    /// runner's own (the workflow passes it). Also returns a warning per absolute path, which
+    /// names this machine's file system.
+    pub fn for_github(&self) -> (RunArgs, Vec<String>) {
+        let mut a = self.clone();
+        a.out = PathBuf::from("results");
+        a.runner_name = None;
+        let mut warnings = Vec::new();
+        let mut check = |flag: &str, p: &std::path::Path| {
+            if p.is_absolute() {
+                warnings.push(format!(
+                    "{flag} {}: an absolute path, read as is on the GitHub runners (give it \
+                     relative to the repository root)",
+                    p.display()
+                ));
+            }
+        };
+        for (flag, p) in [
+            ("--runner-config", &a.runner_config),
+            ("--recipe-dir", &a.recipe_dir),
+            ("--engine-script", &a.engine_script),
+            ("--traces", &a.traces),
+            ("--eval-data-dir", &a.eval_data_dir),
+        ] {
+            if let Some(p) = p {
+                check(flag, p);
+            }
+        }
+        for mp in &a.model_paths {
+            if let Some((_, p)) = mp.split_once('=') {
+                check("--model-path", std::path::Path::new(p));
+            }
+        }
+        (a, warnings)
+    }
+
+    /// Writes `run` to `path` as an options file (`{"schema_version": 1, "run": {…}}`),
+    /// atomically, creating its directory.
+    fn write_options(run: RunArgs, path: &std::path::Path) -> anyhow::Result<()> {
         let file = OptionsFile {
             schema_version: OPTIONS_SCHEMA_VERSION,
-            run: self.for_tasks(),
+            run,
         };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         artifacts::write_json_atomic(path, &file)
             .with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Writes [`RunArgs::for_tasks`] to `path` as JSON (`{"schema_version": 1, "run": {…}}`,
+    /// field names as the struct's), atomically, creating its directory. Errors: the file
+    /// cannot be written.
+    pub fn write_options_file(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        Self::write_options(self.for_tasks(), path)
     }
 
     /// Reads a file written by [`RunArgs::write_options_file`]. Errors name the file, and for
@@ -350,6 +395,9 @@ struct OptionsFile {
 
 /// The run flags' file in `<out>/_slurm/` that every Slurm task reads.
 pub const SLURM_OPTIONS_FILE: &str = "run-options.json";
+
+/// The run flags' file in `--github-dir` that every GitHub row reads.
+pub const GITHUB_OPTIONS_FILE: &str = "run-options.json";
 
 /// Where the matrix runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -439,19 +487,33 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.executor {
         Executor::Local => super::job::run_local(&jobs, &opts, args.run.progress),
         Executor::Github => {
+            // The rows' run flags travel as a file in the repository, as Slurm tasks' do
+            // (issue 12: the workflow ran `job` with its defaults, dropping every sweep flag).
+            let options = args.github_dir.join(GITHUB_OPTIONS_FILE);
+            let (run, path_warnings) = args.run.for_github();
+            RunArgs::write_options(run, &options)?;
             let gh = github::GithubOptions {
                 matrix_path: args.github_dir.join("matrix.json").display().to_string(),
                 inferbench_cmd: args.github_inferbench.clone(),
+                options_path: Some(options.display().to_string()),
                 ..Default::default()
             };
             let files = github::write(&jobs, &args.github_dir, &gh)?;
-            for w in &files.warnings {
+            for w in files.warnings.iter().chain(&path_warnings) {
                 eprintln!("warning: {w}");
             }
+            if args.run.runner_name.is_some() {
+                eprintln!(
+                    "note: --runner-name is not passed to the workflow: each row runs under its \
+                     GitHub runner's own name"
+                );
+            }
             println!(
-                "wrote {} ({} rows) and {}; copy the workflow into .github/workflows/ and run it",
+                "wrote {} ({} rows), {} (the run flags) and {}; commit them, copy the workflow \
+                 into .github/workflows/ and run it",
                 files.matrix.display(),
                 jobs.len(),
+                options.display(),
                 files.workflow.display()
             );
             Ok(0)

@@ -24,6 +24,9 @@ pub struct GithubOptions {
     pub timeout_minutes: u32,
     /// Runner that plans and collects (lightweight jobs).
     pub control_runner: String,
+    /// The run flags' file (`job --options-file`) relative to the repository root, used as the
+    /// default input; `None`: the rows run with `job`'s defaults.
+    pub options_path: Option<String>,
 }
 
 impl Default for GithubOptions {
@@ -34,15 +37,19 @@ impl Default for GithubOptions {
             inferbench_cmd: "inferbench".into(),
             timeout_minutes: 500,
             control_runner: "ubuntu-latest".into(),
+            options_path: None,
         }
     }
 }
 
-/// The reusable workflow YAML. Inputs: `matrix-file` (path in the repository) and `inferbench`
-/// (command); one `bench` job per matrix row on `runs-on: [self-hosted, <row runner label>]`.
+/// The reusable workflow YAML. Inputs: `matrix-file` (path in the repository), `options-file`
+/// (the run flags `sweep` was given, read by `job --options-file`; empty: `job`'s defaults) and
+/// `inferbench` (command); one `bench` job per matrix row on `runs-on: [self-hosted, <row
+/// runner label>]`, writing under `results/` with the runner's own name.
 pub fn workflow_yaml(opts: &GithubOptions) -> String {
     let name = yaml_str(&opts.name);
     let matrix = yaml_str(&opts.matrix_path);
+    let options = yaml_str(opts.options_path.as_deref().unwrap_or(""));
     let cmd = yaml_str(&opts.inferbench_cmd);
     let control = yaml_str(&opts.control_runner);
     let timeout = opts.timeout_minutes;
@@ -58,6 +65,10 @@ on:
         description: Job matrix JSON (rows as printed by `inferbench matrix`), relative to the repository root
         type: string
         default: {matrix}
+      options-file:
+        description: Run flags of `inferbench sweep` (JSON, read by `inferbench job --options-file`), relative to the repository root; empty for the defaults
+        type: string
+        default: {options}
       inferbench:
         description: Command that runs inferbench on the runners
         type: string
@@ -68,6 +79,10 @@ on:
         description: Job matrix JSON (rows as printed by `inferbench matrix`), relative to the repository root
         type: string
         default: {matrix}
+      options-file:
+        description: Run flags of `inferbench sweep` (JSON, read by `inferbench job --options-file`), relative to the repository root; empty for the defaults
+        type: string
+        default: {options}
       inferbench:
         description: Command that runs inferbench on the runners
         type: string
@@ -105,11 +120,13 @@ jobs:
       - name: Run matrix row
         env:
           MATRIX_FILE: ${{{{ inputs.matrix-file }}}}
+          OPTIONS_FILE: ${{{{ inputs.options-file }}}}
           ROW_INDEX: ${{{{ matrix.row.index }}}}
           INFERBENCH: ${{{{ inputs.inferbench }}}}
           RUNNER_NAME: ${{{{ runner.name }}}}
         run: |
-          $INFERBENCH job --matrix "$MATRIX_FILE" --index "$ROW_INDEX" --out results --runner-name "$RUNNER_NAME"
+          if [ -n "$OPTIONS_FILE" ]; then set -- --options-file "$OPTIONS_FILE"; else set --; fi
+          $INFERBENCH job --matrix "$MATRIX_FILE" --index "$ROW_INDEX" --out results --runner-name "$RUNNER_NAME" "$@"
       - name: Upload row artifacts
         if: always()
         uses: actions/upload-artifact@v6
@@ -152,7 +169,8 @@ pub struct GithubFiles {
     pub warnings: Vec<String>,
 }
 
-/// Writes `<dir>/matrix.json` (the rows) and `<dir>/inferbench-sweep.yml`.
+/// Writes `<dir>/matrix.json` (the rows) and `<dir>/inferbench-sweep.yml` (the options file, when
+/// [`GithubOptions::options_path`] names one, is the caller's).
 pub fn write(jobs: &[JobSpec], dir: &Path, opts: &GithubOptions) -> std::io::Result<GithubFiles> {
     std::fs::create_dir_all(dir)?;
     let rows: Vec<&crate::jobspec::MatrixRow> = jobs.iter().map(|j| &j.row).collect();
