@@ -664,7 +664,7 @@ fn eval_headline(dir: &std::path::Path, checked: bool) -> String {
     )
 }
 
-/// `, total <tok/s>, TTFT p99 <s>, <duration> s of wall time measured` from a point's `summary.json`, or
+/// `, <tok/s> tok/s in+out, TTFT p99 <s>, <duration> s of wall time measured` from a point's `summary.json`, or
 /// nothing. Agentic points show their North-Star x (p90 E2E-normalized interactivity,
 /// tok/s/user) instead of TTFT, and `INVALID` when `submission_valid` is false.
 fn headline(dir: &std::path::Path) -> String {
@@ -689,7 +689,7 @@ fn headline(dir: &std::path::Path) -> String {
             _ => false,
         };
         return format!(
-            ", total {t:.0} tok/s, p90 E2E-norm interactivity {x} tok/s/user, {d:.1} s \
+            ", {t:.0} tok/s in+out, p90 E2E-norm interactivity {x} tok/s/user, {d:.1} s \
              measured after the warmup (first send to last completion){}",
             if invalid {
                 ", INVALID (submission_valid=false)"
@@ -700,7 +700,7 @@ fn headline(dir: &std::path::Path) -> String {
     }
     match f("p99_ttft_ms") {
         Some(ttft) => format!(
-            ", total {t:.0} tok/s, TTFT p99 {:.3} s, {d:.1} s of wall time measured",
+            ", {t:.0} tok/s in+out, TTFT p99 {:.3} s, {d:.1} s of wall time measured",
             ttft / 1000.0
         ),
         None => String::new(),

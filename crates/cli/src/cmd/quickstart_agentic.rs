@@ -131,7 +131,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
             std::fs::write(dir.join("server.log"), format!("{sim_line}\n"))?;
             let hit = agentic::theoretical_hit_rate(&out.records);
             eprintln!(
-                "  lanes {conc:>2}: {} ok, {} failed, {} plays, total {:.0} tok/s, p90 E2E-norm \
+                "  lanes {conc:>2}: {} ok, {} failed, {} plays, {:.0} tok/s in+out, p90 E2E-norm \
                  interactivity {:.1} tok/s/user, theoretical hit {}, took {:.1} s with the warmup",
                 summary.completed,
                 summary.inferbench.failed,
