@@ -624,6 +624,24 @@ fn store_cli_compare_refuses_pooled_workloads() {
         ),
         "named in B: compared on purpose\n{out}"
     );
+    // Trial 10: `plot` on a filter that matches nothing told the user to store results.
+    let svg = t.0.join("x.svg");
+    let o = run(&[
+        "plot",
+        "--db",
+        db_s,
+        "-f",
+        "osl=999",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("matches -f osl=999 (`inferbench report` without them"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = run(&["compare", "hw=b200", "hw=tpu-v9", "--db", db_s]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

@@ -74,10 +74,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             kw_per_gpu: args.gpu_kw,
         },
     )?;
+    // The database has runs (checked above): an empty selection is the filters' doing (trial
+    // 10: "store results with ingest" was printed for a filter that matched nothing).
     anyhow::ensure!(
         !rows.is_empty(),
-        "nothing to plot: no point in {} matches (store results with `ingest` or `bench --db`)",
-        args.db
+        "nothing to plot: no point in {} matches {} (`inferbench report` without them lists \
+         every point)",
+        args.db,
+        {
+            let mut sel: Vec<String> = args.filters.iter().map(|f| format!("-f {f}")).collect();
+            sel.extend(args.since.iter().map(|d| format!("--since {d}")));
+            sel.extend(args.until.iter().map(|d| format!("--until {d}")));
+            if sel.is_empty() {
+                "(its runs hold only failed points: `report --include-failed` lists them)".into()
+            } else {
+                sel.join(" ")
+            }
+        }
     );
     let agentic = rows
         .iter()
