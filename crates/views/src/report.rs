@@ -774,6 +774,40 @@ pub fn round_for_table(v: f64) -> String {
     }
 }
 
+/// Text cells as aligned lines: each column as wide as its widest cell, left-aligned where
+/// `left[i]`, else right-aligned; two spaces before the first column and between columns,
+/// trailing blanks trimmed; every line ends with a newline.
+pub fn aligned<R: AsRef<[String]>>(grid: &[R], left: &[bool]) -> String {
+    let cols = grid.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let w: Vec<usize> = (0..cols)
+        .map(|i| {
+            grid.iter()
+                .filter_map(|r| r.as_ref().get(i))
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in grid {
+        let cells: Vec<String> = r
+            .as_ref()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if left.get(i).copied().unwrap_or(false) {
+                    format!("{c:<w$}", w = w[i])
+                } else {
+                    format!("{c:>w$}", w = w[i])
+                }
+            })
+            .collect();
+        out.push_str(format!("  {}", cells.join("  ")).trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// One group of `report --history-at`: its name, its values per batch (oldest first, from
 /// `inferbench_store::compare::history`) and the notes a table prints under it (why values are
 /// missing, how little a flag rests on).
@@ -853,27 +887,7 @@ pub fn render_history(
                             },
                         ]);
                     }
-                    let w: Vec<usize> = (0..6)
-                        .map(|i| grid.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-                        .collect();
-                    for r in &grid {
-                        let line = format!(
-                            "  {:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}  {:>w4$}  {}",
-                            r[0],
-                            r[1],
-                            r[2],
-                            r[3],
-                            r[4],
-                            r[5],
-                            w0 = w[0],
-                            w1 = w[1],
-                            w2 = w[2],
-                            w3 = w[3],
-                            w4 = w[4]
-                        );
-                        out.push_str(line.trim_end());
-                        out.push('\n');
-                    }
+                    out.push_str(&aligned(&grid, &[true, true, false, false, false, true]));
                 }
                 for n in &g.notes {
                     for l in wrap(n).lines() {

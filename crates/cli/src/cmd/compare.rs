@@ -101,15 +101,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(0);
     }
-    let w = |v: &[String]| v.first().cloned().unwrap_or_else(|| "-".into());
+    let one = |v: &[String]| v.first().cloned().unwrap_or_else(|| "-".into());
     println!(
         "A = {}   B = {}   workload {}   y = {} at x = {}",
         args.a,
         args.b,
         if wa == wb {
-            w(&wa)
+            one(&wa)
         } else {
-            format!("A {}, B {}", w(&wa), w(&wb))
+            format!("A {}, B {}", one(&wa), one(&wb))
         },
         inferbench_views::report::label(&args.y),
         inferbench_views::report::label(&args.x)
@@ -143,17 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             ci,
         ]);
     }
-    let w: Vec<usize> = (0..7)
-        .map(|i| grid.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &grid {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("{c:>w$}", w = w[i]))
-            .collect();
-        println!("  {}", cells.join("  "));
-    }
+    print!("{}", inferbench_views::report::aligned(&grid, &[]));
     println!(
         "  (A, B: mean over batches of y on each batch's frontier at x; n = batches whose frontier \
          reaches x, i.e. repeats)"

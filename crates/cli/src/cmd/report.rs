@@ -203,8 +203,7 @@ fn history(
         args.regression_threshold,
     );
     // Every group of the selection, also one whose points are all invalid (left out of `h`).
-    let mut names: std::collections::BTreeSet<String> = rows.iter().map(|r| r.group()).collect();
-    names.extend(h.keys().cloned());
+    let names: std::collections::BTreeSet<String> = rows.iter().map(|r| r.group()).collect();
     let empty = Vec::new();
     let mut regressed = false;
     let mut groups = Vec::new();
