@@ -41,7 +41,11 @@ for s in scripts/setup/*.sh; do
   name=$(basename "$s" .sh)
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " == *" $name "* ]]; then continue; fi
   echo "== setup: $s"
+  before=$(wc -l < "$INFERBENCH_ENV_FILE")
   bash "$s"
+  # Say what it made ready, also when everything was installed already and the script itself
+  # printed nothing (trial 10: bare `== setup:` lines).
+  tail -n +"$((before + 1))" "$INFERBENCH_ENV_FILE" | sed 's/^export /   ready: /'
 done
 # shellcheck disable=SC1090
 source "$INFERBENCH_ENV_FILE"

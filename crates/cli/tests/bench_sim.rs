@@ -206,7 +206,7 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(o.status.success(), "{out}");
-    assert!(out.contains("ingested 2 run(s)"), "{out}");
+    assert!(out.contains("from 2 source(s)"), "{out}");
     assert!(!out.contains("ignored"), "{out}");
     let mut store = inferbench_store::Store::open_existing(db.to_str().unwrap()).unwrap();
     let counts: std::collections::BTreeMap<String, i64> =
@@ -274,7 +274,7 @@ fn bench_db_stores_the_point_with_its_identity() {
             result_dir.to_str().unwrap(),
         ],
     );
-    assert!(text.contains("ingested 1 run(s)"), "{text}");
+    assert!(text.contains("from 1 source(s)"), "{text}");
     let o = Command::new(BIN)
         .args(["report", "--db", db, "--format", "csv", "--columns"])
         .arg("model,isl,osl,hardware,framework,precision,conc")
@@ -328,7 +328,7 @@ fn bench_db_stores_the_point_with_its_identity() {
                     result_dir.to_str().unwrap(),
                 ],
             );
-            assert!(text.contains("ingested 1 run(s)"), "{text}");
+            assert!(text.contains("from 1 source(s)"), "{text}");
         }
         Err(_) => {
             assert!(std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"));
@@ -522,7 +522,7 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
     };
     let t = ingest(&res.join("whole.json"));
     assert!(
-        t.contains("1 point(s), 16 request record(s) (warmups included)"),
+        t.contains("ingested 1 point(s) from 1 source(s) (point directories or result files) in 1 batch(es), 16 request record(s) (warmups included)"),
         "{t}"
     );
 
@@ -559,7 +559,7 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130));
     let t = ingest(&cut);
-    assert!(t.starts_with("ingested 1 run(s), 1 point(s)"), "{t}");
+    assert!(t.starts_with("ingested 1 point(s) from 1 source(s)"), "{t}");
     let o = Command::new(BIN)
         .args(["report", "--db", db.to_str().unwrap(), "--format", "csv"])
         .args(["--columns", "isl,osl,conc,valid,frontier"])

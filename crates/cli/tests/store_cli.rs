@@ -102,7 +102,7 @@ fn store_cli_sqlite_and_postgres_reports_identical() {
     // The corrupt fixture is skipped → exit 1, everything else stored.
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("ingested 7 run(s)"), "{text}");
+    assert!(text.contains("from 7 source(s)"), "{text}");
     assert!(text.contains("hardware: tpu-v9"), "{text}");
     let lite = reports(&db);
     // Pinned: the frontier CSV of the H200 sweep (exact values from the fixtures).
@@ -293,7 +293,7 @@ fn store_cli_kill9_during_ingest_leaves_consistent_db() {
     drop(s);
     // Re-ingest completes.
     let o = stdout_ok(&["ingest", sweep.to_str().unwrap(), "--db", &db]);
-    assert!(o.contains(&format!("ingested {n} run(s)")), "{o}");
+    assert!(o.contains(&format!("from {n} source(s)")), "{o}");
     let counts: std::collections::BTreeMap<String, i64> = Store::open(&db)
         .unwrap()
         .table_counts()
@@ -396,7 +396,7 @@ fn store_cli_ingest_of_an_empty_directory_fails() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
-        out.contains("ingested 0 run(s), 0 point(s)")
+        out.contains("ingested 0 point(s) from 0 source(s)")
             && out.contains("error: nothing to ingest there")
             && out.contains("ignored 1 non-result file(s): "),
         "{out}"
@@ -550,10 +550,13 @@ fn store_cli_ingests_an_inferencex_dump() {
     );
     assert!(!Path::new(&db).exists());
     let out = stdout_ok(&["ingest", "--inferencex-dump", &dump, "--db", &db]);
-    assert!(out.starts_with("ingested 2 run(s), 4 point(s)"), "{out}");
+    assert!(
+        out.starts_with("ingested 4 point(s), 1 eval result(s) from 2 workflow run(s) of an InferenceX dump in 2 batch(es), no request records (a dump has none)\n"),
+        "{out}"
+    );
     let out = stdout_ok(&["ingest", "--inferencex-dump", &dump, "--db", &db]);
     assert!(
-        out.starts_with("ingested 2 run(s) (2 already present"),
+        out.starts_with("ingested 4 point(s), 1 eval result(s) from 2 workflow run(s) of an InferenceX dump (2 already present, updated in place)"),
         "{out}"
     );
     let csv = stdout_ok(&[

@@ -111,6 +111,11 @@ pub struct IngestReport {
     pub runs_ingested: usize,
     /// Of those, runs already present with the same content key (re-ingest).
     pub runs_reingested: usize,
+    /// Batches (sweeps) the written runs belong to: `ingest` says how many, so one sweep's
+    /// five point directories read as five sources of one batch, not as five runs.
+    pub batches: BTreeSet<String>,
+    /// The sources were an InferenceX database dump's workflow runs, not files of ours.
+    pub from_dump: bool,
     /// Points written.
     pub points: usize,
     /// Of those, points stored as invalid (cut short, an invalid AgentX submission): listed by
@@ -149,36 +154,51 @@ impl IngestReport {
     pub fn render(&self) -> String {
         let again = if self.runs_reingested > 0 {
             format!(
-                " ({} already present, updated in place)",
+                "; {} already present, updated in place",
                 self.runs_reingested
             )
         } else {
             String::new()
         };
-        let records = if self.requests == 0 && self.points > 0 {
+        let records = if self.requests == 0 && self.from_dump {
+            "no request records (a dump has none)".to_string()
+        } else if self.requests == 0 && self.points > 0 {
             "no request records (none were saved with the results; `inferbench bench` keeps \
              them with --save-requests FILE)"
                 .to_string()
         } else {
             format!("{} request record(s) (warmups included)", self.requests)
         };
-        let mut s = if self.evals > 0 && self.points == 0 {
-            // Eval sets only: no points, so nothing to say about request records.
-            format!(
-                "ingested {} run(s){again}, 0 point(s), {} eval result(s)\n",
-                self.runs_ingested, self.evals
-            )
-        } else if self.evals > 0 {
-            format!(
-                "ingested {} run(s){again}, {} point(s), {} eval result(s), {records}\n",
-                self.runs_ingested, self.points, self.evals
-            )
+        // A "run" of the store is one source: a point directory, a result file, an eval
+        // directory or a dump's workflow run. Say so, with the batches they make up (trial 10:
+        // "5 run(s), 5 point(s)" for one sweep read as five sweeps).
+        let evals = if self.evals > 0 {
+            format!(", {} eval result(s)", self.evals)
         } else {
-            format!(
-                "ingested {} run(s){again}, {} point(s), {records}\n",
-                self.runs_ingested, self.points
-            )
+            String::new()
         };
+        let tail = if self.evals > 0 && self.points == 0 {
+            // Eval sets only: no points, so nothing to say about request records.
+            String::new()
+        } else {
+            format!(", {records}")
+        };
+        let sources = if self.from_dump {
+            "workflow run(s) of an InferenceX dump"
+        } else {
+            "source(s) (point directories or result files"
+        };
+        let again = match (self.from_dump, again.is_empty()) {
+            (true, true) => String::new(),
+            (true, false) => format!(" ({})", &again[2..]),
+            (false, _) => format!("{again})"),
+        };
+        let mut s = format!(
+            "ingested {} point(s){evals} from {} {sources}{again} in {} batch(es){tail}\n",
+            self.points,
+            self.runs_ingested,
+            self.batches.len()
+        );
         if self.found_nothing() {
             s.push_str(
                 "error: nothing to ingest there (no result files or artifact directories)\n",
@@ -459,7 +479,10 @@ impl Store {
             dump::read_json_dump(dir, &opts.overrides)
         }
         .map_err(StoreError::Other)?;
-        let mut report = IngestReport::default();
+        let mut report = IngestReport {
+            from_dump: true,
+            ..Default::default()
+        };
         for run in &runs {
             self.ingest_run_into(run, &mut report);
         }
@@ -497,6 +520,7 @@ impl Store {
             Ok((existed, n_req)) => {
                 report.runs_ingested += 1;
                 report.runs_reingested += usize::from(existed);
+                report.batches.insert(run.batch.clone());
                 report.points += run.points.len();
                 report.invalid_points += run.points.iter().filter(|p| !p.valid).count();
                 report.evals += run.evals.len();
@@ -941,17 +965,44 @@ mod tests {
         let mut r = IngestReport {
             runs_ingested: 1,
             points: 1,
+            batches: ["results/bench".to_string()].into(),
             ..IngestReport::default()
         };
         assert_eq!(
             r.render(),
-            "ingested 1 run(s), 1 point(s), no request records (none were saved with the \
-             results; `inferbench bench` keeps them with --save-requests FILE)\n"
+            "ingested 1 point(s) from 1 source(s) (point directories or result files) in 1 \
+             batch(es), no request records (none were saved with the results; `inferbench \
+             bench` keeps them with --save-requests FILE)\n"
         );
         r.requests = 12;
         assert_eq!(
             r.render(),
-            "ingested 1 run(s), 1 point(s), 12 request record(s) (warmups included)\n"
+            "ingested 1 point(s) from 1 source(s) (point directories or result files) in 1 \
+             batch(es), 12 request record(s) (warmups included)\n"
+        );
+        // One sweep of five points ingested again (trial 10: it read as five runs).
+        r.runs_ingested = 5;
+        r.runs_reingested = 5;
+        r.points = 5;
+        r.evals = 1;
+        assert_eq!(
+            r.render(),
+            "ingested 5 point(s), 1 eval result(s) from 5 source(s) (point directories or \
+             result files; 5 already present, updated in place) in 1 batch(es), 12 request \
+             record(s) (warmups included)\n"
+        );
+        let dump = IngestReport {
+            from_dump: true,
+            runs_ingested: 2,
+            runs_reingested: 2,
+            points: 4,
+            batches: ["a".to_string(), "b".to_string()].into(),
+            ..IngestReport::default()
+        };
+        assert_eq!(
+            dump.render(),
+            "ingested 4 point(s) from 2 workflow run(s) of an InferenceX dump (2 already \
+             present, updated in place) in 2 batch(es), no request records (a dump has none)\n"
         );
     }
 

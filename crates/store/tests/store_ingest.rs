@@ -612,7 +612,7 @@ fn eval_sets_ingest_as_inferencex_collects_them() {
     );
     assert!(r
         .render()
-        .starts_with("ingested 2 run(s), 0 point(s), 3 eval result(s)\n"));
+        .starts_with("ingested 0 point(s), 3 eval result(s) from 2 source(s) (point directories or result files) in 1 batch(es)\n"));
     assert_eq!(r.unfinished.len(), 1, "{:?}", r.unfinished);
     assert!(r.unfinished[0]
         .contains("eval_gptoss_8k1k_unfinished (state failed, eval_failed: GSM8K data not given"));

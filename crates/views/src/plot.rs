@@ -252,6 +252,14 @@ fn draw<DB: DrawingBackend>(
     // Label boxes already drawn (pixels), so that a later label moves aside rather than
     // overprinting one (trial 8: `2` and `4` of one curve ran into each other).
     let mut placed: Vec<PixelBox> = Vec::new();
+    // Every drawn marker, of every group, is an obstacle too (trial 10: with two close curves
+    // one group's labels sat on the other's points).
+    let markers: Vec<PixelBox> = groups
+        .values()
+        .flatten()
+        .filter_map(|r| Some(chart.backend_coord(&(r.get(&spec.x)?, r.get(&spec.y)?))))
+        .map(|(px, py)| (px - 5, py - 5, px + 5, py + 5))
+        .collect();
     for (i, (name, rows)) in groups.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
         let competing: Vec<&PointRow> = rows
@@ -340,7 +348,7 @@ fn draw<DB: DrawingBackend>(
             .iter()
             .map(|&(x, y, _, conc)| {
                 let at = chart.backend_coord(&(x, y));
-                place_label(at, conc.to_string().len(), &mut placed)
+                place_label(at, conc.to_string().len(), &mut placed, &markers)
             })
             .collect();
         chart
@@ -389,10 +397,17 @@ type PixelBox = (i32, i32, i32, i32);
 
 /// Where a point label of `chars` digits goes, as a text offset from its point `at` (pixels):
 /// the first of upper right (the usual place), lower right, upper left, lower left, and
-/// further up or down, whose box overlaps no label in `placed`; upper right when all do. The
+/// further up or down, whose box overlaps no label in `placed` (labels of every group drawn
+/// so far) and no point marker in `markers` (every group's); when each overlaps something,
+/// the one that overprints fewest labels, then fewest markers (upper right on a tie). The
 /// chosen box is added to `placed`. Sizes are those of the 13 px sans-serif labels (about 8
-/// px per digit).
-fn place_label(at: (i32, i32), chars: usize, placed: &mut Vec<PixelBox>) -> (i32, i32) {
+/// px per digit) and the 5 px markers.
+fn place_label(
+    at: (i32, i32),
+    chars: usize,
+    placed: &mut Vec<PixelBox>,
+    markers: &[PixelBox],
+) -> (i32, i32) {
     let (w, h) = (8 * chars.max(1) as i32 + 2, 14);
     let candidates = [
         (6, -16),
@@ -403,13 +418,24 @@ fn place_label(at: (i32, i32), chars: usize, placed: &mut Vec<PixelBox>) -> (i32
         (6, 20),
         (-6 - w, -32),
         (-6 - w, 20),
+        (-w / 2, -30),
+        (-w / 2, 16),
+        (6, -48),
+        (6, 36),
     ];
     let boxed = |(dx, dy): (i32, i32)| (at.0 + dx, at.1 + dy, at.0 + dx + w, at.1 + dy + h);
     let overlaps = |a: PixelBox, b: &PixelBox| a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3;
+    let cost = |o: (i32, i32)| {
+        let b = boxed(o);
+        let labels = placed.iter().filter(|p| overlaps(b, p)).count();
+        let points = markers.iter().filter(|m| overlaps(b, m)).count();
+        (labels, points)
+    };
+    // min_by_key keeps the first of equal costs: the candidates' order is the preference.
     let off = candidates
         .iter()
         .copied()
-        .find(|&o| !placed.iter().any(|b| overlaps(boxed(o), b)))
+        .min_by_key(|&o| cost(o))
         .unwrap_or(candidates[0]);
     placed.push(boxed(off));
     off
@@ -572,13 +598,13 @@ mod tests {
     fn a_label_that_would_overprint_another_moves_aside() {
         let mut placed = Vec::new();
         // The first goes upper right of its point.
-        assert_eq!(place_label((100, 100), 1, &mut placed), (6, -16));
+        assert_eq!(place_label((100, 100), 1, &mut placed, &[]), (6, -16));
         // A point 3 px to the right: upper right would overlap, lower right is free.
-        assert_eq!(place_label((103, 101), 1, &mut placed), (6, 4));
+        assert_eq!(place_label((103, 101), 1, &mut placed, &[]), (6, 4));
         // A third there: upper left.
-        assert_eq!(place_label((102, 100), 1, &mut placed), (-16, -16));
+        assert_eq!(place_label((102, 100), 1, &mut placed, &[]), (-16, -16));
         // A far point keeps the usual place.
-        assert_eq!(place_label((300, 300), 2, &mut placed), (6, -16));
+        assert_eq!(place_label((300, 300), 2, &mut placed, &[]), (6, -16));
         assert_eq!(placed.len(), 4);
         for (i, a) in placed.iter().enumerate() {
             for b in &placed[i + 1..] {
@@ -588,6 +614,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_label_keeps_off_another_groups_points() {
+        // Another curve's marker sits just upper right of the point (trial 10): the label
+        // goes lower right instead of onto it.
+        let other = [(108, 86, 118, 96)];
+        let mut placed = Vec::new();
+        assert_eq!(place_label((100, 100), 1, &mut placed, &other), (6, 4));
+        // Hemmed in by markers everywhere, a label still never overprints a label: it takes
+        // the place with the fewest markers under it.
+        let everywhere: Vec<PixelBox> = (-60..60)
+            .step_by(4)
+            .flat_map(|dx| (-60..60).step_by(4).map(move |dy| (dx, dy)))
+            .map(|(dx, dy)| (200 + dx, 200 + dy, 202 + dx, 202 + dy))
+            .collect();
+        let mut placed = vec![(206, 184, 216, 198)];
+        let off = place_label((200, 200), 1, &mut placed, &everywhere);
+        assert_ne!(off, (6, -16));
+        assert!(!overlap(placed[0], placed[1]), "{placed:?}");
+    }
+
+    fn overlap(a: PixelBox, b: PixelBox) -> bool {
+        a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
     }
 
     #[test]

@@ -130,15 +130,26 @@ pub fn split_common(rows: &[PointRow], columns: &[String]) -> (Vec<String>, Vec<
 /// differ) around a `…`; CSV and JSON give them whole.
 const BATCH_WIDTH: usize = 32;
 
-/// A batch as tables show it: a sweep directory's last component (`results/agentic` →
-/// `agentic`), at most 32 characters (head and tail kept around `…`).
+/// A batch as tables show it: a result directory's last two components
+/// (`/home/u/results/agentic` → `results/agentic`; trial 10: `bench` alone read as the
+/// subcommand, not as `results/bench`), a result file's name (`….json`), a name as it is
+/// (`quickstart-…`); at most 32 characters (head and tail kept around `…`). `report -f
+/// batch=LABEL` matches it.
 pub fn batch_label(batch: &str) -> String {
-    let last = batch
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or_default();
-    middle_ellipsis(last, BATCH_WIDTH)
+    let trimmed = batch.trim_end_matches('/');
+    let parts: Vec<&str> = trimmed.rsplitn(3, '/').collect();
+    let is_file = |name: &str| {
+        std::path::Path::new(name)
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.chars().all(|c| c.is_ascii_alphabetic()))
+    };
+    let shown = match parts.as_slice() {
+        [a, b, ..] if !b.is_empty() && !is_file(a) => format!("{b}/{a}"),
+        [a, ..] => a.to_string(),
+        [] => String::new(),
+    };
+    middle_ellipsis(&shown, BATCH_WIDTH)
 }
 
 /// `name` cut to at most `width` characters: the first third, `…`, then the end.
@@ -670,6 +681,16 @@ mod tests {
             "quickstart-20261202-031245-117"
         );
         assert_eq!(cell(&a, "batch", true).unwrap(), a.batch);
+        // Trial 10: a bench point's batch `results/bench` showed as `bench`.
+        for (batch, shown) in [
+            ("/home/u/results/bench/", "results/bench"),
+            ("results/bench", "results/bench"),
+            ("bench", "bench"),
+            ("/sweeps/v0.9", "sweeps/v0.9"),
+            ("/x/results/agg_dsr1_1k1k.json", "agg_dsr1_1k1k.json"),
+        ] {
+            assert_eq!(batch_label(batch), shown, "{batch}");
+        }
     }
 
     fn row() -> PointRow {
