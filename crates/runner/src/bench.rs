@@ -25,6 +25,12 @@ pub struct LoadgenPoint {
     /// Notes already warned in this sweep: a note every point repeats word for word (no power
     /// sampler on this machine) is said once, not once per point.
     pub warned: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// The server is the simulator running this many modelled seconds per wall second (its
+    /// time scale): each fixed-sequence point is rewritten in modelled time
+    /// ([`crate::modelled::to_modelled_time`]) before its records are compressed, its summary
+    /// says so (`clock: modelled`, `sim_time_scale`), and no GPU power is sampled (a simulated
+    /// GPU draws none of this machine's). `None`: a real server, wall time.
+    pub sim_time_scale: Option<f64>,
 }
 
 /// `BenchOptions` for a point (public so the CLI and tests can show exactly what is run).
@@ -75,8 +81,20 @@ impl PointRunner for LoadgenPoint {
         if self.progress {
             opts.progress = ProgressMode::Auto;
         }
+        if let Some(k) = self.sim_time_scale {
+            opts.power = inferbench_loadgen::PowerMode::Off;
+            opts.metadata = vec![
+                ("clock".into(), "modelled".into()),
+                ("sim_time_scale".into(), k.to_string()),
+            ];
+        }
         let max_error_rate = opts.max_error_rate;
-        let outcome = run_bench(opts, cancel.clone()).await?;
+        let mut outcome = run_bench(opts.clone(), cancel.clone()).await?;
+        if let Some(k) = self.sim_time_scale {
+            let (modelled, note) = crate::modelled::to_modelled_time(&opts, &outcome.summary, k)?;
+            outcome.summary = modelled;
+            outcome.notes.extend(note);
+        }
         finish_point(req, &outcome.notes, &self.warned)?;
         let aggregate = match &outcome.aggregate_path {
             Some(p) => Some(serde_json::from_str(

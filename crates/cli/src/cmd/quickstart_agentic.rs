@@ -40,7 +40,8 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         ..SimConfig::default()
     };
     let info = inferbench_sim::describe(&cfg)?;
-    let (mut store, hw_key, model_prefix) = super::quickstart::open_store_and_identity(args)?;
+    let mut store = super::quickstart::open_store(args)?;
+    let (hw_key, model_prefix) = inferbench_runner::simsweep::store_keys(&cfg)?;
     let traces = Arc::new(super::replay::synthetic_traces("quickstart", None, 42));
     let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
     let tok = inferbench_workload::Tokenizer::load("o200k_base")?;
