@@ -73,7 +73,8 @@ impl SimSweep {
 
     /// Starts the simulator, runs [`SimSweep::jobs`] one point at a time into `run_dir`
     /// (`<run_dir>/<RESULT_FILENAME>/`, each `job.json` naming `sweep_id`, the store's batch)
-    /// and prints one line per point to stderr ([`point_line`]); stops the sim. Cancelling
+    /// and stops the sim. Prints to stderr the sim's start line and what the sweep sends, then
+    /// one line per point ([`point_line`]). Cancelling
     /// `cancel` cuts the current point short (it keeps its artifacts) and runs no other.
     /// Failed points are in the report, not errors. Errors: the sim cannot start, or
     /// `run_dir` cannot be written.
@@ -86,9 +87,21 @@ impl SimSweep {
         let jobs = self.jobs()?;
         let (hw, _) = store_keys(&self.sim)?;
         let info = inferbench_sim::describe(&self.sim)?;
+        let start_line = inferbench_sim::start_line(&self.sim, &info);
+        let k = self.sim.time_scale;
+        eprintln!("{start_line}");
+        eprintln!(
+            "  (time scale {k}: the sim runs {k}x faster than the modelled hardware; every time \
+             below is rescaled to the modelled hardware's)"
+        );
+        eprintln!(
+            "  random dataset: ISL {} / OSL {} tokens (exact lengths), {} prompt(s) and {} \
+             warmup(s) per unit of concurrency, at conc {:?}",
+            self.isl, self.osl, self.prompts_per_conc, self.warmups_per_conc, self.concurrency
+        );
         // The in-process sim's log is its start line; the sweep copies it into every point.
         let log = run_dir.join("server.log");
-        std::fs::write(&log, inferbench_sim::start_line(&self.sim, &info) + "\n")?;
+        std::fs::write(&log, start_line + "\n")?;
         let sim = inferbench_sim::spawn(self.sim.clone())?;
         let opts = SweepOptions {
             out_dir: run_dir.to_path_buf(),
@@ -114,6 +127,7 @@ impl SimSweep {
         };
         let runner = LoadgenPoint {
             sim_time_scale: Some(self.sim.time_scale),
+            indented_notes: true,
             ..LoadgenPoint::default()
         };
         let mut report = SweepReport::default();

@@ -90,7 +90,11 @@ pub struct Args {
 /// given. Errors: an unknown `--precision`.
 fn plan(a: &Args) -> anyhow::Result<SimSweep> {
     let f = a.fast;
-    let full = [1, 2, 4, 8, 16, 32, 64];
+    let conc: &[u32] = if f {
+        &[1, 4, 16, 64]
+    } else {
+        &[1, 2, 4, 8, 16, 32, 64]
+    };
     Ok(SimSweep {
         sim: SimConfig {
             hardware: a.hardware.clone(),
@@ -103,13 +107,7 @@ fn plan(a: &Args) -> anyhow::Result<SimSweep> {
             threads: 1,
             ..SimConfig::default()
         },
-        concurrency: (a.concurrency.clone()).unwrap_or_else(|| {
-            if f {
-                vec![1, 4, 16, 64]
-            } else {
-                full.to_vec()
-            }
-        }),
+        concurrency: a.concurrency.clone().unwrap_or_else(|| conc.to_vec()),
         isl: a.isl.unwrap_or(if f { 512 } else { 1024 }),
         osl: a.osl.unwrap_or(if f { 64 } else { 256 }),
         prompts_per_conc: a.prompts_per_conc.unwrap_or(if f { 2 } else { 5 }),
@@ -152,17 +150,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     );
     // Open (and migrate) the database before the sweep, so a bad --db fails in seconds.
     let mut store = open_store(&args)?;
-    let k = p.sim.time_scale;
-    eprintln!("{}", inferbench_sim::start_line(&p.sim, &info));
-    eprintln!(
-        "  (time scale {k}: the sim runs {k}x faster than the modelled hardware; every time below \
-         is rescaled to the modelled hardware's)"
-    );
-    eprintln!(
-        "  random dataset: ISL {} / OSL {} tokens (exact lengths), {} prompt(s) and {} warmup(s) per \
-         unit of concurrency, at conc {:?}",
-        p.isl, p.osl, p.prompts_per_conc, p.warmups_per_conc, p.concurrency
-    );
     let run_dir = fresh_run_dir(&args.out)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -174,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         p.run(&run_dir, &sweep_id(&run_dir), &cancel).await
     })?;
     let mut exit = report.exit_code();
-    let concs: Vec<u32> = report.points.iter().map(|pt| pt.conc).collect();
+    let concs: Vec<i64> = report.points.iter().map(|pt| pt.conc.into()).collect();
     let chart = (args.chart.clone()).unwrap_or_else(|| run_dir.join("frontier.svg"));
     match store_and_plot(&mut store, &args, &p, &run_dir, &chart, &concs) {
         Ok(msg) => eprintln!("{msg}"),
@@ -212,109 +199,53 @@ fn store_and_plot(
     p: &SimSweep,
     run_dir: &Path,
     chart: &Path,
-    concs: &[u32],
+    concs: &[i64],
 ) -> anyhow::Result<String> {
-    use inferbench_views::report as view;
-    let report = store.ingest_path(run_dir, &inferbench_store::IngestOptions::default())?;
+    use inferbench_views::preview::{stored_line, unlisted, Preview};
+    let report = store.ingest_path(run_dir, &Default::default())?;
     let mut filter = inferbench_store::Filter::default();
     filter.add(&format!("batch={}", sweep_id(run_dir)))?;
-    let mut rows = store.points(&filter, &inferbench_store::CostOptions::default())?;
-    let spec = inferbench_views::plot::PlotSpec {
-        title: format!(
-            "inferbench quickstart: {} on simulated {} ({} / {} tokens)",
-            args.model, args.hardware, p.isl, p.osl
-        ),
-        ..Default::default()
+    let mut rows = store.points(&filter, &Default::default())?;
+    let mut view = Preview {
+        columns: [
+            "conc",
+            "tput_per_gpu",
+            "median_intvty",
+            "p99_ttft",
+            "frontier",
+        ]
+        .map(String::from)
+        .to_vec(),
+        invalid: rows.iter().any(|r| !r.valid),
+        notes: vec![
+            "times are modelled: the simulated hardware's, not this machine's wall clock".into(),
+        ],
+        ..Preview::default()
     };
-    inferbench_store::query::mark_frontier(&mut rows, &spec.x, &spec.y);
-    let cols: Vec<String> = [
-        "conc",
-        "tput_per_gpu",
-        "median_intvty",
-        "p99_ttft",
-        "frontier",
-    ]
-    .iter()
-    .map(|c| c.to_string())
-    .collect();
-    let invalid = rows.iter().any(|r| !r.valid);
-    print!("\n{}", view::render(&rows, &cols, view::Format::Table));
-    print!("{}", view::footer(&cols, &spec.x, &spec.y, invalid, false));
-    print!(
-        "{}",
-        view::wrap("times are modelled: the simulated hardware's, not this machine's wall clock")
+    view.spec.title = format!(
+        "inferbench quickstart: {} on simulated {} ({} / {} tokens)",
+        args.model, args.hardware, p.isl, p.osl
     );
+    inferbench_store::query::mark_frontier(&mut rows, &view.spec.x, &view.spec.y);
     // A point cut short before any request finished is a failed point, not a row here.
-    let failed: Vec<String> = concs
-        .iter()
-        .filter(|&&c| !rows.iter().any(|r| r.conc == i64::from(c)))
-        .map(|c| c.to_string())
-        .collect();
+    let failed = unlisted(concs, &rows);
     if !failed.is_empty() {
-        print!(
-            "{}",
-            view::wrap(&format!(
-                "conc {}: no request finished, stored as a failed point (`report \
-                 --include-failed` lists it)",
-                failed.join(", ")
-            ))
-        );
+        view.notes.push(format!(
+            "conc {}: no request finished, stored as a failed point (`report --include-failed` \
+             lists it)",
+            failed.join(", ")
+        ));
     }
-    let drawn = inferbench_views::plot::plot(&rows, &spec, chart)?;
-    if let Some(n) = drawn.note() {
+    print!("\n{}", view.table(&rows));
+    let (charts, note) = view.draw(&rows, chart, args.chart.is_none())?;
+    if let Some(n) = note {
         eprintln!("  chart: {n}");
     }
-    // The default chart comes as SVG (any browser) and PNG (any image viewer).
-    let mut charts = chart.display().to_string();
-    if args.chart.is_none() {
-        let png = chart.with_extension("png");
-        inferbench_views::plot::plot(&rows, &spec, &png)?;
-        charts = format!("{charts} and {}", png.display());
-    }
+    let db = (!args.no_db).then(|| store.location());
     Ok(stored_line(
-        args,
-        store,
         &report,
+        db,
         &charts,
         "cut short, kept off the frontier",
     ))
-}
-
-/// The last line of a quickstart: how many points went where (and how many of them the store
-/// keeps as invalid, `why_invalid`), and the charts. With `--no-db` the points were read from a
-/// throw-away in-memory store, and the line says they were not stored (it said "ingested …
-/// into no database").
-pub(super) fn stored_line(
-    args: &Args,
-    store: &inferbench_store::Store,
-    report: &inferbench_store::IngestReport,
-    charts: &str,
-    why_invalid: &str,
-) -> String {
-    let mut notes = Vec::new();
-    match report.invalid_points {
-        0 => {}
-        n if n == report.points => notes.push(format!("all invalid: {why_invalid}")),
-        n => notes.push(format!("{n} of them invalid: {why_invalid}")),
-    }
-    if !report.skipped.is_empty() {
-        notes.push(format!("{} skipped", report.skipped.len()));
-    }
-    let skipped = if notes.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", notes.join("; "))
-    };
-    if args.no_db {
-        format!(
-            "{} points{skipped}, not stored (--no-db); chart: {charts}",
-            report.points
-        )
-    } else {
-        format!(
-            "stored {} points{skipped} in {}; chart: {charts}",
-            report.points,
-            store.location()
-        )
-    }
 }
