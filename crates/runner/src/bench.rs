@@ -86,10 +86,10 @@ impl PointRunner for LoadgenPoint {
         }
         if let Some(k) = self.sim_time_scale {
             opts.power = inferbench_loadgen::PowerMode::Off;
-            opts.metadata = vec![
+            opts.metadata.extend([
                 ("clock".into(), "modelled".into()),
                 ("sim_time_scale".into(), k.to_string()),
-            ];
+            ]);
         }
         let max_error_rate = opts.max_error_rate;
         let mut outcome = run_bench(opts.clone(), cancel.clone()).await?;
@@ -132,8 +132,8 @@ impl PointRunner for LoadgenPoint {
     }
 }
 
-/// After a point: its notes as warnings or indented notes (each distinct note once per sweep, see
-/// [`LoadgenPoint::warned`]), `requests.jsonl` compressed to `requests.jsonl.zst`.
+/// After a point: its notes as warnings or indented notes (each distinct note once per sweep,
+/// see [`LoadgenPoint::warned`]), `requests.jsonl` compressed to `requests.jsonl.zst`.
 fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> anyhow::Result<()> {
     for note in notes {
         let first = (runner.warned.lock()).map_or(true, |mut w| w.insert(note.clone()));

@@ -74,10 +74,10 @@ impl SimSweep {
     /// Starts the simulator, runs [`SimSweep::jobs`] one point at a time into `run_dir`
     /// (`<run_dir>/<RESULT_FILENAME>/`, each `job.json` naming `sweep_id`, the store's batch)
     /// and stops the sim. Prints to stderr the sim's start line and what the sweep sends, then
-    /// one line per point ([`point_line`]). Cancelling
-    /// `cancel` cuts the current point short (it keeps its artifacts) and runs no other.
-    /// Failed points are in the report, not errors. Errors: the sim cannot start, or
-    /// `run_dir` cannot be written.
+    /// one line per point ([`point_line`]). Cancelling `cancel` cuts the current point short
+    /// (it keeps its artifacts) and runs no other. Failed points are in the report, not
+    /// errors. Errors: an invalid sim configuration, a sim that cannot start, or a `run_dir`
+    /// that cannot be written.
     pub async fn run(
         &self,
         run_dir: &Path,
@@ -99,10 +99,10 @@ impl SimSweep {
              warmup(s) per unit of concurrency, at conc {:?}",
             self.isl, self.osl, self.prompts_per_conc, self.warmups_per_conc, self.concurrency
         );
+        let sim = inferbench_sim::spawn(self.sim.clone())?;
         // The in-process sim's log is its start line; the sweep copies it into every point.
         let log = run_dir.join("server.log");
         std::fs::write(&log, start_line + "\n")?;
-        let sim = inferbench_sim::spawn(self.sim.clone())?;
         let opts = SweepOptions {
             out_dir: run_dir.to_path_buf(),
             runner_name: Some(format!("{hw}-sim")),
