@@ -988,7 +988,9 @@ async fn stop(engine: Option<Running>, opts: &SweepOptions) {
 }
 
 /// `job.json`: the JobSpec, the point, the engine command (or what the server at `base_url`
-/// is, [`SweepOptions::server`]), provenance and the sweep id when the sweep has one.
+/// is, [`SweepOptions::server`]), provenance, the sweep id when the sweep has one, and a
+/// fixed-sequence point's client settings the row does not hold (`bench`: prompts, warmups,
+/// seed, range ratio, ignore_eos).
 fn write_job_json(
     point: &Point,
     opts: &SweepOptions,
@@ -1022,6 +1024,16 @@ fn write_job_json(
         }
         if let Some(id) = &opts.sweep_id {
             o.insert("sweep_id".into(), id.clone().into());
+        }
+        if point.kind == PointKind::Throughput && !point.spec.is_agentic() {
+            let b = &opts.bench;
+            o.insert(
+                "bench".into(),
+                serde_json::json!({
+                    "num_prompts": b.prompts(point.conc), "num_warmups": b.warmups(point.conc),
+                    "seed": b.seed, "range_ratio": b.range_ratio, "ignore_eos": b.ignore_eos,
+                }),
+            );
         }
     }
     let _ = write_json_atomic(&point.dir.join("job.json"), &job);
