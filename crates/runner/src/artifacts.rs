@@ -178,6 +178,29 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
+/// Creates a fresh run directory `<out>/<UTC time>` (`20261130-094512-123`, millisecond
+/// resolution; `-2`, `-3`, … appended when it exists, so two runs never share one), creating
+/// `out` too, and returns it. Errors: `out` or the directory cannot be created (named).
+pub fn fresh_run_dir(out: &Path) -> std::io::Result<PathBuf> {
+    let named = |e: std::io::Error, p: &Path| {
+        std::io::Error::new(e.kind(), format!("creating {}: {e}", p.display()))
+    };
+    std::fs::create_dir_all(out).map_err(|e| named(e, out))?;
+    let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S-%3f").to_string();
+    let mut n = 1u32;
+    loop {
+        let dir = match n {
+            1 => out.join(&stamp),
+            _ => out.join(format!("{stamp}-{n}")),
+        };
+        match std::fs::create_dir(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < u32::MAX => n += 1,
+            Err(e) => return Err(named(e, &dir)),
+            Ok(()) => return Ok(dir),
+        }
+    }
+}
+
 /// Makes a runner name safe for a file name: characters other than `[A-Za-z0-9._-]` become `-`.
 pub fn sanitize_name(s: &str) -> String {
     s.chars()
@@ -228,5 +251,36 @@ mod tests {
         assert_eq!(point_dir(o, "rf", 4, true), Path::new("/o/rf_conc4"));
         assert_eq!(sanitize_name("gpu node/1:a"), "gpu-node-1-a");
         assert!(!hostname().is_empty());
+    }
+
+    /// Run directories are named by the UTC time and never shared: a second one created in
+    /// the same millisecond gets `-2`.
+    #[test]
+    fn fresh_run_dirs_are_distinct() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("runs");
+        let dirs: Vec<PathBuf> = (0..3).map(|_| fresh_run_dir(&out).unwrap()).collect();
+        for d in &dirs {
+            assert!(d.is_dir(), "{d:?}");
+            let name = d.file_name().unwrap().to_str().unwrap();
+            let stamp: String = name.chars().take(19).collect();
+            assert_eq!(stamp.len(), 19, "{name}");
+            assert!(
+                stamp
+                    .chars()
+                    .enumerate()
+                    .all(|(i, c)| if i == 8 || i == 15 {
+                        c == '-'
+                    } else {
+                        c.is_ascii_digit()
+                    }),
+                "{name}"
+            );
+        }
+        assert!(dirs[0] != dirs[1] && dirs[1] != dirs[2] && dirs[0] != dirs[2]);
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let e = fresh_run_dir(&file.join("x")).unwrap_err().to_string();
+        assert!(e.contains("creating "), "{e}");
     }
 }

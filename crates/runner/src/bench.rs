@@ -25,6 +25,15 @@ pub struct LoadgenPoint {
     /// Notes already warned in this sweep: a note every point repeats word for word (no power
     /// sampler on this machine) is said once, not once per point.
     pub warned: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+    /// The server is the simulator running this many modelled seconds per wall second (its
+    /// time scale): each fixed-sequence point is rewritten in modelled time
+    /// ([`crate::modelled::to_modelled_time`]) before its records are compressed, its summary
+    /// says so (`clock: modelled`, `sim_time_scale`), and no GPU power is sampled (a simulated
+    /// GPU draws none of this machine's). `None`: a real server, wall time.
+    pub sim_time_scale: Option<f64>,
+    /// Print notes as `  note (conc N): <note>`, indented under the caller's own progress line
+    /// for the point (the quickstart's), instead of `warning: <RESULT_FILENAME>: <note>`.
+    pub indented_notes: bool,
 }
 
 /// `BenchOptions` for a point (public so the CLI and tests can show exactly what is run).
@@ -75,9 +84,21 @@ impl PointRunner for LoadgenPoint {
         if self.progress {
             opts.progress = ProgressMode::Auto;
         }
+        if let Some(k) = self.sim_time_scale {
+            opts.power = inferbench_loadgen::PowerMode::Off;
+            opts.metadata.extend([
+                ("clock".into(), "modelled".into()),
+                ("sim_time_scale".into(), k.to_string()),
+            ]);
+        }
         let max_error_rate = opts.max_error_rate;
-        let outcome = run_bench(opts, cancel.clone()).await?;
-        finish_point(req, &outcome.notes, &self.warned)?;
+        let mut outcome = run_bench(opts.clone(), cancel.clone()).await?;
+        if let Some(k) = self.sim_time_scale {
+            let (modelled, note) = crate::modelled::to_modelled_time(&opts, &outcome.summary, k)?;
+            outcome.summary = modelled;
+            outcome.notes.extend(note);
+        }
+        finish_point(req, &outcome.notes, self)?;
         let aggregate = match &outcome.aggregate_path {
             Some(p) => Some(serde_json::from_str(
                 &std::fs::read_to_string(p).with_context(|| p.display().to_string())?,
@@ -111,16 +132,14 @@ impl PointRunner for LoadgenPoint {
     }
 }
 
-/// After a point: its notes as warnings (each distinct note once per sweep, see
-/// [`LoadgenPoint::warned`]), `requests.jsonl` compressed to `requests.jsonl.zst`.
-fn finish_point(
-    req: &PointRequest,
-    notes: &[String],
-    warned: &std::sync::Mutex<std::collections::BTreeSet<String>>,
-) -> anyhow::Result<()> {
+/// After a point: its notes as warnings or indented notes (each distinct note once per sweep,
+/// see [`LoadgenPoint::warned`]), `requests.jsonl` compressed to `requests.jsonl.zst`.
+fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> anyhow::Result<()> {
     for note in notes {
-        let first = warned.lock().map_or(true, |mut w| w.insert(note.clone()));
-        if first {
+        let first = (runner.warned.lock()).map_or(true, |mut w| w.insert(note.clone()));
+        if first && runner.indented_notes {
+            eprintln!("  note (conc {}): {note}", req.conc);
+        } else if first {
             // Plain text, as the sweep's other lines (tracing's format is for INFERBENCH_LOG).
             eprintln!("warning: {}: {note}", req.result_filename);
         } else {
@@ -233,7 +252,7 @@ async fn run_agentic_point(
              agentic points are stored as invalid (submission_valid=false)"
         ));
     }
-    finish_point(req, &notes, &runner.warned)?;
+    finish_point(req, &notes, runner)?;
     let code = agentic::exit_code(&out, &summary);
     Ok(PointOutput {
         summary: serde_json::to_value(&summary)?,

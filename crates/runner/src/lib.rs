@@ -7,8 +7,12 @@
 //! - [`ready`]: `/health` then `/v1/models`, with a timeout and the server log in errors.
 //! - [`point`]: the seam to the load generator ([`point::PointRunner`]); [`bench`] implements
 //!   it over `inferbench_loadgen::run_bench`.
+//! - [`modelled`]: a point against the simulator rewritten from wall time to the modelled
+//!   hardware's time (its time scale).
 //! - [`sweep`]: rows → points → engine up → point → artifacts; failures recorded, finished
 //!   points skipped on re-runs.
+//! - [`simsweep`]: a concurrency sweep of the simulator started in this process (`quickstart`),
+//!   through [`sweep`] like any other.
 //! - [`evals`]: GSM8K evals of `run-eval` / `eval-only` rows, InferenceX's eval artifact.
 //! - [`artifacts`]: the per-point directory layout (DESIGN.md §3) and completion markers.
 //! - [`executor`]: local, Slurm (sbatch job arrays) and GitHub Actions (matrix + workflow).
@@ -20,8 +24,10 @@ pub mod engine;
 pub mod evals;
 pub mod executor;
 pub mod jobspec;
+pub mod modelled;
 pub mod point;
 pub mod ready;
+pub mod simsweep;
 pub mod sweep;
 
 pub use jobspec::{load_matrix, load_row, Conc, JobSpec, MatrixError, MatrixRow};

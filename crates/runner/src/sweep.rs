@@ -59,6 +59,16 @@ pub struct SweepOptions {
     pub progress_lines: bool,
     /// Accuracy evals of `run-eval` / `eval-only` rows.
     pub evals: EvalSettings,
+    /// The sweep's id, recorded in each point's `job.json` as `sweep_id` (the store's `batch`,
+    /// e.g. `quickstart-20261130-094512-123`); `None`: the store groups points by their
+    /// output directory.
+    pub sweep_id: Option<String>,
+    /// With `base_url`: what that server is (e.g. the in-process simulator's configuration),
+    /// recorded in each point's `job.json` as `server`, where a launched engine has `engine`.
+    pub server: Option<serde_json::Value>,
+    /// With `base_url`: the server's log file, copied into each point directory as
+    /// `server.log` when the point ends (as a launched engine's log is).
+    pub server_log: Option<PathBuf>,
 }
 
 impl Default for SweepOptions {
@@ -78,6 +88,9 @@ impl Default for SweepOptions {
             write_report: true,
             progress_lines: false,
             evals: EvalSettings::default(),
+            sweep_id: None,
+            server: None,
+            server_log: None,
         }
     }
 }
@@ -393,7 +406,7 @@ pub async fn run_jobs<R: PointRunner>(
         }
         let started_at = now_rfc3339();
         if let Some(f) = pre_fail {
-            finish_point(point, &started_at, None, None, None, Some(f.clone()));
+            finish_point(point, opts, &started_at, None, None, None, Some(f.clone()));
             push(
                 &mut report,
                 opts,
@@ -411,7 +424,7 @@ pub async fn run_jobs<R: PointRunner>(
                 Ok(kind) => Some(kind),
                 Err(e) => {
                     let f = Failure::new(FailureClass::MissingRecipe, e.to_string());
-                    finish_point(point, &started_at, None, None, None, Some(f.clone()));
+                    finish_point(point, opts, &started_at, None, None, None, Some(f.clone()));
                     push(
                         &mut report,
                         opts,
@@ -434,7 +447,15 @@ pub async fn run_jobs<R: PointRunner>(
                 Ok(run) => engine = Some(run),
                 Err(f) => {
                     let log = engine_dir(&opts.out_dir, &point.rf).join("server.log");
-                    finish_point(point, &started_at, None, Some(&log), None, Some(f.clone()));
+                    finish_point(
+                        point,
+                        opts,
+                        &started_at,
+                        None,
+                        Some(&log),
+                        None,
+                        Some(f.clone()),
+                    );
                     let outcome = if f.class == FailureClass::Interrupted {
                         Outcome::Interrupted
                     } else {
@@ -486,7 +507,7 @@ pub async fn run_jobs<R: PointRunner>(
                 );
                 continue;
             }
-            write_job_json(point, &started_at, None, engine.as_ref(), None);
+            write_job_json(point, opts, &started_at, None, engine.as_ref(), None);
             // The load generator scrapes the engine's /metrics into server_metrics.jsonl itself.
 
             let point_cancel = cancel.child_token();
@@ -512,7 +533,10 @@ pub async fn run_jobs<R: PointRunner>(
                 (out, crashed)
             };
             let (out, crashed) = result;
-            let log = engine.as_ref().map(|r| r.process.log_path.clone());
+            let log = engine
+                .as_ref()
+                .map(|r| r.process.log_path.clone())
+                .or_else(|| opts.server_log.clone());
             // Keep whatever the load generator produced, even when the point failed.
             let (output, fail): (Option<PointOutput>, Option<Failure>) = match (out, crashed) {
                 (out, Some(st)) => {
@@ -570,6 +594,7 @@ pub async fn run_jobs<R: PointRunner>(
             }
             finish_point(
                 point,
+                opts,
                 &started_at,
                 engine.as_ref(),
                 log.as_deref(),
@@ -748,7 +773,7 @@ async fn eval_point(
             format!("{}: {e}", point.dir.display()),
         ));
     }
-    write_job_json(point, started_at, None, engine.as_ref(), None);
+    write_job_json(point, opts, started_at, None, engine.as_ref(), None);
     let run = evals::run_eval(
         &point.spec,
         point.conc,
@@ -759,7 +784,10 @@ async fn eval_point(
         &cancel.child_token(),
     )
     .await;
-    let log = engine.as_ref().map(|r| r.process.log_path.clone());
+    let log = engine
+        .as_ref()
+        .map(|r| r.process.log_path.clone())
+        .or_else(|| opts.server_log.clone());
     let crashed = engine.as_mut().and_then(|e| e.process.try_exited());
     let fail = match (run, crashed) {
         (_, Some(st)) => {
@@ -802,6 +830,7 @@ async fn eval_point(
     };
     finish_point(
         point,
+        opts,
         started_at,
         engine.as_ref(),
         log.as_deref(),
@@ -958,9 +987,13 @@ async fn stop(engine: Option<Running>, opts: &SweepOptions) {
     }
 }
 
-/// `job.json`: the JobSpec, the point, the engine command and provenance.
+/// `job.json`: the JobSpec, the point, the engine command (or what the server at `base_url`
+/// is, [`SweepOptions::server`]), provenance, the sweep id when the sweep has one, and a
+/// fixed-sequence point's client settings the row does not hold (`bench`: prompts, warmups,
+/// seed, range ratio, ignore_eos).
 fn write_job_json(
     point: &Point,
+    opts: &SweepOptions,
     started_at: &str,
     finished_at: Option<&str>,
     engine: Option<&Running>,
@@ -968,7 +1001,7 @@ fn write_job_json(
 ) {
     let mut prov = Provenance::current(&point.spec.row.image, &point.runner_name);
     prov.engine_version = engine.and_then(|e| e.version.clone());
-    let job = serde_json::json!({
+    let mut job = serde_json::json!({
         "job": point.spec,
         "result_filename": point.rf,
         "conc": point.conc,
@@ -985,6 +1018,24 @@ fn write_job_json(
         "finished_at": finished_at,
         "status": status,
     });
+    if let Some(o) = job.as_object_mut() {
+        if let Some(server) = &opts.server {
+            o.insert("server".into(), server.clone());
+        }
+        if let Some(id) = &opts.sweep_id {
+            o.insert("sweep_id".into(), id.clone().into());
+        }
+        if point.kind == PointKind::Throughput && !point.spec.is_agentic() {
+            let b = &opts.bench;
+            o.insert(
+                "bench".into(),
+                serde_json::json!({
+                    "num_prompts": b.prompts(point.conc), "num_warmups": b.warmups(point.conc),
+                    "seed": b.seed, "range_ratio": b.range_ratio, "ignore_eos": b.ignore_eos,
+                }),
+            );
+        }
+    }
     let _ = write_json_atomic(&point.dir.join("job.json"), &job);
 }
 
@@ -994,6 +1045,7 @@ fn write_job_json(
 /// failure (a write error turns a good point into an `io` failure).
 fn finish_point(
     point: &Point,
+    opts: &SweepOptions,
     started_at: &str,
     engine: Option<&Running>,
     log: Option<&Path>,
@@ -1067,7 +1119,14 @@ fn finish_point(
         started_at: started_at.to_string(),
         finished_at: finished_at.clone(),
     };
-    write_job_json(point, started_at, Some(&finished_at), engine, Some(&status));
+    write_job_json(
+        point,
+        opts,
+        started_at,
+        Some(&finished_at),
+        engine,
+        Some(&status),
+    );
     if let Err(e) = write_json_atomic(&point.dir.join(STATUS_FILE), &status) {
         tracing::error!("{}: cannot write {STATUS_FILE}: {e}", point.dir.display());
     }

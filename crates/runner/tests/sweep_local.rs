@@ -160,6 +160,8 @@ async fn sweep_writes_artifacts_reuses_engine_and_skips_on_rerun() {
             serde_json::from_str(&std::fs::read_to_string(p.join("job.json")).unwrap()).unwrap();
         assert_eq!(job["result_filename"], rf.as_str());
         assert_eq!(job["job"]["row"]["framework"], "sim");
+        assert_eq!(job["bench"]["num_prompts"], 10 * c);
+        assert_eq!(job["bench"]["num_warmups"], 2 * c);
         assert_eq!(job["provenance"]["runner_name"], "testbox_0");
         assert_eq!(
             job["provenance"]["inferbench_version"],

@@ -13,6 +13,7 @@ use inferbench_loadgen::agentic::prompt::Prompter;
 use inferbench_loadgen::agentic::{self, ReplayOptions, SchedConfig};
 use inferbench_sim::{Precision, SimConfig};
 use inferbench_store::query::{AGENTIC_SCENARIO, NORTH_STAR_X};
+use inferbench_views::preview::{stored_line, Preview};
 
 use super::quickstart::Args;
 
@@ -40,7 +41,8 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         ..SimConfig::default()
     };
     let info = inferbench_sim::describe(&cfg)?;
-    let (mut store, hw_key, model_prefix) = super::quickstart::open_store_and_identity(args)?;
+    let mut store = super::quickstart::open_store(args)?;
+    let (hw_key, model_prefix) = inferbench_runner::simsweep::store_keys(&cfg)?;
     let traces = Arc::new(super::replay::synthetic_traces("quickstart", None, 42));
     let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
     let tok = inferbench_workload::Tokenizer::load("o200k_base")?;
@@ -172,96 +174,65 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
         r.valid = !cut_short.contains(&r.conc);
     }
     inferbench_store::query::mark_frontier_with(&mut rows, NORTH_STAR_X, "tput_per_gpu", false);
-    let cols: Vec<String> = [
-        "conc",
-        "tput_per_gpu",
-        NORTH_STAR_X,
-        "median_e2el",
-        "frontier",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    print!(
-        "{}",
-        inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Table)
-    );
+    let mut view = Preview {
+        columns: ["conc", "tput_per_gpu", NORTH_STAR_X, "median_e2el", "frontier"]
+            .map(String::from)
+            .to_vec(),
+        agentic: true,
+        spec: inferbench_views::plot::PlotSpec {
+            x: NORTH_STAR_X.into(),
+            y: "tput_per_gpu".into(),
+            title: format!(
+                "inferbench quickstart --agentic: {} on simulated {} (a preview: runs < 900 s are invalid)",
+                args.model, args.hardware
+            ),
+            // Rows are valid here unless cut short (above), so those draw hollow and off the line.
+            include_invalid: false,
+            ..Default::default()
+        },
+        ..Preview::default()
+    };
     // The report's footer (each column's name, label and unit; what `*` means), then what is
     // particular to this table.
-    print!(
-        "{}",
-        inferbench_views::report::footer(&cols, NORTH_STAR_X, "tput_per_gpu", false, true)
-    );
     if cut_short.iter().any(|c| rows.iter().any(|r| r.conc == *c)) {
-        print!(
-            "{}",
-            inferbench_views::report::wrap(
-                "invalid = cut short (interrupted before its duration ran out): kept, never on \
-                 the preview frontier"
-            )
+        view.notes.push(
+            "invalid = cut short (interrupted before its duration ran out): kept, never on the \
+             preview frontier"
+                .into(),
         );
     }
     // A point cut short before any request finished is a failed point, not a row here.
-    let unlisted: Vec<String> = cut_short
-        .iter()
-        .filter(|c| !rows.iter().any(|r| r.conc == **c))
-        .map(|c| c.to_string())
-        .collect();
+    let unlisted = inferbench_views::preview::unlisted(&cut_short, &rows);
     if !unlisted.is_empty() {
-        print!(
-            "{}",
-            inferbench_views::report::wrap(&format!(
-                "lanes {}: cut short before any request finished, stored as a failed point \
-                 (`report --include-failed` lists it)",
-                unlisted.join(", ")
-            ))
-        );
+        view.notes.push(format!(
+            "lanes {}: cut short before any request finished, stored as a failed point \
+             (`report --include-failed` lists it)",
+            unlisted.join(", ")
+        ));
     }
-    print!(
-        "{}{}",
-        inferbench_views::report::wrap(
-            "conc = lanes (session trees replayed at once); every point is invalid (duration < \
-             900\u{a0}s), so this frontier is a preview (`report` keeps invalid points off \
-             frontiers unless --include-invalid)"
-        ),
-        inferbench_views::report::wrap(
-            "a play = one replay of a session tree (main agent + sub-agents); theoretical hit = \
-             share of prompt blocks already sent earlier in the session (the best a prefix cache \
-             can do)"
-        )
+    view.notes.push(
+        "conc = lanes (session trees replayed at once); every point is invalid (duration < \
+         900\u{a0}s), so this frontier is a preview (`report` keeps invalid points off \
+         frontiers unless --include-invalid)"
+            .into(),
     );
+    view.notes.push(
+        "a play = one replay of a session tree (main agent + sub-agents); theoretical hit = \
+         share of prompt blocks already sent earlier in the session (the best a prefix cache \
+         can do)"
+            .into(),
+    );
+    print!("{}", view.table(&rows));
     let chart = args
         .chart
         .clone()
         .unwrap_or_else(|| run_dir.join("frontier.svg"));
-    let spec = inferbench_views::plot::PlotSpec {
-        x: NORTH_STAR_X.into(),
-        y: "tput_per_gpu".into(),
-        title: format!(
-            "inferbench quickstart --agentic: {} on simulated {} (a preview: runs < 900 s are invalid)",
-            args.model, args.hardware
-        ),
-        // Rows are valid here unless cut short (above), so those draw hollow and off the line.
-        include_invalid: false,
-        ..Default::default()
-    };
-    inferbench_views::plot::plot(&rows, &spec, &chart)?;
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
-    let mut charts = chart.display().to_string();
-    if args.chart.is_none() {
-        let png = chart.with_extension("png");
-        inferbench_views::plot::plot(&rows, &spec, &png)?;
-        charts = format!("{charts} and {}", png.display());
-    }
+    let (charts, _) = view.draw(&rows, &chart, args.chart.is_none())?;
+    let db = (!args.no_db).then(|| store.location());
     eprintln!(
         "{}",
-        super::quickstart::stored_line(
-            args,
-            &store,
-            &report,
-            &charts,
-            "replays under 900 s or cut short",
-        )
+        stored_line(&report, db, &charts, "replays under 900 s or cut short")
     );
     eprintln!("artifacts in {}", run_dir.display());
     Ok(exit)
