@@ -317,7 +317,7 @@ fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
     assert!(out.contains("cut short"), "{out}");
     assert!(
         err.contains(
-            "2 points (1 of them invalid: cut short, kept off the frontier), not stored (--no-db)"
+            "2 points (1 of them invalid: cut short or timed on a starved CPU (the notes above say which), kept off the frontier), not stored (--no-db)"
         ),
         "{err}"
     );

@@ -47,6 +47,14 @@ pub struct GaugeStat {
     pub n: usize,
 }
 
+/// Above this share of late engine steps ([`ServerMetricsSummary::late_step_fraction`]) a
+/// point's timings are not a valid measurement: the load generator says so and sets
+/// `inferbench.invalid_reason`. 10 %: a late step sends its tokens a step late or together
+/// with the next step's, so one in ten leaves the ITL/TPOT percentiles up to about p90 the
+/// modelled server's; a sim on 2 busy cores measured 12–33 % (median ITL 0 at 19 %), the same
+/// sim with the cores to itself 0–3 %.
+pub const LATE_STEPS_MAX: f64 = 0.10;
+
 /// The engine's view of one point (written as `inferbench.server_metrics`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ServerMetricsSummary {
@@ -80,6 +88,13 @@ pub struct ServerMetricsSummary {
     /// Speculative decoding: 1 + accepted ÷ drafts over the window (vLLM counters), or the
     /// mean of SGLang's `spec_accept_length` gauge.
     pub spec_acceptance_length: Option<f64>,
+    /// The share of the engine's steps over the window that started more than one step
+    /// behind their schedule, 0–1: `inferbench_sim:engine_late_steps_total` ÷
+    /// `inferbench_sim:engine_steps_total` (only `inferbench sim` exposes them). Above
+    /// [`LATE_STEPS_MAX`] the server was starved of CPU and sent its tokens in bursts, so the
+    /// point's TTFT/TPOT/ITL are the machine's, not the modelled server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_step_fraction: Option<f64>,
     /// Every counter (`name{labels}` → stat).
     pub counters: BTreeMap<String, CounterStat>,
     /// Every gauge (`name{labels}` → stat).
@@ -313,6 +328,13 @@ impl ServerMetricsSummary {
         ]);
         let accepted = self.counter(&["vllm:spec_decode_num_accepted_tokens_total"]);
         let drafts = self.counter(&["vllm:spec_decode_num_drafts_total"]);
+        self.late_step_fraction = match (
+            self.counter(&["inferbench_sim:engine_late_steps_total"]),
+            self.counter(&["inferbench_sim:engine_steps_total"]),
+        ) {
+            (Some(late), Some(steps)) if steps > 0.0 => Some(late / steps),
+            _ => None,
+        };
         self.spec_acceptance_length = match (accepted, drafts) {
             (Some(a), Some(d)) if d > 0.0 => Some(1.0 + a / d),
             _ => self.gauge(&["sglang:spec_accept_length"]).map(|g| g.0),
@@ -331,6 +353,34 @@ mod tests {
             unix_s: t,
             samples: parse_prometheus(text),
         }
+    }
+
+    /// The sim's late-step counters give the share of its steps that started more than a step
+    /// behind schedule over the window; other engines have none.
+    #[test]
+    fn late_step_fraction_from_the_sims_counters() {
+        let text = |steps: u32, late: u32| {
+            format!(
+                "inferbench_sim:engine_steps_total{{engine=\"0\"}} {steps}\n\
+                 inferbench_sim:engine_late_steps_total{{engine=\"0\"}} {late}\n"
+            )
+        };
+        let snaps = vec![
+            snap("baseline", 99.0, &text(100, 1)),
+            snap("profile", 102.0, &text(600, 31)),
+            snap("final", 105.0, &text(1100, 151)),
+        ];
+        let s = summarize(&snaps, 100.0, 104.0);
+        assert_eq!(s.late_step_fraction, Some(150.0 / 1000.0));
+        assert!(s.late_step_fraction.unwrap() > LATE_STEPS_MAX);
+        let vllm = summarize(
+            &[snap("baseline", 99.0, "vllm:num_requests_running 0\n")],
+            100.0,
+            104.0,
+        );
+        assert_eq!(vllm.late_step_fraction, None);
+        // Absent, it is not written: summaries of other engines keep their bytes.
+        assert!(!serde_json::to_string(&vllm).unwrap().contains("late_step"));
     }
 
     #[test]

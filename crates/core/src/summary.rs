@@ -372,6 +372,11 @@ pub struct Extras {
     /// Measured GPU power over the profiling window (absent when no sampler ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerSummary>,
+    /// Why the run's timings are not a valid measurement although it completed (the server
+    /// fell behind its own schedule: [`crate::server_metrics::ServerMetricsSummary::late_step_fraction`]);
+    /// the store keeps such a point off every frontier, as a run cut short. Absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
 }
 
 /// The client's self-check of a closed-loop run with `--max-concurrency` (`inferbench.client`):
@@ -567,6 +572,7 @@ impl Default for Extras {
             client: None,
             server_metrics: None,
             power: None,
+            invalid_reason: None,
         }
     }
 }
@@ -821,6 +827,7 @@ fn summarize_inner(
             client: None,
             server_metrics: None,
             power: None,
+            invalid_reason: None,
         },
     }
 }

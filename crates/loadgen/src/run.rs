@@ -417,6 +417,24 @@ pub async fn run_bench(
             ));
         }
     }
+    // A server that fell behind its own schedule (the sim starved of CPU on a busy machine)
+    // sent its tokens in bursts: the point's latencies are this machine's, not the server's.
+    let late_steps = match (server_metrics.as_ref(), end) {
+        (Some(sm), PhaseEnd::Completed) => sm
+            .late_step_fraction
+            .filter(|f| *f > server_metrics::LATE_STEPS_MAX),
+        _ => None,
+    };
+    let invalid_reason = late_steps.map(|f| {
+        format!(
+            "the server fell behind its schedule on {:.0} % of its engine steps (its process \
+             was starved of CPU) and sent their tokens late or in bursts: this point's TTFT, TPOT and ITL \
+             are not the server's; it is kept off the frontier. Run it on an idle machine (or \
+             the sim with a lower --time-scale)",
+            f * 100.0
+        )
+    });
+    notes.extend(invalid_reason.clone());
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
     let first_failure = shared
         .breaker
@@ -509,6 +527,7 @@ pub async fn run_bench(
     }
     let mut power_validation: Option<PathBuf> = None;
     summary.inferbench.server_metrics = server_metrics;
+    summary.inferbench.invalid_reason = invalid_reason;
     if let Some(run) = power {
         power_validation = Some(run.validation().to_path_buf());
         let expected = opts

@@ -103,6 +103,7 @@ pub fn to_modelled_time(
     // Clock-free verdicts and counters of the wall-time run (trial 9: summary.json lost them).
     modelled.inferbench.client = wall.inferbench.client.clone();
     modelled.inferbench.server_metrics = wall.inferbench.server_metrics.clone();
+    modelled.inferbench.invalid_reason = wall.inferbench.invalid_reason.clone();
     inferbench_loadgen::output::write_results(opts, &modelled, &wall.date)?;
     Ok((modelled, note))
 }

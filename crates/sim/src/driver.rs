@@ -71,6 +71,9 @@ struct Live {
 /// instead of bursting to catch up.
 const MAX_LAG: Duration = Duration::from_millis(50);
 
+/// A step later than its schedule by less than this is on time (a thread's wake-up jitter).
+const LATE_MIN: Duration = Duration::from_millis(1);
+
 /// The engine loop; returns when every sender is gone (the server stopped).
 pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
     let Some(app) = weak.upgrade() else {
@@ -126,8 +129,12 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
             Some(t) => t,
             None => step_time(&hw, &model, cfg.precision, cfg.tp, &res.work, &cfg.roofline).total_s,
         };
-        deadline += Duration::from_secs_f64(step_s / scale);
+        let step_wall = Duration::from_secs_f64(step_s / scale);
+        deadline += step_wall;
         let now = Instant::now();
+        // Behind by more than this step (and more than sleep's jitter): its tokens go out
+        // together with the previous step's, not a step apart.
+        let late = now.saturating_duration_since(deadline) > step_wall.max(LATE_MIN);
         if deadline > now {
             std::thread::sleep(deadline - now);
         } else if now - deadline > MAX_LAG {
@@ -140,6 +147,8 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
         let mut gone = Vec::new();
         {
             let mut m = app.metrics.lock().expect("metrics lock");
+            m.engine_steps += 1;
+            m.engine_late_steps += u64::from(late);
             m.prefix_queries += res.prefix_queries;
             m.prefix_hits += res.prefix_hits;
             m.spec_drafts += res.drafts;

@@ -77,6 +77,9 @@ pub(crate) struct Metrics {
     pub spec_drafts: u64,
     pub spec_draft_tokens: u64,
     pub spec_accepted_tokens: u64,
+    /// Engine steps run, and those that started more than one step behind their schedule.
+    pub engine_steps: u64,
+    pub engine_late_steps: u64,
     pub ttft: Histogram,
     pub itl: Histogram,
     pub tpot: Histogram,
@@ -104,6 +107,8 @@ impl Metrics {
             spec_drafts: 0,
             spec_draft_tokens: 0,
             spec_accepted_tokens: 0,
+            engine_steps: 0,
+            engine_late_steps: 0,
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
             tpot: Histogram::new(ITL_BUCKETS),
@@ -201,6 +206,19 @@ impl Metrics {
             "inferbench_sim:request_errors",
             "Requests answered with an error status (faults, validation).",
             self.errors,
+        );
+        counter(
+            &mut o,
+            "inferbench_sim:engine_steps",
+            "Engine steps run.",
+            self.engine_steps,
+        );
+        counter(
+            &mut o,
+            "inferbench_sim:engine_late_steps",
+            "Engine steps that started more than one step (at least 1 ms) behind their \
+             schedule: the process was starved of CPU and sent their tokens in a burst.",
+            self.engine_late_steps,
         );
         counter(
             &mut o,

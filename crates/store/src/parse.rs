@@ -1281,7 +1281,9 @@ fn summary_point(
                 .and_then(Value::as_str)
                 .is_some_and(|r| r != "completed")
     });
-    pt.valid = !(agentic_invalid || cut_short);
+    // Or timings the producer found not valid (a server that fell behind its schedule).
+    let timing_invalid = x.is_some_and(|x| x.get("invalid_reason").is_some_and(|r| !r.is_null()));
+    pt.valid = !(agentic_invalid || cut_short || timing_invalid);
     Ok(pt)
 }
 

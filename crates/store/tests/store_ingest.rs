@@ -755,3 +755,44 @@ fn eval_sets_ingest_as_inferencex_collects_them() {
         .collect();
     assert_eq!(oracle, serde_json::Value::Array(ours));
 }
+
+/// A completed run whose producer found its timings not valid (`inferbench.invalid_reason`:
+/// the sim starved of CPU sent its tokens in bursts) is stored as an invalid point, kept off
+/// every frontier like a run cut short; without the field the same result is valid.
+#[test]
+fn a_result_with_an_invalid_reason_is_an_invalid_point() {
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    let result = |conc: u32, reason: Option<&str>| {
+        let mut v = serde_json::json!({
+            "date": "20260301-100000", "backend": "openai", "model_id": "openai/gpt-oss-120b",
+            "num_prompts": 10 * conc, "max_concurrency": conc, "duration": 100.0,
+            "completed": 10 * conc, "total_input_tokens": 10240 * conc,
+            "total_output_tokens": 10240 * conc, "request_throughput": 0.1 * f64::from(conc),
+            "output_throughput": 102.4 * f64::from(conc),
+            "total_token_throughput": 204.8 * f64::from(conc), "median_tpot_ms": 10.0,
+            "inferbench": {"stop_reason": "completed", "interrupted": false},
+        });
+        if let Some(r) = reason {
+            v["inferbench"]["invalid_reason"] = r.into();
+        }
+        v.to_string()
+    };
+    std::fs::write(dir.path().join("a.json"), result(4, None)).unwrap();
+    std::fs::write(
+        dir.path().join("b.json"),
+        result(8, Some("the server fell behind its schedule")),
+    )
+    .unwrap();
+    let mut o = IngestOptions::default();
+    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
+        o.overrides.insert(k.into(), v.into());
+    }
+    let r = s.ingest_path(dir.path(), &o).unwrap();
+    assert_eq!((r.points, r.invalid_points), (2, 1), "{}", r.render());
+    let rows = s
+        .points(&Filter::default(), &CostOptions::default())
+        .unwrap();
+    let valid: Vec<(i64, bool)> = rows.iter().map(|p| (p.conc, p.valid)).collect();
+    assert_eq!(valid, [(4, true), (8, false)]);
+}

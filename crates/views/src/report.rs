@@ -412,8 +412,9 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
     }
     if columns.iter().any(|c| c == "frontier") && invalid {
         out.push_str(&wrap(
-            "invalid = not a complete, valid result (the run was cut short, or an AgentX replay \
-             ran for less than 900\u{a0}s): listed, on a frontier only with --include-invalid",
+            "invalid = not a complete, valid result (the run was cut short, its server was \
+             starved of CPU, or an AgentX replay ran for less than 900\u{a0}s): listed, on a \
+             frontier only with --include-invalid",
         ));
     }
     if columns.iter().any(|c| c == "source") {
@@ -572,8 +573,8 @@ mod tests {
         let f = footer(&cols(&["conc", "frontier"]), "x", "y", true, false);
         assert!(
             f.contains(
-                "\ninvalid = not a complete, valid result (the run was cut short, or an AgentX replay ran for less than\n\
-                 \x20   900 s): listed, on a frontier only with --include-invalid\n"
+                "\ninvalid = not a complete, valid result (the run was cut short, its server was starved of CPU, or an\n\
+                 \x20   AgentX replay ran for less than 900 s): listed, on a frontier only with --include-invalid\n"
             ),
             "{f:?}"
         );

@@ -219,7 +219,7 @@ function describe(p) {
   ];
   if (p.image) lines.push("image " + p.image);
   if (p.public) lines.push("published by InferenceX (imported dump)");
-  if (!p.valid) lines.push("invalid (cut short, or an AgentX replay < 900 s)");
+  if (!p.valid) lines.push("invalid (cut short, server starved of CPU, or an AgentX replay < 900 s)");
   if (p.frontier) lines.push("on the frontier");
   return lines.join("\n");
 }

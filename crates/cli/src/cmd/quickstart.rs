@@ -246,6 +246,7 @@ fn store_and_plot(
         &report,
         db,
         &charts,
-        "cut short, kept off the frontier",
+        "cut short or timed on a starved CPU (the notes above say which), kept off the \
+         frontier",
     ))
 }
