@@ -111,13 +111,20 @@ pub struct CompareRow {
     /// Ratio A/B with its CI; `None` when a side has no value there.
     #[serde(skip)]
     pub ratio: Option<Ratio>,
-    /// Mean of A and B, repeats, ratio, CI bounds (for output).
+    /// Mean of A's repeats at `at`, in the metric's unit (`None`: A has no value there).
     pub mean_a: Option<f64>,
+    /// A's repeats with a value at `at`.
     pub n_a: usize,
+    /// Mean of B's repeats at `at`, in the metric's unit (`None`: B has no value there).
     pub mean_b: Option<f64>,
+    /// B's repeats with a value at `at`.
     pub n_b: usize,
+    /// `mean_a / mean_b` (`None` when a side has no value).
     pub ratio_a_over_b: Option<f64>,
+    /// Lower bound of the ratio's 95 % confidence interval ([`Ratio::ci95`]; `None` with fewer
+    /// than 2 repeats on a side).
     pub ci95_low: Option<f64>,
+    /// Upper bound of the ratio's 95 % confidence interval.
     pub ci95_high: Option<f64>,
 }
 

@@ -20,9 +20,11 @@ pub struct EvalRow {
     pub precision: String,
     /// Spec-decoding method (`none`, `mtp`, …).
     pub spec_decoding: String,
-    /// Tensor parallelism, expert parallelism, DP attention of the config.
+    /// Tensor parallelism of the config.
     pub tp: i64,
+    /// Expert parallelism of the config.
     pub ep: i64,
+    /// Whether the config runs data-parallel attention (dp-attn).
     pub dp_attention: bool,
     /// Task (`gsm8k`, …), lowercase.
     pub task: String,
@@ -35,9 +37,11 @@ pub struct EvalRow {
     pub score_se: Option<f64>,
     /// Every number the eval file gave (`em_strict`, `em_flexible`, `n_eff`, …).
     pub metrics: BTreeMap<String, f64>,
-    /// UTC date of the run `YYYY-MM-DD`; batch; `runs.id`.
+    /// UTC date of the run, `YYYY-MM-DD`.
     pub date: String,
+    /// The run's batch (sweep).
     pub batch: String,
+    /// The run's `runs.id`.
     pub run_id: i64,
 }
 
@@ -45,9 +49,13 @@ pub struct EvalRow {
 /// points, how many points and runs, and the newest date among them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SupportRow {
+    /// Canonical model key.
     pub model: String,
+    /// Canonical hardware key.
     pub hardware: String,
+    /// Canonical framework key.
     pub framework: String,
+    /// Canonical precision key.
     pub precision: String,
     /// Successful points (failed ones not counted).
     pub points: i64,

@@ -130,24 +130,41 @@ impl Filter {
 /// One point with its configuration, run and metrics.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PointRow {
-    /// Canonical config dimensions.
+    /// Canonical model key (`llama3.1-8b`, `dsr1`, …).
     pub model: String,
+    /// Canonical hardware key (`h100`, `mi355x`, …).
     pub hardware: String,
+    /// Canonical framework key (`vllm`, `sglang`, `sim`, …).
     pub framework: String,
+    /// Canonical precision key (`fp8`, `bf16`, …).
     pub precision: String,
+    /// Speculative-decoding method (`none`, `mtp`, …).
     pub spec_decoding: String,
+    /// Prefill/decode disaggregation.
     pub disagg: bool,
+    /// Tensor parallelism.
     pub tp: i64,
+    /// Pipeline parallelism.
     pub pp: i64,
+    /// Expert parallelism.
     pub ep: i64,
+    /// Data-parallel attention (dp-attn).
     pub dp_attention: bool,
+    /// GPUs of the prefill side (disaggregated configs; else 0).
     pub num_prefill_gpu: i64,
+    /// GPUs of the decode side (disaggregated configs; else 0).
     pub num_decode_gpu: i64,
+    /// GPUs the config uses in all (the per-GPU metrics' divisor).
     pub gpus: i64,
+    /// KV-cache offload setting (`off`, …).
     pub kv_offload: String,
+    /// Workload scenario (`fixed_seq_len`, `agentic-coding`).
     pub scenario: String,
+    /// Input sequence length, tokens (0 for agentic points).
     pub isl: i64,
+    /// Output sequence length, tokens (0 for agentic points).
     pub osl: i64,
+    /// Serving engine image(s).
     pub image: String,
     /// Concurrency.
     pub conc: i64,

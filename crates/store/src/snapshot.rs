@@ -29,8 +29,9 @@ pub struct DumpInfo {
     pub path: PathBuf,
     /// SHA-256 hex of the file (also in SHA256SUMS).
     pub sha256: String,
-    /// Rows and tables written.
+    /// Rows written, all tables together.
     pub rows: usize,
+    /// Tables written.
     pub tables: usize,
 }
 

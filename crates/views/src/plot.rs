@@ -23,8 +23,9 @@ pub struct PlotSpec {
     pub y: String,
     /// Chart title.
     pub title: String,
-    /// Size in pixels.
+    /// Width in pixels.
     pub width: u32,
+    /// Height in pixels.
     pub height: u32,
     /// Draw only frontier points.
     pub frontier_only: bool,

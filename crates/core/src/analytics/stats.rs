@@ -81,8 +81,9 @@ pub fn mean_var(x: &[f64]) -> Option<(f64, f64)> {
 /// Ratio of two configs' metric at matched interactivity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ratio {
-    /// Mean of A's repeats and of B's repeats.
+    /// Mean of A's repeats, in the metric's unit.
     pub mean_a: f64,
+    /// Mean of B's repeats, in the metric's unit.
     pub mean_b: f64,
     /// mean_a / mean_b.
     pub ratio: f64,
@@ -90,8 +91,9 @@ pub struct Ratio {
     /// log(ratio), se² = s_a²/(n_a·m_a²) + s_b²/(n_b·m_b²), Welch–Satterthwaite degrees of
     /// freedom, interval ratio·exp(±t_{0.975,df}·se). `None` otherwise.
     pub ci95: Option<(f64, f64)>,
-    /// Repeats on each side.
+    /// Repeats on A's side.
     pub n_a: usize,
+    /// Repeats on B's side.
     pub n_b: usize,
 }
 
