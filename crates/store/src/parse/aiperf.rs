@@ -1,11 +1,12 @@
 //! AIPerf's summary export `profile_export_aiperf.json` (its shape: reference/agentx.md §4.3,
-//! as `loadgen::agentic::aiperf` also writes it; AIPerf itself: reference/peers.md §2.6): recognised by
-//! `request_throughput`, `time_to_first_token` or `request_latency` being an object with an
-//! `avg`. Statistics (`avg`, `p50`, `p90`, `p99`, `std`, scaled by each metric's `unit`) become
-//! InferenceX names in seconds (AIPerf's `inter_token_latency` is TPOT); ISL/OSL from the mean
-//! sequence lengths, concurrency from `input_config.loadgen.concurrency` (else the effective
-//! concurrency), the model from `input_config.endpoint.model_names`. The export names no
-//! hardware, framework or parallelism: those come from the user's overrides.
+//! as `loadgen::agentic::aiperf` also writes it; AIPerf itself: reference/peers.md §2.6):
+//! recognised by `request_throughput`, `time_to_first_token` or `request_latency` being an
+//! object with an `avg`. Statistics (`avg`, `p50`, `p90`, `p99`, `std`, scaled by each
+//! metric's `unit`) become InferenceX names in seconds (AIPerf's `inter_token_latency` is
+//! TPOT); ISL/OSL from the mean sequence lengths, concurrency from
+//! `input_config.loadgen.concurrency` (else the effective concurrency), the model from
+//! `input_config.endpoint.model_names`. The export names no hardware, framework or
+//! parallelism: those come from the user's overrides.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -43,6 +44,7 @@ impl Importer for ProfileExport {
     }
 }
 
+/// Whether `o` is AIPerf's summary export: one of its headline metrics is an object with `avg`.
 fn is_aiperf(o: &Map<String, Value>) -> bool {
     [
         "request_throughput",

@@ -1,5 +1,5 @@
 //! InferenceX's aggregate result files (reference/inferencex-producer.md §7.1–7.2,
-//! reference/inferencex-app.md §3.5): `agg_<RESULT_FILENAME>.json`, one object with `hw` and
+//! reference/inferencex-app.md §3.3, §3.5): `agg_<RESULT_FILENAME>.json`, one object with `hw` and
 //! `conc` (one point; `result_filename` from the file name); `agg_bmk.json`, an array of such
 //! rows (duplicate rows: the later one is kept, as InferenceX's `etl/benchmark-ingest.ts`
 //! does); and `agg_eval_all.json`, an array whose every row has a `task` (eval results).

@@ -1,8 +1,8 @@
 //! A point's telemetry side files: `power.csv` (GPU power samples; read and validated by
-//! `inferbench_telemetry::power`, InferenceX's `aggregate_power.py` rules,
-//! reference/inferencex-producer.md §5.4) and `server_metrics.jsonl` (the engine's `/metrics`
-//! snapshots, as `loadgen`'s scraper writes them). In a point directory they have these fixed
-//! names; beside a `bench --save-result` file `X.json` they are `X.power.csv`,
+//! `inferbench_telemetry::power` with InferenceX's `aggregate_power.py` rules,
+//! reference/inferencex-producer.md §5.4 and §7.3) and `server_metrics.jsonl` (the engine's
+//! `/metrics` snapshots, as `loadgen`'s scraper writes them). In a point directory they have
+//! these fixed names; beside a `bench --save-result` file `X.json` they are `X.power.csv`,
 //! `X.server_metrics.jsonl` ([`super::SIDE_FILES`]).
 
 use std::collections::BTreeMap;
