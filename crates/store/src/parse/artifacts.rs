@@ -1,0 +1,165 @@
+//! Our own artifact directories (DESIGN.md §3, written by `loadgen::output` and
+//! `runner::artifacts`): a directory is one point when it holds `summary.json` (a vLLM-shaped
+//! summary with our `inferbench` extras, read by the vLLM importer's rules) or an `agg_*.json`
+//! (InferenceX's aggregate row, whose per-GPU figures win). Optional beside them: `job.json`
+//! (provenance, the sweep id, the matrix row's identity), `requests.jsonl.zst` /
+//! `requests.jsonl` (the records), `power.csv` and `server_metrics.jsonl` (telemetry), and
+//! any other file, kept verbatim as the run's artifacts.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::inferencex::inferencex_point;
+use super::requests::read_requests;
+use super::telemetry::{read_power, read_server_metrics};
+use super::vllm::summary_point;
+use super::{
+    base_run, date_from_unix, dir_files, fill_per_gpu, job_identity_maps, num, read_json, Lookup,
+    Overrides, ParseError, RunData, SourceKind,
+};
+
+/// The `agg_*.json` files directly in `dir`, sorted.
+fn agg_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("agg_") && n.ends_with(".json"))
+        })
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+/// Reads one artifact directory (DESIGN.md §3). `summary.json` or an `agg_*.json` is required;
+/// `requests.jsonl.zst` (or `requests.jsonl`), `job.json`, `power.csv`, `server_metrics.jsonl` and
+/// `server.log` are optional. Every regular file is kept in `artifacts` (the requests file goes to
+/// the `requests` table instead).
+pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
+    let d = dir.display();
+    let summary = dir.join("summary.json");
+    let aggs = agg_files(dir).map_err(|e| format!("{d}: {e}"))?;
+    let mut key_bytes = Vec::new();
+    let summary_v = if summary.is_file() {
+        let (b, v) = read_json(&summary)?;
+        key_bytes.extend_from_slice(&b);
+        Some(v)
+    } else {
+        None
+    };
+    let agg_v = match aggs.first() {
+        Some(a) => {
+            let (b, v) = read_json(a)?;
+            key_bytes.extend_from_slice(&b);
+            Some(v)
+        }
+        None => None,
+    };
+    let job_path = dir.join("job.json");
+    let job_v = if job_path.is_file() {
+        Some(read_json(&job_path)?.1)
+    } else {
+        None
+    };
+    let mut run = base_run(SourceKind::Artifacts, dir, &key_bytes);
+    run.batch = dir
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    if aggs.len() > 1 {
+        run.warnings.push(format!(
+            "{d}: {} agg_*.json files; identity taken from {}",
+            aggs.len(),
+            aggs[0].display()
+        ));
+    }
+    let as_obj =
+        |v: &Option<Value>, name: &str| -> Result<Option<Map<String, Value>>, ParseError> {
+            match v {
+                None => Ok(None),
+                Some(Value::Object(o)) => Ok(Some(o.clone())),
+                Some(_) => Err(format!("{d}/{name}: not a JSON object")),
+            }
+        };
+    let s = as_obj(&summary_v, "summary.json")?;
+    let a = as_obj(&agg_v, "agg_*.json")?;
+    let j = as_obj(&job_v, "job.json")?;
+    if a.is_some() {
+        run.result_filename = aggs[0]
+            .file_stem()
+            .and_then(|x| x.to_str())
+            .and_then(|x| x.strip_prefix("agg_"))
+            .unwrap_or("")
+            .to_string();
+    }
+    let mut pt = match (&s, &a) {
+        (Some(s), _) => summary_point(s, a.as_ref(), j.as_ref(), ov, &mut run)?,
+        (None, Some(a)) => {
+            let mut p = inferencex_point(a, ov, &mut run.names, &format!("{d}/agg"))?;
+            fill_per_gpu(&p.config.clone(), &mut p.metrics);
+            run.date = p.date.clone();
+            p
+        }
+        (None, None) => return Err(format!("{d}: neither summary.json nor agg_*.json")),
+    };
+    if let Some(j) = &j {
+        let l = Lookup {
+            overrides: &Overrides::new(),
+            maps: job_identity_maps(j),
+        };
+        run.inferbench_version = l.text(&["inferbench_version", "version"]);
+        run.git_sha = l.text(&["git_sha", "inferbench_git_sha"]);
+        run.engine_version = l.text(&["engine_version"]);
+        run.host = l.text(&["host", "hostname"]);
+        if run.result_filename.is_empty() {
+            run.result_filename = l.text(&["result_filename", "RESULT_FILENAME"]);
+        }
+        run.job = Value::Object(j.clone()).to_string();
+        let sweep = l.text(&["sweep_id", "batch", "sweep"]);
+        if !sweep.is_empty() {
+            run.batch = sweep;
+        }
+        if run.start_unix.is_none() {
+            run.start_unix = l
+                .get(&["start_unix", "started_at_unix", "start_time_unix"])
+                .as_ref()
+                .and_then(num);
+            run.end_unix = l
+                .get(&["end_unix", "ended_at_unix", "end_time_unix"])
+                .as_ref()
+                .and_then(num);
+        }
+        if run.date.is_empty() {
+            run.date = run.start_unix.map(date_from_unix).unwrap_or_default();
+            pt.date = run.date.clone();
+        }
+    }
+
+    // Requests.
+    let zst = dir.join("requests.jsonl.zst");
+    let plain = dir.join("requests.jsonl");
+    if zst.is_file() {
+        read_requests(&zst, &mut pt)?;
+    } else if plain.is_file() {
+        read_requests(&plain, &mut pt)?;
+    }
+
+    // Power and server metrics.
+    let power = dir.join("power.csv");
+    if power.is_file() {
+        read_power(&power, &mut run, &mut pt)?;
+    }
+    let sm = dir.join("server_metrics.jsonl");
+    if sm.is_file() {
+        read_server_metrics(&sm, &mut run, &mut pt)?;
+    }
+
+    // Keep every regular file (the requests went to their table).
+    run.artifacts
+        .extend(dir_files(dir, &["requests.jsonl.zst", "requests.jsonl"])?);
+    run.points.push(pt);
+    Ok(run)
+}

@@ -1,0 +1,872 @@
+//! Reading result files into [`RunData`] (no database access here): the data types every
+//! format produces, discovery of the units under a path ([`discover`]), the shared identity
+//! and lookup helpers (InferenceX field names, the normalizers of [`crate::normalize`]), and
+//! the one importer interface, [`Importer`]. Each import format is its own module:
+//!
+//! - `artifacts`: our artifact directories (DESIGN.md §3), a directory with `summary.json`
+//!   ([`parse_dir`]);
+//! - `inferencex`: InferenceX `agg_*.json`, `agg_bmk.json` and `agg_eval_all.json` (a JSON
+//!   array, or an object with `hw` and `conc`);
+//! - `aiperf`: AIPerf `profile_export_aiperf.json` (metric objects with an `avg`);
+//! - `vllm`: vLLM's and `inferbench bench`'s `--save-result` JSON (`completed` and
+//!   `request_throughput`);
+//! - [`crate::dump`]: InferenceX's public database dump, many runs from one directory or
+//!   `*.dump[.zst]` file (`Store::ingest_inferencex_dump`); [`crate::evalset`]: eval sets.
+//!
+//! A point's side files are read by `telemetry` (`power.csv`, `server_metrics.jsonl`) and
+//! `requests` (the request records). A result file goes to the first entry of [`IMPORTERS`]
+//! that recognises its JSON ([`parse_file`]): **a new import format is one module here
+//! implementing [`Importer`] and one entry in [`IMPORTERS`].**
+
+mod aiperf;
+mod artifacts;
+mod inferencex;
+mod requests;
+mod telemetry;
+mod vllm;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::normalize;
+
+pub use artifacts::parse_dir;
+pub use telemetry::{parse_power_csv, parse_server_metrics};
+
+/// Where a result came from (stored in `runs.source_kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// An inferbench artifact directory (one point).
+    Artifacts,
+    /// vLLM `benchmark_serving --save-result` JSON (one point).
+    VllmResult,
+    /// InferenceX `agg_<RESULT_FILENAME>.json` (one point) or `agg_bmk.json` (array of points).
+    InferenceX,
+    /// AIPerf `profile_export_aiperf.json` summary export (one point).
+    Aiperf,
+    /// One workflow run of InferenceX's public database dump ([`crate::dump`]).
+    InferenceXDump,
+}
+
+impl SourceKind {
+    /// Name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Artifacts => "inferbench",
+            SourceKind::VllmResult => "vllm",
+            SourceKind::InferenceX => "inferencex",
+            SourceKind::Aiperf => "aiperf",
+            SourceKind::InferenceXDump => "inferencex-dump",
+        }
+    }
+}
+
+/// Identity values supplied by the user for imports that lack them (vLLM and AIPerf files name
+/// no hardware, framework or parallelism), keyed like InferenceX's aggregate fields
+/// (`hw`, `framework`, `precision`, `model_prefix`, `tp`, `ep`, `isl`, `osl`, `conc`, …).
+/// They take precedence over the file's own values.
+pub type Overrides = BTreeMap<String, String>;
+
+/// The configuration a point was measured in: the natural key of `configs`
+/// (see [`crate::schema::CONFIG_KEY`]). Text fields are canonical lowercase names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[allow(missing_docs)]
+pub struct ConfigKey {
+    pub model: String,
+    pub model_prefix: String,
+    pub hardware: String,
+    pub framework: String,
+    pub precision: String,
+    pub spec_decoding: String,
+    pub disagg: bool,
+    pub is_multinode: bool,
+    pub tp: i64,
+    pub pp: i64,
+    pub dcp: i64,
+    pub pcp: i64,
+    pub ep: i64,
+    pub dp_attention: bool,
+    pub prefill_tp: i64,
+    pub prefill_ep: i64,
+    pub prefill_dp_attention: bool,
+    pub prefill_num_workers: i64,
+    pub decode_tp: i64,
+    pub decode_ep: i64,
+    pub decode_dp_attention: bool,
+    pub decode_num_workers: i64,
+    pub num_prefill_gpu: i64,
+    pub num_decode_gpu: i64,
+    /// KV-cache offload mode (`off` unless the artifact says otherwise).
+    pub kv_offload: String,
+    /// `fixed_seq_len`, `agentic`, … (InferenceX scenario type).
+    pub scenario: String,
+    /// Input / output sequence length in tokens (0 when the workload has none, e.g. traces).
+    pub isl: i64,
+    pub osl: i64,
+    pub image: String,
+}
+
+impl ConfigKey {
+    /// GPUs the point used: `num_prefill_gpu + num_decode_gpu` when disaggregated or multinode
+    /// (InferenceX rule), else `tp × pp × pcp` (reference/inferencex-producer.md §7.1).
+    pub fn gpus(&self) -> i64 {
+        if (self.disagg || self.is_multinode) && self.num_prefill_gpu + self.num_decode_gpu > 0 {
+            self.num_prefill_gpu + self.num_decode_gpu
+        } else {
+            (self.tp.max(1)) * (self.pp.max(1)) * (self.pcp.max(1))
+        }
+    }
+}
+
+/// The per-request records of a point, as stored.
+#[derive(Debug, Clone)]
+pub struct RequestsBlob {
+    /// zstd-compressed JSONL (the artifact's bytes when it was already `.zst`).
+    pub jsonl_zst: Vec<u8>,
+    /// SHA-256 hex of the uncompressed JSONL.
+    pub sha256: String,
+    /// Records in all (warmups included).
+    pub n_records: i64,
+    /// Records of the profile phase.
+    pub n_profile: i64,
+    /// Failed records of the profile phase.
+    pub n_failed: i64,
+}
+
+/// One measured point.
+#[derive(Debug, Clone)]
+pub struct PointData {
+    /// Its configuration.
+    pub config: ConfigKey,
+    /// Concurrency (max in-flight requests; 0 = unlimited).
+    pub conc: i64,
+    /// UTC date `YYYY-MM-DD` of the measurement ("" when unknown).
+    pub date: String,
+    /// Flat metric map: InferenceX names and units (seconds, tok/s, tok/s/GPU, tok/s/user);
+    /// extras namespaced `inferbench.*`.
+    pub metrics: BTreeMap<String, f64>,
+    /// Failure text for a point that produced no valid measurement.
+    pub error: Option<String>,
+    /// False when the result says it is not a valid submission (an AgentX replay's
+    /// `submission_valid: false`); such points are stored and drawn, never on a frontier.
+    pub valid: bool,
+    /// Per-request records, when the artifact has them.
+    pub requests: Option<RequestsBlob>,
+    /// Power samples `(gpu, unix s, W)`.
+    pub power: Vec<(String, f64, f64)>,
+    /// Server metric samples `(name, labels JSON, unix s, value)`.
+    pub server_metrics: Vec<(String, String, f64, f64)>,
+}
+
+/// One eval result: a task's accuracy for a configuration (reference/inferencex-app.md §3.5).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalData {
+    /// Configuration (ISL/OSL parsed from the source path's `_<n>k<m>k_`, × 1024).
+    pub config: ConfigKey,
+    /// Lowercase task name (`gsm8k`).
+    pub task: String,
+    /// Concurrency the eval ran at (0 when not given).
+    pub conc: i64,
+    /// Headline score, fraction 0–1.
+    pub score: Option<f64>,
+    /// The score's standard error, fraction 0–1.
+    pub score_se: Option<f64>,
+    /// Every numeric field (`em_strict`, `em_strict_se`, `em_flexible`, `n_eff`, …).
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// One ingestable unit: written in one transaction.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    /// `sha256:<hex>` of the result bytes (natural key of `runs`).
+    pub run_key: String,
+    /// Format.
+    pub kind: SourceKind,
+    /// Path it was read from.
+    pub source_path: String,
+    /// Sweep this run belongs to (job.json `sweep_id`, else the parent directory of an artifact
+    /// directory, else the file path).
+    pub batch: String,
+    /// UTC date `YYYY-MM-DD` ("" when unknown).
+    pub date: String,
+    /// Start of the benchmark window, unix seconds.
+    pub start_unix: Option<f64>,
+    /// End of the benchmark window, unix seconds.
+    pub end_unix: Option<f64>,
+    /// The producing inferbench's version, from `job.json` ("" when absent).
+    pub inferbench_version: String,
+    /// The producing inferbench's git commit, from `job.json` ("" when absent).
+    pub git_sha: String,
+    /// The serving engine's version, from `job.json` ("" when absent).
+    pub engine_version: String,
+    /// The host that ran the job, from `job.json` ("" when absent).
+    pub host: String,
+    /// InferenceX's `RESULT_FILENAME` (the `agg_*.json` stem, else `job.json`'s; "" when
+    /// absent).
+    pub result_filename: String,
+    /// `job.json` as compact JSON (`{}` when absent).
+    pub job: String,
+    /// The points.
+    pub points: Vec<PointData>,
+    /// Eval results (InferenceX `agg_eval_all.json` rows).
+    pub evals: Vec<EvalData>,
+    /// Files kept verbatim: (name, bytes).
+    pub artifacts: Vec<(String, Vec<u8>)>,
+    /// Names met while normalizing: unknown ones, and known ones stored under another key.
+    pub names: Names,
+    /// Non-fatal oddities worth reporting.
+    pub warnings: Vec<String>,
+}
+
+/// What normalizing a run's identity names found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Names {
+    /// Names no rule recognised `(kind, name)`: stored as they are (lowercased).
+    pub unknown: BTreeSet<(String, String)>,
+    /// Recognised names stored under a different key `(kind, name as given, key)`, e.g.
+    /// `("model", "Llama-3.1-8B", "llama3.1-8b")`; a mere change of case is not listed, nor
+    /// hardware (runner labels such as `h200-nv_3` → `h200` would list every runner).
+    pub renamed: BTreeSet<(String, String, String)>,
+}
+
+/// Why a unit could not be read.
+pub type ParseError = String;
+
+/// Error text (suffix) of a JSON file that parses but is no known result format; such files met
+/// while walking a directory are listed as ignored, not as failures.
+pub const NOT_A_RESULT: &str = "not a recognised result file (expected an inferbench/vLLM result, InferenceX agg_*.json, or AIPerf profile_export_aiperf.json)";
+
+/// SHA-256 hex of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Importers
+
+/// One import format read from a single JSON file: how [`parse_file`] recognises it and reads
+/// it. Each format is its own module of `parse`; [`IMPORTERS`] lists them.
+pub trait Importer: Sync {
+    /// The format's name (as [`SourceKind::as_str`] stores it).
+    fn name(&self) -> &'static str;
+    /// Whether the file's JSON `v` is this format.
+    fn recognises(&self, v: &Value) -> bool;
+    /// Reads the file at `path` (`bytes` as read, `v` their JSON) into one run; `ov` wins over
+    /// the file's own identity values.
+    fn parse(
+        &self,
+        path: &Path,
+        bytes: Vec<u8>,
+        v: &Value,
+        ov: &Overrides,
+    ) -> Result<RunData, ParseError>;
+}
+
+/// The file formats, asked in this order; the first that recognises a file reads it. A new
+/// import format is one module and one entry here.
+pub const IMPORTERS: &[&dyn Importer] = &[
+    &inferencex::AggFile,
+    &aiperf::ProfileExport,
+    &vllm::SaveResult,
+];
+
+/// Reads one JSON result file of any supported format.
+pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
+    let (bytes, v) = read_json(path)?;
+    match IMPORTERS.iter().find(|i| i.recognises(&v)) {
+        Some(i) => i.parse(path, bytes, &v, ov),
+        None => Err(format!("{}: {NOT_A_RESULT}", path.display())),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Discovery
+
+/// A unit found under a path: an artifact directory or a result file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unit {
+    /// Directory with `summary.json` and/or `agg_*.json`.
+    Dir(PathBuf),
+    /// A JSON result file.
+    File(PathBuf),
+    /// A point directory of a sweep that did not finish (`status.json`/`job.json`, no
+    /// `summary.json`): reported, nothing to store.
+    Unfinished(PathBuf),
+    /// An eval set: `meta_env.json` and lm-eval result files ([`crate::evalset`]).
+    Eval(PathBuf),
+}
+
+/// An inferbench artifact directory has a `summary.json`. (A directory holding only
+/// `agg_*.json` files, like InferenceX's `bmk_*` artifacts, is walked and each file imported.)
+fn is_artifact_dir(dir: &Path) -> bool {
+    dir.join("summary.json").is_file()
+}
+/// The subdirectory where an AgentX replay point keeps its AIPerf-shaped export.
+pub const AIPERF_ARTIFACTS: &str = "aiperf_artifacts";
+
+/// Finds the units under `path` in a deterministic (sorted) order. Files that are not JSON are
+/// returned in `ignored` (they are reported, not silently skipped).
+pub fn discover(
+    path: &Path,
+    units: &mut Vec<Unit>,
+    ignored: &mut Vec<PathBuf>,
+) -> std::io::Result<()> {
+    if path.is_dir() {
+        if is_artifact_dir(path) {
+            units.push(Unit::Dir(path.to_path_buf()));
+            // Nested point directories are their own units; a replay point's AIPerf export
+            // (`aiperf_artifacts/`) is the same point again, not another one.
+            let mut subs: Vec<PathBuf> = std::fs::read_dir(path)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir() && p.file_name() != Some(AIPERF_ARTIFACTS.as_ref()))
+                .collect();
+            subs.sort();
+            for s in subs {
+                discover(&s, units, ignored)?;
+            }
+            return Ok(());
+        }
+        if crate::evalset::is_eval_set(path) {
+            // A sweep's eval that failed has its status and job files but no result.
+            let unfinished =
+                !crate::evalset::has_results(path) && path.join("status.json").is_file();
+            units.push(if unfinished {
+                Unit::Unfinished(path.to_path_buf())
+            } else {
+                Unit::Eval(path.to_path_buf())
+            });
+            return Ok(());
+        }
+        if path.join("status.json").is_file() && path.join("job.json").is_file() {
+            units.push(Unit::Unfinished(path.to_path_buf()));
+            return Ok(());
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            if e.is_dir() {
+                discover(&e, units, ignored)?;
+            } else if side_file_owner(&e).is_some() {
+                // Read with its result file (parse_file), not a unit of its own.
+            } else if e.extension().and_then(|x| x.to_str()) == Some("json") {
+                units.push(Unit::File(e));
+            } else {
+                ignored.push(e);
+            }
+        }
+        Ok(())
+    } else if path.is_file() {
+        units.push(Unit::File(path.to_path_buf()));
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{}: no such file or directory", path.display()),
+        ))
+    }
+}
+
+/// The side files of one point, by their fixed names in a point directory: the `/metrics`
+/// snapshots, the GPU power samples, the power validation and the GPUs' energy-counter
+/// snapshots. Beside a `bench --save-result` file `X.json` they are `X.<name>`
+/// (`X.server_metrics.jsonl`, …).
+pub const SIDE_FILES: &[&str] = &[
+    "server_metrics.jsonl",
+    "power.csv",
+    "power_validation.json",
+    "power_energy_start.csv",
+    "power_energy_end.csv",
+];
+
+/// The JSON files of `dir` that may be results: not side files, not a sweep's `sweep.json`.
+fn result_candidates(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                    p.is_file()
+                        && name.ends_with(".json")
+                        && name != "sweep.json"
+                        && !SIDE_FILES
+                            .iter()
+                            .any(|k| name == *k || name.ends_with(&format!(".{k}")))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The result file a side file outside a point directory belongs to: `X.<side>` beside `X.json`;
+/// or a fixed-named `<side>` (written by `bench` before side files were named after the
+/// result) when its directory holds exactly one other JSON file. `None` for any other file.
+pub fn side_file_owner(p: &Path) -> Option<PathBuf> {
+    let name = p.file_name()?.to_str()?;
+    let dir = p.parent()?;
+    if is_artifact_dir(dir) {
+        return None;
+    }
+    for kind in SIDE_FILES {
+        if name == *kind {
+            let c = result_candidates(dir);
+            return (c.len() == 1).then(|| c[0].clone());
+        }
+        if let Some(stem) = name.strip_suffix(&format!(".{kind}")) {
+            let r = dir.join(format!("{stem}.json"));
+            return r.is_file().then_some(r);
+        }
+    }
+    None
+}
+
+/// The side files of the result file `result` that exist, as `(fixed name, path)`:
+/// `X.<side>` beside `X.json`, else a fixed-named one that [`side_file_owner`] gives to it.
+pub fn result_side_files(result: &Path) -> Vec<(&'static str, PathBuf)> {
+    let (Some(dir), Some(stem)) = (result.parent(), result.file_stem().and_then(|s| s.to_str()))
+    else {
+        return Vec::new();
+    };
+    SIDE_FILES
+        .iter()
+        .filter_map(|kind| {
+            let named = dir.join(format!("{stem}.{kind}"));
+            if named.is_file() {
+                return Some((*kind, named));
+            }
+            let fixed = dir.join(kind);
+            (fixed.is_file() && side_file_owner(&fixed).as_deref() == Some(result))
+                .then_some((*kind, fixed))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value helpers
+
+fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    }
+}
+
+/// Looks identity fields up in several JSON objects, first match wins.
+struct Lookup<'a> {
+    overrides: &'a Overrides,
+    maps: Vec<&'a Map<String, Value>>,
+}
+
+impl Lookup<'_> {
+    fn get(&self, names: &[&str]) -> Option<Value> {
+        for n in names {
+            if let Some(v) = self.overrides.get(*n) {
+                return Some(Value::String(v.clone()));
+            }
+        }
+        for m in &self.maps {
+            for n in names {
+                if let Some(v) = m.get(*n) {
+                    if !v.is_null() {
+                        return Some(v.clone());
+                    }
+                }
+            }
+        }
+        None
+    }
+    fn text(&self, names: &[&str]) -> String {
+        match self.get(names) {
+            Some(Value::String(s)) => s,
+            Some(Value::Null) | None => String::new(),
+            Some(v) => v.to_string(),
+        }
+    }
+    fn int(&self, names: &[&str]) -> Option<i64> {
+        self.get(names)
+            .as_ref()
+            .and_then(num)
+            .map(|f| f.round() as i64)
+    }
+    fn flag(&self, names: &[&str]) -> bool {
+        self.get(names).is_some_and(|v| normalize::truthy(&v))
+    }
+}
+
+/// Builds the config key from identity sources, recording unknown names.
+fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
+    let mut note = |kind: &str, raw: &str, n: &normalize::Norm| {
+        if !n.known {
+            names.unknown.insert((kind.to_string(), n.key.clone()));
+        } else if kind != "hardware" && !raw.is_empty() && raw.trim().to_lowercase() != n.key {
+            names
+                .renamed
+                .insert((kind.to_string(), raw.trim().to_string(), n.key.clone()));
+        }
+    };
+    // `runner` last: a matrix row's runner label (`cluster:b200-dgxc`) when nothing else names
+    // the hardware (agentic points without an aggregate).
+    let hw_raw = l.text(&["hw", "hardware", "runner_type", "RUNNER_TYPE", "runner"]);
+    let hw = normalize::hardware(if hw_raw.is_empty() {
+        "unknown"
+    } else {
+        &hw_raw
+    });
+    note("hardware", &hw_raw, &hw);
+    let prefix = l.text(&["infmax_model_prefix", "model_prefix", "MODEL_PREFIX"]);
+    let model_raw = l.text(&["model", "model_id", "MODEL"]);
+    let model = normalize::model(
+        &prefix,
+        if model_raw.is_empty() && prefix.is_empty() {
+            "unknown"
+        } else {
+            &model_raw
+        },
+    );
+    note(
+        "model",
+        if prefix.is_empty() {
+            &model_raw
+        } else {
+            &prefix
+        },
+        &model,
+    );
+    let fw_raw = l.text(&["framework", "FRAMEWORK"]);
+    let (fw, fw_disagg) = normalize::framework(if fw_raw.is_empty() {
+        "unknown"
+    } else {
+        &fw_raw
+    });
+    note("framework", &fw_raw, &fw);
+    let prec_raw = l.text(&["precision", "PRECISION"]);
+    let prec = normalize::precision(if prec_raw.is_empty() {
+        "unknown"
+    } else {
+        &prec_raw
+    });
+    note("precision", &prec_raw, &prec);
+
+    let disagg = fw_disagg || l.flag(&["disagg", "DISAGG"]);
+    let is_multinode = l.flag(&["is_multinode", "IS_MULTINODE"]);
+    let one = |v: Option<i64>| v.unwrap_or(1);
+    let tp = one(l.int(&["tp", "TP"]));
+    let ep = one(l.int(&["ep", "EP_SIZE", "ep_size"]));
+    let dpa = l.flag(&["dp_attention", "DP_ATTENTION", "dp_attn"]);
+    let v2 = l.get(&["prefill_tp"]).is_some();
+    let (ptp, pep, pdpa, pnw, dtp, dep, ddpa, dnw, npg, ndg);
+    if v2 {
+        ptp = one(l.int(&["prefill_tp"]));
+        pep = one(l.int(&["prefill_ep"]));
+        pdpa = l.flag(&["prefill_dp_attention"]);
+        pnw = l.int(&["prefill_num_workers"]).unwrap_or(0);
+        dtp = one(l.int(&["decode_tp"]));
+        dep = one(l.int(&["decode_ep"]));
+        ddpa = l.flag(&["decode_dp_attention"]);
+        dnw = l.int(&["decode_num_workers"]).unwrap_or(0);
+        npg = l.int(&["num_prefill_gpu"]).unwrap_or(ptp * pep);
+        ndg = l.int(&["num_decode_gpu"]).unwrap_or(dtp * dep);
+    } else {
+        (ptp, pep, pdpa, pnw, dtp, dep, ddpa, dnw) = (tp, ep, dpa, 0, tp, ep, dpa, 0);
+        npg = tp * ep;
+        ndg = tp * ep;
+    }
+    let kv = l.text(&["offload_mode", "kv_offloading", "KV_OFFLOADING"]);
+    let kv = match kv.trim().to_lowercase().as_str() {
+        "" | "none" | "off" | "false" | "0" => "off".to_string(),
+        "on" | "true" | "1" => "on".to_string(),
+        other => other.to_string(),
+    };
+    let scenario = l
+        .text(&["scenario_type", "scenario", "SCENARIO_TYPE"])
+        .to_lowercase();
+    ConfigKey {
+        model: model.key,
+        model_prefix: prefix.to_lowercase(),
+        hardware: hw.key,
+        framework: fw.key,
+        precision: prec.key,
+        spec_decoding: normalize::spec_method(&l.text(&[
+            "spec_decoding",
+            "SPEC_DECODING",
+            "spec_method",
+        ])),
+        disagg,
+        is_multinode,
+        tp,
+        pp: one(l.int(&["pp", "PP_SIZE", "pp_size"])),
+        dcp: one(l.int(&["dcp_size", "DCP_SIZE", "dcp"])),
+        pcp: one(l.int(&["pcp_size", "PCP_SIZE", "pcp"])),
+        ep,
+        dp_attention: dpa,
+        prefill_tp: ptp,
+        prefill_ep: pep,
+        prefill_dp_attention: pdpa,
+        prefill_num_workers: pnw,
+        decode_tp: dtp,
+        decode_ep: dep,
+        decode_dp_attention: ddpa,
+        decode_num_workers: dnw,
+        num_prefill_gpu: npg,
+        num_decode_gpu: ndg,
+        kv_offload: kv,
+        scenario: if scenario.is_empty() {
+            "fixed_seq_len".into()
+        } else {
+            scenario
+        },
+        isl: l.int(&["isl", "ISL"]).unwrap_or(0),
+        osl: l.int(&["osl", "OSL"]).unwrap_or(0),
+        image: l.text(&["image", "IMAGE"]).replace('#', "/"),
+    }
+}
+
+/// `YYYYMMDD-HHMMSS` (vLLM) or ISO `YYYY-MM-DD…` → `YYYY-MM-DD`.
+fn date_from_text(s: &str) -> Option<String> {
+    let s = s.trim();
+    let b = s.as_bytes();
+    if b.len() >= 10 && b[4] == b'-' && b[7] == b'-' && b[..4].iter().all(u8::is_ascii_digit) {
+        return s.get(..10).map(str::to_string);
+    }
+    if b.len() >= 8 && b[..8].iter().all(u8::is_ascii_digit) {
+        return Some(format!("{}-{}-{}", &s[..4], &s[4..6], &s[6..8]));
+    }
+    None
+}
+
+/// Unix seconds → UTC `YYYY-MM-DD` (days-from-civil inverse, proleptic Gregorian).
+pub fn date_from_unix(t: f64) -> String {
+    let days = (t / 86_400.0).floor() as i64;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Numeric non-identity fields of an InferenceX aggregate row, kept under their names.
+/// The numeric, non-identity fields of a flat result row, as metrics.
+pub(crate) fn metrics_from(row: &Map<String, Value>) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    inferencex::agg_metrics(row, &mut m);
+    m
+}
+
+/// The config key of a flat row of InferenceX field names (`ov` wins over the row).
+pub(crate) fn config_from(
+    row: &Map<String, Value>,
+    ov: &Overrides,
+    names: &mut Names,
+) -> ConfigKey {
+    let l = Lookup {
+        overrides: ov,
+        maps: vec![row],
+    };
+    config_key(&l, names)
+}
+
+/// An eval row of InferenceX field names (`task`, the config's fields, the scores).
+pub(crate) fn eval_from(row: &Map<String, Value>, ov: &Overrides, names: &mut Names) -> EvalData {
+    inferencex::eval_row(row, ov, names)
+}
+
+/// Fills per-GPU throughput from the totals when missing: ÷ gpus (single node; for
+/// disaggregated rows output ÷ decode GPUs and input ÷ prefill GPUs, InferenceX §7.1).
+fn fill_per_gpu(cfg: &ConfigKey, m: &mut BTreeMap<String, f64>) {
+    let g = cfg.gpus() as f64;
+    let disagg = cfg.disagg || cfg.is_multinode;
+    let total = m.get("total_token_throughput").copied();
+    let output = m.get("output_throughput").copied();
+    if let Some(t) = total {
+        m.entry("tput_per_gpu".into()).or_insert(t / g);
+    }
+    if let Some(o) = output {
+        let d = if disagg && cfg.num_decode_gpu > 0 {
+            cfg.num_decode_gpu as f64
+        } else {
+            g
+        };
+        m.entry("output_tput_per_gpu".into()).or_insert(o / d);
+    }
+    if let (Some(t), Some(o)) = (total, output) {
+        let p = if disagg && cfg.num_prefill_gpu > 0 {
+            cfg.num_prefill_gpu as f64
+        } else {
+            g
+        };
+        m.entry("input_tput_per_gpu".into()).or_insert((t - o) / p);
+    }
+}
+
+/// A JSON file's bytes and value; errors name the file (and line:column for bad JSON).
+pub(crate) fn read_json(path: &Path) -> Result<(Vec<u8>, Value), ParseError> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{}:{}:{}: invalid JSON: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    Ok((bytes, v))
+}
+
+pub(crate) fn base_run(kind: SourceKind, path: &Path, key_bytes: &[u8]) -> RunData {
+    RunData {
+        run_key: format!("sha256:{}", sha256_hex(key_bytes)),
+        kind,
+        source_path: path.display().to_string(),
+        batch: path.display().to_string(),
+        date: String::new(),
+        start_unix: None,
+        end_unix: None,
+        inferbench_version: String::new(),
+        git_sha: String::new(),
+        engine_version: String::new(),
+        host: String::new(),
+        result_filename: String::new(),
+        job: "{}".into(),
+        points: Vec::new(),
+        evals: Vec::new(),
+        artifacts: Vec::new(),
+        names: Names::default(),
+        warnings: Vec::new(),
+    }
+}
+
+pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointData {
+    PointData {
+        config,
+        conc,
+        date,
+        metrics: BTreeMap::new(),
+        error: None,
+        valid: true,
+        requests: None,
+        power: Vec::new(),
+        server_metrics: Vec::new(),
+    }
+}
+
+/// job.json may nest the identity (`job`, `spec`, `identity`, `env`); all levels are searched,
+/// outermost first.
+fn job_identity_maps(job: &Map<String, Value>) -> Vec<&Map<String, Value>> {
+    const NESTS: [&str; 7] = [
+        "identity",
+        "provenance",
+        "job",
+        "spec",
+        "env",
+        "matrix_row",
+        "row",
+    ];
+    // Breadth first, two levels: the runner's job.json keeps the matrix row at `job.row`.
+    let mut v = vec![job];
+    let mut i = 0;
+    while i < v.len() && i < 16 {
+        let m = v[i];
+        for k in NESTS {
+            if let Some(Value::Object(o)) = m.get(k) {
+                if !v.iter().any(|x| std::ptr::eq(*x, o)) {
+                    v.push(o);
+                }
+            }
+        }
+        i += 1;
+    }
+    v
+}
+
+/// `(name, bytes)` of every regular file directly in `dir` but those named in `skip`, sorted
+/// by name: what a run keeps as its artifacts. Errors name the file that could not be read.
+pub(crate) fn dir_files(dir: &Path, skip: &[&str]) -> Result<Vec<(String, Vec<u8>)>, ParseError> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = f
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        if skip.contains(&name.as_str()) {
+            continue;
+        }
+        let b = std::fs::read(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        out.push((name, b));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_points_aiperf_export_is_not_another_point() {
+        let d = tempfile::tempdir().unwrap();
+        let point = d.path().join("p1");
+        std::fs::create_dir_all(point.join(AIPERF_ARTIFACTS)).unwrap();
+        std::fs::write(point.join("summary.json"), "{}").unwrap();
+        std::fs::write(
+            point
+                .join(AIPERF_ARTIFACTS)
+                .join("profile_export_aiperf.json"),
+            "{}",
+        )
+        .unwrap();
+        let nested = point.join("p2");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(nested.join("summary.json"), "{}").unwrap();
+        let (mut units, mut ignored) = (Vec::new(), Vec::new());
+        discover(d.path(), &mut units, &mut ignored).unwrap();
+        let dirs: Vec<PathBuf> = units
+            .iter()
+            .map(|u| match u {
+                Unit::Dir(p) | Unit::Unfinished(p) | Unit::File(p) | Unit::Eval(p) => p.clone(),
+            })
+            .collect();
+        assert_eq!(dirs, vec![point, nested]);
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(date_from_unix(0.0), "1970-01-01");
+        assert_eq!(date_from_unix(1_767_225_600.0), "2026-01-01");
+        assert_eq!(date_from_unix(1_709_208_000.0), "2024-02-29");
+        assert_eq!(
+            date_from_text("20250611-093000").as_deref(),
+            Some("2025-06-11")
+        );
+        assert_eq!(
+            date_from_text("2026-03-01T10:00:00").as_deref(),
+            Some("2026-03-01")
+        );
+        assert_eq!(date_from_text("2026-03-0\u{e9}"), None); // no panic inside a character
+        assert_eq!(date_from_text("garbage"), None);
+    }
+
+    #[test]
+    fn importers_have_distinct_names() {
+        let names: BTreeSet<&str> = IMPORTERS.iter().map(|i| i.name()).collect();
+        assert_eq!(names.len(), IMPORTERS.len());
+    }
+}
