@@ -522,7 +522,7 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
     };
     let t = ingest(&res.join("whole.json"));
     assert!(
-        t.contains("ingested 1 point(s) from 1 source(s) (point directories or result files) in 1 batch(es), 16 request record(s) (warmups included)"),
+        t.contains("ingested 1 point(s) from 1 source(s) (result directories or files) in 1 batch(es), 16 request record(s) (warmups included)"),
         "{t}"
     );
 

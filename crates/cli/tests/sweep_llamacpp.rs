@@ -464,7 +464,7 @@ fn llamacpp_eval_only_row_scores_gsm8k_in_a_sweep_into_the_store() {
         String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(
-        text.contains("ingested 0 point(s), 1 eval result(s) from 1 source(s) (point directories or result files) in 1 batch(es)\n"),
+        text.contains("ingested 0 point(s), 1 eval result(s) from 1 source(s) (result directories or files) in 1 batch(es)\n"),
         "{text}"
     );
     let mut store = inferbench_store::Store::open(db.to_str().unwrap()).unwrap();

@@ -127,7 +127,7 @@ fn mtp_row_is_pinned_to_the_golden_acceptance_and_its_eval_verifies_for_real() {
     ]);
     assert_eq!(code, Some(0), "{text}");
     assert!(
-        text.starts_with("ingested 1 point(s), 1 eval result(s) from 2 source(s) (point directories or result files) in 1 batch(es), "),
+        text.starts_with("ingested 1 point(s), 1 eval result(s) from 2 source(s) (result directories or files) in 1 batch(es), "),
         "{text}"
     );
     let (code, csv) = run(&[

@@ -64,6 +64,10 @@ pub struct SelftestPoint {
     pub requests: u64,
     /// Requests failed (any class).
     pub failed: u64,
+    /// The first failure's class and message (`http_status: …`), when any request failed
+    /// (trial 11: a wrong `--model` failed every request and nothing said why).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
     /// Σ `usage.completion_tokens` of successful requests.
     pub usage_tokens: u64,
     /// Σ token-bearing chunks received (sse-instant sends one token per chunk).
@@ -253,6 +257,12 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
         wall_s: wall,
         requests,
         failed: s.inferbench.failed,
+        first_error: s
+            .inferbench
+            .error_samples
+            .iter()
+            .next()
+            .map(|(class, msg)| format!("{class}: {msg}")),
         usage_tokens,
         chunk_tokens,
         server_tokens: stats.as_ref().and_then(|s| s["tokens"].as_u64()),

@@ -186,24 +186,24 @@ impl IngestReport {
         let sources = if self.from_dump {
             "workflow run(s) of an InferenceX dump"
         } else {
-            "source(s) (point directories or result files"
+            "source(s) (result directories or files"
         };
         let again = match (self.from_dump, again.is_empty()) {
             (true, true) => String::new(),
             (true, false) => format!(" ({})", &again[2..]),
             (false, _) => format!("{again})"),
         };
-        let mut s = format!(
-            "ingested {} point(s){evals} from {} {sources}{again} in {} batch(es){tail}\n",
-            self.points,
-            self.runs_ingested,
-            self.batches.len()
-        );
-        if self.found_nothing() {
-            s.push_str(
-                "error: nothing to ingest there (no result files or artifact directories)\n",
-            );
-        }
+        // Nothing found: the error alone, not a line of zeros above it (trial 11).
+        let mut s = if self.found_nothing() {
+            "error: nothing to ingest there (no result files or artifact directories)\n".to_string()
+        } else {
+            format!(
+                "ingested {} point(s){evals} from {} {sources}{again} in {} batch(es){tail}\n",
+                self.points,
+                self.runs_ingested,
+                self.batches.len()
+            )
+        };
         for k in &self.skipped {
             s.push_str(&format!("skipped {}: {}\n", k.path, k.reason));
         }
@@ -970,14 +970,14 @@ mod tests {
         };
         assert_eq!(
             r.render(),
-            "ingested 1 point(s) from 1 source(s) (point directories or result files) in 1 \
+            "ingested 1 point(s) from 1 source(s) (result directories or files) in 1 \
              batch(es), no request records (none were saved with the results; `inferbench \
              bench` keeps them with --save-requests FILE)\n"
         );
         r.requests = 12;
         assert_eq!(
             r.render(),
-            "ingested 1 point(s) from 1 source(s) (point directories or result files) in 1 \
+            "ingested 1 point(s) from 1 source(s) (result directories or files) in 1 \
              batch(es), 12 request record(s) (warmups included)\n"
         );
         // One sweep of five points ingested again (trial 10: it read as five runs).
@@ -987,9 +987,9 @@ mod tests {
         r.evals = 1;
         assert_eq!(
             r.render(),
-            "ingested 5 point(s), 1 eval result(s) from 5 source(s) (point directories or \
-             result files; 5 already present, updated in place) in 1 batch(es), 12 request \
-             record(s) (warmups included)\n"
+            "ingested 5 point(s), 1 eval result(s) from 5 source(s) (result directories or \
+             files; 5 already present, updated in place) in 1 batch(es), 12 request record(s) \
+             (warmups included)\n"
         );
         let dump = IngestReport {
             from_dump: true,

@@ -612,7 +612,7 @@ fn eval_sets_ingest_as_inferencex_collects_them() {
     );
     assert!(r
         .render()
-        .starts_with("ingested 0 point(s), 3 eval result(s) from 2 source(s) (point directories or result files) in 1 batch(es)\n"));
+        .starts_with("ingested 0 point(s), 3 eval result(s) from 2 source(s) (result directories or files) in 1 batch(es)\n"));
     assert_eq!(r.unfinished.len(), 1, "{:?}", r.unfinished);
     assert!(r.unfinished[0]
         .contains("eval_gptoss_8k1k_unfinished (state failed, eval_failed: GSM8K data not given"));
@@ -795,4 +795,39 @@ fn a_result_with_an_invalid_reason_is_an_invalid_point() {
         .unwrap();
     let valid: Vec<(i64, bool)> = rows.iter().map(|p| (p.conc, p.valid)).collect();
     assert_eq!(valid, [(4, true), (8, false)]);
+}
+
+/// Trial 11: a `replay --result-dir` directory (its `summary.json` says `scenario_type:
+/// "agentic-coding"` and `submission_valid: "false"` at the top level, no job.json) was stored
+/// as a valid fixed-length point with mean lengths as ISL/OSL. It is an invalid agentic point.
+#[test]
+fn a_replay_result_directory_is_an_invalid_agentic_point() {
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    let point = dir.path().join("replay");
+    std::fs::create_dir_all(&point).unwrap();
+    let summary = serde_json::json!({
+        "date": "20261203-113000", "backend": "openai-chat", "model_id": "Llama-3.1-8B",
+        "num_prompts": 135, "max_concurrency": 4, "duration": 59.7, "completed": 135,
+        "total_input_tokens": 200475, "total_output_tokens": 44010,
+        "request_throughput": 2.26, "output_throughput": 737.0,
+        "total_token_throughput": 4094.0, "median_tpot_ms": 7.1,
+        "scenario_type": "agentic-coding", "submission_valid": "false",
+        "inferbench": {"stop_reason": "completed", "interrupted": false},
+    });
+    std::fs::write(point.join("summary.json"), summary.to_string()).unwrap();
+    let mut o = IngestOptions::default();
+    for (k, v) in [("hw", "h100"), ("framework", "sim"), ("precision", "bf16")] {
+        o.overrides.insert(k.into(), v.into());
+    }
+    let r = s.ingest_path(&point, &o).unwrap();
+    assert_eq!((r.points, r.invalid_points), (1, 1), "{}", r.render());
+    let rows = s
+        .points(&Filter::default(), &CostOptions::default())
+        .unwrap();
+    let p = &rows[0];
+    assert_eq!(
+        (p.scenario.as_str(), p.isl, p.osl, p.valid),
+        ("agentic-coding", 0, 0, false)
+    );
 }

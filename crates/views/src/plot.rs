@@ -261,6 +261,21 @@ fn draw<DB: DrawingBackend>(
         .filter_map(|r| Some(chart.backend_coord(&(r.get(&spec.x)?, r.get(&spec.y)?))))
         .map(|(px, py)| (px - 5, py - 5, px + 5, py + 5))
         .collect();
+    // So are the frontier lines (trial 11: a label sat under its own curve's next segment, and
+    // one on another curve's), as 2 px boxes every 4 px along each segment.
+    let mut markers = markers;
+    for rows in groups.values() {
+        let competing: Vec<&PointRow> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.valid || spec.include_invalid)
+            .collect();
+        let px: Vec<(i32, i32)> = frontier_knots(&competing, &spec.x, &spec.y)
+            .iter()
+            .map(|p| chart.backend_coord(p))
+            .collect();
+        markers.extend(px.windows(2).flat_map(|w| segment_boxes(w[0], w[1])));
+    }
     for (i, (name, rows)) in groups.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
         let competing: Vec<&PointRow> = rows
@@ -440,6 +455,21 @@ fn place_label(
         .unwrap_or(candidates[0]);
     placed.push(boxed(off));
     off
+}
+
+/// Boxes of 2 × 2 px every 4 px along the segment from `a` to `b` (pixels), ends included:
+/// what a label must not cover of a drawn line.
+fn segment_boxes(a: (i32, i32), b: (i32, i32)) -> Vec<PixelBox> {
+    let (dx, dy) = (f64::from(b.0 - a.0), f64::from(b.1 - a.1));
+    let steps = ((dx.hypot(dy) / 4.0).ceil() as i32).max(1);
+    (0..=steps)
+        .map(|i| {
+            let t = f64::from(i) / f64::from(steps);
+            let x = a.0 + (dx * t).round() as i32;
+            let y = a.1 + (dy * t).round() as i32;
+            (x - 1, y - 1, x + 1, y + 1)
+        })
+        .collect()
 }
 
 /// Drops a label `(x, y, on_frontier, conc)` when an earlier one of the same concurrency sits
@@ -635,6 +665,19 @@ mod tests {
         let off = place_label((200, 200), 1, &mut placed, &everywhere);
         assert_ne!(off, (6, -16));
         assert!(!overlap(placed[0], placed[1]), "{placed:?}");
+    }
+
+    /// A segment running through the usual upper-right place sends the label elsewhere.
+    #[test]
+    fn a_label_keeps_off_lines() {
+        let line = segment_boxes((100, 100), (140, 70));
+        assert_eq!(line.first(), Some(&(99, 99, 101, 101)));
+        assert_eq!(line.last(), Some(&(139, 69, 141, 71)));
+        assert_eq!(line.len(), 14); // 50 px long: 13 steps of ≤ 4 px
+        let mut placed = Vec::new();
+        let off = place_label((100, 100), 1, &mut placed, &line);
+        assert_eq!(off, (6, 4));
+        assert!(!line.iter().any(|m| overlap(placed[0], *m)), "{placed:?}");
     }
 
     fn overlap(a: PixelBox, b: PixelBox) -> bool {

@@ -426,8 +426,9 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
     }
     if columns.iter().any(|c| c == "batch") {
         out.push_str(&wrap(
-            "batch = the run a point came from (the last part of a sweep's --out directory, a \
-             quickstart's id; --format csv shows it whole)",
+            "batch = the run a point came from (the last two parts of a result directory, a \
+             result file's name, a quickstart's id; -f batch= takes it as shown; --format csv \
+             shows it whole)",
         ));
     }
     if out.is_empty() {
@@ -567,8 +568,8 @@ mod tests {
         );
         assert_eq!(
             footer(&cols(&["conc", "batch"]), "x", "y", true, false),
-            "\nbatch = the run a point came from (the last part of a sweep's --out directory, a quickstart's id;\n\
-             \x20   --format csv shows it whole)\n"
+            "\nbatch = the run a point came from (the last two parts of a result directory, a result file's name, a\n\
+             \x20   quickstart's id; -f batch= takes it as shown; --format csv shows it whole)\n"
         );
         let f = footer(&cols(&["conc", "frontier"]), "x", "y", true, false);
         assert!(

@@ -19,7 +19,9 @@ use inferbench_loadgen::selftest::{measure, render, SelftestOptions};
     unless --client-threads says otherwise; tok/CPU-s is tokens per client CPU second."
 )]
 pub struct Args {
-    /// Zero-latency OpenAI-compatible server to stream from.
+    /// Zero-latency OpenAI-compatible server to stream from: `inferbench sim --mode instant
+    /// --port 8000` (then `--model Llama-3.1-8B`, the name it serves) or the project's
+    /// sse-instant (`--spawn-server`).
     #[arg(long, default_value = "http://127.0.0.1:8000")]
     pub base_url: String,
     /// Start this server binary (sse-instant) with `--coalesce --port <free>` first, and stop it
@@ -151,6 +153,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     });
     if mismatch {
         eprintln!("selftest: token totals differ from the server's count or requests failed");
+        for p in points.iter().filter(|p| p.failed > 0) {
+            eprintln!(
+                "  conc {}: {} request(s) failed, e.g. {}",
+                p.concurrency,
+                p.failed,
+                p.first_error.as_deref().unwrap_or("(no message)")
+            );
+        }
         return Ok(1);
     }
     Ok(0)

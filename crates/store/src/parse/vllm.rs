@@ -98,12 +98,15 @@ pub(super) fn summary_point(
         })
         .collect();
     maps.extend(job_parts.iter());
-    // The summary's own metadata (`scenario_type` of an AgentX replay).
+    // The summary's own `scenario_type`: at its top level (an AgentX replay's `summary.json`,
+    // trial 11: a `replay --result-dir` was stored as a valid fixed-length point) or in its
+    // metadata.
     let meta = s.get("metadata").and_then(Value::as_object);
     let agentic = maps
         .iter()
         .copied()
         .chain(meta)
+        .chain(std::iter::once(s))
         .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
     // Derived identity from the summary itself: model id, mean ISL/OSL (not for agentic
     // points, whose lengths vary by design), concurrency.
