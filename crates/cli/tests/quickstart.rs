@@ -125,7 +125,14 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
         "{standalone}"
     );
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
-    assert!(stderr.contains("stored 4 points in "), "{stderr}");
+    // All four stored; a point whose sim was starved of CPU on a loaded host is stored as
+    // invalid and says so in a note (the load generator's own check, not this test's).
+    assert!(
+        stderr.contains("stored 4 points in ")
+            || (stderr.contains("stored 4 points (")
+                && stderr.contains("the server fell behind its schedule")),
+        "{stderr}"
+    );
 
     // Issue: a second run re-ingested every folder under --out (leftovers of earlier runs,
     // with other flags, too). Now each run writes a fresh directory and stores only its own
@@ -315,10 +322,13 @@ fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
         common::interrupt_after_line(cmd, "conc   1:", std::time::Duration::from_millis(1500));
     assert_eq!(code, Some(130), "{out}{err}");
     assert!(out.contains("cut short"), "{out}");
-    assert!(
-        err.contains(
-            "2 points (1 of them invalid: cut short or timed on a starved CPU (the notes above say which), kept off the frontier), not stored (--no-db)"
-        ),
-        "{err}"
-    );
+    // The first point too when its sim was starved of CPU on a loaded host (its note says so).
+    let starved = err.contains("the server fell behind its schedule");
+    let counted = |n: &str| {
+        err.contains(&format!(
+            "2 points ({n} invalid: cut short or timed on a starved CPU (the notes above say \
+             which), kept off the frontier), not stored (--no-db)"
+        ))
+    };
+    assert!(counted("1 of them") || (starved && counted("all")), "{err}");
 }

@@ -373,7 +373,7 @@ pub struct Extras {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerSummary>,
     /// Why the run's timings are not a valid measurement although it completed (the server
-    /// fell behind its own schedule: [`crate::server_metrics::ServerMetricsSummary::late_step_fraction`]);
+    /// fell behind its own schedule: [`crate::server_metrics::ServerMetricsSummary::late_chunk_fraction`]);
     /// the store keeps such a point off every frontier, as a run cut short. Absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,

@@ -419,15 +419,15 @@ pub async fn run_bench(
     }
     // A server that fell behind its own schedule (the sim starved of CPU on a busy machine)
     // sent its tokens in bursts: the point's latencies are this machine's, not the server's.
-    let late_steps = match (server_metrics.as_ref(), end) {
+    let late_chunks = match (server_metrics.as_ref(), end) {
         (Some(sm), PhaseEnd::Completed) => sm
-            .late_step_fraction
-            .filter(|f| *f > server_metrics::LATE_STEPS_MAX),
+            .late_chunk_fraction
+            .filter(|f| *f > server_metrics::LATE_CHUNKS_MAX),
         _ => None,
     };
-    let invalid_reason = late_steps.map(|f| {
+    let invalid_reason = late_chunks.map(|f| {
         format!(
-            "the server fell behind its schedule on {:.0} % of its engine steps (its process \
+            "the server fell behind its schedule on {:.0} % of its token chunks (its process \
              was starved of CPU) and sent their tokens late or in bursts: this point's TTFT, TPOT and ITL \
              are not the server's; it is kept off the frontier. Run it on an idle machine (or \
              the sim with a lower --time-scale)",

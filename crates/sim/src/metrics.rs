@@ -77,9 +77,6 @@ pub(crate) struct Metrics {
     pub spec_drafts: u64,
     pub spec_draft_tokens: u64,
     pub spec_accepted_tokens: u64,
-    /// Engine steps run, and those that started more than one step behind their schedule.
-    pub engine_steps: u64,
-    pub engine_late_steps: u64,
     pub ttft: Histogram,
     pub itl: Histogram,
     pub tpot: Histogram,
@@ -107,8 +104,6 @@ impl Metrics {
             spec_drafts: 0,
             spec_draft_tokens: 0,
             spec_accepted_tokens: 0,
-            engine_steps: 0,
-            engine_late_steps: 0,
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
             tpot: Histogram::new(ITL_BUCKETS),
@@ -118,7 +113,7 @@ impl Metrics {
     }
 
     /// Renders the exposition text; `labels` is e.g. `engine="0",model_name="m"`.
-    pub fn render(&self, model_name: &str) -> String {
+    pub fn render(&self, model_name: &str, chunks: (u64, u64)) -> String {
         let name = model_name.replace('\\', "\\\\").replace('"', "\\\"");
         let l = format!("engine=\"0\",model_name=\"{name}\"");
         let mut o = String::with_capacity(8192);
@@ -209,16 +204,16 @@ impl Metrics {
         );
         counter(
             &mut o,
-            "inferbench_sim:engine_steps",
-            "Engine steps run.",
-            self.engine_steps,
+            "inferbench_sim:token_chunks",
+            "Streamed token chunks written (timed mode).",
+            chunks.0,
         );
         counter(
             &mut o,
-            "inferbench_sim:engine_late_steps",
-            "Engine steps that started more than one step (at least 1 ms) behind their \
-             schedule: the process was starved of CPU and sent their tokens in a burst.",
-            self.engine_late_steps,
+            "inferbench_sim:late_token_chunks",
+            "Token chunks written more than two steps (at least 4 ms) after their step was \
+             due: the process was starved of CPU and sent them late or in a burst.",
+            chunks.1,
         );
         counter(
             &mut o,
@@ -290,7 +285,9 @@ mod tests {
         m.ttft.observe(0.001); // le 0.001 (bounds are inclusive)
         m.ttft.observe(0.03);
         m.ttft.observe(1e6);
-        let text = m.render("m");
+        let text = m.render("m", (10, 2));
+        assert!(text
+            .contains("inferbench_sim:late_token_chunks_total{engine=\"0\",model_name=\"m\"} 2\n"));
         assert!(text.contains("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"m\",le=\"0.001\"} 1\n"));
         assert!(text.contains("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"m\",le=\"0.04\"} 2\n"));
         assert!(text.contains("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"m\",le=\"2560.0\"} 2\n"));

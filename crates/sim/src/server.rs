@@ -115,6 +115,12 @@ pub(crate) struct App {
     pub engine_tx: Option<std::sync::mpsc::Sender<EngineMsg>>,
     model_json: String,
     next_index: AtomicU64,
+    /// Streamed token chunks written in timed mode, and those written late (more than two
+    /// steps, at least 4 ms, after their step was due): `inferbench_sim:token_chunks_total`
+    /// and `late_token_chunks_total`, from which a client tells a sim starved of CPU.
+    pub chunks: AtomicU64,
+    /// See [`App::chunks`].
+    pub late_chunks: AtomicU64,
     start: std::time::Instant,
     fits_blocks: u32,
 }
@@ -135,6 +141,8 @@ impl App {
             engine_tx,
             model_json,
             next_index: AtomicU64::new(0),
+            chunks: AtomicU64::new(0),
+            late_chunks: AtomicU64::new(0),
             start: std::time::Instant::now(),
         }
     }
@@ -270,6 +278,7 @@ impl SseBody {
                 tokens: 1,
                 finished: self.sent + 1 >= self.output_len,
                 cached: 0,
+                due: None,
             }),
             Source::Engine(rx, guard) => match rx.poll_recv(cx) {
                 Poll::Ready(m) => {
@@ -362,6 +371,14 @@ impl SseBody {
                         break;
                     }
                     self.pending = None;
+                    if let Some((due, late_after)) = m.due {
+                        let late =
+                            std::time::Instant::now().saturating_duration_since(due) > late_after;
+                        self.app.chunks.fetch_add(1, Ordering::Relaxed);
+                        self.app
+                            .late_chunks
+                            .fetch_add(u64::from(late), Ordering::Relaxed);
+                    }
                     let tokens = m.tokens.min(self.output_len - self.sent);
                     let finish = m.finished.then_some(self.finish);
                     let written = self
@@ -494,11 +511,13 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
                 "max_model_len": app.res.max_model_len}]}),
         ),
         (&Method::GET, "/metrics") => {
-            let text = app
-                .metrics
-                .lock()
-                .expect("metrics lock")
-                .render(&app.res.served_name);
+            let text = app.metrics.lock().expect("metrics lock").render(
+                &app.res.served_name,
+                (
+                    app.chunks.load(Ordering::Relaxed),
+                    app.late_chunks.load(Ordering::Relaxed),
+                ),
+            );
             text_response(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
         (&Method::GET, "/stats") => {

@@ -947,8 +947,8 @@ async fn requests_vllm_refuses_are_refused_and_404s_are_not_request_errors() {
     assert!(errors[0].ends_with(" 3"), "{}", errors[0]);
     // The engine's step counters (a starved sim's timings are flagged from them).
     for name in [
-        "inferbench_sim:engine_steps_total{",
-        "inferbench_sim:engine_late_steps_total{",
+        "inferbench_sim:token_chunks_total{",
+        "inferbench_sim:late_token_chunks_total{",
     ] {
         assert_eq!(m.lines().filter(|l| l.starts_with(name)).count(), 1, "{m}");
     }

@@ -81,7 +81,9 @@ pub struct Args {
     #[arg(long)]
     pub fast: bool,
     /// AgentX instead: replay built-in agentic-coding sessions (sub-agents, prefix reuse) at
-    /// 1, 2, 4, 8 lanes for 6 s each (3 s with --fast) and show the North-Star frontier.
+    /// 1, 2, 4, 8 lanes for 6 s of replay each (3 s with --fast; about 45 s in all with each
+    /// point's warmup and drain), on the sim in real time (time scale 1), and show the
+    /// North-Star frontier.
     #[arg(long)]
     pub agentic: bool,
 }

@@ -222,7 +222,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
          can do)"
             .into(),
     );
-    print!("{}", view.table(&rows));
+    print!("\n{}", view.table(&rows));
     let chart = args
         .chart
         .clone()
