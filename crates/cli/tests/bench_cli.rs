@@ -569,8 +569,10 @@ fn server_dying_mid_run_prints_the_final_counts_before_the_report() {
         .find(|l| l.starts_with("[bench] "))
         .unwrap_or_else(|| panic!("no progress line: {stderr}"));
     assert!(
-        last.contains(&format!(" elapsed: {}/100 requests done, ", ok + failed))
-            && last.ends_with(&format!(" output tok/s, {failed} failed")),
+        last.contains(&format!(
+            " elapsed: {}/100 requests ended: {ok} ok, {failed} failed; ",
+            ok + failed
+        )) && last.ends_with(" output tok/s"),
         "{last}\n{stdout}"
     );
 }

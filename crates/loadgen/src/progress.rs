@@ -68,29 +68,31 @@ impl Counters {
     }
 }
 
-/// One progress line's counts: `{req/s} ok req/s, {tok/s} output tok/s, {n} failed[, {n}
-/// cancelled]` over `elapsed_s` seconds (the bar's message and the plain line's tail). The rate
-/// counts successful requests only: failures on a dead port come back thousands a second and
-/// would read as throughput.
+/// One progress line's counts: `{n} ok, {n} failed[, {n} cancelled]; {req/s} ok req/s, {tok/s}
+/// output tok/s` over `elapsed_s` seconds (the bar's message and the plain line's tail): the
+/// ended requests split as the summary counts them (trial 11: "32/200 done … 16 cancelled"
+/// beside a summary of 16 successful). The rate counts successful requests only: failures on a
+/// dead port come back thousands a second and would read as throughput.
 pub fn rate_message(done: u64, tokens: u64, failed: u64, cancelled: u64, elapsed_s: f64) -> String {
     let el = elapsed_s.max(1e-9);
     let ok = done.saturating_sub(failed + cancelled);
-    let mut m = format!(
-        "{:.1} ok req/s, {:.0} output tok/s, {failed} failed",
+    let cancelled = if cancelled > 0 {
+        format!(", {cancelled} cancelled")
+    } else {
+        String::new()
+    };
+    format!(
+        "{ok} ok, {failed} failed{cancelled}; {:.1} ok req/s, {:.0} output tok/s",
         ok as f64 / el,
         tokens as f64 / el,
-    );
-    if cancelled > 0 {
-        m.push_str(&format!(", {cancelled} cancelled"));
-    }
-    m
+    )
 }
 
-/// A plain progress line: `[{label}] {s} s elapsed: {done}[/{total}] requests done, ` then
+/// A plain progress line: `[{label}] {s} s elapsed: {ended}[/{total}] requests ended: ` then
 /// [`rate_message`].
 pub fn plain_line(label: &str, elapsed_s: f64, done: u64, total: Option<u64>, msg: &str) -> String {
     let of = total.map_or(String::new(), |t| format!("/{t}"));
-    format!("[{label}] {elapsed_s:.0} s elapsed: {done}{of} requests done, {msg}")
+    format!("[{label}] {elapsed_s:.0} s elapsed: {done}{of} requests ended: {msg}")
 }
 
 /// A running display; [`Progress::finish`] stops it.
