@@ -418,7 +418,9 @@ pub async fn run_bench(
         }
     }
     // A server that fell behind its own schedule (the sim starved of CPU on a busy machine)
-    // sent its tokens in bursts: the point's latencies are this machine's, not the server's.
+    // sent its tokens late or in bursts: the point's latencies are this machine's, not the
+    // server's. Only `inferbench sim` exposes the counters; the AgentX replay path does not
+    // check them yet.
     let late_chunks = match (server_metrics.as_ref(), end) {
         (Some(sm), PhaseEnd::Completed) => sm
             .late_chunk_fraction
@@ -428,9 +430,9 @@ pub async fn run_bench(
     let invalid_reason = late_chunks.map(|f| {
         format!(
             "the server fell behind its schedule on {:.0} % of its token chunks (its process \
-             was starved of CPU) and sent their tokens late or in bursts: this point's TTFT, TPOT and ITL \
-             are not the server's; it is kept off the frontier. Run it on an idle machine (or \
-             the sim with a lower --time-scale)",
+             was starved of CPU) and sent their tokens late or in bursts: this point's TTFT, \
+             TPOT and ITL are not the server's; it is kept off the frontier. Run it on an idle \
+             machine (or the sim with a lower --time-scale)",
             f * 100.0
         )
     });

@@ -74,9 +74,9 @@ struct Live {
 /// instead of bursting to catch up.
 const MAX_LAG: Duration = Duration::from_millis(50);
 
-/// A step later than its schedule by less than this is on time: the wake-up jitter of a thread
-/// on a shared machine (a test suite on 2 cores saw 13 % of steps over 1 ms late with its
-/// results intact).
+/// A token chunk written later than its step's schedule by less than this is on time: the
+/// wake-up jitter of threads on a shared machine (with a 1 ms floor, a test suite on 2 cores
+/// counted 13 % of its steps late with its results intact).
 const LATE_MIN: Duration = Duration::from_millis(4);
 
 /// The engine loop; returns when every sender is gone (the server stopped).

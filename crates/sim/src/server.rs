@@ -375,9 +375,9 @@ impl SseBody {
                         let late =
                             std::time::Instant::now().saturating_duration_since(due) > late_after;
                         self.app.chunks.fetch_add(1, Ordering::Relaxed);
-                        self.app
-                            .late_chunks
-                            .fetch_add(u64::from(late), Ordering::Relaxed);
+                        if late {
+                            self.app.late_chunks.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                     let tokens = m.tokens.min(self.output_len - self.sent);
                     let finish = m.finished.then_some(self.finish);

@@ -152,14 +152,6 @@ impl IngestReport {
 
     /// A human-readable multi-line summary (what `inferbench ingest` prints).
     pub fn render(&self) -> String {
-        let again = if self.runs_reingested > 0 {
-            format!(
-                "; {} already present, updated in place",
-                self.runs_reingested
-            )
-        } else {
-            String::new()
-        };
         let records = if self.requests == 0 && self.from_dump {
             "no request records (a dump has none)".to_string()
         } else if self.requests == 0 && self.points > 0 {
@@ -186,19 +178,29 @@ impl IngestReport {
         let sources = if self.from_dump {
             "workflow run(s) of an InferenceX dump"
         } else {
-            "source(s) (result directories or files"
+            "source(s)"
         };
-        let again = match (self.from_dump, again.is_empty()) {
-            (true, true) => String::new(),
-            (true, false) => format!(" ({})", &again[2..]),
-            (false, _) => format!("{again})"),
+        let mut about = Vec::new();
+        if !self.from_dump {
+            about.push("result directories or files".to_string());
+        }
+        if self.runs_reingested > 0 {
+            about.push(format!(
+                "{} already present, updated in place",
+                self.runs_reingested
+            ));
+        }
+        let about = if about.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", about.join("; "))
         };
         // Nothing found: the error alone, not a line of zeros above it (trial 11).
         let mut s = if self.found_nothing() {
             "error: nothing to ingest there (no result files or artifact directories)\n".to_string()
         } else {
             format!(
-                "ingested {} point(s){evals} from {} {sources}{again} in {} batch(es){tail}\n",
+                "ingested {} point(s){evals} from {} {sources}{about} in {} batch(es){tail}\n",
                 self.points,
                 self.runs_ingested,
                 self.batches.len()
