@@ -8,7 +8,8 @@
 # run (/proc, start-up to exit of bench), tokens (bench vs
 # the server's /stats count), peak RSS (/usr/bin/time). (sse-instant's own `inflight_avg`
 # counts responses still being written, ~0 for a coalescing instant server, so it is not
-# shown.) EXTRA is passed to bench (e.g. --no-rx-timestamps for the read-time A/B). Usage:
+# shown.) EXTRA is passed to bench (e.g. --no-rx-timestamps for the read-time A/B); WARMUPS=N in
+# the environment sends N warmups first (default 0; InferenceX sends 2 x conc). Usage:
 #   scripts/client-ceiling.sh SSE_INSTANT_BIN [INFERBENCH_BIN] [CONCS] [RUNS] [DURATION_S] [EXTRA]
 set -euo pipefail
 SSE=${1:?path to the sse-instant binary (cargo build --release in ../shared/tools/sse-instant)}
@@ -33,7 +34,7 @@ for C in $CONCS; do
     T0=$(srv_ticks); W0=$(date +%s.%N)
     /usr/bin/time -f %M -o "$OUT/rss" taskset -c 1 "$IB" bench --base-url "http://127.0.0.1:$PORT" \
       --model m --random-input-len 32 --random-output-len 256 --ignore-eos --max-concurrency "$C" \
-      --duration "$DUR" --num-warmups 0 --progress off --no-server-metrics --power off \
+      --duration "$DUR" --num-warmups "${WARMUPS:-0}" --progress off --no-server-metrics --power off \
       --save-result --result-dir "$OUT" --result-filename "r.json" $EXTRA >"$OUT/log" 2>&1 || true
     T1=$(srv_ticks); W1=$(date +%s.%N)
     curl -s "http://127.0.0.1:$PORT/stats" > "$OUT/stats.json"

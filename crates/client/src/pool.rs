@@ -21,6 +21,12 @@
 //! - once any connection showed unread bytes, the pool reuses nothing: every request of the
 //!   run gets a fresh connection.
 //!
+//! Pre-opened connections ([`Pool::preconnect`]) never carried a request, so no stale response
+//! can be waiting on them: they are handed out at once, also on probation, after the idle
+//! ones that may be reused and before a new connect. Checkout reports them as reused (they
+//! were not opened for this request; the server may have closed them since), so the one
+//! re-send applies to them too.
+//!
 //! Left open: stale bytes that a server sends more than [`REUSE_QUIET`] after a response, on
 //! a pool already trusted, reach a request sent on that connection before they arrive (the
 //! pool turns suspicious as soon as the request's own response shows up as unread bytes).
@@ -123,6 +129,8 @@ pub struct Pool {
     port: u16,
     /// Idle connections with their check-in time, oldest first.
     idle: Mutex<VecDeque<(Conn, Instant)>>,
+    /// Pre-opened connections that never carried a request, with their open time.
+    unused: Mutex<Vec<(Conn, Instant)>>,
     /// One pooled connection stayed quiet for [`REUSE_QUIET`] after its response: reuse at
     /// once.
     trusted: AtomicBool,
@@ -164,6 +172,7 @@ impl Pool {
                 .to_string(),
             port,
             idle: Mutex::new(VecDeque::new()),
+            unused: Mutex::new(Vec::new()),
             trusted: AtomicBool::new(false),
             suspicious: AtomicBool::new(false),
             rx_timestamps,
@@ -232,8 +241,57 @@ impl Pool {
                     IdleState::Open | IdleState::Closed => {}
                 }
             }
+            while let Some(mut c) = self.next_unused(now) {
+                match c.poll_idle() {
+                    IdleState::Open if c.sender.is_ready() => return Ok((c, true)),
+                    IdleState::Stale => self.mark_stale(),
+                    IdleState::Open | IdleState::Closed => {}
+                }
+            }
         }
         Ok((self.connect().await?, false))
+    }
+
+    /// The newest pre-opened connection younger than [`POOL_IDLE`] (older ones are dropped).
+    fn next_unused(&self, now: Instant) -> Option<Conn> {
+        let mut unused = self.unused.lock().unwrap_or_else(|p| p.into_inner());
+        unused.retain(|(_, opened)| now.duration_since(*opened) < POOL_IDLE);
+        unused.pop().map(|(c, _)| c)
+    }
+
+    /// Opens connections until `n` are held (idle and pre-opened together), at most `parallel`
+    /// connects at a time, and stops at the first failure or after `deadline`, so the sends of a
+    /// closed-loop phase find their connections ready instead of connecting inside the measured
+    /// window. Returns how many it opened. A failure here is not recorded anywhere: the
+    /// requests that then connect themselves record it.
+    pub async fn preconnect(&self, n: usize, parallel: usize, deadline: Duration) -> usize {
+        let want = n.saturating_sub(self.idle_len() + self.unused_len());
+        let stop_at = tokio::time::Instant::now() + deadline;
+        let mut opened = 0;
+        let mut pending = futures_util::stream::FuturesUnordered::new();
+        let mut started = 0;
+        loop {
+            while started < want && pending.len() < parallel.max(1) {
+                pending.push(self.connect());
+                started += 1;
+            }
+            let next =
+                tokio::time::timeout_at(stop_at, futures_util::StreamExt::next(&mut pending));
+            match next.await {
+                Ok(Some(Ok(c))) => {
+                    opened += 1;
+                    let mut unused = self.unused.lock().unwrap_or_else(|p| p.into_inner());
+                    unused.push((c, Instant::now()));
+                }
+                Ok(Some(Err(_))) | Err(_) => return opened,
+                Ok(None) => return opened,
+            }
+        }
+    }
+
+    /// Pre-opened connections held now.
+    pub fn unused_len(&self) -> usize {
+        self.unused.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
     /// Returns a connection whose previous response was read to the end. Its driver is polled

@@ -435,3 +435,45 @@ async fn probation_then_reuse() {
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 2);
 }
+
+/// `Client::preconnect` opens the connections a closed loop is about to need before its clock
+/// starts: on a new pool (probation) the next requests take them at once, one each, and open
+/// none of their own; a second call with as many held opens nothing.
+#[tokio::test]
+async fn preconnected_connections_serve_the_first_requests() {
+    let (addr, accepted) = spawn_replay_counted(case(
+        200,
+        &[(0, TOK), (0, "data: [DONE]\n\n")],
+        ReplayEnd::Close,
+    ))
+    .await
+    .unwrap();
+    let client = Client::new(ClientConfig {
+        base_url: format!("http://{addr}"),
+        model: "m".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(client.preconnect(3).await, 3);
+    assert_eq!(client.preconnect(3).await, 0);
+    let input = RequestInput {
+        text: "hi",
+        messages: None,
+        prompt_tokens: 1,
+        max_tokens: None,
+    };
+    let cancel = CancellationToken::new();
+    let sends = (0..3).map(|_| client.send(&input, RequestMeta::default(), &cancel));
+    for rec in futures_util::future::join_all(sends).await {
+        assert!(rec.success, "{rec:#?}");
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 3);
+    // Nothing listening: opens none, returns at once.
+    let dead = Client::new(ClientConfig {
+        base_url: "http://127.0.0.1:9".into(),
+        model: "m".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(dead.preconnect(4).await, 0);
+}

@@ -239,6 +239,51 @@ async fn closed_loop_schedules_each_request_when_its_slot_became_free() {
     );
 }
 
+/// Issue 14: a closed loop reaches its cap in the time its first sends take. Every worker
+/// sends its first request before any worker reads a response (the start gate), and the
+/// connections were opened before the phase's clock started: the first `cap` requests are all
+/// sent before any request of the phase has been read to its end, also on an instant server
+/// whose responses are ready before the later workers have sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn closed_loop_sends_every_first_request_before_reading_any() {
+    let mut case = stream_case();
+    for c in &mut case.chunks {
+        c.0 = Duration::ZERO;
+    }
+    let (addr, accepted) = inferbench_testutil::replay::spawn_replay_counted(case)
+        .await
+        .unwrap();
+    let cap = 64;
+    let o = BenchOptions {
+        max_concurrency: Some(cap),
+        num_prompts: Some(2 * u64::from(cap)),
+        num_warmups: Some(0),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let mut prof: Vec<&RequestRecord> = out.records.iter().collect();
+    assert_eq!(prof.len(), 2 * cap as usize);
+    prof.sort_by_key(|r| r.request_id);
+    let last_first_send = prof[..cap as usize]
+        .iter()
+        .map(|r| r.sent_ns)
+        .max()
+        .unwrap();
+    let first_read = prof.iter().filter_map(|r| r.read_end_ns).min().unwrap();
+    assert!(
+        last_first_send <= first_read,
+        "{last_first_send} > {first_read}"
+    );
+    // The replay server closes nothing: the 64 pre-opened connections carried the first
+    // requests, and probation (nothing quiet for 200 ms yet) gave the second ones new ones.
+    let n = accepted.load(std::sync::atomic::Ordering::Relaxed) as usize;
+    assert!(
+        (cap as usize..=2 * cap as usize).contains(&n),
+        "{n} connections"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_arrivals_follow_absolute_deadlines() {
     let addr = spawn_replay(stream_case()).await.unwrap();
