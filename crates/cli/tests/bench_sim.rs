@@ -104,7 +104,18 @@ fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
     let sim = start_sim();
     let (_, first) = bench(&sim, &[]);
     assert!(!first.contains("prefix cache served"), "{first}");
-    let (_, second) = bench(&sim, &[]);
+    let dir = std::env::temp_dir().join(format!("inferbench-bench-cache-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (_, second) = bench(
+        &sim,
+        &[
+            "--save-result",
+            "--result-dir",
+            dir.to_str().unwrap(),
+            "--result-filename",
+            "r.json",
+        ],
+    );
     // All 8 prompts were sent before: the sim (as vLLM) finds every cached 16-token block but
     // the last (one token must be computed), 240 of each 256-token prompt: 8 × 240 = 1920.
     assert!(
@@ -112,6 +123,17 @@ fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
         "{second}"
     );
     assert!(second.contains("--cache-bust"), "{second}");
+    // Its TTFT is the cache's: the point is invalid, so ingest keeps it off every frontier.
+    let r = read_json(&dir.join("r.json"));
+    let why = r["inferbench"]["invalid_reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.starts_with("the server's prefix cache served 1920 of 2048")
+            && why.contains("kept off the frontier"),
+        "{r}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     let (_, busted) = bench(&sim, &["--cache-bust"]);
     assert!(!busted.contains("prefix cache served"), "{busted}");
 }

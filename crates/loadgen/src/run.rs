@@ -403,10 +403,12 @@ pub async fn run_bench(
         }
         None => None,
     };
-    // Random prompts served from the prefix cache mean a repeated run (same seed). Only a
+    // Random prompts served from the prefix cache mean a repeated run (same seed): its TTFT is
+    // the cache's, so the point is kept off the frontier (trial 11: a repeated run took it). Only a
     // profile phase that ran its course is judged: one cut short in its warmup (which sends
     // the first prompt again and again) has no profile window to compare (trial 7's spurious
     // warning on a sweep point interrupted there).
+    let mut cache_reason = None;
     if let (Some(sm), PhaseEnd::Completed) = (server_metrics.as_ref(), end) {
         if let (DatasetName::Random, Some(hits), Some(queries)) = (
             opts.dataset_name,
@@ -421,12 +423,8 @@ pub async fn run_bench(
                 .unwrap_or(0);
             let sent = counters.done.load(Ordering::Relaxed);
             let d = server_cache::PrefixCache { queries, hits };
-            notes.extend(server_cache::cache_warning(
-                &d,
-                sent,
-                opts.random_prefix_len,
-                max_prompt,
-            ));
+            cache_reason =
+                server_cache::cache_warning(&d, sent, opts.random_prefix_len, max_prompt);
         }
     }
     // A server that fell behind its own schedule (the sim starved of CPU on a busy machine)
@@ -439,7 +437,7 @@ pub async fn run_bench(
             .filter(|f| *f > server_metrics::LATE_CHUNKS_MAX),
         _ => None,
     };
-    let invalid_reason = late_chunks.map(|f| {
+    let late_reason = late_chunks.map(|f| {
         format!(
             "the server fell behind its schedule on {:.0} % of its token chunks (its process \
              was starved of CPU) and sent their tokens late or in bursts: this point's TTFT, \
@@ -448,7 +446,10 @@ pub async fn run_bench(
             f * 100.0
         )
     });
-    notes.extend(invalid_reason.clone());
+    notes.extend(cache_reason.iter().chain(&late_reason).cloned());
+    // Every producer check that makes the point's numbers not the server's, in one field.
+    let reasons: Vec<String> = cache_reason.into_iter().chain(late_reason).collect();
+    let invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
     let first_failure = shared
         .breaker

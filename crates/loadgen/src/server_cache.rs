@@ -1,7 +1,8 @@
 //! The prefix-cache check of a random-dataset run: when the server's prefix-cache counters over
 //! the profiling window (from the `/metrics` scraper, `core::server_metrics`) show far more hits
 //! than the run itself explains, its prompts were sent before (a repeated run with the same
-//! seed: TTFT far too low), and `bench` says so. Servers without the counters (llama.cpp,
+//! seed: TTFT far too low), and `bench` says so and marks the point invalid
+//! (`inferbench.invalid_reason`: kept off every frontier). Servers without the counters (llama.cpp,
 //! SGLang) give no check.
 
 /// Prefix-cache counter increases over the profiling window, in tokens.
@@ -32,7 +33,8 @@ pub fn cache_warning(
         format!(
             "the server's prefix cache served {:.0} of {:.0} prompt tokens ({:.1} %) of this \
              random-dataset run: its prompts were sent before (same --seed?), so TTFT is too \
-             low. Use --cache-bust, another --seed, or restart the server.",
+             low; it is kept off the frontier. Use --cache-bust, another --seed, or restart \
+             the server.",
             delta.hits,
             delta.queries,
             100.0 * delta.hits / delta.queries

@@ -67,6 +67,11 @@ pub fn bench_options(req: &PointRequest) -> BenchOptions {
         save_requests: Some(req.dir.join("requests.jsonl")),
         job_identity: identity,
         progress: ProgressMode::Off,
+        // A kept engine (one launch for a row's concurrencies) or a --base-url server has
+        // seen the earlier points' prompts, which the same seed makes identical: a run-unique
+        // marker at the start of each prompt keeps the prefix cache from serving them (the
+        // marker is counted inside ISL; within the point nothing changes).
+        cache_bust: true,
         ..BenchOptions::default()
     }
 }
