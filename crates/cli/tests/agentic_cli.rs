@@ -18,11 +18,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    common::output_text(o)
 }
 
 /// Issue 13's third first-hour trial: agentic rows showed ISL/OSL 0, the plain report had no

@@ -65,11 +65,7 @@ fn bench(args: &[&str]) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    common::output_text(o)
 }
 
 #[test]

@@ -67,6 +67,17 @@ fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
     (o, text)
 }
 
+/// `--save-result --result-dir DIR --result-filename NAME`.
+fn saved_as<'a>(dir: &'a std::path::Path, name: &'a str) -> Vec<&'a str> {
+    vec![
+        "--save-result",
+        "--result-dir",
+        dir.to_str().unwrap(),
+        "--result-filename",
+        name,
+    ]
+}
+
 /// `bench` against the sim with `--model model`, whatever the exit code.
 fn bench_model(sim: &Sim, model: &str, extra: &[&str]) -> (Output, String) {
     let url = format!("http://127.0.0.1:{}", sim.1);
@@ -91,11 +102,7 @@ fn bench_model(sim: &Sim, model: &str, extra: &[&str]) -> (Output, String) {
         .args(extra)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let text = common::output_text(&o);
     (o, text)
 }
 
@@ -106,16 +113,7 @@ fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
     assert!(!first.contains("prefix cache served"), "{first}");
     let dir = std::env::temp_dir().join(format!("inferbench-bench-cache-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (_, second) = bench(
-        &sim,
-        &[
-            "--save-result",
-            "--result-dir",
-            dir.to_str().unwrap(),
-            "--result-filename",
-            "r.json",
-        ],
-    );
+    let (_, second) = bench(&sim, &saved_as(&dir, "r.json"));
     // All 8 prompts were sent before: the sim (as vLLM) finds every cached 16-token block but
     // the last (one token must be computed), 240 of each 256-token prompt: 8 × 240 = 1920.
     assert!(
@@ -143,17 +141,9 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
     let sim = start_sim();
     let dir = std::env::temp_dir().join(format!("inferbench-bench-sm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (_, text) = bench(
-        &sim,
-        &[
-            "--save-result",
-            "--result-dir",
-            dir.to_str().unwrap(),
-            "--result-filename",
-            "r.json",
-            "--ignore-eos",
-        ],
-    );
+    let mut args = saved_as(&dir, "r.json");
+    args.push("--ignore-eos");
+    let (_, text) = bench(&sim, &args);
     // Named after the result file, so runs into one --result-dir keep their own (issue 13).
     assert!(!dir.join("server_metrics.jsonl").exists());
     let lines = std::fs::read_to_string(dir.join("r.server_metrics.jsonl")).unwrap();
@@ -222,11 +212,7 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
         ])
         .output()
         .unwrap();
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = common::output_text(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("from 2 source(s)"), "{out}");
     assert!(!out.contains("ignored"), "{out}");
@@ -446,11 +432,7 @@ fn power_from_nvidia_smi_is_sampled_validated_and_summarized() {
         .arg(&out)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let text = common::output_text(&o);
     assert!(o.status.success(), "{text}");
     // Named after the result file (issue 13).
     assert!(!out.join("power.csv").exists());

@@ -3,6 +3,8 @@
 //! input (llama.cpp serving SmolLM2 on 50 shared GSM8K problems) runs through the sweep's eval
 //! path, which calls the same library: `sweep_llamacpp.rs`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -50,14 +52,7 @@ fn eval(url: &str, data: &Path, out: &Path, extra: &[&str]) -> (Option<i32>, Str
         .args(extra)
         .output()
         .unwrap();
-    (
-        o.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        ),
-    )
+    (o.status.code(), common::output_text(&o))
 }
 
 #[test]

@@ -10,6 +10,8 @@
 //!
 //! The only masked parts are the temporary directory (`<TMP>`) and ingest's elapsed time.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -160,11 +162,7 @@ fn run(tmp: &Path, args: &[&str]) -> String {
         .env("COLUMNS", "120")
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let text = common::output_text(&o);
     assert!(o.status.success(), "{args:?}: {text}");
     text.replace(tmp.to_str().unwrap(), "<TMP>")
 }

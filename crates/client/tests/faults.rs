@@ -44,6 +44,39 @@ async fn send_to(base_url: String, tweak: impl FnOnce(&mut ClientConfig)) -> Req
         .await
 }
 
+/// A client of `base_url` with model `m` and otherwise default settings.
+fn client_at(base_url: &str) -> Client {
+    Client::new(ClientConfig {
+        base_url: base_url.into(),
+        model: "m".into(),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// A client of a replay server that streams one token and `[DONE]` on a kept-alive connection,
+/// and the server's count of accepted connections.
+async fn one_token_server() -> (Client, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    let (addr, accepted) = spawn_replay_counted(case(
+        200,
+        &[(0, TOK), (0, "data: [DONE]\n\n")],
+        ReplayEnd::Close,
+    ))
+    .await
+    .unwrap();
+    (client_at(&format!("http://{addr}")), accepted)
+}
+
+/// A one-token prompt "hi" without max_tokens.
+fn hi() -> RequestInput<'static> {
+    RequestInput {
+        text: "hi",
+        messages: None,
+        prompt_tokens: 1,
+        max_tokens: None,
+    }
+}
+
 async fn serve(c: ReplayCase) -> String {
     format!("http://{}", spawn_replay(c).await.unwrap())
 }
@@ -185,26 +218,8 @@ async fn non_streaming_json_response_is_understood() {
 
 #[tokio::test]
 async fn keep_alive_reuses_one_connection() {
-    let (addr, accepted) = spawn_replay_counted(case(
-        200,
-        &[(0, TOK), (0, "data: [DONE]\n\n")],
-        ReplayEnd::Close,
-    ))
-    .await
-    .unwrap();
-    let url = format!("http://{addr}");
-    let client = Client::new(ClientConfig {
-        base_url: url,
-        model: "m".into(),
-        ..Default::default()
-    })
-    .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: None,
-    };
+    let (client, accepted) = one_token_server().await;
+    let input = hi();
     for i in 0..5 {
         let rec = client
             .send(&input, RequestMeta::default(), &CancellationToken::new())
@@ -395,25 +410,8 @@ async fn undecodable_content_encoding_is_malformed() {
 /// requests use two connections; after a quiet period one connection serves the rest.
 #[tokio::test]
 async fn probation_then_reuse() {
-    let (addr, accepted) = spawn_replay_counted(case(
-        200,
-        &[(0, TOK), (0, "data: [DONE]\n\n")],
-        ReplayEnd::Close,
-    ))
-    .await
-    .unwrap();
-    let client = Client::new(ClientConfig {
-        base_url: format!("http://{addr}"),
-        model: "m".into(),
-        ..Default::default()
-    })
-    .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: None,
-    };
+    let (client, accepted) = one_token_server().await;
+    let input = hi();
     let cancel = CancellationToken::new();
     for _ in 0..2 {
         assert!(
@@ -441,27 +439,10 @@ async fn probation_then_reuse() {
 /// none of their own; a second call with as many held opens nothing.
 #[tokio::test]
 async fn preconnected_connections_serve_the_first_requests() {
-    let (addr, accepted) = spawn_replay_counted(case(
-        200,
-        &[(0, TOK), (0, "data: [DONE]\n\n")],
-        ReplayEnd::Close,
-    ))
-    .await
-    .unwrap();
-    let client = Client::new(ClientConfig {
-        base_url: format!("http://{addr}"),
-        model: "m".into(),
-        ..Default::default()
-    })
-    .unwrap();
+    let (client, accepted) = one_token_server().await;
     assert_eq!(client.preconnect(3).await, 3);
     assert_eq!(client.preconnect(3).await, 0);
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: None,
-    };
+    let input = hi();
     let cancel = CancellationToken::new();
     let sends = (0..3).map(|_| client.send(&input, RequestMeta::default(), &cancel));
     for rec in futures_util::future::join_all(sends).await {
@@ -469,11 +450,5 @@ async fn preconnected_connections_serve_the_first_requests() {
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 3);
     // Nothing listening: opens none, returns at once.
-    let dead = Client::new(ClientConfig {
-        base_url: "http://127.0.0.1:9".into(),
-        model: "m".into(),
-        ..Default::default()
-    })
-    .unwrap();
-    assert_eq!(dead.preconnect(4).await, 0);
+    assert_eq!(client_at("http://127.0.0.1:9").preconnect(4).await, 0);
 }

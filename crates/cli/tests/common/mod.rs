@@ -95,3 +95,12 @@ pub fn interrupt_after_line(
         err,
     )
 }
+
+/// A finished command's stdout then stderr, as one string (lossy UTF-8).
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
