@@ -251,3 +251,41 @@ fn svg_outline(svg: &str) -> String {
     }
     out
 }
+
+/// A file of a newer layout than this build knows is refused by name, not misread: a job.json
+/// or a request record with `schema_version` 2 (docs/results.md, "Versions").
+#[test]
+fn a_newer_artifact_version_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("v.db");
+    for (file, text) in [
+        ("job.json", "{\"schema_version\": 2}\n".to_string()),
+        (
+            "requests.jsonl",
+            serde_json::to_string(&record(1, 0)).unwrap().replacen(
+                "\"schema_version\":1",
+                "\"schema_version\":2",
+                1,
+            ) + "\n",
+        ),
+    ] {
+        let root = tmp.path().join(file);
+        write_point(&root, 1);
+        std::fs::write(root.join("conc1").join(file), text).unwrap();
+        let o = Command::new(BIN)
+            .args([
+                "ingest",
+                root.to_str().unwrap(),
+                "--db",
+                db.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let text = common::output_text(&o);
+        assert!(!o.status.success(), "{file}: {text}");
+        assert!(
+            text.contains("schema_version 2 is newer than this inferbench reads (1)"),
+            "{file}: {text}"
+        );
+    }
+}

@@ -6,6 +6,7 @@
 
 pub mod analytics;
 pub mod anomaly;
+pub mod artifacts;
 pub mod exact;
 pub mod metrics;
 pub mod prometheus;

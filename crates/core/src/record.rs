@@ -92,6 +92,10 @@ pub struct ChunkRecord {
 /// The record of one request (DESIGN.md §3). Serialized as one JSON object per line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RequestRecord {
+    /// Version of the record's layout (1), written first on every line of `requests.jsonl`
+    /// (zero-sized; see [`crate::artifacts`]).
+    #[serde(default)]
+    pub schema_version: crate::artifacts::SchemaVersion<1>,
     /// Index of the request within the run (0-based, in schedule order; warmups have their own
     /// sequence in the same space, see `phase`).
     pub request_id: u64,

@@ -5,75 +5,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-/// Name of the per-point completion marker.
-pub const STATUS_FILE: &str = "status.json";
-
-/// How a point ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PointState {
-    /// Benchmark finished and its artifacts are complete.
-    Ok,
-    /// The point failed; `class` and `cause` say why. Re-runs retry it.
-    Failed,
-    /// Stopped by Ctrl-C / SIGTERM; partial artifacts kept. Re-runs retry it.
-    Interrupted,
-}
-
-/// Failure classes of a row or point (stable snake_case labels in `status.json` / `sweep.json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureClass {
-    /// The row's runner label is not in the runner config.
-    UnknownRunner,
-    /// No built-in template or script serves the row's framework.
-    MissingRecipe,
-    /// The engine's port was taken.
-    PortInUse,
-    /// The engine could not be started (program missing, …).
-    SpawnFailed,
-    /// The engine never answered `/health` + `/v1/models` in time, or exited while starting.
-    EngineNotReady,
-    /// The engine exited while a point was running.
-    EngineCrashed,
-    /// The load generator failed (or every request failed).
-    BenchFailed,
-    /// Writing artifacts failed.
-    Io,
-    /// Cancelled by the user.
-    Interrupted,
-    /// Another row of the sweep has the same `RESULT_FILENAME` (the later row is not run).
-    DuplicateIdentity,
-    /// An accuracy eval could not run or score (no data, every request failed, …).
-    EvalFailed,
-    /// An eval-only row scored below its model's threshold (InferenceX's validate_scores.py).
-    EvalBelowThreshold,
-}
-
-/// Contents of `status.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointStatus {
-    /// Matrix row index.
-    pub index: usize,
-    /// Concurrency of the point.
-    pub conc: u32,
-    /// The row's `RESULT_FILENAME` (directory name, without a `_conc<N>` suffix for list rows).
-    pub result_filename: String,
-    /// Outcome.
-    pub state: PointState,
-    /// Failure class, when not ok.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub class: Option<FailureClass>,
-    /// Human-readable cause, when not ok (engine errors include the last 100 log lines).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cause: Option<String>,
-    /// RFC 3339 UTC time the point started.
-    pub started_at: String,
-    /// RFC 3339 UTC time the point ended.
-    pub finished_at: String,
-}
+pub use inferbench_core::artifacts::{
+    EngineInfo, FailureClass, JobFile, PointState, PointStatus, Provenance, SchemaVersion,
+    JOB_FILE, STATUS_FILE,
+};
 
 /// Directory of one point: `<out>/<RESULT_FILENAME>` for single-concurrency rows, and
 /// `<out>/<RESULT_FILENAME>_conc<N>` per concurrency of a multinode list row.
@@ -106,45 +43,24 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> std::io::Resul
     std::fs::rename(&tmp, path)
 }
 
-/// Provenance recorded in `job.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Provenance {
-    /// `inferbench` package version.
-    pub inferbench_version: String,
-    /// Git commit inferbench was built from, when known.
-    pub git_sha: Option<String>,
-    /// Engine version from its probe (`vllm --version`, xllamacpp's package version, …).
-    pub engine_version: Option<String>,
-    /// Container image of the row.
-    pub image: String,
-    /// Host name the point ran on.
-    pub host: String,
-    /// Concrete runner name used in `RESULT_FILENAME`.
-    pub runner_name: String,
-    /// Slurm job / array task, when run under Slurm.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slurm_job: Option<String>,
-}
-
-impl Provenance {
-    /// Provenance of this process for `image` on `runner_name`; engine version unknown yet.
-    pub fn current(image: &str, runner_name: &str) -> Self {
-        let slurm_job = std::env::var("SLURM_ARRAY_JOB_ID")
-            .ok()
-            .map(|j| match std::env::var("SLURM_ARRAY_TASK_ID") {
-                Ok(t) => format!("{j}_{t}"),
-                Err(_) => j,
-            })
-            .or_else(|| std::env::var("SLURM_JOB_ID").ok());
-        Provenance {
-            inferbench_version: env!("CARGO_PKG_VERSION").to_string(),
-            git_sha: git_sha(),
-            engine_version: None,
-            image: image.to_string(),
-            host: hostname(),
-            runner_name: runner_name.to_string(),
-            slurm_job,
-        }
+/// Provenance of this process for `image` on `runner_name`: this build's version and commit,
+/// the host, the Slurm job / array task when under Slurm; engine version unknown yet.
+pub fn provenance_now(image: &str, runner_name: &str) -> Provenance {
+    let slurm_job = std::env::var("SLURM_ARRAY_JOB_ID")
+        .ok()
+        .map(|j| match std::env::var("SLURM_ARRAY_TASK_ID") {
+            Ok(t) => format!("{j}_{t}"),
+            Err(_) => j,
+        })
+        .or_else(|| std::env::var("SLURM_JOB_ID").ok());
+    Provenance {
+        inferbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_sha: git_sha(),
+        engine_version: None,
+        image: image.to_string(),
+        host: hostname(),
+        runner_name: runner_name.to_string(),
+        slurm_job,
     }
 }
 
@@ -223,6 +139,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(!is_done(dir.path()));
         let mut st = PointStatus {
+            schema_version: SchemaVersion,
             index: 3,
             conc: 8,
             result_filename: "rf".into(),

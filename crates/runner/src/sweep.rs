@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::artifacts::{
-    self, now_rfc3339, point_dir, write_json_atomic, FailureClass, PointState, PointStatus,
-    Provenance, STATUS_FILE,
+    self, now_rfc3339, point_dir, provenance_now, write_json_atomic, EngineInfo, FailureClass,
+    JobFile, PointState, PointStatus, SchemaVersion, JOB_FILE, STATUS_FILE,
 };
 use crate::engine::{
     build_command, check_port_free, free_port, log_tail, probe_version, resolve_engine,
@@ -24,6 +24,7 @@ use crate::evals::{self, EvalSettings};
 use crate::jobspec::JobSpec;
 use crate::point::{BenchDefaults, PointOutput, PointRequest, PointRunner};
 use crate::ready::{wait_ready, ReadyError, LOG_TAIL_LINES};
+use inferbench_core::artifacts::BenchSettings;
 
 /// Settings of a sweep (or of one `inferbench job`).
 #[derive(Debug, Clone)]
@@ -999,44 +1000,39 @@ fn write_job_json(
     engine: Option<&Running>,
     status: Option<&PointStatus>,
 ) {
-    let mut prov = Provenance::current(&point.spec.row.image, &point.runner_name);
+    let mut prov = provenance_now(&point.spec.row.image, &point.runner_name);
     prov.engine_version = engine.and_then(|e| e.version.clone());
-    let mut job = serde_json::json!({
-        "job": point.spec,
-        "result_filename": point.rf,
-        "conc": point.conc,
-        "engine": engine.map(|e| serde_json::json!({
-            "kind": e.command.kind,
-            "command": e.command.display(),
-            "base_url": e.base_url,
-            "served_model": e.served_model,
-            "version": e.version,
-            "synthetic_acceptance": e.command.acceptance,
-        })),
-        "provenance": prov,
-        "started_at": started_at,
-        "finished_at": finished_at,
-        "status": status,
-    });
-    if let Some(o) = job.as_object_mut() {
-        if let Some(server) = &opts.server {
-            o.insert("server".into(), server.clone());
-        }
-        if let Some(id) = &opts.sweep_id {
-            o.insert("sweep_id".into(), id.clone().into());
-        }
-        if point.kind == PointKind::Throughput && !point.spec.is_agentic() {
-            let b = &opts.bench;
-            o.insert(
-                "bench".into(),
-                serde_json::json!({
-                    "num_prompts": b.prompts(point.conc), "num_warmups": b.warmups(point.conc),
-                    "seed": b.seed, "range_ratio": b.range_ratio, "ignore_eos": b.ignore_eos,
-                }),
-            );
-        }
-    }
-    let _ = write_json_atomic(&point.dir.join("job.json"), &job);
+    let b = &opts.bench;
+    let job = JobFile {
+        schema_version: SchemaVersion,
+        job: serde_json::to_value(&point.spec).unwrap_or_default(),
+        result_filename: point.rf.clone(),
+        conc: point.conc,
+        engine: engine.map(|e| EngineInfo {
+            kind: serde_json::to_value(&e.command.kind).unwrap_or_default(),
+            command: e.command.display(),
+            base_url: e.base_url.clone(),
+            served_model: Some(e.served_model.clone()),
+            version: e.version.clone(),
+            synthetic_acceptance: serde_json::to_value(&e.command.acceptance).unwrap_or_default(),
+        }),
+        provenance: prov,
+        started_at: started_at.to_string(),
+        finished_at: finished_at.map(str::to_string),
+        status: status.cloned(),
+        server: opts.server.clone(),
+        sweep_id: opts.sweep_id.clone(),
+        bench: (point.kind == PointKind::Throughput && !point.spec.is_agentic()).then(|| {
+            BenchSettings {
+                num_prompts: u64::from(b.prompts(point.conc)),
+                num_warmups: u64::from(b.warmups(point.conc)),
+                seed: b.seed,
+                range_ratio: b.range_ratio,
+                ignore_eos: b.ignore_eos,
+            }
+        }),
+    };
+    let _ = write_json_atomic(&point.dir.join(JOB_FILE), &job);
 }
 
 /// Writes the end-of-point artifacts: summary and aggregate whenever the load generator
@@ -1110,6 +1106,7 @@ fn finish_point(
         Some(f) => (PointState::Failed, Some(f.class), Some(f.cause.clone())),
     };
     let status = PointStatus {
+        schema_version: SchemaVersion,
         index: point.spec.index,
         conc: point.conc,
         result_filename: point.rf.clone(),

@@ -122,7 +122,7 @@ pub fn run(args: &Args, run_dir: &Path, sweep_id: &str) -> anyhow::Result<i32> {
                     "result_filename": result_filename,
                 },
                 "sweep_id": sweep_id,
-                "provenance": inferbench_runner::artifacts::Provenance::current(
+                "provenance": inferbench_runner::artifacts::provenance_now(
                     &format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")), &runner),
                 "replay": {"lanes": conc, "duration_s": duration.as_secs_f64(),
                            "traces": "built-in quickstart", "seed": 42, "valid": false},

@@ -58,12 +58,19 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         }
         None => None,
     };
-    let job_path = dir.join("job.json");
+    let job_path = dir.join(inferbench_core::artifacts::JOB_FILE);
     let job_v = if job_path.is_file() {
         Some(read_json(&job_path)?.1)
     } else {
         None
     };
+    // Our own job.json, typed (core::artifacts::JobFile): provenance and the sweep id come from
+    // its fields; a newer layout is refused.
+    let job_file: Option<inferbench_core::artifacts::JobFile> = job_v
+        .as_ref()
+        .map(|v| serde_json::from_value(v.clone()))
+        .transpose()
+        .map_err(|e| format!("{d}/job.json: {e}"))?;
     let mut run = base_run(SourceKind::Artifacts, dir, &key_bytes);
     run.batch = dir
         .parent()
@@ -105,22 +112,22 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         }
         (None, None) => return Err(format!("{d}: neither summary.json nor agg_*.json")),
     };
-    if let Some(j) = &j {
+    if let (Some(j), Some(jf)) = (&j, &job_file) {
         let l = Lookup {
             overrides: &Overrides::new(),
             maps: job_identity_maps(j),
         };
-        run.inferbench_version = l.text(&["inferbench_version", "version"]);
-        run.git_sha = l.text(&["git_sha", "inferbench_git_sha"]);
-        run.engine_version = l.text(&["engine_version"]);
-        run.host = l.text(&["host", "hostname"]);
+        let p = &jf.provenance;
+        run.inferbench_version = p.inferbench_version.clone();
+        run.git_sha = p.git_sha.clone().unwrap_or_default();
+        run.engine_version = p.engine_version.clone().unwrap_or_default();
+        run.host = p.host.clone();
         if run.result_filename.is_empty() {
-            run.result_filename = l.text(&["result_filename", "RESULT_FILENAME"]);
+            run.result_filename = jf.result_filename.clone();
         }
         run.job = Value::Object(j.clone()).to_string();
-        let sweep = l.text(&["sweep_id", "batch", "sweep"]);
-        if !sweep.is_empty() {
-            run.batch = sweep;
+        if let Some(sweep) = jf.sweep_id.as_ref().filter(|s| !s.is_empty()) {
+            run.batch = sweep.clone();
         }
         if run.start_unix.is_none() {
             run.start_unix = l

@@ -29,9 +29,13 @@ pub(super) fn read_requests(path: &Path, pt: &mut PointData) -> Result<(), Strin
     Ok(())
 }
 
-/// The subset of a [`inferbench_core::RequestRecord`] the store reads; unknown fields skipped.
+/// The subset of a [`inferbench_core::RequestRecord`] the store reads; unknown fields skipped,
+/// a record of a newer layout refused (its `schema_version`).
 #[derive(serde::Deserialize)]
 struct LightRecord {
+    #[serde(default)]
+    #[allow(dead_code)]
+    schema_version: inferbench_core::artifacts::SchemaVersion<1>,
     #[serde(default)]
     phase: inferbench_core::Phase,
     success: bool,

@@ -1,0 +1,295 @@
+//! The artifact contract: the version stamp every JSON artifact of ours carries, and the
+//! per-point files the runner writes and the store reads (`status.json`, `job.json`), typed
+//! here so that both sides use one definition.
+//!
+//! | file | versioned by |
+//! |---|---|
+//! | `summary.json` | `inferbench.schema_version` (vLLM's keys at the top level are vLLM's format) |
+//! | `requests.jsonl[.zst]` | `schema_version` in every record (first key; compresses away) |
+//! | `job.json`, `status.json`, `sweep.json` | top-level `schema_version` |
+//! | `agg_*.json` | InferenceX's format, unversioned (InferenceX's scripts read it) |
+//!
+//! A reader accepts files without the stamp (written before it existed: version 1) and refuses
+//! a version newer than it knows, naming both.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// A `schema_version` field that always serializes as `V` and takes no memory. Deserializing
+/// accepts any version up to `V` (and a missing field, through `#[serde(default)]`), and fails
+/// on a newer one with "schema_version N is newer than this inferbench reads (V)".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SchemaVersion<const V: u32>;
+
+impl<const V: u32> SchemaVersion<V> {
+    /// The version this build writes.
+    pub const CURRENT: u32 = V;
+}
+
+impl<const V: u32> Serialize for SchemaVersion<V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(V)
+    }
+}
+
+impl<'de, const V: u32> Deserialize<'de> for SchemaVersion<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Ver<const V: u32>;
+        impl<const V: u32> Visitor<'_> for Ver<V> {
+            type Value = SchemaVersion<V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "a schema_version (an integer up to {V})")
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Self::Value, E> {
+                if n > u64::from(V) {
+                    return Err(E::custom(format!(
+                        "schema_version {n} is newer than this inferbench reads ({V})"
+                    )));
+                }
+                Ok(SchemaVersion)
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<Self::Value, E> {
+                match u64::try_from(n) {
+                    Ok(n) => self.visit_u64(n),
+                    Err(_) => Err(E::custom(format!("schema_version {n} is negative"))),
+                }
+            }
+        }
+        d.deserialize_u64(Ver::<V>)
+    }
+}
+
+/// Name of the per-point completion marker.
+pub const STATUS_FILE: &str = "status.json";
+
+/// Name of the per-point job description.
+pub const JOB_FILE: &str = "job.json";
+
+/// How a point ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointState {
+    /// Benchmark finished and its artifacts are complete.
+    Ok,
+    /// The point failed; `class` and `cause` say why. Re-runs retry it.
+    Failed,
+    /// Stopped by Ctrl-C / SIGTERM; partial artifacts kept. Re-runs retry it.
+    Interrupted,
+}
+
+/// Failure classes of a row or point (stable snake_case labels in `status.json` / `sweep.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureClass {
+    /// The row's runner label is not in the runner config.
+    UnknownRunner,
+    /// No built-in template or script serves the row's framework.
+    MissingRecipe,
+    /// The engine's port was taken.
+    PortInUse,
+    /// The engine could not be started (program missing, …).
+    SpawnFailed,
+    /// The engine never answered `/health` + `/v1/models` in time, or exited while starting.
+    EngineNotReady,
+    /// The engine exited while a point was running.
+    EngineCrashed,
+    /// The load generator failed (or every request failed).
+    BenchFailed,
+    /// Writing artifacts failed.
+    Io,
+    /// Cancelled by the user.
+    Interrupted,
+    /// Another row of the sweep has the same `RESULT_FILENAME` (the later row is not run).
+    DuplicateIdentity,
+    /// An accuracy eval could not run or score (no data, every request failed, …).
+    EvalFailed,
+    /// An eval-only row scored below its model's threshold (InferenceX's validate_scores.py).
+    EvalBelowThreshold,
+}
+
+/// Contents of `status.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointStatus {
+    /// Version of this file's layout (1).
+    #[serde(default)]
+    pub schema_version: SchemaVersion<1>,
+    /// Matrix row index.
+    pub index: usize,
+    /// Concurrency of the point.
+    pub conc: u32,
+    /// The row's `RESULT_FILENAME` (directory name, without a `_conc<N>` suffix for list rows).
+    pub result_filename: String,
+    /// Outcome.
+    pub state: PointState,
+    /// Failure class, when not ok.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<FailureClass>,
+    /// Human-readable cause, when not ok (engine errors include the last 100 log lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// RFC 3339 UTC time the point started.
+    pub started_at: String,
+    /// RFC 3339 UTC time the point ended.
+    pub finished_at: String,
+}
+
+/// Provenance recorded in `job.json`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Provenance {
+    /// `inferbench` package version.
+    pub inferbench_version: String,
+    /// Git commit inferbench was built from, when known.
+    pub git_sha: Option<String>,
+    /// Engine version from its probe (`vllm --version`, xllamacpp's package version, …).
+    pub engine_version: Option<String>,
+    /// Container image of the row.
+    pub image: String,
+    /// Host name the point ran on.
+    pub host: String,
+    /// Concrete runner name used in `RESULT_FILENAME`.
+    pub runner_name: String,
+    /// Slurm job / array task, when run under Slurm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<String>,
+}
+
+/// The engine that served a point, as `job.json` records it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EngineInfo {
+    /// Engine kind (`vllm`, `sglang`, `llamacpp`, `sim`, `script:…`).
+    pub kind: serde_json::Value,
+    /// The command line as run (secrets masked).
+    pub command: String,
+    /// Where it served.
+    pub base_url: String,
+    /// The model name it served.
+    pub served_model: Option<String>,
+    /// Its version from the probe.
+    pub version: Option<String>,
+    /// Speculative decoding's pinned acceptance (sim engines), as the template set it.
+    pub synthetic_acceptance: serde_json::Value,
+}
+
+/// A fixed-sequence point's client settings the matrix row does not hold.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BenchSettings {
+    /// Profile prompts sent.
+    pub num_prompts: u64,
+    /// Warmup requests sent first.
+    pub num_warmups: u64,
+    /// Prompt and arrival seed.
+    pub seed: u64,
+    /// InferenceX's random range ratio.
+    pub range_ratio: f64,
+    /// Whether EOS was ignored.
+    pub ignore_eos: bool,
+}
+
+/// Contents of `job.json`: what a point ran (the matrix row's JobSpec as JSON, which
+/// `inferbench-recipes` types), on what, by whom, and how it ended.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JobFile {
+    /// Version of this file's layout (1).
+    pub schema_version: SchemaVersion<1>,
+    /// The JobSpec (matrix row, runner, provenance of the config).
+    pub job: serde_json::Value,
+    /// The point's `RESULT_FILENAME`.
+    pub result_filename: String,
+    /// Concurrency of the point.
+    pub conc: u32,
+    /// The engine, when the runner launched one.
+    pub engine: Option<EngineInfo>,
+    /// Who ran it and where.
+    pub provenance: Provenance,
+    /// RFC 3339 UTC start.
+    pub started_at: String,
+    /// RFC 3339 UTC end, once finished.
+    pub finished_at: Option<String>,
+    /// The point's status, once finished.
+    pub status: Option<PointStatus>,
+    /// What the `--base-url` server is, when the sweep ran against one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<serde_json::Value>,
+    /// The sweep's id (its batch in the store), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_id: Option<String>,
+    /// A fixed-sequence point's client settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bench: Option<BenchSettings>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Serialize, Deserialize)]
+    struct Doc {
+        #[serde(default)]
+        schema_version: SchemaVersion<2>,
+        x: u32,
+    }
+
+    #[test]
+    fn schema_version_writes_its_constant_and_refuses_newer() {
+        let d = Doc {
+            schema_version: SchemaVersion,
+            x: 1,
+        };
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            r#"{"schema_version":2,"x":1}"#
+        );
+        assert!(serde_json::from_str::<Doc>(r#"{"x":1}"#).is_ok());
+        assert!(serde_json::from_str::<Doc>(r#"{"schema_version":1,"x":1}"#).is_ok());
+        let e = serde_json::from_str::<Doc>(r#"{"schema_version":3,"x":1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("schema_version 3 is newer than this inferbench reads (2)"),
+            "{e}"
+        );
+        assert!(serde_json::from_str::<Doc>(r#"{"schema_version":"1","x":1}"#).is_err());
+        assert_eq!(std::mem::size_of::<SchemaVersion<2>>(), 0);
+    }
+
+    #[test]
+    fn status_and_job_files_round_trip_with_their_version() {
+        let s = PointStatus {
+            schema_version: SchemaVersion,
+            index: 3,
+            conc: 64,
+            result_filename: "rf".into(),
+            state: PointState::Failed,
+            class: Some(FailureClass::EngineNotReady),
+            cause: Some("no /health".into()),
+            started_at: "2026-12-03T12:00:00.000Z".into(),
+            finished_at: "2026-12-03T12:01:00.000Z".into(),
+        };
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(
+            text.starts_with(r#"{"schema_version":1,"index":3,"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<PointStatus>(&text).unwrap(), s);
+        let old = text.replace(r#""schema_version":1,"#, "");
+        assert_eq!(serde_json::from_str::<PointStatus>(&old).unwrap(), s);
+        let j = JobFile {
+            result_filename: "rf".into(),
+            conc: 64,
+            status: Some(s),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&j).unwrap();
+        assert!(
+            text.starts_with(r#"{"schema_version":1,"job":null,"#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<JobFile>(&text).unwrap(), j);
+    }
+}
