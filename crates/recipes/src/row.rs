@@ -24,13 +24,6 @@ pub struct Topology {
     pub dp_attn: bool,
 }
 
-impl Topology {
-    /// GPUs per replica: `tp × pp × pcp` (DCP adds none).
-    pub fn gpus_per_replica(&self) -> i64 {
-        self.tp * self.pp * self.pcp
-    }
-}
-
 fn topo_of(v: &serde_json::Map<String, Value>, default_workers: i64) -> Topology {
     let i = |k: &str, d: i64| v.get(k).and_then(Value::as_i64).unwrap_or(d);
     Topology {

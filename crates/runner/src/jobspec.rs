@@ -286,9 +286,21 @@ impl JobSpec {
         self.row.disagg.unwrap_or(false)
     }
 
-    /// GPUs of one single-node replica: `tp × pp × pcp` (§3.2 `GPU_COUNT`).
+    /// This row's parallelism as core defines it (one definition of the GPU count).
+    pub fn parallelism(&self) -> inferbench_core::summary::Parallelism {
+        inferbench_core::summary::Parallelism {
+            tp: self.tp(),
+            pp: self.pp(),
+            dcp_size: self.dcp(),
+            pcp_size: self.pcp(),
+            ep: self.ep(),
+        }
+    }
+
+    /// GPUs of one single-node replica (§3.2 `GPU_COUNT`): core's
+    /// [`Parallelism::gpus`](inferbench_core::summary::Parallelism::gpus), `tp × pp × pcp`.
     pub fn gpu_count(&self) -> u32 {
-        self.tp() * self.pp() * self.pcp()
+        u32::try_from(self.parallelism().gpus()).unwrap_or(u32::MAX)
     }
 
     /// InferenceX's `RESULT_FILENAME` for this row on the concrete runner `runner_name`

@@ -116,7 +116,16 @@ impl ConfigKey {
         if (self.disagg || self.is_multinode) && self.num_prefill_gpu + self.num_decode_gpu > 0 {
             self.num_prefill_gpu + self.num_decode_gpu
         } else {
-            (self.tp.max(1)) * (self.pp.max(1)) * (self.pcp.max(1))
+            // Sizes below 1 (absent) count as 1; core's Parallelism::gpus is the one formula.
+            let size = |v: i64| u32::try_from(v.max(1)).unwrap_or(u32::MAX);
+            let p = inferbench_core::summary::Parallelism {
+                tp: size(self.tp),
+                pp: size(self.pp),
+                dcp_size: 1,
+                pcp_size: size(self.pcp),
+                ep: 1,
+            };
+            i64::try_from(p.gpus()).unwrap_or(i64::MAX)
         }
     }
 }
