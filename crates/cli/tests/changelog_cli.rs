@@ -21,17 +21,8 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 #[test]
 fn changelog_from_two_git_refs() {
-    let case = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/inferencex/expected/changelog/bb91726d1");
-    if !case.is_dir() {
-        if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-            panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-        }
-        eprintln!("skipping: ../shared/data/inferencex not found");
-        return;
-    }
-    if Command::new("git").arg("--version").output().is_err() {
-        eprintln!("skipping: git not installed");
+    let Some(case) = case_dir() else { return };
+    if !inferbench_testutil::command_works("git", &["--version"], "git", "install git") {
         return;
     }
     let repo =
@@ -118,16 +109,10 @@ fn changelog_from_two_git_refs() {
 
 /// The handed changelog case, or None (skip) when ../shared is absent.
 fn case_dir() -> Option<PathBuf> {
-    let case = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/inferencex/expected/changelog/bb91726d1");
-    if case.is_dir() {
-        return Some(case);
-    }
-    if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-        panic!("../shared/data/inferencex is required (INFERBENCH_REQUIRE_SERVICES=1)");
-    }
-    eprintln!("skipping: ../shared/data/inferencex not found");
-    None
+    inferbench_testutil::shared_dir(
+        env!("CARGO_MANIFEST_DIR"),
+        "data/inferencex/expected/changelog/bb91726d1",
+    )
 }
 
 /// Runs `inferbench changelog ARGS`; returns (exit code, stderr).

@@ -18,14 +18,7 @@ fn case() -> Option<PathBuf> {
 }
 
 fn has_git() -> bool {
-    if Command::new("git").arg("--version").output().is_ok() {
-        return true;
-    }
-    if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-        panic!("git is required (INFERBENCH_REQUIRE_SERVICES=1)");
-    }
-    eprintln!("skipping: git not installed");
-    false
+    inferbench_testutil::command_works("git", &["--version"], "git", "install git")
 }
 
 /// (base sha, head sha) from refs.txt.

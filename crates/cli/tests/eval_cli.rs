@@ -184,12 +184,10 @@ fn without_data_dir_gsm8k_is_downloaded_checked_and_cached() {
 
     // A mirror with the published files (python's http.server over ../shared/data/gsm8k): both
     // are fetched, checked and cached; the next run reads the cache with the mirror gone.
-    let data =
-        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gsm8k");
-    if !data.join("train.jsonl").is_file() {
-        eprintln!("skipping the mirror part: ../shared/data/gsm8k not found");
+    let Some(data) = inferbench_testutil::shared_dir(env!("CARGO_MANIFEST_DIR"), "data/gsm8k")
+    else {
         return;
-    }
+    };
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .unwrap()

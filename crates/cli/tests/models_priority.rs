@@ -81,14 +81,12 @@ fn recorded_invocations_print_the_reference_bytes() {
 }
 
 fn have_oracle() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import yaml"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipping: python3 with PyYAML not found (the ci_priority.py oracle)");
-    }
-    ok
+    inferbench_testutil::command_works(
+        "python3",
+        &["-c", "import yaml"],
+        "python3 with PyYAML (the ci_priority.py oracle)",
+        "scripts/setup/python.sh installs python3-yaml",
+    )
 }
 
 #[test]

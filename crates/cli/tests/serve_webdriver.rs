@@ -24,21 +24,19 @@ fn bin() -> &'static str {
 }
 
 fn chromedriver() -> Option<PathBuf> {
-    let require = std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1");
     let found = std::env::var_os("INFERBENCH_TEST_CHROMEDRIVER")
         .map(PathBuf::from)
         .or_else(|| {
             let p = PathBuf::from("/usr/bin/chromedriver");
             p.is_file().then_some(p)
         });
-    if found.is_none() {
-        assert!(
-            !require,
-            "chromedriver is required (INFERBENCH_REQUIRE_SERVICES=1; scripts/setup/chromium.sh)"
-        );
-        eprintln!("skipping: no chromedriver (scripts/setup/chromium.sh installs chromium-driver)");
-    }
-    found
+    inferbench_testutil::available(
+        found.is_some(),
+        "chromedriver",
+        "scripts/setup/chromium.sh installs chromium-driver",
+    )
+    .then_some(found)
+    .flatten()
 }
 
 /// A child process in a process group of its own, killed with its whole group when dropped

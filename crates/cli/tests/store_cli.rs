@@ -53,26 +53,19 @@ fn stdout_ok(args: &[&str]) -> String {
 }
 
 fn pg_url(tag: &str) -> Option<String> {
-    match std::env::var("INFERBENCH_TEST_PG_URL") {
-        Ok(base) => {
-            let sep = if base.contains('?') { '&' } else { '?' };
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .subsec_nanos();
-            Some(format!(
-                "{base}{sep}schema=cli_{tag}_{}_{nanos}",
-                std::process::id()
-            ))
-        }
-        Err(_) if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") => {
-            panic!("INFERBENCH_TEST_PG_URL is not set but INFERBENCH_REQUIRE_SERVICES=1 (run scripts/setup/postgres.sh)")
-        }
-        Err(_) => {
-            eprintln!("skipping PostgreSQL part of {tag}: INFERBENCH_TEST_PG_URL not set");
-            None
-        }
-    }
+    let base = inferbench_testutil::env_or_skip(
+        "INFERBENCH_TEST_PG_URL",
+        "run scripts/setup/postgres.sh",
+    )?;
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    Some(format!(
+        "{base}{sep}schema=cli_{tag}_{}_{nanos}",
+        std::process::id()
+    ))
 }
 
 /// The report outputs compared across backends.

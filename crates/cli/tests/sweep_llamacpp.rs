@@ -23,19 +23,10 @@ fn one_engine() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn service_env() -> Option<(String, String)> {
-    let py = std::env::var("INFERBENCH_TEST_PYTHON").ok();
-    let gguf = std::env::var("INFERBENCH_TEST_GGUF").ok();
-    match (py, gguf) {
-        (Some(p), Some(g)) => Some((p, g)),
-        _ => {
-            assert!(
-                std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "INFERBENCH_TEST_PYTHON/INFERBENCH_TEST_GGUF unset but INFERBENCH_REQUIRE_SERVICES=1"
-            );
-            eprintln!("skipping: INFERBENCH_TEST_PYTHON/INFERBENCH_TEST_GGUF unset (run scripts/setup/llamacpp.sh)");
-            None
-        }
-    }
+    let how = "run scripts/setup/llamacpp.sh";
+    let py = inferbench_testutil::env_or_skip("INFERBENCH_TEST_PYTHON", how)?;
+    let gguf = inferbench_testutil::env_or_skip("INFERBENCH_TEST_GGUF", how)?;
+    Some((py, gguf))
 }
 
 /// A fresh directory under Cargo's per-target test scratch space.
@@ -383,15 +374,10 @@ fn llamacpp_eval_only_row_scores_gsm8k_in_a_sweep_into_the_store() {
         return;
     };
     let _one = one_engine();
-    let data = repo().join("../shared/data/gsm8k");
-    if !data.join("test.jsonl").is_file() {
-        assert!(
-            std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
-            "../shared/data/gsm8k is required (INFERBENCH_REQUIRE_SERVICES=1)"
-        );
-        eprintln!("skipping: ../shared/data/gsm8k not found");
+    let Some(data) = inferbench_testutil::shared_dir(env!("CARGO_MANIFEST_DIR"), "data/gsm8k")
+    else {
         return;
-    }
+    };
     let tmp = scratch("sweep_llamacpp_eval");
     let matrix = tmp.join("m.json");
     std::fs::write(

@@ -32,12 +32,11 @@ fn row(framework: &str, conc: u32) -> serde_json::Value {
 
 #[test]
 fn slurm_array_runs_rows_and_gathers_results() {
-    if std::env::var("INFERBENCH_TEST_SLURM").as_deref() != Ok("1") {
-        assert!(
-            std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
-            "INFERBENCH_TEST_SLURM unset but INFERBENCH_REQUIRE_SERVICES=1"
-        );
-        eprintln!("skipping: INFERBENCH_TEST_SLURM unset (run scripts/setup/slurm.sh)");
+    if !inferbench_testutil::available(
+        std::env::var("INFERBENCH_TEST_SLURM").as_deref() == Ok("1"),
+        "INFERBENCH_TEST_SLURM=1",
+        "run scripts/setup/slurm.sh",
+    ) {
         return;
     }
     let tmp = scratch("sweep_slurm");

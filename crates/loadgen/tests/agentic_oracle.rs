@@ -42,13 +42,8 @@ const MS: u64 = 1_000_000;
 /// 2023-11-14T22:13:20Z, a whole second: the run clock's zero.
 const ANCHOR_NS: u64 = 1_700_000_000 * 1_000_000_000;
 
-fn require() -> bool {
-    std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1")
-}
-
-fn skip(why: &str) {
-    assert!(!require(), "{why} (INFERBENCH_REQUIRE_SERVICES=1)");
-    eprintln!("skipping the AgentX oracle test: {why}");
+fn skip(what: &str) {
+    inferbench_testutil::available(false, what, "the AgentX oracle test needs it");
 }
 
 /// `<shared>/data/inferencex` with both scripts, or `None` (after [`skip`]).
@@ -62,7 +57,7 @@ fn inferencex_root() -> Option<PathBuf> {
         "utils/agentic/validation/validate_agentic_result.py",
     ] {
         if !root.join(script).is_file() {
-            skip(&format!("{} not found", root.join(script).display()));
+            skip(&root.join(script).display().to_string());
             return None;
         }
     }
@@ -75,7 +70,7 @@ fn inferencex_root() -> Option<PathBuf> {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        skip("python3 >= 3.10 not available");
+        skip("python3 >= 3.10");
         return None;
     }
     Some(root)

@@ -38,17 +38,13 @@ fn service() -> Option<(String, String)> {
     let gguf = std::env::var("INFERBENCH_TEST_GGUF")
         .ok()
         .filter(|s| !s.is_empty());
-    match (py, gguf) {
-        (Some(p), Some(g)) => Some((p, g)),
-        _ => {
-            let why = "INFERBENCH_TEST_PYTHON / INFERBENCH_TEST_GGUF not set (run scripts/setup/llamacpp.sh)";
-            if std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1") {
-                panic!("llama.cpp required: {why}");
-            }
-            eprintln!("SKIP llama.cpp integration test: {why}");
-            None
-        }
-    }
+    let ok = py.is_some() && gguf.is_some();
+    inferbench_testutil::available(
+        ok,
+        "INFERBENCH_TEST_PYTHON / INFERBENCH_TEST_GGUF (llama.cpp)",
+        "run scripts/setup/llamacpp.sh",
+    )
+    .then(|| (py.unwrap_or_default(), gguf.unwrap_or_default()))
 }
 
 fn start(py: &str, gguf: &str) -> (Server, String) {

@@ -266,17 +266,13 @@ fn energy_counter_delta_handles_one_wrap() {
 /// InferenceX's aggregate_power.py on the same fixtures: same reasons, same metrics.
 #[test]
 fn equals_inferencex_aggregate_power_on_every_fixture() {
-    let utils =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/utils");
-    let require = std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1");
-    if !utils.join("aggregate_power.py").is_file() {
-        assert!(
-            !require,
-            "../shared/data/inferencex/utils is required (INFERBENCH_REQUIRE_SERVICES=1)"
-        );
-        eprintln!("skipping: ../shared/data/inferencex/utils not found");
+    let Some(utils) = inferbench_testutil::shared_dir(
+        env!("CARGO_MANIFEST_DIR"),
+        "data/inferencex/utils/aggregate_power.py",
+    )
+    .and_then(|p| p.parent().map(PathBuf::from)) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut cases = Vec::new();
     for (name, text, gpus, _) in fixtures() {
@@ -310,8 +306,7 @@ print(json.dumps(out))
     {
         Ok(c) => c,
         Err(e) => {
-            assert!(!require, "python3 is required: {e}");
-            eprintln!("skipping: no python3 ({e})");
+            inferbench_testutil::available(false, "python3", &format!("cannot start it: {e}"));
             return;
         }
     };
@@ -427,17 +422,13 @@ fn accumulator_check_as_inferencex_cross_checks_it() {
         Some("unparseable_start_snapshot")
     );
 
-    let utils =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/utils");
-    if !utils.join("aggregate_power.py").is_file() {
-        assert!(
-            std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
-            "../shared/data/inferencex/utils/aggregate_power.py is required \
-             (INFERBENCH_REQUIRE_SERVICES=1)"
-        );
-        eprintln!("skipping the aggregate_power.py comparison: ../shared not found");
+    let Some(utils) = inferbench_testutil::shared_dir(
+        env!("CARGO_MANIFEST_DIR"),
+        "data/inferencex/utils/aggregate_power.py",
+    )
+    .and_then(|p| p.parent().map(PathBuf::from)) else {
         return;
-    }
+    };
     for p in [&ok, &reset, &no_end, &bad] {
         let o = Command::new("python3")
             .args([

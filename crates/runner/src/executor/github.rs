@@ -215,14 +215,10 @@ mod tests {
     /// by scripts/setup/actionlint.sh); skips otherwise unless services are required.
     #[test]
     fn workflow_passes_actionlint() {
-        let Some(bin) = std::env::var_os("INFERBENCH_TEST_ACTIONLINT") else {
-            assert!(
-                std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() != Ok("1"),
-                "INFERBENCH_TEST_ACTIONLINT unset but INFERBENCH_REQUIRE_SERVICES=1"
-            );
-            eprintln!(
-                "skipping: INFERBENCH_TEST_ACTIONLINT unset (run scripts/setup/actionlint.sh)"
-            );
+        let Some(bin) = inferbench_testutil::env_or_skip(
+            "INFERBENCH_TEST_ACTIONLINT",
+            "run scripts/setup/actionlint.sh",
+        ) else {
             return;
         };
         let dir = tempfile::tempdir().unwrap();
