@@ -192,29 +192,18 @@ pub fn read_back_note(e: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inferbench_core::{Channel, ChunkRecord, Phase};
 
+    /// As the collector sees them: no first byte or schedule stamp, the end 10 ns after the
+    /// last token, no prompt tokens.
     fn rec(id: u64, sent: u64, chunks: &[u64]) -> RequestRecord {
+        let r = inferbench_testutil::records::streamed(id, sent, chunks);
         RequestRecord {
-            request_id: id,
-            phase: Phase::Profile,
-            success: true,
-            sent_ns: sent,
-            first_token_ns: chunks.first().copied(),
-            first_output_token_ns: chunks.first().copied(),
-            last_token_ns: chunks.last().copied(),
-            end_ns: chunks.last().copied().unwrap_or(sent) + 10,
-            completion_tokens: chunks.len() as u32,
-            output_text: "x".repeat(chunks.len()),
-            chunks: chunks
-                .iter()
-                .map(|&t| ChunkRecord {
-                    t_ns: t,
-                    channel: Channel::Content,
-                    tokens: None,
-                })
-                .collect(),
-            ..RequestRecord::default()
+            scheduled_ns: 0,
+            first_byte_ns: None,
+            end_ns: r.end_ns + 10,
+            prompt_tokens: 0,
+            prompt_tokens_client: 0,
+            ..r
         }
     }
 

@@ -111,35 +111,10 @@ pub fn to_modelled_time(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inferbench_core::{Channel, ChunkRecord, Phase};
 
     /// A successful profile request of 10 prompt tokens and one output token per chunk.
     fn rec(id: u64, sent: u64, chunks: &[u64]) -> RequestRecord {
-        RequestRecord {
-            request_id: id,
-            phase: Phase::Profile,
-            success: true,
-            scheduled_ns: sent,
-            sent_ns: sent,
-            first_byte_ns: chunks.first().copied(),
-            first_token_ns: chunks.first().copied(),
-            first_output_token_ns: chunks.first().copied(),
-            last_token_ns: chunks.last().copied(),
-            end_ns: chunks.last().copied().unwrap_or(sent),
-            prompt_tokens: 10,
-            prompt_tokens_client: 10,
-            completion_tokens: chunks.len() as u32,
-            output_text: "x".repeat(chunks.len()),
-            chunks: chunks
-                .iter()
-                .map(|&t| ChunkRecord {
-                    t_ns: t,
-                    channel: Channel::Content,
-                    tokens: None,
-                })
-                .collect(),
-            ..RequestRecord::default()
-        }
+        inferbench_testutil::records::streamed(id, sent, chunks)
     }
 
     fn metric(s: &RunSummary, name: &str) -> f64 {
