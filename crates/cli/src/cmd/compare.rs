@@ -2,7 +2,8 @@
 //! a ratio A/B with a 95 % confidence interval when both sides have repeated sweeps.
 
 use inferbench_store::{compare, CostOptions, Filter, PointRow, Store};
-use inferbench_views::report::round_for_table;
+
+use super::ExitStatus;
 
 /// Exit codes of `compare` (its `--help`).
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 compared; 1 nothing to compare (a side matches \
@@ -41,6 +42,7 @@ pub struct Args {
     pub include_invalid: bool,
 }
 
+/// One side's filter: the common `--filter`s, then the side's comma-separated ones.
 fn side(spec: &str, common: &[String]) -> anyhow::Result<Filter> {
     let mut f = Filter::default();
     for s in common {
@@ -54,7 +56,7 @@ fn side(spec: &str, common: &[String]) -> anyhow::Result<Filter> {
 
 /// Runs the subcommand; returns 0, or 1 when a side has no valid point or the sides share no x
 /// range; errors (exit 2) on a side pooling workloads.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     let mut store = Store::open_existing(&args.db)?;
     let cost = CostOptions::default();
     let load = |spec: &str, store: &mut Store| -> anyhow::Result<Vec<PointRow>> {
@@ -94,65 +96,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 empty.join(" nor ")
             );
         }
-        return Ok(1);
+        return Ok(ExitStatus::Failed);
     }
     let rows = compare::compare(&a, &b, &args.x, &args.y, &targets);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(0);
+        return Ok(ExitStatus::Ok);
     }
-    let one = |v: &[String]| v.first().cloned().unwrap_or_else(|| "-".into());
-    println!(
-        "A = {}   B = {}   workload {}   y = {} at x = {}",
-        args.a,
-        args.b,
-        if wa == wb {
-            one(&wa)
-        } else {
-            format!("A {}, B {}", one(&wa), one(&wb))
-        },
-        inferbench_views::report::label(&args.y),
-        inferbench_views::report::label(&args.x)
+    print!(
+        "{}",
+        inferbench_views::report::compare_table(
+            &rows,
+            (&args.a, &args.b),
+            (&wa, &wb),
+            &args.x,
+            &args.y
+        )
     );
-    let f = |v: Option<f64>| v.map_or("-".to_string(), round_for_table);
-    let mut grid: Vec<[String; 7]> = vec![[
-        "x".into(),
-        "A".into(),
-        "n A".into(),
-        "B".into(),
-        "n B".into(),
-        "A/B".into(),
-        "95% CI of A/B".into(),
-    ]];
-    let mut no_ci = false;
-    for r in &rows {
-        let ci = match (r.ci95_low, r.ci95_high) {
-            (Some(l), Some(h)) => format!("[{l:.3}, {h:.3}]"),
-            _ => {
-                no_ci |= r.ratio_a_over_b.is_some();
-                "-".into()
-            }
-        };
-        grid.push([
-            round_for_table(r.at),
-            f(r.mean_a),
-            r.n_a.to_string(),
-            f(r.mean_b),
-            r.n_b.to_string(),
-            r.ratio_a_over_b.map_or("-".into(), |x| format!("{x:.3}")),
-            ci,
-        ]);
-    }
-    print!("{}", inferbench_views::report::aligned(&grid, &[]));
-    println!(
-        "  (A, B: mean over batches of y on each batch's frontier at x; n = batches whose frontier \
-         reaches x, i.e. repeats)"
-    );
-    if no_ci {
-        println!(
-            "  (no CI where a side has a single batch there: the interval needs at least 2 repeats \
-             on each side)"
-        );
-    }
-    Ok(0)
+    Ok(ExitStatus::Ok)
 }

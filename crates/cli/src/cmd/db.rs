@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use inferbench_store::Store;
 
+use super::ExitStatus;
+
 /// Flags of `inferbench db`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -41,7 +43,7 @@ pub enum Action {
 }
 
 /// Runs the subcommand; returns the process exit code.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     let mut store = Store::open(&args.db)?;
     match args.action {
         Action::Migrate => {
@@ -78,5 +80,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             println!("restored {n} rows from {}", file.display());
         }
     }
-    Ok(0)
+    Ok(ExitStatus::Ok)
 }

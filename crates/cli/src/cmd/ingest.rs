@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use inferbench_store::{IngestOptions, Store};
 
+use super::ExitStatus;
+
 /// Flags of `inferbench ingest`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -41,15 +43,7 @@ pub struct Args {
 
 /// Ingest options from `--set KEY=VALUE` flags (shared with `bench --db`).
 pub fn options(set: &[String]) -> anyhow::Result<IngestOptions> {
-    let mut opts = IngestOptions::default();
-    for kv in set {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| anyhow::anyhow!("--set `{kv}`: expected KEY=VALUE"))?;
-        opts.overrides
-            .insert(k.trim().to_string(), v.trim().to_string());
-    }
-    Ok(opts)
+    IngestOptions::from_set(set).map_err(anyhow::Error::msg)
 }
 
 /// Ingests `paths` into `db` (migrating it first), printing each report. Returns whether any
@@ -74,7 +68,7 @@ pub fn ingest_into(
 
 /// Runs the subcommand; returns 0, or 1 when something was skipped or a path held nothing to
 /// ingest (always) or a name was unknown (with `--strict`).
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     let mut opts = options(&args.set)?;
     opts.batch = args.batch.clone();
     // Every path first: a typo stores nothing (and creates no database).
@@ -122,9 +116,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             unknown |= !report.unknown.is_empty() || left_out;
         }
     }
-    Ok(if failed || (args.strict && unknown) {
-        1
-    } else {
-        0
-    })
+    Ok(ExitStatus::failed_if(failed || (args.strict && unknown)))
 }

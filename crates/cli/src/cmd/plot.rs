@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use inferbench_store::CostOptions;
 use inferbench_views::plot::{plot, PlotSpec};
 
+use super::ExitStatus;
+
 /// Exit codes of `plot` (its `--help`).
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 chart written (points without a value, or \
      clipped, are named on stderr); 2 bad flags, no database, a database with no runs yet (run \
@@ -64,9 +66,9 @@ pub struct Args {
 }
 
 /// Runs the subcommand; returns the process exit code.
-pub fn run(args: Args) -> anyhow::Result<i32> {
-    let mut store = super::report::open_with_runs(&args.db)?;
-    let f = super::report::filter(&args.filters, &args.since, &args.until, false)?;
+pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
+    let mut store = inferbench_views::flags::open_with_runs(&args.db)?;
+    let f = inferbench_views::flags::filter(&args.filters, &args.since, &args.until, false)?;
     let rows = store.points(
         &f,
         &CostOptions {
@@ -120,5 +122,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(n) = drawn.note() {
         eprintln!("inferbench plot: {n}");
     }
-    Ok(0)
+    Ok(ExitStatus::Ok)
 }

@@ -3,11 +3,12 @@
 //! `inferbench_loadgen::selftest`.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
-use inferbench_loadgen::selftest::{measure, render, SelftestOptions};
+use inferbench_loadgen::selftest::{measure, problems, render, spawn_server, SelftestOptions};
+
+use super::ExitStatus;
 
 /// Flags of `inferbench selftest`.
 #[derive(Debug, clap::Args)]
@@ -55,49 +56,8 @@ pub struct Args {
     pub json: Option<PathBuf>,
 }
 
-struct Spawned(Child);
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_server(args: &Args, bin: &PathBuf) -> anyhow::Result<(Spawned, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let mut cmd = match &args.server_cpus {
-        Some(cpus) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", cpus]).arg(bin);
-            c
-        }
-        None => Command::new(bin),
-    };
-    cmd.args(["--coalesce", "--port", &port.to_string()])
-        .args(["--threads", &args.server_threads.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("--spawn-server: cannot start {}", bin.display()))?;
-    let url = format!("http://127.0.0.1:{port}");
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Ok((Spawned(child), url));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    anyhow::bail!(
-        "--spawn-server: {} did not listen on {url} within 5 s",
-        bin.display()
-    )
-}
-
 /// Runs the subcommand; returns the process exit code.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     let concurrency = args
         .concurrency
         .split(',')
@@ -110,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .context("--duration: expected a positive number of seconds")?;
     let (_server, base_url) = match &args.spawn_server {
         Some(bin) => {
-            let (s, u) = spawn_server(&args, bin)?;
+            let (s, u) = spawn_server(bin, args.server_cpus.as_deref(), args.server_threads)?;
             (Some(s), u)
         }
         None => (None, args.base_url.clone()),
@@ -146,22 +106,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         std::fs::write(p, serde_json::to_string_pretty(&points)?)
             .with_context(|| format!("--json: cannot write {}", p.display()))?;
     }
-    let mismatch = points.iter().any(|p| {
-        p.failed > 0
-            || p.usage_tokens != p.chunk_tokens
-            || p.server_tokens.is_some_and(|s| s != p.chunk_tokens)
-    });
-    if mismatch {
-        eprintln!("selftest: token totals differ from the server's count or requests failed");
-        for p in points.iter().filter(|p| p.failed > 0) {
-            eprintln!(
-                "  conc {}: {} request(s) failed, e.g. {}",
-                p.concurrency,
-                p.failed,
-                p.first_error.as_deref().unwrap_or("(no message)")
-            );
-        }
-        return Ok(1);
+    if let Some(problems) = problems(&points) {
+        eprint!("{problems}");
+        return Ok(ExitStatus::Failed);
     }
-    Ok(0)
+    Ok(ExitStatus::Ok)
 }

@@ -1,8 +1,11 @@
-//! `inferbench report`: stored points filtered by any dimension, optionally only the Pareto
-//! frontier, optionally the history at a fixed x with regression flags; table, CSV or JSON.
+//! The `report` subcommand (`clap` feature): its flags ([`ReportFlags`], `--help` text written
+//! once), the store query they make, and what is printed ([`ReportFlags::run`]); with
+//! [`open_with_runs`] and [`filter`], which `plot` and `serve` share.
 
+use inferbench_core::ExitStatus;
 use inferbench_store::{compare, query, CostOptions, Filter, Store};
-use inferbench_views::report::{self, Format};
+
+use crate::report::{self, Format};
 
 /// Exit codes of `report` (its `--help`; README "Exit codes").
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok, also when no point matches the filters (it \
@@ -26,7 +29,7 @@ pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
 /// Flags of `inferbench report`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXIT_CODES_HELP)]
-pub struct Args {
+pub struct ReportFlags {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
     #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
@@ -127,8 +130,17 @@ pub fn filter(
     Ok(f)
 }
 
-/// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
-pub fn run(mut args: Args) -> anyhow::Result<i32> {
+impl ReportFlags {
+    /// Runs `inferbench report`: the points (or `--frontier`, or `--history-at`) on stdout in
+    /// `--format`, what matched nothing on stderr. Returns [`ExitStatus::Ok`], or
+    /// [`ExitStatus::Failed`] when a history's latest value is a regression.
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run(self)
+    }
+}
+
+/// [`ReportFlags::run`].
+fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     let mut store = open_with_runs(&args.db)?;
     let x_given = args.x.is_some();
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
@@ -184,11 +196,11 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
 /// JSON print them on stderr.
 fn history(
     rows: &[inferbench_store::PointRow],
-    args: &Args,
+    args: &ReportFlags,
     x_given: bool,
     x: &str,
     at: f64,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<ExitStatus> {
     let counted: Vec<inferbench_store::PointRow> = rows
         .iter()
         .filter(|r| r.valid || args.include_invalid)
@@ -285,16 +297,16 @@ fn history(
     if groups.is_empty() {
         eprintln!("no stored point matches the filters");
     }
-    Ok(i32::from(regressed))
+    Ok(ExitStatus::failed_if(regressed))
 }
 
 /// Prints `rows` in the chosen format with the footer; `hidden` = invalid points kept off an
 /// empty frontier (named instead of "no points match").
 fn print_rows(
     rows: &[inferbench_store::PointRow],
-    args: &Args,
+    args: &ReportFlags,
     hidden: usize,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<ExitStatus> {
     let fmt = args.format.view();
     let cols: Vec<String> = if args.columns.is_empty() {
         let cols = report::default_columns(rows, args.x.as_deref());
@@ -351,5 +363,5 @@ fn print_rows(
         }
         print!("{foot}{assume}");
     }
-    Ok(0)
+    Ok(ExitStatus::Ok)
 }
