@@ -20,7 +20,7 @@ enum Command {
     /// Benchmark one OpenAI-compatible endpoint at one load point (flags follow `vllm bench serve`).
     Bench(inferbench_loadgen::flags::BenchFlags),
     /// Measure the client's own ceiling against a zero-latency server.
-    Selftest(cmd::selftest::Args),
+    Selftest(inferbench_loadgen::flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
     Sim(inferbench_sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
@@ -36,15 +36,15 @@ enum Command {
     /// Run one matrix row (what executors call).
     Job(inferbench_runner::flags::JobFlags),
     /// Ingest run artifacts and imported result files into the database.
-    Ingest(cmd::ingest::Args),
+    Ingest(inferbench_store::flags::IngestFlags),
     /// Database maintenance: migrate, dump, restore.
-    Db(cmd::db::Args),
+    Db(inferbench_store::flags::DbFlags),
     /// Query stored results (filters, Pareto frontier; table, csv or json).
     Report(inferbench_views::flags::ReportFlags),
     /// Draw Pareto charts (SVG or PNG).
-    Plot(cmd::plot::Args),
+    Plot(inferbench_views::flags::PlotFlags),
     /// Compare two configs at matched interactivity.
-    Compare(cmd::compare::Args),
+    Compare(inferbench_views::flags::CompareFlags),
     /// Dashboard: the Inference explorer and a JSON API over the database (read-only).
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
@@ -89,7 +89,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
-        Command::Selftest(a) => cmd::selftest::run(a),
+        Command::Selftest(a) => a.run(),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Quickstart(a) => cmd::quickstart::run(a),
         Command::Matrix(a) => a.run(),
@@ -97,11 +97,11 @@ fn main() {
         Command::Models(a) => a.run(),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Job(a) => cmd::job::run(a),
-        Command::Ingest(a) => cmd::ingest::run(a),
-        Command::Db(a) => cmd::db::run(a),
+        Command::Ingest(a) => a.run(),
+        Command::Db(a) => a.run(),
         Command::Report(a) => a.run(),
-        Command::Plot(a) => cmd::plot::run(a),
-        Command::Compare(a) => cmd::compare::run(a),
+        Command::Plot(a) => a.run(),
+        Command::Compare(a) => a.run(),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Replay(a) => cmd::replay::run(a),

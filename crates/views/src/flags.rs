@@ -1,9 +1,12 @@
 //! The `report` subcommand (`clap` feature): its flags ([`ReportFlags`], `--help` text written
 //! once), the store query they make, and what is printed ([`ReportFlags::run`]); with
-//! [`open_with_runs`] and [`filter`], which `plot` and `serve` share.
+//! [`open_with_runs`] and [`filter`], which `plot` and `serve` share; `plot` ([`PlotFlags`])
+//! and `compare` ([`CompareFlags`]) likewise.
+
+use std::path::PathBuf;
 
 use inferbench_core::ExitStatus;
-use inferbench_store::{compare, query, CostOptions, Filter, Store};
+use inferbench_store::{compare, query, CostOptions, Filter, PointRow, Store};
 
 use crate::report::{self, Format};
 
@@ -363,5 +366,245 @@ fn print_rows(
         }
         print!("{foot}{assume}");
     }
+    Ok(ExitStatus::Ok)
+}
+// ----- plot
+
+/// Exit codes of `plot` (its `--help`).
+pub const PLOT_EXIT_CODES_HELP: &str = "Exit codes: 0 chart written (points without a value, or \
+     clipped, are named on stderr); 2 bad flags, no database, a database with no runs yet (run \
+     `inferbench quickstart` or `inferbench ingest`), or no point to draw.";
+
+/// Flags of `inferbench plot`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = PLOT_EXIT_CODES_HELP)]
+pub struct PlotFlags {
+    /// Output file; `.svg` or `.png`.
+    #[arg(long, short, default_value = "frontier.svg")]
+    pub out: PathBuf,
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Filter `KEY=VALUE[|VALUE…]` (as `inferbench report`); repeatable.
+    #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// Only points dated on or after this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only points dated on or before this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// x metric (default: median_intvty, or p99_ttft when y is an input-token metric, as
+    /// InferenceX does).
+    #[arg(long)]
+    pub x: Option<String>,
+    /// y metric (any stored or derived metric, e.g. usd_per_m_rental, tok_s_per_mw).
+    #[arg(long, default_value = "tput_per_gpu")]
+    pub y: String,
+    /// Chart title [default: "<y label> vs. <x label>"].
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Width in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    /// Height in pixels.
+    #[arg(long, default_value_t = 800)]
+    pub height: u32,
+    /// Draw only frontier points.
+    #[arg(long)]
+    pub frontier_only: bool,
+    /// Let invalid points (AgentX replays shorter than 900 s) form the frontier line; by
+    /// default they are drawn as points only.
+    #[arg(long)]
+    pub include_invalid: bool,
+    /// Keep points InferenceX clips (above $5/M tokens on built-in cost metrics, TTFT above 60 s).
+    #[arg(long)]
+    pub no_clip: bool,
+    /// Custom $/GPU-hour for usd_per_m_custom*.
+    #[arg(long, value_name = "USD")]
+    pub gpu_hour_cost: Option<f64>,
+    /// Custom all-in kW per GPU.
+    #[arg(long, value_name = "KW")]
+    pub gpu_kw: Option<f64>,
+}
+
+impl PlotFlags {
+    /// Runs `inferbench plot`; returns its exit status (see its `--help`).
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run_plot(self)
+    }
+}
+
+/// [`PlotFlags::run`].
+fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
+    let mut store = open_with_runs(&args.db)?;
+    let f = filter(&args.filters, &args.since, &args.until, false)?;
+    let rows = store.points(
+        &f,
+        &CostOptions {
+            usd_per_gpu_hour: args.gpu_hour_cost,
+            kw_per_gpu: args.gpu_kw,
+        },
+    )?;
+    // The database has runs (checked above): an empty selection is the filters' doing (trial
+    // 10: "store results with ingest" was printed for a filter that matched nothing).
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "nothing to plot: no point in {} matches {} (`inferbench report` without them lists \
+         every point)",
+        args.db,
+        {
+            let mut sel: Vec<String> = args.filters.iter().map(|f| format!("-f {f}")).collect();
+            sel.extend(args.since.iter().map(|d| format!("--since {d}")));
+            sel.extend(args.until.iter().map(|d| format!("--until {d}")));
+            if sel.is_empty() {
+                "(its runs hold only failed points: `report --include-failed` lists them)".into()
+            } else {
+                sel.join(" ")
+            }
+        }
+    );
+    let agentic = rows
+        .iter()
+        .all(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO);
+    let x = args.x.unwrap_or_else(|| {
+        if agentic {
+            // AgentX's North-Star x.
+            inferbench_store::query::NORTH_STAR_X.to_string()
+        } else if args.y.contains("input") {
+            "p99_ttft".to_string()
+        } else {
+            "median_intvty".to_string()
+        }
+    });
+    let spec = crate::plot::PlotSpec {
+        x,
+        y: args.y,
+        title: args.title.unwrap_or_default(),
+        width: args.width,
+        height: args.height,
+        frontier_only: args.frontier_only,
+        clip: !args.no_clip,
+        include_invalid: args.include_invalid,
+    };
+    let drawn = crate::plot::plot(&rows, &spec, &args.out)?;
+    println!("wrote {}", args.out.display());
+    if let Some(n) = drawn.note() {
+        eprintln!("inferbench plot: {n}");
+    }
+    Ok(ExitStatus::Ok)
+}
+
+// ----- compare
+
+/// Exit codes of `compare` (its `--help`).
+pub const COMPARE_EXIT_CODES_HELP: &str =
+    "Exit codes: 0 compared; 1 nothing to compare (a side matches \
+     no valid point, or the two frontiers share no x range; it says which); 2 bad flags, no \
+     database, or a side that pools several workloads (ISL/OSL or scenario).";
+
+/// Flags of `inferbench compare`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = COMPARE_EXIT_CODES_HELP)]
+pub struct CompareFlags {
+    /// Side A: comma-separated `KEY=VALUE[|VALUE…]` filters, e.g. `hw=h200,framework=sglang`.
+    pub a: String,
+    /// Side B, same syntax.
+    pub b: String,
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Filters applied to both sides (e.g. `model=dsr1`, `isl=1024`); repeatable.
+    #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// x metric to match on.
+    #[arg(long, default_value = "median_intvty")]
+    pub x: String,
+    /// y metric to compare.
+    #[arg(long, default_value = "tput_per_gpu")]
+    pub y: String,
+    /// Target x values (comma-separated); default: low, middle and high end of the overlap.
+    #[arg(long, value_delimiter = ',')]
+    pub at: Vec<f64>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Let invalid points (AgentX replays shorter than 900 s or cut short) count; by default
+    /// they are left out, as from every frontier.
+    #[arg(long)]
+    pub include_invalid: bool,
+}
+
+/// One side's filter: the common `--filter`s, then the side's comma-separated ones.
+fn side(spec: &str, common: &[String]) -> anyhow::Result<Filter> {
+    let mut f = Filter::default();
+    for s in common {
+        f.add(s)?;
+    }
+    for part in spec.split(',').filter(|p| !p.trim().is_empty()) {
+        f.add(part)?;
+    }
+    Ok(f)
+}
+
+impl CompareFlags {
+    /// Runs `inferbench compare`; returns its exit status (see its `--help`).
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run_compare(self)
+    }
+}
+
+/// [`CompareFlags::run`].
+fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
+    let mut store = Store::open_existing(&args.db)?;
+    let cost = CostOptions::default();
+    let load = |spec: &str, store: &mut Store| -> anyhow::Result<Vec<PointRow>> {
+        let mut rows = store.points(&side(spec, &args.filters)?, &cost)?;
+        rows.retain(|r| r.valid || args.include_invalid);
+        Ok(rows)
+    };
+    let a = load(&args.a, &mut store)?;
+    let b = load(&args.b, &mut store)?;
+    if let Some(why) = compare::pooled_workloads(&a, &b, &args.a, &args.b) {
+        anyhow::bail!("{why}");
+    }
+    let (wa, wb) = (compare::workloads(&a), compare::workloads(&b));
+    let targets = if args.at.is_empty() {
+        compare::default_targets(&a, &b, &args.x, &args.y)
+    } else {
+        args.at.clone()
+    };
+    if targets.is_empty() {
+        // Say which side is empty before speaking of ranges (trial 8: two empty sides were
+        // reported as frontiers that share no range).
+        let empty: Vec<String> = [("A", &args.a, a.len()), ("B", &args.b, b.len())]
+            .iter()
+            .filter(|(_, _, n)| *n == 0)
+            .map(|(name, f, _)| format!("{name} ({f})"))
+            .collect();
+        if empty.is_empty() {
+            eprintln!(
+                "the frontiers of A ({} points) and B ({} points) share no {} range",
+                a.len(),
+                b.len(),
+                args.x
+            );
+        } else {
+            eprintln!(
+                "no stored point matches {} (`inferbench report -f KEY=VALUE` lists what does)",
+                empty.join(" nor ")
+            );
+        }
+        return Ok(ExitStatus::Failed);
+    }
+    let rows = compare::compare(&a, &b, &args.x, &args.y, &targets);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitStatus::Ok);
+    }
+    print!(
+        "{}",
+        crate::report::compare_table(&rows, (&args.a, &args.b), (&wa, &wb), &args.x, &args.y)
+    );
     Ok(ExitStatus::Ok)
 }

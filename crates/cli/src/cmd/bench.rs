@@ -12,7 +12,7 @@ use super::ExitStatus;
 /// (stderr), then with `--db` the result stored under its result directory's batch.
 pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     let db = flags.db.take();
-    let mut ingest_opts = super::ingest::options(&flags.set)?;
+    let mut ingest_opts = inferbench_store::flags::options(&flags.set)?;
     let mut opts = flags.into_options()?;
     opts.save_result |= db.is_some();
     if db.is_some() && opts.job_identity.is_none() {
@@ -47,7 +47,7 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
         // The point's batch is its result directory, as for a sweep's points (trial 9:
         // `-f batch=<--result-dir>` matched nothing when the batch was the file's own path).
         ingest_opts.batch = IngestOptions::result_batch(result);
-        super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
+        inferbench_store::flags::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
     Ok(ExitStatus::from_code(out.exit_code))
 }

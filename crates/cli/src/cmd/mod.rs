@@ -4,15 +4,10 @@
 pub use inferbench_core::ExitStatus;
 
 pub mod bench;
-pub mod compare;
-pub mod db;
 pub mod eval;
-pub mod ingest;
 pub mod job;
-pub mod plot;
 pub mod quickstart;
 pub mod replay;
-pub mod selftest;
 pub mod serve;
 pub mod sim;
 pub mod sweep;
