@@ -34,42 +34,6 @@ impl clap::ValueEnum for ProgressMode {
     }
 }
 
-/// `--power`: which GPU power sampler runs (auto, off, nvml, nvidia-smi, amd-smi).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PowerFlag {
-    /// NVML, else nvidia-smi, else amd-smi, else none.
-    Auto,
-    /// No power sampling.
-    Off,
-    /// NVML only.
-    Nvml,
-    /// nvidia-smi only.
-    NvidiaSmi,
-    /// amd-smi only.
-    AmdSmi,
-}
-
-impl PowerFlag {
-    /// The flag's value as typed (`nvidia-smi`).
-    pub fn name(self) -> String {
-        use clap::ValueEnum as _;
-        self.to_possible_value()
-            .map(|v| v.get_name().to_string())
-            .unwrap_or_default()
-    }
-
-    /// The sampler mode.
-    pub fn mode(self) -> PowerMode {
-        match self {
-            PowerFlag::Auto => PowerMode::Auto,
-            PowerFlag::Off => PowerMode::Off,
-            PowerFlag::Nvml => PowerMode::Nvml,
-            PowerFlag::NvidiaSmi => PowerMode::NvidiaSmi,
-            PowerFlag::AmdSmi => PowerMode::AmdSmi,
-        }
-    }
-}
-
 /// The server and what every request carries: the target flags `bench` and `replay` share
 /// (their API flavour and endpoint are their own).
 #[derive(Debug, Clone, clap::Args)]
@@ -135,8 +99,8 @@ pub struct PowerFlags {
     /// else none), off, nvml, nvidia-smi, amd-smi. The profiling window is integrated per GPU
     /// with InferenceX's validity rules (`power_validation.json`) into `inferbench.power` (W,
     /// J, J/token).
-    #[arg(long, value_enum, default_value_t = PowerFlag::Auto, help_heading = "Output")]
-    pub power: PowerFlag,
+    #[arg(long, value_enum, default_value_t = PowerMode::Auto, help_heading = "Output")]
+    pub power: PowerMode,
     /// Seconds between power samples.
     #[arg(
         long,
@@ -154,7 +118,7 @@ pub struct PowerFlags {
 impl PowerFlags {
     /// The sampler mode (`--power`).
     pub fn mode(&self) -> PowerMode {
-        self.power.mode()
+        self.power
     }
 
     /// Refuses combinations that would silently measure nothing: `--require-power` with
@@ -162,13 +126,13 @@ impl PowerFlags {
     /// (`has_result_dir` false).
     pub fn check(&self, has_result_dir: bool) -> anyhow::Result<()> {
         anyhow::ensure!(
-            !(self.require_power && self.power == PowerFlag::Off),
+            !(self.require_power && self.power == PowerMode::Off),
             "--require-power with --power off: nothing would be measured"
         );
         anyhow::ensure!(
             has_result_dir
-                || (self.power == PowerFlag::Auto && !self.require_power)
-                || self.power == PowerFlag::Off,
+                || (self.power == PowerMode::Auto && !self.require_power)
+                || self.power == PowerMode::Off,
             "--power {}/--require-power need --result-dir (power.csv goes there)",
             self.power.name()
         );
