@@ -1,5 +1,6 @@
 //! `inferbench`: a thin clap front end over the library crates (DESIGN.md §1–2).
-//! Each subcommand lives in `cmd/<name>.rs` with its own `Args` and `run`.
+//! Each subcommand lives in `cmd/<name>.rs`: a `run` over its flags (a library's flags struct,
+//! or a small `Args` of its own) returning one [`cmd::ExitStatus`].
 
 use clap::{Parser, Subcommand};
 
@@ -17,45 +18,42 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Benchmark one OpenAI-compatible endpoint at one load point (flags follow `vllm bench serve`).
-    Bench(cmd::bench::Args),
+    Bench(inferbench_loadgen::flags::BenchFlags),
     /// Measure the client's own ceiling against a zero-latency server.
-    Selftest(cmd::selftest::Args),
+    Selftest(inferbench_loadgen::flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
-    Sim(cmd::sim::Args),
+    Sim(inferbench_sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
     Quickstart(cmd::quickstart::Args),
     /// Expand InferenceX master configs into a job matrix (full-sweep | test-config).
-    Matrix(cmd::matrix::Args),
+    Matrix(inferbench_recipes::flags::MatrixFlags),
     /// Jobs added to perf-changelog.yaml between two refs or files.
-    Changelog(cmd::changelog::Args),
+    Changelog(inferbench_recipes::flags::ChangelogFlags),
     /// Support matrix, KV-offload policy check and CI priority from the master configs.
-    Models(cmd::models::Args),
+    Models(inferbench_recipes::flags::ModelsFlags),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
-    Sweep(cmd::sweep::Args),
+    Sweep(inferbench_runner::flags::SweepFlags),
     /// Run one matrix row (what executors call).
-    Job(cmd::job::Args),
+    Job(inferbench_runner::flags::JobFlags),
     /// Ingest run artifacts and imported result files into the database.
-    Ingest(cmd::ingest::Args),
+    Ingest(inferbench_store::flags::IngestFlags),
     /// Database maintenance: migrate, dump, restore.
-    Db(cmd::db::Args),
+    Db(inferbench_store::flags::DbFlags),
     /// Query stored results (filters, Pareto frontier; table, csv or json).
-    Report(cmd::report::Args),
+    Report(inferbench_views::flags::ReportFlags),
     /// Draw Pareto charts (SVG or PNG).
-    Plot(cmd::plot::Args),
+    Plot(inferbench_views::flags::PlotFlags),
     /// Compare two configs at matched interactivity.
-    Compare(cmd::compare::Args),
+    Compare(inferbench_views::flags::CompareFlags),
     /// Dashboard: the Inference explorer and a JSON API over the database (read-only).
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
-    Eval(cmd::eval::Args),
+    Eval(inferbench_eval::flags::EvalFlags),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
-    Replay(cmd::replay::Args),
+    Replay(inferbench_loadgen::agentic::flags::ReplayFlags),
     /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).
     AgentxTraces(cmd::replay::TracesArgs),
 }
-
-/// Exit code of a process whose stdout reader went away (128 + SIGPIPE, the shell convention).
-const EXIT_BROKEN_PIPE: i32 = 141;
 
 /// `inferbench report | head`: once the reader is gone, `println!` panics on the broken pipe.
 /// That is the normal end of such a pipeline, so end quietly instead of printing a panic
@@ -70,7 +68,7 @@ fn quiet_on_broken_stdout() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
         if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
-            std::process::exit(EXIT_BROKEN_PIPE);
+            std::process::exit(cmd::ExitStatus::BrokenPipe.code());
         }
         default(info);
     }));
@@ -91,29 +89,29 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
-        Command::Selftest(a) => cmd::selftest::run(a),
+        Command::Selftest(a) => a.run(),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Quickstart(a) => cmd::quickstart::run(a),
-        Command::Matrix(a) => cmd::matrix::run(a),
-        Command::Changelog(a) => cmd::changelog::run(a),
-        Command::Models(a) => cmd::models::run(a),
+        Command::Matrix(a) => a.run(),
+        Command::Changelog(a) => a.run(),
+        Command::Models(a) => a.run(),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Job(a) => cmd::job::run(a),
-        Command::Ingest(a) => cmd::ingest::run(a),
-        Command::Db(a) => cmd::db::run(a),
-        Command::Report(a) => cmd::report::run(a),
-        Command::Plot(a) => cmd::plot::run(a),
-        Command::Compare(a) => cmd::compare::run(a),
+        Command::Ingest(a) => a.run(),
+        Command::Db(a) => a.run(),
+        Command::Report(a) => a.run(),
+        Command::Plot(a) => a.run(),
+        Command::Compare(a) => a.run(),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Eval(a) => cmd::eval::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::AgentxTraces(a) => cmd::replay::run_traces(a),
     };
     match result {
-        Ok(code) => std::process::exit(code),
+        Ok(status) => std::process::exit(status.code()),
         Err(e) => {
             eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            std::process::exit(2);
+            std::process::exit(cmd::ExitStatus::Usage.code());
         }
     }
 }

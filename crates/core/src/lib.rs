@@ -8,6 +8,7 @@ pub mod analytics;
 pub mod anomaly;
 pub mod artifacts;
 pub mod exact;
+pub mod exit;
 pub mod metrics;
 pub mod prometheus;
 pub mod record;
@@ -16,6 +17,7 @@ pub mod server_metrics;
 pub mod summary;
 
 pub use anomaly::Anomaly;
+pub use exit::ExitStatus;
 
 /// An error with its sources, `outer: cause: …`, each cause once: a message that already quotes
 /// its cause (`file: No such file …` over the io::Error) does not repeat it, and one that does

@@ -10,6 +10,8 @@
 
 pub mod agentic;
 pub mod arrivals;
+#[cfg(any(feature = "clap", test))]
+pub mod flags;
 pub mod hints;
 pub mod kept;
 pub mod options;

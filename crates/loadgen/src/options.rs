@@ -23,7 +23,7 @@ pub enum DatasetName {
 }
 
 impl DatasetName {
-    /// Parses `random`, `jsonl` or `sharegpt`.
+    /// Parses `random`, `jsonl` (or vLLM's name for it, `custom`) or `sharegpt`.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "random" => Some(Self::Random),
@@ -42,6 +42,17 @@ pub enum RangeSemantics {
     InferenceX,
     /// vLLM: uniform in [(1−r)·L, (1+r)·L].
     Vllm,
+}
+
+impl RangeSemantics {
+    /// Parses `inferencex` (or its twin `sglang`) or `vllm`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "inferencex" | "sglang" => Some(Self::InferenceX),
+            "vllm" => Some(Self::Vllm),
+            _ => None,
+        }
+    }
 }
 
 /// How live progress is shown.

@@ -33,12 +33,12 @@ use inferbench_telemetry::scrape::{self, Scraper};
 
 /// Exit code when the failed fraction exceeds `--max-error-rate`, the anomalous fraction
 /// exceeds `--max-anomaly-rate`, or no profile request succeeded (nothing was measured).
-pub const EXIT_ERROR_RATE: i32 = 1;
+pub const EXIT_ERROR_RATE: i32 = inferbench_core::ExitStatus::Failed.code();
 /// Exit code when the server is unreachable: a streak of connect failures stopped the run
 /// early, or every finished request of a shorter run failed to connect.
-pub const EXIT_SERVER_UNREACHABLE: i32 = 3;
+pub const EXIT_SERVER_UNREACHABLE: i32 = inferbench_core::ExitStatus::Unreachable.code();
 /// Exit code after Ctrl-C / SIGTERM (128 + SIGINT, the shell convention).
-pub const EXIT_INTERRUPTED: i32 = 130;
+pub const EXIT_INTERRUPTED: i32 = inferbench_core::ExitStatus::Interrupted.code();
 
 /// What one benchmark point produced.
 #[derive(Debug, Clone)]

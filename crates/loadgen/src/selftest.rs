@@ -381,6 +381,81 @@ pub fn render(points: &[SelftestPoint]) -> String {
     o
 }
 
+/// A server process started for a selftest ([`spawn_server`]); killed and reaped when dropped.
+pub struct SpawnedServer(std::process::Child);
+
+impl Drop for SpawnedServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the zero-latency server `bin` (sse-instant) with `--coalesce --port <free> --threads
+/// threads`, under `taskset -c cpus` when given, and waits (up to 5 s) until it listens.
+/// Returns it and its URL. Errors name `--spawn-server`.
+pub fn spawn_server(
+    bin: &std::path::Path,
+    cpus: Option<&str>,
+    threads: u32,
+) -> anyhow::Result<(SpawnedServer, String)> {
+    use anyhow::Context as _;
+    use std::process::{Command, Stdio};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let mut cmd = match cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus]).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    cmd.args(["--coalesce", "--port", &port.to_string()])
+        .args(["--threads", &threads.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("--spawn-server: cannot start {}", bin.display()))?;
+    let url = format!("http://127.0.0.1:{port}");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok((SpawnedServer(child), url));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    anyhow::bail!(
+        "--spawn-server: {} did not listen on {url} within 5 s",
+        bin.display()
+    )
+}
+
+/// What is wrong with `points` (stderr lines): token totals that differ from the server's
+/// count, or failed requests with the first error of each level; `None` when all agree.
+pub fn problems(points: &[SelftestPoint]) -> Option<String> {
+    let mismatch = points.iter().any(|p| {
+        p.failed > 0
+            || p.usage_tokens != p.chunk_tokens
+            || p.server_tokens.is_some_and(|s| s != p.chunk_tokens)
+    });
+    if !mismatch {
+        return None;
+    }
+    let mut out =
+        String::from("selftest: token totals differ from the server's count or requests failed\n");
+    for p in points.iter().filter(|p| p.failed > 0) {
+        out.push_str(&format!(
+            "  conc {}: {} request(s) failed, e.g. {}\n",
+            p.concurrency,
+            p.failed,
+            p.first_error.as_deref().unwrap_or("(no message)")
+        ));
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

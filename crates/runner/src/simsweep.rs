@@ -148,6 +148,176 @@ impl SimSweep {
     }
 }
 
+/// The agentic quickstart's sweep: the built-in AgentX sessions (sub-agents, compaction)
+/// replayed for `duration` at each lane count of `lanes` against the simulator started in this
+/// process (64-token KV blocks, prefix caching, real time). Every point is invalid (far below
+/// AgentX's 900 s).
+#[derive(Debug, Clone)]
+pub struct AgenticSimSweep {
+    /// The simulated server (hardware, model, precision, TP, seed).
+    pub sim: SimConfig,
+    /// Lane counts, in run order.
+    pub lanes: Vec<u32>,
+    /// Replay duration per point.
+    pub duration: Duration,
+}
+
+/// What [`AgenticSimSweep::run`] did.
+#[derive(Debug, Clone, Default)]
+pub struct AgenticSweepReport {
+    /// The worst point's exit code (`loadgen::agentic::exit_code`; 0 when every point passed).
+    pub exit_code: i32,
+    /// Lane counts whose replay did not run its course (Ctrl-C, an abort): never on a preview.
+    pub cut_short: Vec<i64>,
+}
+
+impl AgenticSimSweep {
+    /// Starts the sim, replays the sessions at each lane count into one artifact directory
+    /// per point under `run_dir` (summary, compressed records, the AIPerf/InferenceX
+    /// artifacts, `job.json` naming `sweep_id`, the sim's start line as `server.log`), and
+    /// stops the sim. Prints to stderr the sim's start line, what is replayed, and one line per
+    /// point. Cancelling `cancel` cuts the current point short and runs no other. Errors: an
+    /// invalid sim configuration, a sim that cannot start, or files that cannot be written.
+    pub async fn run(
+        &self,
+        run_dir: &Path,
+        sweep_id: &str,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<AgenticSweepReport> {
+        use inferbench_loadgen::agentic::{self, prompt::Prompter, ReplayOptions, SchedConfig};
+        use std::sync::Arc;
+        let cfg = &self.sim;
+        let precision = &cfg.precision;
+        let duration = self.duration;
+        let info = inferbench_sim::describe(cfg)?;
+        let (hw_key, model_prefix) = store_keys(cfg)?;
+        let traces = Arc::new(inferbench_workload::agentx::synthetic::shaped(
+            "quickstart",
+            None,
+            42,
+        ));
+        let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
+        let tok = inferbench_workload::Tokenizer::load("o200k_base")?;
+        let prompter = Arc::new(Prompter::new(&traces, &tok, 42)?);
+        let sim_line = inferbench_sim::start_line(cfg, &info);
+        eprintln!("{sim_line}");
+        eprintln!(
+            "  AgentX replay of {} built-in sessions ({n_req} requests, sub-agents, compaction), {} s \
+             per point at {:?} lanes; real time (time scale 1)",
+            traces.len(),
+            duration.as_secs_f64(),
+            self.lanes
+        );
+        let sim = inferbench_sim::spawn(cfg.clone())?;
+        let mut report = AgenticSweepReport::default();
+        let image = format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION"));
+        for &conc in &self.lanes {
+            let runner = format!("{hw_key}-sim");
+            let result_filename = format!(
+                "qs-agentic-{model_prefix}_{precision}_sim_tp{}-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc{conc}_{runner}",
+                cfg.tp
+            );
+            let dir = run_dir.join(&result_filename);
+            std::fs::create_dir_all(&dir)?;
+            let opts = ReplayOptions {
+                base_url: sim.base_url(),
+                model: info.served_model_name.clone(),
+                idle_timeout: Duration::from_secs(60),
+                request_timeout: None,
+                sched: SchedConfig {
+                    lanes: conc,
+                    duration_ns: duration.as_nanos() as u64,
+                    warmup_per_lane: 2,
+                    seed: 42,
+                    ..SchedConfig::default()
+                },
+                grace: Duration::from_secs(5),
+                save_requests: Some(dir.join("requests.jsonl")),
+                ..ReplayOptions::default()
+            };
+            let started = crate::artifacts::now_rfc3339();
+            let t0 = Instant::now();
+            let out =
+                agentic::run_replay(opts, traces.clone(), prompter.clone(), cancel.clone()).await?;
+            let summary = agentic::replay_summary(&out, &info.served_model_name, conc, false);
+            std::fs::write(
+                dir.join("summary.json"),
+                serde_json::to_string_pretty(&summary)?,
+            )?;
+            let ctx = inferbench_core::summary::agentic::AgenticContext {
+                hw: hw_key.clone(),
+                conc,
+                model: info.served_model_name.clone(),
+                model_prefix: model_prefix.clone(),
+                framework: "sim".into(),
+                precision: precision.to_string(),
+                image: image.clone(),
+                ..Default::default()
+            };
+            agentic::write_artifacts(&dir, &out, &ctx, false, None)?;
+            let plain = dir.join("requests.jsonl");
+            if plain.exists() {
+                crate::bench::compress(&plain, &dir.join("requests.jsonl.zst"))?;
+                std::fs::remove_file(&plain).ok();
+            }
+            let job = serde_json::json!({
+                "identity": {
+                    "hw": hw_key, "framework": "sim", "precision": precision.as_str(),
+                    "model_prefix": model_prefix, "spec_decoding": "none", "tp": cfg.tp,
+                    "ep": 1, "dp_attention": false, "disagg": false,
+                    "scenario_type": inferbench_core::summary::agentic::SCENARIO_TYPE, "conc": conc,
+                    "image": image,
+                    "result_filename": result_filename,
+                },
+                "sweep_id": sweep_id,
+                "provenance": crate::artifacts::provenance_now(&image, &runner),
+                "replay": {"lanes": conc, "duration_s": duration.as_secs_f64(),
+                           "traces": "built-in quickstart", "seed": 42, "valid": false},
+                "started_at": started,
+                "finished_at": crate::artifacts::now_rfc3339(),
+            });
+            crate::artifacts::write_json_atomic(&dir.join("job.json"), &job)?;
+            std::fs::write(dir.join("server.log"), format!("{sim_line}\n"))?;
+            let hit = agentic::theoretical_hit_rate(&out.records);
+            eprintln!(
+                "  lanes {conc:>2}: {} ok, {} failed, {} plays, {:.0} tok/s in+out, p90 E2E-norm \
+                 interactivity {:.1} tok/s/user, theoretical hit {}, took {:.1} s with the warmup",
+                summary.completed,
+                summary.inferbench.failed,
+                out.stats.plays,
+                summary.total_token_throughput,
+                summary
+                    .inferbench
+                    .e2e_normalized_interactivity
+                    .get("p90")
+                    .copied()
+                    .flatten()
+                    .unwrap_or(f64::NAN),
+                hit.map_or("n/a".into(), |h| format!("{:.1} %", h * 100.0)),
+                t0.elapsed().as_secs_f64()
+            );
+            if out.stop != agentic::ReplayStop::Completed {
+                report.cut_short.push(i64::from(conc));
+            }
+            let code = agentic::exit_code(&out, &summary);
+            if code != 0 {
+                report.exit_code = code;
+            }
+            if cancel.is_cancelled() {
+                break;
+            }
+        }
+        sim.shutdown();
+        Ok(report)
+    }
+}
+
+/// The store's batch of a quickstart run: `quickstart-<run directory name>`.
+pub fn sweep_id(run_dir: &Path) -> String {
+    let name = run_dir.file_name().unwrap_or_default().to_string_lossy();
+    format!("quickstart-{name}")
+}
+
 /// A point's progress line (after `conc N: `) from its `summary.json`, in modelled time:
 /// requests ok and failed, whether it was cut short, tok/s in+out, p99 TTFT in s, and the wall
 /// time `took`; the sweep's cause when the point left no summary.

@@ -169,6 +169,30 @@ pub fn acceptance(model_prefix: &str, mode: &str, k: u32) -> Acceptance {
     }
 }
 
+/// `--thinking-mode`: which golden acceptance-length curve (InferenceX's `thinking_on`
+/// default, or `thinking_off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(any(feature = "clap", test), derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum ThinkingMode {
+    /// The curve measured with thinking on (InferenceX's default).
+    #[cfg_attr(any(feature = "clap", test), value(name = "thinking_on"))]
+    ThinkingOn,
+    /// The curve measured with thinking off.
+    #[cfg_attr(any(feature = "clap", test), value(name = "thinking_off"))]
+    ThinkingOff,
+}
+
+impl ThinkingMode {
+    /// The golden file's key for this mode (`thinking_on` / `thinking_off`).
+    pub fn key(self) -> &'static str {
+        match self {
+            ThinkingMode::ThinkingOn => "thinking_on",
+            ThinkingMode::ThinkingOff => "thinking_off",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

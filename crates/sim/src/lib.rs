@@ -24,6 +24,8 @@ mod config;
 mod driver;
 pub mod engine;
 pub mod fault;
+#[cfg(any(feature = "clap", test))]
+pub mod flags;
 pub mod golden;
 pub mod kv;
 mod metrics;

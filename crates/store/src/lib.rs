@@ -26,6 +26,8 @@ pub mod db;
 pub mod detail;
 pub mod dump;
 pub mod evalset;
+#[cfg(any(feature = "clap", test))]
+pub mod flags;
 pub mod normalize;
 pub mod overview;
 pub mod parse;
@@ -93,6 +95,70 @@ pub struct IngestOptions {
     /// `job.json` `sweep_id`, an artifact directory's parent, else the result file's path):
     /// `bench --db` names its `--result-dir` here, so `-f batch=<that dir>` finds the point.
     pub batch: Option<String>,
+}
+
+impl IngestOptions {
+    /// Options whose identity overrides are `--set KEY=VALUE` flags (`ingest`, `bench --db`),
+    /// both sides trimmed. Errors: an item without `=`, as the message to print.
+    pub fn from_set(set: &[String]) -> Result<IngestOptions, String> {
+        let mut opts = IngestOptions::default();
+        for kv in set {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| format!("--set `{kv}`: expected KEY=VALUE"))?;
+            opts.overrides
+                .insert(k.trim().to_string(), v.trim().to_string());
+        }
+        Ok(opts)
+    }
+
+    /// The identity fields (`hw`, `framework`, `precision`) no override names: a point stored
+    /// with only these options has them as `unknown`.
+    pub fn missing_identity(&self) -> Vec<&'static str> {
+        let named = |k: &[&str]| self.overrides.keys().any(|o| k.contains(&o.as_str()));
+        [
+            (&["hw", "hardware"][..], "hw"),
+            (&["framework"][..], "framework"),
+            (&["precision"][..], "precision"),
+        ]
+        .iter()
+        .filter(|(keys, _)| !named(keys))
+        .map(|(_, k)| *k)
+        .collect()
+    }
+
+    /// `bench --db`'s note when the identity is incomplete (`--db without hw, precision: stored
+    /// as `unknown` (name them with --set hw=… --set precision=…)`); `None` when complete.
+    pub fn missing_identity_note(&self) -> Option<String> {
+        let missing = self.missing_identity();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "--db without {}: stored as `unknown` (name them with {})",
+                missing.join(", "),
+                missing
+                    .iter()
+                    .map(|k| format!("--set {k}=…"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        })
+    }
+
+    /// The batch of a single result file: its directory made canonical (`.` for a bare file
+    /// name), as a sweep's points are batched by theirs; `None` when it cannot be resolved.
+    pub fn result_batch(result: &Path) -> Option<String> {
+        result
+            .parent()
+            .map(|d| {
+                if d.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    d
+                }
+            })
+            .and_then(|d| d.canonicalize().ok())
+            .map(|d| d.display().to_string())
+    }
 }
 
 /// A unit that was not ingested, and why.
@@ -960,6 +1026,30 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--set` items become overrides; the identity note names what is still missing.
+    #[test]
+    fn set_flags_and_missing_identity() {
+        let o = IngestOptions::from_set(&["hardware = h100".into(), "tp=8".into()]).unwrap();
+        assert_eq!(o.overrides["hardware"], "h100");
+        assert_eq!(o.missing_identity(), ["framework", "precision"]);
+        assert_eq!(
+            o.missing_identity_note().unwrap(),
+            "--db without framework, precision: stored as `unknown` (name them with \
+             --set framework=… --set precision=…)"
+        );
+        let full =
+            IngestOptions::from_set(&["hw=a".into(), "framework=b".into(), "precision=c".into()])
+                .unwrap();
+        assert_eq!(full.missing_identity_note(), None);
+        let e = IngestOptions::from_set(&["hw".into()]).unwrap_err();
+        assert_eq!(e, "--set `hw`: expected KEY=VALUE");
+        let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+        assert_eq!(
+            IngestOptions::result_batch(Path::new("point.json")),
+            Some(cwd.display().to_string())
+        );
+    }
 
     /// A bench result without `--save-requests` has no records: the report says why, not "0".
     #[test]

@@ -45,6 +45,42 @@ impl PowerMode {
             _ => return None,
         })
     }
+
+    /// The flag's value as typed (`nvidia-smi`): what [`PowerMode::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            PowerMode::Auto => "auto",
+            PowerMode::Off => "off",
+            PowerMode::Nvml => "nvml",
+            PowerMode::NvidiaSmi => "nvidia-smi",
+            PowerMode::AmdSmi => "amd-smi",
+        }
+    }
+}
+
+/// `--power`'s values with their `--help` lines (the `clap` feature).
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for PowerMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            PowerMode::Auto,
+            PowerMode::Off,
+            PowerMode::Nvml,
+            PowerMode::NvidiaSmi,
+            PowerMode::AmdSmi,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            PowerMode::Auto => "NVML, else nvidia-smi, else amd-smi, else none",
+            PowerMode::Off => "No power sampling",
+            PowerMode::Nvml => "NVML only",
+            PowerMode::NvidiaSmi => "nvidia-smi only",
+            PowerMode::AmdSmi => "amd-smi only",
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
+    }
 }
 
 /// The tool a sampler runs.
@@ -323,6 +359,25 @@ fn drop_partial_last_line(path: &Path) {
         if !s.is_empty() && !s.ends_with('\n') {
             let keep = s.rfind('\n').map_or(0, |i| i + 1);
             let _ = std::fs::write(path, &s[..keep]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod power_mode_tests {
+    use super::PowerMode;
+
+    /// Every mode's name parses back to it.
+    #[test]
+    fn names_parse_back() {
+        for m in [
+            PowerMode::Auto,
+            PowerMode::Off,
+            PowerMode::Nvml,
+            PowerMode::NvidiaSmi,
+            PowerMode::AmdSmi,
+        ] {
+            assert_eq!(PowerMode::parse(m.name()), Some(m));
         }
     }
 }

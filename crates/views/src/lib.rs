@@ -5,6 +5,8 @@
 //! render). The dashboard (`inferbench-web`) serves the same rows as JSON. [`preview`] is what
 //! the quickstarts show of the points they have just stored.
 
+#[cfg(any(feature = "clap", test))]
+pub mod flags;
 pub mod plot;
 pub mod preview;
 pub mod report;

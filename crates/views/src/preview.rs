@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use inferbench_store::query::PointRow;
-use inferbench_store::{IngestReport, StoreError};
+use inferbench_store::{IngestReport, Store, StoreError};
 
 use crate::plot::{plot, PlotSpec};
 use crate::report::{footer, render, wrap, Format};
@@ -102,6 +102,159 @@ pub fn stored_line(
         None => format!("{n} points{notes}, not stored (--no-db); chart: {charts}"),
         Some(db) => format!("stored {n} points{notes} in {db}; chart: {charts}"),
     }
+}
+
+/// The fixed-length quickstart's view of its run: ingests `run_dir` into `store`, prints the
+/// table of batch `batch` from the stored rows (stdout), so it shows what `report -f
+/// batch=<batch>` shows (trial 9: a point without interactivity was starred here and not
+/// there), draws the chart to `chart` (and its PNG with `png_too`), says on stderr what the
+/// chart left out, and returns the last line ([`stored_line`]; `stored` = a real database,
+/// not `--no-db`'s). `concs` are the concurrencies that ran; `title` the chart's.
+#[allow(clippy::too_many_arguments)]
+pub fn fixed_quickstart(
+    store: &mut Store,
+    run_dir: &Path,
+    batch: &str,
+    title: String,
+    chart: &Path,
+    png_too: bool,
+    stored: bool,
+    concs: &[i64],
+) -> anyhow::Result<String> {
+    let report = store.ingest_path(run_dir, &Default::default())?;
+    let mut filter = inferbench_store::Filter::default();
+    filter.add(&format!("batch={batch}"))?;
+    let mut rows = store.points(&filter, &Default::default())?;
+    let mut view = Preview {
+        columns: [
+            "conc",
+            "tput_per_gpu",
+            "median_intvty",
+            "p99_ttft",
+            "frontier",
+        ]
+        .map(String::from)
+        .to_vec(),
+        invalid: rows.iter().any(|r| !r.valid),
+        notes: vec![
+            "times are modelled: the simulated hardware's, not this machine's wall clock".into(),
+        ],
+        ..Preview::default()
+    };
+    view.spec.title = title;
+    inferbench_store::query::mark_frontier(&mut rows, &view.spec.x, &view.spec.y);
+    // A point cut short before any request finished is a failed point, not a row here.
+    let failed = unlisted(concs, &rows);
+    if !failed.is_empty() {
+        view.notes.push(format!(
+            "conc {}: no request finished, stored as a failed point (`report --include-failed` \
+             lists it)",
+            failed.join(", ")
+        ));
+    }
+    print!("\n{}", view.table(&rows));
+    let (charts, note) = view.draw(&rows, chart, png_too)?;
+    if let Some(n) = note {
+        eprintln!("  chart: {n}");
+    }
+    let db = stored.then(|| store.location());
+    Ok(stored_line(
+        &report,
+        db,
+        &charts,
+        "cut short or timed on a starved CPU (the notes above say which), kept off the \
+         frontier",
+    ))
+}
+
+/// The agentic quickstart's view of its run, as [`fixed_quickstart`]'s: the North-Star
+/// frontier (tok/s/GPU against p90 E2E-normalized interactivity) of batch `batch` as a preview
+/// (every point is invalid, far below 900 s; the lane counts in `cut_short` stay invalid and
+/// off it), its notes, and the chart. Returns the last line.
+#[allow(clippy::too_many_arguments)]
+pub fn agentic_quickstart(
+    store: &mut Store,
+    run_dir: &Path,
+    batch: &str,
+    title: String,
+    chart: &Path,
+    png_too: bool,
+    stored: bool,
+    cut_short: &[i64],
+) -> anyhow::Result<String> {
+    use inferbench_store::query::NORTH_STAR_X;
+    let report = store.ingest_path(run_dir, &inferbench_store::IngestOptions::default())?;
+    let mut filter = inferbench_store::Filter::default();
+    filter.add(&format!("batch={batch}"))?;
+    let mut rows = store.points(&filter, &inferbench_store::CostOptions::default())?;
+    // Every quickstart point is invalid (far below 900 s): its frontier is a preview, and the
+    // footer says so once instead of `invalid` on every row. A point cut short stays invalid:
+    // listed as such and off the preview, as the fixed-length quickstart keeps it.
+    for r in &mut rows {
+        r.valid = !cut_short.contains(&r.conc);
+    }
+    inferbench_store::query::mark_frontier_with(&mut rows, NORTH_STAR_X, "tput_per_gpu", false);
+    let mut view = Preview {
+        columns: [
+            "conc",
+            "tput_per_gpu",
+            NORTH_STAR_X,
+            "median_e2el",
+            "frontier",
+        ]
+        .map(String::from)
+        .to_vec(),
+        agentic: true,
+        spec: PlotSpec {
+            x: NORTH_STAR_X.into(),
+            y: "tput_per_gpu".into(),
+            title,
+            // Rows are valid here unless cut short (above), so those draw hollow and off the line.
+            include_invalid: false,
+            ..Default::default()
+        },
+        ..Preview::default()
+    };
+    // The report's footer (each column's name, label and unit; what `*` means), then what is
+    // particular to this table.
+    if cut_short.iter().any(|c| rows.iter().any(|r| r.conc == *c)) {
+        view.notes.push(
+            "invalid = cut short (interrupted before its duration ran out): kept, never on the \
+             preview frontier"
+                .into(),
+        );
+    }
+    // A point cut short before any request finished is a failed point, not a row here.
+    let unlisted = unlisted(cut_short, &rows);
+    if !unlisted.is_empty() {
+        view.notes.push(format!(
+            "lanes {}: cut short before any request finished, stored as a failed point \
+             (`report --include-failed` lists it)",
+            unlisted.join(", ")
+        ));
+    }
+    view.notes.push(
+        "conc = lanes (session trees replayed at once); every point is invalid (duration < \
+         900\u{a0}s), so this frontier is a preview (`report` keeps invalid points off \
+         frontiers unless --include-invalid)"
+            .into(),
+    );
+    view.notes.push(
+        "a play = one replay of a session tree (main agent + sub-agents); theoretical hit = \
+         share of prompt blocks already sent earlier in the session (the best a prefix cache \
+         can do)"
+            .into(),
+    );
+    print!("\n{}", view.table(&rows));
+    // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
+    let (charts, _) = view.draw(&rows, chart, png_too)?;
+    let db = stored.then(|| store.location());
+    Ok(stored_line(
+        &report,
+        db,
+        &charts,
+        "replays under 900 s or cut short",
+    ))
 }
 
 #[cfg(test)]

@@ -530,6 +530,70 @@ pub fn assumptions(
     ))
 }
 
+/// `inferbench compare`'s table: a header naming the sides (`a`, `b`: their filters), their
+/// workloads (`wa`, `wb`) and the axes, one line per target x (each side's mean y, its batch
+/// count, A/B and its 95 % interval), and the notes on what the columns mean.
+pub fn compare_table(
+    rows: &[inferbench_store::compare::CompareRow],
+    (a, b): (&str, &str),
+    (wa, wb): (&[String], &[String]),
+    x: &str,
+    y: &str,
+) -> String {
+    let one = |v: &[String]| v.first().cloned().unwrap_or_else(|| "-".into());
+    let mut out = format!(
+        "A = {a}   B = {b}   workload {}   y = {} at x = {}\n",
+        if wa == wb {
+            one(wa)
+        } else {
+            format!("A {}, B {}", one(wa), one(wb))
+        },
+        label(y),
+        label(x)
+    );
+    let f = |v: Option<f64>| v.map_or("-".to_string(), round_for_table);
+    let mut grid: Vec<[String; 7]> = vec![[
+        "x".into(),
+        "A".into(),
+        "n A".into(),
+        "B".into(),
+        "n B".into(),
+        "A/B".into(),
+        "95% CI of A/B".into(),
+    ]];
+    let mut no_ci = false;
+    for r in rows {
+        let ci = match (r.ci95_low, r.ci95_high) {
+            (Some(l), Some(h)) => format!("[{l:.3}, {h:.3}]"),
+            _ => {
+                no_ci |= r.ratio_a_over_b.is_some();
+                "-".into()
+            }
+        };
+        grid.push([
+            round_for_table(r.at),
+            f(r.mean_a),
+            r.n_a.to_string(),
+            f(r.mean_b),
+            r.n_b.to_string(),
+            r.ratio_a_over_b.map_or("-".into(), |x| format!("{x:.3}")),
+            ci,
+        ]);
+    }
+    out.push_str(&aligned(&grid, &[]));
+    out.push_str(
+        "  (A, B: mean over batches of y on each batch's frontier at x; n = batches whose frontier \
+         reaches x, i.e. repeats)\n",
+    );
+    if no_ci {
+        out.push_str(
+            "  (no CI where a side has a single batch there: the interval needs at least 2 repeats \
+             on each side)\n",
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use super::ExitStatus;
+
 /// Flags of `inferbench serve`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -22,9 +24,9 @@ pub struct Args {
 }
 
 /// Serves until Ctrl-C / SIGTERM; returns 0.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     // Refuses a missing or empty database, as `report` does.
-    drop(super::report::open_with_runs(&args.db)?);
+    drop(inferbench_views::flags::open_with_runs(&args.db)?);
     let store = inferbench_store::Store::open_read_only(&args.db)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -37,5 +39,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .await
             .map_err(|e| anyhow::anyhow!("serving on {addr}: {e}"))
     })?;
-    Ok(0)
+    Ok(ExitStatus::Ok)
 }

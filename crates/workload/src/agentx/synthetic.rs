@@ -355,10 +355,134 @@ pub fn write_jsonl(traces: &[Trace], mut w: impl Write) -> std::io::Result<()> {
     w.flush()
 }
 
+/// Built-in corpus shapes (`agentx-traces --shape`, `replay --synthetic`): `quickstart` (6
+/// short sessions), `062126` (≈ 393 sessions, 99k requests, shaped like SemiAnalysis' corpus)
+/// and `062126-256k` (the same without requests above 256,000 tokens in + out).
+pub const SHAPES: [&str; 3] = ["quickstart", "062126", "062126-256k"];
+
+/// The synthetic traces of `shape` (one of [`SHAPES`]; another name reads as `062126`) drawn
+/// with `seed`; `traces` overrides the shape's session count.
+pub fn shaped(shape: &str, traces: Option<usize>, seed: u64) -> Vec<Trace> {
+    let mut spec = match shape {
+        "quickstart" => SyntheticSpec::quickstart(),
+        _ => SyntheticSpec::corpus_062126(),
+    };
+    spec.seed = seed;
+    if let Some(n) = traces {
+        spec.traces = n;
+    }
+    let all = generate(&spec);
+    if shape.ends_with("256k") {
+        // The `_256k` rule: requests with in + out > 256,000 dropped (reference/agentx.md §1.6).
+        all.iter()
+            .filter_map(|t| super::filter_isl_cap(t, 256_000))
+            .collect()
+    } else {
+        all
+    }
+}
+
+/// A writer that only counts the bytes written to it.
+struct ByteCount(u64);
+
+impl Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The bytes [`write_jsonl`] writes for `traces`, from a pass that only counts them.
+///
+/// # Errors
+/// Serialising a trace failed.
+pub fn jsonl_len(traces: &[Trace]) -> std::io::Result<u64> {
+    let mut counter = ByteCount(0);
+    write_jsonl(traces, &mut counter)?;
+    Ok(counter.0)
+}
+
+/// Bytes for a person: `512 B`, `37 kB`, `488 MB`, `1.2 GB` (SI units).
+pub fn human_size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b < 1e3 {
+        format!("{bytes} B")
+    } else if b < 1e6 {
+        format!("{:.0} kB", b / 1e3)
+    } else if b < 1e9 {
+        format!("{:.0} MB", b / 1e6)
+    } else {
+        format!("{:.1} GB", b / 1e9)
+    }
+}
+
+/// A corpus in one line: `N sessions, M requests, ISL p50 … / p99 … tokens, OSL p50 … tokens,
+/// theoretical hit … %` (the hit rate of [`super::theoretical_hits`] over every request).
+pub fn describe(traces: &[Trace]) -> String {
+    let reqs: Vec<&TraceRequest> = traces
+        .iter()
+        .flat_map(|t| &t.streams)
+        .flat_map(|s| &s.requests)
+        .collect();
+    let mut isl: Vec<f64> = reqs.iter().map(|r| f64::from(r.input_tokens)).collect();
+    let mut osl: Vec<f64> = reqs.iter().map(|r| f64::from(r.output_tokens)).collect();
+    isl.sort_by(f64::total_cmp);
+    osl.sort_by(f64::total_cmp);
+    let q = |v: &[f64], p: f64| inferbench_core::metrics::percentile_sorted(v, p).unwrap_or(0.0);
+    let (mut hit, mut total) = (0u64, 0u64);
+    for t in traces {
+        for s in super::theoretical_hits(t) {
+            for (h, n) in s {
+                hit += u64::from(h);
+                total += u64::from(n);
+            }
+        }
+    }
+    format!(
+        "{} sessions, {} requests, ISL p50 {:.0} / p99 {:.0} tokens, OSL p50 {:.0} tokens, \
+         theoretical hit {:.1} %",
+        traces.len(),
+        reqs.len(),
+        q(&isl, 50.0),
+        q(&isl, 99.0),
+        q(&osl, 50.0),
+        if total > 0 {
+            hit as f64 * 100.0 / total as f64
+        } else {
+            0.0
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agentx::{load_traces, theoretical_hits, LoadOptions};
+
+    /// The named shapes: quickstart's six sessions, the 256k cut dropping nothing it must keep,
+    /// sizes for a person, and a description that counts what was generated.
+    #[test]
+    fn shapes_sizes_and_description() {
+        let q = shaped("quickstart", None, 42);
+        assert_eq!(q.len(), 6);
+        assert_eq!(shaped("quickstart", Some(2), 42).len(), 2);
+        let requests: usize = q.iter().map(Trace::request_count).sum();
+        let d = describe(&q);
+        assert!(
+            d.starts_with(&format!("6 sessions, {requests} requests, ISL p50 ")),
+            "{d}"
+        );
+        let mut buf = Vec::new();
+        write_jsonl(&q, &mut buf).unwrap();
+        assert_eq!(jsonl_len(&q).unwrap(), buf.len() as u64);
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size(37_400), "37 kB");
+        assert_eq!(human_size(488_000_000), "488 MB");
+        assert_eq!(human_size(1_234_000_000), "1.2 GB");
+    }
 
     #[test]
     fn deterministic_and_loadable() {

@@ -1,15 +1,18 @@
-//! `inferbench ingest PATH…`: store run artifacts and imported result files
-//! (inferbench artifact directories, vLLM `--save-result` JSON, InferenceX `agg_*.json` /
-//! `agg_bmk.json`, AIPerf `profile_export_aiperf.json`); `--inferencex-dump DIR`: InferenceX's
-//! public database dump.
+//! The `ingest` and `db` subcommands (`clap` feature): their flags ([`IngestFlags`],
+//! [`DbFlags`], `--help` text written once) and the commands behind them, printing each
+//! report; [`ingest_into`] is also `bench --db`'s.
 
 use std::path::PathBuf;
 
-use inferbench_store::{IngestOptions, Store};
+use inferbench_core::ExitStatus;
+
+use crate::{IngestOptions, Store};
+
+// ----- ingest
 
 /// Flags of `inferbench ingest`.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub struct IngestFlags {
     /// Artifact directories, directory trees or result files to ingest.
     #[arg(required_unless_present = "inferencex_dump")]
     pub paths: Vec<PathBuf>,
@@ -21,7 +24,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub inferencex_dump: Vec<PathBuf>,
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
-    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", default_value = crate::DEFAULT_DB)]
     pub db: String,
     /// Identity for imports that lack it, InferenceX aggregate field names
     /// (`hw=h200`, `framework=vllm`, `precision=fp8`, `tp=8`, `isl=1024`, …); repeatable.
@@ -41,15 +44,7 @@ pub struct Args {
 
 /// Ingest options from `--set KEY=VALUE` flags (shared with `bench --db`).
 pub fn options(set: &[String]) -> anyhow::Result<IngestOptions> {
-    let mut opts = IngestOptions::default();
-    for kv in set {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| anyhow::anyhow!("--set `{kv}`: expected KEY=VALUE"))?;
-        opts.overrides
-            .insert(k.trim().to_string(), v.trim().to_string());
-    }
-    Ok(opts)
+    IngestOptions::from_set(set).map_err(anyhow::Error::msg)
 }
 
 /// Ingests `paths` into `db` (migrating it first), printing each report. Returns whether any
@@ -72,9 +67,18 @@ pub fn ingest_into(
     Ok((failed, unknown))
 }
 
-/// Runs the subcommand; returns 0, or 1 when something was skipped or a path held nothing to
-/// ingest (always) or a name was unknown (with `--strict`).
-pub fn run(args: Args) -> anyhow::Result<i32> {
+impl IngestFlags {
+    /// Runs `inferbench ingest`: every path checked first (a typo stores nothing), then
+    /// ingested with a report each (stdout). Returns [`ExitStatus::Ok`], or
+    /// [`ExitStatus::Failed`] when something was skipped or a path held nothing to ingest
+    /// (always) or a name was unknown (with `--strict`).
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run_ingest(self)
+    }
+}
+
+/// [`IngestFlags::run`].
+fn run_ingest(args: IngestFlags) -> anyhow::Result<ExitStatus> {
     let mut opts = options(&args.set)?;
     opts.batch = args.batch.clone();
     // Every path first: a typo stores nothing (and creates no database).
@@ -90,9 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
         );
     }
-    let is_dump = |p: &PathBuf| {
-        inferbench_store::dump::is_json_dump(p) || inferbench_store::dump::is_pg_dump(p)
-    };
+    let is_dump = |p: &PathBuf| crate::dump::is_json_dump(p) || crate::dump::is_pg_dump(p);
     for d in &args.inferencex_dump {
         anyhow::ensure!(
             is_dump(d),
@@ -122,9 +124,91 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             unknown |= !report.unknown.is_empty() || left_out;
         }
     }
-    Ok(if failed || (args.strict && unknown) {
-        1
-    } else {
-        0
-    })
+    Ok(ExitStatus::failed_if(failed || (args.strict && unknown)))
+}
+
+// ----- db
+
+/// Flags of `inferbench db`.
+#[derive(Debug, clap::Args)]
+pub struct DbFlags {
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
+    #[arg(long, env = "INFERBENCH_DB", default_value = crate::DEFAULT_DB, global = true)]
+    pub db: String,
+    #[command(subcommand)]
+    action: Action,
+}
+
+/// `db` actions.
+#[derive(Debug, clap::Subcommand)]
+pub enum Action {
+    /// Create or upgrade the schema (idempotent).
+    Migrate,
+    /// Schema version, rows per table, and the names the normalizers did not recognise (with
+    /// the run where each was first seen).
+    Status,
+    /// Write a consistent snapshot `inferbench-<UTC date>T<time>Z.ibdump.zst` into DIR and add its
+    /// SHA-256 to DIR/SHA256SUMS. Safe while an ingest runs (one read transaction).
+    Dump {
+        /// Output directory (created if missing).
+        #[arg(long, short, default_value = ".")]
+        out: PathBuf,
+    },
+    /// Load a snapshot into an empty database after verifying its checksum against the
+    /// SHA256SUMS file beside it.
+    Restore {
+        /// The `.ibdump.zst` file.
+        file: PathBuf,
+        /// Restore even when SHA256SUMS is missing (the checksum is then not verified).
+        #[arg(long)]
+        no_verify: bool,
+    },
+}
+
+impl DbFlags {
+    /// Runs `inferbench db`: the action's result on stdout.
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run_db(self)
+    }
+}
+
+/// [`DbFlags::run`].
+fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
+    let mut store = Store::open(&args.db)?;
+    match args.action {
+        Action::Migrate => {
+            let applied = store.migrate()?;
+            if applied.is_empty() {
+                let v = store.schema_version()?;
+                println!("{}: schema up to date (version {v})", store.location());
+            } else {
+                println!("{}: applied migration(s) {:?}", store.location(), applied);
+            }
+        }
+        Action::Status => {
+            let v = store.schema_version()?;
+            println!("{}: schema version {v}", store.location());
+            for (t, n) in store.table_counts()? {
+                println!("  {t:<18} {n:>10}");
+            }
+            let unknown = store.unknown_names()?;
+            if !unknown.is_empty() {
+                println!("unknown names (stored as given):");
+                for (kind, name, run) in unknown {
+                    println!("  {kind:<10} {name:<30} first seen in {run}");
+                }
+            }
+        }
+        Action::Dump { out } => {
+            let d = store.dump_to_dir(&out)?;
+            println!("{}  {}", d.sha256, d.path.display());
+            println!("{} rows in {} tables", d.rows, d.tables);
+        }
+        Action::Restore { file, no_verify } => {
+            store.migrate()?;
+            let n = store.restore_file(&file, !no_verify)?;
+            println!("restored {n} rows from {}", file.display());
+        }
+    }
+    Ok(ExitStatus::Ok)
 }

@@ -1,8 +1,14 @@
-//! `inferbench report`: stored points filtered by any dimension, optionally only the Pareto
-//! frontier, optionally the history at a fixed x with regression flags; table, CSV or JSON.
+//! The `report` subcommand (`clap` feature): its flags ([`ReportFlags`], `--help` text written
+//! once), the store query they make, and what is printed ([`ReportFlags::run`]); with
+//! [`open_with_runs`] and [`filter`], which `plot` and `serve` share; `plot` ([`PlotFlags`])
+//! and `compare` ([`CompareFlags`]) likewise.
 
-use inferbench_store::{compare, query, CostOptions, Filter, Store};
-use inferbench_views::report::{self, Format};
+use std::path::PathBuf;
+
+use inferbench_core::ExitStatus;
+use inferbench_store::{compare, query, CostOptions, Filter, PointRow, Store};
+
+use crate::report::{self, Format};
 
 /// Exit codes of `report` (its `--help`; README "Exit codes").
 pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok, also when no point matches the filters (it \
@@ -26,7 +32,7 @@ pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
 /// Flags of `inferbench report`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = EXIT_CODES_HELP)]
-pub struct Args {
+pub struct ReportFlags {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
     #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
@@ -127,8 +133,17 @@ pub fn filter(
     Ok(f)
 }
 
-/// Runs the subcommand; returns 0, or 1 when a history shows a regression in its latest value.
-pub fn run(mut args: Args) -> anyhow::Result<i32> {
+impl ReportFlags {
+    /// Runs `inferbench report`: the points (or `--frontier`, or `--history-at`) on stdout in
+    /// `--format`, what matched nothing on stderr. Returns [`ExitStatus::Ok`], or
+    /// [`ExitStatus::Failed`] when a history's latest value is a regression.
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run(self)
+    }
+}
+
+/// [`ReportFlags::run`].
+fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     let mut store = open_with_runs(&args.db)?;
     let x_given = args.x.is_some();
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
@@ -184,11 +199,11 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
 /// JSON print them on stderr.
 fn history(
     rows: &[inferbench_store::PointRow],
-    args: &Args,
+    args: &ReportFlags,
     x_given: bool,
     x: &str,
     at: f64,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<ExitStatus> {
     let counted: Vec<inferbench_store::PointRow> = rows
         .iter()
         .filter(|r| r.valid || args.include_invalid)
@@ -285,16 +300,16 @@ fn history(
     if groups.is_empty() {
         eprintln!("no stored point matches the filters");
     }
-    Ok(i32::from(regressed))
+    Ok(ExitStatus::failed_if(regressed))
 }
 
 /// Prints `rows` in the chosen format with the footer; `hidden` = invalid points kept off an
 /// empty frontier (named instead of "no points match").
 fn print_rows(
     rows: &[inferbench_store::PointRow],
-    args: &Args,
+    args: &ReportFlags,
     hidden: usize,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<ExitStatus> {
     let fmt = args.format.view();
     let cols: Vec<String> = if args.columns.is_empty() {
         let cols = report::default_columns(rows, args.x.as_deref());
@@ -351,5 +366,245 @@ fn print_rows(
         }
         print!("{foot}{assume}");
     }
-    Ok(0)
+    Ok(ExitStatus::Ok)
+}
+// ----- plot
+
+/// Exit codes of `plot` (its `--help`).
+pub const PLOT_EXIT_CODES_HELP: &str = "Exit codes: 0 chart written (points without a value, or \
+     clipped, are named on stderr); 2 bad flags, no database, a database with no runs yet (run \
+     `inferbench quickstart` or `inferbench ingest`), or no point to draw.";
+
+/// Flags of `inferbench plot`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = PLOT_EXIT_CODES_HELP)]
+pub struct PlotFlags {
+    /// Output file; `.svg` or `.png`.
+    #[arg(long, short, default_value = "frontier.svg")]
+    pub out: PathBuf,
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Filter `KEY=VALUE[|VALUE…]` (as `inferbench report`); repeatable.
+    #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// Only points dated on or after this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only points dated on or before this day (YYYY-MM-DD).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// x metric (default: median_intvty, or p99_ttft when y is an input-token metric, as
+    /// InferenceX does).
+    #[arg(long)]
+    pub x: Option<String>,
+    /// y metric (any stored or derived metric, e.g. usd_per_m_rental, tok_s_per_mw).
+    #[arg(long, default_value = "tput_per_gpu")]
+    pub y: String,
+    /// Chart title [default: "<y label> vs. <x label>"].
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Width in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+    /// Height in pixels.
+    #[arg(long, default_value_t = 800)]
+    pub height: u32,
+    /// Draw only frontier points.
+    #[arg(long)]
+    pub frontier_only: bool,
+    /// Let invalid points (AgentX replays shorter than 900 s) form the frontier line; by
+    /// default they are drawn as points only.
+    #[arg(long)]
+    pub include_invalid: bool,
+    /// Keep points InferenceX clips (above $5/M tokens on built-in cost metrics, TTFT above 60 s).
+    #[arg(long)]
+    pub no_clip: bool,
+    /// Custom $/GPU-hour for usd_per_m_custom*.
+    #[arg(long, value_name = "USD")]
+    pub gpu_hour_cost: Option<f64>,
+    /// Custom all-in kW per GPU.
+    #[arg(long, value_name = "KW")]
+    pub gpu_kw: Option<f64>,
+}
+
+impl PlotFlags {
+    /// Runs `inferbench plot`; returns its exit status (see its `--help`).
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run_plot(self)
+    }
+}
+
+/// [`PlotFlags::run`].
+fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
+    let mut store = open_with_runs(&args.db)?;
+    let f = filter(&args.filters, &args.since, &args.until, false)?;
+    let rows = store.points(
+        &f,
+        &CostOptions {
+            usd_per_gpu_hour: args.gpu_hour_cost,
+            kw_per_gpu: args.gpu_kw,
+        },
+    )?;
+    // The database has runs (checked above): an empty selection is the filters' doing (trial
+    // 10: "store results with ingest" was printed for a filter that matched nothing).
+    anyhow::ensure!(
+        !rows.is_empty(),
+        "nothing to plot: no point in {} matches {} (`inferbench report` without them lists \
+         every point)",
+        args.db,
+        {
+            let mut sel: Vec<String> = args.filters.iter().map(|f| format!("-f {f}")).collect();
+            sel.extend(args.since.iter().map(|d| format!("--since {d}")));
+            sel.extend(args.until.iter().map(|d| format!("--until {d}")));
+            if sel.is_empty() {
+                "(its runs hold only failed points: `report --include-failed` lists them)".into()
+            } else {
+                sel.join(" ")
+            }
+        }
+    );
+    let agentic = rows
+        .iter()
+        .all(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO);
+    let x = args.x.unwrap_or_else(|| {
+        if agentic {
+            // AgentX's North-Star x.
+            inferbench_store::query::NORTH_STAR_X.to_string()
+        } else if args.y.contains("input") {
+            "p99_ttft".to_string()
+        } else {
+            "median_intvty".to_string()
+        }
+    });
+    let spec = crate::plot::PlotSpec {
+        x,
+        y: args.y,
+        title: args.title.unwrap_or_default(),
+        width: args.width,
+        height: args.height,
+        frontier_only: args.frontier_only,
+        clip: !args.no_clip,
+        include_invalid: args.include_invalid,
+    };
+    let drawn = crate::plot::plot(&rows, &spec, &args.out)?;
+    println!("wrote {}", args.out.display());
+    if let Some(n) = drawn.note() {
+        eprintln!("inferbench plot: {n}");
+    }
+    Ok(ExitStatus::Ok)
+}
+
+// ----- compare
+
+/// Exit codes of `compare` (its `--help`).
+pub const COMPARE_EXIT_CODES_HELP: &str =
+    "Exit codes: 0 compared; 1 nothing to compare (a side matches \
+     no valid point, or the two frontiers share no x range; it says which); 2 bad flags, no \
+     database, or a side that pools several workloads (ISL/OSL or scenario).";
+
+/// Flags of `inferbench compare`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = COMPARE_EXIT_CODES_HELP)]
+pub struct CompareFlags {
+    /// Side A: comma-separated `KEY=VALUE[|VALUE…]` filters, e.g. `hw=h200,framework=sglang`.
+    pub a: String,
+    /// Side B, same syntax.
+    pub b: String,
+    /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
+    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    pub db: String,
+    /// Filters applied to both sides (e.g. `model=dsr1`, `isl=1024`); repeatable.
+    #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
+    pub filters: Vec<String>,
+    /// x metric to match on.
+    #[arg(long, default_value = "median_intvty")]
+    pub x: String,
+    /// y metric to compare.
+    #[arg(long, default_value = "tput_per_gpu")]
+    pub y: String,
+    /// Target x values (comma-separated); default: low, middle and high end of the overlap.
+    #[arg(long, value_delimiter = ',')]
+    pub at: Vec<f64>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Let invalid points (AgentX replays shorter than 900 s or cut short) count; by default
+    /// they are left out, as from every frontier.
+    #[arg(long)]
+    pub include_invalid: bool,
+}
+
+/// One side's filter: the common `--filter`s, then the side's comma-separated ones.
+fn side(spec: &str, common: &[String]) -> anyhow::Result<Filter> {
+    let mut f = Filter::default();
+    for s in common {
+        f.add(s)?;
+    }
+    for part in spec.split(',').filter(|p| !p.trim().is_empty()) {
+        f.add(part)?;
+    }
+    Ok(f)
+}
+
+impl CompareFlags {
+    /// Runs `inferbench compare`; returns its exit status (see its `--help`).
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run_compare(self)
+    }
+}
+
+/// [`CompareFlags::run`].
+fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
+    let mut store = Store::open_existing(&args.db)?;
+    let cost = CostOptions::default();
+    let load = |spec: &str, store: &mut Store| -> anyhow::Result<Vec<PointRow>> {
+        let mut rows = store.points(&side(spec, &args.filters)?, &cost)?;
+        rows.retain(|r| r.valid || args.include_invalid);
+        Ok(rows)
+    };
+    let a = load(&args.a, &mut store)?;
+    let b = load(&args.b, &mut store)?;
+    if let Some(why) = compare::pooled_workloads(&a, &b, &args.a, &args.b) {
+        anyhow::bail!("{why}");
+    }
+    let (wa, wb) = (compare::workloads(&a), compare::workloads(&b));
+    let targets = if args.at.is_empty() {
+        compare::default_targets(&a, &b, &args.x, &args.y)
+    } else {
+        args.at.clone()
+    };
+    if targets.is_empty() {
+        // Say which side is empty before speaking of ranges (trial 8: two empty sides were
+        // reported as frontiers that share no range).
+        let empty: Vec<String> = [("A", &args.a, a.len()), ("B", &args.b, b.len())]
+            .iter()
+            .filter(|(_, _, n)| *n == 0)
+            .map(|(name, f, _)| format!("{name} ({f})"))
+            .collect();
+        if empty.is_empty() {
+            eprintln!(
+                "the frontiers of A ({} points) and B ({} points) share no {} range",
+                a.len(),
+                b.len(),
+                args.x
+            );
+        } else {
+            eprintln!(
+                "no stored point matches {} (`inferbench report -f KEY=VALUE` lists what does)",
+                empty.join(" nor ")
+            );
+        }
+        return Ok(ExitStatus::Failed);
+    }
+    let rows = compare::compare(&a, &b, &args.x, &args.y, &targets);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitStatus::Ok);
+    }
+    print!(
+        "{}",
+        crate::report::compare_table(&rows, (&args.a, &args.b), (&wa, &wb), &args.x, &args.y)
+    );
+    Ok(ExitStatus::Ok)
 }

@@ -1,0 +1,82 @@
+//! [`ExitStatus`]: the one list of `inferbench`'s process exit codes, shared by every
+//! subcommand (`bench`'s and `replay`'s gates, sweeps, evals, the CLI's usage errors).
+
+/// The exit status of an `inferbench` subcommand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExitStatus {
+    /// 0: everything asked for was done and passed its gates.
+    Ok = 0,
+    /// 1: the run ended but failed a gate: error or anomaly rate, nothing measured, a failed
+    /// point or eval, required power not valid, something skipped (`ingest`).
+    Failed = 1,
+    /// 2: bad flags, files or setup (nothing, or nothing useful, was run).
+    Usage = 2,
+    /// 3: the server was unreachable (partial results written).
+    Unreachable = 3,
+    /// 130 (128 + SIGINT): interrupted by Ctrl-C / SIGTERM; what finished was saved.
+    Interrupted = 130,
+    /// 141 (128 + SIGPIPE): stdout's reader went away (`inferbench report | head`).
+    BrokenPipe = 141,
+}
+
+impl ExitStatus {
+    /// The process exit code.
+    pub const fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The status of exit code `code`; a code not in the list reads as [`ExitStatus::Failed`].
+    pub const fn from_code(code: i32) -> ExitStatus {
+        match code {
+            0 => ExitStatus::Ok,
+            2 => ExitStatus::Usage,
+            3 => ExitStatus::Unreachable,
+            130 => ExitStatus::Interrupted,
+            141 => ExitStatus::BrokenPipe,
+            _ => ExitStatus::Failed,
+        }
+    }
+
+    /// [`ExitStatus::Failed`] when `failed`, else [`ExitStatus::Ok`].
+    pub const fn failed_if(failed: bool) -> ExitStatus {
+        if failed {
+            ExitStatus::Failed
+        } else {
+            ExitStatus::Ok
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ExitStatus;
+
+    /// Every status survives its code, and the codes are the documented ones.
+    #[test]
+    fn codes_round_trip() {
+        for s in [
+            ExitStatus::Ok,
+            ExitStatus::Failed,
+            ExitStatus::Usage,
+            ExitStatus::Unreachable,
+            ExitStatus::Interrupted,
+            ExitStatus::BrokenPipe,
+        ] {
+            assert_eq!(ExitStatus::from_code(s.code()), s);
+        }
+        assert_eq!(
+            [0, 1, 2, 3, 130, 141],
+            [
+                ExitStatus::Ok.code(),
+                ExitStatus::Failed.code(),
+                ExitStatus::Usage.code(),
+                ExitStatus::Unreachable.code(),
+                ExitStatus::Interrupted.code(),
+                ExitStatus::BrokenPipe.code(),
+            ]
+        );
+        assert_eq!(ExitStatus::from_code(7), ExitStatus::Failed);
+        assert_eq!(ExitStatus::failed_if(true), ExitStatus::Failed);
+        assert_eq!(ExitStatus::failed_if(false), ExitStatus::Ok);
+    }
+}

@@ -1,0 +1,175 @@
+//! The `eval` subcommand (`clap` feature): its flags ([`EvalFlags`], `--help` text written
+//! once), their conversion into [`EvalOptions`] ([`EvalFlags::options`]), and the results
+//! written and judged ([`EvalFlags::finish`]). The `inferbench` binary runs the eval between the
+//! two under its shutdown token.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use inferbench_client::Backend;
+use inferbench_core::ExitStatus;
+
+use crate::gsm8k::{self, EvalOptions};
+
+/// Flags of `inferbench eval`.
+#[derive(Debug, clap::Args)]
+pub struct EvalFlags {
+    #[command(subcommand)]
+    task: Task,
+}
+
+/// The eval to run.
+#[derive(Debug, clap::Subcommand)]
+enum Task {
+    /// GSM8K (1,319 test problems), 5-shot, greedy, strict and flexible exact match.
+    Gsm8k(Gsm8kArgs),
+}
+
+// Flags of `inferbench eval gsm8k`.
+#[derive(Debug, clap::Args)]
+struct Gsm8kArgs {
+    /// Server root.
+    #[arg(long, default_value = "http://127.0.0.1:8000")]
+    base_url: String,
+    /// Model name sent in requests.
+    #[arg(long)]
+    model: String,
+    /// openai-chat (default; the 5-shot text as one user message, as InferenceX's lm-eval run
+    /// with --apply_chat_template) or openai (completions).
+    #[arg(long, default_value = "openai-chat")]
+    backend: String,
+    /// Directory holding test.jsonl and train.jsonl (openai/gsm8k `main`). Default: the
+    /// cache (~/.cache/inferbench/gsm8k), downloaded there once from OpenAI's
+    /// grade-school-math repository (sha256-checked).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Only the first N test problems.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Worked examples per prompt.
+    #[arg(long, default_value_t = 5)]
+    num_fewshot: usize,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Output tokens per answer. Default: InferenceX's budget from --max-model-len
+    /// (context − 4096 above 4096, else half; at most 16384), or 16384 without it.
+    #[arg(long)]
+    max_tokens: Option<u32>,
+    /// The served context length, for the default --max-tokens.
+    #[arg(long)]
+    max_model_len: Option<u32>,
+    /// Per-request timeout, seconds (lm-eval's 1800).
+    #[arg(long, default_value_t = 1800.0)]
+    request_timeout: f64,
+    /// Model prefix for the threshold (dsr1, gptoss, qwen3.5, …); unknown or absent: 0.90.
+    #[arg(long)]
+    model_prefix: Option<String>,
+    /// Pass mark instead of the model's threshold (0–1).
+    #[arg(long, conflicts_with = "no_threshold")]
+    threshold: Option<f64>,
+    /// Report the scores but never fail on them.
+    #[arg(long)]
+    no_threshold: bool,
+    /// Where samples_gsm8k.jsonl and results_gsm8k.json go.
+    #[arg(long, default_value = "results/eval")]
+    result_dir: PathBuf,
+}
+
+impl EvalFlags {
+    /// The eval's options and pass mark, checked (`--backend`, counts ≥ 1, a threshold in
+    /// 0–1), with the GSM8K data resolved (the cache, downloaded once, unless `--data-dir`).
+    pub fn options(&self) -> anyhow::Result<(EvalOptions, f64)> {
+        options(self)
+    }
+
+    /// Writes the samples and results into `--result-dir`, prints the scores (stdout) and what
+    /// went wrong (stderr). Returns [`ExitStatus::Ok`] when every score reaches `threshold`
+    /// (or `--no-threshold`), [`ExitStatus::Failed`] below it or when every request failed,
+    /// [`ExitStatus::Interrupted`] when cut short.
+    pub fn finish(
+        &self,
+        opts: &EvalOptions,
+        samples: &[gsm8k::Sample],
+        threshold: f64,
+    ) -> anyhow::Result<ExitStatus> {
+        finish(self, opts, samples, threshold)
+    }
+}
+
+/// [`EvalFlags::options`].
+fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
+    let Task::Gsm8k(a) = &args.task;
+    let backend = Backend::parse(&a.backend)
+        .with_context(|| format!("--backend {}: openai or openai-chat", a.backend))?;
+    anyhow::ensure!(a.concurrency >= 1, "--concurrency must be ≥ 1");
+    anyhow::ensure!(
+        a.limit != Some(0),
+        "--limit must be ≥ 1 (omit it for all 1,319 problems)"
+    );
+    anyhow::ensure!(a.max_tokens != Some(0), "--max-tokens must be ≥ 1");
+    let threshold = a
+        .threshold
+        .unwrap_or_else(|| gsm8k::threshold(a.model_prefix.as_deref()));
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&threshold),
+        "--threshold {threshold}: a fraction 0–1"
+    );
+    let opts = EvalOptions {
+        base_url: a.base_url.clone(),
+        model: a.model.clone(),
+        backend,
+        data_dir: gsm8k::resolve_data_dir(
+            a.data_dir.as_deref(),
+            &gsm8k::cache_dir(),
+            &gsm8k::source_url(),
+        )?,
+        limit: a.limit,
+        num_fewshot: a.num_fewshot,
+        concurrency: a.concurrency,
+        max_tokens: a
+            .max_tokens
+            .unwrap_or_else(|| gsm8k::default_max_tokens(a.max_model_len)),
+        request_timeout: Duration::try_from_secs_f64(a.request_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--request-timeout: a positive number of seconds")?,
+    };
+    Ok((opts, threshold))
+}
+
+/// [`EvalFlags::finish`].
+fn finish(
+    args: &EvalFlags,
+    opts: &EvalOptions,
+    samples: &[gsm8k::Sample],
+    threshold: f64,
+) -> anyhow::Result<ExitStatus> {
+    let Task::Gsm8k(a) = &args.task;
+    let w = gsm8k::write_outputs(&a.result_dir, opts, samples, threshold)
+        .with_context(|| format!("writing results into {}", a.result_dir.display()))?;
+    println!("gsm8k: {}", w.scores.line());
+    eprintln!("wrote {} and {}", w.samples.display(), w.results.display());
+    if w.scores.cancelled > 0 {
+        eprintln!(
+            "gsm8k: interrupted: {} of {} problems answered; the results file says `interrupted: true` and `ingest` does not store it",
+            w.scores.n,
+            w.scores.n + w.scores.cancelled
+        );
+        return Ok(ExitStatus::Interrupted);
+    }
+    if w.scores.all_failed() {
+        let first = samples
+            .iter()
+            .find_map(|s| s.error.clone())
+            .unwrap_or_default();
+        eprintln!("gsm8k: every request failed, nothing was measured; first: {first}");
+        return Ok(ExitStatus::Failed);
+    }
+    if !w.scores.passes(threshold) && !a.no_threshold {
+        eprintln!("gsm8k: below the threshold {threshold:.2} (pass --no-threshold to only report)");
+        return Ok(ExitStatus::Failed);
+    }
+    Ok(ExitStatus::Ok)
+}

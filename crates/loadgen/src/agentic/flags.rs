@@ -1,0 +1,484 @@
+//! The `replay` subcommand (`clap` feature): its flags ([`ReplayFlags`], written once with their
+//! `--help` text), their conversion into [`ReplayOptions`], and the command itself: load the
+//! traces ([`ReplayFlags::prepare`]), replay them with power around the window, print and write
+//! the results ([`ReplayFlags::run`]). The `inferbench` binary only adds the signal handling.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use inferbench_client::CancellationToken;
+use inferbench_workload::agentx::synthetic::{self, SHAPES};
+use inferbench_workload::agentx::{load_traces, LoadOptions, LoadReport, Trace};
+
+use super::prompt::Prompter;
+use super::{
+    exit_code, replay_summary, run_replay, theoretical_hit_rate, write_artifacts, ReplayOptions,
+    ReplayStop, SchedConfig,
+};
+use crate::flags::{secs, PowerFlags, TargetFlags};
+use crate::output::render_report;
+use crate::ProgressMode;
+
+/// Shortest duration InferenceX accepts as a valid AgentX result, s (AIPerf's scenario lock).
+pub const MIN_VALID_DURATION_S: f64 = 900.0;
+
+/// Flags of `inferbench replay`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
+                  warmup request failed, or nothing succeeded; 2 bad flags or traces; 130 \
+                  interrupted (finished requests saved).\n\nExample (a short run on the \
+                  simulator):\n  inferbench sim --block-size 64 &\n  inferbench replay --traces \
+                  traces.jsonl --model sim --concurrency 4 --benchmark-duration 60 \
+                  --unsafe-override --result-dir replay-out"
+)]
+pub struct ReplayFlags {
+    // ----- traces
+    /// Trace file (JSONL, one trace per line) or a directory of `.jsonl` / `.json` traces
+    /// (InferenceX's "Weka" layout, reference/agentx.md §1.4).
+    #[arg(long, required_unless_present = "synthetic", help_heading = "Traces")]
+    pub traces: Option<PathBuf>,
+    /// Built-in synthetic traces instead of --traces: quickstart (6 short sessions), 062126 or
+    /// 062126-256k (shaped like SemiAnalysis' corpus; see `inferbench agentx-traces`).
+    #[arg(long, conflicts_with = "traces", value_parser = SHAPES, help_heading = "Traces")]
+    pub synthetic: Option<String>,
+    /// Skip malformed trace lines (reported) instead of stopping at the first.
+    #[arg(long, help_heading = "Traces")]
+    pub skip_invalid: bool,
+    /// Drop whole traces whose peak input + output exceeds this many tokens.
+    #[arg(long, help_heading = "Traces")]
+    pub max_context_length: Option<u64>,
+    /// Keep only the first N traces (after --max-context-length).
+    #[arg(long, help_heading = "Traces")]
+    pub num_dataset_entries: Option<usize>,
+    /// Tokenizer of the block texts (64 token ids per hash block): o200k_base (embedded),
+    /// cl100k_base, or the served model's tokenizer.json for exact prompt lengths.
+    #[arg(long, default_value = "o200k_base", help_heading = "Traces")]
+    pub tokenizer: String,
+
+    // ----- target
+    /// The server and what every request carries.
+    #[command(flatten)]
+    pub target: TargetFlags,
+    /// Chat endpoint path.
+    #[arg(long, default_value = "/v1/chat/completions", help_heading = "Target")]
+    pub endpoint: String,
+
+    // ----- schedule
+    /// Lanes: session trees replayed at once (sub-agents take no extra lane).
+    #[arg(long, default_value_t = 8, help_heading = "Schedule")]
+    pub concurrency: u32,
+    /// Profiling duration, s. Below 900 s only with --unsafe-override (result marked invalid).
+    #[arg(long, default_value_t = 3600.0, help_heading = "Schedule")]
+    pub benchmark_duration: f64,
+    /// Seed of the start points and cache-bust identities.
+    #[arg(long, default_value_t = 42, help_heading = "Schedule")]
+    pub random_seed: u64,
+    /// Earliest start point t*, fraction of each trace's span.
+    #[arg(long, default_value_t = 0.25, help_heading = "Schedule")]
+    pub trajectory_start_min_ratio: f64,
+    /// Latest start point t*, fraction of each trace's span.
+    #[arg(long, default_value_t = 0.75, help_heading = "Schedule")]
+    pub trajectory_start_max_ratio: f64,
+    /// Warmup requests per lane after its primers (1 output token, no delays).
+    #[arg(long, default_value_t = 10, help_heading = "Schedule")]
+    pub warmup_requests_per_lane: u32,
+    /// Longest warmup before profiling starts anyway, s.
+    #[arg(long, default_value_t = 1800.0, help_heading = "Schedule")]
+    pub warmup_grace_period: f64,
+    /// Per-tree idle cap, s (0 = off).
+    #[arg(long, default_value_t = 300.0, help_heading = "Schedule")]
+    pub trace_idle_gap_cap_seconds: f64,
+    /// Whole-system idle cap, s (0 = off).
+    #[arg(long, default_value_t = 10.0, help_heading = "Schedule")]
+    pub system_idle_gap_cap_seconds: f64,
+    /// Time in-flight requests get after the duration, s; the rest are cancelled.
+    #[arg(long, default_value_t = 30.0, help_heading = "Schedule")]
+    pub benchmark_grace_period: f64,
+    /// Stop when more than this fraction of profile requests failed.
+    #[arg(long, default_value_t = 0.10, help_heading = "Schedule")]
+    pub failed_request_threshold: f64,
+    /// Accepted for AIPerf compatibility: token counts always come from the server's usage.
+    #[arg(long, help_heading = "Schedule")]
+    pub use_server_token_count: bool,
+    /// Allow rule-breaking settings (duration < 900 s); the result is marked invalid.
+    #[arg(long, help_heading = "Schedule")]
+    pub unsafe_override: bool,
+    /// Fail a request after this many seconds without a byte.
+    #[arg(long, default_value_t = 600.0, help_heading = "Schedule")]
+    pub idle_timeout: f64,
+    /// Fail a request after this many seconds in total (AIPerf: 21,600).
+    #[arg(long, default_value_t = 21600.0, help_heading = "Schedule")]
+    pub request_timeout: f64,
+
+    // ----- output
+    /// Directory for requests.jsonl and the summaries.
+    #[arg(long, help_heading = "Output")]
+    pub result_dir: Option<PathBuf>,
+    /// Do not scrape the server's /metrics.
+    #[arg(long, help_heading = "Output")]
+    pub no_server_metrics: bool,
+    /// GPU power around the replay (power.csv, power_validation.json in --result-dir).
+    #[command(flatten)]
+    pub power: PowerFlags,
+    /// Seconds between /metrics scrapes (InferenceX's AgentX: 1 s slices).
+    #[arg(long, default_value_t = 1.0, help_heading = "Output")]
+    pub server_metrics_interval: f64,
+    /// Live progress: auto, bar, plain, off.
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Output")]
+    pub progress: ProgressMode,
+}
+
+impl ReplayFlags {
+    /// The replay's options; errors name the flag (ranges, the 900 s minimum without
+    /// `--unsafe-override`).
+    pub fn options(&self) -> anyhow::Result<ReplayOptions> {
+        let extra_body = self.target.parsed_extra_body()?;
+        let headers = self.target.parsed_headers()?;
+        let (lo, hi) = (
+            self.trajectory_start_min_ratio,
+            self.trajectory_start_max_ratio,
+        );
+        if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) || lo > hi {
+            anyhow::bail!(
+                "--trajectory-start-min-ratio {lo} / --trajectory-start-max-ratio {hi}: need \
+                 0 ≤ min ≤ max ≤ 1"
+            );
+        }
+        if self.concurrency == 0 {
+            anyhow::bail!("--concurrency: must be at least 1");
+        }
+        if !(0.0..=1.0).contains(&self.failed_request_threshold) {
+            anyhow::bail!("--failed-request-threshold: must be in [0, 1]");
+        }
+        let duration = secs("--benchmark-duration", self.benchmark_duration)?;
+        if self.benchmark_duration < MIN_VALID_DURATION_S && !self.unsafe_override {
+            anyhow::bail!(
+                "--benchmark-duration {} s is below AgentX's minimum of {MIN_VALID_DURATION_S} \
+                 s; add --unsafe-override to run it anyway (the result is marked invalid)",
+                self.benchmark_duration
+            );
+        }
+        let cap = |flag: &str, v: f64| -> anyhow::Result<Option<u64>> {
+            if v == 0.0 {
+                Ok(None)
+            } else {
+                Ok(Some(secs(flag, v)?.as_nanos() as u64))
+            }
+        };
+        let non_neg = |flag: &str, v: f64| -> anyhow::Result<Duration> {
+            if v == 0.0 {
+                Ok(Duration::ZERO)
+            } else {
+                secs(flag, v)
+            }
+        };
+        Ok(ReplayOptions {
+            base_url: self.target.base_url.clone(),
+            endpoint: Some(self.endpoint.clone()),
+            model: self.target.model.clone(),
+            api_key: self.target.api_key.clone(),
+            headers,
+            extra_body,
+            max_tokens_field: self.target.max_tokens_field,
+            idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
+            request_timeout: Some(secs("--request-timeout", self.request_timeout)?),
+            sched: SchedConfig {
+                lanes: self.concurrency,
+                duration_ns: duration.as_nanos() as u64,
+                start_ratio: (lo, hi),
+                warmup_per_lane: self.warmup_requests_per_lane,
+                warmup_grace_ns: non_neg("--warmup-grace-period", self.warmup_grace_period)?
+                    .as_nanos() as u64,
+                system_idle_cap_ns: cap(
+                    "--system-idle-gap-cap-seconds",
+                    self.system_idle_gap_cap_seconds,
+                )?,
+                tree_idle_cap_ns: cap(
+                    "--trace-idle-gap-cap-seconds",
+                    self.trace_idle_gap_cap_seconds,
+                )?,
+                seed: self.random_seed,
+            },
+            grace: non_neg("--benchmark-grace-period", self.benchmark_grace_period)?,
+            failed_request_threshold: self.failed_request_threshold,
+            save_requests: self.result_dir.as_ref().map(|d| d.join("requests.jsonl")),
+            progress: self.progress,
+            server_metrics_interval: if self.no_server_metrics {
+                None
+            } else {
+                Some(secs(
+                    "--server-metrics-interval",
+                    self.server_metrics_interval,
+                )?)
+            },
+        })
+    }
+}
+
+/// A replay ready to start ([`ReplayFlags::prepare`]): its options, traces and prompts.
+pub struct PreparedReplay {
+    opts: ReplayOptions,
+    traces: Arc<Vec<Trace>>,
+    prompter: Arc<Prompter>,
+}
+
+impl ReplayFlags {
+    /// The traces to replay: `--traces` read with `--skip-invalid`, `--max-context-length` and
+    /// `--num-dataset-entries`, or the `--synthetic` shape with the same two cuts.
+    pub fn load_traces(&self) -> anyhow::Result<LoadReport> {
+        let load = LoadOptions {
+            skip_invalid: self.skip_invalid,
+            max_context_length: self.max_context_length,
+            num_dataset_entries: self.num_dataset_entries,
+        };
+        Ok(match (&self.traces, &self.synthetic) {
+            (Some(p), _) => load_traces(p, &load)?,
+            (None, Some(shape)) => {
+                let mut traces = synthetic::shaped(shape, None, self.random_seed);
+                let before = traces.len();
+                if let Some(max) = self.max_context_length {
+                    traces.retain(|t| t.peak_context_tokens() <= max);
+                }
+                let dropped_by_context = before - traces.len();
+                if let Some(n) = self.num_dataset_entries {
+                    traces.truncate(n);
+                }
+                LoadReport {
+                    traces,
+                    skipped: Vec::new(),
+                    dropped_by_context,
+                    files: 0,
+                }
+            }
+            (None, None) => anyhow::bail!("give --traces PATH or --synthetic SHAPE"),
+        })
+    }
+
+    /// Everything before the replay, in this order: the options (flag errors first), the
+    /// traces (what was skipped or dropped said on stderr, with a line saying what will run),
+    /// the block texts' tokenizer and prompts, and `--result-dir` created.
+    pub fn prepare(&self) -> anyhow::Result<PreparedReplay> {
+        let opts = self.options()?;
+        let report = self.load_traces()?;
+        anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
+        for s in &report.skipped {
+            eprintln!("inferbench: skipped {s}");
+        }
+        let n_req: usize = report.traces.iter().map(Trace::request_count).sum();
+        eprintln!(
+            "inferbench replay: {} traces ({} requests) from {} file(s){}{}; {} lanes for {} s \
+             against {}",
+            report.traces.len(),
+            n_req,
+            report.files,
+            if report.skipped.is_empty() {
+                String::new()
+            } else {
+                format!(", {} invalid line(s) skipped", report.skipped.len())
+            },
+            if report.dropped_by_context > 0 {
+                format!(
+                    ", {} dropped by --max-context-length",
+                    report.dropped_by_context
+                )
+            } else {
+                String::new()
+            },
+            self.concurrency,
+            self.benchmark_duration,
+            self.target.base_url
+        );
+        let traces = Arc::new(report.traces);
+        let tok = inferbench_workload::Tokenizer::load(&self.tokenizer)?;
+        let prompter = Arc::new(Prompter::new(&traces, &tok, self.random_seed)?);
+        if let Some(d) = &self.result_dir {
+            std::fs::create_dir_all(d)
+                .with_context(|| format!("--result-dir: cannot create {}", d.display()))?;
+        }
+        Ok(PreparedReplay {
+            opts,
+            traces,
+            prompter,
+        })
+    }
+
+    /// Replays `prepared` until its window ends or `cancel` fires, with GPU power sampled
+    /// around it; prints the report and the agentic lines (stdout) and the notes (stderr),
+    /// writes `summary.json`, `requests.jsonl` and the AIPerf/InferenceX artifacts into
+    /// `--result-dir`. Returns the exit code ([`exit_code`]; 1 as well for power that is not
+    /// valid with `--require-power`).
+    pub async fn run(
+        self,
+        prepared: PreparedReplay,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<i32> {
+        let unsafe_run = self.benchmark_duration < MIN_VALID_DURATION_S;
+        let mut power_notes = Vec::new();
+        self.power.check(self.result_dir.is_some())?;
+        let power = match &self.result_dir {
+            Some(d) => {
+                crate::power::start(
+                    self.power.mode(),
+                    secs("--power-interval", self.power.power_interval)?,
+                    d.join("power.csv"),
+                    d.join("power_validation.json"),
+                    self.power.require_power,
+                    Some(&mut power_notes),
+                )
+                .await?
+            }
+            None => None,
+        };
+        let out = run_replay(prepared.opts, prepared.traces, prepared.prompter, cancel).await?;
+        let mut summary = replay_summary(&out, &self.target.model, self.concurrency, !unsafe_run);
+        if let Some(p) = power {
+            summary.inferbench.power = Some(p.finish(&summary, None).await);
+        }
+        print!("{}", render_report(&summary));
+        let hit = theoretical_hit_rate(&out.records);
+        let st = &out.stats;
+        println!(
+            "Agentic: {} plays (replays of a session tree; {} finished), theoretical \
+             prefix-cache hit {} (prompt blocks already sent earlier in their session), idle gaps \
+             cut short by the caps: {} system-wide ({:.1} s skipped) / {} per tree ({:.1} s)",
+            st.plays,
+            st.plays_finished,
+            hit.map_or("n/a".into(), |h| format!("{:.2} %", h * 100.0)),
+            st.system_jumps,
+            st.system_skipped_ns as f64 / 1e9,
+            st.tree_jumps,
+            st.tree_skipped_ns as f64 / 1e9,
+        );
+        if out.profile_window_ns.is_some() && out.stop == ReplayStop::Completed {
+            println!(
+                "Window: the benchmark duration above runs from the first profiled send to the \
+                 last completion: {} s of replay after the warmup, plus up to {} s for requests \
+                 still in flight at its end",
+                self.benchmark_duration, self.benchmark_grace_period
+            );
+        }
+        if unsafe_run {
+            println!(
+                "Validity: invalid (duration below {MIN_VALID_DURATION_S} s with --unsafe-override)"
+            );
+        }
+        if let Some(dir) = &self.result_dir {
+            let path = dir.join("summary.json");
+            let text = serde_json::to_string_pretty(&summary)?;
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            let ctx = inferbench_core::summary::agentic::AgenticContext {
+                conc: self.concurrency,
+                model: self.target.model.clone(),
+                ..Default::default()
+            };
+            write_artifacts(
+                dir,
+                &out,
+                &ctx,
+                !unsafe_run,
+                summary.inferbench.power.as_ref(),
+            )?;
+            eprintln!(
+                "wrote {}, {}, {} and {}/",
+                path.display(),
+                dir.join("requests.jsonl").display(),
+                dir.join("agentic_aggregate.json").display(),
+                dir.join("aiperf_artifacts").display()
+            );
+        }
+        for n in out.notes.iter().chain(&power_notes) {
+            eprintln!("inferbench: {n}");
+        }
+        let power_invalid = summary.inferbench.power.as_ref().filter(|p| !p.valid);
+        if let Some(p) = power_invalid {
+            eprintln!(
+                "inferbench: GPU power not valid ({}); see power_validation.json",
+                p.reasons.join(", ")
+            );
+        }
+        if summary.completed == 0 && out.stop == ReplayStop::Completed {
+            eprintln!("inferbench: nothing was measured: no profile request succeeded");
+        }
+        let mut code = exit_code(&out, &summary);
+        if code == 0 && self.power.require_power && power_invalid.is_some() {
+            code = 1;
+        }
+        Ok(code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        flags: ReplayFlags,
+    }
+
+    fn options(argv: &[&str]) -> anyhow::Result<ReplayOptions> {
+        let mut full = vec!["replay", "--synthetic", "quickstart", "--model", "m"];
+        full.extend_from_slice(argv);
+        Cli::try_parse_from(full)?.flags.options()
+    }
+
+    /// The defaults are InferenceX's AgentX invocation; rule-breaking or out-of-range values
+    /// are refused naming the flag.
+    #[test]
+    fn defaults_and_refusals() {
+        let o = options(&[]).unwrap();
+        assert_eq!(o.sched.lanes, 8);
+        assert_eq!(o.sched.duration_ns, 3_600_000_000_000);
+        assert_eq!(o.sched.start_ratio, (0.25, 0.75));
+        assert_eq!(o.endpoint.as_deref(), Some("/v1/chat/completions"));
+        assert_eq!(o.request_timeout, Some(Duration::from_secs(21_600)));
+        assert_eq!(o.server_metrics_interval, Some(Duration::from_secs(1)));
+        assert_eq!(o.progress, ProgressMode::Auto);
+        let o = options(&[
+            "--benchmark-duration",
+            "60",
+            "--unsafe-override",
+            "--no-server-metrics",
+            "--trace-idle-gap-cap-seconds",
+            "0",
+            "--progress",
+            "off",
+            "--max-tokens-field",
+            "both",
+        ])
+        .unwrap();
+        assert_eq!(o.sched.duration_ns, 60_000_000_000);
+        assert_eq!(o.sched.tree_idle_cap_ns, None);
+        assert_eq!(o.server_metrics_interval, None);
+        assert_eq!(o.progress, ProgressMode::Off);
+        assert_eq!(
+            o.max_tokens_field,
+            Some(inferbench_client::MaxTokensField::Both)
+        );
+        for (argv, want) in [
+            (
+                &["--benchmark-duration", "60"][..],
+                "below AgentX's minimum",
+            ),
+            (&["--concurrency", "0"][..], "--concurrency"),
+            (
+                &["--failed-request-threshold", "2"][..],
+                "--failed-request-threshold",
+            ),
+            (
+                &["--trajectory-start-min-ratio", "0.9"][..],
+                "--trajectory-start-max-ratio",
+            ),
+            (&["--idle-timeout", "0"][..], "--idle-timeout"),
+        ] {
+            let e = options(argv).unwrap_err().to_string();
+            assert!(e.contains(want), "{argv:?}: {e}");
+        }
+    }
+}
