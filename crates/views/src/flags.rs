@@ -11,7 +11,8 @@ use inferbench_store::{compare, query, CostOptions, Filter, PointRow, Store};
 use crate::report::{self, Format};
 
 /// Exit codes of `report` (its `--help`; README "Exit codes").
-pub const EXIT_CODES_HELP: &str = "Exit codes: 0 ok, also when no point matches the filters (it \
+pub const REPORT_EXIT_CODES_HELP: &str =
+    "Exit codes: 0 ok, also when no point matches the filters (it \
      says so); 1 with --history-at: a group's latest value is a regression; 2 bad flags, no \
      database, or a database with no runs yet (run `inferbench quickstart` or `inferbench \
      ingest`).";
@@ -31,7 +32,7 @@ pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
 
 /// Flags of `inferbench report`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = EXIT_CODES_HELP)]
+#[command(after_help = REPORT_EXIT_CODES_HELP)]
 pub struct ReportFlags {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
     #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
