@@ -14,7 +14,8 @@
 #   checkout; cargo's target/ as usual.
 # - every run: a temporary directory /tmp/inferbench-test.XXXXXX holding a private PostgreSQL
 #   cluster, a private munged and a single-host Slurm (own config, key, sockets, state, logs, free
-#   ports on 127.0.0.1), removed at the end with everything it started
+#   ports: PostgreSQL on 127.0.0.1, Slurm's daemons on all interfaces while the tests run),
+#   removed at the end with everything it started
 #   (scripts/with-test-services.sh). Nothing under /etc is written, no system service is
 #   started, stopped or reconfigured.
 set -euo pipefail

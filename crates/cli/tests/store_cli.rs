@@ -412,9 +412,12 @@ fn store_cli_report_columns_print_the_units_footer() {
         "--columns",
         "hardware,conc,p99_ttft,tput_per_gpu",
     ]);
+    // Chosen columns keep the line naming what every row shares, less what they show (trial 11).
     assert_eq!(
         out,
-        "hardware  conc  p99_ttft  tput_per_gpu\n\
+        "every row: model=dsr1  isl=1024  osl=1024  framework=sglang  precision=fp8  spec=none  \
+         parallelism=TP8  date=2026-03-01\n\n\
+         hardware  conc  p99_ttft  tput_per_gpu\n\
          \x20                    (s)   (tok/s/GPU)\n\
          h200         4     0.180         102.4\n\
          h200        16     0.300         407.0\n\

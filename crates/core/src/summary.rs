@@ -372,9 +372,11 @@ pub struct Extras {
     /// Measured GPU power over the profiling window (absent when no sampler ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerSummary>,
-    /// Why the run's timings are not a valid measurement although it completed (the server
-    /// fell behind its own schedule: [`crate::server_metrics::ServerMetricsSummary::late_chunk_fraction`]);
-    /// the store keeps such a point off every frontier, as a run cut short. Absent when none.
+    /// Why the run's timings are not a valid measurement although it completed, `; `-joined:
+    /// the prefix cache served a random-dataset run's prompts, the server fell behind its own
+    /// schedule ([`crate::server_metrics::ServerMetricsSummary::late_chunk_fraction`]), or the
+    /// client could not keep up ([`ClientCheck::client_bound`]); the store keeps such a point
+    /// off every frontier, as a run cut short. Absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
 }
@@ -500,7 +502,7 @@ impl ClientCheck {
         format!(
             "the client, not the server, limited this run: the server had {:.1} of the {} \
              requested requests in flight{waited}; {cause} (client_bound: true; InferenceX \
-             results are valid only without it)",
+             results are valid only without it: the point is kept off the frontier)",
             self.held_ratio * req,
             self.requested
         )

@@ -448,8 +448,7 @@ pub async fn run_bench(
     });
     notes.extend(cache_reason.iter().chain(&late_reason).cloned());
     // Every producer check that makes the point's numbers not the server's, in one field.
-    let reasons: Vec<String> = cache_reason.into_iter().chain(late_reason).collect();
-    let invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
+    let mut reasons: Vec<String> = cache_reason.into_iter().chain(late_reason).collect();
     let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
     let first_failure = shared
         .breaker
@@ -536,13 +535,17 @@ pub async fn run_bench(
     if let Some(mut check) = client_check(&opts, &summary, client_cpu) {
         check.runqueue_wait_s = client_wait;
         if check.client_bound {
-            notes.push(check.note(client_cpu.map_or(0.0, |c| c.1)));
+            // InferenceX results are valid only when the client kept up: the point is invalid
+            // (trial 12: a quickstart beside another one stayed on the frontier with this note).
+            let note = check.note(client_cpu.map_or(0.0, |c| c.1));
+            notes.push(note.clone());
+            reasons.push(note);
         }
         summary.inferbench.client = Some(check);
     }
     let mut power_validation: Option<PathBuf> = None;
     summary.inferbench.server_metrics = server_metrics;
-    summary.inferbench.invalid_reason = invalid_reason;
+    summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     if let Some(run) = power {
         power_validation = Some(run.validation().to_path_buf());
         let expected = opts

@@ -304,6 +304,32 @@ fn additions(
     Ok(changelog::added_lines(base_text, head_text, base_name)?)
 }
 
+/// [`MasterConfigs::load`], with a missing file named as what it is (trial 12: `models
+/// support` outside an InferenceX checkout said only "cannot read configs/amd-master.yaml").
+fn load_masters(files: &[PathBuf]) -> anyhow::Result<MasterConfigs> {
+    if let Some(missing) = files.iter().find(|p| is_missing_default(p)) {
+        bail!("{}", missing_master(missing));
+    }
+    Ok(MasterConfigs::load(files)?)
+}
+
+/// Whether `p` is one of InferenceX's default master configs (`configs/*-master.yaml`, what the
+/// flags default to) and absent: then the user gave no `--config-files` and is told so. A path
+/// the user named keeps the plain "cannot read PATH: …".
+fn is_missing_default(p: &std::path::Path) -> bool {
+    !p.exists() && MASTER_CONFIGS.iter().any(|d| p.ends_with(d))
+}
+
+/// "PATH not found: …" for a master config that is not there, saying what to pass instead.
+fn missing_master(path: &std::path::Path) -> String {
+    format!(
+        "{} not found: this reads InferenceX's master configs (configs/*-master.yaml); run it in \
+         an InferenceX checkout or pass --config-files FILE… (a master config of your own, e.g. \
+         examples/sim.yaml)",
+        path.display()
+    )
+}
+
 /// InferenceX's master configs, relative to its checkout (its MASTER_CONFIGS).
 const MASTER_CONFIGS: [&str; 2] = ["configs/amd-master.yaml", "configs/nvidia-master.yaml"];
 
@@ -403,7 +429,7 @@ fn run_changelog(args: ChangelogFlags) -> anyhow::Result<ExitStatus> {
     } else {
         args.config_files.clone()
     };
-    let configs = MasterConfigs::load(&config_files)?;
+    let configs = load_masters(&config_files)?;
     let runners = RunnerConfig::load(
         &args
             .runner_config
@@ -602,6 +628,9 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
                 }
             }
             deprecated.sort();
+            if let Some(missing) = config_files.iter().find(|p| is_missing_default(p)) {
+                bail!("{}", missing_master(missing));
+            }
             let rows = catalogue::support_matrix(&config_files, &deprecated)?;
             if json {
                 emit(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
@@ -618,7 +647,7 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
             runner_config,
             json,
         } => {
-            let configs = MasterConfigs::load(&config_files)?;
+            let configs = load_masters(&config_files)?;
             let runners = RunnerConfig::load(&runner_config)?;
             let findings = catalogue::dram_policy_check(&configs, &runners);
             let errors = findings.iter().filter(|f| f.verdict == "error").count();

@@ -94,7 +94,8 @@ pub struct RunFlags {
     /// Do not ask servers to ignore EOS (InferenceX sets ignore_eos).
     #[arg(long)]
     pub no_ignore_eos: bool,
-    /// Tokenizer for prompt synthesis (o200k_base, cl100k_base or a tokenizer.json path).
+    /// Tokenizer for prompt synthesis (o200k_base, cl100k_base, a tokenizer.json path, or
+    /// `server`: the served model's own through its /tokenize endpoint, so ISL is exact).
     #[arg(long)]
     pub tokenizer: Option<String>,
     /// Seed for prompt synthesis.

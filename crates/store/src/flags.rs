@@ -20,7 +20,8 @@ pub struct IngestFlags {
     /// unzipped directory of its JSON form (`inferencex-dump-YYYY-MM-DD/`, one `<table>.json`
     /// per table) or its pg_dump file (`inferencex-YYYY-MM-DD.dump.zst`, the parts joined with
     /// `cat *.part* >`; read with `pg_restore`, no database needed). One run per GitHub
-    /// workflow run (its latest attempt); importing it again changes nothing. Repeatable.
+    /// workflow run (its latest attempt); importing it again updates those runs in place
+    /// (nothing is duplicated). Repeatable.
     #[arg(long, value_name = "DIR")]
     pub inferencex_dump: Vec<PathBuf>,
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
@@ -147,8 +148,10 @@ pub enum Action {
     /// Schema version, rows per table, and the names the normalizers did not recognise (with
     /// the run where each was first seen).
     Status,
-    /// Write a consistent snapshot `inferbench-<UTC date>T<time>Z.ibdump.zst` into DIR and add its
-    /// SHA-256 to DIR/SHA256SUMS. Safe while an ingest runs (one read transaction).
+    /// Write a consistent snapshot `inferbench-<UTC date>T<time>Z.ibdump.zst` into the `--out`
+    /// directory and add its SHA-256 to its SHA256SUMS. Safe while an ingest runs (one read
+    /// transaction); copy a database this way, not with `cp` (SQLite keeps recent writes in
+    /// its `-wal` file beside it).
     Dump {
         /// Output directory (created if missing).
         #[arg(long, short, default_value = ".")]

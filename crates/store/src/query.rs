@@ -476,8 +476,9 @@ impl Store {
     ) -> Result<Vec<PointRow>, StoreError> {
         self.require_migrated()?;
         let stored = |m: &str| m == "conc" || schema::POINT_METRICS.contains(&m);
-        // AgentX groups gate on a third metric (North-Star): the general path. Only agentic
-        // points can be invalid, so the fast path below never meets one.
+        // AgentX groups gate on a third metric (North-Star): the general path. Invalid points
+        // (any kind: cut short, served by the prefix cache, a starved server) stay off the
+        // fast path's frontier unless `include_invalid` (trial 12: a cache-served point took it).
         // Imported public points are groups of their own ([`PointRow::group`]), which the
         // fast path's config-only grouping cannot tell apart: the general path too.
         let mut any = |sql: &str| -> Result<bool, StoreError> {
@@ -519,8 +520,13 @@ impl Store {
         } else {
             ""
         };
+        let valid_sql = if filter.include_invalid {
+            ""
+        } else {
+            " AND p.valid = 1"
+        };
         let sql = format!(
-            "SELECT p.id, p.config_id, p.{x}, p.{y} FROM points p{joins} WHERE 1 = 1{where_sql}"
+            "SELECT p.id, p.config_id, p.{x}, p.{y} FROM points p{joins} WHERE 1 = 1{where_sql}{valid_sql}"
         );
         let rows = self.conn.query_xy(&sql, &params)?;
         let mut by_group: BTreeMap<&str, GroupPoints> = BTreeMap::new();

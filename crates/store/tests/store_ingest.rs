@@ -254,6 +254,61 @@ fn check_frontier_fast_path(store: &mut Store) {
         fr.iter().map(|r| r.conc).collect::<Vec<_>>(),
         vec![4, 16, 64]
     );
+    // An invalid point (here: one whose producer set `invalid_reason`, as bench does when the
+    // prefix cache served its prompts) that would dominate its group stays off the fast path's
+    // frontier, as off the general path's (trial 12), and competes with `include_invalid`.
+    let mut h200 = Filter::default();
+    h200.add("hw=h200").unwrap();
+    let before = store
+        .frontier(&h200, &c, "median_intvty", "tput_per_gpu")
+        .unwrap();
+    let extra = tempfile::tempdir().unwrap();
+    let point = extra.path().join("cached/conc16");
+    std::fs::create_dir_all(&point).unwrap();
+    let src = dir.path().join("sweep-h200/conc16");
+    for f in std::fs::read_dir(&src).unwrap() {
+        let f = f.unwrap().path();
+        let name = f.file_name().unwrap().to_owned();
+        let text = std::fs::read_to_string(&f).unwrap();
+        let text = if name == "summary.json" {
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            v["date"] = "20261203-150000".into();
+            v["output_throughput"] = (v["output_throughput"].as_f64().unwrap() * 10.0).into();
+            v["total_token_throughput"] =
+                (v["total_token_throughput"].as_f64().unwrap() * 10.0).into();
+            v["inferbench"]["invalid_reason"] = "the server's prefix cache served it".into();
+            v.to_string()
+        } else if name.to_string_lossy().starts_with("agg_") {
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            for k in ["tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"] {
+                if let Some(x) = v[k].as_f64() {
+                    v[k] = (x * 10.0).into();
+                }
+            }
+            v.to_string()
+        } else {
+            text
+        };
+        std::fs::write(point.join(name), text).unwrap();
+    }
+    ingest_all(store, extra.path());
+    let after = store
+        .frontier(&h200, &c, "median_intvty", "tput_per_gpu")
+        .unwrap();
+    assert_eq!(
+        after.iter().map(|r| (r.conc, r.valid)).collect::<Vec<_>>(),
+        before.iter().map(|r| (r.conc, r.valid)).collect::<Vec<_>>()
+    );
+    let mut all = store.points(&h200, &c).unwrap();
+    inferbench_store::query::mark_frontier(&mut all, "median_intvty", "tput_per_gpu");
+    all.retain(|r| r.frontier);
+    assert_eq!(after, all);
+    let mut with = h200.clone();
+    with.include_invalid = true;
+    let fr = store
+        .frontier(&with, &c, "median_intvty", "tput_per_gpu")
+        .unwrap();
+    assert!(fr.iter().any(|r| !r.valid), "{fr:#?}");
 }
 
 #[test]

@@ -312,22 +312,30 @@ fn print_rows(
     hidden: usize,
 ) -> anyhow::Result<ExitStatus> {
     let fmt = args.format.view();
-    let cols: Vec<String> = if args.columns.is_empty() {
-        let cols = report::default_columns(rows, args.x.as_deref());
-        if matches!(fmt, Format::Table) {
-            // The default table names what every row shares once, above it, instead of a
-            // column repeating it on every line.
-            let (kept, common) = report::split_common(rows, &cols);
-            if !common.is_empty() {
-                println!("every row: {}\n", common.join("  "));
-            }
-            kept
-        } else {
-            cols
+    let table = matches!(fmt, Format::Table);
+    let defaults = report::default_columns(rows, args.x.as_deref());
+    // A table names what every row shares once, above it: the default table instead of a column
+    // repeating it on every line, a table of chosen --columns for the identity it leaves out
+    // (trial 11: `--columns conc,tput_per_gpu` said nothing of which model or hardware).
+    let (cols, common) = match (args.columns.is_empty(), table) {
+        (true, true) => report::split_common(rows, &defaults),
+        (true, false) => (defaults, Vec::new()),
+        (false, _) => {
+            let (_, common) = report::split_common(rows, &defaults);
+            let shown = |kv: &String| {
+                let key = kv.split('=').next().unwrap_or_default();
+                args.columns.iter().any(|c| c == key)
+            };
+            let common = common
+                .into_iter()
+                .filter(|kv| table && !shown(kv))
+                .collect();
+            (args.columns.clone(), common)
         }
-    } else {
-        args.columns.clone()
     };
+    if !common.is_empty() {
+        println!("every row: {}\n", common.join("  "));
+    }
     print!("{}", report::render(rows, &cols, fmt));
     if rows.is_empty() && hidden > 0 {
         eprintln!(

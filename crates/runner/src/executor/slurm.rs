@@ -43,7 +43,7 @@ pub enum SlurmError {
     #[error("cannot run sbatch: {0} (is Slurm installed and on PATH?)")]
     Spawn(std::io::Error),
     /// `sbatch` refused the job or (with `--wait`) printed no job id.
-    #[error("sbatch failed ({status}): {stderr}")]
+    #[error("sbatch failed ({status}): {stderr} (is this a Slurm login node with its configuration: SLURM_CONF or /etc/slurm/slurm.conf?)")]
     Sbatch {
         /// Exit status.
         status: String,

@@ -117,17 +117,32 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
             overrides: &Overrides::new(),
             maps: job_identity_maps(j),
         };
+        // The typed fields first; a job.json of an older layout (provenance at the top level,
+        // `version`, `hostname`, `batch`) through the lookup.
         let p = &jf.provenance;
-        run.inferbench_version = p.inferbench_version.clone();
-        run.git_sha = p.git_sha.clone().unwrap_or_default();
-        run.engine_version = p.engine_version.clone().unwrap_or_default();
-        run.host = p.host.clone();
+        let or_lookup = |typed: Option<&String>, names: &[&str]| {
+            typed
+                .filter(|v| !v.is_empty())
+                .cloned()
+                .unwrap_or_else(|| l.text(names))
+        };
+        run.inferbench_version = or_lookup(
+            Some(&p.inferbench_version),
+            &["inferbench_version", "version"],
+        );
+        run.git_sha = or_lookup(p.git_sha.as_ref(), &["git_sha", "inferbench_git_sha"]);
+        run.engine_version = or_lookup(p.engine_version.as_ref(), &["engine_version"]);
+        run.host = or_lookup(Some(&p.host), &["host", "hostname"]);
         if run.result_filename.is_empty() {
-            run.result_filename = jf.result_filename.clone();
+            run.result_filename = or_lookup(
+                Some(&jf.result_filename),
+                &["result_filename", "RESULT_FILENAME"],
+            );
         }
         run.job = Value::Object(j.clone()).to_string();
-        if let Some(sweep) = jf.sweep_id.as_ref().filter(|s| !s.is_empty()) {
-            run.batch = sweep.clone();
+        let sweep = or_lookup(jf.sweep_id.as_ref(), &["sweep_id", "batch", "sweep"]);
+        if !sweep.is_empty() {
+            run.batch = sweep;
         }
         if run.start_unix.is_none() {
             run.start_unix = l
