@@ -593,6 +593,53 @@ fn store_cli_compare_names_a_side_without_points() {
         err.contains("no stored point matches A (hw=b200) nor B (hw=mi355x)"),
         "{err}"
     );
+    // Trial 12: a side whose only match is invalid (here its producer set invalid_reason) was
+    // reported as matching nothing; it says what it found now.
+    let point = t.0.join("invalid/results/conc16");
+    std::fs::create_dir_all(&point).unwrap();
+    let src = fixtures().join("sweep-h200/conc16");
+    for f in std::fs::read_dir(&src).unwrap() {
+        let f = f.unwrap().path();
+        let mut text = std::fs::read_to_string(&f).unwrap();
+        if f.file_name().unwrap() == "summary.json" {
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            v["inferbench"]["invalid_reason"] = "the prefix cache served it".into();
+            text = v.to_string();
+        }
+        std::fs::write(point.join(f.file_name().unwrap()), text).unwrap();
+    }
+    let db2 = t.0.join("c2.db");
+    let db2 = db2.to_str().unwrap();
+    stdout_ok(&[
+        "ingest",
+        point.parent().unwrap().to_str().unwrap(),
+        "--db",
+        db2,
+    ]);
+    let o = run(&["compare", "hw=h200", "hw=mi355x", "--db", db2]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "no valid point to compare for A (hw=h200: its 1 matching point(s) are invalid; \
+             --include-invalid counts them) nor B (hw=mi355x)"
+        ),
+        "{err}"
+    );
+    // A dump path that is not there says so (not "not an InferenceX dump").
+    let o = run(&[
+        "ingest",
+        "--inferencex-dump",
+        "/nonexistent/dump",
+        "--db",
+        db2,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("--inferencex-dump /nonexistent/dump: no such file or directory"),
+        "{o:?}"
+    );
 }
 
 /// Trial 9: `compare` pooled a side's points of different models or sequence lengths into one

@@ -98,6 +98,11 @@ fn run_ingest(args: IngestFlags) -> anyhow::Result<ExitStatus> {
     let is_dump = |p: &PathBuf| crate::dump::is_json_dump(p) || crate::dump::is_pg_dump(p);
     for d in &args.inferencex_dump {
         anyhow::ensure!(
+            d.exists(),
+            "--inferencex-dump {}: no such file or directory",
+            d.display()
+        );
+        anyhow::ensure!(
             is_dump(d),
             "{}: not an InferenceX dump (expected a directory holding configs.json and \
              benchmark_results.json, as in an unzipped db-dump release, or a *.dump[.zst] file)",

@@ -567,13 +567,16 @@ impl CompareFlags {
 fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     let mut store = Store::open_existing(&args.db)?;
     let cost = CostOptions::default();
-    let load = |spec: &str, store: &mut Store| -> anyhow::Result<Vec<PointRow>> {
+    // A side's points, and how many invalid ones were left out.
+    let load = |spec: &str, store: &mut Store| -> anyhow::Result<(Vec<PointRow>, usize)> {
         let mut rows = store.points(&side(spec, &args.filters)?, &cost)?;
+        let all = rows.len();
         rows.retain(|r| r.valid || args.include_invalid);
-        Ok(rows)
+        let left_out = all - rows.len();
+        Ok((rows, left_out))
     };
-    let a = load(&args.a, &mut store)?;
-    let b = load(&args.b, &mut store)?;
+    let (a, a_invalid) = load(&args.a, &mut store)?;
+    let (b, b_invalid) = load(&args.b, &mut store)?;
     if let Some(why) = compare::pooled_workloads(&a, &b, &args.a, &args.b) {
         anyhow::bail!("{why}");
     }
@@ -586,11 +589,21 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     if targets.is_empty() {
         // Say which side is empty before speaking of ranges (trial 8: two empty sides were
         // reported as frontiers that share no range).
-        let empty: Vec<String> = [("A", &args.a, a.len()), ("B", &args.b, b.len())]
-            .iter()
-            .filter(|(_, _, n)| *n == 0)
-            .map(|(name, f, _)| format!("{name} ({f})"))
-            .collect();
+        // A side whose matches are all invalid says so (trial 12: "no stored point matches"
+        // for a batch that was there, kept out as invalid).
+        let empty: Vec<String> = [
+            ("A", &args.a, a.len(), a_invalid),
+            ("B", &args.b, b.len(), b_invalid),
+        ]
+        .iter()
+        .filter(|(_, _, n, _)| *n == 0)
+        .map(|(name, f, _, invalid)| match invalid {
+            0 => format!("{name} ({f})"),
+            n => format!(
+                "{name} ({f}: its {n} matching point(s) are invalid; --include-invalid counts them)"
+            ),
+        })
+        .collect();
         if empty.is_empty() {
             eprintln!(
                 "the frontiers of A ({} points) and B ({} points) share no {} range",
@@ -598,6 +611,8 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
                 b.len(),
                 args.x
             );
+        } else if (a.is_empty() && a_invalid > 0) || (b.is_empty() && b_invalid > 0) {
+            eprintln!("no valid point to compare for {}", empty.join(" nor "));
         } else {
             eprintln!(
                 "no stored point matches {} (`inferbench report -f KEY=VALUE` lists what does)",
