@@ -56,7 +56,10 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
         unit,
         better,
     };
-    let fixed = match key {
+    // The spec-decoding figures live in the summary's extras (`report --columns
+    // inferbench.spec_decoding.measured_acceptance_length`).
+    let name = key.strip_prefix("inferbench.spec_decoding.").unwrap_or(key);
+    let fixed = match name {
         "tput_per_gpu" => Some(("Throughput per GPU", "tok/s/GPU", Better::Higher)),
         "output_tput_per_gpu" => Some(("Output throughput per GPU", "tok/s/GPU", Better::Higher)),
         "input_tput_per_gpu" => Some(("Input throughput per GPU", "tok/s/GPU", Better::Higher)),
@@ -94,6 +97,17 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
             Some(("Measured energy per output token", "J/token", Better::Lower))
         }
         "avg_power_w" => Some(("Measured power per GPU", "W", Better::Lower)),
+        // Speculative decoding: tokens accepted per decode step (trial 12: no unit line).
+        "measured_acceptance_length" => Some((
+            "Acceptance length, measured (spec decoding)",
+            "tokens/step",
+            Better::Higher,
+        )),
+        "acceptance_length" | "target_acceptance_length" => Some((
+            "Acceptance length, target (spec decoding)",
+            "tokens/step",
+            Better::Higher,
+        )),
         _ => None,
     };
     if let Some((l, u, b)) = fixed {
@@ -157,6 +171,18 @@ mod tests {
         assert_eq!(
             metric("joules_per_total_token").unwrap().better,
             Better::Lower
+        );
+        assert_eq!(
+            metric("measured_acceptance_length")
+                .unwrap()
+                .label_with_unit(),
+            "Acceptance length, measured (spec decoding) (tokens/step)"
+        );
+        assert_eq!(
+            metric("inferbench.spec_decoding.target_acceptance_length")
+                .unwrap()
+                .unit,
+            "tokens/step"
         );
         assert_eq!(metric("conc"), None);
         assert_eq!(metric("model"), None);
