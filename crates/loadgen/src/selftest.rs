@@ -378,6 +378,12 @@ pub fn render(points: &[SelftestPoint]) -> String {
             opt(p.rss_per_stream_kib, 1),
         ));
     }
+    // Trial 12: `held` had no unit and KiB/stream looked odd at low concurrency.
+    o.push_str(
+        "held: share of the requested concurrency the client's slots kept busy (1.000 = all); \
+         KiB/stream: peak RSS growth / concurrency, which includes what bench keeps of every \
+         finished request, so it is larger at low concurrency\n",
+    );
     o
 }
 
