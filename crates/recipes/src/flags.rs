@@ -191,14 +191,7 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
             eprintln!("wrote {} ({} rows)", p.display(), rows.len());
         }
-        None => {
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    return Err(e.into());
-                }
-            }
-        }
+        None => emit(&text)?,
     }
     Ok(ExitStatus::Ok)
 }
@@ -473,14 +466,7 @@ fn run_changelog(args: ChangelogFlags) -> anyhow::Result<ExitStatus> {
         Some(p) => {
             std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
         }
-        None => {
-            let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    return Err(e.into());
-                }
-            }
-        }
+        None => emit(&text)?,
     }
     Ok(ExitStatus::Ok)
 }

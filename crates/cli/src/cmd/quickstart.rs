@@ -51,14 +51,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     let mut store = open_store(&args)?;
     let run_dir = fresh_run_dir(&args.out)?;
     let batch = sweep_id(&run_dir);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let report = rt.block_on(async {
-        let cancel =
-            super::shutdown_token("inferbench quickstart: interrupted; stopping after this point");
-        p.run(&run_dir, &batch, &cancel).await
+    let report = on_runtime(|cancel| {
+        let (p, run_dir, batch) = (&p, &run_dir, &batch);
+        async move { p.run(run_dir, batch, &cancel).await }
     })?;
     let mut exit = ExitStatus::from_code(report.exit_code());
     let concs: Vec<i64> = report.points.iter().map(|pt| pt.conc.into()).collect();
@@ -98,14 +93,9 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
     let q = &args.sweep;
     let sweep = q.agentic_plan()?;
     let mut store = open_store(args)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let report = rt.block_on(async {
-        let cancel =
-            super::shutdown_token("inferbench quickstart: interrupted; stopping after this point");
-        sweep.run(&run_dir, &batch, &cancel).await
+    let report = on_runtime(|cancel| {
+        let (sweep, run_dir, batch) = (&sweep, &run_dir, &batch);
+        async move { sweep.run(run_dir, batch, &cancel).await }
     })?;
     let chart = q
         .chart
@@ -132,6 +122,22 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
 
 /// Opens (and migrates) `--db`; with `--no-db` an in-memory SQLite database, which still
 /// feeds the table and the chart.
+/// Runs a sweep on a 2-worker runtime with the one shutdown token (Ctrl-C / SIGTERM stop after
+/// the current point).
+fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
+    sweep: impl FnOnce(inferbench_client::CancellationToken) -> F,
+) -> anyhow::Result<T> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let cancel =
+            super::shutdown_token("inferbench quickstart: interrupted; stopping after this point");
+        sweep(cancel).await
+    })
+}
+
 fn open_store(args: &Args) -> anyhow::Result<inferbench_store::Store> {
     let db = if args.no_db { ":memory:" } else { &args.db };
     let mut store = inferbench_store::Store::open(db)
