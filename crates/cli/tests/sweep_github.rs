@@ -5,10 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A scratch directory that stands for the user's repository (its own `.git`, since the
+/// workflow names files relative to the repository root).
 fn scratch(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    std::fs::create_dir_all(d.join(".git")).unwrap();
     d
 }
 
@@ -55,6 +57,25 @@ fn github_executor_writes_matrix_and_a_linted_workflow() {
     assert_eq!(written, original);
     let wf = std::fs::read_to_string(dir.join("ci/inferbench-sweep.yml")).unwrap();
     assert!(wf.contains("default: \"ci/matrix.json\""), "{wf}");
+
+    // An absolute --github-dir is named from the repository root in the workflow (trial 12).
+    let abs = dir.join("abs");
+    let (code, _, stderr) = inferbench(
+        &[
+            "sweep",
+            "--executor",
+            "github",
+            "--matrix",
+            "m.json",
+            "--github-dir",
+            abs.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let wf = std::fs::read_to_string(abs.join("inferbench-sweep.yml")).unwrap();
+    assert!(wf.contains("default: \"abs/matrix.json\""), "{wf}");
+    assert!(wf.contains("\"abs/run-options.json\""), "{wf}");
 
     let Some(lint) = inferbench_testutil::env_or_skip(
         "INFERBENCH_TEST_ACTIONLINT",

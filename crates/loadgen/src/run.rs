@@ -22,7 +22,7 @@ use tokio::task::JoinSet;
 
 use crate::arrivals::{Arrivals, Schedule};
 use crate::hints;
-use crate::options::{BenchOptions, DatasetName};
+use crate::options::{BenchOptions, DatasetName, ProgressMode};
 use crate::output;
 use crate::progress::{Counters, Progress};
 use crate::prompts::{self, PreparedPrompts};
@@ -282,6 +282,9 @@ pub async fn run_bench(
     let n_warm = opts.resolved_num_warmups();
     let mut end = PhaseEnd::Completed;
     if n_warm > 0 {
+        if !matches!(opts.progress, ProgressMode::Off) {
+            eprintln!("{}", warmup_notice(n_warm, opts.num_warmups.is_some()));
+        }
         let progress = Progress::start(
             opts.progress,
             "warmup",
@@ -1060,4 +1063,34 @@ async fn request_task(sh: Arc<Shared>, idx: usize, meta: RequestMeta, released_n
     rec.released_ns = Some(released_ns);
     sh.breaker.observe(&rec);
     sh.emit(rec);
+}
+
+/// The one line printed before the warmup phase, so a long warmup (InferenceX's default is
+/// 2 × max concurrency: 8,192 requests at 4,096) is announced rather than silent. `explicit`:
+/// the count came from `--num-warmups`.
+fn warmup_notice(n_warm: u64, explicit: bool) -> String {
+    if explicit {
+        format!("warmup: {n_warm} requests (--num-warmups), not counted in the results")
+    } else {
+        format!(
+            "warmup: {n_warm} requests (2 x max concurrency, InferenceX's default; \
+             --num-warmups N to change), not counted in the results"
+        )
+    }
+}
+
+#[cfg(test)]
+mod notice_tests {
+    #[test]
+    fn warmup_notice_names_the_count_and_its_source() {
+        assert_eq!(
+            super::warmup_notice(8192, false),
+            "warmup: 8192 requests (2 x max concurrency, InferenceX's default; --num-warmups N \
+             to change), not counted in the results"
+        );
+        assert_eq!(
+            super::warmup_notice(3, true),
+            "warmup: 3 requests (--num-warmups), not counted in the results"
+        );
+    }
 }

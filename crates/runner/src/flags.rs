@@ -593,14 +593,26 @@ impl SweepFlags {
         let options = self.github_dir.join(GITHUB_OPTIONS_FILE);
         let (run, path_warnings) = self.run.for_github();
         RunFlags::write_options(run, &options)?;
+        // The workflow names both files relative to the repository root (trial 12: a
+        // --github-dir given as an absolute path was written into the workflow as is).
+        let (in_repo, dir_warning) = github::repo_relative(&self.github_dir)?;
+        let in_repo_path = |name: &str| {
+            let p = in_repo.join(name);
+            p.strip_prefix(".").unwrap_or(&p).display().to_string()
+        };
         let gh = github::GithubOptions {
-            matrix_path: self.github_dir.join("matrix.json").display().to_string(),
+            matrix_path: in_repo_path("matrix.json"),
             inferbench_cmd: self.github_inferbench.clone(),
-            options_path: Some(options.display().to_string()),
+            options_path: Some(in_repo_path(GITHUB_OPTIONS_FILE)),
             ..Default::default()
         };
         let files = github::write(jobs, &self.github_dir, &gh)?;
-        for w in files.warnings.iter().chain(&path_warnings) {
+        for w in files
+            .warnings
+            .iter()
+            .chain(&path_warnings)
+            .chain(&dir_warning)
+        {
             eprintln!("warning: {w}");
         }
         if self.run.runner_name.is_some() {

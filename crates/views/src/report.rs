@@ -375,7 +375,8 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
 /// The footer under a table of `columns` (`report`'s table format, whatever the columns):
 /// one `units:` line naming each metric column's label and unit from the metric registry, and,
 /// when the `frontier` column is shown, what its `*` means for the frontier of `y` against `x`
-/// (and, when `invalid` rows are listed, what `invalid` there means); a `batch` column is named.
+/// (and, when `invalid` rows are listed, what `invalid` there means, or, without a `frontier`
+/// or `valid` column, that some rows are invalid); a `batch` column is named.
 /// `agentic`: agentic-coding rows are listed, whose `*` is North-Star gated (said in the same
 /// line, so a mixed table's legend is right for every group). Empty when there is none of these.
 pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool) -> String {
@@ -415,6 +416,14 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
             "invalid = not a complete, valid result (the run was cut short, its server was \
              starved of CPU, or an AgentX replay ran for less than 900\u{a0}s): listed, on a \
              frontier only with --include-invalid",
+        ));
+    }
+    if invalid && !columns.iter().any(|c| c == "frontier" || c == "valid") {
+        // Trial 12: a --columns table without `frontier` showed invalid rows as if valid.
+        out.push_str(&wrap(
+            "some rows are invalid (not a complete, valid result: the run was cut short, its \
+             server was starved of CPU, or an AgentX replay ran for less than 900\u{a0}s): add \
+             `valid` or `frontier` to --columns to see which",
         ));
     }
     if columns.iter().any(|c| c == "source") {
@@ -632,7 +641,10 @@ mod tests {
         );
         assert_eq!(
             footer(&cols(&["conc", "batch"]), "x", "y", true, false),
-            "\nbatch = the run a point came from (the last two parts of a result directory, a result file's name, a\n\
+            "\nsome rows are invalid (not a complete, valid result: the run was cut short, its server was starved\n\
+             \x20   of CPU, or an AgentX replay ran for less than 900 s): add `valid` or `frontier` to --columns to\n\
+             \x20   see which\n\
+             batch = the run a point came from (the last two parts of a result directory, a result file's name, a\n\
              \x20   quickstart's id; -f batch= takes it as shown; --format csv shows it whole)\n"
         );
         let f = footer(&cols(&["conc", "frontier"]), "x", "y", true, false);

@@ -194,6 +194,34 @@ pub fn write(jobs: &[JobSpec], dir: &Path, opts: &GithubOptions) -> std::io::Res
     })
 }
 
+/// `dir` as the workflow must name it: relative to the root of the git repository that holds
+/// it (the nearest ancestor, after resolving links, with a `.git` entry), because a GitHub
+/// runner checks the repository out at a path of its own and runs from its root. A `dir`
+/// outside any repository comes back as given, with a warning saying where the files must go.
+/// Creates `dir`. Errors: creating or resolving `dir`.
+pub fn repo_relative(dir: &Path) -> std::io::Result<(PathBuf, Option<String>)> {
+    std::fs::create_dir_all(dir)?;
+    let abs = std::fs::canonicalize(dir)?;
+    if let Some(root) = abs.ancestors().find(|a| a.join(".git").exists()) {
+        let rel = abs.strip_prefix(root).unwrap_or(&abs);
+        let rel = if rel.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            rel.to_path_buf()
+        };
+        return Ok((rel, None));
+    }
+    Ok((
+        dir.to_path_buf(),
+        Some(format!(
+            "--github-dir {}: not inside a git repository; the workflow reads its matrix and \
+             run flags at {} relative to the repository root, so commit them there",
+            dir.display(),
+            dir.display()
+        )),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +268,31 @@ mod tests {
             "actionlint:\n{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    #[test]
+    fn repo_relative_names_the_directory_from_the_repository_root() {
+        let repo = tempfile::tempdir().unwrap();
+        std::fs::create_dir(repo.path().join(".git")).unwrap();
+        let dir = repo.path().join("ci").join("bench");
+        assert_eq!(
+            repo_relative(&dir).unwrap(),
+            (PathBuf::from("ci/bench"), None)
+        );
+        assert!(dir.is_dir());
+        assert_eq!(
+            repo_relative(repo.path()).unwrap(),
+            (PathBuf::from("."), None)
+        );
+
+        let outside = tempfile::tempdir().unwrap();
+        let dir = outside.path().join("gh");
+        let (p, warning) = repo_relative(&dir).unwrap();
+        assert_eq!(p, dir);
+        assert!(
+            warning.unwrap().contains("not inside a git repository"),
+            "outside"
         );
     }
 }
