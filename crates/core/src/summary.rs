@@ -17,8 +17,8 @@ pub mod agentic;
 mod inferencex;
 
 pub use inferencex::{
-    inferencex_aggregate, AggregateError, IdentityError, JobIdentity, Parallelism, RoleTopology,
-    Topology,
+    inferencex_aggregate, inferencex_metrics, AggregateError, IdentityError, JobIdentity,
+    Parallelism, RoleTopology, Topology,
 };
 
 use crate::metrics::{self, Distribution, GoodputSlo, Metric, Rates};
@@ -536,10 +536,16 @@ pub struct PowerSummary {
     pub energy_counter_within_tolerance: Option<bool>,
 }
 
+impl Extras {
+    /// The extras layout this build writes (`inferbench.schema_version`, the version of our
+    /// `summary.json`, core::artifacts); a reader refuses a newer one.
+    pub const SCHEMA_VERSION: u32 = 1;
+}
+
 impl Default for Extras {
     fn default() -> Self {
         Extras {
-            schema_version: 1,
+            schema_version: Extras::SCHEMA_VERSION,
             profile_window_ns: None,
             warmups: 0,
             failed: 0,
@@ -781,7 +787,7 @@ fn summarize_inner(
         errors,
         metrics: metric_map,
         inferbench: Extras {
-            schema_version: 1,
+            schema_version: Extras::SCHEMA_VERSION,
             profile_window_ns: window.map(|(a, b)| [a, b]),
             warmups: (records.len() - prof.len()) as u64,
             failed,

@@ -475,8 +475,19 @@ pub fn inferencex_aggregate(
             }
         }
     }
-    // InferenceX iterates every top-level key of the raw result; only the metric keys can end in
-    // `ms` or contain `tpot` (the extras are nested under "inferbench").
+    d.extend(inferencex_metrics(summary));
+    Ok(Value::Object(d))
+}
+
+/// The latency and interactivity fields InferenceX's `process_result.py` derives from a result
+/// (reference/inferencex-producer.md §7.1), in its order: for every numeric top-level key ending
+/// in `ms`, the key without `_ms` → value / 1000 (seconds); for every one containing `tpot`,
+/// `…intvty` → 1000 / value (tokens/s/user, [`crate::metrics::interactivity_from_tpot_ms`];
+/// `null` where the TPOT statistic is 0). Only the metric keys can end in `ms` or contain `tpot`
+/// (the extras are nested under `"inferbench"`; `--metadata` values are strings, never read).
+/// The aggregate and the store's reading of our own summaries both take them from here.
+pub fn inferencex_metrics(summary: &RunSummary) -> Map<String, Value> {
+    let mut d = Map::new();
     for (key, value) in &summary.metrics {
         let Some(v) = value.as_f64() else { continue };
         if key.ends_with("ms") {
@@ -488,5 +499,5 @@ pub fn inferencex_aggregate(
             d.insert(k, iv.map_or(Value::Null, Value::from));
         }
     }
-    Ok(Value::Object(d))
+    d
 }

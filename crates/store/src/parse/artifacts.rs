@@ -1,8 +1,9 @@
 //! Our own artifact directories (DESIGN.md §3, written by `loadgen::output` and
 //! `runner::artifacts`): a directory is one point when it holds `summary.json` (a vLLM-shaped
-//! summary with our `inferbench` extras, read by the vLLM importer's rules) or an `agg_*.json`
+//! summary with our `inferbench` extras, read typed as core's `RunSummary` by `super::ours`;
+//! one without `inferbench.schema_version` by the vLLM importer's rules) or an `agg_*.json`
 //! (InferenceX's aggregate row, whose per-GPU figures win). Optional beside them: `job.json`
-//! (provenance, the sweep id, the matrix row's identity), `requests.jsonl.zst` /
+//! (provenance, the sweep id, the matrix row's identity; typed as core's `JobFile`), `requests.jsonl.zst` /
 //! `requests.jsonl` (the records), `power.csv` and `server_metrics.jsonl` (telemetry), and
 //! any other file, kept verbatim as the run's artifacts.
 
@@ -11,9 +12,10 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::inferencex::inferencex_point;
+use super::ours;
 use super::requests::read_requests;
 use super::telemetry::{read_power, read_server_metrics};
-use super::vllm::summary_point;
+use super::vllm::{foreign_facts, summary_point};
 use super::{
     base_run, date_from_unix, dir_files, fill_per_gpu, job_identity_maps, num, read_json, Lookup,
     Overrides, ParseError, RunData, SourceKind,
@@ -103,7 +105,15 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
             .to_string();
     }
     let mut pt = match (&s, &a) {
-        (Some(s), _) => summary_point(s, a.as_ref(), j.as_ref(), ov, &mut run)?,
+        (Some(s), _) => {
+            // Ours (inferbench.schema_version): typed through core; else by name.
+            let facts = if ours::is_ours(s) {
+                ours::facts(&ours::read(s, &format!("{d}/summary.json"))?, s)
+            } else {
+                foreign_facts(s)
+            };
+            summary_point(facts, a.as_ref(), j.as_ref(), ov, &mut run)?
+        }
         (None, Some(a)) => {
             let mut p = inferencex_point(a, ov, &mut run.names, &format!("{d}/agg"))?;
             fill_per_gpu(&p.config.clone(), &mut p.metrics);

@@ -4,7 +4,8 @@
 //! the one importer interface, [`Importer`]. Each import format is its own module:
 //!
 //! - `artifacts`: our artifact directories (DESIGN.md §3), a directory with `summary.json`
-//!   ([`parse_dir`]);
+//!   ([`parse_dir`]); `ours`: our own `summary.json` (marked by `inferbench.schema_version`),
+//!   read typed as core's `RunSummary`, wherever it is met;
 //! - `inferencex`: InferenceX `agg_*.json`, `agg_bmk.json` and `agg_eval_all.json` (a JSON
 //!   array, or an object with `hw` and `conc`);
 //! - `aiperf`: AIPerf `profile_export_aiperf.json` (metric objects with an `avg`);
@@ -21,6 +22,7 @@
 mod aiperf;
 mod artifacts;
 mod inferencex;
+mod ours;
 mod requests;
 mod telemetry;
 mod vllm;

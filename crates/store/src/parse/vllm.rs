@@ -7,13 +7,16 @@
 //! from the user's overrides. Our `inferbench` extras object is flattened as `inferbench.*`;
 //! the records file it names (`requests_file`) and the side files beside the result
 //! (`X.power.csv`, `X.server_metrics.jsonl`, …) are read as a point directory's are. Our
-//! `summary.json` is this shape too: [`summary_point`] also reads artifact directories.
+//! `summary.json` is this shape too: [`summary_point`] also reads artifact directories. Our own
+//! summaries (those with `inferbench.schema_version`) are read typed by `super::ours`; the rest
+//! by name here ([`foreign_facts`]).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
+use super::ours;
 use super::requests::read_requests;
 use super::telemetry::{read_power, read_server_metrics};
 use super::{
@@ -46,13 +49,23 @@ impl Importer for SaveResult {
             return Err(format!("{}: {NOT_A_RESULT}", path.display()));
         };
         let mut run = base_run(SourceKind::VllmResult, path, &bytes);
-        let mut pt = summary_point(o, None, None, ov, &mut run)?;
+        // `bench --save-result` writes our summary: read typed (super::ours), the rest by name.
+        let (facts, records) = if ours::is_ours(o) {
+            let s = ours::read(o, &path.display().to_string())?;
+            let records = s.inferbench.requests_file.clone();
+            (ours::facts(&s, o), records)
+        } else {
+            let records = o
+                .get("inferbench")
+                .and_then(|x| x.get("requests_file"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            (foreign_facts(o), records)
+        };
+        let mut pt = summary_point(facts, None, None, ov, &mut run)?;
         run.artifacts.push(("summary.json".into(), bytes));
         // `bench --save-requests`: the records file the result names (beside it, or a path).
-        let records = o
-            .get("inferbench")
-            .and_then(|x| x.get("requests_file"))
-            .and_then(Value::as_str)
+        let records = records
             .map(|f| path.parent().unwrap_or(Path::new(".")).join(f))
             .filter(|f| f.is_file());
         if let Some(f) = records {
@@ -73,9 +86,98 @@ impl Importer for SaveResult {
     }
 }
 
-/// A point from a vLLM-shaped summary, with optional InferenceX aggregate and job.json objects.
+/// What a point takes from a vLLM-shaped summary, however the summary was read: our own
+/// `summary.json` typed through core ([`super::ours::facts`]), a foreign file's JSON by
+/// [`foreign_facts`]. [`summary_point`] builds the point from it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct SummaryFacts {
+    /// `model_id` as the file gives it (absent in some foreign files).
+    pub model_id: Option<Value>,
+    /// Successful profile requests.
+    pub completed: f64,
+    /// Σ prompt tokens of the successful requests, tokens.
+    pub total_input_tokens: Option<f64>,
+    /// Σ completion tokens of the successful requests, tokens.
+    pub total_output_tokens: Option<f64>,
+    /// `max_concurrency` (absent when unlimited).
+    pub max_concurrency: Option<f64>,
+    /// The summary names itself an agentic-coding point (`scenario_type` at its top level or
+    /// in its `metadata`).
+    pub agentic: bool,
+    /// The summary says it is no valid submission (`submission_valid: false` at its top level
+    /// or in its `metadata`; counted for agentic points only).
+    pub submission_invalid: bool,
+    /// The run was cut short (our `inferbench.interrupted`, or a `stop_reason` other than
+    /// `completed`).
+    pub cut_short: bool,
+    /// The producer found its timings not valid (our `inferbench.invalid_reason`).
+    pub timing_invalid: bool,
+    /// UTC `YYYY-MM-DD` of the file's `date`, when it has one.
+    pub date: Option<String>,
+    /// The profiling window, unix seconds.
+    pub start_unix: Option<f64>,
+    /// End of the profiling window, unix seconds.
+    pub end_unix: Option<f64>,
+    /// The point's metrics: InferenceX names and units (seconds, tok/s, tok/s/user), extras
+    /// as `inferbench.*`; per-GPU figures are filled later from the configuration.
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// `(agentic, submission_invalid)` as a summary's top-level keys `top` and its `metadata`
+/// object say (an AgentX replay's `summary.json` writes them at its top level, trial 11; other
+/// files in `metadata`): `scenario_type = agentic-coding`, `submission_valid` false (a boolean
+/// or the string `"false"`).
+pub(super) fn scenario_flags(top: &Map<String, Value>) -> (bool, bool) {
+    let meta = top.get("metadata").and_then(Value::as_object);
+    let agentic = meta
+        .into_iter()
+        .chain(std::iter::once(top))
+        .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
+    let not_valid = |v: &Value| matches!(v, Value::Bool(false)) || v.as_str() == Some("false");
+    let invalid = top
+        .get("submission_valid")
+        .or_else(|| meta.and_then(|m| m.get("submission_valid")))
+        .is_some_and(not_valid);
+    (agentic, invalid)
+}
+
+/// The facts of a foreign vLLM-shaped summary `s` (vLLM's `--save-result`, InferenceX's client,
+/// or one of ours written before `inferbench.schema_version`), read from its JSON by name.
+pub(super) fn foreign_facts(s: &Map<String, Value>) -> SummaryFacts {
+    let (agentic, submission_invalid) = scenario_flags(s);
+    let x = s.get("inferbench").and_then(Value::as_object);
+    let mut metrics = BTreeMap::new();
+    summary_metrics(s, &mut metrics);
+    SummaryFacts {
+        model_id: s.get("model_id").cloned(),
+        completed: s.get("completed").and_then(num).unwrap_or(0.0),
+        total_input_tokens: s.get("total_input_tokens").and_then(num),
+        total_output_tokens: s.get("total_output_tokens").and_then(num),
+        max_concurrency: s.get("max_concurrency").and_then(num),
+        agentic,
+        submission_invalid,
+        cut_short: x.is_some_and(|x| {
+            x.get("interrupted").and_then(Value::as_bool) == Some(true)
+                || x.get("stop_reason")
+                    .and_then(Value::as_str)
+                    .is_some_and(|r| r != "completed")
+        }),
+        timing_invalid: x.is_some_and(|x| x.get("invalid_reason").is_some_and(|r| !r.is_null())),
+        date: s
+            .get("date")
+            .and_then(Value::as_str)
+            .and_then(date_from_text),
+        start_unix: s.get("benchmark_start_time_unix").and_then(num),
+        end_unix: s.get("benchmark_end_time_unix").and_then(num),
+        metrics,
+    }
+}
+
+/// A point from a vLLM-shaped summary's facts `f`, with optional InferenceX aggregate and
+/// job.json objects (identity: `ov` first, then the aggregate, the job's matrix row, and what
+/// the summary itself gives). Sets the run's window and date.
 pub(super) fn summary_point(
-    s: &Map<String, Value>,
+    f: SummaryFacts,
     agg: Option<&Map<String, Value>>,
     job: Option<&Map<String, Value>>,
     ov: &Overrides,
@@ -98,37 +200,32 @@ pub(super) fn summary_point(
         })
         .collect();
     maps.extend(job_parts.iter());
-    // The summary's own `scenario_type`: at its top level (an AgentX replay's `summary.json`,
-    // trial 11: a `replay --result-dir` was stored as a valid fixed-length point) or in its
-    // metadata.
-    let meta = s.get("metadata").and_then(Value::as_object);
-    let agentic = maps
-        .iter()
-        .copied()
-        .chain(meta)
-        .chain(std::iter::once(s))
-        .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
+    // The summary's own `scenario_type` (f.agentic), or the aggregate's or the job's.
+    let agentic = f.agentic
+        || maps
+            .iter()
+            .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
     // Derived identity from the summary itself: model id, mean ISL/OSL (not for agentic
     // points, whose lengths vary by design), concurrency.
     let mut derived = Map::new();
-    if let Some(v) = s.get("model_id") {
+    if let Some(v) = &f.model_id {
         derived.insert("model".into(), v.clone());
     }
     if agentic {
         derived.insert("scenario_type".into(), Value::from("agentic-coding"));
     }
-    let completed = s.get("completed").and_then(num).unwrap_or(0.0);
+    let completed = f.completed;
     if completed > 0.0 && !agentic {
-        for (src, dst) in [
-            ("total_input_tokens", "isl"),
-            ("total_output_tokens", "osl"),
+        for (total, dst) in [
+            (f.total_input_tokens, "isl"),
+            (f.total_output_tokens, "osl"),
         ] {
-            if let Some(t) = s.get(src).and_then(num) {
+            if let Some(t) = total {
                 derived.insert(dst.into(), Value::from((t / completed).round() as i64));
             }
         }
     }
-    if let Some(c) = s.get("max_concurrency").and_then(num) {
+    if let Some(c) = f.max_concurrency {
         derived.insert("conc".into(), Value::from(c as i64));
     }
     maps.push(&derived);
@@ -138,21 +235,16 @@ pub(super) fn summary_point(
     };
     let cfg = config_key(&l, &mut run.names);
     let conc = l.int(&["conc", "max_concurrency", "CONC"]).unwrap_or(0);
-    let mut m = BTreeMap::new();
-    summary_metrics(s, &mut m);
+    let mut m = f.metrics;
     if let Some(a) = agg {
         agg_metrics(a, &mut m); // the aggregate's per-GPU figures win (InferenceX rules)
     }
     fill_per_gpu(&cfg, &mut m);
-    let start = s.get("benchmark_start_time_unix").and_then(num);
-    let end = s.get("benchmark_end_time_unix").and_then(num);
-    run.start_unix = start;
-    run.end_unix = end;
-    let date = s
-        .get("date")
-        .and_then(Value::as_str)
-        .and_then(date_from_text)
-        .or_else(|| start.map(date_from_unix))
+    run.start_unix = f.start_unix;
+    run.end_unix = f.end_unix;
+    let date = f
+        .date
+        .or_else(|| f.start_unix.map(date_from_unix))
         .unwrap_or_default();
     run.date = date.clone();
     let mut pt = empty_point(cfg, conc, date);
@@ -160,24 +252,11 @@ pub(super) fn summary_point(
         pt.error = Some("no successful request".into());
     }
     pt.metrics = m;
-    // Not a complete result: an AgentX replay's `submission_valid: false` (at the top in our
-    // summaries, or in `metadata`), or a run cut short (Ctrl-C, an unreachable server, an
-    // abort: our `inferbench.interrupted` / `stop_reason`).
-    let not_valid = |v: &Value| matches!(v, Value::Bool(false)) || v.as_str() == Some("false");
-    let agentic_invalid = agentic
-        && s.get("submission_valid")
-            .or_else(|| meta.and_then(|m| m.get("submission_valid")))
-            .is_some_and(not_valid);
-    let x = s.get("inferbench").and_then(Value::as_object);
-    let cut_short = x.is_some_and(|x| {
-        x.get("interrupted").and_then(Value::as_bool) == Some(true)
-            || x.get("stop_reason")
-                .and_then(Value::as_str)
-                .is_some_and(|r| r != "completed")
-    });
-    // Or timings the producer found not valid (a server that fell behind its schedule).
-    let timing_invalid = x.is_some_and(|x| x.get("invalid_reason").is_some_and(|r| !r.is_null()));
-    pt.valid = !(agentic_invalid || cut_short || timing_invalid);
+    // Not a complete result: an AgentX replay's `submission_valid: false`, or a run cut short
+    // (Ctrl-C, an unreachable server, an abort), or timings the producer found not valid (a
+    // server that fell behind its schedule).
+    let agentic_invalid = agentic && f.submission_invalid;
+    pt.valid = !(agentic_invalid || f.cut_short || f.timing_invalid);
     Ok(pt)
 }
 
@@ -234,7 +313,7 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
 /// Flattens numeric leaves as `prefix.key[.sub…]`; a key ending `_ms` loses the suffix and its
 /// values (or its whole sub-object's, e.g. a latency distribution) are converted to seconds —
 /// except counts.
-fn flatten_extras(
+pub(super) fn flatten_extras(
     prefix: &str,
     m: &Map<String, Value>,
     scale: f64,

@@ -1,0 +1,270 @@
+//! Our own `summary.json` (and `bench --save-result` file), read typed: deserialized into core's
+//! [`RunSummary`], the type the load generator and the runner write it from, and the point built
+//! from its fields (core::artifacts: our artifacts are written and read through core's types;
+//! each foreign format keeps its own parser).
+//!
+//! **Which files are ours**: a vLLM-shaped result whose top-level `inferbench` object carries an
+//! integer `schema_version` ([`is_ours`]). Core writes that key in every summary
+//! ([`Extras::schema_version`], always serialized); no other tool writes an `inferbench` key.
+//! A file of ours older than the stamp, and every foreign vLLM-shaped file, is read by name
+//! ([`super::vllm::foreign_facts`]). A version newer than [`Extras::SCHEMA_VERSION`] is refused,
+//! naming both, as core's other artifacts are.
+//!
+//! Derived figures come from core's definitions, not re-derived here: the latencies in seconds
+//! and the `*_intvty` interactivity from [`inferencex_metrics`] (what InferenceX's aggregate
+//! takes from the same summary), the E2E-normalized interactivity and TTFO from the extras core
+//! computed ([`Extras::e2e_normalized_interactivity`], [`Extras::ttfo_ms`]). The per-GPU figures
+//! are filled from the configuration by `fill_per_gpu` (core's `Parallelism::gpus`), or taken
+//! from the InferenceX aggregate beside the summary.
+
+use std::collections::BTreeMap;
+
+use inferbench_core::metrics::{percentile_label, E2E_INTERACTIVITY_QUANTILES};
+use inferbench_core::summary::{inferencex_metrics, Extras, RunSummary, StopReason};
+use serde_json::{Map, Value};
+
+use super::vllm::{flatten_extras, scenario_flags, SummaryFacts};
+use super::{date_from_text, ParseError};
+
+/// Whether the vLLM-shaped summary `s` is one of ours: its `inferbench` object has an integer
+/// `schema_version` (module doc).
+pub(super) fn is_ours(s: &Map<String, Value>) -> bool {
+    s.get("inferbench")
+        .and_then(|x| x.get("schema_version"))
+        .is_some_and(|v| v.as_u64().is_some() || v.as_i64().is_some())
+}
+
+/// Our summary `s` (from the file `what`, named in errors) as core's [`RunSummary`]; a
+/// `schema_version` newer than this build's [`Extras::SCHEMA_VERSION`] is refused.
+pub(super) fn read(s: &Map<String, Value>, what: &str) -> Result<RunSummary, ParseError> {
+    let version = s
+        .get("inferbench")
+        .and_then(|x| x.get("schema_version"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if version > i64::from(Extras::SCHEMA_VERSION) {
+        return Err(format!(
+            "{what}: schema_version {version} is newer than this inferbench reads ({})",
+            Extras::SCHEMA_VERSION
+        ));
+    }
+    serde_json::from_value(Value::Object(s.clone())).map_err(|e| format!("{what}: {e}"))
+}
+
+/// The facts a point takes from our typed summary `s`, read from the JSON object `raw`.
+pub(super) fn facts(s: &RunSummary, raw: &Map<String, Value>) -> SummaryFacts {
+    // Unknown top-level keys (an AgentX replay's `scenario_type`, `submission_valid`, vLLM's
+    // `metadata`) are in the summary's flattened `metrics` map.
+    let (agentic, submission_invalid) = scenario_flags(&s.metrics);
+    let x = &s.inferbench;
+    SummaryFacts {
+        model_id: Some(Value::from(s.model_id.clone())),
+        completed: s.completed as f64,
+        total_input_tokens: Some(s.total_input_tokens as f64),
+        total_output_tokens: Some(s.total_output_tokens as f64),
+        max_concurrency: s.max_concurrency.map(f64::from),
+        agentic,
+        submission_invalid,
+        cut_short: x.interrupted || x.stop_reason != StopReason::Completed,
+        timing_invalid: x.invalid_reason.is_some(),
+        date: date_from_text(&s.date),
+        start_unix: s.benchmark_start_time_unix,
+        end_unix: s.benchmark_end_time_unix,
+        metrics: metrics(s, raw.get("inferbench").and_then(Value::as_object)),
+    }
+}
+
+/// The metric map of our summary `s`, in InferenceX names and units: vLLM's scalar fields
+/// under their names (counts, s, requests/s, tokens/s; `request_goodput:` with vLLM's colon);
+/// the latency statistics in seconds and `*_intvty` in tokens/s/user from core's
+/// [`inferencex_metrics`]; the extras flattened as `inferbench.<key>` (`*_ms` distributions in
+/// seconds) from the file's own `inferbench` object `extras`, which the typed read has
+/// validated (re-serializing core's [`Extras`] would add zero-valued defaults for every field
+/// a sparse file lacks); and the hot names `p75_e2e_norm_intvty` / `p90_e2e_norm_intvty` (tokens/s/user)
+/// and `median_ttfo` / `p99_ttfo` (s) from the extras. `--metadata` pairs are strings, never
+/// metrics (the untyped reading took a `KEY_ms` pair for a latency).
+fn metrics(s: &RunSummary, extras: Option<&Map<String, Value>>) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let scalars = [
+        ("best_of", Some(f64::from(s.best_of))),
+        ("num_prompts", Some(s.num_prompts as f64)),
+        ("request_rate", s.request_rate),
+        ("burstiness", Some(s.burstiness)),
+        ("max_concurrency", s.max_concurrency.map(f64::from)),
+        ("duration", Some(s.duration)),
+        ("benchmark_start_time_unix", s.benchmark_start_time_unix),
+        ("benchmark_end_time_unix", s.benchmark_end_time_unix),
+        ("completed", Some(s.completed as f64)),
+        ("total_input_tokens", Some(s.total_input_tokens as f64)),
+        ("total_output_tokens", Some(s.total_output_tokens as f64)),
+        ("request_throughput", Some(s.request_throughput)),
+        ("request_goodput:", s.request_goodput),
+        ("output_throughput", Some(s.output_throughput)),
+        ("total_token_throughput", Some(s.total_token_throughput)),
+    ];
+    for (k, v) in scalars {
+        if let Some(v) = v {
+            out.insert(k.to_string(), v);
+        }
+    }
+    // Other numeric top-level keys, under their names (core writes none but the statistics).
+    for (k, v) in &s.metrics {
+        if let (false, Value::Number(n)) = (k.ends_with("ms"), v) {
+            if let Some(x) = n.as_f64() {
+                out.insert(k.clone(), x);
+            }
+        }
+    }
+    for (k, v) in inferencex_metrics(s) {
+        if let Some(x) = v.as_f64() {
+            out.insert(k, x);
+        }
+    }
+    if let Some(ext) = extras {
+        flatten_extras("inferbench", ext, 1.0, &mut out);
+    }
+    let x = &s.inferbench;
+    for q in E2E_INTERACTIVITY_QUANTILES {
+        let p = format!("p{}", percentile_label(q));
+        if let Some(Some(v)) = x.e2e_normalized_interactivity.get(&p) {
+            out.entry(format!("{p}_e2e_norm_intvty")).or_insert(*v);
+        }
+    }
+    // ms → s as the flattened extras convert them (`inferbench.ttfo.median`).
+    out.entry("median_ttfo".into())
+        .or_insert(x.ttfo_ms.median * 1e-3);
+    if let Some(v) = x.ttfo_ms.at(99.0) {
+        out.entry("p99_ttfo".into()).or_insert(v * 1e-3);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::super::vllm::foreign_facts;
+    use super::super::{parse_dir, parse_file, Overrides, SourceKind};
+    use super::*;
+
+    /// The golden summaries `bench` wrote (crates/cli/tests/golden): real files of ours.
+    fn golden(name: &str) -> Map<String, Value> {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../cli/tests/golden")
+            .join(name);
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// A summary of ours with the `--metadata` pair `KEY=VALUE`, written as core writes it (a
+    /// string among the top-level keys, RunSummary::metrics).
+    fn with_metadata(raw: &Map<String, Value>, key: &str, value: &str) -> Map<String, Value> {
+        let mut s = read(raw, "golden").unwrap();
+        s.metrics.insert(key.into(), Value::from(value));
+        match serde_json::to_value(&s).unwrap() {
+            Value::Object(o) => o,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn ours_is_marked_by_the_extras_schema_version() {
+        let raw = golden("conc4.summary.json");
+        assert!(is_ours(&raw));
+        let vllm = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/imports/vllm_gptoss_conc64.json");
+        let v: Map<String, Value> =
+            serde_json::from_str(&std::fs::read_to_string(vllm).unwrap()).unwrap();
+        assert!(!is_ours(&v));
+        let mut old = raw.clone();
+        old["inferbench"]
+            .as_object_mut()
+            .unwrap()
+            .remove("schema_version");
+        assert!(!is_ours(&old), "ours from before the stamp: read by name");
+    }
+
+    #[test]
+    fn typed_reading_gives_what_the_untyped_one_did_on_real_summaries() {
+        for name in [
+            "conc1.summary.json",
+            "conc4.summary.json",
+            "conc16.summary.json",
+        ] {
+            let raw = golden(name);
+            let typed = facts(&read(&raw, name).unwrap(), &raw);
+            assert_eq!(typed, foreign_facts(&raw), "{name}");
+            // Core's figures, not the store's: interactivity and the E2E-normalized one.
+            let s = read(&raw, name).unwrap();
+            assert_eq!(
+                Some(typed.metrics["median_intvty"]),
+                s.inferbench.interactivity["median"]
+            );
+            assert_eq!(
+                Some(typed.metrics["p90_e2e_norm_intvty"]),
+                s.inferbench.e2e_normalized_interactivity["p90"]
+            );
+        }
+    }
+
+    #[test]
+    fn a_metadata_pair_named_like_a_latency_is_not_a_metric() {
+        // `bench --metadata tpot_slo_ms=50`: a string among the top-level keys. Read by name,
+        // it became a 0.05 s latency `tpot_slo` and a 20 tok/s/user interactivity `intvty_slo`.
+        let raw = with_metadata(&golden("conc4.summary.json"), "tpot_slo_ms", "50");
+        let untyped = foreign_facts(&raw).metrics;
+        assert_eq!(untyped.get("tpot_slo"), Some(&0.05));
+        assert_eq!(untyped.get("intvty_slo"), Some(&20.0));
+
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("summary.json"),
+            serde_json::to_vec_pretty(&raw).unwrap(),
+        )
+        .unwrap();
+        let run = parse_dir(d.path(), &Overrides::new()).unwrap();
+        let m = &run.points[0].metrics;
+        assert!(!m.contains_key("tpot_slo") && !m.contains_key("intvty_slo"));
+        // Everything else as before.
+        let mut rest = untyped.clone();
+        rest.remove("tpot_slo");
+        rest.remove("intvty_slo");
+        for (k, v) in &rest {
+            assert_eq!(m.get(k), Some(v), "{k}");
+        }
+    }
+
+    #[test]
+    fn a_newer_summary_is_refused_naming_both_versions() {
+        let mut raw = golden("conc1.summary.json");
+        raw["inferbench"]["schema_version"] = Value::from(Extras::SCHEMA_VERSION + 1);
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("summary.json"),
+            serde_json::to_vec(&raw).unwrap(),
+        )
+        .unwrap();
+        let e = parse_dir(d.path(), &Overrides::new()).unwrap_err();
+        assert!(
+            e.ends_with("summary.json: schema_version 2 is newer than this inferbench reads (1)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_vllm_written_result_still_imports_by_name() {
+        let p: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/imports/vllm_gptoss_conc64.json");
+        let run = parse_file(&p, &Overrides::new()).unwrap();
+        assert_eq!(run.kind, SourceKind::VllmResult);
+        let raw: Map<String, Value> =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let pt = &run.points[0];
+        assert!(pt.metrics["median_intvty"] > 0.0);
+        assert_eq!(
+            pt.metrics["median_intvty"],
+            1000.0 / raw["median_tpot_ms"].as_f64().unwrap()
+        );
+        assert_eq!(pt.conc, raw["max_concurrency"].as_i64().unwrap());
+    }
+}
