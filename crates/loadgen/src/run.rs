@@ -172,6 +172,153 @@ pub async fn run_bench(
     cancel: CancellationToken,
 ) -> anyhow::Result<BenchOutcome> {
     opts.validate()?;
+    let Some(prepared) = prepare_prompts(&opts, &cancel).await? else {
+        return Ok(interrupted_before_start(&opts));
+    };
+    let client = bench_client(&opts, &prepared)?;
+    let sink = match &opts.save_requests {
+        Some(p) => Some(output::RecordSink::create(p)?),
+        None => None,
+    };
+    let (goodput, percentile_metrics) = summary_flags(&opts)?;
+
+    let (tx, rx) = mpsc::unbounded_channel();
+    let counters = Arc::new(Counters::default());
+    let collector = tokio::spawn(output::collect(
+        rx,
+        sink,
+        counters.clone(),
+        opts.save_detailed,
+    ));
+    let shared = shared_state(client, &prepared, tx, &cancel, opts.max_concurrency);
+
+    let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    let mut notes = Vec::new();
+    // GPU power for the whole point (power.csv beside the result), started before the
+    // warmup so the stream brackets the profiling window.
+    let power = start_power(&opts, &date, &mut notes).await?;
+    // The server's /metrics: a baseline now, a mark at the profile start, one per interval,
+    // a final one after the profile (telemetry::scrape).
+    let scraper = if opts.server_metrics {
+        Scraper::start(&opts.base_url, opts.server_metrics_interval).await
+    } else {
+        None
+    };
+    let scrape_missing = opts.server_metrics && scraper.is_none();
+    let n_warm = opts.resolved_num_warmups();
+    let end = run_warmup(&shared, &opts, &counters, n_warm).await;
+    let profile = run_profile(&shared, &opts, &counters, scraper.as_ref(), end).await;
+    let end = profile.end;
+    let server_metrics = finish_scrape(scraper, &opts, &date, &profile, &mut notes).await;
+    let mut reasons = invalid_reasons(
+        &opts,
+        &prepared,
+        &counters,
+        server_metrics.as_ref(),
+        end,
+        &mut notes,
+    );
+    let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
+    let first_failure = shared
+        .breaker
+        .first_failure
+        .lock()
+        .ok()
+        .and_then(|m| m.clone())
+        .unwrap_or_default();
+    let request_url = shared.client.uri().to_string();
+    drop(shared);
+    let (mut kept, write_error) = collector.await.context("record collector panicked")?;
+    if let Some(e) = write_error {
+        notes.push(format!(
+            "writing --save-requests failed: {e} (records kept in memory for the summary)"
+        ));
+    }
+    let interrupted = end != PhaseEnd::Completed;
+    notes.extend(end_note(
+        end,
+        &opts,
+        n_warm,
+        unreachable_msg,
+        &first_failure,
+    ));
+    let profile_records = kept
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .count() as u64;
+    let ctx = summary_context(
+        &opts,
+        &prepared,
+        (percentile_metrics, goodput),
+        &date,
+        &profile,
+        profile_records,
+    );
+    let (mut summary, itl_note) = kept.summarize(&ctx);
+    notes.extend(itl_note);
+    notes.extend(kept.spill_note());
+    let records = kept.records;
+    judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
+    let mut power_validation: Option<PathBuf> = None;
+    summary.inferbench.server_metrics = server_metrics;
+    summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
+    if let Some(run) = power {
+        power_validation = Some(run.validation().to_path_buf());
+        let expected = opts
+            .job_identity
+            .as_ref()
+            .and_then(|id| u32::try_from(id.num_gpus()).ok());
+        summary.inferbench.power = Some(run.finish(&summary, expected).await);
+    }
+    // Said only of a server that answered: a dead one has its own message.
+    if scrape_missing && summary.completed > 0 {
+        notes.push(format!(
+            "no Prometheus metrics at {}/metrics: no server metrics for this run",
+            opts.base_url.trim_end_matches('/')
+        ));
+    }
+    notes.extend(output::error_notes(&summary));
+    if let Some(n) = not_found_note(&opts, &summary, &request_url).await {
+        notes.push(n);
+    }
+    notes.extend(output::anomaly_notes(&summary, &records));
+    // The result names its records file, so `ingest` of the result alone stores them too.
+    summary.inferbench.requests_file = requests_file_name(&opts);
+    let written = output::write_results(&opts, &summary, &date)?;
+    if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
+        if let Err(e) = patch_aggregate_power(agg, p) {
+            notes.push(format!("adding power to {}: {e}", agg.display()));
+        }
+    }
+    let exit_code = decide_exit_code(
+        end,
+        &opts,
+        &summary,
+        profile_records,
+        power_validation.as_deref(),
+        &mut notes,
+    );
+    Ok(BenchOutcome {
+        summary,
+        result_path: written.result,
+        records_path: opts.save_requests.clone(),
+        aggregate_path: written.aggregate,
+        interrupted,
+        exit_code,
+        notes,
+        records,
+    })
+}
+
+/// The prompts of the run: `opts.prepared` when given, else prepared from the dataset on a
+/// blocking thread. `Ok(None)`: `cancel` fired during preparation (the run ends at once; the
+/// blocking work stops at its next check or is abandoned with the process). Errors: the
+/// preparation's (dataset, tokenizer), or no prompt at all.
+async fn prepare_prompts(
+    opts: &BenchOptions,
+    cancel: &CancellationToken,
+) -> anyhow::Result<Option<Arc<PreparedPrompts>>> {
     let prepared = match opts.prepared.clone() {
         Some(p) => p,
         None => {
@@ -185,7 +332,7 @@ pub async fn run_bench(
                 biased;
                 _ = cancel.cancelled() => {
                     stop.store(true, Ordering::Relaxed);
-                    return Ok(interrupted_before_start(&opts));
+                    return Ok(None);
                 }
                 r = job => Arc::new(r.context("prompt preparation panicked")??),
             }
@@ -194,8 +341,14 @@ pub async fn run_bench(
     if prepared.prompts.is_empty() {
         anyhow::bail!("no prompts to send");
     }
+    Ok(Some(prepared))
+}
+
+/// The HTTP client of the run, on a clock started now: the server, endpoint, backend, model,
+/// headers and timeouts of `opts`, counting tokens with the prepared prompts' counter.
+fn bench_client(opts: &BenchOptions, prepared: &PreparedPrompts) -> anyhow::Result<Client> {
     let clock = RunClock::start();
-    let client = Client::with_clock(
+    Ok(Client::with_clock(
         ClientConfig {
             base_url: opts.base_url.clone(),
             endpoint: opts.endpoint.clone(),
@@ -212,11 +365,11 @@ pub async fn run_bench(
             rx_timestamps: opts.rx_timestamps,
         },
         clock,
-    )?;
-    let sink = match &opts.save_requests {
-        Some(p) => Some(output::RecordSink::create(p)?),
-        None => None,
-    };
+    )?)
+}
+
+/// `--goodput` (SLOs in ms) and `--percentile-metrics` parsed; errors name the flag.
+fn summary_flags(opts: &BenchOptions) -> anyhow::Result<(GoodputSlo, Vec<Metric>)> {
     let goodput =
         GoodputSlo::parse(&opts.goodput).map_err(|e| anyhow::anyhow!("--goodput: {e}"))?;
     let mut percentile_metrics = Vec::new();
@@ -225,17 +378,20 @@ pub async fn run_bench(
             format!("--percentile-metrics: unknown metric {m:?} (ttft, tpot, itl, e2el)")
         })?);
     }
+    Ok((goodput, percentile_metrics))
+}
 
-    let (tx, rx) = mpsc::unbounded_channel();
-    let counters = Arc::new(Counters::default());
-    let collector = tokio::spawn(output::collect(
-        rx,
-        sink,
-        counters.clone(),
-        opts.save_detailed,
-    ));
-    let conc = opts.max_concurrency;
-    let shared = Arc::new(Shared {
+/// What the request tasks share: the client, the prompts, the records channel `tx`, the run's
+/// `cancel`, a connect-failure breaker (its threshold the larger of [`BREAKER_MIN`] and the
+/// cap) and the concurrency cap `conc` (`None`: unlimited) as a semaphore.
+fn shared_state(
+    client: Client,
+    prepared: &Arc<PreparedPrompts>,
+    tx: mpsc::UnboundedSender<RequestRecord>,
+    cancel: &CancellationToken,
+    conc: Option<u32>,
+) -> Arc<Shared> {
+    Arc::new(Shared {
         client,
         prompts: prepared.clone(),
         tx,
@@ -253,82 +409,104 @@ pub async fn run_bench(
         )),
         cap: conc,
         sent: AtomicU64::new(0),
-    });
-    // The last progress line of a phase shows its final counts: every record the phase sent
-    // has reached the collector before the display stops.
-    let settle = |shared: &Arc<Shared>| {
-        let sent = shared.sent.load(Ordering::Acquire);
-        let counters = counters.clone();
-        async move {
-            counters
-                .settle(sent, std::time::Duration::from_secs(2))
-                .await
-        }
-    };
+    })
+}
 
-    let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
-    let mut notes = Vec::new();
-    // GPU power for the whole point (power.csv beside the result), started before the
-    // warmup so the stream brackets the profiling window.
-    let power = start_power(&opts, &date, &mut notes).await?;
-    // The server's /metrics: a baseline now, a mark at the profile start, one per interval,
-    // a final one after the profile (telemetry::scrape).
-    let scraper = if opts.server_metrics {
-        Scraper::start(&opts.base_url, opts.server_metrics_interval).await
-    } else {
-        None
-    };
-    let scrape_missing = opts.server_metrics && scraper.is_none();
-    let n_warm = opts.resolved_num_warmups();
-    let mut end = PhaseEnd::Completed;
-    if n_warm > 0 {
-        if !matches!(opts.progress, ProgressMode::Off) {
-            eprintln!("{}", warmup_notice(n_warm, opts.num_warmups.is_some()));
-        }
-        let progress = Progress::start(
-            opts.progress,
-            "warmup",
-            Some(n_warm),
-            None,
-            counters.clone(),
-        );
-        end = run_phase(
-            &shared,
-            PhaseSpec {
-                phase: Phase::Warmup,
-                count: Some(n_warm),
-                until: None,
-                arrivals: Arrivals::Unlimited,
-                seed: opts.seed,
-                fixed_prompt: Some(0),
-            },
-        )
+/// Waits (up to 2 s) until every record sent so far has reached the collector, so that the
+/// last progress line of a phase shows its final counts.
+async fn settle(shared: &Shared, counters: &Counters) {
+    let sent = shared.sent.load(Ordering::Acquire);
+    counters
+        .settle(sent, std::time::Duration::from_secs(2))
         .await;
-        settle(&shared).await;
-        progress.finish().await;
-        // Every warmup failed (a wrong --model or --endpoint, a server that answers 4xx/5xx):
-        // sending the profile would only measure the failure (break test: 32k requests in 3 s).
-        let (done, failed) = (
-            counters.done.load(Ordering::Relaxed),
-            counters.failed.load(Ordering::Relaxed),
-        );
-        // (Connect failures only are the breaker's business: it stops the profile when the
-        // streak goes on, with exit 3.)
-        if end == PhaseEnd::Completed
-            && done == n_warm
-            && failed == n_warm
-            && !shared.breaker.never_reached()
-        {
-            end = PhaseEnd::Aborted;
-        }
+}
+
+/// Sends the `n_warm` warmup requests (the first prompt, unlimited arrivals, none when 0) with
+/// their progress display. Returns how the phase ended; `Aborted` when every warmup failed (a
+/// wrong `--model` or `--endpoint`, a server answering 4xx/5xx) but not only to connect
+/// failures (those are the breaker's).
+async fn run_warmup(
+    shared: &Arc<Shared>,
+    opts: &BenchOptions,
+    counters: &Arc<Counters>,
+    n_warm: u64,
+) -> PhaseEnd {
+    if n_warm == 0 {
+        return PhaseEnd::Completed;
     }
+    if !matches!(opts.progress, ProgressMode::Off) {
+        eprintln!("{}", warmup_notice(n_warm, opts.num_warmups.is_some()));
+    }
+    let progress = Progress::start(
+        opts.progress,
+        "warmup",
+        Some(n_warm),
+        None,
+        counters.clone(),
+    );
+    let mut end = run_phase(
+        shared,
+        PhaseSpec {
+            phase: Phase::Warmup,
+            count: Some(n_warm),
+            until: None,
+            arrivals: Arrivals::Unlimited,
+            seed: opts.seed,
+            fixed_prompt: Some(0),
+        },
+    )
+    .await;
+    settle(shared, counters).await;
+    progress.finish().await;
+    // Every warmup failed (a wrong --model or --endpoint, a server that answers 4xx/5xx):
+    // sending the profile would only measure the failure (break test: 32k requests in 3 s).
+    let (done, failed) = (
+        counters.done.load(Ordering::Relaxed),
+        counters.failed.load(Ordering::Relaxed),
+    );
+    // (Connect failures only are the breaker's business: it stops the profile when the
+    // streak goes on, with exit 3.)
+    if end == PhaseEnd::Completed
+        && done == n_warm
+        && failed == n_warm
+        && !shared.breaker.never_reached()
+    {
+        end = PhaseEnd::Aborted;
+    }
+    end
+}
+
+/// The profile phase as it ran.
+struct ProfileRun {
+    /// How the run ended (the warmup's end when the profile did not run).
+    end: PhaseEnd,
+    /// Profile start and end, unix seconds (both the profile start when it did not run).
+    start_unix: f64,
+    end_unix: f64,
+    /// The client's own CPU over the profile: (CPU s, wall s), for the self-check.
+    client_cpu: Option<(f64, f64)>,
+    /// Time the client's threads waited for a CPU over the profile, s.
+    client_wait: Option<f64>,
+}
+
+/// Runs the profile phase unless the warmup ended the run (`end`): marks the scrape, opens a
+/// capped closed loop's connections first, sends `--num-prompts` (or for `--duration`) under
+/// the arrival process, with its progress display and the client's CPU measured around it. A
+/// run whose every finished request failed to connect ends `Unreachable`.
+async fn run_profile(
+    shared: &Arc<Shared>,
+    opts: &BenchOptions,
+    counters: &Arc<Counters>,
+    scraper: Option<&Scraper>,
+    mut end: PhaseEnd,
+) -> ProfileRun {
     counters.start_profile();
     let mut start_unix = unix_now();
     let mut end_unix = start_unix;
     // The client's own CPU over the profile phase: (CPU s, wall s), for the self-check.
     let mut client_cpu: Option<(f64, f64)> = None;
     let mut client_wait: Option<f64> = None;
-    if let Some(sc) = &scraper {
+    if let Some(sc) = scraper {
         sc.mark("profile").await;
     }
     if end == PhaseEnd::Completed {
@@ -365,7 +543,7 @@ pub async fn run_bench(
         let cpu_at_start = crate::selftest::process_cpu_s().map(|c| (c, Instant::now()));
         let wait_at_start = crate::selftest::runqueue_wait_s();
         end = run_phase(
-            &shared,
+            shared,
             PhaseSpec {
                 phase: Phase::Profile,
                 count,
@@ -384,35 +562,68 @@ pub async fn run_bench(
         client_wait = wait_at_start
             .zip(crate::selftest::runqueue_wait_s())
             .map(|(a, b)| (b - a).max(0.0));
-        settle(&shared).await;
+        settle(shared, counters).await;
         progress.finish().await;
     }
     if end == PhaseEnd::Completed && shared.breaker.never_reached() {
         end = PhaseEnd::Unreachable;
     }
-    let server_metrics = match scraper {
-        Some(sc) => {
-            let snaps = sc.finish().await;
-            if let Some(path) = output::side_file(&opts, &date, "server_metrics.jsonl") {
-                let written = path
-                    .parent()
-                    .map_or(Ok(()), std::fs::create_dir_all)
-                    .and_then(|_| scrape::write_jsonl(&path, &snaps));
-                if let Err(e) = written {
-                    notes.push(format!("writing {} failed: {e}", path.display()));
-                }
-            }
-            Some(server_metrics::summarize(&snaps, start_unix, end_unix))
+    ProfileRun {
+        end,
+        start_unix,
+        end_unix,
+        client_cpu,
+        client_wait,
+    }
+}
+
+/// Stops the `/metrics` scraper (if one ran), writes its snapshots to `server_metrics.jsonl`
+/// beside the result (a note in `notes` when that fails) and summarizes them over the profile
+/// window.
+async fn finish_scrape(
+    scraper: Option<Scraper>,
+    opts: &BenchOptions,
+    date: &str,
+    profile: &ProfileRun,
+    notes: &mut Vec<String>,
+) -> Option<server_metrics::ServerMetricsSummary> {
+    let sc = scraper?;
+    let snaps = sc.finish().await;
+    if let Some(path) = output::side_file(opts, date, "server_metrics.jsonl") {
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|_| scrape::write_jsonl(&path, &snaps));
+        if let Err(e) = written {
+            notes.push(format!("writing {} failed: {e}", path.display()));
         }
-        None => None,
-    };
+    }
+    Some(server_metrics::summarize(
+        &snaps,
+        profile.start_unix,
+        profile.end_unix,
+    ))
+}
+
+/// The producer checks that make a completed point's numbers not the server's (each also a
+/// note in `notes`): random prompts served from the prefix cache (a repeated run), or a server
+/// that fell behind its own schedule on more than [`server_metrics::LATE_CHUNKS_MAX`] of its
+/// chunks. Judged from the server's metrics `sm` of a profile that ran its course (`end`).
+fn invalid_reasons(
+    opts: &BenchOptions,
+    prepared: &PreparedPrompts,
+    counters: &Counters,
+    sm: Option<&server_metrics::ServerMetricsSummary>,
+    end: PhaseEnd,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
     // Random prompts served from the prefix cache mean a repeated run (same seed): its TTFT is
     // the cache's, so the point is kept off the frontier (trial 11: a repeated run took it). Only a
     // profile phase that ran its course is judged: one cut short in its warmup (which sends
     // the first prompt again and again) has no profile window to compare (trial 7's spurious
     // warning on a sweep point interrupted there).
     let mut cache_reason = None;
-    if let (Some(sm), PhaseEnd::Completed) = (server_metrics.as_ref(), end) {
+    if let (Some(sm), PhaseEnd::Completed) = (sm, end) {
         if let (DatasetName::Random, Some(hits), Some(queries)) = (
             opts.dataset_name,
             sm.prefix_cache_hits,
@@ -434,7 +645,7 @@ pub async fn run_bench(
     // sent its tokens late or in bursts: the point's latencies are this machine's, not the
     // server's. Only `inferbench sim` exposes the counters; the AgentX replay path does not
     // check them yet.
-    let late_chunks = match (server_metrics.as_ref(), end) {
+    let late_chunks = match (sm, end) {
         (Some(sm), PhaseEnd::Completed) => sm
             .late_chunk_fraction
             .filter(|f| *f > server_metrics::LATE_CHUNKS_MAX),
@@ -451,45 +662,49 @@ pub async fn run_bench(
     });
     notes.extend(cache_reason.iter().chain(&late_reason).cloned());
     // Every producer check that makes the point's numbers not the server's, in one field.
-    let mut reasons: Vec<String> = cache_reason.into_iter().chain(late_reason).collect();
-    let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
-    let first_failure = shared
-        .breaker
-        .first_failure
-        .lock()
-        .ok()
-        .and_then(|m| m.clone())
-        .unwrap_or_default();
-    let request_url = shared.client.uri().to_string();
-    drop(shared);
-    let (mut kept, write_error) = collector.await.context("record collector panicked")?;
-    if let Some(e) = write_error {
-        notes.push(format!(
-            "writing --save-requests failed: {e} (records kept in memory for the summary)"
-        ));
-    }
-    let interrupted = end != PhaseEnd::Completed;
+    cache_reason.into_iter().chain(late_reason).collect()
+}
+
+/// The note on a run that did not complete (`end`): the unreachable server (its first connect
+/// error `unreachable_msg`), the interruption, or every one of the `n_warm` warmups failing
+/// (the first failure's text `first_failure`). `None` for a completed run.
+fn end_note(
+    end: PhaseEnd,
+    opts: &BenchOptions,
+    n_warm: u64,
+    unreachable_msg: Option<String>,
+    first_failure: &str,
+) -> Option<String> {
     match end {
-        PhaseEnd::Unreachable => notes.push(format!(
+        PhaseEnd::Unreachable => Some(format!(
             "server unreachable at {}: {}; stopped early, results cover the finished requests",
             opts.base_url,
             unreachable_msg.unwrap_or_default()
         )),
-        PhaseEnd::Cancelled => {
-            notes.push("interrupted: results cover the finished requests".into())
-        }
-        PhaseEnd::Aborted => notes.push(format!(
+        PhaseEnd::Cancelled => Some("interrupted: results cover the finished requests".into()),
+        PhaseEnd::Aborted => Some(format!(
             "every warmup request failed ({n_warm} of {n_warm}; first: {first_failure}): the \
              profile was not run; check --model, --endpoint and the server's log"
         )),
-        PhaseEnd::Completed => {}
+        PhaseEnd::Completed => None,
     }
+}
+
+/// What the summary is computed with: the run's flags (`metrics` = the parsed
+/// `--percentile-metrics` and `--goodput`), the tokenizer, the start `date`, the profile's unix
+/// window and end, and the requests planned but not sent (count mode only) given the
+/// `profile_records` that were.
+fn summary_context(
+    opts: &BenchOptions,
+    prepared: &PreparedPrompts,
+    metrics: (Vec<Metric>, GoodputSlo),
+    date: &str,
+    profile: &ProfileRun,
+    profile_records: u64,
+) -> SummaryContext {
+    let (percentile_metrics, goodput) = metrics;
+    let end = profile.end;
     let planned = opts.resolved_num_prompts();
-    let profile_records = kept
-        .records
-        .iter()
-        .filter(|r| r.phase == Phase::Profile)
-        .count() as u64;
     // Count mode only: in --duration mode nothing was planned beyond what the time allowed.
     let requests_not_sent = if opts.duration.is_none() {
         planned.saturating_sub(profile_records)
@@ -503,8 +718,7 @@ pub async fn run_bench(
     } else {
         planned
     };
-
-    let ctx = SummaryContext {
+    SummaryContext {
         backend: opts.backend.name().to_string(),
         model_id: opts.model.clone(),
         tokenizer_id: prepared.tokenizer_id.clone(),
@@ -517,9 +731,9 @@ pub async fn run_bench(
         metric_percentiles: opts.metric_percentiles.clone(),
         goodput,
         save_detailed: opts.save_detailed,
-        date: date.clone(),
-        benchmark_start_time_unix: Some(start_unix),
-        benchmark_end_time_unix: Some(end_unix),
+        date: date.to_string(),
+        benchmark_start_time_unix: Some(profile.start_unix),
+        benchmark_end_time_unix: Some(profile.end_unix),
         duration_s: None,
         interrupted: end == PhaseEnd::Cancelled,
         stop_reason: match end {
@@ -530,13 +744,22 @@ pub async fn run_bench(
         },
         requests_not_sent,
         metadata: opts.metadata.iter().cloned().collect(),
-    };
-    let (mut summary, itl_note) = kept.summarize(&ctx);
-    notes.extend(itl_note);
-    notes.extend(kept.spill_note());
-    let records = kept.records;
-    if let Some(mut check) = client_check(&opts, &summary, client_cpu) {
-        check.runqueue_wait_s = client_wait;
+    }
+}
+
+/// Adds the client's self-check ([`client_check`]) of the profile to `summary`; a client-bound
+/// run gets its note in `notes` and in `reasons` (InferenceX results are valid only when the
+/// client kept up).
+fn judge_client(
+    opts: &BenchOptions,
+    summary: &mut RunSummary,
+    profile: &ProfileRun,
+    notes: &mut Vec<String>,
+    reasons: &mut Vec<String>,
+) {
+    let client_cpu = profile.client_cpu;
+    if let Some(mut check) = client_check(opts, summary, client_cpu) {
+        check.runqueue_wait_s = profile.client_wait;
         if check.client_bound {
             // InferenceX results are valid only when the client kept up: the point is invalid
             // (trial 12: a quickstart beside another one stayed on the frontier with this note).
@@ -546,31 +769,12 @@ pub async fn run_bench(
         }
         summary.inferbench.client = Some(check);
     }
-    let mut power_validation: Option<PathBuf> = None;
-    summary.inferbench.server_metrics = server_metrics;
-    summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
-    if let Some(run) = power {
-        power_validation = Some(run.validation().to_path_buf());
-        let expected = opts
-            .job_identity
-            .as_ref()
-            .and_then(|id| u32::try_from(id.num_gpus()).ok());
-        summary.inferbench.power = Some(run.finish(&summary, expected).await);
-    }
-    // Said only of a server that answered: a dead one has its own message.
-    if scrape_missing && summary.completed > 0 {
-        notes.push(format!(
-            "no Prometheus metrics at {}/metrics: no server metrics for this run",
-            opts.base_url.trim_end_matches('/')
-        ));
-    }
-    notes.extend(output::error_notes(&summary));
-    if let Some(n) = not_found_note(&opts, &summary, &request_url).await {
-        notes.push(n);
-    }
-    notes.extend(output::anomaly_notes(&summary, &records));
-    // The result names its records file, so `ingest` of the result alone stores them too.
-    summary.inferbench.requests_file = opts.save_requests.as_ref().map(|p| {
+}
+
+/// `--save-requests` as the result names it (`inferbench.requests_file`): the bare file name
+/// when it is in the result directory, else its absolute path (as given when that fails).
+fn requests_file_name(opts: &BenchOptions) -> Option<String> {
+    opts.save_requests.as_ref().map(|p| {
         let dir = opts
             .result_dir
             .clone()
@@ -584,13 +788,21 @@ pub async fn run_bench(
             (Ok(a), _) => a.display().to_string(),
             _ => p.display().to_string(),
         }
-    });
-    let written = output::write_results(&opts, &summary, &date)?;
-    if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
-        if let Err(e) = patch_aggregate_power(agg, p) {
-            notes.push(format!("adding power to {}: {e}", agg.display()));
-        }
-    }
+    })
+}
+
+/// The run's exit code from how it ended (`end`) and its summary, with the note that explains
+/// it in `notes`: interrupted, unreachable, aborted, nothing measured (of `profile_records`
+/// sent), an error or anomaly rate over its gate; then GPU power that is not valid (a note,
+/// a failure only with `--require-power`; `power_validation` the audit file).
+fn decide_exit_code(
+    end: PhaseEnd,
+    opts: &BenchOptions,
+    summary: &RunSummary,
+    profile_records: u64,
+    power_validation: Option<&std::path::Path>,
+    notes: &mut Vec<String>,
+) -> i32 {
     let x = &summary.inferbench;
     let exit_code = match end {
         PhaseEnd::Cancelled => EXIT_INTERRUPTED,
@@ -630,13 +842,12 @@ pub async fn run_bench(
         PhaseEnd::Completed => 0,
     };
     // Power: a note when not valid; a failure only with --require-power (InferenceX's rule).
-    let exit_code = match &x.power {
+    match &x.power {
         Some(p) if !p.valid => {
             notes.push(format!(
                 "GPU power not valid ({}); see {}",
                 p.reasons.join(", "),
                 power_validation
-                    .as_ref()
                     .map_or("power_validation.json".into(), |v| v.display().to_string())
             ));
             if opts.require_power && exit_code == 0 {
@@ -646,17 +857,7 @@ pub async fn run_bench(
             }
         }
         _ => exit_code,
-    };
-    Ok(BenchOutcome {
-        summary,
-        result_path: written.result,
-        records_path: opts.save_requests.clone(),
-        aggregate_path: written.aggregate,
-        interrupted,
-        exit_code,
-        notes,
-        records,
-    })
+    }
 }
 
 /// The outcome of a run stopped by a signal before any request was sent (during prompt

@@ -303,26 +303,111 @@ pub async fn run_jobs<R: PointRunner>(
     runner: &R,
     cancel: &CancellationToken,
 ) -> SweepReport {
-    let mut report = SweepReport::default();
     if let Err(e) = std::fs::create_dir_all(&opts.out_dir) {
-        for spec in jobs {
-            for conc in spec.row.conc.values() {
-                report.points.push(PointReport {
-                    index: spec.index,
-                    kind: PointKind::Throughput,
-                    conc,
-                    result_filename: String::new(),
-                    dir: opts.out_dir.clone(),
-                    outcome: Outcome::Failed,
-                    class: Some(FailureClass::Io),
-                    cause: Some(format!("{}: {e}", opts.out_dir.display())),
-                });
-            }
-        }
-        return report;
+        return out_dir_failed(jobs, opts, &e);
     }
+    let mut report = SweepReport::default();
+    let points = expand_points(jobs, opts);
+    let total = points.len();
+    let mut engine: Option<Running> = None;
+    for (i, (point, pre_fail)) in points.iter().enumerate() {
+        if let Some(r) = settled_before_start(point, pre_fail.as_ref(), opts, cancel) {
+            push(&mut report, opts, total, r);
+            continue;
+        }
+        let started_at = now_rfc3339();
+        if let Some(f) = pre_fail {
+            finish_point(point, opts, &started_at, None, None, None, Some(f.clone()));
+            push(
+                &mut report,
+                opts,
+                total,
+                record(point, Outcome::Failed, Some(f.clone())),
+            );
+            continue;
+        }
+        if let Err((outcome, f)) =
+            ensure_engine(point, opts, cancel, &started_at, &mut engine).await
+        {
+            push(&mut report, opts, total, record(point, outcome, Some(f)));
+            continue;
+        }
+        let base_url = match (&engine, &opts.base_url) {
+            (Some(run), _) => run.base_url.clone(),
+            (None, Some(u)) => u.trim_end_matches('/').to_string(),
+            (None, None) => unreachable!("an engine is running or a base URL is given"),
+        };
+        let fail = if point.kind == PointKind::Eval {
+            eval_point(point, &started_at, &base_url, &mut engine, opts, cancel).await
+        } else {
+            let bench = bench_point(
+                point,
+                &started_at,
+                base_url,
+                &mut engine,
+                opts,
+                runner,
+                cancel,
+            );
+            match bench.await {
+                Ok(fail) => fail,
+                Err(f) => {
+                    push(
+                        &mut report,
+                        opts,
+                        total,
+                        record(point, Outcome::Failed, Some(f)),
+                    );
+                    continue;
+                }
+            }
+        };
+        push(
+            &mut report,
+            opts,
+            total,
+            record(point, outcome_of(&fail), fail),
+        );
 
-    // Expand rows into points; rows that cannot run at all fail here.
+        // Stop the engine after the last point it serves.
+        let next = points.get(i + 1).map(|(next, _)| next);
+        if !serves_next(engine.as_ref(), next, opts) {
+            stop(engine.take(), opts).await;
+        }
+    }
+    stop(engine.take(), opts).await;
+    if opts.write_report {
+        let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
+    }
+    report
+}
+
+/// The report of a sweep whose output directory `opts.out_dir` could not be created (`e`):
+/// every point of every row in `jobs` failed with class `io`, nothing run or written.
+fn out_dir_failed(jobs: &[JobSpec], opts: &SweepOptions, e: &std::io::Error) -> SweepReport {
+    let mut report = SweepReport::default();
+    for spec in jobs {
+        for conc in spec.row.conc.values() {
+            report.points.push(PointReport {
+                index: spec.index,
+                kind: PointKind::Throughput,
+                conc,
+                result_filename: String::new(),
+                dir: opts.out_dir.clone(),
+                outcome: Outcome::Failed,
+                class: Some(FailureClass::Io),
+                cause: Some(format!("{}: {e}", opts.out_dir.display())),
+            });
+        }
+    }
+    report
+}
+
+/// Expands the rows `jobs` into their points, in order (each row's [`plan`]), each with the
+/// failure it has before it starts: an unknown runner label (`unknown_runner`, the row's every
+/// point), or a `RESULT_FILENAME` directory an earlier row already has (`duplicate_identity`:
+/// the second would be skipped as done or overwrite the first, so it is not run).
+fn expand_points(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<(Point, Option<Failure>)> {
     let mut points: Vec<(Point, Option<Failure>)> = Vec::new();
     let mut seen: std::collections::HashMap<PathBuf, usize> = std::collections::HashMap::new();
     for spec in jobs {
@@ -364,270 +449,286 @@ pub async fn run_jobs<R: PointRunner>(
             ));
         }
     }
+    points
+}
 
-    let total = points.len();
-    let mut engine: Option<Running> = None;
-    for (i, (point, pre_fail)) in points.iter().enumerate() {
-        if cancel.is_cancelled() {
-            push(
-                &mut report,
-                opts,
-                total,
-                record(
+/// The report of a point settled before it starts, writing nothing: interrupted when `cancel`
+/// fired, failed when `pre_fail` is a duplicate identity, skipped when its directory is done
+/// (and `--force` is off). `None`: the point is to start.
+fn settled_before_start(
+    point: &Point,
+    pre_fail: Option<&Failure>,
+    opts: &SweepOptions,
+    cancel: &CancellationToken,
+) -> Option<PointReport> {
+    if cancel.is_cancelled() {
+        return Some(record(
+            point,
+            Outcome::Interrupted,
+            Some(Failure::new(
+                FailureClass::Interrupted,
+                "sweep interrupted before this point started",
+            )),
+        ));
+    }
+    if let Some(f) = pre_fail.filter(|f| f.class == FailureClass::DuplicateIdentity) {
+        return Some(record(point, Outcome::Failed, Some(f.clone())));
+    }
+    if !opts.force && artifacts::is_done(&point.dir) {
+        return Some(record(point, Outcome::Skipped, None));
+    }
+    None
+}
+
+/// Whether the running engine `run` can serve `point` as engine `kind` without a relaunch: not
+/// a script, and the same command line as the point's own.
+fn can_serve(run: &Running, kind: &EngineKind, point: &Point, opts: &SweepOptions) -> bool {
+    !matches!(kind, EngineKind::Script(_))
+        && same_command(&run.command, &template(kind, point, opts, run))
+}
+
+/// Makes `engine` the one `point` needs (none with `--base-url`): keeps the running one when it
+/// can serve the point, else stops it and launches the point's. A point whose engine cannot be
+/// resolved (`missing_recipe`) or launched is finished (markers written, started at
+/// `started_at`) and returned as `Err((outcome, failure))`.
+async fn ensure_engine(
+    point: &Point,
+    opts: &SweepOptions,
+    cancel: &CancellationToken,
+    started_at: &str,
+    engine: &mut Option<Running>,
+) -> Result<(), (Outcome, Failure)> {
+    if opts.base_url.is_some() {
+        return Ok(());
+    }
+    let kind = match resolve_engine(&point.spec, &opts.engine) {
+        Ok(kind) => kind,
+        Err(e) => {
+            let f = Failure::new(FailureClass::MissingRecipe, e.to_string());
+            finish_point(point, opts, started_at, None, None, None, Some(f.clone()));
+            return Err((Outcome::Failed, f));
+        }
+    };
+    if engine
+        .as_ref()
+        .is_some_and(|run| !can_serve(run, &kind, point, opts))
+    {
+        stop(engine.take(), opts).await;
+    }
+    if engine.is_none() {
+        match launch(&kind, point, opts, cancel).await {
+            Ok(run) => *engine = Some(run),
+            Err(f) => {
+                let log = engine_dir(&opts.out_dir, &point.rf).join("server.log");
+                finish_point(
                     point,
-                    Outcome::Interrupted,
-                    Some(Failure::new(
-                        FailureClass::Interrupted,
-                        "sweep interrupted before this point started",
-                    )),
-                ),
-            );
-            continue;
-        }
-        if let Some(f) = pre_fail
-            .as_ref()
-            .filter(|f| f.class == FailureClass::DuplicateIdentity)
-        {
-            push(
-                &mut report,
-                opts,
-                total,
-                record(point, Outcome::Failed, Some(f.clone())),
-            );
-            continue;
-        }
-        if !opts.force && artifacts::is_done(&point.dir) {
-            push(
-                &mut report,
-                opts,
-                total,
-                record(point, Outcome::Skipped, None),
-            );
-            continue;
-        }
-        let started_at = now_rfc3339();
-        if let Some(f) = pre_fail {
-            finish_point(point, opts, &started_at, None, None, None, Some(f.clone()));
-            push(
-                &mut report,
-                opts,
-                total,
-                record(point, Outcome::Failed, Some(f.clone())),
-            );
-            continue;
-        }
-
-        // The engine for this point: keep the running one when the command is identical.
-        let wanted = if opts.base_url.is_some() {
-            None
-        } else {
-            match resolve_engine(&point.spec, &opts.engine) {
-                Ok(kind) => Some(kind),
-                Err(e) => {
-                    let f = Failure::new(FailureClass::MissingRecipe, e.to_string());
-                    finish_point(point, opts, &started_at, None, None, None, Some(f.clone()));
-                    push(
-                        &mut report,
-                        opts,
-                        total,
-                        record(point, Outcome::Failed, Some(f)),
-                    );
-                    continue;
-                }
-            }
-        };
-        if let (Some(kind), Some(run)) = (&wanted, &engine) {
-            let reusable = !matches!(kind, EngineKind::Script(_))
-                && same_command(&run.command, &template(kind, point, opts, run));
-            if !reusable {
-                stop(engine.take(), opts).await;
-            }
-        }
-        if let (Some(kind), None) = (&wanted, &engine) {
-            match launch(kind, point, opts, cancel).await {
-                Ok(run) => engine = Some(run),
-                Err(f) => {
-                    let log = engine_dir(&opts.out_dir, &point.rf).join("server.log");
-                    finish_point(
-                        point,
-                        opts,
-                        &started_at,
-                        None,
-                        Some(&log),
-                        None,
-                        Some(f.clone()),
-                    );
-                    let outcome = if f.class == FailureClass::Interrupted {
-                        Outcome::Interrupted
-                    } else {
-                        Outcome::Failed
-                    };
-                    push(&mut report, opts, total, record(point, outcome, Some(f)));
-                    continue;
-                }
-            }
-        }
-
-        let base_url = match (&engine, &opts.base_url) {
-            (Some(run), _) => run.base_url.clone(),
-            (None, Some(u)) => u.trim_end_matches('/').to_string(),
-            (None, None) => unreachable!("an engine is running or a base URL is given"),
-        };
-        let fail = if point.kind == PointKind::Eval {
-            eval_point(point, &started_at, &base_url, &mut engine, opts, cancel).await
-        } else {
-            let req = PointRequest {
-                spec: point.spec.clone(),
-                conc: point.conc,
-                base_url,
-                model: point.spec.row.model.clone(),
-                isl: if point.spec.is_agentic() {
-                    0
-                } else {
-                    point.spec.row.isl.unwrap_or(0)
-                },
-                osl: if point.spec.is_agentic() {
-                    0
-                } else {
-                    point.spec.row.osl.unwrap_or(0)
-                },
-                num_prompts: opts.bench.prompts(point.conc),
-                num_warmups: opts.bench.warmups(point.conc),
-                bench: opts.bench.clone(),
-                dir: point.dir.clone(),
-                result_filename: point.rf.clone(),
-                runner_name: point.runner_name.clone(),
-            };
-            if let Err(e) = std::fs::create_dir_all(&point.dir) {
-                let f = Failure::new(FailureClass::Io, format!("{}: {e}", point.dir.display()));
-                push(
-                    &mut report,
                     opts,
-                    total,
-                    record(point, Outcome::Failed, Some(f)),
-                );
-                continue;
-            }
-            write_job_json(point, opts, &started_at, None, engine.as_ref(), None);
-            // The load generator scrapes the engine's /metrics into server_metrics.jsonl itself.
-
-            let point_cancel = cancel.child_token();
-            let result = {
-                let fut = runner.run_point(&req, &point_cancel);
-                tokio::pin!(fut);
-                let mut crashed = None;
-                let out = loop {
-                    tokio::select! {
-                        out = &mut fut => break out,
-                        _ = tokio::time::sleep(Duration::from_millis(250)), if engine.is_some() => {
-                            if let Some(st) = engine.as_mut().and_then(|e| e.process.try_exited()) {
-                                crashed = Some(st);
-                                point_cancel.cancel();
-                                break fut.await;
-                            }
-                        }
-                    }
-                };
-                if crashed.is_none() {
-                    crashed = engine.as_mut().and_then(|e| e.process.try_exited());
-                }
-                (out, crashed)
-            };
-            let (out, crashed) = result;
-            let log = engine
-                .as_ref()
-                .map(|r| r.process.log_path.clone())
-                .or_else(|| opts.server_log.clone());
-            // Keep whatever the load generator produced, even when the point failed.
-            let (output, fail): (Option<PointOutput>, Option<Failure>) = match (out, crashed) {
-                (out, Some(st)) => {
-                    let log_path = log.clone().unwrap_or_default();
-                    let f = Failure::new(
-                        FailureClass::EngineCrashed,
-                        format!(
-                            "engine crashed mid-point ({st}) at conc {}; last {LOG_TAIL_LINES} lines of {}:\n{}",
-                            point.conc,
-                            log_path.display(),
-                            log_tail(&log_path, LOG_TAIL_LINES)
-                        ),
-                    );
-                    (out.ok(), Some(f))
-                }
-                (Ok(o), None) if o.interrupted || cancel.is_cancelled() => {
-                    let f = Failure::new(
-                        FailureClass::Interrupted,
-                        format!(
-                            "stopped after {} completed and {} failed requests",
-                            o.completed, o.failed
-                        ),
-                    );
-                    (Some(o), Some(f))
-                }
-                (Ok(o), None) if o.completed == 0 => {
-                    // Say what happened: every request failed, or none finished at all (cancelled
-                    // at the end of the window, or none sent).
-                    let what = if o.failed > 0 {
-                        format!("no request completed: all {} failed", o.failed)
-                    } else {
-                        "no request completed in the measured window (none failed: those in flight at its end were cancelled after the grace period, or none was sent)"
-                            .to_string()
-                    };
-                    let f = Failure::new(FailureClass::BenchFailed, what);
-                    (Some(o), Some(f))
-                }
-                (Ok(o), None) => {
-                    let f = o
-                        .gate
-                        .clone()
-                        .map(|g| Failure::new(FailureClass::BenchFailed, g));
-                    (Some(o), f)
-                }
-                (Err(e), None) => (
+                    started_at,
                     None,
-                    Some(Failure::new(FailureClass::BenchFailed, format!("{e:#}"))),
-                ),
-            };
-            if crashed.is_some() {
-                // Keep the crashed engine's log with this point; the next point relaunches.
-                if let Some(mut run) = engine.take() {
-                    run.process.stop(opts.stop_grace).await;
-                }
+                    Some(&log),
+                    None,
+                    Some(f.clone()),
+                );
+                let outcome = if f.class == FailureClass::Interrupted {
+                    Outcome::Interrupted
+                } else {
+                    Outcome::Failed
+                };
+                return Err((outcome, f));
             }
-            finish_point(
-                point,
-                opts,
-                &started_at,
-                engine.as_ref(),
-                log.as_deref(),
-                output.as_ref(),
-                fail,
-            )
-        };
-        let outcome = match &fail {
-            None => Outcome::Ok,
-            Some(f) if f.class == FailureClass::Interrupted => Outcome::Interrupted,
-            Some(_) => Outcome::Failed,
-        };
-        push(&mut report, opts, total, record(point, outcome, fail));
-
-        // Stop the engine after the last point it serves.
-        let next_same = points.get(i + 1).is_some_and(|(next, _)| {
-            engine.as_ref().is_some_and(|run| {
-                resolve_engine(&next.spec, &opts.engine).is_ok_and(|k| {
-                    !matches!(k, EngineKind::Script(_))
-                        && same_command(&run.command, &template(&k, next, opts, run))
-                })
-            })
-        });
-        if !next_same {
-            stop(engine.take(), opts).await;
         }
     }
-    stop(engine.take(), opts).await;
-    if opts.write_report {
-        let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
+    Ok(())
+}
+
+/// The load generator's request for the throughput point `point` against `base_url`: the
+/// row's model, ISL/OSL in tokens (0 for agentic rows, whose lengths come from the traces), and
+/// the sweep's prompt and warmup counts at the point's concurrency.
+fn point_request(point: &Point, opts: &SweepOptions, base_url: String) -> PointRequest {
+    let (isl, osl) = if point.spec.is_agentic() {
+        (0, 0)
+    } else {
+        (
+            point.spec.row.isl.unwrap_or(0),
+            point.spec.row.osl.unwrap_or(0),
+        )
+    };
+    PointRequest {
+        spec: point.spec.clone(),
+        conc: point.conc,
+        base_url,
+        model: point.spec.row.model.clone(),
+        isl,
+        osl,
+        num_prompts: opts.bench.prompts(point.conc),
+        num_warmups: opts.bench.warmups(point.conc),
+        bench: opts.bench.clone(),
+        dir: point.dir.clone(),
+        result_filename: point.rf.clone(),
+        runner_name: point.runner_name.clone(),
     }
-    report
+}
+
+/// Runs the throughput point `point` against `base_url` with `runner`, watching the engine:
+/// writes `job.json`, benchmarks, judges the outcome and finishes the point (markers written,
+/// started at `started_at`); an engine that crashed is stopped so that the next point
+/// relaunches. `Err`: the point's directory could not be made (an `io` failure; nothing
+/// written, the point is not finished). `Ok`: the point's failure, if any.
+async fn bench_point<R: PointRunner>(
+    point: &Point,
+    started_at: &str,
+    base_url: String,
+    engine: &mut Option<Running>,
+    opts: &SweepOptions,
+    runner: &R,
+    cancel: &CancellationToken,
+) -> Result<Option<Failure>, Failure> {
+    let req = point_request(point, opts, base_url);
+    if let Err(e) = std::fs::create_dir_all(&point.dir) {
+        return Err(Failure::new(
+            FailureClass::Io,
+            format!("{}: {e}", point.dir.display()),
+        ));
+    }
+    write_job_json(point, opts, started_at, None, engine.as_ref(), None);
+    // The load generator scrapes the engine's /metrics into server_metrics.jsonl itself.
+    let (out, crashed) = run_watched(runner, &req, engine, cancel).await;
+    let log = engine
+        .as_ref()
+        .map(|r| r.process.log_path.clone())
+        .or_else(|| opts.server_log.clone());
+    // Keep whatever the load generator produced, even when the point failed.
+    let (output, fail) = judge_point(point, out, crashed, log.as_deref(), cancel);
+    if crashed.is_some() {
+        // Keep the crashed engine's log with this point; the next point relaunches.
+        if let Some(mut run) = engine.take() {
+            run.process.stop(opts.stop_grace).await;
+        }
+    }
+    Ok(finish_point(
+        point,
+        opts,
+        started_at,
+        engine.as_ref(),
+        log.as_deref(),
+        output.as_ref(),
+        fail,
+    ))
+}
+
+/// Runs `runner` on `req` while polling the engine every 250 ms: an engine that exits mid-point
+/// cancels the point (a child of `cancel`), whose partial output is still awaited. Returns the
+/// runner's result and the engine's exit status if it exited (during the point or by its end).
+async fn run_watched<R: PointRunner>(
+    runner: &R,
+    req: &PointRequest,
+    engine: &mut Option<Running>,
+    cancel: &CancellationToken,
+) -> (
+    anyhow::Result<PointOutput>,
+    Option<std::process::ExitStatus>,
+) {
+    let point_cancel = cancel.child_token();
+    let fut = runner.run_point(req, &point_cancel);
+    tokio::pin!(fut);
+    let mut crashed = None;
+    let out = loop {
+        tokio::select! {
+            out = &mut fut => break out,
+            _ = tokio::time::sleep(Duration::from_millis(250)), if engine.is_some() => {
+                if let Some(st) = engine.as_mut().and_then(|e| e.process.try_exited()) {
+                    crashed = Some(st);
+                    point_cancel.cancel();
+                    break fut.await;
+                }
+            }
+        }
+    };
+    if crashed.is_none() {
+        crashed = engine.as_mut().and_then(|e| e.process.try_exited());
+    }
+    (out, crashed)
+}
+
+/// Judges a throughput point from the runner's result `out` and the engine's exit status
+/// `crashed`: an engine crash (`engine_crashed`, with the last lines of the server log `log`),
+/// an interruption (`cancel` fired or the run stopped itself), no completed request or a gate
+/// the output failed (`bench_failed`). Returns the output to keep (even of a failed point) and
+/// the failure, if any.
+fn judge_point(
+    point: &Point,
+    out: anyhow::Result<PointOutput>,
+    crashed: Option<std::process::ExitStatus>,
+    log: Option<&Path>,
+    cancel: &CancellationToken,
+) -> (Option<PointOutput>, Option<Failure>) {
+    match (out, crashed) {
+        (out, Some(st)) => {
+            let log_path = log.map(Path::to_path_buf).unwrap_or_default();
+            let f = Failure::new(
+                FailureClass::EngineCrashed,
+                format!(
+                    "engine crashed mid-point ({st}) at conc {}; last {LOG_TAIL_LINES} lines of {}:\n{}",
+                    point.conc,
+                    log_path.display(),
+                    log_tail(&log_path, LOG_TAIL_LINES)
+                ),
+            );
+            (out.ok(), Some(f))
+        }
+        (Ok(o), None) if o.interrupted || cancel.is_cancelled() => {
+            let f = Failure::new(
+                FailureClass::Interrupted,
+                format!(
+                    "stopped after {} completed and {} failed requests",
+                    o.completed, o.failed
+                ),
+            );
+            (Some(o), Some(f))
+        }
+        (Ok(o), None) if o.completed == 0 => {
+            // Say what happened: every request failed, or none finished at all (cancelled
+            // at the end of the window, or none sent).
+            let what = if o.failed > 0 {
+                format!("no request completed: all {} failed", o.failed)
+            } else {
+                "no request completed in the measured window (none failed: those in flight at its end were cancelled after the grace period, or none was sent)"
+                    .to_string()
+            };
+            let f = Failure::new(FailureClass::BenchFailed, what);
+            (Some(o), Some(f))
+        }
+        (Ok(o), None) => {
+            let f = o
+                .gate
+                .clone()
+                .map(|g| Failure::new(FailureClass::BenchFailed, g));
+            (Some(o), f)
+        }
+        (Err(e), None) => (
+            None,
+            Some(Failure::new(FailureClass::BenchFailed, format!("{e:#}"))),
+        ),
+    }
+}
+
+/// A finished point's outcome from its failure: ok without one, interrupted for class
+/// `interrupted`, else failed.
+fn outcome_of(fail: &Option<Failure>) -> Outcome {
+    match fail {
+        None => Outcome::Ok,
+        Some(f) if f.class == FailureClass::Interrupted => Outcome::Interrupted,
+        Some(_) => Outcome::Failed,
+    }
+}
+
+/// Whether the running engine (if any) also serves the next point `next` (if any): a point
+/// after it whose engine resolves and [`can_serve`]s; otherwise it is stopped now.
+fn serves_next(engine: Option<&Running>, next: Option<&Point>, opts: &SweepOptions) -> bool {
+    let (Some(run), Some(next)) = (engine, next) else {
+        return false;
+    };
+    resolve_engine(&next.spec, &opts.engine).is_ok_and(|k| can_serve(run, &k, next, opts))
 }
 
 /// Appends a point's report, printing one progress line to stderr when asked.
