@@ -542,6 +542,52 @@ fn full_sweep(
     o: &FullSweepOptions,
     common: &CommonOptions,
 ) -> Result<Vec<Row>> {
+    check_full_sweep_options(o, runners)?;
+    let (single, multi) = if !o.single_node && !o.multi_node {
+        (true, true)
+    } else {
+        (o.single_node, o.multi_node)
+    };
+    let seq_filter = parse_seq_lens(&o.seq_lens)?;
+    let mut rows = Vec::new();
+    for cfg in &configs.entries {
+        if !entry_selected(cfg, o) {
+            continue;
+        }
+        let runner = cfg.str_field("runner");
+        let Some(runners_for_entry) = entry_runners(runner, common, runners) else {
+            continue;
+        };
+        let e = SweepEntry {
+            base: Base { cfg },
+            runners: runners_for_entry,
+            model_code: cfg.str_field("model-prefix").to_string(),
+            multinode: cfg.is_multinode(),
+            disagg: cfg.is_disagg(),
+        };
+        // --single-node / --multi-node: whether this entry's layout is wanted.
+        let layout_wanted = if e.multinode { multi } else { single };
+        if scenario_wanted(common, "fixed-seq-len") {
+            for seq in cfg.scenario("fixed-seq-len") {
+                fixed_seq_rows(&mut rows, &e, seq, seq_filter.as_ref(), layout_wanted, o);
+            }
+        }
+        if !layout_wanted {
+            continue;
+        }
+        if scenario_wanted(common, "agentic-coding") {
+            for ag in cfg.scenario("agentic-coding") {
+                agentic_scenario_rows(&mut rows, &e, ag, runner, runners, o)?;
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Refuses full-sweep options that cannot select anything: a `--step-size` of 1 or less,
+/// `--min-conc` above `--max-conc`, or a `--runner-type` the runner config does not have
+/// (naming the valid ones).
+fn check_full_sweep_options(o: &FullSweepOptions, runners: &RunnerConfig) -> Result<()> {
     if o.step_size <= 1 {
         return Err(Error::Usage("--step-size must be greater than 1".into()));
     }
@@ -570,242 +616,299 @@ fn full_sweep(
             )));
         }
     }
-    let (single, multi) = if !o.single_node && !o.multi_node {
-        (true, true)
-    } else {
-        (o.single_node, o.multi_node)
-    };
-    let seq_filter = parse_seq_lens(&o.seq_lens)?;
-    let mut rows = Vec::new();
-    for cfg in &configs.entries {
-        if !o.model_prefix.is_empty()
-            && !o
-                .model_prefix
+    Ok(())
+}
+
+/// Whether the master-config entry `cfg` passes the `--model-prefix`, `--precision`,
+/// `--framework` and `--runner-type` filters of `o` (an empty filter passes everything).
+fn entry_selected(cfg: &ConfigEntry, o: &FullSweepOptions) -> bool {
+    let any = |filter: &[String], v: &str| filter.is_empty() || filter.iter().any(|p| p == v);
+    (o.model_prefix.is_empty()
+        || o.model_prefix
+            .iter()
+            .any(|p| cfg.key.starts_with(p.as_str())))
+        && any(&o.precision, cfg.str_field("precision"))
+        && any(&o.framework, cfg.str_field("framework"))
+        && any(&o.runner_type, cfg.str_field("runner"))
+}
+
+/// The runners an entry's rows go to: its `runner` label, or with `--runner-node-filter` the
+/// label's nodes whose name contains the filter (`None` when none does: the entry is skipped).
+fn entry_runners(
+    runner: &str,
+    common: &CommonOptions,
+    runners: &RunnerConfig,
+) -> Option<Vec<String>> {
+    match &common.runner_node_filter {
+        Some(f) => {
+            let nodes: Vec<String> = runners
+                .nodes(runner)
                 .iter()
-                .any(|p| cfg.key.starts_with(p.as_str()))
-        {
+                .filter(|n| n.contains(f.as_str()))
+                .cloned()
+                .collect();
+            (!nodes.is_empty()).then_some(nodes)
+        }
+        None => Some(vec![runner.to_string()]),
+    }
+}
+
+/// One master-config entry being expanded into rows.
+struct SweepEntry<'a> {
+    base: Base<'a>,
+    /// The runners (labels or nodes) every row is repeated for.
+    runners: Vec<String>,
+    /// The entry's `model-prefix` (the first part of `exp-name`).
+    model_code: String,
+    multinode: bool,
+    disagg: bool,
+}
+
+/// The rows of one fixed-seq-len item `seq` (`isl`, `osl` in tokens and a `search-space`) of
+/// entry `e`, unless `seq_filter` (`--seq-lens`) leaves its lengths out or the entry's layout
+/// is not wanted (`layout_wanted`): one multinode row per runner, or single-node rows per
+/// concurrency and runner.
+fn fixed_seq_rows(
+    rows: &mut Vec<Row>,
+    e: &SweepEntry<'_>,
+    seq: &Value,
+    seq_filter: Option<&HashSet<(i64, i64)>>,
+    layout_wanted: bool,
+    o: &FullSweepOptions,
+) {
+    let seq = seq.as_object().cloned().unwrap_or_default();
+    let isl = get_i64(&seq, "isl").unwrap_or(0);
+    let osl = get_i64(&seq, "osl").unwrap_or(0);
+    if seq_filter.is_some_and(|f| !f.contains(&(isl, osl))) {
+        return;
+    }
+    let seq_str = seq_len_to_str(isl, osl);
+    for bmk in seq
+        .get("search-space")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let bmk = bmk.as_object().cloned().unwrap_or_default();
+        if !layout_wanted {
             continue;
         }
-        if !o.precision.is_empty() && !o.precision.iter().any(|p| p == cfg.str_field("precision")) {
-            continue;
-        }
-        if !o.framework.is_empty() && !o.framework.iter().any(|p| p == cfg.str_field("framework")) {
-            continue;
-        }
-        let runner = cfg.str_field("runner");
-        if !o.runner_type.is_empty() && !o.runner_type.iter().any(|p| p == runner) {
-            continue;
-        }
-        let multinode = cfg.is_multinode();
-        let disagg = cfg.is_disagg();
-        let base = Base { cfg };
-        let runners_for_entry: Vec<String> = match &common.runner_node_filter {
-            Some(f) => {
-                let nodes: Vec<String> = runners
-                    .nodes(runner)
-                    .iter()
-                    .filter(|n| n.contains(f.as_str()))
-                    .cloned()
-                    .collect();
-                if nodes.is_empty() {
-                    continue;
-                }
-                nodes
-            }
-            None => vec![runner.to_string()],
-        };
-        let model_code = cfg.str_field("model-prefix").to_string();
-        let fixed = if scenario_wanted(common, "fixed-seq-len") {
-            cfg.scenario("fixed-seq-len")
+        if e.multinode {
+            multinode_fixed_rows(rows, e, (isl, osl), &seq_str, &bmk, o);
         } else {
-            &[]
-        };
-        for seq in fixed {
-            let seq = seq.as_object().cloned().unwrap_or_default();
-            let isl = get_i64(&seq, "isl").unwrap_or(0);
-            let osl = get_i64(&seq, "osl").unwrap_or(0);
-            if seq_filter
-                .as_ref()
-                .is_some_and(|f| !f.contains(&(isl, osl)))
-            {
-                continue;
-            }
-            let seq_str = seq_len_to_str(isl, osl);
-            for bmk in seq
-                .get("search-space")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let bmk = bmk.as_object().cloned().unwrap_or_default();
-                if (multinode && !multi) || (!multinode && !single) {
-                    continue;
-                }
-                if multinode {
-                    let (prefill, decode) = worker_pair(&bmk);
-                    let mut concs = conc_values(&bmk, o.step_size, false);
-                    if let Some(lo) = o.min_conc {
-                        if lo <= 0 {
-                            continue;
-                        }
-                        concs.retain(|c| *c >= lo);
-                        if concs.is_empty() {
-                            continue;
-                        }
-                    }
-                    if let Some(hi) = o.max_conc {
-                        let f: Vec<i64> = concs.iter().copied().filter(|c| *c <= hi).collect();
-                        if f.is_empty() {
-                            if hi > 0 {
-                                concs = vec![hi];
-                            } else {
-                                continue;
-                            }
-                        } else {
-                            concs = f;
-                        }
-                    }
-                    for rv in &runners_for_entry {
-                        let mut r = base.head(rv);
-                        r.insert("isl".into(), json!(isl));
-                        r.insert("osl".into(), json!(osl));
-                        r.insert("spec-decoding".into(), spec(&bmk));
-                        r.insert("prefill".into(), prefill.clone());
-                        r.insert("decode".into(), decode.clone());
-                        r.insert("conc".into(), json!(concs));
-                        r.insert(
-                            "max-model-len".into(),
-                            json!(isl + osl + MAX_MODEL_LEN_MARGIN),
-                        );
-                        r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
-                        r.insert("disagg".into(), json!(disagg));
-                        r.insert("run-eval".into(), json!(false));
-                        component_metadata(&mut r, &bmk, cfg);
-                        rows.push(r);
-                    }
-                } else {
-                    let tp = get_i64(&bmk, "tp").unwrap_or(0);
-                    let mut ep = bmk.get("ep").and_then(Value::as_i64);
-                    if let Some(mt) = o.max_tp {
-                        if mt <= 0 || tp > mt {
-                            continue;
-                        }
-                    }
-                    if let Some(me) = o.max_ep {
-                        if me <= 0 {
-                            continue;
-                        }
-                        if ep.is_some_and(|e| e > me) {
-                            ep = Some(me);
-                        }
-                    }
-                    let list = bmk
-                        .get("conc-list")
-                        .and_then(Value::as_array)
-                        .filter(|l| !l.is_empty());
-                    let concs: Vec<i64> = if let Some(list) = list {
-                        let mut concs: Vec<i64> = list.iter().filter_map(Value::as_i64).collect();
-                        if let Some(lo) = o.min_conc {
-                            if lo <= 0 {
-                                continue;
-                            }
-                            concs.retain(|c| *c >= lo);
-                            if concs.is_empty() {
-                                continue;
-                            }
-                        }
-                        if let Some(hi) = o.max_conc {
-                            if hi <= 0 {
-                                continue;
-                            }
-                            let f: Vec<i64> = concs.iter().copied().filter(|c| *c <= hi).collect();
-                            concs = if f.is_empty() { vec![hi] } else { f };
-                        }
-                        concs
-                    } else {
-                        let mut start = get_i64(&bmk, "conc-start").unwrap_or(0);
-                        let mut end = get_i64(&bmk, "conc-end").unwrap_or(0);
-                        if let Some(lo) = o.min_conc {
-                            if lo <= 0 || end < lo {
-                                continue;
-                            }
-                            start = start.max(lo);
-                        }
-                        if let Some(hi) = o.max_conc {
-                            if hi <= 0 {
-                                continue;
-                            }
-                            if start > hi {
-                                start = hi;
-                                end = hi;
-                            } else {
-                                end = end.min(hi);
-                            }
-                        }
-                        conc_range(start, end, o.step_size)
-                    };
-                    for c in concs {
-                        for rv in &runners_for_entry {
-                            rows.push(single_fixed_row(
-                                &base,
-                                rv,
-                                isl,
-                                osl,
-                                &bmk,
-                                c,
-                                ep,
-                                &model_code,
-                                &seq_str,
-                                disagg,
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        if (multinode && !multi) || (!multinode && !single) {
-            continue;
-        }
-        let agentic = if scenario_wanted(common, "agentic-coding") {
-            cfg.scenario("agentic-coding")
-        } else {
-            &[]
-        };
-        for ag in agentic {
-            let ag = ag.as_object().cloned().unwrap_or_default();
-            for bmk in ag
-                .get("search-space")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let bmk = bmk.as_object().cloned().unwrap_or_default();
-                let budget = agentic_dram_offload_gb(dram_utilization(&ag), &bmk, runner, runners)?;
-                let mut concs = conc_values(&bmk, o.step_size, false);
-                if let Some(lo) = o.min_conc {
-                    concs.retain(|c| *c >= lo);
-                }
-                if let Some(hi) = o.max_conc {
-                    concs.retain(|c| *c <= hi);
-                }
-                if concs.is_empty() {
-                    continue;
-                }
-                agentic_rows(
-                    &mut rows,
-                    &base,
-                    &runners_for_entry,
-                    &bmk,
-                    &concs,
-                    budget,
-                    &model_code,
-                    multinode,
-                    disagg,
-                );
-            }
+            single_node_fixed_rows(rows, e, (isl, osl), &seq_str, &bmk, o);
         }
     }
-    Ok(rows)
+}
+
+/// The concurrencies of a multinode search-space item `bmk` within `--min-conc` /
+/// `--max-conc` (a `--max-conc` below them all gives just that value); `None` when the item
+/// is left out (a non-positive bound, or nothing at or above `--min-conc`).
+fn multinode_concs(bmk: &Map<String, Value>, o: &FullSweepOptions) -> Option<Vec<i64>> {
+    let mut concs = conc_values(bmk, o.step_size, false);
+    if let Some(lo) = o.min_conc {
+        if lo <= 0 {
+            return None;
+        }
+        concs.retain(|c| *c >= lo);
+        if concs.is_empty() {
+            return None;
+        }
+    }
+    if let Some(hi) = o.max_conc {
+        let f: Vec<i64> = concs.iter().copied().filter(|c| *c <= hi).collect();
+        if f.is_empty() {
+            if hi > 0 {
+                concs = vec![hi];
+            } else {
+                return None;
+            }
+        } else {
+            concs = f;
+        }
+    }
+    Some(concs)
+}
+
+/// One row per runner for the multinode search-space item `bmk` of entry `e` at `(isl, osl)`
+/// tokens: its prefill/decode workers, every concurrency in one list, the context length
+/// `isl + osl +` [`MAX_MODEL_LEN_MARGIN`], and its component metadata.
+fn multinode_fixed_rows(
+    rows: &mut Vec<Row>,
+    e: &SweepEntry<'_>,
+    (isl, osl): (i64, i64),
+    seq_str: &str,
+    bmk: &Map<String, Value>,
+    o: &FullSweepOptions,
+) {
+    let (prefill, decode) = worker_pair(bmk);
+    let Some(concs) = multinode_concs(bmk, o) else {
+        return;
+    };
+    let model_code = &e.model_code;
+    for rv in &e.runners {
+        let mut r = e.base.head(rv);
+        r.insert("isl".into(), json!(isl));
+        r.insert("osl".into(), json!(osl));
+        r.insert("spec-decoding".into(), spec(bmk));
+        r.insert("prefill".into(), prefill.clone());
+        r.insert("decode".into(), decode.clone());
+        r.insert("conc".into(), json!(concs));
+        r.insert(
+            "max-model-len".into(),
+            json!(isl + osl + MAX_MODEL_LEN_MARGIN),
+        );
+        r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
+        r.insert("disagg".into(), json!(e.disagg));
+        r.insert("run-eval".into(), json!(false));
+        component_metadata(&mut r, bmk, e.base.cfg);
+        rows.push(r);
+    }
+}
+
+/// The concurrencies of a single-node search-space item `bmk`: its `conc-list` within
+/// `--min-conc` / `--max-conc` (a `--max-conc` below them all gives just that value), else
+/// its `conc-start`..`conc-end` range clamped to them, in `--step-size` steps. `None` when the
+/// item is left out (a non-positive bound, or nothing at or above `--min-conc`).
+fn single_node_concs(bmk: &Map<String, Value>, o: &FullSweepOptions) -> Option<Vec<i64>> {
+    let list = bmk
+        .get("conc-list")
+        .and_then(Value::as_array)
+        .filter(|l| !l.is_empty());
+    if let Some(list) = list {
+        let mut concs: Vec<i64> = list.iter().filter_map(Value::as_i64).collect();
+        if let Some(lo) = o.min_conc {
+            if lo <= 0 {
+                return None;
+            }
+            concs.retain(|c| *c >= lo);
+            if concs.is_empty() {
+                return None;
+            }
+        }
+        if let Some(hi) = o.max_conc {
+            if hi <= 0 {
+                return None;
+            }
+            let f: Vec<i64> = concs.iter().copied().filter(|c| *c <= hi).collect();
+            concs = if f.is_empty() { vec![hi] } else { f };
+        }
+        Some(concs)
+    } else {
+        let mut start = get_i64(bmk, "conc-start").unwrap_or(0);
+        let mut end = get_i64(bmk, "conc-end").unwrap_or(0);
+        if let Some(lo) = o.min_conc {
+            if lo <= 0 || end < lo {
+                return None;
+            }
+            start = start.max(lo);
+        }
+        if let Some(hi) = o.max_conc {
+            if hi <= 0 {
+                return None;
+            }
+            if start > hi {
+                start = hi;
+                end = hi;
+            } else {
+                end = end.min(hi);
+            }
+        }
+        Some(conc_range(start, end, o.step_size))
+    }
+}
+
+/// One row per concurrency and runner for the single-node search-space item `bmk` of entry
+/// `e` at `(isl, osl)` tokens, unless `--max-tp` leaves its TP out; `--max-ep` caps its EP
+/// (a non-positive `--max-tp` / `--max-ep` leaves every item out).
+fn single_node_fixed_rows(
+    rows: &mut Vec<Row>,
+    e: &SweepEntry<'_>,
+    (isl, osl): (i64, i64),
+    seq_str: &str,
+    bmk: &Map<String, Value>,
+    o: &FullSweepOptions,
+) {
+    let tp = get_i64(bmk, "tp").unwrap_or(0);
+    let mut ep = bmk.get("ep").and_then(Value::as_i64);
+    if let Some(mt) = o.max_tp {
+        if mt <= 0 || tp > mt {
+            return;
+        }
+    }
+    if let Some(me) = o.max_ep {
+        if me <= 0 {
+            return;
+        }
+        if ep.is_some_and(|e| e > me) {
+            ep = Some(me);
+        }
+    }
+    let Some(concs) = single_node_concs(bmk, o) else {
+        return;
+    };
+    for c in concs {
+        for rv in &e.runners {
+            rows.push(single_fixed_row(
+                &e.base,
+                rv,
+                isl,
+                osl,
+                bmk,
+                c,
+                ep,
+                &e.model_code,
+                seq_str,
+                e.disagg,
+            ));
+        }
+    }
+}
+
+/// The rows of one agentic-coding item `ag` of entry `e` (on the runner label `runner`): per
+/// search-space item, its DRAM offload budget (GB, from the item's DRAM utilization and the
+/// runner's memory) and its concurrencies within `--min-conc` / `--max-conc` (none: no rows).
+/// Errors: a budget the runner config cannot give.
+fn agentic_scenario_rows(
+    rows: &mut Vec<Row>,
+    e: &SweepEntry<'_>,
+    ag: &Value,
+    runner: &str,
+    runners: &RunnerConfig,
+    o: &FullSweepOptions,
+) -> Result<()> {
+    let ag = ag.as_object().cloned().unwrap_or_default();
+    for bmk in ag
+        .get("search-space")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let bmk = bmk.as_object().cloned().unwrap_or_default();
+        let budget = agentic_dram_offload_gb(dram_utilization(&ag), &bmk, runner, runners)?;
+        let mut concs = conc_values(&bmk, o.step_size, false);
+        if let Some(lo) = o.min_conc {
+            concs.retain(|c| *c >= lo);
+        }
+        if let Some(hi) = o.max_conc {
+            concs.retain(|c| *c <= hi);
+        }
+        if concs.is_empty() {
+            continue;
+        }
+        agentic_rows(
+            rows,
+            &e.base,
+            &e.runners,
+            &bmk,
+            &concs,
+            budget,
+            &e.model_code,
+            e.multinode,
+            e.disagg,
+        );
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

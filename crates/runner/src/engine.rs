@@ -279,330 +279,430 @@ pub fn build_command(
     point_dir: &Path,
 ) -> EngineCommand {
     let r = &spec.row;
-    let model = model_path(&r.model, opts);
-    let host = opts.host.clone();
-    let s = |x: &str| x.to_string();
-    let n = |x: u32| x.to_string();
-    let fixed_seq = !spec.is_agentic();
-    let dram_gb = if r.kv_offloading.as_deref() == Some("dram") {
-        r.total_cpu_dram_gb.filter(|g| *g > 0)
-    } else {
-        None
-    };
-    let mut files = Vec::new();
-    // Speculative decoding: k drafts per step; the pinned acceptance for throughput runs.
-    let k = opts.spec.num_speculative_tokens.max(1);
+    // Speculative decoding: the pinned acceptance for throughput runs.
     let acceptance = match kind {
         EngineKind::LlamaCpp => None,
         _ => synthetic_acceptance(spec, &opts.spec),
     };
-    // The sim has no drafter to verify: it always models the curve's acceptance, also for
-    // evals and with synthetic acceptance off (which then only changes the real engines).
-    let sim_acceptance = match kind {
-        EngineKind::Sim => synthetic_acceptance(
-            spec,
-            &SpecOptions {
-                synthetic: true,
-                ..opts.spec.clone()
-            },
-        ),
-        _ => None,
+    let c = CommandInputs {
+        spec,
+        model: model_path(&r.model, opts),
+        port,
+        conc,
+        opts,
+        point_dir,
+        fixed_seq: !spec.is_agentic(),
+        dram_gb: if r.kv_offloading.as_deref() == Some("dram") {
+            r.total_cpu_dram_gb.filter(|g| *g > 0)
+        } else {
+            None
+        },
+        k: opts.spec.num_speculative_tokens.max(1),
+        acceptance: acceptance.as_ref(),
     };
-    let mut spec_env: Vec<(String, String)> = Vec::new();
-    let (program, mut args, version_probe) = match kind {
-        EngineKind::Vllm => {
-            let mut a = vec![
-                s("serve"),
-                model.clone(),
-                s("--host"),
-                host,
-                s("--port"),
-                n(port as u32),
-            ];
-            if spec.dp_attn() {
-                // DP attention: one attention replica per GPU, experts sharded across them.
-                a.extend([s("--tensor-parallel-size"), s("1")]);
-                a.extend([s("--data-parallel-size"), n(spec.tp())]);
-            } else {
-                a.extend([s("--tensor-parallel-size"), n(spec.tp())]);
-            }
-            if spec.pp() > 1 {
-                a.extend([s("--pipeline-parallel-size"), n(spec.pp())]);
-            }
-            if spec.dcp() > 1 {
-                a.extend([s("--decode-context-parallel-size"), n(spec.dcp())]);
-            }
-            if spec.ep() > 1 || spec.dp_attn() {
-                a.push(s("--enable-expert-parallel"));
-            }
-            if let Some(len) = r.max_model_len.filter(|l| *l > 0) {
-                a.extend([s("--max-model-len"), n(len)]);
-            }
-            if matches!(r.spec_decoding.as_str(), "mtp" | "draft_model") {
-                let mut cfg = serde_json::json!({
-                    "method": r.spec_decoding,
-                    "num_speculative_tokens": k,
-                });
-                if let Some(acc) = &acceptance {
-                    cfg["rejection_sample_method"] = "synthetic".into();
-                    cfg["synthetic_acceptance_length"] = acc.acceptance_length.into();
-                }
-                a.extend([s("--speculative-config"), cfg.to_string()]);
-            }
-            if let Some(gb) = dram_gb {
-                let backend = r
-                    .kv_offload_backend
-                    .as_ref()
-                    .map(|b| {
-                        if b.name == "lmcache" {
-                            "lmcache"
-                        } else {
-                            "native"
-                        }
-                    })
-                    .unwrap_or("native");
-                a.extend([s("--kv-offloading-backend"), s(backend)]);
-                a.extend([s("--kv-offloading-size"), gb.to_string()]);
-            }
-            if fixed_seq {
-                // InferenceX fixed-seq recipes disable prefix caching (§5.1).
-                a.push(s("--no-enable-prefix-caching"));
-            }
-            a.extend([s("--served-model-name"), r.model.clone()]);
-            (s("vllm"), a, Some(vec![s("vllm"), s("--version")]))
+    let mut launch = match kind {
+        EngineKind::Vllm => vllm_launch(&c),
+        EngineKind::Sglang => sglang_launch(&c),
+        EngineKind::Trtllm => trtllm_launch(&c),
+        EngineKind::LlamaCpp => llamacpp_launch(&c),
+        EngineKind::Sim => sim_launch(&c),
+        EngineKind::Script(path) => {
+            Launch::new("bash".to_string(), vec![path.display().to_string()], None)
         }
-        EngineKind::Sglang => {
-            let mut a = vec![
-                s("-m"),
-                s("sglang.launch_server"),
-                s("--model-path"),
-                model.clone(),
-                s("--host"),
-                host,
-                s("--port"),
-                n(port as u32),
-                s("--tp-size"),
-                n(spec.tp()),
-            ];
-            if spec.pp() > 1 {
-                a.extend([s("--pp-size"), n(spec.pp())]);
-            }
-            if spec.ep() > 1 {
-                a.extend([s("--ep-size"), n(spec.ep())]);
-            }
-            if spec.dp_attn() {
-                a.extend([s("--enable-dp-attention"), s("--dp-size"), n(spec.tp())]);
-            }
-            if let Some(len) = r.max_model_len.filter(|l| *l > 0) {
-                a.extend([s("--context-length"), n(len)]);
-            }
-            if r.spec_decoding == "mtp" {
-                a.extend([
-                    s("--speculative-algorithm"),
-                    s("EAGLE"),
-                    s("--speculative-num-steps"),
-                    n(k),
-                    s("--speculative-eagle-topk"),
-                    s("1"),
-                    s("--speculative-num-draft-tokens"),
-                    n(k + 1),
-                ]);
-                if let Some(acc) = &acceptance {
-                    spec_env.extend([
-                        (
-                            s("SGLANG_SIMULATE_ACC_LEN"),
-                            acc.acceptance_length.to_string(),
-                        ),
-                        (s("SGLANG_SIMULATE_ACC_METHOD"), s("match-expected")),
-                        (s("SGLANG_SIMULATE_ACC_TOKEN_MODE"), s("real-draft-token")),
-                    ]);
-                }
-            }
-            if let Some(gb) = dram_gb {
-                a.extend([
-                    s("--enable-hierarchical-cache"),
-                    s("--hicache-size"),
-                    gb.to_string(),
-                ]);
-            }
-            if fixed_seq {
-                a.push(s("--disable-radix-cache"));
-            }
-            a.extend([s("--max-running-requests"), n(conc.max(1))]);
-            a.extend([s("--served-model-name"), r.model.clone()]);
-            let py = opts.python.display().to_string();
-            (
-                py.clone(),
-                a,
-                Some(vec![
-                    py,
-                    s("-c"),
-                    s("import sglang; print(sglang.__version__)"),
-                ]),
-            )
-        }
-        EngineKind::Trtllm => {
-            let mut a = vec![
-                s("serve"),
-                model.clone(),
-                s("--host"),
-                host,
-                s("--port"),
-                n(port as u32),
-                s("--tp_size"),
-                n(spec.tp()),
-                s("--pp_size"),
-                n(spec.pp()),
-                s("--ep_size"),
-                n(spec.ep()),
-                s("--max_batch_size"),
-                n(conc.max(1)),
-            ];
-            if let Some(len) = r.max_model_len.filter(|l| *l > 0) {
-                a.extend([s("--max_seq_len"), n(len)]);
-            }
-            let mut yaml = String::new();
-            if spec.dp_attn() {
-                yaml.push_str("enable_attention_dp: true\n");
-            }
-            if r.spec_decoding == "mtp" {
-                yaml.push_str(&format!(
-                    "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: {k}\n"
-                ));
-                if let Some(acc) = &acceptance {
-                    // AL − 1 drafts accepted per step; the fraction is the chance of one more.
-                    let forced = ((acc.acceptance_length - 1.0) * 100.0).round() / 100.0;
-                    spec_env.push((
-                        s("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"),
-                        forced.to_string(),
-                    ));
-                }
-            }
-            let mut kv = String::new();
-            if fixed_seq {
-                kv.push_str("  enable_block_reuse: false\n");
-            }
-            if let Some(gb) = dram_gb {
-                kv.push_str(&format!("  host_cache_size: {}\n", gb * 1_000_000_000));
-            }
-            if !kv.is_empty() {
-                yaml.push_str("kv_cache_config:\n");
-                yaml.push_str(&kv);
-            }
-            if !yaml.is_empty() {
-                let f = point_dir.join("extra_llm_api_options.yaml");
-                files.push((s("extra_llm_api_options.yaml"), yaml));
-                a.extend([s("--extra_llm_api_options"), f.display().to_string()]);
-            }
-            (
-                s("trtllm-serve"),
-                a,
-                Some(vec![
-                    s("python3"),
-                    s("-c"),
-                    s("import tensorrt_llm; print(tensorrt_llm.__version__)"),
-                ]),
-            )
-        }
-        EngineKind::LlamaCpp => {
-            let slots = llamacpp_slots(spec);
-            let ctx = r.max_model_len.filter(|l| *l > 0).unwrap_or(2048);
-            let launcher = point_dir.join("llamacpp_serve.py");
-            files.push((s("llamacpp_serve.py"), LLAMACPP_LAUNCHER.to_string()));
-            let a = vec![
-                launcher.display().to_string(),
-                s("--model"),
-                model.clone(),
-                s("--host"),
-                host,
-                s("--port"),
-                n(port as u32),
-                s("--n-parallel"),
-                n(slots),
-                s("--ctx-per-slot"),
-                n(ctx),
-                s("--threads"),
-                n(opts.threads.max(1)),
-            ];
-            let py = opts.python.display().to_string();
-            (
-                py.clone(),
-                a,
-                Some(vec![
-                    py,
-                    s("-c"),
-                    s("import importlib.metadata as m; print('xllamacpp', m.version('xllamacpp'))"),
-                ]),
-            )
-        }
-        EngineKind::Sim => {
-            let mut a = vec![
-                s("sim"),
-                s("--host"),
-                host,
-                s("--port"),
-                n(port as u32),
-                s("--served-model-name"),
-                r.model.clone(),
-                s("--tp"),
-                n(spec.tp()),
-            ];
-            // The row's hardware (runner label up to its first `-`) and precision, where the
-            // sim's catalogue knows them; otherwise the sim's defaults (H100, bf16).
-            let cat = inferbench_sim::catalogue::Catalogue::embedded();
-            let label = r.runner.strip_prefix("cluster:").unwrap_or(&r.runner);
-            let hw = label.split('-').next().unwrap_or(label);
-            if cat.hardware(hw).is_ok() {
-                a.extend([s("--hardware"), hw.to_string()]);
-            }
-            if inferbench_sim::catalogue::Precision::parse(&r.precision).is_ok() {
-                a.extend([s("--precision"), r.precision.clone()]);
-            }
-            if let Some(acc) = &sim_acceptance {
-                a.extend([
-                    s("--num-speculative-tokens"),
-                    n(acc.num_speculative_tokens),
-                    s("--acceptance-length"),
-                    acc.acceptance_length.to_string(),
-                ]);
-            }
-            a.extend(opts.sim_args.iter().cloned());
-            let exe = opts.inferbench_exe.display().to_string();
-            (exe.clone(), a, Some(vec![exe, s("--version")]))
-        }
-        EngineKind::Script(path) => (s("bash"), vec![path.display().to_string()], None),
     };
     if !matches!(kind, EngineKind::Script(_)) {
-        args.extend(opts.extra_args.iter().cloned());
+        launch.args.extend(opts.extra_args.iter().cloned());
     }
     let mut env = spec.env_contract(runner_name, conc, port, point_dir);
-    if model != r.model {
-        env.push(("MODEL_PATH".into(), model));
+    if c.model != r.model {
+        env.push(("MODEL_PATH".into(), c.model.clone()));
     }
     if matches!(kind, EngineKind::Script(_)) && r.spec_decoding != "none" {
-        // What InferenceX's multinode injector reads (§9).
-        env.push((
-            "SYNTHETIC_ACCEPTANCE".into(),
-            acceptance.is_some().to_string(),
+        script_spec_env(&c, &mut env);
+    }
+    env.extend(launch.spec_env);
+    EngineCommand {
+        kind: kind.clone(),
+        program: launch.program,
+        args: launch.args,
+        env,
+        files: launch.files,
+        version_probe: launch.version_probe,
+        acceptance,
+    }
+}
+
+/// What an engine's command line is built from (see [`build_command`]).
+struct CommandInputs<'a> {
+    spec: &'a JobSpec,
+    /// The weights to serve: `--model-path`'s mapping of the row's model, else its name.
+    model: String,
+    port: u16,
+    /// The point's concurrency (batch and slot limits of engines that take one).
+    conc: u32,
+    opts: &'a EngineOptions,
+    /// Where helper files go (the launcher, TensorRT-LLM's option file).
+    point_dir: &'a Path,
+    /// A fixed-sequence-length row: prefix caching off, as InferenceX's recipes.
+    fixed_seq: bool,
+    /// KV-cache offload to CPU DRAM, GB (rows with `kv_offloading: dram`).
+    dram_gb: Option<u64>,
+    /// Speculative tokens drafted per step (at least 1).
+    k: u32,
+    /// The pinned synthetic acceptance of a spec-decoding row, when on.
+    acceptance: Option<&'a inferbench_sim::golden::Acceptance>,
+}
+
+/// One engine's launch: the program, its arguments and version probe, helper files
+/// `(name, contents)` to write into the point directory, and the environment that pins
+/// speculative decoding's acceptance.
+struct Launch {
+    program: String,
+    args: Vec<String>,
+    version_probe: Option<Vec<String>>,
+    files: Vec<(String, String)>,
+    spec_env: Vec<(String, String)>,
+}
+
+impl Launch {
+    fn new(program: String, args: Vec<String>, version_probe: Option<Vec<String>>) -> Self {
+        Launch {
+            program,
+            args,
+            version_probe,
+            files: Vec::new(),
+            spec_env: Vec::new(),
+        }
+    }
+}
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+fn n(x: u32) -> String {
+    x.to_string()
+}
+
+/// `vllm serve`: parallelism (DP attention as one replica per GPU with experts sharded), the
+/// context length, MTP / draft-model speculative config (synthetic acceptance when pinned),
+/// DRAM KV offload (GB), prefix caching off for fixed-seq rows, the served model name.
+fn vllm_launch(c: &CommandInputs) -> Launch {
+    let (spec, r) = (c.spec, &c.spec.row);
+    let mut a = vec![
+        s("serve"),
+        c.model.clone(),
+        s("--host"),
+        c.opts.host.clone(),
+        s("--port"),
+        n(c.port as u32),
+    ];
+    if spec.dp_attn() {
+        // DP attention: one attention replica per GPU, experts sharded across them.
+        a.extend([s("--tensor-parallel-size"), s("1")]);
+        a.extend([s("--data-parallel-size"), n(spec.tp())]);
+    } else {
+        a.extend([s("--tensor-parallel-size"), n(spec.tp())]);
+    }
+    if spec.pp() > 1 {
+        a.extend([s("--pipeline-parallel-size"), n(spec.pp())]);
+    }
+    if spec.dcp() > 1 {
+        a.extend([s("--decode-context-parallel-size"), n(spec.dcp())]);
+    }
+    if spec.ep() > 1 || spec.dp_attn() {
+        a.push(s("--enable-expert-parallel"));
+    }
+    if let Some(len) = r.max_model_len.filter(|l| *l > 0) {
+        a.extend([s("--max-model-len"), n(len)]);
+    }
+    if matches!(r.spec_decoding.as_str(), "mtp" | "draft_model") {
+        let mut cfg = serde_json::json!({
+            "method": r.spec_decoding,
+            "num_speculative_tokens": c.k,
+        });
+        if let Some(acc) = c.acceptance {
+            cfg["rejection_sample_method"] = "synthetic".into();
+            cfg["synthetic_acceptance_length"] = acc.acceptance_length.into();
+        }
+        a.extend([s("--speculative-config"), cfg.to_string()]);
+    }
+    if let Some(gb) = c.dram_gb {
+        let backend = r
+            .kv_offload_backend
+            .as_ref()
+            .map(|b| {
+                if b.name == "lmcache" {
+                    "lmcache"
+                } else {
+                    "native"
+                }
+            })
+            .unwrap_or("native");
+        a.extend([s("--kv-offloading-backend"), s(backend)]);
+        a.extend([s("--kv-offloading-size"), gb.to_string()]);
+    }
+    if c.fixed_seq {
+        // InferenceX fixed-seq recipes disable prefix caching (§5.1).
+        a.push(s("--no-enable-prefix-caching"));
+    }
+    a.extend([s("--served-model-name"), r.model.clone()]);
+    Launch::new(s("vllm"), a, Some(vec![s("vllm"), s("--version")]))
+}
+
+/// `python -m sglang.launch_server`: parallelism, the context length, MTP as EAGLE with `k`
+/// steps (a pinned acceptance through SGLang's `SGLANG_SIMULATE_ACC_*` environment), DRAM
+/// hierarchical cache (GB), radix cache off for fixed-seq rows, `conc` running requests.
+fn sglang_launch(c: &CommandInputs) -> Launch {
+    let (spec, r, k) = (c.spec, &c.spec.row, c.k);
+    let mut a = vec![
+        s("-m"),
+        s("sglang.launch_server"),
+        s("--model-path"),
+        c.model.clone(),
+        s("--host"),
+        c.opts.host.clone(),
+        s("--port"),
+        n(c.port as u32),
+        s("--tp-size"),
+        n(spec.tp()),
+    ];
+    if spec.pp() > 1 {
+        a.extend([s("--pp-size"), n(spec.pp())]);
+    }
+    if spec.ep() > 1 {
+        a.extend([s("--ep-size"), n(spec.ep())]);
+    }
+    if spec.dp_attn() {
+        a.extend([s("--enable-dp-attention"), s("--dp-size"), n(spec.tp())]);
+    }
+    if let Some(len) = r.max_model_len.filter(|l| *l > 0) {
+        a.extend([s("--context-length"), n(len)]);
+    }
+    let mut spec_env = Vec::new();
+    if r.spec_decoding == "mtp" {
+        a.extend([
+            s("--speculative-algorithm"),
+            s("EAGLE"),
+            s("--speculative-num-steps"),
+            n(k),
+            s("--speculative-eagle-topk"),
+            s("1"),
+            s("--speculative-num-draft-tokens"),
+            n(k + 1),
+        ]);
+        if let Some(acc) = c.acceptance {
+            spec_env.extend([
+                (
+                    s("SGLANG_SIMULATE_ACC_LEN"),
+                    acc.acceptance_length.to_string(),
+                ),
+                (s("SGLANG_SIMULATE_ACC_METHOD"), s("match-expected")),
+                (s("SGLANG_SIMULATE_ACC_TOKEN_MODE"), s("real-draft-token")),
+            ]);
+        }
+    }
+    if let Some(gb) = c.dram_gb {
+        a.extend([
+            s("--enable-hierarchical-cache"),
+            s("--hicache-size"),
+            gb.to_string(),
+        ]);
+    }
+    if c.fixed_seq {
+        a.push(s("--disable-radix-cache"));
+    }
+    a.extend([s("--max-running-requests"), n(c.conc.max(1))]);
+    a.extend([s("--served-model-name"), r.model.clone()]);
+    let py = c.opts.python.display().to_string();
+    let mut launch = Launch::new(
+        py.clone(),
+        a,
+        Some(vec![
+            py,
+            s("-c"),
+            s("import sglang; print(sglang.__version__)"),
+        ]),
+    );
+    launch.spec_env = spec_env;
+    launch
+}
+
+/// `trtllm-serve`: parallelism and `conc` as the batch size, the context length, and an
+/// `extra_llm_api_options.yaml` (written into the point directory) for DP attention, MTP (a
+/// pinned acceptance as `TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`, AL − 1), block reuse off
+/// for fixed-seq rows and the DRAM host cache (bytes).
+fn trtllm_launch(c: &CommandInputs) -> Launch {
+    let (spec, r, k) = (c.spec, &c.spec.row, c.k);
+    let mut a = vec![
+        s("serve"),
+        c.model.clone(),
+        s("--host"),
+        c.opts.host.clone(),
+        s("--port"),
+        n(c.port as u32),
+        s("--tp_size"),
+        n(spec.tp()),
+        s("--pp_size"),
+        n(spec.pp()),
+        s("--ep_size"),
+        n(spec.ep()),
+        s("--max_batch_size"),
+        n(c.conc.max(1)),
+    ];
+    if let Some(len) = r.max_model_len.filter(|l| *l > 0) {
+        a.extend([s("--max_seq_len"), n(len)]);
+    }
+    let mut spec_env = Vec::new();
+    let mut yaml = String::new();
+    if spec.dp_attn() {
+        yaml.push_str("enable_attention_dp: true\n");
+    }
+    if r.spec_decoding == "mtp" {
+        yaml.push_str(&format!(
+            "speculative_config:\n  decoding_type: MTP\n  num_nextn_predict_layers: {k}\n"
         ));
-        env.push(("NUM_SPEC_TOKENS".into(), k.to_string()));
-        env.push(("THINKING_MODE".into(), opts.spec.thinking_mode.clone()));
-        if let Some(acc) = &acceptance {
-            env.push((
-                "SYNTHETIC_ACCEPTANCE_LENGTH".into(),
-                acc.acceptance_length.to_string(),
+        if let Some(acc) = c.acceptance {
+            // AL − 1 drafts accepted per step; the fraction is the chance of one more.
+            let forced = ((acc.acceptance_length - 1.0) * 100.0).round() / 100.0;
+            spec_env.push((
+                s("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"),
+                forced.to_string(),
             ));
         }
     }
-    env.extend(spec_env);
-    EngineCommand {
-        kind: kind.clone(),
-        program,
-        args,
-        env,
-        files,
-        version_probe,
-        acceptance,
+    let mut kv = String::new();
+    if c.fixed_seq {
+        kv.push_str("  enable_block_reuse: false\n");
+    }
+    if let Some(gb) = c.dram_gb {
+        kv.push_str(&format!("  host_cache_size: {}\n", gb * 1_000_000_000));
+    }
+    if !kv.is_empty() {
+        yaml.push_str("kv_cache_config:\n");
+        yaml.push_str(&kv);
+    }
+    let mut files = Vec::new();
+    if !yaml.is_empty() {
+        let f = c.point_dir.join("extra_llm_api_options.yaml");
+        files.push((s("extra_llm_api_options.yaml"), yaml));
+        a.extend([s("--extra_llm_api_options"), f.display().to_string()]);
+    }
+    let mut launch = Launch::new(
+        s("trtllm-serve"),
+        a,
+        Some(vec![
+            s("python3"),
+            s("-c"),
+            s("import tensorrt_llm; print(tensorrt_llm.__version__)"),
+        ]),
+    );
+    launch.files = files;
+    launch.spec_env = spec_env;
+    launch
+}
+
+/// llama.cpp through our Python launcher (written into the point directory): the row's
+/// [`llamacpp_slots`], the context per slot (tokens; 2048 without `max-model-len`) and the
+/// CPU threads.
+fn llamacpp_launch(c: &CommandInputs) -> Launch {
+    let r = &c.spec.row;
+    let slots = llamacpp_slots(c.spec);
+    let ctx = r.max_model_len.filter(|l| *l > 0).unwrap_or(2048);
+    let launcher = c.point_dir.join("llamacpp_serve.py");
+    let a = vec![
+        launcher.display().to_string(),
+        s("--model"),
+        c.model.clone(),
+        s("--host"),
+        c.opts.host.clone(),
+        s("--port"),
+        n(c.port as u32),
+        s("--n-parallel"),
+        n(slots),
+        s("--ctx-per-slot"),
+        n(ctx),
+        s("--threads"),
+        n(c.opts.threads.max(1)),
+    ];
+    let py = c.opts.python.display().to_string();
+    let mut launch = Launch::new(
+        py.clone(),
+        a,
+        Some(vec![
+            py,
+            s("-c"),
+            s("import importlib.metadata as m; print('xllamacpp', m.version('xllamacpp'))"),
+        ]),
+    );
+    launch.files = vec![(s("llamacpp_serve.py"), LLAMACPP_LAUNCHER.to_string())];
+    launch
+}
+
+/// `inferbench sim`: the served model name and TP, the row's hardware (runner label up to its
+/// first `-`) and precision where the sim's catalogue knows them, the curve's acceptance for
+/// spec-decoding rows (always: the sim has no drafter to verify), then `--sim-arg`s.
+fn sim_launch(c: &CommandInputs) -> Launch {
+    let (spec, r) = (c.spec, &c.spec.row);
+    // The sim has no drafter to verify: it always models the curve's acceptance, also for
+    // evals and with synthetic acceptance off (which then only changes the real engines).
+    let sim_acceptance = synthetic_acceptance(
+        spec,
+        &SpecOptions {
+            synthetic: true,
+            ..c.opts.spec.clone()
+        },
+    );
+    let mut a = vec![
+        s("sim"),
+        s("--host"),
+        c.opts.host.clone(),
+        s("--port"),
+        n(c.port as u32),
+        s("--served-model-name"),
+        r.model.clone(),
+        s("--tp"),
+        n(spec.tp()),
+    ];
+    // The row's hardware (runner label up to its first `-`) and precision, where the
+    // sim's catalogue knows them; otherwise the sim's defaults (H100, bf16).
+    let cat = inferbench_sim::catalogue::Catalogue::embedded();
+    let label = r.runner.strip_prefix("cluster:").unwrap_or(&r.runner);
+    let hw = label.split('-').next().unwrap_or(label);
+    if cat.hardware(hw).is_ok() {
+        a.extend([s("--hardware"), hw.to_string()]);
+    }
+    if inferbench_sim::catalogue::Precision::parse(&r.precision).is_ok() {
+        a.extend([s("--precision"), r.precision.clone()]);
+    }
+    if let Some(acc) = &sim_acceptance {
+        a.extend([
+            s("--num-speculative-tokens"),
+            n(acc.num_speculative_tokens),
+            s("--acceptance-length"),
+            acc.acceptance_length.to_string(),
+        ]);
+    }
+    a.extend(c.opts.sim_args.iter().cloned());
+    let exe = c.opts.inferbench_exe.display().to_string();
+    Launch::new(exe.clone(), a, Some(vec![exe, s("--version")]))
+}
+
+/// The environment InferenceX's multinode injector reads (§9) for a spec-decoding row served
+/// by a script: whether the acceptance is synthetic, the drafts per step, the thinking mode,
+/// and the pinned acceptance length (tokens/step) when there is one.
+fn script_spec_env(c: &CommandInputs, env: &mut Vec<(String, String)>) {
+    env.push((
+        "SYNTHETIC_ACCEPTANCE".into(),
+        c.acceptance.is_some().to_string(),
+    ));
+    env.push(("NUM_SPEC_TOKENS".into(), c.k.to_string()));
+    env.push(("THINKING_MODE".into(), c.opts.spec.thinking_mode.clone()));
+    if let Some(acc) = c.acceptance {
+        env.push((
+            "SYNTHETIC_ACCEPTANCE_LENGTH".into(),
+            acc.acceptance_length.to_string(),
+        ));
     }
 }
 
