@@ -114,6 +114,19 @@ impl Breaker {
     fn never_reached(&self) -> bool {
         !self.responded.load(Ordering::Relaxed) && self.streak.load(Ordering::Relaxed) > 0
     }
+    /// The first connect failure's text (if any) and the first failure's of any class but
+    /// `cancelled` ("" without one): what the notes on an unreachable server or a failed
+    /// warmup quote.
+    fn report(&self) -> (Option<String>, String) {
+        let unreachable_msg = self.first_msg.lock().ok().and_then(|m| m.clone());
+        let first_failure = self
+            .first_failure
+            .lock()
+            .ok()
+            .and_then(|m| m.clone())
+            .unwrap_or_default();
+        (unreachable_msg, first_failure)
+    }
 }
 
 /// Everything request tasks share.
@@ -197,13 +210,7 @@ pub async fn run_bench(
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.
     let power = start_power(&opts, &date, &mut notes).await?;
-    // The server's /metrics: a baseline now, a mark at the profile start, one per interval,
-    // a final one after the profile (telemetry::scrape).
-    let scraper = if opts.server_metrics {
-        Scraper::start(&opts.base_url, opts.server_metrics_interval).await
-    } else {
-        None
-    };
+    let scraper = start_scraper(&opts).await;
     let scrape_missing = opts.server_metrics && scraper.is_none();
     let n_warm = opts.resolved_num_warmups();
     let end = run_warmup(&shared, &opts, &counters, n_warm).await;
@@ -218,14 +225,7 @@ pub async fn run_bench(
         end,
         &mut notes,
     );
-    let unreachable_msg = shared.breaker.first_msg.lock().ok().and_then(|m| m.clone());
-    let first_failure = shared
-        .breaker
-        .first_failure
-        .lock()
-        .ok()
-        .and_then(|m| m.clone())
-        .unwrap_or_default();
+    let (unreachable_msg, first_failure) = shared.breaker.report();
     let request_url = shared.client.uri().to_string();
     drop(shared);
     let (mut kept, write_error) = collector.await.context("record collector panicked")?;
@@ -260,37 +260,14 @@ pub async fn run_bench(
     notes.extend(kept.spill_note());
     let records = kept.records;
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
-    let mut power_validation: Option<PathBuf> = None;
     summary.inferbench.server_metrics = server_metrics;
     summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
-    if let Some(run) = power {
-        power_validation = Some(run.validation().to_path_buf());
-        let expected = opts
-            .job_identity
-            .as_ref()
-            .and_then(|id| u32::try_from(id.num_gpus()).ok());
-        summary.inferbench.power = Some(run.finish(&summary, expected).await);
-    }
-    // Said only of a server that answered: a dead one has its own message.
-    if scrape_missing && summary.completed > 0 {
-        notes.push(format!(
-            "no Prometheus metrics at {}/metrics: no server metrics for this run",
-            opts.base_url.trim_end_matches('/')
-        ));
-    }
-    notes.extend(output::error_notes(&summary));
-    if let Some(n) = not_found_note(&opts, &summary, &request_url).await {
-        notes.push(n);
-    }
-    notes.extend(output::anomaly_notes(&summary, &records));
+    let power_validation = finish_power(power, &opts, &mut summary).await;
+    let checks = (scrape_missing, request_url.as_str());
+    summary_notes(&opts, &summary, &records, checks, &mut notes).await;
     // The result names its records file, so `ingest` of the result alone stores them too.
     summary.inferbench.requests_file = requests_file_name(&opts);
-    let written = output::write_results(&opts, &summary, &date)?;
-    if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
-        if let Err(e) = patch_aggregate_power(agg, p) {
-            notes.push(format!("adding power to {}: {e}", agg.display()));
-        }
-    }
+    let written = write_outputs(&opts, &summary, &date, &mut notes)?;
     let exit_code = decide_exit_code(
         end,
         &opts,
@@ -309,6 +286,78 @@ pub async fn run_bench(
         notes,
         records,
     })
+}
+
+/// Starts the scraper of the server's `/metrics` when `--server-metrics` is on: a baseline
+/// now, a mark at the profile start, one per `--server-metrics-interval`, a final one after
+/// the profile (telemetry::scrape). `None` when off or the server has none.
+async fn start_scraper(opts: &BenchOptions) -> Option<Scraper> {
+    if opts.server_metrics {
+        Scraper::start(&opts.base_url, opts.server_metrics_interval).await
+    } else {
+        None
+    }
+}
+
+/// Writes the result files of `summary` (started at `date`; output::write_results) and adds
+/// the measured power to the InferenceX aggregate when one was written (a note in `notes` when
+/// that fails). Errors: an unwritable result.
+fn write_outputs(
+    opts: &BenchOptions,
+    summary: &RunSummary,
+    date: &str,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<output::Written> {
+    let written = output::write_results(opts, summary, date)?;
+    if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
+        if let Err(e) = patch_aggregate_power(agg, p) {
+            notes.push(format!("adding power to {}: {e}", agg.display()));
+        }
+    }
+    Ok(written)
+}
+
+/// Stops the power sampler `power` (if one ran) and adds its validated measurement over the
+/// profiling window to `summary` (`inferbench.power`; the job's GPU count, when known, is
+/// checked against the GPUs seen). Returns the path of its audit, `power_validation.json`.
+async fn finish_power(
+    power: Option<crate::power::PowerRun>,
+    opts: &BenchOptions,
+    summary: &mut RunSummary,
+) -> Option<PathBuf> {
+    let run = power?;
+    let power_validation = run.validation().to_path_buf();
+    let expected = opts
+        .job_identity
+        .as_ref()
+        .and_then(|id| u32::try_from(id.num_gpus()).ok());
+    summary.inferbench.power = Some(run.finish(summary, expected).await);
+    Some(power_validation)
+}
+
+/// The notes on a finished summary, into `notes`: no Prometheus metrics from a server that
+/// answered (`checks.0`: scraping was asked for and found none), the failures by class, a hint
+/// for HTTP 404 answers (asking the server at `checks.1`, the request URL, for its models), and
+/// the anomalies of the `records`.
+async fn summary_notes(
+    opts: &BenchOptions,
+    summary: &RunSummary,
+    records: &[RequestRecord],
+    (scrape_missing, request_url): (bool, &str),
+    notes: &mut Vec<String>,
+) {
+    // Said only of a server that answered: a dead one has its own message.
+    if scrape_missing && summary.completed > 0 {
+        notes.push(format!(
+            "no Prometheus metrics at {}/metrics: no server metrics for this run",
+            opts.base_url.trim_end_matches('/')
+        ));
+    }
+    notes.extend(output::error_notes(summary));
+    if let Some(n) = not_found_note(opts, summary, request_url).await {
+        notes.push(n);
+    }
+    notes.extend(output::anomaly_notes(summary, records));
 }
 
 /// The prompts of the run: `opts.prepared` when given, else prepared from the dataset on a

@@ -703,6 +703,73 @@ async fn tokenize_route(app: &App, v: &Value) -> Resp {
 
 async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
     let index = app.next_index.fetch_add(1, Ordering::Relaxed);
+    let (header_fault, r) = match read_request(&app, req).await {
+        Ok(x) => x,
+        Err(resp) => return resp,
+    };
+    let ids = match prompt_ids(&app, &r, api).await {
+        Ok(ids) => ids,
+        Err(resp) => return resp,
+    };
+    let prompt_len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+    let (output_len, finish) = match output_plan(&app, &r, prompt_len) {
+        Ok(x) => x,
+        Err(resp) => return resp,
+    };
+    let fault = match apply_fault(&app, header_fault, index).await {
+        Ok(f) => f,
+        Err(resp) => return resp,
+    };
+
+    let stream = r.stream.unwrap_or(false);
+    let so = r.stream_options.unwrap_or_default();
+    let include_usage = !fault.no_usage && (!stream || so.include_usage.unwrap_or(false));
+    let mut w = Writer::new(api, index, unix_now(), &app.model_json, fault.crlf);
+    w.prompt_tokens = prompt_len;
+    w.continuous_usage = !fault.no_usage && so.continuous_usage_stats.unwrap_or(false);
+    w.reasoning_tokens = if api == Api::Chat {
+        app.cfg.reasoning_tokens
+    } else {
+        0
+    };
+
+    let inflight = InFlight::new(&app);
+    let src = match token_source(&app, ids, index, output_len, finish) {
+        Ok(src) => src,
+        Err(resp) => return resp,
+    };
+    if !stream {
+        let mut inflight = inflight;
+        let r = whole_response(&app, src, &mut w, output_len, finish, include_usage, &fault).await;
+        if r.status() == StatusCode::OK {
+            inflight.tokens = u64::from(output_len);
+        }
+        return r;
+    }
+    let reply = Reply {
+        w,
+        src,
+        output_len,
+        finish,
+        include_usage,
+        fault,
+        inflight,
+    };
+    sse_response(&app, api, reply)
+}
+
+/// A `400 BadRequestError` with `msg` (counted as an error).
+fn bad_request(app: &App, msg: &str) -> Resp {
+    error_response(app, StatusCode::BAD_REQUEST, "BadRequestError", msg)
+}
+
+/// Reads a generation request: its `x-sim-fault` header (a [`FaultSpec`], when present) and
+/// its JSON body. `Err`: the error response (400 for a bad header or body, 404 for a model
+/// that is neither the served name nor the model's).
+async fn read_request(
+    app: &App,
+    req: Request<Incoming>,
+) -> Result<(Option<FaultSpec>, GenRequest), Resp> {
     let header_fault = match req.headers().get("x-sim-fault") {
         Some(h) => match h
             .to_str()
@@ -710,42 +777,29 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
             .and_then(|s| FaultSpec::parse(s).map_err(|e| e.to_string()))
         {
             Ok(f) => Some(f),
-            Err(e) => {
-                return error_response(
-                    &app,
-                    StatusCode::BAD_REQUEST,
-                    "BadRequestError",
-                    &format!("x-sim-fault: {e}"),
-                )
-            }
+            Err(e) => return Err(bad_request(app, &format!("x-sim-fault: {e}"))),
         },
         None => None,
     };
-    let body = match read_body(req).await {
-        Ok(b) => b,
-        Err(e) => return error_response(&app, StatusCode::BAD_REQUEST, "BadRequestError", &e),
-    };
-    let r: GenRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            return error_response(
-                &app,
-                StatusCode::BAD_REQUEST,
-                "BadRequestError",
-                &format!("invalid request: {e}"),
-            )
-        }
-    };
+    let body = read_body(req).await.map_err(|e| bad_request(app, &e))?;
+    let r: GenRequest = serde_json::from_slice(&body)
+        .map_err(|e| bad_request(app, &format!("invalid request: {e}")))?;
     if let Some(m) = &r.model {
         if *m != app.res.served_name && !m.eq_ignore_ascii_case(&app.res.model_name) {
-            return error_response(
-                &app,
+            return Err(error_response(
+                app,
                 StatusCode::NOT_FOUND,
                 "NotFoundError",
                 &format!("The model `{m}` does not exist."),
-            );
+            ));
         }
     }
+    Ok((header_fault, r))
+}
+
+/// The prompt's token ids (chat `messages` or a completions `prompt`, text tokenized by the
+/// model's tokenizer). `Err`: a 400 for a missing or bad prompt, or an `n` other than 1.
+async fn prompt_ids(app: &App, r: &GenRequest, api: Api) -> Result<Vec<u32>, Resp> {
     let input = match api {
         Api::Chat => match &r.messages {
             Some(m) => prompt_input(None, Some(m)),
@@ -754,52 +808,36 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
         Api::Completions => prompt_input(r.prompt.as_ref(), None),
     };
     let ids = match input {
-        Ok(input) => tokenize_prompt(&app, input).await,
+        Ok(input) => tokenize_prompt(app, input).await,
         Err(e) => Err(e),
     };
-    let ids = match ids {
-        Ok(ids) => ids,
-        Err(e) => return error_response(&app, StatusCode::BAD_REQUEST, "BadRequestError", &e),
-    };
+    let ids = ids.map_err(|e| bad_request(app, &e))?;
     match r.n {
-        None | Some(1) => {}
-        Some(0) => {
-            return error_response(
-                &app,
-                StatusCode::BAD_REQUEST,
-                "BadRequestError",
-                "n must be at least 1",
-            )
-        }
-        Some(n) => {
-            return error_response(
-                &app,
-                StatusCode::BAD_REQUEST,
-                "BadRequestError",
-                &format!("n = {n} is not supported by the simulator (only n = 1)"),
-            )
-        }
+        None | Some(1) => Ok(ids),
+        Some(0) => Err(bad_request(app, "n must be at least 1")),
+        Some(n) => Err(bad_request(
+            app,
+            &format!("n = {n} is not supported by the simulator (only n = 1)"),
+        )),
     }
-    let prompt_len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+}
+
+/// How many tokens the reply has and why it ends, for a prompt of `prompt_len` tokens:
+/// `max_completion_tokens` / `max_tokens` (else the configured default, at least
+/// `min_tokens`, within the context), cut at the configured EOS position unless `ignore_eos`
+/// (finish `stop`, else `length`). `Err`: a 400 for a zero or inconsistent limit, or a request
+/// beyond the maximum context length (vLLM's message).
+fn output_plan(app: &App, r: &GenRequest, prompt_len: u32) -> Result<(u32, &'static str), Resp> {
     let max_len = app.res.max_model_len;
     let requested = r.max_completion_tokens.or(r.max_tokens);
     let max_tokens = match requested {
-        Some(0) => {
-            return error_response(
-                &app,
-                StatusCode::BAD_REQUEST,
-                "BadRequestError",
-                "max_tokens must be at least 1",
-            )
-        }
+        Some(0) => return Err(bad_request(app, "max_tokens must be at least 1")),
         Some(n) => {
             if let Some(min) = r.min_tokens.filter(|&m| m > n) {
-                return error_response(
-                    &app,
-                    StatusCode::BAD_REQUEST,
-                    "BadRequestError",
+                return Err(bad_request(
+                    app,
                     &format!("min_tokens must be less than or equal to max_tokens={n}, got {min}."),
-                );
+                ));
             }
             n
         }
@@ -808,28 +846,35 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
             .min(u64::from(max_len.saturating_sub(prompt_len)).max(1)),
     };
     if u64::from(prompt_len) + max_tokens > u64::from(max_len) {
-        return error_response(
-            &app,
-            StatusCode::BAD_REQUEST,
-            "BadRequestError",
+        return Err(bad_request(
+            app,
             &format!(
                 "This model's maximum context length is {max_len} tokens. However, you requested \
                  {} tokens ({prompt_len} in the messages, {max_tokens} in the completion). Please \
                  reduce the length of the messages or completion.",
                 u64::from(prompt_len) + max_tokens
             ),
-        );
+        ));
     }
     let max_tokens = max_tokens as u32; // ≤ max_model_len
     let min_tokens = r.min_tokens.unwrap_or(0).min(u64::from(max_tokens)) as u32;
     let ignore_eos = r.ignore_eos.unwrap_or(false);
-    let (output_len, finish) = match app.cfg.eos_after {
+    Ok(match app.cfg.eos_after {
         Some(n) if !ignore_eos && n.max(min_tokens).max(1) < max_tokens => {
             (n.max(min_tokens).max(1), "stop")
         }
         _ => (max_tokens, "length"),
-    };
+    })
+}
 
+/// The fault of request `index`: the `x-sim-fault` header's, else the configured one with
+/// probability `fault_rate` (seeded per request). Applies its first-byte delay (ms); `Err`: the
+/// simulated HTTP error status it picks, if any.
+async fn apply_fault(
+    app: &App,
+    header_fault: Option<FaultSpec>,
+    index: u64,
+) -> Result<FaultSpec, Resp> {
     // Fault: the header wins; else the configured fault with probability fault_rate.
     let fault = match header_fault {
         Some(f) => f,
@@ -845,42 +890,41 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
         let pick = (u01(app.cfg.seed, index, 2) * fault.status.len() as f64) as usize;
         let code = fault.status[pick.min(fault.status.len() - 1)];
         let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        return error_response(
-            &app,
+        return Err(error_response(
+            app,
             status,
             "SimulatedFault",
             &format!("simulated fault: HTTP {code} (request {index})"),
-        );
+        ));
     }
+    Ok(fault)
+}
 
-    let stream = r.stream.unwrap_or(false);
-    let so = r.stream_options.unwrap_or_default();
-    let include_usage = !fault.no_usage && (!stream || so.include_usage.unwrap_or(false));
-    let mut w = Writer::new(api, index, unix_now(), &app.model_json, fault.crlf);
-    w.prompt_tokens = prompt_len;
-    w.continuous_usage = !fault.no_usage && so.continuous_usage_stats.unwrap_or(false);
-    w.reasoning_tokens = if api == Api::Chat {
-        app.cfg.reasoning_tokens
-    } else {
-        0
-    };
-
-    let inflight = InFlight::new(&app);
-    let src = match (&app.engine_tx, app.cfg.mode) {
+/// Where request `index`'s `output_len` tokens come from: in timed mode the engine (the prompt
+/// `ids` as KV blocks, prefix-cache hashes when caching is on, finishing with `finish`),
+/// otherwise at once (its prompt tokens counted here). `Err`: a 400 for a request that needs
+/// more KV blocks than the cache has, a 503 when the engine stopped.
+fn token_source(
+    app: &App,
+    ids: Vec<u32>,
+    index: u64,
+    output_len: u32,
+    finish: &'static str,
+) -> Result<Source, Resp> {
+    let prompt_len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+    match (&app.engine_tx, app.cfg.mode) {
         (Some(tx), Mode::Timed) => {
             let lookahead = app.cfg.spec_decode.map_or(0, |s| s.num_draft_tokens);
             let need = (u64::from(prompt_len) + u64::from(output_len) + u64::from(lookahead))
                 .div_ceil(u64::from(app.cfg.block_size));
             if need > u64::from(app.fits_blocks) {
-                return error_response(
-                    &app,
-                    StatusCode::BAD_REQUEST,
-                    "BadRequestError",
+                return Err(bad_request(
+                    app,
                     &format!(
                         "request needs {need} KV blocks but the cache has {}",
                         app.fits_blocks
                     ),
-                );
+                ));
             }
             let bs = app.cfg.block_size as usize;
             let hashes = if app.cfg.enable_prefix_caching {
@@ -904,56 +948,64 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
                 tx: ttx,
             };
             if tx.send(msg).is_err() {
-                return error_response(
-                    &app,
+                return Err(error_response(
+                    app,
                     StatusCode::SERVICE_UNAVAILABLE,
                     "ServiceUnavailable",
                     "engine stopped",
-                );
+                ));
             }
-            Source::Engine(
+            Ok(Source::Engine(
                 trx,
                 AbortGuard {
                     tx: tx.clone(),
                     id: index,
                     armed: true,
                 },
-            )
+            ))
         }
         _ => {
             app.metrics.lock().expect("metrics lock").prompt_tokens += u64::from(prompt_len);
-            Source::Instant
+            Ok(Source::Instant)
         }
-    };
-
-    if !stream {
-        let mut inflight = inflight;
-        let r = whole_response(&app, src, &mut w, output_len, finish, include_usage, &fault).await;
-        if r.status() == StatusCode::OK {
-            inflight.tokens = u64::from(output_len);
-        }
-        return r;
     }
-    let max_events = match src {
+}
+
+/// A reply being sent: its writer, token source, `output_len` tokens ending with `finish`,
+/// whether usage is included, its fault, and its in-flight count.
+struct Reply {
+    w: Writer,
+    src: Source,
+    output_len: u32,
+    finish: &'static str,
+    include_usage: bool,
+    fault: FaultSpec,
+    inflight: InFlight,
+}
+
+/// The streamed (`text/event-stream`) response of `reply`: chat replies open with the role
+/// chunk; up to `events_per_write` events per write at once, 1024 from the engine.
+fn sse_response(app: &Arc<App>, api: Api, reply: Reply) -> Resp {
+    let max_events = match reply.src {
         Source::Instant => app.cfg.events_per_write,
         Source::Engine(..) => 1024,
     };
     let body = SseBody {
         app: app.clone(),
-        w,
-        src,
+        w: reply.w,
+        src: reply.src,
         phase: if api == Api::Chat {
             Phase::Role
         } else {
             Phase::Tokens
         },
-        output_len,
-        finish,
+        output_len: reply.output_len,
+        finish: reply.finish,
         sent: 0,
         pending: None,
         events: 0,
-        usage: include_usage,
-        fault,
+        usage: reply.include_usage,
+        fault: reply.fault,
         malformed_done: false,
         stalled: false,
         stall: None,
@@ -961,7 +1013,7 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
         dropping: false,
         max_events,
         counted: false,
-        inflight,
+        inflight: reply.inflight,
     };
     let mut resp = Response::new(SimBody::Sse(Box::new(body)));
     let h = resp.headers_mut();

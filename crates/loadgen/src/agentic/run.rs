@@ -180,7 +180,118 @@ pub async fn run_replay(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    let client = Client::with_clock(
+    let client = replay_client(&opts, clock)?;
+    let mut sinks = Sinks::start(&opts).await?;
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    // Requests in flight end early on Ctrl-C, the failure threshold, or after the grace.
+    let stop_requests = CancellationToken::new();
+    let mut cursors: HashMap<(u32, u32), StreamCursor> = HashMap::new();
+    let mut st = LoopState::new(u64::from(opts.sched.lanes).max(10));
+
+    loop {
+        let now = clock.now_ns();
+        let was_warmup = sched.phase() == RunPhase::Warmup;
+        let batch = if st.stop == ReplayStop::Completed {
+            sched.poll(now)
+        } else {
+            Vec::new()
+        };
+        if was_warmup && sched.phase() != RunPhase::Warmup {
+            sinks.start_profile(&opts).await;
+        }
+        for d in batch {
+            st.in_flight += 1;
+            let id = st.next_id;
+            st.next_id += 1;
+            spawn_request(
+                &client,
+                &traces,
+                &prompter,
+                &mut cursors,
+                d,
+                id,
+                &done_tx,
+                &stop_requests,
+            );
+        }
+        st.follow_phase(&sched, now, &stop_requests);
+        let ending = st.stop != ReplayStop::Completed
+            || matches!(sched.phase(), RunPhase::Ended | RunPhase::Aborted);
+        if ending && st.in_flight == 0 {
+            break;
+        }
+        let wake = st.wake_at(ending, &sched, &clock, opts.grace);
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled(), if st.stop != ReplayStop::Interrupted => {
+                st.stop = ReplayStop::Interrupted;
+                stop_requests.cancel();
+            }
+            Some(done) = done_rx.recv() => {
+                st.on_done(done, &mut sched, &sinks.rec_tx, &opts, &stop_requests);
+            }
+            _ = async {
+                match wake {
+                    Some(t) => tokio::time::sleep_until(t).await,
+                    None => std::future::pending::<()>().await,
+                }
+            } => {
+                if ending {
+                    // The grace ended: what is still in flight is cancelled.
+                    stop_requests.cancel();
+                }
+            }
+        }
+    }
+    sinks.end_progress(st.next_id).await;
+    if st.profile_window.is_none() {
+        if let Some(t0) = sched.profile_start_ns() {
+            st.profile_window = Some((t0, clock.now_ns()));
+        }
+    }
+    let (kept, write_error, server_snapshots) = sinks.finish().await?;
+    let mut notes = st.notes;
+    let (records, itl_ms) = kept_results(kept, write_error, &mut notes);
+    notes.extend(stop_note(st.stop, &records, &opts));
+    Ok(ReplayOutcome {
+        records,
+        profile_window_ns: st.profile_window,
+        anchor_unix_ns,
+        stats: sched.stats().clone(),
+        stop: st.stop,
+        notes,
+        server_snapshots,
+        itl_ms,
+    })
+}
+
+/// The records of the replay and their pooled ITL distribution (ms, at the default
+/// percentiles, sampled before compaction) from what the collector `kept`; the notes on reading
+/// spilled gaps back, on spilling, and on a `--save-requests` `write_error` go to `notes`.
+fn kept_results(
+    mut kept: crate::kept::KeptRecords,
+    write_error: Option<String>,
+    notes: &mut Vec<String>,
+) -> (Vec<RequestRecord>, Option<Distribution>) {
+    let itl_ms = match kept.itl_distribution(&SummaryContext::default().metric_percentiles) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            notes.push(crate::kept::read_back_note(&e));
+            None
+        }
+    };
+    notes.extend(kept.spill_note());
+    if let Some(e) = write_error {
+        notes.push(format!("writing --save-requests failed: {e}"));
+    }
+    (kept.records, itl_ms)
+}
+
+/// The replay's HTTP client on the run clock `clock`: chat completions to `opts`' server and
+/// model, EOS ignored, `max_completion_tokens` unless `--max-tokens-field` says otherwise,
+/// read-time stamps on, no client-side token counting (the server's usage counts).
+fn replay_client(opts: &ReplayOptions, clock: RunClock) -> anyhow::Result<Client> {
+    Ok(Client::with_clock(
         ClientConfig {
             base_url: opts.base_url.clone(),
             endpoint: opts.endpoint.clone(),
@@ -200,227 +311,258 @@ pub async fn run_replay(
             rx_timestamps: true,
         },
         clock,
-    )?;
-    let sink = match &opts.save_requests {
-        Some(p) => Some(RecordSink::create(p)?),
-        None => None,
-    };
-    let (rec_tx, rec_rx) = mpsc::unbounded_channel();
-    let counters = Arc::new(Counters::default());
-    // Records are compacted as they finish (issue 14: an hour-long replay of ~100k requests of
-    // ~800 tokens kept gigabytes of chunks): the AIPerf files and the agentic aggregate read
-    // per-request times only, and the pooled ITL sample is taken before compaction.
-    let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone(), false));
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
-    let scraper = match opts.server_metrics_interval {
-        Some(iv) => Scraper::start(&opts.base_url, iv).await,
-        None => None,
-    };
-    let mut marked = false;
-    // Requests in flight end early on Ctrl-C, the failure threshold, or after the grace.
-    let stop_requests = CancellationToken::new();
-    let mut cursors: HashMap<(u32, u32), StreamCursor> = HashMap::new();
-    let mut next_id = 0u64;
-    let mut progress = Some(Progress::start(
-        opts.progress,
-        "warmup",
-        None,
-        None,
-        counters.clone(),
-    ));
-    let mut profile_window: Option<(u64, u64)> = None;
-    let mut stop = ReplayStop::Completed;
-    let mut profile_done = 0u64;
-    let mut profile_failed = 0u64;
-    let arm_after = u64::from(opts.sched.lanes).max(10);
-    let mut grace_deadline: Option<tokio::time::Instant> = None;
-    let mut in_flight = 0u64;
-    let mut notes = Vec::new();
+    )?)
+}
 
-    loop {
-        let now = clock.now_ns();
-        let was_warmup = sched.phase() == RunPhase::Warmup;
-        let batch = if stop == ReplayStop::Completed {
-            sched.poll(now)
-        } else {
-            Vec::new()
+/// Where a replay's records and telemetry go: the records collector (and `--save-requests`),
+/// the progress display over its counters, and the server's `/metrics` scraper.
+struct Sinks {
+    /// Finished records, to the collector.
+    rec_tx: mpsc::UnboundedSender<RequestRecord>,
+    collector: tokio::task::JoinHandle<(crate::kept::KeptRecords, Option<String>)>,
+    counters: Arc<Counters>,
+    progress: Option<Progress>,
+    scraper: Option<Scraper>,
+    /// The scrape has its profile mark.
+    marked: bool,
+}
+
+impl Sinks {
+    /// Opens `--save-requests`, starts the collector, the `/metrics` scraper (with
+    /// `--server-metrics-interval`) and the warmup's progress display. Errors: the records file
+    /// cannot be created.
+    async fn start(opts: &ReplayOptions) -> anyhow::Result<Sinks> {
+        let sink = match &opts.save_requests {
+            Some(p) => Some(RecordSink::create(p)?),
+            None => None,
         };
-        if was_warmup && sched.phase() != RunPhase::Warmup {
-            if let (Some(sc), false) = (&scraper, marked) {
-                sc.mark("profile").await;
-                marked = true;
-            }
-            if let Some(p) = progress.take() {
-                p.finish().await;
-            }
-            counters.start_profile();
-            progress = Some(Progress::start(
-                opts.progress,
-                "replay",
-                None,
-                Some(Duration::from_nanos(opts.sched.duration_ns)),
-                counters.clone(),
-            ));
+        let (rec_tx, rec_rx) = mpsc::unbounded_channel();
+        let counters = Arc::new(Counters::default());
+        // Records are compacted as they finish (issue 14: an hour-long replay of ~100k requests
+        // of ~800 tokens kept gigabytes of chunks): the AIPerf files and the agentic aggregate
+        // read per-request times only, and the pooled ITL sample is taken before compaction.
+        let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone(), false));
+        let scraper = match opts.server_metrics_interval {
+            Some(iv) => Scraper::start(&opts.base_url, iv).await,
+            None => None,
+        };
+        let progress = Some(Progress::start(
+            opts.progress,
+            "warmup",
+            None,
+            None,
+            counters.clone(),
+        ));
+        Ok(Sinks {
+            rec_tx,
+            collector,
+            counters,
+            progress,
+            scraper,
+            marked: false,
+        })
+    }
+
+    /// The switch from warmup to the profile: marks the scrape (once), ends the warmup's
+    /// progress display and starts the replay's (over the `--duration`), counting from the
+    /// profile start.
+    async fn start_profile(&mut self, opts: &ReplayOptions) {
+        if let (Some(sc), false) = (&self.scraper, self.marked) {
+            sc.mark("profile").await;
+            self.marked = true;
         }
-        for d in batch {
-            in_flight += 1;
-            let id = next_id;
-            next_id += 1;
-            spawn_request(
-                &client,
-                &traces,
-                &prompter,
-                &mut cursors,
-                d,
-                id,
-                &done_tx,
-                &stop_requests,
-            );
+        if let Some(p) = self.progress.take() {
+            p.finish().await;
         }
-        if let (Some(t0), None) = (sched.profile_start_ns(), profile_window) {
+        self.counters.start_profile();
+        self.progress = Some(Progress::start(
+            opts.progress,
+            "replay",
+            None,
+            Some(Duration::from_nanos(opts.sched.duration_ns)),
+            self.counters.clone(),
+        ));
+    }
+
+    /// Ends the progress display once the collector counted every one of the `sent` records
+    /// (waiting at most 2 s), so that its last line shows them all.
+    async fn end_progress(&mut self, sent: u64) {
+        self.counters.settle(sent, Duration::from_secs(2)).await;
+        if let Some(p) = self.progress.take() {
+            p.finish().await;
+        }
+    }
+
+    /// Closes the records channel and stops the scraper; returns the kept records, the
+    /// `--save-requests` write error (if any) and the `/metrics` snapshots.
+    async fn finish(
+        self,
+    ) -> anyhow::Result<(
+        crate::kept::KeptRecords,
+        Option<String>,
+        Vec<inferbench_core::server_metrics::Snapshot>,
+    )> {
+        drop(self.rec_tx);
+        let server_snapshots = match self.scraper {
+            Some(sc) => sc.finish().await,
+            None => Vec::new(),
+        };
+        let (kept, write_error) = self.collector.await.context("record collector panicked")?;
+        Ok((kept, write_error, server_snapshots))
+    }
+}
+
+/// What the replay loop keeps between its turns.
+struct LoopState {
+    /// Why the replay stops (`Completed` while it runs).
+    stop: ReplayStop,
+    /// Profile requests finished (not cut by the run), and those of them that failed (context
+    /// overflows excluded): the failure threshold's counts.
+    profile_done: u64,
+    profile_failed: u64,
+    /// Profile requests finished before the failure threshold is judged (lanes, at least 10).
+    arm_after: u64,
+    /// Requests sent and not finished.
+    in_flight: u64,
+    /// The next request id (also the number sent so far).
+    next_id: u64,
+    /// The profiling window on the run clock, ns: `(profile start, the moment it ended)`.
+    profile_window: Option<(u64, u64)>,
+    /// When the grace for requests in flight at the end runs out.
+    grace_deadline: Option<tokio::time::Instant>,
+    /// Notes for the user.
+    notes: Vec<String>,
+}
+
+impl LoopState {
+    fn new(arm_after: u64) -> Self {
+        LoopState {
+            stop: ReplayStop::Completed,
+            profile_done: 0,
+            profile_failed: 0,
+            arm_after,
+            in_flight: 0,
+            next_id: 0,
+            profile_window: None,
+            grace_deadline: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Follows the scheduler's phase at `now` (run clock, ns): the profiling window closes
+    /// when the profile ends; a failed root warmup (`Aborted`) stops the replay and cancels
+    /// the requests in flight (`stop_requests`).
+    fn follow_phase(&mut self, sched: &Scheduler, now: u64, stop_requests: &CancellationToken) {
+        if let (Some(t0), None) = (sched.profile_start_ns(), self.profile_window) {
             if matches!(sched.phase(), RunPhase::Ended) {
-                profile_window = Some((t0, now));
+                self.profile_window = Some((t0, now));
             }
         }
-        if sched.phase() == RunPhase::Aborted && stop == ReplayStop::Completed {
-            stop = ReplayStop::WarmupFailed;
+        if sched.phase() == RunPhase::Aborted && self.stop == ReplayStop::Completed {
+            self.stop = ReplayStop::WarmupFailed;
             stop_requests.cancel();
         }
-        let ending = stop != ReplayStop::Completed
-            || matches!(sched.phase(), RunPhase::Ended | RunPhase::Aborted);
-        if ending && in_flight == 0 {
-            break;
+    }
+
+    /// When the loop wakes next without a finished request: the end of the `grace` (started
+    /// now when the replay is `ending`), else the scheduler's next dispatch on the run clock
+    /// `clock`; `None`: only a finished request or a signal wakes it.
+    fn wake_at(
+        &mut self,
+        ending: bool,
+        sched: &Scheduler,
+        clock: &RunClock,
+        grace: Duration,
+    ) -> Option<tokio::time::Instant> {
+        if ending && self.grace_deadline.is_none() {
+            self.grace_deadline = Some(tokio::time::Instant::now() + grace);
         }
-        if ending && grace_deadline.is_none() {
-            grace_deadline = Some(tokio::time::Instant::now() + opts.grace);
-        }
-        let wake = if ending {
-            grace_deadline
+        if ending {
+            self.grace_deadline
         } else {
             sched
                 .next_wakeup()
                 .map(|ns| tokio::time::Instant::from_std(clock.instant_at(ns)))
+        }
+    }
+
+    /// A finished request: counted for the failure threshold (profile requests not cut by the
+    /// run), completed in the scheduler with its outcome (ok, context overflow, error) and
+    /// handed to the collector (`rec_tx`). Crossing `--failed-request-threshold` (a fraction)
+    /// stops the replay with a note and cancels the requests in flight.
+    fn on_done(
+        &mut self,
+        Done { ticket, rec }: Done,
+        sched: &mut Scheduler,
+        rec_tx: &mpsc::UnboundedSender<RequestRecord>,
+        opts: &ReplayOptions,
+        stop_requests: &CancellationToken,
+    ) {
+        self.in_flight -= 1;
+        let overflow = is_context_overflow(&rec);
+        let outcome = if rec.success {
+            Outcome::Ok
+        } else if overflow {
+            Outcome::ContextOverflow
+        } else {
+            Outcome::Error
         };
-        tokio::select! {
-            biased;
-            _ = cancel.cancelled(), if stop != ReplayStop::Interrupted => {
-                stop = ReplayStop::Interrupted;
-                stop_requests.cancel();
-            }
-            Some(Done { ticket, rec }) = done_rx.recv() => {
-                in_flight -= 1;
-                let overflow = is_context_overflow(&rec);
-                let outcome = if rec.success {
-                    Outcome::Ok
-                } else if overflow {
-                    Outcome::ContextOverflow
-                } else {
-                    Outcome::Error
-                };
-                let cut = rec.error_class == Some(ErrorClass::Cancelled);
-                if rec.phase == Phase::Profile && !cut {
-                    profile_done += 1;
-                    if !rec.success && !overflow {
-                        profile_failed += 1;
-                    }
-                }
-                sched.complete(ticket, rec.end_ns.max(rec.sent_ns), outcome);
-                let _ = rec_tx.send(rec);
-                if stop == ReplayStop::Completed
-                    && profile_done >= arm_after
-                    && profile_failed as f64 > opts.failed_request_threshold * profile_done as f64
-                {
-                    stop = ReplayStop::FailedThreshold;
-                    notes.push(format!(
-                        "{profile_failed} of {profile_done} profile requests failed (more than \
-                         --failed-request-threshold {:.0} %): stopped; results cover the finished \
-                         requests",
-                        opts.failed_request_threshold * 100.0
-                    ));
-                    stop_requests.cancel();
-                }
-            }
-            _ = async {
-                match wake {
-                    Some(t) => tokio::time::sleep_until(t).await,
-                    None => std::future::pending::<()>().await,
-                }
-            } => {
-                if ending {
-                    // The grace ended: what is still in flight is cancelled.
-                    stop_requests.cancel();
-                }
+        let cut = rec.error_class == Some(ErrorClass::Cancelled);
+        if rec.phase == Phase::Profile && !cut {
+            self.profile_done += 1;
+            if !rec.success && !overflow {
+                self.profile_failed += 1;
             }
         }
-    }
-    // The last progress line shows every record: wait until the collector counted them all.
-    counters.settle(next_id, Duration::from_secs(2)).await;
-    if let Some(p) = progress.take() {
-        p.finish().await;
-    }
-    if profile_window.is_none() {
-        if let Some(t0) = sched.profile_start_ns() {
-            profile_window = Some((t0, clock.now_ns()));
+        sched.complete(ticket, rec.end_ns.max(rec.sent_ns), outcome);
+        let _ = rec_tx.send(rec);
+        let (done, failed) = (self.profile_done, self.profile_failed);
+        if self.stop == ReplayStop::Completed
+            && done >= self.arm_after
+            && failed as f64 > opts.failed_request_threshold * done as f64
+        {
+            self.stop = ReplayStop::FailedThreshold;
+            self.notes.push(format!(
+                "{failed} of {done} profile requests failed (more than \
+                 --failed-request-threshold {:.0} %): stopped; results cover the finished \
+                 requests",
+                opts.failed_request_threshold * 100.0
+            ));
+            stop_requests.cancel();
         }
     }
-    drop(rec_tx);
-    let server_snapshots = match scraper {
-        Some(sc) => sc.finish().await,
-        None => Vec::new(),
-    };
-    let (mut kept, write_error) = collector.await.context("record collector panicked")?;
-    let itl_ms = match kept.itl_distribution(&SummaryContext::default().metric_percentiles) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            notes.push(crate::kept::read_back_note(&e));
-            None
-        }
-    };
-    notes.extend(kept.spill_note());
-    let records = kept.records;
-    if let Some(e) = write_error {
-        notes.push(format!("writing --save-requests failed: {e}"));
-    }
+}
+
+/// The note on how a replay that did not complete stopped (`stop`): interrupted, or aborted
+/// by a failed main-agent warmup (the first such failure in `records`: an unreachable server
+/// says so). `None` otherwise (the failure threshold has its note already).
+fn stop_note(stop: ReplayStop, records: &[RequestRecord], opts: &ReplayOptions) -> Option<String> {
     match stop {
-        ReplayStop::Interrupted => {
-            notes.push("interrupted: results cover the finished requests".into())
-        }
+        ReplayStop::Interrupted => Some("interrupted: results cover the finished requests".into()),
         ReplayStop::WarmupFailed => {
             let first = records.iter().find(|r| {
                 !r.success
                     && r.phase == Phase::Warmup
                     && r.error_class != Some(ErrorClass::Cancelled)
             });
-            match first {
-                Some(r) if r.error_class == Some(ErrorClass::Connect) => notes.push(format!(
+            Some(match first {
+                Some(r) if r.error_class == Some(ErrorClass::Connect) => format!(
                     "server unreachable at {}: {} (check --base-url); nothing was measured",
                     opts.base_url,
                     r.error.as_deref().unwrap_or("connection failed")
-                )),
-                Some(r) => notes.push(format!(
+                ),
+                Some(r) => format!(
                     "a main-agent warmup request failed ({}: {}): the replay was aborted \
                      (AgentX rule)",
                     r.error_class.map_or("error", |c| c.as_str()),
                     r.error.as_deref().unwrap_or("")
-                )),
-                None => notes.push(
-                    "a main-agent warmup request failed: the replay was aborted (AgentX rule)"
-                        .into(),
                 ),
-            }
+                None => "a main-agent warmup request failed: the replay was aborted (AgentX rule)"
+                    .into(),
+            })
         }
-        _ => {}
+        _ => None,
     }
-    Ok(ReplayOutcome {
-        records,
-        profile_window_ns: profile_window,
-        anchor_unix_ns,
-        stats: sched.stats().clone(),
-        stop,
-        notes,
-        server_snapshots,
-        itl_ms,
-    })
 }
 
 /// Plans the dispatched turn (cheap), then renders and sends it on a task; the prompt text
