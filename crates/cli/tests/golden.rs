@@ -252,8 +252,8 @@ fn svg_outline(svg: &str) -> String {
     out
 }
 
-/// A file of a newer layout than this build knows is refused by name, not misread: a job.json
-/// or a request record with `schema_version` 2 (docs/results.md, "Versions").
+/// A file of a newer layout than this build knows is refused by name, not misread: a job.json,
+/// a request record or a summary.json with `schema_version` 2 (docs/results.md, "Versions").
 #[test]
 fn a_newer_artifact_version_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -288,4 +288,25 @@ fn a_newer_artifact_version_is_refused() {
             "{file}: {text}"
         );
     }
+    // Our summary.json: versioned by its extras' `inferbench.schema_version`.
+    let root = tmp.path().join("summary.json");
+    let summary = write_point(&root, 1);
+    let newer = summary.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
+    assert_ne!(newer, summary);
+    std::fs::write(root.join("conc1").join("summary.json"), newer).unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "ingest",
+            root.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert!(!o.status.success(), "summary.json: {text}");
+    assert!(
+        text.contains("summary.json: schema_version 2 is newer than this inferbench reads (1)"),
+        "summary.json: {text}"
+    );
 }

@@ -705,20 +705,20 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
     let index = app.next_index.fetch_add(1, Ordering::Relaxed);
     let (header_fault, r) = match read_request(&app, req).await {
         Ok(x) => x,
-        Err(resp) => return resp,
+        Err(rej) => return rej.respond(&app),
     };
     let ids = match prompt_ids(&app, &r, api).await {
         Ok(ids) => ids,
-        Err(resp) => return resp,
+        Err(rej) => return rej.respond(&app),
     };
     let prompt_len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
     let (output_len, finish) = match output_plan(&app, &r, prompt_len) {
         Ok(x) => x,
-        Err(resp) => return resp,
+        Err(rej) => return rej.respond(&app),
     };
     let fault = match apply_fault(&app, header_fault, index).await {
         Ok(f) => f,
-        Err(resp) => return resp,
+        Err(rej) => return rej.respond(&app),
     };
 
     let stream = r.stream.unwrap_or(false);
@@ -736,7 +736,7 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
     let inflight = InFlight::new(&app);
     let src = match token_source(&app, ids, index, output_len, finish) {
         Ok(src) => src,
-        Err(resp) => return resp,
+        Err(rej) => return rej.respond(&app),
     };
     if !stream {
         let mut inflight = inflight;
@@ -758,9 +758,32 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
     sse_response(&app, api, reply)
 }
 
-/// A `400 BadRequestError` with `msg` (counted as an error).
-fn bad_request(app: &App, msg: &str) -> Resp {
-    error_response(app, StatusCode::BAD_REQUEST, "BadRequestError", msg)
+/// Why a generation request is refused: the HTTP status, error type and message of its JSON
+/// error body ([`error_response`], which also counts it).
+struct Reject {
+    status: StatusCode,
+    kind: &'static str,
+    msg: String,
+}
+
+impl Reject {
+    fn new(status: StatusCode, kind: &'static str, msg: &str) -> Self {
+        Reject {
+            status,
+            kind,
+            msg: msg.to_string(),
+        }
+    }
+
+    /// A `400 BadRequestError` with `msg`.
+    fn bad(msg: &str) -> Self {
+        Reject::new(StatusCode::BAD_REQUEST, "BadRequestError", msg)
+    }
+
+    /// The error response (counted as an error).
+    fn respond(self, app: &App) -> Resp {
+        error_response(app, self.status, self.kind, &self.msg)
+    }
 }
 
 /// Reads a generation request: its `x-sim-fault` header (a [`FaultSpec`], when present) and
@@ -769,7 +792,7 @@ fn bad_request(app: &App, msg: &str) -> Resp {
 async fn read_request(
     app: &App,
     req: Request<Incoming>,
-) -> Result<(Option<FaultSpec>, GenRequest), Resp> {
+) -> Result<(Option<FaultSpec>, GenRequest), Reject> {
     let header_fault = match req.headers().get("x-sim-fault") {
         Some(h) => match h
             .to_str()
@@ -777,17 +800,16 @@ async fn read_request(
             .and_then(|s| FaultSpec::parse(s).map_err(|e| e.to_string()))
         {
             Ok(f) => Some(f),
-            Err(e) => return Err(bad_request(app, &format!("x-sim-fault: {e}"))),
+            Err(e) => return Err(Reject::bad(&format!("x-sim-fault: {e}"))),
         },
         None => None,
     };
-    let body = read_body(req).await.map_err(|e| bad_request(app, &e))?;
-    let r: GenRequest = serde_json::from_slice(&body)
-        .map_err(|e| bad_request(app, &format!("invalid request: {e}")))?;
+    let body = read_body(req).await.map_err(|e| Reject::bad(&e))?;
+    let r: GenRequest =
+        serde_json::from_slice(&body).map_err(|e| Reject::bad(&format!("invalid request: {e}")))?;
     if let Some(m) = &r.model {
         if *m != app.res.served_name && !m.eq_ignore_ascii_case(&app.res.model_name) {
-            return Err(error_response(
-                app,
+            return Err(Reject::new(
                 StatusCode::NOT_FOUND,
                 "NotFoundError",
                 &format!("The model `{m}` does not exist."),
@@ -799,7 +821,7 @@ async fn read_request(
 
 /// The prompt's token ids (chat `messages` or a completions `prompt`, text tokenized by the
 /// model's tokenizer). `Err`: a 400 for a missing or bad prompt, or an `n` other than 1.
-async fn prompt_ids(app: &App, r: &GenRequest, api: Api) -> Result<Vec<u32>, Resp> {
+async fn prompt_ids(app: &App, r: &GenRequest, api: Api) -> Result<Vec<u32>, Reject> {
     let input = match api {
         Api::Chat => match &r.messages {
             Some(m) => prompt_input(None, Some(m)),
@@ -811,14 +833,13 @@ async fn prompt_ids(app: &App, r: &GenRequest, api: Api) -> Result<Vec<u32>, Res
         Ok(input) => tokenize_prompt(app, input).await,
         Err(e) => Err(e),
     };
-    let ids = ids.map_err(|e| bad_request(app, &e))?;
+    let ids = ids.map_err(|e| Reject::bad(&e))?;
     match r.n {
         None | Some(1) => Ok(ids),
-        Some(0) => Err(bad_request(app, "n must be at least 1")),
-        Some(n) => Err(bad_request(
-            app,
-            &format!("n = {n} is not supported by the simulator (only n = 1)"),
-        )),
+        Some(0) => Err(Reject::bad("n must be at least 1")),
+        Some(n) => Err(Reject::bad(&format!(
+            "n = {n} is not supported by the simulator (only n = 1)"
+        ))),
     }
 }
 
@@ -827,17 +848,16 @@ async fn prompt_ids(app: &App, r: &GenRequest, api: Api) -> Result<Vec<u32>, Res
 /// `min_tokens`, within the context), cut at the configured EOS position unless `ignore_eos`
 /// (finish `stop`, else `length`). `Err`: a 400 for a zero or inconsistent limit, or a request
 /// beyond the maximum context length (vLLM's message).
-fn output_plan(app: &App, r: &GenRequest, prompt_len: u32) -> Result<(u32, &'static str), Resp> {
+fn output_plan(app: &App, r: &GenRequest, prompt_len: u32) -> Result<(u32, &'static str), Reject> {
     let max_len = app.res.max_model_len;
     let requested = r.max_completion_tokens.or(r.max_tokens);
     let max_tokens = match requested {
-        Some(0) => return Err(bad_request(app, "max_tokens must be at least 1")),
+        Some(0) => return Err(Reject::bad("max_tokens must be at least 1")),
         Some(n) => {
             if let Some(min) = r.min_tokens.filter(|&m| m > n) {
-                return Err(bad_request(
-                    app,
-                    &format!("min_tokens must be less than or equal to max_tokens={n}, got {min}."),
-                ));
+                return Err(Reject::bad(&format!(
+                    "min_tokens must be less than or equal to max_tokens={n}, got {min}."
+                )));
             }
             n
         }
@@ -846,15 +866,12 @@ fn output_plan(app: &App, r: &GenRequest, prompt_len: u32) -> Result<(u32, &'sta
             .min(u64::from(max_len.saturating_sub(prompt_len)).max(1)),
     };
     if u64::from(prompt_len) + max_tokens > u64::from(max_len) {
-        return Err(bad_request(
-            app,
-            &format!(
-                "This model's maximum context length is {max_len} tokens. However, you requested \
+        return Err(Reject::bad(&format!(
+            "This model's maximum context length is {max_len} tokens. However, you requested \
                  {} tokens ({prompt_len} in the messages, {max_tokens} in the completion). Please \
                  reduce the length of the messages or completion.",
-                u64::from(prompt_len) + max_tokens
-            ),
-        ));
+            u64::from(prompt_len) + max_tokens
+        )));
     }
     let max_tokens = max_tokens as u32; // ≤ max_model_len
     let min_tokens = r.min_tokens.unwrap_or(0).min(u64::from(max_tokens)) as u32;
@@ -874,7 +891,7 @@ async fn apply_fault(
     app: &App,
     header_fault: Option<FaultSpec>,
     index: u64,
-) -> Result<FaultSpec, Resp> {
+) -> Result<FaultSpec, Reject> {
     // Fault: the header wins; else the configured fault with probability fault_rate.
     let fault = match header_fault {
         Some(f) => f,
@@ -890,8 +907,7 @@ async fn apply_fault(
         let pick = (u01(app.cfg.seed, index, 2) * fault.status.len() as f64) as usize;
         let code = fault.status[pick.min(fault.status.len() - 1)];
         let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        return Err(error_response(
-            app,
+        return Err(Reject::new(
             status,
             "SimulatedFault",
             &format!("simulated fault: HTTP {code} (request {index})"),
@@ -910,7 +926,7 @@ fn token_source(
     index: u64,
     output_len: u32,
     finish: &'static str,
-) -> Result<Source, Resp> {
+) -> Result<Source, Reject> {
     let prompt_len = u32::try_from(ids.len()).unwrap_or(u32::MAX);
     match (&app.engine_tx, app.cfg.mode) {
         (Some(tx), Mode::Timed) => {
@@ -918,13 +934,10 @@ fn token_source(
             let need = (u64::from(prompt_len) + u64::from(output_len) + u64::from(lookahead))
                 .div_ceil(u64::from(app.cfg.block_size));
             if need > u64::from(app.fits_blocks) {
-                return Err(bad_request(
-                    app,
-                    &format!(
-                        "request needs {need} KV blocks but the cache has {}",
-                        app.fits_blocks
-                    ),
-                ));
+                return Err(Reject::bad(&format!(
+                    "request needs {need} KV blocks but the cache has {}",
+                    app.fits_blocks
+                )));
             }
             let bs = app.cfg.block_size as usize;
             let hashes = if app.cfg.enable_prefix_caching {
@@ -948,8 +961,7 @@ fn token_source(
                 tx: ttx,
             };
             if tx.send(msg).is_err() {
-                return Err(error_response(
-                    app,
+                return Err(Reject::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "ServiceUnavailable",
                     "engine stopped",
