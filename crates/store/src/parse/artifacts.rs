@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use inferbench_core::artifacts::JobFile;
 use serde_json::{Map, Value};
 
 use super::inferencex::inferencex_point;
@@ -18,7 +19,7 @@ use super::telemetry::{read_power, read_server_metrics};
 use super::vllm::{foreign_facts, summary_point};
 use super::{
     base_run, date_from_unix, dir_files, fill_per_gpu, job_identity_maps, num, read_json, Lookup,
-    Overrides, ParseError, RunData, SourceKind,
+    Overrides, ParseError, PointData, RunData, SourceKind,
 };
 
 /// The `agg_*.json` files directly in `dir`, sorted.
@@ -123,51 +124,7 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         (None, None) => return Err(format!("{d}: neither summary.json nor agg_*.json")),
     };
     if let (Some(j), Some(jf)) = (&j, &job_file) {
-        let l = Lookup {
-            overrides: &Overrides::new(),
-            maps: job_identity_maps(j),
-        };
-        // The typed fields first; a job.json of an older layout (provenance at the top level,
-        // `version`, `hostname`, `batch`) through the lookup.
-        let p = &jf.provenance;
-        let or_lookup = |typed: Option<&String>, names: &[&str]| {
-            typed
-                .filter(|v| !v.is_empty())
-                .cloned()
-                .unwrap_or_else(|| l.text(names))
-        };
-        run.inferbench_version = or_lookup(
-            Some(&p.inferbench_version),
-            &["inferbench_version", "version"],
-        );
-        run.git_sha = or_lookup(p.git_sha.as_ref(), &["git_sha", "inferbench_git_sha"]);
-        run.engine_version = or_lookup(p.engine_version.as_ref(), &["engine_version"]);
-        run.host = or_lookup(Some(&p.host), &["host", "hostname"]);
-        if run.result_filename.is_empty() {
-            run.result_filename = or_lookup(
-                Some(&jf.result_filename),
-                &["result_filename", "RESULT_FILENAME"],
-            );
-        }
-        run.job = Value::Object(j.clone()).to_string();
-        let sweep = or_lookup(jf.sweep_id.as_ref(), &["sweep_id", "batch", "sweep"]);
-        if !sweep.is_empty() {
-            run.batch = sweep;
-        }
-        if run.start_unix.is_none() {
-            run.start_unix = l
-                .get(&["start_unix", "started_at_unix", "start_time_unix"])
-                .as_ref()
-                .and_then(num);
-            run.end_unix = l
-                .get(&["end_unix", "ended_at_unix", "end_time_unix"])
-                .as_ref()
-                .and_then(num);
-        }
-        if run.date.is_empty() {
-            run.date = run.start_unix.map(date_from_unix).unwrap_or_default();
-            pt.date = run.date.clone();
-        }
+        apply_job(j, jf, &mut run, &mut pt);
     }
 
     // Requests.
@@ -194,4 +151,57 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         .extend(dir_files(dir, &["requests.jsonl.zst", "requests.jsonl"])?);
     run.points.push(pt);
     Ok(run)
+}
+
+/// What `job.json` says of the run, applied to `run` (and the point `pt`'s date): the
+/// provenance (inferbench and engine versions, git commit, host), the `RESULT_FILENAME` when no
+/// aggregate named it, the job itself as compact JSON, the sweep id as the batch, and the
+/// window (unix s) and date when the summary had none. The typed fields of `jf` first; a
+/// job.json of an older layout through the lookup over `j`.
+fn apply_job(j: &Map<String, Value>, jf: &JobFile, run: &mut RunData, pt: &mut PointData) {
+    let l = Lookup {
+        overrides: &Overrides::new(),
+        maps: job_identity_maps(j),
+    };
+    // The typed fields first; a job.json of an older layout (provenance at the top level,
+    // `version`, `hostname`, `batch`) through the lookup.
+    let p = &jf.provenance;
+    let or_lookup = |typed: Option<&String>, names: &[&str]| {
+        typed
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .unwrap_or_else(|| l.text(names))
+    };
+    run.inferbench_version = or_lookup(
+        Some(&p.inferbench_version),
+        &["inferbench_version", "version"],
+    );
+    run.git_sha = or_lookup(p.git_sha.as_ref(), &["git_sha", "inferbench_git_sha"]);
+    run.engine_version = or_lookup(p.engine_version.as_ref(), &["engine_version"]);
+    run.host = or_lookup(Some(&p.host), &["host", "hostname"]);
+    if run.result_filename.is_empty() {
+        run.result_filename = or_lookup(
+            Some(&jf.result_filename),
+            &["result_filename", "RESULT_FILENAME"],
+        );
+    }
+    run.job = Value::Object(j.clone()).to_string();
+    let sweep = or_lookup(jf.sweep_id.as_ref(), &["sweep_id", "batch", "sweep"]);
+    if !sweep.is_empty() {
+        run.batch = sweep;
+    }
+    if run.start_unix.is_none() {
+        run.start_unix = l
+            .get(&["start_unix", "started_at_unix", "start_time_unix"])
+            .as_ref()
+            .and_then(num);
+        run.end_unix = l
+            .get(&["end_unix", "ended_at_unix", "end_time_unix"])
+            .as_ref()
+            .and_then(num);
+    }
+    if run.date.is_empty() {
+        run.date = run.start_unix.map(date_from_unix).unwrap_or_default();
+        pt.date = run.date.clone();
+    }
 }
