@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -10,12 +11,12 @@ use bytes::Bytes;
 use http::header::{
     HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, USER_AGENT,
 };
-use http::{Method, Request, Uri};
+use http::{Method, Request, Response, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper::body::Body;
+use hyper::body::{Body, Frame, Incoming};
 use inferbench_core::{ErrorClass, Phase, RequestRecord};
 use serde_json::{Map, Value};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::clock::RunClock;
 use crate::openai::{
@@ -23,6 +24,7 @@ use crate::openai::{
     TokenCounter,
 };
 use crate::pool::{is_stale_error, Conn, Pool};
+use crate::rxstamp::RxStamp;
 use crate::sse::SseParser;
 
 /// Default idle timeout: 600 s without a byte (issue #2 `--idle-timeout` default).
@@ -398,8 +400,10 @@ impl Client {
         }
     }
 
-    /// One request/response exchange, filling `rec`. Returns the text still to be counted when
-    /// the server sent no `usage`.
+    /// One request/response exchange, filling `rec`: sends and waits for the response head
+    /// ([`Client::response_head`]), reads the body ([`Client::read_body`]) and judges the
+    /// outcome ([`Client::finish_exchange`]). Returns the text still to be counted when the
+    /// server sent no `usage`.
     async fn exchange(
         &self,
         input: &RequestInput<'_>,
@@ -407,115 +411,47 @@ impl Client {
         cancel: &CancellationToken,
         rec: &mut RequestRecord,
     ) -> Option<PendingCount> {
-        let body = build_body(
+        let body = Bytes::from(build_body(
             self.cfg.backend,
             &self.cfg.model,
             input,
             self.cfg.ignore_eos,
             self.cfg.max_tokens_field,
             self.cfg.extra_body.as_ref(),
-        );
-        let body = Bytes::from(body);
-        let make_request = || {
-            let mut req = Request::new(Full::new(body.clone()));
-            *req.method_mut() = Method::POST;
-            *req.uri_mut() = self.path.clone();
-            *req.headers_mut() = self.headers.clone();
-            if let Some(c) = &correlation {
-                req.headers_mut().insert("x-correlation-id", c.clone());
-            }
-            req
-        };
-
+        ));
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
         let sent = Instant::now();
         rec.sent_ns = self.clock.ns_at(sent);
-        let idle = self.cfg.idle_timeout;
-        let total_deadline = self.cfg.request_timeout.map(|d| sent + d);
-        let deadline = |last: Instant| -> Instant {
-            let idle_at = last
-                .checked_add(idle)
-                .unwrap_or(last + Duration::from_secs(1 << 30));
-            match total_deadline {
-                Some(t) => t.min(idle_at),
-                None => idle_at,
-            }
+        let limits = Deadlines {
+            sent,
+            idle: self.cfg.idle_timeout,
+            total: self.cfg.request_timeout.map(|d| sent + d),
         };
-        let sleep = tokio::time::sleep_until(deadline(sent).into());
+        let sleep = tokio::time::sleep_until(limits.at(sent).into());
         tokio::pin!(sleep);
 
         // 1. Response head. The connection's driver is polled in this task alongside.
-        let resp = {
-            let fut = async {
-                let mut retried = false;
-                loop {
-                    let (mut c, reused) = self
-                        .pool
-                        .checkout(retried)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    let mut driver_done = false;
-                    let outcome = {
-                        let req = c.sender.send_request(make_request());
-                        tokio::pin!(req);
-                        loop {
-                            tokio::select! {
-                                r = &mut req => break r,
-                                _ = &mut c.driver, if !driver_done => driver_done = true,
-                            }
-                        }
-                    };
-                    match outcome {
-                        // A finished driver (server closed after a short response) is dropped.
-                        Ok(resp) => {
-                            let stamp = c.stamp.clone();
-                            return Ok((resp, stamp, (!driver_done).then_some(c)));
-                        }
-                        // The server closed the idle keep-alive connection: re-send once.
-                        Err(_) if reused && !retried => retried = true,
-                        Err(e) => {
-                            return Err(format!(
-                                "connection failed before the response head from {}: {}",
-                                self.uri,
-                                inferbench_core::error_chain(&e)
-                            ))
-                        }
-                    }
-                }
-            };
-            tokio::pin!(fut);
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = &mut cancelled => {
-                        return self.fail_now(rec, ErrorClass::Cancelled, "cancelled before the response head".into());
-                    }
-                    r = &mut fut => break r,
-                    _ = &mut sleep => {
-                        let now = Instant::now();
-                        if let Some(class) = timeout_class(now, sent, idle, total_deadline) {
-                            let msg = format!("no response head after {:.3} s", (now - sent).as_secs_f64());
-                            return self.fail_now(rec, class, msg);
-                        }
-                        sleep.as_mut().reset(deadline(sent).into());
-                    }
-                }
-            }
-        };
-        let (resp, stamp, conn) = match resp {
+        let head = self
+            .response_head(
+                &body,
+                correlation.as_ref(),
+                &limits,
+                &mut cancelled,
+                &mut sleep,
+            )
+            .await;
+        let (resp, stamp, conn) = match head {
             Ok(r) => r,
-            Err(msg) => return self.fail_now(rec, ErrorClass::Connect, msg),
+            Err((class, msg)) => return self.fail_now(rec, class, msg),
         };
-        let mut conn = conn;
         let head_at = Instant::now();
         // Times are the kernel's receive times where it gives them (`rxstamp`), never before
         // the send nor before the previous time of this request.
-        let mut last_t = stamp.run_ns(self.clock.ns_at(head_at), rec.sent_ns);
+        let last_t = stamp.run_ns(self.clock.ns_at(head_at), rec.sent_ns);
         rec.first_byte_ns = Some(last_t);
         let status = resp.status();
         rec.http_status = Some(status.as_u16());
-        let labelled_sse = is_event_stream(resp.headers());
         let decoder = match Decoder::for_headers(resp.headers()) {
             Ok(d) => d,
             Err(msg) if status.is_success() => {
@@ -523,7 +459,6 @@ impl Client {
             }
             Err(_) => None,
         };
-        let mut body = resp.into_body();
         if status.is_success() {
             // One ChunkRecord per token is typical; avoid regrowth for up to 4096 of them.
             rec.chunks
@@ -537,128 +472,249 @@ impl Client {
             } else {
                 Mode::ErrorBody
             },
-            labelled_sse,
+            labelled_sse: is_event_stream(resp.headers()),
             decoder,
             parser: SseParser::new(),
             interp: Interpreter::new(),
             raw: Vec::new(),
         };
-        let mut last_byte = head_at;
-        sleep.as_mut().reset(deadline(last_byte).into());
-        let mut transport: Option<(ErrorClass, String)> = None;
+        let mut read = BodyRead {
+            body: resp.into_body(),
+            conn,
+            stamp,
+            last_t,
+            last_byte: head_at,
+        };
+        let transport = self
+            .read_body(&mut st, &mut read, &limits, &mut cancelled, &mut sleep, rec)
+            .await;
+
+        // 3. The outcome.
+        self.finish_exchange(st, transport, status, &read.stamp, rec)
+    }
+
+    /// Sends the request (on a pooled connection, re-sent once on a fresh one when a reused
+    /// connection turns out closed) and waits for the response head, polling the connection's
+    /// driver in this task. Returns the response, its connection's receive stamp and the
+    /// connection (`None` once the server has closed it). Errors, with their class: cancelled,
+    /// a timeout (`limits`), a failed connect or a connection that failed before the head.
+    async fn response_head(
+        &self,
+        body: &Bytes,
+        correlation: Option<&HeaderValue>,
+        limits: &Deadlines,
+        cancelled: &mut Pin<&mut WaitForCancellationFuture<'_>>,
+        sleep: &mut Pin<&mut tokio::time::Sleep>,
+    ) -> Result<(Response<Incoming>, RxStamp, Option<Conn>), (ErrorClass, String)> {
+        let make_request = || {
+            let mut req = Request::new(Full::new(body.clone()));
+            *req.method_mut() = Method::POST;
+            *req.uri_mut() = self.path.clone();
+            *req.headers_mut() = self.headers.clone();
+            if let Some(c) = correlation {
+                req.headers_mut().insert("x-correlation-id", c.clone());
+            }
+            req
+        };
+        let fut = async {
+            let mut retried = false;
+            loop {
+                let (mut c, reused) = self
+                    .pool
+                    .checkout(retried)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let mut driver_done = false;
+                let outcome = {
+                    let req = c.sender.send_request(make_request());
+                    tokio::pin!(req);
+                    loop {
+                        tokio::select! {
+                            r = &mut req => break r,
+                            _ = &mut c.driver, if !driver_done => driver_done = true,
+                        }
+                    }
+                };
+                match outcome {
+                    // A finished driver (server closed after a short response) is dropped.
+                    Ok(resp) => {
+                        let stamp = c.stamp.clone();
+                        return Ok((resp, stamp, (!driver_done).then_some(c)));
+                    }
+                    // The server closed the idle keep-alive connection: re-send once.
+                    Err(_) if reused && !retried => retried = true,
+                    Err(e) => {
+                        return Err(format!(
+                            "connection failed before the response head from {}: {}",
+                            self.uri,
+                            inferbench_core::error_chain(&e)
+                        ))
+                    }
+                }
+            }
+        };
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut *cancelled => {
+                    return Err((ErrorClass::Cancelled, "cancelled before the response head".into()));
+                }
+                r = &mut fut => return r.map_err(|msg| (ErrorClass::Connect, msg)),
+                _ = &mut *sleep => {
+                    let now = Instant::now();
+                    if let Some(class) = limits.expired(now, limits.sent) {
+                        let msg = format!("no response head after {:.3} s", (now - limits.sent).as_secs_f64());
+                        return Err((class, msg));
+                    }
+                    sleep.as_mut().reset(limits.at(limits.sent).into());
+                }
+            }
+        }
+    }
+
+    /// Reads the body into `st` until it ends, `[DONE]` arrived and the body end did not
+    /// follow within [`DONE_GRACE`], `st` has seen enough (an error body) or failed, a timeout
+    /// (`limits`) or cancellation. A body read to its end returns its connection to the pool.
+    /// Returns the transport failure, if any (a failure after `[DONE]` is none).
+    async fn read_body(
+        &self,
+        st: &mut BodyState,
+        read: &mut BodyRead,
+        limits: &Deadlines,
+        cancelled: &mut Pin<&mut WaitForCancellationFuture<'_>>,
+        sleep: &mut Pin<&mut tokio::time::Sleep>,
+        rec: &mut RequestRecord,
+    ) -> Option<(ErrorClass, String)> {
+        sleep.as_mut().reset(limits.at(read.last_byte).into());
         // Set once `[DONE]` arrived: the result is decided; the body end is awaited only this
         // long (to keep the connection), never failing the request.
         let mut done_grace: Option<Instant> = None;
-        'read: loop {
+        loop {
             tokio::select! {
                 biased;
-                _ = &mut cancelled => {
-                    if !st.interp.done {
-                        transport = Some((ErrorClass::Cancelled, "cancelled while streaming".into()));
-                    }
-                    break 'read;
+                _ = &mut *cancelled => {
+                    return (!st.interp.done)
+                        .then(|| (ErrorClass::Cancelled, "cancelled while streaming".into()));
                 }
-                r = drive(&mut conn), if conn.is_some() => {
+                r = drive(&mut read.conn), if read.conn.is_some() => {
                     // The connection ended; the body reports how (end or error) next.
                     if r.is_err_and(|e| is_stale_error(&e)) {
                         self.pool.mark_stale();
                     }
-                    conn = None;
+                    read.conn = None;
                 }
-                first = body.frame() => {
-                    // One timestamp per wake-up: every frame drained below arrived with the
-                    // bytes of this read (or an earlier one): the kernel's receive time of the
-                    // latest read where there is one, else now.
+                first = read.body.frame() => {
                     let now = Instant::now();
-                    let t = stamp.run_ns(self.clock.ns_at(now), last_t);
-                    last_t = t;
-                    last_byte = now;
-                    let mut frame = first;
-                    let mut drained = 0u32;
-                    loop {
-                        match frame {
-                            Some(Ok(f)) => {
-                                if let Ok(data) = f.into_data() {
-                                    match st.on_wire(&data, t, rec) {
-                                        Ok(true) => {}
-                                        Ok(false) => break 'read,
-                                        Err(e) => {
-                                            transport = Some(e);
-                                            break 'read;
-                                        }
-                                    }
-                                    if st.interp.failure.is_some() {
-                                        break 'read;
-                                    }
-                                    if st.interp.done && done_grace.is_none() {
-                                        let at = now + DONE_GRACE;
-                                        done_grace = Some(at);
-                                        sleep.as_mut().reset(at.into());
-                                    }
-                                }
-                            }
-                            Some(Err(e)) => {
-                                if !st.interp.done {
-                                    transport = Some(body_error(&e));
-                                }
-                                break 'read;
-                            }
-                            None => {
-                                // Body read to the end: the connection can carry the next
-                                // request (the pool checks it for unread bytes first).
-                                if let Some(c) = conn.take() {
-                                    self.pool.checkin(c);
-                                }
-                                if let Err(e) = st.on_end(t, rec) {
-                                    transport = Some(e);
-                                }
-                                break 'read;
-                            }
-                        }
-                        // Drain frames that are already decoded without another trip through
-                        // select! (bounded, so cancellation and timeouts stay responsive).
-                        drained += 1;
-                        if drained >= MAX_DRAIN {
-                            break;
-                        }
-                        let mut cx = Context::from_waker(Waker::noop());
-                        if let Some(c) = conn.as_mut() {
-                            if let Poll::Ready(r) = Pin::new(&mut c.driver).poll(&mut cx) {
-                                if r.is_err_and(|e| is_stale_error(&e)) {
-                                    self.pool.mark_stale();
-                                }
-                                conn = None;
-                            }
-                        }
-                        match Pin::new(&mut body).poll_frame(&mut cx) {
-                            Poll::Ready(f) => frame = f,
-                            Poll::Pending => break,
-                        }
+                    match self.on_frames(first, now, st, read, rec) {
+                        Flow::Continue => {}
+                        Flow::Stop(transport) => return transport,
+                    }
+                    if st.interp.done && done_grace.is_none() {
+                        let at = now + DONE_GRACE;
+                        done_grace = Some(at);
+                        sleep.as_mut().reset(at.into());
                     }
                 }
-                _ = &mut sleep => {
+                _ = &mut *sleep => {
                     let now = Instant::now();
                     if let Some(at) = done_grace {
                         if now >= at {
                             // `[DONE]` arrived but the body did not end: the measurement
                             // stands; the connection is closed, never reused.
-                            break 'read;
+                            return None;
                         }
                         sleep.as_mut().reset(at.into());
                         continue;
                     }
-                    if let Some(class) = timeout_class(now, last_byte, idle, total_deadline) {
+                    if let Some(class) = limits.expired(now, read.last_byte) {
                         let msg = match class {
-                            ErrorClass::TimeoutTotal => format!("request not finished {:.3} s after send (--request-timeout)", (now - sent).as_secs_f64()),
-                            _ => format!("no byte for {:.3} s (--idle-timeout)", (now - last_byte).as_secs_f64()),
+                            ErrorClass::TimeoutTotal => format!("request not finished {:.3} s after send (--request-timeout)", (now - limits.sent).as_secs_f64()),
+                            _ => format!("no byte for {:.3} s (--idle-timeout)", (now - read.last_byte).as_secs_f64()),
                         };
-                        transport = Some((class, msg));
-                        break 'read;
+                        return Some((class, msg));
                     }
-                    sleep.as_mut().reset(deadline(last_byte).into());
+                    sleep.as_mut().reset(limits.at(read.last_byte).into());
                 }
             }
         }
+    }
+
+    /// Hands `first` and every frame already decoded after it (at most [`MAX_DRAIN`], so
+    /// cancellation and timeouts stay responsive) to `st`, all stamped with one time: the
+    /// kernel's receive time of the latest read where there is one, else `now` (every frame
+    /// drained here arrived with the bytes of this read or an earlier one).
+    fn on_frames(
+        &self,
+        first: Option<Result<Frame<Bytes>, hyper::Error>>,
+        now: Instant,
+        st: &mut BodyState,
+        read: &mut BodyRead,
+        rec: &mut RequestRecord,
+    ) -> Flow {
+        let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t);
+        read.last_t = t;
+        read.last_byte = now;
+        let mut frame = first;
+        let mut drained = 0u32;
+        loop {
+            match frame {
+                Some(Ok(f)) => {
+                    if let Ok(data) = f.into_data() {
+                        match st.on_wire(&data, t, rec) {
+                            Ok(true) => {}
+                            Ok(false) => return Flow::Stop(None),
+                            Err(e) => return Flow::Stop(Some(e)),
+                        }
+                        if st.interp.failure.is_some() {
+                            return Flow::Stop(None);
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    return Flow::Stop((!st.interp.done).then(|| body_error(&e)));
+                }
+                None => {
+                    // Body read to the end: the connection can carry the next request (the
+                    // pool checks it for unread bytes first).
+                    if let Some(c) = read.conn.take() {
+                        self.pool.checkin(c);
+                    }
+                    return Flow::Stop(st.on_end(t, rec).err());
+                }
+            }
+            // Drain frames that are already decoded without another trip through select!.
+            drained += 1;
+            if drained >= MAX_DRAIN {
+                return Flow::Continue;
+            }
+            let mut cx = Context::from_waker(Waker::noop());
+            if let Some(c) = read.conn.as_mut() {
+                if let Poll::Ready(r) = Pin::new(&mut c.driver).poll(&mut cx) {
+                    if r.is_err_and(|e| is_stale_error(&e)) {
+                        self.pool.mark_stale();
+                    }
+                    read.conn = None;
+                }
+            }
+            match Pin::new(&mut read.body).poll_frame(&mut cx) {
+                Poll::Ready(f) => frame = f,
+                Poll::Pending => return Flow::Continue,
+            }
+        }
+    }
+
+    /// Judges a finished exchange: the end time (`[DONE]`'s, else when reading stopped), the
+    /// usage counts, and success or the first failure (HTTP status, the interpreter's, the
+    /// transport's, no token-bearing chunk). Returns the text still to be counted.
+    fn finish_exchange(
+        &self,
+        st: BodyState,
+        transport: Option<(ErrorClass, String)>,
+        status: http::StatusCode,
+        stamp: &RxStamp,
+        rec: &mut RequestRecord,
+    ) -> Option<PendingCount> {
         // `[DONE]` ends the measurement; what the server does afterwards does not count.
         let read_end = self.clock.ns_at(Instant::now());
         rec.end_ns = match st.interp.done_ns {
@@ -736,6 +792,51 @@ enum Mode {
     Json,
     /// A non-2xx body, kept only as an excerpt for the error message.
     ErrorBody,
+}
+
+/// A request's time limits: `idle` since the last byte, and `total` (an instant) since the
+/// send (`--idle-timeout`, `--request-timeout`).
+struct Deadlines {
+    sent: Instant,
+    idle: Duration,
+    total: Option<Instant>,
+}
+
+impl Deadlines {
+    /// When the request times out if no byte arrives after `last` (the earlier of the idle
+    /// and the total deadline).
+    fn at(&self, last: Instant) -> Instant {
+        let idle_at = last
+            .checked_add(self.idle)
+            .unwrap_or(last + Duration::from_secs(1 << 30));
+        match self.total {
+            Some(t) => t.min(idle_at),
+            None => idle_at,
+        }
+    }
+
+    /// Which timeout has expired at `now` with the last byte at `last` ([`timeout_class`]).
+    fn expired(&self, now: Instant, last: Instant) -> Option<ErrorClass> {
+        timeout_class(now, last, self.idle, self.total)
+    }
+}
+
+/// A response body being read: its frames, its connection (`None` once closed or handed
+/// back), the connection's receive stamp, and the latest time given to a frame (run-clock ns)
+/// and when it was read.
+struct BodyRead {
+    body: Incoming,
+    conn: Option<Conn>,
+    stamp: RxStamp,
+    last_t: u64,
+    last_byte: Instant,
+}
+
+/// Whether [`Client::on_frames`] wants more of the body, or reading stops (with the
+/// transport failure, if any).
+enum Flow {
+    Continue,
+    Stop(Option<(ErrorClass, String)>),
 }
 
 /// The state of reading one response body.

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::EvalBackend;
 use anyhow::Context;
-use inferbench_client::Backend;
 use inferbench_core::ExitStatus;
 
 use crate::gsm8k::{self, EvalOptions};
@@ -37,8 +37,8 @@ struct Gsm8kArgs {
     model: String,
     /// openai-chat (default; the 5-shot text as one user message, as InferenceX's lm-eval run
     /// with --apply_chat_template) or openai (completions).
-    #[arg(long, default_value = "openai-chat")]
-    backend: String,
+    #[arg(long, value_enum, default_value_t = EvalBackend::OpenaiChat)]
+    backend: EvalBackend,
     /// Directory holding test.jsonl and train.jsonl (openai/gsm8k `main`). Default: the
     /// cache (~/.cache/inferbench/gsm8k), downloaded there once from OpenAI's
     /// grade-school-math repository (sha256-checked).
@@ -101,8 +101,7 @@ impl EvalFlags {
 /// [`EvalFlags::options`].
 fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
     let Task::Gsm8k(a) = &args.task;
-    let backend = Backend::parse(&a.backend)
-        .with_context(|| format!("--backend {}: openai or openai-chat", a.backend))?;
+    let backend = a.backend.backend();
     anyhow::ensure!(a.concurrency >= 1, "--concurrency must be ≥ 1");
     anyhow::ensure!(
         a.limit != Some(0),
