@@ -664,6 +664,29 @@ struct SweepEntry<'a> {
     disagg: bool,
 }
 
+/// One fixed-seq-len item `seq`: its `(isl, osl)` in tokens, their `1k1k`-style name and its
+/// `search-space` entries as objects (a non-object reads as empty, as the generator's
+/// `.get()` does); `None` when `seq_filter` (`--seq-lens`) leaves its lengths out.
+fn seq_item(
+    seq: &Value,
+    seq_filter: Option<&HashSet<(i64, i64)>>,
+) -> Option<((i64, i64), String, Vec<Map<String, Value>>)> {
+    let seq = seq.as_object().cloned().unwrap_or_default();
+    let isl = get_i64(&seq, "isl").unwrap_or(0);
+    let osl = get_i64(&seq, "osl").unwrap_or(0);
+    if seq_filter.is_some_and(|f| !f.contains(&(isl, osl))) {
+        return None;
+    }
+    let space = seq
+        .get("search-space")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|b| b.as_object().cloned().unwrap_or_default())
+        .collect();
+    Some(((isl, osl), seq_len_to_str(isl, osl), space))
+}
+
 /// The rows of one fixed-seq-len item `seq` (`isl`, `osl` in tokens and a `search-space`) of
 /// entry `e`, unless `seq_filter` (`--seq-lens`) leaves its lengths out or the entry's layout
 /// is not wanted (`layout_wanted`): one multinode row per runner, or single-node rows per
@@ -676,20 +699,10 @@ fn fixed_seq_rows(
     layout_wanted: bool,
     o: &FullSweepOptions,
 ) {
-    let seq = seq.as_object().cloned().unwrap_or_default();
-    let isl = get_i64(&seq, "isl").unwrap_or(0);
-    let osl = get_i64(&seq, "osl").unwrap_or(0);
-    if seq_filter.is_some_and(|f| !f.contains(&(isl, osl))) {
+    let Some(((isl, osl), seq_str, space)) = seq_item(seq, seq_filter) else {
         return;
-    }
-    let seq_str = seq_len_to_str(isl, osl);
-    for bmk in seq
-        .get("search-space")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let bmk = bmk.as_object().cloned().unwrap_or_default();
+    };
+    for bmk in space {
         if !layout_wanted {
             continue;
         }
@@ -1219,23 +1232,10 @@ fn test_config(
             &[]
         };
         for seq in fixed {
-            let seq = seq.as_object().cloned().unwrap_or_default();
-            let isl = get_i64(&seq, "isl").unwrap_or(0);
-            let osl = get_i64(&seq, "osl").unwrap_or(0);
-            if seq_filter
-                .as_ref()
-                .is_some_and(|f| !f.contains(&(isl, osl)))
-            {
+            let Some(((isl, osl), seq_str, space)) = seq_item(seq, seq_filter.as_ref()) else {
                 continue;
-            }
-            let seq_str = seq_len_to_str(isl, osl);
-            for bmk in seq
-                .get("search-space")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let bmk = bmk.as_object().cloned().unwrap_or_default();
+            };
+            for bmk in space {
                 let concs = conc_filter(conc_values(&bmk, 2, true));
                 if concs.is_empty() {
                     continue;
