@@ -664,13 +664,13 @@ struct SweepEntry<'a> {
     disagg: bool,
 }
 
+/// A fixed-seq-len item: `(isl, osl)` in tokens, their name, its search-space entries.
+type SeqItem = ((i64, i64), String, Vec<Map<String, Value>>);
+
 /// One fixed-seq-len item `seq`: its `(isl, osl)` in tokens, their `1k1k`-style name and its
 /// `search-space` entries as objects (a non-object reads as empty, as the generator's
 /// `.get()` does); `None` when `seq_filter` (`--seq-lens`) leaves its lengths out.
-fn seq_item(
-    seq: &Value,
-    seq_filter: Option<&HashSet<(i64, i64)>>,
-) -> Option<((i64, i64), String, Vec<Map<String, Value>>)> {
+fn seq_item(seq: &Value, seq_filter: Option<&HashSet<(i64, i64)>>) -> Option<SeqItem> {
     let seq = seq.as_object().cloned().unwrap_or_default();
     let isl = get_i64(&seq, "isl").unwrap_or(0);
     let osl = get_i64(&seq, "osl").unwrap_or(0);
