@@ -206,6 +206,10 @@ async fn run_agentic_point(
             lanes: req.conc,
             duration_ns: (duration_s * 1e9) as u64,
             seed: 42,
+            warmup_per_lane: req
+                .bench
+                .agentic_warmup_per_lane
+                .unwrap_or(SchedConfig::default().warmup_per_lane),
             ..SchedConfig::default()
         },
         grace: req.bench.agentic_grace_s.map_or(
@@ -221,10 +225,15 @@ async fn run_agentic_point(
         ..ReplayOptions::default()
     };
     // GPU power around the replay, as for fixed-sequence points (InferenceX samples it for
-    // AgentX too: reference/agentx.md §4.6).
+    // AgentX too: reference/agentx.md §4.6); none against the simulator, whose GPU draws none
+    // of this machine's.
     let mut power_notes = Vec::new();
     let power = inferbench_loadgen::power::start(
-        inferbench_loadgen::PowerMode::Auto,
+        if runner.sim_time_scale.is_some() {
+            inferbench_loadgen::PowerMode::Off
+        } else {
+            inferbench_loadgen::PowerMode::Auto
+        },
         std::time::Duration::from_secs(1),
         req.dir.join("power.csv"),
         req.dir.join("power_validation.json"),

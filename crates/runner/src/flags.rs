@@ -270,6 +270,7 @@ impl RunFlags {
                 traces: self.traces.as_ref().map(abs),
                 agentic_duration_s: self.agentic_duration,
                 agentic_grace_s: self.agentic_grace_period,
+                agentic_warmup_per_lane: None,
             },
             force: self.force,
             base_url: self.base_url.clone(),

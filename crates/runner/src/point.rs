@@ -44,6 +44,9 @@ pub struct BenchDefaults {
     /// AIPerf's benchmark grace period); then they are cancelled.
     #[serde(default)]
     pub agentic_grace_s: Option<f64>,
+    /// Warmup requests per lane before an agentic replay's measured window (default: AgentX's
+    /// 10, `SchedConfig`; the agentic quickstart's short preview uses 2).
+    pub agentic_warmup_per_lane: Option<u32>,
 }
 
 impl Default for BenchDefaults {
@@ -61,6 +64,7 @@ impl Default for BenchDefaults {
             traces: None,
             agentic_duration_s: None,
             agentic_grace_s: None,
+            agentic_warmup_per_lane: None,
         }
     }
 }

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bench::LoadgenPoint;
 use crate::jobspec::JobSpec;
 use crate::point::BenchDefaults;
-use crate::sweep::{run_jobs, PointReport, SweepOptions, SweepReport};
+use crate::sweep::{run_jobs, Outcome, PointReport, SweepOptions, SweepReport};
 
 /// A fixed-sequence sweep of the in-process simulator: random prompts of exactly `isl` tokens
 /// asking for exactly `osl`, `prompts_per_conc × conc` prompts after `warmups_per_conc × conc`
@@ -150,8 +150,9 @@ impl SimSweep {
 
 /// The agentic quickstart's sweep: the built-in AgentX sessions (sub-agents, compaction)
 /// replayed for `duration` at each lane count of `lanes` against the simulator started in this
-/// process (64-token KV blocks, prefix caching, real time). Every point is invalid (far below
-/// AgentX's 900 s).
+/// process (64-token KV blocks, prefix caching, real time), each lane count one
+/// `agentic-coding` matrix row run through [`run_jobs`] as any sweep's. Every point is invalid
+/// (far below AgentX's 900 s).
 #[derive(Debug, Clone)]
 pub struct AgenticSimSweep {
     /// The simulated server (hardware, model, precision, TP, seed).
@@ -165,151 +166,163 @@ pub struct AgenticSimSweep {
 /// What [`AgenticSimSweep::run`] did.
 #[derive(Debug, Clone, Default)]
 pub struct AgenticSweepReport {
-    /// The worst point's exit code (`loadgen::agentic::exit_code`; 0 when every point passed).
+    /// The sweep's exit code ([`SweepReport::exit_code`]: 130 interrupted, 1 a point failed).
     pub exit_code: i32,
     /// Lane counts whose replay did not run its course (Ctrl-C, an abort): never on a preview.
     pub cut_short: Vec<i64>,
 }
 
 impl AgenticSimSweep {
-    /// Starts the sim, replays the sessions at each lane count into one artifact directory
-    /// per point under `run_dir` (summary, compressed records, the AIPerf/InferenceX
-    /// artifacts, `job.json` naming `sweep_id`, the sim's start line as `server.log`), and
-    /// stops the sim. Prints to stderr the sim's start line, what is replayed, and one line per
-    /// point. Cancelling `cancel` cuts the current point short and runs no other. Errors: an
-    /// invalid sim configuration, a sim that cannot start, or files that cannot be written.
+    /// The matrix rows, one per lane count (index = its position): `agentic-coding` rows of
+    /// framework `sim`, runner the hardware key, exp-name `qs-agentic-<model prefix>`, image
+    /// `inferbench-sim:<version>`, the served model name, TP, EP 1, no DP attention, KV
+    /// offloading, disaggregation or speculative decoding, `duration` the replay's seconds.
+    /// Errors: the sim configuration is invalid.
+    pub fn jobs(&self) -> anyhow::Result<Vec<JobSpec>> {
+        let info = inferbench_sim::describe(&self.sim)?;
+        let (hw, prefix) = store_keys(&self.sim)?;
+        let mut jobs = Vec::new();
+        for (index, &conc) in self.lanes.iter().enumerate() {
+            let row = serde_json::json!({
+                "image": format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")),
+                "model": info.served_model_name, "model-prefix": prefix,
+                "precision": self.sim.precision.as_str(), "framework": "sim", "runner": hw,
+                "tp": self.sim.tp, "pp": 1, "dcp-size": 1, "pcp-size": 1, "ep": 1,
+                "dp-attn": false, "disagg": false, "spec-decoding": "none", "conc": conc,
+                "kv-offloading": "none", "duration": self.duration.as_secs(),
+                "scenario-type": inferbench_core::summary::agentic::SCENARIO_TYPE,
+                "exp-name": format!("qs-agentic-{prefix}"),
+            });
+            let row = serde_json::from_value(row)?;
+            jobs.push(JobSpec { index, row });
+        }
+        Ok(jobs)
+    }
+
+    /// Starts the sim, writes the built-in sessions to `<run_dir>/traces.jsonl` and replays
+    /// them at each lane count through [`run_jobs`], as a sweep of `agentic-coding` rows runs
+    /// (one artifact directory per point under `run_dir`: summary, compressed records, the
+    /// AIPerf/InferenceX artifacts, `job.json` naming `sweep_id`, `status.json`, the sim's
+    /// start line as `server.log`), and stops the sim. Prints to stderr the sim's start line,
+    /// what is replayed, and one line per point ([`agentic_point_line`]). Cancelling `cancel`
+    /// cuts the current point short and runs no other. Errors: an invalid sim configuration,
+    /// a sim that cannot start, or files that cannot be written.
     pub async fn run(
         &self,
         run_dir: &Path,
         sweep_id: &str,
         cancel: &CancellationToken,
     ) -> anyhow::Result<AgenticSweepReport> {
-        use inferbench_loadgen::agentic::{self, prompt::Prompter, ReplayOptions, SchedConfig};
-        use std::sync::Arc;
         let cfg = &self.sim;
-        let precision = &cfg.precision;
-        let duration = self.duration;
+        let jobs = self.jobs()?;
         let info = inferbench_sim::describe(cfg)?;
-        let (hw_key, model_prefix) = store_keys(cfg)?;
-        let traces = Arc::new(inferbench_workload::agentx::synthetic::shaped(
-            "quickstart",
-            None,
-            42,
-        ));
+        let (hw, _) = store_keys(cfg)?;
+        let traces = inferbench_workload::agentx::synthetic::shaped("quickstart", None, 42);
         let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
-        let tok = inferbench_workload::Tokenizer::load("o200k_base")?;
-        let prompter = Arc::new(Prompter::new(&traces, &tok, 42)?);
-        let sim_line = inferbench_sim::start_line(cfg, &info);
-        eprintln!("{sim_line}");
+        // The sessions reach the points as every sweep's traces do, through a file; it stays
+        // with the run as the record of what was replayed.
+        std::fs::create_dir_all(run_dir)?;
+        let traces_path = run_dir.join("traces.jsonl");
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&traces_path)?);
+        inferbench_workload::agentx::synthetic::write_jsonl(&traces, &mut w)?;
+        std::io::Write::flush(&mut w)?;
+        let start_line = inferbench_sim::start_line(cfg, &info);
+        eprintln!("{start_line}");
         eprintln!(
             "  AgentX replay of {} built-in sessions ({n_req} requests, sub-agents, compaction), {} s \
              per point at {:?} lanes; real time (time scale 1)",
             traces.len(),
-            duration.as_secs_f64(),
+            self.duration.as_secs_f64(),
             self.lanes
         );
         let sim = inferbench_sim::spawn(cfg.clone())?;
+        let log = run_dir.join("server.log");
+        std::fs::write(&log, start_line + "\n")?;
+        let opts = SweepOptions {
+            out_dir: run_dir.to_path_buf(),
+            runner_name: Some(format!("{hw}-sim")),
+            base_url: Some(sim.base_url()),
+            bench: BenchDefaults {
+                traces: Some(traces_path),
+                agentic_duration_s: Some(self.duration.as_secs_f64()),
+                agentic_grace_s: Some(5.0),
+                agentic_warmup_per_lane: Some(2),
+                seed: 42,
+                ..BenchDefaults::default()
+            },
+            write_report: false,
+            sweep_id: Some(sweep_id.to_string()),
+            server: Some(serde_json::json!({"sim": {
+                "hardware": cfg.hardware, "model": cfg.model,
+                "precision": cfg.precision.as_str(), "tp": cfg.tp, "time_scale": 1,
+                "kv_capacity_tokens": info.kv_capacity_tokens,
+            }})),
+            server_log: Some(log.clone()),
+            ..SweepOptions::default()
+        };
+        let runner = LoadgenPoint {
+            // Real time: nothing is rescaled, but no GPU power is sampled.
+            sim_time_scale: Some(1.0),
+            indented_notes: true,
+            ..LoadgenPoint::default()
+        };
         let mut report = AgenticSweepReport::default();
-        let image = format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION"));
-        for &conc in &self.lanes {
-            let runner = format!("{hw_key}-sim");
-            let result_filename = format!(
-                "qs-agentic-{model_prefix}_{precision}_sim_tp{}-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc{conc}_{runner}",
-                cfg.tp
-            );
-            let dir = run_dir.join(&result_filename);
-            std::fs::create_dir_all(&dir)?;
-            let opts = ReplayOptions {
-                base_url: sim.base_url(),
-                model: info.served_model_name.clone(),
-                idle_timeout: Duration::from_secs(60),
-                request_timeout: None,
-                sched: SchedConfig {
-                    lanes: conc,
-                    duration_ns: duration.as_nanos() as u64,
-                    warmup_per_lane: 2,
-                    seed: 42,
-                    ..SchedConfig::default()
-                },
-                grace: Duration::from_secs(5),
-                save_requests: Some(dir.join("requests.jsonl")),
-                ..ReplayOptions::default()
-            };
-            let started = crate::artifacts::now_rfc3339();
+        let mut points = SweepReport::default();
+        for job in &jobs {
             let t0 = Instant::now();
-            let out =
-                agentic::run_replay(opts, traces.clone(), prompter.clone(), cancel.clone()).await?;
-            let summary = agentic::replay_summary(&out, &info.served_model_name, conc, false);
-            std::fs::write(
-                dir.join("summary.json"),
-                serde_json::to_string_pretty(&summary)?,
-            )?;
-            let ctx = inferbench_core::summary::agentic::AgenticContext {
-                hw: hw_key.clone(),
-                conc,
-                model: info.served_model_name.clone(),
-                model_prefix: model_prefix.clone(),
-                framework: "sim".into(),
-                precision: precision.to_string(),
-                image: image.clone(),
-                ..Default::default()
-            };
-            agentic::write_artifacts(&dir, &out, &ctx, false, None)?;
-            let plain = dir.join("requests.jsonl");
-            if plain.exists() {
-                crate::bench::compress(&plain, &dir.join("requests.jsonl.zst"))?;
-                std::fs::remove_file(&plain).ok();
-            }
-            let job = serde_json::json!({
-                "identity": {
-                    "hw": hw_key, "framework": "sim", "precision": precision.as_str(),
-                    "model_prefix": model_prefix, "spec_decoding": "none", "tp": cfg.tp,
-                    "ep": 1, "dp_attention": false, "disagg": false,
-                    "scenario_type": inferbench_core::summary::agentic::SCENARIO_TYPE, "conc": conc,
-                    "image": image,
-                    "result_filename": result_filename,
-                },
-                "sweep_id": sweep_id,
-                "provenance": crate::artifacts::provenance_now(&image, &runner),
-                "replay": {"lanes": conc, "duration_s": duration.as_secs_f64(),
-                           "traces": "built-in quickstart", "seed": 42, "valid": false},
-                "started_at": started,
-                "finished_at": crate::artifacts::now_rfc3339(),
-            });
-            crate::artifacts::write_json_atomic(&dir.join("job.json"), &job)?;
-            std::fs::write(dir.join("server.log"), format!("{sim_line}\n"))?;
-            let hit = agentic::theoretical_hit_rate(&out.records);
-            eprintln!(
-                "  lanes {conc:>2}: {} ok, {} failed, {} plays, {:.0} tok/s in+out, p90 E2E-norm \
-                 interactivity {:.1} tok/s/user, theoretical hit {}, took {:.1} s with the warmup",
-                summary.completed,
-                summary.inferbench.failed,
-                out.stats.plays,
-                summary.total_token_throughput,
-                summary
-                    .inferbench
-                    .e2e_normalized_interactivity
-                    .get("p90")
-                    .copied()
-                    .flatten()
-                    .unwrap_or(f64::NAN),
-                hit.map_or("n/a".into(), |h| format!("{:.1} %", h * 100.0)),
-                t0.elapsed().as_secs_f64()
-            );
-            if out.stop != agentic::ReplayStop::Completed {
-                report.cut_short.push(i64::from(conc));
-            }
-            let code = agentic::exit_code(&out, &summary);
-            if code != 0 {
-                report.exit_code = code;
+            let one = run_jobs(std::slice::from_ref(job), &opts, &runner, cancel).await;
+            for pt in one.points {
+                eprintln!(
+                    "  lanes {:>2}: {}",
+                    pt.conc,
+                    agentic_point_line(&pt, t0.elapsed())
+                );
+                if matches!(pt.outcome, Outcome::Interrupted | Outcome::Failed) {
+                    report.cut_short.push(i64::from(pt.conc));
+                }
+                points.points.push(pt);
             }
             if cancel.is_cancelled() {
                 break;
             }
         }
         sim.shutdown();
+        std::fs::remove_file(&log).ok();
+        report.exit_code = points.exit_code();
         Ok(report)
     }
+}
+
+/// An agentic point's progress line (after `lanes N: `) from its `summary.json` and its AIPerf
+/// export: requests ok and failed, tok/s in+out, p90 E2E-normalized interactivity
+/// (tok/s/user), the theoretical prefix-cache hit, and the wall time `took` with the warmup;
+/// the sweep's cause when the point left no summary.
+pub fn agentic_point_line(pt: &PointReport, took: Duration) -> String {
+    let summary = std::fs::read_to_string(pt.dir.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok());
+    let Some(s) = summary else {
+        return format!("failed: {}", pt.cause.as_deref().unwrap_or("no summary"));
+    };
+    let hit = std::fs::read_to_string(pt.dir.join("aiperf_artifacts/profile_export_aiperf.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.pointer("/theoretical_prefix_cache_hit/avg")?.as_f64());
+    format!(
+        "{} ok, {} failed, {:.0} tok/s in+out, p90 E2E-norm interactivity {:.1} tok/s/user, \
+         theoretical hit {}, took {:.1} s with the warmup",
+        s.completed,
+        s.inferbench.failed,
+        s.total_token_throughput,
+        s.inferbench
+            .e2e_normalized_interactivity
+            .get("p90")
+            .copied()
+            .flatten()
+            .unwrap_or(f64::NAN),
+        hit.map_or("n/a".into(), |h| format!("{h:.1} %")),
+        took.as_secs_f64()
+    )
 }
 
 /// The store's batch of a quickstart run: `quickstart-<run directory name>`.

@@ -240,9 +240,8 @@ pub fn agentic_quickstart(
             .into(),
     );
     view.notes.push(
-        "a play = one replay of a session tree (main agent + sub-agents); theoretical hit = \
-         share of prompt blocks already sent earlier in the session (the best a prefix cache \
-         can do)"
+        "theoretical hit = share of prompt blocks already sent earlier in the session (the \
+         best a prefix cache can do)"
             .into(),
     );
     print!("\n{}", view.table(&rows));
