@@ -20,24 +20,51 @@ enum Command {
     /// Benchmark one OpenAI-compatible endpoint at one load point (flags follow `vllm bench serve`).
     Bench(inferbench_loadgen::flags::BenchFlags),
     /// Measure the client's own ceiling against a zero-latency server.
+    #[command(
+        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 a request failed or the counts (usage, chunks, server) disagree; 2 bad flags or a server that cannot start."
+    )]
     Selftest(inferbench_loadgen::flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
+    #[command(
+        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 2 bad flags or a port that cannot be bound."
+    )]
     Sim(inferbench_sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
     Quickstart(cmd::quickstart::Args),
     /// Expand InferenceX master configs into a job matrix (full-sweep | test-config).
+    #[command(
+        after_help = "Exit codes: 0 matrix written; 2 bad flags, or a config that does not load (its file:line and field named)."
+    )]
     Matrix(inferbench_recipes::flags::MatrixFlags),
     /// Jobs added to perf-changelog.yaml between two refs or files.
+    #[command(
+        after_help = "Exit codes: 0 jobs listed (also when none were added); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
+    )]
     Changelog(inferbench_recipes::flags::ChangelogFlags),
     /// Support matrix, KV-offload policy check and CI priority from the master configs.
+    #[command(
+        after_help = "Exit codes: 0 done; 1 the KV-offload policy check found an error; 2 bad flags or configs that do not load."
+    )]
     Models(inferbench_recipes::flags::ModelsFlags),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
+    #[command(
+        after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config."
+    )]
     Sweep(inferbench_runner::flags::SweepFlags),
     /// Run one matrix row (what executors call).
+    #[command(
+        after_help = "Exit codes: 0 the row's points ok or already done; 1 a point failed; 130 interrupted; 2 bad flags, matrix or row index."
+    )]
     Job(inferbench_runner::flags::JobFlags),
     /// Ingest run artifacts and imported result files into the database.
+    #[command(
+        after_help = "Exit codes: 0 ingested; 1 something was skipped, a path held nothing to ingest, or (--strict) a name was unknown; 2 bad flags, a missing path or a database error (nothing stored)."
+    )]
     Ingest(inferbench_store::flags::IngestFlags),
     /// Database maintenance: migrate, dump, restore.
+    #[command(
+        after_help = "Exit codes: 0 done; 2 bad flags, a checksum that does not match, a non-empty database to restore into, or a database error."
+    )]
     Db(inferbench_store::flags::DbFlags),
     /// Query stored results (filters, Pareto frontier; table, csv or json).
     Report(inferbench_views::flags::ReportFlags),
@@ -48,10 +75,16 @@ enum Command {
     /// Dashboard: the Inference explorer and a JSON API over the database (read-only).
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
+    #[command(
+        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 130 interrupted; 2 bad flags or data that cannot be read."
+    )]
     Eval(inferbench_eval::flags::EvalFlags),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
     Replay(inferbench_loadgen::agentic::flags::ReplayFlags),
     /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).
+    #[command(
+        after_help = "Exit codes: 0 corpus written; 2 bad flags or a file that cannot be written."
+    )]
     AgentxTraces(cmd::replay::TracesArgs),
 }
 

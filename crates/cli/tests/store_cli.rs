@@ -372,7 +372,8 @@ fn store_cli_read_commands_do_not_create_a_database() {
 }
 
 /// Trial 7: `ingest` of a directory with no result in it exited 0 beside a warning, so a
-/// script went on to an empty report. It is now a failure (exit 1) that says why.
+/// script went on to an empty report. It is now a failure (exit 1) that says why, and creates
+/// no database.
 #[test]
 fn store_cli_ingest_of_an_empty_directory_fails() {
     let t = Tmp::new("emptyingest");
@@ -394,6 +395,8 @@ fn store_cli_ingest_of_an_empty_directory_fails() {
             && out.contains("ignored 1 non-result file(s): "),
         "{out}"
     );
+    // Trial 13: and the database it would have created is not left behind.
+    assert!(!db.exists(), "{} was created", db.display());
 }
 /// Issue 13: `report --columns …` without the frontier column prints the units footer the
 /// frontier view prints (label and unit of every metric column, from the metric registry);
@@ -426,6 +429,41 @@ fn store_cli_report_columns_print_the_units_footer() {
          \x20 p99_ttft      TTFT, P99 (s)\n\
          \x20 tput_per_gpu  Throughput per GPU (tok/s/GPU)\n"
     );
+    // A misspelled metric or column is an error naming it (trial 13: an empty column, or a
+    // frontier "no point matches the filters"), in report, plot and compare alike.
+    for (args, want) in [
+        (
+            vec!["report", "--x", "nonsense"],
+            "error: --x nonsense: unknown metric",
+        ),
+        (
+            vec!["report", "--frontier", "--y", "tput_per_gpux"],
+            "error: --y tput_per_gpux: unknown metric",
+        ),
+        (
+            vec!["report", "--columns", "conc,tput_per_gpux"],
+            "error: --columns tput_per_gpux: unknown metric",
+        ),
+        (
+            vec!["plot", "--y", "nonsense", "-o", "x.svg"],
+            "error: --y nonsense: unknown metric",
+        ),
+        (
+            vec!["compare", "hw=h200", "hw=h100", "--x", "nonsense"],
+            "error: --x nonsense: unknown metric",
+        ),
+        (
+            vec!["report", "--since", "2026-13-01"],
+            "error: --since 2026-13-01: expected a calendar date YYYY-MM-DD",
+        ),
+    ] {
+        let mut a = args.clone();
+        a.extend(["--db", db.as_str()]);
+        let o = run(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(want), "{args:?}: {err}");
+    }
     // The default table names what every row shares once above it (with the names `-f`
     // takes), keeping the columns in which rows differ; a model name as given finds the rows.
     let out = stdout_ok(&[

@@ -420,7 +420,8 @@ fn llamacpp_eval_only_row_scores_gsm8k_in_a_sweep_into_the_store() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("1 points: 0 ok, 0 skipped (already done), 1 failed"),
+        stderr.contains("1 point: 0 ok, 0 skipped (already done), 1 failed")
+            && stderr.contains("rerun the same command to resume"),
         "{stderr}"
     );
     let rf = "smollm2_1k768_q4_1_llamacpp_tp1-pp1-dcp1-pcp1-ep4-dpafalse_disagg-false_spec-none_conc4_cpu_0";

@@ -207,6 +207,13 @@ impl Client {
             .clone()
             .unwrap_or_else(|| cfg.backend.default_endpoint().to_string());
         let url = join_url(&cfg.base_url, &endpoint);
+        if !url.contains("://") {
+            // Trial 13: `--base-url 127.0.0.1:8000` got only "invalid format".
+            return Err(ClientError::InvalidUrl {
+                url,
+                reason: "missing the http:// scheme (give --base-url as http://HOST:PORT)".into(),
+            });
+        }
         let uri: Uri = url
             .parse()
             .map_err(|e: http::uri::InvalidUri| ClientError::InvalidUrl {
@@ -1184,6 +1191,12 @@ mod tests {
             Client::new(cfg("https://h")),
             Err(ClientError::UnsupportedScheme { .. })
         ));
+        // Trial 13: a host:port without its scheme says what to give.
+        let e = Client::new(cfg("127.0.0.1:8000")).unwrap_err().to_string();
+        assert!(
+            e.ends_with("missing the http:// scheme (give --base-url as http://HOST:PORT)"),
+            "{e}"
+        );
         assert!(matches!(
             Client::new(cfg("h:1")),
             Err(ClientError::InvalidUrl { .. })

@@ -113,20 +113,11 @@ fn check(name: &str, exp: &Value, rec: &RequestRecord, wall: Duration) {
     if let Some(s) = exp["http_status"].as_u64() {
         assert_eq!(rec.http_status, Some(s as u16), "{}", ctx());
     }
-    let near = |what: &str, got: Option<f64>, want: &Value| {
-        if let Some(w) = want.as_f64() {
-            let g = got.unwrap_or_else(|| panic!("{what} missing; {}", ctx()));
-            assert!(
-                (g - w).abs() <= TOL_MS,
-                "{what} = {g:.1} ms, want {w} ± {TOL_MS}; {}",
-                ctx()
-            );
+    for what in ["ttft_ms", "ttfo_ms", "e2el_ms", "tpot_ms"] {
+        if exp[what].as_f64().is_some() {
+            assert!(timing(rec, what).is_some(), "{what} missing; {}", ctx());
         }
-    };
-    near("ttft_ms", rec.ttft_ms(), &exp["ttft_ms"]);
-    near("ttfo_ms", rec.ttfo_ms(), &exp["ttfo_ms"]);
-    near("e2el_ms", rec.e2el_ms(), &exp["e2el_ms"]);
-    near("tpot_ms", rec.tpot_ms(), &exp["tpot_ms"]);
+    }
     if let Some(n) = exp["completion_tokens"].as_u64() {
         assert_eq!(u64::from(rec.completion_tokens), n, "{}", ctx());
     }
@@ -148,6 +139,34 @@ fn check(name: &str, exp: &Value, rec: &RequestRecord, wall: Duration) {
         assert!(wall.as_secs_f64() <= s, "took {wall:?} > {s} s; {}", ctx());
     }
 }
+
+/// A record's timing `what` (`ttft_ms`, `ttfo_ms`, `e2el_ms`, `tpot_ms`), ms.
+fn timing(rec: &RequestRecord, what: &str) -> Option<f64> {
+    match what {
+        "ttft_ms" => rec.ttft_ms(),
+        "ttfo_ms" => rec.ttfo_ms(),
+        "e2el_ms" => rec.e2el_ms(),
+        _ => rec.tpot_ms(),
+    }
+}
+
+/// The first expected timing that `rec` misses by more than [`TOL_MS`], described; `None`
+/// when all are within it. Kept apart from [`check`]: on a loaded machine (trial 13: a build
+/// beside the test command) a whole batch of replays can be late, which says nothing of the
+/// client, so a miss is retried (see [`TIMING_TRIES`]) while every other assertion is not.
+fn timing_miss(name: &str, exp: &Value, rec: &RequestRecord) -> Option<String> {
+    ["ttft_ms", "ttfo_ms", "e2el_ms", "tpot_ms"]
+        .into_iter()
+        .find_map(|what| {
+            let w = exp[what].as_f64()?;
+            let g = timing(rec, what)?;
+            ((g - w).abs() > TOL_MS)
+                .then(|| format!("{what} = {g:.1} ms, want {w} ± {TOL_MS}; case {name}"))
+        })
+}
+
+/// Sends of one case whose timings may miss before the test fails (each miss re-sends).
+const TIMING_TRIES: usize = 3;
 
 /// All handed cases over real sockets, concurrently (the slowest, a 2 s idle timeout, bounds
 /// the test's wall time). Each request is sent twice on one client to also exercise
@@ -174,19 +193,25 @@ async fn handed_cases_over_http() {
                 1
             };
             for round in 0..rounds {
-                let t0 = Instant::now();
-                let meta = RequestMeta {
-                    request_id: round,
-                    scheduled_ns: client.clock().now_ns(),
-                    ..Default::default()
-                };
-                let rec = client.send(&input, meta, &cancel).await;
-                check(
-                    &format!("{name} (round {round})"),
-                    &case["expect"],
-                    &rec,
-                    t0.elapsed(),
-                );
+                let name = format!("{name} (round {round})");
+                let mut miss = None;
+                for _ in 0..TIMING_TRIES {
+                    let t0 = Instant::now();
+                    let meta = RequestMeta {
+                        request_id: round,
+                        scheduled_ns: client.clock().now_ns(),
+                        ..Default::default()
+                    };
+                    let rec = client.send(&input, meta, &cancel).await;
+                    check(&name, &case["expect"], &rec, t0.elapsed());
+                    miss = timing_miss(&name, &case["expect"], &rec);
+                    if miss.is_none() {
+                        break;
+                    }
+                }
+                if let Some(m) = miss {
+                    panic!("timings off in {TIMING_TRIES} sends; last: {m}");
+                }
             }
         }));
     }

@@ -35,6 +35,16 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     }
     s
 }
+/// `n` and its noun, in the plural unless `n` is 1: `count(1, "point")` is `"1 point"`,
+/// `count(3, "row")` is `"3 rows"` (nouns that take a plain `s`).
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 pub use record::{AgenticRef, Channel, ChunkRecord, ErrorClass, Phase, RequestRecord, TokenSource};
 
 #[cfg(test)]
@@ -65,5 +75,15 @@ mod tests {
             Some(Box::new(E("No such file", None))),
         );
         assert_eq!(super::error_chain(&quoted), "f.jsonl: No such file");
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn count_says_one_in_the_singular() {
+        assert_eq!(super::count(1, "point"), "1 point");
+        assert_eq!(super::count(0, "row"), "0 rows");
+        assert_eq!(super::count(12, "row"), "12 rows");
     }
 }

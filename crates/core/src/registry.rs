@@ -141,6 +141,36 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
     Some(info(format!("{label}, {stat}"), unit, better))
 }
 
+/// The usual frontier x metrics (InferenceX's interactivity, E2E-normalized interactivity,
+/// TTFT and E2EL axes), in the dashboard's menu order; what an unknown `--x` is told.
+pub const X_METRICS: &[&str] = &[
+    "median_intvty",
+    "p90_intvty",
+    "p50_e2e_norm_intvty",
+    "p75_e2e_norm_intvty",
+    "p90_e2e_norm_intvty",
+    "median_ttft",
+    "p99_ttft",
+    "median_e2el",
+];
+
+/// The usual frontier y metrics, in the dashboard's menu order (`usd_per_m_custom*` only when a
+/// custom $/GPU-hour is given).
+pub const Y_METRICS: &[&str] = &[
+    "tput_per_gpu",
+    "input_tput_per_gpu",
+    "output_tput_per_gpu",
+    "usd_per_m_hyperscaler",
+    "usd_per_m_neocloud",
+    "usd_per_m_rental",
+    "usd_per_m_rental_input",
+    "usd_per_m_rental_output",
+    "usd_per_m_custom",
+    "tok_s_per_mw",
+    "j_per_token",
+    "joules_per_total_token",
+];
+
 /// Which direction is better for `key`: the registry's answer, else higher (throughput-like
 /// names the registry does not know).
 pub fn better(key: &str) -> Better {

@@ -378,11 +378,13 @@ pub fn render_report(s: &RunSummary) -> String {
     let x = &s.inferbench;
     let _ = writeln!(o, "{:-^50}", " inferbench extras ");
     // TTFO: time to the first output (content) token, reasoning tokens not counted.
-    line(
-        &mut o,
-        "Mean TTFO, 1st content token (ms):",
-        format!("{:.2}", x.ttfo_ms.mean),
-    );
+    if measured {
+        line(
+            &mut o,
+            "Mean TTFO, 1st content token (ms):",
+            format!("{:.2}", x.ttfo_ms.mean),
+        );
+    }
     line(
         &mut o,
         "Mean client queue time (ms):",
@@ -391,8 +393,9 @@ pub fn render_report(s: &RunSummary) -> String {
     if let Some(lag) = &x.schedule_lag_ms {
         line(&mut o, "Max schedule lag (ms):", format!("{:.3}", lag.max));
     }
-    // The client self-check (closed loop with --max-concurrency).
-    if let Some(c) = &x.client {
+    // The client self-check (closed loop with --max-concurrency), which says nothing when
+    // nothing was measured (trial 13: "in flight 3.0 of 4" under "No request succeeded").
+    if let Some(c) = x.client.as_ref().filter(|_| measured) {
         line(
             &mut o,
             "Mean in flight while sending:",

@@ -235,6 +235,15 @@ pub async fn run_bench(
         ));
     }
     let interrupted = end != PhaseEnd::Completed;
+    let profile_records = kept
+        .records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile)
+        .count() as u64;
+    let profile_ok = kept
+        .records
+        .iter()
+        .any(|r| r.phase == Phase::Profile && r.success);
     notes.extend(end_note(
         end,
         &opts,
@@ -242,11 +251,12 @@ pub async fn run_bench(
         unreachable_msg,
         &first_failure,
     ));
-    let profile_records = kept
-        .records
-        .iter()
-        .filter(|r| r.phase == Phase::Profile)
-        .count() as u64;
+    if end == PhaseEnd::Cancelled && !profile_ok {
+        // Trial 13: "results cover the finished requests" where none had finished.
+        if let Some(n) = notes.last_mut() {
+            *n = "interrupted before any request finished: nothing was measured".into();
+        }
+    }
     let ctx = summary_context(
         &opts,
         &prepared,
@@ -513,14 +523,14 @@ async fn run_warmup(
         counters.done.load(Ordering::Relaxed),
         counters.failed.load(Ordering::Relaxed),
     );
-    // (Connect failures only are the breaker's business: it stops the profile when the
-    // streak goes on, with exit 3.)
-    if end == PhaseEnd::Completed
-        && done == n_warm
-        && failed == n_warm
-        && !shared.breaker.never_reached()
-    {
-        end = PhaseEnd::Aborted;
+    // Every one failed to connect: the server is unreachable, and the profile is not sent
+    // either (trial 13: 8 profile requests went to a closed port after 8 failed warmups).
+    if end == PhaseEnd::Completed && done == n_warm && failed == n_warm {
+        end = if shared.breaker.never_reached() {
+            PhaseEnd::Unreachable
+        } else {
+            PhaseEnd::Aborted
+        };
     }
     end
 }
@@ -726,7 +736,8 @@ fn end_note(
 ) -> Option<String> {
     match end {
         PhaseEnd::Unreachable => Some(format!(
-            "server unreachable at {}: {}; stopped early, results cover the finished requests",
+            "server unreachable at {}: {}; stopped early, results cover the finished requests \
+             (is the server running and listening there? check --base-url)",
             opts.base_url,
             unreachable_msg.unwrap_or_default()
         )),

@@ -382,7 +382,11 @@ pub fn render(points: &[SelftestPoint]) -> String {
     o.push_str(
         "held: share of the requested concurrency the client's slots kept busy (1.000 = all); \
          KiB/stream: peak RSS growth / concurrency, which includes what bench keeps of every \
-         finished request, so it is larger at low concurrency\n",
+         finished request, so it is larger at low concurrency; client_bound: bench's own \
+         self-check said the client, not the server, limited the run (expected here: the \
+         selftest saturates the client on purpose); tokens: output tokens counted from the \
+         server's usage / from the streamed chunks / by the server itself (all three equal when \
+         nothing was lost)\n",
     );
     o
 }

@@ -189,7 +189,11 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
             }
             std::fs::write(&p, text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
-            eprintln!("wrote {} ({} rows)", p.display(), rows.len());
+            eprintln!(
+                "wrote {} ({})",
+                p.display(),
+                inferbench_core::count(rows.len(), "row")
+            );
         }
         None => emit(&text)?,
     }
@@ -262,7 +266,7 @@ pub enum DiffEngine {
     /// `git -c diff.algorithm=myers -c diff.indentHeuristic=true diff --no-ext-diff --no-color
     /// --unified=3` (`--no-index` for two files).
     Git,
-    /// The built-in diff ([`inferbench_recipes::linediff`]).
+    /// The built-in line diff (Myers, three lines of context), for machines without git.
     Builtin,
 }
 

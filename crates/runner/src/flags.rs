@@ -623,10 +623,10 @@ impl SweepFlags {
             );
         }
         println!(
-            "wrote {} ({} rows), {} (the run flags) and {}; commit them, copy the workflow \
+            "wrote {} ({}), {} (the run flags) and {}; commit them, copy the workflow \
              into .github/workflows/ and run it",
             files.matrix.display(),
-            jobs.len(),
+            inferbench_core::count(jobs.len(), "row"),
             options.display(),
             files.workflow.display()
         );

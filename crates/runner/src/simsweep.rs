@@ -348,6 +348,15 @@ pub fn point_line(pt: &PointReport, took: Duration) -> String {
         (0, 0) => String::new(),
         (c, n) => format!(" ({c} cancelled, {n} not sent: cut short)"),
     };
+    if s.completed == 0 {
+        // Trial 13: "0 tok/s, TTFT p99 0.000 s" for a point where nothing was measured.
+        return format!(
+            "{} ok, {} failed{cut}: nothing measured, took {:.1} s of wall time",
+            s.completed,
+            s.inferbench.failed,
+            took.as_secs_f64()
+        );
+    }
     format!(
         "{} ok, {} failed{cut}, {:.0} tok/s in+out (modelled), TTFT p99 {:.3} s, took {:.1} s \
          of wall time",

@@ -213,13 +213,20 @@ impl SweepReport {
             }
         }
         s.push_str(&format!(
-            "{} points: {} ok, {} skipped (already done), {} failed, {} interrupted\n",
-            self.points.len(),
+            "{}: {} ok, {} skipped (already done), {} failed, {} interrupted\n",
+            inferbench_core::count(self.points.len(), "point"),
             self.count(Outcome::Ok),
             self.count(Outcome::Skipped),
             self.count(Outcome::Failed),
             self.count(Outcome::Interrupted)
         ));
+        if self.count(Outcome::Interrupted) + self.count(Outcome::Failed) > 0 {
+            // Trial 13: nothing said that an interrupted sweep resumes.
+            s.push_str(
+                "rerun the same command to resume: points already done are skipped (--force \
+                 runs them again)\n",
+            );
+        }
         s
     }
 }

@@ -297,6 +297,12 @@ pub fn bound_table(cfg: &SimConfig, spec: &str, concs: &[u32]) -> anyhow::Result
             s.total_tok_s_per_gpu
         )?;
     }
+    writeln!(
+        out,
+        "step = one decode step of the batch; tok/s/GPU = input + output tokens; SoL = speed of \
+         light: the same bound with the hardware's peak compute and memory bandwidth fully used \
+         (no efficiency factors), the most any engine could reach"
+    )?;
     Ok(out)
 }
 
@@ -342,13 +348,15 @@ mod tests {
         assert!(positive_f64("0").is_err() && non_negative_f64("0").is_ok());
     }
 
-    /// The `--bound` table has its header, one line per concurrency, and refuses a bad spec.
+    /// The `--bound` table has its header, one line per concurrency, a legend, and refuses a
+    /// bad spec.
     #[test]
     fn bound_table_lines() {
         let c = config(&[]).unwrap();
         let t = bound_table(&c, "1024/1024", &[1, 8]).unwrap();
-        assert_eq!(t.lines().count(), 4, "{t}");
+        assert_eq!(t.lines().count(), 5, "{t}");
         assert!(t.lines().nth(1).unwrap().contains("SoL tok/s/GPU"), "{t}");
+        assert!(t.lines().nth(4).unwrap().starts_with("step = "), "{t}");
         assert!(bound_table(&c, "1024", &[1]).is_err());
     }
 }

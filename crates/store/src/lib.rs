@@ -275,13 +275,23 @@ impl IngestReport {
         for k in &self.skipped {
             s.push_str(&format!("skipped {}: {}\n", k.path, k.reason));
         }
-        if !self.unknown.is_empty() {
+        // Trial 13: a value the files do not give at all is missing, not an unknown name.
+        let (missing, unknown): (Vec<_>, Vec<_>) =
+            self.unknown.iter().partition(|(_, name)| name == "unknown");
+        if !missing.is_empty() {
+            let kinds: Vec<&str> = missing.iter().map(|(k, _)| k.as_str()).collect();
+            s.push_str(&format!(
+                "not given by the files, stored as `unknown`: {} (name them with --set \
+                 KEY=VALUE, e.g. --set hw=h100 --set framework=vllm --set precision=fp8)\n",
+                kinds.join(", ")
+            ));
+        }
+        if !unknown.is_empty() {
             s.push_str(
-                "names the store does not know, stored as they are (`unknown`: the files do not \
-                 say; name them with --set KEY=VALUE, e.g. --set hw=h100 --set framework=vllm \
-                 --set precision=fp8; or add an alias to inferbench-store's normalize table):\n",
+                "names the store does not know, stored as they are (to store one under a name \
+                 it knows, pass --set KEY=VALUE, e.g. --set hw=h100):\n",
             );
-            for (kind, name) in &self.unknown {
+            for (kind, name) in unknown {
                 s.push_str(&format!("  {kind}: {name}\n"));
             }
         }
@@ -1026,6 +1036,33 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 13: a value the files do not give (stored as `unknown`) is called missing, not an
+    /// unknown name, and no developer advice is given.
+    #[test]
+    fn missing_values_and_unknown_names_read_apart() {
+        let r = IngestReport {
+            points: 1,
+            runs_ingested: 1,
+            unknown: [
+                ("precision".to_string(), "unknown".to_string()),
+                ("model".to_string(), "golden-llama".to_string()),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let text = r.render();
+        assert!(
+            text.contains(
+                "not given by the files, stored as `unknown`: precision (name them with --set \
+                 KEY=VALUE, e.g. --set hw=h100 --set framework=vllm --set precision=fp8)\n\
+                 names the store does not know, stored as they are (to store one under a name \
+                 it knows, pass --set KEY=VALUE, e.g. --set hw=h100):\n  model: golden-llama\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("normalize table"), "{text}");
+    }
 
     /// `--set` items become overrides; the identity note names what is still missing.
     #[test]

@@ -38,6 +38,15 @@ const INT_COLS: &[&str] = &[
     "conc",
 ];
 
+/// Whether `v` is a calendar date written `YYYY-MM-DD` (2026-02-30 and 2026-13-01 are not):
+/// what `--since`, `--until` and the dashboard API's `since`/`until` take.
+pub fn is_calendar_day(v: &str) -> bool {
+    v.len() == 10
+        && v.as_bytes()[4] == b'-'
+        && v.as_bytes()[7] == b'-'
+        && chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d").is_ok()
+}
+
 /// Dimension filters: each `(column, allowed values)` must match one value (AND across columns,
 /// OR within one). Columns: every config natural-key column (`model`, `hardware`, `framework`,
 /// `precision`, `spec_decoding`, `tp`, `ep`, `dp_attention`, `disagg`, `isl`, `osl`, `image`,
@@ -819,6 +828,22 @@ pub const NORTH_STAR_X: &str = "p90_e2e_norm_intvty";
 
 #[cfg(test)]
 mod tests {
+    /// `--since`/`--until`: real calendar dates only (trial 13: 2026-13-01 was accepted).
+    #[test]
+    fn calendar_days() {
+        assert!(is_calendar_day("2026-12-03") && is_calendar_day("2024-02-29"));
+        for bad in [
+            "2026-13-01",
+            "2026-02-30",
+            "2025-02-29",
+            "2026-1-05",
+            "20261203",
+            "",
+        ] {
+            assert!(!is_calendar_day(bad), "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -77,8 +77,9 @@ pub struct ReportFlags {
     /// Include failed points.
     #[arg(long)]
     pub include_failed: bool,
-    /// Let invalid points (AgentX replays shorter than 900 s or cut short) onto frontiers; by
-    /// default they are listed (marked `invalid`) but never on one.
+    /// Let invalid points (runs cut short, on a starved server or client, served by the
+    /// prefix cache, AgentX replays shorter than 900 s) onto frontiers; by default they are
+    /// listed (marked `invalid`) but never on one.
     #[arg(long)]
     pub include_invalid: bool,
     /// Instead of points: the history of y at this x per group (one value per batch), with a
@@ -122,6 +123,14 @@ pub fn filter(
     until: &Option<String>,
     include_failed: bool,
 ) -> anyhow::Result<Filter> {
+    for (flag, v) in [("--since", since), ("--until", until)] {
+        if let Some(v) = v {
+            anyhow::ensure!(
+                query::is_calendar_day(v),
+                "{flag} {v}: expected a calendar date YYYY-MM-DD"
+            );
+        }
+    }
     let mut f = Filter {
         since: since.clone(),
         until: until.clone(),
@@ -176,6 +185,20 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         usd_per_gpu_hour: args.gpu_hour_cost,
         kw_per_gpu: args.gpu_kw,
     };
+    // A name neither a column nor a metric inferbench defines must be stored with a point.
+    let mut names = [x.as_str(), args.y.as_str()]
+        .into_iter()
+        .chain(args.columns.iter().map(String::as_str));
+    if names.any(|m| !report::known_without_points(m)) {
+        let mut all = f.clone();
+        all.all_metrics = true;
+        let rows = store.points(&all, &cost)?;
+        report::check_metric("--x", &x, &rows)?;
+        report::check_metric("--y", &args.y, &rows)?;
+        for c in &args.columns {
+            report::check_column(c, &rows)?;
+        }
+    }
     if args.frontier && args.history_at.is_none() {
         let rows = store.frontier(&f, &cost, &x, &args.y)?;
         // An empty frontier of only invalid points says why.
@@ -339,8 +362,9 @@ fn print_rows(
     print!("{}", report::render(rows, &cols, fmt));
     if rows.is_empty() && hidden > 0 {
         eprintln!(
-            "no frontier point: the {hidden} matching point(s) are invalid (AgentX replays shorter \
-             than 900 s or cut short); --include-invalid lets them compete"
+            "no frontier point: the {hidden} matching point(s) are invalid ({}); \
+             --include-invalid lets them compete",
+            report::INVALID_CAUSES
         );
     } else if rows.is_empty() && !args.filters.is_empty() {
         eprintln!(
@@ -422,8 +446,9 @@ pub struct PlotFlags {
     /// Draw only frontier points.
     #[arg(long)]
     pub frontier_only: bool,
-    /// Let invalid points (AgentX replays shorter than 900 s) form the frontier line; by
-    /// default they are drawn as points only.
+    /// Let invalid points (runs cut short, on a starved server or client, served by the
+    /// prefix cache, AgentX replays shorter than 900 s) form the frontier line; by default
+    /// they are drawn as points only.
     #[arg(long)]
     pub include_invalid: bool,
     /// Keep points InferenceX clips (above $5/M tokens on built-in cost metrics, TTFT above 60 s).
@@ -486,6 +511,8 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
             "median_intvty".to_string()
         }
     });
+    report::check_metric("--x", &x, &rows)?;
+    report::check_metric("--y", &args.y, &rows)?;
     let spec = crate::plot::PlotSpec {
         x,
         y: args.y,
@@ -538,8 +565,9 @@ pub struct CompareFlags {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Let invalid points (AgentX replays shorter than 900 s or cut short) count; by default
-    /// they are left out, as from every frontier.
+    /// Let invalid points (runs cut short, on a starved server or client, served by the
+    /// prefix cache, AgentX replays shorter than 900 s) count; by default they are left out,
+    /// as from every frontier.
     #[arg(long)]
     pub include_invalid: bool,
 }
@@ -577,6 +605,9 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     };
     let (a, a_invalid) = load(&args.a, &mut store)?;
     let (b, b_invalid) = load(&args.b, &mut store)?;
+    let both: Vec<PointRow> = a.iter().chain(&b).cloned().collect();
+    report::check_metric("--x", &args.x, &both)?;
+    report::check_metric("--y", &args.y, &both)?;
     if let Some(why) = compare::pooled_workloads(&a, &b, &args.a, &args.b) {
         anyhow::bail!("{why}");
     }

@@ -219,7 +219,11 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "kv_offload" => r.kv_offload.clone(),
         "source_kind" | "source" => r.source_kind.clone(),
         "frontier" => {
-            if r.frontier && !r.valid {
+            // A failed point (`--include-failed`; nothing, or too little, was measured) says
+            // so rather than `invalid` (trial 13).
+            if r.error.is_some() {
+                "failed".into()
+            } else if r.frontier && !r.valid {
                 "* invalid".into()
             } else if r.frontier {
                 "*".into()
@@ -233,6 +237,80 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "error" => r.error.clone().unwrap_or_default(),
         m => return r.get(m).map(num),
     })
+}
+
+/// Why a point is stored as invalid (`valid = false`), as the tables' footers and messages
+/// say it: every cause the runner, `bench` and the store set (see docs/results.md).
+pub const INVALID_CAUSES: &str = "the run was cut short, its server fell behind its schedule \
+     (starved of CPU), the client could not keep up, the server's prefix cache served a random \
+     prompt set, or an AgentX replay ran for less than 900\u{a0}s";
+
+/// The identity and status columns `--columns` takes besides metrics (what [`cell`] reads
+/// from a point other than its metrics).
+pub const ROW_COLUMNS: &[&str] = &[
+    "model",
+    "hardware",
+    "hw",
+    "framework",
+    "precision",
+    "spec",
+    "spec_decoding",
+    "parallelism",
+    "group",
+    "tp",
+    "pp",
+    "ep",
+    "dp_attention",
+    "disagg",
+    "gpus",
+    "isl",
+    "osl",
+    "conc",
+    "date",
+    "batch",
+    "image",
+    "scenario",
+    "kv_offload",
+    "source_kind",
+    "source",
+    "frontier",
+    "valid",
+    "error",
+];
+
+/// Checks `name`, given to `flag`, as a metric: one inferbench defines
+/// ([`inferbench_core::registry::metric`]: stored, derived, cost and power metrics) or one
+/// stored with a point of `rows` (an imported file's own metric; `rows` loaded with all
+/// metrics). Errors (trial 13: a misspelled `--x` drew an empty column and blamed the
+/// filters): the flag, the name, and the usual frontier axes.
+pub fn check_metric(flag: &str, name: &str, rows: &[PointRow]) -> anyhow::Result<()> {
+    if inferbench_core::registry::metric(name).is_some()
+        || rows.iter().any(|r| r.get(name).is_some())
+    {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{flag} {name}: unknown metric (inferbench defines none of that name and no selected \
+         point stores one; x axes: {}; y axes: {}; `report --format json` lists every metric a \
+         point holds)",
+        inferbench_core::registry::X_METRICS.join(", "),
+        inferbench_core::registry::Y_METRICS.join(", ")
+    )
+}
+
+/// Checks a `--columns` entry: one of [`ROW_COLUMNS`] or a metric ([`check_metric`]).
+pub fn check_column(name: &str, rows: &[PointRow]) -> anyhow::Result<()> {
+    if ROW_COLUMNS.contains(&name) {
+        return Ok(());
+    }
+    check_metric("--columns", name, rows)
+        .map_err(|e| anyhow::anyhow!("{e}; identity columns: {}", ROW_COLUMNS.join(", ")))
+}
+
+/// Whether `name` is known without looking at any point: a [`ROW_COLUMNS`] entry or a metric
+/// the registry defines.
+pub fn known_without_points(name: &str) -> bool {
+    ROW_COLUMNS.contains(&name) || inferbench_core::registry::metric(name).is_some()
 }
 
 fn is_text_col(col: &str) -> bool {
@@ -412,19 +490,17 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
         out.push_str(&wrap(&star));
     }
     if columns.iter().any(|c| c == "frontier") && invalid {
-        out.push_str(&wrap(
-            "invalid = not a complete, valid result (the run was cut short, its server was \
-             starved of CPU, or an AgentX replay ran for less than 900\u{a0}s): listed, on a \
-             frontier only with --include-invalid",
-        ));
+        out.push_str(&wrap(&format!(
+            "invalid = not a complete, valid result ({INVALID_CAUSES}): listed, on a \
+                 frontier only with --include-invalid"
+        )));
     }
     if invalid && !columns.iter().any(|c| c == "frontier" || c == "valid") {
         // Trial 12: a --columns table without `frontier` showed invalid rows as if valid.
-        out.push_str(&wrap(
-            "some rows are invalid (not a complete, valid result: the run was cut short, its \
-             server was starved of CPU, or an AgentX replay ran for less than 900\u{a0}s): add \
-             `valid` or `frontier` to --columns to see which",
-        ));
+        out.push_str(&wrap(&format!(
+            "some rows are invalid (not a complete, valid result: {INVALID_CAUSES}): add \
+                 `valid` or `frontier` to --columns to see which"
+        )));
     }
     if columns.iter().any(|c| c == "source") {
         out.push_str(&wrap(
@@ -641,17 +717,20 @@ mod tests {
         );
         assert_eq!(
             footer(&cols(&["conc", "batch"]), "x", "y", true, false),
-            "\nsome rows are invalid (not a complete, valid result: the run was cut short, its server was starved\n\
-             \x20   of CPU, or an AgentX replay ran for less than 900 s): add `valid` or `frontier` to --columns to\n\
-             \x20   see which\n\
+            "\nsome rows are invalid (not a complete, valid result: the run was cut short, its server fell behind\n\
+             \x20   its schedule (starved of CPU), the client could not keep up, the server's prefix cache served a\n\
+             \x20   random prompt set, or an AgentX replay ran for less than 900 s): add `valid` or `frontier` to\n\
+             \x20   --columns to see which\n\
              batch = the run a point came from (the last two parts of a result directory, a result file's name, a\n\
              \x20   quickstart's id; -f batch= takes it as shown; --format csv shows it whole)\n"
         );
         let f = footer(&cols(&["conc", "frontier"]), "x", "y", true, false);
         assert!(
             f.contains(
-                "\ninvalid = not a complete, valid result (the run was cut short, its server was starved of CPU, or an\n\
-                 \x20   AgentX replay ran for less than 900 s): listed, on a frontier only with --include-invalid\n"
+                "\ninvalid = not a complete, valid result (the run was cut short, its server fell behind its schedule\n\
+                 \x20   (starved of CPU), the client could not keep up, the server's prefix cache served a random prompt\n\
+                 \x20   set, or an AgentX replay ran for less than 900 s): listed, on a frontier only with\n\
+                 \x20   --include-invalid\n"
             ),
             "{f:?}"
         );
@@ -669,6 +748,36 @@ mod tests {
              \x20   disaggregation); an agentic-coding group's `*` is North-Star gated: on that frontier and on its\n\
              \x20   frontier against E2E-normalized interactivity, P90 (tok/s/user)\n"
         );
+    }
+
+    /// Trial 13: a misspelled `--x`, `--y` or `--columns` name was drawn as an empty column.
+    #[test]
+    fn unknown_metric_and_column_names_are_errors() {
+        let mut stored = row();
+        stored.metrics.insert("my_custom_metric".into(), 1.0);
+        let rows = vec![stored];
+        assert!(check_metric("--x", "median_intvty", &[]).is_ok());
+        assert!(check_metric("--y", "usd_per_m_rental", &[]).is_ok());
+        assert!(check_metric("--y", "my_custom_metric", &rows).is_ok());
+        let e = check_metric("--x", "nonsense", &rows)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--x nonsense: unknown metric (")
+                && e.contains("x axes: median_intvty, "),
+            "{e}"
+        );
+        assert!(check_column("conc", &[]).is_ok());
+        assert!(check_column("tput_per_gpu", &[]).is_ok());
+        let e = check_column("tput_per_gpux", &rows)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--columns tput_per_gpux: unknown metric")
+                && e.contains("identity columns: model, hardware"),
+            "{e}"
+        );
+        assert!(known_without_points("valid") && !known_without_points("my_custom_metric"));
     }
 
     #[test]

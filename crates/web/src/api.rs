@@ -59,35 +59,7 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The x metrics the Inference page offers (InferenceX's interactivity, E2E-normalized
-/// interactivity, TTFT and E2EL axes), in menu order.
-pub const X_METRICS: &[&str] = &[
-    "median_intvty",
-    "p90_intvty",
-    "p50_e2e_norm_intvty",
-    "p75_e2e_norm_intvty",
-    "p90_e2e_norm_intvty",
-    "median_ttft",
-    "p99_ttft",
-    "median_e2el",
-];
-
-/// The y metrics the Inference page offers, in menu order (`usd_per_m_custom*` only when a
-/// custom $/GPU-hour is given).
-pub const Y_METRICS: &[&str] = &[
-    "tput_per_gpu",
-    "input_tput_per_gpu",
-    "output_tput_per_gpu",
-    "usd_per_m_hyperscaler",
-    "usd_per_m_neocloud",
-    "usd_per_m_rental",
-    "usd_per_m_rental_input",
-    "usd_per_m_rental_output",
-    "usd_per_m_custom",
-    "tok_s_per_mw",
-    "j_per_token",
-    "joules_per_total_token",
-];
+pub use inferbench_core::registry::{X_METRICS, Y_METRICS};
 
 /// `{key, label, unit, label_with_unit, better}` of a registry metric.
 pub fn metric_json(key: &str) -> Option<Value> {
@@ -165,29 +137,9 @@ fn positive(key: &str, v: &str) -> Result<f64, ApiError> {
     }
 }
 
-/// A calendar date `YYYY-MM-DD` (2026-02-30 and 2026-13-01 are not).
+/// A calendar date `YYYY-MM-DD` ([`inferbench_store::query::is_calendar_day`]).
 fn day(key: &str, v: &str) -> Result<String, ApiError> {
-    let b = v.as_bytes();
-    let shape = b.len() == 10
-        && b[4] == b'-'
-        && b[7] == b'-'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit());
-    let num = |r: std::ops::Range<usize>| v[r].parse::<u32>().unwrap_or(0);
-    let ok = shape && {
-        let (y, m, d) = (num(0..4), num(5..7), num(8..10));
-        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-        let days = match m {
-            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-            4 | 6 | 9 | 11 => 30,
-            2 if leap => 29,
-            2 => 28,
-            _ => 0,
-        };
-        (1..=days).contains(&d)
-    };
-    if ok {
+    if inferbench_store::query::is_calendar_day(v) {
         Ok(v.to_string())
     } else {
         Err(ApiError::bad_request(format!(

@@ -258,6 +258,14 @@ pub async fn serve(
         "inferbench serve: {} read-only at http://{local}/inference (Ctrl-C stops)",
         store.location()
     );
+    if !local.ip().is_loopback() {
+        // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard.
+        eprintln!(
+            "warning: listening on {} is reachable from other machines, and the dashboard has no \
+             login: anyone who can reach this port can read every stored result",
+            local.ip()
+        );
+    }
     axum::serve(listener, router(AppState::new(store)))
         .with_graceful_shutdown(shutdown)
         .await

@@ -61,3 +61,13 @@ pub fn shutdown_token(message: &'static str) -> inferbench_client::CancellationT
     });
     token
 }
+
+/// What to do about a listener that could not bind: for a port in use, pick another (`serve`,
+/// `sim`); empty otherwise.
+pub fn bind_hint(e: &std::io::Error) -> &'static str {
+    if e.kind() == std::io::ErrorKind::AddrInUse {
+        " (another process serves there: pick another with --port)"
+    } else {
+        ""
+    }
+}

@@ -37,14 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         let addr = SocketAddr::new(args.bind, args.port);
         inferbench_web::serve(store, addr, async move { stop.cancelled().await })
             .await
-            .map_err(|e| {
-                let hint = if e.kind() == std::io::ErrorKind::AddrInUse {
-                    " (another process serves there: pick another with --port)"
-                } else {
-                    ""
-                };
-                anyhow::anyhow!("serving on {addr}: {e}{hint}")
-            })
+            .map_err(|e| anyhow::anyhow!("serving on {addr}: {e}{}", super::bind_hint(&e)))
     })?;
     Ok(ExitStatus::Ok)
 }

@@ -1,7 +1,6 @@
 //! `inferbench sim`: run the simulated OpenAI-compatible inference server (crate
 //! `inferbench-sim`; DESIGN.md §6). Flags and the `--bound` table: `inferbench_sim::flags`.
 
-use anyhow::Context as _;
 use inferbench_sim::flags::{bound_table, SimFlags};
 
 use super::ExitStatus;
@@ -21,7 +20,14 @@ pub fn run(flags: SimFlags) -> anyhow::Result<ExitStatus> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((flags.host.as_str(), flags.port))
             .await
-            .with_context(|| format!("binding {}:{}", flags.host, flags.port))?;
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "binding {}:{}: {e}{}",
+                    flags.host,
+                    flags.port,
+                    super::bind_hint(&e)
+                )
+            })?;
         let addr = listener.local_addr()?;
         eprintln!("{}", inferbench_sim::start_line(&cfg, &info));
         println!("listening on http://{addr}");

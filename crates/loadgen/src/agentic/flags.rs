@@ -37,7 +37,8 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 pub struct ReplayFlags {
     // ----- traces
     /// Trace file (JSONL, one trace per line) or a directory of `.jsonl` / `.json` traces
-    /// (InferenceX's "Weka" layout, reference/agentx.md §1.4).
+    /// (the layout of InferenceX's published AgentX traces, e.g.
+    /// semianalysisai/cc-traces-weka-062126-256k).
     #[arg(long, required_unless_present = "synthetic", help_heading = "Traces")]
     pub traces: Option<PathBuf>,
     /// Built-in synthetic traces instead of --traces: quickstart (6 short sessions), 062126 or

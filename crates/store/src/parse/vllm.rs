@@ -250,6 +250,17 @@ pub(super) fn summary_point(
     let mut pt = empty_point(cfg, conc, date);
     if completed == 0.0 {
         pt.error = Some("no successful request".into());
+        // Nothing was measured: the zeros a summary writes for its latencies and rates are
+        // placeholders, stored as absent (trial 13: `0.0000` TTFT and E2EL beside `-`
+        // interactivity for a point where no request finished).
+        m.retain(|k, _| {
+            !(k.ends_with("ttft")
+                || k.ends_with("tpot")
+                || k.ends_with("itl")
+                || k.ends_with("e2el")
+                || k.ends_with("ttfo")
+                || k.ends_with("intvty"))
+        });
     }
     pt.metrics = m;
     // Not a complete result: an AgentX replay's `submission_valid: false`, or a run cut short
