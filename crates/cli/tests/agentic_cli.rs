@@ -161,8 +161,10 @@ fn quickstart_and_sweep_agentic_points_read_apart_in_one_report() {
     assert_eq!(lines, 1, "only the header: {why}");
     assert_eq!(
         why.trim_end(),
-        "no frontier point: the 5 matching point(s) are invalid (AgentX replays shorter than 900 \
-         s or cut short); --include-invalid lets them compete"
+        "no frontier point: the 5 matching point(s) are invalid (the run was cut short, its \
+         server fell behind its schedule (starved of CPU), the client could not keep up, the \
+         server's prefix cache served a random prompt set, or an AgentX replay ran for less than \
+         900 s); --include-invalid lets them compete"
     );
     // With them: the header and at least one frontier point.
     assert!(csv(&["--include-invalid"]).0 >= 2);

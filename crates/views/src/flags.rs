@@ -364,7 +364,7 @@ fn print_rows(
         eprintln!(
             "no frontier point: the {hidden} matching point(s) are invalid ({}); \
              --include-invalid lets them compete",
-            report::INVALID_CAUSES
+            report::INVALID_CAUSES.replace('\u{a0}', " ")
         );
     } else if rows.is_empty() && !args.filters.is_empty() {
         eprintln!(
