@@ -251,10 +251,17 @@ pub async fn run_bench(
         unreachable_msg,
         &first_failure,
     ));
-    if end == PhaseEnd::Cancelled && !profile_ok {
+    if !profile_ok {
         // Trial 13: "results cover the finished requests" where none had finished.
         if let Some(n) = notes.last_mut() {
-            *n = "interrupted before any request finished: nothing was measured".into();
+            if end == PhaseEnd::Cancelled {
+                *n = "interrupted before any request finished: nothing was measured".into();
+            } else if end == PhaseEnd::Unreachable {
+                *n = n.replace(
+                    "stopped early, results cover the finished requests",
+                    "nothing was measured",
+                );
+            }
         }
     }
     let ctx = summary_context(

@@ -60,6 +60,12 @@ pub fn to_modelled_time(
         .save_requests
         .as_ref()
         .context("rescaling to modelled time needs the point's records file (save_requests)")?;
+    if !path.exists() {
+        // Interrupted before any record was written (during prompt preparation): nothing to
+        // rescale, and the point keeps its (empty) summary (trial 13 follow-up: the point
+        // failed with "requests.jsonl: No such file or directory" and exit 1, not 130).
+        return Ok((wall.clone(), None));
+    }
     let tmp = path.with_extension("jsonl.modelled");
     let mut kept = inferbench_loadgen::kept::KeptRecords::new(false);
     {
@@ -119,6 +125,21 @@ mod tests {
 
     fn metric(s: &RunSummary, name: &str) -> f64 {
         s.metric(name).unwrap_or_else(|| panic!("{name} missing"))
+    }
+
+    /// A point interrupted before any record was written (no records file) keeps its summary
+    /// instead of failing.
+    #[test]
+    fn no_records_file_keeps_the_summary() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = BenchOptions {
+            save_requests: Some(dir.path().join("requests.jsonl")),
+            ..BenchOptions::default()
+        };
+        let wall = inferbench_core::summary::summarize(&[], &SummaryContext::default());
+        let (kept, note) = to_modelled_time(&opts, &wall, 4.0).unwrap();
+        assert_eq!(kept, wall);
+        assert_eq!(note, None);
     }
 
     /// Timestamps × k exactly, the summary recomputed from them (E2E latency × k, throughput

@@ -46,29 +46,52 @@ pub fn store_keys(sim: &SimConfig) -> anyhow::Result<(String, String)> {
     Ok((hw, model.replace("llama-", "llama")))
 }
 
+/// One single-node `sim` matrix row per concurrency of `concs` (index = its position): image
+/// `inferbench-sim:<version>`, the served model name, the store's model prefix and hardware
+/// key (as runner), precision, TP, EP 1, no DP attention, disaggregation or speculative
+/// decoding, plus the scenario's own keys from `fields(sim info, model prefix)`. Errors: the
+/// sim configuration is invalid, or a row that does not read as a matrix row.
+fn sim_rows(
+    sim: &SimConfig,
+    concs: &[u32],
+    fields: impl Fn(&inferbench_sim::SimInfo, &str) -> serde_json::Value,
+) -> anyhow::Result<Vec<JobSpec>> {
+    let info = inferbench_sim::describe(sim)?;
+    let (hw, prefix) = store_keys(sim)?;
+    let mut jobs = Vec::new();
+    for (index, &conc) in concs.iter().enumerate() {
+        let mut row = serde_json::json!({
+            "image": format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")),
+            "model": info.served_model_name, "model-prefix": prefix,
+            "precision": sim.precision.as_str(), "framework": "sim", "runner": hw,
+            "tp": sim.tp, "ep": 1, "dp-attn": false, "disagg": false,
+            "spec-decoding": "none", "conc": conc,
+        });
+        if let (Some(r), serde_json::Value::Object(extra)) =
+            (row.as_object_mut(), fields(&info, &prefix))
+        {
+            r.extend(extra);
+        }
+        jobs.push(JobSpec {
+            index,
+            row: serde_json::from_value(row)?,
+        });
+    }
+    Ok(jobs)
+}
+
 impl SimSweep {
     /// The matrix rows, one per concurrency (index = its position): framework `sim`, runner
     /// the hardware key, exp-name `qs-<model prefix>-<isl>-<osl>`, image
     /// `inferbench-sim:<version>`, the served model name, TP, EP 1, no DP attention,
     /// disaggregation or speculative decoding. Errors: the sim configuration is invalid.
     pub fn jobs(&self) -> anyhow::Result<Vec<JobSpec>> {
-        let info = inferbench_sim::describe(&self.sim)?;
-        let (hw, prefix) = store_keys(&self.sim)?;
-        let mut jobs = Vec::new();
-        for (index, &conc) in self.concurrency.iter().enumerate() {
-            let row = serde_json::json!({
-                "image": format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")),
-                "model": info.served_model_name, "model-prefix": prefix,
-                "precision": self.sim.precision.as_str(), "framework": "sim", "runner": hw,
+        sim_rows(&self.sim, &self.concurrency, |info, prefix| {
+            serde_json::json!({
                 "isl": self.isl, "osl": self.osl, "max-model-len": info.max_model_len,
-                "tp": self.sim.tp, "ep": 1, "dp-attn": false, "disagg": false,
-                "spec-decoding": "none", "conc": conc,
                 "exp-name": format!("qs-{prefix}-{}-{}", self.isl, self.osl),
-            });
-            let row = serde_json::from_value(row)?;
-            jobs.push(JobSpec { index, row });
-        }
-        Ok(jobs)
+            })
+        })
     }
 
     /// Starts the simulator, runs [`SimSweep::jobs`] one point at a time into `run_dir`
@@ -179,24 +202,14 @@ impl AgenticSimSweep {
     /// offloading, disaggregation or speculative decoding, `duration` the replay's seconds.
     /// Errors: the sim configuration is invalid.
     pub fn jobs(&self) -> anyhow::Result<Vec<JobSpec>> {
-        let info = inferbench_sim::describe(&self.sim)?;
-        let (hw, prefix) = store_keys(&self.sim)?;
-        let mut jobs = Vec::new();
-        for (index, &conc) in self.lanes.iter().enumerate() {
-            let row = serde_json::json!({
-                "image": format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")),
-                "model": info.served_model_name, "model-prefix": prefix,
-                "precision": self.sim.precision.as_str(), "framework": "sim", "runner": hw,
-                "tp": self.sim.tp, "pp": 1, "dcp-size": 1, "pcp-size": 1, "ep": 1,
-                "dp-attn": false, "disagg": false, "spec-decoding": "none", "conc": conc,
-                "kv-offloading": "none", "duration": self.duration.as_secs(),
+        sim_rows(&self.sim, &self.lanes, |_, prefix| {
+            serde_json::json!({
+                "pp": 1, "dcp-size": 1, "pcp-size": 1, "kv-offloading": "none",
+                "duration": self.duration.as_secs(),
                 "scenario-type": inferbench_core::summary::agentic::SCENARIO_TYPE,
                 "exp-name": format!("qs-agentic-{prefix}"),
-            });
-            let row = serde_json::from_value(row)?;
-            jobs.push(JobSpec { index, row });
-        }
-        Ok(jobs)
+            })
+        })
     }
 
     /// Starts the sim, writes the built-in sessions to `<run_dir>/traces.jsonl` and replays

@@ -374,9 +374,15 @@ fn print_rows(
         );
     } else if rows.is_empty() {
         eprintln!(
-            "no points in {} match (bench results reach the database with `bench --db DB --set \
-             hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)",
-            args.db
+            "no points in {} match ({}bench results reach the database with `bench --db DB \
+             --set hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)",
+            args.db,
+            // Trial 13 follow-up: a database holding only a failed point pointed at ingest.
+            if args.include_failed {
+                ""
+            } else {
+                "`--include-failed` adds failed points; "
+            }
         );
     } else if matches!(fmt, Format::Table) {
         // The same footer for the default, --columns and --frontier views: units, `*`, and
@@ -637,9 +643,9 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         .collect();
         if empty.is_empty() {
             eprintln!(
-                "the frontiers of A ({} points) and B ({} points) share no {} range",
-                a.len(),
-                b.len(),
+                "the frontiers of A ({}) and B ({}) share no {} range",
+                inferbench_core::count(a.len(), "point"),
+                inferbench_core::count(b.len(), "point"),
                 args.x
             );
         } else if (a.is_empty() && a_invalid > 0) || (b.is_empty() && b_invalid > 0) {

@@ -97,10 +97,10 @@ pub fn stored_line(
     } else {
         format!(" ({})", notes.join("; "))
     };
-    let n = report.points;
+    let n = inferbench_core::count(report.points, "point");
     match stored_in {
-        None => format!("{n} points{notes}, not stored (--no-db); chart: {charts}"),
-        Some(db) => format!("stored {n} points{notes} in {db}; chart: {charts}"),
+        None => format!("{n}{notes}, not stored (--no-db); chart: {charts}"),
+        Some(db) => format!("stored {n}{notes} in {db}; chart: {charts}"),
     }
 }
 

@@ -424,7 +424,11 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
                     for c in columns {
                         let v = match cell(r, c, true) {
                             None => serde_json::Value::Null,
-                            Some(s) if c == "frontier" => serde_json::Value::Bool(!s.is_empty()),
+                            // `*` (or `* invalid`) only: `invalid` and `failed` are not on one.
+                            Some(s) if c == "frontier" => {
+                                serde_json::Value::Bool(s.starts_with('*'))
+                            }
+                            Some(s) if c == "valid" => serde_json::Value::Bool(s == "true"),
                             Some(s) if is_text_col(c) => serde_json::Value::String(s),
                             Some(s) => s
                                 .parse::<f64>()
@@ -747,6 +751,27 @@ mod tests {
              \x20   (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, framework, precision, spec decoding,\n\
              \x20   disaggregation); an agentic-coding group's `*` is North-Star gated: on that frontier and on its\n\
              \x20   frontier against E2E-normalized interactivity, P90 (tok/s/user)\n"
+        );
+    }
+
+    /// JSON: `frontier` is true only for a `*` point (an invalid or failed one is not on a
+    /// frontier), `valid` a boolean.
+    #[test]
+    fn json_frontier_and_valid_are_booleans() {
+        let mut invalid = row();
+        invalid.valid = false;
+        invalid.frontier = false;
+        let mut on = row();
+        on.frontier = true;
+        let cols: Vec<String> = ["conc", "valid", "frontier"].map(String::from).to_vec();
+        let v: serde_json::Value =
+            serde_json::from_str(&render(&[invalid, on], &cols, Format::Json)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!([
+                {"conc": 4, "valid": false, "frontier": false},
+                {"conc": 4, "valid": true, "frontier": true}
+            ])
         );
     }
 
