@@ -214,7 +214,7 @@ fn quickstart_honours_inferbench_db() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(
-        stderr.contains(&format!("stored 1 points in {}", db.display())),
+        stderr.contains(&format!("stored 1 point in {}", db.display())),
         "{stderr}"
     );
     assert!(db.is_file());
