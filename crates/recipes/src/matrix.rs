@@ -714,11 +714,9 @@ fn fixed_seq_rows(
     }
 }
 
-/// The concurrencies of a multinode search-space item `bmk` within `--min-conc` /
-/// `--max-conc` (a `--max-conc` below them all gives just that value); `None` when the item
-/// is left out (a non-positive bound, or nothing at or above `--min-conc`).
-fn multinode_concs(bmk: &Map<String, Value>, o: &FullSweepOptions) -> Option<Vec<i64>> {
-    let mut concs = conc_values(bmk, o.step_size, false);
+/// `concs` at or above `--min-conc`; `None` when that bound is not positive or leaves none
+/// (the item is then left out).
+fn at_least_min_conc(mut concs: Vec<i64>, o: &FullSweepOptions) -> Option<Vec<i64>> {
     if let Some(lo) = o.min_conc {
         if lo <= 0 {
             return None;
@@ -728,6 +726,14 @@ fn multinode_concs(bmk: &Map<String, Value>, o: &FullSweepOptions) -> Option<Vec
             return None;
         }
     }
+    Some(concs)
+}
+
+/// The concurrencies of a multinode search-space item `bmk` within `--min-conc` /
+/// `--max-conc` (a `--max-conc` below them all gives just that value); `None` when the item
+/// is left out (a non-positive bound, or nothing at or above `--min-conc`).
+fn multinode_concs(bmk: &Map<String, Value>, o: &FullSweepOptions) -> Option<Vec<i64>> {
+    let mut concs = at_least_min_conc(conc_values(bmk, o.step_size, false), o)?;
     if let Some(hi) = o.max_conc {
         let f: Vec<i64> = concs.iter().copied().filter(|c| *c <= hi).collect();
         if f.is_empty() {
@@ -789,16 +795,7 @@ fn single_node_concs(bmk: &Map<String, Value>, o: &FullSweepOptions) -> Option<V
         .and_then(Value::as_array)
         .filter(|l| !l.is_empty());
     if let Some(list) = list {
-        let mut concs: Vec<i64> = list.iter().filter_map(Value::as_i64).collect();
-        if let Some(lo) = o.min_conc {
-            if lo <= 0 {
-                return None;
-            }
-            concs.retain(|c| *c >= lo);
-            if concs.is_empty() {
-                return None;
-            }
-        }
+        let mut concs = at_least_min_conc(list.iter().filter_map(Value::as_i64).collect(), o)?;
         if let Some(hi) = o.max_conc {
             if hi <= 0 {
                 return None;
