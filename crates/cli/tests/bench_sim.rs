@@ -144,6 +144,8 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
     let mut args = saved_as(&dir, "r.json");
     args.push("--ignore-eos");
     let (_, text) = bench(&sim, &args);
+    // The sim has no GPU: no "no GPU power sampler found" note against it (trial 13).
+    assert!(!text.contains("power sampler"), "{text}");
     // Named after the result file, so runs into one --result-dir keep their own (issue 13).
     assert!(!dir.join("server_metrics.jsonl").exists());
     let lines = std::fs::read_to_string(dir.join("r.server_metrics.jsonl")).unwrap();

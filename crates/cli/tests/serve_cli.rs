@@ -1,6 +1,6 @@
 //! `inferbench serve` end to end: the binary on a free port over an ingested database; its CSV
 //! export equals `inferbench report --format csv` with the same filter; it refuses a missing
-//! database as `report` does; SIGTERM stops it with exit 0.
+//! database as `report` does; SIGTERM stops it with exit 130, as every long-running subcommand.
 
 mod common;
 
@@ -61,10 +61,10 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
     let (status, _) = http_get(&addr, "/api/v1/points?hw=");
     assert_eq!(status, "HTTP/1.1 400 Bad Request");
 
-    // SIGTERM: a clean stop.
+    // SIGTERM: a clean stop, 130 as `sim`, `bench` and `sweep` (trial 13: serve alone said 0).
     common::signal(child.id(), "TERM");
     let code = child.wait().unwrap();
-    assert_eq!(code.code(), Some(0));
+    assert_eq!(code.code(), Some(130));
     assert_eq!(
         rest.join().unwrap(),
         "inferbench serve: stopping (on SIGTERM)\n"
@@ -188,6 +188,6 @@ fn serve_shows_quickstarts_beside_an_imported_dump() {
     let _ = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert_eq!(child.wait().unwrap().code(), Some(130));
     drain.join().unwrap();
 }

@@ -245,6 +245,14 @@ fn engine_of(snaps: &[Snapshot]) -> String {
 }
 
 impl ServerMetricsSummary {
+    /// Whether the server is `inferbench sim`: it exposes `inferbench_sim:` counters (the
+    /// late-chunk ones, `crates/sim/src/metrics.rs`) that no real engine has.
+    pub fn is_simulator(&self) -> bool {
+        self.counters
+            .keys()
+            .any(|k| k.starts_with("inferbench_sim:"))
+    }
+
     /// Sum of counter deltas whose metric name (labels aside) is one of `names`, `None` if none.
     fn counter(&self, names: &[&str]) -> Option<f64> {
         let mut hit = false;
@@ -380,6 +388,7 @@ mod tests {
             104.0,
         );
         assert_eq!(vllm.late_chunk_fraction, None);
+        assert!(s.is_simulator() && !vllm.is_simulator());
         // Absent, it is not written: summaries of other engines keep their bytes.
         assert!(!serde_json::to_string(&vllm).unwrap().contains("late_chunk"));
     }

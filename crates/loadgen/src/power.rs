@@ -57,15 +57,17 @@ pub async fn start(
         }
         None => {
             if let (PowerMode::Auto, Some(n)) = (mode, notes) {
-                n.push(
-                    "no GPU power sampler found (NVML, nvidia-smi, amd-smi): power is not measured"
-                        .into(),
-                );
+                n.push(NO_SAMPLER_NOTE.into());
             }
             Ok(None)
         }
     }
 }
+
+/// The note of a run whose `--power auto` found no sampler (dropped when the server turns out
+/// to be `inferbench sim`, which has no GPU to measure).
+pub const NO_SAMPLER_NOTE: &str =
+    "no GPU power sampler found (NVML, nvidia-smi, amd-smi): power is not measured";
 
 impl PowerRun {
     /// Where [`PowerRun::finish`] writes the validation sidecar.

@@ -106,8 +106,11 @@ pub enum Outcome {
     Skipped,
     /// Failed (see class and cause).
     Failed,
-    /// Interrupted by the user.
+    /// Interrupted by the user while it ran.
     Interrupted,
+    /// Never started: the sweep was interrupted before its turn (nothing written for it;
+    /// trial 13: such points were counted as interrupted).
+    NotStarted,
 }
 
 /// What a point measures.
@@ -174,9 +177,10 @@ impl SweepReport {
         self.points.iter().filter(|p| p.outcome == outcome).count()
     }
 
-    /// Process exit code: 130 when interrupted, 1 when any point failed, else 0.
+    /// Process exit code: 130 when interrupted (a point cut short or never started), 1 when
+    /// any point failed, else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.count(Outcome::Interrupted) > 0 {
+        if self.count(Outcome::Interrupted) + self.count(Outcome::NotStarted) > 0 {
             130
         } else if self.count(Outcome::Failed) > 0 {
             1
@@ -212,15 +216,19 @@ impl SweepReport {
                 s.push_str(&line);
             }
         }
+        let not_started = match self.count(Outcome::NotStarted) {
+            0 => String::new(),
+            n => format!(", {n} not started"),
+        };
         s.push_str(&format!(
-            "{}: {} ok, {} skipped (already done), {} failed, {} interrupted\n",
+            "{}: {} ok, {} skipped (already done), {} failed, {} interrupted{not_started}\n",
             inferbench_core::count(self.points.len(), "point"),
             self.count(Outcome::Ok),
             self.count(Outcome::Skipped),
             self.count(Outcome::Failed),
             self.count(Outcome::Interrupted)
         ));
-        if self.count(Outcome::Interrupted) + self.count(Outcome::Failed) > 0 {
+        if self.exit_code() != 0 {
             // Trial 13: nothing said that an interrupted sweep resumes.
             s.push_str(
                 "rerun the same command to resume: points already done are skipped (--force \
@@ -471,7 +479,7 @@ fn settled_before_start(
     if cancel.is_cancelled() {
         return Some(record(
             point,
-            Outcome::Interrupted,
+            Outcome::NotStarted,
             Some(Failure::new(
                 FailureClass::Interrupted,
                 "sweep interrupted before this point started",
@@ -747,6 +755,7 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointRep
             }
             Outcome::Ok => format!("ok{}", headline(&r.dir)),
             Outcome::Skipped => "skipped (done before)".to_string(),
+            Outcome::NotStarted => "not started (the sweep was interrupted)".to_string(),
             Outcome::Failed | Outcome::Interrupted => format!(
                 "{}: {}",
                 r.class

@@ -382,9 +382,20 @@ async fn cancel_marks_points_interrupted_and_stops_the_engine() {
     });
     let report = run_jobs(&jobs, &opts, &fake, &cancel).await;
     assert_eq!(report.exit_code(), 130);
-    assert_eq!(report.count(Outcome::Interrupted), 2, "{}", report.render());
+    // The running point is interrupted; the next never started (trial 13: both counted as
+    // interrupted) and wrote nothing.
+    assert_eq!(report.count(Outcome::Interrupted), 1, "{}", report.render());
+    assert_eq!(report.count(Outcome::NotStarted), 1, "{}", report.render());
+    assert!(
+        report.render().contains(
+            "2 points: 0 ok, 0 skipped (already done), 0 failed, 1 interrupted, 1 not started\n"
+        ),
+        "{}",
+        report.render()
+    );
     let st = read_status(&report.points[0].dir).unwrap();
     assert_eq!(st.state, PointState::Interrupted);
+    assert!(read_status(&report.points[1].dir).is_none());
 }
 
 #[tokio::test]

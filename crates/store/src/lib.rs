@@ -279,11 +279,15 @@ impl IngestReport {
         let (missing, unknown): (Vec<_>, Vec<_>) =
             self.unknown.iter().partition(|(_, name)| name == "unknown");
         if !missing.is_empty() {
-            let kinds: Vec<&str> = missing.iter().map(|(k, _)| k.as_str()).collect();
+            // Named by their --set keys (trial 13: `hardware` listed beside `--set hw=`).
+            let keys: Vec<&str> = (missing.iter())
+                .map(|(k, _)| if k == "hardware" { "hw" } else { k.as_str() })
+                .collect();
+            let sets: Vec<String> = keys.iter().map(|k| format!("--set {k}=…")).collect();
             s.push_str(&format!(
-                "not given by the files, stored as `unknown`: {} (name them with --set \
-                 KEY=VALUE, e.g. --set hw=h100 --set framework=vllm --set precision=fp8)\n",
-                kinds.join(", ")
+                "not given by the files, stored as `unknown`: {} (name them with {})\n",
+                keys.join(", "),
+                sets.join(" ")
             ));
         }
         if !unknown.is_empty() {
@@ -1046,6 +1050,7 @@ mod tests {
             runs_ingested: 1,
             unknown: [
                 ("precision".to_string(), "unknown".to_string()),
+                ("hardware".to_string(), "unknown".to_string()),
                 ("model".to_string(), "golden-llama".to_string()),
             ]
             .into(),
@@ -1054,8 +1059,8 @@ mod tests {
         let text = r.render();
         assert!(
             text.contains(
-                "not given by the files, stored as `unknown`: precision (name them with --set \
-                 KEY=VALUE, e.g. --set hw=h100 --set framework=vllm --set precision=fp8)\n\
+                "not given by the files, stored as `unknown`: hw, precision (name them with \
+                 --set hw=… --set precision=…)\n\
                  names the store does not know, stored as they are (to store one under a name \
                  it knows, pass --set KEY=VALUE, e.g. --set hw=h100):\n  model: golden-llama\n"
             ),

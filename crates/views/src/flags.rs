@@ -387,13 +387,11 @@ fn print_rows(
     } else if matches!(fmt, Format::Table) {
         // The same footer for the default, --columns and --frontier views: units, `*`, and
         // the price and power behind $/M and tok/s/MW.
-        let agentic = rows.iter().any(|r| r.scenario == query::AGENTIC_SCENARIO);
         let foot = report::footer(
             &cols,
             args.x.as_deref().unwrap_or_default(),
             &args.y,
-            rows.iter().any(|r| !r.valid),
-            agentic,
+            report::Marks::of(rows),
         );
         let cost = CostOptions {
             usd_per_gpu_hour: args.gpu_hour_cost,

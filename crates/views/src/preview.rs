@@ -8,7 +8,7 @@ use inferbench_store::query::PointRow;
 use inferbench_store::{IngestReport, Store, StoreError};
 
 use crate::plot::{plot, PlotSpec};
-use crate::report::{footer, render, wrap, Format};
+use crate::report::{footer, render, wrap, Format, Marks};
 
 /// A quickstart's view of its batch.
 #[derive(Debug, Clone, Default)]
@@ -17,27 +17,25 @@ pub struct Preview {
     pub columns: Vec<String>,
     /// The chart; its `x` and `y` are also the axes the footer's `*` names.
     pub spec: PlotSpec,
-    /// The footer explains `invalid` rows.
-    pub invalid: bool,
-    /// AgentX points: the footer says their `*` is North-Star gated.
-    pub agentic: bool,
     /// Lines after the footer, each wrapped as the footer is ([`wrap`]).
     pub notes: Vec<String>,
+    /// The line naming the points that ran and finished no request (stored as failed points,
+    /// no row here), printed after the notes, and alone when no point has a row.
+    pub unmeasured: Option<String>,
 }
 
 impl Preview {
-    /// The table of `rows` ([`render`]), the report's footer ([`footer`]), then the notes:
-    /// what a quickstart prints on stdout.
+    /// The table of `rows` ([`render`]), the report's footer ([`footer`], legends for the
+    /// marks the rows carry), then the notes: what a quickstart prints on stdout.
     pub fn table(&self, rows: &[PointRow]) -> String {
         let mut out = render(rows, &self.columns, Format::Table);
         out.push_str(&footer(
             &self.columns,
             &self.spec.x,
             &self.spec.y,
-            self.invalid,
-            self.agentic,
+            Marks::of(rows),
         ));
-        for n in &self.notes {
+        for n in self.notes.iter().chain(&self.unmeasured) {
             out.push_str(&wrap(n));
         }
         out
@@ -62,6 +60,29 @@ impl Preview {
             files = format!("{files} and {}", png.display());
         }
         Ok((files, note))
+    }
+}
+
+impl Preview {
+    /// Prints the table of `rows` ([`Preview::table`]) and draws the chart ([`Preview::draw`],
+    /// what it left out on stderr); returns the files drawn. Without rows (a quickstart
+    /// interrupted before any request finished) prints only the notes and draws nothing:
+    /// returns `none`, where trial 13 got an empty table and a "nothing to plot" warning.
+    fn show(&self, rows: &[PointRow], chart: &Path, png_too: bool) -> anyhow::Result<String> {
+        if rows.is_empty() {
+            let mut out = String::from("\nno request finished: nothing to tabulate or chart\n");
+            if let Some(n) = &self.unmeasured {
+                out.push_str(&wrap(n));
+            }
+            print!("{out}");
+            return Ok("none".into());
+        }
+        print!("\n{}", self.table(rows));
+        let (charts, note) = self.draw(rows, chart, png_too)?;
+        if let Some(n) = note {
+            eprintln!("  chart: {n}");
+        }
+        Ok(charts)
     }
 }
 
@@ -135,7 +156,6 @@ pub fn fixed_quickstart(
         ]
         .map(String::from)
         .to_vec(),
-        invalid: rows.iter().any(|r| !r.valid),
         notes: vec![
             "times are modelled: the simulated hardware's, not this machine's wall clock".into(),
         ],
@@ -146,17 +166,13 @@ pub fn fixed_quickstart(
     // A point cut short before any request finished is a failed point, not a row here.
     let failed = unlisted(concs, &rows);
     if !failed.is_empty() {
-        view.notes.push(format!(
+        view.unmeasured = Some(format!(
             "conc {}: no request finished, stored as a failed point (`report --include-failed` \
              lists it)",
             failed.join(", ")
         ));
     }
-    print!("\n{}", view.table(&rows));
-    let (charts, note) = view.draw(&rows, chart, png_too)?;
-    if let Some(n) = note {
-        eprintln!("  chart: {n}");
-    }
+    let charts = view.show(&rows, chart, png_too)?;
     let db = stored.then(|| store.location());
     Ok(stored_line(
         &report,
@@ -204,7 +220,6 @@ pub fn agentic_quickstart(
         ]
         .map(String::from)
         .to_vec(),
-        agentic: true,
         spec: PlotSpec {
             x: NORTH_STAR_X.into(),
             y: "tput_per_gpu".into(),
@@ -227,7 +242,7 @@ pub fn agentic_quickstart(
     // A point cut short before any request finished is a failed point, not a row here.
     let unlisted = unlisted(cut_short, &rows);
     if !unlisted.is_empty() {
-        view.notes.push(format!(
+        view.unmeasured = Some(format!(
             "lanes {}: cut short before any request finished, stored as a failed point \
              (`report --include-failed` lists it)",
             unlisted.join(", ")
@@ -244,9 +259,8 @@ pub fn agentic_quickstart(
          best a prefix cache can do)"
             .into(),
     );
-    print!("\n{}", view.table(&rows));
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
-    let (charts, _) = view.draw(&rows, chart, png_too)?;
+    let charts = view.show(&rows, chart, png_too)?;
     let db = stored.then(|| store.location());
     Ok(stored_line(
         &report,
@@ -285,6 +299,11 @@ mod tests {
         };
         let t = p.table(&rows);
         assert!(t.starts_with("conc  tput_per_gpu"), "{t}");
+        // Only a table with a `*` row explains `*` (trial 13).
+        assert!(!t.contains("* = on its group's Pareto frontier"), "{t}");
+        let mut rows = rows;
+        rows[1].frontier = true;
+        let t = p.table(&rows);
         assert!(t.contains("* = on its group's Pareto frontier"), "{t}");
         assert!(t.ends_with("\ntimes are modelled\n"), "{t}");
         let dir = tempfile::tempdir().unwrap();

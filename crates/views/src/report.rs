@@ -454,14 +454,43 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
     }
 }
 
+/// What a table's rows carry that its [`footer`] explains: each legend line is printed only
+/// when some row needs it (trial 13: `*` and `invalid` were explained under tables without
+/// them, `failed` never).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// Some row is on its group's frontier (`*`).
+    pub star: bool,
+    /// Some row is invalid (`valid = false`) but measured.
+    pub invalid: bool,
+    /// Some row is a failed point (`--include-failed`: no request, or too few, finished).
+    pub failed: bool,
+    /// Some row is an agentic-coding replay, whose `*` is North-Star gated.
+    pub agentic: bool,
+}
+
+impl Marks {
+    /// The marks of `rows`, as [`cell`]'s `frontier` column shows them.
+    pub fn of(rows: &[PointRow]) -> Self {
+        Marks {
+            star: rows.iter().any(|r| r.frontier && r.error.is_none()),
+            invalid: rows.iter().any(|r| !r.valid && r.error.is_none()),
+            failed: rows.iter().any(|r| r.error.is_some()),
+            agentic: rows
+                .iter()
+                .any(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO),
+        }
+    }
+}
+
 /// The footer under a table of `columns` (`report`'s table format, whatever the columns):
 /// one `units:` line naming each metric column's label and unit from the metric registry, and,
-/// when the `frontier` column is shown, what its `*` means for the frontier of `y` against `x`
-/// (and, when `invalid` rows are listed, what `invalid` there means, or, without a `frontier`
-/// or `valid` column, that some rows are invalid); a `batch` column is named.
-/// `agentic`: agentic-coding rows are listed, whose `*` is North-Star gated (said in the same
-/// line, so a mixed table's legend is right for every group). Empty when there is none of these.
-pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool) -> String {
+/// when the `frontier` column is shown, what each mark its rows carry means (`marks`): `*` for
+/// the frontier of `y` against `x` (North-Star gated for agentic-coding rows, said in the same
+/// line so a mixed table's legend is right for every group), `invalid` and `failed`; without a
+/// `frontier` or `valid` column, that some rows are invalid or failed; a `source` or `batch`
+/// column is named. Empty when there is none of these.
+pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
     let units: Vec<(&str, String)> = columns
         .iter()
         .filter_map(|c| {
@@ -477,14 +506,15 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
             out.push_str(&format!("  {c:<w$}  {l}\n"));
         }
     }
-    if columns.iter().any(|c| c == "frontier") {
+    let frontier_col = columns.iter().any(|c| c == "frontier");
+    if frontier_col && marks.star {
         let mut star = format!(
             "* = on its group's Pareto frontier of {} against {} (a group: model, ISL/OSL, \
              scenario, hardware, framework, precision, spec decoding, disaggregation)",
             label(y),
             label(x)
         );
-        if agentic && x != inferbench_store::query::NORTH_STAR_X {
+        if marks.agentic && x != inferbench_store::query::NORTH_STAR_X {
             star.push_str(&format!(
                 "; an agentic-coding group's `*` is North-Star gated: on that frontier and on \
                  its frontier against {}",
@@ -493,13 +523,19 @@ pub fn footer(columns: &[String], x: &str, y: &str, invalid: bool, agentic: bool
         }
         out.push_str(&wrap(&star));
     }
-    if columns.iter().any(|c| c == "frontier") && invalid {
+    if frontier_col && marks.invalid {
         out.push_str(&wrap(&format!(
             "invalid = not a complete, valid result ({INVALID_CAUSES}): listed, on a \
                  frontier only with --include-invalid"
         )));
     }
-    if invalid && !columns.iter().any(|c| c == "frontier" || c == "valid") {
+    if frontier_col && marks.failed {
+        out.push_str(&wrap(
+            "failed = nothing measured (no request finished, or every one failed): listed with \
+             --include-failed, its latencies `-`, its throughputs 0; the `error` column says why",
+        ));
+    }
+    if (marks.invalid || marks.failed) && !columns.iter().any(|c| c == "frontier" || c == "valid") {
         // Trial 12: a --columns table without `frontier` showed invalid rows as if valid.
         out.push_str(&wrap(&format!(
             "some rows are invalid (not a complete, valid result: {INVALID_CAUSES}): add \
@@ -692,13 +728,20 @@ mod tests {
     #[test]
     fn footer_names_units_with_or_without_the_frontier_column() {
         let cols = |c: &[&str]| -> Vec<String> { c.iter().map(|s| s.to_string()).collect() };
+        let star = Marks {
+            star: true,
+            ..Marks::default()
+        };
+        let invalid = Marks {
+            invalid: true,
+            ..Marks::default()
+        };
         assert_eq!(
             footer(
                 &cols(&["hardware", "conc", "p99_ttft", "tput_per_gpu"]),
                 "median_intvty",
                 "tput_per_gpu",
-                false,
-                false
+                Marks::default()
             ),
             "\nunits:\n  p99_ttft      TTFT, P99 (s)\n  tput_per_gpu  Throughput per GPU (tok/s/GPU)\n"
         );
@@ -707,8 +750,7 @@ mod tests {
                 &cols(&["conc", "median_e2el", "frontier"]),
                 "median_intvty",
                 "tput_per_gpu",
-                false,
-                false
+                star
             ),
             "\nunits:\n  median_e2el  End-to-end latency, median (s)\n\
              * = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against Interactivity, median\n\
@@ -716,11 +758,11 @@ mod tests {
              \x20   disaggregation)\n"
         );
         assert_eq!(
-            footer(&cols(&["hardware", "conc"]), "x", "y", false, false),
+            footer(&cols(&["hardware", "conc"]), "x", "y", Marks::default()),
             ""
         );
         assert_eq!(
-            footer(&cols(&["conc", "batch"]), "x", "y", true, false),
+            footer(&cols(&["conc", "batch"]), "x", "y", invalid),
             "\nsome rows are invalid (not a complete, valid result: the run was cut short, its server fell behind\n\
              \x20   its schedule (starved of CPU), the client could not keep up, the server's prefix cache served a\n\
              \x20   random prompt set, or an AgentX replay ran for less than 900 s): add `valid` or `frontier` to\n\
@@ -728,7 +770,7 @@ mod tests {
              batch = the run a point came from (the last two parts of a result directory, a result file's name, a\n\
              \x20   quickstart's id; -f batch= takes it as shown; --format csv shows it whole)\n"
         );
-        let f = footer(&cols(&["conc", "frontier"]), "x", "y", true, false);
+        let f = footer(&cols(&["conc", "frontier"]), "x", "y", invalid);
         assert!(
             f.contains(
                 "\ninvalid = not a complete, valid result (the run was cut short, its server fell behind its schedule\n\
@@ -744,14 +786,69 @@ mod tests {
                 &cols(&["conc", "frontier"]),
                 "median_intvty",
                 "tput_per_gpu",
-                false,
-                true
+                Marks {
+                    agentic: true,
+                    ..star
+                }
             ),
             "\n* = on its group's Pareto frontier of Throughput per GPU (tok/s/GPU) against Interactivity, median\n\
              \x20   (tok/s/user) (a group: model, ISL/OSL, scenario, hardware, framework, precision, spec decoding,\n\
              \x20   disaggregation); an agentic-coding group's `*` is North-Star gated: on that frontier and on its\n\
              \x20   frontier against E2E-normalized interactivity, P90 (tok/s/user)\n"
         );
+        // Trial 13: no legend for a mark no row carries; `failed` explained when one does.
+        assert_eq!(
+            footer(&cols(&["conc", "frontier"]), "x", "y", Marks::default()),
+            ""
+        );
+        assert_eq!(
+            footer(
+                &cols(&["conc", "frontier"]),
+                "x",
+                "y",
+                Marks {
+                    failed: true,
+                    ..Marks::default()
+                }
+            ),
+            "\nfailed = nothing measured (no request finished, or every one failed): listed with --include-failed,\n\
+             \x20   its latencies `-`, its throughputs 0; the `error` column says why\n"
+        );
+    }
+
+    /// The marks a footer explains come from the rows as the `frontier` column shows them: a
+    /// failed point is `failed`, not `invalid` or `*`.
+    #[test]
+    fn marks_of_rows() {
+        let mut ok = PointRow {
+            valid: true,
+            frontier: true,
+            ..PointRow::default()
+        };
+        let failed = PointRow {
+            error: Some("no successful request".into()),
+            frontier: true,
+            ..PointRow::default()
+        };
+        assert_eq!(
+            Marks::of(std::slice::from_ref(&failed)),
+            Marks {
+                failed: true,
+                ..Marks::default()
+            }
+        );
+        ok.scenario = inferbench_store::query::AGENTIC_SCENARIO.into();
+        assert_eq!(
+            Marks::of(&[ok, failed]),
+            Marks {
+                star: true,
+                failed: true,
+                agentic: true,
+                ..Marks::default()
+            }
+        );
+        assert_eq!(round_for_table(0.0), "0");
+        assert_eq!(round_for_table(0.01234), "0.0123");
     }
 
     /// JSON: `frontier` is true only for a `*` point (an invalid or failed one is not on a
@@ -993,10 +1090,13 @@ mod tests {
 }
 
 /// Rounds a metric value for a table cell: 4 significant-ish digits that never hide a
-/// thousand (`1234`, `56.7`, `0.123`, `0.0123`). CSV and JSON print full precision instead.
+/// thousand (`1234`, `56.7`, `0.123`, `0.0123`); zero is `0`. CSV and JSON print full precision instead.
 pub fn round_for_table(v: f64) -> String {
     let a = v.abs();
-    if a >= 1000.0 {
+    if a == 0.0 {
+        // A failed point's throughputs (trial 13: `0.0000` read as a rounded small value).
+        "0".into()
+    } else if a >= 1000.0 {
         format!("{v:.0}")
     } else if a >= 10.0 {
         format!("{v:.1}")

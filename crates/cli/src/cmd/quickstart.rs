@@ -56,7 +56,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         async move { p.run(run_dir, batch, &cancel).await }
     })?;
     let mut exit = ExitStatus::from_code(report.exit_code());
-    let concs: Vec<i64> = report.points.iter().map(|pt| pt.conc.into()).collect();
+    // The points that ran: one never started has no row and no failed point either.
+    let concs: Vec<i64> = (report.points.iter())
+        .filter(|pt| pt.outcome != inferbench_runner::Outcome::NotStarted)
+        .map(|pt| pt.conc.into())
+        .collect();
     let chart = (q.chart.clone()).unwrap_or_else(|| run_dir.join("frontier.svg"));
     let title = format!(
         "inferbench quickstart: {} on simulated {} ({} / {} tokens)",

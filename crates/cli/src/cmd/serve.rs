@@ -7,8 +7,8 @@ use super::ExitStatus;
 /// Flags of `inferbench serve`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 no database, a database \
-     with no runs yet, or the address cannot be bound."
+    after_help = "Exit codes: 130 stopped by Ctrl-C or SIGTERM (as `sim`); 2 no database, a \
+     database with no runs yet, or the address cannot be bound."
 )]
 pub struct Args {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL (opened read-only).
@@ -23,7 +23,8 @@ pub struct Args {
     pub port: u16,
 }
 
-/// Serves until Ctrl-C / SIGTERM; returns 0.
+/// Serves until Ctrl-C / SIGTERM; returns 130 then, as every long-running subcommand does
+/// (trial 13: `serve` alone exited 0).
 pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     // Refuses a missing or empty database, as `report` does.
     drop(inferbench_views::flags::open_with_runs(&args.db)?);
@@ -39,5 +40,5 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
             .await
             .map_err(|e| anyhow::anyhow!("serving on {addr}: {e}{}", super::bind_hint(&e)))
     })?;
-    Ok(ExitStatus::Ok)
+    Ok(ExitStatus::Interrupted)
 }
