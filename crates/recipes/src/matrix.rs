@@ -707,7 +707,9 @@ fn fixed_seq_rows(
             continue;
         }
         if e.multinode {
-            multinode_fixed_rows(rows, e, (isl, osl), &seq_str, &bmk, o);
+            if let Some(concs) = multinode_concs(&bmk, o) {
+                multinode_fixed_rows(rows, e, (isl, osl), &seq_str, &bmk, &concs);
+            }
         } else {
             single_node_fixed_rows(rows, e, (isl, osl), &seq_str, &bmk, o);
         }
@@ -750,7 +752,7 @@ fn multinode_concs(bmk: &Map<String, Value>, o: &FullSweepOptions) -> Option<Vec
 }
 
 /// One row per runner for the multinode search-space item `bmk` of entry `e` at `(isl, osl)`
-/// tokens: its prefill/decode workers, every concurrency in one list, the context length
+/// tokens: its prefill/decode workers, every concurrency of `concs` in one list, the context length
 /// `isl + osl +` [`MAX_MODEL_LEN_MARGIN`], and its component metadata.
 fn multinode_fixed_rows(
     rows: &mut Vec<Row>,
@@ -758,12 +760,9 @@ fn multinode_fixed_rows(
     (isl, osl): (i64, i64),
     seq_str: &str,
     bmk: &Map<String, Value>,
-    o: &FullSweepOptions,
+    concs: &[i64],
 ) {
     let (prefill, decode) = worker_pair(bmk);
-    let Some(concs) = multinode_concs(bmk, o) else {
-        return;
-    };
     let model_code = &e.model_code;
     for rv in &e.runners {
         let mut r = e.base.head(rv);
@@ -854,10 +853,24 @@ fn single_node_fixed_rows(
             ep = Some(me);
         }
     }
-    let Some(concs) = single_node_concs(bmk, o) else {
-        return;
-    };
-    for c in concs {
+    if let Some(concs) = single_node_concs(bmk, o) {
+        single_node_rows_at(rows, e, (isl, osl), seq_str, bmk, ep, &concs);
+    }
+}
+
+/// One row per concurrency of `concs` (in that order) and runner of entry `e` for the
+/// single-node search-space item `bmk` at `(isl, osl)` tokens, with expert parallelism `ep`
+/// (`None`: the item's own, else 1).
+fn single_node_rows_at(
+    rows: &mut Vec<Row>,
+    e: &SweepEntry<'_>,
+    (isl, osl): (i64, i64),
+    seq_str: &str,
+    bmk: &Map<String, Value>,
+    ep: Option<i64>,
+    concs: &[i64],
+) {
+    for &c in concs {
         for rv in &e.runners {
             rows.push(single_fixed_row(
                 &e.base,
@@ -887,6 +900,29 @@ fn agentic_scenario_rows(
     runners: &RunnerConfig,
     o: &FullSweepOptions,
 ) -> Result<()> {
+    agentic_items(rows, e, ag, runner, runners, |bmk| {
+        let mut concs = conc_values(bmk, o.step_size, false);
+        if let Some(lo) = o.min_conc {
+            concs.retain(|c| *c >= lo);
+        }
+        if let Some(hi) = o.max_conc {
+            concs.retain(|c| *c <= hi);
+        }
+        concs
+    })
+}
+
+/// The rows of one agentic-coding item `ag` of entry `e` (on the runner label `runner`), the
+/// concurrencies of each search-space item chosen by `concs_of` (none: no rows): the loop
+/// full-sweep and test-config share. Errors: a budget the runner config cannot give.
+fn agentic_items(
+    rows: &mut Vec<Row>,
+    e: &SweepEntry<'_>,
+    ag: &Value,
+    runner: &str,
+    runners: &RunnerConfig,
+    concs_of: impl Fn(&Map<String, Value>) -> Vec<i64>,
+) -> Result<()> {
     let ag = ag.as_object().cloned().unwrap_or_default();
     for bmk in ag
         .get("search-space")
@@ -896,27 +932,15 @@ fn agentic_scenario_rows(
     {
         let bmk = bmk.as_object().cloned().unwrap_or_default();
         let budget = agentic_dram_offload_gb(dram_utilization(&ag), &bmk, runner, runners)?;
-        let mut concs = conc_values(&bmk, o.step_size, false);
-        if let Some(lo) = o.min_conc {
-            concs.retain(|c| *c >= lo);
-        }
-        if let Some(hi) = o.max_conc {
-            concs.retain(|c| *c <= hi);
-        }
+        let concs = concs_of(&bmk);
         if concs.is_empty() {
             continue;
         }
-        agentic_rows(
-            rows,
-            &e.base,
-            &e.runners,
-            &bmk,
-            &concs,
-            budget,
-            &e.model_code,
-            e.multinode,
-            e.disagg,
-        );
+        if e.multinode {
+            multinode_agentic_rows(rows, e, &bmk, &concs, budget);
+        } else {
+            single_node_agentic_rows(rows, e, &bmk, &concs, budget);
+        }
     }
     Ok(())
 }
@@ -968,113 +992,115 @@ fn single_fixed_row(
     r
 }
 
-#[allow(clippy::too_many_arguments)]
-fn agentic_rows(
+/// The `kv-offloading` mode of search-space item `bmk` (`none` when absent).
+fn kv_offloading(bmk: &Map<String, Value>) -> String {
+    bmk.get("kv-offloading")
+        .and_then(Value::as_str)
+        .unwrap_or("none")
+        .to_string()
+}
+
+/// `bmk`'s value of `key`, or `default` when it is absent or null.
+fn or_default(bmk: &Map<String, Value>, key: &str, default: Value) -> Value {
+    bmk.get(key)
+        .filter(|v| !v.is_null())
+        .cloned()
+        .unwrap_or(default)
+}
+
+/// Completes an agentic-coding row `r` of entry `e` and pushes it, in the generator's field
+/// order: KV offloading, the DRAM `budget` (GB), the duration (s), `exp_name`, `disagg` (the
+/// multinode rows only), the scenario type, the offload backend, the component metadata.
+fn push_agentic_row(
     rows: &mut Vec<Row>,
-    base: &Base<'_>,
-    runners_for_entry: &[String],
+    mut r: Row,
+    e: &SweepEntry<'_>,
+    bmk: &Map<String, Value>,
+    budget: i64,
+    exp_name: String,
+) {
+    r.insert("kv-offloading".into(), json!(kv_offloading(bmk)));
+    r.insert("total-cpu-dram-gb".into(), json!(budget));
+    r.insert("duration".into(), json!(DEFAULT_AGENTIC_DURATION_SECONDS));
+    r.insert("exp-name".into(), json!(exp_name));
+    if e.multinode {
+        r.insert("disagg".into(), json!(e.disagg));
+    }
+    r.insert("scenario-type".into(), json!("agentic-coding"));
+    if let Some(b) = bmk.get("kv-offload-backend").filter(|v| !v.is_null()) {
+        r.insert("kv-offload-backend".into(), b.clone());
+    }
+    component_metadata(&mut r, bmk, e.base.cfg);
+    rows.push(r);
+}
+
+/// Multinode agentic-coding rows of search-space item `bmk`: per runner of entry `e`, one row
+/// per batch of at most [`MAX_MULTINODE_AGENTIC_CONCURRENCIES_PER_ALLOCATION`] of `concs`,
+/// with its prefill/decode workers and DRAM `budget` (GB).
+fn multinode_agentic_rows(
+    rows: &mut Vec<Row>,
+    e: &SweepEntry<'_>,
     bmk: &Map<String, Value>,
     concs: &[i64],
     budget: i64,
-    model_code: &str,
-    multinode: bool,
-    disagg: bool,
+) {
+    let (prefill, decode) = worker_pair(bmk);
+    let kv = kv_offloading(bmk);
+    let backend = bmk.get("kv-offload-backend").filter(|v| !v.is_null());
+    let suffix = if kv != "none" {
+        format!("_{}", kv_suffix(&kv, backend))
+    } else {
+        String::new()
+    };
+    for rv in &e.runners {
+        for batch in concs.chunks(MAX_MULTINODE_AGENTIC_CONCURRENCIES_PER_ALLOCATION) {
+            let mut r = e.base.head(rv);
+            r.insert("spec-decoding".into(), spec(bmk));
+            r.insert("prefill".into(), prefill.clone());
+            r.insert("decode".into(), decode.clone());
+            r.insert("conc".into(), json!(batch));
+            let name = multinode_agentic_exp_name(&e.model_code, &prefill, &decode, batch, &suffix);
+            push_agentic_row(rows, r, e, bmk, budget, name);
+        }
+    }
+}
+
+/// Single-node agentic-coding rows of search-space item `bmk`: one per concurrency of `concs`
+/// and runner of entry `e`, with its parallelism (`pp`, `dcp-size`, `pcp-size`, `ep` default
+/// 1, `dp-attn` false) and DRAM `budget` (GB); `exp-name` is
+/// `<model>_tp<tp>_conc<c>_<kv>[_spec-<spec>]`.
+fn single_node_agentic_rows(
+    rows: &mut Vec<Row>,
+    e: &SweepEntry<'_>,
+    bmk: &Map<String, Value>,
+    concs: &[i64],
+    budget: i64,
 ) {
     let spec_v = spec(bmk);
     let spec_s = spec_v.as_str().unwrap_or("none").to_string();
     let backend = bmk.get("kv-offload-backend").filter(|v| !v.is_null());
-    if multinode {
-        let (prefill, decode) = worker_pair(bmk);
-        let kv = bmk
-            .get("kv-offloading")
-            .and_then(Value::as_str)
-            .unwrap_or("none")
-            .to_string();
-        let suffix = if kv != "none" {
-            format!("_{}", kv_suffix(&kv, backend))
-        } else {
-            String::new()
-        };
-        for rv in runners_for_entry {
-            for batch in concs.chunks(MAX_MULTINODE_AGENTIC_CONCURRENCIES_PER_ALLOCATION) {
-                let mut r = base.head(rv);
-                r.insert("spec-decoding".into(), spec_v.clone());
-                r.insert("prefill".into(), prefill.clone());
-                r.insert("decode".into(), decode.clone());
-                r.insert("conc".into(), json!(batch));
-                r.insert("kv-offloading".into(), json!(kv));
-                r.insert("total-cpu-dram-gb".into(), json!(budget));
-                r.insert("duration".into(), json!(DEFAULT_AGENTIC_DURATION_SECONDS));
-                r.insert(
-                    "exp-name".into(),
-                    json!(multinode_agentic_exp_name(
-                        model_code, &prefill, &decode, batch, &suffix
-                    )),
-                );
-                r.insert("disagg".into(), json!(disagg));
-                r.insert("scenario-type".into(), json!("agentic-coding"));
-                if let Some(b) = backend {
-                    r.insert("kv-offload-backend".into(), b.clone());
-                }
-                component_metadata(&mut r, bmk, base.cfg);
-                rows.push(r);
+    let tp = bmk.get("tp").cloned().unwrap_or(Value::Null);
+    let kv = kv_offloading(bmk);
+    for &c in concs {
+        for rv in &e.runners {
+            let mut r = e.base.head(rv);
+            r.insert("tp".into(), tp.clone());
+            for k in ["pp", "dcp-size", "pcp-size", "ep"] {
+                r.insert(k.into(), or_default(bmk, k, json!(1)));
             }
-        }
-    } else {
-        let tp = bmk.get("tp").cloned().unwrap_or(Value::Null);
-        let kv = bmk
-            .get("kv-offloading")
-            .and_then(Value::as_str)
-            .unwrap_or("none")
-            .to_string();
-        for &c in concs {
-            for rv in runners_for_entry {
-                let mut r = base.head(rv);
-                r.insert("tp".into(), tp.clone());
-                for k in ["pp", "dcp-size", "pcp-size"] {
-                    r.insert(
-                        k.into(),
-                        bmk.get(k)
-                            .filter(|v| !v.is_null())
-                            .cloned()
-                            .unwrap_or(json!(1)),
-                    );
-                }
-                r.insert(
-                    "ep".into(),
-                    bmk.get("ep")
-                        .filter(|v| !v.is_null())
-                        .cloned()
-                        .unwrap_or(json!(1)),
-                );
-                r.insert(
-                    "dp-attn".into(),
-                    bmk.get("dp-attn")
-                        .filter(|v| !v.is_null())
-                        .cloned()
-                        .unwrap_or(json!(false)),
-                );
-                r.insert("spec-decoding".into(), spec_v.clone());
-                r.insert("conc".into(), json!(c));
-                r.insert("kv-offloading".into(), json!(kv));
-                r.insert("total-cpu-dram-gb".into(), json!(budget));
-                r.insert("duration".into(), json!(DEFAULT_AGENTIC_DURATION_SECONDS));
-                let mut name = format!(
-                    "{model_code}_tp{}_conc{c}_{}",
-                    tp.as_i64().unwrap_or(0),
-                    kv_suffix(&kv, backend)
-                );
-                if spec_s != "none" {
-                    name.push_str(&format!("_spec-{spec_s}"));
-                }
-                r.insert("exp-name".into(), json!(name));
-                r.insert("scenario-type".into(), json!("agentic-coding"));
-                if let Some(b) = backend {
-                    r.insert("kv-offload-backend".into(), b.clone());
-                }
-                component_metadata(&mut r, bmk, base.cfg);
-                rows.push(r);
+            r.insert("dp-attn".into(), or_default(bmk, "dp-attn", json!(false)));
+            r.insert("spec-decoding".into(), spec_v.clone());
+            r.insert("conc".into(), json!(c));
+            let mut name = format!(
+                "{}_tp{}_conc{c}_{}",
+                e.model_code,
+                tp.as_i64().unwrap_or(0),
+                kv_suffix(&kv, backend)
+            );
+            if spec_s != "none" {
+                name.push_str(&format!("_spec-{spec_s}"));
             }
+            push_agentic_row(rows, r, e, bmk, budget, name);
         }
     }
 }
@@ -1178,6 +1204,10 @@ pub fn expand_config_keys(patterns: &[String], configs: &MasterConfigs) -> Resul
     Ok(out)
 }
 
+/// The rows of `test-config`: for each of `--config-keys` (glob patterns expanded), every
+/// fixed-seq-len and agentic-coding search-space item at its concurrencies (step 2) that
+/// `--conc` keeps (all when empty), `--seq-lens` filtering the sequence lengths. No
+/// `--min-conc`/`--max-tp`-style limits: a test runs what the config says.
 fn test_config(
     configs: &MasterConfigs,
     runners: &RunnerConfig,
@@ -1186,132 +1216,79 @@ fn test_config(
 ) -> Result<Vec<Row>> {
     let keys = expand_config_keys(&o.config_keys, configs)?;
     let seq_filter = parse_seq_lens(&o.seq_lens)?;
+    let conc_filter = |v: Vec<i64>| -> Vec<i64> {
+        if o.conc.is_empty() {
+            v
+        } else {
+            v.into_iter().filter(|c| o.conc.contains(c)).collect()
+        }
+    };
     let mut rows = Vec::new();
     for key in keys {
         let Some(cfg) = configs.get(&key) else {
             continue;
         };
-        let multinode = cfg.is_multinode();
-        let disagg = cfg.is_disagg();
         let runner = cfg.str_field("runner");
-        let runners_for_entry: Vec<String> = match &common.runner_node_filter {
-            None => vec![runner.to_string()],
-            Some(f) => {
-                let mut cands: Vec<String> = Vec::new();
-                if runner.contains(f.as_str()) {
-                    cands.push(runner.to_string());
-                }
-                cands.extend(runners.nodes(runner).iter().cloned());
-                let mut out: Vec<String> = Vec::new();
-                for c in cands {
-                    if c.contains(f.as_str()) && !out.contains(&c) {
-                        out.push(c);
-                    }
-                }
-                out
-            }
-        };
+        let runners_for_entry = test_entry_runners(runner, common, runners);
         if runners_for_entry.is_empty() {
             continue;
         }
-        let base = Base { cfg };
-        let model_code = cfg.str_field("model-prefix").to_string();
-        let conc_filter = |v: Vec<i64>| -> Vec<i64> {
-            if o.conc.is_empty() {
-                v
-            } else {
-                v.into_iter().filter(|c| o.conc.contains(c)).collect()
-            }
+        let e = SweepEntry {
+            base: Base { cfg },
+            runners: runners_for_entry,
+            model_code: cfg.str_field("model-prefix").to_string(),
+            multinode: cfg.is_multinode(),
+            disagg: cfg.is_disagg(),
         };
-        let fixed = if scenario_wanted(common, "fixed-seq-len") {
-            cfg.scenario("fixed-seq-len")
-        } else {
-            &[]
-        };
-        for seq in fixed {
-            let Some(((isl, osl), seq_str, space)) = seq_item(seq, seq_filter.as_ref()) else {
-                continue;
-            };
-            for bmk in space {
-                let concs = conc_filter(conc_values(&bmk, 2, true));
-                if concs.is_empty() {
+        if scenario_wanted(common, "fixed-seq-len") {
+            for seq in cfg.scenario("fixed-seq-len") {
+                let Some((lens, seq_str, space)) = seq_item(seq, seq_filter.as_ref()) else {
                     continue;
-                }
-                if multinode {
-                    let (prefill, decode) = worker_pair(&bmk);
-                    for rv in &runners_for_entry {
-                        let mut r = base.head(rv);
-                        r.insert("isl".into(), json!(isl));
-                        r.insert("osl".into(), json!(osl));
-                        r.insert("spec-decoding".into(), spec(&bmk));
-                        r.insert("prefill".into(), prefill.clone());
-                        r.insert("decode".into(), decode.clone());
-                        r.insert("conc".into(), json!(concs));
-                        r.insert(
-                            "max-model-len".into(),
-                            json!(isl + osl + MAX_MODEL_LEN_MARGIN),
-                        );
-                        r.insert("exp-name".into(), json!(format!("{model_code}_{seq_str}")));
-                        r.insert("disagg".into(), json!(disagg));
-                        r.insert("run-eval".into(), json!(false));
-                        component_metadata(&mut r, &bmk, cfg);
-                        rows.push(r);
+                };
+                for bmk in space {
+                    let concs = conc_filter(conc_values(&bmk, 2, true));
+                    if concs.is_empty() {
+                        continue;
                     }
-                } else {
-                    let ep = bmk.get("ep").and_then(Value::as_i64);
-                    for &c in &concs {
-                        for rv in &runners_for_entry {
-                            rows.push(single_fixed_row(
-                                &base,
-                                rv,
-                                isl,
-                                osl,
-                                &bmk,
-                                c,
-                                ep,
-                                &model_code,
-                                &seq_str,
-                                disagg,
-                            ));
-                        }
+                    if e.multinode {
+                        multinode_fixed_rows(&mut rows, &e, lens, &seq_str, &bmk, &concs);
+                    } else {
+                        let ep = bmk.get("ep").and_then(Value::as_i64);
+                        single_node_rows_at(&mut rows, &e, lens, &seq_str, &bmk, ep, &concs);
                     }
                 }
             }
         }
-        let agentic = if scenario_wanted(common, "agentic-coding") {
-            cfg.scenario("agentic-coding")
-        } else {
-            &[]
-        };
-        for ag in agentic {
-            let ag = ag.as_object().cloned().unwrap_or_default();
-            for bmk in ag
-                .get("search-space")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let bmk = bmk.as_object().cloned().unwrap_or_default();
-                let budget = agentic_dram_offload_gb(dram_utilization(&ag), &bmk, runner, runners)?;
-                let concs = conc_filter(conc_values(&bmk, 2, false));
-                if concs.is_empty() {
-                    continue;
-                }
-                agentic_rows(
-                    &mut rows,
-                    &base,
-                    &runners_for_entry,
-                    &bmk,
-                    &concs,
-                    budget,
-                    &model_code,
-                    multinode,
-                    disagg,
-                );
+        if scenario_wanted(common, "agentic-coding") {
+            for ag in cfg.scenario("agentic-coding") {
+                agentic_items(&mut rows, &e, ag, runner, runners, |bmk| {
+                    conc_filter(conc_values(bmk, 2, false))
+                })?;
             }
         }
     }
     Ok(rows)
+}
+
+/// The runners a `test-config` entry's rows go to: its `runner` label, or with
+/// `--runner-node-filter` the label itself (when its name contains the filter) and then its
+/// nodes whose names do, each once (empty: the entry is skipped). Unlike full-sweep's
+/// [`entry_runners`], the label can match, as the generator's test-config does.
+fn test_entry_runners(runner: &str, common: &CommonOptions, runners: &RunnerConfig) -> Vec<String> {
+    let Some(f) = &common.runner_node_filter else {
+        return vec![runner.to_string()];
+    };
+    let mut out: Vec<String> = Vec::new();
+    let label = runner.contains(f.as_str()).then(|| runner.to_string());
+    for c in label
+        .into_iter()
+        .chain(runners.nodes(runner).iter().cloned())
+    {
+        if c.contains(f.as_str()) && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Canonical text of a value with sorted keys (used as a grouping key, like the reference's
@@ -1355,24 +1332,77 @@ fn is_agentic(r: &Row) -> bool {
     r.get("scenario-type").and_then(Value::as_str) == Some("agentic-coding")
 }
 
-/// Default eval selection (`mark_eval_entries`, reference §2.5). Sets `run-eval` on every row and
-/// `eval-conc` on the chosen multi-node rows.
-pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
-    let eligible = |r: &Row| -> Vec<i64> {
-        let mut v: Vec<i64> = concs_of(r)
-            .into_iter()
-            .filter(|c| *c >= MIN_EVAL_CONC)
-            .collect();
-        v.sort();
-        v
-    };
-    let mut eval: HashSet<usize> = HashSet::new();
-    let mut eval_conc: HashMap<usize, i64> = HashMap::new();
+/// A row's concurrencies at or above [`MIN_EVAL_CONC`], ascending.
+fn eval_eligible(r: &Row) -> Vec<i64> {
+    let mut v: Vec<i64> = concs_of(r)
+        .into_iter()
+        .filter(|c| *c >= MIN_EVAL_CONC)
+        .collect();
+    v.sort();
+    v
+}
 
-    // Single-node fixed-seq: group by (model, runner, framework, precision, isl, osl, spec, dp-attn).
-    let mut sn_groups: Groups<usize> = Groups::default();
+/// The `(row, conc)` with the highest conc of a group (the first on a tie).
+fn highest(items: &[(usize, i64)]) -> (usize, i64) {
+    let mut best = items[0];
+    for &it in &items[1..] {
+        if it.1 > best.1 {
+            best = it;
+        }
+    }
+    best
+}
+
+/// Default eval selection (`mark_eval_entries`, reference §2.5). Sets `run-eval` on every row and
+/// `eval-conc` on the chosen multi-node rows: single-node 8k1k rows at their group's highest and
+/// median concurrency, multi-node 8k1k rows at the highest eligible concurrency of each
+/// parallelism, and with `include_agentic` one agentic-coding row per group.
+pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
+    let mut eval = single_node_eval_rows(rows);
+    let mut eval_conc: HashMap<usize, i64> = HashMap::new();
+    let mut take = |(i, c): (usize, i64), with_conc: bool| {
+        eval.insert(i);
+        if with_conc {
+            eval_conc.insert(i, c);
+        }
+    };
+    // Multi-node fixed-seq: highest eligible conc per parallelism config.
+    let mut mn_groups = ConcGroups::default();
     for (i, r) in rows.iter().enumerate() {
-        if !r.contains_key("tp") || !is_8k1k(r) || eligible(r).is_empty() {
+        if r.contains_key("tp") || !r.contains_key("prefill") || !is_8k1k(r) {
+            continue;
+        }
+        if let Some(&best) = eval_eligible(r).last() {
+            mn_groups.push(multinode_parallelism_key(r), (i, best));
+        }
+    }
+    for (_, items) in &mn_groups.items {
+        take(highest(items), true);
+    }
+    if include_agentic {
+        let (ag_sn, ag_mn) = agentic_eval_groups(rows);
+        for (_, items) in &ag_sn.items {
+            take(highest(items), false);
+        }
+        for (_, items) in &ag_mn.items {
+            take(highest(items), true);
+        }
+    }
+    for (i, r) in rows.iter_mut().enumerate() {
+        r.insert("run-eval".into(), json!(eval.contains(&i)));
+        if let Some(c) = eval_conc.get(&i) {
+            r.insert("eval-conc".into(), json!(c));
+        }
+    }
+}
+
+/// Single-node fixed-seq 8k1k rows to evaluate: grouped by (model, runner, framework,
+/// precision, isl, osl, spec, dp-attn), the rows at the group's highest and median
+/// concurrency (of those at or above [`MIN_EVAL_CONC`]).
+fn single_node_eval_rows(rows: &[Row]) -> HashSet<usize> {
+    let mut groups: Groups<usize> = Groups::default();
+    for (i, r) in rows.iter().enumerate() {
+        if !r.contains_key("tp") || !is_8k1k(r) || eval_eligible(r).is_empty() {
             continue;
         }
         let key = frozen(&json!([
@@ -1385,9 +1415,10 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
             r.get("spec-decoding"),
             r.get("dp-attn")
         ]));
-        sn_groups.push(key, i);
+        groups.push(key, i);
     }
-    for (_, idx) in &sn_groups.items {
+    let mut eval = HashSet::new();
+    for (_, idx) in &groups.items {
         let mut concs: Vec<i64> = idx
             .iter()
             .filter_map(|&i| get_i64(&rows[i], "conc"))
@@ -1398,79 +1429,43 @@ pub fn mark_eval_entries(rows: &mut [Row], include_agentic: bool) {
             continue;
         };
         for &i in idx {
-            if let Some(c) = get_i64(&rows[i], "conc") {
-                if c == hi || c == med {
-                    eval.insert(i);
-                }
+            if get_i64(&rows[i], "conc").is_some_and(|c| c == hi || c == med) {
+                eval.insert(i);
             }
         }
     }
+    eval
+}
 
-    // Multi-node fixed-seq: highest eligible conc per parallelism config.
-    let mut mn_groups: Groups<(usize, i64)> = Groups::default();
+/// Groups of `(row index, concurrency)`.
+type ConcGroups = Groups<(usize, i64)>;
+
+/// Agentic-coding rows grouped for evals: single-node ones by (model, runner, framework,
+/// precision) with each row's highest concurrency, multi-node ones by parallelism with each
+/// row's highest eligible concurrency (a row with none is left out).
+fn agentic_eval_groups(rows: &[Row]) -> (ConcGroups, ConcGroups) {
+    let mut single = ConcGroups::default();
+    let mut multi = ConcGroups::default();
     for (i, r) in rows.iter().enumerate() {
-        if r.contains_key("tp") || !r.contains_key("prefill") || !is_8k1k(r) {
+        if !is_agentic(r) {
             continue;
         }
-        let Some(&best) = eligible(r).last() else {
+        if r.contains_key("prefill") {
+            if let Some(&best) = eval_eligible(r).last() {
+                multi.push(multinode_parallelism_key(r), (i, best));
+            }
             continue;
-        };
-        mn_groups.push(multinode_parallelism_key(r), (i, best));
+        }
+        let c = concs_of(r).into_iter().max().unwrap_or(0);
+        let key = frozen(&json!([
+            r.get("model"),
+            r.get("runner"),
+            r.get("framework"),
+            r.get("precision")
+        ]));
+        single.push(key, (i, c));
     }
-    let pick = |items: &[(usize, i64)]| -> (usize, i64) {
-        let mut best = items[0];
-        for &it in &items[1..] {
-            if it.1 > best.1 {
-                best = it;
-            }
-        }
-        best
-    };
-    for (_, items) in &mn_groups.items {
-        let (i, c) = pick(items);
-        eval.insert(i);
-        eval_conc.insert(i, c);
-    }
-
-    if include_agentic {
-        let mut ag_sn: Groups<(usize, i64)> = Groups::default();
-        let mut ag_mn: Groups<(usize, i64)> = Groups::default();
-        for (i, r) in rows.iter().enumerate() {
-            if !is_agentic(r) {
-                continue;
-            }
-            if r.contains_key("prefill") {
-                let Some(&best) = eligible(r).last() else {
-                    continue;
-                };
-                ag_mn.push(multinode_parallelism_key(r), (i, best));
-                continue;
-            }
-            let c = concs_of(r).into_iter().max().unwrap_or(0);
-            let key = frozen(&json!([
-                r.get("model"),
-                r.get("runner"),
-                r.get("framework"),
-                r.get("precision")
-            ]));
-            ag_sn.push(key, (i, c));
-        }
-        for (_, items) in &ag_sn.items {
-            eval.insert(pick(items).0);
-        }
-        for (_, items) in &ag_mn.items {
-            let (i, c) = pick(items);
-            eval.insert(i);
-            eval_conc.insert(i, c);
-        }
-    }
-
-    for (i, r) in rows.iter_mut().enumerate() {
-        r.insert("run-eval".into(), json!(eval.contains(&i)));
-        if let Some(c) = eval_conc.get(&i) {
-            r.insert("eval-conc".into(), json!(c));
-        }
-    }
+    (single, multi)
 }
 
 /// Groups in first-seen order with O(1) key lookup.
