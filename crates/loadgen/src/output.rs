@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use inferbench_core::summary::{inferencex_aggregate, RunSummary, StopReason};
+use inferbench_core::summary::{inferencex_aggregate, ClientCheck, Extras, RunSummary, StopReason};
 use inferbench_core::RequestRecord;
+use std::collections::BTreeMap;
 use tokio::sync::mpsc;
 
 use crate::kept::KeptRecords;
@@ -225,49 +226,77 @@ pub fn anomaly_notes(s: &RunSummary, records: &[RequestRecord]) -> Vec<String> {
         .collect()
 }
 
-/// The console report, in the layout of vLLM's `bench serve` summary plus our extras.
+/// The console report, in the layout of vLLM's `bench serve` summary plus our extras: the
+/// counts and rates, a section per latency (ms), our extras, the stop. Pinned byte for byte by
+/// `tests/render_report.rs`.
 pub fn render_report(s: &RunSummary) -> String {
-    let mut o = String::new();
-    let line = |o: &mut String, k: &str, v: String| {
-        let _ = writeln!(o, "{k:<40}{v:<10}");
-    };
-    let _ = writeln!(o, "{:=^50}", " Serving Benchmark Result ");
+    let mut o = Report::default();
+    o.rule('=', " Serving Benchmark Result ");
     let x = &s.inferbench;
     if x.stop_reason == StopReason::ServerUnreachable && s.completed == 0 && x.failed == 0 {
-        // The server never answered before the profile: nothing was measured, so say that
-        // instead of a page of zeros (vLLM's `bench serve` stops at its test request).
-        line(
-            &mut o,
-            "Stopped early:",
-            "server unreachable before the profile: nothing measured".into(),
-        );
-        line(
-            &mut o,
-            "Warmup requests (failed):",
-            format!("{} ({})", x.warmups, x.warmup_failed),
-        );
-        let errs: Vec<String> = x
-            .warmup_errors_by_class
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        if !errs.is_empty() {
-            line(&mut o, "Warmup errors by class:", errs.join(" "));
+        unreachable_lines(&mut o, x);
+    } else {
+        // Nothing succeeded: the latency sections would be all zeros (the JSON keeps them).
+        let measured = s.completed > 0;
+        count_lines(&mut o, s);
+        if measured {
+            latency_sections(&mut o, s);
         }
-        line(
-            &mut o,
-            "Requests not sent:",
-            x.requests_not_sent.to_string(),
-        );
-        let _ = writeln!(o, "{:=^50}", "");
-        return o;
+        extras_section(&mut o, x, measured);
+        stop_line(&mut o, x.stop_reason);
     }
-    line(&mut o, "Successful requests:", s.completed.to_string());
-    line(&mut o, "Failed requests:", s.inferbench.failed.to_string());
-    let (cp, cw) = (
-        s.inferbench.cancelled_by_user,
-        s.inferbench.warmup_cancelled_by_user,
+    o.rule('=', "");
+    o.0
+}
+
+/// The console report's text: `Key:` padded to 40 columns, its value to 10 (vLLM's layout).
+#[derive(Default)]
+struct Report(String);
+
+impl Report {
+    fn line(&mut self, k: &str, v: String) {
+        let _ = writeln!(self.0, "{k:<40}{v:<10}");
+    }
+
+    /// A 50-column rule of `fill` with `title` centred.
+    fn rule(&mut self, fill: char, title: &str) {
+        let _ = match fill {
+            '=' => writeln!(self.0, "{title:=^50}"),
+            _ => writeln!(self.0, "{title:-^50}"),
+        };
+    }
+
+    /// `Key: a=1 b=2` for the non-empty `counts` (omitted when there is none).
+    fn counts(&mut self, k: &str, counts: &BTreeMap<String, u64>) {
+        let v: Vec<String> = counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if !v.is_empty() {
+            self.line(k, v.join(" "));
+        }
+    }
+}
+
+/// A server that never answered before the profile: nothing was measured, so the report
+/// says that instead of a page of zeros (vLLM's `bench serve` stops at its test request).
+fn unreachable_lines(o: &mut Report, x: &Extras) {
+    o.line(
+        "Stopped early:",
+        "server unreachable before the profile: nothing measured".into(),
     );
+    o.line(
+        "Warmup requests (failed):",
+        format!("{} ({})", x.warmups, x.warmup_failed),
+    );
+    o.counts("Warmup errors by class:", &x.warmup_errors_by_class);
+    o.line("Requests not sent:", x.requests_not_sent.to_string());
+}
+
+/// Requests (ok, failed, cancelled, not sent, warmups), concurrency, duration (s), token
+/// totals and rates (req/s, tok/s).
+fn count_lines(o: &mut Report, s: &RunSummary) {
+    let x = &s.inferbench;
+    o.line("Successful requests:", s.completed.to_string());
+    o.line("Failed requests:", x.failed.to_string());
+    let (cp, cw) = (x.cancelled_by_user, x.warmup_cancelled_by_user);
     if cp + cw > 0 {
         // Ctrl-C/SIGTERM: not failures, not in the error rate.
         let warm = if cw > 0 {
@@ -276,203 +305,150 @@ pub fn render_report(s: &RunSummary) -> String {
             String::new()
         };
         // Said by who cancelled: the user (Ctrl-C), or the run stopping itself.
-        let who = if s.inferbench.stop_reason == StopReason::Interrupted {
+        let who = if x.stop_reason == StopReason::Interrupted {
             "Cancelled by user (not failures):"
         } else {
             "Cancelled at the stop (not failures):"
         };
-        line(&mut o, who, format!("{cp}{warm}"));
+        o.line(who, format!("{cp}{warm}"));
     }
     if s.completed == 0 {
         let _ = writeln!(
-            o,
+            o.0,
             "No request succeeded: the throughput figures below are 0 and no latency was measured."
         );
     }
-    if s.inferbench.requests_not_sent > 0 {
-        line(
-            &mut o,
-            "Requests not sent:",
-            s.inferbench.requests_not_sent.to_string(),
-        );
+    if x.requests_not_sent > 0 {
+        o.line("Requests not sent:", x.requests_not_sent.to_string());
     }
-    if s.inferbench.warmups > 0 {
-        line(
-            &mut o,
+    if x.warmups > 0 {
+        o.line(
             "Warmup requests (failed):",
-            format!("{} ({})", s.inferbench.warmups, s.inferbench.warmup_failed),
+            format!("{} ({})", x.warmups, x.warmup_failed),
         );
     }
     if let Some(c) = s.max_concurrency {
-        line(&mut o, "Maximum request concurrency:", c.to_string());
+        o.line("Maximum request concurrency:", c.to_string());
     }
-    line(
-        &mut o,
-        "Benchmark duration (s):",
-        format!("{:.2}", s.duration),
-    );
-    line(
-        &mut o,
-        "Total input tokens:",
-        s.total_input_tokens.to_string(),
-    );
-    line(
-        &mut o,
-        "Total generated tokens:",
-        s.total_output_tokens.to_string(),
-    );
-    line(
-        &mut o,
+    o.line("Benchmark duration (s):", format!("{:.2}", s.duration));
+    o.line("Total input tokens:", s.total_input_tokens.to_string());
+    o.line("Total generated tokens:", s.total_output_tokens.to_string());
+    o.line(
         "Request throughput (req/s):",
         format!("{:.2}", s.request_throughput),
     );
     if let Some(g) = s.request_goodput {
-        line(&mut o, "Request goodput (req/s):", format!("{g:.2}"));
+        o.line("Request goodput (req/s):", format!("{g:.2}"));
     }
-    line(
-        &mut o,
+    o.line(
         "Output token throughput (tok/s):",
         format!("{:.2}", s.output_throughput),
     );
-    line(
-        &mut o,
+    o.line(
         "Total token throughput (tok/s):",
         format!("{:.2}", s.total_token_throughput),
     );
-    // Nothing succeeded: the latency sections would be all zeros (the JSON keeps them).
-    let measured = s.completed > 0;
+}
+
+/// One section per latency (TTFT, TPOT, ITL, E2EL) with each statistic the summary holds, ms.
+fn latency_sections(o: &mut Report, s: &RunSummary) {
     for (m, title) in [
         ("ttft", "Time to First Token"),
         ("tpot", "Time per Output Token (excl. 1st token)"),
         ("itl", "Inter-token Latency"),
         ("e2el", "End-to-end Latency"),
-    ]
-    .into_iter()
-    .filter(|_| measured)
-    {
-        let keys: Vec<(&String, f64)> = s
-            .metrics
-            .iter()
-            .filter(|(k, _)| k.ends_with(&format!("_{m}_ms")))
+    ] {
+        let suffix = format!("_{m}_ms");
+        let keys: Vec<(&String, f64)> = (s.metrics.iter())
+            .filter(|(k, _)| k.ends_with(&suffix))
             .filter_map(|(k, v)| Some((k, v.as_f64()?)))
             .collect();
         if keys.is_empty() {
             continue;
         }
-        let _ = writeln!(o, "{:-^50}", format!(" {title} "));
+        o.rule('-', &format!(" {title} "));
         for (k, v) in keys {
-            let stat = k.trim_end_matches(&format!("_{m}_ms"));
-            let label = match stat {
+            let label = match k.trim_end_matches(&suffix) {
                 "mean" => "Mean".to_string(),
                 "median" => "Median".to_string(),
                 "std" => "Std".to_string(),
                 p => p.replacen('p', "P", 1),
             };
-            line(
-                &mut o,
+            o.line(
                 &format!("{label} {} (ms):", m.to_uppercase()),
                 format!("{v:.2}"),
             );
         }
     }
-    let x = &s.inferbench;
-    let _ = writeln!(o, "{:-^50}", " inferbench extras ");
+}
+
+/// Our extras: TTFO and client queue time (ms), schedule lag, the client self-check, errors
+/// and anomalies by class. `measured`: some request succeeded.
+fn extras_section(o: &mut Report, x: &Extras, measured: bool) {
+    o.rule('-', " inferbench extras ");
     // TTFO: time to the first output (content) token, reasoning tokens not counted.
     if measured {
-        line(
-            &mut o,
+        o.line(
             "Mean TTFO, 1st content token (ms):",
             format!("{:.2}", x.ttfo_ms.mean),
         );
     }
-    line(
-        &mut o,
+    o.line(
         "Mean client queue time (ms):",
         format!("{:.2}", x.client_queue_ms.mean),
     );
     if let Some(lag) = &x.schedule_lag_ms {
-        line(&mut o, "Max schedule lag (ms):", format!("{:.3}", lag.max));
+        o.line("Max schedule lag (ms):", format!("{:.3}", lag.max));
     }
     // The client self-check (closed loop with --max-concurrency), which says nothing when
     // nothing was measured (trial 13: "in flight 3.0 of 4" under "No request succeeded").
     if let Some(c) = x.client.as_ref().filter(|_| measured) {
-        line(
-            &mut o,
-            "Mean in flight while sending:",
-            format!(
-                "{:.1} of {} ({:.1} %)",
-                c.held_ratio * f64::from(c.requested),
-                c.requested,
-                c.held_ratio * 100.0
-            ),
-        );
-        if let Some(s) = c.slots_busy_ratio {
-            line(
-                &mut o,
-                "Client slots busy (until read):",
-                format!("{:.1} of {}", s * f64::from(c.requested), c.requested),
-            );
-        }
-        line(
-            &mut o,
-            "Client CPU (cores busy):",
-            format!("{:.2} of {}", c.cpu_cores, c.cores_available),
-        );
-        if c.client_bound {
-            line(
-                &mut o,
-                "Client-bound:",
-                "yes: the client limited this run".into(),
-            );
-        }
+        client_lines(o, c);
     }
-    if !x.errors_by_class.is_empty() {
-        let errs: Vec<String> = x
-            .errors_by_class
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        line(&mut o, "Errors by class:", errs.join(" "));
-    }
-    if !x.warmup_errors_by_class.is_empty() {
-        let errs: Vec<String> = x
-            .warmup_errors_by_class
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        line(&mut o, "Warmup errors by class:", errs.join(" "));
-    }
-    let anomalies: Vec<String> = x
-        .anomalies
-        .iter()
+    o.counts("Errors by class:", &x.errors_by_class);
+    o.counts("Warmup errors by class:", &x.warmup_errors_by_class);
+    let anomalies = (x.anomalies.iter())
         .filter(|(_, v)| **v > 0)
-        .map(|(k, v)| format!("{k}={v}"))
+        .map(|(k, v)| (k.clone(), *v))
         .collect();
-    if !anomalies.is_empty() {
-        line(&mut o, "Anomalies:", anomalies.join(" "));
+    o.counts("Anomalies:", &anomalies);
+}
+
+/// The client self-check: concurrency held, slots busy, CPU, client-bound.
+fn client_lines(o: &mut Report, c: &ClientCheck) {
+    o.line(
+        "Mean in flight while sending:",
+        format!(
+            "{:.1} of {} ({:.1} %)",
+            c.held_ratio * f64::from(c.requested),
+            c.requested,
+            c.held_ratio * 100.0
+        ),
+    );
+    if let Some(s) = c.slots_busy_ratio {
+        o.line(
+            "Client slots busy (until read):",
+            format!("{:.1} of {}", s * f64::from(c.requested), c.requested),
+        );
     }
-    match x.stop_reason {
-        StopReason::Completed => {}
-        StopReason::Interrupted => {
-            line(&mut o, "Interrupted:", "yes (partial results)".into());
-        }
-        StopReason::ServerUnreachable => {
-            line(
-                &mut o,
-                "Stopped early:",
-                "server unreachable (partial results)".into(),
-            );
-        }
-        StopReason::Aborted => {
-            line(
-                &mut o,
-                "Stopped early:",
-                "aborted on failures (partial results)".into(),
-            );
-        }
+    o.line(
+        "Client CPU (cores busy):",
+        format!("{:.2} of {}", c.cpu_cores, c.cores_available),
+    );
+    if c.client_bound {
+        o.line("Client-bound:", "yes: the client limited this run".into());
     }
-    let _ = writeln!(o, "{:=^50}", "");
-    o
+}
+
+/// Why the run stopped early, when it did.
+fn stop_line(o: &mut Report, stop: StopReason) {
+    let why = match stop {
+        StopReason::Completed => return,
+        StopReason::Interrupted => ("Interrupted:", "yes (partial results)"),
+        StopReason::ServerUnreachable => ("Stopped early:", "server unreachable (partial results)"),
+        StopReason::Aborted => ("Stopped early:", "aborted on failures (partial results)"),
+    };
+    o.line(why.0, why.1.into());
 }
 
 #[cfg(test)]
