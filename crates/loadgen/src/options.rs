@@ -295,6 +295,16 @@ impl BenchOptions {
     /// # Errors
     /// The first bad flag, with the limit it broke.
     pub fn validate_with_memory(&self, memory_bytes: Option<u64>) -> Result<(), OptionError> {
+        self.check_target()?;
+        self.check_load()?;
+        self.check_lengths()?;
+        self.check_times()?;
+        self.check_dataset_and_statistics()?;
+        self.check_memory(memory_bytes)
+    }
+
+    /// `--model` given; `--base-url` not doubling the endpoint's `/v1`.
+    fn check_target(&self) -> Result<(), OptionError> {
         let err = |flag, reason: String| Err(OptionError { flag, reason });
         if self.model.trim().is_empty() {
             return err(
@@ -309,6 +319,13 @@ impl BenchOptions {
         if let Some(reason) = crate::hints::doubled_v1(&self.base_url, endpoint) {
             return err("--base-url", reason);
         }
+        Ok(())
+    }
+
+    /// The load: request rate, burstiness, concurrency, prompt and warmup counts within [`limits`];
+    /// error and anomaly rates within [0, 1].
+    fn check_load(&self) -> Result<(), OptionError> {
+        let err = |flag, reason: String| Err(OptionError { flag, reason });
         if let Some(r) = self.request_rate {
             if !(r.is_finite()
                 && (limits::MIN_REQUEST_RATE..=limits::MAX_REQUEST_RATE).contains(&r))
@@ -383,6 +400,13 @@ impl BenchOptions {
                 return err("--max-anomaly-rate", format!("{a} is outside [0, 1]"));
             }
         }
+        Ok(())
+    }
+
+    /// Sequence lengths (tokens) and `--random-range-ratio` within [`limits`] and the range
+    /// semantics; no `--dataset-path` with random prompts.
+    fn check_lengths(&self) -> Result<(), OptionError> {
+        let err = |flag, reason: String| Err(OptionError { flag, reason });
         let r = self.resolved_range_ratio();
         if !(r.is_finite() && r >= 0.0) {
             return err("--random-range-ratio", format!("{r} must be ≥ 0"));
@@ -435,6 +459,14 @@ impl BenchOptions {
         if let Some(o) = self.output_len {
             len_check("--output-len", o, 1)?;
         }
+        Ok(())
+    }
+
+    /// Timeouts and `--duration` (s) within [`limits`]; a `--duration` bounded by concurrency or
+    /// rate; a rate's schedule ending within [`limits::MAX_SECONDS`].
+    fn check_times(&self) -> Result<(), OptionError> {
+        let err = |flag, reason: String| Err(OptionError { flag, reason });
+        let n_prompts = self.resolved_num_prompts();
         let secs_check = |flag: &'static str, d: Duration| -> Result<(), OptionError> {
             if d.is_zero() || d.as_secs_f64() > limits::MAX_SECONDS {
                 return Err(OptionError {
@@ -473,6 +505,14 @@ impl BenchOptions {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// A file dataset's path given; percentiles, `--goodput` and `--percentile-metrics` parse;
+    /// something to send.
+    fn check_dataset_and_statistics(&self) -> Result<(), OptionError> {
+        let err = |flag, reason: String| Err(OptionError { flag, reason });
+        let n_prompts = self.resolved_num_prompts();
         if matches!(
             self.dataset_name,
             DatasetName::Jsonl | DatasetName::Sharegpt
@@ -509,6 +549,14 @@ impl BenchOptions {
         if n_prompts == 0 && self.duration.is_none() {
             return err("--num-prompts", "must be at least 1".into());
         }
+        Ok(())
+    }
+
+    /// The prompts and records ([`BenchOptions::estimated_memory_bytes`]) fit in `memory_bytes`
+    /// (`None`: not checked).
+    fn check_memory(&self, memory_bytes: Option<u64>) -> Result<(), OptionError> {
+        let err = |flag, reason: String| Err(OptionError { flag, reason });
+        let n_prompts = self.resolved_num_prompts();
         if let Some(avail) = memory_bytes {
             let need = self.estimated_memory_bytes();
             if self.prepared.is_none() && need > avail {
