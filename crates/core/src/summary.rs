@@ -627,10 +627,6 @@ fn summarize_inner(
     let tp = metrics::throughput(&totals, duration);
     let qs = &ctx.metric_percentiles;
 
-    let mut metric_map = serde_json::Map::new();
-    for (k, v) in &ctx.metadata {
-        metric_map.insert(k.clone(), serde_json::Value::String(v.clone()));
-    }
     let dist = |m: Metric| Distribution::of(&metrics::sample_ms(recs, m), qs);
     let (ttft, tpot, itl, e2el, ttfo) = (
         dist(Metric::Ttft),
@@ -639,79 +635,20 @@ fn summarize_inner(
         dist(Metric::E2el),
         dist(Metric::Ttfo),
     );
-    for m in &ctx.percentile_metrics {
-        let d = match m {
-            Metric::Ttft => &ttft,
-            Metric::Tpot => &tpot,
-            Metric::Itl => &itl,
-            Metric::E2el => &e2el,
-            Metric::Ttfo => continue, // extras only: not a vLLM key
-        };
-        let name = m.name();
-        let mut put = |k: String, v: f64| {
-            metric_map.insert(k, serde_json::Value::from(v));
-        };
-        put(format!("mean_{name}_ms"), d.mean);
-        put(format!("median_{name}_ms"), d.median);
-        put(format!("std_{name}_ms"), d.std);
-        for (q, v) in &d.percentiles {
-            put(format!("p{}_{name}_ms", metrics::percentile_label(*q)), *v);
+    let metric_map = vllm_metrics(ctx, [&ttft, &tpot, &itl, &e2el]);
+    let (ttfts, itls, generated_texts, errors) = match ctx.save_detailed {
+        true => {
+            let d = Detailed::of(&prof);
+            (
+                Some(d.ttfts),
+                Some(d.itls),
+                Some(d.generated_texts),
+                Some(d.errors),
+            )
         }
-    }
-
-    let s = 1.0 / metrics::MS_PER_S;
-    let detailed = ctx.save_detailed;
-    let ttfts = detailed.then(|| {
-        prof.iter()
-            .map(|r| match (r.success, r.ttft_ms()) {
-                (true, Some(t)) => t * s,
-                _ => 0.0,
-            })
-            .collect()
-    });
-    let itls = detailed.then(|| {
-        prof.iter()
-            .map(|r| {
-                if r.success {
-                    r.itls_ms().map(|x| x * s).collect()
-                } else {
-                    Vec::new()
-                }
-            })
-            .collect()
-    });
-    let generated_texts = detailed.then(|| prof.iter().map(|r| r.output_text.clone()).collect());
-    let errors = detailed.then(|| {
-        prof.iter()
-            .map(|r| {
-                if r.success {
-                    String::new()
-                } else {
-                    let class = r.error_class.map_or("unclassified", |c| c.as_str());
-                    match &r.error {
-                        Some(m) => format!("{class}: {m}"),
-                        None => class.to_string(),
-                    }
-                }
-            })
-            .collect()
-    });
-
-    let mut interactivity = BTreeMap::new();
-    interactivity.insert(
-        "mean".to_string(),
-        metrics::interactivity_from_tpot_ms(tpot.mean),
-    );
-    interactivity.insert(
-        "median".to_string(),
-        metrics::interactivity_from_tpot_ms(tpot.median),
-    );
-    for (q, v) in &tpot.percentiles {
-        interactivity.insert(
-            format!("p{}", metrics::percentile_label(*q)),
-            metrics::interactivity_from_tpot_ms(*v),
-        );
-    }
+        false => (None, None, None, None),
+    };
+    let interactivity = interactivity_of(&tpot);
     let e2e_normalized_interactivity = metrics::E2E_INTERACTIVITY_QUANTILES
         .iter()
         .map(|&q| {
@@ -735,24 +672,7 @@ fn summarize_inner(
     let n_prof = totals.completed + failed;
     let mut errors_by_class = metrics::errors_by_class(recs);
     errors_by_class.remove(ErrorClass::Cancelled.as_str());
-    let mut warmup_errors_by_class = BTreeMap::new();
-    let mut error_samples = BTreeMap::new();
-    for phase in [Phase::Profile, Phase::Warmup] {
-        let mut failed: Vec<&RequestRecord> = records
-            .iter()
-            .filter(|r| r.phase == phase && !r.success && !cancelled_by_run(r))
-            .collect();
-        failed.sort_by_key(|r| (r.end_ns, r.request_id));
-        for r in failed {
-            let class = r.error_class.map_or("unclassified", |c| c.as_str());
-            if phase == Phase::Warmup {
-                *warmup_errors_by_class.entry(class.to_string()).or_insert(0) += 1;
-            }
-            error_samples
-                .entry(class.to_string())
-                .or_insert_with(|| r.error.clone().unwrap_or_default());
-        }
-    }
+    let (warmup_errors_by_class, error_samples) = failure_classes(records);
     let warmup_failed = warmup_errors_by_class.values().sum();
     let anomalous_requests = crate::anomaly::anomalous_requests(recs);
 
@@ -838,6 +758,132 @@ fn summarize_inner(
             invalid_reason: None,
         },
     }
+}
+
+/// vLLM's flat metric keys: `ctx.metadata` as strings, then for each of
+/// `ctx.percentile_metrics` (TTFT, TPOT, ITL, E2EL; TTFO is an extra only) `mean_<m>_ms`,
+/// `median_<m>_ms`, `std_<m>_ms` and `p<q>_<m>_ms` from `dists` (in that metric order).
+fn vllm_metrics(
+    ctx: &SummaryContext,
+    [ttft, tpot, itl, e2el]: [&Distribution; 4],
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut map = serde_json::Map::new();
+    for (k, v) in &ctx.metadata {
+        map.insert(k.clone(), serde_json::Value::String(v.clone()));
+    }
+    for m in &ctx.percentile_metrics {
+        let d = match m {
+            Metric::Ttft => ttft,
+            Metric::Tpot => tpot,
+            Metric::Itl => itl,
+            Metric::E2el => e2el,
+            Metric::Ttfo => continue, // extras only: not a vLLM key
+        };
+        let name = m.name();
+        let mut put = |k: String, v: f64| {
+            map.insert(k, serde_json::Value::from(v));
+        };
+        put(format!("mean_{name}_ms"), d.mean);
+        put(format!("median_{name}_ms"), d.median);
+        put(format!("std_{name}_ms"), d.std);
+        for (q, v) in &d.percentiles {
+            put(format!("p{}_{name}_ms", metrics::percentile_label(*q)), *v);
+        }
+    }
+    map
+}
+
+/// `--save-detailed`'s per-request lists, one entry per profile request in `request_id`
+/// order (vLLM's `ttfts`, `itls`, `generated_texts`, `errors`).
+struct Detailed {
+    /// TTFT, s; 0 for a failed request.
+    ttfts: Vec<f64>,
+    /// Inter-token latencies, s; empty for a failed request.
+    itls: Vec<Vec<f64>>,
+    generated_texts: Vec<String>,
+    /// `class: message` of a failed request, empty for a successful one.
+    errors: Vec<String>,
+}
+
+impl Detailed {
+    fn of(prof: &[&RequestRecord]) -> Self {
+        let s = 1.0 / metrics::MS_PER_S;
+        Detailed {
+            ttfts: (prof.iter())
+                .map(|r| match (r.success, r.ttft_ms()) {
+                    (true, Some(t)) => t * s,
+                    _ => 0.0,
+                })
+                .collect(),
+            itls: (prof.iter())
+                .map(|r| {
+                    if r.success {
+                        r.itls_ms().map(|x| x * s).collect()
+                    } else {
+                        Vec::new()
+                    }
+                })
+                .collect(),
+            generated_texts: prof.iter().map(|r| r.output_text.clone()).collect(),
+            errors: (prof.iter())
+                .map(|r| {
+                    if r.success {
+                        return String::new();
+                    }
+                    let class = r.error_class.map_or("unclassified", |c| c.as_str());
+                    match &r.error {
+                        Some(m) => format!("{class}: {m}"),
+                        None => class.to_string(),
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Interactivity (tok/s/user) = 1000 / TPOT (ms) of each TPOT statistic: `mean`, `median`,
+/// `p<q>` ([`metrics::interactivity_from_tpot_ms`]; `None` where TPOT is 0).
+fn interactivity_of(tpot: &Distribution) -> BTreeMap<String, Option<f64>> {
+    let mut out = BTreeMap::new();
+    out.insert(
+        "mean".to_string(),
+        metrics::interactivity_from_tpot_ms(tpot.mean),
+    );
+    out.insert(
+        "median".to_string(),
+        metrics::interactivity_from_tpot_ms(tpot.median),
+    );
+    for (q, v) in &tpot.percentiles {
+        out.insert(
+            format!("p{}", metrics::percentile_label(*q)),
+            metrics::interactivity_from_tpot_ms(*v),
+        );
+    }
+    out
+}
+
+/// Failed requests (those the run cancelled aside): the warmup's count per error class, and
+/// per class the message of its first failure by end time (profile phase first, then warmup).
+fn failure_classes(records: &[RequestRecord]) -> (BTreeMap<String, u64>, BTreeMap<String, String>) {
+    let mut warmup_errors_by_class = BTreeMap::new();
+    let mut error_samples = BTreeMap::new();
+    for phase in [Phase::Profile, Phase::Warmup] {
+        let mut failed: Vec<&RequestRecord> = records
+            .iter()
+            .filter(|r| r.phase == phase && !r.success && !cancelled_by_run(r))
+            .collect();
+        failed.sort_by_key(|r| (r.end_ns, r.request_id));
+        for r in failed {
+            let class = r.error_class.map_or("unclassified", |c| c.as_str());
+            if phase == Phase::Warmup {
+                *warmup_errors_by_class.entry(class.to_string()).or_insert(0) += 1;
+            }
+            error_samples
+                .entry(class.to_string())
+                .or_insert_with(|| r.error.clone().unwrap_or_default());
+        }
+    }
+    (warmup_errors_by_class, error_samples)
 }
 
 /// Whether a record is a request the run itself cancelled while it was in flight or waiting
