@@ -829,9 +829,51 @@ fn config_id(conn: &mut Conn, c: &ConfigKey) -> Result<i64, StoreError> {
         .ok_or_else(|| StoreError::Db("config insert returned no id".into()))
 }
 
-/// Writes one run inside an open transaction. Returns (run existed before, request records).
+/// Writes one run inside an open transaction: its `runs` row, artifacts, points (with their
+/// requests, power samples and server metrics), evals and unknown names, replacing what an
+/// earlier ingest of the same run key wrote. Returns (run existed before, request records).
 fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> {
+    let (run_id, existed) = upsert_run(conn, run)?;
+    replace_artifacts(conn, run_id, &run.artifacts)?;
     let mut config_ids: BTreeMap<ConfigKey, i64> = BTreeMap::new();
+    let mut keep_points = Vec::new();
+    let mut n_req = 0;
+    for pt in &run.points {
+        let cid = match config_ids.get(&pt.config) {
+            Some(id) => *id,
+            None => {
+                let id = config_id(conn, &pt.config)?;
+                config_ids.insert(pt.config.clone(), id);
+                id
+            }
+        };
+        let (pid, n) = write_point(conn, run_id, cid, pt, !existed)?;
+        keep_points.push(pid);
+        n_req += n;
+    }
+    // Points of this run no longer produced (e.g. after a normalizer change) are removed.
+    let old: Vec<i64> = conn
+        .query("SELECT id FROM points WHERE run_id = ?", &[run_id.into()])?
+        .iter()
+        .filter_map(|r| r[0].as_i64())
+        .filter(|id| !keep_points.contains(id))
+        .collect();
+    for id in old {
+        conn.exec("DELETE FROM points WHERE id = ?", &[id.into()])?;
+    }
+    write_evals(conn, run_id, &run.evals)?;
+    for (kind, name) in &run.names.unknown {
+        conn.exec(
+            "INSERT INTO unknown_names (kind, name, first_run_key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            &[kind.clone().into(), name.clone().into(), run.run_key.clone().into()],
+        )?;
+    }
+    Ok((existed, n_req))
+}
+
+/// The `runs` row of `run`, updated in place when its run key is stored already, else
+/// inserted. Returns (its id, whether it existed).
+fn upsert_run(conn: &mut Conn, run: &RunData) -> Result<(i64, bool), StoreError> {
     let existing = conn
         .query(
             "SELECT id FROM runs WHERE run_key = ?",
@@ -853,7 +895,6 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
         run.result_filename.clone().into(),
         run.job.clone().into(),
     ];
-    let fresh = existing.is_none();
     let run_id = match existing {
         Some(id) => {
             let mut p = fields.clone();
@@ -884,10 +925,18 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
             .ok_or_else(|| StoreError::Db("run insert returned no id".into()))?
         }
     };
+    Ok((run_id, existing.is_some()))
+}
 
-    // Artifacts: replace the set.
+/// Replaces run `run_id`'s artifacts by `artifacts` (name → bytes), each stored zstd-compressed
+/// (level 3) with its size (bytes) and SHA-256.
+fn replace_artifacts(
+    conn: &mut Conn,
+    run_id: i64,
+    artifacts: &[(String, Vec<u8>)],
+) -> Result<(), StoreError> {
     conn.exec("DELETE FROM artifacts WHERE run_id = ?", &[run_id.into()])?;
-    for (name, bytes) in &run.artifacts {
+    for (name, bytes) in artifacts {
         let z = zstd::encode_all(&bytes[..], 3)
             .map_err(|e| StoreError::Other(format!("{name}: zstd: {e}")))?;
         conn.exec(
@@ -895,130 +944,134 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
             &[run_id.into(), name.clone().into(), (bytes.len() as i64).into(), parse::sha256_hex(bytes).into(), z.into()],
         )?;
     }
+    Ok(())
+}
 
-    let mut keep_points = Vec::new();
-    let mut n_req = 0;
-    for pt in &run.points {
-        let cid = match config_ids.get(&pt.config) {
-            Some(id) => *id,
-            None => {
-                let id = config_id(conn, &pt.config)?;
-                config_ids.insert(pt.config.clone(), id);
-                id
-            }
-        };
-        let m = &pt.metrics;
-        let g = |k: &str| Val::from(m.get(k).copied());
-        let gi = |k: &str| Val::from(m.get(k).map(|v| v.round() as i64));
-        let mut vals: Vec<Val> = vec![
-            pt.date.clone().into(),
-            gi("num_prompts"),
-            gi("completed"),
-            match (m.get("num_prompts"), m.get("completed"), m.get("failed")) {
-                (_, _, Some(f)) => Val::Int(f.round() as i64),
-                (Some(n), Some(c), None) => Val::Int((n - c).round() as i64),
-                _ => Val::Null,
-            },
-            gi("total_input_tokens"),
-            gi("total_output_tokens"),
-        ];
-        vals.extend(schema::POINT_METRICS.iter().map(|k| g(k)));
-        vals.push(pt.error.clone().into());
-        vals.push(metrics_json(m).into());
-        vals.push(Val::Int(i64::from(pt.valid)));
-        let cols_upd = [
-            "date",
-            "num_prompts",
-            "completed",
-            "failed",
-            "total_input_tokens",
-            "total_output_tokens",
-        ]
-        .iter()
-        .chain(schema::POINT_METRICS.iter())
-        .chain(["error", "metrics", "valid"].iter())
-        .copied()
-        .collect::<Vec<_>>();
-        // A new run has no points yet: skip the lookups (one statement per point).
-        let existing_pt = if fresh {
-            None
-        } else {
+/// The `points` columns a point writes (besides run, config and conc) and its values for
+/// them: date, request and token counts (`failed` from the file, else prompts − completed),
+/// the hot metrics of [`schema::POINT_METRICS`], error, every metric as JSON, validity.
+fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
+    let m = &pt.metrics;
+    let g = |k: &str| Val::from(m.get(k).copied());
+    let gi = |k: &str| Val::from(m.get(k).map(|v| v.round() as i64));
+    let mut vals: Vec<Val> = vec![
+        pt.date.clone().into(),
+        gi("num_prompts"),
+        gi("completed"),
+        match (m.get("num_prompts"), m.get("completed"), m.get("failed")) {
+            (_, _, Some(f)) => Val::Int(f.round() as i64),
+            (Some(n), Some(c), None) => Val::Int((n - c).round() as i64),
+            _ => Val::Null,
+        },
+        gi("total_input_tokens"),
+        gi("total_output_tokens"),
+    ];
+    vals.extend(schema::POINT_METRICS.iter().map(|k| g(k)));
+    vals.push(pt.error.clone().into());
+    vals.push(metrics_json(m).into());
+    vals.push(Val::Int(i64::from(pt.valid)));
+    let cols_upd = [
+        "date",
+        "num_prompts",
+        "completed",
+        "failed",
+        "total_input_tokens",
+        "total_output_tokens",
+    ]
+    .iter()
+    .chain(schema::POINT_METRICS.iter())
+    .chain(["error", "metrics", "valid"].iter())
+    .copied()
+    .collect::<Vec<_>>();
+    (cols_upd, vals)
+}
+
+/// Writes point `pt` of run `run_id` under config `cid`: its `points` row (updated in place
+/// when the run had it; `fresh`: a new run, which has none), then its requests, power samples
+/// and server metrics, replacing the earlier ones. Returns (its id, request records).
+fn write_point(
+    conn: &mut Conn,
+    run_id: i64,
+    cid: i64,
+    pt: &PointData,
+    fresh: bool,
+) -> Result<(i64, i64), StoreError> {
+    let (cols_upd, vals) = point_values(pt);
+    // A new run has no points yet: skip the lookups (one statement per point).
+    let existing_pt = if fresh {
+        None
+    } else {
+        conn.query(
+            "SELECT id FROM points WHERE run_id = ? AND config_id = ? AND conc = ?",
+            &[run_id.into(), cid.into(), pt.conc.into()],
+        )?
+        .first()
+        .and_then(|r| r[0].as_i64())
+    };
+    let pid = match existing_pt {
+        Some(pid) => {
+            let set: Vec<String> = cols_upd.iter().map(|c| format!("{c} = ?")).collect();
+            let mut p = vals.clone();
+            p.push(pid.into());
+            conn.exec(
+                &format!("UPDATE points SET {} WHERE id = ?", set.join(", ")),
+                &p,
+            )?;
+            pid
+        }
+        None => {
+            let mut p: Vec<Val> = vec![run_id.into(), cid.into(), pt.conc.into()];
+            p.extend(vals);
+            let qs = vec!["?"; cols_upd.len() + 3].join(", ");
             conn.query(
-                "SELECT id FROM points WHERE run_id = ? AND config_id = ? AND conc = ?",
-                &[run_id.into(), cid.into(), pt.conc.into()],
+                &format!(
+                    "INSERT INTO points (run_id, config_id, conc, {}) VALUES ({qs}) RETURNING id",
+                    cols_upd.join(", ")
+                ),
+                &p,
             )?
             .first()
             .and_then(|r| r[0].as_i64())
-        };
-        let pid = match existing_pt {
-            Some(pid) => {
-                let set: Vec<String> = cols_upd.iter().map(|c| format!("{c} = ?")).collect();
-                let mut p = vals.clone();
-                p.push(pid.into());
-                conn.exec(
-                    &format!("UPDATE points SET {} WHERE id = ?", set.join(", ")),
-                    &p,
-                )?;
-                pid
-            }
-            None => {
-                let mut p: Vec<Val> = vec![run_id.into(), cid.into(), pt.conc.into()];
-                p.extend(vals);
-                let qs = vec!["?"; cols_upd.len() + 3].join(", ");
-                conn.query(
-                    &format!(
-                        "INSERT INTO points (run_id, config_id, conc, {}) VALUES ({qs}) RETURNING id",
-                        cols_upd.join(", ")
-                    ),
-                    &p,
-                )?
-                .first()
-                .and_then(|r| r[0].as_i64())
-                .ok_or_else(|| StoreError::Db("point insert returned no id".into()))?
-            }
-        };
-        keep_points.push(pid);
-        if !fresh {
-            for t in ["requests", "power_samples", "server_metrics"] {
-                conn.exec(
-                    &format!("DELETE FROM {t} WHERE point_id = ?"),
-                    &[pid.into()],
-                )?;
-            }
+            .ok_or_else(|| StoreError::Db("point insert returned no id".into()))?
         }
-        if let Some(r) = &pt.requests {
+    };
+    if !fresh {
+        for t in ["requests", "power_samples", "server_metrics"] {
             conn.exec(
+                &format!("DELETE FROM {t} WHERE point_id = ?"),
+                &[pid.into()],
+            )?;
+        }
+    }
+    let mut n_req = 0;
+    if let Some(r) = &pt.requests {
+        conn.exec(
                 "INSERT INTO requests (point_id, n_records, n_profile, n_failed, sha256, jsonl_zst) VALUES (?, ?, ?, ?, ?, ?)",
                 &[pid.into(), r.n_records.into(), r.n_profile.into(), r.n_failed.into(), r.sha256.clone().into(), r.jsonl_zst.clone().into()],
             )?;
-            n_req += r.n_records;
-        }
-        for (gpu, t, w) in &pt.power {
-            conn.exec(
-                "INSERT INTO power_samples (point_id, gpu, t_unix, power_w) VALUES (?, ?, ?, ?)",
-                &[pid.into(), gpu.clone().into(), Val::Real(*t), Val::Real(*w)],
-            )?;
-        }
-        for (name, labels, t, v) in &pt.server_metrics {
-            conn.exec(
+        n_req = r.n_records;
+    }
+    for (gpu, t, w) in &pt.power {
+        conn.exec(
+            "INSERT INTO power_samples (point_id, gpu, t_unix, power_w) VALUES (?, ?, ?, ?)",
+            &[pid.into(), gpu.clone().into(), Val::Real(*t), Val::Real(*w)],
+        )?;
+    }
+    for (name, labels, t, v) in &pt.server_metrics {
+        conn.exec(
                 "INSERT INTO server_metrics (point_id, name, labels, t_unix, value) VALUES (?, ?, ?, ?, ?)",
                 &[pid.into(), name.clone().into(), labels.clone().into(), Val::Real(*t), Val::Real(*v)],
             )?;
-        }
     }
-    // Points of this run no longer produced (e.g. after a normalizer change) are removed.
-    let old: Vec<i64> = conn
-        .query("SELECT id FROM points WHERE run_id = ?", &[run_id.into()])?
-        .iter()
-        .filter_map(|r| r[0].as_i64())
-        .filter(|id| !keep_points.contains(id))
-        .collect();
-    for id in old {
-        conn.exec("DELETE FROM points WHERE id = ?", &[id.into()])?;
-    }
+    Ok((pid, n_req))
+}
+
+/// Replaces run `run_id`'s evals by `evals`; a second row for the same (config, task, conc)
+/// in one file is dropped (the first is kept).
+fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), StoreError> {
     conn.exec("DELETE FROM evals WHERE run_id = ?", &[run_id.into()])?;
     let mut seen_evals = BTreeSet::new();
-    for e in &run.evals {
+    for e in evals {
         let cid = config_id(conn, &e.config)?;
         if !seen_evals.insert((cid, e.task.clone(), e.conc)) {
             continue; // duplicate row in one file: the first is kept
@@ -1028,13 +1081,7 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
             &[run_id.into(), cid.into(), e.task.clone().into(), e.conc.into(), Val::from(e.score), Val::from(e.score_se), metrics_json(&e.metrics).into()],
         )?;
     }
-    for (kind, name) in &run.names.unknown {
-        conn.exec(
-            "INSERT INTO unknown_names (kind, name, first_run_key) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            &[kind.clone().into(), name.clone().into(), run.run_key.clone().into()],
-        )?;
-    }
-    Ok((existing.is_some(), n_req))
+    Ok(())
 }
 
 #[cfg(test)]
