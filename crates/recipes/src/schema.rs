@@ -642,23 +642,42 @@ impl<'a> Checker<'a> {
         let Some(scen) = present(node.get("scenarios")) else {
             return;
         };
-        let spath = join(key, "scenarios");
-        if self
-            .mapping(scen, &spath, &["fixed-seq-len", "agentic-coding"], &[])
-            .is_none()
-        {
+        let Some((entries, has_agentic)) = self.scenarios(scen, &join(key, "scenarios"), multinode)
+        else {
             return;
+        };
+        if has_agentic {
+            self.cluster_runner(node, key);
         }
-        let fixed = self.list(scen, &spath, "fixed-seq-len");
-        let agentic = self.list(scen, &spath, "agentic-coding");
+        self.scope_rules(
+            node,
+            key,
+            &entries,
+            (multinode, disagg),
+            (top_router, top_transfer),
+        );
+    }
+
+    /// The `scenarios` mapping at `spath`: at least one of its lists, each fixed-seq-len item
+    /// and agentic-coding item checked with its search space. Returns (entry node, path) of
+    /// every search-space entry, for the scope rules, and whether there is an agentic item;
+    /// `None` when `scen` is not a mapping of those lists (nothing more is checked then).
+    fn scenarios<'n>(
+        &mut self,
+        scen: &'n Node,
+        spath: &str,
+        multinode: bool,
+    ) -> Option<(Vec<(&'n Node, String)>, bool)> {
+        self.mapping(scen, spath, &["fixed-seq-len", "agentic-coding"], &[])?;
+        let fixed = self.list(scen, spath, "fixed-seq-len");
+        let agentic = self.list(scen, spath, "agentic-coding");
         if fixed.is_none_or(|f| f.is_empty()) && agentic.is_none_or(|a| a.is_empty()) {
             self.err(
                 scen.pos,
-                &spath,
+                spath,
                 "at least one scenario type must be specified (fixed-seq-len or agentic-coding)",
             );
         }
-        // (entry node, path) of every search-space entry, for the scope rules below.
         let mut entries: Vec<(&Node, String)> = Vec::new();
         for (i, seq) in fixed.unwrap_or(&[]).iter().enumerate() {
             let p = format!("{spath}.fixed-seq-len[{i}]");
@@ -690,9 +709,7 @@ impl<'a> Checker<'a> {
                 entries.push((e, ep));
             }
         }
-        let mut has_agentic = false;
         for (i, ag) in agentic.unwrap_or(&[]).iter().enumerate() {
-            has_agentic = true;
             let p = format!("{spath}.agentic-coding[{i}]");
             if self
                 .mapping(
@@ -707,24 +724,7 @@ impl<'a> Checker<'a> {
             }
             let util = present(ag.get("dram-utilization"));
             if let Some(u) = util {
-                let v = match u.value {
-                    Yaml::Float(f) => Some(f),
-                    Yaml::Int(i) => Some(i as f64),
-                    _ => None,
-                };
-                match v {
-                    Some(f) if f > 0.0 && f <= 1.0 => {}
-                    Some(f) => self.err(
-                        u.pos,
-                        &join(&p, "dram-utilization"),
-                        format!("must be in (0, 1], got {}", crate::pyjson::float_repr(f)),
-                    ),
-                    None => self.err(
-                        u.pos,
-                        &join(&p, "dram-utilization"),
-                        format!("must be a number, found {}", describe(u)),
-                    ),
-                }
+                self.dram_utilization(u, &p);
             }
             for (j, e) in self
                 .list(ag, &p, "search-space")
@@ -741,21 +741,59 @@ impl<'a> Checker<'a> {
                 entries.push((e, ep));
             }
         }
-        if has_agentic {
-            if let Some(r) = node.get("runner").and_then(Node::as_str) {
-                if !r.starts_with(CLUSTER_LABEL_PREFIX) {
-                    let pos = node.get("runner").map(|n| n.pos).unwrap_or(node.pos);
-                    self.err(pos, &join(key, "runner"), format!("agentic master configs must use a 'cluster:<name>' runner label so every point runs on one exact hardware fleet, got '{r}'"));
-                }
+        Some((entries, agentic.is_some_and(|a| !a.is_empty())))
+    }
+
+    /// An agentic-coding item's `dram-utilization` (at `p`): a number in (0, 1].
+    fn dram_utilization(&mut self, u: &Node, p: &str) {
+        let v = match u.value {
+            Yaml::Float(f) => Some(f),
+            Yaml::Int(i) => Some(i as f64),
+            _ => None,
+        };
+        match v {
+            Some(f) if f > 0.0 && f <= 1.0 => {}
+            Some(f) => self.err(
+                u.pos,
+                &join(p, "dram-utilization"),
+                format!("must be in (0, 1], got {}", crate::pyjson::float_repr(f)),
+            ),
+            None => self.err(
+                u.pos,
+                &join(p, "dram-utilization"),
+                format!("must be a number, found {}", describe(u)),
+            ),
+        }
+    }
+
+    /// An entry with agentic-coding items runs on one exact fleet: its runner is a
+    /// `cluster:<name>` label.
+    fn cluster_runner(&mut self, node: &Node, key: &str) {
+        if let Some(r) = node.get("runner").and_then(Node::as_str) {
+            if !r.starts_with(CLUSTER_LABEL_PREFIX) {
+                let pos = node.get("runner").map(|n| n.pos).unwrap_or(node.pos);
+                self.err(pos, &join(key, "runner"), format!("agentic master configs must use a 'cluster:<name>' runner label so every point runs on one exact hardware fleet, got '{r}'"));
             }
         }
-        // Component metadata scope rules (reference §1.4).
+    }
+
+    /// Component metadata scope rules (reference §1.4): `router` / `kv-p2p-transfer` at the top
+    /// level or in search-space `entries`, not both; `kv-p2p-transfer` only for multinode
+    /// entries; a disaggregated multinode entry names it at the top or in every entry.
+    fn scope_rules(
+        &mut self,
+        node: &Node,
+        key: &str,
+        entries: &[(&Node, String)],
+        (multinode, disagg): (bool, bool),
+        (top_router, top_transfer): (Option<&Node>, Option<String>),
+    ) {
         for (field, top) in [
             ("router", top_router.is_some()),
             ("kv-p2p-transfer", top_transfer.is_some()),
         ] {
             if top {
-                for (e, ep) in &entries {
+                for (e, ep) in entries {
                     if let Some(v) = present(e.get(field)) {
                         self.err(v.pos, &join(ep, field), format!("{field} must be declared either at the top level or in search-space entries, not both"));
                     }
@@ -763,7 +801,7 @@ impl<'a> Checker<'a> {
             }
         }
         if !multinode {
-            for (e, ep) in &entries {
+            for (e, ep) in entries {
                 if let Some(v) = present(e.get("kv-p2p-transfer")) {
                     self.err(
                         v.pos,
