@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -183,6 +184,15 @@ fn padded(lo: f64, hi: f64) -> (f64, f64) {
     )
 }
 
+/// The chart's coordinates: metric values on both axes.
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Plot ranges: (x0, x1) and (y0, y1) in metric units, padded around the points.
+type Ranges = ((f64, f64), (f64, f64));
+
+/// Draws `groups` (curve name → points) on `root`: axes, each group's points, frontier and
+/// concurrency labels ([`draw_group`]), and the legend in the emptiest corner. Errors: the
+/// backend's, as text.
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     groups: &BTreeMap<String, Vec<&PointRow>>,
@@ -206,29 +216,6 @@ fn draw<DB: DrawingBackend>(
     } else {
         spec.title.clone()
     };
-    // The point labels are concurrencies: say so in the x-axis title; and what hollow means.
-    let any_invalid = groups.values().flatten().any(|r| !r.valid);
-    // AgentX points' concurrency is the number of lanes (sessions replayed at once).
-    let all_agentic = groups
-        .values()
-        .flatten()
-        .all(|r| r.scenario == "agentic-coding");
-    let x_desc = format!(
-        "{}   [point labels: {}{}]",
-        label(&spec.x),
-        if all_agentic {
-            "lanes (concurrency)"
-        } else {
-            "concurrency"
-        },
-        if any_invalid && !spec.include_invalid {
-            "; hollow: invalid, never on a frontier"
-        } else if any_invalid {
-            "; hollow: invalid"
-        } else {
-            ""
-        }
-    );
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 26))
         .margin(20)
@@ -243,7 +230,7 @@ fn draw<DB: DrawingBackend>(
         .x_label_formatter(&fmt_x)
         .y_label_formatter(&fmt_y)
         .max_light_lines(4)
-        .x_desc(x_desc)
+        .x_desc(x_desc(groups, spec))
         .y_desc(label(&spec.y))
         .axis_desc_style(("sans-serif", 20))
         .label_style(("sans-serif", 16))
@@ -253,17 +240,74 @@ fn draw<DB: DrawingBackend>(
     // Label boxes already drawn (pixels), so that a later label moves aside rather than
     // overprinting one (trial 8: `2` and `4` of one curve ran into each other).
     let mut placed: Vec<PixelBox> = Vec::new();
-    // Every drawn marker, of every group, is an obstacle too (trial 10: with two close curves
-    // one group's labels sat on the other's points).
-    let markers: Vec<PixelBox> = groups
+    let markers = obstacles(&chart, groups, spec);
+    for (i, (name, rows)) in groups.iter().enumerate() {
+        let c = PALETTE[i % PALETTE.len()];
+        let ranges = ((x0, x1), (y0, y1));
+        draw_group(
+            &mut chart,
+            (name, rows),
+            c,
+            spec,
+            ranges,
+            (&mut placed, &markers),
+        )
+        .map_err(|x| e(&x))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(legend_position(groups, spec, ((x0, x1), (y0, y1))))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .label_font(("sans-serif", 16))
+        .draw()
+        .map_err(|x| e(&x))?;
+    root.present().map_err(|x| e(&x))?;
+    Ok(())
+}
+
+/// The x-axis title: the metric, then what the point labels are (concurrency, or lanes for
+/// AgentX points) and what a hollow point means.
+fn x_desc(groups: &BTreeMap<String, Vec<&PointRow>>, spec: &PlotSpec) -> String {
+    let any_invalid = groups.values().flatten().any(|r| !r.valid);
+    // AgentX points' concurrency is the number of lanes (sessions replayed at once).
+    let all_agentic = groups
+        .values()
+        .flatten()
+        .all(|r| r.scenario == "agentic-coding");
+    format!(
+        "{}   [point labels: {}{}]",
+        label(&spec.x),
+        if all_agentic {
+            "lanes (concurrency)"
+        } else {
+            "concurrency"
+        },
+        if any_invalid && !spec.include_invalid {
+            "; hollow: invalid, never on a frontier"
+        } else if any_invalid {
+            "; hollow: invalid"
+        } else {
+            ""
+        }
+    )
+}
+
+/// What a point label must not cover, as pixel boxes: every drawn marker of every group
+/// (trial 10: with two close curves one group's labels sat on the other's points) and the
+/// frontier lines (trial 11: a label sat under its own curve's next segment, and one on
+/// another curve's), as 2 px boxes every 4 px along each segment.
+fn obstacles<DB: DrawingBackend>(
+    chart: &Chart<'_, DB>,
+    groups: &BTreeMap<String, Vec<&PointRow>>,
+    spec: &PlotSpec,
+) -> Vec<PixelBox> {
+    let mut markers: Vec<PixelBox> = groups
         .values()
         .flatten()
         .filter_map(|r| Some(chart.backend_coord(&(r.get(&spec.x)?, r.get(&spec.y)?))))
         .map(|(px, py)| (px - 5, py - 5, px + 5, py + 5))
         .collect();
-    // So are the frontier lines (trial 11: a label sat under its own curve's next segment, and
-    // one on another curve's), as 2 px boxes every 4 px along each segment.
-    let mut markers = markers;
     for rows in groups.values() {
         let competing: Vec<&PointRow> = rows
             .iter()
@@ -276,111 +320,121 @@ fn draw<DB: DrawingBackend>(
             .collect();
         markers.extend(px.windows(2).flat_map(|w| segment_boxes(w[0], w[1])));
     }
-    for (i, (name, rows)) in groups.iter().enumerate() {
-        let c = PALETTE[i % PALETTE.len()];
-        let competing: Vec<&PointRow> = rows
-            .iter()
-            .copied()
-            .filter(|r| r.valid || spec.include_invalid)
-            .collect();
-        let knots = frontier_knots(&competing, &spec.x, &spec.y);
-        if !spec.frontier_only {
-            // Valid points filled, invalid ones hollow.
-            let scatter = chart
-                .draw_series(rows.iter().map(|r| {
-                    let style = if r.valid {
-                        c.mix(0.35).filled()
-                    } else {
-                        c.stroke_width(2)
-                    };
-                    Circle::new(
-                        (r.get(&spec.x).unwrap_or(0.0), r.get(&spec.y).unwrap_or(0.0)),
-                        4,
-                        style,
-                    )
-                }))
-                .map_err(|x| e(&x))?;
-            // A group with no frontier (only invalid points) is named by its points.
-            if knots.is_empty() {
-                scatter
-                    .label(name.clone())
-                    .legend(move |(x, y)| Circle::new((x + 12, y), 4, c.stroke_width(2)));
-            }
-        }
-        // The frontier drawn as straight segments between its points: the line never shows
-        // a rise or dip that is not in the data (a spline through the knots can ripple).
-        if !knots.is_empty() {
-            chart
-                .draw_series(LineSeries::new(knots.clone(), c.stroke_width(3)))
-                .map_err(|x| e(&x))?
-                .label(name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
-                });
-        }
-        // Frontier points filled, unless invalid (on a frontier only with include_invalid):
-        // those stay hollow, as the legend note says.
-        let knot_valid = |(kx, ky): (f64, f64)| {
-            competing
-                .iter()
-                .find(|r| r.get(&spec.x) == Some(kx) && r.get(&spec.y) == Some(ky))
-                .is_none_or(|r| r.valid)
-        };
-        // An invalid knot is a ring on a white disc: without the disc the 3 px frontier line
-        // running through it makes it look filled (trial 6).
-        chart
-            .draw_series(
-                knots
-                    .iter()
-                    .filter(|&&p| !knot_valid(p))
-                    .map(|&p| Circle::new(p, 5, WHITE.filled())),
+    markers
+}
+
+/// One group (`name`, its `rows`) in colour `c`: its points (valid filled, invalid hollow;
+/// none with `frontier_only`), its frontier as straight segments with its knots, and each
+/// point's concurrency label placed clear of the `placed` labels and the `markers`
+/// (the placed one added). `ranges`: the plot ranges, for coinciding labels.
+fn draw_group<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    (name, rows): (&String, &Vec<&PointRow>),
+    c: RGBColor,
+    spec: &PlotSpec,
+    ((x0, x1), (y0, y1)): Ranges,
+    (placed, markers): (&mut Vec<PixelBox>, &[PixelBox]),
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let competing: Vec<&PointRow> = rows
+        .iter()
+        .copied()
+        .filter(|r| r.valid || spec.include_invalid)
+        .collect();
+    let knots = frontier_knots(&competing, &spec.x, &spec.y);
+    if !spec.frontier_only {
+        // Valid points filled, invalid ones hollow.
+        let scatter = chart.draw_series(rows.iter().map(|r| {
+            let style = if r.valid {
+                c.mix(0.35).filled()
+            } else {
+                c.stroke_width(2)
+            };
+            Circle::new(
+                (r.get(&spec.x).unwrap_or(0.0), r.get(&spec.y).unwrap_or(0.0)),
+                4,
+                style,
             )
-            .map_err(|x| e(&x))?;
-        chart
-            .draw_series(knots.iter().map(|&p| {
-                let style = if knot_valid(p) {
-                    c.filled()
-                } else {
-                    c.stroke_width(2)
-                };
-                Circle::new(p, 5, style)
-            }))
-            .map_err(|x| e(&x))?;
-        // Each point labelled with its concurrency (as InferenceX's charts do); frontier
-        // points in the group's colour, the others faint.
-        let on_frontier = |x: f64, y: f64| knots.iter().any(|&(kx, ky)| kx == x && ky == y);
-        let mut labelled: Vec<(f64, f64, bool, i64)> = rows
-            .iter()
-            .filter_map(|r| {
-                let (x, y) = (r.get(&spec.x)?, r.get(&spec.y)?);
-                let f = on_frontier(x, y);
-                (f || !spec.frontier_only).then_some((x, y, f, r.conc))
-            })
-            .collect();
-        // Points of one group at the same concurrency that (nearly) coincide, e.g. repeats
-        // of a run, get one label, not `1616`.
-        labelled = one_label_per_spot(labelled, (x1 - x0, y1 - y0));
-        let offsets: Vec<(i32, i32)> = labelled
-            .iter()
-            .map(|&(x, y, _, conc)| {
-                let at = chart.backend_coord(&(x, y));
-                place_label(at, conc.to_string().len(), &mut placed, &markers)
-            })
-            .collect();
-        chart
-            .draw_series(labelled.iter().zip(offsets).map(|(&(x, y, f, conc), off)| {
-                let colour = if f { c.to_rgba() } else { c.mix(0.5) };
-                EmptyElement::at((x, y))
-                    + Text::new(
-                        conc.to_string(),
-                        off,
-                        ("sans-serif", 13).into_font().color(&colour),
-                    )
-            }))
-            .map_err(|x| e(&x))?;
+        }))?;
+        // A group with no frontier (only invalid points) is named by its points.
+        if knots.is_empty() {
+            scatter
+                .label(name.clone())
+                .legend(move |(x, y)| Circle::new((x + 12, y), 4, c.stroke_width(2)));
+        }
     }
-    // The legend goes to the corner that covers the fewest points (upper right, where a
-    // throughput-against-interactivity frontier leaves room, on a tie).
+    // The frontier drawn as straight segments between its points: the line never shows
+    // a rise or dip that is not in the data (a spline through the knots can ripple).
+    if !knots.is_empty() {
+        chart
+            .draw_series(LineSeries::new(knots.clone(), c.stroke_width(3)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+    }
+    // Frontier points filled, unless invalid (on a frontier only with include_invalid):
+    // those stay hollow, as the legend note says.
+    let knot_valid = |(kx, ky): (f64, f64)| {
+        competing
+            .iter()
+            .find(|r| r.get(&spec.x) == Some(kx) && r.get(&spec.y) == Some(ky))
+            .is_none_or(|r| r.valid)
+    };
+    // An invalid knot is a ring on a white disc: without the disc the 3 px frontier line
+    // running through it makes it look filled (trial 6).
+    chart.draw_series(
+        knots
+            .iter()
+            .filter(|&&p| !knot_valid(p))
+            .map(|&p| Circle::new(p, 5, WHITE.filled())),
+    )?;
+    chart.draw_series(knots.iter().map(|&p| {
+        let style = if knot_valid(p) {
+            c.filled()
+        } else {
+            c.stroke_width(2)
+        };
+        Circle::new(p, 5, style)
+    }))?;
+    // Each point labelled with its concurrency (as InferenceX's charts do); frontier
+    // points in the group's colour, the others faint.
+    let on_frontier = |x: f64, y: f64| knots.iter().any(|&(kx, ky)| kx == x && ky == y);
+    let mut labelled: Vec<(f64, f64, bool, i64)> = rows
+        .iter()
+        .filter_map(|r| {
+            let (x, y) = (r.get(&spec.x)?, r.get(&spec.y)?);
+            let f = on_frontier(x, y);
+            (f || !spec.frontier_only).then_some((x, y, f, r.conc))
+        })
+        .collect();
+    // Points of one group at the same concurrency that (nearly) coincide, e.g. repeats
+    // of a run, get one label, not `1616`.
+    labelled = one_label_per_spot(labelled, (x1 - x0, y1 - y0));
+    let offsets: Vec<(i32, i32)> = labelled
+        .iter()
+        .map(|&(x, y, _, conc)| {
+            let at = chart.backend_coord(&(x, y));
+            place_label(at, conc.to_string().len(), placed, markers)
+        })
+        .collect();
+    chart.draw_series(labelled.iter().zip(offsets).map(|(&(x, y, f, conc), off)| {
+        let colour = if f { c.to_rgba() } else { c.mix(0.5) };
+        EmptyElement::at((x, y))
+            + Text::new(
+                conc.to_string(),
+                off,
+                ("sans-serif", 13).into_font().color(&colour),
+            )
+    }))?;
+    Ok(())
+}
+
+/// Where the legend goes: the corner whose legend box (its size from the longest group name
+/// and the number of groups) covers the fewest points; upper right, where a
+/// throughput-against-interactivity frontier leaves room, on a tie.
+fn legend_position(
+    groups: &BTreeMap<String, Vec<&PointRow>>,
+    spec: &PlotSpec,
+    ((x0, x1), (y0, y1)): Ranges,
+) -> SeriesLabelPosition {
     let pts: Vec<(f64, f64)> = groups
         .values()
         .flatten()
@@ -395,17 +449,7 @@ fn draw<DB: DrawingBackend>(
         ((longest as f64 * 9.0 + 60.0) / area_w).min(1.0),
         ((groups.len() as f64 * 22.0 + 20.0) / area_h).min(1.0),
     );
-    let corner = legend_corner(&pts, (x0, x1), (y0, y1), box_frac);
-    chart
-        .configure_series_labels()
-        .position(corner)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font(("sans-serif", 16))
-        .draw()
-        .map_err(|x| e(&x))?;
-    root.present().map_err(|x| e(&x))?;
-    Ok(())
+    legend_corner(&pts, (x0, x1), (y0, y1), box_frac)
 }
 
 /// A drawn label's box in pixels: left, top, right, bottom.
