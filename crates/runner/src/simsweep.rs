@@ -108,7 +108,6 @@ impl SimSweep {
         cancel: &CancellationToken,
     ) -> anyhow::Result<SweepReport> {
         let jobs = self.jobs()?;
-        let (hw, _) = store_keys(&self.sim)?;
         let info = inferbench_sim::describe(&self.sim)?;
         let start_line = inferbench_sim::start_line(&self.sim, &info);
         let k = self.sim.time_scale;
@@ -122,51 +121,31 @@ impl SimSweep {
              warmup(s) per unit of concurrency, at conc {:?}",
             self.isl, self.osl, self.prompts_per_conc, self.warmups_per_conc, self.concurrency
         );
-        let sim = inferbench_sim::spawn(self.sim.clone())?;
-        // The in-process sim's log is its start line; the sweep copies it into every point.
-        let log = run_dir.join("server.log");
-        std::fs::write(&log, start_line + "\n")?;
-        let opts = SweepOptions {
-            out_dir: run_dir.to_path_buf(),
-            runner_name: Some(format!("{hw}-sim")),
-            base_url: Some(sim.base_url()),
-            bench: BenchDefaults {
-                prompts_per_conc: self.prompts_per_conc,
-                warmups_per_conc: self.warmups_per_conc,
-                range_ratio: 1.0,
-                seed: self.sim.seed,
-                ..BenchDefaults::default()
-            },
-            write_report: false,
-            sweep_id: Some(sweep_id.to_string()),
-            server: Some(serde_json::json!({"sim": {
-                "hardware": self.sim.hardware, "model": self.sim.model,
-                "precision": self.sim.precision.as_str(), "tp": self.sim.tp,
-                "max_num_seqs": self.sim.max_num_seqs, "time_scale": self.sim.time_scale,
-                "kv_capacity_tokens": info.kv_capacity_tokens,
-            }})),
-            server_log: Some(log.clone()),
-            ..SweepOptions::default()
+        let bench = BenchDefaults {
+            prompts_per_conc: self.prompts_per_conc,
+            warmups_per_conc: self.warmups_per_conc,
+            range_ratio: 1.0,
+            seed: self.sim.seed,
+            ..BenchDefaults::default()
         };
+        let server = serde_json::json!({
+            "hardware": self.sim.hardware, "model": self.sim.model,
+            "precision": self.sim.precision.as_str(), "tp": self.sim.tp,
+            "max_num_seqs": self.sim.max_num_seqs, "time_scale": self.sim.time_scale,
+            "kv_capacity_tokens": info.kv_capacity_tokens,
+        });
+        let target = SimTarget::start(&self.sim, start_line, run_dir, sweep_id, server, bench)?;
         let runner = LoadgenPoint {
             sim_time_scale: Some(self.sim.time_scale),
             indented_notes: true,
             ..LoadgenPoint::default()
         };
         let mut report = SweepReport::default();
-        for job in &jobs {
-            let t0 = Instant::now();
-            let one = run_jobs(std::slice::from_ref(job), &opts, &runner, cancel).await;
-            for pt in one.points {
-                eprintln!("  conc {:>3}: {}", pt.conc, point_line(&pt, t0.elapsed()));
-                report.points.push(pt);
-            }
-            if cancel.is_cancelled() {
-                break;
-            }
-        }
-        sim.shutdown();
-        std::fs::remove_file(&log).ok();
+        (target.run_each(&jobs, &runner, cancel, |pt, took| {
+            eprintln!("  conc {:>3}: {}", pt.conc, point_line(&pt, took));
+            report.points.push(pt);
+        }))
+        .await;
         Ok(report)
     }
 }
@@ -229,7 +208,6 @@ impl AgenticSimSweep {
         let cfg = &self.sim;
         let jobs = self.jobs()?;
         let info = inferbench_sim::describe(cfg)?;
-        let (hw, _) = store_keys(cfg)?;
         let traces = inferbench_workload::agentx::synthetic::shaped("quickstart", None, 42);
         let n_req: usize = traces.iter().map(|t| t.request_count()).sum();
         // The sessions reach the points as every sweep's traces do, through a file; it stays
@@ -248,31 +226,20 @@ impl AgenticSimSweep {
             self.duration.as_secs_f64(),
             self.lanes
         );
-        let sim = inferbench_sim::spawn(cfg.clone())?;
-        let log = run_dir.join("server.log");
-        std::fs::write(&log, start_line + "\n")?;
-        let opts = SweepOptions {
-            out_dir: run_dir.to_path_buf(),
-            runner_name: Some(format!("{hw}-sim")),
-            base_url: Some(sim.base_url()),
-            bench: BenchDefaults {
-                traces: Some(traces_path),
-                agentic_duration_s: Some(self.duration.as_secs_f64()),
-                agentic_grace_s: Some(5.0),
-                agentic_warmup_per_lane: Some(2),
-                seed: 42,
-                ..BenchDefaults::default()
-            },
-            write_report: false,
-            sweep_id: Some(sweep_id.to_string()),
-            server: Some(serde_json::json!({"sim": {
-                "hardware": cfg.hardware, "model": cfg.model,
-                "precision": cfg.precision.as_str(), "tp": cfg.tp, "time_scale": 1,
-                "kv_capacity_tokens": info.kv_capacity_tokens,
-            }})),
-            server_log: Some(log.clone()),
-            ..SweepOptions::default()
+        let bench = BenchDefaults {
+            traces: Some(traces_path),
+            agentic_duration_s: Some(self.duration.as_secs_f64()),
+            agentic_grace_s: Some(5.0),
+            agentic_warmup_per_lane: Some(2),
+            seed: 42,
+            ..BenchDefaults::default()
         };
+        let server = serde_json::json!({
+            "hardware": cfg.hardware, "model": cfg.model,
+            "precision": cfg.precision.as_str(), "tp": cfg.tp, "time_scale": 1,
+            "kv_capacity_tokens": info.kv_capacity_tokens,
+        });
+        let target = SimTarget::start(cfg, start_line, run_dir, sweep_id, server, bench)?;
         let runner = LoadgenPoint {
             // Real time: nothing is rescaled, but no GPU power is sampled.
             sim_time_scale: Some(1.0),
@@ -281,28 +248,81 @@ impl AgenticSimSweep {
         };
         let mut report = AgenticSweepReport::default();
         let mut points = SweepReport::default();
-        for job in &jobs {
+        (target.run_each(&jobs, &runner, cancel, |pt, took| {
+            eprintln!("  lanes {:>2}: {}", pt.conc, agentic_point_line(&pt, took));
+            if matches!(pt.outcome, Outcome::Interrupted | Outcome::Failed) {
+                report.cut_short.push(i64::from(pt.conc));
+            }
+            points.points.push(pt);
+        }))
+        .await;
+        report.exit_code = points.exit_code();
+        Ok(report)
+    }
+}
+
+/// The simulator a quickstart sweep runs against, started in this process, and the sweep
+/// options that point at it.
+struct SimTarget {
+    sim: inferbench_sim::SimHandle,
+    /// `server.log` in the run directory: the sim's start line, which the sweep copies into
+    /// every point; removed when the sweep ends.
+    log: std::path::PathBuf,
+    opts: SweepOptions,
+}
+
+impl SimTarget {
+    /// Starts the sim of `cfg`, writes its `start_line` as the run's `server.log`, and builds
+    /// the options of a sweep into `run_dir` against it: runner `<hardware>-sim`, no sweep
+    /// report, id `sweep_id`, `server` as the job's `{"sim": …}` description, `bench`.
+    /// Errors: a sim that cannot start, a log that cannot be written.
+    fn start(
+        cfg: &SimConfig,
+        start_line: String,
+        run_dir: &Path,
+        sweep_id: &str,
+        server: serde_json::Value,
+        bench: BenchDefaults,
+    ) -> anyhow::Result<Self> {
+        let (hw, _) = store_keys(cfg)?;
+        let sim = inferbench_sim::spawn(cfg.clone())?;
+        let log = run_dir.join("server.log");
+        std::fs::write(&log, start_line + "\n")?;
+        let opts = SweepOptions {
+            out_dir: run_dir.to_path_buf(),
+            runner_name: Some(format!("{hw}-sim")),
+            base_url: Some(sim.base_url()),
+            bench,
+            write_report: false,
+            sweep_id: Some(sweep_id.to_string()),
+            server: Some(serde_json::json!({ "sim": server })),
+            server_log: Some(log.clone()),
+            ..SweepOptions::default()
+        };
+        Ok(SimTarget { sim, log, opts })
+    }
+
+    /// Runs `jobs` one at a time through `runner` (none after a cancelled one), handing each
+    /// point to `each` with the wall time since its job started, then stops the sim.
+    async fn run_each(
+        self,
+        jobs: &[JobSpec],
+        runner: &LoadgenPoint,
+        cancel: &CancellationToken,
+        mut each: impl FnMut(PointReport, Duration),
+    ) {
+        for job in jobs {
             let t0 = Instant::now();
-            let one = run_jobs(std::slice::from_ref(job), &opts, &runner, cancel).await;
+            let one = run_jobs(std::slice::from_ref(job), &self.opts, runner, cancel).await;
             for pt in one.points {
-                eprintln!(
-                    "  lanes {:>2}: {}",
-                    pt.conc,
-                    agentic_point_line(&pt, t0.elapsed())
-                );
-                if matches!(pt.outcome, Outcome::Interrupted | Outcome::Failed) {
-                    report.cut_short.push(i64::from(pt.conc));
-                }
-                points.points.push(pt);
+                each(pt, t0.elapsed());
             }
             if cancel.is_cancelled() {
                 break;
             }
         }
-        sim.shutdown();
-        std::fs::remove_file(&log).ok();
-        report.exit_code = points.exit_code();
-        Ok(report)
+        self.sim.shutdown();
+        std::fs::remove_file(&self.log).ok();
     }
 }
 
