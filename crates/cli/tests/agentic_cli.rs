@@ -104,6 +104,21 @@ fn quickstart_and_sweep_agentic_points_read_apart_in_one_report() {
     for n in &names {
         assert!(n.ends_with("_h100-sim_0"), "{n}");
     }
+    // job.json says what was replayed and how (issue 12's live comparison found the sweep's
+    // job.json without the traces, window, grace, warmups and seed).
+    let job: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join(&names[0]).join("job.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        job["replay"],
+        serde_json::json!({
+            "traces": ex.join("agentx-traces.jsonl").to_str().unwrap(),
+            "duration_s": 4.0, "grace_s": 30.0, "warmup_per_lane": 10, "seed": 42
+        }),
+        "{job}"
+    );
+    assert!(job.get("bench").is_none(), "{job}");
 
     let o = run(&["ingest", out.to_str().unwrap(), "--db", db_s]);
     assert!(o.status.success(), "{}", text(&o));

@@ -190,6 +190,23 @@ pub struct BenchSettings {
     pub ignore_eos: bool,
 }
 
+/// An AgentX replay point's settings the matrix row does not hold, as the point ran them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReplaySettings {
+    /// The traces replayed (a `traces.jsonl` or a directory), as given.
+    pub traces: Option<String>,
+    /// Measured window, s (the row's `duration` unless overridden; AgentX's minimum for a valid
+    /// result is 900).
+    pub duration_s: f64,
+    /// How long requests in flight at the end may run on before they are cancelled, s.
+    pub grace_s: f64,
+    /// Warmup requests per lane before the measured window.
+    pub warmup_per_lane: u32,
+    /// Seed of the session order and the synthesized prompt text.
+    pub seed: u64,
+}
+
 /// Contents of `job.json`: what a point ran (the matrix row's JobSpec as JSON, which
 /// `inferbench-recipes` types), on what, by whom, and how it ended.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -222,6 +239,9 @@ pub struct JobFile {
     /// A fixed-sequence point's client settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bench: Option<BenchSettings>,
+    /// An AgentX replay point's settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplaySettings>,
 }
 
 #[cfg(test)]

@@ -180,16 +180,13 @@ async fn run_agentic_point(
         traces_path,
         &inferbench_workload::agentx::LoadOptions::default(),
     )?;
-    let duration_s = req
-        .bench
-        .agentic_duration_s
-        .or(req.spec.row.duration.map(|d| d as f64))
-        .unwrap_or(3_600.0);
+    let settings = req.bench.replay_settings(req.spec.row.duration);
+    let duration_s = settings.duration_s;
     let traces = std::sync::Arc::new(report.traces);
     let tok = inferbench_workload::Tokenizer::load(
         req.bench.tokenizer.as_deref().unwrap_or("o200k_base"),
     )?;
-    let prompter = std::sync::Arc::new(Prompter::new(&traces, &tok, 42)?);
+    let prompter = std::sync::Arc::new(Prompter::new(&traces, &tok, settings.seed)?);
     let endpoint = if req.bench.endpoint.contains("chat") {
         req.bench.endpoint.clone()
     } else {
@@ -205,17 +202,11 @@ async fn run_agentic_point(
         sched: SchedConfig {
             lanes: req.conc,
             duration_ns: (duration_s * 1e9) as u64,
-            seed: 42,
-            warmup_per_lane: req
-                .bench
-                .agentic_warmup_per_lane
-                .unwrap_or(SchedConfig::default().warmup_per_lane),
+            seed: settings.seed,
+            warmup_per_lane: settings.warmup_per_lane,
             ..SchedConfig::default()
         },
-        grace: req.bench.agentic_grace_s.map_or(
-            ReplayOptions::default().grace,
-            std::time::Duration::from_secs_f64,
-        ),
+        grace: std::time::Duration::from_secs_f64(settings.grace_s),
         save_requests: Some(req.dir.join("requests.jsonl")),
         progress: if runner.progress {
             ProgressMode::Auto

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::jobspec::JobSpec;
+use inferbench_core::artifacts::ReplaySettings;
 
 /// InferenceX's client defaults for a fixed-seq point (reference/inferencex-producer.md §5.3):
 /// `10 × conc` prompts, `2 × conc` warmups, range ratio 0.8, `ignore_eos`, unlimited rate.
@@ -78,6 +79,25 @@ impl BenchDefaults {
     /// Warmups for a point at `conc`: `warmups_per_conc × conc`.
     pub fn warmups(&self, conc: u32) -> u32 {
         self.warmups_per_conc.saturating_mul(conc)
+    }
+
+    /// An agentic row's replay settings as its point runs them (and `job.json` records them):
+    /// `agentic_duration_s`, else the row's `row_duration_s`, else 3,600 s; `agentic_grace_s`,
+    /// else the replay's default grace (AIPerf's 30 s); `agentic_warmup_per_lane`, else
+    /// AgentX's 10; the scheduler's seed (42, AgentX's).
+    pub fn replay_settings(&self, row_duration_s: Option<u64>) -> ReplaySettings {
+        use inferbench_loadgen::agentic::{ReplayOptions, SchedConfig};
+        ReplaySettings {
+            traces: self.traces.as_ref().map(|p| p.display().to_string()),
+            duration_s: (self.agentic_duration_s)
+                .or(row_duration_s.map(|d| d as f64))
+                .unwrap_or(3_600.0),
+            grace_s: (self.agentic_grace_s)
+                .unwrap_or_else(|| ReplayOptions::default().grace.as_secs_f64()),
+            warmup_per_lane: (self.agentic_warmup_per_lane)
+                .unwrap_or(SchedConfig::default().warmup_per_lane),
+            seed: SchedConfig::default().seed,
+        }
     }
 }
 

@@ -1148,6 +1148,9 @@ fn write_job_json(
                 ignore_eos: b.ignore_eos,
             }
         }),
+        // Issue 12's live comparison: the agentic quickstart's own job.json said which
+        // traces, window, grace, warmups and seed it replayed; the sweep's did not.
+        replay: (point.spec.is_agentic()).then(|| b.replay_settings(point.spec.row.duration)),
     };
     let _ = write_json_atomic(&point.dir.join(JOB_FILE), &job);
 }
