@@ -28,9 +28,11 @@ mod telemetry;
 mod vllm;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
 use inferbench_core::matrix::{Conc, MatrixRow};
+use inferbench_core::summary::ThroughputGpus;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -114,12 +116,30 @@ pub struct ConfigKey {
 
 impl ConfigKey {
     /// GPUs the point used: `num_prefill_gpu + num_decode_gpu` when disaggregated or multinode
-    /// (InferenceX rule), else `tp × pp × pcp` (reference/inferencex-producer.md §7.1).
+    /// (InferenceX rule), else `tp × pp × pcp` (reference/inferencex-producer.md §7.1); the
+    /// total of [`ConfigKey::throughput_gpus`].
     pub fn gpus(&self) -> i64 {
-        if (self.disagg || self.is_multinode) && self.num_prefill_gpu + self.num_decode_gpu > 0 {
-            self.num_prefill_gpu + self.num_decode_gpu
-        } else {
-            // Sizes below 1 (absent) count as 1; core's Parallelism::gpus is the one formula.
+        i64::try_from(self.throughput_gpus().all()).unwrap_or(i64::MAX)
+    }
+
+    /// The point's GPUs as core's per-GPU throughput rule divides by them
+    /// ([`ThroughputGpus`]): disaggregated over `num_prefill_gpu` and `num_decode_gpu` when
+    /// the point is disaggregated or multinode and counts any GPU (a negative count is none),
+    /// else one aggregated server on `tp × pp × pcp` GPUs (core's [`Parallelism::gpus`]; sizes
+    /// below 1, i.e. absent, count as 1).
+    ///
+    /// [`Parallelism::gpus`]: inferbench_core::summary::Parallelism::gpus
+    pub fn throughput_gpus(&self) -> ThroughputGpus {
+        let count = |v: i64| u64::try_from(v).unwrap_or(0);
+        let split = (self.disagg || self.is_multinode)
+            .then(|| {
+                ThroughputGpus::disaggregated(
+                    count(self.num_prefill_gpu),
+                    count(self.num_decode_gpu),
+                )
+            })
+            .flatten();
+        split.unwrap_or_else(|| {
             let size = |v: i64| u32::try_from(v.max(1)).unwrap_or(u32::MAX);
             let p = inferbench_core::summary::Parallelism {
                 tp: size(self.tp),
@@ -128,8 +148,8 @@ impl ConfigKey {
                 pcp_size: size(self.pcp),
                 ep: 1,
             };
-            i64::try_from(p.gpus()).unwrap_or(i64::MAX)
-        }
+            ThroughputGpus::aggregated(NonZeroU64::new(p.gpus()).unwrap_or(NonZeroU64::MIN))
+        })
     }
 }
 
@@ -695,31 +715,25 @@ pub(crate) fn eval_from(row: &Map<String, Value>, ov: &Overrides, names: &mut Na
     inferencex::eval_row(row, ov, names)
 }
 
-/// Fills per-GPU throughput from the totals when missing: ÷ gpus (single node; for
-/// disaggregated rows output ÷ decode GPUs and input ÷ prefill GPUs, InferenceX §7.1).
+/// Fills each per-GPU throughput (tokens/s per GPU) the result does not have from its totals
+/// (`total_token_throughput`, `output_throughput`, tokens/s), by core's one rule
+/// ([`ThroughputGpus`], InferenceX's result processing, reference/inferencex-producer.md
+/// §7.1) over the point's GPUs ([`ConfigKey::throughput_gpus`]).
 fn fill_per_gpu(cfg: &ConfigKey, m: &mut BTreeMap<String, f64>) {
-    let g = cfg.gpus() as f64;
-    let disagg = cfg.disagg || cfg.is_multinode;
+    let gpus = cfg.throughput_gpus();
     let total = m.get("total_token_throughput").copied();
     let output = m.get("output_throughput").copied();
     if let Some(t) = total {
-        m.entry("tput_per_gpu".into()).or_insert(t / g);
+        m.entry("tput_per_gpu".into())
+            .or_insert_with(|| gpus.tput_per_gpu(t));
     }
     if let Some(o) = output {
-        let d = if disagg && cfg.num_decode_gpu > 0 {
-            cfg.num_decode_gpu as f64
-        } else {
-            g
-        };
-        m.entry("output_tput_per_gpu".into()).or_insert(o / d);
+        m.entry("output_tput_per_gpu".into())
+            .or_insert_with(|| gpus.output_tput_per_gpu(o));
     }
     if let (Some(t), Some(o)) = (total, output) {
-        let p = if disagg && cfg.num_prefill_gpu > 0 {
-            cfg.num_prefill_gpu as f64
-        } else {
-            g
-        };
-        m.entry("input_tput_per_gpu".into()).or_insert((t - o) / p);
+        m.entry("input_tput_per_gpu".into())
+            .or_insert_with(|| gpus.input_tput_per_gpu(t, o));
     }
 }
 
@@ -1061,6 +1075,77 @@ mod tests {
             }
         }
         assert!(checked > 3000, "{checked}");
+    }
+
+    /// The store fills per-GPU throughput by core's rule; exact values for 9600 tokens/s in
+    /// total, 1600 of them output.
+    #[test]
+    fn per_gpu_throughput_is_filled_by_cores_rule() {
+        let fill = |cfg: &ConfigKey, m: &[(&str, f64)]| {
+            let mut m: BTreeMap<String, f64> = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            fill_per_gpu(cfg, &mut m);
+            ["tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"].map(|k| m.get(k).copied())
+        };
+        let totals = [
+            ("total_token_throughput", 9600.0),
+            ("output_throughput", 1600.0),
+        ];
+        // Aggregated: tp 4 × pp 2 × pcp 1 = 8 GPUs, each ÷ 8.
+        let agg = ConfigKey {
+            tp: 4,
+            pp: 2,
+            pcp: 1,
+            num_prefill_gpu: 4,
+            num_decode_gpu: 4,
+            ..Default::default()
+        };
+        assert_eq!(agg.gpus(), 8);
+        assert_eq!(
+            fill(&agg, &totals),
+            [Some(1200.0), Some(200.0), Some(1000.0)]
+        );
+        // Disaggregated, 8 prefill + 16 decode GPUs: total ÷ 24, output ÷ 16, input ÷ 8.
+        let dis = ConfigKey {
+            disagg: true,
+            tp: 4,
+            num_prefill_gpu: 8,
+            num_decode_gpu: 16,
+            ..Default::default()
+        };
+        assert_eq!(dis.gpus(), 24);
+        assert_eq!(
+            fill(&dis, &totals),
+            [Some(400.0), Some(100.0), Some(1000.0)]
+        );
+        // Multinode without GPU counts: the aggregated rule over tp × pp × pcp.
+        let bare = ConfigKey {
+            is_multinode: true,
+            tp: 8,
+            ..Default::default()
+        };
+        assert_eq!(
+            fill(&bare, &totals),
+            [Some(1200.0), Some(200.0), Some(1000.0)]
+        );
+        // A figure the result has is kept; one needing a missing total is not made up.
+        assert_eq!(
+            fill(
+                &dis,
+                &[("output_throughput", 1600.0), ("tput_per_gpu", 7.0)]
+            ),
+            [Some(7.0), Some(100.0), None]
+        );
+        // Garbage counts neither panic nor divide by zero.
+        let odd = ConfigKey {
+            disagg: true,
+            tp: -3,
+            num_prefill_gpu: i64::MAX,
+            num_decode_gpu: i64::MAX,
+            ..Default::default()
+        };
+        assert!(fill(&odd, &totals)
+            .iter()
+            .all(|v| v.is_some_and(f64::is_finite)));
     }
 
     #[test]
