@@ -17,6 +17,8 @@ use std::fmt;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+use crate::matrix::MatrixRow;
+
 /// A `schema_version` field that always serializes as `V` and takes no memory. Deserializing
 /// accepts any version up to `V` (and a missing field, through `#[serde(default)]`), and fails
 /// on a newer one with "schema_version N is newer than this inferbench reads (V)".
@@ -207,14 +209,15 @@ pub struct ReplaySettings {
     pub seed: u64,
 }
 
-/// Contents of `job.json`: what a point ran (the matrix row's JobSpec as JSON, which
-/// `inferbench-recipes` types), on what, by whom, and how it ended.
+/// Contents of `job.json`: what a point ran (the runner's JobSpec as JSON, `{index, row}`, whose
+/// row [`JobFile::row`] reads as [`MatrixRow`]), on what, by whom, and how it ended.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct JobFile {
     /// Version of this file's layout (1).
     pub schema_version: SchemaVersion<1>,
-    /// The JobSpec (matrix row, runner, provenance of the config).
+    /// The JobSpec: the matrix row's index and the row (typed by [`JobFile::row`]); kept as
+    /// JSON so a `job.json` of an older layout still reads.
     pub job: serde_json::Value,
     /// The point's `RESULT_FILENAME`.
     pub result_filename: String,
@@ -242,6 +245,17 @@ pub struct JobFile {
     /// An AgentX replay point's settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplaySettings>,
+}
+
+impl JobFile {
+    /// The job's matrix row (`job.row`), typed as the runner wrote it: `None` when `job.json` has
+    /// no row, or one this version cannot read (an older layout, a mistyped field), which the
+    /// reader then takes field by field. Fields the type does not model are kept in
+    /// [`MatrixRow::extra`].
+    pub fn row(&self) -> Option<MatrixRow> {
+        let row = self.job.get("row")?;
+        MatrixRow::deserialize(row).ok()
+    }
 }
 
 #[cfg(test)]
@@ -311,5 +325,28 @@ mod tests {
             "{text}"
         );
         assert_eq!(serde_json::from_str::<JobFile>(&text).unwrap(), j);
+    }
+
+    #[test]
+    fn the_job_row_reads_typed_or_not_at_all() {
+        let mut j = JobFile {
+            job: serde_json::json!({"index": 0, "row": {
+                "image": "i", "model": "org/M", "model-prefix": "m", "precision": "fp8",
+                "framework": "vllm", "runner": "b200", "conc": 4, "exp-name": "m_1k1k",
+                "priority": 3}}),
+            ..Default::default()
+        };
+        let row = j.row().unwrap();
+        assert_eq!(row.model_prefix, "m");
+        assert_eq!(row.extra["priority"], 3);
+        // No row, a row of an older layout (no `image`) and a mistyped one: None, no panic.
+        j.job = serde_json::json!({"index": 0});
+        assert!(j.row().is_none());
+        j.job = serde_json::json!({"row": {"model": "m", "conc": 4}});
+        assert!(j.row().is_none());
+        j.job = serde_json::json!({"row": 7});
+        assert!(j.row().is_none());
+        j.job = serde_json::Value::Null;
+        assert!(j.row().is_none());
     }
 }

@@ -9,6 +9,7 @@ pub mod anomaly;
 pub mod artifacts;
 pub mod exact;
 pub mod exit;
+pub mod matrix;
 pub mod metrics;
 pub mod prometheus;
 pub mod record;
@@ -18,6 +19,7 @@ pub mod summary;
 
 pub use anomaly::Anomaly;
 pub use exit::ExitStatus;
+pub use matrix::{Conc, MatrixRow};
 
 /// An error with its sources, `outer: cause: …`, each cause once: a message that already quotes
 /// its cause (`file: No such file …` over the io::Error) does not repeat it, and one that does

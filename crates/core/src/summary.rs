@@ -18,7 +18,7 @@ mod inferencex;
 
 pub use inferencex::{
     inferencex_aggregate, inferencex_metrics, AggregateError, IdentityError, JobIdentity,
-    Parallelism, RoleTopology, Topology,
+    Parallelism, RoleTopology, ThroughputGpus, Topology,
 };
 
 use crate::metrics::{self, Distribution, GoodputSlo, Metric, Rates};

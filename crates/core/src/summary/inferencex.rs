@@ -6,10 +6,11 @@
 //! `model = model_id`; single node: `tp, pp, dcp_size, pcp_size, ep`, `dp_attention` as the raw
 //! string, throughputs per GPU ÷ (tp·pp·pcp); multinode (disaggregated): per-role fields,
 //! `tput_per_gpu` ÷ all GPUs, `output_tput_per_gpu` ÷ decode GPUs (all GPUs when there are none),
-//! `input_tput_per_gpu` ÷ prefill GPUs, decode topology forced to tp = ep = 0, pp = dcp = pcp = 1
-//! when there are no decode GPUs. Then for every top-level result key ending in `ms`: the key
-//! without `_ms` → value / 1000 (seconds); for every key containing `tpot`: `…intvty` → 1000 /
-//! value (tokens/s/user). The power block (§7.3) is added by whoever measured power.
+//! `input_tput_per_gpu` ÷ prefill GPUs (the per-GPU rule is [`ThroughputGpus`]), decode topology
+//! forced to tp = ep = 0, pp = dcp = pcp = 1 when there are no decode GPUs. Then for every
+//! top-level result key ending in `ms`: the key without `_ms` → value / 1000 (seconds); for every
+//! key containing `tpot`: `…intvty` → 1000 / value (tokens/s/user). The power block (§7.3) is
+//! added by whoever measured power.
 
 use super::RunSummary;
 use serde::{Deserialize, Serialize};
@@ -44,6 +45,77 @@ impl Parallelism {
         out.insert(format!("{prefix}dcp_size"), self.dcp_size.into());
         out.insert(format!("{prefix}pcp_size"), self.pcp_size.into());
         out.insert(format!("{prefix}ep"), self.ep.into());
+    }
+}
+
+/// The GPUs a point's throughput is divided by, and the one definition of InferenceX's per-GPU
+/// throughput rule (its result processing, `utils/process_result.py`;
+/// reference/inferencex-producer.md §7.1). Totals are tokens/s; each result is **tokens/s per
+/// GPU**:
+///
+/// | | aggregated (one server, tp·pp·pcp GPUs) | disaggregated (prefill + decode GPUs) |
+/// |---|---|---|
+/// | `tput_per_gpu` | total ÷ GPUs | total ÷ (prefill + decode) |
+/// | `output_tput_per_gpu` | output ÷ GPUs | output ÷ decode (all GPUs when there are none) |
+/// | `input_tput_per_gpu` | (total − output) ÷ GPUs | (total − output) ÷ prefill |
+///
+/// A disaggregated split with no prefill GPU (which InferenceX refuses; [`inferencex_aggregate`]
+/// does too) divides its input throughput by all GPUs. A split never has zero GPUs, so nothing
+/// divides by zero. [`inferencex_aggregate`] writes these; the store fills them from the totals
+/// of a result that has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThroughputGpus {
+    /// GPUs of the prefill role (all GPUs when aggregated).
+    prefill: u64,
+    /// GPUs of the decode role (all GPUs when aggregated).
+    decode: u64,
+    /// All GPUs (≥ 1).
+    all: u64,
+}
+
+impl ThroughputGpus {
+    /// One aggregated server on `gpus` GPUs ([`Parallelism::gpus`], tp·pp·pcp): every
+    /// throughput ÷ `gpus`.
+    pub fn aggregated(gpus: std::num::NonZeroU64) -> Self {
+        let g = gpus.get();
+        ThroughputGpus {
+            prefill: g,
+            decode: g,
+            all: g,
+        }
+    }
+
+    /// Disaggregated prefill/decode on `prefill` and `decode` GPUs (`num_prefill_gpu`,
+    /// `num_decode_gpu`); `None` when both are 0. The sum saturates rather than overflows.
+    pub fn disaggregated(prefill: u64, decode: u64) -> Option<Self> {
+        let all = prefill.saturating_add(decode);
+        (all > 0).then_some(ThroughputGpus {
+            prefill: if prefill > 0 { prefill } else { all },
+            decode: if decode > 0 { decode } else { all },
+            all,
+        })
+    }
+
+    /// All GPUs of the point (≥ 1).
+    pub fn all(&self) -> u64 {
+        self.all
+    }
+
+    /// `tput_per_gpu`: `total` (total token throughput, tokens/s) ÷ all GPUs, tokens/s per GPU.
+    pub fn tput_per_gpu(&self, total: f64) -> f64 {
+        total / self.all as f64
+    }
+
+    /// `output_tput_per_gpu`: `output` (output token throughput, tokens/s) ÷ decode GPUs (all
+    /// GPUs when aggregated or there is no decode GPU), tokens/s per GPU.
+    pub fn output_tput_per_gpu(&self, output: f64) -> f64 {
+        output / self.decode as f64
+    }
+
+    /// `input_tput_per_gpu`: (`total` − `output`) (input token throughput, tokens/s) ÷ prefill
+    /// GPUs (all GPUs when aggregated or there is no prefill GPU), tokens/s per GPU.
+    pub fn input_tput_per_gpu(&self, total: f64, output: f64) -> f64 {
+        (total - output) / self.prefill as f64
     }
 }
 
@@ -409,17 +481,13 @@ pub fn inferencex_aggregate(
             parallelism,
             dp_attention,
         } => {
-            let gpus = parallelism.gpus();
-            if gpus == 0 {
-                return Err(AggregateError::ZeroGpus);
-            }
-            let g = gpus as f64;
+            let gpus = std::num::NonZeroU64::new(parallelism.gpus())
+                .map(ThroughputGpus::aggregated)
+                .ok_or(AggregateError::ZeroGpus)?;
             d.insert("is_multinode".into(), false.into());
             parallelism.fields("", &mut d);
             d.insert("dp_attention".into(), dp_attention.clone().into());
-            d.insert("tput_per_gpu".into(), (total / g).into());
-            d.insert("output_tput_per_gpu".into(), (output / g).into());
-            d.insert("input_tput_per_gpu".into(), ((total - output) / g).into());
+            per_gpu_fields(&gpus, total, output, &mut d);
         }
         Topology::MultiNode {
             prefill_gpus,
@@ -429,11 +497,10 @@ pub fn inferencex_aggregate(
             prefill_hw,
             decode_hw,
         } => {
-            let all = prefill_gpus + decode_gpus;
-            if all == 0 || *prefill_gpus == 0 {
-                return Err(AggregateError::ZeroGpus);
-            }
-            let out_den = if *decode_gpus > 0 { *decode_gpus } else { all };
+            // InferenceX refuses a job without prefill GPUs (and so one without any).
+            let gpus = ThroughputGpus::disaggregated(*prefill_gpus, *decode_gpus)
+                .filter(|_| *prefill_gpus > 0)
+                .ok_or(AggregateError::ZeroGpus)?;
             let dec_par = if *decode_gpus > 0 {
                 decode.parallelism
             } else {
@@ -460,15 +527,7 @@ pub fn inferencex_aggregate(
             d.insert("decode_num_workers".into(), decode.num_workers.into());
             d.insert("num_prefill_gpu".into(), (*prefill_gpus).into());
             d.insert("num_decode_gpu".into(), (*decode_gpus).into());
-            d.insert("tput_per_gpu".into(), (total / all as f64).into());
-            d.insert(
-                "output_tput_per_gpu".into(),
-                (output / out_den as f64).into(),
-            );
-            d.insert(
-                "input_tput_per_gpu".into(),
-                ((total - output) / *prefill_gpus as f64).into(),
-            );
+            per_gpu_fields(&gpus, total, output, &mut d);
             if let (Some(p), Some(dh)) = (prefill_hw, decode_hw) {
                 d.insert("prefill_hw".into(), p.clone().into());
                 d.insert("decode_hw".into(), dh.clone().into());
@@ -477,6 +536,20 @@ pub fn inferencex_aggregate(
     }
     d.extend(inferencex_metrics(summary));
     Ok(Value::Object(d))
+}
+
+/// `tput_per_gpu`, `output_tput_per_gpu`, `input_tput_per_gpu` (tokens/s per GPU, in this
+/// order) from the `total` and `output` throughputs (tokens/s), by [`ThroughputGpus`]' rule.
+fn per_gpu_fields(gpus: &ThroughputGpus, total: f64, output: f64, d: &mut Map<String, Value>) {
+    d.insert("tput_per_gpu".into(), gpus.tput_per_gpu(total).into());
+    d.insert(
+        "output_tput_per_gpu".into(),
+        gpus.output_tput_per_gpu(output).into(),
+    );
+    d.insert(
+        "input_tput_per_gpu".into(),
+        gpus.input_tput_per_gpu(total, output).into(),
+    );
 }
 
 /// The latency and interactivity fields InferenceX's `process_result.py` derives from a result

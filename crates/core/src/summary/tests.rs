@@ -573,6 +573,37 @@ fn inferencex_aggregate_multinode_rules() {
     assert_close(&a, "output_tput_per_gpu", 9.0 / 0.26 / 8.0);
 }
 
+/// InferenceX's per-GPU rule (§7.1), exact values: 9600 tokens/s in total, 1600 of them output.
+#[test]
+fn throughput_gpus_divide_by_inferencex_rule() {
+    let per_gpu = |g: ThroughputGpus| {
+        (
+            g.tput_per_gpu(9600.0),
+            g.output_tput_per_gpu(1600.0),
+            g.input_tput_per_gpu(9600.0, 1600.0),
+        )
+    };
+    // Aggregated on 8 GPUs: each ÷ 8.
+    let agg = ThroughputGpus::aggregated(std::num::NonZeroU64::new(8).unwrap());
+    assert_eq!(agg.all(), 8);
+    assert_eq!(per_gpu(agg), (1200.0, 200.0, 1000.0));
+    // Disaggregated, 8 prefill + 16 decode GPUs: total ÷ 24, output ÷ 16, input ÷ 8.
+    let dis = ThroughputGpus::disaggregated(8, 16).unwrap();
+    assert_eq!(dis.all(), 24);
+    assert_eq!(per_gpu(dis), (400.0, 100.0, 1000.0));
+    // No decode GPU: output ÷ all; no prefill GPU (InferenceX refuses it): input ÷ all.
+    let no_decode = ThroughputGpus::disaggregated(8, 0).unwrap();
+    assert_eq!(per_gpu(no_decode), (1200.0, 200.0, 1000.0));
+    let no_prefill = ThroughputGpus::disaggregated(0, 16).unwrap();
+    assert_eq!(per_gpu(no_prefill), (600.0, 100.0, 500.0));
+    // No GPU at all is no split; the sum saturates.
+    assert_eq!(ThroughputGpus::disaggregated(0, 0), None);
+    assert_eq!(
+        ThroughputGpus::disaggregated(u64::MAX, 1).map(|g| g.all()),
+        Some(u64::MAX)
+    );
+}
+
 #[test]
 fn identity_errors_name_the_variable() {
     let e = JobIdentity::from_lookup(env(&[("RUNNER_TYPE", "b200")])).unwrap_err();

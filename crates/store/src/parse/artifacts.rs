@@ -68,8 +68,9 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         None
     };
     // Our own job.json, typed (core::artifacts::JobFile): provenance and the sweep id come from
-    // its fields; a newer layout is refused.
-    let job_file: Option<inferbench_core::artifacts::JobFile> = job_v
+    // its fields, the point's identity from its matrix row (core's MatrixRow, `JobFile::row`);
+    // a newer layout is refused.
+    let job_file: Option<JobFile> = job_v
         .as_ref()
         .map(|v| serde_json::from_value(v.clone()))
         .transpose()
@@ -113,7 +114,8 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
             } else {
                 foreign_facts(s)
             };
-            summary_point(facts, a.as_ref(), j.as_ref(), ov, &mut run)?
+            let row = job_file.as_ref().and_then(JobFile::row);
+            summary_point(facts, a.as_ref(), j.as_ref(), row.as_ref(), ov, &mut run)?
         }
         (None, Some(a)) => {
             let mut p = inferencex_point(a, ov, &mut run.names, &format!("{d}/agg"))?;

@@ -28,8 +28,11 @@ mod telemetry;
 mod vllm;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 
+use inferbench_core::matrix::{Conc, MatrixRow};
+use inferbench_core::summary::ThroughputGpus;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -113,12 +116,30 @@ pub struct ConfigKey {
 
 impl ConfigKey {
     /// GPUs the point used: `num_prefill_gpu + num_decode_gpu` when disaggregated or multinode
-    /// (InferenceX rule), else `tp × pp × pcp` (reference/inferencex-producer.md §7.1).
+    /// (InferenceX rule), else `tp × pp × pcp` (reference/inferencex-producer.md §7.1); the
+    /// total of [`ConfigKey::throughput_gpus`].
     pub fn gpus(&self) -> i64 {
-        if (self.disagg || self.is_multinode) && self.num_prefill_gpu + self.num_decode_gpu > 0 {
-            self.num_prefill_gpu + self.num_decode_gpu
-        } else {
-            // Sizes below 1 (absent) count as 1; core's Parallelism::gpus is the one formula.
+        i64::try_from(self.throughput_gpus().all()).unwrap_or(i64::MAX)
+    }
+
+    /// The point's GPUs as core's per-GPU throughput rule divides by them
+    /// ([`ThroughputGpus`]): disaggregated over `num_prefill_gpu` and `num_decode_gpu` when
+    /// the point is disaggregated or multinode and counts any GPU (a negative count is none),
+    /// else one aggregated server on `tp × pp × pcp` GPUs (core's [`Parallelism::gpus`]; sizes
+    /// below 1, i.e. absent, count as 1).
+    ///
+    /// [`Parallelism::gpus`]: inferbench_core::summary::Parallelism::gpus
+    pub fn throughput_gpus(&self) -> ThroughputGpus {
+        let count = |v: i64| u64::try_from(v).unwrap_or(0);
+        let split = (self.disagg || self.is_multinode)
+            .then(|| {
+                ThroughputGpus::disaggregated(
+                    count(self.num_prefill_gpu),
+                    count(self.num_decode_gpu),
+                )
+            })
+            .flatten();
+        split.unwrap_or_else(|| {
             let size = |v: i64| u32::try_from(v.max(1)).unwrap_or(u32::MAX);
             let p = inferbench_core::summary::Parallelism {
                 tp: size(self.tp),
@@ -127,8 +148,8 @@ impl ConfigKey {
                 pcp_size: size(self.pcp),
                 ep: 1,
             };
-            i64::try_from(p.gpus()).unwrap_or(i64::MAX)
-        }
+            ThroughputGpus::aggregated(NonZeroU64::new(p.gpus()).unwrap_or(NonZeroU64::MIN))
+        })
     }
 }
 
@@ -694,31 +715,25 @@ pub(crate) fn eval_from(row: &Map<String, Value>, ov: &Overrides, names: &mut Na
     inferencex::eval_row(row, ov, names)
 }
 
-/// Fills per-GPU throughput from the totals when missing: ÷ gpus (single node; for
-/// disaggregated rows output ÷ decode GPUs and input ÷ prefill GPUs, InferenceX §7.1).
+/// Fills each per-GPU throughput (tokens/s per GPU) the result does not have from its totals
+/// (`total_token_throughput`, `output_throughput`, tokens/s), by core's one rule
+/// ([`ThroughputGpus`], InferenceX's result processing, reference/inferencex-producer.md
+/// §7.1) over the point's GPUs ([`ConfigKey::throughput_gpus`]).
 fn fill_per_gpu(cfg: &ConfigKey, m: &mut BTreeMap<String, f64>) {
-    let g = cfg.gpus() as f64;
-    let disagg = cfg.disagg || cfg.is_multinode;
+    let gpus = cfg.throughput_gpus();
     let total = m.get("total_token_throughput").copied();
     let output = m.get("output_throughput").copied();
     if let Some(t) = total {
-        m.entry("tput_per_gpu".into()).or_insert(t / g);
+        m.entry("tput_per_gpu".into())
+            .or_insert_with(|| gpus.tput_per_gpu(t));
     }
     if let Some(o) = output {
-        let d = if disagg && cfg.num_decode_gpu > 0 {
-            cfg.num_decode_gpu as f64
-        } else {
-            g
-        };
-        m.entry("output_tput_per_gpu".into()).or_insert(o / d);
+        m.entry("output_tput_per_gpu".into())
+            .or_insert_with(|| gpus.output_tput_per_gpu(o));
     }
     if let (Some(t), Some(o)) = (total, output) {
-        let p = if disagg && cfg.num_prefill_gpu > 0 {
-            cfg.num_prefill_gpu as f64
-        } else {
-            g
-        };
-        m.entry("input_tput_per_gpu".into()).or_insert((t - o) / p);
+        m.entry("input_tput_per_gpu".into())
+            .or_insert_with(|| gpus.input_tput_per_gpu(t, o));
     }
 }
 
@@ -802,6 +817,85 @@ fn job_identity_maps(job: &Map<String, Value>) -> Vec<&Map<String, Value>> {
     v
 }
 
+/// The identity of a `job.json`'s matrix row read typed (core's [`MatrixRow`], the type the
+/// runner wrote it with), under the names the identity lookup reads (InferenceX's aggregate
+/// names, where the row's own keys are kebab-case): `image`, `model`, `model_prefix`,
+/// `precision`, `framework`, `runner`, `spec_decoding`, `conc`, and, when the row has them,
+/// `isl`, `osl`, `tp`, `pp`, `dcp_size`, `pcp_size`, `ep`, `dp_attn`, `disagg`,
+/// `scenario_type`, `kv_offloading`. Fields the type does not model ([`MatrixRow::extra`], e.g.
+/// those of a newer or older generator) follow by their own names, dashes as underscores, as an
+/// untyped row's do; the typed fields win over them. The row's other fields (`exp-name`, the
+/// eval and multinode-worker settings, …) do not name a point's identity and are not read.
+fn row_identity(row: &MatrixRow) -> Map<String, Value> {
+    let mut m: Map<String, Value> = row
+        .extra
+        .iter()
+        .map(|(k, v)| (k.replace('-', "_"), v.clone()))
+        .collect();
+    let mut put = |k: &str, v: Option<Value>| {
+        if let Some(v) = v {
+            m.insert(k.to_string(), v);
+        }
+    };
+    let text = |s: &String| Some(Value::from(s.as_str()));
+    put("image", text(&row.image));
+    put("model", text(&row.model));
+    put("model_prefix", text(&row.model_prefix));
+    put("precision", text(&row.precision));
+    put("framework", text(&row.framework));
+    put("runner", text(&row.runner));
+    put("spec_decoding", text(&row.spec_decoding));
+    put(
+        "conc",
+        Some(match &row.conc {
+            Conc::One(c) => Value::from(*c),
+            Conc::List(v) => Value::from(v.clone()),
+        }),
+    );
+    put("isl", row.isl.map(Value::from));
+    put("osl", row.osl.map(Value::from));
+    put("tp", row.tp.map(Value::from));
+    put("pp", row.pp.map(Value::from));
+    put("dcp_size", row.dcp_size.map(Value::from));
+    put("pcp_size", row.pcp_size.map(Value::from));
+    put("ep", row.ep.map(Value::from));
+    put("dp_attn", row.dp_attn.map(Value::from));
+    put("disagg", row.disagg.map(Value::from));
+    put(
+        "scenario_type",
+        row.scenario_type.as_deref().map(Value::from),
+    );
+    put(
+        "kv_offloading",
+        row.kv_offloading.as_deref().map(Value::from),
+    );
+    m
+}
+
+/// The identity maps of a `job.json` object `job`, outermost first ([`job_identity_maps`]),
+/// with dashed keys (`model-prefix`, `scenario-type`) under the underscore names the lookup
+/// reads. The runner's matrix row at `job.row`, when `row` holds it typed ([`JobFile::row`]),
+/// gives its identity through the type ([`row_identity`]); any other level, and a row this
+/// version cannot type (an older layout), is read by name.
+///
+/// [`JobFile::row`]: inferbench_core::artifacts::JobFile::row
+fn job_identity(job: &Map<String, Value>, row: Option<&MatrixRow>) -> Vec<Map<String, Value>> {
+    let typed_at = job
+        .get("job")
+        .and_then(|j| j.get("row"))
+        .and_then(Value::as_object);
+    job_identity_maps(job)
+        .into_iter()
+        .map(|m| match (row, typed_at) {
+            (Some(row), Some(at)) if std::ptr::eq(m, at) => row_identity(row),
+            _ => m
+                .iter()
+                .map(|(k, v)| (k.replace('-', "_"), v.clone()))
+                .collect(),
+        })
+        .collect()
+}
+
 /// `(name, bytes)` of every regular file directly in `dir` but those named in `skip`, sorted
 /// by name: what a run keeps as its artifacts. Errors name the file that could not be read.
 pub(crate) fn dir_files(dir: &Path, skip: &[&str]) -> Result<Vec<(String, Vec<u8>)>, ParseError> {
@@ -830,6 +924,7 @@ pub(crate) fn dir_files(dir: &Path, skip: &[&str]) -> Result<Vec<(String, Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     #[test]
     fn a_replay_points_aiperf_export_is_not_another_point() {
@@ -873,6 +968,184 @@ mod tests {
         );
         assert_eq!(date_from_text("2026-03-0\u{e9}"), None); // no panic inside a character
         assert_eq!(date_from_text("garbage"), None);
+    }
+
+    /// The config key, concurrency and agentic flag a job.json gives through `job_identity`
+    /// (as `vllm::summary_point` reads them, nothing else in the lookup).
+    fn job_point(
+        job: &Map<String, Value>,
+        row: Option<&MatrixRow>,
+    ) -> (ConfigKey, Option<i64>, bool) {
+        let parts = job_identity(job, row);
+        let l = Lookup {
+            overrides: &Overrides::new(),
+            maps: parts.iter().collect(),
+        };
+        let agentic = parts
+            .iter()
+            .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
+        let conc = l.int(&["conc", "max_concurrency", "CONC"]);
+        (config_key(&l, &mut Names::default()), conc, agentic)
+    }
+
+    /// `{"job": {"index": 0, "row": row}}`, how the runner's job.json holds a row.
+    fn job_with(row: &Value) -> Map<String, Value> {
+        let v = serde_json::json!({"schema_version": 1, "job": {"index": 0, "row": row}});
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_typed_matrix_row_gives_the_identity_its_json_gave() {
+        let sn = serde_json::json!({"image": "lmsysorg/sglang:v0.5.16-cu130",
+            "model": "nvidia/DeepSeek-R1-0528-FP4-V2", "model-prefix": "dsr1", "precision": "fp4",
+            "framework": "sglang", "runner": "b200", "isl": 8192, "osl": 1024, "tp": 4, "pp": 1,
+            "dcp-size": 1, "pcp-size": 1, "conc": 64, "max-model-len": 9472, "ep": 4,
+            "dp-attn": true, "exp-name": "dsr1_8k1k", "disagg": false, "run-eval": false});
+        let mn = serde_json::json!({"image": "lmsysorg/sglang:nightly",
+            "model": "deepseek-ai/DeepSeek-V4-Pro", "model-prefix": "dsv4", "precision": "fp4",
+            "framework": "dynamo-sglang", "runner": "b300", "isl": 8192, "osl": 1024,
+            "spec-decoding": "none", "prefill": {"num-worker": 1, "tp": 4, "ep": 1,
+            "dp-attn": false}, "decode": {"num-worker": 2, "tp": 8, "ep": 8, "dp-attn": true},
+            "conc": [1, 8, 16, 32], "exp-name": "dsv4_8k1k", "disagg": true});
+        // Agentic, with fields core's MatrixRow does not model: `priority`, and `is-multinode`,
+        // which the lookup reads (as `is_multinode`) from `extra`.
+        let ag = serde_json::json!({"image": "img", "model": "deepseek-ai/DeepSeek-V4-Pro",
+            "model-prefix": "dsv4", "precision": "fp4", "framework": "sglang",
+            "runner": "cluster:b200-dgxc", "tp": 8, "ep": 1, "dp-attn": false,
+            "spec-decoding": "mtp", "conc": 8, "kv-offloading": "dram", "duration": 3600,
+            "exp-name": "dsv4_agentic", "scenario-type": "agentic-coding", "priority": 3,
+            "is-multinode": true});
+        for raw in [&sn, &mn, &ag] {
+            let job = job_with(raw);
+            let row = inferbench_core::artifacts::JobFile {
+                job: job["job"].clone(),
+                ..Default::default()
+            }
+            .row()
+            .expect("a row the runner writes reads typed");
+            assert_eq!(job_point(&job, Some(&row)), job_point(&job, None), "{raw}");
+        }
+        let (k, conc, agentic) = job_point(&job_with(&ag), None);
+        assert!(agentic && k.is_multinode && k.spec_decoding == "mtp" && k.kv_offload == "dram");
+        assert_eq!((k.model_prefix.as_str(), k.tp, conc), ("dsv4", 8, Some(8)));
+        let (k, conc, _) = job_point(&job_with(&mn), None);
+        assert!(
+            k.disagg && conc.is_none(),
+            "a list `conc` names no one concurrency"
+        );
+        // A row this version cannot type (no `image`: an older layout) is read by name.
+        let old = serde_json::json!({"model-prefix": "dsr1", "framework": "vllm", "tp": 2});
+        let (k, _, _) = job_point(&job_with(&old), None);
+        assert_eq!(
+            (k.model_prefix.as_str(), k.framework.as_str(), k.tp),
+            ("dsr1", "vllm", 2)
+        );
+    }
+
+    /// Every row InferenceX's generator printed (../shared/data/inferencex/expected) names the
+    /// same point read typed as read by name.
+    #[test]
+    fn every_handed_generator_row_reads_typed_as_by_name() {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/inferencex/expected");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            eprintln!("skipping: {} absent", dir.display());
+            return;
+        };
+        let mut checked = 0;
+        for p in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            let Ok(Value::Array(rows)) = serde_json::from_str::<Value>(&text) else {
+                continue;
+            };
+            for raw in &rows {
+                let Ok(row) = MatrixRow::deserialize(raw) else {
+                    continue;
+                };
+                let job = job_with(raw);
+                assert_eq!(
+                    job_point(&job, Some(&row)),
+                    job_point(&job, None),
+                    "{}: {raw}",
+                    p.display()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 3000, "{checked}");
+    }
+
+    /// The store fills per-GPU throughput by core's rule; exact values for 9600 tokens/s in
+    /// total, 1600 of them output.
+    #[test]
+    fn per_gpu_throughput_is_filled_by_cores_rule() {
+        let fill = |cfg: &ConfigKey, m: &[(&str, f64)]| {
+            let mut m: BTreeMap<String, f64> = m.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+            fill_per_gpu(cfg, &mut m);
+            ["tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"].map(|k| m.get(k).copied())
+        };
+        let totals = [
+            ("total_token_throughput", 9600.0),
+            ("output_throughput", 1600.0),
+        ];
+        // Aggregated: tp 4 × pp 2 × pcp 1 = 8 GPUs, each ÷ 8.
+        let agg = ConfigKey {
+            tp: 4,
+            pp: 2,
+            pcp: 1,
+            num_prefill_gpu: 4,
+            num_decode_gpu: 4,
+            ..Default::default()
+        };
+        assert_eq!(agg.gpus(), 8);
+        assert_eq!(
+            fill(&agg, &totals),
+            [Some(1200.0), Some(200.0), Some(1000.0)]
+        );
+        // Disaggregated, 8 prefill + 16 decode GPUs: total ÷ 24, output ÷ 16, input ÷ 8.
+        let dis = ConfigKey {
+            disagg: true,
+            tp: 4,
+            num_prefill_gpu: 8,
+            num_decode_gpu: 16,
+            ..Default::default()
+        };
+        assert_eq!(dis.gpus(), 24);
+        assert_eq!(
+            fill(&dis, &totals),
+            [Some(400.0), Some(100.0), Some(1000.0)]
+        );
+        // Multinode without GPU counts: the aggregated rule over tp × pp × pcp.
+        let bare = ConfigKey {
+            is_multinode: true,
+            tp: 8,
+            ..Default::default()
+        };
+        assert_eq!(
+            fill(&bare, &totals),
+            [Some(1200.0), Some(200.0), Some(1000.0)]
+        );
+        // A figure the result has is kept; one needing a missing total is not made up.
+        assert_eq!(
+            fill(
+                &dis,
+                &[("output_throughput", 1600.0), ("tput_per_gpu", 7.0)]
+            ),
+            [Some(7.0), Some(100.0), None]
+        );
+        // Garbage counts neither panic nor divide by zero.
+        let odd = ConfigKey {
+            disagg: true,
+            tp: -3,
+            num_prefill_gpu: i64::MAX,
+            num_decode_gpu: i64::MAX,
+            ..Default::default()
+        };
+        assert!(fill(&odd, &totals)
+            .iter()
+            .all(|v| v.is_some_and(f64::is_finite)));
     }
 
     #[test]

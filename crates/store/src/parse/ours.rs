@@ -14,8 +14,8 @@
 //! and the `*_intvty` interactivity from [`inferencex_metrics`] (what InferenceX's aggregate
 //! takes from the same summary), the E2E-normalized interactivity and TTFO from the extras core
 //! computed ([`Extras::e2e_normalized_interactivity`], [`Extras::ttfo_ms`]). The per-GPU figures
-//! are filled from the configuration by `fill_per_gpu` (core's `Parallelism::gpus`), or taken
-//! from the InferenceX aggregate beside the summary.
+//! are filled from the configuration by `fill_per_gpu` (core's per-GPU rule, `ThroughputGpus`),
+//! or taken from the InferenceX aggregate beside the summary.
 
 use std::collections::BTreeMap;
 

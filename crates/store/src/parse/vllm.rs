@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use inferbench_core::matrix::MatrixRow;
 use serde_json::{Map, Value};
 
 use super::ours;
@@ -21,8 +22,8 @@ use super::requests::read_requests;
 use super::telemetry::{read_power, read_server_metrics};
 use super::{
     base_run, config_key, date_from_text, date_from_unix, empty_point, fill_per_gpu,
-    inferencex::agg_metrics, job_identity_maps, num, result_side_files, Importer, Lookup,
-    Overrides, ParseError, PointData, RunData, SourceKind, NOT_A_RESULT,
+    inferencex::agg_metrics, job_identity, num, result_side_files, Importer, Lookup, Overrides,
+    ParseError, PointData, RunData, SourceKind, NOT_A_RESULT,
 };
 
 /// A vLLM-shaped `--save-result` file (vLLM's or `inferbench bench`'s).
@@ -62,7 +63,7 @@ impl Importer for SaveResult {
                 .map(str::to_string);
             (foreign_facts(o), records)
         };
-        let mut pt = summary_point(facts, None, None, ov, &mut run)?;
+        let mut pt = summary_point(facts, None, None, None, ov, &mut run)?;
         run.artifacts.push(("summary.json".into(), bytes));
         // `bench --save-requests`: the records file the result names (beside it, or a path).
         let records = records
@@ -174,12 +175,14 @@ pub(super) fn foreign_facts(s: &Map<String, Value>) -> SummaryFacts {
 }
 
 /// A point from a vLLM-shaped summary's facts `f`, with optional InferenceX aggregate and
-/// job.json objects (identity: `ov` first, then the aggregate, the job's matrix row, and what
-/// the summary itself gives). Sets the run's window and date.
+/// job.json objects (identity: `ov` first, then the aggregate, the job with its matrix row —
+/// typed when `row` holds it, core's `MatrixRow` as the runner wrote it — and what the summary
+/// itself gives). Sets the run's window and date.
 pub(super) fn summary_point(
     f: SummaryFacts,
     agg: Option<&Map<String, Value>>,
     job: Option<&Map<String, Value>>,
+    row: Option<&MatrixRow>,
     ov: &Overrides,
     run: &mut RunData,
 ) -> Result<PointData, ParseError> {
@@ -188,17 +191,8 @@ pub(super) fn summary_point(
         maps.push(a);
     }
     // The runner's job.json keeps the matrix row with InferenceX's dashed keys
-    // (`model-prefix`, `scenario-type`): read them under the underscore names.
-    let job_parts: Vec<Map<String, Value>> = job
-        .map(job_identity_maps)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.replace('-', "_"), v.clone()))
-                .collect()
-        })
-        .collect();
+    // (`model-prefix`, `scenario-type`): its identity is read typed, under the underscore names.
+    let job_parts: Vec<Map<String, Value>> = job.map(|j| job_identity(j, row)).unwrap_or_default();
     maps.extend(job_parts.iter());
     // The summary's own `scenario_type` (f.agentic), or the aggregate's or the job's.
     let agentic = f.agentic
