@@ -36,7 +36,10 @@ pub struct Parallelism {
 impl Parallelism {
     /// GPUs of one worker = tp · pp · pcp (InferenceX `gpus_per_worker`; dcp and ep reuse them).
     pub fn gpus(&self) -> u64 {
-        u64::from(self.tp) * u64::from(self.pp) * u64::from(self.pcp_size)
+        // Saturating: a garbage count from a foreign file must not overflow (a debug panic).
+        u64::from(self.tp)
+            .saturating_mul(u64::from(self.pp))
+            .saturating_mul(u64::from(self.pcp_size))
     }
 
     fn fields(&self, prefix: &str, out: &mut Map<String, Value>) {
@@ -395,7 +398,7 @@ impl JobIdentity {
                 prefill_gpus,
                 decode_gpus,
                 ..
-            } => prefill_gpus + decode_gpus,
+            } => prefill_gpus.saturating_add(*decode_gpus),
         }
     }
 

@@ -768,3 +768,25 @@ fn client_bound_note_names_the_cause() {
         .note(2.0)
         .contains("it used 0.27 of its 2 cores: it stalled with CPU to spare"));
 }
+
+/// GPUs per worker saturate instead of overflowing on counts no real file has (a foreign
+/// file's garbage reaches the store through them).
+#[test]
+fn gpu_counts_saturate() {
+    let big = Parallelism {
+        tp: u32::MAX,
+        pp: u32::MAX,
+        dcp_size: 1,
+        pcp_size: u32::MAX,
+        ep: 1,
+    };
+    assert_eq!(big.gpus(), u64::MAX);
+    let p = Parallelism {
+        tp: 8,
+        pp: 2,
+        dcp_size: 4,
+        pcp_size: 1,
+        ep: 8,
+    };
+    assert_eq!(p.gpus(), 16);
+}
