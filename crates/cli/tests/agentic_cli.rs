@@ -72,6 +72,14 @@ fn quickstart_and_sweep_agentic_points_read_apart_in_one_report() {
     ]);
     let sweep = text(&o);
     assert!(o.status.success(), "{sweep}");
+    // The simulator has no GPU: no "no GPU power sampler found" note (trial 14).
+    assert!(!sweep.contains("power sampler"), "{sweep}");
+    // The summary counts the invalid points among the ok ones (trial 14: "3 ok" under three
+    // INVALID lines).
+    assert!(
+        sweep.contains("3 points: 3 ok (3 of them invalid: kept off frontiers), 0 skipped"),
+        "{sweep}"
+    );
     // One line per point with the North-Star x and the invalid mark.
     let lines: Vec<&str> = sweep.lines().filter(|l| l.contains("] row ")).collect();
     assert_eq!(lines.len(), 3, "{sweep}");

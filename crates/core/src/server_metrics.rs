@@ -56,6 +56,15 @@ pub struct GaugeStat {
 /// where the model says 7).
 pub const LATE_CHUNKS_MAX: f64 = 0.20;
 
+/// The name prefix of the metrics only `inferbench sim` exposes.
+const SIM_PREFIX: &str = "inferbench_sim:";
+
+/// Whether scrapes `snaps` came from `inferbench sim` (a sample named `inferbench_sim:…`),
+/// as [`ServerMetricsSummary::is_simulator`] tells from a summary.
+pub fn from_simulator(snaps: &[Snapshot]) -> bool {
+    (snaps.iter()).any(|s| s.samples.iter().any(|x| x.name.starts_with(SIM_PREFIX)))
+}
+
 /// The engine's view of one point (written as `inferbench.server_metrics`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ServerMetricsSummary {
@@ -248,9 +257,7 @@ impl ServerMetricsSummary {
     /// Whether the server is `inferbench sim`: it exposes `inferbench_sim:` counters (the
     /// late-chunk ones, `crates/sim/src/metrics.rs`) that no real engine has.
     pub fn is_simulator(&self) -> bool {
-        self.counters
-            .keys()
-            .any(|k| k.starts_with("inferbench_sim:"))
+        self.counters.keys().any(|k| k.starts_with(SIM_PREFIX))
     }
 
     /// Sum of counter deltas whose metric name (labels aside) is one of `names`, `None` if none.
@@ -389,6 +396,7 @@ mod tests {
         );
         assert_eq!(vllm.late_chunk_fraction, None);
         assert!(s.is_simulator() && !vllm.is_simulator());
+        assert!(from_simulator(&snaps) && !from_simulator(&[]));
         // Absent, it is not written: summaries of other engines keep their bytes.
         assert!(!serde_json::to_string(&vllm).unwrap().contains("late_chunk"));
     }

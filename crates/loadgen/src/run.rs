@@ -936,6 +936,8 @@ fn decide_exit_code(
 /// preparation): nothing written, exit [`EXIT_INTERRUPTED`].
 fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
     let ctx = SummaryContext {
+        // Dated as a run that started (trial 14: the stored failed point had no date).
+        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
         backend: opts.backend.name().to_string(),
         model_id: opts.model.clone(),
         num_prompts: if opts.duration.is_none() {

@@ -152,6 +152,10 @@ pub struct PointReport {
     /// Failure cause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
+    /// An ok throughput point whose result is not valid (an AgentX replay under 900 s, a
+    /// server behind its schedule, a client-bound run): kept, never on a frontier.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub invalid: bool,
 }
 
 impl PointReport {
@@ -220,8 +224,13 @@ impl SweepReport {
             0 => String::new(),
             n => format!(", {n} not started"),
         };
+        // Trial 14: "3 ok" under three lines that each said INVALID.
+        let invalid = match self.points.iter().filter(|p| p.invalid).count() {
+            0 => String::new(),
+            n => format!(" ({n} of them invalid: kept off frontiers)"),
+        };
         s.push_str(&format!(
-            "{}: {} ok, {} skipped (already done), {} failed, {} interrupted{not_started}\n",
+            "{}: {} ok{invalid}, {} skipped (already done), {} failed, {} interrupted{not_started}\n",
             inferbench_core::count(self.points.len(), "point"),
             self.count(Outcome::Ok),
             self.count(Outcome::Skipped),
@@ -412,6 +421,7 @@ fn out_dir_failed(jobs: &[JobSpec], opts: &SweepOptions, e: &std::io::Error) -> 
                 outcome: Outcome::Failed,
                 class: Some(FailureClass::Io),
                 cause: Some(format!("{}: {e}", opts.out_dir.display())),
+                invalid: false,
             });
         }
     }
@@ -746,8 +756,12 @@ fn serves_next(engine: Option<&Running>, next: Option<&Point>, opts: &SweepOptio
     resolve_engine(&next.spec, &opts.engine).is_ok_and(|k| can_serve(run, &k, next, opts))
 }
 
-/// Appends a point's report, printing one progress line to stderr when asked.
-fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointReport) {
+/// Appends a point's report (an ok throughput point marked invalid when its summary says so),
+/// printing one progress line to stderr when asked.
+fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, mut r: PointReport) {
+    if r.outcome == Outcome::Ok && r.kind == PointKind::Throughput {
+        r.invalid = summary_invalid(&r.dir);
+    }
     if opts.progress_lines {
         let what = match r.outcome {
             Outcome::Ok if r.kind == PointKind::Eval => {
@@ -778,6 +792,27 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, r: PointRep
         );
     }
     report.points.push(r);
+}
+
+/// Whether the `summary.json` in `dir` marks its point as not valid: an AgentX replay's
+/// `submission_valid` false, or a producer check's `inferbench.invalid_reason` (a server
+/// behind its schedule, a client-bound run, a prefix cache on random prompts). False when it
+/// cannot be read.
+fn summary_invalid(dir: &std::path::Path) -> bool {
+    let Some(v) = std::fs::read(dir.join("summary.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    else {
+        return false;
+    };
+    let agentic_invalid = match v.get("submission_valid") {
+        Some(serde_json::Value::Bool(b)) => !b,
+        Some(serde_json::Value::String(s)) => s == "false",
+        _ => false,
+    };
+    agentic_invalid
+        || v.pointer("/inferbench/invalid_reason")
+            .is_some_and(|r| !r.is_null())
 }
 
 /// `, gsm8k strict-match 0.7500 ± 0.2500, flexible-extract … (4 problems, threshold 0.90)` from
@@ -967,6 +1002,7 @@ fn record(point: &Point, outcome: Outcome, fail: Option<Failure>) -> PointReport
         outcome,
         class: fail.as_ref().map(|f| f.class),
         cause: fail.map(|f| f.cause),
+        invalid: false,
     }
 }
 
@@ -1302,6 +1338,8 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
                     Some(format!("no result: {} has no {STATUS_FILE}", dir.display())),
                 ),
             };
+            let invalid =
+                outcome == Outcome::Ok && kind == PointKind::Throughput && summary_invalid(&dir);
             report.points.push(PointReport {
                 index: spec.index,
                 kind,
@@ -1311,6 +1349,7 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
                 outcome,
                 class,
                 cause,
+                invalid,
             });
         }
     }

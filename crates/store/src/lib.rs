@@ -185,8 +185,13 @@ pub struct IngestReport {
     /// Points written.
     pub points: usize,
     /// Of those, points stored as invalid (cut short, an invalid AgentX submission): listed by
-    /// `report`, never on a frontier.
+    /// `report`, never on a frontier. Failed points are counted apart.
     pub invalid_points: usize,
+    /// Of those, failed points: nothing measured (no request finished); `report
+    /// --include-failed` lists them.
+    pub failed_points: usize,
+    /// The path given, as canonicalized (named when it held nothing to ingest).
+    pub path: String,
     /// Eval results written (one per task and concurrency).
     pub evals: usize,
     /// Per-request records stored.
@@ -263,7 +268,10 @@ impl IngestReport {
         };
         // Nothing found: the error alone, not a line of zeros above it (trial 11).
         let mut s = if self.found_nothing() {
-            "error: nothing to ingest there (no result files or artifact directories)\n".to_string()
+            format!(
+                "error: nothing to ingest in {} (no result files or artifact directories)\n",
+                self.path
+            )
         } else {
             format!(
                 "ingested {} point(s){evals} from {} {sources}{about} in {} batch(es){tail}\n",
@@ -503,6 +511,7 @@ impl Store {
         );
         let mut report = IngestReport {
             ignored: ignored.iter().map(|p| p.display().to_string()).collect(),
+            path: path.display().to_string(),
             ..Default::default()
         };
         let explicit_file = path.is_file();
@@ -604,7 +613,11 @@ impl Store {
                 report.runs_reingested += usize::from(existed);
                 report.batches.insert(run.batch.clone());
                 report.points += run.points.len();
-                report.invalid_points += run.points.iter().filter(|p| !p.valid).count();
+                let failed = |p: &&parse::PointData| p.error.is_some();
+                report.failed_points += run.points.iter().filter(failed).count();
+                report.invalid_points += (run.points.iter())
+                    .filter(|p| !p.valid && !failed(p))
+                    .count();
                 report.evals += run.evals.len();
                 report.requests += n_req;
                 report.unknown.extend(run.names.unknown.iter().cloned());

@@ -105,10 +105,18 @@ pub fn stored_line(
     why_invalid: &str,
 ) -> String {
     let mut notes = Vec::new();
-    match report.invalid_points {
+    // Failed points (nothing measured) are named apart from invalid ones (trial 14: "conc 1: no
+    // request finished, stored as a failed point" above "1 point (all invalid: …)").
+    let (f, i) = (report.failed_points, report.invalid_points);
+    match f {
+        0 => {}
+        n if n == report.points => notes.push("failed: nothing measured".into()),
+        n => notes.push(format!("{n} failed: nothing measured")),
+    }
+    match i {
         0 => {}
         n if n == report.points => notes.push(format!("all invalid: {why_invalid}")),
-        n => notes.push(format!("{n} of them invalid: {why_invalid}")),
+        n => notes.push(format!("{n} invalid: {why_invalid}")),
     }
     if !report.skipped.is_empty() {
         notes.push(format!("{} skipped", report.skipped.len()));
@@ -328,12 +336,25 @@ mod tests {
         };
         assert_eq!(
             stored_line(&report, Some("q.db"), "c.svg", "cut short"),
-            "stored 2 points (1 of them invalid: cut short) in q.db; chart: c.svg"
+            "stored 2 points (1 invalid: cut short) in q.db; chart: c.svg"
         );
         report.invalid_points = 2;
         assert_eq!(
             stored_line(&report, None, "c.svg", "cut short"),
             "2 points (all invalid: cut short), not stored (--no-db); chart: c.svg"
+        );
+        // A failed point is named as failed, not as invalid (trial 14).
+        report.invalid_points = 0;
+        report.failed_points = 2;
+        assert_eq!(
+            stored_line(&report, Some("q.db"), "none", "cut short"),
+            "stored 2 points (failed: nothing measured) in q.db; chart: none"
+        );
+        report.invalid_points = 1;
+        report.failed_points = 1;
+        assert_eq!(
+            stored_line(&report, Some("q.db"), "c.svg", "cut short"),
+            "stored 2 points (1 failed: nothing measured; 1 invalid: cut short) in q.db; chart: c.svg"
         );
     }
 }

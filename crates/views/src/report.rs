@@ -85,6 +85,11 @@ pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
             .map_or(c.len(), |i| i + 1);
         c.insert(at, "batch".into());
     }
+    // Failed points (`--include-failed`) say why (trial 14: the footer pointed at an `error`
+    // column the default table did not have).
+    if rows.iter().any(|r| r.error.is_some()) {
+        c.push("error".into());
+    }
     c
 }
 
@@ -530,10 +535,15 @@ pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
         )));
     }
     if frontier_col && marks.failed {
-        out.push_str(&wrap(
+        let why = if columns.iter().any(|c| c == "error") {
+            "the `error` column says why"
+        } else {
+            "`error` in --columns says why"
+        };
+        out.push_str(&wrap(&format!(
             "failed = nothing measured (no request finished, or every one failed): listed with \
-             --include-failed, its latencies `-`, its throughputs 0; the `error` column says why",
-        ));
+             --include-failed, its latencies `-`, its throughputs 0; {why}"
+        )));
     }
     if (marks.invalid || marks.failed) && !columns.iter().any(|c| c == "frontier" || c == "valid") {
         // Trial 12: a --columns table without `frontier` showed invalid rows as if valid.
@@ -812,7 +822,7 @@ mod tests {
                 }
             ),
             "\nfailed = nothing measured (no request finished, or every one failed): listed with --include-failed,\n\
-             \x20   its latencies `-`, its throughputs 0; the `error` column says why\n"
+             \x20   its latencies `-`, its throughputs 0; `error` in --columns says why\n"
         );
     }
 

@@ -243,7 +243,19 @@ pub(super) fn summary_point(
     run.date = date.clone();
     let mut pt = empty_point(cfg, conc, date);
     if completed == 0.0 {
-        pt.error = Some("no successful request".into());
+        // Why, as far as the summary says (trial 14: a point interrupted before it sent
+        // anything said "no successful request").
+        let failed = m.get("inferbench.failed").copied().unwrap_or(0.0);
+        pt.error = Some(
+            if failed > 0.0 {
+                "no successful request: every one failed"
+            } else if f.cut_short {
+                "cut short before any request finished"
+            } else {
+                "no successful request"
+            }
+            .into(),
+        );
         // Nothing was measured: the zeros a summary writes for its latencies and rates are
         // placeholders, stored as absent (trial 13: `0.0000` TTFT and E2EL beside `-`
         // interactivity for a point where no request finished).
