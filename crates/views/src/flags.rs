@@ -83,7 +83,8 @@ pub struct ReportFlags {
     #[arg(long)]
     pub include_invalid: bool,
     /// Instead of points: the history of y at this x per group (one value per batch), with a
-    /// regression flag.
+    /// regression flag. y is interpolated along each frontier with InferenceX's monotone curve,
+    /// as `compare --at` does.
     #[arg(long, value_name = "X")]
     pub history_at: Option<f64>,
     /// History: relative drop (or rise, for lower-is-better y) that counts as a regression.
@@ -564,6 +565,9 @@ pub struct CompareFlags {
     #[arg(long, default_value = "tput_per_gpu")]
     pub y: String,
     /// Target x values (comma-separated); default: low, middle and high end of the overlap.
+    /// Each side's y there is interpolated along its frontier with InferenceX's monotone curve
+    /// (Steffen, d3's curveMonotoneX), not read off straight lines between the points: a
+    /// chart, which draws straight segments, can differ by a few percent between two points.
     #[arg(long, value_delimiter = ',')]
     pub at: Vec<f64>,
     /// Print JSON instead of a table.
