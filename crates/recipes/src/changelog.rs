@@ -619,6 +619,41 @@ pub fn process(
     opts: &ProcessOptions,
     base: Option<BaseConfigs<'_>>,
 ) -> Result<Value> {
+    let has_append = check_entry_mix(entries, opts)?;
+    let mut resolved: Vec<(&ChangelogEntry, Vec<String>)> = Vec::new();
+    for e in entries {
+        resolved.push((e, expand_entry_keys(e, configs)?));
+    }
+    if has_append {
+        let Some(b) = &base else {
+            return Err(Error::Usage(
+                "append-only entries need the base revision's master configs".into(),
+            ));
+        };
+        check_append_scope(&resolved, b.configs, configs)?;
+    }
+    // all-evals entries first (stable).
+    resolved.sort_by_key(|(e, _)| !e.all_evals);
+    let base_configs = base.as_ref().map(|b| b.configs);
+    let (mut bench, evals) = collect_rows(&resolved, configs, base_configs, runners, opts)?;
+    if opts.trim_conc {
+        bench = trim_conc(bench);
+    }
+    let mut out = bucketed(bench, &evals)?;
+    out.insert(
+        "changelog_metadata".into(),
+        json!({
+            "base_ref": opts.base_ref,
+            "head_ref": opts.head_ref,
+            "entries": entries.iter().map(ChangelogEntry::to_json).collect::<Vec<_>>(),
+        }),
+    );
+    Ok(Value::Object(out))
+}
+
+/// Append-only entries sweep alone and without eval modifiers. Returns whether there are
+/// any. Errors: a mix, or an eval modifier with them.
+fn check_entry_mix(entries: &[ChangelogEntry], opts: &ProcessOptions) -> Result<bool> {
     let has_append = entries.iter().any(|e| e.append_only);
     if has_append && !entries.iter().all(|e| e.append_only) {
         return Err(Error::Usage(
@@ -630,36 +665,45 @@ pub fn process(
             "append-only sweeps cannot use all-evals or evals-only modifiers".into(),
         ));
     }
-    let mut resolved: Vec<(&ChangelogEntry, Vec<String>)> = Vec::new();
-    for e in entries {
-        resolved.push((e, expand_entry_keys(e, configs)?));
-    }
-    if has_append {
-        let Some(b) = &base else {
-            return Err(Error::Usage(
-                "append-only entries need the base revision's master configs".into(),
-            ));
-        };
-        let mut selected: Vec<(String, BTreeSet<&'static str>)> = Vec::new();
-        for (e, keys) in &resolved {
-            for k in keys {
-                let sc = e.scenarios();
-                match selected.iter_mut().find(|(n, _)| n == k) {
-                    Some((_, s)) => s.extend(sc),
-                    None => selected.push((k.clone(), sc.into_iter().collect())),
-                }
+    Ok(has_append)
+}
+
+/// The configs the append-only entries `resolved` select (with the scenarios each names) and
+/// `base`'s and `configs`' difference checked against them ([`validate_append_only_scope`]:
+/// every selected config exists in `base`, no other config changed, no top-level field did).
+fn check_append_scope(
+    resolved: &[(&ChangelogEntry, Vec<String>)],
+    base: &MasterConfigs,
+    configs: &MasterConfigs,
+) -> Result<()> {
+    let mut selected: Vec<(String, BTreeSet<&'static str>)> = Vec::new();
+    for (e, keys) in resolved {
+        for k in keys {
+            let sc = e.scenarios();
+            match selected.iter_mut().find(|(n, _)| n == k) {
+                Some((_, s)) => s.extend(sc),
+                None => selected.push((k.clone(), sc.into_iter().collect())),
             }
         }
-        validate_append_only_scope(b.configs, configs, &selected)?;
     }
-    // all-evals entries first (stable).
-    resolved.sort_by_key(|(e, _)| !e.all_evals);
+    validate_append_only_scope(base, configs, &selected)
+}
 
+/// The benchmark and eval rows of the `resolved` entries (each entry's configs by coverage
+/// group and scenario; an append-only entry's rows are only those new since `base`). Errors:
+/// the generator's.
+fn collect_rows(
+    resolved: &[(&ChangelogEntry, Vec<String>)],
+    configs: &MasterConfigs,
+    base: Option<&MasterConfigs>,
+    runners: &RunnerConfig,
+    opts: &ProcessOptions,
+) -> Result<(Vec<Row>, Vec<Row>)> {
     let mut bench: Vec<Row> = Vec::new();
     let mut evals: Vec<Row> = Vec::new();
     let mut bench_seen: HashMap<String, BTreeSet<&str>> = HashMap::new();
     let mut eval_seen: HashMap<String, BTreeSet<&str>> = HashMap::new();
-    for (e, keys) in &resolved {
+    for (e, keys) in resolved {
         let scen = e.scenarios();
         let expand_all = opts.all_evals || e.all_evals;
         let suppress = opts.evals_only || e.evals_only || e.all_evals;
@@ -673,7 +717,7 @@ pub fn process(
                 };
                 let mut rows = test_config(configs, runners, &cfgs, &common)?;
                 if e.append_only {
-                    let b = base.as_ref().map(|b| b.configs).unwrap_or(configs);
+                    let b = base.unwrap_or(configs);
                     let base_rows = test_config(b, runners, &cfgs, &common)?;
                     rows = append_only_delta(&base_rows, &rows)?;
                 }
@@ -694,9 +738,13 @@ pub fn process(
             evals.extend(filter_eval_rows_by_prefill_ep(rows, e.eval_min_prefill_ep));
         }
     }
-    if opts.trim_conc {
-        bench = trim_conc(bench);
-    }
+    Ok((bench, evals))
+}
+
+/// The output's row buckets in the reference's key order: `single_node` and `multi_node`
+/// (objects of rows by sequence-length bucket or `agentic`, each with its recipe fingerprint),
+/// then the four eval lists. Errors: a row that cannot be dumped.
+fn bucketed(bench: Vec<Row>, evals: &[Row]) -> Result<Map<String, Value>> {
     let mut single = Map::new();
     let mut multi = Map::new();
     for mut r in bench {
@@ -722,7 +770,7 @@ pub fn process(
         }
     }
     let mut buckets: [Vec<Value>; 4] = Default::default();
-    for r in &evals {
+    for r in evals {
         let mn = r.get("prefill").is_some_and(|p| !p.is_null());
         let agentic = r.get("scenario-type").and_then(Value::as_str) == Some("agentic-coding");
         let idx = match (mn, agentic) {
@@ -741,15 +789,7 @@ pub fn process(
     out.insert("agentic_evals".into(), Value::Array(ag_ev));
     out.insert("multinode_evals".into(), Value::Array(mn_ev));
     out.insert("multinode_agentic_evals".into(), Value::Array(mn_ag_ev));
-    out.insert(
-        "changelog_metadata".into(),
-        json!({
-            "base_ref": opts.base_ref,
-            "head_ref": opts.head_ref,
-            "entries": entries.iter().map(ChangelogEntry::to_json).collect::<Vec<_>>(),
-        }),
-    );
-    Ok(Value::Object(out))
+    Ok(out)
 }
 
 /// Output text: the object compact (pydantic `model_dump_json`) plus a newline.
