@@ -573,6 +573,40 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
     );
 }
 
+/// Trial 14: a `bench --db` interrupted before any request finished was stored as a failed
+/// point of ISL/OSL 0/0 (the store takes them from finished requests), apart from its
+/// workload. It keeps the requested random lengths.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_bench_db_point_keeps_its_workload() {
+    let sim = start_sim();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("i.db");
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let mut cmd = Command::new(BIN);
+    cmd.args(["bench", "--base-url", &url, "--model", "Llama-3.1-8B"])
+        .args(["--random-input-len", "256", "--random-output-len", "2048"])
+        .args(["--max-concurrency", "1", "--num-prompts", "2"])
+        .args(["--num-warmups", "1", "--progress", "plain"])
+        .args(["--result-dir", tmp.path().join("r").to_str().unwrap()])
+        .args(["--db", db.to_str().unwrap()])
+        .args(["--set", "hw=h100", "--set", "framework=sim"]);
+    // The warmup's 2,048 tokens take seconds on the sim: interrupted inside it.
+    let (code, _, err) = common::interrupt_after_line(cmd, "warmup:", Duration::from_millis(500));
+    assert_eq!(code, Some(130), "{err}");
+    let o = Command::new(BIN)
+        .args(["report", "--db", db.to_str().unwrap(), "--format", "csv"])
+        .args(["--include-failed", "--columns", "isl,osl,conc,frontier"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "isl,osl,conc,frontier\n256,2048,1,failed\n",
+        "{err}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// A stand-in `amd-smi`: `list`, the `metric -p -c -t -u --csv -w N` loop (GPU 0 at 100 W,
 /// epoch-millisecond timestamps, a preamble line) and `metric -E --csv` energy accumulators
 /// that grow 100 J per second of wall time.

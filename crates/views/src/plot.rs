@@ -150,6 +150,16 @@ pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport
         .unwrap_or("")
         .to_lowercase();
     let err = |e: String| StoreError::Other(format!("{}: {e}", out.display()));
+    if !matches!(ext.as_str(), "svg" | "png") {
+        return Err(err("unsupported format: use a .svg or .png file name".into()));
+    }
+    // The file's directory is made, and the file opened once, before drawing, so a bad path
+    // says what is wrong (trial 14: a missing directory gave the backend's debug text).
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| err(format!("cannot create its directory: {e}")))?;
+    }
+    std::fs::File::create(out).map_err(|e| err(format!("cannot write it: {e}")))?;
     match ext.as_str() {
         "svg" => {
             let root = SVGBackend::new(out, (spec.width, spec.height)).into_drawing_area();
@@ -667,6 +677,23 @@ mod tests {
         );
         let all = plot(&[row(1, Some(140.0), 1200.0)], &PlotSpec::default(), &out).unwrap();
         assert_eq!(all.note(), None);
+        // A chart in a directory not made yet gets it (as --out does); a path under a file
+        // says what is wrong in words (trial 14: the backend's debug text).
+        let one = [row(1, Some(140.0), 1200.0)];
+        let deep = dir.path().join("new/dir/c.png");
+        plot(&one, &PlotSpec::default(), &deep).unwrap();
+        assert!(deep.is_file());
+        let under_file = out.join("c.png");
+        let e = plot(&one, &PlotSpec::default(), &under_file)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}: cannot create its directory: ",
+                under_file.display()
+            )) && !e.contains("Os {"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -78,13 +78,14 @@ pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
             .map_or(c.len(), |i| i + 1);
         c.insert(at, "source".into());
     }
-    if rows.iter().any(|r| r.batch != rows[0].batch) {
-        let at = c
-            .iter()
-            .position(|k| k == "date")
-            .map_or(c.len(), |i| i + 1);
-        c.insert(at, "batch".into());
-    }
+    // The run a point came from: a column when rows differ in it, else named once above a
+    // table (`every row: … batch=…`), and always a field of CSV and JSON (trial 14: a table of
+    // one batch, and its JSON, said nowhere which run it was).
+    let at = c
+        .iter()
+        .position(|k| k == "date")
+        .map_or(c.len(), |i| i + 1);
+    c.insert(at, "batch".into());
     // Failed points (`--include-failed`) say why (trial 14: the footer pointed at an `error`
     // column the default table did not have).
     if rows.iter().any(|r| r.error.is_some()) {

@@ -15,6 +15,11 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     let mut ingest_opts = inferbench_store::flags::options(&flags.set)?;
     let mut opts = flags.into_options()?;
     opts.save_result |= db.is_some();
+    // The requested lengths of random prompts, for a point that measured nothing (the store
+    // takes ISL/OSL from the mean lengths of finished requests: trial 14 found an interrupted
+    // bench stored as ISL/OSL 0/0, apart from its workload).
+    let nominal = (opts.dataset_name == inferbench_loadgen::options::DatasetName::Random)
+        .then_some((opts.random_input_len, opts.random_output_len));
     if db.is_some() && opts.job_identity.is_none() {
         if let Some(note) = ingest_opts.missing_identity_note() {
             eprintln!("inferbench: {note}");
@@ -47,6 +52,11 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
         // The point's batch is its result directory, as for a sweep's points (trial 9:
         // `-f batch=<--result-dir>` matched nothing when the batch was the file's own path).
         ingest_opts.batch = IngestOptions::result_batch(result);
+        if let (0, Some((isl, osl))) = (out.summary.completed, nominal) {
+            for (k, v) in [("isl", isl), ("osl", osl)] {
+                ingest_opts.overrides.entry(k.into()).or_insert(v.to_string());
+            }
+        }
         inferbench_store::flags::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
     Ok(ExitStatus::from_code(out.exit_code))
