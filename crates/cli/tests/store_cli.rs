@@ -422,7 +422,7 @@ fn store_cli_report_columns_print_the_units_footer() {
     assert_eq!(
         out,
         "every row: model=dsr1  isl=1024  osl=1024  framework=sglang  precision=fp8  spec=none  \
-         parallelism=TP8  date=2026-03-01\n\n\
+         parallelism=TP8  date=2026-03-01  batch=sweep-2026-03-01-h200\n\n\
          hardware  conc  p99_ttft  tput_per_gpu\n\
          \x20                    (s)   (tok/s/GPU)\n\
          h200         4     0.180         102.4\n\

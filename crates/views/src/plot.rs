@@ -151,7 +151,9 @@ pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport
         .to_lowercase();
     let err = |e: String| StoreError::Other(format!("{}: {e}", out.display()));
     if !matches!(ext.as_str(), "svg" | "png") {
-        return Err(err("unsupported format: use a .svg or .png file name".into()));
+        return Err(err(
+            "unsupported format: use a .svg or .png file name".into()
+        ));
     }
     // The file's directory is made, and the file opened once, before drawing, so a bad path
     // says what is wrong (trial 14: a missing directory gave the backend's debug text).

@@ -54,7 +54,10 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
         ingest_opts.batch = IngestOptions::result_batch(result);
         if let (0, Some((isl, osl))) = (out.summary.completed, nominal) {
             for (k, v) in [("isl", isl), ("osl", osl)] {
-                ingest_opts.overrides.entry(k.into()).or_insert(v.to_string());
+                ingest_opts
+                    .overrides
+                    .entry(k.into())
+                    .or_insert(v.to_string());
             }
         }
         inferbench_store::flags::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
