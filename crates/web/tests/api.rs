@@ -293,9 +293,9 @@ async fn csv_export_is_reports_csv() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next().unwrap(),
-        "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,tput_per_gpu,\
-         output_tput_per_gpu,median_intvty,p99_ttft,median_e2el,usd_per_m_rental,tok_s_per_mw,\
-         frontier"
+        "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,\
+         tput_per_gpu,output_tput_per_gpu,median_intvty,p99_ttft,median_e2el,usd_per_m_rental,\
+         tok_s_per_mw,frontier"
     );
     assert_eq!(lines.count(), 2);
 }
