@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 12's live check: runs `quickstart` (`quickstart --agentic` with AGENTIC=1) with two
+# Issue 12's live check: runs `quickstart` (`quickstart --agentic` with AGENTIC=1; with
+# LLAMACPP=1 a sweep of the llama.cpp example's first row, from the repository root) with two
 # builds and compares what they wrote with every value masked (timings differ run to run):
 # the files of the run directory (concurrency and dates in names made generic), then, per file
 # kind, the key paths of its JSON / JSONL content (zstd files decompressed; list items and
@@ -15,8 +16,23 @@ FLAGS=${AGENTIC:+--agentic}
 for side in old new; do
   BIN=$OLD; [ "$side" = new ] && BIN=$NEW
   rm -rf "${OUT:?}/$side" "$OUT/$side.db"
-  "$BIN" quickstart $FLAGS --out "$OUT/$side" --db "$OUT/$side.db" \
-    >"$OUT/$side.stdout" 2>"$OUT/$side.stderr" || echo "$side: quickstart exited $?"
+  if [ -n "${LLAMACPP:-}" ]; then
+    # The llama.cpp example's first row (conc 1) on a real CPU engine: .venv and models/ from
+    # scripts/setup/llamacpp.sh.
+    "$BIN" matrix --config-files examples/llamacpp-cpu.yaml \
+      --runner-config examples/llamacpp-cpu-runners.yaml full-sweep >"$OUT/$side.matrix.json"
+    python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); json.dump(m[:1], open(sys.argv[1], "w"))' \
+      "$OUT/$side.matrix.json"
+    "$BIN" sweep --matrix "$OUT/$side.matrix.json" \
+      --runner-config examples/llamacpp-cpu-runners.yaml --runner-name cpu_0 \
+      --out "$OUT/$side/run" --python .venv/bin/python \
+      --model-path=HuggingFaceTB/SmolLM2-135M-Instruct=models/SmolLM2-135M-Instruct.Q4_1.gguf \
+      --prompts-per-conc 2 --warmups-per-conc 1 --tokenizer server \
+      >"$OUT/$side.stdout" 2>"$OUT/$side.stderr" || echo "$side: sweep exited $?"
+  else
+    "$BIN" quickstart $FLAGS --out "$OUT/$side" --db "$OUT/$side.db" \
+      >"$OUT/$side.stdout" 2>"$OUT/$side.stderr" || echo "$side: quickstart exited $?"
+  fi
 done
 python3 - "$OUT/old" "$OUT/new" <<'PY'
 import json, os, re, subprocess, sys

@@ -191,8 +191,11 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
         .unwrap()
         .starts_with("<svg"));
     assert!(!untouched.exists());
+    // On a loaded host a starved point is stored as invalid (its note says so).
     assert!(
-        stderr.contains("4 points, not stored (--no-db); chart: "),
+        stderr.contains("4 points, not stored (--no-db); chart: ")
+            || (stderr.contains("the server fell behind its schedule")
+                && stderr.contains(" invalid: cut short or timed on a starved CPU")),
         "{stderr}"
     );
     std::fs::remove_dir_all(&tmp).ok();
