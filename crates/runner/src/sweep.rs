@@ -799,17 +799,14 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, mut r: Poin
 /// behind its schedule, a client-bound run, a prefix cache on random prompts). False when it
 /// cannot be read.
 fn summary_invalid(dir: &std::path::Path) -> bool {
+    use inferbench_core::summary::agentic::submission_invalid;
     let Some(v) = std::fs::read(dir.join("summary.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
     else {
         return false;
     };
-    let agentic_invalid = match v.get("submission_valid") {
-        Some(serde_json::Value::Bool(b)) => !b,
-        Some(serde_json::Value::String(s)) => s == "false",
-        _ => false,
-    };
+    let agentic_invalid = (v.get("submission_valid")).is_some_and(submission_invalid);
     agentic_invalid
         || v.pointer("/inferbench/invalid_reason")
             .is_some_and(|r| !r.is_null())
@@ -846,6 +843,7 @@ fn eval_headline(dir: &std::path::Path, checked: bool) -> String {
 /// nothing. Agentic points show their North-Star x (p90 E2E-normalized interactivity,
 /// tok/s/user) instead of TTFT, and `INVALID` when `submission_valid` is false.
 fn headline(dir: &std::path::Path) -> String {
+    use inferbench_core::summary::agentic::submission_invalid;
     let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
         return String::new();
     };
@@ -861,11 +859,7 @@ fn headline(dir: &std::path::Path) -> String {
             .pointer("/inferbench/e2e_normalized_interactivity/p90")
             .and_then(serde_json::Value::as_f64)
             .map_or("n/a".to_string(), |x| format!("{x:.1}"));
-        let invalid = match v.get("submission_valid") {
-            Some(serde_json::Value::Bool(false)) => true,
-            Some(serde_json::Value::String(s)) => s == "false",
-            _ => false,
-        };
+        let invalid = (v.get("submission_valid")).is_some_and(submission_invalid);
         return format!(
             ", {t:.0} tok/s in+out, p90 E2E-norm interactivity {x} tok/s/user, {d:.1} s \
              measured after the warmup (first send to last completion){}",

@@ -1842,6 +1842,12 @@ pub fn require_server_metric_prefix<'a>(
     }
 }
 
+/// Whether a `submission_valid` value says not valid: `false`, or the string `"false"` (vLLM's
+/// `--metadata` pairs are strings, and AgentX's validity travels that way; docs/results.md).
+pub fn submission_invalid(v: &Value) -> bool {
+    matches!(v, Value::Bool(false)) || v.as_str() == Some("false")
+}
+
 /// AIPerf's scenario validity (`metadata.submission_valid` / `submission_invalid_reasons`,
 /// §3.9, §4.7) from the records: `run_cancelled` when `run_cancelled`;
 /// `context_overflow_rate_exceeded` when context-overflow errors exceed

@@ -134,11 +134,10 @@ pub(super) fn scenario_flags(top: &Map<String, Value>) -> (bool, bool) {
         .into_iter()
         .chain(std::iter::once(top))
         .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
-    let not_valid = |v: &Value| matches!(v, Value::Bool(false)) || v.as_str() == Some("false");
     let invalid = top
         .get("submission_valid")
         .or_else(|| meta.and_then(|m| m.get("submission_valid")))
-        .is_some_and(not_valid);
+        .is_some_and(inferbench_core::summary::agentic::submission_invalid);
     (agentic, invalid)
 }
 
