@@ -391,6 +391,8 @@ fn wrong_port_says_what_happened_and_counts_agree() {
     let out = text(&o);
     assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(!out.contains("Interrupted:"), "{out}");
+    // Nothing was measured, so no power either: no note about a power sampler (trial 15).
+    assert!(!out.contains("power sampler"), "{out}");
     assert!(
         out.contains("Stopped early:                          server unreachable before the profile: nothing measured"),
         "{out}"

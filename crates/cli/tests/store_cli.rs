@@ -359,7 +359,16 @@ fn store_cli_read_commands_do_not_create_a_database() {
     let db = t.0.join("missing.db");
     let o = run(&["report", "--db", db.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no database at"));
+    // Trial 15: every suggested command names the database the user asked for.
+    let d = db.display();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "no database at `{d}` yet: run `inferbench quickstart --db {d}`, or store results \
+             first (`inferbench ingest PATH --db {d}`"
+        )),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(!db.exists());
     // A directory is named as one (trial 6: `serve --db /tmp` said "no such database file").
     let o = run(&["report", "--db", t.0.to_str().unwrap()]);
@@ -387,7 +396,13 @@ fn store_cli_ingest_of_an_empty_directory_fails() {
         "--db",
         db.to_str().unwrap(),
     ]);
-    let out = String::from_utf8_lossy(&o.stdout);
+    // Trial 15: an error, so on stderr; nothing on stdout.
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let out = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
         // Trial 14: the message names the path.
@@ -401,6 +416,7 @@ fn store_cli_ingest_of_an_empty_directory_fails() {
     // Trial 13: and the database it would have created is not left behind.
     assert!(!db.exists(), "{} was created", db.display());
 }
+
 /// Issue 13: `report --columns …` without the frontier column prints the units footer the
 /// frontier view prints (label and unit of every metric column, from the metric registry);
 /// with the frontier column the `*` line follows it; with cost or power columns, their assumptions.
@@ -762,8 +778,9 @@ fn store_cli_history_rows_name_their_batch() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1), "the b200 regression: {out}");
     assert!(
-        out.contains("  2026-02-20  agg_bmk.json  ")
-            && out.contains("  2026-02-27  agg_bmk_rerun.json  ")
+        // Each result file's batch is its directory (trial 15), shown by its last two parts.
+        out.contains("  2026-02-20  fixtures/imports  ")
+            && out.contains("  2026-02-27  fixtures/repeats  ")
             && out.contains("REGRESSION")
             && out.contains("(no batch of this group reaches median_intvty = 50"),
         "{out}"
@@ -777,10 +794,10 @@ fn store_cli_history_rows_name_their_batch() {
     assert!(
         out.contains(
             "dsr1 1024/1024 b200_sglang_fp4: Throughput per GPU (tok/s/GPU) at Interactivity, median (tok/s/user) = 50\n\
-             \x20 date        batch               tput_per_gpu  median of previous 3  change\n\
-             \x20                                  (tok/s/GPU)           (tok/s/GPU)     (%)\n\
-             \x20 2026-02-20  agg_bmk.json                1800                     -       -\n\
-             \x20 2026-02-27  agg_bmk_rerun.json          1620                  1800   -10.0  REGRESSION\n"
+             \x20 date        batch             tput_per_gpu  median of previous 3  change\n\
+             \x20                                (tok/s/GPU)           (tok/s/GPU)     (%)\n\
+             \x20 2026-02-20  fixtures/imports          1800                     -       -\n\
+             \x20 2026-02-27  fixtures/repeats          1620                  1800   -10.0  REGRESSION\n"
         ),
         "{out}"
     );
@@ -805,8 +822,8 @@ fn store_cli_history_rows_name_their_batch() {
     assert_eq!(
         csv,
         "group,x,at,y,date,batch,value,baseline,change,regression\n\
-         dsr1 1024/1024 b200_sglang_fp4,median_intvty,50,tput_per_gpu,2026-02-20,F/imports/agg_bmk.json,1800,,,false\n\
-         dsr1 1024/1024 b200_sglang_fp4,median_intvty,50,tput_per_gpu,2026-02-27,F/repeats/agg_bmk_rerun.json,1620,1800,-0.09999999999999998,true\n"
+         dsr1 1024/1024 b200_sglang_fp4,median_intvty,50,tput_per_gpu,2026-02-20,F/imports,1800,,,false\n\
+         dsr1 1024/1024 b200_sglang_fp4,median_intvty,50,tput_per_gpu,2026-02-27,F/repeats,1620,1800,-0.09999999999999998,true\n"
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("(baseline from 1 earlier batch"));
     let o = run(&[
@@ -861,6 +878,38 @@ fn store_cli_history_rows_name_their_batch() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.contains("  (1 more batch of this group left out: its frontier does not reach median_intvty = 100)"),
+        "{out}"
+    );
+}
+
+/// Trial 15: `db status` printed `points 13` above `requests 12 (one row per point …)` and
+/// left the difference unexplained; it says how many points have no saved records.
+#[test]
+fn store_cli_db_status_explains_points_without_records() {
+    let t = Tmp::new("dbstatus");
+    let db = t.0.join("s.db");
+    let db_s = db.to_str().unwrap();
+    stdout_ok(&[
+        "ingest",
+        fixtures().join("sweep-h200").to_str().unwrap(),
+        "--db",
+        db_s,
+    ]);
+    let out = stdout_ok(&["db", "status", "--db", db_s]);
+    let line = |table: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{table} ")))
+            .unwrap_or_else(|| panic!("no {table} line in {out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // conc16 saved its records, conc4 did not (conc64 is not finished: no point).
+    assert_eq!(line("points"), "points 2", "{out}");
+    assert_eq!(
+        line("requests"),
+        "requests 1 (one row per point with saved request records, compressed; 1 point(s) have \
+         none: `bench` keeps them with --save-requests FILE)",
         "{out}"
     );
 }

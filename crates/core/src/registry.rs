@@ -45,6 +45,153 @@ const STATS: &[(&str, &str)] = &[
     ("std_", "std. dev."),
 ];
 
+/// Metrics of a fixed name: key, label, unit, better direction.
+const FIXED: &[(&str, &str, &str, Better)] = &[
+    (
+        "tput_per_gpu",
+        "Throughput per GPU",
+        "tok/s/GPU",
+        Better::Higher,
+    ),
+    (
+        "output_tput_per_gpu",
+        "Output throughput per GPU",
+        "tok/s/GPU",
+        Better::Higher,
+    ),
+    (
+        "input_tput_per_gpu",
+        "Input throughput per GPU",
+        "tok/s/GPU",
+        Better::Higher,
+    ),
+    (
+        "output_throughput",
+        "Output throughput",
+        "tok/s",
+        Better::Higher,
+    ),
+    (
+        "total_token_throughput",
+        "Total throughput",
+        "tok/s",
+        Better::Higher,
+    ),
+    (
+        "request_throughput",
+        "Request throughput",
+        "req/s",
+        Better::Higher,
+    ),
+    ("duration", "Profile duration", "s", Better::Lower),
+    (
+        "tok_s_per_mw",
+        "Throughput per provisioned MW",
+        "tok/s/MW",
+        Better::Higher,
+    ),
+    (
+        "tok_s_per_mw_input",
+        "Input throughput per provisioned MW",
+        "tok/s/MW",
+        Better::Higher,
+    ),
+    (
+        "tok_s_per_mw_output",
+        "Output throughput per provisioned MW",
+        "tok/s/MW",
+        Better::Higher,
+    ),
+    (
+        "j_per_token",
+        "Provisioned energy",
+        "J/token",
+        Better::Lower,
+    ),
+    (
+        "j_per_token_input",
+        "Provisioned energy per input token",
+        "J/token",
+        Better::Lower,
+    ),
+    (
+        "j_per_token_output",
+        "Provisioned energy per output token",
+        "J/token",
+        Better::Lower,
+    ),
+    (
+        "joules_per_total_token",
+        "Measured energy",
+        "J/token",
+        Better::Lower,
+    ),
+    (
+        "joules_per_input_token",
+        "Measured energy per input token",
+        "J/token",
+        Better::Lower,
+    ),
+    (
+        "joules_per_output_token",
+        "Measured energy per output token",
+        "J/token",
+        Better::Lower,
+    ),
+    ("avg_power_w", "Measured power per GPU", "W", Better::Lower),
+    // Speculative decoding: tokens accepted per decode step (trial 12: no unit line).
+    (
+        "measured_acceptance_length",
+        "Acceptance length, measured (spec decoding)",
+        "tokens/step",
+        Better::Higher,
+    ),
+    (
+        "acceptance_length",
+        "Acceptance length, target (spec decoding)",
+        "tokens/step",
+        Better::Higher,
+    ),
+    (
+        "target_acceptance_length",
+        "Acceptance length, target (spec decoding)",
+        "tokens/step",
+        Better::Higher,
+    ),
+];
+
+/// Per-request distributions, named `<stat prefix><base>` ([`STATS`]): base, label, unit,
+/// better direction.
+const BASES: &[(&str, &str, &str, Better)] = &[
+    ("ttft", "TTFT", "s", Better::Lower),
+    ("ttfo", "Time to first output token", "s", Better::Lower),
+    ("tpot", "TPOT", "s", Better::Lower),
+    ("itl", "ITL", "s", Better::Lower),
+    ("e2el", "End-to-end latency", "s", Better::Lower),
+    ("intvty", "Interactivity", "tok/s/user", Better::Higher),
+    (
+        "e2e_norm_intvty",
+        "E2E-normalized interactivity",
+        "tok/s/user",
+        Better::Higher,
+    ),
+];
+
+/// Every metric name [`metric`] knows without a pattern's free part: the fixed names, each
+/// statistic of each distribution, and the cost and frontier names of [`X_METRICS`] and
+/// [`Y_METRICS`] (the `usd_per_m_<regime>[_<kind>]` family is open, so only those). Sorted,
+/// no duplicates; what "did you mean" suggestions are drawn from.
+pub fn names() -> Vec<String> {
+    let mut v: Vec<String> = FIXED.iter().map(|m| m.0.to_string()).collect();
+    for (prefix, _) in STATS {
+        v.extend(BASES.iter().map(|b| format!("{prefix}{}", b.0)));
+    }
+    v.extend(X_METRICS.iter().chain(Y_METRICS).map(|m| m.to_string()));
+    v.sort();
+    v.dedup();
+    v
+}
+
 /// Describes a metric name, or `None` for a name the registry does not know (identity columns
 /// such as `model` or `conc` included). Latencies are stored in seconds (InferenceX's columns),
 /// throughputs in tokens per second, costs in US dollars per million tokens, power in watts,
@@ -59,59 +206,8 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
     // The spec-decoding figures live in the summary's extras (`report --columns
     // inferbench.spec_decoding.measured_acceptance_length`).
     let name = key.strip_prefix("inferbench.spec_decoding.").unwrap_or(key);
-    let fixed = match name {
-        "tput_per_gpu" => Some(("Throughput per GPU", "tok/s/GPU", Better::Higher)),
-        "output_tput_per_gpu" => Some(("Output throughput per GPU", "tok/s/GPU", Better::Higher)),
-        "input_tput_per_gpu" => Some(("Input throughput per GPU", "tok/s/GPU", Better::Higher)),
-        "output_throughput" => Some(("Output throughput", "tok/s", Better::Higher)),
-        "total_token_throughput" => Some(("Total throughput", "tok/s", Better::Higher)),
-        "request_throughput" => Some(("Request throughput", "req/s", Better::Higher)),
-        "duration" => Some(("Profile duration", "s", Better::Lower)),
-        "tok_s_per_mw" => Some(("Throughput per provisioned MW", "tok/s/MW", Better::Higher)),
-        "tok_s_per_mw_input" => Some((
-            "Input throughput per provisioned MW",
-            "tok/s/MW",
-            Better::Higher,
-        )),
-        "tok_s_per_mw_output" => Some((
-            "Output throughput per provisioned MW",
-            "tok/s/MW",
-            Better::Higher,
-        )),
-        "j_per_token" => Some(("Provisioned energy", "J/token", Better::Lower)),
-        "j_per_token_input" => Some((
-            "Provisioned energy per input token",
-            "J/token",
-            Better::Lower,
-        )),
-        "j_per_token_output" => Some((
-            "Provisioned energy per output token",
-            "J/token",
-            Better::Lower,
-        )),
-        "joules_per_total_token" => Some(("Measured energy", "J/token", Better::Lower)),
-        "joules_per_input_token" => {
-            Some(("Measured energy per input token", "J/token", Better::Lower))
-        }
-        "joules_per_output_token" => {
-            Some(("Measured energy per output token", "J/token", Better::Lower))
-        }
-        "avg_power_w" => Some(("Measured power per GPU", "W", Better::Lower)),
-        // Speculative decoding: tokens accepted per decode step (trial 12: no unit line).
-        "measured_acceptance_length" => Some((
-            "Acceptance length, measured (spec decoding)",
-            "tokens/step",
-            Better::Higher,
-        )),
-        "acceptance_length" | "target_acceptance_length" => Some((
-            "Acceptance length, target (spec decoding)",
-            "tokens/step",
-            Better::Higher,
-        )),
-        _ => None,
-    };
-    if let Some((l, u, b)) = fixed {
-        return Some(info(l.to_string(), u, b));
+    if let Some((_, l, u, b)) = FIXED.iter().find(|m| m.0 == name) {
+        return Some(info(l.to_string(), u, *b));
     }
     if let Some(rest) = key.strip_prefix("usd_per_m_") {
         // Without a token kind the cost is per million total (input + output) tokens.
@@ -128,17 +224,8 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
     let (stat, base) = STATS
         .iter()
         .find_map(|(p, name)| key.strip_prefix(p).map(|b| (*name, b)))?;
-    let (label, unit, better) = match base {
-        "ttft" => ("TTFT", "s", Better::Lower),
-        "ttfo" => ("Time to first output token", "s", Better::Lower),
-        "tpot" => ("TPOT", "s", Better::Lower),
-        "itl" => ("ITL", "s", Better::Lower),
-        "e2el" => ("End-to-end latency", "s", Better::Lower),
-        "intvty" => ("Interactivity", "tok/s/user", Better::Higher),
-        "e2e_norm_intvty" => ("E2E-normalized interactivity", "tok/s/user", Better::Higher),
-        _ => return None,
-    };
-    Some(info(format!("{label}, {stat}"), unit, better))
+    let (_, label, unit, better) = BASES.iter().find(|b| b.0 == base)?;
+    Some(info(format!("{label}, {stat}"), unit, *better))
 }
 
 /// The usual frontier x metrics (InferenceX's interactivity, E2E-normalized interactivity,
@@ -180,6 +267,17 @@ pub fn better(key: &str) -> Better {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every listed name is one [`metric`] describes (the suggestions never name an unknown).
+    #[test]
+    fn every_listed_name_is_known() {
+        let names = names();
+        assert!(names.len() > 70, "{}", names.len());
+        for n in &names {
+            assert!(metric(n).is_some(), "{n}");
+        }
+        assert!(names.iter().any(|n| n == "p99_ttft") && names.iter().any(|n| n == "j_per_token"));
+    }
 
     #[test]
     fn units_and_directions() {

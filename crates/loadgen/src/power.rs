@@ -64,10 +64,19 @@ pub async fn start(
     }
 }
 
-/// The note of a run whose `--power auto` found no sampler (dropped when the server turns out
-/// to be `inferbench sim`, which has no GPU to measure).
+/// The note of a run whose `--power auto` found no sampler (see [`drop_sampler_note`]).
 pub const NO_SAMPLER_NOTE: &str =
     "no GPU power sampler found (NVML, nvidia-smi, amd-smi): power is not measured";
+
+/// Drops [`NO_SAMPLER_NOTE`] from `notes` where it tells the user nothing: the server is
+/// `inferbench sim` (`simulator`: no GPU to measure; trial 13), or no request finished
+/// (`measured` false: there was nothing to measure power for; trial 15, a run against an
+/// unreachable server). The one rule of `bench`, `replay` and the sweeps' points.
+pub fn drop_sampler_note(notes: &mut Vec<String>, simulator: bool, measured: bool) {
+    if simulator || !measured {
+        notes.retain(|n| n != NO_SAMPLER_NOTE);
+    }
+}
 
 impl PowerRun {
     /// Where [`PowerRun::finish`] writes the validation sidecar.

@@ -217,11 +217,8 @@ pub async fn run_bench(
     let profile = run_profile(&shared, &opts, &counters, scraper.as_ref(), end).await;
     let end = profile.end;
     let server_metrics = finish_scrape(scraper, &opts, &date, &profile, &mut notes).await;
-    // The simulator has no GPU to measure (trial 13: bench and sweep against `inferbench sim`
-    // said no power sampler was found).
-    if (server_metrics.as_ref()).is_some_and(server_metrics::ServerMetricsSummary::is_simulator) {
-        notes.retain(|n| n != crate::power::NO_SAMPLER_NOTE);
-    }
+    let simulator =
+        (server_metrics.as_ref()).is_some_and(server_metrics::ServerMetricsSummary::is_simulator);
     let mut reasons = invalid_reasons(
         &opts,
         &prepared,
@@ -269,6 +266,7 @@ pub async fn run_bench(
             }
         }
     }
+    crate::power::drop_sampler_note(&mut notes, simulator, profile_ok);
     let ctx = summary_context(
         &opts,
         &prepared,

@@ -250,10 +250,11 @@ async fn run_agentic_point(
         serde_json::to_string_pretty(&aggregate)?,
     )?;
     let mut notes = out.notes.clone();
-    // The simulator has no GPU to measure (trial 14: its agentic points said none was found).
-    if inferbench_core::server_metrics::from_simulator(&out.server_snapshots) {
-        power_notes.retain(|n| n != inferbench_loadgen::power::NO_SAMPLER_NOTE);
-    }
+    inferbench_loadgen::power::drop_sampler_note(
+        &mut power_notes,
+        inferbench_core::server_metrics::from_simulator(&out.server_snapshots),
+        summary.completed > 0,
+    );
     notes.extend(power_notes);
     if !valid {
         notes.push(format!(

@@ -226,6 +226,12 @@ impl AgenticSimSweep {
             self.duration.as_secs_f64(),
             self.lanes
         );
+        // The legend of the per-point lines below, where the figure is (trial 15: it was
+        // explained under the stdout table, which does not show it).
+        eprintln!(
+            "  theoretical hit = share of prompt blocks already sent earlier in the session \
+             (the best a prefix cache can do)"
+        );
         let bench = BenchDefaults {
             traces: Some(traces_path),
             agentic_duration_s: Some(self.duration.as_secs_f64()),

@@ -54,7 +54,7 @@ pub enum StoreError {
     BadUrl(String, String),
     /// A read-only command found no SQLite file at `--db` (trial 9: "bad database location …
     /// no such database file" read as a malformed path).
-    #[error("no database at `{0}` yet: run `inferbench quickstart`, or store results first (`inferbench ingest PATH --db {0}`, `inferbench bench … --db {0}`)")]
+    #[error("no database at `{0}` yet: run `inferbench quickstart --db {0}`, or store results first (`inferbench ingest PATH --db {0}`, `inferbench bench … --db {0}`)")]
     NoDatabase(String),
     /// The database was written by a newer inferbench.
     #[error("database schema version {found} is newer than this binary supports ({supported}); upgrade inferbench")]
@@ -92,8 +92,8 @@ pub struct IngestOptions {
     /// they take precedence over values in the files.
     pub overrides: Overrides,
     /// The batch (sweep) every run is stored under instead of the one the files give (a
-    /// `job.json` `sweep_id`, an artifact directory's parent, else the result file's path):
-    /// `bench --db` names its `--result-dir` here, so `-f batch=<that dir>` finds the point.
+    /// `job.json` `sweep_id`, an artifact directory's parent, else the result file's directory
+    /// as [`IngestOptions::result_batch`] resolves it): `ingest --batch`.
     pub batch: Option<String>,
 }
 

@@ -304,7 +304,13 @@ pub struct CostOptions {
     pub kw_per_gpu: Option<f64>,
 }
 
+/// Adds the cost and power metrics of `row` derived from its per-GPU throughputs (those
+/// `wanted`). A failed point (`error` set: nothing was measured) gets none (trial 15: its row
+/// showed `-` for $/M tokens, which divides by its zero throughput, beside `0` tok/s/MW).
 fn add_derived(row: &mut PointRow, c: &CostOptions, wanted: &dyn Fn(&str) -> bool) {
+    if row.error.is_some() {
+        return;
+    }
     let t = Throughputs {
         total: row.get("tput_per_gpu").unwrap_or(0.0),
         input: row.get("input_tput_per_gpu").unwrap_or(0.0),

@@ -886,3 +886,109 @@ fn a_replay_result_directory_is_an_invalid_agentic_point() {
         ("agentic-coding", 0, 0, false)
     );
 }
+
+/// A point where no request succeeded is stored as failed with the cause its summary gives
+/// (trial 15: a server that never answered was stored as "cut short"): the `stop_reason`, or
+/// the failed requests' count.
+#[test]
+fn a_failed_point_is_stored_with_its_cause() {
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            1,
+            "server_unreachable",
+            0,
+            "server unreachable: nothing measured",
+        ),
+        (
+            2,
+            "interrupted",
+            0,
+            "interrupted before any request finished",
+        ),
+        (
+            4,
+            "aborted",
+            0,
+            "stopped on a failure gate before any request finished",
+        ),
+        (
+            8,
+            "completed",
+            16,
+            "no successful request: every one failed",
+        ),
+        (
+            16,
+            "interrupted",
+            3,
+            "no successful request: every one failed",
+        ),
+    ];
+    for (conc, reason, failed, _) in cases {
+        let v = serde_json::json!({
+            "date": "20260301-100000", "backend": "openai", "model_id": "m",
+            "num_prompts": 2 * conc, "max_concurrency": conc, "duration": 1.0,
+            "completed": 0, "total_input_tokens": 0, "total_output_tokens": 0,
+            "request_throughput": 0.0, "output_throughput": 0.0, "total_token_throughput": 0.0,
+            "inferbench": {"stop_reason": reason, "interrupted": reason == "interrupted",
+                           "failed": failed},
+        });
+        std::fs::write(dir.path().join(format!("c{conc}.json")), v.to_string()).unwrap();
+    }
+    let mut o = IngestOptions::default();
+    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
+        o.overrides.insert(k.into(), v.into());
+    }
+    let r = s.ingest_path(dir.path(), &o).unwrap();
+    assert_eq!(r.points, cases.len(), "{}", r.render());
+    let f = Filter {
+        include_failed: true,
+        ..Filter::default()
+    };
+    let rows = s.points(&f, &CostOptions::default()).unwrap();
+    let got: Vec<(i64, Option<&str>)> = rows.iter().map(|p| (p.conc, p.error.as_deref())).collect();
+    let want: Vec<(i64, Option<&str>)> =
+        cases.iter().map(|c| (i64::from(c.0), Some(c.3))).collect();
+    assert_eq!(got, want);
+    // Nothing measured, so no figure derived from its zero throughput either (trial 15: `-`
+    // $/M tokens beside `0` tok/s/MW).
+    for p in &rows {
+        assert_eq!(p.get("tput_per_gpu"), Some(0.0), "{}", p.conc);
+        assert_eq!(p.get("tok_s_per_mw"), None, "{}", p.conc);
+        assert_eq!(p.get("usd_per_m_rental"), None, "{}", p.conc);
+    }
+}
+
+/// Result files in one directory are one batch, whether ingested together or one at a time:
+/// the directory, canonical, as `bench --db` stores its point (trial 15: two `bench --db` runs
+/// into one `--result-dir` made one batch, `ingest` of the same files one batch per file).
+#[test]
+fn result_files_in_one_directory_are_one_batch() {
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    for conc in [4, 8] {
+        let v = serde_json::json!({
+            "date": "20260301-100000", "backend": "openai", "model_id": "m",
+            "num_prompts": 10, "max_concurrency": conc, "duration": 1.0, "completed": 10,
+            "total_input_tokens": 100, "total_output_tokens": 100, "request_throughput": 10.0,
+            "output_throughput": 100.0, "total_token_throughput": 200.0, "median_tpot_ms": 1.0,
+        });
+        std::fs::write(dir.path().join(format!("c{conc}.json")), v.to_string()).unwrap();
+    }
+    let mut o = IngestOptions::default();
+    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
+        o.overrides.insert(k.into(), v.into());
+    }
+    let want = dir.path().canonicalize().unwrap().display().to_string();
+    let one = s.ingest_path(&dir.path().join("c4.json"), &o).unwrap();
+    assert_eq!(one.batches.iter().collect::<Vec<_>>(), [&want]);
+    let all = s.ingest_path(dir.path(), &o).unwrap();
+    assert_eq!(all.batches.iter().collect::<Vec<_>>(), [&want]);
+    let rows = s
+        .points(&Filter::default(), &CostOptions::default())
+        .unwrap();
+    let batches: Vec<(i64, &str)> = rows.iter().map(|p| (p.conc, p.batch.as_str())).collect();
+    assert_eq!(batches, [(4, want.as_str()), (8, want.as_str())]);
+}

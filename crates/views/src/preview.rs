@@ -262,11 +262,6 @@ pub fn agentic_quickstart(
          frontiers unless --include-invalid)"
             .into(),
     );
-    view.notes.push(
-        "theoretical hit = share of prompt blocks already sent earlier in the session (the \
-         best a prefix cache can do)"
-            .into(),
-    );
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
     let charts = view.show(&rows, chart, png_too)?;
     let db = stored.then(|| store.location());

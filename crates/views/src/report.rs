@@ -290,27 +290,64 @@ pub const ROW_COLUMNS: &[&str] = &[
 /// metrics). Errors (trial 13: a misspelled `--x` drew an empty column and blamed the
 /// filters): the flag, the name, and the usual frontier axes.
 pub fn check_metric(flag: &str, name: &str, rows: &[PointRow]) -> anyhow::Result<()> {
-    if inferbench_core::registry::metric(name).is_some()
+    check_name(flag, name, rows, &[])
+}
+
+/// Checks a `--columns` entry: one of [`ROW_COLUMNS`] or a metric ([`check_metric`]).
+pub fn check_column(name: &str, rows: &[PointRow]) -> anyhow::Result<()> {
+    check_name("--columns", name, rows, ROW_COLUMNS)
+}
+
+/// [`check_metric`] with `also` (identity columns) known too; the error suggests the closest
+/// known name (trial 15: `--columns` typos got the whole list and no "did you mean").
+fn check_name(flag: &str, name: &str, rows: &[PointRow], also: &[&str]) -> anyhow::Result<()> {
+    if also.contains(&name)
+        || inferbench_core::registry::metric(name).is_some()
         || rows.iter().any(|r| r.get(name).is_some())
     {
         return Ok(());
     }
+    let stored = rows
+        .iter()
+        .flat_map(|r| r.metrics.keys().map(String::as_str));
+    let known = inferbench_core::registry::names();
+    let candidates = (known.iter().map(String::as_str))
+        .chain(also.iter().copied())
+        .chain(stored);
+    let hint = closest(name, candidates)
+        .map(|c| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default();
+    let identity = if also.is_empty() {
+        String::new()
+    } else {
+        format!("; identity columns: {}", also.join(", "))
+    };
     anyhow::bail!(
-        "{flag} {name}: unknown metric (inferbench defines none of that name and no selected \
-         point stores one; x axes: {}; y axes: {}; `report --format json` lists every metric a \
-         point holds)",
+        "{flag} {name}: unknown metric{hint} (inferbench defines none of that name and no \
+         selected point stores one; x axes: {}; y axes: {}; `report --format json` lists every \
+         metric a point holds){identity}",
         inferbench_core::registry::X_METRICS.join(", "),
         inferbench_core::registry::Y_METRICS.join(", ")
     )
 }
 
-/// Checks a `--columns` entry: one of [`ROW_COLUMNS`] or a metric ([`check_metric`]).
-pub fn check_column(name: &str, rows: &[PointRow]) -> anyhow::Result<()> {
-    if ROW_COLUMNS.contains(&name) {
-        return Ok(());
-    }
-    check_metric("--columns", name, rows)
-        .map_err(|e| anyhow::anyhow!("{e}; identity columns: {}", ROW_COLUMNS.join(", ")))
+/// The candidate most like `name`, when one is close enough to be the intended one: the
+/// fewest edits (Damerau–Levenshtein: insert, delete, substitute, swap two neighbours), at most
+/// 2 or a fifth of the name's length, whichever is more; ties go to the higher Jaro–Winkler
+/// similarity, then to the first (clap's own suggestions use the same `strsim` crate).
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let most = (name.chars().count() / 5).max(2);
+    candidates
+        .map(|c| {
+            let d = strsim::damerau_levenshtein(name, c);
+            (d, strsim::jaro_winkler(name, c), c)
+        })
+        .filter(|(d, _, _)| *d <= most)
+        .fold(None, |best: Option<(usize, f64, &str)>, cand| match best {
+            Some(b) if (b.0, -b.1) <= (cand.0, -cand.1) => Some(b),
+            _ => Some(cand),
+        })
+        .map(|(_, _, c)| c)
 }
 
 /// Whether `name` is known without looking at any point: a [`ROW_COLUMNS`] entry or a metric
@@ -450,6 +487,12 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
                         };
                         o.insert(c.clone(), v);
                     }
+                    // Whatever the columns, a row says whether it counts (trial 15: the
+                    // frontier flag alone cannot tell an invalid or failed point from a valid
+                    // one off the frontier).
+                    o.entry("valid").or_insert(r.valid.into());
+                    o.entry("error")
+                        .or_insert(r.error.clone().map_or(serde_json::Value::Null, Into::into));
                     serde_json::Value::Object(o)
                 })
                 .collect();
@@ -863,7 +906,7 @@ mod tests {
     }
 
     /// JSON: `frontier` is true only for a `*` point (an invalid or failed one is not on a
-    /// frontier), `valid` a boolean.
+    /// frontier), `valid` a boolean; every row carries `valid` and `error` whatever the columns.
     #[test]
     fn json_frontier_and_valid_are_booleans() {
         let mut invalid = row();
@@ -871,14 +914,31 @@ mod tests {
         invalid.frontier = false;
         let mut on = row();
         on.frontier = true;
+        let mut failed = row();
+        failed.valid = false;
+        failed.frontier = false;
+        failed.error = Some("server unreachable: nothing measured".into());
         let cols: Vec<String> = ["conc", "valid", "frontier"].map(String::from).to_vec();
         let v: serde_json::Value =
-            serde_json::from_str(&render(&[invalid, on], &cols, Format::Json)).unwrap();
+            serde_json::from_str(&render(&[invalid.clone(), on.clone()], &cols, Format::Json))
+                .unwrap();
         assert_eq!(
             v,
             serde_json::json!([
-                {"conc": 4, "valid": false, "frontier": false},
-                {"conc": 4, "valid": true, "frontier": true}
+                {"conc": 4, "valid": false, "frontier": false, "error": null},
+                {"conc": 4, "valid": true, "frontier": true, "error": null}
+            ])
+        );
+        let cols: Vec<String> = ["conc", "frontier"].map(String::from).to_vec();
+        let v: serde_json::Value =
+            serde_json::from_str(&render(&[invalid, on, failed], &cols, Format::Json)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!([
+                {"conc": 4, "frontier": false, "valid": false, "error": null},
+                {"conc": 4, "frontier": true, "valid": true, "error": null},
+                {"conc": 4, "frontier": false, "valid": false,
+                 "error": "server unreachable: nothing measured"}
             ])
         );
     }
@@ -906,10 +966,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("--columns tput_per_gpux: unknown metric")
+            e.starts_with("--columns tput_per_gpux: unknown metric (did you mean `tput_per_gpu`?)")
                 && e.contains("identity columns: model, hardware"),
             "{e}"
         );
+        // Trial 15: the closest name, whether an identity column, a metric or a stored one.
+        let hint = |flag: &str, name: &str| {
+            let e = if flag == "--columns" {
+                check_column(name, &rows)
+            } else {
+                check_metric(flag, name, &rows)
+            };
+            let e = e.unwrap_err().to_string();
+            e.split_once("did you mean `")
+                .and_then(|(_, rest)| rest.split_once('`'))
+                .map(|(c, _)| c.to_string())
+        };
+        assert_eq!(hint("--columns", "hardwre").as_deref(), Some("hardware"));
+        assert_eq!(hint("--columns", "p99_tft").as_deref(), Some("p99_ttft"));
+        assert_eq!(
+            hint("--x", "median_intvity").as_deref(),
+            Some("median_intvty")
+        );
+        assert_eq!(
+            hint("--y", "my_custom_metrc").as_deref(),
+            Some("my_custom_metric")
+        );
+        assert_eq!(hint("--x", "nonsense"), None);
         assert!(known_without_points("valid") && !known_without_points("my_custom_metric"));
     }
 
@@ -1081,7 +1164,8 @@ mod tests {
         assert_eq!(
             j,
             serde_json::json!([{"hardware": "h200", "parallelism": "DEP8", "conc": 4, "tput_per_gpu": 102.4,
-              "p99_ttft": 0.18, "median_e2el": null, "image": "a,b", "frontier": true}])
+              "p99_ttft": 0.18, "median_e2el": null, "image": "a,b", "frontier": true,
+              "valid": true, "error": null}])
         );
     }
 

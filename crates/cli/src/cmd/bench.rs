@@ -4,7 +4,6 @@
 
 use inferbench_loadgen::flags::BenchFlags;
 use inferbench_loadgen::{output::render_report, run_bench};
-use inferbench_store::IngestOptions;
 
 use super::ExitStatus;
 
@@ -49,9 +48,8 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     // Outside the runtime: the PostgreSQL client runs one of its own, which cannot start
     // inside another (trial 7: `bench --db postgres://…` panicked after the benchmark).
     if let (Some(db), Some(result)) = (&db, &out.result_path) {
-        // The point's batch is its result directory, as for a sweep's points (trial 9:
-        // `-f batch=<--result-dir>` matched nothing when the batch was the file's own path).
-        ingest_opts.batch = IngestOptions::result_batch(result);
+        // The point's batch is its result directory, as `ingest` gives any result file (trial
+        // 9: `-f batch=<--result-dir>` matched nothing when the batch was the file's own path).
         if let (0, Some((isl, osl))) = (out.summary.completed, nominal) {
             for (k, v) in [("isl", isl), ("osl", osl)] {
                 ingest_opts

@@ -390,11 +390,11 @@ impl ReplayFlags {
                 dir.join("aiperf_artifacts").display()
             );
         }
-        // The simulator has no GPU to measure (trial 14: `replay` against it said none was
-        // found, where `bench` says nothing).
-        if inferbench_core::server_metrics::from_simulator(&out.server_snapshots) {
-            power_notes.retain(|n| n != crate::power::NO_SAMPLER_NOTE);
-        }
+        crate::power::drop_sampler_note(
+            &mut power_notes,
+            inferbench_core::server_metrics::from_simulator(&out.server_snapshots),
+            summary.completed > 0,
+        );
         for n in out.notes.iter().chain(&power_notes) {
             eprintln!("inferbench: {n}");
         }

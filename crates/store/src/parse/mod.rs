@@ -220,7 +220,7 @@ pub struct RunData {
     /// Path it was read from.
     pub source_path: String,
     /// Sweep this run belongs to (job.json `sweep_id`, else the parent directory of an artifact
-    /// directory, else the file path).
+    /// directory, else a result file's directory, canonical: the batch `bench --db` gives).
     pub batch: String,
     /// UTC date `YYYY-MM-DD` ("" when unknown).
     pub date: String,
@@ -309,10 +309,16 @@ pub const IMPORTERS: &[&dyn Importer] = &[
 /// Reads one JSON result file of any supported format.
 pub fn parse_file(path: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
     let (bytes, v) = read_json(path)?;
-    match IMPORTERS.iter().find(|i| i.recognises(&v)) {
-        Some(i) => i.parse(path, bytes, &v, ov),
-        None => Err(format!("{}: {NOT_A_RESULT}", path.display())),
+    let mut run = match IMPORTERS.iter().find(|i| i.recognises(&v)) {
+        Some(i) => i.parse(path, bytes, &v, ov)?,
+        None => return Err(format!("{}: {NOT_A_RESULT}", path.display())),
+    };
+    // Result files in one directory are one batch, as `bench --db` stores them (trial 15: two
+    // `bench --db` runs into one `--result-dir` made one batch, their `ingest` one per file).
+    if let Some(dir) = crate::IngestOptions::result_batch(path) {
+        run.batch = dir;
     }
+    Ok(run)
 }
 
 // ---------------------------------------------------------------------------------------------

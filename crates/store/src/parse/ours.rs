@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use inferbench_core::metrics::{percentile_label, E2E_INTERACTIVITY_QUANTILES};
-use inferbench_core::summary::{inferencex_metrics, Extras, RunSummary, StopReason};
+use inferbench_core::summary::{inferencex_metrics, Extras, RunSummary};
 use serde_json::{Map, Value};
 
 use super::vllm::{flatten_extras, scenario_flags, SummaryFacts};
@@ -65,7 +65,7 @@ pub(super) fn facts(s: &RunSummary, raw: &Map<String, Value>) -> SummaryFacts {
         max_concurrency: s.max_concurrency.map(f64::from),
         agentic,
         submission_invalid,
-        cut_short: x.interrupted || x.stop_reason != StopReason::Completed,
+        cut_short: super::vllm::cut_short(Some(x.stop_reason), x.interrupted),
         timing_invalid: x.invalid_reason.is_some(),
         date: date_from_text(&s.date),
         start_unix: s.benchmark_start_time_unix,

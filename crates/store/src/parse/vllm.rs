@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use inferbench_core::matrix::MatrixRow;
+use inferbench_core::summary::StopReason;
 use serde_json::{Map, Value};
 
 use super::ours;
@@ -108,9 +109,10 @@ pub(super) struct SummaryFacts {
     /// The summary says it is no valid submission (`submission_valid: false` at its top level
     /// or in its `metadata`; counted for agentic points only).
     pub submission_invalid: bool,
-    /// The run was cut short (our `inferbench.interrupted`, or a `stop_reason` other than
-    /// `completed`).
-    pub cut_short: bool,
+    /// Why the run was cut short, when it was: our `inferbench.stop_reason` other than
+    /// `completed` (`interrupted` also when only `inferbench.interrupted` is true; an unknown
+    /// reason reads as `aborted`). `None` for a run that completed or a foreign file.
+    pub cut_short: Option<StopReason>,
     /// The producer found its timings not valid (our `inferbench.invalid_reason`).
     pub timing_invalid: bool,
     /// UTC `YYYY-MM-DD` of the file's `date`, when it has one.
@@ -156,11 +158,14 @@ pub(super) fn foreign_facts(s: &Map<String, Value>) -> SummaryFacts {
         max_concurrency: s.get("max_concurrency").and_then(num),
         agentic,
         submission_invalid,
-        cut_short: x.is_some_and(|x| {
-            x.get("interrupted").and_then(Value::as_bool) == Some(true)
-                || x.get("stop_reason")
-                    .and_then(Value::as_str)
-                    .is_some_and(|r| r != "completed")
+        cut_short: x.and_then(|x| {
+            let reason = x.get("stop_reason").and_then(Value::as_str);
+            let interrupted = x.get("interrupted").and_then(Value::as_bool) == Some(true);
+            cut_short(
+                reason
+                    .map(|r| serde_json::from_value(Value::from(r)).unwrap_or(StopReason::Aborted)),
+                interrupted,
+            )
         }),
         timing_invalid: x.is_some_and(|x| x.get("invalid_reason").is_some_and(|r| !r.is_null())),
         date: s
@@ -245,16 +250,7 @@ pub(super) fn summary_point(
         // Why, as far as the summary says (trial 14: a point interrupted before it sent
         // anything said "no successful request").
         let failed = m.get("inferbench.failed").copied().unwrap_or(0.0);
-        pt.error = Some(
-            if failed > 0.0 {
-                "no successful request: every one failed"
-            } else if f.cut_short {
-                "cut short before any request finished"
-            } else {
-                "no successful request"
-            }
-            .into(),
-        );
+        pt.error = Some(failed_point_cause(failed, f.cut_short).into());
         // Nothing was measured: the zeros a summary writes for its latencies and rates are
         // placeholders, stored as absent (trial 13: `0.0000` TTFT and E2EL beside `-`
         // interactivity for a point where no request finished).
@@ -272,8 +268,33 @@ pub(super) fn summary_point(
     // (Ctrl-C, an unreachable server, an abort), or timings the producer found not valid (a
     // server that fell behind its schedule).
     let agentic_invalid = agentic && f.submission_invalid;
-    pt.valid = !(agentic_invalid || f.cut_short || f.timing_invalid);
+    pt.valid = !(agentic_invalid || f.cut_short.is_some() || f.timing_invalid);
     Ok(pt)
+}
+
+/// Why a run was cut short, from its `stop_reason` (`None` when the file has none) and its
+/// `interrupted` flag: `None` when it completed.
+pub(super) fn cut_short(reason: Option<StopReason>, interrupted: bool) -> Option<StopReason> {
+    match reason {
+        Some(r) if r != StopReason::Completed => Some(r),
+        _ if interrupted => Some(StopReason::Interrupted),
+        _ => None,
+    }
+}
+
+/// The stored error of a point where no request succeeded: `failed` profile requests failed,
+/// and the run was cut short for `stop` (trial 14: a point interrupted before it sent anything
+/// said "no successful request"; trial 15: an unreachable server's point said "cut short").
+fn failed_point_cause(failed: f64, stop: Option<StopReason>) -> &'static str {
+    match stop {
+        Some(StopReason::ServerUnreachable) => "server unreachable: nothing measured",
+        Some(StopReason::Interrupted) if failed == 0.0 => "interrupted before any request finished",
+        Some(StopReason::Aborted) if failed == 0.0 => {
+            "stopped on a failure gate before any request finished"
+        }
+        _ if failed > 0.0 => "no successful request: every one failed",
+        _ => "no successful request",
+    }
 }
 
 /// Flattens a vLLM-shaped summary (ms latencies) into InferenceX names and units: `*_ms` keys →
