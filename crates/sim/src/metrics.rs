@@ -126,65 +126,64 @@ impl Metrics {
                 "# HELP {n}_total {help}\n# TYPE {n}_total counter\n{n}_total{{{l}}} {v}"
             );
         };
-        gauge(
-            &mut o,
-            "vllm:num_requests_running",
-            "Number of requests in model execution batches.",
-            self.running as f64,
-        );
-        gauge(
-            &mut o,
-            "vllm:num_requests_waiting",
-            "Number of requests waiting to be processed.",
-            self.waiting as f64,
-        );
-        gauge(
-            &mut o,
-            "vllm:kv_cache_usage_perc",
-            "KV-cache usage. 1 means 100 percent usage.",
-            self.kv_usage,
-        );
-        gauge(
-            &mut o,
-            "vllm:gpu_cache_usage_perc",
-            "GPU KV-cache usage. 1 means 100 percent usage (legacy name).",
-            self.kv_usage,
-        );
+        for (n, help, v) in [
+            (
+                "vllm:num_requests_running",
+                "Number of requests in model execution batches.",
+                self.running as f64,
+            ),
+            (
+                "vllm:num_requests_waiting",
+                "Number of requests waiting to be processed.",
+                self.waiting as f64,
+            ),
+            (
+                "vllm:kv_cache_usage_perc",
+                "KV-cache usage. 1 means 100 percent usage.",
+                self.kv_usage,
+            ),
+            (
+                "vllm:gpu_cache_usage_perc",
+                "GPU KV-cache usage. 1 means 100 percent usage (legacy name).",
+                self.kv_usage,
+            ),
+        ] {
+            gauge(&mut o, n, help, v);
+        }
         let _ = writeln!(
             o,
             "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n# TYPE vllm:cache_config_info gauge\nvllm:cache_config_info{{block_size=\"{}\",engine=\"0\",num_gpu_blocks=\"{}\"}} 1",
             self.block_size, self.num_blocks
         );
-        counter(
-            &mut o,
-            "vllm:num_preemptions",
-            "Cumulative number of preemptions.",
-            self.preemptions,
-        );
-        counter(
-            &mut o,
-            "vllm:prompt_tokens",
-            "Number of prefill tokens processed (whole prompts, cached tokens included).",
-            self.prompt_tokens,
-        );
-        counter(
-            &mut o,
-            "vllm:generation_tokens",
-            "Number of generation tokens processed.",
-            self.generation_tokens,
-        );
-        counter(
-            &mut o,
-            "vllm:prefix_cache_queries",
-            "Prefix cache queries, in terms of number of queried tokens.",
-            self.prefix_queries,
-        );
-        counter(
-            &mut o,
-            "vllm:prefix_cache_hits",
-            "Prefix cache hits, in terms of number of cached tokens.",
-            self.prefix_hits,
-        );
+        for (n, help, v) in [
+            (
+                "vllm:num_preemptions",
+                "Cumulative number of preemptions.",
+                self.preemptions,
+            ),
+            (
+                "vllm:prompt_tokens",
+                "Number of prefill tokens processed (whole prompts, cached tokens included).",
+                self.prompt_tokens,
+            ),
+            (
+                "vllm:generation_tokens",
+                "Number of generation tokens processed.",
+                self.generation_tokens,
+            ),
+            (
+                "vllm:prefix_cache_queries",
+                "Prefix cache queries, in terms of number of queried tokens.",
+                self.prefix_queries,
+            ),
+            (
+                "vllm:prefix_cache_hits",
+                "Prefix cache hits, in terms of number of cached tokens.",
+                self.prefix_hits,
+            ),
+        ] {
+            counter(&mut o, n, help, v);
+        }
         let _ = writeln!(o, "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter");
         for (reason, v) in [
             ("length", self.success_length),
@@ -196,43 +195,48 @@ impl Metrics {
                 "vllm:request_success_total{{{l},finished_reason=\"{reason}\"}} {v}"
             );
         }
-        counter(
-            &mut o,
-            "inferbench_sim:request_errors",
-            "Requests answered with an error status (faults, validation).",
-            self.errors,
-        );
-        counter(
-            &mut o,
-            "inferbench_sim:token_chunks",
-            "Streamed token chunks written (timed mode).",
-            chunks.0,
-        );
-        counter(
-            &mut o,
-            "inferbench_sim:late_token_chunks",
-            "Token chunks written more than two steps (at least 4 ms) after their step was \
-             due: the process was starved of CPU and sent them late or in a burst.",
-            chunks.1,
-        );
-        counter(
-            &mut o,
-            "vllm:spec_decode_num_drafts",
-            "Number of spec decoding drafts.",
-            self.spec_drafts,
-        );
-        counter(
-            &mut o,
-            "vllm:spec_decode_num_draft_tokens",
-            "Number of draft tokens.",
-            self.spec_draft_tokens,
-        );
-        counter(
-            &mut o,
-            "vllm:spec_decode_num_accepted_tokens",
-            "Number of accepted tokens.",
-            self.spec_accepted_tokens,
-        );
+        for (n, help, v) in [
+            (
+                "inferbench_sim:request_errors",
+                "Requests answered with an error status (faults, validation).",
+                self.errors,
+            ),
+            (
+                "inferbench_sim:token_chunks",
+                "Streamed token chunks written (timed mode).",
+                chunks.0,
+            ),
+            (
+                "inferbench_sim:late_token_chunks",
+                "Token chunks written more than two steps (at least 4 ms) after their step was \
+                 due: the process was starved of CPU and sent them late or in a burst.",
+                chunks.1,
+            ),
+            (
+                "vllm:spec_decode_num_drafts",
+                "Number of spec decoding drafts.",
+                self.spec_drafts,
+            ),
+            (
+                "vllm:spec_decode_num_draft_tokens",
+                "Number of draft tokens.",
+                self.spec_draft_tokens,
+            ),
+            (
+                "vllm:spec_decode_num_accepted_tokens",
+                "Number of accepted tokens.",
+                self.spec_accepted_tokens,
+            ),
+        ] {
+            counter(&mut o, n, help, v);
+        }
+        self.write_histograms(&mut o, &l);
+        o
+    }
+
+    /// The latency histograms of [`Self::render`] (vLLM's names, seconds, cumulative buckets
+    /// with `+Inf`, `_sum` and `_count`), each series labelled `l`.
+    fn write_histograms(&self, o: &mut String, l: &str) {
         for (n, help, h) in [
             (
                 "vllm:time_to_first_token_seconds",
@@ -271,7 +275,6 @@ impl Metrics {
             let _ = writeln!(o, "{n}_sum{{{l}}} {}", h.sum);
             let _ = writeln!(o, "{n}_count{{{l}}} {}", h.count);
         }
-        o
     }
 }
 
