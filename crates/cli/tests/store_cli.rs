@@ -42,6 +42,20 @@ fn run(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A fresh directory tagged `tag` and a SQLite database in it holding the `sweep-h200`
+/// fixture (points conc4 and conc16; conc64 never finished).
+fn sweep_h200_db(tag: &str) -> (Tmp, PathBuf) {
+    let t = Tmp::new(tag);
+    let db = t.0.join("h200.db");
+    stdout_ok(&[
+        "ingest",
+        fixtures().join("sweep-h200").to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    (t, db)
+}
+
 fn stdout_ok(args: &[&str]) -> String {
     let o = run(args);
     assert!(
@@ -634,15 +648,8 @@ fn store_cli_ingests_an_inferencex_dump() {
 /// names the empty side now (exit 1 as before).
 #[test]
 fn store_cli_compare_names_a_side_without_points() {
-    let t = Tmp::new("cmpempty");
-    let db = t.0.join("c.db");
+    let (t, db) = sweep_h200_db("cmpempty");
     let db_s = db.to_str().unwrap();
-    stdout_ok(&[
-        "ingest",
-        fixtures().join("sweep-h200").to_str().unwrap(),
-        "--db",
-        db_s,
-    ]);
     let o = run(&["compare", "hw=b200", "hw=mi355x", "--db", db_s]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
@@ -886,15 +893,8 @@ fn store_cli_history_rows_name_their_batch() {
 /// left the difference unexplained; it says how many points have no saved records.
 #[test]
 fn store_cli_db_status_explains_points_without_records() {
-    let t = Tmp::new("dbstatus");
-    let db = t.0.join("s.db");
+    let (_t, db) = sweep_h200_db("dbstatus");
     let db_s = db.to_str().unwrap();
-    stdout_ok(&[
-        "ingest",
-        fixtures().join("sweep-h200").to_str().unwrap(),
-        "--db",
-        db_s,
-    ]);
     let out = stdout_ok(&["db", "status", "--db", db_s]);
     let line = |table: &str| {
         out.lines()
