@@ -248,30 +248,47 @@ impl Engine {
         res.preempted.push(id);
     }
 
-    /// Runs one scheduling step and applies it (see the module doc).
+    /// Runs one scheduling step and applies it (see the module doc): the running sequences
+    /// first, then, when none was preempted, waiting ones while the token budget and the
+    /// sequence limit allow; then every scheduled sequence advances.
     pub fn step(&mut self) -> StepResult {
         let mut res = StepResult::default();
-        let bs = self.cfg.block_size;
         let mut budget = self.cfg.max_num_batched_tokens;
         let mut sched: Vec<(u64, u32)> = Vec::new();
-        let width = self.decode_width();
+        self.schedule_running(&mut budget, &mut sched, &mut res);
+        if res.preempted.is_empty() {
+            self.admit_waiting(&mut budget, &mut sched, &mut res);
+        }
+        self.apply(sched, &mut res);
+        res
+    }
 
-        // 1. Running sequences, oldest first.
+    /// Step phase 1: running sequences, oldest first, each given its prefill chunk or its
+    /// decode width out of `budget` (tokens) and the KV blocks for them, preempting from the
+    /// newest when blocks run out; pushes `(id, tokens)` onto `sched`.
+    fn schedule_running(
+        &mut self,
+        budget: &mut u32,
+        sched: &mut Vec<(u64, u32)>,
+        res: &mut StepResult,
+    ) {
+        let bs = self.cfg.block_size;
+        let width = self.decode_width();
         let mut i = 0;
-        while i < self.running.len() && budget > 0 {
+        while i < self.running.len() && *budget > 0 {
             let id = self.running[i];
             let s = &self.seqs[&id];
             let want = if s.in_prefill() {
-                (s.prefill_target() - s.computed).min(budget)
+                (s.prefill_target() - s.computed).min(*budget)
             } else {
-                width.min(budget)
+                width.min(*budget)
             };
             let need = blocks_for(s.computed + want, bs).saturating_sub(s.blocks.len() as u32);
             let mut self_preempted = false;
             while self.kv.num_free() < need {
                 let victim = *self.running.last().expect("non-empty");
                 self.running.pop();
-                self.preempt(victim, &mut res);
+                self.preempt(victim, res);
                 if victim == id {
                     self_preempted = true;
                     break;
@@ -286,60 +303,73 @@ impl Engine {
                 .expect("live")
                 .blocks
                 .extend(new_blocks);
-            budget -= want;
+            *budget -= want;
             sched.push((id, want));
             i += 1;
         }
+    }
 
-        // 2. Waiting sequences, when nothing was preempted.
-        if res.preempted.is_empty() {
-            while budget > 0 && (self.running.len() as u32) < self.cfg.max_num_seqs {
-                let Some(&id) = self.waiting.front() else {
-                    break;
-                };
-                let prefix = self.cfg.enable_prefix_caching;
-                let s = self.seqs.get_mut(&id).expect("waiting id is live");
-                let max_hit_blocks = ((s.prompt_len - 1) / bs) as usize;
-                let hits = if prefix {
-                    self.kv.acquire_hits(&s.hashes, max_hit_blocks)
-                } else {
-                    Vec::new()
-                };
-                let cached = hits.len() as u32 * bs;
-                let want = (s.prefill_target() - cached).min(budget);
-                let need = blocks_for(cached + want, bs) - hits.len() as u32;
-                if self.kv.num_free() < need {
-                    self.kv.release(&hits);
-                    break;
-                }
-                let mut blocks = hits;
-                let nhit = blocks.len() as u32;
-                blocks.extend(self.kv.allocate(need).expect("checked free blocks"));
-                s.blocks = blocks;
-                s.computed = cached;
-                s.hashed_blocks = nhit;
-                s.last_hash = if nhit > 0 {
-                    s.hashes[nhit as usize - 1]
-                } else {
-                    0
-                };
-                s.running = true;
-                if prefix {
-                    res.prefix_queries += u64::from(s.prompt_len);
-                    res.prefix_hits += u64::from(cached);
-                }
-                if !s.ever_admitted {
-                    s.ever_admitted = true;
-                    res.admitted.push((id, cached));
-                }
-                self.waiting.pop_front();
-                self.running.push(id);
-                budget -= want;
-                sched.push((id, want));
+    /// Step phase 2: waiting sequences, first come first served, admitted while `budget`
+    /// (tokens), `max_num_seqs` and free KV blocks allow, their prompt prefix served from the
+    /// prefix cache when it is on; pushes `(id, tokens)` onto `sched`.
+    fn admit_waiting(
+        &mut self,
+        budget: &mut u32,
+        sched: &mut Vec<(u64, u32)>,
+        res: &mut StepResult,
+    ) {
+        let bs = self.cfg.block_size;
+        while *budget > 0 && (self.running.len() as u32) < self.cfg.max_num_seqs {
+            let Some(&id) = self.waiting.front() else {
+                break;
+            };
+            let prefix = self.cfg.enable_prefix_caching;
+            let s = self.seqs.get_mut(&id).expect("waiting id is live");
+            let max_hit_blocks = ((s.prompt_len - 1) / bs) as usize;
+            let hits = if prefix {
+                self.kv.acquire_hits(&s.hashes, max_hit_blocks)
+            } else {
+                Vec::new()
+            };
+            let cached = hits.len() as u32 * bs;
+            let want = (s.prefill_target() - cached).min(*budget);
+            let need = blocks_for(cached + want, bs) - hits.len() as u32;
+            if self.kv.num_free() < need {
+                self.kv.release(&hits);
+                break;
             }
+            let mut blocks = hits;
+            let nhit = blocks.len() as u32;
+            blocks.extend(self.kv.allocate(need).expect("checked free blocks"));
+            s.blocks = blocks;
+            s.computed = cached;
+            s.hashed_blocks = nhit;
+            s.last_hash = if nhit > 0 {
+                s.hashes[nhit as usize - 1]
+            } else {
+                0
+            };
+            s.running = true;
+            if prefix {
+                res.prefix_queries += u64::from(s.prompt_len);
+                res.prefix_hits += u64::from(cached);
+            }
+            if !s.ever_admitted {
+                s.ever_admitted = true;
+                res.admitted.push((id, cached));
+            }
+            self.waiting.pop_front();
+            self.running.push(id);
+            *budget -= want;
+            sched.push((id, want));
         }
+    }
 
-        // 3. Apply.
+    /// Step phase 3: advances every scheduled sequence (prefill progress, or decode tokens with
+    /// speculative decoding's acceptance), records what it emitted, registers new block hashes,
+    /// and frees finished sequences.
+    fn apply(&mut self, sched: Vec<(u64, u32)>, res: &mut StepResult) {
+        let bs = self.cfg.block_size;
         let spec = self.cfg.spec_decode;
         let mut finished = Vec::new();
         for (id, want) in sched {
@@ -394,7 +424,6 @@ impl Engine {
                 self.running.retain(|&r| r != id);
             }
         }
-        res
     }
 }
 
