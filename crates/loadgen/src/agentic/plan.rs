@@ -65,49 +65,125 @@ pub struct TreePlan {
     succ_at: Vec<u32>,
 }
 
+/// Which streams of `trace` are replayed: the root always; a sub-agent only when a main-agent
+/// turn ended at or before its first request (its spawning turn; nested sub-agents are
+/// flattened into the trace's streams and hang off the main agent too; §2.5).
+fn kept_streams(trace: &Trace) -> Vec<bool> {
+    trace
+        .streams
+        .iter()
+        .enumerate()
+        .map(|(s, st)| {
+            s == 0
+                || st.requests.first().is_some_and(|first| {
+                    trace.streams[0]
+                        .requests
+                        .iter()
+                        .any(|r| r.end_s() <= first.t_s)
+                })
+        })
+        .collect()
+}
+
+/// The `(stream, turn)` of every request of the `kept` streams, by recorded start (ties by
+/// stream, then turn).
+fn start_order(trace: &Trace, kept: &[bool]) -> Vec<(u32, u32)> {
+    let mut order: Vec<(u32, u32)> = Vec::new();
+    for (s, st) in trace.streams.iter().enumerate() {
+        if kept[s] {
+            order.extend((0..st.requests.len()).map(|k| (s as u32, k as u32)));
+        }
+    }
+    let req = |s: u32, k: u32| &trace.streams[s as usize].requests[k as usize];
+    order.sort_by(|a, b| {
+        req(a.0, a.1)
+            .t_s
+            .total_cmp(&req(b.0, b.1).t_s)
+            .then(a.0.cmp(&b.0))
+            .then(a.1.cmp(&b.1))
+    });
+    order
+}
+
+/// A sub-agent's spawning turn: the root turn it waits for and the recorded gap after it, s.
+type Spawn = (u32, f64);
+/// A sub-agent a root turn joins: its stream, its last turn, and the recorded gap, s.
+type Join = (u32, u32, f64);
+
+/// A sub-agent's spawning turn per stream (`(root turn, gap s)`) and the sub-agents each root
+/// turn joins (`(stream, last turn, gap s)`), §2.5: a sub-agent's first request waits for the
+/// last main-agent request that ended at or before it; the joining turn (the first main-agent
+/// request starting at or after the sub-agent's recorded end) waits for the sub-agent's last
+/// request. Nothing else links streams (AIPerf scopes its interval barriers per captured
+/// agent).
+fn spawn_and_join(trace: &Trace, kept: &[bool]) -> (Vec<Option<Spawn>>, Vec<Vec<Join>>) {
+    let n_streams = trace.streams.len();
+    let root = &trace.streams[0].requests;
+    let mut join_of: Vec<Vec<Join>> = vec![Vec::new(); root.len()];
+    let mut spawn_of: Vec<Option<Spawn>> = vec![None; n_streams];
+    for s in 1..n_streams {
+        if !kept[s] {
+            continue;
+        }
+        let st = &trace.streams[s].requests;
+        let (Some(first), Some(last)) = (st.first(), st.last()) else {
+            continue;
+        };
+        // Spawning turn: the latest-starting root request ended by the sub-agent's start.
+        if let Some((k, p)) = root
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.end_s() <= first.t_s)
+            .max_by(|a, b| a.1.t_s.total_cmp(&b.1.t_s).then(a.0.cmp(&b.0)))
+        {
+            spawn_of[s] = Some((k as u32, first.t_s - p.end_s()));
+        }
+        // Joining turn: the first root request starting at or after the sub-agent's end.
+        let end = st.iter().map(|r| r.end_s()).fold(last.end_s(), f64::max);
+        if let Some((k, j)) = root
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.t_s >= end)
+            .min_by(|a, b| a.1.t_s.total_cmp(&b.1.t_s).then(a.0.cmp(&b.0)))
+        {
+            join_of[k].push((s as u32, st.len() as u32 - 1, j.t_s - last.end_s()));
+        }
+    }
+    (spawn_of, join_of)
+}
+
+/// The successor lists of `reqs` in compressed sparse rows: `(succ, succ_at)` with the
+/// successors of request `i` at `succ[succ_at[i]..succ_at[i + 1]]`, in request order.
+fn successors_csr(reqs: &[PlanReq]) -> (Vec<u32>, Vec<u32>) {
+    let mut counts = vec![0u32; reqs.len() + 1];
+    for r in reqs {
+        for &(p, _) in &r.preds {
+            counts[p as usize + 1] += 1;
+        }
+    }
+    for i in 1..counts.len() {
+        counts[i] += counts[i - 1];
+    }
+    let succ_at = counts.clone();
+    let mut succ = vec![0u32; *counts.last().unwrap_or(&0) as usize];
+    for (i, r) in reqs.iter().enumerate() {
+        for &(p, _) in &r.preds {
+            let at = &mut counts[p as usize];
+            succ[*at as usize] = i as u32;
+            *at += 1;
+        }
+    }
+    (succ, succ_at)
+}
+
 impl TreePlan {
     /// Builds the plan of `trace` (its index `trace_idx` in the loaded set).
     pub fn build(trace_idx: usize, trace: &Trace) -> TreePlan {
-        // Keep the root; a sub-agent only when some request of another kept stream ended at or
-        // before its first request's start (iterate: a nested sub-agent may hang off another).
-        let n_streams = trace.streams.len();
-        // Keep the root; a sub-agent only when a main-agent turn ended at or before its first
-        // request (its spawning turn; nested sub-agents are flattened into the trace's streams
-        // and hang off the main agent too).
-        let kept: Vec<bool> = trace
-            .streams
-            .iter()
-            .enumerate()
-            .map(|(s, st)| {
-                s == 0
-                    || st.requests.first().is_some_and(|first| {
-                        trace.streams[0]
-                            .requests
-                            .iter()
-                            .any(|r| r.end_s() <= first.t_s)
-                    })
-            })
-            .collect();
-
-        // Flat order by recorded start.
-        let mut order: Vec<(u32, u32)> = Vec::new();
-        for (s, st) in trace.streams.iter().enumerate() {
-            if !kept[s] {
-                continue;
-            }
-            for k in 0..st.requests.len() {
-                order.push((s as u32, k as u32));
-            }
-        }
+        let kept = kept_streams(trace);
+        let order = start_order(trace, &kept);
         let req = |s: u32, k: u32| &trace.streams[s as usize].requests[k as usize];
-        order.sort_by(|a, b| {
-            req(a.0, a.1)
-                .t_s
-                .total_cmp(&req(b.0, b.1).t_s)
-                .then(a.0.cmp(&b.0))
-                .then(a.1.cmp(&b.1))
-        });
-        let mut index = vec![Vec::new(); n_streams];
+        // index[stream][turn] = the request's position in `order`.
+        let mut index = vec![Vec::new(); trace.streams.len()];
         for (i, &(s, k)) in order.iter().enumerate() {
             let v: &mut Vec<u32> = &mut index[s as usize];
             debug_assert_eq!(v.len(), k as usize);
@@ -118,44 +194,7 @@ impl TreePlan {
             .map(|&(s, k)| req(s, k).t_s)
             .fold(f64::INFINITY, f64::min);
         let t0 = if t0.is_finite() { t0 } else { 0.0 };
-
-        // Spawn and join (§2.5): a sub-agent's first request waits for its spawning turn (the
-        // last main-agent request that ended at or before it); the joining turn (the first
-        // main-agent request starting at or after the sub-agent's recorded end) waits for the
-        // sub-agent's last request. Nothing else links streams (AIPerf scopes its interval
-        // barriers per captured agent).
-        let root = &trace.streams[0].requests;
-        let mut join_of: Vec<Vec<(u32, u32, f64)>> = vec![Vec::new(); root.len()];
-        let mut spawn_of: Vec<Option<(u32, f64)>> = vec![None; n_streams];
-        for s in 1..n_streams {
-            if !kept[s] {
-                continue;
-            }
-            let st = &trace.streams[s].requests;
-            let (Some(first), Some(last)) = (st.first(), st.last()) else {
-                continue;
-            };
-            // Spawning turn: the latest-starting root request ended by the sub-agent's start.
-            if let Some((k, p)) = root
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.end_s() <= first.t_s)
-                .max_by(|a, b| a.1.t_s.total_cmp(&b.1.t_s).then(a.0.cmp(&b.0)))
-            {
-                spawn_of[s] = Some((k as u32, first.t_s - p.end_s()));
-            }
-            // Joining turn: the first root request starting at or after the sub-agent's end.
-            let end = st.iter().map(|r| r.end_s()).fold(last.end_s(), f64::max);
-            if let Some((k, j)) = root
-                .iter()
-                .enumerate()
-                .filter(|(_, j)| j.t_s >= end)
-                .min_by(|a, b| a.1.t_s.total_cmp(&b.1.t_s).then(a.0.cmp(&b.0)))
-            {
-                join_of[k].push((s as u32, st.len() as u32 - 1, j.t_s - last.end_s()));
-            }
-        }
-
+        let (spawn_of, join_of) = spawn_and_join(trace, &kept);
         let mut reqs: Vec<PlanReq> = Vec::with_capacity(order.len());
         for &(s, k) in &order {
             let r = req(s, k);
@@ -183,24 +222,7 @@ impl TreePlan {
             (Some(f), Some(max)) => (f.t_ns, max - f.t_ns),
             _ => (0, 0),
         };
-        let mut counts = vec![0u32; reqs.len() + 1];
-        for r in &reqs {
-            for &(p, _) in &r.preds {
-                counts[p as usize + 1] += 1;
-            }
-        }
-        for i in 1..counts.len() {
-            counts[i] += counts[i - 1];
-        }
-        let succ_at = counts.clone();
-        let mut succ = vec![0u32; *counts.last().unwrap_or(&0) as usize];
-        for (i, r) in reqs.iter().enumerate() {
-            for &(p, _) in &r.preds {
-                let at = &mut counts[p as usize];
-                succ[*at as usize] = i as u32;
-                *at += 1;
-            }
-        }
+        let (succ, succ_at) = successors_csr(&reqs);
         TreePlan {
             trace: trace_idx,
             reqs,
