@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::catalogue::Catalogue;
-use crate::engine::{Engine, EngineConfig, NewSeq};
+use crate::engine::{Engine, EngineConfig, NewSeq, StepResult};
+use crate::metrics::Metrics;
 use crate::roofline::step_time;
 use crate::server::App;
 
@@ -149,71 +150,85 @@ pub(crate) fn run(weak: Weak<App>, rx: std_mpsc::Receiver<EngineMsg>) {
             return;
         };
         let now_s = app.model_now();
-        let mut gone = Vec::new();
-        {
-            let mut m = app.metrics.lock().expect("metrics lock");
-            m.prefix_queries += res.prefix_queries;
-            m.prefix_hits += res.prefix_hits;
-            m.spec_drafts += res.drafts;
-            m.spec_draft_tokens += res.draft_tokens;
-            m.spec_accepted_tokens += res.accepted_tokens;
-            for (id, cached) in &res.admitted {
-                if let Some(l) = live.get_mut(id) {
-                    l.cached = *cached;
-                    // Admission happened at the start of this step.
-                    m.queue.observe((now_s - step_s - l.arrival_s).max(0.0));
-                }
-            }
-            for e in &res.emits {
-                let Some(l) = live.get_mut(&e.id) else {
-                    continue;
-                };
-                m.generation_tokens += u64::from(e.tokens);
-                match l.first_s {
-                    None => {
-                        l.first_s = Some(now_s);
-                        m.ttft.observe(now_s - l.arrival_s);
-                        // As vLLM: a request's whole prompt (cached part included) counts once,
-                        // when its prefill completes.
-                        m.prompt_tokens += u64::from(l.prompt_len);
-                    }
-                    Some(_) => {
-                        let gap = now_s - l.last_s;
-                        m.itl.observe(gap);
-                        m.tpot
-                            .observe_n(gap / f64::from(e.tokens), u64::from(e.tokens));
-                    }
-                }
-                l.last_s = now_s;
-                let sent = l.tx.send(TokenMsg {
-                    tokens: e.tokens,
-                    finished: e.finished,
-                    cached: l.cached,
-                    due: Some(due),
-                });
-                if e.finished {
-                    m.e2e.observe(now_s - l.arrival_s);
-                    match l.finish_reason {
-                        "stop" => m.success_stop += 1,
-                        _ => m.success_length += 1,
-                    }
-                    live.remove(&e.id);
-                } else if sent.is_err() {
-                    gone.push(e.id);
-                }
-            }
-            m.success_abort += std::mem::take(&mut aborts);
-            for id in gone {
-                engine.abort(id);
-                live.remove(&id);
-                m.success_abort += 1;
-            }
-            m.running = engine.num_running() as u64;
-            m.waiting = engine.num_waiting() as u64;
-            m.kv_usage = engine.kv().usage();
-            m.preemptions = engine.preemptions();
+        let mut m = app.metrics.lock().expect("metrics lock");
+        let state = (&mut engine, &mut live, &mut aborts);
+        publish_step(&mut m, state, &res, (now_s, step_s), due);
+    }
+}
+
+/// Sends step `res`'s tokens to their streams and records it in the server's metrics `m`
+/// (vLLM's counters and histograms): the engine, its live requests and the aborts not yet
+/// counted as `state`; `(now_s, step_s)` = model time now and this step's length, s; `due` = when
+/// the step's chunks are due and how late counts as late. A request whose stream is gone is
+/// aborted.
+fn publish_step(
+    m: &mut Metrics,
+    (engine, live, aborts): (&mut Engine, &mut HashMap<u64, Live>, &mut u64),
+    res: &StepResult,
+    (now_s, step_s): (f64, f64),
+    due: (Instant, Duration),
+) {
+    let mut gone = Vec::new();
+    m.prefix_queries += res.prefix_queries;
+    m.prefix_hits += res.prefix_hits;
+    m.spec_drafts += res.drafts;
+    m.spec_draft_tokens += res.draft_tokens;
+    m.spec_accepted_tokens += res.accepted_tokens;
+    for (id, cached) in &res.admitted {
+        if let Some(l) = live.get_mut(id) {
+            l.cached = *cached;
+            // Admission happened at the start of this step.
+            m.queue.observe((now_s - step_s - l.arrival_s).max(0.0));
         }
     }
+    for e in &res.emits {
+        let Some(l) = live.get_mut(&e.id) else {
+            continue;
+        };
+        m.generation_tokens += u64::from(e.tokens);
+        match l.first_s {
+            None => {
+                l.first_s = Some(now_s);
+                m.ttft.observe(now_s - l.arrival_s);
+                // As vLLM: a request's whole prompt (cached part included) counts once,
+                // when its prefill completes.
+                m.prompt_tokens += u64::from(l.prompt_len);
+            }
+            Some(_) => {
+                let gap = now_s - l.last_s;
+                m.itl.observe(gap);
+                m.tpot
+                    .observe_n(gap / f64::from(e.tokens), u64::from(e.tokens));
+            }
+        }
+        l.last_s = now_s;
+        let sent = l.tx.send(TokenMsg {
+            tokens: e.tokens,
+            finished: e.finished,
+            cached: l.cached,
+            due: Some(due),
+        });
+        if e.finished {
+            m.e2e.observe(now_s - l.arrival_s);
+            match l.finish_reason {
+                "stop" => m.success_stop += 1,
+                _ => m.success_length += 1,
+            }
+            live.remove(&e.id);
+        } else if sent.is_err() {
+            gone.push(e.id);
+        }
+    }
+    m.success_abort += std::mem::take(aborts);
+    for id in gone {
+        engine.abort(id);
+        live.remove(&id);
+        m.success_abort += 1;
+    }
+    m.running = engine.num_running() as u64;
+    m.waiting = engine.num_waiting() as u64;
+    m.kv_usage = engine.kv().usage();
+    m.preemptions = engine.preemptions();
 }
 
 fn accept(engine: &mut Engine, live: &mut HashMap<u64, Live>, aborts: &mut u64, m: EngineMsg) {
