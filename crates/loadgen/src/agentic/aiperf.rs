@@ -393,43 +393,11 @@ pub fn aiperf_summary(records: &[RequestRecord], info: &AiperfRunInfo) -> Value 
     put("total_osl", Some(scalar("tokens", sum_osl)));
     if let Some((start, end)) = window.filter(|(s, e)| e > s) {
         let d = (end - start) as f64 / NS_PER_S;
-        put("benchmark_duration", Some(scalar("sec", d)));
-        put("request_throughput", Some(scalar("requests/sec", ok / d)));
-        put(
-            "input_token_throughput",
-            Some(scalar("tokens/sec", sum_isl / d)),
-        );
-        put(
-            "output_token_throughput",
-            Some(scalar("tokens/sec", sum_osl / d)),
-        );
-        put(
-            "total_token_throughput",
-            Some(scalar("tokens/sec", (sum_isl + sum_osl) / d)),
-        );
-        let busy: f64 = prof
-            .iter()
-            .map(|r| r.end_ns.saturating_sub(r.sent_ns) as f64 / NS_PER_S)
-            .sum();
-        put("effective_concurrency", Some(scalar("requests", busy / d)));
+        for (k, v) in window_figures(&prof, ok, (sum_isl, sum_osl), d) {
+            put(k, Some(v));
+        }
     }
-    let (hit, total) = kept
-        .iter()
-        .filter_map(|r| r.agentic.as_ref())
-        .fold((0u64, 0u64), |(h, t), a| {
-            (h + u64::from(a.hit_blocks), t + u64::from(a.total_blocks))
-        });
-    if total > 0 {
-        put(
-            "theoretical_prefix_cache_hit",
-            Some(json!({
-                "unit": "%",
-                "avg": 100.0 * hit as f64 / total as f64,
-                "sum": hit,
-                "count": total,
-            })),
-        );
-    }
+    put("theoretical_prefix_cache_hit", prefix_hit(&kept));
     let overflow = prof.iter().filter(|r| is_context_overflow(r)).count() as f64;
     put("context_overflow_count", Some(scalar("requests", overflow)));
     let mismatch = kept
@@ -445,15 +413,7 @@ pub fn aiperf_summary(records: &[RequestRecord], info: &AiperfRunInfo) -> Value 
     put("start_time", window.and_then(|w| iso(w.0)).map(Value::from));
     put("end_time", window.and_then(|w| iso(w.1)).map(Value::from));
     put("was_cancelled", Some(Value::Bool(info.was_cancelled)));
-    let mut groups: BTreeMap<ErrorDetails, u64> = BTreeMap::new();
-    for d in prof.iter().filter_map(|r| error_details(r)) {
-        *groups.entry(d).or_default() += 1;
-    }
-    let summary: Vec<Value> = groups
-        .into_iter()
-        .map(|(d, n)| json!({"error_details": d, "count": n}))
-        .collect();
-    put("error_summary", Some(Value::Array(summary)));
+    put("error_summary", Some(error_summary(&prof)));
     let validity = scenario_validity(records, info.was_cancelled, &info.extra_invalid_reasons);
     put(
         "metadata",
@@ -469,6 +429,65 @@ pub fn aiperf_summary(records: &[RequestRecord], info: &AiperfRunInfo) -> Value 
         Some(json!({"name": "inferbench", "version": env!("CARGO_PKG_VERSION")})),
     );
     Value::Object(out)
+}
+
+/// The figures of [`aiperf_summary`] over the profile window of `d` seconds: its length,
+/// the request rate of `ok` successful requests, the token throughputs of `(Σ ISL, Σ OSL)`
+/// tokens, and `effective_concurrency` (Σ request time of the `prof` records / `d`).
+fn window_figures(
+    prof: &[&RequestRecord],
+    ok: f64,
+    (sum_isl, sum_osl): (f64, f64),
+    d: f64,
+) -> [(&'static str, Value); 6] {
+    let busy: f64 = prof
+        .iter()
+        .map(|r| r.end_ns.saturating_sub(r.sent_ns) as f64 / NS_PER_S)
+        .sum();
+    [
+        ("benchmark_duration", scalar("sec", d)),
+        ("request_throughput", scalar("requests/sec", ok / d)),
+        ("input_token_throughput", scalar("tokens/sec", sum_isl / d)),
+        ("output_token_throughput", scalar("tokens/sec", sum_osl / d)),
+        (
+            "total_token_throughput",
+            scalar("tokens/sec", (sum_isl + sum_osl) / d),
+        ),
+        ("effective_concurrency", scalar("requests", busy / d)),
+    ]
+}
+
+/// `theoretical_prefix_cache_hit` of the `kept` records: hit blocks (`sum`) of all prompt
+/// blocks (`count`), `avg` in %; `None` without agentic records.
+fn prefix_hit(kept: &[&RequestRecord]) -> Option<Value> {
+    let (hit, total) = kept
+        .iter()
+        .filter_map(|r| r.agentic.as_ref())
+        .fold((0u64, 0u64), |(h, t), a| {
+            (h + u64::from(a.hit_blocks), t + u64::from(a.total_blocks))
+        });
+    (total > 0).then(|| {
+        json!({
+            "unit": "%",
+            "avg": 100.0 * hit as f64 / total as f64,
+            "sum": hit,
+            "count": total,
+        })
+    })
+}
+
+/// `error_summary`: the failed `prof` records grouped by their error details, each with its
+/// count, in the details' order.
+fn error_summary(prof: &[&RequestRecord]) -> Value {
+    let mut groups: BTreeMap<ErrorDetails, u64> = BTreeMap::new();
+    for d in prof.iter().filter_map(|r| error_details(r)) {
+        *groups.entry(d).or_default() += 1;
+    }
+    let summary: Vec<Value> = groups
+        .into_iter()
+        .map(|(d, n)| json!({"error_details": d, "count": n}))
+        .collect();
+    Value::Array(summary)
 }
 
 /// The AIPerf `server_metrics_export.json` model (§4.4) of `snaps` over the profiling window
