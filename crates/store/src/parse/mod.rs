@@ -539,6 +539,25 @@ impl Lookup<'_> {
     }
 }
 
+/// `raw`, or `unknown` when a source gives nothing (what the normalizers store then).
+fn or_unknown(raw: &str) -> &str {
+    if raw.is_empty() {
+        "unknown"
+    } else {
+        raw
+    }
+}
+
+/// The KV-offload mode as stored: `off` for nothing, `none`, `off`, `false` or `0`; `on` for
+/// `on`, `true` or `1`; any other mode (`cpu`, `lmcache`, …) lower-cased as given.
+fn kv_offload(raw: &str) -> String {
+    match raw.trim().to_lowercase().as_str() {
+        "" | "none" | "off" | "false" | "0" => "off".to_string(),
+        "on" | "true" | "1" => "on".to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// Builds the config key from identity sources, recording unknown names.
 fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
     let mut note = |kind: &str, raw: &str, n: &normalize::Norm| {
@@ -553,11 +572,7 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
     // `runner` last: a matrix row's runner label (`cluster:b200-dgxc`) when nothing else names
     // the hardware (agentic points without an aggregate).
     let hw_raw = l.text(&["hw", "hardware", "runner_type", "RUNNER_TYPE", "runner"]);
-    let hw = normalize::hardware(if hw_raw.is_empty() {
-        "unknown"
-    } else {
-        &hw_raw
-    });
+    let hw = normalize::hardware(or_unknown(&hw_raw));
     note("hardware", &hw_raw, &hw);
     let prefix = l.text(&["infmax_model_prefix", "model_prefix", "MODEL_PREFIX"]);
     let model_raw = l.text(&["model", "model_id", "MODEL"]);
@@ -579,18 +594,10 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
         &model,
     );
     let fw_raw = l.text(&["framework", "FRAMEWORK"]);
-    let (fw, fw_disagg) = normalize::framework(if fw_raw.is_empty() {
-        "unknown"
-    } else {
-        &fw_raw
-    });
+    let (fw, fw_disagg) = normalize::framework(or_unknown(&fw_raw));
     note("framework", &fw_raw, &fw);
     let prec_raw = l.text(&["precision", "PRECISION"]);
-    let prec = normalize::precision(if prec_raw.is_empty() {
-        "unknown"
-    } else {
-        &prec_raw
-    });
+    let prec = normalize::precision(or_unknown(&prec_raw));
     note("precision", &prec_raw, &prec);
 
     let disagg = fw_disagg || l.flag(&["disagg", "DISAGG"]);
@@ -617,12 +624,7 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
         npg = tp * ep;
         ndg = tp * ep;
     }
-    let kv = l.text(&["offload_mode", "kv_offloading", "KV_OFFLOADING"]);
-    let kv = match kv.trim().to_lowercase().as_str() {
-        "" | "none" | "off" | "false" | "0" => "off".to_string(),
-        "on" | "true" | "1" => "on".to_string(),
-        other => other.to_string(),
-    };
+    let kv = kv_offload(&l.text(&["offload_mode", "kv_offloading", "KV_OFFLOADING"]));
     let scenario = l
         .text(&["scenario_type", "scenario", "SCENARIO_TYPE"])
         .to_lowercase();
