@@ -660,20 +660,7 @@ fn summarize_inner(
         .collect();
     let (src_server, src_tok) = metrics::token_source_counts(recs);
     let lag = metrics::schedule_lag_ms(recs);
-    // Requests the run cancelled (Ctrl-C/SIGTERM) are neither successes nor failures.
-    let cancelled = |phase: Phase| {
-        records
-            .iter()
-            .filter(|r| r.phase == phase && cancelled_by_run(r))
-            .count() as u64
-    };
-    let cancelled_by_user = cancelled(Phase::Profile);
-    let failed = totals.failed.saturating_sub(cancelled_by_user);
-    let n_prof = totals.completed + failed;
-    let mut errors_by_class = metrics::errors_by_class(recs);
-    errors_by_class.remove(ErrorClass::Cancelled.as_str());
-    let (warmup_errors_by_class, error_samples) = failure_classes(records);
-    let warmup_failed = warmup_errors_by_class.values().sum();
+    let f = Failures::of(records, &totals);
     let anomalous_requests = crate::anomaly::anomalous_requests(recs);
 
     RunSummary {
@@ -710,14 +697,10 @@ fn summarize_inner(
             schema_version: Extras::SCHEMA_VERSION,
             profile_window_ns: window.map(|(a, b)| [a, b]),
             warmups: (records.len() - prof.len()) as u64,
-            failed,
-            error_rate: if n_prof == 0 {
-                0.0
-            } else {
-                failed as f64 / n_prof as f64
-            },
-            cancelled_by_user,
-            errors_by_class,
+            failed: f.failed,
+            error_rate: f.error_rate,
+            cancelled_by_user: f.cancelled_by_user,
+            errors_by_class: f.errors_by_class,
             completion_tokens_source: [
                 ("server".to_string(), src_server),
                 ("tokenizer".to_string(), src_tok),
@@ -727,10 +710,10 @@ fn summarize_inner(
             interrupted: ctx.interrupted,
             stop_reason: ctx.stop_reason,
             requests_not_sent: ctx.requests_not_sent,
-            warmup_failed,
-            warmup_cancelled_by_user: cancelled(Phase::Warmup),
-            warmup_errors_by_class,
-            error_samples,
+            warmup_failed: f.warmup_failed,
+            warmup_cancelled_by_user: f.warmup_cancelled_by_user,
+            warmup_errors_by_class: f.warmup_errors_by_class,
+            error_samples: f.error_samples,
             anomalies: crate::anomaly::counts(recs),
             anomalous_requests,
             anomaly_rate: if totals.completed == 0 {
@@ -757,6 +740,59 @@ fn summarize_inner(
             power: None,
             invalid_reason: None,
         },
+    }
+}
+
+/// The failure counts of a run's summary. Requests the run cancelled (Ctrl-C/SIGTERM) are
+/// neither successes nor failures: they are counted apart.
+struct Failures {
+    /// Profile requests that failed (cancelled ones excluded).
+    failed: u64,
+    /// `failed` / (completed + `failed`); 0 when nothing was sent.
+    error_rate: f64,
+    /// Profile requests the run cancelled.
+    cancelled_by_user: u64,
+    /// Profile failures per error class (`cancelled` left out).
+    errors_by_class: BTreeMap<String, u64>,
+    /// Warmup requests that failed.
+    warmup_failed: u64,
+    /// Warmup requests the run cancelled.
+    warmup_cancelled_by_user: u64,
+    /// Warmup failures per error class.
+    warmup_errors_by_class: BTreeMap<String, u64>,
+    /// One error message per class.
+    error_samples: BTreeMap<String, String>,
+}
+
+impl Failures {
+    /// The counts of `records` (every phase), with `totals` their profile totals.
+    fn of(records: &[RequestRecord], totals: &metrics::Totals) -> Failures {
+        let cancelled = |phase: Phase| {
+            records
+                .iter()
+                .filter(|r| r.phase == phase && cancelled_by_run(r))
+                .count() as u64
+        };
+        let cancelled_by_user = cancelled(Phase::Profile);
+        let failed = totals.failed.saturating_sub(cancelled_by_user);
+        let n_prof = totals.completed + failed;
+        let mut errors_by_class = metrics::errors_by_class(records);
+        errors_by_class.remove(ErrorClass::Cancelled.as_str());
+        let (warmup_errors_by_class, error_samples) = failure_classes(records);
+        Failures {
+            failed,
+            error_rate: if n_prof == 0 {
+                0.0
+            } else {
+                failed as f64 / n_prof as f64
+            },
+            cancelled_by_user,
+            errors_by_class,
+            warmup_failed: warmup_errors_by_class.values().sum(),
+            warmup_cancelled_by_user: cancelled(Phase::Warmup),
+            warmup_errors_by_class,
+            error_samples,
+        }
     }
 }
 
