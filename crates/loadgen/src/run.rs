@@ -246,26 +246,8 @@ pub async fn run_bench(
         .records
         .iter()
         .any(|r| r.phase == Phase::Profile && r.success);
-    notes.extend(end_note(
-        end,
-        &opts,
-        n_warm,
-        unreachable_msg,
-        &first_failure,
-    ));
-    if !profile_ok {
-        // Trial 13: "results cover the finished requests" where none had finished.
-        if let Some(n) = notes.last_mut() {
-            if end == PhaseEnd::Cancelled {
-                *n = "interrupted before any request finished: nothing was measured".into();
-            } else if end == PhaseEnd::Unreachable {
-                *n = n.replace(
-                    "stopped early, results cover the finished requests",
-                    "nothing was measured",
-                );
-            }
-        }
-    }
+    let failure = (unreachable_msg, first_failure.as_str());
+    notes.extend(end_note(end, &opts, n_warm, failure, profile_ok));
     crate::power::drop_sampler_note(&mut notes, simulator, profile_ok);
     let ctx = summary_context(
         &opts,
@@ -735,22 +717,32 @@ fn invalid_reasons(
 }
 
 /// The note on a run that did not complete (`end`): the unreachable server (its first connect
-/// error `unreachable_msg`), the interruption, or every one of the `n_warm` warmups failing
-/// (the first failure's text `first_failure`). `None` for a completed run.
+/// error, the first of `failure`), the interruption, or every one of the `n_warm` warmups
+/// failing (the first failure's text, the second of `failure`). `None` for a completed run.
+/// Without a successful profile request (`measured` false) it says nothing was measured (trial
+/// 13: "results cover the finished requests" where none had finished).
 fn end_note(
     end: PhaseEnd,
     opts: &BenchOptions,
     n_warm: u64,
-    unreachable_msg: Option<String>,
-    first_failure: &str,
+    (unreachable_msg, first_failure): (Option<String>, &str),
+    measured: bool,
 ) -> Option<String> {
+    let covered = if measured {
+        "results cover the finished requests"
+    } else {
+        "nothing was measured"
+    };
     match end {
         PhaseEnd::Unreachable => Some(format!(
-            "server unreachable at {}: {}; stopped early, results cover the finished requests \
+            "server unreachable at {}: {}; stopped early, {covered} \
              (is the server running and listening there? check --base-url)",
             opts.base_url,
             unreachable_msg.unwrap_or_default()
         )),
+        PhaseEnd::Cancelled if !measured => {
+            Some("interrupted before any request finished: nothing was measured".into())
+        }
         PhaseEnd::Cancelled => Some("interrupted: results cover the finished requests".into()),
         PhaseEnd::Aborted => Some(format!(
             "every warmup request failed ({n_warm} of {n_warm}; first: {first_failure}): the \
