@@ -12,31 +12,13 @@ use serde::Serialize;
 use crate::db::Val;
 use crate::{schema, Store, StoreError};
 
-/// Integer-typed filterable columns.
-const INT_COLS: &[&str] = &[
-    "disagg",
-    "is_multinode",
-    "tp",
-    "pp",
-    "dcp",
-    "pcp",
-    "ep",
-    "dp_attention",
-    "prefill_tp",
-    "prefill_ep",
-    "prefill_dp_attention",
-    "prefill_num_workers",
-    "decode_tp",
-    "decode_ep",
-    "decode_dp_attention",
-    "decode_num_workers",
-    "num_prefill_gpu",
-    "num_decode_gpu",
-    "isl",
-    "osl",
-    "gpus",
-    "conc",
-];
+/// Whether the filterable column `k` holds integers: every config-key column but the text
+/// ones ([`schema::CONFIG_TEXT`]), and the point's `gpus` and `conc`.
+fn is_int_col(k: &str) -> bool {
+    (schema::CONFIG_KEY.contains(&k) && !schema::CONFIG_TEXT.contains(&k))
+        || k == "gpus"
+        || k == "conc"
+}
 
 /// Whether `v` is a calendar date written `YYYY-MM-DD` (2026-02-30 and 2026-13-01 are not):
 /// what `--since`, `--until` and the dashboard API's `since`/`until` take.
@@ -114,7 +96,7 @@ impl Filter {
             }
         };
         let vals: Vec<String> = v.split('|').map(canonical).collect();
-        if k != "date" && k != "batch" && INT_COLS.contains(&k.as_str()) {
+        if k != "date" && k != "batch" && is_int_col(k.as_str()) {
             for x in &vals {
                 let ok = x.parse::<i64>().is_ok() || matches!(x.as_str(), "true" | "false");
                 if !ok {
@@ -732,7 +714,7 @@ fn where_clause(filter: &Filter) -> (String, Vec<Val>) {
         let qs = vec!["?"; vals.len()].join(", ");
         sql.push_str(&format!(" AND {col} IN ({qs})"));
         for v in vals {
-            if INT_COLS.contains(&k.as_str()) {
+            if is_int_col(k) {
                 let i = match v.as_str() {
                     "true" => 1,
                     "false" => 0,
@@ -834,6 +816,44 @@ pub const NORTH_STAR_X: &str = "p90_e2e_norm_intvty";
 
 #[cfg(test)]
 mod tests {
+    /// The integer columns are the config key's non-text columns and the point's two counts.
+    #[test]
+    fn integer_columns() {
+        let ints: Vec<&str> = (Filter::columns().into_iter())
+            .filter(|c| is_int_col(c))
+            .collect();
+        assert_eq!(
+            ints,
+            [
+                "disagg",
+                "is_multinode",
+                "tp",
+                "pp",
+                "dcp",
+                "pcp",
+                "ep",
+                "dp_attention",
+                "prefill_tp",
+                "prefill_ep",
+                "prefill_dp_attention",
+                "prefill_num_workers",
+                "decode_tp",
+                "decode_ep",
+                "decode_dp_attention",
+                "decode_num_workers",
+                "num_prefill_gpu",
+                "num_decode_gpu",
+                "isl",
+                "osl",
+                "gpus",
+                "conc"
+            ]
+        );
+        assert!(crate::schema::CONFIG_TEXT
+            .iter()
+            .all(|c| crate::schema::CONFIG_KEY.contains(c)));
+    }
+
     /// `--since`/`--until`: real calendar dates only (trial 13: 2026-13-01 was accepted).
     #[test]
     fn calendar_days() {

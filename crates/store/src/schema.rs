@@ -37,6 +37,19 @@ pub const TABLES: &[&str] = &[
     "unknown_names",
 ];
 
+/// The text columns of [`CONFIG_KEY`]; the others hold integers (counts, sizes, 0/1 flags).
+pub const CONFIG_TEXT: &[&str] = &[
+    "model",
+    "model_prefix",
+    "hardware",
+    "framework",
+    "precision",
+    "spec_decoding",
+    "kv_offload",
+    "scenario",
+    "image",
+];
+
 /// The natural-key columns of `configs`, in key order. Every one is NOT NULL.
 pub const CONFIG_KEY: &[&str] = &[
     "model",
