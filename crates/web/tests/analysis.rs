@@ -82,14 +82,14 @@ async fn history_answers_report_history_at() {
     let (_d, db) = seeded();
     let (s, mut v) = get_json(&db, "/api/v1/history?at=50&model=dsr1").await;
     assert_eq!(s, StatusCode::OK, "{v}");
-    // Each value names its batch (the ingested file's path here, so it depends on the
+    // Each value names its batch (the ingested file's directory here, so it depends on the
     // checkout's place: compared by its end, then left out of the whole-body comparison).
     for g in v["groups"].as_array_mut().unwrap() {
         for (p, want) in g["points"]
             .as_array_mut()
             .unwrap()
             .iter_mut()
-            .zip(["imports/agg_bmk.json", "repeats/agg_bmk_rerun.json"])
+            .zip(["fixtures/imports", "fixtures/repeats"])
         {
             let batch = p.as_object_mut().unwrap().remove("batch").unwrap();
             assert!(batch.as_str().unwrap().ends_with(want), "{batch}");

@@ -293,7 +293,7 @@ fn compare_history_evals_models_and_tco_pages() {
     assert!(
         dom.contains(
             "<tr class=\"regression\"><td>dsr1 1024/1024 b200_sglang_fp4</td><td>2026-02-27</td>\
-             <td>agg_bmk_rerun.json</td><td>1620</td><td>1800</td><td>-10.0 %</td><td>REGRESSION</td></tr>"
+             <td>repeats</td><td>1620</td><td>1800</td><td>-10.0 %</td><td>REGRESSION</td></tr>"
         ),
         "{dom}"
     );
