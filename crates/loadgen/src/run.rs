@@ -64,7 +64,9 @@ pub struct BenchOutcome {
 }
 
 /// Consecutive `connect` failures after which the server is declared unreachable
-/// (at least this many, or the concurrency cap if larger).
+/// (at least this many, or the concurrency cap if larger). Only an answer from the server (a
+/// success, an HTTP error status, a malformed body) breaks the streak; cut or timed-out
+/// streams do not.
 const BREAKER_MIN: u64 = 32;
 
 /// Stops the run when the server is clearly gone: a streak of connect failures.
@@ -103,8 +105,18 @@ impl Breaker {
                 }
             }
         } else if rec.error_class != Some(ErrorClass::Cancelled) {
-            self.streak.store(0, Ordering::Relaxed);
             self.responded.store(true, Ordering::Relaxed);
+            // Only an answer proves the server alive: a stream cut off or timed out is what
+            // the requests in flight when it died end as (a streak reset by each of them
+            // let a dead server's run make 58–63 connect failures instead of ≤ 48).
+            if rec.success
+                || matches!(
+                    rec.error_class,
+                    Some(ErrorClass::HttpStatus | ErrorClass::Malformed)
+                )
+            {
+                self.streak.store(0, Ordering::Relaxed);
+            }
         }
     }
     fn tripped(&self) -> bool {
