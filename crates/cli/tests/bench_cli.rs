@@ -629,3 +629,38 @@ fn log_lines_off_a_terminal_have_no_colour_codes() {
     assert!(err.contains(" DEBUG "), "{err}");
     assert!(!err.contains('\x1b'), "{err:?}");
 }
+
+/// Trial 16: a server that accepts connections and never answers gets a hint while the warmup
+/// waits (here after 1 s instead of 30 s), once; `--request-timeout` then fails the warmup.
+#[test]
+fn a_silent_server_gets_a_hint_during_the_warmup() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Accepts and holds every connection, reading nothing and answering nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &format!("http://{addr}"),
+            "--model",
+            "m",
+        ])
+        .args(["--random-input-len", "8", "--random-output-len", "4"])
+        .args(["--num-prompts", "2", "--num-warmups", "1"])
+        .args(["--request-timeout", "6", "--progress", "plain"])
+        .env("INFERBENCH_STALL_HINT_S", "1")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let hint = "warmup: no request has finished after 1 s: is the server still loading its model, \
+                or stuck (it accepted the connections but has answered nothing)?";
+    assert_eq!(err.matches(hint).count(), 1, "{err}");
+    assert_ne!(o.status.code(), Some(0), "{err}");
+}

@@ -316,6 +316,24 @@ fn bench_db_stores_the_point_with_its_identity() {
             result_dir.canonicalize().unwrap().display()
         )
     );
+    // Trial 16: an incomplete identity is said once, before the run, not again by the
+    // ingest after it; and a second run into the same directory keeps the first's file.
+    let files = |d: &std::path::Path| {
+        (std::fs::read_dir(d).unwrap().flatten())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .count()
+    };
+    let before = files(&result_dir);
+    let (_, text) = bench(
+        &sim,
+        &["--db", db, "--result-dir", result_dir.to_str().unwrap()],
+    );
+    assert_eq!(text.matches("stored as `unknown`").count(), 1, "{text}");
+    assert!(
+        text.contains("--db without hw, framework, precision: stored as `unknown`"),
+        "{text}"
+    );
+    assert_eq!(files(&result_dir), before + 1, "{text}");
     // --set without --db is refused (it would do nothing).
     let o = Command::new(BIN)
         .args(["bench", "--model", "m", "--set", "hw=h100"])
@@ -560,14 +578,15 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
     assert!(t.starts_with("ingested 1 point(s) from 1 source(s)"), "{t}");
     let o = Command::new(BIN)
         .args(["report", "--db", db.to_str().unwrap(), "--format", "csv"])
-        .args(["--columns", "isl,osl,conc,valid,frontier"])
+        .args(["--columns", "isl,osl,conc,valid,frontier,error"])
         .output()
         .unwrap();
     let csv = String::from_utf8_lossy(&o.stdout).into_owned();
-    // The whole run (ISL 256 / OSL 8, conc 4) is valid and on its frontier; the cut one is not.
+    // The whole run (ISL 256 / OSL 8, conc 4) is valid and on its frontier; the cut one is not,
+    // and says why (trial 16: its `error` was empty).
     assert_eq!(
         csv,
-        "isl,osl,conc,valid,frontier\n256,64,1,false,invalid\n256,8,4,true,*\n",
+        "isl,osl,conc,valid,frontier,error\n256,64,1,false,invalid,invalid: cut short: interrupted\n256,8,4,true,*,\n",
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

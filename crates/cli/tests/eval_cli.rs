@@ -168,7 +168,8 @@ fn without_data_dir_gsm8k_is_downloaded_checked_and_cached() {
     assert_eq!(code, Some(2), "{text}");
     assert!(
         text.contains("GSM8K data: no --data-dir given and the download of http://127.0.0.1:9/data/test.jsonl failed (")
-            && text.contains("Offline? Pass --data-dir DIR holding test.jsonl and train.jsonl"),
+            && text.contains("Offline? Pass --data-dir DIR holding test.jsonl and train.jsonl")
+            && !text.contains("--eval-data-dir"),
         "{text}"
     );
     // Nothing left behind by the failed download (trial 8: an empty cache directory).
@@ -249,4 +250,43 @@ fn without_data_dir_gsm8k_is_downloaded_checked_and_cached() {
     let text =
         String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
     assert!(text.contains("strict-match 1.0000"), "{text}");
+}
+
+/// Trial 16: `eval --data-dir DIR` with the published files fills the download cache, so the
+/// next run without it works offline.
+#[test]
+fn a_given_data_dir_fills_the_cache() {
+    let Some(data) = inferbench_testutil::shared_dir(env!("CARGO_MANIFEST_DIR"), "data/gsm8k")
+    else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let url = replay("#### 18");
+    let eval = |data_dir: Option<&Path>| {
+        let mut c = Command::new(BIN);
+        c.args(["eval", "gsm8k", "--base-url", &url, "--model", "m"])
+            .args(["--backend", "openai", "--limit", "1", "--result-dir"])
+            .arg(tmp.path().join("out"))
+            .env("INFERBENCH_CACHE_DIR", tmp.path().join("cache"))
+            .env("INFERBENCH_GSM8K_URL", "http://127.0.0.1:9/offline");
+        if let Some(d) = data_dir {
+            c.arg("--data-dir").arg(d);
+        }
+        let o = c.output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let text = eval(Some(&data));
+    assert!(text.contains("strict-match 1.0000"), "{text}");
+    for f in ["test.jsonl", "train.jsonl"] {
+        assert_eq!(
+            std::fs::read(tmp.path().join("cache/gsm8k").join(f)).unwrap(),
+            std::fs::read(data.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let text = eval(None);
+    assert!(
+        text.contains("strict-match 1.0000"),
+        "offline, from the cache: {text}"
+    );
 }

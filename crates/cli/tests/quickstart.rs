@@ -125,6 +125,15 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
         "{standalone}"
     );
     assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
+    // Trial 16: --fast's coarse curve can cross itself; the table says not to read it.
+    let flat = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains(
+            "--fast: a smoke run (2 prompt(s) per unit of concurrency, 4 points), so each figure \
+             rests on few requests and the curve can cross itself"
+        ),
+        "{stdout}"
+    );
     // All four stored; a point whose sim was starved of CPU on a loaded host is stored as
     // invalid and says so in a note (the load generator's own check, not this test's).
     assert!(

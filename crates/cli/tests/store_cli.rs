@@ -106,9 +106,17 @@ fn store_cli_sqlite_and_postgres_reports_identical() {
     let db = t.0.join("a.db").display().to_string();
     let fx = fixtures().display().to_string();
     let o = run(&["ingest", &fx, "--db", &db]);
-    // The corrupt fixture is skipped → exit 1, everything else stored.
+    // The corrupt fixture is skipped → exit 1, everything else stored; the skip is an error
+    // line on stderr (trial 16: on stdout, unprefixed).
     assert_eq!(o.status.code(), Some(1));
     let text = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!text.contains("skipped"), "{text}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error: skipped ") && l.contains("corrupt")),
+        "{err}"
+    );
     assert!(text.contains("from 7 source(s)"), "{text}");
     assert!(text.contains("hardware: tpu-v9"), "{text}");
     let lite = reports(&db);
@@ -573,8 +581,8 @@ fn store_cli_empty_database_report_and_plot_agree() {
     let o = run(&["db", "migrate", "--db", &db]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let want = format!(
-        "error: no runs in {db} — run `inferbench quickstart` or `inferbench ingest PATH --db \
-         {db}` (or `inferbench bench … --db {db}`) first\n"
+        "error: no runs in {db} — run `inferbench quickstart --db {db}` or `inferbench ingest \
+         PATH --db {db}` (or `inferbench bench … --db {db}`) first\n"
     );
     let png = t.0.join("x.png").display().to_string();
     for args in [
@@ -594,6 +602,40 @@ fn store_cli_empty_database_report_and_plot_agree() {
         let h = h.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(h.contains("a database with no runs yet"), "{cmd}: {h}");
     }
+}
+
+/// Trial 16: a 0-byte database file (an empty SQLite database) gets the commands that fill it,
+/// each with its `--db`, from `report`; `db status` says so instead of "no such table"; `db
+/// status` on a missing file creates none.
+#[test]
+fn store_cli_zero_byte_database_names_the_commands_with_its_db() {
+    let t = Tmp::new("zero");
+    let db = t.0.join("z.db").display().to_string();
+    std::fs::write(&db, b"").unwrap();
+    let o = run(&["report", "--db", &db]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: `{db}` holds no inferbench tables (an empty database): fill it with \
+             `inferbench quickstart --db {db}` or `inferbench ingest PATH --db {db}`, or create \
+             the tables with `inferbench db migrate --db {db}`\n"
+        )
+    );
+    let status = stdout_ok(&["db", "status", "--db", &db]);
+    assert!(
+        status.starts_with(&format!(
+            "{db}: schema version 0\n`{db}` holds no inferbench tables"
+        )),
+        "{status}"
+    );
+    assert!(!status.contains("rows per table"), "{status}");
+    let missing = t.0.join("missing.db").display().to_string();
+    let o = run(&["db", "status", "--db", &missing]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .starts_with(&format!("error: no database at `{missing}` yet")));
+    assert!(!Path::new(&missing).exists());
 }
 
 /// Issue 9: `ingest --inferencex-dump DIR` imports InferenceX's JSON dump (the store's test

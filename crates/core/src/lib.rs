@@ -16,6 +16,7 @@ pub mod record;
 pub mod registry;
 pub mod server_metrics;
 pub mod summary;
+pub mod text;
 
 pub use anomaly::Anomaly;
 pub use exit::ExitStatus;

@@ -123,6 +123,7 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
             a.data_dir.as_deref(),
             &gsm8k::cache_dir(),
             &gsm8k::source_url(),
+            "--data-dir",
         )?,
         limit: a.limit,
         num_fewshot: a.num_fewshot,

@@ -25,11 +25,23 @@ use serde::{Deserialize, Serialize};
 pub enum EvalError {
     /// The data directory lacks a split file.
     #[error(
-        "GSM8K data not found: {0} is missing. --data-dir must name a directory holding \
-         test.jsonl and train.jsonl (openai/grade-school-math, or the openai/gsm8k `main` \
-         config); without --data-dir the files are downloaded once into the cache"
+        "GSM8K data not found: {0} is missing. The data directory must hold test.jsonl and \
+         train.jsonl (openai/grade-school-math, or the openai/gsm8k `main` config); without \
+         one the files are downloaded once into the cache"
     )]
     Missing(PathBuf),
+    /// The data directory given with `flag` lacks a split file (`path`).
+    #[error(
+        "{flag}: GSM8K data not found: {path} is missing; the directory must hold test.jsonl \
+         and train.jsonl (openai/grade-school-math, or the openai/gsm8k `main` config); without \
+         {flag} the files are downloaded once into the cache"
+    )]
+    NotInGiven {
+        /// The caller's flag (`--data-dir`, a sweep's `--eval-data-dir`).
+        flag: &'static str,
+        /// The missing file.
+        path: PathBuf,
+    },
     /// A line of a split file is not `{"question": …, "answer": …}`.
     #[error("{file}:{line}: {msg}")]
     BadLine {
@@ -46,13 +58,16 @@ pub enum EvalError {
     /// The client could not be built (bad URL, …).
     #[error("{0}")]
     Client(String),
-    /// No `--data-dir`, nothing cached, and the download failed.
+    /// No data directory given (`flag`), nothing cached, and the download failed.
     #[error(
-        "GSM8K data: no --data-dir given and the download of {url} failed ({why}). Offline? \
-         Pass --data-dir DIR holding test.jsonl and train.jsonl (openai/grade-school-math, or \
-         the openai/gsm8k `main` config), or set INFERBENCH_GSM8K_URL to a mirror"
+        "GSM8K data: no {flag} given and the download of {url} failed ({why}). Offline? \
+         Pass {flag} DIR holding test.jsonl and train.jsonl (openai/grade-school-math, or \
+         the openai/gsm8k `main` config; it also fills the cache), or set \
+         INFERBENCH_GSM8K_URL to a mirror"
     )]
     Download {
+        /// The caller's flag for a data directory (`--data-dir`, a sweep's `--eval-data-dir`).
+        flag: &'static str,
         /// What was fetched.
         url: String,
         /// Why it failed.
@@ -109,26 +124,49 @@ pub fn source_url() -> String {
         .unwrap_or_else(|| SOURCE_URL.to_string())
 }
 
-/// The directory to read GSM8K from: `given` as it is (checked by [`load_split`]); else
-/// `cache` (normally [`cache_dir`]) when both files are there with the published checksums; else both files downloaded
-/// from `source` (normally [`source_url`]) into the cache (checksums verified, written
-/// atomically). Blocking: call it off the async runtime's threads.
+/// The directory to read GSM8K from: `given` as it is (checked by [`load_split`]; when it
+/// holds both files with the published checksums and the cache does not, they are also copied
+/// into the cache, so that a later run without it works offline: trial 16); else `cache`
+/// (normally [`cache_dir`]) when both files are there with the published checksums; else both
+/// files downloaded from `source` (normally [`source_url`]) into the cache (checksums
+/// verified, written atomically). `flag` is the caller's flag for `given` (`--data-dir`, a
+/// sweep's `--eval-data-dir`), named in errors. Blocking: call it off the async runtime's
+/// threads.
 ///
 /// Errors: [`EvalError::Download`] when the download fails (offline, a proxy, a bad mirror)
-/// or a checksum differs, naming the URL and `--data-dir` as the way around.
+/// or a checksum differs, naming the URL and `flag` as the way around.
 pub fn resolve_data_dir(
     given: Option<&Path>,
     cache: &Path,
     source: &str,
+    flag: &'static str,
 ) -> Result<PathBuf, EvalError> {
+    let published = |dir: &Path| {
+        (SHA256.iter())
+            .map(|(f, sum)| {
+                std::fs::read(dir.join(f))
+                    .ok()
+                    .filter(|b| sha256_hex(b) == *sum)
+            })
+            .collect::<Option<Vec<Vec<u8>>>>()
+    };
     if let Some(d) = given {
+        if let Some(f) = (SHA256.iter()).find(|(f, _)| !d.join(f).is_file()) {
+            return Err(EvalError::NotInGiven {
+                flag,
+                path: d.join(f.0),
+            });
+        }
+        if published(cache).is_none() {
+            if let Some(bodies) = published(d) {
+                // Best effort: a cache that cannot be written only means no offline reuse.
+                let _ = write_cache(cache, SHA256.iter().map(|(f, _)| *f).zip(bodies));
+            }
+        }
         return Ok(d.to_path_buf());
     }
     let dir = cache.to_path_buf();
-    let cached = SHA256
-        .iter()
-        .all(|(f, sum)| std::fs::read(dir.join(f)).is_ok_and(|b| sha256_hex(&b) == *sum));
-    if cached {
+    if published(&dir).is_some() {
         return Ok(dir);
     }
     let base = source;
@@ -142,6 +180,7 @@ pub fn resolve_data_dir(
     for (f, sum) in SHA256 {
         let url = format!("{}/{f}", base.trim_end_matches('/'));
         let fail = |why: String| EvalError::Download {
+            flag,
             url: url.clone(),
             why,
         };
@@ -160,14 +199,24 @@ pub fn resolve_data_dir(
         }
         bodies.push((f, body));
     }
-    std::fs::create_dir_all(&dir).map_err(|e| EvalError::Io(dir.clone(), e))?;
-    for (f, body) in bodies {
+    write_cache(&dir, bodies)?;
+    Ok(dir)
+}
+
+/// Writes the split files `(name, body)` into the cache directory `dir` (created), each
+/// atomically (`<name>.part`, then renamed).
+fn write_cache<'a>(
+    dir: &Path,
+    files: impl IntoIterator<Item = (&'a str, Vec<u8>)>,
+) -> Result<(), EvalError> {
+    std::fs::create_dir_all(dir).map_err(|e| EvalError::Io(dir.to_path_buf(), e))?;
+    for (f, body) in files {
         let tmp = dir.join(format!("{f}.part"));
         std::fs::write(&tmp, &body)
             .and_then(|()| std::fs::rename(&tmp, dir.join(f)))
             .map_err(|e| EvalError::Io(dir.join(f), e))?;
     }
-    Ok(dir)
+    Ok(())
 }
 
 /// One GSM8K problem.

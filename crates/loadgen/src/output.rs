@@ -106,6 +106,47 @@ pub fn default_result_filename(opts: &BenchOptions, date: &str) -> String {
     )
 }
 
+/// `opts` with its result file named for good: with `--save-result` and no
+/// `--result-filename`, vLLM's default name for `date` ([`default_result_filename`]), or, when
+/// `--result-dir` already holds a file of that stem (a run started in the same second: the
+/// name has one-second resolution, trial 16 found the second run overwrote the first), the
+/// first free `<stem>-2.json`, `<stem>-3.json`, …. A name the user gave is kept (vLLM
+/// overwrites it too). Two processes starting in the same second into the same directory can
+/// still pick the same name.
+pub fn with_free_result_name(mut opts: BenchOptions, date: &str) -> BenchOptions {
+    if !opts.save_result || opts.result_filename.is_some() {
+        return opts;
+    }
+    let dir = opts
+        .result_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    let name = default_result_filename(&opts, date);
+    let stem = name.trim_end_matches(".json");
+    // Every name in the directory: a stem is taken by its result file or any side file
+    // (`<stem>.power.csv`, …).
+    let taken: Vec<String> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let used = |stem: &str| {
+        let dotted = format!("{stem}.");
+        taken.iter().any(|f| f.starts_with(&dotted))
+    };
+    if !used(stem) {
+        return opts;
+    }
+    let free = (2u32..)
+        .map(|n| format!("{stem}-{n}"))
+        .find(|s| !used(s))
+        .unwrap_or_else(|| stem.to_string());
+    opts.result_filename = Some(format!("{free}.json"));
+    opts
+}
+
 /// Where a point's side file `name` (`server_metrics.jsonl`, `power.csv`,
 /// `power_validation.json`) goes, or `None` without `--result-dir`. Beside a result file it is
 /// named after it, `<result stem>.<name>` (`r.json` → `r.server_metrics.jsonl`), so several
@@ -192,15 +233,8 @@ pub fn error_notes(s: &RunSummary) -> Vec<String> {
         .map(|(class, msg)| {
             let p = x.errors_by_class.get(class).copied().unwrap_or(0);
             let w = x.warmup_errors_by_class.get(class).copied().unwrap_or(0);
-            let mut m = msg.clone();
-            if m.len() > 300 {
-                let mut cut = 300;
-                while !m.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                m.truncate(cut);
-                m.push('…');
-            }
+            // One console line (trial 16: a proxy's HTML error page printed whole).
+            let m = inferbench_core::text::one_line(msg, 300);
             format!(
                 "errors: {class}: {} requests ({p} profile, {w} warmup), e.g. {m:?}",
                 p + w
@@ -478,6 +512,33 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(default_result_filename(&o, "d"), "openai-2.5qps-m-d.json");
+    }
+
+    /// Trial 16: a second run in the same second gets `<stem>-2.json`, not the first's file; a
+    /// side file alone takes its stem too; a name the user gave is kept.
+    #[test]
+    fn a_taken_default_name_gets_the_next_free_suffix() {
+        let dir = std::env::temp_dir().join(format!("ib-free-name-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let o = |name: Option<&str>| BenchOptions {
+            model: "m".into(),
+            save_result: true,
+            result_dir: Some(dir.clone()),
+            result_filename: name.map(str::to_string),
+            ..Default::default()
+        };
+        let name = |o: BenchOptions| {
+            with_free_result_name(o, "20261204-010203")
+                .result_filename
+                .unwrap_or_default()
+        };
+        assert_eq!(name(o(None)), "");
+        std::fs::write(dir.join("openai-infqps-m-20261204-010203.json"), "{}").unwrap();
+        assert_eq!(name(o(None)), "openai-infqps-m-20261204-010203-2.json");
+        std::fs::write(dir.join("openai-infqps-m-20261204-010203-2.power.csv"), "").unwrap();
+        assert_eq!(name(o(None)), "openai-infqps-m-20261204-010203-3.json");
+        assert_eq!(name(o(Some("r.json"))), "r.json");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -11,6 +11,28 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::options::ProgressMode;
 
+/// How long a phase may go without any finished request before [`stall_hint`] is printed:
+/// 30 s, or `INFERBENCH_STALL_HINT_S` seconds (for tests).
+fn stall_hint_after() -> Duration {
+    std::env::var("INFERBENCH_STALL_HINT_S")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map_or(Duration::from_secs(30), Duration::from_secs_f64)
+}
+
+/// The line printed once when phase `label` has finished no request `after` its start (trial
+/// 16: a server that accepts connections and never answers left the warmup waiting without a
+/// word). Worded as a question: long outputs on a slow server take a while too.
+pub fn stall_hint(label: &str, after: Duration) -> String {
+    format!(
+        "{label}: no request has finished after {} s: is the server still loading its model, \
+         or stuck (it accepted the connections but has answered nothing)? Ctrl-C stops and \
+         keeps what finished; --request-timeout fails a request that takes longer",
+        after.as_secs_f64()
+    )
+}
+
 /// Counters of the current phase.
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -147,10 +169,25 @@ impl Progress {
             };
             let mut interval = tokio::time::interval(tick);
             interval.tick().await;
+            let hint_after = stall_hint_after();
+            let hint_at = tokio::time::Instant::now() + hint_after;
+            let mut hinted = false;
             loop {
+                // The hint has its own wake-up: a plain display ticks only every 5 s.
                 let stopping = tokio::select! {
                     _ = &mut rx => true,
                     _ = interval.tick() => false,
+                    _ = tokio::time::sleep_until(hint_at), if !hinted => {
+                        hinted = true;
+                        if counters.done.load(Ordering::Relaxed) == 0 {
+                            let hint = stall_hint(label, hint_after);
+                            match &pb {
+                                Some(pb) => pb.println(hint),
+                                None => eprintln!("{hint}"),
+                            }
+                        }
+                        continue;
+                    }
                 };
                 let el = t0.elapsed().as_secs_f64();
                 let done = counters.done.load(Ordering::Relaxed);

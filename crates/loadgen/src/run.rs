@@ -218,6 +218,7 @@ pub async fn run_bench(
     let shared = shared_state(client, &prepared, tx, &cancel, opts.max_concurrency);
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    let opts = output::with_free_result_name(opts, &date);
     let mut notes = Vec::new();
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.
@@ -756,9 +757,11 @@ fn end_note(
             Some("interrupted before any request finished: nothing was measured".into())
         }
         PhaseEnd::Cancelled => Some("interrupted: results cover the finished requests".into()),
+        // One line of the server's answer (trial 16: a proxy's HTML page printed whole).
         PhaseEnd::Aborted => Some(format!(
-            "every warmup request failed ({n_warm} of {n_warm}; first: {first_failure}): the \
-             profile was not run; check --model, --endpoint and the server's log"
+            "every warmup request failed ({n_warm} of {n_warm}; first: {}): the profile was \
+             not run; check --model, --endpoint and the server's log",
+            inferbench_core::text::one_line(first_failure, 200)
         )),
         PhaseEnd::Completed => None,
     }

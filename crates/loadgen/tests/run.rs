@@ -462,6 +462,41 @@ async fn error_rate_gate_sets_exit_code() {
         "{:?}",
         out.notes
     );
+
+    // A proxy's HTML error page (trial 16: printed whole, over many lines) is one line of at
+    // most 200 characters in the note, and in the summary's error line.
+    let page = format!(
+        "<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n{}\n</body>\n</html>\n",
+        "<p>upstream gone</p>\n".repeat(40)
+    );
+    let html = ReplayCase {
+        status: 502,
+        headers: vec![("Content-Type".into(), "text/html".into())],
+        chunks: vec![(Duration::ZERO, page.into_bytes())],
+        end: ReplayEnd::Close,
+    };
+    let addr = spawn_replay(html).await.unwrap();
+    let o = BenchOptions {
+        max_concurrency: Some(2),
+        num_prompts: Some(10),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    let note = (out.notes.iter())
+        .find(|n| n.starts_with("every warmup request failed"))
+        .expect("the warmup note");
+    assert!(!note.contains('\n'), "{note}");
+    assert!(
+        note.contains(
+            "first: HTTP 502 Bad Gateway: <html> <head><title>502 Bad Gateway</title></head> \
+             <body> <p>upstream gone</p> <p>upstream gone</p>"
+        ),
+        "{note}"
+    );
+    assert!(note.contains("…): the profile was not run"), "{note}");
+    for line in inferbench_loadgen::output::error_notes(&out.summary) {
+        assert!(!line.contains('\n') && !line.contains("\\n"), "{line}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -170,16 +170,11 @@ pub async fn run_eval(
         settings.source_url.clone(),
     );
     let data_dir = tokio::task::spawn_blocking(move || {
-        gsm8k::resolve_data_dir(given.as_deref(), &cache, &source)
+        gsm8k::resolve_data_dir(given.as_deref(), &cache, &source, "--eval-data-dir")
     })
     .await
     .map_err(|e| fail(format!("GSM8K data: {e}")))?
-    .map_err(|e| {
-        fail(format!(
-            "{} (sweep: --eval-data-dir DIR, or --no-evals to run throughput points only)",
-            e
-        ))
-    })?;
+    .map_err(|e| fail(format!("{e} (or --no-evals to run throughput points only)")))?;
     let opts = EvalOptions {
         base_url: base_url.to_string(),
         model: spec.row.model.clone(),

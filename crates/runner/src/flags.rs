@@ -768,6 +768,21 @@ pub struct QuickstartFlags {
 }
 
 impl QuickstartFlags {
+    /// With `--fast`, the note under the table that its curve is not one to read (trial 16:
+    /// with 2 prompts per unit of concurrency, conc 64 beat conc 16 in interactivity); `plan`
+    /// is [`QuickstartFlags::plan`]'s sweep.
+    pub fn fast_note(&self, plan: &SimSweep) -> Option<String> {
+        self.fast.then(|| {
+            format!(
+                "--fast: a smoke run ({} prompt(s) per unit of concurrency, {} points), so each \
+                 figure rests on few requests and the curve can cross itself (a higher conc \
+                 showing a higher interactivity); read the curve of a run without --fast",
+                plan.prompts_per_conc,
+                plan.concurrency.len()
+            )
+        })
+    }
+
     /// The fixed-length sweep the flags ask for, checked: positive concurrencies, lengths and
     /// prompt counts, a `.svg`/`.png` chart, ISL + OSL within the simulated model's context.
     pub fn plan(&self) -> anyhow::Result<SimSweep> {

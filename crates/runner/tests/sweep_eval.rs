@@ -272,9 +272,10 @@ async fn an_eval_without_data_fails_alone_and_says_what_to_pass() {
     );
     let cause = p[1].cause.as_deref().unwrap();
     assert!(
-        cause.starts_with("GSM8K data: no --data-dir given and the download of http://127.0.0.1:9/gsm8k/test.jsonl failed (")
-            && cause.contains("Offline? Pass --data-dir DIR")
-            && cause.ends_with("(sweep: --eval-data-dir DIR, or --no-evals to run throughput points only)"),
+        cause.starts_with("GSM8K data: no --eval-data-dir given and the download of http://127.0.0.1:9/gsm8k/test.jsonl failed (")
+            && cause.contains("Offline? Pass --eval-data-dir DIR")
+            && !cause.contains("--data-dir DIR")
+            && cause.ends_with("(or --no-evals to run throughput points only)"),
         "{cause}"
     );
     // A server that refuses every request: the eval fails with the first cause.

@@ -69,18 +69,25 @@ pub fn workloads(rows: &[PointRow]) -> Vec<String> {
 /// 8k/1k points compared as one), or the sides are of different workloads while neither side's
 /// filters name one (`model`, `isl`, `osl`, `scenario`), which would compare across them by
 /// accident.
+/// `how` is the syntax the caller's shared filters take, which the advice quotes (trial 16:
+/// the HTTP API's error quoted the CLI's `-f`).
 pub fn pooled_workloads(
     a: &[PointRow],
     b: &[PointRow],
     spec_a: &str,
     spec_b: &str,
+    how: FilterSyntax,
 ) -> Option<String> {
+    let (one, scenario) = match how {
+        FilterSyntax::Cli => ("-f model=… -f isl=… -f osl=…", "-f scenario=…"),
+        FilterSyntax::Query => ("&model=…&isl=…&osl=…", "&scenario=…"),
+    };
     for (name, spec, rows) in [("A", spec_a, a), ("B", spec_b, b)] {
         let w = workloads(rows);
         if w.len() > 1 {
             return Some(format!(
                 "side {name} ({spec}) pools points of {} workloads ({}): compare one, e.g. \
-                 `-f model=… -f isl=… -f osl=…` or `-f scenario=…`",
+                 `{one}` or `{scenario}`",
                 w.len(),
                 w.join(", ")
             ));
@@ -95,12 +102,21 @@ pub fn pooled_workloads(
     let (wa, wb) = (workloads(a), workloads(b));
     if !wa.is_empty() && !wb.is_empty() && wa != wb && !names(spec_a) && !names(spec_b) {
         return Some(format!(
-            "A is {} and B is {}: compare one workload (`-f model=… -f isl=… -f osl=…`), or \
-             name it in the sides (`model=…,isl=…`) to compare across them on purpose",
+            "A is {} and B is {}: compare one workload (`{one}`), or name it in the sides \
+             (`model=…,isl=…`) to compare across them on purpose",
             wa[0], wb[0]
         ));
     }
     None
+}
+
+/// How a caller writes the filters both sides share, for advice in messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterSyntax {
+    /// `inferbench compare`'s repeatable `-f KEY=VALUE`.
+    Cli,
+    /// The HTTP API's query parameters beside `a` and `b` (`/api/compare?a=…&b=…&model=…`).
+    Query,
 }
 
 /// One line of a comparison.

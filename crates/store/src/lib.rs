@@ -52,6 +52,9 @@ pub enum StoreError {
     /// `--db` is not a usable path or `postgres://` URL.
     #[error("bad database location `{0}`: {1}")]
     BadUrl(String, String),
+    /// The PostgreSQL server of a well-formed URL could not be reached or refused the login.
+    #[error("cannot connect to the PostgreSQL server of `{0}`: {1} (is it running, and are the host, port, user, password and database in the URL right?)")]
+    Unreachable(String, String),
     /// A read-only command found no SQLite file at `--db` (trial 9: "bad database location …
     /// no such database file" read as a malformed path).
     #[error("no database at `{0}` yet: run `inferbench quickstart --db {0}`, or store results first (`inferbench ingest PATH --db {0}`, `inferbench bench … --db {0}`)")]
@@ -64,11 +67,17 @@ pub enum StoreError {
         /// Newest version known here.
         supported: i64,
     },
+    /// A read-only command found a database without inferbench's tables (schema version 0:
+    /// an empty file, or a database of something else).
+    #[error("`{0}` holds no inferbench tables (an empty database): fill it with `inferbench quickstart --db {0}` or `inferbench ingest PATH --db {0}`, or create the tables with `inferbench db migrate --db {0}`")]
+    EmptyDatabase(String),
     /// The database has not been migrated.
     #[error(
-        "database schema is at version {found}, expected {expected}: run `inferbench db migrate`"
+        "database `{location}`: schema version {found}, expected {expected}: run `inferbench db migrate --db {location}`"
     )]
     NotMigrated {
+        /// The database, any password as `***`.
+        location: String,
         /// Version found.
         found: i64,
         /// Version required.
@@ -95,6 +104,10 @@ pub struct IngestOptions {
     /// `job.json` `sweep_id`, an artifact directory's parent, else the result file's directory
     /// as [`IngestOptions::result_batch`] resolves it): `ingest --batch`.
     pub batch: Option<String>,
+    /// The caller has already said which identity fields will be stored as `unknown`
+    /// ([`IngestOptions::missing_identity_note`], `bench --db` before its run): the printed
+    /// report leaves that line out (trial 16: said twice, on stderr and stdout).
+    pub missing_noted: bool,
 }
 
 impl IngestOptions {
@@ -221,7 +234,17 @@ impl IngestReport {
             && self.unfinished.is_empty()
     }
 
-    /// A human-readable multi-line summary (what `inferbench ingest` prints).
+    /// The units that could not be ingested, one `error: skipped PATH: REASON` line each (what
+    /// `inferbench ingest` prints on stderr: they make it exit 1; trial 16 found them on stdout
+    /// without a prefix). Empty when nothing was skipped.
+    pub fn render_skipped(&self) -> String {
+        (self.skipped.iter())
+            .map(|k| format!("error: skipped {}: {}\n", k.path, k.reason))
+            .collect()
+    }
+
+    /// A human-readable multi-line summary (what `inferbench ingest` prints on stdout; the
+    /// skipped units apart, [`IngestReport::render_skipped`]).
     pub fn render(&self) -> String {
         let records = if self.requests == 0 && self.from_dump {
             "no request records (a dump has none)".to_string()
@@ -280,9 +303,6 @@ impl IngestReport {
                 self.batches.len()
             )
         };
-        for k in &self.skipped {
-            s.push_str(&format!("skipped {}: {}\n", k.path, k.reason));
-        }
         // Trial 13: a value the files do not give at all is missing, not an unknown name.
         let (missing, unknown): (Vec<_>, Vec<_>) =
             self.unknown.iter().partition(|(_, name)| name == "unknown");
@@ -372,8 +392,14 @@ impl Store {
     pub fn open(location: &str) -> Result<Store, StoreError> {
         let conn = if location.starts_with("postgres://") || location.starts_with("postgresql://") {
             let (url, schema) = split_schema(location)?;
-            let mut c = postgres::Client::connect(&url, postgres::NoTls).map_err(|e| {
+            // A URL that does not parse is a bad location; one that parses but whose server
+            // does not answer or refuses the login is not (trial 16: "bad database location"
+            // for a PostgreSQL that was simply not running).
+            let config: postgres::Config = url.parse().map_err(|e: postgres::Error| {
                 StoreError::BadUrl(redact(location), inferbench_core::error_chain(&e))
+            })?;
+            let mut c = config.connect(postgres::NoTls).map_err(|e| {
+                StoreError::Unreachable(redact(location), inferbench_core::error_chain(&e))
             })?;
             c.batch_execute("SET client_min_messages = warning")
                 .map_err(db::pg_err)?;
@@ -477,7 +503,11 @@ impl Store {
                     supported: schema::latest_version(),
                 });
             }
+            if v == 0 {
+                return Err(StoreError::EmptyDatabase(self.location.clone()));
+            }
             return Err(StoreError::NotMigrated {
+                location: self.location.clone(),
                 found: v,
                 expected: schema::latest_version(),
             });
@@ -983,6 +1013,7 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
     vals.push(pt.error.clone().into());
     vals.push(metrics_json(m).into());
     vals.push(Val::Int(i64::from(pt.valid)));
+    vals.push(pt.invalid_reason.clone().into());
     let cols_upd = [
         "date",
         "num_prompts",
@@ -993,7 +1024,7 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
     ]
     .iter()
     .chain(schema::POINT_METRICS.iter())
-    .chain(["error", "metrics", "valid"].iter())
+    .chain(["error", "metrics", "valid", "invalid_reason"].iter())
     .copied()
     .collect::<Vec<_>>();
     (cols_upd, vals)
@@ -1100,6 +1131,32 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 16: a PostgreSQL that does not answer is not a "bad database location"; a URL
+    /// that does not parse is. Both hide the password.
+    #[test]
+    fn an_unreachable_postgres_reads_apart_from_a_bad_url() {
+        let err = |url: &str| {
+            Store::open(url)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let e = err("postgres://u:secret@127.0.0.1:1/db");
+        assert!(
+            e.starts_with(
+                "cannot connect to the PostgreSQL server of `postgres://u:***@127.0.0.1:1/db`: "
+            ),
+            "{e}"
+        );
+        assert!(e.ends_with("(is it running, and are the host, port, user, password and database in the URL right?)"), "{e}");
+        let e = err("postgres://u:secret@127.0.0.1:notaport/db");
+        assert!(
+            e.starts_with("bad database location `postgres://u:***@127.0.0.1:notaport/db`: "),
+            "{e}"
+        );
+        assert!(!e.contains("secret"), "{e}");
+    }
 
     /// Trial 13: a value the files do not give (stored as `unknown`) is called missing, not an
     /// unknown name, and no developer advice is given.

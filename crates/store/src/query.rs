@@ -72,9 +72,15 @@ impl Filter {
             _ => k,
         };
         if !Self::columns().contains(&k.as_str()) {
+            // Trial 16: `-f framwork=vllm` named every key but not the one meant.
+            let aliases = ["hw", "spec", "dpa", "dp_attn"];
+            let hint =
+                inferbench_core::text::closest(&k, Self::columns().iter().copied().chain(aliases))
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
             return Err(StoreError::Other(format!(
-                "filter `{spec}`: unknown key `{k}` (known: {}; aliases: hw = hardware, spec = \
-                 spec_decoding, dpa and dp_attn = dp_attention)",
+                "filter `{spec}`: unknown key `{k}`{hint}; known: {}; aliases: hw = hardware, \
+                 spec = spec_decoding, dpa and dp_attn = dp_attention",
                 Self::columns().join(", ")
             )));
         }
@@ -171,6 +177,10 @@ pub struct PointRow {
     /// or cut short, `submission_valid: false`): drawn and listed, never on a frontier unless
     /// asked ([`mark_frontier_with`]).
     pub valid: bool,
+    /// Why the point is invalid (`valid` false): `cut short: interrupted`, an AgentX replay's
+    /// reasons, the producer's own; `None` for a valid point or one stored before the
+    /// reason was kept (schema version 4).
+    pub invalid_reason: Option<String>,
     /// Hot metrics plus derived cost/power metrics (see [`derived_names`]); missing = unknown.
     pub metrics: BTreeMap<String, f64>,
     /// True when on its group's Pareto frontier (set by [`mark_frontier`]).
@@ -597,7 +607,7 @@ impl Store {
             "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.disagg, c.tp, c.pp,
                     c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
-                    p.valid, p.completed, p.failed{hot}{extra}, p.id, p.run_id
+                    p.valid, p.completed, p.failed{hot}{extra}, p.invalid_reason, p.id, p.run_id
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         let (where_sql, params) = where_clause(filter);
@@ -659,6 +669,7 @@ impl Store {
                 source_kind: s(21),
                 error: r[22].as_str().map(String::from),
                 valid: r[23].as_i64().unwrap_or(1) != 0,
+                invalid_reason: r[r.len() - 3].as_str().map(String::from),
                 metrics,
                 frontier: false,
                 point_id: r[r.len() - 2].as_i64().unwrap_or(0),
@@ -816,6 +827,19 @@ pub const NORTH_STAR_X: &str = "p90_e2e_norm_intvty";
 
 #[cfg(test)]
 mod tests {
+    /// A mistyped filter key names the one meant (trial 16), an alias included.
+    #[test]
+    fn an_unknown_filter_key_suggests_the_closest() {
+        let err = |spec: &str| Filter::default().add(spec).unwrap_err().to_string();
+        let e = err("framwork=vllm");
+        assert!(
+            e.starts_with("filter `framwork=vllm`: unknown key `framwork` (did you mean `framework`?); known: model,"),
+            "{e}"
+        );
+        assert!(err("hx=h100").contains("(did you mean `hw`?)"));
+        assert!(!err("colour=red").contains("did you mean"));
+    }
+
     /// The integer columns are the config key's non-text columns and the point's two counts.
     #[test]
     fn integer_columns() {
@@ -909,6 +933,7 @@ mod tests {
             source_kind: "inferbench".into(),
             error: None,
             valid: true,
+            invalid_reason: None,
             metrics: BTreeMap::new(),
             frontier: false,
             point_id: 0,

@@ -125,7 +125,7 @@ pub const POINT_METRICS: &[&str] = &[
 ];
 
 /// All migrations, oldest first.
-pub const MIGRATIONS: &[Migration] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+pub const MIGRATIONS: &[Migration] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
 
 const MIGRATION_1: Migration = Migration {
     version: 1,
@@ -286,6 +286,15 @@ const MIGRATION_3: Migration = Migration {
     version: 3,
     name: "points_valid",
     statements: &["ALTER TABLE points ADD COLUMN valid BIGINT NOT NULL DEFAULT 1"],
+};
+
+/// Migration 4: `points.invalid_reason`, why a point is not valid (NULL for a valid one and
+/// for points stored before it was kept): what `report`'s `error` column shows for an invalid
+/// row (trial 16).
+const MIGRATION_4: Migration = Migration {
+    version: 4,
+    name: "points_invalid_reason",
+    statements: &["ALTER TABLE points ADD COLUMN invalid_reason TEXT"],
 };
 
 /// The schema version this binary writes.

@@ -62,6 +62,7 @@ pub fn run(run: usize, model: &str, isl: i64, osl: i64) -> RunData {
                 ]),
                 error: None,
                 valid: true,
+                invalid_reason: None,
                 requests: None,
                 power: Vec::new(),
                 server_metrics: Vec::new(),

@@ -961,6 +961,75 @@ fn a_failed_point_is_stored_with_its_cause() {
     }
 }
 
+/// An invalid point keeps why (trial 16: `report`'s `error` was empty for it): a run cut
+/// short, an AgentX replay's `submission_invalid_reasons`, the producer's `invalid_reason`,
+/// several at once joined with `; `; a valid point has none.
+#[test]
+fn an_invalid_point_is_stored_with_its_reason() {
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(i64, serde_json::Value, serde_json::Value, Option<&str>); 5] = [
+        (
+            1,
+            serde_json::json!({"stop_reason": "completed"}),
+            serde_json::json!({}),
+            None,
+        ),
+        (
+            2,
+            serde_json::json!({"stop_reason": "interrupted", "interrupted": true}),
+            serde_json::json!({}),
+            Some("cut short: interrupted"),
+        ),
+        (
+            4,
+            serde_json::json!({"stop_reason": "completed",
+                               "invalid_reason": "the server fell behind its schedule"}),
+            serde_json::json!({}),
+            Some("the server fell behind its schedule"),
+        ),
+        (
+            8,
+            serde_json::json!({"stop_reason": "completed"}),
+            serde_json::json!({"scenario_type": "agentic-coding", "submission_valid": false,
+                               "submission_invalid_reasons": ["run_cancelled", "unsafe_override"]}),
+            Some("run_cancelled; unsafe_override"),
+        ),
+        (
+            16,
+            serde_json::json!({"stop_reason": "server_unreachable"}),
+            serde_json::json!({"scenario_type": "agentic-coding", "submission_valid": "false"}),
+            Some("cut short: the server became unreachable; submission_valid: false"),
+        ),
+    ];
+    for (conc, x, meta, _) in &cases {
+        let v = serde_json::json!({
+            "date": "20260301-100000", "backend": "openai", "model_id": "m",
+            "num_prompts": 10, "max_concurrency": conc, "duration": 1.0, "completed": 10,
+            "total_input_tokens": 100, "total_output_tokens": 100, "request_throughput": 10.0,
+            "output_throughput": 100.0, "total_token_throughput": 200.0,
+            "median_tpot_ms": 10.0, "median_ttft_ms": 50.0, "median_e2el_ms": 100.0,
+            "inferbench": x, "metadata": meta,
+        });
+        std::fs::write(dir.path().join(format!("c{conc}.json")), v.to_string()).unwrap();
+    }
+    let mut o = IngestOptions::default();
+    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
+        o.overrides.insert(k.into(), v.into());
+    }
+    let r = s.ingest_path(dir.path(), &o).unwrap();
+    assert_eq!(r.points, cases.len(), "{}", r.render());
+    let rows = s
+        .points(&Filter::default(), &CostOptions::default())
+        .unwrap();
+    let got: Vec<(i64, bool, Option<&str>)> = (rows.iter())
+        .map(|p| (p.conc, p.valid, p.invalid_reason.as_deref()))
+        .collect();
+    let want: Vec<(i64, bool, Option<&str>)> =
+        cases.iter().map(|c| (c.0, c.3.is_none(), c.3)).collect();
+    assert_eq!(got, want);
+}
+
 /// Result files in one directory are one batch, whether ingested together or one at a time:
 /// the directory, canonical, as `bench --db` stores its point (trial 15: two `bench --db` runs
 /// into one `--result-dir` made one batch, `ingest` of the same files one batch per file).

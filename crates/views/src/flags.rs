@@ -23,8 +23,8 @@ pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
     let mut store = Store::open_existing(db)?;
     if store.run_count()? == 0 {
         anyhow::bail!(
-            "no runs in {db} — run `inferbench quickstart` or `inferbench ingest PATH --db {db}` \
-             (or `inferbench bench … --db {db}`) first"
+            "no runs in {db} — run `inferbench quickstart --db {db}` or `inferbench ingest PATH \
+             --db {db}` (or `inferbench bench … --db {db}`) first"
         );
     }
     Ok(store)
@@ -616,7 +616,9 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     let both: Vec<PointRow> = a.iter().chain(&b).cloned().collect();
     report::check_metric("--x", &args.x, &both)?;
     report::check_metric("--y", &args.y, &both)?;
-    if let Some(why) = compare::pooled_workloads(&a, &b, &args.a, &args.b) {
+    if let Some(why) =
+        compare::pooled_workloads(&a, &b, &args.a, &args.b, compare::FilterSyntax::Cli)
+    {
         anyhow::bail!("{why}");
     }
     let (wa, wb) = (compare::workloads(&a), compare::workloads(&b));

@@ -22,6 +22,30 @@ pub struct Preview {
     /// The line naming the points that ran and finished no request (stored as failed points,
     /// no row here), printed after the notes, and alone when no point has a row.
     pub unmeasured: Option<String>,
+    /// One legend for the `frontier` column's `*` and `invalid` marks in place of the
+    /// report's two (the agentic preview, where every point is invalid for `report` and `*`
+    /// marks a preview frontier: trial 16 found two `invalid` legends that disagreed).
+    pub marks_legend: Option<String>,
+}
+
+/// What both quickstarts show their batch with: where it ran, its batch, the chart, whether
+/// the store is a real database, and notes of the caller's own.
+#[derive(Debug, Clone)]
+pub struct Shown<'a> {
+    /// The quickstart's run directory (`<out>/<UTC time>/`), ingested.
+    pub run_dir: &'a Path,
+    /// Its batch (`report -f batch=<batch>` shows the same rows).
+    pub batch: &'a str,
+    /// The chart's title.
+    pub title: String,
+    /// The chart file (SVG or PNG by its extension).
+    pub chart: &'a Path,
+    /// Also draw a PNG beside an SVG chart.
+    pub png_too: bool,
+    /// A real database (not `--no-db`'s in-memory one): the last line names it.
+    pub stored: bool,
+    /// Further lines under the table (e.g. `--fast`'s warning).
+    pub notes: Vec<String>,
 }
 
 impl Preview {
@@ -29,13 +53,15 @@ impl Preview {
     /// marks the rows carry), then the notes: what a quickstart prints on stdout.
     pub fn table(&self, rows: &[PointRow]) -> String {
         let mut out = render(rows, &self.columns, Format::Table);
-        out.push_str(&footer(
-            &self.columns,
-            &self.spec.x,
-            &self.spec.y,
-            Marks::of(rows),
-        ));
-        for n in self.notes.iter().chain(&self.unmeasured) {
+        let mut marks = Marks::of(rows);
+        if self.marks_legend.is_some() {
+            (marks.star, marks.invalid) = (false, false);
+        }
+        out.push_str(&footer(&self.columns, &self.spec.x, &self.spec.y, marks));
+        for n in (self.marks_legend.iter())
+            .chain(&self.notes)
+            .chain(&self.unmeasured)
+        {
             out.push_str(&wrap(n));
         }
         out
@@ -133,23 +159,25 @@ pub fn stored_line(
     }
 }
 
-/// The fixed-length quickstart's view of its run: ingests `run_dir` into `store`, prints the
-/// table of batch `batch` from the stored rows (stdout), so it shows what `report -f
+/// The fixed-length quickstart's view of its run: ingests `shown.run_dir` into `store`,
+/// prints the table of its batch from the stored rows (stdout), so it shows what `report -f
 /// batch=<batch>` shows (trial 9: a point without interactivity was starred here and not
-/// there), draws the chart to `chart` (and its PNG with `png_too`), says on stderr what the
-/// chart left out, and returns the last line ([`stored_line`]; `stored` = a real database,
-/// not `--no-db`'s). `concs` are the concurrencies that ran; `title` the chart's.
-#[allow(clippy::too_many_arguments)]
+/// there), draws the chart (and its PNG with `png_too`), says on stderr what the chart left
+/// out, and returns the last line ([`stored_line`]). `concs` are the concurrencies that ran.
 pub fn fixed_quickstart(
     store: &mut Store,
-    run_dir: &Path,
-    batch: &str,
-    title: String,
-    chart: &Path,
-    png_too: bool,
-    stored: bool,
+    shown: Shown<'_>,
     concs: &[i64],
 ) -> anyhow::Result<String> {
+    let Shown {
+        run_dir,
+        batch,
+        title,
+        chart,
+        png_too,
+        stored,
+        notes,
+    } = shown;
     let report = store.ingest_path(run_dir, &Default::default())?;
     let mut filter = inferbench_store::Filter::default();
     filter.add(&format!("batch={batch}"))?;
@@ -164,9 +192,11 @@ pub fn fixed_quickstart(
         ]
         .map(String::from)
         .to_vec(),
-        notes: vec![
+        notes: std::iter::once(
             "times are modelled: the simulated hardware's, not this machine's wall clock".into(),
-        ],
+        )
+        .chain(notes)
+        .collect(),
         ..Preview::default()
     };
     view.spec.title = title;
@@ -192,20 +222,23 @@ pub fn fixed_quickstart(
 }
 
 /// The agentic quickstart's view of its run, as [`fixed_quickstart`]'s: the North-Star
-/// frontier (tok/s/GPU against p90 E2E-normalized interactivity) of batch `batch` as a preview
+/// frontier (tok/s/GPU against p90 E2E-normalized interactivity) of its batch as a preview
 /// (every point is invalid, far below 900 s; the lane counts in `cut_short` stay invalid and
-/// off it), its notes, and the chart. Returns the last line.
-#[allow(clippy::too_many_arguments)]
+/// off it), one legend for its marks, and the chart. Returns the last line.
 pub fn agentic_quickstart(
     store: &mut Store,
-    run_dir: &Path,
-    batch: &str,
-    title: String,
-    chart: &Path,
-    png_too: bool,
-    stored: bool,
+    shown: Shown<'_>,
     cut_short: &[i64],
 ) -> anyhow::Result<String> {
+    let Shown {
+        run_dir,
+        batch,
+        title,
+        chart,
+        png_too,
+        stored,
+        notes,
+    } = shown;
     use inferbench_store::query::NORTH_STAR_X;
     let report = store.ingest_path(run_dir, &inferbench_store::IngestOptions::default())?;
     let mut filter = inferbench_store::Filter::default();
@@ -236,17 +269,24 @@ pub fn agentic_quickstart(
             include_invalid: false,
             ..Default::default()
         },
+        notes,
         ..Preview::default()
     };
-    // The report's footer (each column's name, label and unit; what `*` means), then what is
-    // particular to this table.
+    // One legend for `*` and `invalid` (trial 16: the report's `invalid` legend, a second one
+    // for cut-short points and a third line saying every point was invalid, beside a `*`).
+    let mut legend = "conc = lanes (session trees replayed at once). Every point here is \
+        shorter than AgentX's 900\u{a0}s, so `report` stores all of them as invalid and keeps \
+        them off its frontiers unless --include-invalid; `*` marks this run's preview frontier \
+        (tok/s/GPU against p90 E2E-normalized interactivity) among the points that replayed \
+        their whole time"
+        .to_string();
     if cut_short.iter().any(|c| rows.iter().any(|r| r.conc == *c)) {
-        view.notes.push(
-            "invalid = cut short (interrupted before its duration ran out): kept, never on the \
-             preview frontier"
-                .into(),
+        legend.push_str(
+            "; `invalid` = cut short besides (interrupted before its replay time ran out): \
+             never on the preview",
         );
     }
+    view.marks_legend = Some(legend);
     // A point cut short before any request finished is a failed point, not a row here.
     let unlisted = unlisted(cut_short, &rows);
     if !unlisted.is_empty() {
@@ -256,12 +296,6 @@ pub fn agentic_quickstart(
             unlisted.join(", ")
         ));
     }
-    view.notes.push(
-        "conc = lanes (session trees replayed at once); every point is invalid (duration < \
-         900\u{a0}s), so this frontier is a preview (`report` keeps invalid points off \
-         frontiers unless --include-invalid)"
-            .into(),
-    );
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
     let charts = view.show(&rows, chart, png_too)?;
     let db = stored.then(|| store.location());

@@ -240,7 +240,14 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
             }
         }
         "valid" => r.valid.to_string(),
-        "error" => r.error.clone().unwrap_or_default(),
+        // A failed point's cause; an invalid one's reason (trial 16: empty for invalid rows).
+        "error" => match (&r.error, &r.invalid_reason) {
+            (Some(e), _) => e.clone(),
+            (None, Some(why)) if !r.valid => format!("invalid: {why}"),
+            (None, None) if !r.valid => "invalid (stored before reasons were kept)".into(),
+            _ => String::new(),
+        },
+        "invalid_reason" => r.invalid_reason.clone().unwrap_or_default(),
         m => return r.get(m).map(num),
     })
 }
@@ -282,6 +289,7 @@ pub const ROW_COLUMNS: &[&str] = &[
     "frontier",
     "valid",
     "error",
+    "invalid_reason",
 ];
 
 /// Checks `name`, given to `flag`, as a metric: one inferbench defines
@@ -314,7 +322,7 @@ fn check_name(flag: &str, name: &str, rows: &[PointRow], also: &[&str]) -> anyho
     let candidates = (known.iter().map(String::as_str))
         .chain(also.iter().copied())
         .chain(stored);
-    let hint = closest(name, candidates)
+    let hint = inferbench_core::text::closest(name, candidates)
         .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default();
     let identity = if also.is_empty() {
@@ -329,25 +337,6 @@ fn check_name(flag: &str, name: &str, rows: &[PointRow], also: &[&str]) -> anyho
         inferbench_core::registry::X_METRICS.join(", "),
         inferbench_core::registry::Y_METRICS.join(", ")
     )
-}
-
-/// The candidate most like `name`, when one is close enough to be the intended one: the
-/// fewest edits (Damerau–Levenshtein: insert, delete, substitute, swap two neighbours), at most
-/// 2 or a fifth of the name's length, whichever is more; ties go to the higher Jaro–Winkler
-/// similarity, then to the first (clap's own suggestions use the same `strsim` crate).
-fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let most = (name.chars().count() / 5).max(2);
-    candidates
-        .map(|c| {
-            let d = strsim::damerau_levenshtein(name, c);
-            (d, strsim::jaro_winkler(name, c), c)
-        })
-        .filter(|(d, _, _)| *d <= most)
-        .fold(None, |best: Option<(usize, f64, &str)>, cand| match best {
-            Some(b) if (b.0, -b.1) <= (cand.0, -cand.1) => Some(b),
-            _ => Some(cand),
-        })
-        .map(|(_, _, c)| c)
 }
 
 /// Whether `name` is known without looking at any point: a [`ROW_COLUMNS`] entry or a metric
@@ -378,6 +367,7 @@ fn is_text_col(col: &str) -> bool {
             | "frontier"
             | "valid"
             | "error"
+            | "invalid_reason"
             | "dp_attention"
             | "disagg"
     )
@@ -472,6 +462,9 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
                                 serde_json::Value::Bool(s.starts_with('*'))
                             }
                             Some(s) if c == "valid" => serde_json::Value::Bool(s == "true"),
+                            // JSON keeps `error` for failures; `invalid_reason` says the rest.
+                            Some(_) if c == "error" => r.error.clone().into(),
+                            Some(_) if c == "invalid_reason" => r.invalid_reason.clone().into(),
                             Some(s) if is_text_col(c) => serde_json::Value::String(s),
                             Some(s) => s
                                 .parse::<f64>()
@@ -493,6 +486,8 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
                     o.entry("valid").or_insert(r.valid.into());
                     o.entry("error")
                         .or_insert(r.error.clone().map_or(serde_json::Value::Null, Into::into));
+                    o.entry("invalid_reason")
+                        .or_insert(r.invalid_reason.clone().into());
                     serde_json::Value::Object(o)
                 })
                 .collect();
@@ -572,18 +567,18 @@ pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
         }
         out.push_str(&wrap(&star));
     }
+    let why = if columns.iter().any(|c| c == "error") {
+        "the `error` column says why"
+    } else {
+        "`report … --columns conc,error` says why"
+    };
     if frontier_col && marks.invalid {
         out.push_str(&wrap(&format!(
             "invalid = not a complete, valid result ({INVALID_CAUSES}): listed, on a \
-                 frontier only with --include-invalid"
+                 frontier only with --include-invalid; {why}"
         )));
     }
     if frontier_col && marks.failed {
-        let why = if columns.iter().any(|c| c == "error") {
-            "the `error` column says why"
-        } else {
-            "`error` in --columns says why"
-        };
         out.push_str(&wrap(&format!(
             "failed = nothing measured (no request finished, or every one failed): listed with \
              --include-failed, its latencies `-`, its throughputs 0; {why}"
@@ -830,7 +825,7 @@ mod tests {
                 "\ninvalid = not a complete, valid result (the run was cut short, its server fell behind its schedule\n\
                  \x20   (starved of CPU), the client could not keep up, the server's prefix cache served a random prompt\n\
                  \x20   set, or an AgentX replay ran for less than 900 s): listed, on a frontier only with\n\
-                 \x20   --include-invalid\n"
+                 \x20   --include-invalid; `report … --columns conc,error` says why\n"
             ),
             "{f:?}"
         );
@@ -866,7 +861,7 @@ mod tests {
                 }
             ),
             "\nfailed = nothing measured (no request finished, or every one failed): listed with --include-failed,\n\
-             \x20   its latencies `-`, its throughputs 0; `error` in --columns says why\n"
+             \x20   its latencies `-`, its throughputs 0; `report … --columns conc,error` says why\n"
         );
     }
 
@@ -906,11 +901,13 @@ mod tests {
     }
 
     /// JSON: `frontier` is true only for a `*` point (an invalid or failed one is not on a
-    /// frontier), `valid` a boolean; every row carries `valid` and `error` whatever the columns.
+    /// frontier), `valid` a boolean; every row carries `valid`, `error` and `invalid_reason`
+    /// whatever the columns; the table's `error` cell gives an invalid row's reason.
     #[test]
     fn json_frontier_and_valid_are_booleans() {
         let mut invalid = row();
         invalid.valid = false;
+        invalid.invalid_reason = Some("cut short: interrupted".into());
         invalid.frontier = false;
         let mut on = row();
         on.frontier = true;
@@ -925,20 +922,26 @@ mod tests {
         assert_eq!(
             v,
             serde_json::json!([
-                {"conc": 4, "valid": false, "frontier": false, "error": null},
-                {"conc": 4, "valid": true, "frontier": true, "error": null}
+                {"conc": 4, "valid": false, "frontier": false, "error": null,
+                 "invalid_reason": "cut short: interrupted"},
+                {"conc": 4, "valid": true, "frontier": true, "error": null, "invalid_reason": null}
             ])
         );
+        let err = |r: &PointRow| cell(r, "error", false).unwrap();
+        assert_eq!(err(&invalid), "invalid: cut short: interrupted");
+        assert_eq!(err(&failed), "server unreachable: nothing measured");
+        assert_eq!(err(&on), "");
         let cols: Vec<String> = ["conc", "frontier"].map(String::from).to_vec();
         let v: serde_json::Value =
             serde_json::from_str(&render(&[invalid, on, failed], &cols, Format::Json)).unwrap();
         assert_eq!(
             v,
             serde_json::json!([
-                {"conc": 4, "frontier": false, "valid": false, "error": null},
-                {"conc": 4, "frontier": true, "valid": true, "error": null},
+                {"conc": 4, "frontier": false, "valid": false, "error": null,
+                 "invalid_reason": "cut short: interrupted"},
+                {"conc": 4, "frontier": true, "valid": true, "error": null, "invalid_reason": null},
                 {"conc": 4, "frontier": false, "valid": false,
-                 "error": "server unreachable: nothing measured"}
+                 "error": "server unreachable: nothing measured", "invalid_reason": null}
             ])
         );
     }
@@ -1121,6 +1124,7 @@ mod tests {
             batch: "b".into(),
             source_kind: "inferbench".into(),
             valid: true,
+            invalid_reason: None,
             error: None,
             metrics: BTreeMap::from([
                 ("tput_per_gpu".to_string(), 102.4),
@@ -1165,7 +1169,7 @@ mod tests {
             j,
             serde_json::json!([{"hardware": "h200", "parallelism": "DEP8", "conc": 4, "tput_per_gpu": 102.4,
               "p99_ttft": 0.18, "median_e2el": null, "image": "a,b", "frontier": true,
-              "valid": true, "error": null}])
+              "valid": true, "error": null, "invalid_reason": null}])
         );
     }
 

@@ -118,7 +118,7 @@ pub async fn compare(
             ))
         })
         .await?;
-    if let Some(why) = compare::pooled_workloads(&ra, &rb, &a, &b) {
+    if let Some(why) = compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query) {
         return Err(ApiError::bad_request(why));
     }
     let targets = if at.is_empty() {

@@ -163,6 +163,19 @@ async fn bad_parameters_are_400s_naming_them() {
         let msg = v["error"].as_str().unwrap();
         assert!(msg.starts_with(says), "{uri}: {msg}");
     }
+    // A side pooling workloads is told how to name one in the API's own syntax (trial 16:
+    // the CLI's `-f`).
+    let (s, v) = get_json(&db, "/api/v1/compare?a=hw%3Db200&b=hw%3Dunknown").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.starts_with("side B (hw=unknown) pools points of "),
+        "{msg}"
+    );
+    assert!(
+        msg.ends_with("compare one, e.g. `&model=…&isl=…&osl=…` or `&scenario=…`"),
+        "{msg}"
+    );
     // A target outside both frontiers: no values there (never extrapolated), not an error.
     let (s, v) = get_json(
         &db,

@@ -22,6 +22,7 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     if db.is_some() && opts.job_identity.is_none() {
         if let Some(note) = ingest_opts.missing_identity_note() {
             eprintln!("inferbench: {note}");
+            ingest_opts.missing_noted = true;
         }
     }
     let rt = super::runtime()?;

@@ -68,12 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     );
     let shown = preview::fixed_quickstart(
         &mut store,
-        &run_dir,
-        &batch,
-        title,
-        &chart,
-        q.chart.is_none(),
-        !args.no_db,
+        shown(&args, &run_dir, &batch, &chart, title, q.fast_note(&p)),
         &concs,
     );
     match shown {
@@ -111,12 +106,7 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
     );
     let line = preview::agentic_quickstart(
         &mut store,
-        &run_dir,
-        &batch,
-        title,
-        &chart,
-        q.chart.is_none(),
-        !args.no_db,
+        shown(args, &run_dir, &batch, &chart, title, None),
         &report.cut_short,
     )?;
     eprintln!("{line}");
@@ -124,8 +114,27 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::from_code(report.exit_code))
 }
 
-/// Opens (and migrates) `--db`; with `--no-db` an in-memory SQLite database, which still
-/// feeds the table and the chart.
+/// What the view of the run needs: the run, its chart (a PNG too unless `--chart` named one),
+/// whether `--db` is real, and a `note` of the caller's.
+fn shown<'a>(
+    args: &Args,
+    run_dir: &'a std::path::Path,
+    batch: &'a str,
+    chart: &'a std::path::Path,
+    title: String,
+    note: Option<String>,
+) -> preview::Shown<'a> {
+    preview::Shown {
+        run_dir,
+        batch,
+        title,
+        chart,
+        png_too: args.sweep.chart.is_none(),
+        stored: !args.no_db,
+        notes: note.into_iter().collect(),
+    }
+}
+
 /// Runs a sweep on a 2-worker runtime with the one shutdown token (Ctrl-C / SIGTERM stop after
 /// the current point).
 fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
@@ -142,6 +151,8 @@ fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
     })
 }
 
+/// Opens (and migrates) `--db`; with `--no-db` an in-memory SQLite database, which still
+/// feeds the table and the chart.
 fn open_store(args: &Args) -> anyhow::Result<inferbench_store::Store> {
     let db = if args.no_db { ":memory:" } else { &args.db };
     let mut store = inferbench_store::Store::open(db)

@@ -31,19 +31,12 @@ pub struct TracesArgs {
 pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     let traces = synthetic::shaped(&args.shape, args.traces, args.seed);
     let requests: usize = traces.iter().map(|t| t.request_count()).sum();
-    // Said before a large write (the full-size shapes are hundreds of MB): the exact size.
+    // Said before a large write only (the full-size shapes are hundreds of MB: the exact
+    // size); a small corpus is named once, by the line after it (trial 16: twice).
     let est = synthetic::jsonl_len(&traces).context("sizing the corpus")?;
-    eprintln!(
-        "writing {} sessions ({requests} requests, {}) to {}{}",
-        traces.len(),
-        synthetic::human_size(est),
-        args.out.display(),
-        if est > 100_000_000 {
-            " (`--shape quickstart` or `--traces N` writes a smaller corpus)"
-        } else {
-            ""
-        }
-    );
+    if let Some(line) = size_notice(traces.len(), requests, est, &args.out) {
+        eprintln!("{line}");
+    }
     let f = std::fs::File::create(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     synthetic::write_jsonl(&traces, std::io::BufWriter::new(f))
@@ -58,6 +51,32 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Ok)
 }
 
+/// Corpora from this size on (bytes) are announced before they are written: 10 MB, a second
+/// or more of writing.
+const ANNOUNCE_FROM: u64 = 10_000_000;
+
+/// The line said before writing `sessions` sessions of `requests` requests, `bytes` in all, to
+/// `out`; `None` below [`ANNOUNCE_FROM`]. Past 100 MB it names the flags for a smaller one.
+fn size_notice(
+    sessions: usize,
+    requests: usize,
+    bytes: u64,
+    out: &std::path::Path,
+) -> Option<String> {
+    (bytes >= ANNOUNCE_FROM).then(|| {
+        format!(
+            "writing {sessions} sessions ({requests} requests, {}) to {}{}",
+            synthetic::human_size(bytes),
+            out.display(),
+            if bytes > 100_000_000 {
+                " (`--shape quickstart` or `--traces N` writes a smaller corpus)"
+            } else {
+                ""
+            }
+        )
+    })
+}
+
 /// Runs `inferbench replay` under the shutdown token.
 pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
     let prepared = flags.prepare()?;
@@ -69,4 +88,27 @@ pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
         flags.run(prepared, cancel).await
     })?;
     Ok(ExitStatus::from_code(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a large corpus is announced before it is written (trial 16: a small one was named
+    /// twice); past 100 MB with the way to a smaller one.
+    #[test]
+    fn only_a_large_corpus_is_announced() {
+        let out = std::path::Path::new("t.jsonl");
+        assert_eq!(size_notice(6, 135, 9_999_999, out), None);
+        let line = size_notice(40, 9_000, 12_000_000, out).unwrap();
+        assert!(
+            line.starts_with("writing 40 sessions (9000 requests, "),
+            "{line}"
+        );
+        assert!(line.ends_with(") to t.jsonl"), "{line}");
+        let big = size_notice(393, 99_000, 400_000_000, out).unwrap();
+        assert!(big.ends_with(
+            "to t.jsonl (`--shape quickstart` or `--traces N` writes a smaller corpus)"
+        ));
+    }
 }

@@ -708,6 +708,13 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
             ),
         ]
         .into_iter()
+        // Why, for the store's `invalid_reason` (a run cut short says so by its stop reason).
+        .chain((!valid).then(|| {
+            (
+                "submission_invalid_reasons".to_string(),
+                "replay shorter than AgentX's 900 s (--unsafe-override)".to_string(),
+            )
+        }))
         .collect(),
         ..Default::default()
     };

@@ -185,6 +185,10 @@ pub struct PointData {
     /// False when the result says it is not a valid submission (an AgentX replay's
     /// `submission_valid: false`); such points are stored and drawn, never on a frontier.
     pub valid: bool,
+    /// Why the point is not valid (`valid` false): the causes joined with `; ` (`cut short:
+    /// interrupted`, an AgentX replay's `submission_invalid_reasons`, the producer's own
+    /// `inferbench.invalid_reason`); `None` for a valid point.
+    pub invalid_reason: Option<String>,
     /// Per-request records, when the artifact has them.
     pub requests: Option<RequestsBlob>,
     /// Power samples `(gpu, unix s, W)`.
@@ -790,6 +794,7 @@ pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointDa
         metrics: BTreeMap::new(),
         error: None,
         valid: true,
+        invalid_reason: None,
         requests: None,
         power: Vec::new(),
         server_metrics: Vec::new(),

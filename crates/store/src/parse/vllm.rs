@@ -106,15 +106,16 @@ pub(super) struct SummaryFacts {
     /// The summary names itself an agentic-coding point (`scenario_type` at its top level or
     /// in its `metadata`).
     pub agentic: bool,
-    /// The summary says it is no valid submission (`submission_valid: false` at its top level
-    /// or in its `metadata`; counted for agentic points only).
-    pub submission_invalid: bool,
+    /// Why the summary says it is no valid submission (`submission_valid: false` at its top
+    /// level or in its `metadata`, with its `submission_invalid_reasons`; counted for agentic
+    /// points only); `None` when it does not say so.
+    pub submission_invalid: Option<String>,
     /// Why the run was cut short, when it was: our `inferbench.stop_reason` other than
     /// `completed` (`interrupted` also when only `inferbench.interrupted` is true; an unknown
     /// reason reads as `aborted`). `None` for a run that completed or a foreign file.
     pub cut_short: Option<StopReason>,
-    /// The producer found its timings not valid (our `inferbench.invalid_reason`).
-    pub timing_invalid: bool,
+    /// Why the producer found its timings not valid (our `inferbench.invalid_reason`).
+    pub timing_invalid: Option<String>,
     /// UTC `YYYY-MM-DD` of the file's `date`, when it has one.
     pub date: Option<String>,
     /// The profiling window, unix seconds.
@@ -128,19 +129,35 @@ pub(super) struct SummaryFacts {
 
 /// `(agentic, submission_invalid)` as a summary's top-level keys `top` and its `metadata`
 /// object say (an AgentX replay's `summary.json` writes them at its top level, trial 11; other
-/// files in `metadata`): `scenario_type = agentic-coding`, `submission_valid` false (a boolean
-/// or the string `"false"`).
-pub(super) fn scenario_flags(top: &Map<String, Value>) -> (bool, bool) {
+/// files in `metadata`): `scenario_type = agentic-coding`, and when `submission_valid` is false
+/// (a boolean or the string `"false"`) why: its `submission_invalid_reasons` (an array or a
+/// string, AIPerf's codes or our text) joined with `; `, else `submission_valid: false`.
+pub(super) fn scenario_flags(top: &Map<String, Value>) -> (bool, Option<String>) {
     let meta = top.get("metadata").and_then(Value::as_object);
+    let field = |k: &str| top.get(k).or_else(|| meta.and_then(|m| m.get(k)));
     let agentic = meta
         .into_iter()
         .chain(std::iter::once(top))
         .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
-    let invalid = top
-        .get("submission_valid")
-        .or_else(|| meta.and_then(|m| m.get("submission_valid")))
+    let invalid = field("submission_valid")
         .is_some_and(inferbench_core::summary::agentic::submission_invalid);
-    (agentic, invalid)
+    let reasons = match field("submission_invalid_reasons") {
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+        Some(Value::String(r)) => r.clone(),
+        _ => String::new(),
+    };
+    let why = invalid.then(|| {
+        if reasons.is_empty() {
+            "submission_valid: false".to_string()
+        } else {
+            reasons
+        }
+    });
+    (agentic, why)
 }
 
 /// The facts of a foreign vLLM-shaped summary `s` (vLLM's `--save-result`, InferenceX's client,
@@ -167,7 +184,10 @@ pub(super) fn foreign_facts(s: &Map<String, Value>) -> SummaryFacts {
                 interrupted,
             )
         }),
-        timing_invalid: x.is_some_and(|x| x.get("invalid_reason").is_some_and(|r| !r.is_null())),
+        timing_invalid: x
+            .and_then(|x| x.get("invalid_reason"))
+            .filter(|r| !r.is_null())
+            .map(|r| r.as_str().map_or_else(|| r.to_string(), String::from)),
         date: s
             .get("date")
             .and_then(Value::as_str)
@@ -267,9 +287,26 @@ pub(super) fn summary_point(
     // Not a complete result: an AgentX replay's `submission_valid: false`, or a run cut short
     // (Ctrl-C, an unreachable server, an abort), or timings the producer found not valid (a
     // server that fell behind its schedule).
-    let agentic_invalid = agentic && f.submission_invalid;
-    pt.valid = !(agentic_invalid || f.cut_short.is_some() || f.timing_invalid);
+    // Each cause is kept as the point's `invalid_reason` (trial 16: an invalid row had no
+    // reason anywhere).
+    let reasons: Vec<String> = (f.cut_short.map(|r| cut_short_text(r).to_string()))
+        .into_iter()
+        .chain(f.submission_invalid.filter(|_| agentic))
+        .chain(f.timing_invalid)
+        .collect();
+    pt.valid = reasons.is_empty();
+    pt.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     Ok(pt)
+}
+
+/// How a point's `invalid_reason` names a run cut short for `r`.
+fn cut_short_text(r: StopReason) -> &'static str {
+    match r {
+        StopReason::Interrupted => "cut short: interrupted",
+        StopReason::ServerUnreachable => "cut short: the server became unreachable",
+        StopReason::Aborted => "cut short: stopped on a failure gate",
+        StopReason::Completed => "completed",
+    }
 }
 
 /// Why a run was cut short, from its `stop_reason` (`None` when the file has none) and its
