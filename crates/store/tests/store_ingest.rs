@@ -129,6 +129,19 @@ fn check_fixture_ingest(store: &mut Store) {
     assert_eq!(c16.get("failed"), Some(1.0));
 }
 
+/// Ingest options naming the identity the test files lack: `--set hw=… framework=… precision=…`.
+fn identity(hw: &str, framework: &str, precision: &str) -> IngestOptions {
+    let mut o = IngestOptions::default();
+    for (k, v) in [
+        ("hw", hw),
+        ("framework", framework),
+        ("precision", precision),
+    ] {
+        o.overrides.insert(k.into(), v.into());
+    }
+    o
+}
+
 #[test]
 fn fixture_ingest_sqlite() {
     let (mut s, _d, _) = common::sqlite();
@@ -576,10 +589,7 @@ fn bench_result_side_files_ingest_with_their_result() {
     }
     std::fs::write(d.join("a.power.csv"), &csv).unwrap();
     std::fs::write(d.join("a.power_validation.json"), "{\"power_valid\": true}").unwrap();
-    let mut o = IngestOptions::default();
-    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
-        o.overrides.insert(k.into(), v.into());
-    }
+    let o = identity("h200", "vllm", "fp8");
     let r = s.ingest_path(d, &o).unwrap();
     assert_eq!(r.runs_ingested, 2, "{}", r.render());
     assert!(r.skipped.is_empty(), "{}", r.render());
@@ -839,10 +849,7 @@ fn a_result_with_an_invalid_reason_is_an_invalid_point() {
         result(8, Some("the server fell behind its schedule")),
     )
     .unwrap();
-    let mut o = IngestOptions::default();
-    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
-        o.overrides.insert(k.into(), v.into());
-    }
+    let o = identity("h200", "vllm", "fp8");
     let r = s.ingest_path(dir.path(), &o).unwrap();
     assert_eq!((r.points, r.invalid_points), (2, 1), "{}", r.render());
     let rows = s
@@ -871,10 +878,7 @@ fn a_replay_result_directory_is_an_invalid_agentic_point() {
         "inferbench": {"stop_reason": "completed", "interrupted": false},
     });
     std::fs::write(point.join("summary.json"), summary.to_string()).unwrap();
-    let mut o = IngestOptions::default();
-    for (k, v) in [("hw", "h100"), ("framework", "sim"), ("precision", "bf16")] {
-        o.overrides.insert(k.into(), v.into());
-    }
+    let o = identity("h100", "sim", "bf16");
     let r = s.ingest_path(&point, &o).unwrap();
     assert_eq!((r.points, r.invalid_points), (1, 1), "{}", r.render());
     let rows = s
@@ -937,10 +941,7 @@ fn a_failed_point_is_stored_with_its_cause() {
         });
         std::fs::write(dir.path().join(format!("c{conc}.json")), v.to_string()).unwrap();
     }
-    let mut o = IngestOptions::default();
-    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
-        o.overrides.insert(k.into(), v.into());
-    }
+    let o = identity("h200", "vllm", "fp8");
     let r = s.ingest_path(dir.path(), &o).unwrap();
     assert_eq!(r.points, cases.len(), "{}", r.render());
     let f = Filter {
@@ -1013,10 +1014,7 @@ fn an_invalid_point_is_stored_with_its_reason() {
         });
         std::fs::write(dir.path().join(format!("c{conc}.json")), v.to_string()).unwrap();
     }
-    let mut o = IngestOptions::default();
-    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
-        o.overrides.insert(k.into(), v.into());
-    }
+    let o = identity("h200", "vllm", "fp8");
     let r = s.ingest_path(dir.path(), &o).unwrap();
     assert_eq!(r.points, cases.len(), "{}", r.render());
     let rows = s
@@ -1046,10 +1044,7 @@ fn result_files_in_one_directory_are_one_batch() {
         });
         std::fs::write(dir.path().join(format!("c{conc}.json")), v.to_string()).unwrap();
     }
-    let mut o = IngestOptions::default();
-    for (k, v) in [("hw", "h200"), ("framework", "vllm"), ("precision", "fp8")] {
-        o.overrides.insert(k.into(), v.into());
-    }
+    let o = identity("h200", "vllm", "fp8");
     let want = dir.path().canonicalize().unwrap().display().to_string();
     let one = s.ingest_path(&dir.path().join("c4.json"), &o).unwrap();
     assert_eq!(one.batches.iter().collect::<Vec<_>>(), [&want]);

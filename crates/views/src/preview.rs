@@ -159,6 +159,33 @@ pub fn stored_line(
     }
 }
 
+impl Shown<'_> {
+    /// Ingests the run directory into `store` and reads back its batch's rows (what `report
+    /// -f batch=<batch>` lists): the ingest's report and the rows.
+    fn stored_rows(&self, store: &mut Store) -> anyhow::Result<(IngestReport, Vec<PointRow>)> {
+        let report = store.ingest_path(self.run_dir, &Default::default())?;
+        let mut filter = inferbench_store::Filter::default();
+        filter.add(&format!("batch={}", self.batch))?;
+        let rows = store.points(&filter, &Default::default())?;
+        Ok((report, rows))
+    }
+
+    /// Prints `view`'s table of `rows`, draws its chart, and returns the last line
+    /// ([`stored_line`], `why_invalid` naming what the store keeps as invalid).
+    fn finish(
+        &self,
+        store: &Store,
+        view: &Preview,
+        rows: &[PointRow],
+        report: &IngestReport,
+        why_invalid: &str,
+    ) -> anyhow::Result<String> {
+        let charts = view.show(rows, self.chart, self.png_too)?;
+        let db = self.stored.then(|| store.location());
+        Ok(stored_line(report, db, &charts, why_invalid))
+    }
+}
+
 /// The fixed-length quickstart's view of its run: ingests `shown.run_dir` into `store`,
 /// prints the table of its batch from the stored rows (stdout), so it shows what `report -f
 /// batch=<batch>` shows (trial 9: a point without interactivity was starred here and not
@@ -169,19 +196,7 @@ pub fn fixed_quickstart(
     shown: Shown<'_>,
     concs: &[i64],
 ) -> anyhow::Result<String> {
-    let Shown {
-        run_dir,
-        batch,
-        title,
-        chart,
-        png_too,
-        stored,
-        notes,
-    } = shown;
-    let report = store.ingest_path(run_dir, &Default::default())?;
-    let mut filter = inferbench_store::Filter::default();
-    filter.add(&format!("batch={batch}"))?;
-    let mut rows = store.points(&filter, &Default::default())?;
+    let (report, mut rows) = shown.stored_rows(store)?;
     let mut view = Preview {
         columns: [
             "conc",
@@ -195,11 +210,11 @@ pub fn fixed_quickstart(
         notes: std::iter::once(
             "times are modelled: the simulated hardware's, not this machine's wall clock".into(),
         )
-        .chain(notes)
+        .chain(shown.notes.iter().cloned())
         .collect(),
         ..Preview::default()
     };
-    view.spec.title = title;
+    view.spec.title = shown.title.clone();
     inferbench_store::query::mark_frontier(&mut rows, &view.spec.x, &view.spec.y);
     // A point cut short before any request finished is a failed point, not a row here.
     let failed = unlisted(concs, &rows);
@@ -210,15 +225,14 @@ pub fn fixed_quickstart(
             failed.join(", ")
         ));
     }
-    let charts = view.show(&rows, chart, png_too)?;
-    let db = stored.then(|| store.location());
-    Ok(stored_line(
+    shown.finish(
+        store,
+        &view,
+        &rows,
         &report,
-        db,
-        &charts,
         "cut short or timed on a starved CPU (the notes above say which), kept off the \
          frontier",
-    ))
+    )
 }
 
 /// The agentic quickstart's view of its run, as [`fixed_quickstart`]'s: the North-Star
@@ -230,20 +244,8 @@ pub fn agentic_quickstart(
     shown: Shown<'_>,
     cut_short: &[i64],
 ) -> anyhow::Result<String> {
-    let Shown {
-        run_dir,
-        batch,
-        title,
-        chart,
-        png_too,
-        stored,
-        notes,
-    } = shown;
     use inferbench_store::query::NORTH_STAR_X;
-    let report = store.ingest_path(run_dir, &inferbench_store::IngestOptions::default())?;
-    let mut filter = inferbench_store::Filter::default();
-    filter.add(&format!("batch={batch}"))?;
-    let mut rows = store.points(&filter, &inferbench_store::CostOptions::default())?;
+    let (report, mut rows) = shown.stored_rows(store)?;
     // Every quickstart point is invalid (far below 900 s): its frontier is a preview, and the
     // footer says so once instead of `invalid` on every row. A point cut short stays invalid:
     // listed as such and off the preview, as the fixed-length quickstart keeps it.
@@ -264,12 +266,12 @@ pub fn agentic_quickstart(
         spec: PlotSpec {
             x: NORTH_STAR_X.into(),
             y: "tput_per_gpu".into(),
-            title,
+            title: shown.title.clone(),
             // Rows are valid here unless cut short (above), so those draw hollow and off the line.
             include_invalid: false,
             ..Default::default()
         },
-        notes,
+        notes: shown.notes.clone(),
         ..Preview::default()
     };
     // One legend for `*` and `invalid` (trial 16: the report's `invalid` legend, a second one
@@ -297,14 +299,13 @@ pub fn agentic_quickstart(
         ));
     }
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
-    let charts = view.show(&rows, chart, png_too)?;
-    let db = stored.then(|| store.location());
-    Ok(stored_line(
+    shown.finish(
+        store,
+        &view,
+        &rows,
         &report,
-        db,
-        &charts,
         "replays under 900 s or cut short",
-    ))
+    )
 }
 
 #[cfg(test)]
