@@ -21,6 +21,19 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// Runs `sweep` on a 2-worker runtime with the one shutdown token ([`shutdown_token`],
+/// `message` printed when a signal cancels it; a sweep stops after its current point).
+pub fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
+    message: &'static str,
+    sweep: impl FnOnce(inferbench_client::CancellationToken) -> F,
+) -> anyhow::Result<T> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async { sweep(shutdown_token(message)).await })
+}
+
 /// The one shutdown token of a subcommand: cancelled on the first SIGINT (Ctrl-C) or SIGTERM,
 /// after printing `message (on SIGINT)` / `(on SIGTERM)` to stderr, so a stop nobody asked for
 /// says what stopped it. Call inside a tokio runtime; every long-running

@@ -15,6 +15,9 @@ use inferbench_views::preview;
 
 use super::ExitStatus;
 
+/// What Ctrl-C / SIGTERM print: the sweep stops after the current point.
+const STOP: &str = "inferbench quickstart: interrupted; stopping after this point";
+
 /// Flags of `inferbench quickstart`.
 #[derive(Debug, clap::Args)]
 #[command(
@@ -51,7 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     let mut store = open_store(&args)?;
     let run_dir = fresh_run_dir(&args.out)?;
     let batch = sweep_id(&run_dir);
-    let report = on_runtime(|cancel| {
+    let report = super::on_runtime(STOP, |cancel| {
         let (p, run_dir, batch) = (&p, &run_dir, &batch);
         async move { p.run(run_dir, batch, &cancel).await }
     })?;
@@ -92,7 +95,7 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
     let q = &args.sweep;
     let sweep = q.agentic_plan()?;
     let mut store = open_store(args)?;
-    let report = on_runtime(|cancel| {
+    let report = super::on_runtime(STOP, |cancel| {
         let (sweep, run_dir, batch) = (&sweep, &run_dir, &batch);
         async move { sweep.run(run_dir, batch, &cancel).await }
     })?;
@@ -133,22 +136,6 @@ fn shown<'a>(
         stored: !args.no_db,
         notes: note.into_iter().collect(),
     }
-}
-
-/// Runs a sweep on a 2-worker runtime with the one shutdown token (Ctrl-C / SIGTERM stop after
-/// the current point).
-fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
-    sweep: impl FnOnce(inferbench_client::CancellationToken) -> F,
-) -> anyhow::Result<T> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let cancel =
-            super::shutdown_token("inferbench quickstart: interrupted; stopping after this point");
-        sweep(cancel).await
-    })
 }
 
 /// Opens (and migrates) `--db`; with `--no-db` an in-memory SQLite database, which still
