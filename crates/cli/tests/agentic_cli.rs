@@ -191,6 +191,18 @@ fn quickstart_and_sweep_agentic_points_read_apart_in_one_report() {
     );
     // With them: the header and at least one frontier point.
     assert!(csv(&["--include-invalid"]).0 >= 2);
+    // Why each is invalid, in words that fit a quickstart and a sweep alike (trial 17: the
+    // quickstart's points named `--unsafe-override`, a flag its user never passed).
+    let o = run(&["report", "--db", db_s, "--format", "json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.len(), 5, "{}", text(&o));
+    for r in &rows {
+        let why = r["invalid_reason"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("replay shorter than AgentX's 900 s minimum") && !why.contains("--"),
+            "{r}"
+        );
+    }
 }
 
 /// A small corpus is named once, after it is written, with its size (trial 16: announced
@@ -217,6 +229,25 @@ fn agentx_traces_names_a_small_corpus_once() {
         "{t}"
     );
     assert!(stdout.trim_end().ends_with(&format!("{real:.0} kB")), "{t}");
+}
+
+/// Trial 17: a missing corpus is named by its flag, not as a bare "No such file or directory".
+#[test]
+fn replay_names_a_missing_traces_file_by_its_flag() {
+    let o = run(&[
+        "replay",
+        "--traces",
+        "/nonexistent/traces.jsonl",
+        "--base-url",
+        "http://127.0.0.1:9",
+        "--model",
+        "m",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: --traces /nonexistent/traces.jsonl: no such file or directory\n"
+    );
 }
 
 /// `inferbench … | head`: the reader going away ends the command quietly (exit 141, the shell's
@@ -271,6 +302,13 @@ fn interrupted_agentic_quickstart_keeps_the_cut_point_off_the_preview() {
     let (code, out, err) =
         common::interrupt_after_line(cmd, "lanes  1:", std::time::Duration::from_millis(4000));
     assert_eq!(code, Some(130), "{out}{err}");
+    // Trial 17: it said "stopping after this point", and then cut the point at once.
+    assert!(
+        err.contains(
+            "interrupted; cutting the current point short and storing what finished (on SIGINT)"
+        ),
+        "{err}"
+    );
     let row = |conc: &str| -> String {
         out.lines()
             .find(|l| l.split_whitespace().next() == Some(conc))
@@ -288,7 +326,7 @@ fn interrupted_agentic_quickstart_keeps_the_cut_point_off_the_preview() {
         flat.contains(
             "`*` marks this run's preview frontier (tok/s/GPU against p90 E2E-normalized \
              interactivity) among the points that replayed their whole time; `invalid` = cut short besides (interrupted before its replay time ran out): \
-             never on the preview"
+             never on the preview frontier"
         ),
         "{out}"
     );

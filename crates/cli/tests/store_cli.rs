@@ -439,6 +439,40 @@ fn store_cli_ingest_of_an_empty_directory_fails() {
     assert!(!db.exists(), "{} was created", db.display());
 }
 
+/// Trial 17: `ingest` of a sweep whose only point is unfinished (a failed eval) printed
+/// "ingested 0 point(s)" on stdout and exited 0. Storing nothing is a failure: exit 1, the
+/// report on stderr, naming the unfinished point, and no database left behind.
+#[test]
+fn store_cli_ingest_of_only_unfinished_points_fails() {
+    let t = Tmp::new("unfinishedingest");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../store/tests/evalsets/eval_gptoss_8k1k_unfinished");
+    let db = t.0.join("x.db");
+    let o = run(&[
+        "ingest",
+        src.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let path = src.canonicalize().unwrap();
+    assert!(
+        out.starts_with(&format!(
+            "error: nothing ingested from {} (1 sweep point(s) not finished)\nnot finished, nothing to ingest: ",
+            path.display()
+        )) && out.contains("eval_failed: GSM8K data not given")
+            && !out.contains("ingested 0"),
+        "{out}"
+    );
+    assert!(!db.exists(), "{} was created", db.display());
+}
+
 /// Issue 13: `report --columns …` without the frontier column prints the units footer the
 /// frontier view prints (label and unit of every metric column, from the metric registry);
 /// with the frontier column the `*` line follows it; with cost or power columns, their assumptions.
@@ -630,6 +664,23 @@ fn store_cli_zero_byte_database_names_the_commands_with_its_db() {
         "{status}"
     );
     assert!(!status.contains("rows per table"), "{status}");
+    // Trial 17: the read-only commands left the 0-byte file at 4,096 bytes (the WAL pragma).
+    for cmd in [
+        &["report", "--db", &db][..],
+        &["db", "status", "--db", &db],
+        &["compare", "hw=h100", "hw=h200", "--db", &db],
+        &[
+            "plot",
+            "--db",
+            &db,
+            "--out",
+            &t.0.join("p.svg").display().to_string(),
+        ],
+    ] {
+        run(cmd);
+        assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "{cmd:?}");
+        assert!(!Path::new(&format!("{db}-wal")).exists(), "{cmd:?}");
+    }
     let missing = t.0.join("missing.db").display().to_string();
     let o = run(&["db", "status", "--db", &missing]);
     assert_eq!(o.status.code(), Some(2));

@@ -106,16 +106,36 @@ pub fn default_result_filename(opts: &BenchOptions, date: &str) -> String {
     )
 }
 
+/// A result file name claimed in `--result-dir` by [`with_free_result_name`]: the file
+/// `<result>.tmp` created exclusively (`O_EXCL`), which [`write_results`] later fills and
+/// renames onto the result. Dropping the claim removes `<result>.tmp` if it is still there (a
+/// run that ended before writing its result), so an unused name is free again.
+#[derive(Debug)]
+pub struct ResultClaim {
+    tmp: PathBuf,
+}
+
+impl Drop for ResultClaim {
+    fn drop(&mut self) {
+        std::fs::remove_file(&self.tmp).ok();
+    }
+}
+
 /// `opts` with its result file named for good: with `--save-result` and no
 /// `--result-filename`, vLLM's default name for `date` ([`default_result_filename`]), or, when
 /// `--result-dir` already holds a file of that stem (a run started in the same second: the
 /// name has one-second resolution, trial 16 found the second run overwrote the first), the
-/// first free `<stem>-2.json`, `<stem>-3.json`, …. A name the user gave is kept (vLLM
-/// overwrites it too). Two processes starting in the same second into the same directory can
-/// still pick the same name.
-pub fn with_free_result_name(mut opts: BenchOptions, date: &str) -> BenchOptions {
+/// first free `<stem>-2.json`, `<stem>-3.json`, …. The name is claimed at once
+/// ([`ResultClaim`]: `<name>.tmp` created with `create_new`), so runs started together into
+/// one directory, even in separate processes, never pick the same name (trial 17 found two
+/// overlapping `bench … &` runs overwrote each other). A name the user gave is kept and not
+/// claimed (vLLM overwrites it too). Keep the claim until the result is written.
+pub fn with_free_result_name(
+    mut opts: BenchOptions,
+    date: &str,
+) -> (BenchOptions, Option<ResultClaim>) {
     if !opts.save_result || opts.result_filename.is_some() {
-        return opts;
+        return (opts, None);
     }
     let dir = opts
         .result_dir
@@ -123,8 +143,12 @@ pub fn with_free_result_name(mut opts: BenchOptions, date: &str) -> BenchOptions
         .unwrap_or_else(|| PathBuf::from("."));
     let name = default_result_filename(&opts, date);
     let stem = name.trim_end_matches(".json");
+    // An unwritable directory is write_results' error to report, naming the flag.
+    if std::fs::create_dir_all(&dir).is_err() {
+        return (opts, None);
+    }
     // Every name in the directory: a stem is taken by its result file or any side file
-    // (`<stem>.power.csv`, …).
+    // (`<stem>.power.csv`, `<stem>.json.tmp` of a run still going, …).
     let taken: Vec<String> = std::fs::read_dir(&dir)
         .map(|rd| {
             rd.filter_map(Result::ok)
@@ -136,15 +160,27 @@ pub fn with_free_result_name(mut opts: BenchOptions, date: &str) -> BenchOptions
         let dotted = format!("{stem}.");
         taken.iter().any(|f| f.starts_with(&dotted))
     };
-    if !used(stem) {
-        return opts;
+    let candidates =
+        std::iter::once(stem.to_string()).chain((2u32..).map(|n| format!("{stem}-{n}")));
+    for s in candidates.filter(|s| !used(s)).take(10_000) {
+        let file = format!("{s}.json");
+        let tmp = dir.join(format!("{file}.tmp"));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(_) => {
+                opts.result_filename = Some(file);
+                return (opts, Some(ResultClaim { tmp }));
+            }
+            // Claimed by a run that listed the directory before us: try the next.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            // Not claimable (a read-only directory, …): the plain name, write_results reports.
+            Err(_) => break,
+        }
     }
-    let free = (2u32..)
-        .map(|n| format!("{stem}-{n}"))
-        .find(|s| !used(s))
-        .unwrap_or_else(|| stem.to_string());
-    opts.result_filename = Some(format!("{free}.json"));
-    opts
+    (opts, None)
 }
 
 /// Where a point's side file `name` (`server_metrics.jsonl`, `power.csv`,
@@ -277,7 +313,7 @@ pub fn render_report(s: &RunSummary) -> String {
             latency_sections(&mut o, s);
         }
         extras_section(&mut o, x, measured);
-        stop_line(&mut o, x.stop_reason);
+        stop_line(&mut o, x.stop_reason, measured);
     }
     o.rule('=', "");
     o.0
@@ -474,15 +510,22 @@ fn client_lines(o: &mut Report, c: &ClientCheck) {
     }
 }
 
-/// Why the run stopped early, when it did.
-fn stop_line(o: &mut Report, stop: StopReason) {
-    let why = match stop {
-        StopReason::Completed => return,
-        StopReason::Interrupted => ("Interrupted:", "yes (partial results)"),
-        StopReason::ServerUnreachable => ("Stopped early:", "server unreachable (partial results)"),
-        StopReason::Aborted => ("Stopped early:", "aborted on failures (partial results)"),
+/// Why the run stopped early, when it did; "partial results" only when some request succeeded
+/// (`measured`), else "nothing measured" (trial 17: "partial results" above a run where no
+/// request had succeeded).
+fn stop_line(o: &mut Report, stop: StopReason, measured: bool) {
+    let what = if measured {
+        "partial results"
+    } else {
+        "nothing measured"
     };
-    o.line(why.0, why.1.into());
+    let (key, why) = match stop {
+        StopReason::Completed => return,
+        StopReason::Interrupted => ("Interrupted:", "yes"),
+        StopReason::ServerUnreachable => ("Stopped early:", "server unreachable"),
+        StopReason::Aborted => ("Stopped early:", "aborted on failures"),
+    };
+    o.line(key, format!("{why} ({what})"));
 }
 
 #[cfg(test)]
@@ -528,16 +571,29 @@ mod tests {
             ..Default::default()
         };
         let name = |o: BenchOptions| {
-            with_free_result_name(o, "20261204-010203")
-                .result_filename
-                .unwrap_or_default()
+            let (o, claim) = with_free_result_name(o, "20261204-010203");
+            (o.result_filename.unwrap_or_default(), claim)
         };
-        assert_eq!(name(o(None)), "");
+        let (first, claim) = name(o(None));
+        assert_eq!(first, "openai-infqps-m-20261204-010203.json");
+        // Trial 17: while the first run holds its claim, an overlapping run takes the next.
+        assert!(dir
+            .join("openai-infqps-m-20261204-010203.json.tmp")
+            .exists());
+        let (second, claim2) = name(o(None));
+        assert_eq!(second, "openai-infqps-m-20261204-010203-2.json");
+        // A dropped claim (the run ended before writing its result) frees the name again.
+        drop(claim2);
+        assert!(!dir
+            .join("openai-infqps-m-20261204-010203-2.json.tmp")
+            .exists());
+        drop(claim);
         std::fs::write(dir.join("openai-infqps-m-20261204-010203.json"), "{}").unwrap();
-        assert_eq!(name(o(None)), "openai-infqps-m-20261204-010203-2.json");
+        assert_eq!(name(o(None)).0, "openai-infqps-m-20261204-010203-2.json");
         std::fs::write(dir.join("openai-infqps-m-20261204-010203-2.power.csv"), "").unwrap();
-        assert_eq!(name(o(None)), "openai-infqps-m-20261204-010203-3.json");
-        assert_eq!(name(o(Some("r.json"))), "r.json");
+        assert_eq!(name(o(None)).0, "openai-infqps-m-20261204-010203-3.json");
+        let (given, none) = name(o(Some("r.json")));
+        assert_eq!((given.as_str(), none.is_none()), ("r.json", true));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

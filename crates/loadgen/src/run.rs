@@ -218,7 +218,8 @@ pub async fn run_bench(
     let shared = shared_state(client, &prepared, tx, &cancel, opts.max_concurrency);
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
-    let opts = output::with_free_result_name(opts, &date);
+    // Held until the result is written (output::ResultClaim).
+    let (opts, _claim) = output::with_free_result_name(opts, &date);
     let mut notes = Vec::new();
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.

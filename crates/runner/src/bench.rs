@@ -138,9 +138,12 @@ impl PointRunner for LoadgenPoint {
 }
 
 /// After a point: its notes as warnings or indented notes (each distinct note once per sweep,
-/// see [`LoadgenPoint::warned`]), `requests.jsonl` compressed to `requests.jsonl.zst`.
+/// see [`LoadgenPoint::warned`]; not the interruption, which is the point's outcome),
+/// `requests.jsonl` compressed to `requests.jsonl.zst`.
 fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> anyhow::Result<()> {
-    for note in notes {
+    // The interruption is the point's outcome, which the sweep's progress line states with its
+    // counts (trial 17: a third line for one interrupted point).
+    for note in notes.iter().filter(|n| !n.starts_with("interrupted:")) {
         let first = (runner.warned.lock()).map_or(true, |mut w| w.insert(note.clone()));
         if first && runner.indented_notes {
             eprintln!("  note (conc {}): {note}", req.conc);

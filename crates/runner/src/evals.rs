@@ -174,7 +174,15 @@ pub async fn run_eval(
     })
     .await
     .map_err(|e| fail(format!("GSM8K data: {e}")))?
-    .map_err(|e| fail(format!("{e} (or --no-evals to run throughput points only)")))?;
+    // `--no-evals` helps a row with throughput points; an eval-only row would then not run at
+    // all (trial 17: the hint on an `--evals-only` row).
+    .map_err(|e| {
+        fail(if eval_only(spec) {
+            e.to_string()
+        } else {
+            format!("{e} (or --no-evals to run throughput points only)")
+        })
+    })?;
     let opts = EvalOptions {
         base_url: base_url.to_string(),
         model: spec.row.model.clone(),

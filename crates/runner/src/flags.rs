@@ -574,7 +574,11 @@ pub async fn run_here(
         cancel,
     )
     .await;
-    eprint!("{}", report.render());
+    if opts.progress_lines {
+        eprint!("{}", report.render_after_progress());
+    } else {
+        eprint!("{}", report.render());
+    }
     eprintln!("artifacts in {} ({})", opts.out_dir.display(), SWEEP_REPORT);
     report.exit_code()
 }

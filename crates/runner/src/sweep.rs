@@ -166,6 +166,14 @@ impl PointReport {
             PointKind::Eval => format!("eval (conc {})", self.conc),
         }
     }
+
+    /// The failure class as `sweep.json` spells it (`eval_failed`), or "" without one.
+    pub fn class_name(&self) -> String {
+        self.class
+            .and_then(|c| serde_json::to_value(c).ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
 }
 
 /// Result of a sweep: every point, in matrix order.
@@ -193,16 +201,33 @@ impl SweepReport {
         }
     }
 
-    /// One line per failed point plus totals, for the terminal.
+    /// One line per failed or interrupted point with its cause, plus totals, for the terminal
+    /// (what `sweep --gather` prints, where no progress line came before).
     pub fn render(&self) -> String {
+        self.render_with(true)
+    }
+
+    /// [`SweepReport::render`] below the progress lines, which gave each point's cause
+    /// already (trial 17: a failed eval's long cause printed twice, an interrupted point
+    /// three times): a failed point is named once more without its cause, an interrupted one
+    /// only in the totals.
+    pub fn render_after_progress(&self) -> String {
+        self.render_with(false)
+    }
+
+    fn render_with(&self, causes: bool) -> String {
         let mut s = String::new();
         for p in &self.points {
-            if matches!(p.outcome, Outcome::Failed | Outcome::Interrupted) {
-                let class = p
-                    .class
-                    .and_then(|c| serde_json::to_value(c).ok())
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default();
+            if !causes && p.outcome == Outcome::Failed {
+                let class = p.class_name();
+                s.push_str(&format!(
+                    "FAILED row {} {} [{class}] (its cause is above and in {SWEEP_REPORT})\n",
+                    p.index,
+                    p.what()
+                ));
+            }
+            if causes && matches!(p.outcome, Outcome::Failed | Outcome::Interrupted) {
+                let class = p.class_name();
                 let first = p
                     .cause
                     .as_deref()
@@ -772,10 +797,7 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, mut r: Poin
             Outcome::NotStarted => "not started (the sweep was interrupted)".to_string(),
             Outcome::Failed | Outcome::Interrupted => format!(
                 "{}: {}",
-                r.class
-                    .and_then(|c| serde_json::to_value(c).ok())
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                r.class_name(),
                 r.cause
                     .as_deref()
                     .unwrap_or("")

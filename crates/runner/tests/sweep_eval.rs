@@ -278,6 +278,26 @@ async fn an_eval_without_data_fails_alone_and_says_what_to_pass() {
             && cause.ends_with("(or --no-evals to run throughput points only)"),
         "{cause}"
     );
+    // An eval-only row: `--no-evals` would run nothing at all, so it is not offered (trial 17).
+    let mut eval_only = options(&tmp.path().join("eval-only"), &url, None);
+    eval_only.evals.cache_dir = tmp.path().join("cache");
+    eval_only.evals.source_url = "http://127.0.0.1:9/gsm8k".into();
+    let jobs = [row(0, "gptoss_8k1k", 8, false, true)];
+    let report = run_jobs(&jobs, &eval_only, &QuickPoint, &CancellationToken::new()).await;
+    let cause = report.points[0].cause.as_deref().unwrap();
+    assert!(
+        cause.contains("Offline? Pass --eval-data-dir DIR") && !cause.contains("--no-evals"),
+        "{cause}"
+    );
+    // Below the progress line that gave the cause, the summary names the point without it
+    // (trial 17: the long cause printed twice).
+    let brief = report.render_after_progress();
+    assert!(
+        brief.starts_with("FAILED row 0 eval (conc ")
+            && brief.contains("[eval_failed] (its cause is above and in sweep.json)\n")
+            && !brief.contains("GSM8K"),
+        "{brief}"
+    );
     // A server that refuses every request: the eval fails with the first cause.
     let bad = spawn_replay_thread(ReplayCase {
         status: 500,

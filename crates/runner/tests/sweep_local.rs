@@ -393,6 +393,15 @@ async fn cancel_marks_points_interrupted_and_stops_the_engine() {
         "{}",
         report.render()
     );
+    // Below the progress lines, which said why, only the totals (trial 17: three lines for the
+    // one interrupted point).
+    assert!(
+        report
+            .render_after_progress()
+            .starts_with("2 points: 0 ok,"),
+        "{}",
+        report.render_after_progress()
+    );
     let st = read_status(&report.points[0].dir).unwrap();
     assert_eq!(st.state, PointState::Interrupted);
     assert!(read_status(&report.points[1].dir).is_none());

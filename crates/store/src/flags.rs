@@ -65,7 +65,7 @@ pub fn ingest_into(
     let mut stored = false;
     for p in paths {
         let mut report = store.ingest_path(p, opts)?;
-        failed |= !report.skipped.is_empty() || report.found_nothing();
+        failed |= !report.skipped.is_empty() || report.stored_nothing();
         unknown |= !report.unknown.is_empty();
         stored |= report.points > 0 || report.runs_ingested > 0;
         if opts.missing_noted {
@@ -73,7 +73,7 @@ pub fn ingest_into(
         }
         // An error goes where errors go (trial 15: "error: nothing to ingest" on stdout;
         // trial 16: the skipped units, which make the exit code 1).
-        if report.found_nothing() {
+        if report.stored_nothing() {
             eprint!("{}", report.render());
         } else {
             print!("{}", report.render());
@@ -204,12 +204,13 @@ impl DbFlags {
 
 /// [`DbFlags::run`].
 fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
-    // `status` reads: it creates no file where there is none (as `report`).
-    let is_file_db = !args.db.contains("://");
-    if matches!(args.action, Action::Status) && is_file_db && !PathBuf::from(&args.db).is_file() {
-        return Err(crate::StoreError::NoDatabase(args.db.clone()).into());
-    }
-    let mut store = Store::open(&args.db)?;
+    // `status` reads: it creates no file where there is none and writes nothing to the one
+    // there is (as `report`).
+    let mut store = if matches!(args.action, Action::Status) {
+        Store::open_for_reading(&args.db)?
+    } else {
+        Store::open(&args.db)?
+    };
     match args.action {
         Action::Migrate => {
             let applied = store.migrate()?;

@@ -234,12 +234,31 @@ impl IngestReport {
             && self.unfinished.is_empty()
     }
 
-    /// The units that could not be ingested, one `error: skipped PATH: REASON` line each (what
+    /// Whether nothing was stored from the paths: no run and no eval result (also when they
+    /// held only unfinished sweep points or skipped units; `inferbench ingest` exits 1 and
+    /// prints the report on stderr: trial 17 found "ingested 0 point(s)" on stdout and exit 0
+    /// for a sweep whose only point was a failed eval).
+    pub fn stored_nothing(&self) -> bool {
+        self.runs_ingested == 0 && self.evals == 0
+    }
+
+    /// The units that could not be ingested, one `error: skipped PATH: REASON` line each
+    /// (`error: skipped REASON` when the reason starts with the path: `P:2:0: …`) (what
     /// `inferbench ingest` prints on stderr: they make it exit 1; trial 16 found them on stdout
     /// without a prefix). Empty when nothing was skipped.
     pub fn render_skipped(&self) -> String {
         (self.skipped.iter())
-            .map(|k| format!("error: skipped {}: {}\n", k.path, k.reason))
+            .map(|k| {
+                // A reason that starts with the path (`P:2:0: …`, `P/summary.json:3: …`) names
+                // it already (trial 17: `error: skipped P: P:2:0: …`).
+                let named = (k.reason.strip_prefix(&k.path))
+                    .is_some_and(|rest| rest.starts_with([':', '/']));
+                if named {
+                    format!("error: skipped {}\n", k.reason)
+                } else {
+                    format!("error: skipped {}: {}\n", k.path, k.reason)
+                }
+            })
             .collect()
     }
 
@@ -294,6 +313,22 @@ impl IngestReport {
             format!(
                 "error: nothing to ingest in {} (no result files or artifact directories)\n",
                 self.path
+            )
+        } else if self.stored_nothing() {
+            let mut why = Vec::new();
+            if !self.unfinished.is_empty() {
+                why.push(format!(
+                    "{} sweep point(s) not finished",
+                    self.unfinished.len()
+                ));
+            }
+            if !self.skipped.is_empty() {
+                why.push(format!("{} unit(s) skipped", self.skipped.len()));
+            }
+            format!(
+                "error: nothing ingested from {} ({})\n",
+                self.path,
+                why.join(", ")
             )
         } else {
             format!(
@@ -390,6 +425,13 @@ impl Store {
     /// parameter creates and uses that schema), or a SQLite file path (created if missing; WAL
     /// journal, `synchronous=NORMAL`, foreign keys on, 10 s busy timeout). Does not migrate.
     pub fn open(location: &str) -> Result<Store, StoreError> {
+        Store::open_mode(location, true)
+    }
+
+    /// [`Store::open`]; `writer: false` leaves a SQLite file's journal mode as it is (setting
+    /// WAL writes the file: trial 17 found `report` on a 0-byte file left 4,096 bytes, and it
+    /// would convert another program's database).
+    fn open_mode(location: &str, writer: bool) -> Result<Store, StoreError> {
         let conn = if location.starts_with("postgres://") || location.starts_with("postgresql://") {
             let (url, schema) = split_schema(location)?;
             // A URL that does not parse is a bad location; one that parses but whose server
@@ -429,10 +471,13 @@ impl Store {
                 .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?;
             c.busy_timeout(std::time::Duration::from_secs(10))
                 .map_err(|e| StoreError::Db(e.to_string()))?;
-            c.execute_batch(
-                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;",
-            )
-            .map_err(|e| StoreError::Db(e.to_string()))?;
+            let pragmas = if writer {
+                "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"
+            } else {
+                "PRAGMA foreign_keys = ON;"
+            };
+            c.execute_batch(pragmas)
+                .map_err(|e| StoreError::Db(e.to_string()))?;
             Conn::Sqlite(c)
         };
         Ok(Store {
@@ -441,9 +486,9 @@ impl Store {
         })
     }
 
-    /// Like [`Store::open`], for read-only commands: a SQLite file must already exist (no empty
-    /// database is created by a typo), and the schema must be migrated.
-    pub fn open_existing(location: &str) -> Result<Store, StoreError> {
+    /// Like [`Store::open_existing`] without the schema check (`db status` reports the version
+    /// it finds): a SQLite file must already exist, and opening it writes nothing to it.
+    pub fn open_for_reading(location: &str) -> Result<Store, StoreError> {
         let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
         if !is_pg && Path::new(location).is_dir() {
             return Err(StoreError::BadUrl(
@@ -456,7 +501,14 @@ impl Store {
         if !is_pg && !Path::new(location).is_file() {
             return Err(StoreError::NoDatabase(location.to_string()));
         }
-        let mut s = Store::open(location)?;
+        Store::open_mode(location, false)
+    }
+
+    /// Like [`Store::open`], for read-only commands: a SQLite file must already exist (no empty
+    /// database is created by a typo), opening it writes nothing to it, and the schema must be
+    /// migrated ([`StoreError::EmptyDatabase`] for a file without inferbench's tables).
+    pub fn open_existing(location: &str) -> Result<Store, StoreError> {
+        let mut s = Store::open_for_reading(location)?;
         s.require_migrated()?;
         Ok(s)
     }
@@ -1131,6 +1183,35 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 17: a reason that names the path already is not prefixed with it again.
+    #[test]
+    fn a_skipped_unit_names_its_path_once() {
+        let skip = |path: &str, reason: &str| IngestReport {
+            skipped: vec![Skipped {
+                path: path.into(),
+                reason: reason.into(),
+            }],
+            ..IngestReport::default()
+        };
+        assert_eq!(
+            skip("/r/a.json", "/r/a.json:2:0: expected value").render_skipped(),
+            "error: skipped /r/a.json:2:0: expected value\n"
+        );
+        assert_eq!(
+            skip("/r/p", "/r/p/summary.json:3:1: bad").render_skipped(),
+            "error: skipped /r/p/summary.json:3:1: bad\n"
+        );
+        assert_eq!(
+            skip("/r/p", "no summary.json").render_skipped(),
+            "error: skipped /r/p: no summary.json\n"
+        );
+        // A sibling whose name merely starts like the path is not the path.
+        assert_eq!(
+            skip("/r/p", "/r/p2: gone").render_skipped(),
+            "error: skipped /r/p: /r/p2: gone\n"
+        );
+    }
 
     /// Trial 16: a PostgreSQL that does not answer is not a "bad database location"; a URL
     /// that does not parse is. Both hide the password.

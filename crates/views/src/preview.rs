@@ -49,10 +49,27 @@ pub struct Shown<'a> {
 }
 
 impl Preview {
-    /// The table of `rows` ([`render`]), the report's footer ([`footer`], legends for the
-    /// marks the rows carry), then the notes: what a quickstart prints on stdout.
+    /// What every row shares, as `report`'s table names it above the table (`every row:
+    /// model=…  isl=…  …  batch=…`; trial 17: the quickstart's table did not say which model
+    /// or batch it showed), then the table of `rows` ([`render`]), the report's footer
+    /// ([`footer`], legends for the marks the rows carry), then the notes: what a quickstart
+    /// prints on stdout.
     pub fn table(&self, rows: &[PointRow]) -> String {
-        let mut out = render(rows, &self.columns, Format::Table);
+        let (_, common) = crate::report::split_common(
+            rows,
+            &crate::report::default_columns(rows, Some(&self.spec.x)),
+        );
+        let shown = |kv: &&String| {
+            let key = kv.split('=').next().unwrap_or_default();
+            !self.columns.iter().any(|c| c == key)
+        };
+        let common: Vec<&String> = common.iter().filter(shown).collect();
+        let mut out = String::new();
+        if !common.is_empty() {
+            let joined: Vec<&str> = common.iter().map(|s| s.as_str()).collect();
+            out.push_str(&format!("every row: {}\n\n", joined.join("  ")));
+        }
+        out.push_str(&render(rows, &self.columns, Format::Table));
         let mut marks = Marks::of(rows);
         if self.marks_legend.is_some() {
             (marks.star, marks.invalid) = (false, false);
@@ -285,7 +302,7 @@ pub fn agentic_quickstart(
     if cut_short.iter().any(|c| rows.iter().any(|r| r.conc == *c)) {
         legend.push_str(
             "; `invalid` = cut short besides (interrupted before its replay time ran out): \
-             never on the preview",
+             never on the preview frontier",
         );
     }
     view.marks_legend = Some(legend);
@@ -336,7 +353,12 @@ mod tests {
             ..Preview::default()
         };
         let t = p.table(&rows);
-        assert!(t.starts_with("conc  tput_per_gpu"), "{t}");
+        // What every row shares, once above the table, as `report` names it (trial 17).
+        assert!(
+            t.starts_with("every row: model=m  ") && t.contains("hardware=h100  framework=sim"),
+            "{t}"
+        );
+        assert!(t.contains("\n\nconc  tput_per_gpu"), "{t}");
         // Only a table with a `*` row explains `*` (trial 13).
         assert!(!t.contains("* = on its group's Pareto frontier"), "{t}");
         let mut rows = rows;

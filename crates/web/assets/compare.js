@@ -86,8 +86,8 @@ async function refresh(push) {
     const empty = [["A", res.count_a], ["B", res.count_b]].filter(s => s[1] === 0).map(s => s[0]);
     status(count(res.count_a, "point") + " in A, " + count(res.count_b, "point") + " in B; "
       + (res.rows.length ? count(res.rows.length, "target")
-        : empty.length ? "no stored point matches " + empty.join(" nor ") + "'s filters"
-        : "their frontiers share no x range"));
+        : res.note || (empty.length ? "no stored point matches " + empty.join(" nor ") + "'s filters"
+        : "their frontiers share no x range")));
   } catch (e) {
     status("error: " + e.message, true);
   }

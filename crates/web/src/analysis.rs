@@ -80,8 +80,10 @@ fn number(key: &str, v: &str) -> Result<f64, ApiError> {
 /// frontiers cover). Answer: `{"x", "y", "a", "b", "count_a", "count_b", "targets": [x…],
 /// "rows": [{at, mean_a, n_a, mean_b, n_b, ratio_a_over_b, ci95_low, ci95_high}…] (as
 /// `inferbench compare --json`), "frontier_a": [[x, y]…], "frontier_b": […]}` (each side's
-/// frontier knots, sorted by x; a side's repeats are its batches). No overlap: `targets` and
-/// `rows` are empty.
+/// frontier knots, sorted by x; a side's repeats are its batches), "note": null or why there
+/// is nothing to compare}`. No overlap: `targets` and `rows` are empty and `note` says why, in
+/// `inferbench compare`'s words (trial 17: a side matching nothing answered `count_a: 0`
+/// with no word).
 pub async fn compare(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
@@ -127,6 +129,22 @@ pub async fn compare(
         at
     };
     let rows = compare::compare(&ra, &rb, &x, &y, &targets);
+    let empty: Vec<String> = [("A", &a, ra.len()), ("B", &b, rb.len())]
+        .iter()
+        .filter(|(_, _, n)| *n == 0)
+        .map(|(side, f, _)| format!("{side} ({f})"))
+        .collect();
+    let note = if !empty.is_empty() {
+        Some(format!("no stored point matches {}", empty.join(" nor ")))
+    } else if rows.is_empty() {
+        Some(format!(
+            "the frontiers of A ({}) and B ({}) share no {x} range",
+            inferbench_core::count(ra.len(), "point"),
+            inferbench_core::count(rb.len(), "point"),
+        ))
+    } else {
+        None
+    };
     let knots = |rows: &[inferbench_store::PointRow]| {
         let all: Vec<&inferbench_store::PointRow> = rows.iter().collect();
         compare::frontier_knots(&all, &x, &y)
@@ -145,6 +163,7 @@ pub async fn compare(
         "rows": rows,
         "frontier_a": knots(&ra),
         "frontier_b": knots(&rb),
+        "note": note,
     })))
 }
 

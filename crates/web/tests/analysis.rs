@@ -124,6 +124,19 @@ async fn history_answers_report_history_at() {
     assert_eq!(v["groups"][0]["latest_regression"], json!(false), "{v}");
 }
 
+/// Trial 17: a side matching nothing answered 200 with `count_a: 0` and no word; the answer
+/// now says why there is nothing to compare, as `inferbench compare` does.
+#[tokio::test]
+async fn compare_says_which_side_matches_nothing() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(&db, "/api/v1/compare?a=hw%3Dgb300&b=hw%3Dmi355x&model=dsr1").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((&v["count_a"], &v["rows"]), (&json!(0), &json!([])));
+    assert_eq!(v["note"], json!("no stored point matches A (hw=gb300)"));
+    let (_, v) = get_json(&db, "/api/v1/compare?a=hw%3Db200&b=hw%3Dmi355x&model=dsr1").await;
+    assert_eq!(v["note"], Value::Null);
+}
+
 #[tokio::test]
 async fn bad_parameters_are_400s_naming_them() {
     let (_d, db) = seeded();

@@ -15,8 +15,11 @@ use inferbench_views::preview;
 
 use super::ExitStatus;
 
-/// What Ctrl-C / SIGTERM print: the sweep stops after the current point.
-const STOP: &str = "inferbench quickstart: interrupted; stopping after this point";
+/// What Ctrl-C / SIGTERM print: the current point is cut at once (what it finished is kept,
+/// marked invalid), the rest do not start, and the finished points are stored and drawn
+/// (trial 17: "stopping after this point" promised a point that was in fact cut).
+const STOP: &str =
+    "inferbench quickstart: interrupted; cutting the current point short and storing what finished";
 
 /// Flags of `inferbench quickstart`.
 #[derive(Debug, clap::Args)]

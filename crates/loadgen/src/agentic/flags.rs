@@ -236,6 +236,10 @@ impl ReplayFlags {
             num_dataset_entries: self.num_dataset_entries,
         };
         Ok(match (&self.traces, &self.synthetic) {
+            // Named by its flag (trial 17: a bare "No such file or directory").
+            (Some(p), _) if !p.exists() => {
+                anyhow::bail!("--traces {}: no such file or directory", p.display())
+            }
             (Some(p), _) => load_traces(p, &load)?,
             (None, Some(shape)) => {
                 let mut traces = synthetic::shaped(shape, None, self.random_seed);

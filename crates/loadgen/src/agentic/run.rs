@@ -712,7 +712,7 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         .chain((!valid).then(|| {
             (
                 "submission_invalid_reasons".to_string(),
-                "replay shorter than AgentX's 900 s (--unsafe-override)".to_string(),
+                "replay shorter than AgentX's 900 s minimum".to_string(),
             )
         }))
         .collect(),
