@@ -420,7 +420,11 @@ fn llamacpp_eval_only_row_scores_gsm8k_in_a_sweep_into_the_store() {
     );
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("FAILED row 0 eval (conc 4) [eval_below_threshold]: gsm8k strict-match "),
+        stderr.contains("[1/1] row 0 eval (conc 4): eval_below_threshold: gsm8k strict-match ")
+            // The cause once, on the progress line (trial 17: twice).
+            && stderr.contains(
+                "FAILED row 0 eval (conc 4) [eval_below_threshold] (its cause is above and in sweep.json)\n"
+            ),
         "{stderr}"
     );
     assert!(
