@@ -1194,23 +1194,26 @@ mod tests {
             }],
             ..IngestReport::default()
         };
-        assert_eq!(
-            skip("/r/a.json", "/r/a.json:2:0: expected value").render_skipped(),
-            "error: skipped /r/a.json:2:0: expected value\n"
-        );
-        assert_eq!(
-            skip("/r/p", "/r/p/summary.json:3:1: bad").render_skipped(),
-            "error: skipped /r/p/summary.json:3:1: bad\n"
-        );
-        assert_eq!(
-            skip("/r/p", "no summary.json").render_skipped(),
-            "error: skipped /r/p: no summary.json\n"
-        );
-        // A sibling whose name merely starts like the path is not the path.
-        assert_eq!(
-            skip("/r/p", "/r/p2: gone").render_skipped(),
-            "error: skipped /r/p: /r/p2: gone\n"
-        );
+        for (path, reason, line) in [
+            (
+                "/r/a.json",
+                "/r/a.json:2:0: expected value",
+                "/r/a.json:2:0: expected value",
+            ),
+            (
+                "/r/p",
+                "/r/p/summary.json:3:1: bad",
+                "/r/p/summary.json:3:1: bad",
+            ),
+            ("/r/p", "no summary.json", "/r/p: no summary.json"),
+            // A sibling whose name merely starts like the path is not the path.
+            ("/r/p", "/r/p2: gone", "/r/p: /r/p2: gone"),
+        ] {
+            assert_eq!(
+                skip(path, reason).render_skipped(),
+                format!("error: skipped {line}\n")
+            );
+        }
     }
 
     /// Trial 16: a PostgreSQL that does not answer is not a "bad database location"; a URL
