@@ -48,7 +48,7 @@ enum Command {
     Models(inferbench_recipes::flags::ModelsFlags),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
     #[command(
-        after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config."
+        after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, or another sweep is writing into --out."
     )]
     Sweep(inferbench_runner::flags::SweepFlags),
     /// Run one matrix row (what executors call).

@@ -143,7 +143,7 @@ impl PointRunner for LoadgenPoint {
 fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> anyhow::Result<()> {
     // The interruption is the point's outcome, which the sweep's progress line states with its
     // counts (trial 17: a third line for one interrupted point).
-    for note in notes.iter().filter(|n| !n.starts_with("interrupted:")) {
+    for note in notes.iter().filter(|n| !n.starts_with("interrupted")) {
         let first = (runner.warned.lock()).map_or(true, |mut w| w.insert(note.clone()));
         if first && runner.indented_notes {
             eprintln!("  note (conc {}): {note}", req.conc);

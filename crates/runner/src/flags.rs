@@ -550,14 +550,28 @@ impl JobFlags {
 
 /// Runs `jobs` in this process with the load generator until `cancel` fires (the current point
 /// and the engine stop, the remaining points are marked interrupted); says on stderr which
-/// eval-only rows `--no-evals` leaves out, and prints the sweep's summary there. Returns the
-/// exit code ([`crate::SweepReport::exit_code`]).
+/// eval-only rows `--no-evals` leaves out, and prints the sweep's summary there. A sweep that
+/// writes its report holds its output directory ([`artifacts::lock_out_dir`]). Returns the
+/// exit code ([`crate::SweepReport::exit_code`]), or 2 when another sweep holds the directory.
 pub async fn run_here(
     jobs: &[JobSpec],
     opts: &SweepOptions,
     progress: bool,
     cancel: &crate::CancellationToken,
 ) -> i32 {
+    // One local sweep per output directory; `job` tasks of one Slurm or GitHub sweep share
+    // theirs (each runs its own rows, the gather writes the report).
+    let _lock = if opts.write_report {
+        match artifacts::lock_out_dir(&opts.out_dir) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        }
+    } else {
+        None
+    };
     if !opts.evals.enabled {
         let n = jobs.iter().filter(|j| crate::evals::eval_only(j)).count();
         if n > 0 {

@@ -397,9 +397,10 @@ impl IngestReport {
 }
 
 /// Whether `p` is bookkeeping that `inferbench sweep` writes beside its points: the sweep's
-/// `sweep.json` report and the engine logs under `_engines/`.
+/// `sweep.json` report, its `sweep.lock` and the engine logs under `_engines/`.
 fn sweep_bookkeeping(p: &Path) -> bool {
-    p.file_name().is_some_and(|n| n == "sweep.json")
+    p.file_name()
+        .is_some_and(|n| n == "sweep.json" || n == "sweep.lock")
         || p.components().any(|c| c.as_os_str() == "_engines")
 }
 
