@@ -218,3 +218,34 @@ fn github_rows_run_with_the_sweep_flags() {
     assert_eq!(s["num_prompts"], 6, "{s}");
     assert_eq!(s["completed"], 6, "{s}");
 }
+
+/// Trial 18: a sweep against a `--base-url` where nothing listens said "none failed: those in
+/// flight at its end were cancelled …" under its connect errors. The point fails with the load
+/// generator's own reason, once.
+#[test]
+fn a_sweep_against_a_dead_base_url_says_the_server_is_unreachable() {
+    let dir = scratch("sweep_dead_base_url");
+    std::fs::write(dir.join("m.json"), MATRIX).unwrap();
+    let (code, _, stderr) = inferbench(
+        &[
+            "sweep",
+            "--matrix",
+            "m.json",
+            "--rows",
+            "0",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--out",
+            "results",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "[1/1] row 0 conc 4: bench_failed: server unreachable at http://127.0.0.1:9: "
+        ) && !stderr.contains("none failed")
+            && stderr.matches("stopped early, nothing was measured").count() == 1,
+        "{stderr}"
+    );
+}

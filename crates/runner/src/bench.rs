@@ -12,7 +12,9 @@ use std::path::Path;
 
 use anyhow::Context;
 use inferbench_core::summary::JobIdentity;
-use inferbench_loadgen::{run_bench, BenchOptions, ProgressMode, EXIT_ERROR_RATE};
+use inferbench_loadgen::{
+    run_bench, BenchOptions, ProgressMode, EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::point::{PointOutput, PointRequest, PointRunner};
@@ -103,7 +105,14 @@ impl PointRunner for LoadgenPoint {
             outcome.summary = modelled;
             outcome.notes.extend(note);
         }
-        finish_point(req, &outcome.notes, self)?;
+        let gate = loadgen_gate(&outcome, max_error_rate);
+        // The note the gate quotes is the point's failure, which the progress line states:
+        // not a warning beside it as well.
+        let notes: Vec<String> = (outcome.notes.iter())
+            .filter(|n| !gate.as_ref().is_some_and(|g| g.starts_with(n.as_str())))
+            .cloned()
+            .collect();
+        finish_point(req, &notes, self)?;
         let aggregate = match &outcome.aggregate_path {
             Some(p) => Some(serde_json::from_str(
                 &std::fs::read_to_string(p).with_context(|| p.display().to_string())?,
@@ -116,25 +125,40 @@ impl PointRunner for LoadgenPoint {
             completed: outcome.summary.completed,
             failed: outcome.summary.inferbench.failed,
             interrupted: outcome.interrupted && cancel.is_cancelled(),
-            gate: (outcome.exit_code == EXIT_ERROR_RATE).then(|| {
-                // The loadgen's own words when the gate was not the error rate (nothing
-                // measured, --max-anomaly-rate).
-                let other = outcome.notes.iter().find(|n| {
-                    n.starts_with("nothing was measured") || n.starts_with("anomaly rate")
-                });
-                match other {
-                    Some(n) => format!("{n}{}", first_error(&outcome.records)),
-                    None => format!(
-                        "{} of {} requests failed (more than the {:.0} % allowed){}",
-                        outcome.summary.inferbench.failed,
-                        outcome.summary.num_prompts,
-                        max_error_rate * 100.0,
-                        first_error(&outcome.records)
-                    ),
-                }
-            }),
+            gate,
         })
     }
+}
+
+/// Why a point that ran fails anyway (the [`PointOutput::gate`]), from the load generator's
+/// exit code: the error-rate gate (more than `max_error_rate` failed), nothing measured,
+/// `--max-anomaly-rate`, every warmup failing, or the server unreachable — in the loadgen's
+/// own words where it has them, with the first failed request's error. `None` otherwise
+/// (trial 18: a sweep against a dead `--base-url` said "none failed … cancelled" under its
+/// connect errors).
+fn loadgen_gate(outcome: &inferbench_loadgen::BenchOutcome, max_error_rate: f64) -> Option<String> {
+    if ![EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE].contains(&outcome.exit_code) {
+        return None;
+    }
+    let own_words = [
+        "nothing was measured",
+        "anomaly rate",
+        "every warmup request failed",
+        "server unreachable",
+    ];
+    let other = (outcome.notes.iter()).find(|n| own_words.iter().any(|p| n.starts_with(p)));
+    Some(match other {
+        // That note names the connect error already.
+        Some(n) if n.starts_with("server unreachable") => n.clone(),
+        Some(n) => format!("{n}{}", first_error(&outcome.records)),
+        None => format!(
+            "{} of {} requests failed (more than the {:.0} % allowed){}",
+            outcome.summary.inferbench.failed,
+            outcome.summary.num_prompts,
+            max_error_rate * 100.0,
+            first_error(&outcome.records)
+        ),
+    })
 }
 
 /// After a point: its notes as warnings or indented notes (each distinct note once per sweep,

@@ -703,8 +703,8 @@ async fn run_watched<R: PointRunner>(
 /// Judges a throughput point from the runner's result `out` and the engine's exit status
 /// `crashed`: an engine crash (`engine_crashed`, with the last lines of the server log `log`),
 /// an interruption (`cancel` fired or the run stopped itself), no completed request or a gate
-/// the output failed (`bench_failed`). Returns the output to keep (even of a failed point) and
-/// the failure, if any.
+/// the output failed (`bench_failed`, in the gate's words when it has them). Returns the output
+/// to keep (even of a failed point) and the failure, if any.
 fn judge_point(
     point: &Point,
     out: anyhow::Result<PointOutput>,
@@ -739,7 +739,11 @@ fn judge_point(
         (Ok(o), None) if o.completed == 0 => {
             // Say what happened: every request failed, or none finished at all (cancelled
             // at the end of the window, or none sent).
-            let what = if o.failed > 0 {
+            // The load generator's own reason first (the server unreachable, every warmup
+            // failed: trial 18).
+            let what = if let Some(g) = &o.gate {
+                g.clone()
+            } else if o.failed > 0 {
                 format!("no request completed: all {} failed", o.failed)
             } else {
                 "no request completed in the measured window (none failed: those in flight at its end were cancelled after the grace period, or none was sent)"
