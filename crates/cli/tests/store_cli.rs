@@ -820,6 +820,24 @@ fn store_cli_compare_refuses_pooled_workloads() {
         "error: side B (hw=unknown) pools points of 2 workloads (gptoss120b 1024/1024, llama70b \
          1024/1024): compare one, e.g. `-f model=… -f isl=… -f osl=…` or `-f scenario=…`\n"
     );
+    // Trial 18: a typo on side A is said first, not hidden behind side B's pooling.
+    let o = run(&["compare", "hw=b20", "hw=unknown", "--db", db_s]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with("no stored point matches A (hw=b20)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // … and a database with tables but no runs is refused as `report` refuses it (exit 2).
+    let empty = t.0.join("empty.db").display().to_string();
+    stdout_ok(&["db", "migrate", "--db", &empty]);
+    let o = run(&["compare", "hw=h100", "hw=b200", "--db", &empty]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with(&format!("error: no runs in {empty}")),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let out = stdout_ok(&["compare", "hw=b200", "model=llama70b", "--db", db_s]);
     assert!(
         out.starts_with(

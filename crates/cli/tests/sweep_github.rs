@@ -245,7 +245,10 @@ fn a_sweep_against_a_dead_base_url_says_the_server_is_unreachable() {
         stderr.contains(
             "[1/1] row 0 conc 4: bench_failed: server unreachable at http://127.0.0.1:9: "
         ) && !stderr.contains("none failed")
-            && stderr.matches("stopped early, nothing was measured").count() == 1,
+            && stderr
+                .matches("stopped early, nothing was measured")
+                .count()
+                == 1,
         "{stderr}"
     );
 }

@@ -120,7 +120,9 @@ pub async fn compare(
             ))
         })
         .await?;
-    if let Some(why) = compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query) {
+    // A side that matches nothing is the answer's note, before any pooling of the other.
+    let pooled = || compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query);
+    if let Some(why) = (!ra.is_empty() && !rb.is_empty()).then(pooled).flatten() {
         return Err(ApiError::bad_request(why));
     }
     let targets = if at.is_empty() {
