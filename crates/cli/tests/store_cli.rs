@@ -236,6 +236,43 @@ fn store_cli_dump_restore_round_trip() {
     let db2 = t.0.join("r.db").display().to_string();
     stdout_ok(&["db", "restore", "--db", &db2, file.to_str().unwrap()]);
     assert_eq!(reports(&db), reports(&db2));
+    // Trial 18: failing dumps and restores leave no database file behind, and a missing
+    // SHA256SUMS is named with its path and the way past it.
+    let missing = t.0.join("missing.db").display().to_string();
+    let o = run(&[
+        "db",
+        "dump",
+        "--db",
+        &missing,
+        "-o",
+        snaps.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!Path::new(&missing).exists());
+    let o = run(&["db", "restore", "--db", &missing, "nothere.ibdump.zst"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!Path::new(&missing).exists());
+    let bare = t.0.join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::copy(&file, bare.join(&name)).unwrap();
+    let o = run(&[
+        "db",
+        "restore",
+        "--db",
+        &missing,
+        bare.join(&name).to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "no {} beside it to verify its checksum against (`db dump` writes one); \
+             --no-verify restores it unverified",
+            bare.join("SHA256SUMS").display()
+        )),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!Path::new(&missing).exists());
     // Re-ingest: the database (dump) is unchanged.
     let before = Store::open(&db).unwrap().dump_bytes().unwrap().0;
     run(&["ingest", &fixtures().display().to_string(), "--db", &db]);

@@ -82,9 +82,7 @@ pub fn ingest_into(
     }
     if created && !stored {
         drop(store);
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            std::fs::remove_file(format!("{db}{suffix}")).ok();
-        }
+        remove_sqlite_files(db);
     }
     Ok((failed, unknown))
 }
@@ -206,11 +204,16 @@ impl DbFlags {
 fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
     // `status` reads: it creates no file where there is none and writes nothing to the one
     // there is (as `report`).
-    let mut store = if matches!(args.action, Action::Status) {
+    // A SQLite file `restore` creates is removed again when the restore fails (trial 18: a
+    // missing or mismatched dump left an empty database behind).
+    let created = !args.db.contains("://") && !PathBuf::from(&args.db).exists();
+    // `dump` reads too: a missing file is "no database", not a new empty one (trial 18).
+    let mut store = if matches!(args.action, Action::Status | Action::Dump { .. }) {
         Store::open_for_reading(&args.db)?
     } else {
         Store::open(&args.db)?
     };
+
     match args.action {
         Action::Migrate => {
             let applied = store.migrate()?;
@@ -262,10 +265,27 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
             println!("{} rows in {} tables", d.rows, d.tables);
         }
         Action::Restore { file, no_verify } => {
-            store.migrate()?;
-            let n = store.restore_file(&file, !no_verify)?;
-            println!("restored {n} rows from {}", file.display());
+            let restored = store
+                .migrate()
+                .and_then(|_| store.restore_file(&file, !no_verify));
+            match restored {
+                Ok(n) => println!("restored {n} rows from {}", file.display()),
+                Err(e) => {
+                    if created {
+                        drop(store);
+                        remove_sqlite_files(&args.db);
+                    }
+                    return Err(e.into());
+                }
+            }
         }
     }
     Ok(ExitStatus::Ok)
+}
+
+/// Removes a SQLite database this command created, with its `-wal`, `-shm` and `-journal`.
+fn remove_sqlite_files(db: &str) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        std::fs::remove_file(format!("{db}{suffix}")).ok();
+    }
 }

@@ -185,10 +185,22 @@ impl Store {
         let snap = |m: String| StoreError::Snapshot(file.to_path_buf(), m);
         let z = std::fs::read(file).map_err(|e| StoreError::Io(file.to_path_buf(), e))?;
         if verify {
-            let sums = file.with_file_name("SHA256SUMS");
+            // Named whole (trial 18: a bare "SHA256SUMS: No such file or directory").
+            let sums = std::path::absolute(file)
+                .unwrap_or_else(|_| file.to_path_buf())
+                .with_file_name("SHA256SUMS");
             let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let text =
-                std::fs::read_to_string(&sums).map_err(|e| StoreError::Io(sums.clone(), e))?;
+            let text = std::fs::read_to_string(&sums).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    snap(format!(
+                        "no {} beside it to verify its checksum against (`db dump` writes one); \
+                         --no-verify restores it unverified",
+                        sums.display()
+                    ))
+                } else {
+                    StoreError::Io(sums.clone(), e)
+                }
+            })?;
             let want = text
                 .lines()
                 .find_map(|l| {
