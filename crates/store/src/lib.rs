@@ -477,8 +477,22 @@ impl Store {
             } else {
                 "PRAGMA foreign_keys = ON;"
             };
-            c.execute_batch(pragmas)
-                .map_err(|e| StoreError::Db(e.to_string()))?;
+            // Switching a new file to WAL takes an exclusive lock for which SQLite does not
+            // call the busy handler: two first writers at once saw "database is locked" (trial
+            // 18). Retried for the busy timeout's 10 s.
+            let started = std::time::Instant::now();
+            loop {
+                match c.execute_batch(pragmas) {
+                    Ok(()) => break,
+                    Err(rusqlite::Error::SqliteFailure(f, _))
+                        if f.code == rusqlite::ErrorCode::DatabaseBusy
+                            && started.elapsed() < std::time::Duration::from_secs(10) =>
+                    {
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                    Err(e) => return Err(StoreError::Db(e.to_string())),
+                }
+            }
             Conn::Sqlite(c)
         };
         Ok(Store {
@@ -1184,6 +1198,32 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial 18: two first writers to a new SQLite file raced to create the tables and the
+    /// second failed with "table runs already exists". Every one of them now succeeds, and the
+    /// migrations are applied once.
+    #[test]
+    fn concurrent_first_migrations_of_a_new_file_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..5 {
+            let db = dir
+                .path()
+                .join(format!("race{round}.db"))
+                .display()
+                .to_string();
+            let applied: Vec<Vec<i64>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..4)
+                    .map(|_| s.spawn(|| Store::open(&db).and_then(|mut st| st.migrate())))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap().unwrap())
+                    .collect()
+            });
+            let all: Vec<i64> = applied.into_iter().flatten().collect();
+            assert_eq!(all, [1, 2, 3, 4], "round {round}");
+        }
+    }
 
     /// Trial 17: a reason that names the path already is not prefixed with it again.
     #[test]

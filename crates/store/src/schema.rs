@@ -343,7 +343,8 @@ pub(crate) fn current_version(conn: &mut Conn) -> Result<i64, StoreError> {
 /// Returns the versions applied. Errors if the database is newer than this binary.
 pub(crate) fn migrate(conn: &mut Conn) -> Result<Vec<i64>, StoreError> {
     // PostgreSQL: several ingesters (e.g. Slurm array tasks) may migrate one database at once;
-    // a session advisory lock serialises them. SQLite serialises through its write lock.
+    // a session advisory lock serialises them. SQLite serialises through its write lock, taken
+    // at each migration's BEGIN IMMEDIATE.
     let pg = conn.kind() == Kind::Postgres;
     if pg {
         conn.batch("SELECT pg_advisory_lock(7234001)")?;
@@ -372,7 +373,17 @@ fn migrate_locked(conn: &mut Conn) -> Result<Vec<i64>, StoreError> {
     let kind = conn.kind();
     let mut applied = Vec::new();
     for m in MIGRATIONS.iter().filter(|m| m.version > current) {
-        conn.batch("BEGIN")?;
+        // SQLite: take the write lock at BEGIN (waiting out another migrator through the busy
+        // timeout) and look again inside it: two first writers to a new file both saw version
+        // 0, and the second failed with "table runs already exists" (trial 18).
+        conn.batch(match kind {
+            Kind::Sqlite => "BEGIN IMMEDIATE",
+            Kind::Postgres => "BEGIN",
+        })?;
+        if kind == Kind::Sqlite && current_version(conn)? >= m.version {
+            conn.batch("COMMIT")?;
+            continue;
+        }
         let res = (|| {
             for s in m.statements {
                 conn.batch(&expand(s, kind))?;
