@@ -508,6 +508,28 @@ fn store_cli_ingest_of_only_unfinished_points_fails() {
         "{out}"
     );
     assert!(!db.exists(), "{} was created", db.display());
+    // Trial 18: a point still running (its job.json, no status.json yet) is named as such, not
+    // listed as "ignored non-result file(s)".
+    let running = t.0.join("sweep/pt_conc2");
+    std::fs::create_dir_all(&running).unwrap();
+    std::fs::write(running.join("job.json"), "{}").unwrap();
+    std::fs::write(running.join("requests.jsonl"), "").unwrap();
+    let o = run(&[
+        "ingest",
+        t.0.join("sweep").to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "not finished, nothing to ingest: {} (still running, or stopped before writing its \
+             status.json)\n",
+            running.canonicalize().unwrap().display()
+        )) && !out.contains("ignored"),
+        "{out}"
+    );
 }
 
 /// Issue 13: `report --columns …` without the frontier column prints the units footer the

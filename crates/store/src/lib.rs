@@ -338,6 +338,24 @@ impl IngestReport {
                 self.batches.len()
             )
         };
+        // Which of them `report` leaves out by default (trial 18: "ingested 2 point(s)" for a
+        // Ctrl-C'd sweep, one of them a failed point `report` lists only when asked).
+        let mut left_out = Vec::new();
+        if self.failed_points > 0 {
+            left_out.push(format!(
+                "{} failed (nothing measured; `report --include-failed` lists it)",
+                self.failed_points
+            ));
+        }
+        if self.invalid_points > 0 {
+            left_out.push(format!(
+                "{} invalid (kept off frontiers; `report --include-invalid` lets it compete)",
+                self.invalid_points
+            ));
+        }
+        if !left_out.is_empty() && !self.stored_nothing() {
+            s.push_str(&format!("of these points: {}\n", left_out.join(", ")));
+        }
         // Trial 13: a value the files do not give at all is missing, not an unknown name.
         let (missing, unknown): (Vec<_>, Vec<_>) =
             self.unknown.iter().partition(|(_, name)| name == "unknown");
@@ -804,25 +822,28 @@ impl Store {
     }
 }
 
-/// `<dir> (state, class: cause)` from a point's `status.json`.
+/// `<dir> (state STATE, CLASS: CAUSE)` from a point's `status.json`; `(still running, or
+/// stopped before writing its status.json)` without one; `(state ok, but its summary.json is
+/// missing)` for a point marked done whose result is gone (trial 18: `(state ok, ?: ?)`).
 fn unfinished_reason(dir: &Path) -> String {
-    let st = std::fs::read(dir.join("status.json"))
+    let Some(st) = std::fs::read(dir.join("status.json"))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .unwrap_or_default();
-    let f = |k: &str| {
-        st.get(k)
-            .and_then(|v| v.as_str())
-            .unwrap_or("?")
-            .to_string()
+    else {
+        return format!(
+            "{} (still running, or stopped before writing its status.json)",
+            dir.display()
+        );
     };
-    format!(
-        "{} (state {}, {}: {})",
-        dir.display(),
-        f("state"),
-        f("class"),
-        f("cause")
-    )
+    let f = |k: &str| st.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let state = f("state").unwrap_or_else(|| "unknown".into());
+    let why = match (f("class"), f("cause")) {
+        (Some(class), Some(cause)) => format!(", {class}: {cause}"),
+        (Some(class), None) => format!(", {class}"),
+        (None, _) if state == "ok" => ", but its summary.json is missing".into(),
+        (None, _) => String::new(),
+    };
+    format!("{} (state {state}{why})", dir.display())
 }
 
 /// Splits `schema=NAME` off a PostgreSQL URL's query string (validated: `[a-z0-9_]+`).
@@ -1367,6 +1388,13 @@ mod tests {
              files; 5 already present, updated in place) in 1 batch(es), 12 request record(s) \
              (warmups included)\n"
         );
+        // Trial 18: the points `report` leaves out by default are counted.
+        r.failed_points = 1;
+        r.invalid_points = 2;
+        assert!(r.render().ends_with(
+            "\nof these points: 1 failed (nothing measured; `report --include-failed` lists \
+             it), 2 invalid (kept off frontiers; `report --include-invalid` lets it compete)\n"
+        ));
         let dump = IngestReport {
             from_dump: true,
             runs_ingested: 2,

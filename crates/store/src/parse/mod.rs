@@ -383,7 +383,9 @@ pub fn discover(
             });
             return Ok(());
         }
-        if path.join("status.json").is_file() && path.join("job.json").is_file() {
+        // A point directory without its result: finished badly (status.json), or still running
+        // (job.json alone; trial 18: its files were listed as "ignored non-result file(s)").
+        if path.join("job.json").is_file() {
             units.push(Unit::Unfinished(path.to_path_buf()));
             return Ok(());
         }
