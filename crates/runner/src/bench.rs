@@ -286,7 +286,8 @@ async fn run_agentic_point(
     if !valid {
         notes.push(format!(
             "replay duration {duration_s} s is shorter than AgentX's {MIN_VALID_AGENTIC_S} s: \
-             agentic points are stored as invalid (submission_valid=false)"
+             this and every other agentic point of this run as short are stored as invalid \
+             (submission_valid=false; said once)"
         ));
     }
     finish_point(req, &notes, runner)?;

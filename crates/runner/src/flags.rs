@@ -54,7 +54,12 @@ pub struct RunFlags {
     #[arg(long, default_value_t = 30.0)]
     pub stop_grace: f64,
     /// Python for SGLang and llama.cpp engines.
-    #[arg(long, env = "INFERBENCH_PYTHON", default_value = "python3")]
+    #[arg(
+        long,
+        env = "INFERBENCH_PYTHON",
+        hide_env_values = true,
+        default_value = "python3"
+    )]
     pub python: PathBuf,
     /// Directory of InferenceX-style benchmark scripts, searched before built-in templates
     /// (`<dir>/fixed_seq_len/<prefix>_<precision>_<hw>[_<framework>][_mtp].sh`).

@@ -25,7 +25,7 @@ pub struct IngestFlags {
     #[arg(long, value_name = "DIR")]
     pub inferencex_dump: Vec<PathBuf>,
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
-    #[arg(long, env = "INFERBENCH_DB", default_value = crate::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = crate::DEFAULT_DB)]
     pub db: String,
     /// Identity for imports that lack it, InferenceX aggregate field names
     /// (`hw=h200`, `framework=vllm`, `precision=fp8`, `tp=8`, `isl=1024`, …); repeatable.
@@ -159,7 +159,7 @@ fn run_ingest(args: IngestFlags) -> anyhow::Result<ExitStatus> {
 #[derive(Debug, clap::Args)]
 pub struct DbFlags {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
-    #[arg(long, env = "INFERBENCH_DB", default_value = crate::DEFAULT_DB, global = true)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = crate::DEFAULT_DB, global = true)]
     pub db: String,
     #[command(subcommand)]
     action: Action,

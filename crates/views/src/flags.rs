@@ -35,7 +35,7 @@ pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
 #[command(after_help = REPORT_EXIT_CODES_HELP)]
 pub struct ReportFlags {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
-    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
     /// Filter `KEY=VALUE[|VALUE…]` on any dimension (model, hardware/hw, framework, precision,
     /// spec, tp, ep, dp_attention, disagg, isl, osl, conc, gpus, image, scenario, kv_offload,
@@ -421,7 +421,7 @@ pub struct PlotFlags {
     #[arg(long, short, default_value = "frontier.svg")]
     pub out: PathBuf,
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
-    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
     /// Filter `KEY=VALUE[|VALUE…]` (as `inferbench report`); repeatable.
     #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]
@@ -554,7 +554,7 @@ pub struct CompareFlags {
     /// Side B, same syntax.
     pub b: String,
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
-    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
     /// Filters applied to both sides (e.g. `model=dsr1`, `isl=1024`); repeatable.
     #[arg(long = "filter", short = 'f', value_name = "KEY=VALUE")]

@@ -294,8 +294,8 @@ pub fn agentic_quickstart(
     // One legend for `*` and `invalid` (trial 16: the report's `invalid` legend, a second one
     // for cut-short points and a third line saying every point was invalid, beside a `*`).
     let mut legend = "conc = lanes (session trees replayed at once). Every point here is \
-        shorter than AgentX's 900\u{a0}s, so `report` stores all of them as invalid and keeps \
-        them off its frontiers unless --include-invalid; `*` marks this run's preview frontier \
+        shorter than AgentX's 900\u{a0}s, so every one is an invalid result: once stored, `report` \
+        lists them but keeps them off its frontiers unless --include-invalid; `*` marks this run's preview frontier \
         (tok/s/GPU against p90 E2E-normalized interactivity) among the points that replayed \
         their whole time"
         .to_string();

@@ -34,7 +34,7 @@ pub struct Args {
     #[arg(long, default_value = "results/quickstart")]
     pub out: PathBuf,
     /// Database to ingest into (SQLite path or postgres:// URL).
-    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
     /// Do not touch the database (artifacts, table and chart only; the chart is drawn from an
     /// in-memory database).

@@ -12,7 +12,7 @@ use super::ExitStatus;
 )]
 pub struct Args {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL (opened read-only).
-    #[arg(long, env = "INFERBENCH_DB", default_value = inferbench_store::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
     /// Address to listen on. The default serves this machine only; `0.0.0.0` serves the
     /// network (the dashboard has no login: everything in the database is visible).
