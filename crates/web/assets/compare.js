@@ -28,11 +28,20 @@ function controls() {
   return st;
 }
 
+// Whether side A or B names `key` itself (`osl=256`): then the page's own selector for it is
+// not added to both sides (trial 18: `a=osl=128&b=osl=256` became a pooled side B).
+function sidesName(st, ...keys) {
+  return [st.a, st.b].some(s => s.split(",").some(kv =>
+    keys.includes(kv.split("=")[0].trim().toLowerCase())));
+}
+
 function apiQuery(st) {
   const p = new URLSearchParams();
-  if (st.model) p.set("model", st.model);
+  if (st.model && !sidesName(st, "model")) p.set("model", st.model);
   const m = /^(\d+)\/(\d+)$/.exec(st.sequence);
-  if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (st.sequence) p.set("scenario", st.sequence);
+  if (sidesName(st, "isl", "osl", "scenario", "sequence")) {
+    // The sides name their workloads themselves.
+  } else if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (st.sequence) p.set("scenario", st.sequence);
   for (const k of ["a", "b", "x", "y", "at"]) if (st[k]) p.set(k, st[k]);
   return p;
 }

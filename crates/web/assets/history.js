@@ -51,6 +51,15 @@ function draw(res) {
   if (chart) { chart.destroy(); chart = null; }
   host.replaceChildren();
   const shown = res.groups.filter(g => g.points.length);
+  host.dataset.groups = String(shown.length);
+  if (!shown.length) {
+    // No group reaches that x: nothing to draw (uPlot would throw on no series; trial 18). The
+    // status line says so, with the x range to try.
+    host.dataset.regressions = "0";
+    $("legend").replaceChildren();
+    $("rows").tBodies[0].replaceChildren();
+    return;
+  }
   const series = [{}];
   const data = [null];
   const rings = [];
@@ -67,13 +76,33 @@ function draw(res) {
     legend: { show: false },
     // Batches of one day (several quickstarts today) would give the x axis no width and an
     // empty chart: widen a single day to a day either side (trial 7).
+    // One value on the y axis (one batch a group, trial 18) would give it no height either:
+    // widen it by 10 % either side.
     scales: { x: { time: true, range: (u, lo, hi) => lo === hi ? [lo - 86400, hi + 86400] : [lo, hi] },
-              y: {} },
+              y: { range: (u, lo, hi) => lo === hi
+                ? [lo - (Math.abs(lo) * 0.1 || 1), hi + (Math.abs(hi) * 0.1 || 1)]
+                : uPlot.rangeNum(lo, hi, 0.1, true) } },
     axes: [{}, { label: metricLabel(options, res.y), size: 70 }],
     series,
-    hooks: { draw: [u => {
+    hooks: {
+      // The y scale drawn, once uPlot set it (a test reads that it has height).
+      setScale: [(u, key) => {
+        if (key === "y") { host.dataset.yMin = String(u.scales.y.min); host.dataset.yMax = String(u.scales.y.max); }
+      }],
+      draw: [u => {
       const ctx = u.ctx;
       ctx.save();
+      // Every value as a dot of its group's colour, drawn here: uPlot's own markers leave out
+      // a group of one batch, the usual case after a first quickstart (trial 18: only axes).
+      shown.forEach((g, i) => {
+        ctx.fillStyle = colour(i);
+        for (const p of g.points) {
+          ctx.beginPath();
+          ctx.arc(u.valToPos(day(p.date), "x", true), u.valToPos(p.value, "y", true), 4 * devicePixelRatio, 0, 2 * Math.PI);
+          ctx.fill();
+        }
+      });
+      host.dataset.dots = String(shown.reduce((n, g) => n + g.points.length, 0));
       ctx.strokeStyle = "#b00020";
       ctx.lineWidth = 2 * devicePixelRatio;
       for (const [x, y] of rings) {
@@ -124,7 +153,10 @@ async function refresh(push) {
     draw(res);
     const n = res.groups.filter(g => g.points.length).length;
     const r = res.groups.filter(g => g.latest_regression).length;
-    status(count(n, "group") + " reach x = " + res.at + " (of " + res.groups.length + " selected); "
+    status(n === 0
+      ? "no selected group's frontier reaches x = " + res.at + " (of " + count(res.groups.length, "group")
+        + " selected): pick an x inside their range (the Inference page shows it)"
+      : count(n, "group") + " reach x = " + res.at + " (of " + res.groups.length + " selected); "
       + (r ? count(r, "group") + " regressed in the latest batch" : "no regression in the latest batch"));
   } catch (e) {
     status("error: " + e.message, true);

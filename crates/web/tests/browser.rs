@@ -271,6 +271,50 @@ fn compare_history_evals_models_and_tco_pages() {
         "{dom}"
     );
     assert!(dom.contains("<canvas"), "uPlot drew a canvas");
+    // Sides that name the model themselves are not narrowed by the page's model selector
+    // (trial 18: `a=osl=128&b=osl=256` answered that side B pooled two workloads).
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/compare?a=model%3Ddsr1%2Chw%3Db200&b=model%3Dllama70b"),
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "8 points in A, 1 point in B; 1 target",
+        "{dom}"
+    );
+    // A group with one batch gets a y scale with height, so its one point is drawn (trial 18:
+    // only the axes).
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=100"),
+    );
+    let y = |k: &str| -> f64 {
+        let v = attr(&dom, "chart", k).unwrap_or_default();
+        v.parse().unwrap_or_else(|_| panic!("{k}={v:?}"))
+    };
+    assert!(
+        y("data-y-min") < 132.864 && 132.864 < y("data-y-max"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-dots").as_deref(),
+        Some("1"),
+        "{dom}"
+    );
+    // No group reaching the x: said, not an exception from the chart library (trial 18).
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=20"),
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "no selected group's frontier reaches x = 20 (of 1 group selected): pick an x inside \
+         their range (the Inference page shows it)",
+        "{dom}"
+    );
 
     let dom = dump_dom(
         &chromium,
