@@ -637,12 +637,24 @@ fn store_cli_report_columns_print_the_units_footer() {
     // A filter that matches nothing: exit 0, and the hint is about the filters.
     let o = run(&["report", "--db", &db, "-f", "hw=no-such-gpu"]);
     assert!(o.status.success());
-    assert_eq!(
-        String::from_utf8_lossy(&o.stderr),
-        format!(
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(&format!(
             "no points in {db} match the filters (`inferbench report` without -f lists every \
-             point; `--include-failed` adds failed ones)\n"
-        )
+             point; `--include-failed` adds failed ones)\n  `-f hw=no-such-gpu`: no stored point \
+             has hardware=no-such-gpu (stored: "
+        )),
+        "{err}"
+    );
+    // Trial 18: a typo in a filter's value gets the closest stored value; a filter that
+    // matches alone is not named.
+    let o = run(&["report", "--db", &db, "-f", "hw=h20", "-f", "model=dsr1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "\n  `-f hw=h20`: no stored point has hardware=h20; did you mean h200? (stored: "
+        ) && !err.contains("-f model=dsr1"),
+        "{err}"
     );
     // $/M and tok/s/MW columns name the price and power they assume, per hardware.
     let out = stdout_ok(&[
