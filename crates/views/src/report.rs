@@ -398,11 +398,19 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
             if units.iter().any(|u| !u.is_empty()) {
                 grid.push(units);
             }
+            // With the `invalid_reason` column beside it, `error` does not repeat the reason
+            // (trial 18: rows hundreds of characters wide).
+            let both = columns.iter().any(|c| c == "invalid_reason");
             for r in rows {
                 grid.push(
                     columns
                         .iter()
-                        .map(|c| cell(r, c, false).unwrap_or_else(|| "-".into()))
+                        .map(|c| match c.as_str() {
+                            "error" if both && r.error.is_none() && r.invalid_reason.is_some() => {
+                                "invalid (see invalid_reason)".into()
+                            }
+                            _ => cell(r, c, false).unwrap_or_else(|| "-".into()),
+                        })
                         .collect(),
                 );
             }
@@ -929,6 +937,13 @@ mod tests {
         );
         let err = |r: &PointRow| cell(r, "error", false).unwrap();
         assert_eq!(err(&invalid), "invalid: cut short: interrupted");
+        // Beside the invalid_reason column the table does not repeat it (trial 18).
+        let cols = ["error".to_string(), "invalid_reason".to_string()];
+        let t = render(std::slice::from_ref(&invalid), &cols, Format::Table);
+        assert_eq!(
+            t.lines().nth(1).unwrap().trim_end(),
+            "invalid (see invalid_reason)  cut short: interrupted"
+        );
         assert_eq!(err(&failed), "server unreachable: nothing measured");
         assert_eq!(err(&on), "");
         let cols: Vec<String> = ["conc", "frontier"].map(String::from).to_vec();
