@@ -60,14 +60,33 @@ function draw(res) {
     $("rows").tBodies[0].replaceChildren();
     return;
   }
+  // A batch's place on the time axis: its day, and batches of one day spread evenly across it
+  // in the API's order (date, batch), so that they do not stack on one vertical line at
+  // midnight (trial 18: the API dates a batch by its day only).
+  const batches = new Map();
+  for (const g of shown) for (const p of g.points) {
+    const k = p.date + "\u0000" + p.batch;
+    if (!batches.has(k)) batches.set(k, p);
+  }
+  const perDay = new Map();
+  for (const [k, p] of [...batches].sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)) {
+    if (!perDay.has(p.date)) perDay.set(p.date, []);
+    perDay.get(p.date).push(k);
+  }
+  const xOf = new Map();
+  for (const [d, keys] of perDay) {
+    keys.forEach((k, i) => xOf.set(k, keys.length === 1 ? day(d) : day(d) + (i + 1) * 86400 / (keys.length + 1)));
+  }
+  const at = p => xOf.get(p.date + "\u0000" + p.batch);
+  host.dataset.xs = String(new Set(xOf.values()).size);
   const series = [{}];
   const data = [null];
   const rings = [];
   shown.forEach((g, i) => {
     series.push({ label: g.name, stroke: colour(i), width: 2, paths: uPlot.paths.linear(),
       points: { show: true, size: 6, fill: colour(i) } });
-    data.push([g.points.map(p => day(p.date)), g.points.map(p => p.value)]);
-    for (const p of g.points) if (p.regression) rings.push([day(p.date), p.value]);
+    data.push([g.points.map(at), g.points.map(p => p.value)]);
+    for (const p of g.points) if (p.regression) rings.push([at(p), p.value]);
   });
   const width = Math.max(480, Math.min(1100, host.clientWidth || 1000));
   chart = new uPlot({
@@ -98,7 +117,7 @@ function draw(res) {
         ctx.fillStyle = colour(i);
         for (const p of g.points) {
           ctx.beginPath();
-          ctx.arc(u.valToPos(day(p.date), "x", true), u.valToPos(p.value, "y", true), 4 * devicePixelRatio, 0, 2 * Math.PI);
+          ctx.arc(u.valToPos(at(p), "x", true), u.valToPos(p.value, "y", true), 4 * devicePixelRatio, 0, 2 * Math.PI);
           ctx.fill();
         }
       });

@@ -30,29 +30,39 @@ fn chromium() -> Option<PathBuf> {
     found
 }
 
-/// Copies the fixture tree `from` to `to`, with the model and sweep id of its JSON files
-/// replaced by the XSS probe and a sweep of its own.
-fn copy_as_probe(from: &Path, to: &Path) {
+/// Copies the tree `from` to `to`, with each `(what, with)` replaced in its JSON files.
+fn copy_tree_replacing(from: &Path, to: &Path, swaps: &[(&str, &str)]) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         let dst = to.join(e.file_name());
         if e.file_type().unwrap().is_dir() {
-            copy_as_probe(&e.path(), &dst);
+            copy_tree_replacing(&e.path(), &dst, swaps);
         } else if dst.extension().is_some_and(|x| x == "json") {
             let text = std::fs::read_to_string(e.path()).unwrap();
-            let text = text
-                .replace(
-                    "\"infmax_model_prefix\": \"dsr1\"",
-                    &format!("\"infmax_model_prefix\": \"{PROBE}\""),
-                )
-                .replace("deepseek-ai/DeepSeek-R1-0528", PROBE)
-                .replace("sweep-2026-03-01-h200", "probe-sweep");
+            let text = swaps
+                .iter()
+                .fold(text, |t, (what, with)| t.replace(what, with));
             std::fs::write(dst, text).unwrap();
         } else {
             std::fs::copy(e.path(), dst).unwrap();
         }
     }
+}
+
+/// Copies the fixture tree `from` to `to`, with the model and sweep id of its JSON files
+/// replaced by the XSS probe and a sweep of its own.
+fn copy_as_probe(from: &Path, to: &Path) {
+    let prefix = format!("\"infmax_model_prefix\": \"{PROBE}\"");
+    copy_tree_replacing(
+        from,
+        to,
+        &[
+            ("\"infmax_model_prefix\": \"dsr1\"", prefix.as_str()),
+            ("deepseek-ai/DeepSeek-R1-0528", PROBE),
+            ("sweep-2026-03-01-h200", "probe-sweep"),
+        ],
+    );
 }
 
 /// The sweep-h200 fixture twice: as it is, and a copy whose model is the XSS probe.
@@ -413,6 +423,45 @@ fn compare_history_evals_models_and_tco_pages() {
     let dom = dump_dom(&chromium, &profile, &format!("{base}/history?model=dsr1"));
     assert!(
         text_of(&dom, "status").starts_with("Choose the x to follow over time"),
+        "{dom}"
+    );
+}
+
+/// Trial 18: two batches of one day stacked on one vertical line at midnight (the API dates a
+/// batch by its day). The History page spreads them across the day, one x each.
+#[test]
+fn history_spreads_batches_of_one_day() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("twice.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    // The same sweep again six hours later, under its own sweep id: a second batch of the day.
+    let again = dir.path().join("again");
+    let swaps = [
+        ("\"20260301-10", "\"20260301-16"),
+        ("sweep-2026-03-01-h200", "sweep-2026-03-01-h200-again"),
+    ];
+    copy_tree_replacing(&fx, &again, &swaps);
+    for src in [fx.as_path(), again.as_path()] {
+        s.ingest_path(src, &IngestOptions::default()).unwrap();
+    }
+    drop(s);
+    let (_rt, base) = serve(&db);
+    let dom = dump_dom(
+        &chromium,
+        &dir.path().join("profile"),
+        &format!("{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=100"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-dots").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-xs").as_deref(),
+        Some("2"),
         "{dom}"
     );
 }
