@@ -463,12 +463,16 @@ fn extras_section(o: &mut Report, x: &Extras, measured: bool) {
             format!("{:.2}", x.ttfo_ms.mean),
         );
     }
-    o.line(
-        "Mean client queue time (ms):",
-        format!("{:.2}", x.client_queue_ms.mean),
-    );
-    if let Some(lag) = &x.schedule_lag_ms {
-        o.line("Max schedule lag (ms):", format!("{:.3}", lag.max));
+    // Client timings of a run in which nothing succeeded are zeros that say nothing (trial 18:
+    // a wrong --model printed them beside its errors).
+    if measured {
+        o.line(
+            "Mean client queue time (ms):",
+            format!("{:.2}", x.client_queue_ms.mean),
+        );
+        if let Some(lag) = &x.schedule_lag_ms {
+            o.line("Max schedule lag (ms):", format!("{:.3}", lag.max));
+        }
     }
     // The client self-check (closed loop with --max-concurrency), which says nothing when
     // nothing was measured (trial 13: "in flight 3.0 of 4" under "No request succeeded").
