@@ -89,8 +89,10 @@ enum Command {
 }
 
 /// `inferbench report | head`: once the reader is gone, `println!` panics on the broken pipe.
-/// That is the normal end of such a pipeline, so end quietly instead of printing a panic
-/// (sockets are unaffected: SIGPIPE stays ignored, as Rust sets it).
+/// That is the normal end of such a pipeline, so end quietly with 141 instead of printing a
+/// panic; the same for stderr (`inferbench sweep 2>&1 | head`: its progress lines are on
+/// stderr; trial 19 found exit 101 and a panic). Sockets are unaffected: SIGPIPE stays
+/// ignored, as Rust sets it.
 fn quiet_on_broken_stdout() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -100,7 +102,9 @@ fn quiet_on_broken_stdout() {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
-        if msg.contains("failed printing to stdout") && msg.contains("Broken pipe") {
+        let printing = msg.contains("failed printing to stdout")
+            || msg.contains("failed printing to stderr");
+        if printing && msg.contains("Broken pipe") {
             std::process::exit(cmd::ExitStatus::BrokenPipe.code());
         }
         default(info);

@@ -279,6 +279,17 @@ fn a_closed_stdout_pipe_ends_quietly() {
     assert!(o.status.success());
     let e = std::fs::read_to_string(&err).unwrap();
     assert_eq!(e, "rc=141\n");
+    // The same when the reader of stderr goes (trial 19: `sweep 2>&1 | head -1` panicked with
+    // exit 101): `report` on a missing database writes its error there.
+    let rc = tmp.path().join("rc.txt");
+    let script = format!(
+        "{{ sleep 0.3; '{BIN}' report --db '{}' 2>&1; echo \"rc=$?\" >'{}'; }} | true",
+        tmp.path().join("missing.db").display(),
+        rc.display()
+    );
+    let o = Command::new("sh").arg("-c").arg(&script).output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "rc=141\n");
 }
 
 /// Trial 7: an agentic quickstart interrupted during its second point drew that cut-short
