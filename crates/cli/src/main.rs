@@ -102,8 +102,8 @@ fn quiet_on_broken_stdout() {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
-        let printing = msg.contains("failed printing to stdout")
-            || msg.contains("failed printing to stderr");
+        let printing =
+            msg.contains("failed printing to stdout") || msg.contains("failed printing to stderr");
         if printing && msg.contains("Broken pipe") {
             std::process::exit(cmd::ExitStatus::BrokenPipe.code());
         }

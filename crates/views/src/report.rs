@@ -592,7 +592,11 @@ pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
              --include-failed, its latencies `-`, its throughputs 0; {why}"
         )));
     }
-    if (marks.invalid || marks.failed) && !columns.iter().any(|c| c == "frontier" || c == "valid") {
+    // A table whose columns show which rows are invalid or failed needs no pointer to them
+    // (trial 19: the line below under `--columns conc,error,invalid_reason`).
+    let shows_which =
+        |c: &String| ["frontier", "valid", "error", "invalid_reason"].contains(&c.as_str());
+    if (marks.invalid || marks.failed) && !columns.iter().any(shows_which) {
         // Trial 12: a --columns table without `frontier` showed invalid rows as if valid.
         out.push_str(&wrap(&format!(
             "some rows are invalid (not a complete, valid result: {INVALID_CAUSES}): add \
@@ -827,6 +831,14 @@ mod tests {
              batch = the run a point came from (the last two parts of a result directory, a result file's name, a\n\
              \x20   quickstart's id; -f batch= takes it as shown; --format csv shows it whole)\n"
         );
+        // Columns that show which rows are invalid need no pointer to them (trial 19).
+        let f = footer(
+            &cols(&["conc", "error", "invalid_reason"]),
+            "x",
+            "y",
+            invalid,
+        );
+        assert!(!f.contains("to see which"), "{f}");
         let f = footer(&cols(&["conc", "frontier"]), "x", "y", invalid);
         assert!(
             f.contains(

@@ -175,7 +175,7 @@ async function refresh(push) {
     status(n === 0
       ? "no selected group's frontier reaches x = " + res.at + " (of " + count(res.groups.length, "group")
         + " selected): pick an x inside their range (the Inference page shows it)"
-      : count(n, "group") + " reach x = " + res.at + " (of " + res.groups.length + " selected); "
+      : count(n, "group") + (n === 1 ? " reaches" : " reach") + " x = " + res.at + " (of " + res.groups.length + " selected); "
       + (r ? count(r, "group") + " regressed in the latest batch" : "no regression in the latest batch"));
   } catch (e) {
     status("error: " + e.message, true);
