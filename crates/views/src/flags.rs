@@ -210,7 +210,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         };
         let status = print_rows(&rows, &args, hidden)?;
         if rows.is_empty() && hidden == 0 {
-            for h in filter_hints(&mut store, &args.filters)? {
+            for h in filter_hints(&mut store, &args.filters, "-f ")? {
                 eprintln!("  {h}");
             }
         }
@@ -223,7 +223,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     }
     let status = print_rows(&rows, &args, 0)?;
     if rows.is_empty() {
-        for h in filter_hints(&mut store, &args.filters)? {
+        for h in filter_hints(&mut store, &args.filters, "-f ")? {
             eprintln!("  {h}");
         }
     }
@@ -233,7 +233,9 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
 /// For each `-f` filter that matches no stored point by itself, a line saying so, with the
 /// closest stored value of its dimension and the stored ones (trial 18: `-f hw=h10` printed an
 /// empty table and nothing about the typo, while a typo in the key got "did you mean").
-fn filter_hints(store: &mut Store, filters: &[String]) -> anyhow::Result<Vec<String>> {
+/// `flag` is how a filter is written on the command line (`-f ` for report's, "" for a
+/// compare side's).
+fn filter_hints(store: &mut Store, filters: &[String], flag: &str) -> anyhow::Result<Vec<String>> {
     let mut hints = Vec::new();
     let mut dims = None;
     for spec in filters {
@@ -255,7 +257,7 @@ fn filter_hints(store: &mut Store, filters: &[String]) -> anyhow::Result<Vec<Str
                     shown.push("…");
                 }
                 hints.push(format!(
-                    "`-f {spec}`: no stored point has {col}={v}{} (stored: {})",
+                    "`{flag}{spec}`: no stored point has {col}={v}{} (stored: {})",
                     near.map_or(String::new(), |n| format!("; did you mean {n}?")),
                     shown.join(", ")
                 ));
@@ -263,7 +265,7 @@ fn filter_hints(store: &mut Store, filters: &[String]) -> anyhow::Result<Vec<Str
             }
         }
         if !said {
-            hints.push(format!("`-f {spec}` matches no stored point by itself"));
+            hints.push(format!("`{flag}{spec}` matches no stored point by itself"));
         }
     }
     Ok(hints)
@@ -714,6 +716,17 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
                 "no stored point matches {} (`inferbench report -f KEY=VALUE` lists what does)",
                 empty.join(" nor ")
             );
+            // Which of an empty side's filters matches nothing, with the closest stored value
+            // (trial 19: `report -f hw=h10` said "did you mean h100?", `compare hw=h10 …` not).
+            let specs: Vec<String> = [(&args.a, a.len()), (&args.b, b.len())]
+                .iter()
+                .filter(|(_, n)| *n == 0)
+                .flat_map(|(spec, _)| spec.split(',').map(|s| s.trim().to_string()))
+                .filter(|s| !s.is_empty())
+                .collect();
+            for h in filter_hints(&mut store, &specs, "")? {
+                eprintln!("  {h}");
+            }
         }
         return Ok(ExitStatus::Failed);
     }
