@@ -221,7 +221,8 @@ fn github_rows_run_with_the_sweep_flags() {
 
 /// Trial 18: a sweep against a `--base-url` where nothing listens said "none failed: those in
 /// flight at its end were cancelled …" under its connect errors. The point fails with the load
-/// generator's own reason, once.
+/// generator's own reason, once, and (trial 19) the points after it are not started: the same
+/// server serves them all.
 #[test]
 fn a_sweep_against_a_dead_base_url_says_the_server_is_unreachable() {
     let dir = scratch("sweep_dead_base_url");
@@ -232,7 +233,7 @@ fn a_sweep_against_a_dead_base_url_says_the_server_is_unreachable() {
             "--matrix",
             "m.json",
             "--rows",
-            "0",
+            "0,1",
             "--base-url",
             "http://127.0.0.1:9",
             "--out",
@@ -243,12 +244,61 @@ fn a_sweep_against_a_dead_base_url_says_the_server_is_unreachable() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(
-            "[1/1] row 0 conc 4: bench_failed: server unreachable at http://127.0.0.1:9: "
+            "[1/2] row 0 conc 4: bench_failed: server unreachable at http://127.0.0.1:9: "
         ) && !stderr.contains("none failed")
             && stderr
                 .matches("stopped early, nothing was measured")
                 .count()
-                == 1,
+                == 1
+            // The connect error is quoted once, not again as an `errors: connect:` warning.
+            && stderr.matches("Connection refused").count() == 1,
         "{stderr}"
     );
+    assert!(
+        stderr.contains(
+            "1 more point not started: the server at http://127.0.0.1:9 was unreachable at row 0 conc 4\n"
+        ) && stderr.contains("2 points: 0 ok, 0 skipped (already done), 1 failed, 0 interrupted, 1 not started"),
+        "{stderr}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results/sweep.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["points"][1]["outcome"], "not_started", "{report}");
+    assert_eq!(report["points"][1]["class"], "bench_failed", "{report}");
+}
+
+/// Trial 19: `sweep --matrix` of an empty matrix ran "0 points" and exited 0 as if all were
+/// done. An empty array and a bucketed object without rows (what `changelog` writes when it
+/// selects nothing) are bad input (exit 2), named, on every executor.
+#[test]
+fn a_matrix_without_rows_is_an_error() {
+    let dir = scratch("sweep_empty_matrix");
+    std::fs::write(dir.join("empty.json"), "[]").unwrap();
+    std::fs::write(
+        dir.join("buckets.json"),
+        r#"{"single_node": {}, "evals": []}"#,
+    )
+    .unwrap();
+    for (file, executor) in [("empty.json", "local"), ("buckets.json", "github")] {
+        let (code, _, stderr) = inferbench(
+            &[
+                "sweep",
+                "--matrix",
+                file,
+                "--executor",
+                executor,
+                "--out",
+                "results",
+            ],
+            &dir,
+        );
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{file}: the matrix has no rows: nothing to run (`matrix` or `changelog` selected none)"
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(!dir.join("results").exists());
 }

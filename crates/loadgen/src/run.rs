@@ -352,7 +352,8 @@ async fn finish_power(
 }
 
 /// The notes on a finished summary, into `notes`: no Prometheus metrics from a server that
-/// answered (`checks.0`: scraping was asked for and found none), the failures by class, a hint
+/// answered (`checks.0`: scraping was asked for and found none), the failures by class (not
+/// the connect errors of a run stopped as unreachable, whose end note quotes them), a hint
 /// for HTTP 404 answers (asking the server at `checks.1`, the request URL, for its models), and
 /// the anomalies of the `records`.
 async fn summary_notes(
@@ -369,7 +370,15 @@ async fn summary_notes(
             opts.base_url.trim_end_matches('/')
         ));
     }
-    notes.extend(output::error_notes(summary));
+    // A run stopped because the server is unreachable has its connect error quoted in its
+    // end note already (trial 19: a dead port said "unreachable" three ways).
+    let unreachable =
+        summary.inferbench.stop_reason == inferbench_core::summary::StopReason::ServerUnreachable;
+    notes.extend(
+        output::error_notes(summary)
+            .into_iter()
+            .filter(|n| !(unreachable && n.starts_with("errors: connect:"))),
+    );
     if let Some(n) = not_found_note(opts, summary, request_url).await {
         notes.push(n);
     }

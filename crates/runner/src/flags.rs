@@ -603,9 +603,18 @@ pub async fn run_here(
 }
 
 impl SweepFlags {
-    /// The matrix's rows selected by `--rows`.
+    /// The matrix's rows selected by `--rows`. Errors: the matrix cannot be read or parsed, it
+    /// has no rows (an empty array or a bucketed object with empty buckets), an index of
+    /// `--rows` is out of range.
     pub fn jobs(&self) -> anyhow::Result<Vec<JobSpec>> {
-        select(load_matrix(&self.matrix)?, &self.rows, &self.matrix)
+        let jobs = load_matrix(&self.matrix)?;
+        // Trial 19: `--matrix` of `[]` ran "0 points" and exited 0, as if all were done.
+        anyhow::ensure!(
+            !jobs.is_empty(),
+            "{}: the matrix has no rows: nothing to run (`matrix` or `changelog` selected none)",
+            self.matrix.display()
+        );
+        select(jobs, &self.rows, &self.matrix)
     }
 
     /// `--executor github`: writes the rows, the run flags (`run-options.json`, paths as given)

@@ -189,10 +189,16 @@ impl SweepReport {
         self.points.iter().filter(|p| p.outcome == outcome).count()
     }
 
-    /// Process exit code: 130 when interrupted (a point cut short or never started), 1 when
-    /// any point failed, else 0.
+    /// Process exit code: 130 when interrupted (a point cut short or never started because of
+    /// it), 1 when any point failed (or was not started because of one: an unreachable
+    /// `--base-url`), else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.count(Outcome::Interrupted) + self.count(Outcome::NotStarted) > 0 {
+        let not_started_by_user = (self.points.iter())
+            .filter(|p| {
+                p.outcome == Outcome::NotStarted && p.class == Some(FailureClass::Interrupted)
+            })
+            .count();
+        if self.count(Outcome::Interrupted) + not_started_by_user > 0 {
             130
         } else if self.count(Outcome::Failed) > 0 {
             1
@@ -411,12 +417,17 @@ pub async fn run_jobs<R: PointRunner>(
                 }
             }
         };
+        let unreachable = unreachable_base_url(point, opts, &fail);
         push(
             &mut report,
             opts,
             total,
             record(point, outcome_of(&fail), fail),
         );
+        if let Some(why) = unreachable {
+            not_started_after(&points[i + 1..], &why, &mut report, opts, cancel);
+            break;
+        }
 
         // Stop the engine after the last point it serves.
         let next = points.get(i + 1).map(|(next, _)| next);
@@ -429,6 +440,48 @@ pub async fn run_jobs<R: PointRunner>(
         let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
     }
     report
+}
+
+/// With `--base-url` every point asks the same server: when `point` failed because it was
+/// unreachable (`fail`), why the points after it are not started (trial 19: a dead URL was
+/// tried, and said, once per point). `None` otherwise.
+fn unreachable_base_url(
+    point: &Point,
+    opts: &SweepOptions,
+    fail: &Option<Failure>,
+) -> Option<String> {
+    let (url, f) = (opts.base_url.as_ref()?, fail.as_ref()?);
+    (f.class == FailureClass::BenchFailed && f.cause.starts_with("server unreachable")).then(|| {
+        format!(
+            "not started: the server at {url} was unreachable at row {} conc {}",
+            point.spec.index, point.conc
+        )
+    })
+}
+
+/// Settles the points `rest` without starting them, for the reason `why` (class
+/// `bench_failed`): each is skipped when done before (as always), else not started; one
+/// progress line says how many were not started.
+fn not_started_after(
+    rest: &[(Point, Option<Failure>)],
+    why: &str,
+    report: &mut SweepReport,
+    opts: &SweepOptions,
+    cancel: &CancellationToken,
+) {
+    let mut n = 0;
+    for (point, pre_fail) in rest {
+        let r = settled_before_start(point, pre_fail.as_ref(), opts, cancel).unwrap_or_else(|| {
+            n += 1;
+            let f = Failure::new(FailureClass::BenchFailed, why);
+            record(point, Outcome::NotStarted, Some(f))
+        });
+        report.points.push(r);
+    }
+    if opts.progress_lines && n > 0 {
+        let points = if n == 1 { "point" } else { "points" };
+        eprintln!("{n} more {points} {why}");
+    }
 }
 
 /// The report of a sweep whose output directory `opts.out_dir` could not be created (`e`):
@@ -798,7 +851,10 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, mut r: Poin
             }
             Outcome::Ok => format!("ok{}", headline(&r.dir)),
             Outcome::Skipped => "skipped (done before)".to_string(),
-            Outcome::NotStarted => "not started (the sweep was interrupted)".to_string(),
+            Outcome::NotStarted => match &r.cause {
+                Some(c) if r.class != Some(FailureClass::Interrupted) => c.clone(),
+                _ => "not started (the sweep was interrupted)".to_string(),
+            },
             Outcome::Failed | Outcome::Interrupted => format!(
                 "{}: {}",
                 r.class_name(),
