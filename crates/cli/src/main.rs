@@ -148,7 +148,9 @@ fn main() {
         Ok(status) => std::process::exit(status.code()),
         Err(e) => {
             eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            std::process::exit(cmd::ExitStatus::Usage.code());
+            let status = (e.downcast_ref::<inferbench_core::StatusError>())
+                .map_or(cmd::ExitStatus::Usage, |s| s.status);
+            std::process::exit(status.code());
         }
     }
 }

@@ -260,6 +260,46 @@ fn wrong_model_names_the_models_the_server_serves() {
     );
 }
 
+/// Trial 19: vLLM's `--host`/`--port` were refused and `--model` was required. As in `vllm
+/// bench serve`, the URL is `http://HOST:PORT` and the model is the first one /v1/models
+/// lists; with nothing listening there, the run ends as unreachable (3), naming `--model`.
+#[test]
+fn host_port_and_the_served_model_stand_in_for_base_url_and_model() {
+    let sim = start_sim();
+    let port = sim.1.to_string();
+    let run = |port: &str| {
+        let o = Command::new(BIN)
+            .args(["bench", "--host", "127.0.0.1", "--port", port])
+            .args(["--random-input-len", "16", "--random-output-len", "4"])
+            .args(["--num-prompts", "2", "--progress", "off"])
+            .output()
+            .unwrap();
+        let text = common::output_text(&o);
+        (o, text)
+    };
+    let (o, text) = run(&port);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "inferbench: model \"Llama-3.1-8B\": the first model the server's /v1/models lists \
+             (--model not given)"
+        ) && text.contains("Successful requests:                    2"),
+        "{text}"
+    );
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port().to_string();
+    drop(dead);
+    let (o, text) = run(&dead_port);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: --model not given and the server's http://127.0.0.1:{dead_port}/v1/models \
+             cannot say which model it serves ("
+        )) && text.contains("): pass --model (or check --base-url)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn bench_db_stores_the_point_with_its_identity() {
     let sim = start_sim();

@@ -47,6 +47,25 @@ impl ExitStatus {
     }
 }
 
+/// An error that ends a subcommand with its own [`ExitStatus`] rather than
+/// [`ExitStatus::Usage`] (e.g. a server that could not be reached before the run: 3). The
+/// CLI finds it in an `anyhow` chain with `downcast_ref`.
+#[derive(Debug)]
+pub struct StatusError {
+    /// The exit status to end with.
+    pub status: ExitStatus,
+    /// The message printed after `error: `.
+    pub message: String,
+}
+
+impl std::fmt::Display for StatusError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StatusError {}
+
 #[cfg(test)]
 mod tests {
     use super::ExitStatus;

@@ -19,7 +19,7 @@ pub mod summary;
 pub mod text;
 
 pub use anomaly::Anomaly;
-pub use exit::ExitStatus;
+pub use exit::{ExitStatus, StatusError};
 pub use matrix::{Conc, MatrixRow};
 
 /// An error with its sources, `outer: cause: …`, each cause once: a message that already quotes

@@ -38,12 +38,29 @@ impl clap::ValueEnum for ProgressMode {
 /// (their API flavour and endpoint are their own).
 #[derive(Debug, Clone, clap::Args)]
 pub struct TargetFlags {
-    /// Server root URL (http only).
-    #[arg(long, default_value = "http://127.0.0.1:8000", help_heading = "Target")]
-    pub base_url: String,
-    /// Model name sent in every request and written as `model_id`.
+    /// Server root URL (http only). Default: http://HOST:PORT of --host and --port.
     #[arg(long, help_heading = "Target")]
-    pub model: String,
+    pub base_url: Option<String>,
+    /// Server host, as vLLM's `bench serve` takes it (used when --base-url is not given).
+    #[arg(
+        long,
+        default_value = "127.0.0.1",
+        conflicts_with = "base_url",
+        help_heading = "Target"
+    )]
+    pub host: String,
+    /// Server port, as vLLM's `bench serve` takes it (used when --base-url is not given).
+    #[arg(
+        long,
+        default_value_t = 8000,
+        conflicts_with = "base_url",
+        help_heading = "Target"
+    )]
+    pub port: u16,
+    /// Model name sent in every request and written as `model_id`. Default: the first model
+    /// the server's /v1/models lists, as vLLM's `bench serve` picks it.
+    #[arg(long, help_heading = "Target")]
+    pub model: Option<String>,
     /// API key, sent as `Authorization: Bearer …`; never written to results or logs.
     #[arg(
         long,
@@ -78,6 +95,23 @@ pub struct TargetFlags {
 }
 
 impl TargetFlags {
+    /// The server's root URL: `--base-url`, else `http://{--host}:{--port}` (vLLM's rule; an
+    /// IPv6 host is bracketed).
+    pub fn base_url(&self) -> String {
+        match &self.base_url {
+            Some(u) => u.clone(),
+            None if self.host.contains(':') && !self.host.starts_with('[') => {
+                format!("http://[{}]:{}", self.host, self.port)
+            }
+            None => format!("http://{}:{}", self.host, self.port),
+        }
+    }
+
+    /// `--model`, or "" when not given (the run asks the server: [`crate::hints::served_model`]).
+    pub fn model(&self) -> String {
+        self.model.clone().unwrap_or_default()
+    }
+
     /// `--header` values as (name, value) pairs. Errors: a value without `:` or `=`.
     pub fn parsed_headers(&self) -> anyhow::Result<Vec<(String, String)>> {
         headers(&self.headers)
@@ -482,8 +516,8 @@ impl BenchFlags {
             backend: self.backend,
             endpoint: self.endpoint,
             max_tokens_field: self.target.max_tokens_field,
-            base_url: self.target.base_url,
-            model: self.target.model,
+            base_url: self.target.base_url(),
+            model: self.target.model(),
             api_key: self.target.api_key,
             headers,
             extra_body,

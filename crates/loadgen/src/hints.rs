@@ -1,7 +1,9 @@
 //! What to tell a user whose run the server refused outright: `--base-url` ending in `/v1`
 //! (the endpoint already starts with `/v1/`), caught before any request, and HTTP 404 answers
 //! after the run, explained by the server's own `/v1/models` (a wrong `--model`) or else by
-//! the request path.
+//! the request path; and the model a run without `--model` sends (the server's first).
+
+use inferbench_core::ExitStatus;
 
 /// `Some(reason)` when `base_url` ends in `/v1` and `endpoint` starts with `/v1/`: requests
 /// would go to `…/v1/v1/…`, which servers answer with 404. The reason names the fix.
@@ -16,6 +18,31 @@ pub fn doubled_v1(base_url: &str, endpoint: &str) -> Option<String> {
         "should not end in /v1: the endpoint {ep} is appended (requests would go to \
          {base}{ep}); use --base-url {root}"
     ))
+}
+
+/// The model a run without `--model` sends: the first id the server's `GET
+/// {base_url}/v1/models` lists, as vLLM's `bench serve` picks it. Errors (each naming the URL and
+/// `--model`): the server cannot be reached, answers another status than 200, or lists none.
+pub async fn served_model(base_url: &str) -> anyhow::Result<String> {
+    let url = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
+    let timeout = std::time::Duration::from_secs(10);
+    let (why, status) = match inferbench_client::http_get(&url, timeout).await {
+        Ok((200, body)) => match model_ids(&body).into_iter().next() {
+            Some(id) => return Ok(id),
+            None => ("it lists no model".to_string(), ExitStatus::Usage),
+        },
+        Ok((code, _)) => (format!("it answered HTTP {code}"), ExitStatus::Usage),
+        // A server that cannot be reached ends as `bench` against it would: 3.
+        Err(e) => (e, ExitStatus::Unreachable),
+    };
+    Err(inferbench_core::StatusError {
+        status,
+        message: format!(
+            "--model not given and the server's {url} cannot say which model it serves \
+             ({why}): pass --model (or check --base-url)"
+        ),
+    }
+    .into())
 }
 
 /// The model ids an OpenAI-compatible `/v1/models` body lists (`{"data": [{"id": …}, …]}`),

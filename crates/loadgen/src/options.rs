@@ -303,15 +303,10 @@ impl BenchOptions {
         self.check_memory(memory_bytes)
     }
 
-    /// `--model` given; `--base-url` not doubling the endpoint's `/v1`.
+    /// `--base-url` not doubling the endpoint's `/v1` (an empty `--model` is asked of the
+    /// server when the run starts: [`crate::hints::served_model`]).
     fn check_target(&self) -> Result<(), OptionError> {
         let err = |flag, reason: String| Err(OptionError { flag, reason });
-        if self.model.trim().is_empty() {
-            return err(
-                "--model",
-                "required (the model name the server serves)".into(),
-            );
-        }
         let endpoint = self
             .endpoint
             .as_deref()
@@ -709,13 +704,12 @@ mod tests {
         .validate()
         .unwrap_err();
         assert_eq!(e.flag, "--duration");
-        let e = BenchOptions {
+        // No --model is valid: the run asks the server's /v1/models (hints::served_model).
+        let no_model = BenchOptions {
             model: String::new(),
             ..base
-        }
-        .validate()
-        .unwrap_err();
-        assert_eq!(e.flag, "--model");
+        };
+        assert_eq!(no_model.validate(), Ok(()));
     }
 
     #[test]

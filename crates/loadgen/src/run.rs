@@ -197,6 +197,15 @@ pub async fn run_bench(
     cancel: CancellationToken,
 ) -> anyhow::Result<BenchOutcome> {
     opts.validate()?;
+    let mut opts = opts;
+    let mut notes = Vec::new();
+    if opts.model.trim().is_empty() {
+        opts.model = crate::hints::served_model(&opts.base_url).await?;
+        notes.push(format!(
+            "model {:?}: the first model the server's /v1/models lists (--model not given)",
+            opts.model
+        ));
+    }
     let Some(prepared) = prepare_prompts(&opts, &cancel).await? else {
         return Ok(interrupted_before_start(&opts));
     };
@@ -220,7 +229,6 @@ pub async fn run_bench(
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
     // Held until the result is written (output::ResultClaim).
     let (opts, _claim) = output::with_free_result_name(opts, &date);
-    let mut notes = Vec::new();
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.
     let power = start_power(&opts, &date, &mut notes).await?;

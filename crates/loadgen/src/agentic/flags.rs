@@ -177,9 +177,9 @@ impl ReplayFlags {
             }
         };
         Ok(ReplayOptions {
-            base_url: self.target.base_url.clone(),
+            base_url: self.target.base_url(),
             endpoint: Some(self.endpoint.clone()),
-            model: self.target.model.clone(),
+            model: self.target.model(),
             api_key: self.target.api_key.clone(),
             headers,
             extra_body,
@@ -294,7 +294,7 @@ impl ReplayFlags {
             },
             self.concurrency,
             self.benchmark_duration,
-            self.target.base_url
+            self.target.base_url()
         );
         let traces = Arc::new(report.traces);
         let tok = inferbench_workload::Tokenizer::load(&self.tokenizer)?;
@@ -317,9 +317,17 @@ impl ReplayFlags {
     /// valid with `--require-power`).
     pub async fn run(
         self,
-        prepared: PreparedReplay,
+        mut prepared: PreparedReplay,
         cancel: CancellationToken,
     ) -> anyhow::Result<i32> {
+        if prepared.opts.model.trim().is_empty() {
+            prepared.opts.model = crate::hints::served_model(&prepared.opts.base_url).await?;
+            eprintln!(
+                "model {:?}: the first model the server's /v1/models lists (--model not given)",
+                prepared.opts.model
+            );
+        }
+        let model = prepared.opts.model.clone();
         let unsafe_run = self.benchmark_duration < MIN_VALID_DURATION_S;
         let mut power_notes = Vec::new();
         self.power.check(self.result_dir.is_some())?;
@@ -338,7 +346,7 @@ impl ReplayFlags {
             None => None,
         };
         let out = run_replay(prepared.opts, prepared.traces, prepared.prompter, cancel).await?;
-        let mut summary = replay_summary(&out, &self.target.model, self.concurrency, !unsafe_run);
+        let mut summary = replay_summary(&out, &model, self.concurrency, !unsafe_run);
         if let Some(p) = power {
             summary.inferbench.power = Some(p.finish(&summary, None).await);
         }
@@ -376,7 +384,7 @@ impl ReplayFlags {
             std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
             let ctx = inferbench_core::summary::agentic::AgenticContext {
                 conc: self.concurrency,
-                model: self.target.model.clone(),
+                model: self.target.model(),
                 ..Default::default()
             };
             write_artifacts(
