@@ -341,7 +341,7 @@ fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
     let counted = |n: &str| {
         err.contains(&format!(
             "2 points ({n} invalid: cut short or timed on a starved CPU (the notes above say \
-             which), kept off the frontier), not stored (--no-db)"
+             which), never on a frontier), not stored (--no-db)"
         ))
     };
     assert!(counted("1") || (starved && counted("all")), "{err}");

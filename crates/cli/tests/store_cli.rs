@@ -530,6 +530,48 @@ fn store_cli_ingest_of_only_unfinished_points_fails() {
         )) && !out.contains("ignored"),
         "{out}"
     );
+    // Trial 19: nor did it say that the sweep was still running (it holds its sweep.lock) or
+    // that an interrupted one left points unstarted (its sweep.json says which).
+    let sweep = t.0.join("sweep").canonicalize().unwrap();
+    let lock = inferbench_core::artifacts::lock_out_dir(&sweep).unwrap();
+    let ingest = || {
+        let o = run(&[
+            "ingest",
+            sweep.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+        ]);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (code, out) = ingest();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "a sweep is still writing into {} (it holds sweep.lock): the points it has not \
+             finished are not ingested; ingest again when it ends\n",
+            sweep.display()
+        )) && !out.contains("ignored"),
+        "{out}"
+    );
+    drop(lock);
+    let points = r#"{"points": [
+        {"index": 0, "conc": 2, "result_filename": "pt", "dir": "pt_conc2", "outcome": "interrupted"},
+        {"index": 0, "conc": 4, "result_filename": "pt", "dir": "pt_conc4", "outcome": "not_started"},
+        {"index": 0, "conc": 8, "result_filename": "pt", "dir": "pt_conc8", "outcome": "not_started"}]}"#;
+    std::fs::write(sweep.join("sweep.json"), points).unwrap();
+    let (code, out) = ingest();
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "the sweep in {} did not start 2 of its 3 points (see its sweep.json; rerun the \
+             same sweep to run them, then ingest again)\n",
+            sweep.display()
+        )) && !out.contains("still writing"),
+        "{out}"
+    );
 }
 
 /// Issue 13: `report --columns …` without the frontier column prints the units footer the

@@ -258,6 +258,63 @@ impl JobFile {
     }
 }
 
+/// Name of the report a local sweep writes into its output directory at its end (also when
+/// interrupted): every point with its outcome (`ok`, `skipped`, `failed`, `interrupted`,
+/// `not_started`), class and cause.
+pub const SWEEP_REPORT: &str = "sweep.json";
+
+/// Name of the lock file a local sweep holds in its output directory ([`lock_out_dir`]).
+pub const SWEEP_LOCK: &str = "sweep.lock";
+
+/// An output directory held by this process for a local sweep: an exclusive lock (`flock(2)`
+/// on Linux, through [`std::fs::File::try_lock`]) on `<out>/sweep.lock`, released when dropped
+/// or when the process ends however it ends (a crash leaves no stale lock). The file stays;
+/// `ingest` skips it as sweep bookkeeping and asks it whether a sweep is running
+/// ([`sweep_running`]).
+#[derive(Debug)]
+pub struct OutLock {
+    _file: std::fs::File,
+}
+
+/// Takes the output directory `out` (created if missing) for one local sweep, so two sweeps
+/// started into the same `--out` do not run and overwrite the same points side by side (trial
+/// 18: both ran all five points into one directory). Errors, in words for the console: another
+/// process holds it, or the lock file cannot be created or locked.
+pub fn lock_out_dir(out: &std::path::Path) -> Result<OutLock, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let path = out.join(SWEEP_LOCK);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(OutLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "another sweep is writing into {} (it holds {}): wait for it to finish, or give \
+             this one another --out",
+            out.display(),
+            path.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("{}: locking: {e}", path.display())),
+    }
+}
+
+/// Whether a sweep is writing into `dir` now: its `sweep.lock` is held by another open file
+/// ([`lock_out_dir`]). False when there is no lock file or it cannot be read. Takes (and at
+/// once releases) a shared lock to ask, which a sweep starting at that instant could find
+/// taken.
+pub fn sweep_running(dir: &std::path::Path) -> bool {
+    let Ok(file) = std::fs::File::open(dir.join(SWEEP_LOCK)) else {
+        return false;
+    };
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -502,7 +502,7 @@ impl ClientCheck {
         format!(
             "the client, not the server, limited this run: the server had {:.1} of the {} \
              requested requests in flight{waited}; {cause} (client_bound: true; InferenceX \
-             results are valid only without it: the point is kept off the frontier)",
+             results are valid only without it: the point is invalid, never on a frontier)",
             self.held_ratio * req,
             self.requested
         )

@@ -718,9 +718,18 @@ fn invalid_reasons(
                 .max()
                 .unwrap_or(0);
             let sent = counters.done.load(Ordering::Relaxed);
+            // The prompts are sent in order, from the first again after the last.
+            let sent_tokens: u64 = (prepared.prompts.iter().cycle())
+                .take(usize::try_from(sent).unwrap_or(usize::MAX))
+                .map(|p| u64::from(p.prompt_tokens))
+                .sum();
             let d = server_cache::PrefixCache { queries, hits };
-            cache_reason =
-                server_cache::cache_warning(&d, sent, opts.random_prefix_len, max_prompt);
+            cache_reason = server_cache::cache_warning(
+                &d,
+                sent,
+                opts.random_prefix_len,
+                (max_prompt, sent_tokens),
+            );
         }
     }
     // A server that fell behind its own schedule (the sim starved of CPU on a busy machine)
@@ -737,7 +746,8 @@ fn invalid_reasons(
         format!(
             "the server fell behind its schedule on {:.0} % of its token chunks (its process \
              was starved of CPU) and sent their tokens late or in bursts: this point's TTFT, \
-             TPOT and ITL are not the server's; it is kept off the frontier. Run it on an idle \
+             TPOT and ITL are not the server's; the result is marked invalid (never on a \
+             frontier). Run it on an idle \
              machine (or the sim with a lower --time-scale)",
             f * 100.0
         )

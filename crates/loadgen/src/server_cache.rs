@@ -18,23 +18,34 @@ pub struct PrefixCache {
 /// in the server's prefix cache, or `None` when that is no more than the run itself explains:
 /// the shared `--random-prefix-len` of every request, plus one whole prompt (the warmup sends
 /// the first prompt, which the profile phase sends again), plus 5 % of the tokens queried.
+/// `sent_tokens`: the prompt tokens this run sent in the window; counters beyond it by more
+/// than 5 % count other clients' requests too, which the warning says (trial 19: two `bench`
+/// runs side by side were each told of both runs' tokens).
 pub fn cache_warning(
     delta: &PrefixCache,
     requests: u64,
     prefix_len: u32,
-    max_prompt_tokens: u64,
+    (max_prompt_tokens, sent_tokens): (u64, u64),
 ) -> Option<String> {
     if delta.queries <= 0.0 {
         return None;
     }
     let explained =
         requests as f64 * f64::from(prefix_len) + max_prompt_tokens as f64 + 0.05 * delta.queries;
+    let others = if delta.queries > 1.05 * sent_tokens as f64 {
+        format!(
+            " (the server's counters include other clients' requests: this run sent {sent_tokens} \
+             of those prompt tokens)"
+        )
+    } else {
+        String::new()
+    };
     (delta.hits > explained).then(|| {
         format!(
-            "the server's prefix cache served {:.0} of {:.0} prompt tokens ({:.1} %) of this \
-             random-dataset run: its prompts were sent before (same --seed?), so TTFT is too \
-             low; it is kept off the frontier. Use --cache-bust, another --seed, or restart \
-             the server.",
+            "the server's prefix cache served {:.0} of {:.0} prompt tokens ({:.1} %){others} \
+             during this random-dataset run: its prompts were sent before (same --seed?), so \
+             TTFT is too low; the result is marked invalid (never on a frontier). Use \
+             --cache-bust, another --seed, or restart the server.",
             delta.hits,
             delta.queries,
             100.0 * delta.hits / delta.queries
@@ -51,17 +62,31 @@ mod tests {
         let d = |hits: f64, queries: f64| PrefixCache { queries, hits };
         // 32 requests of 1024 tokens, no shared prefix: one prompt (warmup) + 5 % explained.
         assert_eq!(
-            cache_warning(&d(1024.0 + 1638.0, 32768.0), 32, 0, 1024),
+            cache_warning(&d(1024.0 + 1638.0, 32768.0), 32, 0, (1024, 32768)),
             None
         );
-        let w = cache_warning(&d(32256.0, 32768.0), 32, 0, 1024).unwrap();
-        assert!(w.contains("32256 of 32768 prompt tokens (98.4 %)"), "{w}");
-        assert!(w.contains("--cache-bust"), "{w}");
+        let w = cache_warning(&d(32256.0, 32768.0), 32, 0, (1024, 32768)).unwrap();
+        assert_eq!(
+            w,
+            "the server's prefix cache served 32256 of 32768 prompt tokens (98.4 %) during \
+             this random-dataset run: its prompts were sent before (same --seed?), so TTFT is \
+             too low; the result is marked invalid (never on a frontier). Use --cache-bust, \
+             another --seed, or restart the server."
+        );
+        // Another client's requests in the same window: the counters are the server's.
+        let w = cache_warning(&d(60000.0, 65536.0), 32, 0, (1024, 32768)).unwrap();
+        assert!(
+            w.contains(
+                "served 60000 of 65536 prompt tokens (91.6 %) (the server's counters include \
+                 other clients' requests: this run sent 32768 of those prompt tokens) during"
+            ),
+            "{w}"
+        );
         // A 512-token shared prefix explains 512 hits per request.
         assert_eq!(
-            cache_warning(&d(32.0 * 512.0 + 1024.0, 49152.0), 32, 512, 1536),
+            cache_warning(&d(32.0 * 512.0 + 1024.0, 49152.0), 32, 512, (1536, 49152)),
             None
         );
-        assert_eq!(cache_warning(&d(0.0, 0.0), 32, 0, 1024), None);
+        assert_eq!(cache_warning(&d(0.0, 0.0), 32, 0, (1024, 0)), None);
     }
 }

@@ -273,7 +273,7 @@ pub fn fit_prefix(
     while hi.0 > lo.0 + 1 {
         step += 1;
         let span = (hi.0 - lo.0) as f64;
-        let k = if step % 3 == 0 || hi.1 <= lo.1 {
+        let k = if step.is_multiple_of(3) || hi.1 <= lo.1 {
             lo.0 + (hi.0 - lo.0) / 2
         } else {
             let frac = f64::from(target.saturating_sub(lo.1)) / f64::from(hi.1 - lo.1);

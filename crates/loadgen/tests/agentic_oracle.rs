@@ -116,7 +116,7 @@ fn record(id: u64, q: &Req) -> RequestRecord {
         "primer" => 1,
         "warmup" => 1 + (id % 2) as u32,
         // Mostly the recorded length; a few stop early.
-        _ if id % 5 == 0 => recorded.saturating_sub(3).max(1),
+        _ if id.is_multiple_of(5) => recorded.saturating_sub(3).max(1),
         _ => recorded,
     };
     let per_token = 8 + (id * 13) % 17;

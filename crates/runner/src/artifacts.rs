@@ -130,51 +130,7 @@ pub fn sanitize_name(s: &str) -> String {
         .collect()
 }
 
-/// Name of the lock file a local sweep holds in its output directory ([`lock_out_dir`]).
-pub const SWEEP_LOCK: &str = "sweep.lock";
-
-/// An output directory held by this process for a local sweep: an exclusive `flock(2)` on
-/// `<out>/sweep.lock`, released when dropped or when the process ends however it ends (a
-/// crash leaves no stale lock). The file stays; `ingest` skips it as sweep bookkeeping.
-#[derive(Debug)]
-pub struct OutLock {
-    _file: std::fs::File,
-}
-
-/// Takes the output directory `out` (created if missing) for one local sweep, so two sweeps
-/// started into the same `--out` do not run and overwrite the same points side by side (trial
-/// 18: both ran all five points into one directory). Errors, in words for the console: another
-/// process holds it, or the lock file cannot be created.
-pub fn lock_out_dir(out: &Path) -> Result<OutLock, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join(SWEEP_LOCK);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor this function owns; no memory is passed.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(if e.kind() == std::io::ErrorKind::WouldBlock {
-                format!(
-                    "another sweep is writing into {} (it holds {}): wait for it to finish, \
-                     or give this one another --out",
-                    out.display(),
-                    path.display()
-                )
-            } else {
-                format!("{}: locking: {e}", path.display())
-            });
-        }
-    }
-    Ok(OutLock { _file: file })
-}
+pub use inferbench_core::artifacts::{lock_out_dir, OutLock, SWEEP_LOCK};
 
 #[cfg(test)]
 mod tests {

@@ -280,7 +280,7 @@ impl SweepReport {
 }
 
 /// Name of the sweep report written under the output directory.
-pub const SWEEP_REPORT: &str = "sweep.json";
+pub use inferbench_core::artifacts::SWEEP_REPORT;
 
 /// The concrete runner name for a row, or why the row cannot run (unknown runner label).
 pub fn runner_name_for(spec: &JobSpec, opts: &SweepOptions) -> Result<String, String> {

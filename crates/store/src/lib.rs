@@ -215,6 +215,9 @@ pub struct IngestReport {
     pub ignored: Vec<String>,
     /// Point directories of sweeps that did not finish, with their `status.json` state/cause.
     pub unfinished: Vec<String>,
+    /// What the sweeps' own bookkeeping says (one line each): a sweep still running, or points
+    /// a sweep did not start ([`sweep_states`]).
+    pub sweeps: Vec<String>,
     /// Names the normalizers did not recognise: `(kind, name)`; stored as given.
     pub unknown: BTreeSet<(String, String)>,
     /// Recognised names stored under another key: `(kind, name as given, key)`
@@ -225,13 +228,14 @@ pub struct IngestReport {
 }
 
 impl IngestReport {
-    /// Whether the paths held nothing this store reads: no run, eval, skipped unit or unfinished
-    /// sweep point (an empty or wrong directory; `inferbench ingest` exits 1 on it).
+    /// Whether the paths held nothing this store reads: no run, eval, skipped unit, unfinished
+    /// sweep point or sweep bookkeeping worth a line (an empty or wrong directory; `inferbench ingest` exits 1 on it).
     pub fn found_nothing(&self) -> bool {
         self.runs_ingested == 0
             && self.evals == 0
             && self.skipped.is_empty()
             && self.unfinished.is_empty()
+            && self.sweeps.is_empty()
     }
 
     /// Whether nothing was stored from the paths: no run and no eval result (also when they
@@ -325,6 +329,9 @@ impl IngestReport {
             if !self.skipped.is_empty() {
                 why.push(format!("{} unit(s) skipped", self.skipped.len()));
             }
+            if !self.sweeps.is_empty() && self.unfinished.is_empty() && self.skipped.is_empty() {
+                why.push("no point of the sweep finished yet".to_string());
+            }
             format!(
                 "error: nothing ingested from {} ({})\n",
                 self.path,
@@ -342,14 +349,24 @@ impl IngestReport {
         // Ctrl-C'd sweep, one of them a failed point `report` lists only when asked).
         let mut left_out = Vec::new();
         if self.failed_points > 0 {
+            let it = if self.failed_points == 1 {
+                "it"
+            } else {
+                "them"
+            };
             left_out.push(format!(
-                "{} failed (nothing measured; `report --include-failed` lists it)",
+                "{} failed (nothing measured; `report --include-failed` lists {it})",
                 self.failed_points
             ));
         }
         if self.invalid_points > 0 {
+            let it = if self.invalid_points == 1 {
+                "it"
+            } else {
+                "them"
+            };
             left_out.push(format!(
-                "{} invalid (kept off frontiers; `report --include-invalid` lets it compete)",
+                "{} invalid (kept off frontiers; `report --include-invalid` lets {it} compete)",
                 self.invalid_points
             ));
         }
@@ -395,6 +412,9 @@ impl IngestReport {
         for u in &self.unfinished {
             s.push_str(&format!("not finished, nothing to ingest: {u}\n"));
         }
+        for line in &self.sweeps {
+            s.push_str(&format!("{line}\n"));
+        }
         for w in &self.warnings {
             s.push_str(&format!("warning: {w}\n"));
         }
@@ -417,9 +437,57 @@ impl IngestReport {
 /// Whether `p` is bookkeeping that `inferbench sweep` writes beside its points: the sweep's
 /// `sweep.json` report, its `sweep.lock` and the engine logs under `_engines/`.
 fn sweep_bookkeeping(p: &Path) -> bool {
+    use inferbench_core::artifacts::{SWEEP_LOCK, SWEEP_REPORT};
     p.file_name()
-        .is_some_and(|n| n == "sweep.json" || n == "sweep.lock")
+        .is_some_and(|n| n == SWEEP_REPORT || n == SWEEP_LOCK)
         || p.components().any(|c| c.as_os_str() == "_engines")
+}
+
+/// What the sweep bookkeeping among `files` says of the sweeps whose output directories they
+/// are in: lines for [`IngestReport::sweeps`]. A sweep still running (it holds its
+/// `sweep.lock`: its unfinished points are not ingested yet), or one whose `sweep.json` lists
+/// points that never started (it was interrupted, or stopped at an unreachable server). Trial
+/// 19: `ingest` of a running or Ctrl-C'd sweep said nothing of the points it lacked.
+fn sweep_states(files: &[PathBuf]) -> Vec<String> {
+    use inferbench_core::artifacts::{sweep_running, SWEEP_LOCK, SWEEP_REPORT};
+    let dirs: BTreeSet<&Path> = (files.iter())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n == SWEEP_REPORT || n == SWEEP_LOCK)
+        })
+        .filter_map(|p| p.parent())
+        .collect();
+    let mut lines = Vec::new();
+    for dir in dirs {
+        if sweep_running(dir) {
+            lines.push(format!(
+                "a sweep is still writing into {} (it holds {SWEEP_LOCK}): the points it has \
+                 not finished are not ingested; ingest again when it ends",
+                dir.display()
+            ));
+            continue;
+        }
+        let Some(report) = std::fs::read(dir.join(SWEEP_REPORT))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        else {
+            continue;
+        };
+        let points = report["points"].as_array().map_or(&[][..], Vec::as_slice);
+        let not_started = (points.iter())
+            .filter(|p| p["outcome"] == "not_started")
+            .count();
+        if not_started > 0 {
+            lines.push(format!(
+                "the sweep in {} did not start {} of its {} (see its {SWEEP_REPORT}; rerun \
+                 the same sweep to run them, then ingest again)",
+                dir.display(),
+                not_started,
+                inferbench_core::count(points.len(), "point")
+            ));
+        }
+    }
+    lines
 }
 
 /// The results database.
@@ -619,7 +687,18 @@ impl Store {
         let mut ignored = Vec::new();
         parse::discover(path, &mut units, &mut ignored)
             .map_err(|e| StoreError::Io(path.to_path_buf(), e))?;
-        // Files our own sweeps write beside the points are not results: not worth a line.
+        // Files our own sweeps write beside the points are not results: not worth a line, but
+        // they say whether a sweep is running or left points unstarted.
+        let mut bookkeeping: Vec<PathBuf> = ignored.clone();
+        bookkeeping.extend(units.iter().filter_map(|u| match u {
+            parse::Unit::File(f) => Some(f.clone()),
+            _ => None,
+        }));
+        let sweeps = if path.is_dir() {
+            sweep_states(&bookkeeping)
+        } else {
+            Vec::new()
+        };
         ignored.retain(|p| !sweep_bookkeeping(p));
         units.retain(
             |u| !matches!(u, parse::Unit::File(f) if sweep_bookkeeping(f) && !path.is_file()),
@@ -627,6 +706,7 @@ impl Store {
         let mut report = IngestReport {
             ignored: ignored.iter().map(|p| p.display().to_string()).collect(),
             path: path.display().to_string(),
+            sweeps,
             ..Default::default()
         };
         let explicit_file = path.is_file();

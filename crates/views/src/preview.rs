@@ -237,9 +237,9 @@ pub fn fixed_quickstart(
     let failed = unlisted(concs, &rows);
     if !failed.is_empty() {
         view.unmeasured = Some(format!(
-            "conc {}: no request finished, stored as a failed point (`report --include-failed` \
-             lists it)",
-            failed.join(", ")
+            "conc {}: no request finished, {}",
+            failed.join(", "),
+            stored_as_failed(failed.len())
         ));
     }
     shown.finish(
@@ -247,7 +247,7 @@ pub fn fixed_quickstart(
         &view,
         &rows,
         &report,
-        "cut short or timed on a starved CPU (the notes above say which), kept off the \
+        "cut short or timed on a starved CPU (the notes above say which), never on a \
          frontier",
     )
 }
@@ -310,9 +310,9 @@ pub fn agentic_quickstart(
     let unlisted = unlisted(cut_short, &rows);
     if !unlisted.is_empty() {
         view.unmeasured = Some(format!(
-            "lanes {}: cut short before any request finished, stored as a failed point \
-             (`report --include-failed` lists it)",
-            unlisted.join(", ")
+            "lanes {}: cut short before any request finished, {}",
+            unlisted.join(", "),
+            stored_as_failed(unlisted.len())
         ));
     }
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
@@ -323,6 +323,16 @@ pub fn agentic_quickstart(
         &report,
         "replays under 900 s or cut short",
     )
+}
+
+/// How `n` points that measured nothing are stored: "stored as a failed point (`report
+/// --include-failed` lists it)", or in the plural (trial 19: "lists it" of several).
+fn stored_as_failed(n: usize) -> &'static str {
+    if n == 1 {
+        "stored as a failed point (`report --include-failed` lists it)"
+    } else {
+        "stored as failed points (`report --include-failed` lists them)"
+    }
 }
 
 #[cfg(test)]
@@ -401,6 +411,10 @@ mod tests {
         assert_eq!(
             stored_line(&report, Some("q.db"), "none", "cut short"),
             "stored 2 points (failed: nothing measured) in q.db; chart: none"
+        );
+        assert_eq!(
+            stored_as_failed(2),
+            "stored as failed points (`report --include-failed` lists them)"
         );
         report.invalid_points = 1;
         report.failed_points = 1;

@@ -243,7 +243,7 @@ fn session(spec: &SyntheticSpec, rng: &mut StdRng, index: usize) -> Trace {
             );
         } else {
             // Whole blocks only for the old context: a partial last block is re-hashed.
-            if ctx.tokens % B != 0 {
+            if !ctx.tokens.is_multiple_of(B) {
                 ctx.ids.pop();
                 ctx.tokens -= ctx.tokens % B;
                 ctx.grow(0, &mut next_id);
