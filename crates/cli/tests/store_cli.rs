@@ -1113,6 +1113,25 @@ fn store_cli_history_rows_name_their_batch() {
         out.contains("  (1 more batch of this group left out: its frontier does not reach median_intvty = 100)"),
         "{out}"
     );
+    // Outside every batch's frontier: the group says where its frontiers lie (trial 19: "lie
+    // elsewhere" without where).
+    let o = run(&[
+        "report",
+        "--history-at",
+        "500",
+        "-f",
+        "hw=b200",
+        "--db",
+        db_s,
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(
+            "  (no batch of this group reaches median_intvty = 500: its frontiers span \
+             median_intvty 40.0 to 120.0)"
+        ),
+        "{out}"
+    );
 }
 
 /// Trial 15: `db status` printed `points 13` above `requests 12 (one row per point …)` and

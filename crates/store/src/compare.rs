@@ -48,6 +48,21 @@ pub fn values_at(rows: &[PointRow], x: &str, y: &str, at: f64) -> Vec<f64> {
         .collect()
 }
 
+/// The x range over which some batch of `rows` has a frontier to read y at (the union of every
+/// batch's frontier's x extent): `(lowest, highest)`, in x's unit; `None` without any frontier
+/// point. What History and `report --history-at` name when `at` lies outside every frontier
+/// (trial 19: "pick an x inside their range" without the range).
+pub fn x_span(rows: &[PointRow], x: &str, y: &str) -> Option<(f64, f64)> {
+    by_batch(rows)
+        .values()
+        .flat_map(|b| frontier_knots(b, x, y))
+        .map(|(kx, _)| kx)
+        .filter(|kx| kx.is_finite())
+        .fold(None, |acc: Option<(f64, f64)>, v| {
+            Some(acc.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+        })
+}
+
 /// A point's workload: the model and `ISL/OSL`, or the model and scenario for agentic replays
 /// (no fixed lengths). y at a given x compares only within one.
 pub fn workload(r: &PointRow) -> String {
@@ -196,7 +211,8 @@ pub fn compare(
 }
 
 /// History of y at fixed x for each group ([`PointRow::group`]): one value per batch, dated by
-/// the batch's latest point, sorted by (date, batch), flagged against the median of the previous
+/// the batch's latest point and timed by its latest run start (when known), sorted by (date,
+/// time, batch), flagged against the median of the previous
 /// `window` values with a relative `threshold`.
 pub fn history(
     rows: &[PointRow],
@@ -214,19 +230,29 @@ pub fn history(
     groups
         .into_iter()
         .map(|(g, rs)| {
-            let mut series: Vec<(String, String, f64)> = by_batch(&rs)
+            // (date, time, batch, value): a batch dated by its latest point's day, timed by its
+            // latest run start where the sources give one.
+            type Entry = (String, Option<f64>, String, f64);
+            let mut series: Vec<Entry> = by_batch(&rs)
                 .into_iter()
                 .filter_map(|(batch, b)| {
                     let date = b.iter().map(|r| r.date.clone()).max().unwrap_or_default();
+                    let time = (b.iter().filter_map(|r| r.start_unix))
+                        .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))));
                     analytics::interpolate_at(&frontier_knots(&b, x, y), at)
-                        .map(|v| (date, batch, v))
+                        .map(|v| (date, time, batch, v))
                 })
                 .collect();
-            series.sort_by(|p, q| (&p.0, &p.1).cmp(&(&q.0, &q.1)));
-            let s: Vec<(String, f64)> = series.iter().map(|(d, _, v)| (d.clone(), *v)).collect();
+            series.sort_by(|p, q| {
+                (&p.0, p.1.unwrap_or(0.0), &p.2)
+                    .partial_cmp(&(&q.0, q.1.unwrap_or(0.0), &q.2))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            let s: Vec<(String, f64)> = series.iter().map(|e| (e.0.clone(), e.3)).collect();
             let mut h = analytics::history_flags(&s, window, threshold, hib);
-            for (p, (_, batch, _)) in h.iter_mut().zip(series) {
+            for (p, (_, time, batch, _)) in h.iter_mut().zip(series) {
                 p.batch = batch;
+                p.time_unix = time;
             }
             (g, h)
         })

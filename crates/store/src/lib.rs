@@ -1473,7 +1473,7 @@ mod tests {
         r.invalid_points = 2;
         assert!(r.render().ends_with(
             "\nof these points: 1 failed (nothing measured; `report --include-failed` lists \
-             it), 2 invalid (kept off frontiers; `report --include-invalid` lets it compete)\n"
+             it), 2 invalid (kept off frontiers; `report --include-invalid` lets them compete)\n"
         ));
         let dump = IngestReport {
             from_dump: true,

@@ -189,6 +189,9 @@ pub struct PointRow {
     pub point_id: i64,
     /// `runs.id` of the run it came from ([`Store::run_info`]).
     pub run_id: i64,
+    /// Unix time (s) its run's measurement started (`runs.start_unix`: vLLM's
+    /// `benchmark_start_time_unix`), when the source gives it.
+    pub start_unix: Option<f64>,
 }
 
 impl PointRow {
@@ -607,7 +610,8 @@ impl Store {
             "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.disagg, c.tp, c.pp,
                     c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
-                    p.valid, p.completed, p.failed{hot}{extra}, p.invalid_reason, p.id, p.run_id
+                    p.valid, p.completed, p.failed{hot}{extra}, p.invalid_reason, p.id, p.run_id,
+                    r.start_unix
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         let (where_sql, params) = where_clause(filter);
@@ -669,11 +673,12 @@ impl Store {
                 source_kind: s(21),
                 error: r[22].as_str().map(String::from),
                 valid: r[23].as_i64().unwrap_or(1) != 0,
-                invalid_reason: r[r.len() - 3].as_str().map(String::from),
+                invalid_reason: r[r.len() - 4].as_str().map(String::from),
                 metrics,
                 frontier: false,
-                point_id: r[r.len() - 2].as_i64().unwrap_or(0),
-                run_id: r[r.len() - 1].as_i64().unwrap_or(0),
+                point_id: r[r.len() - 3].as_i64().unwrap_or(0),
+                run_id: r[r.len() - 2].as_i64().unwrap_or(0),
+                start_unix: r[r.len() - 1].as_f64(),
             };
             if any_derived {
                 add_derived(&mut row, cost, &wanted);
@@ -938,6 +943,7 @@ mod tests {
             frontier: false,
             point_id: 0,
             run_id,
+            start_unix: None,
         };
         let mut rows = vec![
             row("old", "2026-01-01", 1, 4, 8),

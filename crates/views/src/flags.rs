@@ -323,9 +323,22 @@ fn history(
                     query::AGENTIC_SCENARIO
                 ));
             } else {
-                // Trial 8: an agentic group printed its header and nothing under it.
+                // Trial 8: an agentic group printed its header and nothing under it; trial 19:
+                // "its frontiers lie elsewhere" without saying where.
+                let counted_of_group: Vec<PointRow> = (of_group.iter())
+                    .filter(|r| r.valid || args.include_invalid)
+                    .map(|r| (*r).clone())
+                    .collect();
+                let where_ = match compare::x_span(&counted_of_group, x, &args.y) {
+                    Some((lo, hi)) => format!(
+                        "its frontiers span {x} {} to {}",
+                        report::round_for_table(lo),
+                        report::round_for_table(hi)
+                    ),
+                    None => format!("its points lack {x}"),
+                };
                 notes.push(format!(
-                    "(no batch of this group reaches {x} = {at}: its frontiers lie elsewhere or lack {x})"
+                    "(no batch of this group reaches {x} = {at}: {where_})"
                 ));
             }
         }

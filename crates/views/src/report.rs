@@ -1160,6 +1160,7 @@ mod tests {
             frontier: true,
             point_id: 1,
             run_id: 1,
+            start_unix: None,
         }
     }
 

@@ -46,6 +46,12 @@ function apiQuery(st) {
 // Seconds since the epoch of a `YYYY-MM-DD` date (UTC midnight).
 function day(d) { return Date.parse(d + "T00:00:00Z") / 1000; }
 
+// A value's date for the table: `YYYY-MM-DD HH:MM UTC` when its batch's start time is known.
+function when(p) {
+  if (p.time_unix === null) return p.date;
+  return new Date(p.time_unix * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC";
+}
+
 function draw(res) {
   const host = $("chart");
   if (chart) { chart.destroy(); chart = null; }
@@ -60,13 +66,14 @@ function draw(res) {
     $("rows").tBodies[0].replaceChildren();
     return;
   }
-  // A batch's place on the time axis: its day, and batches of one day spread evenly across it
-  // in the API's order (date, batch), so that they do not stack on one vertical line at
-  // midnight (trial 18: the API dates a batch by its day only).
+  // A batch's place on the time axis: when its run started (trial 19: a 15:31 run drawn at
+  // midnight); a batch without a start time (an import) at its day, those of one day spread
+  // evenly across it in the API's order (date, batch) so that they do not stack on one
+  // vertical line.
   const batches = new Map();
   for (const g of shown) for (const p of g.points) {
     const k = p.date + "\u0000" + p.batch;
-    if (!batches.has(k)) batches.set(k, p);
+    if (p.time_unix === null && !batches.has(k)) batches.set(k, p);
   }
   const perDay = new Map();
   for (const [k, p] of [...batches].sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)) {
@@ -77,8 +84,8 @@ function draw(res) {
   for (const [d, keys] of perDay) {
     keys.forEach((k, i) => xOf.set(k, keys.length === 1 ? day(d) : day(d) + (i + 1) * 86400 / (keys.length + 1)));
   }
-  const at = p => xOf.get(p.date + "\u0000" + p.batch);
-  host.dataset.xs = String(new Set(xOf.values()).size);
+  const at = p => p.time_unix !== null ? p.time_unix : xOf.get(p.date + "\u0000" + p.batch);
+  host.dataset.xs = String(new Set(shown.flatMap(g => g.points.map(at))).size);
   const series = [{}];
   const data = [null];
   const rings = [];
@@ -150,7 +157,7 @@ function draw(res) {
   body.replaceChildren();
   for (const g of shown) {
     for (const p of g.points) {
-      const tr = addRow(body, [g.name, p.date, p.batch.replace(/\/+$/, "").split("/").pop(), num(p.value), num(p.baseline),
+      const tr = addRow(body, [g.name, when(p), p.batch.replace(/\/+$/, "").split("/").pop(), num(p.value), num(p.baseline),
         p.change === null ? "-" : (p.change * 100).toFixed(1) + " %", p.regression ? "REGRESSION" : ""]);
       if (p.regression) tr.className = "regression";
     }
@@ -172,14 +179,23 @@ async function refresh(push) {
     draw(res);
     const n = res.groups.filter(g => g.points.length).length;
     const r = res.groups.filter(g => g.latest_regression).length;
+    const range = res.x_range
+      ? "their frontiers reach x = " + num(res.x_range[0]) + " to " + num(res.x_range[1])
+      : "none of their points has a value of " + metricLabel(options, res.x);
+    markRange(res.x_range);
     status(n === 0
       ? "no selected group's frontier reaches x = " + res.at + " (of " + count(res.groups.length, "group")
-        + " selected): pick an x inside their range (the Inference page shows it)"
+        + " selected): " + range + "; pick an x inside that range"
       : count(n, "group") + (n === 1 ? " reaches" : " reach") + " x = " + res.at + " (of " + res.groups.length + " selected); "
       + (r ? count(r, "group") + " regressed in the latest batch" : "no regression in the latest batch"));
   } catch (e) {
     status("error: " + e.message, true);
   }
+}
+
+// The x range the API gave, on the chart's element (a test reads it).
+function markRange(r) {
+  $("chart").dataset.xRange = r ? r[0] + "," + r[1] : "";
 }
 
 async function start() {

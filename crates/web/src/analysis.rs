@@ -173,8 +173,10 @@ pub async fn compare(
 /// batch (its frontier interpolated there), dated by the batch's latest point, flagged against
 /// the median of the `window` (default 3) previous values with the relative `threshold`
 /// (default 0.05), as `inferbench report --history-at X` prints it. Answer: `{"x", "y", "at",
-/// "window", "threshold", "groups": [{"name", "points": [{date, value, baseline, change,
-/// regression}…], "latest_regression": bool}…]}`, groups in the store's order.
+/// "window", "threshold", "x_range": [lo, hi] | null, "groups": [{"name", "points": [{date,
+/// time_unix, batch, value, baseline, change, regression}…], "latest_regression": bool}…]}`,
+/// groups in the store's order; `x_range` is the x extent of the selection's frontiers
+/// (`compare::x_span`), `time_unix` the batch's latest run start (s) or null.
 pub async fn history(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
@@ -223,12 +225,15 @@ pub async fn history(
             }))
         })
         .collect();
+    // Where the selection's frontiers lie, to name when `at` is outside all of them.
+    let x_range = compare::x_span(&rows, &x, &y).map(|(lo, hi)| [lo, hi]);
     Ok(Json(json!({
         "x": x,
         "y": y,
         "at": at,
         "window": window,
         "threshold": threshold,
+        "x_range": x_range,
         "groups": groups,
     })))
 }

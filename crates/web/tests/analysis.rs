@@ -100,20 +100,20 @@ async fn history_answers_report_history_at() {
     assert_eq!(
         v,
         json!({"x": "median_intvty", "y": "tput_per_gpu", "at": 50.0, "window": 3,
-               "threshold": 0.05, "groups": [
+               "threshold": 0.05, "x_range": [40.0, 120.0], "groups": [
             {"name": "dsr1 1024/1024 b200_sglang_fp4", "latest_regression": true, "points": [
                 {"date": "2026-02-20", "value": 1800.0, "baseline": null, "change": null,
-                 "regression": false},
+                 "regression": false, "time_unix": null},
                 {"date": "2026-02-27", "value": 1620.0, "baseline": 1800.0,
-                 "change": -0.09999999999999998, "regression": true}]},
+                 "change": -0.09999999999999998, "regression": true, "time_unix": null}]},
             {"name": "dsr1 1024/1024 h200_sglang_fp8", "latest_regression": false,
              "points": []},
             {"name": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "latest_regression": false,
              "points": [
                 {"date": "2026-02-20", "value": 1350.0, "baseline": null, "change": null,
-                 "regression": false},
+                 "regression": false, "time_unix": null},
                 {"date": "2026-02-27", "value": 1485.0000000000002, "baseline": 1350.0,
-                 "change": 0.10000000000000009, "regression": false}]}]})
+                 "change": 0.10000000000000009, "regression": false, "time_unix": null}]}]})
     );
     // A threshold above the change: no regression.
     let (_, v) = get_json(
@@ -122,6 +122,13 @@ async fn history_answers_report_history_at() {
     )
     .await;
     assert_eq!(v["groups"][0]["latest_regression"], json!(false), "{v}");
+    // Outside every frontier: no values, and the x range where they lie (trial 19).
+    let (_, v) = get_json(&db, "/api/v1/history?at=500&model=dsr1").await;
+    assert_eq!(v["x_range"], json!([40.0, 120.0]), "{v}");
+    assert!(
+        (v["groups"].as_array().unwrap().iter()).all(|g| g["points"] == json!([])),
+        "{v}"
+    );
 }
 
 /// Trial 17: a side matching nothing answered 200 with `count_a: 0` and no word; the answer

@@ -321,8 +321,8 @@ fn compare_history_evals_models_and_tco_pages() {
     );
     assert_eq!(
         text_of(&dom, "status"),
-        "no selected group's frontier reaches x = 20 (of 1 group selected): pick an x inside \
-         their range (the Inference page shows it)",
+        "no selected group's frontier reaches x = 20 (of 1 group selected): their frontiers \
+         reach x = 52.6 to 105.3; pick an x inside that range",
         "{dom}"
     );
 
@@ -427,8 +427,8 @@ fn compare_history_evals_models_and_tco_pages() {
     );
 }
 
-/// Trial 18: two batches of one day stacked on one vertical line at midnight (the API dates a
-/// batch by its day). The History page spreads them across the day, one x each.
+/// Trial 18: two batches of one day stacked on one vertical line at midnight (the API dated a
+/// batch by its day). The History page places each at its run's start time (trial 19).
 #[test]
 fn history_spreads_batches_of_one_day() {
     let Some(chromium) = chromium() else { return };
@@ -442,6 +442,8 @@ fn history_spreads_batches_of_one_day() {
     let swaps = [
         ("\"20260301-10", "\"20260301-16"),
         ("sweep-2026-03-01-h200", "sweep-2026-03-01-h200-again"),
+        // Its runs started 8 h 20 min later (10:10 → 18:30 UTC).
+        ("_time_unix\": 177235", "_time_unix\": 177238"),
     ];
     copy_tree_replacing(&fx, &again, &swaps);
     for src in [fx.as_path(), again.as_path()] {
@@ -462,6 +464,12 @@ fn history_spreads_batches_of_one_day() {
     assert_eq!(
         attr(&dom, "chart", "data-xs").as_deref(),
         Some("2"),
+        "{dom}"
+    );
+    // Each at its run's start time (trial 19: a 15:31 run sat at midnight), said in the table.
+    assert!(
+        dom.contains("<td>2026-03-01 10:10 UTC</td>")
+            && dom.contains("<td>2026-03-01 18:30 UTC</td>"),
         "{dom}"
     );
 }

@@ -147,6 +147,9 @@ pub struct HistoryPoint {
     /// The batch (sweep directory, quickstart run) the value comes from, so entries of one
     /// date read apart; empty when the caller names none.
     pub batch: String,
+    /// Unix time (s) the batch's latest run started, when its sources give it (`None` for
+    /// imports without one): places batches of one day on a time axis.
+    pub time_unix: Option<f64>,
 }
 
 /// Flags regressions in a dated series (sorted by date): each value is compared with the median
@@ -180,6 +183,7 @@ pub fn history_flags(
             change,
             regression,
             batch: String::new(),
+            time_unix: None,
         });
     }
     out
