@@ -24,8 +24,32 @@ function apply(st) {
 
 function controls() {
   const st = {};
-  for (const k of FIELDS) st[k] = $(k).value.trim();
+  // A selector the sides override counts as not set.
+  for (const k of FIELDS) st[k] = $(k).disabled ? "" : $(k).value.trim();
   return st;
+}
+
+// The page's model and sequence selectors, when sides A/B name those themselves: disabled and
+// showing "(named by A and B)" rather than a value that is not applied (trial 19: the Scenario
+// selector showed a scenario the sides overrode).
+const OVERRIDES = [["model", ["model"]], ["sequence", ["isl", "osl", "scenario", "sequence"]]];
+function markOverridden(st) {
+  for (const [id, keys] of OVERRIDES) {
+    const sel = $(id);
+    const by = sidesName(st, ...keys);
+    let opt = sel.querySelector("option[data-sides]");
+    if (by && !opt) {
+      opt = document.createElement("option");
+      opt.value = "";
+      opt.dataset.sides = "1";
+      opt.textContent = "(named by A and B)";
+      sel.prepend(opt);
+    }
+    if (by) sel.value = "";
+    else if (opt) opt.remove();
+    sel.disabled = by;
+    sel.title = by ? "sides A and B name it themselves" : "";
+  }
 }
 
 // Whether side A or B names `key` itself (`osl=256`): then the page's own selector for it is
@@ -62,6 +86,8 @@ function draw(res) {
   chart = new uPlot({
     mode: 2, width, height: Math.round(width * 0.5),
     title: "A: " + res.a + "   vs   B: " + res.b,
+    // The sides' names and colours only: live values read `--` until hovered (trial 19).
+    legend: { live: false },
     scales: { x: { time: false }, y: {} },
     axes: [{ label: metricLabel(options, res.x) }, { label: metricLabel(options, res.y), size: 70 }],
     series,
@@ -80,6 +106,7 @@ function draw(res) {
 }
 
 async function refresh(push) {
+  markOverridden({ a: $("a").value, b: $("b").value });
   const st = controls();
   const p = new URLSearchParams();
   for (const k of FIELDS) if (st[k]) p.set(k, st[k]);

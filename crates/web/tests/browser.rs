@@ -293,6 +293,15 @@ fn compare_history_evals_models_and_tco_pages() {
         "8 points in A, 1 point in B; 1 target",
         "{dom}"
     );
+    // ... and the model selector says so instead of showing a model it does not apply (trial
+    // 19); the chart's legend names the sides without live `--` values.
+    assert_eq!(attr(&dom, "model", "disabled").as_deref(), Some(""), "{dom}");
+    assert!(
+        dom.contains("<option value=\"\" data-sides=\"1\">(named by A and B)</option>"),
+        "{dom}"
+    );
+    assert_eq!(attr(&dom, "sequence", "disabled"), None, "{dom}");
+    assert!(!dom.contains(">--<"), "{dom}");
     // A group with one batch gets a y scale with height, so its one point is drawn (trial 18:
     // only the axes).
     let dom = dump_dom(
