@@ -234,7 +234,12 @@ fn store_cli_dump_restore_round_trip() {
     let sums = std::fs::read_to_string(snaps.join("SHA256SUMS")).unwrap();
     assert!(sums.ends_with(&format!("  {name}\n")));
     let db2 = t.0.join("r.db").display().to_string();
-    stdout_ok(&["db", "restore", "--db", &db2, file.to_str().unwrap()]);
+    let said = stdout_ok(&["db", "restore", "--db", &db2, file.to_str().unwrap()]);
+    // Trial 19: it names the database it restored into.
+    assert!(
+        said.starts_with("restored ") && said.ends_with(&format!(" into {db2}\n")),
+        "{said}"
+    );
     assert_eq!(reports(&db), reports(&db2));
     // Trial 18: failing dumps and restores leave no database file behind, and a missing
     // SHA256SUMS is named with its path and the way past it.

@@ -269,7 +269,12 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
                 .migrate()
                 .and_then(|_| store.restore_file(&file, !no_verify));
             match restored {
-                Ok(n) => println!("restored {n} rows from {}", file.display()),
+                // Trial 19: the database it went into was not named.
+                Ok(n) => println!(
+                    "restored {n} rows from {} into {}",
+                    file.display(),
+                    store.location()
+                ),
                 Err(e) => {
                     if created {
                         drop(store);

@@ -1,4 +1,4 @@
-//! Pareto charts with `plotters`: every point of each group as a faint marker labelled with its
+//! Pareto charts with `plotters`: every point of each group as a faint disc in a ring, labelled with its
 //! concurrency, its frontier as straight segments with solid markers, axis labels with units,
 //! and a legend of the groups. SVG (vector, no
 //! fonts needed at render time) or PNG (bitmap; text drawn with the system's sans-serif font).
@@ -354,18 +354,15 @@ fn draw_group<DB: DrawingBackend>(
         .collect();
     let knots = frontier_knots(&competing, &spec.x, &spec.y);
     if !spec.frontier_only {
-        // Valid points filled, invalid ones hollow.
+        // Valid points filled faintly inside a ring of the group's colour (trial 19: the
+        // faint disc alone read as a label without a marker), invalid ones hollow.
+        let at = |r: &&PointRow| (r.get(&spec.x).unwrap_or(0.0), r.get(&spec.y).unwrap_or(0.0));
+        chart.draw_series(
+            (rows.iter().filter(|r| r.valid)).map(|r| Circle::new(at(r), 4, c.mix(0.35).filled())),
+        )?;
         let scatter = chart.draw_series(rows.iter().map(|r| {
-            let style = if r.valid {
-                c.mix(0.35).filled()
-            } else {
-                c.stroke_width(2)
-            };
-            Circle::new(
-                (r.get(&spec.x).unwrap_or(0.0), r.get(&spec.y).unwrap_or(0.0)),
-                4,
-                style,
-            )
+            let ring = if r.valid { 1 } else { 2 };
+            Circle::new(at(r), 4, c.stroke_width(ring))
         }))?;
         // A group with no frontier (only invalid points) is named by its points.
         if knots.is_empty() {

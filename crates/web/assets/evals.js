@@ -5,17 +5,20 @@
 
 let all = null;
 
-function label(r) {
+// A configuration's label; with `withModel` (no model chosen) it starts with the model, so
+// that two models' bars neither read alike nor merge (trial 19: rows did not name the model).
+function label(r, withModel) {
   const par = r.dp_attention && r.tp > 1 ? "DEP" + r.tp : (r.ep > 1 ? "TEP" + r.tp : "TP" + r.tp);
-  return r.hardware + " (" + r.framework + (r.spec_decoding !== "none" ? ", " + r.spec_decoding : "")
+  return (withModel ? r.model + " on " : "") + r.hardware + " (" + r.framework
+    + (r.spec_decoding !== "none" ? ", " + r.spec_decoding : "")
     + ") " + r.precision + " " + par + (r.conc ? " C" + r.conc : "");
 }
 
 // One bar per configuration label: rows of its latest date, averaged.
-function bars(rows) {
+function bars(rows, withModel) {
   const by = new Map();
   for (const r of rows) {
-    const k = label(r);
+    const k = label(r, withModel);
     const cur = by.get(k);
     if (!cur || r.date > cur.date) by.set(k, { date: r.date, rows: [r] });
     else if (r.date === cur.date) cur.rows.push(r);
@@ -36,7 +39,7 @@ function show() {
   if (model) p.set("model", model);
   history.replaceState(null, "", location.pathname + (p.toString() ? "?" + p : ""));
   const rows = all.rows.filter(r => (!task || r.task === task) && (!model || r.model === model));
-  const list = bars(rows);
+  const list = bars(rows, !model);
   const body = $("bars").tBodies[0];
   body.replaceChildren();
   for (const b of list) {

@@ -295,7 +295,11 @@ fn compare_history_evals_models_and_tco_pages() {
     );
     // ... and the model selector says so instead of showing a model it does not apply (trial
     // 19); the chart's legend names the sides without live `--` values.
-    assert_eq!(attr(&dom, "model", "disabled").as_deref(), Some(""), "{dom}");
+    assert_eq!(
+        attr(&dom, "model", "disabled").as_deref(),
+        Some(""),
+        "{dom}"
+    );
     assert!(
         dom.contains("<option value=\"\" data-sides=\"1\">(named by A and B)</option>"),
         "{dom}"
@@ -397,6 +401,17 @@ fn compare_history_evals_models_and_tco_pages() {
         "{dom}"
     );
     assert_eq!(text_of(&dom, "status"), "2 configurations on gsm8k");
+    // Without a model chosen each bar names its model (trial 19); with one, the model is the
+    // page's.
+    assert!(
+        dom.contains("<tr><td>dsr1 on b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
+        "{dom}"
+    );
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/evals?task=gsm8k&model=dsr1"),
+    );
     assert!(
         dom.contains("<tr><td>b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
         "{dom}"
