@@ -1,6 +1,7 @@
 //! Pareto charts with `plotters`: every point of each group as a faint disc in a ring, labelled
 //! with its concurrency, its frontier as straight segments with solid markers, axis labels with
-//! units, and a legend of the groups. SVG (vector, no fonts needed at render time) or PNG (bitmap; text drawn with the system's sans-serif font).
+//! units, and a legend of the groups. SVG (vector, no fonts needed at render time) or PNG
+//! (bitmap; text drawn with the system's sans-serif font).
 
 use std::collections::BTreeMap;
 use std::path::Path;
