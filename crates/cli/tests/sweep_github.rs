@@ -244,7 +244,7 @@ fn a_sweep_against_a_dead_base_url_says_the_server_is_unreachable() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(
-            "[1/2] row 0 conc 4: bench_failed: server unreachable at http://127.0.0.1:9: "
+            "[1/2] row 0 conc 4: server_unreachable: server unreachable at http://127.0.0.1:9: "
         ) && !stderr.contains("none failed")
             && stderr
                 .matches("stopped early, nothing was measured")
@@ -264,7 +264,14 @@ fn a_sweep_against_a_dead_base_url_says_the_server_is_unreachable() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("results/sweep.json")).unwrap())
             .unwrap();
     assert_eq!(report["points"][1]["outcome"], "not_started", "{report}");
-    assert_eq!(report["points"][1]["class"], "bench_failed", "{report}");
+    assert_eq!(
+        report["points"][0]["class"], "server_unreachable",
+        "{report}"
+    );
+    assert_eq!(
+        report["points"][1]["class"], "server_unreachable",
+        "{report}"
+    );
 }
 
 /// Trial 19: `sweep --matrix` of an empty matrix ran "0 points" and exited 0 as if all were

@@ -99,6 +99,10 @@ pub enum FailureClass {
     EngineCrashed,
     /// The load generator failed (or every request failed).
     BenchFailed,
+    /// The server (the launched engine, or `--base-url`) could not be reached: its connections
+    /// were refused or timed out, nothing was measured (the load generator's exit status 3).
+    /// With `--base-url` the sweep's later points are not started, with this class.
+    ServerUnreachable,
     /// Writing artifacts failed.
     Io,
     /// Cancelled by the user.

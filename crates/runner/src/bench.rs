@@ -126,6 +126,7 @@ impl PointRunner for LoadgenPoint {
             failed: outcome.summary.inferbench.failed,
             interrupted: outcome.interrupted && cancel.is_cancelled(),
             gate,
+            unreachable: outcome.exit_code == EXIT_SERVER_UNREACHABLE,
         })
     }
 }
@@ -298,13 +299,16 @@ async fn run_agentic_point(
         completed: summary.completed,
         failed: summary.inferbench.failed,
         interrupted: out.stop == agentic::ReplayStop::Interrupted && cancel.is_cancelled(),
-        gate: (code == EXIT_ERROR_RATE).then(|| {
-            out.notes
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "no profile request succeeded".into())
-                + &first_error(&out.records)
-        }),
+        gate: [EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE]
+            .contains(&code)
+            .then(|| {
+                out.notes
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| "no profile request succeeded".into())
+                    + &first_error(&out.records)
+            }),
+        unreachable: code == EXIT_SERVER_UNREACHABLE,
     })
 }
 

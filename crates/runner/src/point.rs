@@ -146,6 +146,9 @@ pub struct PointOutput {
     /// Why the point fails a quality gate although it ran (e.g. InferenceX's 5 % error-rate
     /// limit); the summary is still written.
     pub gate: Option<String>,
+    /// The server could not be reached (the load generator's exit status 3): the point fails
+    /// with class `server_unreachable`, in the words of `gate`.
+    pub unreachable: bool,
 }
 
 /// Runs one point against a ready server.

@@ -451,7 +451,7 @@ fn unreachable_base_url(
     fail: &Option<Failure>,
 ) -> Option<String> {
     let (url, f) = (opts.base_url.as_ref()?, fail.as_ref()?);
-    (f.class == FailureClass::BenchFailed && f.cause.starts_with("server unreachable")).then(|| {
+    (f.class == FailureClass::ServerUnreachable).then(|| {
         format!(
             "not started: the server at {url} was unreachable at row {} conc {}",
             point.spec.index, point.conc
@@ -460,7 +460,7 @@ fn unreachable_base_url(
 }
 
 /// Settles the points `rest` without starting them, for the reason `why` (class
-/// `bench_failed`): each is skipped when done before (as always), else not started; one
+/// `server_unreachable`): each is skipped when done before (as always), else not started; one
 /// progress line says how many were not started.
 fn not_started_after(
     rest: &[(Point, Option<Failure>)],
@@ -473,7 +473,7 @@ fn not_started_after(
     for (point, pre_fail) in rest {
         let r = settled_before_start(point, pre_fail.as_ref(), opts, cancel).unwrap_or_else(|| {
             n += 1;
-            let f = Failure::new(FailureClass::BenchFailed, why);
+            let f = Failure::new(FailureClass::ServerUnreachable, why);
             record(point, Outcome::NotStarted, Some(f))
         });
         report.points.push(r);
@@ -756,7 +756,8 @@ async fn run_watched<R: PointRunner>(
 /// Judges a throughput point from the runner's result `out` and the engine's exit status
 /// `crashed`: an engine crash (`engine_crashed`, with the last lines of the server log `log`),
 /// an interruption (`cancel` fired or the run stopped itself), no completed request or a gate
-/// the output failed (`bench_failed`, in the gate's words when it has them). Returns the output
+/// the output failed (`bench_failed`, in the gate's words when it has them; `server_unreachable`
+/// when the load generator could not reach the server). Returns the output
 /// to keep (even of a failed point) and the failure, if any.
 fn judge_point(
     point: &Point,
@@ -790,6 +791,11 @@ fn judge_point(
             (Some(o), Some(f))
         }
         (Ok(o), None) if o.completed == 0 => {
+            let class = if o.unreachable {
+                FailureClass::ServerUnreachable
+            } else {
+                FailureClass::BenchFailed
+            };
             // Say what happened: every request failed, or none finished at all (cancelled
             // at the end of the window, or none sent).
             // The load generator's own reason first (the server unreachable, every warmup
@@ -802,7 +808,7 @@ fn judge_point(
                 "no request completed in the measured window (none failed: those in flight at its end were cancelled after the grace period, or none was sent)"
                     .to_string()
             };
-            let f = Failure::new(FailureClass::BenchFailed, what);
+            let f = Failure::new(class, what);
             (Some(o), Some(f))
         }
         (Ok(o), None) => {

@@ -80,6 +80,7 @@ impl PointRunner for FakePoint {
             },
             interrupted: false,
             gate: (req.spec.row.model == "gate").then(|| "3 of 10 requests failed".to_string()),
+            unreachable: false,
         })
     }
 }
