@@ -128,7 +128,9 @@ fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
         .unwrap_or_default();
     assert!(
         why.starts_with("the server's prefix cache served 1920 of 2048")
-            && why.contains("the result is marked invalid (never on a frontier)"),
+            && why.contains(
+                "the result is marked invalid (kept off frontiers unless --include-invalid)"
+            ),
         "{r}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -341,7 +341,7 @@ fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
     let counted = |n: &str| {
         err.contains(&format!(
             "2 points ({n} invalid: cut short or timed on a starved CPU (the notes above say \
-             which), never on a frontier), not stored (--no-db)"
+             which), kept off frontiers unless --include-invalid), not stored (--no-db)"
         ))
     };
     assert!(counted("1") || (starved && counted("all")), "{err}");

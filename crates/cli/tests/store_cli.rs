@@ -948,6 +948,26 @@ fn store_cli_compare_refuses_pooled_workloads() {
             && err.contains("\n  `hw=b20`: no stored point has hardware=b20; did you mean b200?"),
         "{err}"
     );
+    // A shared -f filter that matches nothing is named as the cause (trial 20), and a short
+    // value gets no far-fetched suggestion (`b300` is not "h100").
+    let o = run(&[
+        "compare",
+        "hw=b200",
+        "hw=mi355x",
+        "--db",
+        db_s,
+        "-f",
+        "batch=nomatch",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(
+            "no stored point matches A (hw=b200 with -f batch=nomatch) nor B (hw=mi355x with -f \
+             batch=nomatch)"
+        ) && err.contains("\n  `-f batch=nomatch`: no stored point has batch=nomatch (stored: "),
+        "{err}"
+    );
     // … and a database with tables but no runs is refused as `report` refuses it (exit 2).
     let empty = t.0.join("empty.db").display().to_string();
     stdout_ok(&["db", "migrate", "--db", &empty]);

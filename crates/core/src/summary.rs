@@ -502,7 +502,8 @@ impl ClientCheck {
         format!(
             "the client, not the server, limited this run: the server had {:.1} of the {} \
              requested requests in flight{waited}; {cause} (client_bound: true; InferenceX \
-             results are valid only without it: the point is invalid, never on a frontier)",
+             results are valid only without it: the point is invalid, kept off frontiers unless \
+             --include-invalid)",
             self.held_ratio * req,
             self.requested
         )

@@ -3,11 +3,13 @@
 
 /// The candidate most like `name`, when one is close enough to be the intended one: the
 /// fewest edits (Damerau–Levenshtein: insert, delete, substitute, swap two neighbours), at most
-/// 2 or a fifth of the name's length, whichever is more; ties go to the higher Jaro–Winkler
-/// similarity, then to the first (clap's own suggestions use the same `strsim` crate).
-/// `None` when no candidate is that close, or `name` itself is one of them.
+/// 2 or a fifth of the name's length, whichever is more, and at most 1 for a name under 5
+/// characters (trial 20: `b200` → "did you mean h100?", half the name changed); ties go to the
+/// higher Jaro–Winkler similarity, then to the first (clap's own suggestions use the same
+/// `strsim` crate). `None` when no candidate is that close, or `name` itself is one of them.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let most = (name.chars().count() / 5).max(2);
+    let len = name.chars().count();
+    let most = if len < 5 { 1 } else { (len / 5).max(2) };
     candidates
         .into_iter()
         .map(|c| {
@@ -64,6 +66,11 @@ mod tests {
         assert_eq!(closest("xyz", names), None);
         // The name itself is not a suggestion.
         assert_eq!(closest("model", names), None);
+        // A short name: one edit at most (trial 20).
+        let hw = ["h100", "h200", "b200"];
+        assert_eq!(closest("b20", hw), Some("b200"));
+        assert_eq!(closest("h10", hw), Some("h100"));
+        assert_eq!(closest("b300", ["h100"]), None);
     }
 
     #[test]

@@ -45,6 +45,12 @@ pub async fn served_model(base_url: &str) -> anyhow::Result<String> {
     .into())
 }
 
+/// The line that names the model [`served_model`] picked: `model "M": the first model the
+/// server's /v1/models lists (--model not given)`.
+pub fn served_model_note(model: &str) -> String {
+    format!("model {model:?}: the first model the server's /v1/models lists (--model not given)")
+}
+
 /// The model ids an OpenAI-compatible `/v1/models` body lists (`{"data": [{"id": …}, …]}`),
 /// in its order; empty for any other body.
 pub fn model_ids(body: &[u8]) -> Vec<String> {

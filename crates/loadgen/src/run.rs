@@ -201,10 +201,7 @@ pub async fn run_bench(
     let mut notes = Vec::new();
     if opts.model.trim().is_empty() {
         opts.model = crate::hints::served_model(&opts.base_url).await?;
-        notes.push(format!(
-            "model {:?}: the first model the server's /v1/models lists (--model not given)",
-            opts.model
-        ));
+        notes.push(crate::hints::served_model_note(&opts.model));
     }
     let Some(prepared) = prepare_prompts(&opts, &cancel).await? else {
         return Ok(interrupted_before_start(&opts));
@@ -746,8 +743,8 @@ fn invalid_reasons(
         format!(
             "the server fell behind its schedule on {:.0} % of its token chunks (its process \
              was starved of CPU) and sent their tokens late or in bursts: this point's TTFT, \
-             TPOT and ITL are not the server's; the result is marked invalid (never on a \
-             frontier). Run it on an idle \
+             TPOT and ITL are not the server's; the result is marked invalid (kept off \
+             frontiers unless --include-invalid). Run it on an idle \
              machine (or the sim with a lower --time-scale)",
             f * 100.0
         )

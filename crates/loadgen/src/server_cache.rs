@@ -44,7 +44,8 @@ pub fn cache_warning(
         format!(
             "the server's prefix cache served {:.0} of {:.0} prompt tokens ({:.1} %){others} \
              during this random-dataset run: its prompts were sent before (same --seed?), so \
-             TTFT is too low; the result is marked invalid (never on a frontier). Use \
+             TTFT is too low; the result is marked invalid (kept off frontiers unless \
+             --include-invalid). Use \
              --cache-bust, another --seed, or restart the server.",
             delta.hits,
             delta.queries,
@@ -70,7 +71,8 @@ mod tests {
             w,
             "the server's prefix cache served 32256 of 32768 prompt tokens (98.4 %) during \
              this random-dataset run: its prompts were sent before (same --seed?), so TTFT is \
-             too low; the result is marked invalid (never on a frontier). Use --cache-bust, \
+             too low; the result is marked invalid (kept off frontiers unless --include-invalid). \
+             Use --cache-bust, \
              another --seed, or restart the server."
         );
         // Another client's requests in the same window: the counters are the server's.

@@ -709,6 +709,11 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         .iter()
         .filter(|(_, _, n, _)| *n == 0)
         .map(|(name, f, _, invalid)| match invalid {
+            // The shared -f filters narrow both sides (trial 20: `-f batch=nomatch` was the
+            // cause and went unnamed).
+            0 if !args.filters.is_empty() => {
+                format!("{name} ({f} with -f {})", args.filters.join(" -f "))
+            }
             0 => format!("{name} ({f})"),
             n => format!(
                 "{name} ({f}: its {n} matching point(s) are invalid; --include-invalid counts them)"
@@ -737,7 +742,8 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
                 .flat_map(|(spec, _)| spec.split(',').map(|s| s.trim().to_string()))
                 .filter(|s| !s.is_empty())
                 .collect();
-            for h in filter_hints(&mut store, &specs, "")? {
+            let shared = filter_hints(&mut store, &args.filters, "-f ")?;
+            for h in shared.iter().chain(&filter_hints(&mut store, &specs, "")?) {
                 eprintln!("  {h}");
             }
         }

@@ -296,7 +296,7 @@ fn x_desc(groups: &BTreeMap<String, Vec<&PointRow>>, spec: &PlotSpec) -> String 
             "concurrency"
         },
         if any_invalid && !spec.include_invalid {
-            "; hollow: invalid, never on a frontier"
+            "; hollow: invalid, kept off frontiers unless --include-invalid"
         } else if any_invalid {
             "; hollow: invalid"
         } else {

@@ -247,8 +247,8 @@ pub fn fixed_quickstart(
         &view,
         &rows,
         &report,
-        "cut short or timed on a starved CPU (the notes above say which), never on a \
-         frontier",
+        "cut short or timed on a starved CPU (the notes above say which), kept off \
+         frontiers unless --include-invalid",
     )
 }
 

@@ -18,6 +18,9 @@ function apply(st) {
   fill($("model"), options.dimensions.model || []);
   fill($("sequence"), options.sequences || []);
   fillAxes(options, $("x"), $("y"));
+  // Without one asked for, the sequence with the most points (as the Inference and History
+  // pages open; trial 20: this page opened on another).
+  choose($("sequence"), options.defaults.sequence);
   for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k]);
   for (const k of ["a", "b", "at"]) $(k).value = st[k];
 }
@@ -95,6 +98,9 @@ function draw(res) {
   host.dataset.rows = String(res.rows.length);
   host.dataset.drawnMs = String(Math.round(performance.now()));
   $("th-at").textContent = "at " + metricLabel(options, res.x);
+  // The sides' columns are y, in its unit (trial 20: "A" and "B" without one).
+  $("th-a").textContent = "A: " + metricLabel(options, res.y);
+  $("th-b").textContent = "B: " + metricLabel(options, res.y);
   const body = $("rows").tBodies[0];
   body.replaceChildren();
   for (const r of res.rows) {

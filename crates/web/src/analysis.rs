@@ -136,8 +136,16 @@ pub async fn compare(
         .filter(|(_, _, n)| *n == 0)
         .map(|(side, f, _)| format!("{side} ({f})"))
         .collect();
+    // The other side of an empty one is drawn alone, unless it pools workloads: then its
+    // frontier would mix them (trial 20: 200 with a mixed frontier here, 400 with both sides).
+    let pooled_side = if empty.is_empty() { None } else { pooled() };
+    let draw = pooled_side.is_none();
     let note = if !empty.is_empty() {
-        Some(format!("no stored point matches {}", empty.join(" nor ")))
+        let also = pooled_side.map_or(String::new(), |p| format!("; {p}"));
+        Some(format!(
+            "no stored point matches {}{also}",
+            empty.join(" nor ")
+        ))
     } else if rows.is_empty() {
         Some(format!(
             "the frontiers of A ({}) and B ({}) share no {x} range",
@@ -148,7 +156,7 @@ pub async fn compare(
         None
     };
     let knots = |rows: &[inferbench_store::PointRow]| {
-        let all: Vec<&inferbench_store::PointRow> = rows.iter().collect();
+        let all: Vec<&inferbench_store::PointRow> = rows.iter().filter(|_| draw).collect();
         compare::frontier_knots(&all, &x, &y)
             .into_iter()
             .map(|(x, y)| [x, y])

@@ -142,6 +142,18 @@ async fn compare_says_which_side_matches_nothing() {
     assert_eq!(v["note"], json!("no stored point matches A (hw=gb300)"));
     let (_, v) = get_json(&db, "/api/v1/compare?a=hw%3Db200&b=hw%3Dmi355x&model=dsr1").await;
     assert_eq!(v["note"], Value::Null);
+    // The other side pooling workloads is not drawn as one frontier (trial 20: 200 with a
+    // mixed frontier here, while both sides matching gave the 400 below).
+    let (s, v) = get_json(&db, "/api/v1/compare?a=hw%3Dgb300&b=hw%3Dunknown").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["frontier_b"], json!([]), "{v}");
+    let note = v["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(
+            "no stored point matches A (hw=gb300); side B (hw=unknown) pools points of "
+        ),
+        "{note}"
+    );
 }
 
 #[tokio::test]

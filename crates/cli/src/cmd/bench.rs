@@ -26,6 +26,15 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
         }
     }
     let rt = super::runtime()?;
+    // The served model is named before the run, as vLLM prints it (trial 20: the line came
+    // after the progress lines).
+    if opts.model.trim().is_empty() {
+        opts.model = rt.block_on(inferbench_loadgen::hints::served_model(&opts.base_url))?;
+        eprintln!(
+            "inferbench: {}",
+            inferbench_loadgen::hints::served_model_note(&opts.model)
+        );
+    }
     let out = rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",

@@ -745,7 +745,7 @@ fn client_bound_note_names_the_cause() {
         "the client, not the server, limited this run: the server had 281.0 of the 512 requested \
          requests in flight; it was out of CPU (0.95 of its 1 cores busy): run fewer streams per \
          client process, or give it more cores (client_bound: true; InferenceX results are valid \
-         only without it: the point is invalid, never on a frontier)"
+         only without it: the point is invalid, kept off frontiers unless --include-invalid)"
     );
     let mut kept = ClientCheck::judge(64, 5.1, Some(30.0), 0.54, 2.0, 2);
     kept.runqueue_wait_s = Some(1.3);
@@ -757,7 +757,7 @@ fn client_bound_note_names_the_cause() {
          of its 2 cores, and its threads waited 1.3 s for a CPU in a 2.0 s profile: other \
          processes on this machine held the cores; run it on an idle machine or on cores of its \
          own (client_bound: true; InferenceX results are valid only without it: the point is \
-         invalid, never on a frontier)"
+         invalid, kept off frontiers unless --include-invalid)"
     );
     kept.runqueue_wait_s = Some(0.06);
     assert!(kept.note(2.0).contains(

@@ -323,8 +323,8 @@ impl ReplayFlags {
         if prepared.opts.model.trim().is_empty() {
             prepared.opts.model = crate::hints::served_model(&prepared.opts.base_url).await?;
             eprintln!(
-                "model {:?}: the first model the server's /v1/models lists (--model not given)",
-                prepared.opts.model
+                "inferbench: {}",
+                crate::hints::served_model_note(&prepared.opts.model)
             );
         }
         let model = prepared.opts.model.clone();
