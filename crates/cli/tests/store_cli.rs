@@ -241,6 +241,14 @@ fn store_cli_dump_restore_round_trip() {
         "{said}"
     );
     assert_eq!(reports(&db), reports(&db2));
+    // Into a database that has rows: refused, naming it (trial 20).
+    let o = run(&["db", "restore", "--db", &db2, file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!("database {db2} is not empty")),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Trial 18: failing dumps and restores leave no database file behind, and a missing
     // SHA256SUMS is named with its path and the way past it.
     let missing = t.0.join("missing.db").display().to_string();
@@ -774,14 +782,17 @@ fn store_cli_zero_byte_database_names_the_commands_with_its_db() {
              the tables with `inferbench db migrate --db {db}`\n"
         )
     );
-    let status = stdout_ok(&["db", "status", "--db", &db]);
-    assert!(
-        status.starts_with(&format!(
-            "{db}: schema version 0\n`{db}` holds no inferbench tables"
-        )),
-        "{status}"
+    let o = run(&["db", "status", "--db", &db]);
+    let (status, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
     );
-    assert!(!status.contains("rows per table"), "{status}");
+    assert_eq!(o.status.code(), Some(2), "{status}{err}");
+    assert_eq!(status, format!("{db}: schema version 0\n"));
+    assert!(
+        err.starts_with(&format!("error: `{db}` holds no inferbench tables")),
+        "{err}"
+    );
     // Trial 17: the read-only commands left the 0-byte file at 4,096 bytes (the WAL pragma).
     for cmd in [
         &["report", "--db", &db][..],
@@ -1136,6 +1147,21 @@ fn store_cli_history_rows_name_their_batch() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.contains("  (1 more batch of this group left out: its frontier does not reach median_intvty = 100)"),
+        "{out}"
+    );
+    // A batch whose runs give their start time is dated to the minute (trial 20: two batches
+    // of one day read alike).
+    let out = stdout_ok(&[
+        "report",
+        "--history-at",
+        "100",
+        "-f",
+        "hw=h200",
+        "--db",
+        db_s,
+    ]);
+    assert!(
+        out.contains("\n  2026-03-01 10:10 UTC  sweep-2026-03-01-h200         132.9 "),
         "{out}"
     );
     // Outside every batch's frontier: the group says where its frontiers lie (trial 19: "lie

@@ -228,11 +228,14 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
             let v = store.schema_version()?;
             println!("{}: schema version {v}", store.location());
             // Trial 16: a 0-byte file answered "no such table"; an old schema may lack some.
+            // A file without our tables is bad setup, as for `report` (exit 2; trial 20: exit 0
+            // here, 2 for a missing file).
             if let Err(e) = store.require_migrated() {
-                println!("{e}");
                 if v == 0 {
-                    return Ok(ExitStatus::Ok);
+                    eprintln!("error: {e}");
+                    return Ok(ExitStatus::Usage);
                 }
+                println!("{e}");
             }
             println!("rows per table:");
             let counts = store.table_counts()?;

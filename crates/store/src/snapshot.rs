@@ -231,8 +231,11 @@ impl Store {
                 .query(&format!("SELECT 1 FROM {t} LIMIT 1"), &[])?
                 .is_empty()
             {
+                // Named (trial 20: "database is not empty" without which).
                 return Err(StoreError::Other(format!(
-                    "database is not empty (table {t} has rows); restore needs an empty database"
+                    "database {} is not empty (table {t} has rows); restore needs an empty \
+                     database (give another --db)",
+                    self.location()
                 )));
             }
         }

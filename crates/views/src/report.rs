@@ -1333,8 +1333,13 @@ pub fn render_history(
                         ],
                     ];
                     for p in g.points {
+                        // With its time where known: batches of one day read apart (trial 20).
+                        let when = p.time_unix.map_or_else(
+                            || p.date.clone(),
+                            inferbench_store::parse::minute_from_unix,
+                        );
                         grid.push([
-                            p.date.clone(),
+                            when,
                             batch_label(&p.batch),
                             round_for_table(p.value),
                             p.baseline.map_or("-".into(), round_for_table),

@@ -688,19 +688,24 @@ fn date_from_text(s: &str) -> Option<String> {
     None
 }
 
-/// Unix seconds → UTC `YYYY-MM-DD` (days-from-civil inverse, proleptic Gregorian).
+/// Unix seconds → UTC `YYYY-MM-DD` (chrono's calendar); "" outside chrono's range or for a
+/// non-finite `t`.
 pub fn date_from_unix(t: f64) -> String {
-    let days = (t / 86_400.0).floor() as i64;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    utc_format(t, "%Y-%m-%d")
+}
+
+/// Unix seconds → UTC `YYYY-MM-DD HH:MM UTC`, to tell runs of one day apart (`report
+/// --history-at`); "" as [`date_from_unix`].
+pub fn minute_from_unix(t: f64) -> String {
+    utc_format(t, "%Y-%m-%d %H:%M UTC")
+}
+
+fn utc_format(t: f64, fmt: &str) -> String {
+    if !t.is_finite() {
+        return String::new();
+    }
+    chrono::DateTime::from_timestamp(t.floor() as i64, 0)
+        .map_or(String::new(), |d| d.format(fmt).to_string())
 }
 
 /// Numeric non-identity fields of an InferenceX aggregate row, kept under their names.
@@ -973,6 +978,9 @@ mod tests {
         assert_eq!(date_from_unix(0.0), "1970-01-01");
         assert_eq!(date_from_unix(1_767_225_600.0), "2026-01-01");
         assert_eq!(date_from_unix(1_709_208_000.0), "2024-02-29");
+        assert_eq!(date_from_unix(-1.0), "1969-12-31");
+        assert_eq!(date_from_unix(f64::NAN), "");
+        assert_eq!(minute_from_unix(1_772_359_800.0), "2026-03-01 10:10 UTC");
         assert_eq!(
             date_from_text("20250611-093000").as_deref(),
             Some("2025-06-11")
