@@ -249,6 +249,15 @@ fn models_support_validates_active_configs_and_needs_an_existing_deprecated_dir(
          p             8k1k      active      1        fp8         vllm        r\n\
          p             8k1k      deprecated  1        fp8         vllm        r\n"
     );
+    // Without --deprecated-dir: `deprecated/` beside the config files, as InferenceX lays
+    // them out (trial 20: only ./configs/deprecated was looked for).
+    let (code, again, err) = run_cli(&[
+        os("models"),
+        os("support"),
+        os("--config-files"),
+        good.as_os_str(),
+    ]);
+    assert_eq!((code, err.as_str(), again), (Some(0), "", out));
     std::fs::remove_dir_all(&dir).ok();
 }
 

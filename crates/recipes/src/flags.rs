@@ -494,7 +494,8 @@ pub enum ModelsSub {
         #[arg(long, num_args = 1.., default_values = ["configs/amd-master.yaml", "configs/nvidia-master.yaml"])]
         config_files: Vec<PathBuf>,
         /// Directory of deprecated master configs (every *.yaml / *.yml in it); must exist when
-        /// given. Default: configs/deprecated when it exists (a note on stderr otherwise).
+        /// given. Default: `deprecated/` beside the first --config-files file (InferenceX's
+        /// layout), else configs/deprecated, when one exists (a note on stderr otherwise).
         #[arg(long)]
         deprecated_dir: Option<PathBuf>,
         /// Output as JSON instead of a table.
@@ -596,9 +597,15 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
             json,
         } => {
             const DEFAULT_DEPRECATED: &str = "configs/deprecated";
+            // Beside the masters first (trial 20: `--config-files ../shared/…/configs/*.yaml`
+            // looked for ./configs/deprecated only).
+            let beside = (config_files.first())
+                .and_then(|f| f.parent())
+                .map(|d| d.join("deprecated"));
             let dir = deprecated_dir.or_else(|| {
-                let d = PathBuf::from(DEFAULT_DEPRECATED);
-                d.is_dir().then_some(d)
+                (beside.iter().cloned())
+                    .chain([PathBuf::from(DEFAULT_DEPRECATED)])
+                    .find(|d| d.is_dir())
             });
             let default_found = dir.is_some();
             let mut deprecated: Vec<PathBuf> = Vec::new();
@@ -628,7 +635,16 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
                 emit(&catalogue::support_table(&rows))?;
             }
             if !default_found {
-                eprintln!("note: {DEFAULT_DEPRECATED} not found; listed active configs only (give --deprecated-dir)");
+                let mut looked: Vec<String> =
+                    (beside.iter()).map(|d| d.display().to_string()).collect();
+                if !looked.iter().any(|d| d == DEFAULT_DEPRECATED) {
+                    looked.push(DEFAULT_DEPRECATED.into());
+                }
+                let what = match looked.as_slice() {
+                    [one] => format!("{one} not found"),
+                    _ => format!("neither {} found", looked.join(" nor ")),
+                };
+                eprintln!("note: {what}; listed active configs only (give --deprecated-dir)");
             }
             Ok(ExitStatus::Ok)
         }

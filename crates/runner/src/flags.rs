@@ -186,7 +186,9 @@ impl RunFlags {
     pub fn sweep_options(&self) -> anyhow::Result<SweepOptions> {
         let runner_labels = match &self.runner_config {
             Some(p) => {
-                let rc = inferbench_recipes::schema::RunnerConfig::load(p)?;
+                // Named by its flag (trial 20: "cannot read examples/nosuch.yaml").
+                let rc =
+                    inferbench_recipes::schema::RunnerConfig::load(p).context("--runner-config")?;
                 Some(rc.labels.into_iter().collect::<BTreeMap<_, _>>())
             }
             None => None,

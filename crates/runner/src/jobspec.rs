@@ -308,7 +308,8 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<Vec<JobSpec>, MatrixError
         path: path.to_path_buf(),
         line: e.line(),
         column: e.column(),
-        message: e.to_string(),
+        // The position is in the prefix (trial 20: said twice).
+        message: without_position(&e),
     })?;
     if !value.is_array() && !value.is_object() {
         return Err(MatrixError::Json {
@@ -333,6 +334,15 @@ pub fn parse_matrix(text: &str, path: &Path) -> Result<Vec<JobSpec>, MatrixError
                 })
         })
         .collect()
+}
+
+/// A serde_json error's message without its trailing ` at line L column C`.
+fn without_position(e: &serde_json::Error) -> String {
+    let m = e.to_string();
+    match m.rfind(" at line ") {
+        Some(i) => m[..i].to_string(),
+        None => m,
+    }
 }
 
 fn collect_rows<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a serde_json::Value>) {
@@ -375,6 +385,22 @@ mod tests {
     const SN: &str = r#"{"image": "lmsysorg/sglang:v0.5.16-cu130", "model": "nvidia/DeepSeek-R1-0528-FP4-V2", "model-prefix": "dsr1", "precision": "fp4", "framework": "sglang", "runner": "b200", "isl": 8192, "osl": 1024, "tp": 4, "pp": 1, "dcp-size": 1, "pcp-size": 1, "conc": 64, "max-model-len": 9472, "ep": 4, "dp-attn": true, "spec-decoding": "none", "exp-name": "dsr1_8k1k", "disagg": false, "run-eval": false}"#;
     const MN: &str = r#"{"image": "lmsysorg/sglang:nightly", "model": "deepseek-ai/DeepSeek-V4-Pro", "model-prefix": "dsv4", "precision": "fp4", "framework": "dynamo-sglang", "runner": "b300", "isl": 8192, "osl": 1024, "spec-decoding": "none", "prefill": {"num-worker": 1, "tp": 4, "ep": 1, "dp-attn": false, "additional-settings": ["CONFIG_FILE=recipes/a.yaml"], "pp": 1, "dcp-size": 1, "pcp-size": 1}, "decode": {"num-worker": 2, "tp": 8, "ep": 8, "dp-attn": true, "pp": 1, "dcp-size": 1, "pcp-size": 1}, "conc": [1, 8, 16, 32], "max-model-len": 9472, "exp-name": "dsv4_8k1k", "disagg": true, "run-eval": true, "kv-p2p-transfer": "nixl", "eval-conc": 32}"#;
     const AG: &str = r#"{"image": "img", "model": "deepseek-ai/DeepSeek-V4-Pro", "model-prefix": "dsv4", "precision": "fp4", "framework": "sglang", "runner": "cluster:b200-dgxc", "tp": 8, "pp": 1, "dcp-size": 1, "pcp-size": 1, "ep": 1, "dp-attn": false, "spec-decoding": "mtp", "conc": 8, "kv-offloading": "dram", "total-cpu-dram-gb": 2399, "duration": 3600, "exp-name": "dsv4_tp8_conc8_kvdram-hicache_spec-mtp", "scenario-type": "agentic-coding", "kv-offload-backend": {"name": "hicache"}, "recipe-fingerprint": "d04bb42bd5653cc3ae03432288959367731c646b9b3fbf00150d25a335071355", "priority": 3}"#;
+
+    /// A bad matrix file says where once (trial 20: `…:1:0: … at line 1 column 0`).
+    #[test]
+    fn json_errors_name_the_position_once() {
+        let e = parse_matrix("", Path::new("m.json"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "m.json:1:0: invalid matrix JSON: EOF while parsing a value"
+        );
+        let e = parse_matrix("[\n{,", Path::new("m.json"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "m.json:2:2: invalid matrix JSON: key must be a string");
+    }
 
     fn spec(s: &str) -> JobSpec {
         JobSpec {
