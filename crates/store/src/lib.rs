@@ -203,6 +203,9 @@ pub struct IngestReport {
     /// Of those, failed points: nothing measured (no request finished); `report
     /// --include-failed` lists them.
     pub failed_points: usize,
+    /// Of the failed points, those interrupted (Ctrl-C) before any request finished, which
+    /// the sweep called "interrupted" (trial 20: ingest called them only "failed").
+    pub interrupted_points: usize,
     /// The path given, as canonicalized (named when it held nothing to ingest).
     pub path: String,
     /// Eval results written (one per task and concurrency).
@@ -354,8 +357,13 @@ impl IngestReport {
             } else {
                 "them"
             };
+            let interrupted = match self.interrupted_points {
+                0 => String::new(),
+                n if n == self.failed_points => ": interrupted before any request finished".into(),
+                n => format!(", {n} of them interrupted before any request finished"),
+            };
             left_out.push(format!(
-                "{} failed (nothing measured; `report --include-failed` lists {it})",
+                "{} failed (nothing measured{interrupted}; `report --include-failed` lists {it})",
                 self.failed_points
             ));
         }
@@ -810,6 +818,9 @@ impl Store {
                 report.points += run.points.len();
                 let failed = |p: &&parse::PointData| p.error.is_some();
                 report.failed_points += run.points.iter().filter(failed).count();
+                report.interrupted_points += (run.points.iter())
+                    .filter(|p| p.error.as_deref() == Some(parse::INTERRUPTED_BEFORE_ANY))
+                    .count();
                 report.invalid_points += (run.points.iter())
                     .filter(|p| !p.valid && !failed(p))
                     .count();
@@ -1475,6 +1486,19 @@ mod tests {
             "\nof these points: 1 failed (nothing measured; `report --include-failed` lists \
              it), 2 invalid (kept off frontiers; `report --include-invalid` lets them compete)\n"
         ));
+        // A point the sweep called interrupted is named so (trial 20: only "failed").
+        r.interrupted_points = 1;
+        assert!(r.render().contains(
+            "of these points: 1 failed (nothing measured: interrupted before any request \
+             finished; `report --include-failed` lists it)"
+        ));
+        r.failed_points = 3;
+        assert!(r.render().contains(
+            "3 failed (nothing measured, 1 of them interrupted before any request finished; \
+             `report --include-failed` lists them)"
+        ));
+        r.failed_points = 1;
+        r.interrupted_points = 0;
         let dump = IngestReport {
             from_dump: true,
             runs_ingested: 2,

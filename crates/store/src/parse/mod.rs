@@ -27,6 +27,8 @@ mod requests;
 mod telemetry;
 mod vllm;
 
+pub use vllm::INTERRUPTED_BEFORE_ANY;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};

@@ -319,13 +319,16 @@ pub(super) fn cut_short(reason: Option<StopReason>, interrupted: bool) -> Option
     }
 }
 
+/// The stored error of a point interrupted (Ctrl-C) before any request finished.
+pub const INTERRUPTED_BEFORE_ANY: &str = "interrupted before any request finished";
+
 /// The stored error of a point where no request succeeded: `failed` profile requests failed,
 /// and the run was cut short for `stop` (trial 14: a point interrupted before it sent anything
 /// said "no successful request"; trial 15: an unreachable server's point said "cut short").
 fn failed_point_cause(failed: f64, stop: Option<StopReason>) -> &'static str {
     match stop {
         Some(StopReason::ServerUnreachable) => "server unreachable: nothing measured",
-        Some(StopReason::Interrupted) if failed == 0.0 => "interrupted before any request finished",
+        Some(StopReason::Interrupted) if failed == 0.0 => INTERRUPTED_BEFORE_ANY,
         Some(StopReason::Aborted) if failed == 0.0 => {
             "stopped on a failure gate before any request finished"
         }
