@@ -595,6 +595,30 @@ fn store_cli_report_columns_print_the_units_footer() {
     let t = Tmp::new("footer");
     let db = t.0.join("f.db").display().to_string();
     run(&["ingest", &fixtures().display().to_string(), "--db", &db]);
+    // Columns that cannot tell the rows apart are said (trial 20); one group's are not.
+    let o = run(&["report", "--db", &db, "--columns", "conc,tput_per_gpu"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with(
+            "note: the rows differ in model, hardware, framework, precision, parallelism, batch, \
+             which --columns leaves out"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = run(&[
+        "report",
+        "--db",
+        &db,
+        "-f",
+        "hw=h200",
+        "--columns",
+        "conc,tput_per_gpu",
+    ]);
+    assert!(
+        o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let out = stdout_ok(&[
         "report",
         "--db",

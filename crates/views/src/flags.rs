@@ -409,7 +409,7 @@ fn print_rows(
     // (trial 11: `--columns conc,tput_per_gpu` said nothing of which model or hardware).
     let (cols, common) = match (args.columns.is_empty(), table) {
         (true, true) => report::split_common(rows, &defaults),
-        (true, false) => (defaults, Vec::new()),
+        (true, false) => (defaults.clone(), Vec::new()),
         (false, _) => {
             let (_, common) = report::split_common(rows, &defaults);
             let shown = |kv: &String| {
@@ -427,6 +427,23 @@ fn print_rows(
         println!("every row: {}\n", common.join("  "));
     }
     print!("{}", report::render(rows, &cols, fmt));
+    // Chosen --columns that leave out what tells the rows apart (trial 20: `--columns
+    // conc,tput_per_gpu` listed conc 16 twice, agentic points beside fixed-length ones).
+    if table && !args.columns.is_empty() && rows.len() > 1 {
+        let (varying, _) = report::split_common(rows, &defaults);
+        let unseen: Vec<&str> = (varying.iter())
+            .map(String::as_str)
+            .filter(|c| report::HOISTABLE.contains(c) && *c != "date")
+            .filter(|c| !args.columns.iter().any(|k| k == c))
+            .collect();
+        if !unseen.is_empty() {
+            eprintln!(
+                "note: the rows differ in {}, which --columns leaves out: rows that look alike \
+                 may be different configurations or runs (add those columns, or narrow with -f)",
+                unseen.join(", ")
+            );
+        }
+    }
     if rows.is_empty() && hidden > 0 {
         eprintln!(
             "no frontier point: the {hidden} matching point(s) are invalid ({}); \

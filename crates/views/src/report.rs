@@ -95,7 +95,7 @@ pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
 }
 
 /// Identity columns a table may take out when every row has the same value in them.
-const HOISTABLE: &[&str] = &[
+pub(crate) const HOISTABLE: &[&str] = &[
     "model",
     "isl",
     "osl",
