@@ -152,7 +152,9 @@ async function serverMetrics(pointId) {
       host.append(box);
       new uPlot({ mode: 2, width: 420, height: 200, title: name, legend: { show: false },
         scales: { x: { time: false } },
-        axes: [{ label: "time since first scrape (s)" }, {}], series }, data, box);
+        // Scrapes are timed by this machine's clock, also for the sim's modelled (rescaled)
+        // runs, whose latencies above are modelled (trial 20: nothing said so).
+        axes: [{ label: "time since first scrape (s, this machine's wall clock)" }, {}], series }, data, box);
     }
     host.dataset.series = String(d.series.length);
     $("server-note").textContent = count(names.length, "gauge") + " scraped from the server's /metrics during the run";
@@ -184,6 +186,13 @@ function evals(rows) {
   $("evals-note").textContent = count(rows.length, "eval") + " (exact match, fraction 0–1)";
 }
 
+// Hides the section holding element `id`: its `h3` heading and everything up to the next one.
+function hideSection(id) {
+  let h = $(id);
+  while (h && h.tagName !== "H3") h = h.previousElementSibling;
+  for (let el = h; el && (el === h || el.tagName !== "H3"); el = el.nextElementSibling) el.hidden = true;
+}
+
 async function start() {
   const q = new URLSearchParams(location.search);
   const id = q.get("id") || "";
@@ -193,6 +202,9 @@ async function start() {
     $("title").textContent = "Run " + r.run.id + " · " + r.run.batch;
     provenance(r.run);
     points(r.points, r.batch_points, r.run.id);
+    // A run without points (an eval-only run) has no point sections to show (trial 20: empty
+    // tables, an empty point selector, headings with nothing under them).
+    if (!r.points.length) for (const id of ["points", "lat", "power", "server"]) hideSection(id);
     files(r.run, r.artifacts);
     evals(r.evals || []);
     status(count(r.points.length, "point") + " in this run, " + r.batch_points.length

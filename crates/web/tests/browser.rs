@@ -422,6 +422,15 @@ fn compare_history_evals_models_and_tco_pages() {
         dom.contains("<tr><td>b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
         "{dom}"
     );
+    // An eval's run page shows its evals, not empty point sections (trial 20).
+    let eval_run = Store::open_read_only(&db).unwrap().evals().unwrap()[0].run_id;
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id={eval_run}"));
+    assert!(
+        dom.contains("<h3 hidden=\"\">Points of the batch")
+            && dom.contains("<h3 hidden=\"\">Power</h3>")
+            && dom.contains("<h3>Accuracy evals</h3>"),
+        "{dom}"
+    );
     let dom = dump_dom(&chromium, &profile, &format!("{base}/models"));
     assert_eq!(
         attr(&dom, "matrix", "data-rows").as_deref(),
