@@ -94,17 +94,21 @@ pub struct TargetFlags {
     pub max_tokens_field: Option<MaxTokensField>,
 }
 
+/// A server's root URL from `--base-url`, else `--host` and `--port` (vLLM's rule:
+/// `http://HOST:PORT`, an IPv6 host bracketed).
+fn server_url(base_url: Option<&str>, host: &str, port: u16) -> String {
+    match base_url {
+        Some(u) => u.to_string(),
+        None if host.contains(':') && !host.starts_with('[') => format!("http://[{host}]:{port}"),
+        None => format!("http://{host}:{port}"),
+    }
+}
+
 impl TargetFlags {
     /// The server's root URL: `--base-url`, else `http://{--host}:{--port}` (vLLM's rule; an
     /// IPv6 host is bracketed).
     pub fn base_url(&self) -> String {
-        match &self.base_url {
-            Some(u) => u.clone(),
-            None if self.host.contains(':') && !self.host.starts_with('[') => {
-                format!("http://[{}]:{}", self.host, self.port)
-            }
-            None => format!("http://{}:{}", self.host, self.port),
-        }
+        server_url(self.base_url.as_deref(), &self.host, self.port)
     }
 
     /// `--model`, or "" when not given (the run asks the server: [`crate::hints::served_model`]).
@@ -588,9 +592,15 @@ impl BenchFlags {
 pub struct SelftestFlags {
     /// Zero-latency OpenAI-compatible server to stream from: `inferbench sim --mode instant
     /// --port 8000` (then `--model Llama-3.1-8B`, the name it serves) or the project's
-    /// sse-instant (`--spawn-server`).
-    #[arg(long, default_value = "http://127.0.0.1:8000")]
-    pub base_url: String,
+    /// sse-instant (`--spawn-server`). Default: http://HOST:PORT of --host and --port.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Server host, as `bench` and vLLM's `bench serve` take it (when --base-url is not given).
+    #[arg(long, default_value = "127.0.0.1", conflicts_with = "base_url")]
+    pub host: String,
+    /// Server port, as `bench` and vLLM's `bench serve` take it (when --base-url is not given).
+    #[arg(long, default_value_t = 8000, conflicts_with = "base_url")]
+    pub port: u16,
     /// Start this server binary (sse-instant) with `--coalesce --port <free>` first, and stop it
     /// afterwards; --base-url is then ignored.
     #[arg(long, value_name = "PATH")]
@@ -648,7 +658,10 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
             let (s, u) = spawn_server(bin, args.server_cpus.as_deref(), args.server_threads)?;
             (Some(s), u)
         }
-        None => (None, args.base_url.clone()),
+        None => (
+            None,
+            server_url(args.base_url.as_deref(), &args.host, args.port),
+        ),
     };
     let opts = SelftestOptions {
         base_url,
@@ -703,6 +716,21 @@ mod tests {
         let mut full = vec!["bench"];
         full.extend_from_slice(argv);
         Cli::try_parse_from(full)?.args.into_options()
+    }
+
+    /// vLLM's `--host`/`--port` make the URL when `--base-url` is not given; both together
+    /// are refused (trial 19).
+    #[test]
+    fn host_and_port_make_the_base_url() {
+        assert_eq!(
+            parse(&["--model", "m"]).unwrap().base_url,
+            "http://127.0.0.1:8000"
+        );
+        let o = parse(&["--model", "m", "--host", "::1", "--port", "9000"]).unwrap();
+        assert_eq!(o.base_url, "http://[::1]:9000");
+        let o = parse(&["--base-url", "http://h:1"]).unwrap();
+        assert_eq!((o.base_url.as_str(), o.model.as_str()), ("http://h:1", ""));
+        assert!(parse(&["--base-url", "http://h:1", "--port", "2"]).is_err());
     }
 
     #[test]
