@@ -210,7 +210,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         };
         let status = print_rows(&rows, &args, hidden)?;
         if rows.is_empty() && hidden == 0 {
-            for h in filter_hints(&mut store, &args.filters, "-f ")? {
+            for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
                 eprintln!("  {h}");
             }
         }
@@ -223,52 +223,11 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     }
     let status = print_rows(&rows, &args, 0)?;
     if rows.is_empty() {
-        for h in filter_hints(&mut store, &args.filters, "-f ")? {
+        for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
             eprintln!("  {h}");
         }
     }
     Ok(status)
-}
-
-/// For each `-f` filter that matches no stored point by itself, a line saying so, with the
-/// closest stored value of its dimension and the stored ones (trial 18: `-f hw=h10` printed an
-/// empty table and nothing about the typo, while a typo in the key got "did you mean").
-/// `flag` is how a filter is written on the command line (`-f ` for report's, "" for a
-/// compare side's).
-fn filter_hints(store: &mut Store, filters: &[String], flag: &str) -> anyhow::Result<Vec<String>> {
-    let mut hints = Vec::new();
-    let mut dims = None;
-    for spec in filters {
-        let one = filter(std::slice::from_ref(spec), &None, &None, true)?;
-        if !store.points(&one, &CostOptions::default())?.is_empty() {
-            continue;
-        }
-        let dims = match &mut dims {
-            Some(d) => d,
-            None => dims.insert(store.dimension_values()?),
-        };
-        let mut said = false;
-        for (col, vals) in &one.eq {
-            let Some(known) = dims.get(col) else { continue };
-            for v in vals {
-                let near = inferbench_core::text::closest(v, known.iter().map(String::as_str));
-                let mut shown: Vec<&str> = known.iter().take(8).map(String::as_str).collect();
-                if known.len() > 8 {
-                    shown.push("…");
-                }
-                hints.push(format!(
-                    "`{flag}{spec}`: no stored point has {col}={v}{} (stored: {})",
-                    near.map_or(String::new(), |n| format!("; did you mean {n}?")),
-                    shown.join(", ")
-                ));
-                said = true;
-            }
-        }
-        if !said {
-            hints.push(format!("`{flag}{spec}` matches no stored point by itself"));
-        }
-    }
-    Ok(hints)
 }
 
 /// `report --history-at`: y at `x = at` per group, one value per batch, in `--format`; exit 1
@@ -759,8 +718,11 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
                 .flat_map(|(spec, _)| spec.split(',').map(|s| s.trim().to_string()))
                 .filter(|s| !s.is_empty())
                 .collect();
-            let shared = filter_hints(&mut store, &args.filters, "-f ")?;
-            for h in shared.iter().chain(&filter_hints(&mut store, &specs, "")?) {
+            let shared = report::filter_hints(&mut store, &args.filters, "-f ")?;
+            for h in shared
+                .iter()
+                .chain(&report::filter_hints(&mut store, &specs, "")?)
+            {
                 eprintln!("  {h}");
             }
         }

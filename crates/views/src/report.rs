@@ -780,6 +780,58 @@ pub fn compare_table(
     out
 }
 
+/// For each `-f` filter that matches no stored point by itself, a line saying so, with the
+/// closest stored value of its dimension and the stored ones (trial 18: `-f hw=h10` printed an
+/// empty table and nothing about the typo, while a typo in the key got "did you mean").
+/// `flag` is how a filter is written (`-f ` for report's, "" for a compare side's and the
+/// dashboard API's `key=value` parameters). Errors: the store's, or a filter it cannot parse.
+pub fn filter_hints(
+    store: &mut inferbench_store::Store,
+    filters: &[String],
+    flag: &str,
+) -> anyhow::Result<Vec<String>> {
+    let mut hints = Vec::new();
+    let mut dims = None;
+    for spec in filters {
+        let mut one = inferbench_store::Filter {
+            include_failed: true,
+            ..Default::default()
+        };
+        one.add(spec)?;
+        if !store
+            .points(&one, &inferbench_store::CostOptions::default())?
+            .is_empty()
+        {
+            continue;
+        }
+        let dims = match &mut dims {
+            Some(d) => d,
+            None => dims.insert(store.dimension_values()?),
+        };
+        let mut said = false;
+        for (col, vals) in &one.eq {
+            let Some(known) = dims.get(col) else { continue };
+            for v in vals {
+                let near = inferbench_core::text::closest(v, known.iter().map(String::as_str));
+                let mut shown: Vec<&str> = known.iter().take(8).map(String::as_str).collect();
+                if known.len() > 8 {
+                    shown.push("…");
+                }
+                hints.push(format!(
+                    "`{flag}{spec}`: no stored point has {col}={v}{} (stored: {})",
+                    near.map_or(String::new(), |n| format!("; did you mean {n}?")),
+                    shown.join(", ")
+                ));
+                said = true;
+            }
+        }
+        if !said {
+            hints.push(format!("`{flag}{spec}` matches no stored point by itself"));
+        }
+    }
+    Ok(hints)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -299,7 +299,8 @@ async function refresh(push) {
     const f = current.points.filter(p => p.frontier).length;
     status(count(current.count, "point") + " in " + count(current.groups.length, "group") + ", "
       + f + " on a frontier"
-      + (missing.length ? " — not in this database, so not applied: " + missing.join(", ") : ""));
+      + (missing.length ? " — not in this database, so not applied: " + missing.join(", ") : "")
+      + (current.note ? " — " + current.note : ""));
   } catch (e) {
     status("error: " + e.message, true);
   }

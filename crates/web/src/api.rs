@@ -116,6 +116,8 @@ pub struct PointsQuery {
     pub frontier_only: bool,
     /// Per configuration only its latest run ([`query::keep_latest_runs`]).
     pub latest_only: bool,
+    /// The dimension filters as given (`hw=h100`), to name one that matches nothing.
+    pub filter_specs: Vec<String>,
 }
 
 fn flag(key: &str, v: &str) -> Result<bool, ApiError> {
@@ -170,6 +172,7 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
         y: "tput_per_gpu".into(),
         frontier_only: false,
         latest_only: false,
+        filter_specs: Vec::new(),
     };
     // A parameter with one value given twice is a mistake, not "the last one wins".
     const SINGLE: [&str; 10] = [
@@ -210,6 +213,7 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
                 q.filter
                     .add(&format!("{k}={v}"))
                     .map_err(|e| ApiError::bad_request(e.to_string()))?;
+                q.filter_specs.push(format!("{k}={v}"));
             }
         }
     }
@@ -287,10 +291,23 @@ pub async fn points(
     }
     let q = parse_points_query(&pairs)?;
     let y = q.y.clone();
-    let (rows, x) = state
-        .with_store(move |s| select(s, &q, !with_metrics))
+    let (rows, x, hints) = state
+        .with_store(move |s| {
+            let (rows, x) = select(s, &q, !with_metrics)?;
+            // Nothing matched: which filter matches nothing by itself, with the closest stored
+            // value, as `report -f` says it (trial 20: `count 0` and no word).
+            let hints = if rows.is_empty() {
+                inferbench_views::report::filter_hints(s, &q.filter_specs, "")
+                    .map_err(|e| ApiError::internal(e.to_string()))?
+            } else {
+                Vec::new()
+            };
+            Ok((rows, x, hints))
+        })
         .await?;
-    Ok(Json(PointsAnswer::new(&rows, &x, &y, with_metrics)).into_response())
+    let mut answer = PointsAnswer::new(&rows, &x, &y, with_metrics);
+    answer.note = (!hints.is_empty()).then(|| hints.join("; "));
+    Ok(Json(answer).into_response())
 }
 
 /// One point of [`points`], borrowed from its row (serialized straight into the response).
@@ -396,6 +413,9 @@ pub struct PointsAnswer<'a> {
     pub groups: Vec<ChartGroup>,
     /// The points.
     pub points: Vec<ChartPoint<'a>>,
+    /// Why no point matched, when a filter matches nothing by itself (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl<'a> PointsAnswer<'a> {
@@ -427,6 +447,7 @@ impl<'a> PointsAnswer<'a> {
             count: rows.len(),
             groups,
             points,
+            note: None,
         }
     }
 }

@@ -139,6 +139,16 @@ async fn points_give_rows_axes_and_frontier_knots() {
         m["points"][0]["metrics"]["tput_per_gpu"],
         v["points"][0]["y"]
     );
+    // Nothing matched: the filter that matches nothing is named, with the closest stored
+    // value (trial 20: `count 0` and no word); a match carries no note.
+    let (_, none) = get_json(&db, "/api/v1/points?hw=h2000").await;
+    assert_eq!(none["count"], 0, "{none}");
+    let note = none["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("`hw=h2000`: no stored point has hardware=h2000; did you mean h200?"),
+        "{none}"
+    );
+    assert!(v.get("note").is_none(), "{v}");
     let (s, e) = get_json(&db, "/api/v1/points?metrics=some").await;
     assert_eq!(
         (s, e["error"].clone()),
