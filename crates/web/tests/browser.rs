@@ -165,12 +165,6 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         format!("2 points in 1 group, {frontier} on a frontier")
     );
     assert!(dom.contains("<canvas"), "uPlot drew a canvas");
-    // The sides' columns carry y's unit (trial 20).
-    assert_eq!(
-        text_of(&dom, "th-a"),
-        "A: Throughput per GPU (tok/s/GPU)",
-        "{dom}"
-    );
     assert_eq!(
         dom.matches("<tr><td>dsr1 1024/1024 h200_sglang_fp8</td>")
             .count(),
@@ -278,6 +272,12 @@ fn compare_history_evals_models_and_tco_pages() {
     assert_eq!(
         text_of(&dom, "status"),
         "8 points in A, 8 points in B; 3 targets"
+    );
+    // The sides' columns carry y's unit (trial 20).
+    assert_eq!(
+        text_of(&dom, "th-a"),
+        "A: Throughput per GPU (tok/s/GPU)",
+        "{dom}"
     );
     assert!(
         dom.contains(
