@@ -340,8 +340,9 @@ fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
         || err.contains("the client, not the server, limited this run");
     let counted = |n: &str| {
         err.contains(&format!(
-            "2 points ({n} invalid: cut short or timed on a starved CPU (the notes above say \
-             which), kept off frontiers unless --include-invalid), not stored (--no-db)"
+            "2 points ({n} invalid: cut short by the interruption, or timed on a starved CPU \
+             as a note above says; kept off frontiers unless --include-invalid), not stored \
+             (--no-db)"
         ))
     };
     assert!(counted("1") || (starved && counted("all")), "{err}");

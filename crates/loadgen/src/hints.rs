@@ -39,7 +39,7 @@ pub async fn served_model(base_url: &str) -> anyhow::Result<String> {
         status,
         message: format!(
             "--model not given and the server's {url} cannot say which model it serves \
-             ({why}): pass --model (or check --base-url)"
+             ({why}): pass --model (or check the address: --base-url, or --host and --port)"
         ),
     }
     .into())

@@ -379,14 +379,14 @@ async fn summary_notes(
     // end note already (trial 19: a dead port said "unreachable" three ways).
     let unreachable =
         summary.inferbench.stop_reason == inferbench_core::summary::StopReason::ServerUnreachable;
-    notes.extend(
-        output::error_notes(summary)
-            .into_iter()
-            .filter(|n| !(unreachable && n.starts_with("errors: connect:"))),
-    );
-    if let Some(n) = not_found_note(opts, summary, request_url).await {
-        notes.push(n);
-    }
+    // A 404 explained by the server's own /v1/models is said by that hint alone (trial 21:
+    // a wrong --model's 404 was quoted three times).
+    let not_found = not_found_note(opts, summary, request_url).await;
+    notes.extend(output::error_notes(summary).into_iter().filter(|n| {
+        !(unreachable && n.starts_with("errors: connect:"))
+            && !(not_found.is_some() && n.starts_with("errors: http_status:"))
+    }));
+    notes.extend(not_found);
     notes.extend(output::anomaly_notes(summary, records));
 }
 

@@ -226,15 +226,16 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
         }
         Action::Status => {
             let v = store.schema_version()?;
-            println!("{}: schema version {v}", store.location());
             // Trial 16: a 0-byte file answered "no such table"; an old schema may lack some.
             // A file without our tables is bad setup, as for `report` (exit 2; trial 20: exit 0
-            // here, 2 for a missing file).
-            if let Err(e) = store.require_migrated() {
-                if v == 0 {
-                    eprintln!("error: {e}");
-                    return Ok(ExitStatus::Usage);
-                }
+            // here, 2 for a missing file), said by the error alone (trial 21).
+            let migrated = store.require_migrated();
+            if let (Err(e), 0) = (&migrated, v) {
+                eprintln!("error: {e}");
+                return Ok(ExitStatus::Usage);
+            }
+            println!("{}: schema version {v}", store.location());
+            if let Err(e) = migrated {
                 println!("{e}");
             }
             println!("rows per table:");

@@ -690,10 +690,14 @@ impl Store {
     }
 }
 
-/// Sorts rows by (group, parallelism, conc, date, batch, image); keys computed once per row.
+/// Sorts rows by (model, ISL, OSL as numbers, group, parallelism, conc, date, batch, image);
+/// keys computed once per row (trial 21: the group's text put OSL 64 after 256).
 fn sort_rows(rows: &mut [PointRow]) {
     rows.sort_by_cached_key(|r| {
         (
+            r.model.clone(),
+            r.isl,
+            r.osl,
             r.group(),
             r.parallelism(),
             r.conc,

@@ -1020,9 +1020,11 @@ fn an_invalid_point_is_stored_with_its_reason() {
     let rows = s
         .points(&Filter::default(), &CostOptions::default())
         .unwrap();
-    let got: Vec<(i64, bool, Option<&str>)> = (rows.iter())
+    // In conc order (the rows' own order puts their workloads, ISL/OSL, first).
+    let mut got: Vec<(i64, bool, Option<&str>)> = (rows.iter())
         .map(|p| (p.conc, p.valid, p.invalid_reason.as_deref()))
         .collect();
+    got.sort_by_key(|g| g.0);
     let want: Vec<(i64, bool, Option<&str>)> =
         cases.iter().map(|c| (c.0, c.3.is_none(), c.3)).collect();
     assert_eq!(got, want);

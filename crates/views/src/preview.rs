@@ -247,8 +247,8 @@ pub fn fixed_quickstart(
         &view,
         &rows,
         &report,
-        "cut short or timed on a starved CPU (the notes above say which), kept off \
-         frontiers unless --include-invalid",
+        "cut short by the interruption, or timed on a starved CPU as a note above says; \
+         kept off frontiers unless --include-invalid",
     )
 }
 

@@ -19,7 +19,8 @@ let missing = []; // values the URL asked for that the database lacks (set by ap
 // ---- URL state -------------------------------------------------------------------------
 function readState() {
   const p = new URLSearchParams(location.search);
-  const st = { hardware: p.getAll("hardware") };
+  // `hw=` as the API and `report -f` take it (trial 21: ignored here without a word).
+  const st = { hardware: p.getAll("hardware").concat(p.getAll("hw")) };
   for (const k of SELECTS) st[k] = p.get(k) || "";
   for (const k of CHECKS) st[k] = p.get(k) === "1";
   return st;

@@ -170,6 +170,17 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
             .count(),
         2
     );
+    // `hw=` selects as `hardware=` does (trial 21: it was ignored).
+    let hw = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&hw=h200"),
+    );
+    assert_eq!(
+        attr(&hw, "chart", "data-points").as_deref(),
+        Some("2"),
+        "{hw}"
+    );
     // The CSV link carries the same selection to the API.
     assert_eq!(
         attr(&dom, "csv", "href").as_deref(),
