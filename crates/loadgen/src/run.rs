@@ -383,8 +383,9 @@ async fn summary_notes(
     // a wrong --model's 404 was quoted three times).
     let not_found = not_found_note(opts, summary, request_url).await;
     notes.extend(output::error_notes(summary).into_iter().filter(|n| {
-        !(unreachable && n.starts_with("errors: connect:"))
-            && !(not_found.is_some() && n.starts_with("errors: http_status:"))
+        let quoted = (unreachable && n.starts_with("errors: connect:"))
+            || (not_found.is_some() && n.starts_with("errors: http_status:"));
+        !quoted
     }));
     notes.extend(not_found);
     notes.extend(output::anomaly_notes(summary, records));
