@@ -271,6 +271,7 @@ pub fn parse_eval_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError>
     if run.evals.is_empty() {
         return Err(format!("{d}: its lm-eval result has no `results` entry"));
     }
+    parse::apply_eval_job(dir, &mut run)?;
     run.artifacts.extend(parse::dir_files(dir, &[])?);
     Ok(run)
 }

@@ -661,6 +661,41 @@ fn read_only_store_postgres() {
     }
 }
 
+/// An eval directory's `job.json` (what a sweep's eval writes) gives its run the provenance,
+/// the job and the sweep id as the batch, as a point directory's does (trial 21: an eval-only
+/// run's page showed `job: {}` and no version or host).
+#[test]
+fn an_eval_run_keeps_its_job_json() {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/evalsets/eval_gptoss_8k1k_gptoss_8k1k_fp8_vllm_tp2-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc32_h100-box_0",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("eval_x");
+    common::copy_tree(&from, &to);
+    std::fs::write(
+        to.join("job.json"),
+        r#"{"schema_version": 1, "job": {"model": "m"}, "result_filename": "rf", "conc": 32,
+            "provenance": {"inferbench_version": "0.1.0", "host": "box-7", "image": "",
+                           "runner_name": "r"},
+            "started_at": "2026-12-04T18:00:00.000Z", "sweep_id": "sweep-42"}"#,
+    )
+    .unwrap();
+    let (mut store, _guard, _) = common::sqlite();
+    let r = store.ingest_path(&to, &IngestOptions::default()).unwrap();
+    assert_eq!(r.evals, 1, "{}", r.render());
+    let id = store.evals().unwrap()[0].run_id;
+    let run = store.run_info(id).unwrap().unwrap();
+    assert_eq!(
+        (
+            run.inferbench_version.as_str(),
+            run.host.as_str(),
+            run.batch.as_str()
+        ),
+        ("0.1.0", "box-7", "sweep-42")
+    );
+    assert_eq!(run.job["job"]["model"], "m", "{:?}", run.job);
+}
+
 /// Eval sets (InferenceX's `eval_<EXP_NAME>_<RF>` artifacts and what a sweep's eval writes):
 /// our results_gsm8k.json and lm-eval's batched `_conc<N>` files, read as InferenceX's
 /// collect_eval_results.py reads them; a failed sweep eval is reported as unfinished.

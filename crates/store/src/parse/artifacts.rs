@@ -161,6 +161,33 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
 /// window (unix s) and date when the summary had none. The typed fields of `jf` first; a
 /// job.json of an older layout through the lookup over `j`.
 fn apply_job(j: &Map<String, Value>, jf: &JobFile, run: &mut RunData, pt: &mut PointData) {
+    let undated = run.date.is_empty();
+    apply_job_to_run(j, jf, run);
+    if undated {
+        pt.date = run.date.clone();
+    }
+}
+
+/// The eval directory `dir`'s `job.json`, when it has one, applied to its run as a point
+/// directory's is ([`apply_job_to_run`]): provenance, the job, the sweep id as the batch
+/// (trial 21: an eval-only run's page showed `job: {}` and no version or host). Errors: a
+/// job.json that is not JSON or of a newer layout.
+pub(crate) fn apply_eval_job(dir: &Path, run: &mut RunData) -> Result<(), ParseError> {
+    let path = dir.join(inferbench_core::artifacts::JOB_FILE);
+    if !path.is_file() {
+        return Ok(());
+    }
+    let v = read_json(&path)?.1;
+    let jf: JobFile =
+        serde_json::from_value(v.clone()).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Value::Object(j) = &v {
+        apply_job_to_run(j, &jf, run);
+    }
+    Ok(())
+}
+
+/// The run's part of [`apply_job`].
+fn apply_job_to_run(j: &Map<String, Value>, jf: &JobFile, run: &mut RunData) {
     let l = Lookup {
         overrides: &Overrides::new(),
         maps: job_identity_maps(j),
@@ -204,6 +231,5 @@ fn apply_job(j: &Map<String, Value>, jf: &JobFile, run: &mut RunData, pt: &mut P
     }
     if run.date.is_empty() {
         run.date = run.start_unix.map(date_from_unix).unwrap_or_default();
-        pt.date = run.date.clone();
     }
 }

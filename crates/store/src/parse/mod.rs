@@ -40,6 +40,7 @@ use sha2::{Digest, Sha256};
 
 use crate::normalize;
 
+pub(crate) use artifacts::apply_eval_job;
 pub use artifacts::parse_dir;
 pub use telemetry::{parse_power_csv, parse_server_metrics};
 
