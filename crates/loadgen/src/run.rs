@@ -193,11 +193,10 @@ struct PhaseSpec {
 /// bad URL or header, an unwritable output path. A dead server is not an error: it yields
 /// partial results, a note and [`EXIT_SERVER_UNREACHABLE`].
 pub async fn run_bench(
-    opts: BenchOptions,
+    mut opts: BenchOptions,
     cancel: CancellationToken,
 ) -> anyhow::Result<BenchOutcome> {
     opts.validate()?;
-    let mut opts = opts;
     let mut notes = Vec::new();
     if opts.model.trim().is_empty() {
         opts.model = crate::hints::served_model(&opts.base_url).await?;

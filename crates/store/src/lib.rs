@@ -232,7 +232,8 @@ pub struct IngestReport {
 
 impl IngestReport {
     /// Whether the paths held nothing this store reads: no run, eval, skipped unit, unfinished
-    /// sweep point or sweep bookkeeping worth a line (an empty or wrong directory; `inferbench ingest` exits 1 on it).
+    /// sweep point or sweep bookkeeping worth a line (an empty or wrong directory; `inferbench
+    /// ingest` exits 1 on it).
     pub fn found_nothing(&self) -> bool {
         self.runs_ingested == 0
             && self.evals == 0
@@ -352,11 +353,7 @@ impl IngestReport {
         // Ctrl-C'd sweep, one of them a failed point `report` lists only when asked).
         let mut left_out = Vec::new();
         if self.failed_points > 0 {
-            let it = if self.failed_points == 1 {
-                "it"
-            } else {
-                "them"
-            };
+            let it = it_or_them(self.failed_points);
             let interrupted = match self.interrupted_points {
                 0 => String::new(),
                 n if n == self.failed_points => ": interrupted before any request finished".into(),
@@ -368,11 +365,7 @@ impl IngestReport {
             ));
         }
         if self.invalid_points > 0 {
-            let it = if self.invalid_points == 1 {
-                "it"
-            } else {
-                "them"
-            };
+            let it = it_or_them(self.invalid_points);
             left_out.push(format!(
                 "{} invalid (kept off frontiers; `report --include-invalid` lets {it} compete)",
                 self.invalid_points
@@ -445,10 +438,23 @@ impl IngestReport {
 /// Whether `p` is bookkeeping that `inferbench sweep` writes beside its points: the sweep's
 /// `sweep.json` report, its `sweep.lock` and the engine logs under `_engines/`.
 fn sweep_bookkeeping(p: &Path) -> bool {
+    sweep_file(p) || p.components().any(|c| c.as_os_str() == "_engines")
+}
+
+/// Whether `p` is a sweep's `sweep.json` or `sweep.lock`.
+fn sweep_file(p: &Path) -> bool {
     use inferbench_core::artifacts::{SWEEP_LOCK, SWEEP_REPORT};
     p.file_name()
         .is_some_and(|n| n == SWEEP_REPORT || n == SWEEP_LOCK)
-        || p.components().any(|c| c.as_os_str() == "_engines")
+}
+
+/// "it" for one, "them" for several (trial 19: "lets it compete" of 3 points).
+fn it_or_them(n: usize) -> &'static str {
+    if n == 1 {
+        "it"
+    } else {
+        "them"
+    }
 }
 
 /// What the sweep bookkeeping among `files` says of the sweeps whose output directories they
@@ -459,10 +465,7 @@ fn sweep_bookkeeping(p: &Path) -> bool {
 fn sweep_states(files: &[PathBuf]) -> Vec<String> {
     use inferbench_core::artifacts::{sweep_running, SWEEP_LOCK, SWEEP_REPORT};
     let dirs: BTreeSet<&Path> = (files.iter())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n == SWEEP_REPORT || n == SWEEP_LOCK)
-        })
+        .filter(|p| sweep_file(p))
         .filter_map(|p| p.parent())
         .collect();
     let mut lines = Vec::new();
