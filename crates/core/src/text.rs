@@ -1,5 +1,5 @@
-//! Text helpers for messages a person reads: the closest known name to a typo ("did you
-//! mean"), and a server's error body cut to one console line.
+//! Text helpers for messages a person reads: a batch as tables show it, the closest known name
+//! to a typo ("did you mean"), and a server's error body cut to one console line.
 
 /// The candidate most like `name`, when one is close enough to be the intended one: the
 /// fewest edits (Damerau–Levenshtein: insert, delete, substitute, swap two neighbours), at most
@@ -52,6 +52,46 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
         }
     }
     out
+}
+
+/// Widest `batch` cell of a table: quickstart's `quickstart-YYYYMMDD-HHMMSS-mmm` fits whole;
+/// longer names keep their head and their tail (where bench file names and sweep stamps
+/// differ) around a `…`; CSV and JSON give them whole.
+const BATCH_WIDTH: usize = 32;
+
+/// A batch as tables show it: a result directory's last two components
+/// (`/home/u/results/agentic` → `results/agentic`; trial 10: `bench` alone read as the
+/// subcommand, not as `results/bench`), a result file's name (`….json`), a name as it is
+/// (`quickstart-…`); at most 32 characters (head and tail kept around `…`). `report -f
+/// batch=LABEL` matches it.
+pub fn batch_label(batch: &str) -> String {
+    let trimmed = batch.trim_end_matches('/');
+    let parts: Vec<&str> = trimmed.rsplitn(3, '/').collect();
+    let is_file = |name: &str| {
+        std::path::Path::new(name)
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e.chars().all(|c| c.is_ascii_alphabetic()))
+    };
+    let shown = match parts.as_slice() {
+        [a, b, ..] if !b.is_empty() && !is_file(a) => format!("{b}/{a}"),
+        [a, ..] => a.to_string(),
+        [] => String::new(),
+    };
+    middle_ellipsis(&shown, BATCH_WIDTH)
+}
+
+/// `name` cut to at most `width` characters: the first third, `…`, then the end.
+fn middle_ellipsis(name: &str, width: usize) -> String {
+    let n = name.chars().count();
+    if n <= width {
+        return name.to_string();
+    }
+    let head = width / 3;
+    let tail = width - head - 1;
+    let h: String = name.chars().take(head).collect();
+    let t: String = name.chars().skip(n - tail).collect();
+    format!("{h}…{t}")
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@ pub fn frontier_knots(rows: &[&PointRow], x: &str, y: &str) -> Vec<(f64, f64)> {
     .collect()
 }
 
-fn by_batch(rows: &[PointRow]) -> BTreeMap<String, Vec<&PointRow>> {
+/// `rows` grouped by batch (a side's repeats), batches in name order.
+pub fn by_batch(rows: &[PointRow]) -> BTreeMap<String, Vec<&PointRow>> {
     let mut m: BTreeMap<String, Vec<&PointRow>> = BTreeMap::new();
     for r in rows {
         m.entry(r.batch.clone()).or_default().push(r);

@@ -131,45 +131,7 @@ pub fn split_common(rows: &[PointRow], columns: &[String]) -> (Vec<String>, Vec<
     (kept, common)
 }
 
-/// Widest `batch` cell of a table: quickstart's `quickstart-YYYYMMDD-HHMMSS-mmm` fits whole;
-/// longer names keep their head and their tail (where bench file names and sweep stamps
-/// differ) around a `…`; CSV and JSON give them whole.
-const BATCH_WIDTH: usize = 32;
-
-/// A batch as tables show it: a result directory's last two components
-/// (`/home/u/results/agentic` → `results/agentic`; trial 10: `bench` alone read as the
-/// subcommand, not as `results/bench`), a result file's name (`….json`), a name as it is
-/// (`quickstart-…`); at most 32 characters (head and tail kept around `…`). `report -f
-/// batch=LABEL` matches it.
-pub fn batch_label(batch: &str) -> String {
-    let trimmed = batch.trim_end_matches('/');
-    let parts: Vec<&str> = trimmed.rsplitn(3, '/').collect();
-    let is_file = |name: &str| {
-        std::path::Path::new(name)
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e.chars().all(|c| c.is_ascii_alphabetic()))
-    };
-    let shown = match parts.as_slice() {
-        [a, b, ..] if !b.is_empty() && !is_file(a) => format!("{b}/{a}"),
-        [a, ..] => a.to_string(),
-        [] => String::new(),
-    };
-    middle_ellipsis(&shown, BATCH_WIDTH)
-}
-
-/// `name` cut to at most `width` characters: the first third, `…`, then the end.
-fn middle_ellipsis(name: &str, width: usize) -> String {
-    let n = name.chars().count();
-    if n <= width {
-        return name.to_string();
-    }
-    let head = width / 3;
-    let tail = width - head - 1;
-    let h: String = name.chars().take(head).collect();
-    let t: String = name.chars().skip(n - tail).collect();
-    format!("{h}…{t}")
-}
+pub use inferbench_core::text::batch_label;
 
 /// A human label with unit for a metric or column name (chart axes, notes): the metric
 /// registry's (`inferbench_core::registry`), else the name itself.
@@ -811,6 +773,17 @@ pub fn filter_hints(
         let mut said = false;
         for (col, vals) in &one.eq {
             let Some(known) = dims.get(col) else { continue };
+            // Batches as tables show them, which `-f batch=` also takes (trial 21: the hint
+            // listed absolute paths).
+            let labels: Vec<String>;
+            let known = if col == "batch" {
+                let set: std::collections::BTreeSet<String> =
+                    known.iter().map(|b| batch_label(b)).collect();
+                labels = set.into_iter().collect();
+                &labels
+            } else {
+                known
+            };
             for v in vals {
                 let near = inferbench_core::text::closest(v, known.iter().map(String::as_str));
                 let mut shown: Vec<&str> = known.iter().take(8).map(String::as_str).collect();

@@ -216,7 +216,7 @@ function describe(p) {
     p.parallelism + " · conc " + p.conc + " · " + p.gpus + " GPU" + (p.gpus === 1 ? "" : "s"),
     current.x.label_with_unit + ": " + num(p.x),
     current.y.label_with_unit + ": " + num(p.y),
-    "date " + p.date + " · batch " + p.batch,
+    "date " + p.date + " · batch " + p.batch_label,
   ];
   if (p.image) lines.push("image " + p.image);
   if (p.public) lines.push("published by InferenceX (imported dump)");
@@ -277,7 +277,7 @@ function table(res) {
   for (const p of res.points.slice(0, 2000)) {
     const tr = document.createElement("tr");
     for (const v of [p.group, p.parallelism, String(p.conc), num(p.x), num(p.y),
-      p.frontier ? "*" : (p.valid ? "" : "invalid"), p.date, p.batch]) {
+      p.frontier ? "*" : (p.valid ? "" : "invalid"), p.date, p.batch_label]) {
       const td = document.createElement("td");
       td.textContent = v;
       tr.append(td);

@@ -77,14 +77,21 @@ function draw(res) {
   const host = $("chart");
   if (chart) { chart.destroy(); chart = null; }
   host.replaceChildren();
-  const sides = [["A: " + res.a, res.frontier_a, colour(0)], ["B: " + res.b, res.frontier_b, colour(1)]];
+  // One line per batch, a side's in its colour (solid, then dashed): the table averages these
+  // curves at each target, so chart and table read alike (trial 21: one pooled line per side
+  // disagreed with the per-batch means of the table).
+  const sides = [["A", res.a, res.batches_a || [], colour(0)], ["B", res.b, res.batches_b || [], colour(1)]];
   const series = [{}];
   const data = [null];
-  for (const [label, knots, stroke] of sides) {
-    series.push({ label, stroke, width: 2, paths: uPlot.paths.linear(),
-      points: { show: true, size: 7, fill: stroke } });
-    data.push([knots.map(k => k[0]), knots.map(k => k[1])]);
+  for (const [side, spec, batches, stroke] of sides) {
+    batches.forEach((bt, i) => {
+      const label = side + ": " + spec + (batches.length > 1 ? " · " + bt.batch_label : "");
+      series.push({ label, stroke, width: 2, dash: i ? [6, 4] : undefined,
+        paths: uPlot.paths.linear(), points: { show: true, size: 7, fill: stroke } });
+      data.push([bt.knots.map(k => k[0]), bt.knots.map(k => k[1])]);
+    });
   }
+  host.dataset.lines = String(series.length - 1);
   const width = Math.max(480, Math.min(1100, host.clientWidth || 1000));
   chart = new uPlot({
     mode: 2, width, height: Math.round(width * 0.5),
@@ -97,10 +104,7 @@ function draw(res) {
   }, data, host);
   host.dataset.rows = String(res.rows.length);
   host.dataset.drawnMs = String(Math.round(performance.now()));
-  $("th-at").textContent = "at " + metricLabel(options, res.x);
-  // The sides' columns are y, in its unit (trial 20: "A" and "B" without one).
-  $("th-a").textContent = "A: " + metricLabel(options, res.y);
-  $("th-b").textContent = "B: " + metricLabel(options, res.y);
+  heads(res.x, res.y);
   const body = $("rows").tBodies[0];
   body.replaceChildren();
   for (const r of res.rows) {
@@ -111,9 +115,18 @@ function draw(res) {
   }
 }
 
+// The table's headers: x and the sides' y, each with its unit (trial 20: "A" and "B" without
+// one; trial 21: bare until Compare was pressed).
+function heads(x, y) {
+  $("th-at").textContent = "at " + metricLabel(options, x);
+  $("th-a").textContent = "A: " + metricLabel(options, y);
+  $("th-b").textContent = "B: " + metricLabel(options, y);
+}
+
 async function refresh(push) {
   markOverridden({ a: $("a").value, b: $("b").value });
   const st = controls();
+  heads(st.x || $("x").value, st.y || $("y").value);
   const p = new URLSearchParams();
   for (const k of FIELDS) if (st[k]) p.set(k, st[k]);
   pushUrl(p, push);

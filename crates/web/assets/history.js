@@ -157,7 +157,7 @@ function draw(res) {
   body.replaceChildren();
   for (const g of shown) {
     for (const p of g.points) {
-      const tr = addRow(body, [g.name, when(p), p.batch.replace(/\/+$/, "").split("/").pop(), num(p.value), num(p.baseline),
+      const tr = addRow(body, [g.name, when(p), p.batch_label, num(p.value), num(p.baseline),
         p.change === null ? "-" : (p.change * 100).toFixed(1) + " %", p.regression ? "REGRESSION" : ""]);
       if (p.regression) tr.className = "regression";
     }

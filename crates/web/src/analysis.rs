@@ -80,7 +80,9 @@ fn number(key: &str, v: &str) -> Result<f64, ApiError> {
 /// frontiers cover). Answer: `{"x", "y", "a", "b", "count_a", "count_b", "targets": [x…],
 /// "rows": [{at, mean_a, n_a, mean_b, n_b, ratio_a_over_b, ci95_low, ci95_high}…] (as
 /// `inferbench compare --json`), "frontier_a": [[x, y]…], "frontier_b": […]}` (each side's
-/// frontier knots, sorted by x; a side's repeats are its batches), "note": null or why there
+/// frontier knots over all its points, sorted by x), "batches_a": [{"batch", "batch_label",
+/// "knots": [[x, y]…]}…], "batches_b": […] (each batch's own frontier: a side's repeats are
+/// its batches, and `rows` average these curves at each target), "note": null or why there
 /// is nothing to compare}`. No overlap: `targets` and `rows` are empty and `note` says why, in
 /// `inferbench compare`'s words (trial 17: a side matching nothing answered `count_a: 0`
 /// with no word).
@@ -162,6 +164,27 @@ pub async fn compare(
             .map(|(x, y)| [x, y])
             .collect::<Vec<_>>()
     };
+    // Each batch's own frontier: the curves the table's means average (trial 21: a chart of
+    // the pooled frontier and a table of per-batch means seemed to disagree).
+    let per_batch = |rows: &[inferbench_store::PointRow]| -> Vec<Value> {
+        if !draw {
+            return Vec::new();
+        }
+        compare::by_batch(rows)
+            .into_iter()
+            .map(|(batch, pts)| {
+                let k: Vec<[f64; 2]> = compare::frontier_knots(&pts, &x, &y)
+                    .into_iter()
+                    .map(|(x, y)| [x, y])
+                    .collect();
+                json!({
+                    "batch_label": inferbench_core::text::batch_label(&batch),
+                    "batch": batch,
+                    "knots": k,
+                })
+            })
+            .collect()
+    };
     Ok(Json(json!({
         "x": x,
         "y": y,
@@ -173,8 +196,27 @@ pub async fn compare(
         "rows": rows,
         "frontier_a": knots(&ra),
         "frontier_b": knots(&rb),
+        "batches_a": per_batch(&ra),
+        "batches_b": per_batch(&rb),
         "note": note,
     })))
+}
+
+/// `item` (a history point, an eval row: anything with a `batch`) as JSON with `batch_label`
+/// beside `batch`: the batch as tables show it ([`inferbench_core::text::batch_label`]; trial
+/// 21: the API and the History page gave absolute paths where tables show two components).
+pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
+    let mut v = serde_json::to_value(item).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        let label = o
+            .get("batch")
+            .and_then(Value::as_str)
+            .map(inferbench_core::text::batch_label);
+        if let Some(l) = label {
+            o.insert("batch_label".into(), Value::String(l));
+        }
+    }
+    v
 }
 
 /// `GET /api/v1/history?at=X[&window=N][&threshold=F]&…`: per group, y at x = `at` for each
@@ -182,7 +224,8 @@ pub async fn compare(
 /// the median of the `window` (default 3) previous values with the relative `threshold`
 /// (default 0.05), as `inferbench report --history-at X` prints it. Answer: `{"x", "y", "at",
 /// "window", "threshold", "x_range": [lo, hi] | null, "groups": [{"name", "points": [{date,
-/// time_unix, batch, value, baseline, change, regression}…], "latest_regression": bool}…]}`,
+/// time_unix, batch, batch_label, value, baseline, change, regression}…], "latest_regression":
+/// bool}…]}`,
 /// groups in the store's order; `x_range` is the x extent of the selection's frontiers
 /// (`compare::x_span`), `time_unix` the batch's latest run start (s) or null.
 pub async fn history(
@@ -226,9 +269,10 @@ pub async fn history(
         .iter()
         .filter_map(|g| {
             let s = h.get(g)?;
+            let points: Vec<Value> = s.iter().map(with_batch_label).collect();
             Some(json!({
                 "name": g,
-                "points": s,
+                "points": points,
                 "latest_regression": s.last().is_some_and(|p| p.regression),
             }))
         })
@@ -247,7 +291,8 @@ pub async fn history(
 }
 
 /// `GET /api/v1/evals[?task=…&model=…&hardware=…&framework=…&precision=…]`: stored accuracy
-/// evals (`inferbench_store::overview::EvalRow`), `{"tasks": [task…], "rows": [row…]}`, each
+/// evals (`inferbench_store::overview::EvalRow`, plus its `batch_label` as tables show the
+/// batch), `{"tasks": [task…], "rows": [row…]}`, each
 /// filter an exact match on the canonical key (several values with `|`). `tasks` lists every
 /// stored task whatever the filters. An unknown parameter is a 400.
 pub async fn evals(
@@ -284,6 +329,7 @@ pub async fn evals(
         .iter()
         .filter(|r| want.iter().all(|(k, vs)| vs.contains(&field(r, k))))
         .collect();
+    let kept: Vec<Value> = kept.into_iter().map(with_batch_label).collect();
     Ok(Json(json!({ "tasks": tasks, "rows": kept })))
 }
 

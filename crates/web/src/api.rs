@@ -335,7 +335,11 @@ pub struct ChartPoint<'a> {
     pub image: &'a str,
     pub conc: i64,
     pub date: &'a str,
+    /// The batch's full name (a result directory's path, a sweep id): what `batch=` filters take.
     pub batch: &'a str,
+    /// The batch as tables show it ([`inferbench_core::text::batch_label`]: a directory's last
+    /// two components); pages show this one (trial 21: absolute paths in the API's answers).
+    pub batch_label: String,
     pub error: Option<&'a str>,
     pub valid: bool,
     pub frontier: bool,
@@ -376,6 +380,7 @@ impl<'a> ChartPoint<'a> {
             conc: r.conc,
             date: &r.date,
             batch: &r.batch,
+            batch_label: inferbench_core::text::batch_label(&r.batch),
             error: r.error.as_deref(),
             valid: r.valid,
             frontier: r.frontier,

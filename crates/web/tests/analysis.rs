@@ -93,6 +93,10 @@ async fn history_answers_report_history_at() {
         {
             let batch = p.as_object_mut().unwrap().remove("batch").unwrap();
             assert!(batch.as_str().unwrap().ends_with(want), "{batch}");
+            // Beside it, the batch as tables show it, whatever the checkout's place (trial
+            // 21: the page and the API gave absolute paths).
+            let label = p.as_object_mut().unwrap().remove("batch_label").unwrap();
+            assert_eq!(label, want);
         }
     }
     // b200 dropped 10 % from one batch to the next (a regression at the 5 % threshold);
@@ -246,6 +250,14 @@ async fn evals_and_the_support_matrix() {
         rows,
         [("vllm".to_string(), "fp4".to_string(), 32, 0.91, 0.0079)]
     );
+    // Its batch as tables show it beside the full name.
+    let (batch, label) = (&v["rows"][0]["batch"], &v["rows"][0]["batch_label"]);
+    assert_eq!(
+        label.as_str(),
+        Some(inferbench_core::text::batch_label(batch.as_str().unwrap()).as_str()),
+        "{batch}"
+    );
+    assert!(!label.as_str().unwrap().starts_with('/'), "{label}");
     // The run page's API carries the run's evals.
     let run_id = v["rows"][0]["run_id"].as_i64().unwrap();
     let (s, r) = get_json(&db, &format!("/api/v1/runs/{run_id}")).await;

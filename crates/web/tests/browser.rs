@@ -284,6 +284,14 @@ fn compare_history_evals_models_and_tco_pages() {
         text_of(&dom, "status"),
         "8 points in A, 8 points in B; 3 targets"
     );
+    // One line per batch (two a side), the curves the table's means average, each named by
+    // its batch as tables show it (trial 21: one pooled line a side disagreed with the table).
+    assert_eq!(
+        attr(&dom, "chart", "data-lines").as_deref(),
+        Some("4"),
+        "{dom}"
+    );
+    assert!(dom.contains("A: hw=b200 · fixtures/repeats"), "{dom}");
     // The sides' columns carry y's unit (trial 20).
     assert_eq!(
         text_of(&dom, "th-a"),
@@ -323,6 +331,14 @@ fn compare_history_evals_models_and_tco_pages() {
     );
     assert_eq!(attr(&dom, "sequence", "disabled"), None, "{dom}");
     assert!(!dom.contains(">--<"), "{dom}");
+    // Before any side is named, the table's headers already carry the units (trial 21: bare
+    // "A" and "B" until Compare was pressed).
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/compare"));
+    assert_eq!(
+        text_of(&dom, "th-b"),
+        "B: Throughput per GPU (tok/s/GPU)",
+        "{dom}"
+    );
     // A group with one batch gets a y scale with height, so its one point is drawn (trial 18:
     // only the axes).
     let dom = dump_dom(
@@ -377,7 +393,7 @@ fn compare_history_evals_models_and_tco_pages() {
     assert!(
         dom.contains(
             "<tr class=\"regression\"><td>dsr1 1024/1024 b200_sglang_fp4</td><td>2026-02-27</td>\
-             <td>repeats</td><td>1620</td><td>1800</td><td>-10.0 %</td><td>REGRESSION</td></tr>"
+             <td>fixtures/repeats</td><td>1620</td><td>1800</td><td>-10.0 %</td><td>REGRESSION</td></tr>"
         ),
         "{dom}"
     );
