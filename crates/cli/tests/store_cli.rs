@@ -219,7 +219,7 @@ fn store_cli_dump_restore_round_trip() {
     let db = t.0.join("d.db").display().to_string();
     run(&["ingest", &fixtures().display().to_string(), "--db", &db]);
     let snaps = t.0.join("snaps");
-    stdout_ok(&["db", "dump", "--db", &db, "-o", snaps.to_str().unwrap()]);
+    let said = stdout_ok(&["db", "dump", "--db", &db, "-o", snaps.to_str().unwrap()]);
     let file = std::fs::read_dir(&snaps)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -233,6 +233,29 @@ fn store_cli_dump_restore_round_trip() {
     // sha256sum -c compatible.
     let sums = std::fs::read_to_string(snaps.join("SHA256SUMS")).unwrap();
     assert!(sums.ends_with(&format!("  {name}\n")));
+    // What it says labels each number (trial 21: a bare `HASH  PATH` first line).
+    let hash = sums
+        .lines()
+        .last()
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let rows = said
+        .split_once(": ")
+        .and_then(|(_, r)| r.split_once(' '))
+        .map(|(n, _)| n.parse::<u64>().unwrap())
+        .unwrap();
+    assert!(rows > 0, "{said}");
+    assert_eq!(
+        said,
+        format!(
+            "wrote {}: {rows} rows of 10 tables\nsha256 {hash} (added to {}/SHA256SUMS; `db \
+             restore` checks it, as does `sha256sum -c SHA256SUMS` in that directory)\n",
+            file.display(),
+            snaps.display()
+        )
+    );
     let db2 = t.0.join("r.db").display().to_string();
     let said = stdout_ok(&["db", "restore", "--db", &db2, file.to_str().unwrap()]);
     // Trial 19: it names the database it restored into.

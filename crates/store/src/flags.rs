@@ -265,8 +265,17 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
         }
         Action::Dump { out } => {
             let d = store.dump_to_dir(&out)?;
-            println!("{}  {}", d.sha256, d.path.display());
-            println!("{} rows in {} tables", d.rows, d.tables);
+            // Each number labelled (trial 21: a bare `HASH  PATH` line, sha256sum's format).
+            let sums = d.path.with_file_name("SHA256SUMS");
+            println!(
+                "wrote {}: {} rows of {} tables\nsha256 {} (added to {}; `db restore` checks \
+                 it, as does `sha256sum -c SHA256SUMS` in that directory)",
+                d.path.display(),
+                d.rows,
+                d.tables,
+                d.sha256,
+                sums.display()
+            );
         }
         Action::Restore { file, no_verify } => {
             let restored = store

@@ -434,7 +434,7 @@ fn print_rows(
             &cols,
             args.x.as_deref().unwrap_or_default(),
             &args.y,
-            report::Marks::of(rows),
+            report::Marks::of(rows).off_axes(rows, args.x.as_deref().unwrap_or_default(), &args.y),
         );
         let cost = CostOptions {
             usd_per_gpu_hour: args.gpu_hour_cost,

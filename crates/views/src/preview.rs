@@ -70,7 +70,7 @@ impl Preview {
             out.push_str(&format!("every row: {}\n\n", joined.join("  ")));
         }
         out.push_str(&render(rows, &self.columns, Format::Table));
-        let mut marks = Marks::of(rows);
+        let mut marks = Marks::of(rows).off_axes(rows, &self.spec.x, &self.spec.y);
         if self.marks_legend.is_some() {
             (marks.star, marks.invalid) = (false, false);
         }

@@ -481,6 +481,8 @@ pub struct Marks {
     pub failed: bool,
     /// Some row is an agentic-coding replay, whose `*` is North-Star gated.
     pub agentic: bool,
+    /// Some measured row lacks the frontier's x or y (a `-`): set by [`Marks::off_axes`].
+    pub off_axes: bool,
 }
 
 impl Marks {
@@ -493,7 +495,19 @@ impl Marks {
             agentic: rows
                 .iter()
                 .any(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO),
+            off_axes: false,
         }
+    }
+
+    /// These marks with [`Marks::off_axes`] set when a measured row of `rows` has no finite
+    /// value of the frontier's `x` or `y` (trial 21: an instant server's points showed `-`
+    /// for interactivity and a blank frontier cell, and nothing said why).
+    pub fn off_axes(mut self, rows: &[PointRow], x: &str, y: &str) -> Self {
+        let has = |r: &PointRow, m: &str| r.get(m).is_some_and(f64::is_finite);
+        self.off_axes = rows
+            .iter()
+            .any(|r| r.error.is_none() && (!has(r, x) || !has(r, y)));
+        self
     }
 }
 
@@ -536,6 +550,22 @@ pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
             ));
         }
         out.push_str(&wrap(&star));
+    }
+    if frontier_col && marks.off_axes {
+        let mut line = format!(
+            "`-` = no value; a point without {} or {} has no place on their frontier (its \
+             frontier cell is blank)",
+            label(x),
+            label(y)
+        );
+        if [x, y].iter().any(|m| m.contains("intvty")) {
+            line.push_str(
+                ": interactivity is 1000 / TPOT (ms), undefined when TPOT is 0, i.e. every \
+                 output token after the first arrived at once (an instant or non-streaming \
+                 server)",
+            );
+        }
+        out.push_str(&wrap(&line));
     }
     let why = if columns.iter().any(|c| c == "error") {
         "the `error` column says why"
@@ -907,6 +937,44 @@ mod tests {
             ),
             "\nfailed = nothing measured (no request finished, or every one failed): listed with --include-failed,\n\
              \x20   its latencies `-`, its throughputs 0; `report … --columns conc,error` says why\n"
+        );
+    }
+
+    /// Trial 21: an instant server's point (TPOT 0, so no interactivity) showed `-` and a blank
+    /// frontier cell; the footer says why, only when a measured row lacks an axis.
+    #[test]
+    fn a_point_without_an_axis_value_is_explained() {
+        let mut m = BTreeMap::new();
+        m.insert("tput_per_gpu".to_string(), 2500.0);
+        let instant = PointRow {
+            valid: true,
+            metrics: m.clone(),
+            ..PointRow::default()
+        };
+        m.insert("median_intvty".to_string(), 40.0);
+        let timed = PointRow {
+            valid: true,
+            metrics: m,
+            ..PointRow::default()
+        };
+        let marks =
+            |rows: &[PointRow]| Marks::default().off_axes(rows, "median_intvty", "tput_per_gpu");
+        assert!(!marks(std::slice::from_ref(&timed)).off_axes);
+        assert!(marks(&[timed, instant]).off_axes);
+        assert_eq!(
+            footer(
+                &["conc".to_string(), "frontier".to_string()],
+                "median_intvty",
+                "tput_per_gpu",
+                Marks {
+                    off_axes: true,
+                    ..Marks::default()
+                }
+            ),
+            "\n`-` = no value; a point without Interactivity, median (tok/s/user) or Throughput per GPU (tok/s/GPU)\n\
+             \x20   has no place on their frontier (its frontier cell is blank): interactivity is 1000 / TPOT (ms),\n\
+             \x20   undefined when TPOT is 0, i.e. every output token after the first arrived at once (an instant or\n\
+             \x20   non-streaming server)\n"
         );
     }
 

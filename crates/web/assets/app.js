@@ -169,30 +169,77 @@ function padded(log) {
 }
 
 // Each point as a dot in its group's colour (hollow when invalid) with its concurrency next
-// to it (InferenceX's point labels).
+// to it in that colour (InferenceX's point labels), placed clear of the other labels and dots
+// as `inferbench plot` places them (trial 20: two groups' "16" printed over each other).
 function scatter(u, plotted, groups) {
   const ctx = u.ctx, px = devicePixelRatio;
   const colourOf = new Map(groups.map(g => [g.name, g.colour]));
   ctx.save();
   ctx.font = Math.round(10 * px) + "px system-ui, sans-serif";
+  const drawn = [];
   plotted.forEach(pts => {
     if (!pts) return;
     for (const p of pts) {
       const cx = u.valToPos(p.x, "x", true), cy = u.valToPos(p.y, "y", true);
       if (!Number.isFinite(cx) || !Number.isFinite(cy)) continue;
       const c = colourOf.get(p.group) || "#333";
+      const r = (p.frontier ? 4.5 : 3.5) * px;
       ctx.beginPath();
-      ctx.arc(cx, cy, (p.frontier ? 4.5 : 3.5) * px, 0, 2 * Math.PI);
+      ctx.arc(cx, cy, r, 0, 2 * Math.PI);
       ctx.lineWidth = 1.5 * px;
       ctx.strokeStyle = c;
       ctx.fillStyle = p.valid ? c : "#fff";
       ctx.fill();
       ctx.stroke();
-      ctx.fillStyle = "#555";
-      ctx.fillText(String(p.conc), cx + 6 * px, cy - 6 * px);
+      drawn.push({ cx, cy, r, c, text: String(p.conc), frontier: p.frontier });
     }
   });
+  const markers = drawn.map(d => [d.cx - d.r, d.cy - d.r, d.cx + d.r, d.cy + d.r]);
+  const placed = [];
+  // Frontier points' labels first: they get the usual place when two compete.
+  for (const d of [...drawn].sort((a, b) => b.frontier - a.frontier)) {
+    const w = ctx.measureText(d.text).width + 2 * px, h = 11 * px;
+    const [dx, dy] = placeLabel(d.cx, d.cy, w, h, px, placed, markers);
+    ctx.fillStyle = d.c;
+    ctx.fillText(d.text, d.cx + dx, d.cy + dy + h - 2 * px);
+  }
+  $("chart").dataset.labelOverlaps = String(overlapsAmong(placed));
   ctx.restore();
+}
+
+// A label's offset from its point (canvas pixels; the box's top left): the first of upper
+// right, lower right, upper left, lower left, then further up or down, whose box covers no
+// placed label and no dot; else the one covering fewest labels, then fewest dots. The chosen
+// box joins `placed`.
+function placeLabel(cx, cy, w, h, px, placed, markers) {
+  const g = 6 * px;
+  const cands = [[g, -g - h], [g, g - h / 2], [-g - w, -g - h], [-g - w, g - h / 2],
+    [g, -g - 2 * h], [g, g + h / 2], [-g - w, -g - 2 * h], [-g - w, g + h / 2],
+    [-w / 2, -g - 2 * h], [-w / 2, g + h], [g, -g - 3 * h], [g, g + 1.5 * h]];
+  const hit = (a, b) => a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
+  let best = null;
+  for (const [dx, dy] of cands) {
+    const box = [cx + dx, cy + dy, cx + dx + w, cy + dy + h];
+    const cost = [placed.filter(b => hit(box, b)).length, markers.filter(m => hit(box, m)).length];
+    if (!best || cost[0] < best.cost[0] || (cost[0] === best.cost[0] && cost[1] < best.cost[1])) {
+      best = { dx, dy, box, cost };
+    }
+    if (cost[0] === 0 && cost[1] === 0) break;
+  }
+  placed.push(best.box);
+  return [best.dx, best.dy];
+}
+
+// How many pairs of `boxes` overlap (the page's tests read it from the chart's host).
+function overlapsAmong(boxes) {
+  let n = 0;
+  for (let i = 0; i < boxes.length; i++) {
+    for (let j = i + 1; j < boxes.length; j++) {
+      const [a, b] = [boxes[i], boxes[j]];
+      if (a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]) n++;
+    }
+  }
+  return n;
 }
 
 function nearest(u, plotted) {

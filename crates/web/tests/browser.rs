@@ -252,6 +252,44 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     );
 }
 
+/// Trial 20: two groups with (nearly) the same points printed their concurrency labels over
+/// each other. Each label is placed clear of the others: none of the drawn label boxes overlap.
+#[test]
+fn coinciding_points_of_two_groups_keep_their_labels_apart() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let twin = dir.path().join("twin");
+    copy_tree_replacing(
+        &fixtures,
+        &twin,
+        &[
+            ("h200-nv_0", "b200-nv_0"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-01-b200"),
+        ],
+    );
+    let db = dir.path().join("t.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    for d in [&fixtures, &twin] {
+        s.ingest_path(d, &IngestOptions::default()).unwrap();
+    }
+    drop(s);
+    let (_rt, base) = serve(&db);
+    let dom = dump_dom(
+        &chromium,
+        &dir.path().join("profile"),
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
+    );
+    assert_eq!(attr(&dom, "chart", "data-groups").as_deref(), Some("2"));
+    assert_eq!(attr(&dom, "chart", "data-points").as_deref(), Some("4"));
+    assert_eq!(
+        attr(&dom, "chart", "data-label-overlaps").as_deref(),
+        Some("0"),
+        "{dom}"
+    );
+}
+
 /// The Compare, History, Evals and Models pages over every store fixture: the URL selects the
 /// comparison and the history, the chart and table show what `/api/v1/compare` and
 /// `/api/v1/history` answer (the values `inferbench compare` and `report --history-at` print),
