@@ -31,5 +31,6 @@ pub use options::{
 };
 pub use prompts::{BenchPrompt, PreparedPrompts};
 pub use run::{
-    run_bench, BenchOutcome, EXIT_ERROR_RATE, EXIT_INTERRUPTED, EXIT_SERVER_UNREACHABLE,
+    run_bench, BenchOutcome, Verdict, VerdictKind, EXIT_ERROR_RATE, EXIT_INTERRUPTED,
+    EXIT_SERVER_UNREACHABLE,
 };

@@ -261,11 +261,13 @@ fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
 
 /// One console line per error class (profile and warmup failures together), with its counts
 /// and the class's sample message from the summary, e.g.
-/// `errors: connect: 5 requests (0 profile, 5 warmup), e.g. "connection refused"`.
-pub fn error_notes(s: &RunSummary) -> Vec<String> {
+/// `errors: connect: 5 requests (0 profile, 5 warmup), e.g. "connection refused"`; none for
+/// the classes in `except` (their error is said elsewhere: `connect`, `http_status`).
+pub fn error_notes(s: &RunSummary, except: &[&str]) -> Vec<String> {
     let x = &s.inferbench;
     x.error_samples
         .iter()
+        .filter(|(class, _)| !except.contains(&class.as_str()))
         .map(|(class, msg)| {
             let p = x.errors_by_class.get(class).copied().unwrap_or(0);
             let w = x.warmup_errors_by_class.get(class).copied().unwrap_or(0);

@@ -55,12 +55,54 @@ pub struct BenchOutcome {
     pub interrupted: bool,
     /// 0 ok; [`EXIT_ERROR_RATE`], [`EXIT_SERVER_UNREACHABLE`] or [`EXIT_INTERRUPTED`].
     pub exit_code: i32,
-    /// Human-readable problems worth printing (dead server, write failures).
+    /// Human-readable problems worth printing (dead server, write failures); the verdict's
+    /// note among them.
     pub notes: Vec<String>,
+    /// Why the run did not pass (the note that explains a non-zero `exit_code`, typed), `None`
+    /// for a pass.
+    pub verdict: Option<Verdict>,
     /// Every record, warmups included, in completion order, [`RequestRecord::compact`]ed
     /// (no chunks, no text: those are in `records_path`) unless `--save-detailed` kept them
     /// whole. A few hundred bytes each, whatever the output length (issue 14).
     pub records: Vec<RequestRecord>,
+}
+
+/// Why a run did not pass: the note that explains its exit code (also in
+/// [`BenchOutcome::notes`]) and its kind, which callers act on instead of the note's words
+/// (the sweep runner quotes it as the point's failure and leaves the interruption to its own
+/// progress line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// What ended the run this way.
+    pub kind: VerdictKind,
+    /// The note a person reads, one line.
+    pub note: String,
+}
+
+/// What a [`Verdict`] is about, with the exit code it comes with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerdictKind {
+    /// Stopped by a signal ([`EXIT_INTERRUPTED`]).
+    Interrupted,
+    /// A streak of connect failures stopped it ([`EXIT_SERVER_UNREACHABLE`]).
+    ServerUnreachable,
+    /// Every warmup request failed, so the profile did not run ([`EXIT_ERROR_RATE`]).
+    WarmupsFailed,
+    /// No profile request succeeded ([`EXIT_ERROR_RATE`]).
+    NothingMeasured,
+    /// More requests failed than `--max-error-rate` allows ([`EXIT_ERROR_RATE`]).
+    ErrorRate,
+    /// More successful requests were anomalous than `--max-anomaly-rate` allows
+    /// ([`EXIT_ERROR_RATE`]).
+    AnomalyRate,
+    /// GPU power was not valid under `--require-power` ([`EXIT_ERROR_RATE`]).
+    PowerInvalid,
+}
+
+impl Verdict {
+    fn new(kind: VerdictKind, note: String) -> Verdict {
+        Verdict { kind, note }
+    }
 }
 
 /// Consecutive `connect` failures after which the server is declared unreachable
@@ -265,7 +307,8 @@ pub async fn run_bench(
         .iter()
         .any(|r| r.phase == Phase::Profile && r.success);
     let failure = (unreachable_msg, first_failure.as_str());
-    notes.extend(end_note(end, &opts, n_warm, failure, profile_ok));
+    let end_verdict = end_note(end, &opts, n_warm, failure, profile_ok);
+    notes.extend(end_verdict.iter().map(|v| v.note.clone()));
     crate::power::drop_sampler_note(&mut notes, simulator, profile_ok);
     let ctx = summary_context(
         &opts,
@@ -288,7 +331,7 @@ pub async fn run_bench(
     // The result names its records file, so `ingest` of the result alone stores them too.
     summary.inferbench.requests_file = requests_file_name(&opts);
     let written = write_outputs(&opts, &summary, &date, &mut notes)?;
-    let exit_code = decide_exit_code(
+    let (exit_code, gate_verdict) = decide_exit_code(
         end,
         &opts,
         &summary,
@@ -304,6 +347,7 @@ pub async fn run_bench(
         interrupted,
         exit_code,
         notes,
+        verdict: end_verdict.or(gate_verdict),
         records,
     })
 }
@@ -381,11 +425,16 @@ async fn summary_notes(
     // A 404 explained by the server's own /v1/models is said by that hint alone (trial 21:
     // a wrong --model's 404 was quoted three times).
     let not_found = not_found_note(opts, summary, request_url).await;
-    notes.extend(output::error_notes(summary).into_iter().filter(|n| {
-        let quoted = (unreachable && n.starts_with("errors: connect:"))
-            || (not_found.is_some() && n.starts_with("errors: http_status:"));
-        !quoted
-    }));
+    let quoted: Vec<&str> = [
+        unreachable.then_some(ErrorClass::Connect.as_str()),
+        not_found
+            .is_some()
+            .then_some(ErrorClass::HttpStatus.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    notes.extend(output::error_notes(summary, &quoted));
     notes.extend(not_found);
     notes.extend(output::anomaly_notes(summary, records));
 }
@@ -765,31 +814,42 @@ fn end_note(
     n_warm: u64,
     (unreachable_msg, first_failure): (Option<String>, &str),
     measured: bool,
-) -> Option<String> {
+) -> Option<Verdict> {
     let covered = if measured {
         "results cover the finished requests"
     } else {
         "nothing was measured"
     };
-    match end {
-        PhaseEnd::Unreachable => Some(format!(
-            "server unreachable at {}: {}; stopped early, {covered} \
-             (is the server running and listening there? check --base-url)",
-            opts.base_url,
-            unreachable_msg.unwrap_or_default()
-        )),
-        PhaseEnd::Cancelled if !measured => {
-            Some("interrupted before any request finished: nothing was measured".into())
-        }
-        PhaseEnd::Cancelled => Some("interrupted: results cover the finished requests".into()),
+    let (kind, note) = match end {
+        PhaseEnd::Unreachable => (
+            VerdictKind::ServerUnreachable,
+            format!(
+                "server unreachable at {}: {}; stopped early, {covered} \
+                 (is the server running and listening there? check --base-url)",
+                opts.base_url,
+                unreachable_msg.unwrap_or_default()
+            ),
+        ),
+        PhaseEnd::Cancelled if !measured => (
+            VerdictKind::Interrupted,
+            "interrupted before any request finished: nothing was measured".into(),
+        ),
+        PhaseEnd::Cancelled => (
+            VerdictKind::Interrupted,
+            "interrupted: results cover the finished requests".into(),
+        ),
         // One line of the server's answer (trial 16: a proxy's HTML page printed whole).
-        PhaseEnd::Aborted => Some(format!(
-            "every warmup request failed ({n_warm} of {n_warm}; first: {}): the profile was \
-             not run; check --model, --endpoint and the server's log",
-            inferbench_core::text::one_line(first_failure, 200)
-        )),
-        PhaseEnd::Completed => None,
-    }
+        PhaseEnd::Aborted => (
+            VerdictKind::WarmupsFailed,
+            format!(
+                "every warmup request failed ({n_warm} of {n_warm}; first: {}): the profile \
+                 was not run; check --model, --endpoint and the server's log",
+                inferbench_core::text::one_line(first_failure, 200)
+            ),
+        ),
+        PhaseEnd::Completed => return None,
+    };
+    Some(Verdict::new(kind, note))
 }
 
 /// What the summary is computed with: the run's flags (`metrics` = the parsed
@@ -893,10 +953,12 @@ fn requests_file_name(opts: &BenchOptions) -> Option<String> {
     })
 }
 
-/// The run's exit code from how it ended (`end`) and its summary, with the note that explains
-/// it in `notes`: interrupted, unreachable, aborted, nothing measured (of `profile_records`
-/// sent), an error or anomaly rate over its gate; then GPU power that is not valid (a note,
-/// a failure only with `--require-power`; `power_validation` the audit file).
+/// The run's exit code from how it ended (`end`) and its summary, with the verdict of a
+/// completed run that fails a gate (its note also in `notes`): nothing measured (of
+/// `profile_records` sent), an error or anomaly rate over its gate, GPU power not valid under
+/// `--require-power`. Interrupted, unreachable and aborted runs have their verdict from
+/// [`end_note`]. Power that is not valid is always a note (a failure only with
+/// `--require-power`, InferenceX's rule; `power_validation` the audit file).
 fn decide_exit_code(
     end: PhaseEnd,
     opts: &BenchOptions,
@@ -904,14 +966,13 @@ fn decide_exit_code(
     profile_records: u64,
     power_validation: Option<&std::path::Path>,
     notes: &mut Vec<String>,
-) -> i32 {
+) -> (i32, Option<Verdict>) {
     let x = &summary.inferbench;
-    let exit_code = match end {
-        PhaseEnd::Cancelled => EXIT_INTERRUPTED,
-        PhaseEnd::Unreachable => EXIT_SERVER_UNREACHABLE,
-        PhaseEnd::Aborted => EXIT_ERROR_RATE,
-        PhaseEnd::Completed if summary.completed == 0 => {
-            notes.push(format!(
+    let gate = match end {
+        PhaseEnd::Cancelled | PhaseEnd::Unreachable | PhaseEnd::Aborted => None,
+        PhaseEnd::Completed if summary.completed == 0 => Some(Verdict::new(
+            VerdictKind::NothingMeasured,
+            format!(
                 "nothing was measured: none of the {} profile requests succeeded ({} failed{})",
                 profile_records,
                 x.failed,
@@ -920,47 +981,61 @@ fn decide_exit_code(
                 } else {
                     String::new()
                 }
-            ));
-            EXIT_ERROR_RATE
-        }
-        PhaseEnd::Completed if summary.error_rate() > opts.max_error_rate => {
-            notes.push(format!(
+            ),
+        )),
+        PhaseEnd::Completed if summary.error_rate() > opts.max_error_rate => Some(Verdict::new(
+            VerdictKind::ErrorRate,
+            format!(
                 "error rate {:.2} % exceeds --max-error-rate {:.2} %",
                 summary.error_rate() * 100.0,
                 opts.max_error_rate * 100.0
-            ));
-            EXIT_ERROR_RATE
-        }
+            ),
+        )),
         PhaseEnd::Completed if opts.max_anomaly_rate.is_some_and(|m| x.anomaly_rate > m) => {
-            notes.push(format!(
-                "anomaly rate {:.2} % ({} of {} successful requests) exceeds --max-anomaly-rate {:.2} %",
-                x.anomaly_rate * 100.0,
-                x.anomalous_requests,
-                summary.completed,
-                opts.max_anomaly_rate.unwrap_or(0.0) * 100.0
-            ));
-            EXIT_ERROR_RATE
+            Some(Verdict::new(
+                VerdictKind::AnomalyRate,
+                format!(
+                    "anomaly rate {:.2} % ({} of {} successful requests) exceeds \
+                     --max-anomaly-rate {:.2} %",
+                    x.anomaly_rate * 100.0,
+                    x.anomalous_requests,
+                    summary.completed,
+                    opts.max_anomaly_rate.unwrap_or(0.0) * 100.0
+                ),
+            ))
         }
+        PhaseEnd::Completed => None,
+    };
+    notes.extend(gate.iter().map(|v| v.note.clone()));
+    let code = match end {
+        PhaseEnd::Cancelled => EXIT_INTERRUPTED,
+        PhaseEnd::Unreachable => EXIT_SERVER_UNREACHABLE,
+        PhaseEnd::Aborted => EXIT_ERROR_RATE,
+        PhaseEnd::Completed if gate.is_some() => EXIT_ERROR_RATE,
         PhaseEnd::Completed => 0,
     };
     // Power: a note when not valid; a failure only with --require-power (InferenceX's rule).
-    match &x.power {
-        Some(p) if !p.valid => {
-            notes.push(format!(
-                "GPU power not valid ({}); see {}",
-                p.reasons.join(", "),
-                power_validation
-                    .map_or("power_validation.json".into(), |v| v.display().to_string())
-            ));
-            if opts.require_power && exit_code == 0 {
-                EXIT_ERROR_RATE
-            } else {
-                exit_code
-            }
-        }
-        _ => exit_code,
+    let Some(p) = x.power.as_ref().filter(|p| !p.valid) else {
+        return (code, gate);
+    };
+    let note = format!(
+        "GPU power not valid ({}); see {}",
+        p.reasons.join(", "),
+        power_validation.map_or("power_validation.json".into(), |v| v.display().to_string())
+    );
+    notes.push(note.clone());
+    if opts.require_power && code == 0 {
+        (
+            EXIT_ERROR_RATE,
+            Some(Verdict::new(VerdictKind::PowerInvalid, note)),
+        )
+    } else {
+        (code, gate)
     }
 }
+
+/// The note of a run stopped before any request was sent.
+const NOTE_BEFORE_START: &str = "interrupted during prompt preparation: no request was sent";
 
 /// The outcome of a run stopped by a signal before any request was sent (during prompt
 /// preparation): nothing written, exit [`EXIT_INTERRUPTED`].
@@ -994,7 +1069,11 @@ fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
         aggregate_path: None,
         interrupted: true,
         exit_code: EXIT_INTERRUPTED,
-        notes: vec!["interrupted during prompt preparation: no request was sent".into()],
+        notes: vec![NOTE_BEFORE_START.into()],
+        verdict: Some(Verdict::new(
+            VerdictKind::Interrupted,
+            NOTE_BEFORE_START.into(),
+        )),
         records: Vec::new(),
     }
 }

@@ -346,6 +346,13 @@ async fn dead_server_gives_partial_results_and_a_clear_message() {
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
     assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
     assert!(out.interrupted);
+    // The verdict is typed, its note one of the notes (the runner acts on the kind).
+    let verdict = out.verdict.clone().unwrap();
+    assert_eq!(
+        verdict.kind,
+        inferbench_loadgen::VerdictKind::ServerUnreachable
+    );
+    assert!(out.notes.contains(&verdict.note), "{:?}", out.notes);
     let note = out.notes.join("\n");
     assert!(
         note.contains("unreachable") && note.contains(&port.to_string()),
@@ -455,6 +462,10 @@ async fn error_rate_gate_sets_exit_code() {
     assert_eq!(out.records.len(), 4, "the 4 warmups only");
     assert_eq!(out.summary.inferbench.warmup_failed, 4);
     assert_eq!(out.summary.inferbench.requests_not_sent, 1000);
+    assert_eq!(
+        out.verdict.as_ref().map(|v| v.kind),
+        Some(inferbench_loadgen::VerdictKind::WarmupsFailed)
+    );
     assert!(
         out.notes.iter().any(|n| n.starts_with(
             "every warmup request failed (4 of 4; first: HTTP 503 Service Unavailable: {\"error\":\"busy\"}): the profile was not run"
@@ -494,7 +505,7 @@ async fn error_rate_gate_sets_exit_code() {
         "{note}"
     );
     assert!(note.contains("…): the profile was not run"), "{note}");
-    for line in inferbench_loadgen::output::error_notes(&out.summary) {
+    for line in inferbench_loadgen::output::error_notes(&out.summary, &[]) {
         assert!(!line.contains('\n') && !line.contains("\\n"), "{line}");
     }
 }

@@ -106,10 +106,12 @@ impl PointRunner for LoadgenPoint {
             outcome.notes.extend(note);
         }
         let gate = loadgen_gate(&outcome, max_error_rate);
-        // The note the gate quotes is the point's failure, which the progress line states:
-        // not a warning beside it as well.
+        // The verdict is the point's outcome (a failure the gate quotes, or the interruption),
+        // which the sweep's progress line states: not a warning beside it as well (trial 17:
+        // a third line for one interrupted point).
+        let verdict = outcome.verdict.as_ref().map(|v| v.note.as_str());
         let notes: Vec<String> = (outcome.notes.iter())
-            .filter(|n| !gate.as_ref().is_some_and(|g| g.starts_with(n.as_str())))
+            .filter(|n| Some(n.as_str()) != verdict)
             .cloned()
             .collect();
         finish_point(req, &notes, self)?;
@@ -138,37 +140,31 @@ impl PointRunner for LoadgenPoint {
 /// (trial 18: a sweep against a dead `--base-url` said "none failed … cancelled" under its
 /// connect errors).
 fn loadgen_gate(outcome: &inferbench_loadgen::BenchOutcome, max_error_rate: f64) -> Option<String> {
+    use inferbench_loadgen::VerdictKind;
     if ![EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE].contains(&outcome.exit_code) {
         return None;
     }
-    let own_words = [
-        "nothing was measured",
-        "anomaly rate",
-        "every warmup request failed",
-        "server unreachable",
-    ];
-    let other = (outcome.notes.iter()).find(|n| own_words.iter().any(|p| n.starts_with(p)));
-    Some(match other {
+    let first = || first_error(&outcome.records);
+    Some(match &outcome.verdict {
         // That note names the connect error already.
-        Some(n) if n.starts_with("server unreachable") => n.clone(),
-        Some(n) => format!("{n}{}", first_error(&outcome.records)),
-        None => format!(
+        Some(v) if v.kind == VerdictKind::ServerUnreachable => v.note.clone(),
+        // The loadgen's own words, with the first failed request's error.
+        Some(v) if v.kind != VerdictKind::ErrorRate => format!("{}{}", v.note, first()),
+        _ => format!(
             "{} of {} requests failed (more than the {:.0} % allowed){}",
             outcome.summary.inferbench.failed,
             outcome.summary.num_prompts,
             max_error_rate * 100.0,
-            first_error(&outcome.records)
+            first()
         ),
     })
 }
 
 /// After a point: its notes as warnings or indented notes (each distinct note once per sweep,
-/// see [`LoadgenPoint::warned`]; not the interruption, which is the point's outcome),
+/// see [`LoadgenPoint::warned`]; the caller leaves out the point's own outcome),
 /// `requests.jsonl` compressed to `requests.jsonl.zst`.
 fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> anyhow::Result<()> {
-    // The interruption is the point's outcome, which the sweep's progress line states with its
-    // counts (trial 17: a third line for one interrupted point).
-    for note in notes.iter().filter(|n| !n.starts_with("interrupted")) {
+    for note in notes {
         let first = (runner.warned.lock()).map_or(true, |mut w| w.insert(note.clone()));
         if first && runner.indented_notes {
             eprintln!("  note (conc {}): {note}", req.conc);
@@ -277,7 +273,12 @@ async fn run_agentic_point(
         req.dir.join(format!("{}.json", req.result_filename)),
         serde_json::to_string_pretty(&aggregate)?,
     )?;
-    let mut notes = out.notes.clone();
+    // The stop note is the point's outcome (its gate, or the interruption the progress line
+    // states), not a warning beside it.
+    let mut notes: Vec<String> = (out.notes.iter())
+        .filter(|n| Some(*n) != out.stop_note.as_ref())
+        .cloned()
+        .collect();
     inferbench_loadgen::power::drop_sampler_note(
         &mut power_notes,
         inferbench_core::server_metrics::from_simulator(&out.server_snapshots),
@@ -302,9 +303,8 @@ async fn run_agentic_point(
         gate: [EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE]
             .contains(&code)
             .then(|| {
-                out.notes
-                    .first()
-                    .cloned()
+                out.stop_note
+                    .clone()
                     .unwrap_or_else(|| "no profile request succeeded".into())
                     + &first_error(&out.records)
             }),
@@ -368,4 +368,83 @@ pub fn compress(src: &Path, dst: &Path) -> std::io::Result<()> {
         enc.finish()?.sync_all()?;
     }
     std::fs::rename(&tmp, dst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferbench_core::summary::{summarize, SummaryContext};
+    use inferbench_loadgen::{BenchOutcome, Verdict, VerdictKind};
+
+    fn outcome(exit_code: i32, verdict: Option<Verdict>) -> BenchOutcome {
+        let ctx = SummaryContext {
+            num_prompts: 8,
+            ..Default::default()
+        };
+        BenchOutcome {
+            summary: summarize(&[], &ctx),
+            result_path: None,
+            records_path: None,
+            aggregate_path: None,
+            interrupted: false,
+            exit_code,
+            notes: verdict.iter().map(|v| v.note.clone()).collect(),
+            verdict,
+            records: Vec::new(),
+        }
+    }
+
+    /// The point's failure comes from the load generator's typed verdict, not from its note's
+    /// words: a `--require-power` failure is quoted as such (it read "0 of 8 requests failed"
+    /// when the gate matched note prefixes), the error-rate gate in the sweep's words, and a
+    /// passing or interrupted point has none.
+    #[test]
+    fn the_gate_follows_the_verdict_kind() {
+        let v = |kind, note: &str| {
+            Some(Verdict {
+                kind,
+                note: note.into(),
+            })
+        };
+        let power = "GPU power not valid (no samples); see power_validation.json";
+        assert_eq!(
+            loadgen_gate(
+                &outcome(EXIT_ERROR_RATE, v(VerdictKind::PowerInvalid, power)),
+                0.1
+            ),
+            Some(power.to_string())
+        );
+        assert_eq!(
+            loadgen_gate(
+                &outcome(
+                    EXIT_ERROR_RATE,
+                    v(VerdictKind::ErrorRate, "error rate 50.00 % …")
+                ),
+                0.1
+            ),
+            Some("0 of 8 requests failed (more than the 10 % allowed)".to_string())
+        );
+        let dead = "server unreachable at http://127.0.0.1:9: connection refused";
+        assert_eq!(
+            loadgen_gate(
+                &outcome(
+                    EXIT_SERVER_UNREACHABLE,
+                    v(VerdictKind::ServerUnreachable, dead)
+                ),
+                0.1
+            ),
+            Some(dead.to_string())
+        );
+        assert_eq!(loadgen_gate(&outcome(0, None), 0.1), None);
+        assert_eq!(
+            loadgen_gate(
+                &outcome(
+                    inferbench_loadgen::EXIT_INTERRUPTED,
+                    v(VerdictKind::Interrupted, "interrupted: …")
+                ),
+                0.1
+            ),
+            None
+        );
+    }
 }

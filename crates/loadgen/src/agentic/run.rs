@@ -116,8 +116,12 @@ pub struct ReplayOutcome {
     pub stats: SchedStats,
     /// Why it stopped.
     pub stop: ReplayStop,
-    /// Problems worth printing.
+    /// Problems worth printing; the stop note among them.
     pub notes: Vec<String>,
+    /// The note on why the replay stopped when it did not complete (interrupted, the failure
+    /// threshold, a failed main-agent warmup or an unreachable server; also in `notes`):
+    /// the point's outcome, which callers state as such rather than as a warning.
+    pub stop_note: Option<String>,
     /// `/metrics` snapshots (empty when scraping was off or the server has none).
     pub server_snapshots: Vec<inferbench_core::server_metrics::Snapshot>,
     /// The pooled ITL sample (ms, the default percentiles) over the counted records, taken
@@ -252,7 +256,8 @@ pub async fn run_replay(
     let (kept, write_error, server_snapshots) = sinks.finish().await?;
     let mut notes = st.notes;
     let (records, itl_ms) = kept_results(kept, write_error, &mut notes);
-    notes.extend(stop_note(st.stop, &records, &opts));
+    let stop_note = stop_note(st.stop, &records, &opts).or(st.threshold_note);
+    notes.extend(stop_note.clone());
     Ok(ReplayOutcome {
         records,
         profile_window_ns: st.profile_window,
@@ -260,6 +265,7 @@ pub async fn run_replay(
         stats: sched.stats().clone(),
         stop: st.stop,
         notes,
+        stop_note,
         server_snapshots,
         itl_ms,
     })
@@ -432,6 +438,8 @@ struct LoopState {
     grace_deadline: Option<tokio::time::Instant>,
     /// Notes for the user.
     notes: Vec<String>,
+    /// The failure threshold's note, once it stopped the replay.
+    threshold_note: Option<String>,
 }
 
 impl LoopState {
@@ -446,6 +454,7 @@ impl LoopState {
             profile_window: None,
             grace_deadline: None,
             notes: Vec::new(),
+            threshold_note: None,
         }
     }
 
@@ -522,12 +531,13 @@ impl LoopState {
             && failed as f64 > opts.failed_request_threshold * done as f64
         {
             self.stop = ReplayStop::FailedThreshold;
-            self.notes.push(format!(
+            let note = format!(
                 "{failed} of {done} profile requests failed (more than \
                  --failed-request-threshold {:.0} %): stopped; results cover the finished \
                  requests",
                 opts.failed_request_threshold * 100.0
-            ));
+            );
+            self.threshold_note = Some(note);
             stop_requests.cancel();
         }
     }
@@ -535,7 +545,7 @@ impl LoopState {
 
 /// The note on how a replay that did not complete stopped (`stop`): interrupted, or aborted
 /// by a failed main-agent warmup (the first such failure in `records`: an unreachable server
-/// says so). `None` otherwise (the failure threshold has its note already).
+/// says so). `None` otherwise (the failure threshold's note is written when it trips).
 fn stop_note(stop: ReplayStop, records: &[RequestRecord], opts: &ReplayOptions) -> Option<String> {
     match stop {
         ReplayStop::Interrupted => Some("interrupted: results cover the finished requests".into()),
