@@ -611,6 +611,48 @@ fn base_url_ending_in_v1_is_refused_up_front() {
     }
 }
 
+/// Trial 22: without `--model`, a bad `--base-url` was found out only by asking the server for
+/// its models (exit 3 "cannot say which model it serves"); it is refused up front as with
+/// `--model`, for `bench` and `replay` alike.
+#[test]
+fn a_bad_base_url_is_refused_before_asking_for_the_served_model() {
+    let traces = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/agentx-traces.jsonl"
+    );
+    for (url, said) in [
+        ("https://127.0.0.1:9", "only http:// is supported"),
+        ("127.0.0.1:9", "missing the http:// scheme"),
+        ("http://127.0.0.1:9/v1", "should not end in /v1"),
+    ] {
+        let o = bench(&["--base-url", url, "--progress", "off"]);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{out}");
+        assert!(
+            out.contains("error: --base-url: ") && out.contains(said),
+            "{out}"
+        );
+        assert!(!out.contains("which model it serves"), "{out}");
+        let o = Command::new(BIN)
+            .args(["replay", "--traces", traces, "--base-url", url])
+            .args([
+                "--concurrency",
+                "1",
+                "--benchmark-duration",
+                "5",
+                "--unsafe-override",
+            ])
+            .output()
+            .unwrap();
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{out}");
+        assert!(
+            out.contains("error: --base-url: ") && out.contains(said),
+            "{out}"
+        );
+    }
+}
+
 /// Issue 13: log lines written to a pipe or a file carry no ANSI colour codes.
 #[test]
 fn log_lines_off_a_terminal_have_no_colour_codes() {

@@ -179,6 +179,21 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
         vec![vec![1, 4], vec![1, 4, 16, 64]],
         "{per_batch:?}"
     );
+    // `batch=` takes the run directory quickstart prints (trial 22: it matched nothing), and
+    // `quickstart` every quickstart run.
+    let count = |store: &mut inferbench_store::Store, spec: &str| {
+        let mut f = inferbench_store::Filter::default();
+        f.add(spec).unwrap();
+        (store.points(&f, &inferbench_store::CostOptions::default()))
+            .unwrap()
+            .len()
+    };
+    let dirs = run_dirs(&out);
+    let first = dirs[0].display().to_string();
+    let second = dirs[1].display().to_string();
+    assert_eq!(count(&mut store, &format!("batch={first}")), 4);
+    assert_eq!(count(&mut store, &format!("batch={second}/")), 2);
+    assert_eq!(count(&mut store, "batch=quickstart"), 6);
     drop(store);
 
     // Issue: --no-db drew no chart. Now it does (from an in-memory database) and leaves the

@@ -145,6 +145,44 @@ pub enum ClientError {
     },
 }
 
+/// The URL requests go to, `base_url` joined with `endpoint`, as text and parsed, when it is a
+/// usable `http://HOST[:PORT]/…` URL. Errors: no scheme (trial 13: `--base-url 127.0.0.1:8000`
+/// got only "invalid format"), a scheme other than http, no host, or not a URL. What
+/// [`Client::new`] checks first, and what a caller checks before asking the server anything
+/// (trial 22: `bench` without `--model` asked an `https://` server for its models first).
+pub fn target_uri(base_url: &str, endpoint: &str) -> Result<(String, Uri), ClientError> {
+    let url = join_url(base_url, endpoint);
+    if !url.contains("://") {
+        return Err(ClientError::InvalidUrl {
+            url,
+            reason: "missing the http:// scheme (give --base-url as http://HOST:PORT)".into(),
+        });
+    }
+    let uri: Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| ClientError::InvalidUrl {
+            url: url.clone(),
+            reason: e.to_string(),
+        })?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some(_) => return Err(ClientError::UnsupportedScheme { url }),
+        None => {
+            return Err(ClientError::InvalidUrl {
+                url,
+                reason: "missing http:// scheme".into(),
+            })
+        }
+    }
+    if uri.host().is_none() {
+        return Err(ClientError::InvalidUrl {
+            url,
+            reason: "missing host".into(),
+        });
+    }
+    Ok((url, uri))
+}
+
 /// Identity and schedule of one request, filled into its record.
 #[derive(Debug, Clone, Default)]
 pub struct RequestMeta {
@@ -206,36 +244,8 @@ impl Client {
             .endpoint
             .clone()
             .unwrap_or_else(|| cfg.backend.default_endpoint().to_string());
-        let url = join_url(&cfg.base_url, &endpoint);
-        if !url.contains("://") {
-            // Trial 13: `--base-url 127.0.0.1:8000` got only "invalid format".
-            return Err(ClientError::InvalidUrl {
-                url,
-                reason: "missing the http:// scheme (give --base-url as http://HOST:PORT)".into(),
-            });
-        }
-        let uri: Uri = url
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| ClientError::InvalidUrl {
-                url: url.clone(),
-                reason: e.to_string(),
-            })?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some(_) => return Err(ClientError::UnsupportedScheme { url }),
-            None => {
-                return Err(ClientError::InvalidUrl {
-                    url,
-                    reason: "missing http:// scheme".into(),
-                })
-            }
-        }
-        let Some(host) = uri.host() else {
-            return Err(ClientError::InvalidUrl {
-                url,
-                reason: "missing host".into(),
-            });
-        };
+        let (url, uri) = target_uri(&cfg.base_url, &endpoint)?;
+        let host = uri.host().unwrap_or_default();
         let port = uri.port_u16().unwrap_or(80);
         let pool = Arc::new(Pool::new(host, port, cfg.rx_timestamps));
         let path: Uri = uri

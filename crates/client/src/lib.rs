@@ -39,6 +39,6 @@ pub mod sse;
 
 pub use clock::RunClock;
 pub use get::http_get;
-pub use http::{Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
+pub use http::{target_uri, Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
 pub use openai::{count_tokens, Backend, MaxTokensField, RequestInput, TokenCounter};
 pub use tokio_util::sync::CancellationToken;

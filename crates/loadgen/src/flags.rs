@@ -111,6 +111,21 @@ impl TargetFlags {
         server_url(self.base_url.as_deref(), &self.host, self.port)
     }
 
+    /// [`TargetFlags::base_url`] when requests to `endpoint` under it can be sent: a usable
+    /// http URL ([`inferbench_client::target_uri`]) not doubling the endpoint's `/v1`. Checked
+    /// before the server is asked anything (trial 22: `replay` without `--model` asked an
+    /// `https://` server for its models). Errors: `--base-url: <why>`.
+    pub fn checked_base_url(&self, endpoint: &str) -> anyhow::Result<String> {
+        let base = self.base_url();
+        if let Some(reason) = crate::hints::doubled_v1(&base, endpoint) {
+            anyhow::bail!("--base-url: {reason}");
+        }
+        if let Err(e) = inferbench_client::target_uri(&base, endpoint) {
+            anyhow::bail!("--base-url: {e}");
+        }
+        Ok(base)
+    }
+
     /// `--model`, or "" when not given (the run asks the server: [`crate::hints::served_model`]).
     pub fn model(&self) -> String {
         self.model.clone().unwrap_or_default()

@@ -303,8 +303,9 @@ impl BenchOptions {
         self.check_memory(memory_bytes)
     }
 
-    /// `--base-url` not doubling the endpoint's `/v1` (an empty `--model` is asked of the
-    /// server when the run starts: [`crate::hints::served_model`]).
+    /// `--base-url` a usable http URL ([`inferbench_client::target_uri`]) not doubling the
+    /// endpoint's `/v1` (an empty `--model` is asked of the server when the run starts:
+    /// [`crate::hints::served_model`]).
     fn check_target(&self) -> Result<(), OptionError> {
         let err = |flag, reason: String| Err(OptionError { flag, reason });
         let endpoint = self
@@ -313,6 +314,10 @@ impl BenchOptions {
             .unwrap_or(self.backend.default_endpoint());
         if let Some(reason) = crate::hints::doubled_v1(&self.base_url, endpoint) {
             return err("--base-url", reason);
+        }
+        // Before anything is asked of the server (the served model when --model is not given).
+        if let Err(e) = inferbench_client::target_uri(&self.base_url, endpoint) {
+            return err("--base-url", e.to_string());
         }
         Ok(())
     }

@@ -711,18 +711,38 @@ fn sort_rows(rows: &mut [PointRow]) {
 /// Point ids and their (x, y) of one frontier group.
 type GroupPoints = (Vec<i64>, Vec<(f64, f64)>);
 
+/// The quickstart batches (a `LIKE` pattern) that `batch=VALUE` names by directory: a
+/// quickstart run's directory, as quickstart prints it ("artifacts in
+/// results/quickstart/20261204-194515-696", whatever its `--out`), names its batch
+/// `quickstart-20261204-194515-696` (trial 22: the directory matched nothing); `quickstart` or
+/// the directory holding the runs (`results/quickstart`) names every quickstart run.
+/// `None` when the value's last component cannot be a run's name.
+pub fn quickstart_batch(value: &str) -> Option<String> {
+    let last = value.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    if last == "quickstart" {
+        Some("quickstart-%".into())
+    } else if last.is_empty() || last.contains(['%', '_']) {
+        None
+    } else {
+        Some(format!("quickstart-{last}"))
+    }
+}
+
 /// ` AND …` conditions and parameters of a filter (tables aliased p, c, r).
 fn where_clause(filter: &Filter) -> (String, Vec<Val>) {
     let mut sql = String::new();
     let mut params: Vec<Val> = Vec::new();
     for (k, vals) in &filter.eq {
-        // `batch=NAME` also matches a sweep directory by its last component, as tables show it.
+        // `batch=NAME` also matches a sweep directory by its last component, as tables show it,
+        // and quickstart runs by their directory ([`quickstart_batch`]).
         if k == "batch" {
-            let one = "(r.batch = ? OR r.batch LIKE ?)";
+            let one = "(r.batch = ? OR r.batch LIKE ? OR r.batch LIKE ?)";
             sql.push_str(&format!(" AND ({})", vec![one; vals.len()].join(" OR ")));
             for v in vals {
                 params.push(Val::Text(v.clone()));
                 params.push(Val::Text(format!("%/{}", v.trim_end_matches('/'))));
+                // The value itself (as `=` above) when it names no quickstart run.
+                params.push(Val::Text(quickstart_batch(v).unwrap_or_else(|| v.clone())));
             }
             continue;
         }
@@ -836,6 +856,25 @@ pub const NORTH_STAR_X: &str = "p90_e2e_norm_intvty";
 
 #[cfg(test)]
 mod tests {
+    /// A quickstart run is named by the directory quickstart prints, and all of them by
+    /// `quickstart` (trial 22); other values name no quickstart batch.
+    #[test]
+    fn quickstart_batches_by_directory() {
+        let q = |v: &str| super::quickstart_batch(v);
+        assert_eq!(q("quickstart").as_deref(), Some("quickstart-%"));
+        assert_eq!(q("results/quickstart/").as_deref(), Some("quickstart-%"));
+        assert_eq!(
+            q("results/quickstart/20261204-194515-696/").as_deref(),
+            Some("quickstart-20261204-194515-696")
+        );
+        assert_eq!(
+            q("/tmp/qs/20261204-194515-696").as_deref(),
+            Some("quickstart-20261204-194515-696")
+        );
+        assert_eq!(q("a_b"), None);
+        assert_eq!(q("/"), None);
+    }
+
     /// A mistyped filter key names the one meant (trial 16), an alias included.
     #[test]
     fn an_unknown_filter_key_suggests_the_closest() {

@@ -605,8 +605,8 @@ pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
     if columns.iter().any(|c| c == "batch") {
         out.push_str(&wrap(
             "batch = the run a point came from (the last two parts of a result directory, a \
-             result file's name, a quickstart's id; -f batch= takes it as shown; --format csv \
-             shows it whole)",
+             result file's name, a quickstart's id; -f batch= takes it as shown, or a \
+             quickstart's directory; --format csv shows it whole)",
         ));
     }
     if out.is_empty() {

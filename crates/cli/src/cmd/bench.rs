@@ -29,6 +29,8 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     // The served model is named before the run, as vLLM prints it (trial 20: the line came
     // after the progress lines).
     if opts.model.trim().is_empty() {
+        // A bad --base-url is said as such before the server is asked anything (trial 22).
+        opts.validate()?;
         opts.model = rt.block_on(inferbench_loadgen::hints::served_model(&opts.base_url))?;
         eprintln!(
             "inferbench: {}",

@@ -177,7 +177,7 @@ impl ReplayFlags {
             }
         };
         Ok(ReplayOptions {
-            base_url: self.target.base_url(),
+            base_url: self.target.checked_base_url(&self.endpoint)?,
             endpoint: Some(self.endpoint.clone()),
             model: self.target.model(),
             api_key: self.target.api_key.clone(),
