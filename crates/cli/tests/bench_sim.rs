@@ -253,11 +253,26 @@ fn wrong_model_names_the_models_the_server_serves() {
     let sim = start_sim();
     let (o, text) = bench_model(&sim, "Llama-3.1-8B-typo", &[]);
     assert_eq!(o.status.code(), Some(1), "{text}");
+    let hint = "the server does not serve model \"Llama-3.1-8B-typo\"; its /v1/models lists: \
+                Llama-3.1-8B (pass one with --model)";
+    // Said once, as the run's verdict, without the 404 it explains (trial 22: the warmups'
+    // answer quoted, the hint on a line of its own).
     assert!(
-        text.contains(
-            "inferbench: the server does not serve model \"Llama-3.1-8B-typo\"; its /v1/models \
-             lists: Llama-3.1-8B (pass one with --model)"
-        ) && !text.contains("errors: http_status:"),
+        text.contains(&format!(
+            "inferbench: every warmup request failed (8 of 8): {hint}; the profile was not run\n"
+        )) && text.matches("does not serve model").count() == 1
+            && !text.contains("HTTP 404")
+            && !text.contains("errors: http_status:"),
+        "{text}"
+    );
+    // Without warmups the profile's verdict says it.
+    let (o, text) = bench_model(&sim, "Llama-3.1-8B-typo", &["--num-warmups", "0"]);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "inferbench: nothing was measured: none of the 8 profile requests succeeded (8 \
+             failed): {hint}\n"
+        )) && text.matches("does not serve model").count() == 1,
         "{text}"
     );
 }

@@ -103,6 +103,15 @@ impl Verdict {
     fn new(kind: VerdictKind, note: String) -> Verdict {
         Verdict { kind, note }
     }
+
+    /// Whether this verdict says that nothing was measured (every warmup failed, or no
+    /// profile request succeeded): the one that names the cause of the failures.
+    fn measured_nothing(&self) -> bool {
+        matches!(
+            self.kind,
+            VerdictKind::WarmupsFailed | VerdictKind::NothingMeasured
+        )
+    }
 }
 
 /// Consecutive `connect` failures after which the server is declared unreachable
@@ -306,9 +315,6 @@ pub async fn run_bench(
         .records
         .iter()
         .any(|r| r.phase == Phase::Profile && r.success);
-    let failure = (unreachable_msg, first_failure.as_str());
-    let end_verdict = end_note(end, &opts, n_warm, failure, profile_ok);
-    notes.extend(end_verdict.iter().map(|v| v.note.clone()));
     crate::power::drop_sampler_note(&mut notes, simulator, profile_ok);
     let ctx = summary_context(
         &opts,
@@ -327,18 +333,28 @@ pub async fn run_bench(
     summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let power_validation = finish_power(power, &opts, &mut summary).await;
     let checks = (scrape_missing, request_url.as_str());
-    summary_notes(&opts, &summary, &records, checks, &mut notes).await;
+    let not_found = summary_notes(&opts, &summary, &records, checks, &mut notes).await;
     // The result names its records file, so `ingest` of the result alone stores them too.
     summary.inferbench.requests_file = requests_file_name(&opts);
     let written = write_outputs(&opts, &summary, &date, &mut notes)?;
+    let failure = (unreachable_msg, first_failure.as_str());
+    // A run that measured nothing because the server refused it with 404 (a wrong --model)
+    // says so in its verdict, once (trial 22: the warmups' 404 quoted, then the /v1/models
+    // hint beside it).
+    let hint = not_found.as_deref();
+    let end_verdict = end_note(end, &opts, n_warm, failure, profile_ok, hint);
     let (exit_code, gate_verdict) = decide_exit_code(
         end,
         &opts,
         &summary,
-        profile_records,
+        (profile_records, hint),
         power_validation.as_deref(),
         &mut notes,
     );
+    let verdict = end_verdict.or(gate_verdict);
+    let folded = verdict.as_ref().is_some_and(Verdict::measured_nothing);
+    notes.extend(verdict.iter().map(|v| v.note.clone()));
+    notes.extend(not_found.filter(|_| !folded));
     Ok(BenchOutcome {
         summary,
         result_path: written.result,
@@ -347,7 +363,7 @@ pub async fn run_bench(
         interrupted,
         exit_code,
         notes,
-        verdict: end_verdict.or(gate_verdict),
+        verdict,
         records,
     })
 }
@@ -401,16 +417,17 @@ async fn finish_power(
 
 /// The notes on a finished summary, into `notes`: no Prometheus metrics from a server that
 /// answered (`checks.0`: scraping was asked for and found none), the failures by class (not
-/// the connect errors of a run stopped as unreachable, whose end note quotes them), a hint
-/// for HTTP 404 answers (asking the server at `checks.1`, the request URL, for its models), and
-/// the anomalies of the `records`.
+/// the connect errors of a run stopped as unreachable, whose end note quotes them) and the
+/// anomalies of the `records`. Returns the hint for HTTP 404 answers (asking the server at
+/// `checks.1`, the request URL, for its models), which the caller says in the run's verdict
+/// or beside it.
 async fn summary_notes(
     opts: &BenchOptions,
     summary: &RunSummary,
     records: &[RequestRecord],
     (scrape_missing, request_url): (bool, &str),
     notes: &mut Vec<String>,
-) {
+) -> Option<String> {
     // Said only of a server that answered: a dead one has its own message.
     if scrape_missing && summary.completed > 0 {
         notes.push(format!(
@@ -435,8 +452,8 @@ async fn summary_notes(
     .flatten()
     .collect();
     notes.extend(output::error_notes(summary, &quoted));
-    notes.extend(not_found);
     notes.extend(output::anomaly_notes(summary, records));
+    not_found
 }
 
 /// The prompts of the run: `opts.prepared` when given, else prepared from the dataset on a
@@ -805,7 +822,8 @@ fn invalid_reasons(
 
 /// The note on a run that did not complete (`end`): the unreachable server (its first connect
 /// error, the first of `failure`), the interruption, or every one of the `n_warm` warmups
-/// failing (the first failure's text, the second of `failure`). `None` for a completed run.
+/// failing (the first failure's text, the second of `failure`, or the `not_found` hint that
+/// explains a 404 instead). `None` for a completed run.
 /// Without a successful profile request (`measured` false) it says nothing was measured (trial
 /// 13: "results cover the finished requests" where none had finished).
 fn end_note(
@@ -814,6 +832,7 @@ fn end_note(
     n_warm: u64,
     (unreachable_msg, first_failure): (Option<String>, &str),
     measured: bool,
+    not_found: Option<&str>,
 ) -> Option<Verdict> {
     let covered = if measured {
         "results cover the finished requests"
@@ -837,6 +856,15 @@ fn end_note(
         PhaseEnd::Cancelled => (
             VerdictKind::Interrupted,
             "interrupted: results cover the finished requests".into(),
+        ),
+        // Why the server answered 404, instead of its answer.
+        PhaseEnd::Aborted if not_found.is_some() => (
+            VerdictKind::WarmupsFailed,
+            format!(
+                "every warmup request failed ({n_warm} of {n_warm}): {}; the profile was not \
+                 run",
+                not_found.unwrap_or_default()
+            ),
         ),
         // One line of the server's answer (trial 16: a proxy's HTML page printed whole).
         PhaseEnd::Aborted => (
@@ -954,8 +982,8 @@ fn requests_file_name(opts: &BenchOptions) -> Option<String> {
 }
 
 /// The run's exit code from how it ended (`end`) and its summary, with the verdict of a
-/// completed run that fails a gate (its note also in `notes`): nothing measured (of
-/// `profile_records` sent), an error or anomaly rate over its gate, GPU power not valid under
+/// completed run that fails a gate (the caller adds its note to `notes`): nothing measured (of
+/// `profile_records` sent; with the `not_found` hint that explains a 404), an error or anomaly rate over its gate, GPU power not valid under
 /// `--require-power`. Interrupted, unreachable and aborted runs have their verdict from
 /// [`end_note`]. Power that is not valid is always a note (a failure only with
 /// `--require-power`, InferenceX's rule; `power_validation` the audit file).
@@ -963,7 +991,7 @@ fn decide_exit_code(
     end: PhaseEnd,
     opts: &BenchOptions,
     summary: &RunSummary,
-    profile_records: u64,
+    (profile_records, not_found): (u64, Option<&str>),
     power_validation: Option<&std::path::Path>,
     notes: &mut Vec<String>,
 ) -> (i32, Option<Verdict>) {
@@ -973,14 +1001,15 @@ fn decide_exit_code(
         PhaseEnd::Completed if summary.completed == 0 => Some(Verdict::new(
             VerdictKind::NothingMeasured,
             format!(
-                "nothing was measured: none of the {} profile requests succeeded ({} failed{})",
+                "nothing was measured: none of the {} profile requests succeeded ({} failed{}){}",
                 profile_records,
                 x.failed,
                 if x.warmup_failed > 0 {
                     format!(", and {} of {} warmups", x.warmup_failed, x.warmups)
                 } else {
                     String::new()
-                }
+                },
+                not_found.map_or(String::new(), |h| format!(": {h}"))
             ),
         )),
         PhaseEnd::Completed if summary.error_rate() > opts.max_error_rate => Some(Verdict::new(
@@ -1006,7 +1035,6 @@ fn decide_exit_code(
         }
         PhaseEnd::Completed => None,
     };
-    notes.extend(gate.iter().map(|v| v.note.clone()));
     let code = match end {
         PhaseEnd::Cancelled => EXIT_INTERRUPTED,
         PhaseEnd::Unreachable => EXIT_SERVER_UNREACHABLE,
