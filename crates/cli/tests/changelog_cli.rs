@@ -200,3 +200,32 @@ fn check_needs_only_the_head_and_indexes_match_diff_mode() {
     assert_eq!((code, err.as_str()), (Some(2), want.as_str()));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Trial 22: without `--runner-config` the error read "cannot read ./configs/runners.yaml",
+/// not saying that this is the flag's default.
+#[test]
+fn a_missing_default_runner_config_names_the_flag() {
+    let Some(case) = case_dir() else { return };
+    let cwd = tempfile::tempdir().unwrap();
+    let head = case.join("head-perf-changelog.yaml");
+    let configs = case.join("configs");
+    let out = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .arg("changelog")
+        .arg("--base")
+        .arg(case.join("base-perf-changelog.yaml"))
+        .arg("--head")
+        .arg(&head)
+        .arg("--config-files")
+        .arg(configs.join("amd-master.yaml"))
+        .arg(configs.join("nvidia-master.yaml"))
+        .current_dir(cwd.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: no runner config at the default ./configs/runners.yaml (InferenceX's layout: \
+         configs/runners.yaml in the repository, --repo or the current directory): pass \
+         --runner-config FILE (e.g. examples/sim-runners.yaml)\n"
+    );
+}

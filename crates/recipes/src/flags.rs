@@ -232,7 +232,8 @@ pub struct ChangelogFlags {
     /// base ref).
     #[arg(long, num_args = 1..)]
     pub base_config_files: Vec<PathBuf>,
-    /// Runner labels and hardware facts.
+    /// Runner labels and hardware facts (default: the repository's `configs/runners.yaml`,
+    /// i.e. `./configs/runners.yaml` without --repo, InferenceX's layout).
     #[arg(long)]
     pub runner_config: Option<PathBuf>,
     /// Keep only the lowest concurrency of each throughput curve (PR label `sweep-enabled`).
@@ -427,12 +428,22 @@ fn run_changelog(args: ChangelogFlags) -> anyhow::Result<ExitStatus> {
         args.config_files.clone()
     };
     let configs = load_masters(&config_files)?;
-    let runners = RunnerConfig::load(
-        &args
-            .runner_config
-            .clone()
-            .unwrap_or_else(|| root.join("configs/runners.yaml")),
-    )?;
+    let runner_config = match &args.runner_config {
+        Some(p) => p.clone(),
+        None => {
+            let p = root.join(DEFAULT_RUNNER_CONFIG);
+            // Trial 22: "cannot read ./configs/runners.yaml" did not say it was a default.
+            anyhow::ensure!(
+                p.is_file(),
+                "no runner config at the default {} (InferenceX's layout: {DEFAULT_RUNNER_CONFIG} \
+                 in the repository, --repo or the current directory): pass --runner-config FILE \
+                 (e.g. examples/sim-runners.yaml)",
+                p.display()
+            );
+            p
+        }
+    };
+    let runners = RunnerConfig::load(&runner_config)?;
     let needs_base = entries.iter().any(|e| e.append_only);
     let base_configs = if !needs_base {
         None

@@ -126,7 +126,7 @@ function heads(x, y) {
 async function refresh(push) {
   markOverridden({ a: $("a").value, b: $("b").value });
   const st = controls();
-  heads(st.x || $("x").value, st.y || $("y").value);
+  heads(st.x || $("x").value || options.defaults.x, st.y || $("y").value || options.defaults.y);
   const p = new URLSearchParams();
   for (const k of FIELDS) if (st[k]) p.set(k, st[k]);
   pushUrl(p, push);

@@ -377,6 +377,12 @@ fn compare_history_evals_models_and_tco_pages() {
         "B: Throughput per GPU (tok/s/GPU)",
         "{dom}"
     );
+    // … the x column too, the default x named (trial 22: a bare "at").
+    assert_eq!(
+        text_of(&dom, "th-at"),
+        "at Interactivity, median (tok/s/user)",
+        "{dom}"
+    );
     // A group with one batch gets a y scale with height, so its one point is drawn (trial 18:
     // only the axes).
     let dom = dump_dom(
@@ -521,6 +527,16 @@ fn compare_history_evals_models_and_tco_pages() {
     );
     assert!(
         dom.contains("<td>dsr1 1024/1024 b200_sglang_fp4</td><td>1520</td>"),
+        "{dom}"
+    );
+    // h200's frontier does not reach x = 50: said in the singular (trial 22: "1 group do").
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=50"),
+    );
+    assert!(
+        text_of(&dom, "status").ends_with("; 1 group does not reach it"),
         "{dom}"
     );
     // Without a target x the page asks for one instead of failing.
