@@ -211,6 +211,19 @@ fn store_cli_plot_png_and_svg() {
         t.0.join("c.gif").to_str().unwrap(),
     ]);
     assert_eq!(bad.status.code(), Some(2));
+    // A filter that matches nothing is named with the closest stored value, as `report` names
+    // it (trial 22: `plot -f hw=h1000` gave no suggestion).
+    let svg = t.0.join("none.svg").display().to_string();
+    let o = run(&["plot", "--db", &db, "-f", "hw=b2000", "-o", &svg]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            " matches -f hw=b2000 (`inferbench report` without them lists every point)\n  \
+             `-f hw=b2000`: no stored point has hardware=b2000; did you mean b200? (stored: "
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -528,23 +528,27 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
         },
     )?;
     // The database has runs (checked above): an empty selection is the filters' doing (trial
-    // 10: "store results with ingest" was printed for a filter that matched nothing).
-    anyhow::ensure!(
-        !rows.is_empty(),
-        "nothing to plot: no point in {} matches {} (`inferbench report` without them lists \
-         every point)",
-        args.db,
-        {
-            let mut sel: Vec<String> = args.filters.iter().map(|f| format!("-f {f}")).collect();
-            sel.extend(args.since.iter().map(|d| format!("--since {d}")));
-            sel.extend(args.until.iter().map(|d| format!("--until {d}")));
-            if sel.is_empty() {
-                "(its runs hold only failed points: `report --include-failed` lists them)".into()
-            } else {
-                sel.join(" ")
-            }
-        }
-    );
+    // 10: "store results with ingest" was printed for a filter that matched nothing), each
+    // one that matches nothing named with the closest stored value, as `report` does (trial 22).
+    if rows.is_empty() {
+        let mut sel: Vec<String> = args.filters.iter().map(|f| format!("-f {f}")).collect();
+        sel.extend(args.since.iter().map(|d| format!("--since {d}")));
+        sel.extend(args.until.iter().map(|d| format!("--until {d}")));
+        let sel = if sel.is_empty() {
+            "(its runs hold only failed points: `report --include-failed` lists them)".into()
+        } else {
+            sel.join(" ")
+        };
+        let hints: String = report::filter_hints(&mut store, &args.filters, "-f ")?
+            .iter()
+            .map(|h| format!("\n  {h}"))
+            .collect();
+        anyhow::bail!(
+            "nothing to plot: no point in {} matches {sel} (`inferbench report` without them \
+             lists every point){hints}",
+            args.db
+        );
+    }
     let agentic = rows
         .iter()
         .all(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO);

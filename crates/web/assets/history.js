@@ -183,7 +183,9 @@ async function refresh(push) {
       ? "their frontiers reach x = " + num(res.x_range[0]) + " to " + num(res.x_range[1])
       : "none of their points has a value of " + metricLabel(options, res.x);
     markRange(res.x_range);
-    status(n === 0
+    // Nothing selected: which filter matched nothing (trial 22: no word at all).
+    status(res.note ? res.note
+      : n === 0
       ? "no selected group's frontier reaches x = " + res.at + " (of " + count(res.groups.length, "group")
         + " selected): " + range + "; pick an x inside that range"
       : count(n, "group") + (n === 1 ? " reaches" : " reach") + " x = " + res.at + " (of " + res.groups.length + " selected); "

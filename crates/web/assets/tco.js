@@ -61,6 +61,7 @@ function draw(res) {
     });
   }
   $("bars").dataset.bars = String(res.bars.length);
+  if (res.note) { status(res.note); return; }
   status(count(res.bars.length, "group") + " at " + metricLabel(options, res.x) + " = " + res.at
     + " (" + res.better + " is better)"
     + (res.unreached.length ? "; " + count(res.unreached.length, "group") + (res.unreached.length === 1 ? " does" : " do") + " not reach it" : ""));

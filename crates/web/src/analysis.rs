@@ -48,21 +48,38 @@ fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<f64, Api
 }
 
 /// The points the common parameters select (filters, `x`, `y`, cost), with the x (default
-/// median interactivity) and y they name.
-async fn selected(
-    state: &AppState,
-    pairs: &[(String, String)],
-) -> Result<(Vec<inferbench_store::PointRow>, String, String), ApiError> {
+/// median interactivity) and y they name, and a note on the filters when nothing matched.
+async fn selected(state: &AppState, pairs: &[(String, String)]) -> Result<Selected, ApiError> {
     let q = parse_points_query(pairs)?;
     let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
-    let (f, cost) = (q.filter, q.cost);
-    let rows = state
+    let (f, cost, specs) = (q.filter, q.cost, q.filter_specs);
+    let (rows, hints) = state
         .with_store(move |s| {
-            s.points(&f, &cost)
-                .map_err(|e| ApiError::internal(e.to_string()))
+            let rows = (s.points(&f, &cost)).map_err(|e| ApiError::internal(e.to_string()))?;
+            let hints = if rows.is_empty() {
+                unmatched(s, &specs)?
+            } else {
+                Vec::new()
+            };
+            Ok((rows, hints))
         })
         .await?;
-    Ok((rows, x, q.y))
+    Ok(Selected {
+        rows,
+        x,
+        y: q.y,
+        note: (!hints.is_empty()).then(|| hints.join("; ")),
+    })
+}
+
+/// What [`selected`] found.
+struct Selected {
+    rows: Vec<inferbench_store::PointRow>,
+    x: String,
+    y: String,
+    /// When nothing matched: which filter matches nothing by itself, with the closest stored
+    /// value (trial 22: History and TCO said nothing of `model=typo`).
+    note: Option<String>,
 }
 
 fn number(key: &str, v: &str) -> Result<f64, ApiError> {
@@ -113,13 +130,23 @@ pub async fn compare(
     let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
     let y = q.y.clone();
     let cost = q.cost;
-    let (ra, rb) = state
+    // Every filter of both sides, shared ones first: what the hints look at.
+    let specs: Vec<String> = (q.filter_specs.iter().cloned())
+        .chain([&a, &b].into_iter().flat_map(|s| side_specs(s)))
+        .collect();
+    let (ra, rb, hints) = state
         .with_store(move |s| {
             let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
-            Ok((
+            let (ra, rb) = (
                 s.points(&fa, &cost).map_err(db)?,
                 s.points(&fb, &cost).map_err(db)?,
-            ))
+            );
+            let hints = if ra.is_empty() || rb.is_empty() {
+                unmatched(s, &specs)?
+            } else {
+                Vec::new()
+            };
+            Ok((ra, rb, hints))
         })
         .await?;
     // A side that matches nothing is the answer's note, before any pooling of the other.
@@ -143,9 +170,12 @@ pub async fn compare(
     let pooled_side = if empty.is_empty() { None } else { pooled() };
     let draw = pooled_side.is_none();
     let note = if !empty.is_empty() {
+        // Which filter matches nothing, with the closest stored value (trial 22: the note
+        // named the sides but not the `model=typo` shared by both).
+        let why: String = hints.iter().map(|h| format!("; {h}")).collect();
         let also = pooled_side.map_or(String::new(), |p| format!("; {p}"));
         Some(format!(
-            "no stored point matches {}{also}",
+            "no stored point matches {}{why}{also}",
             empty.join(" nor ")
         ))
     } else if rows.is_empty() {
@@ -202,6 +232,26 @@ pub async fn compare(
     })))
 }
 
+/// The `KEY=VALUE` parts of a side's spec (`hw=h200,framework=sglang`).
+fn side_specs(spec: &str) -> Vec<String> {
+    (spec.split(','))
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// For each of `specs` that matches no stored point by itself, a line saying so with the
+/// closest stored value ([`inferbench_views::report::filter_hints`], as `/api/v1/points`
+/// gives it), each distinct line once.
+fn unmatched(s: &mut inferbench_store::Store, specs: &[String]) -> Result<Vec<String>, ApiError> {
+    let mut hints = inferbench_views::report::filter_hints(s, specs, "")
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let mut seen = std::collections::HashSet::new();
+    hints.retain(|h| seen.insert(h.clone()));
+    Ok(hints)
+}
+
 /// `item` (a history point, an eval row: anything with a `batch`) as JSON with `batch_label`
 /// beside `batch`: the batch as tables show it ([`inferbench_core::text::batch_label`]; trial
 /// 21: the API and the History page gave absolute paths where tables show two components).
@@ -227,7 +277,8 @@ pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
 /// time_unix, batch, batch_label, value, baseline, change, regression}…], "latest_regression":
 /// bool}…]}`,
 /// groups in the store's order; `x_range` is the x extent of the selection's frontiers
-/// (`compare::x_span`), `time_unix` the batch's latest run start (s) or null.
+/// (`compare::x_span`), `time_unix` the batch's latest run start (s) or null; "note": null, or
+/// which filter matches nothing when no point matched.
 pub async fn history(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
@@ -255,7 +306,7 @@ pub async fn history(
             }
         },
     };
-    let (rows, x, y) = selected(&state, &pairs).await?;
+    let Selected { rows, x, y, note } = selected(&state, &pairs).await?;
     let h = compare::history(&rows, &x, &y, at, window, threshold);
     // The store's group order (the order of the rows), not the map's.
     let mut order: Vec<String> = Vec::new();
@@ -287,6 +338,7 @@ pub async fn history(
         "threshold": threshold,
         "x_range": x_range,
         "groups": groups,
+        "note": note,
     })))
 }
 
@@ -350,14 +402,14 @@ pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 /// over batches, its repeats), best first (highest for higher-is-better y, else lowest).
 /// `gpu_hour_cost` / `gpu_kw` give the custom price and power behind `usd_per_m_custom*`,
 /// `tok_s_per_mw*` and `j_per_token*`. Answer: `{"x", "y", "at", "better": "higher"|"lower",
-/// "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…]}` (groups whose
-/// frontiers do not reach `at`).
+/// "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…], "note"}` (groups
+/// whose frontiers do not reach `at`; `note`: null, or which filter matches nothing).
 pub async fn tco(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let at = required_at(&mut pairs, "to read each group at")?;
-    let (rows, x, y) = selected(&state, &pairs).await?;
+    let Selected { rows, x, y, note } = selected(&state, &pairs).await?;
     let mut groups: Vec<(String, Vec<inferbench_store::PointRow>)> = Vec::new();
     for r in rows {
         let g = r.group();
@@ -402,5 +454,6 @@ pub async fn tco(
         "better": if higher { "higher" } else { "lower" },
         "bars": bars,
         "unreached": unreached,
+        "note": note,
     })))
 }

@@ -104,7 +104,7 @@ async fn history_answers_report_history_at() {
     assert_eq!(
         v,
         json!({"x": "median_intvty", "y": "tput_per_gpu", "at": 50.0, "window": 3,
-               "threshold": 0.05, "x_range": [40.0, 120.0], "groups": [
+               "threshold": 0.05, "x_range": [40.0, 120.0], "note": null, "groups": [
             {"name": "dsr1 1024/1024 b200_sglang_fp4", "latest_regression": true, "points": [
                 {"date": "2026-02-20", "value": 1800.0, "baseline": null, "change": null,
                  "regression": false, "time_unix": null},
@@ -143,8 +143,37 @@ async fn compare_says_which_side_matches_nothing() {
     let (s, v) = get_json(&db, "/api/v1/compare?a=hw%3Dgb300&b=hw%3Dmi355x&model=dsr1").await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!((&v["count_a"], &v["rows"]), (&json!(0), &json!([])));
-    assert_eq!(v["note"], json!("no stored point matches A (hw=gb300)"));
+    // … and which filter matches nothing, with the stored values (trial 22).
+    assert_eq!(
+        v["note"],
+        json!(
+            "no stored point matches A (hw=gb300); `hw=gb300`: no stored point has \
+             hardware=gb300; did you mean b200? (stored: b200, h200, mi355x, tpu-v9, unknown)"
+        )
+    );
     let (_, v) = get_json(&db, "/api/v1/compare?a=hw%3Db200&b=hw%3Dmi355x&model=dsr1").await;
+    assert_eq!(v["note"], Value::Null);
+    // A shared filter that matches nothing is named once, for both sides.
+    let (_, v) = get_json(&db, "/api/v1/compare?a=hw%3Db200&b=hw%3Dmi355x&model=dsr").await;
+    let note = v["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(
+            "no stored point matches A (hw=b200) nor B (hw=mi355x); `model=dsr`: no stored \
+             point has model=dsr; did you mean dsr1? (stored: "
+        ) && note.matches("`model=dsr`").count() == 1,
+        "{note}"
+    );
+    // History and TCO say it too (they said nothing).
+    for api in ["history", "tco"] {
+        let (s, v) = get_json(&db, &format!("/api/v1/{api}?at=50&model=dsr")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert!(
+            (v["note"].as_str().unwrap())
+                .starts_with("`model=dsr`: no stored point has model=dsr; did you mean dsr1?"),
+            "{v}"
+        );
+    }
+    let (_, v) = get_json(&db, "/api/v1/tco?at=50&model=dsr1").await;
     assert_eq!(v["note"], Value::Null);
     // The other side pooling workloads is not drawn as one frontier (trial 20: 200 with a
     // mixed frontier here, while both sides matching gave the 400 below).
@@ -153,9 +182,8 @@ async fn compare_says_which_side_matches_nothing() {
     assert_eq!(v["frontier_b"], json!([]), "{v}");
     let note = v["note"].as_str().unwrap();
     assert!(
-        note.starts_with(
-            "no stored point matches A (hw=gb300); side B (hw=unknown) pools points of "
-        ),
+        note.starts_with("no stored point matches A (hw=gb300); `hw=gb300`: ")
+            && note.contains("; side B (hw=unknown) pools points of "),
         "{note}"
     );
 }
@@ -300,7 +328,7 @@ async fn tco_reads_every_group_at_one_x_best_first() {
                  {"group": "dsr1 1024/1024 b200_sglang_fp4", "public": false, "value": 1520.0, "batches": 2},
                  {"group": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "public": false, "value": 1260.0, "batches": 2},
                  {"group": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "value": 364.3904, "batches": 1}],
-               "unreached": []})
+               "unreached": [], "note": null})
     );
     // Lower-is-better y (cost at your own price) sorts cheapest first; x out of reach: listed.
     let (_, c) = get_json(
