@@ -838,8 +838,7 @@ fn store_cli_zero_byte_database_names_the_commands_with_its_db() {
         String::from_utf8_lossy(&o.stderr),
         format!(
             "error: `{db}` holds no inferbench tables (an empty database): fill it with \
-             `inferbench quickstart --db {db}` or `inferbench ingest PATH --db {db}`, or create \
-             the tables with `inferbench db migrate --db {db}`\n"
+             `inferbench quickstart --db {db}` or `inferbench ingest PATH --db {db}`\n"
         )
     );
     let o = run(&["db", "status", "--db", &db]);
@@ -870,6 +869,52 @@ fn store_cli_zero_byte_database_names_the_commands_with_its_db() {
         assert_eq!(std::fs::metadata(&db).unwrap().len(), 0, "{cmd:?}");
         assert!(!Path::new(&format!("{db}-wal")).exists(), "{cmd:?}");
     }
+    // Trial 22: a database of something else was called empty and to be filled; a file that
+    // is not a database was not named; a restore from a file that is not a dump said only
+    // "zstd: Unknown frame descriptor". Each says what the file is.
+    let other = t.0.join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE foo (x); CREATE TABLE bar (y);")
+        .unwrap();
+    let other = other.display().to_string();
+    let text = t.0.join("notes.txt");
+    std::fs::write(&text, "not a database, not a dump\n".repeat(200)).unwrap();
+    let text = text.display().to_string();
+    for (db, said) in [
+        (
+            &other,
+            format!(
+                "error: `{other}` is not an inferbench database (it holds other tables: bar, \
+                 foo): give --db the file inferbench writes (e.g. ./inferbench.db) or a new one\n"
+            ),
+        ),
+        (
+            &text,
+            format!(
+                "error: `{text}` is not a database file: --db takes the SQLite file inferbench \
+                 writes (e.g. ./inferbench.db) or a postgres:// URL\n"
+            ),
+        ),
+    ] {
+        for cmd in [&["report", "--db", db][..], &["db", "status", "--db", db]] {
+            let o = run(cmd);
+            assert_eq!(o.status.code(), Some(2), "{cmd:?}");
+            assert_eq!(String::from_utf8_lossy(&o.stderr), said, "{cmd:?}");
+        }
+    }
+    let fresh = t.0.join("fresh.db").display().to_string();
+    let o = run(&["db", "restore", "--db", &fresh, "--no-verify", &text]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with(&format!(
+            "error: snapshot {text}: not an inferbench dump (`db dump` writes zstd-compressed \
+             .ibdump.zst files): zstd: "
+        )),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!Path::new(&fresh).exists());
     let missing = t.0.join("missing.db").display().to_string();
     let o = run(&["db", "status", "--db", &missing]);
     assert_eq!(o.status.code(), Some(2));

@@ -154,6 +154,10 @@ pub(crate) fn pg_err(e: postgres::Error) -> StoreError {
 }
 
 fn sq_err(e: rusqlite::Error) -> StoreError {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) {
+        // The caller names the file (`Store::schema_version`).
+        return StoreError::NotADatabase(String::new());
+    }
     StoreError::Db(format!("sqlite: {e}"))
 }
 

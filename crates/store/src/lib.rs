@@ -67,10 +67,18 @@ pub enum StoreError {
         /// Newest version known here.
         supported: i64,
     },
-    /// A read-only command found a database without inferbench's tables (schema version 0:
-    /// an empty file, or a database of something else).
-    #[error("`{0}` holds no inferbench tables (an empty database): fill it with `inferbench quickstart --db {0}` or `inferbench ingest PATH --db {0}`, or create the tables with `inferbench db migrate --db {0}`")]
+    /// A read-only command found an empty database (schema version 0, no tables at all).
+    /// (Trial 22: it also advised `db migrate`, after which the same command said "no runs".)
+    #[error("`{0}` holds no inferbench tables (an empty database): fill it with `inferbench quickstart --db {0}` or `inferbench ingest PATH --db {0}`")]
     EmptyDatabase(String),
+    /// A database of something else: tables, none of them inferbench's (trial 22: it was
+    /// called empty, and advised to be filled).
+    #[error("`{0}` is not an inferbench database (it holds other tables: {1}): give --db the file inferbench writes (e.g. ./inferbench.db) or a new one")]
+    ForeignDatabase(String, String),
+    /// The SQLite file is not a database at all (trial 22: "database error: sqlite: file is
+    /// not a database", without the file's name).
+    #[error("`{0}` is not a database file: --db takes the SQLite file inferbench writes (e.g. ./inferbench.db) or a postgres:// URL")]
+    NotADatabase(String),
     /// The database has not been migrated.
     #[error(
         "database `{location}`: schema version {found}, expected {expected}: run `inferbench db migrate --db {location}`"
@@ -652,9 +660,13 @@ impl Store {
         schema::migrate(&mut self.conn)
     }
 
-    /// Schema version of the database (0 when empty).
+    /// Schema version of the database (0 when empty). Errors: [`StoreError::NotADatabase`]
+    /// naming a file that is not SQLite, the driver's.
     pub fn schema_version(&mut self) -> Result<i64, StoreError> {
-        schema::current_version(&mut self.conn)
+        schema::current_version(&mut self.conn).map_err(|e| match e {
+            StoreError::NotADatabase(_) => StoreError::NotADatabase(self.location.clone()),
+            e => e,
+        })
     }
 
     /// Errors unless the schema is at this binary's version.
@@ -668,6 +680,13 @@ impl Store {
                 });
             }
             if v == 0 {
+                let others = schema::table_names(&mut self.conn)?;
+                if !others.is_empty() {
+                    return Err(StoreError::ForeignDatabase(
+                        self.location.clone(),
+                        others.join(", "),
+                    ));
+                }
                 return Err(StoreError::EmptyDatabase(self.location.clone()));
             }
             return Err(StoreError::NotMigrated {

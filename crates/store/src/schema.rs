@@ -313,6 +313,27 @@ fn expand(stmt: &str, kind: Kind) -> String {
     stmt.replace("{ID}", id).replace("{BLOB}", blob)
 }
 
+/// The tables of the database's schema (SQLite's own aside), sorted: what a database without
+/// inferbench's tables holds instead.
+pub(crate) fn table_names(conn: &mut Conn) -> Result<Vec<String>, StoreError> {
+    let rows = match conn.kind() {
+        Kind::Sqlite => conn.query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' \
+             ORDER BY name",
+            &[],
+        )?,
+        Kind::Postgres => conn.query(
+            "SELECT table_name FROM information_schema.tables \
+             WHERE table_schema = current_schema() ORDER BY table_name",
+            &[],
+        )?,
+    };
+    Ok(rows
+        .iter()
+        .filter_map(|r| r.first().and_then(Val::as_str).map(str::to_string))
+        .collect())
+}
+
 /// The current schema version (0 = empty database). Only reads, so a read-only session
 /// (`Store::open_read_only`; PostgreSQL refuses even `CREATE TABLE IF NOT EXISTS` there) can
 /// ask.

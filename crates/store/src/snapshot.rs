@@ -215,7 +215,13 @@ impl Store {
                 )));
             }
         }
-        let raw = zstd::decode_all(&z[..]).map_err(|e| snap(format!("zstd: {e}")))?;
+        let raw = zstd::decode_all(&z[..]).map_err(|e| {
+            // Trial 22: a bare "zstd: Unknown frame descriptor" for a file of another kind.
+            snap(format!(
+                "not an inferbench dump (`db dump` writes zstd-compressed .ibdump.zst files): \
+                 zstd: {e}"
+            ))
+        })?;
         self.restore_bytes(&raw).map_err(|e| match e {
             StoreError::Other(m) => snap(m),
             other => other,
