@@ -95,22 +95,101 @@ fn scores_files_thresholds_and_errors() {
         .as_str()
         .unwrap()
         .starts_with("Question: Shot 0?\n"));
-    // --limit, and a server that is not there: every sample failed with its cause, scored 0.
+    // A server that is not there: nothing was measured, so nothing is written over the last
+    // results (trial 22: scores of 0 replaced them), exit 3 as for `bench`.
+    let before = std::fs::read(out.join("results_gsm8k.json")).unwrap();
+    let samples_before = std::fs::read(out.join("samples_gsm8k.jsonl")).unwrap();
     let (code, text) = eval(
         "http://127.0.0.1:9",
         &data,
         &out,
         &["--limit", "2", "--no-threshold"],
     );
-    // Every request failed: nothing was measured, whatever the threshold (exit 1, the first
-    // cause on the console).
-    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(code, Some(3), "{text}");
     assert!(
-        text.contains("gsm8k: 2 problems (2 failed requests): strict-match 0.0000"),
+        text.contains("gsm8k: server unreachable at http://127.0.0.1:9: ")
+            && text.contains(&format!(
+                "; nothing was measured, nothing written (what {} holds is kept)",
+                out.display()
+            ))
+            && !text.contains("strict-match"),
         "{text}"
     );
+    assert_eq!(
+        std::fs::read(out.join("results_gsm8k.json")).unwrap(),
+        before
+    );
+    assert_eq!(
+        std::fs::read(out.join("samples_gsm8k.jsonl")).unwrap(),
+        samples_before
+    );
+    // A server that answers 404 for the model: said as the reason, exit 1, nothing written.
+    let not_served = spawn_replay_thread(ReplayCase {
+        status: 404,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        chunks: vec![(
+            std::time::Duration::ZERO,
+            br#"{"error":{"message":"The model `m` does not exist."}}"#.to_vec(),
+        )],
+        end: inferbench_testutil::replay::ReplayEnd::Close,
+    });
+    let (code, text) = eval(&not_served, &data, &out, &["--limit", "2"]);
+    assert_eq!(code, Some(1), "{text}");
     assert!(
-        text.contains("gsm8k: every request failed, nothing was measured; first: "),
+        text.contains(
+            "gsm8k: the server does not serve model \"m\" (its /v1/models could not be read to \
+             list the ones it does); nothing was measured, nothing written"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(out.join("results_gsm8k.json")).unwrap(),
+        before
+    );
+    // vLLM's --host/--port name the server as bench's do; a bad --base-url is refused first.
+    let port = url.rsplit(':').next().unwrap().trim_end_matches('/');
+    let o = Command::new(BIN)
+        .args(["eval", "gsm8k", "--host", "127.0.0.1", "--port", port])
+        .args(["--model", "m", "--backend", "openai", "--no-threshold"])
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--result-dir")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", common::output_text(&o));
+    // Its --result-dir is an eval set `ingest` stores (trial 22: "not a result file"), the
+    // identity the eval cannot know given with --set; `report` then says what it holds.
+    let db = tmp.path().join("e.db").display().to_string();
+    let o = Command::new(BIN)
+        .arg("ingest")
+        .arg(&out)
+        .args(["--db", &db, "--set", "hw=h100", "--set", "framework=vllm"])
+        .args(["--set", "precision=bf16"])
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.starts_with("ingested 0 point(s), 1 eval result(s) from 1 source(s)"),
+        "{text}"
+    );
+    let o = Command::new(BIN)
+        .args(["report", "--db", &db])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "it holds 1 eval result (accuracy, not throughput points): `inferbench serve --db \
+             {db}` lists them on its Evals page"
+        )),
+        "{}",
+        common::output_text(&o)
+    );
+    let (code, text) = eval("https://127.0.0.1:9", &data, &out, &[]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("error: --base-url: unsupported URL scheme"),
         "{text}"
     );
     // Values that cannot make an eval.
@@ -122,15 +201,6 @@ fn scores_files_thresholds_and_errors() {
         assert_eq!(code, Some(2), "{text}");
         assert!(text.contains(says), "{text}");
     }
-    let s: serde_json::Value = serde_json::from_str(
-        std::fs::read_to_string(out.join("samples_gsm8k.jsonl"))
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    )
-    .unwrap();
-    assert!(!s["error"].as_str().unwrap().is_empty(), "{s}");
     // Missing data: exit 2 with what to pass.
     let (code, text) = eval(&url, &tmp.path().join("nowhere"), &out, &[]);
     assert_eq!(code, Some(2));

@@ -8,6 +8,7 @@
 //!   surrogates, `NaN`, duplicate keys) and wrongly typed fields read as absent, so a sample a
 //!   Python client keeps is never lost here; the tokenizer fallback is bounded in time
 //!   ([`count_tokens`]) and runs after the stream, off the I/O threads.
+//! - [`models`]: a server's `/v1/models`, and what a 404 for a model means.
 //! - [`pool`]: keep-alive connections that are never reused with unread bytes (see its doc).
 //! - [`Client`]: hyper 1 over keep-alive connections, idle and total timeouts, cancellation,
 //!   timestamps on the shared [`RunClock`]: when the kernel received the bytes
@@ -32,6 +33,7 @@ pub(crate) mod fastchunk;
 pub mod get;
 pub mod http;
 pub(crate) mod lenient;
+pub mod models;
 pub mod openai;
 pub mod pool;
 pub mod rxstamp;

@@ -29,9 +29,15 @@ enum Task {
 // Flags of `inferbench eval gsm8k`.
 #[derive(Debug, clap::Args)]
 struct Gsm8kArgs {
-    /// Server root.
-    #[arg(long, default_value = "http://127.0.0.1:8000")]
-    base_url: String,
+    /// Server root URL (http only). Default: http://HOST:PORT of --host and --port.
+    #[arg(long)]
+    base_url: Option<String>,
+    /// Server host, as vLLM's `bench serve` takes it (used when --base-url is not given).
+    #[arg(long, default_value = "127.0.0.1", conflicts_with = "base_url")]
+    host: String,
+    /// Server port, as vLLM's `bench serve` takes it (used when --base-url is not given).
+    #[arg(long, default_value_t = 8000, conflicts_with = "base_url")]
+    port: u16,
     /// Model name sent in requests.
     #[arg(long)]
     model: String,
@@ -86,15 +92,17 @@ impl EvalFlags {
 
     /// Writes the samples and results into `--result-dir`, prints the scores (stdout) and what
     /// went wrong (stderr). Returns [`ExitStatus::Ok`] when every score reaches `threshold`
-    /// (or `--no-threshold`), [`ExitStatus::Failed`] below it or when every request failed,
-    /// [`ExitStatus::Interrupted`] when cut short.
-    pub fn finish(
+    /// (or `--no-threshold`), [`ExitStatus::Failed`] below it, [`ExitStatus::Interrupted`]
+    /// when cut short. When every request failed nothing is written: [`ExitStatus::Unreachable`]
+    /// for a server that could not be reached, else [`ExitStatus::Failed`] with the reason (a
+    /// wrong `--model` named with the ones the server lists).
+    pub async fn finish(
         &self,
         opts: &EvalOptions,
         samples: &[gsm8k::Sample],
         threshold: f64,
     ) -> anyhow::Result<ExitStatus> {
-        finish(self, opts, samples, threshold)
+        finish(self, opts, samples, threshold).await
     }
 }
 
@@ -115,8 +123,13 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
         (0.0..=1.0).contains(&threshold),
         "--threshold {threshold}: a fraction 0–1"
     );
+    let base_url = inferbench_client::models::server_url(a.base_url.as_deref(), &a.host, a.port);
+    // A bad URL is said before the data is read or anything sent (as `bench` says it).
+    if let Err(e) = inferbench_client::target_uri(&base_url, backend.default_endpoint()) {
+        anyhow::bail!("--base-url: {e}");
+    }
     let opts = EvalOptions {
-        base_url: a.base_url.clone(),
+        base_url,
         model: a.model.clone(),
         backend,
         data_dir: gsm8k::resolve_data_dir(
@@ -139,16 +152,71 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
     Ok((opts, threshold))
 }
 
+/// When every request of `samples` failed: the exit status and why, in one line — the server
+/// unreachable (every failure a connect error: [`ExitStatus::Unreachable`]), a 404 explained by
+/// the server's /v1/models (a wrong --model), else the first error ([`ExitStatus::Failed`]).
+/// `None` when some request was answered, or the run was interrupted.
+async fn nothing_answered(
+    opts: &EvalOptions,
+    samples: &[gsm8k::Sample],
+) -> Option<(ExitStatus, String)> {
+    let failed: Vec<&gsm8k::Sample> = samples.iter().filter(|s| !s.cancelled).collect();
+    if failed.is_empty() || failed.iter().any(|s| s.error.is_none()) {
+        return None;
+    }
+    let first = failed
+        .iter()
+        .find_map(|s| s.error.clone())
+        .unwrap_or_default();
+    let connect = inferbench_core::ErrorClass::Connect;
+    if failed.iter().all(|s| s.error_class == Some(connect)) {
+        return Some((
+            ExitStatus::Unreachable,
+            format!(
+                "server unreachable at {}: {first} (is the server running and listening there? \
+                 check --base-url, or --host and --port)",
+                opts.base_url
+            ),
+        ));
+    }
+    let url = format!(
+        "{}{}",
+        opts.base_url.trim_end_matches('/'),
+        opts.backend.default_endpoint()
+    );
+    let why =
+        inferbench_client::models::explain_not_found(&opts.base_url, &opts.model, &url, &first)
+            .await
+            .unwrap_or_else(|| format!("every request failed; first: {first}"));
+    Some((ExitStatus::Failed, why))
+}
+
 /// [`EvalFlags::finish`].
-fn finish(
+async fn finish(
     args: &EvalFlags,
     opts: &EvalOptions,
     samples: &[gsm8k::Sample],
     threshold: f64,
 ) -> anyhow::Result<ExitStatus> {
     let Task::Gsm8k(a) = &args.task;
+    // Nothing answered: no scores of 0 over the last results (trial 22: an unreachable server
+    // or a wrong --model printed `strict-match 0.0000` and overwrote them).
+    if let Some((status, why)) = nothing_answered(opts, samples).await {
+        eprintln!(
+            "gsm8k: {why}; nothing was measured, nothing written (what {} holds is kept)",
+            a.result_dir.display()
+        );
+        return Ok(status);
+    }
     let w = gsm8k::write_outputs(&a.result_dir, opts, samples, threshold)
         .with_context(|| format!("writing results into {}", a.result_dir.display()))?;
+    // What `ingest` reads an eval set's identity from (trial 22: `ingest results/eval` found
+    // "not a result file"): the model and concurrency known here; the rest (`--set hw=…
+    // framework=…`) at ingest, as for any import that lacks them.
+    let meta = serde_json::json!({"model": opts.model, "conc": opts.concurrency});
+    let meta_path = a.result_dir.join("meta_env.json");
+    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta)?)
+        .with_context(|| format!("writing {}", meta_path.display()))?;
     println!("gsm8k: {}", w.scores.line());
     eprintln!("wrote {} and {}", w.samples.display(), w.results.display());
     if w.scores.cancelled > 0 {
@@ -158,14 +226,6 @@ fn finish(
             w.scores.n + w.scores.cancelled
         );
         return Ok(ExitStatus::Interrupted);
-    }
-    if w.scores.all_failed() {
-        let first = samples
-            .iter()
-            .find_map(|s| s.error.clone())
-            .unwrap_or_default();
-        eprintln!("gsm8k: every request failed, nothing was measured; first: {first}");
-        return Ok(ExitStatus::Failed);
     }
     if !w.scores.passes(threshold) && !a.no_threshold {
         eprintln!("gsm8k: below the threshold {threshold:.2} (pass --no-threshold to only report)");

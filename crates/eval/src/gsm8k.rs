@@ -373,6 +373,10 @@ pub struct Sample {
     /// wrong), as cancelled requests are no failures anywhere in inferbench.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
+    /// The failed request's class (`connect` for a server that could not be reached); not
+    /// written to `samples_gsm8k.jsonl`, whose lines keep lm-eval's shape.
+    #[serde(skip)]
+    pub error_class: Option<inferbench_core::ErrorClass>,
 }
 
 /// Scores of a run: mean exact match and its standard error (sample standard deviation ÷ √n,
@@ -501,6 +505,7 @@ pub async fn run(opts: &EvalOptions, cancel: &CancellationToken) -> Result<Vec<S
             };
             let cancelled =
                 !rec.success && rec.error_class == Some(inferbench_core::ErrorClass::Cancelled);
+            let error_class = rec.error_class;
             let response = rec.output_text;
             let (s, f) = (strict(&response), flexible(&response));
             Sample {
@@ -514,6 +519,7 @@ pub async fn run(opts: &EvalOptions, cancel: &CancellationToken) -> Result<Vec<S
                 prompt: text,
                 response,
                 error,
+                error_class,
             }
         });
     }
@@ -690,6 +696,7 @@ mod tests {
             pass_flexible: true,
             error: None,
             cancelled: false,
+            error_class: None,
         };
         let sc = score(&[s(true), s(false), s(true), s(true)]);
         assert_eq!(sc.strict, 0.75);

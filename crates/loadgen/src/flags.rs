@@ -94,15 +94,7 @@ pub struct TargetFlags {
     pub max_tokens_field: Option<MaxTokensField>,
 }
 
-/// A server's root URL from `--base-url`, else `--host` and `--port` (vLLM's rule:
-/// `http://HOST:PORT`, an IPv6 host bracketed).
-fn server_url(base_url: Option<&str>, host: &str, port: u16) -> String {
-    match base_url {
-        Some(u) => u.to_string(),
-        None if host.contains(':') && !host.starts_with('[') => format!("http://[{host}]:{port}"),
-        None => format!("http://{host}:{port}"),
-    }
-}
+use inferbench_client::models::server_url;
 
 impl TargetFlags {
     /// The server's root URL: `--base-url`, else `http://{--host}:{--port}` (vLLM's rule; an

@@ -21,7 +21,6 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::arrivals::{Arrivals, Schedule};
-use crate::hints;
 use crate::options::{BenchOptions, DatasetName, ProgressMode};
 use crate::output;
 use crate::progress::{Counters, Progress};
@@ -1144,21 +1143,7 @@ async fn not_found_note(opts: &BenchOptions, s: &RunSummary, url: &str) -> Optio
         .inferbench
         .error_samples
         .get(ErrorClass::HttpStatus.as_str())?;
-    if !hints::is_not_found(sample) {
-        return None;
-    }
-    let models = format!("{}/v1/models", opts.base_url.trim().trim_end_matches('/'));
-    let served = match inferbench_client::http_get(&models, std::time::Duration::from_secs(5)).await
-    {
-        Ok((200, body)) => Some(hints::model_ids(&body)),
-        _ => None,
-    };
-    Some(hints::not_found_hint(
-        &opts.model,
-        url,
-        sample,
-        served.as_deref(),
-    ))
+    inferbench_client::models::explain_not_found(&opts.base_url, &opts.model, url, sample).await
 }
 
 /// Adds InferenceX's power block to an `agg_*.json` file ([`crate::power::patch_aggregate`]).

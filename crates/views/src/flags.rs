@@ -226,6 +226,16 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
             eprintln!("  {h}");
         }
+        // A database of evals alone (trial 22: `eval` results ingested, then "no points").
+        let evals = store.evals()?.len();
+        if evals > 0 && args.filters.is_empty() {
+            eprintln!(
+                "it holds {} (accuracy, not throughput points): `inferbench serve --db {}` \
+                 lists them on its Evals page",
+                inferbench_core::count(evals, "eval result"),
+                args.db
+            );
+        }
     }
     Ok(status)
 }

@@ -8,13 +8,14 @@ use inferbench_eval::gsm8k;
 use super::ExitStatus;
 
 /// Runs the subcommand: 0 when every score reaches the threshold (or `--no-threshold`), 1
-/// below it, 130 interrupted.
+/// below it or when no request was answered, 3 when the server was unreachable, 130
+/// interrupted.
 pub fn run(flags: EvalFlags) -> anyhow::Result<ExitStatus> {
     let (opts, threshold) = flags.options()?;
     let rt = tokio::runtime::Runtime::new()?;
-    let samples = rt.block_on(async {
+    rt.block_on(async {
         let cancel = super::shutdown_token("inferbench eval: interrupted; scoring what finished");
-        gsm8k::run(&opts, &cancel).await
-    })?;
-    flags.finish(&opts, &samples, threshold)
+        let samples = gsm8k::run(&opts, &cancel).await?;
+        flags.finish(&opts, &samples, threshold).await
+    })
 }

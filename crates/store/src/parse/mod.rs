@@ -593,9 +593,11 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
             &model_raw
         },
     );
+    // The name the key came from: the prefix, unless it is the `unknown` an eval set without
+    // one gets (trial 22: "model unknown → llama3.1-8b").
     note(
         "model",
-        if prefix.is_empty() {
+        if prefix.is_empty() || prefix == "unknown" {
             &model_raw
         } else {
             &prefix

@@ -1,0 +1,127 @@
+//! What a server says about the models it serves (`GET /v1/models`), and what a user whose
+//! requests it answered with HTTP 404 is told: a wrong `--model` (named with the ones it does
+//! serve) or a wrong path. Shared by `bench`, `replay` and `eval`; and the server URL of
+//! vLLM's `--host`/`--port`.
+
+/// A server's root URL from `--base-url`, else `--host` and `--port` (vLLM's rule:
+/// `http://HOST:PORT`, an IPv6 host bracketed).
+pub fn server_url(base_url: Option<&str>, host: &str, port: u16) -> String {
+    match base_url {
+        Some(u) => u.to_string(),
+        None if host.contains(':') && !host.starts_with('[') => format!("http://[{host}]:{port}"),
+        None => format!("http://{host}:{port}"),
+    }
+}
+
+/// The model ids an OpenAI-compatible `/v1/models` body lists (`{"data": [{"id": …}, …]}`),
+/// in its order; empty for any other body.
+pub fn model_ids(body: &[u8]) -> Vec<String> {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Vec::new();
+    };
+    v.get("data")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m.get("id")?.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a failed request's message is an HTTP 404 answer (`HTTP 404 Not Found: …`).
+pub fn is_not_found(error: &str) -> bool {
+    error.starts_with("HTTP 404")
+}
+
+/// The hint after requests to `url` for `model` were answered 404 (`sample`: one such error
+/// message). `served`: the ids of the server's `/v1/models`, `None` when it could not be read.
+pub fn not_found_hint(model: &str, url: &str, sample: &str, served: Option<&[String]>) -> String {
+    match served {
+        Some(ids) if !ids.is_empty() && !ids.iter().any(|m| m == model) => format!(
+            "the server does not serve model {model:?}; its /v1/models lists: {} (pass one with \
+             --model)",
+            ids.join(", ")
+        ),
+        Some(ids) if !ids.is_empty() => format!(
+            "the server answered HTTP 404 for {url} although its /v1/models lists {model:?}: \
+             check --base-url and --endpoint"
+        ),
+        _ => {
+            let s = sample.to_ascii_lowercase();
+            if s.contains("model") && (s.contains("does not exist") || s.contains("not found")) {
+                format!(
+                    "the server does not serve model {model:?} (its /v1/models could not be \
+                     read to list the ones it does)"
+                )
+            } else {
+                format!("the server answered HTTP 404 for {url}: check --base-url and --endpoint")
+            }
+        }
+    }
+}
+
+/// The hint for requests for `model` to `url` that the server at `base_url` answered with
+/// HTTP 404 (`sample`: one such error message), its `/v1/models` read (5 s at most) to name
+/// the models it serves. `None` when `sample` is not a 404.
+pub async fn explain_not_found(
+    base_url: &str,
+    model: &str,
+    url: &str,
+    sample: &str,
+) -> Option<String> {
+    if !is_not_found(sample) {
+        return None;
+    }
+    let models = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
+    let served = match crate::http_get(&models, std::time::Duration::from_secs(5)).await {
+        Ok((200, body)) => Some(model_ids(&body)),
+        _ => None,
+    };
+    Some(not_found_hint(model, url, sample, served.as_deref()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_list_and_hints() {
+        let body =
+            br#"{"object":"list","data":[{"id":"Llama-3.1-8B","object":"model"},{"id":"x"}]}"#;
+        let ids = model_ids(body);
+        assert_eq!(ids, vec!["Llama-3.1-8B".to_string(), "x".to_string()]);
+        assert!(model_ids(b"not json").is_empty());
+        let url = "http://h/v1/completions";
+        let sample = "HTTP 404 Not Found: {\"message\":\"The model `m` does not exist.\"}";
+        assert!(is_not_found(sample));
+        assert!(!is_not_found("HTTP 503 Service Unavailable: busy"));
+        assert_eq!(
+            not_found_hint("m", url, sample, Some(&ids)),
+            "the server does not serve model \"m\"; its /v1/models lists: Llama-3.1-8B, x \
+             (pass one with --model)"
+        );
+        assert_eq!(
+            not_found_hint("x", url, "HTTP 404 Not Found: no route", Some(&ids)),
+            "the server answered HTTP 404 for http://h/v1/completions although its /v1/models \
+             lists \"x\": check --base-url and --endpoint"
+        );
+        assert_eq!(
+            not_found_hint("m", url, sample, None),
+            "the server does not serve model \"m\" (its /v1/models could not be read to list \
+             the ones it does)"
+        );
+        assert_eq!(
+            not_found_hint("m", url, "HTTP 404 Not Found: ", None),
+            "the server answered HTTP 404 for http://h/v1/completions: check --base-url and \
+             --endpoint"
+        );
+    }
+
+    #[test]
+    fn server_url_from_host_and_port() {
+        assert_eq!(server_url(None, "127.0.0.1", 8000), "http://127.0.0.1:8000");
+        assert_eq!(server_url(None, "::1", 8000), "http://[::1]:8000");
+        assert_eq!(server_url(Some("http://h:1"), "x", 2), "http://h:1");
+    }
+}
