@@ -96,8 +96,11 @@ function draw(res) {
   chart = new uPlot({
     mode: 2, width, height: Math.round(width * 0.5),
     title: "A: " + res.a + "   vs   B: " + res.b,
-    // The sides' names and colours only: live values read `--` until hovered (trial 19).
-    legend: { live: false },
+    // The sides' names and colours only: live values read `--` until hovered (trial 19);
+    // each swatch an outline in its line's style, so that a batch's dashed line is told from
+    // the solid one (trial 22: filled squares looked alike).
+    legend: { live: false, markers: { width: 3, fill: () => "transparent",
+      dash: (u, i) => (u.series[i].dash ? "dashed" : "solid") } },
     scales: { x: { time: false }, y: {} },
     axes: [{ label: metricLabel(options, res.x) }, { label: metricLabel(options, res.y), size: 70 }],
     series,
