@@ -66,6 +66,14 @@ function files(run, list) {
   if (!list.length) ul.textContent = "none";
 }
 
+// Labels of evenly spaced ticks `splits`, each with the decimals its spacing needs (at most 6)
+// so that no two read alike.
+function tickLabels(splits) {
+  const step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) : 0;
+  const decimals = step > 0 ? Math.min(6, Math.max(0, Math.ceil(-Math.log10(step) - 1e-9))) : 0;
+  return splits.map(v => v.toFixed(decimals));
+}
+
 function histogram(host, name, d) {
   const box = document.createElement("div");
   host.append(box);
@@ -85,7 +93,13 @@ function histogram(host, name, d) {
       const w = d.histogram.length > 1 ? (hi - lo) / (d.histogram.length - 1) : Math.max(1, lo * 0.1);
       return [lo - w, hi + w];
     } } },
-    axes: [{ label: name + " (ms)" }, { label: "requests" }],
+    // Tick labels with as many decimals as their spacing needs (trial 22: a narrow TPOT
+    // histogram read "7.049  7.049  7.049").
+    axes: [{ label: name + " (ms)", values: (u, splits) => {
+      const labels = tickLabels(splits);
+      box.dataset.xTicks = labels.join(" ");
+      return labels;
+    } }, { label: "requests" }],
     series: [{}, { stroke: "#0072b2", fill: "#0072b255", paths: uPlot.paths.bars({ size: [0.9] }),
       points: { show: false } }],
   }, [xs, ys], box);

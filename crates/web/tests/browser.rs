@@ -206,6 +206,18 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         "{dom}"
     );
     assert!(dom.contains("E2EL (ms): p50 2500.0"), "{dom}");
+    // Each histogram's x tick labels read apart (trial 22: "7.049  7.049  7.049").
+    let ticks: Vec<&str> = dom
+        .split("data-x-ticks=\"")
+        .skip(1)
+        .filter_map(|t| t.split('"').next())
+        .collect();
+    assert_eq!(ticks.len(), 4, "{dom}");
+    for t in ticks {
+        let labels: Vec<&str> = t.split(' ').collect();
+        let distinct: std::collections::BTreeSet<&str> = labels.iter().copied().collect();
+        assert!(labels.len() > 1 && distinct.len() == labels.len(), "{t}");
+    }
     assert!(dom.contains("sglang 0.5.5"), "provenance: {dom}");
     // The run's evals section says it has none.
     assert_eq!(
