@@ -236,7 +236,7 @@ fn unmigrated_database_is_refused() {
     let e = s
         .ingest_path(&common::fixtures(), &IngestOptions::default())
         .unwrap_err();
-    assert!(e.to_string().contains("inferbench db migrate"), "{e}");
+    assert!(e.to_string().contains("holds no inferbench tables"), "{e}");
     assert!(Store::open("/nonexistent-dir/x.db").is_err());
 }
 

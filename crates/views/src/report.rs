@@ -884,7 +884,8 @@ mod tests {
              \x20   random prompt set, or an AgentX replay ran for less than 900 s): add `valid` or `frontier` to\n\
              \x20   --columns to see which\n\
              batch = the run a point came from (the last two parts of a result directory, a result file's name, a\n\
-             \x20   quickstart's id; -f batch= takes it as shown; --format csv shows it whole)\n"
+             \x20   quickstart's id; -f batch= takes it as shown, or a quickstart's directory; --format csv shows it\n\
+             \x20   whole)\n"
         );
         // Columns that show which rows are invalid need no pointer to them (trial 19).
         let f = footer(
