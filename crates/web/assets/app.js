@@ -150,6 +150,14 @@ function draw(res, st) {
   host.dataset.points = String(res.points.length);
   host.dataset.frontierPoints = String(res.points.filter(p => p.frontier).length);
   host.dataset.groups = String(groups.length);
+  // Nothing to draw (no point with both values; a database of evals alone): no chart, whose
+  // library needs a series (trial 23: "Cannot read properties of undefined").
+  if (series.length === 1) {
+    host.textContent = "no point to draw";
+    legend(groups, st);
+    table(res);
+    return;
+  }
   chart = new uPlot(opts, data, host);
   // When the chart was drawn (ms since navigation start): the page-speed benchmark reads it.
   host.dataset.drawnMs = String(Math.round(performance.now()));

@@ -41,8 +41,21 @@ function fill(select, values, labels, withAny) {
 
 // Sets a <select> to `value` when it offers it (an unknown value keeps the first option, as
 // InferenceX's selectors do).
-function choose(select, value) {
+// Values the URL asked for that the page's selectors do not offer, as `key=value`: the page
+// falls back to its first option and says so ([`notAppliedNote`]; trial 23: History and TCO
+// showed another model's data for `model=typo` without a word).
+let notApplied = [];
+
+// Selects `value` in `select` when it offers it; otherwise, for a named `key`, remembers that
+// it was not applied.
+function choose(select, value, key) {
   if (value && Array.from(select.options).some(o => o.value === value)) select.value = value;
+  else if (value && key) notApplied.push(key + "=" + value);
+}
+
+// The status line's tail for [`notApplied`] values ("" when none).
+function notAppliedNote() {
+  return notApplied.length ? " — not in this database, so not applied: " + notApplied.join(", ") : "";
 }
 
 // Colour-blind-safe series colours (Okabe–Ito first), one per group in order.
@@ -100,8 +113,9 @@ async function loadOptions() {
 // with `refresh(true)` (a new history entry); the back button re-applies the URL with `apply()`
 // and redraws with `refresh(false)`.
 function wireForm(apply, refresh, live) {
-  $("controls").addEventListener("submit", ev => { ev.preventDefault(); refresh(true); });
-  for (const k of live) $(k).addEventListener("change", () => refresh(true));
+  // A choice of the user's replaces what the URL asked for.
+  $("controls").addEventListener("submit", ev => { ev.preventDefault(); notApplied = []; refresh(true); });
+  for (const k of live) $(k).addEventListener("change", () => { notApplied = []; refresh(true); });
   window.addEventListener("popstate", () => { apply(); refresh(false); });
 }
 

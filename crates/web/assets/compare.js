@@ -21,7 +21,8 @@ function apply(st) {
   // Without one asked for, the sequence with the most points (as the Inference and History
   // pages open; trial 20: this page opened on another).
   choose($("sequence"), options.defaults.sequence);
-  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k]);
+  notApplied = [];
+  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k], k);
   for (const k of ["a", "b", "at"]) $(k).value = st[k];
 }
 
@@ -92,8 +93,9 @@ function draw(res) {
     });
   }
   host.dataset.lines = String(series.length - 1);
+  if (series.length === 1) host.textContent = "no frontier to draw";
   const width = Math.max(480, Math.min(1100, host.clientWidth || 1000));
-  chart = new uPlot({
+  chart = series.length === 1 ? null : new uPlot({
     mode: 2, width, height: Math.round(width * 0.5),
     title: "A: " + res.a + "   vs   B: " + res.b,
     // The sides' names and colours only: live values read `--` until hovered (trial 19);
@@ -145,7 +147,7 @@ async function refresh(push) {
     status(count(res.count_a, "point") + " in A, " + count(res.count_b, "point") + " in B; "
       + (res.rows.length ? count(res.rows.length, "target")
         : res.note || (empty.length ? "no stored point matches " + empty.join(" nor ") + "'s filters"
-        : "their frontiers share no x range")));
+        : "their frontiers share no x range")) + notAppliedNote());
   } catch (e) {
     status("error: " + e.message, true);
   }

@@ -23,7 +23,8 @@ function apply(st) {
   fillAxes(options, $("x"), $("y"));
   // Without one asked for, the sequence with the most points (as the Inference page opens).
   choose($("sequence"), options.defaults.sequence);
-  for (const k of SELECTS) choose($(k), st[k]);
+  notApplied = [];
+  for (const k of SELECTS) choose($(k), st[k], k);
   for (const k of INPUTS) $(k).value = st[k];
 }
 
@@ -184,12 +185,13 @@ async function refresh(push) {
       : "none of their points has a value of " + metricLabel(options, res.x);
     markRange(res.x_range);
     // Nothing selected: which filter matched nothing (trial 22: no word at all).
-    status(res.note ? res.note
+    status((res.note ? res.note
       : n === 0
       ? "no selected group's frontier reaches x = " + res.at + " (of " + count(res.groups.length, "group")
         + " selected): " + range + "; pick an x inside that range"
       : count(n, "group") + (n === 1 ? " reaches" : " reach") + " x = " + res.at + " (of " + res.groups.length + " selected); "
-      + (r ? count(r, "group") + " regressed in the latest batch" : "no regression in the latest batch"));
+      + (r ? count(r, "group") + " regressed in the latest batch" : "no regression in the latest batch"))
+      + notAppliedNote());
   } catch (e) {
     status("error: " + e.message, true);
   }

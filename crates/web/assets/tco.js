@@ -13,7 +13,8 @@ function apply(st) {
   fillAxes(options, $("x"), $("y"));
   // Without one asked for, the sequence with the most points (as the Inference page opens).
   choose($("sequence"), options.defaults.sequence);
-  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st.get(k));
+  notApplied = [];
+  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st.get(k), k);
   for (const k of ["at", "gpu_hour_cost", "gpu_kw"]) $(k).value = st.get(k) || "";
 }
 
@@ -64,7 +65,8 @@ function draw(res) {
   if (res.note) { status(res.note); return; }
   status(count(res.bars.length, "group") + " at " + metricLabel(options, res.x) + " = " + res.at
     + " (" + res.better + " is better)"
-    + (res.unreached.length ? "; " + count(res.unreached.length, "group") + (res.unreached.length === 1 ? " does" : " do") + " not reach it" : ""));
+    + (res.unreached.length ? "; " + count(res.unreached.length, "group") + (res.unreached.length === 1 ? " does" : " do") + " not reach it" : "")
+    + notAppliedNote());
 }
 
 async function refresh(push) {
