@@ -360,3 +360,41 @@ fn a_given_data_dir_fills_the_cache() {
         "offline, from the cache: {text}"
     );
 }
+
+/// Trial 23: Ctrl-C before any problem was answered wrote "0 problems" over the last results.
+/// It now writes nothing and says so (exit 130).
+#[cfg(unix)]
+#[test]
+fn an_eval_interrupted_before_any_answer_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = data_dir(tmp.path(), &["72", "72"]);
+    let out = tmp.path().join("out");
+    let (code, _) = eval(&replay("#### 72"), &data, &out, &[]);
+    assert_eq!(code, Some(0));
+    let before = std::fs::read(out.join("results_gsm8k.json")).unwrap();
+    // A server that answers nothing for a minute.
+    let mut slow = ReplayCase::completion_text("#### 72");
+    slow.chunks[0].0 = std::time::Duration::from_secs(60);
+    let url = spawn_replay_thread(slow);
+    let child = Command::new(BIN)
+        .args(["eval", "gsm8k", "--base-url", &url, "--model", "m"])
+        .args(["--backend", "openai"])
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--result-dir")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    common::signal(child.id(), "INT");
+    let o = child.wait_with_output().unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(130), "{text}");
+    assert!(
+        text.contains("gsm8k: interrupted before any problem was answered; nothing was measured, nothing written"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(out.join("results_gsm8k.json")).unwrap(), before);
+}

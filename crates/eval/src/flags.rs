@@ -152,17 +152,25 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
     Ok((opts, threshold))
 }
 
-/// When every request of `samples` failed: the exit status and why, in one line — the server
-/// unreachable (every failure a connect error: [`ExitStatus::Unreachable`]), a 404 explained by
-/// the server's /v1/models (a wrong --model), else the first error ([`ExitStatus::Failed`]).
-/// `None` when some request was answered, or the run was interrupted.
+/// When no request of `samples` was answered: the exit status and why, in one line — cut short
+/// before any answer ([`ExitStatus::Interrupted`]), the server unreachable (every failure a
+/// connect error: [`ExitStatus::Unreachable`]), a 404 explained by the server's /v1/models (a
+/// wrong --model), else the first error ([`ExitStatus::Failed`]). `None` when some request was
+/// answered.
 async fn nothing_answered(
     opts: &EvalOptions,
     samples: &[gsm8k::Sample],
 ) -> Option<(ExitStatus, String)> {
     let failed: Vec<&gsm8k::Sample> = samples.iter().filter(|s| !s.cancelled).collect();
-    if failed.is_empty() || failed.iter().any(|s| s.error.is_none()) {
+    if samples.is_empty() || failed.iter().any(|s| s.error.is_none()) {
         return None;
+    }
+    // Cut short before any answer (trial 23: Ctrl-C then wrote 0 problems over the results).
+    if failed.is_empty() {
+        return Some((
+            ExitStatus::Interrupted,
+            "interrupted before any problem was answered".into(),
+        ));
     }
     let first = failed
         .iter()
