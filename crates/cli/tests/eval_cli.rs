@@ -396,5 +396,8 @@ fn an_eval_interrupted_before_any_answer_writes_nothing() {
         text.contains("gsm8k: interrupted before any problem was answered; nothing was measured, nothing written"),
         "{text}"
     );
-    assert_eq!(std::fs::read(out.join("results_gsm8k.json")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(out.join("results_gsm8k.json")).unwrap(),
+        before
+    );
 }

@@ -903,6 +903,27 @@ fn store_cli_zero_byte_database_names_the_commands_with_its_db() {
             assert_eq!(String::from_utf8_lossy(&o.stderr), said, "{cmd:?}");
         }
     }
+    // Writers refuse them too, before writing anything (trial 23: `ingest` and `db migrate`
+    // added our tables to the other program's file; `bench --db` of a text file failed after
+    // the whole benchmark).
+    let fixtures_dir = fixtures().display().to_string();
+    for db in [&other, &text] {
+        let size = std::fs::metadata(db).unwrap().len();
+        for cmd in [
+            &["ingest", &fixtures_dir, "--db", db][..],
+            &["db", "migrate", "--db", db],
+            &["bench", "--port", "9", "--model", "m", "--db", db],
+        ] {
+            let o = run(cmd);
+            assert_eq!(o.status.code(), Some(2), "{cmd:?}");
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.starts_with(&format!("error: `{db}` is not ")) && err.lines().count() == 1,
+                "{cmd:?}: {err}"
+            );
+            assert_eq!(std::fs::metadata(db).unwrap().len(), size, "{cmd:?}");
+        }
+    }
     let fresh = t.0.join("fresh.db").display().to_string();
     let o = run(&["db", "restore", "--db", &fresh, "--no-verify", &text]);
     assert_eq!(o.status.code(), Some(2));

@@ -595,6 +595,11 @@ impl Store {
                     {
                         std::thread::sleep(std::time::Duration::from_millis(10));
                     }
+                    // A file that is not SQLite is named (trial 23: "database error: file is
+                    // not a database" from `ingest` and `db migrate`).
+                    Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) => {
+                        return Err(StoreError::NotADatabase(location.to_string()))
+                    }
                     Err(e) => return Err(StoreError::Db(e.to_string())),
                 }
             }
@@ -656,8 +661,41 @@ impl Store {
     }
 
     /// Applies pending migrations; returns the versions applied (empty when up to date).
+    /// Errors: [`StoreError::ForeignDatabase`] for a SQLite file holding another program's
+    /// tables and none of ours (trial 23: `ingest` added our tables to it; a PostgreSQL
+    /// database may hold other schemas' tables and is migrated), the driver's.
     pub fn migrate(&mut self) -> Result<Vec<i64>, StoreError> {
+        self.refuse_foreign()?;
         schema::migrate(&mut self.conn)
+    }
+
+    /// [`StoreError::ForeignDatabase`] for a SQLite file without our tables that holds others.
+    fn refuse_foreign(&mut self) -> Result<(), StoreError> {
+        if self.kind() == Kind::Sqlite && self.schema_version()? == 0 {
+            let others = schema::table_names(&mut self.conn)?;
+            if !others.is_empty() {
+                return Err(StoreError::ForeignDatabase(
+                    self.location.clone(),
+                    others.join(", "),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether results could be stored at `location` later, checked before a long run writes
+    /// them (trial 23: `bench --db` of a text file failed after the whole benchmark): a
+    /// missing SQLite file is fine (it will be created), an existing one must be a database
+    /// and not another program's, a PostgreSQL URL must connect. Nothing is written. Errors:
+    /// as [`Store::open_for_reading`], [`Store::schema_version`] and
+    /// [`StoreError::ForeignDatabase`].
+    pub fn check_target(location: &str) -> Result<(), StoreError> {
+        let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
+        if !is_pg && !Path::new(location).exists() {
+            return Ok(());
+        }
+        let mut s = Store::open_for_reading(location)?;
+        s.refuse_foreign()
     }
 
     /// Schema version of the database (0 when empty). Errors: [`StoreError::NotADatabase`]

@@ -11,6 +11,10 @@ use super::ExitStatus;
 /// (stderr), then with `--db` the result stored under its result directory's batch.
 pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     let db = flags.db.take();
+    // Where the result will be stored, checked before the benchmark runs.
+    if let Some(db) = &db {
+        inferbench_store::Store::check_target(db)?;
+    }
     let mut ingest_opts = inferbench_store::flags::options(&flags.set)?;
     let mut opts = flags.into_options()?;
     opts.save_result |= db.is_some();
