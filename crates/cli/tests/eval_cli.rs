@@ -186,6 +186,30 @@ fn scores_files_thresholds_and_errors() {
         "{}",
         common::output_text(&o)
     );
+    // `plot` and `compare` of it say so too (trial 23: "only failed points", "(stored: )").
+    let o = Command::new(BIN)
+        .args(["plot", "--db", &db, "-o"])
+        .arg(tmp.path().join("p.svg"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: nothing to plot: {db} holds 1 eval result and no throughput point \
+             (`inferbench serve --db {db}` lists them on its Evals page)\n"
+        )
+    );
+    let o = Command::new(BIN)
+        .args(["compare", "hw=h100", "hw=b200", "--db", &db])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("\n  `hw=h100`: no stored point has hardware=h100 (no point is stored)\n"),
+        "{}",
+        common::output_text(&o)
+    );
     let (code, text) = eval("https://127.0.0.1:9", &data, &out, &[]);
     assert_eq!(code, Some(2), "{text}");
     assert!(

@@ -936,6 +936,20 @@ fn store_cli_zero_byte_database_names_the_commands_with_its_db() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(!Path::new(&fresh).exists());
+    // … nor a zstd file of something else (trial 23: "line 1: expected value").
+    let zst = t.0.join("notes.zst");
+    std::fs::write(&zst, zstd::encode_all(&b"plain text\n"[..], 3).unwrap()).unwrap();
+    let zst = zst.display().to_string();
+    let o = run(&["db", "restore", "--db", &fresh, "--no-verify", &zst]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).starts_with(&format!(
+            "error: snapshot {zst}: not a readable inferbench dump: line 1: "
+        )),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!Path::new(&fresh).exists());
     let missing = t.0.join("missing.db").display().to_string();
     let o = run(&["db", "status", "--db", &missing]);
     assert_eq!(o.status.code(), Some(2));

@@ -544,19 +544,39 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
         let mut sel: Vec<String> = args.filters.iter().map(|f| format!("-f {f}")).collect();
         sel.extend(args.since.iter().map(|d| format!("--since {d}")));
         sel.extend(args.until.iter().map(|d| format!("--until {d}")));
-        let sel = if sel.is_empty() {
-            "(its runs hold only failed points: `report --include-failed` lists them)".into()
-        } else {
-            sel.join(" ")
-        };
+        if sel.is_empty() {
+            let failed = store.points(
+                &inferbench_store::Filter {
+                    include_failed: true,
+                    ..Default::default()
+                },
+                &CostOptions::default(),
+            )?;
+            if !failed.is_empty() {
+                anyhow::bail!(
+                    "nothing to plot: the runs in {} hold only failed points (`report \
+                     --include-failed` lists them)",
+                    args.db
+                );
+            }
+            // Trial 23: a database of evals alone was said to hold failed points.
+            anyhow::bail!(
+                "nothing to plot: {} holds {} and no throughput point (`inferbench serve --db \
+                 {}` lists them on its Evals page)",
+                args.db,
+                inferbench_core::count(store.evals()?.len(), "eval result"),
+                args.db
+            );
+        }
         let hints: String = report::filter_hints(&mut store, &args.filters, "-f ")?
             .iter()
             .map(|h| format!("\n  {h}"))
             .collect();
         anyhow::bail!(
-            "nothing to plot: no point in {} matches {sel} (`inferbench report` without them \
+            "nothing to plot: no point in {} matches {} (`inferbench report` without them \
              lists every point){hints}",
-            args.db
+            args.db,
+            sel.join(" ")
         );
     }
     let agentic = rows

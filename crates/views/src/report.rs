@@ -815,6 +815,14 @@ pub fn filter_hints(
                 known
             };
             for v in vals {
+                // Nothing stored in that dimension at all (a database of evals alone).
+                if known.is_empty() {
+                    hints.push(format!(
+                        "`{flag}{spec}`: no stored point has {col}={v} (no point is stored)"
+                    ));
+                    said = true;
+                    continue;
+                }
                 let near = inferbench_core::text::closest(v, known.iter().map(String::as_str));
                 let mut shown: Vec<&str> = known.iter().take(8).map(String::as_str).collect();
                 if known.len() > 8 {
