@@ -265,6 +265,33 @@ fn wrong_model_names_the_models_the_server_serves() {
             && !text.contains("errors: http_status:"),
         "{text}"
     );
+    // `replay` says it the same way (trial 23: the raw 404 quoted).
+    let traces = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/agentx-traces.jsonl"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["replay", "--traces", traces, "--port", &sim.1.to_string()])
+        .args(["--model", "Llama-3.1-8B-typo", "--concurrency", "1"])
+        .args([
+            "--benchmark-duration",
+            "5",
+            "--unsafe-override",
+            "--result-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "inferbench: a main-agent warmup request failed: {hint}; the replay was aborted \
+             (AgentX rule)\n"
+        )) && !text.contains("HTTP 404"),
+        "{text}"
+    );
     // Without warmups the profile's verdict says it.
     let (o, text) = bench_model(&sim, "Llama-3.1-8B-typo", &["--num-warmups", "0"]);
     assert_eq!(o.status.code(), Some(1), "{text}");

@@ -216,6 +216,13 @@ fn scores_files_thresholds_and_errors() {
         text.contains("error: --base-url: unsupported URL scheme"),
         "{text}"
     );
+    // … and one ending in /v1, as `bench` refuses it (trial 23: requests went to /v1/v1/…).
+    let (code, text) = eval("http://127.0.0.1:9/v1", &data, &out, &[]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("error: --base-url: should not end in /v1: "),
+        "{text}"
+    );
     // Values that cannot make an eval.
     for (flag, says) in [
         ("--limit", "--limit must be ≥ 1"),

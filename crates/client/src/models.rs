@@ -13,6 +13,21 @@ pub fn server_url(base_url: Option<&str>, host: &str, port: u16) -> String {
     }
 }
 
+/// `Some(reason)` when `base_url` ends in `/v1` and `endpoint` starts with `/v1/`: requests
+/// would go to `…/v1/v1/…`, which servers answer with 404. The reason names the fix.
+pub fn doubled_v1(base_url: &str, endpoint: &str) -> Option<String> {
+    let base = base_url.trim().trim_end_matches('/');
+    let ep = format!("/{}", endpoint.trim().trim_start_matches('/'));
+    let root = base.strip_suffix("/v1")?;
+    if !ep.starts_with("/v1/") {
+        return None;
+    }
+    Some(format!(
+        "should not end in /v1: the endpoint {ep} is appended (requests would go to \
+         {base}{ep}); use --base-url {root}"
+    ))
+}
+
 /// The model ids an OpenAI-compatible `/v1/models` body lists (`{"data": [{"id": …}, …]}`),
 /// in its order; empty for any other body.
 pub fn model_ids(body: &[u8]) -> Vec<String> {

@@ -125,6 +125,11 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
     );
     let base_url = inferbench_client::models::server_url(a.base_url.as_deref(), &a.host, a.port);
     // A bad URL is said before the data is read or anything sent (as `bench` says it).
+    if let Some(reason) =
+        inferbench_client::models::doubled_v1(&base_url, backend.default_endpoint())
+    {
+        anyhow::bail!("--base-url: {reason}");
+    }
     if let Err(e) = inferbench_client::target_uri(&base_url, backend.default_endpoint()) {
         anyhow::bail!("--base-url: {e}");
     }

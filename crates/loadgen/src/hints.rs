@@ -6,20 +6,7 @@
 use inferbench_client::models::model_ids;
 use inferbench_core::ExitStatus;
 
-/// `Some(reason)` when `base_url` ends in `/v1` and `endpoint` starts with `/v1/`: requests
-/// would go to `…/v1/v1/…`, which servers answer with 404. The reason names the fix.
-pub fn doubled_v1(base_url: &str, endpoint: &str) -> Option<String> {
-    let base = base_url.trim().trim_end_matches('/');
-    let ep = format!("/{}", endpoint.trim().trim_start_matches('/'));
-    let root = base.strip_suffix("/v1")?;
-    if !ep.starts_with("/v1/") {
-        return None;
-    }
-    Some(format!(
-        "should not end in /v1: the endpoint {ep} is appended (requests would go to \
-         {base}{ep}); use --base-url {root}"
-    ))
-}
+pub use inferbench_client::models::doubled_v1;
 
 /// The model a run without `--model` sends: the first id the server's `GET
 /// {base_url}/v1/models` lists, as vLLM's `bench serve` picks it. Errors (each naming the URL and

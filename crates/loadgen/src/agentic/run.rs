@@ -256,7 +256,20 @@ pub async fn run_replay(
     let (kept, write_error, server_snapshots) = sinks.finish().await?;
     let mut notes = st.notes;
     let (records, itl_ms) = kept_results(kept, write_error, &mut notes);
-    let stop_note = stop_note(st.stop, &records, &opts).or(st.threshold_note);
+    let not_found = match (st.stop, first_warmup_failure(&records)) {
+        (ReplayStop::WarmupFailed, Some(r)) => {
+            let url = format!(
+                "{}{}",
+                opts.base_url.trim_end_matches('/'),
+                opts.endpoint.as_deref().unwrap_or("/v1/chat/completions")
+            );
+            let msg = r.error.as_deref().unwrap_or_default();
+            inferbench_client::models::explain_not_found(&opts.base_url, &opts.model, &url, msg)
+                .await
+        }
+        _ => None,
+    };
+    let stop_note = stop_note(st.stop, &records, &opts, not_found).or(st.threshold_note);
     notes.extend(stop_note.clone());
     Ok(ReplayOutcome {
         records,
@@ -545,16 +558,23 @@ impl LoopState {
 
 /// The note on how a replay that did not complete stopped (`stop`): interrupted, or aborted
 /// by a failed main-agent warmup (the first such failure in `records`: an unreachable server
-/// says so). `None` otherwise (the failure threshold's note is written when it trips).
-fn stop_note(stop: ReplayStop, records: &[RequestRecord], opts: &ReplayOptions) -> Option<String> {
+/// says so; `not_found`: the explanation of a 404 by the server's /v1/models). `None` otherwise (the failure threshold's note is written when it trips).
+fn stop_note(
+    stop: ReplayStop,
+    records: &[RequestRecord],
+    opts: &ReplayOptions,
+    not_found: Option<String>,
+) -> Option<String> {
     match stop {
         ReplayStop::Interrupted => Some("interrupted: results cover the finished requests".into()),
+        // A 404 the server's /v1/models explains (a wrong --model), instead of its answer
+        // (trial 23: the raw 404 quoted, the served models not named, as `bench` names them).
+        ReplayStop::WarmupFailed if not_found.is_some() => Some(format!(
+            "a main-agent warmup request failed: {}; the replay was aborted (AgentX rule)",
+            not_found.unwrap_or_default()
+        )),
         ReplayStop::WarmupFailed => {
-            let first = records.iter().find(|r| {
-                !r.success
-                    && r.phase == Phase::Warmup
-                    && r.error_class != Some(ErrorClass::Cancelled)
-            });
+            let first = first_warmup_failure(records);
             Some(match first {
                 Some(r) if r.error_class == Some(ErrorClass::Connect) => format!(
                     "server unreachable at {}: {} (check --base-url); nothing was measured",
@@ -573,6 +593,13 @@ fn stop_note(stop: ReplayStop, records: &[RequestRecord], opts: &ReplayOptions) 
         }
         _ => None,
     }
+}
+
+/// The first warmup request that failed (not cancelled by the run).
+fn first_warmup_failure(records: &[RequestRecord]) -> Option<&RequestRecord> {
+    records.iter().find(|r| {
+        !r.success && r.phase == Phase::Warmup && r.error_class != Some(ErrorClass::Cancelled)
+    })
 }
 
 /// Plans the dispatched turn (cheap), then renders and sends it on a task; the prompt text
