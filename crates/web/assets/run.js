@@ -66,11 +66,17 @@ function files(run, list) {
   if (!list.length) ul.textContent = "none";
 }
 
-// Labels of evenly spaced ticks `splits`, each with the decimals its spacing needs (at most 6)
-// so that no two read alike.
+// Labels of evenly spaced ticks `splits`, each with the decimals its spacing needs to be
+// written exactly (a step of 0.00025 needs 5; at most 8), so that none reads alike or rounded
+// (trial 23: 7.0477 for 7.04775).
 function tickLabels(splits) {
   const step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) : 0;
-  const decimals = step > 0 ? Math.min(6, Math.max(0, Math.ceil(-Math.log10(step) - 1e-9))) : 0;
+  let decimals = 0;
+  while (step > 0 && decimals < 8) {
+    const scaled = step * 10 ** decimals;
+    if (Math.abs(scaled - Math.round(scaled)) < 1e-6 * Math.max(1, scaled)) break;
+    decimals++;
+  }
   return splits.map(v => v.toFixed(decimals));
 }
 
