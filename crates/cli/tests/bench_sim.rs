@@ -852,6 +852,26 @@ fn replay_samples_power_into_its_summary_and_aggregate() {
     assert_eq!(a["power_valid"], 1, "{a}");
     assert_eq!(a["power_metric_schema_version"], 2);
     assert_eq!(a["avg_power_w"], 200.0);
+    // Its --result-dir is a batch of its own when ingested (trial 23: the batch was the
+    // parent directory, and `-f batch=<--result-dir>` matched nothing).
+    let db = dir.path().join("r.db").display().to_string();
+    let o = Command::new(BIN)
+        .arg("ingest")
+        .arg(&out)
+        .args(["--db", &db, "--set", "hw=h100", "--set", "framework=sim"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    let mut store = inferbench_store::Store::open_existing(&db).unwrap();
+    let mut f = inferbench_store::Filter {
+        include_failed: true,
+        include_invalid: true,
+        ..Default::default()
+    };
+    f.add(&format!("batch={}", out.display())).unwrap();
+    let rows = store.points(&f, &Default::default()).unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].batch, out.display().to_string());
 }
 
 /// A stand-in `nvidia-smi` whose one-shot query hangs (a wedged driver): `-L` and the loop

@@ -673,7 +673,8 @@ impl Store {
     fn refuse_foreign(&mut self) -> Result<(), StoreError> {
         if self.kind() == Kind::Sqlite && self.schema_version()? == 0 {
             let others = schema::table_names(&mut self.conn)?;
-            if !others.is_empty() {
+            // Our migrations table alone: another writer is migrating this new file right now.
+            if !others.is_empty() && !others.iter().any(|t| t == "schema_migrations") {
                 return Err(StoreError::ForeignDatabase(
                     self.location.clone(),
                     others.join(", "),
@@ -719,7 +720,7 @@ impl Store {
             }
             if v == 0 {
                 let others = schema::table_names(&mut self.conn)?;
-                if !others.is_empty() {
+                if !others.is_empty() && !others.iter().any(|t| t == "schema_migrations") {
                     return Err(StoreError::ForeignDatabase(
                         self.location.clone(),
                         others.join(", "),

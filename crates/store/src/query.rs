@@ -93,6 +93,9 @@ impl Filter {
                 "framework" => crate::normalize::framework(x).0,
                 "precision" => crate::normalize::precision(x),
                 "spec_decoding" => return crate::normalize::spec_method(x),
+                // A batch is a path or a name as stored: case matters (trial 23: a result
+                // directory with capitals matched nothing).
+                "batch" => return x.trim().to_string(),
                 _ => return x.trim().to_lowercase(),
             };
             if n.known {

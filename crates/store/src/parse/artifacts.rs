@@ -76,8 +76,13 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         .transpose()
         .map_err(|e| format!("{d}/job.json: {e}"))?;
     let mut run = base_run(SourceKind::Artifacts, dir, &key_bytes);
-    run.batch = dir
-        .parent()
+    // A point directory's batch is the run that holds it (a sweep's or InferenceX's run
+    // folder; our sweeps name it in job.json); a directory of our own `summary.json` without a
+    // job.json is a run of its own (`replay --result-dir results/replay`; trial 23: its batch
+    // was `results`, and `-f batch=results/replay` matched nothing).
+    let standalone = summary.is_file() && job_v.is_none();
+    let batch_dir = if standalone { Some(dir) } else { dir.parent() };
+    run.batch = batch_dir
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     if aggs.len() > 1 {
