@@ -361,7 +361,14 @@ pub async fn evals(
                 KEYS.join(", ")
             )));
         };
-        want.push((key, v.split('|').map(|s| s.trim().to_lowercase()).collect()));
+        // The store's keys for the names, as `-f` takes them (trial 23: `model=Llama-3.1-8B`
+        // and `model=llama8b` found nothing here while /api/v1/points found llama3.1-8b).
+        let mut f = Filter::default();
+        let canonical = match f.add(&format!("{key}={v}")) {
+            Ok(()) => f.eq.remove(*key).unwrap_or_default(),
+            Err(_) => v.split('|').map(|s| s.trim().to_lowercase()).collect(),
+        };
+        want.push((key, canonical));
     }
     let rows = state
         .with_store(|s| s.evals().map_err(|e| ApiError::internal(e.to_string())))

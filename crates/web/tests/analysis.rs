@@ -259,6 +259,12 @@ async fn evals_and_the_support_matrix() {
     let (_d, db) = seeded();
     let (s, v) = get_json(&db, "/api/v1/evals?task=gsm8k&hw=h200").await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    // Names as `-f` takes them (trial 23: `H200` or a model alias found nothing here).
+    let (_, upper) = get_json(&db, "/api/v1/evals?task=gsm8k&hw=H200").await;
+    assert_eq!(upper["rows"], v["rows"]);
+    assert_eq!(v["rows"][0]["model"], "gptoss120b");
+    let (_, alias) = get_json(&db, "/api/v1/evals?model=openai/gpt-oss-120b&hw=h200").await;
+    assert_eq!(alias["rows"], v["rows"], "{alias}");
     assert_eq!(v["tasks"], json!(["gsm8k"]));
     let rows: Vec<(String, String, i64, f64, f64)> = v["rows"]
         .as_array()
