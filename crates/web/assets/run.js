@@ -105,7 +105,7 @@ function histogram(host, name, d) {
       const labels = tickLabels(splits);
       box.dataset.xTicks = labels.join(" ");
       return labels;
-    } }, { label: "requests" }],
+    } }, { label: name === "ITL" ? "intervals" : "requests", size: 60 }],
     series: [{}, { stroke: "#0072b2", fill: "#0072b255", paths: uPlot.paths.bars({ size: [0.9] }),
       points: { show: false } }],
   }, [xs, ys], box);
@@ -218,6 +218,8 @@ async function start() {
   const id = q.get("id") || "";
   $("self").href = location.pathname + location.search;
   try {
+    // Trial 23: `/run` alone said "no such page or API route".
+    if (!id) throw new Error("no run named: open a run from a point of the Inference page, or /run?id=N");
     const r = await getJson("/api/v1/runs/" + encodeURIComponent(id));
     $("title").textContent = "Run " + r.run.id + " · " + r.run.batch;
     provenance(r.run);

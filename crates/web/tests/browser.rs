@@ -228,6 +228,12 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id=abc"));
     assert!(text_of(&dom, "status").starts_with("error: "), "{dom}");
     assert!(dom.contains("<table id=\"prov\" hidden=\"\">"), "{dom}");
+    // No id at all says so (trial 23: "no such page or API route").
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/run"));
+    assert!(
+        text_of(&dom, "status").starts_with("error: no run named: "),
+        "{dom}"
+    );
 
     // The probe model is listed and drawn as text: no element is made from it.
     let probe_model = {

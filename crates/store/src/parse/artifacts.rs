@@ -77,10 +77,11 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
         .map_err(|e| format!("{d}/job.json: {e}"))?;
     let mut run = base_run(SourceKind::Artifacts, dir, &key_bytes);
     // A point directory's batch is the run that holds it (a sweep's or InferenceX's run
-    // folder; our sweeps name it in job.json); a directory of our own `summary.json` without a
-    // job.json is a run of its own (`replay --result-dir results/replay`; trial 23: its batch
-    // was `results`, and `-f batch=results/replay` matched nothing).
-    let standalone = summary.is_file() && job_v.is_none();
+    // folder; our sweeps name it in job.json); a replay's `--result-dir` (its summary.json and
+    // agentic aggregate, no job.json: a sweep's agentic points have one) is a run of its own
+    // (trial 23: its batch was `results`, and `-f batch=results/replay` matched nothing).
+    let standalone =
+        summary.is_file() && job_v.is_none() && dir.join("agentic_aggregate.json").is_file();
     let batch_dir = if standalone { Some(dir) } else { dir.parent() };
     run.batch = batch_dir
         .map(|p| p.display().to_string())
