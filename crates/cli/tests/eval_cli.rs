@@ -69,6 +69,16 @@ fn scores_files_thresholds_and_errors() {
         "{text}"
     );
     assert!(text.contains("below the threshold 0.90"), "{text}");
+    // Every file it wrote is named, with how to store the score (trial 23).
+    assert!(
+        text.contains(&format!(
+            "wrote {0}/samples_gsm8k.jsonl, {0}/results_gsm8k.json and {0}/meta_env.json \
+             (`inferbench ingest {0} --set hw=… --set framework=… --set precision=…` stores the \
+             score)",
+            out.display()
+        )),
+        "{text}"
+    );
     let (code, _) = eval(&url, &data, &out, &["--no-threshold"]);
     assert_eq!(code, Some(0));
     let (code, _) = eval(&url, &data, &out, &["--threshold", "0.75"]);

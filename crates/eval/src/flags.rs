@@ -231,7 +231,15 @@ async fn finish(
     std::fs::write(&meta_path, serde_json::to_string_pretty(&meta)?)
         .with_context(|| format!("writing {}", meta_path.display()))?;
     println!("gsm8k: {}", w.scores.line());
-    eprintln!("wrote {} and {}", w.samples.display(), w.results.display());
+    // Every file written, named (trial 23: meta_env.json went unsaid).
+    eprintln!(
+        "wrote {}, {} and {} (`inferbench ingest {} --set hw=… --set framework=… --set \
+         precision=…` stores the score)",
+        w.samples.display(),
+        w.results.display(),
+        meta_path.display(),
+        a.result_dir.display()
+    );
     if w.scores.cancelled > 0 {
         eprintln!(
             "gsm8k: interrupted: {} of {} problems answered; the results file says `interrupted: true` and `ingest` does not store it",

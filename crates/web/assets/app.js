@@ -78,7 +78,8 @@ function applyState(st) {
     const el = $(k);
     if (st[k] && Array.from(el.options).some(o => o.value === st[k])) el.value = st[k];
     else {
-      if (st[k]) missing.push(k + "=" + st[k]);
+      // The axes offer every metric there is: a missing one is no metric (trial 23).
+      if (st[k]) missing.push(k + "=" + st[k] + (k === "x" || k === "y" ? " (no such metric)" : ""));
       if (k === "y") el.value = options.defaults.y;
       // No sequence asked for: the one with the most points (the first was often a --fast run's).
       if (k === "sequence" && options.defaults.sequence) el.value = options.defaults.sequence;

@@ -265,7 +265,8 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     );
     // ... and the page says what it did not apply (trial 7: presets for data not ingested).
     assert!(
-        text_of(&dom, "status").ends_with(" — not in this database, so not applied: y=bogus"),
+        text_of(&dom, "status")
+            .ends_with(" — not in this database, so not applied: y=bogus (no such metric)"),
         "{dom}"
     );
 }
