@@ -1345,6 +1345,12 @@ fn store_cli_db_status_explains_points_without_records() {
     };
     // conc16 saved its records, conc4 did not (conc64 is not finished: no point).
     assert_eq!(line("points"), "points 2", "{out}");
+    // What a run is, since evals count as runs too (trial 23).
+    assert_eq!(
+        line("runs"),
+        "runs 2 (a benchmark point's run or an eval's: one per result ingested)",
+        "{out}"
+    );
     assert_eq!(
         line("requests"),
         "requests 1 (one row per point with saved request records, compressed; 1 point(s) have \

@@ -251,6 +251,10 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
                         points - n
                     ),
                     "requests" => "  (one row per point: its request records, compressed)".into(),
+                    // Trial 23: runs outnumbered points with nothing saying why.
+                    "runs" => {
+                        "  (a benchmark point's run or an eval's: one per result ingested)".into()
+                    }
                     _ => String::new(),
                 };
                 println!("  {t:<18} {n:>10}{note}");
