@@ -1172,8 +1172,9 @@ fn timeout_class(
     }
 }
 
-/// `base` without trailing `/` + `endpoint` with exactly one leading `/`.
-fn join_url(base: &str, endpoint: &str) -> String {
+/// `base` without trailing `/` + `endpoint` with exactly one leading `/`: the URL requests go
+/// to (named in messages about them).
+pub fn join_url(base: &str, endpoint: &str) -> String {
     let base = base.trim().trim_end_matches('/');
     let endpoint = endpoint.trim();
     if endpoint.is_empty() {

@@ -41,6 +41,8 @@ pub mod sse;
 
 pub use clock::RunClock;
 pub use get::http_get;
-pub use http::{target_uri, Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT};
+pub use http::{
+    join_url, target_uri, Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT,
+};
 pub use openai::{count_tokens, Backend, MaxTokensField, RequestInput, TokenCounter};
 pub use tokio_util::sync::CancellationToken;

@@ -28,6 +28,19 @@ pub fn doubled_v1(base_url: &str, endpoint: &str) -> Option<String> {
     ))
 }
 
+/// Why requests to `endpoint` under `base_url` cannot be sent, checked before the server is
+/// asked anything: a base doubling the endpoint's `/v1` ([`doubled_v1`]) or not a usable
+/// `http://` URL ([`crate::target_uri`]). `Err` holds the reason, which callers give after
+/// `--base-url: ` (`bench`, `replay`, `eval` alike).
+pub fn check_base_url(base_url: &str, endpoint: &str) -> Result<(), String> {
+    if let Some(reason) = doubled_v1(base_url, endpoint) {
+        return Err(reason);
+    }
+    crate::target_uri(base_url, endpoint)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// The model ids an OpenAI-compatible `/v1/models` body lists (`{"data": [{"id": …}, …]}`),
 /// in its order; empty for any other body.
 pub fn model_ids(body: &[u8]) -> Vec<String> {

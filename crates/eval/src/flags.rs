@@ -125,14 +125,8 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
     );
     let base_url = inferbench_client::models::server_url(a.base_url.as_deref(), &a.host, a.port);
     // A bad URL is said before the data is read or anything sent (as `bench` says it).
-    if let Some(reason) =
-        inferbench_client::models::doubled_v1(&base_url, backend.default_endpoint())
-    {
-        anyhow::bail!("--base-url: {reason}");
-    }
-    if let Err(e) = inferbench_client::target_uri(&base_url, backend.default_endpoint()) {
-        anyhow::bail!("--base-url: {e}");
-    }
+    inferbench_client::models::check_base_url(&base_url, backend.default_endpoint())
+        .map_err(|reason| anyhow::anyhow!("--base-url: {reason}"))?;
     let opts = EvalOptions {
         base_url,
         model: a.model.clone(),
@@ -192,11 +186,7 @@ async fn nothing_answered(
             ),
         ));
     }
-    let url = format!(
-        "{}{}",
-        opts.base_url.trim_end_matches('/'),
-        opts.backend.default_endpoint()
-    );
+    let url = inferbench_client::join_url(&opts.base_url, opts.backend.default_endpoint());
     let why =
         inferbench_client::models::explain_not_found(&opts.base_url, &opts.model, &url, &first)
             .await

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
+use inferbench_client::models::server_url;
 use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use inferbench_core::ExitStatus;
@@ -94,8 +95,6 @@ pub struct TargetFlags {
     pub max_tokens_field: Option<MaxTokensField>,
 }
 
-use inferbench_client::models::server_url;
-
 impl TargetFlags {
     /// The server's root URL: `--base-url`, else `http://{--host}:{--port}` (vLLM's rule; an
     /// IPv6 host is bracketed).
@@ -109,12 +108,8 @@ impl TargetFlags {
     /// `https://` server for its models). Errors: `--base-url: <why>`.
     pub fn checked_base_url(&self, endpoint: &str) -> anyhow::Result<String> {
         let base = self.base_url();
-        if let Some(reason) = crate::hints::doubled_v1(&base, endpoint) {
-            anyhow::bail!("--base-url: {reason}");
-        }
-        if let Err(e) = inferbench_client::target_uri(&base, endpoint) {
-            anyhow::bail!("--base-url: {e}");
-        }
+        inferbench_client::models::check_base_url(&base, endpoint)
+            .map_err(|reason| anyhow::anyhow!("--base-url: {reason}"))?;
         Ok(base)
     }
 

@@ -307,19 +307,17 @@ impl BenchOptions {
     /// endpoint's `/v1` (an empty `--model` is asked of the server when the run starts:
     /// [`crate::hints::served_model`]).
     fn check_target(&self) -> Result<(), OptionError> {
-        let err = |flag, reason: String| Err(OptionError { flag, reason });
         let endpoint = self
             .endpoint
             .as_deref()
             .unwrap_or(self.backend.default_endpoint());
-        if let Some(reason) = crate::hints::doubled_v1(&self.base_url, endpoint) {
-            return err("--base-url", reason);
-        }
         // Before anything is asked of the server (the served model when --model is not given).
-        if let Err(e) = inferbench_client::target_uri(&self.base_url, endpoint) {
-            return err("--base-url", e.to_string());
-        }
-        Ok(())
+        inferbench_client::models::check_base_url(&self.base_url, endpoint).map_err(|reason| {
+            OptionError {
+                flag: "--base-url",
+                reason,
+            }
+        })
     }
 
     /// The load: request rate, burstiness, concurrency, prompt and warmup counts within [`limits`];

@@ -672,16 +672,21 @@ impl Store {
     /// [`StoreError::ForeignDatabase`] for a SQLite file without our tables that holds others.
     fn refuse_foreign(&mut self) -> Result<(), StoreError> {
         if self.kind() == Kind::Sqlite && self.schema_version()? == 0 {
-            let others = schema::table_names(&mut self.conn)?;
-            // Our migrations table alone: another writer is migrating this new file right now.
-            if !others.is_empty() && !others.iter().any(|t| t == "schema_migrations") {
-                return Err(StoreError::ForeignDatabase(
-                    self.location.clone(),
-                    others.join(", "),
-                ));
+            if let Some(e) = self.foreign()? {
+                return Err(e);
             }
         }
         Ok(())
+    }
+
+    /// For a database at schema version 0: [`StoreError::ForeignDatabase`] naming its tables
+    /// when it holds some and not ours, else `None` (empty, or our `schema_migrations` alone:
+    /// another writer is migrating this new file right now).
+    fn foreign(&mut self) -> Result<Option<StoreError>, StoreError> {
+        let tables = schema::table_names(&mut self.conn)?;
+        let ours = tables.iter().any(|t| t == "schema_migrations");
+        Ok((!tables.is_empty() && !ours)
+            .then(|| StoreError::ForeignDatabase(self.location.clone(), tables.join(", "))))
     }
 
     /// Whether results could be stored at `location` later, checked before a long run writes
@@ -719,14 +724,9 @@ impl Store {
                 });
             }
             if v == 0 {
-                let others = schema::table_names(&mut self.conn)?;
-                if !others.is_empty() && !others.iter().any(|t| t == "schema_migrations") {
-                    return Err(StoreError::ForeignDatabase(
-                        self.location.clone(),
-                        others.join(", "),
-                    ));
-                }
-                return Err(StoreError::EmptyDatabase(self.location.clone()));
+                return Err(self
+                    .foreign()?
+                    .unwrap_or_else(|| StoreError::EmptyDatabase(self.location.clone())));
             }
             return Err(StoreError::NotMigrated {
                 location: self.location.clone(),

@@ -258,10 +258,11 @@ pub async fn run_replay(
     let (records, itl_ms) = kept_results(kept, write_error, &mut notes);
     let not_found = match (st.stop, first_warmup_failure(&records)) {
         (ReplayStop::WarmupFailed, Some(r)) => {
-            let url = format!(
-                "{}{}",
-                opts.base_url.trim_end_matches('/'),
-                opts.endpoint.as_deref().unwrap_or("/v1/chat/completions")
+            let url = inferbench_client::join_url(
+                &opts.base_url,
+                opts.endpoint
+                    .as_deref()
+                    .unwrap_or(Backend::OpenAiChat.default_endpoint()),
             );
             let msg = r.error.as_deref().unwrap_or_default();
             inferbench_client::models::explain_not_found(&opts.base_url, &opts.model, &url, msg)
@@ -558,7 +559,8 @@ impl LoopState {
 
 /// The note on how a replay that did not complete stopped (`stop`): interrupted, or aborted
 /// by a failed main-agent warmup (the first such failure in `records`: an unreachable server
-/// says so; `not_found`: the explanation of a 404 by the server's /v1/models). `None` otherwise (the failure threshold's note is written when it trips).
+/// says so; `not_found`: the explanation of a 404 by the server's /v1/models). `None`
+/// otherwise (the failure threshold keeps its own note, `LoopState::threshold_note`).
 fn stop_note(
     stop: ReplayStop,
     records: &[RequestRecord],
