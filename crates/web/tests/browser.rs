@@ -65,16 +65,25 @@ fn copy_as_probe(from: &Path, to: &Path) {
     );
 }
 
+/// A new database `db` with each of `sources` ingested; returns its location and the ingest
+/// reports, in order.
+fn ingested(db: &Path, sources: &[&Path]) -> (String, Vec<inferbench_store::IngestReport>) {
+    let db = db.display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let reports = (sources.iter())
+        .map(|d| s.ingest_path(d, &IngestOptions::default()).unwrap())
+        .collect();
+    (db, reports)
+}
+
 /// The sweep-h200 fixture twice: as it is, and a copy whose model is the XSS probe.
 fn seeded(dir: &Path) -> String {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
     let probe_dir = dir.join("probe");
     copy_as_probe(&fixtures, &probe_dir);
-    let db = dir.join("b.db").display().to_string();
-    let mut s = Store::open(&db).unwrap();
-    s.migrate().unwrap();
-    for d in [&fixtures, &probe_dir] {
-        let r = s.ingest_path(d, &IngestOptions::default()).unwrap();
+    let (db, reports) = ingested(&dir.join("b.db"), &[&fixtures, &probe_dir]);
+    for r in reports {
         assert_eq!(r.points, 2, "{r:?}");
     }
     db
@@ -286,12 +295,8 @@ fn a_database_of_evals_alone_opens_every_page() {
         evals.join("agg_eval_all.json"),
     )
     .unwrap();
-    let db = dir.path().join("e.db").display().to_string();
-    let mut s = Store::open(&db).unwrap();
-    s.migrate().unwrap();
-    let r = s.ingest_path(&evals, &IngestOptions::default()).unwrap();
-    assert_eq!(r.points, 0, "{r:?}");
-    drop(s);
+    let (db, reports) = ingested(&dir.path().join("e.db"), &[&evals]);
+    assert_eq!(reports[0].points, 0, "{:?}", reports[0]);
     let (_rt, base) = serve(&db);
     let profile = dir.path().join("profile");
     let dom = dump_dom(&chromium, &profile, &format!("{base}/inference"));
@@ -321,13 +326,7 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
             ("sweep-2026-03-01-h200", "sweep-2026-03-01-b200"),
         ],
     );
-    let db = dir.path().join("t.db").display().to_string();
-    let mut s = Store::open(&db).unwrap();
-    s.migrate().unwrap();
-    for d in [&fixtures, &twin] {
-        s.ingest_path(d, &IngestOptions::default()).unwrap();
-    }
-    drop(s);
+    let (db, _) = ingested(&dir.path().join("t.db"), &[&fixtures, &twin]);
     let (_rt, base) = serve(&db);
     let dom = dump_dom(
         &chromium,
@@ -352,12 +351,8 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
 fn compare_history_evals_models_and_tco_pages() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("all.db").display().to_string();
-    let mut s = Store::open(&db).unwrap();
-    s.migrate().unwrap();
     let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
-    s.ingest_path(&fx, &IngestOptions::default()).unwrap();
-    drop(s);
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
     let (_rt, base) = serve(&db);
     let profile = dir.path().join("profile");
 
@@ -620,9 +615,6 @@ fn compare_history_evals_models_and_tco_pages() {
 fn history_spreads_batches_of_one_day() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("twice.db").display().to_string();
-    let mut s = Store::open(&db).unwrap();
-    s.migrate().unwrap();
     let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
     // The same sweep again six hours later, under its own sweep id: a second batch of the day.
     let again = dir.path().join("again");
@@ -633,10 +625,7 @@ fn history_spreads_batches_of_one_day() {
         ("_time_unix\": 177235", "_time_unix\": 177238"),
     ];
     copy_tree_replacing(&fx, &again, &swaps);
-    for src in [fx.as_path(), again.as_path()] {
-        s.ingest_path(src, &IngestOptions::default()).unwrap();
-    }
-    drop(s);
+    let (db, _) = ingested(&dir.path().join("twice.db"), &[&fx, &again]);
     let (_rt, base) = serve(&db);
     let dom = dump_dom(
         &chromium,
