@@ -9,7 +9,9 @@ mod cmd;
 /// Continuous LLM-inference benchmark: master configs → job matrix → engine runs → per-request
 /// records → metrics → database → Pareto frontiers.
 #[derive(Debug, Parser)]
-#[command(name = "inferbench", version, about, long_about = None)]
+// A flag given twice takes its last value, as `vllm bench serve` (argparse) does, so a wrapper
+// script's default can be overridden by appending the flag again; repeatable flags still append.
+#[command(name = "inferbench", version, about, long_about = None, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -163,5 +165,32 @@ mod tests {
     fn every_subcommand_passes_clap_debug_assert() {
         use clap::CommandFactory as _;
         super::Cli::command().debug_assert();
+    }
+
+    /// A single-valued flag given twice takes the last value (argparse's rule, which `vllm bench
+    /// serve` users rely on); a repeatable flag (`--set`) keeps every value.
+    #[test]
+    fn a_repeated_flag_takes_its_last_value() {
+        use clap::Parser as _;
+        let cli = super::Cli::try_parse_from([
+            "inferbench",
+            "bench",
+            "--num-prompts",
+            "4",
+            "--num-prompts",
+            "8",
+            "--set",
+            "hw=h100",
+            "--set",
+            "framework=vllm",
+            "--db",
+            "x.db",
+        ])
+        .unwrap();
+        let super::Command::Bench(flags) = cli.command else {
+            panic!("not bench")
+        };
+        assert_eq!(flags.num_prompts, Some(8));
+        assert_eq!(flags.set, ["hw=h100", "framework=vllm"]);
     }
 }
