@@ -250,6 +250,42 @@ fn replay_names_a_missing_traces_file_by_its_flag() {
     );
 }
 
+/// Trial 23 #12: a replay against a dead port printed "Requests not sent: 0", "4 plays
+/// (0 finished)" and "Validity: invalid (duration below 900 s)" under "nothing measured". The
+/// report now says only what happened: stdout is exactly these lines; exit 3.
+#[test]
+fn replay_against_a_dead_port_says_only_that_nothing_was_measured() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let traces = repo().join("examples/agentx-traces.jsonl");
+    let o = run(&[
+        "replay",
+        "--traces",
+        traces.to_str().unwrap(),
+        "--base-url",
+        &format!("http://127.0.0.1:{port}"),
+        "--model",
+        "m",
+        "--concurrency",
+        "4",
+        "--benchmark-duration",
+        "10",
+        "--unsafe-override",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "============ Serving Benchmark Result ============\n\
+         Stopped early:                          server unreachable before the profile: nothing measured\n\
+         Warmup requests (failed):               1 (1)     \n\
+         Warmup errors by class:                 connect=1 \n\
+         ==================================================\n"
+    );
+}
+
 /// `inferbench … | head`: the reader going away ends the command quietly (exit 141, the shell's
 /// SIGPIPE convention), not with a panic and a backtrace.
 #[cfg(unix)]

@@ -305,7 +305,7 @@ pub fn render_report(s: &RunSummary) -> String {
     let mut o = Report::default();
     o.rule('=', " Serving Benchmark Result ");
     let x = &s.inferbench;
-    if x.stop_reason == StopReason::ServerUnreachable && s.completed == 0 && x.failed == 0 {
+    if nothing_measured(s) {
         unreachable_lines(&mut o, x);
     } else {
         // Nothing succeeded: the latency sections would be all zeros (the JSON keeps them).
@@ -347,6 +347,15 @@ impl Report {
     }
 }
 
+/// Whether the run stopped at an unreachable server before any profiled request ended: the
+/// report then says so instead of a page of zeros, and callers skip their own extra lines
+/// (replay's plays and validity) that would describe a profile that never ran.
+pub fn nothing_measured(s: &RunSummary) -> bool {
+    s.inferbench.stop_reason == StopReason::ServerUnreachable
+        && s.completed == 0
+        && s.inferbench.failed == 0
+}
+
 /// A server that never answered before the profile: nothing was measured, so the report
 /// says that instead of a page of zeros (vLLM's `bench serve` stops at its test request).
 fn unreachable_lines(o: &mut Report, x: &Extras) {
@@ -359,7 +368,10 @@ fn unreachable_lines(o: &mut Report, x: &Extras) {
         format!("{} ({})", x.warmups, x.warmup_failed),
     );
     o.counts("Warmup errors by class:", &x.warmup_errors_by_class);
-    o.line("Requests not sent:", x.requests_not_sent.to_string());
+    // A replay has no fixed request count: nothing "not sent" to report.
+    if x.requests_not_sent > 0 {
+        o.line("Requests not sent:", x.requests_not_sent.to_string());
+    }
 }
 
 /// Requests (ok, failed, cancelled, not sent, warmups), concurrency, duration (s), token

@@ -18,7 +18,7 @@ use super::{
     ReplayStop, SchedConfig,
 };
 use crate::flags::{secs, PowerFlags, TargetFlags};
-use crate::output::render_report;
+use crate::output::{nothing_measured, render_report};
 use crate::ProgressMode;
 
 /// Shortest duration InferenceX accepts as a valid AgentX result, s (AIPerf's scenario lock).
@@ -351,20 +351,24 @@ impl ReplayFlags {
             summary.inferbench.power = Some(p.finish(&summary, None).await);
         }
         print!("{}", render_report(&summary));
+        // Nothing measured (an unreachable server): the report said so; no plays or validity.
+        let measured = !nothing_measured(&summary);
         let hit = theoretical_hit_rate(&out.records);
         let st = &out.stats;
-        println!(
-            "Agentic: {} plays (replays of a session tree; {} finished), theoretical \
+        if measured {
+            println!(
+                "Agentic: {} plays (replays of a session tree; {} finished), theoretical \
              prefix-cache hit {} (prompt blocks already sent earlier in their session), idle gaps \
              cut short by the caps: {} system-wide ({:.1} s skipped) / {} per tree ({:.1} s)",
-            st.plays,
-            st.plays_finished,
-            hit.map_or("n/a".into(), |h| format!("{:.2} %", h * 100.0)),
-            st.system_jumps,
-            st.system_skipped_ns as f64 / 1e9,
-            st.tree_jumps,
-            st.tree_skipped_ns as f64 / 1e9,
-        );
+                st.plays,
+                st.plays_finished,
+                hit.map_or("n/a".into(), |h| format!("{:.2} %", h * 100.0)),
+                st.system_jumps,
+                st.system_skipped_ns as f64 / 1e9,
+                st.tree_jumps,
+                st.tree_skipped_ns as f64 / 1e9,
+            );
+        }
         if out.profile_window_ns.is_some() && out.stop == ReplayStop::Completed {
             println!(
                 "Window: the benchmark duration above runs from the first profiled send to the \
@@ -373,7 +377,7 @@ impl ReplayFlags {
                 self.benchmark_duration, self.benchmark_grace_period
             );
         }
-        if unsafe_run {
+        if unsafe_run && measured {
             println!(
                 "Validity: invalid (duration below {MIN_VALID_DURATION_S} s with --unsafe-override)"
             );
