@@ -19,7 +19,14 @@ function provenance(run) {
     ["engine", run.engine_version], ["host", run.host]]) {
     if (v) addRow(body, [k, v]);
   }
-  $("job").textContent = JSON.stringify(run.job, null, 2);
+  // A `bench --db` or `ingest --set` run has no job.json (its identity came from --set and is
+  // in each point's group above): say so instead of showing `{}`.
+  const job = run.job && typeof run.job === "object" ? run.job : {};
+  $("job").textContent = Object.keys(job).length
+    ? JSON.stringify(job, null, 2)
+    : "none: this run was not started from a matrix job (sweep or job), so no job.json was kept;"
+      + " its identity (hardware, framework, precision) came from --set and is in each point's"
+      + " group above";
 }
 
 function points(pts, batch, runId) {

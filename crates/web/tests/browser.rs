@@ -308,6 +308,13 @@ fn a_database_of_evals_alone_opens_every_page() {
         &format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200"),
     );
     assert!(!text_of(&dom, "status").starts_with("error"), "{dom}");
+    // An imported run kept no job.json: its page says so instead of `{}` (trial 23 #14).
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id=1"));
+    assert!(!text_of(&dom, "status").starts_with("error"), "{dom}");
+    assert!(
+        text_of(&dom, "job").starts_with("none: this run was not started from a matrix job"),
+        "{dom}"
+    );
 }
 
 /// Trial 20: two groups with (nearly) the same points printed their concurrency labels over
