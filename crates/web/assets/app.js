@@ -20,14 +20,18 @@ let missing = []; // values the URL asked for that the database lacks (set by ap
 function readState() {
   const p = new URLSearchParams(location.search);
   // `hw=` as the API and `report -f` take it (trial 21: ignored here without a word).
-  const st = { hardware: p.getAll("hardware").concat(p.getAll("hw")) };
+  const st = { hardware: p.getAll("hardware").concat(p.getAll("hw")), batch: p.get("batch") || "" };
   for (const k of SELECTS) st[k] = p.get(k) || "";
   for (const k of CHECKS) st[k] = p.get(k) === "1";
   return st;
 }
 
 function stateFromControls() {
-  const st = { hardware: Array.from($("hardware").selectedOptions).map(o => o.value) };
+  // `batch=` has no control: a preset or a link sets it, and it stays in the URL until removed.
+  const st = {
+    hardware: Array.from($("hardware").selectedOptions).map(o => o.value),
+    batch: new URLSearchParams(location.search).get("batch") || "",
+  };
   for (const k of SELECTS) st[k] = $(k).value;
   for (const k of CHECKS) st[k] = $(k).checked;
   return st;
@@ -37,6 +41,7 @@ function stateQuery(st) {
   const p = new URLSearchParams();
   for (const k of SELECTS) if (st[k]) p.set(k, st[k]);
   for (const h of st.hardware) p.append("hardware", h);
+  if (st.batch) p.set("batch", st.batch);
   for (const k of CHECKS) if (st[k]) p.set(k, "1");
   return p;
 }
@@ -50,6 +55,8 @@ function apiQuery(st) {
   }
   for (const k of ["framework", "precision", "spec_decoding"]) if (st[k]) p.set(k, st[k]);
   if (st.hardware.length) p.set("hardware", st.hardware.join("|"));
+  // A result directory, a sweep id or `quickstart` (every quickstart run), as `report -f batch=`.
+  if (st.batch) p.set("batch", st.batch);
   if (st.x) p.set("x", st.x);
   if (st.y) p.set("y", st.y);
   if (st.optimal) p.set("frontier_only", "true");
@@ -357,6 +364,7 @@ async function refresh(push) {
     status(count(current.count, "point") + " in " + count(current.groups.length, "group") + ", "
       + f + " on a frontier"
       + (missing.length ? " — not in this database, so not applied: " + missing.join(", ") : "")
+      + (st.batch ? " — only batch=" + st.batch + " (from the URL; remove it to see every batch)" : "")
       + (current.note ? " — " + current.note : ""));
   } catch (e) {
     status("error: " + e.message, true);
@@ -371,7 +379,7 @@ async function presets() {
   const host = $("presets");
   const q = new URLSearchParams(location.search);
   const stateUrl = v => {
-    const st = { hardware: v.hardware || [] };
+    const st = { hardware: v.hardware || [], batch: v.batch || "" };
     for (const k of SELECTS) st[k] = v[k] || "";
     for (const k of CHECKS) st[k] = false;
     return "/inference?" + stateQuery(st);

@@ -545,7 +545,7 @@ fn presets_name_known_state_and_metrics() {
                         });
                     assert!(ok, "{id}: sequence {s}");
                 }
-                "model" | "framework" | "precision" | "spec_decoding" => {
+                "model" | "framework" | "precision" | "spec_decoding" | "batch" => {
                     assert!(v.is_string(), "{id}: {k}")
                 }
                 other => panic!("{id}: `{other}` is not a state key of the Inference page"),

@@ -349,6 +349,60 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
     );
 }
 
+/// Trial 23 #14: the "Your quickstart" preset also drew `results/bench` points of the same
+/// setup. `batch=` in the page's URL (the preset sets `quickstart`) goes to the API as `report -f
+/// batch=` takes it, stays in the URL and is said in the status line.
+#[test]
+fn a_batch_in_the_url_keeps_the_chart_to_that_batch() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let quick = dir.path().join("quick");
+    copy_tree_replacing(
+        &fixtures,
+        &quick,
+        &[
+            ("sweep-2026-03-01-h200", "quickstart-20261204-120000-000"),
+            // Another runner: other result bytes, so another run (the same bytes are one run).
+            ("h200-nv_0", "h200-nv_1"),
+        ],
+    );
+    let (db, _) = ingested(&dir.path().join("q.db"), &[&fixtures, &quick]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let all = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
+    );
+    assert_eq!(
+        attr(&all, "chart", "data-points").as_deref(),
+        Some("4"),
+        "{all}"
+    );
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&batch=quickstart"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert!(
+        text_of(&dom, "status")
+            .contains(" — only batch=quickstart (from the URL; remove it to see every batch)"),
+        "{dom}"
+    );
+    assert!(
+        attr(&dom, "csv", "href")
+            .unwrap()
+            .contains("batch=quickstart"),
+        "{dom}"
+    );
+}
+
 /// The Compare, History, Evals and Models pages over every store fixture: the URL selects the
 /// comparison and the history, the chart and table show what `/api/v1/compare` and
 /// `/api/v1/history` answer (the values `inferbench compare` and `report --history-at` print),
