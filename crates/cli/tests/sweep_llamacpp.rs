@@ -428,7 +428,7 @@ fn llamacpp_eval_only_row_scores_gsm8k_in_a_sweep_into_the_store() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("1 point: 0 ok, 0 skipped (already done), 1 failed")
+        stderr.contains("1 eval: 0 ok, 0 skipped (already done), 1 failed")
             && stderr.contains("rerun the same command to resume"),
         "{stderr}"
     );

@@ -75,6 +75,11 @@ fn mtp_row_is_pinned_to_the_golden_acceptance_and_its_eval_verifies_for_real() {
         text.contains("[2/2] row 0 eval (conc 4): ok, gsm8k strict-match 0.0000 ± 0.0000, flexible-extract 0.0000 ± 0.0000 (3 problems, threshold 0.91)"),
         "{text}"
     );
+    // The eval is counted as an eval, not as a second point (trial 23).
+    assert!(
+        text.contains("1 point and 1 eval: 2 ok, 0 skipped (already done), 0 failed"),
+        "{text}"
+    );
     let rf =
         "dsv4_256_64_fp8_sim_tp1-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-mtp_conc4_h100_0";
     let job = read(&out.join(rf).join("job.json"));

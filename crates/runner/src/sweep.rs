@@ -260,9 +260,22 @@ impl SweepReport {
             0 => String::new(),
             n => format!(" ({n} of them invalid: kept off frontiers)"),
         };
+        // Trial 23: a row's eval was counted as "1 point"; evals are named as such.
+        let evals = (self.points.iter())
+            .filter(|p| p.kind == PointKind::Eval)
+            .count();
+        let throughput = self.points.len() - evals;
+        let what = match (throughput, evals) {
+            (n, 0) => inferbench_core::count(n, "point"),
+            (0, e) => inferbench_core::count(e, "eval"),
+            (n, e) => format!(
+                "{} and {}",
+                inferbench_core::count(n, "point"),
+                inferbench_core::count(e, "eval")
+            ),
+        };
         s.push_str(&format!(
-            "{}: {} ok{invalid}, {} skipped (already done), {} failed, {} interrupted{not_started}\n",
-            inferbench_core::count(self.points.len(), "point"),
+            "{what}: {} ok{invalid}, {} skipped (already done), {} failed, {} interrupted{not_started}\n",
             self.count(Outcome::Ok),
             self.count(Outcome::Skipped),
             self.count(Outcome::Failed),
