@@ -42,7 +42,8 @@ pub const DEFAULT_COLUMNS: &[&str] = &[
 /// North-Star x, both before `median_intvty` (first of the interactivity columns); a `scenario` column after `osl` when agentic and
 /// fixed-seq rows are mixed (agentic rows have no ISL/OSL), instead of `isl`/`osl` when every
 /// row is agentic; a `batch` column after `date` when
-/// the rows come from more than one run; a `source` column when InferenceX's published points
+/// the rows come from more than one run, and a `run` (its id) after it when two rows share
+/// setup, concurrency and batch; a `source` column when InferenceX's published points
 /// (an imported dump) are listed beside local ones. The dashboard's CSV export uses the same columns.
 pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
     use inferbench_store::query::{AGENTIC_SCENARIO, NORTH_STAR_X};
@@ -86,12 +87,34 @@ pub fn default_columns(rows: &[PointRow], x: Option<&str>) -> Vec<String> {
         .position(|k| k == "date")
         .map_or(c.len(), |i| i + 1);
     c.insert(at, "batch".into());
+    // Two runs of one setup, concurrency and batch (two `bench` runs into one --result-dir, a
+    // repeated point): the run id tells their rows apart, as the dashboard's `/run?id=` names
+    // them (trial 23: two identical-looking rows).
+    if has_repeats(rows) {
+        c.insert(at + 1, "run".into());
+    }
     // Failed points (`--include-failed`) say why (trial 14: the footer pointed at an `error`
     // column the default table did not have).
     if rows.iter().any(|r| r.error.is_some()) {
         c.push("error".into());
     }
     c
+}
+
+/// Whether two of `rows` share their setup, sequence, concurrency and batch (different runs).
+fn has_repeats(rows: &[PointRow]) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    rows.iter().any(|r| {
+        !seen.insert((
+            r.group(),
+            r.parallelism(),
+            r.scenario.as_str(),
+            r.isl,
+            r.osl,
+            r.conc,
+            r.batch.as_str(),
+        ))
+    })
 }
 
 /// Identity columns a table may take out when every row has the same value in them.
@@ -182,6 +205,7 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         // most BATCH_WIDTH characters (a single bench point's batch is its long file name).
         "batch" if !exact => batch_label(&r.batch),
         "batch" => r.batch.clone(),
+        "run" => r.run_id.to_string(),
         "image" => r.image.clone(),
         "scenario" => r.scenario.clone(),
         "kv_offload" => r.kv_offload.clone(),
@@ -243,6 +267,7 @@ pub const ROW_COLUMNS: &[&str] = &[
     "conc",
     "date",
     "batch",
+    "run",
     "image",
     "scenario",
     "kv_offload",
@@ -1192,6 +1217,25 @@ mod tests {
         assert_eq!(common, ["model=dsr1", "isl=1024"]);
         let (kept, common) = split_common(&[], &cols);
         assert_eq!((kept, common.len()), (cols.clone(), 0));
+    }
+
+    /// Trial 23: two `bench` runs into one --result-dir gave two rows nothing told apart; the
+    /// run id is a column after `batch` then, and only then.
+    #[test]
+    fn repeated_points_of_one_batch_show_their_run() {
+        let mut a = row();
+        a.run_id = 7;
+        let mut b = row();
+        b.run_id = 9;
+        let cols = default_columns(&[a.clone(), b.clone()], None);
+        let at = cols.iter().position(|c| c == "batch").unwrap();
+        assert_eq!(cols[at + 1], "run", "{cols:?}");
+        assert_eq!(cell(&b, "run", false).as_deref(), Some("9"));
+        b.conc += 1;
+        assert!(!default_columns(&[a.clone(), b.clone()], None).contains(&"run".to_string()));
+        b.conc = a.conc;
+        b.batch = "other".into();
+        assert!(!default_columns(&[a, b], None).contains(&"run".to_string()));
     }
 
     /// Trial 6: only agentic rows → `scenario` instead of the `isl`/`osl` they do not have; a
