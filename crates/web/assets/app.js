@@ -107,7 +107,8 @@ function draw(res, st) {
   // With InferenceX's published points in view, the user's own groups are marked "local"
   // and the published frontiers dashed (InferenceX's unofficial-run overlay, the other way round).
   const overlay = res.groups.some(g => g.public);
-  const groups = res.groups.map((g, i) => ({ name: g.name, colour: colour(i), frontier: g.frontier,
+  const colours = groupColours(res.groups.map(g => g.name));
+  const groups = res.groups.map(g => ({ name: g.name, colour: colours.get(g.name), frontier: g.frontier,
     public: g.public, label: overlay && !g.public ? g.name + " (local)" : g.name }));
   const series = [{}];
   const data = [null];

@@ -63,6 +63,25 @@ const PALETTE = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9
   "#4d4d4d", "#a6761d", "#1b9e77"];
 function colour(i) { return PALETTE[i % PALETTE.length]; }
 
+// Each group's colour, the same on every page and view that shows the group (trial 22: a
+// group's colour followed its place in the view, so h200 was blue in one view and orange in
+// the next): a hash of the name picks a palette slot, the next free slot when another group of
+// this view holds it (so a view's groups differ while it has no more than the palette's 10).
+// `names`: the view's group names; returns Map name → colour.
+function groupColours(names) {
+  const used = new Set();
+  const out = new Map();
+  for (const name of [...new Set(names)].sort()) {
+    let h = 2166136261; // FNV-1a, 32 bit
+    for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619) >>> 0;
+    let slot = h % PALETTE.length;
+    for (let k = 0; k < PALETTE.length && used.has(slot); k++) slot = (slot + 1) % PALETTE.length;
+    used.add(slot);
+    out.set(name, PALETTE[slot]);
+  }
+  return out;
+}
+
 // A number for a table cell: "-" when missing, else rounded for reading.
 function num(v) {
   if (v === null || v === undefined || !Number.isFinite(v)) return "-";

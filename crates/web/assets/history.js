@@ -90,9 +90,10 @@ function draw(res) {
   const series = [{}];
   const data = [null];
   const rings = [];
-  shown.forEach((g, i) => {
-    series.push({ label: g.name, stroke: colour(i), width: 2, paths: uPlot.paths.linear(),
-      points: { show: true, size: 6, fill: colour(i) } });
+  const colours = groupColours(shown.map(g => g.name));
+  shown.forEach(g => {
+    series.push({ label: g.name, stroke: colours.get(g.name), width: 2, paths: uPlot.paths.linear(),
+      points: { show: true, size: 6, fill: colours.get(g.name) } });
     data.push([g.points.map(at), g.points.map(p => p.value)]);
     for (const p of g.points) if (p.regression) rings.push([at(p), p.value]);
   });
@@ -121,8 +122,8 @@ function draw(res) {
       ctx.save();
       // Every value as a dot of its group's colour, drawn here: uPlot's own markers leave out
       // a group of one batch, the usual case after a first quickstart (trial 18: only axes).
-      shown.forEach((g, i) => {
-        ctx.fillStyle = colour(i);
+      shown.forEach(g => {
+        ctx.fillStyle = colours.get(g.name);
         for (const p of g.points) {
           ctx.beginPath();
           ctx.arc(u.valToPos(at(p), "x", true), u.valToPos(p.value, "y", true), 4 * devicePixelRatio, 0, 2 * Math.PI);
@@ -145,11 +146,11 @@ function draw(res) {
   host.dataset.drawnMs = String(Math.round(performance.now()));
   const ul = $("legend");
   ul.replaceChildren();
-  shown.forEach((g, i) => {
+  shown.forEach(g => {
     const li = document.createElement("li");
     const sw = document.createElement("span");
     sw.className = "swatch";
-    sw.style.background = colour(i);
+    sw.style.background = colours.get(g.name);
     li.append(sw, document.createTextNode(g.name + (g.latest_regression ? " — latest value regressed" : "")));
     ul.append(li);
   });

@@ -347,6 +347,23 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
         Some("0"),
         "{dom}"
     );
+    // A group keeps its colour from view to view (trial 22: b200 was the second colour beside
+    // h200 and the first alone), and two groups of one view differ.
+    let swatch = |dom: &str, hw: &str| -> String {
+        let at = dom.find(&format!("{hw}_sglang_fp8</li>")).unwrap();
+        let style = dom[..at].rfind("background-color: ").unwrap();
+        dom[style..at].split(';').next().unwrap().to_string()
+    };
+    for hw in ["b200", "h200"] {
+        let alone = dump_dom(
+            &chromium,
+            &dir.path().join("profile"),
+            &format!("{base}/inference?model=dsr1&sequence=1024/1024&hardware={hw}"),
+        );
+        assert_eq!(attr(&alone, "chart", "data-groups").as_deref(), Some("1"));
+        assert_eq!(swatch(&alone, hw), swatch(&dom, hw), "{alone}");
+    }
+    assert_ne!(swatch(&dom, "h200"), swatch(&dom, "b200"), "{dom}");
 }
 
 /// Trial 23 #14: the "Your quickstart" preset also drew `results/bench` points of the same
