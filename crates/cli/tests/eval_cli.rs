@@ -190,7 +190,7 @@ fn scores_files_thresholds_and_errors() {
         .unwrap();
     assert!(
         String::from_utf8_lossy(&o.stderr).contains(&format!(
-            "it holds 1 eval result (accuracy, not throughput points): `inferbench serve --db \
+            "{db} holds 1 eval result (accuracy, not throughput points): `inferbench serve --db \
              {db}` lists them on its Evals page"
         )),
         "{}",
@@ -206,8 +206,8 @@ fn scores_files_thresholds_and_errors() {
     assert_eq!(
         String::from_utf8_lossy(&o.stderr),
         format!(
-            "error: nothing to plot: {db} holds 1 eval result and no throughput point \
-             (`inferbench serve --db {db}` lists them on its Evals page)\n"
+            "error: nothing to plot: {db} holds 1 eval result (accuracy, not throughput points): \
+             `inferbench serve --db {db}` lists them on its Evals page\n"
         )
     );
     let o = Command::new(BIN)

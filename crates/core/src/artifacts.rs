@@ -69,6 +69,11 @@ pub const STATUS_FILE: &str = "status.json";
 /// Name of the per-point job description.
 pub const JOB_FILE: &str = "job.json";
 
+/// Name of an AgentX replay's aggregate (what InferenceX's `process_agentic_result.py` writes),
+/// beside its `summary.json`; ingest takes a directory holding both without a job.json as a
+/// replay's own batch.
+pub const AGENTIC_AGGREGATE_FILE: &str = "agentic_aggregate.json";
+
 /// How a point ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -227,14 +227,10 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
             eprintln!("  {h}");
         }
         // A database of evals alone (trial 22: `eval` results ingested, then "no points").
-        let evals = store.evals()?.len();
-        if evals > 0 && args.filters.is_empty() {
-            eprintln!(
-                "it holds {} (accuracy, not throughput points): `inferbench serve --db {}` \
-                 lists them on its Evals page",
-                inferbench_core::count(evals, "eval result"),
-                args.db
-            );
+        if args.filters.is_empty() {
+            if let Some(note) = evals_note(&mut store, &args.db)? {
+                eprintln!("{note}");
+            }
         }
     }
     Ok(status)
@@ -560,13 +556,8 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
                 );
             }
             // Trial 23: a database of evals alone was said to hold failed points.
-            anyhow::bail!(
-                "nothing to plot: {} holds {} and no throughput point (`inferbench serve --db \
-                 {}` lists them on its Evals page)",
-                args.db,
-                inferbench_core::count(store.evals()?.len(), "eval result"),
-                args.db
-            );
+            let note = evals_note(&mut store, &args.db)?.unwrap_or_default();
+            anyhow::bail!("nothing to plot: {note}");
         }
         let hints: String = report::filter_hints(&mut store, &args.filters, "-f ")?
             .iter()
@@ -772,4 +763,18 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         crate::report::compare_table(&rows, (&args.a, &args.b), (&wa, &wb), &args.x, &args.y)
     );
     Ok(ExitStatus::Ok)
+}
+
+/// What a database without throughput points holds, when it holds eval results: "DB holds N
+/// eval results (accuracy, not throughput points): `inferbench serve --db DB` lists them on its
+/// Evals page"; `None` without evals. Said by `report` and `plot` alike (trial 22, 23).
+fn evals_note(store: &mut Store, db: &str) -> anyhow::Result<Option<String>> {
+    let n = store.evals()?.len();
+    Ok((n > 0).then(|| {
+        format!(
+            "{db} holds {} (accuracy, not throughput points): `inferbench serve --db {db}` lists \
+             them on its Evals page",
+            inferbench_core::count(n, "eval result")
+        )
+    }))
 }

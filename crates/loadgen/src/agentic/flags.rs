@@ -402,7 +402,8 @@ impl ReplayFlags {
                 "wrote {}, {}, {} and {}/",
                 path.display(),
                 dir.join("requests.jsonl").display(),
-                dir.join("agentic_aggregate.json").display(),
+                dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE)
+                    .display(),
                 dir.join("aiperf_artifacts").display()
             );
         }

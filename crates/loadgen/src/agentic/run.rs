@@ -878,7 +878,7 @@ pub fn write_artifacts(
     if let (Some(p), Some(obj)) = (power, json.as_object_mut()) {
         crate::power::patch_aggregate(obj, p);
     }
-    let path = result_dir.join("agentic_aggregate.json");
+    let path = result_dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE);
     std::fs::write(&path, serde_json::to_string_pretty(&json)?)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(json)

@@ -80,8 +80,11 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
     // folder; our sweeps name it in job.json); a replay's `--result-dir` (its summary.json and
     // agentic aggregate, no job.json: a sweep's agentic points have one) is a run of its own
     // (trial 23: its batch was `results`, and `-f batch=results/replay` matched nothing).
-    let standalone =
-        summary.is_file() && job_v.is_none() && dir.join("agentic_aggregate.json").is_file();
+    let standalone = summary.is_file()
+        && job_v.is_none()
+        && dir
+            .join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE)
+            .is_file();
     let batch_dir = if standalone { Some(dir) } else { dir.parent() };
     run.batch = batch_dir
         .map(|p| p.display().to_string())
