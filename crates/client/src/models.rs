@@ -13,6 +13,40 @@ pub fn server_url(base_url: Option<&str>, host: &str, port: u16) -> String {
     }
 }
 
+/// The server flags of `bench`, `replay`, `selftest` and `eval`, as vLLM's `bench serve` takes
+/// them: `--base-url`, else `--host` and `--port`. [`ServerFlags::url`] is the root URL.
+#[cfg(feature = "clap")]
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerFlags {
+    /// Server root URL (http only). Default: http://HOST:PORT of --host and --port.
+    #[arg(long, help_heading = "Target")]
+    pub base_url: Option<String>,
+    /// Server host, as vLLM's `bench serve` takes it (used when --base-url is not given).
+    #[arg(
+        long,
+        default_value = "127.0.0.1",
+        conflicts_with = "base_url",
+        help_heading = "Target"
+    )]
+    pub host: String,
+    /// Server port, as vLLM's `bench serve` takes it (used when --base-url is not given).
+    #[arg(
+        long,
+        default_value_t = 8000,
+        conflicts_with = "base_url",
+        help_heading = "Target"
+    )]
+    pub port: u16,
+}
+
+#[cfg(feature = "clap")]
+impl ServerFlags {
+    /// The server's root URL ([`server_url`] of the three flags).
+    pub fn url(&self) -> String {
+        server_url(self.base_url.as_deref(), &self.host, self.port)
+    }
+}
+
 /// `Some(reason)` when `base_url` ends in `/v1` and `endpoint` starts with `/v1/`: requests
 /// would go to `…/v1/v1/…`, which servers answer with 404. The reason names the fix.
 pub fn doubled_v1(base_url: &str, endpoint: &str) -> Option<String> {

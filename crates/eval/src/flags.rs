@@ -29,15 +29,9 @@ enum Task {
 // Flags of `inferbench eval gsm8k`.
 #[derive(Debug, clap::Args)]
 struct Gsm8kArgs {
-    /// Server root URL (http only). Default: http://HOST:PORT of --host and --port.
-    #[arg(long)]
-    base_url: Option<String>,
-    /// Server host, as vLLM's `bench serve` takes it (used when --base-url is not given).
-    #[arg(long, default_value = "127.0.0.1", conflicts_with = "base_url")]
-    host: String,
-    /// Server port, as vLLM's `bench serve` takes it (used when --base-url is not given).
-    #[arg(long, default_value_t = 8000, conflicts_with = "base_url")]
-    port: u16,
+    /// `--base-url`, `--host`, `--port`.
+    #[command(flatten)]
+    server: inferbench_client::models::ServerFlags,
     /// Model name sent in requests.
     #[arg(long)]
     model: String,
@@ -123,7 +117,7 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
         (0.0..=1.0).contains(&threshold),
         "--threshold {threshold}: a fraction 0–1"
     );
-    let base_url = inferbench_client::models::server_url(a.base_url.as_deref(), &a.host, a.port);
+    let base_url = a.server.url();
     // A bad URL is said before the data is read or anything sent (as `bench` says it).
     inferbench_client::models::check_base_url(&base_url, backend.default_endpoint())
         .map_err(|reason| anyhow::anyhow!("--base-url: {reason}"))?;

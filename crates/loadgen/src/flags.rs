@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
-use inferbench_client::models::server_url;
 use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use inferbench_core::ExitStatus;
@@ -39,25 +38,9 @@ impl clap::ValueEnum for ProgressMode {
 /// (their API flavour and endpoint are their own).
 #[derive(Debug, Clone, clap::Args)]
 pub struct TargetFlags {
-    /// Server root URL (http only). Default: http://HOST:PORT of --host and --port.
-    #[arg(long, help_heading = "Target")]
-    pub base_url: Option<String>,
-    /// Server host, as vLLM's `bench serve` takes it (used when --base-url is not given).
-    #[arg(
-        long,
-        default_value = "127.0.0.1",
-        conflicts_with = "base_url",
-        help_heading = "Target"
-    )]
-    pub host: String,
-    /// Server port, as vLLM's `bench serve` takes it (used when --base-url is not given).
-    #[arg(
-        long,
-        default_value_t = 8000,
-        conflicts_with = "base_url",
-        help_heading = "Target"
-    )]
-    pub port: u16,
+    /// `--base-url`, `--host`, `--port`.
+    #[command(flatten)]
+    pub server: inferbench_client::models::ServerFlags,
     /// Model name sent in every request and written as `model_id`. Default: the first model
     /// the server's /v1/models lists, as vLLM's `bench serve` picks it.
     #[arg(long, help_heading = "Target")]
@@ -99,7 +82,7 @@ impl TargetFlags {
     /// The server's root URL: `--base-url`, else `http://{--host}:{--port}` (vLLM's rule; an
     /// IPv6 host is bracketed).
     pub fn base_url(&self) -> String {
-        server_url(self.base_url.as_deref(), &self.host, self.port)
+        self.server.url()
     }
 
     /// [`TargetFlags::base_url`] when requests to `endpoint` under it can be sent: a usable
@@ -595,14 +578,8 @@ pub struct SelftestFlags {
     /// Zero-latency OpenAI-compatible server to stream from: `inferbench sim --mode instant
     /// --port 8000` (then `--model Llama-3.1-8B`, the name it serves) or the project's
     /// sse-instant (`--spawn-server`). Default: http://HOST:PORT of --host and --port.
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// Server host, as `bench` and vLLM's `bench serve` take it (when --base-url is not given).
-    #[arg(long, default_value = "127.0.0.1", conflicts_with = "base_url")]
-    pub host: String,
-    /// Server port, as `bench` and vLLM's `bench serve` take it (when --base-url is not given).
-    #[arg(long, default_value_t = 8000, conflicts_with = "base_url")]
-    pub port: u16,
+    #[command(flatten)]
+    pub server: inferbench_client::models::ServerFlags,
     /// Start this server binary (sse-instant) with `--coalesce --port <free>` first, and stop it
     /// afterwards; --base-url is then ignored.
     #[arg(long, value_name = "PATH")]
@@ -660,10 +637,7 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
             let (s, u) = spawn_server(bin, args.server_cpus.as_deref(), args.server_threads)?;
             (Some(s), u)
         }
-        None => (
-            None,
-            server_url(args.base_url.as_deref(), &args.host, args.port),
-        ),
+        None => (None, args.server.url()),
     };
     let opts = SelftestOptions {
         base_url,
