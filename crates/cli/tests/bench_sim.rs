@@ -240,6 +240,42 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
         rows("r.server_metrics.jsonl") + rows("r2.server_metrics.jsonl"),
         "{counts:?}"
     );
+    drop(store);
+    // Ingested again without --set (trial 24: hw, framework and precision became `unknown`):
+    // the identity stored before is kept, and said so.
+    let o = Command::new(BIN)
+        .arg("ingest")
+        .arg(&dir)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let out = common::output_text(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("2 already present, updated in place")
+            && out.contains(
+                "not given by the files, kept as stored before: framework=sim, hw=h100, \
+                 precision=bf16\n"
+            )
+            && !out.contains("stored as `unknown`"),
+        "{out}"
+    );
+    let mut store = inferbench_store::Store::open_existing(db.to_str().unwrap()).unwrap();
+    let pts = store
+        .points(&Default::default(), &Default::default())
+        .unwrap();
+    assert_eq!(pts.len(), 2);
+    for p in pts {
+        assert_eq!(
+            (
+                p.hardware.as_str(),
+                p.framework.as_str(),
+                p.precision.as_str()
+            ),
+            ("h100", "sim", "bf16")
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
     for ext in ["db", "db-shm", "db-wal"] {
         let _ = std::fs::remove_file(dir.with_extension(ext));

@@ -231,6 +231,10 @@ pub struct IngestReport {
     pub sweeps: Vec<String>,
     /// Names the normalizers did not recognise: `(kind, name)`; stored as given.
     pub unknown: BTreeSet<(String, String)>,
+    /// Identity values the files did not give but the store already held for the same run
+    /// (`bench --db --set hw=…`, then `ingest` of its result directory without `--set`):
+    /// `(kind, value)`, kept instead of being overwritten with `unknown` (trial 24).
+    pub kept: BTreeSet<(String, String)>,
     /// Recognised names stored under another key: `(kind, name as given, key)`
     /// ([`parse::Names::renamed`]), said so that `report -f model=…` finds them.
     pub renamed: BTreeSet<(String, String, String)>,
@@ -381,6 +385,15 @@ impl IngestReport {
         }
         if !left_out.is_empty() && !self.stored_nothing() {
             s.push_str(&format!("of these points: {}\n", left_out.join(", ")));
+        }
+        if !self.kept.is_empty() {
+            let list: Vec<String> = (self.kept.iter())
+                .map(|(k, v)| format!("{}={v}", if k == "hardware" { "hw" } else { k }))
+                .collect();
+            s.push_str(&format!(
+                "not given by the files, kept as stored before: {}\n",
+                list.join(", ")
+            ));
         }
         // Trial 13: a value the files do not give at all is missing, not an unknown name.
         let (missing, unknown): (Vec<_>, Vec<_>) =
@@ -872,7 +885,7 @@ impl Store {
             }
         });
         match res {
-            Ok((existed, n_req)) => {
+            Ok((existed, n_req, kept)) => {
                 report.runs_ingested += 1;
                 report.runs_reingested += usize::from(existed);
                 report.batches.insert(run.batch.clone());
@@ -887,7 +900,15 @@ impl Store {
                     .count();
                 report.evals += run.evals.len();
                 report.requests += n_req;
-                report.unknown.extend(run.names.unknown.iter().cloned());
+                // A value kept from the store is not missing.
+                report.unknown.extend(
+                    (run.names.unknown.iter())
+                        .filter(|(k, name)| {
+                            !(name == "unknown" && kept.iter().any(|(kk, _)| kk == k))
+                        })
+                        .cloned(),
+                );
+                report.kept.extend(kept);
                 report.renamed.extend(run.names.renamed.iter().cloned());
                 report.warnings.extend(run.warnings.iter().cloned());
             }
@@ -1112,21 +1133,32 @@ fn config_id(conn: &mut Conn, c: &ConfigKey) -> Result<i64, StoreError> {
         .ok_or_else(|| StoreError::Db("config insert returned no id".into()))
 }
 
+/// Identity values kept from the store on a re-ingest: `(kind, value)` ([`IngestReport::kept`]).
+type Kept = BTreeSet<(String, String)>;
+
 /// Writes one run inside an open transaction: its `runs` row, artifacts, points (with their
 /// requests, power samples and server metrics), evals and unknown names, replacing what an
-/// earlier ingest of the same run key wrote. Returns (run existed before, request records).
-fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> {
+/// earlier ingest of the same run key wrote. Returns (run existed before, request records,
+/// identity values kept from the store: [`keep_stored_identity`]).
+fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64, Kept), StoreError> {
     let (run_id, existed) = upsert_run(conn, run)?;
     replace_artifacts(conn, run_id, &run.artifacts)?;
     let mut config_ids: BTreeMap<ConfigKey, i64> = BTreeMap::new();
     let mut keep_points = Vec::new();
     let mut n_req = 0;
+    let mut kept = BTreeSet::new();
     for pt in &run.points {
-        let cid = match config_ids.get(&pt.config) {
+        let config = if existed {
+            keep_stored_identity(conn, run_id, pt, &mut kept)?
+        } else {
+            None
+        };
+        let config = config.as_ref().unwrap_or(&pt.config);
+        let cid = match config_ids.get(config) {
             Some(id) => *id,
             None => {
-                let id = config_id(conn, &pt.config)?;
-                config_ids.insert(pt.config.clone(), id);
+                let id = config_id(conn, config)?;
+                config_ids.insert(config.clone(), id);
                 id
             }
         };
@@ -1151,7 +1183,54 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64), StoreError> 
             &[kind.clone().into(), name.clone().into(), run.run_key.clone().into()],
         )?;
     }
-    Ok((existed, n_req))
+    Ok((existed, n_req, kept))
+}
+
+/// The identity fields a re-ingested run's files do not give (`unknown`: hardware, framework,
+/// precision), taken from the point the store holds for the same run and concurrency, so that a
+/// `bench --db --set hw=…` result ingested again without `--set` keeps its identity (trial 24:
+/// it became `unknown`). Returns the point's config with them filled in (`None` when nothing
+/// was filled) and adds `(kind, value)` to `kept` for each.
+fn keep_stored_identity(
+    conn: &mut Conn,
+    run_id: i64,
+    pt: &PointData,
+    kept: &mut BTreeSet<(String, String)>,
+) -> Result<Option<ConfigKey>, StoreError> {
+    const UNKNOWN: &str = "unknown";
+    let c = &pt.config;
+    if ![&c.hardware, &c.framework, &c.precision]
+        .iter()
+        .any(|v| *v == UNKNOWN)
+    {
+        return Ok(None);
+    }
+    let rows = conn.query(
+        "SELECT c.hardware, c.framework, c.precision FROM points p \
+         JOIN configs c ON c.id = p.config_id WHERE p.run_id = ? AND p.conc = ?",
+        &[run_id.into(), pt.conc.into()],
+    )?;
+    let Some(row) = rows.first() else {
+        return Ok(None);
+    };
+    let mut out = c.clone();
+    let mut changed = false;
+    for (i, (kind, field)) in [
+        ("hardware", &mut out.hardware),
+        ("framework", &mut out.framework),
+        ("precision", &mut out.precision),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let stored = row[i].as_str().unwrap_or(UNKNOWN);
+        if field == UNKNOWN && stored != UNKNOWN {
+            *field = stored.to_string();
+            kept.insert((kind.to_string(), stored.to_string()));
+            changed = true;
+        }
+    }
+    Ok(changed.then_some(out))
 }
 
 /// The `runs` row of `run`, updated in place when its run key is stored already, else
