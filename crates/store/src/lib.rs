@@ -1233,16 +1233,33 @@ fn keep_stored_identity(
     Ok(changed.then_some(out))
 }
 
-/// The `runs` row of `run`, updated in place when its run key is stored already, else
-/// inserted. Returns (its id, whether it existed).
+/// The `runs` row of `run`, updated in place when its run key is stored already (or, for a
+/// point directory, a run read from the same directory of the same batch), else inserted.
+/// Returns (its id, whether it existed).
 fn upsert_run(conn: &mut Conn, run: &RunData) -> Result<(i64, bool), StoreError> {
-    let existing = conn
+    let mut existing = conn
         .query(
             "SELECT id FROM runs WHERE run_key = ?",
             &[run.run_key.clone().into()],
         )?
         .first()
         .and_then(|r| r[0].as_i64());
+    // A point directory holds one point: what it holds now replaces what an earlier ingest read
+    // from it (trial 24: a sweep resumed after Ctrl-C redid an interrupted point in its
+    // directory, and ingesting again kept the interrupted one beside the new one).
+    if existing.is_none() && run.kind == SourceKind::Artifacts {
+        existing = conn
+            .query(
+                "SELECT id FROM runs WHERE source_kind = ? AND source_path = ? AND batch = ?",
+                &[
+                    run.kind.as_str().into(),
+                    run.source_path.clone().into(),
+                    run.batch.clone().into(),
+                ],
+            )?
+            .first()
+            .and_then(|r| r[0].as_i64());
+    }
     let fields: Vec<Val> = vec![
         run.kind.as_str().into(),
         run.source_path.clone().into(),
@@ -1261,9 +1278,11 @@ fn upsert_run(conn: &mut Conn, run: &RunData) -> Result<(i64, bool), StoreError>
         Some(id) => {
             let mut p = fields.clone();
             p.push(id.into());
+            p.insert(0, run.run_key.clone().into());
             conn.exec(
-                "UPDATE runs SET source_kind = ?, source_path = ?, batch = ?, date = ?, start_unix = ?, end_unix = ?,
-                 inferbench_version = ?, git_sha = ?, engine_version = ?, host = ?, result_filename = ?, job = ?
+                "UPDATE runs SET run_key = ?, source_kind = ?, source_path = ?, batch = ?, date = ?, start_unix = ?,
+                 end_unix = ?, inferbench_version = ?, git_sha = ?, engine_version = ?, host = ?,
+                 result_filename = ?, job = ?
                  WHERE id = ?",
                 &p,
             )?;

@@ -1093,3 +1093,40 @@ fn result_files_in_one_directory_are_one_batch() {
     let batches: Vec<(i64, &str)> = rows.iter().map(|p| (p.conc, p.batch.as_str())).collect();
     assert_eq!(batches, [(4, want.as_str()), (8, want.as_str())]);
 }
+
+/// Trial 24: a sweep resumed after Ctrl-C redoes the interrupted point in its directory;
+/// ingesting the sweep again kept the old point beside the new one. A point directory holds one
+/// point: what it holds now replaces what an earlier ingest read from it (same run, its row
+/// updated), while an unchanged directory is the same run as before.
+#[test]
+fn a_point_directory_redone_replaces_its_point() {
+    let (mut store, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    common::copy_tree(&common::fixtures().join("sweep-h200"), dir.path());
+    let first = ingest_all(&mut store, dir.path());
+    let runs = store.run_count().unwrap();
+    let ttft = |store: &mut Store| -> Vec<f64> {
+        let mut f = Filter::default();
+        f.add("conc=4").unwrap();
+        (store.points(&f, &CostOptions::default()).unwrap().iter())
+            .map(|p| p.metrics["mean_ttft"])
+            .collect()
+    };
+    assert_eq!(ttft(&mut store), [0.12]);
+    // The point redone: other figures in its result files.
+    for e in std::fs::read_dir(dir.path().join("conc4")).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        let redone = text
+            .replace("\"mean_ttft_ms\": 120.0", "\"mean_ttft_ms\": 130.0")
+            .replace("\"mean_ttft\": 0.12", "\"mean_ttft\": 0.13");
+        if redone != text {
+            std::fs::write(&p, redone).unwrap();
+        }
+    }
+    let again = ingest_all(&mut store, dir.path());
+    assert_eq!(again.runs_ingested, first.runs_ingested);
+    assert_eq!(again.runs_reingested, first.runs_ingested);
+    assert_eq!(store.run_count().unwrap(), runs);
+    assert_eq!(ttft(&mut store), [0.13]);
+}
