@@ -183,6 +183,9 @@ impl Store {
     /// database empty. Returns the number of rows loaded.
     pub fn restore_file(&mut self, file: &Path, verify: bool) -> Result<usize, StoreError> {
         let snap = |m: String| StoreError::Snapshot(file.to_path_buf(), m);
+        // The target first: a full database is not the dump's fault (trial 24: "not a readable
+        // inferbench dump: database … is not empty").
+        self.require_empty()?;
         let z = std::fs::read(file).map_err(|e| StoreError::Io(file.to_path_buf(), e))?;
         if verify {
             // Named whole (trial 18: a bare "SHA256SUMS: No such file or directory").
@@ -231,21 +234,7 @@ impl Store {
 
     /// Loads an uncompressed dump (see [`Store::dump_bytes`]) into this empty database.
     pub fn restore_bytes(&mut self, raw: &[u8]) -> Result<usize, StoreError> {
-        self.require_migrated()?;
-        for t in schema::TABLES {
-            if !self
-                .conn
-                .query(&format!("SELECT 1 FROM {t} LIMIT 1"), &[])?
-                .is_empty()
-            {
-                // Named (trial 20: "database is not empty" without which).
-                return Err(StoreError::Other(format!(
-                    "database {} is not empty (table {t} has rows); restore needs an empty \
-                     database (give another --db)",
-                    self.location()
-                )));
-            }
-        }
+        self.require_empty()?;
         let begin = match self.kind() {
             Kind::Sqlite => "BEGIN IMMEDIATE",
             Kind::Postgres => "BEGIN",
@@ -264,6 +253,27 @@ impl Store {
         }
     }
 
+    /// Errors unless this database is migrated and every table is empty (what a restore
+    /// needs): the error names the database and the first table with rows.
+    fn require_empty(&mut self) -> Result<(), StoreError> {
+        self.require_migrated()?;
+        for t in schema::TABLES {
+            if !self
+                .conn
+                .query(&format!("SELECT 1 FROM {t} LIMIT 1"), &[])?
+                .is_empty()
+            {
+                // Named (trial 20: "database is not empty" without which).
+                return Err(StoreError::Other(format!(
+                    "database {} is not empty (table {t} has rows); restore needs an empty \
+                     database (give another --db)",
+                    self.location()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     fn restore_inner(&mut self, raw: &[u8]) -> Result<usize, StoreError> {
         let bad = |line: usize, m: String| StoreError::Other(format!("line {line}: {m}"));
         let mut lines = raw.lines().enumerate();
@@ -271,7 +281,7 @@ impl Store {
         let first = first.map_err(|e| bad(1, e.to_string()))?;
         let h: Value = serde_json::from_str(&first).map_err(|e| bad(1, e.to_string()))?;
         if h.get("format").and_then(Value::as_str) != Some("inferbench-dump") {
-            return Err(bad(1, "not an inferbench dump".into()));
+            return Err(bad(1, "no `inferbench-dump` header".into()));
         }
         let sv = h
             .get("schema_version")

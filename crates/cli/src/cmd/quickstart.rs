@@ -7,7 +7,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
 use inferbench_runner::artifacts::fresh_run_dir;
 use inferbench_runner::flags::QuickstartFlags;
 use inferbench_runner::simsweep::sweep_id;
@@ -145,8 +144,16 @@ fn shown<'a>(
 /// feeds the table and the chart.
 fn open_store(args: &Args) -> anyhow::Result<inferbench_store::Store> {
     let db = if args.no_db { ":memory:" } else { &args.db };
-    let mut store = inferbench_store::Store::open(db)
-        .with_context(|| format!("opening database {}", inferbench_store::redact(&args.db)))?;
+    use inferbench_store::StoreError;
+    let mut store = inferbench_store::Store::open(db).map_err(|e| match e {
+        // These name the database already (trial 24: "opening database X: `X` is not a
+        // database file").
+        StoreError::NotADatabase(_) | StoreError::ForeignDatabase(..) => anyhow::Error::new(e),
+        e => anyhow::Error::new(e).context(format!(
+            "opening database {}",
+            inferbench_store::redact(&args.db)
+        )),
+    })?;
     store.migrate()?;
     Ok(store)
 }
