@@ -987,6 +987,24 @@ fn store_cli_ingests_an_inferencex_dump() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(!Path::new(&db).exists());
+    // A dump file that cannot be read fails, leaving no database behind (trial 24: an empty
+    // schema-only file was left).
+    let bad = t.0.join("broken.dump.zst");
+    std::fs::write(&bad, zstd::encode_all(&b"not a pg_dump"[..], 3).unwrap()).unwrap();
+    let o = run(&[
+        "ingest",
+        "--inferencex-dump",
+        bad.to_str().unwrap(),
+        "--db",
+        &db,
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!Path::new(&db).exists());
     let out = stdout_ok(&["ingest", "--inferencex-dump", &dump, "--db", &db]);
     assert!(
         out.starts_with("ingested 4 point(s), 1 eval result(s) from 2 workflow run(s) of an InferenceX dump in 2 batch(es), no request records (a dump has none)\n"),

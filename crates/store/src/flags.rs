@@ -138,10 +138,25 @@ fn run_ingest(args: IngestFlags) -> anyhow::Result<ExitStatus> {
     }
     let (mut failed, mut unknown) = ingest_into(&args.db, &args.paths, &opts)?;
     if !args.inferencex_dump.is_empty() {
-        let mut store = Store::open(&args.db)?;
+        let db = &args.db;
+        let created = !db.contains("://") && !std::path::Path::new(db).exists();
+        let mut store = Store::open(db)?;
         store.migrate()?;
+        let mut stored = false;
         for d in &args.inferencex_dump {
-            let report = store.ingest_inferencex_dump(d, &opts)?;
+            let report = match store.ingest_inferencex_dump(d, &opts) {
+                Ok(r) => r,
+                Err(e) => {
+                    // A failed import leaves no database it created (trial 24: an empty,
+                    // schema-only file was left behind).
+                    if created && !stored {
+                        drop(store);
+                        remove_sqlite_files(db);
+                    }
+                    return Err(e.into());
+                }
+            };
+            stored |= report.runs_ingested > 0;
             print!("{}", report.render());
             eprint!("{}", report.render_skipped());
             failed |= !report.skipped.is_empty();
