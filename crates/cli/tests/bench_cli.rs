@@ -182,6 +182,43 @@ fn dead_server_exits_3_with_a_clear_message() {
         .local_addr()
         .unwrap()
         .port();
+    // With a result directory and --db: the result file says what happened, but nothing is
+    // stored (trial 24: a failed point of nothing was stored, and its database created).
+    let dir = TempDir::new("dead");
+    let results = dir.path().join("results");
+    let db = dir.path().join("d.db");
+    let o = bench(&[
+        "--base-url",
+        &format!("http://127.0.0.1:{port}"),
+        "--model",
+        "m",
+        "--num-prompts",
+        "4",
+        "--progress",
+        "off",
+        "--result-dir",
+        results.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--set",
+        "hw=h100",
+        "--set",
+        "framework=sim",
+        "--set",
+        "precision=bf16",
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}");
+    assert!(
+        out.contains(&format!(
+            "inferbench: nothing stored in {}: the server never answered\n",
+            db.display()
+        )) && out.contains("wrote ")
+            && !out.contains("ingested"),
+        "{out}"
+    );
+    assert!(!db.exists(), "{out}");
+    assert_eq!(std::fs::read_dir(&results).unwrap().count(), 1, "{out}");
     let o = bench(&[
         "--base-url",
         &format!("http://127.0.0.1:{port}"),

@@ -63,7 +63,18 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     let out = out?;
     // Outside the runtime: the PostgreSQL client runs one of its own, which cannot start
     // inside another (trial 7: `bench --db postgres://…` panicked after the benchmark).
-    if let (Some(db), Some(result)) = (&db, &out.result_path) {
+    // The server never answered: the result file says what happened (issue 13), but there is
+    // no point to store (trial 24: a failed point of nothing was stored, its database created).
+    let never_answered = out.summary.inferbench.stop_reason
+        == inferbench_core::summary::StopReason::ServerUnreachable
+        && out.summary.completed == 0;
+    if let (Some(db), true) = (&db, never_answered) {
+        eprintln!(
+            "inferbench: nothing stored in {}: the server never answered",
+            inferbench_store::redact(db)
+        );
+    }
+    if let (Some(db), Some(result), false) = (&db, &out.result_path, never_answered) {
         // The point's batch is its result directory, as `ingest` gives any result file (trial
         // 9: `-f batch=<--result-dir>` matched nothing when the batch was the file's own path).
         if let (0, Some((isl, osl))) = (out.summary.completed, nominal) {
