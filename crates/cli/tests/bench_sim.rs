@@ -328,6 +328,15 @@ fn wrong_model_names_the_models_the_server_serves() {
         )) && !text.contains("HTTP 404"),
         "{text}"
     );
+    // Every reason the point is invalid, not only its duration; no plays line for a replay
+    // in which nothing succeeded (trial 24).
+    assert!(
+        text.contains(
+            "Validity: invalid (a warmup request failed; no request succeeded; duration below \
+             900 s with --unsafe-override)\n"
+        ) && !text.contains("Agentic: "),
+        "{text}"
+    );
     // Without warmups the profile's verdict says it.
     let (o, text) = bench_model(&sim, "Llama-3.1-8B-typo", &["--num-warmups", "0"]);
     assert_eq!(o.status.code(), Some(1), "{text}");

@@ -353,9 +353,11 @@ impl ReplayFlags {
         print!("{}", render_report(&summary));
         // Nothing measured (an unreachable server): the report said so; no plays or validity.
         let measured = !nothing_measured(&summary);
+        // Plays of a replay in which nothing succeeded say nothing (trial 24).
+        let plays = measured && summary.completed > 0;
         let hit = theoretical_hit_rate(&out.records);
         let st = &out.stats;
-        if measured {
+        if plays {
             println!(
                 "Agentic: {} plays (replays of a session tree; {} finished), theoretical \
              prefix-cache hit {} (prompt blocks already sent earlier in their session), idle gaps \
@@ -377,10 +379,25 @@ impl ReplayFlags {
                 self.benchmark_duration, self.benchmark_grace_period
             );
         }
-        if unsafe_run && measured {
-            println!(
-                "Validity: invalid (duration below {MIN_VALID_DURATION_S} s with --unsafe-override)"
-            );
+        // Every reason the point is invalid, the run's own first (trial 24: a replay that
+        // measured nothing, or was interrupted, gave only the duration reason).
+        let mut invalid = Vec::new();
+        match out.stop {
+            ReplayStop::Interrupted => invalid.push("interrupted".to_string()),
+            ReplayStop::FailedThreshold => invalid.push("too many requests failed".into()),
+            ReplayStop::WarmupFailed => invalid.push("a warmup request failed".into()),
+            ReplayStop::Completed => {}
+        }
+        if summary.completed == 0 {
+            invalid.push("no request succeeded".into());
+        }
+        if unsafe_run {
+            invalid.push(format!(
+                "duration below {MIN_VALID_DURATION_S} s with --unsafe-override"
+            ));
+        }
+        if measured && !invalid.is_empty() {
+            println!("Validity: invalid ({})", invalid.join("; "));
         }
         if let Some(dir) = &self.result_dir {
             let path = dir.join("summary.json");
