@@ -73,22 +73,34 @@ pub fn metric_json(key: &str) -> Option<Value> {
     }))
 }
 
-/// `GET /api/v1/options`: `{"dimensions": {model: [...], scenario: [...], isl, osl, hardware,
-/// framework, precision, spec_decoding, disagg, batch}, "sequences": ["1024/1024", …,
-/// "agentic-coding"], "x_metrics": [metric…], "y_metrics":
-/// [metric…], "defaults": {x, x_agentic, y, sequence}}` (values as [`Store::dimension_values`]
-/// gives them, metrics as [`metric_json`]; `sequence`: [`Store::busiest_sequence`], or null).
-pub async fn options(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let (dims, sequences, busiest) = state
+/// `GET /api/v1/options[?model=…&hardware=…]`: `{"dimensions": {model: [...], scenario: [...],
+/// isl, osl, hardware, framework, precision, spec_decoding, disagg, batch}, "sequences":
+/// ["1024/1024", …, "agentic-coding"], "x_metrics": [metric…], "y_metrics": [metric…],
+/// "defaults": {x, x_agentic, y, sequence}, "stored": {"points", "evals"}, "resolved": {key:
+/// {given: stored}}}` (values as [`Store::dimension_values`] gives them, metrics as
+/// [`metric_json`]; `sequence`: [`Store::busiest_sequence`], or null; `stored`: how many
+/// points (failed ones included) and eval results the database holds). Each optional
+/// `model`, `hardware`/`hw`, `framework`, `precision` or `spec_decoding`/`spec` value is
+/// answered in `resolved` with the name the store keeps it under, as `report -f` and
+/// `/api/v1/points` match it ([`resolve_names`]: `model=Llama-3.1-8B` → `llama3.1-8b`), so
+/// that a page selects what the API would match; any other parameter is a 400.
+pub async fn options(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    let resolved = resolve_names(&pairs)?;
+    let (dims, sequences, busiest, counts) = state
         .with_store(|s| {
             let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
             Ok((
                 s.dimension_values().map_err(db)?,
                 s.sequences().map_err(db)?,
                 s.busiest_sequence().map_err(db)?,
+                s.table_counts().map_err(db)?,
             ))
         })
         .await?;
+    let stored = |t: &str| counts.iter().find(|(n, _)| n == t).map_or(0, |c| c.1);
     let list =
         |keys: &[&str]| -> Vec<Value> { keys.iter().filter_map(|k| metric_json(k)).collect() };
     Ok(Json(json!({
@@ -98,7 +110,45 @@ pub async fn options(State(state): State<AppState>) -> Result<Json<Value>, ApiEr
         "y_metrics": list(Y_METRICS),
         "defaults": {"x": "median_intvty", "x_agentic": NORTH_STAR_X, "y": "tput_per_gpu",
                      "sequence": busiest},
+        "stored": {"points": stored("points"), "evals": stored("evals")},
+        "resolved": resolved,
     })))
+}
+
+/// The identity keys [`options`] resolves (aliases `hw` and `spec` included).
+const RESOLVED_KEYS: [&str; 7] = [
+    "model",
+    "hardware",
+    "hw",
+    "framework",
+    "precision",
+    "spec_decoding",
+    "spec",
+];
+
+/// Each `(key, value)` of `pairs` mapped to the name the store keeps it under, by the store's
+/// own filter ([`Filter::add`], what `report -f` and `/api/v1/points` use): `{key: {value:
+/// stored}}` with the key's canonical name (`hw` → `hardware`); a value no rule knows maps to
+/// itself as the filter matches it (lower case). A key other than [`RESOLVED_KEYS`] is a 400.
+pub fn resolve_names(pairs: &[(String, String)]) -> Result<Value, ApiError> {
+    let mut out = serde_json::Map::new();
+    for (k, v) in pairs {
+        if !RESOLVED_KEYS.contains(&k.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "`{k}`: unknown parameter (options resolves {})",
+                RESOLVED_KEYS.join(", ")
+            )));
+        }
+        let mut f = Filter::default();
+        f.add(&format!("{k}={v}"))
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        // One key, one value per `|`-separated part: the stored names joined back with `|`.
+        if let Some((key, names)) = f.eq.into_iter().next() {
+            let entry = out.entry(key).or_insert_with(|| json!({}));
+            entry[v.as_str()] = Value::String(names.join("|"));
+        }
+    }
+    Ok(Value::Object(out))
 }
 
 /// A parsed `points` query.

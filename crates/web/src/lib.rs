@@ -5,7 +5,8 @@
 //!
 //! Routes ([`router`]):
 //! - `GET /api/v1/options`: the selectable dimension values and the x/y metrics with label,
-//!   unit and direction ([`api::options`]).
+//!   unit and direction, how many points and evals the database holds, and the stored names
+//!   of the model/hardware/… values given ([`api::options`]).
 //! - `GET /api/v1/points?…`: points, frontier flags and per-group frontier knots for a
 //!   chart ([`api::points`]); `GET /api/v1/points.csv?…`: the same rows as `report --format
 //!   csv` writes them.

@@ -553,3 +553,43 @@ fn presets_name_known_state_and_metrics() {
         }
     }
 }
+
+/// Trial 24: the pages said "not in this database" for `model=Llama-3.1-8B` while
+/// `/api/v1/points` matched it. `/api/v1/options` resolves the URL's identity values to the
+/// names the store keeps, by the store's own filter, and counts what the database holds.
+#[tokio::test]
+async fn options_resolve_names_as_report_filters_do() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(
+        &db,
+        "/api/v1/options?model=DeepSeek-R1&hw=H200&framework=SGLang&model=Llama-3.1-8B&precision=nope",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["resolved"],
+        json!({
+            "model": {"DeepSeek-R1": "dsr1", "Llama-3.1-8B": "llama3.1-8b"},
+            "hardware": {"H200": "h200"},
+            "framework": {"SGLang": "sglang"},
+            "precision": {"nope": "nope"},
+        })
+    );
+    // The names resolved are those `/api/v1/points` matches.
+    let (_, p) = get_json(&db, "/api/v1/points?model=DeepSeek-R1&hw=H200").await;
+    assert_eq!(p["count"], 2, "{p}");
+    assert_eq!(p["points"][0]["model"], "dsr1");
+    assert_eq!(v["stored"], json!({"points": 2, "evals": 0}));
+    // Without parameters nothing is resolved; another parameter is a 400 naming it.
+    let (_, v) = get_json(&db, "/api/v1/options").await;
+    assert_eq!(v["resolved"], json!({}));
+    let (s, e) = get_json(&db, "/api/v1/options?conc=4").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("`conc`: unknown parameter (options resolves model, hardware, hw, "),
+        "{e}"
+    );
+}
