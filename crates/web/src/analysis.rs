@@ -102,7 +102,10 @@ fn number(key: &str, v: &str) -> Result<f64, ApiError> {
 /// its batches, and `rows` average these curves at each target), "note": null or why there
 /// is nothing to compare}`. No overlap: `targets` and `rows` are empty and `note` says why, in
 /// `inferbench compare`'s words (trial 17: a side matching nothing answered `count_a: 0`
-/// with no word).
+/// with no word). As `inferbench compare`, invalid points are left out unless
+/// `include_invalid=true`: `count_a`/`count_b` are the points counted, `invalid_a`/`invalid_b`
+/// those left out, and a side left with none says so in `note` ("no valid point to compare
+/// for …").
 pub async fn compare(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
@@ -130,6 +133,7 @@ pub async fn compare(
     let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
     let y = q.y.clone();
     let cost = q.cost;
+    let include_invalid = q.filter.include_invalid;
     // Every filter of both sides, shared ones first: what the hints look at.
     let specs: Vec<String> = (q.filter_specs.iter().cloned())
         .chain([&a, &b].into_iter().flat_map(|s| side_specs(s)))
@@ -141,7 +145,14 @@ pub async fn compare(
                 s.points(&fa, &cost).map_err(db)?,
                 s.points(&fb, &cost).map_err(db)?,
             );
-            let hints = if ra.is_empty() || rb.is_empty() {
+            // Invalid points do not count unless asked, as `inferbench compare` leaves them
+            // out without `--include-invalid` (trial 24: the API compared three targets where
+            // the CLI found no valid point).
+            let (ra, rb) = (
+                keep_valid(ra, include_invalid),
+                keep_valid(rb, include_invalid),
+            );
+            let hints = if ra.0.is_empty() || rb.0.is_empty() {
                 unmatched(s, &specs)?
             } else {
                 Vec::new()
@@ -149,6 +160,7 @@ pub async fn compare(
             Ok((ra, rb, hints))
         })
         .await?;
+    let ((ra, a_invalid), (rb, b_invalid)) = (ra, rb);
     // A side that matches nothing is the answer's note, before any pooling of the other.
     let pooled = || compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query);
     if let Some(why) = (!ra.is_empty() && !rb.is_empty()).then(pooled).flatten() {
@@ -160,16 +172,34 @@ pub async fn compare(
         at
     };
     let rows = compare::compare(&ra, &rb, &x, &y, &targets);
-    let empty: Vec<String> = [("A", &a, ra.len()), ("B", &b, rb.len())]
-        .iter()
-        .filter(|(_, _, n)| *n == 0)
-        .map(|(side, f, _)| format!("{side} ({f})"))
+    let sides = [
+        ("A", &a, ra.len(), a_invalid),
+        ("B", &b, rb.len(), b_invalid),
+    ];
+    let empty: Vec<String> = (sides.iter())
+        .filter(|(_, _, n, _)| *n == 0)
+        .map(|(side, f, _, invalid)| match invalid {
+            0 => format!("{side} ({f})"),
+            n => format!(
+                "{side} ({f}: its {n} matching point(s) are invalid; include_invalid=true counts them)"
+            ),
+        })
         .collect();
+    // Only invalid points where a side is empty: said as `inferbench compare` says it.
+    let only_invalid = sides
+        .iter()
+        .any(|(_, _, n, invalid)| *n == 0 && *invalid > 0);
     // The other side of an empty one is drawn alone, unless it pools workloads: then its
     // frontier would mix them (trial 20: 200 with a mixed frontier here, 400 with both sides).
     let pooled_side = if empty.is_empty() { None } else { pooled() };
     let draw = pooled_side.is_none();
-    let note = if !empty.is_empty() {
+    let note = if only_invalid {
+        let also = pooled_side.map_or(String::new(), |p| format!("; {p}"));
+        Some(format!(
+            "no valid point to compare for {}{also}",
+            empty.join(" nor ")
+        ))
+    } else if !empty.is_empty() {
         // Which filter matches nothing, with the closest stored value (trial 22: the note
         // named the sides but not the `model=typo` shared by both).
         let why: String = hints.iter().map(|h| format!("; {h}")).collect();
@@ -222,6 +252,8 @@ pub async fn compare(
         "b": b,
         "count_a": ra.len(),
         "count_b": rb.len(),
+        "invalid_a": a_invalid,
+        "invalid_b": b_invalid,
         "targets": targets,
         "rows": rows,
         "frontier_a": knots(&ra),
@@ -230,6 +262,20 @@ pub async fn compare(
         "batches_b": per_batch(&rb),
         "note": note,
     })))
+}
+
+/// `rows` without its invalid points unless `include_invalid` ([`PointRow::valid`], as
+/// `inferbench compare` keeps them out without `--include-invalid`), and how many it left out.
+///
+/// [`PointRow::valid`]: inferbench_store::PointRow::valid
+fn keep_valid(
+    mut rows: Vec<inferbench_store::PointRow>,
+    include_invalid: bool,
+) -> (Vec<inferbench_store::PointRow>, usize) {
+    let all = rows.len();
+    rows.retain(|r| r.valid || include_invalid);
+    let left_out = all - rows.len();
+    (rows, left_out)
 }
 
 /// The `KEY=VALUE` parts of a side's spec (`hw=h200,framework=sglang`).

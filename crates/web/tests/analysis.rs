@@ -382,3 +382,95 @@ async fn latest_only_keeps_each_configurations_newest_run() {
         .collect();
     assert_eq!(dates, ["2026-02-27"; 4]);
 }
+
+/// Copies the tree `from` to `to`, with each `(what, with)` replaced in its JSON files.
+fn copy_tree_replacing(from: &Path, to: &Path, swaps: &[(&str, &str)]) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree_replacing(&e.path(), &dst, swaps);
+        } else if dst.extension().is_some_and(|x| x == "json") {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            let text = swaps.iter().fold(text, |t, (a, b)| t.replace(a, b));
+            std::fs::write(dst, text).unwrap();
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// The sweep-h200 fixture as it is, and a copy run on h100 whose points are all invalid (the
+/// producer's `inferbench.invalid_reason`); returns the database's location.
+fn with_invalid_h100(dir: &Path) -> String {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let bad = dir.join("h100");
+    copy_tree_replacing(
+        &fx,
+        &bad,
+        &[
+            ("h200-nv_0", "h100-nv_0"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h100"),
+            (
+                "\"inferbench\": {",
+                "\"inferbench\": {\"invalid_reason\": \"the server fell behind\",",
+            ),
+        ],
+    );
+    let db = dir.join("inv.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    for d in [&fx, &bad] {
+        let r = s.ingest_path(d, &IngestOptions::default()).unwrap();
+        assert_eq!(r.points, 2, "{}", r.render());
+    }
+    db
+}
+
+/// Trial 24: `inferbench compare hw=h100 hw=h100` found no valid point (its points invalid)
+/// while `/api/v1/compare` compared them. The API leaves invalid points out as the CLI does,
+/// says so when that leaves a side empty, and counts them with `include_invalid=true`.
+#[tokio::test]
+async fn compare_leaves_invalid_points_out_as_the_cli_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = with_invalid_h100(dir.path());
+    let (s, v) = get_json(&db, "/api/v1/compare?a=hw%3Dh100&b=hw%3Dh100").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        (&v["count_a"], &v["invalid_a"], &v["rows"], &v["batches_a"]),
+        (&json!(0), &json!(2), &json!([]), &json!([])),
+        "{v}"
+    );
+    assert_eq!(
+        v["note"],
+        json!(
+            "no valid point to compare for A (hw=h100: its 2 matching point(s) are invalid; \
+             include_invalid=true counts them) nor B (hw=h100: its 2 matching point(s) are \
+             invalid; include_invalid=true counts them)"
+        )
+    );
+    // One side invalid, the other valid: only the invalid one is named.
+    let (_, v) = get_json(&db, "/api/v1/compare?a=hw%3Dh100&b=hw%3Dh200").await;
+    assert_eq!((&v["count_a"], &v["count_b"]), (&json!(0), &json!(2)));
+    assert_eq!(
+        v["note"],
+        json!(
+            "no valid point to compare for A (hw=h100: its 2 matching point(s) are invalid; \
+             include_invalid=true counts them)"
+        )
+    );
+    // Asked for, they count: the same targets as two valid copies would give.
+    let (_, v) = get_json(
+        &db,
+        "/api/v1/compare?a=hw%3Dh100&b=hw%3Dh200&include_invalid=true",
+    )
+    .await;
+    assert_eq!(
+        (&v["count_a"], &v["invalid_a"], &v["note"]),
+        (&json!(2), &json!(0), &Value::Null),
+        "{v}"
+    );
+    assert_eq!(v["rows"].as_array().map(Vec::len), Some(3), "{v}");
+    assert_eq!(v["rows"][0]["ratio_a_over_b"], json!(1.0), "{v}");
+}
