@@ -17,12 +17,14 @@ let hovered = null; // the point under the tooltip
 let missing = []; // values the URL asked for that the database lacks (set by applyState)
 
 // ---- URL state -------------------------------------------------------------------------
+let badPreset = ""; // a `preset=` of the URL that names no preset (set by presets)
+
 function readState() {
-  const p = new URLSearchParams(location.search);
-  // `hw=` as the API and `report -f` take it (trial 21: ignored here without a word).
-  const st = { hardware: p.getAll("hardware").concat(p.getAll("hw")), batch: p.get("batch") || "" };
-  for (const k of SELECTS) st[k] = p.get(k) || "";
-  for (const k of CHECKS) st[k] = p.get(k) === "1";
+  // `hw=` as the API and `report -f` take it (trial 21: ignored here without a word); a key
+  // the page has no control for is said not applied (trial 24); `preset=` is presets()'s.
+  const st = readUrl(SELECTS.concat(CHECKS, ["hardware", "batch", "preset"]), ["hardware"]);
+  for (const k of CHECKS) st[k] = st[k] === "1";
+  delete st.preset;
   return st;
 }
 
@@ -81,9 +83,13 @@ function applyState(st) {
   // page says which asked-for values this database does not have (a preset or a shared link
   // for data you have not ingested showed another view without a word: trial 7).
   missing = [];
+  const offers = (el, v) => Array.from(el.options).some(o => o.value === v);
   for (const k of SELECTS) {
     const el = $(k);
-    if (st[k] && Array.from(el.options).some(o => o.value === st[k])) el.value = st[k];
+    // A name as `report -f` takes it selects its stored name (`model=Llama-3.1-8B` →
+    // llama3.1-8b; trial 24: "not in this database" for what the API matched).
+    const v = st[k] && !offers(el, st[k]) ? storedName(k, st[k]) : st[k];
+    if (v && offers(el, v)) el.value = v;
     else {
       // The axes offer every metric there is: a missing one is no metric (trial 23).
       if (st[k]) missing.push(k + "=" + st[k] + (k === "x" || k === "y" ? " (no such metric)" : ""));
@@ -93,8 +99,9 @@ function applyState(st) {
     }
   }
   const hw = Array.from($("hardware").options).map(o => o.value);
-  for (const h of st.hardware) if (!hw.includes(h)) missing.push("hardware=" + h);
-  for (const o of $("hardware").options) o.selected = st.hardware.includes(o.value);
+  const wanted = st.hardware.map(h => hw.includes(h) ? h : storedName("hardware", h));
+  st.hardware.forEach((h, i) => { if (!hw.includes(wanted[i])) missing.push("hardware=" + h); });
+  for (const o of $("hardware").options) o.selected = wanted.includes(o.value);
   for (const k of CHECKS) $(k).checked = st[k];
 }
 
@@ -365,6 +372,8 @@ async function refresh(push) {
     status(count(current.count, "point") + " in " + count(current.groups.length, "group") + ", "
       + f + " on a frontier"
       + (missing.length ? " — not in this database, so not applied: " + missing.join(", ") : "")
+      + (badPreset ? " — no preset named " + badPreset : "")
+      + notAppliedNote()
       + (st.batch ? " — only batch=" + st.batch + " (from the URL; remove it to see every batch)" : "")
       + (current.note ? " — " + current.note : ""));
   } catch (e) {
@@ -396,6 +405,8 @@ async function presets() {
   const want = q.get("preset");
   const hit = list.find(p => p.id === want);
   if (hit) history.replaceState(null, "", stateUrl(hit.view));
+  // An unknown id is said, not dropped (trial 24: `preset=nope` showed the default view alone).
+  badPreset = want !== null && !hit ? want : "";
 }
 
 async function start() {
@@ -404,9 +415,11 @@ async function start() {
   await presets();
   applyState(readState());
   for (const k of SELECTS.concat(["hardware"], CHECKS)) {
-    $(k).addEventListener("change", () => { pinned = false; missing = []; $("tooltip").hidden = true; refresh(true); });
+    $(k).addEventListener("change", () => {
+      pinned = false; missing = []; notTaken = []; badPreset = ""; $("tooltip").hidden = true; refresh(true);
+    });
   }
-  window.addEventListener("popstate", () => { applyState(readState()); refresh(false); });
+  window.addEventListener("popstate", () => { badPreset = ""; applyState(readState()); refresh(false); });
   $("chart").addEventListener("click", () => {
     const tip = $("tooltip");
     if (!chart || tip.hidden) return;

@@ -39,23 +39,72 @@ function fill(select, values, labels, withAny) {
   });
 }
 
-// Sets a <select> to `value` when it offers it (an unknown value keeps the first option, as
-// InferenceX's selectors do).
 // Values the URL asked for that the page's selectors do not offer, as `key=value`: the page
 // falls back to its first option and says so ([`notAppliedNote`]; trial 23: History and TCO
 // showed another model's data for `model=typo` without a word).
 let notApplied = [];
 
-// Selects `value` in `select` when it offers it; otherwise, for a named `key`, remembers that
-// it was not applied.
-function choose(select, value, key) {
-  if (value && Array.from(select.options).some(o => o.value === value)) select.value = value;
-  else if (value && key) notApplied.push(key + "=" + value);
+// URL keys (and repeated values) the page has no control for, as `key=value`: said in the
+// status line too ([`notAppliedNote`]; trial 24: `/tco?hardware=zzz` was dropped without a
+// word).
+let notTaken = [];
+
+// Other names of a page's URL keys: `hw=` as `report -f` and the API take it, `scenario=` for
+// the Scenario selector (whose values are `ISL/OSL` or a scenario).
+const KEY_ALIASES = { hw: "hardware", scenario: "sequence" };
+
+// The page's URL query as {key: value} for the keys in `known` (aliases mapped: [`KEY_ALIASES`]),
+// a key in `multi` as a list of all its values; every other key, and a second value of a key
+// that takes one, is remembered in [`notTaken`].
+function readUrl(known, multi) {
+  multi = multi || [];
+  const st = {};
+  for (const k of known) st[k] = multi.includes(k) ? [] : "";
+  notTaken = [];
+  for (const [given, v] of new URLSearchParams(location.search)) {
+    const k = KEY_ALIASES[given] || given;
+    if (!known.includes(k)) notTaken.push(given + "=" + v);
+    else if (multi.includes(k)) st[k].push(v);
+    else if (st[k] === "") st[k] = v;
+    else notTaken.push(given + "=" + v + " (one value only)");
+  }
+  return st;
 }
 
-// The status line's tail for [`notApplied`] values ("" when none).
+// The stored names of the identity values the URL gave, as /api/v1/options resolved them
+// ({key: {given: stored}}; `model=Llama-3.1-8B` → `llama3.1-8b`, as `report -f` matches it).
+let resolvedNames = {};
+
+// The name the store keeps `value` of `key` under ([`resolvedNames`]), else `value` itself.
+function storedName(key, value) {
+  const r = resolvedNames[key];
+  return r && Object.prototype.hasOwnProperty.call(r, value) ? r[value] : value;
+}
+
+// Selects `value` in `select` when it offers it, or the stored name of an alias of it
+// ([`storedName`]); otherwise, for a named `key`, remembers that it was not applied.
+function choose(select, value, key) {
+  if (!value) return;
+  const offers = v => Array.from(select.options).some(o => o.value === v);
+  const v = offers(value) ? value : storedName(key, value);
+  if (offers(v)) select.value = v;
+  else if (key) notApplied.push(key + "=" + value);
+}
+
+// The status line's tail for [`notApplied`] and [`notTaken`] values ("" when none).
 function notAppliedNote() {
-  return notApplied.length ? " — not in this database, so not applied: " + notApplied.join(", ") : "";
+  return (notApplied.length ? " — not in this database, so not applied: " + notApplied.join(", ") : "")
+    + (notTaken.length ? " — not applied (this page has no control for it): " + notTaken.join(", ") : "");
+}
+
+// What a database without any throughput point holds, for a page's status line (trial 24:
+// History asked for an x "inside that range" of no range; Models said nothing was measured
+// beside stored evals); "" when it holds points. `stored`: /api/v1/options' `stored`.
+function noPointsNote(stored) {
+  if (!stored || stored.points > 0) return "";
+  return stored.evals > 0
+    ? "This database holds " + count(stored.evals, "eval result") + " and no throughput point (see the Evals page)."
+    : "Nothing measured yet: `inferbench quickstart` fills the database.";
 }
 
 // Colour-blind-safe series colours (Okabe–Ito first), one per group in order.
@@ -118,10 +167,18 @@ function metricLabel(options, key) {
   return m ? m.label_with_unit : key;
 }
 
-// /api/v1/options, or null after saying why in the status line.
+// The identity keys of the URL whose stored names /api/v1/options resolves.
+const RESOLVED_KEYS = ["model", "hardware", "hw", "framework", "precision", "spec_decoding"];
+
+// /api/v1/options, or null after saying why in the status line. The URL's identity values go
+// along, and their stored names are kept in [`resolvedNames`].
 async function loadOptions() {
+  const q = new URLSearchParams();
+  for (const [k, v] of new URLSearchParams(location.search)) if (RESOLVED_KEYS.includes(k) && v) q.append(k, v);
   try {
-    return await getJson("/api/v1/options");
+    const o = await getJson("/api/v1/options" + (q.toString() ? "?" + q : ""));
+    resolvedNames = o.resolved || {};
+    return o;
   } catch (e) {
     status("error: " + e.message, true);
     return null;
@@ -133,8 +190,9 @@ async function loadOptions() {
 // and redraws with `refresh(false)`.
 function wireForm(apply, refresh, live) {
   // A choice of the user's replaces what the URL asked for.
-  $("controls").addEventListener("submit", ev => { ev.preventDefault(); notApplied = []; refresh(true); });
-  for (const k of live) $(k).addEventListener("change", () => { notApplied = []; refresh(true); });
+  const forget = () => { notApplied = []; notTaken = []; };
+  $("controls").addEventListener("submit", ev => { ev.preventDefault(); forget(); refresh(true); });
+  for (const k of live) $(k).addEventListener("change", () => { forget(); refresh(true); });
   window.addEventListener("popstate", () => { apply(); refresh(false); });
 }
 

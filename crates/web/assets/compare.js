@@ -7,11 +7,10 @@ const FIELDS = ["model", "sequence", "a", "b", "x", "y", "at"];
 let options = null;
 let chart = null;
 
+// The view the URL asks for (`invalid=1`: count invalid points); keys the page has no control
+// for are said not applied (trial 24: `hardware=zzz` was dropped without a word).
 function readState() {
-  const p = new URLSearchParams(location.search);
-  const st = {};
-  for (const k of FIELDS) st[k] = p.get(k) || "";
-  return st;
+  return readUrl(FIELDS.concat(["invalid"]));
 }
 
 function apply(st) {
@@ -24,12 +23,14 @@ function apply(st) {
   notApplied = [];
   for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k], k);
   for (const k of ["a", "b", "at"]) $(k).value = st[k];
+  $("invalid").checked = st.invalid === "1";
 }
 
 function controls() {
   const st = {};
   // A selector the sides override counts as not set.
   for (const k of FIELDS) st[k] = $(k).disabled ? "" : $(k).value.trim();
+  st.invalid = $("invalid").checked ? "1" : "";
   return st;
 }
 
@@ -71,6 +72,8 @@ function apiQuery(st) {
     // The sides name their workloads themselves.
   } else if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (st.sequence) p.set("scenario", st.sequence);
   for (const k of ["a", "b", "x", "y", "at"]) if (st[k]) p.set(k, st[k]);
+  // Invalid points count only when asked, as with `inferbench compare --include-invalid`.
+  if (st.invalid) p.set("include_invalid", "true");
   return p;
 }
 
@@ -133,10 +136,16 @@ async function refresh(push) {
   const st = controls();
   heads(st.x || $("x").value || options.defaults.x, st.y || $("y").value || options.defaults.y);
   const p = new URLSearchParams();
-  for (const k of FIELDS) if (st[k]) p.set(k, st[k]);
+  for (const k of FIELDS.concat(["invalid"])) if (st[k]) p.set(k, st[k]);
   pushUrl(p, push);
+  const none = noPointsNote(options.stored);
+  if (none) {
+    status(none + notAppliedNote());
+    return;
+  }
+  // What the URL asked for and the page could not apply is said before Compare too.
   if (!st.a || !st.b) {
-    status("Name the two sides (e.g. A: hw=b200, B: hw=mi355x) and press Compare.");
+    status("Name the two sides (e.g. A: hw=b200, B: hw=mi355x) and press Compare." + notAppliedNote());
     return;
   }
   status("loading…");
@@ -157,7 +166,7 @@ async function start() {
   options = await loadOptions();
   if (!options) return;
   apply(readState());
-  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y"]);
+  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y", "invalid"]);
   await refresh(false);
 }
 

@@ -8,11 +8,9 @@ const INPUTS = ["at", "threshold"];
 let options = null;
 let chart = null;
 
+// The view the URL asks for (`hw=` as `hardware=`); other keys are said not applied.
 function readState() {
-  const p = new URLSearchParams(location.search);
-  const st = {};
-  for (const k of SELECTS.concat(INPUTS)) st[k] = p.get(k) || "";
-  return st;
+  return readUrl(SELECTS.concat(INPUTS));
 }
 
 function apply(st) {
@@ -171,8 +169,18 @@ async function refresh(push) {
   const p = new URLSearchParams();
   for (const k of SELECTS.concat(INPUTS)) if (st[k]) p.set(k, st[k]);
   pushUrl(p, push);
+  // A database of evals alone has no frontier to follow (trial 24: "pick an x inside that
+  // range" of no range).
+  const none = noPointsNote(options.stored);
+  if (none) {
+    status(none + notAppliedNote());
+    draw({ groups: [] });
+    return;
+  }
+  // What the URL asked for and the page could not apply is said before Show too (trial 24).
   if (!st.at) {
-    status("Choose the x to follow over time (e.g. interactivity 50 tok/s/user) and press Show.");
+    status("Choose the x to follow over time (e.g. interactivity 50 tok/s/user) and press Show."
+      + notAppliedNote());
     return;
   }
   status("loading…");

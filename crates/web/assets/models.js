@@ -26,9 +26,14 @@ async function start() {
   }
   $("matrix").dataset.rows = String(res.rows.length);
   const models = new Set(res.rows.map(r => r.model)).size;
-  status(res.rows.length
-    ? count(models, "model") + ", " + count(res.rows.length, "configuration")
-    : "Nothing measured yet: `inferbench quickstart` fills the database.");
+  if (res.rows.length) {
+    status(count(models, "model") + ", " + count(res.rows.length, "configuration"));
+    return;
+  }
+  // No configuration measured: what the database holds instead (trial 24: "Nothing measured
+  // yet" beside stored evals).
+  const options = await loadOptions();
+  if (options) status(noPointsNote(options.stored) || "No configuration measured yet.");
 }
 
 document.addEventListener("DOMContentLoaded", start);

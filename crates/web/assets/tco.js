@@ -7,6 +7,11 @@ const FIELDS = ["model", "sequence", "x", "y", "at", "gpu_hour_cost", "gpu_kw"];
 let options = null;
 let picked = [];
 
+// The view the URL asks for; keys the page has no control for are said not applied.
+function readState() {
+  return readUrl(FIELDS);
+}
+
 function apply(st) {
   fill($("model"), options.dimensions.model || []);
   fill($("sequence"), options.sequences || []);
@@ -14,8 +19,8 @@ function apply(st) {
   // Without one asked for, the sequence with the most points (as the Inference page opens).
   choose($("sequence"), options.defaults.sequence);
   notApplied = [];
-  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st.get(k), k);
-  for (const k of ["at", "gpu_hour_cost", "gpu_kw"]) $(k).value = st.get(k) || "";
+  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k], k);
+  for (const k of ["at", "gpu_hour_cost", "gpu_kw"]) $(k).value = st[k];
 }
 
 function apiQuery() {
@@ -62,7 +67,7 @@ function draw(res) {
     });
   }
   $("bars").dataset.bars = String(res.bars.length);
-  if (res.note) { status(res.note); return; }
+  if (res.note) { status(res.note + notAppliedNote()); return; }
   status(count(res.bars.length, "group") + " at " + metricLabel(options, res.x) + " = " + res.at
     + " (" + res.better + " is better)"
     + (res.unreached.length ? "; " + count(res.unreached.length, "group") + (res.unreached.length === 1 ? " does" : " do") + " not reach it" : "")
@@ -73,8 +78,15 @@ async function refresh(push) {
   const p = new URLSearchParams();
   for (const k of FIELDS) if ($(k).value.trim()) p.set(k, $(k).value.trim());
   pushUrl(p, push);
+  const none = noPointsNote(options.stored);
+  if (none) {
+    status(none + notAppliedNote());
+    return;
+  }
+  // What the URL asked for and the page could not apply is said before Calculate too.
   if (!$("at").value.trim()) {
-    status("Choose the x to read every group at (e.g. interactivity 50 tok/s/user) and press Calculate.");
+    status("Choose the x to read every group at (e.g. interactivity 50 tok/s/user) and press Calculate."
+      + notAppliedNote());
     return;
   }
   status("loading…");
@@ -88,8 +100,8 @@ async function refresh(push) {
 async function start() {
   options = await loadOptions();
   if (!options) return;
-  apply(new URLSearchParams(location.search));
-  wireForm(() => apply(new URLSearchParams(location.search)), refresh, ["model", "sequence", "x", "y"]);
+  apply(readState());
+  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y"]);
   await refresh(false);
 }
 

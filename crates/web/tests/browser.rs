@@ -308,6 +308,22 @@ fn a_database_of_evals_alone_opens_every_page() {
         &format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200"),
     );
     assert!(!text_of(&dom, "status").starts_with("error"), "{dom}");
+    // History, TCO, Compare and Models say what the database holds instead (trial 24: History
+    // asked for an x inside a range there is none of; Models said nothing was measured).
+    let evals = Store::open_read_only(&db).unwrap().evals().unwrap().len();
+    assert!(evals > 1, "{evals}");
+    let holds = format!(
+        "This database holds {evals} eval results and no throughput point (see the Evals page)."
+    );
+    for page in [
+        "history?at=100",
+        "tco?at=100",
+        "compare?a=hw%3Dh100&b=hw%3Dh200",
+        "models",
+    ] {
+        let dom = dump_dom(&chromium, &profile, &format!("{base}/{page}"));
+        assert_eq!(text_of(&dom, "status"), holds, "{page}: {dom}");
+    }
     // An imported run kept no job.json: its page says so instead of `{}` (trial 23 #14).
     let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id=1"));
     assert!(!text_of(&dom, "status").starts_with("error"), "{dom}");
@@ -726,4 +742,122 @@ fn history_spreads_batches_of_one_day() {
             && dom.contains("<td>2026-03-01 18:30 UTC</td>"),
         "{dom}"
     );
+}
+
+/// Trial 24: the pages said "not in this database" for names `report -f` and the API match
+/// (`model=DeepSeek-R1`, `hw=H200`), dropped URL keys they have no control for without a word
+/// (`hw=` on History, `hardware=` on TCO and Compare, an unknown preset), and said what they
+/// did not apply only after Show/Calculate/Compare. Each page selects the stored name of an
+/// alias, and names on load whatever of its URL it cannot apply.
+#[test]
+fn pages_take_aliases_and_name_what_they_cannot_apply() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let page = |path: &str| dump_dom(&chromium, &profile, &format!("{base}/{path}"));
+
+    // Aliases select the stored names, as `-f` matches them: the same views as the stored
+    // names give in compare_history_evals_models_and_tco_pages.
+    let dom = page("inference?model=DeepSeek-R1&sequence=1024%2F1024&hw=H200");
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+    assert_eq!(
+        attr(&dom, "csv", "href").as_deref(),
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+    );
+    let dom = page("inference?model=Llama-3.3-70B");
+    assert!(
+        attr(&dom, "csv", "href")
+            .unwrap()
+            .starts_with("/api/v1/points.csv?model=llama70b&amp;"),
+        "{dom}"
+    );
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+    let dom = page("history?model=DeepSeek-R1&sequence=1024%2F1024&hw=H200&at=100");
+    assert_eq!(
+        attr(&dom, "chart", "data-dots").as_deref(),
+        Some("1"),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "1 group reaches x = 100 (of 1 selected); no regression in the latest batch",
+        "{dom}"
+    );
+    let dom = page("tco?model=DeepSeek-R1&sequence=1024%2F1024&at=60");
+    assert_eq!(
+        attr(&dom, "bars", "data-bars").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+    let dom = page("compare?model=DeepSeek-R1&sequence=1024%2F1024&a=hw%3Db200&b=hw%3Dmi355x");
+    assert_eq!(
+        text_of(&dom, "status"),
+        "8 points in A, 8 points in B; 3 targets",
+        "{dom}"
+    );
+
+    // `hw=` is `hardware=` on every page; keys a page has no control for are named.
+    let dom = page("history?model=dsr1&sequence=1024%2F1024&at=100&hw=zzz");
+    assert!(
+        text_of(&dom, "status").ends_with(" — not in this database, so not applied: hardware=zzz"),
+        "{dom}"
+    );
+    let dom = page("tco?model=dsr1&sequence=1024%2F1024&at=60&hardware=zzz&framework=nope");
+    assert_eq!(
+        attr(&dom, "bars", "data-bars").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert!(
+        text_of(&dom, "status").ends_with(
+            " — not applied (this page has no control for it): hardware=zzz, framework=nope"
+        ),
+        "{dom}"
+    );
+    let dom = page(
+        "compare?model=dsr1&sequence=1024%2F1024&a=hw%3Db200&b=hw%3Dmi355x&hardware=zzz&window=2",
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "8 points in A, 8 points in B; 3 targets — not applied (this page has no control for \
+         it): hardware=zzz, window=2",
+        "{dom}"
+    );
+    // `scenario=` is the Scenario selector's: this database has no agentic points.
+    let dom = page("compare?model=dsr1&a=hw%3Db200&b=hw%3Dmi355x&scenario=agentic-coding");
+    assert!(
+        text_of(&dom, "status")
+            .ends_with(" — not in this database, so not applied: sequence=agentic-coding"),
+        "{dom}"
+    );
+    let dom = page("inference?preset=nope&colour=red");
+    assert!(
+        text_of(&dom, "status").ends_with(
+            " — no preset named nope — not applied (this page has no control for it): colour=red"
+        ),
+        "{dom}"
+    );
+
+    // On load, before Show/Calculate/Compare (trial 24: nothing said until pressed).
+    for (path, prompt) in [
+        ("history?model=nope", "Choose the x to follow over time"),
+        ("tco?model=nope", "Choose the x to read every group at"),
+        ("compare?model=nope", "Name the two sides"),
+    ] {
+        let status = text_of(&page(path), "status");
+        assert!(
+            status.starts_with(prompt)
+                && status.ends_with(" — not in this database, so not applied: model=nope"),
+            "{path}: {status}"
+        );
+    }
 }
