@@ -228,6 +228,9 @@ async function start() {
     // Trial 23: `/run` alone said "no such page or API route".
     if (!id) throw new Error("no run named: open a run from a point of the Inference page, or /run?id=N");
     const r = await getJson("/api/v1/runs/" + encodeURIComponent(id));
+    // The sections, hidden until now (run.html; trial 24: headings without content under an
+    // error); the evals table shows when there are evals.
+    for (const el of document.querySelectorAll("main > [hidden]")) if (el.id !== "evals") el.hidden = false;
     $("title").textContent = "Run " + r.run.id + " · " + r.run.batch;
     provenance(r.run);
     points(r.points, r.batch_points, r.run.id);
@@ -250,7 +253,8 @@ async function start() {
     if (sel.value) await latencies(sel.value);
   } catch (e) {
     status("error: " + e.message, true);
-    // No run: no empty sections under the error (trial 6: /run?id=abc).
+    // No run: no empty sections under the error (trial 6: /run?id=abc; run.html starts with
+    // them hidden, and an error after they showed hides them again).
     for (const el of document.querySelectorAll("main > *")) {
       if (el.id !== "title" && el.id !== "status") el.hidden = true;
     }

@@ -593,3 +593,30 @@ async fn options_resolve_names_as_report_filters_do() {
         "{e}"
     );
 }
+
+/// Trial 24: `/run` without an id showed headings with nothing under them ("Latency
+/// distributions of"). The page as served holds every section hidden: only the title and the
+/// status line show until run.js has loaded a run, whatever happens to the script.
+#[tokio::test]
+async fn the_run_page_starts_with_its_sections_hidden() {
+    let (_d, db) = seeded();
+    let (s, _, body) = get(&db, "/run").await;
+    assert_eq!(s, StatusCode::OK);
+    let html = String::from_utf8(body).unwrap();
+    let main = &html[html.find("<main>").unwrap()..html.find("</main>").unwrap()];
+    // Each element directly under <main> (two spaces in), but the title and the status line.
+    let tops: Vec<&str> = main
+        .lines()
+        .filter(|l| l.starts_with("  <") && !l.starts_with("  <!--") && !l.starts_with("  </"))
+        .collect();
+    assert_eq!(tops.len(), 22, "{main}");
+    for l in &tops {
+        let open = &l[..l.find('>').unwrap()];
+        let shown = l.contains("id=\"title\"") || l.contains("id=\"status\"");
+        assert_eq!(!open.contains(" hidden"), shown, "{l}");
+    }
+    assert!(
+        main.contains("<h3 hidden>Latency distributions of <select id=\"point\"></select></h3>"),
+        "{main}"
+    );
+}

@@ -237,12 +237,23 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id=abc"));
     assert!(text_of(&dom, "status").starts_with("error: "), "{dom}");
     assert!(dom.contains("<table id=\"prov\" hidden=\"\">"), "{dom}");
-    // No id at all says so (trial 23: "no such page or API route").
+    // No id at all says so (trial 23: "no such page or API route"), with no empty section
+    // under the error either (trial 24: a dangling "Latency distributions of").
     let dom = dump_dom(&chromium, &profile, &format!("{base}/run"));
     assert!(
         text_of(&dom, "status").starts_with("error: no run named: "),
         "{dom}"
     );
+    for section in [
+        "<h3 hidden=\"\">Provenance</h3>",
+        "<h3 hidden=\"\">Points of the batch",
+        "<h3 hidden=\"\">Latency distributions of",
+        "<h3 hidden=\"\">Files kept with the run</h3>",
+        "<pre id=\"job\" hidden=\"\">",
+    ] {
+        assert!(dom.contains(section), "{section}: {dom}");
+    }
+    assert_eq!(dom.matches("<h3>").count(), 0, "{dom}");
 
     // The probe model is listed and drawn as text: no element is made from it.
     let probe_model = {
