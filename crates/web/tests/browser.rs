@@ -872,3 +872,52 @@ fn pages_take_aliases_and_name_what_they_cannot_apply() {
         );
     }
 }
+
+/// Trial 24: the Compare page compared invalid points that `inferbench compare` leaves out.
+/// It says a side has no valid point, and "include invalid" (`invalid=1`) counts them.
+#[test]
+fn compare_page_leaves_invalid_points_out_unless_asked() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    // The sweep again on h100, every point invalid (the producer's own verdict).
+    let bad = dir.path().join("h100");
+    copy_tree_replacing(
+        &fx,
+        &bad,
+        &[
+            ("h200-nv_0", "h100-nv_0"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h100"),
+            (
+                "\"inferbench\": {",
+                "\"inferbench\": {\"invalid_reason\": \"the server fell behind\",",
+            ),
+        ],
+    );
+    let (db, _) = ingested(&dir.path().join("inv.db"), &[&fx, &bad]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200"),
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "0 points in A, 2 points in B; no valid point to compare for A (hw=h100: its 2 matching \
+         point(s) are invalid; include_invalid=true counts them)",
+        "{dom}"
+    );
+    assert_eq!(attr(&dom, "chart", "data-rows").as_deref(), Some("0"));
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200&invalid=1"),
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "2 points in A, 2 points in B; 3 targets",
+        "{dom}"
+    );
+    assert!(dom.contains("<td>1.000</td>"), "{dom}");
+}
