@@ -181,7 +181,7 @@ pub async fn compare(
         .map(|(side, f, _, invalid)| match invalid {
             0 => format!("{side} ({f})"),
             n => format!(
-                "{side} ({f}: its {n} matching point(s) are invalid; include_invalid=true counts them)"
+                "{side} ({f}: its {n} matching point(s) are invalid; include_invalid=true, the page's \"include invalid\", counts them)"
             ),
         })
         .collect();

@@ -446,8 +446,8 @@ async fn compare_leaves_invalid_points_out_as_the_cli_does() {
         v["note"],
         json!(
             "no valid point to compare for A (hw=h100: its 2 matching point(s) are invalid; \
-             include_invalid=true counts them) nor B (hw=h100: its 2 matching point(s) are \
-             invalid; include_invalid=true counts them)"
+             include_invalid=true, the page's \"include invalid\", counts them) nor B (hw=h100: its 2 matching point(s) are \
+             invalid; include_invalid=true, the page's \"include invalid\", counts them)"
         )
     );
     // One side invalid, the other valid: only the invalid one is named.
@@ -457,7 +457,7 @@ async fn compare_leaves_invalid_points_out_as_the_cli_does() {
         v["note"],
         json!(
             "no valid point to compare for A (hw=h100: its 2 matching point(s) are invalid; \
-             include_invalid=true counts them)"
+             include_invalid=true, the page's \"include invalid\", counts them)"
         )
     );
     // Asked for, they count: the same targets as two valid copies would give.

@@ -905,7 +905,7 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
     assert_eq!(
         text_of(&dom, "status"),
         "0 points in A, 2 points in B; no valid point to compare for A (hw=h100: its 2 matching \
-         point(s) are invalid; include_invalid=true counts them)",
+         point(s) are invalid; include_invalid=true, the page's \"include invalid\", counts them)",
         "{dom}"
     );
     assert_eq!(attr(&dom, "chart", "data-rows").as_deref(), Some("0"));
