@@ -210,15 +210,46 @@ fn scores_files_thresholds_and_errors() {
              `inferbench serve --db {db}` lists them on its Evals page\n"
         )
     );
+    let evals = format!(
+        "{db} holds 1 eval result (accuracy, not throughput points): `inferbench serve --db {db}` \
+         lists them on its Evals page\n"
+    );
+    // Trial 24: compare did not name the eval results, `report --history-at` said "no stored
+    // point matches the filters" without a filter, and `report` offered `--include-failed`
+    // where no point, failed or not, is stored.
     let o = Command::new(BIN)
         .args(["compare", "hw=h100", "hw=b200", "--db", &db])
         .output()
         .unwrap();
-    assert!(
-        String::from_utf8_lossy(&o.stderr)
-            .contains("\n  `hw=h100`: no stored point has hardware=h100 (no point is stored)\n"),
-        "{}",
-        common::output_text(&o)
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "no stored point matches A (hw=h100) nor B (hw=b200) (`inferbench report -f \
+             KEY=VALUE` lists what does)\n  \
+             `hw=h100`: no stored point has hardware=h100 (no point is stored)\n  \
+             `hw=b200`: no stored point has hardware=b200 (no point is stored)\n{evals}"
+        )
+    );
+    let o = Command::new(BIN)
+        .args(["report", "--db", &db, "--history-at", "100"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!("no throughput point is stored: {evals}")
+    );
+    let o = Command::new(BIN)
+        .args(["report", "--db", &db])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "no points in {db} match (bench results reach the database with `bench --db DB \
+             --set hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)\n{evals}"
+        )
     );
     let (code, text) = eval("https://127.0.0.1:9", &data, &out, &[]);
     assert_eq!(code, Some(2), "{text}");

@@ -1355,6 +1355,79 @@ fn store_cli_history_rows_name_their_batch() {
     );
 }
 
+/// Trial 24: `report --history-at` with a filter that matches nothing gave no "did you mean"
+/// (plain `report`, `plot` and `compare` do), and `compare --at` outside both frontiers printed
+/// a row of `-` without saying why; both say it now.
+#[test]
+fn store_cli_history_hints_and_compare_at_outside_the_frontiers() {
+    let t = Tmp::new("histhints");
+    let db = t.0.join("h.db");
+    let db_s = db.to_str().unwrap();
+    for d in ["imports", "repeats", "sweep-h200"] {
+        run(&["ingest", fixtures().join(d).to_str().unwrap(), "--db", db_s]);
+    }
+    let o = run(&[
+        "report",
+        "--history-at",
+        "100",
+        "-f",
+        "hw=h20",
+        "--db",
+        db_s,
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "no stored point matches the filters\n  `-f hw=h20`: no stored point has hardware=h20; \
+         did you mean h200? (stored: b200, h200, mi355x, tpu-v9, unknown)\n"
+    );
+    let o = run(&[
+        "compare",
+        "hw=b200",
+        "hw=h200",
+        "-f",
+        "model=dsr1",
+        "--db",
+        db_s,
+        "--at",
+        "100,500,45",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.ends_with(
+            "  (no value at median_intvty = 500: outside A's frontiers (median_intvty 40.0 to \
+             120.0) and outside B's frontiers (median_intvty 52.6 to 105.3))\n  \
+             (no value at median_intvty = 45: outside B's frontiers (median_intvty 52.6 to \
+             105.3))\n"
+        ) && out.contains("\n  100.0  760.0    2  132.9    1  5.720              -\n"),
+        "{out}"
+    );
+    // JSON stays JSON; the notes go to stderr.
+    let o = run(&[
+        "compare",
+        "hw=b200",
+        "hw=h200",
+        "-f",
+        "model=dsr1",
+        "--db",
+        db_s,
+        "--at",
+        "500",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v[0]["n_a"].as_u64(), v[0]["n_b"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "(no value at median_intvty = 500: outside A's frontiers (median_intvty 40.0 to 120.0) \
+         and outside B's frontiers (median_intvty 52.6 to 105.3))\n"
+    );
+}
+
 /// Trial 15: `db status` printed `points 13` above `requests 12 (one row per point …)` and
 /// left the difference unexplained; it says how many points have no saved records.
 #[test]

@@ -208,7 +208,8 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         } else {
             0
         };
-        let status = print_rows(&rows, &args, hidden)?;
+        let failed = failed_left_out(&mut store, &f, rows.is_empty())?;
+        let status = print_rows(&rows, &args, hidden, failed)?;
         if rows.is_empty() && hidden == 0 {
             for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
                 eprintln!("  {h}");
@@ -219,9 +220,14 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     let mut rows = store.points(&f, &cost)?;
     query::mark_frontier_with(&mut rows, &x, &args.y, args.include_invalid);
     if let Some(at) = args.history_at {
-        return history(&rows, &args, x_given, &x, at);
+        let status = history(&rows, &args, x_given, &x, at)?;
+        if rows.is_empty() {
+            history_matched_nothing(&mut store, &args, &f)?;
+        }
+        return Ok(status);
     }
-    let status = print_rows(&rows, &args, 0)?;
+    let failed = failed_left_out(&mut store, &f, rows.is_empty())?;
+    let status = print_rows(&rows, &args, 0, failed)?;
     if rows.is_empty() {
         for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
             eprintln!("  {h}");
@@ -234,6 +240,61 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         }
     }
     Ok(status)
+}
+
+/// How many failed points `f` leaves out (it does without `--include-failed`); 0 unless
+/// `needed` (an empty selection, whose message names `--include-failed` only when it would add
+/// something: trial 24, a database of evals alone was offered it).
+fn failed_left_out(store: &mut Store, f: &Filter, needed: bool) -> anyhow::Result<usize> {
+    if !needed || f.include_failed {
+        return Ok(0);
+    }
+    let mut all = f.clone();
+    all.include_failed = true;
+    let rows = store.points(&all, &CostOptions::default())?;
+    Ok(rows.iter().filter(|r| r.error.is_some()).count())
+}
+
+/// Whether the database holds no point at all, failed ones included (a database of evals alone).
+fn no_point_stored(store: &mut Store) -> anyhow::Result<bool> {
+    let all = Filter {
+        include_failed: true,
+        ..Default::default()
+    };
+    Ok(store.points(&all, &CostOptions::default())?.is_empty())
+}
+
+/// What `report --history-at` says on stderr when its selection `f` holds no point: the filters
+/// matched nothing (each that matches nothing by itself named with the closest stored value, as
+/// plain `report` does), the database holds eval results and no throughput point, or only failed
+/// points (trial 24: "no stored point matches the filters" without a filter or a hint).
+fn history_matched_nothing(
+    store: &mut Store,
+    args: &ReportFlags,
+    f: &Filter,
+) -> anyhow::Result<()> {
+    let filtered = !args.filters.is_empty() || args.since.is_some() || args.until.is_some();
+    if filtered {
+        eprintln!("no stored point matches the filters");
+        for h in report::filter_hints(store, &args.filters, "-f ")? {
+            eprintln!("  {h}");
+        }
+    } else if let Some(note) = no_point_stored(store)?
+        .then(|| evals_note(store, &args.db))
+        .transpose()?
+        .flatten()
+    {
+        eprintln!("no throughput point is stored: {note}");
+    } else if failed_left_out(store, f, true)? > 0 {
+        eprintln!(
+            "no point to follow: the runs in {} hold only failed points (`report \
+             --include-failed` lists them)",
+            args.db
+        );
+    } else {
+        eprintln!("no stored point to follow in {}", args.db);
+    }
+    Ok(())
 }
 
 /// `report --history-at`: y at `x = at` per group, one value per batch, in `--format`; exit 1
@@ -353,18 +414,17 @@ fn history(
             }
         }
     }
-    if groups.is_empty() {
-        eprintln!("no stored point matches the filters");
-    }
     Ok(ExitStatus::failed_if(regressed))
 }
 
 /// Prints `rows` in the chosen format with the footer; `hidden` = invalid points kept off an
-/// empty frontier (named instead of "no points match").
+/// empty frontier (named instead of "no points match"); `failed` = failed points the selection
+/// leaves out (`--include-failed` is offered only when some are).
 fn print_rows(
     rows: &[inferbench_store::PointRow],
     args: &ReportFlags,
     hidden: usize,
+    failed: usize,
 ) -> anyhow::Result<ExitStatus> {
     let fmt = args.format.view();
     let table = matches!(fmt, Format::Table);
@@ -427,7 +487,7 @@ fn print_rows(
              --set hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)",
             args.db,
             // Trial 13 follow-up: a database holding only a failed point pointed at ingest.
-            if args.include_failed {
+            if args.include_failed || failed == 0 {
                 ""
             } else {
                 "`--include-failed` adds failed points; "
@@ -750,19 +810,72 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
             {
                 eprintln!("  {h}");
             }
+            // A database of evals alone says what it holds, as `report` and `plot` do (trial
+            // 24: "(no point is stored)" and nothing of the eval results).
+            if no_point_stored(&mut store)? {
+                if let Some(note) = evals_note(&mut store, &args.db)? {
+                    eprintln!("{note}");
+                }
+            }
         }
         return Ok(ExitStatus::Failed);
     }
     let rows = compare::compare(&a, &b, &args.x, &args.y, &targets);
+    let notes = out_of_reach(&rows, (&a, &b), &args.x, &args.y);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
+        for n in &notes {
+            eprintln!("{n}");
+        }
         return Ok(ExitStatus::Ok);
     }
     print!(
         "{}",
         crate::report::compare_table(&rows, (&args.a, &args.b), (&wa, &wb), &args.x, &args.y)
     );
+    for n in &notes {
+        println!("  {n}");
+    }
     Ok(ExitStatus::Ok)
+}
+
+/// For each target of `rows` that a side's frontiers do not reach (its `n` is 0: an `--at`
+/// outside its range), a note naming the x range they span, as `report --history-at` says it
+/// (trial 24: `--at 500` printed `500.0  -  0  -  0` and nothing about why).
+fn out_of_reach(
+    rows: &[compare::CompareRow],
+    (a, b): (&[PointRow], &[PointRow]),
+    x: &str,
+    y: &str,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    for r in rows {
+        let at = r.at;
+        let parts: Vec<String> = [("A", r.n_a, a), ("B", r.n_b, b)]
+            .into_iter()
+            .filter(|(_, n, _)| *n == 0)
+            .map(|(name, _, side)| match compare::x_span(side, x, y) {
+                Some((lo, hi)) => {
+                    let span = format!(
+                        "{x} {} to {}",
+                        report::round_for_table(lo),
+                        report::round_for_table(hi)
+                    );
+                    if at < lo || at > hi {
+                        format!("outside {name}'s frontiers ({span})")
+                    } else {
+                        // Batches whose frontiers leave a gap around `at`.
+                        format!("between {name}'s frontiers ({span}; no batch's reaches it)")
+                    }
+                }
+                None => format!("{name}'s points lack {x}"),
+            })
+            .collect();
+        if !parts.is_empty() {
+            notes.push(format!("(no value at {x} = {at}: {})", parts.join(" and ")));
+        }
+    }
+    notes
 }
 
 /// What a database without throughput points holds, when it holds eval results: "DB holds N
