@@ -378,17 +378,66 @@ pub fn render(points: &[SelftestPoint]) -> String {
             opt(p.rss_per_stream_kib, 1),
         ));
     }
-    // Trial 12: `held` had no unit and KiB/stream looked odd at low concurrency.
-    o.push_str(
+    // Trial 12: `held` had no unit and KiB/stream looked odd at low concurrency. Trial 24: the
+    // footer said the client was saturated on purpose under `client_bound false`.
+    let not_bound: Vec<String> = (points.iter())
+        .filter(|p| p.client_bound == Some(false))
+        .map(|p| p.concurrency.to_string())
+        .collect();
+    let verdict = if !not_bound.is_empty() {
+        format!(
+            " (false at concurrency {}: the client was not the limit there, so those figures are \
+             not its ceiling)",
+            not_bound.join(", ")
+        )
+    } else if !points.is_empty() && points.iter().all(|p| p.client_bound == Some(true)) {
+        " (expected here: the selftest saturates the client on purpose)".to_string()
+    } else {
+        String::new()
+    };
+    o.push_str(&format!(
         "held: share of the requested concurrency the client's slots kept busy (1.000 = all); \
          KiB/stream: peak RSS growth / concurrency, which includes what bench keeps of every \
          finished request, so it is larger at low concurrency; client_bound: bench's own \
-         self-check said the client, not the server, limited the run (expected here: the \
-         selftest saturates the client on purpose); tokens: output tokens counted from the \
-         server's usage / from the streamed chunks / by the server itself (all three equal when \
-         nothing was lost)\n",
-    );
+         self-check said the client, not the server, limited the run{verdict}; tokens: output \
+         tokens counted from the server's usage / from the streamed chunks / by the server \
+         itself (all three equal when nothing was lost)\n",
+    ));
     o
+}
+
+/// The mean ITL (ms) above which a level's server is taken for a timed one, not an instant
+/// one. An instant server (`inferbench sim --mode instant`, sse-instant) sends every token of a
+/// response at once, so the client sees inter-token gaps of microseconds even when saturated;
+/// a server that paces its tokens (the timed sim: 7.5 ms) is 1 ms or more apart.
+pub const INSTANT_MAX_ITL_MS: f64 = 1.0;
+
+/// The warning (one line) when some level of `points` ran against a server that is not
+/// instant (mean ITL above [`INSTANT_MAX_ITL_MS`]): the selftest's figures then measure that
+/// server, not the client. `None` when every level's ITL is below it or unknown.
+pub fn not_instant(points: &[SelftestPoint]) -> Option<String> {
+    let slow: Vec<String> = (points.iter())
+        .filter(|p| p.itl_mean_ms.is_some_and(|itl| itl > INSTANT_MAX_ITL_MS))
+        .map(|p| {
+            let ttft = p
+                .ttft_mean_ms
+                .map_or(String::new(), |t| format!(", TTFT {t:.2} ms"));
+            format!(
+                "ITL {:.3} ms{ttft} at concurrency {}",
+                p.itl_mean_ms.unwrap_or_default(),
+                p.concurrency
+            )
+        })
+        .collect();
+    if slow.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "selftest: warning: the server is not an instant one (mean {}; an instant server's ITL \
+         stays under {INSTANT_MAX_ITL_MS} ms): these figures measure the server, not the client \
+         (serve with `inferbench sim --mode instant` or sse-instant, or pass --spawn-server)\n",
+        slow.join("; ")
+    ))
 }
 
 /// A server process started for a selftest ([`spawn_server`]); killed and reaped when dropped.
@@ -469,6 +518,78 @@ pub fn problems(points: &[SelftestPoint]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A level with the given latencies and verdict; the rest as an instant run's.
+    fn point(conc: u32, ttft: f64, itl: f64, client_bound: Option<bool>) -> SelftestPoint {
+        SelftestPoint {
+            concurrency: conc,
+            wall_s: 1.0,
+            requests: 10,
+            failed: 0,
+            first_error: None,
+            usage_tokens: 160,
+            chunk_tokens: 160,
+            server_tokens: Some(160),
+            tokens_per_s: 160.0,
+            requests_per_s: 10.0,
+            cpu_s: Some(1.0),
+            tokens_per_cpu_s: Some(160.0),
+            requests_per_cpu_s: Some(10.0),
+            cpu_ns_per_token: Some(6.25e6),
+            avg_in_flight: f64::from(conc),
+            held_ratio: 1.0,
+            server_avg_in_flight: None,
+            ttft_mean_ms: Some(ttft),
+            itl_mean_ms: Some(itl),
+            client_bound,
+            rss_base_kib: None,
+            rss_peak_kib: None,
+            rss_per_stream_kib: None,
+        }
+    }
+
+    /// Trial 24: against the timed sim (TTFT 56 ms, ITL 7.5 ms, `client_bound false`) nothing
+    /// said the server was not instant, and the footer claimed the client was saturated.
+    #[test]
+    fn a_timed_server_is_named_and_the_footer_follows_client_bound() {
+        let timed = [
+            point(64, 56.0, 7.5, Some(false)),
+            point(512, 60.25, 7.6, Some(false)),
+        ];
+        assert_eq!(
+            not_instant(&timed).as_deref(),
+            Some(
+                "selftest: warning: the server is not an instant one (mean ITL 7.500 ms, TTFT \
+                 56.00 ms at concurrency 64; ITL 7.600 ms, TTFT 60.25 ms at concurrency 512; an \
+                 instant server's ITL stays under 1 ms): these figures measure the server, not \
+                 the client (serve with `inferbench sim --mode instant` or sse-instant, or pass \
+                 --spawn-server)\n"
+            )
+        );
+        let table = render(&timed);
+        assert!(
+            table.contains(
+                "client_bound: bench's own self-check said the client, not the server, limited \
+                 the run (false at concurrency 64, 512: the client was not the limit there, so \
+                 those figures are not its ceiling); tokens:"
+            ) && !table.contains("saturates the client on purpose"),
+            "{table}"
+        );
+        // An instant server: sub-millisecond ITL, even with a long TTFT from a saturated
+        // client; the footer's claim holds.
+        let instant = [
+            point(64, 3.0, 0.004, Some(true)),
+            point(512, 80.0, 0.9, Some(true)),
+        ];
+        assert_eq!(not_instant(&instant), None);
+        assert!(render(&instant).contains(
+            "limited the run (expected here: the selftest saturates the client on purpose); \
+             tokens:"
+        ));
+        // Unknown verdicts claim nothing.
+        let unknown = [point(64, 3.0, 0.004, None)];
+        assert!(render(&unknown).contains("limited the run; tokens:"));
+    }
 
     #[test]
     fn proc_readers_work_on_linux() {
