@@ -282,6 +282,64 @@ fn scores_files_thresholds_and_errors() {
     );
 }
 
+/// Trial 24: `eval gsm8k` required `--model` while `bench` takes the first model the server's
+/// /v1/models lists. It does the same now, names it, and stores it in meta_env.json; with no
+/// server there it ends as `bench` does (exit 3), nothing written.
+#[test]
+fn without_model_the_servers_first_is_evaluated() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = data_dir(tmp.path(), &["72", "72"]);
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        mode: inferbench_sim::Mode::Instant,
+        served_model_name: Some("served-m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let run = |port: &str, out: &Path| {
+        let o = Command::new(BIN)
+            .args(["eval", "gsm8k", "--host", "127.0.0.1", "--port", port])
+            .args(["--backend", "openai", "--limit", "2", "--max-tokens", "4"])
+            .arg("--no-threshold")
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--result-dir")
+            .arg(out)
+            .output()
+            .unwrap();
+        (o.status.code(), common::output_text(&o))
+    };
+    let out = tmp.path().join("out");
+    let (code, text) = run(&sim.addr.port().to_string(), &out);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(
+            "gsm8k: model \"served-m\": the first model the server's /v1/models lists (--model \
+             not given)\n"
+        ) && text.contains("gsm8k: 2 problems (0 failed requests): "),
+        "{text}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta_env.json")).unwrap()).unwrap();
+    assert_eq!(meta["model"], "served-m");
+    sim.shutdown();
+    // Nothing listening: exit 3 before any request, nothing written.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port().to_string();
+    drop(dead);
+    let gone = tmp.path().join("gone");
+    let (code, text) = run(&dead_port, &gone);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: --model not given and the server's http://127.0.0.1:{dead_port}/v1/models \
+             cannot say which model it serves ("
+        )) && text
+            .contains("): pass --model (or check the address: --base-url, or --host and --port)"),
+        "{text}"
+    );
+    assert!(!gone.exists());
+}
+
 /// Without --data-dir and nothing cached, GSM8K is downloaded: offline that is a clear error
 /// naming the URL and --data-dir (exit 2); a mirror serving other bytes fails its sha256.
 #[test]

@@ -143,6 +143,42 @@ pub async fn explain_not_found(
     Some(not_found_hint(model, url, sample, served.as_deref()))
 }
 
+/// The model a run without `--model` sends: the first id the server's `GET
+/// {base_url}/v1/models` lists, as vLLM's `bench serve` picks it (`bench`, `replay` and `eval`
+/// alike). Errors (each naming the URL and `--model`): the server cannot be reached (exit status
+/// [`ExitStatus::Unreachable`], as a run against it would end), answers another status than
+/// 200, or lists none ([`ExitStatus::Usage`]).
+///
+/// [`ExitStatus::Unreachable`]: inferbench_core::ExitStatus::Unreachable
+/// [`ExitStatus::Usage`]: inferbench_core::ExitStatus::Usage
+pub async fn served_model(base_url: &str) -> Result<String, inferbench_core::StatusError> {
+    use inferbench_core::ExitStatus;
+    let url = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
+    let timeout = std::time::Duration::from_secs(10);
+    let (why, status) = match crate::http_get(&url, timeout).await {
+        Ok((200, body)) => match model_ids(&body).into_iter().next() {
+            Some(id) => return Ok(id),
+            None => ("it lists no model".to_string(), ExitStatus::Usage),
+        },
+        Ok((code, _)) => (format!("it answered HTTP {code}"), ExitStatus::Usage),
+        // A server that cannot be reached ends as a run against it would: 3.
+        Err(e) => (e, ExitStatus::Unreachable),
+    };
+    Err(inferbench_core::StatusError {
+        status,
+        message: format!(
+            "--model not given and the server's {url} cannot say which model it serves \
+             ({why}): pass --model (or check the address: --base-url, or --host and --port)"
+        ),
+    })
+}
+
+/// The line that names the model [`served_model`] picked: `model "M": the first model the
+/// server's /v1/models lists (--model not given)`.
+pub fn served_model_note(model: &str) -> String {
+    format!("model {model:?}: the first model the server's /v1/models lists (--model not given)")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,9 +32,10 @@ struct Gsm8kArgs {
     /// `--base-url`, `--host`, `--port`.
     #[command(flatten)]
     server: inferbench_client::models::ServerFlags,
-    /// Model name sent in requests.
+    /// Model name sent in requests. Default: the first model the server's /v1/models lists,
+    /// as `bench` picks it.
     #[arg(long)]
-    model: String,
+    model: Option<String>,
     /// openai-chat (default; the 5-shot text as one user message, as InferenceX's lm-eval run
     /// with --apply_chat_template) or openai (completions).
     #[arg(long, value_enum, default_value_t = EvalBackend::OpenaiChat)]
@@ -80,6 +81,7 @@ struct Gsm8kArgs {
 impl EvalFlags {
     /// The eval's options and pass mark, checked (`--backend`, counts ≥ 1, a threshold in
     /// 0–1), with the GSM8K data resolved (the cache, downloaded once, unless `--data-dir`).
+    /// Without `--model` the options' model is empty: [`served_model`] names it.
     pub fn options(&self) -> anyhow::Result<(EvalOptions, f64)> {
         options(self)
     }
@@ -98,6 +100,21 @@ impl EvalFlags {
     ) -> anyhow::Result<ExitStatus> {
         finish(self, opts, samples, threshold).await
     }
+}
+
+/// Fills in the model of `opts` when `--model` was not given (it is empty): the first model
+/// the server's /v1/models lists, as `bench` picks it, named on stderr. Errors as
+/// [`inferbench_client::models::served_model`]'s: a server that cannot be reached ends the
+/// eval with exit status 3 before anything is sent or written.
+pub async fn served_model(opts: &mut EvalOptions) -> anyhow::Result<()> {
+    if opts.model.trim().is_empty() {
+        opts.model = inferbench_client::models::served_model(&opts.base_url).await?;
+        eprintln!(
+            "gsm8k: {}",
+            inferbench_client::models::served_model_note(&opts.model)
+        );
+    }
+    Ok(())
 }
 
 /// [`EvalFlags::options`].
@@ -123,7 +140,8 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
         .map_err(|reason| anyhow::anyhow!("--base-url: {reason}"))?;
     let opts = EvalOptions {
         base_url,
-        model: a.model.clone(),
+        // Empty without --model: the binary asks the server ([`served_model`]).
+        model: a.model.clone().unwrap_or_default(),
         backend,
         data_dir: gsm8k::resolve_data_dir(
             a.data_dir.as_deref(),

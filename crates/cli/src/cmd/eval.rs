@@ -11,8 +11,10 @@ use super::ExitStatus;
 /// below it or when no request was answered, 3 when the server was unreachable, 130
 /// interrupted.
 pub fn run(flags: EvalFlags) -> anyhow::Result<ExitStatus> {
-    let (opts, threshold) = flags.options()?;
+    let (mut opts, threshold) = flags.options()?;
     let rt = tokio::runtime::Runtime::new()?;
+    // Without --model, the server's first (as `bench`; trial 24).
+    rt.block_on(inferbench_eval::flags::served_model(&mut opts))?;
     rt.block_on(async {
         let cancel = super::shutdown_token("inferbench eval: interrupted; scoring what finished");
         let samples = gsm8k::run(&opts, &cancel).await?;
