@@ -14,6 +14,16 @@ use serde::Serialize;
 
 use crate::query::{better, PointRow};
 
+/// A compare side's `rows` without its invalid points unless `include_invalid`
+/// ([`PointRow::valid`]: kept off frontiers, so not compared either), and how many it left out.
+/// `inferbench compare` and `/api/v1/compare` both go through it.
+pub fn keep_valid(mut rows: Vec<PointRow>, include_invalid: bool) -> (Vec<PointRow>, usize) {
+    let all = rows.len();
+    rows.retain(|r| r.valid || include_invalid);
+    let left_out = all - rows.len();
+    (rows, left_out)
+}
+
 /// Frontier knots `(x, y)` of a set of rows, sorted by x.
 pub fn frontier_knots(rows: &[&PointRow], x: &str, y: &str) -> Vec<(f64, f64)> {
     let pts: Vec<(f64, f64)> = rows

@@ -735,11 +735,8 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     let cost = CostOptions::default();
     // A side's points, and how many invalid ones were left out.
     let load = |spec: &str, store: &mut Store| -> anyhow::Result<(Vec<PointRow>, usize)> {
-        let mut rows = store.points(&side(spec, &args.filters)?, &cost)?;
-        let all = rows.len();
-        rows.retain(|r| r.valid || args.include_invalid);
-        let left_out = all - rows.len();
-        Ok((rows, left_out))
+        let rows = store.points(&side(spec, &args.filters)?, &cost)?;
+        Ok(compare::keep_valid(rows, args.include_invalid))
     };
     let (a, a_invalid) = load(&args.a, &mut store)?;
     let (b, b_invalid) = load(&args.b, &mut store)?;

@@ -149,8 +149,8 @@ pub async fn compare(
             // out without `--include-invalid` (trial 24: the API compared three targets where
             // the CLI found no valid point).
             let (ra, rb) = (
-                keep_valid(ra, include_invalid),
-                keep_valid(rb, include_invalid),
+                compare::keep_valid(ra, include_invalid),
+                compare::keep_valid(rb, include_invalid),
             );
             let hints = if ra.0.is_empty() || rb.0.is_empty() {
                 unmatched(s, &specs)?
@@ -262,20 +262,6 @@ pub async fn compare(
         "batches_b": per_batch(&rb),
         "note": note,
     })))
-}
-
-/// `rows` without its invalid points unless `include_invalid` ([`PointRow::valid`], as
-/// `inferbench compare` keeps them out without `--include-invalid`), and how many it left out.
-///
-/// [`PointRow::valid`]: inferbench_store::PointRow::valid
-fn keep_valid(
-    mut rows: Vec<inferbench_store::PointRow>,
-    include_invalid: bool,
-) -> (Vec<inferbench_store::PointRow>, usize) {
-    let all = rows.len();
-    rows.retain(|r| r.valid || include_invalid);
-    let left_out = all - rows.len();
-    (rows, left_out)
 }
 
 /// The `KEY=VALUE` parts of a side's spec (`hw=h200,framework=sglang`).
