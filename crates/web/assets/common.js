@@ -64,11 +64,18 @@ function readUrl(known, multi) {
   for (const [given, v] of new URLSearchParams(location.search)) {
     const k = KEY_ALIASES[given] || given;
     if (!known.includes(k)) notTaken.push(given + "=" + v);
-    else if (multi.includes(k)) st[k].push(v);
+    // `hardware=h100|h200` (the API's and `report -f`'s form) or `h100,h200` as two values
+    // (trial 25: taken as one name, "not in this database").
+    else if (multi.includes(k)) st[k].push(...listValues(v));
     else if (st[k] === "") st[k] = v;
     else notTaken.push(given + "=" + v + " (one value only)");
   }
   return st;
+}
+
+// The values of one URL value that lists several (`h100|h200`, `h100,h200`), blanks dropped.
+function listValues(v) {
+  return v.split(/[|,]/).map(x => x.trim()).filter(x => x !== "");
 }
 
 // The stored names of the identity values the URL gave, as /api/v1/options resolved them
@@ -174,7 +181,10 @@ const RESOLVED_KEYS = ["model", "hardware", "hw", "framework", "precision", "spe
 // along, and their stored names are kept in [`resolvedNames`].
 async function loadOptions() {
   const q = new URLSearchParams();
-  for (const [k, v] of new URLSearchParams(location.search)) if (RESOLVED_KEYS.includes(k) && v) q.append(k, v);
+  for (const [k, v] of new URLSearchParams(location.search)) {
+    if (!RESOLVED_KEYS.includes(k) || !v) continue;
+    for (const x of (k === "hardware" || k === "hw") ? listValues(v) : [v]) q.append(k, x);
+  }
   try {
     const o = await getJson("/api/v1/options" + (q.toString() ? "?" + q : ""));
     resolvedNames = o.resolved || {};

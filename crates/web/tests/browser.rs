@@ -390,6 +390,23 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
         assert_eq!(attr(&alone, "chart", "data-groups").as_deref(), Some("1"));
         assert_eq!(swatch(&alone, hw), swatch(&dom, hw), "{alone}");
     }
+    // Two hardware in one URL value, as the API and `report -f` write them (trial 25: taken
+    // as one name "not in this database"): both selected, nothing said missing.
+    for list in ["h200%7Cb200", "h200,b200"] {
+        let both = dump_dom(
+            &chromium,
+            &dir.path().join("profile"),
+            &format!("{base}/inference?model=dsr1&sequence=1024/1024&hardware={list}"),
+        );
+        assert_eq!(attr(&both, "chart", "data-groups").as_deref(), Some("2"));
+        assert!(!text_of(&both, "status").contains("not applied"), "{both}");
+        // Both selected: the CSV link carries them (with none selected it has no hardware).
+        let csv = attr(&both, "csv", "href").unwrap();
+        assert!(
+            csv.contains("hardware=b200%7Ch200") || csv.contains("hardware=h200%7Cb200"),
+            "{csv}"
+        );
+    }
     assert_ne!(swatch(&dom, "h200"), swatch(&dom, "b200"), "{dom}");
 }
 
