@@ -36,7 +36,9 @@ function points(pts, batch, runId) {
   for (const p of batch) {
     const m = p.metrics || {};
     const state = p.error ? "failed: " + p.error
-      : (p.valid ? (p.frontier ? "frontier" : "") : "invalid");
+      // This batch's own frontier, which `report` (every batch of the group at once) may not
+      // share (trial 25: "frontier" here, no `*` there).
+      : (p.valid ? (p.frontier ? "on this batch's frontier" : "") : "invalid");
     addRow(body, [p.group, p.parallelism, String(p.conc), fmt(m.tput_per_gpu, 1),
       fmt(m.median_intvty, 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3), state]);
     const first = body.lastChild.firstChild;

@@ -228,6 +228,13 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         assert!(labels.len() > 1 && distinct.len() == labels.len(), "{t}");
     }
     assert!(dom.contains("sglang 0.5.5"), "provenance: {dom}");
+    // The points table's state is the batch's own frontier, and says so (trial 25: "frontier"
+    // there beside no `*` in `report`, which ranks every batch of the group).
+    assert!(
+        dom.contains("<th>state (within this batch)</th>")
+            && dom.contains("<td>on this batch's frontier</td>"),
+        "{dom}"
+    );
     // The run's evals section says it has none.
     assert_eq!(
         text_of(&dom, "evals-note"),
