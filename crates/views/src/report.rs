@@ -634,6 +634,12 @@ pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
              quickstart's directory; --format csv shows it whole)",
         ));
     }
+    if columns.iter().any(|c| c == "run") {
+        out.push_str(&wrap(
+            "run = the stored run's id, which tells apart rows of one setup, concurrency and \
+             batch (two runs into one result directory); the dashboard's /run?id=N shows it",
+        ));
+    }
     if out.is_empty() {
         out
     } else {
@@ -909,6 +915,12 @@ mod tests {
         assert_eq!(
             footer(&cols(&["hardware", "conc"]), "x", "y", Marks::default()),
             ""
+        );
+        // Trial 25: the `run` column was not explained.
+        assert_eq!(
+            footer(&cols(&["conc", "run"]), "x", "y", Marks::default()),
+            "\nrun = the stored run's id, which tells apart rows of one setup, concurrency and batch (two runs into\n\
+             \x20   one result directory); the dashboard's /run?id=N shows it\n"
         );
         assert_eq!(
             footer(&cols(&["conc", "batch"]), "x", "y", invalid),
