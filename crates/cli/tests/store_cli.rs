@@ -1005,6 +1005,26 @@ fn store_cli_ingests_an_inferencex_dump() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(!Path::new(&db).exists());
+    // Not zstd at all: that is the cause said, not pg_restore's "input file is too short"
+    // (trial 25).
+    let junk = t.0.join("junk.dump.zst");
+    std::fs::write(&junk, b"\x00\x01 not zstd").unwrap();
+    let o = run(&[
+        "ingest",
+        "--inferencex-dump",
+        junk.to_str().unwrap(),
+        "--db",
+        &db,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: {}: not a readable zstd-compressed pg_dump: Unknown frame descriptor\n",
+            junk.display()
+        )
+    );
+    assert!(!Path::new(&db).exists());
     let out = stdout_ok(&["ingest", "--inferencex-dump", &dump, "--db", &db]);
     assert!(
         out.starts_with("ingested 4 point(s), 1 eval result(s) from 2 workflow run(s) of an InferenceX dump in 2 batch(es), no request records (a dump has none)\n"),

@@ -461,6 +461,10 @@ pub fn read_pg_dump(file: &Path, ov: &Overrides) -> Result<Vec<RunData>, ParseEr
             Ok(_) => stdin.flush().map_err(|e| e.to_string()),
             // pg_restore stopped reading (it failed): its own message says why.
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            Err(e) if zst => Err(format!(
+                "{}: not a readable zstd-compressed pg_dump: {e}",
+                path.display()
+            )),
             Err(e) => Err(format!("{}: {e}", path.display())),
         }
     });
@@ -477,6 +481,9 @@ pub fn read_pg_dump(file: &Path, ov: &Overrides) -> Result<Vec<RunData>, ParseEr
         .join()
         .unwrap_or_else(|_| Err("reading the dump failed".into()));
     let err = err_reader.join().unwrap_or_default();
+    // A file that could not be read (not zstd at all) is the cause; pg_restore then only saw
+    // a short input (trial 25: "input file is too short" for a file of random bytes).
+    fed?;
     if !status.success() {
         return Err(format!(
             "{}: pg_restore failed ({status}): {}",
@@ -484,7 +491,6 @@ pub fn read_pg_dump(file: &Path, ov: &Overrides) -> Result<Vec<RunData>, ParseEr
             err.trim()
         ));
     }
-    fed?;
     runs_from_tables(parsed?, file, ov)
 }
 
