@@ -180,6 +180,14 @@ fn scores_files_thresholds_and_errors() {
         .unwrap();
     let text = common::output_text(&o);
     assert_eq!(o.status.code(), Some(0), "{text}");
+    // Its result directory is its own batch, as a bench's or a replay's is (trial 25: it was
+    // batched under the directory above).
+    let evals = inferbench_store::Store::open_existing(&db)
+        .unwrap()
+        .evals()
+        .unwrap();
+    assert_eq!(evals.len(), 1);
+    assert_eq!(evals[0].batch, out.display().to_string());
     assert!(
         text.starts_with("ingested 0 point(s), 1 eval result(s) from 1 source(s)"),
         "{text}"

@@ -241,10 +241,19 @@ pub fn parse_eval_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError>
         key.extend_from_slice(&std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?);
     }
     let mut run = base_run(SourceKind::Artifacts, dir, &key);
-    run.batch = dir
-        .parent()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default();
+    // InferenceX's `eval_<config>` folders sit in their run's folder: that folder is the batch
+    // (as for point directories). Any other eval directory (`inferbench eval`'s --result-dir,
+    // e.g. `results/eval`) holds one eval run and is its own batch, as a replay's result
+    // directory is (trial 25: it was batched under `results`). A job.json (a sweep's eval)
+    // names the sweep instead ([`parse::apply_eval_job`]).
+    let per_config = (dir.file_name()).is_some_and(|n| n.to_string_lossy().starts_with("eval_"));
+    run.batch = if per_config {
+        dir.parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    } else {
+        dir.display().to_string()
+    };
     let newest = chosen
         .iter()
         .filter_map(|(_, v, _)| v.get("date").and_then(Value::as_f64))
