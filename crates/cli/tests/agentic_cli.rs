@@ -42,6 +42,12 @@ fn quickstart_and_sweep_agentic_points_read_apart_in_one_report() {
         db_s,
     ]);
     assert!(o.status.success(), "{}", text(&o));
+    // Its notes name the point by lanes, as its progress lines do (trial 25: "note (conc 1)").
+    let qs = text(&o);
+    assert!(
+        qs.contains("\n  note (lanes 1): replay duration ") && !qs.contains("note (conc"),
+        "{qs}"
+    );
 
     let ex = repo().join("examples");
     let matrix = tmp.path().join("m.json");

@@ -33,7 +33,7 @@ pub struct LoadgenPoint {
     /// says so (`clock: modelled`, `sim_time_scale`), and no GPU power is sampled (a simulated
     /// GPU draws none of this machine's). `None`: a real server, wall time.
     pub sim_time_scale: Option<f64>,
-    /// Print notes as `  note (conc N): <note>`, indented under the caller's own progress line
+    /// Print notes as `  note (conc N): <note>` (`lanes N` for an agentic point), indented under the caller's own progress line
     /// for the point (the quickstart's), instead of `warning: <RESULT_FILENAME>: <note>`.
     pub indented_notes: bool,
 }
@@ -167,7 +167,14 @@ fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> 
     for note in notes {
         let first = (runner.warned.lock()).map_or(true, |mut w| w.insert(note.clone()));
         if first && runner.indented_notes {
-            eprintln!("  note (conc {}): {note}", req.conc);
+            // An agentic point's concurrency is its lanes, as its progress line names it
+            // (trial 25: "note (conc 1)" above "lanes  1: …").
+            let what = if req.spec.is_agentic() {
+                "lanes"
+            } else {
+                "conc"
+            };
+            eprintln!("  note ({what} {}): {note}", req.conc);
         } else if first {
             // Plain text, as the sweep's other lines (tracing's format is for INFERBENCH_LOG).
             eprintln!("warning: {}: {note}", req.result_filename);
