@@ -343,7 +343,7 @@ fn sim_start_line(args: &[&str]) -> String {
 fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
     let tmp = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_inferbench"));
-    cmd.args(["quickstart", "--concurrency", "1,2", "--no-db", "--out"])
+    cmd.args(["quickstart", "--concurrency", "1,2,4,8", "--no-db", "--out"])
         .arg(tmp.path().join("qs"));
     // Into the second point's profile (its 10 requests take about 3 s of wall time).
     let (code, out, err) =
@@ -361,4 +361,9 @@ fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
         ))
     };
     assert!(counted("1") || (starved && counted("all")), "{err}");
+    // The points never started are named (trial 25: nothing said of them).
+    assert!(
+        err.contains("\n  conc 4, 8: not started (the run was interrupted)\n"),
+        "{err}"
+    );
 }

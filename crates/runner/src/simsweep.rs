@@ -317,13 +317,26 @@ impl SimTarget {
         cancel: &CancellationToken,
         mut each: impl FnMut(PointReport, Duration),
     ) {
-        for job in jobs {
+        for (i, job) in jobs.iter().enumerate() {
             let t0 = Instant::now();
             let one = run_jobs(std::slice::from_ref(job), &self.opts, runner, cancel).await;
             for pt in one.points {
                 each(pt, t0.elapsed());
             }
             if cancel.is_cancelled() {
+                // The points never started are named, as `sweep` names them (trial 25: an
+                // interrupted quickstart said nothing of conc 8…64).
+                let rest: Vec<String> = (jobs[i + 1..].iter())
+                    .flat_map(|j| j.row.conc.values())
+                    .map(|c| c.to_string())
+                    .collect();
+                if !rest.is_empty() {
+                    let what = if job.is_agentic() { "lanes" } else { "conc" };
+                    eprintln!(
+                        "  {what} {}: not started (the run was interrupted)",
+                        rest.join(", ")
+                    );
+                }
                 break;
             }
         }
