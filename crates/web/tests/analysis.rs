@@ -2,10 +2,13 @@
 //! `crates/store/tests/fixtures`, the corrupt one skipped): exact JSON, equal to what
 //! `inferbench compare` and `report --history-at` compute, and 400s naming the bad parameter.
 
+mod common;
+
 use std::path::Path;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use common::copy_tree_replacing;
 use http_body_util::BodyExt;
 use inferbench_store::{IngestOptions, Store};
 use inferbench_web::{router, AppState};
@@ -381,24 +384,6 @@ async fn latest_only_keeps_each_configurations_newest_run() {
         .map(|p| p["date"].as_str().unwrap())
         .collect();
     assert_eq!(dates, ["2026-02-27"; 4]);
-}
-
-/// Copies the tree `from` to `to`, with each `(what, with)` replaced in its JSON files.
-fn copy_tree_replacing(from: &Path, to: &Path, swaps: &[(&str, &str)]) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree_replacing(&e.path(), &dst, swaps);
-        } else if dst.extension().is_some_and(|x| x == "json") {
-            let text = std::fs::read_to_string(e.path()).unwrap();
-            let text = swaps.iter().fold(text, |t, (a, b)| t.replace(a, b));
-            std::fs::write(dst, text).unwrap();
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
 }
 
 /// The sweep-h200 fixture as it is, and a copy run on h100 whose points are all invalid (the

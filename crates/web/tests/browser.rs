@@ -5,9 +5,12 @@
 //! named like an XSS probe renders as text. Skipped with a message where Chromium is absent;
 //! failing instead under INFERBENCH_REQUIRE_SERVICES=1.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::copy_tree_replacing;
 use inferbench_store::{IngestOptions, Store};
 
 const PROBE: &str = "<img src=x onerror=alert(1)>";
@@ -28,26 +31,6 @@ fn chromium() -> Option<PathBuf> {
         eprintln!("skipping: no chromium (scripts/setup/chromium.sh installs it)");
     }
     found
-}
-
-/// Copies the tree `from` to `to`, with each `(what, with)` replaced in its JSON files.
-fn copy_tree_replacing(from: &Path, to: &Path, swaps: &[(&str, &str)]) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree_replacing(&e.path(), &dst, swaps);
-        } else if dst.extension().is_some_and(|x| x == "json") {
-            let text = std::fs::read_to_string(e.path()).unwrap();
-            let text = swaps
-                .iter()
-                .fold(text, |t, (what, with)| t.replace(what, with));
-            std::fs::write(dst, text).unwrap();
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
 }
 
 /// Copies the fixture tree `from` to `to`, with the model and sweep id of its JSON files
