@@ -276,6 +276,26 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
             ("h100", "sim", "bf16")
         );
     }
+    drop(store);
+    // Relabelled with other --set values: done (a run is its result file), but said (trial 26:
+    // the h100 rows vanished without a word).
+    let o = Command::new(BIN)
+        .arg("ingest")
+        .arg(&dir)
+        .arg("--db")
+        .arg(&db)
+        .args(["--set", "hw=h200", "--set", "framework=sim"])
+        .args(["--set", "precision=bf16"])
+        .output()
+        .unwrap();
+    let out = common::output_text(&o);
+    assert!(o.status.success(), "{out}");
+    assert_eq!(
+        out.matches("stored before, now relabelled (hw h100 → h200); a run is its result file: copy the file to keep both")
+            .count(),
+        2,
+        "{out}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     for ext in ["db", "db-shm", "db-wal"] {
         let _ = std::fs::remove_file(dir.with_extension(ext));

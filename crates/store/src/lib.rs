@@ -885,7 +885,7 @@ impl Store {
             }
         });
         match res {
-            Ok((existed, n_req, kept)) => {
+            Ok((existed, n_req, re)) => {
                 report.runs_ingested += 1;
                 report.runs_reingested += usize::from(existed);
                 report.batches.insert(run.batch.clone());
@@ -904,11 +904,19 @@ impl Store {
                 report.unknown.extend(
                     (run.names.unknown.iter())
                         .filter(|(k, name)| {
-                            !(name == "unknown" && kept.iter().any(|(kk, _)| kk == k))
+                            !(name == "unknown" && re.kept.iter().any(|(kk, _)| kk == k))
                         })
                         .cloned(),
                 );
-                report.kept.extend(kept);
+                report.kept.extend(re.kept);
+                if !re.changed.is_empty() {
+                    report.warnings.push(format!(
+                        "{}: stored before, now relabelled ({}); a run is its result file: \
+                         copy the file to keep both",
+                        run.source_path,
+                        re.changed.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                }
                 report.renamed.extend(run.names.renamed.iter().cloned());
                 report.warnings.extend(run.warnings.iter().cloned());
             }
@@ -1133,23 +1141,37 @@ fn config_id(conn: &mut Conn, c: &ConfigKey) -> Result<i64, StoreError> {
         .ok_or_else(|| StoreError::Db("config insert returned no id".into()))
 }
 
-/// Identity values kept from the store on a re-ingest: `(kind, value)` ([`IngestReport::kept`]).
-type Kept = BTreeSet<(String, String)>;
+/// What ingesting a stored run again kept from the store and what it changed there.
+#[derive(Default)]
+struct Reingest {
+    /// Identity values the files did not give, kept: `(kind, value)` ([`IngestReport::kept`]).
+    kept: BTreeSet<(String, String)>,
+    /// Stored values replaced by other ones (`hw h100 → h200`, `batch a → b`).
+    changed: BTreeSet<String>,
+}
 
 /// Writes one run inside an open transaction: its `runs` row, artifacts, points (with their
 /// requests, power samples and server metrics), evals and unknown names, replacing what an
 /// earlier ingest of the same run key wrote. Returns (run existed before, request records,
-/// identity values kept from the store: [`keep_stored_identity`]).
-fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64, Kept), StoreError> {
-    let (run_id, existed) = upsert_run(conn, run)?;
+/// what a re-ingest kept and changed: [`keep_stored_identity`]).
+fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64, Reingest), StoreError> {
+    let (run_id, old_batch) = upsert_run(conn, run)?;
+    let existed = old_batch.is_some();
+    let mut re = Reingest::default();
+    if let Some(old) = old_batch.filter(|b| *b != run.batch) {
+        re.changed.insert(format!(
+            "batch {} → {}",
+            inferbench_core::text::batch_label(&old),
+            inferbench_core::text::batch_label(&run.batch)
+        ));
+    }
     replace_artifacts(conn, run_id, &run.artifacts)?;
     let mut config_ids: BTreeMap<ConfigKey, i64> = BTreeMap::new();
     let mut keep_points = Vec::new();
     let mut n_req = 0;
-    let mut kept = BTreeSet::new();
     for pt in &run.points {
         let config = if existed {
-            keep_stored_identity(conn, run_id, pt, &mut kept)?
+            keep_stored_identity(conn, run_id, pt, &mut re)?
         } else {
             None
         };
@@ -1183,7 +1205,7 @@ fn write_run(conn: &mut Conn, run: &RunData) -> Result<(bool, i64, Kept), StoreE
             &[kind.clone().into(), name.clone().into(), run.run_key.clone().into()],
         )?;
     }
-    Ok((existed, n_req, kept))
+    Ok((existed, n_req, re))
 }
 
 /// The identity fields a re-ingested run's files do not give (`unknown`: hardware, framework,
@@ -1195,16 +1217,10 @@ fn keep_stored_identity(
     conn: &mut Conn,
     run_id: i64,
     pt: &PointData,
-    kept: &mut BTreeSet<(String, String)>,
+    re: &mut Reingest,
 ) -> Result<Option<ConfigKey>, StoreError> {
     const UNKNOWN: &str = "unknown";
     let c = &pt.config;
-    if ![&c.hardware, &c.framework, &c.precision]
-        .iter()
-        .any(|v| *v == UNKNOWN)
-    {
-        return Ok(None);
-    }
     let rows = conn.query(
         "SELECT c.hardware, c.framework, c.precision FROM points p \
          JOIN configs c ON c.id = p.config_id WHERE p.run_id = ? AND p.conc = ?",
@@ -1226,8 +1242,12 @@ fn keep_stored_identity(
         let stored = row[i].as_str().unwrap_or(UNKNOWN);
         if field == UNKNOWN && stored != UNKNOWN {
             *field = stored.to_string();
-            kept.insert((kind.to_string(), stored.to_string()));
+            re.kept.insert((kind.to_string(), stored.to_string()));
             changed = true;
+        } else if field != stored {
+            // A relabelled run (`ingest --set hw=…` again): said, not done silently (trial 26).
+            let key = if kind == "hardware" { "hw" } else { kind };
+            re.changed.insert(format!("{key} {stored} → {field}"));
         }
     }
     Ok(changed.then_some(out))
@@ -1235,30 +1255,28 @@ fn keep_stored_identity(
 
 /// The `runs` row of `run`, updated in place when its run key is stored already (or, for a
 /// point directory, a run read from the same directory of the same batch), else inserted.
-/// Returns (its id, whether it existed).
-fn upsert_run(conn: &mut Conn, run: &RunData) -> Result<(i64, bool), StoreError> {
-    let mut existing = conn
-        .query(
-            "SELECT id FROM runs WHERE run_key = ?",
-            &[run.run_key.clone().into()],
-        )?
-        .first()
-        .and_then(|r| r[0].as_i64());
+/// Returns (its id, the batch it was stored under when it existed).
+fn upsert_run(conn: &mut Conn, run: &RunData) -> Result<(i64, Option<String>), StoreError> {
+    let id_and_batch = |rows: Vec<Vec<Val>>| {
+        let r = rows.first()?;
+        Some((r[0].as_i64()?, r[1].as_str().unwrap_or("").to_string()))
+    };
+    let mut existing = id_and_batch(conn.query(
+        "SELECT id, batch FROM runs WHERE run_key = ?",
+        &[run.run_key.clone().into()],
+    )?);
     // A point directory holds one point: what it holds now replaces what an earlier ingest read
     // from it (trial 24: a sweep resumed after Ctrl-C redid an interrupted point in its
     // directory, and ingesting again kept the interrupted one beside the new one).
     if existing.is_none() && run.kind == SourceKind::Artifacts {
-        existing = conn
-            .query(
-                "SELECT id FROM runs WHERE source_kind = ? AND source_path = ? AND batch = ?",
-                &[
-                    run.kind.as_str().into(),
-                    run.source_path.clone().into(),
-                    run.batch.clone().into(),
-                ],
-            )?
-            .first()
-            .and_then(|r| r[0].as_i64());
+        existing = id_and_batch(conn.query(
+            "SELECT id, batch FROM runs WHERE source_kind = ? AND source_path = ? AND batch = ?",
+            &[
+                run.kind.as_str().into(),
+                run.source_path.clone().into(),
+                run.batch.clone().into(),
+            ],
+        )?);
     }
     let fields: Vec<Val> = vec![
         run.kind.as_str().into(),
@@ -1274,8 +1292,9 @@ fn upsert_run(conn: &mut Conn, run: &RunData) -> Result<(i64, bool), StoreError>
         run.result_filename.clone().into(),
         run.job.clone().into(),
     ];
-    let run_id = match existing {
-        Some(id) => {
+    let run_id = match &existing {
+        Some((id, _)) => {
+            let id = *id;
             let mut p = fields.clone();
             p.push(id.into());
             p.insert(0, run.run_key.clone().into());
@@ -1306,7 +1325,7 @@ fn upsert_run(conn: &mut Conn, run: &RunData) -> Result<(i64, bool), StoreError>
             .ok_or_else(|| StoreError::Db("run insert returned no id".into()))?
         }
     };
-    Ok((run_id, existing.is_some()))
+    Ok((run_id, existing.map(|(_, batch)| batch)))
 }
 
 /// Replaces run `run_id`'s artifacts by `artifacts` (name → bytes), each stored zstd-compressed
