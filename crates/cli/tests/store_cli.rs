@@ -1401,6 +1401,16 @@ fn store_cli_history_hints_and_compare_at_outside_the_frontiers() {
         "no stored point matches the filters\n  `-f hw=h20`: no stored point has hardware=h20; \
          did you mean h200? (stored: b200, h200, mi355x, tpu-v9, unknown)\n"
     );
+    // Two stored values joined by a comma: the hint gives the `|` form (trial 26).
+    let o = run(&["report", "-f", "hw=h200,b200", "--db", db_s]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "`-f hw=h200,b200`: no stored point has hardware=h200,b200; several values are \
+             separated by `|`: hardware=h200|b200 (stored: b200, h200, mi355x, tpu-v9, unknown)\n"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let o = run(&[
         "compare",
         "hw=b200",

@@ -859,9 +859,20 @@ pub fn filter_hints(
                 if known.len() > 8 {
                     shown.push("…");
                 }
+                // Several values are `a|b` (trial 26: `hardware=h100,h200` matched nothing,
+                // both stored, and nothing said how to ask for either).
+                let listed: Vec<&str> = v.split(',').map(str::trim).collect();
+                let or_hint =
+                    if listed.len() > 1 && listed.iter().all(|x| known.iter().any(|k| k == x)) {
+                        format!(
+                            "; several values are separated by `|`: {col}={}",
+                            listed.join("|")
+                        )
+                    } else {
+                        near.map_or(String::new(), |n| format!("; did you mean {n}?"))
+                    };
                 hints.push(format!(
-                    "`{flag}{spec}`: no stored point has {col}={v}{} (stored: {})",
-                    near.map_or(String::new(), |n| format!("; did you mean {n}?")),
+                    "`{flag}{spec}`: no stored point has {col}={v}{or_hint} (stored: {})",
                     shown.join(", ")
                 ));
                 said = true;
