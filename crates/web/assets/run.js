@@ -29,9 +29,13 @@ function provenance(run) {
       + " group above";
 }
 
-function points(pts, batch, runId) {
+function points(pts, batch, runId, x) {
   const body = $("points").tBodies[0];
   body.replaceChildren();
+  // The frontier's x: median interactivity, or AgentX's p90 E2E-normalized one for an agentic
+  // batch (trial 26: the agentic page showed the median, which no agentic frontier uses).
+  const xKey = x ? x.key : "median_intvty";
+  if (x) $("x-head").textContent = x.label_with_unit;
   // The batch's points (a sweep's concurrencies), this run's marked; others link to their run.
   for (const p of batch) {
     const m = p.metrics || {};
@@ -40,7 +44,7 @@ function points(pts, batch, runId) {
       // share (trial 25: "frontier" here, no `*` there).
       : (p.valid ? (p.frontier ? "on this batch's frontier" : "") : "invalid");
     addRow(body, [p.group, p.parallelism, String(p.conc), fmt(m.tput_per_gpu, 1),
-      fmt(m.median_intvty, 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3), state]);
+      fmt(m[xKey], 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3), state]);
     const first = body.lastChild.firstChild;
     if (p.run_id === runId) {
       body.lastChild.className = "this-run";
@@ -235,7 +239,7 @@ async function start() {
     for (const el of document.querySelectorAll("main > [hidden]")) if (el.id !== "evals") el.hidden = false;
     $("title").textContent = "Run " + r.run.id + " · " + r.run.batch;
     provenance(r.run);
-    points(r.points, r.batch_points, r.run.id);
+    points(r.points, r.batch_points, r.run.id, r.x);
     // A run without points (an eval-only run) has no point sections to show (trial 20: empty
     // tables, an empty point selector, headings with nothing under them).
     if (!r.points.length) for (const id of ["points", "lat", "power", "server"]) hideSection(id);

@@ -554,7 +554,8 @@ fn db_err(e: inferbench_store::StoreError) -> ApiError {
 /// run's batch: a sweep's other concurrencies), "artifacts": [{"name", "size", "url"}],
 /// "evals": [EvalRow…] (the run's accuracy evals, as in `/api/v1/evals`)}`; 404
 /// when there is no such run. `frontier` in both lists: the batch's own frontier of tok/s/GPU
-/// against median interactivity.
+/// against `x` (a metric as in `/api/v1/options`): median interactivity, or AgentX's p90
+/// E2E-normalized interactivity for an agentic batch.
 pub async fn run(
     State(state): State<AppState>,
     axum::extract::Path(raw): axum::extract::Path<String>,
@@ -582,8 +583,15 @@ pub async fn run(
         .await?;
     let (files, evals) = files;
     let (mut rows, mut batch) = rows;
-    query::mark_frontier_with(&mut rows, "median_intvty", "tput_per_gpu", true);
-    query::mark_frontier_with(&mut batch, "median_intvty", "tput_per_gpu", true);
+    // An agentic batch's frontier runs over AgentX's North-Star x, as on the Inference page
+    // (trial 26: the Run page showed median interactivity for agentic points).
+    let x = if !batch.is_empty() && batch.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
+        NORTH_STAR_X
+    } else {
+        "median_intvty"
+    };
+    query::mark_frontier_with(&mut rows, x, "tput_per_gpu", true);
+    query::mark_frontier_with(&mut batch, x, "tput_per_gpu", true);
     let files: Vec<Value> = files
         .iter()
         .map(|a| {
@@ -591,11 +599,11 @@ pub async fn run(
                    "url": format!("/api/v1/runs/{id}/artifacts/{}", percent_encode(&a.name))})
         })
         .collect();
-    let pts = PointsAnswer::new(&rows, "median_intvty", "tput_per_gpu", true);
-    let sib = PointsAnswer::new(&batch, "median_intvty", "tput_per_gpu", true);
+    let pts = PointsAnswer::new(&rows, x, "tput_per_gpu", true);
+    let sib = PointsAnswer::new(&batch, x, "tput_per_gpu", true);
     Ok(Json(
-        json!({"run": info, "points": pts.points, "batch_points": sib.points, "artifacts": files,
-               "evals": evals}),
+        json!({"run": info, "x": metric_json(x), "points": pts.points, "batch_points": sib.points,
+               "artifacts": files, "evals": evals}),
     ))
 }
 

@@ -620,3 +620,36 @@ async fn the_run_page_starts_with_its_sections_hidden() {
         "{main}"
     );
 }
+
+/// Trial 26: the Run page of an agentic run listed median interactivity, which no agentic
+/// frontier uses. The run's `x` is AgentX's p90 E2E-normalized interactivity for an agentic
+/// batch (its points' `x` and frontier marks follow it), median interactivity otherwise.
+#[tokio::test]
+async fn a_runs_x_is_the_north_star_for_an_agentic_batch() {
+    let (_d, db) = seeded();
+    let (_, r4) = ids_of(&db, 4).await;
+    let (_, v) = get_json(&db, &format!("/api/v1/runs/{r4}")).await;
+    assert_eq!(v["x"]["key"], "median_intvty", "{v}");
+    // One synthetic run of two agentic points.
+    let mut run = inferbench_store::synthetic::run(0, "dsr1", 0, 0);
+    run.run_key = "agentic-test".into();
+    run.batch = "agentic-batch".into();
+    run.points.truncate(2);
+    for (i, p) in run.points.iter_mut().enumerate() {
+        p.config.scenario = "agentic-coding".into();
+        p.config.hardware = "h100".into();
+        p.conc = [4, 16][i];
+        p.metrics
+            .insert("p90_e2e_norm_intvty".into(), [30.0, 20.0][i]);
+    }
+    Store::open(&db).unwrap().ingest_run(&run).unwrap();
+    let (_, v) = get_json(&db, "/api/v1/points?scenario=agentic-coding").await;
+    let id = v["points"][0]["run_id"].as_i64().unwrap();
+    let (s, v) = get_json(&db, &format!("/api/v1/runs/{id}")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["x"]["key"], "p90_e2e_norm_intvty", "{v}");
+    let xs: Vec<f64> = (v["batch_points"].as_array().unwrap().iter())
+        .map(|p| p["x"].as_f64().unwrap())
+        .collect();
+    assert_eq!(xs, [30.0, 20.0]);
+}
