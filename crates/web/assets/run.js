@@ -9,7 +9,7 @@ function fmt(v, digits) {
   return Number(v).toFixed(digits);
 }
 
-function provenance(run) {
+function provenance(run, hasPoints) {
   const body = $("prov").tBodies[0];
   body.replaceChildren();
   const when = run.start_unix ? new Date(run.start_unix * 1000).toISOString() : run.date;
@@ -25,8 +25,8 @@ function provenance(run) {
   $("job").textContent = Object.keys(job).length
     ? JSON.stringify(job, null, 2)
     : "none: this run was not started from a matrix job (sweep or job), so no job.json was kept;"
-      + " its identity (hardware, framework, precision) came from --set and is in each point's"
-      + " group above";
+      + " its identity (hardware, framework, precision) came from the files or from --set"
+      + (hasPoints ? " and is in each point's group above" : " when it was ingested");
 }
 
 function points(pts, batch, runId, x) {
@@ -237,8 +237,8 @@ async function start() {
     // The sections, hidden until now (run.html; trial 24: headings without content under an
     // error); the evals table shows when there are evals.
     for (const el of document.querySelectorAll("main > [hidden]")) if (el.id !== "evals") el.hidden = false;
-    $("title").textContent = "Run " + r.run.id + " · " + r.run.batch;
-    provenance(r.run);
+    $("title").textContent = "Run " + r.run.id + " · " + (r.run.batch_label || r.run.batch);
+    provenance(r.run, r.batch_points.length > 0);
     points(r.points, r.batch_points, r.run.id, r.x);
     // A run without points (an eval-only run) has no point sections to show (trial 20: empty
     // tables, an empty point selector, headings with nothing under them).

@@ -602,8 +602,8 @@ pub async fn run(
     let pts = PointsAnswer::new(&rows, x, "tput_per_gpu", true);
     let sib = PointsAnswer::new(&batch, x, "tput_per_gpu", true);
     Ok(Json(
-        json!({"run": info, "x": metric_json(x), "points": pts.points, "batch_points": sib.points,
-               "artifacts": files, "evals": evals}),
+        json!({"run": crate::analysis::with_batch_label(&info), "x": metric_json(x), "points": pts.points,
+               "batch_points": sib.points, "artifacts": files, "evals": evals}),
     ))
 }
 

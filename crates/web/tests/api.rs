@@ -345,6 +345,9 @@ async fn run_page_api_gives_provenance_points_files_and_latencies() {
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["run"]["id"], r4);
     assert_eq!(v["run"]["batch"], "sweep-2026-03-01-h200");
+    // With its label, as every other answer gives it (trial 26: the Run page's title was the
+    // full path).
+    assert_eq!(v["run"]["batch_label"], "sweep-2026-03-01-h200");
     assert_eq!(v["run"]["engine_version"], "sglang 0.5.5");
     assert_eq!(v["run"]["host"], "node-07");
     assert_eq!(v["run"]["job"]["job"]["framework"], "sglang");
