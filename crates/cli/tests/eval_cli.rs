@@ -133,6 +133,14 @@ fn scores_files_thresholds_and_errors() {
         std::fs::read(out.join("samples_gsm8k.jsonl")).unwrap(),
         samples_before
     );
+    // Into a directory that does not exist: nothing said to be kept there (trial 26).
+    let none = out.join("never-made");
+    let (code, text) = eval("http://127.0.0.1:9", &data, &none, &["--limit", "2"]);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(
+        text.contains("; nothing was measured, nothing written\n") && !none.exists(),
+        "{text}"
+    );
     // A server that answers 404 for the model: said as the reason, exit 1, nothing written.
     let not_served = spawn_replay_thread(ReplayCase {
         status: 404,

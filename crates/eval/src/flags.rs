@@ -217,10 +217,14 @@ async fn finish(
     // Nothing answered: no scores of 0 over the last results (trial 22: an unreachable server
     // or a wrong --model printed `strict-match 0.0000` and overwrote them).
     if let Some((status, why)) = nothing_answered(opts, samples).await {
-        eprintln!(
-            "gsm8k: {why}; nothing was measured, nothing written (what {} holds is kept)",
-            a.result_dir.display()
-        );
+        // The directory is named only when there is something in it to keep (trial 26: a
+        // directory that did not exist was "kept").
+        let kept = if a.result_dir.is_dir() {
+            format!(" (what {} holds is kept)", a.result_dir.display())
+        } else {
+            String::new()
+        };
+        eprintln!("gsm8k: {why}; nothing was measured, nothing written{kept}");
         return Ok(status);
     }
     let w = gsm8k::write_outputs(&a.result_dir, opts, samples, threshold)
