@@ -69,7 +69,8 @@ function draw(res) {
   $("bars").dataset.bars = String(res.bars.length);
   if (res.note) { status(res.note + notAppliedNote()); return; }
   status(count(res.bars.length, "group") + " at " + metricLabel(options, res.x) + " = " + res.at
-    + " (" + res.better + " is better)"
+    // The direction is y's, named with it (trial 26: after x it read as "lower interactivity").
+    + "; " + metricLabel(options, res.y) + ": " + res.better + " is better"
     + (res.unreached.length ? "; " + count(res.unreached.length, "group") + (res.unreached.length === 1 ? " does" : " do") + " not reach it" : "")
     + notAppliedNote());
 }

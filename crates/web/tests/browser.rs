@@ -691,6 +691,16 @@ fn compare_history_evals_models_and_tco_pages() {
         dom.contains("<td>dsr1 1024/1024 b200_sglang_fp4</td><td>1520</td>"),
         "{dom}"
     );
+    // The direction belongs to y and is said with it (trial 26: "= 60 (higher is better)"
+    // after x read as the interactivity's).
+    assert!(
+        text_of(&dom, "status").starts_with(
+            "3 groups at Interactivity, median (tok/s/user) = 60; Throughput per GPU (tok/s/GPU): \
+             higher is better"
+        ),
+        "{}",
+        text_of(&dom, "status")
+    );
     // h200's frontier does not reach x = 50: said in the singular (trial 22: "1 group do").
     let dom = dump_dom(
         &chromium,
