@@ -355,6 +355,17 @@ fn interrupted_agentic_quickstart_keeps_the_cut_point_off_the_preview() {
     let (code, out, err) =
         common::interrupt_after_line(cmd, "lanes  1:", std::time::Duration::from_millis(4000));
     assert_eq!(code, Some(130), "{out}{err}");
+    // The cut point's progress line says so (trial 26), the finished one's does not.
+    let line = |lanes: &str| {
+        (err.lines())
+            .find(|l| l.starts_with(&format!("  lanes  {lanes}: ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line("2").ends_with(" (cut short by the interruption)") && !line("1").contains("cut short"),
+        "{err}"
+    );
     // Trial 17: it said "stopping after this point", and then cut the point at once.
     assert!(
         err.contains(

@@ -255,7 +255,17 @@ impl AgenticSimSweep {
         let mut report = AgenticSweepReport::default();
         let mut points = SweepReport::default();
         (target.run_each(&jobs, &runner, cancel, |pt, took| {
-            eprintln!("  lanes {:>2}: {}", pt.conc, agentic_point_line(&pt, took));
+            // A point cut short says so on its line, as a fixed-length point's does (trial 26).
+            let cut = if pt.outcome == Outcome::Interrupted {
+                " (cut short by the interruption)"
+            } else {
+                ""
+            };
+            eprintln!(
+                "  lanes {:>2}: {}{cut}",
+                pt.conc,
+                agentic_point_line(&pt, took)
+            );
             if matches!(pt.outcome, Outcome::Interrupted | Outcome::Failed) {
                 report.cut_short.push(i64::from(pt.conc));
             }
