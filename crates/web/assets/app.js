@@ -22,9 +22,15 @@ let badPreset = ""; // a `preset=` of the URL that names no preset (set by prese
 function readState() {
   // `hw=` as the API and `report -f` take it (trial 21: ignored here without a word); a key
   // the page has no control for is said not applied (trial 24); `preset=` is presets()'s.
-  const st = readUrl(SELECTS.concat(CHECKS, ["hardware", "batch", "preset"]), ["hardware"]);
+  const st = readUrl(SELECTS.concat(CHECKS, ["hardware", "batch", "preset", "isl", "osl"]), ["hardware"]);
   for (const k of CHECKS) st[k] = st[k] === "1";
   delete st.preset;
+  // `isl=…&osl=…` as the API and `report -f` take them name the Scenario selector's
+  // `ISL/OSL` (trial 26: `osl=256` was "not applied"); one without the other is not applied.
+  if (st.isl && st.osl && !st.sequence) st.sequence = st.isl + "/" + st.osl;
+  else for (const k of ["isl", "osl"]) if (st[k]) notTaken.push(k + "=" + st[k] + " (give isl and osl together, or sequence=ISL/OSL)");
+  delete st.isl;
+  delete st.osl;
   return st;
 }
 

@@ -178,6 +178,14 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         attr(&dom, "csv", "href").as_deref(),
         Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
     );
+    // `isl=`/`osl=` as the API takes them pick the same sequence (trial 26: "not applied").
+    let io = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&isl=1024&osl=1024&hardware=h200"),
+    );
+    assert_eq!(attr(&io, "csv", "href"), attr(&dom, "csv", "href"), "{io}");
+    assert!(!text_of(&io, "status").contains("not applied"), "{io}");
 
     // The run page of the conc-16 point: provenance, the batch's two points, and the latency
     // histograms drawn from its stored records.
