@@ -68,6 +68,15 @@ fn scores_files_thresholds_and_errors() {
         text.contains("gsm8k: 4 problems (0 failed requests): strict-match 0.7500 ± 0.2500, flexible-extract 0.7500 ± 0.2500"),
         "{text}"
     );
+    // The concurrency it ran at, which is what the store records as its conc (trial 27: an
+    // eval stored as "C64" that nothing had mentioned).
+    assert!(
+        text.contains(
+            " (exact match, fraction; ± standard error) at concurrency 64 (--concurrency; the \
+             eval's conc where it is stored)\n"
+        ),
+        "{text}"
+    );
     assert!(text.contains("below the threshold 0.90"), "{text}");
     // Every file it wrote is named, with how to store the score (trial 23).
     assert!(

@@ -236,7 +236,11 @@ async fn finish(
     let meta_path = a.result_dir.join("meta_env.json");
     std::fs::write(&meta_path, serde_json::to_string_pretty(&meta)?)
         .with_context(|| format!("writing {}", meta_path.display()))?;
-    println!("gsm8k: {}", w.scores.line());
+    println!(
+        "gsm8k: {} at concurrency {} (--concurrency; the eval's conc where it is stored)",
+        w.scores.line(),
+        opts.concurrency
+    );
     // Every file written, named (trial 23: meta_env.json went unsaid).
     eprintln!(
         "wrote {}, {} and {} (`inferbench ingest {} --set hw=… --set framework=… --set \

@@ -842,8 +842,9 @@ fn end_note(
         PhaseEnd::Unreachable => (
             VerdictKind::ServerUnreachable,
             format!(
-                "server unreachable at {}: {}; stopped early, {covered} \
-                 (is the server running and listening there? check --base-url)",
+                "server unreachable at {}: {}; stopped early, {covered} (is the server \
+                 running and listening there? check the address: --base-url, or --host and \
+                 --port)",
                 opts.base_url,
                 unreachable_msg.unwrap_or_default()
             ),

@@ -319,7 +319,8 @@ async fn dead_server_with_few_requests_exits_3_and_keeps_warmup_errors() {
     // (trial 19); the summary keeps the counts and the sample.
     assert!(!notes.contains("errors: connect:"), "{notes}");
     assert!(
-        notes.contains("server unreachable") && notes.contains("check --base-url"),
+        notes.contains("server unreachable")
+            && notes.contains("check the address: --base-url, or --host and --port"),
         "{notes}"
     );
     let report = inferbench_loadgen::output::render_report(&out.summary);
