@@ -8,7 +8,6 @@ use std::path::Path;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use common::copy_tree_replacing;
 use http_body_util::BodyExt;
 use inferbench_store::{IngestOptions, Store};
 use inferbench_web::{router, AppState};
@@ -389,20 +388,7 @@ async fn latest_only_keeps_each_configurations_newest_run() {
 /// The sweep-h200 fixture as it is, and a copy run on h100 whose points are all invalid (the
 /// producer's `inferbench.invalid_reason`); returns the database's location.
 fn with_invalid_h100(dir: &Path) -> String {
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
-    let bad = dir.join("h100");
-    copy_tree_replacing(
-        &fx,
-        &bad,
-        &[
-            ("h200-nv_0", "h100-nv_0"),
-            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h100"),
-            (
-                "\"inferbench\": {",
-                "\"inferbench\": {\"invalid_reason\": \"the server fell behind\",",
-            ),
-        ],
-    );
+    let (fx, bad) = common::sweep_and_invalid_h100_copy(dir);
     let db = dir.join("inv.db").display().to_string();
     let mut s = Store::open(&db).unwrap();
     s.migrate().unwrap();

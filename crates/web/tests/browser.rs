@@ -906,21 +906,8 @@ fn pages_take_aliases_and_name_what_they_cannot_apply() {
 fn compare_page_leaves_invalid_points_out_unless_asked() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
     // The sweep again on h100, every point invalid (the producer's own verdict).
-    let bad = dir.path().join("h100");
-    copy_tree_replacing(
-        &fx,
-        &bad,
-        &[
-            ("h200-nv_0", "h100-nv_0"),
-            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h100"),
-            (
-                "\"inferbench\": {",
-                "\"inferbench\": {\"invalid_reason\": \"the server fell behind\",",
-            ),
-        ],
-    );
+    let (fx, bad) = common::sweep_and_invalid_h100_copy(dir.path());
     let (db, _) = ingested(&dir.path().join("inv.db"), &[&fx, &bad]);
     let (_rt, base) = serve(&db);
     let profile = dir.path().join("profile");

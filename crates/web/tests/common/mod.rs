@@ -21,3 +21,24 @@ pub fn copy_tree_replacing(from: &Path, to: &Path, swaps: &[(&str, &str)]) {
         }
     }
 }
+
+/// The store's sweep-h200 fixture, and a copy of it in `dir/h100` run on h100 whose points are
+/// all invalid (the producer's `inferbench.invalid_reason`): returns (fixture, copy), the two
+/// directories to ingest.
+pub fn sweep_and_invalid_h100_copy(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let bad = dir.join("h100");
+    copy_tree_replacing(
+        &fx,
+        &bad,
+        &[
+            ("h200-nv_0", "h100-nv_0"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h100"),
+            (
+                "\"inferbench\": {",
+                "\"inferbench\": {\"invalid_reason\": \"the server fell behind\",",
+            ),
+        ],
+    );
+    (fx, bad)
+}
