@@ -277,12 +277,44 @@ pub const SWEEP_LOCK: &str = "sweep.lock";
 
 /// An output directory held by this process for a local sweep: an exclusive lock (`flock(2)`
 /// on Linux, through [`std::fs::File::try_lock`]) on `<out>/sweep.lock`, released when dropped
-/// or when the process ends however it ends (a crash leaves no stale lock). The file stays;
-/// `ingest` skips it as sweep bookkeeping and asks it whether a sweep is running
-/// ([`sweep_running`]).
+/// or when the process ends however it ends (a crash leaves no stale lock, only the file).
+/// Dropping it also removes the file, while still holding the lock (trials 26, 27: a 0-byte
+/// `sweep.lock` stayed in every finished sweep's --out); [`lock_out_dir`] makes that safe by
+/// checking, once locked, that the file it locked is still the one at the path. `ingest` skips
+/// the file as sweep bookkeeping and asks it whether a sweep is running ([`sweep_running`]).
 #[derive(Debug)]
 pub struct OutLock {
-    _file: std::fs::File,
+    file: std::fs::File,
+    path: std::path::PathBuf,
+}
+
+impl Drop for OutLock {
+    fn drop(&mut self) {
+        // Unlinked first, unlocked after (when `file` closes): a process that opened the old
+        // file meanwhile finds, once it gets the lock, that the path no longer names it, and
+        // starts again on a new file ([`lock_out_dir`]).
+        if same_file(&self.file, &self.path) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Whether the open `file` is the file at `path` now (same device and inode on Unix; assumed
+/// elsewhere, where the lock file is then never removed).
+fn same_file(file: &std::fs::File, path: &std::path::Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), std::fs::metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        true
+    }
 }
 
 /// Takes the output directory `out` (created if missing) for one local sweep, so two sweeps
@@ -292,22 +324,35 @@ pub struct OutLock {
 pub fn lock_out_dir(out: &std::path::Path) -> Result<OutLock, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let path = out.join(SWEEP_LOCK);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => Ok(OutLock { _file: file }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
-            "another sweep is writing into {} (it holds {}): wait for it to finish, or give \
-             this one another --out",
-            out.display(),
-            path.display()
-        )),
-        Err(std::fs::TryLockError::Error(e)) => Err(format!("{}: locking: {e}", path.display())),
+    // A sweep that ends removes the file after we opened it: locking the removed file would
+    // let a third sweep lock a new one beside us, so we start again (a few times at most).
+    for _ in 0..8 {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) if same_file(&file, &path) => return Ok(OutLock { file, path }),
+            Ok(()) => continue,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(format!(
+                    "another sweep is writing into {} (it holds {}): wait for it to finish, or \
+                     give this one another --out",
+                    out.display(),
+                    path.display()
+                ))
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(format!("{}: locking: {e}", path.display()))
+            }
+        }
     }
+    Err(format!(
+        "{}: the lock file kept being replaced while locking it",
+        path.display()
+    ))
 }
 
 /// Whether a sweep is writing into `dir` now: its `sweep.lock` is held by another open file

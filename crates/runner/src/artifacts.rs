@@ -155,7 +155,24 @@ mod tests {
             )
         );
         drop(first);
-        assert!(lock_out_dir(&out).is_ok());
+        // The lock file goes with the sweep that held it (trials 26, 27: a 0-byte sweep.lock
+        // stayed in every finished --out).
+        assert!(!out.join(SWEEP_LOCK).exists());
+        let second = lock_out_dir(&out).unwrap();
+        assert!(out.join(SWEEP_LOCK).exists());
+        // A sweep that opened the file just before the holder removed it and locks it after:
+        // the file it locked is no longer the directory's, so it must not count as held.
+        let stale = std::fs::File::open(out.join(SWEEP_LOCK)).unwrap();
+        drop(second);
+        stale.try_lock().unwrap();
+        let third = lock_out_dir(&out).unwrap();
+        assert!(matches!(
+            std::fs::File::open(out.join(SWEEP_LOCK))
+                .unwrap()
+                .try_lock(),
+            Err(std::fs::TryLockError::WouldBlock)
+        ));
+        drop((stale, third));
     }
 
     #[test]

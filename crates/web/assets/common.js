@@ -138,6 +138,34 @@ function groupColours(names) {
   return out;
 }
 
+// A `draw` hook for uPlot charts in mode 2 (x/y pairs per series): a filled dot at every
+// value of each shown series that has `dot` (its radius in CSS px), in the series' stroke.
+// uPlot's own `points` markers are not drawn in mode 2, so a series of one value (a batch of one
+// point) showed in the legend and nowhere on the chart (trial 27; trial 18 on History).
+// Writes the number drawn into the chart host's `data-dots`.
+function dotsHook(host) {
+  return u => {
+    const ctx = u.ctx, px = devicePixelRatio;
+    let n = 0;
+    ctx.save();
+    u.series.forEach((s, i) => {
+      if (i === 0 || !s.show || !s.dot || !u.data[i]) return;
+      const [xs, ys] = u.data[i];
+      ctx.fillStyle = typeof s.stroke === "function" ? s.stroke(u, i) : s.stroke;
+      for (let k = 0; k < xs.length; k++) {
+        const cx = u.valToPos(xs[k], "x", true), cy = u.valToPos(ys[k], "y", true);
+        if (!Number.isFinite(cx) || !Number.isFinite(cy)) continue;
+        ctx.beginPath();
+        ctx.arc(cx, cy, s.dot * px, 0, 2 * Math.PI);
+        ctx.fill();
+        n++;
+      }
+    });
+    ctx.restore();
+    host.dataset.dots = String(n);
+  };
+}
+
 // A number for a table cell: "-" when missing, else rounded for reading.
 function num(v) {
   if (v === null || v === undefined || !Number.isFinite(v)) return "-";

@@ -91,7 +91,7 @@ function draw(res) {
     batches.forEach((bt, i) => {
       const label = side + ": " + spec + (batches.length > 1 ? " · " + bt.batch_label : "");
       series.push({ label, stroke, width: 2, dash: i ? [6, 4] : undefined,
-        paths: uPlot.paths.linear(), points: { show: true, size: 7, fill: stroke } });
+        paths: uPlot.paths.linear(), points: { show: false }, dot: 3.5 });
       data.push([bt.knots.map(k => k[0]), bt.knots.map(k => k[1])]);
     });
   }
@@ -109,6 +109,7 @@ function draw(res) {
     scales: { x: { time: false }, y: {} },
     axes: [{ label: metricLabel(options, res.x) }, { label: metricLabel(options, res.y), size: 70 }],
     series,
+    hooks: { draw: [dotsHook(host)] },
   }, data, host);
   host.dataset.rows = String(res.rows.length);
   host.dataset.drawnMs = String(Math.round(performance.now()));

@@ -91,7 +91,7 @@ function draw(res) {
   const colours = groupColours(shown.map(g => g.name));
   shown.forEach(g => {
     series.push({ label: g.name, stroke: colours.get(g.name), width: 2, paths: uPlot.paths.linear(),
-      points: { show: true, size: 6, fill: colours.get(g.name) } });
+      points: { show: false }, dot: 4 });
     data.push([g.points.map(at), g.points.map(p => p.value)]);
     for (const p of g.points) if (p.regression) rings.push([at(p), p.value]);
   });
@@ -115,20 +115,12 @@ function draw(res) {
       setScale: [(u, key) => {
         if (key === "y") { host.dataset.yMin = String(u.scales.y.min); host.dataset.yMax = String(u.scales.y.max); }
       }],
-      draw: [u => {
+      // Every value as a dot of its group's colour (uPlot's own markers leave out a group of
+      // one batch, the usual case after a first quickstart: trial 18), then the regressions'
+      // rings.
+      draw: [dotsHook(host), u => {
       const ctx = u.ctx;
       ctx.save();
-      // Every value as a dot of its group's colour, drawn here: uPlot's own markers leave out
-      // a group of one batch, the usual case after a first quickstart (trial 18: only axes).
-      shown.forEach(g => {
-        ctx.fillStyle = colours.get(g.name);
-        for (const p of g.points) {
-          ctx.beginPath();
-          ctx.arc(u.valToPos(at(p), "x", true), u.valToPos(p.value, "y", true), 4 * devicePixelRatio, 0, 2 * Math.PI);
-          ctx.fill();
-        }
-      });
-      host.dataset.dots = String(shown.reduce((n, g) => n + g.points.length, 0));
       ctx.strokeStyle = "#b00020";
       ctx.lineWidth = 2 * devicePixelRatio;
       for (const [x, y] of rings) {

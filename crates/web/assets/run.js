@@ -178,7 +178,8 @@ async function serverMetrics(pointId) {
       const ss = d.series.filter(s => s.name === name);
       const series = [{}], data = [null];
       ss.forEach((s, i) => {
-        series.push({ label: s.labels || name, stroke: colour(i), points: { show: s.samples.length < 3 } });
+        series.push({ label: s.labels || name, stroke: colour(i), points: { show: false },
+          dot: s.samples.length < 3 ? 3 : 0 });
         data.push([s.samples.map(p => p[0] - t0), s.samples.map(p => p[1])]);
       });
       const box = document.createElement("div");
@@ -187,7 +188,8 @@ async function serverMetrics(pointId) {
         scales: { x: { time: false } },
         // Scrapes are timed by this machine's clock, also for the sim's modelled (rescaled)
         // runs, whose latencies above are modelled (trial 20: nothing said so).
-        axes: [{ label: "time since first scrape (s, this machine's wall clock)" }, {}], series }, data, box);
+        axes: [{ label: "time since first scrape (s, this machine's wall clock)" }, {}], series,
+        hooks: { draw: [dotsHook(box)] } }, data, box);
     }
     host.dataset.series = String(d.series.length);
     $("server-note").textContent = count(names.length, "gauge") + " scraped from the server's /metrics during the run";

@@ -934,4 +934,17 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
         "{dom}"
     );
     assert!(dom.contains("<td>1.000</td>"), "{dom}");
+    // A side of a single point is drawn as a dot (trial 27: in the legend only; uPlot draws
+    // no markers in its x/y mode): 1 knot for A, 2 for B.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/compare?a=hw%3Dh200%2Cconc%3D4&b=hw%3Dh200"),
+    );
+    assert_eq!(attr(&dom, "chart", "data-lines").as_deref(), Some("2"));
+    assert_eq!(
+        attr(&dom, "chart", "data-dots").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
 }
