@@ -508,6 +508,8 @@ pub struct Marks {
     pub agentic: bool,
     /// Some measured row lacks the frontier's x or y (a `-`): set by [`Marks::off_axes`].
     pub off_axes: bool,
+    /// Some row has conc 0: `bench` without `--max-concurrency` (no cap; vLLM's default).
+    pub uncapped: bool,
 }
 
 impl Marks {
@@ -521,6 +523,7 @@ impl Marks {
                 .iter()
                 .any(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO),
             off_axes: false,
+            uncapped: rows.iter().any(|r| r.conc == 0),
         }
     }
 
@@ -632,6 +635,13 @@ pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
             "batch = the run a point came from (the last two parts of a result directory, a \
              result file's name, a quickstart's id; -f batch= takes it as shown, or a \
              quickstart's directory; --format csv shows it whole)",
+        ));
+    }
+    if marks.uncapped && columns.iter().any(|c| c == "conc") {
+        // Trials 26, 27: a `bench` point without --max-concurrency read as "conc 0".
+        out.push_str(&wrap(
+            "conc 0 = no concurrency cap (`bench` without --max-concurrency, as vLLM's default: \
+             requests go out at --request-rate however many are in flight)",
         ));
     }
     if columns.iter().any(|c| c == "run") {
@@ -927,6 +937,16 @@ mod tests {
             footer(&cols(&["hardware", "conc"]), "x", "y", Marks::default()),
             ""
         );
+        let uncapped = Marks {
+            uncapped: true,
+            ..Marks::default()
+        };
+        assert_eq!(
+            footer(&cols(&["hardware", "conc"]), "x", "y", uncapped),
+            "\nconc 0 = no concurrency cap (`bench` without --max-concurrency, as vLLM's default: requests go out\n\
+             \x20   at --request-rate however many are in flight)\n"
+        );
+        assert_eq!(footer(&cols(&["hardware"]), "x", "y", uncapped), "");
         // Trial 25: the `run` column was not explained.
         assert_eq!(
             footer(&cols(&["conc", "run"]), "x", "y", Marks::default()),

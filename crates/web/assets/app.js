@@ -221,19 +221,28 @@ function scatter(u, plotted, groups) {
       ctx.fillStyle = p.valid ? c : "#fff";
       ctx.fill();
       ctx.stroke();
-      drawn.push({ cx, cy, r, c, text: String(p.conc), frontier: p.frontier });
+      drawn.push({ cx, cy, r, c, g: p.group, text: String(p.conc), frontier: p.frontier });
     }
   });
   const markers = drawn.map(d => [d.cx - d.r, d.cy - d.r, d.cx + d.r, d.cy + d.r]);
   const placed = [];
-  // Frontier points' labels first: they get the usual place when two compete.
+  // Frontier points' labels first: they get the usual place when two compete. A point of the
+  // same group and concurrency within 1 % of the plot's size of one already labelled gets no
+  // label of its own (a repeat on the same spot printed "16" twice: trial 27), as in
+  // `inferbench plot`.
+  const labelled = [];
+  const near = (a, b) => a.g === b.g && a.text === b.text
+    && Math.abs(a.cx - b.cx) <= u.bbox.width * 0.01 && Math.abs(a.cy - b.cy) <= u.bbox.height * 0.01;
   for (const d of [...drawn].sort((a, b) => b.frontier - a.frontier)) {
+    if (labelled.some(l => near(l, d))) continue;
+    labelled.push(d);
     const w = ctx.measureText(d.text).width + 2 * px, h = 11 * px;
     const [dx, dy] = placeLabel(d.cx, d.cy, w, h, px, placed, markers);
     ctx.fillStyle = d.c;
     ctx.fillText(d.text, d.cx + dx, d.cy + dy + h - 2 * px);
   }
   $("chart").dataset.labelOverlaps = String(overlapsAmong(placed));
+  $("chart").dataset.labels = String(labelled.length);
   ctx.restore();
 }
 

@@ -408,6 +408,39 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
         );
     }
     assert_ne!(swatch(&dom, "h200"), swatch(&dom, "b200"), "{dom}");
+    assert_eq!(attr(&dom, "chart", "data-labels").as_deref(), Some("4"));
+}
+
+/// Trial 27: a repeat of a point on the same spot (same group and concurrency) printed its
+/// concurrency twice; one label stands for both, as in `inferbench plot`.
+#[test]
+fn a_repeat_on_the_same_spot_has_one_label() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let again = dir.path().join("again");
+    copy_tree_replacing(
+        &fixtures,
+        &again,
+        &[
+            ("h200-nv_0", "h200-nv_1"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-02-h200"),
+        ],
+    );
+    let (db, _) = ingested(&dir.path().join("t.db"), &[&fixtures, &again]);
+    let (_rt, base) = serve(&db);
+    let dom = dump_dom(
+        &chromium,
+        &dir.path().join("profile"),
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
+    );
+    assert_eq!(attr(&dom, "chart", "data-groups").as_deref(), Some("1"));
+    assert_eq!(attr(&dom, "chart", "data-points").as_deref(), Some("4"));
+    assert_eq!(
+        attr(&dom, "chart", "data-labels").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
 }
 
 /// Trial 23 #14: the "Your quickstart" preset also drew `results/bench` points of the same
