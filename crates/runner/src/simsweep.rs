@@ -356,7 +356,7 @@ impl SimTarget {
 }
 
 /// An agentic point's progress line (after `lanes N: `) from its `summary.json` and its AIPerf
-/// export: requests ok and failed, tok/s in+out, p90 E2E-normalized interactivity
+/// export: requests ok and failed, tok/s in+out over all GPUs, p90 E2E-normalized interactivity
 /// (tok/s/user), the theoretical prefix-cache hit, and the wall time `took` with the warmup;
 /// the sweep's cause when the point left no summary.
 pub fn agentic_point_line(pt: &PointReport, took: Duration) -> String {
@@ -371,8 +371,8 @@ pub fn agentic_point_line(pt: &PointReport, took: Duration) -> String {
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v.pointer("/theoretical_prefix_cache_hit/avg")?.as_f64());
     format!(
-        "{} ok, {} failed, {:.0} tok/s in+out, p90 E2E-norm interactivity {:.1} tok/s/user, \
-         theoretical hit {}, took {:.1} s with the warmup",
+        "{} ok, {} failed, {:.0} tok/s in+out (all GPUs), p90 E2E-norm interactivity {:.1} \
+         tok/s/user, theoretical hit {}, took {:.1} s with the warmup",
         s.completed,
         s.inferbench.failed,
         s.total_token_throughput,
@@ -420,8 +420,8 @@ pub fn point_line(pt: &PointReport, took: Duration) -> String {
         );
     }
     format!(
-        "{} ok, {} failed{cut}, {:.0} tok/s in+out (modelled), TTFT p99 {:.3} s, took {:.1} s \
-         of wall time",
+        "{} ok, {} failed{cut}, {:.0} tok/s in+out (all GPUs, modelled), TTFT p99 {:.3} s, \
+         took {:.1} s of wall time",
         s.completed,
         s.inferbench.failed,
         s.total_token_throughput,

@@ -962,7 +962,7 @@ fn headline(dir: &std::path::Path) -> String {
             .map_or("n/a".to_string(), |x| format!("{x:.1}"));
         let invalid = (v.get("submission_valid")).is_some_and(submission_invalid);
         return format!(
-            ", {t:.0} tok/s in+out, p90 E2E-norm interactivity {x} tok/s/user, {d:.1} s \
+            ", {t:.0} tok/s in+out (all GPUs), p90 E2E-norm interactivity {x} tok/s/user, {d:.1} s \
              measured after the warmup (first send to last completion){}",
             if invalid {
                 ", INVALID (submission_valid=false)"
@@ -973,7 +973,7 @@ fn headline(dir: &std::path::Path) -> String {
     }
     match f("p99_ttft_ms") {
         Some(ttft) => format!(
-            ", {t:.0} tok/s in+out, TTFT p99 {:.3} s, {d:.1} s of wall time measured",
+            ", {t:.0} tok/s in+out (all GPUs), TTFT p99 {:.3} s, {d:.1} s of wall time measured",
             ttft / 1000.0
         ),
         None => String::new(),
