@@ -351,9 +351,14 @@ impl Report {
 /// report then says so instead of a page of zeros, and callers skip their own extra lines
 /// (replay's plays and validity) that would describe a profile that never ran.
 pub fn nothing_measured(s: &RunSummary) -> bool {
-    s.inferbench.stop_reason == StopReason::ServerUnreachable
-        && s.completed == 0
-        && s.inferbench.failed == 0
+    never_answered(s) && s.inferbench.failed == 0
+}
+
+/// Whether the run stopped at an unreachable server with no request completed (some may have
+/// failed inside the profile, unlike [`nothing_measured`]): there is no point to store, so
+/// `bench --db` stores nothing (trial 24: a failed point of nothing was stored).
+pub fn never_answered(s: &RunSummary) -> bool {
+    s.inferbench.stop_reason == StopReason::ServerUnreachable && s.completed == 0
 }
 
 /// A server that never answered before the profile: nothing was measured, so the report

@@ -65,9 +65,7 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     // inside another (trial 7: `bench --db postgres://…` panicked after the benchmark).
     // The server never answered: the result file says what happened (issue 13), but there is
     // no point to store (trial 24: a failed point of nothing was stored, its database created).
-    let never_answered = out.summary.inferbench.stop_reason
-        == inferbench_core::summary::StopReason::ServerUnreachable
-        && out.summary.completed == 0;
+    let never_answered = inferbench_loadgen::output::never_answered(&out.summary);
     if let (Some(db), true) = (&db, never_answered) {
         eprintln!(
             "inferbench: nothing stored in {}: the server never answered",
