@@ -344,24 +344,29 @@ fn a_database_of_evals_alone_opens_every_page() {
     );
 }
 
+/// The store's sweep-h200 fixture and a copy of it with `swaps` made (in `dir/copy`), ingested
+/// into `dir/t.db` and served: (runtime, base URL).
+fn sweep_and_copy_served(dir: &Path, swaps: &[(&str, &str)]) -> (tokio::runtime::Runtime, String) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
+    let copy = dir.join("copy");
+    copy_tree_replacing(&fixtures, &copy, swaps);
+    let (db, _) = ingested(&dir.join("t.db"), &[&fixtures, &copy]);
+    serve(&db)
+}
+
 /// Trial 20: two groups with (nearly) the same points printed their concurrency labels over
 /// each other. Each label is placed clear of the others: none of the drawn label boxes overlap.
 #[test]
 fn coinciding_points_of_two_groups_keep_their_labels_apart() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
-    let twin = dir.path().join("twin");
-    copy_tree_replacing(
-        &fixtures,
-        &twin,
+    let (_rt, base) = sweep_and_copy_served(
+        dir.path(),
         &[
             ("h200-nv_0", "b200-nv_0"),
             ("sweep-2026-03-01-h200", "sweep-2026-03-01-b200"),
         ],
     );
-    let (db, _) = ingested(&dir.path().join("t.db"), &[&fixtures, &twin]);
-    let (_rt, base) = serve(&db);
     let dom = dump_dom(
         &chromium,
         &dir.path().join("profile"),
@@ -417,18 +422,13 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
 fn a_repeat_on_the_same_spot_has_one_label() {
     let Some(chromium) = chromium() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
-    let again = dir.path().join("again");
-    copy_tree_replacing(
-        &fixtures,
-        &again,
+    let (_rt, base) = sweep_and_copy_served(
+        dir.path(),
         &[
             ("h200-nv_0", "h200-nv_1"),
             ("sweep-2026-03-01-h200", "sweep-2026-03-02-h200"),
         ],
     );
-    let (db, _) = ingested(&dir.path().join("t.db"), &[&fixtures, &again]);
-    let (_rt, base) = serve(&db);
     let dom = dump_dom(
         &chromium,
         &dir.path().join("profile"),
