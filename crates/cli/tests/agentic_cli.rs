@@ -351,9 +351,19 @@ fn interrupted_agentic_quickstart_keeps_the_cut_point_off_the_preview() {
         "--out",
         tmp.path().join("qs").to_str().unwrap(),
     ]);
-    // Into the measured part of the second point's 6 s replay (past its warmup).
-    let (code, out, err) =
-        common::interrupt_after_line(cmd, "lanes  1:", std::time::Duration::from_millis(4000));
+    // Into the measured part of the second point's 6 s replay, past its warmup: about 3 s
+    // before the first point's whole time ("took N s with the warmup") has passed again. A
+    // fixed 4 s fell inside the warmup on a loaded machine (the first point took 10.9 s there),
+    // so the cut point had nothing measured and was stored as failed instead.
+    let (code, out, err) = common::interrupt_after_line_by(cmd, "lanes  1:", |l| {
+        let took = l
+            .split("took ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .and_then(|t| t.parse::<f64>().ok())
+            .unwrap_or(7.0);
+        std::time::Duration::from_secs_f64((took - 3.0).max(4.0))
+    });
     assert_eq!(code, Some(130), "{out}{err}");
     // The cut point's progress line says so (trial 26), the finished one's does not.
     let line = |lanes: &str| {

@@ -1062,11 +1062,13 @@ mod tests {
         let mut ok = PointRow {
             valid: true,
             frontier: true,
+            conc: 4,
             ..PointRow::default()
         };
         let failed = PointRow {
             error: Some("no successful request".into()),
             frontier: true,
+            conc: 4,
             ..PointRow::default()
         };
         assert_eq!(
@@ -1086,6 +1088,8 @@ mod tests {
                 ..Marks::default()
             }
         );
+        // Conc 0 (no concurrency cap) is explained when a row has it.
+        assert!(Marks::of(&[PointRow::default()]).uncapped);
         assert_eq!(round_for_table(0.0), "0");
         assert_eq!(round_for_table(0.01234), "0.0123");
     }

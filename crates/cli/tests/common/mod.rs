@@ -59,9 +59,21 @@ pub fn signal(pid: u32, sig: &str) {
 /// stdout and the whole stderr.
 #[cfg(unix)]
 pub fn interrupt_after_line(
-    mut cmd: Command,
+    cmd: Command,
     line: &str,
     after: std::time::Duration,
+) -> (Option<i32>, String, String) {
+    interrupt_after_line_by(cmd, line, |_| after)
+}
+
+/// [`interrupt_after_line`] with the wait computed from the stderr line that matched (e.g.
+/// from a point's "took N s", so that the next point is interrupted at the same place of its
+/// run on a loaded machine as on an idle one).
+#[cfg(unix)]
+pub fn interrupt_after_line_by(
+    mut cmd: Command,
+    line: &str,
+    after: impl FnOnce(&str) -> std::time::Duration,
 ) -> (Option<i32>, String, String) {
     let mut child = cmd
         .stdout(Stdio::piped())
@@ -76,16 +88,17 @@ pub fn interrupt_after_line(
         for l in BufReader::new(stderr).lines() {
             let l = l.unwrap();
             if l.trim_start().starts_with(&want) {
-                let _ = tx.send(());
+                let _ = tx.send(l.clone());
             }
             all.push_str(&l);
             all.push('\n');
         }
         all
     });
-    rx.recv_timeout(std::time::Duration::from_secs(120))
+    let matched = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
         .unwrap_or_else(|_| panic!("no stderr line starting {line:?}"));
-    std::thread::sleep(after);
+    std::thread::sleep(after(&matched));
     signal(child.id(), "INT");
     let o = child.wait_with_output().unwrap();
     let err = reader.join().unwrap();
