@@ -802,7 +802,8 @@ pub fn compare_table(
     out.push_str(&aligned(&grid, &[]));
     out.push_str(
         "  (A, B: mean over batches of y on each batch's frontier at x; n = batches whose frontier \
-         reaches x, i.e. repeats)\n",
+         reaches x, i.e. repeats; y between two of a frontier's points is interpolated, with the \
+         monotone spline InferenceX uses, not measured)\n",
     );
     if no_ci {
         out.push_str(
