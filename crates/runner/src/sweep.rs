@@ -940,9 +940,10 @@ fn eval_headline(dir: &std::path::Path, checked: bool) -> String {
     )
 }
 
-/// `, <tok/s> tok/s in+out, TTFT p99 <s>, <duration> s of wall time measured` from a point's `summary.json`, or
-/// nothing. Agentic points show their North-Star x (p90 E2E-normalized interactivity,
-/// tok/s/user) instead of TTFT, and `INVALID` when `submission_valid` is false.
+/// `, <tok/s> tok/s in+out (all GPUs), TTFT p99 <s>, <duration> s of wall time measured` from a
+/// point's `summary.json`, or nothing; "modelled" where the point is in the sim's modelled time.
+/// Agentic points show their North-Star x (p90 E2E-normalized interactivity, tok/s/user)
+/// instead of TTFT, and `INVALID` when `submission_valid` is false.
 fn headline(dir: &std::path::Path) -> String {
     use inferbench_core::summary::agentic::submission_invalid;
     let Ok(text) = std::fs::read_to_string(dir.join("summary.json")) else {
@@ -955,6 +956,19 @@ fn headline(dir: &std::path::Path) -> String {
     let (Some(t), Some(d)) = (f("total_token_throughput"), f("duration")) else {
         return String::new();
     };
+    // A point against the sim at a time scale is rewritten in modelled time (`clock` in its
+    // metadata): its numbers are the simulated hardware's, not this machine's (trial 28).
+    let modelled = v.get("clock").and_then(|c| c.as_str()) == Some("modelled");
+    let all_gpus = if modelled {
+        "all GPUs, modelled"
+    } else {
+        "all GPUs"
+    };
+    let time = if modelled {
+        "modelled time"
+    } else {
+        "wall time"
+    };
     if v.get("scenario_type").and_then(|s| s.as_str()) == Some("agentic-coding") {
         let x = v
             .pointer("/inferbench/e2e_normalized_interactivity/p90")
@@ -962,8 +976,8 @@ fn headline(dir: &std::path::Path) -> String {
             .map_or("n/a".to_string(), |x| format!("{x:.1}"));
         let invalid = (v.get("submission_valid")).is_some_and(submission_invalid);
         return format!(
-            ", {t:.0} tok/s in+out (all GPUs), p90 E2E-norm interactivity {x} tok/s/user, {d:.1} s \
-             measured after the warmup (first send to last completion){}",
+            ", {t:.0} tok/s in+out ({all_gpus}), p90 E2E-norm interactivity {x} tok/s/user, \
+             {d:.1} s measured after the warmup (first send to last completion){}",
             if invalid {
                 ", INVALID (submission_valid=false)"
             } else {
@@ -973,7 +987,7 @@ fn headline(dir: &std::path::Path) -> String {
     }
     match f("p99_ttft_ms") {
         Some(ttft) => format!(
-            ", {t:.0} tok/s in+out (all GPUs), TTFT p99 {:.3} s, {d:.1} s of wall time measured",
+            ", {t:.0} tok/s in+out ({all_gpus}), TTFT p99 {:.3} s, {d:.1} s of {time} measured",
             ttft / 1000.0
         ),
         None => String::new(),
@@ -1482,5 +1496,30 @@ mod tests {
             ", gsm8k strict-match 0.7500 ± 0.2500, flexible-extract 0.5000 ± 0.5000 (4 problems, threshold 0.90 not applied: --no-eval-threshold)"
         );
         assert_eq!(eval_headline(&dir.path().join("none"), true), "");
+    }
+
+    /// A point's progress line names its throughput's scope and its clock: a sim point at a
+    /// time scale is in modelled time (trial 28: the sweep's line read as wall time).
+    #[test]
+    fn point_line_names_its_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut summary = serde_json::json!({
+            "total_token_throughput": 1259.4, "duration": 8.44, "p99_ttft_ms": 34.0,
+        });
+        let write = |v: &serde_json::Value| {
+            std::fs::write(dir.path().join("summary.json"), v.to_string()).unwrap()
+        };
+        write(&summary);
+        assert_eq!(
+            headline(dir.path()),
+            ", 1259 tok/s in+out (all GPUs), TTFT p99 0.034 s, 8.4 s of wall time measured"
+        );
+        summary["clock"] = "modelled".into();
+        write(&summary);
+        assert_eq!(
+            headline(dir.path()),
+            ", 1259 tok/s in+out (all GPUs, modelled), TTFT p99 0.034 s, 8.4 s of modelled time \
+             measured"
+        );
     }
 }
