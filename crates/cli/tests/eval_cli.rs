@@ -88,8 +88,17 @@ fn scores_files_thresholds_and_errors() {
         )),
         "{text}"
     );
-    let (code, _) = eval(&url, &data, &out, &["--no-threshold"]);
+    // A second eval into the same directory says it replaced the first's files (trial 28).
+    let (code, text) = eval(&url, &data, &out, &["--no-threshold"]);
     assert_eq!(code, Some(0));
+    assert!(
+        text.contains(&format!(
+            "{0}/meta_env.json, replacing the earlier eval's files there (another --result-dir \
+             keeps both) (`inferbench ingest {0}",
+            out.display()
+        )),
+        "{text}"
+    );
     let (code, _) = eval(&url, &data, &out, &["--threshold", "0.75"]);
     assert_eq!(code, Some(0));
     let r: serde_json::Value =

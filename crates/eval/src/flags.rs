@@ -227,6 +227,9 @@ async fn finish(
         eprintln!("gsm8k: {why}; nothing was measured, nothing written{kept}");
         return Ok(status);
     }
+    // An earlier eval's files there are replaced: said, as `bench` would have taken another
+    // name (trial 28: a second `eval gsm8k` silently replaced the first's).
+    let replaced = a.result_dir.join(gsm8k::RESULTS_FILE).is_file();
     let w = gsm8k::write_outputs(&a.result_dir, opts, samples, threshold)
         .with_context(|| format!("writing results into {}", a.result_dir.display()))?;
     // What `ingest` reads an eval set's identity from (trial 22: `ingest results/eval` found
@@ -243,11 +246,16 @@ async fn finish(
     );
     // Every file written, named (trial 23: meta_env.json went unsaid).
     eprintln!(
-        "wrote {}, {} and {} (`inferbench ingest {} --set hw=… --set framework=… --set \
+        "wrote {}, {} and {}{} (`inferbench ingest {} --set hw=… --set framework=… --set \
          precision=…` stores the score)",
         w.samples.display(),
         w.results.display(),
         meta_path.display(),
+        if replaced {
+            ", replacing the earlier eval's files there (another --result-dir keeps both)"
+        } else {
+            ""
+        },
         a.result_dir.display()
     );
     if w.scores.cancelled > 0 {

@@ -595,6 +595,9 @@ pub struct Written {
     pub results: PathBuf,
 }
 
+/// Name of the results file an eval writes into its directory ([`write_outputs`]).
+pub const RESULTS_FILE: &str = "results_gsm8k.json";
+
 /// Scores `samples` and writes `samples_gsm8k.jsonl` and `results_gsm8k.json` into `dir`
 /// (created). The one writer of `inferbench eval` and of evals inside sweeps.
 ///
@@ -614,7 +617,7 @@ pub fn write_outputs(
     }
     let samples_path = dir.join("samples_gsm8k.jsonl");
     std::fs::write(&samples_path, jsonl)?;
-    let results_path = dir.join("results_gsm8k.json");
+    let results_path = dir.join(RESULTS_FILE);
     let text = serde_json::to_string_pretty(&results_json(opts, &scores, threshold))
         .map_err(std::io::Error::other)?;
     std::fs::write(&results_path, text)?;

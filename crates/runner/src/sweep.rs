@@ -917,7 +917,7 @@ fn summary_invalid(dir: &std::path::Path) -> bool {
 /// an eval's `results_gsm8k.json`, or nothing. With `checked` false (`--no-eval-threshold`) the
 /// threshold is named as not applied.
 fn eval_headline(dir: &std::path::Path, checked: bool) -> String {
-    let Some(v) = std::fs::read(dir.join("results_gsm8k.json"))
+    let Some(v) = std::fs::read(dir.join(inferbench_eval::gsm8k::RESULTS_FILE))
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
     else {
