@@ -4,16 +4,14 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use http::header::{
-    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, USER_AGENT,
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONNECTION, CONTENT_LENGTH,
+    CONTENT_TYPE, HOST, TRANSFER_ENCODING, USER_AGENT,
 };
-use http::{Method, Request, Response, Uri};
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Body, Frame, Incoming};
+use http::Uri;
 use inferbench_core::{ErrorClass, Phase, RequestRecord};
 use serde_json::{Map, Value};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
@@ -23,15 +21,13 @@ use crate::openai::{
     build_body, excerpt, Backend, Interpreter, MaxTokensField, PendingCount, RequestInput,
     TokenCounter,
 };
-use crate::pool::{is_stale_error, Conn, Pool};
+use crate::pool::{Conn, Pool};
 use crate::rxstamp::RxStamp;
 use crate::sse::SseParser;
+use crate::wire::{parse_head, BodyDecoder, Head, HeadParse, Step};
 
 /// Default idle timeout: 600 s without a byte (issue #2 `--idle-timeout` default).
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Most body frames handled per wake-up before yielding back to the timers and cancellation.
-const MAX_DRAIN: u32 = 256;
 
 /// Largest non-streaming JSON response body read, in bytes (64 MiB).
 const MAX_JSON_BODY: usize = 64 << 20;
@@ -205,7 +201,9 @@ pub struct RequestMeta {
 /// The longest [`Client::preconnect`] waits for its connections: 5 s.
 pub const PRECONNECT_DEADLINE: Duration = Duration::from_secs(5);
 
-/// Streaming OpenAI-compatible HTTP/1.1 client over keep-alive connections (hyper 1).
+/// Streaming OpenAI-compatible HTTP/1.1 client over keep-alive connections: it writes each
+/// request and decodes each response itself ([`crate::wire`]), in the request's own task, so
+/// body bytes reach the SSE parser as slices of the connection's read buffer.
 ///
 /// Cheap to clone (connection pool shared). Every [`Client::send`] returns exactly one record
 /// and never panics. The only re-send: a request that died on a *reused* keep-alive connection
@@ -215,9 +213,14 @@ pub const PRECONNECT_DEADLINE: Duration = Duration::from_secs(5);
 pub struct Client {
     pool: Arc<Pool>,
     uri: Uri,
-    /// Origin-form request target (path and query).
-    path: Uri,
-    headers: HeaderMap,
+    /// The request head up to its per-request fields: the request line (origin-form target)
+    /// and every fixed header line, each ending in CRLF.
+    head: Arc<[u8]>,
+    /// `X-Correlation-ID` lines given with `--header`, sent when a request has no correlation
+    /// id of its own (empty when none).
+    correlation_lines: Arc<[u8]>,
+    /// A `--header Connection: close` asked for one request per connection: none is reused.
+    close_requested: bool,
     cfg: Arc<ClientConfig>,
     clock: RunClock,
 }
@@ -302,11 +305,39 @@ impl Client {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
+        // The request head's fixed part, written once here. Framing fields are ours alone
+        // (every request is sent with its Content-Length); a `--header X-Correlation-ID` is
+        // kept apart because a request's own correlation id replaces it.
+        let correlation = HeaderName::from_static("x-correlation-id");
+        let mut head = Vec::with_capacity(256);
+        let mut correlation_lines = Vec::new();
+        head.extend_from_slice(b"POST ");
+        head.extend_from_slice(path.path_and_query().map_or("/", |p| p.as_str()).as_bytes());
+        head.extend_from_slice(b" HTTP/1.1\r\n");
+        let mut close_requested = false;
+        for (name, value) in &headers {
+            if name == CONTENT_LENGTH || name == TRANSFER_ENCODING {
+                continue;
+            }
+            if name == CONNECTION {
+                close_requested |= value
+                    .as_bytes()
+                    .split(|&b| b == b',')
+                    .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+            }
+            let out = if name == correlation {
+                &mut correlation_lines
+            } else {
+                &mut head
+            };
+            push_field(out, name.as_str(), value.as_bytes());
+        }
         Ok(Self {
             pool,
             uri,
-            path,
-            headers,
+            head: head.into(),
+            correlation_lines: correlation_lines.into(),
+            close_requested,
             cfg: Arc::new(cfg),
             clock,
         })
@@ -428,14 +459,16 @@ impl Client {
         cancel: &CancellationToken,
         rec: &mut RequestRecord,
     ) -> Option<PendingCount> {
-        let body = Bytes::from(build_body(
+        let body = build_body(
             self.cfg.backend,
             &self.cfg.model,
             input,
             self.cfg.ignore_eos,
             self.cfg.max_tokens_field,
             self.cfg.extra_body.as_ref(),
-        ));
+        );
+        let request = self.request_bytes(&body, correlation.as_ref());
+        drop(body);
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
         let sent = Instant::now();
@@ -448,28 +481,27 @@ impl Client {
         let sleep = tokio::time::sleep_until(limits.at(sent).into());
         tokio::pin!(sleep);
 
-        // 1. Response head. The connection's driver is polled in this task alongside.
+        // 1. Response head, read in this task.
         let head = self
-            .response_head(
-                &body,
-                correlation.as_ref(),
-                &limits,
-                &mut cancelled,
-                &mut sleep,
-            )
+            .response_head(&request, &limits, &mut cancelled, &mut sleep)
             .await;
-        let (resp, stamp, conn) = match head {
+        drop(request);
+        let (head, conn, written) = match head {
             Ok(r) => r,
             Err((class, msg)) => return self.fail_now(rec, class, msg),
         };
         let head_at = Instant::now();
         // Times are the kernel's receive times where it gives them (`rxstamp`), never before
         // the send nor before the previous time of this request.
+        let stamp = conn.stamp.clone();
         let last_t = stamp.run_ns(self.clock.ns_at(head_at), rec.sent_ns);
         rec.first_byte_ns = Some(last_t);
-        let status = resp.status();
-        rec.http_status = Some(status.as_u16());
-        let decoder = match Decoder::for_headers(resp.headers()) {
+        rec.http_status = Some(head.status);
+        let Ok(status) = http::StatusCode::from_u16(head.status) else {
+            let msg = format!("invalid response status {}", head.status);
+            return self.fail_now(rec, ErrorClass::Malformed, msg);
+        };
+        let decoder = match Decoder::for_codings(&head.codings) {
             Ok(d) => d,
             Err(msg) if status.is_success() => {
                 return self.fail_now(rec, ErrorClass::Malformed, msg);
@@ -489,15 +521,17 @@ impl Client {
             } else {
                 Mode::ErrorBody
             },
-            labelled_sse: is_event_stream(resp.headers()),
+            labelled_sse: head.labelled_sse,
             decoder,
             parser: SseParser::new(),
             interp: Interpreter::new(),
             raw: Vec::new(),
         };
         let mut read = BodyRead {
-            body: resp.into_body(),
-            conn,
+            framing: BodyDecoder::new(head.framing),
+            // A request cut short by an early response leaves its connection unusable.
+            keep_alive: head.keep_alive && written && !self.close_requested,
+            conn: Some(conn),
             stamp,
             last_t,
             last_byte: head_at,
@@ -510,29 +544,36 @@ impl Client {
         self.finish_exchange(st, transport, status, &read.stamp, rec)
     }
 
+    /// The whole request: the fixed head, this request's correlation id (else a `--header`
+    /// one), its `Content-Length`, the JSON body.
+    fn request_bytes(&self, body: &[u8], correlation: Option<&HeaderValue>) -> Vec<u8> {
+        let mut req = Vec::with_capacity(self.head.len() + 96 + body.len());
+        req.extend_from_slice(&self.head);
+        match correlation {
+            Some(c) => push_field(&mut req, "x-correlation-id", c.as_bytes()),
+            None => req.extend_from_slice(&self.correlation_lines),
+        }
+        req.extend_from_slice(b"content-length: ");
+        req.extend_from_slice(body.len().to_string().as_bytes());
+        req.extend_from_slice(b"\r\n\r\n");
+        req.extend_from_slice(body);
+        req
+    }
+
     /// Sends the request (on a pooled connection, re-sent once on a fresh one when a reused
-    /// connection turns out closed) and waits for the response head, polling the connection's
-    /// driver in this task. Returns the response, its connection's receive stamp and the
-    /// connection (`None` once the server has closed it). Errors, with their class: cancelled,
-    /// a timeout (`limits`), a failed connect or a connection that failed before the head.
+    /// connection turns out closed before any response byte) and reads the response head.
+    /// Returns the head, its connection (body bytes read with the head are in its buffer) and
+    /// whether the whole request was written (a server may answer early, e.g. 413, and stop
+    /// reading). Errors, with their class: cancelled, a timeout (`limits`), a failed connect,
+    /// a connection that failed before the head, an invalid head (all `connect`, as a
+    /// connection that never yields a usable response).
     async fn response_head(
         &self,
-        body: &Bytes,
-        correlation: Option<&HeaderValue>,
+        request: &[u8],
         limits: &Deadlines,
         cancelled: &mut Pin<&mut WaitForCancellationFuture<'_>>,
         sleep: &mut Pin<&mut tokio::time::Sleep>,
-    ) -> Result<(Response<Incoming>, RxStamp, Option<Conn>), (ErrorClass, String)> {
-        let make_request = || {
-            let mut req = Request::new(Full::new(body.clone()));
-            *req.method_mut() = Method::POST;
-            *req.uri_mut() = self.path.clone();
-            *req.headers_mut() = self.headers.clone();
-            if let Some(c) = correlation {
-                req.headers_mut().insert("x-correlation-id", c.clone());
-            }
-            req
-        };
+    ) -> Result<(Head, Conn, bool), (ErrorClass, String)> {
         let fut = async {
             let mut retried = false;
             loop {
@@ -541,31 +582,22 @@ impl Client {
                     .checkout(retried)
                     .await
                     .map_err(|e| e.to_string())?;
-                let mut driver_done = false;
-                let outcome = {
-                    let req = c.sender.send_request(make_request());
-                    tokio::pin!(req);
-                    loop {
-                        tokio::select! {
-                            r = &mut req => break r,
-                            _ = &mut c.driver, if !driver_done => driver_done = true,
-                        }
-                    }
-                };
-                match outcome {
-                    // A finished driver (server closed after a short response) is dropped.
-                    Ok(resp) => {
-                        let stamp = c.stamp.clone();
-                        return Ok((resp, stamp, (!driver_done).then_some(c)));
-                    }
+                match write_and_read_head(&mut c, request).await {
+                    Ok((head, written)) => return Ok((head, c, written)),
                     // The server closed the idle keep-alive connection: re-send once.
-                    Err(_) if reused && !retried => retried = true,
-                    Err(e) => {
+                    Err(HeadError::Io {
+                        answered: false, ..
+                    }) if reused && !retried => {
+                        retried = true;
+                    }
+                    Err(HeadError::Io { msg, .. }) => {
                         return Err(format!(
-                            "connection failed before the response head from {}: {}",
-                            self.uri,
-                            inferbench_core::error_chain(&e)
+                            "connection failed before the response head from {}: {msg}",
+                            self.uri
                         ))
+                    }
+                    Err(HeadError::Invalid(msg)) => {
+                        return Err(format!("invalid response head from {}: {msg}", self.uri))
                     }
                 }
             }
@@ -592,8 +624,9 @@ impl Client {
 
     /// Reads the body into `st` until it ends, `[DONE]` arrived and the body end did not
     /// follow within [`DONE_GRACE`], `st` has seen enough (an error body) or failed, a timeout
-    /// (`limits`) or cancellation. A body read to its end returns its connection to the pool.
-    /// Returns the transport failure, if any (a failure after `[DONE]` is none).
+    /// (`limits`) or cancellation. A body read to its end returns its connection to the pool
+    /// (when the response allows keep-alive). Returns the transport failure, if any (a failure
+    /// after `[DONE]` is none).
     async fn read_body(
         &self,
         st: &mut BodyState,
@@ -607,30 +640,36 @@ impl Client {
         // Set once `[DONE]` arrived: the result is decided; the body end is awaited only this
         // long (to keep the connection), never failing the request.
         let mut done_grace: Option<Instant> = None;
+        // Body bytes that came in the head's read carry its time.
+        let mut flow = self.on_bytes(read.last_t, st, read, rec);
         loop {
-            tokio::select! {
+            if let Flow::Stop(transport) = flow {
+                return transport;
+            }
+            if st.interp.done && done_grace.is_none() {
+                let at = read.last_byte + DONE_GRACE;
+                done_grace = Some(at);
+                sleep.as_mut().reset(at.into());
+            }
+            flow = tokio::select! {
                 biased;
                 _ = &mut *cancelled => {
                     return (!st.interp.done)
                         .then(|| (ErrorClass::Cancelled, "cancelled while streaming".into()));
                 }
-                r = drive(&mut read.conn), if read.conn.is_some() => {
-                    // The connection ended; the body reports how (end or error) next.
-                    if r.is_err_and(|e| is_stale_error(&e)) {
-                        self.pool.mark_stale();
-                    }
-                    read.conn = None;
-                }
-                first = read.body.frame() => {
+                r = fill(&mut read.conn) => {
                     let now = Instant::now();
-                    match self.on_frames(first, now, st, read, rec) {
-                        Flow::Continue => {}
-                        Flow::Stop(transport) => return transport,
-                    }
-                    if st.interp.done && done_grace.is_none() {
-                        let at = now + DONE_GRACE;
-                        done_grace = Some(at);
-                        sleep.as_mut().reset(at.into());
+                    match r {
+                        Ok(0) => self.on_eof(now, st, read, rec),
+                        Ok(_) => {
+                            let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t);
+                            read.last_t = t;
+                            read.last_byte = now;
+                            self.on_bytes(t, st, read, rec)
+                        }
+                        Err(e) => Flow::Stop((!st.interp.done).then(|| {
+                            (ErrorClass::StreamError, format!("connection failed mid-body: {e}"))
+                        })),
                     }
                 }
                 _ = &mut *sleep => {
@@ -642,82 +681,99 @@ impl Client {
                             return None;
                         }
                         sleep.as_mut().reset(at.into());
-                        continue;
-                    }
-                    if let Some(class) = limits.expired(now, read.last_byte) {
+                    } else if let Some(class) = limits.expired(now, read.last_byte) {
                         let msg = match class {
                             ErrorClass::TimeoutTotal => format!("request not finished {:.3} s after send (--request-timeout)", (now - limits.sent).as_secs_f64()),
                             _ => format!("no byte for {:.3} s (--idle-timeout)", (now - read.last_byte).as_secs_f64()),
                         };
                         return Some((class, msg));
+                    } else {
+                        sleep.as_mut().reset(limits.at(read.last_byte).into());
                     }
-                    sleep.as_mut().reset(limits.at(read.last_byte).into());
+                    Flow::Continue
                 }
-            }
+            };
         }
     }
 
-    /// Hands `first` and every frame already decoded after it (at most [`MAX_DRAIN`], so
-    /// cancellation and timeouts stay responsive) to `st`, all stamped with one time: the
-    /// kernel's receive time of the latest read where there is one, else `now` (every frame
-    /// drained here arrived with the bytes of this read or an earlier one).
-    fn on_frames(
+    /// Decodes the body bytes in the connection's buffer in place and hands each piece to
+    /// `st`, all stamped `t`: the time of the read that carried them (the kernel's receive
+    /// time of the latest read where there is one, else when it was read). Consumes what it
+    /// decoded; at the body's end returns the connection to the pool (when reusable).
+    fn on_bytes(
         &self,
-        first: Option<Result<Frame<Bytes>, hyper::Error>>,
-        now: Instant,
+        t: u64,
         st: &mut BodyState,
         read: &mut BodyRead,
         rec: &mut RequestRecord,
     ) -> Flow {
-        let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t);
-        read.last_t = t;
-        read.last_byte = now;
-        let mut frame = first;
-        let mut drained = 0u32;
+        let Some(conn) = read.conn.as_mut() else {
+            return Flow::Continue;
+        };
         loop {
-            match frame {
-                Some(Ok(f)) => {
-                    if let Ok(data) = f.into_data() {
-                        match st.on_wire(&data, t, rec) {
-                            Ok(true) => {}
-                            Ok(false) => return Flow::Stop(None),
-                            Err(e) => return Flow::Stop(Some(e)),
-                        }
-                        if st.interp.failure.is_some() {
-                            return Flow::Stop(None);
-                        }
+            let (n, step) = match read.framing.step(conn.unread()) {
+                Ok(s) => s,
+                Err(msg) => {
+                    return Flow::Stop((!st.interp.done).then(|| {
+                        (
+                            ErrorClass::Malformed,
+                            format!("invalid HTTP body framing: {msg}"),
+                        )
+                    }));
+                }
+            };
+            match step {
+                Step::Data(data) => {
+                    let r = st.on_wire(data, t, rec);
+                    conn.consume(n);
+                    match r {
+                        Ok(true) => {}
+                        Ok(false) => return Flow::Stop(None),
+                        Err(e) => return Flow::Stop(Some(e)),
+                    }
+                    if st.interp.failure.is_some() {
+                        return Flow::Stop(None);
                     }
                 }
-                Some(Err(e)) => {
-                    return Flow::Stop((!st.interp.done).then(|| body_error(&e)));
+                Step::More => {
+                    conn.consume(n);
+                    return Flow::Continue;
                 }
-                None => {
+                Step::End => {
+                    conn.consume(n);
                     // Body read to the end: the connection can carry the next request (the
                     // pool checks it for unread bytes first).
-                    if let Some(c) = read.conn.take() {
+                    if let Some(c) = read.conn.take().filter(|_| read.keep_alive) {
                         self.pool.checkin(c);
                     }
                     return Flow::Stop(st.on_end(t, rec).err());
                 }
             }
-            // Drain frames that are already decoded without another trip through select!.
-            drained += 1;
-            if drained >= MAX_DRAIN {
-                return Flow::Continue;
+        }
+    }
+
+    /// The server closed the connection at `now`: the end of a close-delimited body, else a
+    /// body cut short (`stream_error`, none after `[DONE]`).
+    fn on_eof(
+        &self,
+        now: Instant,
+        st: &mut BodyState,
+        read: &mut BodyRead,
+        rec: &mut RequestRecord,
+    ) -> Flow {
+        read.conn = None;
+        match read.framing.at_eof() {
+            Ok(()) => {
+                let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t);
+                read.last_t = t;
+                Flow::Stop(st.on_end(t, rec).err())
             }
-            let mut cx = Context::from_waker(Waker::noop());
-            if let Some(c) = read.conn.as_mut() {
-                if let Poll::Ready(r) = Pin::new(&mut c.driver).poll(&mut cx) {
-                    if r.is_err_and(|e| is_stale_error(&e)) {
-                        self.pool.mark_stale();
-                    }
-                    read.conn = None;
-                }
-            }
-            match Pin::new(&mut read.body).poll_frame(&mut cx) {
-                Poll::Ready(f) => frame = f,
-                Poll::Pending => return Flow::Continue,
-            }
+            Err(msg) => Flow::Stop((!st.interp.done).then(|| {
+                (
+                    ErrorClass::StreamError,
+                    format!("connection failed mid-body: {msg}"),
+                )
+            })),
         }
     }
 
@@ -838,18 +894,19 @@ impl Deadlines {
     }
 }
 
-/// A response body being read: its frames, its connection (`None` once closed or handed
-/// back), the connection's receive stamp, and the latest time given to a frame (run-clock ns)
-/// and when it was read.
+/// A response body being read: its framing, whether its connection may carry another request
+/// after it, the connection (`None` once closed or handed back), the connection's receive
+/// stamp, and the latest time given to body bytes (run-clock ns) and when they were read.
 struct BodyRead {
-    body: Incoming,
+    framing: BodyDecoder,
+    keep_alive: bool,
     conn: Option<Conn>,
     stamp: RxStamp,
     last_t: u64,
     last_byte: Instant,
 }
 
-/// Whether [`Client::on_frames`] wants more of the body, or reading stops (with the
+/// Whether [`Client::on_bytes`] wants more of the body, or reading stops (with the
 /// transport failure, if any).
 enum Flow {
     Continue,
@@ -1007,18 +1064,6 @@ fn sniff_sse(prefix: &[u8], labelled_sse: bool) -> Option<bool> {
     }
 }
 
-/// True when the `Content-Type` is `text/event-stream`: media type compared
-/// case-insensitively, parameters (`; charset=utf-8`) and whitespace allowed (RFC 9110 §8.3.1).
-fn is_event_stream(headers: &HeaderMap) -> bool {
-    headers.get(CONTENT_TYPE).is_some_and(|v| {
-        let v = v.as_bytes();
-        let essence = v.split(|&b| b == b';').next().unwrap_or(v);
-        essence
-            .trim_ascii()
-            .eq_ignore_ascii_case(b"text/event-stream")
-    })
-}
-
 /// A decoder for a `Content-Encoding` the server applied unasked (we send no
 /// `Accept-Encoding`; Python clients decode it transparently, so the sample is kept).
 enum Decoder {
@@ -1027,19 +1072,11 @@ enum Decoder {
 }
 
 impl Decoder {
-    /// The decoder for the response's `Content-Encoding` (`gzip`, `x-gzip`, `deflate`; none
-    /// for `identity` or no header). Errors: an encoding we cannot decode (several, `br`, …).
-    fn for_headers(headers: &HeaderMap) -> Result<Option<Self>, String> {
-        let mut codings: Vec<String> = Vec::new();
-        for v in headers.get_all(http::header::CONTENT_ENCODING) {
-            for c in String::from_utf8_lossy(v.as_bytes()).split(',') {
-                let c = c.trim().to_ascii_lowercase();
-                if !c.is_empty() && c != "identity" {
-                    codings.push(c);
-                }
-            }
-        }
-        match codings.as_slice() {
+    /// The decoder for the response's `Content-Encoding` codings ([`Head::codings`]:
+    /// lower-cased, without `identity`): `gzip`, `x-gzip`, `deflate`; none for none. Errors:
+    /// an encoding we cannot decode (several, `br`, …).
+    fn for_codings(codings: &[String]) -> Result<Option<Self>, String> {
+        match codings {
             [] => Ok(None),
             [c] if c == "gzip" || c == "x-gzip" => Ok(Some(Decoder::Gzip(
                 flate2::write::GzDecoder::new(Vec::new()),
@@ -1107,47 +1144,84 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// The class of a body that failed mid-way: `malformed` when the HTTP framing itself is
-/// invalid (a chunk-size line that is not hex, …), else `stream_error` (dropped, truncated).
-fn body_error(e: &hyper::Error) -> (ErrorClass, String) {
-    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(s) = src {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput
-            ) {
-                return (
-                    ErrorClass::Malformed,
-                    format!(
-                        "invalid HTTP body framing: {}",
-                        inferbench_core::error_chain(e)
-                    ),
-                );
-            }
-        }
-        src = s.source();
-    }
-    let class = if e.is_parse() {
-        ErrorClass::Malformed
-    } else {
-        ErrorClass::StreamError
-    };
-    (
-        class,
-        format!(
-            "connection failed mid-body: {}",
-            inferbench_core::error_chain(e)
-        ),
-    )
-}
-
-/// Drives the connection until it ends (pending forever without one).
-async fn drive(conn: &mut Option<Conn>) -> Result<(), hyper::Error> {
+/// Reads once into the connection's buffer (pending forever without a connection).
+async fn fill(conn: &mut Option<Conn>) -> std::io::Result<usize> {
     match conn.as_mut() {
-        Some(c) => (&mut c.driver).await,
+        Some(c) => std::future::poll_fn(|cx| c.poll_fill(cx)).await,
         None => std::future::pending().await,
     }
+}
+
+/// Why no response head came from a connection.
+enum HeadError {
+    /// The connection failed or closed first; `answered`: some response byte had arrived.
+    Io { answered: bool, msg: String },
+    /// The bytes are not a response head we accept ([`parse_head`]).
+    Invalid(String),
+}
+
+/// Writes `request` on `c` while reading its response head (a server may answer before it
+/// read the whole request, e.g. nginx's 413, and a write blocked on its full receive window
+/// must not hide that answer); interim `1xx` responses are skipped. Returns the final head,
+/// consumed from the buffer (body bytes read with it stay there), and whether the whole
+/// request was written. Errors: the connection failed or closed before a head (the write's
+/// error is named when there was one), or an invalid head.
+async fn write_and_read_head(c: &mut Conn, request: &[u8]) -> Result<(Head, bool), HeadError> {
+    let mut written = 0;
+    let mut write_err: Option<std::io::Error> = None;
+    let mut answered = false;
+    std::future::poll_fn(|cx| {
+        while written < request.len() && write_err.is_none() {
+            match c.poll_write(cx, &request[written..]) {
+                Poll::Ready(Ok(0)) => write_err = Some(std::io::ErrorKind::WriteZero.into()),
+                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Err(e)) => write_err = Some(e),
+                Poll::Pending => break,
+            }
+        }
+        loop {
+            match parse_head(c.unread()) {
+                Ok(HeadParse::Final(head, n)) => {
+                    c.consume(n);
+                    return Poll::Ready(Ok((head, written == request.len())));
+                }
+                Ok(HeadParse::Interim(n)) => {
+                    c.consume(n);
+                    continue;
+                }
+                Ok(HeadParse::Partial) => {}
+                Err(msg) => return Poll::Ready(Err(HeadError::Invalid(msg))),
+            }
+            let failed = |what: String, write_err: &mut Option<std::io::Error>| HeadError::Io {
+                answered,
+                msg: match write_err.take() {
+                    Some(w) => format!("writing the request: {w}"),
+                    None => what,
+                },
+            };
+            match ready!(c.poll_fill(cx)) {
+                Ok(0) => {
+                    let what = if answered {
+                        "connection closed inside the response head"
+                    } else {
+                        "connection closed before the response head"
+                    };
+                    return Poll::Ready(Err(failed(what.into(), &mut write_err)));
+                }
+                Ok(_) => answered = true,
+                Err(e) => return Poll::Ready(Err(failed(e.to_string(), &mut write_err))),
+            }
+        }
+    })
+    .await
+}
+
+/// Appends the header line `name: value` + CRLF.
+fn push_field(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
 }
 
 fn set_failed(rec: &mut RequestRecord, class: ErrorClass, msg: String) {
@@ -1266,18 +1340,15 @@ mod tests {
         }
         assert_eq!(sniff_sse(b"<html>", true), Some(true));
         assert_eq!(sniff_sse(b"{", true), Some(false));
-        let ct = |v: &str| {
-            let mut h = HeaderMap::new();
-            h.insert(CONTENT_TYPE, HeaderValue::from_str(v).unwrap());
-            is_event_stream(&h)
-        };
+        let ct = |v: &str| crate::wire::is_event_stream(v.as_bytes());
         assert!(ct("text/event-stream"));
         assert!(ct("Text/Event-Stream"));
         assert!(ct("text/event-stream; charset=utf-8"));
         assert!(ct(" TEXT/EVENT-STREAM\t;charset=UTF-8"));
         assert!(!ct("application/json"));
         assert!(!ct("text/event-streams"));
-        assert!(!is_event_stream(&HeaderMap::new()));
+        assert!(!crate::wire::parse_head(b"HTTP/1.1 200 OK\r\n\r\n")
+            .is_ok_and(|h| matches!(h, HeadParse::Final(h, _) if h.labelled_sse)));
     }
 
     #[test]

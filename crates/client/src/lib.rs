@@ -10,9 +10,10 @@
 //!   ([`count_tokens`]) and runs after the stream, off the I/O threads.
 //! - [`models`]: a server's `/v1/models`, and what a 404 for a model means.
 //! - [`pool`]: keep-alive connections that are never reused with unread bytes (see its doc).
-//! - [`Client`]: hyper 1 over keep-alive connections, idle and total timeouts, cancellation,
-//!   timestamps on the shared [`RunClock`]: when the kernel received the bytes
-//!   ([`rxstamp`], Linux), else when they are read.
+//! - [`Client`]: its own HTTP/1.1 exchange over keep-alive connections ([`wire`]: response
+//!   heads, body framing, decoded in place in each connection's read buffer), idle and total
+//!   timeouts, cancellation, timestamps on the shared [`RunClock`]: when the kernel received
+//!   the bytes ([`rxstamp`], Linux), else when they are read.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), inferbench_client::ClientError> {
@@ -38,6 +39,7 @@ pub mod openai;
 pub mod pool;
 pub mod rxstamp;
 pub mod sse;
+pub mod wire;
 
 pub use clock::RunClock;
 pub use get::http_get;

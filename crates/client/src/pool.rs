@@ -1,4 +1,5 @@
-//! Keep-alive HTTP/1.1 connection pool over `hyper::client::conn::http1`.
+//! Keep-alive HTTP/1.1 connection pool: TCP connections ([`StampedTcp`]) with their own read
+//! buffers, spoken to by [`crate::Client`] ([`crate::wire`] decodes the responses).
 //!
 //! Why not hyper-util's pooled client: a benchmark must know whether a request went out on a
 //! reused connection. Some servers (llama.cpp's `llama-server`, cpp-httplib) advertise
@@ -12,7 +13,7 @@
 //! every later measurement by one. Rules:
 //! - a connection goes back to the pool only after its response body was read to the end (a
 //!   response that ended abnormally, was abandoned, or ended after `[DONE]` without its body
-//!   end in time is closed), and only when its driver, polled at check-in and again at
+//!   end in time is closed), and only when its socket, polled at check-in and again at
 //!   checkout, shows no unread byte and no close;
 //! - *probation*: until one pooled connection of this pool has stayed quiet for
 //!   [`REUSE_QUIET`] after its response, a connection is reused only after [`REUSE_QUIET`] of
@@ -32,17 +33,14 @@
 //! pool turns suspicious as soon as the request's own response shows up as unread bytes).
 
 use std::collections::VecDeque;
-use std::future::Future;
+use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::client::conn::http1::{self, SendRequest};
-use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::rxstamp::{RxStamp, StampedTcp};
@@ -55,24 +53,26 @@ pub const POOL_IDLE: Duration = Duration::from_secs(4);
 /// (see the module doc): 200 ms.
 pub const REUSE_QUIET: Duration = Duration::from_millis(200);
 
-/// Largest read buffer per connection, bytes (hyper's default grows to ~400 KiB when a fast
-/// server fills every read; 16 KiB still holds ~85 typical SSE events per read and keeps the
-/// per-stream memory low).
+/// Largest read buffer per connection, bytes. It starts at [`READ_BUF_INIT`] and doubles up
+/// to this when a read fills it (a fast server); 16 KiB still holds ~85 typical SSE events per
+/// read and keeps the per-stream memory low. A response head must fit in it
+/// ([`crate::wire::HEAD_MAX`]).
 pub const READ_BUF_MAX: usize = 16 * 1024;
 
-/// One connection's request handle.
-pub type Sender = SendRequest<Full<Bytes>>;
+/// A connection's read buffer when it opens, bytes.
+pub const READ_BUF_INIT: usize = 4 * 1024;
 
-/// One connection's I/O driver. The client polls it in the request's own task (not a spawned
-/// task), so decoded body frames reach the SSE parser without a cross-task wake-up per event.
-pub type Driver = http1::Connection<TokioIo<StampedTcp>, Full<Bytes>>;
-
-/// A connection: request handle plus its I/O driver.
+/// A keep-alive HTTP/1.1 connection: the socket and the read buffer it owns. The request code
+/// ([`crate::Client`]) writes requests and decodes responses in place in [`Conn::unread`], in
+/// the request's own task (no spawned driver, no channel between socket and parser).
 pub struct Conn {
-    /// Sends requests.
-    pub sender: Sender,
-    /// Drives the socket; must be polled while a request is in flight.
-    pub driver: Driver,
+    io: StampedTcp,
+    /// Read buffer; `buf[start..end]` is read but not yet consumed.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// The latest read filled the buffer: double it (up to [`READ_BUF_MAX`]) before the next.
+    grow: bool,
     /// Kernel receive time of the socket's latest read ([`crate::rxstamp`]).
     pub stamp: RxStamp,
 }
@@ -83,7 +83,7 @@ impl std::fmt::Debug for Conn {
     }
 }
 
-/// How an idle connection's driver looked when polled.
+/// How an idle connection looked when polled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdleState {
     /// Open, nothing unread.
@@ -94,31 +94,92 @@ pub enum IdleState {
     Stale,
 }
 
-/// Whether a driver's ending error means bytes arrived that were not a reply to a request:
-/// hyper's "unexpected message" (no I/O error underneath) or an unparsable stray message.
-pub fn is_stale_error(e: &hyper::Error) -> bool {
-    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
-    !io && !e.is_incomplete_message() && !e.is_canceled()
-}
-
 impl Conn {
-    /// Polls the driver once without a real waker: `true` when the connection has ended
-    /// (closed by the server, or failed).
+    fn new(io: StampedTcp) -> Self {
+        let stamp = io.stamp();
+        Self {
+            io,
+            buf: vec![0; READ_BUF_INIT],
+            start: 0,
+            end: 0,
+            grow: false,
+            stamp,
+        }
+    }
+
+    /// Polls an idle connection once without a real waker: `true` when it has ended (closed
+    /// by the server, failed, or holding bytes nobody asked for).
     pub fn poll_ended(&mut self) -> bool {
         self.poll_idle() != IdleState::Open
     }
 
-    /// Polls the driver of an idle connection once without a real waker: lets hyper read any
-    /// byte that has arrived, and says whether the connection is still usable.
+    /// Polls an idle connection once without a real waker: reads any byte that has arrived
+    /// and says whether the connection is still usable (unread bytes make it stale).
     pub fn poll_idle(&mut self) -> IdleState {
-        let mut cx = Context::from_waker(Waker::noop());
-        match Pin::new(&mut self.driver).poll(&mut cx) {
-            Poll::Pending if self.sender.is_closed() => IdleState::Closed,
-            Poll::Pending => IdleState::Open,
-            Poll::Ready(Ok(())) => IdleState::Closed,
-            Poll::Ready(Err(e)) if is_stale_error(&e) => IdleState::Stale,
-            Poll::Ready(Err(_)) => IdleState::Closed,
+        if self.start < self.end {
+            return IdleState::Stale;
         }
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.poll_fill(&mut cx) {
+            Poll::Pending => IdleState::Open,
+            Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => IdleState::Closed,
+            Poll::Ready(Ok(_)) => IdleState::Stale,
+        }
+    }
+
+    /// The bytes read and not yet consumed.
+    pub fn unread(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Marks the first `n` unread bytes consumed (at most all of them).
+    pub fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Reads once from the socket into the free part of the buffer (moving unread bytes to its
+    /// front, or growing it up to [`READ_BUF_MAX`], when the tail is full). `Ok(0)`: EOF.
+    /// Errors: the socket's, or `OutOfMemory` when [`READ_BUF_MAX`] unread bytes fill the
+    /// buffer (callers consume body bytes as they come and bound heads below that).
+    pub fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        if self.grow && self.buf.len() < READ_BUF_MAX {
+            self.buf.resize((self.buf.len() * 2).min(READ_BUF_MAX), 0);
+            self.grow = false;
+        }
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else if self.buf.len() < READ_BUF_MAX {
+                self.buf.resize((self.buf.len() * 2).min(READ_BUF_MAX), 0);
+            } else {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::OutOfMemory,
+                    format!("{READ_BUF_MAX} unread bytes fill the read buffer"),
+                )));
+            }
+        }
+        let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
+        ready!(Pin::new(&mut self.io).poll_read(cx, &mut rb))?;
+        let n = rb.filled().len();
+        self.grow = self.end + n == self.buf.len();
+        self.end += n;
+        Poll::Ready(Ok(n))
+    }
+
+    /// Writes from `data` once: the bytes written (`Ok(0)` only for empty `data`). Errors:
+    /// the socket's.
+    pub fn poll_write(&mut self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, data)
     }
 }
 
@@ -150,14 +211,6 @@ pub enum ConnectError {
         addr: String,
         /// The I/O error.
         source: std::io::Error,
-    },
-    /// The HTTP/1 handshake failed.
-    #[error("HTTP handshake with {addr} failed: {source}")]
-    Handshake {
-        /// `host:port`.
-        addr: String,
-        /// hyper's error.
-        source: hyper::Error,
     },
 }
 
@@ -225,27 +278,27 @@ impl Pool {
     }
 
     /// An idle live connection (`true` = reused) or a new one (`false`). Idle connections the
-    /// server already closed (their driver sees EOF) or that hold unread bytes are dropped here.
+    /// server already closed (their socket reads EOF) or that hold unread bytes are dropped here.
     pub async fn checkout(&self, fresh: bool) -> Result<(Conn, bool), ConnectError> {
         if !fresh {
             let now = Instant::now();
             while let Some((mut c, since)) = self.next_idle(now) {
                 match c.poll_idle() {
-                    IdleState::Open if c.sender.is_ready() => {
+                    IdleState::Open => {
                         if now.duration_since(since) >= REUSE_QUIET {
                             self.trusted.store(true, Ordering::Relaxed);
                         }
                         return Ok((c, true));
                     }
                     IdleState::Stale => self.mark_stale(),
-                    IdleState::Open | IdleState::Closed => {}
+                    IdleState::Closed => {}
                 }
             }
             while let Some(mut c) = self.next_unused(now) {
                 match c.poll_idle() {
-                    IdleState::Open if c.sender.is_ready() => return Ok((c, true)),
+                    IdleState::Open => return Ok((c, true)),
                     IdleState::Stale => self.mark_stale(),
-                    IdleState::Open | IdleState::Closed => {}
+                    IdleState::Closed => {}
                 }
             }
         }
@@ -294,7 +347,7 @@ impl Pool {
         self.unused.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    /// Returns a connection whose previous response was read to the end. Its driver is polled
+    /// Returns a connection whose previous response was read to the end. Its socket is polled
     /// once first: a connection that already holds unread bytes (a second response) or was
     /// closed is dropped instead.
     pub fn checkin(&self, mut c: Conn) {
@@ -317,22 +370,8 @@ impl Pool {
         let addr = format!("{}:{}", self.host, self.port);
         let stream = TcpStream::connect((self.host.as_str(), self.port))
             .await
-            .map_err(|source| ConnectError::Tcp {
-                addr: addr.clone(),
-                source,
-            })?;
+            .map_err(|source| ConnectError::Tcp { addr, source })?;
         let _ = stream.set_nodelay(true);
-        let stream = StampedTcp::new(stream, self.rx_timestamps);
-        let stamp = stream.stamp();
-        let (sender, driver) = http1::Builder::new()
-            .max_buf_size(READ_BUF_MAX)
-            .handshake(TokioIo::new(stream))
-            .await
-            .map_err(|source| ConnectError::Handshake { addr, source })?;
-        Ok(Conn {
-            sender,
-            driver,
-            stamp,
-        })
+        Ok(Conn::new(StampedTcp::new(stream, self.rx_timestamps)))
     }
 }

@@ -5,7 +5,7 @@
 //! TTFT stays the server's (what vllm-bench's one-read-per-wake-up loop approximates).
 //!
 //! How a stamp becomes a run-clock time ([`RxStamp::run_ns`]): the kernel stamps with
-//! `CLOCK_REALTIME`; at the moment a frame is handled its *age* (wall now − stamp) is taken
+//! `CLOCK_REALTIME`; at the moment its bytes are handled their *age* (wall now − stamp) is taken
 //! from the run's monotonic now, so wall-clock steps or slewing over a long run never shift
 //! run times (the age is micro- to milliseconds). Where stamps are unavailable (not Linux,
 //! the option refused, no control message) reads fall back to the time they are handled. The

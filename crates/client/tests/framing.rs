@@ -1,0 +1,224 @@
+//! Issue 14's own HTTP/1.1 exchange (`wire.rs`) against hand-written responses over real
+//! sockets: interim `1xx` heads, chunk extensions and trailers, `204`, `Connection: close`,
+//! and the responses it refuses (Transfer-Encoding with Content-Length, a head over the limit,
+//! an overflowing chunk size). Each ends as one record, success or one classified error.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use inferbench_client::{
+    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
+};
+use inferbench_core::{ErrorClass, RequestRecord};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const EV: &str = "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n";
+
+/// Reads one request (head and `Content-Length` body); false at EOF.
+async fn read_request(s: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                match s.read(&mut tmp).await {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                }
+            }
+            return true;
+        }
+        match s.read(&mut tmp).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+        }
+    }
+}
+
+/// A server answering every request on every connection with `response`, and its count of
+/// accepted connections.
+async fn serve(response: Vec<u8>) -> (String, Arc<AtomicU64>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let accepted = Arc::new(AtomicU64::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            count.fetch_add(1, Ordering::Relaxed);
+            let r = response.clone();
+            tokio::spawn(async move {
+                while read_request(&mut s).await {
+                    if s.write_all(&r).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, accepted)
+}
+
+fn client(url: &str) -> Client {
+    Client::new(ClientConfig {
+        base_url: url.into(),
+        backend: Backend::OpenAiCompletions,
+        model: "m".into(),
+        idle_timeout: Duration::from_millis(500),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+async fn send(c: &Client) -> RequestRecord {
+    let input = RequestInput {
+        text: "hi",
+        messages: None,
+        prompt_tokens: 1,
+        max_tokens: Some(2),
+    };
+    c.send(&input, RequestMeta::default(), &CancellationToken::new())
+        .await
+}
+
+fn failed(r: &RequestRecord, class: ErrorClass, needle: &str) {
+    assert!(!r.success, "{r:#?}");
+    assert_eq!(r.error_class, Some(class), "{r:#?}");
+    let msg = r.error.as_deref().unwrap_or_default();
+    assert!(msg.contains(needle), "{needle:?} not in {msg:?}");
+    assert!(r.end_ns >= r.sent_ns);
+}
+
+fn chunked(pieces: &[&str]) -> String {
+    pieces
+        .iter()
+        .map(|p| format!("{:x};ext=\"a b\"\r\n{p}\r\n", p.len()))
+        .collect()
+}
+
+#[tokio::test]
+async fn interim_heads_extensions_and_trailers_then_reuse() {
+    let body = chunked(&[EV, EV, "data: [DONE]\n\n"]);
+    let response = format!(
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n\
+         HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {body}0\r\nX-Trailer: 1\r\n\r\n"
+    );
+    let (url, accepted) = serve(response.into_bytes()).await;
+    let c = client(&url);
+    for i in 0..4 {
+        let r = send(&c).await;
+        assert!(r.success, "{r:#?}");
+        assert_eq!(r.output_text, "xx");
+        assert_eq!(r.http_status, Some(200));
+        if i == 0 {
+            // Past the new pool's probation: the next requests reuse the connection.
+            tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50))
+                .await;
+        }
+    }
+    assert_eq!(accepted.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test]
+async fn connection_close_is_never_reused() {
+    let body = format!("{EV}data: [DONE]\n\n");
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (url, accepted) = serve(response.into_bytes()).await;
+    let c = client(&url);
+    for _ in 0..2 {
+        let r = send(&c).await;
+        assert!(r.success, "{r:#?}");
+        tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
+    }
+    assert_eq!(accepted.load(Ordering::Relaxed), 2);
+}
+
+#[tokio::test]
+async fn no_content_is_a_stream_without_tokens() {
+    // The Content-Length is ignored: a 204 has no body.
+    let head =
+        "HTTP/1.1 204 No Content\r\nContent-Type: text/event-stream\r\nContent-Length: 9\r\n\r\n";
+    let (url, _) = serve(head.as_bytes().to_vec()).await;
+    let r = send(&client(&url)).await;
+    failed(&r, ErrorClass::StreamError, "without a token-bearing chunk");
+    assert_eq!(r.http_status, Some(204));
+}
+
+#[tokio::test]
+async fn transfer_encoding_with_content_length_is_refused() {
+    let body = chunked(&[EV]);
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n{body}0\r\n\r\n"
+    );
+    let (url, _) = serve(response.into_bytes()).await;
+    let r = send(&client(&url)).await;
+    failed(
+        &r,
+        ErrorClass::Connect,
+        "both Transfer-Encoding and Content-Length",
+    );
+    assert_eq!(r.http_status, None);
+}
+
+#[tokio::test]
+async fn a_head_over_the_limit_is_refused() {
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nX-Big: {}\r\nContent-Length: 0\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    let (url, _) = serve(response.into_bytes()).await;
+    let r = send(&client(&url)).await;
+    failed(&r, ErrorClass::Connect, "response head over 16384 bytes");
+}
+
+#[tokio::test]
+async fn an_overflowing_chunk_size_is_malformed_after_the_tokens_before_it() {
+    let body = chunked(&[EV]);
+    let response = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {body}10000000000000000\r\n"
+    );
+    let (url, _) = serve(response.into_bytes()).await;
+    let r = send(&client(&url)).await;
+    failed(
+        &r,
+        ErrorClass::Malformed,
+        "invalid HTTP body framing: chunk size over",
+    );
+    assert_eq!(r.output_text, "x");
+}
+
+#[tokio::test]
+async fn a_short_content_length_body_is_a_stream_error() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        read_request(&mut s).await;
+        let _ = s
+            .write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                     Content-Length: 500\r\n\r\n{EV}"
+                )
+                .as_bytes(),
+            )
+            .await;
+        let _ = s.shutdown().await;
+    });
+    let r = send(&client(&url)).await;
+    failed(&r, ErrorClass::StreamError, "connection failed mid-body");
+    assert_eq!(r.output_text, "x");
+}
