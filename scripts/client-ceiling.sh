@@ -11,6 +11,7 @@
 # shown.) EXTRA is passed to bench (e.g. --no-rx-timestamps for the read-time A/B); WARMUPS=N in
 # the environment sends N warmups first (default 0; InferenceX sends 2 x conc). Usage:
 #   scripts/client-ceiling.sh SSE_INSTANT_BIN [INFERBENCH_BIN] [CONCS] [RUNS] [DURATION_S] [EXTRA]
+# PORT=N in the environment picks the server's port (default 18777).
 set -euo pipefail
 SSE=${1:?path to the sse-instant binary (cargo build --release in ../shared/tools/sse-instant)}
 IB=${2:-target/release/inferbench}
@@ -18,7 +19,7 @@ CONCS=${3:-64 512}
 RUNS=${4:-3}
 DUR=${5:-12}
 EXTRA=${6:-}
-PORT=18777
+PORT=${PORT:-18777}
 OUT=$(mktemp -d /tmp/client-ceiling.XXXXXX)
 taskset -c 0 "$SSE" --coalesce --port "$PORT" --threads 1 >/dev/null 2>&1 &
 SRV=$!

@@ -7,11 +7,12 @@
 # of the SSE parser and the chunk reader under it. Start-up (tokenizer, prompts) is excluded by
 # reading the worker's inclusive count. Needs valgrind (apt-get install valgrind). Usage:
 #   scripts/client-instructions.sh SSE_INSTANT_BIN [INFERBENCH_BIN] [N]
+# PORT=N in the environment picks the server's port (default 18781).
 set -euo pipefail
 SSE=${1:?path to the sse-instant binary (cargo build --release in ../shared/tools/sse-instant)}
 IB=${2:-target/release/inferbench}
 N=${3:-1000}
-PORT=18781
+PORT=${PORT:-18781}
 OUT=$(mktemp -d /tmp/client-instructions.XXXXXX)
 "$SSE" --coalesce --port "$PORT" --threads 1 >/dev/null 2>&1 &
 SRV=$!
