@@ -1170,6 +1170,9 @@ async fn write_and_read_head(c: &mut Conn, request: &[u8]) -> Result<(Head, bool
     let mut written = 0;
     let mut write_err: Option<std::io::Error> = None;
     let mut answered = false;
+    // Bytes arrived that may complete a head: parsed only then, so a server trickling a long
+    // head costs one parse per line end, not one per read or wake-up.
+    let mut fresh = false;
     std::future::poll_fn(|cx| {
         while written < request.len() && write_err.is_none() {
             match c.poll_write(cx, &request[written..]) {
@@ -1180,17 +1183,20 @@ async fn write_and_read_head(c: &mut Conn, request: &[u8]) -> Result<(Head, bool
             }
         }
         loop {
-            match parse_head(c.unread()) {
-                Ok(HeadParse::Final(head, n)) => {
-                    c.consume(n);
-                    return Poll::Ready(Ok((head, written == request.len())));
+            if std::mem::take(&mut fresh) {
+                match parse_head(c.unread()) {
+                    Ok(HeadParse::Final(head, n)) => {
+                        c.consume(n);
+                        return Poll::Ready(Ok((head, written == request.len())));
+                    }
+                    Ok(HeadParse::Interim(n)) => {
+                        c.consume(n);
+                        fresh = true;
+                        continue;
+                    }
+                    Ok(HeadParse::Partial) => {}
+                    Err(msg) => return Poll::Ready(Err(HeadError::Invalid(msg))),
                 }
-                Ok(HeadParse::Interim(n)) => {
-                    c.consume(n);
-                    continue;
-                }
-                Ok(HeadParse::Partial) => {}
-                Err(msg) => return Poll::Ready(Err(HeadError::Invalid(msg))),
             }
             let failed = |what: String, write_err: &mut Option<std::io::Error>| HeadError::Io {
                 answered,
@@ -1208,7 +1214,13 @@ async fn write_and_read_head(c: &mut Conn, request: &[u8]) -> Result<(Head, bool
                     };
                     return Poll::Ready(Err(failed(what.into(), &mut write_err)));
                 }
-                Ok(_) => answered = true,
+                Ok(n) => {
+                    answered = true;
+                    let unread = c.unread();
+                    fresh = unread.len() >= crate::wire::HEAD_MAX
+                        || memchr::memchr(b'\n', &unread[unread.len().saturating_sub(n)..])
+                            .is_some();
+                }
                 Err(e) => return Poll::Ready(Err(failed(e.to_string(), &mut write_err))),
             }
         }

@@ -222,3 +222,30 @@ async fn a_short_content_length_body_is_a_stream_error() {
     failed(&r, ErrorClass::StreamError, "connection failed mid-body");
     assert_eq!(r.output_text, "x");
 }
+
+/// A server that writes its whole response one byte at a time (an interim head first): the
+/// head is found whichever read completes it.
+#[tokio::test]
+async fn a_response_trickled_byte_by_byte() {
+    let body = chunked(&[EV, EV, "data: [DONE]\n\n"]);
+    let response = format!(
+        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+         Transfer-Encoding: chunked\r\n\r\n{body}0\r\n\r\n"
+    );
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        let _ = s.set_nodelay(true);
+        read_request(&mut s).await;
+        for b in response.as_bytes() {
+            if s.write_all(&[*b]).await.is_err() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    });
+    let r = send(&client(&url)).await;
+    assert!(r.success, "{r:#?}");
+    assert_eq!(r.output_text, "xx");
+}
