@@ -65,9 +65,9 @@ pub enum HeadParse {
 
 /// Parses the response head at the start of `buf`. Errors (a message): not an HTTP/1.x
 /// response head, over [`HEAD_MAX`] bytes or [`MAX_HEADERS`] fields, a status below 100, an
-/// invalid or conflicting `Content-Length`, `Content-Length` together with
-/// `Transfer-Encoding` (a response-splitting risk), `Transfer-Encoding` in an HTTP/1.0
-/// response.
+/// invalid or conflicting `Content-Length`, `Transfer-Encoding` in an HTTP/1.0 response.
+/// `Transfer-Encoding` with `Content-Length`: the former frames the body, and the connection
+/// is not kept alive.
 pub fn parse_head(buf: &[u8]) -> Result<HeadParse, String> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut resp = httparse::Response::new(&mut fields);
@@ -138,13 +138,10 @@ pub fn parse_head(buf: &[u8]) -> Result<HeadParse, String> {
             }
         }
     }
-    if te.is_some() && length.is_some() {
-        return Err(
-            "response has both Transfer-Encoding and Content-Length (refused: a \
-             response-splitting risk)"
-                .into(),
-        );
-    }
+    // Both: Transfer-Encoding overrides Content-Length (RFC 9112 §6.3, and hyper's reading
+    // before this module), and the connection is not reused after it, since such a response may
+    // be an attempt at response splitting: the body is read, nothing after it is trusted.
+    let te_and_length = te.is_some() && length.is_some();
     if te.is_some() && !http11 {
         return Err("HTTP/1.0 response with Transfer-Encoding".into());
     }
@@ -157,6 +154,7 @@ pub fn parse_head(buf: &[u8]) -> Result<HeadParse, String> {
         (_, None, None) => Framing::CloseDelimited,
     };
     let keep_alive = status != 101
+        && !te_and_length
         && framing != Framing::CloseDelimited
         && if http11 {
             !close
@@ -526,8 +524,12 @@ mod tests {
 
     #[test]
     fn bad_heads_are_refused() {
-        for bad in [
+        // Transfer-Encoding frames the body, and the connection is not reused (RFC 9112 §6.3).
+        let both = final_head(
             "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        );
+        assert_eq!((both.framing, both.keep_alive), (Framing::Chunked, false));
+        for bad in [
             "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
             "HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\n",
             "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
