@@ -366,4 +366,28 @@ fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
         err.contains("\n  conc 4, 8: not started (the run was interrupted)\n"),
         "{err}"
     );
+    // The cut point has no InferenceX aggregate (whose format cannot say it is partial: trial
+    // 28); the finished one has.
+    let run = std::fs::read_dir(tmp.path().join("qs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let aggs = |conc: &str| -> usize {
+        let point = std::fs::read_dir(&run)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.is_dir() && p.to_string_lossy().contains(&format!("_conc{conc}_")))
+            .unwrap_or_else(|| panic!("no conc {conc} point in {}", run.display()));
+        std::fs::read_dir(&point)
+            .unwrap()
+            .filter(|e| {
+                let n = e.as_ref().unwrap().file_name();
+                let n = n.to_string_lossy();
+                n.starts_with("agg_") && n.ends_with(".json")
+            })
+            .count()
+    };
+    assert_eq!((aggs("1"), aggs("2")), (1, 0));
 }

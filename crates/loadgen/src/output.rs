@@ -211,7 +211,7 @@ pub fn side_file(opts: &BenchOptions, date: &str, name: &str) -> Option<PathBuf>
 }
 
 /// Writes the result JSON (with `--save-result`) and the InferenceX aggregate (with a job
-/// identity) into `--result-dir`. Errors name the path.
+/// identity, unless the run was interrupted) into `--result-dir`. Errors name the path.
 pub fn write_results(
     opts: &BenchOptions,
     summary: &RunSummary,
@@ -236,7 +236,11 @@ pub fn write_results(
         write_json(&path, summary)?;
         w.result = Some(path);
     }
-    if let Some(id) = &opts.job_identity {
+    // A run cut short (Ctrl-C) gets no InferenceX aggregate: that format has no validity field
+    // and InferenceX aggregates only jobs that ran their course, so its tooling would read the
+    // partial point as a valid result (trial 28). The summary says what happened, and
+    // `ingest` marks the point invalid from it.
+    if let (Some(id), false) = (&opts.job_identity, summary.inferbench.interrupted) {
         let agg = inferencex_aggregate(summary, id).context("building the InferenceX aggregate")?;
         let path = dir.join(id.aggregate_file_name());
         write_json(&path, &agg)?;
