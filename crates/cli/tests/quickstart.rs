@@ -219,7 +219,9 @@ fn quickstart_fast_draws_a_sensible_curve_and_stores_it() {
     assert!(
         stderr.contains("4 points, not stored (--no-db); chart: ")
             || (stderr.contains("the server fell behind its schedule")
-                && stderr.contains(" invalid: cut short or timed on a starved CPU")),
+                && stderr.contains(
+                    " invalid: cut short by the interruption, or timed on a starved CPU"
+                )),
         "{stderr}"
     );
     std::fs::remove_dir_all(&tmp).ok();

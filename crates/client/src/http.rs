@@ -565,8 +565,8 @@ impl Client {
     /// Returns the head, its connection (body bytes read with the head are in its buffer) and
     /// whether the whole request was written (a server may answer early, e.g. 413, and stop
     /// reading). Errors, with their class: cancelled, a timeout (`limits`), a failed connect,
-    /// a connection that failed before the head, an invalid head (all `connect`, as a
-    /// connection that never yields a usable response).
+    /// a connection that failed before the head (`connect`: no usable response), an invalid
+    /// head (`malformed`: the server answered, not in HTTP/1.x).
     async fn response_head(
         &self,
         request: &[u8],
@@ -581,7 +581,7 @@ impl Client {
                     .pool
                     .checkout(retried)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| (ErrorClass::Connect, e.to_string()))?;
                 match write_and_read_head(&mut c, request).await {
                     Ok((head, written)) => return Ok((head, c, written)),
                     // The server closed the idle keep-alive connection: re-send once.
@@ -591,13 +591,22 @@ impl Client {
                         retried = true;
                     }
                     Err(HeadError::Io { msg, .. }) => {
-                        return Err(format!(
-                            "connection failed before the response head from {}: {msg}",
-                            self.uri
+                        return Err((
+                            ErrorClass::Connect,
+                            format!(
+                                "connection failed before the response head from {}: {msg}",
+                                self.uri
+                            ),
                         ))
                     }
+                    // The server answered, but not with an HTTP/1.x head we can read: it is
+                    // reachable, so not `connect` (trial 29: a garbage or oversized head was
+                    // reported as "server unreachable", exit 3).
                     Err(HeadError::Invalid(msg)) => {
-                        return Err(format!("invalid response head from {}: {msg}", self.uri))
+                        return Err((
+                            ErrorClass::Malformed,
+                            format!("invalid response head from {}: {msg}", self.uri),
+                        ))
                     }
                 }
             }
@@ -609,11 +618,15 @@ impl Client {
                 _ = &mut *cancelled => {
                     return Err((ErrorClass::Cancelled, "cancelled before the response head".into()));
                 }
-                r = &mut fut => return r.map_err(|msg| (ErrorClass::Connect, msg)),
+                r = &mut fut => return r,
                 _ = &mut *sleep => {
                     let now = Instant::now();
                     if let Some(class) = limits.expired(now, limits.sent) {
-                        let msg = format!("no response head after {:.3} s", (now - limits.sent).as_secs_f64());
+                        let flag = match class {
+                            ErrorClass::TimeoutTotal => "--request-timeout",
+                            _ => "--idle-timeout",
+                        };
+                        let msg = format!("no response head after {:.3} s ({flag})", (now - limits.sent).as_secs_f64());
                         return Err((class, msg));
                     }
                     sleep.as_mut().reset(limits.at(limits.sent).into());

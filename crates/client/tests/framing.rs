@@ -176,6 +176,16 @@ async fn transfer_encoding_wins_over_content_length_and_the_connection_is_not_re
     assert_eq!(accepted.load(Ordering::Relaxed), 2);
 }
 
+/// A server that answers, but not in HTTP (an SSH banner: a wrong port) is reachable: the
+/// request is `malformed`, not `connect` (trial 29: "server unreachable", exit 3).
+#[tokio::test]
+async fn a_garbage_head_is_malformed_not_unreachable() {
+    let (url, _) = serve(b"SSH-2.0-OpenSSH_9.2\r\n".to_vec()).await;
+    let r = send(&client(&url)).await;
+    failed(&r, ErrorClass::Malformed, "invalid response head from ");
+    assert_eq!(r.http_status, None);
+}
+
 #[tokio::test]
 async fn a_head_over_the_limit_is_refused() {
     let response = format!(
@@ -184,7 +194,8 @@ async fn a_head_over_the_limit_is_refused() {
     );
     let (url, _) = serve(response.into_bytes()).await;
     let r = send(&client(&url)).await;
-    failed(&r, ErrorClass::Connect, "response head over 16384 bytes");
+    // The server answered: not `connect` ("server unreachable", exit 3; trial 29).
+    failed(&r, ErrorClass::Malformed, "response head over 16384 bytes");
 }
 
 #[tokio::test]
