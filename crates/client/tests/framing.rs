@@ -11,37 +11,10 @@ use inferbench_client::{
     Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
 };
 use inferbench_core::{ErrorClass, RequestRecord};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
 
 const EV: &str = "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n";
-
-/// Reads one request (head and `Content-Length` body); false at EOF.
-async fn read_request(s: &mut TcpStream) -> bool {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < end + 4 + len {
-                match s.read(&mut tmp).await {
-                    Ok(0) | Err(_) => return false,
-                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
-                }
-            }
-            return true;
-        }
-        match s.read(&mut tmp).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => buf.extend_from_slice(&tmp[..n]),
-        }
-    }
-}
 
 /// A server answering every request on every connection with `response`, and its count of
 /// accepted connections.
@@ -55,7 +28,7 @@ async fn serve(response: Vec<u8>) -> (String, Arc<AtomicU64>) {
             count.fetch_add(1, Ordering::Relaxed);
             let r = response.clone();
             tokio::spawn(async move {
-                while read_request(&mut s).await {
+                while inferbench_testutil::replay::read_request(&mut s).await {
                     if s.write_all(&r).await.is_err() {
                         return;
                     }
@@ -221,7 +194,7 @@ async fn a_short_content_length_body_is_a_stream_error() {
     let url = format!("http://{}", l.local_addr().unwrap());
     tokio::spawn(async move {
         let (mut s, _) = l.accept().await.unwrap();
-        read_request(&mut s).await;
+        inferbench_testutil::replay::read_request(&mut s).await;
         let _ = s
             .write_all(
                 format!(
@@ -252,7 +225,7 @@ async fn a_response_trickled_byte_by_byte() {
     tokio::spawn(async move {
         let (mut s, _) = l.accept().await.unwrap();
         let _ = s.set_nodelay(true);
-        read_request(&mut s).await;
+        inferbench_testutil::replay::read_request(&mut s).await;
         for b in response.as_bytes() {
             if s.write_all(&[*b]).await.is_err() {
                 return;

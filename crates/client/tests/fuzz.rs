@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use inferbench_client::{CancellationToken, Client, ClientConfig, RequestInput, RequestMeta};
 use inferbench_core::RequestRecord;
 use proptest::prelude::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// What the server does after writing a response.
@@ -195,37 +195,10 @@ fn arb_response() -> impl Strategy<Value = Response> {
     prop_oneof![4 => structured, 1 => garbage]
 }
 
-/// Reads one request (head and `Content-Length` body); false at EOF or error.
-async fn read_request(s: &mut TcpStream) -> bool {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            while buf.len() < end + 4 + len {
-                match s.read(&mut tmp).await {
-                    Ok(0) | Err(_) => return false,
-                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
-                }
-            }
-            return true;
-        }
-        match s.read(&mut tmp).await {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => buf.extend_from_slice(&tmp[..n]),
-        }
-    }
-}
-
 async fn serve_conn(mut s: TcpStream, r: Response) {
     let _ = s.set_nodelay(true);
     loop {
-        if !read_request(&mut s).await {
+        if !inferbench_testutil::replay::read_request(&mut s).await {
             return;
         }
         let mut cuts: Vec<usize> = r.cuts.iter().map(|&c| c.min(r.bytes.len())).collect();

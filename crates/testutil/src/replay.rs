@@ -252,6 +252,35 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// Reads one HTTP/1.1 request from `s` (its head, then as many body bytes as its
+/// `Content-Length` says) and drops it: what a hand-written test server does before it writes
+/// its response. False at EOF or on a read error.
+pub async fn read_request(s: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                match s.read(&mut tmp).await {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                }
+            }
+            return true;
+        }
+        match s.read(&mut tmp).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
