@@ -26,6 +26,8 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 
 /// Flags of `inferbench replay`.
 #[derive(Debug, clap::Args)]
+// One of --traces and --synthetic (trial 29: without either, the error named only --traces).
+#[command(group(clap::ArgGroup::new("trace_source").required(true).args(["traces", "synthetic"])))]
 #[command(
     after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
                   warmup request failed, or nothing succeeded; 2 bad flags or traces; 130 \
@@ -39,11 +41,11 @@ pub struct ReplayFlags {
     /// Trace file (JSONL, one trace per line) or a directory of `.jsonl` / `.json` traces
     /// (the layout of InferenceX's published AgentX traces, e.g.
     /// semianalysisai/cc-traces-weka-062126-256k).
-    #[arg(long, required_unless_present = "synthetic", help_heading = "Traces")]
+    #[arg(long, help_heading = "Traces")]
     pub traces: Option<PathBuf>,
     /// Built-in synthetic traces instead of --traces: quickstart (6 short sessions), 062126 or
     /// 062126-256k (shaped like SemiAnalysis' corpus; see `inferbench agentx-traces`).
-    #[arg(long, conflicts_with = "traces", value_parser = SHAPES, help_heading = "Traces")]
+    #[arg(long, value_parser = SHAPES, help_heading = "Traces")]
     pub synthetic: Option<String>,
     /// Skip malformed trace lines (reported) instead of stopping at the first.
     #[arg(long, help_heading = "Traces")]
@@ -466,6 +468,23 @@ mod tests {
         let mut full = vec!["replay", "--synthetic", "quickstart", "--model", "m"];
         full.extend_from_slice(argv);
         Cli::try_parse_from(full)?.flags.options()
+    }
+
+    /// One trace source is required, either of the two (trial 29: the error named only
+    /// --traces), and not both.
+    #[test]
+    fn traces_or_synthetic_one_of_them() {
+        let none = Cli::try_parse_from(["replay", "--model", "m"])
+            .err()
+            .unwrap();
+        assert!(
+            none.to_string()
+                .contains("<--traces <TRACES>|--synthetic <SYNTHETIC>>"),
+            "{none}"
+        );
+        let both = ["replay", "--traces", "t.jsonl", "--synthetic", "quickstart"];
+        assert!(Cli::try_parse_from(both).is_err());
+        assert!(Cli::try_parse_from(["replay", "--traces", "t.jsonl"]).is_ok());
     }
 
     /// The defaults are InferenceX's AgentX invocation; rule-breaking or out-of-range values
