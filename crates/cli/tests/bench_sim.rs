@@ -241,17 +241,23 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
         "{counts:?}"
     );
     drop(store);
+    // `ingest DIR --db DB` with `set`: its output, after checking that it succeeded.
+    let ingest = |set: &[&str]| -> String {
+        let o = Command::new(BIN)
+            .arg("ingest")
+            .arg(&dir)
+            .arg("--db")
+            .arg(&db)
+            .args(set)
+            .output()
+            .unwrap();
+        let out = common::output_text(&o);
+        assert!(o.status.success(), "{out}");
+        out
+    };
     // Ingested again without --set (trial 24: hw, framework and precision became `unknown`):
     // the identity stored before is kept, and said so.
-    let o = Command::new(BIN)
-        .arg("ingest")
-        .arg(&dir)
-        .arg("--db")
-        .arg(&db)
-        .output()
-        .unwrap();
-    let out = common::output_text(&o);
-    assert!(o.status.success(), "{out}");
+    let out = ingest(&[]);
     assert!(
         out.contains("2 already present, updated in place")
             && out.contains(
@@ -279,17 +285,14 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
     drop(store);
     // Relabelled with other --set values: done (a run is its result file), but said (trial 26:
     // the h100 rows vanished without a word).
-    let o = Command::new(BIN)
-        .arg("ingest")
-        .arg(&dir)
-        .arg("--db")
-        .arg(&db)
-        .args(["--set", "hw=h200", "--set", "framework=sim"])
-        .args(["--set", "precision=bf16"])
-        .output()
-        .unwrap();
-    let out = common::output_text(&o);
-    assert!(o.status.success(), "{out}");
+    let out = ingest(&[
+        "--set",
+        "hw=h200",
+        "--set",
+        "framework=sim",
+        "--set",
+        "precision=bf16",
+    ]);
     assert_eq!(
         out.matches("stored before, now relabelled (hw h100 → h200); a run is its result file: copy the file to keep both")
             .count(),
