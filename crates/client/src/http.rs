@@ -21,7 +21,7 @@ use crate::openai::{
     build_body, excerpt, Backend, Interpreter, MaxTokensField, PendingCount, RequestInput,
     TokenCounter,
 };
-use crate::pool::{Conn, Pool};
+use crate::pool::{Conn, IdleState, Pool};
 use crate::rxstamp::RxStamp;
 use crate::sse::SseParser;
 use crate::wire::{parse_head, BodyDecoder, Head, HeadParse, Step};
@@ -754,6 +754,28 @@ impl Client {
                 }
                 Step::End => {
                     conn.consume(n);
+                    // An event stream whose declared framing (Content-Length, the chunked
+                    // terminator) ended before `[DONE]` while more bytes already followed: the
+                    // framing cut the stream short and the rest would go uncounted. A failure,
+                    // not a shorter success (trial 29 #2). Bytes arriving later than this
+                    // poll are only the pool's stale-bytes warning.
+                    if st.mode == Mode::Sse
+                        && !st.interp.done
+                        && conn.poll_idle() == IdleState::Stale
+                    {
+                        let extra = conn.unread().len();
+                        read.conn = None;
+                        self.pool.mark_stale();
+                        return Flow::Stop(Some((
+                            ErrorClass::Malformed,
+                            format!(
+                                "the body ended at its declared length before the stream's \
+                                 [DONE], and {extra} more bytes followed on the connection: \
+                                 the server's Content-Length or chunked framing is wrong; the \
+                                 tokens after it were not counted"
+                            ),
+                        )));
+                    }
                     // Body read to the end: the connection can carry the next request (the
                     // pool checks it for unread bytes first).
                     if let Some(c) = read.conn.take().filter(|_| read.keep_alive) {

@@ -237,3 +237,46 @@ async fn a_response_trickled_byte_by_byte() {
     assert!(r.success, "{r:#?}");
     assert_eq!(r.output_text, "xx");
 }
+
+/// A Content-Length that ends the body before the stream's `[DONE]` while the rest of the
+/// stream follows on the connection (trial 29 #2): a `malformed` failure with the tokens read
+/// so far, not a success that silently drops the rest; the connection is not reused.
+#[tokio::test]
+async fn a_content_length_that_cuts_the_stream_short_is_malformed() {
+    let first = format!("{EV}{EV}");
+    let rest = format!("{EV}data: [DONE]\n\n");
+    let (url, accepted) = serve(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n\
+             {first}{rest}",
+            first.len()
+        )
+        .into_bytes(),
+    )
+    .await;
+    let c = client(&url);
+    for _ in 0..2 {
+        let r = send(&c).await;
+        failed(
+            &r,
+            ErrorClass::Malformed,
+            "more bytes followed on the connection",
+        );
+        assert_eq!(r.output_text, "xx");
+        assert_eq!(r.chunks.len(), 2);
+    }
+    assert_eq!(accepted.load(Ordering::Relaxed), 2);
+
+    // The same stream with a correct Content-Length (no `[DONE]`, nothing after it) succeeds.
+    let (url, _) = serve(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{first}",
+            first.len()
+        )
+        .into_bytes(),
+    )
+    .await;
+    let r = send(&client(&url)).await;
+    assert!(r.success, "{r:#?}");
+    assert_eq!(r.output_text, "xx");
+}

@@ -33,7 +33,9 @@ pub enum ErrorClass {
     /// The stream ended abnormally: connection dropped mid-body, `event: error`, an `error`
     /// object in a chunk, or no token-bearing chunk before the end.
     StreamError,
-    /// Bytes that are not a valid response: undecodable JSON in a `data:` line, invalid UTF-8, …
+    /// Bytes that are not a valid response: undecodable JSON in a `data:` line, invalid UTF-8, an
+    /// invalid HTTP head or body framing (a Content-Length that ends an event stream before its
+    /// `[DONE]` while more bytes follow), …
     Malformed,
     /// Cancelled by the client (Ctrl-C/SIGTERM, or the run's duration ended).
     Cancelled,
