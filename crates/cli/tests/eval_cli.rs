@@ -565,3 +565,35 @@ fn an_eval_interrupted_before_any_answer_writes_nothing() {
         before
     );
 }
+
+/// A server that answers nothing: `--idle-timeout` ends each request (default 600 s, as
+/// `bench`'s), so a hung server ends the eval long before lm-eval's 1,800 s total.
+#[test]
+fn a_silent_server_fails_at_the_idle_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = data_dir(tmp.path(), &["72", "72"]);
+    let mut slow = ReplayCase::completion_text("#### 72");
+    slow.chunks[0].0 = std::time::Duration::from_secs(60);
+    let url = spawn_replay_thread(slow);
+    let t0 = std::time::Instant::now();
+    let (code, text) = eval(
+        &url,
+        &data,
+        &tmp.path().join("out"),
+        &["--idle-timeout", "1"],
+    );
+    assert!(t0.elapsed() < std::time::Duration::from_secs(30), "{text}");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("(--idle-timeout)"), "{text}");
+    let (code, text) = eval(
+        &url,
+        &data,
+        &tmp.path().join("o2"),
+        &["--idle-timeout", "0"],
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("--idle-timeout: a positive number of seconds"),
+        "{text}"
+    );
+}

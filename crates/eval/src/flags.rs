@@ -64,6 +64,9 @@ struct Gsm8kArgs {
     /// Per-request timeout, seconds (lm-eval's 1800).
     #[arg(long, default_value_t = 1800.0)]
     request_timeout: f64,
+    /// Seconds without a byte before a request fails (`bench`'s default, 600).
+    #[arg(long, default_value_t = 600.0)]
+    idle_timeout: f64,
     /// Model prefix for the threshold (dsr1, gptoss, qwen3.5, …); unknown or absent: 0.90.
     #[arg(long)]
     model_prefix: Option<String>,
@@ -159,6 +162,10 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
             .ok()
             .filter(|d| !d.is_zero())
             .context("--request-timeout: a positive number of seconds")?,
+        idle_timeout: Duration::try_from_secs_f64(a.idle_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--idle-timeout: a positive number of seconds")?,
     };
     Ok((opts, threshold))
 }

@@ -343,8 +343,12 @@ pub struct EvalOptions {
     pub concurrency: usize,
     /// Output tokens per answer.
     pub max_tokens: u32,
-    /// Per-request timeout.
+    /// Per-request timeout (lm-eval's 1,800 s).
     pub request_timeout: Duration,
+    /// A request fails after this long without a byte (`bench`'s default,
+    /// [`inferbench_client::http::DEFAULT_IDLE_TIMEOUT`]: 600 s): a hung server ends the eval
+    /// before the 1,800 s total.
+    pub idle_timeout: Duration,
 }
 
 /// One scored question (a line of `samples_gsm8k.jsonl`).
@@ -469,6 +473,7 @@ pub async fn run(opts: &EvalOptions, cancel: &CancellationToken) -> Result<Vec<S
             model: opts.model.clone(),
             extra_body: Some(extra),
             request_timeout: Some(opts.request_timeout),
+            idle_timeout: opts.idle_timeout,
             ..ClientConfig::default()
         })
         .map_err(|e| EvalError::Client(e.to_string()))?,

@@ -195,6 +195,7 @@ pub async fn run_eval(
             .max_tokens
             .unwrap_or_else(|| gsm8k::default_max_tokens(spec.row.max_model_len)),
         request_timeout: settings.request_timeout,
+        idle_timeout: inferbench_client::http::DEFAULT_IDLE_TIMEOUT,
     };
     let samples = gsm8k::run(&opts, cancel)
         .await
