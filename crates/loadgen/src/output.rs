@@ -406,10 +406,13 @@ fn count_lines(o: &mut Report, s: &RunSummary) {
         o.line(who, format!("{cp}{warm}"));
     }
     if s.completed == 0 {
-        let _ = writeln!(
-            o.0,
+        // Every warmup failed: the profile never ran, so its "0 failed" is not a clean run.
+        let line = if x.failed == 0 && x.warmups > 0 && x.warmup_failed == x.warmups {
+            "No request was measured: every warmup failed, so the profile never ran; the figures below are 0."
+        } else {
             "No request succeeded: the throughput figures below are 0 and no latency was measured."
-        );
+        };
+        let _ = writeln!(o.0, "{line}");
     }
     if x.requests_not_sent > 0 {
         o.line("Requests not sent:", x.requests_not_sent.to_string());

@@ -1,6 +1,7 @@
 //! `bench`'s console report (`output::render_report`) pinned byte for byte over its branches:
 //! a measured run, one with every extra (cancellations, goodput, errors, anomalies, the client
-//! self-check, an interruption), one where no request succeeded, and an unreachable server.
+//! self-check, an interruption), one where no request succeeded, one whose every warmup failed (the profile never ran), and an
+//! unreachable server.
 //! The summaries are the golden conc-4 point's (`crates/cli/tests/golden`) with fields set.
 
 use inferbench_core::summary::{ClientCheck, RunSummary, StopReason};
@@ -10,7 +11,7 @@ fn golden() -> RunSummary {
     serde_json::from_str(include_str!("../../cli/tests/golden/conc4.summary.json")).unwrap()
 }
 
-/// The four reports, each under a `## <case>` line.
+/// The five reports, each under a `## <case>` line.
 fn reports() -> String {
     let plain = golden();
     let mut extras = golden();
@@ -37,6 +38,14 @@ fn reports() -> String {
     let mut none = golden();
     none.completed = 0;
     none.inferbench.stop_reason = StopReason::Aborted;
+    let mut warmups_failed = golden();
+    warmups_failed.completed = 0;
+    warmups_failed.inferbench.failed = 0;
+    warmups_failed.inferbench.warmups = 4;
+    warmups_failed.inferbench.warmup_failed = 4;
+    warmups_failed.inferbench.requests_not_sent = 10;
+    warmups_failed.inferbench.stop_reason = StopReason::Aborted;
+    (warmups_failed.inferbench.warmup_errors_by_class).insert("http_status".into(), 4);
     let mut unreachable = golden();
     unreachable.completed = 0;
     unreachable.inferbench.failed = 0;
@@ -49,6 +58,7 @@ fn reports() -> String {
         ("plain", plain),
         ("extras", extras),
         ("none succeeded", none),
+        ("every warmup failed", warmups_failed),
         ("unreachable", unreachable),
     ] {
         out.push_str(&format!("## {name}\n{}", render_report(&s)));
