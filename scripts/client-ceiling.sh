@@ -11,7 +11,10 @@
 # shown.) EXTRA is passed to bench (e.g. --no-rx-timestamps for the read-time A/B); WARMUPS=N in
 # the environment sends N warmups first (default 0; InferenceX sends 2 x conc). Usage:
 #   scripts/client-ceiling.sh SSE_INSTANT_BIN [INFERBENCH_BIN] [CONCS] [RUNS] [DURATION_S] [EXTRA]
-# PORT=N in the environment picks the server's port (default 18777).
+# PORT=N in the environment picks the server's port (default 18777). WIRE=1 also captures the
+# loopback traffic (tcpdump on core 0, beside the server) and prints, under each row, the TTFT
+# the wire saw (request's first packet to its response's first packet, scripts/wire-ttft.py) to
+# set against bench's kernel-stamped TTFT: the client's own timing error is their difference.
 set -euo pipefail
 SSE=${1:?path to the sse-instant binary (cargo build --release in ../shared/tools/sse-instant)}
 IB=${2:-target/release/inferbench}
@@ -32,6 +35,12 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for C in $CONCS; do
   for R in $(seq "$RUNS"); do
     curl -s -X POST "http://127.0.0.1:$PORT/stats/reset" >/dev/null
+    if [ "${WIRE:-0}" = 1 ]; then
+      taskset -c 0 tcpdump -i lo -nn -s 128 -B 262144 --time-stamp-precision=nano \
+        -w "$OUT/cap.pcap" "tcp port $PORT" 2>"$OUT/tcpdump.err" &
+      TCPD=$!
+      for _ in $(seq 50); do grep -q listening "$OUT/tcpdump.err" 2>/dev/null && break; sleep 0.1; done
+    fi
     T0=$(srv_ticks); W0=$(date +%s.%N)
     /usr/bin/time -f %M -o "$OUT/rss" taskset -c 1 "$IB" bench --base-url "http://127.0.0.1:$PORT" \
       --model m --random-input-len 32 --random-output-len 256 --ignore-eos --max-concurrency "$C" \
@@ -52,5 +61,10 @@ print(f"| {sys.argv[4]} | {sys.argv[5]} | {r['output_throughput']/1e3:.0f}k | {r
       f"{c.get('cpu_cores', float('nan')):.2f} | {c.get('client_bound')} | {float(sys.argv[6]):.2f} | "
       f"{r['total_output_tokens']} / {st.get('tokens')} | {rss:.0f} |")
 PY
+    if [ "${WIRE:-0}" = 1 ]; then
+      kill -INT $TCPD; wait $TCPD 2>/dev/null || true
+      echo "wire: $(python3 "$(dirname "$0")/wire-ttft.py" "$OUT/cap.pcap" "$PORT" 0.5) bench TTFT $(python3 -c "import json; r = json.load(open('$OUT/r.json')); print('mean %.4f p50 %.4f p99 %.4f ms' % (r['mean_ttft_ms'], r['median_ttft_ms'], r['p99_ttft_ms']))"); tcpdump: $(grep -o '[0-9]* packets dropped by kernel' "$OUT/tcpdump.err")"
+      rm -f "$OUT/cap.pcap"
+    fi
   done
 done

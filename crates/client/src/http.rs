@@ -367,6 +367,21 @@ impl Client {
         self.pool.preconnect(n, 64, PRECONNECT_DEADLINE).await
     }
 
+    /// Keeps `n` pre-opened connections ready, 64 connects at a time, while the pool is on
+    /// probation (see [`Pool::keep_spares`]): a closed-loop phase runs it beside its workers so
+    /// that the requests of its first [`crate::pool::REUSE_QUIET`] do not connect inside their
+    /// own measurement. Returns once the pool is trusted or suspicious, or a connect failed.
+    pub async fn keep_spares(&self, n: usize) {
+        self.pool.keep_spares(n, 64).await
+    }
+
+    /// Waits (at most 2 × [`crate::pool::REUSE_QUIET`]) until the pool's idle connections show
+    /// the server sends nothing after a response, so reuse starts at once (see
+    /// [`Pool::await_trust`]): `bench` calls it after its warmup.
+    pub async fn await_trust(&self) {
+        self.pool.await_trust(2 * crate::pool::REUSE_QUIET).await
+    }
+
     /// Sends one streamed request and returns its record (success, or one [`ErrorClass`] with
     /// a message). `cancel` ends it early as `cancelled`. Timestamps are ns on the run clock:
     /// when the kernel received the bytes (`ClientConfig::rx_timestamps`, Linux), else when
@@ -486,10 +501,17 @@ impl Client {
             .response_head(&request, &limits, &mut cancelled, &mut sleep)
             .await;
         drop(request);
-        let (head, conn, written) = match head {
+        let (head, conn, written, wrote_at) = match head {
             Ok(r) => r,
             Err((class, msg)) => return self.fail_now(rec, class, msg),
         };
+        // The send time is when the request's first bytes went to the kernel (on the
+        // connection that answered), not when this task first asked for a connection: a
+        // saturated client's deferred write is its own queue (`client_queue_ms`), not the
+        // server's TTFT (issue 14: measured against a loopback capture).
+        if let Some(at) = wrote_at {
+            rec.sent_ns = self.clock.ns_at(at);
+        }
         let head_at = Instant::now();
         // Times are the kernel's receive times where it gives them (`rxstamp`), never before
         // the send nor before the previous time of this request.
@@ -573,7 +595,7 @@ impl Client {
         limits: &Deadlines,
         cancelled: &mut Pin<&mut WaitForCancellationFuture<'_>>,
         sleep: &mut Pin<&mut tokio::time::Sleep>,
-    ) -> Result<(Head, Conn, bool), (ErrorClass, String)> {
+    ) -> Result<(Head, Conn, bool, Option<Instant>), (ErrorClass, String)> {
         let fut = async {
             let mut retried = false;
             loop {
@@ -583,7 +605,7 @@ impl Client {
                     .await
                     .map_err(|e| (ErrorClass::Connect, e.to_string()))?;
                 match write_and_read_head(&mut c, request).await {
-                    Ok((head, written)) => return Ok((head, c, written)),
+                    Ok((head, written, wrote_at)) => return Ok((head, c, written, wrote_at)),
                     // The server closed the idle keep-alive connection: re-send once.
                     Err(HeadError::Io {
                         answered: false, ..
@@ -1198,11 +1220,17 @@ enum HeadError {
 /// Writes `request` on `c` while reading its response head (a server may answer before it
 /// read the whole request, e.g. nginx's 413, and a write blocked on its full receive window
 /// must not hide that answer); interim `1xx` responses are skipped. Returns the final head,
-/// consumed from the buffer (body bytes read with it stay there), and whether the whole
-/// request was written. Errors: the connection failed or closed before a head (the write's
-/// error is named when there was one), or an invalid head.
-async fn write_and_read_head(c: &mut Conn, request: &[u8]) -> Result<(Head, bool), HeadError> {
+/// consumed from the buffer (body bytes read with it stay there), whether the whole request
+/// was written, and when the write that put its first bytes into the kernel began (the send
+/// time: a write the runtime deferred, e.g. for its cooperative budget, is not the server's
+/// time). Errors: the connection failed or closed before a head (the write's error is named
+/// when there was one), or an invalid head.
+async fn write_and_read_head(
+    c: &mut Conn,
+    request: &[u8],
+) -> Result<(Head, bool, Option<Instant>), HeadError> {
     let mut written = 0;
+    let mut first_write: Option<Instant> = None;
     let mut write_err: Option<std::io::Error> = None;
     let mut answered = false;
     // Bytes arrived that may complete a head: parsed only then, so a server trickling a long
@@ -1210,9 +1238,23 @@ async fn write_and_read_head(c: &mut Conn, request: &[u8]) -> Result<(Head, bool
     let mut fresh = false;
     std::future::poll_fn(|cx| {
         while written < request.len() && write_err.is_none() {
-            match c.poll_write(cx, &request[written..]) {
+            let at = Instant::now();
+            // A write the socket takes now goes out now, whatever the task's budget; only a
+            // full socket falls back to the waker-registering poll.
+            let now = match c.try_write(&request[written..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
+                r => Some(r),
+            };
+            let r = match now {
+                Some(r) => Poll::Ready(r),
+                None => c.poll_write(cx, &request[written..]),
+            };
+            match r {
                 Poll::Ready(Ok(0)) => write_err = Some(std::io::ErrorKind::WriteZero.into()),
-                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Ok(n)) => {
+                    first_write.get_or_insert(at);
+                    written += n;
+                }
                 Poll::Ready(Err(e)) => write_err = Some(e),
                 Poll::Pending => break,
             }
@@ -1222,7 +1264,7 @@ async fn write_and_read_head(c: &mut Conn, request: &[u8]) -> Result<(Head, bool
                 match parse_head(c.unread()) {
                     Ok(HeadParse::Final(head, n)) => {
                         c.consume(n);
-                        return Poll::Ready(Ok((head, written == request.len())));
+                        return Poll::Ready(Ok((head, written == request.len(), first_write)));
                     }
                     Ok(HeadParse::Interim(n)) => {
                         c.consume(n);

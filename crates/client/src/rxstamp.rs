@@ -67,6 +67,12 @@ pub struct StampedTcp {
 }
 
 impl StampedTcp {
+    /// [`TcpStream::try_write`]: one write if the socket is known writable, no waker, no
+    /// cooperative budget. `WouldBlock` otherwise.
+    pub fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+        self.inner.try_write(data)
+    }
+
     /// Wraps `inner`, turning on kernel receive timestamps when `enable` and the system has
     /// them (Linux); otherwise reads are plain and the stamp stays empty.
     pub fn new(inner: TcpStream, enable: bool) -> Self {

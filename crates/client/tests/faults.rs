@@ -452,3 +452,97 @@ async fn preconnected_connections_serve_the_first_requests() {
     // Nothing listening: opens none, returns at once.
     assert_eq!(client_at("http://127.0.0.1:9").preconnect(4).await, 0);
 }
+
+/// `Client::keep_spares` keeps pre-opened connections ready while the pool is on probation,
+/// replacing each one a request takes, and ends once the pool is trusted: requests of the
+/// probation never connect themselves (issue 14: connecting inside the measurement cost a
+/// saturated client a run-queue round per request).
+#[tokio::test]
+async fn spares_replace_what_probation_takes_and_stop_once_trusted() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (client, accepted) = one_token_server().await;
+    let spares = tokio::spawn({
+        let c = client.clone();
+        async move { c.keep_spares(2).await }
+    });
+    let wait_for = |n: u64| {
+        let accepted = accepted.clone();
+        async move {
+            for _ in 0..200 {
+                if accepted.load(Relaxed) == n {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            panic!("{} connections, not {n}", accepted.load(Relaxed));
+        }
+    };
+    wait_for(2).await;
+    let input = hi();
+    let cancel = CancellationToken::new();
+    // On probation: each request takes a spare, and a new spare replaces it.
+    for n in [3, 4] {
+        let rec = client.send(&input, RequestMeta::default(), &cancel).await;
+        assert!(rec.success, "{rec:#?}");
+        wait_for(n).await;
+    }
+    // Quiet for the probation's time: the next request reuses the oldest idle connection, the
+    // pool is trusted and the spares stop (no further connection).
+    tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
+    assert!(
+        client
+            .send(&input, RequestMeta::default(), &cancel)
+            .await
+            .success
+    );
+    tokio::time::timeout(Duration::from_secs(2), spares)
+        .await
+        .expect("keep_spares ended once trusted")
+        .unwrap();
+    for _ in 0..3 {
+        assert!(
+            client
+                .send(&input, RequestMeta::default(), &cancel)
+                .await
+                .success
+        );
+    }
+    assert_eq!(accepted.load(Relaxed), 4);
+}
+
+/// `Client::await_trust` (bench, between warmup and profile): after one response, it returns
+/// once that connection stayed quiet for the probation's time, and the next requests reuse it
+/// at once; on a pool with nothing idle it returns at once.
+#[tokio::test]
+async fn await_trust_lets_the_next_requests_reuse_at_once() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (client, accepted) = one_token_server().await;
+    let t0 = Instant::now();
+    client.await_trust().await;
+    assert!(t0.elapsed() < Duration::from_millis(100));
+    let input = hi();
+    let cancel = CancellationToken::new();
+    assert!(
+        client
+            .send(&input, RequestMeta::default(), &cancel)
+            .await
+            .success
+    );
+    let t0 = Instant::now();
+    client.await_trust().await;
+    let waited = t0.elapsed();
+    assert!(
+        waited >= inferbench_client::pool::REUSE_QUIET - Duration::from_millis(20)
+            && waited < 2 * inferbench_client::pool::REUSE_QUIET + Duration::from_millis(100),
+        "{waited:?}"
+    );
+    for _ in 0..4 {
+        assert!(
+            client
+                .send(&input, RequestMeta::default(), &cancel)
+                .await
+                .success
+        );
+    }
+    assert_eq!(accepted.load(Relaxed), 1);
+}

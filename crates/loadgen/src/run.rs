@@ -666,6 +666,13 @@ async fn run_profile(
         } else {
             Some(opts.resolved_num_prompts())
         };
+        // The warmup's connections, once quiet for the probation's 200 ms, are reused from the
+        // profile's first request on (none: nothing to wait for).
+        tokio::select! {
+            biased;
+            _ = shared.cancel.cancelled() => {}
+            _ = shared.client.await_trust() => {}
+        }
         // A closed loop with a cap opens its connections before its clock starts (the warmup
         // usually has; this tops up), so TCP set-up is not inside the measured window.
         if let (None, Some(cap)) = (opts.request_rate, shared.cap) {
@@ -686,6 +693,15 @@ async fn run_profile(
         start_unix = unix_now();
         let cpu_at_start = crate::selftest::process_cpu_s().map(|c| (c, Instant::now()));
         let wait_at_start = crate::selftest::runqueue_wait_s();
+        // Beside a closed loop with a cap: spare connections while the pool is on probation.
+        let spares = (opts.request_rate.is_none())
+            .then_some(shared.cap)
+            .flatten()
+            .map(|cap| {
+                let n = count.map_or(u64::from(cap), |c| c.min(u64::from(cap)));
+                let client = shared.client.clone();
+                tokio::spawn(async move { client.keep_spares(n.min(SPARES_MAX) as usize).await })
+            });
         end = run_phase(
             shared,
             PhaseSpec {
@@ -698,6 +714,9 @@ async fn run_profile(
             },
         )
         .await;
+        if let Some(s) = spares {
+            s.abort();
+        }
         end_unix = unix_now();
         client_cpu = match (cpu_at_start, crate::selftest::process_cpu_s()) {
             (Some((c0, t0)), Some(c1)) => Some((c1 - c0, t0.elapsed().as_secs_f64())),
@@ -1163,6 +1182,11 @@ fn unix_now() -> f64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
+
+/// Most spare connections kept while the pool is on probation ([`Client::keep_spares`]): a
+/// round of requests at up to 512 streams; above that the spares would double the server's
+/// connections for the probation's 200 ms.
+const SPARES_MAX: u64 = 512;
 
 /// Dispatches one phase and waits for all its requests.
 async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {

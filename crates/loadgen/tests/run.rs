@@ -276,10 +276,12 @@ async fn closed_loop_sends_every_first_request_before_reading_any() {
         "{last_first_send} > {first_read}"
     );
     // The replay server closes nothing: the 64 pre-opened connections carried the first
-    // requests, and probation (nothing quiet for 200 ms yet) gave the second ones new ones.
+    // requests, and probation (nothing quiet for 200 ms yet) gave the second ones new ones,
+    // opened beside the workers as spares (`keep_spares`: up to `cap` more, replacing each
+    // one taken, whether or not a request still needs it).
     let n = accepted.load(std::sync::atomic::Ordering::Relaxed) as usize;
     assert!(
-        (cap as usize..=2 * cap as usize).contains(&n),
+        (cap as usize..=3 * cap as usize).contains(&n),
         "{n} connections"
     );
 }
