@@ -132,8 +132,10 @@ pub struct RequestRecord {
     /// workload/metrics work, serde-compatible with records that lack it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub released_ns: Option<u64>,
-    /// When the request was handed to the connection (ns since run start). `sent − scheduled` is
-    /// the client queue time.
+    /// When the request went out (ns since run start): the start of the write that put its
+    /// first bytes into the kernel, on the connection that answered (before any byte was
+    /// written: when it asked for a connection). `sent − scheduled` is the client queue time,
+    /// so a write the client's own scheduling delayed is queue time, not TTFT (issue 14).
     pub sent_ns: u64,
     /// First response byte (status line) arrival.
     #[serde(default, skip_serializing_if = "Option::is_none")]
