@@ -344,19 +344,14 @@ impl Pool {
     /// needs a new one: connecting inside its own measurement cost a saturated client a whole
     /// round of its run queue (≈ 11 ms at 64 streams) and the server an accept before its
     /// answer, for every request of the first [`REUSE_QUIET`] (issue 14: ~900 connects in a
-    /// 10 s run at 64 streams, the TTFT mean 1–4 ms). Returns once the pool is trusted (the
-    /// spares left are closed) or suspicious, or when a connect fails (the requests then
-    /// connect themselves and record it).
+    /// 10 s run at 64 streams, the TTFT mean 1–4 ms). Returns once the pool is trusted or
+    /// suspicious, or when a connect fails (the requests then connect themselves and record
+    /// it). Spares left when it returns stay pre-opened connections (handed out after the idle
+    /// ones, dropped after [`POOL_IDLE`]): they cannot be told from those [`Pool::preconnect`]
+    /// opened for the first requests of a trusted pool, which must not be closed.
     pub async fn keep_spares(&self, n: usize, parallel: usize) {
         loop {
-            if self.suspicious.load(Ordering::Relaxed) {
-                return;
-            }
-            if self.trusted.load(Ordering::Relaxed) {
-                self.unused
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clear();
+            if !self.on_probation() || self.suspicious.load(Ordering::Relaxed) {
                 return;
             }
             let taken = self.spare_taken.notified();
