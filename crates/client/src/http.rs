@@ -612,6 +612,17 @@ impl Client {
                     }) if reused && !retried => {
                         retried = true;
                     }
+                    // Some response bytes came, then the connection ended: the server is
+                    // reachable and its answer incomplete (trial 30: not "unreachable").
+                    Err(HeadError::Io {
+                        answered: true,
+                        msg,
+                    }) => {
+                        return Err((
+                            ErrorClass::Malformed,
+                            format!("incomplete response head from {}: {msg}", self.uri),
+                        ))
+                    }
                     Err(HeadError::Io { msg, .. }) => {
                         return Err((
                             ErrorClass::Connect,
@@ -781,10 +792,9 @@ impl Client {
                     // framing cut the stream short and the rest would go uncounted. A failure,
                     // not a shorter success (trial 29 #2). Bytes arriving later than this
                     // poll are only the pool's stale-bytes warning.
-                    if st.mode == Mode::Sse
-                        && !st.interp.done
-                        && conn.poll_idle() == IdleState::Stale
-                    {
+                    let stream =
+                        st.mode == Mode::Sse || (st.mode == Mode::Sniff && st.labelled_sse);
+                    if stream && !st.interp.done && conn.poll_idle() == IdleState::Stale {
                         let extra = conn.unread().len();
                         read.conn = None;
                         self.pool.mark_stale();
@@ -1294,7 +1304,11 @@ async fn write_and_read_head(
                 Ok(n) => {
                     answered = true;
                     let unread = c.unread();
-                    fresh = unread.len() >= crate::wire::HEAD_MAX
+                    // Also the first bytes of a head: garbage without a line end (a TLS
+                    // alert from an https port) is refused at once, not left to EOF or the
+                    // idle timeout (trial 30).
+                    fresh = unread.len() == n
+                        || unread.len() >= crate::wire::HEAD_MAX
                         || memchr::memchr(b'\n', &unread[unread.len().saturating_sub(n)..])
                             .is_some();
                 }

@@ -208,6 +208,9 @@ pub struct Pool {
     suspicious: AtomicBool,
     /// A request took a pre-opened connection ([`Pool::keep_spares`] replaces it).
     spare_taken: tokio::sync::Notify,
+    /// A connection came back to the pool open after its response (the server keeps
+    /// connections alive): [`Pool::keep_spares`] waits for it.
+    kept_alive: AtomicBool,
     /// Turn on kernel receive timestamps on new connections.
     rx_timestamps: bool,
 }
@@ -240,6 +243,7 @@ impl Pool {
             trusted: AtomicBool::new(false),
             suspicious: AtomicBool::new(false),
             spare_taken: tokio::sync::Notify::new(),
+            kept_alive: AtomicBool::new(false),
             rx_timestamps,
         }
     }
@@ -355,7 +359,14 @@ impl Pool {
                 return;
             }
             let taken = self.spare_taken.notified();
-            let want = n.saturating_sub(self.unused_len());
+            // Only once a response has kept its connection open: a server that closes after
+            // every response would never use a spare, and one that serves one connection at
+            // a time would sit reading a spare that never carries a request (trial 30).
+            let want = if self.kept_alive.load(Ordering::Relaxed) {
+                n.saturating_sub(self.unused_len())
+            } else {
+                0
+            };
             if want > 0 {
                 if self.open_unused(want, parallel, REUSE_QUIET).await < want {
                     return;
@@ -450,6 +461,7 @@ impl Pool {
     pub fn checkin(&self, mut c: Conn) {
         match c.poll_idle() {
             IdleState::Open if !self.suspicious.load(Ordering::Relaxed) => {
+                self.kept_alive.store(true, Ordering::Relaxed);
                 let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
                 idle.push_back((c, Instant::now()));
             }

@@ -280,3 +280,61 @@ async fn a_content_length_that_cuts_the_stream_short_is_malformed() {
     assert!(r.success, "{r:#?}");
     assert_eq!(r.output_text, "xx");
 }
+
+/// Garbage without a line end (what `http://` gets from a TLS port: an alert record) is a
+/// `malformed` answer at once, whether the server then closes or holds the connection; a
+/// head cut short by the close is `malformed` too: the server is reachable (trial 30: both
+/// were `connect`, "server unreachable", exit 3).
+#[tokio::test]
+async fn garbage_without_a_line_end_and_a_cut_head_are_malformed() {
+    for (bytes, hold) in [
+        (&b"\x15\x03\x01\x00\x02\x02\x50"[..], false),
+        (&b"\x15\x03\x01\x00\x02\x02\x50"[..], true),
+        (
+            &b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"[..],
+            false,
+        ),
+    ] {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        let needle = if bytes.starts_with(b"HTTP") {
+            "incomplete response head"
+        } else {
+            "invalid response head"
+        };
+        let bytes = bytes.to_vec();
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            inferbench_testutil::replay::read_request(&mut s).await;
+            let _ = s.write_all(&bytes).await;
+            if hold {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        });
+        let t0 = std::time::Instant::now();
+        let r = send(&client(&url)).await;
+        failed(&r, ErrorClass::Malformed, needle);
+        assert!(t0.elapsed() < Duration::from_millis(400), "{r:#?}");
+    }
+}
+
+/// `Content-Length: 0` under an event-stream label, then the whole stream: the framing ended
+/// the stream before its first event, `malformed` like any cut (trial 30: it was a
+/// `stream_error` "without a token-bearing chunk").
+#[tokio::test]
+async fn a_zero_content_length_before_the_stream_is_malformed() {
+    let (url, _) = serve(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 0\r\n\r\n\
+             {EV}data: [DONE]\n\n"
+        )
+        .into_bytes(),
+    )
+    .await;
+    let r = send(&client(&url)).await;
+    failed(
+        &r,
+        ErrorClass::Malformed,
+        "more bytes followed on the connection",
+    );
+}
