@@ -338,3 +338,55 @@ async fn a_zero_content_length_before_the_stream_is_malformed() {
         "more bytes followed on the connection",
     );
 }
+
+/// The rest of a cut stream arriving 50 ms after the Content-Length ended it (a proxy's next
+/// segment, trial 30 F1): a stream that ended without `[DONE]` or a finish reason is watched
+/// for 100 ms, so it is `malformed` too; one that stays quiet is whole, timed at its end (not
+/// after the watch), and its connection is reused.
+#[tokio::test]
+async fn the_rest_of_a_cut_stream_arriving_later_is_malformed() {
+    let first = format!("{EV}{EV}");
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (mut s, _) = l.accept().await.unwrap();
+        inferbench_testutil::replay::read_request(&mut s).await;
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{first}",
+            first.len()
+        );
+        let _ = s.write_all(head.as_bytes()).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let _ = s
+            .write_all(format!("{EV}data: [DONE]\n\n").as_bytes())
+            .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    });
+    let r = send(&client(&url)).await;
+    failed(
+        &r,
+        ErrorClass::Malformed,
+        "more bytes followed on the connection",
+    );
+    assert_eq!(r.output_text, "xx");
+
+    // Whole, quiet after its end: success, ended at its last byte, one connection for two.
+    let (url, accepted) = serve(
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{}",
+            2 * EV.len(),
+            EV.repeat(2)
+        )
+        .into_bytes(),
+    )
+    .await;
+    let c = client(&url);
+    for _ in 0..2 {
+        let r = send(&c).await;
+        assert!(r.success, "{r:#?}");
+        assert!(r.end_ns - r.last_token_ns.unwrap() < 50_000_000, "{r:#?}");
+        assert!(r.read_end_ns.unwrap_or(r.end_ns) >= r.end_ns);
+        tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
+    }
+    assert_eq!(accepted.load(Ordering::Relaxed), 1);
+}
