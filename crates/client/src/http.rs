@@ -21,7 +21,7 @@ use crate::openai::{
     build_body, excerpt, Backend, Interpreter, MaxTokensField, PendingCount, RequestInput,
     TokenCounter,
 };
-use crate::pool::{Conn, IdleState, Pool};
+use crate::pool::{Conn, IdleState, Pool, REUSE_QUIET};
 use crate::rxstamp::RxStamp;
 use crate::sse::SseParser;
 use crate::wire::{parse_head, BodyDecoder, Head, HeadParse, Step};
@@ -197,6 +197,11 @@ pub struct RequestMeta {
     /// replica. `None` sends no such header; an id that is not a valid header value is dropped.
     pub correlation_id: Option<String>,
 }
+
+/// How long the warmup's connections must stay quiet after their responses before
+/// [`Client::await_trust`] lets the profile reuse them at once: 1 s (5 × the in-run
+/// [`REUSE_QUIET`]; a server writing stale bytes within it is caught before the profile).
+pub const TRUST_QUIET: Duration = Duration::from_secs(1);
 
 /// The longest [`Client::preconnect`] waits for its connections: 5 s.
 pub const PRECONNECT_DEADLINE: Duration = Duration::from_secs(5);
@@ -375,11 +380,13 @@ impl Client {
         self.pool.keep_spares(n, 64).await
     }
 
-    /// Waits (at most 2 × [`crate::pool::REUSE_QUIET`]) until the pool's idle connections show
-    /// the server sends nothing after a response, so reuse starts at once (see
-    /// [`Pool::await_trust`]): `bench` calls it after its warmup.
+    /// Waits (at most [`TRUST_QUIET`] + [`REUSE_QUIET`]) until the pool's oldest idle
+    /// connection stayed quiet for [`TRUST_QUIET`] after its response, so reuse starts at once
+    /// (see [`Pool::await_trust`]): `bench` calls it after its warmup (≤ 1 s more start-up).
     pub async fn await_trust(&self) {
-        self.pool.await_trust(2 * crate::pool::REUSE_QUIET).await
+        self.pool
+            .await_trust(TRUST_QUIET, TRUST_QUIET + REUSE_QUIET)
+            .await
     }
 
     /// Sends one streamed request and returns its record (success, or one [`ErrorClass`] with

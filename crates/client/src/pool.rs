@@ -28,9 +28,16 @@
 //! were not opened for this request; the server may have closed them since), so the one
 //! re-send applies to them too.
 //!
-//! Left open: stale bytes that a server sends more than [`REUSE_QUIET`] after a response, on
-//! a pool already trusted, reach a request sent on that connection before they arrive (the
-//! pool turns suspicious as soon as the request's own response shows up as unread bytes).
+//! `bench` waits, between its warmup and its profile, for the warmup's connections to stay
+//! quiet for 1 s ([`Pool::await_trust`]), so a server writing stale bytes within that time is
+//! caught before the profile and nothing is reused in it.
+//!
+//! Left open: stale bytes that a server sends later than that (or, in a run without warmups,
+//! more than [`REUSE_QUIET`] after a response on a pool already trusted) reach a request sent
+//! on that connection before they arrive (the pool turns suspicious as soon as a request's own
+//! response shows up as unread bytes). A server that serves one connection at a time and
+//! keeps it alive stalls a run without warmups: on probation the second request goes out on
+//! another connection, which that server does not accept while it waits on the first.
 
 use std::collections::VecDeque;
 use std::io;
@@ -378,13 +385,16 @@ impl Pool {
         }
     }
 
-    /// Waits, at most `limit`, until the pool leaves probation the way a checkout would: the
-    /// oldest idle connection stays quiet for [`REUSE_QUIET`] after its response (a stale one is
-    /// dropped and turns the pool suspicious; a closed one is dropped). Returns at once when the
-    /// pool is trusted or suspicious already, or holds no idle connection to judge by. `bench`
-    /// calls it between its warmup and its profile so that the profile starts trusted (≤ 200 ms
-    /// more start-up) instead of connecting afresh for its first [`REUSE_QUIET`] (issue 14).
-    pub async fn await_trust(&self, limit: Duration) {
+    /// Waits, at most `limit`, until the pool leaves probation: the oldest idle connection
+    /// stays quiet for `quiet` after its response (a stale one is dropped and turns the pool
+    /// suspicious; a closed one is dropped). Returns at once when the pool is trusted or
+    /// suspicious already, or holds no idle connection to judge by. `bench` calls it between
+    /// its warmup and its profile so that the profile starts trusted instead of connecting
+    /// afresh for its first [`REUSE_QUIET`] (issue 14), with a `quiet` well above
+    /// [`REUSE_QUIET`]: trusting after 200 ms put every profile request on a warmup connection
+    /// whose stale copy came at 300 ms, each then reading the previous one's response (trial 30
+    /// F0); a longer wait, once per point, catches such a server before the profile.
+    pub async fn await_trust(&self, quiet: Duration, limit: Duration) {
         let stop = Instant::now() + limit;
         loop {
             if !self.on_probation() || self.suspicious.load(Ordering::Relaxed) {
@@ -396,7 +406,7 @@ impl Pool {
                 let Some((c, since)) = idle.front_mut() else {
                     return;
                 };
-                let at = *since + REUSE_QUIET;
+                let at = *since + quiet;
                 if at <= now {
                     match c.poll_idle() {
                         IdleState::Open => {

@@ -542,8 +542,8 @@ async fn await_trust_lets_the_next_requests_reuse_at_once() {
     client.await_trust().await;
     let waited = t0.elapsed();
     assert!(
-        waited >= inferbench_client::pool::REUSE_QUIET - Duration::from_millis(20)
-            && waited < 2 * inferbench_client::pool::REUSE_QUIET + Duration::from_millis(100),
+        waited >= inferbench_client::http::TRUST_QUIET - Duration::from_millis(20)
+            && waited < inferbench_client::http::TRUST_QUIET + Duration::from_millis(300),
         "{waited:?}"
     );
     for _ in 0..4 {

@@ -447,3 +447,36 @@ async fn reject_413_early() {
     let r = send(&c, Some(4)).await;
     assert_failed(&r, ErrorClass::Connect);
 }
+
+/// A server whose stale copy comes later than the in-run probation's 200 ms (0.3 s, 0.6 s):
+/// after a "warmup" on four connections, `await_trust` (bench, before its profile) waits for
+/// 1 s of quiet, meets the copies, and the pool reuses nothing: every later request reads its
+/// own response (trial 30 F0: trusting after 200 ms gave half the profile another request's
+/// response, silently).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_second_responses_are_caught_before_the_profile() {
+    for delay in ["0.3", "0.6"] {
+        let Some(s) = start("two-responses", &[&format!("second_after_s={delay}")]) else {
+            return;
+        };
+        let c = client(&s, |_| {});
+        let warm: Vec<_> = (0..4)
+            .map(|_| {
+                let c = c.clone();
+                tokio::spawn(async move { send(&c, Some(3)).await })
+            })
+            .collect();
+        for f in warm {
+            assert_ok(&f.await.unwrap(), &words("d", 3), 3, TokenSource::Server);
+        }
+        c.await_trust().await;
+        for i in 0..8 {
+            let r = send(&c, Some(3)).await;
+            assert_ok(&r, &words("d", 3), 3, TokenSource::Server);
+            assert!(
+                !r.output_text.contains("SECOND"),
+                "delay {delay}, request {i}: {r:#?}"
+            );
+        }
+    }
+}

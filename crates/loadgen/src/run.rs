@@ -666,7 +666,7 @@ async fn run_profile(
         } else {
             Some(opts.resolved_num_prompts())
         };
-        // The warmup's connections, once quiet for the probation's 200 ms, are reused from the
+        // The warmup's connections, once quiet for 1 s (`TRUST_QUIET`), are reused from the
         // profile's first request on (none: nothing to wait for).
         tokio::select! {
             biased;
