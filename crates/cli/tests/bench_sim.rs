@@ -722,10 +722,13 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
             "--result-dir",
             &dir(&cut),
         ]);
-    // Interrupted 1.5 s after the warmup notice (prompts are ready by then, however slow the
-    // debug build on a loaded machine was to prepare them; a fixed wait from the start could
-    // land before any request): requests of 64 tokens take well under a second on the sim.
-    let (code, _, err) = common::interrupt_after_line(cmd, "warmup:", Duration::from_millis(1500));
+    // Interrupted 2 s after the warmup's last progress line (prompts are ready by then, however
+    // slow the debug build on a loaded machine was to prepare them; a fixed wait from the start
+    // could land before any request): bench then waits up to 1 s for the warmup connection's
+    // quiet (`TRUST_QUIET`) before the profile, whose requests of 64 tokens take well under a
+    // second on the sim.
+    let (code, _, err) =
+        common::interrupt_after_line(cmd, "[warmup] ", Duration::from_millis(2000));
     assert_eq!(code, Some(130), "{err}");
     let t = ingest(&cut);
     assert!(t.starts_with("ingested 1 point(s) from 1 source(s)"), "{t}");

@@ -347,9 +347,10 @@ fn interrupted_quickstart_counts_its_cut_point_as_invalid() {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_inferbench"));
     cmd.args(["quickstart", "--concurrency", "1,2,4,8", "--no-db", "--out"])
         .arg(tmp.path().join("qs"));
-    // Into the second point's profile (its 10 requests take about 3 s of wall time).
+    // Into the second point's profile (its warmup, up to 1 s of waiting for the warmup
+    // connections' quiet, then 10 requests that take about 3 s of wall time).
     let (code, out, err) =
-        common::interrupt_after_line(cmd, "conc   1:", std::time::Duration::from_millis(1500));
+        common::interrupt_after_line(cmd, "conc   1:", std::time::Duration::from_millis(2500));
     assert_eq!(code, Some(130), "{out}{err}");
     assert!(out.contains("cut short"), "{out}");
     // The first point too when its sim was starved of CPU on a loaded host (its note says so).
