@@ -67,6 +67,12 @@ async fn one_token_server() -> (Client, std::sync::Arc<std::sync::atomic::Atomic
     (client_at(&format!("http://{addr}")), accepted)
 }
 
+/// Sends `input` and asserts it succeeded.
+async fn sent_ok(client: &Client, input: &RequestInput<'_>, cancel: &CancellationToken) {
+    let rec = client.send(input, RequestMeta::default(), cancel).await;
+    assert!(rec.success, "{rec:#?}");
+}
+
 /// A one-token prompt "hi" without max_tokens.
 fn hi() -> RequestInput<'static> {
     RequestInput {
@@ -414,22 +420,12 @@ async fn probation_then_reuse() {
     let input = hi();
     let cancel = CancellationToken::new();
     for _ in 0..2 {
-        assert!(
-            client
-                .send(&input, RequestMeta::default(), &cancel)
-                .await
-                .success
-        );
+        sent_ok(&client, &input, &cancel).await;
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 2);
     tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
     for _ in 0..6 {
-        assert!(
-            client
-                .send(&input, RequestMeta::default(), &cancel)
-                .await
-                .success
-        );
+        sent_ok(&client, &input, &cancel).await;
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 2);
 }
@@ -483,12 +479,7 @@ async fn spares_replace_what_probation_takes_and_stop_once_trusted() {
     // would never use one).
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(accepted.load(Relaxed), 0);
-    assert!(
-        client
-            .send(&input, RequestMeta::default(), &cancel)
-            .await
-            .success
-    );
+    sent_ok(&client, &input, &cancel).await;
     wait_for(3).await;
     // On probation: each request takes a spare, and a new spare replaces it.
     for n in [4, 5] {
@@ -499,23 +490,13 @@ async fn spares_replace_what_probation_takes_and_stop_once_trusted() {
     // Quiet for the probation's time: the next request reuses the oldest idle connection, the
     // pool is trusted and the spares stop (no further connection).
     tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
-    assert!(
-        client
-            .send(&input, RequestMeta::default(), &cancel)
-            .await
-            .success
-    );
+    sent_ok(&client, &input, &cancel).await;
     tokio::time::timeout(Duration::from_secs(2), spares)
         .await
         .expect("keep_spares ended once trusted")
         .unwrap();
     for _ in 0..3 {
-        assert!(
-            client
-                .send(&input, RequestMeta::default(), &cancel)
-                .await
-                .success
-        );
+        sent_ok(&client, &input, &cancel).await;
     }
     assert_eq!(accepted.load(Relaxed), 5);
 }
@@ -532,12 +513,7 @@ async fn await_trust_lets_the_next_requests_reuse_at_once() {
     assert!(t0.elapsed() < Duration::from_millis(100));
     let input = hi();
     let cancel = CancellationToken::new();
-    assert!(
-        client
-            .send(&input, RequestMeta::default(), &cancel)
-            .await
-            .success
-    );
+    sent_ok(&client, &input, &cancel).await;
     let t0 = Instant::now();
     client.await_trust().await;
     let waited = t0.elapsed();
@@ -547,12 +523,7 @@ async fn await_trust_lets_the_next_requests_reuse_at_once() {
         "{waited:?}"
     );
     for _ in 0..4 {
-        assert!(
-            client
-                .send(&input, RequestMeta::default(), &cancel)
-                .await
-                .success
-        );
+        sent_ok(&client, &input, &cancel).await;
     }
     assert_eq!(accepted.load(Relaxed), 1);
 }
