@@ -564,14 +564,13 @@ impl Client {
             stamp,
             last_t,
             last_byte: head_at,
-            watch: None,
         };
         let transport = self
             .read_body(&mut st, &mut read, &limits, &mut cancelled, &mut sleep, rec)
             .await;
 
         // 3. The outcome.
-        self.finish_exchange(st, transport, status, &read, rec)
+        self.finish_exchange(st, transport, status, &read.stamp, rec)
     }
 
     /// The whole request: the fixed head, this request's correlation id (else a `--header`
@@ -705,10 +704,6 @@ impl Client {
                 done_grace = Some(at);
                 sleep.as_mut().reset(at.into());
             }
-            if let (Some((at, _)), None) = (read.watch, done_grace) {
-                done_grace = Some(at);
-                sleep.as_mut().reset(at.into());
-            }
             flow = tokio::select! {
                 biased;
                 _ = &mut *cancelled => {
@@ -734,13 +729,6 @@ impl Client {
                     let now = Instant::now();
                     if let Some(at) = done_grace {
                         if now >= at {
-                            // A watched end stayed quiet: the stream was whole, and its
-                            // connection can carry the next request.
-                            if read.watch.is_some() {
-                                if let Some(c) = read.conn.take().filter(|_| read.keep_alive) {
-                                    self.pool.checkin(c);
-                                }
-                            }
                             // `[DONE]` arrived but the body did not end: the measurement
                             // stands; the connection is closed, never reused.
                             return None;
@@ -775,14 +763,6 @@ impl Client {
         let Some(conn) = read.conn.as_mut() else {
             return Flow::Continue;
         };
-        if read.watch.is_some() {
-            // Any byte after a watched end is the rest of a cut stream.
-            return if conn.unread().is_empty() {
-                Flow::Continue
-            } else {
-                self.cut_short(read)
-            };
-        }
         loop {
             let (n, step) = match read.framing.step(conn.unread()) {
                 Ok(s) => s,
@@ -817,23 +797,23 @@ impl Client {
                     // An event stream whose declared framing (Content-Length, the chunked
                     // terminator) ended before `[DONE]` while more bytes already followed: the
                     // framing cut the stream short and the rest would go uncounted. A failure,
-                    // not a shorter success (trial 29 #2).
+                    // not a shorter success (trial 29 #2). Bytes arriving later than this
+                    // poll are only the pool's stale-bytes warning.
                     let stream =
                         st.mode == Mode::Sse || (st.mode == Mode::Sniff && st.labelled_sse);
-                    if stream && !st.interp.done {
-                        if conn.poll_idle() == IdleState::Stale {
-                            return self.cut_short(read);
-                        }
-                        // Neither `[DONE]` nor a finish reason: the cut may be followed by
-                        // the rest a moment later (trial 30: 5–50 ms). The stream is judged
-                        // at this end; the connection is watched for [`DONE_GRACE`].
-                        if rec.finish_reason.is_none() {
-                            read.watch = Some((Instant::now() + DONE_GRACE, t));
-                            return match st.on_end(t, rec) {
-                                Ok(()) => Flow::Continue,
-                                Err(e) => Flow::Stop(Some(e)),
-                            };
-                        }
+                    if stream && !st.interp.done && conn.poll_idle() == IdleState::Stale {
+                        let extra = conn.unread().len();
+                        read.conn = None;
+                        self.pool.mark_stale();
+                        return Flow::Stop(Some((
+                            ErrorClass::Malformed,
+                            format!(
+                                "the body ended at its declared length before the stream's \
+                                 [DONE], and {extra} more bytes followed on the connection: \
+                                 the server's Content-Length or chunked framing is wrong; the \
+                                 tokens after it were not counted"
+                            ),
+                        )));
                     }
                     // Body read to the end: the connection can carry the next request (the
                     // pool checks it for unread bytes first).
@@ -846,21 +826,6 @@ impl Client {
         }
     }
 
-    /// Fails a stream whose body ended by its declared framing while more bytes followed on
-    /// the connection (closed, and the pool reuses nothing from now on).
-    fn cut_short(&self, read: &mut BodyRead) -> Flow {
-        let extra = read.conn.take().map_or(0, |c| c.unread().len());
-        self.pool.mark_stale();
-        Flow::Stop(Some((
-            ErrorClass::Malformed,
-            format!(
-                "the body ended at its declared length before the stream's [DONE], and {extra} \
-                 more bytes followed on the connection: the server's Content-Length or chunked \
-                 framing is wrong; the tokens after it were not counted"
-            ),
-        )))
-    }
-
     /// The server closed the connection at `now`: the end of a close-delimited body, else a
     /// body cut short (`stream_error`, none after `[DONE]`).
     fn on_eof(
@@ -871,10 +836,6 @@ impl Client {
         rec: &mut RequestRecord,
     ) -> Flow {
         read.conn = None;
-        if read.watch.is_some() {
-            // A watched end followed by the close: the stream was whole.
-            return Flow::Stop(None);
-        }
         match read.framing.at_eof() {
             Ok(()) => {
                 let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t);
@@ -898,18 +859,17 @@ impl Client {
         st: BodyState,
         transport: Option<(ErrorClass, String)>,
         status: http::StatusCode,
-        read: &BodyRead,
+        stamp: &RxStamp,
         rec: &mut RequestRecord,
     ) -> Option<PendingCount> {
-        // `[DONE]` ends the measurement; what the server does afterwards does not count (nor
-        // the watch after a stream that ended without it).
+        // `[DONE]` ends the measurement; what the server does afterwards does not count.
         let read_end = self.clock.ns_at(Instant::now());
-        rec.end_ns = match (st.interp.done_ns, read.watch) {
-            (Some(t), _) | (None, Some((_, t))) => t,
-            (None, None) => read_end,
+        rec.end_ns = match st.interp.done_ns {
+            Some(t) => t,
+            None => read_end,
         };
         // With kernel stamps, when the end was read (the wait for a busy client shows there).
-        if read.stamp.unix_ns().is_some() {
+        if stamp.unix_ns().is_some() {
             rec.read_end_ns = Some(read_end.max(rec.end_ns));
         }
         let BodyState {
@@ -1018,10 +978,6 @@ struct BodyRead {
     stamp: RxStamp,
     last_t: u64,
     last_byte: Instant,
-    /// An event stream ended by its framing without `[DONE]` or a finish reason: until this
-    /// instant any further byte on the connection fails it (the rest of a cut stream); with
-    /// the run-clock ns of that end (the request's end time).
-    watch: Option<(Instant, u64)>,
 }
 
 /// Whether [`Client::on_bytes`] wants more of the body, or reading stops (with the
