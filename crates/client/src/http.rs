@@ -1258,13 +1258,11 @@ async fn write_and_read_head(
             let at = Instant::now();
             // A write the socket takes now goes out now, whatever the task's budget; only a
             // full socket falls back to the waker-registering poll.
-            let now = match c.try_write(&request[written..]) {
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => None,
-                r => Some(r),
-            };
-            let r = match now {
-                Some(r) => Poll::Ready(r),
-                None => c.poll_write(cx, &request[written..]),
+            let r = match c.try_write(&request[written..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    c.poll_write(cx, &request[written..])
+                }
+                r => Poll::Ready(r),
             };
             match r {
                 Poll::Ready(Ok(0)) => write_err = Some(std::io::ErrorKind::WriteZero.into()),

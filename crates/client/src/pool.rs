@@ -261,6 +261,11 @@ impl Pool {
         self.suspicious.load(Ordering::Relaxed) || !self.trusted.load(Ordering::Relaxed)
     }
 
+    /// True once probation has ended either way: trusted, or suspicious for the rest of the run.
+    fn settled(&self) -> bool {
+        self.trusted.load(Ordering::Relaxed) || self.suspicious.load(Ordering::Relaxed)
+    }
+
     /// Records that a connection of this pool received bytes nobody asked for: from now on no
     /// connection is reused (every request gets a fresh one).
     pub fn mark_stale(&self) {
@@ -362,7 +367,7 @@ impl Pool {
     /// opened for the first requests of a trusted pool, which must not be closed.
     pub async fn keep_spares(&self, n: usize, parallel: usize) {
         loop {
-            if !self.on_probation() || self.suspicious.load(Ordering::Relaxed) {
+            if self.settled() {
                 return;
             }
             let taken = self.spare_taken.notified();
@@ -397,7 +402,7 @@ impl Pool {
     pub async fn await_trust(&self, quiet: Duration, limit: Duration) {
         let stop = Instant::now() + limit;
         loop {
-            if !self.on_probation() || self.suspicious.load(Ordering::Relaxed) {
+            if self.settled() {
                 return;
             }
             let now = Instant::now();

@@ -675,8 +675,14 @@ async fn run_profile(
         }
         // A closed loop with a cap opens its connections before its clock starts (the warmup
         // usually has; this tops up), so TCP set-up is not inside the measured window.
-        if let (None, Some(cap)) = (opts.request_rate, shared.cap) {
-            let n = count.map_or(cap as usize, |c| c.min(u64::from(cap)) as usize);
+        // Its connections in flight: the cap, or fewer requests.
+        let closed_loop = match (opts.request_rate, shared.cap) {
+            (None, Some(cap)) => {
+                Some(count.map_or(cap as usize, |c| c.min(u64::from(cap)) as usize))
+            }
+            _ => None,
+        };
+        if let Some(n) = closed_loop {
             tokio::select! {
                 biased;
                 _ = shared.cancel.cancelled() => {}
@@ -694,14 +700,10 @@ async fn run_profile(
         let cpu_at_start = crate::selftest::process_cpu_s().map(|c| (c, Instant::now()));
         let wait_at_start = crate::selftest::runqueue_wait_s();
         // Beside a closed loop with a cap: spare connections while the pool is on probation.
-        let spares = (opts.request_rate.is_none())
-            .then_some(shared.cap)
-            .flatten()
-            .map(|cap| {
-                let n = count.map_or(u64::from(cap), |c| c.min(u64::from(cap)));
-                let client = shared.client.clone();
-                tokio::spawn(async move { client.keep_spares(n.min(SPARES_MAX) as usize).await })
-            });
+        let spares = closed_loop.map(|n| {
+            let client = shared.client.clone();
+            tokio::spawn(async move { client.keep_spares(n.min(SPARES_MAX)).await })
+        });
         end = run_phase(
             shared,
             PhaseSpec {
@@ -1186,7 +1188,7 @@ fn unix_now() -> f64 {
 /// Most spare connections kept while the pool is on probation ([`Client::keep_spares`]): a
 /// round of requests at up to 512 streams; above that the spares would double the server's
 /// connections for the probation's 200 ms.
-const SPARES_MAX: u64 = 512;
+const SPARES_MAX: usize = 512;
 
 /// Dispatches one phase and waits for all its requests.
 async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
