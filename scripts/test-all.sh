@@ -28,6 +28,9 @@ if [ ! -d ../shared/data/inferencex ] || [ ! -d ../shared/data/gsm8k ]; then
   echo "  $(cd .. && pwd)/shared (data/inferencex, data/gsm8k); check it out there first." >&2
   exit 2
 fi
+# Incremental compilation data only speeds up a later rebuild and costs gigabytes a fresh CI
+# machine may not have; a caller can still ask for it.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 exec bash scripts/with-test-services.sh -- bash -c '
   set -euo pipefail
   echo "== cargo fmt --check"
