@@ -642,11 +642,22 @@ impl Client {
                     // The server answered, but not with an HTTP/1.x head we can read: it is
                     // reachable, so not `connect` (trial 29: a garbage or oversized head was
                     // reported as "server unreachable", exit 3).
+                    // On a kept-alive connection such bytes are most likely the rest of an
+                    // earlier response that its server wrote past the response's end, read
+                    // here as this one's head (trial 31 F4): say so, and reuse no connection
+                    // from now on.
                     Err(HeadError::Invalid(msg)) => {
+                        let leftover = if reused {
+                            self.pool.mark_stale();
+                            " (on a kept-alive connection: most likely the rest of an earlier \
+                             response, written past that response's end)"
+                        } else {
+                            ""
+                        };
                         return Err((
                             ErrorClass::Malformed,
-                            format!("invalid response head from {}: {msg}", self.uri),
-                        ))
+                            format!("invalid response head from {}: {msg}{leftover}", self.uri),
+                        ));
                     }
                 }
             }

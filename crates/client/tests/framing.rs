@@ -19,6 +19,12 @@ const EV: &str = "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n";
 /// A server answering every request on every connection with `response`, and its count of
 /// accepted connections.
 async fn serve(response: Vec<u8>) -> (String, Arc<AtomicU64>) {
+    serve_each(vec![response]).await
+}
+
+/// A server answering the k-th request on each connection with `responses[k]` (the last one
+/// for every later request), and its count of accepted connections.
+async fn serve_each(responses: Vec<Vec<u8>>) -> (String, Arc<AtomicU64>) {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", l.local_addr().unwrap());
     let accepted = Arc::new(AtomicU64::new(0));
@@ -26,10 +32,13 @@ async fn serve(response: Vec<u8>) -> (String, Arc<AtomicU64>) {
     tokio::spawn(async move {
         while let Ok((mut s, _)) = l.accept().await {
             count.fetch_add(1, Ordering::Relaxed);
-            let r = response.clone();
+            let rs = responses.clone();
             tokio::spawn(async move {
+                let mut k = 0;
                 while inferbench_testutil::replay::read_request(&mut s).await {
-                    if s.write_all(&r).await.is_err() {
+                    let r = &rs[k.min(rs.len() - 1)];
+                    k += 1;
+                    if s.write_all(r).await.is_err() {
                         return;
                     }
                 }
@@ -337,4 +346,47 @@ async fn a_zero_content_length_before_the_stream_is_malformed() {
         ErrorClass::Malformed,
         "more bytes followed on the connection",
     );
+}
+
+/// Bytes that precede the response to a request on a kept-alive connection (the rest of an
+/// earlier response its server wrote past that response's end) fail that request as
+/// `malformed`, named as such, and the pool reuses no connection afterwards (trial 31 F4: the
+/// message said only "invalid HTTP version").
+#[tokio::test]
+async fn leftover_bytes_on_a_reused_connection_are_named_and_end_reuse() {
+    let body = format!("{EV}data: [DONE]\n\n");
+    let ok = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let (url, accepted) = serve_each(vec![
+        ok.clone().into_bytes(),
+        format!("{EV}{ok}").into_bytes(),
+    ])
+    .await;
+    let c = client(&url);
+    let r = send(&c).await;
+    assert!(r.success, "{r:#?}");
+    // Past the pool's probation: the next request reuses the connection.
+    tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
+    let r = send(&c).await;
+    failed(
+        &r,
+        ErrorClass::Malformed,
+        "invalid response head from http://127.0.0.1:",
+    );
+    failed(
+        &r,
+        ErrorClass::Malformed,
+        "(on a kept-alive connection: most likely the rest of an earlier response, written \
+         past that response's end)",
+    );
+    // Keep-alive is off: the next requests connect afresh, and get their own answers.
+    for _ in 0..2 {
+        tokio::time::sleep(inferbench_client::pool::REUSE_QUIET + Duration::from_millis(50)).await;
+        let r = send(&c).await;
+        assert!(r.success, "{r:#?}");
+        assert_eq!(r.output_text, "x");
+    }
+    assert_eq!(accepted.load(Ordering::Relaxed), 3);
 }
