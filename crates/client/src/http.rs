@@ -389,6 +389,19 @@ impl Client {
             .await
     }
 
+    /// True once a connection showed bytes nobody asked for: keep-alive is off for the rest
+    /// of the run (see [`Pool::stale_seen`]).
+    pub fn stale_seen(&self) -> bool {
+        self.pool.stale_seen()
+    }
+
+    /// Waits until the idle connections have been quiet for [`REUSE_QUIET`] after their
+    /// responses and checks them for bytes nobody asked for ([`Pool::audit_idle`]; ≤ 200 ms):
+    /// `bench` calls it after its profile.
+    pub async fn audit_idle(&self) {
+        self.pool.audit_idle(REUSE_QUIET).await
+    }
+
     /// Sends one streamed request and returns its record (success, or one [`ErrorClass`] with
     /// a message). `cancel` ends it early as `cancelled`. Timestamps are ns on the run clock:
     /// when the kernel received the bytes (`ClientConfig::rx_timestamps`, Linux), else when

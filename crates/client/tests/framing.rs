@@ -390,3 +390,52 @@ async fn leftover_bytes_on_a_reused_connection_are_named_and_end_reuse() {
     }
     assert_eq!(accepted.load(Ordering::Relaxed), 3);
 }
+
+/// Trial 32 F1: a server that answers each request, then writes a copy of that answer 1.3 s
+/// later (past bench's 1 s trust wait), and answers the next request 5 ms after reading it.
+/// A request sent on its trusted connection before the copy reads the copy; the real answer
+/// comes 5 ms after the check-in, so neither check-in nor checkout sees it, and the
+/// connection sits idle at the end of the phase. `audit_idle` (bench: after every profile)
+/// finds those bytes.
+#[tokio::test]
+async fn the_idle_audit_finds_a_late_copy_that_shifted_a_request() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let mut k = 0;
+                while inferbench_testutil::replay::read_request(&mut s).await {
+                    k += 1;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    let ev = EV.replace("\"x\"", &format!("\"r{k}\""));
+                    let body = format!("{ev}data: [DONE]\n\n");
+                    let r = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                         Content-Length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if s.write_all(r.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(1300)).await;
+                    if s.write_all(r.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let c = client(&url);
+    let r = send(&c).await;
+    assert_eq!(r.output_text, "r1", "{r:#?}");
+    // bench's wait after its warmup: 1 s of quiet, so the pool trusts the connection.
+    c.await_trust().await;
+    // Sent before the copy of "r1": it reads that copy (the shift bench cannot see per
+    // request) while its own "r2" is still 5 ms away.
+    let r = send(&c).await;
+    assert_eq!(r.output_text, "r1", "{r:#?}");
+    assert!(!c.stale_seen());
+    c.audit_idle().await;
+    assert!(c.stale_seen());
+}

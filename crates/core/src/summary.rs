@@ -419,6 +419,11 @@ impl ClientCheck {
     pub const HELD_MIN: f64 = 0.99;
     /// At or above this share of its cores the client counts as saturated.
     pub const BUSY_MIN: f64 = 0.9;
+    /// A closed loop whose requests spent at least this share of a slot's cycle waiting to be
+    /// sent (connecting) was not the requested concurrency ([`ClientCheck::queue_note`]):
+    /// 10 %, well above the ~0.5 % a fresh connection costs a 15 ms request on loopback, so
+    /// the client's own per-request time does not trip it.
+    pub const QUEUE_SHARE_MAX: f64 = 0.1;
     /// Profiles shorter than this (s) get no verdict: process CPU time comes in 10 ms steps
     /// and a few requests' timing is noise (a 19 ms run was judged client-bound: trial).
     pub const MIN_WALL_S: f64 = 1.0;
@@ -457,6 +462,41 @@ impl ClientCheck {
 }
 
 impl ClientCheck {
+    /// A run that did not hold its concurrency because its requests waited to be sent: not
+    /// [`ClientCheck::client_bound`], held below [`ClientCheck::HELD_MIN`] over a profile of at
+    /// least [`ClientCheck::MIN_WALL_S`] (`wall_s`), and the mean client queue time
+    /// (`queue_ms`: a free slot to the request's first byte on the wire, ms) is at least
+    /// [`ClientCheck::QUEUE_SHARE_MAX`] of a slot's cycle (`queue_ms` + the mean E2EL
+    /// `e2el_ms`, ms). The time went to connecting (a server slow to accept: trial 32, a listen backlog of
+    /// 5 overflowed and the kernel's 1 s SYN retry held 8 streams at 0.5 in flight) or to a
+    /// re-send. Returns the note that makes the point invalid, `None` when the rule does not
+    /// hold.
+    pub fn queue_note(&self, wall_s: f64, queue_ms: f64, e2el_ms: f64) -> Option<String> {
+        let cycle_ms = queue_ms + e2el_ms;
+        let share = if cycle_ms > 0.0 {
+            queue_ms / cycle_ms
+        } else {
+            0.0
+        };
+        let not_held = !self.client_bound
+            && wall_s >= Self::MIN_WALL_S
+            && self.held_ratio < Self::HELD_MIN
+            && share >= Self::QUEUE_SHARE_MAX;
+        not_held.then(|| {
+            format!(
+                "the requested concurrency was not held: the server had {:.1} of the {} \
+                 requested requests in flight, because each request waited {queue_ms:.1} ms on \
+                 average between a free slot and its send ({:.0} % of the time a slot was \
+                 busy), connecting to a server slow to accept connections (a small listen \
+                 backlog?) or re-sending on a fresh connection; the point is invalid, kept off \
+                 frontiers unless --include-invalid",
+                self.held_ratio * f64::from(self.requested),
+                self.requested,
+                share * 100.0
+            )
+        })
+    }
+
     /// The note a client-bound run prints: what the client had in flight against what was
     /// asked, and the cause with its remedy. Out of CPU (at least [`ClientCheck::BUSY_MIN`] of
     /// its cores): fewer streams per client process, or more cores. Kept from its CPU (its

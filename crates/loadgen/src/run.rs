@@ -328,6 +328,11 @@ pub async fn run_bench(
     notes.extend(kept.spill_note());
     let records = kept.records;
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
+    if profile.stray_bytes {
+        let note = STRAY_BYTES_NOTE.to_string();
+        notes.push(note.clone());
+        reasons.push(note);
+    }
     summary.inferbench.server_metrics = server_metrics;
     summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let power_validation = finish_power(power, &opts, &mut summary).await;
@@ -631,6 +636,10 @@ struct ProfileRun {
     client_cpu: Option<(f64, f64)>,
     /// Time the client's threads waited for a CPU over the profile, s.
     client_wait: Option<f64>,
+    /// A kept-alive connection showed bytes nobody asked for during the profile or right after
+    /// it (the pool had trusted its connections until then): some responses may have been
+    /// read by the wrong request.
+    stray_bytes: bool,
 }
 
 /// Runs the profile phase unless the warmup ended the run (`end`): marks the scrape, opens a
@@ -650,6 +659,7 @@ async fn run_profile(
     // The client's own CPU over the profile phase: (CPU s, wall s), for the self-check.
     let mut client_cpu: Option<(f64, f64)> = None;
     let mut client_wait: Option<f64> = None;
+    let mut stray_bytes = false;
     if let Some(sc) = scraper {
         sc.mark("profile").await;
     }
@@ -700,6 +710,7 @@ async fn run_profile(
         let cpu_at_start = crate::selftest::process_cpu_s().map(|c| (c, Instant::now()));
         let wait_at_start = crate::selftest::runqueue_wait_s();
         // Beside a closed loop with a cap: spare connections while the pool is on probation.
+        let stale_before = shared.client.stale_seen();
         let spares = closed_loop.map(|n| {
             let client = shared.client.clone();
             tokio::spawn(async move { client.keep_spares(n.min(SPARES_MAX)).await })
@@ -728,6 +739,15 @@ async fn run_profile(
             .zip(crate::selftest::runqueue_wait_s())
             .map(|(a, b)| (b - a).max(0.0));
         settle(shared, counters).await;
+        if end == PhaseEnd::Completed {
+            // A server answering twice leaves the last real responses on idle connections.
+            tokio::select! {
+                biased;
+                _ = shared.cancel.cancelled() => {}
+                _ = shared.client.audit_idle() => {}
+            }
+        }
+        stray_bytes = !stale_before && shared.client.stale_seen();
         progress.finish().await;
     }
     if end == PhaseEnd::Completed && shared.breaker.never_reached() {
@@ -739,6 +759,7 @@ async fn run_profile(
         end_unix,
         client_cpu,
         client_wait,
+        stray_bytes,
     }
 }
 
@@ -769,6 +790,15 @@ async fn finish_scrape(
         profile.end_unix,
     ))
 }
+
+/// Why a profile whose kept-alive connections got bytes nobody asked for is invalid
+/// ([`ProfileRun::stray_bytes`]; trial 32 F1).
+const STRAY_BYTES_NOTE: &str = "the server wrote bytes after finished responses on kept-alive \
+     connections during the profile (it answered a request twice, or wrote past a response's \
+     end): a request sent on such a connection may have read an earlier request's response, so \
+     the texts and times of the records are in doubt and the point is invalid, kept off \
+     frontiers unless --include-invalid; --header 'Connection: close' gives every request a \
+     connection of its own";
 
 /// The producer checks that make a completed point's numbers not the server's (each also a
 /// note in `notes`): random prompts served from the prefix cache (a repeated run), or a server
@@ -975,6 +1005,13 @@ fn judge_client(
             // InferenceX results are valid only when the client kept up: the point is invalid
             // (trial 12: a quickstart beside another one stayed on the frontier with this note).
             let note = check.note(client_cpu.map_or(0.0, |c| c.1));
+            notes.push(note.clone());
+            reasons.push(note);
+        }
+        let ib = &summary.inferbench;
+        let (queue_ms, e2el_ms) = (ib.client_queue_ms.mean, ib.e2el_ms.mean);
+        let wall_s = client_cpu.map_or(0.0, |c| c.1);
+        if let Some(note) = check.queue_note(wall_s, queue_ms, e2el_ms) {
             notes.push(note.clone());
             reasons.push(note);
         }

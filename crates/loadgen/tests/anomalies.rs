@@ -117,11 +117,17 @@ async fn usage_exceeds_max_tokens_case_is_flagged_counted_and_warned() {
 
 /// Starts `misbehaving_server.py MODE --port 0 --log LOG`; returns the child and its URL.
 fn misbehaving(mode: &str, log: &std::path::Path) -> Option<(Child, String)> {
+    misbehaving_with(mode, log, &[])
+}
+
+/// As [`misbehaving`], with the mode's `--arg K=V` pairs.
+fn misbehaving_with(mode: &str, log: &std::path::Path, args: &[&str]) -> Option<(Child, String)> {
     let dir = shared()?;
     let mut child = Command::new("python3")
         .arg(dir.join("tools/misbehaving_server.py"))
         .args([mode, "--port", "0", "--log"])
         .arg(log)
+        .args(args.iter().flat_map(|a| ["--arg", a]))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -472,4 +478,43 @@ async fn server_tokenizer_without_tokenize_endpoint_is_a_clear_error() {
         msg.contains(&format!("POST http://{addr}/tokenize: HTTP 404: Not Found")),
         "{msg}"
     );
+}
+
+/// Trial 32 F1: a server that writes a second copy of each response 1.5 s later (a buggy
+/// proxy), later than bench's 1 s trust wait after the warmup. Requests on its kept-alive
+/// connections then read the previous request's copy, so the point must not stand as valid:
+/// the pool's check of its idle connections after the profile (or a check-in) sees the bytes
+/// nobody asked for, and the summary says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_second_response_makes_the_point_invalid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("srv.jsonl");
+    let Some((child, url)) = misbehaving_with("two-responses", &log, &["second_after_s=1.5"])
+    else {
+        eprintln!("SKIP: python3 or the shared folder is missing");
+        return;
+    };
+    let _guard = Kill(child);
+    let o = BenchOptions {
+        max_concurrency: Some(4),
+        num_warmups: Some(8),
+        ..opts(url, 12, 8, 3)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let why = out
+        .summary
+        .inferbench
+        .invalid_reason
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        why.starts_with(
+            "the server wrote bytes after finished responses on kept-alive connections during \
+             the profile (it answered a request twice, or wrote past a response's end)"
+        ),
+        "{why:?}; {:?}",
+        out.notes
+    );
+    assert!(out.notes.iter().any(|n| n == &why), "{:?}", out.notes);
 }

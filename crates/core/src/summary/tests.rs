@@ -734,6 +734,35 @@ fn client_check_judges_held_ratio_and_cpu() {
     assert_eq!(ClientCheck::judge(4, 4.0, None, 1.0, 0.0, 1).cpu_cores, 0.0);
 }
 
+/// Trial 32: a server whose listen backlog overflowed held 8 streams at 0.5 in flight (each
+/// request waited ~32 ms to connect, E2EL ~16 ms) with idle client cores: not client-bound,
+/// and still not the requested concurrency, so the point is invalid and says why.
+#[test]
+fn a_run_whose_requests_waited_to_be_sent_did_not_hold_its_concurrency() {
+    let c = ClientCheck::judge(8, 0.49, Some(0.49), 0.3, 2.0, 2);
+    assert!(!c.client_bound);
+    assert_eq!(
+        c.queue_note(2.0, 32.0, 16.0).unwrap(),
+        "the requested concurrency was not held: the server had 0.5 of the 8 requested requests \
+         in flight, because each request waited 32.0 ms on average between a free slot and its \
+         send (67 % of the time a slot was busy), connecting to a server slow to accept \
+         connections (a small listen backlog?) or re-sending on a fresh connection; the point is \
+         invalid, kept off frontiers unless --include-invalid"
+    );
+    // Queue time under 10 % of the cycle (1.6 ms of 16): not what lowered the held ratio.
+    assert_eq!(c.queue_note(2.0, 1.6, 16.0), None);
+    assert!(c.queue_note(2.0, 1.8, 16.0).is_some());
+    // Held (99.5 %): nothing to say, whatever the queue time.
+    let held = ClientCheck::judge(8, 7.96, None, 0.3, 2.0, 2);
+    assert_eq!(held.queue_note(2.0, 32.0, 16.0), None);
+    // A profile under a second gets no verdict; nor does a client-bound run (its own note).
+    assert_eq!(c.queue_note(0.5, 32.0, 16.0), None);
+    let bound = ClientCheck::judge(512, 281.0, None, 9.5, 10.0, 1);
+    assert_eq!(bound.queue_note(10.0, 32.0, 16.0), None);
+    // No time at all: no share, no verdict.
+    assert_eq!(c.queue_note(2.0, 0.0, 0.0), None);
+}
+
 /// Trial 9: a client-bound quickstart at 0.27 of 2 cores was told to run fewer streams. The
 /// note names the cause the measurements show: out of CPU, kept from it by other processes,
 /// or stalled with CPU to spare.
