@@ -17,6 +17,13 @@ pub const ISL_TOLERANCE_FRACTION: f64 = 0.05;
 /// limits must be exceeded.
 pub const ISL_TOLERANCE_TOKENS: u32 = 32;
 
+/// A client-counted output (no `usage` from the server) may exceed the request's `max_tokens`
+/// by this factor before `output_exceeds_max_tokens` is raised (2: a different tokenizer splits
+/// text into up to about twice the model's tokens, trial 32's " t0" chunks) …
+pub const OUTPUT_TOLERANCE_FACTOR: u32 = 2;
+/// … plus this many tokens (32, as [`ISL_TOLERANCE_TOKENS`]).
+pub const OUTPUT_TOLERANCE_TOKENS: u32 = 32;
+
 /// One kind of implausible server-reported number. Serialized as the snake_case code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -33,15 +40,21 @@ pub enum Anomaly {
     /// more than [`ISL_TOLERANCE_FRACTION`] and more than [`ISL_TOLERANCE_TOKENS`]: the client's
     /// tokenizer is not the served model's.
     IslMismatch,
+    /// The server sent no `usage`, and the client's count of the text it streamed is above
+    /// [`OUTPUT_TOLERANCE_FACTOR`] × `max_tokens` + [`OUTPUT_TOLERANCE_TOKENS`]: more text than
+    /// `max_tokens` allows under any tokenizer (trial 32: 200,000 characters for max_tokens 16
+    /// counted 25,000 tokens and inflated output tok/s 400×, unflagged).
+    OutputExceedsMaxTokens,
 }
 
 impl Anomaly {
     /// Every code, in summary order.
-    pub const ALL: [Anomaly; 4] = [
+    pub const ALL: [Anomaly; 5] = [
         Anomaly::UsageExceedsMaxTokens,
         Anomaly::UsageBelowStream,
         Anomaly::OslMismatch,
         Anomaly::IslMismatch,
+        Anomaly::OutputExceedsMaxTokens,
     ];
 
     /// The code as written in records and summaries (`"usage_exceeds_max_tokens"`, …).
@@ -51,6 +64,7 @@ impl Anomaly {
             Anomaly::UsageBelowStream => "usage_below_stream",
             Anomaly::OslMismatch => "osl_mismatch",
             Anomaly::IslMismatch => "isl_mismatch",
+            Anomaly::OutputExceedsMaxTokens => "output_exceeds_max_tokens",
         }
     }
 
@@ -86,6 +100,13 @@ impl Anomaly {
                     rec.prompt_tokens, rec.prompt_tokens_client
                 )
             }
+            Anomaly::OutputExceedsMaxTokens => format!(
+                "request {id}: the client counted {} completion tokens in the streamed text (the \
+                 server sent no usage) for max_tokens {max} ({} token chunks), more than a \
+                 different tokenizer explains; output throughput built on it is not real",
+                rec.completion_tokens,
+                rec.chunk_count()
+            ),
         }
     }
 }
@@ -96,9 +117,10 @@ impl std::fmt::Display for Anomaly {
     }
 }
 
-/// The anomalies of one finished request (empty for failed requests). Only numbers the server
-/// reported are judged: completion-token checks need `completion_tokens_source = server`, the ISL
-/// check needs a server prompt count (`prompt_tokens != prompt_tokens_client`). `ignore_eos`: the
+/// The anomalies of one finished request (empty for failed requests). The server's numbers are
+/// judged where it reported them: completion-token checks need `completion_tokens_source =
+/// server`, the ISL check needs a server prompt count (`prompt_tokens != prompt_tokens_client`);
+/// without usage, only an output far above `max_tokens` ([`Anomaly::OutputExceedsMaxTokens`]). `ignore_eos`: the
 /// request asked for exactly `max_tokens` tokens.
 pub fn detect(rec: &RequestRecord, ignore_eos: bool) -> Vec<Anomaly> {
     let mut out = Vec::new();
@@ -116,6 +138,12 @@ pub fn detect(rec: &RequestRecord, ignore_eos: bool) -> Vec<Anomaly> {
         if ignore_eos && rec.max_tokens.is_some_and(|m| c != m) {
             out.push(Anomaly::OslMismatch);
         }
+    } else if rec.max_tokens.is_some_and(|m| {
+        rec.completion_tokens
+            > m.saturating_mul(OUTPUT_TOLERANCE_FACTOR)
+                .saturating_add(OUTPUT_TOLERANCE_TOKENS)
+    }) {
+        out.push(Anomaly::OutputExceedsMaxTokens);
     }
     if isl_mismatch(rec.prompt_tokens, rec.prompt_tokens_client) {
         out.push(Anomaly::IslMismatch);
@@ -131,7 +159,7 @@ pub fn isl_mismatch(server: u32, client: u32) -> bool {
 }
 
 /// Profile requests carrying each code: every code of [`Anomaly::ALL`] is present (0 when none),
-/// so summaries and the store always have the four counts.
+/// so summaries and the store always have the five counts.
 pub fn counts(records: &[RequestRecord]) -> BTreeMap<String, u64> {
     let mut m: BTreeMap<String, u64> = Anomaly::ALL
         .iter()
@@ -269,6 +297,7 @@ mod tests {
             vec![
                 ("isl_mismatch".to_string(), 0),
                 ("osl_mismatch".to_string(), 0),
+                ("output_exceeds_max_tokens".to_string(), 0),
                 ("usage_below_stream".to_string(), 1),
                 ("usage_exceeds_max_tokens".to_string(), 1),
             ]
@@ -293,12 +322,39 @@ mod tests {
         );
     }
 
+    /// Trial 32 F2: `degenerate-first` sent 200,000 characters without usage for max_tokens
+    /// 16 (25,000 tokens by the client's count); twice the tokens of a different tokenizer
+    /// (" t0" chunks) is not flagged.
+    #[test]
+    fn output_exceeds_max_tokens_without_usage() {
+        let mut r = rec(1, 25_000, Some(16));
+        r.completion_tokens_source = TokenSource::Tokenizer;
+        assert_eq!(detect(&r, false), vec![Anomaly::OutputExceedsMaxTokens]);
+        assert_eq!(
+            Anomaly::OutputExceedsMaxTokens.describe(&r),
+            "request 0: the client counted 25000 completion tokens in the streamed text (the \
+             server sent no usage) for max_tokens 16 (1 token chunks), more than a different \
+             tokenizer explains; output throughput built on it is not real"
+        );
+        // The limit: 2 × 16 + 32 = 64 tokens.
+        r.completion_tokens = 64;
+        assert_eq!(detect(&r, true), vec![]);
+        r.completion_tokens = 65;
+        assert_eq!(detect(&r, true), vec![Anomaly::OutputExceedsMaxTokens]);
+        // No max_tokens: nothing to exceed.
+        r.max_tokens = None;
+        assert_eq!(detect(&r, false), vec![]);
+        // The server's usage is judged by its own rule, not this one.
+        let r = rec(1, 25_000, Some(16));
+        assert_eq!(detect(&r, false), vec![Anomaly::UsageExceedsMaxTokens]);
+    }
+
     #[test]
     fn codes_serialize_snake_case() {
         let s = serde_json::to_string(&Anomaly::ALL).unwrap();
         assert_eq!(
             s,
-            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch"]"#
+            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens"]"#
         );
         for a in Anomaly::ALL {
             assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{a}\""));

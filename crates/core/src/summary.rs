@@ -319,7 +319,8 @@ pub struct Extras {
     /// Cancellations by the run have none.
     pub error_samples: BTreeMap<String, String>,
     /// Profile requests carrying each anomaly code (`usage_exceeds_max_tokens`,
-    /// `usage_below_stream`, `osl_mismatch`, `isl_mismatch`; all four always present), see
+    /// `usage_below_stream`, `osl_mismatch`, `isl_mismatch`, `output_exceeds_max_tokens`; all
+    /// five always present), see
     /// [`crate::anomaly`].
     pub anomalies: BTreeMap<String, u64>,
     /// Successful profile requests with at least one anomaly.
