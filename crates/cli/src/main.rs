@@ -90,6 +90,20 @@ enum Command {
     AgentxTraces(cmd::replay::TracesArgs),
 }
 
+/// The command line with every (sub)command taking a negative number as a flag's value, so
+/// `--max-concurrency -1` is refused by that flag's own check, naming it, instead of clap's
+/// "unexpected argument '-1' found" (trial 32 F9).
+fn parse_cli<T: Into<std::ffi::OsString> + Clone>(
+    args: impl IntoIterator<Item = T>,
+) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    fn negatives(c: clap::Command) -> clap::Command {
+        c.allow_negative_numbers(true).mut_subcommands(negatives)
+    }
+    let matches = negatives(Cli::command()).try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
 /// `inferbench report | head`: once the reader is gone, `println!` panics on the broken pipe.
 /// That is the normal end of such a pipeline, so end quietly with 141 instead of printing a
 /// panic; the same for stderr (`inferbench sweep 2>&1 | head`: its progress lines are on
@@ -125,7 +139,7 @@ fn main() {
         // plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
+    let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Selftest(a) => a.run(),
@@ -167,12 +181,30 @@ mod tests {
         super::Cli::command().debug_assert();
     }
 
+    /// Trial 32 F9: a negative value reaches the flag's own parser, which names the flag (flags
+    /// checked after parsing, `--duration -3` or `--max-error-rate -1`, name theirs there).
+    #[test]
+    fn a_negative_value_is_refused_by_its_flag() {
+        for (flag, value) in [
+            ("--max-concurrency", "-1"),
+            ("--num-prompts", "-5"),
+            ("--num-warmups", "-1"),
+            ("--port", "-1"),
+        ] {
+            let e = super::parse_cli(["inferbench", "bench", flag, value])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(flag), "{flag} {value}: {e}");
+            assert!(e.contains(value), "{flag} {value}: {e}");
+            assert!(!e.contains("unexpected argument"), "{flag} {value}: {e}");
+        }
+    }
+
     /// A single-valued flag given twice takes the last value (argparse's rule, which `vllm bench
     /// serve` users rely on); a repeatable flag (`--set`) keeps every value.
     #[test]
     fn a_repeated_flag_takes_its_last_value() {
-        use clap::Parser as _;
-        let cli = super::Cli::try_parse_from([
+        let cli = super::parse_cli([
             "inferbench",
             "bench",
             "--num-prompts",
