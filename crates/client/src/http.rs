@@ -625,7 +625,26 @@ impl Client {
                     .await
                     .map_err(|e| (ErrorClass::Connect, e.to_string()))?;
                 match write_and_read_head(&mut c, request).await {
-                    Ok((head, written, wrote_at)) => return Ok((head, c, written, wrote_at)),
+                    // Bytes the kernel received before this request's write began cannot
+                    // answer it: on a kept-alive connection they are an earlier response's
+                    // rest (trial 32 F1: a server answering twice; its real answer came µs
+                    // after the checkout's poll and was read, TTFT 0, as the next request's).
+                    Ok((_, _, Some(sent))) if reused && c.stamp.before(sent.unix_ns).is_some() => {
+                        self.pool.mark_stale();
+                        let lead = c.stamp.before(sent.unix_ns).unwrap_or(0);
+                        return Err((
+                            ErrorClass::Malformed,
+                            format!(
+                                "the response head on a kept-alive connection from {} began \
+                                 arriving {:.3} ms before the request was sent: the rest of an \
+                                 earlier response (the server answered a request twice, or \
+                                 wrote past a response's end); keep-alive is off from now on",
+                                self.uri,
+                                lead as f64 / 1e6
+                            ),
+                        ));
+                    }
+                    Ok((head, written, sent)) => return Ok((head, c, written, sent.map(|s| s.at))),
                     // The server closed the idle keep-alive connection: re-send once.
                     Err(HeadError::Io {
                         answered: false, ..
@@ -1258,6 +1277,15 @@ enum HeadError {
     Invalid(String),
 }
 
+/// When the write that put a request's first bytes into the kernel began: on the monotonic
+/// clock (the send time of the record) and on `CLOCK_REALTIME` (to set against kernel receive
+/// stamps, [`crate::rxstamp::RxStamp::before`]).
+#[derive(Debug, Clone, Copy)]
+struct SentAt {
+    at: Instant,
+    unix_ns: u64,
+}
+
 /// Writes `request` on `c` while reading its response head (a server may answer before it
 /// read the whole request, e.g. nginx's 413, and a write blocked on its full receive window
 /// must not hide that answer); interim `1xx` responses are skipped. Returns the final head,
@@ -1269,9 +1297,9 @@ enum HeadError {
 async fn write_and_read_head(
     c: &mut Conn,
     request: &[u8],
-) -> Result<(Head, bool, Option<Instant>), HeadError> {
+) -> Result<(Head, bool, Option<SentAt>), HeadError> {
     let mut written = 0;
-    let mut first_write: Option<Instant> = None;
+    let mut first_write: Option<SentAt> = None;
     let mut write_err: Option<std::io::Error> = None;
     let mut answered = false;
     // Bytes arrived that may complete a head: parsed only then, so a server trickling a long
@@ -1279,7 +1307,10 @@ async fn write_and_read_head(
     let mut fresh = false;
     std::future::poll_fn(|cx| {
         while written < request.len() && write_err.is_none() {
-            let at = Instant::now();
+            let at = SentAt {
+                at: Instant::now(),
+                unix_ns: crate::rxstamp::unix_now_ns(),
+            };
             // A write the socket takes now goes out now, whatever the task's budget; only a
             // full socket falls back to the waker-registering poll.
             let r = match c.try_write(&request[written..]) {

@@ -37,6 +37,14 @@ impl RxStamp {
         }
     }
 
+    /// How long (ns) before `unix_ns` (a `CLOCK_REALTIME` reading, [`unix_now_ns`]) the kernel
+    /// received the latest read's first byte; `None` without a stamp or when it came at or
+    /// after `unix_ns`. Both sides are wall-clock readings, so no mapping onto the run clock
+    /// blurs it: bytes stamped before a request's write began cannot answer that request.
+    pub fn before(&self, unix_ns: u64) -> Option<u64> {
+        self.unix_ns().filter(|s| *s < unix_ns).map(|s| unix_ns - s)
+    }
+
     fn set(&self, unix_ns: u64) {
         self.0.store(unix_ns, Ordering::Relaxed);
     }
@@ -49,12 +57,16 @@ impl RxStamp {
         let Some(stamp) = self.unix_ns() else {
             return now_ns;
         };
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        let age = wall.saturating_sub(stamp);
+        let age = unix_now_ns().saturating_sub(stamp);
         now_ns.saturating_sub(age).max(floor_ns).min(now_ns)
     }
+}
+
+/// Now on `CLOCK_REALTIME`, ns since the Unix epoch (the kernel stamps' clock); 0 before 1970.
+pub fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// A TCP stream that stamps each read ([`RxStamp`]); writes go straight through.
@@ -247,6 +259,17 @@ mod tests {
         assert_eq!(s.run_ns(10_000_000, 9_000_000), 9_000_000, "floor");
         s.set(wall + 60_000_000_000); // a stamp from the future (clock step): now
         assert_eq!(s.run_ns(10_000_000, 0), 10_000_000);
+    }
+
+    /// `before`: the stamp's lead over a later wall-clock reading, none for a later stamp.
+    #[test]
+    fn before_is_the_stamps_lead_over_a_wall_reading() {
+        let s = RxStamp::default();
+        assert_eq!(s.before(1_000), None, "no stamp");
+        s.set(900);
+        assert_eq!(s.before(1_000), Some(100));
+        assert_eq!(s.before(900), None, "at the same instant: not before");
+        assert_eq!(s.before(800), None);
     }
 
     /// Bytes that waited in the socket are stamped with their arrival, not their read.
