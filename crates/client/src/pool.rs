@@ -20,8 +20,9 @@
 //!   quiet (the oldest first); sooner requests get a fresh connection. A trusted pool reuses
 //!   the most recently returned connection, as before;
 //! - once any connection showed unread bytes, or a reused connection answered a request with
-//!   bytes that are not a response head (most likely an earlier response's rest), the pool
-//!   reuses nothing: every request of the run gets a fresh connection.
+//!   bytes that are not a response head (most likely an earlier response's rest) or with a
+//!   head the kernel received before the request's write began (with kernel receive stamps),
+//!   the pool reuses nothing: every request of the run gets a fresh connection.
 //!
 //! Pre-opened connections ([`Pool::preconnect`]) never carried a request, so no stale response
 //! can be waiting on them: they are handed out at once, also on probation, after the idle
