@@ -625,13 +625,18 @@ impl Client {
                     .await
                     .map_err(|e| (ErrorClass::Connect, e.to_string()))?;
                 match write_and_read_head(&mut c, request).await {
-                    // Bytes the kernel received before this request's write began cannot
-                    // answer it: on a kept-alive connection they are an earlier response's
-                    // rest (trial 32 F1: a server answering twice; its real answer came µs
-                    // after the checkout's poll and was read, TTFT 0, as the next request's).
-                    Ok((_, _, Some(sent))) if reused && c.stamp.before(sent.unix_ns).is_some() => {
+                    Ok((head, written, sent)) => {
+                        // Bytes the kernel received before this request's write began cannot
+                        // answer it: on a kept-alive connection they are an earlier response's
+                        // rest (trial 32 F1: a server answering twice; its real answer came µs
+                        // after the checkout's poll and was read, TTFT 0, as the next one's).
+                        let early = sent
+                            .filter(|_| reused)
+                            .and_then(|s| c.stamp.before(s.unix_ns));
+                        let Some(lead) = early else {
+                            return Ok((head, c, written, sent.map(|s| s.at)));
+                        };
                         self.pool.mark_stale();
-                        let lead = c.stamp.before(sent.unix_ns).unwrap_or(0);
                         return Err((
                             ErrorClass::Malformed,
                             format!(
@@ -644,7 +649,6 @@ impl Client {
                             ),
                         ));
                     }
-                    Ok((head, written, sent)) => return Ok((head, c, written, sent.map(|s| s.at))),
                     // The server closed the idle keep-alive connection: re-send once.
                     Err(HeadError::Io {
                         answered: false, ..
@@ -673,11 +677,9 @@ impl Client {
                     }
                     // The server answered, but not with an HTTP/1.x head we can read: it is
                     // reachable, so not `connect` (trial 29: a garbage or oversized head was
-                    // reported as "server unreachable", exit 3).
-                    // On a kept-alive connection such bytes are most likely the rest of an
-                    // earlier response that its server wrote past the response's end, read
-                    // here as this one's head (trial 31 F4): say so, and reuse no connection
-                    // from now on.
+                    // reported as "server unreachable", exit 3). On a kept-alive connection
+                    // such bytes are most likely the rest of an earlier response, written past
+                    // its end (trial 31 F4): say so, and reuse no connection from now on.
                     Err(HeadError::Invalid(msg)) => {
                         let leftover = if reused {
                             self.pool.mark_stale();

@@ -39,9 +39,11 @@
 //! on that connection before they arrive (the pool turns suspicious as soon as a request's own
 //! response shows up as unread bytes). Such records are not repaired, but the point does not
 //! stand: `bench` marks it invalid when the pool turned suspicious during its profile, or when
-//! its idle connections hold such bytes 200 ms after it ([`Pool::audit_idle`]). A server that serves one connection at a time and
-//! keeps it alive stalls a run without warmups: on probation the second request goes out on
-//! another connection, which that server does not accept while it waits on the first.
+//! its idle connections hold such bytes 200 ms after it ([`Pool::audit_idle`]).
+//!
+//! Also left open: a server that serves one connection at a time and keeps it alive stalls a
+//! run without warmups: on probation the second request goes out on another connection, which
+//! that server does not accept while it waits on the first.
 
 use std::collections::VecDeque;
 use std::io;

@@ -328,11 +328,6 @@ pub async fn run_bench(
     notes.extend(kept.spill_note());
     let records = kept.records;
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
-    if profile.stray_bytes {
-        let note = STRAY_BYTES_NOTE.to_string();
-        notes.push(note.clone());
-        reasons.push(note);
-    }
     summary.inferbench.server_metrics = server_metrics;
     summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let power_validation = finish_power(power, &opts, &mut summary).await;
@@ -988,9 +983,12 @@ fn summary_context(
     }
 }
 
-/// Adds the client's self-check ([`client_check`]) of the profile to `summary`; a client-bound
-/// run gets its note in `notes` and in `reasons` (InferenceX results are valid only when the
-/// client kept up).
+/// Adds the client's self-check ([`client_check`]) of the profile to `summary`, and judges
+/// whether the client measured the requested load: each of a client-bound run, a closed loop
+/// whose requests waited to be sent ([`inferbench_core::summary::ClientCheck::queue_note`]) and
+/// a profile whose connections got bytes nobody asked for ([`ProfileRun::stray_bytes`]) gets
+/// its note in `notes` and in `reasons` (InferenceX results are valid only when the client
+/// kept up).
 fn judge_client(
     opts: &BenchOptions,
     summary: &mut RunSummary,
@@ -999,23 +997,20 @@ fn judge_client(
     reasons: &mut Vec<String>,
 ) {
     let client_cpu = profile.client_cpu;
+    let wall_s = client_cpu.map_or(0.0, |c| c.1);
+    let mut invalid = Vec::new();
     if let Some(mut check) = client_check(opts, summary, client_cpu) {
         check.runqueue_wait_s = profile.client_wait;
-        if check.client_bound {
-            // InferenceX results are valid only when the client kept up: the point is invalid
-            // (trial 12: a quickstart beside another one stayed on the frontier with this note).
-            let note = check.note(client_cpu.map_or(0.0, |c| c.1));
-            notes.push(note.clone());
-            reasons.push(note);
-        }
+        // Trial 12: a quickstart beside another one stayed on the frontier with this note.
+        invalid.extend(check.client_bound.then(|| check.note(wall_s)));
         let ib = &summary.inferbench;
-        let (queue_ms, e2el_ms) = (ib.client_queue_ms.mean, ib.e2el_ms.mean);
-        let wall_s = client_cpu.map_or(0.0, |c| c.1);
-        if let Some(note) = check.queue_note(wall_s, queue_ms, e2el_ms) {
-            notes.push(note.clone());
-            reasons.push(note);
-        }
+        invalid.extend(check.queue_note(wall_s, ib.client_queue_ms.mean, ib.e2el_ms.mean));
         summary.inferbench.client = Some(check);
+    }
+    invalid.extend(profile.stray_bytes.then(|| STRAY_BYTES_NOTE.to_string()));
+    for note in invalid {
+        notes.push(note.clone());
+        reasons.push(note);
     }
 }
 
