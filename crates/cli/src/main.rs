@@ -100,8 +100,30 @@ fn parse_cli<T: Into<std::ffi::OsString> + Clone>(
     fn negatives(c: clap::Command) -> clap::Command {
         c.allow_negative_numbers(true).mut_subcommands(negatives)
     }
-    let matches = negatives(Cli::command()).try_get_matches_from(args)?;
+    let matches = negatives(Cli::command())
+        .try_get_matches_from(args)
+        .map_err(with_vllm_hint)?;
     Cli::from_arg_matches(&matches)
+}
+
+/// An unknown-flag error for a `vllm bench serve` flag gets a tip naming what to use instead
+/// ([`inferbench_loadgen::flags::vllm_flag_hint`]; trial 32 F11); other errors pass unchanged.
+fn with_vllm_hint(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let hint = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(flag)) => inferbench_loadgen::flags::vllm_flag_hint(flag),
+        _ => None,
+    };
+    if let Some(h) = hint {
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![format!("vllm bench serve's flag: {h}").into()]),
+        );
+    }
+    e
 }
 
 /// `inferbench report | head`: once the reader is gone, `println!` panics on the broken pipe.
@@ -127,18 +149,59 @@ fn quiet_on_broken_stdout() {
     }));
 }
 
+/// Log lines as the rest of the console's notes: `inferbench: warning: <message>` (errors
+/// `inferbench: error: <message>`), no timestamp or module path (trial 32 F12: the pool's
+/// warning stood out among the notes). `INFERBENCH_LOG` (a tracing filter) turns on the full
+/// tracing format instead, for debugging.
+struct NoteFormat;
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for NoteFormat
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut w: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let level = *event.metadata().level();
+        let tag = match level {
+            tracing::Level::ERROR => "error: ",
+            tracing::Level::WARN => "warning: ",
+            _ => "",
+        };
+        write!(w, "inferbench: {tag}")?;
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
+}
+
+/// Installs the log subscriber: warnings and errors as notes ([`NoteFormat`]), or, with
+/// `INFERBENCH_LOG` set, that filter in tracing's own format.
+fn init_logging() {
+    let stderr_tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    match tracing_subscriber::EnvFilter::try_from_env("INFERBENCH_LOG") {
+        Ok(filter) => tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            // Colour only on a terminal: logs redirected to files (sweep engine logs, CI)
+            // stay plain text.
+            .with_ansi(stderr_tty)
+            .init(),
+        Err(_) => tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("warn"))
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .event_format(NoteFormat)
+            .init(),
+    }
+}
+
 fn main() {
     quiet_on_broken_stdout();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("INFERBENCH_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        // Colour only on a terminal: logs redirected to files (sweep engine logs, CI) stay
-        // plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_logging();
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
@@ -198,6 +261,34 @@ mod tests {
             assert!(e.contains(value), "{flag} {value}: {e}");
             assert!(!e.contains("unexpected argument"), "{flag} {value}: {e}");
         }
+    }
+
+    /// Trial 32 F11: `vllm bench serve` flags bench does not take say what to use instead.
+    #[test]
+    fn a_vllm_flag_names_its_replacement() {
+        let e = super::parse_cli(["inferbench", "bench", "--temperature", "0.7"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unexpected argument '--temperature' found")
+                && e.contains(
+                    "tip: vllm bench serve's flag: sampling parameters go into the \
+                     request body: --extra-body"
+                ),
+            "{e}"
+        );
+        let e = super::parse_cli(["inferbench", "bench", "--served-model-name=x"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--model is the name sent in each request"),
+            "{e}"
+        );
+        // Any other unknown flag: clap's error as it was.
+        let e = super::parse_cli(["inferbench", "bench", "--no-such-flag"])
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("vllm bench serve"), "{e}");
     }
 
     /// A single-valued flag given twice takes the last value (argparse's rule, which `vllm bench

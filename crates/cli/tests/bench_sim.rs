@@ -138,6 +138,39 @@ fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
     assert!(!busted.contains("prefix cache served"), "{busted}");
 }
 
+/// Trial 32 F5: against `sim --time-scale 10` bench measured 10× the modelled hardware's speed
+/// and said nothing. The sim's `/metrics` names its time scale; bench notes it and marks the
+/// point invalid (quickstart and `sweep --sim` rescale to modelled time instead).
+#[test]
+fn a_sim_faster_than_real_time_makes_the_point_invalid() {
+    let sim = start_sim_with(&["--time-scale", "10"]);
+    let dir = std::env::temp_dir().join(format!("inferbench-bench-scaled-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (_, text) = bench(&sim, &saved_as(&dir, "r.json"));
+    assert!(
+        text.contains(
+            "inferbench: the server is inferbench's sim at --time-scale 10: it ran 10× \
+             the speed of the hardware it models"
+        ),
+        "{text}"
+    );
+    let r = read_json(&dir.join("r.json"));
+    assert_eq!(r["inferbench"]["server_metrics"]["sim_time_scale"], 10.0);
+    let why = r["inferbench"]["invalid_reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.starts_with("the server is inferbench's sim at --time-scale 10")
+            && why.contains("quickstart / sweep --sim, which rescale to modelled time"),
+        "{r}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    // At time scale 1 the gauge reads 1 and the point stands.
+    let sim = start_sim();
+    let (_, text) = bench(&sim, &["--cache-bust"]);
+    assert!(!text.contains("--time-scale"), "{text}");
+}
+
 #[test]
 fn server_metrics_are_scraped_into_the_result_and_summary() {
     let sim = start_sim();

@@ -450,8 +450,14 @@ impl Client {
             }
         }
         if rec.success {
-            // Once per request, at its end: implausible server numbers (issue 11).
-            rec.anomalies = inferbench_core::anomaly::detect(&rec, self.cfg.ignore_eos);
+            // Once per request, at its end: implausible server numbers (issue 11), after what
+            // the exchange itself noted (a response that was not a stream).
+            let found = inferbench_core::anomaly::detect(&rec, self.cfg.ignore_eos);
+            rec.anomalies.extend(found);
+            rec.anomalies.sort();
+            rec.anomalies.dedup();
+        } else {
+            rec.anomalies.clear();
         }
         rec
     }
@@ -666,13 +672,13 @@ impl Client {
                             format!("incomplete response head from {}: {msg}", self.uri),
                         ))
                     }
+                    // A fresh connection (or the re-send's) that the server took and then
+                    // dropped without a byte: `connect` (no usable response), but the words
+                    // say it was accepted (trial 32 F10: "is the server listening?" misled).
                     Err(HeadError::Io { msg, .. }) => {
                         return Err((
                             ErrorClass::Connect,
-                            format!(
-                                "connection failed before the response head from {}: {msg}",
-                                self.uri
-                            ),
+                            format!("{ACCEPTED_THEN_FAILED} {}: {msg}", self.uri),
                         ))
                     }
                     // The server answered, but not with an HTTP/1.x head we can read: it is
@@ -918,6 +924,7 @@ impl Client {
             rec.read_end_ns = Some(read_end.max(rec.end_ns));
         }
         let BodyState {
+            mode,
             mut interp,
             parser,
             raw,
@@ -949,6 +956,11 @@ impl Client {
             return pending;
         }
         rec.success = true;
+        if mode == Mode::Json {
+            // Asked for a stream, got one JSON body: TTFT = E2EL (trial 32 F4).
+            rec.anomalies
+                .push(inferbench_core::anomaly::Anomaly::NotStreamed);
+        }
         pending
     }
 
@@ -963,6 +975,19 @@ impl Client {
         set_failed(rec, class, msg);
         None
     }
+}
+
+/// How a `connect` failure begins when the TCP connection was made and then failed before
+/// any response byte (closed or reset by the peer): something listens there, but does not
+/// answer HTTP (a TLS or other service's port, a proxy without a backend, a server at its
+/// connection limit). See [`accepted_then_failed`].
+pub const ACCEPTED_THEN_FAILED: &str =
+    "the connection was accepted, then failed before any response byte from";
+
+/// True when a `connect` failure's message says the connection was accepted first
+/// ([`ACCEPTED_THEN_FAILED`]), not refused or unroutable.
+pub fn accepted_then_failed(msg: &str) -> bool {
+    msg.starts_with(ACCEPTED_THEN_FAILED)
 }
 
 /// How long the body end is awaited after `[DONE]` before the connection is given up (the

@@ -283,6 +283,7 @@ async fn content_type_variants_and_sniffed_event_streams() {
             assert!(rec.success, "{label:?} {start:?}: {rec:#?}");
             assert_eq!(rec.output_text, "xy", "{label:?} {start:?}");
             assert_eq!(rec.chunks.len(), 2, "{label:?} {start:?}");
+            assert!(rec.anomalies.is_empty(), "{label:?} {start:?}");
         }
     }
     // A JSON body labelled as an event stream.
@@ -298,6 +299,11 @@ async fn content_type_variants_and_sniffed_event_streams() {
     let rec = send_to(serve(c).await, |_| {}).await;
     assert!(rec.success, "{rec:#?}");
     assert_eq!(rec.output_text, "hello");
+    // Trial 32 F4: an answer that is not a stream is a success, flagged, not silent.
+    assert_eq!(
+        rec.anomalies,
+        vec![inferbench_core::anomaly::Anomaly::NotStreamed]
+    );
     // A JSON-labelled body that is neither SSE nor JSON: malformed, with an excerpt.
     let mut c = case(200, &[(0, "<html>oops</html>")], ReplayEnd::Close);
     c.headers = vec![("Content-Type".into(), "application/json".into())];

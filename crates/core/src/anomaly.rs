@@ -45,16 +45,22 @@ pub enum Anomaly {
     /// `max_tokens` allows under any tokenizer (trial 32: 200,000 characters for max_tokens 16
     /// counted 25,000 tokens and inflated output tok/s 400×, unflagged).
     OutputExceedsMaxTokens,
+    /// The request asked for a stream and the server answered with one JSON body
+    /// (`"stream": true` ignored, or a proxy that buffers): the first token arrived with the
+    /// last, so TTFT is the whole response time and TPOT and ITL are 0 (trial 32 F4). Noted by
+    /// the client when it reads the body (not by [`detect`], which sees only numbers).
+    NotStreamed,
 }
 
 impl Anomaly {
     /// Every code, in summary order.
-    pub const ALL: [Anomaly; 5] = [
+    pub const ALL: [Anomaly; 6] = [
         Anomaly::UsageExceedsMaxTokens,
         Anomaly::UsageBelowStream,
         Anomaly::OslMismatch,
         Anomaly::IslMismatch,
         Anomaly::OutputExceedsMaxTokens,
+        Anomaly::NotStreamed,
     ];
 
     /// The code as written in records and summaries (`"usage_exceeds_max_tokens"`, …).
@@ -65,6 +71,7 @@ impl Anomaly {
             Anomaly::OslMismatch => "osl_mismatch",
             Anomaly::IslMismatch => "isl_mismatch",
             Anomaly::OutputExceedsMaxTokens => "output_exceeds_max_tokens",
+            Anomaly::NotStreamed => "not_streamed",
         }
     }
 
@@ -106,6 +113,11 @@ impl Anomaly {
                  different tokenizer explains; output throughput built on it is not real",
                 rec.completion_tokens,
                 rec.chunk_count()
+            ),
+            Anomaly::NotStreamed => format!(
+                "request {id}: the server answered with one JSON body, not an event stream \
+                 (\"stream\": true ignored, or a buffering proxy); its TTFT is the whole response \
+                 time and TPOT/ITL are 0, so latency columns do not measure streaming"
             ),
         }
     }
@@ -159,7 +171,7 @@ pub fn isl_mismatch(server: u32, client: u32) -> bool {
 }
 
 /// Profile requests carrying each code: every code of [`Anomaly::ALL`] is present (0 when none),
-/// so summaries and the store always have the five counts.
+/// so summaries and the store always have the six counts.
 pub fn counts(records: &[RequestRecord]) -> BTreeMap<String, u64> {
     let mut m: BTreeMap<String, u64> = Anomaly::ALL
         .iter()
@@ -296,6 +308,7 @@ mod tests {
             c.into_iter().collect::<Vec<_>>(),
             vec![
                 ("isl_mismatch".to_string(), 0),
+                ("not_streamed".to_string(), 0),
                 ("osl_mismatch".to_string(), 0),
                 ("output_exceeds_max_tokens".to_string(), 0),
                 ("usage_below_stream".to_string(), 1),
@@ -354,7 +367,7 @@ mod tests {
         let s = serde_json::to_string(&Anomaly::ALL).unwrap();
         assert_eq!(
             s,
-            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens"]"#
+            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens","not_streamed"]"#
         );
         for a in Anomaly::ALL {
             assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{a}\""));

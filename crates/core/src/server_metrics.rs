@@ -105,6 +105,11 @@ pub struct ServerMetricsSummary {
     /// so the point's TTFT/TPOT/ITL are the machine's, not the modelled server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late_chunk_fraction: Option<f64>,
+    /// The sim's `--time-scale` (`inferbench_sim:time_scale`, modelled seconds per wall-clock
+    /// second; only `inferbench sim` exposes it): above 1 the server ran that many times faster
+    /// than the hardware it models, so wall-clock times are not that hardware's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_time_scale: Option<f64>,
     /// Every counter (`name{labels}` → stat).
     pub counters: BTreeMap<String, CounterStat>,
     /// Every gauge (`name{labels}` → stat).
@@ -351,6 +356,7 @@ impl ServerMetricsSummary {
             (Some(late), Some(steps)) if steps > 0.0 => Some(late / steps),
             _ => None,
         };
+        self.sim_time_scale = self.gauge(&["inferbench_sim:time_scale"]).map(|g| g.1);
         self.spec_acceptance_length = match (accepted, drafts) {
             (Some(a), Some(d)) if d > 0.0 => Some(1.0 + a / d),
             _ => self.gauge(&["sglang:spec_accept_length"]).map(|g| g.0),
@@ -388,6 +394,7 @@ mod tests {
         ];
         let s = summarize(&snaps, 100.0, 104.0);
         assert_eq!(s.late_chunk_fraction, Some(250.0 / 1000.0));
+        assert_eq!(s.sim_time_scale, None);
         assert!(s.late_chunk_fraction.unwrap() > LATE_CHUNKS_MAX);
         let vllm = summarize(
             &[snap("baseline", 99.0, "vllm:num_requests_running 0\n")],
@@ -399,6 +406,19 @@ mod tests {
         assert!(from_simulator(&snaps) && !from_simulator(&[]));
         // Absent, it is not written: summaries of other engines keep their bytes.
         assert!(!serde_json::to_string(&vllm).unwrap().contains("late_chunk"));
+    }
+
+    /// Trial 32 F5: the sim's `--time-scale` gauge is read back, so bench can tell its
+    /// wall-clock times from the modelled hardware's.
+    #[test]
+    fn sim_time_scale_from_the_sims_gauge() {
+        let g = "inferbench_sim:time_scale{engine=\"0\",model_name=\"m\"} 10\n";
+        let snaps = vec![
+            snap("baseline", 99.0, g),
+            snap("profile", 102.0, g),
+            snap("final", 105.0, g),
+        ];
+        assert_eq!(summarize(&snaps, 100.0, 104.0).sim_time_scale, Some(10.0));
     }
 
     #[test]

@@ -319,9 +319,8 @@ pub struct Extras {
     /// Cancellations by the run have none.
     pub error_samples: BTreeMap<String, String>,
     /// Profile requests carrying each anomaly code (`usage_exceeds_max_tokens`,
-    /// `usage_below_stream`, `osl_mismatch`, `isl_mismatch`, `output_exceeds_max_tokens`; all
-    /// five always present), see
-    /// [`crate::anomaly`].
+    /// `usage_below_stream`, `osl_mismatch`, `isl_mismatch`, `output_exceeds_max_tokens`,
+    /// `not_streamed`; all six always present), see [`crate::anomaly`].
     pub anomalies: BTreeMap<String, u64>,
     /// Successful profile requests with at least one anomaly.
     pub anomalous_requests: u64,
@@ -393,7 +392,9 @@ pub struct ClientCheck {
     pub held_ratio: f64,
     /// The client process's CPU over the profile phase, s (user + system, all threads).
     pub cpu_s: f64,
-    /// `cpu_s` / the profile phase's wall time: cores the client kept busy.
+    /// `cpu_s` / the profile phase's wall time: cores the client kept busy. Noise on a profile
+    /// shorter than [`ClientCheck::MIN_WALL_S`] (CPU time comes in 10 ms steps, so a 1.3 ms
+    /// profile can read 6 of 2 cores); the console shows "–" then.
     pub cpu_cores: f64,
     /// Cores available to the process (`available_parallelism`).
     pub cores_available: u32,

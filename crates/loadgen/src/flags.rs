@@ -388,6 +388,48 @@ pub struct BenchFlags {
     pub tokenizer_mode: Option<String>,
 }
 
+/// What to use instead of a `vllm bench serve` flag that `bench` does not take (trial 32 F11:
+/// "unexpected argument '--temperature'" left a vLLM user guessing). `flag` as typed, with or
+/// without `=VALUE`; `None` for any other flag.
+pub fn vllm_flag_hint(flag: &str) -> Option<&'static str> {
+    let name = flag.split('=').next().unwrap_or(flag);
+    Some(match name {
+        "--temperature"
+        | "--top-p"
+        | "--top-k"
+        | "--min-p"
+        | "--repetition-penalty"
+        | "--frequency-penalty"
+        | "--presence-penalty"
+        | "--logprobs" => {
+            "sampling parameters go into the request body: --extra-body '{\"temperature\": \
+             0.7, \"top_p\": 0.9}' (bench sends temperature 0 unless --extra-body sets it)"
+        }
+        "--served-model-name" => {
+            "--model is the name sent in each request (the server's served name); --tokenizer \
+             picks how prompts are counted"
+        }
+        "--ready-check-timeout-sec" => {
+            "bench sends at once and stops with exit 3 when nothing answers: wait for the \
+             server first, or let `inferbench sweep` launch it and wait for it to be ready"
+        }
+        "--label" | "--append-result" => {
+            "--metadata KEY=VALUE records a label in the result; each run writes its own \
+             --result-filename (or --db stores every run)"
+        }
+        "--ramp-up-strategy" | "--ramp-up-start-rps" | "--ramp-up-end-rps" => {
+            "no ramp-up: --request-rate sets one rate (with --burstiness), and `inferbench \
+             sweep` runs one point per rate or concurrency"
+        }
+        "--request-id-prefix" => {
+            "every record in --save-requests carries its request_id; --header adds a header \
+             to every request"
+        }
+        "--profile" => "bench starts no server-side profiler; run the engine's own profiler",
+        _ => return None,
+    })
+}
+
 /// `--request-rate` value: `None` = inf.
 #[derive(Debug, Clone, Copy)]
 pub struct RateArg(

@@ -53,6 +53,14 @@ impl RangeSemantics {
             _ => None,
         }
     }
+
+    /// The workload crate's twin of this choice.
+    pub fn to_workload(self) -> inferbench_workload::RangeSemantics {
+        match self {
+            Self::InferenceX => inferbench_workload::RangeSemantics::InferenceX,
+            Self::Vllm => inferbench_workload::RangeSemantics::Vllm,
+        }
+    }
 }
 
 /// How live progress is shown.

@@ -8,7 +8,7 @@ use anyhow::Context;
 use inferbench_client::{RequestInput, TokenCounter};
 use serde_json::Value;
 
-use crate::options::{limits, BenchOptions, DatasetName, RangeSemantics, SERVER_TOKENIZER};
+use crate::options::{limits, BenchOptions, DatasetName, SERVER_TOKENIZER};
 use crate::server_tokenizer::{fit_prefix, ServerTokenizer, TokConn};
 use inferbench_workload as workload;
 
@@ -80,8 +80,13 @@ pub fn prepare_cancellable(
         // are fitted to the server's counts.
         workload::Tokenizer::load(workload::DEFAULT_TOKENIZER).context("--tokenizer server")?
     } else {
-        workload::Tokenizer::load(&opts.tokenizer)
-            .with_context(|| format!("--tokenizer {}", opts.tokenizer))?
+        workload::Tokenizer::load(&opts.tokenizer).with_context(|| {
+            format!(
+                "--tokenizer {} (bench also takes --tokenizer server: prompts fitted through the \
+                 server's own /tokenize)",
+                opts.tokenizer
+            )
+        })?
     };
     let n = usize::try_from(opts.resolved_num_prompts().max(1)).unwrap_or(usize::MAX);
     if server {
@@ -105,10 +110,7 @@ pub fn prepare_cancellable(
                 input_len: opts.random_input_len,
                 output_len: opts.random_output_len,
                 range_ratio: opts.resolved_range_ratio(),
-                semantics: match opts.range_semantics {
-                    RangeSemantics::InferenceX => workload::RangeSemantics::InferenceX,
-                    RangeSemantics::Vllm => workload::RangeSemantics::Vllm,
-                },
+                semantics: opts.range_semantics.to_workload(),
                 prefix_len: opts.random_prefix_len,
                 num_prompts: n,
                 seed: opts.seed,
@@ -220,10 +222,7 @@ fn server_random_prompts(
     stop: &AtomicBool,
 ) -> anyhow::Result<Vec<workload::Prompt>> {
     use rand::{Rng, SeedableRng};
-    let sem = match opts.range_semantics {
-        RangeSemantics::InferenceX => workload::RangeSemantics::InferenceX,
-        RangeSemantics::Vllm => workload::RangeSemantics::Vllm,
-    };
+    let sem = opts.range_semantics.to_workload();
     let r = opts.resolved_range_ratio();
     let (in_lo, in_hi) = workload::length_range(opts.random_input_len, r, sem)?;
     let (out_lo, out_hi) = workload::length_range(opts.random_output_len.max(1), r, sem)?;

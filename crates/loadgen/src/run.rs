@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::arrivals::{Arrivals, Schedule};
-use crate::options::{BenchOptions, DatasetName, ProgressMode};
+use crate::options::{BenchOptions, DatasetName, ProgressMode, RangeSemantics};
 use crate::output;
 use crate::progress::{Counters, Progress};
 use crate::prompts::{self, PreparedPrompts};
@@ -251,6 +251,11 @@ pub async fn run_bench(
     if opts.model.trim().is_empty() {
         opts.model = crate::hints::served_model(&opts.base_url).await?;
         notes.push(crate::hints::served_model_note(&opts.model));
+    }
+    if !matches!(opts.progress, ProgressMode::Off) {
+        if let Some(n) = range_notice(&opts) {
+            eprintln!("{n}");
+        }
     }
     let Some(prepared) = prepare_prompts(&opts, &cancel).await? else {
         return Ok(interrupted_before_start(&opts));
@@ -796,9 +801,10 @@ const STRAY_BYTES_NOTE: &str = "the server wrote bytes after finished responses 
      connection of its own";
 
 /// The producer checks that make a completed point's numbers not the server's (each also a
-/// note in `notes`): random prompts served from the prefix cache (a repeated run), or a server
+/// note in `notes`): random prompts served from the prefix cache (a repeated run), a server
 /// that fell behind its own schedule on more than [`server_metrics::LATE_CHUNKS_MAX`] of its
-/// chunks. Judged from the server's metrics `sm` of a profile that ran its course (`end`).
+/// chunks (both judged on a profile that ran its course, `end`), or the sim running faster
+/// than real time ([`scaled_sim_reason`]). Judged from the server's metrics `sm`.
 fn invalid_reasons(
     opts: &BenchOptions,
     prepared: &PreparedPrompts,
@@ -860,9 +866,39 @@ fn invalid_reasons(
             f * 100.0
         )
     });
-    notes.extend(cache_reason.iter().chain(&late_reason).cloned());
+    let scaled_reason = sm.and_then(|sm| scaled_sim_reason(sm, opts));
+    notes.extend(
+        (cache_reason.iter())
+            .chain(&late_reason)
+            .chain(&scaled_reason)
+            .cloned(),
+    );
     // Every producer check that makes the point's numbers not the server's, in one field.
-    cache_reason.into_iter().chain(late_reason).collect()
+    (cache_reason.into_iter())
+        .chain(late_reason)
+        .chain(scaled_reason)
+        .collect()
+}
+
+/// Why a point measured against `inferbench sim --time-scale K` (K ≠ 1, read from its
+/// `/metrics`) does not stand for the modelled hardware: its wall-clock times are K times
+/// shorter (trial 32 F5: bench reported 10× an H100's speed, `--db --set hw=h100` would store
+/// it). `None` for other servers, time scale 1, or when the caller rescales to modelled time
+/// itself (quickstart and `sweep --sim` set the `sim_time_scale` metadata).
+fn scaled_sim_reason(
+    sm: &server_metrics::ServerMetricsSummary,
+    opts: &BenchOptions,
+) -> Option<String> {
+    let k = sm.sim_time_scale.filter(|k| (k - 1.0).abs() > 1e-9)?;
+    if opts.metadata.iter().any(|(key, _)| key == "sim_time_scale") {
+        return None;
+    }
+    Some(format!(
+        "the server is inferbench's sim at --time-scale {k}: it ran {k}× the speed of the \
+         hardware it models, so this point's latencies and throughput are not that hardware's; \
+         the result is marked invalid (kept off frontiers unless --include-invalid). Run the \
+         sim at --time-scale 1, or use quickstart / sweep --sim, which rescale to modelled time"
+    ))
 }
 
 /// The note on a run that did not complete (`end`): the unreachable server (its first connect
@@ -885,16 +921,26 @@ fn end_note(
         "nothing was measured"
     };
     let (kind, note) = match end {
-        PhaseEnd::Unreachable => (
-            VerdictKind::ServerUnreachable,
-            format!(
-                "server unreachable at {}: {}; stopped early, {covered} (is the server \
-                 running and listening there? check the address: --base-url, or --host and \
-                 --port)",
-                opts.base_url,
-                unreachable_msg.unwrap_or_default()
-            ),
-        ),
+        PhaseEnd::Unreachable => {
+            let msg = unreachable_msg.unwrap_or_default();
+            // Trial 32 F10: a port that accepts and drops is listened on, by something that
+            // does not answer HTTP.
+            let advice = if inferbench_client::http::accepted_then_failed(&msg) {
+                "something listens there but drops connections without an HTTP answer: is it \
+                 the server's HTTP port (not TLS or another service), is the server still \
+                 starting, or at its connection limit? check --base-url, or --host and --port"
+            } else {
+                "is the server running and listening there? check the address: --base-url, or \
+                 --host and --port"
+            };
+            (
+                VerdictKind::ServerUnreachable,
+                format!(
+                    "server unreachable at {}: {msg}; stopped early, {covered} ({advice})",
+                    opts.base_url
+                ),
+            )
+        }
         PhaseEnd::Cancelled if !measured => (
             VerdictKind::Interrupted,
             "interrupted before any request finished: nothing was measured".into(),
@@ -1535,8 +1581,64 @@ fn warmup_notice(n_warm: u64, explicit: bool) -> String {
     }
 }
 
+/// The lengths a random-dataset run draws, when `--random-range-ratio` was given (trial 32 F6:
+/// a `vllm bench serve` user reads 0.1 as ±10 %, InferenceX's rule draws from [0.1·L, L]).
+/// `None` for other datasets, without the flag, for fixed lengths, or when the ratio is invalid
+/// (validation names it).
+fn range_notice(opts: &BenchOptions) -> Option<String> {
+    let r = opts.random_range_ratio?;
+    if opts.dataset_name != DatasetName::Random || opts.prepared.is_some() {
+        return None;
+    }
+    let sem = opts.range_semantics.to_workload();
+    let (il, ih) = inferbench_workload::length_range(opts.random_input_len, r, sem).ok()?;
+    let (ol, oh) = inferbench_workload::length_range(opts.random_output_len.max(1), r, sem).ok()?;
+    if (il, ol) == (ih, oh) {
+        return None;
+    }
+    let rule = match opts.range_semantics {
+        RangeSemantics::InferenceX => {
+            "uniform in [r·L, L] as InferenceX and SGLang draw; --range-semantics vllm for \
+             vLLM's [(1−r)·L, (1+r)·L]"
+        }
+        RangeSemantics::Vllm => "uniform in [(1−r)·L, (1+r)·L], --range-semantics vllm",
+    };
+    Some(format!(
+        "random lengths: input {il}–{ih} tokens, output {ol}–{oh} tokens \
+         (--random-range-ratio {r}: {rule})"
+    ))
+}
+
 #[cfg(test)]
 mod notice_tests {
+    use crate::options::{BenchOptions, RangeSemantics};
+
+    /// Trial 32 F6: the drawn range is printed, under either rule.
+    #[test]
+    fn range_notice_prints_the_drawn_lengths() {
+        let mut o = BenchOptions {
+            random_input_len: 1000,
+            random_output_len: 16,
+            ..Default::default()
+        };
+        assert_eq!(super::range_notice(&o), None);
+        o.random_range_ratio = Some(0.1);
+        assert_eq!(
+            super::range_notice(&o).unwrap(),
+            "random lengths: input 100–1000 tokens, output 1–16 tokens (--random-range-ratio 0.1: \
+             uniform in [r·L, L] as InferenceX and SGLang draw; --range-semantics vllm for \
+             vLLM's [(1−r)·L, (1+r)·L])"
+        );
+        o.range_semantics = RangeSemantics::Vllm;
+        assert_eq!(
+            super::range_notice(&o).unwrap(),
+            "random lengths: input 900–1100 tokens, output 14–17 tokens (--random-range-ratio \
+             0.1: uniform in [(1−r)·L, (1+r)·L], --range-semantics vllm)"
+        );
+        o.random_range_ratio = Some(1.0);
+        assert_eq!(super::range_notice(&o), None);
+    }
+
     #[test]
     fn warmup_notice_names_the_count_and_its_source() {
         assert_eq!(

@@ -586,3 +586,52 @@ async fn a_server_dying_mid_run_stops_it_as_unreachable() {
     assert!((32..=48).contains(&connect), "{connect} connect failures");
     assert!(out.records.len() < 100, "{}", out.records.len());
 }
+
+/// Trial 32 F10: a port that accepts connections and drops them at once stops the run as
+/// unreachable (nothing usable answered), but the note says something listens there instead
+/// of asking whether the server is listening; a refused port keeps that question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_that_accepts_and_drops_is_named_so() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            drop(s);
+        }
+    });
+    let o = BenchOptions {
+        max_concurrency: Some(4),
+        num_prompts: Some(8),
+        num_warmups: Some(4),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
+    let notes = out.notes.join("\n");
+    assert!(
+        notes.contains("the connection was accepted, then failed before any response byte from")
+            && notes
+                .contains("something listens there but drops connections without an HTTP answer"),
+        "{notes}"
+    );
+    assert!(!notes.contains("is the server running"), "{notes}");
+
+    // Nothing listening: refused, and the question stays.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = free.local_addr().unwrap();
+    drop(free);
+    let o = BenchOptions {
+        max_concurrency: Some(4),
+        num_prompts: Some(8),
+        num_warmups: Some(4),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
+    let notes = out.notes.join("\n");
+    assert!(
+        notes.contains("is the server running and listening there?"),
+        "{notes}"
+    );
+    assert!(!notes.contains("accepted"), "{notes}");
+}

@@ -112,8 +112,11 @@ impl Metrics {
         }
     }
 
-    /// Renders the exposition text; `labels` is e.g. `engine="0",model_name="m"`.
-    pub fn render(&self, model_name: &str, chunks: (u64, u64)) -> String {
+    /// Renders the exposition text; `labels` is e.g. `engine="0",model_name="m"`. `chunks`:
+    /// token chunks written and those written late; `time_scale`: the sim's `--time-scale`
+    /// (exposed as `inferbench_sim:time_scale`, so a client can tell its wall-clock times are
+    /// that many times faster than the modelled hardware's).
+    pub fn render(&self, model_name: &str, chunks: (u64, u64), time_scale: f64) -> String {
         let name = model_name.replace('\\', "\\\\").replace('"', "\\\"");
         let l = format!("engine=\"0\",model_name=\"{name}\"");
         let mut o = String::with_capacity(8192);
@@ -146,6 +149,12 @@ impl Metrics {
                 "vllm:gpu_cache_usage_perc",
                 "GPU KV-cache usage. 1 means 100 percent usage (legacy name).",
                 self.kv_usage,
+            ),
+            (
+                "inferbench_sim:time_scale",
+                "Modelled seconds per wall-clock second (--time-scale): wall-clock latencies \
+                 are this many times shorter than the modelled hardware's.",
+                time_scale,
             ),
         ] {
             gauge(&mut o, n, help, v);
@@ -288,7 +297,8 @@ mod tests {
         m.ttft.observe(0.001); // le 0.001 (bounds are inclusive)
         m.ttft.observe(0.03);
         m.ttft.observe(1e6);
-        let text = m.render("m", (10, 2));
+        let text = m.render("m", (10, 2), 4.0);
+        assert!(text.contains("inferbench_sim:time_scale{engine=\"0\",model_name=\"m\"} 4\n"));
         assert!(text
             .contains("inferbench_sim:late_token_chunks_total{engine=\"0\",model_name=\"m\"} 2\n"));
         assert!(text.contains("vllm:time_to_first_token_seconds_bucket{engine=\"0\",model_name=\"m\",le=\"0.001\"} 1\n"));

@@ -517,6 +517,7 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
                     app.chunks.load(Ordering::Relaxed),
                     app.late_chunks.load(Ordering::Relaxed),
                 ),
+                app.cfg.time_scale,
             );
             text_response(StatusCode::OK, "text/plain; version=0.0.4", text)
         }

@@ -156,10 +156,21 @@ impl Tokenizer {
             reason,
         };
         if !file.exists() {
-            return Err(err(
+            // vLLM users pass a Hugging Face id (`meta-llama/Llama-3.1-8B`): nothing is
+            // downloaded here, so name what is taken instead (trial 32 F11).
+            let spec = path.to_string_lossy();
+            let hub_id = !path.is_absolute()
+                && !spec.starts_with('.')
+                && spec.matches('/').count() == 1
+                && !spec.ends_with(".json");
+            let why = if hub_id {
+                "no such file; a Hugging Face model id is not downloaded (nothing here uses \
+                 the network): pass the path to the model's tokenizer.json, o200k_base or \
+                 cl100k_base"
+            } else {
                 "no such file (expected o200k_base, cl100k_base or a path to a tokenizer.json)"
-                    .into(),
-            ));
+            };
+            return Err(err(why.into()));
         }
         let tk = tokenizers::Tokenizer::from_file(&file).map_err(|e| err(e.to_string()))?;
         if tk.get_vocab_size(false) == 0 {
