@@ -1349,7 +1349,8 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
 }
 
 /// The client self-check of a closed-loop run with a concurrency cap (`None` for paced or
-/// uncapped runs, or without a CPU reading): `cpu` = (client CPU s, wall s) of the profile.
+/// uncapped runs, without a CPU reading, or when no profile request succeeded): `cpu` =
+/// (client CPU s, wall s) of the profile.
 fn client_check(
     opts: &BenchOptions,
     summary: &RunSummary,
@@ -1358,6 +1359,11 @@ fn client_check(
     let conc = opts
         .max_concurrency
         .filter(|_| opts.request_rate.is_none())?;
+    // Nothing measured, nothing to judge (trial 32 F12: an interrupted conc-512 run whose 512
+    // requests were all in flight saved held 0.33, the ramp of one burst of sends).
+    if summary.completed == 0 {
+        return None;
+    }
     let c = &summary.inferbench.concurrency;
     let held = c.mean_in_flight_sending?;
     let (cpu_s, wall_s) = cpu?;
