@@ -598,6 +598,18 @@ async fn a_server_dying_mid_run_stops_it_as_unreachable() {
 /// of asking whether the server is listening; a refused port keeps that question.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_port_that_accepts_and_drops_is_named_so() {
+    // The run's notes against `addr`, which must end as unreachable.
+    async fn notes_of(addr: std::net::SocketAddr) -> String {
+        let o = BenchOptions {
+            max_concurrency: Some(4),
+            num_prompts: Some(8),
+            num_warmups: Some(4),
+            ..opts(format!("http://{addr}"))
+        };
+        let out = run_bench(o, CancellationToken::new()).await.unwrap();
+        assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
+        out.notes.join("\n")
+    }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -605,15 +617,7 @@ async fn a_port_that_accepts_and_drops_is_named_so() {
             drop(s);
         }
     });
-    let o = BenchOptions {
-        max_concurrency: Some(4),
-        num_prompts: Some(8),
-        num_warmups: Some(4),
-        ..opts(format!("http://{addr}"))
-    };
-    let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
-    let notes = out.notes.join("\n");
+    let notes = notes_of(addr).await;
     assert!(
         notes.contains("the connection was accepted, then failed before any response byte from")
             && notes
@@ -626,15 +630,7 @@ async fn a_port_that_accepts_and_drops_is_named_so() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = free.local_addr().unwrap();
     drop(free);
-    let o = BenchOptions {
-        max_concurrency: Some(4),
-        num_prompts: Some(8),
-        num_warmups: Some(4),
-        ..opts(format!("http://{addr}"))
-    };
-    let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
-    let notes = out.notes.join("\n");
+    let notes = notes_of(addr).await;
     assert!(
         notes.contains("is the server running and listening there?"),
         "{notes}"
