@@ -95,6 +95,11 @@ fn mtp_row_is_pinned_to_the_golden_acceptance_and_its_eval_verifies_for_real() {
         .unwrap()
         .contains("--num-speculative-tokens 3 --acceptance-length 2.49"));
     let s = read(&out.join(rf).join("summary.json"));
+    // The sim engine ran at --time-scale 20 (its --sim-arg): the point is rewritten in
+    // modelled time, as `sweep --sim` does, so it stands (trial 32 F5's rule does not fire).
+    assert_eq!(s["clock"], "modelled", "{s}");
+    assert_eq!(s["sim_time_scale"], "20", "{s}");
+    assert!(s["inferbench"].get("invalid_reason").is_none(), "{s}");
     let sd = &s["inferbench"]["spec_decoding"];
     assert_eq!(sd["target_acceptance_length"], 2.49);
     assert_eq!(sd["golden"], true);

@@ -91,7 +91,8 @@ impl PointRunner for LoadgenPoint {
         if self.progress {
             opts.progress = ProgressMode::Auto;
         }
-        if let Some(k) = self.sim_time_scale {
+        let scale = self.sim_time_scale.or(req.sim_time_scale);
+        if let Some(k) = scale {
             opts.power = inferbench_loadgen::PowerMode::Off;
             opts.metadata.extend([
                 ("clock".into(), "modelled".into()),
@@ -100,7 +101,7 @@ impl PointRunner for LoadgenPoint {
         }
         let max_error_rate = opts.max_error_rate;
         let mut outcome = run_bench(opts.clone(), cancel.clone()).await?;
-        if let Some(k) = self.sim_time_scale {
+        if let Some(k) = scale {
             let (modelled, note) = crate::modelled::to_modelled_time(&opts, &outcome.summary, k)?;
             outcome.summary = modelled;
             outcome.notes.extend(note);
@@ -251,7 +252,7 @@ async fn run_agentic_point(
     // of this machine's.
     let mut power_notes = Vec::new();
     let power = inferbench_loadgen::power::start(
-        if runner.sim_time_scale.is_some() {
+        if runner.sim_time_scale.or(req.sim_time_scale).is_some() {
             inferbench_loadgen::PowerMode::Off
         } else {
             inferbench_loadgen::PowerMode::Auto

@@ -639,6 +639,22 @@ fn llamacpp_launch(c: &CommandInputs) -> Launch {
     launch
 }
 
+/// The `--time-scale` the `--sim-arg`s give the sim (`--time-scale=K` or `--time-scale K`; the
+/// last one wins, as the sim's own parser takes it). `None` when none is given (the sim then
+/// runs in real time) or the value is not a number (the sim refuses it at launch).
+pub fn sim_time_scale_arg(args: &[String]) -> Option<f64> {
+    let mut found = None;
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        if let Some(v) = a.strip_prefix("--time-scale=") {
+            found = v.trim().parse().ok();
+        } else if a == "--time-scale" {
+            found = it.next().and_then(|v| v.trim().parse().ok());
+        }
+    }
+    found
+}
+
 /// `inferbench sim`: the served model name and TP, the row's hardware (runner label up to its
 /// first `-`) and precision where the sim's catalogue knows them, the curve's acceptance for
 /// spec-decoding rows (always: the sim has no drafter to verify), then `--sim-arg`s.
@@ -920,6 +936,24 @@ pub async fn probe_version(probe: &[String]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sim's time scale as `--sim-arg`s give it: both spellings, the last one wins.
+    #[test]
+    fn sim_time_scale_from_the_sim_args() {
+        let a = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(sim_time_scale_arg(&a(&[])), None);
+        assert_eq!(sim_time_scale_arg(&a(&["--time-scale=20"])), Some(20.0));
+        assert_eq!(
+            sim_time_scale_arg(&a(&["--time-scale", "8", "--step-ms=4"])),
+            Some(8.0)
+        );
+        assert_eq!(
+            sim_time_scale_arg(&a(&["--time-scale=2", "--time-scale", "0.5"])),
+            Some(0.5)
+        );
+        assert_eq!(sim_time_scale_arg(&a(&["--time-scale"])), None);
+        assert_eq!(sim_time_scale_arg(&a(&["--time-scale=x"])), None);
+    }
 
     fn row(extra: &str) -> JobSpec {
         let base = r#"{"image": "img", "model": "org/M", "model-prefix": "m", "precision": "fp8", "framework": "vllm", "runner": "b200", "isl": 8192, "osl": 1024, "tp": 8, "pp": 1, "dcp-size": 1, "pcp-size": 1, "conc": 64, "max-model-len": 9472, "ep": 1, "dp-attn": false, "spec-decoding": "none", "exp-name": "m_8k1k", "disagg": false, "run-eval": false"#;

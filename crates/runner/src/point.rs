@@ -128,6 +128,11 @@ pub struct PointRequest {
     pub result_filename: String,
     /// Concrete runner name.
     pub runner_name: String,
+    /// The server is `inferbench sim` launched by this sweep (a `framework: sim` row) at this
+    /// time scale (`--sim-arg --time-scale K`, K ≠ 1): the point is rewritten in modelled time
+    /// as [`crate::bench::LoadgenPoint::sim_time_scale`] does for `sweep --sim`. `None`: a real
+    /// engine, or the sim in real time.
+    pub sim_time_scale: Option<f64>,
 }
 
 /// What a point produced. Files are written by the runner from these values.

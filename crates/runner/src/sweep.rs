@@ -682,6 +682,13 @@ fn point_request(point: &Point, opts: &SweepOptions, base_url: String) -> PointR
         dir: point.dir.clone(),
         result_filename: point.rf.clone(),
         runner_name: point.runner_name.clone(),
+        sim_time_scale: match crate::engine::resolve_engine(&point.spec, &opts.engine) {
+            Ok(crate::engine::EngineKind::Sim) => {
+                crate::engine::sim_time_scale_arg(&opts.engine.sim_args)
+                    .filter(|k| (k - 1.0).abs() > 1e-9)
+            }
+            _ => None,
+        },
     }
 }
 
