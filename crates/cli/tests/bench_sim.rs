@@ -160,8 +160,27 @@ fn a_sim_faster_than_real_time_makes_the_point_invalid() {
         .as_str()
         .unwrap_or_default();
     assert!(
-        why.starts_with("the server is inferbench's sim at --time-scale 10")
+        why.contains("the server is inferbench's sim at --time-scale 10")
             && why.contains("quickstart / sweep --sim, which rescale to modelled time"),
+        "{r}"
+    );
+    // Without scraping, the sim's response header says it (trial 33 F2); a user's metadata
+    // key does not turn the check off (F3).
+    let (_, text) = bench(
+        &sim,
+        &[
+            &saved_as(&dir, "r2.json")[..],
+            &["--no-server-metrics", "--metadata", "sim_time_scale=1"],
+        ]
+        .concat(),
+    );
+    assert!(text.contains("sim at --time-scale 10"), "{text}");
+    let r = read_json(&dir.join("r2.json"));
+    assert!(
+        (r["inferbench"]["invalid_reason"]
+            .as_str()
+            .unwrap_or_default())
+        .contains("the server is inferbench's sim at --time-scale 10"),
         "{r}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -226,6 +226,8 @@ pub struct Client {
     correlation_lines: Arc<[u8]>,
     /// A `--header Connection: close` asked for one request per connection: none is reused.
     close_requested: bool,
+    /// The bits of the last `inferbench-sim-time-scale` a response head carried (0: none).
+    sim_time_scale: Arc<std::sync::atomic::AtomicU64>,
     cfg: Arc<ClientConfig>,
     clock: RunClock,
 }
@@ -343,6 +345,7 @@ impl Client {
             head: head.into(),
             correlation_lines: correlation_lines.into(),
             close_requested,
+            sim_time_scale: Arc::default(),
             cfg: Arc::new(cfg),
             clock,
         })
@@ -387,6 +390,16 @@ impl Client {
         self.pool
             .await_trust(TRUST_QUIET, TRUST_QUIET + REUSE_QUIET)
             .await
+    }
+
+    /// The time scale `inferbench sim` declared on its responses (`inferbench-sim-time-scale`,
+    /// sent only when not 1): modelled seconds per wall-clock second. `None` from any other
+    /// server, or before a response head arrived.
+    pub fn sim_time_scale(&self) -> Option<f64> {
+        let bits = self
+            .sim_time_scale
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (bits != 0).then(|| f64::from_bits(bits))
     }
 
     /// True once a connection showed bytes nobody asked for: keep-alive is off for the rest
@@ -531,6 +544,9 @@ impl Client {
             Ok(r) => r,
             Err((class, msg)) => return self.fail_now(rec, class, msg),
         };
+        if let Some(k) = head.sim_time_scale {
+            (self.sim_time_scale).store(k.to_bits(), std::sync::atomic::Ordering::Relaxed);
+        }
         // The send time is when the request's first bytes went to the kernel (on the
         // connection that answered), not when this task first asked for a connection: a
         // saturated client's deferred write is its own queue (`client_queue_ms`), not the

@@ -36,7 +36,7 @@ pub enum Framing {
 }
 
 /// What the client needs of a final response head.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Head {
     /// Status code (100–999).
     pub status: u16,
@@ -49,10 +49,13 @@ pub struct Head {
     pub labelled_sse: bool,
     /// `Content-Encoding` codings other than `identity`, lower-cased, in order.
     pub codings: Vec<String>,
+    /// An `inferbench-sim-time-scale` header's value: the server is `inferbench sim` running
+    /// this many modelled seconds per wall-clock second (sent only when not 1).
+    pub sim_time_scale: Option<f64>,
 }
 
 /// One step of [`parse_head`].
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub enum HeadParse {
     /// The head is not complete yet: read more.
     Partial,
@@ -96,6 +99,7 @@ pub fn parse_head(buf: &[u8]) -> Result<HeadParse, String> {
     let mut length: Option<u64> = None;
     let mut labelled_sse: Option<bool> = None;
     let mut codings = Vec::new();
+    let mut sim_time_scale = None;
     for f in resp.headers.iter() {
         let name = f.name.as_bytes();
         if name.eq_ignore_ascii_case(b"transfer-encoding") {
@@ -129,6 +133,11 @@ pub fn parse_head(buf: &[u8]) -> Result<HeadParse, String> {
             }
         } else if name.eq_ignore_ascii_case(b"content-type") {
             labelled_sse.get_or_insert_with(|| is_event_stream(f.value));
+        } else if name.eq_ignore_ascii_case(b"inferbench-sim-time-scale") {
+            sim_time_scale = std::str::from_utf8(f.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|k| k.is_finite() && *k > 0.0);
         } else if name.eq_ignore_ascii_case(b"content-encoding") {
             for c in String::from_utf8_lossy(f.value).split(',') {
                 let c = c.trim().to_ascii_lowercase();
@@ -168,6 +177,7 @@ pub fn parse_head(buf: &[u8]) -> Result<HeadParse, String> {
             framing,
             labelled_sse: labelled_sse.unwrap_or(false),
             codings,
+            sim_time_scale,
         },
         len,
     ))
@@ -507,6 +517,12 @@ mod tests {
         let h = final_head("HTTP/1.1 200 OK\r\nContent-Length: 7, 7\r\nContent-Length: 7\r\nContent-Encoding: identity, GZIP\r\n\r\n");
         assert_eq!(h.framing, Framing::Length(7));
         assert_eq!(h.codings, vec!["gzip".to_string()]);
+        assert_eq!(h.sim_time_scale, None);
+        // The sim's time scale (trial 33 F2); a value that is not a positive number is none.
+        let h = final_head("HTTP/1.1 200 OK\r\nInferbench-Sim-Time-Scale: 10\r\n\r\n");
+        assert_eq!(h.sim_time_scale, Some(10.0));
+        let h = final_head("HTTP/1.1 200 OK\r\ninferbench-sim-time-scale: -2\r\n\r\n");
+        assert_eq!(h.sim_time_scale, None);
         assert_eq!(
             head("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"),
             Ok(HeadParse::Interim(25))

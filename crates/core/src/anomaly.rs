@@ -208,6 +208,79 @@ pub fn examples(records: &[RequestRecord]) -> Vec<(Anomaly, &RequestRecord)> {
         .collect()
 }
 
+/// Above this share of a run's output tokens, the tokens beyond `max_tokens` of requests with
+/// [`Anomaly::UsageExceedsMaxTokens`] or [`Anomaly::OutputExceedsMaxTokens`] make its output
+/// throughput not the server's ([`excess_output_tokens`]): 1 %, a rounding error's worth.
+pub const EXCESS_OUTPUT_MAX: f64 = 0.01;
+
+/// Tokens beyond `max_tokens` over the successful profile requests whose output count is above
+/// it ([`Anomaly::UsageExceedsMaxTokens`], [`Anomaly::OutputExceedsMaxTokens`]), and the run's
+/// output tokens (successful profile requests), as (excess, total). Trial 33 F9: 1,000,000
+/// usage tokens for max_tokens 16 read "Output token throughput 8028415" on a valid point.
+pub fn excess_output_tokens(records: &[RequestRecord]) -> (u64, u64) {
+    let ok = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.success);
+    let total = ok.clone().map(|r| u64::from(r.completion_tokens)).sum();
+    let excess = ok
+        .filter(|r| {
+            r.anomalies.iter().any(|a| {
+                matches!(
+                    a,
+                    Anomaly::UsageExceedsMaxTokens | Anomaly::OutputExceedsMaxTokens
+                )
+            })
+        })
+        .map(|r| {
+            u64::from(
+                r.completion_tokens
+                    .saturating_sub(r.max_tokens.unwrap_or(r.completion_tokens)),
+            )
+        })
+        .sum();
+    (excess, total)
+}
+
+/// The successful profile requests when every one of them received all its tokens at one
+/// instant (first token = last token) and at least one carried two or more: the responses
+/// were buffered whole (one JSON body, or an event stream a proxy held back), so TTFT is the
+/// whole response time and TPOT/ITL are 0 (trial 33 F1). `None` otherwise, or without a
+/// success. A run whose outputs are single tokens is not judged (its TTFT is its E2EL anyway).
+pub fn arrived_whole(records: &[RequestRecord]) -> Option<u64> {
+    let ok = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.success);
+    let mut n = 0u64;
+    let mut multi = false;
+    for r in ok {
+        if r.first_token_ns != r.last_token_ns {
+            return None;
+        }
+        multi |= r.completion_tokens >= 2;
+        n += 1;
+    }
+    (n > 0 && multi).then_some(n)
+}
+
+/// The successful profile requests the server ended with `finish_reason: "length"` while its
+/// own count (`usage`) was below the request's `max_tokens`: it capped the output below what
+/// was asked (trial 33 F8: 64 tokens for max_tokens 100), so the run's OSL is not the one
+/// requested. Returns how many, and the first (by request id).
+pub fn stopped_short(records: &[RequestRecord]) -> (u64, Option<&RequestRecord>) {
+    let short: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| {
+            r.phase == Phase::Profile
+                && r.success
+                && r.finish_reason.as_deref() == Some("length")
+                && r.completion_tokens_source == TokenSource::Server
+                && r.max_tokens.is_some_and(|m| r.completion_tokens < m)
+        })
+        .collect();
+    let first = short.iter().min_by_key(|r| r.request_id).copied();
+    (short.len() as u64, first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,6 +433,51 @@ mod tests {
         // The server's usage is judged by its own rule, not this one.
         let r = rec(1, 25_000, Some(16));
         assert_eq!(detect(&r, false), vec![Anomaly::UsageExceedsMaxTokens]);
+    }
+
+    /// Trial 33 F1: responses buffered whole; any request with a gap, or single-token
+    /// outputs only, is not.
+    #[test]
+    fn arrived_whole_needs_every_success_at_one_instant() {
+        let at = |first: u64, last: u64, tokens: u32| RequestRecord {
+            phase: Phase::Profile,
+            success: true,
+            first_token_ns: Some(first),
+            last_token_ns: Some(last),
+            completion_tokens: tokens,
+            ..Default::default()
+        };
+        assert_eq!(arrived_whole(&[at(5, 5, 16), at(9, 9, 16)]), Some(2));
+        assert_eq!(arrived_whole(&[at(5, 5, 16), at(9, 10, 16)]), None);
+        assert_eq!(arrived_whole(&[at(5, 5, 1), at(9, 9, 1)]), None);
+        let mut failed = at(1, 2, 4);
+        failed.success = false;
+        assert_eq!(arrived_whole(&[at(5, 5, 16), failed]), Some(1));
+        assert_eq!(arrived_whole(&[]), None);
+    }
+
+    /// Trial 33 F9 and F8: tokens beyond max_tokens, and "length" below it.
+    #[test]
+    fn excess_output_and_stopped_short() {
+        let mut a = rec(50, 1_000_000, Some(16));
+        a.phase = Phase::Profile;
+        a.anomalies = detect(&a, false);
+        let mut b = rec(16, 16, Some(16));
+        b.phase = Phase::Profile;
+        assert_eq!(excess_output_tokens(&[a, b]), (999_984, 1_000_016));
+        let mut c = rec(64, 64, Some(100));
+        c.phase = Phase::Profile;
+        c.finish_reason = Some("length".into());
+        c.request_id = 3;
+        let mut d = c.clone();
+        d.request_id = 1;
+        d.finish_reason = Some("stop".into());
+        let both = [c.clone(), d];
+        let (n, first) = stopped_short(&both);
+        assert_eq!((n, first.map(|r| r.request_id)), (1, Some(3)));
+        // The client's own count is not the server's word.
+        c.completion_tokens_source = TokenSource::Tokenizer;
+        assert_eq!(stopped_short(&[c]).0, 0);
     }
 
     #[test]

@@ -601,6 +601,7 @@ impl BenchFlags {
             job_identity,
             progress,
             prepared: None,
+            rescaled_at: None,
         })
     }
 }

@@ -197,6 +197,10 @@ pub struct BenchOptions {
     /// Prompts prepared by the caller (sweeps reuse one prompt set across points); `None` =
     /// build them from the workload flags.
     pub prepared: Option<std::sync::Arc<crate::prompts::PreparedPrompts>>,
+    /// The caller rewrites this point in modelled time afterwards, at this `inferbench sim`
+    /// time scale (quickstart, `sweep --sim`): a sim at that scale does not make the point
+    /// invalid. Not a flag; `None` for `bench`.
+    pub rescaled_at: Option<f64>,
 }
 
 impl Default for BenchOptions {
@@ -250,6 +254,7 @@ impl Default for BenchOptions {
             job_identity: None,
             progress: ProgressMode::Auto,
             prepared: None,
+            rescaled_at: None,
         }
     }
 }

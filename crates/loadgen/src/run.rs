@@ -296,7 +296,7 @@ pub async fn run_bench(
         &opts,
         &prepared,
         &counters,
-        server_metrics.as_ref(),
+        (server_metrics.as_ref(), shared.client.sim_time_scale()),
         end,
         &mut notes,
     );
@@ -333,6 +333,7 @@ pub async fn run_bench(
     notes.extend(kept.spill_note());
     let records = kept.records;
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
+    judge_records(&records, &mut notes, &mut reasons);
     summary.inferbench.server_metrics = server_metrics;
     summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let power_validation = finish_power(power, &opts, &mut summary).await;
@@ -806,12 +807,13 @@ const STRAY_BYTES_NOTE: &str = "the server wrote bytes after finished responses 
 /// note in `notes`): random prompts served from the prefix cache (a repeated run), a server
 /// that fell behind its own schedule on more than [`server_metrics::LATE_CHUNKS_MAX`] of its
 /// chunks (both judged on a profile that ran its course, `end`), or the sim running faster
-/// than real time ([`scaled_sim_reason`]). Judged from the server's metrics `sm`.
+/// than real time ([`scaled_sim_reason`]). Judged from the server's metrics `sm` (and the
+/// sim's time-scale header, `sim_header`).
 fn invalid_reasons(
     opts: &BenchOptions,
     prepared: &PreparedPrompts,
     counters: &Counters,
-    sm: Option<&server_metrics::ServerMetricsSummary>,
+    (sm, sim_header): (Option<&server_metrics::ServerMetricsSummary>, Option<f64>),
     end: PhaseEnd,
     notes: &mut Vec<String>,
 ) -> Vec<String> {
@@ -868,7 +870,7 @@ fn invalid_reasons(
             f * 100.0
         )
     });
-    let scaled_reason = sm.and_then(|sm| scaled_sim_reason(sm, opts));
+    let scaled_reason = scaled_sim_reason(sm.and_then(|sm| sm.sim_time_scale).or(sim_header), opts);
     notes.extend(
         (cache_reason.iter())
             .chain(&late_reason)
@@ -882,17 +884,16 @@ fn invalid_reasons(
         .collect()
 }
 
-/// Why a point measured against `inferbench sim --time-scale K` (K ≠ 1, read from its
-/// `/metrics`) does not stand for the modelled hardware: its wall-clock times are K times
-/// shorter (trial 32 F5: bench reported 10× an H100's speed, `--db --set hw=h100` would store
-/// it). `None` for other servers, time scale 1, or when the caller rescales to modelled time
-/// itself (quickstart and `sweep --sim` set the `sim_time_scale` metadata).
-fn scaled_sim_reason(
-    sm: &server_metrics::ServerMetricsSummary,
-    opts: &BenchOptions,
-) -> Option<String> {
-    let k = sm.sim_time_scale.filter(|k| (k - 1.0).abs() > 1e-9)?;
-    if opts.metadata.iter().any(|(key, _)| key == "sim_time_scale") {
+/// Why a point measured against `inferbench sim --time-scale K` (`k`: K ≠ 1, from its
+/// `/metrics` gauge or, without scraping, its responses' `inferbench-sim-time-scale` header)
+/// does not stand for the modelled hardware: its wall-clock times are K times shorter (trial
+/// 32 F5: bench reported 10× an H100's speed, `--db --set hw=h100` would store it; trial 33
+/// F2: with `--no-server-metrics`). `None` for other servers, time scale 1, or when the caller
+/// rewrites the point in modelled time at that very scale ([`BenchOptions::rescaled_at`]:
+/// quickstart, `sweep --sim`; a `--metadata` key does not count, trial 33 F3).
+fn scaled_sim_reason(k: Option<f64>, opts: &BenchOptions) -> Option<String> {
+    let k = k.filter(|k| (k - 1.0).abs() > 1e-9)?;
+    if opts.rescaled_at.is_some_and(|r| (r - k).abs() <= 1e-9 * k) {
         return None;
     }
     Some(format!(
@@ -1059,6 +1060,47 @@ fn judge_client(
     for note in invalid {
         notes.push(note.clone());
         reasons.push(note);
+    }
+}
+
+/// What the profile's records say about the numbers the server gave (each a note; the first
+/// two also a reason the point is invalid): responses buffered whole (TTFT = E2EL, no
+/// streaming measured; trial 33 F1), output tokens beyond `max_tokens` that inflate output
+/// throughput by more than [`anomaly::EXCESS_OUTPUT_MAX`] (F9), and a server that ends
+/// requests for "length" below their `max_tokens` (F8: a note only, the OSL is short).
+fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &mut Vec<String>) {
+    use inferbench_core::anomaly;
+    let mut invalid = Vec::new();
+    if let Some(n) = anomaly::arrived_whole(records) {
+        invalid.push(format!(
+            "every successful request ({n}) received all its tokens at one instant: the server, \
+             or a proxy in front of it, buffered its responses instead of streaming them, so \
+             TTFT is the whole response time and TPOT/ITL are 0; the result is marked invalid \
+             (kept off frontiers unless --include-invalid)"
+        ));
+    }
+    let (excess, total) = anomaly::excess_output_tokens(records);
+    if total > 0 && excess as f64 > anomaly::EXCESS_OUTPUT_MAX * total as f64 {
+        invalid.push(format!(
+            "{:.1} % of the run's output tokens ({excess} of {total}) are beyond the requests' \
+             max_tokens (the anomalies above): its output throughput is not the server's; the \
+             result is marked invalid (kept off frontiers unless --include-invalid)",
+            100.0 * excess as f64 / total as f64
+        ));
+    }
+    for note in invalid {
+        notes.push(note.clone());
+        reasons.push(note);
+    }
+    if let (n, Some(r)) = anomaly::stopped_short(records) {
+        notes.push(format!(
+            "the server ended {n} request(s) with finish_reason \"length\" below their \
+             max_tokens (e.g. request {}: {} of {} tokens): it caps the output length, so this \
+             run's OSL is shorter than asked (its context or generation limit?)",
+            r.request_id,
+            r.completion_tokens,
+            r.max_tokens.unwrap_or(0)
+        ));
     }
 }
 

@@ -101,6 +101,13 @@ async fn usage_exceeds_max_tokens_case_is_flagged_counted_and_warned() {
         .filter(|n| n.starts_with("warning: usage_exceeds_max_tokens"))
         .collect();
     assert_eq!(warn.len(), 1, "{:?}", out.notes);
+    // 19,499 tokens beyond max_tokens 4 in each: the output throughput is not the server's
+    // (trial 33 F9).
+    let why = x.invalid_reason.clone().unwrap_or_default();
+    assert!(
+        why.contains("(58497 of 58509) are beyond the requests' max_tokens"),
+        "{why}"
+    );
     assert_eq!(
         warn[0],
         "warning: usage_exceeds_max_tokens in 3 of 3 successful requests; e.g. request 0: usage \
@@ -219,6 +226,111 @@ async fn honor_max_tokens_only_server_gets_both_fields() {
         "{notes}"
     );
     assert!(notes.contains("warning: osl_mismatch in 4 of 4"), "{notes}");
+    // The 56 tokens beyond max_tokens in each of the 4 are 87.5 % of the output: the point's
+    // output throughput is not the server's, so it is invalid (trial 33 F9).
+    let why = out
+        .summary
+        .inferbench
+        .invalid_reason
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        why.contains(
+            "87.5 % of the run's output tokens (224 of 256) are beyond the requests' max_tokens"
+        ),
+        "{why}"
+    );
+
+    // Without --ignore-eos, 100 asked and 64 given with finish_reason "length": the server caps
+    // the output, said in a note (trial 33 F8); the point stands.
+    let out = run_bench(
+        BenchOptions {
+            backend: Backend::OpenAiChat,
+            max_concurrency: Some(2),
+            ..opts(url.clone(), 4, 8, 100)
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let notes = out.notes.join("\n");
+    assert!(
+        notes.contains(
+            "the server ended 4 request(s) with finish_reason \"length\" below their max_tokens \
+             (e.g. request 0: 64 of 100 tokens): it caps the output length"
+        ),
+        "{notes}"
+    );
+    assert_eq!(out.summary.inferbench.invalid_reason, None, "{notes}");
+}
+
+/// Trial 33 F1: a server (or a proxy in front of it) that sends each whole event stream in one
+/// write gives TTFT = E2EL and TPOT/ITL 0: the point is invalid, with a note. The same events
+/// written 5 ms apart stand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_buffered_whole_make_the_point_invalid() {
+    let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
+    let events: Vec<String> = ["a", "b", "c", "d"].iter().map(|t| tok(t)).collect();
+    let tail = "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":4}}\n\n\
+                data: [DONE]\n\n";
+    let case = |chunks: Vec<(Duration, Vec<u8>)>| ReplayCase {
+        status: 200,
+        headers: vec![("Content-Type".into(), "text/event-stream".into())],
+        chunks,
+        end: ReplayEnd::Close,
+    };
+    let whole = case(vec![(
+        Duration::from_millis(30),
+        (events.concat() + tail).into_bytes(),
+    )]);
+    let addr = spawn_replay(whole).await.unwrap();
+    let out = run_bench(
+        BenchOptions {
+            max_concurrency: Some(2),
+            ..opts(format!("http://{addr}"), 4, 8, 4)
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(out.summary.inferbench.tpot_ms.mean, 0.0);
+    let why = out
+        .summary
+        .inferbench
+        .invalid_reason
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        why.starts_with(
+            "every successful request (4) received all its tokens at one instant: the server, or \
+             a proxy in front of it, buffered its responses instead of streaming them"
+        ),
+        "{why}"
+    );
+    assert!(out.notes.iter().any(|n| *n == why), "{:?}", out.notes);
+
+    let mut chunks: Vec<(Duration, Vec<u8>)> = events
+        .iter()
+        .map(|e| (Duration::from_millis(5), e.clone().into_bytes()))
+        .collect();
+    chunks.push((Duration::ZERO, tail.as_bytes().to_vec()));
+    let addr = spawn_replay(case(chunks)).await.unwrap();
+    let out = run_bench(
+        BenchOptions {
+            max_concurrency: Some(2),
+            ..opts(format!("http://{addr}"), 4, 8, 4)
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.summary.inferbench.invalid_reason, None,
+        "{:?}",
+        out.notes
+    );
 }
 
 fn usage_case(completion: u32, prompt: u32) -> ReplayCase {
@@ -541,5 +653,15 @@ async fn a_late_second_response_makes_the_point_invalid() {
         "{why:?}; {:?}",
         out.notes
     );
-    assert!(out.notes.iter().any(|n| n == &why), "{:?}", out.notes);
+    // Its first reason is also a note (this server writes each response in one piece, so
+    // the "at one instant" reason may follow it).
+    let first = why
+        .split("; --header 'Connection: close'")
+        .next()
+        .unwrap_or_default();
+    assert!(
+        out.notes.iter().any(|n| n.starts_with(first)),
+        "{:?}",
+        out.notes
+    );
 }

@@ -94,6 +94,7 @@ impl PointRunner for LoadgenPoint {
         let scale = self.sim_time_scale.or(req.sim_time_scale);
         if let Some(k) = scale {
             opts.power = inferbench_loadgen::PowerMode::Off;
+            opts.rescaled_at = Some(k);
             opts.metadata.extend([
                 ("clock".into(), "modelled".into()),
                 ("sim_time_scale".into(), k.to_string()),

@@ -1032,8 +1032,20 @@ fn sse_response(app: &Arc<App>, api: Api, reply: Reply) -> Resp {
     let h = resp.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    // Faster (or slower) than real time: say so on every stream, so a client that does not
+    // scrape /metrics can tell its wall-clock times are not the modelled hardware's (trial 33
+    // F2). Absent at time scale 1.
+    if app.cfg.time_scale != 1.0 {
+        if let Ok(v) = HeaderValue::from_str(&app.cfg.time_scale.to_string()) {
+            h.insert(SIM_TIME_SCALE_HEADER, v);
+        }
+    }
     resp
 }
+
+/// The response header naming the sim's `--time-scale` when it is not 1 (modelled seconds per
+/// wall-clock second), on every streamed response.
+pub const SIM_TIME_SCALE_HEADER: &str = "inferbench-sim-time-scale";
 
 async fn whole_response(
     app: &Arc<App>,
