@@ -365,10 +365,13 @@ fn without_model_the_servers_first_is_evaluated() {
     assert_eq!(code, Some(3), "{text}");
     assert!(
         text.contains(&format!(
-            "error: --model not given and the server's http://127.0.0.1:{dead_port}/v1/models \
-             cannot say which model it serves ("
-        )) && text
-            .contains("): pass --model (or check the address: --base-url, or --host and --port)"),
+            "error: --model not given, and http://127.0.0.1:{dead_port}/v1/models could not be \
+             asked which model the server serves (GET http://127.0.0.1:{dead_port}/v1/models: \
+             tcp connect error: Connection refused"
+        )) && text.contains(
+            "): is an HTTP server running there? check the address: --base-url, or --host and \
+             --port"
+        ),
         "{text}"
     );
     assert!(!gone.exists());

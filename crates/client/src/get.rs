@@ -18,7 +18,13 @@ pub async fn http_get(url: &str, timeout: Duration) -> Result<(u16, Bytes), Stri
         let resp = client
             .get(uri)
             .await
-            .map_err(|e| format!("GET {url}: {e}"))?;
+            // hyper-util's own words ("client error (SendRequest)") say nothing: its causes do
+            // (trial 33 F6), e.g. "connection closed before message completed".
+            .map_err(|e| {
+                let why = std::error::Error::source(&e)
+                    .map_or_else(|| e.to_string(), inferbench_core::error_chain);
+                format!("GET {url}: {why}")
+            })?;
         let status = resp.status().as_u16();
         let body = resp
             .into_body()

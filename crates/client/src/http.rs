@@ -21,7 +21,7 @@ use crate::openai::{
     build_body, excerpt, Backend, Interpreter, MaxTokensField, PendingCount, RequestInput,
     TokenCounter,
 };
-use crate::pool::{Conn, IdleState, Pool, REUSE_QUIET};
+use crate::pool::{Conn, IdleState, Origin, Pool, REUSE_QUIET};
 use crate::rxstamp::RxStamp;
 use crate::sse::SseParser;
 use crate::wire::{parse_head, BodyDecoder, Head, HeadParse, Step};
@@ -641,11 +641,11 @@ impl Client {
         let fut = async {
             let mut retried = false;
             loop {
-                let (mut c, reused) = self
+                let (mut c, origin) = self
                     .pool
                     .checkout(retried)
                     .await
-                    .map_err(|e| (ErrorClass::Connect, e.to_string()))?;
+                    .map_err(|e| (ErrorClass::Connect, connect_failure(&e, &self.uri)))?;
                 match write_and_read_head(&mut c, request).await {
                     Ok((head, written, sent)) => {
                         // Bytes the kernel received before this request's write began cannot
@@ -653,7 +653,7 @@ impl Client {
                         // rest (trial 32 F1: a server answering twice; its real answer came µs
                         // after the checkout's poll and was read, TTFT 0, as the next one's).
                         let early = sent
-                            .filter(|_| reused)
+                            .filter(|_| origin == Origin::Reused)
                             .and_then(|s| c.stamp.before(s.unix_ns));
                         let Some(lead) = early else {
                             return Ok((head, c, written, sent.map(|s| s.at)));
@@ -674,7 +674,7 @@ impl Client {
                     // The server closed the idle keep-alive connection: re-send once.
                     Err(HeadError::Io {
                         answered: false, ..
-                    }) if reused && !retried => {
+                    }) if origin.opened_before() && !retried => {
                         retried = true;
                     }
                     // Some response bytes came, then the connection ended: the server is
@@ -703,7 +703,7 @@ impl Client {
                     // such bytes are most likely the rest of an earlier response, written past
                     // its end (trial 31 F4): say so, and reuse no connection from now on.
                     Err(HeadError::Invalid(msg)) => {
-                        let leftover = if reused {
+                        let leftover = if origin == Origin::Reused {
                             self.pool.mark_stale();
                             " (on a kept-alive connection: most likely the rest of an earlier \
                              response, written past that response's end)"
@@ -999,6 +999,20 @@ impl Client {
 /// connection limit). See [`accepted_then_failed`].
 pub const ACCEPTED_THEN_FAILED: &str =
     "the connection was accepted, then failed before any response byte from";
+
+/// The message of a failed connect: a reset or abort during the handshake means something
+/// accepted the connection and dropped it at once (trial 33 F5: a server at its connection
+/// limit resets; "is the server listening?" misled), worded as [`ACCEPTED_THEN_FAILED`];
+/// anything else (refused, unreachable, DNS) as the error says.
+fn connect_failure(e: &crate::pool::ConnectError, uri: &Uri) -> String {
+    let crate::pool::ConnectError::Tcp { source, .. } = e;
+    match source.kind() {
+        std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+            format!("{ACCEPTED_THEN_FAILED} {uri}: {e}")
+        }
+        _ => e.to_string(),
+    }
+}
 
 /// True when a `connect` failure's message says the connection was accepted first
 /// ([`ACCEPTED_THEN_FAILED`]), not refused or unroutable.
@@ -1555,6 +1569,28 @@ mod tests {
         assert!(!ct("text/event-streams"));
         assert!(!crate::wire::parse_head(b"HTTP/1.1 200 OK\r\n\r\n")
             .is_ok_and(|h| matches!(h, HeadParse::Final(h, _) if h.labelled_sse)));
+    }
+
+    /// Trial 33 F5: a reset or abort during connect is "accepted, then failed" (something
+    /// listens there); a refusal stays as the OS says it.
+    #[test]
+    fn a_reset_during_connect_is_worded_as_accepted() {
+        let uri: Uri = "http://127.0.0.1:9/v1/completions".parse().unwrap();
+        let err = |kind| crate::pool::ConnectError::Tcp {
+            addr: "127.0.0.1:9".into(),
+            source: std::io::Error::from(kind),
+        };
+        for kind in [
+            std::io::ErrorKind::ConnectionReset,
+            std::io::ErrorKind::ConnectionAborted,
+        ] {
+            let m = connect_failure(&err(kind), &uri);
+            assert!(accepted_then_failed(&m), "{m}");
+            assert!(m.contains("cannot connect to 127.0.0.1:9"), "{m}");
+        }
+        let m = connect_failure(&err(std::io::ErrorKind::ConnectionRefused), &uri);
+        assert!(!accepted_then_failed(&m), "{m}");
+        assert!(m.starts_with("cannot connect to 127.0.0.1:9: "), "{m}");
     }
 
     #[test]

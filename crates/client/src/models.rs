@@ -164,13 +164,20 @@ pub async fn served_model(base_url: &str) -> Result<String, inferbench_core::Sta
         // A server that cannot be reached ends as a run against it would: 3.
         Err(e) => (e, ExitStatus::Unreachable),
     };
-    Err(inferbench_core::StatusError {
-        status,
-        message: format!(
+    let message = if status == ExitStatus::Unreachable {
+        // Nothing answered HTTP there: --model would not help (trial 33 F6).
+        format!(
+            "--model not given, and {url} could not be asked which model the server serves \
+             ({why}): is an HTTP server running there? check the address: --base-url, or \
+             --host and --port"
+        )
+    } else {
+        format!(
             "--model not given and the server's {url} cannot say which model it serves \
              ({why}): pass --model (or check the address: --base-url, or --host and --port)"
-        ),
-    })
+        )
+    };
+    Err(inferbench_core::StatusError { status, message })
 }
 
 /// The line that names the model [`served_model`] picked: `model "M": the first model the

@@ -26,9 +26,10 @@
 //!
 //! Pre-opened connections ([`Pool::preconnect`]) never carried a request, so no stale response
 //! can be waiting on them: they are handed out at once, also on probation, after the idle
-//! ones that may be reused and before a new connect. Checkout reports them as reused (they
-//! were not opened for this request; the server may have closed them since), so the one
-//! re-send applies to them too.
+//! ones that may be reused and before a new connect. Checkout reports them as
+//! [`Origin::PreOpened`]: the one re-send applies to them (the server may have closed them
+//! since), but bytes on them are never taken for an earlier response (trial 33 F7: an SSH
+//! banner was called "the rest of an earlier response").
 //!
 //! `bench` waits, between its warmup and its profile, for the warmup's connections to stay
 //! quiet for 1 s ([`Pool::await_trust`]), so a server writing stale bytes within that time is
@@ -57,6 +58,27 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::rxstamp::{RxStamp, StampedTcp};
+
+/// Where a checked-out connection comes from ([`Pool::checkout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Opened for this request.
+    Fresh,
+    /// Opened ahead of time ([`Pool::preconnect`]), never used: no earlier response can be on
+    /// it, but the server may have closed it since.
+    PreOpened,
+    /// Carried earlier requests (kept alive): bytes on it before this request's answer are an
+    /// earlier response's rest.
+    Reused,
+}
+
+impl Origin {
+    /// Not opened for this request: the server may have closed it while idle, so a request
+    /// that dies on it before any response byte is re-sent once.
+    pub fn opened_before(self) -> bool {
+        self != Origin::Fresh
+    }
+}
 
 /// Idle pooled connections older than this are not reused (4 s: below uvicorn's 5 s and
 /// cpp-httplib's 5 s keep-alive timeouts).
@@ -311,9 +333,12 @@ impl Pool {
         None
     }
 
-    /// An idle live connection (`true` = reused) or a new one (`false`). Idle connections the
-    /// server already closed (their socket reads EOF) or that hold unread bytes are dropped here.
-    pub async fn checkout(&self, fresh: bool) -> Result<(Conn, bool), ConnectError> {
+    /// An idle live connection ([`Origin::Reused`]), a pre-opened one ([`Origin::PreOpened`])
+    /// or a new one ([`Origin::Fresh`]; the only kind when `fresh`). Idle connections the
+    /// server already closed (their socket reads EOF) or that hold unread bytes are dropped here;
+    /// unread bytes on an idle connection turn the pool stale ([`Pool::mark_stale`]), on a
+    /// pre-opened one (a server that talks first, not an earlier response) they do not.
+    pub async fn checkout(&self, fresh: bool) -> Result<(Conn, Origin), ConnectError> {
         if !fresh {
             let now = Instant::now();
             while let Some((mut c, since)) = self.next_idle(now) {
@@ -322,21 +347,19 @@ impl Pool {
                         if now.duration_since(since) >= REUSE_QUIET {
                             self.trusted.store(true, Ordering::Relaxed);
                         }
-                        return Ok((c, true));
+                        return Ok((c, Origin::Reused));
                     }
                     IdleState::Stale => self.mark_stale(),
                     IdleState::Closed => {}
                 }
             }
             while let Some(mut c) = self.next_unused(now) {
-                match c.poll_idle() {
-                    IdleState::Open => return Ok((c, true)),
-                    IdleState::Stale => self.mark_stale(),
-                    IdleState::Closed => {}
+                if c.poll_idle() == IdleState::Open {
+                    return Ok((c, Origin::PreOpened));
                 }
             }
         }
-        Ok((self.connect().await?, false))
+        Ok((self.connect().await?, Origin::Fresh))
     }
 
     /// The newest pre-opened connection younger than [`POOL_IDLE`] (older ones are dropped).

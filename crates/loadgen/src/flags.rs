@@ -319,8 +319,9 @@ pub struct BenchFlags {
     #[arg(long, default_value_t = 0.05, help_heading = "Output")]
     pub max_error_rate: f64,
     /// Exit with code 1 when the fraction of successful requests with an anomaly (usage above
-    /// max_tokens, usage below the streamed chunks, OSL/ISL mismatch) exceeds this. Default:
-    /// no gate (anomalies are still counted and warned about).
+    /// max_tokens, usage below the streamed chunks, OSL/ISL mismatch, client-counted output far
+    /// above max_tokens, a response that was not streamed) exceeds this. Default: no gate
+    /// (anomalies are still counted and warned about).
     #[arg(long, help_heading = "Output")]
     pub max_anomaly_rate: Option<f64>,
     /// KEY=VALUE pairs copied into the result JSON.
@@ -426,6 +427,28 @@ pub fn vllm_flag_hint(flag: &str) -> Option<&'static str> {
              to every request"
         }
         "--profile" => "bench starts no server-side profiler; run the engine's own profiler",
+        "--use-beam-search" => {
+            "beam search is a request parameter: --extra-body '{\"use_beam_search\": true}' \
+             where the server takes it"
+        }
+        "--lora-modules" => "--model names the served LoRA adapter to request",
+        "--skip-chat-template" => {
+            "--backend openai (/v1/completions) sends the prompt as it is; openai-chat lets \
+             the server apply its template"
+        }
+        "--endpoint-type" => {
+            "--backend picks the API (openai: /v1/completions, openai-chat: \
+             /v1/chat/completions) and --endpoint its path"
+        }
+        "--hf-split" | "--hf-subset" | "--hf-name" | "--hf-output-len" => {
+            "Hugging Face datasets are not downloaded: --dataset-name jsonl or sharegpt with \
+             --dataset-path <a local file>"
+        }
+        "--sonnet-input-len" | "--sonnet-output-len" | "--sonnet-prefix-len" => {
+            "the sonnet dataset is not built in: --dataset-name random, or a jsonl file of \
+             prompts (--dataset-name jsonl --dataset-path)"
+        }
+        "--random-batch-size" => "one prompt per request: there is no batched-prompt mode",
         _ => return None,
     })
 }

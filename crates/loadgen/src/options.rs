@@ -589,6 +589,46 @@ impl BenchOptions {
         Ok(())
     }
 
+    /// The lengths a random-dataset run draws, when `--random-range-ratio` was given (trial 32
+    /// F6: a `vllm bench serve` user reads 0.1 as ±10 %, InferenceX's rule draws from
+    /// [0.1·L, L]), the `--random-prefix-len` included in the input (trial 33 F4). `None` for
+    /// other datasets, without the flag, for fixed lengths, or when the ratio is invalid
+    /// (validation names it). `bench` prints it before the run whatever `--progress` says.
+    pub fn range_notice(&self) -> Option<String> {
+        let r = self.random_range_ratio?;
+        if self.dataset_name != DatasetName::Random || self.prepared.is_some() {
+            return None;
+        }
+        let sem = self.range_semantics.to_workload();
+        let (il, ih) = inferbench_workload::length_range(self.random_input_len, r, sem).ok()?;
+        let (ol, oh) =
+            inferbench_workload::length_range(self.random_output_len.max(1), r, sem).ok()?;
+        if (il, ol) == (ih, oh) {
+            return None;
+        }
+        let rule = match self.range_semantics {
+            RangeSemantics::InferenceX => {
+                "uniform in [r·L, L] as InferenceX and SGLang draw; --range-semantics vllm for \
+                 vLLM's [(1−r)·L, (1+r)·L]"
+            }
+            RangeSemantics::Vllm => "uniform in [(1−r)·L, (1+r)·L], --range-semantics vllm",
+        };
+        let p = self.random_prefix_len;
+        let input = if p == 0 {
+            format!("{il}–{ih} tokens")
+        } else {
+            format!(
+                "{}–{} tokens ({p}-token prefix + {il}–{ih} drawn)",
+                p.saturating_add(il),
+                p.saturating_add(ih)
+            )
+        };
+        Some(format!(
+            "random lengths: input {input}, output {ol}–{oh} tokens \
+             (--random-range-ratio {r}: {rule})"
+        ))
+    }
+
     /// The longest input length the random range can draw, tokens (the prefix excluded).
     fn max_input_len(&self) -> u32 {
         let l = f64::from(self.random_input_len);
@@ -684,6 +724,42 @@ pub const SERVER_TOKENIZER: &str = "server";
 
 #[cfg(test)]
 mod tests {
+
+    /// Trial 32 F6 / trial 33 F4: the drawn range is printed under either rule, the prefix
+    /// in the input.
+    #[test]
+    fn range_notice_prints_the_drawn_lengths() {
+        let mut o = BenchOptions {
+            random_input_len: 1000,
+            random_output_len: 16,
+            ..Default::default()
+        };
+        assert_eq!(o.range_notice(), None);
+        o.random_range_ratio = Some(0.1);
+        assert_eq!(
+            o.range_notice().unwrap(),
+            "random lengths: input 100–1000 tokens, output 1–16 tokens (--random-range-ratio 0.1: \
+             uniform in [r·L, L] as InferenceX and SGLang draw; --range-semantics vllm for \
+             vLLM's [(1−r)·L, (1+r)·L])"
+        );
+        o.range_semantics = RangeSemantics::Vllm;
+        assert_eq!(
+            o.range_notice().unwrap(),
+            "random lengths: input 900–1100 tokens, output 14–17 tokens (--random-range-ratio \
+             0.1: uniform in [(1−r)·L, (1+r)·L], --range-semantics vllm)"
+        );
+        o.random_prefix_len = 100;
+        assert!(
+            o.range_notice()
+                .unwrap()
+                .starts_with("random lengths: input 1000–1200 tokens (100-token prefix + 900–1100 drawn), output 14–17"),
+            "{:?}",
+            o.range_notice()
+        );
+        o.random_range_ratio = Some(0.0);
+        o.range_semantics = RangeSemantics::Vllm;
+        assert_eq!(o.range_notice(), None);
+    }
     use super::*;
 
     #[test]

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::arrivals::{Arrivals, Schedule};
-use crate::options::{BenchOptions, DatasetName, ProgressMode, RangeSemantics};
+use crate::options::{BenchOptions, DatasetName, ProgressMode};
 use crate::output;
 use crate::progress::{Counters, Progress};
 use crate::prompts::{self, PreparedPrompts};
@@ -251,11 +251,6 @@ pub async fn run_bench(
     if opts.model.trim().is_empty() {
         opts.model = crate::hints::served_model(&opts.base_url).await?;
         notes.push(crate::hints::served_model_note(&opts.model));
-    }
-    if !matches!(opts.progress, ProgressMode::Off) {
-        if let Some(n) = range_notice(&opts) {
-            eprintln!("{n}");
-        }
     }
     let Some(prepared) = prepare_prompts(&opts, &cancel).await? else {
         return Ok(interrupted_before_start(&opts));
@@ -1631,63 +1626,8 @@ fn warmup_notice(n_warm: u64, explicit: bool) -> String {
     }
 }
 
-/// The lengths a random-dataset run draws, when `--random-range-ratio` was given (trial 32 F6:
-/// a `vllm bench serve` user reads 0.1 as ±10 %, InferenceX's rule draws from [0.1·L, L]).
-/// `None` for other datasets, without the flag, for fixed lengths, or when the ratio is invalid
-/// (validation names it).
-fn range_notice(opts: &BenchOptions) -> Option<String> {
-    let r = opts.random_range_ratio?;
-    if opts.dataset_name != DatasetName::Random || opts.prepared.is_some() {
-        return None;
-    }
-    let sem = opts.range_semantics.to_workload();
-    let (il, ih) = inferbench_workload::length_range(opts.random_input_len, r, sem).ok()?;
-    let (ol, oh) = inferbench_workload::length_range(opts.random_output_len.max(1), r, sem).ok()?;
-    if (il, ol) == (ih, oh) {
-        return None;
-    }
-    let rule = match opts.range_semantics {
-        RangeSemantics::InferenceX => {
-            "uniform in [r·L, L] as InferenceX and SGLang draw; --range-semantics vllm for \
-             vLLM's [(1−r)·L, (1+r)·L]"
-        }
-        RangeSemantics::Vllm => "uniform in [(1−r)·L, (1+r)·L], --range-semantics vllm",
-    };
-    Some(format!(
-        "random lengths: input {il}–{ih} tokens, output {ol}–{oh} tokens \
-         (--random-range-ratio {r}: {rule})"
-    ))
-}
-
 #[cfg(test)]
 mod notice_tests {
-    use crate::options::{BenchOptions, RangeSemantics};
-
-    /// Trial 32 F6: the drawn range is printed, under either rule.
-    #[test]
-    fn range_notice_prints_the_drawn_lengths() {
-        let mut o = BenchOptions {
-            random_input_len: 1000,
-            random_output_len: 16,
-            ..Default::default()
-        };
-        assert_eq!(super::range_notice(&o), None);
-        o.random_range_ratio = Some(0.1);
-        assert_eq!(
-            super::range_notice(&o).unwrap(),
-            "random lengths: input 100–1000 tokens, output 1–16 tokens (--random-range-ratio 0.1: \
-             uniform in [r·L, L] as InferenceX and SGLang draw; --range-semantics vllm for \
-             vLLM's [(1−r)·L, (1+r)·L])"
-        );
-        o.range_semantics = RangeSemantics::Vllm;
-        assert_eq!(
-            super::range_notice(&o).unwrap(),
-            "random lengths: input 900–1100 tokens, output 14–17 tokens (--random-range-ratio \
-             0.1: uniform in [(1−r)·L, (1+r)·L], --range-semantics vllm)"
-        );
-        o.random_range_ratio = Some(1.0);
-        assert_eq!(super::range_notice(&o), None);
-    }
 
     #[test]
     fn warmup_notice_names_the_count_and_its_source() {

@@ -637,3 +637,39 @@ async fn a_port_that_accepts_and_drops_is_named_so() {
     );
     assert!(!notes.contains("accepted"), "{notes}");
 }
+
+/// Trial 33 F7: a non-HTTP answer on a connection opened ahead of the run (never used before)
+/// is an invalid head, not "the rest of an earlier response", and does not turn the pool
+/// stale (no "wrote bytes after a finished response" warning, the point not invalid for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_a_pre_opened_connection_is_not_an_earlier_response() {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                if matches!(s.read(&mut buf), Ok(n) if n > 0) {
+                    let _ = s.write_all(b"SSH-2.0-OpenSSH_9.6\r\n");
+                }
+            });
+        }
+    });
+    let o = BenchOptions {
+        max_concurrency: Some(1),
+        num_prompts: Some(1),
+        num_warmups: Some(0),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    let r = &out.records[0];
+    assert_eq!(r.error_class, Some(inferbench_core::ErrorClass::Malformed));
+    let msg = r.error.as_deref().unwrap_or_default();
+    assert!(msg.contains("invalid response head"), "{msg}");
+    assert!(!msg.contains("earlier response"), "{msg}");
+    let notes = out.notes.join("\n");
+    assert!(!notes.contains("wrote bytes after"), "{notes}");
+    assert_eq!(out.summary.inferbench.invalid_reason, None, "{notes}");
+}

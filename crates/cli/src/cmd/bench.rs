@@ -41,6 +41,11 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
             inferbench_loadgen::hints::served_model_note(&opts.model)
         );
     }
+    // Printed whatever --progress says (trial 33 F11: --disable-tqdm hid it from the vLLM
+    // users it is for).
+    if let Some(n) = opts.range_notice() {
+        eprintln!("inferbench: {n}");
+    }
     let out = rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",
