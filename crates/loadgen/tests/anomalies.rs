@@ -309,7 +309,7 @@ async fn responses_buffered_whole_make_the_point_invalid() {
         ),
         "{why}"
     );
-    assert!(out.notes.iter().any(|n| *n == why), "{:?}", out.notes);
+    assert!(out.notes.contains(&why), "{:?}", out.notes);
 
     let mut chunks: Vec<(Duration, Vec<u8>)> = events
         .iter()
