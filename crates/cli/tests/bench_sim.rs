@@ -455,17 +455,7 @@ fn host_port_and_the_served_model_stand_in_for_base_url_and_model() {
     drop(dead);
     let (o, text) = run(&dead_port);
     assert_eq!(o.status.code(), Some(3), "{text}");
-    assert!(
-        text.contains(&format!(
-            "error: --model not given, and http://127.0.0.1:{dead_port}/v1/models could not be \
-             asked which model the server serves (GET http://127.0.0.1:{dead_port}/v1/models: \
-             tcp connect error: Connection refused"
-        )) && text.contains(
-            "): is an HTTP server running there? check the address: --base-url, or --host and \
-             --port"
-        ),
-        "{text}"
-    );
+    common::assert_no_server_to_ask_for_the_model(&text, &dead_port);
 }
 
 #[test]

@@ -363,17 +363,7 @@ fn without_model_the_servers_first_is_evaluated() {
     let gone = tmp.path().join("gone");
     let (code, text) = run(&dead_port, &gone);
     assert_eq!(code, Some(3), "{text}");
-    assert!(
-        text.contains(&format!(
-            "error: --model not given, and http://127.0.0.1:{dead_port}/v1/models could not be \
-             asked which model the server serves (GET http://127.0.0.1:{dead_port}/v1/models: \
-             tcp connect error: Connection refused"
-        )) && text.contains(
-            "): is an HTTP server running there? check the address: --base-url, or --host and \
-             --port"
-        ),
-        "{text}"
-    );
+    common::assert_no_server_to_ask_for_the_model(&text, &dead_port);
     assert!(!gone.exists());
 }
 

@@ -280,20 +280,20 @@ async fn responses_buffered_whole_make_the_point_invalid() {
         chunks,
         end: ReplayEnd::Close,
     };
-    let whole = case(vec![(
-        Duration::from_millis(30),
-        (events.concat() + tail).into_bytes(),
-    )]);
-    let addr = spawn_replay(whole).await.unwrap();
-    let out = run_bench(
-        BenchOptions {
+    // bench at conc 2 against `c`, 4 requests of max_tokens 4.
+    let run = |c: ReplayCase| async move {
+        let addr = spawn_replay(c).await.unwrap();
+        let o = BenchOptions {
             max_concurrency: Some(2),
             ..opts(format!("http://{addr}"), 4, 8, 4)
-        },
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+        };
+        run_bench(o, CancellationToken::new()).await.unwrap()
+    };
+    let out = run(case(vec![(
+        Duration::from_millis(30),
+        (events.concat() + tail).into_bytes(),
+    )]))
+    .await;
     assert_eq!(out.exit_code, 0, "{:?}", out.notes);
     assert_eq!(out.summary.inferbench.tpot_ms.mean, 0.0);
     let why = out
@@ -316,16 +316,7 @@ async fn responses_buffered_whole_make_the_point_invalid() {
         .map(|e| (Duration::from_millis(5), e.clone().into_bytes()))
         .collect();
     chunks.push((Duration::ZERO, tail.as_bytes().to_vec()));
-    let addr = spawn_replay(case(chunks)).await.unwrap();
-    let out = run_bench(
-        BenchOptions {
-            max_concurrency: Some(2),
-            ..opts(format!("http://{addr}"), 4, 8, 4)
-        },
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let out = run(case(chunks)).await;
     assert_eq!(
         out.summary.inferbench.invalid_reason, None,
         "{:?}",

@@ -117,3 +117,20 @@ pub fn output_text(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Asserts that `text` is the refusal of a command run without `--model` against a port with
+/// nothing listening (`dead_port`): the `/v1/models` lookup's cause, and the question whether an
+/// HTTP server runs there (trial 33 F6: it said "pass --model").
+pub fn assert_no_server_to_ask_for_the_model(text: &str, dead_port: &str) {
+    assert!(
+        text.contains(&format!(
+            "error: --model not given, and http://127.0.0.1:{dead_port}/v1/models could not be \
+             asked which model the server serves (GET http://127.0.0.1:{dead_port}/v1/models: \
+             tcp connect error: Connection refused"
+        )) && text.contains(
+            "): is an HTTP server running there? check the address: --base-url, or --host and \
+             --port"
+        ),
+        "{text}"
+    );
+}
