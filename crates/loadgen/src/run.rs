@@ -1059,19 +1059,19 @@ fn judge_client(
 }
 
 /// What the profile's records say about the numbers the server gave (each a note; the first
-/// two also a reason the point is invalid): responses buffered whole (TTFT = E2EL, no
-/// streaming measured; trial 33 F1), output tokens beyond `max_tokens` that inflate output
+/// two also a reason the point is invalid): responses buffered whole, from
+/// [`anomaly::WHOLE_SHARE_MAX`] of them (TTFT = E2EL, no streaming measured; trial 33/34 F1), output tokens beyond `max_tokens` that inflate output
 /// throughput by more than [`anomaly::EXCESS_OUTPUT_MAX`] (F9), and a server that ends
 /// requests for "length" below their `max_tokens` (F8: a note only, the OSL is short).
 fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &mut Vec<String>) {
     use inferbench_core::anomaly;
     let mut invalid = Vec::new();
-    if let Some(n) = anomaly::arrived_whole(records) {
+    if let Some((whole, n)) = anomaly::arrived_whole(records) {
         invalid.push(format!(
-            "every successful request ({n}) received all its tokens at one instant: the server, \
-             or a proxy in front of it, buffered its responses instead of streaming them, so \
-             TTFT is the whole response time and TPOT/ITL are 0; the result is marked invalid \
-             (kept off frontiers unless --include-invalid)"
+            "{whole} of {n} successful requests received all their tokens at one instant: the \
+             server, or a proxy in front of it, buffered those responses instead of streaming \
+             them, so their TTFT is the whole response time and their TPOT/ITL are 0; the result \
+             is marked invalid (kept off frontiers unless --include-invalid)"
         ));
     }
     let (excess, total) = anomaly::excess_output_tokens(records);

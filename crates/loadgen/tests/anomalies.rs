@@ -304,8 +304,8 @@ async fn responses_buffered_whole_make_the_point_invalid() {
         .unwrap_or_default();
     assert!(
         why.starts_with(
-            "every successful request (4) received all its tokens at one instant: the server, or \
-             a proxy in front of it, buffered its responses instead of streaming them"
+            "4 of 4 successful requests received all their tokens at one instant: the server, \
+             or a proxy in front of it, buffered those responses instead of streaming them"
         ),
         "{why}"
     );

@@ -673,3 +673,39 @@ async fn garbage_on_a_pre_opened_connection_is_not_an_earlier_response() {
     assert!(!notes.contains("wrote bytes after"), "{notes}");
     assert_eq!(out.summary.inferbench.invalid_reason, None, "{notes}");
 }
+
+/// Trial 34 F2: a server that ends its body 20 ms after `[DONE]` (a trailing comment, then the
+/// chunked terminator) kept the client's slots "busy until read" for those 20 ms, and an idle
+/// client was judged client-bound. The slot is free once `[DONE]` was read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_end_after_done_is_not_the_clients_wait() {
+    let mut late_end = stream_case();
+    late_end
+        .chunks
+        .push((Duration::from_millis(20), b": end\n\n".to_vec()));
+    let addr = spawn_replay(late_end).await.unwrap();
+    let o = BenchOptions {
+        max_concurrency: Some(4),
+        num_prompts: Some(120),
+        num_warmups: Some(4),
+        ..opts(format!("http://{addr}"))
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let c = out
+        .summary
+        .inferbench
+        .client
+        .clone()
+        .expect("a client check");
+    assert!(out.summary.duration >= 1.0, "{}", out.summary.duration);
+    assert!(!c.client_bound, "{c:?} {:?}", out.notes);
+    if let Some(busy) = c.slots_busy_ratio {
+        assert!(busy - c.held_ratio < 0.01, "{c:?}");
+    }
+    assert_eq!(
+        out.summary.inferbench.invalid_reason, None,
+        "{:?}",
+        out.notes
+    );
+}
