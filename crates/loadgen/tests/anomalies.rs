@@ -57,6 +57,11 @@ fn opts(base_url: String, n: usize, prompt_tokens: u32, max_tokens: u32) -> Benc
     }
 }
 
+/// The run's `invalid_reason`, "" when the point stands.
+fn invalid_reason(out: &inferbench_loadgen::BenchOutcome) -> String {
+    (out.summary.inferbench.invalid_reason.clone()).unwrap_or_default()
+}
+
 fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
     let mut v: Vec<_> = recs.iter().filter(|r| r.phase == Phase::Profile).collect();
     v.sort_by_key(|r| r.request_id);
@@ -103,7 +108,7 @@ async fn usage_exceeds_max_tokens_case_is_flagged_counted_and_warned() {
     assert_eq!(warn.len(), 1, "{:?}", out.notes);
     // 19,499 tokens beyond max_tokens 4 in each: the output throughput is not the server's
     // (trial 33 F9).
-    let why = x.invalid_reason.clone().unwrap_or_default();
+    let why = invalid_reason(&out);
     assert!(
         why.contains("(58497 of 58509) are beyond the requests' max_tokens"),
         "{why}"
@@ -228,12 +233,7 @@ async fn honor_max_tokens_only_server_gets_both_fields() {
     assert!(notes.contains("warning: osl_mismatch in 4 of 4"), "{notes}");
     // The 56 tokens beyond max_tokens in each of the 4 are 87.5 % of the output: the point's
     // output throughput is not the server's, so it is invalid (trial 33 F9).
-    let why = out
-        .summary
-        .inferbench
-        .invalid_reason
-        .clone()
-        .unwrap_or_default();
+    let why = invalid_reason(&out);
     assert!(
         why.contains(
             "87.5 % of the run's output tokens (224 of 256) are beyond the requests' max_tokens"
@@ -296,12 +296,7 @@ async fn responses_buffered_whole_make_the_point_invalid() {
     .await;
     assert_eq!(out.exit_code, 0, "{:?}", out.notes);
     assert_eq!(out.summary.inferbench.tpot_ms.mean, 0.0);
-    let why = out
-        .summary
-        .inferbench
-        .invalid_reason
-        .clone()
-        .unwrap_or_default();
+    let why = invalid_reason(&out);
     assert!(
         why.starts_with(
             "4 of 4 successful requests received all their tokens at one instant: the server, \
@@ -630,12 +625,7 @@ async fn a_late_second_response_makes_the_point_invalid() {
         inferbench_loadgen::EXIT_ERROR_RATE
     };
     assert_eq!(out.exit_code, want_exit, "{:?}", out.notes);
-    let why = out
-        .summary
-        .inferbench
-        .invalid_reason
-        .clone()
-        .unwrap_or_default();
+    let why = invalid_reason(&out);
     assert!(
         why.starts_with(
             "the server wrote bytes after finished responses on kept-alive connections during \
