@@ -468,7 +468,6 @@ impl Client {
             let found = inferbench_core::anomaly::detect(&rec, self.cfg.ignore_eos);
             rec.anomalies.extend(found);
             rec.anomalies.sort();
-            rec.anomalies.dedup();
         } else {
             rec.anomalies.clear();
         }
@@ -1354,6 +1353,16 @@ struct SentAt {
     unix_ns: u64,
 }
 
+impl SentAt {
+    /// Now, on both clocks.
+    fn now() -> Self {
+        SentAt {
+            at: Instant::now(),
+            unix_ns: crate::rxstamp::unix_now_ns(),
+        }
+    }
+}
+
 /// Writes `request` on `c` while reading its response head (a server may answer before it
 /// read the whole request, e.g. nginx's 413, and a write blocked on its full receive window
 /// must not hide that answer); interim `1xx` responses are skipped. Returns the final head,
@@ -1375,10 +1384,8 @@ async fn write_and_read_head(
     let mut fresh = false;
     std::future::poll_fn(|cx| {
         while written < request.len() && write_err.is_none() {
-            let at = SentAt {
-                at: Instant::now(),
-                unix_ns: crate::rxstamp::unix_now_ns(),
-            };
+            // The send time is the first write's start: later writes take no clock readings.
+            let at = first_write.is_none().then(SentAt::now);
             // A write the socket takes now goes out now, whatever the task's budget; only a
             // full socket falls back to the waker-registering poll.
             let r = match c.try_write(&request[written..]) {
@@ -1390,7 +1397,7 @@ async fn write_and_read_head(
             match r {
                 Poll::Ready(Ok(0)) => write_err = Some(std::io::ErrorKind::WriteZero.into()),
                 Poll::Ready(Ok(n)) => {
-                    first_write.get_or_insert(at);
+                    first_write = first_write.or(at);
                     written += n;
                 }
                 Poll::Ready(Err(e)) => write_err = Some(e),

@@ -132,8 +132,8 @@ impl std::fmt::Display for Anomaly {
 /// The anomalies of one finished request (empty for failed requests). The server's numbers are
 /// judged where it reported them: completion-token checks need `completion_tokens_source =
 /// server`, the ISL check needs a server prompt count (`prompt_tokens != prompt_tokens_client`);
-/// without usage, only an output far above `max_tokens` ([`Anomaly::OutputExceedsMaxTokens`]). `ignore_eos`: the
-/// request asked for exactly `max_tokens` tokens.
+/// without usage, only an output far above `max_tokens` ([`Anomaly::OutputExceedsMaxTokens`]).
+/// `ignore_eos`: the request asked for exactly `max_tokens` tokens.
 pub fn detect(rec: &RequestRecord, ignore_eos: bool) -> Vec<Anomaly> {
     let mut out = Vec::new();
     if !rec.success {
@@ -271,18 +271,17 @@ pub fn arrived_whole(records: &[RequestRecord]) -> Option<(u64, u64)> {
 /// was asked (trial 33 F8: 64 tokens for max_tokens 100), so the run's OSL is not the one
 /// requested. Returns how many, and the first (by request id).
 pub fn stopped_short(records: &[RequestRecord]) -> (u64, Option<&RequestRecord>) {
-    let short: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| {
-            r.phase == Phase::Profile
-                && r.success
-                && r.finish_reason.as_deref() == Some("length")
-                && r.completion_tokens_source == TokenSource::Server
-                && r.max_tokens.is_some_and(|m| r.completion_tokens < m)
-        })
-        .collect();
-    let first = short.iter().min_by_key(|r| r.request_id).copied();
-    (short.len() as u64, first)
+    let short = records.iter().filter(|r| {
+        r.phase == Phase::Profile
+            && r.success
+            && r.finish_reason.as_deref() == Some("length")
+            && r.completion_tokens_source == TokenSource::Server
+            && r.max_tokens.is_some_and(|m| r.completion_tokens < m)
+    });
+    (
+        short.clone().count() as u64,
+        short.min_by_key(|r| r.request_id),
+    )
 }
 
 #[cfg(test)]

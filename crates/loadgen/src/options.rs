@@ -724,6 +724,7 @@ pub const SERVER_TOKENIZER: &str = "server";
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     /// Trial 32 F6 / trial 33 F4: the drawn range is printed under either rule, the prefix
     /// in the input.
@@ -760,7 +761,6 @@ mod tests {
         o.range_semantics = RangeSemantics::Vllm;
         assert_eq!(o.range_notice(), None);
     }
-    use super::*;
 
     #[test]
     fn inferencex_defaults_follow_concurrency() {

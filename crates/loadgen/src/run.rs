@@ -866,17 +866,14 @@ fn invalid_reasons(
         )
     });
     let scaled_reason = scaled_sim_reason(sm.and_then(|sm| sm.sim_time_scale).or(sim_header), opts);
-    notes.extend(
-        (cache_reason.iter())
-            .chain(&late_reason)
-            .chain(&scaled_reason)
-            .cloned(),
-    );
     // Every producer check that makes the point's numbers not the server's, in one field.
-    (cache_reason.into_iter())
+    let mut reasons = Vec::new();
+    let invalid = (cache_reason.into_iter())
         .chain(late_reason)
         .chain(scaled_reason)
-        .collect()
+        .collect();
+    invalidate(invalid, notes, &mut reasons);
+    reasons
 }
 
 /// Why a point measured against `inferbench sim --time-scale K` (`k`: K ≠ 1, from its
@@ -1052,17 +1049,21 @@ fn judge_client(
         summary.inferbench.client = Some(check);
     }
     invalid.extend(profile.stray_bytes.then(|| STRAY_BYTES_NOTE.to_string()));
-    for note in invalid {
-        notes.push(note.clone());
-        reasons.push(note);
-    }
+    invalidate(invalid, notes, reasons);
+}
+
+/// Each reason in `invalid` makes the point invalid (`reasons`) and is said once (`notes`).
+fn invalidate(invalid: Vec<String>, notes: &mut Vec<String>, reasons: &mut Vec<String>) {
+    notes.extend(invalid.iter().cloned());
+    reasons.extend(invalid);
 }
 
 /// What the profile's records say about the numbers the server gave (each a note; the first
 /// two also a reason the point is invalid): responses buffered whole, from
-/// [`anomaly::WHOLE_SHARE_MAX`] of them (TTFT = E2EL, no streaming measured; trial 33/34 F1), output tokens beyond `max_tokens` that inflate output
-/// throughput by more than [`anomaly::EXCESS_OUTPUT_MAX`] (F9), and a server that ends
-/// requests for "length" below their `max_tokens` (F8: a note only, the OSL is short).
+/// [`anomaly::WHOLE_SHARE_MAX`] of them (TTFT = E2EL, no streaming measured; trials 33/34 F1),
+/// output tokens beyond `max_tokens` that inflate output throughput by more than
+/// [`anomaly::EXCESS_OUTPUT_MAX`] (F9), and a server that ends requests for "length" below
+/// their `max_tokens` (F8: a note only, the OSL is short).
 fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &mut Vec<String>) {
     use inferbench_core::anomaly;
     let mut invalid = Vec::new();
@@ -1083,10 +1084,7 @@ fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &m
             100.0 * excess as f64 / total as f64
         ));
     }
-    for note in invalid {
-        notes.push(note.clone());
-        reasons.push(note);
-    }
+    invalidate(invalid, notes, reasons);
     if let (n, Some(r)) = anomaly::stopped_short(records) {
         notes.push(format!(
             "the server ended {n} request(s) with finish_reason \"length\" below their \
@@ -1628,7 +1626,6 @@ fn warmup_notice(n_warm: u64, explicit: bool) -> String {
 
 #[cfg(test)]
 mod notice_tests {
-
     #[test]
     fn warmup_notice_names_the_count_and_its_source() {
         assert_eq!(
