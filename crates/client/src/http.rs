@@ -19,7 +19,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::clock::RunClock;
 use crate::openai::{
     build_body, excerpt, Backend, Interpreter, MaxTokensField, PendingCount, RequestInput,
-    TokenCounter,
+    TokenCounter, INCOMPLETE_STREAM,
 };
 use crate::pool::{Conn, IdleState, Origin, Pool, REUSE_QUIET};
 use crate::rxstamp::RxStamp;
@@ -925,7 +925,8 @@ impl Client {
 
     /// Judges a finished exchange: the end time (`[DONE]`'s, else when reading stopped), the
     /// usage counts, and success or the first failure (HTTP status, the interpreter's, the
-    /// transport's, no token-bearing chunk). Returns the text still to be counted.
+    /// transport's, no token-bearing chunk, an event stream that ended without a terminal
+    /// signal: [`Interpreter::complete`]). Returns the text still to be counted.
     fn finish_exchange(
         &self,
         st: BodyState,
@@ -954,6 +955,9 @@ impl Client {
         } = st;
         let interp_failure = interp.failure.take();
         let saw_done = interp.done;
+        // Only an event stream has a terminal signal to miss; one JSON body is complete by
+        // being whole JSON (a cut one fails to parse).
+        let incomplete = mode == Mode::Sse && !interp.complete();
         let pending = interp.finish_usage(rec);
         if !status.is_success() {
             let msg = format!(
@@ -975,6 +979,10 @@ impl Client {
                 if saw_done { ", [DONE] seen" } else { "" }
             );
             set_failed(rec, ErrorClass::StreamError, msg);
+            return pending;
+        }
+        if incomplete {
+            set_failed(rec, ErrorClass::StreamError, INCOMPLETE_STREAM.to_string());
             return pending;
         }
         rec.success = true;

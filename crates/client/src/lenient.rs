@@ -271,27 +271,47 @@ const REASONING_PARTS: &[&str] = &[
     "summary_text",
 ];
 
-/// Calls `out(is_reasoning, text)` for every piece of text in typed content parts, in order.
-/// Text parts (`text`, `output_text`, unknown types with a `text` string) are content, thinking
-/// parts reasoning (their text may itself be nested parts), `refusal` parts visible content;
-/// parts without text (images, redacted thinking, tool references) are skipped. `reasoning`:
-/// the field itself is a reasoning field, so all of its text is reasoning.
-pub(crate) fn part_texts<'v>(v: &'v Value, reasoning: bool, out: &mut impl FnMut(bool, &'v str)) {
-    walk_parts(v, reasoning, out, 0);
+/// Which channel a piece of generated text belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TextKind {
+    /// Visible content (the output text).
+    Content,
+    /// Reasoning (thinking): counts for TTFT, not TTFO or the output text.
+    Reasoning,
+    /// A refusal (OpenAI's `refusal`): visible, but not the answer.
+    Refusal,
+}
+
+/// Calls `out(kind, text)` for every piece of text in typed content parts, in order.
+/// Text parts (`text`, `output_text`, unknown types with a `text` string) are of the field's
+/// `kind`, thinking parts reasoning (their text may itself be nested parts), `refusal` parts a
+/// refusal; parts without text (images, redacted thinking, tool references) are skipped. A
+/// reasoning field's text is all reasoning, whatever its parts say.
+pub(crate) fn part_texts<'v>(
+    v: &'v Value,
+    kind: TextKind,
+    out: &mut impl FnMut(TextKind, &'v str),
+) {
+    walk_parts(v, kind, out, 0);
 }
 
 /// Nesting depth beyond which parts are ignored (serde_json already limits depth to 128).
 const MAX_PART_DEPTH: u32 = 16;
 
-fn walk_parts<'v>(v: &'v Value, reasoning: bool, out: &mut impl FnMut(bool, &'v str), depth: u32) {
+fn walk_parts<'v>(
+    v: &'v Value,
+    kind: TextKind,
+    out: &mut impl FnMut(TextKind, &'v str),
+    depth: u32,
+) {
     if depth > MAX_PART_DEPTH {
         return;
     }
     match v {
-        Value::String(s) => out(reasoning, s),
+        Value::String(s) => out(kind, s),
         Value::Array(a) => {
             for p in a {
-                walk_parts(p, reasoning, out, depth + 1);
+                walk_parts(p, kind, out, depth + 1);
             }
         }
         Value::Object(m) => {
@@ -299,23 +319,27 @@ fn walk_parts<'v>(v: &'v Value, reasoning: bool, out: &mut impl FnMut(bool, &'v 
             if REASONING_PARTS.contains(&ty) {
                 for key in [ty, "thinking", "reasoning", "text", "content", "summary"] {
                     if let Some(inner) = m.get(key).filter(|x| x.is_string() || x.is_array()) {
-                        walk_parts(inner, true, out, depth + 1);
+                        walk_parts(inner, TextKind::Reasoning, out, depth + 1);
                         return;
                     }
                 }
             } else if ty == "refusal" {
                 if let Some(Value::String(s)) = m.get("refusal") {
-                    out(reasoning, s);
+                    let k = match kind {
+                        TextKind::Reasoning => TextKind::Reasoning,
+                        _ => TextKind::Refusal,
+                    };
+                    out(k, s);
                 }
             } else {
                 match m.get("text") {
                     Some(inner @ (Value::String(_) | Value::Array(_))) => {
-                        walk_parts(inner, reasoning, out, depth + 1)
+                        walk_parts(inner, kind, out, depth + 1)
                     }
                     // `{"type": "text", "text": {"value": "…"}}` (Assistants-style text).
                     Some(Value::Object(t)) => {
                         if let Some(Value::String(v)) = t.get("value") {
-                            out(reasoning, v);
+                            out(kind, v);
                         }
                     }
                     _ => {}
@@ -677,7 +701,7 @@ mod tests {
     }
 
     #[test]
-    fn parts_are_split_into_content_and_reasoning() {
+    fn parts_are_split_into_content_reasoning_and_refusal() {
         let v: Value = serde_json::from_str(
             r#"[{"type":"thinking","thinking":[{"type":"text","text":"hm"}]},
                 {"type":"text","text":"A"},{"type":"output_text","text":"B"},
@@ -689,18 +713,21 @@ mod tests {
         )
         .unwrap();
         let mut got = Vec::new();
-        part_texts(&v, false, &mut |r, t| got.push((r, t.to_string())));
-        let want: Vec<(bool, String)> = [
-            (true, "hm"),
-            (false, "A"),
-            (false, "B"),
-            (true, "r"),
-            (false, "no"),
-            (false, "C"),
-            (false, "D"),
-            (true, "t2"),
-            (false, "V"),
-            (true, "S"),
+        part_texts(&v, TextKind::Content, &mut |k, t| {
+            got.push((k, t.to_string()))
+        });
+        let (c, r, x) = (TextKind::Content, TextKind::Reasoning, TextKind::Refusal);
+        let want: Vec<(TextKind, String)> = [
+            (r, "hm"),
+            (c, "A"),
+            (c, "B"),
+            (r, "r"),
+            (x, "no"),
+            (c, "C"),
+            (c, "D"),
+            (r, "t2"),
+            (c, "V"),
+            (r, "S"),
         ]
         .iter()
         .map(|(r, t)| (*r, t.to_string()))

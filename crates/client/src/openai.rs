@@ -2,22 +2,30 @@
 //! (`/v1/completions` and `/v1/chat/completions`).
 //!
 //! What counts as a token (DESIGN.md §4, reference/peers.md §4): a chunk carries generated tokens
-//! when it has non-empty visible text (`choices[].text` or `delta.content`), non-empty reasoning
+//! when it has non-empty visible text (`choices[].text` or `delta.content`), non-empty refusal
+//! text (`delta.refusal`, OpenAI's field for a declined answer), non-empty reasoning
 //! (`delta.reasoning_content` or `delta.reasoning`) or a non-empty `delta.tool_calls`.
 //! `delta.content` may also be an array of typed parts (Mistral, gpt-oss relays): text parts
 //! are content, thinking parts reasoning. A field of an unexpected type reads as absent; it
 //! never fails the chunk. Role-only,
 //! usage-only, finish-only and empty-text chunks, comments and `[DONE]` never count. TTFT ends at
-//! the first token-bearing chunk of any channel; TTFO and the output text use visible content
-//! only. `usage.completion_tokens` gives the token count (source `server`); without it the
-//! configured tokenizer counts the received text, plus one token per tool-call-only chunk
-//! (source `tokenizer`).
+//! the first token-bearing chunk of any channel; TTFO ends at the first visible one (content or
+//! refusal: what a user is shown); the output text is the content only (a refusal is its own
+//! channel, [`Channel::Refusal`], and never an answer to score). `usage.completion_tokens` gives
+//! the token count (source `server`); without it the configured tokenizer counts the received
+//! text (content, refusal and reasoning), plus one token per tool-call-only chunk (source
+//! `tokenizer`).
+//!
+//! When a stream is complete ([`Interpreter::complete`]): it carried `[DONE]`, a
+//! `finish_reason`, or a usage chunk after its last token. A stream whose body ends (cleanly or
+//! not) without any of them was cut short, e.g. by a proxy that timed out its upstream: the
+//! request fails as `stream_error`, never a shorter success.
 
 use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSource};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::lenient::{self, LCount, LNonEmpty, LStr, Obj, ObjList, TextWire};
+use crate::lenient::{self, LCount, LNonEmpty, LStr, Obj, ObjList, TextKind, TextWire};
 use crate::sse::SseEvent;
 
 /// Which OpenAI-compatible API the client speaks (`--backend`).
@@ -224,6 +232,9 @@ pub(crate) struct DeltaWire<'a> {
     pub(crate) reasoning: TextWire<'a>,
     #[serde(default)]
     pub(crate) tool_calls: LNonEmpty,
+    /// OpenAI's `delta.refusal`: the model declined; its text is generated output.
+    #[serde(default, borrow)]
+    pub(crate) refusal: TextWire<'a>,
 }
 
 #[derive(Deserialize, Default)]
@@ -346,19 +357,23 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 #[derive(Debug)]
 pub struct PendingCount {
     reasoning: String,
+    /// Refusal text (`delta.refusal`), counted like content.
+    refusal: String,
     /// Token-bearing chunks whose tokens are tool calls only (no text to count).
     tool_chunks: usize,
 }
 
 impl PendingCount {
-    /// Tokens of `output_text` plus the reasoning text, via [`count_tokens`] (linear time, no
-    /// unwinding), plus one per tool-call-only chunk (their arguments are not kept, and every
+    /// Tokens of `output_text` plus the refusal and reasoning text, via [`count_tokens`]
+    /// (linear time, no unwinding), plus one per tool-call-only chunk (their arguments are not kept, and every
     /// token-bearing chunk carries at least one token: a lower bound; a tool-call-only stream
     /// used to count 0, break test of issue 14); `None` when the counter panicked.
     pub fn count(&self, output_text: &str, counter: &TokenCounter) -> Option<usize> {
         let mut n = count_tokens(counter, output_text)?;
-        if !self.reasoning.is_empty() {
-            n = n.saturating_add(count_tokens(counter, &self.reasoning)?);
+        for other in [&self.refusal, &self.reasoning] {
+            if !other.is_empty() {
+                n = n.saturating_add(count_tokens(counter, other)?);
+            }
         }
         Some(n.saturating_add(self.tool_chunks))
     }
@@ -382,13 +397,23 @@ pub struct Interpreter {
     /// Cumulative completion tokens of the last token-bearing chunk that carried usage
     /// (`continuous_usage_stats`), for per-chunk token counts.
     last_cum_completion: u32,
+    /// A chunk carried a non-empty `finish_reason`.
+    pub finish_seen: bool,
+    /// The last chunk that carried `usage` carried no token, and no token-bearing chunk came
+    /// after it: the stream's usage chunk (vLLM's `continuous_usage_stats` puts usage on every
+    /// chunk, the role chunk included, so usage before or on a token ends nothing).
+    usage_tail: bool,
     /// Reasoning text, kept only for the tokenizer fallback.
     reasoning: String,
+    /// Refusal text, kept only for the tokenizer fallback.
+    refusal: String,
     /// A lone high surrogate that ended the last visible text (its low half may start the
     /// next chunk's text).
     pending_content: Option<u32>,
     /// The same for the reasoning text.
     pending_reasoning: Option<u32>,
+    /// The same for the refusal text.
+    pending_refusal: Option<u32>,
     /// `usage.prompt_tokens_details.cached_tokens` was seen (it wins over llama.cpp timings).
     usage_cached: bool,
 }
@@ -431,6 +456,15 @@ impl Interpreter {
     /// A fresh interpreter for one response.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether the events so far end a complete response: `[DONE]`, a `finish_reason`, or a
+    /// usage chunk after the last token (the server's own end of the answer). A stream whose
+    /// body ends without one was cut short (a proxy or load balancer that timed out its
+    /// upstream closes the body cleanly): a failure ([`INCOMPLETE_STREAM`]), not a shorter
+    /// answer. `finish_reason` and usage without `[DONE]` is complete (some servers omit it).
+    pub fn complete(&self) -> bool {
+        self.done || self.finish_seen || self.usage_tail
     }
 
     fn fail(&mut self, class: ErrorClass, msg: String) {
@@ -527,46 +561,30 @@ impl Interpreter {
             self.fail(ErrorClass::StreamError, format!("error object: {msg}"));
             return;
         }
-        let mut content_here = false;
-        let mut reasoning_here = false;
-        let mut tool_here = false;
+        let mut here = Here::default();
         for choice in &chunk.choices.0 {
-            self.take_text(
-                &choice.text,
-                false,
-                relaxed,
-                rec,
-                &mut content_here,
-                &mut reasoning_here,
-            );
+            self.take_text(&choice.text, TextKind::Content, relaxed, rec, &mut here);
             for d in [&choice.delta.0, &choice.message.0].into_iter().flatten() {
-                self.take_text(
-                    &d.content,
-                    false,
-                    relaxed,
-                    rec,
-                    &mut content_here,
-                    &mut reasoning_here,
-                );
+                self.take_text(&d.content, TextKind::Content, relaxed, rec, &mut here);
+                self.take_text(&d.refusal, TextKind::Refusal, relaxed, rec, &mut here);
                 for r in [&d.reasoning_content, &d.reasoning] {
-                    self.take_text(
-                        r,
-                        true,
-                        relaxed,
-                        rec,
-                        &mut content_here,
-                        &mut reasoning_here,
-                    );
+                    self.take_text(r, TextKind::Reasoning, relaxed, rec, &mut here);
                 }
                 if d.tool_calls.0 {
-                    tool_here = true;
+                    here.tool = true;
                 }
             }
             if let Some(f) = choice.finish_reason.as_deref() {
                 rec.finish_reason = Some(f.to_string());
+                self.finish_seen |= !f.is_empty();
             }
         }
-        let token_bearing = content_here || reasoning_here || tool_here;
+        let token_bearing = here.content || here.refusal || here.reasoning || here.tool;
+        if token_bearing {
+            self.usage_tail = false;
+        } else if chunk.usage.0.is_some() {
+            self.usage_tail = true;
+        }
         let mut chunk_tokens = None;
         if let Some(u) = chunk.usage.0 {
             if let Some(p) = u.prompt_tokens.0 {
@@ -594,9 +612,11 @@ impl Interpreter {
         if !token_bearing {
             return;
         }
-        let channel = if content_here {
+        let channel = if here.content {
             Channel::Content
-        } else if reasoning_here {
+        } else if here.refusal {
+            Channel::Refusal
+        } else if here.reasoning {
             Channel::Reasoning
         } else {
             Channel::Tool
@@ -604,7 +624,7 @@ impl Interpreter {
         if rec.first_token_ns.is_none() {
             rec.first_token_ns = Some(t_ns);
         }
-        if content_here && rec.first_output_token_ns.is_none() {
+        if (here.content || here.refusal) && rec.first_output_token_ns.is_none() {
             rec.first_output_token_ns = Some(t_ns);
         }
         rec.last_token_ns = Some(t_ns);
@@ -615,36 +635,42 @@ impl Interpreter {
         });
     }
 
-    /// Appends the text of one text-bearing field to the output (content) or the reasoning
-    /// text and notes which channel got non-empty text. `reasoning`: the field is a reasoning
-    /// field (all its text is reasoning).
+    /// Appends the text of one text-bearing field to the output (content), the refusal or the
+    /// reasoning text and notes in `here` which channels got non-empty text. `kind`: the
+    /// field's channel (typed parts may say otherwise, [`lenient::part_texts`]).
     fn take_text(
         &mut self,
         field: &TextWire<'_>,
-        reasoning: bool,
+        kind: TextKind,
         relaxed: bool,
         rec: &mut RequestRecord,
-        content_here: &mut bool,
-        reasoning_here: &mut bool,
+        here: &mut Here,
     ) {
-        let mut put = |is_reasoning: bool, t: &str| {
+        let mut put = |kind: TextKind, t: &str| {
             if t.is_empty() {
                 return;
             }
-            if is_reasoning {
-                push_text(&mut self.reasoning, &mut self.pending_reasoning, t, relaxed);
-                *reasoning_here = true;
-            } else {
-                push_text(&mut rec.output_text, &mut self.pending_content, t, relaxed);
-                *content_here = true;
+            match kind {
+                TextKind::Content => {
+                    push_text(&mut rec.output_text, &mut self.pending_content, t, relaxed);
+                    here.content = true;
+                }
+                TextKind::Reasoning => {
+                    push_text(&mut self.reasoning, &mut self.pending_reasoning, t, relaxed);
+                    here.reasoning = true;
+                }
+                TextKind::Refusal => {
+                    push_text(&mut self.refusal, &mut self.pending_refusal, t, relaxed);
+                    here.refusal = true;
+                }
             }
         };
         match field {
             TextWire::None => {}
-            TextWire::Str(s) => put(reasoning, s),
+            TextWire::Str(s) => put(kind, s),
             TextWire::Parts(parts) => {
                 for p in parts {
-                    lenient::part_texts(p, reasoning, &mut put);
+                    lenient::part_texts(p, kind, &mut put);
                 }
             }
         }
@@ -661,6 +687,9 @@ impl Interpreter {
         if self.pending_reasoning.take().is_some() {
             self.reasoning.push('\u{FFFD}');
         }
+        if self.pending_refusal.take().is_some() {
+            self.refusal.push('\u{FFFD}');
+        }
         if let Some(p) = self.usage_prompt {
             rec.prompt_tokens = p;
         }
@@ -675,6 +704,7 @@ impl Interpreter {
                 rec.completion_tokens_source = TokenSource::Tokenizer;
                 Some(PendingCount {
                     reasoning: self.reasoning,
+                    refusal: self.refusal,
                     tool_chunks: rec
                         .chunks
                         .iter()
@@ -686,7 +716,7 @@ impl Interpreter {
     }
 
     /// Final token counts, here and now: `usage` when the server sent it (source `server`),
-    /// else `counter` over reasoning + visible text via [`count_tokens`] (source `tokenizer`),
+    /// else `counter` over visible, refusal and reasoning text via [`count_tokens`] (source `tokenizer`),
     /// else (no counter, or it panicked) the number of token-bearing chunks (source
     /// `tokenizer`, a lower bound when chunks bundle tokens).
     pub fn finish(self, rec: &mut RequestRecord, counter: Option<&TokenCounter>) {
@@ -697,6 +727,19 @@ impl Interpreter {
         }
     }
 }
+
+/// Which channels one chunk carried non-empty text (or tool calls) on.
+#[derive(Debug, Default)]
+struct Here {
+    content: bool,
+    refusal: bool,
+    reasoning: bool,
+    tool: bool,
+}
+
+/// The error message of a stream that ended without [`Interpreter::complete`] (class
+/// `stream_error`).
+pub const INCOMPLETE_STREAM: &str = "stream ended without finish_reason, usage or [DONE]";
 
 /// At most the first 512 bytes, for error messages.
 pub(crate) fn excerpt(b: &[u8]) -> &[u8] {
@@ -947,6 +990,98 @@ mod tests {
         assert_eq!(rec.output_text, "A\u{1F600}B\u{FFFD}");
         // Tokenizer over visible ("A😀B�" = 4 chars) + reasoning ("hm" = 2).
         assert_eq!(rec.completion_tokens, 6);
+    }
+
+    #[test]
+    fn complete_only_after_done_finish_reason_or_a_trailing_usage_chunk() {
+        let tok = |t: &'static str, u: Option<u32>| match u {
+            None => format!(r#"{{"choices":[{{"text":"{t}"}}]}}"#),
+            Some(n) => {
+                format!(r#"{{"choices":[{{"text":"{t}"}}],"usage":{{"completion_tokens":{n}}}}}"#)
+            }
+        };
+        let usage = r#"{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}"#;
+        let role_usage =
+            r#"{"choices":[{"delta":{"role":"assistant"}}],"usage":{"completion_tokens":0}}"#;
+        let table: Vec<(Vec<String>, bool)> = vec![
+            (vec![tok("a", None), tok("b", None)], false),
+            (vec![tok("a", None), "[DONE]".into()], true),
+            (
+                vec![
+                    tok("a", None),
+                    r#"{"choices":[{"text":"","finish_reason":"length"}]}"#.into(),
+                ],
+                true,
+            ),
+            (
+                vec![
+                    tok("a", None),
+                    r#"{"choices":[{"text":"b","finish_reason":null}]}"#.into(),
+                ],
+                false,
+            ),
+            (
+                vec![
+                    tok("a", None),
+                    r#"{"choices":[{"text":"b","finish_reason":""}]}"#.into(),
+                ],
+                false,
+            ),
+            (vec![tok("a", None), usage.into()], true),
+            (vec![tok("a", None), usage.into(), tok("b", None)], false),
+            // continuous_usage_stats: usage on the role chunk and on every token
+            (
+                vec![role_usage.into(), tok("a", Some(1)), tok("b", Some(2))],
+                false,
+            ),
+            (
+                vec![role_usage.into(), tok("a", Some(1)), usage.into()],
+                true,
+            ),
+        ];
+        for (events, want) in table {
+            let evs: Vec<(&str, &str, u64)> = events.iter().map(|d| ("", d.as_str(), 1)).collect();
+            let (it, _) = run(&evs);
+            assert_eq!(it.complete(), want, "{events:?}");
+        }
+    }
+
+    #[test]
+    fn refusal_is_its_own_channel_and_counts_like_content() {
+        let (it, mut rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"delta":{"role":"assistant","content":"","refusal":null}}]}"#,
+                5,
+            ),
+            ("", r#"{"choices":[{"delta":{"refusal":"No"}}]}"#, 40),
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":[{"type":"refusal","refusal":" way"}]}}]}"#,
+                60,
+            ),
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":"."},"finish_reason":"stop"}]}"#,
+                70,
+            ),
+        ]);
+        assert_eq!(rec.first_token_ns, Some(40));
+        assert_eq!(rec.first_output_token_ns, Some(40));
+        let ch: Vec<_> = rec.chunks.iter().map(|c| (c.t_ns, c.channel)).collect();
+        assert_eq!(
+            ch,
+            vec![
+                (40, Channel::Refusal),
+                (60, Channel::Refusal),
+                (70, Channel::Content)
+            ]
+        );
+        it.finish(&mut rec, Some(&|s: &str| s.chars().count()));
+        // "." (content) + "No way" (refusal) = 7 chars
+        assert_eq!(rec.completion_tokens, 7);
+        assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
+        assert_eq!(rec.output_text, ".");
     }
 
     #[test]

@@ -51,7 +51,8 @@ fn load_cases() -> Vec<(String, Value)> {
 const SPLIT_EVERY_BYTE_MAX: usize = 64 << 10;
 
 /// Every case's body re-split into two pieces at every byte boundary (and into single bytes)
-/// gives the same output text, token chunks and conclusion as the unsplit body.
+/// gives the same output text, token chunks, conclusion and completeness (a terminal signal
+/// seen or not) as the unsplit body.
 #[test]
 fn handed_cases_any_split_same_result() {
     for (name, case) in load_cases() {
@@ -66,12 +67,14 @@ fn handed_cases_any_split_same_result() {
             }
             p.finish(|ev| it.on_event(ev, 0, &mut rec)).unwrap();
             let failure = it.failure.clone().map(|f| f.0);
+            let complete = it.complete();
             it.finish(&mut rec, None);
             (
                 rec.output_text,
                 rec.chunks.len(),
                 rec.completion_tokens,
                 failure,
+                complete,
             )
         };
         let whole = parse(&[&body]);

@@ -197,7 +197,7 @@ async fn cancel_mid_stream_is_cancelled() {
 
 #[tokio::test]
 async fn missing_final_blank_line_loses_no_token_and_usage_counts() {
-    let last = "data: {\"choices\":[{\"text\":\"y\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}";
+    let last = "data: {\"choices\":[{\"text\":\"y\",\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}";
     let url = serve(case(200, &[(0, TOK), (0, last)], ReplayEnd::Close)).await;
     let rec = send_to(url, |_| {}).await;
     assert!(rec.success, "{rec:#?}");
@@ -342,7 +342,7 @@ async fn done_ends_the_measurement_whatever_follows() {
 async fn panicking_tokenizer_keeps_the_record() {
     let url = serve(case(
         200,
-        &[(0, TOK), (0, TOK_Y), (0, TOK)],
+        &[(0, TOK), (0, TOK_Y), (0, TOK), (0, "data: [DONE]\n\n")],
         ReplayEnd::Close,
     ))
     .await;

@@ -142,7 +142,7 @@ async fn no_content_is_a_stream_without_tokens() {
 /// is read whole, and its connection is not reused (a response-splitting risk).
 #[tokio::test]
 async fn transfer_encoding_wins_over_content_length_and_the_connection_is_not_reused() {
-    let body = chunked(&[EV]);
+    let body = chunked(&[EV, "data: [DONE]\n\n"]);
     let response = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 3\r\n\
          Transfer-Encoding: chunked\r\n\r\n{body}0\r\n\r\n"
@@ -276,18 +276,31 @@ async fn a_content_length_that_cuts_the_stream_short_is_malformed() {
     }
     assert_eq!(accepted.load(Ordering::Relaxed), 2);
 
-    // The same stream with a correct Content-Length (no `[DONE]`, nothing after it) succeeds.
-    let (url, _) = serve(
+    // The same stream with a correct Content-Length and nothing after it, but no terminal
+    // signal (`[DONE]`, finish_reason, usage chunk): the server's answer was cut short
+    // (issue 39), a `stream_error`, not a two-token success.
+    let at_length = |body: &str| {
         format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{first}",
-            first.len()
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
         )
-        .into_bytes(),
-    )
-    .await;
+        .into_bytes()
+    };
+    let (url, _) = serve(at_length(&first)).await;
+    let r = send(&client(&url)).await;
+    failed(
+        &r,
+        ErrorClass::StreamError,
+        "stream ended without finish_reason, usage or [DONE]",
+    );
+    assert_eq!(r.output_text, "xx");
+    // With a finish_reason it is whole, `[DONE]` or not.
+    let fin = "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"stop\"}]}\n\n";
+    let (url, _) = serve(at_length(&format!("{first}{fin}"))).await;
     let r = send(&client(&url)).await;
     assert!(r.success, "{r:#?}");
     assert_eq!(r.output_text, "xx");
+    assert_eq!(r.finish_reason.as_deref(), Some("stop"));
 }
 
 /// Garbage without a line end (what `http://` gets from a TLS port: an alert record) is a

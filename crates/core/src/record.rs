@@ -66,6 +66,9 @@ pub enum Channel {
     Reasoning,
     /// Tool-call deltas: count for TTFT.
     Tool,
+    /// Refusal text (OpenAI's `delta.refusal`): generated and shown, so it counts for TTFT,
+    /// TTFO and the token count, but it is not the output text (not an answer).
+    Refusal,
 }
 
 /// Where `completion_tokens` came from.
@@ -143,7 +146,7 @@ pub struct RequestRecord {
     /// First chunk carrying generated tokens, reasoning and tool calls included (TTFT end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_token_ns: Option<u64>,
-    /// First chunk carrying visible content (TTFO end).
+    /// First chunk carrying visible content or a refusal (TTFO end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_output_token_ns: Option<u64>,
     /// Last token-bearing chunk (E2EL end; not the usage chunk or `[DONE]`).
@@ -230,7 +233,8 @@ impl RequestRecord {
         self.first_token_ns.map(|t| ns_diff_ms(t, self.sent_ns))
     }
 
-    /// TTFO in ms = first_output_token − sent (reasoning excluded). `None` without visible content.
+    /// TTFO in ms = first_output_token − sent (reasoning excluded). `None` without visible content
+    /// or refusal.
     pub fn ttfo_ms(&self) -> Option<f64> {
         self.first_output_token_ns
             .map(|t| ns_diff_ms(t, self.sent_ns))
