@@ -31,7 +31,8 @@ pub enum Anomaly {
     /// `usage.completion_tokens` is above the request's `max_tokens`.
     UsageExceedsMaxTokens,
     /// `usage.completion_tokens` is below the number of token-bearing chunks (every such chunk
-    /// carries at least one token).
+    /// carries at least one token). Past [`EXCESS_OUTPUT_MAX`] of the streamed tokens
+    /// ([`usage_shortfall_tokens`]) the point is invalid.
     UsageBelowStream,
     /// With `--ignore-eos`, the server's completion tokens differ from the requested output
     /// length (`max_tokens`).
@@ -239,6 +240,29 @@ pub fn excess_output_tokens(records: &[RequestRecord]) -> (u64, u64) {
         })
         .sum();
     (excess, total)
+}
+
+/// Tokens the stream carried that the server's `usage` leaves out, over the successful profile
+/// requests with [`Anomaly::UsageBelowStream`] (token-bearing chunks − usage completion
+/// tokens: every such chunk carries at least one token), and the run's output tokens as the
+/// streams show them at least (successful profile requests, each the larger of its usage and
+/// its chunk count), as (short, total). Usage below the stream undercounts output throughput
+/// as inflated usage overcounts it ([`excess_output_tokens`]); the same share,
+/// [`EXCESS_OUTPUT_MAX`], makes a point invalid (issue 39).
+pub fn usage_shortfall_tokens(records: &[RequestRecord]) -> (u64, u64) {
+    let ok = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.success);
+    let streamed = |r: &RequestRecord| u64::try_from(r.chunk_count()).unwrap_or(u64::MAX);
+    let total = ok
+        .clone()
+        .map(|r| u64::from(r.completion_tokens).max(streamed(r)))
+        .fold(0u64, u64::saturating_add);
+    let short = ok
+        .filter(|r| r.anomalies.contains(&Anomaly::UsageBelowStream))
+        .map(|r| streamed(r).saturating_sub(u64::from(r.completion_tokens)))
+        .fold(0u64, u64::saturating_add);
+    (short, total)
 }
 
 /// At or above this share of the successful multi-token requests arriving whole
@@ -488,6 +512,31 @@ mod tests {
         // The client's own count is not the server's word.
         c.completion_tokens_source = TokenSource::Tokenizer;
         assert_eq!(stopped_short(&[c]).0, 0);
+    }
+
+    /// Issue 39: usage below the stream, as a share of the tokens the streams carried.
+    #[test]
+    fn usage_shortfall_counts_the_missing_stream_tokens() {
+        let profile = |chunks, completion| {
+            let mut r = rec(chunks, completion, Some(16));
+            r.phase = Phase::Profile;
+            r.anomalies = detect(&r, false);
+            r
+        };
+        // 10 chunks, usage 4: 6 missing; 8 chunks, usage 8: none; usage 20 over 5 chunks
+        // counts 20 in the total; a failed request and a warmup count nothing.
+        let mut failed = profile(50, 0);
+        failed.success = false;
+        let mut warm = profile(50, 0);
+        warm.phase = Phase::Warmup;
+        let recs = [profile(10, 4), profile(8, 8), profile(5, 20), failed, warm];
+        assert_eq!(usage_shortfall_tokens(&recs), (6, 38));
+        assert_eq!(usage_shortfall_tokens(&[]), (0, 0));
+        // The client's own count never falls short of the stream's.
+        let mut own = profile(10, 4);
+        own.completion_tokens_source = TokenSource::Tokenizer;
+        own.anomalies = detect(&own, false);
+        assert_eq!(usage_shortfall_tokens(&[own]), (0, 10));
     }
 
     #[test]

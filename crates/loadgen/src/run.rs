@@ -1059,11 +1059,13 @@ fn invalidate(invalid: Vec<String>, notes: &mut Vec<String>, reasons: &mut Vec<S
 }
 
 /// What the profile's records say about the numbers the server gave (each a note; the first
-/// two also a reason the point is invalid): responses buffered whole, from
+/// three also a reason the point is invalid): responses buffered whole, from
 /// [`anomaly::WHOLE_SHARE_MAX`] of them (TTFT = E2EL, no streaming measured; trials 33/34 F1),
 /// output tokens beyond `max_tokens` that inflate output throughput by more than
-/// [`anomaly::EXCESS_OUTPUT_MAX`] (F9), and a server that ends requests for "length" below
-/// their `max_tokens` (F8: a note only, the OSL is short).
+/// [`anomaly::EXCESS_OUTPUT_MAX`] (F9), usage below the streamed tokens by more than the same
+/// share (issue 39: usage that contradicts the stream in either direction), and a server
+/// that ends requests for "length" below their `max_tokens` (F8: a note only, the OSL is
+/// short).
 fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &mut Vec<String>) {
     use inferbench_core::anomaly;
     let mut invalid = Vec::new();
@@ -1082,6 +1084,16 @@ fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &m
              max_tokens (the anomalies above): its output throughput is not the server's; the \
              result is marked invalid (kept off frontiers unless --include-invalid)",
             100.0 * excess as f64 / total as f64
+        ));
+    }
+    let (short, total) = anomaly::usage_shortfall_tokens(records);
+    if total > 0 && short as f64 > anomaly::EXCESS_OUTPUT_MAX * total as f64 {
+        invalid.push(format!(
+            "{:.1} % of the output tokens the streams carried ({short} of {total}) are missing \
+             from the server's usage (usage_below_stream above): output throughput built on \
+             it undercounts the server's; the result is marked invalid (kept off frontiers \
+             unless --include-invalid)",
+            100.0 * short as f64 / total as f64
         ));
     }
     invalidate(invalid, notes, reasons);
@@ -1636,6 +1648,65 @@ mod notice_tests {
         assert_eq!(
             super::warmup_notice(3, true),
             "warmup: 3 requests (--num-warmups), not counted in the results"
+        );
+    }
+}
+
+#[cfg(test)]
+mod judge_tests {
+    use inferbench_core::anomaly::{self, Anomaly};
+    use inferbench_core::{Channel, ChunkRecord, Phase, RequestRecord};
+
+    /// A successful profile request of `chunks` token-bearing chunks whose usage says
+    /// `completion` tokens, with its anomalies detected (max_tokens 1000).
+    fn rec(chunks: usize, completion: u32) -> RequestRecord {
+        let mut r = RequestRecord {
+            success: true,
+            phase: Phase::Profile,
+            completion_tokens: completion,
+            max_tokens: Some(1000),
+            // streamed, not buffered whole
+            first_token_ns: Some(0),
+            last_token_ns: Some(chunks as u64 - 1),
+            chunks: (0..chunks)
+                .map(|i| ChunkRecord {
+                    t_ns: i as u64,
+                    channel: Channel::Content,
+                    tokens: None,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        r.anomalies = anomaly::detect(&r, false);
+        r
+    }
+
+    /// Issue 39: usage below the stream invalidates the point past the share that inflated
+    /// usage does (1 %), not at it.
+    #[test]
+    fn usage_below_the_stream_past_one_percent_invalidates() {
+        let judge = |recs: &[RequestRecord]| {
+            let (mut notes, mut reasons) = (Vec::new(), Vec::new());
+            super::judge_records(recs, &mut notes, &mut reasons);
+            assert_eq!(notes, reasons);
+            reasons
+        };
+        // 1 of 100 streamed tokens missing: exactly 1 %, the point stands (the anomaly stays).
+        let at = [rec(100, 99)];
+        assert_eq!(at[0].anomalies, vec![Anomaly::UsageBelowStream]);
+        assert_eq!(judge(&at), Vec::<String>::new());
+        // 2 of 100 (a second request with its usage right): 2 of 200 = 1.0 %, stands.
+        assert_eq!(judge(&[rec(100, 98), rec(100, 100)]), Vec::<String>::new());
+        // 3 of 200: 1.5 %, invalid.
+        assert_eq!(
+            judge(&[rec(100, 97), rec(100, 100)]),
+            vec![
+                "1.5 % of the output tokens the streams carried (3 of 200) are missing from the \
+                 server's usage (usage_below_stream above): output throughput built on it \
+                 undercounts the server's; the result is marked invalid (kept off frontiers \
+                 unless --include-invalid)"
+                    .to_string()
+            ]
         );
     }
 }
