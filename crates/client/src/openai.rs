@@ -382,8 +382,9 @@ impl PendingCount {
 /// Turns the events of one streamed response into the fields of a [`RequestRecord`].
 ///
 /// Feed every event with the arrival time of the bytes that completed it; after a failure or
-/// `[DONE]` further events are ignored. Call [`Interpreter::finish`] (or
-/// [`Interpreter::finish_usage`]) once at the end.
+/// `[DONE]` further events are ignored. At the body's end, [`Interpreter::complete`] says
+/// whether the server ended the response; then call [`Interpreter::finish`] (or
+/// [`Interpreter::finish_usage`]) once.
 #[derive(Debug, Default)]
 pub struct Interpreter {
     /// `[DONE]` was seen.
@@ -398,7 +399,7 @@ pub struct Interpreter {
     /// (`continuous_usage_stats`), for per-chunk token counts.
     last_cum_completion: u32,
     /// A chunk carried a non-empty `finish_reason`.
-    pub finish_seen: bool,
+    finish_seen: bool,
     /// The last chunk that carried `usage` carried no token, and no token-bearing chunk came
     /// after it: the stream's usage chunk (vLLM's `continuous_usage_stats` puts usage on every
     /// chunk, the role chunk included, so usage before or on a token ends nothing).
