@@ -365,9 +365,10 @@ pub struct PendingCount {
 
 impl PendingCount {
     /// Tokens of `output_text` plus the refusal and reasoning text, via [`count_tokens`]
-    /// (linear time, no unwinding), plus one per tool-call-only chunk (their arguments are not kept, and every
-    /// token-bearing chunk carries at least one token: a lower bound; a tool-call-only stream
-    /// used to count 0, break test of issue 14); `None` when the counter panicked.
+    /// (linear time, no unwinding), plus one per tool-call-only chunk (their arguments are not
+    /// kept, and every token-bearing chunk carries at least one token: a lower bound; a
+    /// tool-call-only stream used to count 0, break test of issue 14); `None` when the counter
+    /// panicked.
     pub fn count(&self, output_text: &str, counter: &TokenCounter) -> Option<usize> {
         let mut n = count_tokens(counter, output_text)?;
         for other in [&self.refusal, &self.reasoning] {
@@ -717,9 +718,9 @@ impl Interpreter {
     }
 
     /// Final token counts, here and now: `usage` when the server sent it (source `server`),
-    /// else `counter` over visible, refusal and reasoning text via [`count_tokens`] (source `tokenizer`),
-    /// else (no counter, or it panicked) the number of token-bearing chunks (source
-    /// `tokenizer`, a lower bound when chunks bundle tokens).
+    /// else `counter` over visible, refusal and reasoning text via [`count_tokens`] (source
+    /// `tokenizer`), else (no counter, or it panicked) the number of token-bearing chunks
+    /// (source `tokenizer`, a lower bound when chunks bundle tokens).
     pub fn finish(self, rec: &mut RequestRecord, counter: Option<&TokenCounter>) {
         if let (Some(pending), Some(counter)) = (self.finish_usage(rec), counter) {
             if let Some(n) = pending.count(&rec.output_text, counter) {
