@@ -19,7 +19,7 @@ use crate::query::{better, PointRow};
 /// `inferbench compare` and `/api/v1/compare` both go through it.
 pub fn keep_valid(mut rows: Vec<PointRow>, include_invalid: bool) -> (Vec<PointRow>, usize) {
     let all = rows.len();
-    rows.retain(|r| r.valid || include_invalid);
+    rows.retain(|r| r.counts(include_invalid));
     let left_out = all - rows.len();
     (rows, left_out)
 }

@@ -198,6 +198,14 @@ pub struct PointRow {
 }
 
 impl PointRow {
+    /// Whether this point counts in an analysis (frontiers, compare, history at x, TCO): a
+    /// valid point always, an invalid one ([`PointRow::valid`] false) only when
+    /// `include_invalid` (`--include-invalid`, the API's `include_invalid=true`). The one
+    /// validity predicate of every view (issue 39: History and TCO used invalid points).
+    pub fn counts(&self, include_invalid: bool) -> bool {
+        self.valid || include_invalid
+    }
+
     /// Group of a curve: one line in a chart (model, ISL/OSL, scenario, hardware, framework,
     /// precision, spec decoding, disaggregation) — InferenceX's hardware key × precision per
     /// (model, sequence) chart; InferenceX's own published points are a group of their own
@@ -799,7 +807,7 @@ pub fn mark_frontier_with(rows: &mut [PointRow], x: &str, y: &str, include_inval
     };
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
-        if r.valid || include_invalid {
+        if r.counts(include_invalid) {
             groups.entry(r.group()).or_default().push(i);
         }
     }

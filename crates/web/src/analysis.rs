@@ -52,6 +52,7 @@ fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<f64, Api
 async fn selected(state: &AppState, pairs: &[(String, String)]) -> Result<Selected, ApiError> {
     let q = parse_points_query(pairs)?;
     let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
+    let include_invalid = q.filter.include_invalid;
     let (f, cost, specs) = (q.filter, q.cost, q.filter_specs);
     let (rows, hints) = state
         .with_store(move |s| {
@@ -68,6 +69,7 @@ async fn selected(state: &AppState, pairs: &[(String, String)]) -> Result<Select
         rows,
         x,
         y: q.y,
+        include_invalid,
         note: (!hints.is_empty()).then(|| hints.join("; ")),
     })
 }
@@ -77,6 +79,8 @@ struct Selected {
     rows: Vec<inferbench_store::PointRow>,
     x: String,
     y: String,
+    /// `include_invalid=true`: invalid points count ([`inferbench_store::PointRow::counts`]).
+    include_invalid: bool,
     /// When nothing matched: which filter matches nothing by itself, with the closest stored
     /// value (trial 22: History and TCO said nothing of `model=typo`).
     note: Option<String>,
@@ -145,14 +149,9 @@ pub async fn compare(
                 s.points(&fa, &cost).map_err(db)?,
                 s.points(&fb, &cost).map_err(db)?,
             );
-            // Invalid points do not count unless asked, as `inferbench compare` leaves them
-            // out without `--include-invalid` (trial 24: the API compared three targets where
-            // the CLI found no valid point).
-            let (ra, rb) = (
-                compare::keep_valid(ra, include_invalid),
-                compare::keep_valid(rb, include_invalid),
-            );
-            let hints = if ra.0.is_empty() || rb.0.is_empty() {
+            let hints = if !ra.iter().any(|r| r.counts(include_invalid))
+                || !rb.iter().any(|r| r.counts(include_invalid))
+            {
                 unmatched(s, &specs)?
             } else {
                 Vec::new()
@@ -160,18 +159,17 @@ pub async fn compare(
             Ok((ra, rb, hints))
         })
         .await?;
-    let ((ra, a_invalid), (rb, b_invalid)) = (ra, rb);
+    // The one analysis `inferbench compare` runs (issue 39): invalid points do not count
+    // unless asked (trial 24: the API compared three targets where the CLI found no valid
+    // point).
+    let c = inferbench_views::analysis::compare_sides(ra, rb, &x, &y, &at, include_invalid);
+    let (ra, rb, a_invalid, b_invalid, targets) = (c.a, c.b, c.a_invalid, c.b_invalid, c.targets);
     // A side that matches nothing is the answer's note, before any pooling of the other.
     let pooled = || compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query);
     if let Some(why) = (!ra.is_empty() && !rb.is_empty()).then(pooled).flatten() {
         return Err(ApiError::bad_request(why));
     }
-    let targets = if at.is_empty() {
-        compare::default_targets(&ra, &rb, &x, &y)
-    } else {
-        at
-    };
-    let rows = compare::compare(&ra, &rb, &x, &y, &targets);
+    let rows = c.rows;
     let sides = [
         ("A", &a, ra.len(), a_invalid),
         ("B", &b, rb.len(), b_invalid),
@@ -338,37 +336,47 @@ pub async fn history(
             }
         },
     };
-    let Selected { rows, x, y, note } = selected(&state, &pairs).await?;
-    let h = compare::history(&rows, &x, &y, at, window, threshold);
-    // The store's group order (the order of the rows), not the map's.
-    let mut order: Vec<String> = Vec::new();
-    for r in &rows {
-        let g = r.group();
-        if !order.contains(&g) {
-            order.push(g);
-        }
-    }
-    let groups: Vec<Value> = order
-        .iter()
-        .filter_map(|g| {
-            let s = h.get(g)?;
-            let points: Vec<Value> = s.iter().map(with_batch_label).collect();
-            Some(json!({
-                "name": g,
+    let Selected {
+        rows,
+        x,
+        y,
+        include_invalid,
+        note,
+    } = selected(&state, &pairs).await?;
+    // The one analysis `report --history-at` runs (issue 39: this route counted invalid
+    // points, and `include_invalid=false` changed nothing).
+    let h = inferbench_views::analysis::history_at(
+        &rows,
+        &x,
+        &y,
+        at,
+        window,
+        threshold,
+        include_invalid,
+    );
+    let groups: Vec<Value> = (h.groups.iter())
+        .map(|g| {
+            let points: Vec<Value> = g.points.iter().map(with_batch_label).collect();
+            json!({
+                "name": g.name,
                 "points": points,
-                "latest_regression": s.last().is_some_and(|p| p.regression),
-            }))
+                "latest_regression": g.points.last().is_some_and(|p| p.regression),
+                "total": g.total,
+                "invalid": g.invalid,
+                "x_range": g.x_range.map(|(lo, hi)| [lo, hi]),
+            })
         })
         .collect();
-    // Where the selection's frontiers lie, to name when `at` is outside all of them.
-    let x_range = compare::x_span(&rows, &x, &y).map(|(lo, hi)| [lo, hi]);
+    let x_range = h.x_range.map(|(lo, hi)| [lo, hi]);
     Ok(Json(json!({
         "x": x,
         "y": y,
         "at": at,
         "window": window,
         "threshold": threshold,
+        "include_invalid": include_invalid,
         "x_range": x_range,
+        "default_at": inferbench_views::analysis::default_at(&x, h.x_range),
         "groups": groups,
         "note": note,
     })))
@@ -448,51 +456,30 @@ pub async fn tco(
     Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let at = required_at(&mut pairs, "to read each group at")?;
-    let Selected { rows, x, y, note } = selected(&state, &pairs).await?;
-    let mut groups: Vec<(String, Vec<inferbench_store::PointRow>)> = Vec::new();
-    for r in rows {
-        let g = r.group();
-        match groups.iter_mut().find(|(n, _)| *n == g) {
-            Some((_, v)) => v.push(r),
-            None => groups.push((g, vec![r])),
-        }
-    }
-    let higher = inferbench_store::query::better(&y) == inferbench_core::analytics::Better::Higher;
-    let mut bars = Vec::new();
-    let mut unreached = Vec::new();
-    for (g, rs) in &groups {
-        let v = compare::values_at(rs, &x, &y, at);
-        if v.is_empty() {
-            unreached.push(g.clone());
-            continue;
-        }
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        bars.push((
-            g.clone(),
-            rs[0].source_kind == inferbench_store::query::PUBLIC_SOURCE,
-            mean,
-            v.len(),
-        ));
-    }
-    bars.sort_by(|a, b| {
-        let o = a.2.total_cmp(&b.2);
-        if higher {
-            o.reverse()
-        } else {
-            o
-        }
-    });
-    let bars: Vec<Value> = bars
-        .into_iter()
-        .map(|(g, public, value, n)| json!({"group": g, "public": public, "value": value, "batches": n}))
+    let Selected {
+        rows,
+        x,
+        y,
+        include_invalid,
+        note,
+    } = selected(&state, &pairs).await?;
+    // The one analysis (issue 39: this route read invalid points).
+    let t = inferbench_views::analysis::tco_at(&rows, &x, &y, at, include_invalid);
+    let bars: Vec<Value> = (t.bars.iter())
+        .map(|b| json!({"group": b.group, "public": b.public, "value": b.value, "batches": b.batches}))
         .collect();
+    let higher = t.better == inferbench_core::analytics::Better::Higher;
     Ok(Json(json!({
         "x": x,
         "y": y,
         "at": at,
         "better": if higher { "higher" } else { "lower" },
+        "include_invalid": include_invalid,
+        "x_range": t.x_range.map(|(lo, hi)| [lo, hi]),
+        "default_at": inferbench_views::analysis::default_at(&x, t.x_range),
         "bars": bars,
-        "unreached": unreached,
+        "unreached": t.unreached,
+        "invalid_only": t.invalid_only,
         "note": note,
     })))
 }

@@ -307,7 +307,7 @@ fn select(
             "median_intvty".to_string()
         }
     });
-    query::mark_frontier_with(&mut rows, &x, &q.y, f.include_invalid);
+    inferbench_views::analysis::mark_frontier(&mut rows, &x, &q.y, f.include_invalid);
     if q.frontier_only {
         rows.retain(|r| r.frontier);
     }
@@ -360,6 +360,9 @@ pub async fn points(
     Ok(Json(answer).into_response())
 }
 
+/// The `invalid_reason` of an invalid point stored without one (before the store kept reasons).
+pub const NO_REASON_STORED: &str = "invalid (no reason stored with this point)";
+
 /// One point of [`points`], borrowed from its row (serialized straight into the response).
 /// Identity fields as in [`PointRow`].
 #[derive(Debug, serde::Serialize)]
@@ -392,6 +395,10 @@ pub struct ChartPoint<'a> {
     pub batch_label: String,
     pub error: Option<&'a str>,
     pub valid: bool,
+    /// Why the point is invalid ([`PointRow::invalid_reason`], as `report --columns
+    /// conc,error` says it: "server fell behind …"); `null` when valid. A point stored without
+    /// a reason (before schema version 4) says so.
+    pub invalid_reason: Option<&'a str>,
     pub frontier: bool,
     /// From InferenceX's public database dump (`source_kind` `inferencex-dump`), not a local
     /// run.
@@ -433,6 +440,11 @@ impl<'a> ChartPoint<'a> {
             batch_label: inferbench_core::text::batch_label(&r.batch),
             error: r.error.as_deref(),
             valid: r.valid,
+            invalid_reason: match (r.valid, r.invalid_reason.as_deref()) {
+                (true, _) => None,
+                (false, Some(why)) => Some(why),
+                (false, None) => Some(NO_REASON_STORED),
+            },
             frontier: r.frontier,
             public: r.source_kind == inferbench_store::query::PUBLIC_SOURCE,
             point_id: r.point_id,
@@ -590,8 +602,9 @@ pub async fn run(
     } else {
         "median_intvty"
     };
-    query::mark_frontier_with(&mut rows, x, "tput_per_gpu", true);
-    query::mark_frontier_with(&mut batch, x, "tput_per_gpu", true);
+    // Invalid points never on it, as on every frontier (issue 39).
+    inferbench_views::analysis::mark_frontier(&mut rows, x, "tput_per_gpu", false);
+    inferbench_views::analysis::mark_frontier(&mut batch, x, "tput_per_gpu", false);
     let files: Vec<Value> = files
         .iter()
         .map(|a| {
