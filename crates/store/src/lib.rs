@@ -539,6 +539,78 @@ impl std::fmt::Debug for Store {
 /// Default database location of the CLI (`--db`).
 pub const DEFAULT_DB: &str = "inferbench.db";
 
+/// Opens the SQLite file at `path` for reading only (`SQLITE_OPEN_READ_ONLY`), on any file the
+/// process can read (issue 39: `serve` and `report` failed with "attempt to write a readonly
+/// database" where the database's directory was not writable: a read-only volume, another
+/// user's file). A WAL database needs its `-shm` index; where that cannot be created (the
+/// directory is not writable and no `-shm` is there), the file is opened `immutable=1`, which is
+/// exact when no `-wal` file holds changes: the main file then is the whole database. A
+/// non-empty `-wal` that cannot be indexed is an error saying so (its changes would be missed).
+/// Errors: [`StoreError::BadUrl`] when the file cannot be opened, [`StoreError::Db`] for the
+/// WAL case.
+fn open_sqlite_reader(path: &Path, location: &str) -> Result<rusqlite::Connection, StoreError> {
+    use rusqlite::{ErrorCode, OpenFlags};
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let bad = |e: rusqlite::Error| StoreError::BadUrl(location.to_string(), e.to_string());
+    let c = rusqlite::Connection::open_with_flags(path, flags).map_err(bad)?;
+    // The first read builds the WAL index: it fails here, not on a later query.
+    let probe = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    });
+    match probe {
+        Err(e)
+            if matches!(
+                e.sqlite_error_code(),
+                Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+            ) =>
+        {
+            let mut wal = path.as_os_str().to_owned();
+            wal.push("-wal");
+            let pending = std::fs::metadata(&wal).map_or(0, |m| m.len());
+            if pending > 0 {
+                return Err(StoreError::Db(format!(
+                    "{location}: its write-ahead log ({} bytes in {}-wal) holds changes not yet \
+                     in the main file, and this process cannot create the log's index ({}-shm) \
+                     in a directory it cannot write ({e}): open it once where it is writable \
+                     (any `inferbench report` there checkpoints it), or copy the three files to \
+                     a writable directory",
+                    pending, location, location
+                )));
+            }
+            drop(c);
+            let abs = std::path::absolute(path)
+                .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?;
+            let uri = format!("file:{}?immutable=1", uri_path(&abs));
+            rusqlite::Connection::open_with_flags(uri, flags).map_err(bad)
+        }
+        _ => Ok(c),
+    }
+}
+
+/// `path` percent-encoded for a SQLite `file:` URI (RFC 3986 unreserved characters and `/`
+/// kept), so that `?`, `#` and `%` in a name stay part of it.
+fn uri_path(path: &Path) -> String {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    };
+    #[cfg(not(unix))]
+    let bytes = path.to_string_lossy().as_bytes().to_vec();
+    bytes
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 impl Store {
     /// Opens a database: a `postgres://` / `postgresql://` URL (an optional `schema=NAME` query
     /// parameter creates and uses that schema), or a SQLite file path (created if missing; WAL
@@ -586,8 +658,12 @@ impl Store {
                     ));
                 }
             }
-            let c = rusqlite::Connection::open(path)
-                .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?;
+            let c = if writer {
+                rusqlite::Connection::open(path)
+                    .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?
+            } else {
+                open_sqlite_reader(path, location)?
+            };
             c.busy_timeout(std::time::Duration::from_secs(10))
                 .map_err(|e| StoreError::Db(e.to_string()))?;
             let pragmas = if writer {
