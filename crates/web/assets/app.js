@@ -306,7 +306,8 @@ function describe(p) {
   ];
   if (p.image) lines.push("image " + p.image);
   if (p.public) lines.push("published by InferenceX (imported dump)");
-  if (!p.valid) lines.push("invalid (cut short, server starved of CPU, or an AgentX replay < 900 s)");
+  // The point's own reason, as `report --columns conc,error` gives it (issue 39: generic causes).
+  if (!p.valid) lines.push("invalid: " + (p.invalid_reason || "no reason stored with this point"));
   if (p.frontier) lines.push("on the frontier");
   return lines.join("\n");
 }

@@ -36,15 +36,32 @@ fn side(name: &str, spec: &str, common: &Filter) -> Result<Filter, ApiError> {
     Ok(f)
 }
 
-/// The required `at` parameter (a number), removed from `pairs`; `what` says in the 400 what
-/// the x is for.
-fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<f64, ApiError> {
+/// The required `at` parameter (a number, or `auto`: the view's default x,
+/// [`inferbench_views::analysis::default_at`], `None` here), removed from `pairs`; `what` says
+/// in the 400 what the x is for.
+fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<Option<f64>, ApiError> {
     match take(pairs, "at") {
-        Some(v) => number("at", &v),
+        Some(v) if v.trim() == "auto" => Ok(None),
+        Some(v) => number("at", &v).map(Some),
         None => Err(ApiError::bad_request(format!(
-            "`at` is required: the x (e.g. interactivity in tok/s/user) {what}"
+            "`at` is required: the x (e.g. interactivity in tok/s/user) {what}, or `auto` (35 \
+             tok/s/user where the valid points reach it, else the middle of their x range)"
         ))),
     }
+}
+
+/// `at` as asked, or for `auto` the default x over the counted points of `rows`; NaN (`null`
+/// in JSON, no value anywhere) when `auto` finds no frontier.
+fn resolve_at(
+    at: Option<f64>,
+    rows: &[inferbench_store::PointRow],
+    x: &str,
+    y: &str,
+    include_invalid: bool,
+) -> f64 {
+    use inferbench_views::analysis::{default_at, x_range};
+    at.or_else(|| default_at(x, x_range(rows, x, y, include_invalid)))
+        .unwrap_or(f64::NAN)
 }
 
 /// The points the common parameters select (filters, `x`, `y`, cost), with the x (default
@@ -343,6 +360,7 @@ pub async fn history(
         include_invalid,
         note,
     } = selected(&state, &pairs).await?;
+    let at = resolve_at(at, &rows, &x, &y, include_invalid);
     // The one analysis `report --history-at` runs (issue 39: this route counted invalid
     // points, and `include_invalid=false` changed nothing).
     let h = inferbench_views::analysis::history_at(
@@ -463,6 +481,7 @@ pub async fn tco(
         include_invalid,
         note,
     } = selected(&state, &pairs).await?;
+    let at = resolve_at(at, &rows, &x, &y, include_invalid);
     // The one analysis (issue 39: this route read invalid points).
     let t = inferbench_views::analysis::tco_at(&rows, &x, &y, at, include_invalid);
     let bars: Vec<Value> = (t.bars.iter())

@@ -202,6 +202,75 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// [`router`] as [`serve`] serves it on `local`: on a loopback address, only requests whose
+/// `Host` names this machine's loopback ([`is_loopback_host`]) are answered, others get 403
+/// (a page of another site whose name an attacker re-pointed at 127.0.0.1, DNS rebinding,
+/// would otherwise read the API with the browser's help). A request without `Host` (HTTP/1.0
+/// tools) is answered. On another address every `Host` is answered (the `--bind` warning says
+/// the dashboard is open to whoever reaches it).
+pub fn served_router(state: AppState, local: SocketAddr) -> Router {
+    let r = router(state);
+    if local.ip().is_loopback() {
+        r.layer(axum::middleware::from_fn(loopback_hosts_only))
+    } else {
+        r
+    }
+}
+
+/// Whether `host` (a `Host` header: `name[:port]` or `[v6]:port`) names this machine's
+/// loopback: `localhost` or a name under `.localhost` (RFC 6761), an address in 127.0.0.0/8,
+/// or `::1`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim();
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((inside, after)) if after.is_empty() || after.starts_with(':') => inside,
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            Some(_) => return false,
+            None => host,
+        }
+    };
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The DNS-rebinding guard of [`served_router`].
+async fn loopback_hosts_only(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = req.headers().get(header::HOST).map(|h| h.to_str());
+    match host {
+        None => next.run(req).await,
+        Some(Ok(h)) if is_loopback_host(h) => next.run(req).await,
+        Some(h) => {
+            let shown = h
+                .unwrap_or("(not text)")
+                .chars()
+                .take(100)
+                .collect::<String>();
+            api::ApiError {
+                status: StatusCode::FORBIDDEN,
+                message: format!(
+                    "Host `{shown}` is not this machine's loopback: the dashboard, bound to a \
+                     loopback address, answers only requests for localhost or 127.0.0.1 (a \
+                     guard against DNS rebinding); open it at http://127.0.0.1:PORT/, or serve \
+                     on another address with --bind"
+                ),
+            }
+            .into_response()
+        }
+    }
+}
+
 fn secured(mut r: Response) -> Response {
     let h = r.headers_mut();
     h.insert(
@@ -267,7 +336,43 @@ pub async fn serve(
             local.ip()
         );
     }
-    axum::serve(listener, router(AppState::new(store)))
+    axum::serve(listener, served_router(AppState::new(store), local))
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_host;
+
+    /// The DNS-rebinding guard's names (issue 39): loopback names and addresses with or
+    /// without a port pass; another name, or one re-pointed at 127.0.0.1, does not.
+    #[test]
+    fn loopback_hosts() {
+        for ok in [
+            "localhost",
+            "localhost:8321",
+            "LOCALHOST.:8321",
+            "app.localhost:80",
+            "127.0.0.1",
+            "127.0.0.1:8321",
+            "127.1.2.3:1",
+            "[::1]:8321",
+            "[::1]",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example:8321",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io:8321",
+            "10.0.0.1:8321",
+            "[::2]:8321",
+            "[::1]x",
+            "localhost:http",
+            "",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
 }
