@@ -469,3 +469,57 @@ fn serve_and_report_read_a_database_in_a_directory_they_cannot_write() {
     assert_eq!(files(&ro), ["p.db"]);
     perm(&ro, 0o755);
 }
+
+/// Issue 39, exposure: on loopback the dashboard answers only requests for a loopback name
+/// (DNS rebinding: a page of `evil.example` re-pointed at 127.0.0.1 gets 403); on another
+/// address it answers any, and its warning says that stored paths and host names are served,
+/// which `--redact` hides.
+#[test]
+fn serve_checks_host_on_loopback_and_says_what_it_exposes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db").display().to_string();
+    seed(&db);
+    let common::Serving {
+        mut child,
+        addr,
+        rest,
+        ..
+    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
+    let port = addr.rsplit(':').next().unwrap().to_string();
+    let (status, body) = http_get_as(&addr, "evil.example:80", "/api/v1/options");
+    assert_eq!(status, "HTTP/1.1 403 Forbidden", "{body}");
+    assert!(body.contains("DNS rebinding"), "{body}");
+    for host in [format!("localhost:{port}"), addr.clone()] {
+        assert_eq!(http_get_as(&addr, &host, "/inference").0, "HTTP/1.1 200 OK");
+    }
+    common::signal(child.id(), "TERM");
+    child.wait().unwrap();
+    assert!(!rest.join().unwrap().contains("warning"));
+
+    for redact in [false, true] {
+        let mut args = vec!["serve", "--db", &db, "--port", "0", "--bind", "0.0.0.0"];
+        if redact {
+            args.push("--redact");
+        }
+        let common::Serving {
+            mut child,
+            addr,
+            rest,
+            ..
+        } = common::start_serve(Command::new(bin()).args(&args));
+        let local = format!("127.0.0.1:{}", addr.rsplit(':').next().unwrap());
+        let (status, _) = http_get_as(&local, "evil.example:80", "/api/v1/options");
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        common::signal(child.id(), "TERM");
+        child.wait().unwrap();
+        let said = rest.join().unwrap();
+        let want = if redact {
+            "can read every stored result (absolute paths and host names hidden: --redact)"
+        } else {
+            "including the absolute paths (result directories, job.json's output and model \
+             paths) and the host names stored with the runs; --redact hides them"
+        };
+        assert!(said.starts_with("warning: listening on 0.0.0.0"), "{said}");
+        assert!(said.contains(want), "{said}");
+    }
+}

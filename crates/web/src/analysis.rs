@@ -319,12 +319,15 @@ pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
 /// `GET /api/v1/history?at=X[&window=N][&threshold=F]&…`: per group, y at x = `at` for each
 /// batch (its frontier interpolated there), dated by the batch's latest point, flagged against
 /// the median of the `window` (default 3) previous values with the relative `threshold`
-/// (default 0.05), as `inferbench report --history-at X` prints it. Answer: `{"x", "y", "at",
-/// "window", "threshold", "x_range": [lo, hi] | null, "groups": [{"name", "points": [{date,
-/// time_unix, batch, batch_label, value, baseline, change, regression}…], "latest_regression":
-/// bool}…]}`,
-/// groups in the store's order; `x_range` is the x extent of the selection's frontiers
-/// (`compare::x_span`), `time_unix` the batch's latest run start (s) or null; "note": null, or
+/// (default 0.05), as `inferbench report --history-at X` prints it: the same function,
+/// [`inferbench_views::analysis::history_at`], so invalid points count only with
+/// `include_invalid=true`. `at=auto`: [`inferbench_views::analysis::default_at`]. Answer:
+/// `{"x", "y", "at", "window", "threshold", "include_invalid", "x_range": [lo, hi] | null,
+/// "default_at", "groups": [{"name", "points": [{date, time_unix, batch, batch_label, value,
+/// baseline, change, regression}…], "latest_regression": bool, "total", "invalid", "x_range"}…]}`,
+/// groups in the store's order; `x_range` is the x extent of the counted points' frontiers
+/// (`compare::x_span`; a group's own beside it), `total`/`invalid` a group's points and those
+/// left out as invalid, `time_unix` the batch's latest run start (s) or null; "note": null, or
 /// which filter matches nothing when no point matched.
 pub async fn history(
     State(state): State<AppState>,
@@ -466,9 +469,14 @@ pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 /// batch's frontier interpolated there with the monotone spline, never extrapolated; the mean
 /// over batches, its repeats), best first (highest for higher-is-better y, else lowest).
 /// `gpu_hour_cost` / `gpu_kw` give the custom price and power behind `usd_per_m_custom*`,
-/// `tok_s_per_mw*` and `j_per_token*`. Answer: `{"x", "y", "at", "better": "higher"|"lower",
-/// "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…], "note"}` (groups
-/// whose frontiers do not reach `at`; `note`: null, or which filter matches nothing).
+/// `tok_s_per_mw*` and `j_per_token*`. The same function for every caller,
+/// [`inferbench_views::analysis::tco_at`]: invalid points count only with
+/// `include_invalid=true`; `at=auto` reads at [`inferbench_views::analysis::default_at`].
+/// Answer: `{"x", "y", "at", "better": "higher"|"lower", "include_invalid", "x_range",
+/// "default_at", "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…],
+/// "invalid_only": [group…], "note"}` (`unreached`: groups whose counted frontiers do not reach
+/// `at`; `invalid_only`: those among them with no valid point; `note`: null, or which filter
+/// matches nothing).
 pub async fn tco(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,

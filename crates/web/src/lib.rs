@@ -24,10 +24,14 @@
 //!   `GET /assets/NAME`: their scripts and styles.
 //!
 //! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
-//! opened read-only ([`inferbench_store::Store::open_read_only`]).
+//! opened read-only ([`inferbench_store::Store::open_read_only`]). The numbers of compare,
+//! history, TCO and frontiers come from `inferbench_views::analysis`, as `report`'s do; the
+//! routes only format them. [`serve`] checks `Host` on a loopback address
+//! ([`served_router`]); `serve --redact` hides stored paths and host names ([`redact`]).
 
 pub mod analysis;
 pub mod api;
+pub mod redact;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -44,6 +48,8 @@ use inferbench_store::Store;
 #[derive(Clone)]
 pub struct AppState {
     store: Arc<Mutex<Store>>,
+    /// `serve --redact`: answers without stored absolute paths and host names ([`redact`]).
+    redact: bool,
 }
 
 impl AppState {
@@ -51,7 +57,14 @@ impl AppState {
     pub fn new(store: Store) -> AppState {
         AppState {
             store: Arc::new(Mutex::new(store)),
+            redact: false,
         }
+    }
+
+    /// This state with `serve --redact`'s rewriting on or off ([`redact::layer`]).
+    pub fn redacted(mut self, on: bool) -> AppState {
+        self.redact = on;
+        self
     }
 
     /// Runs `f` on the store in tokio's blocking pool; a poisoned lock (a panicked query) is
@@ -171,7 +184,8 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 
 /// The dashboard's routes over `state`.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let redacted = state.redact;
+    let r = Router::new()
         .route("/", get(|| async { Redirect::to("/inference") }))
         .route("/inference", get(|| page(INFERENCE_HTML)))
         .route("/assets/{name}", get(asset))
@@ -199,7 +213,12 @@ pub fn router(state: AppState) -> Router {
         .route("/tco", get(|| page(TCO_HTML)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
+        .with_state(state);
+    if redacted {
+        r.layer(axum::middleware::from_fn(redact::layer))
+    } else {
+        r
+    }
 }
 
 /// [`router`] as [`serve`] serves it on `local`: on a loopback address, only requests whose
@@ -240,6 +259,21 @@ pub fn is_loopback_host(host: &str) -> bool {
         || name
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The warning `serve` prints when listening on `ip`, a non-loopback address: who can read
+/// what, including the absolute paths and host names stored with the runs unless `redact`.
+pub fn exposure_warning(ip: std::net::IpAddr, redact: bool) -> String {
+    let what = if redact {
+        "every stored result (absolute paths and host names hidden: --redact)"
+    } else {
+        "every stored result, including the absolute paths (result directories, job.json's \
+         output and model paths) and the host names stored with the runs; --redact hides them"
+    };
+    format!(
+        "warning: listening on {ip} is reachable from other machines, and the dashboard has no \
+         login: anyone who can reach this port can read {what}"
+    )
 }
 
 /// The DNS-rebinding guard of [`served_router`].
@@ -322,6 +356,19 @@ pub async fn serve(
     addr: SocketAddr,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(store, addr, false, shutdown).await
+}
+
+/// [`serve`], with `redact` (`serve --redact`): answers without the stored absolute paths and
+/// host names ([`redact`]).
+///
+/// Errors: the address cannot be bound (in use, not local), or the server fails.
+pub async fn serve_with(
+    store: Store,
+    addr: SocketAddr,
+    redact: bool,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     eprintln!(
@@ -329,14 +376,12 @@ pub async fn serve(
         store.location()
     );
     if !local.ip().is_loopback() {
-        // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard.
-        eprintln!(
-            "warning: listening on {} is reachable from other machines, and the dashboard has no \
-             login: anyone who can reach this port can read every stored result",
-            local.ip()
-        );
+        // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard; issue
+        // 39: nor that stored paths and host names are served.
+        eprintln!("{}", exposure_warning(local.ip(), redact));
     }
-    axum::serve(listener, served_router(AppState::new(store), local))
+    let state = AppState::new(store).redacted(redact);
+    axum::serve(listener, served_router(state, local))
         .with_graceful_shutdown(shutdown)
         .await
 }

@@ -710,3 +710,69 @@ async fn server_settings_are_listed_apart_with_units() {
         ]
     );
 }
+
+/// Issue 39: `serve --redact` serves no stored absolute path (the run's source directory) nor
+/// host name (`node-07` of job.json), and not the run's kept files; without it both are there.
+#[tokio::test]
+async fn redact_hides_absolute_paths_and_host_names() {
+    let (_d, db) = seeded();
+    let (_, r4) = ids_of(&db, 4).await;
+    let abs = std::fs::canonicalize(fixtures())
+        .unwrap()
+        .display()
+        .to_string();
+    let fetch = |redact: bool, uri: String| {
+        let db = db.clone();
+        async move {
+            let state = AppState::new(Store::open_read_only(&db).unwrap()).redacted(redact);
+            let res = router(state)
+                .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            let status = res.status();
+            let b = res.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8(b.to_vec()).unwrap())
+        }
+    };
+    let run = format!("/api/v1/runs/{r4}");
+    let (s, plain) = fetch(false, run.clone()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(plain.contains(&abs) && plain.contains("node-07"), "{plain}");
+    let (s, hidden) = fetch(true, run).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        !hidden.contains(&abs) && !hidden.contains("node-07"),
+        "{hidden}"
+    );
+    let v: Value = serde_json::from_str(&hidden).unwrap();
+    assert_eq!(v["run"]["host"], json!("(redacted)"));
+    assert_eq!(v["run"]["job"]["host"], json!("(redacted)"));
+    assert_eq!(
+        v["run"]["source_path"],
+        json!("…/sweep-h200/conc4"),
+        "{hidden}"
+    );
+    // Links to the kept files stay, the files are refused.
+    let url = v["artifacts"][0]["url"].as_str().unwrap().to_string();
+    assert!(
+        url.starts_with(&format!("/api/v1/runs/{r4}/artifacts/")),
+        "{url}"
+    );
+    let (s, body) = fetch(true, url.clone()).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("not served with --redact"), "{body}");
+    assert_eq!(fetch(false, url).await.0, StatusCode::OK);
+    // Every other answer too: points (with metrics), the CSV export, options.
+    for uri in [
+        "/api/v1/points?metrics=all",
+        "/api/v1/points.csv",
+        "/api/v1/options",
+    ] {
+        let (s, body) = fetch(true, uri.to_string()).await;
+        assert_eq!(s, StatusCode::OK, "{uri}");
+        assert!(
+            !body.contains(&abs) && !body.contains("node-07"),
+            "{uri}: {body}"
+        );
+    }
+}
