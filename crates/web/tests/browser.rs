@@ -1020,4 +1020,14 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
         dom.contains("<td>invalid: the server fell behind</td>"),
         "{dom}"
     );
+    // And the Inference page's table, beside the tooltip's same line.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024%2F1024&hardware=h100"),
+    );
+    assert!(
+        dom.contains("<td>invalid: the server fell behind</td>"),
+        "{dom}"
+    );
 }
