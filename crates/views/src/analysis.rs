@@ -312,6 +312,34 @@ mod tests {
         assert_eq!(t.bars[0].value, 12323.0);
     }
 
+    /// The curve history, TCO and compare read y off is the frontier `report` and the API mark:
+    /// for AgentX rows shown against another x, North-Star gated (B is on the plain Pareto
+    /// frontier in (median interactivity, y) but not among the North-Star winners).
+    #[test]
+    fn agentic_curves_are_the_marked_north_star_frontier() {
+        let mut rows: Vec<PointRow> = [(10.0, 100.0, 5.0), (20.0, 50.0, 1.0), (30.0, 10.0, 8.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(x, y, ns))| {
+                let mut r = row("b1", 4 << i, x, y, true);
+                r.scenario = query::AGENTIC_SCENARIO.into();
+                r.metrics.insert(query::NORTH_STAR_X.into(), ns);
+                r
+            })
+            .collect();
+        mark_frontier(&mut rows, "median_intvty", "tput_per_gpu", false);
+        let marked: Vec<bool> = rows.iter().map(|r| r.frontier).collect();
+        assert_eq!(marked, [true, false, true]);
+        let all: Vec<&PointRow> = rows.iter().collect();
+        assert_eq!(
+            compare::frontier_knots(&all, "median_intvty", "tput_per_gpu"),
+            [(10.0, 100.0), (30.0, 10.0)]
+        );
+        // At x = 20 the value comes off A–C (two knots: a straight line), not B's 50.
+        let h = history_at(&rows, "median_intvty", "tput_per_gpu", 20.0, 3, 0.05, false);
+        assert_eq!(h.groups[0].points[0].value, 55.0);
+    }
+
     #[test]
     fn default_at_is_35_inside_the_range_else_its_middle() {
         assert_eq!(default_at("median_intvty", Some((10.0, 80.0))), Some(35.0));
