@@ -360,13 +360,13 @@ fn unprivileged(program: &str, args: &[&str]) -> Option<Command> {
         c.args(args);
         return Some(c);
     }
-    let drop = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"];
+    // 65534: `nobody`/`nogroup` (or `nobody`) by number, whatever the distribution names them.
+    let drop = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
     let works = inferbench_testutil::command_works(
         "setpriv",
         &[&drop[..], &["true"]].concat(),
-        "setpriv dropping root to nobody",
-        "util-linux's setpriv and a `nobody` user and `nogroup` group: the test runs as root, \
-         which ignores directory permissions",
+        "setpriv dropping root to uid/gid 65534 (nobody)",
+        "util-linux's setpriv: the test runs as root, which ignores directory permissions",
     );
     works.then(|| {
         let mut c = Command::new("setpriv");
