@@ -1565,6 +1565,42 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
 mod tests {
     use super::*;
 
+    /// The `immutable=1` fallback's URI keeps a file name's `?`, `#`, `%` and spaces as part
+    /// of the path (unescaped, `?` would start the URI's parameters).
+    #[test]
+    fn uri_paths_escape_what_a_uri_would_read() {
+        assert_eq!(
+            uri_path(Path::new("/data/run 1/a?b#c%d.db")),
+            "/data/run%201/a%3Fb%23c%25d.db"
+        );
+        assert_eq!(uri_path(Path::new("/a/b-c_d.~e")), "/a/b-c_d.~e");
+    }
+
+    /// A database opened through the fallback's URI reads as the file itself, whatever its
+    /// name (root can write any directory, so the fallback is reached directly here).
+    #[test]
+    fn an_immutable_uri_reads_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("odd ?#% name.db");
+        let loc = db.display().to_string();
+        let mut s = Store::open(&loc).unwrap();
+        s.migrate().unwrap();
+        let v = s.schema_version().unwrap();
+        drop(s);
+        let uri = format!("file:{}?immutable=1", uri_path(&db));
+        let c = rusqlite::Connection::open_with_flags(
+            uri,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .unwrap();
+        let got: i64 = c
+            .query_row("SELECT max(version) FROM schema_migrations", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(got, v);
+    }
+
     /// Trial 18: two first writers to a new SQLite file raced to create the tables and the
     /// second failed with "table runs already exists". Every one of them now succeeds, and the
     /// migrations are applied once.
