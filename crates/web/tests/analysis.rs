@@ -450,3 +450,25 @@ async fn compare_leaves_invalid_points_out_as_the_cli_does() {
     assert_eq!(v["rows"].as_array().map(Vec::len), Some(3), "{v}");
     assert_eq!(v["rows"][0]["ratio_a_over_b"], json!(1.0), "{v}");
 }
+
+/// Issue 39: `at=auto` reads History and TCO at their default x: 35 tok/s/user where the valid
+/// points' frontiers reach it, else the middle of their range (40 … 120 here: 80); `null`
+/// without any frontier.
+#[tokio::test]
+async fn at_auto_reads_at_the_default_x() {
+    let (_d, db) = seeded();
+    for route in ["history", "tco"] {
+        let (s, v) = get_json(&db, &format!("/api/v1/{route}?at=auto&model=dsr1")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(
+            (&v["at"], &v["default_at"], &v["x_range"]),
+            (&json!(80.0), &json!(80.0), &json!([40.0, 120.0])),
+            "{route}"
+        );
+        let (s, v) = get_json(&db, &format!("/api/v1/{route}?at=auto&model=nope")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!((&v["at"], &v["x_range"]), (&json!(null), &json!(null)));
+    }
+    let (_, v) = get_json(&db, "/api/v1/tco?at=auto&model=dsr1").await;
+    assert_eq!(v["bars"][0]["value"], json!(1140.0), "{v}");
+}
