@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 
-use inferbench_store::{ConfigKey, PointData, RunData, SourceKind, Store};
+use inferbench_store::Store;
 use serde_json::{json, Value};
 
 fn bin() -> &'static str {
@@ -22,107 +22,66 @@ fn bin() -> &'static str {
 /// The reason the invalid point carries (as loadgen writes it).
 const REASON: &str = "the server fell behind its schedule on 24 % of its token chunks";
 
-/// One point of `hw` at `conc` with median interactivity `x` (tok/s/user) and `y` tok/s/GPU.
-fn point(hw: &str, conc: i64, date: &str, x: f64, y: f64, valid: bool) -> PointData {
-    PointData {
-        config: ConfigKey {
-            model: "llama3.1-8b".into(),
-            hardware: hw.into(),
-            framework: "vllm".into(),
-            precision: "bf16".into(),
-            spec_decoding: "none".into(),
-            tp: 1,
-            pp: 1,
-            dcp: 1,
-            pcp: 1,
-            ep: 1,
-            prefill_tp: 1,
-            prefill_ep: 1,
-            decode_tp: 1,
-            decode_ep: 1,
-            num_prefill_gpu: 1,
-            num_decode_gpu: 1,
-            kv_offload: "off".into(),
-            scenario: "fixed_seq_len".into(),
-            isl: 1024,
-            osl: 1024,
-            ..Default::default()
-        },
-        conc,
-        date: date.into(),
-        metrics: BTreeMap::from([
-            ("median_intvty".to_string(), x),
-            ("tput_per_gpu".to_string(), y),
-        ]),
-        error: None,
-        valid,
-        invalid_reason: (!valid).then(|| REASON.to_string()),
-        requests: None,
-        power: Vec::new(),
-        server_metrics: Vec::new(),
-    }
-}
-
-fn run(batch: &str, date: &str, points: Vec<PointData>) -> RunData {
-    RunData {
-        run_key: format!("parity-{batch}"),
-        kind: SourceKind::InferenceX,
-        source_path: format!("parity/{batch}"),
-        batch: batch.into(),
-        date: date.into(),
-        start_unix: None,
-        end_unix: None,
-        inferbench_version: String::new(),
-        git_sha: String::new(),
-        engine_version: String::new(),
-        host: String::new(),
-        result_filename: String::new(),
-        job: "{}".into(),
-        points,
-        evals: Vec::new(),
-        artifacts: Vec::new(),
-        names: Default::default(),
-        warnings: Vec::new(),
-    }
-}
-
 /// Two batches of h100 (the first's conc-64 point invalid, the sim fallen behind: the only
-/// point of its batch reaching x = 30) and one of h200, in a new SQLite file at `db`.
+/// point of its batch reaching x = 30) and one of h200, each point `(conc, median
+/// interactivity in tok/s/user, tok/s/GPU, valid)`, in a new SQLite file at `db`. Runs and
+/// points are the store's synthetic ones (llama3.1-8b 1024/1024, vllm fp8 TP1) with these
+/// values.
 fn seed(db: &str) {
     let mut s = Store::open(db).unwrap();
     s.migrate().unwrap();
-    let d1 = "2026-12-01";
-    let d2 = "2026-12-02";
-    for r in [
-        run(
+    type Points = [(i64, f64, f64, bool); 3];
+    let batches: [(&str, &str, &str, Points); 3] = [
+        (
             "h100-a",
-            d1,
-            vec![
-                point("h100", 4, d1, 100.0, 1000.0, true),
-                point("h100", 16, d1, 60.0, 3000.0, true),
-                point("h100", 64, d1, 20.0, 12323.0, false),
+            "2026-12-01",
+            "h100",
+            [
+                (4, 100.0, 1000.0, true),
+                (16, 60.0, 3000.0, true),
+                (64, 20.0, 12323.0, false),
             ],
         ),
-        run(
+        (
             "h100-b",
-            d2,
-            vec![
-                point("h100", 4, d2, 110.0, 1100.0, true),
-                point("h100", 16, d2, 70.0, 3200.0, true),
-                point("h100", 64, d2, 25.0, 9000.0, true),
+            "2026-12-02",
+            "h100",
+            [
+                (4, 110.0, 1100.0, true),
+                (16, 70.0, 3200.0, true),
+                (64, 25.0, 9000.0, true),
             ],
         ),
-        run(
+        (
             "h200-a",
-            d1,
-            vec![
-                point("h200", 4, d1, 100.0, 1500.0, true),
-                point("h200", 16, d1, 50.0, 4000.0, true),
-                point("h200", 64, d1, 15.0, 8000.0, true),
+            "2026-12-01",
+            "h200",
+            [
+                (4, 100.0, 1500.0, true),
+                (16, 50.0, 4000.0, true),
+                (64, 15.0, 8000.0, true),
             ],
         ),
-    ] {
-        s.ingest_run(&r).unwrap();
+    ];
+    for (batch, date, hw, points) in batches {
+        let mut run = inferbench_store::synthetic::run(0, "llama3.1-8b", 1024, 1024);
+        let template = run.points[0].clone();
+        (run.run_key, run.batch, run.date) = (format!("parity-{batch}"), batch.into(), date.into());
+        run.points = (points.iter())
+            .map(|&(conc, x, y, valid)| {
+                let mut p = template.clone();
+                p.config.hardware = hw.into();
+                p.config.image = String::new();
+                (p.conc, p.date, p.valid) = (conc, date.into(), valid);
+                p.invalid_reason = (!valid).then(|| REASON.to_string());
+                p.metrics = BTreeMap::from([
+                    ("median_intvty".to_string(), x),
+                    ("tput_per_gpu".to_string(), y),
+                ]);
+                p
+            })
+            .collect();
+        s.ingest_run(&run).unwrap();
     }
 }
 
@@ -229,7 +188,7 @@ fn every_view_of_the_api_equals_the_cli_with_an_invalid_point_in_a_valid_batch()
     }
     let v = api(&addr, "/api/v1/history?at=30");
     let h100 = &v["groups"][0];
-    assert_eq!(h100["name"], "llama3.1-8b 1024/1024 h100_vllm_bf16");
+    assert_eq!(h100["name"], "llama3.1-8b 1024/1024 h100_vllm_fp8");
     assert_eq!(
         (h100["points"].as_array().unwrap().len(), &h100["invalid"]),
         (1, &json!(1))
@@ -265,7 +224,7 @@ fn every_view_of_the_api_equals_the_cli_with_an_invalid_point_in_a_valid_batch()
     // At 22 only h100's invalid point (20) and h200 (15) reach: h100 is unreached.
     assert_eq!(
         t["unreached"],
-        json!(["llama3.1-8b 1024/1024 h100_vllm_bf16"])
+        json!(["llama3.1-8b 1024/1024 h100_vllm_fp8"])
     );
     assert_eq!(t["bars"].as_array().unwrap().len(), 1);
 
