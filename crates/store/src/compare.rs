@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use inferbench_core::analytics::{self, Goal, HistoryPoint, Ratio};
+use inferbench_core::analytics::{self, HistoryPoint, Ratio};
 use serde::Serialize;
 
 use crate::query::{better, PointRow};
@@ -19,27 +19,22 @@ use crate::query::{better, PointRow};
 /// `inferbench compare` and `/api/v1/compare` both go through it.
 pub fn keep_valid(mut rows: Vec<PointRow>, include_invalid: bool) -> (Vec<PointRow>, usize) {
     let all = rows.len();
-    rows.retain(|r| r.valid || include_invalid);
+    rows.retain(|r| r.counts(include_invalid));
     let left_out = all - rows.len();
     (rows, left_out)
 }
 
-/// Frontier knots `(x, y)` of a set of rows, sorted by x.
+/// Frontier knots `(x, y)` of a set of rows, sorted by x: the points of the one frontier rule
+/// ([`crate::query::frontier_of`], North-Star gated for AgentX rows) that `report` and the
+/// dashboard mark.
 pub fn frontier_knots(rows: &[&PointRow], x: &str, y: &str) -> Vec<(f64, f64)> {
-    let pts: Vec<(f64, f64)> = rows
-        .iter()
-        .map(|r| (r.get(x).unwrap_or(f64::NAN), r.get(y).unwrap_or(f64::NAN)))
-        .collect();
-    analytics::pareto_frontier(
-        &pts,
-        Goal {
-            x: better(x),
-            y: better(y),
-        },
-    )
-    .into_iter()
-    .map(|i| pts[i])
-    .collect()
+    crate::query::frontier_of(rows, x, y)
+        .into_iter()
+        .map(|i| {
+            let r = rows[i];
+            (r.get(x).unwrap_or(f64::NAN), r.get(y).unwrap_or(f64::NAN))
+        })
+        .collect()
 }
 
 /// `rows` grouped by batch (a side's repeats), batches in name order.

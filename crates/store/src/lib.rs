@@ -539,6 +539,78 @@ impl std::fmt::Debug for Store {
 /// Default database location of the CLI (`--db`).
 pub const DEFAULT_DB: &str = "inferbench.db";
 
+/// Opens the SQLite file at `path` for reading only (`SQLITE_OPEN_READ_ONLY`), on any file the
+/// process can read (issue 39: `serve` and `report` failed with "attempt to write a readonly
+/// database" where the database's directory was not writable: a read-only volume, another
+/// user's file). A WAL database needs its `-shm` index; where that cannot be created (the
+/// directory is not writable and no `-shm` is there), the file is opened `immutable=1`, which is
+/// exact when no `-wal` file holds changes: the main file then is the whole database. A
+/// non-empty `-wal` that cannot be indexed is an error saying so (its changes would be missed).
+/// Errors: [`StoreError::BadUrl`] when the file cannot be opened, [`StoreError::Db`] for the
+/// WAL case.
+fn open_sqlite_reader(path: &Path, location: &str) -> Result<rusqlite::Connection, StoreError> {
+    use rusqlite::{ErrorCode, OpenFlags};
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let bad = |e: rusqlite::Error| StoreError::BadUrl(location.to_string(), e.to_string());
+    let c = rusqlite::Connection::open_with_flags(path, flags).map_err(bad)?;
+    // The first read builds the WAL index: it fails here, not on a later query.
+    let probe = c.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    });
+    match probe {
+        Err(e)
+            if matches!(
+                e.sqlite_error_code(),
+                Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen)
+            ) =>
+        {
+            let mut wal = path.as_os_str().to_owned();
+            wal.push("-wal");
+            let pending = std::fs::metadata(&wal).map_or(0, |m| m.len());
+            if pending > 0 {
+                return Err(StoreError::Db(format!(
+                    "{location}: its write-ahead log ({} bytes in {}-wal) holds changes not yet \
+                     in the main file, and this process cannot create the log's index ({}-shm) \
+                     in a directory it cannot write ({e}): open it once where it is writable \
+                     (any `inferbench report` there checkpoints it), or copy the three files to \
+                     a writable directory",
+                    pending, location, location
+                )));
+            }
+            drop(c);
+            let abs = std::path::absolute(path)
+                .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?;
+            let uri = format!("file:{}?immutable=1", uri_path(&abs));
+            rusqlite::Connection::open_with_flags(uri, flags).map_err(bad)
+        }
+        _ => Ok(c),
+    }
+}
+
+/// `path` percent-encoded for a SQLite `file:` URI (RFC 3986 unreserved characters and `/`
+/// kept), so that `?`, `#` and `%` in a name stay part of it.
+fn uri_path(path: &Path) -> String {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    };
+    #[cfg(not(unix))]
+    let bytes = path.to_string_lossy().as_bytes().to_vec();
+    bytes
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 impl Store {
     /// Opens a database: a `postgres://` / `postgresql://` URL (an optional `schema=NAME` query
     /// parameter creates and uses that schema), or a SQLite file path (created if missing; WAL
@@ -586,8 +658,12 @@ impl Store {
                     ));
                 }
             }
-            let c = rusqlite::Connection::open(path)
-                .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?;
+            let c = if writer {
+                rusqlite::Connection::open(path)
+                    .map_err(|e| StoreError::BadUrl(location.to_string(), e.to_string()))?
+            } else {
+                open_sqlite_reader(path, location)?
+            };
             c.busy_timeout(std::time::Duration::from_secs(10))
                 .map_err(|e| StoreError::Db(e.to_string()))?;
             let pragmas = if writer {
@@ -1488,6 +1564,42 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `immutable=1` fallback's URI keeps a file name's `?`, `#`, `%` and spaces as part
+    /// of the path (unescaped, `?` would start the URI's parameters).
+    #[test]
+    fn uri_paths_escape_what_a_uri_would_read() {
+        assert_eq!(
+            uri_path(Path::new("/data/run 1/a?b#c%d.db")),
+            "/data/run%201/a%3Fb%23c%25d.db"
+        );
+        assert_eq!(uri_path(Path::new("/a/b-c_d.~e")), "/a/b-c_d.~e");
+    }
+
+    /// A database opened through the fallback's URI reads as the file itself, whatever its
+    /// name (root can write any directory, so the fallback is reached directly here).
+    #[test]
+    fn an_immutable_uri_reads_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("odd ?#% name.db");
+        let loc = db.display().to_string();
+        let mut s = Store::open(&loc).unwrap();
+        s.migrate().unwrap();
+        let v = s.schema_version().unwrap();
+        drop(s);
+        let uri = format!("file:{}?immutable=1", uri_path(&db));
+        let c = rusqlite::Connection::open_with_flags(
+            uri,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )
+        .unwrap();
+        let got: i64 = c
+            .query_row("SELECT max(version) FROM schema_migrations", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(got, v);
+    }
 
     /// Trial 18: two first writers to a new SQLite file raced to create the tables and the
     /// second failed with "table runs already exists". Every one of them now succeeds, and the

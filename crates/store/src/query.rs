@@ -198,6 +198,14 @@ pub struct PointRow {
 }
 
 impl PointRow {
+    /// Whether this point counts in an analysis (frontiers, compare, history at x, TCO): a
+    /// valid point always, an invalid one ([`PointRow::valid`] false) only when
+    /// `include_invalid` (`--include-invalid`, the API's `include_invalid=true`). The one
+    /// validity predicate of every view (issue 39: History and TCO used invalid points).
+    pub fn counts(&self, include_invalid: bool) -> bool {
+        self.valid || include_invalid
+    }
+
     /// Group of a curve: one line in a chart (model, ISL/OSL, scenario, hardware, framework,
     /// precision, spec decoding, disaggregation) — InferenceX's hardware key × precision per
     /// (model, sequence) chart; InferenceX's own published points are a group of their own
@@ -793,32 +801,46 @@ pub fn mark_frontier(rows: &mut [PointRow], x: &str, y: &str) {
 /// [`mark_frontier`], with invalid points ([`PointRow::valid`] false) competing too when
 /// `include_invalid` (`report --include-invalid`); without it they are never on a frontier.
 pub fn mark_frontier_with(rows: &mut [PointRow], x: &str, y: &str, include_invalid: bool) {
-    let goal = Goal {
-        x: better(x),
-        y: better(y),
-    };
     let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
-        if r.valid || include_invalid {
+        if r.counts(include_invalid) {
             groups.entry(r.group()).or_default().push(i);
         }
     }
     for idx in groups.values() {
-        let get = |i: usize, m: &str| rows[i].get(m).unwrap_or(f64::NAN);
-        let winners = if rows[idx[0]].scenario == AGENTIC_SCENARIO {
-            // AgentX: North-Star gating on p90 E2E-normalized interactivity.
-            let pts: Vec<(f64, f64, f64)> = idx
-                .iter()
-                .map(|&i| (get(i, x), get(i, y), get(i, NORTH_STAR_X)))
-                .collect();
-            analytics::north_star_frontier(&pts, goal)
-        } else {
-            let pts: Vec<(f64, f64)> = idx.iter().map(|&i| (get(i, x), get(i, y))).collect();
-            analytics::pareto_frontier(&pts, goal)
-        };
+        let members: Vec<&PointRow> = idx.iter().map(|&i| &rows[i]).collect();
+        let winners = frontier_of(&members, x, y);
         for k in winners {
             rows[idx[k]].frontier = true;
         }
+    }
+}
+
+/// The one frontier rule: the Pareto frontier of `rows` (one group's, or one batch's) in
+/// (x, y) with the metrics' directions ([`better`]), AgentX rows gated on the North-Star x
+/// ([`analytics::north_star_frontier`] over [`NORTH_STAR_X`]); indices into `rows`, sorted by
+/// x. Rows lacking x or y are never on it. [`mark_frontier_with`] and the frontiers that
+/// compare, history at x and TCO interpolate (`compare::frontier_knots`) both use it, so a
+/// chart's frontier is the curve its numbers are read off. Which rows count (validity) is the
+/// caller's ([`PointRow::counts`]).
+pub fn frontier_of(rows: &[&PointRow], x: &str, y: &str) -> Vec<usize> {
+    let Some(first) = rows.first() else {
+        return Vec::new();
+    };
+    let goal = Goal {
+        x: better(x),
+        y: better(y),
+    };
+    let get = |r: &PointRow, m: &str| r.get(m).unwrap_or(f64::NAN);
+    if first.scenario == AGENTIC_SCENARIO {
+        // AgentX: North-Star gating on p90 E2E-normalized interactivity.
+        let pts: Vec<(f64, f64, f64)> = (rows.iter())
+            .map(|r| (get(r, x), get(r, y), get(r, NORTH_STAR_X)))
+            .collect();
+        analytics::north_star_frontier(&pts, goal)
+    } else {
+        let pts: Vec<(f64, f64)> = rows.iter().map(|r| (get(r, x), get(r, y))).collect();
+        analytics::pareto_frontier(&pts, goal)
     }
 }
 

@@ -218,7 +218,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         return Ok(status);
     }
     let mut rows = store.points(&f, &cost)?;
-    query::mark_frontier_with(&mut rows, &x, &args.y, args.include_invalid);
+    crate::analysis::mark_frontier(&mut rows, &x, &args.y, args.include_invalid);
     if let Some(at) = args.history_at {
         let status = history(&rows, &args, x_given, &x, at)?;
         if rows.is_empty() {
@@ -308,26 +308,23 @@ fn history(
     x: &str,
     at: f64,
 ) -> anyhow::Result<ExitStatus> {
-    let counted: Vec<inferbench_store::PointRow> = rows
-        .iter()
-        .filter(|r| r.valid || args.include_invalid)
-        .cloned()
-        .collect();
-    let h = compare::history(
-        &counted,
+    // The one analysis behind `/api/v1/history` too (issue 39).
+    let h = crate::analysis::history_at(
+        rows,
         x,
         &args.y,
         at,
         args.baseline_window,
         args.regression_threshold,
+        args.include_invalid,
     );
-    // Every group of the selection, also one whose points are all invalid (left out of `h`).
-    let names: std::collections::BTreeSet<String> = rows.iter().map(|r| r.group()).collect();
-    let empty = Vec::new();
+    // Groups by name, as this table always listed them.
+    let mut sorted: Vec<&crate::analysis::HistoryGroup> = h.groups.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
     let mut regressed = false;
     let mut groups = Vec::new();
-    for group in &names {
-        let series = h.get(group).unwrap_or(&empty);
+    for g in sorted {
+        let (group, series) = (&g.name, &g.points);
         let of_group: Vec<&inferbench_store::PointRow> =
             rows.iter().filter(|r| &r.group() == group).collect();
         let mut notes = Vec::new();
@@ -335,8 +332,8 @@ fn history(
             let agentic = of_group
                 .iter()
                 .all(|r| r.scenario == query::AGENTIC_SCENARIO);
-            let invalid = of_group.iter().filter(|r| !r.valid).count();
-            if !args.include_invalid && invalid == of_group.len() {
+            let invalid = g.invalid;
+            if !args.include_invalid && invalid == g.total {
                 notes.push(format!(
                     "(every point of this group is invalid ({invalid}: AgentX replays shorter than \
                      900 s or cut short): none counts; --include-invalid lets them)"
@@ -351,11 +348,7 @@ fn history(
             } else {
                 // Trial 8: an agentic group printed its header and nothing under it; trial 19:
                 // "its frontiers lie elsewhere" without saying where.
-                let counted_of_group: Vec<PointRow> = (of_group.iter())
-                    .filter(|r| r.valid || args.include_invalid)
-                    .map(|r| (*r).clone())
-                    .collect();
-                let where_ = match compare::x_span(&counted_of_group, x, &args.y) {
+                let where_ = match g.x_range {
                     Some((lo, hi)) => format!(
                         "its frontiers span {x} {} to {}",
                         report::round_for_table(lo),
@@ -368,14 +361,9 @@ fn history(
                 ));
             }
         }
-        let batches: std::collections::BTreeSet<&str> = of_group
-            .iter()
-            .filter(|r| r.valid || args.include_invalid)
-            .map(|r| r.batch.as_str())
-            .collect();
-        if !series.is_empty() && batches.len() > series.len() {
+        if !series.is_empty() && g.batches > series.len() {
             // A batch whose frontier ends just short of x used to vanish without a word.
-            let n = batches.len() - series.len();
+            let n = g.batches - series.len();
             notes.push(format!(
                 "({n} more batch{} of this group left out: {} frontier does not reach {x} = {at})",
                 if n == 1 { "" } else { "es" },
@@ -733,29 +721,26 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     // with "no stored point matches").
     let mut store = open_with_runs(&args.db)?;
     let cost = CostOptions::default();
-    // A side's points, and how many invalid ones were left out.
-    let load = |spec: &str, store: &mut Store| -> anyhow::Result<(Vec<PointRow>, usize)> {
-        let rows = store.points(&side(spec, &args.filters)?, &cost)?;
-        Ok(compare::keep_valid(rows, args.include_invalid))
+    // Each side's points as stored; the one analysis (issue 39: the API's is the same)
+    // leaves invalid ones out unless `--include-invalid` and finds the targets.
+    let load = |spec: &str, store: &mut Store| -> anyhow::Result<Vec<PointRow>> {
+        Ok(store.points(&side(spec, &args.filters)?, &cost)?)
     };
-    let (a, a_invalid) = load(&args.a, &mut store)?;
-    let (b, b_invalid) = load(&args.b, &mut store)?;
-    let both: Vec<PointRow> = a.iter().chain(&b).cloned().collect();
+    let (ra, rb) = (load(&args.a, &mut store)?, load(&args.b, &mut store)?);
+    let c =
+        crate::analysis::compare_sides(ra, rb, &args.x, &args.y, &args.at, args.include_invalid);
+    let (a, b, a_invalid, b_invalid) = (&c.a, &c.b, c.a_invalid, c.b_invalid);
+    let both: Vec<PointRow> = a.iter().chain(b).cloned().collect();
     report::check_metric("--x", &args.x, &both)?;
     report::check_metric("--y", &args.y, &both)?;
     // A side that matches nothing is said first (trial 18: a typo on side A was hidden behind
     // side B's pooled workloads).
-    let pooled = || compare::pooled_workloads(&a, &b, &args.a, &args.b, compare::FilterSyntax::Cli);
+    let pooled = || compare::pooled_workloads(a, b, &args.a, &args.b, compare::FilterSyntax::Cli);
     if let Some(why) = (!a.is_empty() && !b.is_empty()).then(pooled).flatten() {
         anyhow::bail!("{why}");
     }
-    let (wa, wb) = (compare::workloads(&a), compare::workloads(&b));
-    let targets = if args.at.is_empty() {
-        compare::default_targets(&a, &b, &args.x, &args.y)
-    } else {
-        args.at.clone()
-    };
-    if targets.is_empty() {
+    let (wa, wb) = (compare::workloads(a), compare::workloads(b));
+    if c.targets.is_empty() {
         // Say which side is empty before speaking of ranges (trial 8: two empty sides were
         // reported as frontiers that share no range).
         // A side whose matches are all invalid says so (trial 12: "no stored point matches"
@@ -817,10 +802,10 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         }
         return Ok(ExitStatus::Failed);
     }
-    let rows = compare::compare(&a, &b, &args.x, &args.y, &targets);
-    let notes = out_of_reach(&rows, (&a, &b), &args.x, &args.y);
+    let rows = &c.rows;
+    let notes = out_of_reach(rows, (a, b), &args.x, &args.y);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", serde_json::to_string_pretty(rows)?);
         for n in &notes {
             eprintln!("{n}");
         }
@@ -828,7 +813,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     }
     print!(
         "{}",
-        crate::report::compare_table(&rows, (&args.a, &args.b), (&wa, &wb), &args.x, &args.y)
+        crate::report::compare_table(rows, (&args.a, &args.b), (&wa, &wb), &args.x, &args.y)
     );
     for n in &notes {
         println!("  {n}");

@@ -5,6 +5,7 @@
 //! render). The dashboard (`inferbench-web`) serves the same rows as JSON. [`preview`] is what
 //! the quickstarts show of the points they have just stored.
 
+pub mod analysis;
 #[cfg(any(feature = "clap", test))]
 pub mod flags;
 pub mod plot;

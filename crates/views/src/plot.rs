@@ -324,7 +324,7 @@ fn obstacles<DB: DrawingBackend>(
         let competing: Vec<&PointRow> = rows
             .iter()
             .copied()
-            .filter(|r| r.valid || spec.include_invalid)
+            .filter(|r| r.counts(spec.include_invalid))
             .collect();
         let px: Vec<(i32, i32)> = frontier_knots(&competing, &spec.x, &spec.y)
             .iter()
@@ -350,7 +350,7 @@ fn draw_group<DB: DrawingBackend>(
     let competing: Vec<&PointRow> = rows
         .iter()
         .copied()
-        .filter(|r| r.valid || spec.include_invalid)
+        .filter(|r| r.counts(spec.include_invalid))
         .collect();
     let knots = frontier_knots(&competing, &spec.x, &spec.y);
     if !spec.frontier_only {
@@ -609,6 +609,10 @@ mod tests {
             };
             r.metrics.insert("median_intvty".into(), x);
             r.metrics.insert("tput_per_gpu".into(), y);
+            // AgentX frontiers are North-Star gated (the one frontier rule, issue 39): both
+            // points are winners in (p90 E2E-normalized interactivity, y) too.
+            r.metrics
+                .insert(inferbench_store::query::NORTH_STAR_X.into(), x);
             r
         };
         let dir = tempfile::tempdir().unwrap();

@@ -306,7 +306,8 @@ function describe(p) {
   ];
   if (p.image) lines.push("image " + p.image);
   if (p.public) lines.push("published by InferenceX (imported dump)");
-  if (!p.valid) lines.push("invalid (cut short, server starved of CPU, or an AgentX replay < 900 s)");
+  // The point's own reason, as `report --columns conc,error` gives it (issue 39: generic causes).
+  if (!p.valid) lines.push("invalid: " + (p.invalid_reason || "no reason stored with this point"));
   if (p.frontier) lines.push("on the frontier");
   return lines.join("\n");
 }
@@ -363,7 +364,10 @@ function table(res) {
   for (const p of res.points.slice(0, 2000)) {
     const tr = document.createElement("tr");
     for (const v of [p.group, p.parallelism, String(p.conc), num(p.x), num(p.y),
-      p.frontier ? "*" : (p.valid ? "" : "invalid"), p.date, p.batch_label]) {
+      // An invalid point with its reason, as in its tooltip and on its run page (issue 39).
+      (p.frontier ? "*" : "") + (p.valid ? ""
+        : (p.frontier ? " " : "") + "invalid: " + (p.invalid_reason || "no reason stored with this point")),
+      p.date, p.batch_label]) {
       const td = document.createElement("td");
       td.textContent = v;
       tr.append(td);

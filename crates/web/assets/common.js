@@ -240,3 +240,24 @@ function pushUrl(params, push) {
   const url = location.pathname + (q ? "?" + q : "");
   if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
 }
+
+// The History and TCO pages' `at` slider (`#at-slider`) over the x range of the valid points'
+// frontiers (`res.x_range`), set at `res.at`: moving it writes the `at` box, letting go reads
+// the view again with `refresh(true)` (issue 39: a first load opens at a default x with a
+// slider over the valid range). Hidden without a range.
+function atSlider(res, refresh) {
+  const s = $("at-slider");
+  if (!s) return;
+  const r = res.x_range;
+  if (!r || !(r[1] > r[0])) { s.hidden = true; return; }
+  s.min = String(r[0]);
+  s.max = String(r[1]);
+  s.step = String((r[1] - r[0]) / 200);
+  if (Number.isFinite(res.at)) s.value = String(Math.min(r[1], Math.max(r[0], res.at)));
+  s.hidden = false;
+  if (!s.dataset.wired) {
+    s.dataset.wired = "1";
+    s.addEventListener("input", () => { $("at").value = String(Number(Number(s.value).toPrecision(4))); });
+    s.addEventListener("change", () => { notApplied = []; notTaken = []; refresh(true); });
+  }
+}

@@ -169,15 +169,15 @@ async function refresh(push) {
     draw({ groups: [] });
     return;
   }
-  // What the URL asked for and the page could not apply is said before Show too (trial 24).
-  if (!st.at) {
-    status("Choose the x to follow over time (e.g. interactivity 50 tok/s/user) and press Show."
-      + notAppliedNote());
-    return;
-  }
+  // Without an x asked for, the API's default (issue 39: 35 tok/s/user where the valid points
+  // reach it, else the middle of their range), written into the box.
+  const q = apiQuery(st);
+  if (!st.at) q.set("at", "auto");
   status("loading…");
   try {
-    const res = await getJson("/api/v1/history?" + apiQuery(st));
+    const res = await getJson("/api/v1/history?" + q);
+    if (!st.at && res.at !== null) $("at").value = String(res.at);
+    atSlider(res, refresh);
     draw(res);
     const n = res.groups.filter(g => g.points.length).length;
     const r = res.groups.filter(g => g.latest_regression).length;
@@ -187,6 +187,9 @@ async function refresh(push) {
     markRange(res.x_range);
     // Nothing selected: which filter matched nothing (trial 22: no word at all).
     status((res.note ? res.note
+      : res.at === null
+      ? "no valid point of the " + count(res.groups.length, "selected group") + " lies on a frontier with a value of "
+        + metricLabel(options, res.x) + ": nothing to follow"
       : n === 0
       ? "no selected group's frontier reaches x = " + res.at + " (of " + count(res.groups.length, "group")
         + " selected): " + range + "; pick an x inside that range"

@@ -42,7 +42,9 @@ function points(pts, batch, runId, x) {
     const state = p.error ? "failed: " + p.error
       // This batch's own frontier, which `report` (every batch of the group at once) may not
       // share (trial 25: "frontier" here, no `*` there).
-      : (p.valid ? (p.frontier ? "on this batch's frontier" : "") : "invalid");
+      : (p.valid ? (p.frontier ? "on this batch's frontier" : "")
+        // Why, as `report --columns conc,error` says it (issue 39: "invalid" alone).
+        : "invalid: " + (p.invalid_reason || "no reason stored with this point"));
     addRow(body, [p.group, p.parallelism, String(p.conc), fmt(m.tput_per_gpu, 1),
       fmt(m[xKey], 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3), state]);
     const first = body.lastChild.firstChild;
@@ -102,14 +104,25 @@ function histogram(host, name, d) {
   }
   const xs = d.histogram.map(b => (b[0] + b[1]) / 2);
   const ys = d.histogram.map(b => b[2]);
+  // The bins cover p0–p99; what lies above p99 is one more bar after them (issue 39: one
+  // 1.6 s stall put every other interval into the first bar of 0–1,600 ms).
+  const over = d.overflow;
+  if (over) {
+    const last = d.histogram[d.histogram.length - 1];
+    const w = Math.max(last[1] - last[0], Math.abs(last[1]) * 0.05 || 1);
+    xs.push(last[1] + w / 2);
+    ys.push(over.count);
+    box.dataset.overflow = String(over.count);
+  }
   new uPlot({
     width: 360, height: 220,
     title: name + " (ms): p50 " + fmt(d.p50, 1) + ", p90 " + fmt(d.p90, 1) + ", p99 " + fmt(d.p99, 1)
-      + ", n " + d.count,
+      + ", n " + d.count
+      + (over ? "; last bar: " + over.count + " above p99, up to " + fmt(over.to, 1) + " ms" : ""),
     legend: { show: false },
     // Half a bin of margin each side, so the first and last bars are whole.
     scales: { x: { time: false, range: (u, lo, hi) => {
-      const w = d.histogram.length > 1 ? (hi - lo) / (d.histogram.length - 1) : Math.max(1, lo * 0.1);
+      const w = xs.length > 1 ? (hi - lo) / (xs.length - 1) : Math.max(1, lo * 0.1);
       return [lo - w, hi + w];
     } } },
     // Tick labels with as many decimals as their spacing needs (trial 22: a narrow TPOT
@@ -168,8 +181,12 @@ async function serverMetrics(pointId) {
   host.replaceChildren();
   try {
     const d = await getJson("/api/v1/points/" + pointId + "/server_metrics");
+    // The server's settings (the sim's time_scale) once, with their units, not as series.
+    const settings = (d.settings || []).map(s => s.name + " = " + num(s.value) + (s.unit ? " (" + s.unit + ")" : ""));
+    const settingsNote = settings.length ? "; settings: " + settings.join(", ") : "";
+    host.dataset.settings = String(settings.length);
     if (!d.series.length) {
-      $("server-note").textContent = "no server metrics for this point (the server had no /metrics, or it was not scraped)";
+      $("server-note").textContent = "no server-metric gauges for this point (the server had no /metrics, or it was not scraped)" + settingsNote;
       return;
     }
     const t0 = Math.min(...d.series.map(s => s.samples.length ? s.samples[0][0] : Infinity));
@@ -184,15 +201,18 @@ async function serverMetrics(pointId) {
       });
       const box = document.createElement("div");
       host.append(box);
-      new uPlot({ mode: 2, width: 420, height: 200, title: name, legend: { show: false },
+      const unit = ss[0].unit;
+      new uPlot({ mode: 2, width: 420, height: 200, title: name + (unit ? " (" + unit + ")" : ""), legend: { show: false },
         scales: { x: { time: false } },
         // Scrapes are timed by this machine's clock, also for the sim's modelled (rescaled)
         // runs, whose latencies above are modelled (trial 20: nothing said so).
-        axes: [{ label: "time since first scrape (s, this machine's wall clock)" }, {}], series,
+        axes: [{ label: "time since first scrape (s, this machine's wall clock)" },
+          { label: unit || "value (unit not given by the server)", size: 60 }], series,
         hooks: { draw: [dotsHook(box)] } }, data, box);
     }
     host.dataset.series = String(d.series.length);
-    $("server-note").textContent = count(names.length, "gauge") + " scraped from the server's /metrics during the run";
+    $("server-note").textContent = count(names.length, "gauge") + " scraped from the server's /metrics during the run"
+      + settingsNote;
   } catch (e) {
     $("server-note").textContent = e.message;
   }

@@ -68,6 +68,11 @@ function draw(res) {
   }
   $("bars").dataset.bars = String(res.bars.length);
   if (res.note) { status(res.note + notAppliedNote()); return; }
+  if (res.at === null) {
+    status("no valid point of the selection lies on a frontier with a value of " + metricLabel(options, res.x)
+      + ": nothing to read" + notAppliedNote());
+    return;
+  }
   status(count(res.bars.length, "group") + " at " + metricLabel(options, res.x) + " = " + res.at
     // The direction is y's, named with it (trial 26: after x it read as "lower interactivity").
     + "; " + metricLabel(options, res.y) + ": " + res.better + " is better"
@@ -84,15 +89,17 @@ async function refresh(push) {
     status(none + notAppliedNote());
     return;
   }
-  // What the URL asked for and the page could not apply is said before Calculate too.
-  if (!$("at").value.trim()) {
-    status("Choose the x to read every group at (e.g. interactivity 50 tok/s/user) and press Calculate."
-      + notAppliedNote());
-    return;
-  }
+  // Without an x asked for, the API's default (issue 39: 35 tok/s/user where the valid points
+  // reach it, else the middle of their range), written into the box.
+  const given = $("at").value.trim();
+  const q = apiQuery();
+  if (!given) q.set("at", "auto");
   status("loading…");
   try {
-    draw(await getJson("/api/v1/tco?" + apiQuery()));
+    const res = await getJson("/api/v1/tco?" + q);
+    if (!given && res.at !== null) $("at").value = String(res.at);
+    atSlider(res, refresh);
+    draw(res);
   } catch (e) {
     status("error: " + e.message, true);
   }

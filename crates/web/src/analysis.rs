@@ -36,15 +36,32 @@ fn side(name: &str, spec: &str, common: &Filter) -> Result<Filter, ApiError> {
     Ok(f)
 }
 
-/// The required `at` parameter (a number), removed from `pairs`; `what` says in the 400 what
-/// the x is for.
-fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<f64, ApiError> {
+/// The required `at` parameter (a number, or `auto`: the view's default x,
+/// [`inferbench_views::analysis::default_at`], `None` here), removed from `pairs`; `what` says
+/// in the 400 what the x is for.
+fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<Option<f64>, ApiError> {
     match take(pairs, "at") {
-        Some(v) => number("at", &v),
+        Some(v) if v.trim() == "auto" => Ok(None),
+        Some(v) => number("at", &v).map(Some),
         None => Err(ApiError::bad_request(format!(
-            "`at` is required: the x (e.g. interactivity in tok/s/user) {what}"
+            "`at` is required: the x (e.g. interactivity in tok/s/user) {what}, or `auto` (35 \
+             tok/s/user where the valid points reach it, else the middle of their x range)"
         ))),
     }
+}
+
+/// `at` as asked, or for `auto` the default x over the counted points of `rows`; NaN (`null`
+/// in JSON, no value anywhere) when `auto` finds no frontier.
+fn resolve_at(
+    at: Option<f64>,
+    rows: &[inferbench_store::PointRow],
+    x: &str,
+    y: &str,
+    include_invalid: bool,
+) -> f64 {
+    use inferbench_views::analysis::{default_at, x_range};
+    at.or_else(|| default_at(x, x_range(rows, x, y, include_invalid)))
+        .unwrap_or(f64::NAN)
 }
 
 /// The points the common parameters select (filters, `x`, `y`, cost), with the x (default
@@ -52,6 +69,7 @@ fn required_at(pairs: &mut Vec<(String, String)>, what: &str) -> Result<f64, Api
 async fn selected(state: &AppState, pairs: &[(String, String)]) -> Result<Selected, ApiError> {
     let q = parse_points_query(pairs)?;
     let x = q.x.clone().unwrap_or_else(|| "median_intvty".into());
+    let include_invalid = q.filter.include_invalid;
     let (f, cost, specs) = (q.filter, q.cost, q.filter_specs);
     let (rows, hints) = state
         .with_store(move |s| {
@@ -68,6 +86,7 @@ async fn selected(state: &AppState, pairs: &[(String, String)]) -> Result<Select
         rows,
         x,
         y: q.y,
+        include_invalid,
         note: (!hints.is_empty()).then(|| hints.join("; ")),
     })
 }
@@ -77,6 +96,8 @@ struct Selected {
     rows: Vec<inferbench_store::PointRow>,
     x: String,
     y: String,
+    /// `include_invalid=true`: invalid points count ([`inferbench_store::PointRow::counts`]).
+    include_invalid: bool,
     /// When nothing matched: which filter matches nothing by itself, with the closest stored
     /// value (trial 22: History and TCO said nothing of `model=typo`).
     note: Option<String>,
@@ -145,14 +166,9 @@ pub async fn compare(
                 s.points(&fa, &cost).map_err(db)?,
                 s.points(&fb, &cost).map_err(db)?,
             );
-            // Invalid points do not count unless asked, as `inferbench compare` leaves them
-            // out without `--include-invalid` (trial 24: the API compared three targets where
-            // the CLI found no valid point).
-            let (ra, rb) = (
-                compare::keep_valid(ra, include_invalid),
-                compare::keep_valid(rb, include_invalid),
-            );
-            let hints = if ra.0.is_empty() || rb.0.is_empty() {
+            let hints = if !ra.iter().any(|r| r.counts(include_invalid))
+                || !rb.iter().any(|r| r.counts(include_invalid))
+            {
                 unmatched(s, &specs)?
             } else {
                 Vec::new()
@@ -160,18 +176,17 @@ pub async fn compare(
             Ok((ra, rb, hints))
         })
         .await?;
-    let ((ra, a_invalid), (rb, b_invalid)) = (ra, rb);
+    // The one analysis `inferbench compare` runs (issue 39): invalid points do not count
+    // unless asked (trial 24: the API compared three targets where the CLI found no valid
+    // point).
+    let c = inferbench_views::analysis::compare_sides(ra, rb, &x, &y, &at, include_invalid);
+    let (ra, rb, a_invalid, b_invalid, targets) = (c.a, c.b, c.a_invalid, c.b_invalid, c.targets);
     // A side that matches nothing is the answer's note, before any pooling of the other.
     let pooled = || compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query);
     if let Some(why) = (!ra.is_empty() && !rb.is_empty()).then(pooled).flatten() {
         return Err(ApiError::bad_request(why));
     }
-    let targets = if at.is_empty() {
-        compare::default_targets(&ra, &rb, &x, &y)
-    } else {
-        at
-    };
-    let rows = compare::compare(&ra, &rb, &x, &y, &targets);
+    let rows = c.rows;
     let sides = [
         ("A", &a, ra.len(), a_invalid),
         ("B", &b, rb.len(), b_invalid),
@@ -304,12 +319,15 @@ pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
 /// `GET /api/v1/history?at=X[&window=N][&threshold=F]&…`: per group, y at x = `at` for each
 /// batch (its frontier interpolated there), dated by the batch's latest point, flagged against
 /// the median of the `window` (default 3) previous values with the relative `threshold`
-/// (default 0.05), as `inferbench report --history-at X` prints it. Answer: `{"x", "y", "at",
-/// "window", "threshold", "x_range": [lo, hi] | null, "groups": [{"name", "points": [{date,
-/// time_unix, batch, batch_label, value, baseline, change, regression}…], "latest_regression":
-/// bool}…]}`,
-/// groups in the store's order; `x_range` is the x extent of the selection's frontiers
-/// (`compare::x_span`), `time_unix` the batch's latest run start (s) or null; "note": null, or
+/// (default 0.05), as `inferbench report --history-at X` prints it: the same function,
+/// [`inferbench_views::analysis::history_at`], so invalid points count only with
+/// `include_invalid=true`. `at=auto`: [`inferbench_views::analysis::default_at`]. Answer:
+/// `{"x", "y", "at", "window", "threshold", "include_invalid", "x_range": [lo, hi] | null,
+/// "default_at", "groups": [{"name", "points": [{date, time_unix, batch, batch_label, value,
+/// baseline, change, regression}…], "latest_regression": bool, "total", "invalid", "x_range"}…]}`,
+/// groups in the store's order; `x_range` is the x extent of the counted points' frontiers
+/// (`compare::x_span`; a group's own beside it), `total`/`invalid` a group's points and those
+/// left out as invalid, `time_unix` the batch's latest run start (s) or null; "note": null, or
 /// which filter matches nothing when no point matched.
 pub async fn history(
     State(state): State<AppState>,
@@ -338,37 +356,48 @@ pub async fn history(
             }
         },
     };
-    let Selected { rows, x, y, note } = selected(&state, &pairs).await?;
-    let h = compare::history(&rows, &x, &y, at, window, threshold);
-    // The store's group order (the order of the rows), not the map's.
-    let mut order: Vec<String> = Vec::new();
-    for r in &rows {
-        let g = r.group();
-        if !order.contains(&g) {
-            order.push(g);
-        }
-    }
-    let groups: Vec<Value> = order
-        .iter()
-        .filter_map(|g| {
-            let s = h.get(g)?;
-            let points: Vec<Value> = s.iter().map(with_batch_label).collect();
-            Some(json!({
-                "name": g,
+    let Selected {
+        rows,
+        x,
+        y,
+        include_invalid,
+        note,
+    } = selected(&state, &pairs).await?;
+    let at = resolve_at(at, &rows, &x, &y, include_invalid);
+    // The one analysis `report --history-at` runs (issue 39: this route counted invalid
+    // points, and `include_invalid=false` changed nothing).
+    let h = inferbench_views::analysis::history_at(
+        &rows,
+        &x,
+        &y,
+        at,
+        window,
+        threshold,
+        include_invalid,
+    );
+    let groups: Vec<Value> = (h.groups.iter())
+        .map(|g| {
+            let points: Vec<Value> = g.points.iter().map(with_batch_label).collect();
+            json!({
+                "name": g.name,
                 "points": points,
-                "latest_regression": s.last().is_some_and(|p| p.regression),
-            }))
+                "latest_regression": g.points.last().is_some_and(|p| p.regression),
+                "total": g.total,
+                "invalid": g.invalid,
+                "x_range": g.x_range.map(|(lo, hi)| [lo, hi]),
+            })
         })
         .collect();
-    // Where the selection's frontiers lie, to name when `at` is outside all of them.
-    let x_range = compare::x_span(&rows, &x, &y).map(|(lo, hi)| [lo, hi]);
+    let x_range = h.x_range.map(|(lo, hi)| [lo, hi]);
     Ok(Json(json!({
         "x": x,
         "y": y,
         "at": at,
         "window": window,
         "threshold": threshold,
+        "include_invalid": include_invalid,
         "x_range": x_range,
+        "default_at": inferbench_views::analysis::default_at(&x, h.x_range),
         "groups": groups,
         "note": note,
     })))
@@ -440,59 +469,44 @@ pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 /// batch's frontier interpolated there with the monotone spline, never extrapolated; the mean
 /// over batches, its repeats), best first (highest for higher-is-better y, else lowest).
 /// `gpu_hour_cost` / `gpu_kw` give the custom price and power behind `usd_per_m_custom*`,
-/// `tok_s_per_mw*` and `j_per_token*`. Answer: `{"x", "y", "at", "better": "higher"|"lower",
-/// "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…], "note"}` (groups
-/// whose frontiers do not reach `at`; `note`: null, or which filter matches nothing).
+/// `tok_s_per_mw*` and `j_per_token*`. The same function for every caller,
+/// [`inferbench_views::analysis::tco_at`]: invalid points count only with
+/// `include_invalid=true`; `at=auto` reads at [`inferbench_views::analysis::default_at`].
+/// Answer: `{"x", "y", "at", "better": "higher"|"lower", "include_invalid", "x_range",
+/// "default_at", "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…],
+/// "invalid_only": [group…], "note"}` (`unreached`: groups whose counted frontiers do not reach
+/// `at`; `invalid_only`: those among them with no valid point; `note`: null, or which filter
+/// matches nothing).
 pub async fn tco(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let at = required_at(&mut pairs, "to read each group at")?;
-    let Selected { rows, x, y, note } = selected(&state, &pairs).await?;
-    let mut groups: Vec<(String, Vec<inferbench_store::PointRow>)> = Vec::new();
-    for r in rows {
-        let g = r.group();
-        match groups.iter_mut().find(|(n, _)| *n == g) {
-            Some((_, v)) => v.push(r),
-            None => groups.push((g, vec![r])),
-        }
-    }
-    let higher = inferbench_store::query::better(&y) == inferbench_core::analytics::Better::Higher;
-    let mut bars = Vec::new();
-    let mut unreached = Vec::new();
-    for (g, rs) in &groups {
-        let v = compare::values_at(rs, &x, &y, at);
-        if v.is_empty() {
-            unreached.push(g.clone());
-            continue;
-        }
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        bars.push((
-            g.clone(),
-            rs[0].source_kind == inferbench_store::query::PUBLIC_SOURCE,
-            mean,
-            v.len(),
-        ));
-    }
-    bars.sort_by(|a, b| {
-        let o = a.2.total_cmp(&b.2);
-        if higher {
-            o.reverse()
-        } else {
-            o
-        }
-    });
-    let bars: Vec<Value> = bars
-        .into_iter()
-        .map(|(g, public, value, n)| json!({"group": g, "public": public, "value": value, "batches": n}))
+    let Selected {
+        rows,
+        x,
+        y,
+        include_invalid,
+        note,
+    } = selected(&state, &pairs).await?;
+    let at = resolve_at(at, &rows, &x, &y, include_invalid);
+    // The one analysis (issue 39: this route read invalid points).
+    let t = inferbench_views::analysis::tco_at(&rows, &x, &y, at, include_invalid);
+    let bars: Vec<Value> = (t.bars.iter())
+        .map(|b| json!({"group": b.group, "public": b.public, "value": b.value, "batches": b.batches}))
         .collect();
+    let higher = t.better == inferbench_core::analytics::Better::Higher;
     Ok(Json(json!({
         "x": x,
         "y": y,
         "at": at,
         "better": if higher { "higher" } else { "lower" },
+        "include_invalid": include_invalid,
+        "x_range": t.x_range.map(|(lo, hi)| [lo, hi]),
+        "default_at": inferbench_views::analysis::default_at(&x, t.x_range),
         "bars": bars,
-        "unreached": unreached,
+        "unreached": t.unreached,
+        "invalid_only": t.invalid_only,
         "note": note,
     })))
 }

@@ -307,7 +307,7 @@ fn select(
             "median_intvty".to_string()
         }
     });
-    query::mark_frontier_with(&mut rows, &x, &q.y, f.include_invalid);
+    inferbench_views::analysis::mark_frontier(&mut rows, &x, &q.y, f.include_invalid);
     if q.frontier_only {
         rows.retain(|r| r.frontier);
     }
@@ -360,6 +360,9 @@ pub async fn points(
     Ok(Json(answer).into_response())
 }
 
+/// The `invalid_reason` of an invalid point stored without one (before the store kept reasons).
+pub const NO_REASON_STORED: &str = "invalid (no reason stored with this point)";
+
 /// One point of [`points`], borrowed from its row (serialized straight into the response).
 /// Identity fields as in [`PointRow`].
 #[derive(Debug, serde::Serialize)]
@@ -392,6 +395,10 @@ pub struct ChartPoint<'a> {
     pub batch_label: String,
     pub error: Option<&'a str>,
     pub valid: bool,
+    /// Why the point is invalid ([`PointRow::invalid_reason`], as `report --columns
+    /// conc,error` says it: "server fell behind …"); `null` when valid. A point stored without
+    /// a reason (before schema version 4) says so.
+    pub invalid_reason: Option<&'a str>,
     pub frontier: bool,
     /// From InferenceX's public database dump (`source_kind` `inferencex-dump`), not a local
     /// run.
@@ -433,6 +440,11 @@ impl<'a> ChartPoint<'a> {
             batch_label: inferbench_core::text::batch_label(&r.batch),
             error: r.error.as_deref(),
             valid: r.valid,
+            invalid_reason: match (r.valid, r.invalid_reason.as_deref()) {
+                (true, _) => None,
+                (false, Some(why)) => Some(why),
+                (false, None) => Some(NO_REASON_STORED),
+            },
             frontier: r.frontier,
             public: r.source_kind == inferbench_store::query::PUBLIC_SOURCE,
             point_id: r.point_id,
@@ -590,8 +602,9 @@ pub async fn run(
     } else {
         "median_intvty"
     };
-    query::mark_frontier_with(&mut rows, x, "tput_per_gpu", true);
-    query::mark_frontier_with(&mut batch, x, "tput_per_gpu", true);
+    // Invalid points never on it, as on every frontier (issue 39).
+    inferbench_views::analysis::mark_frontier(&mut rows, x, "tput_per_gpu", false);
+    inferbench_views::analysis::mark_frontier(&mut batch, x, "tput_per_gpu", false);
     let files: Vec<Value> = files
         .iter()
         .map(|a| {
@@ -657,8 +670,12 @@ pub async fn artifact(
         .into_response())
 }
 
-/// Summary of one latency sample in ms: count, p50/p90/p99, min, max and a 20-bin histogram
-/// (`[[lo, hi, count]…]`, equal widths from min to max; one bin when all values are equal).
+/// Summary of one latency sample in ms: count, p50/p90/p99, min, max, a 20-bin histogram of
+/// p0–p99 (`[[lo, hi, count]…]`, equal widths from min to p99; one bin when those are equal) and
+/// `overflow`, the values above p99 (`{"from": p99, "to": max, "count"}`, `null` when none), so
+/// that one stalled interval does not squeeze every other into the first bar (issue 39: ITL
+/// 0–1,600 ms with everything in the first bar). The bins' counts and the overflow's add up to
+/// `count`.
 pub fn distribution(mut v: Vec<f64>) -> Value {
     v.retain(|x| x.is_finite());
     v.sort_by(f64::total_cmp);
@@ -666,10 +683,16 @@ pub fn distribution(mut v: Vec<f64>) -> Value {
         return json!({"count": 0, "unit": "ms"});
     };
     let p = |q: f64| inferbench_core::metrics::percentile_sorted(&v, q);
-    let bins = if hi > lo { 20 } else { 1 };
-    let w = (hi - lo) / bins as f64;
+    let top = p(99.0).unwrap_or(hi).clamp(lo, hi);
+    let bins = if top > lo { 20 } else { 1 };
+    let w = (top - lo) / bins as f64;
     let mut counts = vec![0u64; bins];
+    let mut over = 0u64;
     for &x in &v {
+        if x > top {
+            over += 1;
+            continue;
+        }
         let b = if w > 0.0 {
             (((x - lo) / w) as usize).min(bins - 1)
         } else {
@@ -682,8 +705,10 @@ pub fn distribution(mut v: Vec<f64>) -> Value {
         .enumerate()
         .map(|(i, &c)| json!([lo + w * i as f64, lo + w * (i + 1) as f64, c]))
         .collect();
+    let overflow = (over > 0).then(|| json!({"from": top, "to": hi, "count": over}));
     json!({"count": v.len(), "unit": "ms", "min": lo, "max": hi,
-           "p50": p(50.0), "p90": p(90.0), "p99": p(99.0), "histogram": hist})
+           "p50": p(50.0), "p90": p(90.0), "p99": p(99.0), "histogram": hist,
+           "overflow": overflow})
 }
 
 /// `GET /api/v1/points/{id}/latencies`: TTFT, TPOT, ITL and E2EL distributions ([`distribution`],
@@ -740,9 +765,39 @@ fn is_gauge(name: &str) -> bool {
         .any(|s| name.ends_with(s))
 }
 
+/// The unit of a server-metric gauge by its name (vLLM's and SGLang's, the sim's), for the
+/// chart's axis: `None` where the name says nothing of it.
+pub fn gauge_unit(name: &str) -> Option<&'static str> {
+    let n = name.rsplit(':').next().unwrap_or(name);
+    Some(if n == "time_scale" {
+        "modelled s per wall-clock s"
+    } else if n.ends_with("_perc") || n == "token_usage" || n.ends_with("hit_rate") {
+        "fraction (1 = 100 %)"
+    } else if n.starts_with("num_requests_") || n.ends_with("_reqs") {
+        "requests"
+    } else if n.ends_with("_seconds") {
+        "s"
+    } else if n.ends_with("_bytes") {
+        "bytes"
+    } else if n.ends_with("throughput") {
+        "tok/s"
+    } else if n.ends_with("_tokens") || n == "num_used_tokens" {
+        "tokens"
+    } else {
+        return None;
+    })
+}
+
+/// Server-metric gauges that are settings of the server, not its state over the run (the sim's
+/// `--time-scale`): shown once with their value, never as a time series.
+pub const SETTING_GAUGES: &[&str] = &["inferbench_sim:time_scale"];
+
 /// `GET /api/v1/points/{id}/server_metrics`: the point's server-metric gauges over the run
 /// (requests running and waiting, KV-cache usage, …; counters and histograms are left out),
-/// `{"point_id", "series": [{"name", "labels", "samples": [[unix s, value]…]}…]}`.
+/// `{"point_id", "series": [{"name", "labels", "unit", "samples": [[unix s, value]…]}…],
+/// "settings": [{"name", "labels", "unit", "value"}…]}`: `unit` by the name ([`gauge_unit`],
+/// `null` when unknown); settings ([`SETTING_GAUGES`]: the sim's `time_scale`) are listed with
+/// their last value instead of as series (issue 39: drawn as a flat time series).
 pub async fn server_metrics(
     State(state): State<AppState>,
     axum::extract::Path(raw): axum::extract::Path<String>,
@@ -752,5 +807,55 @@ pub async fn server_metrics(
         .with_store(move |s| s.point_server_metrics(id).map_err(db_err))
         .await?;
     series.retain(|s| is_gauge(&s.name));
-    Ok(Json(json!({"point_id": id, "series": series})))
+    let (settings, series): (Vec<_>, Vec<_>) = series
+        .into_iter()
+        .partition(|s| SETTING_GAUGES.contains(&s.name.as_str()));
+    let series: Vec<Value> = (series.iter())
+        .map(|s| {
+            json!({"name": s.name, "labels": s.labels, "unit": gauge_unit(&s.name),
+                   "samples": s.samples})
+        })
+        .collect();
+    let settings: Vec<Value> = (settings.iter())
+        .map(|s| {
+            json!({"name": s.name, "labels": s.labels, "unit": gauge_unit(&s.name),
+                   "value": s.samples.last().map(|p| p[1])})
+        })
+        .collect();
+    Ok(Json(
+        json!({"point_id": id, "series": series, "settings": settings}),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 39: 99 intervals of 10–20 ms and one stall of 1,600 ms drew 0–1,600 ms with
+    /// everything in the first bar. The bins now cover p0–p99; the stall is the overflow.
+    #[test]
+    fn histogram_covers_p0_to_p99_with_an_overflow_bin() {
+        let mut v: Vec<f64> = (0..99).map(|i| 10.0 + f64::from(i % 11)).collect();
+        v.push(1600.0);
+        let d = distribution(v);
+        let p99 = d["p99"].as_f64().unwrap();
+        // NumPy's linear p99: 20 + 0.01 × (1,600 − 20) = 35.8.
+        assert!((p99 - 35.8).abs() < 1e-9, "{p99}");
+        let bins = d["histogram"].as_array().unwrap();
+        assert_eq!(bins.len(), 20);
+        assert_eq!(bins[0][0], json!(10.0));
+        assert_eq!(bins[19][1].as_f64().unwrap(), p99);
+        let counts: Vec<u64> = bins.iter().map(|b| b[2].as_u64().unwrap()).collect();
+        // 10 … 20 ms (9 each) over bins of (35.8 − 10) / 20 = 1.29 ms: at most two values a
+        // bin, where the old 0–1,600 ms bins put all 99 in the first.
+        assert_eq!(
+            counts,
+            [18, 9, 9, 18, 9, 9, 18, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
+        assert_eq!(counts.iter().sum::<u64>(), 99);
+        assert_eq!(
+            d["overflow"],
+            json!({"from": p99, "to": 1600.0, "count": 1})
+        );
+    }
 }

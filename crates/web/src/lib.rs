@@ -24,10 +24,14 @@
 //!   `GET /assets/NAME`: their scripts and styles.
 //!
 //! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
-//! opened read-only ([`inferbench_store::Store::open_read_only`]).
+//! opened read-only ([`inferbench_store::Store::open_read_only`]). The numbers of compare,
+//! history, TCO and frontiers come from `inferbench_views::analysis`, as `report`'s do; the
+//! routes only format them. [`serve`] checks `Host` on a loopback address
+//! ([`served_router`]); `serve --redact` hides stored paths and host names ([`redact`]).
 
 pub mod analysis;
 pub mod api;
+pub mod redact;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -44,6 +48,8 @@ use inferbench_store::Store;
 #[derive(Clone)]
 pub struct AppState {
     store: Arc<Mutex<Store>>,
+    /// `serve --redact`: answers without stored absolute paths and host names ([`redact`]).
+    redact: bool,
 }
 
 impl AppState {
@@ -51,7 +57,14 @@ impl AppState {
     pub fn new(store: Store) -> AppState {
         AppState {
             store: Arc::new(Mutex::new(store)),
+            redact: false,
         }
+    }
+
+    /// This state with `serve --redact`'s rewriting on or off ([`redact::layer`]).
+    pub fn redacted(mut self, on: bool) -> AppState {
+        self.redact = on;
+        self
     }
 
     /// Runs `f` on the store in tokio's blocking pool; a poisoned lock (a panicked query) is
@@ -171,7 +184,8 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
 
 /// The dashboard's routes over `state`.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let redacted = state.redact;
+    let r = Router::new()
         .route("/", get(|| async { Redirect::to("/inference") }))
         .route("/inference", get(|| page(INFERENCE_HTML)))
         .route("/assets/{name}", get(asset))
@@ -199,7 +213,96 @@ pub fn router(state: AppState) -> Router {
         .route("/tco", get(|| page(TCO_HTML)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .with_state(state)
+        .with_state(state);
+    if redacted {
+        r.layer(axum::middleware::from_fn(redact::layer))
+    } else {
+        r
+    }
+}
+
+/// [`router`] as [`serve`] serves it on `local`: on a loopback address, only requests whose
+/// `Host` names this machine's loopback ([`is_loopback_host`]) are answered, others get 403
+/// (a page of another site whose name an attacker re-pointed at 127.0.0.1, DNS rebinding,
+/// would otherwise read the API with the browser's help). A request without `Host` (HTTP/1.0
+/// tools) is answered. On another address every `Host` is answered (the `--bind` warning says
+/// the dashboard is open to whoever reaches it).
+pub fn served_router(state: AppState, local: SocketAddr) -> Router {
+    let r = router(state);
+    if local.ip().is_loopback() {
+        r.layer(axum::middleware::from_fn(loopback_hosts_only))
+    } else {
+        r
+    }
+}
+
+/// Whether `host` (a `Host` header: `name[:port]` or `[v6]:port`) names this machine's
+/// loopback: `localhost` or a name under `.localhost` (RFC 6761), an address in 127.0.0.0/8,
+/// or `::1`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim();
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((inside, after)) if after.is_empty() || after.starts_with(':') => inside,
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+            Some(_) => return false,
+            None => host,
+        }
+    };
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The warning `serve` prints when listening on `ip`, a non-loopback address: who can read
+/// what, including the absolute paths and host names stored with the runs unless `redact`.
+pub fn exposure_warning(ip: std::net::IpAddr, redact: bool) -> String {
+    let what = if redact {
+        "every stored result (absolute paths and host names hidden: --redact)"
+    } else {
+        "every stored result, including the absolute paths (result directories, job.json's \
+         output and model paths) and the host names stored with the runs; --redact hides them"
+    };
+    format!(
+        "warning: listening on {ip} is reachable from other machines, and the dashboard has no \
+         login: anyone who can reach this port can read {what}"
+    )
+}
+
+/// The DNS-rebinding guard of [`served_router`].
+async fn loopback_hosts_only(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = req.headers().get(header::HOST).map(|h| h.to_str());
+    match host {
+        None => next.run(req).await,
+        Some(Ok(h)) if is_loopback_host(h) => next.run(req).await,
+        Some(h) => {
+            let shown = h
+                .unwrap_or("(not text)")
+                .chars()
+                .take(100)
+                .collect::<String>();
+            api::ApiError {
+                status: StatusCode::FORBIDDEN,
+                message: format!(
+                    "Host `{shown}` is not this machine's loopback: the dashboard, bound to a \
+                     loopback address, answers only requests for localhost or 127.0.0.1 (a \
+                     guard against DNS rebinding); open it at http://127.0.0.1:PORT/, or serve \
+                     on another address with --bind"
+                ),
+            }
+            .into_response()
+        }
+    }
 }
 
 fn secured(mut r: Response) -> Response {
@@ -253,6 +356,19 @@ pub async fn serve(
     addr: SocketAddr,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with(store, addr, false, shutdown).await
+}
+
+/// [`serve`], with `redact` (`serve --redact`): answers without the stored absolute paths and
+/// host names ([`redact`]).
+///
+/// Errors: the address cannot be bound (in use, not local), or the server fails.
+pub async fn serve_with(
+    store: Store,
+    addr: SocketAddr,
+    redact: bool,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     eprintln!(
@@ -260,14 +376,48 @@ pub async fn serve(
         store.location()
     );
     if !local.ip().is_loopback() {
-        // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard.
-        eprintln!(
-            "warning: listening on {} is reachable from other machines, and the dashboard has no \
-             login: anyone who can reach this port can read every stored result",
-            local.ip()
-        );
+        // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard; issue
+        // 39: nor that stored paths and host names are served.
+        eprintln!("{}", exposure_warning(local.ip(), redact));
     }
-    axum::serve(listener, router(AppState::new(store)))
+    let state = AppState::new(store).redacted(redact);
+    axum::serve(listener, served_router(state, local))
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_host;
+
+    /// The DNS-rebinding guard's names (issue 39): loopback names and addresses with or
+    /// without a port pass; another name, or one re-pointed at 127.0.0.1, does not.
+    #[test]
+    fn loopback_hosts() {
+        for ok in [
+            "localhost",
+            "localhost:8321",
+            "LOCALHOST.:8321",
+            "app.localhost:80",
+            "127.0.0.1",
+            "127.0.0.1:8321",
+            "127.1.2.3:1",
+            "[::1]:8321",
+            "[::1]",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example:8321",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io:8321",
+            "10.0.0.1:8321",
+            "[::2]:8321",
+            "[::1]x",
+            "localhost:http",
+            "",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
 }

@@ -106,16 +106,20 @@ async fn history_answers_report_history_at() {
     assert_eq!(
         v,
         json!({"x": "median_intvty", "y": "tput_per_gpu", "at": 50.0, "window": 3,
-               "threshold": 0.05, "x_range": [40.0, 120.0], "note": null, "groups": [
-            {"name": "dsr1 1024/1024 b200_sglang_fp4", "latest_regression": true, "points": [
+               "threshold": 0.05, "x_range": [40.0, 120.0], "note": null,
+               // 35 tok/s/user lies outside the range: the page opens in its middle.
+               "include_invalid": false, "default_at": 80.0, "groups": [
+            {"name": "dsr1 1024/1024 b200_sglang_fp4", "latest_regression": true,
+             "total": 8, "invalid": 0, "x_range": [40.0, 120.0], "points": [
                 {"date": "2026-02-20", "value": 1800.0, "baseline": null, "change": null,
                  "regression": false, "time_unix": null},
                 {"date": "2026-02-27", "value": 1620.0, "baseline": 1800.0,
                  "change": -0.09999999999999998, "regression": true, "time_unix": null}]},
             {"name": "dsr1 1024/1024 h200_sglang_fp8", "latest_regression": false,
+             "total": 2, "invalid": 0, "x_range": [52.63157894736842, 105.26315789473684],
              "points": []},
             {"name": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "latest_regression": false,
-             "points": [
+             "total": 8, "invalid": 0, "x_range": [40.0, 120.0], "points": [
                 {"date": "2026-02-20", "value": 1350.0, "baseline": null, "change": null,
                  "regression": false, "time_unix": null},
                 {"date": "2026-02-27", "value": 1485.0000000000002, "baseline": 1350.0,
@@ -336,7 +340,8 @@ async fn tco_reads_every_group_at_one_x_best_first() {
                  {"group": "dsr1 1024/1024 b200_sglang_fp4", "public": false, "value": 1520.0, "batches": 2},
                  {"group": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "public": false, "value": 1260.0, "batches": 2},
                  {"group": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "value": 364.3904, "batches": 1}],
-               "unreached": [], "note": null})
+               "unreached": [], "invalid_only": [], "note": null, "include_invalid": false,
+               "x_range": [40.0, 120.0], "default_at": 80.0})
     );
     // Lower-is-better y (cost at your own price) sorts cheapest first; x out of reach: listed.
     let (_, c) = get_json(
@@ -444,4 +449,26 @@ async fn compare_leaves_invalid_points_out_as_the_cli_does() {
     );
     assert_eq!(v["rows"].as_array().map(Vec::len), Some(3), "{v}");
     assert_eq!(v["rows"][0]["ratio_a_over_b"], json!(1.0), "{v}");
+}
+
+/// Issue 39: `at=auto` reads History and TCO at their default x: 35 tok/s/user where the valid
+/// points' frontiers reach it, else the middle of their range (40 … 120 here: 80); `null`
+/// without any frontier.
+#[tokio::test]
+async fn at_auto_reads_at_the_default_x() {
+    let (_d, db) = seeded();
+    for route in ["history", "tco"] {
+        let (s, v) = get_json(&db, &format!("/api/v1/{route}?at=auto&model=dsr1")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(
+            (&v["at"], &v["default_at"], &v["x_range"]),
+            (&json!(80.0), &json!(80.0), &json!([40.0, 120.0])),
+            "{route}"
+        );
+        let (s, v) = get_json(&db, &format!("/api/v1/{route}?at=auto&model=nope")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!((&v["at"], &v["x_range"]), (&json!(null), &json!(null)));
+    }
+    let (_, v) = get_json(&db, "/api/v1/tco?at=auto&model=dsr1").await;
+    assert_eq!(v["bars"][0]["value"], json!(1140.0), "{v}");
 }

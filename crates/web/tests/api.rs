@@ -2,6 +2,9 @@
 //! request by request through the router: exact JSON, 400s naming the bad parameter, 404s, the
 //! security headers, and a store that refuses writes.
 
+#[allow(dead_code)]
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use axum::body::Body;
@@ -421,7 +424,7 @@ async fn run_page_api_gives_provenance_points_files_and_latencies() {
     assert_eq!(
         v["ttft"],
         json!({"count": 4, "unit": "ms", "min": 100.0, "max": 100.0, "p50": 100.0, "p90": 100.0,
-               "p99": 100.0, "histogram": [[100.0, 100.0, 4]]})
+               "p99": 100.0, "histogram": [[100.0, 100.0, 4]], "overflow": null})
     );
     let e = &v["e2el"];
     assert_eq!(
@@ -439,11 +442,17 @@ async fn run_page_api_gives_provenance_points_files_and_latencies() {
         .iter()
         .map(|b| b[2].as_u64().unwrap())
         .collect();
+    // Bins over p0–p99 (1,000 … 3,970 ms, NumPy's linear p99 in floating point); the 4 s
+    // request above p99 is the overflow bin.
     let mut want = vec![0u64; 20];
-    for b in [0, 6, 13, 19] {
+    for b in [0, 6, 13] {
         want[b] = 1;
     }
     assert_eq!(hist, want);
+    assert_eq!(
+        e["overflow"],
+        json!({"from": 3969.9999999999995, "to": 4000.0, "count": 1})
+    );
     assert_eq!(v["tpot"]["count"], 4);
     // conc 4 kept no records; it has power samples.
     let (s, _) = get_json(&db, &format!("/api/v1/points/{p4}/latencies")).await;
@@ -461,11 +470,15 @@ async fn run_page_api_gives_provenance_points_files_and_latencies() {
     assert_eq!(
         v["series"],
         json!([
-            {"name": "vllm:kv_cache_usage_perc", "labels": "", "samples": [[1772359001.0, 0.25]]},
-            {"name": "vllm:num_requests_running", "labels": "{\"engine\":\"0\"}", "samples": [[1772359000.0, 4.0]]},
-            {"name": "vllm:num_requests_waiting", "labels": "", "samples": [[1772359001.0, 0.0]]},
+            {"name": "vllm:kv_cache_usage_perc", "labels": "", "unit": "fraction (1 = 100 %)",
+             "samples": [[1772359001.0, 0.25]]},
+            {"name": "vllm:num_requests_running", "labels": "{\"engine\":\"0\"}",
+             "unit": "requests", "samples": [[1772359000.0, 4.0]]},
+            {"name": "vllm:num_requests_waiting", "labels": "", "unit": "requests",
+             "samples": [[1772359001.0, 0.0]]},
         ])
     );
+    assert_eq!(v["settings"], json!([]));
     let (s, _, _) = get(&db, &format!("/run?id={r4}")).await;
     assert_eq!(s, StatusCode::OK);
 }
@@ -655,4 +668,111 @@ async fn a_runs_x_is_the_north_star_for_an_agentic_batch() {
         .map(|p| p["x"].as_f64().unwrap())
         .collect();
     assert_eq!(xs, [30.0, 20.0]);
+}
+
+/// Issue 39: the sim's `time_scale` is a setting, listed once with its value and unit, not a
+/// flat time series; every gauge carries its unit.
+#[tokio::test]
+async fn server_settings_are_listed_apart_with_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = dir.path().join("sweep");
+    common::copy_tree_replacing(&fixtures(), &fx, &[]);
+    let metrics = fx.join("conc4/server_metrics.jsonl");
+    let mut text = std::fs::read_to_string(&metrics).unwrap();
+    text.push_str(
+        "{\"t\": 1772359002.0, \"metrics\": {\"inferbench_sim:time_scale\": 4, \
+         \"vllm:num_requests_running\": 3}}\n",
+    );
+    std::fs::write(&metrics, text).unwrap();
+    let db = dir.path().join("s.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    s.ingest_path(&fx, &IngestOptions::default()).unwrap();
+    drop(s);
+    let (p4, _) = ids_of(&db, 4).await;
+    let (st, v) = get_json(&db, &format!("/api/v1/points/{p4}/server_metrics")).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        v["settings"],
+        json!([{"name": "inferbench_sim:time_scale", "labels": "",
+                "unit": "modelled s per wall-clock s", "value": 4.0}])
+    );
+    let names: Vec<(&str, &str)> = (v["series"].as_array().unwrap().iter())
+        .map(|s| (s["name"].as_str().unwrap(), s["unit"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("vllm:kv_cache_usage_perc", "fraction (1 = 100 %)"),
+            ("vllm:num_requests_running", "requests"),
+            ("vllm:num_requests_running", "requests"),
+            ("vllm:num_requests_waiting", "requests"),
+        ]
+    );
+}
+
+/// Issue 39: `serve --redact` serves no stored absolute path (the run's source directory) nor
+/// host name (`node-07` of job.json), and not the run's kept files; without it both are there.
+#[tokio::test]
+async fn redact_hides_absolute_paths_and_host_names() {
+    let (_d, db) = seeded();
+    let (_, r4) = ids_of(&db, 4).await;
+    let abs = std::fs::canonicalize(fixtures())
+        .unwrap()
+        .display()
+        .to_string();
+    let fetch = |redact: bool, uri: String| {
+        let db = db.clone();
+        async move {
+            let state = AppState::new(Store::open_read_only(&db).unwrap()).redacted(redact);
+            let res = router(state)
+                .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            let status = res.status();
+            let b = res.into_body().collect().await.unwrap().to_bytes();
+            (status, String::from_utf8(b.to_vec()).unwrap())
+        }
+    };
+    let run = format!("/api/v1/runs/{r4}");
+    let (s, plain) = fetch(false, run.clone()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(plain.contains(&abs) && plain.contains("node-07"), "{plain}");
+    let (s, hidden) = fetch(true, run).await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(
+        !hidden.contains(&abs) && !hidden.contains("node-07"),
+        "{hidden}"
+    );
+    let v: Value = serde_json::from_str(&hidden).unwrap();
+    assert_eq!(v["run"]["host"], json!("(redacted)"));
+    assert_eq!(v["run"]["job"]["host"], json!("(redacted)"));
+    assert_eq!(
+        v["run"]["source_path"],
+        json!("…/sweep-h200/conc4"),
+        "{hidden}"
+    );
+    // Links to the kept files stay, the files are refused.
+    let url = v["artifacts"][0]["url"].as_str().unwrap().to_string();
+    assert!(
+        url.starts_with(&format!("/api/v1/runs/{r4}/artifacts/")),
+        "{url}"
+    );
+    let (s, body) = fetch(true, url.clone()).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
+    assert!(body.contains("not served with --redact"), "{body}");
+    assert_eq!(fetch(false, url).await.0, StatusCode::OK);
+    // Every other answer too: points (with metrics), the CSV export, options.
+    for uri in [
+        "/api/v1/points?metrics=all",
+        "/api/v1/points.csv",
+        "/api/v1/options",
+    ] {
+        let (s, body) = fetch(true, uri.to_string()).await;
+        assert_eq!(s, StatusCode::OK, "{uri}");
+        assert!(
+            !body.contains(&abs) && !body.contains("node-07"),
+            "{uri}: {body}"
+        );
+    }
 }

@@ -780,12 +780,21 @@ fn compare_history_evals_models_and_tco_pages() {
             "{page}: {dom}"
         );
     }
-    // Without a target x the page asks for one instead of failing.
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/history?model=dsr1"));
-    assert!(
-        text_of(&dom, "status").starts_with("Choose the x to follow over time"),
-        "{dom}"
-    );
+    // Without a target x each page opens at the API's default (issue 39): 35 tok/s/user lies
+    // outside the valid points' range (40 … 120), so its middle, with a slider over the range.
+    for page in ["history", "tco"] {
+        let dom = dump_dom(
+            &chromium,
+            &profile,
+            &format!("{base}/{page}?model=dsr1&sequence=1024%2F1024"),
+        );
+        let status = text_of(&dom, "status");
+        assert!(status.contains(" = 80"), "{page}: {status}");
+        assert!(
+            dom.contains(r#"id="at-slider""#) && dom.contains(r#"min="40" max="120""#),
+            "{page}: {dom}"
+        );
+    }
 }
 
 /// Trial 18: two batches of one day stacked on one vertical line at midnight (the API dated a
@@ -932,10 +941,11 @@ fn pages_take_aliases_and_name_what_they_cannot_apply() {
         "{dom}"
     );
 
-    // On load, before Show/Calculate/Compare (trial 24: nothing said until pressed).
+    // On load, before Show/Calculate/Compare (trial 24: nothing said until pressed); History
+    // and TCO open at their default x (issue 39).
     for (path, prompt) in [
-        ("history?model=nope", "Choose the x to follow over time"),
-        ("tco?model=nope", "Choose the x to read every group at"),
+        ("history?model=nope", ""),
+        ("tco?model=nope", ""),
         ("compare?model=nope", "Name the two sides"),
     ] {
         let status = text_of(&page(path), "status");
@@ -992,6 +1002,32 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
     assert_eq!(
         attr(&dom, "chart", "data-dots").as_deref(),
         Some("3"),
+        "{dom}"
+    );
+    // The run page says why each invalid point is invalid, as `report --columns conc,error`
+    // does (issue 39: "invalid" alone).
+    let mut f = inferbench_store::Filter::default();
+    f.add("hw=h100").unwrap();
+    let rows = (Store::open_read_only(&db).unwrap())
+        .points(&f, &Default::default())
+        .unwrap();
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/run?id={}", rows[0].run_id),
+    );
+    assert!(
+        dom.contains("<td>invalid: the server fell behind</td>"),
+        "{dom}"
+    );
+    // And the Inference page's table, beside the tooltip's same line.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024%2F1024&hardware=h100"),
+    );
+    assert!(
+        dom.contains("<td>invalid: the server fell behind</td>"),
         "{dom}"
     );
 }

@@ -21,6 +21,11 @@ pub struct Args {
     /// TCP port (0 = any free port; the URL is printed).
     #[arg(long, default_value_t = 8321)]
     pub port: u16,
+    /// Hide the absolute paths (result directories, job.json's paths) and host names stored
+    /// with the runs: paths shown as their last two components, hosts as `(host)`; a run's
+    /// kept files (logs, job.json) are not served. For `--bind 0.0.0.0`.
+    #[arg(long)]
+    pub redact: bool,
 }
 
 /// Serves until Ctrl-C / SIGTERM; returns 130 then, as every long-running subcommand does
@@ -36,9 +41,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     rt.block_on(async {
         let stop = super::shutdown_token("inferbench serve: stopping");
         let addr = SocketAddr::new(args.bind, args.port);
-        inferbench_web::serve(store, addr, async move { stop.cancelled().await })
-            .await
-            .map_err(|e| anyhow::anyhow!("serving on {addr}: {e}{}", super::bind_hint(&e)))
+        inferbench_web::serve_with(
+            store,
+            addr,
+            args.redact,
+            async move { stop.cancelled().await },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("serving on {addr}: {e}{}", super::bind_hint(&e)))
     })?;
     Ok(ExitStatus::Interrupted)
 }

@@ -1,0 +1,484 @@
+//! The dashboard says exactly what `report` says (issue 39 §5): on one database, with an
+//! invalid point inside a valid batch, `inferbench serve`'s `/api/v1/history`, `/tco`,
+//! `/compare` and `/points` give the numbers `report --history-at`, `compare --json` and
+//! `report --frontier` print (one analysis behind both: `inferbench_views::analysis`); every
+//! point carries its `invalid_reason`; and `serve`/`report` read a database in a directory
+//! they cannot write (a read-only volume, another user's file).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+
+use inferbench_store::Store;
+use serde_json::{json, Value};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_inferbench")
+}
+
+/// The reason the invalid point carries (as loadgen writes it).
+const REASON: &str = "the server fell behind its schedule on 24 % of its token chunks";
+
+/// Two batches of h100 (the first's conc-64 point invalid, the sim fallen behind: the only
+/// point of its batch reaching x = 30) and one of h200, each point `(conc, median
+/// interactivity in tok/s/user, tok/s/GPU, valid)`, in a new SQLite file at `db`. Runs and
+/// points are the store's synthetic ones (llama3.1-8b 1024/1024, vllm fp8 TP1) with these
+/// values.
+fn seed(db: &str) {
+    let mut s = Store::open(db).unwrap();
+    s.migrate().unwrap();
+    type Points = [(i64, f64, f64, bool); 3];
+    let batches: [(&str, &str, &str, Points); 3] = [
+        (
+            "h100-a",
+            "2026-12-01",
+            "h100",
+            [
+                (4, 100.0, 1000.0, true),
+                (16, 60.0, 3000.0, true),
+                (64, 20.0, 12323.0, false),
+            ],
+        ),
+        (
+            "h100-b",
+            "2026-12-02",
+            "h100",
+            [
+                (4, 110.0, 1100.0, true),
+                (16, 70.0, 3200.0, true),
+                (64, 25.0, 9000.0, true),
+            ],
+        ),
+        (
+            "h200-a",
+            "2026-12-01",
+            "h200",
+            [
+                (4, 100.0, 1500.0, true),
+                (16, 50.0, 4000.0, true),
+                (64, 15.0, 8000.0, true),
+            ],
+        ),
+    ];
+    for (batch, date, hw, points) in batches {
+        let mut run = inferbench_store::synthetic::run(0, "llama3.1-8b", 1024, 1024);
+        let template = run.points[0].clone();
+        (run.run_key, run.batch, run.date) = (format!("parity-{batch}"), batch.into(), date.into());
+        run.points = (points.iter())
+            .map(|&(conc, x, y, valid)| {
+                let mut p = template.clone();
+                p.config.hardware = hw.into();
+                p.config.image = String::new();
+                (p.conc, p.date, p.valid) = (conc, date.into(), valid);
+                p.invalid_reason = (!valid).then(|| REASON.to_string());
+                p.metrics = BTreeMap::from([
+                    ("median_intvty".to_string(), x),
+                    ("tput_per_gpu".to_string(), y),
+                ]);
+                p
+            })
+            .collect();
+        s.ingest_run(&run).unwrap();
+    }
+}
+
+/// GET `path` from `addr` over HTTP/1.1 with `host` as the Host header; returns (status line,
+/// body).
+fn http_get_as(addr: &str, host: &str, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+fn api(addr: &str, path: &str) -> Value {
+    let (status, body) = http_get_as(addr, addr, path);
+    assert_eq!(status, "HTTP/1.1 200 OK", "{path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// The CLI's stdout as JSON (the command must succeed, or exit 1 for a regression).
+fn cli_json(args: &[&str]) -> Value {
+    let o = Command::new(bin()).args(args).output().unwrap();
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{args:?}: {}",
+        common::output_text(&o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// What `/api/v1/history` answers, flattened as `report --history-at --format json` prints it:
+/// `(group, batch, value, baseline, change, regression)` per value.
+fn api_history_rows(v: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for g in v["groups"].as_array().unwrap() {
+        for p in g["points"].as_array().unwrap() {
+            out.push(json!([
+                g["name"],
+                p["batch"],
+                p["value"],
+                p["baseline"],
+                p["change"],
+                p["regression"]
+            ]));
+        }
+    }
+    out.sort_by_key(|r| r.to_string());
+    out
+}
+
+fn cli_history_rows(v: &Value) -> Vec<Value> {
+    let mut out: Vec<Value> = (v.as_array().unwrap().iter())
+        .map(|p| {
+            json!([
+                p["group"],
+                p["batch"],
+                p["value"],
+                p["baseline"],
+                p["change"],
+                p["regression"]
+            ])
+        })
+        .collect();
+    out.sort_by_key(|r| r.to_string());
+    out
+}
+
+#[test]
+fn every_view_of_the_api_equals_the_cli_with_an_invalid_point_in_a_valid_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db").display().to_string();
+    seed(&db);
+    let common::Serving {
+        mut child,
+        addr,
+        rest,
+        ..
+    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
+
+    // History at x = 30: h100's first batch reaches 30 only through its invalid point, so it
+    // has no value there; its second batch (9000 at 25 … 3200 at 70) does.
+    for (q, flag) in [
+        ("", None),
+        ("&include_invalid=true", Some("--include-invalid")),
+    ] {
+        let v = api(&addr, &format!("/api/v1/history?at=30{q}"));
+        let mut args = vec![
+            "report",
+            "--db",
+            &db,
+            "--history-at",
+            "30",
+            "--format",
+            "json",
+        ];
+        args.extend(flag);
+        let cli = cli_json(&args);
+        assert_eq!(api_history_rows(&v), cli_history_rows(&cli), "{q}");
+    }
+    let v = api(&addr, "/api/v1/history?at=30");
+    let h100 = &v["groups"][0];
+    assert_eq!(h100["name"], "llama3.1-8b 1024/1024 h100_vllm_fp8");
+    assert_eq!(
+        (h100["points"].as_array().unwrap().len(), &h100["invalid"]),
+        (1, &json!(1))
+    );
+    // The x range spans valid points only (15 … 110, not the invalid point's 20 alone).
+    assert_eq!(v["x_range"], json!([15.0, 110.0]));
+    assert_eq!(v["default_at"], json!(35.0));
+    // Counted, the invalid point is the first batch's value at x = 30 (the frontier through
+    // 12,323 at 20 and 3,000 at 60).
+    let all = api(&addr, "/api/v1/history?at=30&include_invalid=true");
+    assert_eq!(all["groups"][0]["points"].as_array().unwrap().len(), 2);
+
+    // TCO at x = 30: each group's bar is the mean of its batches' history values, exactly.
+    for q in ["", "&include_invalid=true"] {
+        let t = api(&addr, &format!("/api/v1/tco?at=30{q}"));
+        let h = api(&addr, &format!("/api/v1/history?at=30{q}"));
+        for bar in t["bars"].as_array().unwrap() {
+            let g = (h["groups"].as_array().unwrap().iter())
+                .find(|g| g["name"] == bar["group"])
+                .unwrap();
+            let vals: Vec<f64> = (g["points"].as_array().unwrap().iter())
+                .map(|p| p["value"].as_f64().unwrap())
+                .collect();
+            assert_eq!(bar["batches"], json!(vals.len()), "{q}");
+            assert_eq!(
+                bar["value"].as_f64().unwrap(),
+                vals.iter().sum::<f64>() / vals.len() as f64,
+                "{q}"
+            );
+        }
+    }
+    let t = api(&addr, "/api/v1/tco?at=22");
+    // At 22 only h100's invalid point (20) and h200 (15) reach: h100 is unreached.
+    assert_eq!(
+        t["unreached"],
+        json!(["llama3.1-8b 1024/1024 h100_vllm_fp8"])
+    );
+    assert_eq!(t["bars"].as_array().unwrap().len(), 1);
+
+    // Compare at x = 30 and the default targets: the CLI's rows, and the same counts.
+    for (at, cli_at) in [("&at=30", vec!["--at", "30"]), ("", vec![])] {
+        for (q, flag) in [
+            ("", None),
+            ("&include_invalid=true", Some("--include-invalid")),
+        ] {
+            let v = api(
+                &addr,
+                &format!("/api/v1/compare?a=hw%3Dh100&b=hw%3Dh200{at}{q}"),
+            );
+            let mut args = vec!["compare", "hw=h100", "hw=h200", "--db", &db, "--json"];
+            args.extend(cli_at.iter().copied());
+            args.extend(flag);
+            assert_eq!(v["rows"], cli_json(&args), "{at}{q}");
+        }
+    }
+    let v = api(&addr, "/api/v1/compare?a=hw%3Dh100&b=hw%3Dh200&at=30");
+    assert_eq!(
+        (&v["rows"][0]["n_a"], &v["count_a"], &v["invalid_a"]),
+        (&json!(1), &json!(5), &json!(1))
+    );
+
+    // Frontiers: the points the API marks are those `report --frontier` lists.
+    let key = |p: &Value| format!("{} {} {}", p["hardware"], p["conc"], p["batch"]);
+    for (q, flag) in [
+        ("", None),
+        ("&include_invalid=true", Some("--include-invalid")),
+    ] {
+        let v = api(&addr, &format!("/api/v1/points?frontier_only=true{q}"));
+        let mut api_keys: Vec<String> = v["points"].as_array().unwrap().iter().map(key).collect();
+        let mut args = vec![
+            "report",
+            "--db",
+            &db,
+            "--frontier",
+            "--format",
+            "json",
+            "--columns",
+            "hardware,conc,batch",
+        ];
+        args.extend(flag);
+        let mut cli_keys: Vec<String> = cli_json(&args)
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(key)
+            .collect();
+        api_keys.sort();
+        cli_keys.sort();
+        assert_eq!(api_keys, cli_keys, "{q}");
+    }
+
+    // Why a point is invalid, in the API as in `report --columns conc,error,invalid_reason`.
+    let v = api(&addr, "/api/v1/points?hw=h100");
+    let reasons: Vec<(i64, Value)> = (v["points"].as_array().unwrap().iter())
+        .map(|p| (p["conc"].as_i64().unwrap(), p["invalid_reason"].clone()))
+        .filter(|(_, r)| !r.is_null())
+        .collect();
+    assert_eq!(reasons, [(64, json!(REASON))]);
+    let cli = cli_json(&[
+        "report",
+        "--db",
+        &db,
+        "-f",
+        "hw=h100",
+        "--format",
+        "json",
+        "--columns",
+        "conc,error,invalid_reason",
+    ]);
+    let cli_reasons: Vec<(i64, Value)> = (cli.as_array().unwrap().iter())
+        .map(|p| (p["conc"].as_i64().unwrap(), p["invalid_reason"].clone()))
+        .filter(|(_, r)| !r.is_null())
+        .collect();
+    assert_eq!(cli_reasons, reasons);
+
+    common::signal(child.id(), "TERM");
+    child.wait().unwrap();
+    rest.join().unwrap();
+}
+
+/// `program` with `args` as a user whom directory permissions bind: this user when it is not
+/// root, else `nobody` through `setpriv` (root ignores them); `None` after a skip line where
+/// that is impossible.
+fn unprivileged(program: &str, args: &[&str]) -> Option<Command> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        let mut c = Command::new(program);
+        c.args(args);
+        return Some(c);
+    }
+    // 65534: `nobody`/`nogroup` (or `nobody`) by number, whatever the distribution names them.
+    let drop = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
+    let works = inferbench_testutil::command_works(
+        "setpriv",
+        &[&drop[..], &["true"]].concat(),
+        "setpriv dropping root to uid/gid 65534 (nobody)",
+        "util-linux's setpriv: the test runs as root, which ignores directory permissions",
+    );
+    works.then(|| {
+        let mut c = Command::new("setpriv");
+        c.args(drop).arg(program).args(args);
+        c
+    })
+}
+
+/// `serve` and `report` read a database in a directory they cannot write (no `-shm` can be
+/// created beside it), as another user on a read-only directory: the answers are those of the
+/// writable copy, and nothing is created there (issue 39: "attempt to write a readonly
+/// database").
+#[test]
+fn serve_and_report_read_a_database_in_a_directory_they_cannot_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let perm = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    perm(dir.path(), 0o755);
+    let ro = dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let db = ro.join("p.db").display().to_string();
+    seed(&db);
+    let want = cli_json(&[
+        "report",
+        "--db",
+        &db,
+        "--format",
+        "json",
+        "--columns",
+        "conc,hardware",
+    ]);
+    assert_eq!(want.as_array().unwrap().len(), 9);
+    // A cleanly closed WAL database: the main file alone.
+    let files = |d: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = (std::fs::read_dir(d).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    // A read-only reader leaves an empty log and its index behind (it may not checkpoint):
+    // the directory as the reader above left it, then as the last writer leaves it (the main
+    // file alone).
+    perm(std::path::Path::new(&db), 0o444);
+    let args = [
+        "report",
+        "--db",
+        &db,
+        "--format",
+        "json",
+        "--columns",
+        "conc,hardware",
+    ];
+    for leftovers in [true, false] {
+        if !leftovers {
+            for f in [format!("{db}-wal"), format!("{db}-shm")] {
+                if std::path::Path::new(&f).exists() {
+                    assert_eq!(
+                        std::fs::metadata(&f).unwrap().len() == 0,
+                        f.ends_with("-wal")
+                    );
+                    std::fs::remove_file(f).unwrap();
+                }
+            }
+        }
+        perm(&ro, 0o555);
+        let Some(mut report) = unprivileged(bin(), &args) else {
+            return;
+        };
+        let o = report.output().unwrap();
+        assert!(
+            o.status.success(),
+            "{leftovers}: {}",
+            common::output_text(&o)
+        );
+        assert_eq!(serde_json::from_slice::<Value>(&o.stdout).unwrap(), want);
+        perm(&ro, 0o755);
+    }
+    assert_eq!(files(&ro), ["p.db"]);
+    perm(&ro, 0o555);
+
+    let serve_args = ["serve", "--db", &db, "--port", "0"];
+    let mut cmd = unprivileged(bin(), &serve_args).unwrap();
+    let common::Serving {
+        mut child,
+        addr,
+        rest,
+        first,
+    } = common::start_serve(&mut cmd);
+    assert!(first.contains("read-only at http://"), "{first}");
+    let v = api(&addr, "/api/v1/history?at=30");
+    assert_eq!(v["groups"].as_array().unwrap().len(), 2, "{v}");
+    let v = api(&addr, "/api/v1/points");
+    assert_eq!(v["count"], json!(9), "{v}");
+    common::signal(child.id(), "TERM");
+    child.wait().unwrap();
+    rest.join().unwrap();
+    assert_eq!(files(&ro), ["p.db"]);
+    perm(&ro, 0o755);
+}
+
+/// Issue 39, exposure: on loopback the dashboard answers only requests for a loopback name
+/// (DNS rebinding: a page of `evil.example` re-pointed at 127.0.0.1 gets 403); on another
+/// address it answers any, and its warning says that stored paths and host names are served,
+/// which `--redact` hides.
+#[test]
+fn serve_checks_host_on_loopback_and_says_what_it_exposes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db").display().to_string();
+    seed(&db);
+    let common::Serving {
+        mut child,
+        addr,
+        rest,
+        ..
+    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
+    let port = addr.rsplit(':').next().unwrap().to_string();
+    let (status, body) = http_get_as(&addr, "evil.example:80", "/api/v1/options");
+    assert_eq!(status, "HTTP/1.1 403 Forbidden", "{body}");
+    assert!(body.contains("DNS rebinding"), "{body}");
+    for host in [format!("localhost:{port}"), addr.clone()] {
+        assert_eq!(http_get_as(&addr, &host, "/inference").0, "HTTP/1.1 200 OK");
+    }
+    common::signal(child.id(), "TERM");
+    child.wait().unwrap();
+    assert!(!rest.join().unwrap().contains("warning"));
+
+    for redact in [false, true] {
+        let mut args = vec!["serve", "--db", &db, "--port", "0", "--bind", "0.0.0.0"];
+        if redact {
+            args.push("--redact");
+        }
+        let common::Serving {
+            mut child,
+            addr,
+            rest,
+            ..
+        } = common::start_serve(Command::new(bin()).args(&args));
+        let local = format!("127.0.0.1:{}", addr.rsplit(':').next().unwrap());
+        let (status, _) = http_get_as(&local, "evil.example:80", "/api/v1/options");
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        common::signal(child.id(), "TERM");
+        child.wait().unwrap();
+        let said = rest.join().unwrap();
+        let want = if redact {
+            "can read every stored result (absolute paths and host names hidden: --redact)"
+        } else {
+            "including the absolute paths (result directories, job.json's output and model \
+             paths) and the host names stored with the runs; --redact hides them"
+        };
+        assert!(said.starts_with("warning: listening on 0.0.0.0"), "{said}");
+        assert!(said.contains(want), "{said}");
+    }
+}

@@ -1,0 +1,350 @@
+//! The one analysis layer behind every view of y at a given x: which points count
+//! ([`PointRow::counts`]), frontiers ([`mark_frontier`]), compare ([`compare_sides`]), history
+//! at x ([`history_at`]) and the TCO bars ([`tco_at`]). `inferbench report`/`compare` and the
+//! dashboard's routes (`/api/v1/points`, `/compare`, `/history`, `/tco`) all call these and
+//! only format what they return, so the API's numbers are the CLI's by construction (issue 39:
+//! History and TCO answered an invalid point's 12,323 tok/s/GPU where `report --history-at`
+//! said no batch reaches x).
+//!
+//! Every function takes the store's rows as selected ([`inferbench_store::Store::points`],
+//! invalid points included) and `include_invalid`; invalid points count only with it.
+
+use inferbench_core::analytics::{Better, HistoryPoint};
+use inferbench_store::compare::{self, CompareRow};
+use inferbench_store::query::{self, PointRow};
+
+/// InferenceX's default interactivity for History and TCO, in tok/s/user (its pages open
+/// there).
+pub const DEFAULT_INTERACTIVITY: f64 = 35.0;
+
+/// The rows of `rows` that count ([`PointRow::counts`]), cloned, and how many were left out
+/// as invalid.
+pub fn counted(rows: &[PointRow], include_invalid: bool) -> (Vec<PointRow>, usize) {
+    compare::keep_valid(rows.to_vec(), include_invalid)
+}
+
+/// Marks each row's `frontier` flag per group over the points that count
+/// ([`query::mark_frontier_with`]): what `report`, `/api/v1/points` and the run page show.
+pub fn mark_frontier(rows: &mut [PointRow], x: &str, y: &str, include_invalid: bool) {
+    query::mark_frontier_with(rows, x, y, include_invalid);
+}
+
+/// The x range (lowest, highest; x's unit) over which some batch of the counted rows has a
+/// frontier ([`compare::x_span`] over [`counted`] rows); `None` without one.
+pub fn x_range(rows: &[PointRow], x: &str, y: &str, include_invalid: bool) -> Option<(f64, f64)> {
+    compare::x_span(&counted(rows, include_invalid).0, x, y)
+}
+
+/// The x a History or TCO view opens at when none is given: [`DEFAULT_INTERACTIVITY`] when x is
+/// an interactivity metric (tok/s/user) and `range` covers it, else the middle of `range`;
+/// `None` without a range.
+pub fn default_at(x: &str, range: Option<(f64, f64)>) -> Option<f64> {
+    let (lo, hi) = range?;
+    if x.ends_with("intvty") && (lo..=hi).contains(&DEFAULT_INTERACTIVITY) {
+        Some(DEFAULT_INTERACTIVITY)
+    } else {
+        Some((lo + hi) / 2.0)
+    }
+}
+
+/// One group of a [`History`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryGroup {
+    /// [`PointRow::group`].
+    pub name: String,
+    /// y at x per batch whose frontier reaches x, oldest first
+    /// ([`compare::history`] over the counted points).
+    pub points: Vec<HistoryPoint>,
+    /// The group's points, all of them.
+    pub total: usize,
+    /// Its points left out as invalid.
+    pub invalid: usize,
+    /// Its batches with a counted point.
+    pub batches: usize,
+    /// Where its counted points' frontiers lie ([`compare::x_span`]), `None` without one.
+    pub x_range: Option<(f64, f64)>,
+}
+
+/// y at one x per group and batch, with regression flags: `report --history-at` and
+/// `/api/v1/history`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct History {
+    /// Every group of the selection in the rows' order, also one whose points are all
+    /// invalid (its `points` empty).
+    pub groups: Vec<HistoryGroup>,
+    /// [`x_range`] of the selection (counted points only).
+    pub x_range: Option<(f64, f64)>,
+}
+
+/// [`History`] of `rows` at `x = at` (y per batch on its frontier, monotone spline, never
+/// extrapolated), each value flagged against the median of the `window` previous ones with the
+/// relative `threshold` (0.05 = 5 %).
+pub fn history_at(
+    rows: &[PointRow],
+    x: &str,
+    y: &str,
+    at: f64,
+    window: usize,
+    threshold: f64,
+    include_invalid: bool,
+) -> History {
+    let (kept, _) = counted(rows, include_invalid);
+    let mut h = compare::history(&kept, x, y, at, window, threshold);
+    let groups = group_order(rows)
+        .into_iter()
+        .map(|name| {
+            let of: Vec<&PointRow> = rows.iter().filter(|r| r.group() == name).collect();
+            let mine: Vec<PointRow> = (of.iter())
+                .filter(|r| r.counts(include_invalid))
+                .map(|r| (*r).clone())
+                .collect();
+            let batches: std::collections::BTreeSet<&str> =
+                mine.iter().map(|r| r.batch.as_str()).collect();
+            HistoryGroup {
+                points: h.remove(&name).unwrap_or_default(),
+                total: of.len(),
+                invalid: of.iter().filter(|r| !r.valid).count(),
+                batches: batches.len(),
+                x_range: compare::x_span(&mine, x, y),
+                name,
+            }
+        })
+        .collect();
+    History {
+        groups,
+        x_range: compare::x_span(&kept, x, y),
+    }
+}
+
+/// The distinct groups of `rows`, in the rows' order (the store's).
+fn group_order(rows: &[PointRow]) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    for r in rows {
+        let g = r.group();
+        if !order.contains(&g) {
+            order.push(g);
+        }
+    }
+    order
+}
+
+/// One bar of the TCO view: a group's y at x.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TcoBar {
+    /// [`PointRow::group`].
+    pub group: String,
+    /// InferenceX's published points (an imported dump), not a local run.
+    pub public: bool,
+    /// Mean over the batches whose frontier reaches x of their y there, in y's unit.
+    pub value: f64,
+    /// How many batches the mean is over.
+    pub batches: usize,
+}
+
+/// Every group's y at one x: `/api/v1/tco`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tco {
+    /// Groups with a value, best first (highest for higher-is-better y, else lowest).
+    pub bars: Vec<TcoBar>,
+    /// Groups whose counted frontiers do not reach x (all-invalid groups included).
+    pub unreached: Vec<String>,
+    /// Groups left without a counted point: every point invalid (a subset of `unreached`).
+    pub invalid_only: Vec<String>,
+    /// y's direction.
+    pub better: Better,
+    /// [`x_range`] of the selection (counted points only).
+    pub x_range: Option<(f64, f64)>,
+}
+
+/// [`Tco`] of `rows` at `x = at`: per group the mean over batches of y on each batch's
+/// frontier at `at` (the same values as [`history_at`] gives per batch).
+pub fn tco_at(rows: &[PointRow], x: &str, y: &str, at: f64, include_invalid: bool) -> Tco {
+    let better = query::better(y);
+    let mut bars = Vec::new();
+    let (mut unreached, mut invalid_only) = (Vec::new(), Vec::new());
+    for g in group_order(rows) {
+        let of: Vec<PointRow> = (rows.iter())
+            .filter(|r| r.group() == g && r.counts(include_invalid))
+            .cloned()
+            .collect();
+        if of.is_empty() {
+            invalid_only.push(g.clone());
+        }
+        let v = compare::values_at(&of, x, y, at);
+        if v.is_empty() {
+            unreached.push(g);
+            continue;
+        }
+        bars.push(TcoBar {
+            public: of[0].source_kind == query::PUBLIC_SOURCE,
+            value: v.iter().sum::<f64>() / v.len() as f64,
+            batches: v.len(),
+            group: g,
+        });
+    }
+    bars.sort_by(|a, b| {
+        let o = a.value.total_cmp(&b.value);
+        if better == Better::Higher {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+    Tco {
+        bars,
+        unreached,
+        invalid_only,
+        better,
+        x_range: x_range(rows, x, y, include_invalid),
+    }
+}
+
+/// Two sides compared at matched x: `inferbench compare` and `/api/v1/compare`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// Side A's counted points.
+    pub a: Vec<PointRow>,
+    /// Side B's counted points.
+    pub b: Vec<PointRow>,
+    /// Side A's points left out as invalid.
+    pub a_invalid: usize,
+    /// Side B's points left out as invalid.
+    pub b_invalid: usize,
+    /// The x values compared: `at` as given, else the low end, middle and high end of the
+    /// range both sides' frontiers cover ([`compare::default_targets`]; empty without overlap).
+    pub targets: Vec<f64>,
+    /// One row per target ([`compare::compare`]).
+    pub rows: Vec<CompareRow>,
+}
+
+/// Compares sides `a` and `b` (the store's rows of each) at `at` (or the default targets).
+pub fn compare_sides(
+    a: Vec<PointRow>,
+    b: Vec<PointRow>,
+    x: &str,
+    y: &str,
+    at: &[f64],
+    include_invalid: bool,
+) -> Comparison {
+    let (a, a_invalid) = compare::keep_valid(a, include_invalid);
+    let (b, b_invalid) = compare::keep_valid(b, include_invalid);
+    let targets = if at.is_empty() {
+        compare::default_targets(&a, &b, x, y)
+    } else {
+        at.to_vec()
+    };
+    let rows = compare::compare(&a, &b, x, y, &targets);
+    Comparison {
+        a,
+        b,
+        a_invalid,
+        b_invalid,
+        targets,
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(batch: &str, conc: i64, x: f64, y: f64, valid: bool) -> PointRow {
+        let mut r = PointRow {
+            model: "llama3.1-8b".into(),
+            hardware: "h100".into(),
+            framework: "vllm".into(),
+            precision: "bf16".into(),
+            spec_decoding: "none".into(),
+            tp: 1,
+            gpus: 1,
+            scenario: "fixed_seq_len".into(),
+            isl: 1024,
+            osl: 1024,
+            source_kind: "inferbench".into(),
+            ..PointRow::default()
+        };
+        r.batch = batch.into();
+        r.conc = conc;
+        r.date = "2026-12-01".into();
+        r.valid = valid;
+        r.invalid_reason = (!valid).then(|| "server fell behind".to_string());
+        r.metrics.insert("median_intvty".into(), x);
+        r.metrics.insert("tput_per_gpu".into(), y);
+        r
+    }
+
+    /// A batch whose conc-64 point is invalid and the only one reaching x = 20: counted only
+    /// with `include_invalid`, in history, TCO, compare and x ranges alike.
+    fn batch() -> Vec<PointRow> {
+        vec![
+            row("b1", 4, 100.0, 1000.0, true),
+            row("b1", 16, 60.0, 3000.0, true),
+            row("b1", 64, 20.0, 12323.0, false),
+        ]
+    }
+
+    #[test]
+    fn invalid_points_count_only_when_asked() {
+        let rows = batch();
+        let h = history_at(&rows, "median_intvty", "tput_per_gpu", 30.0, 3, 0.05, false);
+        assert_eq!(h.groups.len(), 1);
+        assert!(h.groups[0].points.is_empty());
+        assert_eq!((h.groups[0].total, h.groups[0].invalid), (3, 1));
+        assert_eq!(h.x_range, Some((60.0, 100.0)));
+        let t = tco_at(&rows, "median_intvty", "tput_per_gpu", 30.0, false);
+        assert!(t.bars.is_empty());
+        assert_eq!(t.unreached.len(), 1);
+        assert!(t.invalid_only.is_empty());
+        let c = compare_sides(
+            rows.clone(),
+            rows.clone(),
+            "median_intvty",
+            "tput_per_gpu",
+            &[30.0],
+            false,
+        );
+        assert_eq!((c.rows[0].n_a, c.a_invalid), (0, 1));
+
+        let h = history_at(&rows, "median_intvty", "tput_per_gpu", 20.0, 3, 0.05, true);
+        assert_eq!(h.groups[0].points[0].value, 12323.0);
+        assert_eq!(h.x_range, Some((20.0, 100.0)));
+        let t = tco_at(&rows, "median_intvty", "tput_per_gpu", 20.0, true);
+        assert_eq!(t.bars[0].value, 12323.0);
+    }
+
+    /// The curve history, TCO and compare read y off is the frontier `report` and the API mark:
+    /// for AgentX rows shown against another x, North-Star gated (B is on the plain Pareto
+    /// frontier in (median interactivity, y) but not among the North-Star winners).
+    #[test]
+    fn agentic_curves_are_the_marked_north_star_frontier() {
+        let mut rows: Vec<PointRow> = [(10.0, 100.0, 5.0), (20.0, 50.0, 1.0), (30.0, 10.0, 8.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(x, y, ns))| {
+                let mut r = row("b1", 4 << i, x, y, true);
+                r.scenario = query::AGENTIC_SCENARIO.into();
+                r.metrics.insert(query::NORTH_STAR_X.into(), ns);
+                r
+            })
+            .collect();
+        mark_frontier(&mut rows, "median_intvty", "tput_per_gpu", false);
+        let marked: Vec<bool> = rows.iter().map(|r| r.frontier).collect();
+        assert_eq!(marked, [true, false, true]);
+        let all: Vec<&PointRow> = rows.iter().collect();
+        assert_eq!(
+            compare::frontier_knots(&all, "median_intvty", "tput_per_gpu"),
+            [(10.0, 100.0), (30.0, 10.0)]
+        );
+        // At x = 20 the value comes off A–C (two knots: a straight line), not B's 50.
+        let h = history_at(&rows, "median_intvty", "tput_per_gpu", 20.0, 3, 0.05, false);
+        assert_eq!(h.groups[0].points[0].value, 55.0);
+    }
+
+    #[test]
+    fn default_at_is_35_inside_the_range_else_its_middle() {
+        assert_eq!(default_at("median_intvty", Some((10.0, 80.0))), Some(35.0));
+        assert_eq!(default_at("median_intvty", Some((60.0, 100.0))), Some(80.0));
+        assert_eq!(default_at("median_ttft", Some((10.0, 80.0))), Some(45.0));
+        assert_eq!(default_at("median_intvty", None), None);
+    }
+}

@@ -1,0 +1,219 @@
+//! `serve --redact`: what the dashboard serves without the stored absolute paths and host names
+//! (a run's source path and batch directory, `job.json`'s output directories and server URL,
+//! the host it ran on). Applied to every answer by [`layer`]: JSON strings and CSV fields are
+//! rewritten ([`text`]), keys naming a host have their value replaced, and a run's kept files
+//! (logs, `job.json`), which hold both in free text, are not served.
+//!
+//! Rules: an absolute path (`/home/ann/sweeps/h200/x`) becomes `…/` and its last two components
+//! (`…/h200/x`, as tables label batches); a URL's host (`http://gpu-07:8000/v1`) becomes
+//! `(host)`; the value of a key containing `host` or `node` becomes `(redacted)`. The API's own
+//! links (`/api/…`, `/run?…`) are kept.
+
+use axum::body::Body;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+/// What replaces a host name.
+pub const HOST: &str = "(host)";
+/// What replaces the value of a host-naming key.
+pub const REDACTED: &str = "(redacted)";
+
+/// The largest answer rewritten (bytes); a larger one is refused rather than served unredacted.
+const MAX_BODY: usize = 256 * 1024 * 1024;
+
+/// `path` (absolute) as `…/` and its last two components; the API's own links unchanged.
+fn path(p: &str) -> String {
+    if p.starts_with("/api/") || p.starts_with("/run?") || p.starts_with("/assets/") {
+        return p.to_string();
+    }
+    let parts: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
+    match parts.as_slice() {
+        [] => p.to_string(),
+        [one] => format!("…/{one}"),
+        [.., a, b] => format!("…/{a}/{b}"),
+    }
+}
+
+/// One whitespace-free token: an absolute path (after any `KEY=` or opening punctuation) or
+/// a URL's host, rewritten.
+fn token(t: &str) -> String {
+    if let Some(i) = t.find("://") {
+        let (scheme, rest) = t.split_at(i + 3);
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (auth, tail) = rest.split_at(end);
+        if auth.is_empty() {
+            return t.to_string();
+        }
+        // Keep a port; drop any user:password@ with the host.
+        let hostport = auth.rsplit('@').next().unwrap_or(auth);
+        let port = match hostport.rfind(':') {
+            Some(i)
+                if i + 1 < hostport.len()
+                    && hostport[i + 1..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                &hostport[i..]
+            }
+            _ => "",
+        };
+        return format!("{scheme}{HOST}{port}{tail}");
+    }
+    // Where a path starts: at the token's start, or after `=` or opening punctuation.
+    let start = t
+        .char_indices()
+        .find(|&(i, c)| {
+            c == '/'
+                && (i == 0
+                    || t[..i]
+                        .chars()
+                        .last()
+                        .is_some_and(|p| "=([{<\"'`:,".contains(p)))
+        })
+        .map(|(i, _)| i);
+    let Some(i) = start else {
+        return t.to_string();
+    };
+    let body = &t[i..];
+    // Closing punctuation stays outside.
+    let end = body
+        .trim_end_matches([')', ']', '}', '>', '"', '\'', '`', ',', ';', ':', '.'])
+        .len();
+    if end <= 1 {
+        return t.to_string();
+    }
+    format!("{}{}{}", &t[..i], path(&body[..end]), &body[end..])
+}
+
+/// `s` with each absolute path and URL host rewritten (whitespace kept as it is).
+pub fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut word = String::new();
+    for c in s.chars() {
+        if c.is_whitespace() {
+            out.push_str(&token(&word));
+            word.clear();
+            out.push(c);
+        } else {
+            word.push(c);
+        }
+    }
+    out.push_str(&token(&word));
+    out
+}
+
+/// Whether `key` names a host (`host`, `hostname`, `node_list`, `SLURM_NODELIST`, …).
+fn host_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    k.contains("host") || k.contains("node")
+}
+
+/// `v` redacted in place: strings through [`text`], host-naming keys' values replaced.
+pub fn json(v: &mut Value) {
+    match v {
+        Value::String(s) => *s = text(s),
+        Value::Array(a) => a.iter_mut().for_each(json),
+        Value::Object(o) => {
+            for (k, x) in o.iter_mut() {
+                match x {
+                    Value::String(s) if host_key(k) && !s.is_empty() => {
+                        *s = REDACTED.to_string();
+                    }
+                    _ => json(x),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A CSV document with each field through [`text`] (fields split at commas, which our CSV
+/// quotes only in free text).
+pub fn csv(s: &str) -> String {
+    s.split('\n')
+        .map(|line| line.split(',').map(text).collect::<Vec<_>>().join(","))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The middleware of `serve --redact`: JSON and CSV answers rewritten, a run's kept files
+/// refused (403, saying why); other answers (pages, scripts) as they are.
+pub async fn layer(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let artifact = req.uri().path().contains("/artifacts/");
+    if artifact {
+        return crate::api::ApiError {
+            status: StatusCode::FORBIDDEN,
+            message: "not served with --redact: a run's kept files (logs, job.json) hold \
+                      absolute paths and host names in free text"
+                .into(),
+        }
+        .into_response();
+    }
+    let res = next.run(req).await;
+    let ctype = (res.headers().get(header::CONTENT_TYPE))
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let is_json = ctype.starts_with("application/json");
+    let is_csv = ctype.starts_with("text/csv");
+    if !is_json && !is_csv {
+        return res;
+    }
+    let (mut parts, body) = res.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return crate::api::ApiError::internal("answer too large to redact").into_response();
+    };
+    let out = if is_json {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(mut v) => {
+                json(&mut v);
+                serde_json::to_vec(&v).unwrap_or_default()
+            }
+            Err(_) => return crate::api::ApiError::internal("answer not JSON").into_response(),
+        }
+    } else {
+        csv(&String::from_utf8_lossy(&bytes)).into_bytes()
+    };
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json as j;
+
+    #[test]
+    fn paths_hosts_and_urls_are_hidden_links_kept() {
+        assert_eq!(text("/home/ann/sweeps/h200/run-3"), "…/h200/run-3");
+        assert_eq!(
+            text("ingested from /data/ann/x.json, see (/srv/r/a/b)."),
+            "ingested from …/ann/x.json, see (…/a/b)."
+        );
+        assert_eq!(
+            text("--out=/scratch/ann/out --url http://gpu-07.lab:8000/v1"),
+            "--out=…/ann/out --url http://(host):8000/v1"
+        );
+        assert_eq!(text("postgres://u:pw@db.lab/x"), "postgres://(host)/x");
+        assert_eq!(
+            text("/api/v1/runs/3/artifacts/job.json"),
+            "/api/v1/runs/3/artifacts/job.json"
+        );
+        for kept in ["tok/s/GPU", "1024/1024", "h200/run-3", "a / b", "/"] {
+            assert_eq!(text(kept), kept);
+        }
+        let mut v = j!({"host": "gpu-07", "batch": "/home/ann/s/h200", "n": 3,
+                        "job": {"slurm_nodelist": "gpu[01-04]", "out": "/home/ann/o/p"},
+                        "list": ["/a/b/c"], "empty_host": ""});
+        json(&mut v);
+        assert_eq!(
+            v,
+            j!({"host": "(redacted)", "batch": "…/s/h200", "n": 3,
+                "job": {"slurm_nodelist": "(redacted)", "out": "…/o/p"},
+                "list": ["…/b/c"], "empty_host": ""})
+        );
+        assert_eq!(
+            csv("batch,conc\n/home/ann/s/h200,4\n"),
+            "batch,conc\n…/s/h200,4\n"
+        );
+    }
+}
