@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use inferbench_client::CancellationToken;
 use inferbench_workload::agentx::synthetic::{self, SHAPES};
 use inferbench_workload::agentx::{load_traces, LoadOptions, LoadReport, Trace};
+use inferbench_workload::files::DEFAULT_MAX_CONTEXT_TOKENS;
 
 use super::prompt::Prompter;
 use super::{
@@ -30,8 +31,10 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 #[command(group(clap::ArgGroup::new("trace_source").required(true).args(["traces", "synthetic"])))]
 #[command(
     after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
-                  warmup request failed, or nothing succeeded; 2 bad flags or traces; 130 \
-                  interrupted (finished requests saved).\n\nExample (a short run on the \
+                  warmup request failed, nothing succeeded, or GPU power not valid with \
+                  --require-power; 2 bad flags or traces (FILE:LINE named); 3 server \
+                  unreachable (before profiling, or no request reached it; partial results \
+                  written); 130 interrupted (finished requests saved).\n\nExample (a short run on the \
                   simulator):\n  inferbench sim --block-size 64 &\n  inferbench replay --traces \
                   traces.jsonl --model sim --concurrency 4 --benchmark-duration 60 \
                   --unsafe-override --result-dir replay-out"
@@ -56,6 +59,12 @@ pub struct ReplayFlags {
     /// Keep only the first N traces (after --max-context-length).
     #[arg(long, help_heading = "Traces")]
     pub num_dataset_entries: Option<usize>,
+    /// Largest `in` or `out` a trace request may have, tokens, for a model with a context above
+    /// 2^20. The bound in force is the larger of 2^20, this and the model's max_model_len from
+    /// the server's /v1/models; a request above it is refused at load (FILE:LINE: field, exit
+    /// 2), before any request is sent.
+    #[arg(long, help_heading = "Traces")]
+    pub max_model_len: Option<u32>,
     /// Tokenizer of the block texts (64 token ids per hash block): o200k_base (embedded),
     /// cl100k_base, or the served model's tokenizer.json for exact prompt lengths.
     #[arg(long, default_value = "o200k_base", help_heading = "Traces")]
@@ -229,13 +238,35 @@ pub struct PreparedReplay {
 }
 
 impl ReplayFlags {
-    /// The traces to replay: `--traces` read with `--skip-invalid`, `--max-context-length` and
-    /// `--num-dataset-entries`, or the `--synthetic` shape with the same two cuts.
-    pub fn load_traces(&self) -> anyhow::Result<LoadReport> {
+    /// The bound on every trace request's `in` and `out`, tokens: the larger of 2^20
+    /// ([`DEFAULT_MAX_CONTEXT_TOKENS`]), `--max-model-len` and `served` (the model's
+    /// `max_model_len` from the server's `/v1/models`, [`ReplayFlags::served_context`]).
+    pub fn token_cap(&self, served: Option<u64>) -> u32 {
+        let served = served.map_or(0, |s| u32::try_from(s).unwrap_or(u32::MAX));
+        DEFAULT_MAX_CONTEXT_TOKENS
+            .max(self.max_model_len.unwrap_or(0))
+            .max(served)
+    }
+
+    /// The model's context length, tokens, as the server's `/v1/models` reports it (3 s at
+    /// most); `None` without `--traces` (the synthetic shapes stay within 2^20), when the server
+    /// cannot be asked, or reports none.
+    pub async fn served_context(&self) -> Option<u64> {
+        self.traces.as_ref()?;
+        let model = self.target.model();
+        let model = (!model.trim().is_empty()).then_some(model.as_str());
+        inferbench_client::models::served_max_model_len(&self.target.base_url(), model).await
+    }
+
+    /// The traces to replay: `--traces` read with `--skip-invalid`, `--max-context-length`,
+    /// `--num-dataset-entries` and the token bound ([`ReplayFlags::token_cap`] of `served`),
+    /// or the `--synthetic` shape with the same two cuts.
+    pub fn load_traces(&self, served: Option<u64>) -> anyhow::Result<LoadReport> {
         let load = LoadOptions {
             skip_invalid: self.skip_invalid,
             max_context_length: self.max_context_length,
             num_dataset_entries: self.num_dataset_entries,
+            token_cap: Some(self.token_cap(served)),
         };
         Ok(match (&self.traces, &self.synthetic) {
             // Named by its flag (trial 17: a bare "No such file or directory").
@@ -265,11 +296,13 @@ impl ReplayFlags {
     }
 
     /// Everything before the replay, in this order: the options (flag errors first), the
-    /// traces (what was skipped or dropped said on stderr, with a line saying what will run),
-    /// the block texts' tokenizer and prompts, and `--result-dir` created.
-    pub fn prepare(&self) -> anyhow::Result<PreparedReplay> {
+    /// traces (bounded by [`ReplayFlags::token_cap`] of `served`, the model's context from
+    /// [`ReplayFlags::served_context`]; what was skipped or dropped said on stderr, with a line
+    /// saying what will run), the block texts' tokenizer and prompts, and `--result-dir`
+    /// created.
+    pub fn prepare(&self, served: Option<u64>) -> anyhow::Result<PreparedReplay> {
         let opts = self.options()?;
-        let report = self.load_traces()?;
+        let report = self.load_traces(served)?;
         anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
         for s in &report.skipped {
             eprintln!("inferbench: skipped {s}");
