@@ -80,10 +80,7 @@ fn size_notice(
 /// Runs `inferbench replay` under the shutdown token.
 pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
     let rt = super::runtime()?;
-    // Flag errors first, then the model's context (the bound on the traces' lengths).
-    flags.options()?;
-    let served = rt.block_on(flags.served_context());
-    let prepared = flags.prepare(served)?;
+    let prepared = rt.block_on(flags.prepare_bounded())?;
     let code = rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",

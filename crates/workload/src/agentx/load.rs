@@ -847,8 +847,8 @@ fn request(
         if v > cap {
             let f = if given_alias { alias } else { field };
             Err(format!(
-                "{}.{f}: {v} tokens is above the cap of {cap} tokens (the larger of 2^20, the \
-                 model's context from /v1/models and --max-model-len)",
+                "{}.{f}: {v} tokens is above the cap of {cap} tokens (a model's context; \
+                 `replay --max-model-len` raises it)",
                 path()
             ))
         } else {
@@ -1094,8 +1094,7 @@ pub(crate) mod tests {
     #[test]
     fn every_numeric_field_is_bounded_at_load() {
         let good = trace_with(json!([req(0.0, 64, &[0])]));
-        let cap = "1048576 tokens (the larger of 2^20, the model's context from /v1/models and \
-                   --max-model-len)";
+        let cap = "1048576 tokens (a model's context; `replay --max-model-len` raises it)";
         let mut huge = req(0.0, 64, &[0]);
         huge["in"] = json!(4_000_000_000u64);
         assert_eq!(
