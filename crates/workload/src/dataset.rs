@@ -111,7 +111,7 @@ pub fn load_dataset(
     let text = std::str::from_utf8(body).unwrap_or_default();
     let drafts = match kind {
         DatasetKind::Jsonl => parse_jsonl(path, text, opts.max_context_tokens)?,
-        DatasetKind::ShareGpt => parse_sharegpt(path, text)?,
+        DatasetKind::ShareGpt => parse_sharegpt(path, text, opts.num_prompts)?,
     };
     let cap = opts.max_context_tokens;
     if let Some(n) = opts.output_len.filter(|&n| n > cap) {
@@ -350,7 +350,21 @@ fn normalize_role(r: &str) -> &str {
     }
 }
 
-fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> {
+/// Longest ShareGPT conversation `id`, bytes (it becomes the requests' conversation id).
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Most text all the prompts of one dataset may hold together, bytes: 8 GiB. Every ShareGPT
+/// turn repeats its conversation's history, so a file of long conversations grows
+/// quadratically into prompts; past this the load stops with the conversation it reached.
+pub const MAX_TOTAL_PROMPT_BYTES: usize = 8 << 30;
+
+/// ShareGPT conversations → one draft per answered (or final) user turn; stops after `limit`
+/// drafts (the prompts a run asks for: later ones would not be used).
+fn parse_sharegpt(
+    path: &Path,
+    text: &str,
+    limit: Option<usize>,
+) -> Result<Vec<Draft>, WorkloadError> {
     let trimmed = text.trim_start();
     let convs: Vec<(Option<usize>, Value)> = if trimmed.starts_with('[') {
         let v: Vec<Value> = serde_json::from_str(text).map_err(|e| WorkloadError::Parse {
@@ -382,7 +396,11 @@ fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> 
         v
     };
     let mut out = Vec::new();
+    let mut total_bytes = 0usize;
     for (n, (line, conv)) in convs.iter().enumerate() {
+        if limit.is_some_and(|l| out.len() >= l) {
+            break;
+        }
         let err = |reason: String| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: *line,
@@ -393,6 +411,12 @@ fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> 
             Some(Value::Number(x)) => x.to_string(),
             _ => format!("conv-{n}"),
         };
+        if id.len() > MAX_ID_BYTES {
+            return Err(err(format!(
+                "id: {} bytes, longer than the {MAX_ID_BYTES}-byte limit of an id",
+                id.len()
+            )));
+        }
         let turns = conv
             .get("conversations")
             .or_else(|| conv.get("conversation"))
@@ -415,6 +439,16 @@ fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> 
             }
             let text = join_contents(history);
             check_prompt_bytes(&text).map_err(|e| err(format!("turn {turn}: {e}")))?;
+            // The text and the messages each hold the history once.
+            total_bytes += 2 * text.len();
+            if total_bytes > MAX_TOTAL_PROMPT_BYTES {
+                return Err(err(format!(
+                    "turn {turn}: the prompts built up to here hold more than \
+                     {MAX_TOTAL_PROMPT_BYTES} bytes of text (each turn repeats its \
+                     conversation's history): ask for fewer prompts (--num-prompts) or use a \
+                     smaller file"
+                )));
+            }
             out.push(Draft {
                 line: *line,
                 label: format!("conversation {n}, turn {turn}: "),
@@ -425,6 +459,9 @@ fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> 
                 reply,
             });
             turn += 1;
+            if limit.is_some_and(|l| out.len() >= l) {
+                break;
+            }
         }
     }
     Ok(out)
@@ -601,6 +638,41 @@ mod tests {
         let body = format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"{big}\"}}]}}\n");
         assert!(jsonl_err(body.as_bytes(), &DatasetOptions::default())
             .starts_with(":1: the prompt is 16777217 bytes"));
+    }
+
+    /// A ShareGPT id becomes every request's conversation id: bounded too. A run asking for
+    /// fewer prompts than the file holds builds only those.
+    #[test]
+    fn sharegpt_ids_are_bounded_and_only_the_prompts_asked_for_are_built() {
+        let d = tempfile::tempdir().unwrap();
+        let id = "i".repeat(MAX_ID_BYTES + 1);
+        let p = write(
+            &d,
+            "sg.jsonl",
+            &format!(
+                "{{\"id\": \"a\", \"conversations\": [{{\"from\": \"human\", \"value\": \"x\"}}]}}\n\
+                 {{\"id\": \"{id}\", \"conversations\": []}}\n"
+            ),
+        );
+        let e = load_dataset(
+            DatasetKind::ShareGpt,
+            &p,
+            &tok(),
+            &DatasetOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.ends_with("sg.jsonl:2: conversation 1: id: 1025 bytes, longer than the 1024-byte limit of an id"),
+            "{e}"
+        );
+        let one = DatasetOptions {
+            num_prompts: Some(1),
+            ..Default::default()
+        };
+        let ps = load_dataset(DatasetKind::ShareGpt, &p, &tok(), &one).unwrap();
+        assert_eq!(ps.len(), 1);
+        assert_eq!(ps[0].conversation_id.as_deref(), Some("a"));
     }
 
     /// Issue 39 §3: a FIFO or a device as --dataset-path is refused at once (not read forever).
