@@ -971,3 +971,50 @@ pub fn write_artifacts(
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(json)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferbench_workload::agentx::{Reconstructor, TraceRequest};
+
+    /// Issue 39 §3: a prompt whose synthesis fails mid-run is a failed record with its cause,
+    /// not a lost task (the loop would wait for it forever) or an abort.
+    #[test]
+    fn a_synthesis_panic_is_a_failed_record_with_its_cause() {
+        let client = replay_client(&ReplayOptions::default(), RunClock::start()).unwrap();
+        let req = TraceRequest {
+            t_s: 0.0,
+            input_tokens: 200,
+            output_tokens: 7,
+            hash_ids: vec![1, 2, 3],
+            api_time_s: 1.0,
+            model: String::new(),
+        };
+        let plan = Reconstructor::new(0, 0).next_turn(&req, None);
+        let meta = RequestMeta {
+            request_id: 9,
+            phase: Phase::Profile,
+            scheduled_ns: 5,
+            conversation_id: Some("t::sa:x".into()),
+            turn: Some(0),
+            correlation_id: None,
+        };
+        let panic = std::panic::catch_unwind(|| panic!("grid index 9 out of range")).unwrap_err();
+        let rec = synthesis_failed(&client, meta, &plan, 7, panic);
+        assert!(!rec.success);
+        assert_eq!(rec.error_class, Some(ErrorClass::Malformed));
+        assert_eq!(
+            rec.error.as_deref(),
+            Some(
+                "the client could not synthesize this request's prompt (200 tokens; a client \
+                 bug, nothing was sent): grid index 9 out of range"
+            )
+        );
+        assert_eq!(
+            (rec.request_id, rec.scheduled_ns, rec.turn, rec.max_tokens),
+            (9, 5, Some(0), Some(7))
+        );
+        assert_eq!(rec.conversation_id.as_deref(), Some("t::sa:x"));
+        assert_eq!((rec.prompt_tokens_client, rec.sent_ns), (200, rec.end_ns));
+    }
+}
