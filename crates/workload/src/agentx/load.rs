@@ -61,6 +61,10 @@ pub const BLOCK_TOKENS: u32 = 64;
 /// §1.2); a larger value is not a recording, and replaying it would wait forever.
 pub const MAX_TRACE_SECONDS: f64 = 2_592_000.0;
 
+/// Longest trace `id` or sub-agent `agent_id`, bytes: 1 KiB (they name the conversations and
+/// are sent as the `X-Correlation-ID` header; the corpora's are UUIDs and short slugs).
+pub const MAX_ID_BYTES: usize = 1024;
+
 /// Largest sub-agent `total_tokens` (Σ in + out of its requests, informational): 2^40, a
 /// million requests at the 2^20 context cap.
 pub const MAX_SUBAGENT_TOTAL_TOKENS: u64 = 1 << 40;
@@ -612,6 +616,12 @@ fn convert(raw: RawTrace, origin: String, cap: u32) -> Result<Trace, String> {
     if raw.id.is_empty() {
         return Err("id: empty".into());
     }
+    if raw.id.len() > MAX_ID_BYTES {
+        return Err(format!(
+            "id: {} bytes, longer than the {MAX_ID_BYTES}-byte limit of an id",
+            raw.id.len()
+        ));
+    }
     let block_size = raw.block_size.unwrap_or(BLOCK_TOKENS);
     if block_size != BLOCK_TOKENS {
         return Err(format!(
@@ -725,6 +735,12 @@ impl Builder<'_> {
             ));
         }
         let agent = match e.agent_id {
+            Some(a) if a.len() > MAX_ID_BYTES => {
+                return Err(format!(
+                    "{path}.agent_id: {} bytes, longer than the {MAX_ID_BYTES}-byte limit of an id",
+                    a.len()
+                ))
+            }
             Some(a) if !a.is_empty() => a,
             Some(_) => return Err(format!("{path}.agent_id: empty")),
             None => return Err(format!("{path}.agent_id: missing")),
@@ -1141,6 +1157,15 @@ pub(crate) mod tests {
                 format!("traces.jsonl:1: {want}")
             );
         }
+        let long = "i".repeat(1025);
+        assert_eq!(
+            err_of(&format!(r#"{{"id": "{long}", "requests": []}}"#)),
+            "traces.jsonl:1: id: 1025 bytes, longer than the 1024-byte limit of an id"
+        );
+        assert_eq!(
+            err_of(&trace_with(json!([{"t": 0, "type": "subagent", "agent_id": long, "requests": []}]))),
+            "traces.jsonl:1: requests[0].agent_id: 1025 bytes, longer than the 1024-byte limit of an id"
+        );
         assert_eq!(
             err_of(r#"{"id": "x", "tool_tokens": 1048576, "system_tokens": 5, "requests": []}"#),
             "traces.jsonl:1: tool_tokens + system_tokens: 1048581 tokens is above the cap of \

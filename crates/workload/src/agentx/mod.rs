@@ -26,7 +26,7 @@ pub mod synthetic;
 pub mod trace;
 
 pub use load::{
-    load_traces, LoadOptions, LoadReport, BLOCK_TOKENS, MAX_SUBAGENT_TOTAL_TOKENS,
+    load_traces, LoadOptions, LoadReport, BLOCK_TOKENS, MAX_ID_BYTES, MAX_SUBAGENT_TOTAL_TOKENS,
     MAX_TOOL_USE_COUNT, MAX_TRACE_SECONDS,
 };
 pub use synth::{
