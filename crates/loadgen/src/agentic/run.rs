@@ -300,8 +300,8 @@ const PROBE_MARKER_ID: u64 = 0xffff_ffff_ffff;
 
 /// The server's chat-template overhead ([`super::overhead::measure`], on a client of its own so
 /// the run clock starts after it). `None` when it could not be measured: a note says why unless
-/// the server could not be reached at all (the run itself then says so). Errors: a bad URL or
-/// header (as the run's client).
+/// the server could not be reached at all or answered 404 (a wrong `--model`: the run itself
+/// then says so). Errors: a bad URL or header (as the run's client).
 async fn measure_overhead(
     opts: &ReplayOptions,
     cancel: &CancellationToken,
@@ -313,7 +313,11 @@ async fn measure_overhead(
         match super::overhead::measure(&probe_client, &marker, cancel).await {
             Ok(o) => Some(o),
             Err(e) => {
-                if !e.starts_with(ErrorClass::Connect.as_str()) && !cancel.is_cancelled() {
+                // An unreachable server or a wrong --model (404) fails the run's own requests
+                // too, which say so; only a probe-specific failure gets a note.
+                let said_by_the_run =
+                    e.starts_with(ErrorClass::Connect.as_str()) || e.contains("HTTP 404");
+                if !said_by_the_run && !cancel.is_cancelled() {
                     notes.push(format!(
                         "the chat template's overhead could not be measured ({e}): isl_mismatch \
                          compares each request's server prompt count with the trace's `in` alone"
