@@ -463,13 +463,13 @@ const SUBAGENT_FIELDS: &str = "t, type, agent_id, subagent_type, duration_ms, to
 fn parse_trace(bytes: &[u8], origin: String, cap: u32) -> Result<Trace, (usize, String)> {
     match serde_json::from_slice::<RawTrace>(bytes) {
         Ok(raw) => convert(raw, origin, cap).map_err(|r| (1, r)),
-        Err(e) => Err((e.line().max(1), diagnose(bytes, &e))),
+        Err(e) => Err((e.line().max(1), diagnose(bytes, &e, cap))),
     }
 }
 
 /// A readable reason for a trace the fast parser rejected: JSON syntax as serde_json says it,
 /// anything else by walking the generic value for the first offending field.
-fn diagnose(bytes: &[u8], e: &serde_json::Error) -> String {
+fn diagnose(bytes: &[u8], e: &serde_json::Error, cap: u32) -> String {
     let msg = e.to_string();
     let bare = msg
         .rsplit_once(" at line ")
@@ -478,7 +478,7 @@ fn diagnose(bytes: &[u8], e: &serde_json::Error) -> String {
         return format!("invalid JSON at column {}: {bare}", e.column());
     }
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => match check_trace(&v) {
+        Ok(v) => match check_trace(&v, cap) {
             Err(reason) => reason,
             Ok(()) => format!("{bare} (column {})", e.column()),
         },
@@ -486,7 +486,7 @@ fn diagnose(bytes: &[u8], e: &serde_json::Error) -> String {
     }
 }
 
-fn check_trace(v: &Value) -> Result<(), String> {
+fn check_trace(v: &Value, cap: u32) -> Result<(), String> {
     let Some(o) = v.as_object() else {
         return Err(format!("expected a trace object ({TRACE_FIELDS})"));
     };
@@ -500,7 +500,7 @@ fn check_trace(v: &Value) -> Result<(), String> {
                     return Err(format!("{k}: expected \"local\" or \"global\""));
                 }
             }
-            "requests" => check_entries(k, x, false)?,
+            "requests" => check_entries(k, x, false, cap)?,
             "totals" => {}
             _ => return Err(format!("{k}: unknown field (a trace has {TRACE_FIELDS})")),
         }
@@ -513,18 +513,18 @@ fn check_trace(v: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn check_entries(path: &str, x: &Value, nullable: bool) -> Result<(), String> {
+fn check_entries(path: &str, x: &Value, nullable: bool, cap: u32) -> Result<(), String> {
     match x {
         Value::Null if nullable => Ok(()),
         Value::Array(a) => a
             .iter()
             .enumerate()
-            .try_for_each(|(i, e)| check_entry(&format!("{path}[{i}]"), e)),
+            .try_for_each(|(i, e)| check_entry(&format!("{path}[{i}]"), e, cap)),
         _ => Err(format!("{path}: expected an array of requests")),
     }
 }
 
-fn check_entry(path: &str, v: &Value) -> Result<(), String> {
+fn check_entry(path: &str, v: &Value, cap: u32) -> Result<(), String> {
     let Some(o) = v.as_object() else {
         return Err(format!("{path}: expected a request or sub-agent object"));
     };
@@ -542,7 +542,15 @@ fn check_entry(path: &str, v: &Value) -> Result<(), String> {
             "t" | "api_time" | "think_time" | "ttft" | "duration_ms" => want_num(&p, x)?,
             "model" | "stop" | "agent_id" | "subagent_type" | "status" => want_str(&p, x, true)?,
             "in" | "out" | "input_length" | "output_length" | "tool_tokens" | "system_tokens" => {
-                want_u32(&p, x)?
+                match x.as_u64() {
+                    Some(n) if n > u64::from(cap) => {
+                        return Err(format!(
+                            "{p}: {n} tokens is above the cap of {cap} tokens (a model's \
+                             context; `replay --max-model-len` raises it)"
+                        ))
+                    }
+                    _ => want_u32(&p, x)?,
+                }
             }
             "total_tokens" | "tool_use_count" => {
                 if !(x.is_null() || x.is_u64()) {
@@ -563,7 +571,7 @@ fn check_entry(path: &str, v: &Value) -> Result<(), String> {
                 }
                 _ => return Err(format!("{p}: expected an array of integers")),
             },
-            "requests" => check_entries(&p, x, true)?,
+            "requests" => check_entries(&p, x, true, cap)?,
             _ => {
                 let (what, fields) = if sub {
                     ("a \"subagent\" entry", SUBAGENT_FIELDS)
@@ -1124,6 +1132,10 @@ pub(crate) mod tests {
              format!("requests[0].in: 1048577 tokens is above the cap of {cap}")),
             (json!([{"t": 0, "input_length": 2_000_000, "out": 1}]),
              format!("requests[0].input_length: 2000000 tokens is above the cap of {cap}")),
+            (json!([{"t": 0, "in": 5_000_000_000u64, "out": 1}]),
+             format!("requests[0].in: 5000000000 tokens is above the cap of {cap}")),
+            (sub(json!({"t": 0, "in": 64, "out": 1u64 << 40})),
+             format!("requests[0].requests[0].out: 1099511627776 tokens is above the cap of {cap}")),
             (json!([{"t": 0, "in": 1, "out": 4_000_000_000u64}]),
              format!("requests[0].out: 4000000000 tokens is above the cap of {cap}")),
             (sub(json!({"t": 0, "in": 64, "output_length": 1_048_577})),
