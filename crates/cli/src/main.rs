@@ -78,7 +78,7 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     #[command(
-        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 130 interrupted; 2 bad flags or data that cannot be read."
+        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 2 bad flags or data that cannot be read; 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
     )]
     Eval(inferbench_eval::flags::EvalFlags),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
@@ -247,6 +247,82 @@ mod tests {
     fn every_subcommand_passes_clap_debug_assert() {
         use clap::CommandFactory as _;
         super::Cli::command().debug_assert();
+    }
+
+    /// The exit codes a subcommand's `--help` lists: the number starting each `;`-separated
+    /// item after "Exit codes:".
+    fn listed_exit_codes(sub: &str) -> Vec<i32> {
+        use clap::CommandFactory as _;
+        let mut cli = super::Cli::command();
+        let help = cli
+            .find_subcommand_mut(sub)
+            .unwrap_or_else(|| panic!("no subcommand {sub}"))
+            .render_long_help()
+            .to_string();
+        let (_, codes) = help
+            .split_once("Exit codes:")
+            .unwrap_or_else(|| panic!("{sub} --help lists no exit codes:\n{help}"));
+        let codes = codes.split("\n\n").next().unwrap_or("");
+        let mut out: Vec<i32> = codes
+            .split(';')
+            .filter_map(|item| item.split_whitespace().next()?.parse().ok())
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    /// Issue 39 §4: `replay --help` listed 0/1/2/130 while it exits 3 for a server unreachable
+    /// before profiling. Every subcommand's help lists exactly the `ExitStatus` codes it
+    /// returns (141, a closed stdout, is every subcommand's and not listed).
+    #[test]
+    fn every_subcommand_help_lists_the_exit_codes_it_uses() {
+        use inferbench_core::ExitStatus::{Failed, Interrupted, Ok, Unreachable, Usage};
+        let codes = |s: &[inferbench_core::ExitStatus]| -> Vec<i32> {
+            let mut v: Vec<i32> = s.iter().map(|c| c.code()).collect();
+            v.sort_unstable();
+            v
+        };
+        let want = [
+            // run_bench's exit code; the served model unreachable without --model (3).
+            (
+                "bench",
+                codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),
+            ),
+            // agentic::exit_code; the served model unreachable without --model (3).
+            (
+                "replay",
+                codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),
+            ),
+            (
+                "eval",
+                codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),
+            ),
+            ("selftest", codes(&[Ok, Failed, Usage])),
+            ("sim", codes(&[Ok, Usage, Interrupted])),
+            ("quickstart", codes(&[Ok, Failed, Usage, Interrupted])),
+            ("matrix", codes(&[Ok, Usage])),
+            ("changelog", codes(&[Ok, Usage])),
+            ("models", codes(&[Ok, Failed, Usage])),
+            ("sweep", codes(&[Ok, Failed, Usage, Interrupted])),
+            ("job", codes(&[Ok, Failed, Usage, Interrupted])),
+            ("ingest", codes(&[Ok, Failed, Usage])),
+            ("db", codes(&[Ok, Usage])),
+            ("report", codes(&[Ok, Failed, Usage])),
+            ("plot", codes(&[Ok, Usage])),
+            ("compare", codes(&[Ok, Failed, Usage])),
+            ("serve", codes(&[Usage, Interrupted])),
+            ("agentx-traces", codes(&[Ok, Usage])),
+        ];
+        for (sub, codes) in &want {
+            assert_eq!(&listed_exit_codes(sub), codes, "{sub} --help");
+        }
+        use clap::CommandFactory as _;
+        let all: Vec<String> = super::Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .filter(|n| n != "help")
+            .collect();
+        assert_eq!(all.len(), want.len(), "{all:?}");
     }
 
     /// Trial 32 F9: a negative value reaches the flag's own parser, which names the flag (flags

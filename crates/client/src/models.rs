@@ -91,6 +91,33 @@ pub fn model_ids(body: &[u8]) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The context length, tokens, that an OpenAI-compatible `/v1/models` body reports for
+/// `model` (vLLM's and the simulator's `max_model_len` on each entry): that model's entry, else
+/// (no `model`, or not listed) the largest over all entries. `None` when no entry reports one.
+pub fn max_model_len(body: &[u8], model: Option<&str>) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let data = v.get("data")?.as_array()?;
+    let len = |m: &serde_json::Value| m.get("max_model_len")?.as_u64();
+    let listed = model.and_then(|id| {
+        data.iter()
+            .find(|m| m.get("id").and_then(serde_json::Value::as_str) == Some(id))
+    });
+    match listed {
+        Some(m) => len(m),
+        None => data.iter().filter_map(len).max(),
+    }
+}
+
+/// [`max_model_len`] of the server at `base_url` (`GET {base_url}/v1/models`, 3 s at most);
+/// `None` when it cannot be asked or reports none (callers fall back to their own cap).
+pub async fn served_max_model_len(base_url: &str, model: Option<&str>) -> Option<u64> {
+    let url = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
+    match crate::http_get(&url, std::time::Duration::from_secs(3)).await {
+        Ok((200, body)) => max_model_len(&body, model),
+        _ => None,
+    }
+}
+
 /// Whether a failed request's message is an HTTP 404 answer (`HTTP 404 Not Found: …`).
 pub fn is_not_found(error: &str) -> bool {
     error.starts_with("HTTP 404")
@@ -197,6 +224,13 @@ mod tests {
         let ids = model_ids(body);
         assert_eq!(ids, vec!["Llama-3.1-8B".to_string(), "x".to_string()]);
         assert!(model_ids(b"not json").is_empty());
+        let lens = br#"{"data":[{"id":"a","max_model_len":4096},{"id":"b","max_model_len":131072},{"id":"c"}]}"#;
+        assert_eq!(max_model_len(lens, Some("a")), Some(4096));
+        assert_eq!(max_model_len(lens, Some("c")), None);
+        assert_eq!(max_model_len(lens, Some("zzz")), Some(131_072));
+        assert_eq!(max_model_len(lens, None), Some(131_072));
+        assert_eq!(max_model_len(body, None), None);
+        assert_eq!(max_model_len(b"[]", None), None);
         let url = "http://h/v1/completions";
         let sample = "HTTP 404 Not Found: {\"message\":\"The model `m` does not exist.\"}";
         assert!(is_not_found(sample));

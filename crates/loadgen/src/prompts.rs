@@ -140,9 +140,12 @@ fn dataset_prompts(
     } else {
         workload::DatasetKind::ShareGpt
     };
+    // A file's lengths are bounded as the flags' are (issue 39 §3: an `output_len` of 4e9 was
+    // sent as max_tokens): at most `limits::MAX_TOKENS`, the longest context window.
     let dopts = workload::DatasetOptions {
         num_prompts: Some(n),
         output_len: opts.output_len,
+        max_context_tokens: crate::options::limits::MAX_TOKENS,
         ..Default::default()
     };
     workload::load_dataset(kind, path, tok, &dopts)

@@ -12,10 +12,21 @@
 //! hides prefix-cache reuse); its `max_tokens` is the token count of the recorded reply. No length
 //! filters are applied.
 //!
+//! **Bounds** (issue 39 §3): only a regular file of at most [`MAX_DATASET_FILE_BYTES`] is read
+//! (a FIFO or device is refused at once); a leading UTF-8 byte-order mark is skipped, another
+//! encoding or a mark inside the file is named with its line; a line longer than
+//! [`MAX_LINE_BYTES`] or a prompt text longer than [`MAX_PROMPT_BYTES`] is refused before it
+//! is tokenized; a prompt's token count and an output length must not exceed
+//! [`DatasetOptions::max_context_tokens`] (default [`DEFAULT_MAX_CONTEXT_TOKENS`]).
+//!
 //! Prompts keep file order. `num_prompts` takes the first N; asking for more than the file holds
 //! repeats it from the start (conversation ids of repeats get a `~k` suffix).
 
 use crate::error::WorkloadError;
+use crate::files::{
+    bom_in_line, encoding_problem, read_regular_file, DEFAULT_MAX_CONTEXT_TOKENS,
+    MAX_DATASET_FILE_BYTES, MAX_PROMPT_BYTES, UTF8_BOM,
+};
 use crate::prompt::{ChatMessage, Prompt};
 use crate::tokenizer::Tokenizer;
 use rayon::prelude::*;
@@ -52,7 +63,16 @@ pub struct DatasetOptions {
     /// Output length when the file gives none (JSONL without a length field; a final
     /// unanswered user turn). Default 256 (vLLM's `--custom-output-len`).
     pub default_output_len: u32,
+    /// Longest prompt (client-side token count) and output length (a line's `max_tokens` /
+    /// `output_len` / `output_tokens`, or a ShareGPT reply's token count) accepted, tokens;
+    /// anything longer is refused at load naming its line. Default
+    /// [`DEFAULT_MAX_CONTEXT_TOKENS`] (2^20).
+    pub max_context_tokens: u32,
 }
+
+/// Longest JSONL line read, bytes: 64 MiB (a [`MAX_PROMPT_BYTES`] prompt with room for JSON
+/// escapes and other fields). A longer line is refused before it is parsed.
+pub const MAX_LINE_BYTES: usize = 4 * MAX_PROMPT_BYTES;
 
 impl Default for DatasetOptions {
     fn default() -> Self {
@@ -60,6 +80,7 @@ impl Default for DatasetOptions {
             num_prompts: None,
             output_len: None,
             default_output_len: 256,
+            max_context_tokens: DEFAULT_MAX_CONTEXT_TOKENS,
         }
     }
 }
@@ -68,27 +89,37 @@ impl Default for DatasetOptions {
 /// count of `text`).
 ///
 /// # Errors
-/// [`WorkloadError::Io`] (unreadable file), [`WorkloadError::Parse`] (bad content, naming the
-/// file and, for JSONL, the line), [`WorkloadError::Empty`] (no usable prompt).
+/// [`WorkloadError::Io`] (unreadable file), [`WorkloadError::Parse`] (not a regular file, too
+/// large, not UTF-8, bad content or a length over the bounds (module doc), naming the file and,
+/// for JSONL, the line), [`WorkloadError::Empty`] (no usable prompt).
 pub fn load_dataset(
     kind: DatasetKind,
     path: &Path,
     tok: &Tokenizer,
     opts: &DatasetOptions,
 ) -> Result<Vec<Prompt>, WorkloadError> {
-    let raw = std::fs::read(path).map_err(|source| WorkloadError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let text = String::from_utf8(raw).map_err(|e| WorkloadError::Parse {
-        path: path.to_path_buf(),
-        line: None,
-        reason: format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
-    })?;
+    let raw = read_regular_file(path, MAX_DATASET_FILE_BYTES)?;
+    if let Some((line, reason)) = encoding_problem(&raw) {
+        return Err(WorkloadError::Parse {
+            path: path.to_path_buf(),
+            line: Some(line),
+            reason,
+        });
+    }
+    let body = raw.strip_prefix(UTF8_BOM).unwrap_or(&raw);
+    // Checked above: UTF-8.
+    let text = std::str::from_utf8(body).unwrap_or_default();
     let drafts = match kind {
-        DatasetKind::Jsonl => parse_jsonl(path, &text)?,
-        DatasetKind::ShareGpt => parse_sharegpt(path, &text)?,
+        DatasetKind::Jsonl => parse_jsonl(path, text, opts.max_context_tokens)?,
+        DatasetKind::ShareGpt => parse_sharegpt(path, text, opts.num_prompts)?,
     };
+    let cap = opts.max_context_tokens;
+    if let Some(n) = opts.output_len.filter(|&n| n > cap) {
+        return Err(WorkloadError::InvalidSpec {
+            field: "output length",
+            reason: format!("{n} tokens is above the cap of {cap} tokens"),
+        });
+    }
     if drafts.is_empty() {
         return Err(WorkloadError::Empty {
             path: path.to_path_buf(),
@@ -99,16 +130,44 @@ pub fn load_dataset(
         });
     }
     let n = opts.num_prompts.unwrap_or(drafts.len());
+    // Each distinct prompt is counted once (and checked against the cap, naming its line)
+    // before the file is repeated up to `num_prompts`.
+    let sized: Vec<(u32, u32)> = drafts
+        .par_iter()
+        .map(|d| {
+            let over = |what: &str, n: usize| WorkloadError::Parse {
+                path: path.to_path_buf(),
+                line: d.line,
+                reason: format!(
+                    "{}{what} of {n} tokens is above the cap of {cap} tokens",
+                    d.label
+                ),
+            };
+            let prompt_tokens = tok.count(&d.text);
+            if prompt_tokens > cap as usize {
+                return Err(over("prompt", prompt_tokens));
+            }
+            let max_tokens = match (opts.output_len, &d.reply) {
+                (Some(n), _) => n,
+                (None, Reply::Tokens(t)) => *t,
+                (None, Reply::Text(s)) => {
+                    let n = tok.count(s);
+                    if n > cap as usize {
+                        return Err(over("recorded reply (the output length)", n));
+                    }
+                    (n as u32).max(1)
+                }
+                (None, Reply::Unknown) => opts.default_output_len,
+            };
+            Ok((prompt_tokens as u32, max_tokens))
+        })
+        .collect::<Result<_, _>>()?;
     let prompts = (0..n)
         .into_par_iter()
         .map(|k| {
             let d = &drafts[k % drafts.len()];
+            let (prompt_tokens, max_tokens) = sized[k % drafts.len()];
             let rep = k / drafts.len();
-            let max_tokens = opts.output_len.unwrap_or_else(|| match &d.reply {
-                Reply::Tokens(t) => *t,
-                Reply::Text(s) => (tok.count(s) as u32).max(1),
-                Reply::Unknown => opts.default_output_len,
-            });
             let conversation_id = d.conversation_id.as_ref().map(|c| {
                 if rep == 0 {
                     c.clone()
@@ -117,7 +176,7 @@ pub fn load_dataset(
                 }
             });
             Prompt {
-                prompt_tokens: tok.count(&d.text) as u32,
+                prompt_tokens,
                 text: d.text.clone(),
                 max_tokens,
                 conversation_id,
@@ -137,6 +196,11 @@ enum Reply {
 }
 
 struct Draft {
+    /// 1-based line of the file it came from (JSONL, ShareGPT JSONL), for messages.
+    line: Option<usize>,
+    /// Where it is within its line or file, for messages: `""` for a JSONL prompt,
+    /// `"conversation N, turn K: "` for ShareGPT.
+    label: String,
     text: String,
     messages: Option<Vec<ChatMessage>>,
     conversation_id: Option<String>,
@@ -151,31 +215,67 @@ fn join_contents(msgs: &[ChatMessage]) -> String {
         .join("\n\n")
 }
 
-fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> {
+/// The reason a line (or conversation) cannot be used before it is parsed: a UTF-8
+/// byte-order mark at its start, or more than [`MAX_LINE_BYTES`] bytes.
+fn line_problem(line: &str) -> Option<String> {
+    if let Some(r) = bom_in_line(line.as_bytes()) {
+        return Some(r);
+    }
+    (line.len() > MAX_LINE_BYTES).then(|| {
+        format!(
+            "the line is {} bytes, longer than the {MAX_LINE_BYTES}-byte limit of a dataset line",
+            line.len()
+        )
+    })
+}
+
+/// `Err` when a prompt's text is longer than [`MAX_PROMPT_BYTES`].
+fn check_prompt_bytes(text: &str) -> Result<(), String> {
+    if text.len() > MAX_PROMPT_BYTES {
+        return Err(format!(
+            "the prompt is {} bytes of text, longer than the {MAX_PROMPT_BYTES}-byte limit of a \
+             prompt",
+            text.len()
+        ));
+    }
+    Ok(())
+}
+
+fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, WorkloadError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
-        let l = line.trim();
-        if l.is_empty() {
-            continue;
-        }
         let err = |reason: String| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: Some(line_no),
             reason,
         };
+        if let Some(r) = line_problem(line) {
+            return Err(err(r));
+        }
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
         let v: Value = serde_json::from_str(l).map_err(|e| err(format!("invalid JSON: {e}")))?;
         let reply = match &v {
             Value::Object(o) => {
                 match ["max_tokens", "output_len", "output_tokens"]
                     .iter()
-                    .find_map(|k| o.get(*k))
+                    .find_map(|k| Some((*k, o.get(*k)?)))
                 {
-                    None | Some(Value::Null) => Reply::Unknown,
-                    Some(x) => match x.as_u64().and_then(|n| u32::try_from(n).ok()) {
-                        Some(n) if n > 0 => Reply::Tokens(n),
+                    None | Some((_, Value::Null)) => Reply::Unknown,
+                    Some((k, x)) => match x.as_u64() {
+                        Some(n) if n > u64::from(cap) => {
+                            return Err(err(format!(
+                                "{k}: {n} tokens is above the cap of {cap} tokens"
+                            )))
+                        }
+                        Some(n) if n > 0 => Reply::Tokens(n as u32),
                         _ => {
-                            return Err(err(format!("output length {x} is not a positive integer")))
+                            return Err(err(format!(
+                                "{k}: output length {x} is not a positive integer"
+                            )))
                         }
                     },
                 }
@@ -201,7 +301,10 @@ fn parse_jsonl(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> {
             }
             _ => return Err(err("expected a JSON object or string".into())),
         };
+        check_prompt_bytes(&text).map_err(err)?;
         out.push(Draft {
+            line: Some(line_no),
+            label: String::new(),
             text,
             messages,
             conversation_id: None,
@@ -247,7 +350,21 @@ fn normalize_role(r: &str) -> &str {
     }
 }
 
-fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> {
+/// Longest ShareGPT conversation `id`, bytes (it becomes the requests' conversation id).
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Most text all the prompts of one dataset may hold together, bytes: 8 GiB. Every ShareGPT
+/// turn repeats its conversation's history, so a file of long conversations grows
+/// quadratically into prompts; past this the load stops with the conversation it reached.
+pub const MAX_TOTAL_PROMPT_BYTES: usize = 8 << 30;
+
+/// ShareGPT conversations → one draft per answered (or final) user turn; stops after `limit`
+/// drafts (the prompts a run asks for: later ones would not be used).
+fn parse_sharegpt(
+    path: &Path,
+    text: &str,
+    limit: Option<usize>,
+) -> Result<Vec<Draft>, WorkloadError> {
     let trimmed = text.trim_start();
     let convs: Vec<(Option<usize>, Value)> = if trimmed.starts_with('[') {
         let v: Vec<Value> = serde_json::from_str(text).map_err(|e| WorkloadError::Parse {
@@ -259,6 +376,13 @@ fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> 
     } else {
         let mut v = Vec::new();
         for (i, line) in text.lines().enumerate() {
+            if let Some(reason) = line_problem(line) {
+                return Err(WorkloadError::Parse {
+                    path: path.to_path_buf(),
+                    line: Some(i + 1),
+                    reason,
+                });
+            }
             if line.trim().is_empty() {
                 continue;
             }
@@ -272,7 +396,11 @@ fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> 
         v
     };
     let mut out = Vec::new();
+    let mut total_bytes = 0usize;
     for (n, (line, conv)) in convs.iter().enumerate() {
+        if limit.is_some_and(|l| out.len() >= l) {
+            break;
+        }
         let err = |reason: String| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: *line,
@@ -283,6 +411,12 @@ fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> 
             Some(Value::Number(x)) => x.to_string(),
             _ => format!("conv-{n}"),
         };
+        if id.len() > MAX_ID_BYTES {
+            return Err(err(format!(
+                "id: {} bytes, longer than the {MAX_ID_BYTES}-byte limit of an id",
+                id.len()
+            )));
+        }
         let turns = conv
             .get("conversations")
             .or_else(|| conv.get("conversation"))
@@ -300,14 +434,34 @@ fn parse_sharegpt(path: &Path, text: &str) -> Result<Vec<Draft>, WorkloadError> 
                 Some(_) => continue, // user followed by user: fold into the next prompt
                 None => Reply::Unknown,
             };
+            if let Reply::Text(r) = &reply {
+                check_prompt_bytes(r).map_err(|e| err(format!("turn {turn}: the reply: {e}")))?;
+            }
+            let text = join_contents(history);
+            check_prompt_bytes(&text).map_err(|e| err(format!("turn {turn}: {e}")))?;
+            // The text and the messages each hold the history once.
+            total_bytes += 2 * text.len();
+            if total_bytes > MAX_TOTAL_PROMPT_BYTES {
+                return Err(err(format!(
+                    "turn {turn}: the prompts built up to here hold more than \
+                     {MAX_TOTAL_PROMPT_BYTES} bytes of text (each turn repeats its \
+                     conversation's history): ask for fewer prompts (--num-prompts) or use a \
+                     smaller file"
+                )));
+            }
             out.push(Draft {
-                text: join_contents(history),
+                line: *line,
+                label: format!("conversation {n}, turn {turn}: "),
+                text,
                 messages: Some(history.to_vec()),
                 conversation_id: Some(id.clone()),
                 turn: Some(turn),
                 reply,
             });
             turn += 1;
+            if limit.is_some_and(|l| out.len() >= l) {
+                break;
+            }
         }
     }
     Ok(out)
@@ -398,7 +552,191 @@ mod tests {
         let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &DatasetOptions::default())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("bin.jsonl") && e.contains("UTF-8"), "{e}");
+        // FF FE is the UTF-16 (little-endian) byte-order mark: named as such.
+        assert!(e.contains("bin.jsonl:1") && e.contains("UTF-16"), "{e}");
+    }
+
+    fn jsonl_err(body: &[u8], opts: &DatasetOptions) -> String {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("d.jsonl");
+        std::fs::write(&p, body).unwrap();
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), opts)
+            .unwrap_err()
+            .to_string();
+        e.strip_prefix(&p.display().to_string())
+            .unwrap()
+            .to_string()
+    }
+
+    /// Issue 39 §3: an output length of 4e9 was sent as `max_tokens`; every length read is
+    /// bounded by the context cap, naming the line and field.
+    #[test]
+    fn huge_output_lengths_are_refused_naming_the_line() {
+        let o = DatasetOptions::default();
+        assert_eq!(
+            jsonl_err(
+                b"{\"prompt\": \"a\"}\n{\"prompt\": \"b\", \"output_len\": 4000000000}\n",
+                &o
+            ),
+            ":2: output_len: 4000000000 tokens is above the cap of 1048576 tokens"
+        );
+        assert_eq!(
+            jsonl_err(b"{\"prompt\": \"b\", \"max_tokens\": 1048577}\n", &o),
+            ":1: max_tokens: 1048577 tokens is above the cap of 1048576 tokens"
+        );
+        assert_eq!(
+            jsonl_err(b"{\"prompt\": \"b\", \"output_tokens\": 1e20}\n", &o),
+            ":1: output_tokens: output length 1e+20 is not a positive integer"
+        );
+        // The cap itself is accepted; a smaller cap (a model's context) applies to prompts too.
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            &d,
+            "ok.jsonl",
+            "{\"prompt\": \"b\", \"max_tokens\": 1048576}\n",
+        );
+        let ps = load_dataset(DatasetKind::Jsonl, &p, &tok(), &o).unwrap();
+        assert_eq!(ps[0].max_tokens, 1 << 20);
+        let small = DatasetOptions {
+            max_context_tokens: 3,
+            ..Default::default()
+        };
+        assert_eq!(
+            jsonl_err(b"\n{\"prompt\": \"one two three four\"}\n", &small),
+            ":2: prompt of 4 tokens is above the cap of 3 tokens"
+        );
+        let d2 = tempfile::tempdir().unwrap();
+        let p = write(
+            &d2,
+            "sg.json",
+            r#"[{"conversations": [{"from": "human", "value": "hi"},
+                 {"from": "gpt", "value": "one two three four"}]}]"#,
+        );
+        let e = load_dataset(DatasetKind::ShareGpt, &p, &tok(), &small)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "sg.json: conversation 0, turn 0: recorded reply (the output length) of 4 \
+                 tokens is above the cap of 3 tokens"
+            ),
+            "{e}"
+        );
+    }
+
+    /// Issue 39 §3: a 100 MB prompt line was sent whole; a prompt's text is bounded in bytes
+    /// before it is tokenized.
+    #[test]
+    fn a_huge_prompt_line_is_refused_naming_the_line() {
+        let big = "x".repeat(MAX_PROMPT_BYTES + 1);
+        let body = format!("{{\"prompt\": \"ok\"}}\n{{\"prompt\": \"{big}\"}}\n");
+        assert_eq!(
+            jsonl_err(body.as_bytes(), &DatasetOptions::default()),
+            ":2: the prompt is 16777217 bytes of text, longer than the 16777216-byte limit of a \
+             prompt"
+        );
+        let body = format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"{big}\"}}]}}\n");
+        assert!(jsonl_err(body.as_bytes(), &DatasetOptions::default())
+            .starts_with(":1: the prompt is 16777217 bytes"));
+    }
+
+    /// A ShareGPT id becomes every request's conversation id: bounded too. A run asking for
+    /// fewer prompts than the file holds builds only those.
+    #[test]
+    fn sharegpt_ids_are_bounded_and_only_the_prompts_asked_for_are_built() {
+        let d = tempfile::tempdir().unwrap();
+        let id = "i".repeat(MAX_ID_BYTES + 1);
+        let p = write(
+            &d,
+            "sg.jsonl",
+            &format!(
+                "{{\"id\": \"a\", \"conversations\": [{{\"from\": \"human\", \"value\": \"x\"}}]}}\n\
+                 {{\"id\": \"{id}\", \"conversations\": []}}\n"
+            ),
+        );
+        let e = load_dataset(
+            DatasetKind::ShareGpt,
+            &p,
+            &tok(),
+            &DatasetOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.ends_with("sg.jsonl:2: conversation 1: id: 1025 bytes, longer than the 1024-byte limit of an id"),
+            "{e}"
+        );
+        let one = DatasetOptions {
+            num_prompts: Some(1),
+            ..Default::default()
+        };
+        let ps = load_dataset(DatasetKind::ShareGpt, &p, &tok(), &one).unwrap();
+        assert_eq!(ps.len(), 1);
+        assert_eq!(ps[0].conversation_id.as_deref(), Some("a"));
+    }
+
+    /// Issue 39 §3: a FIFO or a device as --dataset-path is refused at once (not read forever).
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_device_dataset_is_refused_at_once() {
+        let o = DatasetOptions::default();
+        let e = load_dataset(DatasetKind::Jsonl, Path::new("/dev/zero"), &tok(), &o)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "/dev/zero: not a regular file (a character device): only regular files are read"
+        );
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("p.jsonl");
+        if std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            let e = load_dataset(DatasetKind::ShareGpt, &fifo, &tok(), &o)
+                .unwrap_err()
+                .to_string();
+            assert!(e.ends_with(": not a regular file (a FIFO): only regular files are read"));
+        }
+    }
+
+    /// Issue 39 §3: a UTF-8 byte-order mark was "invalid JSON at column 1". A leading one is
+    /// skipped; one starting a later line, and UTF-16 files, are named as such.
+    #[test]
+    fn byte_order_marks_are_named_or_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("bom.jsonl");
+        std::fs::write(&p, b"\xEF\xBB\xBF{\"prompt\": \"hello world\"}\n").unwrap();
+        let o = DatasetOptions::default();
+        let ps = load_dataset(DatasetKind::Jsonl, &p, &tok(), &o).unwrap();
+        assert_eq!(
+            (ps[0].text.as_str(), ps[0].prompt_tokens),
+            ("hello world", 2)
+        );
+        let p = d.path().join("bom.json");
+        std::fs::write(
+            &p,
+            b"\xEF\xBB\xBF[{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}]",
+        )
+        .unwrap();
+        assert_eq!(
+            load_dataset(DatasetKind::ShareGpt, &p, &tok(), &o).unwrap()[0].text,
+            "hi"
+        );
+        assert_eq!(
+            jsonl_err(
+                b"{\"prompt\": \"a\"}\n\xEF\xBB\xBF{\"prompt\": \"b\"}\n",
+                &o
+            ),
+            ":2: the line starts with a UTF-8 byte-order mark (U+FEFF, bytes EF BB BF; files \
+             concatenated with their marks?): remove it"
+        );
+        assert_eq!(
+            jsonl_err(b"\xFF\xFE{\x00}\x00", &o),
+            ":1: the file is UTF-16 (little-endian) text (it starts with that byte-order mark); \
+             save it as UTF-8"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod agentx;
 pub mod dataset;
 pub mod error;
 mod fast;
+pub mod files;
 mod fit;
 pub mod prompt;
 pub mod random;

@@ -79,8 +79,8 @@ fn size_notice(
 
 /// Runs `inferbench replay` under the shutdown token.
 pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
-    let prepared = flags.prepare()?;
     let rt = super::runtime()?;
+    let prepared = rt.block_on(flags.prepare_bounded())?;
     let code = rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",

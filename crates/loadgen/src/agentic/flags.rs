@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use inferbench_client::CancellationToken;
 use inferbench_workload::agentx::synthetic::{self, SHAPES};
 use inferbench_workload::agentx::{load_traces, LoadOptions, LoadReport, Trace};
+use inferbench_workload::files::DEFAULT_MAX_CONTEXT_TOKENS;
 
 use super::prompt::Prompter;
 use super::{
@@ -21,6 +22,11 @@ use crate::flags::{secs, PowerFlags, TargetFlags};
 use crate::output::{nothing_measured, render_report};
 use crate::ProgressMode;
 
+/// Above this many tokens a trace request's `in` or `out` is refused without asking the
+/// server for the model's context: 2^24 = 16,777,216, 16× the longest context of any model
+/// InferenceX benchmarks (2^20). A value above it (`"in": 4000000000`) is not a recording.
+pub const SERVER_CONTEXT_CEILING: u32 = 1 << 24;
+
 /// Shortest duration InferenceX accepts as a valid AgentX result, s (AIPerf's scenario lock).
 pub const MIN_VALID_DURATION_S: f64 = 900.0;
 
@@ -30,8 +36,10 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 #[command(group(clap::ArgGroup::new("trace_source").required(true).args(["traces", "synthetic"])))]
 #[command(
     after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
-                  warmup request failed, or nothing succeeded; 2 bad flags or traces; 130 \
-                  interrupted (finished requests saved).\n\nExample (a short run on the \
+                  warmup request failed, nothing succeeded, or GPU power not valid with \
+                  --require-power; 2 bad flags or traces (FILE:LINE named); 3 server \
+                  unreachable (before profiling, or no request reached it; partial results \
+                  written); 130 interrupted (finished requests saved).\n\nExample (a short run on the \
                   simulator):\n  inferbench sim --block-size 64 &\n  inferbench replay --traces \
                   traces.jsonl --model sim --concurrency 4 --benchmark-duration 60 \
                   --unsafe-override --result-dir replay-out"
@@ -56,6 +64,12 @@ pub struct ReplayFlags {
     /// Keep only the first N traces (after --max-context-length).
     #[arg(long, help_heading = "Traces")]
     pub num_dataset_entries: Option<usize>,
+    /// Largest `in` or `out` a trace request may have, tokens, for a model with a context above
+    /// 2^20. The bound in force is the larger of 2^20, this and the model's max_model_len from
+    /// the server's /v1/models; a request above it is refused at load (FILE:LINE: field, exit
+    /// 2), before any request is sent.
+    #[arg(long, help_heading = "Traces")]
+    pub max_model_len: Option<u32>,
     /// Tokenizer of the block texts (64 token ids per hash block): o200k_base (embedded),
     /// cl100k_base, or the served model's tokenizer.json for exact prompt lengths.
     #[arg(long, default_value = "o200k_base", help_heading = "Traces")]
@@ -229,13 +243,64 @@ pub struct PreparedReplay {
 }
 
 impl ReplayFlags {
-    /// The traces to replay: `--traces` read with `--skip-invalid`, `--max-context-length` and
-    /// `--num-dataset-entries`, or the `--synthetic` shape with the same two cuts.
-    pub fn load_traces(&self) -> anyhow::Result<LoadReport> {
+    /// The bound on every trace request's `in` and `out`, tokens: the larger of 2^20
+    /// ([`DEFAULT_MAX_CONTEXT_TOKENS`]), `--max-model-len` and `served` (the model's
+    /// `max_model_len` from the server's `/v1/models`, [`ReplayFlags::served_context`]).
+    pub fn token_cap(&self, served: Option<u64>) -> u32 {
+        let served = served.map_or(0, |s| u32::try_from(s).unwrap_or(u32::MAX));
+        DEFAULT_MAX_CONTEXT_TOKENS
+            .max(self.max_model_len.unwrap_or(0))
+            .max(served)
+    }
+
+    /// [`ReplayFlags::prepare`] with the server asked for the model's context only when it
+    /// matters: the traces are loaded bounded by [`SERVER_CONTEXT_CEILING`] (a request above
+    /// it fails with its `FILE:LINE: field` before anything is sent); only when some request's
+    /// `in` or `out` is above 2^20 and `--max-model-len` is the server's `/v1/models` asked
+    /// ([`ReplayFlags::served_context`]), and a request above that bound too is refused with its
+    /// `FILE:LINE` (skipped with `--skip-invalid`). A replay within the bounds sends nothing
+    /// before its own requests.
+    ///
+    /// # Errors
+    /// As [`ReplayFlags::prepare`].
+    pub async fn prepare_bounded(&self) -> anyhow::Result<PreparedReplay> {
+        let opts = self.options()?;
+        let bound = self.token_cap(None);
+        let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING))?;
+        let peak = (report.traces.iter())
+            .flat_map(|t| &t.streams)
+            .flat_map(|s| &s.requests)
+            .map(|r| r.input_tokens.max(r.output_tokens))
+            .max()
+            .unwrap_or(0);
+        if peak > bound {
+            let cap = self.token_cap(self.served_context().await);
+            if peak > cap {
+                report = self.load_traces(cap)?;
+            }
+        }
+        self.prepare_loaded(opts, report)
+    }
+
+    /// The model's context length, tokens, as the server's `/v1/models` reports it (3 s at
+    /// most); `None` without `--traces` (the synthetic shapes stay within 2^20), when the server
+    /// cannot be asked, or reports none.
+    pub async fn served_context(&self) -> Option<u64> {
+        self.traces.as_ref()?;
+        let model = self.target.model();
+        let model = (!model.trim().is_empty()).then_some(model.as_str());
+        inferbench_client::models::served_max_model_len(&self.target.base_url(), model).await
+    }
+
+    /// The traces to replay: `--traces` read with `--skip-invalid`, `--max-context-length`,
+    /// `--num-dataset-entries` and every request's `in` and `out` at most `token_cap` tokens
+    /// ([`LoadOptions::token_cap`]), or the `--synthetic` shape with the same two cuts.
+    pub fn load_traces(&self, token_cap: u32) -> anyhow::Result<LoadReport> {
         let load = LoadOptions {
             skip_invalid: self.skip_invalid,
             max_context_length: self.max_context_length,
             num_dataset_entries: self.num_dataset_entries,
+            token_cap: Some(token_cap),
         };
         Ok(match (&self.traces, &self.synthetic) {
             // Named by its flag (trial 17: a bare "No such file or directory").
@@ -265,11 +330,22 @@ impl ReplayFlags {
     }
 
     /// Everything before the replay, in this order: the options (flag errors first), the
-    /// traces (what was skipped or dropped said on stderr, with a line saying what will run),
-    /// the block texts' tokenizer and prompts, and `--result-dir` created.
-    pub fn prepare(&self) -> anyhow::Result<PreparedReplay> {
+    /// traces (bounded by [`ReplayFlags::token_cap`] of `served`, the model's context from
+    /// [`ReplayFlags::served_context`]; what was skipped or dropped said on stderr, with a line
+    /// saying what will run), the block texts' tokenizer and prompts, and `--result-dir`
+    /// created.
+    pub fn prepare(&self, served: Option<u64>) -> anyhow::Result<PreparedReplay> {
         let opts = self.options()?;
-        let report = self.load_traces()?;
+        let report = self.load_traces(self.token_cap(served))?;
+        self.prepare_loaded(opts, report)
+    }
+
+    /// The rest of [`ReplayFlags::prepare`] once the traces are loaded.
+    fn prepare_loaded(
+        &self,
+        opts: ReplayOptions,
+        report: LoadReport,
+    ) -> anyhow::Result<PreparedReplay> {
         anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
         for s in &report.skipped {
             eprintln!("inferbench: skipped {s}");
@@ -485,6 +561,71 @@ mod tests {
         let both = ["replay", "--traces", "t.jsonl", "--synthetic", "quickstart"];
         assert!(Cli::try_parse_from(both).is_err());
         assert!(Cli::try_parse_from(["replay", "--traces", "t.jsonl"]).is_ok());
+    }
+
+    /// Issue 39 §3: a request above 2^20 tokens loads only when the model's context (the
+    /// server's /v1/models, or --max-model-len) is that long; one above 2^24 is refused without
+    /// asking the server; the errors name FILE:LINE and the field.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn trace_lengths_are_bounded_by_the_models_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(
+            &path,
+            "{\"id\": \"a\", \"requests\": [{\"t\": 0, \"in\": 64, \"out\": 1}]}\n\
+             {\"id\": \"b\", \"requests\": [{\"t\": 0, \"in\": 2000000, \"out\": 1}]}\n",
+        )
+        .unwrap();
+        let p = path.to_str().unwrap();
+        let flags = |url: &str, extra: &[&str]| {
+            let mut argv = vec![
+                "replay",
+                "--traces",
+                p,
+                "--model",
+                "sim",
+                "--base-url",
+                url,
+                "--benchmark-duration",
+                "60",
+                "--unsafe-override",
+            ];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).unwrap().flags
+        };
+        let sim = |len: u32| {
+            inferbench_sim::spawn(inferbench_sim::SimConfig {
+                mode: inferbench_sim::Mode::Instant,
+                served_model_name: Some("sim".into()),
+                max_model_len: Some(len),
+                num_gpu_blocks_override: Some(len / 8),
+                ..Default::default()
+            })
+            .expect("sim starts")
+        };
+        // A server whose model has a 1M context: refused, naming the line.
+        let small = sim(1 << 20);
+        let e = flags(&small.base_url(), &[])
+            .prepare_bounded()
+            .await
+            .err()
+            .unwrap();
+        assert_eq!(
+            inferbench_core::error_chain(e.as_ref()),
+            format!(
+                "{p}:2: requests[0].in: 2000000 tokens is above the cap of 1048576 tokens (a \
+                 model's context; `replay --max-model-len` raises it)"
+            )
+        );
+        // A 4M context from /v1/models, or --max-model-len (nothing listens there): loads.
+        let big = sim(4 << 20);
+        let r = flags(&big.base_url(), &[]).prepare_bounded().await.unwrap();
+        assert_eq!(r.traces.len(), 2);
+        let dead = "http://127.0.0.1:9";
+        assert_eq!(flags(dead, &[]).token_cap(None), 1 << 20);
+        let f = flags(dead, &["--max-model-len", "3000000"]);
+        assert_eq!(f.token_cap(Some(5_000_000)), 5_000_000);
+        assert_eq!(f.prepare_bounded().await.unwrap().traces.len(), 2);
     }
 
     /// The defaults are InferenceX's AgentX invocation; rule-breaking or out-of-range values

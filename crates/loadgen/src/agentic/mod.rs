@@ -4,11 +4,13 @@
 pub mod aiperf;
 #[cfg(any(feature = "clap", test))]
 pub mod flags;
+pub mod overhead;
 pub mod plan;
 pub mod prompt;
 pub mod run;
 pub mod sched;
 
+pub use overhead::TemplateOverhead;
 pub use plan::{PlanReq, TreePlan};
 pub use run::{
     exit_code, measured, replay_summary, run_replay, theoretical_hit_rate, write_artifacts,

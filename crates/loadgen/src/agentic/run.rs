@@ -19,6 +19,7 @@ use inferbench_telemetry::scrape::Scraper;
 use inferbench_workload::agentx::Trace;
 use tokio::sync::mpsc;
 
+use super::overhead::TemplateOverhead;
 use super::plan::TreePlan;
 use super::prompt::{Prompter, StreamCursor};
 use super::sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler};
@@ -128,6 +129,9 @@ pub struct ReplayOutcome {
     /// before they were compacted; `None` when it could not be read back (then the summary's
     /// ITL statistics are empty and `notes` says why).
     pub itl_ms: Option<Distribution>,
+    /// The server's chat-template overhead measured before the warmup (issue 39 §4), which each
+    /// request's ISL check adds to the trace's `in`; `None` when it could not be measured.
+    pub template_overhead: Option<TemplateOverhead>,
 }
 
 /// How a replay ended.
@@ -178,6 +182,10 @@ pub async fn run_replay(
     if plans.iter().all(|p| p.reqs.is_empty()) {
         anyhow::bail!("no trace has a request to replay");
     }
+    // The chat template's overhead on the server's prompt counts, measured before the run
+    // clock starts and before the `/metrics` baseline (issue 39 §4).
+    let mut probe_notes = Vec::new();
+    let overhead = measure_overhead(&opts, &cancel, &mut probe_notes).await?;
     let mut sched = Scheduler::new(Arc::new(plans), opts.sched.clone());
     let clock = RunClock::start();
     let anchor_unix_ns = std::time::SystemTime::now()
@@ -191,6 +199,7 @@ pub async fn run_replay(
     let stop_requests = CancellationToken::new();
     let mut cursors: HashMap<(u32, u32), StreamCursor> = HashMap::new();
     let mut st = LoopState::new(u64::from(opts.sched.lanes).max(10));
+    st.notes.append(&mut probe_notes);
 
     loop {
         let now = clock.now_ns();
@@ -212,8 +221,7 @@ pub async fn run_replay(
                 &traces,
                 &prompter,
                 &mut cursors,
-                d,
-                id,
+                (d, id, overhead),
                 &done_tx,
                 &stop_requests,
             );
@@ -282,7 +290,43 @@ pub async fn run_replay(
         stop_note,
         server_snapshots,
         itl_ms,
+        template_overhead: overhead,
     })
+}
+
+/// The marker of the template probes: a cache-bust marker of the same shape as the requests'
+/// (12 hex digits), of an id the run's markers are not drawn from in practice.
+const PROBE_MARKER_ID: u64 = 0xffff_ffff_ffff;
+
+/// The server's chat-template overhead ([`super::overhead::measure`], on a client of its own so
+/// the run clock starts after it). `None` when it could not be measured: a note says why unless
+/// the server could not be reached at all or answered 404 (a wrong `--model`: the run itself
+/// then says so). Errors: a bad URL or header (as the run's client).
+async fn measure_overhead(
+    opts: &ReplayOptions,
+    cancel: &CancellationToken,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Option<TemplateOverhead>> {
+    let probe_client = replay_client(opts, RunClock::start())?;
+    let marker = inferbench_workload::cache_bust_marker(PROBE_MARKER_ID);
+    Ok(
+        match super::overhead::measure(&probe_client, &marker, cancel).await {
+            Ok(o) => Some(o),
+            Err(e) => {
+                // An unreachable server or a wrong --model (404) fails the run's own requests
+                // too, which say so; only a probe-specific failure gets a note.
+                let said_by_the_run =
+                    e.starts_with(ErrorClass::Connect.as_str()) || e.contains("HTTP 404");
+                if !said_by_the_run && !cancel.is_cancelled() {
+                    notes.push(format!(
+                        "the chat template's overhead could not be measured ({e}): isl_mismatch \
+                         compares each request's server prompt count with the trace's `in` alone"
+                    ));
+                }
+                None
+            }
+        },
+    )
 }
 
 /// The records of the replay and their pooled ITL distribution (ms, at the default
@@ -607,13 +651,17 @@ fn first_warmup_failure(records: &[RequestRecord]) -> Option<&RequestRecord> {
 /// Plans the dispatched turn (cheap), then renders and sends it on a task; the prompt text
 /// exists only while the request is in flight.
 #[allow(clippy::too_many_arguments)]
+///
+/// The request's client-side prompt count is the trace's `in` plus the measured template
+/// overhead for its number of messages (`overhead`, issue 39 §4), so that its ISL check
+/// compares like with like. A prompt whose synthesis fails (a panic) is recorded as a failed
+/// request with the cause; the run goes on.
 fn spawn_request(
     client: &Client,
     traces: &Arc<Vec<Trace>>,
     prompter: &Arc<Prompter>,
     cursors: &mut HashMap<(u32, u32), StreamCursor>,
-    d: Dispatch,
-    request_id: u64,
+    (d, request_id, overhead): (Dispatch, u64, Option<TemplateOverhead>),
     done_tx: &mpsc::UnboundedSender<Done>,
     stop: &CancellationToken,
 ) {
@@ -666,20 +714,64 @@ fn spawn_request(
     let stop = stop.clone();
     let ticket = d.ticket;
     let marker = inferbench_workload::cache_bust_marker(d.marker_id);
+    let template_tokens = overhead.map_or(0, |o| o.tokens(plan.segments.len() as u32));
     tokio::spawn(async move {
         let trace = &traces[d.trace];
-        let (messages, prompt_tokens) = prompter.render(&plan, trace, d.stream, &marker);
-        let input = RequestInput {
-            text: "",
-            messages: Some(&messages),
-            prompt_tokens,
-            max_tokens: Some(max_tokens),
+        let rendered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            prompter.render(&plan, trace, d.stream, &marker)
+        }));
+        let mut rec = match rendered {
+            Ok((messages, prompt_tokens)) => {
+                let input = RequestInput {
+                    text: "",
+                    messages: Some(&messages),
+                    prompt_tokens: prompt_tokens.saturating_add(template_tokens),
+                    max_tokens: Some(max_tokens),
+                };
+                client.send(&input, meta, &stop).await
+            }
+            Err(panic) => synthesis_failed(&client, meta, &plan, max_tokens, panic),
         };
-        let mut rec = client.send(&input, meta, &stop).await;
-        drop(messages);
         rec.agentic = Some(agentic);
         let _ = done_tx.send(Done { ticket, rec });
     });
+}
+
+/// The failed record of a request whose prompt could not be synthesized (`panic`: the payload
+/// of the panic it raised): sent and ended now, class `malformed` (as the client's own internal
+/// errors), its cause in `error`.
+fn synthesis_failed(
+    client: &Client,
+    meta: RequestMeta,
+    plan: &inferbench_workload::agentx::synth::TurnPlan,
+    max_tokens: u32,
+    panic: Box<dyn std::any::Any + Send>,
+) -> RequestRecord {
+    let why = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown cause".into());
+    let now = client.clock().now_ns();
+    RequestRecord {
+        request_id: meta.request_id,
+        phase: meta.phase,
+        conversation_id: meta.conversation_id,
+        turn: meta.turn,
+        scheduled_ns: meta.scheduled_ns,
+        sent_ns: now,
+        end_ns: now,
+        success: false,
+        error_class: Some(ErrorClass::Malformed),
+        error: Some(format!(
+            "the client could not synthesize this request's prompt ({} tokens; a client bug, \
+             nothing was sent): {why}",
+            plan.prompt_tokens
+        )),
+        prompt_tokens_client: plan.prompt_tokens,
+        max_tokens: Some(max_tokens),
+        ..Default::default()
+    }
 }
 
 /// Records that count for the metrics: profile requests not cut off by the end of the run
@@ -882,4 +974,51 @@ pub fn write_artifacts(
     std::fs::write(&path, serde_json::to_string_pretty(&json)?)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferbench_workload::agentx::{Reconstructor, TraceRequest};
+
+    /// Issue 39 §3: a prompt whose synthesis fails mid-run is a failed record with its cause,
+    /// not a lost task (the loop would wait for it forever) or an abort.
+    #[test]
+    fn a_synthesis_panic_is_a_failed_record_with_its_cause() {
+        let client = replay_client(&ReplayOptions::default(), RunClock::start()).unwrap();
+        let req = TraceRequest {
+            t_s: 0.0,
+            input_tokens: 200,
+            output_tokens: 7,
+            hash_ids: vec![1, 2, 3],
+            api_time_s: 1.0,
+            model: String::new(),
+        };
+        let plan = Reconstructor::new(0, 0).next_turn(&req, None);
+        let meta = RequestMeta {
+            request_id: 9,
+            phase: Phase::Profile,
+            scheduled_ns: 5,
+            conversation_id: Some("t::sa:x".into()),
+            turn: Some(0),
+            correlation_id: None,
+        };
+        let panic = std::panic::catch_unwind(|| panic!("grid index 9 out of range")).unwrap_err();
+        let rec = synthesis_failed(&client, meta, &plan, 7, panic);
+        assert!(!rec.success);
+        assert_eq!(rec.error_class, Some(ErrorClass::Malformed));
+        assert_eq!(
+            rec.error.as_deref(),
+            Some(
+                "the client could not synthesize this request's prompt (200 tokens; a client \
+                 bug, nothing was sent): grid index 9 out of range"
+            )
+        );
+        assert_eq!(
+            (rec.request_id, rec.scheduled_ns, rec.turn, rec.max_tokens),
+            (9, 5, Some(0), Some(7))
+        );
+        assert_eq!(rec.conversation_id.as_deref(), Some("t::sa:x"));
+        assert_eq!((rec.prompt_tokens_client, rec.sent_ns), (200, rec.end_ns));
+    }
 }

@@ -23,6 +23,17 @@
 //! request. Older files whose sub-agent inner `t` is relative to the spawn are detected (the
 //! entry's `t` > 0 and its first inner `t` below it) and shifted onto the session clock.
 //!
+//! **Bounds** (issue 39 §3: a line with `"in": 4000000000` passed the load and aborted the
+//! replay mid-run allocating its prompt). Every numeric field is bounded at load, before any
+//! request: `in`, `out` (and their aliases), `tool_tokens + system_tokens` at most
+//! [`LoadOptions::token_cap`] (default [`DEFAULT_MAX_CONTEXT_TOKENS`], 2^20); `hash_ids` at most
+//! `ceil(in / 64)` long; `block_size` 64; `t`, `api_time`, `think_time`, `ttft` finite,
+//! non-negative and at most [`MAX_TRACE_SECONDS`] (`duration_ms` the same in ms);
+//! `total_tokens` at most [`MAX_SUBAGENT_TOTAL_TOKENS`]; `tool_use_count` at most
+//! [`MAX_TOOL_USE_COUNT`]. Only regular files of at most [`MAX_TRACE_FILE_BYTES`] are read (a
+//! FIFO or device is refused at once); a leading UTF-8 byte-order mark is skipped, other
+//! encodings are named.
+//!
 //! **Errors** name the file, the 1-based line (of the JSONL line, or where the trace object of a
 //! `.json` file starts; for JSON syntax errors the exact line) and the field path, e.g.
 //! `traces.jsonl:17: requests[3].in: expected a non-negative integer`. Parsing goes straight into
@@ -31,6 +42,9 @@
 
 use super::trace::{HashIdScope, Stream, StreamKind, Trace, TraceRequest};
 use crate::error::WorkloadError;
+use crate::files::{
+    encoding_problem, read_regular_file, DEFAULT_MAX_CONTEXT_TOKENS, MAX_TRACE_FILE_BYTES, UTF8_BOM,
+};
 use rayon::prelude::*;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -41,6 +55,22 @@ use std::path::{Path, PathBuf};
 /// Tokens per hash block: the only `block_size` accepted (every SemiAnalysis corpus, §1.4), and
 /// the block the prompt synthesis works in (§2.2).
 pub const BLOCK_TOKENS: u32 = 64;
+
+/// Longest time a trace field may hold, seconds (`t`, `api_time`, `think_time`, `ttft`; and
+/// `duration_ms` / 1000): 30 days. The corpora's sessions last hours (reference/agentx.md
+/// §1.2); a larger value is not a recording, and replaying it would wait forever.
+pub const MAX_TRACE_SECONDS: f64 = 2_592_000.0;
+
+/// Longest trace `id` or sub-agent `agent_id`, bytes: 1 KiB (they name the conversations and
+/// are sent as the `X-Correlation-ID` header; the corpora's are UUIDs and short slugs).
+pub const MAX_ID_BYTES: usize = 1024;
+
+/// Largest sub-agent `total_tokens` (Σ in + out of its requests, informational): 2^40, a
+/// million requests at the 2^20 context cap.
+pub const MAX_SUBAGENT_TOTAL_TOKENS: u64 = 1 << 40;
+
+/// Largest sub-agent `tool_use_count` (informational; the proxy records none): 2^20.
+pub const MAX_TOOL_USE_COUNT: u64 = 1 << 20;
 
 /// What to load and how strictly (AIPerf's `--max-context-length` and `--num-dataset-entries`,
 /// §1.6). The default loads everything and fails on the first bad trace.
@@ -54,6 +84,18 @@ pub struct LoadOptions {
     /// Keep only the first N traces, applied after the context filter (filter-then-cap, §1.6).
     /// `None`: keep all.
     pub num_dataset_entries: Option<usize>,
+    /// Largest `in`, `out` and `tool_tokens + system_tokens` of any request accepted, tokens:
+    /// a larger one fails the load naming `file:line` and the field. `None`:
+    /// [`DEFAULT_MAX_CONTEXT_TOKENS`] (2^20). `replay` passes the larger of that, the model's
+    /// context from `/v1/models` and `--max-model-len`.
+    pub token_cap: Option<u32>,
+}
+
+impl LoadOptions {
+    /// The token cap in force ([`LoadOptions::token_cap`] or its default).
+    pub fn cap(&self) -> u32 {
+        self.token_cap.unwrap_or(DEFAULT_MAX_CONTEXT_TOKENS)
+    }
 }
 
 /// The result of [`load_traces`].
@@ -85,7 +127,7 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
     let mut skipped = Vec::new();
     let mut first_seen: HashMap<String, String> = HashMap::new();
     for file in &files {
-        for (unit_line, unit) in read_file(file)? {
+        for (unit_line, unit) in read_file(file, opts.cap())? {
             let err = match unit {
                 Ok(t) => match first_seen.get(&t.id) {
                     None => {
@@ -181,12 +223,16 @@ struct Unit<'a> {
 type UnitResult = (usize, Result<Trace, (usize, String)>);
 
 /// Parses every trace of one file (in parallel), in file order.
-fn read_file(path: &Path) -> Result<Vec<UnitResult>, WorkloadError> {
-    let raw = std::fs::read(path).map_err(|source| WorkloadError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let bytes = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&raw);
+fn read_file(path: &Path, cap: u32) -> Result<Vec<UnitResult>, WorkloadError> {
+    let raw = read_regular_file(path, MAX_TRACE_FILE_BYTES)?;
+    if let Some((line, reason)) = encoding_problem(&raw) {
+        return Err(WorkloadError::Parse {
+            path: path.to_path_buf(),
+            line: Some(line),
+            reason,
+        });
+    }
+    let bytes = raw.strip_prefix(UTF8_BOM).unwrap_or(&raw);
     let name = path.display().to_string();
     let (units, broken) = if has_ext(path, "json") {
         split_json_values(bytes)
@@ -196,7 +242,7 @@ fn read_file(path: &Path) -> Result<Vec<UnitResult>, WorkloadError> {
     let mut out: Vec<UnitResult> = units
         .par_iter()
         .map(|u| {
-            let r = parse_trace(u.bytes, format!("{name}:{}", u.line))
+            let r = parse_trace(u.bytes, format!("{name}:{}", u.line), cap)
                 .map_err(|(rel, reason)| (u.line + rel.saturating_sub(1), reason));
             (u.line, r)
         })
@@ -414,16 +460,16 @@ const SUBAGENT_FIELDS: &str = "t, type, agent_id, subagent_type, duration_ms, to
      tool_use_count, status, requests, models, tool_tokens, system_tokens";
 
 /// One trace from its bytes; errors are `(line within the bytes, reason)`.
-fn parse_trace(bytes: &[u8], origin: String) -> Result<Trace, (usize, String)> {
+fn parse_trace(bytes: &[u8], origin: String, cap: u32) -> Result<Trace, (usize, String)> {
     match serde_json::from_slice::<RawTrace>(bytes) {
-        Ok(raw) => convert(raw, origin).map_err(|r| (1, r)),
-        Err(e) => Err((e.line().max(1), diagnose(bytes, &e))),
+        Ok(raw) => convert(raw, origin, cap).map_err(|r| (1, r)),
+        Err(e) => Err((e.line().max(1), diagnose(bytes, &e, cap))),
     }
 }
 
 /// A readable reason for a trace the fast parser rejected: JSON syntax as serde_json says it,
 /// anything else by walking the generic value for the first offending field.
-fn diagnose(bytes: &[u8], e: &serde_json::Error) -> String {
+fn diagnose(bytes: &[u8], e: &serde_json::Error, cap: u32) -> String {
     let msg = e.to_string();
     let bare = msg
         .rsplit_once(" at line ")
@@ -432,7 +478,7 @@ fn diagnose(bytes: &[u8], e: &serde_json::Error) -> String {
         return format!("invalid JSON at column {}: {bare}", e.column());
     }
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => match check_trace(&v) {
+        Ok(v) => match check_trace(&v, cap) {
             Err(reason) => reason,
             Ok(()) => format!("{bare} (column {})", e.column()),
         },
@@ -440,7 +486,7 @@ fn diagnose(bytes: &[u8], e: &serde_json::Error) -> String {
     }
 }
 
-fn check_trace(v: &Value) -> Result<(), String> {
+fn check_trace(v: &Value, cap: u32) -> Result<(), String> {
     let Some(o) = v.as_object() else {
         return Err(format!("expected a trace object ({TRACE_FIELDS})"));
     };
@@ -454,7 +500,7 @@ fn check_trace(v: &Value) -> Result<(), String> {
                     return Err(format!("{k}: expected \"local\" or \"global\""));
                 }
             }
-            "requests" => check_entries(k, x, false)?,
+            "requests" => check_entries(k, x, false, cap)?,
             "totals" => {}
             _ => return Err(format!("{k}: unknown field (a trace has {TRACE_FIELDS})")),
         }
@@ -467,18 +513,18 @@ fn check_trace(v: &Value) -> Result<(), String> {
     Ok(())
 }
 
-fn check_entries(path: &str, x: &Value, nullable: bool) -> Result<(), String> {
+fn check_entries(path: &str, x: &Value, nullable: bool, cap: u32) -> Result<(), String> {
     match x {
         Value::Null if nullable => Ok(()),
         Value::Array(a) => a
             .iter()
             .enumerate()
-            .try_for_each(|(i, e)| check_entry(&format!("{path}[{i}]"), e)),
+            .try_for_each(|(i, e)| check_entry(&format!("{path}[{i}]"), e, cap)),
         _ => Err(format!("{path}: expected an array of requests")),
     }
 }
 
-fn check_entry(path: &str, v: &Value) -> Result<(), String> {
+fn check_entry(path: &str, v: &Value, cap: u32) -> Result<(), String> {
     let Some(o) = v.as_object() else {
         return Err(format!("{path}: expected a request or sub-agent object"));
     };
@@ -496,7 +542,15 @@ fn check_entry(path: &str, v: &Value) -> Result<(), String> {
             "t" | "api_time" | "think_time" | "ttft" | "duration_ms" => want_num(&p, x)?,
             "model" | "stop" | "agent_id" | "subagent_type" | "status" => want_str(&p, x, true)?,
             "in" | "out" | "input_length" | "output_length" | "tool_tokens" | "system_tokens" => {
-                want_u32(&p, x)?
+                match x.as_u64() {
+                    Some(n) if n > u64::from(cap) => {
+                        return Err(format!(
+                            "{p}: {n} tokens is above the cap of {cap} tokens (a model's \
+                             context; `replay --max-model-len` raises it)"
+                        ))
+                    }
+                    _ => want_u32(&p, x)?,
+                }
             }
             "total_tokens" | "tool_use_count" => {
                 if !(x.is_null() || x.is_u64()) {
@@ -517,7 +571,7 @@ fn check_entry(path: &str, v: &Value) -> Result<(), String> {
                 }
                 _ => return Err(format!("{p}: expected an array of integers")),
             },
-            "requests" => check_entries(&p, x, true)?,
+            "requests" => check_entries(&p, x, true, cap)?,
             _ => {
                 let (what, fields) = if sub {
                     ("a \"subagent\" entry", SUBAGENT_FIELDS)
@@ -566,9 +620,15 @@ fn want_str_array(p: &str, x: &Value) -> Result<(), String> {
 
 // ---- validation and conversion into the model ----
 
-fn convert(raw: RawTrace, origin: String) -> Result<Trace, String> {
+fn convert(raw: RawTrace, origin: String, cap: u32) -> Result<Trace, String> {
     if raw.id.is_empty() {
         return Err("id: empty".into());
+    }
+    if raw.id.len() > MAX_ID_BYTES {
+        return Err(format!(
+            "id: {} bytes, longer than the {MAX_ID_BYTES}-byte limit of an id",
+            raw.id.len()
+        ));
     }
     let block_size = raw.block_size.unwrap_or(BLOCK_TOKENS);
     if block_size != BLOCK_TOKENS {
@@ -577,7 +637,15 @@ fn convert(raw: RawTrace, origin: String) -> Result<Trace, String> {
              blocks, the size of every SemiAnalysis corpus)"
         ));
     }
+    let prefix =
+        u64::from(raw.tool_tokens.unwrap_or(0)) + u64::from(raw.system_tokens.unwrap_or(0));
+    if prefix > u64::from(cap) {
+        return Err(format!(
+            "tool_tokens + system_tokens: {prefix} tokens is above the cap of {cap} tokens"
+        ));
+    }
     let mut b = Builder {
+        cap,
         trace_id: &raw.id,
         root: Vec::new(),
         subs: Vec::new(),
@@ -621,6 +689,8 @@ fn convert(raw: RawTrace, origin: String) -> Result<Trace, String> {
 }
 
 struct Builder<'a> {
+    /// The token cap ([`LoadOptions::cap`]).
+    cap: u32,
     trace_id: &'a str,
     root: Vec<TraceRequest>,
     subs: Vec<Stream>,
@@ -642,7 +712,7 @@ impl Builder<'_> {
             if e.kind == Some(RawKind::Subagent) {
                 self.subagent(e, &format!("{prefix}[{i}]"), offset_s)?;
             } else {
-                let r = request(e, || format!("{prefix}[{i}]"), offset_s)?;
+                let r = request(e, || format!("{prefix}[{i}]"), offset_s, self.cap)?;
                 match into {
                     None => self.root.push(r),
                     Some(s) => self.subs[s].requests.push(r),
@@ -673,6 +743,12 @@ impl Builder<'_> {
             ));
         }
         let agent = match e.agent_id {
+            Some(a) if a.len() > MAX_ID_BYTES => {
+                return Err(format!(
+                    "{path}.agent_id: {} bytes, longer than the {MAX_ID_BYTES}-byte limit of an id",
+                    a.len()
+                ))
+            }
             Some(a) if !a.is_empty() => a,
             Some(_) => return Err(format!("{path}.agent_id: empty")),
             None => return Err(format!("{path}.agent_id: missing")),
@@ -686,6 +762,25 @@ impl Builder<'_> {
             Some(t) => Some(seconds(t).ok_or_else(|| bad_seconds(path, "t", t))?),
             None => None,
         };
+        if let Some(d) = e.duration_ms.filter(|&d| seconds(d / 1000.0).is_none()) {
+            return Err(bad_seconds(path, "duration_ms", d / 1000.0).replacen(
+                "duration_ms:",
+                "duration_ms / 1000:",
+                1,
+            ));
+        }
+        let over = |field: &str, v: Option<u64>, max: u64| match v {
+            Some(n) if n > max => Err(format!("{path}.{field}: {n} is above the cap of {max}")),
+            _ => Ok(()),
+        };
+        over("total_tokens", e.total_tokens, MAX_SUBAGENT_TOTAL_TOKENS)?;
+        over("tool_use_count", e.tool_use_count, MAX_TOOL_USE_COUNT)?;
+        let tokens = |v: Option<u32>| u64::from(v.unwrap_or(0));
+        over(
+            "tool_tokens + system_tokens",
+            Some(tokens(e.tool_tokens) + tokens(e.system_tokens)),
+            u64::from(self.cap),
+        )?;
         let inner = e.requests.unwrap_or_default();
         // Older files: inner `t` relative to the spawn (the entry's own `t`).
         let first_inner = inner.first().and_then(|x| x.t);
@@ -705,16 +800,37 @@ impl Builder<'_> {
     }
 }
 
-/// `v` as seconds if finite and non-negative.
+/// `v` as seconds if finite, non-negative and at most [`MAX_TRACE_SECONDS`].
 fn seconds(v: f64) -> Option<f64> {
-    (v.is_finite() && v >= 0.0).then_some(v)
+    (v.is_finite() && (0.0..=MAX_TRACE_SECONDS).contains(&v)).then_some(v)
 }
 
 fn bad_seconds(path: &str, field: &str, v: f64) -> String {
-    format!("{path}.{field}: expected a finite, non-negative number of seconds (got {v})")
+    if v.is_finite() && v > MAX_TRACE_SECONDS {
+        format!(
+            "{path}.{field}: {} s is above the bound of {MAX_TRACE_SECONDS} s (30 days)",
+            short_num(v)
+        )
+    } else {
+        format!("{path}.{field}: expected a finite, non-negative number of seconds (got {v})")
+    }
 }
 
-fn request(e: RawEntry, path: impl Fn() -> String, offset_s: f64) -> Result<TraceRequest, String> {
+/// `v` as written in messages: plain below 10^15, else in exponent form (`1e300`).
+fn short_num(v: f64) -> String {
+    if v.abs() < 1e15 {
+        v.to_string()
+    } else {
+        format!("{v:e}")
+    }
+}
+
+fn request(
+    e: RawEntry,
+    path: impl Fn() -> String,
+    offset_s: f64,
+    cap: u32,
+) -> Result<TraceRequest, String> {
     let sub_only = [
         ("agent_id", e.agent_id.is_some()),
         ("subagent_type", e.subagent_type.is_some()),
@@ -735,20 +851,38 @@ fn request(e: RawEntry, path: impl Fn() -> String, offset_s: f64) -> Result<Trac
     }
     let t = e.t.ok_or_else(|| format!("{}.t: missing", path()))?;
     let t_s = seconds(t)
-        .map(|t| t + offset_s)
-        .filter(|t| t.is_finite())
-        .ok_or_else(|| bad_seconds(&path(), "t", t))?;
+        .and_then(|t| seconds(t + offset_s))
+        .ok_or_else(|| bad_seconds(&path(), "t", t + offset_s))?;
     let api_time_s = match e.api_time {
         Some(a) => seconds(a).ok_or_else(|| bad_seconds(&path(), "api_time", a))?,
         None => 0.0,
     };
+    for (field, v) in [("think_time", e.think_time), ("ttft", e.ttft)] {
+        if let Some(v) = v.filter(|&v| seconds(v).is_none()) {
+            return Err(bad_seconds(&path(), field, v));
+        }
+    }
     let one_of = |a: Option<u32>, b: Option<u32>, an: &str, bn: &str| match (a, b) {
         (Some(_), Some(_)) => Err(format!("{}: both {an} and {bn} given", path())),
         (Some(v), None) | (None, Some(v)) => Ok(v),
         (None, None) => Err(format!("{}.{an}: missing", path())),
     };
+    let capped = |v: u32, field: &str, alias: &str, given_alias: bool| {
+        if v > cap {
+            let f = if given_alias { alias } else { field };
+            Err(format!(
+                "{}.{f}: {v} tokens is above the cap of {cap} tokens (a model's context; \
+                 `replay --max-model-len` raises it)",
+                path()
+            ))
+        } else {
+            Ok(v)
+        }
+    };
     let input_tokens = one_of(e.input, e.input_length, "in", "input_length")?;
+    let input_tokens = capped(input_tokens, "in", "input_length", e.input.is_none())?;
     let output_tokens = one_of(e.out, e.output_length, "out", "output_length")?;
+    let output_tokens = capped(output_tokens, "out", "output_length", e.out.is_none())?;
     let hash_ids = e.hash_ids.unwrap_or_default();
     if input_tokens == 0 && !hash_ids.is_empty() {
         return Err(format!(
@@ -789,7 +923,14 @@ pub(crate) mod tests {
         assert!(broken.is_none());
         units
             .iter()
-            .map(|u| parse_trace(u.bytes, format!("example:{}", u.line)).unwrap())
+            .map(|u| {
+                parse_trace(
+                    u.bytes,
+                    format!("example:{}", u.line),
+                    DEFAULT_MAX_CONTEXT_TOKENS,
+                )
+                .unwrap()
+            })
             .collect()
     }
 
@@ -970,6 +1111,117 @@ pub(crate) mod tests {
             "{e}"
         );
         assert_eq!(err_of("[1, 2]"), "traces.jsonl:1: expected a trace object (id, models, block_size, hash_id_scope, requests, tool_tokens, system_tokens, totals)");
+    }
+
+    /// Issue 39 §3: `"in": 4000000000` passed the load and aborted the replay mid-run
+    /// allocating 20 GB. Every numeric field is bounded at load, naming file:line and field.
+    #[test]
+    fn every_numeric_field_is_bounded_at_load() {
+        let good = trace_with(json!([req(0.0, 64, &[0])]));
+        let cap = "1048576 tokens (a model's context; `replay --max-model-len` raises it)";
+        let mut huge = req(0.0, 64, &[0]);
+        huge["in"] = json!(4_000_000_000u64);
+        assert_eq!(
+            err_of(&format!("{good}\n{}\n", trace_with(json!([huge])))),
+            format!("traces.jsonl:2: requests[0].in: 4000000000 tokens is above the cap of {cap}")
+        );
+        let sub =
+            |r: Value| json!([{"t": 0, "type": "subagent", "agent_id": "a", "requests": [r]}]);
+        let cases: Vec<(Value, String)> = vec![
+            (json!([{"t": 0, "in": 1_048_577, "out": 1}]),
+             format!("requests[0].in: 1048577 tokens is above the cap of {cap}")),
+            (json!([{"t": 0, "input_length": 2_000_000, "out": 1}]),
+             format!("requests[0].input_length: 2000000 tokens is above the cap of {cap}")),
+            (json!([{"t": 0, "in": 5_000_000_000u64, "out": 1}]),
+             format!("requests[0].in: 5000000000 tokens is above the cap of {cap}")),
+            (sub(json!({"t": 0, "in": 64, "out": 1u64 << 40})),
+             format!("requests[0].requests[0].out: 1099511627776 tokens is above the cap of {cap}")),
+            (json!([{"t": 0, "in": 1, "out": 4_000_000_000u64}]),
+             format!("requests[0].out: 4000000000 tokens is above the cap of {cap}")),
+            (sub(json!({"t": 0, "in": 64, "output_length": 1_048_577})),
+             format!("requests[0].requests[0].output_length: 1048577 tokens is above the cap of {cap}")),
+            (json!([{"t": 2_592_001.0, "in": 1, "out": 1}]),
+             "requests[0].t: 2592001 s is above the bound of 2592000 s (30 days)".into()),
+            (json!([{"t": 0, "in": 1, "out": 1, "api_time": 1e300}]),
+             "requests[0].api_time: 1e300 s is above the bound of 2592000 s (30 days)".into()),
+            (json!([{"t": 0, "in": 1, "out": 1, "think_time": -1}]),
+             "requests[0].think_time: expected a finite, non-negative number of seconds (got -1)".into()),
+            (json!([{"t": 0, "in": 1, "out": 1, "ttft": 1e9}]),
+             "requests[0].ttft: 1000000000 s is above the bound of 2592000 s (30 days)".into()),
+            (json!([{"t": 3e6, "type": "subagent", "agent_id": "a", "requests": []}]),
+             "requests[0].t: 3000000 s is above the bound of 2592000 s (30 days)".into()),
+            (json!([{"t": 0, "type": "subagent", "agent_id": "a", "duration_ms": 1e12, "requests": []}]),
+             "requests[0].duration_ms / 1000: 1000000000 s is above the bound of 2592000 s (30 days)".into()),
+            (json!([{"t": 0, "type": "subagent", "agent_id": "a", "total_tokens": 1u64 << 41, "requests": []}]),
+             "requests[0].total_tokens: 2199023255552 is above the cap of 1099511627776".into()),
+            (json!([{"t": 0, "type": "subagent", "agent_id": "a", "tool_use_count": 2_000_000, "requests": []}]),
+             "requests[0].tool_use_count: 2000000 is above the cap of 1048576".into()),
+            (json!([{"t": 0, "type": "subagent", "agent_id": "a", "tool_tokens": 1_048_576, "system_tokens": 1, "requests": []}]),
+             "requests[0].tool_tokens + system_tokens: 1048577 is above the cap of 1048576".into()),
+            // Older files: inner `t` relative to the spawn, the sum past the bound.
+            (json!([{"t": 2_000_000, "type": "subagent", "agent_id": "a", "requests": [
+                {"t": 1_000_000, "in": 1, "out": 1}]}]),
+             "requests[0].requests[0].t: 3000000 s is above the bound of 2592000 s (30 days)".into()),
+        ];
+        for (requests, want) in cases {
+            assert_eq!(
+                err_of(&trace_with(requests)),
+                format!("traces.jsonl:1: {want}")
+            );
+        }
+        let long = "i".repeat(1025);
+        assert_eq!(
+            err_of(&format!(r#"{{"id": "{long}", "requests": []}}"#)),
+            "traces.jsonl:1: id: 1025 bytes, longer than the 1024-byte limit of an id"
+        );
+        assert_eq!(
+            err_of(&trace_with(json!([{"t": 0, "type": "subagent", "agent_id": long, "requests": []}]))),
+            "traces.jsonl:1: requests[0].agent_id: 1025 bytes, longer than the 1024-byte limit of an id"
+        );
+        assert_eq!(
+            err_of(r#"{"id": "x", "tool_tokens": 1048576, "system_tokens": 5, "requests": []}"#),
+            "traces.jsonl:1: tool_tokens + system_tokens: 1048581 tokens is above the cap of \
+             1048576 tokens"
+        );
+        // The cap itself loads; a larger cap (a model with a longer context) lets more through.
+        let at_cap = trace_with(json!([{"t": 0, "in": 1_048_576, "out": 1_048_576}]));
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, "cap.jsonl", &at_cap);
+        assert_eq!(
+            load(&p).unwrap().traces[0].streams[0].requests[0].input_tokens,
+            1 << 20
+        );
+        let p = write(
+            &dir,
+            "big.jsonl",
+            &trace_with(json!([{"t": 0, "in": 2_000_000, "out": 1}])),
+        );
+        assert!(load(&p).is_err());
+        let opts = LoadOptions {
+            token_cap: Some(2_000_000),
+            ..Default::default()
+        };
+        assert_eq!(opts.cap(), 2_000_000);
+        assert_eq!(load_traces(&p, &opts).unwrap().traces.len(), 1);
+    }
+
+    /// Issue 39 §3: a FIFO or device as --traces is refused at once; a leading UTF-8
+    /// byte-order mark is skipped and a UTF-16 file named.
+    #[test]
+    fn only_regular_utf8_trace_files_are_read() {
+        let e = load(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "/dev/zero: not a regular file (a character device): only regular files are read"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let body = format!("\u{feff}{}\n", trace_with(json!([req(0.0, 64, &[0])])));
+        let p = write(&dir, "bom.jsonl", &body);
+        assert_eq!(load(&p).unwrap().traces.len(), 1);
+        let p = dir.path().join("u16.jsonl");
+        std::fs::write(&p, b"\xFF\xFE{\x00").unwrap();
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.ends_with("u16.jsonl:1: the file is UTF-16 (little-endian) text (it starts with that byte-order mark); save it as UTF-8"), "{e}");
     }
 
     #[test]
@@ -1289,7 +1541,7 @@ pub(crate) mod tests {
         /// Random bytes and random JSON never panic the loader.
         #[test]
         fn random_lines_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
-            let _ = parse_trace(&bytes, String::new());
+            let _ = parse_trace(&bytes, String::new(), DEFAULT_MAX_CONTEXT_TOKENS);
             let _ = split_json_values(&bytes);
             let _ = split_lines(&bytes);
         }
@@ -1304,7 +1556,7 @@ pub(crate) mod tests {
             set_at(&mut v, path, value, del);
             for t in v.as_array().into_iter().flatten() {
                 let line = t.to_string();
-                let _ = parse_trace(line.as_bytes(), String::new());
+                let _ = parse_trace(line.as_bytes(), String::new(), DEFAULT_MAX_CONTEXT_TOKENS);
             }
             let _ = split_json_values(v.to_string().as_bytes());
         }
@@ -1393,13 +1645,18 @@ pub(crate) mod tests {
         let lines = example_jsonl();
         for line in lines.lines() {
             for n in 0..line.len() {
-                assert!(parse_trace(&line.as_bytes()[..n], String::new()).is_err());
+                assert!(parse_trace(
+                    &line.as_bytes()[..n],
+                    String::new(),
+                    DEFAULT_MAX_CONTEXT_TOKENS
+                )
+                .is_err());
             }
         }
         for n in 0..EXAMPLE.len() {
             let (units, _) = split_json_values(&EXAMPLE.as_bytes()[..n]);
             for u in units {
-                let _ = parse_trace(u.bytes, String::new());
+                let _ = parse_trace(u.bytes, String::new(), DEFAULT_MAX_CONTEXT_TOKENS);
             }
         }
     }

@@ -25,7 +25,10 @@ pub mod synth;
 pub mod synthetic;
 pub mod trace;
 
-pub use load::{load_traces, LoadOptions, LoadReport, BLOCK_TOKENS};
+pub use load::{
+    load_traces, LoadOptions, LoadReport, BLOCK_TOKENS, MAX_ID_BYTES, MAX_SUBAGENT_TOTAL_TOKENS,
+    MAX_TOOL_USE_COUNT, MAX_TRACE_SECONDS,
+};
 pub use synth::{
     escape_json_into, hash64, mix64, plan_stream, plan_token_ids, render_messages,
     render_messages_into, str_key, system_prefix_blocks, tail_key, unique_block_key, BlockCorpus,
