@@ -770,3 +770,375 @@ pub fn check(policy: &Policy, active: &MasterConfigs, archived: &[ArchivedEntry]
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An AgentX master config: one agentic search-space entry per `specs` item (`""`: no
+    /// `spec-decoding` field, InferenceX's default `none`).
+    fn agentx(key: &str, prefix: &str, runner: &str, framework: &str, specs: &[&str]) -> String {
+        let mut s = format!(
+            "{key}:\n  image: img\n  model: m\n  model-prefix: {prefix}\n  runner: cluster:{runner}\n  precision: fp4\n  framework: {framework}\n  multinode: false\n  scenarios:\n    agentic-coding:\n    - search-space:\n"
+        );
+        for sd in specs {
+            let sd = if sd.is_empty() {
+                String::new()
+            } else {
+                format!("spec-decoding: {sd}, ")
+            };
+            s.push_str(&format!(
+                "      - {{ tp: 8, kv-offloading: none, {sd}conc-list: [1] }}\n"
+            ));
+        }
+        s
+    }
+
+    /// A fixed-seq-len master config.
+    fn fixed(key: &str, prefix: &str, precision: &str, isl: i64, osl: i64) -> String {
+        format!(
+            "{key}:\n  image: img\n  model: m\n  model-prefix: {prefix}\n  runner: b200\n  precision: {precision}\n  framework: sglang\n  multinode: false\n  scenarios:\n    fixed-seq-len:\n    - isl: {isl}\n      osl: {osl}\n      search-space:\n      - {{ tp: 8, conc-start: 1, conc-end: 4 }}\n"
+        )
+    }
+
+    fn configs(entries: &[String]) -> MasterConfigs {
+        MasterConfigs::from_sources(&[("m.yaml", &entries.concat())]).unwrap()
+    }
+
+    fn engine_report(p: &Policy, entries: &[String]) -> Vec<EngineFinding> {
+        check(p, &configs(entries), &[]).engine_policy
+    }
+
+    #[test]
+    fn the_embedded_policy_is_models_md() {
+        let p = Policy::embedded();
+        assert_eq!(p.file, DEFAULT_POLICY_NAME);
+        let engines = |m: &str| p.model(m).unwrap().engines.clone();
+        assert_eq!(engines("dsv4"), ["vLLM", "SGLang"]);
+        assert_eq!(engines("kimik3"), ["vLLM"]);
+        assert_eq!(engines("minimaxm3"), ["vLLM"]);
+        assert_eq!(engines("glm5.2"), ["SGLang"]);
+        assert_eq!(engines("qwen3.5"), ["SGLang"]);
+        assert_eq!(p.first_class, ["vLLM", "SGLang"]);
+        assert_eq!(
+            p.exception_skus.keys().collect::<Vec<_>>(),
+            ["mi455x", "rubin", "tpuv8i", "tpuv8t", "vr200"]
+        );
+        assert!(p.waivers.is_empty());
+        assert_eq!(p.models.len(), 13);
+    }
+
+    #[test]
+    fn frameworks_map_to_engines_and_runners_to_skus() {
+        let p = Policy::embedded();
+        for (fw, engine) in [
+            ("vllm", "vLLM"),
+            ("dynamo-vllm", "vLLM"),
+            ("llmd-vllm", "vLLM"),
+            ("sglang", "SGLang"),
+            ("sglang-disagg", "SGLang"),
+            ("dynamo-sglang", "SGLang"),
+            ("trt", "TensorRT-LLM"),
+            ("dynamo-trt", "TensorRT-LLM"),
+            ("atom", "ATOM"),
+            ("atom-disagg", "ATOM"),
+            ("tokenspeed", "tokenspeed"),
+            ("vllmx", "vllmx"),
+        ] {
+            assert_eq!(p.engine_of(fw), engine, "{fw}");
+        }
+        for (runner, sku) in [
+            ("cluster:gb300-nv", "gb300"),
+            ("cluster:mi355x-amds", "mi355x"),
+            ("mi355x-disagg", "mi355x"),
+            ("h200", "h200"),
+            ("cluster:B300_cw", "b300"),
+            ("", ""),
+        ] {
+            assert_eq!(sku_of(runner), sku, "{runner}");
+        }
+        assert!(glob("*-vllm", "a-b-vllm") && !glob("*-vllm", "vllm") && glob("a*b*c", "abbc"));
+    }
+
+    #[test]
+    fn an_additional_engine_needs_every_mapped_engine_on_its_sku() {
+        let p = Policy::embedded();
+        let trt = agentx("dsv4-trt", "dsv4", "b300-nv", "dynamo-trt", &["mtp"]);
+        let vllm = agentx("dsv4-vllm", "dsv4", "b300-cw", "vllm", &["mtp"]);
+        let sglang = agentx("dsv4-sglang", "dsv4", "b300-nv", "sglang-disagg", &["mtp"]);
+        // Violating: dsv4 is mapped to both; only vLLM is on b300 (another cluster, same SKU).
+        let f = engine_report(&p, &[trt.clone(), vllm.clone()]);
+        assert_eq!(
+            f,
+            [EngineFinding {
+                verdict: EngineVerdict::Violation,
+                config: "dsv4-trt".into(),
+                location: "m.yaml:1".into(),
+                model: "dsv4".into(),
+                sku: "b300".into(),
+                framework: "dynamo-trt".into(),
+                engine: "TensorRT-LLM".into(),
+                missing_engine: Some("SGLang".into()),
+                reason: String::new(),
+            }]
+        );
+        // Neither: one finding per missing engine.
+        let f = engine_report(&p, std::slice::from_ref(&trt));
+        let missing: Vec<_> = f.iter().map(|x| x.missing_engine.clone()).collect();
+        assert_eq!(missing, [Some("vLLM".into()), Some("SGLang".into())]);
+        // Compliant: both mapped engines have an AgentX config on b300.
+        assert_eq!(engine_report(&p, &[trt, vllm, sglang]), []);
+        // A mapped engine on another SKU does not count; a fixed-seq-len config is no AgentX.
+        let atom = agentx("kimik3-atom", "kimik3", "mi355x-amds", "atom", &["mtp"]);
+        let other = agentx("kimik3-vllm", "kimik3", "mi300x-amds", "vllm", &["mtp"]);
+        let f = engine_report(&p, &[atom.clone(), other]);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].sku.as_str(), f[0].missing_engine.as_deref()),
+            ("mi355x", Some("vLLM"))
+        );
+        let same = agentx("kimik3-vllm", "kimik3", "mi355x-tw", "vllm", &["mtp"]);
+        assert_eq!(engine_report(&p, &[atom, same]), []);
+        // vLLM/SGLang configs are never checked, mapped or not.
+        let q = agentx("qwen3.5-vllm", "qwen3.5", "h200-dgxc", "vllm", &["mtp"]);
+        assert_eq!(engine_report(&p, &[q]), []);
+    }
+
+    #[test]
+    fn new_hardware_and_waivers_allow_an_engine_first() {
+        let p = Policy::embedded();
+        let atom = agentx("kimik3-atom", "kimik3", "mi455x-ualoe72", "atom", &["mtp"]);
+        let f = engine_report(&p, std::slice::from_ref(&atom));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].verdict, EngineVerdict::NewHardware);
+        assert_eq!(f[0].reason, "MI455X UALoE72");
+        assert_eq!(f[0].missing_engine.as_deref(), Some("vLLM"));
+        // The same on a SKU off the list is a violation, unless waived with a reason.
+        let trt = agentx("glm5.2-trt", "glm5.2", "b200-dgxc", "trt", &["mtp"]);
+        let f = engine_report(&p, std::slice::from_ref(&trt));
+        assert_eq!(f[0].verdict, EngineVerdict::Violation);
+        let waived = Policy::from_source(
+            "p.yaml",
+            &DEFAULT_POLICY.replace(
+                "waivers: {}",
+                "waivers:\n  glm5.2-trt: SGLang lacks the new attention kernel on b200",
+            ),
+        )
+        .unwrap();
+        let f = engine_report(&waived, &[trt]);
+        assert_eq!(
+            (f[0].verdict, f[0].reason.as_str()),
+            (
+                EngineVerdict::Waived,
+                "SGLang lacks the new attention kernel on b200"
+            )
+        );
+        let e = Policy::from_source(
+            "p.yaml",
+            &DEFAULT_POLICY.replace("waivers: {}", "waivers:\n  glm5.2-trt: \"\""),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("p.yaml:31:15: waivers.glm5.2-trt: a waiver needs its reason"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn editing_the_mapping_changes_the_verdict() {
+        let atom = agentx("glm5.2-atom", "glm5.2", "mi355x-amds", "atom", &["mtp"]);
+        let sglang = agentx("glm5.2-sglang", "glm5.2", "mi355x-amds", "sglang", &["mtp"]);
+        let both = [atom.clone(), sglang];
+        assert_eq!(engine_report(&Policy::embedded(), &both), []);
+        let text = DEFAULT_POLICY.replace(
+            "  glm5.2:\n    name: GLM-5.2\n    engines: [SGLang]",
+            "  glm5.2:\n    name: GLM-5.2\n    engines: [vLLM]",
+        );
+        assert_ne!(text, DEFAULT_POLICY);
+        let f = engine_report(&Policy::from_source("p.yaml", &text).unwrap(), &both);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].verdict, f[0].missing_engine.as_deref()),
+            (EngineVerdict::Violation, Some("vLLM"))
+        );
+        // A model the policy maps no engine to: nothing can come first.
+        let f = engine_report(
+            &Policy::embedded(),
+            &[agentx("q-trt", "qwen3.8", "b300-nv", "trt", &["mtp"])],
+        );
+        assert_eq!(
+            (f[0].verdict, f[0].missing_engine.clone()),
+            (EngineVerdict::Violation, None)
+        );
+    }
+
+    #[test]
+    fn non_spec_decode_agentic_entries_are_deprecated_arms() {
+        let p = Policy::embedded();
+        let arms = agentx(
+            "k-none",
+            "kimik3",
+            "b200-dgxc",
+            "dynamo-vllm",
+            &["none", "", "mtp"],
+        );
+        let sib = agentx("k-mtp", "kimik3", "b200-nscale", "dynamo-vllm", &["mtp"]);
+        let other_fw = agentx("k-vllm", "kimik3", "b200-dgxc", "vllm", &["mtp"]);
+        let other_sku = agentx("k-b300", "kimik3", "b300-nv", "dynamo-vllm", &["mtp"]);
+        // Sibling present (the same config's own mtp entry counts: same SKU and framework).
+        let r = check(&p, &configs(&[arms.clone(), sib]), &[]);
+        let got: Vec<_> = (r.spec_decode_only.iter())
+            .map(|f| (f.entry.as_str(), f.sibling.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("agentic-coding[0].search-space[0]", Some("k-none")),
+                ("agentic-coding[0].search-space[1]", Some("k-none")),
+            ]
+        );
+        assert_eq!(r.violations(), 0);
+        // Sibling absent: spec-decode only on another framework or another SKU.
+        let only_none = agentx("k-none", "kimik3", "b200-dgxc", "dynamo-vllm", &["none"]);
+        let r = check(&p, &configs(&[only_none, other_fw, other_sku]), &[]);
+        assert_eq!(r.spec_decode_only.len(), 1);
+        assert_eq!(r.spec_decode_only[0].sibling, None);
+        assert_eq!(
+            (r.spec_decode_only[0].sku.as_str(), r.violations()),
+            ("b200", 0)
+        );
+        // Compliant: every entry speculates.
+        let r = check(&p, &configs(&[other_fw_only()]), &[]);
+        assert_eq!(r.spec_decode_only, []);
+    }
+
+    fn other_fw_only() -> String {
+        agentx(
+            "k-vllm",
+            "kimik3",
+            "b200-dgxc",
+            "vllm",
+            &["mtp", "draft_model"],
+        )
+    }
+
+    fn archived(key: &str, prefix: &str, precision: &str, scenario: &str) -> ArchivedEntry {
+        ArchivedEntry {
+            key: key.into(),
+            location: format!("deprecated/x.yaml:{}", key.len()),
+            model_prefix: prefix.into(),
+            precision: precision.into(),
+            scenarios: vec![scenario.into()],
+        }
+    }
+
+    #[test]
+    fn deprecation_bookkeeping_both_directions() {
+        let p = Policy::embedded();
+        let kinds = |r: &PolicyReport| -> Vec<(DeprecationKind, String, String)> {
+            (r.deprecations.iter())
+                .map(|f| (f.kind, f.config.clone(), f.scenario.clone()))
+                .collect()
+        };
+        use DeprecationKind::*;
+        // Deprecated but active: a retired model, a scenario retired for all models, a
+        // deprecated precision; a scenario not listed for the model; a prefix not listed.
+        let r = check(
+            &p,
+            &configs(&[
+                fixed("glm51", "glm5.1", "fp8", 8192, 1024),
+                fixed("k3-1k1k", "kimik3", "fp4", 1024, 1024),
+                fixed("q-bf16", "qwen3.5", "bf16", 8192, 1024),
+                fixed("k3-8k1k", "kimik3", "fp4", 8192, 1024),
+                fixed("k26", "kimik2.6", "fp4", 8192, 1024),
+                // Compliant: listed active.
+                fixed("q-fp8", "qwen3.5", "fp8", 8192, 1024),
+                fixed("dsr1", "dsr1", "fp8", 8192, 1024),
+            ]),
+            &[
+                // Compliant reverse: archived, but also active / a deprecated precision /
+                // a deprecated scenario.
+                archived("dsr1-old", "dsr1", "fp4", "8k1k"),
+                archived("q-bf16-old", "qwen3.5", "bf16", "8k1k"),
+                archived("dsv4-1k1k", "dsv4", "fp4", "1k1k"),
+                // The reverse: listed active, only archived (reported once per scenario).
+                archived("dsv4-8k1k", "dsv4", "fp4", "8k1k"),
+                archived("dsv4-8k1k-b", "dsv4", "fp8", "8k1k"),
+            ],
+        );
+        assert_eq!(
+            kinds(&r),
+            [
+                (DeprecatedButActive, "glm51".into(), "8k1k".into()),
+                (DeprecatedButActive, "k3-1k1k".into(), "1k1k".into()),
+                (DeprecatedButActive, "q-bf16".into(), "8k1k".into()),
+                (NotListedActive, "k3-8k1k".into(), "8k1k".into()),
+                (UnlistedModel, "k26".into(), "".into()),
+                (ActiveButArchived, "dsv4-8k1k".into(), "8k1k".into()),
+            ]
+        );
+        assert_eq!(r.deprecations[5].location, "deprecated/x.yaml:9");
+        assert_eq!(r.violations(), 0);
+        // Compliant both ways.
+        let r = check(
+            &p,
+            &configs(&[fixed("dsv4", "dsv4", "fp4", 8192, 1024)]),
+            &[archived("dsv4-8k1k", "dsv4", "fp4", "8k1k")],
+        );
+        assert_eq!(r.deprecations, []);
+    }
+
+    #[test]
+    fn archived_files_are_read_leniently() {
+        let dir = std::env::temp_dir().join(format!("ib-policy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("old.yaml");
+        // `tp: "four"` would fail the schema; archived files only need to parse.
+        std::fs::write(
+            &f,
+            fixed("old", "dsr1", "fp8", 1024, 8192).replace("tp: 8", "tp: \"four\""),
+        )
+        .unwrap();
+        let a = read_archived(&[&f]).unwrap();
+        assert_eq!(
+            a,
+            [ArchivedEntry {
+                key: "old".into(),
+                location: format!("{}:1", f.display()),
+                model_prefix: "dsr1".into(),
+                precision: "fp8".into(),
+                scenarios: vec!["1k8k".into()],
+            }]
+        );
+        std::fs::write(&f, "a: [").unwrap();
+        assert!(read_archived(&[&f]).is_err());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_bad_policy_names_every_problem() {
+        let e = Policy::from_source(
+            "p.yaml",
+            "version: 2\nengines:\n  vLLM: [vllm]\nfirst-class: [vLLM, SGLang]\nscenarios:\n  8k1k: retired\nmodels:\n  m:\n    engines: [TRT]\n    active: [8k1k]\n    deprecated: [8k1k]\n    color: red\nextra: 1\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "p.yaml:13:1: extra: unknown field (allowed: version, engines, first-class, exception-skus, waivers, scenarios, models)\n\
+             p.yaml:1:10: version: unsupported policy version (expected 1)\n\
+             p.yaml:4:21: first-class[1]: 'SGLang' is not an engine under engines\n\
+             p.yaml:6:9: scenarios.8k1k: must be 'active' or 'deprecated'\n\
+             p.yaml:12:5: models.m.color: unknown field (allowed: name, engines, active, deprecated, deprecated-precisions)\n\
+             p.yaml:9:14: models.m.engines: 'TRT' is not an engine under engines\n\
+             p.yaml:11:17: models.m.deprecated: scenario '8k1k' is both active and deprecated"
+        );
+        assert!(Policy::from_source("p.yaml", "[1]").is_err());
+        assert!(
+            Policy::from_source("p.yaml", "version: 1\nmodels: {m: {active: [1]}}\n")
+                .unwrap_err()
+                .to_string()
+                .contains("models.m.active[0]: must be a non-empty string, found an integer")
+        );
+    }
+}
