@@ -139,10 +139,10 @@ fn a_violation_fails_and_a_waiver_in_the_policy_allows_it() {
     assert_eq!(text, std::fs::read_to_string(embedded).unwrap());
     let waived = text.replace(
         "waivers: {}",
-        "waivers:\n  glm5.2-fp4-b200-trt: new attention kernel not yet in SGLang",
+        "waivers:\n  glm5.2-fp4-b200-trt: new attention kernel not yet in SGLang\n  gone-key: x",
     );
     std::fs::write(d.join("p.yaml"), waived).unwrap();
-    let (code, out, _) = inferbench(
+    let (code, out, err) = inferbench(
         d,
         &[
             "models",
@@ -154,6 +154,10 @@ fn a_violation_fails_and_a_waiver_in_the_policy_allows_it() {
         ],
     );
     assert_eq!(code, Some(0));
+    assert_eq!(
+        err,
+        "note: the policy's waiver for gone-key matches no config key in --config-files\n"
+    );
     assert!(out.starts_with(
         "engine-policy waived: m.yaml:1: glm5.2-fp4-b200-trt: model glm5.2 on b200 runs TensorRT-LLM (framework trt) before SGLang; waiver: new attention kernel not yet in SGLang\n\
          engine submission policy: 0 violation(s)\n"

@@ -599,8 +599,8 @@ fn json_strings(raw: &str, flag: &str) -> anyhow::Result<Option<Vec<String>>> {
 
 /// The archived master configs for `models support` / `models policy`: every `*.yaml` / `*.yml`
 /// in `--deprecated-dir`, else in `deprecated/` beside the first config file (InferenceX's
-/// layout), else in `configs/deprecated`, sorted; with a note to print when none of the
-/// defaults exists (then the list is empty).
+/// layout), else in `configs/deprecated`, sorted; with what was not found when none of the
+/// defaults exists (then the list is empty), e.g. `configs/deprecated not found`.
 ///
 /// # Errors
 /// A given `--deprecated-dir` that cannot be read.
@@ -645,9 +645,7 @@ pub fn deprecated_files(
             [one] => format!("{one} not found"),
             _ => format!("neither {} found", looked.join(" nor ")),
         };
-        note = Some(format!(
-            "note: {what}; listed active configs only (give --deprecated-dir)"
-        ));
+        note = Some(what);
     }
     Ok((deprecated, note))
 }
@@ -700,8 +698,8 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
                     &rows,
                 )))?,
             }
-            if let Some(note) = note {
-                eprintln!("{note}");
+            if let Some(what) = note {
+                eprintln!("note: {what}; listed active configs only (give --deprecated-dir)");
             }
             Ok(ExitStatus::Ok)
         }

@@ -352,11 +352,26 @@ impl Policy {
     /// The engine a framework runs: the first engine with a matching name or `*` pattern, else
     /// the framework's own name (an additional engine the policy does not name).
     pub fn engine_of(&self, framework: &str) -> String {
+        let fw = framework.to_ascii_lowercase();
         self.engines
             .iter()
-            .find(|(_, pats)| pats.iter().any(|p| glob(p, framework)))
+            .find(|(_, pats)| pats.iter().any(|p| glob(&p.to_ascii_lowercase(), &fw)))
             .map(|(e, _)| e.clone())
             .unwrap_or_else(|| framework.to_string())
+    }
+
+    /// The exception-list entry (key, MODELS.md's name) a runner label falls under: a key the
+    /// label starts with once `cluster:`, `-` and `_` are dropped and case ignored
+    /// (`cluster:tpu-v8t-x` → `tpuv8t`).
+    pub fn new_hardware(&self, runner: &str) -> Option<(&str, &str)> {
+        let r = runner.strip_prefix(CLUSTER_LABEL_PREFIX).unwrap_or(runner);
+        let flat: String = (r.chars())
+            .filter(|c| !matches!(c, '-' | '_'))
+            .collect::<String>()
+            .to_ascii_lowercase();
+        (self.exception_skus.iter())
+            .find(|(k, _)| !k.is_empty() && flat.starts_with(k.as_str()))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
     /// The rule of a model prefix.
@@ -370,17 +385,19 @@ impl Policy {
     /// [`Listed::Unlisted`].
     pub fn listed(&self, prefix: &str, scenario: &str, precision: &str) -> Option<Listed> {
         let m = self.model(prefix)?;
-        Some(if m.deprecated_precisions.iter().any(|p| p == precision) {
-            Listed::DeprecatedPrecision
-        } else if m.active.iter().any(|s| s == scenario) {
-            Listed::Active
-        } else if m.deprecated.iter().any(|s| s == scenario)
-            || self.scenarios.get(scenario) == Some(&ScenarioStatus::Deprecated)
-        {
-            Listed::Deprecated
-        } else {
-            Listed::Unlisted
-        })
+        Some(
+            if (m.deprecated_precisions.iter()).any(|p| p.eq_ignore_ascii_case(precision)) {
+                Listed::DeprecatedPrecision
+            } else if m.active.iter().any(|s| s == scenario) {
+                Listed::Active
+            } else if m.deprecated.iter().any(|s| s == scenario)
+                || self.scenarios.get(scenario) == Some(&ScenarioStatus::Deprecated)
+            {
+                Listed::Deprecated
+            } else {
+                Listed::Unlisted
+            },
+        )
     }
 }
 
@@ -413,13 +430,23 @@ fn glob(pat: &str, s: &str) -> bool {
 }
 
 /// The hardware SKU of a runner label: without `cluster:`, up to the first `-` or `_`,
-/// lower-cased (`cluster:gb300-nv` → `gb300`, `mi355x-disagg` → `mi355x`, `h200` → `h200`).
+/// lower-cased (`cluster:gb300-nv` → `gb300`, `mi355x-disagg` → `mi355x`, `h200` → `h200`);
+/// a first part without a digit takes a version part after it (`tpu-v8t-gke` → `tpuv8t`).
 pub fn sku_of(runner: &str) -> String {
     let r = runner.strip_prefix(CLUSTER_LABEL_PREFIX).unwrap_or(runner);
-    r.split(['-', '_'])
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase()
+    let mut parts = r.split(['-', '_']);
+    let mut sku = parts.next().unwrap_or("").to_ascii_lowercase();
+    let is_version = |p: &str| {
+        let mut c = p.chars();
+        c.next().is_some_and(|v| v.eq_ignore_ascii_case(&'v'))
+            && c.next().is_some_and(|d| d.is_ascii_digit())
+    };
+    if !sku.chars().any(|c| c.is_ascii_digit()) {
+        if let Some(v) = parts.next().filter(|p| is_version(p)) {
+            sku.push_str(&v.to_ascii_lowercase());
+        }
+    }
+    sku
 }
 
 /// The scenario code of a fixed-seq-len pair: `1k1k`, `1k8k`, `8k1k`, else `<isl>_<osl>`.
@@ -655,8 +682,9 @@ pub fn check(policy: &Policy, active: &MasterConfigs, archived: &[ArchivedEntry]
             _ => vec![None],
         };
         for missing_engine in missing {
-            let (verdict, reason) = if let Some(name) = policy.exception_skus.get(&sku) {
-                (EngineVerdict::NewHardware, name.clone())
+            let new_hw = policy.new_hardware(c.str_field("runner"));
+            let (verdict, reason) = if let Some((_, name)) = new_hw {
+                (EngineVerdict::NewHardware, name.to_string())
             } else if let Some(why) = policy.waivers.get(&c.key) {
                 (EngineVerdict::Waived, why.clone())
             } else {
@@ -842,7 +870,12 @@ mod tests {
             ("dynamo-trt", "TensorRT-LLM"),
             ("atom", "ATOM"),
             ("atom-disagg", "ATOM"),
-            ("tokenspeed", "tokenspeed"),
+            ("vllm-disagg", "vLLM"),
+            ("dynamo-vllm-disagg", "vLLM"),
+            ("Dynamo-SGLang", "SGLang"),
+            ("trtllm", "TensorRT-LLM"),
+            ("tokenspeed", "TokenSpeed"),
+            ("mystery-engine", "mystery-engine"),
             ("vllmx", "vllmx"),
         ] {
             assert_eq!(p.engine_of(fw), engine, "{fw}");
@@ -853,11 +886,24 @@ mod tests {
             ("mi355x-disagg", "mi355x"),
             ("h200", "h200"),
             ("cluster:B300_cw", "b300"),
+            ("cluster:tpu-v8t-gke", "tpuv8t"),
+            ("rubin-nvl8", "rubin"),
             ("", ""),
         ] {
             assert_eq!(sku_of(runner), sku, "{runner}");
         }
         assert!(glob("*-vllm", "a-b-vllm") && !glob("*-vllm", "vllm") && glob("a*b*c", "abbc"));
+        for (runner, key) in [
+            ("cluster:mi455x-ualoe72", Some("mi455x")),
+            ("cluster:tpu-v8t-gke", Some("tpuv8t")),
+            ("TPU_v8i", Some("tpuv8i")),
+            ("vr200-nvl72", Some("vr200")),
+            ("cluster:rubin-nvl8", Some("rubin")),
+            ("cluster:mi355x-amds", None),
+            ("gb300", None),
+        ] {
+            assert_eq!(p.new_hardware(runner).map(|(k, _)| k), key, "{runner}");
+        }
     }
 
     #[test]
@@ -938,11 +984,13 @@ mod tests {
             &DEFAULT_POLICY.replace("waivers: {}", "waivers:\n  glm5.2-trt: \"\""),
         )
         .unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("p.yaml:31:15: waivers.glm5.2-trt: a waiver needs its reason"),
-            "{e}"
-        );
+        // The empty reason sits on the line after `waivers:` (the embedded file's own line).
+        let line = 2
+            + (DEFAULT_POLICY.lines())
+                .position(|l| l == "waivers: {}")
+                .unwrap();
+        let want = format!("p.yaml:{line}:15: waivers.glm5.2-trt: a waiver needs its reason");
+        assert!(e.to_string().starts_with(&want), "{e}");
     }
 
     #[test]

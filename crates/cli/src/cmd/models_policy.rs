@@ -100,8 +100,14 @@ fn run_policy(args: PolicyArgs) -> anyhow::Result<ExitStatus> {
         Format::Text => emit(&render(&report))?,
         Format::Json => emit(&format!("{}\n", json(&pol, &report)?))?,
     }
-    if let Some(note) = note {
-        eprintln!("{note}");
+    if let Some(what) = note {
+        eprintln!(
+            "note: {what}; no archived configs read, so the deprecation check saw active configs \
+             only (give --deprecated-dir)"
+        );
+    }
+    for key in pol.waivers.keys().filter(|k| configs.get(k).is_none()) {
+        eprintln!("note: the policy's waiver for {key} matches no config key in --config-files");
     }
     Ok(ExitStatus::failed_if(report.violations() > 0))
 }
