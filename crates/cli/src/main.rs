@@ -43,11 +43,12 @@ enum Command {
         after_help = "Exit codes: 0 jobs listed (also when none were added); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
     )]
     Changelog(inferbench_recipes::flags::ChangelogFlags),
-    /// Support matrix, KV-offload policy check and CI priority from the master configs.
+    /// Support matrix, KV-offload policy check, CI priority and MODELS.md's policy checks from
+    /// the master configs.
     #[command(
-        after_help = "Exit codes: 0 done; 1 the KV-offload policy check found an error; 2 bad flags or configs that do not load."
+        after_help = "Exit codes: 0 done; 1 the KV-offload policy check found an error, or `policy` found an engine-submission violation; 2 bad flags, or configs or a policy that do not load."
     )]
-    Models(inferbench_recipes::flags::ModelsFlags),
+    Models(cmd::models_policy::Args),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
     #[command(
         after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, or another sweep is writing into --out."
@@ -215,7 +216,7 @@ fn main() {
         Command::Quickstart(a) => cmd::quickstart::run(a),
         Command::Matrix(a) => a.run(),
         Command::Changelog(a) => a.run(),
-        Command::Models(a) => a.run(),
+        Command::Models(a) => cmd::models_policy::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Job(a) => cmd::job::run(a),
         Command::Ingest(a) => a.run(),

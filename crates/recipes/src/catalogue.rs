@@ -179,6 +179,90 @@ pub fn support_table(rows: &[SupportRow]) -> String {
     out
 }
 
+/// One model prefix in MODELS.md's support-matrix shape: active and deprecated scenarios.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrefixSupport {
+    /// Model family code (`model-prefix`).
+    pub model_prefix: String,
+    /// Scenarios some active config runs, sorted.
+    pub active: Vec<String>,
+    /// Scenarios only archived configs run; a scenario that is also active appears with the
+    /// precisions only archived configs run, e.g. `8k1k (bf16)`.
+    pub deprecated: Vec<String>,
+}
+
+/// The support matrix folded per model prefix, as MODELS.md's table shows it (prefix, active
+/// scenarios, deprecated scenarios).
+pub fn support_by_prefix(rows: &[SupportRow]) -> Vec<PrefixSupport> {
+    let mut out: Vec<PrefixSupport> = Vec::new();
+    for r in rows {
+        if out.last().is_none_or(|p| p.model_prefix != r.model_prefix) {
+            out.push(PrefixSupport {
+                model_prefix: r.model_prefix.clone(),
+                active: Vec::new(),
+                deprecated: Vec::new(),
+            });
+        }
+        let Some(p) = out.last_mut() else { continue };
+        let active = rows.iter().find(|a| {
+            a.model_prefix == r.model_prefix
+                && a.scenario == r.scenario
+                && a.status == Status::Active
+        });
+        match (r.status, active) {
+            (Status::Active, _) => p.active.push(r.scenario.clone()),
+            (Status::Deprecated, None) => p.deprecated.push(r.scenario.clone()),
+            (Status::Deprecated, Some(a)) => {
+                let only: Vec<&str> = r
+                    .precisions
+                    .difference(&a.precisions)
+                    .map(String::as_str)
+                    .collect();
+                if !only.is_empty() {
+                    p.deprecated
+                        .push(format!("{} ({})", r.scenario, only.join(",")));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Renders [`support_by_prefix`] as an aligned text table: `model-prefix`, `active scenarios`,
+/// `deprecated scenarios` (`-` for none).
+pub fn prefix_table(rows: &[PrefixSupport]) -> String {
+    let cell = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    let mut lines = vec![[
+        "model-prefix".to_string(),
+        "active scenarios".into(),
+        "deprecated scenarios".into(),
+    ]];
+    for r in rows {
+        lines.push([r.model_prefix.clone(), cell(&r.active), cell(&r.deprecated)]);
+    }
+    let mut width = [0usize; 3];
+    for l in &lines {
+        for (i, c) in l.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for l in &lines {
+        let cells: Vec<String> = (l.iter().enumerate())
+            .map(|(i, c)| format!("{c:<w$}", w = width[i]))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
 /// One finding of [`dram_policy_check`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DramFinding {

@@ -512,6 +512,11 @@ pub enum ModelsSub {
         /// Output as JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// One row per model prefix, as MODELS.md's support matrix: active scenarios and
+        /// deprecated scenarios (a scenario also active shows the precisions only archived
+        /// configs run, e.g. `8k1k (bf16)`).
+        #[arg(long)]
+        by_prefix: bool,
     },
     /// KV-offload DRAM policy check of every `kv-offloading: dram` agentic entry, and runner
     /// labels missing from the runner config. Exit code 1 when anything is an error.
@@ -592,6 +597,75 @@ fn json_strings(raw: &str, flag: &str) -> anyhow::Result<Option<Vec<String>>> {
     }
 }
 
+/// The archived master configs for `models support` / `models policy`: every `*.yaml` / `*.yml`
+/// in `--deprecated-dir`, else in `deprecated/` beside the first config file (InferenceX's
+/// layout), else in `configs/deprecated`, sorted; with what was not found when none of the
+/// defaults exists (then the list is empty), e.g. `configs/deprecated not found`.
+///
+/// # Errors
+/// A given `--deprecated-dir` that cannot be read.
+pub fn deprecated_files(
+    config_files: &[PathBuf],
+    deprecated_dir: Option<PathBuf>,
+) -> anyhow::Result<(Vec<PathBuf>, Option<String>)> {
+    const DEFAULT_DEPRECATED: &str = "configs/deprecated";
+    // Beside the masters first (trial 20: `--config-files ../shared/…/configs/*.yaml`
+    // looked for ./configs/deprecated only).
+    let beside = (config_files.first())
+        .and_then(|f| f.parent())
+        .map(|d| d.join("deprecated"));
+    let dir = deprecated_dir.or_else(|| {
+        (beside.iter().cloned())
+            .chain([PathBuf::from(DEFAULT_DEPRECATED)])
+            .find(|d| d.is_dir())
+    });
+    let default_found = dir.is_some();
+    let mut deprecated: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = dir {
+        let rd = std::fs::read_dir(&dir).with_context(|| {
+            format!("--deprecated-dir: cannot read directory {}", dir.display())
+        })?;
+        for e in rd {
+            let p = e
+                .with_context(|| format!("--deprecated-dir: cannot list {}", dir.display()))?
+                .path();
+            if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                deprecated.push(p);
+            }
+        }
+    }
+    deprecated.sort();
+    let mut note = None;
+    if !default_found {
+        let mut looked: Vec<String> = (beside.iter()).map(|d| d.display().to_string()).collect();
+        if !looked.iter().any(|d| d == DEFAULT_DEPRECATED) {
+            looked.push(DEFAULT_DEPRECATED.into());
+        }
+        let what = match looked.as_slice() {
+            [one] => format!("{one} not found"),
+            _ => format!("neither {} found", looked.join(" nor ")),
+        };
+        note = Some(what);
+    }
+    Ok((deprecated, note))
+}
+
+/// [`MasterConfigs::load`] for the `models` tools: a missing default master config (the
+/// user gave no `--config-files` outside an InferenceX checkout) is named as what it is.
+///
+/// # Errors
+/// As [`MasterConfigs::load`], with that message for a missing default file.
+pub fn load_master_configs(files: &[PathBuf]) -> anyhow::Result<MasterConfigs> {
+    load_masters(files)
+}
+
+impl ModelsSub {
+    /// Runs one `inferbench models` tool (for a CLI that adds tools of its own beside these).
+    pub fn run(self) -> anyhow::Result<ExitStatus> {
+        run_models(ModelsFlags { command: self })
+    }
+}
+
 impl ModelsFlags {
     /// Runs `inferbench models`: the tool's table or JSON on stdout; `dram-check` fails (1) on
     /// an error finding.
@@ -606,55 +680,25 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
             config_files,
             deprecated_dir,
             json,
+            by_prefix,
         } => {
-            const DEFAULT_DEPRECATED: &str = "configs/deprecated";
-            // Beside the masters first (trial 20: `--config-files ../shared/…/configs/*.yaml`
-            // looked for ./configs/deprecated only).
-            let beside = (config_files.first())
-                .and_then(|f| f.parent())
-                .map(|d| d.join("deprecated"));
-            let dir = deprecated_dir.or_else(|| {
-                (beside.iter().cloned())
-                    .chain([PathBuf::from(DEFAULT_DEPRECATED)])
-                    .find(|d| d.is_dir())
-            });
-            let default_found = dir.is_some();
-            let mut deprecated: Vec<PathBuf> = Vec::new();
-            if let Some(dir) = dir {
-                let rd = std::fs::read_dir(&dir).with_context(|| {
-                    format!("--deprecated-dir: cannot read directory {}", dir.display())
-                })?;
-                for e in rd {
-                    let p = e
-                        .with_context(|| {
-                            format!("--deprecated-dir: cannot list {}", dir.display())
-                        })?
-                        .path();
-                    if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                        deprecated.push(p);
-                    }
-                }
-            }
-            deprecated.sort();
+            let (deprecated, note) = deprecated_files(&config_files, deprecated_dir)?;
             if let Some(missing) = config_files.iter().find(|p| is_missing_default(p)) {
                 bail!("{}", missing_master(missing));
             }
             let rows = catalogue::support_matrix(&config_files, &deprecated)?;
-            if json {
-                emit(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?;
-            } else {
-                emit(&catalogue::support_table(&rows))?;
+            match (json, by_prefix) {
+                (true, false) => emit(&format!("{}\n", serde_json::to_string_pretty(&rows)?))?,
+                (true, true) => emit(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&catalogue::support_by_prefix(&rows))?
+                ))?,
+                (false, false) => emit(&catalogue::support_table(&rows))?,
+                (false, true) => emit(&catalogue::prefix_table(&catalogue::support_by_prefix(
+                    &rows,
+                )))?,
             }
-            if !default_found {
-                let mut looked: Vec<String> =
-                    (beside.iter()).map(|d| d.display().to_string()).collect();
-                if !looked.iter().any(|d| d == DEFAULT_DEPRECATED) {
-                    looked.push(DEFAULT_DEPRECATED.into());
-                }
-                let what = match looked.as_slice() {
-                    [one] => format!("{one} not found"),
-                    _ => format!("neither {} found", looked.join(" nor ")),
-                };
+            if let Some(what) = note {
                 eprintln!("note: {what}; listed active configs only (give --deprecated-dir)");
             }
             Ok(ExitStatus::Ok)

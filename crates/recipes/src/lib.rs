@@ -10,6 +10,8 @@
 //! * [`linediff`]: the line diff `git diff` prints (xdiff's Myers with the indent heuristic),
 //!   used for changelog additions where git is absent; [`linediff::git_diff_files`] runs git.
 //! * [`catalogue`]: support matrix, KV-offload DRAM policy check, CI priority score.
+//! * [`policy`]: MODELS.md's rules as checks (engine submission policy, spec-decode-only
+//!   AgentX, deprecation bookkeeping) over a policy YAML (`models policy`).
 //!
 //! ```no_run
 //! use inferbench_recipes::{matrix, schema::{MasterConfigs, RunnerConfig}};
@@ -32,6 +34,7 @@ pub mod flags;
 pub mod identity;
 pub mod linediff;
 pub mod matrix;
+pub mod policy;
 pub mod pyjson;
 pub mod row;
 pub mod schema;

@@ -6,6 +6,7 @@ pub use inferbench_core::ExitStatus;
 pub mod bench;
 pub mod eval;
 pub mod job;
+pub mod models_policy;
 pub mod quickstart;
 pub mod replay;
 pub mod serve;
