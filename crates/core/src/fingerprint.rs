@@ -1,0 +1,222 @@
+//! The server-settings fingerprint: which server a point was measured on, as far as its
+//! performance goes, so that the store draws one curve per (configuration, server settings)
+//! and never mixes points of differently configured servers into one frontier (issue 39 §5).
+//!
+//! **Canonical settings.** A point's server settings are `key = value` text pairs: for the
+//! simulator the settings it reports in its `/metrics` (`inferbench_sim:config_info`: mode,
+//! max-num-seqs, time scale, KV-cache size, hardware, model, precision, TP, …); for any
+//! OpenAI-compatible server what `/v1/models` says of the served model (`served_model`,
+//! `root`, `max_model_len`) and vLLM's `cache_config_info` labels; at ingest, the `--set` keys
+//! that name no identity field. Keys are trimmed, lower-cased, `-` written `_`, and prefixed
+//! by their source (`sim.`, `models.`, `vllm.`, `set.`); values are trimmed. The fingerprint
+//! is the 64-bit FNV-1a hash of the sorted `key=value\n` lines, as 16 lower-case hex digits.
+//!
+//! **Excluded** ([`is_excluded`]): the load and anything derived from it — concurrency,
+//! request rate, burstiness, prompt and warmup counts, durations, seeds, ports, URLs, times,
+//! counters — and the parallelism the configuration key already holds (`tp`, `ep`, `pp`,
+//! `dp_attention`, …: a curve spans parallelisms). Otherwise every point would be its own
+//! group. An empty settings list has no fingerprint (old rows and foreign imports group as
+//! before).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A point's server settings and their fingerprint (`inferbench.server` in our result JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerFingerprint {
+    /// 16 lower-case hex digits: FNV-1a 64 of the canonical settings (module doc).
+    pub id: String,
+    /// The canonical settings the id hashes, by key (what a legend shows of them).
+    pub settings: BTreeMap<String, String>,
+}
+
+/// Substrings of a canonical key that make it a load (or derived-from-load) setting, or one
+/// that changes between identical servers (ports, times, counters).
+const EXCLUDED_WORDS: &[&str] = &[
+    "conc",
+    "request_rate",
+    "rate",
+    "burst",
+    "num_prompts",
+    "prompts",
+    "warmup",
+    "duration",
+    "seed",
+    "port",
+    "url",
+    "host",
+    "created",
+    "time_unix",
+    "started",
+    "uptime",
+    "_total",
+];
+
+/// Canonical keys (after the source prefix) that the configuration key already holds: the
+/// parallelism a curve spans.
+const PARALLELISM_KEYS: &[&str] = &[
+    "tp",
+    "pp",
+    "ep",
+    "dcp",
+    "pcp",
+    "dp_attention",
+    "dp_attn",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "expert_parallel_size",
+    "engine",
+];
+
+/// `key` as the fingerprint writes it: trimmed, lower-case, `-` and spaces as `_`.
+pub fn canonical_key(key: &str) -> String {
+    key.trim().to_lowercase().replace(['-', ' '], "_")
+}
+
+/// Whether the canonical `key` (with or without its source prefix) is left out of a
+/// fingerprint: a load setting (concurrency, rate, prompt counts, durations, seeds) or one
+/// that differs between identical servers (ports, URLs, times, counters), or a parallelism
+/// field the configuration key holds.
+pub fn is_excluded(key: &str) -> bool {
+    let k = canonical_key(key);
+    let bare = k.rsplit('.').next().unwrap_or(&k);
+    EXCLUDED_WORDS.iter().any(|w| bare.contains(w)) || PARALLELISM_KEYS.contains(&bare)
+}
+
+/// The fingerprint of `settings` (`key → value` in any spelling): keys canonical
+/// ([`canonical_key`]), excluded keys ([`is_excluded`]) and empty values dropped, then
+/// hashed (module doc). `None` when nothing is left.
+pub fn fingerprint<K: AsRef<str>, V: AsRef<str>>(
+    settings: impl IntoIterator<Item = (K, V)>,
+) -> Option<ServerFingerprint> {
+    let canon: BTreeMap<String, String> = settings
+        .into_iter()
+        .map(|(k, v)| (canonical_key(k.as_ref()), v.as_ref().trim().to_string()))
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty() && !is_excluded(k))
+        .collect();
+    if canon.is_empty() {
+        return None;
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (k, v) in &canon {
+        for b in k.bytes().chain([b'=']).chain(v.bytes()).chain([b'\n']) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    Some(ServerFingerprint {
+        id: format!("{h:016x}"),
+        settings: canon,
+    })
+}
+
+impl ServerFingerprint {
+    /// This fingerprint with `extra` settings added (e.g. `set.*` keys at ingest), recomputed;
+    /// `base` may be `None` (then only `extra` counts). `None` when nothing is left.
+    pub fn merged(
+        base: Option<&ServerFingerprint>,
+        extra: &BTreeMap<String, String>,
+    ) -> Option<ServerFingerprint> {
+        let mut all: BTreeMap<String, String> =
+            base.map(|b| b.settings.clone()).unwrap_or_default();
+        all.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        fingerprint(all)
+    }
+
+    /// The settings as one line, `key=value` joined with `, ` (the stored label source).
+    pub fn settings_line(&self) -> String {
+        self.settings
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sim(max_num_seqs: &str, time_scale: &str) -> Vec<(String, String)> {
+        [
+            ("sim.mode", "timed"),
+            ("sim.max_num_seqs", max_num_seqs),
+            ("sim.time_scale", time_scale),
+            ("sim.hardware", "h100"),
+            ("models.served_model", "llama-3.1-8b"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
+    /// The hash is pinned: FNV-1a 64 over the sorted canonical lines, whatever the order
+    /// or spelling of the keys.
+    #[test]
+    fn stable_and_order_free() {
+        let a = fingerprint(sim("32", "4")).unwrap();
+        let mut rev = sim("32", "4");
+        rev.reverse();
+        rev[0].0 = "Models.Served-Model ".into();
+        let b = fingerprint(rev).unwrap();
+        assert_eq!(a, b);
+        // Checked independently (Python, FNV-1a 64 over the lines below joined by "\n").
+        assert_eq!(a.id, "0c6076c0c34cf3ac");
+        assert_eq!(
+            a.settings_line(),
+            "models.served_model=llama-3.1-8b, sim.hardware=h100, sim.max_num_seqs=32, \
+             sim.mode=timed, sim.time_scale=4"
+        );
+        assert_ne!(a.id, fingerprint(sim("256", "1")).unwrap().id);
+        // Empty values are dropped; nothing left is no fingerprint.
+        assert_eq!(fingerprint([("a", " ")]), None);
+    }
+
+    /// Load never enters a fingerprint: concurrency, request rate, prompt counts (and
+    /// parallelism, which the config key holds) leave it unchanged.
+    #[test]
+    fn load_and_parallelism_are_excluded() {
+        let base = fingerprint(sim("32", "4")).unwrap();
+        let mut loaded = sim("32", "4");
+        for (k, v) in [
+            ("set.conc", "16"),
+            ("max_concurrency", "64"),
+            ("set.request-rate", "2.5"),
+            ("num_prompts", "160"),
+            ("sim.num_warmups", "4"),
+            ("sim.seed", "7"),
+            ("sim.port", "8000"),
+            ("set.tp", "8"),
+            ("vllm.dp_attention", "true"),
+            ("bench.duration_s", "60"),
+            ("sim.prompts_per_conc", "10"),
+        ] {
+            loaded.push((k.into(), v.into()));
+        }
+        assert_eq!(fingerprint(loaded).unwrap(), base);
+        assert_eq!(fingerprint([("conc", "4"), ("request_rate", "1")]), None);
+    }
+
+    /// Extra settings (`--set` keys at ingest) change the id; none keep it.
+    #[test]
+    fn merged_adds_settings() {
+        let base = fingerprint(sim("32", "4")).unwrap();
+        assert_eq!(
+            ServerFingerprint::merged(Some(&base), &BTreeMap::new()),
+            Some(base.clone())
+        );
+        let extra: BTreeMap<String, String> =
+            [("set.gpu_memory_utilization".to_string(), "0.8".to_string())].into();
+        let m = ServerFingerprint::merged(Some(&base), &extra).unwrap();
+        assert_ne!(m.id, base.id);
+        assert_eq!(m.settings["set.gpu_memory_utilization"], "0.8");
+        assert_eq!(
+            ServerFingerprint::merged(None, &extra)
+                .unwrap()
+                .settings
+                .len(),
+            1
+        );
+    }
+}
