@@ -134,6 +134,62 @@ impl ServerFingerprint {
     }
 }
 
+/// The metric whose labels are `inferbench sim`'s settings.
+pub const SIM_CONFIG_INFO: &str = "inferbench_sim:config_info";
+
+/// vLLM's info metric of its KV-cache settings (block size, GPU blocks, memory fraction, …).
+pub const VLLM_CACHE_CONFIG_INFO: &str = "vllm:cache_config_info";
+
+/// The settings a server reports of itself, `(canonical key, value)`: the labels of
+/// [`SIM_CONFIG_INFO`] as `sim.*` when the scrape `samples` hold it (the simulator says all of
+/// its settings there); otherwise the labels of [`VLLM_CACHE_CONFIG_INFO`] as `vllm.*` and
+/// what `/v1/models` (`models`, its JSON body, `None` when not asked or not answered) says of
+/// the served model `served`, as `models.root` and `models.max_model_len`. Always
+/// `models.served_model` = `served` (when not empty). Excluded keys are dropped later, by
+/// [`fingerprint`].
+pub fn reported_settings(
+    served: &str,
+    models: Option<&serde_json::Value>,
+    samples: &[crate::prometheus::Sample],
+) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    if !served.trim().is_empty() {
+        out.push(("models.served_model".into(), served.trim().to_string()));
+    }
+    let labels_of = |name: &str| {
+        samples
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| crate::prometheus::parse_labels(&s.labels))
+    };
+    if let Some(l) = labels_of(SIM_CONFIG_INFO) {
+        out.extend(l.into_iter().map(|(k, v)| (format!("sim.{k}"), v)));
+        return out;
+    }
+    if let Some(l) = labels_of(VLLM_CACHE_CONFIG_INFO) {
+        out.extend(l.into_iter().map(|(k, v)| (format!("vllm.{k}"), v)));
+    }
+    let model = models
+        .and_then(|m| m.get("data"))
+        .and_then(serde_json::Value::as_array)
+        .and_then(|d| {
+            d.iter()
+                .find(|e| e.get("id").and_then(serde_json::Value::as_str) == Some(served.trim()))
+        });
+    if let Some(m) = model {
+        for k in ["root", "max_model_len"] {
+            match m.get(k) {
+                Some(serde_json::Value::String(s)) => out.push((format!("models.{k}"), s.clone())),
+                Some(serde_json::Value::Number(n)) => {
+                    out.push((format!("models.{k}"), n.to_string()))
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,5 +274,49 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    /// What a server reports: the sim's info labels alone (with the served model); a vLLM's
+    /// cache info and its /v1/models entry otherwise; nothing but the served model from a
+    /// server that says nothing.
+    #[test]
+    fn reported_settings_by_server() {
+        let parse = crate::prometheus::parse_prometheus;
+        let sim = parse(
+            "vllm:cache_config_info{block_size=\"16\",engine=\"0\",num_gpu_blocks=\"9\"} 1\n\
+             inferbench_sim:config_info{mode=\"timed\",max_num_seqs=\"256\",time_scale=\"1\"} 1\n",
+        );
+        let models = serde_json::json!({"data": [
+            {"id": "other", "root": "x", "max_model_len": 1},
+            {"id": "m", "root": "org/M", "max_model_len": 4096, "created": 17}]});
+        let kv = |v: Vec<(String, String)>| {
+            v.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            kv(reported_settings("m", Some(&models), &sim)),
+            "models.served_model=m sim.max_num_seqs=256 sim.mode=timed sim.time_scale=1"
+        );
+        let vllm = parse(
+            "vllm:cache_config_info{block_size=\"16\",engine=\"0\",gpu_memory_utilization=\"0.9\"} 1\n",
+        );
+        let got = reported_settings("m", Some(&models), &vllm);
+        assert_eq!(
+            kv(got.clone()),
+            "models.served_model=m vllm.block_size=16 vllm.engine=0 \
+             vllm.gpu_memory_utilization=0.9 models.root=org/M models.max_model_len=4096"
+        );
+        // The engine index is not a setting.
+        assert!(!fingerprint(got)
+            .unwrap()
+            .settings
+            .contains_key("vllm.engine"));
+        assert_eq!(
+            kv(reported_settings("m", None, &[])),
+            "models.served_model=m"
+        );
+        assert!(reported_settings(" ", None, &[]).is_empty());
     }
 }

@@ -1371,6 +1371,15 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
     vals.push(metrics_json(m).into());
     vals.push(Val::Int(i64::from(pt.valid)));
     vals.push(pt.invalid_reason.clone().into());
+    let server = pt.server.as_ref();
+    vals.push(server.map_or(String::new(), |s| s.id.clone()).into());
+    vals.push(
+        server
+            .map_or(String::new(), |s| {
+                serde_json::to_string(&s.settings).unwrap_or_default()
+            })
+            .into(),
+    );
     let cols_upd = [
         "date",
         "num_prompts",
@@ -1381,7 +1390,17 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
     ]
     .iter()
     .chain(schema::POINT_METRICS.iter())
-    .chain(["error", "metrics", "valid", "invalid_reason"].iter())
+    .chain(
+        [
+            "error",
+            "metrics",
+            "valid",
+            "invalid_reason",
+            "server_fingerprint",
+            "server_settings",
+        ]
+        .iter(),
+    )
     .copied()
     .collect::<Vec<_>>();
     (cols_upd, vals)
@@ -1514,7 +1533,7 @@ mod tests {
             // stores may share them: [4] and [1, 2, 3] is as right as [1, 2, 3, 4]).
             let mut all: Vec<i64> = applied.into_iter().flatten().collect();
             all.sort_unstable();
-            assert_eq!(all, [1, 2, 3, 4], "round {round}");
+            assert_eq!(all, [1, 2, 3, 4, 5], "round {round}");
         }
     }
 

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use inferbench_core::fingerprint::ServerFingerprint;
 use inferbench_core::matrix::MatrixRow;
 use inferbench_core::summary::StopReason;
 use serde_json::{Map, Value};
@@ -125,6 +126,9 @@ pub(super) struct SummaryFacts {
     /// The point's metrics: InferenceX names and units (seconds, tok/s, tok/s/user), extras
     /// as `inferbench.*`; per-GPU figures are filled later from the configuration.
     pub metrics: BTreeMap<String, f64>,
+    /// The server's settings and fingerprint (our `inferbench.server`); `None` for a file
+    /// without them (foreign, or ours before issue 39 §5).
+    pub server: Option<ServerFingerprint>,
 }
 
 /// `(agentic, submission_invalid)` as a summary's top-level keys `top` and its `metadata`
@@ -195,6 +199,7 @@ pub(super) fn foreign_facts(s: &Map<String, Value>) -> SummaryFacts {
         start_unix: s.get("benchmark_start_time_unix").and_then(num),
         end_unix: s.get("benchmark_end_time_unix").and_then(num),
         metrics,
+        server: None,
     }
 }
 
@@ -266,6 +271,9 @@ pub(super) fn summary_point(
         .unwrap_or_default();
     run.date = date.clone();
     let mut pt = empty_point(cfg, conc, date);
+    // What the producer learnt of the server, with the `--set` keys that name no identity
+    // field (issue 39 §5).
+    pt.server = ServerFingerprint::merged(f.server.as_ref(), &super::set_settings(ov));
     if completed == 0.0 {
         // Why, as far as the summary says (trial 14: a point interrupted before it sent
         // anything said "no successful request").
