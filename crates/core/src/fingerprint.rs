@@ -190,6 +190,40 @@ pub fn reported_settings(
     out
 }
 
+/// The launch settings of an engine the runner starts for matrix `row` that its configuration
+/// key does not hold, as `launch.*`: `max_model_len`, the router and KV-offload backend
+/// (`name[@version]`), the CPU DRAM for offload (GB), and each worker pool's
+/// `additional_settings` (the `KEY=VALUE`s exported to its launcher, sorted and joined with a
+/// space). Identity (model, image, precision, parallelism, ISL/OSL), the load (`conc`) and the
+/// CI bookkeeping a row may carry (`priority`, …) are not among them.
+pub fn launch_settings(row: &crate::matrix::MatrixRow) -> Vec<(String, String)> {
+    let component = |c: &crate::matrix::Component| match &c.version {
+        Some(v) => format!("{}@{v}", c.name),
+        None => c.name.clone(),
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    if let Some(n) = row.max_model_len {
+        out.push(("launch.max_model_len".into(), n.to_string()));
+    }
+    if let Some(c) = &row.router {
+        out.push(("launch.router".into(), component(c)));
+    }
+    if let Some(c) = &row.kv_offload_backend {
+        out.push(("launch.kv_offload_backend".into(), component(c)));
+    }
+    if let Some(gb) = row.total_cpu_dram_gb {
+        out.push(("launch.total_cpu_dram_gb".into(), gb.to_string()));
+    }
+    for (side, w) in [("prefill", &row.prefill), ("decode", &row.decode)] {
+        if let Some(w) = w.as_ref().filter(|w| !w.additional_settings.is_empty()) {
+            let mut s = w.additional_settings.clone();
+            s.sort();
+            out.push((format!("launch.{side}.additional_settings"), s.join(" ")));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +308,35 @@ mod tests {
                 .len(),
             1
         );
+    }
+
+    /// A launched engine's settings: what its row holds beyond the configuration key; the
+    /// load and the CI's bookkeeping never.
+    #[test]
+    fn launch_settings_of_a_row() {
+        let mut row: crate::matrix::MatrixRow = serde_json::from_value(serde_json::json!({
+            "image": "vllm/vllm-openai:v0.11", "model": "m", "model-prefix": "dsr1",
+            "precision": "fp8", "framework": "vllm", "runner": "h200", "isl": 1024,
+            "osl": 1024, "tp": 8, "conc": 64, "spec-decoding": "none", "exp-name": "x",
+            "max-model-len": 2048, "priority": 3,
+            "router": {"name": "sglang-router", "version": "0.2"}
+        }))
+        .unwrap();
+        let kv = |v: Vec<(String, String)>| {
+            v.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(
+            kv(launch_settings(&row)),
+            "launch.max_model_len=2048 launch.router=sglang-router@0.2"
+        );
+        let a = fingerprint(launch_settings(&row)).unwrap();
+        row.conc = crate::matrix::Conc::One(4);
+        assert_eq!(fingerprint(launch_settings(&row)).unwrap(), a);
+        row.max_model_len = Some(4096);
+        assert_ne!(fingerprint(launch_settings(&row)).unwrap().id, a.id);
     }
 
     /// What a server reports: the sim's info labels alone (with the served model); a vLLM's

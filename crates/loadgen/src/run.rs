@@ -332,12 +332,18 @@ pub async fn run_bench(
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
     judge_records(&records, &mut notes, &mut reasons);
     summary.inferbench.server_metrics = server_metrics;
-    summary.inferbench.server =
-        inferbench_core::fingerprint::fingerprint(inferbench_core::fingerprint::reported_settings(
-            &opts.model,
-            models.as_ref(),
-            &first_scrape,
-        ));
+    // The server's settings (issue 39 §5): what it reported, and what the caller knows of
+    // an engine it launched.
+    let reported = inferbench_core::fingerprint::reported_settings(
+        &opts.model,
+        models.as_ref(),
+        &first_scrape,
+    );
+    summary.inferbench.server = inferbench_core::fingerprint::fingerprint(
+        reported
+            .into_iter()
+            .chain(opts.server_settings.iter().cloned()),
+    );
     summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let power_validation = finish_power(power, &opts, &mut summary).await;
     let checks = (scrape_missing, request_url.as_str());

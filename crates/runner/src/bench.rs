@@ -74,6 +74,8 @@ pub fn bench_options(req: &PointRequest) -> BenchOptions {
         // marker at the start of each prompt keeps the prefix cache from serving them (the
         // marker is counted inside ISL; within the point nothing changes).
         cache_bust: true,
+        // What the runner knows of the engine it launched for this row (issue 39 §5).
+        server_settings: inferbench_core::fingerprint::launch_settings(&req.spec.row),
         ..BenchOptions::default()
     }
 }

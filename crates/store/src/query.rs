@@ -748,7 +748,7 @@ const LABEL_SETTINGS: usize = 3;
 /// Sets each row's [`PointRow::server_label`] (issue 39 §5): where rows of one group name
 /// (the configuration's) come from servers with different fingerprints, each server's label
 /// names the settings on which those servers differ (`key=value`, source prefix dropped,
-/// sorted by key, at most three then `…`), with its fingerprint's first 8 digits appended when
+/// those every server names first, then by key; at most three then `…`), with its fingerprint's first 8 digits appended when
 /// two labels would still be alike; `server not recorded` for rows without a fingerprint.
 /// Groups served by one server keep their plain name (labels cleared).
 pub fn label_servers(rows: &mut [PointRow]) {
@@ -772,7 +772,7 @@ pub fn label_servers(rows: &mut [PointRow]) {
         }
         let keys: std::collections::BTreeSet<&String> =
             servers.values().flat_map(BTreeMap::keys).collect();
-        let differing: Vec<&String> = keys
+        let mut differing: Vec<&String> = keys
             .into_iter()
             .filter(|k| {
                 let mut vals = servers.values().map(|s| s.get(*k));
@@ -780,6 +780,10 @@ pub fn label_servers(rows: &mut [PointRow]) {
                 vals.any(|v| v != first)
             })
             .collect();
+        // Settings every server names first (`max_num_seqs` of two sims before the
+        // `launch.*` of one of them), then by key.
+        let everywhere = |k: &String| servers.values().all(|s| s.is_empty() || s.contains_key(k));
+        differing.sort_by_key(|k| (!everywhere(k), k.as_str()));
         let mut named: BTreeMap<&String, String> = BTreeMap::new();
         for (fp, settings) in servers {
             let label = if fp.is_empty() {

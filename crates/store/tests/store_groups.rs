@@ -180,8 +180,8 @@ fn set_keys_are_server_settings() {
     );
 }
 
-/// Labels name the differing settings, at most three and `…`; alike labels get the
-/// fingerprint's first digits.
+/// Labels name the differing settings (those every server names first), at most three and
+/// `…`; alike labels get the fingerprint's first digits.
 #[test]
 fn labels_name_what_differs() {
     let row = |fp: &str, kv: &[(&str, &str)]| PointRow {
@@ -205,7 +205,7 @@ fn labels_name_what_differs() {
         row("aaaaaaaaaaaaaaaa", &five(["1", "1", "1", "1", "1"])),
         row("bbbbbbbbbbbbbbbb", &five(["1", "1", "1", "1", "2"])),
         row("cccccccccccccccc", &five(["2", "2", "2", "2", "1"])),
-        row("dddddddddddddddd", &[("sim.a", "1")]),
+        row("dddddddddddddddd", &[("sim.a", "1"), ("launch.x", "1")]),
     ];
     label_servers(&mut rows);
     let labels: Vec<&str> = rows.iter().map(|r| r.server_label.as_str()).collect();
@@ -215,7 +215,7 @@ fn labels_name_what_differs() {
             "a=1, b=1, c=1, … [aaaaaaaa]",
             "a=1, b=1, c=1, … [bbbbbbbb]",
             "a=2, b=2, c=2, …",
-            "a=1"
+            "a=1, x=1"
         ]
     );
     // One server left: no label.
