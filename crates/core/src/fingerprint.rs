@@ -6,17 +6,19 @@
 //! simulator the settings it reports in its `/metrics` (`inferbench_sim:config_info`: mode,
 //! max-num-seqs, time scale, KV-cache size, hardware, model, precision, TP, …); for any
 //! OpenAI-compatible server what `/v1/models` says of the served model (`served_model`,
-//! `root`, `max_model_len`) and vLLM's `cache_config_info` labels; at ingest, the `--set` keys
-//! that name no identity field. Keys are trimmed, lower-cased, `-` written `_`, and prefixed
-//! by their source (`sim.`, `models.`, `vllm.`, `set.`); values are trimmed. The fingerprint
-//! is the 64-bit FNV-1a hash of the sorted `key=value\n` lines, as 16 lower-case hex digits.
+//! `root`, `max_model_len`) and vLLM's `cache_config_info` labels; for an engine the runner
+//! launched, its matrix row's launch settings ([`launch_settings`]); at ingest, the `--set`
+//! keys that name no identity field. Keys are trimmed, lower-cased, `-` written `_`, and
+//! prefixed by their source (`sim.`, `models.`, `vllm.`, `launch.`, `set.`); values are
+//! trimmed. The fingerprint is the 64-bit FNV-1a hash of the sorted `key=value\n` lines, as 16
+//! lower-case hex digits.
 //!
-//! **Excluded** ([`is_excluded`]): the load and anything derived from it — concurrency,
-//! request rate, burstiness, prompt and warmup counts, durations, seeds, ports, URLs, times,
-//! counters — and the parallelism the configuration key already holds (`tp`, `ep`, `pp`,
-//! `dp_attention`, …: a curve spans parallelisms). Otherwise every point would be its own
-//! group. An empty settings list has no fingerprint (old rows and foreign imports group as
-//! before).
+//! **Excluded** ([`is_excluded`], by whole `_`-separated words): the load and anything derived
+//! from it — concurrency, lanes, request rate, burstiness, prompt and warmup counts,
+//! durations, seeds — ports, URLs, times, counters, and the parallelism the configuration key
+//! already holds (`tp`, `ep`, `pp`, `dp_attention`, …: a curve spans parallelisms). Otherwise
+//! every point would be its own group. An empty settings list has no fingerprint (old rows
+//! and foreign imports group as before).
 
 use std::collections::BTreeMap;
 
@@ -31,26 +33,27 @@ pub struct ServerFingerprint {
     pub settings: BTreeMap<String, String>,
 }
 
-/// Substrings of a canonical key that make it a load (or derived-from-load) setting, or one
-/// that changes between identical servers (ports, times, counters).
+/// Words (`_`-separated parts of a canonical key) that make it a load (or derived-from-load)
+/// setting, or one that changes between identical servers (ports, times).
 const EXCLUDED_WORDS: &[&str] = &[
     "conc",
-    "request_rate",
-    "rate",
+    "concurrency",
+    "lanes",
+    "qps",
     "burst",
-    "num_prompts",
+    "burstiness",
     "prompts",
     "warmup",
+    "warmups",
     "duration",
     "seed",
     "port",
     "url",
     "host",
     "created",
-    "time_unix",
+    "unix",
     "started",
     "uptime",
-    "_total",
 ];
 
 /// Canonical keys (after the source prefix) that the configuration key already holds: the
@@ -75,13 +78,18 @@ pub fn canonical_key(key: &str) -> String {
 }
 
 /// Whether the canonical `key` (with or without its source prefix) is left out of a
-/// fingerprint: a load setting (concurrency, rate, prompt counts, durations, seeds) or one
-/// that differs between identical servers (ports, URLs, times, counters), or a parallelism
-/// field the configuration key holds.
+/// fingerprint: one of its `_`-separated words names the load (concurrency, lanes, QPS,
+/// burstiness, prompts, warmups, duration, seed; the request rate) or what differs between identical
+/// servers (port, URL, host, created, unix, started, uptime), it is a counter (`…_total`), or
+/// it is a parallelism field the configuration key holds.
 pub fn is_excluded(key: &str) -> bool {
     let k = canonical_key(key);
     let bare = k.rsplit('.').next().unwrap_or(&k);
-    EXCLUDED_WORDS.iter().any(|w| bare.contains(w)) || PARALLELISM_KEYS.contains(&bare)
+    bare.split('_').any(|w| EXCLUDED_WORDS.contains(&w))
+        || bare == "rate"
+        || bare.contains("request_rate")
+        || bare.ends_with("_total")
+        || PARALLELISM_KEYS.contains(&bare)
 }
 
 /// The fingerprint of `settings` (`key → value` in any spelling): keys canonical
@@ -281,11 +289,24 @@ mod tests {
             ("vllm.dp_attention", "true"),
             ("bench.duration_s", "60"),
             ("sim.prompts_per_conc", "10"),
+            ("sim.requests_total", "99"),
+            ("set.max_qps", "3"),
+            ("replay.lanes", "8"),
         ] {
             loaded.push((k.into(), v.into()));
         }
         assert_eq!(fingerprint(loaded).unwrap(), base);
         assert_eq!(fingerprint([("conc", "4"), ("request_rate", "1")]), None);
+        // Whole words only: settings whose names merely contain a load word stay.
+        let kept = fingerprint([
+            ("launch.total_cpu_dram_gb", "512"),
+            ("set.generate_mode", "x"),
+            ("vllm.accuracy_check", "y"),
+            ("sim.fault_rate", "0.1"),
+            ("set.reports", "z"),
+        ])
+        .unwrap();
+        assert_eq!(kept.settings.len(), 5);
     }
 
     /// Extra settings (`--set` keys at ingest) change the id; none keep it.
