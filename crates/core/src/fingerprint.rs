@@ -198,6 +198,25 @@ pub fn reported_settings(
     out
 }
 
+/// A point's server fingerprint, the one rule every producer uses: what the server reports
+/// of itself ([`reported_settings`] of the served model `served`, the `/v1/models` body
+/// `models` and the first `/metrics` scrape `samples`) and, from a server that does not report
+/// its settings, the `launch` settings the caller knows ([`launch_settings`] of the engine it
+/// launched; empty for a server it did not). `inferbench sim` reports every setting it runs
+/// with (`inferbench_sim:config_info`), so a launched sim is fingerprinted as a standalone one
+/// with the same settings is. `None` when nothing is known.
+pub fn server_fingerprint(
+    served: &str,
+    models: Option<&serde_json::Value>,
+    samples: &[crate::prometheus::Sample],
+    launch: &[(String, String)],
+) -> Option<ServerFingerprint> {
+    let reported = reported_settings(served, models, samples);
+    let self_described = reported.iter().any(|(k, _)| k.starts_with("sim."));
+    let launch = launch.iter().filter(|_| !self_described).cloned();
+    fingerprint(reported.into_iter().chain(launch))
+}
+
 /// The launch settings of an engine the runner starts for matrix `row` that its configuration
 /// key does not hold, as `launch.*`: `max_model_len`, the router and KV-offload backend
 /// (`name[@version]`), the CPU DRAM for offload (GB), and each worker pool's
@@ -358,6 +377,25 @@ mod tests {
         assert_eq!(fingerprint(launch_settings(&row)).unwrap(), a);
         row.max_model_len = Some(4096);
         assert_ne!(fingerprint(launch_settings(&row)).unwrap().id, a.id);
+    }
+
+    /// The one rule: launch settings join what a server reports, unless it is the sim, which
+    /// reports all of its own (a launched sim and a standalone one with the same settings
+    /// have one fingerprint).
+    #[test]
+    fn launch_settings_count_where_the_server_does_not_describe_itself() {
+        let parse = crate::prometheus::parse_prometheus;
+        let launch = [("launch.max_model_len".to_string(), "2048".to_string())];
+        let sim = parse("inferbench_sim:config_info{max_num_seqs=\"16\"} 1\n");
+        assert_eq!(
+            server_fingerprint("m", None, &sim, &launch),
+            server_fingerprint("m", None, &sim, &[])
+        );
+        let other = server_fingerprint("m", None, &[], &launch).unwrap();
+        assert_eq!(
+            other.settings_line(),
+            "launch.max_model_len=2048, models.served_model=m"
+        );
     }
 
     /// What a server reports: the sim's info labels alone (with the served model); a vLLM's

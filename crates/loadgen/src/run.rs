@@ -334,15 +334,11 @@ pub async fn run_bench(
     summary.inferbench.server_metrics = server_metrics;
     // The server's settings (issue 39 §5): what it reported, and what the caller knows of
     // an engine it launched.
-    let reported = inferbench_core::fingerprint::reported_settings(
+    summary.inferbench.server = inferbench_core::fingerprint::server_fingerprint(
         &opts.model,
         models.as_ref(),
         &first_scrape,
-    );
-    summary.inferbench.server = inferbench_core::fingerprint::fingerprint(
-        reported
-            .into_iter()
-            .chain(opts.server_settings.iter().cloned()),
+        &opts.server_settings,
     );
     summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let power_validation = finish_power(power, &opts, &mut summary).await;

@@ -271,10 +271,15 @@ async fn run_agentic_point(
     let valid = duration_s >= MIN_VALID_AGENTIC_S;
     let mut summary = agentic::replay_summary(&out, &req.model, req.conc, valid);
     // What the runner knows of the engine it launched for this row (issue 39 §5).
-    let launch = inferbench_core::fingerprint::launch_settings(&req.spec.row);
-    summary.inferbench.server = inferbench_core::fingerprint::ServerFingerprint::merged(
-        summary.inferbench.server.as_ref(),
-        &launch.into_iter().collect(),
+    let first = out
+        .server_snapshots
+        .first()
+        .map_or(&[][..], |f| &f.samples[..]);
+    summary.inferbench.server = inferbench_core::fingerprint::server_fingerprint(
+        &req.model,
+        None,
+        first,
+        &inferbench_core::fingerprint::launch_settings(&req.spec.row),
     );
     if let Some(p) = power {
         summary.inferbench.power = Some(p.finish(&summary, Some(req.spec.gpu_count())).await);

@@ -773,9 +773,7 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         .server_snapshots
         .first()
         .map_or(&[][..], |f| &f.samples[..]);
-    s.inferbench.server = inferbench_core::fingerprint::fingerprint(
-        inferbench_core::fingerprint::reported_settings(model, None, first),
-    );
+    s.inferbench.server = inferbench_core::fingerprint::server_fingerprint(model, None, first, &[]);
     s
 }
 
