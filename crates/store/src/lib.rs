@@ -807,6 +807,7 @@ impl Store {
                     if let Some(b) = &opts.batch {
                         run.batch = b.clone();
                     }
+                    add_set_settings(&mut run, opts);
                     self.ingest_run_into(&run, &mut report)
                 }
                 Err(reason) if !explicit_file && reason.ends_with(parse::NOT_A_RESULT) => {
@@ -851,8 +852,9 @@ impl Store {
             from_dump: true,
             ..Default::default()
         };
-        for run in &runs {
-            self.ingest_run_into(run, &mut report);
+        for mut run in runs {
+            add_set_settings(&mut run, opts);
+            self.ingest_run_into(&run, &mut report);
         }
         Ok(report)
     }
@@ -1139,6 +1141,20 @@ fn config_id(conn: &mut Conn, c: &ConfigKey) -> Result<i64, StoreError> {
         .first()
         .and_then(|r| r[0].as_i64())
         .ok_or_else(|| StoreError::Db("config insert returned no id".into()))
+}
+
+/// Adds the `--set` keys that name no identity field to every point's server settings and
+/// recomputes its fingerprint (issue 39 §5; [`parse::set_settings`]), whatever the format:
+/// ours, vLLM's, InferenceX's, AIPerf's, a dump.
+fn add_set_settings(run: &mut RunData, opts: &IngestOptions) {
+    let set = parse::set_settings(&opts.overrides);
+    if set.is_empty() {
+        return;
+    }
+    for pt in &mut run.points {
+        pt.server =
+            inferbench_core::fingerprint::ServerFingerprint::merged(pt.server.as_ref(), &set);
+    }
 }
 
 /// What ingesting a stored run again kept from the store and what it changed there.

@@ -180,6 +180,39 @@ fn set_keys_are_server_settings() {
     );
 }
 
+/// Every format takes the `--set` settings: InferenceX's aggregate, vLLM's and AIPerf's
+/// results alike.
+#[test]
+fn set_keys_apply_to_every_format() {
+    let (mut store, _dir, _) = common::sqlite();
+    let imports = common::fixtures().join("imports");
+    for f in [
+        "agg_bmk.json",
+        "vllm_gptoss_conc64.json",
+        "profile_export_aiperf.json",
+    ] {
+        let rep = store
+            .ingest_path(&imports.join(f), &opts(&["gpu_memory_utilization=0.8"]))
+            .unwrap();
+        assert!(rep.points > 0, "{f}");
+    }
+    let rows = store
+        .points(&Filter::default(), &Default::default())
+        .unwrap();
+    assert!(rows.len() >= 3);
+    for r in &rows {
+        assert_eq!(
+            r.server_settings.iter().collect::<Vec<_>>(),
+            [(
+                &"set.gpu_memory_utilization".to_string(),
+                &"0.8".to_string()
+            )],
+            "{}",
+            r.group()
+        );
+    }
+}
+
 /// Labels name the differing settings (those every server names first), at most three and
 /// `…`; alike labels get the fingerprint's first digits.
 #[test]

@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use inferbench_core::fingerprint::ServerFingerprint;
 use inferbench_core::matrix::MatrixRow;
 use inferbench_core::summary::StopReason;
 use serde_json::{Map, Value};
@@ -128,7 +127,7 @@ pub(super) struct SummaryFacts {
     pub metrics: BTreeMap<String, f64>,
     /// The server's settings and fingerprint (our `inferbench.server`); `None` for a file
     /// without them (foreign, or ours before issue 39 §5).
-    pub server: Option<ServerFingerprint>,
+    pub server: Option<inferbench_core::fingerprint::ServerFingerprint>,
 }
 
 /// `(agentic, submission_invalid)` as a summary's top-level keys `top` and its `metadata`
@@ -271,9 +270,8 @@ pub(super) fn summary_point(
         .unwrap_or_default();
     run.date = date.clone();
     let mut pt = empty_point(cfg, conc, date);
-    // What the producer learnt of the server, with the `--set` keys that name no identity
-    // field (issue 39 §5).
-    pt.server = ServerFingerprint::merged(f.server.as_ref(), &super::set_settings(ov));
+    // What the producer learnt of the server (issue 39 §5); ingest adds the `--set` keys.
+    pt.server = f.server;
     if completed == 0.0 {
         // Why, as far as the summary says (trial 14: a point interrupted before it sent
         // anything said "no successful request").
