@@ -306,3 +306,31 @@ fn a_version_4_database_migrates_and_keeps_its_groups() {
         .unwrap();
     assert!(rows.iter().all(|r| r.group() == old), "{:?}", groups(&rows));
 }
+
+/// A snapshot taken by the previous build (`db dump` of the version 4 database above) restores
+/// into a version 5 database: the columns it lacks take their defaults, so its points have no
+/// fingerprint and group as before.
+#[test]
+fn a_version_4_dump_restores() {
+    let (mut store, _dir, _) = common::sqlite();
+    let n = store
+        .restore_file(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/old-schema/v4-sweep-h200.ibdump.zst"),
+            false,
+        )
+        .unwrap();
+    assert_eq!(n, 858);
+    let rows = store
+        .points(&Filter::default(), &Default::default())
+        .unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.conc, r.group(), r.server_fingerprint.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            (4, "dsr1 1024/1024 h200_sglang_fp8".to_string(), ""),
+            (16, "dsr1 1024/1024 h200_sglang_fp8".to_string(), "")
+        ]
+    );
+}
