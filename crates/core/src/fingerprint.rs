@@ -148,9 +148,14 @@ pub const SIM_CONFIG_INFO: &str = "inferbench_sim:config_info";
 /// vLLM's info metric of its KV-cache settings (block size, GPU blocks, memory fraction, …).
 pub const VLLM_CACHE_CONFIG_INFO: &str = "vllm:cache_config_info";
 
+/// Labels of [`VLLM_CACHE_CONFIG_INFO`] that vLLM measures at start-up rather than being
+/// told: left out of a fingerprint.
+const VLLM_MEASURED: &[&str] = &["num_gpu_blocks", "num_cpu_blocks"];
+
 /// The settings a server reports of itself, `(canonical key, value)`: the labels of
 /// [`SIM_CONFIG_INFO`] as `sim.*` when the scrape `samples` hold it (the simulator says all of
-/// its settings there); otherwise the labels of [`VLLM_CACHE_CONFIG_INFO`] as `vllm.*` and
+/// its settings there); otherwise the labels of [`VLLM_CACHE_CONFIG_INFO`] as `vllm.*` (but
+/// the block counts it measured at start-up) and
 /// what `/v1/models` (`models`, its JSON body, `None` when not asked or not answered) says of
 /// the served model `served`, as `models.root` and `models.max_model_len`. Always
 /// `models.served_model` = `served` (when not empty). Excluded keys are dropped later, by
@@ -175,7 +180,13 @@ pub fn reported_settings(
         return out;
     }
     if let Some(l) = labels_of(VLLM_CACHE_CONFIG_INFO) {
-        out.extend(l.into_iter().map(|(k, v)| (format!("vllm.{k}"), v)));
+        // The block counts are measured at start-up (memory profiling) and differ by a few
+        // between two launches of one configuration: the settings that size them stay.
+        out.extend(
+            l.into_iter()
+                .filter(|(k, _)| !VLLM_MEASURED.contains(&k.as_str()))
+                .map(|(k, v)| (format!("vllm.{k}"), v)),
+        );
     }
     let model = models
         .and_then(|m| m.get("data"))
@@ -422,7 +433,8 @@ mod tests {
             "models.served_model=m sim.max_num_seqs=256 sim.mode=timed sim.time_scale=1"
         );
         let vllm = parse(
-            "vllm:cache_config_info{block_size=\"16\",engine=\"0\",gpu_memory_utilization=\"0.9\"} 1\n",
+            "vllm:cache_config_info{block_size=\"16\",engine=\"0\",gpu_memory_utilization=\"0.9\",\
+             num_gpu_blocks=\"27000\",num_cpu_blocks=\"2048\"} 1\n",
         );
         let got = reported_settings("m", Some(&models), &vllm);
         assert_eq!(
