@@ -755,6 +755,16 @@ pub fn label_servers(rows: &mut [PointRow]) {
     for r in rows.iter_mut() {
         r.server_label.clear();
     }
+    // One server for every row (the common case): nothing to tell apart, no group names to
+    // build.
+    if let Some(first) = rows.first() {
+        if rows
+            .iter()
+            .all(|r| r.server_fingerprint == first.server_fingerprint)
+        {
+            return;
+        }
+    }
     // Group name → fingerprint → its settings.
     let mut by_group: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> =
         BTreeMap::new();
