@@ -1061,3 +1061,92 @@ fn a_hung_nvidia_smi_does_not_hang_bench_and_empty_power_flags_are_refused() {
         "{text}"
     );
 }
+
+/// Issue 39 §5, the README's scenario: a one-point `bench --db` against a standalone `sim`
+/// (max-num-seqs 256, real time) lands beside two quickstarts (max-num-seqs 16, time scale 8)
+/// of the same configuration: the quickstarts share one group, the bench point is a group of
+/// its own, the two named apart by the settings that differ, and the latest run per
+/// configuration keeps the quickstart's whole curve.
+#[test]
+fn a_bench_against_a_standalone_sim_is_not_in_the_quickstarts_group() {
+    let dir = std::env::temp_dir().join(format!("inferbench-groups-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("t.db");
+    let db = db.to_str().unwrap();
+    for _ in 0..2 {
+        let o = Command::new(BIN)
+            .args([
+                "quickstart",
+                "--fast",
+                "--concurrency",
+                "4,16",
+                "--isl",
+                "256",
+            ])
+            .args(["--osl", "8", "--db", db, "--chart"])
+            .arg(dir.join("frontier.svg"))
+            .arg("--out")
+            .arg(dir.join("qs"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", common::output_text(&o));
+    }
+    let sim = start_sim();
+    let result_dir = dir.join("bench");
+    let (_, text) = bench(
+        &sim,
+        &[
+            "--db",
+            db,
+            "--set",
+            "hw=h100",
+            "--set",
+            "framework=sim",
+            "--set",
+            "precision=bf16",
+            "--max-concurrency",
+            "16",
+            "--num-prompts",
+            "16",
+            "--cache-bust",
+            "--result-dir",
+            result_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(text.contains("from 1 source(s)"), "{text}");
+    let mut store = inferbench_store::Store::open_existing(db).unwrap();
+    let mut rows = store
+        .points(&Default::default(), &Default::default())
+        .unwrap();
+    let base = "llama3.1-8b 256/8 h100_sim_bf16";
+    let qs = format!("{base} · max_num_seqs=16, time_scale=8");
+    let bench_group = format!("{base} · max_num_seqs=256, time_scale=1");
+    let got: Vec<(bool, i64, String)> = rows
+        .iter()
+        .map(|r| (r.batch.starts_with("quickstart-"), r.conc, r.group()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (true, 4, qs.clone()),
+            (true, 4, qs.clone()),
+            (true, 16, qs.clone()),
+            (true, 16, qs.clone()),
+            (false, 16, bench_group.clone()),
+        ],
+        "{text}"
+    );
+    // Load is no setting: every quickstart point, at 4 and 16, has one fingerprint.
+    let fps: std::collections::BTreeSet<&str> =
+        rows.iter().map(|r| r.server_fingerprint.as_str()).collect();
+    assert_eq!(fps.len(), 2, "{fps:?}");
+    inferbench_store::query::keep_latest_runs(&mut rows);
+    let kept: Vec<(String, i64)> = rows.iter().map(|r| (r.group(), r.conc)).collect();
+    assert_eq!(
+        kept,
+        [(qs.clone(), 4), (qs, 16), (bench_group, 16)],
+        "the bench point displaced a quickstart point"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

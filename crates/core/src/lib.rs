@@ -9,6 +9,7 @@ pub mod anomaly;
 pub mod artifacts;
 pub mod exact;
 pub mod exit;
+pub mod fingerprint;
 pub mod matrix;
 pub mod metrics;
 pub mod prometheus;

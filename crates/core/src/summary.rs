@@ -379,6 +379,11 @@ pub struct Extras {
     /// off every frontier, as a run cut short. Absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
+    /// The server's settings and their fingerprint (what the server reported of itself, or
+    /// the launch settings of an engine the runner started): the store draws one curve per
+    /// configuration and fingerprint ([`crate::fingerprint`]). Absent when nothing was learnt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<crate::fingerprint::ServerFingerprint>,
 }
 
 /// The client's self-check of a closed-loop run with `--max-concurrency` (`inferbench.client`):
@@ -624,6 +629,7 @@ impl Default for Extras {
             server_metrics: None,
             power: None,
             invalid_reason: None,
+            server: None,
         }
     }
 }
@@ -782,6 +788,7 @@ fn summarize_inner(
             server_metrics: None,
             power: None,
             invalid_reason: None,
+            server: None,
         },
     }
 }

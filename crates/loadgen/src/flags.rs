@@ -624,6 +624,8 @@ impl BenchFlags {
             job_identity,
             progress,
             prepared: None,
+            // A server bench did not launch: only what it reports of itself (issue 39 §5).
+            server_settings: Vec::new(),
             rescaled_at: None,
         })
     }

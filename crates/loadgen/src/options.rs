@@ -197,6 +197,11 @@ pub struct BenchOptions {
     /// Prompts prepared by the caller (sweeps reuse one prompt set across points); `None` =
     /// build them from the workload flags.
     pub prepared: Option<std::sync::Arc<crate::prompts::PreparedPrompts>>,
+    /// Settings of the server the caller knows because it launched it (`launch.*` of the
+    /// engine's matrix row: `inferbench_core::fingerprint::launch_settings`), hashed into the
+    /// point's server fingerprint (`inferbench.server`) beside what the server reports of
+    /// itself. Empty for `bench` (a server it did not launch).
+    pub server_settings: Vec<(String, String)>,
     /// The caller rewrites this point in modelled time afterwards, at this `inferbench sim`
     /// time scale (quickstart, `sweep --sim`): a sim at that scale does not make the point
     /// invalid. Not a flag; `None` for `bench`.
@@ -254,6 +259,7 @@ impl Default for BenchOptions {
             job_identity: None,
             progress: ProgressMode::Auto,
             prepared: None,
+            server_settings: Vec::new(),
             rescaled_at: None,
         }
     }

@@ -280,11 +280,13 @@ pub async fn run_bench(
     let power = start_power(&opts, &date, &mut notes).await?;
     let scraper = start_scraper(&opts).await;
     let scrape_missing = opts.server_metrics && scraper.is_none();
+    let models = served_models(&opts).await;
     let n_warm = opts.resolved_num_warmups();
     let end = run_warmup(&shared, &opts, &counters, n_warm).await;
     let profile = run_profile(&shared, &opts, &counters, scraper.as_ref(), end).await;
     let end = profile.end;
-    let server_metrics = finish_scrape(scraper, &opts, &date, &profile, &mut notes).await;
+    let (server_metrics, first_scrape) =
+        finish_scrape(scraper, &opts, &date, &profile, &mut notes).await;
     let simulator =
         (server_metrics.as_ref()).is_some_and(server_metrics::ServerMetricsSummary::is_simulator);
     let mut reasons = invalid_reasons(
@@ -330,6 +332,14 @@ pub async fn run_bench(
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
     judge_records(&records, &mut notes, &mut reasons);
     summary.inferbench.server_metrics = server_metrics;
+    // The server's settings (issue 39 §5): what it reported, and what the caller knows of
+    // an engine it launched.
+    summary.inferbench.server = inferbench_core::fingerprint::server_fingerprint(
+        &opts.model,
+        models.as_ref(),
+        &first_scrape,
+        &opts.server_settings,
+    );
     summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let power_validation = finish_power(power, &opts, &mut summary).await;
     let checks = (scrape_missing, request_url.as_str());
@@ -761,18 +771,41 @@ async fn run_profile(
     }
 }
 
+/// The server's `GET /v1/models` body as JSON, asked once beside the `/metrics` scrape (not
+/// with `--no-server-metrics`, which asks the server nothing but the requests): what it says
+/// of the served model goes into the point's server fingerprint
+/// (`inferbench_core::fingerprint`, issue 39 §5). `None` when not asked, not answered 2xx
+/// within 2 s, or not JSON.
+async fn served_models(opts: &BenchOptions) -> Option<serde_json::Value> {
+    if !opts.server_metrics {
+        return None;
+    }
+    let url = format!("{}/v1/models", opts.base_url.trim_end_matches('/'));
+    match inferbench_client::http_get(&url, std::time::Duration::from_secs(2)).await {
+        Ok((200..=299, body)) => serde_json::from_slice(&body).ok(),
+        _ => None,
+    }
+}
+
 /// Stops the `/metrics` scraper (if one ran), writes its snapshots to `server_metrics.jsonl`
 /// beside the result (a note in `notes` when that fails) and summarizes them over the profile
-/// window.
+/// window; also returns the first scrape's samples (the server's info metrics, for its
+/// fingerprint), empty without one.
 async fn finish_scrape(
     scraper: Option<Scraper>,
     opts: &BenchOptions,
     date: &str,
     profile: &ProfileRun,
     notes: &mut Vec<String>,
-) -> Option<server_metrics::ServerMetricsSummary> {
-    let sc = scraper?;
+) -> (
+    Option<server_metrics::ServerMetricsSummary>,
+    Vec<inferbench_core::prometheus::Sample>,
+) {
+    let Some(sc) = scraper else {
+        return (None, Vec::new());
+    };
     let snaps = sc.finish().await;
+    let first = snaps.first().map(|s| s.samples.clone()).unwrap_or_default();
     if let Some(path) = output::side_file(opts, date, "server_metrics.jsonl") {
         let written = path
             .parent()
@@ -782,11 +815,8 @@ async fn finish_scrape(
             notes.push(format!("writing {} failed: {e}", path.display()));
         }
     }
-    Some(server_metrics::summarize(
-        &snaps,
-        profile.start_unix,
-        profile.end_unix,
-    ))
+    let summary = server_metrics::summarize(&snaps, profile.start_unix, profile.end_unix);
+    (Some(summary), first)
 }
 
 /// Why a profile whose kept-alive connections got bytes nobody asked for is invalid

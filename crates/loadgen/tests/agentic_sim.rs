@@ -217,6 +217,12 @@ async fn replay_keeps_compact_records_and_exact_itl() {
         assert_eq!(w.chunks.len(), k.chunk_count(), "{}", w.request_id);
     }
     let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
+    // Issue 39 §5: the sim's settings, from its first /metrics scrape, name its server.
+    let server = s.inferbench.server.as_ref().expect("server settings");
+    assert_eq!(server.settings["sim.mode"], "instant");
+    assert_eq!(server.settings["sim.block_size"], "64");
+    assert_eq!(server.settings["models.served_model"], "sim");
+    assert!(!server.settings.contains_key("sim.tp"));
     let itls: Vec<f64> = whole
         .iter()
         .filter(ok_profile)

@@ -709,3 +709,28 @@ async fn a_body_end_after_done_is_not_the_clients_wait() {
         out.notes
     );
 }
+
+/// Issue 39 §5: the point's server fingerprint holds what the caller knows of a server it
+/// launched (`server_settings`) and the served model, never the load: the same server at
+/// another concurrency and prompt count has the same one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_fingerprint_holds_the_launch_settings_not_the_load() {
+    let addr = spawn_replay(stream_case()).await.unwrap();
+    let run = |conc: u32, n: u64| {
+        let o = BenchOptions {
+            max_concurrency: Some(conc),
+            num_prompts: Some(n),
+            num_warmups: Some(0),
+            server_settings: vec![("launch.max_model_len".into(), "2048".into())],
+            ..opts(format!("http://{addr}"))
+        };
+        run_bench(o, CancellationToken::new())
+    };
+    let a = run(2, 4).await.unwrap().summary.inferbench.server.unwrap();
+    let b = run(4, 8).await.unwrap().summary.inferbench.server.unwrap();
+    assert_eq!(a, b);
+    assert_eq!(
+        a.settings_line(),
+        "launch.max_model_len=2048, models.served_model=replay-model"
+    );
+}

@@ -74,6 +74,8 @@ pub fn bench_options(req: &PointRequest) -> BenchOptions {
         // marker at the start of each prompt keeps the prefix cache from serving them (the
         // marker is counted inside ISL; within the point nothing changes).
         cache_bust: true,
+        // What the runner knows of the engine it launched for this row (issue 39 §5).
+        server_settings: inferbench_core::fingerprint::launch_settings(&req.spec.row),
         ..BenchOptions::default()
     }
 }
@@ -268,6 +270,17 @@ async fn run_agentic_point(
     let out = agentic::run_replay(opts, traces, prompter, cancel.clone()).await?;
     let valid = duration_s >= MIN_VALID_AGENTIC_S;
     let mut summary = agentic::replay_summary(&out, &req.model, req.conc, valid);
+    // What the runner knows of the engine it launched for this row (issue 39 §5).
+    let first = out
+        .server_snapshots
+        .first()
+        .map_or(&[][..], |f| &f.samples[..]);
+    summary.inferbench.server = inferbench_core::fingerprint::server_fingerprint(
+        &req.model,
+        None,
+        first,
+        &inferbench_core::fingerprint::launch_settings(&req.spec.row),
+    );
     if let Some(p) = power {
         summary.inferbench.power = Some(p.finish(&summary, Some(req.spec.gpu_count())).await);
     }

@@ -110,6 +110,8 @@ pub fn to_modelled_time(
     modelled.inferbench.client = wall.inferbench.client.clone();
     modelled.inferbench.server_metrics = wall.inferbench.server_metrics.clone();
     modelled.inferbench.invalid_reason = wall.inferbench.invalid_reason.clone();
+    // The server's settings are no clock reading (issue 39 §5: the quickstart's group).
+    modelled.inferbench.server = wall.inferbench.server.clone();
     inferbench_loadgen::output::write_results(opts, &modelled, &wall.date)?;
     Ok((modelled, note))
 }

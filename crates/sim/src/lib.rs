@@ -79,6 +79,81 @@ pub fn describe(cfg: &SimConfig) -> Result<SimInfo, SimError> {
     })
 }
 
+/// The settings that change a simulated server's performance, `(name, value)` in a fixed
+/// order: what its `/metrics` reports as the labels of `inferbench_sim:config_info` and what
+/// a point's server fingerprint hashes (`inferbench_core::fingerprint`). Load, seeds, ports
+/// and worker threads are not among them (a fingerprint never includes the load).
+pub fn settings(cfg: &SimConfig, info: &SimInfo) -> Vec<(&'static str, String)> {
+    let mode = match cfg.mode {
+        Mode::Timed => "timed",
+        Mode::Instant => "instant",
+    };
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "none".into());
+    vec![
+        ("mode", mode.to_string()),
+        ("hardware", cfg.hardware.to_lowercase()),
+        ("model", cfg.model.to_lowercase()),
+        ("precision", cfg.precision.as_str().to_string()),
+        ("tp", cfg.tp.to_string()),
+        ("time_scale", cfg.time_scale.to_string()),
+        ("max_num_seqs", cfg.max_num_seqs.to_string()),
+        (
+            "max_num_batched_tokens",
+            cfg.max_num_batched_tokens.to_string(),
+        ),
+        ("block_size", cfg.block_size.to_string()),
+        (
+            "gpu_memory_utilization",
+            cfg.gpu_memory_utilization.to_string(),
+        ),
+        ("num_gpu_blocks", info.num_gpu_blocks.to_string()),
+        ("max_model_len", info.max_model_len.to_string()),
+        (
+            "enable_prefix_caching",
+            cfg.enable_prefix_caching.to_string(),
+        ),
+        (
+            "spec_decode",
+            opt(cfg
+                .spec_decode
+                .as_ref()
+                .map(|s| format!("k{}_al{}", s.num_draft_tokens, s.acceptance_length))),
+        ),
+        ("reasoning_tokens", cfg.reasoning_tokens.to_string()),
+        ("eos_after", opt(cfg.eos_after.map(|n| n.to_string()))),
+        ("fault", opt(cfg.fault.as_ref().map(|f| format!("{f:?}")))),
+        ("fault_rate", cfg.fault_rate.to_string()),
+        ("fixed_step_s", opt(cfg.fixed_step_s.map(|s| s.to_string()))),
+        ("events_per_write", cfg.events_per_write.to_string()),
+    ]
+}
+
+/// The Prometheus lines of `inferbench_sim:config_info` (value 1, the [`settings`] as labels,
+/// escaped), as `/metrics` ends with them: a client of a server it did not start learns the
+/// server's settings from them.
+pub(crate) fn config_info_metric(cfg: &SimConfig, res: &config::Resolved) -> String {
+    let info = SimInfo {
+        served_model_name: res.served_name.clone(),
+        num_gpu_blocks: res.num_blocks,
+        kv_capacity_tokens: u64::from(res.num_blocks) * u64::from(cfg.block_size),
+        max_model_len: res.max_model_len,
+    };
+    let esc = |v: &str| {
+        v.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    };
+    let labels: Vec<String> = settings(cfg, &info)
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", esc(v)))
+        .collect();
+    format!(
+        "# HELP inferbench_sim:config_info The simulated server's settings (labels).\n\
+         # TYPE inferbench_sim:config_info gauge\ninferbench_sim:config_info{{{}}} 1\n",
+        labels.join(",")
+    )
+}
+
 /// The one line a simulated server announces itself with, wherever it runs (`inferbench sim`
 /// on stderr, so also a sweep's `sim` engine log; `inferbench quickstart` on stderr and in each
 /// point's `server.log`): served model, precision, TP × hardware, mode, time scale (modelled
@@ -241,6 +316,30 @@ pub fn spawn(cfg: SimConfig) -> Result<SimHandle, SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/metrics` names the settings a client cannot otherwise see (issue 39 §5): a standalone
+    /// sim's max-num-seqs and time scale, escaped as Prometheus label values.
+    #[test]
+    fn config_info_names_the_settings() {
+        let cfg = SimConfig {
+            max_num_seqs: 32,
+            time_scale: 4.0,
+            ..SimConfig::default()
+        };
+        let res = cfg.resolve().unwrap();
+        let m = config_info_metric(&cfg, &res);
+        assert_eq!(
+            m,
+            "# HELP inferbench_sim:config_info The simulated server's settings (labels).\n\
+             # TYPE inferbench_sim:config_info gauge\n\
+             inferbench_sim:config_info{mode=\"timed\",hardware=\"h100\",model=\"llama-3.1-8b\",\
+             precision=\"bf16\",tp=\"1\",time_scale=\"4\",max_num_seqs=\"32\",\
+             max_num_batched_tokens=\"8192\",block_size=\"16\",gpu_memory_utilization=\"0.9\",\
+             num_gpu_blocks=\"25720\",max_model_len=\"131072\",enable_prefix_caching=\"true\",\
+             spec_decode=\"none\",reasoning_tokens=\"0\",eos_after=\"none\",fault=\"none\",\
+             fault_rate=\"1\",fixed_step_s=\"none\",events_per_write=\"64\"} 1\n"
+        );
+    }
 
     #[test]
     fn start_line_names_what_is_modelled() {

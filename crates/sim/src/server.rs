@@ -123,6 +123,8 @@ pub(crate) struct App {
     pub late_chunks: AtomicU64,
     start: std::time::Instant,
     fits_blocks: u32,
+    /// `inferbench_sim:config_info`, appended to every `/metrics` answer.
+    config_info: String,
 }
 
 impl App {
@@ -132,7 +134,9 @@ impl App {
         engine_tx: Option<std::sync::mpsc::Sender<EngineMsg>>,
     ) -> Self {
         let model_json = serde_json::to_string(&res.served_name).expect("string serializes");
+        let config_info = crate::config_info_metric(&cfg, &res);
         App {
+            config_info,
             stats: Mutex::new(Stats::default()),
             metrics: Mutex::new(Metrics::new(res.num_blocks, cfg.block_size)),
             fits_blocks: res.num_blocks,
@@ -511,7 +515,7 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
                 "max_model_len": app.res.max_model_len}]}),
         ),
         (&Method::GET, "/metrics") => {
-            let text = app.metrics.lock().expect("metrics lock").render(
+            let mut text = app.metrics.lock().expect("metrics lock").render(
                 &app.res.served_name,
                 (
                     app.chunks.load(Ordering::Relaxed),
@@ -519,6 +523,7 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
                 ),
                 app.cfg.time_scale,
             );
+            text.push_str(&app.config_info);
             text_response(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
         (&Method::GET, "/stats") => {

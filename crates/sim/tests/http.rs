@@ -586,6 +586,8 @@ async fn metrics_parse_and_count_prefix_hits_analytically() {
     assert_eq!(get("vllm:num_requests_running"), 0.0);
     assert_eq!(get("vllm:num_requests_waiting"), 0.0);
     assert_eq!(get("vllm:kv_cache_usage_perc"), 0.0);
+    // The settings' info gauge parses as Prometheus text too (issue 39 §5).
+    assert_eq!(get("inferbench_sim:config_info"), 1.0);
     let ttft = exp.families["vllm:time_to_first_token_seconds"]
         .iter_samples()
         .next()

@@ -883,6 +883,7 @@ impl Store {
                     if let Some(b) = &opts.batch {
                         run.batch = b.clone();
                     }
+                    add_set_settings(&mut run, opts);
                     self.ingest_run_into(&run, &mut report)
                 }
                 Err(reason) if !explicit_file && reason.ends_with(parse::NOT_A_RESULT) => {
@@ -927,8 +928,9 @@ impl Store {
             from_dump: true,
             ..Default::default()
         };
-        for run in &runs {
-            self.ingest_run_into(run, &mut report);
+        for mut run in runs {
+            add_set_settings(&mut run, opts);
+            self.ingest_run_into(&run, &mut report);
         }
         Ok(report)
     }
@@ -1217,6 +1219,20 @@ fn config_id(conn: &mut Conn, c: &ConfigKey) -> Result<i64, StoreError> {
         .ok_or_else(|| StoreError::Db("config insert returned no id".into()))
 }
 
+/// Adds the `--set` keys that name no identity field to every point's server settings and
+/// recomputes its fingerprint (issue 39 §5; [`parse::set_settings`]), whatever the format:
+/// ours, vLLM's, InferenceX's, AIPerf's, a dump.
+fn add_set_settings(run: &mut RunData, opts: &IngestOptions) {
+    let set = parse::set_settings(&opts.overrides);
+    if set.is_empty() {
+        return;
+    }
+    for pt in &mut run.points {
+        pt.server =
+            inferbench_core::fingerprint::ServerFingerprint::merged(pt.server.as_ref(), &set);
+    }
+}
+
 /// What ingesting a stored run again kept from the store and what it changed there.
 #[derive(Default)]
 struct Reingest {
@@ -1447,6 +1463,15 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
     vals.push(metrics_json(m).into());
     vals.push(Val::Int(i64::from(pt.valid)));
     vals.push(pt.invalid_reason.clone().into());
+    let server = pt.server.as_ref();
+    vals.push(server.map_or(String::new(), |s| s.id.clone()).into());
+    vals.push(
+        server
+            .map_or(String::new(), |s| {
+                serde_json::to_string(&s.settings).unwrap_or_default()
+            })
+            .into(),
+    );
     let cols_upd = [
         "date",
         "num_prompts",
@@ -1457,7 +1482,17 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
     ]
     .iter()
     .chain(schema::POINT_METRICS.iter())
-    .chain(["error", "metrics", "valid", "invalid_reason"].iter())
+    .chain(
+        [
+            "error",
+            "metrics",
+            "valid",
+            "invalid_reason",
+            "server_fingerprint",
+            "server_settings",
+        ]
+        .iter(),
+    )
     .copied()
     .collect::<Vec<_>>();
     (cols_upd, vals)
@@ -1626,7 +1661,7 @@ mod tests {
             // stores may share them: [4] and [1, 2, 3] is as right as [1, 2, 3, 4]).
             let mut all: Vec<i64> = applied.into_iter().flatten().collect();
             all.sort_unstable();
-            assert_eq!(all, [1, 2, 3, 4], "round {round}");
+            assert_eq!(all, [1, 2, 3, 4, 5], "round {round}");
         }
     }
 

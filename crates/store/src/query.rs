@@ -195,6 +195,20 @@ pub struct PointRow {
     /// Unix time (s) its run's measurement started (`runs.start_unix`: vLLM's
     /// `benchmark_start_time_unix`), when the source gives it.
     pub start_unix: Option<f64>,
+    /// The server's fingerprint (`points.server_fingerprint`, 16 hex digits of
+    /// `inferbench_core::fingerprint`); empty when the source did not say (points stored
+    /// before schema version 5, foreign imports).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub server_fingerprint: String,
+    /// The server's canonical settings the fingerprint hashes (`points.server_settings`),
+    /// key → value; empty when unknown.
+    #[serde(skip)]
+    pub server_settings: BTreeMap<String, String>,
+    /// What [`PointRow::group`] appends to tell this point's server from another one whose
+    /// points would share the group's name ([`label_servers`]): the settings that differ,
+    /// e.g. `max_num_seqs=256, time_scale=1`; empty when no other server shares the name.
+    #[serde(skip)]
+    pub server_label: String,
 }
 
 impl PointRow {
@@ -234,6 +248,12 @@ impl PointRow {
         // a local run of the same configuration, as on InferenceX's unofficial-run overlay.
         if self.source_kind == PUBLIC_SOURCE {
             g.push_str(PUBLIC_GROUP_SUFFIX);
+        }
+        // Points of differently configured servers are curves of their own (issue 39 §5),
+        // named apart by their differing settings ([`label_servers`]).
+        if !self.server_label.is_empty() {
+            g.push_str(" · ");
+            g.push_str(&self.server_label);
         }
         g
     }
@@ -534,6 +554,28 @@ impl Store {
             );
             groups.insert(r[0].as_i64().unwrap_or(0), key);
         }
+        // Points of differently configured servers in one group are curves of their own
+        // ([`PointRow::group`], issue 39 §5), which the config-only grouping below cannot tell
+        // apart: the general path then.
+        let mut servers: BTreeMap<&str, &str> = BTreeMap::new();
+        let fps = self.conn.query(
+            "SELECT DISTINCT config_id, server_fingerprint FROM points",
+            &[],
+        )?;
+        let mut mixed = false;
+        for r in &fps {
+            let g = groups
+                .get(&r[0].as_i64().unwrap_or(0))
+                .map_or("", String::as_str);
+            let fp = r[1].as_str().unwrap_or("");
+            mixed |= *servers.entry(g).or_insert(fp) != fp;
+        }
+        if mixed {
+            let mut rows = self.points_where(filter, cost, None)?;
+            mark_frontier_with(&mut rows, x, y, filter.include_invalid);
+            rows.retain(|r| r.frontier);
+            return Ok(rows);
+        }
         let (where_sql, params) = where_clause(filter);
         // Joins only when the filter names config or run columns.
         let joins = if where_sql.contains("c.") || where_sql.contains("r.") {
@@ -621,8 +663,8 @@ impl Store {
             "SELECT c.model, c.hardware, c.framework, c.precision, c.spec_decoding, c.disagg, c.tp, c.pp,
                     c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
-                    p.valid, p.completed, p.failed{hot}{extra}, p.invalid_reason, p.id, p.run_id,
-                    r.start_unix
+                    p.valid, p.completed, p.failed{hot}{extra}, p.server_fingerprint,
+                    p.server_settings, p.invalid_reason, p.id, p.run_id, r.start_unix
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         let (where_sql, params) = where_clause(filter);
@@ -690,14 +732,124 @@ impl Store {
                 point_id: r[r.len() - 3].as_i64().unwrap_or(0),
                 run_id: r[r.len() - 2].as_i64().unwrap_or(0),
                 start_unix: r[r.len() - 1].as_f64(),
+                server_fingerprint: r[r.len() - 6].as_str().unwrap_or("").to_string(),
+                server_settings: r[r.len() - 5]
+                    .as_str()
+                    .and_then(|t| serde_json::from_str(t).ok())
+                    .unwrap_or_default(),
+                server_label: String::new(),
             };
             if any_derived {
                 add_derived(&mut row, cost, &wanted);
             }
             out.push(row);
         }
+        label_servers(&mut out);
         sort_rows(&mut out);
         Ok(out)
+    }
+}
+
+/// Most differing settings a server label names before `…`.
+const LABEL_SETTINGS: usize = 3;
+
+/// Sets each row's [`PointRow::server_label`] (issue 39 §5): where rows of one group name
+/// (the configuration's) come from servers with different fingerprints, each server's label
+/// names the settings on which those servers differ (`key=value`, source prefix dropped,
+/// those every server names first, then by key; at most three then `…`), with its fingerprint's first 8 digits appended when
+/// two labels would still be alike; `server not recorded` for rows without a fingerprint.
+/// Groups served by one server keep their plain name (labels cleared).
+pub fn label_servers(rows: &mut [PointRow]) {
+    for r in rows.iter_mut() {
+        r.server_label.clear();
+    }
+    // One server for every row (the common case): nothing to tell apart, no group names to
+    // build.
+    if let Some(first) = rows.first() {
+        if rows
+            .iter()
+            .all(|r| r.server_fingerprint == first.server_fingerprint)
+        {
+            return;
+        }
+    }
+    // Group name → fingerprint → its settings.
+    let mut by_group: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> =
+        BTreeMap::new();
+    for r in rows.iter() {
+        by_group
+            .entry(r.group())
+            .or_default()
+            .entry(r.server_fingerprint.clone())
+            .or_insert_with(|| r.server_settings.clone());
+    }
+    let mut labels: BTreeMap<(String, String), String> = BTreeMap::new();
+    for (group, servers) in &by_group {
+        if servers.len() < 2 {
+            continue;
+        }
+        let keys: std::collections::BTreeSet<&String> =
+            servers.values().flat_map(BTreeMap::keys).collect();
+        let mut differing: Vec<&String> = keys
+            .into_iter()
+            .filter(|k| {
+                let mut vals = servers.values().map(|s| s.get(*k));
+                let first = vals.next().flatten();
+                vals.any(|v| v != first)
+            })
+            .collect();
+        // Settings every server names first (`max_num_seqs` of two sims before the
+        // `launch.*` of one of them), then by key.
+        let everywhere = |k: &String| servers.values().all(|s| s.is_empty() || s.contains_key(k));
+        differing.sort_by_key(|k| (!everywhere(k), k.as_str()));
+        let mut named: BTreeMap<&String, String> = BTreeMap::new();
+        for (fp, settings) in servers {
+            let label = if fp.is_empty() {
+                "server not recorded".to_string()
+            } else {
+                let mut parts: Vec<String> = differing
+                    .iter()
+                    .filter_map(|k| {
+                        let short = k.split_once('.').map_or(k.as_str(), |(_, b)| b);
+                        settings.get(*k).map(|v| format!("{short}={v}"))
+                    })
+                    .take(LABEL_SETTINGS + 1)
+                    .collect();
+                if parts.len() > LABEL_SETTINGS {
+                    parts.truncate(LABEL_SETTINGS);
+                    parts.push("…".into());
+                }
+                if parts.is_empty() {
+                    format!("server {}", &fp[..fp.len().min(8)])
+                } else {
+                    parts.join(", ")
+                }
+            };
+            named.insert(fp, label);
+        }
+        let alike = |l: &String| named.values().filter(|x| *x == l).count() > 1;
+        let unique: Vec<(String, String)> = named
+            .iter()
+            .map(|(fp, l)| {
+                let l = if alike(l) && !fp.is_empty() {
+                    format!("{l} [{}]", &fp[..fp.len().min(8)])
+                } else {
+                    l.clone()
+                };
+                ((*fp).clone(), l)
+            })
+            .collect();
+        for (fp, l) in unique {
+            labels.insert((group.clone(), fp), l);
+        }
+    }
+    if labels.is_empty() {
+        return;
+    }
+    for r in rows.iter_mut() {
+        if let Some(l) = labels.get(&(r.group(), r.server_fingerprint.clone())) {
+            r.server_label = l.clone();
+        }
     }
 }
 
@@ -1012,6 +1164,7 @@ mod tests {
             point_id: 0,
             run_id,
             start_unix: None,
+            ..PointRow::default()
         };
         let mut rows = vec![
             row("old", "2026-01-01", 1, 4, 8),

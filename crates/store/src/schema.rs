@@ -125,7 +125,13 @@ pub const POINT_METRICS: &[&str] = &[
 ];
 
 /// All migrations, oldest first.
-pub const MIGRATIONS: &[Migration] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+pub const MIGRATIONS: &[Migration] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+];
 
 const MIGRATION_1: Migration = Migration {
     version: 1,
@@ -295,6 +301,21 @@ const MIGRATION_4: Migration = Migration {
     version: 4,
     name: "points_invalid_reason",
     statements: &["ALTER TABLE points ADD COLUMN invalid_reason TEXT"],
+};
+
+/// Migration 5: the server the point was measured on (issue 39 §5). `server_fingerprint`:
+/// 16 hex digits over its canonical settings (`inferbench_core::fingerprint`; load and
+/// parallelism excluded), part of the point's group ([`crate::query::PointRow::group`]): two
+/// differently configured servers never share a curve. `server_settings`: those settings as a
+/// JSON object (key → value), what a legend names of them. Both `''` for points stored before
+/// (and for sources that do not say), which group as before.
+const MIGRATION_5: Migration = Migration {
+    version: 5,
+    name: "points_server_fingerprint",
+    statements: &[
+        "ALTER TABLE points ADD COLUMN server_fingerprint TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE points ADD COLUMN server_settings TEXT NOT NULL DEFAULT ''",
+    ],
 };
 
 /// The schema version this binary writes.

@@ -287,11 +287,15 @@ impl Store {
             .get("schema_version")
             .and_then(Value::as_i64)
             .unwrap_or(-1);
-        if sv != schema::latest_version() {
+        // An older dump restores too: every migration since the first only adds columns with
+        // defaults (or indexes), and rows are inserted by column name, so the columns a dump
+        // lacks take their defaults (issue 39 §5: a version 4 dump, without the server
+        // fingerprint, restores into version 5 with it empty).
+        if !(1..=schema::latest_version()).contains(&sv) {
             return Err(bad(
                 1,
                 format!(
-                    "dump schema version {sv}, this binary writes {}",
+                    "dump schema version {sv}, this binary reads 1 to {}",
                     schema::latest_version()
                 ),
             ));

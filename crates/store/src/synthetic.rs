@@ -66,6 +66,7 @@ pub fn run(run: usize, model: &str, isl: i64, osl: i64) -> RunData {
                 requests: None,
                 power: Vec::new(),
                 server_metrics: Vec::new(),
+                server: None,
             }
         })
         .collect();

@@ -1355,6 +1355,7 @@ mod tests {
             point_id: 1,
             run_id: 1,
             start_unix: None,
+            ..PointRow::default()
         }
     }
 

@@ -859,6 +859,13 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
     if !interrupted && never_reached(out, s.completed) {
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
+    // The server's settings, as its first /metrics scrape reports them (issue 39 §5: a
+    // replay against another server is not in the same group).
+    let first = out
+        .server_snapshots
+        .first()
+        .map_or(&[][..], |f| &f.samples[..]);
+    s.inferbench.server = inferbench_core::fingerprint::server_fingerprint(model, None, first, &[]);
     s
 }
 

@@ -198,6 +198,9 @@ pub struct PointData {
     pub power: Vec<(String, f64, f64)>,
     /// Server metric samples `(name, labels JSON, unix s, value)`.
     pub server_metrics: Vec<(String, String, f64, f64)>,
+    /// The server's settings and their fingerprint (`inferbench_core::fingerprint`): part of
+    /// the point's group; `None` when the source does not say (old files, foreign imports).
+    pub server: Option<inferbench_core::fingerprint::ServerFingerprint>,
 }
 
 /// One eval result: a task's accuracy for a configuration (reference/inferencex-app.md §3.5).
@@ -810,7 +813,69 @@ pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointDa
         requests: None,
         power: Vec::new(),
         server_metrics: Vec::new(),
+        server: None,
     }
+}
+
+/// The override (`--set`) names an importer reads as the point's identity (its config key,
+/// concurrency, task): every other `--set` key is a server setting ([`set_settings`]).
+pub const IDENTITY_NAMES: &[&str] = &[
+    "hw",
+    "hardware",
+    "runner_type",
+    "runner",
+    "infmax_model_prefix",
+    "model_prefix",
+    "model",
+    "model_id",
+    "framework",
+    "precision",
+    "spec_decoding",
+    "spec_method",
+    "disagg",
+    "is_multinode",
+    "tp",
+    "ep",
+    "ep_size",
+    "pp",
+    "pp_size",
+    "dcp",
+    "dcp_size",
+    "pcp",
+    "pcp_size",
+    "dp_attention",
+    "dp_attn",
+    "prefill_tp",
+    "prefill_ep",
+    "prefill_dp_attention",
+    "prefill_num_workers",
+    "decode_tp",
+    "decode_ep",
+    "decode_dp_attention",
+    "decode_num_workers",
+    "num_prefill_gpu",
+    "num_decode_gpu",
+    "offload_mode",
+    "kv_offloading",
+    "scenario_type",
+    "scenario",
+    "isl",
+    "osl",
+    "image",
+    "conc",
+    "max_concurrency",
+    "date",
+    "task",
+];
+
+/// The `--set` overrides that name no identity field ([`IDENTITY_NAMES`], in any case), as
+/// server settings `set.<key>` (issue 39 §5: `--set max_num_seqs=256` tells two servers
+/// apart). Load keys among them are dropped by the fingerprint itself.
+pub fn set_settings(ov: &Overrides) -> BTreeMap<String, String> {
+    ov.iter()
+        .filter(|(k, _)| !IDENTITY_NAMES.contains(&k.trim().to_lowercase().as_str()))
+        .map(|(k, v)| (format!("set.{}", k.trim()), v.clone()))
+        .collect()
 }
 
 /// job.json may nest the identity (`job`, `spec`, `identity`, `env`); all levels are searched,

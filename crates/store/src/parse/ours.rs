@@ -71,6 +71,7 @@ pub(super) fn facts(s: &RunSummary, raw: &Map<String, Value>) -> SummaryFacts {
         start_unix: s.benchmark_start_time_unix,
         end_unix: s.benchmark_end_time_unix,
         metrics: metrics(s, raw.get("inferbench").and_then(Value::as_object)),
+        server: x.server.clone(),
     }
 }
 

@@ -125,6 +125,9 @@ pub(super) struct SummaryFacts {
     /// The point's metrics: InferenceX names and units (seconds, tok/s, tok/s/user), extras
     /// as `inferbench.*`; per-GPU figures are filled later from the configuration.
     pub metrics: BTreeMap<String, f64>,
+    /// The server's settings and fingerprint (our `inferbench.server`); `None` for a file
+    /// without them (foreign, or ours before issue 39 §5).
+    pub server: Option<inferbench_core::fingerprint::ServerFingerprint>,
 }
 
 /// `(agentic, submission_invalid)` as a summary's top-level keys `top` and its `metadata`
@@ -195,6 +198,7 @@ pub(super) fn foreign_facts(s: &Map<String, Value>) -> SummaryFacts {
         start_unix: s.get("benchmark_start_time_unix").and_then(num),
         end_unix: s.get("benchmark_end_time_unix").and_then(num),
         metrics,
+        server: None,
     }
 }
 
@@ -266,6 +270,8 @@ pub(super) fn summary_point(
         .unwrap_or_default();
     run.date = date.clone();
     let mut pt = empty_point(cfg, conc, date);
+    // What the producer learnt of the server (issue 39 §5); ingest adds the `--set` keys.
+    pt.server = f.server;
     if completed == 0.0 {
         // Why, as far as the summary says (trial 14: a point interrupted before it sent
         // anything said "no successful request").
