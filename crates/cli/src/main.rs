@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod limits;
 
 /// Continuous LLM-inference benchmark: master configs → job matrix → engine runs → per-request
 /// records → metrics → database → Pareto frontiers.
@@ -88,6 +89,26 @@ enum Command {
         after_help = "Exit codes: 0 corpus written; 2 bad flags or a file that cannot be written."
     )]
     AgentxTraces(cmd::replay::TracesArgs),
+}
+
+impl Command {
+    /// Subcommands that run a server or a load (many connections and files for a long time):
+    /// they start with the soft open-file limit raised to the hard one
+    /// ([`limits::raise_open_files`]; issue 39 §2).
+    fn long_running(&self) -> bool {
+        matches!(
+            self,
+            Command::Bench(_)
+                | Command::Selftest(_)
+                | Command::Sim(_)
+                | Command::Quickstart(_)
+                | Command::Sweep(_)
+                | Command::Job(_)
+                | Command::Serve(_)
+                | Command::Eval(_)
+                | Command::Replay(_)
+        )
+    }
 }
 
 /// The command line with every (sub)command taking a negative number as a flag's value, so
@@ -208,6 +229,9 @@ fn main() {
     quiet_on_broken_stdout();
     init_logging();
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    if cli.command.long_running() {
+        limits::raise_open_files();
+    }
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Selftest(a) => a.run(),
