@@ -236,6 +236,22 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
     })
 }
 
+/// What `selftest --concurrency LIST` asks: its largest level's streams (requests unknown:
+/// each level runs for a duration). `None` for a list selftest itself refuses.
+pub fn selftest_need(levels: &str) -> Option<Need> {
+    let most = levels
+        .split(',')
+        .map(|s| s.trim().parse::<u64>().ok())
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max()?;
+    Some(Need {
+        flag: "--concurrency",
+        streams: most,
+        requests: 0,
+    })
+}
+
 /// Refuses (the error, exit 2) a run whose `need` this process cannot hold, after lifting the
 /// soft open-file limit ([`raise_open_files`], a no-op when `main` already did).
 pub fn refuse_beyond(need: Option<Need>) -> anyhow::Result<()> {
@@ -321,6 +337,21 @@ mod tests {
         // Without `ulimit -v`, the machine's memory bounds it.
         let e = check(&need(1_000_000, 1_000_000), &limits(u64::MAX, None)).unwrap_err();
         assert!(e.contains("the machine's memory is 16384 MiB"), "{e}");
+    }
+
+    /// selftest's largest level is its streams; a list it refuses itself is not judged here.
+    #[test]
+    fn selftest_needs_its_largest_level() {
+        assert_eq!(
+            selftest_need("64, 4096,512"),
+            Some(Need {
+                flag: "--concurrency",
+                streams: 4096,
+                requests: 0,
+            })
+        );
+        assert_eq!(selftest_need("64,x"), None);
+        assert_eq!(selftest_need(""), None);
     }
 
     /// An ordinary run fits ordinary limits.

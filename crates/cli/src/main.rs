@@ -234,7 +234,9 @@ fn main() {
     }
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
-        Command::Selftest(a) => a.run(),
+        Command::Selftest(a) => {
+            limits::refuse_beyond(limits::selftest_need(&a.concurrency)).and_then(|()| a.run())
+        }
         Command::Sim(a) => cmd::sim::run(a),
         Command::Quickstart(a) => cmd::quickstart::run(a),
         Command::Matrix(a) => a.run(),

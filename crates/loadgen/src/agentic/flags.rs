@@ -30,7 +30,8 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 #[command(group(clap::ArgGroup::new("trace_source").required(true).args(["traces", "synthetic"])))]
 #[command(
     after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
-                  warmup request failed, or nothing succeeded; 2 bad flags or traces; 130 \
+                  warmup request failed, or nothing succeeded; 2 bad flags or traces, or a \
+                  concurrency this process cannot hold (ulimit -n, ulimit -v); 130 \
                   interrupted (finished requests saved).\n\nExample (a short run on the \
                   simulator):\n  inferbench sim --block-size 64 &\n  inferbench replay --traces \
                   traces.jsonl --model sim --concurrency 4 --benchmark-duration 60 \
