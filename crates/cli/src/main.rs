@@ -294,6 +294,36 @@ mod tests {
         }
     }
 
+    /// Issue 39 §2: exactly the subcommands that run a load or a server raise their soft
+    /// open-file limit at start.
+    #[test]
+    fn long_running_subcommands_are_the_ones_that_raise_the_open_file_limit() {
+        let raises = |argv: &[&str]| {
+            let mut v = vec!["inferbench"];
+            v.extend_from_slice(argv);
+            super::parse_cli(v).unwrap().command.long_running()
+        };
+        for argv in [
+            &["bench", "--model", "m"][..],
+            &["selftest"],
+            &["sim"],
+            &["quickstart"],
+            &["serve"],
+            &["eval", "gsm8k"],
+            &["replay", "--synthetic", "quickstart"],
+            &["sweep", "--matrix", "m.json"],
+        ] {
+            assert!(raises(argv), "{argv:?}");
+        }
+        for argv in [
+            &["report"][..],
+            &["ingest", "x.json"],
+            &["agentx-traces", "-o", "t"],
+        ] {
+            assert!(!raises(argv), "{argv:?}");
+        }
+    }
+
     /// Trial 32 F11: `vllm bench serve` flags bench does not take say what to use instead.
     #[test]
     fn a_vllm_flag_names_its_replacement() {

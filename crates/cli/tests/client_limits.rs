@@ -78,11 +78,29 @@ fn assert_nothing_connected(l: &TcpListener) {
     );
 }
 
+/// This process's hard open-file limit.
+fn hard_open_files() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only the struct passed.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) };
+    r.rlim_max
+}
+
 /// A container's soft limit of 1,024 files with 2,048 streams: bench raises it to the hard
 /// limit at start and every warmup and profile request succeeds (was: 3,082 of 4,095 warmups
 /// "Too many open files", as `connect`, exit 3 "check --base-url").
 #[test]
 fn a_soft_open_file_limit_is_raised_and_2048_streams_succeed() {
+    if !inferbench_testutil::available(
+        hard_open_files() >= 2048 + 80,
+        "a hard open-file limit of 2,128 or more",
+        "raise it: `ulimit -Hn 4096` as root, or the container's nofile limit",
+    ) {
+        return;
+    }
     let sim = start_sim(&["--mode", "instant"]);
     let dir = tempfile::tempdir().unwrap();
     let (o, text) = under_ulimit(
@@ -263,4 +281,58 @@ fn running_out_of_files_mid_run_is_client_resource_not_unreachable() {
         !text.contains("unreachable") && !text.contains("--base-url"),
         "{text}"
     );
+}
+
+/// The soft open-file limit of a running process (`/proc/PID/limits`): (soft, hard).
+fn open_file_limits(pid: u32) -> (String, String) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .to_string();
+    let mut f = line["Max open files".len()..].split_whitespace();
+    (f.next().unwrap().into(), f.next().unwrap().into())
+}
+
+/// Not only bench: `sim` (a long-running subcommand, as serve, sweep, job, replay, selftest,
+/// eval and quickstart) started at a soft limit of 1,024 runs at its hard limit.
+#[test]
+fn sim_raises_its_soft_open_file_limit_too() {
+    if !inferbench_testutil::available(
+        hard_open_files() > 1024,
+        "a hard open-file limit above 1,024",
+        "raise the container's nofile limit",
+    ) {
+        return;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -Sn 1024 || exit 99; exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sim = Sim(child, port);
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "sim did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (soft, hard) = open_file_limits(sim.0.id());
+    assert_eq!(soft, hard);
+    // The shell's own soft limit really was 1,024 (what the sim started with).
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -Sn 1024; ulimit -Sn")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "1024");
 }
