@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod limits;
 
 /// Continuous LLM-inference benchmark: master configs → job matrix → engine runs → per-request
 /// records → metrics → database → Pareto frontiers.
@@ -89,6 +90,26 @@ enum Command {
         after_help = "Exit codes: 0 corpus written; 2 bad flags or a file that cannot be written."
     )]
     AgentxTraces(cmd::replay::TracesArgs),
+}
+
+impl Command {
+    /// Subcommands that run a server or a load (many connections and files for a long time):
+    /// they start with the soft open-file limit raised to the hard one
+    /// ([`limits::raise_open_files`]; issue 39 §2).
+    fn long_running(&self) -> bool {
+        matches!(
+            self,
+            Command::Bench(_)
+                | Command::Selftest(_)
+                | Command::Sim(_)
+                | Command::Quickstart(_)
+                | Command::Sweep(_)
+                | Command::Job(_)
+                | Command::Serve(_)
+                | Command::Eval(_)
+                | Command::Replay(_)
+        )
+    }
 }
 
 /// The command line with every (sub)command taking a negative number as a flag's value, so
@@ -209,9 +230,14 @@ fn main() {
     quiet_on_broken_stdout();
     init_logging();
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    if cli.command.long_running() {
+        limits::raise_open_files();
+    }
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(a),
-        Command::Selftest(a) => a.run(),
+        Command::Selftest(a) => {
+            limits::refuse_beyond(limits::selftest_need(&a.concurrency)).and_then(|()| a.run())
+        }
         Command::Sim(a) => cmd::sim::run(a),
         Command::Quickstart(a) => cmd::quickstart::run(a),
         Command::Matrix(a) => a.run(),
@@ -342,6 +368,36 @@ mod tests {
             assert!(e.contains(flag), "{flag} {value}: {e}");
             assert!(e.contains(value), "{flag} {value}: {e}");
             assert!(!e.contains("unexpected argument"), "{flag} {value}: {e}");
+        }
+    }
+
+    /// Issue 39 §2: exactly the subcommands that run a load or a server raise their soft
+    /// open-file limit at start.
+    #[test]
+    fn long_running_subcommands_are_the_ones_that_raise_the_open_file_limit() {
+        let raises = |argv: &[&str]| {
+            let mut v = vec!["inferbench"];
+            v.extend_from_slice(argv);
+            super::parse_cli(v).unwrap().command.long_running()
+        };
+        for argv in [
+            &["bench", "--model", "m"][..],
+            &["selftest"],
+            &["sim"],
+            &["quickstart"],
+            &["serve"],
+            &["eval", "gsm8k"],
+            &["replay", "--synthetic", "quickstart"],
+            &["sweep", "--matrix", "m.json"],
+        ] {
+            assert!(raises(argv), "{argv:?}");
+        }
+        for argv in [
+            &["report"][..],
+            &["ingest", "x.json"],
+            &["agentx-traces", "-o", "t"],
+        ] {
+            assert!(!raises(argv), "{argv:?}");
         }
     }
 

@@ -375,6 +375,20 @@ impl Client {
         self.pool.preconnect(n, 64, PRECONNECT_DEADLINE).await
     }
 
+    /// Bounds the connections this client (and its clones) holds open to `concurrency` plus
+    /// [`crate::pool::CONNECTION_MARGIN`] (see [`Pool::set_limit`]): a closed loop at
+    /// `concurrency` streams calls it before its first request, so probation's fresh
+    /// connections and spares never multiply the sockets (issue 39: 1,025 at 150 streams).
+    pub fn limit_connections(&self, concurrency: usize) {
+        self.pool
+            .set_limit(concurrency.saturating_add(crate::pool::CONNECTION_MARGIN));
+    }
+
+    /// Connections this client holds open now (idle, pre-opened, in use, connecting).
+    pub fn open_connections(&self) -> usize {
+        self.pool.open_len()
+    }
+
     /// Keeps `n` pre-opened connections ready, 64 connects at a time, while the pool is on
     /// probation (see [`Pool::keep_spares`]): a closed-loop phase runs it beside its workers so
     /// that the requests of its first [`crate::pool::REUSE_QUIET`] do not connect inside their
@@ -645,7 +659,7 @@ impl Client {
                     .pool
                     .checkout(retried)
                     .await
-                    .map_err(|e| (ErrorClass::Connect, connect_failure(&e, &self.uri)))?;
+                    .map_err(|e| (e.class(), connect_failure(&e, &self.uri)))?;
                 match write_and_read_head(&mut c, request).await {
                     Ok((head, written, sent)) => {
                         // Bytes the kernel received before this request's write began cannot
@@ -1019,7 +1033,10 @@ pub const ACCEPTED_THEN_FAILED: &str =
 /// limit resets; "is the server listening?" misled), worded as [`ACCEPTED_THEN_FAILED`];
 /// anything else (refused, unreachable, DNS) as the error says.
 fn connect_failure(e: &crate::pool::ConnectError, uri: &Uri) -> String {
-    let crate::pool::ConnectError::Tcp { source, .. } = e;
+    let crate::pool::ConnectError::Tcp { source, .. } = e else {
+        // The client's own limit: its own words ([`crate::pool::ConnectError::Resource`]).
+        return e.to_string();
+    };
     match source.kind() {
         std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
             format!("{ACCEPTED_THEN_FAILED} {uri}: {source} (while connecting)")

@@ -42,6 +42,13 @@
 //! stand: `bench` marks it invalid when the pool turned suspicious during its profile, or when
 //! its idle connections hold such bytes 200 ms after it ([`Pool::audit_idle`]).
 //!
+//! Open connections are bounded once [`Pool::set_limit`] is given one (`bench` and `replay`
+//! give their concurrency plus [`CONNECTION_MARGIN`]): a request that needs a new connection
+//! at the limit first closes the newest idle one (the one probation would keep longest; the
+//! oldest ones are the nearest to [`REUSE_QUIET`] and trust), and pre-opened spares are only
+//! opened below it (issue 39: on probation, without warmups, up to 1,025 sockets at 150
+//! streams). Only a request finding every connection in use goes over it.
+//!
 //! Also left open: a server that serves one connection at a time and keeps it alive stalls a
 //! run without warmups: on probation the second request goes out on another connection, which
 //! that server does not accept while it waits on the first.
@@ -49,13 +56,16 @@
 use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+
+use inferbench_core::ErrorClass;
 
 use crate::rxstamp::{RxStamp, StampedTcp};
 
@@ -97,6 +107,29 @@ pub const READ_BUF_MAX: usize = 16 * 1024;
 /// A connection's read buffer when it opens, bytes.
 pub const READ_BUF_INIT: usize = 4 * 1024;
 
+/// Connections a limited pool may hold beyond the concurrency it was given
+/// ([`Pool::set_limit`]): 16, room for the spares that save a few probation requests their
+/// connect, for connections the server closed and nobody has polled yet, and no more (each is
+/// a file descriptor of the process's `ulimit -n` and a socket the server accepts).
+pub const CONNECTION_MARGIN: usize = 16;
+
+/// One open connection counted in its pool's `open` (released when the connection drops).
+struct OpenSlot(Arc<AtomicUsize>);
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl OpenSlot {
+    /// Counts one more open connection in `open`.
+    fn take(open: &Arc<AtomicUsize>) -> OpenSlot {
+        open.fetch_add(1, Ordering::Relaxed);
+        OpenSlot(open.clone())
+    }
+}
+
 /// A keep-alive HTTP/1.1 connection: the socket and the read buffer it owns. The request code
 /// ([`crate::Client`]) writes requests and decodes responses in place in [`Conn::unread`], in
 /// the request's own task (no spawned driver, no channel between socket and parser).
@@ -110,6 +143,8 @@ pub struct Conn {
     grow: bool,
     /// Kernel receive time of the socket's latest read ([`crate::rxstamp`]).
     pub stamp: RxStamp,
+    /// Counted in its pool's open connections while it lives.
+    _slot: OpenSlot,
 }
 
 impl std::fmt::Debug for Conn {
@@ -130,7 +165,7 @@ pub enum IdleState {
 }
 
 impl Conn {
-    fn new(io: StampedTcp) -> Self {
+    fn new(io: StampedTcp, slot: OpenSlot) -> Self {
         let stamp = io.stamp();
         Self {
             io,
@@ -139,6 +174,7 @@ impl Conn {
             end: 0,
             grow: false,
             stamp,
+            _slot: slot,
         }
     }
 
@@ -248,6 +284,10 @@ pub struct Pool {
     kept_alive: AtomicBool,
     /// Turn on kernel receive timestamps on new connections.
     rx_timestamps: bool,
+    /// Connections open now (idle, pre-opened, checked out, connecting).
+    open: Arc<AtomicUsize>,
+    /// Most connections held open ([`Pool::set_limit`]); `usize::MAX`: no limit.
+    limit: AtomicUsize,
 }
 
 /// Why a new connection could not be made.
@@ -261,6 +301,47 @@ pub enum ConnectError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The client ran out of one of its own resources before anything reached the server
+    /// ([`client_resource_error`]): the client's limit, not the server's failure.
+    #[error(
+        "the client could not open a connection to {addr}: {source} (the client's own \
+         limit, not the server's: {hint})"
+    )]
+    Resource {
+        /// `host:port`.
+        addr: String,
+        /// The I/O error (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`, `EADDRNOTAVAIL`).
+        source: std::io::Error,
+        /// What to raise or free ([`client_resource_error`]).
+        hint: &'static str,
+    },
+}
+
+impl ConnectError {
+    /// The record's error class: [`ErrorClass::ClientResource`] for a client limit, else
+    /// [`ErrorClass::Connect`].
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            ConnectError::Tcp { .. } => ErrorClass::Connect,
+            ConnectError::Resource { .. } => ErrorClass::ClientResource,
+        }
+    }
+}
+
+/// When `e` is the client running out of its own resources, what to raise or free: open
+/// files (`EMFILE`: this process's `ulimit -n`; `ENFILE`: the system's `fs.file-max`), socket
+/// buffers or memory (`ENOBUFS`, `ENOMEM`), or local ports (`EADDRNOTAVAIL` from a connect:
+/// the ephemeral range is used up). `None` for any other error (the server's side).
+pub fn client_resource_error(e: &io::Error) -> Option<&'static str> {
+    match e.raw_os_error()? {
+        libc::EMFILE => Some("raise the open-file limit, `ulimit -n`, or lower the concurrency"),
+        libc::ENFILE => Some("the system's open-file table is full (`fs.file-max`)"),
+        libc::ENOBUFS | libc::ENOMEM => Some("the client is out of memory or socket buffers"),
+        libc::EADDRNOTAVAIL => {
+            Some("no local port left (`net.ipv4.ip_local_port_range`, or connections in TIME_WAIT)")
+        }
+        _ => None,
+    }
 }
 
 impl Pool {
@@ -280,6 +361,45 @@ impl Pool {
             spare_taken: tokio::sync::Notify::new(),
             kept_alive: AtomicBool::new(false),
             rx_timestamps,
+            open: Arc::new(AtomicUsize::new(0)),
+            limit: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Holds at most `n` connections open from now on (see the module doc): a new connection
+    /// at the limit closes an idle one first, spares are opened only below it. Callers give
+    /// their concurrency plus [`CONNECTION_MARGIN`].
+    pub fn set_limit(&self, n: usize) {
+        self.limit.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Connections open now: idle, pre-opened, in use or connecting.
+    pub fn open_len(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+
+    /// Connections that may still be opened below the limit (`usize::MAX` without one).
+    fn headroom(&self) -> usize {
+        self.limit
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.open_len())
+    }
+
+    /// At the limit, closes one idle connection to make room for a new one: the newest idle
+    /// (the oldest are the nearest to reuse and to trust), else the oldest pre-opened one.
+    fn make_room(&self) {
+        if self.headroom() > 0 {
+            return;
+        }
+        let evicted = {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            idle.pop_back().is_some()
+        };
+        if !evicted {
+            let mut unused = self.unused.lock().unwrap_or_else(|p| p.into_inner());
+            if !unused.is_empty() {
+                unused.remove(0);
+            }
         }
     }
 
@@ -359,6 +479,7 @@ impl Pool {
                 }
             }
         }
+        self.make_room();
         Ok((self.connect().await?, Origin::Fresh))
     }
 
@@ -471,6 +592,7 @@ impl Pool {
     /// Opens `want` connections into the pre-opened set, at most `parallel` at a time, until
     /// the first failure or `deadline`. Returns how many it opened.
     async fn open_unused(&self, want: usize, parallel: usize, deadline: Duration) -> usize {
+        let want = want.min(self.headroom());
         let stop_at = tokio::time::Instant::now() + deadline;
         let mut opened = 0;
         let mut pending = futures_util::stream::FuturesUnordered::new();
@@ -565,12 +687,26 @@ impl Pool {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// Opens a new connection, counted in the open ones from the start (a failed connect
+    /// releases its count). Errors: [`ConnectError::Resource`] for the client's own limits
+    /// ([`client_resource_error`]), [`ConnectError::Tcp`] otherwise.
     async fn connect(&self) -> Result<Conn, ConnectError> {
+        let slot = OpenSlot::take(&self.open);
         let addr = format!("{}:{}", self.host, self.port);
         let stream = TcpStream::connect((self.host.as_str(), self.port))
             .await
-            .map_err(|source| ConnectError::Tcp { addr, source })?;
+            .map_err(|source| match client_resource_error(&source) {
+                Some(hint) => ConnectError::Resource {
+                    addr: addr.clone(),
+                    source,
+                    hint,
+                },
+                None => ConnectError::Tcp {
+                    addr: addr.clone(),
+                    source,
+                },
+            })?;
         let _ = stream.set_nodelay(true);
-        Ok(Conn::new(StampedTcp::new(stream, self.rx_timestamps)))
+        Ok(Conn::new(StampedTcp::new(stream, self.rx_timestamps), slot))
     }
 }

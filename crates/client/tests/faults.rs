@@ -533,3 +533,36 @@ async fn await_trust_lets_the_next_requests_reuse_at_once() {
     }
     assert_eq!(accepted.load(Relaxed), 1);
 }
+
+/// Issue 39 §2: on probation (nothing quiet for 200 ms yet) every request wants a fresh
+/// connection and the ones it leaves idle pile up (up to 1,025 sockets at 150 streams); a
+/// client limited to `n` streams holds at most `n` + `CONNECTION_MARGIN` open, closing its
+/// newest idle connection to make room, and the oldest idle one is still reused (and trusted)
+/// once quiet.
+#[tokio::test]
+async fn a_limited_client_holds_its_concurrency_and_the_margin() {
+    use inferbench_client::pool::{CONNECTION_MARGIN, REUSE_QUIET};
+    use std::sync::atomic::Ordering::Relaxed;
+    let (client, accepted) = one_token_server().await;
+    client.limit_connections(2);
+    let cap = 2 + CONNECTION_MARGIN;
+    let input = hi();
+    let cancel = CancellationToken::new();
+    let mut most = 0;
+    for _ in 0..2 * cap {
+        sent_ok(&client, &input, &cancel).await;
+        most = most.max(client.open_connections());
+    }
+    assert_eq!(most, cap);
+    assert_eq!(client.open_connections(), cap);
+    // Every request of the probation connected afresh (40 accepted), none kept beyond 18.
+    assert_eq!(accepted.load(Relaxed), 2 * cap as u64);
+    // Spares are opened only below the limit: none here.
+    assert_eq!(client.preconnect(cap + 5).await, 0);
+    // The oldest idle connection, kept, becomes quiet and is reused: no new connection.
+    tokio::time::sleep(REUSE_QUIET + Duration::from_millis(50)).await;
+    sent_ok(&client, &input, &cancel).await;
+    sent_ok(&client, &input, &cancel).await;
+    assert_eq!(accepted.load(Relaxed), 2 * cap as u64);
+    assert_eq!(client.open_connections(), cap);
+}

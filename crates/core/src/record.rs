@@ -39,6 +39,11 @@ pub enum ErrorClass {
     Malformed,
     /// Cancelled by the client (Ctrl-C/SIGTERM, or the run's duration ended).
     Cancelled,
+    /// The client ran out of one of its own resources before the request reached the server:
+    /// open files (`EMFILE`: the process's `ulimit -n`; `ENFILE`: the system's), socket buffers
+    /// or memory (`ENOBUFS`, `ENOMEM`), local ports (`EADDRNOTAVAIL` on connect). The client's
+    /// limit, never the server's failure: not `connect`, never "server unreachable" (exit 3).
+    ClientResource,
 }
 
 impl ErrorClass {
@@ -52,6 +57,7 @@ impl ErrorClass {
             ErrorClass::StreamError => "stream_error",
             ErrorClass::Malformed => "malformed",
             ErrorClass::Cancelled => "cancelled",
+            ErrorClass::ClientResource => "client_resource",
         }
     }
 }

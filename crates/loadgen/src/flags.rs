@@ -167,8 +167,10 @@ impl PowerFlags {
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate, anomaly rate above \
-                  --max-anomaly-rate, or no request succeeded; 2 bad flags, files or setup; 3 \
-                  server unreachable (partial results written); 130 interrupted by \
+                  --max-anomaly-rate, or no request succeeded (a client out of files or \
+                  ports: error class client_resource); 2 bad flags, files or setup, or a \
+                  concurrency this process cannot hold (ulimit -n, ulimit -v); 3 server \
+                  unreachable (partial results written); 130 interrupted by \
                   Ctrl-C/SIGTERM (finished requests saved).\n\nExample (InferenceX fixed-seq-len \
                   point):\n  inferbench bench --base-url http://127.0.0.1:8000 --model M \
                   --dataset-name random --random-input-len 1024 --random-output-len 1024 \

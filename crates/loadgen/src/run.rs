@@ -154,7 +154,12 @@ impl Breaker {
                     *m = rec.error.clone();
                 }
             }
-        } else if rec.error_class != Some(ErrorClass::Cancelled) {
+        } else if !matches!(
+            rec.error_class,
+            Some(ErrorClass::Cancelled | ErrorClass::ClientResource)
+        ) {
+            // A client out of its own files or ports says nothing about the server: neither
+            // reached nor unreachable (issue 39: EMFILE was `connect`, "check --base-url").
             self.responded.store(true, Ordering::Relaxed);
             // Only an answer proves the server alive: a stream cut off or timed out is what
             // the requests in flight when it died end as (a streak reset by each of them
@@ -256,6 +261,10 @@ pub async fn run_bench(
         return Ok(interrupted_before_start(&opts));
     };
     let client = bench_client(&opts, &prepared)?;
+    // A closed loop holds its concurrency's connections (and a small margin), never more.
+    if let Some(c) = opts.max_concurrency {
+        client.limit_connections(c as usize);
+    }
     let sink = match &opts.save_requests {
         Some(p) => Some(output::RecordSink::create(p)?),
         None => None,

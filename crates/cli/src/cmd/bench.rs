@@ -17,6 +17,12 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
     }
     let mut ingest_opts = inferbench_store::flags::options(&flags.set)?;
     let mut opts = flags.into_options()?;
+    // More streams than this process can hold open or in memory: refused before anything is
+    // sent (issue 39 §2: EMFILE on 3 of 4 warmups, or SIGSEGV at 1,000,000 streams).
+    // The flags' own ranges first (a number out of range is named as such); the prompts'
+    // memory against what is available is checked when the run starts.
+    opts.validate_with_memory(None)?;
+    crate::limits::refuse_beyond(crate::limits::bench_need(&opts))?;
     opts.save_result |= db.is_some();
     // The requested lengths of random prompts, for a point that measured nothing (the store
     // takes ISL/OSL from the mean lengths of finished requests: trial 14 found an interrupted

@@ -12,6 +12,12 @@ use super::ExitStatus;
 /// interrupted.
 pub fn run(flags: EvalFlags) -> anyhow::Result<ExitStatus> {
     let (mut opts, threshold) = flags.options()?;
+    // More requests in flight than this process can hold: refused before the first (exit 2).
+    crate::limits::refuse_beyond(Some(crate::limits::Need {
+        flag: "--concurrency",
+        streams: opts.concurrency as u64,
+        requests: 0,
+    }))?;
     let rt = tokio::runtime::Runtime::new()?;
     // Without --model, the server's first (as `bench`; trial 24).
     rt.block_on(inferbench_eval::flags::served_model(&mut opts))?;

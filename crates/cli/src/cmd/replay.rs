@@ -79,6 +79,13 @@ fn size_notice(
 
 /// Runs `inferbench replay` under the shutdown token.
 pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
+    // More lanes than this process can hold: refused before the traces load (issue 39 §2:
+    // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
+    crate::limits::refuse_beyond(Some(crate::limits::Need {
+        flag: "--concurrency",
+        streams: u64::from(flags.concurrency),
+        requests: 0,
+    }))?;
     let rt = super::runtime()?;
     let prepared = rt.block_on(flags.prepare_bounded())?;
     let code = rt.block_on(async move {

@@ -193,6 +193,8 @@ pub async fn run_replay(
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     let client = replay_client(&opts, clock)?;
+    // Connections beyond the lanes are closed when idle (sub-agents may still go over).
+    client.limit_connections(opts.sched.lanes as usize);
     let mut sinks = Sinks::start(&opts).await?;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     // Requests in flight end early on Ctrl-C, the failure threshold, or after the grace.

@@ -1,0 +1,365 @@
+//! The client's own limits (issue 39 §2): what this process may open and hold, raised where it
+//! can be at start and checked against a run's concurrency before its first request.
+//!
+//! - [`raise_open_files`]: every long-running subcommand (`main` calls it once for them) lifts
+//!   its soft `RLIMIT_NOFILE` to the hard limit, as vLLM, SGLang and ATOM do: containers often
+//!   start at a soft 1,024 (or 256), far below what thousands of streams need.
+//! - [`check`]: a run whose streams need more open files than the hard limit allows, or more
+//!   memory than the address-space limit (`ulimit -v`) or the machine holds, is refused (exit 2)
+//!   with the number it needs and the largest concurrency that fits, instead of failing its
+//!   requests with `EMFILE` or aborting without a summary.
+
+use inferbench_client::pool::CONNECTION_MARGIN;
+
+/// File descriptors a run holds besides its streams' connections: stdio, the runtime's epoll
+/// and wake-up descriptors, the result, records, spill and power files, the tokenizer, the
+/// `/metrics` scraper's and power sampler's connections and pipes: 64, with room to spare
+/// (a run at 1 stream holds about 20).
+pub const FILES_RESERVE: u64 = 64;
+
+/// Memory per stream in flight, bytes: 64 KiB. docs/performance.md measured ≈ 55 KiB
+/// marginal peak RSS per stream from 64 to 4,096 streams (2026-12-02, issue 14's target
+/// ≤ 64 KiB); rounded up to that target.
+pub const STREAM_BYTES: u64 = 64 << 10;
+
+/// Memory per request of the run (its prompt's share and its record kept until the summary),
+/// bytes: 1 KiB. docs/performance.md measured 442 B per finished record kept at 1 M requests of
+/// 256 tokens (issue 14's target ≤ 1 KiB); short prompts are held in about as much.
+pub const REQUEST_BYTES: u64 = 1 << 10;
+
+/// Memory a run needs whatever its size, bytes: 256 MiB (docs/performance.md: peak RSS 116–118
+/// MiB at 64 streams; the rest for the runtime's thread stacks and allocator arenas, which
+/// count against `ulimit -v`).
+pub const BASE_BYTES: u64 = 256 << 20;
+
+/// What this process may open and hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Soft `RLIMIT_NOFILE` (what `ulimit -n` shows): open files now allowed.
+    pub open_files: u64,
+    /// Hard `RLIMIT_NOFILE`: the most the soft limit can be raised to without privileges.
+    pub open_files_hard: u64,
+    /// Soft `RLIMIT_AS` in bytes (`ulimit -v` × 1024); `None`: unlimited.
+    pub address_space: Option<u64>,
+    /// Physical memory of the machine in bytes; `None` when unknown.
+    pub physical: Option<u64>,
+}
+
+/// What a run asks of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    /// The flag that sets the streams (`--max-concurrency`, `--concurrency`), for the message.
+    pub flag: &'static str,
+    /// Streams in flight at once (each one connection and its buffers).
+    pub streams: u64,
+    /// Requests the run sends and keeps (warmups and profile; 0 when not known up front).
+    pub requests: u64,
+}
+
+impl Need {
+    /// Open files the run needs: a connection per stream, [`CONNECTION_MARGIN`] more the pool
+    /// may hold, and [`FILES_RESERVE`].
+    pub fn open_files(&self) -> u64 {
+        self.streams
+            .saturating_add(CONNECTION_MARGIN as u64)
+            .saturating_add(FILES_RESERVE)
+    }
+
+    /// Memory the run needs, bytes: [`BASE_BYTES`] + streams × [`STREAM_BYTES`] + requests ×
+    /// [`REQUEST_BYTES`].
+    pub fn memory(&self) -> u64 {
+        BASE_BYTES
+            .saturating_add(self.streams.saturating_mul(STREAM_BYTES))
+            .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
+    }
+}
+
+/// Lifts the soft open-file limit to the hard one (no-op when already there). Returns the
+/// limits in effect afterwards. A system that refuses (or has no such limit) keeps its soft
+/// limit: [`check`] then judges the run by it.
+pub fn raise_open_files() -> Limits {
+    #[cfg(unix)]
+    // SAFETY: getrlimit/setrlimit only read and write the `rlimit` passed by pointer.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: r.rlim_max,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
+                // macOS: an unlimited hard limit is refused above OPEN_MAX (10,240).
+                let capped = libc::rlimit {
+                    rlim_cur: r.rlim_max.min(10_240),
+                    rlim_max: r.rlim_max,
+                };
+                let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &capped);
+            }
+        }
+    }
+    current()
+}
+
+/// The limits in effect now (unknown ones as unlimited).
+pub fn current() -> Limits {
+    #[cfg(unix)]
+    {
+        let get = |res| {
+            let mut r = libc::rlimit {
+                rlim_cur: libc::RLIM_INFINITY,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            // SAFETY: getrlimit only writes the `rlimit` passed by pointer.
+            unsafe { libc::getrlimit(res, &mut r) };
+            let finite = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v);
+            (finite(r.rlim_cur), finite(r.rlim_max))
+        };
+        let (nofile, nofile_hard) = get(libc::RLIMIT_NOFILE);
+        let (address_space, _) = get(libc::RLIMIT_AS);
+        // SAFETY: sysconf reads system values and has no memory effects.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        let physical = (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64));
+        Limits {
+            open_files: nofile.unwrap_or(u64::MAX),
+            open_files_hard: nofile_hard.unwrap_or(u64::MAX),
+            address_space,
+            physical,
+        }
+    }
+    #[cfg(not(unix))]
+    Limits {
+        open_files: u64::MAX,
+        open_files_hard: u64::MAX,
+        address_space: None,
+        physical: None,
+    }
+}
+
+/// Whether `need` fits `limits`. Errors: a message naming each limit it exceeds (open files:
+/// `ulimit -n` and the number needed; memory: `ulimit -v` or the machine's memory) and the
+/// largest number of streams that fits, for the caller to refuse the run with before its first
+/// request (exit 2).
+pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
+    let mut why = Vec::new();
+    let mut fit = need.streams;
+    let files = need.open_files();
+    if files > limits.open_files {
+        let most = limits
+            .open_files
+            .saturating_sub(CONNECTION_MARGIN as u64 + FILES_RESERVE);
+        fit = fit.min(most);
+        why.push(format!(
+            "{} streams need {files} open files ({} connections, {CONNECTION_MARGIN} spare, \
+             {FILES_RESERVE} for files) and this process may open {} (`ulimit -n`, hard limit \
+             {}): raise it with `ulimit -n {files}`",
+            need.streams,
+            need.streams,
+            limits.open_files,
+            show(limits.open_files_hard),
+        ));
+    }
+    let (room, what) = match (limits.address_space, limits.physical) {
+        (Some(a), Some(p)) if p < a => (Some(p), "the machine's memory"),
+        (Some(a), _) => (Some(a), "the address-space limit `ulimit -v`"),
+        (None, p) => (p, "the machine's memory"),
+    };
+    if let Some(room) = room.filter(|&r| need.memory() > r) {
+        let spare = room
+            .saturating_sub(BASE_BYTES)
+            .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES));
+        fit = fit.min(spare / STREAM_BYTES);
+        let requests = if need.requests > 0 {
+            format!(" and {} requests", need.requests)
+        } else {
+            String::new()
+        };
+        why.push(format!(
+            "{} streams{requests} need about {} MiB ({} KiB per stream, {} KiB per \
+             request, {} MiB besides, as docs/performance.md measured) and {what} is {} MiB",
+            need.streams,
+            need.memory().div_ceil(1 << 20),
+            STREAM_BYTES >> 10,
+            REQUEST_BYTES >> 10,
+            BASE_BYTES >> 20,
+            room >> 20,
+        ));
+    }
+    if why.is_empty() {
+        return Ok(());
+    }
+    let fits = if fit == 0 {
+        "no concurrency fits".to_string()
+    } else {
+        format!("{} {fit} or less fits", need.flag)
+    };
+    Err(format!(
+        "{} {} is more than this client can hold: {}; {fits} (nothing was sent)",
+        need.flag,
+        need.streams,
+        why.join("; and ")
+    ))
+}
+
+/// What `bench` with `opts` asks: its streams are `--max-concurrency` (or, with
+/// `--request-rate inf` and no cap, every request at once), at most the requests of its
+/// larger phase; its requests are the warmups and the profile's. `None` when the streams are
+/// not known up front (a paced open loop without a cap).
+pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Need> {
+    let warmups = opts.resolved_num_warmups();
+    let profile = opts.resolved_num_prompts();
+    let streams = match (opts.max_concurrency, opts.request_rate) {
+        (Some(c), _) => u64::from(c),
+        (None, None) => profile.max(warmups),
+        (None, Some(_)) => return None,
+    };
+    // A `--duration` run cycles its prompts: its requests are not known up front.
+    let (streams, requests) = if opts.duration.is_some() {
+        (streams, profile.max(warmups))
+    } else {
+        (
+            streams.min(profile.max(warmups)).max(1),
+            profile.saturating_add(warmups),
+        )
+    };
+    Some(Need {
+        flag: "--max-concurrency",
+        streams,
+        requests,
+    })
+}
+
+/// What `selftest --concurrency LIST` asks: its largest level's streams (requests unknown:
+/// each level runs for a duration). `None` for a list selftest itself refuses.
+pub fn selftest_need(levels: &str) -> Option<Need> {
+    let most = levels
+        .split(',')
+        .map(|s| s.trim().parse::<u64>().ok())
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .max()?;
+    Some(Need {
+        flag: "--concurrency",
+        streams: most,
+        requests: 0,
+    })
+}
+
+/// Refuses (the error, exit 2) a run whose `need` this process cannot hold, after lifting the
+/// soft open-file limit ([`raise_open_files`], a no-op when `main` already did).
+pub fn refuse_beyond(need: Option<Need>) -> anyhow::Result<()> {
+    let Some(need) = need else {
+        return Ok(());
+    };
+    check(&need, &raise_open_files()).map_err(anyhow::Error::msg)
+}
+
+/// A limit for a message: "unlimited" for none.
+fn show(v: u64) -> String {
+    if v == u64::MAX {
+        "unlimited".into()
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(open_files: u64, address_space: Option<u64>) -> Limits {
+        Limits {
+            open_files,
+            open_files_hard: open_files,
+            address_space,
+            physical: Some(16 << 30),
+        }
+    }
+
+    fn need(streams: u64, requests: u64) -> Need {
+        Need {
+            flag: "--max-concurrency",
+            streams,
+            requests,
+        }
+    }
+
+    /// `ulimit -n 256` with 400 streams: 400 + 16 + 64 = 480 files needed, 176 streams fit.
+    #[test]
+    fn too_few_open_files_name_ulimit_and_the_number() {
+        let e = check(&need(400, 800), &limits(256, None)).unwrap_err();
+        assert_eq!(
+            e,
+            "--max-concurrency 400 is more than this client can hold: 400 streams need 480 \
+             open files (400 connections, 16 spare, 64 for files) and this process may open \
+             256 (`ulimit -n`, hard limit 256): raise it with `ulimit -n 480`; \
+             --max-concurrency 176 or less fits (nothing was sent)"
+        );
+        // Exactly enough passes.
+        assert_eq!(check(&need(176, 800), &limits(256, None)), Ok(()));
+        assert!(check(&need(177, 800), &limits(256, None)).is_err());
+    }
+
+    /// `ulimit -v 6000000` (KiB) with 1,000,000 streams and prompts: about 62.8 GB needed,
+    /// both limits named, and what fits under both.
+    #[test]
+    fn too_little_memory_names_ulimit_v_and_what_fits() {
+        let as_limit = 6_000_000u64 * 1024;
+        let e = check(&need(1_000_000, 1_000_000), &limits(20_000, Some(as_limit))).unwrap_err();
+        assert_eq!(
+            e,
+            "--max-concurrency 1000000 is more than this client can hold: 1000000 streams need \
+             1000080 open files (1000000 connections, 16 spare, 64 for files) and this process \
+             may open 20000 (`ulimit -n`, hard limit 20000): raise it with `ulimit -n 1000080`; \
+             and 1000000 streams and 1000000 requests need about 63733 MiB (64 KiB per stream, \
+             1 KiB per request, 256 MiB besides, as docs/performance.md measured) and the \
+             address-space limit `ulimit -v` is 5859 MiB; --max-concurrency 19920 or less fits \
+             (nothing was sent)"
+        );
+        // Memory alone: (6,144,000,000 − 256 MiB − 1,000,000 KiB) / 64 KiB = 74,029 streams.
+        let e = check(
+            &need(1_000_000, 1_000_000),
+            &limits(u64::MAX, Some(as_limit)),
+        )
+        .unwrap_err();
+        assert!(
+            e.ends_with("--max-concurrency 74029 or less fits (nothing was sent)"),
+            "{e}"
+        );
+        assert!(!e.contains("open files"), "{e}");
+        // Without `ulimit -v`, the machine's memory bounds it.
+        let e = check(&need(1_000_000, 1_000_000), &limits(u64::MAX, None)).unwrap_err();
+        assert!(e.contains("the machine's memory is 16384 MiB"), "{e}");
+    }
+
+    /// selftest's largest level is its streams; a list it refuses itself is not judged here.
+    #[test]
+    fn selftest_needs_its_largest_level() {
+        assert_eq!(
+            selftest_need("64, 4096,512"),
+            Some(Need {
+                flag: "--concurrency",
+                streams: 4096,
+                requests: 0,
+            })
+        );
+        assert_eq!(selftest_need("64,x"), None);
+        assert_eq!(selftest_need(""), None);
+    }
+
+    /// An ordinary run fits ordinary limits.
+    #[test]
+    fn an_ordinary_run_fits() {
+        assert_eq!(
+            check(&need(2048, 6144), &limits(20_000, Some(6_000_000 * 1024))),
+            Ok(())
+        );
+    }
+}

@@ -1,0 +1,338 @@
+//! Issue 39 §2: the client's own limits are the client's, never the server's. The built binary
+//! runs under `bash -c 'ulimit …; exec inferbench …'`: a soft open-file limit it raises, a hard
+//! one or an address-space limit that refuses the run (exit 2, nothing sent), and `EMFILE` at
+//! run time, which is `client_resource`, never "server unreachable" (exit 3).
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
+
+/// The sim process, killed on drop.
+struct Sim(Child, u16);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `inferbench sim` on a free port with `extra` flags, once it accepts connections.
+fn start_sim(extra: &[&str]) -> Sim {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(BIN)
+        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sim = Sim(child, port);
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "sim did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sim
+}
+
+/// `inferbench ARGS` after the shell's `ulimit` settings `ulimits` (e.g. `-Sn 1024`).
+fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
+    let mut script = String::new();
+    for u in ulimits {
+        script.push_str(&format!("ulimit {u} || exit 99; "));
+    }
+    script.push_str("exec \"$0\" \"$@\"");
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    (o, text)
+}
+
+/// A listener that counts as "the server": the refused runs must not connect to it.
+fn listener() -> (TcpListener, String) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    (l, url)
+}
+
+fn assert_nothing_connected(l: &TcpListener) {
+    assert_eq!(
+        l.accept().map_err(|e| e.kind()).err(),
+        Some(std::io::ErrorKind::WouldBlock),
+        "the refused run connected"
+    );
+}
+
+/// This process's hard open-file limit.
+fn hard_open_files() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only the struct passed.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) };
+    r.rlim_max
+}
+
+/// A container's soft limit of 1,024 files with 2,048 streams: bench raises it to the hard
+/// limit at start and every warmup and profile request succeeds (was: 3,082 of 4,095 warmups
+/// "Too many open files", as `connect`, exit 3 "check --base-url").
+#[test]
+fn a_soft_open_file_limit_is_raised_and_2048_streams_succeed() {
+    if !inferbench_testutil::available(
+        hard_open_files() >= 2048 + 80,
+        "a hard open-file limit of 2,128 or more",
+        "raise it: `ulimit -Hn 4096` as root, or the container's nofile limit",
+    ) {
+        return;
+    }
+    let sim = start_sim(&["--mode", "instant"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (o, text) = under_ulimit(
+        &["-Sn 1024"],
+        &[
+            "bench",
+            "--base-url",
+            &format!("http://127.0.0.1:{}", sim.1),
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "4",
+            "--random-output-len",
+            "2",
+            "--max-concurrency",
+            "2048",
+            "--num-prompts",
+            "2048",
+            "--num-warmups",
+            "2048",
+            "--progress",
+            "off",
+            "--save-result",
+            "--result-dir",
+            dir.path().to_str().unwrap(),
+            "--result-filename",
+            "r.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(r["completed"], 2048, "{text}");
+    assert_eq!(r["inferbench"]["errors_by_class"], serde_json::json!({}));
+    assert_eq!(r["inferbench"]["warmup_failed"], 0);
+}
+
+/// `ulimit -n 256` (soft and hard) with 400 streams: refused before the first request, exit 2,
+/// naming the limit and the number needed (400 + 16 + 64 = 480) and what fits.
+#[test]
+fn a_hard_open_file_limit_below_the_concurrency_refuses_the_run() {
+    let (l, url) = listener();
+    let (o, text) = under_ulimit(
+        &["-n 256"],
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--max-concurrency",
+            "400",
+            "--num-prompts",
+            "400",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --max-concurrency 400 is more than this client can hold: 400 streams need \
+             480 open files (400 connections, 16 spare, 64 for files) and this process may \
+             open 256 (`ulimit -n`, hard limit 256): raise it with `ulimit -n 480`; \
+             --max-concurrency 176 or less fits (nothing was sent)"
+        ),
+        "{text}"
+    );
+    assert!(o.stdout.is_empty(), "{text}");
+    assert_nothing_connected(&l);
+}
+
+/// `ulimit -v 6000000` with 1,000,000 streams: bench (1,000,000 prompts) and replay refuse with
+/// exit 2 before any request, naming `ulimit -v` (were SIGSEGV, exit 139, and SIGABRT, 134).
+#[test]
+fn a_million_streams_under_ulimit_v_are_refused_not_aborted() {
+    let (l, url) = listener();
+    let (o, text) = under_ulimit(
+        &["-v 6000000"],
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--max-concurrency",
+            "1000000",
+            "--num-prompts",
+            "1000000",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("error: --max-concurrency 1000000 is more than this client can hold: ")
+            && text.contains(
+                "1000000 streams and 3000000 requests need about 65686 MiB (64 KiB per stream, \
+                 1 KiB per request, 256 MiB besides, as docs/performance.md measured) and the \
+                 address-space limit `ulimit -v` is 5859 MiB"
+            )
+            && text.contains("(nothing was sent)"),
+        "{text}"
+    );
+    let (o, text) = under_ulimit(
+        &["-v 6000000"],
+        &[
+            "replay",
+            "--synthetic",
+            "quickstart",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--concurrency",
+            "1000000",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("error: --concurrency 1000000 is more than this client can hold: ")
+            && text.contains(
+                "1000000 streams need about 62756 MiB (64 KiB per stream, 1 KiB per request, \
+                 256 MiB besides, as docs/performance.md measured) and the address-space limit \
+                 `ulimit -v` is 5859 MiB"
+            ),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+}
+
+/// `EMFILE` during the run (`ulimit -n 20`; an open loop without a cap is not checked up front): the failed
+/// requests are `client_resource` with the `ulimit -n` hint, the run ends 1 (its error rate),
+/// never 3 and never "unreachable" or "check --base-url".
+#[test]
+fn running_out_of_files_mid_run_is_client_resource_not_unreachable() {
+    let sim = start_sim(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let (o, text) = under_ulimit(
+        &["-n 20"],
+        &[
+            "bench",
+            "--base-url",
+            &format!("http://127.0.0.1:{}", sim.1),
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "4",
+            "--random-output-len",
+            "16",
+            "--request-rate",
+            "100000",
+            "--num-prompts",
+            "100",
+            "--progress",
+            "off",
+            "--save-result",
+            "--result-dir",
+            dir.path().to_str().unwrap(),
+            "--result-filename",
+            "r.json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let by_class = r["inferbench"]["errors_by_class"].as_object().unwrap();
+    assert_eq!(
+        by_class.keys().collect::<Vec<_>>(),
+        ["client_resource"],
+        "{text}"
+    );
+    assert!(
+        text.contains("errors: client_resource: ")
+            && text.contains(
+                "Too many open files (os error 24) (the client's own limit, not the server's: \
+                 raise the open-file limit, `ulimit -n`, or lower the concurrency)"
+            ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("unreachable") && !text.contains("--base-url"),
+        "{text}"
+    );
+}
+
+/// The soft open-file limit of a running process (`/proc/PID/limits`): (soft, hard).
+fn open_file_limits(pid: u32) -> (String, String) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .to_string();
+    let mut f = line["Max open files".len()..].split_whitespace();
+    (f.next().unwrap().into(), f.next().unwrap().into())
+}
+
+/// Not only bench: `sim` (a long-running subcommand, as serve, sweep, job, replay, selftest,
+/// eval and quickstart) started at a soft limit of 1,024 runs at its hard limit.
+#[test]
+fn sim_raises_its_soft_open_file_limit_too() {
+    if !inferbench_testutil::available(
+        hard_open_files() > 1024,
+        "a hard open-file limit above 1,024",
+        "raise the container's nofile limit",
+    ) {
+        return;
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -Sn 1024 || exit 99; exec \"$0\" \"$@\"")
+        .arg(BIN)
+        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sim = Sim(child, port);
+    let t0 = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "sim did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (soft, hard) = open_file_limits(sim.0.id());
+    assert_eq!(soft, hard);
+    // The shell's own soft limit really was 1,024 (what the sim started with).
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -Sn 1024; ulimit -Sn")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "1024");
+}
