@@ -47,6 +47,12 @@ pub struct ClientConfig {
     pub api_key: Option<String>,
     /// Extra request headers (`--header K:V`).
     pub headers: Vec<(String, String)>,
+    /// Headers whose value depends on the request's send index (`--header-template`,
+    /// `--dp-rank-roundrobin`; [`crate::headers`]).
+    pub header_templates: Vec<crate::headers::HeaderTemplate>,
+    /// The first content field ends TTFT even when its text is empty
+    /// (`--allow-empty-content`; off by default).
+    pub allow_empty_content: bool,
     /// JSON object merged into every request body, overriding our keys (`--extra-body`).
     pub extra_body: Option<Map<String, Value>>,
     /// Send `ignore_eos: true` (`--ignore-eos`); also makes completion counts other than
@@ -80,6 +86,8 @@ impl Default for ClientConfig {
             model: String::new(),
             api_key: None,
             headers: Vec::new(),
+            header_templates: Vec::new(),
+            allow_empty_content: false,
             extra_body: None,
             ignore_eos: false,
             max_tokens_field: None,
@@ -103,6 +111,8 @@ impl fmt::Debug for ClientConfig {
                 "headers",
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
+            .field("header_templates", &self.header_templates)
+            .field("allow_empty_content", &self.allow_empty_content)
             .field("extra_body", &self.extra_body)
             .field("ignore_eos", &self.ignore_eos)
             .field("max_tokens_field", &self.max_tokens_field)
@@ -196,6 +206,9 @@ pub struct RequestMeta {
     /// turn of one conversation (reference/agentx.md §3.10), so a router keeps a session on one
     /// replica. `None` sends no such header; an id that is not a valid header value is dropped.
     pub correlation_id: Option<String>,
+    /// This request's own headers (a dataset line's `extra_headers`), sent after the fixed and
+    /// templated ones; a pair that is not a valid header is left out with a warning.
+    pub headers: Vec<(String, String)>,
 }
 
 /// How long the warmup's connections must stay quiet after their responses before
@@ -226,6 +239,10 @@ pub struct Client {
     correlation_lines: Arc<[u8]>,
     /// A `--header Connection: close` asked for one request per connection: none is reused.
     close_requested: bool,
+    /// `--header-template`s, rendered per request with its send index.
+    templates: Arc<crate::headers::Templates>,
+    /// Requests sent so far (the next send index).
+    sends: Arc<std::sync::atomic::AtomicU64>,
     /// The bits of the last `inferbench-sim-time-scale` a response head carried (0: none).
     sim_time_scale: Arc<std::sync::atomic::AtomicU64>,
     cfg: Arc<ClientConfig>,
@@ -339,12 +356,15 @@ impl Client {
             };
             push_field(out, name.as_str(), value.as_bytes());
         }
+        let templates = Arc::new(crate::headers::Templates::compile(&cfg.header_templates)?);
         Ok(Self {
             pool,
             uri,
             head: head.into(),
             correlation_lines: correlation_lines.into(),
             close_requested,
+            templates,
+            sends: Arc::default(),
             sim_time_scale: Arc::default(),
             cfg: Arc::new(cfg),
             clock,
@@ -445,7 +465,14 @@ impl Client {
             .correlation_id
             .as_deref()
             .and_then(|c| HeaderValue::from_str(c).ok());
-        let outcome = catch_unwind(self.exchange(input, correlation, cancel, &mut rec)).await;
+        // Per-request header lines: templates on the send index, then the request's own.
+        let index = self
+            .sends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut lines = Vec::new();
+        self.templates.render(index, &meta.headers, &mut lines);
+        let outcome =
+            catch_unwind(self.exchange(input, (correlation, &lines), cancel, &mut rec)).await;
         match outcome {
             Ok(Some(pending)) => self.count_off_thread(&mut rec, pending, cancel).await,
             Ok(None) => {}
@@ -508,7 +535,7 @@ impl Client {
     async fn exchange(
         &self,
         input: &RequestInput<'_>,
-        correlation: Option<HeaderValue>,
+        (correlation, lines): (Option<HeaderValue>, &[u8]),
         cancel: &CancellationToken,
         rec: &mut RequestRecord,
     ) -> Option<PendingCount> {
@@ -520,7 +547,7 @@ impl Client {
             self.cfg.max_tokens_field,
             self.cfg.extra_body.as_ref(),
         );
-        let request = self.request_bytes(&body, correlation.as_ref());
+        let request = self.request_bytes(&body, correlation.as_ref(), lines);
         drop(body);
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
@@ -587,7 +614,7 @@ impl Client {
             labelled_sse: head.labelled_sse,
             decoder,
             parser: SseParser::new(),
-            interp: Interpreter::new(),
+            interp: Interpreter::for_backend(self.cfg.backend, self.cfg.allow_empty_content),
             raw: Vec::new(),
             done_read_ns: None,
         };
@@ -608,11 +635,17 @@ impl Client {
         self.finish_exchange(st, transport, status, &read.stamp, rec)
     }
 
-    /// The whole request: the fixed head, this request's correlation id (else a `--header`
-    /// one), its `Content-Length`, the JSON body.
-    fn request_bytes(&self, body: &[u8], correlation: Option<&HeaderValue>) -> Vec<u8> {
-        let mut req = Vec::with_capacity(self.head.len() + 96 + body.len());
+    /// The whole request: the fixed head, its per-request header `lines`, this request's
+    /// correlation id (else a `--header` one), its `Content-Length`, the JSON body.
+    fn request_bytes(
+        &self,
+        body: &[u8],
+        correlation: Option<&HeaderValue>,
+        lines: &[u8],
+    ) -> Vec<u8> {
+        let mut req = Vec::with_capacity(self.head.len() + 96 + lines.len() + body.len());
         req.extend_from_slice(&self.head);
+        req.extend_from_slice(lines);
         match correlation {
             Some(c) => push_field(&mut req, "x-correlation-id", c.as_bytes()),
             None => req.extend_from_slice(&self.correlation_lines),

@@ -372,6 +372,14 @@ pub struct Extras {
     /// Measured GPU power over the profiling window (absent when no sampler ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerSummary>,
+    /// `--allow-empty-content`: the first content chunk ended TTFT even when its text was
+    /// empty (absent when off, the default).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_empty_content: bool,
+    /// Per-request header templates the run sent (`--header-template`, `--dp-rank-roundrobin`
+    /// as `X-data-parallel-rank: {i%N}`), `NAME: VALUE` each; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub header_templates: Vec<String>,
     /// Why the run's timings are not a valid measurement although it completed, `; `-joined:
     /// the prefix cache served a random-dataset run's prompts, the server fell behind its own
     /// schedule ([`crate::server_metrics::ServerMetricsSummary::late_chunk_fraction`]), or the
@@ -620,6 +628,8 @@ impl Default for Extras {
             rates: Rates::default(),
             concurrency: metrics::Concurrency::default(),
             requests_file: None,
+            allow_empty_content: false,
+            header_templates: Vec::new(),
             client: None,
             server_metrics: None,
             power: None,
@@ -778,6 +788,8 @@ fn summarize_inner(
             rates: metrics::rates(recs, ctx.request_rate.filter(|r| r.is_finite()), duration),
             concurrency: metrics::concurrency(recs),
             requests_file: None,
+            allow_empty_content: false,
+            header_templates: Vec::new(),
             client: None,
             server_metrics: None,
             power: None,

@@ -93,6 +93,11 @@ pub struct BenchOptions {
     pub api_key: Option<String>,
     /// `--header K:V` (repeatable).
     pub headers: Vec<(String, String)>,
+    /// `--header-template 'NAME: VALUE'` and `--dp-rank-roundrobin N`: headers rendered per
+    /// request from its send index ([`inferbench_client::headers`]).
+    pub header_templates: Vec<inferbench_client::HeaderTemplate>,
+    /// `--allow-empty-content`: the first content field ends TTFT even when empty.
+    pub allow_empty_content: bool,
     /// `--extra-body JSON`: merged into every request body.
     pub extra_body: Option<Map<String, Value>>,
     // --- workload
@@ -212,6 +217,8 @@ impl Default for BenchOptions {
             model: String::new(),
             api_key: None,
             headers: Vec::new(),
+            header_templates: Vec::new(),
+            allow_empty_content: false,
             extra_body: None,
             dataset_name: DatasetName::Random,
             dataset_path: None,

@@ -336,6 +336,12 @@ pub async fn run_bench(
     let not_found = summary_notes(&opts, &summary, &records, checks, &mut notes).await;
     // The result names its records file, so `ingest` of the result alone stores them too.
     summary.inferbench.requests_file = requests_file_name(&opts);
+    summary.inferbench.allow_empty_content = opts.allow_empty_content;
+    summary.inferbench.header_templates = opts
+        .header_templates
+        .iter()
+        .map(|t| format!("{}: {}", t.name, t.value))
+        .collect();
     let written = write_outputs(&opts, &summary, &date, &mut notes)?;
     let failure = (unreachable_msg, first_failure.as_str());
     // A run that measured nothing because the server refused it with 404 (a wrong --model)
@@ -501,6 +507,8 @@ fn bench_client(opts: &BenchOptions, prepared: &PreparedPrompts) -> anyhow::Resu
             model: opts.model.clone(),
             api_key: opts.api_key.clone(),
             headers: opts.headers.clone(),
+            header_templates: opts.header_templates.clone(),
+            allow_empty_content: opts.allow_empty_content,
             extra_body: opts.extra_body.clone(),
             ignore_eos: opts.ignore_eos,
             max_tokens_field: opts.max_tokens_field,
@@ -1376,6 +1384,7 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
             conversation_id: sh.prompts.prompts[idx].conversation_id.clone(),
             turn: sh.prompts.prompts[idx].turn,
             correlation_id: None,
+            headers: sh.prompts.prompts[idx].headers.clone(),
         };
         while let Some(r) = tasks.try_join_next_with_id() {
             account(sh, &mut spawned, r);
@@ -1541,6 +1550,7 @@ async fn run_closed_loop(sh: &Arc<Shared>, spec: &PhaseSpec, cap: u32, start_ns:
                     conversation_id: prompt.conversation_id.clone(),
                     turn: prompt.turn,
                     correlation_id: None,
+                    headers: prompt.headers.clone(),
                 };
                 let input = prompt.input();
                 let send = AssertUnwindSafe(sh.client.send(&input, meta.clone(), &sh.cancel))

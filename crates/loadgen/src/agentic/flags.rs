@@ -184,6 +184,8 @@ impl ReplayFlags {
             model: self.target.model(),
             api_key: self.target.api_key.clone(),
             headers,
+            header_templates: self.target.parsed_header_templates()?,
+            allow_empty_content: self.target.allow_empty_content,
             extra_body,
             max_tokens_field: self.target.max_tokens_field,
             idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
@@ -330,6 +332,10 @@ impl ReplayFlags {
             );
         }
         let model = prepared.opts.model.clone();
+        let allow_empty_content = prepared.opts.allow_empty_content;
+        let header_templates: Vec<String> = (prepared.opts.header_templates.iter())
+            .map(|t| format!("{}: {}", t.name, t.value))
+            .collect();
         let unsafe_run = self.benchmark_duration < MIN_VALID_DURATION_S;
         let mut power_notes = Vec::new();
         self.power.check(self.result_dir.is_some())?;
@@ -349,6 +355,8 @@ impl ReplayFlags {
         };
         let out = run_replay(prepared.opts, prepared.traces, prepared.prompter, cancel).await?;
         let mut summary = replay_summary(&out, &model, self.concurrency, !unsafe_run);
+        summary.inferbench.allow_empty_content = allow_empty_content;
+        summary.inferbench.header_templates = header_templates;
         if let Some(p) = power {
             summary.inferbench.power = Some(p.finish(&summary, None).await);
         }
