@@ -345,6 +345,12 @@ pub struct Extras {
     pub e2e_normalized_interactivity: BTreeMap<String, Option<f64>>,
     /// Completion tokens per token-bearing chunk, per request.
     pub tokens_per_chunk: Distribution,
+    /// The verdict when the run's chunks carry several tokens each (median tokens per chunk ≥
+    /// [`metrics::MULTI_TOKEN_MEDIAN`]): `itl_ms` and `tpot_ms` are then gaps between chunks of
+    /// several tokens (`itl_is: chunk_gap`), not per-token latencies. Absent for about one
+    /// token per chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_token_chunks: Option<metrics::MultiTokenChunks>,
     /// Client queue time (sent − scheduled: the arrival in open loop, the moment the slot became
     /// free in closed loop), ms, every profile request.
     pub client_queue_ms: Distribution,
@@ -622,6 +628,7 @@ impl Default for Extras {
             interactivity: BTreeMap::new(),
             e2e_normalized_interactivity: BTreeMap::new(),
             tokens_per_chunk: Distribution::default(),
+            multi_token_chunks: None,
             client_queue_ms: Distribution::default(),
             e2el_from_schedule_ms: Distribution::default(),
             schedule_lag_ms: None,
@@ -782,6 +789,7 @@ fn summarize_inner(
             interactivity,
             e2e_normalized_interactivity,
             tokens_per_chunk: Distribution::of(&metrics::tokens_per_chunk(recs), qs),
+            multi_token_chunks: metrics::multi_token_chunks(&metrics::tokens_per_chunk(recs)),
             client_queue_ms: Distribution::of(&metrics::client_queue_ms(recs), qs),
             e2el_from_schedule_ms: Distribution::of(&metrics::e2el_from_schedule_ms(recs), qs),
             schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),

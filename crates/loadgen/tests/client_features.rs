@@ -292,3 +292,57 @@ async fn allow_empty_content_ends_ttft_at_the_empty_chunk() {
         );
     }
 }
+
+/// A stream interval of 20 tokens (TRT-LLM `stream_interval: 20`): 3 chunks of 20 tokens each
+/// (usage 60). The summary's verdict says the chunks carry 20 tokens (p50 and p99) and that ITL
+/// is a chunk gap; the console titles ITL/TPOT as chunk gaps and says why. One token per chunk
+/// gives no verdict and the usual titles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_token_chunks_get_a_verdict_and_chunk_gap_labels() {
+    let twenty = "w ".repeat(20);
+    let (url, _) = spawn_capture(chat_stream(&[&twenty, &twenty, &twenty], 60)).await;
+    let out = run_bench(opts(url, 4, 0, 60), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let v = out.summary.inferbench.multi_token_chunks.clone().unwrap();
+    assert_eq!(
+        (
+            v.tokens_per_chunk_p50,
+            v.tokens_per_chunk_p99,
+            v.itl_is.as_str()
+        ),
+        (20.0, 20.0, "chunk_gap")
+    );
+    let json = serde_json::to_value(&out.summary).unwrap();
+    assert_eq!(
+        json["inferbench"]["multi_token_chunks"]["itl_is"],
+        "chunk_gap"
+    );
+    let report = inferbench_loadgen::output::render_report(&out.summary);
+    assert!(
+        report.contains("Inter-chunk Latency (multi-token chunks)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("TPOT (chunk gaps / tokens per chunk)"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "Tokens per chunk (p50 / p99):           20.0 / 20.0: ITL and TPOT are gaps between multi-token chunks, not per-token"
+        ),
+        "{report}"
+    );
+
+    let (url, _) = spawn_capture(chat_stream(&["a", "b", "c"], 3)).await;
+    let out = run_bench(opts(url, 4, 0, 3), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.summary.inferbench.multi_token_chunks, None);
+    let json = serde_json::to_value(&out.summary).unwrap();
+    assert!(json["inferbench"].get("multi_token_chunks").is_none());
+    let report = inferbench_loadgen::output::render_report(&out.summary);
+    assert!(report.contains("Inter-token Latency"), "{report}");
+    assert!(!report.contains("Tokens per chunk"), "{report}");
+}
