@@ -53,6 +53,11 @@ pub struct ClientConfig {
     /// The first content field ends TTFT even when its text is empty
     /// (`--allow-empty-content`; off by default).
     pub allow_empty_content: bool,
+    /// HTTP proxy URL for the requests (`http_proxy` / `HTTP_PROXY` unless `--no-proxy`;
+    /// [`crate::proxy`]): used unless the target is loopback or `no_proxy` exempts it.
+    pub proxy: Option<String>,
+    /// Hosts never proxied (`no_proxy` / `NO_PROXY`: comma-separated, `*` for all).
+    pub no_proxy: Option<String>,
     /// JSON object merged into every request body, overriding our keys (`--extra-body`).
     pub extra_body: Option<Map<String, Value>>,
     /// Send `ignore_eos: true` (`--ignore-eos`); also makes completion counts other than
@@ -88,6 +93,8 @@ impl Default for ClientConfig {
             headers: Vec::new(),
             header_templates: Vec::new(),
             allow_empty_content: false,
+            proxy: None,
+            no_proxy: None,
             extra_body: None,
             ignore_eos: false,
             max_tokens_field: None,
@@ -113,6 +120,11 @@ impl fmt::Debug for ClientConfig {
             )
             .field("header_templates", &self.header_templates)
             .field("allow_empty_content", &self.allow_empty_content)
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(crate::proxy::Proxy::parse),
+            )
+            .field("no_proxy", &self.no_proxy)
             .field("extra_body", &self.extra_body)
             .field("ignore_eos", &self.ignore_eos)
             .field("max_tokens_field", &self.max_tokens_field)
@@ -241,6 +253,8 @@ pub struct Client {
     close_requested: bool,
     /// `--header-template`s, rendered per request with its send index.
     templates: Arc<crate::headers::Templates>,
+    /// The proxy the requests go through, when one applies.
+    proxy: Option<crate::proxy::Proxy>,
     /// Requests sent so far (the next send index).
     sends: Arc<std::sync::atomic::AtomicU64>,
     /// The bits of the last `inferbench-sim-time-scale` a response head carried (0: none).
@@ -274,7 +288,20 @@ impl Client {
         let (url, uri) = target_uri(&cfg.base_url, &endpoint)?;
         let host = uri.host().unwrap_or_default();
         let port = uri.port_u16().unwrap_or(80);
-        let pool = Arc::new(Pool::new(host, port, cfg.rx_timestamps));
+        let proxy = match cfg.proxy.as_deref() {
+            Some(p) if crate::proxy::applies(host, port, cfg.no_proxy.as_deref()) => Some(
+                crate::proxy::Proxy::parse(p).map_err(|reason| ClientError::InvalidUrl {
+                    url: url.clone(),
+                    reason,
+                })?,
+            ),
+            _ => None,
+        };
+        // Through a proxy: its address, and the absolute-form target (`Host` kept).
+        let pool = match &proxy {
+            Some(p) => Arc::new(Pool::new(&p.host, p.port, cfg.rx_timestamps)),
+            None => Arc::new(Pool::new(host, port, cfg.rx_timestamps)),
+        };
         let path: Uri = uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
@@ -336,8 +363,15 @@ impl Client {
         let mut head = Vec::with_capacity(256);
         let mut correlation_lines = Vec::new();
         head.extend_from_slice(b"POST ");
-        head.extend_from_slice(path.path_and_query().map_or("/", |p| p.as_str()).as_bytes());
+        if proxy.is_some() {
+            head.extend_from_slice(uri.to_string().as_bytes());
+        } else {
+            head.extend_from_slice(path.path_and_query().map_or("/", |p| p.as_str()).as_bytes());
+        }
         head.extend_from_slice(b" HTTP/1.1\r\n");
+        if let Some(auth) = proxy.as_ref().and_then(|p| p.auth.as_deref()) {
+            push_field(&mut head, "proxy-authorization", auth.as_bytes());
+        }
         let mut close_requested = false;
         for (name, value) in &headers {
             if name == CONTENT_LENGTH || name == TRANSFER_ENCODING {
@@ -364,6 +398,7 @@ impl Client {
             correlation_lines: correlation_lines.into(),
             close_requested,
             templates,
+            proxy,
             sends: Arc::default(),
             sim_time_scale: Arc::default(),
             cfg: Arc::new(cfg),
@@ -374,6 +409,11 @@ impl Client {
     /// The request URL (`base_url` + endpoint).
     pub fn uri(&self) -> &Uri {
         &self.uri
+    }
+
+    /// The proxy URL the requests go through (credentials left out), `None` when direct.
+    pub fn proxy(&self) -> Option<&str> {
+        self.proxy.as_ref().map(|p| p.url.as_str())
     }
 
     /// The client's configuration.

@@ -40,6 +40,7 @@ pub(crate) mod lenient;
 pub mod models;
 pub mod openai;
 pub mod pool;
+pub mod proxy;
 pub(crate) mod responses;
 pub mod rxstamp;
 pub mod sse;

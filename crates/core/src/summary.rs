@@ -382,6 +382,10 @@ pub struct Extras {
     /// empty (absent when off, the default).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_empty_content: bool,
+    /// The HTTP proxy that carried the requests (`http://host:port`, credentials left out;
+    /// from `http_proxy` / `HTTP_PROXY`), absent when they went directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
     /// Per-request header templates the run sent (`--header-template`, `--dp-rank-roundrobin`
     /// as `X-data-parallel-rank: {i%N}`), `NAME: VALUE` each; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -636,6 +640,7 @@ impl Default for Extras {
             concurrency: metrics::Concurrency::default(),
             requests_file: None,
             allow_empty_content: false,
+            proxy: None,
             header_templates: Vec::new(),
             client: None,
             server_metrics: None,
@@ -797,6 +802,7 @@ fn summarize_inner(
             concurrency: metrics::concurrency(recs),
             requests_file: None,
             allow_empty_content: false,
+            proxy: None,
             header_templates: Vec::new(),
             client: None,
             server_metrics: None,

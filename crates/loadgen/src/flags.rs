@@ -75,6 +75,11 @@ pub struct TargetFlags {
     /// the first chunk with generated text. Recorded in the summary.
     #[arg(long, help_heading = "Target")]
     pub allow_empty_content: bool,
+    /// Send the requests directly, ignoring http_proxy/HTTP_PROXY (which are honoured by
+    /// default, as vLLM's client does, except for loopback targets and the hosts
+    /// no_proxy/NO_PROXY lists). Only http:// targets exist here, so HTTPS_PROXY never applies.
+    #[arg(long, help_heading = "Target")]
+    pub no_proxy: bool,
     /// JSON object merged into every request body (overrides our keys), e.g.
     /// '{"temperature":0.7}' (AIPerf's --extra-inputs).
     #[arg(
@@ -123,6 +128,16 @@ impl TargetFlags {
     /// `--header` values as (name, value) pairs. Errors: a value without `:` or `=`.
     pub fn parsed_headers(&self) -> anyhow::Result<Vec<(String, String)>> {
         headers(&self.headers)
+    }
+
+    /// The proxy settings: `http_proxy` / `HTTP_PROXY` and `no_proxy` / `NO_PROXY` of the
+    /// environment, or none with `--no-proxy`.
+    pub fn proxy_env(&self) -> inferbench_client::proxy::ProxyEnv {
+        if self.no_proxy {
+            inferbench_client::proxy::ProxyEnv::default()
+        } else {
+            inferbench_client::proxy::ProxyEnv::from_env()
+        }
     }
 
     /// `--header-template`s, then `--dp-rank-roundrobin`'s template. Errors name the flag:
@@ -626,6 +641,8 @@ impl BenchFlags {
             model: self.target.model(),
             header_templates: self.target.parsed_header_templates()?,
             allow_empty_content: self.target.allow_empty_content,
+            proxy: self.target.proxy_env().http_proxy,
+            no_proxy_hosts: self.target.proxy_env().no_proxy,
             api_key: self.target.api_key,
             headers,
             extra_body,

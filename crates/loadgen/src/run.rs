@@ -297,6 +297,7 @@ pub async fn run_bench(
     );
     let (unreachable_msg, first_failure) = shared.breaker.report();
     let request_url = shared.client.uri().to_string();
+    let proxy = shared.client.proxy().map(str::to_string);
     drop(shared);
     let (mut kept, write_error) = collector.await.context("record collector panicked")?;
     if let Some(e) = write_error {
@@ -337,6 +338,12 @@ pub async fn run_bench(
     // The result names its records file, so `ingest` of the result alone stores them too.
     summary.inferbench.requests_file = requests_file_name(&opts);
     summary.inferbench.allow_empty_content = opts.allow_empty_content;
+    if let Some(p) = &proxy {
+        notes.push(format!(
+            "the requests went through the HTTP proxy {p} (--no-proxy: direct)"
+        ));
+    }
+    summary.inferbench.proxy = proxy;
     summary.inferbench.header_templates = opts
         .header_templates
         .iter()
@@ -509,6 +516,8 @@ fn bench_client(opts: &BenchOptions, prepared: &PreparedPrompts) -> anyhow::Resu
             headers: opts.headers.clone(),
             header_templates: opts.header_templates.clone(),
             allow_empty_content: opts.allow_empty_content,
+            proxy: opts.proxy.clone(),
+            no_proxy: opts.no_proxy_hosts.clone(),
             extra_body: opts.extra_body.clone(),
             ignore_eos: opts.ignore_eos,
             max_tokens_field: opts.max_tokens_field,

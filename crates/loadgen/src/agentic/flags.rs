@@ -186,6 +186,8 @@ impl ReplayFlags {
             headers,
             header_templates: self.target.parsed_header_templates()?,
             allow_empty_content: self.target.allow_empty_content,
+            proxy: self.target.proxy_env().http_proxy,
+            no_proxy_hosts: self.target.proxy_env().no_proxy,
             extra_body,
             max_tokens_field: self.target.max_tokens_field,
             idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
@@ -333,6 +335,12 @@ impl ReplayFlags {
         }
         let model = prepared.opts.model.clone();
         let allow_empty_content = prepared.opts.allow_empty_content;
+        let endpoint = prepared.opts.endpoint.clone().unwrap_or_default();
+        let proxy = inferbench_client::proxy::used_for(
+            &inferbench_client::join_url(&prepared.opts.base_url, &endpoint),
+            prepared.opts.proxy.as_deref(),
+            prepared.opts.no_proxy_hosts.as_deref(),
+        );
         let header_templates: Vec<String> = (prepared.opts.header_templates.iter())
             .map(|t| format!("{}: {}", t.name, t.value))
             .collect();
@@ -356,6 +364,12 @@ impl ReplayFlags {
         let out = run_replay(prepared.opts, prepared.traces, prepared.prompter, cancel).await?;
         let mut summary = replay_summary(&out, &model, self.concurrency, !unsafe_run);
         summary.inferbench.allow_empty_content = allow_empty_content;
+        if let Some(p) = &proxy {
+            eprintln!(
+                "inferbench: the requests went through the HTTP proxy {p} (--no-proxy: direct)"
+            );
+        }
+        summary.inferbench.proxy = proxy;
         summary.inferbench.header_templates = header_templates;
         if let Some(p) = power {
             summary.inferbench.power = Some(p.finish(&summary, None).await);

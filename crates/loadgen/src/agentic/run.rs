@@ -54,6 +54,11 @@ pub struct ReplayOptions {
     pub header_templates: Vec<inferbench_client::HeaderTemplate>,
     /// `--allow-empty-content`: the first content field ends TTFT even when empty.
     pub allow_empty_content: bool,
+    /// HTTP proxy URL for the requests (`http_proxy` / `HTTP_PROXY`; `None` with
+    /// `--no-proxy`); loopback targets and `no_proxy_hosts` are never proxied.
+    pub proxy: Option<String>,
+    /// `no_proxy` / `NO_PROXY`: hosts never proxied.
+    pub no_proxy_hosts: Option<String>,
     /// Extra body keys (`--extra-body`), merged last.
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// Output-length field(s) (`--max-tokens-field`; default `max_completion_tokens`, as
@@ -94,6 +99,8 @@ impl Default for ReplayOptions {
             headers: Vec::new(),
             header_templates: Vec::new(),
             allow_empty_content: false,
+            proxy: None,
+            no_proxy_hosts: None,
             extra_body: None,
             max_tokens_field: None,
             idle_timeout: Duration::from_secs(600),
@@ -328,6 +335,8 @@ fn replay_client(opts: &ReplayOptions, clock: RunClock) -> anyhow::Result<Client
             headers: opts.headers.clone(),
             header_templates: opts.header_templates.clone(),
             allow_empty_content: opts.allow_empty_content,
+            proxy: opts.proxy.clone(),
+            no_proxy: opts.no_proxy_hosts.clone(),
             extra_body: opts.extra_body.clone(),
             ignore_eos: true,
             max_tokens_field: Some(
