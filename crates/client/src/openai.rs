@@ -1199,6 +1199,63 @@ mod tests {
         assert_eq!(rec.output_text, ".");
     }
 
+    /// `--allow-empty-content`: the first chunk with a content (or completions `text`) field
+    /// ends TTFT and TTFO at its arrival even when empty, adding no chunk or token; without
+    /// it, TTFT ends at the first text.
+    #[test]
+    fn allow_empty_content_ends_ttft_at_the_empty_chunk() {
+        for (backend, empty) in [
+            (
+                Backend::OpenAiChat,
+                r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            ),
+            (
+                Backend::OpenAiCompletions,
+                r#"{"choices":[{"index":0,"text":""}]}"#,
+            ),
+        ] {
+            for allow in [true, false] {
+                let mut it = Interpreter::for_backend(backend, allow);
+                let mut rec = RequestRecord::default();
+                for (d, t) in [
+                    (empty, 5),
+                    (r#"{"choices":[{"delta":{"content":"a"},"text":"a"}]}"#, 10),
+                    (r#"{"choices":[],"usage":{"completion_tokens":1}}"#, 11),
+                ] {
+                    it.on_event(
+                        SseEvent {
+                            event: b"",
+                            data: d.as_bytes(),
+                        },
+                        t,
+                        &mut rec,
+                    );
+                }
+                assert!(it.complete());
+                it.finish(&mut rec, None);
+                let want = if allow { 5 } else { 10 };
+                assert_eq!(rec.first_token_ns, Some(want), "{backend:?} {allow}");
+                assert_eq!(rec.first_output_token_ns, Some(want), "{backend:?} {allow}");
+                assert_eq!(rec.chunks.len(), 1);
+                assert_eq!(rec.chunks[0].t_ns, 10);
+                assert_eq!(rec.completion_tokens, 1);
+            }
+        }
+        // A role-only chunk (no content field) never ends TTFT.
+        let mut it = Interpreter::for_backend(Backend::OpenAiChat, true);
+        let mut rec = RequestRecord::default();
+        let role = r#"{"choices":[{"delta":{"role":"assistant"}}]}"#;
+        it.on_event(
+            SseEvent {
+                event: b"",
+                data: role.as_bytes(),
+            },
+            5,
+            &mut rec,
+        );
+        assert_eq!(rec.first_token_ns, None);
+    }
+
     #[test]
     fn escaped_text_is_decoded() {
         let (_, rec) = run(&[("", r#"{"choices":[{"text":"a\"b\n\u00e9"}]}"#, 1)]);

@@ -462,6 +462,48 @@ mod tests {
         assert_eq!(rec.chunks.len(), 1);
     }
 
+    proptest::proptest! {
+        /// Arbitrary bytes, and Responses-shaped events with random values in every text and
+        /// count field, never panic the interpreter.
+        #[test]
+        fn responses_interpreter_never_panics(
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            v in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Just("\"".to_string()),
+                    proptest::prelude::Just(r"\ud83d".to_string()),
+                    proptest::prelude::Just(r"\ude00".to_string()),
+                    proptest::prelude::Just("[".to_string()),
+                    proptest::prelude::Just("{".to_string()),
+                    proptest::prelude::Just("}".to_string()),
+                    proptest::prelude::Just(":".to_string()),
+                    proptest::prelude::Just("null".to_string()),
+                    proptest::prelude::Just("1e400".to_string()),
+                    proptest::prelude::Just("-1".to_string()),
+                    proptest::prelude::Just("NaN".to_string()),
+                    "[a-z]{1,3}",
+                ],
+                0..30,
+            ),
+        ) {
+            let v = v.concat();
+            let mut it = Interpreter::for_backend(Backend::OpenAiResponses, true);
+            let mut rec = RequestRecord::default();
+            it.on_json(&raw, 1, &mut rec);
+            for kind in ["response.output_text.delta", "response.completed", "response.failed", "error"] {
+                let shaped = format!(
+                    r#"{{"type":"{kind}","delta":{v},"response":{{"usage":{{"output_tokens":{v}}},"error":{v},"incomplete_details":{v}}},"output":{v}}}"#
+                );
+                on_data(&mut it, kind.as_bytes(), shaped.as_bytes(), 2, &mut rec);
+            }
+            let whole = format!(r#"{{"object":"response","output":[{{"type":{v},"content":[{{"text":{v}}}]}}],"usage":{v}}}"#);
+            let mut it2 = Interpreter::for_backend(Backend::OpenAiResponses, false);
+            it2.on_json(whole.as_bytes(), 3, &mut rec);
+            it.finish(&mut rec, Some(&|s: &str| s.len()));
+            it2.finish(&mut rec, None);
+        }
+    }
+
     #[test]
     fn whole_response_object_is_one_chunk() {
         let body = r#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"hm"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi there"}]}],"usage":{"input_tokens":3,"output_tokens":5}}"#;
