@@ -47,6 +47,17 @@ pub struct ClientConfig {
     pub api_key: Option<String>,
     /// Extra request headers (`--header K:V`).
     pub headers: Vec<(String, String)>,
+    /// Headers whose value depends on the request's send index (`--header-template`,
+    /// `--dp-rank-roundrobin`; [`crate::headers`]).
+    pub header_templates: Vec<crate::headers::HeaderTemplate>,
+    /// The first content field ends TTFT even when its text is empty
+    /// (`--allow-empty-content`; off by default).
+    pub allow_empty_content: bool,
+    /// HTTP proxy URL for the requests (`http_proxy` / `HTTP_PROXY` unless `--no-proxy`;
+    /// [`crate::proxy`]): used unless the target is loopback or `no_proxy` exempts it.
+    pub proxy: Option<String>,
+    /// Hosts never proxied (`no_proxy` / `NO_PROXY`: comma-separated, `*` for all).
+    pub no_proxy: Option<String>,
     /// JSON object merged into every request body, overriding our keys (`--extra-body`).
     pub extra_body: Option<Map<String, Value>>,
     /// Send `ignore_eos: true` (`--ignore-eos`); also makes completion counts other than
@@ -80,6 +91,10 @@ impl Default for ClientConfig {
             model: String::new(),
             api_key: None,
             headers: Vec::new(),
+            header_templates: Vec::new(),
+            allow_empty_content: false,
+            proxy: None,
+            no_proxy: None,
             extra_body: None,
             ignore_eos: false,
             max_tokens_field: None,
@@ -103,6 +118,13 @@ impl fmt::Debug for ClientConfig {
                 "headers",
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
+            .field("header_templates", &self.header_templates)
+            .field("allow_empty_content", &self.allow_empty_content)
+            .field(
+                "proxy",
+                &self.proxy.as_deref().map(crate::proxy::Proxy::parse),
+            )
+            .field("no_proxy", &self.no_proxy)
             .field("extra_body", &self.extra_body)
             .field("ignore_eos", &self.ignore_eos)
             .field("max_tokens_field", &self.max_tokens_field)
@@ -196,6 +218,9 @@ pub struct RequestMeta {
     /// turn of one conversation (reference/agentx.md §3.10), so a router keeps a session on one
     /// replica. `None` sends no such header; an id that is not a valid header value is dropped.
     pub correlation_id: Option<String>,
+    /// This request's own headers (a dataset line's `extra_headers`), sent after the fixed and
+    /// templated ones; a pair that is not a valid header is left out with a warning.
+    pub headers: Vec<(String, String)>,
 }
 
 /// How long the warmup's connections must stay quiet after their responses before
@@ -226,6 +251,12 @@ pub struct Client {
     correlation_lines: Arc<[u8]>,
     /// A `--header Connection: close` asked for one request per connection: none is reused.
     close_requested: bool,
+    /// `--header-template`s, rendered per request with its send index.
+    templates: Arc<crate::headers::Templates>,
+    /// The proxy the requests go through, when one applies.
+    proxy: Option<crate::proxy::Proxy>,
+    /// Requests sent so far (the next send index).
+    sends: Arc<std::sync::atomic::AtomicU64>,
     /// The bits of the last `inferbench-sim-time-scale` a response head carried (0: none).
     sim_time_scale: Arc<std::sync::atomic::AtomicU64>,
     cfg: Arc<ClientConfig>,
@@ -257,7 +288,20 @@ impl Client {
         let (url, uri) = target_uri(&cfg.base_url, &endpoint)?;
         let host = uri.host().unwrap_or_default();
         let port = uri.port_u16().unwrap_or(80);
-        let pool = Arc::new(Pool::new(host, port, cfg.rx_timestamps));
+        let proxy = match cfg.proxy.as_deref() {
+            Some(p) if crate::proxy::applies(host, port, cfg.no_proxy.as_deref()) => Some(
+                crate::proxy::Proxy::parse(p).map_err(|reason| ClientError::InvalidUrl {
+                    url: url.clone(),
+                    reason,
+                })?,
+            ),
+            _ => None,
+        };
+        // Through a proxy: its address, and the absolute-form target (`Host` kept).
+        let pool = match &proxy {
+            Some(p) => Arc::new(Pool::new(&p.host, p.port, cfg.rx_timestamps)),
+            None => Arc::new(Pool::new(host, port, cfg.rx_timestamps)),
+        };
         let path: Uri = uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
@@ -319,8 +363,15 @@ impl Client {
         let mut head = Vec::with_capacity(256);
         let mut correlation_lines = Vec::new();
         head.extend_from_slice(b"POST ");
-        head.extend_from_slice(path.path_and_query().map_or("/", |p| p.as_str()).as_bytes());
+        if proxy.is_some() {
+            head.extend_from_slice(uri.to_string().as_bytes());
+        } else {
+            head.extend_from_slice(path.path_and_query().map_or("/", |p| p.as_str()).as_bytes());
+        }
         head.extend_from_slice(b" HTTP/1.1\r\n");
+        if let Some(auth) = proxy.as_ref().and_then(|p| p.auth.as_deref()) {
+            push_field(&mut head, "proxy-authorization", auth.as_bytes());
+        }
         let mut close_requested = false;
         for (name, value) in &headers {
             if name == CONTENT_LENGTH || name == TRANSFER_ENCODING {
@@ -339,12 +390,16 @@ impl Client {
             };
             push_field(out, name.as_str(), value.as_bytes());
         }
+        let templates = Arc::new(crate::headers::Templates::compile(&cfg.header_templates)?);
         Ok(Self {
             pool,
             uri,
             head: head.into(),
             correlation_lines: correlation_lines.into(),
             close_requested,
+            templates,
+            proxy,
+            sends: Arc::default(),
             sim_time_scale: Arc::default(),
             cfg: Arc::new(cfg),
             clock,
@@ -354,6 +409,11 @@ impl Client {
     /// The request URL (`base_url` + endpoint).
     pub fn uri(&self) -> &Uri {
         &self.uri
+    }
+
+    /// The proxy URL the requests go through (credentials left out), `None` when direct.
+    pub fn proxy(&self) -> Option<&str> {
+        self.proxy.as_ref().map(|p| p.url.as_str())
     }
 
     /// The client's configuration.
@@ -459,7 +519,14 @@ impl Client {
             .correlation_id
             .as_deref()
             .and_then(|c| HeaderValue::from_str(c).ok());
-        let outcome = catch_unwind(self.exchange(input, correlation, cancel, &mut rec)).await;
+        // Per-request header lines: templates on the send index, then the request's own.
+        let index = self
+            .sends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut lines = Vec::new();
+        self.templates.render(index, &meta.headers, &mut lines);
+        let outcome =
+            catch_unwind(self.exchange(input, (correlation, &lines), cancel, &mut rec)).await;
         match outcome {
             Ok(Some(pending)) => self.count_off_thread(&mut rec, pending, cancel).await,
             Ok(None) => {}
@@ -522,7 +589,7 @@ impl Client {
     async fn exchange(
         &self,
         input: &RequestInput<'_>,
-        correlation: Option<HeaderValue>,
+        (correlation, lines): (Option<HeaderValue>, &[u8]),
         cancel: &CancellationToken,
         rec: &mut RequestRecord,
     ) -> Option<PendingCount> {
@@ -534,7 +601,7 @@ impl Client {
             self.cfg.max_tokens_field,
             self.cfg.extra_body.as_ref(),
         );
-        let request = self.request_bytes(&body, correlation.as_ref());
+        let request = self.request_bytes(&body, correlation.as_ref(), lines);
         drop(body);
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
@@ -601,7 +668,7 @@ impl Client {
             labelled_sse: head.labelled_sse,
             decoder,
             parser: SseParser::new(),
-            interp: Interpreter::new(),
+            interp: Interpreter::for_backend(self.cfg.backend, self.cfg.allow_empty_content),
             raw: Vec::new(),
             done_read_ns: None,
         };
@@ -622,11 +689,17 @@ impl Client {
         self.finish_exchange(st, transport, status, &read.stamp, rec)
     }
 
-    /// The whole request: the fixed head, this request's correlation id (else a `--header`
-    /// one), its `Content-Length`, the JSON body.
-    fn request_bytes(&self, body: &[u8], correlation: Option<&HeaderValue>) -> Vec<u8> {
-        let mut req = Vec::with_capacity(self.head.len() + 96 + body.len());
+    /// The whole request: the fixed head, its per-request header `lines`, this request's
+    /// correlation id (else a `--header` one), its `Content-Length`, the JSON body.
+    fn request_bytes(
+        &self,
+        body: &[u8],
+        correlation: Option<&HeaderValue>,
+        lines: &[u8],
+    ) -> Vec<u8> {
+        let mut req = Vec::with_capacity(self.head.len() + 96 + lines.len() + body.len());
         req.extend_from_slice(&self.head);
+        req.extend_from_slice(lines);
         match correlation {
             Some(c) => push_field(&mut req, "x-correlation-id", c.as_bytes()),
             None => req.extend_from_slice(&self.correlation_lines),

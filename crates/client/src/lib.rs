@@ -8,6 +8,8 @@
 //!   surrogates, `NaN`, duplicate keys) and wrongly typed fields read as absent, so a sample a
 //!   Python client keeps is never lost here; the tokenizer fallback is bounded in time
 //!   ([`count_tokens`]) and runs after the stream, off the I/O threads.
+//! - `responses`: the Responses API's typed events (`--backend openai-responses`), read by the
+//!   same [`openai::Interpreter`] with the same token rules.
 //! - [`models`]: a server's `/v1/models`, and what a 404 for a model means.
 //! - [`pool`]: keep-alive connections that are never reused with unread bytes (see its doc).
 //! - [`Client`]: its own HTTP/1.1 exchange over keep-alive connections ([`wire`]: response
@@ -32,17 +34,21 @@
 pub mod clock;
 pub(crate) mod fastchunk;
 pub mod get;
+pub mod headers;
 pub mod http;
 pub(crate) mod lenient;
 pub mod models;
 pub mod openai;
 pub mod pool;
+pub mod proxy;
+pub(crate) mod responses;
 pub mod rxstamp;
 pub mod sse;
 pub mod wire;
 
 pub use clock::RunClock;
 pub use get::http_get;
+pub use headers::HeaderTemplate;
 pub use http::{
     join_url, target_uri, Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT,
 };

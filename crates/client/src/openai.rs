@@ -39,6 +39,10 @@ pub enum Backend {
     /// `POST /v1/chat/completions` with `messages` and `max_completion_tokens`
     /// (`--backend openai-chat`).
     OpenAiChat,
+    /// `POST /v1/responses` with `input` and `max_output_tokens`, streamed as typed events
+    /// (`response.output_text.delta`, …, `response.completed` with usage): OpenAI's Responses
+    /// API as vLLM and GuideLLM serve it (`--backend openai-responses`; [`crate::responses`]).
+    OpenAiResponses,
 }
 
 impl Backend {
@@ -47,23 +51,28 @@ impl Backend {
         match self {
             Backend::OpenAiCompletions => "/v1/completions",
             Backend::OpenAiChat => "/v1/chat/completions",
+            Backend::OpenAiResponses => "/v1/responses",
         }
     }
 
-    /// The `--backend` name (`openai` or `openai-chat`), as written to result files.
+    /// The `--backend` name (`openai`, `openai-chat` or `openai-responses`), as written to
+    /// result files.
     pub fn name(self) -> &'static str {
         match self {
             Backend::OpenAiCompletions => "openai",
             Backend::OpenAiChat => "openai-chat",
+            Backend::OpenAiResponses => "openai-responses",
         }
     }
 
     /// Parses a `--backend` name. `vllm`, `sglang` and `openai-completions` are accepted as
-    /// aliases of `openai` (they share vLLM's completions client); `chat` of `openai-chat`.
+    /// aliases of `openai` (they share vLLM's completions client); `chat` of `openai-chat`;
+    /// `responses` of `openai-responses`.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "openai" | "vllm" | "sglang" | "openai-completions" => Some(Backend::OpenAiCompletions),
             "openai-chat" | "chat" => Some(Backend::OpenAiChat),
+            "openai-responses" | "responses" => Some(Backend::OpenAiResponses),
             _ => None,
         }
     }
@@ -85,10 +94,11 @@ pub enum MaxTokensField {
 
 impl MaxTokensField {
     /// The default for `backend`: [`MaxTokensField::Both`] for chat, [`MaxTokensField::MaxTokens`]
-    /// for completions (the completions API defines only `max_tokens`).
+    /// for completions (the completions API defines only `max_tokens`). The Responses API has
+    /// its own field, `max_output_tokens`, always sent (this setting does not apply to it).
     pub fn default_for(backend: Backend) -> Self {
         match backend {
-            Backend::OpenAiCompletions => MaxTokensField::MaxTokens,
+            Backend::OpenAiCompletions | Backend::OpenAiResponses => MaxTokensField::MaxTokens,
             Backend::OpenAiChat => MaxTokensField::Both,
         }
     }
@@ -129,7 +139,9 @@ pub struct RequestInput<'a> {
 }
 
 /// Builds the JSON request body. Streaming with `stream_options.include_usage` always (token
-/// counts from the server, peers.md bug 21); temperature 0 as vLLM's and InferenceX's clients;
+/// counts from the server, peers.md bug 21; the Responses API always reports usage on
+/// `response.completed` and gets `input` (the messages, else the text) and `max_output_tokens`
+/// instead); temperature 0 as vLLM's and InferenceX's clients;
 /// the output length in the field(s) of `max_field` (`None` = [`MaxTokensField::default_for`]
 /// the backend); `ignore_eos` only when set (vLLM/SGLang extension); `extra_body` keys are
 /// merged last and override ours.
@@ -155,18 +167,31 @@ pub fn build_body(
             };
             m.insert("messages".into(), messages);
         }
+        Backend::OpenAiResponses => {
+            let items = match input.messages {
+                Some(v) => v.clone(),
+                None => Value::from(input.text),
+            };
+            m.insert("input".into(), items);
+        }
     }
     if let Some(n) = input.max_tokens {
-        for k in max_field.keys() {
-            m.insert((*k).into(), Value::from(n));
+        if backend == Backend::OpenAiResponses {
+            m.insert("max_output_tokens".into(), Value::from(n));
+        } else {
+            for k in max_field.keys() {
+                m.insert((*k).into(), Value::from(n));
+            }
         }
     }
     m.insert("temperature".into(), Value::from(0.0));
     m.insert("stream".into(), Value::Bool(true));
-    m.insert(
-        "stream_options".into(),
-        serde_json::json!({"include_usage": true}),
-    );
+    if backend != Backend::OpenAiResponses {
+        m.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
+    }
     if ignore_eos {
         m.insert("ignore_eos".into(), Value::Bool(true));
     }
@@ -418,6 +443,14 @@ pub struct Interpreter {
     pending_refusal: Option<u32>,
     /// `usage.prompt_tokens_details.cached_tokens` was seen (it wins over llama.cpp timings).
     usage_cached: bool,
+    /// The stream is a Responses API stream ([`crate::responses`]): typed events, complete
+    /// only on `response.completed`.
+    pub(crate) responses: bool,
+    /// `response.completed` (or a `response.incomplete` for `max_output_tokens`) was seen.
+    pub(crate) responses_completed: bool,
+    /// `--allow-empty-content`: the first chunk with a content field, even an empty one, ends
+    /// TTFT (and TTFO); it carries no token and adds no chunk.
+    pub(crate) allow_empty_content: bool,
 }
 
 /// Appends `s` to `dst`. `relaxed`: `s` came through [`lenient::relax`] and may start with a
@@ -455,9 +488,21 @@ fn push_text(dst: &mut String, pending: &mut Option<u32>, s: &str, relaxed: bool
 }
 
 impl Interpreter {
-    /// A fresh interpreter for one response.
+    /// A fresh interpreter for one response (completions or chat chunks).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh interpreter for one response of `backend` (Responses API events for
+    /// [`Backend::OpenAiResponses`]); `allow_empty_content`: the first content field, even an
+    /// empty one, ends TTFT (`--allow-empty-content`; TRT-LLM streams that open with an empty
+    /// content chunk).
+    pub fn for_backend(backend: Backend, allow_empty_content: bool) -> Self {
+        Self {
+            responses: backend == Backend::OpenAiResponses,
+            allow_empty_content,
+            ..Self::default()
+        }
     }
 
     /// Whether the events so far end a complete response: `[DONE]`, a `finish_reason`, or a
@@ -466,10 +511,13 @@ impl Interpreter {
     /// upstream closes the body cleanly): a failure ([`INCOMPLETE_STREAM`]), not a shorter
     /// answer. `finish_reason` and usage without `[DONE]` is complete (some servers omit it).
     pub fn complete(&self) -> bool {
+        if self.responses {
+            return self.responses_completed;
+        }
         self.done || self.finish_seen || self.usage_tail
     }
 
-    fn fail(&mut self, class: ErrorClass, msg: String) {
+    pub(crate) fn fail(&mut self, class: ErrorClass, msg: String) {
         if self.failure.is_none() {
             self.failure = Some((class, msg));
         }
@@ -489,6 +537,9 @@ impl Interpreter {
         if data.is_empty() {
             return;
         }
+        if self.responses {
+            return crate::responses::on_data(self, ev.event, data, t_ns, rec);
+        }
         if data == b"[DONE]" {
             self.done = true;
             self.done_ns = Some(t_ns);
@@ -504,6 +555,9 @@ impl Interpreter {
     /// accepts (lone surrogates, `NaN`, duplicate keys, raw control characters) before it
     /// counts as `malformed`.
     pub fn on_json(&mut self, data: &[u8], t_ns: u64, rec: &mut RequestRecord) {
+        if self.responses {
+            return crate::responses::on_data(self, b"", data, t_ns, rec);
+        }
         // The usual shape in one pass (`fastchunk`); anything else takes serde's path below.
         if let Some(c) = crate::fastchunk::parse(data) {
             return self.apply(c, false, data, t_ns, rec);
@@ -582,6 +636,18 @@ impl Interpreter {
             }
         }
         let token_bearing = here.content || here.refusal || here.reasoning || here.tool;
+        if !token_bearing && self.allow_empty_content {
+            let empty_content = chunk.choices.0.iter().any(|c| {
+                matches!(c.text, TextWire::Str(_))
+                    || [&c.delta.0, &c.message.0]
+                        .into_iter()
+                        .flatten()
+                        .any(|d| matches!(d.content, TextWire::Str(_)))
+            });
+            if empty_content {
+                self.empty_content(t_ns, rec);
+            }
+        }
         if token_bearing {
             self.usage_tail = false;
         } else if chunk.usage.0.is_some() {
@@ -614,6 +680,53 @@ impl Interpreter {
         if !token_bearing {
             return;
         }
+        self.token_chunk(&here, chunk_tokens, t_ns, rec);
+    }
+
+    /// `--allow-empty-content`: a content field with empty text arrived at `t_ns`; it ends
+    /// TTFT and TTFO when nothing did before (no token, no chunk).
+    pub(crate) fn empty_content(&mut self, t_ns: u64, rec: &mut RequestRecord) {
+        if !self.allow_empty_content {
+            return;
+        }
+        if rec.first_token_ns.is_none() {
+            rec.first_token_ns = Some(t_ns);
+        }
+        if rec.first_output_token_ns.is_none() {
+            rec.first_output_token_ns = Some(t_ns);
+        }
+    }
+
+    /// Usage as the server reported it (Responses' `input_tokens` / `output_tokens` /
+    /// `cached_tokens`), applied at the end like a usage chunk's.
+    pub(crate) fn set_usage(
+        &mut self,
+        prompt: Option<u64>,
+        completion: Option<u64>,
+        cached: Option<u64>,
+        rec: &mut RequestRecord,
+    ) {
+        if let Some(p) = prompt {
+            self.usage_prompt = Some(clamp_u32(p));
+        }
+        if let Some(c) = completion {
+            self.usage_completion = Some(clamp_u32(c));
+        }
+        if let Some(c) = cached {
+            rec.cached_tokens = Some(clamp_u32(c));
+            self.usage_cached = true;
+        }
+    }
+
+    /// Records one token-bearing chunk at `t_ns` on the channels `here` names: TTFT, TTFO,
+    /// the last token time and a [`ChunkRecord`] (`chunk_tokens` when the server counted them).
+    pub(crate) fn token_chunk(
+        &mut self,
+        here: &Here,
+        chunk_tokens: Option<u32>,
+        t_ns: u64,
+        rec: &mut RequestRecord,
+    ) {
         let channel = if here.content {
             Channel::Content
         } else if here.refusal {
@@ -640,7 +753,7 @@ impl Interpreter {
     /// Appends the text of one text-bearing field to the output (content), the refusal or the
     /// reasoning text and notes in `here` which channels got non-empty text. `kind`: the
     /// field's channel (typed parts may say otherwise, [`lenient::part_texts`]).
-    fn take_text(
+    pub(crate) fn take_text(
         &mut self,
         field: &TextWire<'_>,
         kind: TextKind,
@@ -732,11 +845,11 @@ impl Interpreter {
 
 /// Which channels one chunk carried non-empty text (or tool calls) on.
 #[derive(Debug, Default)]
-struct Here {
-    content: bool,
-    refusal: bool,
-    reasoning: bool,
-    tool: bool,
+pub(crate) struct Here {
+    pub(crate) content: bool,
+    pub(crate) refusal: bool,
+    pub(crate) reasoning: bool,
+    pub(crate) tool: bool,
 }
 
 /// The error message of a stream that ended without [`Interpreter::complete`] (class
@@ -1084,6 +1197,63 @@ mod tests {
         assert_eq!(rec.completion_tokens, 7);
         assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
         assert_eq!(rec.output_text, ".");
+    }
+
+    /// `--allow-empty-content`: the first chunk with a content (or completions `text`) field
+    /// ends TTFT and TTFO at its arrival even when empty, adding no chunk or token; without
+    /// it, TTFT ends at the first text.
+    #[test]
+    fn allow_empty_content_ends_ttft_at_the_empty_chunk() {
+        for (backend, empty) in [
+            (
+                Backend::OpenAiChat,
+                r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+            ),
+            (
+                Backend::OpenAiCompletions,
+                r#"{"choices":[{"index":0,"text":""}]}"#,
+            ),
+        ] {
+            for allow in [true, false] {
+                let mut it = Interpreter::for_backend(backend, allow);
+                let mut rec = RequestRecord::default();
+                for (d, t) in [
+                    (empty, 5),
+                    (r#"{"choices":[{"delta":{"content":"a"},"text":"a"}]}"#, 10),
+                    (r#"{"choices":[],"usage":{"completion_tokens":1}}"#, 11),
+                ] {
+                    it.on_event(
+                        SseEvent {
+                            event: b"",
+                            data: d.as_bytes(),
+                        },
+                        t,
+                        &mut rec,
+                    );
+                }
+                assert!(it.complete());
+                it.finish(&mut rec, None);
+                let want = if allow { 5 } else { 10 };
+                assert_eq!(rec.first_token_ns, Some(want), "{backend:?} {allow}");
+                assert_eq!(rec.first_output_token_ns, Some(want), "{backend:?} {allow}");
+                assert_eq!(rec.chunks.len(), 1);
+                assert_eq!(rec.chunks[0].t_ns, 10);
+                assert_eq!(rec.completion_tokens, 1);
+            }
+        }
+        // A role-only chunk (no content field) never ends TTFT.
+        let mut it = Interpreter::for_backend(Backend::OpenAiChat, true);
+        let mut rec = RequestRecord::default();
+        let role = r#"{"choices":[{"delta":{"role":"assistant"}}]}"#;
+        it.on_event(
+            SseEvent {
+                event: b"",
+                data: role.as_bytes(),
+            },
+            5,
+            &mut rec,
+        );
+        assert_eq!(rec.first_token_ns, None);
     }
 
     #[test]

@@ -596,6 +596,37 @@ pub fn tokens_per_chunk(records: &[RequestRecord]) -> Vec<f64> {
         .collect()
 }
 
+/// At or above this median of completion tokens per token-bearing chunk, a run's chunks carry
+/// several tokens each ([`multi_token_chunks`]): 1.5.
+pub const MULTI_TOKEN_MEDIAN: f64 = 1.5;
+
+/// The verdict on a run whose chunks carry several tokens each (a server's stream interval,
+/// e.g. TRT-LLM `stream_interval: 20`, or speculative decoding): its ITL values are gaps
+/// between chunks, not per-token latencies, and TPOT spreads each chunk's gap over its tokens.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MultiTokenChunks {
+    /// Median completion tokens per token-bearing chunk over the successful profile requests.
+    pub tokens_per_chunk_p50: f64,
+    /// 99th percentile of the same, tokens.
+    pub tokens_per_chunk_p99: f64,
+    /// What the run's ITL values measure: always `chunk_gap` (the time between two chunks of
+    /// several tokens).
+    pub itl_is: String,
+}
+
+/// [`MultiTokenChunks`] when the median of [`tokens_per_chunk`] (`per_request`) is at least
+/// [`MULTI_TOKEN_MEDIAN`]; `None` for about one token per chunk or no request.
+pub fn multi_token_chunks(per_request: &[f64]) -> Option<MultiTokenChunks> {
+    let mut sorted = per_request.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let p50 = percentile_sorted(&sorted, 50.0)?;
+    (p50 >= MULTI_TOKEN_MEDIAN).then(|| MultiTokenChunks {
+        tokens_per_chunk_p50: p50,
+        tokens_per_chunk_p99: percentile_sorted(&sorted, 99.0).unwrap_or(p50),
+        itl_is: "chunk_gap".into(),
+    })
+}
+
 /// Client-side concurrency actually achieved over the profiling window.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Concurrency {
@@ -800,6 +831,25 @@ mod tests {
         assert_eq!(sample_ms(&rs, Metric::Ttfo), vec![10.0, 20.0]);
         // tokens per chunk: A 3/3 = 1, B 5/2 = 2.5
         assert_eq!(tokens_per_chunk(&rs), vec![1.0, 2.5]);
+    }
+
+    #[test]
+    fn multi_token_verdict_from_the_median_tokens_per_chunk() {
+        assert_eq!(multi_token_chunks(&[]), None);
+        assert_eq!(multi_token_chunks(&[1.0, 1.0, 1.4]), None);
+        // A 20-token stream interval: every request 20 tokens per chunk.
+        assert_eq!(
+            multi_token_chunks(&[20.0, 20.0, 20.0]),
+            Some(MultiTokenChunks {
+                tokens_per_chunk_p50: 20.0,
+                tokens_per_chunk_p99: 20.0,
+                itl_is: "chunk_gap".into(),
+            })
+        );
+        // Median 1.75 (≥ 1.5), p99 1 + 0.99 × 1.5 (linear interpolation).
+        let v = multi_token_chunks(&[2.5, 1.0]).unwrap();
+        assert_eq!(v.tokens_per_chunk_p50, 1.75);
+        assert!((v.tokens_per_chunk_p99 - 2.485).abs() < 1e-12);
     }
 
     #[test]

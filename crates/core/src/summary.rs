@@ -345,6 +345,12 @@ pub struct Extras {
     pub e2e_normalized_interactivity: BTreeMap<String, Option<f64>>,
     /// Completion tokens per token-bearing chunk, per request.
     pub tokens_per_chunk: Distribution,
+    /// The verdict when the run's chunks carry several tokens each (median tokens per chunk ≥
+    /// [`metrics::MULTI_TOKEN_MEDIAN`]): `itl_ms` and `tpot_ms` are then gaps between chunks of
+    /// several tokens (`itl_is: chunk_gap`), not per-token latencies. Absent for about one
+    /// token per chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_token_chunks: Option<metrics::MultiTokenChunks>,
     /// Client queue time (sent − scheduled: the arrival in open loop, the moment the slot became
     /// free in closed loop), ms, every profile request.
     pub client_queue_ms: Distribution,
@@ -372,6 +378,18 @@ pub struct Extras {
     /// Measured GPU power over the profiling window (absent when no sampler ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerSummary>,
+    /// `--allow-empty-content`: the first content chunk ended TTFT even when its text was
+    /// empty (absent when off, the default).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_empty_content: bool,
+    /// The HTTP proxy that carried the requests (`http://host:port`, credentials left out;
+    /// from `http_proxy` / `HTTP_PROXY`), absent when they went directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+    /// Per-request header templates the run sent (`--header-template`, `--dp-rank-roundrobin`
+    /// as `X-data-parallel-rank: {i%N}`), `NAME: VALUE` each; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub header_templates: Vec<String>,
     /// Why the run's timings are not a valid measurement although it completed, `; `-joined:
     /// the prefix cache served a random-dataset run's prompts, the server fell behind its own
     /// schedule ([`crate::server_metrics::ServerMetricsSummary::late_chunk_fraction`]), or the
@@ -619,12 +637,16 @@ impl Default for Extras {
             interactivity: BTreeMap::new(),
             e2e_normalized_interactivity: BTreeMap::new(),
             tokens_per_chunk: Distribution::default(),
+            multi_token_chunks: None,
             client_queue_ms: Distribution::default(),
             e2el_from_schedule_ms: Distribution::default(),
             schedule_lag_ms: None,
             rates: Rates::default(),
             concurrency: metrics::Concurrency::default(),
             requests_file: None,
+            allow_empty_content: false,
+            proxy: None,
+            header_templates: Vec::new(),
             client: None,
             server_metrics: None,
             power: None,
@@ -778,12 +800,16 @@ fn summarize_inner(
             interactivity,
             e2e_normalized_interactivity,
             tokens_per_chunk: Distribution::of(&metrics::tokens_per_chunk(recs), qs),
+            multi_token_chunks: metrics::multi_token_chunks(&metrics::tokens_per_chunk(recs)),
             client_queue_ms: Distribution::of(&metrics::client_queue_ms(recs), qs),
             e2el_from_schedule_ms: Distribution::of(&metrics::e2el_from_schedule_ms(recs), qs),
             schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),
             rates: metrics::rates(recs, ctx.request_rate.filter(|r| r.is_finite()), duration),
             concurrency: metrics::concurrency(recs),
             requests_file: None,
+            allow_empty_content: false,
+            proxy: None,
+            header_templates: Vec::new(),
             client: None,
             server_metrics: None,
             power: None,

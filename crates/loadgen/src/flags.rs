@@ -56,6 +56,30 @@ pub struct TargetFlags {
     /// Extra request header `K:V` (repeatable; `K=V` accepted too).
     #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
     pub headers: Vec<String>,
+    /// Per-request header 'NAME: VALUE' (repeatable) whose value may hold {i}, the request's
+    /// send index (every request sent, warmups included, from 0), or {i%N}, that index
+    /// modulo N. A dataset line's `extra_headers` object adds headers to its request alone.
+    #[arg(
+        long = "header-template",
+        value_name = "'NAME: VALUE'",
+        help_heading = "Target"
+    )]
+    pub header_templates: Vec<String>,
+    /// Send `X-data-parallel-rank: i mod N` on request i (every request sent, warmups
+    /// included, from 0): spreads requests over vLLM's N data-parallel ranks round-robin,
+    /// bypassing its load balancer (the template 'X-data-parallel-rank: {i%N}').
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Target")]
+    pub dp_rank_roundrobin: Option<u64>,
+    /// Let the first content chunk end TTFT even when its text is empty (TRT-LLM streams
+    /// that open with an empty content chunk; AIPerf's option). Off by default: TTFT ends at
+    /// the first chunk with generated text. Recorded in the summary.
+    #[arg(long, help_heading = "Target")]
+    pub allow_empty_content: bool,
+    /// Send the requests directly, ignoring http_proxy/HTTP_PROXY (which are honoured by
+    /// default, as vLLM's client does, except for loopback targets and the hosts
+    /// no_proxy/NO_PROXY lists). Only http:// targets exist here, so HTTPS_PROXY never applies.
+    #[arg(long, help_heading = "Target")]
+    pub no_proxy: bool,
     /// JSON object merged into every request body (overrides our keys), e.g.
     /// '{"temperature":0.7}' (AIPerf's --extra-inputs).
     #[arg(
@@ -104,6 +128,45 @@ impl TargetFlags {
     /// `--header` values as (name, value) pairs. Errors: a value without `:` or `=`.
     pub fn parsed_headers(&self) -> anyhow::Result<Vec<(String, String)>> {
         headers(&self.headers)
+    }
+
+    /// The proxy settings: `http_proxy` / `HTTP_PROXY` and `no_proxy` / `NO_PROXY` of the
+    /// environment, or none with `--no-proxy`.
+    pub fn proxy_env(&self) -> inferbench_client::proxy::ProxyEnv {
+        if self.no_proxy {
+            inferbench_client::proxy::ProxyEnv::default()
+        } else {
+            inferbench_client::proxy::ProxyEnv::from_env()
+        }
+    }
+
+    /// `--header-template`s, then `--dp-rank-roundrobin`'s template. Errors name the flag:
+    /// no `:`, an empty name, a bad `{i%N}`, or a template naming the same header as another
+    /// or as a `--header`.
+    pub fn parsed_header_templates(
+        &self,
+    ) -> anyhow::Result<Vec<inferbench_client::HeaderTemplate>> {
+        let mut out = Vec::new();
+        for t in &self.header_templates {
+            out.push(
+                inferbench_client::HeaderTemplate::parse(t)
+                    .map_err(|e| anyhow::anyhow!("--header-template: {e}"))?,
+            );
+        }
+        if let Some(n) = self.dp_rank_roundrobin {
+            out.push(inferbench_client::HeaderTemplate::dp_rank(n));
+        }
+        let fixed = self.parsed_headers()?;
+        for (i, t) in out.iter().enumerate() {
+            let same = |name: &str| name.trim().eq_ignore_ascii_case(&t.name);
+            if fixed.iter().any(|(k, _)| same(k)) || out[..i].iter().any(|o| same(&o.name)) {
+                anyhow::bail!(
+                    "--header-template/--dp-rank-roundrobin: header {:?} is given twice",
+                    t.name
+                );
+            }
+        }
+        Ok(out)
     }
 
     /// `--extra-body` as a JSON object. Errors: not JSON, or not an object.
@@ -179,14 +242,16 @@ impl PowerFlags {
 )]
 pub struct BenchFlags {
     // ----- target
-    /// API flavour: `openai` (POST /v1/completions) or `openai-chat` (POST
-    /// /v1/chat/completions). `vllm` and `sglang` are aliases of `openai`.
+    /// API flavour: `openai` (POST /v1/completions), `openai-chat` (POST
+    /// /v1/chat/completions) or `openai-responses` (POST /v1/responses, OpenAI's Responses API:
+    /// complete only on `response.completed`). `vllm` and `sglang` are aliases of `openai`.
     #[arg(long, default_value = "openai", value_parser = parse_backend, help_heading = "Target")]
     pub backend: Backend,
     /// The server and what every request carries.
     #[command(flatten)]
     pub target: TargetFlags,
-    /// Request path; default /v1/completions or /v1/chat/completions by --backend.
+    /// Request path; default /v1/completions, /v1/chat/completions or /v1/responses by
+    /// --backend.
     #[arg(long, help_heading = "Target")]
     pub endpoint: Option<String>,
 
@@ -440,7 +505,7 @@ pub fn vllm_flag_hint(flag: &str) -> Option<&'static str> {
         }
         "--endpoint-type" => {
             "--backend picks the API (openai: /v1/completions, openai-chat: \
-             /v1/chat/completions) and --endpoint its path"
+             /v1/chat/completions, openai-responses: /v1/responses) and --endpoint its path"
         }
         "--hf-split" | "--hf-subset" | "--hf-name" | "--hf-output-len" => {
             "Hugging Face datasets are not downloaded: --dataset-name jsonl or sharegpt with \
@@ -475,9 +540,11 @@ pub fn parse_rate(s: &str) -> Result<RateArg, String> {
     }
 }
 
-/// `--backend`: `openai`, `openai-chat` (or an alias [`Backend::parse`] knows).
+/// `--backend`: `openai`, `openai-chat`, `openai-responses` (or an alias [`Backend::parse`]
+/// knows).
 pub fn parse_backend(s: &str) -> Result<Backend, String> {
-    Backend::parse(s).ok_or_else(|| format!("unknown backend {s:?} (openai, openai-chat)"))
+    Backend::parse(s)
+        .ok_or_else(|| format!("unknown backend {s:?} (openai, openai-chat, openai-responses)"))
 }
 
 /// `v` seconds of flag `flag` as a [`Duration`]: finite, positive and at most
@@ -574,6 +641,10 @@ impl BenchFlags {
             max_tokens_field: self.target.max_tokens_field,
             base_url: self.target.base_url(),
             model: self.target.model(),
+            header_templates: self.target.parsed_header_templates()?,
+            allow_empty_content: self.target.allow_empty_content,
+            proxy: self.target.proxy_env().http_proxy,
+            no_proxy_hosts: self.target.proxy_env().no_proxy,
             api_key: self.target.api_key,
             headers,
             extra_body,

@@ -93,6 +93,16 @@ pub struct BenchOptions {
     pub api_key: Option<String>,
     /// `--header K:V` (repeatable).
     pub headers: Vec<(String, String)>,
+    /// `--header-template 'NAME: VALUE'` and `--dp-rank-roundrobin N`: headers rendered per
+    /// request from its send index ([`inferbench_client::headers`]).
+    pub header_templates: Vec<inferbench_client::HeaderTemplate>,
+    /// `--allow-empty-content`: the first content field ends TTFT even when empty.
+    pub allow_empty_content: bool,
+    /// HTTP proxy URL for the requests (`http_proxy` / `HTTP_PROXY`; `None` with
+    /// `--no-proxy`); loopback targets and `no_proxy_hosts` are never proxied.
+    pub proxy: Option<String>,
+    /// `no_proxy` / `NO_PROXY`: hosts never proxied.
+    pub no_proxy_hosts: Option<String>,
     /// `--extra-body JSON`: merged into every request body.
     pub extra_body: Option<Map<String, Value>>,
     // --- workload
@@ -217,6 +227,10 @@ impl Default for BenchOptions {
             model: String::new(),
             api_key: None,
             headers: Vec::new(),
+            header_templates: Vec::new(),
+            allow_empty_content: false,
+            proxy: None,
+            no_proxy_hosts: None,
             extra_body: None,
             dataset_name: DatasetName::Random,
             dataset_path: None,

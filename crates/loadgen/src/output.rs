@@ -447,11 +447,25 @@ fn count_lines(o: &mut Report, s: &RunSummary) {
 }
 
 /// One section per latency (TTFT, TPOT, ITL, E2EL) with each statistic the summary holds, ms.
+/// When the run's chunks carry several tokens each (`inferbench.multi_token_chunks`), TPOT and
+/// ITL are titled as the chunk gaps they are.
 fn latency_sections(o: &mut Report, s: &RunSummary) {
+    let multi = s.inferbench.multi_token_chunks.is_some();
+    let (tpot, itl) = if multi {
+        (
+            "TPOT (chunk gaps / tokens per chunk)",
+            "Inter-chunk Latency (multi-token chunks)",
+        )
+    } else {
+        (
+            "Time per Output Token (excl. 1st token)",
+            "Inter-token Latency",
+        )
+    };
     for (m, title) in [
         ("ttft", "Time to First Token"),
-        ("tpot", "Time per Output Token (excl. 1st token)"),
-        ("itl", "Inter-token Latency"),
+        ("tpot", tpot),
+        ("itl", itl),
         ("e2el", "End-to-end Latency"),
     ] {
         let suffix = format!("_{m}_ms");
@@ -505,6 +519,15 @@ fn extras_section(o: &mut Report, x: &Extras, measured: bool, duration_s: f64) {
     // nothing was measured (trial 13: "in flight 3.0 of 4" under "No request succeeded").
     if let Some(c) = x.client.as_ref().filter(|_| measured) {
         client_lines(o, c, duration_s);
+    }
+    if let Some(m) = x.multi_token_chunks.as_ref().filter(|_| measured) {
+        o.line(
+            "Tokens per chunk (p50 / p99):",
+            format!(
+                "{:.1} / {:.1}: ITL and TPOT are gaps between multi-token chunks, not per-token",
+                m.tokens_per_chunk_p50, m.tokens_per_chunk_p99
+            ),
+        );
     }
     o.counts("Errors by class:", &x.errors_by_class);
     o.counts("Warmup errors by class:", &x.warmup_errors_by_class);

@@ -27,6 +27,9 @@ pub struct BenchPrompt {
     pub conversation_id: Option<String>,
     /// Turn index (multi-turn datasets).
     pub turn: Option<u32>,
+    /// This prompt's own request headers (a dataset line's `extra_headers`), sent after the
+    /// fixed and templated ones.
+    pub headers: Vec<(String, String)>,
 }
 
 impl BenchPrompt {
@@ -305,6 +308,7 @@ fn finish(
                 max_tokens: Some(p.max_tokens),
                 conversation_id: p.conversation_id,
                 turn: p.turn,
+                headers: p.extra_headers,
             })
             .collect(),
         tokenizer_id,

@@ -308,6 +308,7 @@ pub async fn run_bench(
     );
     let (unreachable_msg, first_failure) = shared.breaker.report();
     let request_url = shared.client.uri().to_string();
+    let proxy = shared.client.proxy().map(str::to_string);
     drop(shared);
     let (mut kept, write_error) = collector.await.context("record collector panicked")?;
     if let Some(e) = write_error {
@@ -355,6 +356,18 @@ pub async fn run_bench(
     let not_found = summary_notes(&opts, &summary, &records, checks, &mut notes).await;
     // The result names its records file, so `ingest` of the result alone stores them too.
     summary.inferbench.requests_file = requests_file_name(&opts);
+    summary.inferbench.allow_empty_content = opts.allow_empty_content;
+    if let Some(p) = &proxy {
+        notes.push(format!(
+            "the requests went through the HTTP proxy {p} (--no-proxy: direct)"
+        ));
+    }
+    summary.inferbench.proxy = proxy;
+    summary.inferbench.header_templates = opts
+        .header_templates
+        .iter()
+        .map(|t| format!("{}: {}", t.name, t.value))
+        .collect();
     let written = write_outputs(&opts, &summary, &date, &mut notes)?;
     let failure = (unreachable_msg, first_failure.as_str());
     // A run that measured nothing because the server refused it with 404 (a wrong --model)
@@ -520,6 +533,10 @@ fn bench_client(opts: &BenchOptions, prepared: &PreparedPrompts) -> anyhow::Resu
             model: opts.model.clone(),
             api_key: opts.api_key.clone(),
             headers: opts.headers.clone(),
+            header_templates: opts.header_templates.clone(),
+            allow_empty_content: opts.allow_empty_content,
+            proxy: opts.proxy.clone(),
+            no_proxy: opts.no_proxy_hosts.clone(),
             extra_body: opts.extra_body.clone(),
             ignore_eos: opts.ignore_eos,
             max_tokens_field: opts.max_tokens_field,
@@ -1415,6 +1432,7 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
             conversation_id: sh.prompts.prompts[idx].conversation_id.clone(),
             turn: sh.prompts.prompts[idx].turn,
             correlation_id: None,
+            headers: sh.prompts.prompts[idx].headers.clone(),
         };
         while let Some(r) = tasks.try_join_next_with_id() {
             account(sh, &mut spawned, r);
@@ -1580,6 +1598,7 @@ async fn run_closed_loop(sh: &Arc<Shared>, spec: &PhaseSpec, cap: u32, start_ns:
                     conversation_id: prompt.conversation_id.clone(),
                     turn: prompt.turn,
                     correlation_id: None,
+                    headers: prompt.headers.clone(),
                 };
                 let input = prompt.input();
                 let send = AssertUnwindSafe(sh.client.send(&input, meta.clone(), &sh.cancel))

@@ -38,6 +38,7 @@ fn prepared(n: usize, prompt_tokens: u32, max_tokens: u32) -> Arc<PreparedPrompt
                 max_tokens: Some(max_tokens),
                 conversation_id: None,
                 turn: None,
+                headers: Vec::new(),
             })
             .collect(),
         tokenizer_id: "test".into(),

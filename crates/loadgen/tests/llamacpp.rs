@@ -96,6 +96,7 @@ fn prompts(n: usize, out_len: u32) -> Arc<PreparedPrompts> {
                 max_tokens: Some(out_len),
                 conversation_id: None,
                 turn: None,
+                headers: Vec::new(),
             })
             .collect(),
         tokenizer_id: "test".into(),

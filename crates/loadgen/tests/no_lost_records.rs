@@ -34,6 +34,7 @@ fn opts(base_url: String, counter: Arc<TokenCounter>, n: usize) -> BenchOptions 
                 max_tokens: Some(4),
                 conversation_id: None,
                 turn: None,
+                headers: Vec::new(),
             })
             .collect(),
         tokenizer_id: "test".into(),

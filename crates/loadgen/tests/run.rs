@@ -43,6 +43,7 @@ fn prepared(n: usize) -> Arc<PreparedPrompts> {
                 max_tokens: Some(4),
                 conversation_id: None,
                 turn: None,
+                headers: Vec::new(),
             })
             .collect(),
         tokenizer_id: "test".into(),

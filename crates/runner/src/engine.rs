@@ -116,9 +116,27 @@ pub fn synthetic_acceptance(
             acceptance_length: al,
             golden: false,
             source: "given (--synthetic-acceptance-length)".into(),
+            note: None,
         },
-        None => inferbench_sim::golden::acceptance(&spec.row.model_prefix, &opts.thinking_mode, k),
+        None => inferbench_sim::golden::acceptance_for(
+            &spec.row.model_prefix,
+            Some(&spec_variant(&spec.row)),
+            &opts.thinking_mode,
+            k,
+        ),
     })
+}
+
+/// The spec-decode variant a row names, for the golden-curve lookup: its draft model's name
+/// (`draft-model` / `draft_model` / `speculative-model`, kept in the row's unmodelled fields)
+/// and its `spec-decoding` value, joined.
+pub fn spec_variant(row: &inferbench_core::matrix::MatrixRow) -> String {
+    let mut parts: Vec<&str> = ["draft-model", "draft_model", "speculative-model"]
+        .iter()
+        .filter_map(|k| row.extra.get(*k).and_then(serde_json::Value::as_str))
+        .collect();
+    parts.push(&row.spec_decoding);
+    parts.join(" ")
 }
 
 impl Default for EngineOptions {
@@ -977,6 +995,46 @@ mod tests {
             inferbench_exe: "/bin/inferbench".into(),
             ..EngineOptions::default()
         }
+    }
+
+    /// The golden AL follows the spec-decode variant the row names (its draft model), with a
+    /// note when the variant has no curve of the model (issue 41).
+    #[test]
+    fn synthetic_acceptance_keys_on_the_rows_variant() {
+        let gqa = row(
+            r#", "model-prefix": "minimaxm3", "spec-decoding": "mtp", "draft-model": "Inferact/MiniMax-M3-EAGLE3-GQA""#,
+        );
+        assert_eq!(spec_variant(&gqa.row), "Inferact/MiniMax-M3-EAGLE3-GQA mtp");
+        let acc = synthetic_acceptance(&gqa, &SpecOptions::default()).unwrap();
+        assert_eq!((acc.acceptance_length, acc.golden), (2.78, true));
+        assert!(
+            acc.source.contains("minimaxm3_eagle3_gqa.yaml"),
+            "{}",
+            acc.source
+        );
+        let cmd = build_command(
+            &EngineKind::Vllm,
+            &gqa,
+            "b200_0",
+            64,
+            8888,
+            &opts(),
+            Path::new("/p"),
+        );
+        assert!(
+            cmd.display()
+                .contains(r#""synthetic_acceptance_length":2.78}"#),
+            "{}",
+            cmd.display()
+        );
+        // No draft model: `mtp` names no minimax-m3 curve, so the base (eagle3) curve, noted.
+        let base = row(r#", "model-prefix": "minimaxm3", "spec-decoding": "mtp""#);
+        let acc = synthetic_acceptance(&base, &SpecOptions::default()).unwrap();
+        assert_eq!(acc.acceptance_length, 2.83);
+        assert_eq!(
+            acc.note.as_deref(),
+            Some("no golden curve of minimax-m3 names variant \"mtp\": using minimax-m3 thinking_on k=3")
+        );
     }
 
     #[test]

@@ -1421,7 +1421,7 @@ pub fn acceptance_check(
         .pointer("/inferbench/server_metrics/spec_acceptance_length")
         .and_then(serde_json::Value::as_f64);
     let gap = measured.map(|m| m - acc.acceptance_length);
-    serde_json::json!({
+    let mut check = serde_json::json!({
         "num_speculative_tokens": acc.num_speculative_tokens,
         "target_acceptance_length": acc.acceptance_length,
         "golden": acc.golden,
@@ -1429,7 +1429,12 @@ pub fn acceptance_check(
         "measured_acceptance_length": measured,
         "acceptance_length_gap": gap,
         "flagged": gap.is_some_and(|g| g.abs() > ACCEPTANCE_GAP_FLAG * acc.acceptance_length),
-    })
+    });
+    // Why the row's spec-decode variant did not pick the curve (base curve used), when so.
+    if let (Some(note), Some(o)) = (&acc.note, check.as_object_mut()) {
+        o.insert("note".into(), note.clone().into());
+    }
+    check
 }
 
 /// Reads the `status.json` of every point of `jobs` under `out` (what the Slurm executor

@@ -123,6 +123,143 @@ pub fn model_key(model_prefix: &str) -> Option<&'static str> {
     })
 }
 
+/// The variant curves this build carries (`data/golden_al_variants.yaml`: InferenceX's
+/// variant files, keyed by file stem).
+pub fn embedded_variants() -> &'static GoldenAl {
+    static G: std::sync::OnceLock<GoldenAl> = std::sync::OnceLock::new();
+    G.get_or_init(|| {
+        parse(
+            "data/golden_al_variants.yaml",
+            include_str!("../data/golden_al_variants.yaml"),
+        )
+        .expect("the embedded golden AL variant table parses (checked by a test)")
+    })
+}
+
+/// One golden curve file: its stem, its model key, the words of its variant (the stem after
+/// the model prefix, without the generic `sample` / `method`), and whether it is the model's
+/// base curve (in [`embedded`]) or a variant (in [`embedded_variants`], by stem).
+struct CurveFile {
+    stem: &'static str,
+    key: &'static str,
+    words: &'static [&'static str],
+    base: bool,
+}
+
+/// InferenceX's golden_al_distribution files (`<model prefix>_<method>[_<variant>].yaml`).
+const CURVE_FILES: &[CurveFile] = &[
+    CurveFile {
+        stem: "dsv4_mtp",
+        key: "deepseek-v4-pro",
+        words: &["mtp"],
+        base: true,
+    },
+    CurveFile {
+        stem: "dsv4-pro-0813-dspark",
+        key: "deepseek-v4-pro-0813",
+        words: &["dspark"],
+        base: true,
+    },
+    CurveFile {
+        stem: "glm5.2_mtp",
+        key: "glm-5.2-fp8",
+        words: &["mtp"],
+        base: true,
+    },
+    CurveFile {
+        stem: "kimik2.5_eagle3",
+        key: "kimi-k2.5-nvfp4",
+        words: &["eagle3"],
+        base: true,
+    },
+    CurveFile {
+        stem: "kimik3_dspark",
+        key: "kimi-k3",
+        words: &["dspark"],
+        base: true,
+    },
+    CurveFile {
+        stem: "kimik3_dspark_probabilistic_sample_method_block_rejection_sample_method",
+        key: "kimi-k3",
+        words: &["dspark", "probabilistic", "block", "rejection"],
+        base: false,
+    },
+    CurveFile {
+        stem: "minimaxm3_eagle3",
+        key: "minimax-m3",
+        words: &["eagle3"],
+        base: true,
+    },
+    CurveFile {
+        stem: "minimaxm3_eagle3_gqa",
+        key: "minimax-m3",
+        words: &["eagle3", "gqa"],
+        base: false,
+    },
+    CurveFile {
+        stem: "qwen3.5_mtp",
+        key: "qwen3.5-397b-a17b-nvfp4",
+        words: &["mtp"],
+        base: true,
+    },
+];
+
+/// The acceptance for `model_prefix` at draft length `k` in `mode`, on the curve of the
+/// spec-decode variant the config names (`variant`: the `spec-decoding` value or the draft
+/// model's name, e.g. `Inferact/MiniMax-M3-EAGLE3-GQA`, `DSpark6`): among the model's curve
+/// files, the one whose variant words all appear in `variant` (case and punctuation ignored),
+/// the most specific first. A variant that names none of the model's curves (or `None`) gets the
+/// model's base curve, with a note saying so when a variant was named; a model without a curve
+/// gets the fixed-rate fallback ([`acceptance`]).
+pub fn acceptance_for(model_prefix: &str, variant: Option<&str>, mode: &str, k: u32) -> Acceptance {
+    let k = k.max(1);
+    let base = acceptance(model_prefix, mode, k);
+    let (Some(variant), Some(key)) = (
+        variant.filter(|v| !v.trim().is_empty()),
+        model_key(model_prefix),
+    ) else {
+        return base;
+    };
+    let norm: String = variant
+        .to_ascii_lowercase()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let best = CURVE_FILES
+        .iter()
+        .filter(|f| f.key == key && f.words.iter().all(|w| norm.contains(w)))
+        .max_by_key(|f| f.words.len());
+    let table = |f: &CurveFile| {
+        if f.base {
+            (embedded(), f.key)
+        } else {
+            (embedded_variants(), f.stem)
+        }
+    };
+    if let Some(f) = best.filter(|f| !f.base) {
+        let (g, id) = table(f);
+        if let Some(al) = lookup(g, Some(id), Some(mode), k) {
+            return Acceptance {
+                num_speculative_tokens: k,
+                acceptance_length: al,
+                golden: true,
+                source: format!("{key} {mode} k={k} ({}.yaml, variant {variant:?})", f.stem),
+                note: None,
+            };
+        }
+    }
+    let why = match best {
+        // The model's base curve is the variant's.
+        Some(f) if f.base => return base,
+        Some(f) => format!("the {}.yaml curve has no {mode} k={k}", f.stem),
+        None => format!("no golden curve of {key} names variant {variant:?}"),
+    };
+    Acceptance {
+        note: Some(format!("{why}: using {}", base.source)),
+        ..base
+    }
+}
+
 /// Per-draft acceptance probability used when a model has no golden curve: AL = (1 − α^(k+1)) /
 /// (1 − α), the expected tokens per step when each of k drafts is accepted independently with
 /// probability α, stopping at the first rejection (the bonus token included). α = 0.7 gives
@@ -140,6 +277,10 @@ pub struct Acceptance {
     pub golden: bool,
     /// Where the value comes from: `deepseek-v4-pro thinking_on k=3`, or the fallback's rule.
     pub source: String,
+    /// Why the config's spec-decode variant did not give the value (its curve missing, so the
+    /// model's base curve or the fallback was used); absent when it did or none was named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The acceptance for `model_prefix` at draft length `k` in `mode` (`thinking_on` /
@@ -154,6 +295,7 @@ pub fn acceptance(model_prefix: &str, mode: &str, k: u32) -> Acceptance {
                 acceptance_length: al,
                 golden: true,
                 source: format!("{key} {mode} k={k}"),
+                note: None,
             };
         }
     }
@@ -166,6 +308,7 @@ pub fn acceptance(model_prefix: &str, mode: &str, k: u32) -> Acceptance {
         source: format!(
             "no golden curve for model prefix {model_prefix:?} ({mode}, k={k}): fixed per-draft acceptance {a}"
         ),
+        note: None,
     }
 }
 
@@ -242,6 +385,63 @@ mod tests {
     }
 
     #[test]
+    fn variant_named_in_the_config_picks_its_curve_else_the_base_with_a_note() {
+        // The GQA draft head's curve: thinking_on k=3 is 2.78 (base eagle3: 2.83).
+        let gqa = acceptance_for(
+            "minimaxm3",
+            Some("Inferact/MiniMax-M3-EAGLE3-GQA"),
+            "thinking_on",
+            3,
+        );
+        assert_eq!(
+            (gqa.acceptance_length, gqa.golden, gqa.note.clone()),
+            (2.78, true, None)
+        );
+        assert_eq!(
+            gqa.source,
+            "minimax-m3 thinking_on k=3 (minimaxm3_eagle3_gqa.yaml, variant \"Inferact/MiniMax-M3-EAGLE3-GQA\")"
+        );
+        let base = acceptance_for("minimaxm3", Some("eagle3"), "thinking_on", 3);
+        assert_eq!(
+            base.acceptance_length,
+            acceptance("minimaxm3", "thinking_on", 3).acceptance_length
+        );
+        assert_eq!(
+            (base.source.as_str(), base.note.clone()),
+            ("minimax-m3 thinking_on k=3", None)
+        );
+        // Kimi-K3: the probabilistic/block-rejection curve (2.51 at k=2) vs DSpark's base (2.45).
+        let prob = acceptance_for(
+            "kimik3",
+            Some("dspark probabilistic sample method, block rejection sample method"),
+            "thinking_on",
+            2,
+        );
+        assert_eq!(prob.acceptance_length, 2.51);
+        let dspark6 = acceptance_for("kimik3", Some("DSpark6"), "thinking_on", 2);
+        assert_eq!(
+            (dspark6.acceptance_length, dspark6.note.clone()),
+            (2.45, None)
+        );
+        // A variant with no curve of the model: the base curve, with a note.
+        let mtp = acceptance_for("kimik3", Some("mtp"), "thinking_on", 2);
+        assert_eq!((mtp.acceptance_length, mtp.golden), (2.45, true));
+        assert_eq!(
+            mtp.note.as_deref(),
+            Some("no golden curve of kimi-k3 names variant \"mtp\": using kimi-k3 thinking_on k=2")
+        );
+        // No variant, or a model without curves: as `acceptance`.
+        assert_eq!(
+            acceptance_for("dsv4", None, "thinking_on", 3),
+            acceptance("dsv4", "thinking_on", 3)
+        );
+        assert_eq!(
+            acceptance_for("llama70b", Some("eagle3"), "thinking_on", 3),
+            acceptance("llama70b", "thinking_on", 3)
+        );
+    }
+
+    #[test]
     fn reads_the_shared_golden_files_when_present() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../../shared/data/inferencex/golden_al_distribution");
@@ -283,7 +483,29 @@ mod tests {
             let text = std::fs::read_to_string(dir.join(variant)).unwrap();
             let g = parse(variant, &text).unwrap();
             assert!(g.keys().all(|k| embedded().contains_key(k)), "{variant}");
+            // The embedded variant table holds the file's curve under its stem.
+            let stem = variant.trim_end_matches(".yaml");
+            assert_eq!(
+                embedded_variants().get(stem),
+                g.values().next(),
+                "{variant}"
+            );
         }
+        // Every shared file is a known curve file, and every known one is shared.
+        let mut stems: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                e.path()
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+            })
+            .filter(|s| s != "README" && s != "README_zh")
+            .collect();
+        stems.sort();
+        let mut known: Vec<&str> = CURVE_FILES.iter().map(|f| f.stem).collect();
+        known.sort();
+        assert_eq!(stems, known);
         let q = std::fs::read_to_string(dir.join("qwen3.5_mtp.yaml")).unwrap();
         let g = parse("qwen3.5_mtp.yaml", &q).unwrap();
         assert_eq!(

@@ -3,8 +3,9 @@
 //! It stands in for a GPU engine so that the quickstart runs anywhere and every other crate has a
 //! deterministic target with real queueing, batching and prefix-cache behaviour:
 //!
-//! - [`server`](crate::serve) — `/v1/completions`, `/v1/chat/completions` (SSE or whole JSON),
-//!   `/v1/models`, `/health`, `/tokenize`, `/metrics` (vLLM metric names),
+//! - [`server`](crate::serve) — `/v1/completions`, `/v1/chat/completions`, `/v1/responses`
+//!   (the Responses API: `input`, `max_output_tokens`, typed events ending in
+//!   `response.completed` with usage) (SSE or whole JSON), `/v1/models`, `/health`, `/tokenize`, `/metrics` (vLLM metric names),
 //!   `/reset_prefix_cache`; faults by flag or per request (`x-sim-fault`, see [`fault`]).
 //! - [`engine`] — continuous batching with `max_num_seqs` and a token budget per step (chunked
 //!   prefill), a paged KV cache ([`kv`]) with prefix caching and preemption.

@@ -258,7 +258,7 @@ impl SseBody {
         if self.fault.error_after == Some(self.events) && self.phase != Phase::End {
             self.w.error_event(buf);
             self.w.done(buf);
-            self.events += 2;
+            self.events += if self.w.api() == Api::Responses { 1 } else { 2 };
             self.phase = Phase::End;
             return Gate::Stop;
         }
@@ -397,7 +397,15 @@ impl SseBody {
                     }
                 }
                 Phase::Usage => {
-                    if self.usage {
+                    if self.w.api() == Api::Responses {
+                        if let Gate::Stop = self.gate(&mut buf) {
+                            break;
+                        }
+                        self.w
+                            .completed_event(&mut buf, self.sent, self.finish, self.usage);
+                        self.events += 1;
+                        n += 1;
+                    } else if self.usage {
                         if let Gate::Stop = self.gate(&mut buf) {
                             break;
                         }
@@ -463,6 +471,10 @@ struct GenRequest {
     messages: Option<Vec<Value>>,
     max_tokens: Option<u64>,
     max_completion_tokens: Option<u64>,
+    /// The Responses API's output limit.
+    max_output_tokens: Option<u64>,
+    /// The Responses API's prompt: a string or a list of message items.
+    input: Option<Value>,
     min_tokens: Option<u64>,
     n: Option<u64>,
     ignore_eos: Option<bool>,
@@ -556,6 +568,7 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
         },
         (&Method::POST, "/v1/completions") => generate(app, req, Api::Completions).await,
         (&Method::POST, "/v1/chat/completions") => generate(app, req, Api::Chat).await,
+        (&Method::POST, "/v1/responses") => generate(app, req, Api::Responses).await,
         // Not a request error of the engine: request_errors_total stays as it is.
         _ => json_response(
             StatusCode::NOT_FOUND,
@@ -729,11 +742,13 @@ async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
 
     let stream = r.stream.unwrap_or(false);
     let so = r.stream_options.unwrap_or_default();
-    let include_usage = !fault.no_usage && (!stream || so.include_usage.unwrap_or(false));
+    // The Responses API always reports usage (on `response.completed`).
+    let include_usage =
+        !fault.no_usage && (!stream || api == Api::Responses || so.include_usage.unwrap_or(false));
     let mut w = Writer::new(api, index, unix_now(), &app.model_json, fault.crlf);
     w.prompt_tokens = prompt_len;
     w.continuous_usage = !fault.no_usage && so.continuous_usage_stats.unwrap_or(false);
-    w.reasoning_tokens = if api == Api::Chat {
+    w.reasoning_tokens = if api != Api::Completions {
         app.cfg.reasoning_tokens
     } else {
         0
@@ -834,6 +849,15 @@ async fn prompt_ids(app: &App, r: &GenRequest, api: Api) -> Result<Vec<u32>, Rej
             None => Err("missing field `messages`".to_string()),
         },
         Api::Completions => prompt_input(r.prompt.as_ref(), None),
+        // `input`: a string (one user message) or a list of message items.
+        Api::Responses => match &r.input {
+            Some(Value::String(s)) => {
+                prompt_input(None, Some(&[json!({"role": "user", "content": s})]))
+            }
+            Some(Value::Array(items)) => prompt_input(None, Some(items)),
+            Some(_) => Err("input must be a string or a list of input items".to_string()),
+            None => Err("missing field `input`".to_string()),
+        },
     };
     let ids = match input {
         Ok(input) => tokenize_prompt(app, input).await,
@@ -856,7 +880,10 @@ async fn prompt_ids(app: &App, r: &GenRequest, api: Api) -> Result<Vec<u32>, Rej
 /// beyond the maximum context length (vLLM's message).
 fn output_plan(app: &App, r: &GenRequest, prompt_len: u32) -> Result<(u32, &'static str), Reject> {
     let max_len = app.res.max_model_len;
-    let requested = r.max_completion_tokens.or(r.max_tokens);
+    let requested = r
+        .max_completion_tokens
+        .or(r.max_tokens)
+        .or(r.max_output_tokens);
     let max_tokens = match requested {
         Some(0) => return Err(Reject::bad("max_tokens must be at least 1")),
         Some(n) => {
@@ -1012,7 +1039,7 @@ fn sse_response(app: &Arc<App>, api: Api, reply: Reply) -> Resp {
         app: app.clone(),
         w: reply.w,
         src: reply.src,
-        phase: if api == Api::Chat {
+        phase: if api != Api::Completions {
             Phase::Role
         } else {
             Phase::Tokens

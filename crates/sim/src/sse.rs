@@ -10,12 +10,18 @@ pub enum Api {
     Completions,
     /// `/v1/chat/completions` (`choices[].delta.content` / `reasoning_content`).
     Chat,
+    /// `/v1/responses` (typed events: `response.created`, `response.output_text.delta` /
+    /// `response.reasoning_text.delta`, `response.completed` with usage; no `[DONE]`), as
+    /// vLLM streams them.
+    Responses,
 }
 
 /// Per-response constants, rendered once.
 #[derive(Debug)]
 pub(crate) struct Writer {
     api: Api,
+    /// The response's id number.
+    id: u64,
     /// `{"id":"...","object":"...","created":N,"model":"..."` (no closing brace).
     head: Vec<u8>,
     eol: &'static [u8],
@@ -47,6 +53,7 @@ impl Writer {
         let (prefix, object) = match api {
             Api::Completions => ("cmpl-", "text_completion"),
             Api::Chat => ("chatcmpl-", "chat.completion.chunk"),
+            Api::Responses => ("resp_", "response"),
         };
         head.extend_from_slice(b"{\"id\":\"");
         head.extend_from_slice(prefix.as_bytes());
@@ -59,6 +66,7 @@ impl Writer {
         head.extend_from_slice(model_json.as_bytes());
         Writer {
             api,
+            id,
             head,
             eol: if crlf { b"\r\n" } else { b"\n" },
             continuous_usage: false,
@@ -94,8 +102,24 @@ impl Writer {
         out.extend_from_slice(b"}");
     }
 
-    /// Chat only: the first event, `delta: {"role":"assistant","content":""}`.
+    /// The API this writer answers.
+    pub fn api(&self) -> Api {
+        self.api
+    }
+
+    /// Chat: the first event, `delta: {"role":"assistant","content":""}`; Responses:
+    /// `response.created`.
     pub fn role_event(&self, out: &mut Vec<u8>) {
+        if self.api == Api::Responses {
+            out.extend_from_slice(b"event: response.created");
+            out.extend_from_slice(self.eol);
+            out.extend_from_slice(b"data: {\"type\":\"response.created\",\"response\":");
+            out.extend_from_slice(&self.head);
+            out.extend_from_slice(b",\"status\":\"in_progress\"}}");
+            out.extend_from_slice(self.eol);
+            out.extend_from_slice(self.eol);
+            return;
+        }
         self.open(out);
         out.extend_from_slice(
             b",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]",
@@ -116,7 +140,7 @@ impl Writer {
         finish: Option<&str>,
         usage: bool,
     ) -> u32 {
-        if self.api == Api::Chat
+        if self.api != Api::Completions
             && start < self.reasoning_tokens
             && start + n > self.reasoning_tokens
         {
@@ -137,6 +161,26 @@ impl Writer {
         finish: Option<&str>,
         usage: bool,
     ) {
+        if self.api == Api::Responses {
+            let kind: &[u8] = if start < self.reasoning_tokens {
+                b"response.reasoning_text.delta"
+            } else {
+                b"response.output_text.delta"
+            };
+            out.extend_from_slice(b"event: ");
+            out.extend_from_slice(kind);
+            out.extend_from_slice(self.eol);
+            out.extend_from_slice(b"data: {\"type\":\"");
+            out.extend_from_slice(kind);
+            out.extend_from_slice(b"\",\"item_id\":\"msg_");
+            out.extend_from_slice(format!("{:016x}", self.id).as_bytes());
+            out.extend_from_slice(b"\",\"output_index\":0,\"content_index\":0,\"delta\":\"");
+            push_output_text(out, start, n);
+            out.extend_from_slice(b"\"}");
+            out.extend_from_slice(self.eol);
+            out.extend_from_slice(self.eol);
+            return;
+        }
         self.open(out);
         match self.api {
             Api::Completions => {
@@ -159,11 +203,59 @@ impl Writer {
                 push_finish(out, finish);
                 out.extend_from_slice(b"}]");
             }
+            Api::Responses => {}
         }
         if usage && self.continuous_usage {
             self.usage(out, start + n);
         }
         self.close(out);
+    }
+
+    /// Responses: the `usage` object of `response.completed` (`input_tokens`,
+    /// `output_tokens`, `input_tokens_details.cached_tokens` when known).
+    fn responses_usage(&self, out: &mut Vec<u8>, completion: u32) {
+        out.extend_from_slice(b"\"usage\":{\"input_tokens\":");
+        push_u64(out, u64::from(self.prompt_tokens));
+        out.extend_from_slice(b",\"input_tokens_details\":{\"cached_tokens\":");
+        push_u64(out, u64::from(self.cached_tokens.unwrap_or(0)));
+        out.extend_from_slice(b"},\"output_tokens\":");
+        push_u64(out, u64::from(completion));
+        out.extend_from_slice(b",\"output_tokens_details\":{\"reasoning_tokens\":");
+        push_u64(out, u64::from(self.reasoning_tokens.min(completion)));
+        out.extend_from_slice(b"},\"total_tokens\":");
+        push_u64(out, u64::from(self.prompt_tokens) + u64::from(completion));
+        out.extend_from_slice(b"}");
+    }
+
+    /// Responses: `response.completed` after `completion` tokens that ended with `finish`
+    /// (`length`: status `incomplete` with `incomplete_details.reason: max_output_tokens`, as
+    /// vLLM reports a capped answer), usage included when `usage`.
+    pub fn completed_event(&self, out: &mut Vec<u8>, completion: u32, finish: &str, usage: bool) {
+        out.extend_from_slice(b"event: response.completed");
+        out.extend_from_slice(self.eol);
+        out.extend_from_slice(b"data: {\"type\":\"response.completed\",\"response\":");
+        self.response_fields(out, completion, finish, usage);
+        out.extend_from_slice(b"}");
+        out.extend_from_slice(self.eol);
+        out.extend_from_slice(self.eol);
+    }
+
+    /// The `response` object's head, status and usage, closed (output items not included).
+    fn response_fields(&self, out: &mut Vec<u8>, completion: u32, finish: &str, usage: bool) {
+        out.extend_from_slice(&self.head);
+        if finish == "length" {
+            out.extend_from_slice(
+                b",\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},",
+            );
+        } else {
+            out.extend_from_slice(b",\"status\":\"completed\",\"incomplete_details\":null,");
+        }
+        if usage {
+            self.responses_usage(out, completion);
+        } else {
+            out.extend_from_slice(b"\"usage\":null");
+        }
+        out.extend_from_slice(b"}");
     }
 
     /// The trailing usage event (`choices: []`).
@@ -182,8 +274,17 @@ impl Writer {
         out.extend_from_slice(self.eol);
     }
 
-    /// An in-stream error object (vLLM's shape for an engine error after streaming began).
+    /// An in-stream error object (vLLM's shape for an engine error after streaming began;
+    /// Responses: an `error` event).
     pub fn error_event(&self, out: &mut Vec<u8>) {
+        if self.api == Api::Responses {
+            out.extend_from_slice(
+                b"event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"simulated fault: engine error mid-stream\",\"param\":null}",
+            );
+            out.extend_from_slice(self.eol);
+            out.extend_from_slice(self.eol);
+            return;
+        }
         out.extend_from_slice(
             b"data: {\"error\":{\"message\":\"simulated fault: engine error mid-stream\",\"type\":\"InternalServerError\",\"param\":null,\"code\":500}}",
         );
@@ -191,8 +292,11 @@ impl Writer {
         out.extend_from_slice(self.eol);
     }
 
-    /// `data: [DONE]`.
+    /// `data: [DONE]` (nothing for Responses, whose stream ends with `response.completed`).
     pub fn done(&self, out: &mut Vec<u8>) {
+        if self.api == Api::Responses {
+            return;
+        }
         out.extend_from_slice(b"data: [DONE]");
         out.extend_from_slice(self.eol);
         out.extend_from_slice(self.eol);
@@ -208,6 +312,27 @@ impl Writer {
     /// A whole non-streaming response body for `n` generated tokens.
     pub fn full_body(&self, n: u32, finish: &str, usage: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(256 + 5 * n as usize);
+        if self.api == Api::Responses {
+            let r = self.reasoning_tokens.min(n);
+            let mut fields = Vec::new();
+            self.response_fields(&mut fields, n, finish, usage);
+            fields.pop(); // reopen the object for `output`
+            out.extend_from_slice(&fields);
+            out.extend_from_slice(b",\"output\":[");
+            if r > 0 {
+                out.extend_from_slice(
+                    b"{\"type\":\"reasoning\",\"content\":[{\"type\":\"reasoning_text\",\"text\":\"",
+                );
+                push_output_text(&mut out, 0, r);
+                out.extend_from_slice(b"\"}]},");
+            }
+            out.extend_from_slice(
+                b"{\"type\":\"message\",\"role\":\"assistant\",\"status\":\"completed\",\"content\":[{\"type\":\"output_text\",\"text\":\"",
+            );
+            push_output_text(&mut out, r, n - r);
+            out.extend_from_slice(b"\"}]}]}");
+            return out;
+        }
         // Non-streaming objects are "text_completion" / "chat.completion".
         let head = String::from_utf8_lossy(&self.head).replace(
             "\"object\":\"chat.completion.chunk\"",
@@ -240,6 +365,7 @@ impl Writer {
                 push_finish(&mut out, Some(finish));
                 out.extend_from_slice(b"}]");
             }
+            Api::Responses => {}
         }
         if usage {
             self.usage(&mut out, n);

@@ -227,6 +227,80 @@ async fn chat_stream_role_reasoning_content_and_continuous_usage() {
     assert_eq!(v[0]["object"], "chat.completion.chunk");
 }
 
+/// `/v1/responses` (issue 41): `response.created`, one `response.reasoning_text.delta` /
+/// `response.output_text.delta` per token (each with its `event:` line), `response.completed`
+/// with usage (capped at `max_output_tokens`: status `incomplete`, reason
+/// `max_output_tokens`), no `[DONE]`; a whole `response` object without `stream`.
+#[tokio::test]
+async fn responses_stream_typed_events_and_completed_usage() {
+    let sim = spawn(SimConfig {
+        reasoning_tokens: 1,
+        ..small_timed()
+    })
+    .unwrap();
+    let r = post(
+        sim.addr,
+        "/v1/responses",
+        r#"{"input":"hi","max_output_tokens":3,"stream":true}"#,
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let t = r.text().replace("\r\n", "\n");
+    let events: Vec<(String, Value)> = t
+        .split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let name = e.lines().find_map(|l| l.strip_prefix("event: ")).unwrap();
+            let data = e.lines().find_map(|l| l.strip_prefix("data: ")).unwrap();
+            (name.to_string(), serde_json::from_str(data).unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "response.created",
+            "response.reasoning_text.delta",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.completed"
+        ]
+    );
+    for (n, v) in &events {
+        assert_eq!(v["type"], n.as_str());
+    }
+    assert_eq!(events[1].1["delta"], " the");
+    assert_eq!(events[2].1["delta"], " of");
+    let done = &events[4].1["response"];
+    assert_eq!(done["object"], "response");
+    assert_eq!(done["status"], "incomplete");
+    assert_eq!(done["incomplete_details"]["reason"], "max_output_tokens");
+    assert_eq!(done["usage"]["output_tokens"], 3);
+    assert_eq!(
+        done["usage"]["output_tokens_details"]["reasoning_tokens"],
+        1
+    );
+    assert!(done["usage"]["input_tokens"].as_u64().unwrap() > 0);
+    assert!(!t.contains("[DONE]"));
+    // Whole JSON: reasoning and message items, the same usage.
+    let r = post(
+        sim.addr,
+        "/v1/responses",
+        r#"{"input":[{"role":"user","content":"hi"}],"max_output_tokens":3}"#,
+        &[],
+    )
+    .await;
+    let v = r.json();
+    assert_eq!(v["object"], "response");
+    assert_eq!(v["output"][0]["type"], "reasoning");
+    assert_eq!(v["output"][1]["content"][0]["text"], " of and");
+    assert_eq!(v["usage"]["output_tokens"], 3);
+    // A request without `input` is a 400.
+    let r = post(sim.addr, "/v1/responses", r#"{"max_output_tokens":3}"#, &[]).await;
+    assert_eq!(r.status, 400);
+}
+
 #[tokio::test]
 async fn non_streaming_and_eos_and_min_tokens() {
     let sim = spawn(SimConfig {

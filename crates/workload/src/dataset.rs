@@ -2,8 +2,10 @@
 //!
 //! **JSONL** (`--dataset-name jsonl`): one JSON object per line (blank lines skipped) with a
 //! `"prompt"` or `"text"` string, or a `"messages"` array of `{"role", "content"}`; optional output
-//! length in `"max_tokens"`, `"output_len"` or `"output_tokens"`. A line may also be a bare JSON
-//! string. Errors name `file:line`.
+//! length in `"max_tokens"`, `"output_len"` or `"output_tokens"`; optional `"extra_headers"`, an
+//! object of request headers sent with that line's request only (string, number or boolean
+//! values; a name or value that is not a valid HTTP header is an error). A line may also be a
+//! bare JSON string. Errors name `file:line`.
 //!
 //! **ShareGPT** (`--dataset-name sharegpt`): a JSON array (or JSONL) of conversations
 //! `{"id", "conversations": [{"from": "human"|"gpt"|"system", "value"}]}` (`"role"`/`"content"`
@@ -182,6 +184,7 @@ pub fn load_dataset(
                 conversation_id,
                 turn: d.turn,
                 messages: d.messages.clone(),
+                extra_headers: d.extra_headers.clone(),
             }
         })
         .collect();
@@ -206,6 +209,7 @@ struct Draft {
     conversation_id: Option<String>,
     turn: Option<u32>,
     reply: Reply,
+    extra_headers: Vec<(String, String)>,
 }
 
 fn join_contents(msgs: &[ChatMessage]) -> String {
@@ -302,6 +306,10 @@ fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, Workload
             _ => return Err(err("expected a JSON object or string".into())),
         };
         check_prompt_bytes(&text).map_err(err)?;
+        let extra_headers = match v.get("extra_headers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(h) => parse_extra_headers(h).map_err(err)?,
+        };
         out.push(Draft {
             line: Some(line_no),
             label: String::new(),
@@ -310,7 +318,43 @@ fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, Workload
             conversation_id: None,
             turn: None,
             reply,
+            extra_headers,
         });
+    }
+    Ok(out)
+}
+
+/// A JSONL line's `extra_headers`: an object of header name → string, number or boolean.
+/// Errors: not an object, another value type, or a name or value HTTP does not allow (a name
+/// of token characters, a value without control characters).
+fn parse_extra_headers(v: &Value) -> Result<Vec<(String, String)>, String> {
+    let o = v
+        .as_object()
+        .ok_or_else(|| "\"extra_headers\" must be an object of header name → value".to_string())?;
+    let mut out = Vec::with_capacity(o.len());
+    for (k, v) in o {
+        let value = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => {
+                return Err(format!(
+                    "extra_headers {k:?}: value must be a string, number or boolean"
+                ))
+            }
+        };
+        let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if k.is_empty() || !k.chars().all(tchar) {
+            return Err(format!(
+                "extra_headers: {k:?} is not a valid HTTP header name"
+            ));
+        }
+        if value.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(format!(
+                "extra_headers {k:?}: the value contains a control character"
+            ));
+        }
+        out.push((k.clone(), value));
     }
     Ok(out)
 }
@@ -457,6 +501,7 @@ fn parse_sharegpt(
                 conversation_id: Some(id.clone()),
                 turn: Some(turn),
                 reply,
+                extra_headers: Vec::new(),
             });
             turn += 1;
             if limit.is_some_and(|l| out.len() >= l) {
@@ -506,6 +551,59 @@ mod tests {
         assert_eq!(ps.len(), 5);
         assert!(ps.iter().all(|p| p.max_tokens == 9));
         assert_eq!(ps[3].text, "hello world");
+    }
+
+    #[test]
+    fn jsonl_extra_headers_per_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            &d,
+            "h.jsonl",
+            "{\"prompt\": \"a\", \"extra_headers\": {\"X-Tenant\": \"t1\", \"X-data-parallel-rank\": 3, \"X-Flag\": true}}\n{\"prompt\": \"b\"}\n",
+        );
+        let ps = load_dataset(DatasetKind::Jsonl, &p, &tok(), &DatasetOptions::default()).unwrap();
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
+        };
+        assert_eq!(
+            ps[0].extra_headers,
+            pairs(&[
+                ("X-Tenant", "t1"),
+                ("X-data-parallel-rank", "3"),
+                ("X-Flag", "true")
+            ])
+        );
+        assert!(ps[1].extra_headers.is_empty());
+        for (body, why) in [
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": [1]}",
+                "must be an object",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"bad name\": \"v\"}}",
+                "not a valid HTTP header name",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"X\": \"a\\r\\nb\"}}",
+                "control character",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"X\": {}}}",
+                "string, number or boolean",
+            ),
+        ] {
+            let p = write(
+                &d,
+                "bad.jsonl",
+                &format!("{{\"prompt\": \"ok\"}}\n{body}\n"),
+            );
+            let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &DatasetOptions::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("bad.jsonl:2") && e.contains(why), "{e}");
+        }
     }
 
     #[test]

@@ -34,6 +34,10 @@ pub struct Prompt {
     /// The chat form (history plus the current user message), when the source had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<ChatMessage>>,
+    /// Request headers of this prompt alone (a JSONL line's `extra_headers` object), as
+    /// (name, value) pairs in the line's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_headers: Vec<(String, String)>,
 }
 
 impl Prompt {
@@ -46,6 +50,7 @@ impl Prompt {
             conversation_id: None,
             turn: None,
             messages: None,
+            extra_headers: Vec::new(),
         }
     }
 }

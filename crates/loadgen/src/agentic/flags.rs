@@ -199,6 +199,10 @@ impl ReplayFlags {
             model: self.target.model(),
             api_key: self.target.api_key.clone(),
             headers,
+            header_templates: self.target.parsed_header_templates()?,
+            allow_empty_content: self.target.allow_empty_content,
+            proxy: self.target.proxy_env().http_proxy,
+            no_proxy_hosts: self.target.proxy_env().no_proxy,
             extra_body,
             max_tokens_field: self.target.max_tokens_field,
             idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
@@ -407,6 +411,16 @@ impl ReplayFlags {
             );
         }
         let model = prepared.opts.model.clone();
+        let allow_empty_content = prepared.opts.allow_empty_content;
+        let endpoint = prepared.opts.endpoint.clone().unwrap_or_default();
+        let proxy = inferbench_client::proxy::used_for(
+            &inferbench_client::join_url(&prepared.opts.base_url, &endpoint),
+            prepared.opts.proxy.as_deref(),
+            prepared.opts.no_proxy_hosts.as_deref(),
+        );
+        let header_templates: Vec<String> = (prepared.opts.header_templates.iter())
+            .map(|t| format!("{}: {}", t.name, t.value))
+            .collect();
         let unsafe_run = self.benchmark_duration < MIN_VALID_DURATION_S;
         let mut power_notes = Vec::new();
         self.power.check(self.result_dir.is_some())?;
@@ -426,6 +440,14 @@ impl ReplayFlags {
         };
         let out = run_replay(prepared.opts, prepared.traces, prepared.prompter, cancel).await?;
         let mut summary = replay_summary(&out, &model, self.concurrency, !unsafe_run);
+        summary.inferbench.allow_empty_content = allow_empty_content;
+        if let Some(p) = &proxy {
+            eprintln!(
+                "inferbench: the requests went through the HTTP proxy {p} (--no-proxy: direct)"
+            );
+        }
+        summary.inferbench.proxy = proxy;
+        summary.inferbench.header_templates = header_templates;
         if let Some(p) = power {
             summary.inferbench.power = Some(p.finish(&summary, None).await);
         }

@@ -50,6 +50,16 @@ pub struct ReplayOptions {
     pub api_key: Option<String>,
     /// Extra request headers.
     pub headers: Vec<(String, String)>,
+    /// `--header-template` / `--dp-rank-roundrobin`: headers rendered per request from its
+    /// send index.
+    pub header_templates: Vec<inferbench_client::HeaderTemplate>,
+    /// `--allow-empty-content`: the first content field ends TTFT even when empty.
+    pub allow_empty_content: bool,
+    /// HTTP proxy URL for the requests (`http_proxy` / `HTTP_PROXY`; `None` with
+    /// `--no-proxy`); loopback targets and `no_proxy_hosts` are never proxied.
+    pub proxy: Option<String>,
+    /// `no_proxy` / `NO_PROXY`: hosts never proxied.
+    pub no_proxy_hosts: Option<String>,
     /// Extra body keys (`--extra-body`), merged last.
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// Output-length field(s) (`--max-tokens-field`; default `max_completion_tokens`, as
@@ -88,6 +98,10 @@ impl Default for ReplayOptions {
             model: String::new(),
             api_key: None,
             headers: Vec::new(),
+            header_templates: Vec::new(),
+            allow_empty_content: false,
+            proxy: None,
+            no_proxy_hosts: None,
             extra_body: None,
             max_tokens_field: None,
             idle_timeout: Duration::from_secs(600),
@@ -365,6 +379,10 @@ fn replay_client(opts: &ReplayOptions, clock: RunClock) -> anyhow::Result<Client
             model: opts.model.clone(),
             api_key: opts.api_key.clone(),
             headers: opts.headers.clone(),
+            header_templates: opts.header_templates.clone(),
+            allow_empty_content: opts.allow_empty_content,
+            proxy: opts.proxy.clone(),
+            no_proxy: opts.no_proxy_hosts.clone(),
             extra_body: opts.extra_body.clone(),
             ignore_eos: true,
             max_tokens_field: Some(
@@ -692,6 +710,7 @@ fn spawn_request(
         turn: Some(d.turn),
         // The id the AIPerf export names this conversation by (one per play and stream).
         correlation_id: Some(super::aiperf::correlation_id_of(d.play, &stream.id)),
+        headers: Vec::new(),
     };
     let agentic = AgenticRef {
         lane: d.lane,

@@ -1,0 +1,520 @@
+//! The interpretation of OpenAI Responses API streams (`POST /v1/responses`, `--backend
+//! openai-responses`), beside the completions/chat interpretation of [`crate::openai`]: the
+//! same [`Interpreter`], the same token rules, other event shapes.
+//!
+//! Each SSE event's data is a JSON object whose `type` names it (the SSE `event:` line too; the
+//! data's `type` wins). What carries tokens: non-empty `delta` text of
+//! `response.output_text.delta` (content), `response.refusal.delta` (refusal),
+//! `response.reasoning_text.delta`, `response.reasoning.delta` and
+//! `response.reasoning_summary_text.delta` (reasoning), and a non-empty `delta` of
+//! `response.function_call_arguments.delta` / `response.custom_tool_call_input.delta`
+//! (tool). Every other event (`response.created`, `response.output_text.done` with the
+//! whole text, …) carries none.
+//!
+//! The terminal signal is `response.completed`: its `response.usage` (`input_tokens`,
+//! `output_tokens`, `input_tokens_details.cached_tokens`) gives the token counts as chat's usage
+//! chunk does; `finish_reason` is `length` when its `incomplete_details.reason` is
+//! `max_output_tokens`, else `stop`. A `response.incomplete` for `max_output_tokens` is the same
+//! answer cut at the requested length (OpenAI sends it when `max_output_tokens` is reached;
+//! chat's `finish_reason: length`) and completes too; for any other reason it is a failure
+//! (`stream_error`, with the reason), as are `response.failed` (with `response.error`'s code
+//! and message) and an `error` event. A stream that ends without one of them was cut short
+//! (`stream_error`, [`crate::openai::INCOMPLETE_STREAM`]); `[DONE]` is not a Responses
+//! terminal. A whole (non-streamed) `response` object is read as one event.
+
+use inferbench_core::{ErrorClass, RequestRecord};
+use serde_json::Value;
+
+use crate::lenient::{self, TextKind, TextWire};
+use crate::openai::{excerpt, Here, Interpreter};
+
+/// Handles one event's `data` (SSE event name `event`, possibly empty) that arrived at `t_ns`.
+pub(crate) fn on_data(
+    it: &mut Interpreter,
+    event: &[u8],
+    data: &[u8],
+    t_ns: u64,
+    rec: &mut RequestRecord,
+) {
+    if data == b"[DONE]" {
+        return;
+    }
+    let (v, relaxed) = match serde_json::from_slice::<Value>(data) {
+        Ok(v) => (v, false),
+        Err(err) => {
+            match std::str::from_utf8(data)
+                .ok()
+                .and_then(lenient::parse_relaxed)
+            {
+                Some(v) => (v, true),
+                None => {
+                    it.fail(
+                        ErrorClass::Malformed,
+                        format!(
+                            "undecodable JSON in event data ({err}): {}",
+                            String::from_utf8_lossy(excerpt(data))
+                        ),
+                    );
+                    return;
+                }
+            }
+        }
+    };
+    let kind = v
+        .get("type")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| String::from_utf8_lossy(event).into_owned());
+    // A whole response object (non-streamed), or one without a `type`.
+    if kind.is_empty() || kind == "response" {
+        if v.get("object").and_then(Value::as_str) == Some("response") {
+            return whole_response(it, &v, relaxed, t_ns, rec);
+        }
+        if v.get("error").is_some_and(|e| !e.is_null()) {
+            return it.fail(
+                ErrorClass::StreamError,
+                format!("error object: {}", cut(&v["error"].to_string())),
+            );
+        }
+        return;
+    }
+    let delta_kind = match kind.as_str() {
+        "response.output_text.delta" => Some(TextKind::Content),
+        "response.refusal.delta" => Some(TextKind::Refusal),
+        "response.reasoning_text.delta"
+        | "response.reasoning.delta"
+        | "response.reasoning_summary_text.delta" => Some(TextKind::Reasoning),
+        _ => None,
+    };
+    if let Some(k) = delta_kind {
+        let text = v.get("delta").and_then(Value::as_str);
+        let mut here = Here::default();
+        if let Some(t) = text {
+            it.take_text(&TextWire::Str(t.into()), k, relaxed, rec, &mut here);
+        }
+        if here.content || here.refusal || here.reasoning {
+            it.token_chunk(&here, None, t_ns, rec);
+        } else if k == TextKind::Content && text.is_some() {
+            it.empty_content(t_ns, rec);
+        }
+        return;
+    }
+    match kind.as_str() {
+        "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+            let non_empty = v
+                .get("delta")
+                .is_some_and(|d| d.as_str().map_or(!d.is_null(), |s| !s.is_empty()));
+            if non_empty {
+                let here = Here {
+                    tool: true,
+                    ..Here::default()
+                };
+                it.token_chunk(&here, None, t_ns, rec);
+            }
+        }
+        "response.completed" | "response.incomplete" => {
+            let resp = v.get("response").unwrap_or(&Value::Null);
+            let reason = resp
+                .pointer("/incomplete_details/reason")
+                .and_then(Value::as_str);
+            if kind == "response.incomplete" && reason != Some("max_output_tokens") {
+                return it.fail(
+                    ErrorClass::StreamError,
+                    format!(
+                        "response.incomplete: {}",
+                        reason.unwrap_or("no reason given")
+                    ),
+                );
+            }
+            finish(it, resp, reason, t_ns, rec);
+        }
+        "response.failed" => {
+            let err = v.pointer("/response/error").unwrap_or(&Value::Null);
+            it.fail(
+                ErrorClass::StreamError,
+                format!("response.failed: {}", describe_error(err)),
+            );
+        }
+        "error" => it.fail(
+            ErrorClass::StreamError,
+            format!("error event: {}", describe_error(&v)),
+        ),
+        _ => {}
+    }
+}
+
+/// The terminal event: usage, finish reason, the end of the stream at `t_ns`.
+fn finish(
+    it: &mut Interpreter,
+    resp: &Value,
+    reason: Option<&str>,
+    t_ns: u64,
+    rec: &mut RequestRecord,
+) {
+    if let Some(u) = resp.get("usage") {
+        let count = |p: &str| u.pointer(p).and_then(lenient_count);
+        it.set_usage(
+            count("/input_tokens"),
+            count("/output_tokens"),
+            count("/input_tokens_details/cached_tokens"),
+            rec,
+        );
+    }
+    rec.finish_reason = Some(
+        if reason == Some("max_output_tokens") {
+            "length"
+        } else {
+            "stop"
+        }
+        .to_string(),
+    );
+    it.responses_completed = true;
+    it.done = true;
+    it.done_ns = Some(t_ns);
+}
+
+/// A non-streamed `response` object: its output texts as one chunk each channel at `t_ns`.
+fn whole_response(
+    it: &mut Interpreter,
+    v: &Value,
+    relaxed: bool,
+    t_ns: u64,
+    rec: &mut RequestRecord,
+) {
+    let status = v
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("completed");
+    if status == "failed" {
+        let err = v.get("error").unwrap_or(&Value::Null);
+        return it.fail(
+            ErrorClass::StreamError,
+            format!("response.failed: {}", describe_error(err)),
+        );
+    }
+    let mut here = Here::default();
+    for item in v
+        .get("output")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let item_kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+        if item_kind == "function_call" || item_kind == "custom_tool_call" {
+            here.tool = true;
+            continue;
+        }
+        let parts = item.get("content").and_then(Value::as_array);
+        let summary = item.get("summary").and_then(Value::as_array);
+        for part in parts.into_iter().chain(summary).flatten() {
+            let part_kind = part.get("type").and_then(Value::as_str).unwrap_or("");
+            let k = match (item_kind, part_kind) {
+                (_, "refusal") => TextKind::Refusal,
+                ("reasoning", _) | (_, "reasoning_text") | (_, "summary_text") => {
+                    TextKind::Reasoning
+                }
+                _ => TextKind::Content,
+            };
+            let text = part
+                .get("text")
+                .or_else(|| part.get("refusal"))
+                .and_then(Value::as_str);
+            if let Some(t) = text {
+                it.take_text(&TextWire::Str(t.into()), k, relaxed, rec, &mut here);
+            }
+        }
+    }
+    if here.content || here.refusal || here.reasoning || here.tool {
+        it.token_chunk(&here, None, t_ns, rec);
+    }
+    let reason = v
+        .pointer("/incomplete_details/reason")
+        .and_then(Value::as_str);
+    finish(it, v, reason, t_ns, rec);
+}
+
+/// A token count as [`lenient::LCount`] reads one: a non-negative integer or integral float.
+fn lenient_count(v: &Value) -> Option<u64> {
+    v.as_u64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
+            .map(|f| f as u64)
+    })
+}
+
+/// `code: message` of an error object (either may be missing), else its JSON.
+fn describe_error(e: &Value) -> String {
+    let code = e.get("code").filter(|c| !c.is_null()).map(|c| match c {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    let msg = e.get("message").and_then(Value::as_str);
+    let s = match (code, msg) {
+        (Some(c), Some(m)) => format!("{c}: {m}"),
+        (None, Some(m)) => m.to_string(),
+        (Some(c), None) => c,
+        (None, None) if e.is_null() => "no error details".to_string(),
+        (None, None) => e.to_string(),
+    };
+    cut(&s)
+}
+
+/// At most 512 characters.
+fn cut(s: &str) -> String {
+    s.chars().take(512).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openai::Backend;
+    use crate::sse::SseEvent;
+    use inferbench_core::{Channel, TokenSource};
+
+    /// Feeds `(event name, data, t_ns)` to an interpreter of `backend`.
+    fn run(backend: Backend, empty: bool, events: &[(&str, &str, u64)]) -> RequestRecord {
+        let mut it = Interpreter::for_backend(backend, empty);
+        let mut rec = RequestRecord::default();
+        for (name, data, t) in events {
+            let ev = SseEvent {
+                event: name.as_bytes(),
+                data: data.as_bytes(),
+            };
+            it.on_event(ev, *t, &mut rec);
+        }
+        let complete = it.complete();
+        it.finish(&mut rec, None);
+        rec.success = complete;
+        rec
+    }
+
+    fn delta(kind: &str, text: &str) -> String {
+        format!(
+            r#"{{"type":"{kind}","item_id":"msg_1","output_index":0,"content_index":0,"delta":{}}}"#,
+            serde_json::to_string(text).unwrap()
+        )
+    }
+
+    const COMPLETED: &str = r#"{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","usage":{"input_tokens":7,"input_tokens_details":{"cached_tokens":3},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":11}}}"#;
+
+    #[test]
+    fn responses_stream_equals_the_same_answer_over_chat() {
+        let created = r#"{"type":"response.created","response":{"id":"resp_1","object":"response","status":"in_progress"}}"#;
+        let r1 = delta("response.reasoning_text.delta", "think");
+        let c1 = delta("response.output_text.delta", "Hel");
+        let c2 = delta("response.output_text.delta", "lo");
+        let c3 = delta("response.output_text.delta", "!");
+        let done_text = r#"{"type":"response.output_text.done","text":"Hello!"}"#;
+        let resp = run(
+            Backend::OpenAiResponses,
+            false,
+            &[
+                ("response.created", created, 5),
+                ("response.reasoning_text.delta", &r1, 10),
+                ("response.output_text.delta", &c1, 20),
+                ("response.output_text.delta", &c2, 30),
+                ("response.output_text.delta", &c3, 40),
+                ("response.output_text.done", done_text, 41),
+                ("response.completed", COMPLETED, 50),
+            ],
+        );
+        let chat = run(
+            Backend::OpenAiChat,
+            false,
+            &[
+                (
+                    "",
+                    r#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#,
+                    5,
+                ),
+                (
+                    "",
+                    r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#,
+                    10,
+                ),
+                ("", r#"{"choices":[{"delta":{"content":"Hel"}}]}"#, 20),
+                ("", r#"{"choices":[{"delta":{"content":"lo"}}]}"#, 30),
+                (
+                    "",
+                    r#"{"choices":[{"delta":{"content":"!"},"finish_reason":"stop"}]}"#,
+                    40,
+                ),
+                (
+                    "",
+                    r#"{"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":3}}}"#,
+                    45,
+                ),
+                ("", "[DONE]", 50),
+            ],
+        );
+        assert!(resp.success && chat.success);
+        assert_eq!(resp.output_text, "Hello!");
+        assert_eq!(resp.output_text, chat.output_text);
+        assert_eq!(resp.first_token_ns, Some(10));
+        assert_eq!(resp.first_output_token_ns, Some(20));
+        assert_eq!(resp.last_token_ns, Some(40));
+        assert_eq!(resp.chunks, chat.chunks);
+        assert_eq!(
+            resp.chunks.iter().map(|c| c.channel).collect::<Vec<_>>(),
+            [
+                Channel::Reasoning,
+                Channel::Content,
+                Channel::Content,
+                Channel::Content
+            ]
+        );
+        assert_eq!((resp.prompt_tokens, resp.completion_tokens), (7, 4));
+        assert_eq!((chat.prompt_tokens, chat.completion_tokens), (7, 4));
+        assert_eq!(resp.cached_tokens, Some(3));
+        assert_eq!(resp.completion_tokens_source, TokenSource::Server);
+        assert_eq!(resp.finish_reason.as_deref(), Some("stop"));
+    }
+
+    #[test]
+    fn only_response_completed_completes() {
+        let c1 = delta("response.output_text.delta", "a");
+        // Cut short: no terminal event; `[DONE]` is not one for Responses.
+        let cut_short = run(
+            Backend::OpenAiResponses,
+            false,
+            &[("", &c1, 10), ("", "[DONE]", 20)],
+        );
+        assert!(!cut_short.success);
+        assert_eq!(cut_short.completion_tokens, 1);
+        // Capped at max_output_tokens: complete, finish `length`.
+        let inc = r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"usage":{"input_tokens":2,"output_tokens":1}}}"#;
+        let capped = run(
+            Backend::OpenAiResponses,
+            false,
+            &[("", &c1, 10), ("", inc, 20)],
+        );
+        assert!(capped.success);
+        assert_eq!(capped.finish_reason.as_deref(), Some("length"));
+        assert_eq!(capped.completion_tokens, 1);
+    }
+
+    #[test]
+    fn failed_incomplete_and_error_events_fail_with_their_cause() {
+        let c1 = delta("response.output_text.delta", "a");
+        let cases = [
+            (
+                r#"{"type":"response.failed","response":{"status":"failed","error":{"code":"server_error","message":"boom"}}}"#,
+                "response.failed: server_error: boom",
+            ),
+            (
+                r#"{"type":"response.incomplete","response":{"status":"incomplete","incomplete_details":{"reason":"content_filter"}}}"#,
+                "response.incomplete: content_filter",
+            ),
+            (
+                r#"{"type":"error","code":"rate_limit_exceeded","message":"slow down","param":null}"#,
+                "error event: rate_limit_exceeded: slow down",
+            ),
+        ];
+        for (ev, want) in cases {
+            let mut it = Interpreter::for_backend(Backend::OpenAiResponses, false);
+            let mut rec = RequestRecord::default();
+            on_data(&mut it, b"", c1.as_bytes(), 10, &mut rec);
+            on_data(&mut it, b"", ev.as_bytes(), 20, &mut rec);
+            let (class, msg) = it.failure.clone().unwrap();
+            assert_eq!(class, ErrorClass::StreamError);
+            assert_eq!(msg, want);
+            assert!(!it.complete());
+        }
+        let mut it = Interpreter::for_backend(Backend::OpenAiResponses, false);
+        let mut rec = RequestRecord::default();
+        on_data(&mut it, b"", b"{\"type\":", 10, &mut rec);
+        assert_eq!(it.failure.unwrap().0, ErrorClass::Malformed);
+    }
+
+    #[test]
+    fn tool_refusal_and_empty_deltas() {
+        let tool = delta("response.function_call_arguments.delta", "{\"a\":");
+        let refusal = delta("response.refusal.delta", "no");
+        let empty = delta("response.output_text.delta", "");
+        let rec = run(
+            Backend::OpenAiResponses,
+            false,
+            &[
+                ("", &empty, 5),
+                ("", &tool, 10),
+                ("", &refusal, 20),
+                ("", COMPLETED, 30),
+            ],
+        );
+        assert_eq!(
+            rec.chunks
+                .iter()
+                .map(|c| (c.t_ns, c.channel))
+                .collect::<Vec<_>>(),
+            [(10, Channel::Tool), (20, Channel::Refusal)]
+        );
+        assert_eq!(rec.first_token_ns, Some(10));
+        assert_eq!(rec.first_output_token_ns, Some(20));
+        assert_eq!(rec.output_text, "");
+        // --allow-empty-content: the empty delta ends TTFT and TTFO, adds no chunk.
+        let rec = run(
+            Backend::OpenAiResponses,
+            true,
+            &[("", &empty, 5), ("", &tool, 10), ("", COMPLETED, 30)],
+        );
+        assert_eq!(rec.first_token_ns, Some(5));
+        assert_eq!(rec.first_output_token_ns, Some(5));
+        assert_eq!(rec.chunks.len(), 1);
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes, and Responses-shaped events with random values in every text and
+        /// count field, never panic the interpreter.
+        #[test]
+        fn responses_interpreter_never_panics(
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+            v in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::prelude::Just("\"".to_string()),
+                    proptest::prelude::Just(r"\ud83d".to_string()),
+                    proptest::prelude::Just(r"\ude00".to_string()),
+                    proptest::prelude::Just("[".to_string()),
+                    proptest::prelude::Just("{".to_string()),
+                    proptest::prelude::Just("}".to_string()),
+                    proptest::prelude::Just(":".to_string()),
+                    proptest::prelude::Just("null".to_string()),
+                    proptest::prelude::Just("1e400".to_string()),
+                    proptest::prelude::Just("-1".to_string()),
+                    proptest::prelude::Just("NaN".to_string()),
+                    "[a-z]{1,3}",
+                ],
+                0..30,
+            ),
+        ) {
+            let v = v.concat();
+            let mut it = Interpreter::for_backend(Backend::OpenAiResponses, true);
+            let mut rec = RequestRecord::default();
+            it.on_json(&raw, 1, &mut rec);
+            for kind in ["response.output_text.delta", "response.completed", "response.failed", "error"] {
+                let shaped = format!(
+                    r#"{{"type":"{kind}","delta":{v},"response":{{"usage":{{"output_tokens":{v}}},"error":{v},"incomplete_details":{v}}},"output":{v}}}"#
+                );
+                on_data(&mut it, kind.as_bytes(), shaped.as_bytes(), 2, &mut rec);
+            }
+            let whole = format!(r#"{{"object":"response","output":[{{"type":{v},"content":[{{"text":{v}}}]}}],"usage":{v}}}"#);
+            let mut it2 = Interpreter::for_backend(Backend::OpenAiResponses, false);
+            it2.on_json(whole.as_bytes(), 3, &mut rec);
+            it.finish(&mut rec, Some(&|s: &str| s.len()));
+            it2.finish(&mut rec, None);
+        }
+    }
+
+    #[test]
+    fn whole_response_object_is_one_chunk() {
+        let body = r#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"reasoning","content":[{"type":"reasoning_text","text":"hm"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hi there"}]}],"usage":{"input_tokens":3,"output_tokens":5}}"#;
+        let mut it = Interpreter::for_backend(Backend::OpenAiResponses, false);
+        let mut rec = RequestRecord::default();
+        it.on_json(body.as_bytes(), 77, &mut rec);
+        assert!(it.complete());
+        it.finish(&mut rec, None);
+        assert_eq!(rec.output_text, "Hi there");
+        assert_eq!(rec.first_token_ns, Some(77));
+        assert_eq!(rec.chunks.len(), 1);
+        assert_eq!((rec.prompt_tokens, rec.completion_tokens), (3, 5));
+    }
+}

@@ -1,0 +1,429 @@
+//! Issue 41 (client features of InferenceX's newest recipes), end to end through `run_bench` and
+//! the real client over HTTP: the Responses backend against `sim` (the same answer as over chat
+//! completions), per-request headers counted by a server that reads every request head,
+//! empty-content TTFT and the multi-token-chunk verdict against scripted streams.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use inferbench_client::Backend;
+use inferbench_core::{Channel, Phase, RequestRecord};
+use inferbench_loadgen::{
+    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn prepared(n: usize, max_tokens: u32) -> Arc<PreparedPrompts> {
+    Arc::new(PreparedPrompts {
+        prompts: (0..n)
+            .map(|i| BenchPrompt {
+                text: format!("prompt number {i}"),
+                messages: None,
+                prompt_tokens: 3,
+                max_tokens: Some(max_tokens),
+                conversation_id: None,
+                turn: None,
+                headers: Vec::new(),
+            })
+            .collect(),
+        tokenizer_id: "test".into(),
+        counter: None,
+    })
+}
+
+fn opts(base_url: String, n: usize, warmups: u64, max_tokens: u32) -> BenchOptions {
+    BenchOptions {
+        base_url,
+        model: "m".into(),
+        progress: ProgressMode::Off,
+        num_prompts: Some(n as u64),
+        num_warmups: Some(warmups),
+        max_concurrency: Some(1),
+        // Full records (chunks and text kept), no side requests to the test servers.
+        save_detailed: true,
+        server_metrics: false,
+        prepared: Some(prepared(n, max_tokens)),
+        ..Default::default()
+    }
+}
+
+fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
+    let mut v: Vec<_> = recs.iter().filter(|r| r.phase == Phase::Profile).collect();
+    v.sort_by_key(|r| r.request_id);
+    v
+}
+
+/// The Responses backend against `sim`'s `/v1/responses`: every request succeeds, and its
+/// text, token counts (server usage), chunks and channels equal the same answer over chat
+/// completions (TTFT on explicit times: `responses::tests` in the client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_backend_gets_the_same_answer_as_chat_from_sim() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        reasoning_tokens: 2,
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let mut by_backend = Vec::new();
+    for backend in [Backend::OpenAiChat, Backend::OpenAiResponses] {
+        let o = BenchOptions {
+            backend,
+            ..opts(sim.base_url(), 3, 0, 6)
+        };
+        let out = run_bench(o, CancellationToken::new()).await.unwrap();
+        assert_eq!(out.exit_code, 0, "{backend:?}: {:?}", out.notes);
+        let recs: Vec<RequestRecord> = profile(&out.records).into_iter().cloned().collect();
+        assert_eq!(recs.len(), 3);
+        for r in &recs {
+            assert!(r.success, "{backend:?}: {:?}", r.error);
+            assert!(r.anomalies.is_empty(), "{backend:?}: {:?}", r.anomalies);
+        }
+        by_backend.push((recs, out.summary.backend.clone()));
+    }
+    let (chat, resp) = (&by_backend[0].0, &by_backend[1].0);
+    assert_eq!(by_backend[1].1, "openai-responses");
+    for (c, r) in chat.iter().zip(resp) {
+        assert_eq!(r.output_text, c.output_text);
+        assert!(!r.output_text.is_empty());
+        assert_eq!(
+            (r.prompt_tokens, r.completion_tokens),
+            (c.prompt_tokens, c.completion_tokens)
+        );
+        assert_eq!(r.completion_tokens, 6);
+        assert_eq!(r.finish_reason.as_deref(), Some("length"));
+        let channels = |x: &RequestRecord| x.chunks.iter().map(|k| k.channel).collect::<Vec<_>>();
+        assert_eq!(channels(r), channels(c));
+        assert_eq!(
+            channels(r)[..3],
+            [Channel::Reasoning, Channel::Reasoning, Channel::Content]
+        );
+        assert_eq!(r.chunks.len(), 6);
+        assert_eq!(r.cached_tokens, c.cached_tokens);
+    }
+}
+
+/// What a [`spawn_capture`] server saw: every request head, lower-cased, in arrival order.
+type Heads = Arc<Mutex<Vec<String>>>;
+
+/// A server that records each request head and answers it with `body` (an SSE stream written
+/// as `(pause before, bytes)` pieces, chunked); keep-alive.
+async fn spawn_capture(body: Vec<(Duration, String)>) -> (String, Heads) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let heads: Heads = Arc::default();
+    let seen = heads.clone();
+    let body = Arc::new(body);
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            let (seen, body) = (seen.clone(), body.clone());
+            tokio::spawn(async move {
+                let _ = serve(sock, &seen, &body).await;
+            });
+        }
+    });
+    (format!("http://{addr}"), heads)
+}
+
+async fn serve(mut s: TcpStream, seen: &Heads, body: &[(Duration, String)]) -> std::io::Result<()> {
+    s.set_nodelay(true)?;
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    loop {
+        let end = loop {
+            if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break p + 4;
+            }
+            let n = s.read(&mut tmp).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&tmp[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        while buf.len() < end + len {
+            let n = s.read(&mut tmp).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&tmp[..n]);
+        }
+        buf.drain(..end + len);
+        if head.starts_with("post ") {
+            seen.lock().unwrap().push(head);
+        }
+        s.write_all(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n",
+        )
+        .await?;
+        for (pause, piece) in body {
+            if !pause.is_zero() {
+                tokio::time::sleep(*pause).await;
+            }
+            s.write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes())
+                .await?;
+        }
+        s.write_all(b"0\r\n\r\n").await?;
+    }
+}
+
+fn chat_stream(pieces: &[&str], usage: u32) -> Vec<(Duration, String)> {
+    let mut v: Vec<(Duration, String)> = pieces
+        .iter()
+        .map(|p| {
+            let ev = serde_json::json!({"choices": [{"index": 0, "text": p}]});
+            (Duration::ZERO, format!("data: {ev}\n\n"))
+        })
+        .collect();
+    v.push((
+        Duration::ZERO,
+        format!(
+            "data: {{\"choices\":[{{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}}],\"usage\":{{\"prompt_tokens\":3,\"completion_tokens\":{usage}}}}}\n\ndata: [DONE]\n\n"
+        ),
+    ));
+    v
+}
+
+/// The values of header `name` over the captured heads, counted.
+fn counted(heads: &Heads, name: &str) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for h in heads.lock().unwrap().iter() {
+        for l in h.lines() {
+            if let Some(v) = l.strip_prefix(&format!("{name}:")) {
+                *m.entry(v.trim().to_string()).or_default() += 1;
+            }
+        }
+    }
+    m
+}
+
+/// `--dp-rank-roundrobin 3` and `--header-template 'X-Req: r{i}'` over 2 warmups and 7
+/// profile requests: the server saw `X-data-parallel-rank` 0, 1, 2 three times each and
+/// `X-Req` r0..r8 in send order (warmups counted from 0); each prompt's own header went with
+/// it; the summary records the templates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn header_templates_and_dp_rank_arrive_per_request() {
+    let (url, heads) = spawn_capture(chat_stream(&["a", "b"], 2)).await;
+    let mut o = opts(url, 7, 2, 2);
+    o.header_templates = vec![
+        inferbench_client::HeaderTemplate::parse("X-Req: r{i}").unwrap(),
+        inferbench_client::HeaderTemplate::dp_rank(3),
+    ];
+    let mut p = (**o.prepared.as_ref().unwrap()).clone();
+    for (k, prompt) in p.prompts.iter_mut().enumerate() {
+        prompt.headers = vec![("X-Prompt".into(), k.to_string())];
+    }
+    o.prepared = Some(Arc::new(p));
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(profile(&out.records).len(), 7);
+    let ranks = counted(&heads, "x-data-parallel-rank");
+    assert_eq!(
+        ranks,
+        BTreeMap::from([("0".into(), 3), ("1".into(), 3), ("2".into(), 3)])
+    );
+    let reqs: Vec<String> = heads
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            h.lines()
+                .find_map(|l| l.strip_prefix("x-req:"))
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(reqs, (0..9).map(|i| format!("r{i}")).collect::<Vec<_>>());
+    let prompts = counted(&heads, "x-prompt");
+    assert_eq!(prompts.values().sum::<usize>(), 9);
+    for k in 0..7 {
+        assert!(prompts.contains_key(&k.to_string()), "{prompts:?}");
+    }
+    assert_eq!(
+        out.summary.inferbench.header_templates,
+        ["X-Req: r{i}", "X-data-parallel-rank: {i%3}"]
+    );
+}
+
+/// `--allow-empty-content` against a stream whose first chunk has empty text and whose first
+/// text comes 300 ms later: TTFT ends at the empty chunk's arrival (with the response head, so
+/// within 300 ms of the first byte) and no chunk is added; without the flag TTFT ends at the
+/// first text. The summary records the setting only when on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_empty_content_ends_ttft_at_the_empty_chunk() {
+    let mut body = vec![(
+        Duration::ZERO,
+        "data: {\"choices\":[{\"index\":0,\"text\":\"\"}]}\n\n".to_string(),
+    )];
+    let mut rest = chat_stream(&["a", "b"], 2);
+    rest[0].0 = Duration::from_millis(300);
+    body.extend(rest);
+    let (url, _) = spawn_capture(body).await;
+    for allow in [true, false] {
+        let mut o = opts(url.clone(), 1, 0, 2);
+        o.allow_empty_content = allow;
+        let out = run_bench(o, CancellationToken::new()).await.unwrap();
+        assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+        let r = profile(&out.records)[0].clone();
+        assert!(r.success, "{:?}", r.error);
+        assert_eq!(r.chunks.len(), 2);
+        assert_eq!(r.completion_tokens, 2);
+        let first_text = r.chunks[0].t_ns;
+        let ttft_end = r.first_token_ns.unwrap();
+        if allow {
+            assert!(ttft_end - r.first_byte_ns.unwrap() < 250_000_000, "{r:?}");
+            assert!(first_text - ttft_end >= 250_000_000, "{r:?}");
+            assert_eq!(r.first_output_token_ns, Some(ttft_end));
+        } else {
+            assert_eq!(ttft_end, first_text);
+        }
+        assert_eq!(out.summary.inferbench.allow_empty_content, allow);
+        let json = serde_json::to_value(&out.summary).unwrap();
+        assert_eq!(
+            json["inferbench"].get("allow_empty_content").is_some(),
+            allow
+        );
+    }
+}
+
+/// A stream interval of 20 tokens (TRT-LLM `stream_interval: 20`): 3 chunks of 20 tokens each
+/// (usage 60). The summary's verdict says the chunks carry 20 tokens (p50 and p99) and that ITL
+/// is a chunk gap; the console titles ITL/TPOT as chunk gaps and says why. One token per chunk
+/// gives no verdict and the usual titles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_token_chunks_get_a_verdict_and_chunk_gap_labels() {
+    let twenty = "w ".repeat(20);
+    let (url, _) = spawn_capture(chat_stream(&[&twenty, &twenty, &twenty], 60)).await;
+    let out = run_bench(opts(url, 4, 0, 60), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let v = out.summary.inferbench.multi_token_chunks.clone().unwrap();
+    assert_eq!(
+        (
+            v.tokens_per_chunk_p50,
+            v.tokens_per_chunk_p99,
+            v.itl_is.as_str()
+        ),
+        (20.0, 20.0, "chunk_gap")
+    );
+    let json = serde_json::to_value(&out.summary).unwrap();
+    assert_eq!(
+        json["inferbench"]["multi_token_chunks"]["itl_is"],
+        "chunk_gap"
+    );
+    let report = inferbench_loadgen::output::render_report(&out.summary);
+    assert!(
+        report.contains("Inter-chunk Latency (multi-token chunks)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("TPOT (chunk gaps / tokens per chunk)"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "Tokens per chunk (p50 / p99):           20.0 / 20.0: ITL and TPOT are gaps between multi-token chunks, not per-token"
+        ),
+        "{report}"
+    );
+
+    let (url, _) = spawn_capture(chat_stream(&["a", "b", "c"], 3)).await;
+    let out = run_bench(opts(url, 4, 0, 3), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.summary.inferbench.multi_token_chunks, None);
+    let json = serde_json::to_value(&out.summary).unwrap();
+    assert!(json["inferbench"].get("multi_token_chunks").is_none());
+    let report = inferbench_loadgen::output::render_report(&out.summary);
+    assert!(report.contains("Inter-token Latency"), "{report}");
+    assert!(!report.contains("Tokens per chunk"), "{report}");
+}
+
+/// A forward proxy in the test: counts the requests it carries and their request lines, and
+/// pipes each connection to `upstream` (whatever host the absolute-form target names).
+async fn spawn_proxy(upstream: std::net::SocketAddr) -> (String, Heads) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let lines: Heads = Arc::default();
+    let seen = lines.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut server = TcpStream::connect(upstream).await.unwrap();
+                let mut buf = vec![0u8; 65536];
+                let (mut cr, mut cw) = client.split();
+                let (mut sr, mut sw) = server.split();
+                let up = async {
+                    loop {
+                        let n = cr.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 {
+                            break;
+                        }
+                        let text = String::from_utf8_lossy(&buf[..n]).to_string();
+                        for l in text.lines().filter(|l| l.starts_with("POST ")) {
+                            seen.lock().unwrap().push(l.to_string());
+                        }
+                        if sw.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                let down = tokio::io::copy(&mut sr, &mut cw);
+                tokio::select! { _ = up => {}, _ = down => {} }
+            });
+        }
+    });
+    (format!("http://{addr}"), lines)
+}
+
+/// `http_proxy` for the benchmark traffic: a target the client cannot resolve is reached
+/// through the proxy (absolute-form request lines to it, every request counted), the summary
+/// names the proxy; a loopback target is never proxied (the proxy sees nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_proxy_carries_the_requests_but_never_loopback() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let upstream: std::net::SocketAddr = sim
+        .base_url()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let (proxy, lines) = spawn_proxy(upstream).await;
+    let o = BenchOptions {
+        proxy: Some(proxy.clone()),
+        ..opts("http://bench-target.invalid:8000".into(), 3, 1, 4)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert!(profile(&out.records).iter().all(|r| r.success));
+    assert_eq!(
+        *lines.lock().unwrap(),
+        vec!["POST http://bench-target.invalid:8000/v1/completions HTTP/1.1"; 4]
+    );
+    assert_eq!(
+        out.summary.inferbench.proxy.as_deref(),
+        Some(proxy.as_str())
+    );
+    // A loopback target: direct, whatever the proxy setting.
+    lines.lock().unwrap().clear();
+    let o = BenchOptions {
+        proxy: Some(proxy.clone()),
+        ..opts(sim.base_url(), 2, 0, 4)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert!(lines.lock().unwrap().is_empty());
+    assert_eq!(out.summary.inferbench.proxy, None);
+}
