@@ -131,6 +131,7 @@ async fn probe(
         conversation_id: None,
         turn: None,
         correlation_id: None,
+        headers: Vec::new(),
     };
     let rec = client.send(&input, meta, stop).await;
     if !rec.success {

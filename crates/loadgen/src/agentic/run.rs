@@ -1030,6 +1030,7 @@ mod tests {
             conversation_id: Some("t::sa:x".into()),
             turn: Some(0),
             correlation_id: None,
+            headers: Vec::new(),
         };
         let panic = std::panic::catch_unwind(|| panic!("grid index 9 out of range")).unwrap_err();
         let rec = synthesis_failed(&client, meta, &plan, 7, panic);
