@@ -505,7 +505,7 @@ mod tests {
         assert!(!lt.met_by(Some(2.0)) && lt.met_by(Some(1.99)));
         let mut v = BTreeMap::new();
         v.insert("median_intvty".to_string(), 40.0);
-        assert!(meets_all(&[s.clone()], &v));
+        assert!(meets_all(std::slice::from_ref(&s), &v));
         assert!(!meets_all(&[s, lt], &v), "p99_ttft absent fails");
     }
 
@@ -600,7 +600,7 @@ mod tests {
             seed = seed
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            Some(((seed >> 33) % 2 == 0, ()))
+            Some(((seed >> 33).is_multiple_of(2), ()))
         })
         .unwrap();
         let mut loads: Vec<u64> = r.probes.iter().map(|p| p.load as u64).collect();
