@@ -20,7 +20,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Benchmark one OpenAI-compatible endpoint at one load point (flags follow `vllm bench serve`).
-    Bench(inferbench_loadgen::flags::BenchFlags),
+    Bench(Box<cmd::bench::BenchArgs>),
     /// Measure the client's own ceiling against a zero-latency server.
     #[command(
         after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 a request failed or the counts (usage, chunks, server) disagree; 2 bad flags or a server that cannot start."
@@ -210,7 +210,7 @@ fn main() {
     init_logging();
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
-        Command::Bench(a) => cmd::bench::run(a),
+        Command::Bench(a) => cmd::bench::run(*a),
         Command::Selftest(a) => a.run(),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Quickstart(a) => cmd::quickstart::run(a),
@@ -393,9 +393,10 @@ mod tests {
             "x.db",
         ])
         .unwrap();
-        let super::Command::Bench(flags) = cli.command else {
+        let super::Command::Bench(args) = cli.command else {
             panic!("not bench")
         };
+        let flags = args.flags;
         assert_eq!(flags.num_prompts, Some(8));
         assert_eq!(flags.set, ["hw=h100", "framework=vllm"]);
     }
