@@ -1,0 +1,342 @@
+//! The adaptive sweep's planner (issue 43, `sweep --adaptive[=TOLERANCE]`): which concurrencies
+//! of a group's curves to measure so that the group's Pareto frontier (y, e.g. tok/s/GPU,
+//! against x, e.g. interactivity) is known to within a relative tolerance. Pure: no I/O, no
+//! clock; the executor measures what [`next_round`] proposes and calls it again with the
+//! results, until it proposes nothing ([`run`] is that loop over a closure).
+//!
+//! The rule, per curve (the rows of a group that differ only in concurrency), over its listed
+//! range `lo..=hi`:
+//! 1. Measure the ends and the (geometric) middle first.
+//! 2. Then, between two neighbouring measured points, y at matched x is uncertain by as much as
+//!    two reasonable readings of the curve there disagree: the quadratics y(x) through the
+//!    three points to the left and to the right (at the curve's ends: the one quadratic against
+//!    the straight line). An interval is worth a point when that exceeds the tolerance relative
+//!    to y **and** the interval could be on the group's frontier (no other curve's measured
+//!    point serves its x with a y above its own by more than the tolerance).
+//! 3. One point per curve per round: the middle of its most uncertain interval. A curve stops
+//!    when no interval is worth a point, or none has an unmeasured concurrency inside.
+//!
+//! Every proposal lies inside the listed range and is proposed at most once (an invalid point
+//! is never proposed again and never counts as measured), so a plan always ends, after at most
+//! `hi − lo + 1` points per curve, and is deterministic for the same measurements.
+
+use std::collections::BTreeMap;
+
+/// The default `--adaptive` tolerance: 2 %.
+pub const DEFAULT_TOLERANCE: f64 = 0.02;
+
+/// One measured point of a curve: x (e.g. median interactivity, tok/s/user) and y (e.g.
+/// tok/s/GPU, higher is better), or `None` for an invalid point (tried, never counted).
+pub type Measured = Option<(f64, f64)>;
+
+/// One curve of a group: its listed concurrency range and what was measured so far.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Curve {
+    /// Lowest listed concurrency.
+    pub lo: u32,
+    /// Highest listed concurrency.
+    pub hi: u32,
+    /// Concurrency → its point ([`Measured`]).
+    pub points: BTreeMap<u32, Measured>,
+}
+
+impl Curve {
+    /// A curve over `lo..=hi` with nothing measured.
+    pub fn new(lo: u32, hi: u32) -> Curve {
+        Curve {
+            lo: lo.min(hi),
+            hi: hi.max(lo),
+            points: BTreeMap::new(),
+        }
+    }
+
+    /// The valid points, by concurrency: (conc, x, y).
+    fn valid(&self) -> Vec<(u32, f64, f64)> {
+        self.points
+            .iter()
+            .filter_map(|(c, m)| m.map(|(x, y)| (*c, x, y)))
+            .filter(|(_, x, y)| x.is_finite() && y.is_finite())
+            .collect()
+    }
+
+    /// Whether `c` is untried and inside the range.
+    fn open(&self, c: u32) -> bool {
+        (self.lo..=self.hi).contains(&c) && !self.points.contains_key(&c)
+    }
+}
+
+/// The geometric middle of `a` and `b`, rounded, strictly between them when there is room;
+/// `None` when `b ≤ a + 1`.
+fn middle(a: u32, b: u32) -> Option<u32> {
+    if b <= a + 1 {
+        return None;
+    }
+    let m = ((a.max(1) as f64) * (b as f64)).sqrt().round() as u32;
+    Some(m.clamp(a + 1, b - 1))
+}
+
+/// y at `t` of the quadratic through three (t, y) points (Lagrange form).
+fn quad(p: [(f64, f64); 3], t: f64) -> f64 {
+    let [(t0, y0), (t1, y1), (t2, y2)] = p;
+    y0 * (t - t1) * (t - t2) / ((t0 - t1) * (t0 - t2))
+        + y1 * (t - t0) * (t - t2) / ((t1 - t0) * (t1 - t2))
+        + y2 * (t - t0) * (t - t1) / ((t2 - t0) * (t2 - t1))
+}
+
+/// How far, relative to y, the group's frontier may be off between valid points `i` and
+/// `i + 1` of `v`, at matched x (the middle of their x): inside the curve, the disagreement of
+/// the two quadratics ln y(ln x) through three neighbouring points each (the left one and the right
+/// one: a smooth curve makes them agree, a knee does not); at either end of the curve, where
+/// only one exists, that quadratic against the straight line. Infinite without three points;
+/// a degenerate triple (two points at one x) counts as unknown (infinite).
+fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
+    // In log–log space, where throughput against interactivity is close to a power law (a
+    // straight line) and differences of ln y are relative differences of y.
+    let ln = |p: &(u32, f64, f64)| -> Option<(f64, f64)> {
+        (p.1 > 0.0 && p.2 > 0.0).then(|| (p.1.ln(), p.2.ln()))
+    };
+    let (Some(a), Some(b)) = (ln(&v[i]), ln(&v[i + 1])) else {
+        return f64::INFINITY;
+    };
+    let xm = (a.0 + b.0) / 2.0;
+    let chord = (a.1 + b.1) / 2.0;
+    let at = |start: usize| -> Option<f64> {
+        let w = v.get(start..start + 3)?;
+        let k = [ln(&w[0]), ln(&w[1]), ln(&w[2])];
+        let q = match k {
+            [Some(p0), Some(p1), Some(p2)] => quad([p0, p1, p2], xm),
+            _ => f64::INFINITY,
+        };
+        Some(if q.is_finite() { q } else { f64::INFINITY })
+    };
+    let left = i.checked_sub(1).and_then(at);
+    let right = at(i);
+    let d = match (left, right) {
+        (Some(l), Some(r)) => (l - r).abs(),
+        (Some(q), None) | (None, Some(q)) => (q - chord).abs(),
+        (None, None) => f64::INFINITY,
+    };
+    // ln-difference → relative difference.
+    let d = d.exp_m1();
+    if d.is_nan() {
+        f64::INFINITY
+    } else {
+        d
+    }
+}
+
+/// y of the group's best other curve at `x`: the highest y among other curves' valid points
+/// with an x at least `x` (a point that serves at least that x with that y), `None` without.
+fn best_other_at(curves: &[Curve], me: usize, x: f64) -> Option<f64> {
+    curves
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != me)
+        .flat_map(|(_, c)| c.valid())
+        .filter(|(_, px, _)| *px >= x)
+        .map(|(_, _, y)| y)
+        .fold(None, |acc: Option<f64>, y| {
+            Some(acc.map_or(y, |a| a.max(y)))
+        })
+}
+
+/// The concurrencies to measure next, `(curve index, conc)`, at most one per curve, in curve
+/// order; empty when the group's frontier is known to within `tolerance` (or nothing is left
+/// to try). A `tolerance` that is not a positive number is read as [`DEFAULT_TOLERANCE`].
+pub fn next_round(curves: &[Curve], tolerance: f64) -> Vec<(usize, u32)> {
+    let tol = if tolerance.is_finite() && tolerance > 0.0 {
+        tolerance
+    } else {
+        DEFAULT_TOLERANCE
+    };
+    let mut out = Vec::new();
+    for (i, c) in curves.iter().enumerate() {
+        // 1. The ends and the middle.
+        let first = [Some(c.lo), Some(c.hi), middle(c.lo, c.hi)];
+        if let Some(m) = first.into_iter().flatten().find(|m| c.open(*m)) {
+            out.push((i, m));
+            continue;
+        }
+        // 2. The most uncertain interval that could be on the frontier.
+        let v = c.valid();
+        let mut best: Option<(f64, u32)> = None;
+        for k in 0..v.len().saturating_sub(1) {
+            let Some(m) = middle(v[k].0, v[k + 1].0) else {
+                continue;
+            };
+            // An invalid try inside leaves the interval's other untried concurrencies.
+            let m = if c.open(m) {
+                m
+            } else {
+                match (v[k].0 + 1..v[k + 1].0).find(|x| c.open(*x)) {
+                    Some(x) => x,
+                    None => continue,
+                }
+            };
+            let u = bend(&v, k);
+            if u <= tol {
+                continue;
+            }
+            // Could this stretch be on the frontier? Its best y (throughput rises with
+            // concurrency: the higher end's) against the other curves' best at its lowest x.
+            let x_lo = v[k].1.min(v[k + 1].1);
+            let y_hi = v[k].2.max(v[k + 1].2);
+            if best_other_at(curves, i, x_lo).is_some_and(|o| o > y_hi * (1.0 + tol)) {
+                continue;
+            }
+            if best.is_none_or(|(bu, _)| u > bu) {
+                best = Some((u, m));
+            }
+        }
+        if let Some((_, m)) = best {
+            out.push((i, m));
+        }
+    }
+    out
+}
+
+/// Runs a whole plan: rounds of [`next_round`], each proposal measured by `measure(curve,
+/// conc)`, until a round proposes nothing. Returns the curves with every point measured, and
+/// the proposals in the order made.
+pub fn run(
+    mut curves: Vec<Curve>,
+    tolerance: f64,
+    mut measure: impl FnMut(usize, u32) -> Measured,
+) -> (Vec<Curve>, Vec<(usize, u32)>) {
+    let mut order = Vec::new();
+    loop {
+        let round = next_round(&curves, tolerance);
+        if round.is_empty() {
+            return (curves, order);
+        }
+        for (i, c) in round {
+            let m = measure(i, c);
+            curves[i].points.insert(c, m);
+            order.push((i, c));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A curve with a knee at conc 40: throughput grows linearly to 40 then is flat;
+    /// interactivity falls as 1000 / (10 + conc).
+    fn knee(c: u32) -> Measured {
+        let c = c as f64;
+        Some((1000.0 / (10.0 + c), 100.0 * c.min(40.0)))
+    }
+
+    #[test]
+    fn starts_with_the_ends_and_the_middle() {
+        let mut c = Curve::new(1, 256);
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let r = next_round(std::slice::from_ref(&c), 0.02);
+            assert_eq!(r.len(), 1);
+            seen.push(r[0].1);
+            c.points.insert(r[0].1, knee(r[0].1));
+        }
+        assert_eq!(seen, [1, 256, 16]);
+    }
+
+    /// The knee at 40 lies between listed doubling concurrencies (32, 64): the plan brackets it
+    /// within 1.5× and stops, deterministically, having measured under 20 of the 256.
+    #[test]
+    fn a_knee_between_listed_concurrencies_is_found() {
+        let (curves, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| knee(c));
+        let measured: Vec<u32> = curves[0].points.keys().copied().collect();
+        // Bracketed tighter than the doubling list's 32..64.
+        let below = measured.iter().filter(|c| **c <= 40).max().unwrap();
+        let above = measured.iter().filter(|c| **c >= 40).min().unwrap();
+        assert!(*above as f64 / *below as f64 <= 1.5, "{measured:?}");
+        assert!(order.len() < 20, "{}", order.len());
+        assert!(measured.iter().all(|c| (1..=256).contains(c)));
+        let again = run(vec![Curve::new(1, 256)], 0.02, |_, c| knee(c)).1;
+        assert_eq!(order, again);
+    }
+
+    /// A curve whose y and x change smoothly (a power law in conc): fewer points than the
+    /// doubling list's 9.
+    #[test]
+    fn a_smooth_curve_stops_early() {
+        let (_, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| {
+            let c = c as f64;
+            Some((1000.0 / c.sqrt(), 50.0 * c.sqrt()))
+        });
+        assert!(order.len() < 9, "{order:?}");
+        // Flat y: the ends and the middle, then nothing.
+        let (_, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| {
+            Some((1000.0 / c as f64, 500.0))
+        });
+        assert_eq!(order, [(0, 1), (0, 256), (0, 16)]);
+    }
+
+    /// ±10 % deterministic noise: the plan never loops, never leaves the range, proposes each
+    /// concurrency at most once, and is the same every time.
+    #[test]
+    fn a_noisy_curve_ends_inside_the_range() {
+        let noisy = |c: u32| {
+            let h = (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            let e = 1.0 + 0.2 * ((h % 1000) as f64 / 1000.0 - 0.5);
+            Some((1000.0 / (10.0 + c as f64), 80.0 * (c as f64).min(64.0) * e))
+        };
+        let (curves, order) = run(vec![Curve::new(4, 128)], 0.02, |_, c| noisy(c));
+        assert!(order.len() <= 125);
+        let mut cs: Vec<u32> = order.iter().map(|o| o.1).collect();
+        assert!(cs.iter().all(|c| (4..=128).contains(c)));
+        let n = cs.len();
+        cs.sort();
+        cs.dedup();
+        assert_eq!(cs.len(), n, "a concurrency proposed twice");
+        assert_eq!(curves[0].points.len(), n);
+        assert_eq!(
+            run(vec![Curve::new(4, 128)], 0.02, |_, c| noisy(c)).1,
+            order
+        );
+    }
+
+    /// An invalid point is tried once, never counted: the plan goes around it.
+    #[test]
+    fn invalid_points_never_count_and_are_not_retried() {
+        let (curves, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| {
+            if c == 16 {
+                None
+            } else {
+                knee(c)
+            }
+        });
+        assert_eq!(order.iter().filter(|o| o.1 == 16).count(), 1);
+        assert_eq!(curves[0].points[&16], None);
+        assert!(curves[0].valid().iter().all(|p| p.0 != 16));
+    }
+
+    /// Two curves of one group: one dominated everywhere by more than the tolerance (70 % less
+    /// throughput at any interactivity it reaches) stops after its first three points, while
+    /// the winner is refined.
+    #[test]
+    fn a_dominated_curve_stops_early() {
+        let (_, order) = run(
+            vec![Curve::new(1, 256), Curve::new(1, 256)],
+            0.02,
+            |i, c| {
+                let (x, y) = knee(c).unwrap();
+                Some(if i == 0 { (x, y) } else { (x * 0.5, y * 0.3) })
+            },
+        );
+        let of = |k: usize| order.iter().filter(|o| o.0 == k).count();
+        assert_eq!(of(1), 3, "{order:?}");
+        assert!(of(0) > 3, "{order:?}");
+    }
+
+    #[test]
+    fn degenerate_ranges() {
+        let (_, order) = run(vec![Curve::new(8, 8)], 0.02, |_, c| knee(c));
+        assert_eq!(order, [(0, 8)]);
+        let (_, order) = run(vec![Curve::new(4, 5)], f64::NAN, |_, c| knee(c));
+        assert_eq!(order, [(0, 4), (0, 5)]);
+        assert_eq!(middle(1, 2), None);
+        assert_eq!(middle(1, 256), Some(16));
+    }
+}
