@@ -22,6 +22,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::jobspec::JobSpec;
+
 /// The default `--adaptive` tolerance: 2 %.
 pub const DEFAULT_TOLERANCE: f64 = 0.02;
 
@@ -217,6 +219,221 @@ pub fn run(
     }
 }
 
+/// What `sweep.json` says of an adaptive sweep (`adaptive`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AdaptiveReport {
+    /// The tolerance the frontier is known to (relative, 0.02 = 2 %).
+    pub tolerance: f64,
+    /// Rounds of points run.
+    pub rounds: usize,
+    /// Listed concurrencies over every curve (the full list's points).
+    pub listed_points: usize,
+    /// Points measured (valid or not).
+    pub measured_points: usize,
+    /// GPU-seconds the full listed set would have taken, estimated from the measured points
+    /// ([`full_list_gpu_seconds`]).
+    pub full_list_gpu_seconds: f64,
+    /// 1 − spent / `full_list_gpu_seconds` (0 when the estimate is 0).
+    pub saved_fraction: f64,
+}
+
+/// GPU-seconds of the full listed set of one curve, estimated from what was measured: a listed
+/// concurrency that was measured costs what it cost; one that was not, the cost interpolated
+/// linearly in log-concurrency between the nearest measured ones (the nearest one's beyond the
+/// measured range). `measured`: concurrency → GPU-seconds. 0 without any measurement.
+pub fn full_list_gpu_seconds(listed: &[u32], measured: &BTreeMap<u32, f64>) -> f64 {
+    let t = |c: u32| (c.max(1) as f64).ln();
+    listed
+        .iter()
+        .map(|&c| {
+            if let Some(g) = measured.get(&c) {
+                return *g;
+            }
+            let below = measured.range(..c).next_back();
+            let above = measured.range(c..).next();
+            match (below, above) {
+                (Some((&a, &ga)), Some((&b, &gb))) => {
+                    let f = (t(c) - t(a)) / (t(b) - t(a));
+                    ga + f * (gb - ga)
+                }
+                (Some((_, &g)), None) | (None, Some((_, &g))) => g,
+                (None, None) => 0.0,
+            }
+        })
+        .sum()
+}
+
+/// The curve a single-node row belongs to: the row without its concurrency.
+fn curve_key(spec: &JobSpec) -> String {
+    let mut row = spec.row.clone();
+    row.conc = inferbench_core::matrix::Conc::One(0);
+    serde_json::to_string(&row).unwrap_or_default()
+}
+
+/// The frontier group a row competes in (`report`'s group: model, ISL/OSL, scenario, hardware,
+/// framework, precision, spec decoding).
+fn group_key(spec: &JobSpec) -> String {
+    let r = &spec.row;
+    format!(
+        "{}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
+        r.model, r.isl, r.osl, r.scenario_type, r.runner, r.framework, r.precision, r.spec_decoding
+    )
+}
+
+/// (x, y) of a finished point from its `summary.json`: median interactivity (AgentX rows: p90
+/// E2E-normalized interactivity), tok/s/user, and throughput per GPU over the row's GPUs;
+/// `None` when the file is missing, marked invalid, or lacks either.
+fn point_xy(dir: &std::path::Path, spec: &JobSpec) -> Measured {
+    let text = std::fs::read(dir.join("summary.json")).ok()?;
+    let summary: inferbench_core::summary::RunSummary = serde_json::from_slice(&text).ok()?;
+    if summary.inferbench.invalid_reason.is_some() {
+        return None;
+    }
+    let v = inferbench_core::slo::point_values(&summary, u64::from(spec.gpu_count()));
+    let x = if spec.is_agentic() {
+        "p90_e2e_norm_intvty"
+    } else {
+        "median_intvty"
+    };
+    Some((*v.get(x)?, *v.get("tput_per_gpu")?))
+}
+
+/// `sweep --adaptive[=TOLERANCE]` on the local executor: the single-node rows of `jobs` that
+/// differ only in concurrency are one curve over their listed range (multinode rows, whose
+/// concurrencies share one launch, and evals run as listed); curves of one `report` group
+/// compete for its frontier. Each round runs the points [`next_round`] proposes across every
+/// group through [`crate::sweep::run_jobs`] (so each is an ordinary point, its artifacts and
+/// GPU-seconds as always), reads their (x, y) back, and stops when no group proposes more, or
+/// when `cancel` fires. The merged report carries [`AdaptiveReport`] and is written to
+/// `<out>/sweep.json` when `opts.write_report`.
+pub async fn run_local<R: crate::point::PointRunner>(
+    jobs: &[JobSpec],
+    opts: &crate::sweep::SweepOptions,
+    runner: &R,
+    cancel: &crate::CancellationToken,
+    tolerance: f64,
+) -> crate::sweep::SweepReport {
+    use crate::sweep::{run_jobs, PointKind, SweepReport};
+    let mut round_opts = opts.clone();
+    round_opts.write_report = false;
+    // Curves: (group, template row, listed concurrencies).
+    let mut curves: Vec<(String, JobSpec, Vec<u32>)> = Vec::new();
+    let mut fixed: Vec<JobSpec> = Vec::new();
+    for j in jobs {
+        let single = !j.is_multinode() && !crate::evals::eval_only(j);
+        let one = match &j.row.conc {
+            inferbench_core::matrix::Conc::One(c) => Some(*c),
+            _ => None,
+        };
+        match (single, one) {
+            (true, Some(c)) => match curves.iter_mut().find(|k| curve_key(&k.1) == curve_key(j)) {
+                Some(k) => k.2.push(c),
+                None => curves.push((group_key(j), j.clone(), vec![c])),
+            },
+            _ => fixed.push(j.clone()),
+        }
+    }
+    let mut report = SweepReport::default();
+    if !fixed.is_empty() {
+        let r = run_jobs(&fixed, &round_opts, runner, cancel).await;
+        report.points.extend(r.points);
+    }
+    let mut planned: Vec<Curve> = curves
+        .iter()
+        .map(|(_, _, l)| {
+            Curve::new(
+                l.iter().copied().min().unwrap_or(1),
+                l.iter().copied().max().unwrap_or(1),
+            )
+        })
+        .collect();
+    let groups: Vec<String> = {
+        let mut g: Vec<String> = curves.iter().map(|c| c.0.clone()).collect();
+        g.dedup();
+        g.sort();
+        g.dedup();
+        g
+    };
+    let mut gpu_by_curve: Vec<BTreeMap<u32, f64>> = vec![BTreeMap::new(); curves.len()];
+    let mut rounds = 0;
+    while !cancel.is_cancelled() {
+        let mut proposals: Vec<(usize, u32)> = Vec::new();
+        for g in &groups {
+            let members: Vec<usize> = (0..curves.len()).filter(|i| &curves[*i].0 == g).collect();
+            let sub: Vec<Curve> = members.iter().map(|i| planned[*i].clone()).collect();
+            proposals.extend(
+                next_round(&sub, tolerance)
+                    .into_iter()
+                    .map(|(k, c)| (members[k], c)),
+            );
+        }
+        if proposals.is_empty() {
+            break;
+        }
+        rounds += 1;
+        let round_jobs: Vec<JobSpec> = proposals
+            .iter()
+            .map(|&(i, c)| {
+                let mut j = curves[i].1.clone();
+                j.row.conc = inferbench_core::matrix::Conc::One(c);
+                j
+            })
+            .collect();
+        let r = run_jobs(&round_jobs, &round_opts, runner, cancel).await;
+        for &(i, c) in &proposals {
+            let spec = &curves[i].1;
+            let p = r
+                .points
+                .iter()
+                .find(|p| p.kind == PointKind::Throughput && p.conc == c && p.index == spec.index);
+            let ok = p.is_some_and(|p| {
+                matches!(p.outcome, crate::Outcome::Ok | crate::Outcome::Skipped) && !p.invalid
+            });
+            let m = p.filter(|_| ok).and_then(|p| point_xy(&p.dir, spec));
+            planned[i].points.insert(c, m);
+            if let Some(g) = p.and_then(|p| p.gpu_seconds) {
+                gpu_by_curve[i].insert(c, g);
+            }
+        }
+        report.points.extend(r.points);
+    }
+    report.gpu_seconds = report.points.iter().filter_map(|p| p.gpu_seconds).sum();
+    let mut listed: Vec<u32> = Vec::new();
+    let full: f64 = curves
+        .iter()
+        .zip(&gpu_by_curve)
+        .map(|((_, _, l), g)| {
+            listed.extend(l);
+            full_list_gpu_seconds(l, g)
+        })
+        .sum::<f64>()
+        + report
+            .points
+            .iter()
+            .filter(|p| fixed.iter().any(|f| f.index == p.index))
+            .filter_map(|p| p.gpu_seconds)
+            .sum::<f64>();
+    report.adaptive = Some(AdaptiveReport {
+        tolerance,
+        rounds,
+        listed_points: listed.len(),
+        measured_points: planned.iter().map(|c| c.points.len()).sum(),
+        full_list_gpu_seconds: full,
+        saved_fraction: if full > 0.0 {
+            1.0 - report.gpu_seconds / full
+        } else {
+            0.0
+        },
+    });
+    if opts.write_report {
+        let _ = crate::artifacts::write_json_atomic(
+            &opts.out_dir.join(crate::sweep::SWEEP_REPORT),
+            &report,
+        );
+    }
+    report
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,5 +555,17 @@ mod tests {
         assert_eq!(order, [(0, 4), (0, 5)]);
         assert_eq!(middle(1, 2), None);
         assert_eq!(middle(1, 256), Some(16));
+    }
+
+    /// The full list's GPU time: measured points as measured, the others interpolated in
+    /// log-concurrency, the nearest measured one beyond the ends.
+    #[test]
+    fn full_list_estimate_interpolates_in_log_concurrency() {
+        let m: BTreeMap<u32, f64> = [(1, 10.0), (4, 30.0)].into_iter().collect();
+        assert_eq!(
+            full_list_gpu_seconds(&[1, 2, 4, 8], &m),
+            10.0 + 20.0 + 30.0 + 30.0
+        );
+        assert_eq!(full_list_gpu_seconds(&[1, 2], &BTreeMap::new()), 0.0);
     }
 }

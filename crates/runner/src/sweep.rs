@@ -190,6 +190,9 @@ pub struct SweepReport {
     pub gpu_seconds: f64,
     /// One entry per (row, concurrency).
     pub points: Vec<PointReport>,
+    /// `sweep --adaptive`: the tolerance, rounds and the GPU time saved against the full list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::adaptive::AdaptiveReport>,
 }
 
 impl SweepReport {
