@@ -7,10 +7,10 @@
 //! The rule, per curve (the rows of a group that differ only in concurrency), over its listed
 //! range `lo..=hi`:
 //! 1. Measure the ends and the (geometric) middle first.
-//! 2. Then, between two neighbouring measured points, y at matched x is uncertain by as much as
-//!    two reasonable readings of the curve there disagree: the quadratics y(x) through the
-//!    three points to the left and to the right (at the curve's ends: the one quadratic against
-//!    the straight line). An interval is worth a point when that exceeds the tolerance relative
+//! 2. Then, between two neighbouring measured points, the curve is uncertain by as much as two
+//!    reasonable readings of it disagree there: the quadratics (in log x and log y over log
+//!    concurrency) through the three points to the left and to the right (at the curve's ends:
+//!    the one quadratic against the straight line). An interval is worth a point when that exceeds the tolerance relative
 //!    to y **and** the interval could be on the group's frontier (no other curve's measured
 //!    point serves its x with a y above its own by more than the tolerance).
 //! 3. One point per curve per round: the middle of its most uncertain interval. A curve stops
@@ -85,40 +85,41 @@ fn quad(p: [(f64, f64); 3], t: f64) -> f64 {
         + y2 * (t - t0) * (t - t1) / ((t2 - t0) * (t2 - t1))
 }
 
-/// How far, relative to y, the group's frontier may be off between valid points `i` and
-/// `i + 1` of `v`, at matched x (the middle of their x): inside the curve, the disagreement of
-/// the two quadratics ln y(ln x) through three neighbouring points each (the left one and the right
-/// one: a smooth curve makes them agree, a knee does not); at either end of the curve, where
-/// only one exists, that quadratic against the straight line. Infinite without three points;
-/// a degenerate triple (two points at one x) counts as unknown (infinite).
+/// How far, relative, the curve may be off between valid points `i` and `i + 1` of `v`: in
+/// log–log space (where throughput against interactivity is close to a power law, and
+/// differences of logarithms are relative differences), over log-concurrency, the
+/// disagreement at the interval's middle of the two quadratics through three neighbouring
+/// points each (the left and the right one: a smooth curve makes them agree, a knee does not),
+/// in x and in y; at either end of the curve, where only one exists, that quadratic against
+/// the straight line. Infinite without three points or with a non-positive value.
 fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
-    // In log–log space, where throughput against interactivity is close to a power law (a
-    // straight line) and differences of ln y are relative differences of y.
-    let ln = |p: &(u32, f64, f64)| -> Option<(f64, f64)> {
-        (p.1 > 0.0 && p.2 > 0.0).then(|| (p.1.ln(), p.2.ln()))
+    let t = |c: u32| (c.max(1) as f64).ln();
+    let ln = |p: &(u32, f64, f64)| -> Option<(f64, f64, f64)> {
+        (p.1 > 0.0 && p.2 > 0.0).then(|| (t(p.0), p.1.ln(), p.2.ln()))
     };
     let (Some(a), Some(b)) = (ln(&v[i]), ln(&v[i + 1])) else {
         return f64::INFINITY;
     };
-    let xm = (a.0 + b.0) / 2.0;
-    let chord = (a.1 + b.1) / 2.0;
-    let at = |start: usize| -> Option<f64> {
+    let tm = (a.0 + b.0) / 2.0;
+    let chord = ((a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0);
+    let at = |start: usize| -> Option<(f64, f64)> {
         let w = v.get(start..start + 3)?;
         let k = [ln(&w[0]), ln(&w[1]), ln(&w[2])];
-        let q = match k {
-            [Some(p0), Some(p1), Some(p2)] => quad([p0, p1, p2], xm),
-            _ => f64::INFINITY,
+        let [Some(p0), Some(p1), Some(p2)] = k else {
+            return Some((f64::INFINITY, f64::INFINITY));
         };
-        Some(if q.is_finite() { q } else { f64::INFINITY })
+        Some((
+            quad([(p0.0, p0.1), (p1.0, p1.1), (p2.0, p2.1)], tm),
+            quad([(p0.0, p0.2), (p1.0, p1.2), (p2.0, p2.2)], tm),
+        ))
     };
-    let left = i.checked_sub(1).and_then(at);
-    let right = at(i);
-    let d = match (left, right) {
-        (Some(l), Some(r)) => (l - r).abs(),
-        (Some(q), None) | (None, Some(q)) => (q - chord).abs(),
+    let gap = |p: (f64, f64), q: (f64, f64)| (p.0 - q.0).abs().max((p.1 - q.1).abs());
+    let d = match (i.checked_sub(1).and_then(at), at(i)) {
+        (Some(l), Some(r)) => gap(l, r),
+        (Some(q), None) | (None, Some(q)) => gap(q, chord),
         (None, None) => f64::INFINITY,
     };
-    // ln-difference → relative difference.
+    // A difference of logarithms → a relative difference.
     let d = d.exp_m1();
     if d.is_nan() {
         f64::INFINITY
