@@ -13,6 +13,8 @@
 //!    the one quadratic against the straight line). An interval is worth a point when that exceeds the tolerance relative
 //!    to y **and** the interval could be on the group's frontier (no other curve's measured
 //!    point serves its x with a y above its own by more than the tolerance).
+//!    An invalid end (say the highest concurrency overloads the server) leaves the stretch
+//!    beyond the last valid point unknown: it is bisected first.
 //! 3. One point per curve per round: the middle of its most uncertain interval. A curve stops
 //!    when no interval is worth a point, or none has an unmeasured concurrency inside.
 //!
@@ -160,8 +162,27 @@ pub fn next_round(curves: &[Curve], tolerance: f64) -> Vec<(usize, u32)> {
             out.push((i, m));
             continue;
         }
-        // 2. The most uncertain interval that could be on the frontier.
+        // 2. An invalid end leaves the stretch beyond the last valid point unknown: measure
+        //    between them first (the highest stretch first: it decides the frontier's far end).
         let v = c.valid();
+        let open_between = |a: u32, b: u32| -> Option<u32> {
+            middle(a, b)
+                .filter(|m| c.open(*m))
+                .or_else(|| (a + 1..b).find(|x| c.open(*x)))
+        };
+        let beyond = v.last().and_then(|top| {
+            let b = c.points.range(top.0 + 1..).next().map(|(k, _)| *k)?;
+            open_between(top.0, b)
+        });
+        let below = v.first().and_then(|bottom| {
+            let a = c.points.range(..bottom.0).next_back().map(|(k, _)| *k)?;
+            open_between(a, bottom.0)
+        });
+        if let Some(m) = beyond.or(below) {
+            out.push((i, m));
+            continue;
+        }
+        // 3. The most uncertain interval that could be on the frontier.
         let mut best: Option<(f64, u32)> = None;
         for k in 0..v.len().saturating_sub(1) {
             let Some(m) = middle(v[k].0, v[k + 1].0) else {
@@ -528,6 +549,23 @@ mod tests {
         assert_eq!(order.iter().filter(|o| o.1 == 16).count(), 1);
         assert_eq!(curves[0].points[&16], None);
         assert!(curves[0].valid().iter().all(|p| p.0 != 16));
+    }
+
+    /// The highest listed concurrency is invalid (an overloaded server): the stretch below it
+    /// is bisected instead of left unknown, and the highest valid point ends the curve.
+    #[test]
+    fn an_invalid_end_is_approached_from_inside() {
+        let (curves, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| {
+            if c > 100 {
+                None
+            } else {
+                knee(c)
+            }
+        });
+        let valid = curves[0].valid();
+        let top = valid.last().unwrap().0;
+        assert!((64..=100).contains(&top), "{order:?}");
+        assert!(order.iter().all(|o| (1..=256).contains(&o.1)));
     }
 
     /// Two curves of one group: one dominated everywhere by more than the tolerance (70 % less
