@@ -171,10 +171,13 @@ pub fn next_round(curves: &[Curve], tolerance: f64) -> Vec<(usize, u32)> {
         // 2. An invalid end leaves the stretch beyond the last valid point unknown: measure
         //    between them first (the highest stretch first: it decides the frontier's far end).
         let v = c.valid();
+        // Not closer than MIN_SPLIT_RATIO: a run of invalid points (an overloaded or starved
+        // server) is not walked one concurrency at a time.
         let open_between = |a: u32, b: u32| -> Option<u32> {
-            middle(a, b)
-                .filter(|m| c.open(*m))
-                .or_else(|| (a + 1..b).find(|x| c.open(*x)))
+            if (b as f64) < a.max(1) as f64 * MIN_SPLIT_RATIO {
+                return None;
+            }
+            middle(a, b).filter(|m| c.open(*m))
         };
         let beyond = v.last().and_then(|top| {
             let b = c.points.range(top.0 + 1..).next().map(|(k, _)| *k)?;
@@ -577,6 +580,12 @@ mod tests {
         let top = valid.last().unwrap().0;
         assert!((64..=100).contains(&top), "{order:?}");
         assert!(order.iter().all(|o| (1..=256).contains(&o.1)));
+        // Never closer than MIN_SPLIT_RATIO to the invalid points: no walk through 101, 102, …
+        let invalid: Vec<u32> = (curves[0].points.iter())
+            .filter(|(_, m)| m.is_none())
+            .map(|(c, _)| *c)
+            .collect();
+        assert!(invalid.len() <= 3, "{invalid:?}");
     }
 
     /// Two curves of one group: one dominated everywhere by more than the tolerance (70 % less
