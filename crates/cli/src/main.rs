@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Benchmark one OpenAI-compatible endpoint at one load point (flags follow `vllm bench serve`).
-    Bench(inferbench_loadgen::flags::BenchFlags),
+    Bench(Box<cmd::bench::BenchArgs>),
     /// Measure the client's own ceiling against a zero-latency server.
     #[command(
         after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 a request failed or the counts (usage, chunks, server) disagree; 2 bad flags or a server that cannot start."
@@ -234,7 +234,7 @@ fn main() {
         limits::raise_open_files();
     }
     let result = match cli.command {
-        Command::Bench(a) => cmd::bench::run(a),
+        Command::Bench(a) => cmd::bench::run(*a),
         Command::Selftest(a) => {
             limits::refuse_beyond(limits::selftest_need(&a.concurrency)).and_then(|()| a.run())
         }
@@ -449,9 +449,10 @@ mod tests {
             "x.db",
         ])
         .unwrap();
-        let super::Command::Bench(flags) = cli.command else {
+        let super::Command::Bench(args) = cli.command else {
             panic!("not bench")
         };
+        let flags = args.flags;
         assert_eq!(flags.num_prompts, Some(8));
         assert_eq!(flags.set, ["hw=h100", "framework=vllm"]);
     }

@@ -16,6 +16,7 @@ pub mod prometheus;
 pub mod record;
 pub mod registry;
 pub mod server_metrics;
+pub mod slo;
 pub mod summary;
 pub mod text;
 

@@ -441,6 +441,19 @@ pub struct SweepFlags {
     /// Only these row indices (comma-separated, e.g. `0,3,5`).
     #[arg(long, value_delimiter = ',')]
     pub rows: Vec<usize>,
+    /// Adaptive sweep (local executor): rows that differ only in concurrency are one curve,
+    /// and within its listed range the sweep measures only the concurrencies that decide the
+    /// group's frontier to within TOLERANCE (relative; `--adaptive` alone: 0.02): the ends and
+    /// the middle first, then where the curve bends. `sweep.json` says what it saved
+    /// (`adaptive.full_list_gpu_seconds`, `adaptive.saved_fraction`).
+    #[arg(
+        long,
+        value_name = "TOLERANCE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "0.02"
+    )]
+    pub adaptive: Option<f64>,
     /// The run flags, shared with `job`.
     #[command(flatten)]
     pub run: RunFlags,
@@ -564,6 +577,7 @@ pub async fn run_here(
     jobs: &[JobSpec],
     opts: &SweepOptions,
     progress: bool,
+    adaptive: Option<f64>,
     cancel: &crate::CancellationToken,
 ) -> i32 {
     // One local sweep per output directory; `job` tasks of one Slurm or GitHub sweep share
@@ -585,16 +599,26 @@ pub async fn run_here(
             eprintln!("--no-evals: {n} eval-only row(s) not run");
         }
     }
-    let report = run_jobs(
-        jobs,
-        opts,
-        &LoadgenPoint {
-            progress,
-            ..LoadgenPoint::default()
-        },
-        cancel,
-    )
-    .await;
+    let runner = LoadgenPoint {
+        progress,
+        ..LoadgenPoint::default()
+    };
+    let report = match adaptive {
+        Some(tol) => crate::adaptive::run_local(jobs, opts, &runner, cancel, tol).await,
+        None => run_jobs(jobs, opts, &runner, cancel).await,
+    };
+    if let Some(a) = &report.adaptive {
+        eprintln!(
+            "adaptive (tolerance {}): {} of {} listed points in {} rounds, {:.0} GPU-s of an estimated {:.0} for the full list ({:.0} % saved)",
+            a.tolerance,
+            a.measured_points,
+            a.listed_points,
+            a.rounds,
+            report.gpu_seconds,
+            a.full_list_gpu_seconds,
+            100.0 * a.saved_fraction
+        );
+    }
     if opts.progress_lines {
         eprint!("{}", report.render_after_progress());
     } else {

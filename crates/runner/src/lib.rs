@@ -18,6 +18,7 @@
 //! - [`executor`]: local, Slurm (sbatch job arrays) and GitHub Actions (matrix + workflow).
 #![deny(missing_docs)]
 
+pub mod adaptive;
 pub mod artifacts;
 pub mod bench;
 pub mod engine;

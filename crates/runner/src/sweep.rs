@@ -156,6 +156,12 @@ pub struct PointReport {
     /// server behind its schedule, a client-bound run): kept, never on a frontier.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub invalid: bool,
+    /// GPU-seconds this point cost: the row's GPUs × (its own run time + an equal share of
+    /// its engine's launch, readiness, warmup and stop time, split over the points that
+    /// launch served); for sim rows in modelled time (× the sim's time scale). Absent for a
+    /// point that did not run (skipped, not started, gathered from Slurm/GitHub).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_seconds: Option<f64>,
 }
 
 impl PointReport {
@@ -179,8 +185,14 @@ impl PointReport {
 /// Result of a sweep: every point, in matrix order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SweepReport {
+    /// GPU-seconds the sweep spent: the sum of its points' `gpu_seconds`.
+    #[serde(default)]
+    pub gpu_seconds: f64,
     /// One entry per (row, concurrency).
     pub points: Vec<PointReport>,
+    /// `sweep --adaptive`: the tolerance, rounds and the GPU time saved against the full list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::adaptive::AdaptiveReport>,
 }
 
 impl SweepReport {
@@ -378,11 +390,17 @@ pub async fn run_jobs<R: PointRunner>(
     let points = expand_points(jobs, opts);
     let total = points.len();
     let mut engine: Option<Running> = None;
+    let mut gpu = GpuAccount::default();
     for (i, (point, pre_fail)) in points.iter().enumerate() {
         if let Some(r) = settled_before_start(point, pre_fail.as_ref(), opts, cancel) {
             push(&mut report, opts, total, r);
             continue;
         }
+        let iter_start = std::time::Instant::now();
+        let cost = PointCost {
+            gpus: row_gpus(&point.spec) as f64,
+            scale: modelled_scale(point, opts).unwrap_or(1.0),
+        };
         let started_at = now_rfc3339();
         if let Some(f) = pre_fail {
             finish_point(point, opts, &started_at, None, None, None, Some(f.clone()));
@@ -394,12 +412,20 @@ pub async fn run_jobs<R: PointRunner>(
             );
             continue;
         }
+        let had_engine = engine.is_some();
         if let Err((outcome, f)) =
             ensure_engine(point, opts, cancel, &started_at, &mut engine).await
         {
-            push(&mut report, opts, total, record(point, outcome, Some(f)));
+            // A launch that failed still held the GPUs while it tried.
+            let mut r = record(point, outcome, Some(f));
+            r.gpu_seconds = Some(cost.of(iter_start.elapsed().as_secs_f64()));
+            push(&mut report, opts, total, r);
             continue;
         }
+        if !had_engine && engine.is_some() {
+            gpu.launched(iter_start);
+        }
+        let run_start = std::time::Instant::now();
         let base_url = match (&engine, &opts.base_url) {
             (Some(run), _) => run.base_url.clone(),
             (None, Some(u)) => u.trim_end_matches('/').to_string(),
@@ -426,6 +452,7 @@ pub async fn run_jobs<R: PointRunner>(
                         total,
                         record(point, Outcome::Failed, Some(f)),
                     );
+                    gpu.ran(&mut report, iter_start, run_start, cost);
                     continue;
                 }
             }
@@ -437,6 +464,7 @@ pub async fn run_jobs<R: PointRunner>(
             total,
             record(point, outcome_of(&fail), fail),
         );
+        gpu.ran(&mut report, iter_start, run_start, cost);
         if let Some(why) = unreachable {
             not_started_after(&points[i + 1..], &why, &mut report, opts, cancel);
             break;
@@ -447,8 +475,13 @@ pub async fn run_jobs<R: PointRunner>(
         if !serves_next(engine.as_ref(), next, opts) {
             stop(engine.take(), opts).await;
         }
+        if engine.is_none() {
+            gpu.stopped(&mut report);
+        }
     }
     stop(engine.take(), opts).await;
+    gpu.stopped(&mut report);
+    report.gpu_seconds = report.points.iter().filter_map(|p| p.gpu_seconds).sum();
     if opts.write_report {
         let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
     }
@@ -513,6 +546,7 @@ fn out_dir_failed(jobs: &[JobSpec], opts: &SweepOptions, e: &std::io::Error) -> 
                 class: Some(FailureClass::Io),
                 cause: Some(format!("{}: {e}", opts.out_dir.display())),
                 invalid: false,
+                gpu_seconds: None,
             });
         }
     }
@@ -682,13 +716,116 @@ fn point_request(point: &Point, opts: &SweepOptions, base_url: String) -> PointR
         dir: point.dir.clone(),
         result_filename: point.rf.clone(),
         runner_name: point.runner_name.clone(),
-        sim_time_scale: match crate::engine::resolve_engine(&point.spec, &opts.engine) {
-            Ok(crate::engine::EngineKind::Sim) => {
-                crate::engine::sim_time_scale_arg(&opts.engine.sim_args)
-                    .filter(|k| (k - 1.0).abs() > 1e-9)
+        sim_time_scale: modelled_scale(point, opts),
+    }
+}
+
+/// The sim's time scale (modelled seconds per wall second) for a sim row whose sim runs at
+/// other than 1, else `None`: what its point is rewritten in modelled time by.
+fn modelled_scale(point: &Point, opts: &SweepOptions) -> Option<f64> {
+    match crate::engine::resolve_engine(&point.spec, &opts.engine) {
+        Ok(crate::engine::EngineKind::Sim) => {
+            crate::engine::sim_time_scale_arg(&opts.engine.sim_args)
+                .filter(|k| (k - 1.0).abs() > 1e-9)
+        }
+        _ => None,
+    }
+}
+
+/// GPUs a row holds while it runs: tp·pp·pcp of a single-node row; for a multinode row the
+/// sum over its pools of workers × tp·pp·pcp (at least 1).
+fn row_gpus(spec: &JobSpec) -> u64 {
+    if spec.is_multinode() {
+        let pool = |w: &Option<inferbench_core::matrix::WorkerSpec>| {
+            w.as_ref().map_or(0, |w| {
+                u64::from(w.num_worker)
+                    * u64::from(w.tp.max(1))
+                    * u64::from(w.pp.max(1))
+                    * u64::from(w.pcp_size.max(1))
+            })
+        };
+        (pool(&spec.row.prefill) + pool(&spec.row.decode)).max(1)
+    } else {
+        u64::from(spec.gpu_count()).max(1)
+    }
+}
+
+/// What one second of a point costs: its row's GPUs, and the modelled seconds per wall second
+/// (1 for real engines).
+#[derive(Debug, Clone, Copy)]
+struct PointCost {
+    gpus: f64,
+    scale: f64,
+}
+
+impl PointCost {
+    /// GPU-seconds of `wall_secs` wall-clock seconds.
+    fn of(self, wall_secs: f64) -> f64 {
+        self.gpus * self.scale * wall_secs
+    }
+}
+
+/// GPU time of a sweep's engine launches: from the iteration that launched an engine to its
+/// stop, the time its points did not run themselves (launch, readiness, stop) is split equally
+/// over the points that launch served; a point without a launch of ours (`--base-url`) costs
+/// its own wall time.
+#[derive(Debug, Default)]
+struct GpuAccount {
+    /// When the running engine's launch began.
+    since: Option<std::time::Instant>,
+    /// The points it served: report index, own wall seconds, cost.
+    served: Vec<(usize, f64, PointCost)>,
+}
+
+impl GpuAccount {
+    fn launched(&mut self, at: std::time::Instant) {
+        self.since = Some(at);
+        self.served.clear();
+    }
+
+    /// The point just pushed onto `report` ran from `run_start` to now (its iteration began at
+    /// `iter_start`).
+    fn ran(
+        &mut self,
+        report: &mut SweepReport,
+        iter_start: std::time::Instant,
+        run_start: std::time::Instant,
+        cost: PointCost,
+    ) {
+        let Some(idx) = report.points.len().checked_sub(1) else {
+            return;
+        };
+        if self.since.is_some() {
+            self.served
+                .push((idx, run_start.elapsed().as_secs_f64(), cost));
+        } else {
+            report.points[idx].gpu_seconds = Some(cost.of(iter_start.elapsed().as_secs_f64()));
+        }
+    }
+
+    /// The engine stopped (or there was none): settles the points it served.
+    fn stopped(&mut self, report: &mut SweepReport) {
+        let Some(since) = self.since.take() else {
+            return;
+        };
+        let served = std::mem::take(&mut self.served);
+        let own: f64 = served.iter().map(|s| s.1).sum();
+        let overhead = settle_overhead(since.elapsed().as_secs_f64(), own, served.len());
+        for (idx, secs, cost) in served {
+            if let Some(p) = report.points.get_mut(idx) {
+                p.gpu_seconds = Some(cost.of(secs + overhead));
             }
-            _ => None,
-        },
+        }
+    }
+}
+
+/// Each served point's share of an engine's time outside its points: (`total` − `own`) / `n`
+/// wall seconds (never negative; 0 without points).
+fn settle_overhead(total: f64, own: f64, n: usize) -> f64 {
+    if n == 0 {
+        0.0
+    } else {
+        (total - own).max(0.0) / n as f64
     }
 }
 
@@ -1119,6 +1256,7 @@ fn record(point: &Point, outcome: Outcome, fail: Option<Failure>) -> PointReport
         class: fail.as_ref().map(|f| f.class),
         cause: fail.map(|f| f.cause),
         invalid: false,
+        gpu_seconds: None,
     }
 }
 
@@ -1471,6 +1609,7 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
                 class,
                 cause,
                 invalid,
+                gpu_seconds: None,
             });
         }
     }
@@ -1480,6 +1619,33 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// GPU time (issue 43): an engine's time outside its points is split equally over the
+    /// points it served; a row's GPUs count every pool of a multinode row; sim rows cost in
+    /// modelled time.
+    #[test]
+    fn gpu_seconds_split_launches_and_count_every_gpu() {
+        assert_eq!(settle_overhead(10.0, 4.0, 3), 2.0);
+        assert_eq!(settle_overhead(3.0, 4.0, 2), 0.0);
+        assert_eq!(settle_overhead(5.0, 0.0, 0), 0.0);
+        let cost = PointCost {
+            gpus: 8.0,
+            scale: 4.0,
+        };
+        assert_eq!(cost.of(2.5), 80.0);
+        let spec = |text: &str| JobSpec {
+            index: 0,
+            row: serde_json::from_str(text).unwrap(),
+        };
+        let single = spec(
+            r#"{"image": "i", "model": "m", "model-prefix": "m", "precision": "fp8", "framework": "vllm", "runner": "h100", "isl": 1024, "osl": 1024, "spec-decoding": "none", "tp": 4, "ep": 1, "dp-attn": false, "conc": 8, "exp-name": "x"}"#,
+        );
+        assert_eq!(row_gpus(&single), 4);
+        let multi = spec(
+            r#"{"image": "i", "model": "org/M", "model-prefix": "m", "precision": "fp8", "framework": "dynamo-sglang", "runner": "b300", "isl": 1024, "osl": 1024, "spec-decoding": "none", "prefill": {"num-worker": 1, "tp": 4, "ep": 1, "dp-attn": false, "pp": 1, "dcp-size": 1, "pcp-size": 1}, "decode": {"num-worker": 2, "tp": 8, "ep": 8, "dp-attn": true, "pp": 1, "dcp-size": 1, "pcp-size": 1}, "conc": [1, 8], "exp-name": "m_1k1k", "disagg": true}"#,
+        );
+        assert_eq!(row_gpus(&multi), 4 + 2 * 8);
+    }
 
     /// The eval's progress line names its threshold, and says when `--no-eval-threshold` left
     /// it unapplied (trial 8: it printed "threshold 0.90" either way).

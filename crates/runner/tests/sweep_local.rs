@@ -191,10 +191,23 @@ async fn sweep_writes_artifacts_reuses_engine_and_skips_on_rerun() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("sweep.json")).unwrap())
             .unwrap();
     assert_eq!(sweep["points"].as_array().unwrap().len(), 3);
+    // GPU time (issue 43): every point that ran has its GPU-seconds (one launch, shared by the
+    // three points), the top level their sum.
+    let per: Vec<f64> = (sweep["points"].as_array().unwrap().iter())
+        .map(|p| p["gpu_seconds"].as_f64().unwrap())
+        .collect();
+    assert!(per.iter().all(|g| *g > 0.0), "{per:?}");
+    let total = sweep["gpu_seconds"].as_f64().unwrap();
+    assert!(
+        (per.iter().sum::<f64>() - total).abs() < 1e-9,
+        "{total} {per:?}"
+    );
 
     // Re-running skips every finished point without starting an engine or a benchmark.
     let again = run_jobs(&jobs, &opts, &fake, &CancellationToken::new()).await;
     assert_eq!(again.count(Outcome::Skipped), 3);
+    assert_eq!(again.gpu_seconds, 0.0);
+    assert!(again.points.iter().all(|p| p.gpu_seconds.is_none()));
     assert_eq!(fake.calls.load(Ordering::SeqCst), 3);
 }
 

@@ -1,6 +1,6 @@
 //! The one analysis layer behind every view of y at a given x: which points count
 //! ([`PointRow::counts`]), frontiers ([`mark_frontier`]), compare ([`compare_sides`]), history
-//! at x ([`history_at`]) and the TCO bars ([`tco_at`]). `inferbench report`/`compare` and the
+//! at x ([`history_at`]), the TCO bars ([`tco_at`]) and capacity at an SLO ([`capacity_at`]). `inferbench report`/`compare` and the
 //! dashboard's routes (`/api/v1/points`, `/compare`, `/history`, `/tco`) all call these and
 //! only format what they return, so the API's numbers are the CLI's by construction (issue 39:
 //! History and TCO answered an invalid point's 12,323 tok/s/GPU where `report --history-at`
@@ -199,6 +199,175 @@ pub fn tco_at(rows: &[PointRow], x: &str, y: &str, at: f64, include_invalid: boo
     }
 }
 
+/// How a group's [`GroupCapacity`] was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapacityStatus {
+    /// The SLO's bound lies inside the group's frontier: y read off it there (as TCO reads y
+    /// at x), the mean over the batches that reach it.
+    Interpolated,
+    /// Every counted point meets the SLO: the bound lies beyond the measured range, and the
+    /// values are the best measured (a lower bound; not extrapolated).
+    AllMeet,
+    /// No counted point meets the SLO: the bound lies beyond the measured range the other
+    /// way; no value.
+    NoneMeet,
+    /// Some points meet and some do not, but no batch's frontier reaches the bound (the
+    /// batches' ranges do not overlap it): the best measured meeting values.
+    Measured,
+    /// No counted point has the SLO's metric (or every point is invalid).
+    NoPoints,
+}
+
+impl CapacityStatus {
+    /// The JSON / CSV name (`interpolated`, `all_meet`, `none_meet`, `measured`,
+    /// `no_points`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapacityStatus::Interpolated => "interpolated",
+            CapacityStatus::AllMeet => "all_meet",
+            CapacityStatus::NoneMeet => "none_meet",
+            CapacityStatus::Measured => "measured",
+            CapacityStatus::NoPoints => "no_points",
+        }
+    }
+}
+
+/// One group's capacity at an SLO ([`capacity_at`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupCapacity {
+    /// [`PointRow::group`].
+    pub group: String,
+    /// How the values were found.
+    pub status: CapacityStatus,
+    /// The most y (tok/s/GPU for `tput_per_gpu`) at the SLO; `None` when none meets.
+    pub y: Option<f64>,
+    /// The most concurrent users per GPU (concurrency / GPUs) at the SLO; `None` when none
+    /// meets.
+    pub users_per_gpu: Option<f64>,
+    /// Batches the interpolated values are a mean over (0 otherwise).
+    pub batches: usize,
+    /// Where the group's counted frontiers lie in the SLO's metric ([`compare::x_span`]).
+    pub x_range: Option<(f64, f64)>,
+}
+
+/// The key of the users-per-GPU curve [`capacity_at`] reads (concurrency / GPUs of a point).
+pub const USERS_PER_GPU: &str = "users_per_gpu";
+
+/// Why a capacity question was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CapacityError {
+    /// The SLO bounds its metric from the side that gets worse with load (`median_intvty<=35`,
+    /// `p99_ttft>=2`): no largest load answers it.
+    WrongDirection(String),
+}
+
+impl std::fmt::Display for CapacityError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CapacityError::WrongDirection(slo) => write!(
+                f,
+                "capacity at `{slo}`: the SLO must bound the metric from its better side (>= for \
+                 higher-is-better metrics such as interactivity, <= for latencies)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CapacityError {}
+
+/// "Max y per GPU and max concurrent users per GPU at this SLO" per group, from the stored
+/// points: `report --capacity` and `/api/v1/tco?slo=` (issue 43). Per group over its counted
+/// points (invalid ones only with `include_invalid`): where the SLO's bound lies inside the
+/// group's frontier of (SLO metric, y), y and users per GPU are read off each batch's frontier
+/// there and averaged over the batches ([`CapacityStatus::Interpolated`], the same curve as
+/// [`tco_at`]); outside it the answer says so ([`CapacityStatus::AllMeet`] with the best
+/// measured values as a lower bound, [`CapacityStatus::NoneMeet`]) instead of extrapolating.
+/// Groups in the rows' order. Errors: [`CapacityError`].
+pub fn capacity_at(
+    rows: &[PointRow],
+    slo: &inferbench_core::slo::Slo,
+    y: &str,
+    include_invalid: bool,
+) -> Result<Vec<GroupCapacity>, CapacityError> {
+    use inferbench_core::slo::SloOp;
+    let x = slo.metric.as_str();
+    let good_side = match query::better(x) {
+        Better::Higher => matches!(slo.op, SloOp::Ge | SloOp::Gt),
+        Better::Lower => matches!(slo.op, SloOp::Le | SloOp::Lt),
+    };
+    if !good_side {
+        return Err(CapacityError::WrongDirection(slo.to_string()));
+    }
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let best = |v: &mut dyn Iterator<Item = f64>, b: Better| {
+        v.filter(|x| x.is_finite())
+            .fold(None, |acc: Option<f64>, x| {
+                Some(acc.map_or(x, |a| match b {
+                    Better::Higher => a.max(x),
+                    Better::Lower => a.min(x),
+                }))
+            })
+    };
+    let mut out = Vec::new();
+    for g in group_order(rows) {
+        let of: Vec<PointRow> = (rows.iter())
+            .filter(|r| r.group() == g && r.counts(include_invalid))
+            .filter(|r| r.metrics.get(x).is_some_and(|v| v.is_finite()))
+            .cloned()
+            .map(|mut r| {
+                if r.gpus > 0 {
+                    r.metrics
+                        .insert(USERS_PER_GPU.into(), r.conc as f64 / r.gpus as f64);
+                }
+                r
+            })
+            .collect();
+        let x_range = compare::x_span(&of, x, y);
+        let ys = compare::values_at(&of, x, y, slo.value);
+        let us = compare::values_at(&of, x, USERS_PER_GPU, slo.value);
+        let meeting: Vec<&PointRow> = of
+            .iter()
+            .filter(|r| slo.met_by(r.metrics.get(x).copied()))
+            .collect();
+        let measured = |rs: &[&PointRow]| {
+            (
+                best(
+                    &mut rs.iter().filter_map(|r| r.metrics.get(y).copied()),
+                    query::better(y),
+                ),
+                best(
+                    &mut rs
+                        .iter()
+                        .filter_map(|r| r.metrics.get(USERS_PER_GPU).copied()),
+                    Better::Higher,
+                ),
+            )
+        };
+        let (status, yv, uv, batches) = if of.is_empty() {
+            (CapacityStatus::NoPoints, None, None, 0)
+        } else if !ys.is_empty() {
+            (CapacityStatus::Interpolated, mean(&ys), mean(&us), ys.len())
+        } else if meeting.is_empty() {
+            (CapacityStatus::NoneMeet, None, None, 0)
+        } else if meeting.len() == of.len() {
+            let (yv, uv) = measured(&meeting);
+            (CapacityStatus::AllMeet, yv, uv, 0)
+        } else {
+            let (yv, uv) = measured(&meeting);
+            (CapacityStatus::Measured, yv, uv, 0)
+        };
+        out.push(GroupCapacity {
+            group: g,
+            status,
+            y: yv,
+            users_per_gpu: uv,
+            batches,
+            x_range,
+        });
+    }
+    Ok(out)
+}
+
 /// Two sides compared at matched x: `inferbench compare` and `/api/v1/compare`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
@@ -346,5 +515,53 @@ mod tests {
         assert_eq!(default_at("median_intvty", Some((60.0, 100.0))), Some(80.0));
         assert_eq!(default_at("median_ttft", Some((10.0, 80.0))), Some(45.0));
         assert_eq!(default_at("median_intvty", None), None);
+    }
+
+    /// Capacity at an SLO: inside the frontier y and users per GPU are read off it (the
+    /// curve TCO reads); beyond it the answer says so instead of extrapolating; invalid
+    /// points count only when asked; a bound from the worse side is refused.
+    #[test]
+    fn capacity_reads_the_frontier_and_never_extrapolates() {
+        use inferbench_core::slo::Slo;
+        let rows = batch();
+        let at = |e: &str, inv: bool| {
+            capacity_at(&rows, &Slo::parse(e).unwrap(), "tput_per_gpu", inv).unwrap()
+        };
+        // Between conc 4 (x 100, y 1000) and conc 16 (x 60, y 3000).
+        let c = at("median_intvty>=80", false);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].status, CapacityStatus::Interpolated);
+        assert_eq!(c[0].y, Some(2000.0));
+        assert_eq!(c[0].users_per_gpu, Some(10.0));
+        assert_eq!((c[0].batches, c[0].x_range), (1, Some((60.0, 100.0))));
+        assert_eq!(
+            c[0].y,
+            Some(tco_at(&rows, "median_intvty", "tput_per_gpu", 80.0, false).bars[0].value)
+        );
+        // Below the range: every counted point meets; the best measured, a lower bound.
+        let c = at("median_intvty>=30", false);
+        assert_eq!(c[0].status, CapacityStatus::AllMeet);
+        assert_eq!((c[0].y, c[0].users_per_gpu), (Some(3000.0), Some(16.0)));
+        // The invalid conc-64 point counts only when asked, and then x 30 is inside.
+        let c = at("median_intvty>=30", true);
+        assert_eq!(c[0].status, CapacityStatus::Interpolated);
+        // Above the range: none meets.
+        let c = at("median_intvty>=150", false);
+        assert_eq!(c[0].status, CapacityStatus::NoneMeet);
+        assert_eq!((c[0].y, c[0].users_per_gpu), (None, None));
+        // A metric the points lack.
+        assert_eq!(
+            at("p99_ttft<=2s", false)[0].status,
+            CapacityStatus::NoPoints
+        );
+        assert!(matches!(
+            capacity_at(
+                &rows,
+                &Slo::parse("median_intvty<=80").unwrap(),
+                "tput_per_gpu",
+                false
+            ),
+            Err(CapacityError::WrongDirection(_))
+        ));
     }
 }

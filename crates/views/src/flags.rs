@@ -93,6 +93,12 @@ pub struct ReportFlags {
     /// History: how many previous values form the baseline (their median).
     #[arg(long, default_value_t = 3)]
     pub baseline_window: usize,
+    /// Instead of points: per group, the most y (tok/s/GPU by default) and the most concurrent
+    /// users per GPU at this SLO, `METRIC OP VALUE[UNIT]` (`median_intvty>=35`, `p99_ttft<=2s`),
+    /// read off the group's frontier in (METRIC, y); when the bound lies outside the measured
+    /// range it says so (`all_meet`: a lower bound, `none_meet`) instead of extrapolating.
+    #[arg(long, value_name = "SLO", conflicts_with_all = ["history_at", "frontier", "x"])]
+    pub capacity: Option<String>,
 }
 
 /// `--format` values.
@@ -155,6 +161,13 @@ impl ReportFlags {
 
 /// [`ReportFlags::run`].
 fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
+    let slo = (args.capacity.as_deref())
+        .map(inferbench_core::slo::Slo::parse)
+        .transpose()?;
+    if let Some(slo) = &slo {
+        // The SLO's metric is the frontier's x the capacity is read along.
+        args.x = Some(slo.metric.clone());
+    }
     let mut store = open_with_runs(&args.db)?;
     let x_given = args.x.is_some();
     let mut f = filter(&args.filters, &args.since, &args.until, args.include_failed)?;
@@ -219,6 +232,13 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     }
     let mut rows = store.points(&f, &cost)?;
     crate::analysis::mark_frontier(&mut rows, &x, &args.y, args.include_invalid);
+    if let Some(slo) = &slo {
+        capacity(&rows, &args, slo)?;
+        if rows.is_empty() {
+            history_matched_nothing(&mut store, &args, &f)?;
+        }
+        return Ok(ExitStatus::Ok);
+    }
     if let Some(at) = args.history_at {
         let status = history(&rows, &args, x_given, &x, at)?;
         if rows.is_empty() {
@@ -240,6 +260,116 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         }
     }
     Ok(status)
+}
+
+/// `report --capacity`: per group the most y and users per GPU at the SLO
+/// ([`crate::analysis::capacity_at`], the computation `/api/v1/tco?slo=` returns), in
+/// `--format`: a table with a note per group, or CSV / JSON rows with a `status`.
+fn capacity(
+    rows: &[inferbench_store::PointRow],
+    args: &ReportFlags,
+    slo: &inferbench_core::slo::Slo,
+) -> anyhow::Result<()> {
+    use crate::analysis::CapacityStatus;
+    let caps = crate::analysis::capacity_at(rows, slo, &args.y, args.include_invalid)?;
+    let y_unit = inferbench_core::registry::metric(&args.y)
+        .map(|m| m.unit)
+        .unwrap_or("");
+    let x_unit = inferbench_core::registry::metric(&slo.metric)
+        .map(|m| m.unit)
+        .unwrap_or("");
+    let note = |c: &crate::analysis::GroupCapacity| -> String {
+        let range = c.x_range.map_or(String::new(), |(lo, hi)| {
+            format!(
+                "; measured {} {} to {} {x_unit}",
+                slo.metric,
+                report::round_for_table(lo),
+                report::round_for_table(hi)
+            )
+        });
+        match c.status {
+            CapacityStatus::Interpolated => format!(
+                "on the frontier at {} (mean of {})",
+                slo,
+                if c.batches == 1 {
+                    "1 batch".to_string()
+                } else {
+                    format!("{} batches", c.batches)
+                }
+            ),
+            CapacityStatus::AllMeet => {
+                format!("every measured point meets {slo}: at least this (not extrapolated){range}")
+            }
+            CapacityStatus::NoneMeet => format!("no measured point meets {slo}{range}"),
+            CapacityStatus::Measured => format!(
+                "no frontier reaches the bound: the best measured point meeting {slo}{range}"
+            ),
+            CapacityStatus::NoPoints => format!("no counted point has {}", slo.metric),
+        }
+    };
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
+    match args.format {
+        OutFormat::Json => {
+            let arr: Vec<serde_json::Value> = caps
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "group": c.group,
+                        "slo": slo.to_string(),
+                        "status": c.status.as_str(),
+                        args.y.clone(): c.y,
+                        "users_per_gpu": c.users_per_gpu,
+                        "batches": c.batches,
+                        "x_range": c.x_range.map(|(lo, hi)| [lo, hi]),
+                        "note": note(c),
+                    })
+                })
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&arr)?);
+        }
+        OutFormat::Csv => {
+            println!("group,slo,status,{},users_per_gpu,batches", args.y);
+            for c in &caps {
+                println!(
+                    "\"{}\",{},{},{},{},{}",
+                    c.group.replace('"', "\"\""),
+                    slo,
+                    c.status.as_str(),
+                    opt(c.y),
+                    opt(c.users_per_gpu),
+                    c.batches
+                );
+            }
+        }
+        OutFormat::Table => {
+            println!(
+                "Capacity at {} ({} in {y_unit})",
+                args.capacity.as_deref().unwrap_or(""),
+                args.y
+            );
+            let w = caps.iter().map(|c| c.group.len()).max().unwrap_or(5).max(5);
+            println!(
+                "{:<w$}  {:>14}  {:>13}  note",
+                "group", args.y, "users_per_gpu"
+            );
+            let cell = |v: Option<f64>, lower_bound: bool| match v {
+                Some(v) if lower_bound => format!(">= {}", report::round_for_table(v)),
+                Some(v) => report::round_for_table(v),
+                None => "-".to_string(),
+            };
+            for c in &caps {
+                let lb = c.status == CapacityStatus::AllMeet;
+                println!(
+                    "{:<w$}  {:>14}  {:>13}  {}",
+                    c.group,
+                    cell(c.y, lb),
+                    cell(c.users_per_gpu, lb),
+                    note(c)
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How many failed points `f` leaves out (it does without `--include-failed`); 0 unless

@@ -476,12 +476,33 @@ pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 /// "default_at", "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…],
 /// "invalid_only": [group…], "note"}` (`unreached`: groups whose counted frontiers do not reach
 /// `at`; `invalid_only`: those among them with no valid point; `note`: null, or which filter
-/// matches nothing).
+/// matches nothing). With `slo=EXPR` (`median_intvty>=35`, `p99_ttft<=2s`; x is then the SLO's
+/// metric) the answer also holds `"capacity": [{"group", "slo", "status", "value",
+/// "users_per_gpu", "batches", "x_range"}…]`: per group the most y and users per GPU at the SLO,
+/// [`inferbench_views::analysis::capacity_at`], the numbers `report --capacity` prints.
 pub async fn tco(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
 ) -> Result<Json<Value>, ApiError> {
     let at = required_at(&mut pairs, "to read each group at")?;
+    let slo = take(&mut pairs, "slo")
+        .map(|e| {
+            inferbench_core::slo::Slo::parse(&e).map_err(|e| ApiError::bad_request(e.to_string()))
+        })
+        .transpose()?;
+    if let Some(slo) = &slo {
+        // Capacity is read along the SLO's metric: it is the x.
+        match pairs.iter().find(|(k, _)| k == "x") {
+            Some((_, x)) if *x != slo.metric => {
+                return Err(ApiError::bad_request(format!(
+                    "`slo` {slo} reads capacity along {}: leave `x` out or make it {}",
+                    slo.metric, slo.metric
+                )))
+            }
+            Some(_) => {}
+            None => pairs.push(("x".into(), slo.metric.clone())),
+        }
+    }
     let Selected {
         rows,
         x,
@@ -492,11 +513,26 @@ pub async fn tco(
     let at = resolve_at(at, &rows, &x, &y, include_invalid);
     // The one analysis (issue 39: this route read invalid points).
     let t = inferbench_views::analysis::tco_at(&rows, &x, &y, at, include_invalid);
+    // `report --capacity`'s computation, as a field (issue 43).
+    let capacity = match &slo {
+        Some(slo) => Some(
+            inferbench_views::analysis::capacity_at(&rows, slo, &y, include_invalid)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?
+                .iter()
+                .map(|c| {
+                    json!({"group": c.group, "slo": slo.to_string(), "status": c.status.as_str(),
+                           "value": c.y, "users_per_gpu": c.users_per_gpu,
+                           "batches": c.batches, "x_range": c.x_range.map(|(lo, hi)| [lo, hi])})
+                })
+                .collect::<Vec<Value>>(),
+        ),
+        None => None,
+    };
     let bars: Vec<Value> = (t.bars.iter())
         .map(|b| json!({"group": b.group, "public": b.public, "value": b.value, "batches": b.batches}))
         .collect();
     let higher = t.better == inferbench_core::analytics::Better::Higher;
-    Ok(Json(json!({
+    let mut answer = json!({
         "x": x,
         "y": y,
         "at": at,
@@ -508,5 +544,9 @@ pub async fn tco(
         "unreached": t.unreached,
         "invalid_only": t.invalid_only,
         "note": note,
-    })))
+    });
+    if let (Some(c), Value::Object(m)) = (capacity, &mut answer) {
+        m.insert("capacity".into(), c.into());
+    }
+    Ok(Json(answer))
 }

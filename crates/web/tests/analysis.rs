@@ -472,3 +472,58 @@ async fn at_auto_reads_at_the_default_x() {
     let (_, v) = get_json(&db, "/api/v1/tco?at=auto&model=dsr1").await;
     assert_eq!(v["bars"][0]["value"], json!(1140.0), "{v}");
 }
+
+/// `/api/v1/tco?slo=…` carries `report --capacity`'s numbers as a field (issue 43): per group
+/// the most y and users per GPU at the SLO, read off the frontier, or why not.
+#[tokio::test]
+async fn tco_with_an_slo_answers_capacity_per_group() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(
+        &db,
+        "/api/v1/tco?model=dsr1&isl=1024&osl=1024&at=60&slo=median_intvty%3E%3D60",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let caps = v["capacity"].as_array().unwrap();
+    assert_eq!(caps.len(), 3, "{v}");
+    // At the SLO's bound the capacity is the TCO bar at the same x, group by group.
+    for bar in v["bars"].as_array().unwrap() {
+        let c = caps.iter().find(|c| c["group"] == bar["group"]).unwrap();
+        assert_eq!(c["status"], "interpolated", "{c}");
+        assert_eq!(c["value"], bar["value"], "{c}");
+        assert_eq!(c["slo"], "median_intvty>=60");
+    }
+    // Beyond every measured point: said, not extrapolated.
+    let (_, v) = get_json(
+        &db,
+        "/api/v1/tco?model=dsr1&isl=1024&osl=1024&at=60&slo=median_intvty%3E%3D1000",
+    )
+    .await;
+    assert!(
+        v["capacity"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["status"] == "none_meet" && c["value"].is_null()),
+        "{v}"
+    );
+    // Without `slo` the answer has no capacity field; a bad one is a 400.
+    let (_, v) = get_json(&db, "/api/v1/tco?model=dsr1&at=60").await;
+    assert!(v.get("capacity").is_none());
+    let (s, e) = get_json(
+        &db,
+        "/api/v1/tco?model=dsr1&at=60&slo=median_intvity%3E%3D1",
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(
+        e["error"].as_str().unwrap().contains("unknown metric"),
+        "{e}"
+    );
+    let (s, _) = get_json(
+        &db,
+        "/api/v1/tco?model=dsr1&at=60&x=p99_ttft&slo=median_intvty%3E%3D1",
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}

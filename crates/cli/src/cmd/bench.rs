@@ -2,14 +2,87 @@
 //! `inferbench_loadgen::flags::BenchFlags`; the point: `inferbench_loadgen::run_bench`; `--db`:
 //! `inferbench_store` through `ingest`.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use inferbench_core::slo::{self, SearchEnd, SearchSpace, Slo};
 use inferbench_loadgen::flags::BenchFlags;
-use inferbench_loadgen::{output::render_report, run_bench};
+use inferbench_loadgen::options::BenchOptions;
+use inferbench_loadgen::{output::render_report, run_bench, BenchOutcome, VerdictKind};
+use serde_json::{json, Value};
 
 use super::ExitStatus;
 
+/// `inferbench bench`'s flags: the point's ([`BenchFlags`], the loadgen library's) and the
+/// SLO capacity search's ([`SearchArgs`], this crate's).
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// One point's flags.
+    #[command(flatten)]
+    pub flags: BenchFlags,
+    /// The capacity search.
+    #[command(flatten)]
+    pub search: SearchArgs,
+}
+
+/// Flags of the SLO capacity search (issue 43): with `--slo` and a search range, `bench` runs
+/// one full point per probe and reports the largest load meeting every SLO.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SearchArgs {
+    /// SLOs every probe must meet, `METRIC OP VALUE[UNIT]`: METRIC a `report` column
+    /// (median_intvty, p99_ttft, p90_e2e_norm_intvty, tput_per_gpu, …) or request_goodput /
+    /// goodput_fraction (per-request SLOs of --goodput, vLLM's definition) / error_rate; OP
+    /// one of <= >= < >; times in s (default) or ms: `--slo 'median_intvty>=35' 'p99_ttft<=2s'`.
+    /// Needs --search-concurrency or --search-request-rate.
+    #[arg(long, num_args = 1.., value_name = "EXPR", help_heading = "Capacity search")]
+    pub slo: Vec<String>,
+    /// Find the largest --max-concurrency in LO..HI (`1..512`) whose point meets every --slo,
+    /// by bracketing and bisection over full points (each probe's --num-prompts and
+    /// --num-warmups default to 10× and 2× its concurrency).
+    #[arg(
+        long,
+        value_name = "LO..HI",
+        requires = "slo",
+        conflicts_with = "search_request_rate",
+        help_heading = "Capacity search"
+    )]
+    pub search_concurrency: Option<String>,
+    /// Find the largest --request-rate (requests/s) in LO..HI (`0.5..32`) whose point meets
+    /// every --slo (at --max-concurrency, if given).
+    #[arg(
+        long,
+        value_name = "LO..HI",
+        requires = "slo",
+        help_heading = "Capacity search"
+    )]
+    pub search_request_rate: Option<String>,
+    /// Stop when the smallest failing load is within this fraction above the largest meeting
+    /// one (0.1: within 10 %; whole concurrencies also stop when adjacent).
+    #[arg(
+        long,
+        default_value_t = 0.1,
+        value_name = "FRACTION",
+        help_heading = "Capacity search"
+    )]
+    pub search_resolution: f64,
+    /// At most this many probes (full points).
+    #[arg(
+        long,
+        default_value_t = 12,
+        value_name = "N",
+        help_heading = "Capacity search"
+    )]
+    pub search_max_probes: usize,
+}
+
 /// Runs the subcommand: the point, its report (stdout), the files written and the notes
 /// (stderr), then with `--db` the result stored under its result directory's batch.
-pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
+pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
+    let BenchArgs { mut flags, search } = args;
+    if !search.slo.is_empty() {
+        return run_search(flags, search);
+    }
     let db = flags.db.take();
     // Where the result will be stored, checked before the benchmark runs.
     if let Some(db) = &db {
@@ -97,4 +170,383 @@ pub fn run(mut flags: BenchFlags) -> anyhow::Result<ExitStatus> {
         inferbench_store::flags::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
     Ok(ExitStatus::from_code(out.exit_code))
+}
+
+/// Stores one point's result in `db` as the plain `bench --db` does: nothing when the server
+/// never answered (said on stderr), ISL/OSL from `nominal` when no request finished.
+fn store_point(
+    db: &str,
+    out: &BenchOutcome,
+    nominal: Option<(u32, u32)>,
+    ingest_opts: &inferbench_store::IngestOptions,
+) -> anyhow::Result<()> {
+    if inferbench_loadgen::output::never_answered(&out.summary) {
+        eprintln!(
+            "inferbench: nothing stored in {}: the server never answered",
+            inferbench_store::redact(db)
+        );
+        return Ok(());
+    }
+    let Some(result) = &out.result_path else {
+        return Ok(());
+    };
+    let mut ingest_opts = ingest_opts.clone();
+    if let (0, Some((isl, osl))) = (out.summary.completed, nominal) {
+        for (k, v) in [("isl", isl), ("osl", osl)] {
+            ingest_opts
+                .overrides
+                .entry(k.into())
+                .or_insert(v.to_string());
+        }
+    }
+    inferbench_store::flags::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
+    Ok(())
+}
+
+/// What the search keeps of one probe.
+struct ProbeData {
+    /// The point's `report` columns ([`slo::point_values`], per-GPU by the job identity).
+    values: BTreeMap<String, f64>,
+    /// Why the point is invalid (its verdict), `None` for a valid point.
+    invalid: Option<String>,
+    /// Its result file.
+    result: Option<PathBuf>,
+}
+
+/// The GPUs of the job identity (`--job-identity`, `--inferencex-env`): tp·pp·pcp of one
+/// server, prefill + decode GPUs of a disaggregated one; 1 without an identity.
+fn identity_gpus(opts: &BenchOptions) -> u64 {
+    use inferbench_core::summary::Topology;
+    match opts.job_identity.as_ref().map(|id| &id.topology) {
+        Some(Topology::SingleNode { parallelism, .. }) => parallelism.gpus().max(1),
+        Some(Topology::MultiNode {
+            prefill_gpus,
+            decode_gpus,
+            ..
+        }) => (prefill_gpus + decode_gpus).max(1),
+        None => 1,
+    }
+}
+
+/// `x` with up to 4 significant decimals, as the summary lines print numbers.
+fn num(x: f64) -> String {
+    let s = format!("{x:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+/// `bench --slo … --search-concurrency LO..HI` (or `--search-request-rate`): one full point per
+/// probe ([`slo::search_max`]), each saved (and stored with `--db`) like any point; then the
+/// capacity printed (stdout) and written as `inferbench.capacity` to `--result-filename` (default
+/// `capacity-<date>.json`) in `--result-dir`. Exit 0 when a capacity was found (or the whole
+/// range meets the SLOs), 1 when no load in the range meets them or the probe budget ran out,
+/// 130 / 3 when a probe was interrupted or found the server unreachable; 2 for bad flags.
+fn run_search(flags: BenchFlags, search: SearchArgs) -> anyhow::Result<ExitStatus> {
+    let slos = search
+        .slo
+        .iter()
+        .map(|e| Slo::parse(e))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (by_rate, range) = match (&search.search_concurrency, &search.search_request_rate) {
+        (Some(r), None) => (false, r),
+        (None, Some(r)) => (true, r),
+        _ => {
+            anyhow::bail!("--slo needs --search-concurrency LO..HI or --search-request-rate LO..HI")
+        }
+    };
+    let flag = if by_rate {
+        "--search-request-rate"
+    } else {
+        "--search-concurrency"
+    };
+    let (lo, hi) = slo::parse_range(range).with_context(|| format!("{flag} {range}"))?;
+    let space = SearchSpace {
+        lo,
+        hi,
+        integer: !by_rate,
+        resolution: search.search_resolution,
+        max_probes: search.search_max_probes,
+    };
+    if !by_rate && flags.max_concurrency.is_some() {
+        anyhow::bail!(
+            "--search-concurrency sets each probe's --max-concurrency; drop --max-concurrency"
+        );
+    }
+    let mut flags = flags;
+    let db = flags.db.take();
+    if let Some(db) = &db {
+        inferbench_store::Store::check_target(db)?;
+    }
+    let ingest_opts = inferbench_store::flags::options(&flags.set)?;
+    let capacity_name = flags.result_filename.take();
+    let mut opts = flags.into_options()?;
+    // A search is many full points: every probe keeps its result.
+    opts.save_result = true;
+    // Each probe is a fresh run: the same random prompts again would be served from the
+    // server's prefix cache (and the probe marked invalid), so every probe's prompts carry
+    // their own run marker.
+    opts.cache_bust |= opts.dataset_name == inferbench_loadgen::options::DatasetName::Random;
+    let nominal = (opts.dataset_name == inferbench_loadgen::options::DatasetName::Random)
+        .then_some((opts.random_input_len, opts.random_output_len));
+    let gpus = identity_gpus(&opts);
+    let rt = super::runtime()?;
+    if opts.model.trim().is_empty() {
+        opts.validate()?;
+        opts.model = rt.block_on(inferbench_loadgen::hints::served_model(&opts.base_url))?;
+        eprintln!(
+            "inferbench: {}",
+            inferbench_loadgen::hints::served_model_note(&opts.model)
+        );
+    }
+    if let Some(n) = opts.range_notice() {
+        eprintln!("inferbench: {n}");
+    }
+    let cancel = rt.block_on(async {
+        super::shutdown_token("inferbench: interrupted; finishing the probe and saving it")
+    });
+    let unit = if by_rate {
+        "request rate"
+    } else {
+        "concurrency"
+    };
+    let mut stop_status = ExitStatus::Ok;
+    let mut first_date: Option<String> = None;
+    let mut failure: Option<anyhow::Error> = None;
+    let result = slo::search_max(space, |load| {
+        let mut o = opts.clone();
+        let tag = if by_rate {
+            o.request_rate = Some(load);
+            format!("rate{}", num(load))
+        } else {
+            o.max_concurrency = Some(load as u32);
+            format!("conc{}", load as u32)
+        };
+        if let Some(name) = &capacity_name {
+            let stem = name.strip_suffix(".json").unwrap_or(name);
+            o.result_filename = Some(format!("{stem}-{tag}.json"));
+        }
+        eprintln!("inferbench: probe at {unit} {}", num(load));
+        let out = match rt.block_on(run_bench(o, cancel.clone())) {
+            Ok(out) => out,
+            Err(e) => {
+                failure = Some(e);
+                return None;
+            }
+        };
+        first_date.get_or_insert_with(|| out.summary.date.clone());
+        for n in &out.notes {
+            eprintln!("inferbench: {n}");
+        }
+        if let Some(db) = &db {
+            if let Err(e) = store_point(db, &out, nominal, &ingest_opts) {
+                failure = Some(e);
+                return None;
+            }
+        }
+        let mut values = slo::point_values(&out.summary, gpus);
+        if let Some(id) = &opts.job_identity {
+            // InferenceX's per-GPU rule (disaggregated layouts divide differently).
+            if let Ok(agg) = inferbench_core::summary::inferencex_aggregate(&out.summary, id) {
+                for k in ["tput_per_gpu", "output_tput_per_gpu", "input_tput_per_gpu"] {
+                    if let Some(x) = agg.get(k).and_then(Value::as_f64) {
+                        values.insert(k.to_string(), x);
+                    }
+                }
+            }
+        }
+        // Invalid: a failed verdict (error rate, nothing measured, …) or timings the summary
+        // marks as no valid measurement (prefix-cache hits, a client- or server-bound run).
+        let invalid = out
+            .verdict
+            .as_ref()
+            .map(|v| v.note.clone())
+            .or_else(|| out.summary.inferbench.invalid_reason.clone());
+        let meets = invalid.is_none() && slo::meets_all(&slos, &values);
+        let said: Vec<String> = slos
+            .iter()
+            .map(|s| match values.get(&s.metric) {
+                Some(v) => format!("{} {}", s.metric, num(*v)),
+                None => format!("{} n/a", s.metric),
+            })
+            .collect();
+        eprintln!(
+            "inferbench: {unit} {}: {} ({}){}",
+            num(load),
+            if meets {
+                "meets the SLOs"
+            } else {
+                "fails the SLOs"
+            },
+            said.join(", "),
+            invalid
+                .as_ref()
+                .map(|n| format!("; invalid point: {n}"))
+                .unwrap_or_default()
+        );
+        if let Some(kind @ (VerdictKind::Interrupted | VerdictKind::ServerUnreachable)) =
+            out.verdict.as_ref().map(|v| v.kind)
+        {
+            stop_status = if kind == VerdictKind::Interrupted {
+                ExitStatus::Interrupted
+            } else {
+                ExitStatus::Unreachable
+            };
+            return None;
+        }
+        Some((
+            meets,
+            ProbeData {
+                values,
+                invalid,
+                result: out.result_path.clone(),
+            },
+        ))
+    })?;
+    rt.shutdown_background();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let load_key = if by_rate {
+        "request_rate"
+    } else {
+        "concurrency"
+    };
+    let users = |load: f64| -> Value {
+        if by_rate {
+            opts.max_concurrency
+                .map_or(Value::Null, |c| json!(f64::from(c) / gpus as f64))
+        } else {
+            json!(load / gpus as f64)
+        }
+    };
+    let load_json = |load: f64| -> Value {
+        if by_rate {
+            json!(load)
+        } else {
+            json!(load as u64)
+        }
+    };
+    let point = |p: &slo::Probe<ProbeData>| -> Value {
+        json!({
+            load_key: load_json(p.load),
+            "meets_slo": p.meets,
+            "invalid": p.data.invalid,
+            "tput_per_gpu": p.data.values.get("tput_per_gpu"),
+            "users_per_gpu": users(p.load),
+            "values": slos.iter().map(|s| (s.metric.clone(), json!(p.data.values.get(&s.metric)))).collect::<serde_json::Map<_, _>>(),
+            "result_file": p.data.result.as_ref().map(|r| r.display().to_string()),
+        })
+    };
+    let best = result.best.map(|i| &result.probes[i]);
+    let next = result.next.map(|i| &result.probes[i]);
+    let end = match result.end {
+        SearchEnd::Found => "found",
+        SearchEnd::AllMeet => "whole_range_meets",
+        SearchEnd::NoneMeet => "none_meets",
+        SearchEnd::Budget => "probe_budget_spent",
+        SearchEnd::Stopped => "stopped",
+    };
+    let max_key = if by_rate {
+        "max_request_rate"
+    } else {
+        "max_concurrency"
+    };
+    let mut next_json = next.map(point);
+    if let Some(Value::Object(m)) = &mut next_json {
+        m.insert("next_fails_slo".into(), true.into());
+    }
+    let capacity = json!({
+        "slos": slos.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        "search": load_key,
+        "range": [load_json(space.lo), load_json(space.hi)],
+        "resolution": space.resolution,
+        "end": end,
+        "gpus": gpus,
+        max_key: best.map(|p| load_json(p.load)),
+        "tput_per_gpu": best.and_then(|p| p.data.values.get("tput_per_gpu")),
+        "users_per_gpu": best.map_or(Value::Null, |p| users(p.load)),
+        "meets_slo": best.is_some(),
+        "values": best.map(|p| point(p)["values"].clone()),
+        "result_file": best.map(|p| point(p)["result_file"].clone()),
+        "next": next_json,
+        "probes": result.probes.len(),
+        "points": result.probes.iter().map(point).collect::<Vec<_>>(),
+    });
+    let doc = json!({ "inferbench": { "schema_version": 1, "capacity": capacity } });
+    // Printed.
+    println!("{:=^60}", " SLO capacity ");
+    println!("{:<36}{}", "SLOs:", search.slo.join(", "));
+    println!(
+        "{:<36}{} {}..{}, {}",
+        "Searched:",
+        unit,
+        num(space.lo),
+        num(space.hi),
+        inferbench_core::count(result.probes.len(), "probe")
+    );
+    let per_gpu = |p: &slo::Probe<ProbeData>| {
+        p.data
+            .values
+            .get("tput_per_gpu")
+            .map_or("n/a".to_string(), |x| num(*x))
+    };
+    match best {
+        Some(p) => {
+            println!(
+                "{:<36}{} (meets every SLO)",
+                format!("Max {unit}:"),
+                num(p.load)
+            );
+            println!("{:<36}{}", "Throughput per GPU (tok/s/GPU):", per_gpu(p));
+            if let Some(u) = users(p.load).as_f64() {
+                println!("{:<36}{}", "Users per GPU:", num(u));
+            }
+        }
+        None => println!(
+            "{:<36}none in the range meets every SLO",
+            format!("Max {unit}:")
+        ),
+    }
+    if let Some(p) = next {
+        println!("{:<36}{} fails the SLOs", "Next probe:", num(p.load));
+    }
+    let note = match result.end {
+        SearchEnd::Found => None,
+        SearchEnd::AllMeet => Some(format!(
+            "the whole range meets the SLOs: the capacity is at least {} (not extrapolated; widen the range)",
+            num(space.hi)
+        )),
+        SearchEnd::NoneMeet => Some(format!("{unit} {} already fails the SLOs", num(space.lo))),
+        SearchEnd::Budget => Some(format!(
+            "stopped after {} before the bracket closed (--search-max-probes)",
+            inferbench_core::count(result.probes.len(), "probe")
+        )),
+        SearchEnd::Stopped => Some("the search stopped early".to_string()),
+    };
+    if let Some(n) = &note {
+        println!("Note: {n}");
+    }
+    println!("{:=<60}", "");
+    // Stored.
+    let name = capacity_name.unwrap_or_else(|| {
+        format!(
+            "capacity-{}.json",
+            first_date.as_deref().unwrap_or("unknown")
+        )
+    });
+    let dir = opts
+        .result_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    let path = dir.join(name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let text = serde_json::to_string_pretty(&doc)? + "\n";
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(match result.end {
+        SearchEnd::Found | SearchEnd::AllMeet => ExitStatus::Ok,
+        SearchEnd::NoneMeet | SearchEnd::Budget => ExitStatus::Failed,
+        SearchEnd::Stopped if stop_status != ExitStatus::Ok => stop_status,
+        SearchEnd::Stopped => ExitStatus::Failed,
+    })
 }

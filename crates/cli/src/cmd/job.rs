@@ -12,21 +12,22 @@ pub fn run(flags: JobFlags) -> anyhow::Result<ExitStatus> {
     let (job, run) = flags.resolve()?;
     let mut opts = run.sweep_options()?;
     opts.write_report = false;
-    run_local(&[job], &opts, run.progress)
+    run_local(&[job], &opts, run.progress, None)
 }
 
-/// Runs `jobs` in this process ([`run_here`]); Ctrl-C / SIGTERM stop the current point and
+/// Runs `jobs` in this process ([`run_here`]; `adaptive`: `sweep --adaptive`'s tolerance); Ctrl-C / SIGTERM stop the current point and
 /// the engine.
 pub fn run_local(
     jobs: &[JobSpec],
     opts: &SweepOptions,
     progress: bool,
+    adaptive: Option<f64>,
 ) -> anyhow::Result<ExitStatus> {
     let rt = tokio::runtime::Runtime::new()?;
     let code = rt.block_on(async {
         let cancel =
             super::shutdown_token("interrupted: stopping the current point and the engine");
-        run_here(jobs, opts, progress, &cancel).await
+        run_here(jobs, opts, progress, adaptive, &cancel).await
     });
     Ok(ExitStatus::from_code(code))
 }

@@ -10,8 +10,21 @@ use super::ExitStatus;
 pub fn run(flags: SweepFlags) -> anyhow::Result<ExitStatus> {
     let jobs = flags.jobs()?;
     let opts = flags.run.sweep_options()?;
+    if let Some(tol) = flags.adaptive {
+        anyhow::ensure!(
+            tol.is_finite() && tol > 0.0,
+            "--adaptive={tol}: the tolerance is a fraction > 0 (0.02 = 2 %)"
+        );
+        anyhow::ensure!(
+            matches!(flags.executor, Executor::Local),
+            "--adaptive runs on the local executor only (Slurm/GitHub follow-up rounds are not \
+             built yet)"
+        );
+    }
     let code = match flags.executor {
-        Executor::Local => return super::job::run_local(&jobs, &opts, flags.run.progress),
+        Executor::Local => {
+            return super::job::run_local(&jobs, &opts, flags.run.progress, flags.adaptive)
+        }
         Executor::Github => flags.write_github(&jobs)?,
         Executor::Slurm => tokio::runtime::Runtime::new()?.block_on(flags.slurm(&jobs, &opts))?,
     };

@@ -1,0 +1,630 @@
+//! The adaptive sweep's planner (issue 43, `sweep --adaptive[=TOLERANCE]`): which concurrencies
+//! of a group's curves to measure so that the group's Pareto frontier (y, e.g. tok/s/GPU,
+//! against x, e.g. interactivity) is known to within a relative tolerance. Pure: no I/O, no
+//! clock; the executor measures what [`next_round`] proposes and calls it again with the
+//! results, until it proposes nothing ([`run`] is that loop over a closure).
+//!
+//! The rule, per curve (the rows of a group that differ only in concurrency), over its listed
+//! range `lo..=hi`:
+//! 1. Measure the ends and the (geometric) middle first.
+//! 2. Then, between two neighbouring measured points, the curve is uncertain by as much as two
+//!    reasonable readings of it disagree there: the quadratics (in log x and log y over log
+//!    concurrency) through the three points to the left and to the right (at the curve's ends:
+//!    the one quadratic against the straight line). An interval is worth a point when that exceeds the tolerance relative
+//!    to y **and** the interval could be on the group's frontier (no other curve's measured
+//!    point serves its x with a y above its own by more than the tolerance).
+//!    An invalid end (say the highest concurrency overloads the server) leaves the stretch
+//!    beyond the last valid point unknown: it is bisected first.
+//! 3. One point per curve per round: the middle of its most uncertain interval. A curve stops
+//!    when no interval is worth a point, or none is wider than [`MIN_SPLIT_RATIO`] with an
+//!    unmeasured concurrency inside.
+//!
+//! Every proposal lies inside the listed range and is proposed at most once (an invalid point
+//! is never proposed again and never counts as measured), so a plan always ends, after at most
+//! `hi − lo + 1` points per curve, and is deterministic for the same measurements.
+
+use std::collections::BTreeMap;
+
+use crate::jobspec::JobSpec;
+
+/// The default `--adaptive` tolerance: 2 %.
+pub const DEFAULT_TOLERANCE: f64 = 0.02;
+
+/// The narrowest interval (higher / lower concurrency) the planner still splits for a bend:
+/// below it run-to-run noise, not the curve, decides the bend (a sim sweep on a busy machine
+/// with 15 % noise split 17..20 down to single steps).
+pub const MIN_SPLIT_RATIO: f64 = 1.25;
+
+/// One measured point of a curve: x (e.g. median interactivity, tok/s/user) and y (e.g.
+/// tok/s/GPU, higher is better), or `None` for an invalid point (tried, never counted).
+pub type Measured = Option<(f64, f64)>;
+
+/// One curve of a group: its listed concurrency range and what was measured so far.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Curve {
+    /// Lowest listed concurrency.
+    pub lo: u32,
+    /// Highest listed concurrency.
+    pub hi: u32,
+    /// Concurrency → its point ([`Measured`]).
+    pub points: BTreeMap<u32, Measured>,
+}
+
+impl Curve {
+    /// A curve over `lo..=hi` with nothing measured.
+    pub fn new(lo: u32, hi: u32) -> Curve {
+        Curve {
+            lo: lo.min(hi),
+            hi: hi.max(lo),
+            points: BTreeMap::new(),
+        }
+    }
+
+    /// The valid points, by concurrency: (conc, x, y).
+    fn valid(&self) -> Vec<(u32, f64, f64)> {
+        self.points
+            .iter()
+            .filter_map(|(c, m)| m.map(|(x, y)| (*c, x, y)))
+            .filter(|(_, x, y)| x.is_finite() && y.is_finite())
+            .collect()
+    }
+
+    /// Whether `c` is untried and inside the range.
+    fn open(&self, c: u32) -> bool {
+        (self.lo..=self.hi).contains(&c) && !self.points.contains_key(&c)
+    }
+}
+
+/// The geometric middle of `a` and `b`, rounded, strictly between them when there is room;
+/// `None` when `b ≤ a + 1`.
+fn middle(a: u32, b: u32) -> Option<u32> {
+    if b <= a + 1 {
+        return None;
+    }
+    let m = ((a.max(1) as f64) * (b as f64)).sqrt().round() as u32;
+    Some(m.clamp(a + 1, b - 1))
+}
+
+/// y at `t` of the quadratic through three (t, y) points (Lagrange form).
+fn quad(p: [(f64, f64); 3], t: f64) -> f64 {
+    let [(t0, y0), (t1, y1), (t2, y2)] = p;
+    y0 * (t - t1) * (t - t2) / ((t0 - t1) * (t0 - t2))
+        + y1 * (t - t0) * (t - t2) / ((t1 - t0) * (t1 - t2))
+        + y2 * (t - t0) * (t - t1) / ((t2 - t0) * (t2 - t1))
+}
+
+/// How far, relative, the curve may be off between valid points `i` and `i + 1` of `v`: in
+/// log–log space (where throughput against interactivity is close to a power law, and
+/// differences of logarithms are relative differences), over log-concurrency, the
+/// disagreement at the interval's middle of the two quadratics through three neighbouring
+/// points each (the left and the right one: a smooth curve makes them agree, a knee does not),
+/// in x and in y; at either end of the curve, where only one exists, that quadratic against
+/// the straight line. Infinite without three points or with a non-positive value.
+fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
+    let t = |c: u32| (c.max(1) as f64).ln();
+    let ln = |p: &(u32, f64, f64)| -> Option<(f64, f64, f64)> {
+        (p.1 > 0.0 && p.2 > 0.0).then(|| (t(p.0), p.1.ln(), p.2.ln()))
+    };
+    let (Some(a), Some(b)) = (ln(&v[i]), ln(&v[i + 1])) else {
+        return f64::INFINITY;
+    };
+    let tm = (a.0 + b.0) / 2.0;
+    let chord = ((a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0);
+    let at = |start: usize| -> Option<(f64, f64)> {
+        let w = v.get(start..start + 3)?;
+        let k = [ln(&w[0]), ln(&w[1]), ln(&w[2])];
+        let [Some(p0), Some(p1), Some(p2)] = k else {
+            return Some((f64::INFINITY, f64::INFINITY));
+        };
+        Some((
+            quad([(p0.0, p0.1), (p1.0, p1.1), (p2.0, p2.1)], tm),
+            quad([(p0.0, p0.2), (p1.0, p1.2), (p2.0, p2.2)], tm),
+        ))
+    };
+    let gap = |p: (f64, f64), q: (f64, f64)| (p.0 - q.0).abs().max((p.1 - q.1).abs());
+    let d = match (i.checked_sub(1).and_then(at), at(i)) {
+        (Some(l), Some(r)) => gap(l, r),
+        (Some(q), None) | (None, Some(q)) => gap(q, chord),
+        (None, None) => f64::INFINITY,
+    };
+    // A difference of logarithms → a relative difference.
+    let d = d.exp_m1();
+    if d.is_nan() {
+        f64::INFINITY
+    } else {
+        d
+    }
+}
+
+/// y of the group's best other curve at `x`: the highest y among other curves' valid points
+/// with an x at least `x` (a point that serves at least that x with that y), `None` without.
+fn best_other_at(curves: &[Curve], me: usize, x: f64) -> Option<f64> {
+    curves
+        .iter()
+        .enumerate()
+        .filter(|(j, _)| *j != me)
+        .flat_map(|(_, c)| c.valid())
+        .filter(|(_, px, _)| *px >= x)
+        .map(|(_, _, y)| y)
+        .fold(None, |acc: Option<f64>, y| {
+            Some(acc.map_or(y, |a| a.max(y)))
+        })
+}
+
+/// The concurrencies to measure next, `(curve index, conc)`, at most one per curve, in curve
+/// order; empty when the group's frontier is known to within `tolerance` (or nothing is left
+/// to try). A `tolerance` that is not a positive number is read as [`DEFAULT_TOLERANCE`].
+pub fn next_round(curves: &[Curve], tolerance: f64) -> Vec<(usize, u32)> {
+    let tol = if tolerance.is_finite() && tolerance > 0.0 {
+        tolerance
+    } else {
+        DEFAULT_TOLERANCE
+    };
+    let mut out = Vec::new();
+    for (i, c) in curves.iter().enumerate() {
+        // 1. The ends and the middle.
+        let first = [Some(c.lo), Some(c.hi), middle(c.lo, c.hi)];
+        if let Some(m) = first.into_iter().flatten().find(|m| c.open(*m)) {
+            out.push((i, m));
+            continue;
+        }
+        // 2. An invalid end leaves the stretch beyond the last valid point unknown: measure
+        //    between them first (the highest stretch first: it decides the frontier's far end).
+        let v = c.valid();
+        // Not closer than MIN_SPLIT_RATIO: a run of invalid points (an overloaded or starved
+        // server) is not walked one concurrency at a time.
+        let open_between = |a: u32, b: u32| -> Option<u32> {
+            if (b as f64) < a.max(1) as f64 * MIN_SPLIT_RATIO {
+                return None;
+            }
+            middle(a, b).filter(|m| c.open(*m))
+        };
+        let beyond = v.last().and_then(|top| {
+            let b = c.points.range(top.0 + 1..).next().map(|(k, _)| *k)?;
+            open_between(top.0, b)
+        });
+        let below = v.first().and_then(|bottom| {
+            let a = c.points.range(..bottom.0).next_back().map(|(k, _)| *k)?;
+            open_between(a, bottom.0)
+        });
+        if let Some(m) = beyond.or(below) {
+            out.push((i, m));
+            continue;
+        }
+        // 3. The most uncertain interval that could be on the frontier.
+        let mut best: Option<(f64, u32)> = None;
+        for k in 0..v.len().saturating_sub(1) {
+            if (v[k + 1].0 as f64) < v[k].0.max(1) as f64 * MIN_SPLIT_RATIO {
+                continue;
+            }
+            let Some(m) = middle(v[k].0, v[k + 1].0) else {
+                continue;
+            };
+            // An invalid try inside leaves the interval's other untried concurrencies.
+            let m = if c.open(m) {
+                m
+            } else {
+                match (v[k].0 + 1..v[k + 1].0).find(|x| c.open(*x)) {
+                    Some(x) => x,
+                    None => continue,
+                }
+            };
+            let u = bend(&v, k);
+            if u <= tol {
+                continue;
+            }
+            // Could this stretch be on the frontier? Its best y (throughput rises with
+            // concurrency: the higher end's) against the other curves' best at its lowest x.
+            let x_lo = v[k].1.min(v[k + 1].1);
+            let y_hi = v[k].2.max(v[k + 1].2);
+            if best_other_at(curves, i, x_lo).is_some_and(|o| o > y_hi * (1.0 + tol)) {
+                continue;
+            }
+            if best.is_none_or(|(bu, _)| u > bu) {
+                best = Some((u, m));
+            }
+        }
+        if let Some((_, m)) = best {
+            out.push((i, m));
+        }
+    }
+    out
+}
+
+/// Runs a whole plan: rounds of [`next_round`], each proposal measured by `measure(curve,
+/// conc)`, until a round proposes nothing. Returns the curves with every point measured, and
+/// the proposals in the order made.
+pub fn run(
+    mut curves: Vec<Curve>,
+    tolerance: f64,
+    mut measure: impl FnMut(usize, u32) -> Measured,
+) -> (Vec<Curve>, Vec<(usize, u32)>) {
+    let mut order = Vec::new();
+    loop {
+        let round = next_round(&curves, tolerance);
+        if round.is_empty() {
+            return (curves, order);
+        }
+        for (i, c) in round {
+            let m = measure(i, c);
+            curves[i].points.insert(c, m);
+            order.push((i, c));
+        }
+    }
+}
+
+/// What `sweep.json` says of an adaptive sweep (`adaptive`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AdaptiveReport {
+    /// The tolerance the frontier is known to (relative, 0.02 = 2 %).
+    pub tolerance: f64,
+    /// Rounds of points run.
+    pub rounds: usize,
+    /// Listed concurrencies over every curve (the full list's points).
+    pub listed_points: usize,
+    /// Points measured (valid or not).
+    pub measured_points: usize,
+    /// GPU-seconds the full listed set would have taken, estimated from the measured points
+    /// ([`full_list_gpu_seconds`]).
+    pub full_list_gpu_seconds: f64,
+    /// 1 − spent / `full_list_gpu_seconds` (0 when the estimate is 0).
+    pub saved_fraction: f64,
+}
+
+/// GPU-seconds of the full listed set of one curve, estimated from what was measured: a listed
+/// concurrency that was measured costs what it cost; one that was not, the cost interpolated
+/// linearly in log-concurrency between the nearest measured ones (the nearest one's beyond the
+/// measured range). `measured`: concurrency → GPU-seconds. 0 without any measurement.
+pub fn full_list_gpu_seconds(listed: &[u32], measured: &BTreeMap<u32, f64>) -> f64 {
+    let t = |c: u32| (c.max(1) as f64).ln();
+    listed
+        .iter()
+        .map(|&c| {
+            if let Some(g) = measured.get(&c) {
+                return *g;
+            }
+            let below = measured.range(..c).next_back();
+            let above = measured.range(c..).next();
+            match (below, above) {
+                (Some((&a, &ga)), Some((&b, &gb))) => {
+                    let f = (t(c) - t(a)) / (t(b) - t(a));
+                    ga + f * (gb - ga)
+                }
+                (Some((_, &g)), None) | (None, Some((_, &g))) => g,
+                (None, None) => 0.0,
+            }
+        })
+        .sum()
+}
+
+/// The curve a single-node row belongs to: the row without its concurrency.
+fn curve_key(spec: &JobSpec) -> String {
+    let mut row = spec.row.clone();
+    row.conc = inferbench_core::matrix::Conc::One(0);
+    serde_json::to_string(&row).unwrap_or_default()
+}
+
+/// The frontier group a row competes in (`report`'s group: model, ISL/OSL, scenario, hardware,
+/// framework, precision, spec decoding).
+fn group_key(spec: &JobSpec) -> String {
+    let r = &spec.row;
+    format!(
+        "{}|{:?}|{:?}|{:?}|{}|{}|{}|{}",
+        r.model, r.isl, r.osl, r.scenario_type, r.runner, r.framework, r.precision, r.spec_decoding
+    )
+}
+
+/// (x, y) of a finished point from its `summary.json`: median interactivity (AgentX rows: p90
+/// E2E-normalized interactivity), tok/s/user, and throughput per GPU over the row's GPUs;
+/// `None` when the file is missing, marked invalid, or lacks either.
+fn point_xy(dir: &std::path::Path, spec: &JobSpec) -> Measured {
+    let text = std::fs::read(dir.join("summary.json")).ok()?;
+    let summary: inferbench_core::summary::RunSummary = serde_json::from_slice(&text).ok()?;
+    if summary.inferbench.invalid_reason.is_some() {
+        return None;
+    }
+    let v = inferbench_core::slo::point_values(&summary, u64::from(spec.gpu_count()));
+    let x = if spec.is_agentic() {
+        "p90_e2e_norm_intvty"
+    } else {
+        "median_intvty"
+    };
+    Some((*v.get(x)?, *v.get("tput_per_gpu")?))
+}
+
+/// `sweep --adaptive[=TOLERANCE]` on the local executor: the single-node rows of `jobs` that
+/// differ only in concurrency are one curve over their listed range (multinode rows, whose
+/// concurrencies share one launch, and evals run as listed); curves of one `report` group
+/// compete for its frontier. Each round runs the points [`next_round`] proposes across every
+/// group through [`crate::sweep::run_jobs`] (so each is an ordinary point, its artifacts and
+/// GPU-seconds as always), reads their (x, y) back, and stops when no group proposes more, or
+/// when `cancel` fires. The merged report carries [`AdaptiveReport`] and is written to
+/// `<out>/sweep.json` when `opts.write_report`.
+pub async fn run_local<R: crate::point::PointRunner>(
+    jobs: &[JobSpec],
+    opts: &crate::sweep::SweepOptions,
+    runner: &R,
+    cancel: &crate::CancellationToken,
+    tolerance: f64,
+) -> crate::sweep::SweepReport {
+    use crate::sweep::{run_jobs, PointKind, SweepReport};
+    let mut round_opts = opts.clone();
+    round_opts.write_report = false;
+    // Curves: (group, template row, listed concurrencies).
+    let mut curves: Vec<(String, JobSpec, Vec<u32>)> = Vec::new();
+    let mut fixed: Vec<JobSpec> = Vec::new();
+    for j in jobs {
+        let single = !j.is_multinode() && !crate::evals::eval_only(j);
+        let one = match &j.row.conc {
+            inferbench_core::matrix::Conc::One(c) => Some(*c),
+            _ => None,
+        };
+        match (single, one) {
+            (true, Some(c)) => match curves.iter_mut().find(|k| curve_key(&k.1) == curve_key(j)) {
+                Some(k) => k.2.push(c),
+                None => curves.push((group_key(j), j.clone(), vec![c])),
+            },
+            _ => fixed.push(j.clone()),
+        }
+    }
+    let mut report = SweepReport::default();
+    if !fixed.is_empty() {
+        let r = run_jobs(&fixed, &round_opts, runner, cancel).await;
+        report.points.extend(r.points);
+    }
+    let mut planned: Vec<Curve> = curves
+        .iter()
+        .map(|(_, _, l)| {
+            Curve::new(
+                l.iter().copied().min().unwrap_or(1),
+                l.iter().copied().max().unwrap_or(1),
+            )
+        })
+        .collect();
+    let groups: Vec<String> = {
+        let mut g: Vec<String> = curves.iter().map(|c| c.0.clone()).collect();
+        g.dedup();
+        g.sort();
+        g.dedup();
+        g
+    };
+    let mut gpu_by_curve: Vec<BTreeMap<u32, f64>> = vec![BTreeMap::new(); curves.len()];
+    let mut rounds = 0;
+    while !cancel.is_cancelled() {
+        let mut proposals: Vec<(usize, u32)> = Vec::new();
+        for g in &groups {
+            let members: Vec<usize> = (0..curves.len()).filter(|i| &curves[*i].0 == g).collect();
+            let sub: Vec<Curve> = members.iter().map(|i| planned[*i].clone()).collect();
+            proposals.extend(
+                next_round(&sub, tolerance)
+                    .into_iter()
+                    .map(|(k, c)| (members[k], c)),
+            );
+        }
+        if proposals.is_empty() {
+            break;
+        }
+        rounds += 1;
+        let round_jobs: Vec<JobSpec> = proposals
+            .iter()
+            .map(|&(i, c)| {
+                let mut j = curves[i].1.clone();
+                j.row.conc = inferbench_core::matrix::Conc::One(c);
+                j
+            })
+            .collect();
+        let r = run_jobs(&round_jobs, &round_opts, runner, cancel).await;
+        for &(i, c) in &proposals {
+            let spec = &curves[i].1;
+            let p = r
+                .points
+                .iter()
+                .find(|p| p.kind == PointKind::Throughput && p.conc == c && p.index == spec.index);
+            let ok = p.is_some_and(|p| {
+                matches!(p.outcome, crate::Outcome::Ok | crate::Outcome::Skipped) && !p.invalid
+            });
+            let m = p.filter(|_| ok).and_then(|p| point_xy(&p.dir, spec));
+            planned[i].points.insert(c, m);
+            if let Some(g) = p.and_then(|p| p.gpu_seconds) {
+                gpu_by_curve[i].insert(c, g);
+            }
+        }
+        report.points.extend(r.points);
+    }
+    report.gpu_seconds = report.points.iter().filter_map(|p| p.gpu_seconds).sum();
+    let mut listed: Vec<u32> = Vec::new();
+    let full: f64 = curves
+        .iter()
+        .zip(&gpu_by_curve)
+        .map(|((_, _, l), g)| {
+            listed.extend(l);
+            full_list_gpu_seconds(l, g)
+        })
+        .sum::<f64>()
+        + report
+            .points
+            .iter()
+            .filter(|p| fixed.iter().any(|f| f.index == p.index))
+            .filter_map(|p| p.gpu_seconds)
+            .sum::<f64>();
+    report.adaptive = Some(AdaptiveReport {
+        tolerance,
+        rounds,
+        listed_points: listed.len(),
+        measured_points: planned.iter().map(|c| c.points.len()).sum(),
+        full_list_gpu_seconds: full,
+        saved_fraction: if full > 0.0 {
+            1.0 - report.gpu_seconds / full
+        } else {
+            0.0
+        },
+    });
+    if opts.write_report {
+        let _ = crate::artifacts::write_json_atomic(
+            &opts.out_dir.join(crate::sweep::SWEEP_REPORT),
+            &report,
+        );
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A curve with a knee at conc 40: throughput grows linearly to 40 then is flat;
+    /// interactivity falls as 1000 / (10 + conc).
+    fn knee(c: u32) -> Measured {
+        let c = c as f64;
+        Some((1000.0 / (10.0 + c), 100.0 * c.min(40.0)))
+    }
+
+    #[test]
+    fn starts_with_the_ends_and_the_middle() {
+        let mut c = Curve::new(1, 256);
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let r = next_round(std::slice::from_ref(&c), 0.02);
+            assert_eq!(r.len(), 1);
+            seen.push(r[0].1);
+            c.points.insert(r[0].1, knee(r[0].1));
+        }
+        assert_eq!(seen, [1, 256, 16]);
+    }
+
+    /// The knee at 40 lies between listed doubling concurrencies (32, 64): the plan brackets it
+    /// within 1.5× and stops, deterministically, having measured under 20 of the 256.
+    #[test]
+    fn a_knee_between_listed_concurrencies_is_found() {
+        let (curves, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| knee(c));
+        let measured: Vec<u32> = curves[0].points.keys().copied().collect();
+        // Bracketed tighter than the doubling list's 32..64.
+        let below = measured.iter().filter(|c| **c <= 40).max().unwrap();
+        let above = measured.iter().filter(|c| **c >= 40).min().unwrap();
+        assert!(*above as f64 / *below as f64 <= 1.5, "{measured:?}");
+        assert!(order.len() < 20, "{}", order.len());
+        assert!(measured.iter().all(|c| (1..=256).contains(c)));
+        let again = run(vec![Curve::new(1, 256)], 0.02, |_, c| knee(c)).1;
+        assert_eq!(order, again);
+    }
+
+    /// A curve whose y and x change smoothly (a power law in conc): fewer points than the
+    /// doubling list's 9.
+    #[test]
+    fn a_smooth_curve_stops_early() {
+        let (_, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| {
+            let c = c as f64;
+            Some((1000.0 / c.sqrt(), 50.0 * c.sqrt()))
+        });
+        assert!(order.len() < 9, "{order:?}");
+        // Flat y: the ends and the middle, then nothing.
+        let (_, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| {
+            Some((1000.0 / c as f64, 500.0))
+        });
+        assert_eq!(order, [(0, 1), (0, 256), (0, 16)]);
+    }
+
+    /// ±10 % deterministic noise: the plan never loops, never leaves the range, proposes each
+    /// concurrency at most once, and is the same every time.
+    #[test]
+    fn a_noisy_curve_ends_inside_the_range() {
+        let noisy = |c: u32| {
+            let h = (c as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            let e = 1.0 + 0.2 * ((h % 1000) as f64 / 1000.0 - 0.5);
+            Some((1000.0 / (10.0 + c as f64), 80.0 * (c as f64).min(64.0) * e))
+        };
+        let (curves, order) = run(vec![Curve::new(4, 128)], 0.02, |_, c| noisy(c));
+        // Noise splits intervals down to MIN_SPLIT_RATIO, no further: ln(32) / ln(1.25) ≈ 16
+        // intervals at most.
+        assert!(order.len() <= 20, "{order:?}");
+        let mut cs: Vec<u32> = order.iter().map(|o| o.1).collect();
+        assert!(cs.iter().all(|c| (4..=128).contains(c)));
+        let n = cs.len();
+        cs.sort();
+        cs.dedup();
+        assert_eq!(cs.len(), n, "a concurrency proposed twice");
+        assert_eq!(curves[0].points.len(), n);
+        assert_eq!(
+            run(vec![Curve::new(4, 128)], 0.02, |_, c| noisy(c)).1,
+            order
+        );
+    }
+
+    /// An invalid point is tried once, never counted: the plan goes around it.
+    #[test]
+    fn invalid_points_never_count_and_are_not_retried() {
+        let (curves, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| {
+            if c == 16 {
+                None
+            } else {
+                knee(c)
+            }
+        });
+        assert_eq!(order.iter().filter(|o| o.1 == 16).count(), 1);
+        assert_eq!(curves[0].points[&16], None);
+        assert!(curves[0].valid().iter().all(|p| p.0 != 16));
+    }
+
+    /// The highest listed concurrency is invalid (an overloaded server): the stretch below it
+    /// is bisected instead of left unknown, and the highest valid point ends the curve.
+    #[test]
+    fn an_invalid_end_is_approached_from_inside() {
+        let (curves, order) = run(vec![Curve::new(1, 256)], 0.02, |_, c| {
+            if c > 100 {
+                None
+            } else {
+                knee(c)
+            }
+        });
+        let valid = curves[0].valid();
+        let top = valid.last().unwrap().0;
+        assert!((64..=100).contains(&top), "{order:?}");
+        assert!(order.iter().all(|o| (1..=256).contains(&o.1)));
+        // Never closer than MIN_SPLIT_RATIO to the invalid points: no walk through 101, 102, …
+        let invalid: Vec<u32> = (curves[0].points.iter())
+            .filter(|(_, m)| m.is_none())
+            .map(|(c, _)| *c)
+            .collect();
+        assert!(invalid.len() <= 3, "{invalid:?}");
+    }
+
+    /// Two curves of one group: one dominated everywhere by more than the tolerance (70 % less
+    /// throughput at any interactivity it reaches) stops after its first three points, while
+    /// the winner is refined.
+    #[test]
+    fn a_dominated_curve_stops_early() {
+        let (_, order) = run(
+            vec![Curve::new(1, 256), Curve::new(1, 256)],
+            0.02,
+            |i, c| {
+                let (x, y) = knee(c).unwrap();
+                Some(if i == 0 { (x, y) } else { (x * 0.5, y * 0.3) })
+            },
+        );
+        let of = |k: usize| order.iter().filter(|o| o.0 == k).count();
+        assert_eq!(of(1), 3, "{order:?}");
+        assert!(of(0) > 3, "{order:?}");
+    }
+
+    #[test]
+    fn degenerate_ranges() {
+        let (_, order) = run(vec![Curve::new(8, 8)], 0.02, |_, c| knee(c));
+        assert_eq!(order, [(0, 8)]);
+        let (_, order) = run(vec![Curve::new(4, 5)], f64::NAN, |_, c| knee(c));
+        assert_eq!(order, [(0, 4), (0, 5)]);
+        assert_eq!(middle(1, 2), None);
+        assert_eq!(middle(1, 256), Some(16));
+    }
+
+    /// The full list's GPU time: measured points as measured, the others interpolated in
+    /// log-concurrency, the nearest measured one beyond the ends.
+    #[test]
+    fn full_list_estimate_interpolates_in_log_concurrency() {
+        let m: BTreeMap<u32, f64> = [(1, 10.0), (4, 30.0)].into_iter().collect();
+        assert_eq!(
+            full_list_gpu_seconds(&[1, 2, 4, 8], &m),
+            10.0 + 20.0 + 30.0 + 30.0
+        );
+        assert_eq!(full_list_gpu_seconds(&[1, 2], &BTreeMap::new()), 0.0);
+    }
+}

@@ -1,0 +1,124 @@
+//! `sweep --adaptive` on the local executor (issue 43): rows that differ only in concurrency are
+//! one curve, the planner (`runner::adaptive`) picks which concurrencies to run, each one an
+//! ordinary point; `sweep.json` says what the full list would have cost. Against a fake point
+//! runner (no server: `--base-url` mode) whose throughput has a knee at concurrency 40.
+
+use std::path::Path;
+
+use inferbench_runner::sweep::{Outcome, SweepOptions};
+use inferbench_runner::{JobSpec, PointOutput, PointRequest, PointRunner};
+use tokio_util::sync::CancellationToken;
+
+/// Interactivity 1000 / (10 + conc) tok/s/user, throughput 100 · min(conc, 40) tok/s per GPU
+/// (TP `tp`), and conc 16 of the second curve invalid (all requests failed).
+struct KneeCurve;
+
+impl PointRunner for KneeCurve {
+    async fn run_point(
+        &self,
+        req: &PointRequest,
+        _cancel: &CancellationToken,
+    ) -> anyhow::Result<PointOutput> {
+        let c = req.conc as f64;
+        let tp = req.spec.row.tp.unwrap_or(1) as f64;
+        let scale = if tp > 1.0 { 0.3 } else { 1.0 };
+        Ok(PointOutput {
+            summary: serde_json::json!({
+                "max_concurrency": req.conc,
+                "duration": 10.0,
+                "completed": 10,
+                "median_tpot_ms": (10.0 + c) / scale,
+                "total_token_throughput": 100.0 * c.min(40.0) * tp * scale,
+                "output_throughput": 10.0 * c.min(40.0) * tp * scale,
+            }),
+            aggregate: None,
+            completed: 10,
+            failed: 0,
+            interrupted: false,
+            gate: None,
+            unreachable: false,
+        })
+    }
+}
+
+fn row(index: usize, tp: u32, conc: u32) -> JobSpec {
+    let v = serde_json::json!({
+        "image": "none", "model": "fake", "model-prefix": "fake", "precision": "fp8",
+        "framework": "vllm", "runner": "cpu", "isl": 64, "osl": 8, "tp": tp, "pp": 1,
+        "dcp-size": 1, "pcp-size": 1, "conc": conc, "max-model-len": 328, "ep": 1,
+        "dp-attn": false, "spec-decoding": "none", "exp-name": "fake_64_8", "disagg": false,
+        "run-eval": false
+    });
+    JobSpec {
+        index,
+        row: serde_json::from_value(v).unwrap(),
+    }
+}
+
+fn options(out: &Path) -> SweepOptions {
+    SweepOptions {
+        out_dir: out.to_path_buf(),
+        runner_name: Some("testbox_0".into()),
+        base_url: Some("http://127.0.0.1:9".into()),
+        ..SweepOptions::default()
+    }
+}
+
+#[tokio::test]
+async fn adaptive_sweep_runs_fewer_points_and_reports_the_saving() {
+    let dir = tempfile::tempdir().unwrap();
+    let listed = [1u32, 2, 4, 8, 16, 32, 64, 128, 256];
+    // Two curves of one group: TP 1 and TP 2 (dominated: 30 % of the throughput per GPU).
+    let jobs: Vec<JobSpec> = (listed.iter().map(|c| (1, *c)))
+        .chain(listed.iter().map(|c| (2, *c)))
+        .enumerate()
+        .map(|(i, (tp, c))| row(i, tp, c))
+        .collect();
+    let opts = options(dir.path());
+    let report = inferbench_runner::adaptive::run_local(
+        &jobs,
+        &opts,
+        &KneeCurve,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    let a = report.adaptive.clone().unwrap();
+    assert_eq!(a.listed_points, 18);
+    assert_eq!(a.measured_points, report.points.len());
+    assert!(report.points.iter().all(|p| p.outcome == Outcome::Ok));
+    // At 5 %: fewer points than the full list, all inside the listed range.
+    let seen: Vec<(String, u32)> = (report.points.iter())
+        .map(|p| (p.result_filename.clone(), p.conc))
+        .collect();
+    assert!(report.points.len() < 18, "{seen:?}");
+    assert!(report.points.iter().all(|p| (1..=256).contains(&p.conc)));
+    // The dominated TP 2 curve: its ends and middle only.
+    let tp2: Vec<u32> = (report.points.iter())
+        .filter(|p| p.result_filename.contains("tp2"))
+        .map(|p| p.conc)
+        .collect();
+    assert_eq!(tp2.len(), 3, "{tp2:?}");
+    // The knee at 40 is bracketed tighter than the listed 32..64.
+    let tp1: Vec<u32> = (report.points.iter())
+        .filter(|p| p.result_filename.contains("tp1"))
+        .map(|p| p.conc)
+        .collect();
+    let below = tp1.iter().filter(|c| **c <= 40).max().unwrap();
+    let above = tp1.iter().filter(|c| **c >= 40).min().unwrap();
+    assert!(*above as f64 / *below as f64 <= 1.5, "{tp1:?}");
+    // What it saved (the fake's points take wall-clock noise, so only its shape), and
+    // sweep.json says so.
+    assert!(a.full_list_gpu_seconds > 0.0, "{a:?}");
+    assert!(
+        a.saved_fraction.is_finite() && a.saved_fraction < 1.0,
+        "{a:?}"
+    );
+    let sweep: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("sweep.json")).unwrap())
+            .unwrap();
+    assert_eq!(sweep["adaptive"]["listed_points"], 18);
+    assert_eq!(sweep["adaptive"]["tolerance"], 0.05);
+    assert!(sweep["adaptive"]["saved_fraction"].is_f64());
+    assert!(sweep["gpu_seconds"].is_f64());
+}
