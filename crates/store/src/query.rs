@@ -750,6 +750,66 @@ impl Store {
     }
 }
 
+/// Labels that tell servers apart (issue 39 §5): for each fingerprint of `servers` (fingerprint
+/// → its canonical settings), the settings whose values differ among them, every one, in key
+/// order, as `key=value` with the source prefix (`sim.`, `vllm.`, …) dropped unless two
+/// differing keys would then read alike; a setting a server does not name reads `none` (as the
+/// sim writes an unset one). The fingerprint's first 8 digits are added in brackets only where
+/// two labels would still be alike; `server not recorded` for the empty fingerprint. A label
+/// is relative to the servers given: another set of servers may differ on other keys.
+pub fn settings_labels(
+    servers: &BTreeMap<String, BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
+    let recorded = || servers.iter().filter(|(fp, _)| !fp.is_empty());
+    let keys: std::collections::BTreeSet<&String> =
+        recorded().flat_map(|(_, s)| s.keys()).collect();
+    let differing: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| {
+            let mut vals = recorded().map(|(_, s)| s.get(*k));
+            let first = vals.next().flatten();
+            vals.any(|v| v != first)
+        })
+        .collect();
+    let short = |k: &str| -> String {
+        let s = k.split_once('.').map_or(k, |(_, b)| b);
+        let clash = (differing.iter())
+            .filter(|d| d.split_once('.').map_or(d.as_str(), |(_, b)| b) == s)
+            .count()
+            > 1;
+        if clash { k } else { s }.to_string()
+    };
+    let named: BTreeMap<&String, String> = servers
+        .iter()
+        .map(|(fp, settings)| {
+            let label = if fp.is_empty() {
+                "server not recorded".to_string()
+            } else {
+                (differing.iter())
+                    .map(|k| {
+                        let v = settings.get(*k).map_or("none", String::as_str);
+                        format!("{}={v}", short(k))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            (fp, label)
+        })
+        .collect();
+    let alike = |l: &String| l.is_empty() || named.values().filter(|x| *x == l).count() > 1;
+    named
+        .iter()
+        .map(|(fp, l)| {
+            let l = match (alike(l) && !fp.is_empty(), l.is_empty()) {
+                (true, true) => format!("server {}", &fp[..fp.len().min(8)]),
+                (true, false) => format!("{l} [{}]", &fp[..fp.len().min(8)]),
+                (false, _) => l.clone(),
+            };
+            ((*fp).clone(), l)
+        })
+        .collect()
+}
+
 /// Most differing settings a server label names before `…`.
 const LABEL_SETTINGS: usize = 3;
 

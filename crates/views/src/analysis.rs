@@ -213,14 +213,20 @@ pub struct Comparison {
     /// The x values compared: `at` as given, else the low end, middle and high end of the
     /// range both sides' frontiers cover ([`compare::default_targets`]; empty without overlap).
     pub targets: Vec<f64>,
-    /// One row per target ([`compare::compare`]).
+    /// One row per target ([`compare::compare`]); empty when `refused`.
     pub rows: Vec<CompareRow>,
+    /// Why the sides are not compared ([`compare::pooled_servers`]): a side whose batches come
+    /// from servers with different settings (not repeats of one configuration). Both
+    /// `inferbench compare` (an error) and `/api/v1/compare` (400) answer with it.
+    pub refused: Option<String>,
 }
 
-/// Compares sides `a` and `b` (the store's rows of each) at `at` (or the default targets).
+/// Compares sides `a` and `b` (the store's rows of each, selected by the filters `specs`) at
+/// `at` (or the default targets). A side's batches are its repeats only when they share the
+/// server's settings: a side that pools servers is [`Comparison::refused`] (no rows).
 pub fn compare_sides(
-    a: Vec<PointRow>,
-    b: Vec<PointRow>,
+    (a, b): (Vec<PointRow>, Vec<PointRow>),
+    specs: (&str, &str),
     x: &str,
     y: &str,
     at: &[f64],
@@ -228,6 +234,19 @@ pub fn compare_sides(
 ) -> Comparison {
     let (a, a_invalid) = compare::keep_valid(a, include_invalid);
     let (b, b_invalid) = compare::keep_valid(b, include_invalid);
+    let refused = compare::pooled_servers("A", specs.0, &a)
+        .or_else(|| compare::pooled_servers("B", specs.1, &b));
+    if refused.is_some() {
+        return Comparison {
+            a,
+            b,
+            a_invalid,
+            b_invalid,
+            targets: Vec::new(),
+            rows: Vec::new(),
+            refused,
+        };
+    }
     let targets = if at.is_empty() {
         compare::default_targets(&a, &b, x, y)
     } else {
@@ -241,6 +260,7 @@ pub fn compare_sides(
         b_invalid,
         targets,
         rows,
+        refused,
     }
 }
 
@@ -296,8 +316,8 @@ mod tests {
         assert_eq!(t.unreached.len(), 1);
         assert!(t.invalid_only.is_empty());
         let c = compare_sides(
-            rows.clone(),
-            rows.clone(),
+            (rows.clone(), rows.clone()),
+            ("hw=h100", "hw=h100"),
             "median_intvty",
             "tput_per_gpu",
             &[30.0],
@@ -310,6 +330,75 @@ mod tests {
         assert_eq!(h.x_range, Some((20.0, 100.0)));
         let t = tco_at(&rows, "median_intvty", "tput_per_gpu", 20.0, true);
         assert_eq!(t.bars[0].value, 12323.0);
+    }
+
+    /// A side's batches are repeats only on one server (trial of issue 39 §5: one mean over
+    /// sims with max_num_seqs 8/16/256): a side that pools servers is refused, naming the
+    /// settings on which they differ and each one's batches; one server per side compares.
+    #[test]
+    fn compare_refuses_a_side_that_pools_servers() {
+        use std::collections::BTreeMap;
+        let on = |batch: &str, fp: &str, seqs: &str, scale: &str| -> Vec<PointRow> {
+            let settings: BTreeMap<String, String> = [
+                ("sim.max_num_seqs".to_string(), seqs.to_string()),
+                ("sim.time_scale".to_string(), scale.to_string()),
+                ("sim.hardware".to_string(), "h100".to_string()),
+            ]
+            .into();
+            let mut rows = batch_of(batch);
+            for r in &mut rows {
+                r.server_fingerprint = fp.into();
+                r.server_settings = settings.clone();
+            }
+            rows
+        };
+        let a: Vec<PointRow> = [
+            on("runs/s8", "00000000000000a8", "8", "1"),
+            on("runs/s256", "0000000000000256", "256", "8"),
+            on("runs/s256b", "0000000000000256", "256", "8"),
+        ]
+        .concat();
+        let b = on("runs/s16", "0000000000000016", "16", "1");
+        let (x, y) = ("median_intvty", "tput_per_gpu");
+        let c = compare_sides(
+            (a.clone(), b.clone()),
+            ("hw=h100", "batch=s16"),
+            x,
+            y,
+            &[],
+            false,
+        );
+        assert_eq!(
+            c.refused.as_deref(),
+            Some(
+                "side A (hw=h100) pools batches from 2 servers with different settings, which \
+                 are not repeats of one configuration: max_num_seqs=8, time_scale=1 (batch \
+                 runs/s8); max_num_seqs=256, time_scale=8 (batch runs/s256, runs/s256b); narrow \
+                 the side to one server's batches, e.g. `hw=h100,batch=runs/s8`, or compare \
+                 two of them as A and B"
+            )
+        );
+        assert!(c.rows.is_empty() && c.targets.is_empty());
+        // B pooling is said as B's.
+        let c = compare_sides((b.clone(), a.clone()), ("", "hw=h100"), x, y, &[], false);
+        assert!(c
+            .refused
+            .unwrap()
+            .starts_with("side B (hw=h100) pools batches from 2"));
+        // One server per side (its two batches are repeats): compared.
+        let one: Vec<PointRow> = a.into_iter().filter(|r| r.batch != "runs/s8").collect();
+        let c = compare_sides((one, b), ("", ""), x, y, &[60.0], false);
+        assert_eq!(c.refused, None);
+        assert_eq!((c.rows[0].n_a, c.rows[0].n_b), (2, 1));
+    }
+
+    /// [`batch`]'s points under another batch name.
+    fn batch_of(name: &str) -> Vec<PointRow> {
+        let mut rows = batch();
+        for r in &mut rows {
+            r.batch = name.into();
+        }
+        rows
     }
 
     /// The curve history, TCO and compare read y off is the frontier `report` and the API mark:

@@ -179,7 +179,13 @@ pub async fn compare(
     // The one analysis `inferbench compare` runs (issue 39): invalid points do not count
     // unless asked (trial 24: the API compared three targets where the CLI found no valid
     // point).
-    let c = inferbench_views::analysis::compare_sides(ra, rb, &x, &y, &at, include_invalid);
+    let c =
+        inferbench_views::analysis::compare_sides((ra, rb), (&a, &b), &x, &y, &at, include_invalid);
+    // A side whose batches come from different servers: not repeats (issue 39 §5), refused
+    // as `inferbench compare` refuses it.
+    if let Some(why) = c.refused {
+        return Err(ApiError::bad_request(why));
+    }
     let (ra, rb, a_invalid, b_invalid, targets) = (c.a, c.b, c.a_invalid, c.b_invalid, c.targets);
     // A side that matches nothing is the answer's note, before any pooling of the other.
     let pooled = || compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query);

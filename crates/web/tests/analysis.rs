@@ -472,3 +472,45 @@ async fn at_auto_reads_at_the_default_x() {
     let (_, v) = get_json(&db, "/api/v1/tco?at=auto&model=dsr1").await;
     assert_eq!(v["bars"][0]["value"], json!(1140.0), "{v}");
 }
+
+/// Trial of issue 39 §5 (B): side A's two batches came from servers with different settings
+/// (`--set max_num_seqs=…` at ingest) and were averaged as repeats. The API refuses it with
+/// the note `inferbench compare` gives (one analysis), naming the differing setting.
+#[tokio::test]
+async fn compare_refuses_a_side_whose_batches_come_from_different_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    for (d, seqs) in [("imports", "8"), ("repeats", "256")] {
+        let opts = IngestOptions::from_set(&[format!("max_num_seqs={seqs}")]).unwrap();
+        s.ingest_path(&fx.join(d), &opts).unwrap();
+    }
+    drop(s);
+    let (s, v) = get_json(&db, "/api/v1/compare?a=hw%3Db200&b=hw%3Dmi355x&model=dsr1").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.starts_with(
+            "side A (hw=b200) pools batches from 2 servers with different settings, which are \
+             not repeats of one configuration: max_num_seqs="
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("max_num_seqs=8 (batch fixtures/imports)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("max_num_seqs=256 (batch fixtures/repeats)"),
+        "{msg}"
+    );
+    // One server's batch a side: compared.
+    let (s, v) = get_json(
+        &db,
+        "/api/v1/compare?a=hw%3Db200%2Cbatch%3Drepeats&b=hw%3Dmi355x%2Cbatch%3Drepeats&model=dsr1",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+}
