@@ -744,15 +744,56 @@ impl Store {
             }
             out.push(row);
         }
-        label_servers(&mut out);
+        let servers = self.stored_servers()?;
+        apply_labels(&mut out, &servers);
         sort_rows(&mut out);
+        Ok(out)
+    }
+
+    /// Every server stored under each group name ([`ServersByGroup`]; failed and invalid
+    /// points' servers too): what a point's server label tells it apart from, whatever the
+    /// filter (trial of issue 39 §5: `?batch=x` gave the bare name, the run page another
+    /// label than the chart's). One `DISTINCT` over the points.
+    pub fn stored_servers(&mut self) -> Result<ServersByGroup, StoreError> {
+        let rows = self.conn.query(
+            "SELECT DISTINCT c.model, c.hardware, c.framework, c.precision, c.spec_decoding,
+                    c.disagg, c.scenario, c.isl, c.osl, r.source_kind, p.server_fingerprint,
+                    p.server_settings
+             FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id",
+            &[],
+        )?;
+        let mut out: ServersByGroup = BTreeMap::new();
+        for r in rows {
+            let s = |i: usize| r[i].as_str().unwrap_or("").to_string();
+            let n = |i: usize| r[i].as_i64().unwrap_or(0);
+            let row = PointRow {
+                model: s(0),
+                hardware: s(1),
+                framework: s(2),
+                precision: s(3),
+                spec_decoding: s(4),
+                disagg: n(5) != 0,
+                scenario: s(6),
+                isl: n(7),
+                osl: n(8),
+                source_kind: s(9),
+                ..PointRow::default()
+            };
+            let settings: BTreeMap<String, String> = (r[11].as_str())
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or_default();
+            out.entry(row.group())
+                .or_default()
+                .entry(s(10))
+                .or_insert(settings);
+        }
         Ok(out)
     }
 }
 
 /// Labels that tell servers apart (issue 39 §5): for each fingerprint of `servers` (fingerprint
-/// → its canonical settings), the settings whose values differ among them, every one, in key
-/// order, as `key=value` with the source prefix (`sim.`, `vllm.`, …) dropped unless two
+/// → its canonical settings), the settings whose values differ among them, every one, in the
+/// order of the names shown, as `key=value` with the source prefix (`sim.`, `vllm.`, …) dropped unless two
 /// differing keys would then read alike; a setting a server does not name reads `none` (as the
 /// sim writes an unset one). The fingerprint's first 8 digits are added in brackets only where
 /// two labels would still be alike; `server not recorded` for the empty fingerprint. A label
@@ -763,7 +804,7 @@ pub fn settings_labels(
     let recorded = || servers.iter().filter(|(fp, _)| !fp.is_empty());
     let keys: std::collections::BTreeSet<&String> =
         recorded().flat_map(|(_, s)| s.keys()).collect();
-    let differing: Vec<&String> = keys
+    let mut differing: Vec<&String> = keys
         .into_iter()
         .filter(|k| {
             let mut vals = recorded().map(|(_, s)| s.get(*k));
@@ -771,6 +812,8 @@ pub fn settings_labels(
             vals.any(|v| v != first)
         })
         .collect();
+    // By the name shown (`launch.x` among `sim.*` by `x`), then the whole key.
+    differing.sort_by_key(|k| (k.split_once('.').map_or(k.as_str(), |(_, b)| b), k.as_str()));
     let short = |k: &str| -> String {
         let s = k.split_once('.').map_or(k, |(_, b)| b);
         let clash = (differing.iter())
@@ -810,106 +853,58 @@ pub fn settings_labels(
         .collect()
 }
 
-/// Most differing settings a server label names before `…`.
-const LABEL_SETTINGS: usize = 3;
+/// Group name ([`PointRow::group`] without a server label) → server fingerprint → that
+/// server's canonical settings: the servers among which [`settings_labels`] tells apart.
+pub type ServersByGroup = BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>;
 
-/// Sets each row's [`PointRow::server_label`] (issue 39 §5): where rows of one group name
-/// (the configuration's) come from servers with different fingerprints, each server's label
-/// names the settings on which those servers differ (`key=value`, source prefix dropped,
-/// those every server names first, then by key; at most three then `…`), with its fingerprint's first 8 digits appended when
-/// two labels would still be alike; `server not recorded` for rows without a fingerprint.
-/// Groups served by one server keep their plain name (labels cleared).
+/// Sets each row's [`PointRow::server_label`] (issue 39 §5) relative to the servers of `rows`
+/// themselves: where rows of one group name (the configuration's) come from servers with
+/// different fingerprints, each server's label is [`settings_labels`]'s (every setting on which
+/// those servers differ, in key order; the fingerprint's first 8 digits only where that is not
+/// enough); `server not recorded` for rows without a fingerprint. Groups served by one server
+/// keep their plain name (labels cleared). [`Store::points`] labels against every server stored
+/// under the name instead ([`Store::stored_servers`]), so a label does not change with the
+/// filter.
 pub fn label_servers(rows: &mut [PointRow]) {
     for r in rows.iter_mut() {
         r.server_label.clear();
     }
-    // One server for every row (the common case): nothing to tell apart, no group names to
-    // build.
-    if let Some(first) = rows.first() {
-        if rows
-            .iter()
-            .all(|r| r.server_fingerprint == first.server_fingerprint)
-        {
-            return;
-        }
-    }
-    // Group name → fingerprint → its settings.
-    let mut by_group: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> =
-        BTreeMap::new();
+    let mut servers: ServersByGroup = BTreeMap::new();
     for r in rows.iter() {
-        by_group
+        servers
             .entry(r.group())
             .or_default()
             .entry(r.server_fingerprint.clone())
             .or_insert_with(|| r.server_settings.clone());
     }
-    let mut labels: BTreeMap<(String, String), String> = BTreeMap::new();
-    for (group, servers) in &by_group {
-        if servers.len() < 2 {
+    apply_labels(rows, &servers);
+}
+
+/// Sets each row's [`PointRow::server_label`] from `servers` (the servers each group name is
+/// told apart among, which include the rows' own): [`settings_labels`] of the row's group,
+/// empty where the group has one server. A row whose server `servers` lacks (stored since it
+/// was read) is labelled among them with it added.
+pub fn apply_labels(rows: &mut [PointRow], servers: &ServersByGroup) {
+    let mut labels: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for r in rows.iter_mut() {
+        r.server_label.clear();
+        let g = r.group();
+        let Some(known) = servers.get(&g) else {
+            continue;
+        };
+        let fp = &r.server_fingerprint;
+        let missing = !known.contains_key(fp);
+        if known.len() + usize::from(missing) < 2 {
             continue;
         }
-        let keys: std::collections::BTreeSet<&String> =
-            servers.values().flat_map(BTreeMap::keys).collect();
-        let mut differing: Vec<&String> = keys
-            .into_iter()
-            .filter(|k| {
-                let mut vals = servers.values().map(|s| s.get(*k));
-                let first = vals.next().flatten();
-                vals.any(|v| v != first)
-            })
-            .collect();
-        // Settings every server names first (`max_num_seqs` of two sims before the
-        // `launch.*` of one of them), then by key.
-        let everywhere = |k: &String| servers.values().all(|s| s.is_empty() || s.contains_key(k));
-        differing.sort_by_key(|k| (!everywhere(k), k.as_str()));
-        let mut named: BTreeMap<&String, String> = BTreeMap::new();
-        for (fp, settings) in servers {
-            let label = if fp.is_empty() {
-                "server not recorded".to_string()
-            } else {
-                let mut parts: Vec<String> = differing
-                    .iter()
-                    .filter_map(|k| {
-                        let short = k.split_once('.').map_or(k.as_str(), |(_, b)| b);
-                        settings.get(*k).map(|v| format!("{short}={v}"))
-                    })
-                    .take(LABEL_SETTINGS + 1)
-                    .collect();
-                if parts.len() > LABEL_SETTINGS {
-                    parts.truncate(LABEL_SETTINGS);
-                    parts.push("…".into());
-                }
-                if parts.is_empty() {
-                    format!("server {}", &fp[..fp.len().min(8)])
-                } else {
-                    parts.join(", ")
-                }
-            };
-            named.insert(fp, label);
+        if missing {
+            let mut with = known.clone();
+            with.insert(fp.clone(), r.server_settings.clone());
+            r.server_label = settings_labels(&with).remove(fp).unwrap_or_default();
+            continue;
         }
-        let alike = |l: &String| named.values().filter(|x| *x == l).count() > 1;
-        let unique: Vec<(String, String)> = named
-            .iter()
-            .map(|(fp, l)| {
-                let l = if alike(l) && !fp.is_empty() {
-                    format!("{l} [{}]", &fp[..fp.len().min(8)])
-                } else {
-                    l.clone()
-                };
-                ((*fp).clone(), l)
-            })
-            .collect();
-        for (fp, l) in unique {
-            labels.insert((group.clone(), fp), l);
-        }
-    }
-    if labels.is_empty() {
-        return;
-    }
-    for r in rows.iter_mut() {
-        if let Some(l) = labels.get(&(r.group(), r.server_fingerprint.clone())) {
-            r.server_label = l.clone();
-        }
+        let of_group = labels.entry(g).or_insert_with(|| settings_labels(known));
+        r.server_label = of_group.get(fp).cloned().unwrap_or_default();
     }
 }
 

@@ -602,9 +602,19 @@ pub async fn run(
     } else {
         "median_intvty"
     };
-    // Invalid points never on it, as on every frontier (issue 39).
+    // Invalid points never on it, as on every frontier (issue 39). The run's points are marked
+    // as their batch marks them (trial of issue 39 §5: a run's point was on the frontier of
+    // the run's own points and off the batch's in the same answer); one outside the batch
+    // list is marked among the run's points.
     inferbench_views::analysis::mark_frontier(&mut rows, x, "tput_per_gpu", false);
     inferbench_views::analysis::mark_frontier(&mut batch, x, "tput_per_gpu", false);
+    let on_batch: std::collections::BTreeMap<i64, bool> =
+        batch.iter().map(|b| (b.point_id, b.frontier)).collect();
+    for r in &mut rows {
+        if let Some(&f) = on_batch.get(&r.point_id) {
+            r.frontier = f;
+        }
+    }
     let files: Vec<Value> = files
         .iter()
         .map(|a| {

@@ -776,3 +776,70 @@ async fn redact_hides_absolute_paths_and_host_names() {
         );
     }
 }
+
+/// Trial of issue 39 §5 (C): the run page named a group otherwise than `/api/v1/points` (its
+/// label was relative to the run's own points), and marked a run's point on the frontier in
+/// `points` but off it in `batch_points`. One label (the store's) and the batch's frontier.
+#[tokio::test]
+async fn run_page_groups_and_frontier_are_the_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("web.db").display().to_string();
+    // A second sweep of the configuration on another server, whose conc-16 point dominates its
+    // conc-4 one (higher interactivity and throughput).
+    let copy = dir.path().join("sweep-b");
+    common::copy_tree_replacing(
+        &fixtures(),
+        &copy,
+        &[
+            ("sweep-2026-03-01-h200", "sweep-2026-03-02-h200"),
+            (
+                "\"median_intvty\": 52.63157894736842",
+                "\"median_intvty\": 500.0",
+            ),
+            ("\"median_tpot\": 0.019", "\"median_tpot\": 0.002"),
+            ("\"median_tpot_ms\": 19.0", "\"median_tpot_ms\": 2.0"),
+        ],
+    );
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    for (d, seqs) in [(fixtures(), "256"), (copy, "16")] {
+        let o = IngestOptions::from_set(&[format!("max_num_seqs={seqs}")]).unwrap();
+        assert_eq!(s.ingest_path(&d, &o).unwrap().points, 2);
+    }
+    drop(s);
+    let (_, all) = get_json(&db, "/api/v1/points").await;
+    let chart: std::collections::BTreeMap<i64, (Value, Value)> = (all["points"].as_array())
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let id = p["point_id"].as_i64().unwrap();
+            (id, (p["group"].clone(), p["run_id"].clone()))
+        })
+        .collect();
+    let groups: std::collections::BTreeSet<&str> =
+        chart.values().map(|(g, _)| g.as_str().unwrap()).collect();
+    assert_eq!(
+        groups.into_iter().collect::<Vec<_>>(),
+        [
+            "dsr1 1024/1024 h200_sglang_fp8 · max_num_seqs=16",
+            "dsr1 1024/1024 h200_sglang_fp8 · max_num_seqs=256"
+        ]
+    );
+    let mut dominated = 0;
+    for (id, (group, run)) in &chart {
+        let (st, v) = get_json(&db, &format!("/api/v1/runs/{run}")).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        let p = &v["points"][0];
+        assert_eq!(p["point_id"].as_i64(), Some(*id));
+        assert_eq!(&p["group"], group, "run {run}");
+        let same: Vec<&Value> = (v["batch_points"].as_array().unwrap().iter())
+            .filter(|b| b["point_id"] == p["point_id"])
+            .collect();
+        assert_eq!(same.len(), 1, "{v}");
+        assert_eq!(&same[0]["group"], group, "run {run}");
+        assert_eq!(same[0]["frontier"], p["frontier"], "run {run}");
+        dominated += usize::from(p["frontier"] == json!(false));
+    }
+    // The second sweep's conc-4 point is off its batch's frontier, on both lists.
+    assert_eq!(dominated, 1);
+}
