@@ -334,10 +334,7 @@ fn history(
                 .all(|r| r.scenario == query::AGENTIC_SCENARIO);
             let invalid = g.invalid;
             if !args.include_invalid && invalid == g.total {
-                notes.push(format!(
-                    "(every point of this group is invalid ({invalid}: AgentX replays shorter than \
-                     900 s or cut short): none counts; --include-invalid lets them)"
-                ));
+                notes.push(g.all_invalid_note());
             } else if agentic && !x_given && x != query::NORTH_STAR_X {
                 notes.push(format!(
                     "(an agentic-coding group: its x is {} (`--x {} -f scenario={}`), not {x})",

@@ -330,10 +330,12 @@ pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
 /// `include_invalid=true`. `at=auto`: [`inferbench_views::analysis::default_at`]. Answer:
 /// `{"x", "y", "at", "window", "threshold", "include_invalid", "x_range": [lo, hi] | null,
 /// "default_at", "groups": [{"name", "points": [{date, time_unix, batch, batch_label, value,
-/// baseline, change, regression}…], "latest_regression": bool, "total", "invalid", "x_range"}…]}`,
-/// groups in the store's order; `x_range` is the x extent of the counted points' frontiers
-/// (`compare::x_span`; a group's own beside it), `total`/`invalid` a group's points and those
-/// left out as invalid, `time_unix` the batch's latest run start (s) or null; "note": null, or
+/// baseline, change, regression}…], "latest_regression": bool, "total", "invalid",
+/// "invalid_reason", "x_range"}…]}`, groups in the store's order; `x_range` is the x extent of
+/// the counted points' frontiers (`compare::x_span`; a group's own beside it),
+/// `total`/`invalid` a group's points and its invalid ones (left out unless
+/// `include_invalid=true`), `invalid_reason` why (the first stored reason, `; and N more
+/// reasons` when they differ; null when none is invalid), `time_unix` the batch's latest run start (s) or null; "note": null, or
 /// which filter matches nothing when no point matched.
 pub async fn history(
     State(state): State<AppState>,
@@ -390,6 +392,7 @@ pub async fn history(
                 "latest_regression": g.points.last().is_some_and(|p| p.regression),
                 "total": g.total,
                 "invalid": g.invalid,
+                "invalid_reason": g.invalid_reason,
                 "x_range": g.x_range.map(|(lo, hi)| [lo, hi]),
             })
         })
@@ -480,9 +483,11 @@ pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 /// `include_invalid=true`; `at=auto` reads at [`inferbench_views::analysis::default_at`].
 /// Answer: `{"x", "y", "at", "better": "higher"|"lower", "include_invalid", "x_range",
 /// "default_at", "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…],
-/// "invalid_only": [group…], "note"}` (`unreached`: groups whose counted frontiers do not reach
-/// `at`; `invalid_only`: those among them with no valid point; `note`: null, or which filter
-/// matches nothing).
+/// "invalid_only": [group…], "invalid", "invalid_reason", "note"}` (`unreached`: groups whose
+/// counted frontiers do not reach `at`; `invalid_only`: those among them with no valid point;
+/// `invalid`: the invalid points left out, 0 with `include_invalid=true`; `invalid_reason`:
+/// why, the first stored reason and `; and N more reasons` when they differ, null when none was
+/// left out; `note`: null, or which filter matches nothing).
 pub async fn tco(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
@@ -513,6 +518,8 @@ pub async fn tco(
         "bars": bars,
         "unreached": t.unreached,
         "invalid_only": t.invalid_only,
+        "invalid": t.invalid,
+        "invalid_reason": t.invalid_reason,
         "note": note,
     })))
 }
