@@ -843,3 +843,73 @@ async fn run_page_groups_and_frontier_are_the_charts() {
     // The second sweep's conc-4 point is off its batch's frontier, on both lists.
     assert_eq!(dominated, 1);
 }
+
+/// Trial of issue 39 §5 (E): the Host check's edges on a loopback bind, IPv4-mapped included:
+/// two `Host` headers and a malformed one are 400, an absolute-form target naming another host
+/// is 403 whatever `Host` says (its authority wins, RFC 9112 §3.2.2), no `Host` (HTTP/1.0) is
+/// answered.
+#[tokio::test]
+async fn the_host_check_takes_one_host_and_the_targets_authority() {
+    let (_d, db) = seeded();
+    let send = |local: &str, req: Request<Body>| {
+        let local: std::net::SocketAddr = local.parse().unwrap();
+        let app = inferbench_web::served_router(
+            AppState::new(Store::open_read_only(&db).unwrap()),
+            local,
+        );
+        async move { app.oneshot(req).await.unwrap().status() }
+    };
+    let with_host = |uri: &str, hosts: &[&str]| {
+        let mut b = Request::get(uri);
+        for h in hosts {
+            b = b.header("host", *h);
+        }
+        b.body(Body::empty()).unwrap()
+    };
+    let api = "/api/v1/options";
+    for local in ["127.0.0.1:8321", "[::ffff:127.0.0.1]:8321", "[::1]:8321"] {
+        for (req, want) in [
+            (with_host(api, &["127.0.0.1:8321"]), StatusCode::OK),
+            (with_host(api, &[]), StatusCode::OK),
+            (
+                with_host(api, &["evil.example:8321"]),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                with_host(api, &["127.0.0.1:8321", "evil.example"]),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                with_host(api, &["localhost", "localhost"]),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                with_host(
+                    "http://evil.example:8321/api/v1/options",
+                    &["127.0.0.1:8321"],
+                ),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                with_host("http://localhost:8321/api/v1/options", &["127.0.0.1:8321"]),
+                StatusCode::OK,
+            ),
+            (
+                with_host(api, &["localhost:99999"]),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                with_host(api, &["evil.example:99999"]),
+                StatusCode::BAD_REQUEST,
+            ),
+            (with_host(api, &["[::1]:http"]), StatusCode::BAD_REQUEST),
+            (with_host(api, &["[::ffff:127.0.0.1]:8321"]), StatusCode::OK),
+        ] {
+            let what = format!("{local} {} {:?}", req.uri(), req.headers());
+            assert_eq!(send(local, req).await, want, "{what}");
+        }
+    }
+    // Bound elsewhere, no check (the --bind warning says so).
+    let req = with_host(api, &["evil.example"]);
+    assert_eq!(send("10.0.0.1:8321", req).await, StatusCode::OK);
+}
