@@ -534,7 +534,8 @@ impl Store {
         let any_public = any(&format!(
             "SELECT COUNT(*) FROM runs WHERE source_kind = '{PUBLIC_SOURCE}'"
         ))?;
-        if !(stored(x) && stored(y)) || any_agentic || any_public {
+        let shown_batches = self.batch_view.is_some() && filter.eq.contains_key("batch");
+        if !(stored(x) && stored(y)) || any_agentic || any_public || shown_batches {
             let mut rows = self.points_where(filter, cost, None)?;
             mark_frontier_with(&mut rows, x, y, filter.include_invalid);
             rows.retain(|r| r.frontier);
@@ -667,6 +668,19 @@ impl Store {
                     p.server_settings, p.invalid_reason, p.id, p.run_id, r.start_unix
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
+        // Batches matched as shown ([`Store::match_batches_as_shown`]): not in SQL (whose
+        // suffix match would confirm hidden parent directories), but on the shown form below.
+        let shown_batches = self.batch_view.zip(filter.eq.get("batch"));
+        let sql_filter;
+        let filter = match shown_batches {
+            Some(_) => {
+                let mut f = filter.clone();
+                f.eq.remove("batch");
+                sql_filter = f;
+                &sql_filter
+            }
+            None => filter,
+        };
         let (where_sql, params) = where_clause(filter);
         sql.push_str(&where_sql);
         if let Some(ids) = ids {
@@ -743,6 +757,12 @@ impl Store {
                 add_derived(&mut row, cost, &wanted);
             }
             out.push(row);
+        }
+        if let Some((view, values)) = shown_batches {
+            out.retain(|r| {
+                let shown = view(&r.batch);
+                values.iter().any(|v| batch_named(&shown, v))
+            });
         }
         let servers = self.stored_servers()?;
         apply_labels(&mut out, &servers);
@@ -943,6 +963,35 @@ pub fn quickstart_batch(value: &str) -> Option<String> {
         None
     } else {
         Some(format!("quickstart-{last}"))
+    }
+}
+
+/// Whether `batch=value` names a batch shown as `shown`: the shown name itself, its last
+/// components (`value` after a `/`), or, for a quickstart run, its directory
+/// ([`quickstart_batch`]) — the SQL filter's rules, on what the reader sees.
+fn batch_named(shown: &str, value: &str) -> bool {
+    let v = value.trim();
+    let tail = v.trim_end_matches('/');
+    if shown == v || (!tail.is_empty() && shown.ends_with(&format!("/{tail}"))) {
+        return true;
+    }
+    match quickstart_batch(v) {
+        Some(q) => match q.strip_suffix('%') {
+            Some(prefix) => shown.starts_with(prefix),
+            None => shown == q,
+        },
+        None => false,
+    }
+}
+
+impl Store {
+    /// Matches `batch=` filters against batches as `view` shows them (`serve --redact`: an
+    /// absolute path as `…/` and its last two components) instead of their stored names, so a
+    /// reader cannot confirm what the view hides (a guessed parent directory, a full path);
+    /// `None` restores matching the stored names. Applies to [`Store::points`] and
+    /// [`Store::frontier`].
+    pub fn match_batches_as_shown(&mut self, view: Option<fn(&str) -> String>) {
+        self.batch_view = view;
     }
 }
 

@@ -573,6 +573,7 @@ pub async fn run(
     axum::extract::Path(raw): axum::extract::Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = path_id("run", &raw)?;
+    let redacted = state.redact;
     let (info, rows, files) = state
         .with_store(move |s| {
             let info = s
@@ -587,9 +588,17 @@ pub async fn run(
                 include_invalid: true,
                 ..Filter::default()
             };
-            f.add(&format!("batch={}", info.batch))
+            // The batch as filters match it (its shown form under --redact), then exactly
+            // this run's batch (a filter also matches other batches ending alike).
+            let shown = if redacted {
+                crate::redact::text(&info.batch)
+            } else {
+                info.batch.clone()
+            };
+            f.add(&format!("batch={shown}"))
                 .map_err(|e| ApiError::internal(e.to_string()))?;
-            let batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
+            let mut batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
+            batch.retain(|r| r.batch == info.batch);
             Ok((info, (rows, batch), (files, evals)))
         })
         .await?;

@@ -913,3 +913,81 @@ async fn the_host_check_takes_one_host_and_the_targets_authority() {
     let req = with_host(api, &["evil.example"]);
     assert_eq!(send("10.0.0.1:8321", req).await, StatusCode::OK);
 }
+
+/// Trial of issue 39 §5 (G): under `--redact`, `batch=` was a suffix match on the stored path,
+/// so a reader could confirm guessed parent directories (`batch=sweeps/h200/run-3` matched
+/// where only `…/h200/run-3` is shown). It matches what the answers show, and the run page
+/// still lists its batch.
+#[tokio::test]
+async fn redacted_batch_filters_match_only_what_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("web.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let o = IngestOptions {
+        batch: Some("/home/ann/sweeps/h200/run-3".into()),
+        ..IngestOptions::default()
+    };
+    assert_eq!(s.ingest_path(&fixtures(), &o).unwrap().points, 2);
+    drop(s);
+    let count = |redact: bool, batch: &str| {
+        let uri = format!("/api/v1/points?batch={}", utf8_percent(batch));
+        let app = router(AppState::new(Store::open_read_only(&db).unwrap()).redacted(redact));
+        async move {
+            let res = app
+                .oneshot(Request::get(uri.as_str()).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            let b = res.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&b).unwrap();
+            v["count"].as_i64().unwrap_or(-1)
+        }
+    };
+    for (batch, redacted, plain) in [
+        ("run-3", 2, 2),
+        ("h200/run-3", 2, 2),
+        ("…/h200/run-3", 2, 0),
+        ("sweeps/h200/run-3", 0, 2),
+        ("ann/sweeps/h200/run-3", 0, 2),
+        ("/home/ann/sweeps/h200/run-3", 0, 2),
+    ] {
+        assert_eq!(
+            count(true, batch).await,
+            redacted,
+            "--redact, batch={batch}"
+        );
+        assert_eq!(count(false, batch).await, plain, "batch={batch}");
+    }
+    // No pattern either: `%` is a character of the shown name, not SQL's wildcard.
+    assert_eq!(count(true, "%/run-3").await, 0);
+    assert_eq!(count(true, "a%/run-3").await, 0);
+    // The run page lists its batch under --redact too.
+    let app = router(AppState::new(Store::open_read_only(&db).unwrap()).redacted(true));
+    let (_, v) = get_json(&db, "/api/v1/points").await;
+    let run = v["points"][0]["run_id"].as_i64().unwrap();
+    let res = app
+        .oneshot(
+            Request::get(format!("/api/v1/runs/{run}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let b = res.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&b).unwrap();
+    assert_eq!(v["batch_points"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v["run"]["batch"], "…/h200/run-3");
+}
+
+/// `s` percent-encoded for a query value (every byte but unreserved characters).
+fn utf8_percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
