@@ -341,6 +341,8 @@ pub async fn run_bench(
     let records = kept.records;
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
     judge_records(&records, &mut notes, &mut reasons);
+    // Said once, by the verdict below; kept with the point so no view counts it.
+    reasons.extend(gate_reason(end, &opts, &summary, profile_records));
     summary.inferbench.server_metrics = server_metrics;
     // The server's settings (issue 39 §5): what it reported, and what the caller knows of
     // an engine it launched.
@@ -1200,7 +1202,47 @@ fn decide_exit_code(
     notes: &mut Vec<String>,
 ) -> (i32, Option<Verdict>) {
     let x = &summary.inferbench;
-    let gate = match end {
+    let gate = gate_verdict(end, opts, summary, (profile_records, not_found));
+    let code = match end {
+        PhaseEnd::Cancelled => EXIT_INTERRUPTED,
+        PhaseEnd::Unreachable => EXIT_SERVER_UNREACHABLE,
+        PhaseEnd::Aborted => EXIT_ERROR_RATE,
+        PhaseEnd::Completed if gate.is_some() => EXIT_ERROR_RATE,
+        PhaseEnd::Completed => 0,
+    };
+    // Power: a note when not valid; a failure only with --require-power (InferenceX's rule).
+    let Some(p) = x.power.as_ref().filter(|p| !p.valid) else {
+        return (code, gate);
+    };
+
+    let note = format!(
+        "GPU power not valid ({}); see {}",
+        p.reasons.join(", "),
+        power_validation.map_or("power_validation.json".into(), |v| v.display().to_string())
+    );
+    notes.push(note.clone());
+    if opts.require_power && code == 0 {
+        (
+            EXIT_ERROR_RATE,
+            Some(Verdict::new(VerdictKind::PowerInvalid, note)),
+        )
+    } else {
+        (code, gate)
+    }
+}
+
+/// The gate a completed run (`end`) fails, from its `summary`: nothing measured (of
+/// `profile_records` sent; with the `not_found` hint that explains a 404), the failed share
+/// over `--max-error-rate`, the anomalous share over `--max-anomaly-rate`. `None` for a run
+/// cut short (its verdict is [`end_note`]'s) or one that passes every gate.
+fn gate_verdict(
+    end: PhaseEnd,
+    opts: &BenchOptions,
+    summary: &RunSummary,
+    (profile_records, not_found): (u64, Option<&str>),
+) -> Option<Verdict> {
+    let x = &summary.inferbench;
+    match end {
         PhaseEnd::Cancelled | PhaseEnd::Unreachable | PhaseEnd::Aborted => None,
         PhaseEnd::Completed if summary.completed == 0 => Some(Verdict::new(
             VerdictKind::NothingMeasured,
@@ -1238,32 +1280,24 @@ fn decide_exit_code(
             ))
         }
         PhaseEnd::Completed => None,
-    };
-    let code = match end {
-        PhaseEnd::Cancelled => EXIT_INTERRUPTED,
-        PhaseEnd::Unreachable => EXIT_SERVER_UNREACHABLE,
-        PhaseEnd::Aborted => EXIT_ERROR_RATE,
-        PhaseEnd::Completed if gate.is_some() => EXIT_ERROR_RATE,
-        PhaseEnd::Completed => 0,
-    };
-    // Power: a note when not valid; a failure only with --require-power (InferenceX's rule).
-    let Some(p) = x.power.as_ref().filter(|p| !p.valid) else {
-        return (code, gate);
-    };
-    let note = format!(
-        "GPU power not valid ({}); see {}",
-        p.reasons.join(", "),
-        power_validation.map_or("power_validation.json".into(), |v| v.display().to_string())
-    );
-    notes.push(note.clone());
-    if opts.require_power && code == 0 {
-        (
-            EXIT_ERROR_RATE,
-            Some(Verdict::new(VerdictKind::PowerInvalid, note)),
-        )
-    } else {
-        (code, gate)
     }
+}
+
+/// Why a point that failed a gate ([`gate_verdict`]) is not valid (trial of issue 39 §5: a run
+/// with 68.75 % of its requests failed exited 1 but was stored valid and took the frontier):
+/// its verdict, as `inferbench.invalid_reason` states it. `None` when it passes the gates.
+fn gate_reason(
+    end: PhaseEnd,
+    opts: &BenchOptions,
+    summary: &RunSummary,
+    sent: u64,
+) -> Option<String> {
+    let v = gate_verdict(end, opts, summary, (sent, None))?;
+    Some(format!(
+        "failed its gate: {}; the result is marked invalid (kept off frontiers unless \
+         --include-invalid)",
+        v.note
+    ))
 }
 
 /// The note of a run stopped before any request was sent.
@@ -1766,5 +1800,55 @@ mod judge_tests {
                     .to_string()
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod gate_tests {
+    use super::{gate_reason, BenchOptions, PhaseEnd, RunSummary};
+
+    /// Trial of issue 39 §5 (A): 11 of 16 requests failed, bench exited 1, yet the point was
+    /// stored valid and took the frontier. Every failed gate is the point's invalid reason.
+    #[test]
+    fn a_point_over_a_gate_is_invalid_with_that_gate_as_its_reason() {
+        let ctx = inferbench_core::summary::SummaryContext::default();
+        let mut s: RunSummary = inferbench_core::summary::summarize(&[], &ctx);
+        s.completed = 5;
+        s.num_prompts = 16;
+        s.inferbench.failed = 11;
+        s.inferbench.error_rate = 11.0 / 16.0;
+        let opts = BenchOptions::default();
+        assert_eq!(
+            gate_reason(PhaseEnd::Completed, &opts, &s, 16).as_deref(),
+            Some(
+                "failed its gate: error rate 68.75 % exceeds --max-error-rate 5.00 %; the result \
+                 is marked invalid (kept off frontiers unless --include-invalid)"
+            )
+        );
+        // At the gate, it stands; a run cut short says so by its stop reason, not here.
+        let at = BenchOptions {
+            max_error_rate: 11.0 / 16.0,
+            ..BenchOptions::default()
+        };
+        assert_eq!(gate_reason(PhaseEnd::Completed, &at, &s, 16), None);
+        assert_eq!(gate_reason(PhaseEnd::Cancelled, &opts, &s, 16), None);
+        // The anomaly-rate gate is the same kind of verdict.
+        s.inferbench.failed = 0;
+        s.inferbench.error_rate = 0.0;
+        s.inferbench.anomaly_rate = 0.4;
+        s.inferbench.anomalous_requests = 2;
+        let anomaly = BenchOptions {
+            max_anomaly_rate: Some(0.1),
+            ..BenchOptions::default()
+        };
+        assert_eq!(
+            gate_reason(PhaseEnd::Completed, &anomaly, &s, 16).as_deref(),
+            Some(
+                "failed its gate: anomaly rate 40.00 % (2 of 5 successful requests) exceeds \
+                 --max-anomaly-rate 10.00 %; the result is marked invalid (kept off frontiers \
+                 unless --include-invalid)"
+            )
+        );
+        assert_eq!(gate_reason(PhaseEnd::Completed, &opts, &s, 16), None);
     }
 }

@@ -455,6 +455,15 @@ async fn error_rate_gate_sets_exit_code() {
         out.summary.inferbench.errors_by_class.get("http_status"),
         Some(&6)
     );
+    // A point that failed its gate is stored invalid, with that gate as its reason.
+    assert_eq!(
+        out.summary.inferbench.invalid_reason.as_deref(),
+        Some(
+            "failed its gate: nothing was measured: none of the 6 profile requests succeeded \
+             (6 failed); the result is marked invalid (kept off frontiers unless \
+             --include-invalid)"
+        )
+    );
 
     // Every warmup failed (a wrong model name answers 404 the same way): the profile is not
     // sent at all, as vLLM's and InferenceX's "initial test run failed" (break test: the run

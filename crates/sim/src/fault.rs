@@ -125,6 +125,37 @@ impl FaultSpec {
     }
 }
 
+/// The spec in its own syntax (the module doc's), items in the table's order: what `--fault`
+/// would take to do the same (`status=500/503,drop-after=3,crlf`); empty for no fault. The sim's
+/// `inferbench_sim:config_info` reports it so (a point's server settings name the fault
+/// compactly, not as a Rust debug string).
+impl std::fmt::Display for FaultSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut items: Vec<String> = Vec::new();
+        if !self.status.is_empty() {
+            let codes: Vec<String> = self.status.iter().map(u16::to_string).collect();
+            items.push(format!("status={}", codes.join("/")));
+        }
+        let counts = [
+            ("drop-after", self.drop_after),
+            ("error-after", self.error_after),
+            ("malformed-after", self.malformed_after),
+            ("stall-after", self.stall_after),
+        ];
+        items.extend((counts.iter()).filter_map(|(k, v)| v.map(|v| format!("{k}={v}"))));
+        let ms = [
+            ("stall-ms", self.stall_ms),
+            ("first-byte-ms", self.first_byte_ms),
+        ];
+        items.extend((ms.iter()).filter_map(|(k, v)| v.map(|v| format!("{k}={v}"))));
+        items.extend(self.crlf.then(|| "crlf".to_string()));
+        items.extend(self.keepalive.then(|| "keepalive".to_string()));
+        items.extend(self.keepalive_ms.map(|v| format!("keepalive-ms={v}")));
+        items.extend(self.no_usage.then(|| "no-usage".to_string()));
+        f.write_str(&items.join(","))
+    }
+}
+
 /// Deterministic per-request random numbers: `u01(seed, request_index, salt)` in [0, 1).
 pub(crate) fn u01(seed: u64, index: u64, salt: u64) -> f64 {
     let z = crate::tokenize::mix64(
@@ -151,6 +182,23 @@ mod tests {
         assert_eq!(f.first_byte_ms, Some(40));
         assert!(f.crlf && f.keepalive && f.no_usage);
         assert!(FaultSpec::parse("").unwrap().is_none());
+    }
+
+    /// Trial of issue 39 §5 (C): the sim's settings named its fault as a Rust debug string
+    /// (`FaultSpec { status: [500], … }`). It is written in `--fault`'s syntax, which parses
+    /// back to the same spec.
+    #[test]
+    fn displays_in_its_own_syntax_and_parses_back() {
+        let all = "status=500/503,drop-after=3,error-after=4,malformed-after=2,stall-after=1,\
+                   stall-ms=250,first-byte-ms=40,crlf,keepalive,keepalive-ms=9,no-usage";
+        let f = FaultSpec::parse(all).unwrap();
+        assert_eq!(f.to_string(), all);
+        assert_eq!(FaultSpec::parse(&f.to_string()).unwrap(), f);
+        assert_eq!(
+            FaultSpec::parse("status=500").unwrap().to_string(),
+            "status=500"
+        );
+        assert_eq!(FaultSpec::default().to_string(), "");
     }
 
     #[test]

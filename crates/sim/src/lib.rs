@@ -122,7 +122,13 @@ pub fn settings(cfg: &SimConfig, info: &SimInfo) -> Vec<(&'static str, String)> 
         ),
         ("reasoning_tokens", cfg.reasoning_tokens.to_string()),
         ("eos_after", opt(cfg.eos_after.map(|n| n.to_string()))),
-        ("fault", opt(cfg.fault.as_ref().map(|f| format!("{f:?}")))),
+        // In `--fault`'s own syntax (`status=500`), not a debug string (issue 39 §5).
+        (
+            "fault",
+            opt((cfg.fault.as_ref())
+                .filter(|f| !f.is_none())
+                .map(ToString::to_string)),
+        ),
         ("fault_rate", cfg.fault_rate.to_string()),
         ("fixed_step_s", opt(cfg.fixed_step_s.map(|s| s.to_string()))),
         ("events_per_write", cfg.events_per_write.to_string()),
@@ -339,6 +345,22 @@ mod tests {
              num_gpu_blocks=\"25720\",max_model_len=\"131072\",enable_prefix_caching=\"true\",\
              spec_decode=\"none\",reasoning_tokens=\"0\",eos_after=\"none\",fault=\"none\",\
              fault_rate=\"1\",fixed_step_s=\"none\",events_per_write=\"64\"} 1\n"
+        );
+    }
+
+    /// Trial of issue 39 §5 (C): a sim started with `--fault` named it as a Rust debug string
+    /// (`fault=FaultSpec { status: [500], … }`) in its settings, hence in group labels.
+    #[test]
+    fn config_info_names_a_fault_in_its_own_syntax() {
+        let cfg = SimConfig {
+            fault: Some(crate::fault::FaultSpec::parse("status=500/503,drop-after=2").unwrap()),
+            fault_rate: 0.6,
+            ..SimConfig::default()
+        };
+        let m = config_info_metric(&cfg, &cfg.resolve().unwrap());
+        assert!(
+            m.contains(",fault=\"status=500/503,drop-after=2\",fault_rate=\"0.6\","),
+            "{m}"
         );
     }
 

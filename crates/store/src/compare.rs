@@ -131,6 +131,59 @@ pub fn pooled_workloads(
     None
 }
 
+/// Why side `name` (its filters `spec`, its counted `rows`) cannot be one side of a comparison,
+/// or `None`: its batches come from servers with different settings (different
+/// [`PointRow::server_fingerprint`]s), so they are not repeats of one configuration and their
+/// mean would blend them (trial of issue 39 §5: one mean over sims with max_num_seqs 8/16/256,
+/// time scales 1 and 8 and a fault sim). The reason names each server by the settings on which
+/// they differ ([`crate::query::settings_labels`]) with its batches (at most 3, then `…`), and
+/// how to narrow the side to one.
+pub fn pooled_servers(name: &str, spec: &str, rows: &[PointRow]) -> Option<String> {
+    let mut servers: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut batches: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for r in rows {
+        servers
+            .entry(r.server_fingerprint.clone())
+            .or_insert_with(|| r.server_settings.clone());
+        batches
+            .entry(r.server_fingerprint.as_str())
+            .or_default()
+            .insert(r.batch.as_str());
+    }
+    if servers.len() < 2 {
+        return None;
+    }
+    let labels = crate::query::settings_labels(&servers);
+    let each: Vec<String> = labels
+        .iter()
+        .map(|(fp, label)| {
+            let b = &batches[fp.as_str()];
+            let mut shown: Vec<String> = (b.iter().take(3))
+                .map(|x| inferbench_core::text::batch_label(x))
+                .collect();
+            if b.len() > 3 {
+                shown.push("…".into());
+            }
+            format!("{label} (batch {})", shown.join(", "))
+        })
+        .collect();
+    let first_batch = batches.values().next().and_then(|b| b.iter().next());
+    let example = first_batch.map_or(String::new(), |b| {
+        let comma = if spec.trim().is_empty() { "" } else { "," };
+        format!(
+            ", e.g. `{spec}{comma}batch={}`",
+            inferbench_core::text::batch_label(b)
+        )
+    });
+    Some(format!(
+        "side {name} ({spec}) pools batches from {} servers with different settings, which are \
+         not repeats of one configuration: {}; narrow the side to one server's batches{example}, \
+         or compare two of them as A and B",
+        servers.len(),
+        each.join("; ")
+    ))
+}
+
 /// How a caller writes the filters both sides share, for advice in messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterSyntax {

@@ -526,6 +526,9 @@ fn sweep_states(files: &[PathBuf]) -> Vec<String> {
 pub struct Store {
     pub(crate) conn: Conn,
     location: String,
+    /// How batches are shown to whoever filters by `batch=` ([`Store::match_batches_as_shown`]);
+    /// `None`: matched against the stored name.
+    pub(crate) batch_view: Option<fn(&str) -> String>,
 }
 
 impl std::fmt::Debug for Store {
@@ -697,6 +700,7 @@ impl Store {
         Ok(Store {
             conn,
             location: redact(location),
+            batch_view: None,
         })
     }
 

@@ -534,7 +534,8 @@ impl Store {
         let any_public = any(&format!(
             "SELECT COUNT(*) FROM runs WHERE source_kind = '{PUBLIC_SOURCE}'"
         ))?;
-        if !(stored(x) && stored(y)) || any_agentic || any_public {
+        let shown_batches = self.batch_view.is_some() && filter.eq.contains_key("batch");
+        if !(stored(x) && stored(y)) || any_agentic || any_public || shown_batches {
             let mut rows = self.points_where(filter, cost, None)?;
             mark_frontier_with(&mut rows, x, y, filter.include_invalid);
             rows.retain(|r| r.frontier);
@@ -667,6 +668,19 @@ impl Store {
                     p.server_settings, p.invalid_reason, p.id, p.run_id, r.start_unix
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
+        // Batches matched as shown ([`Store::match_batches_as_shown`]): not in SQL (whose
+        // suffix match would confirm hidden parent directories), but on the shown form below.
+        let shown_batches = self.batch_view.zip(filter.eq.get("batch"));
+        let sql_filter;
+        let filter = match shown_batches {
+            Some(_) => {
+                let mut f = filter.clone();
+                f.eq.remove("batch");
+                sql_filter = f;
+                &sql_filter
+            }
+            None => filter,
+        };
         let (where_sql, params) = where_clause(filter);
         sql.push_str(&where_sql);
         if let Some(ids) = ids {
@@ -744,112 +758,173 @@ impl Store {
             }
             out.push(row);
         }
-        label_servers(&mut out);
+        if let Some((view, values)) = shown_batches {
+            out.retain(|r| {
+                let shown = view(&r.batch);
+                values.iter().any(|v| batch_named(&shown, v))
+            });
+        }
+        let servers = self.stored_servers()?;
+        apply_labels(&mut out, &servers);
         sort_rows(&mut out);
+        Ok(out)
+    }
+
+    /// Every server stored under each group name ([`ServersByGroup`]; failed and invalid
+    /// points' servers too): what a point's server label tells it apart from, whatever the
+    /// filter (trial of issue 39 §5: `?batch=x` gave the bare name, the run page another
+    /// label than the chart's). One `DISTINCT` over the points.
+    pub fn stored_servers(&mut self) -> Result<ServersByGroup, StoreError> {
+        let rows = self.conn.query(
+            "SELECT DISTINCT c.model, c.hardware, c.framework, c.precision, c.spec_decoding,
+                    c.disagg, c.scenario, c.isl, c.osl, r.source_kind, p.server_fingerprint,
+                    p.server_settings
+             FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id",
+            &[],
+        )?;
+        let mut out: ServersByGroup = BTreeMap::new();
+        for r in rows {
+            let s = |i: usize| r[i].as_str().unwrap_or("").to_string();
+            let n = |i: usize| r[i].as_i64().unwrap_or(0);
+            let row = PointRow {
+                model: s(0),
+                hardware: s(1),
+                framework: s(2),
+                precision: s(3),
+                spec_decoding: s(4),
+                disagg: n(5) != 0,
+                scenario: s(6),
+                isl: n(7),
+                osl: n(8),
+                source_kind: s(9),
+                ..PointRow::default()
+            };
+            let settings: BTreeMap<String, String> = (r[11].as_str())
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or_default();
+            out.entry(row.group())
+                .or_default()
+                .entry(s(10))
+                .or_insert(settings);
+        }
         Ok(out)
     }
 }
 
-/// Most differing settings a server label names before `…`.
-const LABEL_SETTINGS: usize = 3;
+/// Labels that tell servers apart (issue 39 §5): for each fingerprint of `servers` (fingerprint
+/// → its canonical settings), the settings whose values differ among them, every one, in the
+/// order of the names shown, as `key=value` with the source prefix (`sim.`, `vllm.`, …) dropped unless two
+/// differing keys would then read alike; a setting a server does not name reads `none` (as the
+/// sim writes an unset one). The fingerprint's first 8 digits are added in brackets only where
+/// two labels would still be alike; `server not recorded` for the empty fingerprint. A label
+/// is relative to the servers given: another set of servers may differ on other keys.
+pub fn settings_labels(
+    servers: &BTreeMap<String, BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
+    let recorded = || servers.iter().filter(|(fp, _)| !fp.is_empty());
+    let keys: std::collections::BTreeSet<&String> =
+        recorded().flat_map(|(_, s)| s.keys()).collect();
+    let mut differing: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| {
+            let mut vals = recorded().map(|(_, s)| s.get(*k));
+            let first = vals.next().flatten();
+            vals.any(|v| v != first)
+        })
+        .collect();
+    // By the name shown (`launch.x` among `sim.*` by `x`), then the whole key.
+    differing.sort_by_key(|k| (k.split_once('.').map_or(k.as_str(), |(_, b)| b), k.as_str()));
+    let short = |k: &str| -> String {
+        let s = k.split_once('.').map_or(k, |(_, b)| b);
+        let clash = (differing.iter())
+            .filter(|d| d.split_once('.').map_or(d.as_str(), |(_, b)| b) == s)
+            .count()
+            > 1;
+        if clash { k } else { s }.to_string()
+    };
+    let named: BTreeMap<&String, String> = servers
+        .iter()
+        .map(|(fp, settings)| {
+            let label = if fp.is_empty() {
+                "server not recorded".to_string()
+            } else {
+                (differing.iter())
+                    .map(|k| {
+                        let v = settings.get(*k).map_or("none", String::as_str);
+                        format!("{}={v}", short(k))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            (fp, label)
+        })
+        .collect();
+    let alike = |l: &String| l.is_empty() || named.values().filter(|x| *x == l).count() > 1;
+    named
+        .iter()
+        .map(|(fp, l)| {
+            let l = match (alike(l) && !fp.is_empty(), l.is_empty()) {
+                (true, true) => format!("server {}", &fp[..fp.len().min(8)]),
+                (true, false) => format!("{l} [{}]", &fp[..fp.len().min(8)]),
+                (false, _) => l.clone(),
+            };
+            ((*fp).clone(), l)
+        })
+        .collect()
+}
 
-/// Sets each row's [`PointRow::server_label`] (issue 39 §5): where rows of one group name
-/// (the configuration's) come from servers with different fingerprints, each server's label
-/// names the settings on which those servers differ (`key=value`, source prefix dropped,
-/// those every server names first, then by key; at most three then `…`), with its fingerprint's first 8 digits appended when
-/// two labels would still be alike; `server not recorded` for rows without a fingerprint.
-/// Groups served by one server keep their plain name (labels cleared).
+/// Group name ([`PointRow::group`] without a server label) → server fingerprint → that
+/// server's canonical settings: the servers among which [`settings_labels`] tells apart.
+pub type ServersByGroup = BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>;
+
+/// Sets each row's [`PointRow::server_label`] (issue 39 §5) relative to the servers of `rows`
+/// themselves: where rows of one group name (the configuration's) come from servers with
+/// different fingerprints, each server's label is [`settings_labels`]'s (every setting on which
+/// those servers differ, in key order; the fingerprint's first 8 digits only where that is not
+/// enough); `server not recorded` for rows without a fingerprint. Groups served by one server
+/// keep their plain name (labels cleared). [`Store::points`] labels against every server stored
+/// under the name instead ([`Store::stored_servers`]), so a label does not change with the
+/// filter.
 pub fn label_servers(rows: &mut [PointRow]) {
     for r in rows.iter_mut() {
         r.server_label.clear();
     }
-    // One server for every row (the common case): nothing to tell apart, no group names to
-    // build.
-    if let Some(first) = rows.first() {
-        if rows
-            .iter()
-            .all(|r| r.server_fingerprint == first.server_fingerprint)
-        {
-            return;
-        }
-    }
-    // Group name → fingerprint → its settings.
-    let mut by_group: BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>> =
-        BTreeMap::new();
+    let mut servers: ServersByGroup = BTreeMap::new();
     for r in rows.iter() {
-        by_group
+        servers
             .entry(r.group())
             .or_default()
             .entry(r.server_fingerprint.clone())
             .or_insert_with(|| r.server_settings.clone());
     }
-    let mut labels: BTreeMap<(String, String), String> = BTreeMap::new();
-    for (group, servers) in &by_group {
-        if servers.len() < 2 {
+    apply_labels(rows, &servers);
+}
+
+/// Sets each row's [`PointRow::server_label`] from `servers` (the servers each group name is
+/// told apart among, which include the rows' own): [`settings_labels`] of the row's group,
+/// empty where the group has one server. A row whose server `servers` lacks (stored since it
+/// was read) is labelled among them with it added.
+pub fn apply_labels(rows: &mut [PointRow], servers: &ServersByGroup) {
+    let mut labels: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for r in rows.iter_mut() {
+        r.server_label.clear();
+        let g = r.group();
+        let Some(known) = servers.get(&g) else {
+            continue;
+        };
+        let fp = &r.server_fingerprint;
+        let missing = !known.contains_key(fp);
+        if known.len() + usize::from(missing) < 2 {
             continue;
         }
-        let keys: std::collections::BTreeSet<&String> =
-            servers.values().flat_map(BTreeMap::keys).collect();
-        let mut differing: Vec<&String> = keys
-            .into_iter()
-            .filter(|k| {
-                let mut vals = servers.values().map(|s| s.get(*k));
-                let first = vals.next().flatten();
-                vals.any(|v| v != first)
-            })
-            .collect();
-        // Settings every server names first (`max_num_seqs` of two sims before the
-        // `launch.*` of one of them), then by key.
-        let everywhere = |k: &String| servers.values().all(|s| s.is_empty() || s.contains_key(k));
-        differing.sort_by_key(|k| (!everywhere(k), k.as_str()));
-        let mut named: BTreeMap<&String, String> = BTreeMap::new();
-        for (fp, settings) in servers {
-            let label = if fp.is_empty() {
-                "server not recorded".to_string()
-            } else {
-                let mut parts: Vec<String> = differing
-                    .iter()
-                    .filter_map(|k| {
-                        let short = k.split_once('.').map_or(k.as_str(), |(_, b)| b);
-                        settings.get(*k).map(|v| format!("{short}={v}"))
-                    })
-                    .take(LABEL_SETTINGS + 1)
-                    .collect();
-                if parts.len() > LABEL_SETTINGS {
-                    parts.truncate(LABEL_SETTINGS);
-                    parts.push("…".into());
-                }
-                if parts.is_empty() {
-                    format!("server {}", &fp[..fp.len().min(8)])
-                } else {
-                    parts.join(", ")
-                }
-            };
-            named.insert(fp, label);
+        if missing {
+            let mut with = known.clone();
+            with.insert(fp.clone(), r.server_settings.clone());
+            r.server_label = settings_labels(&with).remove(fp).unwrap_or_default();
+            continue;
         }
-        let alike = |l: &String| named.values().filter(|x| *x == l).count() > 1;
-        let unique: Vec<(String, String)> = named
-            .iter()
-            .map(|(fp, l)| {
-                let l = if alike(l) && !fp.is_empty() {
-                    format!("{l} [{}]", &fp[..fp.len().min(8)])
-                } else {
-                    l.clone()
-                };
-                ((*fp).clone(), l)
-            })
-            .collect();
-        for (fp, l) in unique {
-            labels.insert((group.clone(), fp), l);
-        }
-    }
-    if labels.is_empty() {
-        return;
-    }
-    for r in rows.iter_mut() {
-        if let Some(l) = labels.get(&(r.group(), r.server_fingerprint.clone())) {
-            r.server_label = l.clone();
-        }
+        let of_group = labels.entry(g).or_insert_with(|| settings_labels(known));
+        r.server_label = of_group.get(fp).cloned().unwrap_or_default();
     }
 }
 
@@ -888,6 +963,35 @@ pub fn quickstart_batch(value: &str) -> Option<String> {
         None
     } else {
         Some(format!("quickstart-{last}"))
+    }
+}
+
+/// Whether `batch=value` names a batch shown as `shown`: the shown name itself, its last
+/// components (`value` after a `/`), or, for a quickstart run, its directory
+/// ([`quickstart_batch`]) — the SQL filter's rules, on what the reader sees.
+fn batch_named(shown: &str, value: &str) -> bool {
+    let v = value.trim();
+    let tail = v.trim_end_matches('/');
+    if shown == v || (!tail.is_empty() && shown.ends_with(&format!("/{tail}"))) {
+        return true;
+    }
+    match quickstart_batch(v) {
+        Some(q) => match q.strip_suffix('%') {
+            Some(prefix) => shown.starts_with(prefix),
+            None => shown == q,
+        },
+        None => false,
+    }
+}
+
+impl Store {
+    /// Matches `batch=` filters against batches as `view` shows them (`serve --redact`: an
+    /// absolute path as `…/` and its last two components) instead of their stored names, so a
+    /// reader cannot confirm what the view hides (a guessed parent directory, a full path);
+    /// `None` restores matching the stored names. Applies to [`Store::points`] and
+    /// [`Store::frontier`].
+    pub fn match_batches_as_shown(&mut self, view: Option<fn(&str) -> String>) {
+        self.batch_view = view;
     }
 }
 

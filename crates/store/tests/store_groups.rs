@@ -139,11 +139,26 @@ fn a_bench_against_another_server_is_its_own_group() {
     let on: Vec<(String, i64, String)> = groups(&f);
     assert!(on.contains(&("bench".into(), 16, bench.clone())), "{on:?}");
     assert!(on.iter().any(|g| g.2 == qs && g.1 == 16), "{on:?}");
-    // A filter that leaves one server names its group plainly.
+    // Labels are the store's, not the filter's (trial of issue 39 §5: `?batch=x` gave the
+    // bare name): a filter that leaves one server still names it apart.
     let mut only = Filter::default();
     only.add("batch=bench").unwrap();
     let rows = store.points(&only, &Default::default()).unwrap();
-    assert_eq!(groups(&rows), [("bench".into(), 16, BASE.to_string())]);
+    assert_eq!(groups(&rows), [("bench".into(), 16, bench.clone())]);
+    // Unrelated points (another configuration's, on a third server) change no label here.
+    point(&root, "other", 4, 1.0, Some(sim("8", "2")));
+    let other = opts(&["hw=h200"]);
+    store.ingest_path(&root.join("other"), &other).unwrap();
+    let rows = store.points(&only, &Default::default()).unwrap();
+    assert_eq!(groups(&rows), [("bench".into(), 16, bench)]);
+    let all = store
+        .points(&Filter::default(), &Default::default())
+        .unwrap();
+    assert!(
+        groups(&all).contains(&("other".into(), 4, "dsr1 1024/1024 h200_sim_bf16".into())),
+        "{:?}",
+        groups(&all)
+    );
 }
 
 /// `--set` keys that name no identity field are server settings: the same result file
@@ -213,8 +228,10 @@ fn set_keys_apply_to_every_format() {
     }
 }
 
-/// Labels name the differing settings (those every server names first), at most three and
-/// `…`; alike labels get the fingerprint's first digits.
+/// Labels name every setting that differs among the servers sharing the name, in key order
+/// (trial of issue 39 §5: with 10 servers every label showed the same first three settings
+/// then `… [hash]`, hiding max_num_seqs and time_scale); a setting a server lacks reads
+/// `none`; the fingerprint's digits only where the settings cannot tell two apart.
 #[test]
 fn labels_name_what_differs() {
     let row = |fp: &str, kv: &[(&str, &str)]| PointRow {
@@ -245,12 +262,41 @@ fn labels_name_what_differs() {
     assert_eq!(
         labels,
         [
-            "a=1, b=1, c=1, … [aaaaaaaa]",
-            "a=1, b=1, c=1, … [bbbbbbbb]",
-            "a=2, b=2, c=2, …",
-            "a=1, x=1"
+            "a=1, b=1, c=1, d=1, e=1, x=none",
+            "a=1, b=1, c=1, d=1, e=2, x=none",
+            "a=2, b=2, c=2, d=2, e=1, x=none",
+            "a=1, b=none, c=none, d=none, e=none, x=1"
         ]
     );
+    // Ten sims that share most settings: each label names max_num_seqs and time_scale, the
+    // two that differ, whatever else they share; no hash.
+    let mut ten: Vec<PointRow> = (0..10)
+        .map(|i| {
+            let (seqs, scale) = ((8 << (i % 5)).to_string(), (1 + i / 5).to_string());
+            let fp = format!("{i:016x}");
+            row(
+                &fp,
+                &[
+                    ("sim.hardware", "h100"),
+                    ("sim.max_num_seqs", &seqs),
+                    ("sim.mode", "timed"),
+                    ("sim.time_scale", &scale),
+                ],
+            )
+        })
+        .collect();
+    label_servers(&mut ten);
+    assert_eq!(ten[0].server_label, "max_num_seqs=8, time_scale=1");
+    assert_eq!(ten[9].server_label, "max_num_seqs=128, time_scale=2");
+    // Same settings, different fingerprints (a key the store dropped): the digits tell them.
+    let mut twins = vec![
+        row("aaaaaaaaaaaaaaaa", &[("sim.a", "1")]),
+        row("bbbbbbbbbbbbbbbb", &[("sim.a", "1")]),
+        row("cccccccccccccccc", &[("sim.a", "2")]),
+    ];
+    label_servers(&mut twins);
+    let labels: Vec<&str> = twins.iter().map(|r| r.server_label.as_str()).collect();
+    assert_eq!(labels, ["a=1 [aaaaaaaa]", "a=1 [bbbbbbbb]", "a=2"]);
     // One server left: no label.
     rows.truncate(1);
     label_servers(&mut rows);

@@ -57,12 +57,29 @@ pub struct HistoryGroup {
     pub points: Vec<HistoryPoint>,
     /// The group's points, all of them.
     pub total: usize,
-    /// Its points left out as invalid.
+    /// Its invalid points (left out unless `include_invalid`).
     pub invalid: usize,
+    /// Why its invalid points are invalid ([`invalid_reasons`]); `None` when none is.
+    pub invalid_reason: Option<String>,
     /// Its batches with a counted point.
     pub batches: usize,
     /// Where its counted points' frontiers lie ([`compare::x_span`]), `None` without one.
     pub x_range: Option<(f64, f64)>,
+}
+
+impl HistoryGroup {
+    /// `report --history-at`'s note for a group whose every point is invalid: how many, and
+    /// the stored reason(s) ([`HistoryGroup::invalid_reason`]; trial of issue 39 §5: a fixed
+    /// "AgentX replays shorter than 900 s or cut short" where a sim's time scale was the
+    /// reason).
+    pub fn all_invalid_note(&self) -> String {
+        let why = self.invalid_reason.as_deref().unwrap_or(NO_REASON_STORED);
+        format!(
+            "(every point of this group is invalid ({}: {why}): none counts; --include-invalid \
+             lets them)",
+            self.invalid
+        )
+    }
 }
 
 /// y at one x per group and batch, with regression flags: `report --history-at` and
@@ -104,6 +121,7 @@ pub fn history_at(
                 points: h.remove(&name).unwrap_or_default(),
                 total: of.len(),
                 invalid: of.iter().filter(|r| !r.valid).count(),
+                invalid_reason: invalid_reasons(of.iter().copied()),
                 batches: batches.len(),
                 x_range: compare::x_span(&mine, x, y),
                 name,
@@ -115,6 +133,29 @@ pub fn history_at(
         x_range: compare::x_span(&kept, x, y),
     }
 }
+
+/// What the stored reasons of the invalid points among `rows` say, for a line that names why
+/// they were left out: the first point's reason (`invalid_reason`, or `invalid (no reason
+/// stored with this point)` for one stored before reasons were kept), then `; and N more
+/// reason(s)` when the others differ. `None` when every point is valid (trial of issue 39 §5:
+/// `report --history-at` gave a fixed list of causes where the stored reason was another).
+pub fn invalid_reasons<'a>(rows: impl IntoIterator<Item = &'a PointRow>) -> Option<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for r in rows.into_iter().filter(|r| !r.valid) {
+        let why = (r.invalid_reason.as_deref()).unwrap_or(NO_REASON_STORED);
+        if !seen.contains(&why) {
+            seen.push(why);
+        }
+    }
+    let first = seen.first()?;
+    Some(match seen.len() - 1 {
+        0 => first.to_string(),
+        n => format!("{first}; and {}", inferbench_core::count(n, "more reason")),
+    })
+}
+
+/// An invalid point's reason where none was stored (points stored before schema version 4).
+pub const NO_REASON_STORED: &str = "invalid (no reason stored with this point)";
 
 /// The distinct groups of `rows`, in the rows' order (the store's).
 fn group_order(rows: &[PointRow]) -> Vec<String> {
@@ -150,6 +191,10 @@ pub struct Tco {
     pub unreached: Vec<String>,
     /// Groups left without a counted point: every point invalid (a subset of `unreached`).
     pub invalid_only: Vec<String>,
+    /// Invalid points left out (0 with `include_invalid`).
+    pub invalid: usize,
+    /// Why those were invalid ([`invalid_reasons`]); `None` when none was left out.
+    pub invalid_reason: Option<String>,
     /// y's direction.
     pub better: Better,
     /// [`x_range`] of the selection (counted points only).
@@ -190,10 +235,13 @@ pub fn tco_at(rows: &[PointRow], x: &str, y: &str, at: f64, include_invalid: boo
             o
         }
     });
+    let left_out: Vec<&PointRow> = rows.iter().filter(|r| !r.counts(include_invalid)).collect();
     Tco {
         bars,
         unreached,
         invalid_only,
+        invalid: left_out.len(),
+        invalid_reason: invalid_reasons(left_out),
         better,
         x_range: x_range(rows, x, y, include_invalid),
     }
@@ -382,14 +430,20 @@ pub struct Comparison {
     /// The x values compared: `at` as given, else the low end, middle and high end of the
     /// range both sides' frontiers cover ([`compare::default_targets`]; empty without overlap).
     pub targets: Vec<f64>,
-    /// One row per target ([`compare::compare`]).
+    /// One row per target ([`compare::compare`]); empty when `refused`.
     pub rows: Vec<CompareRow>,
+    /// Why the sides are not compared ([`compare::pooled_servers`]): a side whose batches come
+    /// from servers with different settings (not repeats of one configuration). Both
+    /// `inferbench compare` (an error) and `/api/v1/compare` (400) answer with it.
+    pub refused: Option<String>,
 }
 
-/// Compares sides `a` and `b` (the store's rows of each) at `at` (or the default targets).
+/// Compares sides `a` and `b` (the store's rows of each, selected by the filters `specs`) at
+/// `at` (or the default targets). A side's batches are its repeats only when they share the
+/// server's settings: a side that pools servers is [`Comparison::refused`] (no rows).
 pub fn compare_sides(
-    a: Vec<PointRow>,
-    b: Vec<PointRow>,
+    (a, b): (Vec<PointRow>, Vec<PointRow>),
+    specs: (&str, &str),
     x: &str,
     y: &str,
     at: &[f64],
@@ -397,6 +451,19 @@ pub fn compare_sides(
 ) -> Comparison {
     let (a, a_invalid) = compare::keep_valid(a, include_invalid);
     let (b, b_invalid) = compare::keep_valid(b, include_invalid);
+    let refused = compare::pooled_servers("A", specs.0, &a)
+        .or_else(|| compare::pooled_servers("B", specs.1, &b));
+    if refused.is_some() {
+        return Comparison {
+            a,
+            b,
+            a_invalid,
+            b_invalid,
+            targets: Vec::new(),
+            rows: Vec::new(),
+            refused,
+        };
+    }
     let targets = if at.is_empty() {
         compare::default_targets(&a, &b, x, y)
     } else {
@@ -410,6 +477,7 @@ pub fn compare_sides(
         b_invalid,
         targets,
         rows,
+        refused,
     }
 }
 
@@ -465,8 +533,8 @@ mod tests {
         assert_eq!(t.unreached.len(), 1);
         assert!(t.invalid_only.is_empty());
         let c = compare_sides(
-            rows.clone(),
-            rows.clone(),
+            (rows.clone(), rows.clone()),
+            ("hw=h100", "hw=h100"),
             "median_intvty",
             "tput_per_gpu",
             &[30.0],
@@ -479,6 +547,115 @@ mod tests {
         assert_eq!(h.x_range, Some((20.0, 100.0)));
         let t = tco_at(&rows, "median_intvty", "tput_per_gpu", 20.0, true);
         assert_eq!(t.bars[0].value, 12323.0);
+    }
+
+    /// Trial of issue 39 §5 (F, D): an all-invalid group's note gave a fixed list of causes;
+    /// it gives the stored reason, the first and how many more when they differ, and the TCO
+    /// answer counts the points it left out with the same words.
+    #[test]
+    fn invalid_groups_say_their_stored_reasons() {
+        let mut rows = batch();
+        let scaled = "the sim ran at --time-scale 8";
+        for r in &mut rows {
+            r.valid = false;
+            r.invalid_reason = Some(scaled.into());
+        }
+        let (x, y) = ("median_intvty", "tput_per_gpu");
+        let h = history_at(&rows, x, y, 30.0, 3, 0.05, false);
+        assert_eq!(
+            h.groups[0].all_invalid_note(),
+            "(every point of this group is invalid (3: the sim ran at --time-scale 8): none \
+             counts; --include-invalid lets them)"
+        );
+        rows[1].invalid_reason = Some("cut short: interrupted".into());
+        rows[2].invalid_reason = None;
+        let h = history_at(&rows, x, y, 30.0, 3, 0.05, false);
+        assert_eq!(
+            h.groups[0].invalid_reason.as_deref(),
+            Some("the sim ran at --time-scale 8; and 2 more reasons")
+        );
+        let t = tco_at(&rows, x, y, 30.0, false);
+        assert_eq!(
+            (t.invalid, t.invalid_reason.as_deref()),
+            (3, Some("the sim ran at --time-scale 8; and 2 more reasons"))
+        );
+        assert_eq!(
+            invalid_reasons(&rows[2..]).as_deref(),
+            Some("invalid (no reason stored with this point)")
+        );
+        // Counted, none is left out.
+        let t = tco_at(&rows, x, y, 30.0, true);
+        assert_eq!((t.invalid, t.invalid_reason), (0, None));
+        assert_eq!(invalid_reasons(&batch()[..2]), None);
+    }
+
+    /// A side's batches are repeats only on one server (trial of issue 39 §5: one mean over
+    /// sims with max_num_seqs 8/16/256): a side that pools servers is refused, naming the
+    /// settings on which they differ and each one's batches; one server per side compares.
+    #[test]
+    fn compare_refuses_a_side_that_pools_servers() {
+        use std::collections::BTreeMap;
+        let on = |batch: &str, fp: &str, seqs: &str, scale: &str| -> Vec<PointRow> {
+            let settings: BTreeMap<String, String> = [
+                ("sim.max_num_seqs".to_string(), seqs.to_string()),
+                ("sim.time_scale".to_string(), scale.to_string()),
+                ("sim.hardware".to_string(), "h100".to_string()),
+            ]
+            .into();
+            let mut rows = batch_of(batch);
+            for r in &mut rows {
+                r.server_fingerprint = fp.into();
+                r.server_settings = settings.clone();
+            }
+            rows
+        };
+        let a: Vec<PointRow> = [
+            on("runs/s8", "00000000000000a8", "8", "1"),
+            on("runs/s256", "0000000000000256", "256", "8"),
+            on("runs/s256b", "0000000000000256", "256", "8"),
+        ]
+        .concat();
+        let b = on("runs/s16", "0000000000000016", "16", "1");
+        let (x, y) = ("median_intvty", "tput_per_gpu");
+        let c = compare_sides(
+            (a.clone(), b.clone()),
+            ("hw=h100", "batch=s16"),
+            x,
+            y,
+            &[],
+            false,
+        );
+        assert_eq!(
+            c.refused.as_deref(),
+            Some(
+                "side A (hw=h100) pools batches from 2 servers with different settings, which \
+                 are not repeats of one configuration: max_num_seqs=8, time_scale=1 (batch \
+                 runs/s8); max_num_seqs=256, time_scale=8 (batch runs/s256, runs/s256b); narrow \
+                 the side to one server's batches, e.g. `hw=h100,batch=runs/s8`, or compare \
+                 two of them as A and B"
+            )
+        );
+        assert!(c.rows.is_empty() && c.targets.is_empty());
+        // B pooling is said as B's.
+        let c = compare_sides((b.clone(), a.clone()), ("", "hw=h100"), x, y, &[], false);
+        assert!(c
+            .refused
+            .unwrap()
+            .starts_with("side B (hw=h100) pools batches from 2"));
+        // One server per side (its two batches are repeats): compared.
+        let one: Vec<PointRow> = a.into_iter().filter(|r| r.batch != "runs/s8").collect();
+        let c = compare_sides((one, b), ("", ""), x, y, &[60.0], false);
+        assert_eq!(c.refused, None);
+        assert_eq!((c.rows[0].n_a, c.rows[0].n_b), (2, 1));
+    }
+
+    /// [`batch`]'s points under another batch name.
+    fn batch_of(name: &str) -> Vec<PointRow> {
+        let mut rows = batch();
+        for r in &mut rows {
+            r.batch = name.into();
+        }
+        rows
     }
 
     /// The curve history, TCO and compare read y off is the frontier `report` and the API mark:

@@ -464,10 +464,7 @@ fn history(
                 .all(|r| r.scenario == query::AGENTIC_SCENARIO);
             let invalid = g.invalid;
             if !args.include_invalid && invalid == g.total {
-                notes.push(format!(
-                    "(every point of this group is invalid ({invalid}: AgentX replays shorter than \
-                     900 s or cut short): none counts; --include-invalid lets them)"
-                ));
+                notes.push(g.all_invalid_note());
             } else if agentic && !x_given && x != query::NORTH_STAR_X {
                 notes.push(format!(
                     "(an agentic-coding group: its x is {} (`--x {} -f scenario={}`), not {x})",
@@ -857,8 +854,14 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         Ok(store.points(&side(spec, &args.filters)?, &cost)?)
     };
     let (ra, rb) = (load(&args.a, &mut store)?, load(&args.b, &mut store)?);
-    let c =
-        crate::analysis::compare_sides(ra, rb, &args.x, &args.y, &args.at, args.include_invalid);
+    let c = crate::analysis::compare_sides(
+        (ra, rb),
+        (&args.a, &args.b),
+        &args.x,
+        &args.y,
+        &args.at,
+        args.include_invalid,
+    );
     let (a, b, a_invalid, b_invalid) = (&c.a, &c.b, c.a_invalid, c.b_invalid);
     let both: Vec<PointRow> = a.iter().chain(b).cloned().collect();
     report::check_metric("--x", &args.x, &both)?;
@@ -867,6 +870,10 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     // side B's pooled workloads).
     let pooled = || compare::pooled_workloads(a, b, &args.a, &args.b, compare::FilterSyntax::Cli);
     if let Some(why) = (!a.is_empty() && !b.is_empty()).then(pooled).flatten() {
+        anyhow::bail!("{why}");
+    }
+    // A side whose batches come from different servers: not repeats (issue 39 §5).
+    if let Some(why) = &c.refused {
         anyhow::bail!("{why}");
     }
     let (wa, wb) = (compare::workloads(a), compare::workloads(b));

@@ -241,6 +241,15 @@ function pushUrl(params, push) {
   if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
 }
 
+// The History and TCO pages' line on invalid points left out (issue 39 §5: they were left
+// out without a word): how many, and why as the API gives it (`invalid_reason`: the first
+// stored reason, "and N more reasons" when they differ); "" when none was left out.
+function invalidNote(n, reason) {
+  if (!n) return "";
+  return "; " + count(n, "invalid point") + " left out (" + (reason || "no reason stored")
+    + "): \"include invalid\" counts " + (n === 1 ? "it" : "them");
+}
+
 // The History and TCO pages' `at` slider (`#at-slider`) over the x range of the valid points'
 // frontiers (`res.x_range`), set at `res.at`: moving it writes the `at` box, letting go reads
 // the view again with `refresh(true)` (issue 39: a first load opens at a default x with a

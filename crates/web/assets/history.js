@@ -10,7 +10,7 @@ let chart = null;
 
 // The view the URL asks for (`hw=` as `hardware=`); other keys are said not applied.
 function readState() {
-  return readUrl(SELECTS.concat(INPUTS));
+  return readUrl(SELECTS.concat(INPUTS, ["invalid"]));
 }
 
 function apply(st) {
@@ -24,11 +24,13 @@ function apply(st) {
   notApplied = [];
   for (const k of SELECTS) choose($(k), st[k], k);
   for (const k of INPUTS) $(k).value = st[k];
+  $("invalid").checked = st.invalid === "1";
 }
 
 function controls() {
   const st = {};
   for (const k of SELECTS.concat(INPUTS)) st[k] = $(k).value.trim();
+  st.invalid = $("invalid").checked ? "1" : "";
   return st;
 }
 
@@ -39,6 +41,8 @@ function apiQuery(st) {
   for (const k of ["model", "hardware", "framework", "precision", "x", "y", "at", "threshold"]) {
     if (st[k]) p.set(k, st[k]);
   }
+  // Invalid points count only when asked, as with `report --history-at --include-invalid`.
+  if (st.invalid) p.set("include_invalid", "true");
   return p;
 }
 
@@ -159,7 +163,7 @@ function draw(res) {
 async function refresh(push) {
   const st = controls();
   const p = new URLSearchParams();
-  for (const k of SELECTS.concat(INPUTS)) if (st[k]) p.set(k, st[k]);
+  for (const k of SELECTS.concat(INPUTS, ["invalid"])) if (st[k]) p.set(k, st[k]);
   pushUrl(p, push);
   // A database of evals alone has no frontier to follow (trial 24: "pick an x inside that
   // range" of no range).
@@ -195,10 +199,22 @@ async function refresh(push) {
         + " selected): " + range + "; pick an x inside that range"
       : count(n, "group") + (n === 1 ? " reaches" : " reach") + " x = " + res.at + " (of " + res.groups.length + " selected); "
       + (r ? count(r, "group") + " regressed in the latest batch" : "no regression in the latest batch"))
-      + notAppliedNote());
+      + leftOut(res) + notAppliedNote());
   } catch (e) {
     status("error: " + e.message, true);
   }
+}
+
+// The invalid points the API left out (`groups[].invalid` without `include_invalid`), and
+// why: the reason the groups give when they agree, else the first and how many more.
+function leftOut(res) {
+  const of = res.include_invalid ? [] : res.groups.filter(g => g.invalid);
+  const n = of.reduce((a, g) => a + g.invalid, 0);
+  const reasons = [...new Set(of.map(g => g.invalid_reason || "no reason stored"))];
+  const why = reasons.length === 1 ? reasons[0]
+    : reasons[0] + "; and more reasons in " + count(reasons.length - 1, "other group");
+  $("status").dataset.invalid = String(n);
+  return invalidNote(n, why);
 }
 
 // The x range the API gave, on the chart's element (a test reads it).
@@ -210,7 +226,7 @@ async function start() {
   options = await loadOptions();
   if (!options) return;
   apply(readState());
-  wireForm(() => apply(readState()), refresh, SELECTS);
+  wireForm(() => apply(readState()), refresh, SELECTS.concat(["invalid"]));
   await refresh(false);
 }
 

@@ -9,7 +9,7 @@ let picked = [];
 
 // The view the URL asks for; keys the page has no control for are said not applied.
 function readState() {
-  return readUrl(FIELDS);
+  return readUrl(FIELDS.concat(["invalid"]));
 }
 
 function apply(st) {
@@ -21,6 +21,7 @@ function apply(st) {
   notApplied = [];
   for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k], k);
   for (const k of ["at", "gpu_hour_cost", "gpu_kw"]) $(k).value = st[k];
+  $("invalid").checked = st.invalid === "1";
 }
 
 function apiQuery() {
@@ -30,6 +31,8 @@ function apiQuery() {
   const m = /^(\d+)\/(\d+)$/.exec(v("sequence"));
   if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (v("sequence")) p.set("scenario", v("sequence"));
   for (const k of ["x", "y", "at", "gpu_hour_cost", "gpu_kw"]) if (v(k)) p.set(k, v(k));
+  // Invalid points count only when asked, as on every frontier.
+  if ($("invalid").checked) p.set("include_invalid", "true");
   return p;
 }
 
@@ -67,22 +70,26 @@ function draw(res) {
     });
   }
   $("bars").dataset.bars = String(res.bars.length);
-  if (res.note) { status(res.note + notAppliedNote()); return; }
+  $("status").dataset.invalid = String(res.invalid);
+  const left = invalidNote(res.invalid, res.invalid_reason);
+  if (res.note) { status(res.note + left + notAppliedNote()); return; }
   if (res.at === null) {
     status("no valid point of the selection lies on a frontier with a value of " + metricLabel(options, res.x)
-      + ": nothing to read" + notAppliedNote());
+      + ": nothing to read" + left + notAppliedNote());
     return;
   }
   status(count(res.bars.length, "group") + " at " + metricLabel(options, res.x) + " = " + res.at
     // The direction is y's, named with it (trial 26: after x it read as "lower interactivity").
     + "; " + metricLabel(options, res.y) + ": " + res.better + " is better"
     + (res.unreached.length ? "; " + count(res.unreached.length, "group") + (res.unreached.length === 1 ? " does" : " do") + " not reach it" : "")
-    + notAppliedNote());
+    + (res.invalid_only.length ? " (" + count(res.invalid_only.length, "group") + " with only invalid points)" : "")
+    + left + notAppliedNote());
 }
 
 async function refresh(push) {
   const p = new URLSearchParams();
   for (const k of FIELDS) if ($(k).value.trim()) p.set(k, $(k).value.trim());
+  if ($("invalid").checked) p.set("invalid", "1");
   pushUrl(p, push);
   const none = noPointsNote(options.stored);
   if (none) {
@@ -109,7 +116,7 @@ async function start() {
   options = await loadOptions();
   if (!options) return;
   apply(readState());
-  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y"]);
+  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y", "invalid"]);
   await refresh(false);
 }
 

@@ -179,7 +179,13 @@ pub async fn compare(
     // The one analysis `inferbench compare` runs (issue 39): invalid points do not count
     // unless asked (trial 24: the API compared three targets where the CLI found no valid
     // point).
-    let c = inferbench_views::analysis::compare_sides(ra, rb, &x, &y, &at, include_invalid);
+    let c =
+        inferbench_views::analysis::compare_sides((ra, rb), (&a, &b), &x, &y, &at, include_invalid);
+    // A side whose batches come from different servers: not repeats (issue 39 §5), refused
+    // as `inferbench compare` refuses it.
+    if let Some(why) = c.refused {
+        return Err(ApiError::bad_request(why));
+    }
     let (ra, rb, a_invalid, b_invalid, targets) = (c.a, c.b, c.a_invalid, c.b_invalid, c.targets);
     // A side that matches nothing is the answer's note, before any pooling of the other.
     let pooled = || compare::pooled_workloads(&ra, &rb, &a, &b, compare::FilterSyntax::Query);
@@ -324,10 +330,12 @@ pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
 /// `include_invalid=true`. `at=auto`: [`inferbench_views::analysis::default_at`]. Answer:
 /// `{"x", "y", "at", "window", "threshold", "include_invalid", "x_range": [lo, hi] | null,
 /// "default_at", "groups": [{"name", "points": [{date, time_unix, batch, batch_label, value,
-/// baseline, change, regression}…], "latest_regression": bool, "total", "invalid", "x_range"}…]}`,
-/// groups in the store's order; `x_range` is the x extent of the counted points' frontiers
-/// (`compare::x_span`; a group's own beside it), `total`/`invalid` a group's points and those
-/// left out as invalid, `time_unix` the batch's latest run start (s) or null; "note": null, or
+/// baseline, change, regression}…], "latest_regression": bool, "total", "invalid",
+/// "invalid_reason", "x_range"}…]}`, groups in the store's order; `x_range` is the x extent of
+/// the counted points' frontiers (`compare::x_span`; a group's own beside it),
+/// `total`/`invalid` a group's points and its invalid ones (left out unless
+/// `include_invalid=true`), `invalid_reason` why (the first stored reason, `; and N more
+/// reasons` when they differ; null when none is invalid), `time_unix` the batch's latest run start (s) or null; "note": null, or
 /// which filter matches nothing when no point matched.
 pub async fn history(
     State(state): State<AppState>,
@@ -384,6 +392,7 @@ pub async fn history(
                 "latest_regression": g.points.last().is_some_and(|p| p.regression),
                 "total": g.total,
                 "invalid": g.invalid,
+                "invalid_reason": g.invalid_reason,
                 "x_range": g.x_range.map(|(lo, hi)| [lo, hi]),
             })
         })
@@ -474,11 +483,14 @@ pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 /// `include_invalid=true`; `at=auto` reads at [`inferbench_views::analysis::default_at`].
 /// Answer: `{"x", "y", "at", "better": "higher"|"lower", "include_invalid", "x_range",
 /// "default_at", "bars": [{"group", "public", "value", "batches"}…], "unreached": [group…],
-/// "invalid_only": [group…], "note"}` (`unreached`: groups whose counted frontiers do not reach
-/// `at`; `invalid_only`: those among them with no valid point; `note`: null, or which filter
-/// matches nothing). With `slo=EXPR` (`median_intvty>=35`, `p99_ttft<=2s`; x is then the SLO's
-/// metric) the answer also holds `"capacity": [{"group", "slo", "status", "value",
-/// "users_per_gpu", "batches", "x_range"}…]`: per group the most y and users per GPU at the SLO,
+/// "invalid_only": [group…], "invalid", "invalid_reason", "note"}` (`unreached`: groups whose
+/// counted frontiers do not reach `at`; `invalid_only`: those among them with no valid point;
+/// `invalid`: the invalid points left out, 0 with `include_invalid=true`; `invalid_reason`:
+/// why, the first stored reason and `; and N more reasons` when they differ, null when none was
+/// left out; `note`: null, or which filter matches nothing). With `slo=EXPR`
+/// (`median_intvty>=35`, `p99_ttft<=2s`; x is then the SLO's metric) the answer also holds
+/// `"capacity": [{"group", "slo", "status", "value", "users_per_gpu", "batches", "x_range"}…]`:
+/// per group the most y and users per GPU at the SLO,
 /// [`inferbench_views::analysis::capacity_at`], the numbers `report --capacity` prints.
 pub async fn tco(
     State(state): State<AppState>,
@@ -543,6 +555,8 @@ pub async fn tco(
         "bars": bars,
         "unreached": t.unreached,
         "invalid_only": t.invalid_only,
+        "invalid": t.invalid,
+        "invalid_reason": t.invalid_reason,
         "note": note,
     });
     if let (Some(c), Value::Object(m)) = (capacity, &mut answer) {

@@ -573,6 +573,7 @@ pub async fn run(
     axum::extract::Path(raw): axum::extract::Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id = path_id("run", &raw)?;
+    let redacted = state.redact;
     let (info, rows, files) = state
         .with_store(move |s| {
             let info = s
@@ -587,9 +588,17 @@ pub async fn run(
                 include_invalid: true,
                 ..Filter::default()
             };
-            f.add(&format!("batch={}", info.batch))
+            // The batch as filters match it (its shown form under --redact), then exactly
+            // this run's batch (a filter also matches other batches ending alike).
+            let shown = if redacted {
+                crate::redact::text(&info.batch)
+            } else {
+                info.batch.clone()
+            };
+            f.add(&format!("batch={shown}"))
                 .map_err(|e| ApiError::internal(e.to_string()))?;
-            let batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
+            let mut batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
+            batch.retain(|r| r.batch == info.batch);
             Ok((info, (rows, batch), (files, evals)))
         })
         .await?;
@@ -602,9 +611,19 @@ pub async fn run(
     } else {
         "median_intvty"
     };
-    // Invalid points never on it, as on every frontier (issue 39).
+    // Invalid points never on it, as on every frontier (issue 39). The run's points are marked
+    // as their batch marks them (trial of issue 39 §5: a run's point was on the frontier of
+    // the run's own points and off the batch's in the same answer); one outside the batch
+    // list is marked among the run's points.
     inferbench_views::analysis::mark_frontier(&mut rows, x, "tput_per_gpu", false);
     inferbench_views::analysis::mark_frontier(&mut batch, x, "tput_per_gpu", false);
+    let on_batch: std::collections::BTreeMap<i64, bool> =
+        batch.iter().map(|b| (b.point_id, b.frontier)).collect();
+    for r in &mut rows {
+        if let Some(&f) = on_batch.get(&r.point_id) {
+            r.frontier = f;
+        }
+    }
     let files: Vec<Value> = files
         .iter()
         .map(|a| {

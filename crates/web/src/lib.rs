@@ -61,9 +61,13 @@ impl AppState {
         }
     }
 
-    /// This state with `serve --redact`'s rewriting on or off ([`redact::layer`]).
+    /// This state with `serve --redact`'s rewriting on or off ([`redact::layer`]). With it on,
+    /// `batch=` filters match batches as the answers show them ([`redact::text`]), never the
+    /// stored paths, so a reader cannot confirm a guessed parent directory or full path.
     pub fn redacted(mut self, on: bool) -> AppState {
         self.redact = on;
+        let view: Option<fn(&str) -> String> = if on { Some(redact::text) } else { None };
+        (self.store.lock().unwrap_or_else(|p| p.into_inner())).match_batches_as_shown(view);
         self
     }
 
@@ -221,44 +225,100 @@ pub fn router(state: AppState) -> Router {
     }
 }
 
-/// [`router`] as [`serve`] serves it on `local`: on a loopback address, only requests whose
-/// `Host` names this machine's loopback ([`is_loopback_host`]) are answered, others get 403
-/// (a page of another site whose name an attacker re-pointed at 127.0.0.1, DNS rebinding,
-/// would otherwise read the API with the browser's help). A request without `Host` (HTTP/1.0
-/// tools) is answered. On another address every `Host` is answered (the `--bind` warning says
-/// the dashboard is open to whoever reaches it).
+/// [`router`] as [`serve`] serves it on `local`: on a loopback address ([`is_loopback_ip`]),
+/// only requests that name this machine's loopback ([`host_kind`]) are answered, others get
+/// 403 (a page of another site whose name an attacker re-pointed at 127.0.0.1, DNS rebinding,
+/// would otherwise read the API with the browser's help) and a malformed or repeated `Host`
+/// 400. What a request names is its absolute-form target's authority when it has one (RFC 9112
+/// §3.2.2: it wins over `Host`; HTTP/2's `:authority`), else its one `Host` header. A request
+/// without either (an HTTP/1.0 tool) is answered. On another address every `Host` is answered
+/// (the `--bind` warning says the dashboard is open to whoever reaches it).
 pub fn served_router(state: AppState, local: SocketAddr) -> Router {
     let r = router(state);
-    if local.ip().is_loopback() {
+    if is_loopback_ip(local.ip()) {
         r.layer(axum::middleware::from_fn(loopback_hosts_only))
     } else {
         r
     }
 }
 
-/// Whether `host` (a `Host` header: `name[:port]` or `[v6]:port`) names this machine's
-/// loopback: `localhost` or a name under `.localhost` (RFC 6761), an address in 127.0.0.0/8,
-/// or `::1`.
-pub fn is_loopback_host(host: &str) -> bool {
+/// Whether `ip` is this machine's loopback: 127.0.0.0/8, `::1`, or an IPv4-mapped IPv6
+/// loopback (`::ffff:127.0.0.1`, which `--bind` takes and which accepts only local peers).
+pub fn is_loopback_ip(ip: std::net::IpAddr) -> bool {
+    ip.to_canonical().is_loopback()
+}
+
+/// What a `Host` header value (or a request target's authority) names, for the loopback
+/// guard of [`served_router`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKind {
+    /// This machine's loopback: `localhost` or a name under `.localhost` (RFC 6761), an
+    /// address in 127.0.0.0/8, `[::1]` or `[::ffff:127.x.y.z]`, with or without a port.
+    Loopback,
+    /// Another, well-formed name or address (403 on a loopback address).
+    Other,
+    /// Not a `host[:port]` (RFC 9110 §7.2): empty, user info, a port that is not a number in
+    /// 0–65535, an unbracketed or malformed IPv6 address (400, whatever the name).
+    Malformed,
+}
+
+/// Classifies `host` (`name[:port]`, `a.b.c.d[:port]` or `[v6][:port]`; [`HostKind`]). The port
+/// is judged first and alike for every form, so a bad port is [`HostKind::Malformed`] whether
+/// the name is a loopback one or not.
+pub fn host_kind(host: &str) -> HostKind {
     let host = host.trim();
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        match rest.split_once(']') {
-            Some((inside, after)) if after.is_empty() || after.starts_with(':') => inside,
-            _ => return false,
+    let bad = |c: char| c.is_whitespace() || "@/?#\\".contains(c);
+    if host.is_empty() || host.contains(bad) {
+        return HostKind::Malformed;
+    }
+    let (name, port, bracketed) = if let Some(rest) = host.strip_prefix('[') {
+        let Some((inside, after)) = rest.split_once(']') else {
+            return HostKind::Malformed;
+        };
+        match after {
+            "" => (inside, None, true),
+            a => match a.strip_prefix(':') {
+                Some(p) => (inside, Some(p), true),
+                None => return HostKind::Malformed,
+            },
         }
     } else {
-        match host.rsplit_once(':') {
-            Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-            Some(_) => return false,
-            None => host,
+        match host.split_once(':') {
+            Some((n, p)) => (n, Some(p), false),
+            None => (host, None, false),
         }
     };
+    // RFC 3986: `port = *DIGIT`, an empty one allowed; a number a TCP port can be.
+    let port_ok = port.is_none_or(|p| {
+        p.is_empty() || (p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok())
+    });
+    if !port_ok || name.is_empty() {
+        return HostKind::Malformed;
+    }
+    if bracketed {
+        return match name.parse::<std::net::Ipv6Addr>() {
+            Ok(ip) if is_loopback_ip(ip.into()) => HostKind::Loopback,
+            Ok(_) => HostKind::Other,
+            Err(_) => HostKind::Malformed,
+        };
+    }
     let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
-    name == "localhost"
+    let loopback = name == "localhost"
         || name.ends_with(".localhost")
         || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        HostKind::Loopback
+    } else {
+        HostKind::Other
+    }
+}
+
+/// Whether `host` (a `Host` header: `name[:port]` or `[v6]:port`) names this machine's
+/// loopback ([`host_kind`] is [`HostKind::Loopback`]).
+pub fn is_loopback_host(host: &str) -> bool {
+    host_kind(host) == HostKind::Loopback
 }
 
 /// The warning `serve` prints when listening on `ip`, a non-loopback address: who can read
@@ -276,32 +336,55 @@ pub fn exposure_warning(ip: std::net::IpAddr, redact: bool) -> String {
     )
 }
 
-/// The DNS-rebinding guard of [`served_router`].
+/// The DNS-rebinding guard of [`served_router`]: the request's absolute-form authority, else
+/// its one `Host`, must name the loopback (403 otherwise); two `Host` headers or a malformed
+/// one are 400.
 async fn loopback_hosts_only(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let host = req.headers().get(header::HOST).map(|h| h.to_str());
-    match host {
-        None => next.run(req).await,
-        Some(Ok(h)) if is_loopback_host(h) => next.run(req).await,
-        Some(h) => {
-            let shown = h
-                .unwrap_or("(not text)")
-                .chars()
-                .take(100)
-                .collect::<String>();
-            api::ApiError {
-                status: StatusCode::FORBIDDEN,
-                message: format!(
-                    "Host `{shown}` is not this machine's loopback: the dashboard, bound to a \
-                     loopback address, answers only requests for localhost or 127.0.0.1 (a \
-                     guard against DNS rebinding); open it at http://127.0.0.1:PORT/, or serve \
-                     on another address with --bind"
-                ),
-            }
-            .into_response()
-        }
+    let reject =
+        |status: StatusCode, message: String| api::ApiError { status, message }.into_response();
+    let hosts: Vec<&HeaderValue> = req.headers().get_all(header::HOST).iter().collect();
+    if hosts.len() > 1 {
+        return reject(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{} Host headers: a request names one host (RFC 9112 §3.2)",
+                hosts.len()
+            ),
+        );
+    }
+    // RFC 9112 §3.2.2: an absolute-form target's authority is the host, whatever `Host` says.
+    let (named, from) = match req.uri().authority() {
+        Some(a) => (Some(Ok(a.as_str())), "the request target's authority"),
+        None => (hosts.first().map(|h| h.to_str()), "Host"),
+    };
+    let Some(named) = named else {
+        // No Host at all: an HTTP/1.0 tool (a browser always sends one).
+        return next.run(req).await;
+    };
+    let named = named.ok();
+    let shown = |h: &str| h.chars().take(100).collect::<String>();
+    match named.map(host_kind) {
+        Some(HostKind::Loopback) => next.run(req).await,
+        Some(HostKind::Other) => reject(
+            StatusCode::FORBIDDEN,
+            format!(
+                "{from} `{}` is not this machine's loopback: the dashboard, bound to a \
+                 loopback address, answers only requests for localhost or 127.0.0.1 (a guard \
+                 against DNS rebinding); open it at http://127.0.0.1:PORT/, or serve on another \
+                 address with --bind",
+                shown(named.unwrap_or_default())
+            ),
+        ),
+        Some(HostKind::Malformed) | None => reject(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{from} `{}` is not a host[:port] with a port in 0-65535",
+                shown(named.unwrap_or("(not text)"))
+            ),
+        ),
     }
 }
 
@@ -375,7 +458,7 @@ pub async fn serve_with(
         "inferbench serve: {} read-only at http://{local}/inference (Ctrl-C stops)",
         store.location()
     );
-    if !local.ip().is_loopback() {
+    if !is_loopback_ip(local.ip()) {
         // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard; issue
         // 39: nor that stored paths and host names are served.
         eprintln!("{}", exposure_warning(local.ip(), redact));
@@ -418,6 +501,49 @@ mod tests {
             "",
         ] {
             assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    /// Trial of issue 39 §5 (E): the guard's edges. A bad port is malformed (400) for every
+    /// host form alike, loopback names included; IPv4-mapped loopback is loopback.
+    #[test]
+    fn host_kinds_judge_the_port_alike_for_every_form() {
+        use super::{host_kind, is_loopback_ip, HostKind::*};
+        for (host, kind) in [
+            ("localhost:8321", Loopback),
+            ("localhost:", Loopback),
+            ("127.0.0.1:0", Loopback),
+            ("[::ffff:127.0.0.1]:8321", Loopback),
+            ("[::ffff:127.9.9.9]", Loopback),
+            ("evil.example:65535", Other),
+            ("[::ffff:10.0.0.1]:80", Other),
+            ("[2001:db8::1]", Other),
+            ("localhost:65536", Malformed),
+            ("127.0.0.1:99999", Malformed),
+            ("[::1]:99999", Malformed),
+            ("evil.example:99999", Malformed),
+            ("localhost:http", Malformed),
+            ("127.0.0.1:80x", Malformed),
+            ("[::1]:-1", Malformed),
+            ("evil.example:+80", Malformed),
+            ("::1", Malformed),
+            ("[::1", Malformed),
+            ("[not-v6]:80", Malformed),
+            ("user@127.0.0.1", Malformed),
+            ("localhost:80:80", Malformed),
+            ("", Malformed),
+            (":80", Malformed),
+        ] {
+            assert_eq!(host_kind(host), kind, "{host}");
+        }
+        for (ip, lo) in [
+            ("::ffff:127.0.0.1", true),
+            ("127.0.0.2", true),
+            ("::1", true),
+            ("::ffff:10.0.0.1", false),
+            ("0.0.0.0", false),
+        ] {
+            assert_eq!(is_loopback_ip(ip.parse().unwrap()), lo, "{ip}");
         }
     }
 }

@@ -110,16 +110,16 @@ async fn history_answers_report_history_at() {
                // 35 tok/s/user lies outside the range: the page opens in its middle.
                "include_invalid": false, "default_at": 80.0, "groups": [
             {"name": "dsr1 1024/1024 b200_sglang_fp4", "latest_regression": true,
-             "total": 8, "invalid": 0, "x_range": [40.0, 120.0], "points": [
+             "total": 8, "invalid": 0, "invalid_reason": null, "x_range": [40.0, 120.0], "points": [
                 {"date": "2026-02-20", "value": 1800.0, "baseline": null, "change": null,
                  "regression": false, "time_unix": null},
                 {"date": "2026-02-27", "value": 1620.0, "baseline": 1800.0,
                  "change": -0.09999999999999998, "regression": true, "time_unix": null}]},
             {"name": "dsr1 1024/1024 h200_sglang_fp8", "latest_regression": false,
-             "total": 2, "invalid": 0, "x_range": [52.63157894736842, 105.26315789473684],
+             "total": 2, "invalid": 0, "invalid_reason": null, "x_range": [52.63157894736842, 105.26315789473684],
              "points": []},
             {"name": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "latest_regression": false,
-             "total": 8, "invalid": 0, "x_range": [40.0, 120.0], "points": [
+             "total": 8, "invalid": 0, "invalid_reason": null, "x_range": [40.0, 120.0], "points": [
                 {"date": "2026-02-20", "value": 1350.0, "baseline": null, "change": null,
                  "regression": false, "time_unix": null},
                 {"date": "2026-02-27", "value": 1485.0000000000002, "baseline": 1350.0,
@@ -340,7 +340,8 @@ async fn tco_reads_every_group_at_one_x_best_first() {
                  {"group": "dsr1 1024/1024 b200_sglang_fp4", "public": false, "value": 1520.0, "batches": 2},
                  {"group": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "public": false, "value": 1260.0, "batches": 2},
                  {"group": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "value": 364.3904, "batches": 1}],
-               "unreached": [], "invalid_only": [], "note": null, "include_invalid": false,
+               "unreached": [], "invalid_only": [], "invalid": 0, "invalid_reason": null,
+               "note": null, "include_invalid": false,
                "x_range": [40.0, 120.0], "default_at": 80.0})
     );
     // Lower-is-better y (cost at your own price) sorts cheapest first; x out of reach: listed.
@@ -526,4 +527,87 @@ async fn tco_with_an_slo_answers_capacity_per_group() {
     )
     .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+/// Trial of issue 39 §5 (B): side A's two batches came from servers with different settings
+/// (`--set max_num_seqs=…` at ingest) and were averaged as repeats. The API refuses it with
+/// the note `inferbench compare` gives (one analysis), naming the differing setting.
+#[tokio::test]
+async fn compare_refuses_a_side_whose_batches_come_from_different_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("a.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    for (d, seqs) in [("imports", "8"), ("repeats", "256")] {
+        let opts = IngestOptions::from_set(&[format!("max_num_seqs={seqs}")]).unwrap();
+        s.ingest_path(&fx.join(d), &opts).unwrap();
+    }
+    drop(s);
+    let (s, v) = get_json(&db, "/api/v1/compare?a=hw%3Db200&b=hw%3Dmi355x&model=dsr1").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.starts_with(
+            "side A (hw=b200) pools batches from 2 servers with different settings, which are \
+             not repeats of one configuration: max_num_seqs="
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("max_num_seqs=8 (batch fixtures/imports)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("max_num_seqs=256 (batch fixtures/repeats)"),
+        "{msg}"
+    );
+    // One server's batch a side: compared.
+    let (s, v) = get_json(
+        &db,
+        "/api/v1/compare?a=hw%3Db200%2Cbatch%3Drepeats&b=hw%3Dmi355x%2Cbatch%3Drepeats&model=dsr1",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+}
+
+/// Trial of issue 39 §5 (D): History and TCO left invalid points out without saying why. The
+/// answers carry the stored reason beside the counts the pages name.
+#[tokio::test]
+async fn history_and_tco_say_why_they_left_points_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = with_invalid_h100(dir.path());
+    let (_, h) = get_json(&db, "/api/v1/history?at=100&model=dsr1").await;
+    let of = |g: &str| {
+        h["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == g)
+            .cloned()
+    };
+    let bad = of("dsr1 1024/1024 h100_sglang_fp8").unwrap();
+    assert_eq!(
+        (&bad["invalid"], &bad["invalid_reason"]),
+        (&json!(2), &json!("the server fell behind"))
+    );
+    let good = of("dsr1 1024/1024 h200_sglang_fp8").unwrap();
+    assert_eq!(
+        (&good["invalid"], &good["invalid_reason"]),
+        (&json!(0), &json!(null))
+    );
+    let (_, t) = get_json(&db, "/api/v1/tco?at=100&model=dsr1").await;
+    assert_eq!(
+        (&t["invalid"], &t["invalid_reason"], &t["invalid_only"]),
+        (
+            &json!(2),
+            &json!("the server fell behind"),
+            &json!(["dsr1 1024/1024 h100_sglang_fp8"])
+        )
+    );
+    let (_, t) = get_json(&db, "/api/v1/tco?at=100&model=dsr1&include_invalid=true").await;
+    assert_eq!(
+        (&t["invalid"], &t["invalid_reason"]),
+        (&json!(0), &json!(null))
+    );
 }

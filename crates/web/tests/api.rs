@@ -776,3 +776,218 @@ async fn redact_hides_absolute_paths_and_host_names() {
         );
     }
 }
+
+/// Trial of issue 39 §5 (C): the run page named a group otherwise than `/api/v1/points` (its
+/// label was relative to the run's own points), and marked a run's point on the frontier in
+/// `points` but off it in `batch_points`. One label (the store's) and the batch's frontier.
+#[tokio::test]
+async fn run_page_groups_and_frontier_are_the_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("web.db").display().to_string();
+    // A second sweep of the configuration on another server, whose conc-16 point dominates its
+    // conc-4 one (higher interactivity and throughput).
+    let copy = dir.path().join("sweep-b");
+    common::copy_tree_replacing(
+        &fixtures(),
+        &copy,
+        &[
+            ("sweep-2026-03-01-h200", "sweep-2026-03-02-h200"),
+            (
+                "\"median_intvty\": 52.63157894736842",
+                "\"median_intvty\": 500.0",
+            ),
+            ("\"median_tpot\": 0.019", "\"median_tpot\": 0.002"),
+            ("\"median_tpot_ms\": 19.0", "\"median_tpot_ms\": 2.0"),
+        ],
+    );
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    for (d, seqs) in [(fixtures(), "256"), (copy, "16")] {
+        let o = IngestOptions::from_set(&[format!("max_num_seqs={seqs}")]).unwrap();
+        assert_eq!(s.ingest_path(&d, &o).unwrap().points, 2);
+    }
+    drop(s);
+    let (_, all) = get_json(&db, "/api/v1/points").await;
+    let chart: std::collections::BTreeMap<i64, (Value, Value)> = (all["points"].as_array())
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let id = p["point_id"].as_i64().unwrap();
+            (id, (p["group"].clone(), p["run_id"].clone()))
+        })
+        .collect();
+    let groups: std::collections::BTreeSet<&str> =
+        chart.values().map(|(g, _)| g.as_str().unwrap()).collect();
+    assert_eq!(
+        groups.into_iter().collect::<Vec<_>>(),
+        [
+            "dsr1 1024/1024 h200_sglang_fp8 · max_num_seqs=16",
+            "dsr1 1024/1024 h200_sglang_fp8 · max_num_seqs=256"
+        ]
+    );
+    let mut dominated = 0;
+    for (id, (group, run)) in &chart {
+        let (st, v) = get_json(&db, &format!("/api/v1/runs/{run}")).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        let p = &v["points"][0];
+        assert_eq!(p["point_id"].as_i64(), Some(*id));
+        assert_eq!(&p["group"], group, "run {run}");
+        let same: Vec<&Value> = (v["batch_points"].as_array().unwrap().iter())
+            .filter(|b| b["point_id"] == p["point_id"])
+            .collect();
+        assert_eq!(same.len(), 1, "{v}");
+        assert_eq!(&same[0]["group"], group, "run {run}");
+        assert_eq!(same[0]["frontier"], p["frontier"], "run {run}");
+        dominated += usize::from(p["frontier"] == json!(false));
+    }
+    // The second sweep's conc-4 point is off its batch's frontier, on both lists.
+    assert_eq!(dominated, 1);
+}
+
+/// Trial of issue 39 §5 (E): the Host check's edges on a loopback bind, IPv4-mapped included:
+/// two `Host` headers and a malformed one are 400, an absolute-form target naming another host
+/// is 403 whatever `Host` says (its authority wins, RFC 9112 §3.2.2), no `Host` (HTTP/1.0) is
+/// answered.
+#[tokio::test]
+async fn the_host_check_takes_one_host_and_the_targets_authority() {
+    let (_d, db) = seeded();
+    let send = |local: &str, req: Request<Body>| {
+        let local: std::net::SocketAddr = local.parse().unwrap();
+        let app = inferbench_web::served_router(
+            AppState::new(Store::open_read_only(&db).unwrap()),
+            local,
+        );
+        async move { app.oneshot(req).await.unwrap().status() }
+    };
+    let with_host = |uri: &str, hosts: &[&str]| {
+        let mut b = Request::get(uri);
+        for h in hosts {
+            b = b.header("host", *h);
+        }
+        b.body(Body::empty()).unwrap()
+    };
+    let api = "/api/v1/options";
+    for local in ["127.0.0.1:8321", "[::ffff:127.0.0.1]:8321", "[::1]:8321"] {
+        for (req, want) in [
+            (with_host(api, &["127.0.0.1:8321"]), StatusCode::OK),
+            (with_host(api, &[]), StatusCode::OK),
+            (
+                with_host(api, &["evil.example:8321"]),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                with_host(api, &["127.0.0.1:8321", "evil.example"]),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                with_host(api, &["localhost", "localhost"]),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                with_host(
+                    "http://evil.example:8321/api/v1/options",
+                    &["127.0.0.1:8321"],
+                ),
+                StatusCode::FORBIDDEN,
+            ),
+            (
+                with_host("http://localhost:8321/api/v1/options", &["127.0.0.1:8321"]),
+                StatusCode::OK,
+            ),
+            (
+                with_host(api, &["localhost:99999"]),
+                StatusCode::BAD_REQUEST,
+            ),
+            (
+                with_host(api, &["evil.example:99999"]),
+                StatusCode::BAD_REQUEST,
+            ),
+            (with_host(api, &["[::1]:http"]), StatusCode::BAD_REQUEST),
+            (with_host(api, &["[::ffff:127.0.0.1]:8321"]), StatusCode::OK),
+        ] {
+            let what = format!("{local} {} {:?}", req.uri(), req.headers());
+            assert_eq!(send(local, req).await, want, "{what}");
+        }
+    }
+    // Bound elsewhere, no check (the --bind warning says so).
+    let req = with_host(api, &["evil.example"]);
+    assert_eq!(send("10.0.0.1:8321", req).await, StatusCode::OK);
+}
+
+/// Trial of issue 39 §5 (G): under `--redact`, `batch=` was a suffix match on the stored path,
+/// so a reader could confirm guessed parent directories (`batch=sweeps/h200/run-3` matched
+/// where only `…/h200/run-3` is shown). It matches what the answers show, and the run page
+/// still lists its batch.
+#[tokio::test]
+async fn redacted_batch_filters_match_only_what_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("web.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let o = IngestOptions {
+        batch: Some("/home/ann/sweeps/h200/run-3".into()),
+        ..IngestOptions::default()
+    };
+    assert_eq!(s.ingest_path(&fixtures(), &o).unwrap().points, 2);
+    drop(s);
+    let count = |redact: bool, batch: &str| {
+        let uri = format!("/api/v1/points?batch={}", utf8_percent(batch));
+        let app = router(AppState::new(Store::open_read_only(&db).unwrap()).redacted(redact));
+        async move {
+            let res = app
+                .oneshot(Request::get(uri.as_str()).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            let b = res.into_body().collect().await.unwrap().to_bytes();
+            let v: Value = serde_json::from_slice(&b).unwrap();
+            v["count"].as_i64().unwrap_or(-1)
+        }
+    };
+    for (batch, redacted, plain) in [
+        ("run-3", 2, 2),
+        ("h200/run-3", 2, 2),
+        ("…/h200/run-3", 2, 0),
+        ("sweeps/h200/run-3", 0, 2),
+        ("ann/sweeps/h200/run-3", 0, 2),
+        ("/home/ann/sweeps/h200/run-3", 0, 2),
+    ] {
+        assert_eq!(
+            count(true, batch).await,
+            redacted,
+            "--redact, batch={batch}"
+        );
+        assert_eq!(count(false, batch).await, plain, "batch={batch}");
+    }
+    // No pattern either: `%` is a character of the shown name, not SQL's wildcard.
+    assert_eq!(count(true, "%/run-3").await, 0);
+    assert_eq!(count(true, "a%/run-3").await, 0);
+    // The run page lists its batch under --redact too.
+    let app = router(AppState::new(Store::open_read_only(&db).unwrap()).redacted(true));
+    let (_, v) = get_json(&db, "/api/v1/points").await;
+    let run = v["points"][0]["run_id"].as_i64().unwrap();
+    let res = app
+        .oneshot(
+            Request::get(format!("/api/v1/runs/{run}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let b = res.into_body().collect().await.unwrap().to_bytes();
+    let v: Value = serde_json::from_slice(&b).unwrap();
+    assert_eq!(v["batch_points"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v["run"]["batch"], "…/h200/run-3");
+}
+
+/// `s` percent-encoded for a query value (every byte but unreserved characters).
+fn utf8_percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}

@@ -1031,3 +1031,30 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
         "{dom}"
     );
 }
+
+/// Trial of issue 39 §5 (D): the History and TCO pages had no "include invalid" control and
+/// left invalid points out without a word. Each says how many it left out and why (the stored
+/// reason), and `invalid=1` (the box, kept in the URL) counts them.
+#[test]
+fn history_and_tco_pages_name_invalid_points_left_out() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (fx, bad) = common::sweep_and_invalid_h100_copy(dir.path());
+    let (db, _) = ingested(&dir.path().join("inv.db"), &[&fx, &bad]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let left = "; 2 invalid points left out (the server fell behind): \"include invalid\" \
+                counts them";
+    for page in ["history", "tco"] {
+        let url = format!("{base}/{page}?model=dsr1&sequence=1024%2F1024&at=100");
+        let dom = dump_dom(&chromium, &profile, &url);
+        let status = text_of(&dom, "status").replace("&quot;", "\"");
+        assert!(status.contains(left), "{page}: {status}");
+        assert_eq!(attr(&dom, "status", "data-invalid").as_deref(), Some("2"));
+        let dom = dump_dom(&chromium, &profile, &format!("{url}&invalid=1"));
+        let status = text_of(&dom, "status");
+        assert!(!status.contains("left out"), "{page}: {status}");
+        // The box (ticked from the URL) asked the API to count them: none left out.
+        assert_eq!(attr(&dom, "status", "data-invalid").as_deref(), Some("0"));
+    }
+}
