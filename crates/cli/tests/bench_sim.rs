@@ -5,21 +5,12 @@
 
 mod common;
 
-use std::net::TcpStream;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 
-/// The sim process, killed on drop.
-struct Sim(Child, u16);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::{start_sim, Sim};
 
 /// Writes an executable stand-in `name` (a bash script) into `bin`.
 fn fake_tool(bin: &std::path::Path, name: &str, script: &str) {
@@ -33,32 +24,6 @@ fn fake_tool(bin: &std::path::Path, name: &str, script: &str) {
 fn read_json(p: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn start_sim() -> Sim {
-    start_sim_with(&[])
-}
-
-fn start_sim_with(extra: &[&str]) -> Sim {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(BIN)
-        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let sim = Sim(child, port);
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "sim did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    sim
 }
 
 fn bench(sim: &Sim, extra: &[&str]) -> (Output, String) {
@@ -108,7 +73,7 @@ fn bench_model(sim: &Sim, model: &str, extra: &[&str]) -> (Output, String) {
 
 #[test]
 fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let (_, first) = bench(&sim, &[]);
     assert!(!first.contains("prefix cache served"), "{first}");
     let dir = std::env::temp_dir().join(format!("inferbench-bench-cache-{}", std::process::id()));
@@ -143,7 +108,7 @@ fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
 /// point invalid (quickstart and `sweep --sim` rescale to modelled time instead).
 #[test]
 fn a_sim_faster_than_real_time_makes_the_point_invalid() {
-    let sim = start_sim_with(&["--time-scale", "10"]);
+    let sim = start_sim(&["--time-scale", "10"]);
     let dir = std::env::temp_dir().join(format!("inferbench-bench-scaled-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let (_, text) = bench(&sim, &saved_as(&dir, "r.json"));
@@ -185,14 +150,14 @@ fn a_sim_faster_than_real_time_makes_the_point_invalid() {
     );
     let _ = std::fs::remove_dir_all(&dir);
     // At time scale 1 the gauge reads 1 and the point stands.
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let (_, text) = bench(&sim, &["--cache-bust"]);
     assert!(!text.contains("--time-scale"), "{text}");
 }
 
 #[test]
 fn server_metrics_are_scraped_into_the_result_and_summary() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let dir = std::env::temp_dir().join(format!("inferbench-bench-sm-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut args = saved_as(&dir, "r.json");
@@ -361,7 +326,7 @@ fn server_metrics_are_scraped_into_the_result_and_summary() {
 /// serve (its /v1/models).
 #[test]
 fn wrong_model_names_the_models_the_server_serves() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let (o, text) = bench_model(&sim, "Llama-3.1-8B-typo", &[]);
     assert_eq!(o.status.code(), Some(1), "{text}");
     let hint = "the server does not serve model \"Llama-3.1-8B-typo\"; its /v1/models lists: \
@@ -429,7 +394,7 @@ fn wrong_model_names_the_models_the_server_serves() {
 /// lists; with nothing listening there, the run ends as unreachable (3), naming `--model`.
 #[test]
 fn host_port_and_the_served_model_stand_in_for_base_url_and_model() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let port = sim.1.to_string();
     let run = |port: &str| {
         let o = Command::new(BIN)
@@ -460,7 +425,7 @@ fn host_port_and_the_served_model_stand_in_for_base_url_and_model() {
 
 #[test]
 fn bench_db_stores_the_point_with_its_identity() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let dir = std::env::temp_dir().join(format!("inferbench-bench-sim-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -563,7 +528,7 @@ fn bench_db_stores_the_point_with_its_identity() {
 /// `sim` stops on SIGTERM as on Ctrl-C (one shutdown token for every subcommand).
 #[test]
 fn sim_stops_on_sigterm() {
-    let mut sim = start_sim();
+    let mut sim = start_sim(&[]);
     common::signal(sim.0.id(), "TERM");
     let t0 = Instant::now();
     let status = loop {
@@ -599,7 +564,7 @@ while true; do emit; sleep "$(awk "BEGIN { print $loop / 1000 }")"; done
 
 #[test]
 fn power_from_nvidia_smi_is_sampled_validated_and_summarized() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let dir = std::env::temp_dir().join(format!("inferbench-bench-power-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let bin = dir.join("bin");
@@ -703,7 +668,7 @@ fn power_from_nvidia_smi_is_sampled_validated_and_summarized() {
 #[cfg(unix)]
 #[test]
 fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let tmp = tempfile::tempdir().unwrap();
     let (res, recs) = (tmp.path().join("res"), tmp.path().join("elsewhere"));
     std::fs::create_dir_all(&recs).unwrap();
@@ -800,7 +765,7 @@ fn ingest_stores_the_named_records_and_marks_an_interrupted_run_invalid() {
 #[cfg(unix)]
 #[test]
 fn an_interrupted_bench_db_point_keeps_its_workload() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("i.db");
     let url = format!("http://127.0.0.1:{}", sim.1);
@@ -849,7 +814,7 @@ while true; do echo "0,$(date +%s%3N),100,750"; sleep "$w"; done
 /// delta reported beside the trapezoid (`inferbench.power.energy_counter_j`).
 #[test]
 fn amd_smi_energy_counters_are_snapshotted_and_cross_checked() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -926,7 +891,7 @@ fn amd_smi_energy_counters_are_snapshotted_and_cross_checked() {
 #[test]
 fn replay_samples_power_into_its_summary_and_aggregate() {
     // 50× faster than the roofline: the sessions' turns finish inside a 3 s replay.
-    let sim = start_sim_with(&["--time-scale", "50"]);
+    let sim = start_sim(&["--time-scale", "50"]);
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -1003,7 +968,7 @@ while true; do echo "$(date +'%Y/%m/%d %H:%M:%S.%3N'), 0, 100.00 W"; sleep 0.2; 
 /// after 10 s), and power flags that would measure nothing are refused up front.
 #[test]
 fn a_hung_nvidia_smi_does_not_hang_bench_and_empty_power_flags_are_refused() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -1092,7 +1057,7 @@ fn a_bench_against_a_standalone_sim_is_not_in_the_quickstarts_group() {
             .unwrap();
         assert!(o.status.success(), "{}", common::output_text(&o));
     }
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let result_dir = dir.join("bench");
     let (_, text) = bench(
         &sim,

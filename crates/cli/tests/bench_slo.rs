@@ -5,42 +5,11 @@
 
 mod common;
 
-use std::net::TcpStream;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 
-/// The sim process, killed on drop.
-struct Sim(Child, u16);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_sim() -> Sim {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(BIN)
-        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let sim = Sim(child, port);
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "sim did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    sim
-}
+use common::start_sim;
 
 /// `bench` with the search flags `extra`, against `port`.
 fn search(port: u16, extra: &[&str]) -> (Output, String) {
@@ -77,7 +46,7 @@ fn read_json(p: &std::path::Path) -> serde_json::Value {
 
 #[test]
 fn search_concurrency_finds_the_largest_meeting_point_and_a_failing_next_probe() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let dir = tempfile::tempdir().unwrap();
     let (o, text) = search(
         sim.1,
@@ -138,7 +107,7 @@ fn search_concurrency_finds_the_largest_meeting_point_and_a_failing_next_probe()
 
 #[test]
 fn search_says_when_no_load_meets_and_refuses_bad_expressions() {
-    let sim = start_sim();
+    let sim = start_sim(&[]);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     // No concurrency meets: the lower end is probed, exit 1, nothing extrapolated.

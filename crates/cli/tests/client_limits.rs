@@ -4,45 +4,14 @@
 //! run time, which is `client_resource`, never "server unreachable" (exit 3).
 
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 
-/// The sim process, killed on drop.
-struct Sim(Child, u16);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `inferbench sim` on a free port with `extra` flags, once it accepts connections.
-fn start_sim(extra: &[&str]) -> Sim {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(BIN)
-        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let sim = Sim(child, port);
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "sim did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    sim
-}
+use common::{start_sim, Sim};
 
 /// `inferbench ARGS` after the shell's `ulimit` settings `ulimits` (e.g. `-Sn 1024`).
 fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {

@@ -134,3 +134,40 @@ pub fn assert_no_server_to_ask_for_the_model(text: &str, dead_port: &str) {
         "{text}"
     );
 }
+
+/// A started `inferbench sim` on a free loopback port, killed on drop: the process and its port.
+pub struct Sim(pub Child, pub u16);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `inferbench sim` on a free port of 127.0.0.1 with `extra` flags, returned once it accepts
+/// connections (panics after 30 s).
+pub fn start_sim(extra: &[&str]) -> Sim {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(["sim", "--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sim = Sim(child, port);
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "sim did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sim
+}
