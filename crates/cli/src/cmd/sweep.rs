@@ -20,6 +20,10 @@ pub fn run(flags: SweepFlags) -> anyhow::Result<ExitStatus> {
             "--adaptive runs on the local executor only (Slurm/GitHub follow-up rounds are not \
              built yet)"
         );
+        // AgentX rows below 900 s give only invalid points: nothing to plan on (issue 43).
+        if let Some(why) = inferbench_runner::adaptive::cannot_plan(&jobs, &opts.bench) {
+            anyhow::bail!(why);
+        }
     }
     let code = match flags.executor {
         Executor::Local => {
