@@ -417,6 +417,158 @@ pub fn cannot_plan(jobs: &[JobSpec], bench: &crate::point::BenchDefaults) -> Opt
     ))
 }
 
+/// Prefix of the matrices `sweep --adaptive` writes for Slurm/GitHub follow-up rounds:
+/// `<out>/adaptive-round-<N>.json`.
+pub const ROUND_PREFIX: &str = "adaptive-round-";
+
+/// The points of earlier rounds found under `out` (its point directories, and one level
+/// below: each with a `job.json` whose row and concurrency name the point): curve key →
+/// concurrency → [`Measured`] (`None` for a point that failed, was interrupted or is invalid:
+/// tried, never counted). A directory without a finished `status.json` is not a point yet.
+fn measured_under(out: &std::path::Path) -> BTreeMap<String, BTreeMap<u32, Measured>> {
+    let mut found: BTreeMap<String, BTreeMap<u32, Measured>> = BTreeMap::new();
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    let subdirs = |d: &std::path::Path| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        v
+    };
+    for d in subdirs(out) {
+        dirs.extend(subdirs(&d));
+        dirs.push(d);
+    }
+    for d in dirs {
+        let Some(job) = std::fs::read(d.join(crate::artifacts::JOB_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::artifacts::JobFile>(&b).ok())
+        else {
+            continue;
+        };
+        let Some(status) = crate::artifacts::read_status(&d) else {
+            continue;
+        };
+        let Some(row) = job.row() else {
+            continue;
+        };
+        let spec = JobSpec { index: 0, row };
+        let ok =
+            status.state == crate::artifacts::PointState::Ok && !crate::sweep::summary_invalid(&d);
+        let m = if ok { point_xy(&d, &spec) } else { None };
+        found
+            .entry(curve_key(&spec))
+            .or_default()
+            .insert(job.conc, m);
+    }
+    found
+}
+
+/// `sweep --adaptive` on Slurm/GitHub, one round per call: the curves of `jobs` (as
+/// [`run_local`] forms them) with the points earlier rounds left under `out` as measured,
+/// [`next_round`] per group, and the proposals written as a new matrix,
+/// `<out>/adaptive-round-<N>.json` (N = 1 + the rounds written before; rows in `jobs`' order
+/// of curves, each its curve's row at the proposed concurrency; the first round also holds
+/// the rows that run as listed: multinode and eval-only rows). Returns that file and its rows
+/// (indexed as the file is, what the executor submits), or `None` when no group proposes a
+/// point: the frontier is known to within `tolerance` from what is under `out`. Errors: `out`
+/// cannot be created, the file cannot be written.
+pub fn next_round_matrix(
+    jobs: &[JobSpec],
+    out: &std::path::Path,
+    tolerance: f64,
+) -> anyhow::Result<Option<(std::path::PathBuf, Vec<JobSpec>)>> {
+    let (curves, fixed) = curves_of(jobs);
+    let measured = measured_under(out);
+    let planned: Vec<Curve> = curves
+        .iter()
+        .map(|(_, spec, listed)| {
+            let mut c = Curve::new(
+                listed.iter().copied().min().unwrap_or(1),
+                listed.iter().copied().max().unwrap_or(1),
+            );
+            if let Some(m) = measured.get(&curve_key(spec)) {
+                c.points = m
+                    .iter()
+                    .filter(|(k, _)| (c.lo..=c.hi).contains(*k))
+                    .map(|(k, v)| (*k, *v))
+                    .collect();
+            }
+            c
+        })
+        .collect();
+    let mut groups: Vec<&str> = curves.iter().map(|c| c.0.as_str()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let mut proposals: Vec<(usize, u32)> = Vec::new();
+    for g in groups {
+        let members: Vec<usize> = (0..curves.len()).filter(|i| curves[*i].0 == g).collect();
+        let sub: Vec<Curve> = members.iter().map(|i| planned[*i].clone()).collect();
+        proposals.extend(
+            next_round(&sub, tolerance)
+                .into_iter()
+                .map(|(k, c)| (members[k], c)),
+        );
+    }
+    proposals.sort_unstable();
+    if proposals.is_empty() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(out)?;
+    let earlier = std::fs::read_dir(out)?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(ROUND_PREFIX) && n.ends_with(".json"))
+        })
+        .count();
+    let mut rows: Vec<inferbench_core::matrix::MatrixRow> = Vec::new();
+    if earlier == 0 {
+        rows.extend(fixed.iter().map(|j| j.row.clone()));
+    }
+    rows.extend(proposals.iter().map(|&(i, c)| {
+        let mut r = curves[i].1.row.clone();
+        r.conc = inferbench_core::matrix::Conc::One(c);
+        r
+    }));
+    let path = out.join(format!("{ROUND_PREFIX}{}.json", earlier + 1));
+    crate::artifacts::write_json_atomic(&path, &rows)?;
+    let specs = rows
+        .into_iter()
+        .enumerate()
+        .map(|(index, row)| JobSpec { index, row })
+        .collect();
+    Ok(Some((path, specs)))
+}
+
+/// The adaptive curves of `jobs` — (group, template row, listed concurrencies), single-node
+/// rows that differ only in concurrency — and the rows that run as listed (multinode rows,
+/// whose concurrencies share one launch, and eval-only rows).
+#[allow(clippy::type_complexity)]
+fn curves_of(jobs: &[JobSpec]) -> (Vec<(String, JobSpec, Vec<u32>)>, Vec<JobSpec>) {
+    let mut curves: Vec<(String, JobSpec, Vec<u32>)> = Vec::new();
+    let mut fixed: Vec<JobSpec> = Vec::new();
+    for j in jobs {
+        let single = !j.is_multinode() && !crate::evals::eval_only(j);
+        let one = match &j.row.conc {
+            inferbench_core::matrix::Conc::One(c) => Some(*c),
+            _ => None,
+        };
+        match (single, one) {
+            (true, Some(c)) => match curves.iter_mut().find(|k| curve_key(&k.1) == curve_key(j)) {
+                Some(k) => k.2.push(c),
+                None => curves.push((group_key(j), j.clone(), vec![c])),
+            },
+            _ => fixed.push(j.clone()),
+        }
+    }
+    (curves, fixed)
+}
+
 /// `sweep --adaptive[=TOLERANCE]` on the local executor: the single-node rows of `jobs` that
 /// differ only in concurrency are one curve over their listed range (multinode rows, whose
 /// concurrencies share one launch, and evals run as listed); curves of one `report` group
@@ -436,22 +588,7 @@ pub async fn run_local<R: crate::point::PointRunner>(
     let mut round_opts = opts.clone();
     round_opts.write_report = false;
     // Curves: (group, template row, listed concurrencies).
-    let mut curves: Vec<(String, JobSpec, Vec<u32>)> = Vec::new();
-    let mut fixed: Vec<JobSpec> = Vec::new();
-    for j in jobs {
-        let single = !j.is_multinode() && !crate::evals::eval_only(j);
-        let one = match &j.row.conc {
-            inferbench_core::matrix::Conc::One(c) => Some(*c),
-            _ => None,
-        };
-        match (single, one) {
-            (true, Some(c)) => match curves.iter_mut().find(|k| curve_key(&k.1) == curve_key(j)) {
-                Some(k) => k.2.push(c),
-                None => curves.push((group_key(j), j.clone(), vec![c])),
-            },
-            _ => fixed.push(j.clone()),
-        }
-    }
+    let (curves, fixed) = curves_of(jobs);
     let mut report = SweepReport::default();
     if !fixed.is_empty() {
         let r = run_jobs(&fixed, &round_opts, runner, cancel).await;

@@ -1083,7 +1083,7 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, mut r: Poin
 /// `submission_valid` false, or a producer check's `inferbench.invalid_reason` (a server
 /// behind its schedule, a client-bound run, a prefix cache on random prompts). False when it
 /// cannot be read.
-fn summary_invalid(dir: &std::path::Path) -> bool {
+pub(crate) fn summary_invalid(dir: &std::path::Path) -> bool {
     use inferbench_core::summary::agentic::submission_invalid;
     let Some(v) = std::fs::read(dir.join("summary.json"))
         .ok()

@@ -258,3 +258,77 @@ fn adaptive_refuses_agentic_rows_below_the_minimum_duration() {
         None
     );
 }
+
+/// Slurm/GitHub follow-up rounds (issue 43): each call writes the next round as a new matrix,
+/// `<out>/adaptive-round-<N>.json`, planned from the points earlier rounds left under `--out`;
+/// run round by round (here by the local executor standing in for the tasks), the rounds are
+/// exactly the local adaptive sweep's, and the call after the last writes nothing.
+#[tokio::test]
+async fn follow_up_rounds_are_written_as_matrices() {
+    let listed = [1u32, 2, 4, 8, 16, 32, 64, 128, 256];
+    let jobs: Vec<JobSpec> = (listed.iter().map(|c| (1, *c)))
+        .chain(listed.iter().map(|c| (2, *c)))
+        .enumerate()
+        .map(|(i, (tp, c))| row(i, tp, c))
+        .collect();
+    let local_dir = tempfile::tempdir().unwrap();
+    let local = inferbench_runner::adaptive::run_local(
+        &jobs,
+        &options(local_dir.path()),
+        &KneeCurve,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    let tp_conc = |j: &JobSpec| (j.row.tp.unwrap_or(1), j.row.conc.clone());
+    let want: Vec<(u32, inferbench_runner::Conc)> = (local.points.iter())
+        .map(|p| {
+            (
+                tp_conc(&jobs[p.index]).0,
+                inferbench_runner::Conc::One(p.conc),
+            )
+        })
+        .collect();
+
+    let out = tempfile::tempdir().unwrap();
+    let mut got = Vec::new();
+    let mut rounds = 0;
+    while let Some((path, round)) =
+        inferbench_runner::adaptive::next_round_matrix(&jobs, out.path(), 0.05).unwrap()
+    {
+        rounds += 1;
+        assert_eq!(
+            path,
+            out.path().join(format!("adaptive-round-{rounds}.json"))
+        );
+        // The file is a matrix `sweep --matrix` reads, holding exactly the round's rows.
+        let read = inferbench_runner::load_matrix(&path).unwrap();
+        assert_eq!(read, round);
+        if rounds == 1 {
+            let first: Vec<_> = read.iter().map(tp_conc).collect();
+            assert_eq!(
+                first,
+                [
+                    (1, inferbench_runner::Conc::One(1)),
+                    (2, inferbench_runner::Conc::One(1))
+                ]
+            );
+        }
+        got.extend(read.iter().map(tp_conc));
+        let r = inferbench_runner::run_jobs(
+            &round,
+            &options(out.path()),
+            &KneeCurve,
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(r.points.iter().all(|p| p.outcome == Outcome::Ok));
+        assert!(rounds < 40, "{got:?}");
+    }
+    assert_eq!(got, want);
+    assert_eq!(rounds, local.adaptive.unwrap().rounds);
+    assert!(!out
+        .path()
+        .join(format!("adaptive-round-{}.json", rounds + 1))
+        .exists());
+}
