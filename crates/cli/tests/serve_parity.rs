@@ -26,7 +26,8 @@ const REASON: &str = "the server fell behind its schedule on 24 % of its token c
 /// point of its batch reaching x = 30) and one of h200, each point `(conc, median
 /// interactivity in tok/s/user, tok/s/GPU, valid)`, in a new SQLite file at `db`. Runs and
 /// points are the store's synthetic ones (llama3.1-8b 1024/1024, vllm fp8 TP1) with these
-/// values.
+/// values. GPU-seconds (issue 43): h100's points recorded 10 × conc, but for the second
+/// batch's conc 64 (none recorded, as an older point); h200's none.
 fn seed(db: &str) {
     let mut s = Store::open(db).unwrap();
     s.migrate().unwrap();
@@ -74,6 +75,8 @@ fn seed(db: &str) {
                 p.config.image = String::new();
                 (p.conc, p.date, p.valid) = (conc, date.into(), valid);
                 p.invalid_reason = (!valid).then(|| REASON.to_string());
+                p.gpu_seconds = (hw == "h100" && (batch == "h100-a" || conc < 64))
+                    .then_some(10.0 * conc as f64);
                 p.metrics = BTreeMap::from([
                     ("median_intvty".to_string(), x),
                     ("tput_per_gpu".to_string(), y),
@@ -304,6 +307,73 @@ fn every_view_of_the_api_equals_the_cli_with_an_invalid_point_in_a_valid_batch()
         .collect();
     assert_eq!(cli_reasons, reasons);
 
+    common::signal(child.id(), "TERM");
+    child.wait().unwrap();
+    rest.join().unwrap();
+}
+
+/// GPU-seconds per group (issue 43) are one figure in `report --format json` (each row's
+/// `group_gpu_seconds`), `/api/v1/history` and `/api/v1/tco` (each group's `gpu_seconds`),
+/// whatever the points' validity: h100 = 40 + 160 + 640 (the invalid point held its GPUs
+/// too) plus 40 + 160, one point unknown; h200 none (null, no key in the CLI's rows). The table says
+/// it in its footer.
+#[test]
+fn gpu_seconds_per_group_are_the_same_in_report_and_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("p.db").display().to_string();
+    seed(&db);
+    let common::Serving {
+        mut child,
+        addr,
+        rest,
+        ..
+    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
+    let h100 = "llama3.1-8b 1024/1024 h100_vllm_fp8";
+    let h200 = "llama3.1-8b 1024/1024 h200_vllm_fp8";
+    let cli = cli_json(&["report", "--db", &db, "--format", "json"]);
+    let mut from_cli: BTreeMap<String, Value> = BTreeMap::new();
+    for r in cli.as_array().unwrap() {
+        if let Some(g) = r["group"].as_str() {
+            let prev = from_cli.insert(g.to_string(), r["group_gpu_seconds"].clone());
+            assert!(prev.is_none_or(|p| p == r["group_gpu_seconds"]), "{r}");
+        }
+    }
+    assert_eq!(
+        from_cli,
+        BTreeMap::from([(h100.to_string(), json!(1040.0))])
+    );
+    let expected = json!([[h100, 1040.0, 1], [h200, null, 3]]);
+    let h = api(&addr, "/api/v1/history?at=30");
+    let of = |groups: &Value| -> Value {
+        (groups.as_array().unwrap().iter())
+            .map(|g| json!([g["name"], g["gpu_seconds"], g["gpu_seconds_unknown"]]))
+            .collect()
+    };
+    assert_eq!(of(&h["groups"]), expected);
+    let t = api(&addr, "/api/v1/tco?at=30");
+    assert_eq!(of(&t["groups"]), expected);
+    let bars: Vec<(Value, Value)> = (t["bars"].as_array().unwrap().iter())
+        .map(|b| (b["group"].clone(), b["gpu_seconds"].clone()))
+        .collect();
+    assert!(bars.contains(&(json!(h100), json!(1040.0))), "{bars:?}");
+    // The frontier view counts every selected point, not the frontier's alone.
+    let front = cli_json(&["report", "--db", &db, "--frontier", "--format", "json"]);
+    let first_h100 = (front.as_array().unwrap().iter())
+        .find(|r| r["group"] == h100)
+        .unwrap();
+    assert_eq!(first_h100["group_gpu_seconds"], json!(1040.0));
+    let o = Command::new(bin())
+        .args(["report", "--db", &db])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains(&format!(
+            "  {h100}: 1040 GPU-s (0.289 GPU-h) over 5 points; 1 point without a record, not \
+             counted\n  {h200}: unknown (3 points without a record)\n"
+        )),
+        "{table}"
+    );
     common::signal(child.id(), "TERM");
     child.wait().unwrap();
     rest.join().unwrap();

@@ -144,6 +144,13 @@ pub struct PointStatus {
     pub started_at: String,
     /// RFC 3339 UTC time the point ended.
     pub finished_at: String,
+    /// GPU-seconds the point cost (issue 43): the row's GPUs × (its own wall time, warmups
+    /// included, + its equal share of its engine's launch, readiness and stop time); for sim
+    /// rows in modelled time. The same figure as `sweep.json`'s `points[].gpu_seconds`, written
+    /// once the engine that served the point stopped (a shared launch is only split then).
+    /// Absent for points written before it was recorded, and while the engine still runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_seconds: Option<f64>,
 }
 
 /// Provenance recorded in `job.json`.
@@ -415,15 +422,25 @@ mod tests {
             cause: Some("no /health".into()),
             started_at: "2026-12-03T12:00:00.000Z".into(),
             finished_at: "2026-12-03T12:01:00.000Z".into(),
+            gpu_seconds: None,
         };
         let text = serde_json::to_string(&s).unwrap();
         assert!(
             text.starts_with(r#"{"schema_version":1,"index":3,"#),
             "{text}"
         );
+        assert!(!text.contains("gpu_seconds"), "{text}");
         assert_eq!(serde_json::from_str::<PointStatus>(&text).unwrap(), s);
         let old = text.replace(r#""schema_version":1,"#, "");
         assert_eq!(serde_json::from_str::<PointStatus>(&old).unwrap(), s);
+        // Issue 43: the point's GPU-seconds, once known, round-trip under their own key.
+        let costed = PointStatus {
+            gpu_seconds: Some(12.5),
+            ..s.clone()
+        };
+        let text = serde_json::to_string(&costed).unwrap();
+        assert!(text.ends_with(r#","gpu_seconds":12.5}"#), "{text}");
+        assert_eq!(serde_json::from_str::<PointStatus>(&text).unwrap(), costed);
         let j = JobFile {
             result_filename: "rf".into(),
             conc: 64,

@@ -207,8 +207,9 @@ pub fn meets_all(slos: &[Slo], values: &BTreeMap<String, f64>) -> bool {
 
 /// The `report` columns of one point from its summary, as the store reads them: latencies in
 /// seconds and interactivities (`inferencex_metrics`), throughputs (tokens/s, requests/s), the
-/// per-GPU throughputs over `gpus` GPUs, `duration` (s), and [`EXTRA_METRICS`]. Metrics without a
-/// value are absent.
+/// per-GPU throughputs over `gpus` GPUs, `duration` (s), the E2E-normalized interactivities
+/// (`p75_e2e_norm_intvty`, `p90_e2e_norm_intvty`, tok/s/user), and [`EXTRA_METRICS`]. Metrics
+/// without a value are absent.
 pub fn point_values(summary: &RunSummary, gpus: u64) -> BTreeMap<String, f64> {
     let mut v: BTreeMap<String, f64> = crate::summary::inferencex_metrics(summary)
         .into_iter()
@@ -228,6 +229,15 @@ pub fn point_values(summary: &RunSummary, gpus: u64) -> BTreeMap<String, f64> {
         ("error_rate", summary.inferbench.error_rate),
     ] {
         v.insert(k.to_string(), x);
+    }
+    // E2E-normalized interactivity (`p75_e2e_norm_intvty`, `p90_e2e_norm_intvty`: AgentX's
+    // North-Star x), from the extras as the store reads them: without it an AgentX point had
+    // no x, and `sweep --adaptive` counted every agentic point as invalid.
+    for q in crate::metrics::E2E_INTERACTIVITY_QUANTILES {
+        let p = format!("p{}", crate::metrics::percentile_label(q));
+        if let Some(Some(x)) = summary.inferbench.e2e_normalized_interactivity.get(&p) {
+            v.insert(format!("{p}_e2e_norm_intvty"), *x);
+        }
     }
     if let Some(g) = summary.request_goodput {
         v.insert("request_goodput".into(), g);
@@ -529,6 +539,18 @@ mod tests {
         assert_eq!(v["output_tput_per_gpu"], 50.0);
         assert_eq!(v["input_tput_per_gpu"], 200.0);
         assert_eq!(v["goodput_fraction"], 0.6);
+        // AgentX's North-Star x, from the extras (issue 43: absent before, so adaptive sweeps
+        // read every agentic point as lacking its x).
+        assert!(!v.contains_key("p90_e2e_norm_intvty"));
+        s.inferbench.e2e_normalized_interactivity = BTreeMap::from([
+            ("p75".to_string(), Some(31.5)),
+            ("p90".to_string(), Some(24.0)),
+        ]);
+        let v = point_values(&s, 4);
+        assert_eq!(
+            (v["p75_e2e_norm_intvty"], v["p90_e2e_norm_intvty"]),
+            (31.5, 24.0)
+        );
     }
 
     /// A deterministic fake: median interactivity falls as 1000 / (10 + conc).

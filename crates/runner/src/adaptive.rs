@@ -10,7 +10,11 @@
 //! 2. Then, between two neighbouring measured points, the curve is uncertain by as much as two
 //!    reasonable readings of it disagree there: the quadratics (in log x and log y over log
 //!    concurrency) through the three points to the left and to the right (at the curve's ends:
-//!    the one quadratic against the straight line). An interval is worth a point when that exceeds the tolerance relative
+//!    the one quadratic against the straight line), or as much as a point in its middle would
+//!    move the frontier drawn through its ends (the quadratics' predicted point against that
+//!    chord in log y over log x: a throughput peak, where both fits agree, is not cut off). An
+//!    interval is also worth a point where another curve of the group crosses this one inside
+//!    it (a point there can change which curve wins). An interval is worth a point when that exceeds the tolerance relative
 //!    to y **and** the interval could be on the group's frontier (no other curve's measured
 //!    point serves its x with a y above its own by more than the tolerance).
 //!    An invalid end (say the highest concurrency overloads the server) leaves the stretch
@@ -122,11 +126,29 @@ fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
         ))
     };
     let gap = |p: (f64, f64), q: (f64, f64)| (p.0 - q.0).abs().max((p.1 - q.1).abs());
-    let d = match (i.checked_sub(1).and_then(at), at(i)) {
+    let (left, right) = (i.checked_sub(1).and_then(at), at(i));
+    let d = match (left, right) {
         (Some(l), Some(r)) => gap(l, r),
         (Some(q), None) | (None, Some(q)) => gap(q, chord),
         (None, None) => f64::INFINITY,
     };
+    // What a point in the middle would move the frontier by: the curve's predicted point there
+    // (the quadratics' mean) against the straight line the frontier draws between the ends in
+    // its own plane (log y over log x; the view interpolates y at x). Near a peak of
+    // throughput (an overloaded server, an AgentX replay whose sessions queue) both quadratics
+    // agree while the frontier's chord cuts the top off by several %.
+    let pred = match (left, right) {
+        (Some(l), Some(r)) => ((l.0 + r.0) / 2.0, (l.1 + r.1) / 2.0),
+        (Some(q), None) | (None, Some(q)) => q,
+        (None, None) => return f64::INFINITY,
+    };
+    let dev = if (b.1 - a.1).abs() > 1e-12 {
+        let f = ((pred.0 - a.1) / (b.1 - a.1)).clamp(0.0, 1.0);
+        (pred.1 - (a.2 + f * (b.2 - a.2))).abs()
+    } else {
+        0.0
+    };
+    let d = d.max(dev);
     // A difference of logarithms → a relative difference.
     let d = d.exp_m1();
     if d.is_nan() {
@@ -149,6 +171,33 @@ fn best_other_at(curves: &[Curve], me: usize, x: f64) -> Option<f64> {
         .fold(None, |acc: Option<f64>, y| {
             Some(acc.map_or(y, |a| a.max(y)))
         })
+}
+
+/// y of the group's other curves at `x`: the highest of their curves read between their
+/// neighbouring valid points (linear in log x and log y, as the frontier is drawn), `None`
+/// where none reaches `x`.
+fn others_at(curves: &[Curve], me: usize, x: f64) -> Option<f64> {
+    let mut best: Option<f64> = None;
+    for (j, c) in curves.iter().enumerate() {
+        if j == me {
+            continue;
+        }
+        for w in c.valid().windows(2) {
+            let ((_, x0, y0), (_, x1, y1)) = (w[0], w[1]);
+            let (lo, hi) = (x0.min(x1), x0.max(x1));
+            if !(lo..=hi).contains(&x) || x0 <= 0.0 || x1 <= 0.0 || y0 <= 0.0 || y1 <= 0.0 {
+                continue;
+            }
+            let y = if x1 == x0 {
+                y0.max(y1)
+            } else {
+                let f = (x.ln() - x0.ln()) / (x1.ln() - x0.ln());
+                (y0.ln() + f * (y1.ln() - y0.ln())).exp()
+            };
+            best = Some(best.map_or(y, |b| b.max(y)));
+        }
+    }
+    best
 }
 
 /// The concurrencies to measure next, `(curve index, conc)`, at most one per curve, in curve
@@ -210,16 +259,22 @@ pub fn next_round(curves: &[Curve], tolerance: f64) -> Vec<(usize, u32)> {
                 }
             };
             let u = bend(&v, k);
-            if u <= tol {
+            // Does another curve of the group cross this one inside the stretch (above it at
+            // one end, below at the other)? Then a point here can change which curve wins,
+            // and the frontier's chord from one curve to the other cuts below both.
+            let side = |p: &(u32, f64, f64)| others_at(curves, i, p.1).map(|o| p.2 >= o);
+            let crosses = matches!((side(&v[k]), side(&v[k + 1])), (Some(a), Some(b)) if a != b);
+            if u <= tol && !crosses {
                 continue;
             }
             // Could this stretch be on the frontier? Its best y (throughput rises with
             // concurrency: the higher end's) against the other curves' best at its lowest x.
             let x_lo = v[k].1.min(v[k + 1].1);
             let y_hi = v[k].2.max(v[k + 1].2);
-            if best_other_at(curves, i, x_lo).is_some_and(|o| o > y_hi * (1.0 + tol)) {
+            if !crosses && best_other_at(curves, i, x_lo).is_some_and(|o| o > y_hi * (1.0 + tol)) {
                 continue;
             }
+            let u = if crosses { u.max(tol) } else { u };
             if best.is_none_or(|(bu, _)| u > bu) {
                 best = Some((u, m));
             }
@@ -315,8 +370,9 @@ fn group_key(spec: &JobSpec) -> String {
 }
 
 /// (x, y) of a finished point from its `summary.json`: median interactivity (AgentX rows: p90
-/// E2E-normalized interactivity), tok/s/user, and throughput per GPU over the row's GPUs;
-/// `None` when the file is missing, marked invalid, or lacks either.
+/// E2E-normalized interactivity, the North-Star x of `report`'s agentic frontier, on which
+/// that frontier's North-Star gate is the Pareto rule itself), tok/s/user, and throughput per
+/// GPU over the row's GPUs; `None` when the file is missing, marked invalid, or lacks either.
 fn point_xy(dir: &std::path::Path, spec: &JobSpec) -> Measured {
     let text = std::fs::read(dir.join("summary.json")).ok()?;
     let summary: inferbench_core::summary::RunSummary = serde_json::from_slice(&text).ok()?;
@@ -330,6 +386,187 @@ fn point_xy(dir: &std::path::Path, spec: &JobSpec) -> Measured {
         "median_intvty"
     };
     Some((*v.get(x)?, *v.get("tput_per_gpu")?))
+}
+
+/// Why `sweep --adaptive` cannot plan `jobs` run with `bench`'s client settings, or `None`
+/// when it can. An AgentX (`agentic-coding`) row replayed for less than AgentX's 900 s minimum
+/// (`--agentic-duration`, else the row's `duration`, else 3,600 s) makes only invalid points,
+/// and an invalid point never counts as measured: the plan would run each curve's ends and
+/// middle and stop knowing nothing of its frontier. Multinode and eval-only rows run as listed
+/// and are not checked.
+pub fn cannot_plan(jobs: &[JobSpec], bench: &crate::point::BenchDefaults) -> Option<String> {
+    let short: Vec<String> = jobs
+        .iter()
+        .filter(|j| j.is_agentic() && !j.is_multinode() && !crate::evals::eval_only(j))
+        .filter_map(|j| {
+            let d = bench.replay_settings(j.row.duration).duration_s;
+            (d < crate::bench::MIN_VALID_AGENTIC_S).then(|| format!("row {} ({d} s)", j.index))
+        })
+        .collect();
+    if short.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "--adaptive cannot plan agentic-coding rows replayed for less than AgentX's {} s \
+         minimum: {}. Every such point is invalid, and an invalid point never counts as \
+         measured, so no frontier could be found; give --agentic-duration of at least {} s (or \
+         rows with such a `duration`), or sweep them without --adaptive",
+        crate::bench::MIN_VALID_AGENTIC_S,
+        short.join(", "),
+        crate::bench::MIN_VALID_AGENTIC_S
+    ))
+}
+
+/// Prefix of the matrices `sweep --adaptive` writes for Slurm/GitHub follow-up rounds:
+/// `<out>/adaptive-round-<N>.json`.
+pub const ROUND_PREFIX: &str = "adaptive-round-";
+
+/// The points of earlier rounds found under `out` (its point directories, and one level
+/// below: each with a `job.json` whose row and concurrency name the point): curve key →
+/// concurrency → [`Measured`] (`None` for a point that failed, was interrupted or is invalid:
+/// tried, never counted). A directory without a finished `status.json` is not a point yet.
+fn measured_under(out: &std::path::Path) -> BTreeMap<String, BTreeMap<u32, Measured>> {
+    let mut found: BTreeMap<String, BTreeMap<u32, Measured>> = BTreeMap::new();
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    let subdirs = |d: &std::path::Path| -> Vec<std::path::PathBuf> {
+        let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        v
+    };
+    for d in subdirs(out) {
+        dirs.extend(subdirs(&d));
+        dirs.push(d);
+    }
+    for d in dirs {
+        let Some(job) = std::fs::read(d.join(crate::artifacts::JOB_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::artifacts::JobFile>(&b).ok())
+        else {
+            continue;
+        };
+        let Some(status) = crate::artifacts::read_status(&d) else {
+            continue;
+        };
+        let Some(row) = job.row() else {
+            continue;
+        };
+        let spec = JobSpec { index: 0, row };
+        let ok =
+            status.state == crate::artifacts::PointState::Ok && !crate::sweep::summary_invalid(&d);
+        let m = if ok { point_xy(&d, &spec) } else { None };
+        found
+            .entry(curve_key(&spec))
+            .or_default()
+            .insert(job.conc, m);
+    }
+    found
+}
+
+/// `sweep --adaptive` on Slurm/GitHub, one round per call: the curves of `jobs` (as
+/// [`run_local`] forms them) with the points earlier rounds left under `out` as measured,
+/// [`next_round`] per group, and the proposals written as a new matrix,
+/// `<out>/adaptive-round-<N>.json` (N = 1 + the rounds written before; rows in `jobs`' order
+/// of curves, each its curve's row at the proposed concurrency; the first round also holds
+/// the rows that run as listed: multinode and eval-only rows). Returns that file and its rows
+/// (indexed as the file is, what the executor submits), or `None` when no group proposes a
+/// point: the frontier is known to within `tolerance` from what is under `out`. Errors: `out`
+/// cannot be created, the file cannot be written.
+pub fn next_round_matrix(
+    jobs: &[JobSpec],
+    out: &std::path::Path,
+    tolerance: f64,
+) -> anyhow::Result<Option<(std::path::PathBuf, Vec<JobSpec>)>> {
+    let (curves, fixed) = curves_of(jobs);
+    let measured = measured_under(out);
+    let planned: Vec<Curve> = curves
+        .iter()
+        .map(|(_, spec, listed)| {
+            let mut c = Curve::new(
+                listed.iter().copied().min().unwrap_or(1),
+                listed.iter().copied().max().unwrap_or(1),
+            );
+            if let Some(m) = measured.get(&curve_key(spec)) {
+                c.points = m
+                    .iter()
+                    .filter(|(k, _)| (c.lo..=c.hi).contains(*k))
+                    .map(|(k, v)| (*k, *v))
+                    .collect();
+            }
+            c
+        })
+        .collect();
+    let mut groups: Vec<&str> = curves.iter().map(|c| c.0.as_str()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let mut proposals: Vec<(usize, u32)> = Vec::new();
+    for g in groups {
+        let members: Vec<usize> = (0..curves.len()).filter(|i| curves[*i].0 == g).collect();
+        let sub: Vec<Curve> = members.iter().map(|i| planned[*i].clone()).collect();
+        proposals.extend(
+            next_round(&sub, tolerance)
+                .into_iter()
+                .map(|(k, c)| (members[k], c)),
+        );
+    }
+    proposals.sort_unstable();
+    if proposals.is_empty() {
+        return Ok(None);
+    }
+    std::fs::create_dir_all(out)?;
+    let earlier = std::fs::read_dir(out)?
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(ROUND_PREFIX) && n.ends_with(".json"))
+        })
+        .count();
+    let mut rows: Vec<inferbench_core::matrix::MatrixRow> = Vec::new();
+    if earlier == 0 {
+        rows.extend(fixed.iter().map(|j| j.row.clone()));
+    }
+    rows.extend(proposals.iter().map(|&(i, c)| {
+        let mut r = curves[i].1.row.clone();
+        r.conc = inferbench_core::matrix::Conc::One(c);
+        r
+    }));
+    let path = out.join(format!("{ROUND_PREFIX}{}.json", earlier + 1));
+    crate::artifacts::write_json_atomic(&path, &rows)?;
+    let specs = rows
+        .into_iter()
+        .enumerate()
+        .map(|(index, row)| JobSpec { index, row })
+        .collect();
+    Ok(Some((path, specs)))
+}
+
+/// The adaptive curves of `jobs` — (group, template row, listed concurrencies), single-node
+/// rows that differ only in concurrency — and the rows that run as listed (multinode rows,
+/// whose concurrencies share one launch, and eval-only rows).
+#[allow(clippy::type_complexity)]
+fn curves_of(jobs: &[JobSpec]) -> (Vec<(String, JobSpec, Vec<u32>)>, Vec<JobSpec>) {
+    let mut curves: Vec<(String, JobSpec, Vec<u32>)> = Vec::new();
+    let mut fixed: Vec<JobSpec> = Vec::new();
+    for j in jobs {
+        let single = !j.is_multinode() && !crate::evals::eval_only(j);
+        let one = match &j.row.conc {
+            inferbench_core::matrix::Conc::One(c) => Some(*c),
+            _ => None,
+        };
+        match (single, one) {
+            (true, Some(c)) => match curves.iter_mut().find(|k| curve_key(&k.1) == curve_key(j)) {
+                Some(k) => k.2.push(c),
+                None => curves.push((group_key(j), j.clone(), vec![c])),
+            },
+            _ => fixed.push(j.clone()),
+        }
+    }
+    (curves, fixed)
 }
 
 /// `sweep --adaptive[=TOLERANCE]` on the local executor: the single-node rows of `jobs` that
@@ -351,22 +588,7 @@ pub async fn run_local<R: crate::point::PointRunner>(
     let mut round_opts = opts.clone();
     round_opts.write_report = false;
     // Curves: (group, template row, listed concurrencies).
-    let mut curves: Vec<(String, JobSpec, Vec<u32>)> = Vec::new();
-    let mut fixed: Vec<JobSpec> = Vec::new();
-    for j in jobs {
-        let single = !j.is_multinode() && !crate::evals::eval_only(j);
-        let one = match &j.row.conc {
-            inferbench_core::matrix::Conc::One(c) => Some(*c),
-            _ => None,
-        };
-        match (single, one) {
-            (true, Some(c)) => match curves.iter_mut().find(|k| curve_key(&k.1) == curve_key(j)) {
-                Some(k) => k.2.push(c),
-                None => curves.push((group_key(j), j.clone(), vec![c])),
-            },
-            _ => fixed.push(j.clone()),
-        }
-    }
+    let (curves, fixed) = curves_of(jobs);
     let mut report = SweepReport::default();
     if !fixed.is_empty() {
         let r = run_jobs(&fixed, &round_opts, runner, cancel).await;
@@ -604,6 +826,97 @@ mod tests {
         let of = |k: usize| order.iter().filter(|o| o.0 == k).count();
         assert_eq!(of(1), 3, "{order:?}");
         assert!(of(0) > 3, "{order:?}");
+    }
+
+    /// Two AgentX curves of one group (TP 1 and TP 2 per GPU) in (p90 E2E-normalized
+    /// interactivity, tok/s/GPU), whose throughput saturates and then falls under overload (a
+    /// replay's sessions queue, TP 1's beyond conc ≈ 110): TP 1 wins below ≈ 25 tok/s/user,
+    /// TP 2 above.
+    fn agentic(i: usize, c: u32) -> Measured {
+        let c = c as f64;
+        Some(if i == 0 {
+            (
+                400.0 / (8.0 + c),
+                160.0 * c / (1.0 + c / 32.0) / (1.0 + (c / 300.0).powi(2)),
+            )
+        } else {
+            (
+                700.0 / (12.0 + c),
+                120.0 * c / (1.0 + c / 16.0) / (1.0 + (c / 400.0).powi(2)),
+            )
+        })
+    }
+
+    /// The North-Star frontier (`report`'s agentic frontier: x is the gate's own, so the gate
+    /// is the Pareto rule) of `curves`' valid points, as (x, y) sorted by x.
+    fn north_star(curves: &[Curve]) -> Vec<(f64, f64)> {
+        let pts: Vec<(f64, f64, f64)> = (curves.iter())
+            .flat_map(|c| c.valid())
+            .map(|(_, x, y)| (x, y, x))
+            .collect();
+        let goal = inferbench_core::analytics::Goal {
+            x: inferbench_core::analytics::Better::Higher,
+            y: inferbench_core::analytics::Better::Higher,
+        };
+        (inferbench_core::analytics::north_star_frontier(&pts, goal).into_iter())
+            .map(|k| (pts[k].0, pts[k].1))
+            .collect()
+    }
+
+    /// y of the frontier `f` (sorted by x) at `x`, linear in log x and log y between its knots;
+    /// `None` outside it.
+    fn frontier_at(f: &[(f64, f64)], x: f64) -> Option<f64> {
+        let k = f.windows(2).find(|w| w[0].0 <= x && x <= w[1].0)?;
+        let ((x0, y0), (x1, y1)) = (k[0], k[1]);
+        if x1 == x0 {
+            return Some(y0.max(y1));
+        }
+        let t = (x.ln() - x0.ln()) / (x1.ln() - x0.ln());
+        Some((y0.ln() + t * (y1.ln() - y0.ln())).exp())
+    }
+
+    /// Issue 43 on AgentX rows, at the planner: on the synthetic agentic curves the adaptive
+    /// plan's North-Star frontier is the full list's (every concurrency 1..=256 of both curves)
+    /// within 3 % at matched x over ≥ 90 % of its x range (the issue's measure), from a few
+    /// dozen points, deterministically.
+    #[test]
+    fn an_agentic_group_frontier_is_found_on_the_north_star_x() {
+        let dense: Vec<Curve> = (0..2)
+            .map(|i| {
+                let mut c = Curve::new(1, 256);
+                c.points = (1..=256).map(|k| (k, agentic(i, k))).collect();
+                c
+            })
+            .collect();
+        let full = north_star(&dense);
+        let (curves, order) = run(vec![Curve::new(1, 256); 2], 0.02, agentic);
+        let again = run(vec![Curve::new(1, 256); 2], 0.02, agentic).1;
+        assert_eq!(order, again);
+        assert!(order.iter().all(|(_, c)| (1..=256).contains(c)));
+        assert!(order.len() <= 40, "{} points: {order:?}", order.len());
+        let found = north_star(&curves);
+        // Both curves reach the frontier, in both plans.
+        for f in [&full, &found] {
+            assert!(
+                f.iter().any(|p| p.0 > 30.0) && f.iter().any(|p| p.0 < 5.0),
+                "{f:?}"
+            );
+        }
+        // The issue's measure: within 3 % at matched x over ≥ 90 % of the full frontier's
+        // (log) x range; a stretch between two knots of the full frontier counts when both
+        // ends are. Nowhere off by more than 5 %.
+        let off = |&(x, y): &(f64, f64)| frontier_at(&found, x).map(|g| (g / y - 1.0).abs());
+        let (mut good, mut total) = (0.0, 0.0);
+        for w in full.windows(2) {
+            let len = w[1].0.ln() - w[0].0.ln();
+            total += len;
+            if off(&w[0]).is_some_and(|e| e <= 0.03) && off(&w[1]).is_some_and(|e| e <= 0.03) {
+                good += len;
+            }
+        }
+        assert!(good / total >= 0.9, "{good} of {total}");
+        let worst = full.iter().filter_map(off).fold(0.0, f64::max);
+        assert!(worst <= 0.05, "{worst}");
     }
 
     #[test]

@@ -196,7 +196,7 @@ fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> 
 }
 
 /// AgentX's shortest valid duration, s.
-const MIN_VALID_AGENTIC_S: f64 = 900.0;
+pub(crate) const MIN_VALID_AGENTIC_S: f64 = 900.0;
 
 /// An `agentic-coding` point: the AgentX replay of `--traces` with `conc` lanes for the
 /// duration (the override, else the row's `duration`, else 3,600 s), InferenceX's other

@@ -441,11 +441,13 @@ pub struct SweepFlags {
     /// Only these row indices (comma-separated, e.g. `0,3,5`).
     #[arg(long, value_delimiter = ',')]
     pub rows: Vec<usize>,
-    /// Adaptive sweep (local executor): rows that differ only in concurrency are one curve,
-    /// and within its listed range the sweep measures only the concurrencies that decide the
-    /// group's frontier to within TOLERANCE (relative; `--adaptive` alone: 0.02): the ends and
-    /// the middle first, then where the curve bends. `sweep.json` says what it saved
-    /// (`adaptive.full_list_gpu_seconds`, `adaptive.saved_fraction`).
+    /// Adaptive sweep: rows that differ only in concurrency are one curve, and within its
+    /// listed range the sweep measures only the concurrencies that decide the group's frontier
+    /// to within TOLERANCE (relative; `--adaptive` alone: 0.02): the ends and the middle first,
+    /// then where the curve bends. Local: every round in this process, and `sweep.json` says
+    /// what it saved (`adaptive.full_list_gpu_seconds`, `adaptive.saved_fraction`). Slurm and
+    /// GitHub: one round per call, written as `<out>/adaptive-round-<N>.json` from the points
+    /// earlier rounds left under --out and run as that matrix; call again once they are back.
     #[arg(
         long,
         value_name = "TOLERANCE",

@@ -482,10 +482,50 @@ pub async fn run_jobs<R: PointRunner>(
     stop(engine.take(), opts).await;
     gpu.stopped(&mut report);
     report.gpu_seconds = report.points.iter().filter_map(|p| p.gpu_seconds).sum();
+    for p in &report.points {
+        stamp_gpu_seconds(p);
+    }
     if opts.write_report {
         let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
     }
     report
+}
+
+/// Writes point `p`'s settled GPU-seconds into its `status.json` and the status `job.json`
+/// embeds (which `ingest` reads into `points.gpu_seconds`), once its engine stopped: a shared
+/// launch is only split over its points then. Nothing for a point without them (skipped,
+/// not started) or whose `status.json` is not this point's; a file that cannot be rewritten
+/// keeps its point without the figure (`sweep.json` still has it), with an error logged.
+fn stamp_gpu_seconds(p: &PointReport) {
+    let Some(gpu_seconds) = p.gpu_seconds else {
+        return;
+    };
+    let Some(mut status) = crate::artifacts::read_status(&p.dir) else {
+        return;
+    };
+    if status.index != p.index || status.conc != p.conc {
+        return;
+    }
+    status.gpu_seconds = Some(gpu_seconds);
+    // job.json first, the status marker last (as `finish_point` writes them).
+    let job_path = p.dir.join(JOB_FILE);
+    if let Some(mut job) = std::fs::read_to_string(&job_path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+    {
+        if let Some(obj) = job.as_object_mut() {
+            obj.insert(
+                "status".into(),
+                serde_json::to_value(&status).unwrap_or_default(),
+            );
+            if let Err(e) = write_json_atomic(&job_path, &job) {
+                tracing::error!("{}: cannot write gpu_seconds: {e}", job_path.display());
+            }
+        }
+    }
+    if let Err(e) = write_json_atomic(&p.dir.join(STATUS_FILE), &status) {
+        tracing::error!("{}: cannot write {STATUS_FILE}: {e}", p.dir.display());
+    }
 }
 
 /// With `--base-url` every point asks the same server: when `point` failed because it was
@@ -1043,7 +1083,7 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, mut r: Poin
 /// `submission_valid` false, or a producer check's `inferbench.invalid_reason` (a server
 /// behind its schedule, a client-bound run, a prefix cache on random prompts). False when it
 /// cannot be read.
-fn summary_invalid(dir: &std::path::Path) -> bool {
+pub(crate) fn summary_invalid(dir: &std::path::Path) -> bool {
     use inferbench_core::summary::agentic::submission_invalid;
     let Some(v) = std::fs::read(dir.join("summary.json"))
         .ok()
@@ -1525,6 +1565,8 @@ fn finish_point(
         cause,
         started_at: started_at.to_string(),
         finished_at: finished_at.clone(),
+        // Known once the engine that served the point stopped: [`stamp_gpu_seconds`].
+        gpu_seconds: None,
     };
     write_job_json(
         point,

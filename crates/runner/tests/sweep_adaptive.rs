@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use inferbench_runner::sweep::{Outcome, SweepOptions};
-use inferbench_runner::{JobSpec, PointOutput, PointRequest, PointRunner};
+use inferbench_runner::{BenchDefaults, JobSpec, PointOutput, PointRequest, PointRunner};
 use tokio_util::sync::CancellationToken;
 
 /// Interactivity 1000 / (10 + conc) tok/s/user, throughput 100 · min(conc, 40) tok/s per GPU
@@ -121,4 +121,214 @@ async fn adaptive_sweep_runs_fewer_points_and_reports_the_saving() {
     assert_eq!(sweep["adaptive"]["tolerance"], 0.05);
     assert!(sweep["adaptive"]["saved_fraction"].is_f64());
     assert!(sweep["gpu_seconds"].is_f64());
+}
+
+/// An AgentX curve: p90 E2E-normalized interactivity 1000 / (10 + conc) tok/s/user (what
+/// [`KneeCurve`]'s median interactivity is at TP 1) and its throughput, while the median
+/// interactivity (from a fixed 5 ms TPOT) says nothing: an adaptive sweep must read the
+/// North-Star x.
+struct AgenticKnee;
+
+impl PointRunner for AgenticKnee {
+    async fn run_point(
+        &self,
+        req: &PointRequest,
+        _cancel: &CancellationToken,
+    ) -> anyhow::Result<PointOutput> {
+        let c = req.conc as f64;
+        let tp = req.spec.row.tp.unwrap_or(1) as f64;
+        let scale = if tp > 1.0 { 0.3 } else { 1.0 };
+        Ok(PointOutput {
+            summary: serde_json::json!({
+                "max_concurrency": req.conc,
+                "duration": 1800.0,
+                "completed": 10,
+                "median_tpot_ms": 5.0,
+                "total_token_throughput": 100.0 * c.min(40.0) * tp * scale,
+                "output_throughput": 10.0 * c.min(40.0) * tp * scale,
+                "scenario_type": "agentic-coding",
+                "submission_valid": "true",
+                "inferbench": {
+                    "schema_version": 1,
+                    "e2e_normalized_interactivity": {"p75": 1200.0 * scale / (10.0 + c),
+                                                     "p90": 1000.0 * scale / (10.0 + c)}
+                },
+            }),
+            aggregate: None,
+            completed: 10,
+            failed: 0,
+            interrupted: false,
+            gate: None,
+            unreachable: false,
+        })
+    }
+}
+
+fn agentic_row(index: usize, tp: u32, conc: u32, duration: u64) -> JobSpec {
+    let mut j = row(index, tp, conc);
+    j.row.scenario_type = Some("agentic-coding".into());
+    j.row.duration = Some(duration);
+    j
+}
+
+/// Issue 43 on AgentX rows: the same curves as agentic-coding rows, whose x is the p90
+/// E2E-normalized interactivity (the North-Star x `report`'s agentic frontier is gated on), are
+/// planned point for point as the fixed-sequence ones. Before, the planner read an agentic
+/// point's x from a metric the summary's values lacked, counted every point as invalid and
+/// stopped after each curve's ends and middle (6 points).
+#[tokio::test]
+async fn agentic_rows_are_planned_on_the_north_star_x() {
+    let listed = [1u32, 2, 4, 8, 16, 32, 64, 128, 256];
+    let cells: Vec<(u32, u32)> = (listed.iter().map(|c| (1, *c)))
+        .chain(listed.iter().map(|c| (2, *c)))
+        .collect();
+    let fixed: Vec<JobSpec> = (cells.iter().enumerate())
+        .map(|(i, (tp, c))| row(i, *tp, *c))
+        .collect();
+    let agentic: Vec<JobSpec> = (cells.iter().enumerate())
+        .map(|(i, (tp, c))| agentic_row(i, *tp, *c, 1800))
+        .collect();
+    let plan = |r: &inferbench_runner::SweepReport| -> Vec<(usize, u32)> {
+        r.points.iter().map(|p| (p.index, p.conc)).collect()
+    };
+    let d1 = tempfile::tempdir().unwrap();
+    let want = inferbench_runner::adaptive::run_local(
+        &fixed,
+        &options(d1.path()),
+        &KneeCurve,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    let d2 = tempfile::tempdir().unwrap();
+    let got = inferbench_runner::adaptive::run_local(
+        &agentic,
+        &options(d2.path()),
+        &AgenticKnee,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    assert!(
+        got.points
+            .iter()
+            .all(|p| p.outcome == Outcome::Ok && !p.invalid),
+        "{:?}",
+        got.points
+    );
+    assert!(got.points.len() > 6, "{:?}", plan(&got));
+    assert_eq!(plan(&got), plan(&want));
+    assert_eq!(
+        got.adaptive.as_ref().map(|a| (a.rounds, a.measured_points)),
+        want.adaptive
+            .as_ref()
+            .map(|a| (a.rounds, a.measured_points))
+    );
+}
+
+/// Agentic rows replayed below AgentX's 900 s make only invalid points: `--adaptive` refuses
+/// them, naming the rows and the flag, rather than running ends and middles that never count.
+#[test]
+fn adaptive_refuses_agentic_rows_below_the_minimum_duration() {
+    let mut bench = BenchDefaults::default();
+    let rows = vec![
+        agentic_row(0, 1, 4, 1800),
+        agentic_row(1, 1, 8, 600),
+        row(2, 1, 4),
+    ];
+    let why = inferbench_runner::adaptive::cannot_plan(&rows, &bench).unwrap();
+    assert!(why.contains("minimum: row 1 (600 s)."), "{why}");
+    assert!(
+        why.contains("--agentic-duration of at least 900 s"),
+        "{why}"
+    );
+    bench.agentic_duration_s = Some(300.0);
+    let why = inferbench_runner::adaptive::cannot_plan(&rows, &bench).unwrap();
+    assert!(
+        why.contains("minimum: row 0 (300 s), row 1 (300 s)."),
+        "{why}"
+    );
+    bench.agentic_duration_s = Some(900.0);
+    assert_eq!(
+        inferbench_runner::adaptive::cannot_plan(&rows, &bench),
+        None
+    );
+    assert_eq!(
+        inferbench_runner::adaptive::cannot_plan(&rows[2..], &BenchDefaults::default()),
+        None
+    );
+}
+
+/// Slurm/GitHub follow-up rounds (issue 43): each call writes the next round as a new matrix,
+/// `<out>/adaptive-round-<N>.json`, planned from the points earlier rounds left under `--out`;
+/// run round by round (here by the local executor standing in for the tasks), the rounds are
+/// exactly the local adaptive sweep's, and the call after the last writes nothing.
+#[tokio::test]
+async fn follow_up_rounds_are_written_as_matrices() {
+    let listed = [1u32, 2, 4, 8, 16, 32, 64, 128, 256];
+    let jobs: Vec<JobSpec> = (listed.iter().map(|c| (1, *c)))
+        .chain(listed.iter().map(|c| (2, *c)))
+        .enumerate()
+        .map(|(i, (tp, c))| row(i, tp, c))
+        .collect();
+    let local_dir = tempfile::tempdir().unwrap();
+    let local = inferbench_runner::adaptive::run_local(
+        &jobs,
+        &options(local_dir.path()),
+        &KneeCurve,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    let tp_conc = |j: &JobSpec| (j.row.tp.unwrap_or(1), j.row.conc.clone());
+    let want: Vec<(u32, inferbench_runner::Conc)> = (local.points.iter())
+        .map(|p| {
+            (
+                tp_conc(&jobs[p.index]).0,
+                inferbench_runner::Conc::One(p.conc),
+            )
+        })
+        .collect();
+
+    let out = tempfile::tempdir().unwrap();
+    let mut got = Vec::new();
+    let mut rounds = 0;
+    while let Some((path, round)) =
+        inferbench_runner::adaptive::next_round_matrix(&jobs, out.path(), 0.05).unwrap()
+    {
+        rounds += 1;
+        assert_eq!(
+            path,
+            out.path().join(format!("adaptive-round-{rounds}.json"))
+        );
+        // The file is a matrix `sweep --matrix` reads, holding exactly the round's rows.
+        let read = inferbench_runner::load_matrix(&path).unwrap();
+        assert_eq!(read, round);
+        if rounds == 1 {
+            let first: Vec<_> = read.iter().map(tp_conc).collect();
+            assert_eq!(
+                first,
+                [
+                    (1, inferbench_runner::Conc::One(1)),
+                    (2, inferbench_runner::Conc::One(1))
+                ]
+            );
+        }
+        got.extend(read.iter().map(tp_conc));
+        let r = inferbench_runner::run_jobs(
+            &round,
+            &options(out.path()),
+            &KneeCurve,
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(r.points.iter().all(|p| p.outcome == Outcome::Ok));
+        assert!(rounds < 40, "{got:?}");
+    }
+    assert_eq!(got, want);
+    assert_eq!(rounds, local.adaptive.unwrap().rounds);
+    assert!(!out
+        .path()
+        .join(format!("adaptive-round-{}.json", rounds + 1))
+        .exists());
 }

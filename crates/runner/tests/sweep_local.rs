@@ -202,12 +202,35 @@ async fn sweep_writes_artifacts_reuses_engine_and_skips_on_rerun() {
         (per.iter().sum::<f64>() - total).abs() < 1e-9,
         "{total} {per:?}"
     );
+    // …and each point's status.json and job.json say the same figure, which `ingest` reads
+    // into the store (issue 43, part 2); a re-run that skips the points leaves them as they are.
+    let on_disk = |sweep: &serde_json::Value| -> Vec<(f64, f64)> {
+        (sweep["points"].as_array().unwrap().iter())
+            .map(|p| {
+                let d = std::path::PathBuf::from(p["dir"].as_str().unwrap());
+                let job: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(d.join("job.json")).unwrap())
+                        .unwrap();
+                (
+                    read_status(&d).unwrap().gpu_seconds.unwrap(),
+                    job["status"]["gpu_seconds"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let stamped = on_disk(&sweep);
+    assert_eq!(
+        stamped,
+        per.iter().map(|g| (*g, *g)).collect::<Vec<_>>(),
+        "{stamped:?} {per:?}"
+    );
 
     // Re-running skips every finished point without starting an engine or a benchmark.
     let again = run_jobs(&jobs, &opts, &fake, &CancellationToken::new()).await;
     assert_eq!(again.count(Outcome::Skipped), 3);
     assert_eq!(again.gpu_seconds, 0.0);
     assert!(again.points.iter().all(|p| p.gpu_seconds.is_none()));
+    assert_eq!(on_disk(&sweep), stamped);
     assert_eq!(fake.calls.load(Ordering::SeqCst), 3);
 }
 

@@ -1476,6 +1476,7 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
             })
             .into(),
     );
+    vals.push(Val::from(pt.gpu_seconds));
     let cols_upd = [
         "date",
         "num_prompts",
@@ -1494,6 +1495,7 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
             "invalid_reason",
             "server_fingerprint",
             "server_settings",
+            "gpu_seconds",
         ]
         .iter(),
     )
@@ -1665,7 +1667,7 @@ mod tests {
             // stores may share them: [4] and [1, 2, 3] is as right as [1, 2, 3, 4]).
             let mut all: Vec<i64> = applied.into_iter().flatten().collect();
             all.sort_unstable();
-            assert_eq!(all, [1, 2, 3, 4, 5], "round {round}");
+            assert_eq!(all, [1, 2, 3, 4, 5, 6], "round {round}");
         }
     }
 

@@ -209,6 +209,12 @@ pub struct PointRow {
     /// e.g. `max_num_seqs=256, time_scale=1`; empty when no other server shares the name.
     #[serde(skip)]
     pub server_label: String,
+    /// GPU-seconds the point cost (`points.gpu_seconds`, issue 43: the row's GPUs × its wall
+    /// time plus its share of its engine's launch and stop; modelled time for sim rows).
+    /// `None` when unknown: imports, points stored before schema version 6, results our
+    /// runner did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_seconds: Option<f64>,
 }
 
 impl PointRow {
@@ -665,7 +671,8 @@ impl Store {
                     c.ep, c.dp_attention, c.num_prefill_gpu, c.num_decode_gpu, c.gpus, c.kv_offload,
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
                     p.valid, p.completed, p.failed{hot}{extra}, p.server_fingerprint,
-                    p.server_settings, p.invalid_reason, p.id, p.run_id, r.start_unix
+                    p.server_settings, p.invalid_reason, p.id, p.run_id, r.start_unix,
+                    p.gpu_seconds
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         // Batches matched as shown ([`Store::match_batches_as_shown`]): not in SQL (whose
@@ -740,18 +747,19 @@ impl Store {
                 source_kind: s(21),
                 error: r[22].as_str().map(String::from),
                 valid: r[23].as_i64().unwrap_or(1) != 0,
-                invalid_reason: r[r.len() - 4].as_str().map(String::from),
+                invalid_reason: r[r.len() - 5].as_str().map(String::from),
                 metrics,
                 frontier: false,
-                point_id: r[r.len() - 3].as_i64().unwrap_or(0),
-                run_id: r[r.len() - 2].as_i64().unwrap_or(0),
-                start_unix: r[r.len() - 1].as_f64(),
-                server_fingerprint: r[r.len() - 6].as_str().unwrap_or("").to_string(),
-                server_settings: r[r.len() - 5]
+                point_id: r[r.len() - 4].as_i64().unwrap_or(0),
+                run_id: r[r.len() - 3].as_i64().unwrap_or(0),
+                start_unix: r[r.len() - 2].as_f64(),
+                server_fingerprint: r[r.len() - 7].as_str().unwrap_or("").to_string(),
+                server_settings: r[r.len() - 6]
                     .as_str()
                     .and_then(|t| serde_json::from_str(t).ok())
                     .unwrap_or_default(),
                 server_label: String::new(),
+                gpu_seconds: r[r.len() - 1].as_f64(),
             };
             if any_derived {
                 add_derived(&mut row, cost, &wanted);

@@ -131,6 +131,7 @@ pub const MIGRATIONS: &[Migration] = &[
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_5,
+    MIGRATION_6,
 ];
 
 const MIGRATION_1: Migration = Migration {
@@ -316,6 +317,16 @@ const MIGRATION_5: Migration = Migration {
         "ALTER TABLE points ADD COLUMN server_fingerprint TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE points ADD COLUMN server_settings TEXT NOT NULL DEFAULT ''",
     ],
+};
+
+/// Migration 6: `points.gpu_seconds` (issue 43), the GPU-seconds the point cost as the runner
+/// recorded them (`job.json`'s `status.gpu_seconds`: GPUs × wall time plus the point's share
+/// of its engine's launch and stop; modelled time for sim rows). NULL for imports, for points
+/// stored before it and for results our runner did not run: unknown, never 0.
+const MIGRATION_6: Migration = Migration {
+    version: 6,
+    name: "points_gpu_seconds",
+    statements: &["ALTER TABLE points ADD COLUMN gpu_seconds DOUBLE PRECISION"],
 };
 
 /// The schema version this binary writes.

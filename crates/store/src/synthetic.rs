@@ -67,6 +67,7 @@ pub fn run(run: usize, model: &str, isl: i64, osl: i64) -> RunData {
                 power: Vec::new(),
                 server_metrics: Vec::new(),
                 server: None,
+                gpu_seconds: None,
             }
         })
         .collect();

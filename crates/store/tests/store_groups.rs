@@ -305,7 +305,7 @@ fn labels_name_what_differs() {
 
 /// A database written before the fingerprint (schema version 4, by the previous build:
 /// `inferbench ingest tests/fixtures/sweep-h200`) opens after `migrate`, which adds version
-/// 5 only; its points keep their groups, read with no fingerprint; new points beside them
+/// 5 (and 6, GPU-seconds) only; its points keep their groups, read with no fingerprint; new points beside them
 /// with one are a group of their own.
 #[test]
 fn a_version_4_database_migrates_and_keeps_its_groups() {
@@ -319,7 +319,7 @@ fn a_version_4_database_migrates_and_keeps_its_groups() {
     let url = db.display().to_string();
     let mut store = Store::open(&url).unwrap();
     assert_eq!(store.schema_version().unwrap(), 4);
-    assert_eq!(store.migrate().unwrap(), [5]);
+    assert_eq!(store.migrate().unwrap(), [5, 6]);
     assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
     let rows = store
         .points(&Filter::default(), &Default::default())

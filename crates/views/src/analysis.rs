@@ -47,6 +47,49 @@ pub fn default_at(x: &str, range: Option<(f64, f64)>) -> Option<f64> {
     }
 }
 
+/// The GPU time a group's points spent (issue 43), as our runner recorded it per point
+/// ([`PointRow::gpu_seconds`]: the row's GPUs × its wall time plus its share of its engine's
+/// launch and stop; modelled time for sim rows). Every selected point counts, valid or not: an
+/// invalid or failed point held its GPUs too.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GpuSeconds {
+    /// Sum of the recorded GPU-seconds, in GPU·s; `None` when no point recorded any (imports,
+    /// points stored before schema version 6), never a 0 standing in for unknown.
+    pub total: Option<f64>,
+    /// Points with a recorded figure.
+    pub recorded: usize,
+    /// Points without one (left out of `total`).
+    pub unknown: usize,
+}
+
+/// [`GpuSeconds`] of `rows` (all of them, whatever their validity).
+pub fn gpu_seconds_of<'a>(rows: impl IntoIterator<Item = &'a PointRow>) -> GpuSeconds {
+    let mut g = GpuSeconds::default();
+    for r in rows {
+        match r.gpu_seconds {
+            Some(s) => {
+                g.total = Some(g.total.unwrap_or(0.0) + s);
+                g.recorded += 1;
+            }
+            None => g.unknown += 1,
+        }
+    }
+    g
+}
+
+/// [`GpuSeconds`] per group ([`PointRow::group`]) of `rows`, in the rows' order: what `report`
+/// prints under its table and in `--format json`, and `/api/v1/history` and `/api/v1/tco`
+/// answer per group.
+pub fn gpu_seconds_by_group(rows: &[PointRow]) -> Vec<(String, GpuSeconds)> {
+    group_order(rows)
+        .into_iter()
+        .map(|name| {
+            let g = gpu_seconds_of(rows.iter().filter(|r| r.group() == name));
+            (name, g)
+        })
+        .collect()
+}
+
 /// One group of a [`History`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistoryGroup {
@@ -65,6 +108,8 @@ pub struct HistoryGroup {
     pub batches: usize,
     /// Where its counted points' frontiers lie ([`compare::x_span`]), `None` without one.
     pub x_range: Option<(f64, f64)>,
+    /// The GPU time all its points spent ([`gpu_seconds_of`]).
+    pub gpu_seconds: GpuSeconds,
 }
 
 impl HistoryGroup {
@@ -124,6 +169,7 @@ pub fn history_at(
                 invalid_reason: invalid_reasons(of.iter().copied()),
                 batches: batches.len(),
                 x_range: compare::x_span(&mine, x, y),
+                gpu_seconds: gpu_seconds_of(of.iter().copied()),
                 name,
             }
         })
@@ -180,6 +226,8 @@ pub struct TcoBar {
     pub value: f64,
     /// How many batches the mean is over.
     pub batches: usize,
+    /// The GPU time all the group's points spent ([`gpu_seconds_of`]).
+    pub gpu_seconds: GpuSeconds,
 }
 
 /// Every group's y at one x: `/api/v1/tco`.
@@ -199,12 +247,16 @@ pub struct Tco {
     pub better: Better,
     /// [`x_range`] of the selection (counted points only).
     pub x_range: Option<(f64, f64)>,
+    /// Every group's GPU time ([`gpu_seconds_by_group`]), bars and unreached alike, in the
+    /// rows' order.
+    pub gpu_seconds: Vec<(String, GpuSeconds)>,
 }
 
 /// [`Tco`] of `rows` at `x = at`: per group the mean over batches of y on each batch's
 /// frontier at `at` (the same values as [`history_at`] gives per batch).
 pub fn tco_at(rows: &[PointRow], x: &str, y: &str, at: f64, include_invalid: bool) -> Tco {
     let better = query::better(y);
+    let gpu_seconds = gpu_seconds_by_group(rows);
     let mut bars = Vec::new();
     let (mut unreached, mut invalid_only) = (Vec::new(), Vec::new());
     for g in group_order(rows) {
@@ -224,6 +276,10 @@ pub fn tco_at(rows: &[PointRow], x: &str, y: &str, at: f64, include_invalid: boo
             public: of[0].source_kind == query::PUBLIC_SOURCE,
             value: v.iter().sum::<f64>() / v.len() as f64,
             batches: v.len(),
+            gpu_seconds: (gpu_seconds.iter())
+                .find(|(name, _)| *name == g)
+                .map(|(_, s)| *s)
+                .unwrap_or_default(),
             group: g,
         });
     }
@@ -244,6 +300,7 @@ pub fn tco_at(rows: &[PointRow], x: &str, y: &str, at: f64, include_invalid: boo
         invalid_reason: invalid_reasons(left_out),
         better,
         x_range: x_range(rows, x, y, include_invalid),
+        gpu_seconds,
     }
 }
 
@@ -518,6 +575,50 @@ mod tests {
             row("b1", 16, 60.0, 3000.0, true),
             row("b1", 64, 20.0, 12323.0, false),
         ]
+    }
+
+    /// GPU-seconds per group (issue 43): every point counts, the invalid one too (it held its
+    /// GPUs); an unrecorded point is counted apart, not as 0; a group with none recorded has no
+    /// total. History and TCO carry the same figures.
+    #[test]
+    fn gpu_seconds_per_group_sum_every_recorded_point() {
+        let mut rows = batch();
+        rows[0].gpu_seconds = Some(120.5);
+        rows[2].gpu_seconds = Some(480.25);
+        let mut other = row("b2", 4, 90.0, 900.0, true);
+        other.hardware = "h200".into();
+        rows.push(other);
+        let by = gpu_seconds_by_group(&rows);
+        assert_eq!(
+            by,
+            [
+                (
+                    "llama3.1-8b 1024/1024 h100_vllm_bf16".to_string(),
+                    GpuSeconds {
+                        total: Some(600.75),
+                        recorded: 2,
+                        unknown: 1
+                    }
+                ),
+                (
+                    "llama3.1-8b 1024/1024 h200_vllm_bf16".to_string(),
+                    GpuSeconds {
+                        total: None,
+                        recorded: 0,
+                        unknown: 1
+                    }
+                ),
+            ]
+        );
+        let h = history_at(&rows, "median_intvty", "tput_per_gpu", 80.0, 3, 0.05, false);
+        let from_history: Vec<(String, GpuSeconds)> = (h.groups.iter())
+            .map(|g| (g.name.clone(), g.gpu_seconds))
+            .collect();
+        assert_eq!(from_history, by);
+        let t = tco_at(&rows, "median_intvty", "tput_per_gpu", 80.0, false);
+        assert_eq!(t.gpu_seconds, by);
+        let bar = (t.bars.iter()).find(|b| b.group == by[0].0).unwrap();
+        assert_eq!(bar.gpu_seconds, by[0].1);
     }
 
     #[test]

@@ -222,7 +222,9 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
             0
         };
         let failed = failed_left_out(&mut store, &f, rows.is_empty())?;
-        let status = print_rows(&rows, &args, hidden, failed)?;
+        // GPU time per group over every selected point, not the frontier's alone.
+        let gpu = crate::analysis::gpu_seconds_by_group(&store.points(&f, &cost)?);
+        let status = print_rows(&rows, &args, hidden, failed, &gpu)?;
         if rows.is_empty() && hidden == 0 {
             for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
                 eprintln!("  {h}");
@@ -247,7 +249,8 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         return Ok(status);
     }
     let failed = failed_left_out(&mut store, &f, rows.is_empty())?;
-    let status = print_rows(&rows, &args, 0, failed)?;
+    let gpu = crate::analysis::gpu_seconds_by_group(&rows);
+    let status = print_rows(&rows, &args, 0, failed, &gpu)?;
     if rows.is_empty() {
         for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
             eprintln!("  {h}");
@@ -534,12 +537,14 @@ fn history(
 
 /// Prints `rows` in the chosen format with the footer; `hidden` = invalid points kept off an
 /// empty frontier (named instead of "no points match"); `failed` = failed points the selection
-/// leaves out (`--include-failed` is offered only when some are).
+/// leaves out (`--include-failed` is offered only when some are); `gpu` = each group's GPU
+/// time over the whole selection (a footer under the table, keys of the JSON rows).
 fn print_rows(
     rows: &[inferbench_store::PointRow],
     args: &ReportFlags,
     hidden: usize,
     failed: usize,
+    gpu: &[(String, crate::analysis::GpuSeconds)],
 ) -> anyhow::Result<ExitStatus> {
     let fmt = args.format.view();
     let table = matches!(fmt, Format::Table);
@@ -566,7 +571,13 @@ fn print_rows(
     if !common.is_empty() {
         println!("every row: {}\n", common.join("  "));
     }
-    print!("{}", report::render(rows, &cols, fmt));
+    if matches!(fmt, Format::Json) {
+        let mut arr = report::json_rows(rows, &cols);
+        report::add_gpu_seconds(&mut arr, rows, gpu);
+        println!("{}", serde_json::to_string_pretty(&arr)?);
+    } else {
+        print!("{}", report::render(rows, &cols, fmt));
+    }
     // Chosen --columns that leave out what tells the rows apart (trial 20: `--columns
     // conc,tput_per_gpu` listed conc 16 twice, agentic points beside fixed-length ones).
     if table && !args.columns.is_empty() && rows.len() > 1 {
@@ -625,7 +636,7 @@ fn print_rows(
         if foot.is_empty() && !assume.is_empty() {
             println!();
         }
-        print!("{foot}{assume}");
+        print!("{foot}{assume}{}", report::gpu_seconds_footer(gpu));
     }
     Ok(ExitStatus::Ok)
 }

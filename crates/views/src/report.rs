@@ -445,52 +445,120 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
             out
         }
         Format::Json => {
-            let arr: Vec<serde_json::Value> = rows
-                .iter()
-                .map(|r| {
-                    let mut o = serde_json::Map::new();
-                    for c in columns {
-                        let v = match cell(r, c, true) {
-                            None => serde_json::Value::Null,
-                            // `*` (or `* invalid`) only: `invalid` and `failed` are not on one.
-                            Some(s) if c == "frontier" => {
-                                serde_json::Value::Bool(s.starts_with('*'))
-                            }
-                            Some(s) if c == "valid" => serde_json::Value::Bool(s == "true"),
-                            // JSON keeps `error` for failures; `invalid_reason` says the rest.
-                            Some(_) if c == "error" => r.error.clone().into(),
-                            Some(_) if c == "invalid_reason" => r.invalid_reason.clone().into(),
-                            Some(s) if is_text_col(c) => serde_json::Value::String(s),
-                            Some(s) => s
-                                .parse::<f64>()
-                                .ok()
-                                .map(|f| {
-                                    if f.fract() == 0.0 && f.abs() < 1e15 && !s.contains('.') {
-                                        serde_json::Value::from(f as i64)
-                                    } else {
-                                        serde_json::Value::from(f)
-                                    }
-                                })
-                                .unwrap_or(serde_json::Value::String(s)),
-                        };
-                        o.insert(c.clone(), v);
-                    }
-                    // Whatever the columns, a row says whether it counts (trial 15: the
-                    // frontier flag alone cannot tell an invalid or failed point from a valid
-                    // one off the frontier).
-                    o.entry("valid").or_insert(r.valid.into());
-                    o.entry("error")
-                        .or_insert(r.error.clone().map_or(serde_json::Value::Null, Into::into));
-                    o.entry("invalid_reason")
-                        .or_insert(r.invalid_reason.clone().into());
-                    serde_json::Value::Object(o)
-                })
-                .collect();
-            let mut s = serde_json::to_string_pretty(&arr).unwrap_or_else(|_| "[]".into());
+            let mut s = serde_json::to_string_pretty(&json_rows(rows, columns))
+                .unwrap_or_else(|_| "[]".into());
             s.push('\n');
             s
         }
     }
+}
+
+/// The rows of `render`'s `--format json`: one object per row with each column (numbers as
+/// numbers, `frontier`/`valid` as booleans, `error` and `invalid_reason` as stored), plus
+/// `valid`, `error` and `invalid_reason` whatever the columns.
+pub fn json_rows(rows: &[PointRow], columns: &[String]) -> Vec<serde_json::Value> {
+    rows.iter()
+        .map(|r| {
+            let mut o = serde_json::Map::new();
+            for c in columns {
+                let v = match cell(r, c, true) {
+                    None => serde_json::Value::Null,
+                    // `*` (or `* invalid`) only: `invalid` and `failed` are not on one.
+                    Some(s) if c == "frontier" => serde_json::Value::Bool(s.starts_with('*')),
+                    Some(s) if c == "valid" => serde_json::Value::Bool(s == "true"),
+                    // JSON keeps `error` for failures; `invalid_reason` says the rest.
+                    Some(_) if c == "error" => r.error.clone().into(),
+                    Some(_) if c == "invalid_reason" => r.invalid_reason.clone().into(),
+                    Some(s) if is_text_col(c) => serde_json::Value::String(s),
+                    Some(s) => s
+                        .parse::<f64>()
+                        .ok()
+                        .map(|f| {
+                            if f.fract() == 0.0 && f.abs() < 1e15 && !s.contains('.') {
+                                serde_json::Value::from(f as i64)
+                            } else {
+                                serde_json::Value::from(f)
+                            }
+                        })
+                        .unwrap_or(serde_json::Value::String(s)),
+                };
+                o.insert(c.clone(), v);
+            }
+            // Whatever the columns, a row says whether it counts (trial 15: the
+            // frontier flag alone cannot tell an invalid or failed point from a valid
+            // one off the frontier).
+            o.entry("valid").or_insert(r.valid.into());
+            o.entry("error")
+                .or_insert(r.error.clone().map_or(serde_json::Value::Null, Into::into));
+            o.entry("invalid_reason")
+                .or_insert(r.invalid_reason.clone().into());
+            serde_json::Value::Object(o)
+        })
+        .collect()
+}
+
+/// `report --format json`'s GPU time (issue 43): each row of a group with a recorded figure
+/// (`gpu`, [`crate::analysis::gpu_seconds_by_group`] over the whole selection) gains `group`
+/// ([`PointRow::group`]), `gpu_seconds` (the point's own, GPU·s, `null` when unrecorded) and
+/// `group_gpu_seconds` (its group's total, the `gpu_seconds` `/api/v1/history` and
+/// `/api/v1/tco` answer for the group). Rows of groups without any (imports, older points)
+/// are left as they are. `arr` holds [`json_rows`] of `rows`, in order.
+pub fn add_gpu_seconds(
+    arr: &mut [serde_json::Value],
+    rows: &[PointRow],
+    gpu: &[(String, crate::analysis::GpuSeconds)],
+) {
+    for (o, r) in arr.iter_mut().zip(rows) {
+        let group = r.group();
+        let Some(total) = (gpu.iter())
+            .find(|(name, _)| *name == group)
+            .and_then(|(_, g)| g.total)
+        else {
+            continue;
+        };
+        if let Some(o) = o.as_object_mut() {
+            o.insert("group".into(), group.into());
+            o.insert("gpu_seconds".into(), r.gpu_seconds.into());
+            o.insert("group_gpu_seconds".into(), total.into());
+        }
+    }
+}
+
+/// The table's GPU-time footer (issue 43): one line per group of `gpu`
+/// ([`crate::analysis::gpu_seconds_by_group`] over the selection) with its recorded
+/// GPU-seconds and GPU-hours, how many points recorded them and how many did not; "" when no
+/// group has any (imports and points stored before schema version 6 only).
+pub fn gpu_seconds_footer(gpu: &[(String, crate::analysis::GpuSeconds)]) -> String {
+    if gpu.iter().all(|(_, g)| g.total.is_none()) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nGPU time per group (the runner's record per point: the row's GPUs × its wall time and \
+         its share of the engine's launch and stop; sim rows in modelled time):\n",
+    );
+    for (name, g) in gpu {
+        let points = |n: usize| inferbench_core::count(n, "point");
+        let line = match g.total {
+            None => format!("unknown ({} without a record)", points(g.unknown)),
+            Some(t) => {
+                let mut l = format!(
+                    "{} GPU-s ({} GPU-h) over {}",
+                    round_for_table(t),
+                    round_for_table(t / 3600.0),
+                    points(g.recorded)
+                );
+                if g.unknown > 0 {
+                    l.push_str(&format!(
+                        "; {} without a record, not counted",
+                        points(g.unknown)
+                    ));
+                }
+                l
+            }
+        };
+        out.push_str(&format!("  {name}: {line}\n"));
+    }
+    out
 }
 
 /// What a table's rows carry that its [`footer`] explains: each legend line is printed only
@@ -1394,6 +1462,45 @@ mod tests {
               "p99_ttft": 0.18, "median_e2el": null, "image": "a,b", "frontier": true,
               "valid": true, "error": null, "invalid_reason": null}])
         );
+    }
+
+    /// GPU time per group (issue 43): a footer line per group and, in JSON, the group's total
+    /// beside each of its rows; nothing at all when no group recorded any.
+    #[test]
+    fn gpu_seconds_footer_and_json_keys() {
+        let mut a = row();
+        a.gpu_seconds = Some(5400.0);
+        let mut b = row();
+        b.conc = 16;
+        let mut c = row();
+        c.hardware = "b200".into();
+        let rows = [a, b, c];
+        let gpu = crate::analysis::gpu_seconds_by_group(&rows);
+        let (ga, gc) = (rows[0].group(), rows[2].group());
+        assert_eq!(
+            gpu_seconds_footer(&gpu),
+            format!(
+                "\nGPU time per group (the runner's record per point: the row's GPUs × its wall \
+                 time and its share of the engine's launch and stop; sim rows in modelled \
+                 time):\n  {ga}: 5400 GPU-s (1.500 GPU-h) over 1 point; 1 point without a \
+                 record, not counted\n  {gc}: unknown (1 point without a record)\n"
+            )
+        );
+        let cols = vec!["conc".to_string()];
+        let mut arr = json_rows(&rows, &cols);
+        add_gpu_seconds(&mut arr, &rows, &gpu);
+        assert_eq!(
+            serde_json::Value::from(arr),
+            serde_json::json!([
+                {"conc": 4, "valid": true, "error": null, "invalid_reason": null,
+                 "group": ga, "gpu_seconds": 5400.0, "group_gpu_seconds": 5400.0},
+                {"conc": 16, "valid": true, "error": null, "invalid_reason": null,
+                 "group": ga, "gpu_seconds": null, "group_gpu_seconds": 5400.0},
+                {"conc": 4, "valid": true, "error": null, "invalid_reason": null},
+            ])
+        );
+        let none = crate::analysis::gpu_seconds_by_group(&rows[1..]);
+        assert_eq!(gpu_seconds_footer(&none), "");
     }
 
     #[test]

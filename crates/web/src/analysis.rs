@@ -336,7 +336,10 @@ pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
 /// `total`/`invalid` a group's points and its invalid ones (left out unless
 /// `include_invalid=true`), `invalid_reason` why (the first stored reason, `; and N more
 /// reasons` when they differ; null when none is invalid), `time_unix` the batch's latest run start (s) or null; "note": null, or
-/// which filter matches nothing when no point matched.
+/// which filter matches nothing when no point matched. Each group also has `gpu_seconds`
+/// (GPU·s its points' runner recorded, [`inferbench_views::analysis::gpu_seconds_of`], every
+/// point whatever its validity; null when none recorded any) and `gpu_seconds_unknown` (its
+/// points without a record), the figures `report` prints per group.
 pub async fn history(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
@@ -394,6 +397,8 @@ pub async fn history(
                 "invalid": g.invalid,
                 "invalid_reason": g.invalid_reason,
                 "x_range": g.x_range.map(|(lo, hi)| [lo, hi]),
+                "gpu_seconds": g.gpu_seconds.total,
+                "gpu_seconds_unknown": g.gpu_seconds.unknown,
             })
         })
         .collect();
@@ -487,7 +492,10 @@ pub async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiErr
 /// counted frontiers do not reach `at`; `invalid_only`: those among them with no valid point;
 /// `invalid`: the invalid points left out, 0 with `include_invalid=true`; `invalid_reason`:
 /// why, the first stored reason and `; and N more reasons` when they differ, null when none was
-/// left out; `note`: null, or which filter matches nothing). With `slo=EXPR`
+/// left out; `note`: null, or which filter matches nothing). Each bar and every group in
+/// `"groups": [{"name", "gpu_seconds", "gpu_seconds_unknown"}…]` (store order, unreached ones
+/// too) carries the GPU-seconds its points recorded (null when none did), as `/history` and
+/// `report` give them. With `slo=EXPR`
 /// (`median_intvty>=35`, `p99_ttft<=2s`; x is then the SLO's metric) the answer also holds
 /// `"capacity": [{"group", "slo", "status", "value", "users_per_gpu", "batches", "x_range"}…]`:
 /// per group the most y and users per GPU at the SLO,
@@ -541,7 +549,16 @@ pub async fn tco(
         None => None,
     };
     let bars: Vec<Value> = (t.bars.iter())
-        .map(|b| json!({"group": b.group, "public": b.public, "value": b.value, "batches": b.batches}))
+        .map(|b| {
+            json!({"group": b.group, "public": b.public, "value": b.value, "batches": b.batches,
+                   "gpu_seconds": b.gpu_seconds.total})
+        })
+        .collect();
+    // Every group's GPU time (issue 43), bars and unreached alike.
+    let groups: Vec<Value> = (t.gpu_seconds.iter())
+        .map(|(name, g)| {
+            json!({"name": name, "gpu_seconds": g.total, "gpu_seconds_unknown": g.unknown})
+        })
         .collect();
     let higher = t.better == inferbench_core::analytics::Better::Higher;
     let mut answer = json!({
@@ -557,6 +574,7 @@ pub async fn tco(
         "invalid_only": t.invalid_only,
         "invalid": t.invalid,
         "invalid_reason": t.invalid_reason,
+        "groups": groups,
         "note": note,
     });
     if let (Some(c), Value::Object(m)) = (capacity, &mut answer) {

@@ -7,19 +7,42 @@ use inferbench_runner::flags::{Executor, SweepFlags};
 use super::ExitStatus;
 
 /// Runs the subcommand: 0 all ok, 1 some point failed, 130 interrupted.
-pub fn run(flags: SweepFlags) -> anyhow::Result<ExitStatus> {
-    let jobs = flags.jobs()?;
+pub fn run(mut flags: SweepFlags) -> anyhow::Result<ExitStatus> {
+    let mut jobs = flags.jobs()?;
     let opts = flags.run.sweep_options()?;
     if let Some(tol) = flags.adaptive {
         anyhow::ensure!(
             tol.is_finite() && tol > 0.0,
             "--adaptive={tol}: the tolerance is a fraction > 0 (0.02 = 2 %)"
         );
-        anyhow::ensure!(
-            matches!(flags.executor, Executor::Local),
-            "--adaptive runs on the local executor only (Slurm/GitHub follow-up rounds are not \
-             built yet)"
-        );
+        // AgentX rows below 900 s give only invalid points: nothing to plan on (issue 43).
+        if let Some(why) = inferbench_runner::adaptive::cannot_plan(&jobs, &opts.bench) {
+            anyhow::bail!(why);
+        }
+        // Slurm/GitHub: one round per call, planned from the points earlier rounds left under
+        // --out, written as a new matrix that the executor then runs (issue 43).
+        if !matches!(flags.executor, Executor::Local) && !flags.gather {
+            match inferbench_runner::adaptive::next_round_matrix(&jobs, &opts.out_dir, tol)? {
+                None => {
+                    eprintln!(
+                        "--adaptive: the frontier is known to within {tol} from the points under \
+                         {}: no next round",
+                        opts.out_dir.display()
+                    );
+                    return Ok(ExitStatus::Ok);
+                }
+                Some((path, round)) => {
+                    eprintln!(
+                        "--adaptive: next round, {} in {} (run `sweep --adaptive` again with the \
+                         same --matrix and --out once its points are under --out)",
+                        inferbench_core::count(round.len(), "row"),
+                        path.display()
+                    );
+                    flags.matrix = path;
+                    jobs = round;
+                }
+            }
+        }
     }
     let code = match flags.executor {
         Executor::Local => {

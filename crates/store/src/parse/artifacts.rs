@@ -167,7 +167,8 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
 /// What `job.json` says of the run, applied to `run` (and the point `pt`'s date): the
 /// provenance (inferbench and engine versions, git commit, host), the `RESULT_FILENAME` when no
 /// aggregate named it, the job itself as compact JSON, the sweep id as the batch, and the
-/// window (unix s) and date when the summary had none. The typed fields of `jf` first; a
+/// window (unix s) and date when the summary had none, and the point's GPU-seconds
+/// (`status.gpu_seconds`). The typed fields of `jf` first; a
 /// job.json of an older layout through the lookup over `j`.
 fn apply_job(j: &Map<String, Value>, jf: &JobFile, run: &mut RunData, pt: &mut PointData) {
     let undated = run.date.is_empty();
@@ -175,6 +176,13 @@ fn apply_job(j: &Map<String, Value>, jf: &JobFile, run: &mut RunData, pt: &mut P
     if undated {
         pt.date = run.date.clone();
     }
+    // The point's GPU-seconds (issue 43), once the runner settled them; a negative or
+    // non-finite figure is no measurement and is left out.
+    pt.gpu_seconds = jf
+        .status
+        .as_ref()
+        .and_then(|s| s.gpu_seconds)
+        .filter(|g| g.is_finite() && *g >= 0.0);
 }
 
 /// The eval directory `dir`'s `job.json`, when it has one, applied to its run as a point

@@ -201,6 +201,11 @@ pub struct PointData {
     /// The server's settings and their fingerprint (`inferbench_core::fingerprint`): part of
     /// the point's group; `None` when the source does not say (old files, foreign imports).
     pub server: Option<inferbench_core::fingerprint::ServerFingerprint>,
+    /// GPU-seconds the point cost, as our runner recorded it (`job.json`'s
+    /// `status.gpu_seconds`, issue 43): the row's GPUs × its wall time plus its share of the
+    /// engine's launch and stop, modelled time for sim rows. `None` for imports, points stored
+    /// before it was recorded, and standalone `bench`/`replay` results (no engine of ours).
+    pub gpu_seconds: Option<f64>,
 }
 
 /// One eval result: a task's accuracy for a configuration (reference/inferencex-app.md §3.5).
@@ -814,6 +819,7 @@ pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointDa
         power: Vec::new(),
         server_metrics: Vec::new(),
         server: None,
+        gpu_seconds: None,
     }
 }
 
