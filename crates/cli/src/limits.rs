@@ -10,6 +10,7 @@
 //!   requests with `EMFILE` or aborting without a summary.
 
 use inferbench_client::pool::CONNECTION_MARGIN;
+use inferbench_loadgen::options::MemoryBudget;
 
 /// File descriptors a run holds besides its streams' connections: stdio, the runtime's epoll
 /// and wake-up descriptors, the result, records, spill and power files, the tokenizer, the
@@ -39,10 +40,10 @@ pub struct Limits {
     pub open_files: u64,
     /// Hard `RLIMIT_NOFILE`: the most the soft limit can be raised to without privileges.
     pub open_files_hard: u64,
-    /// Soft `RLIMIT_AS` in bytes (`ulimit -v` × 1024); `None`: unlimited.
-    pub address_space: Option<u64>,
-    /// Physical memory of the machine in bytes; `None` when unknown.
-    pub physical: Option<u64>,
+    /// The one memory budget of every up-front memory check: the smaller of the soft
+    /// `RLIMIT_AS` (`ulimit -v`) and the machine's available memory
+    /// ([`inferbench_loadgen::options::memory_budget`]); `None` when neither is known.
+    pub memory: Option<MemoryBudget>,
 }
 
 /// What a run asks of the process.
@@ -54,6 +55,9 @@ pub struct Need {
     pub streams: u64,
     /// Requests the run sends and keeps (warmups and profile; 0 when not known up front).
     pub requests: u64,
+    /// Bytes of prompts built before the run (random prompts' text and token ids:
+    /// `BenchOptions::estimated_prompt_bytes`; 0 when the prompts come from a file).
+    pub prompt_bytes: u64,
 }
 
 impl Need {
@@ -66,11 +70,12 @@ impl Need {
     }
 
     /// Memory the run needs, bytes: [`BASE_BYTES`] + streams × [`STREAM_BYTES`] + requests ×
-    /// [`REQUEST_BYTES`].
+    /// [`REQUEST_BYTES`] + the prompts' bytes.
     pub fn memory(&self) -> u64 {
         BASE_BYTES
             .saturating_add(self.streams.saturating_mul(STREAM_BYTES))
             .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
+            .saturating_add(self.prompt_bytes)
     }
 }
 
@@ -118,28 +123,17 @@ pub fn current() -> Limits {
             (finite(r.rlim_cur), finite(r.rlim_max))
         };
         let (nofile, nofile_hard) = get(libc::RLIMIT_NOFILE);
-        let (address_space, _) = get(libc::RLIMIT_AS);
-        // SAFETY: sysconf reads system values and has no memory effects.
-        let (pages, page) = unsafe {
-            (
-                libc::sysconf(libc::_SC_PHYS_PAGES),
-                libc::sysconf(libc::_SC_PAGESIZE),
-            )
-        };
-        let physical = (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64));
         Limits {
             open_files: nofile.unwrap_or(u64::MAX),
             open_files_hard: nofile_hard.unwrap_or(u64::MAX),
-            address_space,
-            physical,
+            memory: inferbench_loadgen::options::memory_budget(),
         }
     }
     #[cfg(not(unix))]
     Limits {
         open_files: u64::MAX,
         open_files_hard: u64::MAX,
-        address_space: None,
-        physical: None,
+        memory: inferbench_loadgen::options::memory_budget(),
     }
 }
 
@@ -166,29 +160,36 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             show(limits.open_files_hard),
         ));
     }
-    let (room, what) = match (limits.address_space, limits.physical) {
-        (Some(a), Some(p)) if p < a => (Some(p), "the machine's memory"),
-        (Some(a), _) => (Some(a), "the address-space limit `ulimit -v`"),
-        (None, p) => (p, "the machine's memory"),
-    };
-    if let Some(room) = room.filter(|&r| need.memory() > r) {
+    if let Some(budget) = limits.memory.filter(|b| need.memory() > b.bytes) {
+        let room = budget.bytes;
         let spare = room
             .saturating_sub(BASE_BYTES)
-            .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES));
+            .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES))
+            .saturating_sub(need.prompt_bytes);
         fit = fit.min(spare / STREAM_BYTES);
         let requests = if need.requests > 0 {
             format!(" and {} requests", need.requests)
         } else {
             String::new()
         };
+        let prompts = if need.prompt_bytes > 0 {
+            format!(
+                " and {} MiB of prompts (lower --random-input-len or --num-prompts)",
+                need.prompt_bytes.div_ceil(1 << 20)
+            )
+        } else {
+            String::new()
+        };
         why.push(format!(
             "{} streams{requests} need about {} MiB ({} KiB per stream, {} KiB per \
-             request, {} MiB besides, as docs/performance.md measured) and {what} is {} MiB",
+             request, {} MiB besides{prompts}, as docs/performance.md measured) and {} is {} \
+             MiB",
             need.streams,
             need.memory().div_ceil(1 << 20),
             STREAM_BYTES >> 10,
             REQUEST_BYTES >> 10,
             BASE_BYTES >> 20,
+            budget.what(),
             room >> 20,
         ));
     }
@@ -233,6 +234,7 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         flag: "--max-concurrency",
         streams,
         requests,
+        prompt_bytes: opts.estimated_prompt_bytes(),
     })
 }
 
@@ -249,6 +251,7 @@ pub fn selftest_need(levels: &str) -> Option<Need> {
         flag: "--concurrency",
         streams: most,
         requests: 0,
+        prompt_bytes: 0,
     })
 }
 
@@ -278,8 +281,7 @@ mod tests {
         Limits {
             open_files,
             open_files_hard: open_files,
-            address_space,
-            physical: Some(16 << 30),
+            memory: MemoryBudget::of(address_space, Some(16 << 30)),
         }
     }
 
@@ -288,6 +290,7 @@ mod tests {
             flag: "--max-concurrency",
             streams,
             requests,
+            prompt_bytes: 0,
         }
     }
 
@@ -336,7 +339,35 @@ mod tests {
         assert!(!e.contains("open files"), "{e}");
         // Without `ulimit -v`, the machine's memory bounds it.
         let e = check(&need(1_000_000, 1_000_000), &limits(u64::MAX, None)).unwrap_err();
-        assert!(e.contains("the machine's memory is 16384 MiB"), "{e}");
+        assert!(e.contains("the memory available is 16384 MiB"), "{e}");
+    }
+
+    /// Trial of issue 39 §1–§3, finding 1: `ulimit -v 700000` with 6 prompts of 10,000,000
+    /// tokens (960 MB of prompts) aborted in prompt preparation; the prompts count against the
+    /// same budget as the streams and records, and no concurrency fits.
+    #[test]
+    fn prompts_count_against_the_address_space_limit() {
+        let as_limit = 700_000u64 * 1024;
+        let n = Need {
+            prompt_bytes: 6 * 10_000_000 * 16,
+            ..need(1, 6)
+        };
+        let e = check(&n, &limits(u64::MAX, Some(as_limit))).unwrap_err();
+        assert_eq!(
+            e,
+            "--max-concurrency 1 is more than this client can hold: 1 streams and 6 requests \
+             need about 1172 MiB (64 KiB per stream, 1 KiB per request, 256 MiB besides and 916 \
+             MiB of prompts (lower --random-input-len or --num-prompts), as docs/performance.md \
+             measured) and the address-space limit `ulimit -v` is 683 MiB; no concurrency fits \
+             (nothing was sent)"
+        );
+        // The machine's available memory bounds it the same way when it is the smaller.
+        let small = Limits {
+            memory: MemoryBudget::of(Some(64 << 30), Some(512 << 20)),
+            ..limits(u64::MAX, None)
+        };
+        let e = check(&n, &small).unwrap_err();
+        assert!(e.contains("the memory available is 512 MiB"), "{e}");
     }
 
     /// selftest's largest level is its streams; a list it refuses itself is not judged here.
@@ -348,6 +379,7 @@ mod tests {
                 flag: "--concurrency",
                 streams: 4096,
                 requests: 0,
+                prompt_bytes: 0,
             })
         );
         assert_eq!(selftest_need("64,x"), None);

@@ -194,8 +194,9 @@ fn a_million_streams_under_ulimit_v_are_refused_not_aborted() {
     assert!(
         text.contains("error: --max-concurrency 1000000 is more than this client can hold: ")
             && text.contains(
-                "1000000 streams and 3000000 requests need about 65686 MiB (64 KiB per stream, \
-                 1 KiB per request, 256 MiB besides, as docs/performance.md measured) and the \
+                "1000000 streams and 3000000 requests need about 81311 MiB (64 KiB per stream, \
+                 1 KiB per request, 256 MiB besides and 15625 MiB of prompts (lower \
+                 --random-input-len or --num-prompts), as docs/performance.md measured) and the \
                  address-space limit `ulimit -v` is 5859 MiB"
             )
             && text.contains("(nothing was sent)"),
@@ -223,6 +224,49 @@ fn a_million_streams_under_ulimit_v_are_refused_not_aborted() {
                  256 MiB besides, as docs/performance.md measured) and the address-space limit \
                  `ulimit -v` is 5859 MiB"
             ),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+}
+
+/// Trial of issue 39 §1–§3, finding 1: `ulimit -v 700000` with 6 prompts of 10,000,000 tokens
+/// aborted in prompt preparation ("memory allocation of 135000384 bytes failed", exit 134): the
+/// prompts count against the one memory budget (the smaller of `ulimit -v` and the memory
+/// available), refused with exit 2 before any request.
+#[test]
+fn prompts_beyond_ulimit_v_are_refused_not_aborted() {
+    let (l, url) = listener();
+    let (o, text) = under_ulimit(
+        &["-v 700000"],
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--max-concurrency",
+            "1",
+            "--num-prompts",
+            "6",
+            "--random-input-len",
+            "10000000",
+            "--random-output-len",
+            "8",
+            "--num-warmups",
+            "0",
+            "--power",
+            "off",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --max-concurrency 1 is more than this client can hold: 1 streams and 6 \
+             requests need about 1172 MiB (64 KiB per stream, 1 KiB per request, 256 MiB \
+             besides and 916 MiB of prompts (lower --random-input-len or --num-prompts), as \
+             docs/performance.md measured) and the address-space limit `ulimit -v` is 683 MiB; \
+             no concurrency fits (nothing was sent)"
+        ),
         "{text}"
     );
     assert_nothing_connected(&l);

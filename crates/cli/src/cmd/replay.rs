@@ -85,6 +85,7 @@ pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
+        prompt_bytes: 0,
     }))?;
     let rt = super::runtime()?;
     let prepared = rt.block_on(flags.prepare_bounded())?;
