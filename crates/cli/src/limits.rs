@@ -28,10 +28,68 @@ pub const STREAM_BYTES: u64 = 64 << 10;
 /// 256 tokens (issue 14's target ≤ 1 KiB); short prompts are held in about as much.
 pub const REQUEST_BYTES: u64 = 1 << 10;
 
-/// Memory a run needs whatever its size, bytes: 256 MiB (docs/performance.md: peak RSS 116–118
-/// MiB at 64 streams; the rest for the runtime's thread stacks and allocator arenas, which
-/// count against `ulimit -v`).
-pub const BASE_BYTES: u64 = 256 << 20;
+/// Address space a run takes whatever its size, besides its threads' stacks, bytes: 160 MiB.
+/// Measured (2026-12-07, debug build, arenas capped at [`ARENAS_UNDER_AS_LIMIT`]): the lowest
+/// `ulimit -v` a 1-stream bench ran under was 155 MiB with 2 workers, 186 MiB with 16 and
+/// 299 MiB with 64 (≈ 2.3 MiB per thread above 150 MiB: the binary's mappings, the main heap
+/// and one thread arena).
+pub const BASE_BYTES: u64 = 160 << 20;
+
+/// Address space per runtime thread, bytes: its [`THREAD_STACK_BYTES`] stack, guard page and
+/// thread-local data, measured ≈ 2.3 MiB; 2.5 MiB.
+pub const THREAD_BYTES: u64 = 5 << 19;
+
+/// Blocking threads of a subcommand's runtime at most (tokio's default is 512): prompt
+/// preparation, file writes and name lookups queue behind 32.
+pub const BLOCKING_THREADS: usize = 32;
+
+/// Stack of each runtime thread, bytes: 2 MiB (tokio's default, stated so the model below
+/// holds). A thread's stack is address space `ulimit -v` counts, touched or not.
+pub const THREAD_STACK_BYTES: u64 = 2 << 20;
+
+/// glibc malloc arenas allowed when `ulimit -v` is set ([`cap_arenas_under_address_limit`]):
+/// each arena past the main one reserves 64 MiB of address space, and glibc makes up to 8 per
+/// core, so 16 workers reserved 1 GiB and aborted at the concurrency the refusal said fits
+/// (trial of issue 39 §1–§3, finding 2).
+pub const ARENAS_UNDER_AS_LIMIT: u64 = 2;
+
+/// The runtime's worker threads: `TOKIO_WORKER_THREADS` when set to a positive number, else
+/// one per core (as tokio chooses).
+pub fn worker_threads() -> usize {
+    std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Address space the process takes besides its streams, requests and prompts, bytes:
+/// [`BASE_BYTES`] (one thread arena included) and [`THREAD_BYTES`] for each of `workers`
+/// runtime workers and [`BLOCKING_THREADS`] blocking threads.
+pub fn base_bytes(workers: u64) -> u64 {
+    let threads = workers.saturating_add(BLOCKING_THREADS as u64);
+    BASE_BYTES.saturating_add(threads.saturating_mul(THREAD_BYTES))
+}
+
+/// Under an address-space limit (`ulimit -v`), caps glibc's malloc arenas at
+/// [`ARENAS_UNDER_AS_LIMIT`] (`mallopt(M_ARENA_MAX)`), so the memory model of [`check`] holds;
+/// without such a limit (or off glibc) it does nothing. Call once at start, before any thread.
+pub fn cap_arenas_under_address_limit() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: getrlimit writes only the struct passed; mallopt changes malloc's tuning
+        // and is called before any other thread exists.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_AS, &mut r) == 0 && r.rlim_cur != libc::RLIM_INFINITY {
+                libc::mallopt(libc::M_ARENA_MAX, ARENAS_UNDER_AS_LIMIT as libc::c_int);
+            }
+        }
+    }
+}
 
 /// What this process may open and hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +102,11 @@ pub struct Limits {
     /// `RLIMIT_AS` (`ulimit -v`) and the machine's available memory
     /// ([`inferbench_loadgen::options::memory_budget`]); `None` when neither is known.
     pub memory: Option<MemoryBudget>,
+    /// The runtime's threads: workers ([`worker_threads`]) and [`BLOCKING_THREADS`].
+    pub threads: u64,
+    /// The process's own address space besides its streams, requests and prompts, bytes:
+    /// [`base_bytes`] of the workers.
+    pub base: u64,
 }
 
 /// What a run asks of the process.
@@ -69,11 +132,10 @@ impl Need {
             .saturating_add(FILES_RESERVE)
     }
 
-    /// Memory the run needs, bytes: [`BASE_BYTES`] + streams × [`STREAM_BYTES`] + requests ×
-    /// [`REQUEST_BYTES`] + the prompts' bytes.
-    pub fn memory(&self) -> u64 {
-        BASE_BYTES
-            .saturating_add(self.streams.saturating_mul(STREAM_BYTES))
+    /// Memory the run needs, bytes: `base` (the process's own: [`base_bytes`]) + streams ×
+    /// [`STREAM_BYTES`] + requests × [`REQUEST_BYTES`] + the prompts' bytes.
+    pub fn memory(&self, base: u64) -> u64 {
+        base.saturating_add(self.streams.saturating_mul(STREAM_BYTES))
             .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
             .saturating_add(self.prompt_bytes)
     }
@@ -127,6 +189,8 @@ pub fn current() -> Limits {
             open_files: nofile.unwrap_or(u64::MAX),
             open_files_hard: nofile_hard.unwrap_or(u64::MAX),
             memory: inferbench_loadgen::options::memory_budget(),
+            threads: worker_threads() as u64 + BLOCKING_THREADS as u64,
+            base: base_bytes(worker_threads() as u64),
         }
     }
     #[cfg(not(unix))]
@@ -134,6 +198,8 @@ pub fn current() -> Limits {
         open_files: u64::MAX,
         open_files_hard: u64::MAX,
         memory: inferbench_loadgen::options::memory_budget(),
+        threads: worker_threads() as u64 + BLOCKING_THREADS as u64,
+        base: base_bytes(worker_threads() as u64),
     }
 }
 
@@ -160,10 +226,11 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             show(limits.open_files_hard),
         ));
     }
-    if let Some(budget) = limits.memory.filter(|b| need.memory() > b.bytes) {
+    let need_memory = need.memory(limits.base);
+    if let Some(budget) = limits.memory.filter(|b| need_memory > b.bytes) {
         let room = budget.bytes;
         let spare = room
-            .saturating_sub(BASE_BYTES)
+            .saturating_sub(limits.base)
             .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES))
             .saturating_sub(need.prompt_bytes);
         fit = fit.min(spare / STREAM_BYTES);
@@ -173,8 +240,14 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             String::new()
         };
         let prompts = if need.prompt_bytes > 0 {
+            // The way out when no concurrency fits for the prompts alone.
+            let hint = if spare < STREAM_BYTES {
+                " (lower --random-input-len or --num-prompts)"
+            } else {
+                ""
+            };
             format!(
-                " and {} MiB of prompts (lower --random-input-len or --num-prompts)",
+                " and {} MiB of prompts{hint}",
                 need.prompt_bytes.div_ceil(1 << 20)
             )
         } else {
@@ -182,13 +255,14 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         };
         why.push(format!(
             "{} streams{requests} need about {} MiB ({} KiB per stream, {} KiB per \
-             request, {} MiB besides{prompts}, as docs/performance.md measured) and {} is {} \
+             request, {} MiB besides for the binary and {} threads{prompts}, as measured) and {} is {} \
              MiB",
             need.streams,
-            need.memory().div_ceil(1 << 20),
+            need_memory.div_ceil(1 << 20),
             STREAM_BYTES >> 10,
             REQUEST_BYTES >> 10,
-            BASE_BYTES >> 20,
+            limits.base.div_ceil(1 << 20),
+            limits.threads,
             budget.what(),
             room >> 20,
         ));
@@ -282,6 +356,8 @@ mod tests {
             open_files,
             open_files_hard: open_files,
             memory: MemoryBudget::of(address_space, Some(16 << 30)),
+            threads: 34,
+            base: base_bytes(2),
         }
     }
 
@@ -321,19 +397,19 @@ mod tests {
             "--max-concurrency 1000000 is more than this client can hold: 1000000 streams need \
              1000080 open files (1000000 connections, 16 spare, 64 for files) and this process \
              may open 20000 (`ulimit -n`, hard limit 20000): raise it with `ulimit -n 1000080`; \
-             and 1000000 streams and 1000000 requests need about 63733 MiB (64 KiB per stream, \
-             1 KiB per request, 256 MiB besides, as docs/performance.md measured) and the \
-             address-space limit `ulimit -v` is 5859 MiB; --max-concurrency 19920 or less fits \
+             and 1000000 streams and 1000000 requests need about 63722 MiB (64 KiB per stream, \
+             1 KiB per request, 245 MiB besides for the binary and 34 threads, as measured) and \
+             the address-space limit `ulimit -v` is 5859 MiB; --max-concurrency 19920 or less fits \
              (nothing was sent)"
         );
-        // Memory alone: (6,144,000,000 − 256 MiB − 1,000,000 KiB) / 64 KiB = 74,029 streams.
+        // Memory alone: (6,144,000,000 − 245 MiB − 1,000,000 KiB) / 64 KiB = 74,205 streams.
         let e = check(
             &need(1_000_000, 1_000_000),
             &limits(u64::MAX, Some(as_limit)),
         )
         .unwrap_err();
         assert!(
-            e.ends_with("--max-concurrency 74029 or less fits (nothing was sent)"),
+            e.ends_with("--max-concurrency 74205 or less fits (nothing was sent)"),
             "{e}"
         );
         assert!(!e.contains("open files"), "{e}");
@@ -356,10 +432,10 @@ mod tests {
         assert_eq!(
             e,
             "--max-concurrency 1 is more than this client can hold: 1 streams and 6 requests \
-             need about 1172 MiB (64 KiB per stream, 1 KiB per request, 256 MiB besides and 916 \
-             MiB of prompts (lower --random-input-len or --num-prompts), as docs/performance.md \
-             measured) and the address-space limit `ulimit -v` is 683 MiB; no concurrency fits \
-             (nothing was sent)"
+             need about 1161 MiB (64 KiB per stream, 1 KiB per request, 245 MiB besides for the \
+             binary and 34 threads and 916 MiB of prompts (lower --random-input-len or \
+             --num-prompts), as measured) and the address-space limit `ulimit -v` is 683 MiB; no \
+             concurrency fits (nothing was sent)"
         );
         // The machine's available memory bounds it the same way when it is the smaller.
         let small = Limits {

@@ -46,6 +46,12 @@ fn start_sim(extra: &[&str]) -> Sim {
 
 /// `inferbench ARGS` after the shell's `ulimit` settings `ulimits` (e.g. `-Sn 1024`).
 fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
+    under_ulimit_with(ulimits, "2", args)
+}
+
+/// [`under_ulimit`] with `workers` runtime workers (`TOKIO_WORKER_THREADS`; the memory a run
+/// needs counts its threads, so the messages are the same on any machine).
+fn under_ulimit_with(ulimits: &[&str], workers: &str, args: &[&str]) -> (Output, String) {
     let mut script = String::new();
     for u in ulimits {
         script.push_str(&format!("ulimit {u} || exit 99; "));
@@ -56,10 +62,56 @@ fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
         .arg(script)
         .arg(BIN)
         .args(args)
+        .env("TOKIO_WORKER_THREADS", workers)
         .output()
         .unwrap();
     let text = common::output_text(&o);
     (o, text)
+}
+
+/// Trial of issue 39 §1–§3, finding 2: the concurrency a refusal says fits runs. With 16
+/// workers, `ulimit -v 300000` and 5,000 streams asked, the refusal said 513 fit and 513
+/// aborted ("memory allocation of 9512 bytes failed": glibc's thread arenas, 64 MiB each, and
+/// the threads' stacks count against `ulimit -v`); now the arenas are capped, the threads
+/// counted, and the number it names runs against the sim to the end.
+#[test]
+fn the_concurrency_a_refusal_says_fits_runs() {
+    let sim = start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let bench = |conc: &str| {
+        under_ulimit_with(
+            &["-v 300000"],
+            "16",
+            &[
+                "bench",
+                "--base-url",
+                &url,
+                "--max-concurrency",
+                conc,
+                "--num-prompts",
+                conc,
+                "--random-input-len",
+                "16",
+                "--random-output-len",
+                "8",
+                "--num-warmups",
+                "0",
+                "--power",
+                "off",
+                "--no-server-metrics",
+            ],
+        )
+    };
+    let (o, text) = bench("5000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let fits = text
+        .split("--max-concurrency ")
+        .find_map(|t| t.strip_suffix(" or less fits (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"));
+    assert_eq!(fits, "109", "{text}");
+    let (o, text) = bench(fits);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(!text.contains("memory allocation"), "{text}");
 }
 
 /// A listener that counts as "the server": the refused runs must not connect to it.
@@ -194,9 +246,9 @@ fn a_million_streams_under_ulimit_v_are_refused_not_aborted() {
     assert!(
         text.contains("error: --max-concurrency 1000000 is more than this client can hold: ")
             && text.contains(
-                "1000000 streams and 3000000 requests need about 81311 MiB (64 KiB per stream, \
-                 1 KiB per request, 256 MiB besides and 15625 MiB of prompts (lower \
-                 --random-input-len or --num-prompts), as docs/performance.md measured) and the \
+                "1000000 streams and 3000000 requests need about 81300 MiB (64 KiB per stream, \
+                 1 KiB per request, 245 MiB besides for the binary and 34 threads and 15625 MiB \
+                 of prompts (lower --random-input-len or --num-prompts), as measured) and the \
                  address-space limit `ulimit -v` is 5859 MiB"
             )
             && text.contains("(nothing was sent)"),
@@ -220,9 +272,9 @@ fn a_million_streams_under_ulimit_v_are_refused_not_aborted() {
     assert!(
         text.contains("error: --concurrency 1000000 is more than this client can hold: ")
             && text.contains(
-                "1000000 streams need about 62756 MiB (64 KiB per stream, 1 KiB per request, \
-                 256 MiB besides, as docs/performance.md measured) and the address-space limit \
-                 `ulimit -v` is 5859 MiB"
+                "1000000 streams need about 62745 MiB (64 KiB per stream, 1 KiB per request, \
+                 245 MiB besides for the binary and 34 threads, as measured) and the \
+                 address-space limit `ulimit -v` is 5859 MiB"
             ),
         "{text}"
     );
@@ -262,10 +314,10 @@ fn prompts_beyond_ulimit_v_are_refused_not_aborted() {
     assert!(
         text.contains(
             "error: --max-concurrency 1 is more than this client can hold: 1 streams and 6 \
-             requests need about 1172 MiB (64 KiB per stream, 1 KiB per request, 256 MiB \
-             besides and 916 MiB of prompts (lower --random-input-len or --num-prompts), as \
-             docs/performance.md measured) and the address-space limit `ulimit -v` is 683 MiB; \
-             no concurrency fits (nothing was sent)"
+             requests need about 1161 MiB (64 KiB per stream, 1 KiB per request, 245 MiB \
+             besides for the binary and 34 threads and 916 MiB of prompts (lower \
+             --random-input-len or --num-prompts), as measured) and the address-space limit \
+             `ulimit -v` is 683 MiB; no concurrency fits (nothing was sent)"
         ),
         "{text}"
     );
