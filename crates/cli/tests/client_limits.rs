@@ -432,3 +432,81 @@ fn sim_raises_its_soft_open_file_limit_too() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "1024");
 }
+
+/// Trial of issue 39 §1–§3, finding 4: a bench whose open-file limit drops to 5 under it
+/// (`prlimit --nofile=5:5`) failed its requests as `client_resource` (right), then could not
+/// create its result ("Too many open files"), exit 2, no summary. It now holds its result's
+/// file open from the start: the summary is printed, the result written, and the exit is the
+/// failed requests' 1 (or 0 if every request had its connection already).
+#[test]
+fn running_out_of_files_keeps_the_summary_and_the_result() {
+    let sim = start_sim(&[]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &url,
+            "--max-concurrency",
+            "2",
+            "--num-prompts",
+            "20",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "64",
+            "--num-warmups",
+            "0",
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--save-result",
+            "--result-dir",
+        ])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Once the result's name is claimed (its `.json.tmp` held open), the limit drops below
+    // what the process holds.
+    let t0 = Instant::now();
+    while !std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"))
+    {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no result claimed");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let five = libc::rlimit {
+        rlim_cur: 5,
+        rlim_max: 5,
+    };
+    // SAFETY: prlimit reads the struct passed and changes only the child's limit.
+    let rc = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &five,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0);
+    let o = child.wait_with_output().unwrap();
+    let text = common::output_text(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{text}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Successful requests:"),
+        "{text}"
+    );
+    let results = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .count();
+    assert_eq!(results, 1, "{text}");
+}

@@ -283,7 +283,7 @@ pub async fn run_bench(
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
     // Held until the result is written (output::ResultClaim).
-    let (opts, _claim) = output::with_free_result_name(opts, &date);
+    let (opts, mut claim) = output::with_free_result_name(opts, &date);
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.
     let power = start_power(&opts, &date, &mut notes).await?;
@@ -355,7 +355,16 @@ pub async fn run_bench(
     let not_found = summary_notes(&opts, &summary, &records, checks, &mut notes).await;
     // The result names its records file, so `ingest` of the result alone stores them too.
     summary.inferbench.requests_file = requests_file_name(&opts);
-    let written = write_outputs(&opts, &summary, &date, &mut notes)?;
+    // A result that cannot be written is said, and fails the point (exit 1), but the summary
+    // is still printed and the records kept (trial finding 4: exit 2 and no summary).
+    let (written, write_failed) =
+        match write_outputs(&opts, &summary, &date, claim.as_mut(), &mut notes) {
+            Ok(w) => (w, false),
+            Err(e) => {
+                notes.push(format!("the result was not written: {e:#}"));
+                (output::Written::default(), true)
+            }
+        };
     let failure = (unreachable_msg, first_failure.as_str());
     // A run that measured nothing because the server refused it with 404 (a wrong --model)
     // says so in its verdict, once (trial 22: the warmups' 404 quoted, then the /v1/models
@@ -370,6 +379,11 @@ pub async fn run_bench(
         power_validation.as_deref(),
         &mut notes,
     );
+    let exit_code = if write_failed && exit_code == 0 {
+        EXIT_ERROR_RATE
+    } else {
+        exit_code
+    };
     let verdict = end_verdict.or(gate_verdict);
     let folded = verdict.as_ref().is_some_and(Verdict::measured_nothing);
     notes.extend(verdict.iter().map(|v| v.note.clone()));
@@ -398,16 +412,18 @@ async fn start_scraper(opts: &BenchOptions) -> Option<Scraper> {
     }
 }
 
-/// Writes the result files of `summary` (started at `date`; output::write_results) and adds
+/// Writes the result files of `summary` (started at `date`; output::write_results_into, the
+/// result through `claim`'s open file) and adds
 /// the measured power to the InferenceX aggregate when one was written (a note in `notes` when
 /// that fails). Errors: an unwritable result.
 fn write_outputs(
     opts: &BenchOptions,
     summary: &RunSummary,
     date: &str,
+    claim: Option<&mut output::ResultClaim>,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<output::Written> {
-    let written = output::write_results(opts, summary, date)?;
+    let written = output::write_results_into(opts, summary, date, claim)?;
     if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
         if let Err(e) = patch_aggregate_power(agg, p) {
             notes.push(format!("adding power to {}: {e}", agg.display()));
