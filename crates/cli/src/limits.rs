@@ -118,16 +118,24 @@ pub struct Need {
     pub streams: u64,
     /// Requests the run sends and keeps (warmups and profile; 0 when not known up front).
     pub requests: u64,
+    /// Connections each stream may hold at once: 1, or for `replay` its sessions' peak of
+    /// requests in flight (sub-agents take no lane of their own).
+    pub per_stream: u64,
     /// Bytes of prompts built before the run (random prompts' text and token ids:
     /// `BenchOptions::estimated_prompt_bytes`; 0 when the prompts come from a file).
     pub prompt_bytes: u64,
 }
 
 impl Need {
+    /// Connections the streams may hold: streams × [`Need::per_stream`].
+    pub fn connections(&self) -> u64 {
+        self.streams.saturating_mul(self.per_stream.max(1))
+    }
+
     /// Open files the run needs: a connection per stream, [`CONNECTION_MARGIN`] more the pool
     /// may hold, and [`FILES_RESERVE`].
     pub fn open_files(&self) -> u64 {
-        self.streams
+        self.connections()
             .saturating_add(CONNECTION_MARGIN as u64)
             .saturating_add(FILES_RESERVE)
     }
@@ -135,7 +143,7 @@ impl Need {
     /// Memory the run needs, bytes: `base` (the process's own: [`base_bytes`]) + streams ×
     /// [`STREAM_BYTES`] + requests × [`REQUEST_BYTES`] + the prompts' bytes.
     pub fn memory(&self, base: u64) -> u64 {
-        base.saturating_add(self.streams.saturating_mul(STREAM_BYTES))
+        base.saturating_add(self.connections().saturating_mul(STREAM_BYTES))
             .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
             .saturating_add(self.prompt_bytes)
     }
@@ -215,13 +223,13 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         let most = limits
             .open_files
             .saturating_sub(CONNECTION_MARGIN as u64 + FILES_RESERVE);
-        fit = fit.min(most);
+        fit = fit.min(most / need.per_stream.max(1));
         why.push(format!(
             "{} streams need {files} open files ({} connections, {CONNECTION_MARGIN} spare, \
              {FILES_RESERVE} for files) and this process may open {} (`ulimit -n`, hard limit \
              {}): raise it with `ulimit -n {files}`",
             need.streams,
-            need.streams,
+            need.connections(),
             limits.open_files,
             show(limits.open_files_hard),
         ));
@@ -233,7 +241,7 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             .saturating_sub(limits.base)
             .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES))
             .saturating_sub(need.prompt_bytes);
-        fit = fit.min(spare / STREAM_BYTES);
+        fit = fit.min(spare / STREAM_BYTES / need.per_stream.max(1));
         let requests = if need.requests > 0 {
             format!(" and {} requests", need.requests)
         } else {
@@ -275,8 +283,18 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
     } else {
         format!("{} {fit} or less fits", need.flag)
     };
+    let per = if need.per_stream > 1 {
+        format!(
+            " (each may hold {} requests in flight: its session's main agent and parallel \
+             sub-agents, which take no lane, so {} connections)",
+            need.per_stream,
+            need.connections()
+        )
+    } else {
+        String::new()
+    };
     Err(format!(
-        "{} {} is more than this client can hold: {}; {fits} (nothing was sent)",
+        "{} {}{per} is more than this client can hold: {}; {fits} (nothing was sent)",
         need.flag,
         need.streams,
         why.join("; and ")
@@ -308,6 +326,7 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         flag: "--max-concurrency",
         streams,
         requests,
+        per_stream: 1,
         prompt_bytes: opts.estimated_prompt_bytes(),
     })
 }
@@ -325,6 +344,7 @@ pub fn selftest_need(levels: &str) -> Option<Need> {
         flag: "--concurrency",
         streams: most,
         requests: 0,
+        per_stream: 1,
         prompt_bytes: 0,
     })
 }
@@ -366,6 +386,7 @@ mod tests {
             flag: "--max-concurrency",
             streams,
             requests,
+            per_stream: 1,
             prompt_bytes: 0,
         }
     }
@@ -455,6 +476,7 @@ mod tests {
                 flag: "--concurrency",
                 streams: 4096,
                 requests: 0,
+                per_stream: 1,
                 prompt_bytes: 0,
             })
         );

@@ -510,3 +510,61 @@ fn running_out_of_files_keeps_the_summary_and_the_result() {
         .count();
     assert_eq!(results, 1, "{text}");
 }
+
+/// Trial of issue 39 §1–§3, finding 3: replay's sub-agents take no lane, so 19,000 lanes
+/// passed the open-file check (19,080 ≤ 20,000) and then held more connections than lanes.
+/// The check now counts each lane at its sessions' peak of requests in flight: a trace whose
+/// root turn runs beside two parallel sub-agents needs 3 per lane, so 50 lanes under
+/// `ulimit -n 200` (50 + 80 = 130 fit before) are refused before any request.
+#[test]
+fn replay_counts_sub_agents_against_the_open_file_limit() {
+    let (l, url) = listener();
+    let dir = tempfile::tempdir().unwrap();
+    let req = |t: f64, api: f64| {
+        format!(
+            r#"{{"t":{t},"model":"m","in":128,"out":8,"hash_ids":[0,1],"api_time":{api},"type":"s"}}"#
+        )
+    };
+    let sub = |id: &str, t: f64| {
+        format!(
+            r#"{{"t":{t},"type":"subagent","agent_id":"{id}","duration_ms":4000,"requests":[{}]}}"#,
+            req(t, 4.0)
+        )
+    };
+    let trace = format!(
+        r#"{{"id":"p","models":["m"],"block_size":64,"hash_id_scope":"local","requests":[{},{},{},{},{}]}}"#,
+        req(0.0, 4.0),
+        req(5.0, 10.0),
+        sub("subagent_a", 6.0),
+        sub("subagent_b", 7.0),
+        req(30.0, 1.0),
+    );
+    let file = dir.path().join("t.jsonl");
+    std::fs::write(&file, trace + "\n").unwrap();
+    let (o, text) = under_ulimit(
+        &["-n 200"],
+        &[
+            "replay",
+            "--traces",
+            file.to_str().unwrap(),
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--concurrency",
+            "50",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --concurrency 50 (each may hold 3 requests in flight: its session's main \
+             agent and parallel sub-agents, which take no lane, so 150 connections) is more than \
+             this client can hold: 50 streams need 230 open files (150 connections, 16 spare, 64 \
+             for files) and this process may open 200 (`ulimit -n`, hard limit 200): raise it \
+             with `ulimit -n 230`; --concurrency 40 or less fits (nothing was sent)"
+        ),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+}
