@@ -256,12 +256,12 @@ impl<'a> Reader<'a> {
     /// A token count: a plain non-negative integer, or null.
     fn count(&mut self) -> Option<LCount> {
         if self.peek()? == b'n' {
-            return self.null().map(|()| LCount(None));
+            return self.null().map(|()| LCount(None, false));
         }
         let n = self.number()?;
         n.bytes()
             .all(|c| c.is_ascii_digit())
-            .then(|| n.parse().ok().map(|v| LCount(Some(v))))?
+            .then(|| n.parse().ok().map(LCount::of))?
     }
 
     /// `tool_calls`: null or an empty array (anything else takes the strict path).

@@ -395,6 +395,8 @@ pub struct Interpreter {
     /// The first failure (`event: error`, an error object, undecodable data).
     pub failure: Option<(ErrorClass, String)>,
     usage_completion: Option<u32>,
+    /// A usage count that was there but not a non-negative integer (`usage_invalid`).
+    usage_invalid: bool,
     usage_prompt: Option<u32>,
     /// Cumulative completion tokens of the last token-bearing chunk that carried usage
     /// (`continuous_usage_stats`), for per-chunk token counts.
@@ -589,6 +591,7 @@ impl Interpreter {
         }
         let mut chunk_tokens = None;
         if let Some(u) = chunk.usage.0 {
+            self.usage_invalid |= u.prompt_tokens.1 || u.completion_tokens.1;
             if let Some(p) = u.prompt_tokens.0 {
                 self.usage_prompt = Some(clamp_u32(p));
             }
@@ -694,6 +697,10 @@ impl Interpreter {
         }
         if let Some(p) = self.usage_prompt {
             rec.prompt_tokens = p;
+        }
+        let invalid = inferbench_core::anomaly::Anomaly::UsageInvalid;
+        if self.usage_invalid && !rec.anomalies.contains(&invalid) {
+            rec.anomalies.push(invalid);
         }
         match self.usage_completion {
             Some(c) => {

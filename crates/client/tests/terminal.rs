@@ -278,3 +278,63 @@ async fn a_refusal_is_output_counted_by_the_tokenizer_without_usage() {
     assert_eq!(rec.first_output_token_ns, Some(rec.chunks[0].t_ns));
     assert_eq!(rec.finish_reason.as_deref(), Some("stop"));
 }
+
+/// Trial of issue 39 §1–§3, finding 5: a usage count that is there but not a non-negative
+/// integer (negative, fractional, a word) is `usage_invalid`: the completion tokens come from
+/// the tokenizer (source `tokenizer`) and the prompt count stays the client's; null or a
+/// missing field is only absent (no anomaly).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_that_is_not_a_count_is_usage_invalid() {
+    for (usage, invalid) in [
+        (r#"{"prompt_tokens":8,"completion_tokens":-5}"#, true),
+        (r#"{"prompt_tokens":8,"completion_tokens":8.5}"#, true),
+        (r#"{"prompt_tokens":-1,"completion_tokens":2}"#, true),
+        (r#"{"prompt_tokens":8,"completion_tokens":"x"}"#, true),
+        (r#"{"prompt_tokens":8,"completion_tokens":null}"#, false),
+    ] {
+        let mut events = tokens(Backend::OpenAiChat, false);
+        events.push(ev(&format!(
+            r#"{{"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}],"usage":{usage}}}"#
+        )));
+        let url = serve(&events, End::Chunked).await;
+        let client = Client::new(ClientConfig {
+            base_url: url,
+            backend: Backend::OpenAiChat,
+            model: "m".into(),
+            token_counter: Some(std::sync::Arc::new(|s: &str| s.chars().count())),
+            ..Default::default()
+        })
+        .unwrap();
+        let input = RequestInput {
+            text: "hi",
+            messages: None,
+            prompt_tokens: 1,
+            max_tokens: Some(16),
+        };
+        let rec = client
+            .send(&input, RequestMeta::default(), &CancellationToken::new())
+            .await;
+        assert!(rec.success, "{usage}: {rec:#?}");
+        assert_eq!(
+            rec.anomalies
+                .contains(&inferbench_core::anomaly::Anomaly::UsageInvalid),
+            invalid,
+            "{usage}: {:?}",
+            rec.anomalies
+        );
+        if usage.contains("\"completion_tokens\":2") {
+            // A valid completion count is the server's; the bad prompt count is not taken.
+            assert_eq!(rec.completion_tokens, 2, "{usage}");
+            assert_eq!(rec.completion_tokens_source, TokenSource::Server);
+            assert_eq!(rec.prompt_tokens, 1, "{usage}");
+        } else {
+            // "Hello wor": 9 characters, the tokenizer's count.
+            assert_eq!(rec.completion_tokens, 9, "{usage}");
+            assert_eq!(
+                rec.completion_tokens_source,
+                TokenSource::Tokenizer,
+                "{usage}"
+            );
+        }
+    }
+}

@@ -1151,6 +1151,22 @@ fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &m
             100.0 * short as f64 / total as f64
         ));
     }
+    let ok: Vec<&RequestRecord> = (records.iter())
+        .filter(|r| r.success && r.phase == Phase::Profile)
+        .collect();
+    let bad = (ok.iter())
+        .filter(|r| r.anomalies.contains(&anomaly::Anomaly::UsageInvalid))
+        .count();
+    if !ok.is_empty() && bad as f64 > anomaly::EXCESS_OUTPUT_MAX * ok.len() as f64 {
+        invalid.push(format!(
+            "{:.1} % of the successful requests ({bad} of {}) had a usage count that is not a \
+             non-negative integer (usage_invalid above): their token counts are the client \
+             tokenizer's, not the server's; the result is marked invalid (kept off frontiers \
+             unless --include-invalid)",
+            100.0 * bad as f64 / ok.len() as f64,
+            ok.len()
+        ));
+    }
     invalidate(invalid, notes, reasons);
     if let (n, Some(r)) = anomaly::stopped_short(records) {
         notes.push(format!(
@@ -1734,6 +1750,31 @@ mod judge_tests {
         };
         r.anomalies = anomaly::detect(&r, false);
         r
+    }
+
+    /// Trial of issue 39 §1–§3, finding 5: usage that is not a count invalidates the point past
+    /// 1 % of the successful requests, as the other usage anomalies do.
+    #[test]
+    fn usage_invalid_past_one_percent_invalidates() {
+        let judge = |recs: &[RequestRecord]| {
+            let (mut notes, mut reasons) = (Vec::new(), Vec::new());
+            super::judge_records(recs, &mut notes, &mut reasons);
+            reasons
+        };
+        let mut recs: Vec<RequestRecord> = (0..100).map(|_| rec(100, 100)).collect();
+        recs[0].anomalies.push(Anomaly::UsageInvalid);
+        assert_eq!(judge(&recs), Vec::<String>::new());
+        recs[1].anomalies.push(Anomaly::UsageInvalid);
+        assert_eq!(
+            judge(&recs),
+            vec![
+                "2.0 % of the successful requests (2 of 100) had a usage count that is not a \
+                 non-negative integer (usage_invalid above): their token counts are the client \
+                 tokenizer's, not the server's; the result is marked invalid (kept off frontiers \
+                 unless --include-invalid)"
+                    .to_string()
+            ]
+        );
     }
 
     /// Issue 39: usage below the stream invalidates the point past the share that inflated
