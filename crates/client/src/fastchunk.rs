@@ -340,6 +340,11 @@ impl<'a> Reader<'a> {
                 c.finish_reason = r.lstr()?;
                 Some(())
             }
+            "index" => {
+                once(&mut seen, 16)?;
+                c.index = r.count()?;
+                Some(())
+            }
             _ => r.skip(2),
         })
     }
@@ -552,7 +557,7 @@ mod tests {
                 agree_ok += 1;
             }
         }
-        assert_eq!((acc, agree_ok), (955, 2625));
+        assert_eq!((acc, agree_ok), (955, 2624));
     }
 
     proptest! {

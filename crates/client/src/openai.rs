@@ -219,6 +219,9 @@ pub(crate) struct ChoiceWire<'a> {
     pub(crate) message: Obj<DeltaWire<'a>>,
     #[serde(default, borrow)]
     pub(crate) finish_reason: LStr<'a>,
+    /// The choice's `index` (absent: by its position).
+    #[serde(default)]
+    pub(crate) index: LCount,
 }
 
 #[derive(Deserialize, Default)]
@@ -566,7 +569,8 @@ impl Interpreter {
             return;
         }
         let mut here = Here::default();
-        for choice in &chunk.choices.0 {
+        let mut finish_here = false;
+        for (pos, choice) in chunk.choices.0.iter().enumerate() {
             self.take_text(&choice.text, TextKind::Content, relaxed, rec, &mut here);
             for d in [&choice.delta.0, &choice.message.0].into_iter().flatten() {
                 self.take_text(&d.content, TextKind::Content, relaxed, rec, &mut here);
@@ -578,15 +582,29 @@ impl Interpreter {
                     here.tool = true;
                 }
             }
-            if let Some(f) = choice.finish_reason.as_deref() {
+            // Only the requested choice (index 0, or the first without an index) ends the
+            // stream, and only with a reason ("null" or "" is none): trial of issue 39 §1–§3,
+            // finding 6.
+            let requested = choice.index.0.map_or(pos == 0, |i| i == 0);
+            if let (Some(f), true) = (choice.finish_reason.as_deref(), requested) {
                 rec.finish_reason = Some(f.to_string());
-                self.finish_seen |= !f.is_empty();
+                finish_here |= !f.trim().is_empty() && !f.trim().eq_ignore_ascii_case("null");
             }
         }
         let token_bearing = here.content || here.refusal || here.reasoning || here.tool;
+        // A finish_reason ends the stream only as the last thing before its end (a trailing
+        // usage chunk and `[DONE]` aside): tokens after it clear it.
+        if finish_here {
+            self.finish_seen = true;
+        } else if token_bearing {
+            self.finish_seen = false;
+        }
+        // Usage ends it only with a completion count (an empty `"usage":{}` is no evidence).
+        let usage_counted =
+            (chunk.usage.0.as_ref()).is_some_and(|u| u.completion_tokens.0.is_some());
         if token_bearing {
             self.usage_tail = false;
-        } else if chunk.usage.0.is_some() {
+        } else if usage_counted {
             self.usage_tail = true;
         }
         let mut chunk_tokens = None;

@@ -338,3 +338,56 @@ async fn usage_that_is_not_a_count_is_usage_invalid() {
         }
     }
 }
+
+/// Trial of issue 39 §1–§3, finding 6: weak evidence of an end, each followed by a close,
+/// fails the request (`stream_error`): an empty `"usage":{}` last; `finish_reason` on
+/// `choices[index=1]` when one choice was asked for; `finish_reason: "null"` as a string; a
+/// `finish_reason` on the first chunk followed by more tokens. A real reason on the requested
+/// choice, last, still completes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weak_terminal_evidence_does_not_complete_a_cut_stream() {
+    let chat = |content: &str, finish: &str| {
+        ev(&format!(
+            r#"{{"choices":[{{"index":0,"delta":{{"content":"{content}"}},"finish_reason":{finish}}}]}}"#
+        ))
+    };
+    let base = tokens(Backend::OpenAiChat, false);
+    let with = |extra: &[String]| -> Vec<String> {
+        let mut v = base.clone();
+        v.extend_from_slice(extra);
+        v
+    };
+    let cases: Vec<(&str, Vec<String>, bool)> = vec![
+        (
+            "empty usage",
+            with(&[ev(r#"{"choices":[],"usage":{}}"#)]),
+            false,
+        ),
+        (
+            "finish on choice 1",
+            with(&[ev(
+                r#"{"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}"#,
+            )]),
+            false,
+        ),
+        ("finish \"null\"", with(&[chat("", "\"null\"")]), false),
+        (
+            "finish then tokens",
+            vec![chat("Hello", "\"stop\""), chat(" wor", "null")],
+            false,
+        ),
+        ("finish last", with(&[chat("", "\"stop\"")]), true),
+    ];
+    for (what, events, ok) in cases {
+        let url = serve(&events, End::CloseDelimited).await;
+        let rec = send(url, Backend::OpenAiChat).await;
+        assert_eq!(rec.success, ok, "{what}: {rec:#?}");
+        if !ok {
+            assert_eq!(
+                rec.error_class,
+                Some(inferbench_core::ErrorClass::StreamError),
+                "{what}"
+            );
+        }
+    }
+}
