@@ -398,6 +398,8 @@ pub struct Interpreter {
     /// The first failure (`event: error`, an error object, undecodable data).
     pub failure: Option<(ErrorClass, String)>,
     usage_completion: Option<u32>,
+    /// `usage.completion_tokens` as sent, when above `u32::MAX`.
+    usage_completion_big: Option<u64>,
     /// A usage count that was there but not a non-negative integer (`usage_invalid`).
     usage_invalid: bool,
     usage_prompt: Option<u32>,
@@ -614,6 +616,7 @@ impl Interpreter {
                 self.usage_prompt = Some(clamp_u32(p));
             }
             if let Some(c) = u.completion_tokens.0 {
+                self.usage_completion_big = (c > u64::from(u32::MAX)).then_some(c);
                 let c = clamp_u32(c);
                 self.usage_completion = Some(c);
                 if token_bearing {
@@ -723,6 +726,7 @@ impl Interpreter {
         match self.usage_completion {
             Some(c) => {
                 rec.completion_tokens = c;
+                rec.completion_tokens_reported = self.usage_completion_big;
                 rec.completion_tokens_source = TokenSource::Server;
                 None
             }
