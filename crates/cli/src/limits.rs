@@ -10,6 +10,7 @@
 //!   requests with `EMFILE` or aborting without a summary.
 
 use inferbench_client::pool::CONNECTION_MARGIN;
+use inferbench_loadgen::options::MemoryBudget;
 
 /// File descriptors a run holds besides its streams' connections: stdio, the runtime's epoll
 /// and wake-up descriptors, the result, records, spill and power files, the tokenizer, the
@@ -27,10 +28,68 @@ pub const STREAM_BYTES: u64 = 64 << 10;
 /// 256 tokens (issue 14's target ≤ 1 KiB); short prompts are held in about as much.
 pub const REQUEST_BYTES: u64 = 1 << 10;
 
-/// Memory a run needs whatever its size, bytes: 256 MiB (docs/performance.md: peak RSS 116–118
-/// MiB at 64 streams; the rest for the runtime's thread stacks and allocator arenas, which
-/// count against `ulimit -v`).
-pub const BASE_BYTES: u64 = 256 << 20;
+/// Address space a run takes whatever its size, besides its threads' stacks, bytes: 160 MiB.
+/// Measured (2026-12-07, debug build, arenas capped at [`ARENAS_UNDER_AS_LIMIT`]): the lowest
+/// `ulimit -v` a 1-stream bench ran under was 155 MiB with 2 workers, 186 MiB with 16 and
+/// 299 MiB with 64 (≈ 2.3 MiB per thread above 150 MiB: the binary's mappings, the main heap
+/// and one thread arena).
+pub const BASE_BYTES: u64 = 160 << 20;
+
+/// Address space per runtime thread, bytes: its [`THREAD_STACK_BYTES`] stack, guard page and
+/// thread-local data, measured ≈ 2.3 MiB; 2.5 MiB.
+pub const THREAD_BYTES: u64 = 5 << 19;
+
+/// Blocking threads of a subcommand's runtime at most (tokio's default is 512): prompt
+/// preparation, file writes and name lookups queue behind 32.
+pub const BLOCKING_THREADS: usize = 32;
+
+/// Stack of each runtime thread, bytes: 2 MiB (tokio's default, stated so the model below
+/// holds). A thread's stack is address space `ulimit -v` counts, touched or not.
+pub const THREAD_STACK_BYTES: u64 = 2 << 20;
+
+/// glibc malloc arenas allowed when `ulimit -v` is set ([`cap_arenas_under_address_limit`]):
+/// each arena past the main one reserves 64 MiB of address space, and glibc makes up to 8 per
+/// core, so 16 workers reserved 1 GiB and aborted at the concurrency the refusal said fits
+/// (trial of issue 39 §1–§3, finding 2).
+pub const ARENAS_UNDER_AS_LIMIT: u64 = 2;
+
+/// The runtime's worker threads: `TOKIO_WORKER_THREADS` when set to a positive number, else
+/// one per core (as tokio chooses).
+pub fn worker_threads() -> usize {
+    std::env::var("TOKIO_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Address space the process takes besides its streams, requests and prompts, bytes:
+/// [`BASE_BYTES`] (one thread arena included) and [`THREAD_BYTES`] for each of `workers`
+/// runtime workers and [`BLOCKING_THREADS`] blocking threads.
+pub fn base_bytes(workers: u64) -> u64 {
+    let threads = workers.saturating_add(BLOCKING_THREADS as u64);
+    BASE_BYTES.saturating_add(threads.saturating_mul(THREAD_BYTES))
+}
+
+/// Under an address-space limit (`ulimit -v`), caps glibc's malloc arenas at
+/// [`ARENAS_UNDER_AS_LIMIT`] (`mallopt(M_ARENA_MAX)`), so the memory model of [`check`] holds;
+/// without such a limit (or off glibc) it does nothing. Call once at start, before any thread.
+pub fn cap_arenas_under_address_limit() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: getrlimit writes only the struct passed; mallopt changes malloc's tuning
+        // and is called before any other thread exists.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_AS, &mut r) == 0 && r.rlim_cur != libc::RLIM_INFINITY {
+                libc::mallopt(libc::M_ARENA_MAX, ARENAS_UNDER_AS_LIMIT as libc::c_int);
+            }
+        }
+    }
+}
 
 /// What this process may open and hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,10 +98,15 @@ pub struct Limits {
     pub open_files: u64,
     /// Hard `RLIMIT_NOFILE`: the most the soft limit can be raised to without privileges.
     pub open_files_hard: u64,
-    /// Soft `RLIMIT_AS` in bytes (`ulimit -v` × 1024); `None`: unlimited.
-    pub address_space: Option<u64>,
-    /// Physical memory of the machine in bytes; `None` when unknown.
-    pub physical: Option<u64>,
+    /// The one memory budget of every up-front memory check: the smaller of the soft
+    /// `RLIMIT_AS` (`ulimit -v`) and the machine's available memory
+    /// ([`inferbench_loadgen::options::memory_budget`]); `None` when neither is known.
+    pub memory: Option<MemoryBudget>,
+    /// The runtime's threads: workers ([`worker_threads`]) and [`BLOCKING_THREADS`].
+    pub threads: u64,
+    /// The process's own address space besides its streams, requests and prompts, bytes:
+    /// [`base_bytes`] of the workers.
+    pub base: u64,
 }
 
 /// What a run asks of the process.
@@ -54,23 +118,34 @@ pub struct Need {
     pub streams: u64,
     /// Requests the run sends and keeps (warmups and profile; 0 when not known up front).
     pub requests: u64,
+    /// Connections each stream may hold at once: 1, or for `replay` its sessions' peak of
+    /// requests in flight (sub-agents take no lane of their own).
+    pub per_stream: u64,
+    /// Bytes of prompts built before the run (random prompts' text and token ids:
+    /// `BenchOptions::estimated_prompt_bytes`; 0 when the prompts come from a file).
+    pub prompt_bytes: u64,
 }
 
 impl Need {
+    /// Connections the streams may hold: streams × [`Need::per_stream`].
+    pub fn connections(&self) -> u64 {
+        self.streams.saturating_mul(self.per_stream.max(1))
+    }
+
     /// Open files the run needs: a connection per stream, [`CONNECTION_MARGIN`] more the pool
     /// may hold, and [`FILES_RESERVE`].
     pub fn open_files(&self) -> u64 {
-        self.streams
+        self.connections()
             .saturating_add(CONNECTION_MARGIN as u64)
             .saturating_add(FILES_RESERVE)
     }
 
-    /// Memory the run needs, bytes: [`BASE_BYTES`] + streams × [`STREAM_BYTES`] + requests ×
-    /// [`REQUEST_BYTES`].
-    pub fn memory(&self) -> u64 {
-        BASE_BYTES
-            .saturating_add(self.streams.saturating_mul(STREAM_BYTES))
+    /// Memory the run needs, bytes: `base` (the process's own: [`base_bytes`]) + streams ×
+    /// [`STREAM_BYTES`] + requests × [`REQUEST_BYTES`] + the prompts' bytes.
+    pub fn memory(&self, base: u64) -> u64 {
+        base.saturating_add(self.connections().saturating_mul(STREAM_BYTES))
             .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
+            .saturating_add(self.prompt_bytes)
     }
 }
 
@@ -118,28 +193,21 @@ pub fn current() -> Limits {
             (finite(r.rlim_cur), finite(r.rlim_max))
         };
         let (nofile, nofile_hard) = get(libc::RLIMIT_NOFILE);
-        let (address_space, _) = get(libc::RLIMIT_AS);
-        // SAFETY: sysconf reads system values and has no memory effects.
-        let (pages, page) = unsafe {
-            (
-                libc::sysconf(libc::_SC_PHYS_PAGES),
-                libc::sysconf(libc::_SC_PAGESIZE),
-            )
-        };
-        let physical = (pages > 0 && page > 0).then(|| (pages as u64).saturating_mul(page as u64));
         Limits {
             open_files: nofile.unwrap_or(u64::MAX),
             open_files_hard: nofile_hard.unwrap_or(u64::MAX),
-            address_space,
-            physical,
+            memory: inferbench_loadgen::options::memory_budget(),
+            threads: worker_threads() as u64 + BLOCKING_THREADS as u64,
+            base: base_bytes(worker_threads() as u64),
         }
     }
     #[cfg(not(unix))]
     Limits {
         open_files: u64::MAX,
         open_files_hard: u64::MAX,
-        address_space: None,
-        physical: None,
+        memory: inferbench_loadgen::options::memory_budget(),
+        threads: worker_threads() as u64 + BLOCKING_THREADS as u64,
+        base: base_bytes(worker_threads() as u64),
     }
 }
 
@@ -155,40 +223,55 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         let most = limits
             .open_files
             .saturating_sub(CONNECTION_MARGIN as u64 + FILES_RESERVE);
-        fit = fit.min(most);
+        fit = fit.min(most / need.per_stream.max(1));
         why.push(format!(
             "{} streams need {files} open files ({} connections, {CONNECTION_MARGIN} spare, \
              {FILES_RESERVE} for files) and this process may open {} (`ulimit -n`, hard limit \
              {}): raise it with `ulimit -n {files}`",
             need.streams,
-            need.streams,
+            need.connections(),
             limits.open_files,
             show(limits.open_files_hard),
         ));
     }
-    let (room, what) = match (limits.address_space, limits.physical) {
-        (Some(a), Some(p)) if p < a => (Some(p), "the machine's memory"),
-        (Some(a), _) => (Some(a), "the address-space limit `ulimit -v`"),
-        (None, p) => (p, "the machine's memory"),
-    };
-    if let Some(room) = room.filter(|&r| need.memory() > r) {
+    let need_memory = need.memory(limits.base);
+    if let Some(budget) = limits.memory.filter(|b| need_memory > b.bytes) {
+        let room = budget.bytes;
         let spare = room
-            .saturating_sub(BASE_BYTES)
-            .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES));
-        fit = fit.min(spare / STREAM_BYTES);
+            .saturating_sub(limits.base)
+            .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES))
+            .saturating_sub(need.prompt_bytes);
+        fit = fit.min(spare / STREAM_BYTES / need.per_stream.max(1));
         let requests = if need.requests > 0 {
             format!(" and {} requests", need.requests)
         } else {
             String::new()
         };
+        let prompts = if need.prompt_bytes > 0 {
+            // The way out when no concurrency fits for the prompts alone.
+            let hint = if spare < STREAM_BYTES {
+                " (lower --random-input-len or --num-prompts)"
+            } else {
+                ""
+            };
+            format!(
+                " and {} MiB of prompts{hint}",
+                need.prompt_bytes.div_ceil(1 << 20)
+            )
+        } else {
+            String::new()
+        };
         why.push(format!(
             "{} streams{requests} need about {} MiB ({} KiB per stream, {} KiB per \
-             request, {} MiB besides, as docs/performance.md measured) and {what} is {} MiB",
+             request, {} MiB besides for the binary and {} threads{prompts}, as measured) and {} is {} \
+             MiB",
             need.streams,
-            need.memory().div_ceil(1 << 20),
+            need_memory.div_ceil(1 << 20),
             STREAM_BYTES >> 10,
             REQUEST_BYTES >> 10,
-            BASE_BYTES >> 20,
+            limits.base.div_ceil(1 << 20),
+            limits.threads,
+            budget.what(),
             room >> 20,
         ));
     }
@@ -200,8 +283,18 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
     } else {
         format!("{} {fit} or less fits", need.flag)
     };
+    let per = if need.per_stream > 1 {
+        format!(
+            " (each may hold {} requests in flight: its session's main agent and parallel \
+             sub-agents, which take no lane, so {} connections)",
+            need.per_stream,
+            need.connections()
+        )
+    } else {
+        String::new()
+    };
     Err(format!(
-        "{} {} is more than this client can hold: {}; {fits} (nothing was sent)",
+        "{} {}{per} is more than this client can hold: {}; {fits} (nothing was sent)",
         need.flag,
         need.streams,
         why.join("; and ")
@@ -233,6 +326,8 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         flag: "--max-concurrency",
         streams,
         requests,
+        per_stream: 1,
+        prompt_bytes: opts.estimated_prompt_bytes(),
     })
 }
 
@@ -249,6 +344,8 @@ pub fn selftest_need(levels: &str) -> Option<Need> {
         flag: "--concurrency",
         streams: most,
         requests: 0,
+        per_stream: 1,
+        prompt_bytes: 0,
     })
 }
 
@@ -278,8 +375,9 @@ mod tests {
         Limits {
             open_files,
             open_files_hard: open_files,
-            address_space,
-            physical: Some(16 << 30),
+            memory: MemoryBudget::of(address_space, Some(16 << 30)),
+            threads: 34,
+            base: base_bytes(2),
         }
     }
 
@@ -288,6 +386,8 @@ mod tests {
             flag: "--max-concurrency",
             streams,
             requests,
+            per_stream: 1,
+            prompt_bytes: 0,
         }
     }
 
@@ -318,25 +418,53 @@ mod tests {
             "--max-concurrency 1000000 is more than this client can hold: 1000000 streams need \
              1000080 open files (1000000 connections, 16 spare, 64 for files) and this process \
              may open 20000 (`ulimit -n`, hard limit 20000): raise it with `ulimit -n 1000080`; \
-             and 1000000 streams and 1000000 requests need about 63733 MiB (64 KiB per stream, \
-             1 KiB per request, 256 MiB besides, as docs/performance.md measured) and the \
-             address-space limit `ulimit -v` is 5859 MiB; --max-concurrency 19920 or less fits \
+             and 1000000 streams and 1000000 requests need about 63722 MiB (64 KiB per stream, \
+             1 KiB per request, 245 MiB besides for the binary and 34 threads, as measured) and \
+             the address-space limit `ulimit -v` is 5859 MiB; --max-concurrency 19920 or less fits \
              (nothing was sent)"
         );
-        // Memory alone: (6,144,000,000 − 256 MiB − 1,000,000 KiB) / 64 KiB = 74,029 streams.
+        // Memory alone: (6,144,000,000 − 245 MiB − 1,000,000 KiB) / 64 KiB = 74,205 streams.
         let e = check(
             &need(1_000_000, 1_000_000),
             &limits(u64::MAX, Some(as_limit)),
         )
         .unwrap_err();
         assert!(
-            e.ends_with("--max-concurrency 74029 or less fits (nothing was sent)"),
+            e.ends_with("--max-concurrency 74205 or less fits (nothing was sent)"),
             "{e}"
         );
         assert!(!e.contains("open files"), "{e}");
         // Without `ulimit -v`, the machine's memory bounds it.
         let e = check(&need(1_000_000, 1_000_000), &limits(u64::MAX, None)).unwrap_err();
-        assert!(e.contains("the machine's memory is 16384 MiB"), "{e}");
+        assert!(e.contains("the memory available is 16384 MiB"), "{e}");
+    }
+
+    /// Trial of issue 39 §1–§3, finding 1: `ulimit -v 700000` with 6 prompts of 10,000,000
+    /// tokens (960 MB of prompts) aborted in prompt preparation; the prompts count against the
+    /// same budget as the streams and records, and no concurrency fits.
+    #[test]
+    fn prompts_count_against_the_address_space_limit() {
+        let as_limit = 700_000u64 * 1024;
+        let n = Need {
+            prompt_bytes: 6 * 10_000_000 * 16,
+            ..need(1, 6)
+        };
+        let e = check(&n, &limits(u64::MAX, Some(as_limit))).unwrap_err();
+        assert_eq!(
+            e,
+            "--max-concurrency 1 is more than this client can hold: 1 streams and 6 requests \
+             need about 1161 MiB (64 KiB per stream, 1 KiB per request, 245 MiB besides for the \
+             binary and 34 threads and 916 MiB of prompts (lower --random-input-len or \
+             --num-prompts), as measured) and the address-space limit `ulimit -v` is 683 MiB; no \
+             concurrency fits (nothing was sent)"
+        );
+        // The machine's available memory bounds it the same way when it is the smaller.
+        let small = Limits {
+            memory: MemoryBudget::of(Some(64 << 30), Some(512 << 20)),
+            ..limits(u64::MAX, None)
+        };
+        let e = check(&n, &small).unwrap_err();
+        assert!(e.contains("the memory available is 512 MiB"), "{e}");
     }
 
     /// selftest's largest level is its streams; a list it refuses itself is not judged here.
@@ -348,6 +476,8 @@ mod tests {
                 flag: "--concurrency",
                 streams: 4096,
                 requests: 0,
+                per_stream: 1,
+                prompt_bytes: 0,
             })
         );
         assert_eq!(selftest_need("64,x"), None);

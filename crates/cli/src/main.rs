@@ -232,6 +232,7 @@ fn main() {
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
     if cli.command.long_running() {
         limits::raise_open_files();
+        limits::cap_arenas_under_address_limit();
     }
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),

@@ -15,6 +15,12 @@ use common::{start_sim, Sim};
 
 /// `inferbench ARGS` after the shell's `ulimit` settings `ulimits` (e.g. `-Sn 1024`).
 fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
+    under_ulimit_with(ulimits, "2", args)
+}
+
+/// [`under_ulimit`] with `workers` runtime workers (`TOKIO_WORKER_THREADS`; the memory a run
+/// needs counts its threads, so the messages are the same on any machine).
+fn under_ulimit_with(ulimits: &[&str], workers: &str, args: &[&str]) -> (Output, String) {
     let mut script = String::new();
     for u in ulimits {
         script.push_str(&format!("ulimit {u} || exit 99; "));
@@ -25,10 +31,56 @@ fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
         .arg(script)
         .arg(BIN)
         .args(args)
+        .env("TOKIO_WORKER_THREADS", workers)
         .output()
         .unwrap();
     let text = common::output_text(&o);
     (o, text)
+}
+
+/// Trial of issue 39 §1–§3, finding 2: the concurrency a refusal says fits runs. With 16
+/// workers, `ulimit -v 300000` and 5,000 streams asked, the refusal said 513 fit and 513
+/// aborted ("memory allocation of 9512 bytes failed": glibc's thread arenas, 64 MiB each, and
+/// the threads' stacks count against `ulimit -v`); now the arenas are capped, the threads
+/// counted, and the number it names runs against the sim to the end.
+#[test]
+fn the_concurrency_a_refusal_says_fits_runs() {
+    let sim = start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let bench = |conc: &str| {
+        under_ulimit_with(
+            &["-v 300000"],
+            "16",
+            &[
+                "bench",
+                "--base-url",
+                &url,
+                "--max-concurrency",
+                conc,
+                "--num-prompts",
+                conc,
+                "--random-input-len",
+                "16",
+                "--random-output-len",
+                "8",
+                "--num-warmups",
+                "0",
+                "--power",
+                "off",
+                "--no-server-metrics",
+            ],
+        )
+    };
+    let (o, text) = bench("5000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let fits = text
+        .split("--max-concurrency ")
+        .find_map(|t| t.strip_suffix(" or less fits (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"));
+    assert_eq!(fits, "109", "{text}");
+    let (o, text) = bench(fits);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(!text.contains("memory allocation"), "{text}");
 }
 
 /// A listener that counts as "the server": the refused runs must not connect to it.
@@ -163,8 +215,9 @@ fn a_million_streams_under_ulimit_v_are_refused_not_aborted() {
     assert!(
         text.contains("error: --max-concurrency 1000000 is more than this client can hold: ")
             && text.contains(
-                "1000000 streams and 3000000 requests need about 65686 MiB (64 KiB per stream, \
-                 1 KiB per request, 256 MiB besides, as docs/performance.md measured) and the \
+                "1000000 streams and 3000000 requests need about 81300 MiB (64 KiB per stream, \
+                 1 KiB per request, 245 MiB besides for the binary and 34 threads and 15625 MiB \
+                 of prompts (lower --random-input-len or --num-prompts), as measured) and the \
                  address-space limit `ulimit -v` is 5859 MiB"
             )
             && text.contains("(nothing was sent)"),
@@ -188,10 +241,53 @@ fn a_million_streams_under_ulimit_v_are_refused_not_aborted() {
     assert!(
         text.contains("error: --concurrency 1000000 is more than this client can hold: ")
             && text.contains(
-                "1000000 streams need about 62756 MiB (64 KiB per stream, 1 KiB per request, \
-                 256 MiB besides, as docs/performance.md measured) and the address-space limit \
-                 `ulimit -v` is 5859 MiB"
+                "1000000 streams need about 62745 MiB (64 KiB per stream, 1 KiB per request, \
+                 245 MiB besides for the binary and 34 threads, as measured) and the \
+                 address-space limit `ulimit -v` is 5859 MiB"
             ),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+}
+
+/// Trial of issue 39 §1–§3, finding 1: `ulimit -v 700000` with 6 prompts of 10,000,000 tokens
+/// aborted in prompt preparation ("memory allocation of 135000384 bytes failed", exit 134): the
+/// prompts count against the one memory budget (the smaller of `ulimit -v` and the memory
+/// available), refused with exit 2 before any request.
+#[test]
+fn prompts_beyond_ulimit_v_are_refused_not_aborted() {
+    let (l, url) = listener();
+    let (o, text) = under_ulimit(
+        &["-v 700000"],
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--max-concurrency",
+            "1",
+            "--num-prompts",
+            "6",
+            "--random-input-len",
+            "10000000",
+            "--random-output-len",
+            "8",
+            "--num-warmups",
+            "0",
+            "--power",
+            "off",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --max-concurrency 1 is more than this client can hold: 1 streams and 6 \
+             requests need about 1161 MiB (64 KiB per stream, 1 KiB per request, 245 MiB \
+             besides for the binary and 34 threads and 916 MiB of prompts (lower \
+             --random-input-len or --num-prompts), as measured) and the address-space limit \
+             `ulimit -v` is 683 MiB; no concurrency fits (nothing was sent)"
+        ),
         "{text}"
     );
     assert_nothing_connected(&l);
@@ -304,4 +400,140 @@ fn sim_raises_its_soft_open_file_limit_too() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "1024");
+}
+
+/// Trial of issue 39 §1–§3, finding 4: a bench whose open-file limit drops to 5 under it
+/// (`prlimit --nofile=5:5`) failed its requests as `client_resource` (right), then could not
+/// create its result ("Too many open files"), exit 2, no summary. It now holds its result's
+/// file open from the start: the summary is printed, the result written, and the exit is the
+/// failed requests' 1 (or 0 if every request had its connection already).
+#[test]
+fn running_out_of_files_keeps_the_summary_and_the_result() {
+    let sim = start_sim(&[]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &url,
+            "--max-concurrency",
+            "2",
+            "--num-prompts",
+            "20",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "64",
+            "--num-warmups",
+            "0",
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--save-result",
+            "--result-dir",
+        ])
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Once the result's name is claimed (its `.json.tmp` held open), the limit drops below
+    // what the process holds.
+    let t0 = Instant::now();
+    while !std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"))
+    {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no result claimed");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let five = libc::rlimit {
+        rlim_cur: 5,
+        rlim_max: 5,
+    };
+    // SAFETY: prlimit reads the struct passed and changes only the child's limit.
+    let rc = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &five,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0);
+    let o = child.wait_with_output().unwrap();
+    let text = common::output_text(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{text}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Successful requests:"),
+        "{text}"
+    );
+    let results = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .count();
+    assert_eq!(results, 1, "{text}");
+}
+
+/// Trial of issue 39 §1–§3, finding 3: replay's sub-agents take no lane, so 19,000 lanes
+/// passed the open-file check (19,080 ≤ 20,000) and then held more connections than lanes.
+/// The check now counts each lane at its sessions' peak of requests in flight: a trace whose
+/// root turn runs beside two parallel sub-agents needs 3 per lane, so 50 lanes under
+/// `ulimit -n 200` (50 + 80 = 130 fit before) are refused before any request.
+#[test]
+fn replay_counts_sub_agents_against_the_open_file_limit() {
+    let (l, url) = listener();
+    let dir = tempfile::tempdir().unwrap();
+    let req = |t: f64, api: f64| {
+        format!(
+            r#"{{"t":{t},"model":"m","in":128,"out":8,"hash_ids":[0,1],"api_time":{api},"type":"s"}}"#
+        )
+    };
+    let sub = |id: &str, t: f64| {
+        format!(
+            r#"{{"t":{t},"type":"subagent","agent_id":"{id}","duration_ms":4000,"requests":[{}]}}"#,
+            req(t, 4.0)
+        )
+    };
+    let trace = format!(
+        r#"{{"id":"p","models":["m"],"block_size":64,"hash_id_scope":"local","requests":[{},{},{},{},{}]}}"#,
+        req(0.0, 4.0),
+        req(5.0, 10.0),
+        sub("subagent_a", 6.0),
+        sub("subagent_b", 7.0),
+        req(30.0, 1.0),
+    );
+    let file = dir.path().join("t.jsonl");
+    std::fs::write(&file, trace + "\n").unwrap();
+    let (o, text) = under_ulimit(
+        &["-n 200"],
+        &[
+            "replay",
+            "--traces",
+            file.to_str().unwrap(),
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--concurrency",
+            "50",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --concurrency 50 (each may hold 3 requests in flight: its session's main \
+             agent and parallel sub-agents, which take no lane, so 150 connections) is more than \
+             this client can hold: 50 streams need 230 open files (150 connections, 16 spare, 64 \
+             for files) and this process may open 200 (`ulimit -n`, hard limit 200): raise it \
+             with `ulimit -n 230`; --concurrency 40 or less fits (nothing was sent)"
+        ),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
 }

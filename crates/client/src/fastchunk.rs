@@ -256,12 +256,12 @@ impl<'a> Reader<'a> {
     /// A token count: a plain non-negative integer, or null.
     fn count(&mut self) -> Option<LCount> {
         if self.peek()? == b'n' {
-            return self.null().map(|()| LCount(None));
+            return self.null().map(|()| LCount(None, false));
         }
         let n = self.number()?;
         n.bytes()
             .all(|c| c.is_ascii_digit())
-            .then(|| n.parse().ok().map(|v| LCount(Some(v))))?
+            .then(|| n.parse().ok().map(LCount::of))?
     }
 
     /// `tool_calls`: null or an empty array (anything else takes the strict path).
@@ -338,6 +338,11 @@ impl<'a> Reader<'a> {
             "finish_reason" => {
                 once(&mut seen, 8)?;
                 c.finish_reason = r.lstr()?;
+                Some(())
+            }
+            "index" => {
+                once(&mut seen, 16)?;
+                c.index = r.count()?;
                 Some(())
             }
             _ => r.skip(2),
@@ -552,7 +557,7 @@ mod tests {
                 agree_ok += 1;
             }
         }
-        assert_eq!((acc, agree_ok), (955, 2625));
+        assert_eq!((acc, agree_ok), (955, 2624));
     }
 
     proptest! {

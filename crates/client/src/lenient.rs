@@ -372,10 +372,22 @@ impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
 }
 
 /// A token count: a non-negative integer, an integral float (`1e3`, `12.0`) or a numeric
-/// string; anything else (negative, fractional, null, another type) reads as absent.
+/// string; anything else reads as absent. The second field is true when a value was there but
+/// not a count (negative, fractional, another type): `usage_invalid` (trial of issue 39
+/// §1–§3, finding 5), where null or a missing field is simply absent.
 #[derive(Debug, Default, Clone, Copy)]
 #[cfg_attr(test, derive(PartialEq))]
-pub(crate) struct LCount(pub Option<u64>);
+pub(crate) struct LCount(pub Option<u64>, pub bool);
+
+impl LCount {
+    /// A value that is not a token count.
+    pub(crate) const INVALID: LCount = LCount(None, true);
+
+    /// The count `v`.
+    pub(crate) fn of(v: u64) -> LCount {
+        LCount(Some(v), false)
+    }
+}
 
 impl<'de> Deserialize<'de> for LCount {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -386,38 +398,42 @@ impl<'de> Deserialize<'de> for LCount {
                 f.write_str("a token count")
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<LCount, E> {
-                Ok(LCount(Some(v)))
+                Ok(LCount::of(v))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<LCount, E> {
-                Ok(LCount(u64::try_from(v).ok()))
+                Ok(u64::try_from(v).map_or(LCount::INVALID, LCount::of))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<LCount, E> {
                 let ok = v.is_finite() && v >= 0.0 && v.fract() == 0.0;
                 // `as` saturates at u64::MAX for larger floats.
-                Ok(LCount(ok.then_some(v as u64)))
+                Ok(if ok {
+                    LCount::of(v as u64)
+                } else {
+                    LCount::INVALID
+                })
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<LCount, E> {
-                Ok(LCount(v.trim().parse().ok()))
+                Ok(v.trim().parse().map_or(LCount::INVALID, LCount::of))
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<LCount, E> {
-                Ok(LCount(None))
+                Ok(LCount::INVALID)
             }
             fn visit_unit<E: de::Error>(self) -> Result<LCount, E> {
-                Ok(LCount(None))
+                Ok(LCount(None, false))
             }
             fn visit_none<E: de::Error>(self) -> Result<LCount, E> {
-                Ok(LCount(None))
+                Ok(LCount(None, false))
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LCount, D::Error> {
                 LCount::deserialize(d)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LCount, A::Error> {
                 drain_seq(seq)?;
-                Ok(LCount(None))
+                Ok(LCount::INVALID)
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LCount, A::Error> {
                 drain_map(map)?;
-                Ok(LCount(None))
+                Ok(LCount::INVALID)
             }
         }
         d.deserialize_any(V)

@@ -244,6 +244,9 @@ pub(crate) struct ChoiceWire<'a> {
     pub(crate) message: Obj<DeltaWire<'a>>,
     #[serde(default, borrow)]
     pub(crate) finish_reason: LStr<'a>,
+    /// The choice's `index` (absent: by its position).
+    #[serde(default)]
+    pub(crate) index: LCount,
 }
 
 #[derive(Deserialize, Default)]
@@ -420,6 +423,10 @@ pub struct Interpreter {
     /// The first failure (`event: error`, an error object, undecodable data).
     pub failure: Option<(ErrorClass, String)>,
     usage_completion: Option<u32>,
+    /// `usage.completion_tokens` as sent, when above `u32::MAX`.
+    usage_completion_big: Option<u64>,
+    /// A usage count that was there but not a non-negative integer (`usage_invalid`).
+    usage_invalid: bool,
     usage_prompt: Option<u32>,
     /// Cumulative completion tokens of the last token-bearing chunk that carried usage
     /// (`continuous_usage_stats`), for per-chunk token counts.
@@ -618,7 +625,8 @@ impl Interpreter {
             return;
         }
         let mut here = Here::default();
-        for choice in &chunk.choices.0 {
+        let mut finish_here = false;
+        for (pos, choice) in chunk.choices.0.iter().enumerate() {
             self.take_text(&choice.text, TextKind::Content, relaxed, rec, &mut here);
             for d in [&choice.delta.0, &choice.message.0].into_iter().flatten() {
                 self.take_text(&d.content, TextKind::Content, relaxed, rec, &mut here);
@@ -630,9 +638,13 @@ impl Interpreter {
                     here.tool = true;
                 }
             }
-            if let Some(f) = choice.finish_reason.as_deref() {
+            // Only the requested choice (index 0, or the first without an index) ends the
+            // stream, and only with a reason ("null" or "" is none): trial of issue 39 §1–§3,
+            // finding 6.
+            let requested = choice.index.0.map_or(pos == 0, |i| i == 0);
+            if let (Some(f), true) = (choice.finish_reason.as_deref(), requested) {
                 rec.finish_reason = Some(f.to_string());
-                self.finish_seen |= !f.is_empty();
+                finish_here |= !f.trim().is_empty() && !f.trim().eq_ignore_ascii_case("null");
             }
         }
         let token_bearing = here.content || here.refusal || here.reasoning || here.tool;
@@ -648,17 +660,29 @@ impl Interpreter {
                 self.empty_content(t_ns, rec);
             }
         }
+        // A finish_reason ends the stream only as the last thing before its end (a trailing
+        // usage chunk and `[DONE]` aside): tokens after it clear it.
+        if finish_here {
+            self.finish_seen = true;
+        } else if token_bearing {
+            self.finish_seen = false;
+        }
+        // Usage ends it only with a completion count (an empty `"usage":{}` is no evidence).
+        let usage_counted =
+            (chunk.usage.0.as_ref()).is_some_and(|u| u.completion_tokens.0.is_some());
         if token_bearing {
             self.usage_tail = false;
-        } else if chunk.usage.0.is_some() {
+        } else if usage_counted {
             self.usage_tail = true;
         }
         let mut chunk_tokens = None;
         if let Some(u) = chunk.usage.0 {
+            self.usage_invalid |= u.prompt_tokens.1 || u.completion_tokens.1;
             if let Some(p) = u.prompt_tokens.0 {
                 self.usage_prompt = Some(clamp_u32(p));
             }
             if let Some(c) = u.completion_tokens.0 {
+                self.usage_completion_big = (c > u64::from(u32::MAX)).then_some(c);
                 let c = clamp_u32(c);
                 self.usage_completion = Some(c);
                 if token_bearing {
@@ -808,9 +832,14 @@ impl Interpreter {
         if let Some(p) = self.usage_prompt {
             rec.prompt_tokens = p;
         }
+        let invalid = inferbench_core::anomaly::Anomaly::UsageInvalid;
+        if self.usage_invalid && !rec.anomalies.contains(&invalid) {
+            rec.anomalies.push(invalid);
+        }
         match self.usage_completion {
             Some(c) => {
                 rec.completion_tokens = c;
+                rec.completion_tokens_reported = self.usage_completion_big;
                 rec.completion_tokens_source = TokenSource::Server;
                 None
             }

@@ -278,3 +278,140 @@ async fn a_refusal_is_output_counted_by_the_tokenizer_without_usage() {
     assert_eq!(rec.first_output_token_ns, Some(rec.chunks[0].t_ns));
     assert_eq!(rec.finish_reason.as_deref(), Some("stop"));
 }
+
+/// Trial of issue 39 §1–§3, finding 5: a usage count that is there but not a non-negative
+/// integer (negative, fractional, a word) is `usage_invalid`: the completion tokens come from
+/// the tokenizer (source `tokenizer`) and the prompt count stays the client's; null or a
+/// missing field is only absent (no anomaly).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_that_is_not_a_count_is_usage_invalid() {
+    for (usage, invalid) in [
+        (r#"{"prompt_tokens":8,"completion_tokens":-5}"#, true),
+        (r#"{"prompt_tokens":8,"completion_tokens":8.5}"#, true),
+        (r#"{"prompt_tokens":-1,"completion_tokens":2}"#, true),
+        (r#"{"prompt_tokens":8,"completion_tokens":"x"}"#, true),
+        (r#"{"prompt_tokens":8,"completion_tokens":null}"#, false),
+    ] {
+        let mut events = tokens(Backend::OpenAiChat, false);
+        events.push(ev(&format!(
+            r#"{{"choices":[{{"index":0,"delta":{{}},"finish_reason":"stop"}}],"usage":{usage}}}"#
+        )));
+        let url = serve(&events, End::Chunked).await;
+        let client = Client::new(ClientConfig {
+            base_url: url,
+            backend: Backend::OpenAiChat,
+            model: "m".into(),
+            token_counter: Some(std::sync::Arc::new(|s: &str| s.chars().count())),
+            ..Default::default()
+        })
+        .unwrap();
+        let input = RequestInput {
+            text: "hi",
+            messages: None,
+            prompt_tokens: 1,
+            max_tokens: Some(16),
+        };
+        let rec = client
+            .send(&input, RequestMeta::default(), &CancellationToken::new())
+            .await;
+        assert!(rec.success, "{usage}: {rec:#?}");
+        assert_eq!(
+            rec.anomalies
+                .contains(&inferbench_core::anomaly::Anomaly::UsageInvalid),
+            invalid,
+            "{usage}: {:?}",
+            rec.anomalies
+        );
+        if usage.contains("\"completion_tokens\":2") {
+            // A valid completion count is the server's; the bad prompt count is not taken.
+            assert_eq!(rec.completion_tokens, 2, "{usage}");
+            assert_eq!(rec.completion_tokens_source, TokenSource::Server);
+            assert_eq!(rec.prompt_tokens, 1, "{usage}");
+        } else {
+            // "Hello wor": 9 characters, the tokenizer's count.
+            assert_eq!(rec.completion_tokens, 9, "{usage}");
+            assert_eq!(
+                rec.completion_tokens_source,
+                TokenSource::Tokenizer,
+                "{usage}"
+            );
+        }
+    }
+}
+
+/// Trial of issue 39 §1–§3, finding 6: weak evidence of an end, each followed by a close,
+/// fails the request (`stream_error`): an empty `"usage":{}` last; `finish_reason` on
+/// `choices[index=1]` when one choice was asked for; `finish_reason: "null"` as a string; a
+/// `finish_reason` on the first chunk followed by more tokens. A real reason on the requested
+/// choice, last, still completes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weak_terminal_evidence_does_not_complete_a_cut_stream() {
+    let chat = |content: &str, finish: &str| {
+        ev(&format!(
+            r#"{{"choices":[{{"index":0,"delta":{{"content":"{content}"}},"finish_reason":{finish}}}]}}"#
+        ))
+    };
+    let base = tokens(Backend::OpenAiChat, false);
+    let with = |extra: &[String]| -> Vec<String> {
+        let mut v = base.clone();
+        v.extend_from_slice(extra);
+        v
+    };
+    let cases: Vec<(&str, Vec<String>, bool)> = vec![
+        (
+            "empty usage",
+            with(&[ev(r#"{"choices":[],"usage":{}}"#)]),
+            false,
+        ),
+        (
+            "finish on choice 1",
+            with(&[ev(
+                r#"{"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}"#,
+            )]),
+            false,
+        ),
+        ("finish \"null\"", with(&[chat("", "\"null\"")]), false),
+        (
+            "finish then tokens",
+            vec![chat("Hello", "\"stop\""), chat(" wor", "null")],
+            false,
+        ),
+        ("finish last", with(&[chat("", "\"stop\"")]), true),
+    ];
+    for (what, events, ok) in cases {
+        let url = serve(&events, End::CloseDelimited).await;
+        let rec = send(url, Backend::OpenAiChat).await;
+        assert_eq!(rec.success, ok, "{what}: {rec:#?}");
+        if !ok {
+            assert_eq!(
+                rec.error_class,
+                Some(inferbench_core::ErrorClass::StreamError),
+                "{what}"
+            );
+        }
+    }
+}
+
+/// Trial of issue 39 §1–§3, finding 7: usage of 10^12 completion tokens was stored as
+/// 4294967295 with no trace of the real value; the record keeps it beside the clamped count,
+/// and the anomaly still says the usage is beyond max_tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_usage_keeps_its_real_value() {
+    let mut events = tokens(Backend::OpenAiChat, false);
+    events.push(ev(
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":1000000000000}}"#,
+    ));
+    let url = serve(&events, End::Chunked).await;
+    let rec = send(url, Backend::OpenAiChat).await;
+    assert!(rec.success, "{rec:#?}");
+    assert_eq!(rec.completion_tokens, u32::MAX);
+    assert_eq!(rec.completion_tokens_reported, Some(1_000_000_000_000));
+    assert!(rec
+        .anomalies
+        .contains(&inferbench_core::anomaly::Anomaly::UsageExceedsMaxTokens));
+    let line = serde_json::to_string(&rec).unwrap();
+    assert!(
+        line.contains(r#""completion_tokens_reported":1000000000000"#),
+        "{line}"
+    );
+}

@@ -51,17 +51,25 @@ pub enum Anomaly {
     /// last, so TTFT is the whole response time and TPOT and ITL are 0 (trial 32 F4). Noted by
     /// the client when it reads the body (not by [`detect`], which sees only numbers).
     NotStreamed,
+    /// The server's `usage` held a `prompt_tokens` or `completion_tokens` that is not a
+    /// non-negative integer (`-5`, `8.5`, `"x"`): the count comes from the client's tokenizer
+    /// (source `tokenizer`) and the prompt count stays the client's. Past
+    /// [`EXCESS_OUTPUT_MAX`] of the successful requests the point is invalid (trial of issue 39
+    /// §1–§3, finding 5: such usage was ignored silently). Noted by the client when it reads
+    /// the usage.
+    UsageInvalid,
 }
 
 impl Anomaly {
     /// Every code, in summary order.
-    pub const ALL: [Anomaly; 6] = [
+    pub const ALL: [Anomaly; 7] = [
         Anomaly::UsageExceedsMaxTokens,
         Anomaly::UsageBelowStream,
         Anomaly::OslMismatch,
         Anomaly::IslMismatch,
         Anomaly::OutputExceedsMaxTokens,
         Anomaly::NotStreamed,
+        Anomaly::UsageInvalid,
     ];
 
     /// The code as written in records and summaries (`"usage_exceeds_max_tokens"`, …).
@@ -73,6 +81,7 @@ impl Anomaly {
             Anomaly::IslMismatch => "isl_mismatch",
             Anomaly::OutputExceedsMaxTokens => "output_exceeds_max_tokens",
             Anomaly::NotStreamed => "not_streamed",
+            Anomaly::UsageInvalid => "usage_invalid",
         }
     }
 
@@ -119,6 +128,11 @@ impl Anomaly {
                 "request {id}: the server answered with one JSON body, not an event stream \
                  (\"stream\": true ignored, or a buffering proxy); its TTFT is the whole response \
                  time and TPOT/ITL are 0, so latency columns do not measure streaming"
+            ),
+            Anomaly::UsageInvalid => format!(
+                "request {id}: the server's usage held a token count that is not a non-negative \
+                 integer; {} completion tokens were counted by the client's tokenizer instead",
+                rec.completion_tokens
             ),
         }
     }
@@ -413,6 +427,7 @@ mod tests {
                 ("output_exceeds_max_tokens".to_string(), 0),
                 ("usage_below_stream".to_string(), 1),
                 ("usage_exceeds_max_tokens".to_string(), 1),
+                ("usage_invalid".to_string(), 0),
             ]
         );
         assert_eq!(anomalous_requests(&recs), 2);
@@ -544,7 +559,7 @@ mod tests {
         let s = serde_json::to_string(&Anomaly::ALL).unwrap();
         assert_eq!(
             s,
-            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens","not_streamed"]"#
+            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens","not_streamed","usage_invalid"]"#
         );
         for a in Anomaly::ALL {
             assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{a}\""));

@@ -180,6 +180,11 @@ pub struct RequestRecord {
     pub completion_tokens: u32,
     /// Where `completion_tokens` came from.
     pub completion_tokens_source: TokenSource,
+    /// The server's `usage.completion_tokens` when it is above `u32::MAX` (`completion_tokens`
+    /// then holds `u32::MAX`, clamped); absent otherwise (trial of issue 39 §1–§3, finding 7:
+    /// 10^12 was stored as 4294967295 with no trace of the real value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_reported: Option<u64>,
     /// Cached prompt tokens reported by the server (`usage.prompt_tokens_details.cached_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u32>,

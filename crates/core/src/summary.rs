@@ -320,7 +320,7 @@ pub struct Extras {
     pub error_samples: BTreeMap<String, String>,
     /// Profile requests carrying each anomaly code (`usage_exceeds_max_tokens`,
     /// `usage_below_stream`, `osl_mismatch`, `isl_mismatch`, `output_exceeds_max_tokens`,
-    /// `not_streamed`; all six always present), see [`crate::anomaly`].
+    /// `not_streamed`, `usage_invalid`; all seven always present), see [`crate::anomaly`].
     pub anomalies: BTreeMap<String, u64>,
     /// Successful profile requests with at least one anomaly.
     pub anomalous_requests: u64,

@@ -668,29 +668,46 @@ impl BenchOptions {
     /// duration records). Dataset prompts are not counted (their size is bounded by the file);
     /// a closed-loop `--duration` run's record count cannot be known in advance.
     pub fn estimated_memory_bytes(&self) -> u64 {
+        self.estimated_prompt_bytes().saturating_add(
+            self.estimated_record_count()
+                .saturating_mul(self.estimated_record_bytes()),
+        )
+    }
+
+    /// The prompts' share of [`BenchOptions::estimated_memory_bytes`], bytes: random prompts'
+    /// tokens × [`limits::BYTES_PER_PROMPT_TOKEN`] (0 for dataset prompts).
+    pub fn estimated_prompt_bytes(&self) -> u64 {
+        let n = self.resolved_num_prompts().max(1);
+        let in_tokens = match self.dataset_name {
+            DatasetName::Random => {
+                u64::from(self.random_prefix_len) + u64::from(self.max_input_len())
+            }
+            _ => 0,
+        };
+        n.saturating_mul(in_tokens)
+            .saturating_mul(limits::BYTES_PER_PROMPT_TOKEN)
+    }
+
+    /// Records the run keeps (warmups and profile; `--duration` at a rate: rate × duration).
+    fn estimated_record_count(&self) -> u64 {
         let n = self.resolved_num_prompts().max(1);
         let mut records = n.saturating_add(self.resolved_num_warmups());
         if let (Some(d), Some(r)) = (self.duration, self.request_rate) {
-            // --duration at a rate: about rate × duration records (prompts cycle).
             let paced = (d.as_secs_f64() * r).ceil().min(u64::MAX as f64) as u64;
             records = records.max(paced.saturating_add(self.resolved_num_warmups()));
         }
-        let (in_tokens, out_tokens) = match self.dataset_name {
-            DatasetName::Random => (
-                u64::from(self.random_prefix_len) + u64::from(self.max_input_len()),
-                u64::from(self.random_output_len),
-            ),
-            _ => (
-                0,
-                u64::from(self.output_len.unwrap_or(self.random_output_len)),
-            ),
+        records
+    }
+
+    /// One record's estimated bytes: [`limits::BYTES_PER_RECORD`] plus
+    /// [`limits::BYTES_PER_OUTPUT_TOKEN`] per output token.
+    fn estimated_record_bytes(&self) -> u64 {
+        let out_tokens = match self.dataset_name {
+            DatasetName::Random => u64::from(self.random_output_len),
+            _ => u64::from(self.output_len.unwrap_or(self.random_output_len)),
         };
-        let prompts = n
-            .saturating_mul(in_tokens)
-            .saturating_mul(limits::BYTES_PER_PROMPT_TOKEN);
-        let per_record = limits::BYTES_PER_RECORD
-            .saturating_add(out_tokens.saturating_mul(limits::BYTES_PER_OUTPUT_TOKEN));
-        prompts.saturating_add(records.saturating_mul(per_record))
+        limits::BYTES_PER_RECORD
+            .saturating_add(out_tokens.saturating_mul(limits::BYTES_PER_OUTPUT_TOKEN))
     }
 }
 
@@ -729,13 +746,88 @@ pub mod limits {
     pub const BYTES_PER_OUTPUT_TOKEN: u64 = 32;
 }
 
-/// Memory available to this process, bytes: `MemAvailable` of `/proc/meminfo` (Linux); `None`
-/// where unknown (the memory check is then skipped).
+/// Memory available to this process, bytes: the one budget every up-front memory check uses
+/// ([`memory_budget`]); `None` where unknown (the memory check is then skipped).
 pub fn available_memory_bytes() -> Option<u64> {
+    memory_budget().map(|b| b.bytes)
+}
+
+/// What bounds a process's memory (issue 39 §2: a prompt check against `MemAvailable` alone let
+/// `ulimit -v 700000` abort in prompt preparation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryBound {
+    /// The soft address-space limit (`ulimit -v`, `RLIMIT_AS`).
+    AddressSpace,
+    /// The machine's available memory (`MemAvailable` of `/proc/meminfo`).
+    Available,
+}
+
+/// The memory a whole run may use, bytes, and what bounds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    /// Bytes the process may hold in all (its own mappings included).
+    pub bytes: u64,
+    /// Which limit gave `bytes`.
+    pub bound: MemoryBound,
+}
+
+impl MemoryBudget {
+    /// The smaller of the soft address-space limit `address_space` (bytes, `None` =
+    /// unlimited) and the machine's available memory `available` (bytes, `None` = unknown);
+    /// `None` when neither is known. The address-space limit wins a tie (it is what aborts).
+    pub fn of(address_space: Option<u64>, available: Option<u64>) -> Option<Self> {
+        match (address_space, available) {
+            (Some(a), Some(m)) if m < a => Some(Self {
+                bytes: m,
+                bound: MemoryBound::Available,
+            }),
+            (Some(a), _) => Some(Self {
+                bytes: a,
+                bound: MemoryBound::AddressSpace,
+            }),
+            (None, Some(m)) => Some(Self {
+                bytes: m,
+                bound: MemoryBound::Available,
+            }),
+            (None, None) => None,
+        }
+    }
+
+    /// How a message names the bound: "the address-space limit `ulimit -v`" or "the memory
+    /// available".
+    pub fn what(&self) -> &'static str {
+        match self.bound {
+            MemoryBound::AddressSpace => "the address-space limit `ulimit -v`",
+            MemoryBound::Available => "the memory available",
+        }
+    }
+}
+
+/// This process's memory budget ([`MemoryBudget::of`]): its soft `RLIMIT_AS` (read from
+/// `/proc/self/limits`) and `MemAvailable` (`/proc/meminfo`); `None` where neither is known
+/// (not Linux).
+pub fn memory_budget() -> Option<MemoryBudget> {
+    MemoryBudget::of(address_space_limit(), mem_available())
+}
+
+/// `MemAvailable` of `/proc/meminfo`, bytes.
+fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib.saturating_mul(1024))
+}
+
+/// The soft address-space limit of this process (`Max address space` of `/proc/self/limits`),
+/// bytes; `None` when unlimited or unknown.
+fn address_space_limit() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = text.lines().find(|l| l.starts_with("Max address space"))?;
+    line.trim_start_matches("Max address space")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// `--tokenizer server`: prompts are fitted to the served model's tokenizer through the
@@ -745,6 +837,19 @@ pub const SERVER_TOKENIZER: &str = "server";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Trial of issue 39 §1–§3, finding 1: the budget is the smaller of `ulimit -v` and the
+    /// memory available (the prompt check ignored `ulimit -v`).
+    #[test]
+    fn the_memory_budget_is_the_smaller_limit() {
+        let b = MemoryBudget::of(Some(700_000 * 1024), Some(16 << 30)).unwrap();
+        assert_eq!((b.bytes, b.bound), (716_800_000, MemoryBound::AddressSpace));
+        let b = MemoryBudget::of(Some(64 << 30), Some(1 << 30)).unwrap();
+        assert_eq!((b.bytes, b.bound), (1 << 30, MemoryBound::Available));
+        let b = MemoryBudget::of(None, Some(1 << 30)).unwrap();
+        assert_eq!(b.bound, MemoryBound::Available);
+        assert_eq!(MemoryBudget::of(None, None), None);
+    }
 
     /// Trial 32 F6 / trial 33 F4: the drawn range is printed under either rule, the prefix
     /// in the input.

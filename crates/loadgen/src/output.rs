@@ -110,9 +110,15 @@ pub fn default_result_filename(opts: &BenchOptions, date: &str) -> String {
 /// `<result>.tmp` created exclusively (`O_EXCL`), which [`write_results`] later fills and
 /// renames onto the result. Dropping the claim removes `<result>.tmp` if it is still there (a
 /// run that ended before writing its result), so an unused name is free again.
+///
+/// The claim keeps `<result>.tmp` open until [`write_results_into`] fills it, so a run whose
+/// streams used up every open file (`EMFILE`: its limit lowered under it) still writes its
+/// result (trial of issue 39 §1–§3, finding 4: "cannot create ….json.tmp: Too many open
+/// files", exit 2, no summary).
 #[derive(Debug)]
 pub struct ResultClaim {
     tmp: PathBuf,
+    file: Option<File>,
 }
 
 impl Drop for ResultClaim {
@@ -170,9 +176,9 @@ pub fn with_free_result_name(
             .create_new(true)
             .open(&tmp)
         {
-            Ok(_) => {
+            Ok(f) => {
                 opts.result_filename = Some(file);
-                return (opts, Some(ResultClaim { tmp }));
+                return (opts, Some(ResultClaim { tmp, file: Some(f) }));
             }
             // Claimed by a run that listed the directory before us: try the next.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -217,6 +223,17 @@ pub fn write_results(
     summary: &RunSummary,
     date: &str,
 ) -> anyhow::Result<Written> {
+    write_results_into(opts, summary, date, None)
+}
+
+/// [`write_results`], the result written through `claim`'s open `<result>.tmp` when it is the
+/// result's (no new file descriptor needed). Errors name the path.
+pub fn write_results_into(
+    opts: &BenchOptions,
+    summary: &RunSummary,
+    date: &str,
+    claim: Option<&mut ResultClaim>,
+) -> anyhow::Result<Written> {
     let mut w = Written::default();
     if !opts.save_result && opts.job_identity.is_none() {
         return Ok(w);
@@ -233,7 +250,10 @@ pub fn write_results(
             .clone()
             .unwrap_or_else(|| default_result_filename(opts, date));
         let path = dir.join(name);
-        write_json(&path, summary)?;
+        let held = claim
+            .filter(|c| c.tmp == path.with_extension("json.tmp"))
+            .and_then(|c| c.file.take());
+        write_json_to(&path, summary, held)?;
         w.result = Some(path);
     }
     // A run cut short (Ctrl-C) gets no InferenceX aggregate: that format has no validity field
@@ -250,8 +270,21 @@ pub fn write_results(
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
+    write_json_to(path, v, None)
+}
+
+/// Writes `v` to `<path>.tmp` (`held`: that file already open and empty) and renames it onto
+/// `path`.
+fn write_json_to<T: serde::Serialize>(
+    path: &Path,
+    v: &T,
+    held: Option<File>,
+) -> anyhow::Result<()> {
     let tmp = path.with_extension("json.tmp");
-    let f = File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let f = match held {
+        Some(f) => f,
+        None => File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?,
+    };
     let mut out = BufWriter::new(f);
     serde_json::to_writer_pretty(&mut out, v)
         .with_context(|| format!("writing {}", tmp.display()))?;

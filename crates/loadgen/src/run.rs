@@ -283,7 +283,7 @@ pub async fn run_bench(
 
     let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
     // Held until the result is written (output::ResultClaim).
-    let (opts, _claim) = output::with_free_result_name(opts, &date);
+    let (opts, mut claim) = output::with_free_result_name(opts, &date);
     // GPU power for the whole point (power.csv beside the result), started before the
     // warmup so the stream brackets the profiling window.
     let power = start_power(&opts, &date, &mut notes).await?;
@@ -370,7 +370,16 @@ pub async fn run_bench(
         .iter()
         .map(|t| format!("{}: {}", t.name, t.value))
         .collect();
-    let written = write_outputs(&opts, &summary, &date, &mut notes)?;
+    // A result that cannot be written is said, and fails the point (exit 1), but the summary
+    // is still printed and the records kept (trial finding 4: exit 2 and no summary).
+    let (written, write_failed) =
+        match write_outputs(&opts, &summary, &date, claim.as_mut(), &mut notes) {
+            Ok(w) => (w, false),
+            Err(e) => {
+                notes.push(format!("the result was not written: {e:#}"));
+                (output::Written::default(), true)
+            }
+        };
     let failure = (unreachable_msg, first_failure.as_str());
     // A run that measured nothing because the server refused it with 404 (a wrong --model)
     // says so in its verdict, once (trial 22: the warmups' 404 quoted, then the /v1/models
@@ -385,6 +394,11 @@ pub async fn run_bench(
         power_validation.as_deref(),
         &mut notes,
     );
+    let exit_code = if write_failed && exit_code == 0 {
+        EXIT_ERROR_RATE
+    } else {
+        exit_code
+    };
     let verdict = end_verdict.or(gate_verdict);
     let folded = verdict.as_ref().is_some_and(Verdict::measured_nothing);
     notes.extend(verdict.iter().map(|v| v.note.clone()));
@@ -413,16 +427,18 @@ async fn start_scraper(opts: &BenchOptions) -> Option<Scraper> {
     }
 }
 
-/// Writes the result files of `summary` (started at `date`; output::write_results) and adds
+/// Writes the result files of `summary` (started at `date`; output::write_results_into, the
+/// result through `claim`'s open file) and adds
 /// the measured power to the InferenceX aggregate when one was written (a note in `notes` when
 /// that fails). Errors: an unwritable result.
 fn write_outputs(
     opts: &BenchOptions,
     summary: &RunSummary,
     date: &str,
+    claim: Option<&mut output::ResultClaim>,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<output::Written> {
-    let written = output::write_results(opts, summary, date)?;
+    let written = output::write_results_into(opts, summary, date, claim)?;
     if let (Some(agg), Some(p)) = (&written.aggregate, &summary.inferbench.power) {
         if let Err(e) = patch_aggregate_power(agg, p) {
             notes.push(format!("adding power to {}: {e}", agg.display()));
@@ -1154,6 +1170,22 @@ fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &m
             100.0 * short as f64 / total as f64
         ));
     }
+    let ok: Vec<&RequestRecord> = (records.iter())
+        .filter(|r| r.success && r.phase == Phase::Profile)
+        .collect();
+    let bad = (ok.iter())
+        .filter(|r| r.anomalies.contains(&anomaly::Anomaly::UsageInvalid))
+        .count();
+    if !ok.is_empty() && bad as f64 > anomaly::EXCESS_OUTPUT_MAX * ok.len() as f64 {
+        invalid.push(format!(
+            "{:.1} % of the successful requests ({bad} of {}) had a usage count that is not a \
+             non-negative integer (usage_invalid above): their token counts are the client \
+             tokenizer's, not the server's; the result is marked invalid (kept off frontiers \
+             unless --include-invalid)",
+            100.0 * bad as f64 / ok.len() as f64,
+            ok.len()
+        ));
+    }
     invalidate(invalid, notes, reasons);
     if let (n, Some(r)) = anomaly::stopped_short(records) {
         notes.push(format!(
@@ -1771,6 +1803,31 @@ mod judge_tests {
         };
         r.anomalies = anomaly::detect(&r, false);
         r
+    }
+
+    /// Trial of issue 39 §1–§3, finding 5: usage that is not a count invalidates the point past
+    /// 1 % of the successful requests, as the other usage anomalies do.
+    #[test]
+    fn usage_invalid_past_one_percent_invalidates() {
+        let judge = |recs: &[RequestRecord]| {
+            let (mut notes, mut reasons) = (Vec::new(), Vec::new());
+            super::judge_records(recs, &mut notes, &mut reasons);
+            reasons
+        };
+        let mut recs: Vec<RequestRecord> = (0..100).map(|_| rec(100, 100)).collect();
+        recs[0].anomalies.push(Anomaly::UsageInvalid);
+        assert_eq!(judge(&recs), Vec::<String>::new());
+        recs[1].anomalies.push(Anomaly::UsageInvalid);
+        assert_eq!(
+            judge(&recs),
+            vec![
+                "2.0 % of the successful requests (2 of 100) had a usage count that is not a \
+                 non-negative integer (usage_invalid above): their token counts are the client \
+                 tokenizer's, not the server's; the result is marked invalid (kept off frontiers \
+                 unless --include-invalid)"
+                    .to_string()
+            ]
+        );
     }
 
     /// Issue 39: usage below the stream invalidates the point past the share that inflated

@@ -17,6 +17,8 @@ pub fn run(flags: EvalFlags) -> anyhow::Result<ExitStatus> {
         flag: "--concurrency",
         streams: opts.concurrency as u64,
         requests: 0,
+        per_stream: 1,
+        prompt_bytes: 0,
     }))?;
     let rt = tokio::runtime::Runtime::new()?;
     // Without --model, the server's first (as `bench`; trial 24).

@@ -85,9 +85,21 @@ pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
+        per_stream: 1,
+        prompt_bytes: 0,
     }))?;
     let rt = super::runtime()?;
     let prepared = rt.block_on(flags.prepare_bounded())?;
+    // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
+    // a connection (trial finding 3: 19,000 lanes passed the check, then held 19,847 files and
+    // failed warmups with EMFILE). Checked once the traces are known, before any request.
+    crate::limits::refuse_beyond(Some(crate::limits::Need {
+        flag: "--concurrency",
+        streams: u64::from(flags.concurrency),
+        requests: 0,
+        per_stream: prepared.peak_in_flight_per_session(),
+        prompt_bytes: 0,
+    }))?;
     let code = rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",

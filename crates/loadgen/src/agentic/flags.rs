@@ -247,6 +247,17 @@ pub struct PreparedReplay {
     prompter: Arc<Prompter>,
 }
 
+impl PreparedReplay {
+    /// The most requests one session of the loaded traces has in flight at once
+    /// ([`super::TreePlan::peak_in_flight`]); 1 without traces.
+    pub fn peak_in_flight_per_session(&self) -> u64 {
+        (self.traces.iter().enumerate())
+            .map(|(i, t)| super::TreePlan::build(i, t).peak_in_flight())
+            .max()
+            .unwrap_or(1)
+    }
+}
+
 impl ReplayFlags {
     /// The bound on every trace request's `in` and `out`, tokens: the larger of 2^20
     /// ([`DEFAULT_MAX_CONTEXT_TOKENS`]), `--max-model-len` and `served` (the model's

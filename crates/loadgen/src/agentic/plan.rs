@@ -237,6 +237,24 @@ impl TreePlan {
     pub fn successors(&self, i: usize) -> &[u32] {
         &self.succ[self.succ_at[i] as usize..self.succ_at[i + 1] as usize]
     }
+
+    /// The most requests of this session in flight at once as recorded (overlapping
+    /// [`PlanReq::t_ns`]..[`PlanReq::end_ns`]: the main agent and its parallel sub-agents,
+    /// which take no lane of their own); at least 1. Each is a connection, so a replay at N
+    /// lanes may hold up to N × this many (trial of issue 39 §1–§3, finding 3).
+    pub fn peak_in_flight(&self) -> u64 {
+        let mut edges: Vec<(u64, i64)> = (self.reqs.iter())
+            .flat_map(|r| [(r.t_ns, 1), (r.end_ns.max(r.t_ns.saturating_add(1)), -1)])
+            .collect();
+        // Ends before starts at the same instant: back-to-back requests do not overlap.
+        edges.sort_unstable();
+        let (mut now, mut peak) = (0i64, 1i64);
+        for (_, d) in edges {
+            now += d;
+            peak = peak.max(now);
+        }
+        peak as u64
+    }
 }
 
 #[cfg(test)]
@@ -284,6 +302,20 @@ pub(crate) mod tests {
     }
 
     const S: u64 = 1_000_000_000;
+
+    /// Trial of issue 39 §1–§3, finding 3: sub-agents take no lane, so a lane holds its
+    /// session's overlapping requests: serial turns 1, a root turn beside two parallel
+    /// sub-agents 3, back-to-back requests (end = next start) 1.
+    #[test]
+    fn peak_in_flight_counts_parallel_sub_agents() {
+        let serial = TreePlan::build(0, &trace(vec![vec![rq(0.0, 2.0), rq(2.0, 3.0)]]));
+        assert_eq!(serial.peak_in_flight(), 1);
+        let root = vec![rq(0.0, 4.0), rq(5.0, 10.0), rq(30.0, 1.0)];
+        let a = vec![rq(6.0, 4.0)];
+        let b = vec![rq(7.0, 5.0)];
+        let p = TreePlan::build(0, &trace(vec![root, a, b]));
+        assert_eq!(p.peak_in_flight(), 3);
+    }
 
     #[test]
     fn single_stream_end_to_start() {

@@ -200,6 +200,11 @@ pub async fn run_replay(
     // clock starts and before the `/metrics` baseline (issue 39 §4).
     let mut probe_notes = Vec::new();
     let overhead = measure_overhead(&opts, &cancel, &mut probe_notes).await?;
+    let per_lane = plans
+        .iter()
+        .map(TreePlan::peak_in_flight)
+        .max()
+        .unwrap_or(1);
     let mut sched = Scheduler::new(Arc::new(plans), opts.sched.clone());
     let clock = RunClock::start();
     let anchor_unix_ns = std::time::SystemTime::now()
@@ -207,8 +212,9 @@ pub async fn run_replay(
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     let client = replay_client(&opts, clock)?;
-    // Connections beyond the lanes are closed when idle (sub-agents may still go over).
-    client.limit_connections(opts.sched.lanes as usize);
+    // Connections beyond each lane's peak of requests in flight (its session's main agent and
+    // parallel sub-agents) are closed when idle: the open-file check counted that many.
+    client.limit_connections((opts.sched.lanes as usize).saturating_mul(per_lane as usize));
     let mut sinks = Sinks::start(&opts).await?;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     // Requests in flight end early on Ctrl-C, the failure threshold, or after the grace.
