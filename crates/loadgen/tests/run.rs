@@ -681,7 +681,16 @@ async fn garbage_on_a_pre_opened_connection_is_not_an_earlier_response() {
     assert!(!msg.contains("earlier response"), "{msg}");
     let notes = out.notes.join("\n");
     assert!(!notes.contains("wrote bytes after"), "{notes}");
-    assert_eq!(out.summary.inferbench.invalid_reason, None, "{notes}");
+    // Invalid only because nothing was measured (the error gate), never for stray bytes.
+    assert_eq!(
+        out.summary.inferbench.invalid_reason.as_deref(),
+        Some(
+            "failed its gate: nothing was measured: none of the 1 profile requests succeeded \
+             (1 failed); the result is marked invalid (kept off frontiers unless \
+             --include-invalid)"
+        ),
+        "{notes}"
+    );
 }
 
 /// Trial 34 F2: a server that ends its body 20 ms after `[DONE]` (a trailing comment, then the
