@@ -110,16 +110,18 @@ async fn history_answers_report_history_at() {
                // 35 tok/s/user lies outside the range: the page opens in its middle.
                "include_invalid": false, "default_at": 80.0, "groups": [
             {"name": "dsr1 1024/1024 b200_sglang_fp4", "latest_regression": true,
-             "total": 8, "invalid": 0, "invalid_reason": null, "x_range": [40.0, 120.0], "points": [
+             "total": 8, "invalid": 0, "invalid_reason": null, "x_range": [40.0, 120.0],
+             "gpu_seconds": null, "gpu_seconds_unknown": 8, "points": [
                 {"date": "2026-02-20", "value": 1800.0, "baseline": null, "change": null,
                  "regression": false, "time_unix": null},
                 {"date": "2026-02-27", "value": 1620.0, "baseline": 1800.0,
                  "change": -0.09999999999999998, "regression": true, "time_unix": null}]},
             {"name": "dsr1 1024/1024 h200_sglang_fp8", "latest_regression": false,
              "total": 2, "invalid": 0, "invalid_reason": null, "x_range": [52.63157894736842, 105.26315789473684],
-             "points": []},
+             "gpu_seconds": null, "gpu_seconds_unknown": 2, "points": []},
             {"name": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "latest_regression": false,
-             "total": 8, "invalid": 0, "invalid_reason": null, "x_range": [40.0, 120.0], "points": [
+             "total": 8, "invalid": 0, "invalid_reason": null, "x_range": [40.0, 120.0],
+             "gpu_seconds": null, "gpu_seconds_unknown": 8, "points": [
                 {"date": "2026-02-20", "value": 1350.0, "baseline": null, "change": null,
                  "regression": false, "time_unix": null},
                 {"date": "2026-02-27", "value": 1485.0000000000002, "baseline": 1350.0,
@@ -337,10 +339,17 @@ async fn tco_reads_every_group_at_one_x_best_first() {
         v,
         json!({"x": "median_intvty", "y": "tput_per_gpu", "at": 60.0, "better": "higher",
                "bars": [
-                 {"group": "dsr1 1024/1024 b200_sglang_fp4", "public": false, "value": 1520.0, "batches": 2},
-                 {"group": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "public": false, "value": 1260.0, "batches": 2},
-                 {"group": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "value": 364.3904, "batches": 1}],
+                 {"group": "dsr1 1024/1024 b200_sglang_fp4", "public": false, "value": 1520.0, "batches": 2,
+                  "gpu_seconds": null},
+                 {"group": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "public": false, "value": 1260.0, "batches": 2,
+                  "gpu_seconds": null},
+                 {"group": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "value": 364.3904, "batches": 1,
+                  "gpu_seconds": null}],
                "unreached": [], "invalid_only": [], "invalid": 0, "invalid_reason": null,
+               "groups": [
+                 {"name": "dsr1 1024/1024 b200_sglang_fp4", "gpu_seconds": null, "gpu_seconds_unknown": 8},
+                 {"name": "dsr1 1024/1024 h200_sglang_fp8", "gpu_seconds": null, "gpu_seconds_unknown": 2},
+                 {"name": "dsr1 1024/1024 mi355x_mori-sglang_fp4", "gpu_seconds": null, "gpu_seconds_unknown": 8}],
                "note": null, "include_invalid": false,
                "x_range": [40.0, 120.0], "default_at": 80.0})
     );
