@@ -1,8 +1,8 @@
 // inferbench dashboard: the Inference page. Reads /api/v1/options and /api/v1/points, draws the
 // Pareto chart with uPlot (scatter per group, frontier as straight segments), keeps the whole
 // view in the URL (shareable; the back button steps through changes), exports CSV (the server's
-// `report --format csv` rows) and PNG. Every value from the database is set as text (never as
-// markup), and the page's Content-Security-Policy allows no inline script.
+// `report --format csv` rows) and PNG/SVG (the server's chart, `/api/v1/chart.png`). Every value
+// from the database is set as text (never as markup), and the page's Content-Security-Policy allows no inline script.
 "use strict";
 
 const SELECTS = ["model", "sequence", "framework", "precision", "spec_decoding", "x", "y"];
@@ -383,6 +383,9 @@ async function refresh(push) {
   pushUrl(stateQuery(st), push);
   const api = apiQuery(st).toString();
   $("csv").href = "/api/v1/points.csv" + (api ? "?" + api : "");
+  // The exports are the server's chart (`plot`'s renderer: title, units, legend, source line).
+  $("png").href = "/api/v1/chart.png" + (api ? "?" + api : "");
+  $("svg").href = "/api/v1/chart.svg" + (api ? "?" + api : "");
   status("loading…");
   try {
     current = await getJson("/api/v1/points" + (api ? "?" + api : ""));
@@ -465,13 +468,6 @@ async function start() {
         tip.append(t);
       }
     }
-  });
-  $("png").addEventListener("click", () => {
-    if (!chart) return;
-    const a = document.createElement("a");
-    a.download = "inferbench-chart.png";
-    a.href = chart.ctx.canvas.toDataURL("image/png");
-    a.click();
   });
   await refresh(false);
 }

@@ -543,6 +543,138 @@ pub async fn points_csv(
         .into_response())
 }
 
+/// Width × height of the charts `/api/v1/chart.{png,svg}` draw, pixels.
+pub const CHART_SIZE: (u32, u32) = (1600, 1000);
+
+/// The title of an exported chart: its models, then its scenario(s) (`ISL/OSL 1024/1024` for a
+/// fixed-length sequence, the scenario's name otherwise), joined by ` · `; each list in first
+/// seen order, comma-separated.
+pub fn chart_title(rows: &[PointRow]) -> String {
+    let mut models: Vec<&str> = Vec::new();
+    let mut scenarios: Vec<String> = Vec::new();
+    for r in rows {
+        if !models.contains(&r.model.as_str()) {
+            models.push(&r.model);
+        }
+        let sc = if r.scenario == AGENTIC_SCENARIO || r.isl <= 0 {
+            r.scenario.clone()
+        } else {
+            format!("ISL/OSL {}/{}", r.isl, r.osl)
+        };
+        if !scenarios.contains(&sc) {
+            scenarios.push(sc);
+        }
+    }
+    format!("{} · {}", models.join(", "), scenarios.join(", "))
+}
+
+/// The source line of an exported chart: `source: DATABASE · DATE–DATE · filters: … ·
+/// inferbench VERSION` (the dates those of the drawn rows; `filters: none` when none was
+/// given; the include/latest flags named when set).
+pub fn chart_source(database: &str, rows: &[PointRow], q: &PointsQuery) -> String {
+    let first = rows.iter().map(|r| r.date.as_str()).min().unwrap_or("");
+    let last = rows.iter().map(|r| r.date.as_str()).max().unwrap_or("");
+    let mut filters = q.filter_specs.clone();
+    if let Some(d) = &q.filter.since {
+        filters.push(format!("since={d}"));
+    }
+    if let Some(d) = &q.filter.until {
+        filters.push(format!("until={d}"));
+    }
+    for (on, name) in [
+        (q.filter.include_invalid, "include_invalid"),
+        (q.filter.include_failed, "include_failed"),
+        (q.frontier_only, "frontier_only"),
+        (q.latest_only, "latest_only"),
+    ] {
+        if on {
+            filters.push(name.to_string());
+        }
+    }
+    let filters = if filters.is_empty() {
+        "none".to_string()
+    } else {
+        filters.join(" ")
+    };
+    format!(
+        "source: {database} · {first} – {last} · filters: {filters} · inferbench {}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// `GET /api/v1/chart.png` (and [`chart_svg`]): the Inference page's chart for the same
+/// query as `/api/v1/points` (filters, `x`, `y`, include flags, custom cost), drawn by the one
+/// renderer `inferbench plot` uses (`inferbench_views::plot::render`) at [`CHART_SIZE`]: title
+/// ([`chart_title`]), axis labels with units, legend, concurrency labels and a source line
+/// ([`chart_source`]; under `serve --redact` the database and batch names are redacted). The PNG
+/// is RGB without alpha. 400 for a bad parameter or when no point has both metrics.
+pub async fn chart_png(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    chart(state, pairs, inferbench_views::plot::ChartFormat::Png).await
+}
+
+/// `GET /api/v1/chart.svg`: the SVG twin of [`chart_png`] (same query, same drawing).
+pub async fn chart_svg(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    chart(state, pairs, inferbench_views::plot::ChartFormat::Svg).await
+}
+
+async fn chart(
+    state: AppState,
+    pairs: Vec<(String, String)>,
+    format: inferbench_views::plot::ChartFormat,
+) -> Result<Response, ApiError> {
+    use inferbench_views::plot::{render, ChartFormat, PlotSpec};
+    let q = parse_points_query(&pairs)?;
+    let redacted = state.redact;
+    let (bytes, _) = state
+        .with_store(move |s| {
+            let (rows, x) = select(s, &q, true)?;
+            let shown = |t: &str| {
+                if redacted {
+                    crate::redact::text(t)
+                } else {
+                    t.to_string()
+                }
+            };
+            let spec = PlotSpec {
+                x,
+                y: q.y.clone(),
+                title: chart_title(&rows),
+                width: CHART_SIZE.0,
+                height: CHART_SIZE.1,
+                frontier_only: q.frontier_only,
+                clip: true,
+                include_invalid: q.filter.include_invalid,
+                source: shown(&chart_source(s.location(), &rows, &q)),
+            };
+            render(&rows, &spec, format).map_err(|e| ApiError::bad_request(e.to_string()))
+        })
+        .await?;
+    let (ctype, file) = match format {
+        ChartFormat::Png => ("image/png", "chart.png"),
+        ChartFormat::Svg => ("image/svg+xml", "chart.svg"),
+    };
+    let disposition = format!("inline; filename=\"inferbench-{file}\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, ctype.to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'".to_string(),
+            ),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
 /// A path id (`/runs/{id}`, `/points/{id}`): a positive integer, else 400.
 fn path_id(what: &str, raw: &str) -> Result<i64, ApiError> {
     raw.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(|| {

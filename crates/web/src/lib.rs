@@ -9,7 +9,9 @@
 //!   of the model/hardware/… values given ([`api::options`]).
 //! - `GET /api/v1/points?…`: points, frontier flags and per-group frontier knots for a
 //!   chart ([`api::points`]); `GET /api/v1/points.csv?…`: the same rows as `report --format
-//!   csv` writes them.
+//!   csv` writes them; `GET /api/v1/chart.png`, `GET /api/v1/chart.svg`: the same query drawn
+//!   by `inferbench plot`'s renderer with title, units, legend and a source line
+//!   ([`api::chart_png`]).
 //! - `GET /api/v1/runs/{id}`, `…/runs/{id}/artifacts/{name}`, `…/points/{id}/latencies`,
 //!   `…/points/{id}/power`, `…/points/{id}/server_metrics`: one run's provenance, points and
 //!   kept files; a point's latency distributions, power samples and server-metric gauges.
@@ -196,6 +198,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/options", get(api::options))
         .route("/api/v1/points", get(api::points))
         .route("/api/v1/points.csv", get(api::points_csv))
+        .route("/api/v1/chart.png", get(api::chart_png))
+        .route("/api/v1/chart.svg", get(api::chart_svg))
         .route("/api/v1/runs/{id}", get(api::run))
         .route("/api/v1/runs/{id}/artifacts/{name}", get(api::artifact))
         .route("/api/v1/points/{id}/latencies", get(api::latencies))

@@ -991,3 +991,51 @@ fn utf8_percent(s: &str) -> String {
         })
         .collect()
 }
+
+/// Issue 42: the chart export is the chart itself, drawn by `plot`'s renderer with its
+/// context: an opaque PNG (colour type 2, RGB, no alpha) at least 1000 px wide, and its SVG
+/// twin carrying the title (model · scenario), the axis labels with units, the concurrency
+/// labels and the source line (database, date range, filters, inferbench version).
+#[tokio::test]
+async fn chart_export_is_an_opaque_png_with_title_units_and_source() {
+    let (_d, db) = seeded();
+    let (s, h, png) = get(&db, "/api/v1/chart.png?model=dsr1&y=tput_per_gpu").await;
+    assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&png));
+    assert_eq!(h["content-type"], "image/png");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&png[12..16], b"IHDR");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (1600, 1000));
+    // Bit depth 8, colour type 2 (truecolour without alpha: 6 would be RGBA).
+    assert_eq!((png[24], png[25]), (8, 2));
+
+    let (s, h, svg) = get(&db, "/api/v1/chart.svg?model=dsr1&y=tput_per_gpu").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["content-type"], "image/svg+xml");
+    let svg = String::from_utf8(svg).unwrap();
+    // plotters writes each text on its own line.
+    let texts: Vec<&str> = svg.lines().collect();
+    assert!(texts.contains(&"dsr1 · ISL/OSL 1024/1024"), "{svg}");
+    assert!(svg.contains("Throughput per GPU (tok/s/GPU)"), "{svg}");
+    assert!(svg.contains("Interactivity, median (tok/s/user)"), "{svg}");
+    // Concurrency labels of the two points, and the legend's group.
+    assert!(texts.contains(&"4") && texts.contains(&"16"), "{svg}");
+    let source = format!(
+        "source: {db} · 2026-03-01 – 2026-03-01 · filters: model=dsr1 · inferbench {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(texts.contains(&source.as_str()), "{source} not in {svg}");
+
+    // A bad parameter is the points API's 400; nothing to draw is a 400 saying so.
+    let (s, _, b) = get(&db, "/api/v1/chart.png?y=nope").await;
+    assert_eq!(
+        s,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        String::from_utf8_lossy(&b)
+    );
+    let (s, _, b) = get(&db, "/api/v1/chart.svg?model=nothing-stored").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(String::from_utf8_lossy(&b).contains("nothing to plot"));
+}

@@ -192,6 +192,15 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         attr(&dom, "csv", "href").as_deref(),
         Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
     );
+    // Issue 42: the PNG and SVG exports are the server's chart of the same selection.
+    assert_eq!(
+        attr(&dom, "png", "href").as_deref(),
+        Some("/api/v1/chart.png?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+    );
+    assert_eq!(
+        attr(&dom, "svg", "href").as_deref(),
+        Some("/api/v1/chart.svg?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+    );
     // `isl=`/`osl=` as the API takes them pick the same sequence (trial 26: "not applied").
     let io = dump_dom(
         &chromium,
