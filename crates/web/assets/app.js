@@ -302,6 +302,7 @@ function describe(p) {
     p.parallelism + " · conc " + p.conc + " · " + p.gpus + " GPU" + (p.gpus === 1 ? "" : "s"),
     current.x.label_with_unit + ": " + num(p.x),
     current.y.label_with_unit + ": " + num(p.y),
+    "input " + num(p.input_tput_per_gpu) + " · output " + num(p.output_tput_per_gpu) + " tok/s/GPU",
     "date " + p.date + " · batch " + p.batch_label,
   ];
   if (p.image) lines.push("image " + p.image);

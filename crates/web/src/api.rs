@@ -268,10 +268,13 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
         }
     }
     // A custom-cost metric without its price is a column of nulls: say what it needs.
-    let custom = |m: &str| m.starts_with("usd_per_m_custom");
+    let custom =
+        |m: &str| m.starts_with("usd_per_m_custom") || m.starts_with("tokens_per_usd_custom");
     if q.cost.usd_per_gpu_hour.is_none() && (custom(&q.y) || q.x.as_deref().is_some_and(custom)) {
         return Err(ApiError::bad_request(
-            "`usd_per_m_custom*` needs `gpu_hour_cost` (your $/GPU-hour)".to_string(),
+            "`usd_per_m_custom*` needs `gpu_hour_cost` (your $/GPU-hour; so does \
+             `tokens_per_usd_custom*`)"
+                .to_string(),
         ));
     }
     Ok(q)
@@ -291,10 +294,16 @@ fn select(
         inferbench_store::schema::POINT_METRICS.contains(&m)
             || query::derived_names().iter().any(|d| d == m)
     };
-    f.all_metrics = !hot(&q.y) || q.x.as_deref().is_some_and(|x| !hot(x));
+    f.all_metrics = q.filter.all_metrics || !hot(&q.y) || q.x.as_deref().is_some_and(|x| !hot(x));
     if chart_only {
         let x = q.x.as_deref().unwrap_or("median_intvty");
-        f.only_metrics = Some(vec![x.to_string(), q.y.clone(), NORTH_STAR_X.to_string()]);
+        f.only_metrics = Some(vec![
+            x.to_string(),
+            q.y.clone(),
+            NORTH_STAR_X.to_string(),
+            "input_tput_per_gpu".into(),
+            "output_tput_per_gpu".into(),
+        ]);
     }
     let mut rows = store.points(&f, &q.cost).map_err(db)?;
     if q.latest_only {
@@ -409,6 +418,10 @@ pub struct ChartPoint<'a> {
     pub x: Option<f64>,
     /// The y metric's value, `null` when unknown.
     pub y: Option<f64>,
+    /// Input throughput, tok/s/GPU (the tooltip's), `null` when unknown.
+    pub input_tput_per_gpu: Option<f64>,
+    /// Output throughput, tok/s/GPU (the tooltip's), `null` when unknown.
+    pub output_tput_per_gpu: Option<f64>,
     /// Every metric, with `metrics=all` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<&'a std::collections::BTreeMap<String, f64>>,
@@ -451,6 +464,8 @@ impl<'a> ChartPoint<'a> {
             run_id: r.run_id,
             x: r.get(x).filter(|v| v.is_finite()),
             y: r.get(y).filter(|v| v.is_finite()),
+            input_tput_per_gpu: r.get("input_tput_per_gpu").filter(|v| v.is_finite()),
+            output_tput_per_gpu: r.get("output_tput_per_gpu").filter(|v| v.is_finite()),
             metrics: with_metrics.then_some(&r.metrics),
         }
     }
@@ -519,15 +534,33 @@ impl<'a> PointsAnswer<'a> {
     }
 }
 
+/// The CSV export's columns: `report`'s default columns, then every other metric any row holds
+/// (stored and derived: latency statistics, server figures, costs, tokens per $1, power), by
+/// name.
+pub fn csv_columns(rows: &[PointRow], x: &str) -> Vec<String> {
+    let mut cols = inferbench_views::report::default_columns(rows, Some(x));
+    let mut rest: Vec<&String> = rows
+        .iter()
+        .flat_map(|r| r.metrics.keys())
+        .filter(|k| !cols.contains(k))
+        .collect();
+    rest.sort();
+    rest.dedup();
+    cols.extend(rest.into_iter().cloned());
+    cols
+}
+
 /// `GET /api/v1/points.csv`: the selected rows as `inferbench report --format csv` prints them
-/// with the same filters (its default columns, full precision), as a download.
+/// with the same filters (full precision), as a download: its default columns, then every
+/// other stored and derived metric ([`csv_columns`]).
 pub async fn points_csv(
     State(state): State<AppState>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
-    let q = parse_points_query(&pairs)?;
+    let mut q = parse_points_query(&pairs)?;
+    q.filter.all_metrics = true;
     let (rows, x) = state.with_store(move |s| select(s, &q, false)).await?;
-    let cols = inferbench_views::report::default_columns(&rows, Some(&x));
+    let cols = csv_columns(&rows, &x);
     let body =
         inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Csv);
     Ok((

@@ -304,12 +304,31 @@ async fn csv_export_is_reports_csv() {
     assert_eq!(h["content-type"], "text/csv; charset=utf-8");
     let csv = String::from_utf8(body).unwrap();
     let mut lines = csv.lines();
-    assert_eq!(
-        lines.next().unwrap(),
-        "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,\
-         tput_per_gpu,output_tput_per_gpu,median_intvty,p99_ttft,median_e2el,usd_per_m_rental,\
-         tok_s_per_mw,frontier"
+    let header = lines.next().unwrap();
+    // `report`'s default columns first, then every other stored and derived metric by name
+    // (issue 42: the headline columns only).
+    assert!(
+        header.starts_with(
+            "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,\
+             tput_per_gpu,output_tput_per_gpu,median_intvty,p99_ttft,median_e2el,\
+             usd_per_m_rental,tok_s_per_mw,frontier,"
+        ),
+        "{header}"
     );
+    let cols: Vec<&str> = header.split(',').collect();
+    for c in [
+        "p90_ttft",
+        "std_itl",
+        "input_tput_per_gpu",
+        "total_gpu_energy_j",
+        "inferbench.warmups",
+        "usd_per_m_hyperscaler_input",
+        "tokens_per_usd_neocloud",
+        "tok_s_per_mw_output",
+    ] {
+        assert_eq!(cols.iter().filter(|k| **k == c).count(), 1, "{c}: {header}");
+    }
+    assert_eq!(cols.len(), 123, "{header}");
     assert_eq!(lines.count(), 2);
 }
 
@@ -1038,4 +1057,86 @@ async fn chart_export_is_an_opaque_png_with_title_units_and_source() {
     let (s, _, b) = get(&db, "/api/v1/chart.svg?model=nothing-stored").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert!(String::from_utf8_lossy(&b).contains("nothing to plot"));
+}
+
+/// Issue 42: tokens per $1 for the three cost regimes (10⁶ ÷ $/M tokens), $/M input and output
+/// for each regime and tok/s/MW input/output are y metrics of `/api/v1/options`; a chart's
+/// points carry input and output throughput for the tooltip.
+#[tokio::test]
+async fn tokens_per_dollar_and_input_output_metrics_are_offered() {
+    let (_d, db) = seeded();
+    let (_, v) = get_json(&db, "/api/v1/options").await;
+    let ys: Vec<&str> = (v["y_metrics"].as_array().unwrap().iter())
+        .map(|m| m["key"].as_str().unwrap())
+        .collect();
+    for k in [
+        "tokens_per_usd_hyperscaler",
+        "tokens_per_usd_neocloud",
+        "tokens_per_usd_rental",
+        "usd_per_m_hyperscaler_input",
+        "usd_per_m_hyperscaler_output",
+        "usd_per_m_neocloud_input",
+        "usd_per_m_neocloud_output",
+        "usd_per_m_rental_input",
+        "usd_per_m_rental_output",
+        "tok_s_per_mw_input",
+        "tok_s_per_mw_output",
+    ] {
+        assert!(ys.contains(&k), "{k}: {ys:?}");
+    }
+    let m = v["y_metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "tokens_per_usd_rental")
+        .unwrap();
+    assert_eq!(
+        *m,
+        json!({"key": "tokens_per_usd_rental",
+               "label": "Tokens per $1, total (input + output) tokens, rental",
+               "unit": "tokens/$",
+               "label_with_unit": "Tokens per $1, total (input + output) tokens, rental (tokens/$)",
+               "better": "higher"})
+    );
+    for regime in ["hyperscaler", "neocloud", "rental"] {
+        let (s, v) = get_json(
+            &db,
+            &format!("/api/v1/points?y=tokens_per_usd_{regime}&metrics=all"),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+        let pts = v["points"].as_array().unwrap();
+        assert_eq!(pts.len(), 2);
+        for p in pts {
+            let usd = p["metrics"][format!("usd_per_m_{regime}")]
+                .as_f64()
+                .unwrap();
+            assert_eq!(p["y"].as_f64().unwrap(), 1e6 / usd, "{regime}: {p}");
+        }
+    }
+    // The chart's points (no `metrics=all`) carry input and output throughput.
+    let (_, v) = get_json(&db, "/api/v1/points?y=tokens_per_usd_rental").await;
+    for p in v["points"].as_array().unwrap() {
+        assert!(p["input_tput_per_gpu"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["output_tput_per_gpu"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p.get("metrics").is_none());
+    }
+    // A custom regime's tokens per $1 needs its price, as its $/M does.
+    let (s, v) = get_json(&db, "/api/v1/points?y=tokens_per_usd_custom").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(
+        v["error"].as_str().unwrap().contains("gpu_hour_cost"),
+        "{v}"
+    );
+    let (s, v) = get_json(
+        &db,
+        "/api/v1/points?y=tokens_per_usd_custom&gpu_hour_cost=2&metrics=all",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    for p in v["points"].as_array().unwrap() {
+        // $2/GPU-hour over X tok/s/GPU: 2 ÷ (X × 3600 ÷ 10⁶) $/M, and 10⁶ ÷ that tokens per $1.
+        let x = p["metrics"]["tput_per_gpu"].as_f64().unwrap();
+        assert_eq!(p["y"].as_f64().unwrap(), 1e6 / (2.0 / (x * 3600.0 / 1e6)));
+    }
 }
