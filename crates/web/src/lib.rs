@@ -18,7 +18,9 @@
 //! - `GET /api/v1/compare?a=…&b=…`, `GET /api/v1/history?at=…`: two sides at matched x, and a
 //!   group's y at fixed x over time with regression flags; `GET /api/v1/evals`, `GET
 //!   /api/v1/models`: stored accuracy evals and the support matrix; `GET /api/v1/tco?at=…`:
-//!   every group's y at one x, the TCO calculator's bars ([`analysis`]).
+//!   every group's y at one x, the TCO calculator's bars ([`analysis`]); `GET
+//!   /api/v1/openapi.json`: the OpenAPI 3 document of every API route and its parameters, built
+//!   from the one route table the router serves the API from ([`openapi::API_ROUTES`]).
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
 //!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`, `GET /evals`, `GET
 //!   /models`, `GET /tco`: the Compare, History, Evals, Models and TCO pages; `GET /` redirects to the Inference
@@ -33,6 +35,7 @@
 
 pub mod analysis;
 pub mod api;
+pub mod openapi;
 pub mod redact;
 
 use std::net::SocketAddr;
@@ -188,6 +191,30 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
                    img-src 'self' data: blob:; base-uri 'none'; form-action 'none'; \
                    frame-ancestors 'none'";
 
+/// The handler of an API route of [`openapi::API_ROUTES`] (every API route is served from
+/// that table); a path without one answers 404, which the route-table test catches.
+fn api_handler(path: &str) -> axum::routing::MethodRouter<AppState> {
+    match path {
+        "/api/v1/options" => get(api::options),
+        "/api/v1/points" => get(api::points),
+        "/api/v1/points.csv" => get(api::points_csv),
+        "/api/v1/chart.png" => get(api::chart_png),
+        "/api/v1/chart.svg" => get(api::chart_svg),
+        "/api/v1/runs/{id}" => get(api::run),
+        "/api/v1/runs/{id}/artifacts/{name}" => get(api::artifact),
+        "/api/v1/points/{id}/latencies" => get(api::latencies),
+        "/api/v1/points/{id}/power" => get(api::power),
+        "/api/v1/points/{id}/server_metrics" => get(api::server_metrics),
+        "/api/v1/compare" => get(analysis::compare),
+        "/api/v1/history" => get(analysis::history),
+        "/api/v1/evals" => get(analysis::evals),
+        "/api/v1/models" => get(analysis::models),
+        "/api/v1/tco" => get(analysis::tco),
+        "/api/v1/openapi.json" => get(|| async { axum::Json(openapi::document()) }),
+        _ => get(not_found),
+    }
+}
+
 /// The dashboard's routes over `state`.
 pub fn router(state: AppState) -> Router {
     let redacted = state.redact;
@@ -195,24 +222,6 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(|| async { Redirect::to("/inference") }))
         .route("/inference", get(|| page(INFERENCE_HTML)))
         .route("/assets/{name}", get(asset))
-        .route("/api/v1/options", get(api::options))
-        .route("/api/v1/points", get(api::points))
-        .route("/api/v1/points.csv", get(api::points_csv))
-        .route("/api/v1/chart.png", get(api::chart_png))
-        .route("/api/v1/chart.svg", get(api::chart_svg))
-        .route("/api/v1/runs/{id}", get(api::run))
-        .route("/api/v1/runs/{id}/artifacts/{name}", get(api::artifact))
-        .route("/api/v1/points/{id}/latencies", get(api::latencies))
-        .route("/api/v1/points/{id}/power", get(api::power))
-        .route(
-            "/api/v1/points/{id}/server_metrics",
-            get(api::server_metrics),
-        )
-        .route("/api/v1/compare", get(analysis::compare))
-        .route("/api/v1/history", get(analysis::history))
-        .route("/api/v1/evals", get(analysis::evals))
-        .route("/api/v1/models", get(analysis::models))
-        .route("/api/v1/tco", get(analysis::tco))
         .route("/run", get(|| page(RUN_HTML)))
         .route("/compare", get(|| page(COMPARE_HTML)))
         .route("/history", get(|| page(HISTORY_HTML)))
@@ -220,7 +229,11 @@ pub fn router(state: AppState) -> Router {
         .route("/models", get(|| page(MODELS_HTML)))
         .route("/tco", get(|| page(TCO_HTML)))
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
+        .method_not_allowed_fallback(method_not_allowed);
+    // The API's routes come from its one table, which `/api/v1/openapi.json` describes.
+    let r = openapi::API_ROUTES
+        .iter()
+        .fold(r, |r, route| r.route(route.path, api_handler(route.path)))
         .with_state(state);
     if redacted {
         r.layer(axum::middleware::from_fn(redact::layer))
