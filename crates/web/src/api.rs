@@ -708,6 +708,81 @@ async fn chart(
         .into_response())
 }
 
+/// `GET /api/v1/overview`: what the database holds, for the landing page: `{"models":
+/// [{"name", "points"}…], "hardware": [{"name", "points"}…]` (by name; successful points, valid
+/// or not), `"points"` (successful), `"failed"`, `"runs"` (distinct runs of any point),
+/// `"batches"`, `"evals"`, `"first_date"`, `"last_date"` (`YYYY-MM-DD` over every point, `null`
+/// when none), `"latest_batch"`: `{"batch", "batch_label", "date", "points", "models": […],
+/// "run_id"}` of the newest point's batch (by date, then its run's start time; `run_id` that
+/// point's run), or `null`}. Takes no parameter (any is a 400).
+pub async fn overview(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some((k, _)) = pairs.first() {
+        return Err(ApiError::bad_request(format!(
+            "`{k}`: unknown parameter (overview takes none)"
+        )));
+    }
+    let (rows, counts) = state
+        .with_store(|s| {
+            let f = Filter {
+                include_failed: true,
+                include_invalid: true,
+                only_metrics: Some(Vec::new()),
+                ..Filter::default()
+            };
+            Ok((
+                s.points(&f, &CostOptions::default()).map_err(db_err)?,
+                s.table_counts().map_err(db_err)?,
+            ))
+        })
+        .await?;
+    Ok(Json(overview_json(&rows, &counts)))
+}
+
+/// The answer of [`overview`] for `rows` (every point, failed and invalid included) and the
+/// store's table counts.
+pub fn overview_json(rows: &[PointRow], counts: &[(String, i64)]) -> Value {
+    use std::collections::{BTreeMap, BTreeSet};
+    let ok: Vec<&PointRow> = rows.iter().filter(|r| r.error.is_none()).collect();
+    let tally = |key: fn(&PointRow) -> &str| -> Vec<Value> {
+        let mut m: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in &ok {
+            *m.entry(key(r)).or_default() += 1;
+        }
+        m.into_iter()
+            .map(|(name, n)| json!({"name": name, "points": n}))
+            .collect()
+    };
+    let runs: BTreeSet<i64> = rows.iter().map(|r| r.run_id).collect();
+    let batches: BTreeSet<&str> = rows.iter().map(|r| r.batch.as_str()).collect();
+    let newest = rows.iter().max_by(|a, b| {
+        (a.date.as_str(), a.start_unix.unwrap_or(f64::NEG_INFINITY))
+            .partial_cmp(&(b.date.as_str(), b.start_unix.unwrap_or(f64::NEG_INFINITY)))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let latest = newest.map(|n| {
+        let of_batch: Vec<&PointRow> = rows.iter().filter(|r| r.batch == n.batch).collect();
+        let models: BTreeSet<&str> = of_batch.iter().map(|r| r.model.as_str()).collect();
+        json!({"batch": n.batch, "batch_label": inferbench_core::text::batch_label(&n.batch),
+               "date": n.date, "points": of_batch.len(), "models": models, "run_id": n.run_id})
+    });
+    let evals = counts.iter().find(|(t, _)| t == "evals").map_or(0, |c| c.1);
+    json!({
+        "models": tally(|r| &r.model),
+        "hardware": tally(|r| &r.hardware),
+        "points": ok.len(),
+        "failed": rows.len() - ok.len(),
+        "runs": runs.len(),
+        "batches": batches.len(),
+        "evals": evals,
+        "first_date": rows.iter().map(|r| r.date.as_str()).min(),
+        "last_date": rows.iter().map(|r| r.date.as_str()).max(),
+        "latest_batch": latest,
+    })
+}
+
 /// A path id (`/runs/{id}`, `/points/{id}`): a positive integer, else 400.
 fn path_id(what: &str, raw: &str) -> Result<i64, ApiError> {
     raw.parse::<i64>().ok().filter(|&i| i > 0).ok_or_else(|| {

@@ -23,8 +23,10 @@
 //!   from the one route table the router serves the API from ([`openapi::API_ROUTES`]).
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
 //!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`, `GET /evals`, `GET
-//!   /models`, `GET /tco`: the Compare, History, Evals, Models and TCO pages; `GET /` redirects to the Inference
-//!   page;
+//!   /models`, `GET /tco`: the Compare, History, Evals, Models and TCO pages; `GET /`: the
+//!   landing page (models, hardware, runs, dates and the latest batch from `GET
+//!   /api/v1/overview`, linking into each view). Every page's nav bar and dark-mode toggle
+//!   (`theme=dark`, remembered in localStorage) come from `common.js`;
 //!   `GET /assets/NAME`: their scripts and styles.
 //!
 //! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
@@ -43,7 +45,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::Path;
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use inferbench_store::Store;
@@ -141,6 +143,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/history.js"),
     ),
     (
+        "home.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/home.js"),
+    ),
+    (
         "run.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/run.js"),
@@ -166,6 +173,10 @@ pub const PRESETS_JSON: &str = include_str!("../assets/presets.json");
 /// The Inference page's HTML (static: every value from the database is set by `app.js` as
 /// text, never as markup).
 const INFERENCE_HTML: &str = include_str!("../assets/inference.html");
+
+/// The landing page's HTML (`/`: what the database holds, from `/api/v1/overview`; same rules
+/// as [`INFERENCE_HTML`]).
+const HOME_HTML: &str = include_str!("../assets/home.html");
 
 /// The run page's HTML (`/run?id=N`; same rules as [`INFERENCE_HTML`]).
 const RUN_HTML: &str = include_str!("../assets/run.html");
@@ -210,6 +221,7 @@ fn api_handler(path: &str) -> axum::routing::MethodRouter<AppState> {
         "/api/v1/evals" => get(analysis::evals),
         "/api/v1/models" => get(analysis::models),
         "/api/v1/tco" => get(analysis::tco),
+        "/api/v1/overview" => get(api::overview),
         "/api/v1/openapi.json" => get(|| async { axum::Json(openapi::document()) }),
         _ => get(not_found),
     }
@@ -219,7 +231,7 @@ fn api_handler(path: &str) -> axum::routing::MethodRouter<AppState> {
 pub fn router(state: AppState) -> Router {
     let redacted = state.redact;
     let r = Router::new()
-        .route("/", get(|| async { Redirect::to("/inference") }))
+        .route("/", get(|| page(HOME_HTML)))
         .route("/inference", get(|| page(INFERENCE_HTML)))
         .route("/assets/{name}", get(asset))
         .route("/run", get(|| page(RUN_HTML)))
@@ -227,13 +239,14 @@ pub fn router(state: AppState) -> Router {
         .route("/history", get(|| page(HISTORY_HTML)))
         .route("/evals", get(|| page(EVALS_HTML)))
         .route("/models", get(|| page(MODELS_HTML)))
-        .route("/tco", get(|| page(TCO_HTML)))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed);
-    // The API's routes come from its one table, which `/api/v1/openapi.json` describes.
+        .route("/tco", get(|| page(TCO_HTML)));
+    // The API's routes come from its one table, which `/api/v1/openapi.json` describes (added
+    // before the fallbacks, which apply to the routes present).
     let r = openapi::API_ROUTES
         .iter()
         .fold(r, |r, route| r.route(route.path, api_handler(route.path)))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);
     if redacted {
         r.layer(axum::middleware::from_fn(redact::layer))

@@ -328,6 +328,12 @@ pub const API_ROUTES: &[ApiRoute] = &[
         media: "application/json",
     },
     ApiRoute {
+        path: "/api/v1/overview",
+        summary: "what the database holds: models, hardware, counts, date range, the latest batch",
+        params: &[],
+        media: "application/json",
+    },
+    ApiRoute {
         path: "/api/v1/openapi.json",
         summary: "this document: every API route and its parameters (OpenAPI 3)",
         params: &[],

@@ -273,10 +273,14 @@ async fn pages_are_static_with_a_strict_content_security_policy() {
     let html = String::from_utf8(body).unwrap();
     assert!(html.contains("<script src=\"/assets/app.js\" defer></script>"));
     assert!(!html.contains("<script>"), "no inline script");
-    let (s, _, _) = get(&db, "/").await;
-    assert_eq!(s, StatusCode::SEE_OTHER);
+    // `/` is the landing page (issue 42), no longer a redirect.
+    let (s, _, home) = get(&db, "/").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(String::from_utf8(home)
+        .unwrap()
+        .contains("<script src=\"/assets/home.js\" defer></script>"));
     // The page script sets database strings as text only.
-    for script in ["app.js", "run.js", "common.js"] {
+    for script in ["app.js", "run.js", "common.js", "home.js"] {
         let (s, h, js) = get(&db, &format!("/assets/{script}")).await;
         assert_eq!(s, StatusCode::OK, "{script}");
         assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
@@ -1249,4 +1253,56 @@ async fn openapi_lists_every_route_and_validates() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "valid\n");
+}
+
+/// Issue 42: the landing page's numbers, computed from a database of two models (the fixture
+/// and a copy of it measuring another model in a later batch).
+#[tokio::test]
+async fn overview_lists_models_hardware_dates_and_the_latest_batch() {
+    let (dir, db) = seeded();
+    let copy = dir.path().join("qwen");
+    common::copy_tree_replacing(
+        &fixtures(),
+        &copy,
+        &[
+            (
+                "\"infmax_model_prefix\": \"dsr1\"",
+                "\"infmax_model_prefix\": \"qwen3-8b\"",
+            ),
+            ("deepseek-ai/DeepSeek-R1-0528", "Qwen/Qwen3-8B"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-02-h200"),
+            // A day later: the date stamp, and the run start times 100,000 s on.
+            ("\"date\": \"20260301-", "\"date\": \"20260302-"),
+            ("17723", "17724"),
+        ],
+    );
+    let mut s = Store::open(&db).unwrap();
+    let r = s.ingest_path(&copy, &IngestOptions::default()).unwrap();
+    assert_eq!(r.points, 2, "{r:?}");
+    drop(s);
+    let (st, v) = get_json(&db, "/api/v1/overview").await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let run_id = v["latest_batch"]["run_id"].clone();
+    assert!(run_id.as_i64().unwrap() > 0);
+    assert_eq!(
+        v,
+        json!({
+            "models": [{"name": "dsr1", "points": 2}, {"name": "qwen3-8b", "points": 2}],
+            "hardware": [{"name": "h200", "points": 4}],
+            "points": 4, "failed": 0, "runs": 4, "batches": 2, "evals": 0,
+            "first_date": "2026-03-01", "last_date": "2026-03-02",
+            "latest_batch": {"batch": "sweep-2026-03-02-h200", "batch_label": "sweep-2026-03-02-h200",
+                             "date": "2026-03-02", "points": 2, "models": ["qwen3-8b"],
+                             "run_id": run_id},
+        })
+    );
+    let (st, v) = get_json(&db, "/api/v1/overview?x=1").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    // An empty database: nothing, and no latest batch.
+    let empty = dir.path().join("empty.db").display().to_string();
+    Store::open(&empty).unwrap().migrate().unwrap();
+    let (_, v) = get_json(&empty, "/api/v1/overview").await;
+    assert_eq!(v["latest_batch"], Value::Null);
+    assert_eq!(v["first_date"], Value::Null);
+    assert_eq!(v["models"], json!([]));
 }

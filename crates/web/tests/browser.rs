@@ -1067,3 +1067,83 @@ fn history_and_tco_pages_name_invalid_points_left_out() {
         assert_eq!(attr(&dom, "status", "data-invalid").as_deref(), Some("0"));
     }
 }
+
+/// Issue 42: the landing page lists what a database of two models holds (one of them the XSS
+/// probe, shown as text), links into each view, and every page's nav comes from one script
+/// with a dark-mode toggle that `theme=dark` sets and the browser remembers.
+#[test]
+fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = seeded(dir.path());
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/"));
+    assert_eq!(
+        attr(&dom, "models", "data-count").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(attr(&dom, "hardware", "data-count").as_deref(), Some("1"));
+    assert!(
+        dom.contains("<a href=\"/inference?model=dsr1\">dsr1</a> — 2 points"),
+        "{dom}"
+    );
+    // The probe model is text, never markup.
+    assert!(
+        dom.contains("&lt;img src=x onerror=alert(1)&gt;</a> — 2 points"),
+        "{dom}"
+    );
+    assert!(!dom.contains("<img src=x"), "{dom}");
+    assert_eq!(
+        text_of(&dom, "summary"),
+        "2 models on 1 hardware type: 4 points in 4 runs of 2 batches on 2026-03-01; 0 eval results."
+    );
+    assert!(attr(&dom, "latest-run", "href")
+        .unwrap()
+        .starts_with("/run?id="));
+    for view in [
+        "/inference",
+        "/compare",
+        "/history",
+        "/evals",
+        "/models",
+        "/tco",
+    ] {
+        assert!(
+            dom.contains(&format!("<li><a href=\"{view}\">")),
+            "{view}: {dom}"
+        );
+    }
+    // The nav, from common.js: the current page marked, the theme toggle after the links.
+    assert!(
+        dom.contains("<nav id=\"nav\"><a href=\"/\" aria-current=\"page\">Home</a><a href=\"/inference\">Inference</a>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<html lang=\"en\" data-theme=\"light\">"),
+        "{dom}"
+    );
+    // `theme=dark` in the URL turns dark mode on, is not a view key ("not applied"), and is
+    // remembered for the next page opened without it.
+    let dark = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&theme=dark"),
+    );
+    assert!(
+        dark.contains("<html lang=\"en\" data-theme=\"dark\">"),
+        "{dark}"
+    );
+    assert!(
+        dark.contains("aria-pressed=\"true\">Light mode</button>"),
+        "{dark}"
+    );
+    assert!(dark.contains("<a href=\"/inference\" aria-current=\"page\">Inference</a>"));
+    assert!(!text_of(&dark, "status").contains("not applied"), "{dark}");
+    let later = dump_dom(&chromium, &profile, &format!("{base}/models"));
+    assert!(
+        later.contains("<html lang=\"en\" data-theme=\"dark\">"),
+        "{later}"
+    );
+}
