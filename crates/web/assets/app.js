@@ -122,10 +122,11 @@ function draw(res, st) {
   const overlay = res.groups.some(g => g.public);
   const colours = groupColours(res.groups.map(g => g.name));
   const groups = res.groups.map(g => ({ name: g.name, colour: colours.get(g.name), frontier: g.frontier,
-    public: g.public, label: overlay && !g.public ? g.name + " (local)" : g.name }));
+    preview: g.preview_frontier || [], public: g.public, label: overlay && !g.public ? g.name + " (local)" : g.name }));
   const series = [{}];
   const data = [null];
   const plotted = []; // [seriesIdx] -> points of that scatter series
+  let previews = 0; // preview frontiers drawn
   for (const g of groups) {
     if (hidden.has(g.name)) continue;
     const pts = res.points.filter(p => p.group === g.name && p.x !== null && p.y !== null);
@@ -146,6 +147,17 @@ function draw(res, st) {
         points: { show: false },
       });
       data.push([g.frontier.map(k => k[0]), g.frontier.map(k => k[1])]);
+    }
+    // Points invalid only by AgentX's duration rule: their own frontier, dashed and labelled,
+    // never joined to the valid one (issue 42).
+    if (g.preview.length) {
+      series.push({
+        label: g.name + " preview: under 900 s", stroke: g.colour, width: 2, dash: [3, 4],
+        paths: uPlot.paths.linear(),
+        points: { show: false },
+      });
+      data.push([g.preview.map(k => k[0]), g.preview.map(k => k[1])]);
+      previews++;
     }
   }
   const width = Math.max(480, Math.min(1200, host.clientWidth || 1000));
@@ -172,6 +184,8 @@ function draw(res, st) {
   host.dataset.points = String(res.points.length);
   host.dataset.frontierPoints = String(res.points.filter(p => p.frontier).length);
   host.dataset.groups = String(groups.length);
+  host.dataset.previewFrontiers = String(previews);
+  host.dataset.previewPoints = String(res.points.filter(p => p.preview).length);
   // Nothing to draw (no point with both values; a database of evals alone): no chart, whose
   // library needs a series (trial 23: "Cannot read properties of undefined").
   if (series.length === 1) {
@@ -184,6 +198,13 @@ function draw(res, st) {
   // When the chart was drawn (ms since navigation start): the page-speed benchmark reads it.
   host.dataset.drawnMs = String(Math.round(performance.now()));
   legend(groups, st);
+  if (previews) {
+    const li = document.createElement("li");
+    li.id = "preview-note";
+    li.textContent = "dotted: preview: under 900 s (invalid only by AgentX's duration rule; "
+      + "never part of a valid frontier)";
+    $("legend").append(li);
+  }
   table(res);
 }
 
@@ -309,6 +330,7 @@ function describe(p) {
   if (p.public) lines.push("published by InferenceX (imported dump)");
   // The point's own reason, as `report --columns conc,error` gives it (issue 39: generic causes).
   if (!p.valid) lines.push("invalid: " + (p.invalid_reason || "no reason stored with this point"));
+  if (p.preview) lines.push("preview: under 900 s, on its dotted preview frontier");
   if (p.frontier) lines.push("on the frontier");
   return lines.join("\n");
 }

@@ -409,6 +409,10 @@ pub struct ChartPoint<'a> {
     /// a reason (before schema version 4) says so.
     pub invalid_reason: Option<&'a str>,
     pub frontier: bool,
+    /// Invalid only by AgentX's duration rule (a replay under 900 s,
+    /// [`inferbench_core::summary::agentic::only_short_replay`]): drawn on its group's
+    /// `preview_frontier`, never on a valid frontier.
+    pub preview: bool,
     /// From InferenceX's public database dump (`source_kind` `inferencex-dump`), not a local
     /// run.
     pub public: bool,
@@ -459,6 +463,7 @@ impl<'a> ChartPoint<'a> {
                 (false, None) => Some(NO_REASON_STORED),
             },
             frontier: r.frontier,
+            preview: is_preview(r),
             public: r.source_kind == inferbench_store::query::PUBLIC_SOURCE,
             point_id: r.point_id,
             run_id: r.run_id,
@@ -480,6 +485,17 @@ pub struct ChartGroup {
     pub public: bool,
     /// The group's frontier points' `[x, y]`, by x.
     pub frontier: Vec<[f64; 2]>,
+    /// The frontier of the group's preview points alone ([`ChartPoint::preview`], not on
+    /// `frontier`), `[x, y]` by x: drawn dashed as "preview: under 900 s"; empty when none.
+    pub preview_frontier: Vec<[f64; 2]>,
+}
+
+/// Whether row `r` is a preview: invalid only by AgentX's duration rule ([`ChartPoint::preview`]).
+pub fn is_preview(r: &PointRow) -> bool {
+    !r.valid
+        && r.error.is_none()
+        && (r.invalid_reason.as_deref())
+            .is_some_and(inferbench_core::summary::agentic::only_short_replay)
 }
 
 /// The answer of [`points`].
@@ -514,14 +530,33 @@ impl<'a> PointsAnswer<'a> {
                     name: p.group.clone(),
                     public: p.public,
                     frontier: Vec::new(),
+                    preview_frontier: Vec::new(),
                 });
             }
             if let (true, Some(a), Some(b), Some(g)) = (p.frontier, p.x, p.y, groups.last_mut()) {
                 g.frontier.push([a, b]);
             }
         }
+        // Previews make a frontier of their own (issue 42: `quickstart --agentic`'s four invalid
+        // points drew no line), never mixed with the valid one.
+        let previews: Vec<(String, &PointRow)> = rows
+            .iter()
+            .filter(|r| is_preview(r) && !r.frontier)
+            .map(|r| (r.group(), r))
+            .collect();
         for g in &mut groups {
             g.frontier.sort_by(|a, b| a[0].total_cmp(&b[0]));
+            if previews.is_empty() {
+                continue;
+            }
+            let mine: Vec<&PointRow> = (previews.iter())
+                .filter(|(name, _)| *name == g.name)
+                .map(|(_, r)| *r)
+                .collect();
+            g.preview_frontier = inferbench_store::compare::frontier_knots(&mine, x, y)
+                .into_iter()
+                .map(|(a, b)| [a, b])
+                .collect();
         }
         PointsAnswer {
             x: metric_json(x),

@@ -1306,3 +1306,81 @@ async fn overview_lists_models_hardware_dates_and_the_latest_batch() {
     assert_eq!(v["first_date"], Value::Null);
     assert_eq!(v["models"], json!([]));
 }
+
+/// Issue 42: points invalid only by AgentX's duration rule (a replay under 900 s, as every
+/// `quickstart --agentic` point is) are previews with a frontier of their own; a point invalid
+/// for another reason is neither, and the valid frontier never takes them.
+#[tokio::test]
+async fn short_replays_are_previews_with_their_own_frontier() {
+    let (dir, db) = seeded();
+    for (hw, reason) in [
+        (
+            "h100",
+            inferbench_core::summary::agentic::SHORT_REPLAY_REASON,
+        ),
+        ("b200", "the server fell behind"),
+    ] {
+        let copy = dir.path().join(hw);
+        let field = format!("\"inferbench\": {{\"invalid_reason\": \"{reason}\",");
+        common::copy_tree_replacing(
+            &fixtures(),
+            &copy,
+            &[
+                ("h200-nv_0", &format!("{hw}-nv_0")),
+                ("sweep-2026-03-01-h200", &format!("sweep-2026-03-01-{hw}")),
+                ("\"inferbench\": {", &field),
+            ],
+        );
+        let mut s = Store::open(&db).unwrap();
+        assert_eq!(
+            s.ingest_path(&copy, &IngestOptions::default())
+                .unwrap()
+                .points,
+            2
+        );
+    }
+    let (_, v) = get_json(&db, "/api/v1/points?model=dsr1").await;
+    let by_hw = |hw: &str| -> Vec<&Value> {
+        (v["points"].as_array().unwrap().iter())
+            .filter(|p| p["hardware"] == hw)
+            .collect()
+    };
+    let group = |hw: &str| -> &Value {
+        (v["groups"].as_array().unwrap().iter())
+            .find(|g| g["name"].as_str().unwrap().contains(hw))
+            .unwrap()
+    };
+    // The h100 copy: both points previews, off the frontier, on a preview frontier of both.
+    let h100 = by_hw("h100");
+    assert_eq!(h100.len(), 2);
+    for p in &h100 {
+        assert_eq!(
+            (&p["valid"], &p["preview"], &p["frontier"]),
+            (&json!(false), &json!(true), &json!(false)),
+            "{p}"
+        );
+    }
+    assert_eq!(group("h100")["frontier"], json!([]));
+    let knots: Vec<[f64; 2]> = h100
+        .iter()
+        .map(|p| [p["x"].as_f64().unwrap(), p["y"].as_f64().unwrap()])
+        .collect();
+    let mut want = knots.clone();
+    want.sort_by(|a, b| a[0].total_cmp(&b[0]));
+    assert_eq!(group("h100")["preview_frontier"], json!(want));
+    // Invalid for another reason: no preview.
+    for p in by_hw("b200") {
+        assert_eq!(
+            (&p["valid"], &p["preview"]),
+            (&json!(false), &json!(false)),
+            "{p}"
+        );
+    }
+    assert_eq!(group("b200")["preview_frontier"], json!([]));
+    // The valid h200 group: its frontier as before, no preview.
+    for p in by_hw("h200") {
+        assert_eq!(p["preview"], json!(false));
+    }
+    assert_eq!(group("h200")["preview_frontier"], json!([]));
+    assert_eq!(group("h200")["frontier"].as_array().unwrap().len(), 2);
+}

@@ -1147,3 +1147,45 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
         "{later}"
     );
 }
+
+/// Issue 42: points invalid only by AgentX's duration rule draw a dotted preview frontier of
+/// their own, labelled "preview: under 900 s", counted in the chart's data attributes.
+#[test]
+fn short_replays_draw_a_labelled_preview_frontier() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let field = format!(
+        "\"inferbench\": {{\"invalid_reason\": \"{}\",",
+        inferbench_core::summary::agentic::SHORT_REPLAY_REASON
+    );
+    let (_rt, base) = sweep_and_copy_served(
+        dir.path(),
+        &[
+            ("h200-nv_0", "h100-nv_0"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h100"),
+            ("\"inferbench\": {", &field),
+        ],
+    );
+    let dom = dump_dom(
+        &chromium,
+        &dir.path().join("profile"),
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-groups").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-preview-frontiers").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-preview-points").as_deref(),
+        Some("2")
+    );
+    assert!(
+        text_of(&dom, "preview-note").starts_with("dotted: preview: under 900 s"),
+        "{dom}"
+    );
+}
