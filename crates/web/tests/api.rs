@@ -133,7 +133,8 @@ async fn points_give_rows_axes_and_frontier_knots() {
     let want: Vec<Value> = knots.iter().map(|&(a, b)| json!([a, b])).collect();
     assert_eq!(
         v["groups"],
-        json!([{"name": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "frontier": want}])
+        json!([{"name": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "frontier": want,
+                "preview_frontier": []}])
     );
     // Metrics only when asked for.
     assert!(v["points"][0].get("metrics").is_none());
@@ -524,9 +525,10 @@ async fn public_points_overlay_a_local_run_of_the_same_config() {
         v["groups"],
         json!([
             {"name": "dsr1 1024/1024 h200_sglang_fp8", "public": false,
-             "frontier": [[52.63157894736842, 407.04], [105.26315789473684, 102.4]]},
+             "frontier": [[52.63157894736842, 407.04], [105.26315789473684, 102.4]],
+             "preview_frontier": []},
             {"name": "dsr1 1024/1024 h200_sglang_fp8 · InferenceX", "public": true,
-             "frontier": [[52.63, 407.04], [105.26, 102.4]]},
+             "frontier": [[52.63, 407.04], [105.26, 102.4]], "preview_frontier": []},
         ])
     );
     let public: Vec<(i64, bool, bool)> = v["points"]
