@@ -1189,3 +1189,75 @@ fn short_replays_draw_a_labelled_preview_frontier() {
         "{dom}"
     );
 }
+
+/// Issue 42: precision is a multi-select with one marker shape per precision, and the
+/// parallelism labels (TP/EP/DP-attn) go on the points with the "parallelism labels" box;
+/// both are in the chart's data attributes.
+#[test]
+fn precisions_have_shapes_and_points_carry_parallelism() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (_rt, base) = sweep_and_copy_served(
+        dir.path(),
+        &[
+            ("\"fp8\"", "\"fp4\""),
+            ("_fp8_", "_fp4_"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h200-fp4"),
+        ],
+    );
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&par=1"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-groups").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-precision-shapes").as_deref(),
+        Some("fp4:circle,fp8:square"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-parallelism-labels").as_deref(),
+        Some("TP8")
+    );
+    assert_eq!(
+        text_of(&dom, "shape-key"),
+        "markers by precision: fp4 circle, fp8 square"
+    );
+    // Both precisions selected in the URL (`|` as the API writes them), or one.
+    let both = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&precision=fp8%7Cfp4"),
+    );
+    assert_eq!(
+        attr(&both, "chart", "data-groups").as_deref(),
+        Some("2"),
+        "{both}"
+    );
+    assert!(!text_of(&both, "status").contains("not applied"), "{both}");
+    assert_eq!(
+        attr(&both, "chart", "data-parallelism-labels").as_deref(),
+        Some("")
+    );
+    let one = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&precision=fp4"),
+    );
+    assert_eq!(
+        attr(&one, "chart", "data-groups").as_deref(),
+        Some("1"),
+        "{one}"
+    );
+    assert_eq!(
+        attr(&one, "chart", "data-precision-shapes").as_deref(),
+        Some("fp4:circle")
+    );
+    assert!(attr(&one, "csv", "href").unwrap().contains("precision=fp4"));
+}
