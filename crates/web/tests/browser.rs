@@ -704,6 +704,13 @@ fn compare_history_evals_models_and_tco_pages() {
         "{dom}"
     );
     assert_eq!(text_of(&dom, "status"), "2 configurations on gsm8k");
+    // Issue 42: each bar carries the model's pass mark (dsr1: 0.91) as a tick, and whether
+    // the score reaches it.
+    assert!(
+        dom.contains("<div class=\"bar-track\" data-threshold=\"0.91\" data-pass=\"true\">"),
+        "{dom}"
+    );
+    assert_eq!(dom.matches("<div class=\"threshold\"").count(), 2, "{dom}");
     // Without a model chosen each bar names its model (trial 19); with one, the model is the
     // page's.
     assert!(
