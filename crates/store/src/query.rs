@@ -298,7 +298,8 @@ impl PointRow {
     }
 }
 
-/// Names of derived metrics added to each row: `usd_per_m_<regime>[_input|_output]` for
+/// Names of derived metrics added to each row: `usd_per_m_<regime>[_input|_output]` and its
+/// reciprocal `tokens_per_usd_<regime>[_input|_output]` (tokens per $1 = 10⁶ ÷ $/M) for
 /// `hyperscaler`, `neocloud`, `rental` and `custom` (when a custom $/GPU-h is given),
 /// `tok_s_per_mw[_input|_output]`, `j_per_token[_input|_output]` (provisioned, from the all-in
 /// kW table or the custom kW).
@@ -307,6 +308,7 @@ pub fn derived_names() -> Vec<String> {
     for r in ["hyperscaler", "neocloud", "rental", "custom"] {
         for k in ["", "_input", "_output"] {
             v.push(format!("usd_per_m_{r}{k}"));
+            v.push(format!("tokens_per_usd_{r}{k}"));
         }
     }
     for base in ["tok_s_per_mw", "j_per_token"] {
@@ -355,11 +357,17 @@ fn add_derived(row: &mut PointRow, c: &CostOptions, wanted: &dyn Fn(&str) -> boo
             if let Some(v) = d.usd_per_m[r][k] {
                 insert_if(row, format!("usd_per_m_{name}{suf}"), v, wanted);
             }
+            if let Some(v) = d.tokens_per_usd[r][k] {
+                insert_if(row, format!("tokens_per_usd_{name}{suf}"), v, wanted);
+            }
         }
     }
     for (k, suf) in kinds.iter().enumerate() {
         if let Some(v) = d.usd_per_m_custom[k] {
             insert_if(row, format!("usd_per_m_custom{suf}"), v, wanted);
+        }
+        if let Some(v) = d.tokens_per_usd_custom[k] {
+            insert_if(row, format!("tokens_per_usd_custom{suf}"), v, wanted);
         }
         if let Some(v) = d.tok_s_per_mw[k] {
             insert_if(row, format!("tok_s_per_mw{suf}"), v, wanted);

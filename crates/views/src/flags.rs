@@ -780,6 +780,7 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
         frontier_only: args.frontier_only,
         clip: !args.no_clip,
         include_invalid: args.include_invalid,
+        source: String::new(),
     };
     let drawn = crate::plot::plot(&rows, &spec, &args.out)?;
     println!("wrote {}", args.out.display());

@@ -37,6 +37,18 @@ pub struct PlotSpec {
     /// Let invalid points ([`PointRow::valid`] false: AgentX runs below 900 s) form the
     /// frontier line too; without it they are drawn as points only.
     pub include_invalid: bool,
+    /// A source line drawn under the chart (database, date range, filters, inferbench
+    /// version: the dashboard's export, `/api/v1/chart.png`); empty draws none.
+    pub source: String,
+}
+
+/// The image format of [`render`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChartFormat {
+    /// SVG text (UTF-8).
+    Svg,
+    /// PNG, 8-bit RGB without an alpha channel (colour type 2), on a white background.
+    Png,
 }
 
 /// Whether InferenceX's chart clipping drops a point at (x, y).
@@ -56,6 +68,7 @@ impl Default for PlotSpec {
             frontier_only: false,
             clip: true,
             include_invalid: false,
+            source: String::new(),
         }
     }
 }
@@ -108,10 +121,12 @@ impl PlotReport {
     }
 }
 
-/// Draws the chart to `out`; the extension chooses the format (`.svg` or `.png`). Returns what
-/// was drawn and left out. Errors when there is nothing to plot (no row has both metrics) or the
-/// file cannot be written.
-pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport, StoreError> {
+/// The rows of each group that a chart draws (finite x and y, not clipped), and what it left
+/// out. Errors when no row has both metrics.
+fn grouped<'a>(
+    rows: &'a [PointRow],
+    spec: &PlotSpec,
+) -> Result<(BTreeMap<String, Vec<&'a PointRow>>, PlotReport), StoreError> {
     let mut groups: BTreeMap<String, Vec<&PointRow>> = BTreeMap::new();
     let mut report = PlotReport::default();
     for r in rows {
@@ -144,6 +159,14 @@ pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport
             spec.x, spec.y
         )));
     }
+    Ok((groups, report))
+}
+
+/// Draws the chart to `out`; the extension chooses the format (`.svg` or `.png`). Returns what
+/// was drawn and left out. Errors when there is nothing to plot (no row has both metrics) or the
+/// file cannot be written.
+pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport, StoreError> {
+    let (groups, report) = grouped(rows, spec)?;
     let ext = out
         .extension()
         .and_then(|e| e.to_str())
@@ -174,6 +197,52 @@ pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport
         _ => Err(err(
             "unsupported format: use a .svg or .png file name".into()
         )),
+    }
+}
+
+/// Draws the chart in memory, as [`plot`] draws it to a file (the same renderer: the
+/// dashboard's `/api/v1/chart.png` and `/api/v1/chart.svg`): the image's bytes and what was
+/// drawn and left out. A PNG is 8-bit RGB without alpha on white. Errors when there is nothing
+/// to plot (no row has both metrics), the size is zero, or the backend or the PNG encoder fails.
+pub fn render(
+    rows: &[PointRow],
+    spec: &PlotSpec,
+    format: ChartFormat,
+) -> Result<(Vec<u8>, PlotReport), StoreError> {
+    let (groups, report) = grouped(rows, spec)?;
+    let (w, h) = (spec.width, spec.height);
+    if w == 0 || h == 0 {
+        return Err(StoreError::Other(format!("chart size {w}x{h}: zero")));
+    }
+    let err = |e: String| StoreError::Other(format!("drawing the chart: {e}"));
+    match format {
+        ChartFormat::Svg => {
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+                draw(root, &groups, spec).map_err(err)?;
+            }
+            Ok((svg.into_bytes(), report))
+        }
+        ChartFormat::Png => {
+            let mut rgb = vec![255u8; w as usize * h as usize * 3];
+            {
+                let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+                draw(root, &groups, spec).map_err(err)?;
+            }
+            let mut png = Vec::new();
+            {
+                let mut enc = ::png::Encoder::new(&mut png, w, h);
+                enc.set_color(::png::ColorType::Rgb);
+                enc.set_depth(::png::BitDepth::Eight);
+                let mut writer = enc.write_header().map_err(|e| err(e.to_string()))?;
+                writer
+                    .write_image_data(&rgb)
+                    .map_err(|e| err(e.to_string()))?;
+                writer.finish().map_err(|e| err(e.to_string()))?;
+            }
+            Ok((png, report))
+        }
     }
 }
 
@@ -212,6 +281,20 @@ fn draw<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     root.fill(&WHITE).map_err(|x| e(&x))?;
+    // The source line, under the chart (only when given: the CLI's charts stay as they were).
+    let root = if spec.source.is_empty() {
+        root
+    } else {
+        let (_, h) = root.dim_in_pixel();
+        let (chart_area, foot) = root.split_vertically(h.saturating_sub(28));
+        foot.draw(&Text::new(
+            spec.source.clone(),
+            (20, 4),
+            ("sans-serif", 14).into_font().color(&RGBColor(80, 80, 80)),
+        ))
+        .map_err(|x| e(&x))?;
+        chart_area
+    };
     let all = groups.values().flatten();
     let xs: Vec<f64> = all.clone().filter_map(|r| r.get(&spec.x)).collect();
     let ys: Vec<f64> = all.filter_map(|r| r.get(&spec.y)).collect();
@@ -697,6 +780,55 @@ mod tests {
             )) && !e.contains("Os {"),
             "{e}"
         );
+    }
+
+    /// Issue 42: the dashboard's export is `plot`'s drawing (one renderer): the in-memory SVG is
+    /// the file's byte for byte, a source line adds one text under the chart, and the PNG is
+    /// opaque RGB (colour type 2) of the asked size.
+    #[test]
+    fn render_draws_what_plot_writes() {
+        let mut r = PointRow {
+            conc: 8,
+            valid: true,
+            model: "m".into(),
+            hardware: "h100".into(),
+            framework: "sim".into(),
+            precision: "bf16".into(),
+            spec_decoding: "none".into(),
+            isl: 512,
+            osl: 64,
+            scenario: "fixed_seq_len".into(),
+            ..PointRow::default()
+        };
+        r.metrics.insert("median_intvty".into(), 50.0);
+        r.metrics.insert("tput_per_gpu".into(), 900.0);
+        let rows = [r];
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("a.svg");
+        plot(&rows, &PlotSpec::default(), &out).unwrap();
+        let (svg, report) = render(&rows, &PlotSpec::default(), ChartFormat::Svg).unwrap();
+        assert_eq!(report.drawn, 1);
+        assert_eq!(
+            String::from_utf8(svg).unwrap(),
+            std::fs::read_to_string(&out).unwrap()
+        );
+        let spec = PlotSpec {
+            source: "source: test.db".into(),
+            ..PlotSpec::default()
+        };
+        let (svg, _) = render(&rows, &spec, ChartFormat::Svg).unwrap();
+        assert!(String::from_utf8(svg)
+            .unwrap()
+            .lines()
+            .any(|l| l == "source: test.db"));
+        let (png, _) = render(&rows, &spec, ChartFormat::Png).unwrap();
+        assert_eq!(&png[16..24], &[0, 0, 4, 176, 0, 0, 3, 32]); // 1200 × 800
+        assert_eq!((png[24], png[25]), (8, 2));
+        let empty = PlotSpec {
+            width: 0,
+            ..PlotSpec::default()
+        };
+        assert!(render(&rows, &empty, ChartFormat::Png).is_err());
     }
 
     #[test]

@@ -752,7 +752,7 @@ pub fn wrap(text: &str) -> String {
 }
 
 /// The price and power a table's derived columns assume, one line per table (empty when no
-/// `usd_per_m_*`, `tok_s_per_mw*` or `j_per_token*` column is shown): for each hardware in
+/// `usd_per_m_*`, `tokens_per_usd_*`, `tok_s_per_mw*` or `j_per_token*` column is shown): for each hardware in
 /// `rows` (base key, sorted), the $/GPU-hour of each cost regime shown and the all-in kW per GPU
 /// (InferenceX-app's `HW_REGISTRY`, see [`inferbench_core::analytics::cost::HW_SPECS`]), or
 /// the custom figures of `cost`; hardware outside the table is named as having neither.
@@ -766,7 +766,8 @@ pub fn assumptions(
         .into_iter()
         .filter(|r| {
             columns.iter().any(|c| {
-                c.strip_prefix("usd_per_m_")
+                (c.strip_prefix("usd_per_m_"))
+                    .or_else(|| c.strip_prefix("tokens_per_usd_"))
                     .is_some_and(|t| t.starts_with(r))
             })
         })
@@ -1308,6 +1309,12 @@ mod tests {
         assert_eq!(
             assumptions(&rows, &cols(&["conc", "tput_per_gpu"]), &none),
             ""
+        );
+        // Tokens per $1 (issue 42) assume their regime's price as $/M does.
+        assert_eq!(
+            assumptions(&rows[..1], &cols(&["tokens_per_usd_neocloud"]), &none),
+            "assumptions: h200 $1.74/GPU-hour (neocloud) (InferenceX's SemiAnalysis figures; \
+             --gpu-hour-cost and\n\x20   --gpu-kw set your own)\n"
         );
     }
 

@@ -1,12 +1,19 @@
 // inferbench dashboard: the Inference page. Reads /api/v1/options and /api/v1/points, draws the
 // Pareto chart with uPlot (scatter per group, frontier as straight segments), keeps the whole
 // view in the URL (shareable; the back button steps through changes), exports CSV (the server's
-// `report --format csv` rows) and PNG. Every value from the database is set as text (never as
-// markup), and the page's Content-Security-Policy allows no inline script.
+// `report --format csv` rows) and PNG/SVG (the server's chart, `/api/v1/chart.png`). Every value
+// from the database is set as text (never as markup), and the page's Content-Security-Policy allows no inline script.
 "use strict";
 
-const SELECTS = ["model", "sequence", "framework", "precision", "spec_decoding", "x", "y"];
-const CHECKS = ["optimal", "invalid", "latest", "logx", "logy"];
+const SELECTS = ["model", "sequence", "framework", "spec_decoding", "x", "y"];
+// Multi-selects: none selected is all (issue 42: precision, one marker shape each).
+const MULTI = ["hardware", "precision"];
+const CHECKS = ["optimal", "invalid", "latest", "logx", "logy", "par"];
+
+// One marker shape per precision, in the order of the database's precisions (the legend and
+// the chart's `data-precision-shapes` say which).
+const SHAPES = ["circle", "square", "triangle", "diamond", "star"];
+let shapeOf = new Map();
 
 let options = null;
 let chart = null;
@@ -22,7 +29,7 @@ let badPreset = ""; // a `preset=` of the URL that names no preset (set by prese
 function readState() {
   // `hw=` as the API and `report -f` take it (trial 21: ignored here without a word); a key
   // the page has no control for is said not applied (trial 24); `preset=` is presets()'s.
-  const st = readUrl(SELECTS.concat(CHECKS, ["hardware", "batch", "preset", "isl", "osl"]), ["hardware"]);
+  const st = readUrl(SELECTS.concat(CHECKS, MULTI, ["batch", "preset", "isl", "osl"]), MULTI);
   for (const k of CHECKS) st[k] = st[k] === "1";
   delete st.preset;
   // `isl=…&osl=…` as the API and `report -f` take them name the Scenario selector's
@@ -38,6 +45,7 @@ function stateFromControls() {
   // `batch=` has no control: a preset or a link sets it, and it stays in the URL until removed.
   const st = {
     hardware: Array.from($("hardware").selectedOptions).map(o => o.value),
+    precision: Array.from($("precision").selectedOptions).map(o => o.value),
     batch: new URLSearchParams(location.search).get("batch") || "",
   };
   for (const k of SELECTS) st[k] = $(k).value;
@@ -48,7 +56,7 @@ function stateFromControls() {
 function stateQuery(st) {
   const p = new URLSearchParams();
   for (const k of SELECTS) if (st[k]) p.set(k, st[k]);
-  for (const h of st.hardware) p.append("hardware", h);
+  for (const k of MULTI) for (const v of st[k] || []) p.append(k, v);
   if (st.batch) p.set("batch", st.batch);
   for (const k of CHECKS) if (st[k]) p.set(k, "1");
   return p;
@@ -61,8 +69,8 @@ function apiQuery(st) {
     const m = /^(\d+)\/(\d+)$/.exec(st.sequence);
     if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else { p.set("scenario", st.sequence); }
   }
-  for (const k of ["framework", "precision", "spec_decoding"]) if (st[k]) p.set(k, st[k]);
-  if (st.hardware.length) p.set("hardware", st.hardware.join("|"));
+  for (const k of ["framework", "spec_decoding"]) if (st[k]) p.set(k, st[k]);
+  for (const k of MULTI) if (st[k].length) p.set(k, st[k].join("|"));
   // A result directory, a sweep id or `quickstart` (every quickstart run), as `report -f batch=`.
   if (st.batch) p.set("batch", st.batch);
   if (st.x) p.set("x", st.x);
@@ -80,7 +88,8 @@ function applyState(st) {
   fill($("sequence"), options.sequences || []);
   fill($("hardware"), d.hardware || []);
   fill($("framework"), d.framework || [], null, true);
-  fill($("precision"), d.precision || [], null, true);
+  fill($("precision"), d.precision || []);
+  shapeOf = new Map((d.precision || []).map((v, i) => [v, SHAPES[i % SHAPES.length]]));
   fill($("spec_decoding"), d.spec_decoding || [], null, true);
   fill($("x"), [""].concat(options.x_metrics.map(m => m.key)),
     ["default"].concat(options.x_metrics.map(m => m.label_with_unit)));
@@ -104,10 +113,13 @@ function applyState(st) {
       if (k === "sequence" && options.defaults.sequence) el.value = options.defaults.sequence;
     }
   }
-  const hw = Array.from($("hardware").options).map(o => o.value);
-  const wanted = st.hardware.map(h => hw.includes(h) ? h : storedName("hardware", h));
-  st.hardware.forEach((h, i) => { if (!hw.includes(wanted[i])) missing.push("hardware=" + h); });
-  for (const o of $("hardware").options) o.selected = wanted.includes(o.value);
+  for (const k of MULTI) {
+    const have = Array.from($(k).options).map(o => o.value);
+    const asked = Array.isArray(st[k]) ? st[k] : (st[k] ? [st[k]] : []);
+    const wanted = asked.map(h => have.includes(h) ? h : storedName(k, h));
+    asked.forEach((h, i) => { if (!have.includes(wanted[i])) missing.push(k + "=" + h); });
+    for (const o of $(k).options) o.selected = wanted.includes(o.value);
+  }
   for (const k of CHECKS) $(k).checked = st[k];
 }
 
@@ -122,10 +134,11 @@ function draw(res, st) {
   const overlay = res.groups.some(g => g.public);
   const colours = groupColours(res.groups.map(g => g.name));
   const groups = res.groups.map(g => ({ name: g.name, colour: colours.get(g.name), frontier: g.frontier,
-    public: g.public, label: overlay && !g.public ? g.name + " (local)" : g.name }));
+    preview: g.preview_frontier || [], public: g.public, label: overlay && !g.public ? g.name + " (local)" : g.name }));
   const series = [{}];
   const data = [null];
   const plotted = []; // [seriesIdx] -> points of that scatter series
+  let previews = 0; // preview frontiers drawn
   for (const g of groups) {
     if (hidden.has(g.name)) continue;
     const pts = res.points.filter(p => p.group === g.name && p.x !== null && p.y !== null);
@@ -146,6 +159,17 @@ function draw(res, st) {
         points: { show: false },
       });
       data.push([g.frontier.map(k => k[0]), g.frontier.map(k => k[1])]);
+    }
+    // Points invalid only by AgentX's duration rule: their own frontier, dashed and labelled,
+    // never joined to the valid one (issue 42).
+    if (g.preview.length) {
+      series.push({
+        label: g.name + " preview: under 900 s", stroke: g.colour, width: 2, dash: [3, 4],
+        paths: uPlot.paths.linear(),
+        points: { show: false },
+      });
+      data.push([g.preview.map(k => k[0]), g.preview.map(k => k[1])]);
+      previews++;
     }
   }
   const width = Math.max(480, Math.min(1200, host.clientWidth || 1000));
@@ -172,6 +196,8 @@ function draw(res, st) {
   host.dataset.points = String(res.points.length);
   host.dataset.frontierPoints = String(res.points.filter(p => p.frontier).length);
   host.dataset.groups = String(groups.length);
+  host.dataset.previewFrontiers = String(previews);
+  host.dataset.previewPoints = String(res.points.filter(p => p.preview).length);
   // Nothing to draw (no point with both values; a database of evals alone): no chart, whose
   // library needs a series (trial 23: "Cannot read properties of undefined").
   if (series.length === 1) {
@@ -184,6 +210,13 @@ function draw(res, st) {
   // When the chart was drawn (ms since navigation start): the page-speed benchmark reads it.
   host.dataset.drawnMs = String(Math.round(performance.now()));
   legend(groups, st);
+  if (previews) {
+    const li = document.createElement("li");
+    li.id = "preview-note";
+    li.textContent = "dotted: preview: under 900 s (invalid only by AgentX's duration rule; "
+      + "never part of a valid frontier)";
+    $("legend").append(li);
+  }
   table(res);
 }
 
@@ -204,6 +237,8 @@ function padded(log) {
 function scatter(u, plotted, groups) {
   const ctx = u.ctx, px = devicePixelRatio;
   const colourOf = new Map(groups.map(g => [g.name, g.colour]));
+  const withPar = $("par").checked;
+  const shapesUsed = new Map(), parUsed = new Set();
   ctx.save();
   ctx.font = Math.round(10 * px) + "px system-ui, sans-serif";
   const drawn = [];
@@ -214,14 +249,18 @@ function scatter(u, plotted, groups) {
       if (!Number.isFinite(cx) || !Number.isFinite(cy)) continue;
       const c = colourOf.get(p.group) || "#333";
       const r = (p.frontier ? 4.5 : 3.5) * px;
-      ctx.beginPath();
-      ctx.arc(cx, cy, r, 0, 2 * Math.PI);
+      const shape = shapeOf.get(p.precision) || "circle";
+      shapesUsed.set(p.precision, shape);
+      marker(ctx, shape, cx, cy, r);
       ctx.lineWidth = 1.5 * px;
       ctx.strokeStyle = c;
       ctx.fillStyle = p.valid ? c : "#fff";
       ctx.fill();
       ctx.stroke();
-      drawn.push({ cx, cy, r, c, g: p.group, text: String(p.conc), frontier: p.frontier });
+      // Parallelism beside the concurrency (TP8, DEP8, …) with the "parallelism" box on.
+      const text = withPar ? p.conc + " " + p.parallelism : String(p.conc);
+      if (withPar) parUsed.add(p.parallelism);
+      drawn.push({ cx, cy, r, c, g: p.group, text, frontier: p.frontier });
     }
   });
   const markers = drawn.map(d => [d.cx - d.r, d.cy - d.r, d.cx + d.r, d.cy + d.r]);
@@ -242,8 +281,35 @@ function scatter(u, plotted, groups) {
     ctx.fillText(d.text, d.cx + dx, d.cy + dy + h - 2 * px);
   }
   $("chart").dataset.labelOverlaps = String(overlapsAmong(placed));
+  // What the markers and labels mean, for readers and the page's tests.
+  $("chart").dataset.precisionShapes = Array.from(shapesUsed).sort().map(([k, v]) => k + ":" + v).join(",");
+  $("chart").dataset.parallelismLabels = Array.from(parUsed).sort().join(",");
+  const key = $("shape-key");
+  if (key) key.textContent = shapesUsed.size
+    ? "markers by precision: " + Array.from(shapesUsed).sort().map(([k, v]) => k + " " + v).join(", ") : "";
   $("chart").dataset.labels = String(labelled.length);
   ctx.restore();
+}
+
+// Traces the path of a marker `shape` of radius `r` centred on (cx, cy) (filled and stroked by
+// the caller): circle, square, triangle, diamond or star.
+function marker(ctx, shape, cx, cy, r) {
+  ctx.beginPath();
+  if (shape === "square") ctx.rect(cx - r, cy - r, 2 * r, 2 * r);
+  else if (shape === "triangle") {
+    ctx.moveTo(cx, cy - 1.2 * r); ctx.lineTo(cx + 1.1 * r, cy + 0.8 * r); ctx.lineTo(cx - 1.1 * r, cy + 0.8 * r);
+    ctx.closePath();
+  } else if (shape === "diamond") {
+    ctx.moveTo(cx, cy - 1.3 * r); ctx.lineTo(cx + 1.3 * r, cy); ctx.lineTo(cx, cy + 1.3 * r); ctx.lineTo(cx - 1.3 * r, cy);
+    ctx.closePath();
+  } else if (shape === "star") {
+    for (let i = 0; i < 10; i++) {
+      const a = -Math.PI / 2 + i * Math.PI / 5, rr = i % 2 ? 0.5 * r : 1.3 * r;
+      const x = cx + rr * Math.cos(a), y = cy + rr * Math.sin(a);
+      if (i) ctx.lineTo(x, y); else ctx.moveTo(x, y);
+    }
+    ctx.closePath();
+  } else ctx.arc(cx, cy, r, 0, 2 * Math.PI);
 }
 
 // A label's offset from its point (canvas pixels; the box's top left): the first of upper
@@ -302,12 +368,14 @@ function describe(p) {
     p.parallelism + " · conc " + p.conc + " · " + p.gpus + " GPU" + (p.gpus === 1 ? "" : "s"),
     current.x.label_with_unit + ": " + num(p.x),
     current.y.label_with_unit + ": " + num(p.y),
+    "input " + num(p.input_tput_per_gpu) + " · output " + num(p.output_tput_per_gpu) + " tok/s/GPU",
     "date " + p.date + " · batch " + p.batch_label,
   ];
   if (p.image) lines.push("image " + p.image);
   if (p.public) lines.push("published by InferenceX (imported dump)");
   // The point's own reason, as `report --columns conc,error` gives it (issue 39: generic causes).
   if (!p.valid) lines.push("invalid: " + (p.invalid_reason || "no reason stored with this point"));
+  if (p.preview) lines.push("preview: under 900 s, on its dotted preview frontier");
   if (p.frontier) lines.push("on the frontier");
   return lines.join("\n");
 }
@@ -383,6 +451,9 @@ async function refresh(push) {
   pushUrl(stateQuery(st), push);
   const api = apiQuery(st).toString();
   $("csv").href = "/api/v1/points.csv" + (api ? "?" + api : "");
+  // The exports are the server's chart (`plot`'s renderer: title, units, legend, source line).
+  $("png").href = "/api/v1/chart.png" + (api ? "?" + api : "");
+  $("svg").href = "/api/v1/chart.svg" + (api ? "?" + api : "");
   status("loading…");
   try {
     current = await getJson("/api/v1/points" + (api ? "?" + api : ""));
@@ -408,7 +479,8 @@ async function presets() {
   const host = $("presets");
   const q = new URLSearchParams(location.search);
   const stateUrl = v => {
-    const st = { hardware: v.hardware || [], batch: v.batch || "" };
+    const list = x => Array.isArray(x) ? x : (x ? [x] : []);
+    const st = { hardware: list(v.hardware), precision: list(v.precision), batch: v.batch || "" };
     for (const k of SELECTS) st[k] = v[k] || "";
     for (const k of CHECKS) st[k] = false;
     return "/inference?" + stateQuery(st);
@@ -433,7 +505,7 @@ async function start() {
   if (!options) return;
   await presets();
   applyState(readState());
-  for (const k of SELECTS.concat(["hardware"], CHECKS)) {
+  for (const k of SELECTS.concat(MULTI, CHECKS)) {
     $(k).addEventListener("change", () => {
       pinned = false; missing = []; notTaken = []; badPreset = ""; $("tooltip").hidden = true; refresh(true);
     });
@@ -465,13 +537,6 @@ async function start() {
         tip.append(t);
       }
     }
-  });
-  $("png").addEventListener("click", () => {
-    if (!chart) return;
-    const a = document.createElement("a");
-    a.download = "inferbench-chart.png";
-    a.href = chart.ctx.canvas.toDataURL("image/png");
-    a.click();
   });
   await refresh(false);
 }

@@ -62,6 +62,8 @@ function readUrl(known, multi) {
   for (const k of known) st[k] = multi.includes(k) ? [] : "";
   notTaken = [];
   for (const [given, v] of new URLSearchParams(location.search)) {
+    // `theme=` is every page's (the nav's dark-mode toggle, below), not a view's.
+    if (given === "theme") continue;
     const k = KEY_ALIASES[given] || given;
     if (!known.includes(k)) notTaken.push(given + "=" + v);
     // `hardware=h100|h200` (the API's and `report -f`'s form) or `h100,h200` as two values
@@ -270,3 +272,68 @@ function atSlider(res, refresh) {
     s.addEventListener("change", () => { notApplied = []; notTaken = []; refresh(true); });
   }
 }
+
+// ---- the nav bar and the theme (every page) -------------------------------------------------
+
+// The nav bar's links, in one place (each page has an empty `<nav id="nav">`; a page outside
+// the list names itself in `data-self`).
+const NAV = [["/", "Home"], ["/inference", "Inference"], ["/compare", "Compare"],
+  ["/history", "History"], ["/evals", "Evals"], ["/models", "Models"], ["/tco", "TCO"]];
+
+// The theme: `theme=dark|light` in the URL wins and is remembered (localStorage), else the
+// remembered one, else light. Set as `data-theme` on the root element, which app.css styles.
+const THEME_KEY = "inferbench-theme";
+function storedTheme() {
+  try { return localStorage.getItem(THEME_KEY); } catch (e) { return null; }
+}
+function setTheme(t, remember) {
+  document.documentElement.dataset.theme = t;
+  if (remember) { try { localStorage.setItem(THEME_KEY, t); } catch (e) { /* private mode */ } }
+  const b = $("theme");
+  if (b) {
+    b.textContent = t === "dark" ? "Light mode" : "Dark mode";
+    b.setAttribute("aria-pressed", t === "dark" ? "true" : "false");
+  }
+}
+(function initialTheme() {
+  const asked = new URLSearchParams(location.search).get("theme");
+  if (asked === "dark" || asked === "light") setTheme(asked, true);
+  else setTheme(storedTheme() === "dark" ? "dark" : "light", false);
+})();
+
+// Fills `<nav id="nav">`: the links (the current page marked) and the theme toggle, which
+// flips the theme, remembers it and writes it into the URL (`theme=`), so a shared link keeps it.
+function buildNav() {
+  const nav = $("nav");
+  if (!nav) return;
+  nav.replaceChildren();
+  for (const [href, text] of NAV) {
+    const a = document.createElement("a");
+    a.href = href;
+    a.textContent = text;
+    if (location.pathname === href) a.setAttribute("aria-current", "page");
+    nav.append(a);
+  }
+  // A page outside the list (the run page) is named last, as the current page.
+  if (nav.dataset.self) {
+    const a = document.createElement("a");
+    a.href = "";
+    a.id = "self";
+    a.setAttribute("aria-current", "page");
+    a.textContent = nav.dataset.self;
+    nav.append(a);
+  }
+  const b = document.createElement("button");
+  b.id = "theme";
+  b.type = "button";
+  nav.append(b);
+  setTheme(document.documentElement.dataset.theme || "light", false);
+  b.addEventListener("click", () => {
+    const t = document.documentElement.dataset.theme === "dark" ? "light" : "dark";
+    setTheme(t, true);
+    const u = new URL(location.href);
+    u.searchParams.set("theme", t);
+    history.replaceState(history.state, "", u);
+  });
+}
+document.addEventListener("DOMContentLoaded", buildNav);

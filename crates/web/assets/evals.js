@@ -28,7 +28,7 @@ function bars(rows, withModel) {
     const se = v.rows.map(r => r.score_se).filter(x => x !== null);
     const mean = a => a.length ? a.reduce((x, y) => x + y, 0) / a.length : null;
     return { label: k, date: v.date, n: v.rows.length, score: mean(s), se: mean(se),
-      run: v.rows[v.rows.length - 1].run_id };
+      run: v.rows[v.rows.length - 1].run_id, threshold: v.rows[0].threshold ?? null };
   }).sort((a, b) => (b.score ?? -1) - (a.score ?? -1));
 }
 
@@ -60,6 +60,17 @@ function show() {
       w.style.left = (100 * lo) + "%";
       w.style.width = (100 * (hi - lo)) + "%";
       track.append(w);
+    }
+    // The pass mark (InferenceX's threshold for the model), a tick on the track, which says
+    // whether the score reaches it.
+    if (b.threshold !== null) {
+      const t = document.createElement("div");
+      t.className = "threshold";
+      t.title = "pass mark " + b.threshold.toFixed(2);
+      t.style.left = (100 * clamp(b.threshold)) + "%";
+      track.append(t);
+      track.dataset.threshold = String(b.threshold);
+      track.dataset.pass = String(b.score !== null && b.score >= b.threshold);
     }
     cell.append(track);
     const a = document.createElement("a");

@@ -419,7 +419,7 @@ pub async fn history(
 
 /// `GET /api/v1/evals[?task=…&model=…&hardware=…&framework=…&precision=…]`: stored accuracy
 /// evals (`inferbench_store::overview::EvalRow`, plus its `batch_label` as tables show the
-/// batch), `{"tasks": [task…], "rows": [row…]}`, each
+/// batch and its `threshold`, the pass mark [`eval_threshold`], `null` when the task has none), `{"tasks": [task…], "rows": [row…]}`, each
 /// filter an exact match on the canonical key (several values with `|`). `tasks` lists every
 /// stored task whatever the filters. An unknown parameter is a 400.
 pub async fn evals(
@@ -463,8 +463,33 @@ pub async fn evals(
         .iter()
         .filter(|r| want.iter().all(|(k, vs)| vs.contains(&field(r, k))))
         .collect();
-    let kept: Vec<Value> = kept.into_iter().map(with_batch_label).collect();
+    let kept: Vec<Value> = kept
+        .into_iter()
+        .map(|r| {
+            let mut v = with_batch_label(r);
+            v["threshold"] = json!(eval_threshold(&r.task, &r.model));
+            v
+        })
+        .collect();
     Ok(Json(json!({ "tasks": tasks, "rows": kept })))
+}
+
+/// The pass mark of `task` for `model` (issue 42's threshold marker): GSM8K's per-model
+/// threshold (InferenceX's `thresholds.yaml`, `inferbench_eval::gsm8k::threshold`), keyed by
+/// model prefix, so the longest prefix of the stored name with a threshold of its own wins
+/// (`gptoss120b` → `gptoss`, 0.91), else the task default 0.90; `None` for another task.
+pub fn eval_threshold(task: &str, model: &str) -> Option<f64> {
+    use inferbench_eval::gsm8k::threshold;
+    if task != "gsm8k" {
+        return None;
+    }
+    let default = threshold(None);
+    let own = (1..=model.len())
+        .rev()
+        .filter(|&i| model.is_char_boundary(i))
+        .map(|i| threshold(Some(&model[..i])))
+        .find(|t| *t != default);
+    Some(own.unwrap_or(default))
 }
 
 /// `GET /api/v1/models`: the support matrix (`inferbench_store::overview::SupportRow`), what

@@ -268,10 +268,13 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
         }
     }
     // A custom-cost metric without its price is a column of nulls: say what it needs.
-    let custom = |m: &str| m.starts_with("usd_per_m_custom");
+    let custom =
+        |m: &str| m.starts_with("usd_per_m_custom") || m.starts_with("tokens_per_usd_custom");
     if q.cost.usd_per_gpu_hour.is_none() && (custom(&q.y) || q.x.as_deref().is_some_and(custom)) {
         return Err(ApiError::bad_request(
-            "`usd_per_m_custom*` needs `gpu_hour_cost` (your $/GPU-hour)".to_string(),
+            "`usd_per_m_custom*` needs `gpu_hour_cost` (your $/GPU-hour; so does \
+             `tokens_per_usd_custom*`)"
+                .to_string(),
         ));
     }
     Ok(q)
@@ -291,10 +294,16 @@ fn select(
         inferbench_store::schema::POINT_METRICS.contains(&m)
             || query::derived_names().iter().any(|d| d == m)
     };
-    f.all_metrics = !hot(&q.y) || q.x.as_deref().is_some_and(|x| !hot(x));
+    f.all_metrics = q.filter.all_metrics || !hot(&q.y) || q.x.as_deref().is_some_and(|x| !hot(x));
     if chart_only {
         let x = q.x.as_deref().unwrap_or("median_intvty");
-        f.only_metrics = Some(vec![x.to_string(), q.y.clone(), NORTH_STAR_X.to_string()]);
+        f.only_metrics = Some(vec![
+            x.to_string(),
+            q.y.clone(),
+            NORTH_STAR_X.to_string(),
+            "input_tput_per_gpu".into(),
+            "output_tput_per_gpu".into(),
+        ]);
     }
     let mut rows = store.points(&f, &q.cost).map_err(db)?;
     if q.latest_only {
@@ -400,6 +409,10 @@ pub struct ChartPoint<'a> {
     /// a reason (before schema version 4) says so.
     pub invalid_reason: Option<&'a str>,
     pub frontier: bool,
+    /// Invalid only by AgentX's duration rule (a replay under 900 s,
+    /// [`inferbench_core::summary::agentic::only_short_replay`]): drawn on its group's
+    /// `preview_frontier`, never on a valid frontier.
+    pub preview: bool,
     /// From InferenceX's public database dump (`source_kind` `inferencex-dump`), not a local
     /// run.
     pub public: bool,
@@ -409,6 +422,10 @@ pub struct ChartPoint<'a> {
     pub x: Option<f64>,
     /// The y metric's value, `null` when unknown.
     pub y: Option<f64>,
+    /// Input throughput, tok/s/GPU (the tooltip's), `null` when unknown.
+    pub input_tput_per_gpu: Option<f64>,
+    /// Output throughput, tok/s/GPU (the tooltip's), `null` when unknown.
+    pub output_tput_per_gpu: Option<f64>,
     /// Every metric, with `metrics=all` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<&'a std::collections::BTreeMap<String, f64>>,
@@ -446,11 +463,14 @@ impl<'a> ChartPoint<'a> {
                 (false, None) => Some(NO_REASON_STORED),
             },
             frontier: r.frontier,
+            preview: is_preview(r),
             public: r.source_kind == inferbench_store::query::PUBLIC_SOURCE,
             point_id: r.point_id,
             run_id: r.run_id,
             x: r.get(x).filter(|v| v.is_finite()),
             y: r.get(y).filter(|v| v.is_finite()),
+            input_tput_per_gpu: r.get("input_tput_per_gpu").filter(|v| v.is_finite()),
+            output_tput_per_gpu: r.get("output_tput_per_gpu").filter(|v| v.is_finite()),
             metrics: with_metrics.then_some(&r.metrics),
         }
     }
@@ -465,6 +485,17 @@ pub struct ChartGroup {
     pub public: bool,
     /// The group's frontier points' `[x, y]`, by x.
     pub frontier: Vec<[f64; 2]>,
+    /// The frontier of the group's preview points alone ([`ChartPoint::preview`], not on
+    /// `frontier`), `[x, y]` by x: drawn dashed as "preview: under 900 s"; empty when none.
+    pub preview_frontier: Vec<[f64; 2]>,
+}
+
+/// Whether row `r` is a preview: invalid only by AgentX's duration rule ([`ChartPoint::preview`]).
+pub fn is_preview(r: &PointRow) -> bool {
+    !r.valid
+        && r.error.is_none()
+        && (r.invalid_reason.as_deref())
+            .is_some_and(inferbench_core::summary::agentic::only_short_replay)
 }
 
 /// The answer of [`points`].
@@ -499,14 +530,33 @@ impl<'a> PointsAnswer<'a> {
                     name: p.group.clone(),
                     public: p.public,
                     frontier: Vec::new(),
+                    preview_frontier: Vec::new(),
                 });
             }
             if let (true, Some(a), Some(b), Some(g)) = (p.frontier, p.x, p.y, groups.last_mut()) {
                 g.frontier.push([a, b]);
             }
         }
+        // Previews make a frontier of their own (issue 42: `quickstart --agentic`'s four invalid
+        // points drew no line), never mixed with the valid one.
+        let previews: Vec<(String, &PointRow)> = rows
+            .iter()
+            .filter(|r| is_preview(r) && !r.frontier)
+            .map(|r| (r.group(), r))
+            .collect();
         for g in &mut groups {
             g.frontier.sort_by(|a, b| a[0].total_cmp(&b[0]));
+            if previews.is_empty() {
+                continue;
+            }
+            let mine: Vec<&PointRow> = (previews.iter())
+                .filter(|(name, _)| *name == g.name)
+                .map(|(_, r)| *r)
+                .collect();
+            g.preview_frontier = inferbench_store::compare::frontier_knots(&mine, x, y)
+                .into_iter()
+                .map(|(a, b)| [a, b])
+                .collect();
         }
         PointsAnswer {
             x: metric_json(x),
@@ -519,15 +569,33 @@ impl<'a> PointsAnswer<'a> {
     }
 }
 
+/// The CSV export's columns: `report`'s default columns, then every other metric any row holds
+/// (stored and derived: latency statistics, server figures, costs, tokens per $1, power), by
+/// name.
+pub fn csv_columns(rows: &[PointRow], x: &str) -> Vec<String> {
+    let mut cols = inferbench_views::report::default_columns(rows, Some(x));
+    let mut rest: Vec<&String> = rows
+        .iter()
+        .flat_map(|r| r.metrics.keys())
+        .filter(|k| !cols.contains(k))
+        .collect();
+    rest.sort();
+    rest.dedup();
+    cols.extend(rest.into_iter().cloned());
+    cols
+}
+
 /// `GET /api/v1/points.csv`: the selected rows as `inferbench report --format csv` prints them
-/// with the same filters (its default columns, full precision), as a download.
+/// with the same filters (full precision), as a download: its default columns, then every
+/// other stored and derived metric ([`csv_columns`]).
 pub async fn points_csv(
     State(state): State<AppState>,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Result<Response, ApiError> {
-    let q = parse_points_query(&pairs)?;
+    let mut q = parse_points_query(&pairs)?;
+    q.filter.all_metrics = true;
     let (rows, x) = state.with_store(move |s| select(s, &q, false)).await?;
-    let cols = inferbench_views::report::default_columns(&rows, Some(&x));
+    let cols = csv_columns(&rows, &x);
     let body =
         inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Csv);
     Ok((
@@ -541,6 +609,213 @@ pub async fn points_csv(
         body,
     )
         .into_response())
+}
+
+/// Width × height of the charts `/api/v1/chart.{png,svg}` draw, pixels.
+pub const CHART_SIZE: (u32, u32) = (1600, 1000);
+
+/// The title of an exported chart: its models, then its scenario(s) (`ISL/OSL 1024/1024` for a
+/// fixed-length sequence, the scenario's name otherwise), joined by ` · `; each list in first
+/// seen order, comma-separated.
+pub fn chart_title(rows: &[PointRow]) -> String {
+    let mut models: Vec<&str> = Vec::new();
+    let mut scenarios: Vec<String> = Vec::new();
+    for r in rows {
+        if !models.contains(&r.model.as_str()) {
+            models.push(&r.model);
+        }
+        let sc = if r.scenario == AGENTIC_SCENARIO || r.isl <= 0 {
+            r.scenario.clone()
+        } else {
+            format!("ISL/OSL {}/{}", r.isl, r.osl)
+        };
+        if !scenarios.contains(&sc) {
+            scenarios.push(sc);
+        }
+    }
+    format!("{} · {}", models.join(", "), scenarios.join(", "))
+}
+
+/// The source line of an exported chart: `source: DATABASE · DATE–DATE · filters: … ·
+/// inferbench VERSION` (the dates those of the drawn rows; `filters: none` when none was
+/// given; the include/latest flags named when set).
+pub fn chart_source(database: &str, rows: &[PointRow], q: &PointsQuery) -> String {
+    let first = rows.iter().map(|r| r.date.as_str()).min().unwrap_or("");
+    let last = rows.iter().map(|r| r.date.as_str()).max().unwrap_or("");
+    let mut filters = q.filter_specs.clone();
+    if let Some(d) = &q.filter.since {
+        filters.push(format!("since={d}"));
+    }
+    if let Some(d) = &q.filter.until {
+        filters.push(format!("until={d}"));
+    }
+    for (on, name) in [
+        (q.filter.include_invalid, "include_invalid"),
+        (q.filter.include_failed, "include_failed"),
+        (q.frontier_only, "frontier_only"),
+        (q.latest_only, "latest_only"),
+    ] {
+        if on {
+            filters.push(name.to_string());
+        }
+    }
+    let filters = if filters.is_empty() {
+        "none".to_string()
+    } else {
+        filters.join(" ")
+    };
+    format!(
+        "source: {database} · {first} – {last} · filters: {filters} · inferbench {}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// `GET /api/v1/chart.png` (and [`chart_svg`]): the Inference page's chart for the same
+/// query as `/api/v1/points` (filters, `x`, `y`, include flags, custom cost), drawn by the one
+/// renderer `inferbench plot` uses (`inferbench_views::plot::render`) at [`CHART_SIZE`]: title
+/// ([`chart_title`]), axis labels with units, legend, concurrency labels and a source line
+/// ([`chart_source`]; under `serve --redact` the database and batch names are redacted). The PNG
+/// is RGB without alpha. 400 for a bad parameter or when no point has both metrics.
+pub async fn chart_png(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    chart(state, pairs, inferbench_views::plot::ChartFormat::Png).await
+}
+
+/// `GET /api/v1/chart.svg`: the SVG twin of [`chart_png`] (same query, same drawing).
+pub async fn chart_svg(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Response, ApiError> {
+    chart(state, pairs, inferbench_views::plot::ChartFormat::Svg).await
+}
+
+async fn chart(
+    state: AppState,
+    pairs: Vec<(String, String)>,
+    format: inferbench_views::plot::ChartFormat,
+) -> Result<Response, ApiError> {
+    use inferbench_views::plot::{render, ChartFormat, PlotSpec};
+    let q = parse_points_query(&pairs)?;
+    let redacted = state.redact;
+    let (bytes, _) = state
+        .with_store(move |s| {
+            let (rows, x) = select(s, &q, true)?;
+            let shown = |t: &str| {
+                if redacted {
+                    crate::redact::text(t)
+                } else {
+                    t.to_string()
+                }
+            };
+            let spec = PlotSpec {
+                x,
+                y: q.y.clone(),
+                title: chart_title(&rows),
+                width: CHART_SIZE.0,
+                height: CHART_SIZE.1,
+                frontier_only: q.frontier_only,
+                clip: true,
+                include_invalid: q.filter.include_invalid,
+                source: shown(&chart_source(s.location(), &rows, &q)),
+            };
+            render(&rows, &spec, format).map_err(|e| ApiError::bad_request(e.to_string()))
+        })
+        .await?;
+    let (ctype, file) = match format {
+        ChartFormat::Png => ("image/png", "chart.png"),
+        ChartFormat::Svg => ("image/svg+xml", "chart.svg"),
+    };
+    let disposition = format!("inline; filename=\"inferbench-{file}\"");
+    Ok((
+        [
+            (header::CONTENT_TYPE, ctype.to_string()),
+            (header::CONTENT_DISPOSITION, disposition),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff".to_string()),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'".to_string(),
+            ),
+        ],
+        bytes,
+    )
+        .into_response())
+}
+
+/// `GET /api/v1/overview`: what the database holds, for the landing page: `{"models":
+/// [{"name", "points"}…], "hardware": [{"name", "points"}…]` (by name; successful points, valid
+/// or not), `"points"` (successful), `"failed"`, `"runs"` (distinct runs of any point),
+/// `"batches"`, `"evals"`, `"first_date"`, `"last_date"` (`YYYY-MM-DD` over every point, `null`
+/// when none), `"latest_batch"`: `{"batch", "batch_label", "date", "points", "models": […],
+/// "run_id"}` of the newest point's batch (by date, then its run's start time; `run_id` that
+/// point's run), or `null`}. Takes no parameter (any is a 400).
+pub async fn overview(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    if let Some((k, _)) = pairs.first() {
+        return Err(ApiError::bad_request(format!(
+            "`{k}`: unknown parameter (overview takes none)"
+        )));
+    }
+    let (rows, counts) = state
+        .with_store(|s| {
+            let f = Filter {
+                include_failed: true,
+                include_invalid: true,
+                only_metrics: Some(Vec::new()),
+                ..Filter::default()
+            };
+            Ok((
+                s.points(&f, &CostOptions::default()).map_err(db_err)?,
+                s.table_counts().map_err(db_err)?,
+            ))
+        })
+        .await?;
+    Ok(Json(overview_json(&rows, &counts)))
+}
+
+/// The answer of [`overview`] for `rows` (every point, failed and invalid included) and the
+/// store's table counts.
+pub fn overview_json(rows: &[PointRow], counts: &[(String, i64)]) -> Value {
+    use std::collections::{BTreeMap, BTreeSet};
+    let ok: Vec<&PointRow> = rows.iter().filter(|r| r.error.is_none()).collect();
+    let tally = |key: fn(&PointRow) -> &str| -> Vec<Value> {
+        let mut m: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in &ok {
+            *m.entry(key(r)).or_default() += 1;
+        }
+        m.into_iter()
+            .map(|(name, n)| json!({"name": name, "points": n}))
+            .collect()
+    };
+    let runs: BTreeSet<i64> = rows.iter().map(|r| r.run_id).collect();
+    let batches: BTreeSet<&str> = rows.iter().map(|r| r.batch.as_str()).collect();
+    let newest = rows.iter().max_by(|a, b| {
+        (a.date.as_str(), a.start_unix.unwrap_or(f64::NEG_INFINITY))
+            .partial_cmp(&(b.date.as_str(), b.start_unix.unwrap_or(f64::NEG_INFINITY)))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let latest = newest.map(|n| {
+        let of_batch: Vec<&PointRow> = rows.iter().filter(|r| r.batch == n.batch).collect();
+        let models: BTreeSet<&str> = of_batch.iter().map(|r| r.model.as_str()).collect();
+        json!({"batch": n.batch, "batch_label": inferbench_core::text::batch_label(&n.batch),
+               "date": n.date, "points": of_batch.len(), "models": models, "run_id": n.run_id})
+    });
+    let evals = counts.iter().find(|(t, _)| t == "evals").map_or(0, |c| c.1);
+    json!({
+        "models": tally(|r| &r.model),
+        "hardware": tally(|r| &r.hardware),
+        "points": ok.len(),
+        "failed": rows.len() - ok.len(),
+        "runs": runs.len(),
+        "batches": batches.len(),
+        "evals": evals,
+        "first_date": rows.iter().map(|r| r.date.as_str()).min(),
+        "last_date": rows.iter().map(|r| r.date.as_str()).max(),
+        "latest_batch": latest,
+    })
 }
 
 /// A path id (`/runs/{id}`, `/points/{id}`): a positive integer, else 400.

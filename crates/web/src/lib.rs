@@ -9,18 +9,24 @@
 //!   of the model/hardware/… values given ([`api::options`]).
 //! - `GET /api/v1/points?…`: points, frontier flags and per-group frontier knots for a
 //!   chart ([`api::points`]); `GET /api/v1/points.csv?…`: the same rows as `report --format
-//!   csv` writes them.
+//!   csv` writes them; `GET /api/v1/chart.png`, `GET /api/v1/chart.svg`: the same query drawn
+//!   by `inferbench plot`'s renderer with title, units, legend and a source line
+//!   ([`api::chart_png`]).
 //! - `GET /api/v1/runs/{id}`, `…/runs/{id}/artifacts/{name}`, `…/points/{id}/latencies`,
 //!   `…/points/{id}/power`, `…/points/{id}/server_metrics`: one run's provenance, points and
 //!   kept files; a point's latency distributions, power samples and server-metric gauges.
 //! - `GET /api/v1/compare?a=…&b=…`, `GET /api/v1/history?at=…`: two sides at matched x, and a
 //!   group's y at fixed x over time with regression flags; `GET /api/v1/evals`, `GET
 //!   /api/v1/models`: stored accuracy evals and the support matrix; `GET /api/v1/tco?at=…`:
-//!   every group's y at one x, the TCO calculator's bars ([`analysis`]).
+//!   every group's y at one x, the TCO calculator's bars ([`analysis`]); `GET
+//!   /api/v1/openapi.json`: the OpenAPI 3 document of every API route and its parameters, built
+//!   from the one route table the router serves the API from ([`openapi::API_ROUTES`]).
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
 //!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`, `GET /evals`, `GET
-//!   /models`, `GET /tco`: the Compare, History, Evals, Models and TCO pages; `GET /` redirects to the Inference
-//!   page;
+//!   /models`, `GET /tco`: the Compare, History, Evals, Models and TCO pages; `GET /`: the
+//!   landing page (models, hardware, runs, dates and the latest batch from `GET
+//!   /api/v1/overview`, linking into each view). Every page's nav bar and dark-mode toggle
+//!   (`theme=dark`, remembered in localStorage) come from `common.js`;
 //!   `GET /assets/NAME`: their scripts and styles.
 //!
 //! Bad query parameters answer 400 with `{"error": "…"}`; unknown routes 404. The store is
@@ -31,6 +37,7 @@
 
 pub mod analysis;
 pub mod api;
+pub mod openapi;
 pub mod redact;
 
 use std::net::SocketAddr;
@@ -38,7 +45,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::Path;
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use inferbench_store::Store;
@@ -136,6 +143,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/history.js"),
     ),
     (
+        "home.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/home.js"),
+    ),
+    (
         "run.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/run.js"),
@@ -162,6 +174,10 @@ pub const PRESETS_JSON: &str = include_str!("../assets/presets.json");
 /// text, never as markup).
 const INFERENCE_HTML: &str = include_str!("../assets/inference.html");
 
+/// The landing page's HTML (`/`: what the database holds, from `/api/v1/overview`; same rules
+/// as [`INFERENCE_HTML`]).
+const HOME_HTML: &str = include_str!("../assets/home.html");
+
 /// The run page's HTML (`/run?id=N`; same rules as [`INFERENCE_HTML`]).
 const RUN_HTML: &str = include_str!("../assets/run.html");
 
@@ -186,35 +202,49 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; conn
                    img-src 'self' data: blob:; base-uri 'none'; form-action 'none'; \
                    frame-ancestors 'none'";
 
+/// The handler of an API route of [`openapi::API_ROUTES`] (every API route is served from
+/// that table); a path without one answers 404, which the route-table test catches.
+fn api_handler(path: &str) -> axum::routing::MethodRouter<AppState> {
+    match path {
+        "/api/v1/options" => get(api::options),
+        "/api/v1/points" => get(api::points),
+        "/api/v1/points.csv" => get(api::points_csv),
+        "/api/v1/chart.png" => get(api::chart_png),
+        "/api/v1/chart.svg" => get(api::chart_svg),
+        "/api/v1/runs/{id}" => get(api::run),
+        "/api/v1/runs/{id}/artifacts/{name}" => get(api::artifact),
+        "/api/v1/points/{id}/latencies" => get(api::latencies),
+        "/api/v1/points/{id}/power" => get(api::power),
+        "/api/v1/points/{id}/server_metrics" => get(api::server_metrics),
+        "/api/v1/compare" => get(analysis::compare),
+        "/api/v1/history" => get(analysis::history),
+        "/api/v1/evals" => get(analysis::evals),
+        "/api/v1/models" => get(analysis::models),
+        "/api/v1/tco" => get(analysis::tco),
+        "/api/v1/overview" => get(api::overview),
+        "/api/v1/openapi.json" => get(|| async { axum::Json(openapi::document()) }),
+        _ => get(not_found),
+    }
+}
+
 /// The dashboard's routes over `state`.
 pub fn router(state: AppState) -> Router {
     let redacted = state.redact;
     let r = Router::new()
-        .route("/", get(|| async { Redirect::to("/inference") }))
+        .route("/", get(|| page(HOME_HTML)))
         .route("/inference", get(|| page(INFERENCE_HTML)))
         .route("/assets/{name}", get(asset))
-        .route("/api/v1/options", get(api::options))
-        .route("/api/v1/points", get(api::points))
-        .route("/api/v1/points.csv", get(api::points_csv))
-        .route("/api/v1/runs/{id}", get(api::run))
-        .route("/api/v1/runs/{id}/artifacts/{name}", get(api::artifact))
-        .route("/api/v1/points/{id}/latencies", get(api::latencies))
-        .route("/api/v1/points/{id}/power", get(api::power))
-        .route(
-            "/api/v1/points/{id}/server_metrics",
-            get(api::server_metrics),
-        )
-        .route("/api/v1/compare", get(analysis::compare))
-        .route("/api/v1/history", get(analysis::history))
-        .route("/api/v1/evals", get(analysis::evals))
-        .route("/api/v1/models", get(analysis::models))
-        .route("/api/v1/tco", get(analysis::tco))
         .route("/run", get(|| page(RUN_HTML)))
         .route("/compare", get(|| page(COMPARE_HTML)))
         .route("/history", get(|| page(HISTORY_HTML)))
         .route("/evals", get(|| page(EVALS_HTML)))
         .route("/models", get(|| page(MODELS_HTML)))
-        .route("/tco", get(|| page(TCO_HTML)))
+        .route("/tco", get(|| page(TCO_HTML)));
+    // The API's routes come from its one table, which `/api/v1/openapi.json` describes (added
+    // before the fallbacks, which apply to the routes present).
+    let r = openapi::API_ROUTES
+        .iter()
+        .fold(r, |r, route| r.route(route.path, api_handler(route.path)))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state);

@@ -292,6 +292,25 @@ async fn evals_and_the_support_matrix() {
         rows,
         [("vllm".to_string(), "fp4".to_string(), 32, 0.91, 0.0079)]
     );
+    // Issue 42: the pass mark the Evals page marks, InferenceX's for the model's prefix
+    // (gptoss: 0.91), not the 0.90 default.
+    assert_eq!(v["rows"][0]["threshold"], json!(0.91));
+    assert_eq!(
+        inferbench_web::analysis::eval_threshold("gsm8k", "dsr1"),
+        Some(0.91)
+    );
+    assert_eq!(
+        inferbench_web::analysis::eval_threshold("gsm8k", "glm5.1-fp8"),
+        Some(0.93)
+    );
+    assert_eq!(
+        inferbench_web::analysis::eval_threshold("gsm8k", "smollm2"),
+        Some(0.90)
+    );
+    assert_eq!(
+        inferbench_web::analysis::eval_threshold("mmlu", "dsr1"),
+        None
+    );
     // Its batch as tables show it beside the full name.
     let (batch, label) = (&v["rows"][0]["batch"], &v["rows"][0]["batch_label"]);
     assert_eq!(

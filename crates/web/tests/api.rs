@@ -133,7 +133,8 @@ async fn points_give_rows_axes_and_frontier_knots() {
     let want: Vec<Value> = knots.iter().map(|&(a, b)| json!([a, b])).collect();
     assert_eq!(
         v["groups"],
-        json!([{"name": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "frontier": want}])
+        json!([{"name": "dsr1 1024/1024 h200_sglang_fp8", "public": false, "frontier": want,
+                "preview_frontier": []}])
     );
     // Metrics only when asked for.
     assert!(v["points"][0].get("metrics").is_none());
@@ -273,10 +274,14 @@ async fn pages_are_static_with_a_strict_content_security_policy() {
     let html = String::from_utf8(body).unwrap();
     assert!(html.contains("<script src=\"/assets/app.js\" defer></script>"));
     assert!(!html.contains("<script>"), "no inline script");
-    let (s, _, _) = get(&db, "/").await;
-    assert_eq!(s, StatusCode::SEE_OTHER);
+    // `/` is the landing page (issue 42), no longer a redirect.
+    let (s, _, home) = get(&db, "/").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(String::from_utf8(home)
+        .unwrap()
+        .contains("<script src=\"/assets/home.js\" defer></script>"));
     // The page script sets database strings as text only.
-    for script in ["app.js", "run.js", "common.js"] {
+    for script in ["app.js", "run.js", "common.js", "home.js"] {
         let (s, h, js) = get(&db, &format!("/assets/{script}")).await;
         assert_eq!(s, StatusCode::OK, "{script}");
         assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
@@ -304,12 +309,31 @@ async fn csv_export_is_reports_csv() {
     assert_eq!(h["content-type"], "text/csv; charset=utf-8");
     let csv = String::from_utf8(body).unwrap();
     let mut lines = csv.lines();
-    assert_eq!(
-        lines.next().unwrap(),
-        "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,\
-         tput_per_gpu,output_tput_per_gpu,median_intvty,p99_ttft,median_e2el,usd_per_m_rental,\
-         tok_s_per_mw,frontier"
+    let header = lines.next().unwrap();
+    // `report`'s default columns first, then every other stored and derived metric by name
+    // (issue 42: the headline columns only).
+    assert!(
+        header.starts_with(
+            "model,isl,osl,hardware,framework,precision,spec,parallelism,conc,date,batch,\
+             tput_per_gpu,output_tput_per_gpu,median_intvty,p99_ttft,median_e2el,\
+             usd_per_m_rental,tok_s_per_mw,frontier,"
+        ),
+        "{header}"
     );
+    let cols: Vec<&str> = header.split(',').collect();
+    for c in [
+        "p90_ttft",
+        "std_itl",
+        "input_tput_per_gpu",
+        "total_gpu_energy_j",
+        "inferbench.warmups",
+        "usd_per_m_hyperscaler_input",
+        "tokens_per_usd_neocloud",
+        "tok_s_per_mw_output",
+    ] {
+        assert_eq!(cols.iter().filter(|k| **k == c).count(), 1, "{c}: {header}");
+    }
+    assert_eq!(cols.len(), 123, "{header}");
     assert_eq!(lines.count(), 2);
 }
 
@@ -501,9 +525,10 @@ async fn public_points_overlay_a_local_run_of_the_same_config() {
         v["groups"],
         json!([
             {"name": "dsr1 1024/1024 h200_sglang_fp8", "public": false,
-             "frontier": [[52.63157894736842, 407.04], [105.26315789473684, 102.4]]},
+             "frontier": [[52.63157894736842, 407.04], [105.26315789473684, 102.4]],
+             "preview_frontier": []},
             {"name": "dsr1 1024/1024 h200_sglang_fp8 · InferenceX", "public": true,
-             "frontier": [[52.63, 407.04], [105.26, 102.4]]},
+             "frontier": [[52.63, 407.04], [105.26, 102.4]], "preview_frontier": []},
         ])
     );
     let public: Vec<(i64, bool, bool)> = v["points"]
@@ -990,4 +1015,374 @@ fn utf8_percent(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Issue 42: the chart export is the chart itself, drawn by `plot`'s renderer with its
+/// context: an opaque PNG (colour type 2, RGB, no alpha) at least 1000 px wide, and its SVG
+/// twin carrying the title (model · scenario), the axis labels with units, the concurrency
+/// labels and the source line (database, date range, filters, inferbench version).
+#[tokio::test]
+async fn chart_export_is_an_opaque_png_with_title_units_and_source() {
+    let (_d, db) = seeded();
+    let (s, h, png) = get(&db, "/api/v1/chart.png?model=dsr1&y=tput_per_gpu").await;
+    assert_eq!(s, StatusCode::OK, "{}", String::from_utf8_lossy(&png));
+    assert_eq!(h["content-type"], "image/png");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&png[12..16], b"IHDR");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (1600, 1000));
+    // Bit depth 8, colour type 2 (truecolour without alpha: 6 would be RGBA).
+    assert_eq!((png[24], png[25]), (8, 2));
+
+    let (s, h, svg) = get(&db, "/api/v1/chart.svg?model=dsr1&y=tput_per_gpu").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["content-type"], "image/svg+xml");
+    let svg = String::from_utf8(svg).unwrap();
+    // plotters writes each text on its own line.
+    let texts: Vec<&str> = svg.lines().collect();
+    assert!(texts.contains(&"dsr1 · ISL/OSL 1024/1024"), "{svg}");
+    assert!(svg.contains("Throughput per GPU (tok/s/GPU)"), "{svg}");
+    assert!(svg.contains("Interactivity, median (tok/s/user)"), "{svg}");
+    // Concurrency labels of the two points, and the legend's group.
+    assert!(texts.contains(&"4") && texts.contains(&"16"), "{svg}");
+    let source = format!(
+        "source: {db} · 2026-03-01 – 2026-03-01 · filters: model=dsr1 · inferbench {}",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(texts.contains(&source.as_str()), "{source} not in {svg}");
+
+    // A bad parameter is the points API's 400; nothing to draw is a 400 saying so.
+    let (s, _, b) = get(&db, "/api/v1/chart.png?y=nope").await;
+    assert_eq!(
+        s,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        String::from_utf8_lossy(&b)
+    );
+    let (s, _, b) = get(&db, "/api/v1/chart.svg?model=nothing-stored").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(String::from_utf8_lossy(&b).contains("nothing to plot"));
+}
+
+/// Issue 42: tokens per $1 for the three cost regimes (10⁶ ÷ $/M tokens), $/M input and output
+/// for each regime and tok/s/MW input/output are y metrics of `/api/v1/options`; a chart's
+/// points carry input and output throughput for the tooltip.
+#[tokio::test]
+async fn tokens_per_dollar_and_input_output_metrics_are_offered() {
+    let (_d, db) = seeded();
+    let (_, v) = get_json(&db, "/api/v1/options").await;
+    let ys: Vec<&str> = (v["y_metrics"].as_array().unwrap().iter())
+        .map(|m| m["key"].as_str().unwrap())
+        .collect();
+    for k in [
+        "tokens_per_usd_hyperscaler",
+        "tokens_per_usd_neocloud",
+        "tokens_per_usd_rental",
+        "usd_per_m_hyperscaler_input",
+        "usd_per_m_hyperscaler_output",
+        "usd_per_m_neocloud_input",
+        "usd_per_m_neocloud_output",
+        "usd_per_m_rental_input",
+        "usd_per_m_rental_output",
+        "tok_s_per_mw_input",
+        "tok_s_per_mw_output",
+    ] {
+        assert!(ys.contains(&k), "{k}: {ys:?}");
+    }
+    let m = v["y_metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "tokens_per_usd_rental")
+        .unwrap();
+    assert_eq!(
+        *m,
+        json!({"key": "tokens_per_usd_rental",
+               "label": "Tokens per $1, total (input + output) tokens, rental",
+               "unit": "tokens/$",
+               "label_with_unit": "Tokens per $1, total (input + output) tokens, rental (tokens/$)",
+               "better": "higher"})
+    );
+    for regime in ["hyperscaler", "neocloud", "rental"] {
+        let (s, v) = get_json(
+            &db,
+            &format!("/api/v1/points?y=tokens_per_usd_{regime}&metrics=all"),
+        )
+        .await;
+        assert_eq!(s, StatusCode::OK);
+        let pts = v["points"].as_array().unwrap();
+        assert_eq!(pts.len(), 2);
+        for p in pts {
+            let usd = p["metrics"][format!("usd_per_m_{regime}")]
+                .as_f64()
+                .unwrap();
+            assert_eq!(p["y"].as_f64().unwrap(), 1e6 / usd, "{regime}: {p}");
+        }
+    }
+    // The chart's points (no `metrics=all`) carry input and output throughput.
+    let (_, v) = get_json(&db, "/api/v1/points?y=tokens_per_usd_rental").await;
+    for p in v["points"].as_array().unwrap() {
+        assert!(p["input_tput_per_gpu"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["output_tput_per_gpu"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p.get("metrics").is_none());
+    }
+    // A custom regime's tokens per $1 needs its price, as its $/M does.
+    let (s, v) = get_json(&db, "/api/v1/points?y=tokens_per_usd_custom").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(
+        v["error"].as_str().unwrap().contains("gpu_hour_cost"),
+        "{v}"
+    );
+    let (s, v) = get_json(
+        &db,
+        "/api/v1/points?y=tokens_per_usd_custom&gpu_hour_cost=2&metrics=all",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK);
+    for p in v["points"].as_array().unwrap() {
+        // $2/GPU-hour over X tok/s/GPU: 2 ÷ (X × 3600 ÷ 10⁶) $/M, and 10⁶ ÷ that tokens per $1.
+        let x = p["metrics"]["tput_per_gpu"].as_f64().unwrap();
+        assert_eq!(p["y"].as_f64().unwrap(), 1e6 / (2.0 / (x * 3600.0 / 1e6)));
+    }
+}
+
+/// Issue 42: `/api/v1/openapi.json` describes every API route the router serves, paths written
+/// in full, and is a valid OpenAPI 3 document (Python's `openapi-spec-validator`:
+/// `scripts/setup/openapi.sh`). The router serves the API only from the table the document is
+/// built from, so a route added without an entry is either not served or fails here.
+#[tokio::test]
+async fn openapi_lists_every_route_and_validates() {
+    let (_d, db) = seeded();
+    let (s, doc) = get_json(&db, "/api/v1/openapi.json").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.0.3");
+    let paths: Vec<&str> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let table: Vec<&str> = inferbench_web::openapi::API_ROUTES
+        .iter()
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(paths, table);
+    for p in [
+        "/api/v1/options",
+        "/api/v1/points",
+        "/api/v1/points.csv",
+        "/api/v1/chart.png",
+        "/api/v1/chart.svg",
+        "/api/v1/runs/{id}",
+        "/api/v1/runs/{id}/artifacts/{name}",
+        "/api/v1/points/{id}/latencies",
+        "/api/v1/points/{id}/power",
+        "/api/v1/points/{id}/server_metrics",
+        "/api/v1/compare",
+        "/api/v1/history",
+        "/api/v1/evals",
+        "/api/v1/models",
+        "/api/v1/tco",
+        "/api/v1/openapi.json",
+    ] {
+        assert!(paths.contains(&p), "{p} not described");
+    }
+    // Every described route is served: none answers the router's "no such route".
+    for p in &paths {
+        let uri = p.replace("{id}", "1").replace("{name}", "x");
+        let (_, _, body) = get(&db, &uri).await;
+        let body = String::from_utf8_lossy(&body);
+        assert!(!body.contains("no such page or API route"), "{uri}: {body}");
+    }
+    // The points route's parameters name the filters, the axes and `metrics`.
+    let names: Vec<&str> = doc["paths"]["/api/v1/points"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "model",
+        "hardware",
+        "x",
+        "y",
+        "include_invalid",
+        "since",
+        "metrics",
+    ] {
+        assert!(names.contains(&n), "{n}: {names:?}");
+    }
+    assert_eq!(
+        doc["paths"]["/api/v1/runs/{id}"]["get"]["parameters"][0],
+        json!({"name": "id", "in": "path", "required": true,
+               "description": "run id (positive integer)", "schema": {"type": "string"}})
+    );
+    // No API route is registered outside the table.
+    let lib = include_str!("../src/lib.rs");
+    assert!(
+        !lib.contains(".route(\"/api"),
+        "an API route outside openapi::API_ROUTES"
+    );
+
+    let python = std::env::var("INFERBENCH_TEST_OPENAPI_PYTHON").unwrap_or("python3".into());
+    if !inferbench_testutil::command_works(
+        &python,
+        &["-c", "import openapi_spec_validator"],
+        "Python's openapi-spec-validator",
+        "scripts/setup/openapi.sh installs it and exports INFERBENCH_TEST_OPENAPI_PYTHON",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("openapi.json");
+    std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let out = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import json, sys\n\
+             from openapi_spec_validator import validate\n\
+             validate(json.load(open(sys.argv[1])))\n\
+             print('valid')",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "valid\n");
+}
+
+/// Issue 42: the landing page's numbers, computed from a database of two models (the fixture
+/// and a copy of it measuring another model in a later batch).
+#[tokio::test]
+async fn overview_lists_models_hardware_dates_and_the_latest_batch() {
+    let (dir, db) = seeded();
+    let copy = dir.path().join("qwen");
+    common::copy_tree_replacing(
+        &fixtures(),
+        &copy,
+        &[
+            (
+                "\"infmax_model_prefix\": \"dsr1\"",
+                "\"infmax_model_prefix\": \"qwen3-8b\"",
+            ),
+            ("deepseek-ai/DeepSeek-R1-0528", "Qwen/Qwen3-8B"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-02-h200"),
+            // A day later: the date stamp, and the run start times 100,000 s on.
+            ("\"date\": \"20260301-", "\"date\": \"20260302-"),
+            ("17723", "17724"),
+        ],
+    );
+    let mut s = Store::open(&db).unwrap();
+    let r = s.ingest_path(&copy, &IngestOptions::default()).unwrap();
+    assert_eq!(r.points, 2, "{r:?}");
+    drop(s);
+    let (st, v) = get_json(&db, "/api/v1/overview").await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let run_id = v["latest_batch"]["run_id"].clone();
+    assert!(run_id.as_i64().unwrap() > 0);
+    assert_eq!(
+        v,
+        json!({
+            "models": [{"name": "dsr1", "points": 2}, {"name": "qwen3-8b", "points": 2}],
+            "hardware": [{"name": "h200", "points": 4}],
+            "points": 4, "failed": 0, "runs": 4, "batches": 2, "evals": 0,
+            "first_date": "2026-03-01", "last_date": "2026-03-02",
+            "latest_batch": {"batch": "sweep-2026-03-02-h200", "batch_label": "sweep-2026-03-02-h200",
+                             "date": "2026-03-02", "points": 2, "models": ["qwen3-8b"],
+                             "run_id": run_id},
+        })
+    );
+    let (st, v) = get_json(&db, "/api/v1/overview?x=1").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    // An empty database: nothing, and no latest batch.
+    let empty = dir.path().join("empty.db").display().to_string();
+    Store::open(&empty).unwrap().migrate().unwrap();
+    let (_, v) = get_json(&empty, "/api/v1/overview").await;
+    assert_eq!(v["latest_batch"], Value::Null);
+    assert_eq!(v["first_date"], Value::Null);
+    assert_eq!(v["models"], json!([]));
+}
+
+/// Issue 42: points invalid only by AgentX's duration rule (a replay under 900 s, as every
+/// `quickstart --agentic` point is) are previews with a frontier of their own; a point invalid
+/// for another reason is neither, and the valid frontier never takes them.
+#[tokio::test]
+async fn short_replays_are_previews_with_their_own_frontier() {
+    let (dir, db) = seeded();
+    for (hw, reason) in [
+        (
+            "h100",
+            inferbench_core::summary::agentic::SHORT_REPLAY_REASON,
+        ),
+        ("b200", "the server fell behind"),
+    ] {
+        let copy = dir.path().join(hw);
+        let field = format!("\"inferbench\": {{\"invalid_reason\": \"{reason}\",");
+        common::copy_tree_replacing(
+            &fixtures(),
+            &copy,
+            &[
+                ("h200-nv_0", &format!("{hw}-nv_0")),
+                ("sweep-2026-03-01-h200", &format!("sweep-2026-03-01-{hw}")),
+                ("\"inferbench\": {", &field),
+            ],
+        );
+        let mut s = Store::open(&db).unwrap();
+        assert_eq!(
+            s.ingest_path(&copy, &IngestOptions::default())
+                .unwrap()
+                .points,
+            2
+        );
+    }
+    let (_, v) = get_json(&db, "/api/v1/points?model=dsr1").await;
+    let by_hw = |hw: &str| -> Vec<&Value> {
+        (v["points"].as_array().unwrap().iter())
+            .filter(|p| p["hardware"] == hw)
+            .collect()
+    };
+    let group = |hw: &str| -> &Value {
+        (v["groups"].as_array().unwrap().iter())
+            .find(|g| g["name"].as_str().unwrap().contains(hw))
+            .unwrap()
+    };
+    // The h100 copy: both points previews, off the frontier, on a preview frontier of both.
+    let h100 = by_hw("h100");
+    assert_eq!(h100.len(), 2);
+    for p in &h100 {
+        assert_eq!(
+            (&p["valid"], &p["preview"], &p["frontier"]),
+            (&json!(false), &json!(true), &json!(false)),
+            "{p}"
+        );
+    }
+    assert_eq!(group("h100")["frontier"], json!([]));
+    let knots: Vec<[f64; 2]> = h100
+        .iter()
+        .map(|p| [p["x"].as_f64().unwrap(), p["y"].as_f64().unwrap()])
+        .collect();
+    let mut want = knots.clone();
+    want.sort_by(|a, b| a[0].total_cmp(&b[0]));
+    assert_eq!(group("h100")["preview_frontier"], json!(want));
+    // Invalid for another reason: no preview.
+    for p in by_hw("b200") {
+        assert_eq!(
+            (&p["valid"], &p["preview"]),
+            (&json!(false), &json!(false)),
+            "{p}"
+        );
+    }
+    assert_eq!(group("b200")["preview_frontier"], json!([]));
+    // The valid h200 group: its frontier as before, no preview.
+    for p in by_hw("h200") {
+        assert_eq!(p["preview"], json!(false));
+    }
+    assert_eq!(group("h200")["preview_frontier"], json!([]));
+    assert_eq!(group("h200")["frontier"].as_array().unwrap().len(), 2);
 }

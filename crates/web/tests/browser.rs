@@ -192,6 +192,15 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         attr(&dom, "csv", "href").as_deref(),
         Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
     );
+    // Issue 42: the PNG and SVG exports are the server's chart of the same selection.
+    assert_eq!(
+        attr(&dom, "png", "href").as_deref(),
+        Some("/api/v1/chart.png?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+    );
+    assert_eq!(
+        attr(&dom, "svg", "href").as_deref(),
+        Some("/api/v1/chart.svg?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+    );
     // `isl=`/`osl=` as the API takes them pick the same sequence (trial 26: "not applied").
     let io = dump_dom(
         &chromium,
@@ -695,6 +704,13 @@ fn compare_history_evals_models_and_tco_pages() {
         "{dom}"
     );
     assert_eq!(text_of(&dom, "status"), "2 configurations on gsm8k");
+    // Issue 42: each bar carries the model's pass mark (dsr1: 0.91) as a tick, and whether
+    // the score reaches it.
+    assert!(
+        dom.contains("<div class=\"bar-track\" data-threshold=\"0.91\" data-pass=\"true\">"),
+        "{dom}"
+    );
+    assert_eq!(dom.matches("<div class=\"threshold\"").count(), 2, "{dom}");
     // Without a model chosen each bar names its model (trial 19); with one, the model is the
     // page's.
     assert!(
@@ -1057,4 +1073,198 @@ fn history_and_tco_pages_name_invalid_points_left_out() {
         // The box (ticked from the URL) asked the API to count them: none left out.
         assert_eq!(attr(&dom, "status", "data-invalid").as_deref(), Some("0"));
     }
+}
+
+/// Issue 42: the landing page lists what a database of two models holds (one of them the XSS
+/// probe, shown as text), links into each view, and every page's nav comes from one script
+/// with a dark-mode toggle that `theme=dark` sets and the browser remembers.
+#[test]
+fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let db = seeded(dir.path());
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/"));
+    assert_eq!(
+        attr(&dom, "models", "data-count").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(attr(&dom, "hardware", "data-count").as_deref(), Some("1"));
+    assert!(
+        dom.contains("<a href=\"/inference?model=dsr1\">dsr1</a> — 2 points"),
+        "{dom}"
+    );
+    // The probe model is text, never markup.
+    assert!(
+        dom.contains("&lt;img src=x onerror=alert(1)&gt;</a> — 2 points"),
+        "{dom}"
+    );
+    assert!(!dom.contains("<img src=x"), "{dom}");
+    assert_eq!(
+        text_of(&dom, "summary"),
+        "2 models on 1 hardware type: 4 points in 4 runs of 2 batches on 2026-03-01; 0 eval results."
+    );
+    assert!(attr(&dom, "latest-run", "href")
+        .unwrap()
+        .starts_with("/run?id="));
+    for view in [
+        "/inference",
+        "/compare",
+        "/history",
+        "/evals",
+        "/models",
+        "/tco",
+    ] {
+        assert!(
+            dom.contains(&format!("<li><a href=\"{view}\">")),
+            "{view}: {dom}"
+        );
+    }
+    // The nav, from common.js: the current page marked, the theme toggle after the links.
+    assert!(
+        dom.contains("<nav id=\"nav\"><a href=\"/\" aria-current=\"page\">Home</a><a href=\"/inference\">Inference</a>"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("<html lang=\"en\" data-theme=\"light\">"),
+        "{dom}"
+    );
+    // `theme=dark` in the URL turns dark mode on, is not a view key ("not applied"), and is
+    // remembered for the next page opened without it.
+    let dark = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&theme=dark"),
+    );
+    assert!(
+        dark.contains("<html lang=\"en\" data-theme=\"dark\">"),
+        "{dark}"
+    );
+    assert!(
+        dark.contains("aria-pressed=\"true\">Light mode</button>"),
+        "{dark}"
+    );
+    assert!(dark.contains("<a href=\"/inference\" aria-current=\"page\">Inference</a>"));
+    assert!(!text_of(&dark, "status").contains("not applied"), "{dark}");
+    let later = dump_dom(&chromium, &profile, &format!("{base}/models"));
+    assert!(
+        later.contains("<html lang=\"en\" data-theme=\"dark\">"),
+        "{later}"
+    );
+}
+
+/// Issue 42: points invalid only by AgentX's duration rule draw a dotted preview frontier of
+/// their own, labelled "preview: under 900 s", counted in the chart's data attributes.
+#[test]
+fn short_replays_draw_a_labelled_preview_frontier() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let field = format!(
+        "\"inferbench\": {{\"invalid_reason\": \"{}\",",
+        inferbench_core::summary::agentic::SHORT_REPLAY_REASON
+    );
+    let (_rt, base) = sweep_and_copy_served(
+        dir.path(),
+        &[
+            ("h200-nv_0", "h100-nv_0"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h100"),
+            ("\"inferbench\": {", &field),
+        ],
+    );
+    let dom = dump_dom(
+        &chromium,
+        &dir.path().join("profile"),
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-groups").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-preview-frontiers").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-preview-points").as_deref(),
+        Some("2")
+    );
+    assert!(
+        text_of(&dom, "preview-note").starts_with("dotted: preview: under 900 s"),
+        "{dom}"
+    );
+}
+
+/// Issue 42: precision is a multi-select with one marker shape per precision, and the
+/// parallelism labels (TP/EP/DP-attn) go on the points with the "parallelism labels" box;
+/// both are in the chart's data attributes.
+#[test]
+fn precisions_have_shapes_and_points_carry_parallelism() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (_rt, base) = sweep_and_copy_served(
+        dir.path(),
+        &[
+            ("\"fp8\"", "\"fp4\""),
+            ("_fp8_", "_fp4_"),
+            ("sweep-2026-03-01-h200", "sweep-2026-03-01-h200-fp4"),
+        ],
+    );
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&par=1"),
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-groups").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-precision-shapes").as_deref(),
+        Some("fp4:circle,fp8:square"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "chart", "data-parallelism-labels").as_deref(),
+        Some("TP8")
+    );
+    assert_eq!(
+        text_of(&dom, "shape-key"),
+        "markers by precision: fp4 circle, fp8 square"
+    );
+    // Both precisions selected in the URL (`|` as the API writes them), or one.
+    let both = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&precision=fp8%7Cfp4"),
+    );
+    assert_eq!(
+        attr(&both, "chart", "data-groups").as_deref(),
+        Some("2"),
+        "{both}"
+    );
+    assert!(!text_of(&both, "status").contains("not applied"), "{both}");
+    assert_eq!(
+        attr(&both, "chart", "data-parallelism-labels").as_deref(),
+        Some("")
+    );
+    let one = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/inference?model=dsr1&sequence=1024/1024&precision=fp4"),
+    );
+    assert_eq!(
+        attr(&one, "chart", "data-groups").as_deref(),
+        Some("1"),
+        "{one}"
+    );
+    assert_eq!(
+        attr(&one, "chart", "data-precision-shapes").as_deref(),
+        Some("fp4:circle")
+    );
+    assert!(attr(&one, "csv", "href").unwrap().contains("precision=fp4"));
 }

@@ -156,6 +156,12 @@ pub fn usd_per_m_tokens(usd_per_gpu_hour: f64, tok_s_per_gpu: f64) -> Option<f64
     (tok_s_per_gpu > 0.0).then(|| usd_per_gpu_hour / (tok_s_per_gpu * 3600.0 / 1e6))
 }
 
+/// Tokens per US dollar = 10⁶ ÷ ($ per million tokens): InferenceX's "tokens per $1", the
+/// reciprocal view of [`usd_per_m_tokens`]. `None` when the cost is not a positive finite number.
+pub fn tokens_per_usd(usd_per_m: f64) -> Option<f64> {
+    (usd_per_m.is_finite() && usd_per_m > 0.0).then(|| 1e6 / usd_per_m)
+}
+
 /// Tokens per second per provisioned MW = X × 1000 / P, X in tok/s/GPU, P in kW/GPU (1 MW feeds
 /// 1000 / P GPUs). Used both for the table's all-in kW and for a custom kW: this is our
 /// deliberate fix of InferenceX-app's custom-power formula, which computes
@@ -194,6 +200,10 @@ pub struct Derived {
     pub usd_per_m: [[Option<f64>; 3]; 3],
     /// $/M (total, input, output) at a custom $/GPU-hour, when given.
     pub usd_per_m_custom: [Option<f64>; 3],
+    /// Tokens per $1 ([`tokens_per_usd`] of [`Derived::usd_per_m`]), same layout.
+    pub tokens_per_usd: [[Option<f64>; 3]; 3],
+    /// Tokens per $1 at the custom $/GPU-hour (total, input, output), when given.
+    pub tokens_per_usd_custom: [Option<f64>; 3],
     /// tok/s per provisioned MW (total, input, output) from the table kW, or the custom kW when
     /// given.
     pub tok_s_per_mw: [Option<f64>; 3],
@@ -216,12 +226,14 @@ pub fn derive(
         for (r, regime) in Regime::ALL.iter().enumerate() {
             for (k, x) in xs.iter().enumerate() {
                 d.usd_per_m[r][k] = usd_per_m_tokens(regime.usd_per_gpu_hour(s), *x);
+                d.tokens_per_usd[r][k] = d.usd_per_m[r][k].and_then(tokens_per_usd);
             }
         }
     }
     if let Some(c) = custom_usd_h {
         for (k, x) in xs.iter().enumerate() {
             d.usd_per_m_custom[k] = usd_per_m_tokens(c, *x);
+            d.tokens_per_usd_custom[k] = d.usd_per_m_custom[k].and_then(tokens_per_usd);
         }
     }
     if let Some(kw) = custom_kw.or(spec.map(|s| s.all_in_kw)) {
@@ -248,6 +260,10 @@ mod tests {
         // Rental 1.60 $/h at 250 output tok/s/GPU: 0.9 M tok/h → 1.777… $/M.
         assert!(close(usd_per_m_tokens(1.60, 250.0), 1.6 / 0.9));
         assert_eq!(usd_per_m_tokens(1.0, 0.0), None);
+        // Tokens per $1 (issue 42): $0.50 per million tokens buys 2 M tokens per dollar.
+        assert_eq!(tokens_per_usd(0.5), Some(2e6));
+        assert_eq!(tokens_per_usd(0.0), None);
+        assert_eq!(tokens_per_usd(f64::INFINITY), None);
     }
 
     #[test]

@@ -62,6 +62,23 @@ pub const CONTEXT_OVERFLOW_RATE_LIMIT: f64 = 0.01;
 pub const COVERAGE_MIN_DURATION_S: f64 = 900.0;
 /// Fraction of the profiling phase the last TTFT/ITL observation must reach (§3.9).
 pub const COVERAGE_MIN_FRACTION: f64 = 0.98;
+/// The stored invalid reason of an AgentX replay shorter than [`COVERAGE_MIN_DURATION_S`]
+/// (`replay --unsafe-override`, the agentic quickstart): its `submission_invalid_reasons`.
+pub const SHORT_REPLAY_REASON: &str = "replay shorter than AgentX's 900 s minimum";
+
+/// Whether `reason` (a point's stored invalid reason, parts joined with `; `) names only the
+/// AgentX duration rule: every part is [`SHORT_REPLAY_REASON`] or AIPerf's `unsafe_override`
+/// code for it. Such a point is a preview (issue 42): drawn on a preview frontier of its own,
+/// never on a valid one.
+pub fn only_short_replay(reason: &str) -> bool {
+    let mut parts = reason
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .peekable();
+    parts.peek().is_some() && parts.all(|p| p == SHORT_REPLAY_REASON || p == "unsafe_override")
+}
+
 /// The warning the script adds when `server_metrics_export.json` is missing or empty (§4.5).
 pub const WARNING_NO_SERVER_METRICS: &str = "server_metrics_export.json missing or empty";
 

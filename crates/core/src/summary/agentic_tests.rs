@@ -595,3 +595,17 @@ fn kv_pool_from_server_logs() {
     let sg2 = "[DP0 TP0 EP0] max_total_num_tokens=100\n[DP1 TP0 EP0] max_total_num_tokens=200\n";
     assert_eq!(kv_pool_tokens_from_server_log("sglang", sg2), Some(300));
 }
+
+/// Issue 42: a point is a preview when its only invalid reasons are the duration rule.
+#[test]
+fn only_the_duration_rule_makes_a_preview() {
+    assert!(only_short_replay(SHORT_REPLAY_REASON));
+    assert!(only_short_replay(
+        "replay shorter than AgentX's 900 s minimum; unsafe_override"
+    ));
+    assert!(!only_short_replay(""));
+    assert!(!only_short_replay("the server fell behind"));
+    assert!(!only_short_replay(
+        "replay shorter than AgentX's 900 s minimum; insufficient_profile_metric_coverage"
+    ));
+}

@@ -870,7 +870,7 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         .chain((!valid).then(|| {
             (
                 "submission_invalid_reasons".to_string(),
-                "replay shorter than AgentX's 900 s minimum".to_string(),
+                inferbench_core::summary::agentic::SHORT_REPLAY_REASON.to_string(),
             )
         }))
         .collect(),
