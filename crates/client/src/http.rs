@@ -299,8 +299,10 @@ impl Client {
         };
         // Through a proxy: its address, and the absolute-form target (`Host` kept).
         let pool = match &proxy {
-            Some(p) => Arc::new(Pool::new(&p.host, p.port, cfg.rx_timestamps)),
-            None => Arc::new(Pool::new(host, port, cfg.rx_timestamps)),
+            Some(p) => {
+                Arc::new(Pool::new(&p.host, p.port, cfg.rx_timestamps).with_clock(clock.source()))
+            }
+            None => Arc::new(Pool::new(host, port, cfg.rx_timestamps).with_clock(clock.source())),
         };
         let path: Uri = uri
             .path_and_query()
@@ -605,7 +607,7 @@ impl Client {
         drop(body);
         let cancelled = cancel.cancelled();
         tokio::pin!(cancelled);
-        let sent = Instant::now();
+        let sent = self.clock.now();
         rec.sent_ns = self.clock.ns_at(sent);
         let limits = Deadlines {
             sent,
@@ -634,11 +636,13 @@ impl Client {
         if let Some(at) = wrote_at {
             rec.sent_ns = self.clock.ns_at(at);
         }
-        let head_at = Instant::now();
+        let head_at = self.clock.now();
         // Times are the kernel's receive times where it gives them (`rxstamp`), never before
         // the send nor before the previous time of this request.
         let stamp = conn.stamp.clone();
-        let last_t = stamp.run_ns(self.clock.ns_at(head_at), rec.sent_ns);
+        let last_t = stamp.run_ns(self.clock.ns_at(head_at), rec.sent_ns, || {
+            self.clock.unix_now_ns()
+        });
         rec.first_byte_ns = Some(last_t);
         rec.http_status = Some(head.status);
         let Ok(status) = http::StatusCode::from_u16(head.status) else {
@@ -733,7 +737,7 @@ impl Client {
                     .checkout(retried)
                     .await
                     .map_err(|e| (e.class(), connect_failure(&e, &self.uri)))?;
-                match write_and_read_head(&mut c, request).await {
+                match write_and_read_head(&mut c, request, &self.clock).await {
                     Ok((head, written, sent)) => {
                         // Bytes the kernel received before this request's write began cannot
                         // answer it: on a kept-alive connection they are an earlier response's
@@ -816,7 +820,7 @@ impl Client {
                 }
                 r = &mut fut => return r,
                 _ = &mut *sleep => {
-                    let now = Instant::now();
+                    let now = self.clock.now();
                     if let Some(class) = limits.expired(now, limits.sent) {
                         let flag = match class {
                             ErrorClass::TimeoutTotal => "--request-timeout",
@@ -867,11 +871,11 @@ impl Client {
                         .then(|| (ErrorClass::Cancelled, "cancelled while streaming".into()));
                 }
                 r = fill(&mut read.conn) => {
-                    let now = Instant::now();
+                    let now = self.clock.now();
                     match r {
                         Ok(0) => self.on_eof(now, st, read, rec),
                         Ok(_) => {
-                            let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t);
+                            let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t, || self.clock.unix_now_ns());
                             read.last_t = t;
                             read.last_byte = now;
                             self.on_bytes(t, st, read, rec)
@@ -882,7 +886,7 @@ impl Client {
                     }
                 }
                 _ = &mut *sleep => {
-                    let now = Instant::now();
+                    let now = self.clock.now();
                     if let Some(at) = done_grace {
                         if now >= at {
                             // `[DONE]` arrived but the body did not end: the measurement
@@ -936,7 +940,7 @@ impl Client {
                     let r = st.on_wire(data, t, rec);
                     conn.consume(n);
                     if st.interp.done && st.done_read_ns.is_none() {
-                        st.done_read_ns = Some(self.clock.ns_at(Instant::now()));
+                        st.done_read_ns = Some(self.clock.now_ns());
                     }
                     match r {
                         Ok(true) => {}
@@ -997,7 +1001,9 @@ impl Client {
         read.conn = None;
         match read.framing.at_eof() {
             Ok(()) => {
-                let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t);
+                let t = read.stamp.run_ns(self.clock.ns_at(now), read.last_t, || {
+                    self.clock.unix_now_ns()
+                });
                 read.last_t = t;
                 Flow::Stop(st.on_end(t, rec).err())
             }
@@ -1024,7 +1030,7 @@ impl Client {
     ) -> Option<PendingCount> {
         // `[DONE]` ends the measurement; what the server does afterwards does not count, for
         // the slot's read end either.
-        let read_end = (st.done_read_ns).unwrap_or_else(|| self.clock.ns_at(Instant::now()));
+        let read_end = (st.done_read_ns).unwrap_or_else(|| self.clock.now_ns());
         rec.end_ns = match st.interp.done_ns {
             Some(t) => t,
             None => read_end,
@@ -1452,11 +1458,11 @@ struct SentAt {
 }
 
 impl SentAt {
-    /// Now, on both clocks.
-    fn now() -> Self {
+    /// Now, on both of `clock`'s clocks.
+    fn now(clock: &RunClock) -> Self {
         SentAt {
-            at: Instant::now(),
-            unix_ns: crate::rxstamp::unix_now_ns(),
+            at: clock.now(),
+            unix_ns: clock.unix_now_ns(),
         }
     }
 }
@@ -1472,6 +1478,7 @@ impl SentAt {
 async fn write_and_read_head(
     c: &mut Conn,
     request: &[u8],
+    clock: &RunClock,
 ) -> Result<(Head, bool, Option<SentAt>), HeadError> {
     let mut written = 0;
     let mut first_write: Option<SentAt> = None;
@@ -1483,7 +1490,7 @@ async fn write_and_read_head(
     std::future::poll_fn(|cx| {
         while written < request.len() && write_err.is_none() {
             // The send time is the first write's start: later writes take no clock readings.
-            let at = first_write.is_none().then(SentAt::now);
+            let at = first_write.is_none().then(|| SentAt::now(clock));
             // A write the socket takes now goes out now, whatever the task's budget; only a
             // full socket falls back to the waker-registering poll.
             let r = match c.try_write(&request[written..]) {

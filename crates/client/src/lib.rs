@@ -46,7 +46,7 @@ pub mod rxstamp;
 pub mod sse;
 pub mod wire;
 
-pub use clock::RunClock;
+pub use clock::{ClockSource, RunClock};
 pub use get::http_get;
 pub use headers::HeaderTemplate;
 pub use http::{

@@ -62,6 +62,8 @@ use std::sync::Mutex;
 use std::task::{ready, Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use crate::clock::ClockSource;
+
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -288,6 +290,8 @@ pub struct Pool {
     open: Arc<AtomicUsize>,
     /// Most connections held open ([`Pool::set_limit`]); `usize::MAX`: no limit.
     limit: AtomicUsize,
+    /// Where check-in times, probation and deadlines read time ([`Pool::with_clock`]).
+    clock: ClockSource,
 }
 
 /// Why a new connection could not be made.
@@ -363,7 +367,15 @@ impl Pool {
             rx_timestamps,
             open: Arc::new(AtomicUsize::new(0)),
             limit: AtomicUsize::new(usize::MAX),
+            clock: ClockSource::System,
         }
+    }
+
+    /// The same pool reading time from `clock` (default [`ClockSource::System`]; the client
+    /// passes its run clock's source).
+    pub fn with_clock(mut self, clock: ClockSource) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Holds at most `n` connections open from now on (see the module doc): a new connection
@@ -460,7 +472,7 @@ impl Pool {
     /// pre-opened one (a server that talks first, not an earlier response) they do not.
     pub async fn checkout(&self, fresh: bool) -> Result<(Conn, Origin), ConnectError> {
         if !fresh {
-            let now = Instant::now();
+            let now = self.clock.now();
             while let Some((mut c, since)) = self.next_idle(now) {
                 match c.poll_idle() {
                     IdleState::Open => {
@@ -550,12 +562,12 @@ impl Pool {
     /// whose stale copy came at 300 ms, each then reading the previous one's response (trial 30
     /// F0); a longer wait, once per point, catches such a server before the profile.
     pub async fn await_trust(&self, quiet: Duration, limit: Duration) {
-        let stop = Instant::now() + limit;
+        let stop = self.clock.now() + limit;
         loop {
             if self.settled() {
                 return;
             }
-            let now = Instant::now();
+            let now = self.clock.now();
             let quiet_at = {
                 let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
                 let Some((c, since)) = idle.front_mut() else {
@@ -593,7 +605,7 @@ impl Pool {
     /// the first failure or `deadline`. Returns how many it opened.
     async fn open_unused(&self, want: usize, parallel: usize, deadline: Duration) -> usize {
         let want = want.min(self.headroom());
-        let stop_at = tokio::time::Instant::now() + deadline;
+        let stop_at = self.clock.now() + deadline;
         let mut opened = 0;
         let mut pending = futures_util::stream::FuturesUnordered::new();
         let mut started = 0;
@@ -602,13 +614,15 @@ impl Pool {
                 pending.push(self.connect());
                 started += 1;
             }
-            let next =
-                tokio::time::timeout_at(stop_at, futures_util::StreamExt::next(&mut pending));
+            let next = tokio::time::timeout_at(
+                stop_at.into(),
+                futures_util::StreamExt::next(&mut pending),
+            );
             match next.await {
                 Ok(Some(Ok(c))) => {
                     opened += 1;
                     let mut unused = self.unused.lock().unwrap_or_else(|p| p.into_inner());
-                    unused.push((c, Instant::now()));
+                    unused.push((c, self.clock.now()));
                 }
                 Ok(Some(Err(_))) | Err(_) => return opened,
                 Ok(None) => return opened,
@@ -675,7 +689,7 @@ impl Pool {
             IdleState::Open if !self.suspicious.load(Ordering::Relaxed) => {
                 self.kept_alive.store(true, Ordering::Relaxed);
                 let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-                idle.push_back((c, Instant::now()));
+                idle.push_back((c, self.clock.now()));
             }
             IdleState::Stale => self.mark_stale(),
             IdleState::Open | IdleState::Closed => {}

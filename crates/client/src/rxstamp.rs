@@ -18,8 +18,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -37,7 +35,8 @@ impl RxStamp {
         }
     }
 
-    /// How long (ns) before `unix_ns` (a `CLOCK_REALTIME` reading, [`unix_now_ns`]) the kernel
+    /// How long (ns) before `unix_ns` (a `CLOCK_REALTIME` reading,
+    /// [`crate::clock::RunClock::unix_now_ns`]) the kernel
     /// received the latest read's first byte; `None` without a stamp or when it came at or
     /// after `unix_ns`. Both sides are wall-clock readings, so no mapping onto the run clock
     /// blurs it: bytes stamped before a request's write began cannot answer that request.
@@ -50,23 +49,18 @@ impl RxStamp {
     }
 
     /// The run-clock time (ns) of the latest read given the run clock's `now_ns`: `now_ns`
-    /// minus the stamp's age, never below `floor_ns` (the request's send, its previous chunk)
-    /// and never after `now_ns`; `now_ns` when there is no stamp or the stamp is older than
-    /// the floor allows.
-    pub fn run_ns(&self, now_ns: u64, floor_ns: u64) -> u64 {
+    /// minus the stamp's age (`unix_now_ns`, the run clock's wall-clock reading
+    /// [`crate::clock::RunClock::unix_now_ns`], taken only when there is a stamp), never below
+    /// `floor_ns` (the request's send, its previous chunk) and never after `now_ns`; `now_ns`
+    /// when there is no stamp or the stamp is older than the floor allows.
+    #[inline]
+    pub fn run_ns(&self, now_ns: u64, floor_ns: u64, unix_now_ns: impl FnOnce() -> u64) -> u64 {
         let Some(stamp) = self.unix_ns() else {
             return now_ns;
         };
         let age = unix_now_ns().saturating_sub(stamp);
         now_ns.saturating_sub(age).max(floor_ns).min(now_ns)
     }
-}
-
-/// Now on `CLOCK_REALTIME`, ns since the Unix epoch (the kernel stamps' clock); 0 before 1970.
-pub fn unix_now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// A TCP stream that stamps each read ([`RxStamp`]); writes go straight through.
@@ -242,23 +236,25 @@ impl AsyncWrite for StampedTcp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::ClockSource;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn wall_ns() -> u64 {
+        ClockSource::System.unix_now_ns()
+    }
 
     #[test]
     fn run_time_is_now_minus_the_stamps_age_within_bounds() {
         let s = RxStamp::default();
-        assert_eq!(s.run_ns(5_000, 100), 5_000, "no stamp: now");
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos() as u64;
+        assert_eq!(s.run_ns(5_000, 100, wall_ns), 5_000, "no stamp: now");
+        let wall = wall_ns();
         s.set(wall - 2_000_000); // 2 ms ago
-        let t = s.run_ns(10_000_000, 0);
+        let t = s.run_ns(10_000_000, 0, wall_ns);
         // 2 ms plus the few µs between the two clock reads.
         assert!((7_500_000..=8_000_000).contains(&t), "{t}");
-        assert_eq!(s.run_ns(10_000_000, 9_000_000), 9_000_000, "floor");
+        assert_eq!(s.run_ns(10_000_000, 9_000_000, wall_ns), 9_000_000, "floor");
         s.set(wall + 60_000_000_000); // a stamp from the future (clock step): now
-        assert_eq!(s.run_ns(10_000_000, 0), 10_000_000);
+        assert_eq!(s.run_ns(10_000_000, 0, wall_ns), 10_000_000);
     }
 
     /// `before`: the stamp's lead over a later wall-clock reading, none for a later stamp.
@@ -297,10 +293,7 @@ mod tests {
         let n = c.read(&mut buf).await.unwrap();
         assert_eq!(&buf[..n], b"hello");
         if cfg!(target_os = "linux") {
-            let wall = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64;
+            let wall = wall_ns();
             let age = wall - stamp.unix_ns().expect("a kernel stamp");
             assert!(
                 age >= 90_000_000,

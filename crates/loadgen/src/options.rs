@@ -6,7 +6,7 @@ use std::time::Duration;
 
 pub use inferbench_telemetry::sampler::PowerMode;
 
-use inferbench_client::{Backend, MaxTokensField};
+use inferbench_client::{Backend, ClockSource, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
 use serde_json::{Map, Value};
 
@@ -216,6 +216,9 @@ pub struct BenchOptions {
     /// time scale (quickstart, `sweep --sim`): a sim at that scale does not make the point
     /// invalid. Not a flag; `None` for `bench`.
     pub rescaled_at: Option<f64>,
+    /// Where the run reads time (not a flag): [`ClockSource::System`] for every real run;
+    /// tests pass [`ClockSource::Tokio`] under a paused runtime to run in virtual time.
+    pub clock: ClockSource,
 }
 
 impl Default for BenchOptions {
@@ -275,6 +278,7 @@ impl Default for BenchOptions {
             prepared: None,
             server_settings: Vec::new(),
             rescaled_at: None,
+            clock: ClockSource::System,
         }
     }
 }

@@ -5,7 +5,9 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use inferbench_client::ClockSource;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -81,10 +83,11 @@ impl Counters {
     }
 
     /// Waits (up to `limit`) until the collector has received all `sent` records, so the last
-    /// progress line shows the phase's final counts, not those of a moment before.
-    pub async fn settle(&self, sent: u64, limit: Duration) {
-        let t0 = Instant::now();
-        while self.received.load(Ordering::Acquire) < sent && t0.elapsed() < limit {
+    /// progress line shows the phase's final counts, not those of a moment before. `clock`:
+    /// where the limit is timed (the run's clock source).
+    pub async fn settle(&self, sent: u64, limit: Duration, clock: ClockSource) {
+        let stop = clock.now() + limit;
+        while self.received.load(Ordering::Acquire) < sent && clock.now() < stop {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
@@ -131,6 +134,7 @@ impl Progress {
         total: Option<u64>,
         duration: Option<Duration>,
         counters: Arc<Counters>,
+        clock: ClockSource,
     ) -> Self {
         let bar = match mode {
             ProgressMode::Off => {
@@ -145,7 +149,7 @@ impl Progress {
         };
         let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let t0 = Instant::now();
+            let t0 = clock.now();
             let pb = bar.then(|| {
                 let pb = match (total, duration) {
                     (_, Some(d)) => ProgressBar::new(d.as_secs().max(1)),
@@ -170,14 +174,14 @@ impl Progress {
             let mut interval = tokio::time::interval(tick);
             interval.tick().await;
             let hint_after = stall_hint_after();
-            let hint_at = tokio::time::Instant::now() + hint_after;
+            let hint_at = clock.now() + hint_after;
             let mut hinted = false;
             loop {
                 // The hint has its own wake-up: a plain display ticks only every 5 s.
                 let stopping = tokio::select! {
                     _ = &mut rx => true,
                     _ = interval.tick() => false,
-                    _ = tokio::time::sleep_until(hint_at), if !hinted => {
+                    _ = tokio::time::sleep_until(hint_at.into()), if !hinted => {
                         hinted = true;
                         if counters.done.load(Ordering::Relaxed) == 0 {
                             let hint = stall_hint(label, hint_after);
@@ -189,7 +193,7 @@ impl Progress {
                         continue;
                     }
                 };
-                let el = t0.elapsed().as_secs_f64();
+                let el = clock.now().saturating_duration_since(t0).as_secs_f64();
                 let done = counters.done.load(Ordering::Relaxed);
                 let failed = counters.failed.load(Ordering::Relaxed);
                 let cancelled = counters.cancelled.load(Ordering::Relaxed);
@@ -204,7 +208,7 @@ impl Progress {
                     }
                     Some(pb) => {
                         pb.set_position(match duration {
-                            Some(_) => t0.elapsed().as_secs(),
+                            Some(_) => clock.now().saturating_duration_since(t0).as_secs(),
                             None => done,
                         });
                         pb.set_message(msg);

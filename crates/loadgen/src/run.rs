@@ -9,11 +9,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, UNIX_EPOCH};
 
 use anyhow::Context;
 use futures_util::FutureExt;
-use inferbench_client::{CancellationToken, Client, ClientConfig, RequestMeta, RunClock};
+use inferbench_client::{
+    CancellationToken, Client, ClientConfig, ClockSource, RequestMeta, RunClock,
+};
 use inferbench_core::metrics::{GoodputSlo, Metric};
 use inferbench_core::summary::{summarize, PowerSummary, RunSummary, StopReason, SummaryContext};
 use inferbench_core::{ErrorClass, Phase, RequestRecord};
@@ -281,7 +283,7 @@ pub async fn run_bench(
     ));
     let shared = shared_state(client, &prepared, tx, &cancel, opts.max_concurrency);
 
-    let date = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    let date = run_date(opts.clock);
     // Held until the result is written (output::ResultClaim).
     let (opts, mut claim) = output::with_free_result_name(opts, &date);
     // GPU power for the whole point (power.csv beside the result), started before the
@@ -542,7 +544,7 @@ async fn prepare_prompts(
 /// The HTTP client of the run, on a clock started now: the server, endpoint, backend, model,
 /// headers and timeouts of `opts`, counting tokens with the prepared prompts' counter.
 fn bench_client(opts: &BenchOptions, prepared: &PreparedPrompts) -> anyhow::Result<Client> {
-    let clock = RunClock::start();
+    let clock = RunClock::start_on(opts.clock);
     Ok(Client::with_clock(
         ClientConfig {
             base_url: opts.base_url.clone(),
@@ -616,7 +618,11 @@ fn shared_state(
 async fn settle(shared: &Shared, counters: &Counters) {
     let sent = shared.sent.load(Ordering::Acquire);
     counters
-        .settle(sent, std::time::Duration::from_secs(2))
+        .settle(
+            sent,
+            std::time::Duration::from_secs(2),
+            shared.client.clock().source(),
+        )
         .await;
 }
 
@@ -642,6 +648,7 @@ async fn run_warmup(
         Some(n_warm),
         None,
         counters.clone(),
+        opts.clock,
     );
     let mut end = run_phase(
         shared,
@@ -704,7 +711,8 @@ async fn run_profile(
     mut end: PhaseEnd,
 ) -> ProfileRun {
     counters.start_profile();
-    let mut start_unix = unix_now();
+    let clock = shared.client.clock();
+    let mut start_unix = unix_now(&clock);
     let mut end_unix = start_unix;
     // The client's own CPU over the profile phase: (CPU s, wall s), for the self-check.
     let mut client_cpu: Option<(f64, f64)> = None;
@@ -755,9 +763,10 @@ async fn run_profile(
             count,
             opts.duration,
             counters.clone(),
+            opts.clock,
         );
-        start_unix = unix_now();
-        let cpu_at_start = crate::selftest::process_cpu_s().map(|c| (c, Instant::now()));
+        start_unix = unix_now(&clock);
+        let cpu_at_start = crate::selftest::process_cpu_s().map(|c| (c, clock.now()));
         let wait_at_start = crate::selftest::runqueue_wait_s();
         // Beside a closed loop with a cap: spare connections while the pool is on probation.
         let stale_before = shared.client.stale_seen();
@@ -770,7 +779,7 @@ async fn run_profile(
             PhaseSpec {
                 phase: Phase::Profile,
                 count,
-                until: opts.duration.map(|d| Instant::now() + d),
+                until: opts.duration.map(|d| clock.now() + d),
                 arrivals,
                 seed: opts.seed,
                 fixed_prompt: None,
@@ -780,9 +789,12 @@ async fn run_profile(
         if let Some(s) = spares {
             s.abort();
         }
-        end_unix = unix_now();
+        end_unix = unix_now(&clock);
         client_cpu = match (cpu_at_start, crate::selftest::process_cpu_s()) {
-            (Some((c0, t0)), Some(c1)) => Some((c1 - c0, t0.elapsed().as_secs_f64())),
+            (Some((c0, t0)), Some(c1)) => Some((
+                c1 - c0,
+                clock.now().saturating_duration_since(t0).as_secs_f64(),
+            )),
             _ => None,
         };
         client_wait = wait_at_start
@@ -1340,7 +1352,7 @@ const NOTE_BEFORE_START: &str = "interrupted during prompt preparation: no reque
 fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
     let ctx = SummaryContext {
         // Dated as a run that started (trial 14: the stored failed point had no date).
-        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+        date: run_date(opts.clock),
         backend: opts.backend.name().to_string(),
         model_id: opts.model.clone(),
         num_prompts: if opts.duration.is_none() {
@@ -1428,10 +1440,20 @@ fn patch_aggregate_power(path: &std::path::Path, p: &PowerSummary) -> anyhow::Re
     Ok(())
 }
 
-fn unix_now() -> f64 {
-    SystemTime::now()
+/// Wall-clock now on the run's clock, unix seconds (0 before 1970).
+fn unix_now(clock: &RunClock) -> f64 {
+    clock
+        .wall()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A run's date (`YYYYMMDD-HHMMSS`, local time) read from `clock`: the result file names' and
+/// `date` field's.
+pub(crate) fn run_date(clock: ClockSource) -> String {
+    chrono::DateTime::<chrono::Local>::from(clock.wall())
+        .format("%Y%m%d-%H%M%S")
+        .to_string()
 }
 
 /// Most spare connections kept while the pool is on probation ([`Client::keep_spares`]): a
@@ -1454,7 +1476,7 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
     let mut tasks = JoinSet::new();
     let mut end = PhaseEnd::Completed;
     let n_prompts = sh.prompts.prompts.len();
-    let far = Instant::now() + std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+    let far = clock.now() + std::time::Duration::from_secs(100 * 365 * 24 * 3600);
     let until = spec.until.unwrap_or(far);
     let mut i: u64 = 0;
     // Every request task by id, until it has finished: a task that panicked still yields a
@@ -1646,7 +1668,7 @@ async fn run_closed_loop(sh: &Arc<Shared>, spec: &PhaseSpec, cap: u32, start_ns:
             loop {
                 if sh.cancel.is_cancelled()
                     || sh.breaker.tripped()
-                    || until.is_some_and(|u| Instant::now() >= u)
+                    || until.is_some_and(|u| clock.now() >= u)
                 {
                     break;
                 }

@@ -12,7 +12,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use inferbench_client::{Backend, CancellationToken};
 use inferbench_core::Phase;
@@ -325,7 +325,8 @@ pub fn parse_ns_per_event(events: u32, min_events: u64) -> f64 {
     );
     let rounds = (min_events / u64::from(events.max(1))).max(1);
     let cpu0 = process_cpu_s();
-    let t0 = Instant::now();
+    // Real CPU work, so always the system clock (never a test's virtual one).
+    let clock = inferbench_client::RunClock::start();
     let mut total = 0u64;
     for _ in 0..rounds {
         let mut p = SseParser::new();
@@ -341,7 +342,7 @@ pub fn parse_ns_per_event(events: u32, min_events: u64) -> f64 {
     // processes); wall time otherwise.
     let ns = match (cpu0, process_cpu_s()) {
         (Some(a), Some(b)) if b > a => (b - a) * 1e9,
-        _ => t0.elapsed().as_nanos() as f64,
+        _ => clock.now_ns() as f64,
     };
     ns / total.max(1) as f64
 }

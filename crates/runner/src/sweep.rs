@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use inferbench_client::ClockSource;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -396,7 +397,7 @@ pub async fn run_jobs<R: PointRunner>(
             push(&mut report, opts, total, r);
             continue;
         }
-        let iter_start = std::time::Instant::now();
+        let iter_start = gpu.clock.now();
         let cost = PointCost {
             gpus: row_gpus(&point.spec) as f64,
             scale: modelled_scale(point, opts).unwrap_or(1.0),
@@ -418,14 +419,14 @@ pub async fn run_jobs<R: PointRunner>(
         {
             // A launch that failed still held the GPUs while it tried.
             let mut r = record(point, outcome, Some(f));
-            r.gpu_seconds = Some(cost.of(iter_start.elapsed().as_secs_f64()));
+            r.gpu_seconds = Some(cost.of(gpu.secs_since(iter_start)));
             push(&mut report, opts, total, r);
             continue;
         }
         if !had_engine && engine.is_some() {
             gpu.launched(iter_start);
         }
-        let run_start = std::time::Instant::now();
+        let run_start = gpu.clock.now();
         let base_url = match (&engine, &opts.base_url) {
             (Some(run), _) => run.base_url.clone(),
             (None, Some(u)) => u.trim_end_matches('/').to_string(),
@@ -808,9 +809,12 @@ impl PointCost {
 /// GPU time of a sweep's engine launches: from the iteration that launched an engine to its
 /// stop, the time its points did not run themselves (launch, readiness, stop) is split equally
 /// over the points that launch served; a point without a launch of ours (`--base-url`) costs
-/// its own wall time.
+/// its own wall time. Wall time is read from `clock` (the runner's seam onto the client's
+/// [`ClockSource`]; the system clock in every sweep).
 #[derive(Debug, Default)]
 struct GpuAccount {
+    /// Where iteration, run and launch times are read.
+    clock: ClockSource,
     /// When the running engine's launch began.
     since: Option<std::time::Instant>,
     /// The points it served: report index, own wall seconds, cost.
@@ -818,6 +822,11 @@ struct GpuAccount {
 }
 
 impl GpuAccount {
+    /// Seconds on `clock` from `t` to now (0 when `t` is later).
+    fn secs_since(&self, t: std::time::Instant) -> f64 {
+        self.clock.now().saturating_duration_since(t).as_secs_f64()
+    }
+
     fn launched(&mut self, at: std::time::Instant) {
         self.since = Some(at);
         self.served.clear();
@@ -836,10 +845,9 @@ impl GpuAccount {
             return;
         };
         if self.since.is_some() {
-            self.served
-                .push((idx, run_start.elapsed().as_secs_f64(), cost));
+            self.served.push((idx, self.secs_since(run_start), cost));
         } else {
-            report.points[idx].gpu_seconds = Some(cost.of(iter_start.elapsed().as_secs_f64()));
+            report.points[idx].gpu_seconds = Some(cost.of(self.secs_since(iter_start)));
         }
     }
 
@@ -850,7 +858,7 @@ impl GpuAccount {
         };
         let served = std::mem::take(&mut self.served);
         let own: f64 = served.iter().map(|s| s.1).sum();
-        let overhead = settle_overhead(since.elapsed().as_secs_f64(), own, served.len());
+        let overhead = settle_overhead(self.secs_since(since), own, served.len());
         for (idx, secs, cost) in served {
             if let Some(p) = report.points.get_mut(idx) {
                 p.gpu_seconds = Some(cost.of(secs + overhead));

@@ -288,7 +288,9 @@ impl Default for AiperfRunInfo {
 
 /// The host's current UTC offset, s (for [`AiperfRunInfo::utc_offset_s`]).
 pub fn local_utc_offset_s() -> i32 {
-    chrono::Local::now().offset().local_minus_utc()
+    chrono::DateTime::<chrono::Local>::from(inferbench_client::ClockSource::System.wall())
+        .offset()
+        .local_minus_utc()
 }
 
 /// Naive ISO timestamp (`2025-10-17T20:22:08.939332`) of Unix ns `t` at UTC offset `offset_s`.

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, MaxTokensField, RequestInput, RequestMeta,
-    RunClock,
+    Backend, CancellationToken, Client, ClientConfig, ClockSource, MaxTokensField, RequestInput,
+    RequestMeta, RunClock,
 };
 use inferbench_core::metrics::Distribution;
 use inferbench_core::summary::{summarize_compacted, RunSummary, StopReason, SummaryContext};
@@ -207,15 +207,12 @@ pub async fn run_replay(
         .unwrap_or(1);
     let mut sched = Scheduler::new(Arc::new(plans), opts.sched.clone());
     let clock = RunClock::start();
-    let anchor_unix_ns = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    let anchor_unix_ns = clock.unix_now_ns();
     let client = replay_client(&opts, clock)?;
     // Connections beyond each lane's peak of requests in flight (its session's main agent and
     // parallel sub-agents) are closed when idle: the open-file check counted that many.
     client.limit_connections((opts.sched.lanes as usize).saturating_mul(per_lane as usize));
-    let mut sinks = Sinks::start(&opts).await?;
+    let mut sinks = Sinks::start(&opts, clock.source()).await?;
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
     // Requests in flight end early on Ctrl-C, the failure threshold, or after the grace.
     let stop_requests = CancellationToken::new();
@@ -415,13 +412,15 @@ struct Sinks {
     scraper: Option<Scraper>,
     /// The scrape has its profile mark.
     marked: bool,
+    /// The run clock's source (progress displays and the settle wait read time from it).
+    clock: ClockSource,
 }
 
 impl Sinks {
     /// Opens `--save-requests`, starts the collector, the `/metrics` scraper (with
     /// `--server-metrics-interval`) and the warmup's progress display. Errors: the records file
     /// cannot be created.
-    async fn start(opts: &ReplayOptions) -> anyhow::Result<Sinks> {
+    async fn start(opts: &ReplayOptions, clock: ClockSource) -> anyhow::Result<Sinks> {
         let sink = match &opts.save_requests {
             Some(p) => Some(RecordSink::create(p)?),
             None => None,
@@ -442,6 +441,7 @@ impl Sinks {
             None,
             None,
             counters.clone(),
+            clock,
         ));
         Ok(Sinks {
             rec_tx,
@@ -450,6 +450,7 @@ impl Sinks {
             progress,
             scraper,
             marked: false,
+            clock,
         })
     }
 
@@ -471,13 +472,16 @@ impl Sinks {
             None,
             Some(Duration::from_nanos(opts.sched.duration_ns)),
             self.counters.clone(),
+            self.clock,
         ));
     }
 
     /// Ends the progress display once the collector counted every one of the `sent` records
     /// (waiting at most 2 s), so that its last line shows them all.
     async fn end_progress(&mut self, sent: u64) {
-        self.counters.settle(sent, Duration::from_secs(2)).await;
+        self.counters
+            .settle(sent, Duration::from_secs(2), self.clock)
+            .await;
         if let Some(p) = self.progress.take() {
             p.finish().await;
         }
@@ -568,7 +572,7 @@ impl LoopState {
         grace: Duration,
     ) -> Option<tokio::time::Instant> {
         if ending && self.grace_deadline.is_none() {
-            self.grace_deadline = Some(tokio::time::Instant::now() + grace);
+            self.grace_deadline = Some(tokio::time::Instant::from_std(clock.now() + grace));
         }
         if ending {
             self.grace_deadline
@@ -849,7 +853,8 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         num_prompts: kept.iter().filter(|r| r.phase == Phase::Profile).count() as u64,
         max_concurrency: Some(lanes),
         burstiness: 1.0,
-        date: chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+        // Read when the summary is made (the system clock: a summary is real time).
+        date: crate::run::run_date(ClockSource::System),
         benchmark_start_time_unix: Some(anchor_s + t0 as f64 / 1e9),
         benchmark_end_time_unix: Some(anchor_s + t1 as f64 / 1e9),
         interrupted: out.stop == ReplayStop::Interrupted,
