@@ -236,6 +236,7 @@ impl ReplayFlags {
                     self.server_metrics_interval,
                 )?)
             },
+            clock: inferbench_client::ClockSource::System,
         })
     }
 }

@@ -84,6 +84,9 @@ pub struct ReplayOptions {
     /// Scrape the server's `/metrics` at this interval (InferenceX's AgentX: 1 s slices), with a
     /// baseline before the warmup, a mark at T0 and a final scrape; `None` = off.
     pub server_metrics_interval: Option<Duration>,
+    /// Where the replay reads time (not a flag): [`ClockSource::System`] for every real
+    /// replay; tests pass [`ClockSource::Tokio`] under a paused runtime.
+    pub clock: ClockSource,
 }
 
 impl Default for ReplayOptions {
@@ -112,6 +115,7 @@ impl Default for ReplayOptions {
             save_requests: None,
             progress: ProgressMode::Off,
             server_metrics_interval: Some(Duration::from_secs(1)),
+            clock: ClockSource::System,
         }
     }
 }
@@ -206,7 +210,7 @@ pub async fn run_replay(
         .max()
         .unwrap_or(1);
     let mut sched = Scheduler::new(Arc::new(plans), opts.sched.clone());
-    let clock = RunClock::start();
+    let clock = RunClock::start_on(opts.clock);
     let anchor_unix_ns = clock.unix_now_ns();
     let client = replay_client(&opts, clock)?;
     // Connections beyond each lane's peak of requests in flight (its session's main agent and
@@ -326,7 +330,7 @@ async fn measure_overhead(
     cancel: &CancellationToken,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Option<TemplateOverhead>> {
-    let probe_client = replay_client(opts, RunClock::start())?;
+    let probe_client = replay_client(opts, RunClock::start_on(opts.clock))?;
     let marker = inferbench_workload::cache_bust_marker(PROBE_MARKER_ID);
     Ok(
         match super::overhead::measure(&probe_client, &marker, cancel).await {
