@@ -278,7 +278,10 @@ impl Client {
         Self::with_clock(cfg, RunClock::start())
     }
 
-    /// A client stamping records on `clock` (the run's clock). Errors: bad URL, non-http
+    /// A client stamping records on `clock` (the run's clock). Every time the client reads
+    /// (send, chunk and end times, the idle and total deadlines, its pool's check-in times)
+    /// comes from `clock`'s [`crate::ClockSource`]: a paused test runtime with
+    /// [`crate::ClockSource::Tokio`] runs them in virtual time. Errors: bad URL, non-http
     /// scheme, invalid header name/value.
     pub fn with_clock(cfg: ClientConfig, clock: RunClock) -> Result<Self, ClientError> {
         let endpoint = cfg
