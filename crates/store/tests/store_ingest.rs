@@ -1130,3 +1130,57 @@ fn a_point_directory_redone_replaces_its_point() {
     assert_eq!(store.run_count().unwrap(), runs);
     assert_eq!(ttft(&mut store), [0.13]);
 }
+
+/// Issue 40 §2: no unit is read from a key's name. A numeric key ending in `_ms` that is not
+/// one of vLLM's latency statistics (here a count of blocks, `kv_blocks_ms`), at the top level
+/// and in the extras, is stored under its own name with its value unchanged — from a summary of
+/// ours and from a vLLM-shaped one alike — while the latency statistics beside it are still
+/// converted to seconds by the table.
+#[test]
+fn a_key_ending_in_ms_that_is_no_latency_round_trips_unchanged() {
+    let golden =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/golden/conc4.summary.json");
+    let mut ours: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(golden).unwrap()).unwrap();
+    ours["kv_blocks_ms"] = 7.5.into();
+    ours["inferbench"]["kv_blocks_ms"] = 3.0.into();
+    let vllm = serde_json::json!({
+        "date": "20260301-100000", "backend": "openai", "model_id": "m",
+        "num_prompts": 10, "max_concurrency": 8, "duration": 1.0, "completed": 10,
+        "total_input_tokens": 100, "total_output_tokens": 100, "request_throughput": 10.0,
+        "output_throughput": 100.0, "total_token_throughput": 200.0, "median_tpot_ms": 4.0,
+        "kv_blocks_ms": 7.5, "inferbench": {"kv_blocks_ms": 3.0, "ttft_ms": {"count": 2, "median": 250.0}},
+    });
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ours.json"), ours.to_string()).unwrap();
+    std::fs::write(dir.path().join("vllm.json"), vllm.to_string()).unwrap();
+    s.ingest_path(dir.path(), &identity("h200", "vllm", "fp8"))
+        .unwrap();
+    let all = Filter {
+        all_metrics: true,
+        ..Filter::default()
+    };
+    let rows = s.points(&all, &CostOptions::default()).unwrap();
+    assert_eq!(rows.len(), 2);
+    for p in &rows {
+        let m = &p.metrics;
+        assert_eq!(m.get("kv_blocks_ms"), Some(&7.5), "conc {}", p.conc);
+        assert_eq!(
+            m.get("inferbench.kv_blocks_ms"),
+            Some(&3.0),
+            "conc {}",
+            p.conc
+        );
+        assert!(!m.contains_key("kv_blocks") && !m.contains_key("inferbench.kv_blocks"));
+    }
+    let by_conc = |c: i64| &rows.iter().find(|p| p.conc == c).unwrap().metrics;
+    assert_eq!(by_conc(8)["median_tpot"], 0.004);
+    assert_eq!(by_conc(8)["median_intvty"], 250.0);
+    assert_eq!(by_conc(8)["inferbench.ttft.median"], 0.25);
+    assert_eq!(by_conc(8)["inferbench.ttft.count"], 2.0);
+    assert_eq!(
+        by_conc(4)["mean_ttft"],
+        ours["mean_ttft_ms"].as_f64().unwrap() / 1000.0
+    );
+}
