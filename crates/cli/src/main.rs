@@ -246,7 +246,7 @@ fn main() {
         Command::Models(a) => cmd::models_policy::run(a),
         Command::Sweep(a) => cmd::sweep::run(a),
         Command::Job(a) => cmd::job::run(a),
-        Command::Ingest(a) => a.run(),
+        Command::Ingest(a) => cmd::ingest::run(a),
         Command::Db(a) => a.run(),
         Command::Report(a) => a.run(),
         Command::Plot(a) => a.run(),

@@ -15,6 +15,7 @@
 
 pub mod agentic;
 mod inferencex;
+pub mod keys;
 
 pub use inferencex::{
     inferencex_aggregate, inferencex_metrics, AggregateError, IdentityError, JobIdentity,
@@ -255,6 +256,16 @@ impl RunSummary {
     /// A numeric top-level metric by its vLLM key (`"p99_ttft_ms"`, …).
     pub fn metric(&self, key: &str) -> Option<f64> {
         self.metrics.get(key).and_then(serde_json::Value::as_f64)
+    }
+
+    /// The latency statistics among the top-level keys, in the file's order, each with its
+    /// value in **ms**: the keys [`keys::LatencyStat::from_vllm_key`] recognises (vLLM's
+    /// `<stat>_<metric>_ms`) with a numeric value. Every other key (`--metadata` strings, a
+    /// numeric `foo_ms`) is not a latency.
+    pub fn latency_stats(&self) -> impl Iterator<Item = (keys::LatencyStat, f64)> + '_ {
+        self.metrics
+            .iter()
+            .filter_map(|(k, v)| Some((keys::LatencyStat::from_vllm_key(k)?, v.as_f64()?)))
     }
 
     /// Fraction of profile requests that failed, `failed / (completed + failed)`; 0 without
@@ -891,15 +902,15 @@ fn vllm_metrics(
             Metric::E2el => e2el,
             Metric::Ttfo => continue, // extras only: not a vLLM key
         };
-        let name = m.name();
         let mut put = |k: String, v: f64| {
             map.insert(k, serde_json::Value::from(v));
         };
-        put(format!("mean_{name}_ms"), d.mean);
-        put(format!("median_{name}_ms"), d.median);
-        put(format!("std_{name}_ms"), d.std);
+        let key = |stat| keys::LatencyStat { stat, metric: *m }.vllm_key();
+        put(key(keys::Stat::Mean), d.mean);
+        put(key(keys::Stat::Median), d.median);
+        put(key(keys::Stat::Std), d.std);
         for (q, v) in &d.percentiles {
-            put(format!("p{}_{name}_ms", metrics::percentile_label(*q)), *v);
+            put(key(keys::Stat::Percentile(*q)), *v);
         }
     }
     map

@@ -1,6 +1,7 @@
 //! The `ingest` and `db` subcommands (`clap` feature): their flags ([`IngestFlags`],
-//! [`DbFlags`], `--help` text written once) and the commands behind them, printing each
-//! report; [`ingest_into`] is also `bench --db`'s.
+//! [`DbFlags`], `--help` text written once) and the `db` command behind them; the `ingest`
+//! command, which prints the store's reports (views' `ingest` renders them), is the CLI's
+//! `cmd/ingest.rs`.
 
 use std::path::PathBuf;
 
@@ -46,126 +47,6 @@ pub struct IngestFlags {
 /// Ingest options from `--set KEY=VALUE` flags (shared with `bench --db`).
 pub fn options(set: &[String]) -> anyhow::Result<IngestOptions> {
     IngestOptions::from_set(set).map_err(anyhow::Error::msg)
-}
-
-/// Ingests `paths` into `db` (migrating it first), printing each report. Returns whether any
-/// unit was skipped or any path held nothing to ingest, and whether any name was unknown.
-pub fn ingest_into(
-    db: &str,
-    paths: &[PathBuf],
-    opts: &IngestOptions,
-) -> anyhow::Result<(bool, bool)> {
-    // A SQLite file this call creates is removed again when nothing was stored in it (trial
-    // 13: `ingest` of an empty directory left an empty database behind).
-    let created = !db.contains("://") && !std::path::Path::new(db).exists();
-    let mut store = Store::open(db)?;
-    store.migrate()?;
-    let mut failed = false;
-    let mut unknown = false;
-    let mut stored = false;
-    for p in paths {
-        let mut report = store.ingest_path(p, opts)?;
-        failed |= !report.skipped.is_empty() || report.stored_nothing();
-        unknown |= !report.unknown.is_empty();
-        stored |= report.points > 0 || report.runs_ingested > 0;
-        if opts.missing_noted {
-            report.unknown.retain(|(_, name)| name != "unknown");
-        }
-        // An error goes where errors go (trial 15: "error: nothing to ingest" on stdout;
-        // trial 16: the skipped units, which make the exit code 1).
-        if report.stored_nothing() {
-            eprint!("{}", report.render());
-        } else {
-            print!("{}", report.render());
-        }
-        eprint!("{}", report.render_skipped());
-    }
-    if created && !stored {
-        drop(store);
-        remove_sqlite_files(db);
-    }
-    Ok((failed, unknown))
-}
-
-impl IngestFlags {
-    /// Runs `inferbench ingest`: every path checked first (a typo stores nothing), then
-    /// ingested with a report each (stdout). Returns [`ExitStatus::Ok`], or
-    /// [`ExitStatus::Failed`] when something was skipped or a path held nothing to ingest
-    /// (always) or a name was unknown (with `--strict`).
-    pub fn run(self) -> anyhow::Result<ExitStatus> {
-        run_ingest(self)
-    }
-}
-
-/// [`IngestFlags::run`].
-fn run_ingest(args: IngestFlags) -> anyhow::Result<ExitStatus> {
-    let mut opts = options(&args.set)?;
-    opts.batch = args.batch.clone();
-    // Every path first: a typo stores nothing (and creates no database).
-    for p in &args.paths {
-        anyhow::ensure!(
-            p.exists(),
-            "{}: no such file or directory{}",
-            p.display(),
-            if p.to_string_lossy().contains('=') {
-                " (each identity needs its own --set: --set hw=… --set framework=…)"
-            } else {
-                ""
-            }
-        );
-    }
-    let is_dump = |p: &PathBuf| crate::dump::is_json_dump(p) || crate::dump::is_pg_dump(p);
-    for d in &args.inferencex_dump {
-        anyhow::ensure!(
-            d.exists(),
-            "--inferencex-dump {}: no such file or directory",
-            d.display()
-        );
-        anyhow::ensure!(
-            is_dump(d),
-            "{}: not an InferenceX dump (expected a directory holding configs.json and \
-             benchmark_results.json, as in an unzipped db-dump release, or a *.dump[.zst] file)",
-            d.display()
-        );
-    }
-    if let Some(d) = args.paths.iter().find(|p| is_dump(p)) {
-        anyhow::bail!(
-            "{}: this is InferenceX's database dump; import it with `inferbench ingest \
-             --inferencex-dump {}`",
-            d.display(),
-            d.display()
-        );
-    }
-    let (mut failed, mut unknown) = ingest_into(&args.db, &args.paths, &opts)?;
-    if !args.inferencex_dump.is_empty() {
-        let db = &args.db;
-        let created = !db.contains("://") && !std::path::Path::new(db).exists();
-        let mut store = Store::open(db)?;
-        store.migrate()?;
-        let mut stored = false;
-        for d in &args.inferencex_dump {
-            let report = match store.ingest_inferencex_dump(d, &opts) {
-                Ok(r) => r,
-                Err(e) => {
-                    // A failed import leaves no database it created (trial 24: an empty,
-                    // schema-only file was left behind).
-                    if created && !stored {
-                        drop(store);
-                        remove_sqlite_files(db);
-                    }
-                    return Err(e.into());
-                }
-            };
-            stored |= report.runs_ingested > 0;
-            print!("{}", report.render());
-            eprint!("{}", report.render_skipped());
-            failed |= !report.skipped.is_empty();
-            // Rows the dump could not place (`dump::runs_from_tables`' orphans).
-            let left_out = report.warnings.iter().any(|w| w.contains("; left out ("));
-            unknown |= !report.unknown.is_empty() || left_out;
-        }
-    }
-    Ok(ExitStatus::failed_if(failed || (args.strict && unknown)))
 }
 
 // ----- db
@@ -320,8 +201,9 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Ok)
 }
 
-/// Removes a SQLite database this command created, with its `-wal`, `-shm` and `-journal`.
-fn remove_sqlite_files(db: &str) {
+/// Removes a SQLite database file `db` that a command created, with its `-wal`, `-shm` and
+/// `-journal` (each that exists; errors ignored: nothing else is there to remove).
+pub fn remove_sqlite_files(db: &str) {
     for suffix in ["", "-wal", "-shm", "-journal"] {
         std::fs::remove_file(format!("{db}{suffix}")).ok();
     }

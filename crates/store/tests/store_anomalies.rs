@@ -109,7 +109,7 @@ fn anomalies_round_trip_through_the_store() {
     let report = store
         .ingest_path(root.path(), &IngestOptions::default())
         .unwrap();
-    assert_eq!(report.points, 1, "{}", report.render());
+    assert_eq!(report.points, 1, "{report:?}");
     assert_eq!(report.requests, 4);
     let f = Filter {
         all_metrics: true,

@@ -24,14 +24,9 @@ fn json_dump_imports_latest_attempts_once() {
     assert_eq!(
         (r.runs_ingested, r.runs_reingested, r.points),
         (2, 0, 4),
-        "{}",
-        r.render()
+        "{r:?}"
     );
-    assert!(
-        r.skipped.is_empty() && r.unknown.is_empty(),
-        "{}",
-        r.render()
-    );
+    assert!(r.skipped.is_empty() && r.unknown.is_empty(), "{r:?}");
     assert_eq!(
         r.warnings,
         [
@@ -276,7 +271,7 @@ fn pg_dump_form_imports_as_the_json_form() {
         let r = s
             .ingest_inferencex_dump(file, &IngestOptions::default())
             .unwrap();
-        assert_eq!((r.runs_ingested, r.points), (2, 4), "{}", r.render());
+        assert_eq!((r.runs_ingested, r.points), (2, 4), "{r:?}");
         assert_eq!(points(&mut s), points(&mut json), "{}", file.display());
         let counts: std::collections::BTreeMap<String, i64> =
             s.table_counts().unwrap().into_iter().collect();

@@ -22,7 +22,7 @@ fn check_fixture_ingest(store: &mut Store) {
     let dir = common::fixture_copy();
     let r = ingest_all(store, dir.path());
     // corrupt/bad-summary is skipped with file:line; everything else ingests.
-    assert_eq!(r.skipped.len(), 1, "{}", r.render());
+    assert_eq!(r.skipped.len(), 1, "{r:?}");
     assert!(r.skipped[0].path.ends_with("corrupt/bad-summary"));
     assert!(
         r.skipped[0].reason.contains("summary.json:3:"),
@@ -30,7 +30,7 @@ fn check_fixture_ingest(store: &mut Store) {
         r.skipped[0].reason
     );
     // 2 artifact dirs + agg_bmk.json + its rerun + evals + AIPerf + vLLM file.
-    assert_eq!(r.runs_ingested, 7, "{}", r.render());
+    assert_eq!(r.runs_ingested, 7, "{r:?}");
     assert_eq!(r.points, 2 + 9 + 8 + 1 + 1);
     assert_eq!(r.requests, 10 + 6);
     // The crashed point is reported with its status; the sweep's own sweep.json is neither a
@@ -80,13 +80,7 @@ fn check_fixture_ingest(store: &mut Store) {
         renamed,
         RENAMED_IN_FIXTURES.map(|(a, b, c)| (a.into(), b.into(), c.into()))
     );
-    assert!(r.render().contains(&format!(
-        "stored under InferenceX's keys, so that runs from every source meet in one group \
-         (`report -f` accepts either name): {}\n",
-        RENAMED_IN_FIXTURES
-            .map(|(k, a, b)| format!("{k} {a} → {b}"))
-            .join(", ")
-    )));
+    // How the report says them: views' `ingest` tests.
     let counts: std::collections::BTreeMap<String, i64> =
         store.table_counts().unwrap().into_iter().collect();
     assert_eq!(counts["evals"], 2);
@@ -451,8 +445,7 @@ fn mangled_inputs_never_panic() {
                     assert_eq!(
                         r.runs_ingested + r.skipped.len() + r.ignored.len(),
                         1,
-                        "{}",
-                        r.render()
+                        "{r:?}"
                     );
                 }
                 n += 1;
@@ -487,7 +480,7 @@ fn concurrent_migrate_and_ingest_postgres() {
                 let r = s
                     .ingest_path(&fx.join(f), &IngestOptions::default())
                     .unwrap();
-                assert!(r.skipped.is_empty(), "{}", r.render());
+                assert!(r.skipped.is_empty(), "{r:?}");
             })
         })
         .collect();
@@ -522,7 +515,7 @@ fn overrides_fill_identity_of_imports() {
             &o,
         )
         .unwrap();
-    assert!(r.unknown.is_empty(), "{}", r.render());
+    assert!(r.unknown.is_empty(), "{r:?}");
     let rows = s
         .points(&Filter::default(), &CostOptions::default())
         .unwrap();
@@ -591,9 +584,9 @@ fn bench_result_side_files_ingest_with_their_result() {
     std::fs::write(d.join("a.power_validation.json"), "{\"power_valid\": true}").unwrap();
     let o = identity("h200", "vllm", "fp8");
     let r = s.ingest_path(d, &o).unwrap();
-    assert_eq!(r.runs_ingested, 2, "{}", r.render());
-    assert!(r.skipped.is_empty(), "{}", r.render());
-    assert!(r.ignored.is_empty(), "{}", r.render());
+    assert_eq!(r.runs_ingested, 2, "{r:?}");
+    assert!(r.skipped.is_empty(), "{r:?}");
+    assert!(r.ignored.is_empty(), "{r:?}");
     let counts = |s: &mut Store| -> std::collections::BTreeMap<String, i64> {
         s.table_counts().unwrap().into_iter().collect()
     };
@@ -614,8 +607,8 @@ fn bench_result_side_files_ingest_with_their_result() {
     std::fs::write(old.path().join("c.json"), result("20260302-100000", 16)).unwrap();
     std::fs::write(old.path().join("server_metrics.jsonl"), sm(1)).unwrap();
     let r = s.ingest_path(old.path(), &o).unwrap();
-    assert_eq!(r.runs_ingested, 1, "{}", r.render());
-    assert!(r.ignored.is_empty(), "{}", r.render());
+    assert_eq!(r.runs_ingested, 1, "{r:?}");
+    assert!(r.ignored.is_empty(), "{r:?}");
     assert_eq!(counts(&mut s)["server_metrics"], 2 + 3 + 1);
 }
 
@@ -682,7 +675,7 @@ fn an_eval_run_keeps_its_job_json() {
     .unwrap();
     let (mut store, _guard, _) = common::sqlite();
     let r = store.ingest_path(&to, &IngestOptions::default()).unwrap();
-    assert_eq!(r.evals, 1, "{}", r.render());
+    assert_eq!(r.evals, 1, "{r:?}");
     let id = store.evals().unwrap()[0].run_id;
     let run = store.run_info(id).unwrap().unwrap();
     assert_eq!(
@@ -704,15 +697,9 @@ fn eval_sets_ingest_as_inferencex_collects_them() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/evalsets");
     let (mut store, _guard, _) = common::sqlite();
     let r = store.ingest_path(&root, &IngestOptions::default()).unwrap();
-    assert_eq!(
-        (r.runs_ingested, r.points, r.evals),
-        (2, 0, 3),
-        "{}",
-        r.render()
-    );
-    assert!(r
-        .render()
-        .starts_with("ingested 0 point(s), 3 eval result(s) from 2 source(s) (result directories or files) in 1 batch(es)\n"));
+    assert_eq!((r.runs_ingested, r.points, r.evals), (2, 0, 3), "{r:?}");
+    // How the report says it: views' `ingest` tests (eval results without points).
+    assert_eq!(r.batches.len(), 1, "{r:?}");
     assert_eq!(r.unfinished.len(), 1, "{:?}", r.unfinished);
     assert!(r.unfinished[0]
         .contains("eval_gptoss_8k1k_unfinished (state failed, eval_failed: GSM8K data not given"));
@@ -792,8 +779,7 @@ fn eval_sets_ingest_as_inferencex_collects_them() {
     assert_eq!(
         (rep.runs_ingested, rep.evals, rep.skipped.len()),
         (0, 0, 1),
-        "{}",
-        rep.render()
+        "{rep:?}"
     );
     assert!(rep.skipped[0]
         .reason
@@ -886,7 +872,7 @@ fn a_result_with_an_invalid_reason_is_an_invalid_point() {
     .unwrap();
     let o = identity("h200", "vllm", "fp8");
     let r = s.ingest_path(dir.path(), &o).unwrap();
-    assert_eq!((r.points, r.invalid_points), (2, 1), "{}", r.render());
+    assert_eq!((r.points, r.invalid_points), (2, 1), "{r:?}");
     let rows = s
         .points(&Filter::default(), &CostOptions::default())
         .unwrap();
@@ -915,7 +901,7 @@ fn a_replay_result_directory_is_an_invalid_agentic_point() {
     std::fs::write(point.join("summary.json"), summary.to_string()).unwrap();
     let o = identity("h100", "sim", "bf16");
     let r = s.ingest_path(&point, &o).unwrap();
-    assert_eq!((r.points, r.invalid_points), (1, 1), "{}", r.render());
+    assert_eq!((r.points, r.invalid_points), (1, 1), "{r:?}");
     let rows = s
         .points(&Filter::default(), &CostOptions::default())
         .unwrap();
@@ -978,7 +964,7 @@ fn a_failed_point_is_stored_with_its_cause() {
     }
     let o = identity("h200", "vllm", "fp8");
     let r = s.ingest_path(dir.path(), &o).unwrap();
-    assert_eq!(r.points, cases.len(), "{}", r.render());
+    assert_eq!(r.points, cases.len(), "{r:?}");
     let f = Filter {
         include_failed: true,
         ..Filter::default()
@@ -1051,7 +1037,7 @@ fn an_invalid_point_is_stored_with_its_reason() {
     }
     let o = identity("h200", "vllm", "fp8");
     let r = s.ingest_path(dir.path(), &o).unwrap();
-    assert_eq!(r.points, cases.len(), "{}", r.render());
+    assert_eq!(r.points, cases.len(), "{r:?}");
     let rows = s
         .points(&Filter::default(), &CostOptions::default())
         .unwrap();
@@ -1129,4 +1115,58 @@ fn a_point_directory_redone_replaces_its_point() {
     assert_eq!(again.runs_reingested, first.runs_ingested);
     assert_eq!(store.run_count().unwrap(), runs);
     assert_eq!(ttft(&mut store), [0.13]);
+}
+
+/// Issue 40 §2: no unit is read from a key's name. A numeric key ending in `_ms` that is not
+/// one of vLLM's latency statistics (here a count of blocks, `kv_blocks_ms`), at the top level
+/// and in the extras, is stored under its own name with its value unchanged — from a summary of
+/// ours and from a vLLM-shaped one alike — while the latency statistics beside it are still
+/// converted to seconds by the table.
+#[test]
+fn a_key_ending_in_ms_that_is_no_latency_round_trips_unchanged() {
+    let golden =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/golden/conc4.summary.json");
+    let mut ours: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(golden).unwrap()).unwrap();
+    ours["kv_blocks_ms"] = 7.5.into();
+    ours["inferbench"]["kv_blocks_ms"] = 3.0.into();
+    let vllm = serde_json::json!({
+        "date": "20260301-100000", "backend": "openai", "model_id": "m",
+        "num_prompts": 10, "max_concurrency": 8, "duration": 1.0, "completed": 10,
+        "total_input_tokens": 100, "total_output_tokens": 100, "request_throughput": 10.0,
+        "output_throughput": 100.0, "total_token_throughput": 200.0, "median_tpot_ms": 4.0,
+        "kv_blocks_ms": 7.5, "inferbench": {"kv_blocks_ms": 3.0, "ttft_ms": {"count": 2, "median": 250.0}},
+    });
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ours.json"), ours.to_string()).unwrap();
+    std::fs::write(dir.path().join("vllm.json"), vllm.to_string()).unwrap();
+    s.ingest_path(dir.path(), &identity("h200", "vllm", "fp8"))
+        .unwrap();
+    let all = Filter {
+        all_metrics: true,
+        ..Filter::default()
+    };
+    let rows = s.points(&all, &CostOptions::default()).unwrap();
+    assert_eq!(rows.len(), 2);
+    for p in &rows {
+        let m = &p.metrics;
+        assert_eq!(m.get("kv_blocks_ms"), Some(&7.5), "conc {}", p.conc);
+        assert_eq!(
+            m.get("inferbench.kv_blocks_ms"),
+            Some(&3.0),
+            "conc {}",
+            p.conc
+        );
+        assert!(!m.contains_key("kv_blocks") && !m.contains_key("inferbench.kv_blocks"));
+    }
+    let by_conc = |c: i64| &rows.iter().find(|p| p.conc == c).unwrap().metrics;
+    assert_eq!(by_conc(8)["median_tpot"], 0.004);
+    assert_eq!(by_conc(8)["median_intvty"], 250.0);
+    assert_eq!(by_conc(8)["inferbench.ttft.median"], 0.25);
+    assert_eq!(by_conc(8)["inferbench.ttft.count"], 2.0);
+    assert_eq!(
+        by_conc(4)["mean_ttft"],
+        ours["mean_ttft_ms"].as_f64().unwrap() / 1000.0
+    );
 }

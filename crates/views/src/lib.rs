@@ -3,11 +3,13 @@
 //! share (names and units from the metric registry, `inferbench_core::registry`). The store
 //! queries and computes frontiers; this crate only renders (DESIGN.md §2: the store does not
 //! render). The dashboard (`inferbench-web`) serves the same rows as JSON. [`preview`] is what
-//! the quickstarts show of the points they have just stored.
+//! the quickstarts show of the points they have just stored; [`ingest`] what an ingest says of
+//! itself.
 
 pub mod analysis;
 #[cfg(any(feature = "clap", test))]
 pub mod flags;
+pub mod ingest;
 pub mod plot;
 pub mod preview;
 pub mod report;

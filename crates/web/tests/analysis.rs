@@ -6,6 +6,8 @@ mod common;
 
 use std::path::Path;
 
+use inferbench_views::ingest::IngestText;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;

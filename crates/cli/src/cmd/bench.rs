@@ -167,7 +167,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
                     .or_insert(v.to_string());
             }
         }
-        inferbench_store::flags::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
+        super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
     Ok(ExitStatus::from_code(out.exit_code))
 }
@@ -199,7 +199,7 @@ fn store_point(
                 .or_insert(v.to_string());
         }
     }
-    inferbench_store::flags::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
+    super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     Ok(())
 }
 

@@ -5,6 +5,7 @@ pub use inferbench_core::ExitStatus;
 
 pub mod bench;
 pub mod eval;
+pub mod ingest;
 pub mod job;
 pub mod models_policy;
 pub mod quickstart;

@@ -12,6 +12,7 @@
 //! key containing `tpot`: `…intvty` → 1000 / value (tokens/s/user). The power block (§7.3) is
 //! added by whoever measured power.
 
+use super::keys::LatencyStat;
 use super::RunSummary;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -556,22 +557,20 @@ fn per_gpu_fields(gpus: &ThroughputGpus, total: f64, output: f64, d: &mut Map<St
 }
 
 /// The latency and interactivity fields InferenceX's `process_result.py` derives from a result
-/// (reference/inferencex-producer.md §7.1), in its order: for every numeric top-level key ending
-/// in `ms`, the key without `_ms` → value / 1000 (seconds); for every one containing `tpot`,
-/// `…intvty` → 1000 / value (tokens/s/user, [`crate::metrics::interactivity_from_tpot_ms`];
-/// `null` where the TPOT statistic is 0). Only the metric keys can end in `ms` or contain `tpot`
-/// (the extras are nested under `"inferbench"`; `--metadata` values are strings, never read).
-/// The aggregate and the store's reading of our own summaries both take them from here.
+/// (reference/inferencex-producer.md §7.1), in the result's order: each of vLLM's latency
+/// statistics ([`RunSummary::latency_stats`], ms) under InferenceX's name in seconds
+/// ([`LatencyStat::inferencex_key`], `p99_ttft`), and each TPOT statistic also as `…_intvty`
+/// = 1000 / value (tokens/s/user, [`crate::metrics::interactivity_from_tpot_ms`]; `null` where
+/// the TPOT statistic is 0). The table of vLLM's keys, not a key's suffix, says which keys are
+/// latencies in ms: a numeric `foo_ms` key is none (`--metadata` values are strings, never read;
+/// the extras are nested under `"inferbench"`). The aggregate and the store's reading of our own
+/// summaries both take them from here.
 pub fn inferencex_metrics(summary: &RunSummary) -> Map<String, Value> {
     let mut d = Map::new();
-    for (key, value) in &summary.metrics {
-        let Some(v) = value.as_f64() else { continue };
-        if key.ends_with("ms") {
-            d.insert(key.replace("_ms", ""), (v / 1000.0).into());
-        }
-        if key.contains("tpot") {
-            let k = key.replace("_ms", "").replace("tpot", "intvty");
-            let iv = crate::metrics::interactivity_from_tpot_ms(v);
+    for (stat, ms) in summary.latency_stats() {
+        d.insert(stat.inferencex_key(), LatencyStat::seconds(ms).into());
+        if let Some(k) = stat.inferencex_intvty_key() {
+            let iv = crate::metrics::interactivity_from_tpot_ms(ms);
             d.insert(k, iv.map_or(Value::Null, Value::from));
         }
     }

@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 
 use inferbench_core::metrics::{percentile_label, E2E_INTERACTIVITY_QUANTILES};
+use inferbench_core::summary::keys::LatencyStat;
 use inferbench_core::summary::{inferencex_metrics, Extras, RunSummary};
 use serde_json::{Map, Value};
 
@@ -108,9 +109,10 @@ fn metrics(s: &RunSummary, extras: Option<&Map<String, Value>>) -> BTreeMap<Stri
             out.insert(k.to_string(), v);
         }
     }
-    // Other numeric top-level keys, under their names (core writes none but the statistics).
+    // Other numeric top-level keys, under their names and values unchanged (core writes none
+    // but the statistics; a key outside vLLM's table is no latency, whatever its name ends in).
     for (k, v) in &s.metrics {
-        if let (false, Value::Number(n)) = (k.ends_with("ms"), v) {
+        if let (None, Value::Number(n)) = (LatencyStat::from_vllm_key(k), v) {
             if let Some(x) = n.as_f64() {
                 out.insert(k.clone(), x);
             }
@@ -210,12 +212,15 @@ mod tests {
 
     #[test]
     fn a_metadata_pair_named_like_a_latency_is_not_a_metric() {
-        // `bench --metadata tpot_slo_ms=50`: a string among the top-level keys. Read by name,
-        // it became a 0.05 s latency `tpot_slo` and a 20 tok/s/user interactivity `intvty_slo`.
+        // `bench --metadata tpot_slo_ms=50`: a string among the top-level keys. Read by the
+        // suffix of its name, it became a 0.05 s latency `tpot_slo` and a 20 tok/s/user
+        // interactivity `intvty_slo`; the reading by name now takes latencies from vLLM's table
+        // of keys only, so neither reading makes a metric of it.
         let raw = with_metadata(&golden("conc4.summary.json"), "tpot_slo_ms", "50");
         let untyped = foreign_facts(&raw).metrics;
-        assert_eq!(untyped.get("tpot_slo"), Some(&0.05));
-        assert_eq!(untyped.get("intvty_slo"), Some(&20.0));
+        for k in ["tpot_slo", "intvty_slo", "tpot_slo_ms"] {
+            assert!(!untyped.contains_key(k), "{k}");
+        }
 
         let d = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -226,11 +231,8 @@ mod tests {
         let run = parse_dir(d.path(), &Overrides::new()).unwrap();
         let m = &run.points[0].metrics;
         assert!(!m.contains_key("tpot_slo") && !m.contains_key("intvty_slo"));
-        // Everything else as before.
-        let mut rest = untyped.clone();
-        rest.remove("tpot_slo");
-        rest.remove("intvty_slo");
-        for (k, v) in &rest {
+        // Everything else as the reading by name.
+        for (k, v) in &untyped {
             assert_eq!(m.get(k), Some(v), "{k}");
         }
     }

@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use inferbench_core::matrix::MatrixRow;
+use inferbench_core::metrics::{interactivity_from_tpot_ms, MS_PER_S};
+use inferbench_core::summary::keys::{self, LatencyStat};
 use inferbench_core::summary::StopReason;
 use serde_json::{Map, Value};
 
@@ -343,26 +345,35 @@ fn failed_point_cause(failed: f64, stop: Option<StopReason>) -> &'static str {
     }
 }
 
-/// Flattens a vLLM-shaped summary (ms latencies) into InferenceX names and units: `*_ms` keys →
-/// seconds without the suffix; TPOT statistics also give `*_intvty` = 1000 / TPOT_ms; other
-/// numeric top-level keys kept; the `inferbench` extras object flattened as `inferbench.<key>`
-/// (its `*_ms` values also converted) and its E2E-normalized interactivity / TTFO statistics
-/// promoted to the hot names.
+/// Flattens a vLLM-shaped summary into InferenceX names and units: vLLM's latency statistics
+/// (the explicit table of its keys, core's [`LatencyStat::from_vllm_key`]: ms, a number or a
+/// numeric string) → seconds under InferenceX's name; TPOT statistics also give `*_intvty` =
+/// 1000 / TPOT_ms; every other numeric top-level key kept under its name, value unchanged (a
+/// `foo_ms` key outside the table included: no unit is read from a name); the `inferbench`
+/// extras object flattened as `inferbench.<key>` (the distributions core's
+/// [`keys::EXTRAS_MS_FIELDS`] lists in ms converted) and its E2E-normalized interactivity /
+/// TTFO statistics promoted to the hot names.
 fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
     for (k, v) in s {
         if k == "inferbench" {
             continue;
         }
-        let Some(x) = num(v).filter(|_| !v.is_string() || k.ends_with("_ms")) else {
-            continue;
-        };
-        if let Some(base) = k.strip_suffix("_ms") {
-            out.insert(base.to_string(), x / 1000.0);
-            if base.contains("tpot") && x > 0.0 {
-                out.insert(base.replace("tpot", "intvty"), 1000.0 / x);
+        match LatencyStat::from_vllm_key(k) {
+            Some(stat) => {
+                let Some(ms) = num(v) else { continue };
+                out.insert(stat.inferencex_key(), LatencyStat::seconds(ms));
+                if let (Some(ik), Some(iv)) =
+                    (stat.inferencex_intvty_key(), interactivity_from_tpot_ms(ms))
+                {
+                    out.insert(ik, iv);
+                }
             }
-        } else {
-            out.insert(k.clone(), x);
+            None if v.is_string() => {}
+            None => {
+                if let Some(x) = num(v) {
+                    out.insert(k.clone(), x);
+                }
+            }
         }
     }
     if let Some(Value::Object(ext)) = s.get("inferbench") {
@@ -393,9 +404,10 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
     }
 }
 
-/// Flattens numeric leaves as `prefix.key[.sub…]`; a key ending `_ms` loses the suffix and its
-/// values (or its whole sub-object's, e.g. a latency distribution) are converted to seconds —
-/// except counts.
+/// Flattens numeric leaves as `prefix.key[.sub…]`; a field that core's
+/// [`keys::EXTRAS_MS_FIELDS`] lists in ms (a latency distribution, or an older summary's single
+/// value) takes the table's name and its values are converted to seconds — except counts. Any
+/// other field keeps its name and values (`scale` applies to a sub-object of a converted field).
 pub(super) fn flatten_extras(
     prefix: &str,
     m: &Map<String, Value>,
@@ -403,8 +415,8 @@ pub(super) fn flatten_extras(
     out: &mut BTreeMap<String, f64>,
 ) {
     for (k, v) in m {
-        let (name, sc) = match k.strip_suffix("_ms") {
-            Some(base) => (base, 1e-3),
+        let (name, sc) = match keys::extras_ms_field(k).filter(|_| prefix == "inferbench") {
+            Some(name) => (name, 1.0 / MS_PER_S),
             None => (k.as_str(), scale),
         };
         match v {
