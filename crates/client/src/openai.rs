@@ -16,10 +16,17 @@
 //! text (content, refusal and reasoning), plus one token per tool-call-only chunk (source
 //! `tokenizer`).
 //!
-//! When a stream is complete ([`Interpreter::complete`]): it carried `[DONE]`, a
-//! `finish_reason`, or a usage chunk after its last token. A stream whose body ends (cleanly or
-//! not) without any of them was cut short, e.g. by a proxy that timed out its upstream: the
-//! request fails as `stream_error`, never a shorter success.
+//! When a stream is complete ([`Interpreter::complete`]): it carried `[DONE]`, a real
+//! `finish_reason` ([`is_finish_reason`]) on the requested choice, or a usage chunk with a
+//! valid completion count after its last token. A stream whose body ends (cleanly or not)
+//! without any of them was cut short, e.g. by a proxy that timed out its upstream: the request
+//! fails as `stream_error`, never a shorter success. Tokens after `[DONE]` fail it too.
+//!
+//! Only the requested choice is output (index 0, n = 1); data on another is the anomaly
+//! `extra_choice` and is not counted. A usage count is a JSON non-negative integer
+//! (`lenient::LCount`); any count of the report that is not is `usage_invalid`. Usage
+//! above what the chunks alone bound is judged by the tokenizer's count of the text
+//! ([`PendingCount`], `usage_above_stream`).
 
 use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSource};
 use serde::Deserialize;
