@@ -15,7 +15,9 @@
 use std::borrow::Cow;
 
 use crate::lenient::{LCount, LNonEmpty, LStr, Obj, ObjList, TextWire};
-use crate::openai::{ChoiceWire, ChunkWire, DeltaWire, DetailsWire, UsageWire};
+use crate::openai::{
+    ChoiceWire, ChunkWire, CompletionDetailsWire, DeltaWire, DetailsWire, UsageWire,
+};
 
 /// Deepest nesting a skipped value may have (serde_json's own limit is 128).
 const MAX_DEPTH: u32 = 64;
@@ -406,6 +408,28 @@ impl<'a> Reader<'a> {
                         "cached_tokens" => {
                             once(&mut seen, 1)?;
                             d.cached_tokens = r.count()?;
+                            Some(())
+                        }
+                        _ => r.skip(3),
+                    })?;
+                    Some(d)
+                })?;
+                Some(())
+            }
+            "total_tokens" => {
+                once(&mut seen, 8)?;
+                u.total_tokens = r.count()?;
+                Some(())
+            }
+            "completion_tokens_details" => {
+                once(&mut seen, 16)?;
+                u.completion_tokens_details = r.obj(|r| {
+                    let mut d = CompletionDetailsWire::default();
+                    let mut seen = 0u8;
+                    r.object(|r, key| match key {
+                        "reasoning_tokens" => {
+                            once(&mut seen, 1)?;
+                            d.reasoning_tokens = r.count()?;
                             Some(())
                         }
                         _ => r.skip(3),

@@ -19,7 +19,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::clock::RunClock;
 use crate::openai::{
     build_body, excerpt, Backend, Interpreter, MaxTokensField, PendingCount, RequestInput,
-    TokenCounter, INCOMPLETE_STREAM,
+    TokenCounter,
 };
 use crate::pool::{Conn, IdleState, Origin, Pool, REUSE_QUIET};
 use crate::rxstamp::RxStamp;
@@ -573,10 +573,19 @@ impl Client {
             return;
         };
         let text = rec.output_text.clone();
-        let job = tokio::task::spawn_blocking(move || pending.count(&text, &*counter));
+        let check = std::sync::Arc::new(pending);
+        let job = {
+            let pending = check.clone();
+            tokio::task::spawn_blocking(move || pending.count(&text, &*counter))
+        };
         tokio::select! {
             r = job => match r {
-                Ok(Some(n)) => rec.completion_tokens = u32::try_from(n).unwrap_or(u32::MAX),
+                Ok(Some(n)) => check.apply(n, rec),
+                Ok(None) | Err(_) if check.judges_usage() => tracing::warn!(
+                    "request {}: the tokenizer failed on the output text; the server's usage \
+                     was not compared with the stream",
+                    rec.request_id
+                ),
                 Ok(None) | Err(_) => tracing::warn!(
                     "request {}: the tokenizer failed on the output text; completion_tokens is \
                      the number of token-bearing chunks",
@@ -589,8 +598,8 @@ impl Client {
 
     /// One request/response exchange, filling `rec`: sends and waits for the response head
     /// ([`Client::response_head`]), reads the body ([`Client::read_body`]) and judges the
-    /// outcome ([`Client::finish_exchange`]). Returns the text still to be counted when the
-    /// server sent no `usage`.
+    /// outcome ([`Client::finish_exchange`]). Returns the text still to be counted (the server
+    /// sent no `usage`, or one to judge: [`PendingCount`]).
     async fn exchange(
         &self,
         input: &RequestInput<'_>,
@@ -1050,7 +1059,8 @@ impl Client {
             ..
         } = st;
         let interp_failure = interp.failure.take();
-        let saw_done = interp.done;
+        let terminal = interp.terminal_signal();
+        let incomplete_msg = interp.incomplete_message();
         // Only an event stream has a terminal signal to miss; one JSON body is complete by
         // being whole JSON (a cut one fails to parse).
         let incomplete = mode == Mode::Sse && !interp.complete();
@@ -1072,13 +1082,13 @@ impl Client {
             let msg = format!(
                 "stream ended without a token-bearing chunk ({} comment lines{})",
                 parser.comments(),
-                if saw_done { ", [DONE] seen" } else { "" }
+                terminal.map_or_else(String::new, |t| format!(", {t} seen"))
             );
             set_failed(rec, ErrorClass::StreamError, msg);
             return pending;
         }
         if incomplete {
-            set_failed(rec, ErrorClass::StreamError, INCOMPLETE_STREAM.to_string());
+            set_failed(rec, ErrorClass::StreamError, incomplete_msg.to_string());
             return pending;
         }
         rec.success = true;

@@ -371,10 +371,18 @@ impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
     }
 }
 
-/// A token count: a non-negative integer, an integral float (`1e3`, `12.0`) or a numeric
-/// string; anything else reads as absent. The second field is true when a value was there but
-/// not a count (negative, fractional, another type): `usage_invalid` (trial of issue 39
-/// §1–§3, finding 5), where null or a missing field is simply absent.
+/// A token count: a JSON number that is a non-negative integer, written as one (`12`) or as an
+/// integral float (`12.0`, `1e3`: JSON has one number type, and Python's `json` turns a count
+/// that passed through a float into `12.0`); anything else reads as absent. The second field
+/// is true when a value was there but not a count (negative, fractional, a string, another
+/// type): `usage_invalid` (trial of issue 39 §1–§3, finding 5), where null or a missing field
+/// is simply absent.
+///
+/// A numeric string (`"8"`) is not a count (issue 39, finding 5 of the second trial): it was
+/// read as one since the first lenient decoding (618f497, a blanket "wrong type reads as
+/// absent or as the value" rule), for no server shape: no recorded case, reference server
+/// (vLLM, SGLang, llama.cpp, llama-cpp-python, TRT-LLM) or test sends one, and a server that
+/// quotes its counts is one whose counts are not to be trusted silently.
 #[derive(Debug, Default, Clone, Copy)]
 #[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct LCount(pub Option<u64>, pub bool);
@@ -412,8 +420,8 @@ impl<'de> Deserialize<'de> for LCount {
                     LCount::INVALID
                 })
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<LCount, E> {
-                Ok(v.trim().parse().map_or(LCount::INVALID, LCount::of))
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<LCount, E> {
+                Ok(LCount::INVALID)
             }
             fn visit_bool<E: de::Error>(self, _: bool) -> Result<LCount, E> {
                 Ok(LCount::INVALID)
@@ -751,6 +759,38 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// Issue 39, finding 5: a count is a JSON non-negative integer (or an integral float); a
+    /// numeric string, a negative or fractional number, a bool, an array or an object is
+    /// there but not a count (the second field); null and absence are only absent.
+    #[test]
+    fn a_count_is_a_json_non_negative_integer() {
+        #[derive(serde::Deserialize)]
+        struct T {
+            #[serde(default)]
+            n: LCount,
+        }
+        for (src, want) in [
+            (r#"{"n":8}"#, LCount::of(8)),
+            (r#"{"n":8.0}"#, LCount::of(8)),
+            (r#"{"n":1e3}"#, LCount::of(1000)),
+            (r#"{"n":0}"#, LCount::of(0)),
+            (r#"{"n":"8"}"#, LCount::INVALID),
+            (r#"{"n":" 8 "}"#, LCount::INVALID),
+            (r#"{"n":""}"#, LCount::INVALID),
+            (r#"{"n":-4}"#, LCount::INVALID),
+            (r#"{"n":4.5}"#, LCount::INVALID),
+            (r#"{"n":-0.5}"#, LCount::INVALID),
+            (r#"{"n":true}"#, LCount::INVALID),
+            (r#"{"n":[8]}"#, LCount::INVALID),
+            (r#"{"n":{"v":8}}"#, LCount::INVALID),
+            (r#"{"n":null}"#, LCount(None, false)),
+            (r#"{}"#, LCount(None, false)),
+        ] {
+            let v: T = serde_json::from_str(src).unwrap();
+            assert_eq!(v.n, want, "{src}");
+        }
+    }
+
     #[test]
     fn lenient_types_never_fail_the_chunk() {
         #[derive(serde::Deserialize)]
@@ -794,7 +834,7 @@ mod tests {
             (
                 r#"{"s":[1],"n":"12","t":"x","o":null,"l":"x"}"#,
                 None,
-                Some(12),
+                None,
                 false,
                 false,
                 0,

@@ -16,10 +16,17 @@
 //! text (content, refusal and reasoning), plus one token per tool-call-only chunk (source
 //! `tokenizer`).
 //!
-//! When a stream is complete ([`Interpreter::complete`]): it carried `[DONE]`, a
-//! `finish_reason`, or a usage chunk after its last token. A stream whose body ends (cleanly or
-//! not) without any of them was cut short, e.g. by a proxy that timed out its upstream: the
-//! request fails as `stream_error`, never a shorter success.
+//! When a stream is complete ([`Interpreter::complete`]): it carried `[DONE]`, a real
+//! `finish_reason` ([`is_finish_reason`]) on the requested choice, or a usage chunk with a
+//! valid completion count after its last token. A stream whose body ends (cleanly or not)
+//! without any of them was cut short, e.g. by a proxy that timed out its upstream: the request
+//! fails as `stream_error`, never a shorter success. Tokens after `[DONE]` fail it too.
+//!
+//! Only the requested choice is output (index 0, n = 1); data on another is the anomaly
+//! `extra_choice` and is not counted. A usage count is a JSON non-negative integer
+//! (`lenient::LCount`); any count of the report that is not is `usage_invalid`. Usage
+//! above what the chunks alone bound is judged by the tokenizer's count of the text
+//! ([`PendingCount`], `usage_above_stream`).
 
 use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSource};
 use serde::Deserialize;
@@ -249,6 +256,61 @@ pub(crate) struct ChoiceWire<'a> {
     pub(crate) index: LCount,
 }
 
+impl ChoiceWire<'_> {
+    /// Whether this choice, at position `pos` of its chunk, is the requested one: index 0
+    /// (n = 1), or the first choice when its index is absent or not a count.
+    pub(crate) fn requested(&self, pos: usize) -> bool {
+        self.index.0.map_or(pos == 0, |i| i == 0)
+    }
+
+    /// Whether this choice carries anything of an answer: tokens
+    /// ([`ChoiceWire::carries_tokens`]) or a real `finish_reason` ([`is_finish_reason`]).
+    pub(crate) fn carries_data(&self) -> bool {
+        self.carries_tokens() || self.finish_reason.as_deref().is_some_and(is_finish_reason)
+    }
+
+    /// Whether this choice carries tokens: non-empty text on any channel, or tool calls.
+    pub(crate) fn carries_tokens(&self) -> bool {
+        let deltas = [&self.delta.0, &self.message.0].into_iter().flatten();
+        let fields = std::iter::once(&self.text).chain(
+            deltas
+                .clone()
+                .flat_map(|d| [&d.content, &d.refusal, &d.reasoning_content, &d.reasoning]),
+        );
+        let mut text = false;
+        for f in fields {
+            match f {
+                TextWire::None => {}
+                TextWire::Str(s) => text |= !s.is_empty(),
+                TextWire::Parts(parts) => {
+                    for p in parts {
+                        lenient::part_texts(p, TextKind::Content, &mut |_, t| {
+                            text |= !t.is_empty()
+                        });
+                    }
+                }
+            }
+        }
+        text || deltas.into_iter().any(|d| d.tool_calls.0)
+    }
+}
+
+/// `finish_reason` values that say "no reason", compared trimmed and case-insensitively: the
+/// empty string, `null` (a JSON null written as text, or JavaScript's `String(null)`), `none`
+/// (Python's `str(None)`: a server that formats a missing reason), `undefined` (JavaScript's
+/// `String(undefined)`) and `<nil>` (Go's `fmt` of a nil). Real servers send JSON `null` while
+/// streaming and a word at the end (vLLM, SGLang, TRT-LLM: `stop`, `length`, `abort`,
+/// `tool_calls`; llama.cpp: `stop`, `length`; OpenAI also `content_filter`,
+/// `function_call`); none of them uses one of these words as a reason (issue 39, finding 5).
+pub const NO_FINISH_REASON: &[&str] = &["", "null", "none", "undefined", "<nil>"];
+
+/// Whether `f` is a real `finish_reason` (not one of [`NO_FINISH_REASON`]): only a real reason
+/// on the requested choice ends a stream.
+pub fn is_finish_reason(f: &str) -> bool {
+    let f = f.trim();
+    !NO_FINISH_REASON.iter().any(|n| f.eq_ignore_ascii_case(n))
+}
+
 #[derive(Deserialize, Default)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
 pub(crate) struct DeltaWire<'a> {
@@ -274,6 +336,36 @@ pub(crate) struct UsageWire {
     pub(crate) completion_tokens: LCount,
     #[serde(default)]
     pub(crate) prompt_tokens_details: Obj<DetailsWire>,
+    /// Read only to be judged: a value that is not a count is `usage_invalid` too.
+    #[serde(default)]
+    pub(crate) total_tokens: LCount,
+    #[serde(default)]
+    pub(crate) completion_tokens_details: Obj<CompletionDetailsWire>,
+}
+
+impl UsageWire {
+    /// A count in this usage was there but not a non-negative integer (`usage_invalid`):
+    /// `prompt_tokens`, `completion_tokens`, `total_tokens`,
+    /// `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`.
+    pub(crate) fn invalid(&self) -> bool {
+        self.prompt_tokens.1
+            || self.completion_tokens.1
+            || self.total_tokens.1
+            || self
+                .prompt_tokens_details
+                .0
+                .as_ref()
+                .is_some_and(|d| d.cached_tokens.1)
+            || (self.completion_tokens_details.0.as_ref()).is_some_and(|d| d.reasoning_tokens.1)
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[cfg_attr(test, derive(Debug, PartialEq))]
+pub(crate) struct CompletionDetailsWire {
+    /// Tokens of reasoning the server generated (hidden when it streams none).
+    #[serde(default)]
+    pub(crate) reasoning_tokens: LCount,
 }
 
 #[derive(Deserialize, Default)]
@@ -379,11 +471,18 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// Text still to be counted after the stream: the server sent no `usage`. Returned by
-/// [`Interpreter::finish_usage`]; run [`PendingCount::count`] where it delays no I/O (the
-/// client uses a blocking-pool thread), then store the result.
+/// Text still to be counted after the stream. Returned by [`Interpreter::finish_usage`] when
+/// the server sent no `usage` (the count is the completion tokens), or when its completion
+/// count is above what the chunks alone bound (the count judges it: `usage_above_stream`);
+/// run [`PendingCount::count`] where it delays no I/O (the client uses a blocking-pool
+/// thread), then store the result with [`PendingCount::apply`].
 #[derive(Debug)]
 pub struct PendingCount {
+    /// The server's usage gave the completion tokens; the count only judges it.
+    check_usage: bool,
+    /// Reasoning tokens the server's usage reports and the stream did not show (no reasoning
+    /// text arrived), added to the count that judges the usage.
+    hidden_reasoning: u32,
     reasoning: String,
     /// Refusal text (`delta.refusal`), counted like content.
     refusal: String,
@@ -405,6 +504,25 @@ impl PendingCount {
             }
         }
         Some(n.saturating_add(self.tool_chunks))
+    }
+
+    /// Whether the count only judges the server's usage (it gave the completion tokens).
+    pub fn judges_usage(&self) -> bool {
+        self.check_usage
+    }
+
+    /// Stores `n`, the [`PendingCount::count`]: as the completion tokens when the server sent
+    /// no usage; else as `completion_tokens_client` (at least the token-bearing chunks, plus
+    /// the reasoning tokens the usage reports and the stream did not show), which
+    /// [`inferbench_core::anomaly::detect`] compares with the usage.
+    pub fn apply(&self, n: usize, rec: &mut RequestRecord) {
+        let n = u32::try_from(n).unwrap_or(u32::MAX);
+        if self.check_usage {
+            let streamed = n.max(u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX));
+            rec.completion_tokens_client = Some(streamed.saturating_add(self.hidden_reasoning));
+        } else {
+            rec.completion_tokens = n;
+        }
     }
 }
 
@@ -428,6 +546,12 @@ pub struct Interpreter {
     /// A usage count that was there but not a non-negative integer (`usage_invalid`).
     usage_invalid: bool,
     usage_prompt: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens` (Responses:
+    /// `output_tokens_details.reasoning_tokens`): generated tokens the stream may not show.
+    usage_reasoning: Option<u32>,
+    /// A choice other than the requested one (index ≠ 0) carried text, tool calls or a
+    /// `finish_reason` (`extra_choice`).
+    extra_choice: bool,
     /// Cumulative completion tokens of the last token-bearing chunk that carried usage
     /// (`continuous_usage_stats`), for per-chunk token counts.
     last_cum_completion: u32,
@@ -455,6 +579,8 @@ pub struct Interpreter {
     pub(crate) responses: bool,
     /// `response.completed` (or a `response.incomplete` for `max_output_tokens`) was seen.
     pub(crate) responses_completed: bool,
+    /// Which of the two it was (for messages).
+    pub(crate) responses_terminal: &'static str,
     /// `--allow-empty-content`: the first chunk with a content field, even an empty one, ends
     /// TTFT (and TTFO); it carries no token and adds no chunk.
     pub(crate) allow_empty_content: bool,
@@ -532,8 +658,11 @@ impl Interpreter {
 
     /// Handles one SSE event that arrived at `t_ns` (ns since run start).
     pub fn on_event(&mut self, ev: SseEvent<'_>, t_ns: u64, rec: &mut RequestRecord) {
-        if self.failure.is_some() || self.done {
+        if self.failure.is_some() {
             return;
+        }
+        if self.done {
+            return self.after_terminal(ev);
         }
         if ev.event == b"error" {
             let msg = String::from_utf8_lossy(excerpt(ev.data)).into_owned();
@@ -553,6 +682,49 @@ impl Interpreter {
             return;
         }
         self.on_json(data, t_ns, rec);
+    }
+
+    /// An event after the stream's terminal signal (`[DONE]`; Responses: `response.completed`
+    /// or `response.incomplete`): nothing of it is taken, and tokens there (text on any
+    /// channel or tool calls, on the requested choice) fail the request (`stream_error`): the
+    /// answer went on past its end, so the measured one is not the server's whole answer
+    /// (issue 39, finding 6; as tokens after a `finish_reason` do).
+    fn after_terminal(&mut self, ev: SseEvent<'_>) {
+        let data = trim_ascii(ev.data);
+        let tokens = if self.responses {
+            crate::responses::carries_tokens(ev.event, data)
+        } else {
+            chunk_carries_tokens(data)
+        };
+        if tokens {
+            let msg = format!(
+                "tokens after {}: {}",
+                self.terminal_signal().unwrap_or("the end"),
+                String::from_utf8_lossy(excerpt(data))
+            );
+            self.fail(ErrorClass::StreamError, msg);
+        }
+    }
+
+    /// The terminal signal this stream carried, as its backend names it: `[DONE]`
+    /// (completions, chat), `response.completed` or `response.incomplete` (Responses); `None`
+    /// before one.
+    pub fn terminal_signal(&self) -> Option<&'static str> {
+        match (self.done, self.responses) {
+            (false, _) => None,
+            (true, false) => Some("[DONE]"),
+            (true, true) => Some(self.responses_terminal),
+        }
+    }
+
+    /// The message of a stream of this backend that ended without a terminal signal:
+    /// [`INCOMPLETE_STREAM`] (completions, chat) or [`INCOMPLETE_RESPONSES_STREAM`].
+    pub fn incomplete_message(&self) -> &'static str {
+        if self.responses {
+            INCOMPLETE_RESPONSES_STREAM
+        } else {
+            INCOMPLETE_STREAM
+        }
     }
 
     /// Handles one JSON object (a `data:` payload, or a whole non-streaming response body).
@@ -627,6 +799,13 @@ impl Interpreter {
         let mut here = Here::default();
         let mut finish_here = false;
         for (pos, choice) in chunk.choices.0.iter().enumerate() {
+            // Only the requested choice is output: index 0 (n = 1), or the first choice when
+            // its index is absent or not a count. Data on any other is `extra_choice`, never
+            // counted (issue 39, finding 7).
+            if !choice.requested(pos) {
+                self.extra_choice |= choice.carries_data();
+                continue;
+            }
             self.take_text(&choice.text, TextKind::Content, relaxed, rec, &mut here);
             for d in [&choice.delta.0, &choice.message.0].into_iter().flatten() {
                 self.take_text(&d.content, TextKind::Content, relaxed, rec, &mut here);
@@ -638,23 +817,26 @@ impl Interpreter {
                     here.tool = true;
                 }
             }
-            // Only the requested choice (index 0, or the first without an index) ends the
-            // stream, and only with a reason ("null" or "" is none): trial of issue 39 §1–§3,
-            // finding 6.
-            let requested = choice.index.0.map_or(pos == 0, |i| i == 0);
-            if let (Some(f), true) = (choice.finish_reason.as_deref(), requested) {
+            // Only the requested choice ends the stream, and only with a reason
+            // ([`is_finish_reason`]): trial of issue 39 §1–§3, finding 6.
+            if let Some(f) = choice
+                .finish_reason
+                .as_deref()
+                .filter(|f| is_finish_reason(f))
+            {
                 rec.finish_reason = Some(f.to_string());
-                finish_here |= !f.trim().is_empty() && !f.trim().eq_ignore_ascii_case("null");
+                finish_here = true;
             }
         }
         let token_bearing = here.content || here.refusal || here.reasoning || here.tool;
         if !token_bearing && self.allow_empty_content {
-            let empty_content = chunk.choices.0.iter().any(|c| {
-                matches!(c.text, TextWire::Str(_))
-                    || [&c.delta.0, &c.message.0]
-                        .into_iter()
-                        .flatten()
-                        .any(|d| matches!(d.content, TextWire::Str(_)))
+            let empty_content = chunk.choices.0.iter().enumerate().any(|(pos, c)| {
+                c.requested(pos)
+                    && (matches!(c.text, TextWire::Str(_))
+                        || [&c.delta.0, &c.message.0]
+                            .into_iter()
+                            .flatten()
+                            .any(|d| matches!(d.content, TextWire::Str(_))))
             });
             if empty_content {
                 self.empty_content(t_ns, rec);
@@ -677,7 +859,12 @@ impl Interpreter {
         }
         let mut chunk_tokens = None;
         if let Some(u) = chunk.usage.0 {
-            self.usage_invalid |= u.prompt_tokens.1 || u.completion_tokens.1;
+            self.usage_invalid |= u.invalid();
+            if let Some(r) =
+                (u.completion_tokens_details.0.as_ref()).and_then(|d| d.reasoning_tokens.0)
+            {
+                self.usage_reasoning = Some(clamp_u32(r));
+            }
             if let Some(p) = u.prompt_tokens.0 {
                 self.usage_prompt = Some(clamp_u32(p));
             }
@@ -722,23 +909,26 @@ impl Interpreter {
     }
 
     /// Usage as the server reported it (Responses' `input_tokens` / `output_tokens` /
-    /// `cached_tokens`), applied at the end like a usage chunk's.
-    pub(crate) fn set_usage(
-        &mut self,
-        prompt: Option<u64>,
-        completion: Option<u64>,
-        cached: Option<u64>,
-        rec: &mut RequestRecord,
-    ) {
-        if let Some(p) = prompt {
+    /// `input_tokens_details.cached_tokens` / `output_tokens_details.reasoning_tokens`),
+    /// applied at the end like a usage chunk's: a count that is there but not a count is not
+    /// taken and is `usage_invalid`, as is `other_invalid` (a count only judged, such as
+    /// `total_tokens`).
+    pub(crate) fn set_usage(&mut self, u: &UsageCounts, rec: &mut RequestRecord) {
+        self.usage_invalid |=
+            u.prompt.1 || u.completion.1 || u.cached.1 || u.reasoning.1 || u.other_invalid;
+        if let Some(p) = u.prompt.0 {
             self.usage_prompt = Some(clamp_u32(p));
         }
-        if let Some(c) = completion {
+        if let Some(c) = u.completion.0 {
+            self.usage_completion_big = (c > u64::from(u32::MAX)).then_some(c);
             self.usage_completion = Some(clamp_u32(c));
         }
-        if let Some(c) = cached {
+        if let Some(c) = u.cached.0 {
             rec.cached_tokens = Some(clamp_u32(c));
             self.usage_cached = true;
+        }
+        if let Some(r) = u.reasoning.0 {
+            self.usage_reasoning = Some(clamp_u32(r));
         }
     }
 
@@ -832,44 +1022,79 @@ impl Interpreter {
         if let Some(p) = self.usage_prompt {
             rec.prompt_tokens = p;
         }
-        let invalid = inferbench_core::anomaly::Anomaly::UsageInvalid;
-        if self.usage_invalid && !rec.anomalies.contains(&invalid) {
-            rec.anomalies.push(invalid);
+        use inferbench_core::anomaly::{stream_bound, Anomaly};
+        for (seen, code) in [
+            (self.usage_invalid, Anomaly::UsageInvalid),
+            (self.extra_choice, Anomaly::ExtraChoice),
+        ] {
+            if seen && !rec.anomalies.contains(&code) {
+                rec.anomalies.push(code);
+            }
         }
+        let chunks = u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX);
+        let tool_chunks = (rec.chunks.iter())
+            .filter(|c| c.channel == Channel::Tool)
+            .count();
         match self.usage_completion {
             Some(c) => {
                 rec.completion_tokens = c;
                 rec.completion_tokens_reported = self.usage_completion_big;
                 rec.completion_tokens_source = TokenSource::Server;
-                None
+                // Usage the chunks alone cannot hold (each carries at least one token, and
+                // may carry several): the tokenizer's count of the text judges it, unless tool
+                // calls (their arguments are not kept) make that count a guess.
+                let hidden_reasoning = if self.reasoning.is_empty() {
+                    self.usage_reasoning.unwrap_or(0)
+                } else {
+                    0
+                };
+                (c > stream_bound(chunks.saturating_add(hidden_reasoning)) && tool_chunks == 0)
+                    .then_some(PendingCount {
+                        check_usage: true,
+                        hidden_reasoning,
+                        reasoning: self.reasoning,
+                        refusal: self.refusal,
+                        tool_chunks: 0,
+                    })
             }
             None => {
-                rec.completion_tokens = u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX);
+                rec.completion_tokens = chunks;
                 rec.completion_tokens_source = TokenSource::Tokenizer;
                 Some(PendingCount {
+                    check_usage: false,
+                    hidden_reasoning: 0,
                     reasoning: self.reasoning,
                     refusal: self.refusal,
-                    tool_chunks: rec
-                        .chunks
-                        .iter()
-                        .filter(|c| c.channel == Channel::Tool)
-                        .count(),
+                    tool_chunks,
                 })
             }
         }
     }
 
-    /// Final token counts, here and now: `usage` when the server sent it (source `server`),
-    /// else `counter` over visible, refusal and reasoning text via [`count_tokens`] (source
-    /// `tokenizer`), else (no counter, or it panicked) the number of token-bearing chunks
-    /// (source `tokenizer`, a lower bound when chunks bundle tokens).
+    /// Final token counts, here and now: `usage` when the server sent it (source `server`;
+    /// judged by `counter`'s count when it is above what the chunks bound,
+    /// [`PendingCount::apply`]), else `counter` over visible, refusal and reasoning text via
+    /// [`count_tokens`] (source `tokenizer`), else (no counter, or it panicked) the number of
+    /// token-bearing chunks (source `tokenizer`, a lower bound when chunks bundle tokens).
     pub fn finish(self, rec: &mut RequestRecord, counter: Option<&TokenCounter>) {
         if let (Some(pending), Some(counter)) = (self.finish_usage(rec), counter) {
             if let Some(n) = pending.count(&rec.output_text, counter) {
-                rec.completion_tokens = u32::try_from(n).unwrap_or(u32::MAX);
+                pending.apply(n, rec);
             }
         }
     }
+}
+
+/// One usage report's counts as read ([`LCount`]: absent, a count, or there but not a count),
+/// for [`Interpreter::set_usage`].
+#[derive(Debug, Default)]
+pub(crate) struct UsageCounts {
+    pub(crate) prompt: LCount,
+    pub(crate) completion: LCount,
+    pub(crate) cached: LCount,
+    pub(crate) reasoning: LCount,
+    /// Another count of the report (`total_tokens`) was there but not a count.
+    pub(crate) other_invalid: bool,
 }
 
 /// Which channels one chunk carried non-empty text (or tool calls) on.
@@ -881,9 +1106,36 @@ pub(crate) struct Here {
     pub(crate) tool: bool,
 }
 
-/// The error message of a stream that ended without [`Interpreter::complete`] (class
-/// `stream_error`).
+/// The error message of a completions or chat stream that ended without
+/// [`Interpreter::complete`] (class `stream_error`).
 pub const INCOMPLETE_STREAM: &str = "stream ended without finish_reason, usage or [DONE]";
+
+/// The error message of a Responses stream that ended without its terminal event (class
+/// `stream_error`; [`crate::responses`]).
+pub const INCOMPLETE_RESPONSES_STREAM: &str =
+    "stream ended without response.completed or response.incomplete (max_output_tokens)";
+
+/// Whether one completions/chat `data:` payload carries tokens on the requested choice
+/// ([`ChoiceWire::carries_tokens`]); `[DONE]`, undecodable data and other choices do not.
+fn chunk_carries_tokens(data: &[u8]) -> bool {
+    let check = |c: &ChunkWire<'_>| {
+        (c.choices.0.iter().enumerate()).any(|(pos, ch)| ch.requested(pos) && ch.carries_tokens())
+    };
+    if data == b"[DONE]" {
+        return false;
+    }
+    if let Some(c) = crate::fastchunk::parse(data) {
+        return check(&c);
+    }
+    if let Ok(c) = serde_json::from_slice::<ChunkWire<'_>>(data) {
+        return check(&c);
+    }
+    let v = std::str::from_utf8(data)
+        .ok()
+        .and_then(lenient::parse_relaxed);
+    v.and_then(|v| ChunkWire::deserialize(&v).ok().map(|c| check(&c)))
+        .unwrap_or(false)
+}
 
 /// At most the first 512 bytes, for error messages.
 pub(crate) fn excerpt(b: &[u8]) -> &[u8] {

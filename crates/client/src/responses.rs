@@ -19,14 +19,17 @@
 //! chat's `finish_reason: length`) and completes too; for any other reason it is a failure
 //! (`stream_error`, with the reason), as are `response.failed` (with `response.error`'s code
 //! and message) and an `error` event. A stream that ends without one of them was cut short
-//! (`stream_error`, [`crate::openai::INCOMPLETE_STREAM`]); `[DONE]` is not a Responses
-//! terminal. A whole (non-streamed) `response` object is read as one event.
+//! (`stream_error`, [`crate::openai::INCOMPLETE_RESPONSES_STREAM`]); `[DONE]` is not a
+//! Responses terminal. Tokens after the terminal event fail the request (`stream_error`,
+//! "tokens after response.completed: …"), as tokens after chat's end do. A whole (non-streamed) `response` object is read as one event.
 
 use inferbench_core::{ErrorClass, RequestRecord};
 use serde_json::Value;
 
-use crate::lenient::{self, TextKind, TextWire};
-use crate::openai::{excerpt, Here, Interpreter};
+use serde::Deserialize;
+
+use crate::lenient::{self, LCount, TextKind, TextWire};
+use crate::openai::{excerpt, Here, Interpreter, UsageCounts};
 
 /// Handles one event's `data` (SSE event name `event`, possibly empty) that arrived at `t_ns`.
 pub(crate) fn on_data(
@@ -126,7 +129,12 @@ pub(crate) fn on_data(
                     ),
                 );
             }
-            finish(it, resp, reason, t_ns, rec);
+            let terminal = if kind == "response.incomplete" {
+                "response.incomplete"
+            } else {
+                "response.completed"
+            };
+            finish(it, terminal, resp, reason, t_ns, rec);
         }
         "response.failed" => {
             let err = v.pointer("/response/error").unwrap_or(&Value::Null);
@@ -143,23 +151,60 @@ pub(crate) fn on_data(
     }
 }
 
+/// Whether one event (SSE name `event`, `data`) carries tokens: a non-empty delta of a text
+/// or tool event, as [`on_data`] reads them. For events after the terminal one.
+pub(crate) fn carries_tokens(event: &[u8], data: &[u8]) -> bool {
+    let v = serde_json::from_slice::<Value>(data).ok().or_else(|| {
+        std::str::from_utf8(data)
+            .ok()
+            .and_then(lenient::parse_relaxed)
+    });
+    let Some(v) = v else {
+        return false;
+    };
+    let kind = v.get("type").and_then(Value::as_str).map_or_else(
+        || String::from_utf8_lossy(event).into_owned(),
+        str::to_owned,
+    );
+    let delta = v.get("delta");
+    match kind.as_str() {
+        "response.output_text.delta"
+        | "response.refusal.delta"
+        | "response.reasoning_text.delta"
+        | "response.reasoning.delta"
+        | "response.reasoning_summary_text.delta" => {
+            delta.and_then(Value::as_str).is_some_and(|t| !t.is_empty())
+        }
+        "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+            delta.is_some_and(|d| d.as_str().map_or(!d.is_null(), |s| !s.is_empty()))
+        }
+        _ => false,
+    }
+}
+
 /// The terminal event: usage, finish reason, the end of the stream at `t_ns`.
 fn finish(
     it: &mut Interpreter,
+    terminal: &'static str,
     resp: &Value,
     reason: Option<&str>,
     t_ns: u64,
     rec: &mut RequestRecord,
 ) {
-    if let Some(u) = resp.get("usage") {
-        let count = |p: &str| u.pointer(p).and_then(lenient_count);
+    if let Some(u) = resp.get("usage").filter(|u| u.is_object()) {
+        let count = |p: &str| u.pointer(p).map_or(LCount::default(), count_of);
         it.set_usage(
-            count("/input_tokens"),
-            count("/output_tokens"),
-            count("/input_tokens_details/cached_tokens"),
+            &UsageCounts {
+                prompt: count("/input_tokens"),
+                completion: count("/output_tokens"),
+                cached: count("/input_tokens_details/cached_tokens"),
+                reasoning: count("/output_tokens_details/reasoning_tokens"),
+                other_invalid: count("/total_tokens").1,
+            },
             rec,
         );
     }
+    it.responses_terminal = terminal;
     rec.finish_reason = Some(
         if reason == Some("max_output_tokens") {
             "length"
@@ -230,16 +275,14 @@ fn whole_response(
     let reason = v
         .pointer("/incomplete_details/reason")
         .and_then(Value::as_str);
-    finish(it, v, reason, t_ns, rec);
+    finish(it, "response.completed", v, reason, t_ns, rec);
 }
 
-/// A token count as [`lenient::LCount`] reads one: a non-negative integer or integral float.
-fn lenient_count(v: &Value) -> Option<u64> {
-    v.as_u64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.is_finite() && *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
-            .map(|f| f as u64)
-    })
+/// A usage count read by the rule of every backend ([`LCount`]): a JSON non-negative integer
+/// (or integral float) is a count; a string, a negative or fractional number, any other type
+/// is there but not a count (`usage_invalid`); null is absent.
+fn count_of(v: &Value) -> LCount {
+    LCount::deserialize(v).unwrap_or(LCount::INVALID)
 }
 
 /// `code: message` of an error object (either may be missing), else its JSON.

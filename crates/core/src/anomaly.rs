@@ -58,11 +58,27 @@ pub enum Anomaly {
     /// §1–§3, finding 5: such usage was ignored silently). Noted by the client when it reads
     /// the usage.
     UsageInvalid,
+    /// The server's `usage` completion count is above what the streamed text can hold: more
+    /// than [`OUTPUT_TOLERANCE_FACTOR`] × the client tokenizer's count of the streamed text
+    /// (content, refusal, reasoning, plus the reasoning tokens the server says it did not
+    /// stream) + [`OUTPUT_TOLERANCE_TOKENS`] (`RequestRecord::completion_tokens_client`; the
+    /// same tolerance for re-tokenization as [`Anomaly::OutputExceedsMaxTokens`]). Judged only
+    /// where the client has a tokenizer and the stream carried no tool call (whose arguments
+    /// it does not keep); without a tokenizer nothing bounds it (a chunk may carry any number
+    /// of tokens). Past [`EXCESS_OUTPUT_MAX`] of the run's output tokens
+    /// ([`usage_surplus_tokens`]) the point is invalid, as for [`Anomaly::UsageBelowStream`]
+    /// (issue 39, finding 11: usage 60 for 8 streamed tokens went unflagged).
+    UsageAboveStream,
+    /// A choice other than the requested one (`index` ≠ 0; one choice is asked for, n = 1)
+    /// carried text, tool calls or a `finish_reason`: it is not output (not counted, never
+    /// ends the stream); the record notes that the server sent it (issue 39, finding 7).
+    /// Noted by the client when it reads the chunks; a note only, the point stands.
+    ExtraChoice,
 }
 
 impl Anomaly {
     /// Every code, in summary order.
-    pub const ALL: [Anomaly; 7] = [
+    pub const ALL: [Anomaly; 9] = [
         Anomaly::UsageExceedsMaxTokens,
         Anomaly::UsageBelowStream,
         Anomaly::OslMismatch,
@@ -70,6 +86,8 @@ impl Anomaly {
         Anomaly::OutputExceedsMaxTokens,
         Anomaly::NotStreamed,
         Anomaly::UsageInvalid,
+        Anomaly::UsageAboveStream,
+        Anomaly::ExtraChoice,
     ];
 
     /// The code as written in records and summaries (`"usage_exceeds_max_tokens"`, …).
@@ -82,6 +100,8 @@ impl Anomaly {
             Anomaly::OutputExceedsMaxTokens => "output_exceeds_max_tokens",
             Anomaly::NotStreamed => "not_streamed",
             Anomaly::UsageInvalid => "usage_invalid",
+            Anomaly::UsageAboveStream => "usage_above_stream",
+            Anomaly::ExtraChoice => "extra_choice",
         }
     }
 
@@ -134,6 +154,19 @@ impl Anomaly {
                  integer; {} completion tokens were counted by the client's tokenizer instead",
                 rec.completion_tokens
             ),
+            Anomaly::UsageAboveStream => format!(
+                "request {id}: usage says {} completion tokens but the client's tokenizer counts \
+                 {} in the streamed text ({} token chunks); output throughput built on it is \
+                 not real",
+                rec.completion_tokens,
+                rec.completion_tokens_client
+                    .map_or_else(|| "?".to_string(), |n| n.to_string()),
+                rec.chunk_count()
+            ),
+            Anomaly::ExtraChoice => format!(
+                "request {id}: the server sent data on a choice other than index 0 (one choice \
+                 was asked for); it was not counted as output"
+            ),
         }
     }
 }
@@ -165,6 +198,12 @@ pub fn detect(rec: &RequestRecord, ignore_eos: bool) -> Vec<Anomaly> {
         if ignore_eos && rec.max_tokens.is_some_and(|m| c != m) {
             out.push(Anomaly::OslMismatch);
         }
+        if rec
+            .completion_tokens_client
+            .is_some_and(|n| c > stream_bound(n))
+        {
+            out.push(Anomaly::UsageAboveStream);
+        }
     } else if rec.max_tokens.is_some_and(|m| {
         rec.completion_tokens
             > m.saturating_mul(OUTPUT_TOLERANCE_FACTOR)
@@ -178,6 +217,15 @@ pub fn detect(rec: &RequestRecord, ignore_eos: bool) -> Vec<Anomaly> {
     out
 }
 
+/// The most completion tokens a usage may report for a stream whose text the client's
+/// tokenizer counts `client` tokens: [`OUTPUT_TOLERANCE_FACTOR`] × `client` +
+/// [`OUTPUT_TOLERANCE_TOKENS`] ([`Anomaly::UsageAboveStream`] above it).
+pub fn stream_bound(client: u32) -> u32 {
+    client
+        .saturating_mul(OUTPUT_TOLERANCE_FACTOR)
+        .saturating_add(OUTPUT_TOLERANCE_TOKENS)
+}
+
 /// True when `server` differs from `client` by more than [`ISL_TOLERANCE_FRACTION`] × `client`
 /// and more than [`ISL_TOLERANCE_TOKENS`].
 pub fn isl_mismatch(server: u32, client: u32) -> bool {
@@ -186,7 +234,7 @@ pub fn isl_mismatch(server: u32, client: u32) -> bool {
 }
 
 /// Profile requests carrying each code: every code of [`Anomaly::ALL`] is present (0 when none),
-/// so summaries and the store always have the six counts.
+/// so summaries and the store always have every count.
 pub fn counts(records: &[RequestRecord]) -> BTreeMap<String, u64> {
     let mut m: BTreeMap<String, u64> = Anomaly::ALL
         .iter()
@@ -277,6 +325,30 @@ pub fn usage_shortfall_tokens(records: &[RequestRecord]) -> (u64, u64) {
         .map(|r| streamed(r).saturating_sub(u64::from(r.completion_tokens)))
         .fold(0u64, u64::saturating_add);
     (short, total)
+}
+
+/// Tokens the server's `usage` reports beyond what the streams carried, over the successful
+/// profile requests with [`Anomaly::UsageAboveStream`] (usage completion tokens − the client
+/// tokenizer's count of the streamed text, `completion_tokens_client`), and the run's output
+/// tokens (successful profile requests), as (surplus, total). Usage above the stream
+/// overcounts output throughput; past [`EXCESS_OUTPUT_MAX`] the point is invalid, as for
+/// [`usage_shortfall_tokens`] (issue 39, finding 11).
+pub fn usage_surplus_tokens(records: &[RequestRecord]) -> (u64, u64) {
+    let ok = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.success);
+    let total = ok
+        .clone()
+        .map(|r| u64::from(r.completion_tokens))
+        .fold(0u64, u64::saturating_add);
+    let surplus = ok
+        .filter(|r| r.anomalies.contains(&Anomaly::UsageAboveStream))
+        .map(|r| {
+            let client = r.completion_tokens_client.unwrap_or(r.completion_tokens);
+            u64::from(r.completion_tokens.saturating_sub(client))
+        })
+        .fold(0u64, u64::saturating_add);
+    (surplus, total)
 }
 
 /// At or above this share of the successful multi-token requests arriving whole
@@ -421,10 +493,12 @@ mod tests {
         assert_eq!(
             c.into_iter().collect::<Vec<_>>(),
             vec![
+                ("extra_choice".to_string(), 0),
                 ("isl_mismatch".to_string(), 0),
                 ("not_streamed".to_string(), 0),
                 ("osl_mismatch".to_string(), 0),
                 ("output_exceeds_max_tokens".to_string(), 0),
+                ("usage_above_stream".to_string(), 0),
                 ("usage_below_stream".to_string(), 1),
                 ("usage_exceeds_max_tokens".to_string(), 1),
                 ("usage_invalid".to_string(), 0),
@@ -554,12 +628,45 @@ mod tests {
         assert_eq!(usage_shortfall_tokens(&[own]), (0, 10));
     }
 
+    /// Issue 39, finding 11: usage above 2 × the client's count of the streamed text + 32 is
+    /// `usage_above_stream` (8 streamed tokens: 48 stands, 49 is flagged); without a client
+    /// count (no tokenizer, or the chunks alone bound it) nothing is judged; the surplus is
+    /// usage − the client's count.
+    #[test]
+    fn usage_above_the_stream_needs_the_client_count() {
+        assert_eq!(stream_bound(8), 48);
+        assert_eq!(stream_bound(u32::MAX), u32::MAX);
+        let mut r = rec(8, 48, Some(100));
+        r.completion_tokens_client = Some(8);
+        assert_eq!(detect(&r, false), vec![]);
+        r.completion_tokens = 49;
+        assert_eq!(detect(&r, false), vec![Anomaly::UsageAboveStream]);
+        r.completion_tokens = 60;
+        r.anomalies = detect(&r, false);
+        assert_eq!(r.anomalies, vec![Anomaly::UsageAboveStream]);
+        r.phase = Phase::Profile;
+        assert_eq!(
+            usage_surplus_tokens(&[r.clone(), rec(8, 8, Some(100))]),
+            (52, 68)
+        );
+        // No client count: no judgement (chunks bound nothing from above).
+        let mut n = rec(8, 60, Some(100));
+        n.anomalies = detect(&n, false);
+        assert_eq!(n.anomalies, vec![]);
+        assert_eq!(usage_surplus_tokens(&[n]), (0, 60));
+        // The tokenizer's own count is not the server's number.
+        let mut t = rec(8, 60, Some(100));
+        t.completion_tokens_source = TokenSource::Tokenizer;
+        t.completion_tokens_client = Some(8);
+        assert_eq!(detect(&t, false), vec![]);
+    }
+
     #[test]
     fn codes_serialize_snake_case() {
         let s = serde_json::to_string(&Anomaly::ALL).unwrap();
         assert_eq!(
             s,
-            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens","not_streamed","usage_invalid"]"#
+            r#"["usage_exceeds_max_tokens","usage_below_stream","osl_mismatch","isl_mismatch","output_exceeds_max_tokens","not_streamed","usage_invalid","usage_above_stream","extra_choice"]"#
         );
         for a in Anomaly::ALL {
             assert_eq!(serde_json::to_string(&a).unwrap(), format!("\"{a}\""));

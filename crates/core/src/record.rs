@@ -185,6 +185,14 @@ pub struct RequestRecord {
     /// 10^12 was stored as 4294967295 with no trace of the real value).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens_reported: Option<u64>,
+    /// The client tokenizer's count of the streamed text (content, refusal, reasoning, plus
+    /// the reasoning tokens the server's usage says it did not stream), counted only to judge
+    /// the server's `usage` ([`crate::anomaly::Anomaly::UsageAboveStream`]): set when the
+    /// server sent a completion count above what the chunks alone bound
+    /// ([`crate::anomaly::stream_bound`] of the chunk count), the client has a tokenizer and
+    /// the stream carried no tool call; absent (and omitted) otherwise. Tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_client: Option<u32>,
     /// Cached prompt tokens reported by the server (`usage.prompt_tokens_details.cached_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<u32>,

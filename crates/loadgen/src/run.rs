@@ -1149,7 +1149,9 @@ fn invalidate(invalid: Vec<String>, notes: &mut Vec<String>, reasons: &mut Vec<S
 /// [`anomaly::WHOLE_SHARE_MAX`] of them (TTFT = E2EL, no streaming measured; trials 33/34 F1),
 /// output tokens beyond `max_tokens` that inflate output throughput by more than
 /// [`anomaly::EXCESS_OUTPUT_MAX`] (F9), usage below the streamed tokens by more than the same
-/// share (issue 39: usage that contradicts the stream in either direction), and a server
+/// share, usage above what the streamed text holds by the client's tokenizer by more than the
+/// same share (issue 39: usage that contradicts the stream in either direction), usage that
+/// is not a count in more than that share of the requests, and a server
 /// that ends requests for "length" below their `max_tokens` (F8: a note only, the OSL is
 /// short).
 fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &mut Vec<String>) {
@@ -1180,6 +1182,16 @@ fn judge_records(records: &[RequestRecord], notes: &mut Vec<String>, reasons: &m
              it undercounts the server's; the result is marked invalid (kept off frontiers \
              unless --include-invalid)",
             100.0 * short as f64 / total as f64
+        ));
+    }
+    let (surplus, total) = anomaly::usage_surplus_tokens(records);
+    if total > 0 && surplus as f64 > anomaly::EXCESS_OUTPUT_MAX * total as f64 {
+        invalid.push(format!(
+            "{:.1} % of the output tokens the server's usage reports ({surplus} of {total}) are \
+             beyond what the streamed text holds by the client's tokenizer (usage_above_stream \
+             above): output throughput built on it overcounts the server's; the result is \
+             marked invalid (kept off frontiers unless --include-invalid)",
+            100.0 * surplus as f64 / total as f64
         ));
     }
     let ok: Vec<&RequestRecord> = (records.iter())
@@ -1850,6 +1862,54 @@ mod judge_tests {
                     .to_string()
             ]
         );
+    }
+
+    /// Issue 39, finding 11: usage above what the streamed text holds (the client tokenizer's
+    /// count) invalidates the point past 1 % of the run's output tokens, not at it, as usage
+    /// below the stream does.
+    #[test]
+    fn usage_above_the_stream_past_one_percent_invalidates() {
+        let judge = |recs: &[RequestRecord]| {
+            let (mut notes, mut reasons) = (Vec::new(), Vec::new());
+            super::judge_records(recs, &mut notes, &mut reasons);
+            assert_eq!(notes, reasons);
+            reasons
+        };
+        // One request of 8 streamed tokens (client count 8) with usage 60: bound 48, flagged;
+        // its surplus 52 tokens.
+        let above = |usage: u32| {
+            let mut r = rec(8, usage);
+            r.completion_tokens_client = Some(8);
+            r.anomalies = anomaly::detect(&r, false);
+            r
+        };
+        assert_eq!(above(48).anomalies, Vec::<Anomaly>::new());
+        assert_eq!(above(60).anomalies, vec![Anomaly::UsageAboveStream]);
+        // Others of 1000 streamed tokens each, their usage right (max_tokens 1000).
+        let run = |rest: usize| {
+            let mut v: Vec<RequestRecord> = (0..5).map(|_| rec(1000, 1000)).collect();
+            v.push(rec(rest, rest as u32));
+            v.push(above(60));
+            v
+        };
+        // 52 of 60 + 5140 = 5200 output tokens: exactly 1 %, the point stands.
+        assert_eq!(anomaly::usage_surplus_tokens(&run(140)), (52, 5200));
+        assert_eq!(judge(&run(140)), Vec::<String>::new());
+        // 52 of 5199: past 1 %, invalid.
+        assert_eq!(
+            judge(&run(139)),
+            vec![
+                "1.0 % of the output tokens the server's usage reports (52 of 5199) are beyond \
+                 what the streamed text holds by the client's tokenizer (usage_above_stream \
+                 above): output throughput built on it overcounts the server's; the result is \
+                 marked invalid (kept off frontiers unless --include-invalid)"
+                    .to_string()
+            ]
+        );
+        // The same usage without a client count (no tokenizer): nothing judged.
+        let mut blind = rec(8, 60);
+        blind.anomalies = anomaly::detect(&blind, false);
+        assert_eq!(judge(&[blind, rec(100, 100)]), Vec::<String>::new());
     }
 
     /// Issue 39: usage below the stream invalidates the point past the share that inflated

@@ -1,0 +1,105 @@
+//! Recorded responses of issue 39's second trial (`tests/cases/sse/`, the format of
+//! `shared/cases/sse/`), each served byte for byte and judged by its `expect`: `success`,
+//! `error_class`, `error` (the exact message), `completion_tokens` and its source,
+//! `completion_tokens_client`, `prompt_tokens`, `output_text`, `itl_count`, `finish_reason`
+//! and the exact `anomalies` list. The client's tokenizer counts whitespace-separated words;
+//! max_tokens is 100, the prompt 1 token by the client's count.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use inferbench_client::{
+    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
+};
+use inferbench_testutil::replay::{spawn_replay, ReplayCase};
+use serde_json::Value;
+
+fn load() -> Vec<(String, Value)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases/sse");
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let v = serde_json::from_str(&std::fs::read_to_string(&p).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(out.len(), 12, "the recorded cases in {}", dir.display());
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorded_strictness_cases() {
+    for (name, case) in load() {
+        let url = format!(
+            "http://{}",
+            spawn_replay(ReplayCase::from_json(&case).unwrap())
+                .await
+                .unwrap()
+        );
+        let client = Client::new(ClientConfig {
+            base_url: url,
+            endpoint: case["endpoint"].as_str().map(str::to_string),
+            backend: Backend::parse(case["backend"].as_str().unwrap()).unwrap(),
+            model: "replay-model".into(),
+            idle_timeout: Duration::from_secs(2),
+            token_counter: Some(Arc::new(|s: &str| s.split_whitespace().count())),
+            ..Default::default()
+        })
+        .unwrap();
+        let input = RequestInput {
+            text: "hi",
+            messages: None,
+            prompt_tokens: 1,
+            max_tokens: Some(100),
+        };
+        let rec = client
+            .send(&input, RequestMeta::default(), &CancellationToken::new())
+            .await;
+        let exp = &case["expect"];
+        let ctx = format!("case {name}: {rec:#?}");
+        assert_eq!(rec.success, exp["success"].as_bool().unwrap(), "{ctx}");
+        assert_eq!(
+            rec.error_class.map(|c| c.as_str()),
+            exp["error_class"].as_str(),
+            "{ctx}"
+        );
+        if let Some(e) = exp.get("error") {
+            assert_eq!(rec.error.as_deref(), e.as_str(), "{ctx}");
+        }
+        let anomalies: Vec<String> = rec.anomalies.iter().map(|a| a.to_string()).collect();
+        let want: Vec<String> = (exp["anomalies"].as_array().into_iter().flatten())
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(anomalies, want, "{ctx}");
+        if let Some(n) = exp["completion_tokens"].as_u64() {
+            assert_eq!(u64::from(rec.completion_tokens), n, "{ctx}");
+        }
+        if let Some(s) = exp["completion_tokens_source"].as_str() {
+            let got = serde_json::to_value(rec.completion_tokens_source).unwrap();
+            assert_eq!(got.as_str(), Some(s), "{ctx}");
+        }
+        let client_count = exp["completion_tokens_client"].as_u64();
+        assert_eq!(
+            rec.completion_tokens_client.map(u64::from),
+            client_count,
+            "{ctx}"
+        );
+        if let Some(n) = exp["prompt_tokens"].as_u64() {
+            assert_eq!(u64::from(rec.prompt_tokens), n, "{ctx}");
+        }
+        if let Some(t) = exp["output_text"].as_str() {
+            assert_eq!(rec.output_text, t, "{ctx}");
+        }
+        if let Some(n) = exp["itl_count"].as_u64() {
+            assert_eq!(rec.chunks.len() as u64, n + 1, "{ctx}");
+        }
+        if let Some(f) = exp.get("finish_reason") {
+            assert_eq!(rec.finish_reason.as_deref(), f.as_str(), "{ctx}");
+        }
+    }
+}
