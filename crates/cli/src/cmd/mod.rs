@@ -4,6 +4,7 @@
 pub use inferbench_core::ExitStatus;
 
 pub mod bench;
+pub mod client_args;
 pub mod eval;
 pub mod job;
 pub mod models_policy;
