@@ -504,6 +504,36 @@ impl Client {
         meta: RequestMeta,
         cancel: &CancellationToken,
     ) -> RequestRecord {
+        // Per-request header lines: templates on the send index, then the request's own.
+        let index = self
+            .sends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.send_at(Some(index), input, meta, cancel).await
+    }
+
+    /// Sends a request that is not part of the load (a probe, such as the replay's
+    /// chat-template probes before its warmup) as [`Client::send`] does, except that it takes
+    /// no send index: the next [`Client::send`] gets the index it would have had, and of the
+    /// `--header-template`s only those without `{i}` are sent (a dp-rank round-robin's header
+    /// is not). The request's own headers are sent.
+    pub async fn send_unindexed(
+        &self,
+        input: &RequestInput<'_>,
+        meta: RequestMeta,
+        cancel: &CancellationToken,
+    ) -> RequestRecord {
+        self.send_at(None, input, meta, cancel).await
+    }
+
+    /// [`Client::send`] at send index `index` (`None`: outside the load, index-free templates
+    /// only).
+    async fn send_at(
+        &self,
+        index: Option<u64>,
+        input: &RequestInput<'_>,
+        meta: RequestMeta,
+        cancel: &CancellationToken,
+    ) -> RequestRecord {
         let mut rec = RequestRecord {
             request_id: meta.request_id,
             conversation_id: meta.conversation_id,
@@ -519,10 +549,6 @@ impl Client {
             .correlation_id
             .as_deref()
             .and_then(|c| HeaderValue::from_str(c).ok());
-        // Per-request header lines: templates on the send index, then the request's own.
-        let index = self
-            .sends
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut lines = Vec::new();
         self.templates.render(index, &meta.headers, &mut lines);
         let outcome =

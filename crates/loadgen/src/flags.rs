@@ -57,8 +57,9 @@ pub struct TargetFlags {
     #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
     pub headers: Vec<String>,
     /// Per-request header 'NAME: VALUE' (repeatable) whose value may hold {i}, the request's
-    /// send index (every request sent, warmups included, from 0), or {i%N}, that index
-    /// modulo N. A dataset line's `extra_headers` object adds headers to its request alone.
+    /// send index (every request sent, warmups included, from 0; replay's chat-template probes
+    /// take none and get only templates without {i}), or {i%N}, that index modulo N. A dataset
+    /// line's `extra_headers` object adds headers to its request alone.
     #[arg(
         long = "header-template",
         value_name = "'NAME: VALUE'",
