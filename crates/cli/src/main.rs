@@ -84,7 +84,7 @@ enum Command {
     )]
     Eval(inferbench_eval::flags::EvalFlags),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
-    Replay(inferbench_loadgen::agentic::flags::ReplayFlags),
+    Replay(cmd::replay::ReplayArgs),
     /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).
     #[command(
         after_help = "Exit codes: 0 corpus written; 2 bad flags or a file that cannot be written."

@@ -76,9 +76,10 @@ pub struct TargetFlags {
     /// the first chunk with generated text. Recorded in the summary.
     #[arg(long, help_heading = "Target")]
     pub allow_empty_content: bool,
-    /// Send the requests directly, ignoring http_proxy/HTTP_PROXY (which are honoured by
-    /// default, as vLLM's client does, except for loopback targets and the hosts
-    /// no_proxy/NO_PROXY lists). Only http:// targets exist here, so HTTPS_PROXY never applies.
+    /// Send the requests directly, ignoring http_proxy/HTTP_PROXY (http:// targets) and
+    /// https_proxy/HTTPS_PROXY (https:// targets, through a CONNECT tunnel), which are honoured
+    /// by default, as vLLM's client does, except for loopback targets and the hosts
+    /// no_proxy/NO_PROXY lists.
     #[arg(long, help_heading = "Target")]
     pub no_proxy: bool,
     /// JSON object merged into every request body (overrides our keys), e.g.
@@ -131,8 +132,8 @@ impl TargetFlags {
         headers(&self.headers)
     }
 
-    /// The proxy settings: `http_proxy` / `HTTP_PROXY` and `no_proxy` / `NO_PROXY` of the
-    /// environment, or none with `--no-proxy`.
+    /// The proxy settings: `http_proxy` / `HTTP_PROXY`, `https_proxy` / `HTTPS_PROXY` and
+    /// `no_proxy` / `NO_PROXY` of the environment, or none with `--no-proxy`.
     pub fn proxy_env(&self) -> inferbench_client::proxy::ProxyEnv {
         if self.no_proxy {
             inferbench_client::proxy::ProxyEnv::default()
@@ -644,8 +645,10 @@ impl BenchFlags {
             model: self.target.model(),
             header_templates: self.target.parsed_header_templates()?,
             allow_empty_content: self.target.allow_empty_content,
-            proxy: self.target.proxy_env().http_proxy,
+            proxy: self.target.proxy_env().for_url(&self.target.base_url()),
             no_proxy_hosts: self.target.proxy_env().no_proxy,
+            // `--tls-ca` / `--insecure` are the CLI's flags, set after this.
+            tls: Default::default(),
             api_key: self.target.api_key,
             headers,
             extra_body,

@@ -555,6 +555,7 @@ fn bench_client(opts: &BenchOptions, prepared: &PreparedPrompts) -> anyhow::Resu
             allow_empty_content: opts.allow_empty_content,
             proxy: opts.proxy.clone(),
             no_proxy: opts.no_proxy_hosts.clone(),
+            tls: opts.tls.clone(),
             extra_body: opts.extra_body.clone(),
             ignore_eos: opts.ignore_eos,
             max_tokens_field: opts.max_tokens_field,
