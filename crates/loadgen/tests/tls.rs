@@ -222,3 +222,51 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
         Some(proxy.as_str())
     );
 }
+
+/// A proxy that refuses `CONNECT` (403): every request is a recorded `connect` error quoting
+/// its answer; nothing is sent past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_tunnel_is_a_recorded_connect_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read(&mut b).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(b[0]);
+                }
+                let _ = client
+                    .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    let o = BenchOptions {
+        proxy: Some(format!("http://{addr}")),
+        ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.records.is_empty());
+    for r in &out.records {
+        assert!(!r.success);
+        assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
+        assert_eq!(
+            r.error.as_deref(),
+            Some(
+                format!(
+                    "the proxy 127.0.0.1:{} gave no tunnel: it refused CONNECT {FAR_HOST}:8443: \
+                     \"HTTP/1.1 403 Forbidden\"",
+                    addr.port()
+                )
+                .as_str()
+            ),
+            "{r:?}"
+        );
+    }
+}
