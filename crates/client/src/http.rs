@@ -1188,6 +1188,18 @@ fn connect_failure(e: &crate::pool::ConnectError, uri: &Uri) -> String {
     }
 }
 
+/// True when a `connect` failure's message is a failed TLS handshake
+/// ([`crate::pool::ConnectError::Tls`]): something answered, but TLS could not be set up.
+pub fn tls_failed(msg: &str) -> bool {
+    msg.starts_with("TLS handshake with ")
+}
+
+/// True when a `connect` failure's message is a proxy that gave no `CONNECT` tunnel
+/// ([`crate::pool::ConnectError::Tunnel`]).
+pub fn tunnel_refused(msg: &str) -> bool {
+    msg.starts_with("the proxy ") && msg.contains(" gave no tunnel: ")
+}
+
 /// True when a `connect` failure's message says the connection was accepted first
 /// ([`ACCEPTED_THEN_FAILED`]), not refused or unroutable.
 pub fn accepted_then_failed(msg: &str) -> bool {

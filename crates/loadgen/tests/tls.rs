@@ -185,6 +185,18 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
         );
     }
 
+    let verdict = out
+        .verdict
+        .as_ref()
+        .map(|v| v.note.clone())
+        .unwrap_or_default();
+    assert!(
+        verdict.ends_with(
+            "(the server is there, but TLS could not be set up with it: see the cause above)"
+        ),
+        "{verdict}"
+    );
+
     // --insecure: no verification, same answers.
     let insecure = inferbench_client::tls::TlsOptions {
         ca_file: None,
