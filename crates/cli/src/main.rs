@@ -54,12 +54,12 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, or another sweep is writing into --out."
     )]
-    Sweep(inferbench_runner::flags::SweepFlags),
+    Sweep(cmd::sweep::SweepArgs),
     /// Run one matrix row (what executors call).
     #[command(
         after_help = "Exit codes: 0 the row's points ok or already done; 1 a point failed; 130 interrupted; 2 bad flags, matrix or row index."
     )]
-    Job(inferbench_runner::flags::JobFlags),
+    Job(cmd::job::JobArgs),
     /// Ingest run artifacts and imported result files into the database.
     #[command(
         after_help = "Exit codes: 0 ingested; 1 something was skipped, a path held nothing to ingest, or (--strict) a name was unknown; 2 bad flags, a missing path or a database error (nothing stored)."
@@ -84,7 +84,7 @@ enum Command {
     )]
     Eval(inferbench_eval::flags::EvalFlags),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
-    Replay(inferbench_loadgen::agentic::flags::ReplayFlags),
+    Replay(cmd::replay::ReplayArgs),
     /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).
     #[command(
         after_help = "Exit codes: 0 corpus written; 2 bad flags or a file that cannot be written."

@@ -658,7 +658,10 @@ fn a_bad_base_url_is_refused_before_asking_for_the_served_model() {
         "/../../examples/agentx-traces.jsonl"
     );
     for (url, said) in [
-        ("https://127.0.0.1:9", "only http:// is supported"),
+        (
+            "ftp://127.0.0.1:9",
+            "only http:// and https:// are supported",
+        ),
         ("127.0.0.1:9", "missing the http:// scheme"),
         ("http://127.0.0.1:9/v1", "should not end in /v1"),
     ] {

@@ -285,7 +285,7 @@ fn scores_files_thresholds_and_errors() {
              --set hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)\n{evals}"
         )
     );
-    let (code, text) = eval("https://127.0.0.1:9", &data, &out, &[]);
+    let (code, text) = eval("ftp://127.0.0.1:9", &data, &out, &[]);
     assert_eq!(code, Some(2), "{text}");
     assert!(
         text.contains("error: --base-url: unsupported URL scheme"),

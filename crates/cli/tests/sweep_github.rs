@@ -159,6 +159,10 @@ fn github_rows_run_with_the_sweep_flags() {
             "5",
             "--runner-name",
             "mine",
+            "--header-template",
+            "X-Req: {i}",
+            "--dp-rank-roundrobin",
+            "2",
         ],
         &dir,
     );
@@ -176,6 +180,12 @@ fn github_rows_run_with_the_sweep_flags() {
             .unwrap();
     assert_eq!(opts["run"]["out"], "results", "{opts}");
     assert_eq!(opts["run"]["prompts_per_conc"], 3, "{opts}");
+    // Issue 41: the CLI's client flags travel in the options file too.
+    assert_eq!(
+        opts["run"]["client"],
+        serde_json::json!({"header_templates": ["X-Req: {i}"], "dp_rank_roundrobin": 2}),
+        "{opts}"
+    );
     assert_eq!(
         opts["run"]["runner_name"],
         serde_json::Value::Null,
@@ -217,6 +227,12 @@ fn github_rows_run_with_the_sweep_flags() {
     // 3 prompts per unit of concurrency (the sweep's flag), not the default 10.
     assert_eq!(s["num_prompts"], 6, "{s}");
     assert_eq!(s["completed"], 6, "{s}");
+    // The row's requests carried the sweep's header templates.
+    assert_eq!(
+        s["inferbench"]["header_templates"],
+        serde_json::json!(["X-Req: {i}", "X-data-parallel-rank: {i%2}"]),
+        "{s}"
+    );
 }
 
 /// Trial 18: a sweep against a `--base-url` where nothing listens said "none failed: those in

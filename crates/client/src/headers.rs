@@ -4,7 +4,8 @@
 //!
 //! The send index `i` counts every request the [`crate::Client`] sends, warmups included, from
 //! 0, in the order their sends began (a re-send of the same request on a fresh connection keeps
-//! its index). `--dp-rank-roundrobin N` is the template `X-data-parallel-rank: {i%N}`: vLLM's
+//! its index). A request outside the load ([`crate::Client::send_unindexed`]: the replay's
+//! chat-template probes) takes none and carries only the templates without `{i}`. `--dp-rank-roundrobin N` is the template `X-data-parallel-rank: {i%N}`: vLLM's
 //! data-parallel rank header, bypassing its load balancer (InferenceX #2696).
 
 use http::header::{HeaderName, HeaderValue};
@@ -48,6 +49,12 @@ impl HeaderTemplate {
             name: DP_RANK_HEADER.to_string(),
             value: format!("{{i%{}}}", n.max(1)),
         }
+    }
+
+    /// Whether the value holds no `{i}` / `{i%N}`: the same on every request (also those
+    /// outside the load, which take no send index). A value that does not parse is not.
+    pub fn is_index_free(&self) -> bool {
+        parts(&self.value).is_ok_and(|ps| ps.iter().all(|p| matches!(p, Part::Lit(_))))
     }
 
     /// The value for send index `i`. Errors as [`HeaderTemplate::parse`].
@@ -126,11 +133,17 @@ impl Templates {
         Ok(Templates(out))
     }
 
-    /// Appends the header lines of send index `i`, then `extra` (a request's own headers; a
-    /// pair that is not a valid header is left out with a warning).
-    pub(crate) fn render(&self, i: u64, extra: &[(String, String)], out: &mut Vec<u8>) {
+    /// Appends the header lines of send index `i` (`None`: a request outside the load, which
+    /// gets only the templates without `{i}`), then `extra` (a request's own headers; a pair
+    /// that is not a valid header is left out with a warning).
+    pub(crate) fn render(&self, i: Option<u64>, extra: &[(String, String)], out: &mut Vec<u8>) {
         for (name, t) in &self.0 {
-            if let Ok(v) = t.render(i) {
+            let value = match i {
+                Some(i) => t.render(i),
+                None if t.is_index_free() => t.render(0),
+                None => continue,
+            };
+            if let Ok(v) = value {
                 push_line(out, name.as_str(), v.as_bytes());
             }
         }
@@ -180,10 +193,29 @@ mod tests {
             ("X-Tenant".to_string(), "a".to_string()),
             ("bad name".to_string(), "b".to_string()),
         ];
-        ts.render(3, &extra, &mut out);
+        ts.render(Some(3), &extra, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "x-data-parallel-rank: 1\r\nx-tenant: a\r\n"
         );
+    }
+
+    /// A request outside the load (no send index) gets the index-free templates only.
+    #[test]
+    fn unindexed_requests_get_only_index_free_templates() {
+        let ts = Templates::compile(&[
+            HeaderTemplate::dp_rank(2),
+            HeaderTemplate::parse("X-Pool: a{i}b").unwrap(),
+            HeaderTemplate::parse("X-Tenant: t1").unwrap(),
+        ])
+        .unwrap();
+        let mut out = Vec::new();
+        ts.render(None, &[("X-Own".into(), "o".into())], &mut out);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "x-tenant: t1\r\nx-own: o\r\n"
+        );
+        assert!(HeaderTemplate::parse("X: {x}{i").unwrap().is_index_free());
+        assert!(!HeaderTemplate::parse("X: {i%3}").unwrap().is_index_free());
     }
 }

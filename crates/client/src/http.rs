@@ -35,7 +35,8 @@ const MAX_JSON_BODY: usize = 64 << 20;
 /// How to reach one OpenAI-compatible endpoint. `Debug` never prints the API key.
 #[derive(Clone)]
 pub struct ClientConfig {
-    /// Server root, e.g. `http://127.0.0.1:8000` (`--base-url`). Only `http://` is supported.
+    /// Server root, e.g. `http://127.0.0.1:8000` (`--base-url`): `http://` or `https://`
+    /// (TLS, verified as `tls` says).
     pub base_url: String,
     /// Path appended to `base_url` (`--endpoint`); `None` = the backend's default.
     pub endpoint: Option<String>,
@@ -58,6 +59,8 @@ pub struct ClientConfig {
     pub proxy: Option<String>,
     /// Hosts never proxied (`no_proxy` / `NO_PROXY`: comma-separated, `*` for all).
     pub no_proxy: Option<String>,
+    /// How `https://` targets are verified (`--tls-ca`, `--insecure`).
+    pub tls: crate::tls::TlsOptions,
     /// JSON object merged into every request body, overriding our keys (`--extra-body`).
     pub extra_body: Option<Map<String, Value>>,
     /// Send `ignore_eos: true` (`--ignore-eos`); also makes completion counts other than
@@ -95,6 +98,7 @@ impl Default for ClientConfig {
             allow_empty_content: false,
             proxy: None,
             no_proxy: None,
+            tls: crate::tls::TlsOptions::default(),
             extra_body: None,
             ignore_eos: false,
             max_tokens_field: None,
@@ -147,11 +151,20 @@ pub enum ClientError {
         /// Why it was rejected.
         reason: String,
     },
-    /// A scheme other than `http`.
-    #[error("unsupported URL scheme in {url:?}: only http:// is supported (put a TLS-terminating proxy in front of https endpoints)")]
+    /// A scheme other than `http` and `https`.
+    #[error("unsupported URL scheme in {url:?}: only http:// and https:// are supported")]
     UnsupportedScheme {
         /// The URL as assembled.
         url: String,
+    },
+    /// TLS for an `https://` target cannot be set up (a `--tls-ca` file that does not read, a
+    /// host that is no TLS server name).
+    #[error("TLS for {url:?}: {reason}")]
+    Tls {
+        /// The URL as assembled.
+        url: String,
+        /// Why.
+        reason: String,
     },
     /// A `--header` (or the API key) is not a valid HTTP header.
     #[error("invalid header {name:?}: {reason}")]
@@ -164,7 +177,7 @@ pub enum ClientError {
 }
 
 /// The URL requests go to, `base_url` joined with `endpoint`, as text and parsed, when it is a
-/// usable `http://HOST[:PORT]/…` URL. Errors: no scheme (trial 13: `--base-url 127.0.0.1:8000`
+/// usable `http://HOST[:PORT]/…` or `https://HOST[:PORT]/…` URL. Errors: no scheme (trial 13: `--base-url 127.0.0.1:8000`
 /// got only "invalid format"), a scheme other than http, no host, or not a URL. What
 /// [`Client::new`] checks first, and what a caller checks before asking the server anything
 /// (trial 22: `bench` without `--model` asked an `https://` server for its models first).
@@ -183,7 +196,7 @@ pub fn target_uri(base_url: &str, endpoint: &str) -> Result<(String, Uri), Clien
             reason: e.to_string(),
         })?;
     match uri.scheme_str() {
-        Some("http") => {}
+        Some("http") | Some("https") => {}
         Some(_) => return Err(ClientError::UnsupportedScheme { url }),
         None => {
             return Err(ClientError::InvalidUrl {
@@ -290,7 +303,21 @@ impl Client {
             .unwrap_or_else(|| cfg.backend.default_endpoint().to_string());
         let (url, uri) = target_uri(&cfg.base_url, &endpoint)?;
         let host = uri.host().unwrap_or_default();
-        let port = uri.port_u16().unwrap_or(80);
+        let https = uri.scheme_str() == Some("https");
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        // `https://`: TLS on every connection; its set-up errors (a bad --tls-ca) come now.
+        let tls = if https {
+            Some(
+                crate::tls::TlsConnector::new(host, &cfg.tls).map_err(|reason| {
+                    ClientError::Tls {
+                        url: url.clone(),
+                        reason,
+                    }
+                })?,
+            )
+        } else {
+            None
+        };
         let proxy = match cfg.proxy.as_deref() {
             Some(p) if crate::proxy::applies(host, port, cfg.no_proxy.as_deref()) => Some(
                 crate::proxy::Proxy::parse(p).map_err(|reason| ClientError::InvalidUrl {
@@ -300,13 +327,25 @@ impl Client {
             ),
             _ => None,
         };
-        // Through a proxy: its address, and the absolute-form target (`Host` kept).
-        let pool = match &proxy {
-            Some(p) => {
-                Arc::new(Pool::new(&p.host, p.port, cfg.rx_timestamps).with_clock(clock.source()))
-            }
-            None => Arc::new(Pool::new(host, port, cfg.rx_timestamps).with_clock(clock.source())),
+        // Through a proxy: its address, and the absolute-form target (`Host` kept); for an
+        // `https://` target a CONNECT tunnel to it instead (the request then as sent direct).
+        let tunnel = match (&proxy, https) {
+            (Some(p), true) => Some(crate::pool::Tunnel {
+                target: if host.contains(':') {
+                    format!("[{host}]:{port}")
+                } else {
+                    format!("{host}:{port}")
+                },
+                auth: p.auth.clone(),
+            }),
+            _ => None,
         };
+        let absolute_form = proxy.is_some() && !https;
+        let pool = match &proxy {
+            Some(p) => Pool::new(&p.host, p.port, cfg.rx_timestamps),
+            None => Pool::new(host, port, cfg.rx_timestamps),
+        };
+        let pool = Arc::new(pool.with_tls(tls, tunnel).with_clock(clock.source()));
         let path: Uri = uri
             .path_and_query()
             .map_or("/", |p| p.as_str())
@@ -368,14 +407,17 @@ impl Client {
         let mut head = Vec::with_capacity(256);
         let mut correlation_lines = Vec::new();
         head.extend_from_slice(b"POST ");
-        if proxy.is_some() {
+        if absolute_form {
             head.extend_from_slice(uri.to_string().as_bytes());
         } else {
             head.extend_from_slice(path.path_and_query().map_or("/", |p| p.as_str()).as_bytes());
         }
         head.extend_from_slice(b" HTTP/1.1\r\n");
         if let Some(auth) = proxy.as_ref().and_then(|p| p.auth.as_deref()) {
-            push_field(&mut head, "proxy-authorization", auth.as_bytes());
+            // Through a tunnel the proxy read it with CONNECT; the target must not see it.
+            if absolute_form {
+                push_field(&mut head, "proxy-authorization", auth.as_bytes());
+            }
         }
         let mut close_requested = false;
         for (name, value) in &headers {
@@ -509,6 +551,36 @@ impl Client {
         meta: RequestMeta,
         cancel: &CancellationToken,
     ) -> RequestRecord {
+        // Per-request header lines: templates on the send index, then the request's own.
+        let index = self
+            .sends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.send_at(Some(index), input, meta, cancel).await
+    }
+
+    /// Sends a request that is not part of the load (a probe, such as the replay's
+    /// chat-template probes before its warmup) as [`Client::send`] does, except that it takes
+    /// no send index: the next [`Client::send`] gets the index it would have had, and of the
+    /// `--header-template`s only those without `{i}` are sent (a dp-rank round-robin's header
+    /// is not). The request's own headers are sent.
+    pub async fn send_unindexed(
+        &self,
+        input: &RequestInput<'_>,
+        meta: RequestMeta,
+        cancel: &CancellationToken,
+    ) -> RequestRecord {
+        self.send_at(None, input, meta, cancel).await
+    }
+
+    /// [`Client::send`] at send index `index` (`None`: outside the load, index-free templates
+    /// only).
+    async fn send_at(
+        &self,
+        index: Option<u64>,
+        input: &RequestInput<'_>,
+        meta: RequestMeta,
+        cancel: &CancellationToken,
+    ) -> RequestRecord {
         let mut rec = RequestRecord {
             request_id: meta.request_id,
             conversation_id: meta.conversation_id,
@@ -524,10 +596,6 @@ impl Client {
             .correlation_id
             .as_deref()
             .and_then(|c| HeaderValue::from_str(c).ok());
-        // Per-request header lines: templates on the send index, then the request's own.
-        let index = self
-            .sends
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut lines = Vec::new();
         self.templates.render(index, &meta.headers, &mut lines);
         let outcome =
@@ -1137,6 +1205,18 @@ fn connect_failure(e: &crate::pool::ConnectError, uri: &Uri) -> String {
     }
 }
 
+/// True when a `connect` failure's message is a failed TLS handshake
+/// ([`crate::pool::ConnectError::Tls`]): something answered, but TLS could not be set up.
+pub fn tls_failed(msg: &str) -> bool {
+    msg.starts_with("TLS handshake with ")
+}
+
+/// True when a `connect` failure's message is a proxy that gave no `CONNECT` tunnel
+/// ([`crate::pool::ConnectError::Tunnel`]).
+pub fn tunnel_refused(msg: &str) -> bool {
+    msg.starts_with("the proxy ") && msg.contains(" gave no tunnel: ")
+}
+
 /// True when a `connect` failure's message says the connection was accepted first
 /// ([`ACCEPTED_THEN_FAILED`]), not refused or unroutable.
 pub fn accepted_then_failed(msg: &str) -> bool {
@@ -1522,6 +1602,12 @@ async fn write_and_read_head(
                 Poll::Pending => break,
             }
         }
+        // A TLS session may still hold the request's last records (a no-op on plain TCP).
+        if written == request.len() && write_err.is_none() {
+            if let Poll::Ready(Err(e)) = c.poll_flush(cx) {
+                write_err = Some(e);
+            }
+        }
         loop {
             if std::mem::take(&mut fresh) {
                 match parse_head(c.unread()) {
@@ -1629,9 +1715,12 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(
-            Client::new(cfg("https://h")),
+            Client::new(cfg("ftp://h")),
             Err(ClientError::UnsupportedScheme { .. })
         ));
+        // https:// is TLS (issue 41), on port 443 unless given.
+        let c = Client::new(cfg("https://h")).unwrap();
+        assert_eq!(c.uri().to_string(), "https://h/v1/completions");
         // Trial 13: a host:port without its scheme says what to give.
         let e = Client::new(cfg("127.0.0.1:8000")).unwrap_err().to_string();
         assert!(

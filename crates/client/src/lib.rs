@@ -44,6 +44,7 @@ pub mod proxy;
 pub(crate) mod responses;
 pub mod rxstamp;
 pub mod sse;
+pub mod tls;
 pub mod wire;
 
 pub use clock::{ClockSource, RunClock};

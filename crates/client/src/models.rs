@@ -181,6 +181,20 @@ pub async fn explain_not_found(
 pub async fn served_model(base_url: &str) -> Result<String, inferbench_core::StatusError> {
     use inferbench_core::ExitStatus;
     let url = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
+    // The side requests speak plain HTTP only (`crate::http_get`); the measured requests speak
+    // TLS too (issue 41).
+    if url
+        .get(..8)
+        .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    {
+        return Err(inferbench_core::StatusError {
+            status: ExitStatus::Usage,
+            message: format!(
+                "--model not given, and {url} cannot be asked which model the server serves: \
+                 the model lookup speaks plain HTTP only; pass --model for an https:// target"
+            ),
+        });
+    }
     let timeout = std::time::Duration::from_secs(10);
     let (why, status) = match crate::http_get(&url, timeout).await {
         Ok((200, body)) => match model_ids(&body).into_iter().next() {
@@ -216,6 +230,20 @@ pub fn served_model_note(model: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An https:// target without --model: a usage error saying to pass --model (the lookup
+    /// is plain HTTP), not "is an HTTP server running there?".
+    #[tokio::test]
+    async fn an_https_target_needs_model() {
+        let e = served_model("https://api.example.com").await.unwrap_err();
+        assert_eq!(e.status, inferbench_core::ExitStatus::Usage);
+        assert_eq!(
+            e.message,
+            "--model not given, and https://api.example.com/v1/models cannot be asked which \
+             model the server serves: the model lookup speaks plain HTTP only; pass --model for \
+             an https:// target"
+        );
+    }
 
     #[test]
     fn models_list_and_hints() {

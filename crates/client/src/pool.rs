@@ -132,11 +132,79 @@ impl OpenSlot {
     }
 }
 
+/// A connection's byte stream: plain TCP, or TLS over it for `https://` targets
+/// ([`crate::tls`]). An enum, so a plain connection's reads and writes are one `match` away
+/// from the socket (no boxing, no dynamic dispatch).
+#[derive(Debug)]
+pub enum Stream {
+    /// `http://`: the socket itself.
+    Plain(StampedTcp),
+    /// `https://`: TLS over the socket (boxed: the TLS state is large and only held once).
+    Tls(Box<tokio_rustls::client::TlsStream<StampedTcp>>),
+}
+
+impl Stream {
+    fn stamp(&self) -> RxStamp {
+        match self {
+            Stream::Plain(t) => t.stamp(),
+            Stream::Tls(t) => t.get_ref().0.stamp(),
+        }
+    }
+
+    fn try_write(&self, data: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(t) => t.try_write(data),
+            // Through the TLS session only: the caller falls back to `poll_write`.
+            Stream::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(t) => Pin::new(t).poll_read(cx, buf),
+            Stream::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(t) => Pin::new(t).poll_write(cx, data),
+            Stream::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, data),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(t) => Pin::new(t).poll_flush(cx),
+            Stream::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(t) => Pin::new(t).poll_shutdown(cx),
+            Stream::Tls(t) => Pin::new(t.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 /// A keep-alive HTTP/1.1 connection: the socket and the read buffer it owns. The request code
 /// ([`crate::Client`]) writes requests and decodes responses in place in [`Conn::unread`], in
 /// the request's own task (no spawned driver, no channel between socket and parser).
 pub struct Conn {
-    io: StampedTcp,
+    io: Stream,
     /// Read buffer; `buf[start..end]` is read but not yet consumed.
     buf: Vec<u8>,
     start: usize,
@@ -167,7 +235,7 @@ pub enum IdleState {
 }
 
 impl Conn {
-    fn new(io: StampedTcp, slot: OpenSlot) -> Self {
+    fn new(io: Stream, slot: OpenSlot) -> Self {
         let stamp = io.stamp();
         Self {
             io,
@@ -263,6 +331,15 @@ impl Conn {
     pub fn try_write(&self, data: &[u8]) -> io::Result<usize> {
         self.io.try_write(data)
     }
+
+    /// Flushes what a TLS session holds of the written request (nothing to do on plain TCP).
+    /// Errors: the socket's.
+    pub fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.io {
+            Stream::Plain(_) => Poll::Ready(Ok(())),
+            Stream::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
+        }
+    }
 }
 
 /// Pool of idle connections to one `host:port`.
@@ -286,12 +363,82 @@ pub struct Pool {
     kept_alive: AtomicBool,
     /// Turn on kernel receive timestamps on new connections.
     rx_timestamps: bool,
+    /// `https://` targets: the TLS handshake after connecting (and tunnelling).
+    tls: Option<crate::tls::TlsConnector>,
+    /// An `https://` target through a proxy: the `CONNECT` tunnel asked of `host:port` (the
+    /// proxy) first.
+    tunnel: Option<Tunnel>,
     /// Connections open now (idle, pre-opened, checked out, connecting).
     open: Arc<AtomicUsize>,
     /// Most connections held open ([`Pool::set_limit`]); `usize::MAX`: no limit.
     limit: AtomicUsize,
     /// Where check-in times, probation and deadlines read time ([`Pool::with_clock`]).
     clock: ClockSource,
+}
+
+/// An HTTP `CONNECT` tunnel through a proxy to the real target (`HTTPS_PROXY`).
+#[derive(Clone)]
+pub struct Tunnel {
+    /// `host:port` of the target, as the `CONNECT` request names it.
+    pub target: String,
+    /// `Proxy-Authorization` value, when the proxy URL carried credentials.
+    pub auth: Option<String>,
+}
+
+impl std::fmt::Debug for Tunnel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tunnel")
+            .field("target", &self.target)
+            .field("auth", &self.auth.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Largest `CONNECT` response head read from a proxy, bytes.
+const TUNNEL_HEAD_MAX: usize = 16 * 1024;
+
+/// Asks the proxy on `io` for a tunnel to `t.target` and reads its answer. Errors: the
+/// proxy's refusal (its status line), a closed connection or an unreadable answer.
+async fn open_tunnel(io: &mut StampedTcp, t: &Tunnel) -> Result<(), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut req = format!("CONNECT {0} HTTP/1.1\r\nHost: {0}\r\n", t.target);
+    if let Some(a) = &t.auth {
+        req.push_str(&format!("Proxy-Authorization: {a}\r\n"));
+    }
+    req.push_str("\r\n");
+    io.write_all(req.as_bytes())
+        .await
+        .map_err(|e| format!("writing CONNECT: {e}"))?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 512];
+    let end = loop {
+        if let Some(p) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+        if head.len() > TUNNEL_HEAD_MAX {
+            return Err(format!(
+                "its CONNECT answer is longer than {TUNNEL_HEAD_MAX} bytes"
+            ));
+        }
+        let n = io
+            .read(&mut byte)
+            .await
+            .map_err(|e| format!("reading its CONNECT answer: {e}"))?;
+        if n == 0 {
+            return Err("it closed the connection before answering CONNECT".into());
+        }
+        head.extend_from_slice(&byte[..n]);
+    };
+    let status = String::from_utf8_lossy(&head[..end]);
+    let line = status.lines().next().unwrap_or("").trim().to_string();
+    let code = line.split_whitespace().nth(1).unwrap_or("");
+    if !line.starts_with("HTTP/1.") || !code.starts_with('2') {
+        return Err(format!("it refused CONNECT {}: {line:?}", t.target));
+    }
+    if end != head.len() {
+        return Err("it sent bytes after its CONNECT answer, before TLS began".into());
+    }
+    Ok(())
 }
 
 /// Why a new connection could not be made.
@@ -319,6 +466,25 @@ pub enum ConnectError {
         /// What to raise or free ([`client_resource_error`]).
         hint: &'static str,
     },
+    /// The proxy would not open a `CONNECT` tunnel to an `https://` target.
+    #[error("the proxy {addr} gave no tunnel: {reason}")]
+    Tunnel {
+        /// The proxy's `host:port`.
+        addr: String,
+        /// What it answered (or how the connection failed).
+        reason: String,
+    },
+    /// The TLS handshake with an `https://` target failed (a certificate that does not verify,
+    /// no common protocol, not a TLS server).
+    #[error("TLS handshake with {addr} failed: {source}{hint}")]
+    Tls {
+        /// The target's `host:port`.
+        addr: String,
+        /// rustls's error.
+        source: std::io::Error,
+        /// What to do about a certificate that does not verify (empty otherwise).
+        hint: &'static str,
+    },
 }
 
 impl ConnectError {
@@ -326,7 +492,9 @@ impl ConnectError {
     /// [`ErrorClass::Connect`].
     pub fn class(&self) -> ErrorClass {
         match self {
-            ConnectError::Tcp { .. } => ErrorClass::Connect,
+            ConnectError::Tcp { .. } | ConnectError::Tunnel { .. } | ConnectError::Tls { .. } => {
+                ErrorClass::Connect
+            }
             ConnectError::Resource { .. } => ErrorClass::ClientResource,
         }
     }
@@ -365,6 +533,8 @@ impl Pool {
             spare_taken: tokio::sync::Notify::new(),
             kept_alive: AtomicBool::new(false),
             rx_timestamps,
+            tls: None,
+            tunnel: None,
             open: Arc::new(AtomicUsize::new(0)),
             limit: AtomicUsize::new(usize::MAX),
             clock: ClockSource::System,
@@ -375,6 +545,18 @@ impl Pool {
     /// passes its run clock's source).
     pub fn with_clock(mut self, clock: ClockSource) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// This pool's connections speak TLS (`tls`, for an `https://` target), through a
+    /// `CONNECT` tunnel first when `tunnel` is given (the pool's address is then the proxy's).
+    pub fn with_tls(
+        mut self,
+        tls: Option<crate::tls::TlsConnector>,
+        tunnel: Option<Tunnel>,
+    ) -> Self {
+        self.tls = tls;
+        self.tunnel = tunnel;
         self
     }
 
@@ -721,6 +903,35 @@ impl Pool {
                 },
             })?;
         let _ = stream.set_nodelay(true);
-        Ok(Conn::new(StampedTcp::new(stream, self.rx_timestamps), slot))
+        let mut tcp = StampedTcp::new(stream, self.rx_timestamps);
+        if let Some(t) = &self.tunnel {
+            open_tunnel(&mut tcp, t)
+                .await
+                .map_err(|reason| ConnectError::Tunnel {
+                    addr: addr.clone(),
+                    reason,
+                })?;
+        }
+        let io = match &self.tls {
+            None => Stream::Plain(tcp),
+            Some(tls) => {
+                let target = self.tunnel.as_ref().map_or(addr, |t| t.target.clone());
+                let tls = tls.connect(tcp).await.map_err(|source| {
+                    let hint = if source.to_string().contains("certificate") {
+                        " (give the CA that signed the server's certificate with --tls-ca FILE, \
+                         or skip verification with --insecure)"
+                    } else {
+                        ""
+                    };
+                    ConnectError::Tls {
+                        addr: target,
+                        source,
+                        hint,
+                    }
+                })?;
+                Stream::Tls(Box::new(tls))
+            }
+        };
+        Ok(Conn::new(io, slot))
     }
 }

@@ -1,12 +1,14 @@
 //! HTTP proxies for the benchmark traffic, as vLLM's client honours them (aiohttp with
 //! `trust_env`: `http_proxy` / `HTTP_PROXY`, `no_proxy` / `NO_PROXY`).
 //!
-//! The client speaks plain HTTP only (no TLS: an `https://` target is refused by
-//! [`crate::target_uri`]), so only `http_proxy` applies: a proxied request goes to the proxy's
-//! address with an absolute-form request target (`POST http://host:port/v1/… HTTP/1.1`), the
-//! `Host` header kept, plus `Proxy-Authorization: Basic …` when the proxy URL carries
-//! credentials. `HTTPS_PROXY` (CONNECT tunnels) has nothing to carry. Loopback targets
-//! (`localhost`, `127.0.0.0/8`, `::1`) are never proxied, nor hosts `NO_PROXY` lists.
+//! `http://` targets use `http_proxy`: a proxied request goes to the proxy's address with an
+//! absolute-form request target (`POST http://host:port/v1/… HTTP/1.1`), the `Host` header
+//! kept, plus `Proxy-Authorization: Basic …` when the proxy URL carries credentials.
+//! `https://` targets use `https_proxy`: each connection asks the proxy for a tunnel
+//! (`CONNECT host:443`, the credentials on that request), then speaks TLS to the target through
+//! it ([`crate::pool`]). The proxy itself is always spoken to in plain HTTP (an `http://`
+//! proxy URL). Loopback targets (`localhost`, `127.0.0.0/8`, `::1`) are never proxied, nor hosts
+//! `NO_PROXY` lists.
 
 use std::net::IpAddr;
 
@@ -88,12 +90,14 @@ impl Proxy {
     }
 }
 
-/// The proxy settings of the environment: `http_proxy` (else `HTTP_PROXY`) and `no_proxy`
-/// (else `NO_PROXY`), each `None` when unset or empty.
+/// The proxy settings of the environment: `http_proxy` (else `HTTP_PROXY`), `https_proxy`
+/// (else `HTTPS_PROXY`) and `no_proxy` (else `NO_PROXY`), each `None` when unset or empty.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProxyEnv {
     /// The proxy URL for `http://` targets.
     pub http_proxy: Option<String>,
+    /// The proxy URL for `https://` targets (a `CONNECT` tunnel through it).
+    pub https_proxy: Option<String>,
     /// Hosts never proxied (comma-separated; `*` for all).
     pub no_proxy: Option<String>,
 }
@@ -113,7 +117,22 @@ impl ProxyEnv {
         };
         ProxyEnv {
             http_proxy: pick("http_proxy", "HTTP_PROXY"),
+            https_proxy: pick("https_proxy", "HTTPS_PROXY"),
             no_proxy: pick("no_proxy", "NO_PROXY"),
+        }
+    }
+
+    /// The proxy URL for requests to `base_url`: `https_proxy` for an `https://` URL,
+    /// `http_proxy` otherwise (whether it applies to the host is [`applies`]'s question).
+    pub fn for_url(&self, base_url: &str) -> Option<String> {
+        let https = base_url
+            .trim_start()
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+        if https {
+            self.https_proxy.clone()
+        } else {
+            self.http_proxy.clone()
         }
     }
 }
@@ -169,7 +188,11 @@ pub fn applies(host: &str, port: u16, no_proxy: Option<&str>) -> bool {
 pub fn used_for(url: &str, proxy: Option<&str>, no_proxy: Option<&str>) -> Option<String> {
     let uri: http::Uri = url.parse().ok()?;
     let host = uri.host()?;
-    let port = uri.port_u16().unwrap_or(80);
+    let port = (uri.port_u16()).unwrap_or(if uri.scheme_str() == Some("https") {
+        443
+    } else {
+        80
+    });
     let p = proxy.filter(|_| applies(host, port, no_proxy))?;
     Proxy::parse(p).ok().map(|p| p.url)
 }
@@ -280,5 +303,30 @@ mod tests {
         });
         assert_eq!(env.http_proxy.as_deref(), Some("http://lower:2"));
         assert_eq!(env.no_proxy, None);
+        let env = ProxyEnv::from_lookup(|k| match k {
+            "HTTPS_PROXY" => Some("http://tunnel:3128".into()),
+            "http_proxy" => Some("http://plain:80".into()),
+            _ => None,
+        });
+        assert_eq!(
+            env.for_url("https://api.example.com").as_deref(),
+            Some("http://tunnel:3128")
+        );
+        assert_eq!(
+            env.for_url("HTTPS://api.example.com").as_deref(),
+            Some("http://tunnel:3128")
+        );
+        assert_eq!(
+            env.for_url("http://api.example.com").as_deref(),
+            Some("http://plain:80")
+        );
+        assert_eq!(
+            used_for(
+                "https://api.example.com/v1",
+                Some("http://tunnel:3128"),
+                Some("api.example.com:443")
+            ),
+            None
+        );
     }
 }

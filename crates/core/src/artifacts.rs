@@ -192,6 +192,37 @@ pub struct EngineInfo {
     pub synthetic_acceptance: serde_json::Value,
 }
 
+/// What every request of a sweep's points carries beyond the body (issue 41: InferenceX's
+/// recipes pass these from their benchmark scripts): `sweep`/`job`'s `--header-template`,
+/// `--dp-rank-roundrobin`, `--allow-empty-content` and `--backend`, as `bench` and `replay`
+/// take them. Written to `job.json` (`client`) when any is set, and carried to Slurm tasks and
+/// GitHub rows in `run-options.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientFeatures {
+    /// Per-request header templates `NAME: VALUE`, whose value may hold `{i}` (the request's
+    /// send index, warmups included, from 0) or `{i%N}`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub header_templates: Vec<String>,
+    /// `X-data-parallel-rank: i mod N` on request i (N ≥ 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dp_rank_roundrobin: Option<u64>,
+    /// The first content chunk ends TTFT even when its text is empty.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allow_empty_content: bool,
+    /// The API spoken (`openai`, `openai-chat`, `openai-responses`); `None`: by the endpoint,
+    /// as before (completions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+}
+
+impl ClientFeatures {
+    /// Nothing set: the sweep sends what it always sent.
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// A fixed-sequence point's client settings the matrix row does not hold.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -261,6 +292,9 @@ pub struct JobFile {
     /// An AgentX replay point's settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplaySettings>,
+    /// The client features every request of the point carried, when any was set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientFeatures>,
 }
 
 impl JobFile {

@@ -57,8 +57,9 @@ pub struct TargetFlags {
     #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
     pub headers: Vec<String>,
     /// Per-request header 'NAME: VALUE' (repeatable) whose value may hold {i}, the request's
-    /// send index (every request sent, warmups included, from 0), or {i%N}, that index
-    /// modulo N. A dataset line's `extra_headers` object adds headers to its request alone.
+    /// send index (every request sent, warmups included, from 0; replay's chat-template probes
+    /// take none and get only templates without {i}), or {i%N}, that index modulo N. A dataset
+    /// line's `extra_headers` object adds headers to its request alone.
     #[arg(
         long = "header-template",
         value_name = "'NAME: VALUE'",
@@ -75,9 +76,10 @@ pub struct TargetFlags {
     /// the first chunk with generated text. Recorded in the summary.
     #[arg(long, help_heading = "Target")]
     pub allow_empty_content: bool,
-    /// Send the requests directly, ignoring http_proxy/HTTP_PROXY (which are honoured by
-    /// default, as vLLM's client does, except for loopback targets and the hosts
-    /// no_proxy/NO_PROXY lists). Only http:// targets exist here, so HTTPS_PROXY never applies.
+    /// Send the requests directly, ignoring http_proxy/HTTP_PROXY (http:// targets) and
+    /// https_proxy/HTTPS_PROXY (https:// targets, through a CONNECT tunnel), which are honoured
+    /// by default, as vLLM's client does, except for loopback targets and the hosts
+    /// no_proxy/NO_PROXY lists.
     #[arg(long, help_heading = "Target")]
     pub no_proxy: bool,
     /// JSON object merged into every request body (overrides our keys), e.g.
@@ -130,8 +132,8 @@ impl TargetFlags {
         headers(&self.headers)
     }
 
-    /// The proxy settings: `http_proxy` / `HTTP_PROXY` and `no_proxy` / `NO_PROXY` of the
-    /// environment, or none with `--no-proxy`.
+    /// The proxy settings: `http_proxy` / `HTTP_PROXY`, `https_proxy` / `HTTPS_PROXY` and
+    /// `no_proxy` / `NO_PROXY` of the environment, or none with `--no-proxy`.
     pub fn proxy_env(&self) -> inferbench_client::proxy::ProxyEnv {
         if self.no_proxy {
             inferbench_client::proxy::ProxyEnv::default()
@@ -643,8 +645,10 @@ impl BenchFlags {
             model: self.target.model(),
             header_templates: self.target.parsed_header_templates()?,
             allow_empty_content: self.target.allow_empty_content,
-            proxy: self.target.proxy_env().http_proxy,
+            proxy: self.target.proxy_env().for_url(&self.target.base_url()),
             no_proxy_hosts: self.target.proxy_env().no_proxy,
+            // `--tls-ca` / `--insecure` are the CLI's flags, set after this.
+            tls: Default::default(),
             api_key: self.target.api_key,
             headers,
             extra_body,

@@ -103,6 +103,8 @@ pub struct BenchOptions {
     pub proxy: Option<String>,
     /// `no_proxy` / `NO_PROXY`: hosts never proxied.
     pub no_proxy_hosts: Option<String>,
+    /// How an `https://` target is verified (`--tls-ca FILE`, `--insecure`).
+    pub tls: inferbench_client::tls::TlsOptions,
     /// `--extra-body JSON`: merged into every request body.
     pub extra_body: Option<Map<String, Value>>,
     // --- workload
@@ -234,6 +236,7 @@ impl Default for BenchOptions {
             allow_empty_content: false,
             proxy: None,
             no_proxy_hosts: None,
+            tls: Default::default(),
             extra_body: None,
             dataset_name: DatasetName::Random,
             dataset_path: None,

@@ -557,6 +557,7 @@ fn bench_client(opts: &BenchOptions, prepared: &PreparedPrompts) -> anyhow::Resu
             allow_empty_content: opts.allow_empty_content,
             proxy: opts.proxy.clone(),
             no_proxy: opts.no_proxy_hosts.clone(),
+            tls: opts.tls.clone(),
             extra_body: opts.extra_body.clone(),
             ignore_eos: opts.ignore_eos,
             max_tokens_field: opts.max_tokens_field,
@@ -1006,7 +1007,12 @@ fn end_note(
             let msg = unreachable_msg.unwrap_or_default();
             // Trial 32 F10: a port that accepts and drops is listened on, by something that
             // does not answer HTTP.
-            let advice = if inferbench_client::http::accepted_then_failed(&msg) {
+            let advice = if inferbench_client::http::tls_failed(&msg) {
+                "the server is there, but TLS could not be set up with it: see the cause above"
+            } else if inferbench_client::http::tunnel_refused(&msg) {
+                "the proxy is there but gave no tunnel: check https_proxy/HTTPS_PROXY, or \
+                 NO_PROXY / --no-proxy to go direct"
+            } else if inferbench_client::http::accepted_then_failed(&msg) {
                 "something listens there but drops connections without an HTTP answer: is it \
                  the server's HTTP port (not TLS or another service), is the server still \
                  starting, or at its connection limit? check --base-url, or --host and --port"

@@ -427,3 +427,100 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
     assert!(lines.lock().unwrap().is_empty());
     assert_eq!(out.summary.inferbench.proxy, None);
 }
+
+/// Item 2 of issue 41's rest: the replay's two chat-template probes (sent before its warmup)
+/// are not part of the load, so they take no send index: they carry the index-free template
+/// (`X-Tenant: t1`) but no `X-data-parallel-rank` or `X-Req`, and the first warmup is request
+/// 0 (rank 0); every request of the run has its own index, 0, 1, 2, … in send order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_probes_take_no_send_index() {
+    use inferbench_loadgen::agentic::prompt::Prompter;
+    use inferbench_loadgen::agentic::{run_replay, ReplayOptions, SchedConfig};
+    use inferbench_workload::agentx::{Stream, StreamKind, Trace, TraceRequest};
+
+    let mut body: Vec<(Duration, String)> = ["a", "b"]
+        .iter()
+        .map(|p| {
+            let ev = serde_json::json!({"choices": [{"index": 0, "delta": {"content": p}}]});
+            (Duration::ZERO, format!("data: {ev}\n\n"))
+        })
+        .collect();
+    body.push((
+        Duration::ZERO,
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":70,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n".into(),
+    ));
+    let (url, heads) = spawn_capture(body).await;
+    let rq = |t_s: f64| TraceRequest {
+        t_s,
+        input_tokens: 64,
+        output_tokens: 2,
+        hash_ids: vec![0],
+        api_time_s: 0.01,
+        model: "claude".into(),
+    };
+    let traces = Arc::new(vec![Trace {
+        id: "a".into(),
+        block_size: 64,
+        system_prefix_tokens: 0,
+        hash_id_scope: Default::default(),
+        streams: vec![Stream {
+            id: "a".into(),
+            kind: StreamKind::Root,
+            label: String::new(),
+            requests: vec![rq(0.0), rq(0.02), rq(0.04)],
+        }],
+        origin: "test:1".into(),
+    }]);
+    let tok = inferbench_workload::Tokenizer::load("o200k_base").expect("embedded tokenizer");
+    let prompter = Arc::new(Prompter::new(&traces, &tok, 42).expect("corpus"));
+    let opts = ReplayOptions {
+        base_url: url,
+        model: "m".into(),
+        header_templates: vec![
+            inferbench_client::HeaderTemplate::parse("X-Req: {i}").unwrap(),
+            inferbench_client::HeaderTemplate::parse("X-Tenant: t1").unwrap(),
+            inferbench_client::HeaderTemplate::dp_rank(2),
+        ],
+        idle_timeout: Duration::from_secs(10),
+        request_timeout: None,
+        sched: SchedConfig {
+            lanes: 1,
+            duration_ns: 300_000_000,
+            warmup_per_lane: 2,
+            ..SchedConfig::default()
+        },
+        grace: Duration::from_secs(2),
+        server_metrics_interval: None,
+        ..ReplayOptions::default()
+    };
+    let out = run_replay(opts, traces, prompter, CancellationToken::new())
+        .await
+        .expect("replay runs");
+    assert!(out.records.len() >= 3, "{:?}", out.records.len());
+    let heads = heads.lock().unwrap().clone();
+    // The two probes, then one head per record.
+    assert_eq!(heads.len(), out.records.len() + 2, "{heads:#?}");
+    let header = |h: &str, name: &str| -> Option<String> {
+        h.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .map(|v| v.trim().to_string())
+    };
+    for probe in &heads[..2] {
+        assert_eq!(header(probe, "x-tenant").as_deref(), Some("t1"), "{probe}");
+        assert_eq!(header(probe, "x-data-parallel-rank"), None, "{probe}");
+        assert_eq!(header(probe, "x-req"), None, "{probe}");
+    }
+    let run = &heads[2..];
+    let reqs: Vec<Option<String>> = run.iter().map(|h| header(h, "x-req")).collect();
+    let want: Vec<Option<String>> = (0..run.len()).map(|i| Some(i.to_string())).collect();
+    assert_eq!(reqs, want);
+    let ranks: Vec<Option<String>> = run
+        .iter()
+        .map(|h| header(h, "x-data-parallel-rank"))
+        .collect();
+    let want: Vec<Option<String>> = (0..run.len()).map(|i| Some((i % 2).to_string())).collect();
+    assert_eq!(ranks, want);
+    assert!(run
+        .iter()
+        .all(|h| header(h, "x-tenant").as_deref() == Some("t1")));
+}

@@ -17,7 +17,7 @@ use inferbench_loadgen::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::point::{PointOutput, PointRequest, PointRunner};
+use crate::point::{BenchDefaults, PointOutput, PointRequest, PointRunner};
 
 /// Runs points with the load generator.
 #[derive(Debug, Clone, Default)]
@@ -48,9 +48,21 @@ pub fn bench_options(req: &PointRequest) -> BenchOptions {
     // Multinode rows need PREFILL_GPUS/DECODE_GPUS, which only the engine knows: no aggregate.
     let identity = JobIdentity::from_lookup(|k| env.get(k).cloned()).ok();
     let b = &req.bench;
+    // Checked when the sweep's flags were read (`RunFlags::sweep_options`).
+    let backend = crate::point::backend(&b.client).ok().flatten();
+    // `--backend` with `--endpoint` left at its default: the backend's own endpoint.
+    let endpoint = match backend {
+        Some(be) if b.endpoint == BenchDefaults::default().endpoint => {
+            be.default_endpoint().to_string()
+        }
+        _ => b.endpoint.clone(),
+    };
     BenchOptions {
+        backend: backend.unwrap_or_default(),
+        header_templates: crate::point::header_templates(&b.client).unwrap_or_default(),
+        allow_empty_content: b.client.allow_empty_content,
         base_url: req.base_url.clone(),
-        endpoint: Some(b.endpoint.clone()),
+        endpoint: Some(endpoint),
         model: req.model.clone(),
         random_input_len: req.isl,
         random_output_len: req.osl,
@@ -231,6 +243,9 @@ async fn run_agentic_point(
         base_url: req.base_url.clone(),
         endpoint: Some(endpoint),
         model: req.model.clone(),
+        // Checked when the sweep's flags were read (`RunFlags::sweep_options`).
+        header_templates: crate::point::header_templates(&req.bench.client).unwrap_or_default(),
+        allow_empty_content: req.bench.client.allow_empty_content,
         request_timeout: Some(std::time::Duration::from_secs_f64(
             req.bench.request_timeout_s.unwrap_or(21_600.0),
         )),
@@ -270,6 +285,13 @@ async fn run_agentic_point(
     let out = agentic::run_replay(opts, traces, prompter, cancel.clone()).await?;
     let valid = duration_s >= MIN_VALID_AGENTIC_S;
     let mut summary = agentic::replay_summary(&out, &req.model, req.conc, valid);
+    // As `replay` records them.
+    summary.inferbench.allow_empty_content = req.bench.client.allow_empty_content;
+    summary.inferbench.header_templates = (crate::point::header_templates(&req.bench.client))
+        .unwrap_or_default()
+        .iter()
+        .map(|t| format!("{}: {}", t.name, t.value))
+        .collect();
     // What the runner knows of the engine it launched for this row (issue 39 §5).
     let first = out
         .server_snapshots

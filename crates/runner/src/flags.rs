@@ -179,6 +179,16 @@ pub struct RunFlags {
     /// Show the load generator's live progress.
     #[arg(long)]
     pub progress: bool,
+    /// What every request carries beyond the body (`--header-template`,
+    /// `--dp-rank-roundrobin`, `--allow-empty-content`, `--backend`): flags of the CLI
+    /// (`inferbench`'s `ClientArgs`), which sets this field; carried in `run-options.json`
+    /// like the rest.
+    #[arg(skip)]
+    #[serde(
+        default,
+        skip_serializing_if = "inferbench_core::artifacts::ClientFeatures::is_default"
+    )]
+    pub client: inferbench_core::artifacts::ClientFeatures,
 }
 
 impl RunFlags {
@@ -240,6 +250,8 @@ impl RunFlags {
             self.eval_concurrency != Some(0),
             "--eval-concurrency must be ≥ 1"
         );
+        crate::point::header_templates(&self.client)?;
+        crate::point::backend(&self.client)?;
         Ok(SweepOptions {
             out_dir: abs(&self.out),
             runner_name: self.runner_name.clone(),
@@ -278,6 +290,7 @@ impl RunFlags {
                 agentic_duration_s: self.agentic_duration,
                 agentic_grace_s: self.agentic_grace_period,
                 agentic_warmup_per_lane: None,
+                client: self.client.clone(),
             },
             force: self.force,
             base_url: self.base_url.clone(),
@@ -977,6 +990,16 @@ mod tests {
             "1.5",
         ])
         .run;
+        // The CLI's client flags (issue 41) ride in the same file.
+        let given = RunFlags {
+            client: inferbench_core::artifacts::ClientFeatures {
+                header_templates: vec!["X-Req: {i}".into()],
+                dp_rank_roundrobin: Some(4),
+                allow_empty_content: true,
+                backend: Some("openai-chat".into()),
+            },
+            ..given
+        };
         let dir = std::env::temp_dir().join(format!("ib-options-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join(SLURM_OPTIONS_FILE);

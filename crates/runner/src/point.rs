@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::jobspec::JobSpec;
-use inferbench_core::artifacts::ReplaySettings;
+use inferbench_core::artifacts::{ClientFeatures, ReplaySettings};
 
 /// InferenceX's client defaults for a fixed-seq point (reference/inferencex-producer.md §5.3):
 /// `10 × conc` prompts, `2 × conc` warmups, range ratio 0.8, `ignore_eos`, unlimited rate.
@@ -48,6 +48,10 @@ pub struct BenchDefaults {
     /// Warmup requests per lane before an agentic replay's measured window (default: AgentX's
     /// 10, `SchedConfig`; the agentic quickstart's short preview uses 2).
     pub agentic_warmup_per_lane: Option<u32>,
+    /// What every request carries beyond the body: header templates, dp-rank round-robin,
+    /// `allow_empty_content`, the backend (`sweep --header-template` …; issue 41).
+    #[serde(default)]
+    pub client: ClientFeatures,
 }
 
 impl Default for BenchDefaults {
@@ -66,6 +70,7 @@ impl Default for BenchDefaults {
             agentic_duration_s: None,
             agentic_grace_s: None,
             agentic_warmup_per_lane: None,
+            client: ClientFeatures::default(),
         }
     }
 }
@@ -99,6 +104,52 @@ impl BenchDefaults {
             seed: SchedConfig::default().seed,
         }
     }
+}
+
+/// `client`'s header templates as the load generator takes them: each `header_templates`
+/// entry, then `dp_rank_roundrobin`'s `X-data-parallel-rank: {i%N}`. Errors name the flag: no
+/// `:`, an empty name, a bad `{i%N}`, N = 0, or one header named twice.
+pub fn header_templates(
+    client: &ClientFeatures,
+) -> anyhow::Result<Vec<inferbench_client::HeaderTemplate>> {
+    let mut out = Vec::new();
+    for t in &client.header_templates {
+        out.push(
+            inferbench_client::HeaderTemplate::parse(t)
+                .map_err(|e| anyhow::anyhow!("--header-template: {e}"))?,
+        );
+    }
+    if let Some(n) = client.dp_rank_roundrobin {
+        anyhow::ensure!(n >= 1, "--dp-rank-roundrobin: N must be ≥ 1");
+        out.push(inferbench_client::HeaderTemplate::dp_rank(n));
+    }
+    for (i, t) in out.iter().enumerate() {
+        if out[..i]
+            .iter()
+            .any(|o| o.name.eq_ignore_ascii_case(&t.name))
+        {
+            anyhow::bail!(
+                "--header-template/--dp-rank-roundrobin: header {:?} is given twice",
+                t.name
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// `client`'s backend, `None` when not set. Errors: an unknown name (`--backend`).
+pub fn backend(client: &ClientFeatures) -> anyhow::Result<Option<inferbench_client::Backend>> {
+    client
+        .backend
+        .as_deref()
+        .map(|b| {
+            inferbench_client::Backend::parse(b).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--backend: unknown backend {b:?} (openai, openai-chat, openai-responses)"
+                )
+            })
+        })
+        .transpose()
 }
 
 /// Everything a load generator needs for one point.
@@ -165,4 +216,66 @@ pub trait PointRunner {
         req: &PointRequest,
         cancel: &tokio_util::sync::CancellationToken,
     ) -> anyhow::Result<PointOutput>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sweep's client features parse as `bench`'s flags do, and bad ones are refused with
+    /// the flag's name.
+    #[test]
+    fn client_features_parse_or_name_the_flag() {
+        let c = ClientFeatures {
+            header_templates: vec!["X-Req: r{i%3}".into()],
+            dp_rank_roundrobin: Some(2),
+            backend: Some("chat".into()),
+            ..Default::default()
+        };
+        let t: Vec<(String, String)> = (header_templates(&c).unwrap().into_iter())
+            .map(|t| (t.name, t.value))
+            .collect();
+        assert_eq!(
+            t,
+            [
+                ("X-Req".to_string(), "r{i%3}".to_string()),
+                ("X-data-parallel-rank".to_string(), "{i%2}".to_string())
+            ]
+        );
+        assert_eq!(
+            backend(&c).unwrap(),
+            Some(inferbench_client::Backend::OpenAiChat)
+        );
+        assert_eq!(backend(&ClientFeatures::default()).unwrap(), None);
+        let twice = ClientFeatures {
+            header_templates: vec!["x-data-parallel-rank: {i}".into()],
+            dp_rank_roundrobin: Some(2),
+            ..Default::default()
+        };
+        assert_eq!(
+            header_templates(&twice).unwrap_err().to_string(),
+            "--header-template/--dp-rank-roundrobin: header \"X-data-parallel-rank\" is given twice"
+        );
+        let bad = ClientFeatures {
+            header_templates: vec!["no colon".into()],
+            ..Default::default()
+        };
+        assert!(header_templates(&bad)
+            .unwrap_err()
+            .to_string()
+            .starts_with("--header-template: "));
+        let zero = ClientFeatures {
+            dp_rank_roundrobin: Some(0),
+            ..Default::default()
+        };
+        assert!(header_templates(&zero).is_err());
+        let unknown = ClientFeatures {
+            backend: Some("grpc".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            backend(&unknown).unwrap_err().to_string(),
+            "--backend: unknown backend \"grpc\" (openai, openai-chat, openai-responses)"
+        );
+    }
 }

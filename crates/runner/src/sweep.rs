@@ -1489,6 +1489,7 @@ fn write_job_json(
         // Issue 12's live comparison: the agentic quickstart's own job.json said which
         // traces, window, grace, warmups and seed it replayed; the sweep's did not.
         replay: (point.spec.is_agentic()).then(|| b.replay_settings(point.spec.row.duration)),
+        client: (!b.client.is_default()).then(|| b.client.clone()),
     };
     let _ = write_json_atomic(&point.dir.join(JOB_FILE), &job);
 }

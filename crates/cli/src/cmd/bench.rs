@@ -24,6 +24,9 @@ pub struct BenchArgs {
     /// The capacity search.
     #[command(flatten)]
     pub search: SearchArgs,
+    /// How an https:// target is verified.
+    #[command(flatten)]
+    pub tls: super::tls_args::TlsArgs,
 }
 
 /// Flags of the SLO capacity search (issue 43): with `--slo` and a search range, `bench` runs
@@ -79,9 +82,14 @@ pub struct SearchArgs {
 /// Runs the subcommand: the point, its report (stdout), the files written and the notes
 /// (stderr), then with `--db` the result stored under its result directory's batch.
 pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
-    let BenchArgs { mut flags, search } = args;
+    let BenchArgs {
+        mut flags,
+        search,
+        tls,
+    } = args;
+    let tls = tls.options();
     if !search.slo.is_empty() {
-        return run_search(flags, search);
+        return run_search(flags, search, tls);
     }
     let db = flags.db.take();
     // Where the result will be stored, checked before the benchmark runs.
@@ -90,6 +98,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     }
     let mut ingest_opts = inferbench_store::flags::options(&flags.set)?;
     let mut opts = flags.into_options()?;
+    opts.tls = tls;
     // More streams than this process can hold open or in memory: refused before anything is
     // sent (issue 39 §2: EMFILE on 3 of 4 warmups, or SIGSEGV at 1,000,000 streams).
     // The flags' own ranges first (a number out of range is named as such); the prompts'
@@ -241,7 +250,11 @@ fn num(x: f64) -> String {
 /// `capacity-<date>.json`) in `--result-dir`. Exit 0 when a capacity was found (or the whole
 /// range meets the SLOs), 1 when no load in the range meets them or the probe budget ran out,
 /// 130 / 3 when a probe was interrupted or found the server unreachable; 2 for bad flags.
-fn run_search(flags: BenchFlags, search: SearchArgs) -> anyhow::Result<ExitStatus> {
+fn run_search(
+    flags: BenchFlags,
+    search: SearchArgs,
+    tls: inferbench_client::tls::TlsOptions,
+) -> anyhow::Result<ExitStatus> {
     let slos = search
         .slo
         .iter()
@@ -280,6 +293,7 @@ fn run_search(flags: BenchFlags, search: SearchArgs) -> anyhow::Result<ExitStatu
     let ingest_opts = inferbench_store::flags::options(&flags.set)?;
     let capacity_name = flags.result_filename.take();
     let mut opts = flags.into_options()?;
+    opts.tls = tls;
     // A search is many full points: every probe keeps its result.
     opts.save_result = true;
     // Each probe is a fresh run: the same random prompts again would be served from the

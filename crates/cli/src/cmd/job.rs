@@ -5,11 +5,25 @@
 use inferbench_runner::flags::{run_here, JobFlags};
 use inferbench_runner::{JobSpec, SweepOptions};
 
+use super::client_args::ClientArgs;
 use super::ExitStatus;
 
+/// `job`'s flags: the runner's, and the client features of the row's requests (given here
+/// they override an `--options-file`'s).
+#[derive(Debug, clap::Args)]
+pub struct JobArgs {
+    /// The runner's flags.
+    #[command(flatten)]
+    pub flags: JobFlags,
+    /// What every request carries.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
 /// Runs the subcommand: 0 ok, 1 failed, 130 interrupted.
-pub fn run(flags: JobFlags) -> anyhow::Result<ExitStatus> {
-    let (job, run) = flags.resolve()?;
+pub fn run(args: JobArgs) -> anyhow::Result<ExitStatus> {
+    let (job, mut run) = args.flags.resolve()?;
+    args.client.apply(&mut run);
     let mut opts = run.sweep_options()?;
     opts.write_report = false;
     run_local(&[job], &opts, run.progress, None)

@@ -4,6 +4,7 @@
 pub use inferbench_core::ExitStatus;
 
 pub mod bench;
+pub mod client_args;
 pub mod eval;
 pub mod ingest;
 pub mod job;
@@ -13,6 +14,7 @@ pub mod replay;
 pub mod serve;
 pub mod sim;
 pub mod sweep;
+pub mod tls_args;
 
 /// The multi-threaded tokio runtime a long-running subcommand runs in: a worker per core
 /// ([`crate::limits::worker_threads`]) and at most [`crate::limits::BLOCKING_THREADS`] blocking

@@ -77,8 +77,21 @@ fn size_notice(
     })
 }
 
+/// `inferbench replay`'s flags: the replay's ([`ReplayFlags`], the loadgen library's) and how
+/// an https:// target is verified.
+#[derive(Debug, clap::Args)]
+pub struct ReplayArgs {
+    /// The replay's flags.
+    #[command(flatten)]
+    pub flags: ReplayFlags,
+    /// How an https:// target is verified.
+    #[command(flatten)]
+    pub tls: super::tls_args::TlsArgs,
+}
+
 /// Runs `inferbench replay` under the shutdown token.
-pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
+pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
+    let ReplayArgs { flags, tls } = args;
     // More lanes than this process can hold: refused before the traces load (issue 39 §2:
     // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
     crate::limits::refuse_beyond(Some(crate::limits::Need {
@@ -89,7 +102,8 @@ pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
         prompt_bytes: 0,
     }))?;
     let rt = super::runtime()?;
-    let prepared = rt.block_on(flags.prepare_bounded())?;
+    let mut prepared = rt.block_on(flags.prepare_bounded())?;
+    prepared.set_tls(tls.options());
     // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
     // a connection (trial finding 3: 19,000 lanes passed the check, then held 19,847 files and
     // failed warmups with EMFILE). Checked once the traces are known, before any request.

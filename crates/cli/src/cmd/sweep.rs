@@ -4,10 +4,24 @@
 
 use inferbench_runner::flags::{Executor, SweepFlags};
 
+use super::client_args::ClientArgs;
 use super::ExitStatus;
 
+/// `sweep`'s flags: the runner's, and the client features of every point's requests.
+#[derive(Debug, clap::Args)]
+pub struct SweepArgs {
+    /// The runner's flags.
+    #[command(flatten)]
+    pub flags: SweepFlags,
+    /// What every request carries.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
 /// Runs the subcommand: 0 all ok, 1 some point failed, 130 interrupted.
-pub fn run(mut flags: SweepFlags) -> anyhow::Result<ExitStatus> {
+pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
+    let SweepArgs { mut flags, client } = args;
+    client.apply(&mut flags.run);
     let mut jobs = flags.jobs()?;
     let opts = flags.run.sweep_options()?;
     if let Some(tol) = flags.adaptive {

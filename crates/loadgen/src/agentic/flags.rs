@@ -201,8 +201,10 @@ impl ReplayFlags {
             headers,
             header_templates: self.target.parsed_header_templates()?,
             allow_empty_content: self.target.allow_empty_content,
-            proxy: self.target.proxy_env().http_proxy,
+            proxy: self.target.proxy_env().for_url(&self.target.base_url()),
             no_proxy_hosts: self.target.proxy_env().no_proxy,
+            // `--tls-ca` / `--insecure` are the CLI's flags, set after this.
+            tls: Default::default(),
             extra_body,
             max_tokens_field: self.target.max_tokens_field,
             idle_timeout: secs("--idle-timeout", self.idle_timeout)?,
@@ -249,6 +251,11 @@ pub struct PreparedReplay {
 }
 
 impl PreparedReplay {
+    /// How an `https://` target is verified (the CLI's `--tls-ca` / `--insecure`).
+    pub fn set_tls(&mut self, tls: inferbench_client::tls::TlsOptions) {
+        self.opts.tls = tls;
+    }
+
     /// The most requests one session of the loaded traces has in flight at once
     /// ([`super::TreePlan::peak_in_flight`]); 1 without traces.
     pub fn peak_in_flight_per_session(&self) -> u64 {

@@ -133,7 +133,9 @@ async fn probe(
         correlation_id: None,
         headers: Vec::new(),
     };
-    let rec = client.send(&input, meta, stop).await;
+    // Not part of the load: no send index, so `{i}` templates (a dp-rank round-robin's) are
+    // not sent and the run's requests start at index 0.
+    let rec = client.send_unindexed(&input, meta, stop).await;
     if !rec.success {
         return Err(format!(
             "{}: {}",

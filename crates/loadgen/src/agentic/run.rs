@@ -60,6 +60,8 @@ pub struct ReplayOptions {
     pub proxy: Option<String>,
     /// `no_proxy` / `NO_PROXY`: hosts never proxied.
     pub no_proxy_hosts: Option<String>,
+    /// How an `https://` target is verified (`--tls-ca FILE`, `--insecure`).
+    pub tls: inferbench_client::tls::TlsOptions,
     /// Extra body keys (`--extra-body`), merged last.
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// Output-length field(s) (`--max-tokens-field`; default `max_completion_tokens`, as
@@ -105,6 +107,7 @@ impl Default for ReplayOptions {
             allow_empty_content: false,
             proxy: None,
             no_proxy_hosts: None,
+            tls: Default::default(),
             extra_body: None,
             max_tokens_field: None,
             idle_timeout: Duration::from_secs(600),
@@ -390,6 +393,7 @@ fn replay_client(opts: &ReplayOptions, clock: RunClock) -> anyhow::Result<Client
             allow_empty_content: opts.allow_empty_content,
             proxy: opts.proxy.clone(),
             no_proxy: opts.no_proxy_hosts.clone(),
+            tls: opts.tls.clone(),
             extra_body: opts.extra_body.clone(),
             ignore_eos: true,
             max_tokens_field: Some(

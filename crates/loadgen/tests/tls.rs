@@ -1,0 +1,284 @@
+//! Issue 41, `https://` targets: a TLS front in the test (a CA and a server certificate made
+//! here with rcgen) terminating TLS before the in-process sim. With the CA as `--tls-ca` every
+//! request succeeds with the sim's exact token counts; without it every request fails as a
+//! recorded `connect` error naming the certificate and the two flags; `--insecure` goes
+//! through; `HTTPS_PROXY` opens one `CONNECT` tunnel per connection through a proxy in the
+//! test, which the summary names.
+
+use std::sync::{Arc, Mutex};
+
+use inferbench_core::{ErrorClass, Phase, RequestRecord};
+use inferbench_loadgen::{run_bench, BenchOptions, CancellationToken, ProgressMode};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// A name the client cannot resolve: only a proxy's tunnel reaches it.
+const FAR_HOST: &str = "bench-target.invalid";
+
+/// A CA (PEM) and a TLS acceptor whose certificate it signed for `localhost`, `127.0.0.1` and
+/// [`FAR_HOST`].
+fn certificates() -> (String, tokio_rustls::TlsAcceptor) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "inferbench test CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        FAR_HOST.to_string(),
+    ])
+    .unwrap()
+    .signed_by(&key, &ca_cert, &ca_key)
+    .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+        )
+        .unwrap();
+    (
+        ca_cert.pem(),
+        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+    )
+}
+
+/// TLS on a local port in front of `upstream` (plain HTTP); returns the port.
+async fn spawn_tls_front(acceptor: tokio_rustls::TlsAcceptor, upstream: String) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
+            tokio::spawn(async move {
+                // A client that refuses the certificate ends the handshake: nothing to serve.
+                let Ok(mut tls) = acceptor.accept(sock).await else {
+                    return;
+                };
+                let Ok(mut plain) = TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    port
+}
+
+/// A `CONNECT` proxy: records each tunnel's target and joins it to `127.0.0.1:port` whatever
+/// host it names.
+async fn spawn_connect_proxy(port: u16) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tunnels: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = tunnels.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read(&mut b).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(b[0]);
+                }
+                let line = String::from_utf8_lossy(&head)
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                seen.lock().unwrap().push(line);
+                let Ok(mut server) = TcpStream::connect(("127.0.0.1", port)).await else {
+                    return;
+                };
+                client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await
+                    .unwrap();
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            });
+        }
+    });
+    (format!("http://{addr}"), tunnels)
+}
+
+fn opts(base_url: String, tls: inferbench_client::tls::TlsOptions) -> BenchOptions {
+    BenchOptions {
+        base_url,
+        model: "m".into(),
+        progress: ProgressMode::Off,
+        random_input_len: 16,
+        random_output_len: 5,
+        num_prompts: Some(4),
+        num_warmups: Some(1),
+        max_concurrency: Some(2),
+        server_metrics: false,
+        tls,
+        ..Default::default()
+    }
+}
+
+fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
+    recs.iter().filter(|r| r.phase == Phase::Profile).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let upstream = sim.base_url().trim_start_matches("http://").to_string();
+    let (ca_pem, acceptor) = certificates();
+    let port = spawn_tls_front(acceptor, upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &ca_pem).unwrap();
+    let with_ca = inferbench_client::tls::TlsOptions {
+        ca_file: Some(ca.clone()),
+        insecure: false,
+    };
+
+    // --tls-ca: every request over TLS, the sim's exact counts.
+    let url = format!("https://localhost:{port}");
+    let out = run_bench(opts(url.clone(), with_ca.clone()), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let recs = profile(&out.records);
+    assert_eq!(recs.len(), 4);
+    for r in &recs {
+        assert!(r.success, "{:?}", r.error);
+        assert_eq!((r.prompt_tokens, r.completion_tokens), (16, 5), "{r:?}");
+    }
+    assert_eq!(out.summary.total_output_tokens, 20);
+    assert_eq!(out.summary.inferbench.proxy, None);
+
+    // No --tls-ca: the certificate does not verify; every request is a recorded connect error.
+    let out = run_bench(
+        opts(url.clone(), Default::default()),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.records.is_empty());
+    for r in &out.records {
+        assert!(!r.success);
+        assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
+        let e = r.error.as_deref().unwrap_or("");
+        assert!(
+            e.contains(&format!("TLS handshake with localhost:{port} failed: "))
+                && e.contains("UnknownIssuer")
+                && e.contains("--tls-ca FILE")
+                && e.contains("--insecure"),
+            "{e}"
+        );
+    }
+
+    let verdict = out
+        .verdict
+        .as_ref()
+        .map(|v| v.note.clone())
+        .unwrap_or_default();
+    assert!(
+        verdict.ends_with(
+            "(the server is there, but TLS could not be set up with it: see the cause above)"
+        ),
+        "{verdict}"
+    );
+
+    // --insecure: no verification, same answers.
+    let insecure = inferbench_client::tls::TlsOptions {
+        ca_file: None,
+        insecure: true,
+    };
+    let out = run_bench(opts(url, insecure), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert!(profile(&out.records)
+        .iter()
+        .all(|r| r.success && r.completion_tokens == 5));
+
+    // HTTPS_PROXY: a name only the proxy reaches, one CONNECT per connection, TLS end to end.
+    let (proxy, tunnels) = spawn_connect_proxy(port).await;
+    let far = format!("https://{FAR_HOST}:{port}");
+    let o = BenchOptions {
+        proxy: Some(proxy.clone()),
+        ..opts(far, with_ca)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let recs = profile(&out.records);
+    assert!(recs.iter().all(|r| r.success && r.completion_tokens == 5));
+    let lines = tunnels.lock().unwrap().clone();
+    assert!(!lines.is_empty() && lines.len() <= 5, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| *l == format!("CONNECT {FAR_HOST}:{port} HTTP/1.1")),
+        "{lines:?}"
+    );
+    assert_eq!(
+        out.summary.inferbench.proxy.as_deref(),
+        Some(proxy.as_str())
+    );
+}
+
+/// A proxy that refuses `CONNECT` (403): every request is a recorded `connect` error quoting
+/// its answer; nothing is sent past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_tunnel_is_a_recorded_connect_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if client.read(&mut b).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(b[0]);
+                }
+                let _ = client
+                    .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    let o = BenchOptions {
+        proxy: Some(format!("http://{addr}")),
+        ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.records.is_empty());
+    for r in &out.records {
+        assert!(!r.success);
+        assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
+        assert_eq!(
+            r.error.as_deref(),
+            Some(
+                format!(
+                    "the proxy 127.0.0.1:{} gave no tunnel: it refused CONNECT {FAR_HOST}:8443: \
+                     \"HTTP/1.1 403 Forbidden\"",
+                    addr.port()
+                )
+                .as_str()
+            ),
+            "{r:?}"
+        );
+    }
+}

@@ -1,0 +1,207 @@
+//! Issue 41 in sweeps: the client features InferenceX's recipes pass from their benchmark
+//! scripts (`--header-template`, `--dp-rank-roundrobin`, `--allow-empty-content`, `--backend`)
+//! reach every point's requests, and `job.json` and `summary.json` record them. The server is
+//! the in-process sim behind a forwarder that keeps every byte the client sent, so the request
+//! heads that arrived are counted exactly.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use inferbench_core::artifacts::ClientFeatures;
+use inferbench_runner::bench::LoadgenPoint;
+use inferbench_runner::sweep::{Outcome, SweepOptions};
+use inferbench_runner::{run_jobs, BenchDefaults, JobSpec};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// Every byte clients sent through the forwarder, per connection.
+type Sent = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// A TCP forwarder to `upstream` that keeps what clients send; returns its URL.
+async fn spawn_tap(upstream: std::net::SocketAddr) -> (String, Sent) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sent: Sent = Arc::default();
+    let keep = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let keep = keep.clone();
+            tokio::spawn(async move {
+                let Ok(server) = TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let slot = {
+                    let mut k = keep.lock().unwrap();
+                    k.push(Vec::new());
+                    k.len() - 1
+                };
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                    let _ = cw.shutdown().await;
+                });
+                let mut buf = [0u8; 16 * 1024];
+                loop {
+                    match cr.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => {
+                            keep.lock().unwrap()[slot].extend_from_slice(&buf[..n]);
+                            if sw.write_all(&buf[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = sw.shutdown().await;
+            });
+        }
+    });
+    (format!("http://{addr}"), sent)
+}
+
+/// The request heads of the POSTs sent (lower-cased), in no particular order.
+fn post_heads(sent: &Sent) -> Vec<String> {
+    let mut heads = Vec::new();
+    for conn in sent.lock().unwrap().iter() {
+        let text = String::from_utf8_lossy(conn).to_ascii_lowercase();
+        for (i, _) in text.match_indices("post ") {
+            let rest = &text[i..];
+            if let Some(end) = rest.find("\r\n\r\n") {
+                heads.push(rest[..end].to_string());
+            }
+        }
+    }
+    heads
+}
+
+/// How often each value of header `name` arrived.
+fn counted(heads: &[String], name: &str) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for h in heads {
+        for l in h.lines() {
+            if let Some(v) = l.strip_prefix(&format!("{name}:")) {
+                *m.entry(v.trim().to_string()).or_default() += 1;
+            }
+        }
+    }
+    m
+}
+
+fn row(conc: u32) -> JobSpec {
+    let v = serde_json::json!({
+        "image": "none", "model": "m", "model-prefix": "fake", "precision": "fp8",
+        "framework": "vllm", "runner": "h100", "isl": 32, "osl": 4, "tp": 1, "pp": 1,
+        "dcp-size": 1, "pcp-size": 1, "conc": conc, "max-model-len": 328, "ep": 1,
+        "dp-attn": false, "spec-decoding": "none", "exp-name": "fake_32_4", "disagg": false,
+        "run-eval": false
+    });
+    JobSpec {
+        index: 0,
+        row: serde_json::from_value(v).unwrap(),
+    }
+}
+
+fn read(p: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p:?}: {e}")))
+        .unwrap()
+}
+
+/// Two points (conc 1: 2 warmups + 3 prompts; conc 2: 4 + 6) with `X-Req: {i}` and a
+/// dp-rank round-robin over 2 ranks over the chat backend: each point's send index starts at 0,
+/// so the heads that arrived are exactly these counts, all on `/v1/chat/completions`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweeps_points_send_the_headers_backend_and_record_them() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let upstream: std::net::SocketAddr = sim
+        .base_url()
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let (url, sent) = spawn_tap(upstream).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let client = ClientFeatures {
+        header_templates: vec!["X-Req: {i}".into()],
+        dp_rank_roundrobin: Some(2),
+        allow_empty_content: true,
+        backend: Some("openai-chat".into()),
+    };
+    let opts = SweepOptions {
+        out_dir: out.clone(),
+        runner_name: Some("h100-box_0".into()),
+        base_url: Some(url),
+        bench: BenchDefaults {
+            prompts_per_conc: 3,
+            warmups_per_conc: 2,
+            client: client.clone(),
+            ..BenchDefaults::default()
+        },
+        ..SweepOptions::default()
+    };
+    let jobs = vec![row(1), row(2)];
+    let runner = LoadgenPoint::default();
+    let report = run_jobs(&jobs, &opts, &runner, &CancellationToken::new()).await;
+    let outcomes: Vec<(u32, Outcome)> = report.points.iter().map(|p| (p.conc, p.outcome)).collect();
+    assert_eq!(
+        outcomes,
+        [(1, Outcome::Ok), (2, Outcome::Ok)],
+        "{}",
+        report.render()
+    );
+
+    let heads = post_heads(&sent);
+    assert_eq!(heads.len(), 15, "{heads:#?}");
+    assert!(
+        heads
+            .iter()
+            .all(|h| h.starts_with("post /v1/chat/completions ")),
+        "{heads:#?}"
+    );
+    let want = |pairs: &[(&str, usize)]| -> BTreeMap<String, usize> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    };
+    assert_eq!(
+        counted(&heads, "x-data-parallel-rank"),
+        want(&[("0", 3 + 5), ("1", 2 + 5)])
+    );
+    assert_eq!(
+        counted(&heads, "x-req"),
+        want(&[
+            ("0", 2),
+            ("1", 2),
+            ("2", 2),
+            ("3", 2),
+            ("4", 2),
+            ("5", 1),
+            ("6", 1),
+            ("7", 1),
+            ("8", 1),
+            ("9", 1)
+        ])
+    );
+
+    for p in &report.points {
+        let dir = out.join(&p.result_filename);
+        let job = read(&dir.join("job.json"));
+        assert_eq!(
+            job["client"],
+            serde_json::json!({"header_templates": ["X-Req: {i}"], "dp_rank_roundrobin": 2,
+                "allow_empty_content": true, "backend": "openai-chat"}),
+            "{job}"
+        );
+        let summary = read(&dir.join("summary.json"));
+        assert_eq!(summary["backend"], "openai-chat");
+        assert_eq!(
+            summary["inferbench"]["header_templates"],
+            serde_json::json!(["X-Req: {i}", "X-data-parallel-rank: {i%2}"])
+        );
+        assert_eq!(summary["inferbench"]["allow_empty_content"], true);
+    }
+}
