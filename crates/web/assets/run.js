@@ -46,7 +46,9 @@ function points(pts, batch, runId, x) {
         // Why, as `report --columns conc,error` says it (issue 39: "invalid" alone).
         : "invalid: " + (p.invalid_reason || "no reason stored with this point"));
     addRow(body, [p.group, p.parallelism, String(p.conc), fmt(m.tput_per_gpu, 1),
-      fmt(m[xKey], 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3), state]);
+      fmt(m[xKey], 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3),
+      // What the point cost (issue 42): "-" when its runner recorded none (imports).
+      fmt(p.gpu_seconds, 1), state]);
     const first = body.lastChild.firstChild;
     if (p.run_id === runId) {
       body.lastChild.className = "this-run";
@@ -218,6 +220,109 @@ async function serverMetrics(pointId) {
   }
 }
 
+// The AgentX explorer (issue 42): for each agentic point of the run, one row per session tree
+// (a play of a trace on a lane) on the point's shared timeline (s since its first send); in a
+// row one lane per stream, the main agent first and its sub-agents indented under it. Each
+// request is a bar from send to end: orange until its first token (TTFT), blue after; under it
+// its prompt's blocks already cached earlier in the session (green, theoretical hit) vs new
+// (grey). Every value is set as text.
+const SVG_NS = "http://www.w3.org/2000/svg";
+function svgEl(name, attrs) {
+  const el = document.createElementNS(SVG_NS, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  return el;
+}
+
+function explorer(points) {
+  const host = $("explorer");
+  host.replaceChildren();
+  const total = points.reduce((n, p) => n + p.sessions.length, 0);
+  host.dataset.sessions = String(total);
+  host.dataset.points = String(points.length);
+  if (!points.length) { hideSection("explorer"); return; }
+  const key = document.createElement("p");
+  key.className = "explorer-key";
+  for (const [cls, text] of [["#e69f00", "send → first token (TTFT)"], ["#0072b2", "first token → end"],
+    ["#009e73", "prompt blocks already cached (theoretical hit)"], ["#b8bcc8", "new blocks"],
+    ["#b00020", "failed"]]) {
+    const sw = document.createElement("span");
+    sw.style.background = cls;
+    key.append(sw, document.createTextNode(text));
+  }
+  host.append(key);
+  const W = 1100, LANE = 16;
+  for (const p of points) {
+    const head = document.createElement("div");
+    head.className = "explorer-point";
+    const tEnd = Math.max(1e-9, ...p.sessions.map(s => s.end_s));
+    const nReq = p.sessions.reduce((n, s) => n + s.requests, 0);
+    head.textContent = "point " + p.point_id + " (lanes " + p.conc + "): " + count(p.sessions.length, "session")
+      + ", " + count(nReq, "request") + " over " + fmt(tEnd, 1) + " s"
+      + (p.unattributed ? "; " + p.unattributed + " records without a session" : "");
+    host.append(head);
+    const x = t => (t / tEnd) * (W - 10) + 5;
+    for (const s of p.sessions) {
+      const row = document.createElement("div");
+      row.className = "session-row";
+      row.dataset.play = String(s.play);
+      row.dataset.streams = String(s.streams.length);
+      const label = document.createElement("div");
+      label.className = "session-label";
+      const lines = ["play " + s.play + " · " + s.trace_id + " · lane " + s.lane + (s.pass ? " · pass " + s.pass : "") + " · " + count(s.requests, "request")];
+      for (const st of s.streams) lines.push(st.parent ? "  ↳ sub-agent " + st.agent : "main agent");
+      label.textContent = lines.join("\n");
+      // The label's first line (the play) over an empty band, then one 16 px line per stream
+      // beside its lane.
+      const h = LANE * (s.streams.length + 1) + 4;
+      const svg = svgEl("svg", { width: W, height: h, viewBox: "0 0 " + W + " " + h });
+      s.streams.forEach((st, i) => {
+        const y = (i + 1) * LANE + 3;
+        const indent = st.parent ? 1 : 0;
+        if (indent) svg.append(svgEl("line", { x1: 2, x2: 2, y1: y - LANE + 10, y2: y + 6, stroke: "#889" }));
+        for (const r of st.requests) {
+          const x0 = x(r.send_s), x2 = Math.max(x(r.end_s), x0 + 1);
+          const xt = r.ttft_s === null ? x2 : Math.min(Math.max(x(r.ttft_s), x0), x2);
+          // Primers and warmups (before the profile window) drawn pale.
+          const g = svgEl("g", { "class": r.kind === "profile" ? "req" : "req warm" });
+          const title = svgEl("title", {});
+          title.textContent = (st.parent ? "sub-agent " + st.agent : "main agent") + " turn " + r.turn
+            + " (" + r.kind + ")\nsend " + fmt(r.send_s, 3) + " s, first token "
+            + (r.ttft_s === null ? "-" : fmt(r.ttft_s, 3) + " s (TTFT " + fmt(r.ttft_s - r.send_s, 3) + " s)")
+            + ", end " + fmt(r.end_s, 3) + " s\nprompt blocks: " + r.hit_blocks + " cached, " + r.new_blocks + " new"
+            + (r.success ? "" : "\nfailed: " + (r.error || "unknown"));
+          g.append(title);
+          if (!r.success) {
+            g.append(svgEl("rect", { "class": "failed", x: x0, y: y, width: x2 - x0, height: 8 }));
+          } else {
+            g.append(svgEl("rect", { "class": "wait", x: x0, y: y, width: Math.max(xt - x0, 0.5), height: 8 }));
+            if (x2 > xt) g.append(svgEl("rect", { "class": "decode", x: xt, y: y, width: x2 - xt, height: 8 }));
+          }
+          const blocks = r.hit_blocks + r.new_blocks;
+          if (blocks > 0) {
+            const wHit = (x2 - x0) * r.hit_blocks / blocks;
+            g.append(svgEl("rect", { "class": "hit", x: x0, y: y + 9, width: wHit, height: 3 }));
+            g.append(svgEl("rect", { "class": "new", x: x0 + wHit, y: y + 9, width: x2 - x0 - wHit, height: 3 }));
+          }
+          svg.append(g);
+        }
+      });
+      row.append(label, svg);
+      host.append(row);
+    }
+    // The shared axis, once per point.
+    const axis = svgEl("svg", { width: W, height: 18, style: "margin-left: 16em" });
+    for (let i = 0; i <= 5; i++) {
+      const t = svgEl("text", { x: x(tEnd * i / 5), y: 12, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle" });
+      t.textContent = fmt(tEnd * i / 5, 1) + " s";
+      axis.append(t);
+    }
+    host.append(axis);
+  }
+  $("explorer-note").textContent = count(total, "session") + " of " + count(points.length, "agentic point")
+    + "; times in s since each point's first send (the run clock)."
+    + " Hover a bar for its times and blocks.";
+}
+
 /** The run's accuracy evals (GSM8K strict and flexible exact match, fractions). */
 function evals(rows) {
   const body = $("evals").querySelector("tbody");
@@ -267,6 +372,7 @@ async function start() {
     if (!r.points.length) for (const id of ["points", "lat", "power", "server"]) hideSection(id);
     files(r.run, r.artifacts);
     evals(r.evals || []);
+    explorer(r.sessions || []);
     status(count(r.points.length, "point") + " in this run, " + r.batch_points.length
       + " in its batch, " + count(r.artifacts.length, "file"));
     const sel = $("point");
