@@ -207,6 +207,30 @@ fn agentic_run_page_explores_sessions_as_the_artifacts_record_them() {
                 sub_agents += 1;
             }
         }
+        // The replay's /metrics scrapes are stored (server_metrics.jsonl beside the AIPerf
+        // export), so the point's timeline has the server's state beside the lanes in flight.
+        let pid = point["point_id"].as_i64().unwrap();
+        let t = get_json(&addr, &format!("/api/v1/points/{pid}/timeline"));
+        let keys: Vec<&str> = (t["server"].as_array().unwrap().iter())
+            .map(|s| s["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "running",
+                "waiting",
+                "kv_usage",
+                "preemptions",
+                "prefix_hit_rate"
+            ],
+            "{t}"
+        );
+        assert!(t["warmup"].is_array(), "{t}");
+        assert_eq!(t["self_check"], Value::Null);
+        assert_eq!(
+            t["verdict"]["invalid_reason"],
+            r["points"][0]["invalid_reason"]
+        );
         if let Some(chromium) = &chromium {
             let dom = dump_dom(
                 chromium,
@@ -226,6 +250,144 @@ fn agentic_run_page_explores_sessions_as_the_artifacts_record_them() {
     // Lanes 1 and 2: one and two session trees (plays), at least one with a sub-agent.
     assert!(checked >= 3, "{checked}");
     assert!(sub_agents > 0);
+    common::signal(child.id(), "TERM");
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Issue 42 on an `inferbench quickstart` database: each point's timeline answers its profile
+/// window, client self-check and in-flight peak as its `summary.json` on disk says them, its
+/// validity as the run's answer, and the server's state from the stored scrapes; the run page
+/// shows them (verdict, self-check, the series drawn) and each point's GPU-seconds; the History
+/// and TCO pages show the group's GPU-seconds, the sum of its points'.
+#[test]
+fn run_history_and_tco_pages_say_why_points_sit_where_they_do_and_what_they_cost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("b.db").display().to_string();
+    let o = Command::new(bin())
+        .args(["quickstart", "--fast"])
+        .args([
+            "--out",
+            tmp.path().join("qs").to_str().unwrap(),
+            "--db",
+            &db,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    let common::Serving {
+        mut child, addr, ..
+    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
+    let chromium = chromium();
+    let profile = tmp.path().join("profile");
+    let mut total_gpu_s = 0.0;
+    for id in 1..=4 {
+        let r = get_json(&addr, &format!("/api/v1/runs/{id}"));
+        let p = &r["points"][0];
+        let gpu_s = p["gpu_seconds"].as_f64().unwrap();
+        assert!(gpu_s > 0.0, "{p}");
+        total_gpu_s += gpu_s;
+        let dir = PathBuf::from(r["run"]["source_path"].as_str().unwrap());
+        let summary = read_json(&dir.join("summary.json"));
+        let ib = &summary["inferbench"];
+        let t = get_json(&addr, &format!("/api/v1/points/{}/timeline", p["point_id"]));
+        let w = &ib["profile_window_ns"];
+        let len = (w[1].as_u64().unwrap() - w[0].as_u64().unwrap()) as f64 / 1e9;
+        assert_eq!(t["profile_window"], serde_json::json!([0.0, len]));
+        assert_eq!(t["clock"], "modelled");
+        assert_eq!(
+            t["client"]["max_in_flight"],
+            ib["concurrency"]["max_in_flight"]
+        );
+        assert_eq!(
+            t["client"]["mean_in_flight"],
+            ib["concurrency"]["mean_in_flight"]
+        );
+        for k in [
+            "requested",
+            "held_ratio",
+            "client_bound",
+            "cpu_cores",
+            "cores_available",
+        ] {
+            assert_eq!(t["self_check"][k], ib["client"][k], "{k}");
+        }
+        let valid = p["valid"].as_bool().unwrap() && p["error"].is_null();
+        assert_eq!(t["verdict"]["valid"], valid);
+        assert_eq!(t["verdict"]["invalid_reason"], p["invalid_reason"]);
+        let keys: Vec<&str> = (t["server"].as_array().unwrap().iter())
+            .map(|s| s["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "running",
+                "waiting",
+                "kv_usage",
+                "preemptions",
+                "prefix_hit_rate"
+            ]
+        );
+        let Some(chromium) = &chromium else { continue };
+        let dom = dump_dom(chromium, &profile, &format!("http://{addr}/run?id={id}"));
+        assert_eq!(
+            attr(&dom, "why", "data-server").as_deref(),
+            Some("running,waiting,kv_usage,preemptions,prefix_hit_rate"),
+            "{dom}"
+        );
+        let steps = t["client"]["in_flight"].as_array().unwrap().len();
+        assert_eq!(
+            attr(&dom, "why", "data-client-steps"),
+            Some(steps.to_string())
+        );
+        assert_eq!(
+            attr(&dom, "why-check", "data-client-bound"),
+            Some(ib["client"]["client_bound"].to_string())
+        );
+        let verdict = if valid {
+            "verdict: valid — counted on frontiers".to_string()
+        } else {
+            format!(
+                "verdict: invalid — {} (kept off frontiers unless invalid points are included)",
+                p["invalid_reason"].as_str().unwrap()
+            )
+        };
+        assert!(
+            dom.contains(&format!(
+                "id=\"why-verdict\" data-valid=\"{valid}\">{verdict}</p>"
+            )),
+            "{dom}"
+        );
+        // This run's row of the batch table, with its GPU-seconds.
+        let row = &dom[dom.find("<tr class=\"this-run\">").unwrap()..];
+        let row = &row[..row.find("</tr>").unwrap()];
+        assert!(row.contains(&format!("<td>{gpu_s:.1}</td>")), "{row}");
+    }
+    if let Some(chromium) = &chromium {
+        for page in ["history", "tco"] {
+            let dom = dump_dom(chromium, &profile, &format!("http://{addr}/{page}"));
+            assert_eq!(
+                attr(&dom, "gpu-seconds", "data-groups").as_deref(),
+                Some("1"),
+                "{dom}"
+            );
+            assert_eq!(
+                attr(&dom, "gpu-seconds", "data-known").as_deref(),
+                Some("1")
+            );
+            let body = &dom[dom.find("id=\"gpu-seconds\"").unwrap()..];
+            assert!(
+                body.contains(&format!(
+                    "<td>llama3.1-8b 512/64 h100_sim_bf16</td><td>{total_gpu_s:.1}</td><td>{:.3}</td><td>0</td>",
+                    total_gpu_s / 3600.0
+                )),
+                "{page}: {body}"
+            );
+        }
+    }
     common::signal(child.id(), "TERM");
     assert_eq!(child.wait().unwrap().code(), Some(130));
 }

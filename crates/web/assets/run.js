@@ -154,6 +154,7 @@ async function latencies(pointId) {
   } catch (e) {
     $("lat-note").textContent = e.message;
   }
+  await why(pointId);
   await serverMetrics(pointId);
   try {
     const p = await getJson("/api/v1/points/" + pointId + "/power");
@@ -173,6 +174,90 @@ async function latencies(pointId) {
       axes: [{ label: "time since first sample (s)" }, { label: "power (W)" }], series }, data, host2);
   } catch (e) {
     $("power-note").textContent = e.message;
+  }
+}
+
+// Why the point sits where it does (issue 42): the server's state (running, waiting, KV-cache
+// usage, prefix-cache hit rate, preemptions) beside the client's requests in flight on one time
+// axis (s since the profile's start), the profile window shaded and the warmup hatched, with
+// the client's self-check and the point's validity verdict above it.
+const WHY_COLOURS = { client: "#1d2330", running: "#0072b2", waiting: "#d55e00", preemptions: "#cc79a7",
+  kv_usage: "#009e73", prefix_hit_rate: "#e69f00" };
+const WHY_LABELS = { running: "server: requests running", waiting: "server: requests waiting",
+  preemptions: "server: preemptions since the first scrape", kv_usage: "server: KV-cache usage (fraction)",
+  prefix_hit_rate: "server: prefix-cache hit rate (fraction)" };
+
+function verdictText(v) {
+  if (v.error) return "verdict: failed — " + v.error;
+  if (v.valid) return "verdict: valid — counted on frontiers";
+  return "verdict: invalid — " + (v.invalid_reason || "no reason stored") + " (kept off frontiers unless invalid points are included)";
+}
+
+function selfCheckText(c, client) {
+  const inFlight = "client: at most " + client.max_in_flight + " requests in flight"
+    + (client.mean_in_flight === null || client.mean_in_flight === undefined ? "" : ", " + fmt(client.mean_in_flight, 2) + " on average over the profile");
+  if (!c) return inFlight + "; no client self-check stored with this point (AgentX replays and imports have none)";
+  return inFlight + "; self-check: requested concurrency " + c.requested + ", held "
+    + fmt(100 * c.held_ratio, 1) + " % of it, client-bound: " + (c.client_bound ? "YES (the client, not the server, limited the run)" : "no")
+    + " (" + fmt(c.cpu_cores, 2) + " of " + c.cores_available + " cores busy)";
+}
+
+async function why(pointId) {
+  const host = $("why");
+  host.replaceChildren();
+  try {
+    const d = await getJson("/api/v1/points/" + pointId + "/timeline");
+    $("why-verdict").textContent = verdictText(d.verdict);
+    $("why-verdict").dataset.valid = String(d.verdict.valid);
+    $("why-check").textContent = selfCheckText(d.self_check, d.client);
+    $("why-check").dataset.clientBound = d.self_check ? String(d.self_check.client_bound) : "unknown";
+    // The client's in-flight count as steps (each change drawn at its instant).
+    const cx = [], cy = [];
+    let prev = 0;
+    for (const [t, n] of d.client.in_flight) { cx.push(t, t); cy.push(prev, n); prev = n; }
+    const series = [{}, { label: "client: requests in flight", stroke: WHY_COLOURS.client, width: 2,
+      scale: "n", points: { show: false } }];
+    const data = [null, [cx, cy]];
+    for (const s of d.server) {
+      const frac = s.unit && s.unit.startsWith("fraction");
+      series.push({ label: WHY_LABELS[s.key] || s.name, stroke: WHY_COLOURS[s.key] || "#888",
+        scale: frac ? "frac" : "n", dash: frac ? [6, 3] : undefined,
+        points: { show: s.samples.length < 3, size: 6 } });
+      data.push([s.samples.map(p => p[0]), s.samples.map(p => p[1])]);
+    }
+    host.dataset.server = d.server.map(s => s.key).join(",");
+    host.dataset.clientSteps = String(d.client.in_flight.length);
+    host.dataset.profileWindow = d.profile_window ? d.profile_window.map(v => fmt(v, 3)).join(",") : "";
+    host.dataset.warmup = d.warmup ? d.warmup.map(v => fmt(v, 3)).join(",") : "";
+    const band = (u, span, fill) => {
+      if (!span) return;
+      const x0 = u.valToPos(span[0], "x", true), x1 = u.valToPos(span[1], "x", true);
+      u.ctx.save();
+      u.ctx.fillStyle = fill;
+      u.ctx.fillRect(Math.min(x0, x1), u.bbox.top, Math.abs(x1 - x0), u.bbox.height);
+      u.ctx.restore();
+    };
+    const xs = cx.concat(...d.server.map(s => s.samples.map(p => p[0])));
+    if (d.profile_window) xs.push(...d.profile_window);
+    if (d.warmup) xs.push(...d.warmup);
+    const lo = Math.min(...xs, 0), hi = Math.max(...xs, 1e-3);
+    // The requests axis from 0 to the most of any count drawn on it (at least 1).
+    const counts = cy.concat(...d.server.filter(s => !(s.unit || "").startsWith("fraction")).map(s => s.samples.map(p => p[1])));
+    const nMax = Math.max(1, ...counts.filter(Number.isFinite)) * 1.1;
+    new uPlot({ mode: 2, width: 1100, height: 320,
+      title: "client in flight and server state, s since the profile's start"
+        + (d.clock === "modelled" ? " (modelled time; server scrapes × " + d.time_scale + ")" : ""),
+      scales: { x: { time: false, range: [lo, hi] }, n: { range: [0, nMax] }, frac: { range: [0, 1] } },
+      axes: [{ label: "s since the profile's start" }, { scale: "n", label: "requests" },
+        { scale: "frac", side: 1, label: "fraction (KV usage, prefix hits)", grid: { show: false } }],
+      series,
+      hooks: { drawClear: [u => { band(u, d.profile_window, "#0072b222"); band(u, d.warmup, "#e69f0033"); }] },
+    }, data, host);
+    $("why-note").textContent = "shaded blue: the profile window (what the metrics count); shaded orange: the warmup"
+      + (d.server.length ? "" : "; no server state stored for this point (the server had no /metrics, or it was not scraped)")
+      + ". Times on the records' clock" + (d.clock === "modelled" ? ", the sim's modelled time: its wall-clock scrapes are stretched by the time scale, so they line up only roughly." : ".");
+  } catch (e) {
+    $("why-note").textContent = e.message;
   }
 }
 
@@ -369,7 +454,7 @@ async function start() {
     points(r.points, r.batch_points, r.run.id, r.x);
     // A run without points (an eval-only run) has no point sections to show (trial 20: empty
     // tables, an empty point selector, headings with nothing under them).
-    if (!r.points.length) for (const id of ["points", "lat", "power", "server"]) hideSection(id);
+    if (!r.points.length) for (const id of ["points", "lat", "why", "power", "server"]) hideSection(id);
     files(r.run, r.artifacts);
     evals(r.evals || []);
     explorer(r.sessions || []);

@@ -119,8 +119,12 @@ pub fn point_timeline(
     let s_of = |t: u64| (t as f64 - zero as f64) / 1e9;
     let modelled = summary.is_some_and(|s| s["clock"] == "modelled");
     let scale = if modelled {
+        // vLLM-style summaries write it as a string ("8"); the server-metric summary as a
+        // number.
+        let k = |v: &Value| v.as_f64().or_else(|| v.as_str()?.trim().parse().ok());
         summary
-            .and_then(|s| s["sim_time_scale"].as_f64())
+            .and_then(|s| k(&s["sim_time_scale"]))
+            .or_else(|| ib.and_then(|i| k(&i["server_metrics"]["sim_time_scale"])))
             .filter(|k| k.is_finite() && *k > 0.0)
             .unwrap_or(1.0)
     } else {
@@ -267,7 +271,7 @@ mod tests {
             rec(Phase::Profile, 200, 600),
             rec(Phase::Profile, 300, 500),
         ];
-        let summary = json!({"clock": "modelled", "sim_time_scale": 2.0,
+        let summary = json!({"clock": "modelled", "sim_time_scale": "2",
             "benchmark_start_time_unix": 1000.0,
             "inferbench": {"profile_window_ns": [200_000_000u64, 600_000_000u64],
                 "client": {"requested": 2, "held_ratio": 0.995, "client_bound": false,
