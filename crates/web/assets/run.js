@@ -362,8 +362,6 @@ function explorer(points) {
       const svg = svgEl("svg", { width: W, height: h, viewBox: "0 0 " + W + " " + h });
       s.streams.forEach((st, i) => {
         const y = (i + 1) * LANE + 3;
-        const indent = st.parent ? 1 : 0;
-        if (indent) svg.append(svgEl("line", { x1: 2, x2: 2, y1: y - LANE + 10, y2: y + 6, stroke: "#889" }));
         for (const r of st.requests) {
           const x0 = x(r.send_s), x2 = Math.max(x(r.end_s), x0 + 1);
           const xt = r.ttft_s === null ? x2 : Math.min(Math.max(x(r.ttft_s), x0), x2);
@@ -394,14 +392,19 @@ function explorer(points) {
       row.append(label, svg);
       host.append(row);
     }
-    // The shared axis, once per point.
-    const axis = svgEl("svg", { width: W, height: 18, style: "margin-left: 16em" });
+    // The shared axis, once per point, under the lanes (an empty label beside it).
+    const axisRow = document.createElement("div");
+    axisRow.className = "session-row explorer-axis";
+    const spacer = document.createElement("div");
+    spacer.className = "session-label";
+    const axis = svgEl("svg", { width: W, height: 18 });
+    axisRow.append(spacer, axis);
     for (let i = 0; i <= 5; i++) {
       const t = svgEl("text", { x: x(tEnd * i / 5), y: 12, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle" });
       t.textContent = fmt(tEnd * i / 5, 1) + " s";
       axis.append(t);
     }
-    host.append(axis);
+    host.append(axisRow);
   }
   $("explorer-note").textContent = count(total, "session") + " of " + count(points.length, "agentic point")
     + "; times in s since each point's first send (the run clock)."
