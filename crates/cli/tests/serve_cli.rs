@@ -46,9 +46,12 @@ fn serve_exports_reports_csv_and_stops_on_sigterm() {
         addr,
         rest,
     } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
-    assert!(first.starts_with(&format!(
-        "inferbench serve: {db} read-only at http://127.0.0.1:"
-    )));
+    // The landing page's URL, which links into every view (issue 42: it printed /inference).
+    assert_eq!(
+        first,
+        format!("inferbench serve: {db} read-only at http://{addr}/ (Ctrl-C stops)\n")
+    );
+    assert!(addr.starts_with("127.0.0.1:"), "{first}");
 
     let (status, csv) = http_get(&addr, "/api/v1/points.csv?hw=h200");
     assert_eq!(status, "HTTP/1.1 200 OK");

@@ -129,6 +129,25 @@ impl Store {
         self.points_by_id(&f, cost, &ids)
     }
 
+    /// Point `id` (`points.id`) with all stored metrics, failed and invalid alike (its run is
+    /// [`PointRow::run_id`]); `None` when there is no such point.
+    ///
+    /// Errors: the database is not migrated, or the query fails.
+    pub fn point_row(
+        &mut self,
+        id: i64,
+        cost: &CostOptions,
+    ) -> Result<Option<PointRow>, StoreError> {
+        self.require_migrated()?;
+        let f = Filter {
+            include_failed: true,
+            include_invalid: true,
+            all_metrics: true,
+            ..Filter::default()
+        };
+        Ok(self.points_by_id(&f, cost, &[id])?.into_iter().next())
+    }
+
     /// The files kept with run `id`, by name.
     pub fn run_artifacts(&mut self, id: i64) -> Result<Vec<ArtifactInfo>, StoreError> {
         self.require_migrated()?;

@@ -178,6 +178,26 @@ function num(v) {
   return v.toPrecision(3);
 }
 
+// The GPU time each group's points cost (issue 42/43: `gpu_seconds` per group from the History
+// and TCO answers, the runner's record: GPUs × wall time plus the point's share of its engine's
+// launch and stop; modelled time for sim rows) into table `id`: group, GPU·s, GPU-hours, and
+// the points without a record (imports, older points): "-" when none was recorded.
+function gpuSecondsTable(id, groups) {
+  const t = $(id);
+  if (!t) return;
+  const body = t.tBodies[0];
+  body.replaceChildren();
+  let known = 0;
+  for (const g of groups || []) {
+    const s = g.gpu_seconds;
+    if (s !== null && s !== undefined) known++;
+    addRow(body, [g.name, s === null || s === undefined ? "-" : s.toFixed(1),
+      s === null || s === undefined ? "-" : (s / 3600).toFixed(3), String(g.gpu_seconds_unknown || 0)]);
+  }
+  t.dataset.groups = String((groups || []).length);
+  t.dataset.known = String(known);
+}
+
 // One table row of text cells appended to `tbody`.
 function addRow(tbody, cells) {
   const tr = document.createElement("tr");

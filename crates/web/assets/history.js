@@ -56,6 +56,7 @@ function when(p) {
 }
 
 function draw(res) {
+  gpuSecondsTable("gpu-seconds", res.groups);
   const host = $("chart");
   if (chart) { chart.destroy(); chart = null; }
   host.replaceChildren();

@@ -46,7 +46,9 @@ function points(pts, batch, runId, x) {
         // Why, as `report --columns conc,error` says it (issue 39: "invalid" alone).
         : "invalid: " + (p.invalid_reason || "no reason stored with this point"));
     addRow(body, [p.group, p.parallelism, String(p.conc), fmt(m.tput_per_gpu, 1),
-      fmt(m[xKey], 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3), state]);
+      fmt(m[xKey], 1), fmt(m.p99_ttft, 3), fmt(m.median_e2el, 3),
+      // What the point cost (issue 42): "-" when its runner recorded none (imports).
+      fmt(p.gpu_seconds, 1), state]);
     const first = body.lastChild.firstChild;
     if (p.run_id === runId) {
       body.lastChild.className = "this-run";
@@ -152,6 +154,7 @@ async function latencies(pointId) {
   } catch (e) {
     $("lat-note").textContent = e.message;
   }
+  await why(pointId);
   await serverMetrics(pointId);
   try {
     const p = await getJson("/api/v1/points/" + pointId + "/power");
@@ -171,6 +174,90 @@ async function latencies(pointId) {
       axes: [{ label: "time since first sample (s)" }, { label: "power (W)" }], series }, data, host2);
   } catch (e) {
     $("power-note").textContent = e.message;
+  }
+}
+
+// Why the point sits where it does (issue 42): the server's state (running, waiting, KV-cache
+// usage, prefix-cache hit rate, preemptions) beside the client's requests in flight on one time
+// axis (s since the profile's start), the profile window shaded and the warmup hatched, with
+// the client's self-check and the point's validity verdict above it.
+const WHY_COLOURS = { client: "#1d2330", running: "#0072b2", waiting: "#d55e00", preemptions: "#cc79a7",
+  kv_usage: "#009e73", prefix_hit_rate: "#e69f00" };
+const WHY_LABELS = { running: "server: requests running", waiting: "server: requests waiting",
+  preemptions: "server: preemptions since the first scrape", kv_usage: "server: KV-cache usage (fraction)",
+  prefix_hit_rate: "server: prefix-cache hit rate (fraction)" };
+
+function verdictText(v) {
+  if (v.error) return "verdict: failed — " + v.error;
+  if (v.valid) return "verdict: valid — counted on frontiers";
+  return "verdict: invalid — " + (v.invalid_reason || "no reason stored") + " (kept off frontiers unless invalid points are included)";
+}
+
+function selfCheckText(c, client) {
+  const inFlight = "client: at most " + client.max_in_flight + " requests in flight"
+    + (client.mean_in_flight === null || client.mean_in_flight === undefined ? "" : ", " + fmt(client.mean_in_flight, 2) + " on average over the profile");
+  if (!c) return inFlight + "; no client self-check stored with this point (AgentX replays and imports have none)";
+  return inFlight + "; self-check: requested concurrency " + c.requested + ", held "
+    + fmt(100 * c.held_ratio, 1) + " % of it, client-bound: " + (c.client_bound ? "YES (the client, not the server, limited the run)" : "no")
+    + " (" + fmt(c.cpu_cores, 2) + " of " + c.cores_available + " cores busy)";
+}
+
+async function why(pointId) {
+  const host = $("why");
+  host.replaceChildren();
+  try {
+    const d = await getJson("/api/v1/points/" + pointId + "/timeline");
+    $("why-verdict").textContent = verdictText(d.verdict);
+    $("why-verdict").dataset.valid = String(d.verdict.valid);
+    $("why-check").textContent = selfCheckText(d.self_check, d.client);
+    $("why-check").dataset.clientBound = d.self_check ? String(d.self_check.client_bound) : "unknown";
+    // The client's in-flight count as steps (each change drawn at its instant).
+    const cx = [], cy = [];
+    let prev = 0;
+    for (const [t, n] of d.client.in_flight) { cx.push(t, t); cy.push(prev, n); prev = n; }
+    const series = [{}, { label: "client: requests in flight", stroke: WHY_COLOURS.client, width: 2,
+      scale: "n", points: { show: false } }];
+    const data = [null, [cx, cy]];
+    for (const s of d.server) {
+      const frac = s.unit && s.unit.startsWith("fraction");
+      series.push({ label: WHY_LABELS[s.key] || s.name, stroke: WHY_COLOURS[s.key] || "#888",
+        scale: frac ? "frac" : "n", dash: frac ? [6, 3] : undefined,
+        points: { show: s.samples.length < 3, size: 6 } });
+      data.push([s.samples.map(p => p[0]), s.samples.map(p => p[1])]);
+    }
+    host.dataset.server = d.server.map(s => s.key).join(",");
+    host.dataset.clientSteps = String(d.client.in_flight.length);
+    host.dataset.profileWindow = d.profile_window ? d.profile_window.map(v => fmt(v, 3)).join(",") : "";
+    host.dataset.warmup = d.warmup ? d.warmup.map(v => fmt(v, 3)).join(",") : "";
+    const band = (u, span, fill) => {
+      if (!span) return;
+      const x0 = u.valToPos(span[0], "x", true), x1 = u.valToPos(span[1], "x", true);
+      u.ctx.save();
+      u.ctx.fillStyle = fill;
+      u.ctx.fillRect(Math.min(x0, x1), u.bbox.top, Math.abs(x1 - x0), u.bbox.height);
+      u.ctx.restore();
+    };
+    const xs = cx.concat(...d.server.map(s => s.samples.map(p => p[0])));
+    if (d.profile_window) xs.push(...d.profile_window);
+    if (d.warmup) xs.push(...d.warmup);
+    const lo = Math.min(...xs, 0), hi = Math.max(...xs, 1e-3);
+    // The requests axis from 0 to the most of any count drawn on it (at least 1).
+    const counts = cy.concat(...d.server.filter(s => !(s.unit || "").startsWith("fraction")).map(s => s.samples.map(p => p[1])));
+    const nMax = Math.max(1, ...counts.filter(Number.isFinite)) * 1.1;
+    new uPlot({ mode: 2, width: 1100, height: 320,
+      title: "client in flight and server state, s since the profile's start"
+        + (d.clock === "modelled" ? " (modelled time; server scrapes × " + d.time_scale + ")" : ""),
+      scales: { x: { time: false, range: [lo, hi] }, n: { range: [0, nMax] }, frac: { range: [0, 1] } },
+      axes: [{ label: "s since the profile's start" }, { scale: "n", label: "requests" },
+        { scale: "frac", side: 1, label: "fraction (KV usage, prefix hits)", grid: { show: false } }],
+      series,
+      hooks: { drawClear: [u => { band(u, d.profile_window, "#0072b222"); band(u, d.warmup, "#e69f0033"); }] },
+    }, data, host);
+    $("why-note").textContent = "shaded blue: the profile window (what the metrics count); shaded orange: the warmup"
+      + (d.server.length ? "" : "; no server state stored for this point (the server had no /metrics, or it was not scraped)")
+      + ". Times on the records' clock" + (d.clock === "modelled" ? ", the sim's modelled time: its wall-clock scrapes are stretched by the time scale, so they line up only roughly." : ".");
+  } catch (e) {
+    $("why-note").textContent = e.message;
   }
 }
 
@@ -216,6 +303,112 @@ async function serverMetrics(pointId) {
   } catch (e) {
     $("server-note").textContent = e.message;
   }
+}
+
+// The AgentX explorer (issue 42): for each agentic point of the run, one row per session tree
+// (a play of a trace on a lane) on the point's shared timeline (s since its first send); in a
+// row one lane per stream, the main agent first and its sub-agents indented under it. Each
+// request is a bar from send to end: orange until its first token (TTFT), blue after; under it
+// its prompt's blocks already cached earlier in the session (green, theoretical hit) vs new
+// (grey). Every value is set as text.
+const SVG_NS = "http://www.w3.org/2000/svg";
+function svgEl(name, attrs) {
+  const el = document.createElementNS(SVG_NS, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  return el;
+}
+
+function explorer(points) {
+  const host = $("explorer");
+  host.replaceChildren();
+  const total = points.reduce((n, p) => n + p.sessions.length, 0);
+  host.dataset.sessions = String(total);
+  host.dataset.points = String(points.length);
+  if (!points.length) { hideSection("explorer"); return; }
+  const key = document.createElement("p");
+  key.className = "explorer-key";
+  for (const [cls, text] of [["#e69f00", "send → first token (TTFT)"], ["#0072b2", "first token → end"],
+    ["#009e73", "prompt blocks already cached (theoretical hit)"], ["#b8bcc8", "new blocks"],
+    ["#b00020", "failed"]]) {
+    const sw = document.createElement("span");
+    sw.style.background = cls;
+    key.append(sw, document.createTextNode(text));
+  }
+  host.append(key);
+  const W = 1100, LANE = 16;
+  for (const p of points) {
+    const head = document.createElement("div");
+    head.className = "explorer-point";
+    const tEnd = Math.max(1e-9, ...p.sessions.map(s => s.end_s));
+    const nReq = p.sessions.reduce((n, s) => n + s.requests, 0);
+    head.textContent = "point " + p.point_id + " (lanes " + p.conc + "): " + count(p.sessions.length, "session")
+      + ", " + count(nReq, "request") + " over " + fmt(tEnd, 1) + " s"
+      + (p.unattributed ? "; " + p.unattributed + " records without a session" : "");
+    host.append(head);
+    const x = t => (t / tEnd) * (W - 10) + 5;
+    for (const s of p.sessions) {
+      const row = document.createElement("div");
+      row.className = "session-row";
+      row.dataset.play = String(s.play);
+      row.dataset.streams = String(s.streams.length);
+      const label = document.createElement("div");
+      label.className = "session-label";
+      const lines = ["play " + s.play + " · " + s.trace_id + " · lane " + s.lane + (s.pass ? " · pass " + s.pass : "") + " · " + count(s.requests, "request")];
+      for (const st of s.streams) lines.push(st.parent ? "  ↳ sub-agent " + st.agent : "main agent");
+      label.textContent = lines.join("\n");
+      // The label's first line (the play) over an empty band, then one 16 px line per stream
+      // beside its lane.
+      const h = LANE * (s.streams.length + 1) + 4;
+      const svg = svgEl("svg", { width: W, height: h, viewBox: "0 0 " + W + " " + h });
+      s.streams.forEach((st, i) => {
+        const y = (i + 1) * LANE + 3;
+        for (const r of st.requests) {
+          const x0 = x(r.send_s), x2 = Math.max(x(r.end_s), x0 + 1);
+          const xt = r.ttft_s === null ? x2 : Math.min(Math.max(x(r.ttft_s), x0), x2);
+          // Primers and warmups (before the profile window) drawn pale.
+          const g = svgEl("g", { "class": r.kind === "profile" ? "req" : "req warm" });
+          const title = svgEl("title", {});
+          title.textContent = (st.parent ? "sub-agent " + st.agent : "main agent") + " turn " + r.turn
+            + " (" + r.kind + ")\nsend " + fmt(r.send_s, 3) + " s, first token "
+            + (r.ttft_s === null ? "-" : fmt(r.ttft_s, 3) + " s (TTFT " + fmt(r.ttft_s - r.send_s, 3) + " s)")
+            + ", end " + fmt(r.end_s, 3) + " s\nprompt blocks: " + r.hit_blocks + " cached, " + r.new_blocks + " new"
+            + (r.success ? "" : "\nfailed: " + (r.error || "unknown"));
+          g.append(title);
+          if (!r.success) {
+            g.append(svgEl("rect", { "class": "failed", x: x0, y: y, width: x2 - x0, height: 8 }));
+          } else {
+            g.append(svgEl("rect", { "class": "wait", x: x0, y: y, width: Math.max(xt - x0, 0.5), height: 8 }));
+            if (x2 > xt) g.append(svgEl("rect", { "class": "decode", x: xt, y: y, width: x2 - xt, height: 8 }));
+          }
+          const blocks = r.hit_blocks + r.new_blocks;
+          if (blocks > 0) {
+            const wHit = (x2 - x0) * r.hit_blocks / blocks;
+            g.append(svgEl("rect", { "class": "hit", x: x0, y: y + 9, width: wHit, height: 3 }));
+            g.append(svgEl("rect", { "class": "new", x: x0 + wHit, y: y + 9, width: x2 - x0 - wHit, height: 3 }));
+          }
+          svg.append(g);
+        }
+      });
+      row.append(label, svg);
+      host.append(row);
+    }
+    // The shared axis, once per point, under the lanes (an empty label beside it).
+    const axisRow = document.createElement("div");
+    axisRow.className = "session-row explorer-axis";
+    const spacer = document.createElement("div");
+    spacer.className = "session-label";
+    const axis = svgEl("svg", { width: W, height: 18 });
+    axisRow.append(spacer, axis);
+    for (let i = 0; i <= 5; i++) {
+      const t = svgEl("text", { x: x(tEnd * i / 5), y: 12, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle" });
+      t.textContent = fmt(tEnd * i / 5, 1) + " s";
+      axis.append(t);
+    }
+    host.append(axisRow);
+  }
+  $("explorer-note").textContent = count(total, "session") + " of " + count(points.length, "agentic point")
+    + "; times in s since each point's first send (the run clock)."
+    + " Hover a bar for its times and blocks.";
 }
 
 /** The run's accuracy evals (GSM8K strict and flexible exact match, fractions). */
@@ -264,9 +457,10 @@ async function start() {
     points(r.points, r.batch_points, r.run.id, r.x);
     // A run without points (an eval-only run) has no point sections to show (trial 20: empty
     // tables, an empty point selector, headings with nothing under them).
-    if (!r.points.length) for (const id of ["points", "lat", "power", "server"]) hideSection(id);
+    if (!r.points.length) for (const id of ["points", "lat", "why", "power", "server"]) hideSection(id);
     files(r.run, r.artifacts);
     evals(r.evals || []);
+    explorer(r.sessions || []);
     status(count(r.points.length, "point") + " in this run, " + r.batch_points.length
       + " in its batch, " + count(r.artifacts.length, "file"));
     const sel = $("point");

@@ -45,6 +45,7 @@ function ratio() {
 }
 
 function draw(res) {
+  gpuSecondsTable("gpu-seconds", res.groups);
   $("th-y").textContent = metricLabel(options, res.y);
   const body = $("bars").tBodies[0];
   body.replaceChildren();

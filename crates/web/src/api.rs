@@ -839,7 +839,11 @@ fn db_err(e: inferbench_store::StoreError) -> ApiError {
 /// `GET /api/v1/runs/{id}`: `{"run": RunInfo, "points": [row…] (as in `points`, every
 /// metric; failed and invalid points included), "batch_points": [row…] (every point of the
 /// run's batch: a sweep's other concurrencies), "artifacts": [{"name", "size", "url"}],
-/// "evals": [EvalRow…] (the run's accuracy evals, as in `/api/v1/evals`)}`; 404
+/// "evals": [EvalRow…] (the run's accuracy evals, as in `/api/v1/evals`); each point also has
+/// `gpu_seconds` (GPU·s its runner recorded, null when unknown), "sessions":
+/// [{"point_id", "conc", "t0_ns", "sessions": [tree…], "unattributed"}…] (one entry per
+/// agentic point of the run, its AgentX session trees from the stored request records:
+/// [`crate::sessions::session_trees`]; empty for other runs)}`; 404
 /// when there is no such run. `frontier` in both lists: the batch's own frontier of tok/s/GPU
 /// against `x` (a metric as in `/api/v1/options`): median interactivity, or AgentX's p90
 /// E2E-normalized interactivity for an agentic batch.
@@ -874,10 +878,17 @@ pub async fn run(
                 .map_err(|e| ApiError::internal(e.to_string()))?;
             let mut batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
             batch.retain(|r| r.batch == info.batch);
-            Ok((info, (rows, batch), (files, evals)))
+            // The AgentX explorer's session trees, from each agentic point's stored records.
+            let mut sessions = Vec::new();
+            for r in rows.iter().filter(|r| r.scenario == AGENTIC_SCENARIO) {
+                let bytes = s.point_records(r.point_id).map_err(db_err)?;
+                let records = parse_records(bytes.as_deref().unwrap_or_default()).0;
+                sessions.push(crate::sessions::session_trees(r.point_id, r.conc, &records));
+            }
+            Ok((info, (rows, batch), (files, evals, sessions)))
         })
         .await?;
-    let (files, evals) = files;
+    let (files, evals, sessions) = files;
     let (mut rows, mut batch) = rows;
     // An agentic batch's frontier runs over AgentX's North-Star x, as on the Inference page
     // (trial 26: the Run page showed median interactivity for agentic points).
@@ -906,11 +917,21 @@ pub async fn run(
                    "url": format!("/api/v1/runs/{id}/artifacts/{}", percent_encode(&a.name))})
         })
         .collect();
-    let pts = PointsAnswer::new(&rows, x, "tput_per_gpu", true);
-    let sib = PointsAnswer::new(&batch, x, "tput_per_gpu", true);
+    // Each point with the GPU-seconds it cost (issue 42: the run page shows them per point;
+    // null when unknown, as `/api/v1/history` gives them per group).
+    let with_gpu_seconds = |rows: &[PointRow]| -> Result<Value, ApiError> {
+        let mut v = serde_json::to_value(PointsAnswer::new(rows, x, "tput_per_gpu", true).points)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        for (p, r) in v.as_array_mut().into_iter().flatten().zip(rows) {
+            p["gpu_seconds"] = json!(r.gpu_seconds);
+        }
+        Ok(v)
+    };
+    let (pts, sib) = (with_gpu_seconds(&rows)?, with_gpu_seconds(&batch)?);
     Ok(Json(
-        json!({"run": crate::analysis::with_batch_label(&info), "x": metric_json(x), "points": pts.points,
-               "batch_points": sib.points, "artifacts": files, "evals": evals}),
+        json!({"run": crate::analysis::with_batch_label(&info), "x": metric_json(x), "points": pts,
+               "batch_points": sib, "artifacts": files, "evals": evals,
+               "sessions": sessions}),
     ))
 }
 
@@ -1005,6 +1026,20 @@ pub fn distribution(mut v: Vec<f64>) -> Value {
            "overflow": overflow})
 }
 
+/// A stored records file's request records (one JSON object a line; blank lines skipped) and
+/// the number of lines that are not request records.
+fn parse_records(bytes: &[u8]) -> (Vec<inferbench_core::record::RequestRecord>, usize) {
+    let mut records = Vec::new();
+    let mut unreadable = 0usize;
+    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        match serde_json::from_slice::<inferbench_core::record::RequestRecord>(line) {
+            Ok(r) => records.push(r),
+            Err(_) => unreadable += 1,
+        }
+    }
+    (records, unreadable)
+}
+
 /// `GET /api/v1/points/{id}/latencies`: TTFT, TPOT, ITL and E2EL distributions ([`distribution`],
 /// ms) over the point's counted requests (profile phase, successful:
 /// `inferbench_core::metrics::counts`), plus `records` (lines read) and `unreadable` (lines that
@@ -1019,14 +1054,7 @@ pub async fn latencies(
         .with_store(move |s| s.point_records(id).map_err(db_err))
         .await?
         .ok_or_else(|| not_found(format!("point {id} has no stored request records")))?;
-    let mut records = Vec::new();
-    let mut unreadable = 0usize;
-    for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        match serde_json::from_slice::<inferbench_core::record::RequestRecord>(line) {
-            Ok(r) => records.push(r),
-            Err(_) => unreadable += 1,
-        }
-    }
+    let (records, unreadable) = parse_records(&bytes);
     Ok(Json(json!({
         "point_id": id,
         "records": records.len() + unreadable,
@@ -1049,6 +1077,48 @@ pub async fn power(
         .with_store(move |s| s.point_power(id).map_err(db_err))
         .await?;
     Ok(Json(json!({"point_id": id, "samples": samples})))
+}
+
+/// `GET /api/v1/points/{id}/timeline`: why the point sits where it does (issue 42): the
+/// server's running, waiting, KV-cache usage, prefix-cache hit rate and preemptions beside the
+/// client's requests in flight on one time axis (s since the profile's start), the profile
+/// window and the warmup on it, the client's self-check and the point's validity verdict
+/// ([`crate::timeline::point_timeline`]: the answer's fields). 404 when there is no such point;
+/// a point without records or scrapes has empty series.
+pub async fn timeline(
+    State(state): State<AppState>,
+    axum::extract::Path(raw): axum::extract::Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = path_id("point", &raw)?;
+    let (row, bytes, series, summary) = state
+        .with_store(move |s| {
+            let row = s
+                .point_row(id, &CostOptions::default())
+                .map_err(db_err)?
+                .ok_or_else(|| not_found(format!("no point {id}")))?;
+            let bytes = s.point_records(id).map_err(db_err)?;
+            let series = s.point_server_metrics(id).map_err(db_err)?;
+            // The run's summary.json (our runs: one point each); none for imports, or when
+            // the run holds several points (whose summary it would not be).
+            let one = s
+                .run_points(row.run_id, &CostOptions::default())
+                .map_err(db_err)?;
+            let summary = if one.len() == 1 {
+                s.run_artifact(row.run_id, "summary.json").map_err(db_err)?
+            } else {
+                None
+            };
+            Ok((row, bytes, series, summary))
+        })
+        .await?;
+    let records = parse_records(bytes.as_deref().unwrap_or_default()).0;
+    let summary: Option<Value> = summary.and_then(|b| serde_json::from_slice(&b).ok());
+    Ok(Json(crate::timeline::point_timeline(
+        &row,
+        &records,
+        &series,
+        summary.as_ref(),
+    )))
 }
 
 /// Whether a Prometheus series is a gauge worth a timeline (queue depths, KV-cache use): not a

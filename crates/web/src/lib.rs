@@ -39,6 +39,8 @@ pub mod analysis;
 pub mod api;
 pub mod openapi;
 pub mod redact;
+pub mod sessions;
+pub mod timeline;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -216,6 +218,7 @@ fn api_handler(path: &str) -> axum::routing::MethodRouter<AppState> {
         "/api/v1/points/{id}/latencies" => get(api::latencies),
         "/api/v1/points/{id}/power" => get(api::power),
         "/api/v1/points/{id}/server_metrics" => get(api::server_metrics),
+        "/api/v1/points/{id}/timeline" => get(api::timeline),
         "/api/v1/compare" => get(analysis::compare),
         "/api/v1/history" => get(analysis::history),
         "/api/v1/evals" => get(analysis::evals),
@@ -473,7 +476,8 @@ pub async fn serve(
 }
 
 /// [`serve`], with `redact` (`serve --redact`): answers without the stored absolute paths and
-/// host names ([`redact`]).
+/// host names ([`redact`]). Logs the landing page's URL ([`landing_url`]) on stderr, and
+/// [`exposure_warning`] on a non-loopback address.
 ///
 /// Errors: the address cannot be bound (in use, not local), or the server fails.
 pub async fn serve_with(
@@ -484,15 +488,39 @@ pub async fn serve_with(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
-    eprintln!(
-        "inferbench serve: {} read-only at http://{local}/inference (Ctrl-C stops)",
-        store.location()
-    );
+    eprintln!("{}", serving_line(store.location(), local));
     if !is_loopback_ip(local.ip()) {
-        // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard; issue
-        // 39: nor that stored paths and host names are served.
         eprintln!("{}", exposure_warning(local.ip(), redact));
     }
+    serve_listener(store, listener, redact, shutdown).await
+}
+
+/// The landing page's URL (`/`, which links into every view) of a dashboard listening on
+/// `local`: `http://{local}/` (issue 42: `serve` printed `/inference`).
+pub fn landing_url(local: SocketAddr) -> String {
+    format!("http://{local}/")
+}
+
+/// The line `serve` prints once listening: `inferbench serve: {location} read-only at
+/// {landing_url} (Ctrl-C stops)`.
+pub fn serving_line(location: &str, local: SocketAddr) -> String {
+    format!(
+        "inferbench serve: {location} read-only at {} (Ctrl-C stops)",
+        landing_url(local)
+    )
+}
+
+/// Serves the dashboard on an already bound `listener` until `shutdown` resolves, printing
+/// nothing (the CLI's `serve` prints [`serving_line`] and, off loopback, [`exposure_warning`]).
+///
+/// Errors: the listener's address cannot be read, or the server fails.
+pub async fn serve_listener(
+    store: Store,
+    listener: tokio::net::TcpListener,
+    redact: bool,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let local = listener.local_addr()?;
     let state = AppState::new(store).redacted(redact);
     axum::serve(listener, served_router(state, local))
         .with_graceful_shutdown(shutdown)

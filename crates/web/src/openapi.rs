@@ -298,6 +298,14 @@ pub const API_ROUTES: &[ApiRoute] = &[
         media: "application/json",
     },
     ApiRoute {
+        path: "/api/v1/points/{id}/timeline",
+        summary: "why the point sits where it does: server running, waiting, KV usage, prefix \
+                  hits and preemptions beside the client's requests in flight on one axis, \
+                  the profile window and warmup, the client self-check and the validity verdict",
+        params: &[POINT_ID],
+        media: "application/json",
+    },
+    ApiRoute {
         path: "/api/v1/compare",
         summary: "y of side A and side B at matched x, with ratios and 95% intervals",
         params: &[FILTERS, COMPARE],

@@ -41,14 +41,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     rt.block_on(async {
         let stop = super::shutdown_token("inferbench serve: stopping");
         let addr = SocketAddr::new(args.bind, args.port);
-        inferbench_web::serve_with(
-            store,
-            addr,
-            args.redact,
-            async move { stop.cancelled().await },
-        )
+        let fail =
+            |e: std::io::Error| anyhow::anyhow!("serving on {addr}: {e}{}", super::bind_hint(&e));
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(fail)?;
+        let local = listener.local_addr().map_err(fail)?;
+        // The landing page (`/`), which links into every view (issue 42: `/inference`).
+        eprintln!("{}", inferbench_web::serving_line(store.location(), local));
+        if !inferbench_web::is_loopback_ip(local.ip()) {
+            // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard;
+            // issue 39: nor that stored paths and host names are served.
+            eprintln!(
+                "{}",
+                inferbench_web::exposure_warning(local.ip(), args.redact)
+            );
+        }
+        inferbench_web::serve_listener(store, listener, args.redact, async move {
+            stop.cancelled().await
+        })
         .await
-        .map_err(|e| anyhow::anyhow!("serving on {addr}: {e}{}", super::bind_hint(&e)))
+        .map_err(fail)
     })?;
     Ok(ExitStatus::Interrupted)
 }

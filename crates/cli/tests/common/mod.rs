@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 
 /// A started `inferbench serve`: the process, its first stderr line ("inferbench serve: DB
-/// read-only at http://127.0.0.1:PORT/inference (Ctrl-C stops)"), its `host:port`, and a
+/// read-only at http://127.0.0.1:PORT/ (Ctrl-C stops)"), its `host:port`, and a
 /// thread reading the rest of its stderr to the end (so the server's later lines never meet a
 /// closed pipe), which returns it.
 pub struct Serving {

@@ -960,7 +960,8 @@ fn unix_s(out: &ReplayOutcome, ns: u64) -> f64 {
 /// Writes a replay's InferenceX/AIPerf-compatible artifacts under `result_dir` and returns the
 /// InferenceX AgentX aggregate (reference/agentx.md §4.1–4.5): `aiperf_artifacts/`
 /// (`profile_export.jsonl`, `profile_export_aiperf.json`, `server_metrics_export.json` when
-/// snapshots exist) and `agentic_aggregate.json` (what `process_agentic_result.py` would write
+/// snapshots exist), the snapshots themselves in `server_metrics.jsonl` (as `bench` writes them,
+/// for the store's server time series) and `agentic_aggregate.json` (what `process_agentic_result.py` would write
 /// for `ctx`, with InferenceX's power block when `power` was measured, as `power_adapter.py`
 /// patches it). `valid = false` adds the `unsafe_override` reason (duration below 900 s).
 /// Returns the aggregate as written.
@@ -997,6 +998,12 @@ pub fn write_artifacts(
     let server = if out.server_snapshots.is_empty() {
         None
     } else {
+        // The scrapes themselves, as `bench` keeps them (issue 42: the store had no server
+        // time series for agentic points, so the run page could not show why one sits where it
+        // does; the AIPerf export holds only window summaries).
+        let path = result_dir.join("server_metrics.jsonl");
+        inferbench_telemetry::scrape::write_jsonl(&path, &out.server_snapshots)
+            .with_context(|| format!("writing {}", path.display()))?;
         let export =
             aiperf::server_metrics_export(&out.server_snapshots, window.0, window.1, Some(1.0));
         aiperf::write_server_metrics_export(

@@ -1,0 +1,177 @@
+//! The AgentX explorer's data (issue 42): an agentic point's stored request records grouped into
+//! session trees, one per play (one replay of a trace on a lane, AIPerf's root correlation id),
+//! each with its streams (the main agent, then its sub-agents `<trace>::sa:<agent>`, whose parent
+//! is the main agent's stream) and every request's send, first token and end on the point's
+//! shared timeline, with the prompt blocks already cached (theoretical hit) and new.
+//!
+//! Pure: records in, JSON out; `/api/v1/runs/{id}` calls it for each agentic point of the run.
+
+use std::collections::BTreeMap;
+
+use inferbench_core::RequestRecord;
+use serde_json::{json, Value};
+
+/// Seconds between run-clock ns `t` and the timeline's zero `t0` (both ns).
+fn secs(t: u64, t0: u64) -> f64 {
+    (t as f64 - t0 as f64) / 1e9
+}
+
+/// The session trees of one agentic point from its request records (`records`; those without
+/// AgentX identity, `agentic: None`, are not part of a session and are counted in
+/// `"unattributed"`): `{"point_id", "conc", "t0_ns", "sessions": [tree…], "unattributed"}`,
+/// trees by play. A tree is `{"play", "trace_id", "lane", "pass", "start_s", "end_s",
+/// "requests", "streams": [stream…]}`, a stream `{"id", "agent" (null for the main agent),
+/// "parent" (the main agent's stream id for a sub-agent, null for the main agent),
+/// "requests": [req…]}` (main agent first, then sub-agents by first send), a request `{"turn",
+/// "kind" (primer, warmup, profile), "send_s", "ttft_s" (first token, null without one),
+/// "end_s", "hit_blocks", "new_blocks", "success", "error"}`. Every time is s since the point's
+/// first send of a session request (`t0_ns`, run-clock ns), so all trees share one axis; `hit_blocks` are the
+/// prompt's leading 64-token blocks already sent earlier in the session (theoretical prefix-cache
+/// hit), `new_blocks` the rest.
+pub fn session_trees(point_id: i64, conc: i64, records: &[RequestRecord]) -> Value {
+    let t0 = (records.iter())
+        .filter(|r| r.agentic.is_some())
+        .map(|r| r.sent_ns)
+        .min()
+        .unwrap_or(0);
+    // play → stream → requests
+    let mut plays: BTreeMap<u32, (&RequestRecord, BTreeMap<String, Vec<&RequestRecord>>)> =
+        BTreeMap::new();
+    let mut unattributed = 0usize;
+    for r in records {
+        let Some(a) = &r.agentic else {
+            unattributed += 1;
+            continue;
+        };
+        let stream = r
+            .conversation_id
+            .clone()
+            .unwrap_or_else(|| a.trace_id.clone());
+        let entry = plays.entry(a.play).or_insert_with(|| (r, BTreeMap::new()));
+        entry.1.entry(stream).or_default().push(r);
+    }
+    let sessions: Vec<Value> = plays
+        .into_iter()
+        .map(|(play, (first, streams))| {
+            let a = first.agentic.as_ref().expect("grouped by agentic identity");
+            let all = streams.values().flatten();
+            let start = all.clone().map(|r| r.sent_ns).min().unwrap_or(t0);
+            let end = all
+                .clone()
+                .map(|r| r.end_ns.max(r.sent_ns))
+                .max()
+                .unwrap_or(start);
+            let n: usize = streams.values().map(Vec::len).sum();
+            let mut list: Vec<(String, Vec<&RequestRecord>)> = streams.into_iter().collect();
+            for (_, reqs) in &mut list {
+                reqs.sort_by_key(|r| (r.sent_ns, r.turn, r.request_id));
+            }
+            // The main agent's stream (id = trace id) first, then sub-agents by first send.
+            list.sort_by_key(|(id, reqs)| {
+                (
+                    *id != a.trace_id,
+                    reqs.first().map_or(0, |r| r.sent_ns),
+                    id.clone(),
+                )
+            });
+            let streams: Vec<Value> = list
+                .iter()
+                .map(|(id, reqs)| {
+                    let agent = id.split_once("::sa:").map(|(_, agent)| agent);
+                    let parent = agent.map(|_| id.split("::sa:").next().unwrap_or(id));
+                    let requests: Vec<Value> = reqs
+                        .iter()
+                        .map(|r| {
+                            let ag = r.agentic.as_ref();
+                            let hit = ag.map_or(0, |g| g.hit_blocks);
+                            let total = ag.map_or(0, |g| g.total_blocks);
+                            json!({"turn": r.turn,
+                                   "kind": ag.map_or("", |g| g.kind.as_str()),
+                                   "send_s": secs(r.sent_ns, t0),
+                                   "ttft_s": r.first_token_ns.map(|t| secs(t, t0)),
+                                   "end_s": secs(r.end_ns.max(r.sent_ns), t0),
+                                   "hit_blocks": hit,
+                                   "new_blocks": total.saturating_sub(hit),
+                                   "success": r.success,
+                                   "error": r.error_class.map(|c| c.as_str())})
+                        })
+                        .collect();
+                    json!({"id": id, "agent": agent, "parent": parent, "requests": requests})
+                })
+                .collect();
+            json!({"play": play, "trace_id": a.trace_id, "lane": a.lane, "pass": a.pass,
+                   "start_s": secs(start, t0), "end_s": secs(end, t0), "requests": n,
+                   "streams": streams})
+        })
+        .collect();
+    json!({"point_id": point_id, "conc": conc, "t0_ns": t0, "sessions": sessions,
+           "unattributed": unattributed})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inferbench_core::record::AgenticRef;
+
+    fn rec(play: u32, stream: &str, turn: u32, sent_s: u64, end_s: u64, hit: u32) -> RequestRecord {
+        let trace = stream.split("::sa:").next().unwrap().to_string();
+        RequestRecord {
+            conversation_id: Some(stream.to_string()),
+            turn: Some(turn),
+            success: true,
+            sent_ns: sent_s * 1_000_000_000,
+            first_token_ns: Some(sent_s * 1_000_000_000 + 500_000_000),
+            end_ns: end_s * 1_000_000_000,
+            agentic: Some(AgenticRef {
+                lane: play % 2,
+                play,
+                trace_id: trace,
+                kind: "profile".into(),
+                hit_blocks: hit,
+                total_blocks: 4,
+                ..AgenticRef::default()
+            }),
+            ..RequestRecord::default()
+        }
+    }
+
+    /// Two plays, the first with a sub-agent: one tree each, the main agent first with the
+    /// sub-agent under it, times from the first send, cached vs new blocks per request.
+    #[test]
+    fn records_group_into_one_tree_per_play_with_sub_agents_under_the_main_agent() {
+        let records = vec![
+            rec(0, "t1::sa:helper", 0, 12, 14, 1),
+            rec(0, "t1", 0, 10, 11, 0),
+            rec(0, "t1", 1, 15, 16, 3),
+            rec(1, "t2", 0, 11, 13, 0),
+            RequestRecord::default(),
+        ];
+        let v = session_trees(7, 2, &records);
+        // The record without a session neither joins one nor moves the axis's zero.
+        assert_eq!(v["t0_ns"], json!(10_000_000_000u64));
+        assert_eq!(v["unattributed"], json!(1));
+        let s = v["sessions"].as_array().unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0]["trace_id"], "t1");
+        assert_eq!(s[0]["requests"], json!(3));
+        assert_eq!(s[0]["start_s"], json!(0.0));
+        assert_eq!(s[0]["end_s"], json!(6.0));
+        let streams = s[0]["streams"].as_array().unwrap();
+        assert_eq!(streams[0]["id"], "t1");
+        assert_eq!(streams[0]["parent"], Value::Null);
+        assert_eq!(streams[1]["id"], "t1::sa:helper");
+        assert_eq!(streams[1]["agent"], "helper");
+        assert_eq!(streams[1]["parent"], "t1");
+        let r = &streams[0]["requests"][1];
+        assert_eq!(r["turn"], json!(1));
+        assert_eq!(r["send_s"], json!(5.0));
+        assert_eq!(r["ttft_s"], json!(5.5));
+        assert_eq!(r["end_s"], json!(6.0));
+        assert_eq!(
+            (r["hit_blocks"].clone(), r["new_blocks"].clone()),
+            (json!(3), json!(1))
+        );
+        assert_eq!(s[1]["trace_id"], "t2");
+        assert_eq!(s[1]["start_s"], json!(1.0));
+    }
+}
