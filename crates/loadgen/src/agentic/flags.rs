@@ -339,6 +339,7 @@ impl ReplayFlags {
                     skipped: Vec::new(),
                     dropped_by_context,
                     files: 0,
+                    notes: Vec::new(),
                 }
             }
             (None, None) => anyhow::bail!("give --traces PATH or --synthetic SHAPE"),
@@ -365,6 +366,9 @@ impl ReplayFlags {
         anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
         for s in &report.skipped {
             eprintln!("inferbench: skipped {s}");
+        }
+        for n in &report.notes {
+            eprintln!("inferbench: warning: {n}");
         }
         let n_req: usize = report.traces.iter().map(Trace::request_count).sum();
         eprintln!(
