@@ -341,8 +341,12 @@ pub async fn run_bench(
     let records = kept.records;
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
     judge_records(&records, &mut notes, &mut reasons);
-    // Said once, by the verdict below; kept with the point so no view counts it.
-    reasons.extend(gate_reason(end, &opts, &summary, profile_records));
+    // Said once, by the verdict below; kept with the point so no view counts it. A point that
+    // measured nothing is failed, not invalid (issue 39 §9): its cause is `failed_reason`.
+    match gate_verdict(end, &opts, &summary, (profile_records, None)) {
+        Some(v) if v.measured_nothing() => summary.inferbench.failed_reason = Some(v.note),
+        _ => reasons.extend(gate_reason(end, &opts, &summary, profile_records)),
+    }
     summary.inferbench.server_metrics = server_metrics;
     // The server's settings (issue 39 §5): what it reported, and what the caller knows of
     // an engine it launched.
