@@ -845,10 +845,48 @@ impl Store {
     /// and not another program's, a PostgreSQL URL must connect. Nothing is written. Errors:
     /// as [`Store::open_for_reading`], [`Store::schema_version`] and
     /// [`StoreError::ForeignDatabase`].
+    ///
+    /// A missing SQLite file's directory must exist and take a new file (probed by creating
+    /// and removing `.inferbench-write-probe-<pid>` there), and an existing file must open for
+    /// writing (issue 39 §8: such paths failed only after the run): [`StoreError::BadUrl`]
+    /// naming the path and the OS error otherwise.
     pub fn check_target(location: &str) -> Result<(), StoreError> {
         let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
-        if !is_pg && !Path::new(location).exists() {
-            return Ok(());
+        let path = Path::new(location);
+        let bad = |why: String| StoreError::BadUrl(location.to_string(), why);
+        if !is_pg && !path.exists() {
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if dir.exists() && !dir.is_dir() {
+                return Err(bad(format!("{} is not a directory", dir.display())));
+            }
+            if !dir.is_dir() {
+                return Err(bad(format!("directory {} does not exist", dir.display())));
+            }
+            let probe = dir.join(format!(".inferbench-write-probe-{}", std::process::id()));
+            return match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&probe)
+            {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&probe);
+                    Ok(())
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(bad(format!(
+                    "cannot create the database in {}: {e}",
+                    dir.display()
+                ))),
+            };
+        }
+        if !is_pg && path.is_file() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| bad(format!("cannot write the database file: {e}")))?;
         }
         let mut s = Store::open_for_reading(location)?;
         s.refuse_foreign()

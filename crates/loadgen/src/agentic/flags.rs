@@ -397,9 +397,9 @@ impl ReplayFlags {
         let traces = Arc::new(report.traces);
         let tok = inferbench_workload::Tokenizer::load(&self.tokenizer)?;
         let prompter = Arc::new(Prompter::new(&traces, &tok, self.random_seed)?);
+        // Created and probed before any request (issue 39 §8).
         if let Some(d) = &self.result_dir {
-            std::fs::create_dir_all(d)
-                .with_context(|| format!("--result-dir: cannot create {}", d.display()))?;
+            crate::output::check_dir_writable("--result-dir", d)?;
         }
         Ok(PreparedReplay {
             opts,
