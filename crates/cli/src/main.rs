@@ -52,12 +52,12 @@ enum Command {
     Models(cmd::models_policy::Args),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
     #[command(
-        after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, or another sweep is writing into --out."
+        after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, an --out that cannot be written (checked before any point), or another sweep is writing into --out."
     )]
     Sweep(inferbench_runner::flags::SweepFlags),
     /// Run one matrix row (what executors call).
     #[command(
-        after_help = "Exit codes: 0 the row's points ok or already done; 1 a point failed; 130 interrupted; 2 bad flags, matrix or row index."
+        after_help = "Exit codes: 0 the row's points ok or already done; 1 a point failed; 130 interrupted; 2 bad flags, matrix or row index, or an --out that cannot be written (checked before any point)."
     )]
     Job(inferbench_runner::flags::JobFlags),
     /// Ingest run artifacts and imported result files into the database.

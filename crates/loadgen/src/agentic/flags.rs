@@ -37,7 +37,8 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 #[command(
     after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
                   warmup request failed, nothing succeeded, or GPU power not valid with \
-                  --require-power; 2 bad flags or traces (FILE:LINE named), or a concurrency \
+                  --require-power; 2 bad flags or traces (FILE:LINE named), a --result-dir that \
+                  cannot be written (checked before any request), or a concurrency \
                   this process cannot hold (ulimit -n, ulimit -v); 3 server \
                   unreachable (before profiling, or no request reached it; partial results \
                   written); 130 interrupted (finished requests saved).\n\nExample (a short run on the \
