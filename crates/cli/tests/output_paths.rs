@@ -117,6 +117,27 @@ fn unwritable_output_paths_are_refused_before_any_request() {
         "{err}"
     );
     assert_eq!(connections.load(Ordering::SeqCst), 0, "a request was sent");
+    // quickstart: --out and --chart before the database is created or any point runs.
+    for (extra, want) in [
+        (
+            ["--out", "afile/q"],
+            "error: --out afile/q: cannot create the directory afile/q: Not a directory (os \
+             error 20)\n",
+        ),
+        (
+            ["--chart", "afile/c.svg"],
+            "error: --chart afile/c.svg: afile is not a directory\n",
+        ),
+    ] {
+        let mut a = vec!["quickstart", "--db", "q.db"];
+        a.extend_from_slice(&extra);
+        assert_eq!(
+            run_in(dir.path(), &a),
+            (Some(2), want.to_string()),
+            "{extra:?}"
+        );
+        assert!(!dir.path().join("q.db").exists());
+    }
 }
 
 /// `--save-requests /dev/full`: every record write fails (ENOSPC). The run goes on, the result

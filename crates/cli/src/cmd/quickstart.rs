@@ -53,7 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         return run_agentic(&args);
     }
     let p = q.plan()?;
-    check_chart(q.chart.as_deref())?;
+    check_outputs(&args)?;
     // Open (and migrate) the database before the sweep, so a bad --db fails in seconds.
     let mut store = open_store(&args)?;
     let run_dir = fresh_run_dir(&args.out)?;
@@ -93,9 +93,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 
 /// `--agentic`: the AgentX pipeline on the embedded simulator in seconds
 /// (`AgenticSimSweep`), its North-Star frontier shown as a preview.
-/// `--chart PATH`, checked writable before the sweep (issue 39 §8).
-fn check_chart(chart: Option<&std::path::Path>) -> anyhow::Result<()> {
-    chart.map_or(Ok(()), |c| {
+/// `--out` and `--chart`, checked writable before the database is opened and the sweep runs
+/// (issue 39 §8). Errors: `FLAG PATH: why`, exit 2.
+fn check_outputs(args: &Args) -> anyhow::Result<()> {
+    inferbench_loadgen::output::check_dir_writable("--out", &args.out)?;
+    args.sweep.chart.as_deref().map_or(Ok(()), |c| {
         inferbench_loadgen::output::check_file_writable("--chart", c)
     })
 }
@@ -105,7 +107,7 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
     let batch = sweep_id(&run_dir);
     let q = &args.sweep;
     let sweep = q.agentic_plan()?;
-    check_chart(q.chart.as_deref())?;
+    check_outputs(args)?;
     let mut store = open_store(args)?;
     let report = super::on_runtime(STOP, |cancel| {
         let (sweep, run_dir, batch) = (&sweep, &run_dir, &batch);
