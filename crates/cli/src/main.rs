@@ -80,7 +80,7 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     #[command(
-        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 2 bad flags or data that cannot be read; 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
+        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 2 bad flags, data that cannot be read, or a --result-dir that cannot be written (checked before any request); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
     )]
     Eval(inferbench_eval::flags::EvalFlags),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.

@@ -116,6 +116,26 @@ fn unwritable_output_paths_are_refused_before_any_request() {
         ),
         "{err}"
     );
+    let (code, err) = run_in(
+        dir.path(),
+        &[
+            "eval",
+            "gsm8k",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--result-dir",
+            "afile/e",
+        ],
+    );
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: --result-dir afile/e: afile is not a directory\n"
+        )
+    );
     assert_eq!(connections.load(Ordering::SeqCst), 0, "a request was sent");
     // quickstart: --out and --chart before the database is created or any point runs.
     for (extra, want) in [
