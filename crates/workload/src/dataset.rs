@@ -307,7 +307,7 @@ fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, Workload
                         .ok_or_else(|| err(format!("\"{key}\" must be a string")))?;
                     (s.to_string(), None)
                 } else if let Some(m) = o.get("messages") {
-                    let msgs = parse_messages(m).map_err(err)?;
+                    let msgs = parse_messages(m, "messages").map_err(err)?;
                     (join_contents(&msgs), Some(msgs))
                 } else {
                     return Err(err(
@@ -371,10 +371,11 @@ fn parse_extra_headers(v: &Value) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-fn parse_messages(v: &Value) -> Result<Vec<ChatMessage>, String> {
+/// The messages of `v`, an array under the file's key `key` (named in the error).
+fn parse_messages(v: &Value, key: &str) -> Result<Vec<ChatMessage>, String> {
     let arr = v
         .as_array()
-        .ok_or_else(|| "\"messages\" must be an array".to_string())?;
+        .ok_or_else(|| format!("\"{key}\" must be an array"))?;
     arr.iter()
         .enumerate()
         .map(|(i, m)| {
@@ -490,10 +491,9 @@ fn parse_sharegpt(
                 id.len()
             )));
         }
-        let turns = conv
-            .get("conversations")
-            .or_else(|| conv.get("conversation"))
-            .or_else(|| conv.get("messages"))
+        let (key, turns) = ["conversations", "conversation", "messages"]
+            .into_iter()
+            .find_map(|k| Some((k, conv.get(k)?)))
             .ok_or_else(|| {
                 err(
                     "missing \"conversations\" array (also accepted: \"conversation\", \
@@ -501,7 +501,7 @@ fn parse_sharegpt(
                         .into(),
                 )
             })?;
-        let msgs = parse_messages(turns).map_err(err)?;
+        let msgs = parse_messages(turns, key).map_err(err)?;
         let mut turn = 0u32;
         for (k, m) in msgs.iter().enumerate() {
             if m.role != "user" {
@@ -973,6 +973,14 @@ mod tests {
         assert_eq!(
             sg("r.json", br#"[{"conversations": [{"value": "x"}]}]"#),
             ": conversation 0: message 0: missing \"role\" (or \"from\", ShareGPT's spelling)"
+        );
+        assert_eq!(
+            sg("a.json", br#"[{"conversations": {"from": "human"}}]"#),
+            ": conversation 0: \"conversations\" must be an array"
+        );
+        assert_eq!(
+            sg("a.json", br#"[{"conversation": "x"}]"#),
+            ": conversation 0: \"conversation\" must be an array"
         );
         assert_eq!(
             sg("m.json", br#"[{"id": 1}]"#),
