@@ -52,12 +52,12 @@ enum Command {
     Models(cmd::models_policy::Args),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
     #[command(
-        after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, or another sweep is writing into --out."
+        after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, an --out that cannot be written (checked before any point), or another sweep is writing into --out."
     )]
     Sweep(cmd::sweep::SweepArgs),
     /// Run one matrix row (what executors call).
     #[command(
-        after_help = "Exit codes: 0 the row's points ok or already done; 1 a point failed; 130 interrupted; 2 bad flags, matrix or row index."
+        after_help = "Exit codes: 0 the row's points ok or already done; 1 a point failed; 130 interrupted; 2 bad flags, matrix or row index, or an --out that cannot be written (checked before any point)."
     )]
     Job(cmd::job::JobArgs),
     /// Ingest run artifacts and imported result files into the database.
@@ -80,7 +80,7 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     #[command(
-        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 2 bad flags or data that cannot be read; 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
+        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 2 bad flags, data that cannot be read, or a --result-dir that cannot be written (checked before any request); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
     )]
     Eval(inferbench_eval::flags::EvalFlags),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.

@@ -409,6 +409,14 @@ pub struct Extras {
     /// off every frontier, as a run cut short. Absent when none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
+    /// Why the point is *failed* rather than invalid (issue 39 §9): nothing was measured, no
+    /// profile request succeeded (`nothing was measured: none of the N profile requests
+    /// succeeded (N failed)`). One status for this case everywhere: `status.json` says `state:
+    /// failed` with this cause, the store keeps it as the point's `error` (listed by `report
+    /// --include-failed`, never on a frontier, `status: "failed"` in the dashboard's API), and
+    /// it is not repeated in `invalid_reason`. Absent when something was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_reason: Option<String>,
     /// The server's settings and their fingerprint (what the server reported of itself, or
     /// the launch settings of an engine the runner started): the store draws one curve per
     /// configuration and fingerprint ([`crate::fingerprint`]). Absent when nothing was learnt.
@@ -663,6 +671,7 @@ impl Default for Extras {
             server_metrics: None,
             power: None,
             invalid_reason: None,
+            failed_reason: None,
             server: None,
         }
     }
@@ -826,6 +835,7 @@ fn summarize_inner(
             server_metrics: None,
             power: None,
             invalid_reason: None,
+            failed_reason: None,
             server: None,
         },
     }

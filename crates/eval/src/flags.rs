@@ -120,6 +120,51 @@ pub async fn served_model(opts: &mut EvalOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks, before anything is sent, that `--result-dir` could be written at the end (issue 39
+/// §8), without creating it (a run that writes nothing leaves no directory behind): its
+/// nearest existing ancestor must be a directory that takes a new file (probed by creating and
+/// removing `.inferbench-write-probe-<pid>`). Errors: `--result-dir DIR: why`.
+fn check_result_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    let mut at = if dir.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        dir
+    };
+    while !at.exists() {
+        match at.parent() {
+            Some(p) if !p.as_os_str().is_empty() => at = p,
+            _ => {
+                at = std::path::Path::new(".");
+                break;
+            }
+        }
+    }
+    if !at.is_dir() {
+        anyhow::bail!(
+            "--result-dir {}: {} is not a directory",
+            dir.display(),
+            at.display()
+        );
+    }
+    let probe = at.join(format!(".inferbench-write-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => anyhow::bail!(
+            "--result-dir {}: cannot create a file in {}: {e}",
+            dir.display(),
+            at.display()
+        ),
+    }
+}
+
 /// [`EvalFlags::options`].
 fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
     let Task::Gsm8k(a) = &args.task;
@@ -137,6 +182,7 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
         (0.0..=1.0).contains(&threshold),
         "--threshold {threshold}: a fraction 0–1"
     );
+    check_result_dir(&a.result_dir)?;
     let base_url = a.server.url();
     // A bad URL is said before the data is read or anything sent (as `bench` says it).
     inferbench_client::models::check_base_url(&base_url, backend.default_endpoint())

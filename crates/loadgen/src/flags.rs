@@ -233,7 +233,9 @@ impl PowerFlags {
 #[command(
     after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate, anomaly rate above \
                   --max-anomaly-rate, or no request succeeded (a client out of files or \
-                  ports: error class client_resource); 2 bad flags, files or setup, or a \
+                  ports: error class client_resource), or a result or records write failed at \
+                  the end (what could be written is); 2 bad flags, files or setup, an output \
+                  path that cannot be written (checked before any request), or a \
                   concurrency this process cannot hold (ulimit -n, ulimit -v); 3 server \
                   unreachable (partial results written); 130 interrupted by \
                   Ctrl-C/SIGTERM (finished requests saved).\n\nExample (InferenceX fixed-seq-len \

@@ -17,6 +17,116 @@ use crate::kept::KeptRecords;
 use crate::options::BenchOptions;
 use crate::progress::Counters;
 
+/// Why no file can be created in `dir` (created first, with its parents), or `None`: probed
+/// by creating and removing `.inferbench-write-probe-<pid>` there.
+fn dir_problem(dir: &Path) -> Option<String> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Some(format!("{} is not a directory", dir.display()));
+    }
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return Some(format!(
+            "cannot create the directory {}: {e}",
+            dir.display()
+        ));
+    }
+    let probe = dir.join(format!(".inferbench-write-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(f) => {
+            drop(f);
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        // Left behind by a run of this pid that was killed: the directory is writable.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+        Err(e) => Some(format!("cannot create a file in {}: {e}", dir.display())),
+    }
+}
+
+/// Checks, before any request is sent, that a file can be created in `dir` (created first,
+/// with its parents), by creating and removing a probe file `.inferbench-write-probe-<pid>`
+/// (issue 39 §8: an unwritable `--result-dir` was found only after the run).
+///
+/// # Errors
+/// `FLAG DIR: ` and why: not a directory, `cannot create the directory …: <OS error>` or
+/// `cannot create a file in …: <OS error>`.
+pub fn check_dir_writable(flag: &str, dir: &Path) -> anyhow::Result<()> {
+    match dir_problem(dir) {
+        Some(why) => anyhow::bail!("{flag} {}: {why}", dir.display()),
+        None => Ok(()),
+    }
+}
+
+/// Checks, before any request is sent, that the file `path` can be written: an existing one
+/// is opened for writing without truncating it (a FIFO is not opened: that would block until
+/// a reader came), a new one needs a writable directory (as [`check_dir_writable`]).
+///
+/// # Errors
+/// `FLAG PATH: ` and why: a directory, `cannot write it: <OS error>`, or its directory's
+/// problem.
+pub fn check_file_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
+    let why = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Some("it is a directory".to_string()),
+        Ok(m) if is_fifo(&m) => None,
+        Ok(_) => std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .err()
+            .map(|e| format!("cannot write it: {e}")),
+        Err(_) => dir_problem(path.parent().unwrap_or(Path::new("."))),
+    };
+    match why {
+        Some(why) => anyhow::bail!("{flag} {}: {why}", path.display()),
+        None => Ok(()),
+    }
+}
+
+fn is_fifo(m: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        m.file_type().is_fifo()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        false
+    }
+}
+
+/// Every path a point will write, checked before any request is sent (issue 39 §8):
+/// `--save-requests`, and with `--save-result`, a job identity or `--result-dir` the result
+/// directory (created) and a `--result-filename` given. `--db` is checked by its caller
+/// (`Store::check_target`).
+///
+/// # Errors
+/// The first path that cannot be written, as [`check_file_writable`] and
+/// [`check_dir_writable`] name it.
+pub fn check_output_paths(opts: &BenchOptions) -> anyhow::Result<()> {
+    if let Some(p) = &opts.save_requests {
+        check_file_writable("--save-requests", p)?;
+    }
+    if opts.save_result || opts.job_identity.is_some() || opts.result_dir.is_some() {
+        let dir = opts
+            .result_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("."));
+        check_dir_writable("--result-dir", &dir)?;
+        if let (true, Some(name)) = (opts.save_result, &opts.result_filename) {
+            check_file_writable("--result-filename", &dir.join(name))?;
+        }
+    }
+    Ok(())
+}
+
 /// `--save-requests` writer: one [`RequestRecord`] JSON object per line, flushed per record so
 /// a crash or a kill loses at most the record being written.
 #[derive(Debug)]

@@ -254,6 +254,8 @@ pub async fn run_bench(
     cancel: CancellationToken,
 ) -> anyhow::Result<BenchOutcome> {
     opts.validate()?;
+    // Every output path, before the server is asked anything (issue 39 §8).
+    output::check_output_paths(&opts)?;
     let mut notes = Vec::new();
     if opts.model.trim().is_empty() {
         opts.model = crate::hints::served_model(&opts.base_url).await?;
@@ -296,8 +298,17 @@ pub async fn run_bench(
     let end = run_warmup(&shared, &opts, &counters, n_warm).await;
     let profile = run_profile(&shared, &opts, &counters, scraper.as_ref(), end).await;
     let end = profile.end;
-    let (server_metrics, first_scrape) =
-        finish_scrape(scraper, &opts, &date, &profile, &mut notes).await;
+    // A side file that cannot be written fails the point too (exit 1, issue 39 §8).
+    let mut output_failed = false;
+    let (server_metrics, first_scrape) = finish_scrape(
+        scraper,
+        &opts,
+        &date,
+        &profile,
+        &mut notes,
+        &mut output_failed,
+    )
+    .await;
     let simulator =
         (server_metrics.as_ref()).is_some_and(server_metrics::ServerMetricsSummary::is_simulator);
     let mut reasons = invalid_reasons(
@@ -313,9 +324,13 @@ pub async fn run_bench(
     let proxy = shared.client.proxy().map(str::to_string);
     drop(shared);
     let (mut kept, write_error) = collector.await.context("record collector panicked")?;
+    // A write that failed fails the point (exit 1, issue 39 §8), after writing what it can.
+    let records_failed = write_error.is_some();
+    output_failed |= records_failed;
     if let Some(e) = write_error {
         notes.push(format!(
-            "writing --save-requests failed: {e} (records kept in memory for the summary)"
+            "writing --save-requests failed: {e} (records kept in memory for the summary; the \
+             point fails, exit 1)"
         ));
     }
     let interrupted = end != PhaseEnd::Completed;
@@ -343,8 +358,12 @@ pub async fn run_bench(
     let records = kept.records;
     judge_client(&opts, &mut summary, &profile, &mut notes, &mut reasons);
     judge_records(&records, &mut notes, &mut reasons);
-    // Said once, by the verdict below; kept with the point so no view counts it.
-    reasons.extend(gate_reason(end, &opts, &summary, profile_records));
+    // Said once, by the verdict below; kept with the point so no view counts it. A point that
+    // measured nothing is failed, not invalid (issue 39 §9): its cause is `failed_reason`.
+    match gate_verdict(end, &opts, &summary, (profile_records, None)) {
+        Some(v) if v.measured_nothing() => summary.inferbench.failed_reason = Some(v.note),
+        _ => reasons.extend(gate_reason(end, &opts, &summary, profile_records)),
+    }
     summary.inferbench.server_metrics = server_metrics;
     // The server's settings (issue 39 §5): what it reported, and what the caller knows of
     // an engine it launched.
@@ -376,7 +395,7 @@ pub async fn run_bench(
     // is still printed and the records kept (trial finding 4: exit 2 and no summary).
     let (written, write_failed) =
         match write_outputs(&opts, &summary, &date, claim.as_mut(), &mut notes) {
-            Ok(w) => (w, false),
+            Ok(w) => (w, output_failed),
             Err(e) => {
                 notes.push(format!("the result was not written: {e:#}"));
                 (output::Written::default(), true)
@@ -408,7 +427,8 @@ pub async fn run_bench(
     Ok(BenchOutcome {
         summary,
         result_path: written.result,
-        records_path: opts.save_requests.clone(),
+        // Not named as written when its writes failed.
+        records_path: opts.save_requests.clone().filter(|_| !records_failed),
         aggregate_path: written.aggregate,
         interrupted,
         exit_code,
@@ -845,7 +865,7 @@ async fn served_models(opts: &BenchOptions) -> Option<serde_json::Value> {
 }
 
 /// Stops the `/metrics` scraper (if one ran), writes its snapshots to `server_metrics.jsonl`
-/// beside the result (a note in `notes` when that fails) and summarizes them over the profile
+/// beside the result (a note in `notes` and `write_failed` set when that fails) and summarizes them over the profile
 /// window; also returns the first scrape's samples (the server's info metrics, for its
 /// fingerprint), empty without one.
 async fn finish_scrape(
@@ -854,6 +874,7 @@ async fn finish_scrape(
     date: &str,
     profile: &ProfileRun,
     notes: &mut Vec<String>,
+    write_failed: &mut bool,
 ) -> (
     Option<server_metrics::ServerMetricsSummary>,
     Vec<inferbench_core::prometheus::Sample>,
@@ -870,6 +891,7 @@ async fn finish_scrape(
             .and_then(|_| scrape::write_jsonl(&path, &snaps));
         if let Err(e) = written {
             notes.push(format!("writing {} failed: {e}", path.display()));
+            *write_failed = true;
         }
     }
     let summary = server_metrics::summarize(&snaps, profile.start_unix, profile.end_unix);

@@ -227,6 +227,9 @@ async fn run_agentic_point(
         traces_path,
         &inferbench_workload::agentx::LoadOptions::default(),
     )?;
+    for n in &report.notes {
+        eprintln!("inferbench: warning: {n}");
+    }
     let settings = req.bench.replay_settings(req.spec.row.duration);
     let duration_s = settings.duration_s;
     let traces = std::sync::Arc::new(report.traces);

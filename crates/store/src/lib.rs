@@ -327,6 +327,9 @@ pub struct Store {
     /// How batches are shown to whoever filters by `batch=` ([`Store::match_batches_as_shown`]);
     /// `None`: matched against the stored name.
     pub(crate) batch_view: Option<fn(&str) -> String>,
+    /// `Some(version)` when this is an in-memory migrated copy of a SQLite file at that older
+    /// schema version ([`Store::open_existing`]); the file itself is untouched.
+    migrated_copy_of: Option<i64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -499,6 +502,7 @@ impl Store {
             conn,
             location: redact(location),
             batch_view: None,
+            migrated_copy_of: None,
         })
     }
 
@@ -523,10 +527,63 @@ impl Store {
     /// Like [`Store::open`], for read-only commands: a SQLite file must already exist (no empty
     /// database is created by a typo), opening it writes nothing to it, and the schema must be
     /// migrated ([`StoreError::EmptyDatabase`] for a file without inferbench's tables).
+    ///
+    /// A SQLite file at an older schema version is not refused (issue 39 §12: a read-only old
+    /// file could not be migrated, so `report` could not read it at all): it is copied into an
+    /// in-memory database with SQLite's backup API and the copy is migrated; the file is not
+    /// written. [`Store::migrated_copy_note`] says so, for the caller to print. The copy holds
+    /// the whole database in memory and is a snapshot (later writes to the file are not seen).
+    /// An older PostgreSQL schema is still [`StoreError::NotMigrated`].
     pub fn open_existing(location: &str) -> Result<Store, StoreError> {
         let mut s = Store::open_for_reading(location)?;
-        s.require_migrated()?;
-        Ok(s)
+        match s.require_migrated() {
+            Err(StoreError::NotMigrated { found, .. }) if s.kind() == Kind::Sqlite => {
+                s.into_migrated_copy(found)
+            }
+            r => r.map(|()| s),
+        }
+    }
+
+    /// This SQLite store copied into memory (backup API) and the copy migrated; `found` is the
+    /// file's schema version. Errors: the driver's, or a migration's.
+    fn into_migrated_copy(self, found: i64) -> Result<Store, StoreError> {
+        let Conn::Sqlite(src) = &self.conn else {
+            return Err(StoreError::Db("only a SQLite file can be copied".into()));
+        };
+        let db = |e: rusqlite::Error| {
+            StoreError::Db(format!(
+                "{}: copying the schema-version-{found} file into memory to migrate the copy: {e}",
+                self.location
+            ))
+        };
+        let mut mem = rusqlite::Connection::open_in_memory().map_err(db)?;
+        rusqlite::backup::Backup::new(src, &mut mem)
+            .and_then(|b| b.run_to_completion(1024, std::time::Duration::ZERO, None))
+            .map_err(db)?;
+        mem.execute_batch("PRAGMA foreign_keys = ON;").map_err(db)?;
+        let mut copy = Store {
+            conn: Conn::Sqlite(mem),
+            location: self.location.clone(),
+            batch_view: self.batch_view,
+            migrated_copy_of: Some(found),
+        };
+        copy.migrate()?;
+        Ok(copy)
+    }
+
+    /// A line for stderr when this store is an in-memory migrated copy of an older-schema
+    /// SQLite file ([`Store::open_existing`]), naming the versions and how to upgrade the file
+    /// itself; `None` otherwise.
+    pub fn migrated_copy_note(&self) -> Option<String> {
+        self.migrated_copy_of.map(|found| {
+            format!(
+                "inferbench: `{loc}` has schema version {found} (this binary's is {latest}): \
+                 reading a migrated copy in memory, the file is not changed; `inferbench db \
+                 migrate --db {loc}` upgrades it (where it is writable)",
+                loc = self.location,
+                latest = schema::latest_version()
+            )
+        })
     }
 
     /// Like [`Store::open_existing`], for a server that must never write: the session refuses
@@ -586,10 +643,48 @@ impl Store {
     /// and not another program's, a PostgreSQL URL must connect. Nothing is written. Errors:
     /// as [`Store::open_for_reading`], [`Store::schema_version`] and
     /// [`StoreError::ForeignDatabase`].
+    ///
+    /// A missing SQLite file's directory must exist and take a new file (probed by creating
+    /// and removing `.inferbench-write-probe-<pid>` there), and an existing file must open for
+    /// writing (issue 39 §8: such paths failed only after the run): [`StoreError::BadUrl`]
+    /// naming the path and the OS error otherwise.
     pub fn check_target(location: &str) -> Result<(), StoreError> {
         let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
-        if !is_pg && !Path::new(location).exists() {
-            return Ok(());
+        let path = Path::new(location);
+        let bad = |why: String| StoreError::BadUrl(location.to_string(), why);
+        if !is_pg && !path.exists() {
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            if dir.exists() && !dir.is_dir() {
+                return Err(bad(format!("{} is not a directory", dir.display())));
+            }
+            if !dir.is_dir() {
+                return Err(bad(format!("directory {} does not exist", dir.display())));
+            }
+            let probe = dir.join(format!(".inferbench-write-probe-{}", std::process::id()));
+            return match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&probe)
+            {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&probe);
+                    Ok(())
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(bad(format!(
+                    "cannot create the database in {}: {e}",
+                    dir.display()
+                ))),
+            };
+        }
+        if !is_pg && path.is_file() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| bad(format!("cannot write the database file: {e}")))?;
         }
         let mut s = Store::open_for_reading(location)?;
         s.refuse_foreign()

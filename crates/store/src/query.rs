@@ -221,9 +221,25 @@ impl PointRow {
     /// Whether this point counts in an analysis (frontiers, compare, history at x, TCO): a
     /// valid point always, an invalid one ([`PointRow::valid`] false) only when
     /// `include_invalid` (`--include-invalid`, the API's `include_invalid=true`). The one
-    /// validity predicate of every view (issue 39: History and TCO used invalid points).
+    /// validity predicate of every view (issue 39: History and TCO used invalid points). A
+    /// failed point ([`PointRow::status`]) never counts.
     pub fn counts(&self, include_invalid: bool) -> bool {
-        self.valid || include_invalid
+        self.error.is_none() && (self.valid || include_invalid)
+    }
+
+    /// The point's one status (issue 39 §9): `"failed"` when it has an `error` (nothing was
+    /// measured: listed only with `--include-failed`/`include_failed`, never on a frontier),
+    /// else `"invalid"` when not valid (`invalid_reason` says why; off frontiers unless
+    /// `--include-invalid`), else `"ok"`. `report`'s `frontier` column and the API's `status`
+    /// say it.
+    pub fn status(&self) -> &'static str {
+        if self.error.is_some() {
+            "failed"
+        } else if !self.valid {
+            "invalid"
+        } else {
+            "ok"
+        }
     }
 
     /// Group of a curve: one line in a chart (model, ISL/OSL, scenario, hardware, framework,

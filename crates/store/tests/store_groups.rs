@@ -380,3 +380,59 @@ fn a_version_4_dump_restores() {
         ]
     );
 }
+
+/// Issue 39 §12: readers of an older-schema SQLite file (`report`, `plot`, `compare`, `serve`)
+/// said "run `inferbench db migrate`", which a read-only file cannot take. `open_existing`
+/// reads a migrated in-memory copy instead, says so, and leaves the file byte for byte as it
+/// was (here in a read-only directory, the file read-only too; as root those modes do not
+/// bind, and the bytes are what is checked).
+#[test]
+fn older_schema_files_are_read_through_a_migrated_copy_without_writing_them() {
+    use std::os::unix::fs::PermissionsExt as _;
+    for (name, version) in [("v4-sweep-h200.db", 4), ("v5-sweep-h200.db", 5)] {
+        let dir = tempfile::tempdir().unwrap();
+        let ro = dir.path().join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        let db = ro.join("old.db");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/old-schema")
+            .join(name);
+        std::fs::copy(&src, &db).unwrap();
+        let before = std::fs::read(&db).unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        let url = db.display().to_string();
+        for open in [Store::open_existing, Store::open_read_only] {
+            let mut store = open(&url).unwrap();
+            assert_eq!(
+                store.migrated_copy_note().unwrap(),
+                format!(
+                    "inferbench: `{url}` has schema version {version} (this binary's is {}): \
+                     reading a migrated copy in memory, the file is not changed; `inferbench db \
+                     migrate --db {url}` upgrades it (where it is writable)",
+                    inferbench_store::schema::latest_version()
+                )
+            );
+            assert_eq!(
+                store.schema_version().unwrap(),
+                inferbench_store::schema::latest_version()
+            );
+            let rows = store
+                .points(&Filter::default(), &Default::default())
+                .unwrap();
+            assert_eq!(
+                rows.iter().map(|r| r.conc).collect::<Vec<_>>(),
+                [4, 16],
+                "{name}"
+            );
+        }
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(std::fs::read(&db).unwrap(), before, "{name} was written");
+        // A current file is read as it is: no note.
+        let mut cur = Store::open(&dir.path().join("new.db").display().to_string()).unwrap();
+        cur.migrate().unwrap();
+        drop(cur);
+        let s = Store::open_existing(&dir.path().join("new.db").display().to_string()).unwrap();
+        assert_eq!(s.migrated_copy_note(), None);
+    }
+}

@@ -912,6 +912,79 @@ fn a_replay_result_directory_is_an_invalid_agentic_point() {
     );
 }
 
+/// Issue 39 §9: a point that measured nothing has one status, failed, with the cause its
+/// summary's `inferbench.failed_reason` gives; a file written before that field (its
+/// `invalid_reason` saying "failed its gate: nothing was measured …") is failed too and not
+/// also invalid, while its other invalid reasons are kept.
+#[test]
+fn a_point_that_measured_nothing_is_failed_not_invalid() {
+    let (mut s, _d, _) = common::sqlite();
+    let dir = tempfile::tempdir().unwrap();
+    let nothing = "nothing was measured: none of the 8 profile requests succeeded (8 failed)";
+    let old = format!(
+        "failed its gate: {nothing}; the result is marked invalid (kept off frontiers unless \
+         --include-invalid)"
+    );
+    let cases = [
+        (1, serde_json::json!({"failed_reason": nothing})),
+        (2, serde_json::json!({"invalid_reason": old})),
+        (
+            4,
+            serde_json::json!({"invalid_reason": format!("client-bound: x; {old}")}),
+        ),
+    ];
+    for (conc, extra) in &cases {
+        let mut x = serde_json::json!({"stop_reason": "completed", "interrupted": false,
+                                       "failed": 8});
+        x.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let v = serde_json::json!({
+            "date": "20260301-100000", "backend": "openai", "model_id": "m",
+            "num_prompts": 8, "max_concurrency": conc, "duration": 1.0,
+            "completed": 0, "total_input_tokens": 0, "total_output_tokens": 0,
+            "request_throughput": 0.0, "output_throughput": 0.0, "total_token_throughput": 0.0,
+            "inferbench": x,
+        });
+        std::fs::write(dir.path().join(format!("c{conc}.json")), v.to_string()).unwrap();
+    }
+    let r = s
+        .ingest_path(dir.path(), &identity("h200", "vllm", "fp8"))
+        .unwrap();
+    assert_eq!((r.points, r.failed_points, r.invalid_points), (3, 3, 0));
+    let f = Filter {
+        include_failed: true,
+        ..Filter::default()
+    };
+    let rows = s.points(&f, &CostOptions::default()).unwrap();
+    let got: Vec<_> = rows
+        .iter()
+        .map(|p| {
+            (
+                p.conc,
+                p.status(),
+                p.error.as_deref(),
+                p.invalid_reason.as_deref(),
+                p.counts(true),
+            )
+        })
+        .collect();
+    let generic = Some("no successful request: every one failed");
+    assert_eq!(
+        got,
+        [
+            (1, "failed", Some(nothing), None, false),
+            (2, "failed", generic, None, false),
+            (4, "failed", generic, Some("client-bound: x"), false),
+        ]
+    );
+    // Without --include-failed none is listed.
+    let rows = s
+        .points(&Filter::default(), &CostOptions::default())
+        .unwrap();
+    assert!(rows.is_empty());
+}
+
 /// A point where no request succeeded is stored as failed with the cause its summary gives
 /// (trial 15: a server that never answered was stored as "cut short"): the `stop_reason`, or
 /// the failed requests' count.

@@ -18,9 +18,13 @@ pub const REPORT_EXIT_CODES_HELP: &str =
      ingest`).";
 
 /// Opens the database for reading and refuses one without any run, naming the commands that
-/// fill it (exit 2 through `main`, as for a missing database file).
+/// fill it (exit 2 through `main`, as for a missing database file). An older-schema SQLite
+/// file is read through a migrated in-memory copy, said on stderr ([`Store::open_existing`]).
 pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
     let mut store = Store::open_existing(db)?;
+    if let Some(note) = store.migrated_copy_note() {
+        eprintln!("{note}");
+    }
     if store.run_count()? == 0 {
         anyhow::bail!(
             "no runs in {db} — run `inferbench quickstart --db {db}` or `inferbench ingest PATH \

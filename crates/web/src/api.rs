@@ -403,6 +403,9 @@ pub struct ChartPoint<'a> {
     /// two components); pages show this one (trial 21: absolute paths in the API's answers).
     pub batch_label: String,
     pub error: Option<&'a str>,
+    /// [`PointRow::status`]: `"ok"`, `"invalid"` or `"failed"` (nothing measured; `error`
+    /// says why).
+    pub status: &'static str,
     pub valid: bool,
     /// Why the point is invalid ([`PointRow::invalid_reason`], as `report --columns
     /// conc,error` says it: "server fell behind …"); `null` when valid. A point stored without
@@ -456,6 +459,7 @@ impl<'a> ChartPoint<'a> {
             batch: &r.batch,
             batch_label: inferbench_core::text::batch_label(&r.batch),
             error: r.error.as_deref(),
+            status: r.status(),
             valid: r.valid,
             invalid_reason: match (r.valid, r.invalid_reason.as_deref()) {
                 (true, _) => None,

@@ -1388,3 +1388,70 @@ async fn short_replays_are_previews_with_their_own_frontier() {
     assert_eq!(group("h200")["preview_frontier"], json!([]));
     assert_eq!(group("h200")["frontier"].as_array().unwrap().len(), 2);
 }
+
+/// Issue 39 §9: a point that measured nothing is `status: "failed"` in the API as in the
+/// store and `report` (listed only with `include_failed=true`, its cause as `error`); the
+/// measured ones are `"ok"`.
+#[tokio::test]
+async fn a_point_that_measured_nothing_is_failed_in_the_api() {
+    let (dir, db) = seeded();
+    let failed = dir.path().join("failed");
+    std::fs::create_dir_all(&failed).unwrap();
+    let v = json!({
+        "date": "20260301-100000", "backend": "openai", "model_id": "m",
+        "num_prompts": 8, "max_concurrency": 2, "duration": 1.0,
+        "completed": 0, "total_input_tokens": 0, "total_output_tokens": 0,
+        "request_throughput": 0.0, "output_throughput": 0.0, "total_token_throughput": 0.0,
+        "inferbench": {"stop_reason": "completed", "interrupted": false, "failed": 8,
+                       "failed_reason": "nothing was measured: none of the 8 profile requests succeeded (8 failed)"},
+    });
+    std::fs::write(failed.join("c2.json"), v.to_string()).unwrap();
+    let mut s = Store::open(&db).unwrap();
+    let o = IngestOptions::from_set(&[
+        "hw=h200".into(),
+        "framework=vllm".into(),
+        "precision=fp8".into(),
+    ])
+    .unwrap();
+    let r = s.ingest_path(&failed, &o).unwrap();
+    assert_eq!(r.failed_points, 1, "{}", r.render());
+    drop(s);
+    let (st, v) = get_json(&db, "/api/v1/points?include_failed=true").await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let got: Vec<(Value, Value, Value, Value)> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["conc"].clone(),
+                p["status"].clone(),
+                p["error"].clone(),
+                p["invalid_reason"].clone(),
+            )
+        })
+        .collect();
+    assert!(
+        got.contains(&(
+            json!(2),
+            json!("failed"),
+            json!("nothing was measured: none of the 8 profile requests succeeded (8 failed)"),
+            Value::Null
+        )),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.iter().filter(|g| g.1 == json!("ok")).count(),
+        2,
+        "{got:?}"
+    );
+    let (_, v) = get_json(&db, "/api/v1/points").await;
+    assert!(
+        v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["status"] == "ok"),
+        "{v}"
+    );
+}

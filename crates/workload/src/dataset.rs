@@ -26,8 +26,8 @@
 
 use crate::error::WorkloadError;
 use crate::files::{
-    bom_in_line, encoding_problem, read_regular_file, DEFAULT_MAX_CONTEXT_TOKENS,
-    MAX_DATASET_FILE_BYTES, MAX_PROMPT_BYTES, UTF8_BOM,
+    bom_in_line, encoding_problem, line_ends_problem, lone_cr_hint, read_regular_file,
+    DEFAULT_MAX_CONTEXT_TOKENS, MAX_DATASET_FILE_BYTES, MAX_PROMPT_BYTES, UTF8_BOM,
 };
 use crate::prompt::{ChatMessage, Prompt};
 use crate::tokenizer::Tokenizer;
@@ -111,6 +111,17 @@ pub fn load_dataset(
     let body = raw.strip_prefix(UTF8_BOM).unwrap_or(&raw);
     // Checked above: UTF-8.
     let text = std::str::from_utf8(body).unwrap_or_default();
+    let line_oriented = match kind {
+        DatasetKind::Jsonl => true,
+        DatasetKind::ShareGpt => !text.trim_start().starts_with('['),
+    };
+    if let Some(reason) = line_oriented.then(|| line_ends_problem(body)).flatten() {
+        return Err(WorkloadError::Parse {
+            path: path.to_path_buf(),
+            line: Some(1),
+            reason,
+        });
+    }
     let drafts = match kind {
         DatasetKind::Jsonl => parse_jsonl(path, text, opts.max_context_tokens)?,
         DatasetKind::ShareGpt => parse_sharegpt(path, text, opts.num_prompts)?,
@@ -261,7 +272,7 @@ fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, Workload
         if l.is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(l).map_err(|e| err(format!("invalid JSON: {e}")))?;
+        let v: Value = serde_json::from_str(l).map_err(|e| err(invalid_json(&e, line)))?;
         let reply = match &v {
             Value::Object(o) => {
                 match ["max_tokens", "output_len", "output_tokens"]
@@ -289,13 +300,14 @@ fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, Workload
         let (text, messages) = match &v {
             Value::String(s) => (s.clone(), None),
             Value::Object(o) => {
-                if let Some(p) = o.get("prompt").or_else(|| o.get("text")) {
+                let key = ["prompt", "text"].into_iter().find(|k| o.contains_key(*k));
+                if let Some((key, p)) = key.and_then(|k| Some((k, o.get(k)?))) {
                     let s = p
                         .as_str()
-                        .ok_or_else(|| err("\"prompt\" must be a string".into()))?;
+                        .ok_or_else(|| err(format!("\"{key}\" must be a string")))?;
                     (s.to_string(), None)
                 } else if let Some(m) = o.get("messages") {
-                    let msgs = parse_messages(m).map_err(err)?;
+                    let msgs = parse_messages(m, "messages").map_err(err)?;
                     (join_contents(&msgs), Some(msgs))
                 } else {
                     return Err(err(
@@ -359,29 +371,47 @@ fn parse_extra_headers(v: &Value) -> Result<Vec<(String, String)>, String> {
     Ok(out)
 }
 
-fn parse_messages(v: &Value) -> Result<Vec<ChatMessage>, String> {
+/// The messages of `v`, an array under the file's key `key` (named in the error).
+fn parse_messages(v: &Value, key: &str) -> Result<Vec<ChatMessage>, String> {
     let arr = v
         .as_array()
-        .ok_or_else(|| "\"messages\" must be an array".to_string())?;
+        .ok_or_else(|| format!("\"{key}\" must be an array"))?;
     arr.iter()
         .enumerate()
         .map(|(i, m)| {
-            let role = m
-                .get("role")
-                .or_else(|| m.get("from"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("message {i}: missing \"role\""))?;
-            let content = m
-                .get("content")
-                .or_else(|| m.get("value"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| format!("message {i}: \"content\" must be a string"))?;
+            let role = string_field(m, i, "role", "from")?;
+            let content = string_field(m, i, "content", "value")?;
             Ok(ChatMessage {
                 role: normalize_role(role).to_string(),
                 content: content.to_string(),
             })
         })
         .collect()
+}
+
+/// A message's string field, under its OpenAI name `key` or its ShareGPT name `alias`; the
+/// error names the spelling the message uses (both when it has neither).
+fn string_field<'a>(m: &'a Value, i: usize, key: &str, alias: &str) -> Result<&'a str, String> {
+    let Some(o) = m.as_object() else {
+        return Err(format!(
+            "message {i}: expected an object with \"{key}\" (or \"{alias}\")"
+        ));
+    };
+    match [key, alias].into_iter().find_map(|k| Some((k, o.get(k)?))) {
+        Some((_, Value::String(s))) => Ok(s),
+        Some((k, _)) => Err(format!("message {i}: \"{k}\" must be a string")),
+        None => Err(format!(
+            "message {i}: missing \"{key}\" (or \"{alias}\", ShareGPT's spelling)"
+        )),
+    }
+}
+
+/// `invalid JSON: …`, with a hint when the line holds a carriage return alone.
+fn invalid_json(e: &serde_json::Error, line: &str) -> String {
+    format!(
+        "invalid JSON: {e}{}",
+        lone_cr_hint(line).unwrap_or_default()
+    )
 }
 
 /// ShareGPT speaker names → chat roles.
@@ -433,7 +463,7 @@ fn parse_sharegpt(
             let c: Value = serde_json::from_str(line).map_err(|e| WorkloadError::Parse {
                 path: path.to_path_buf(),
                 line: Some(i + 1),
-                reason: format!("invalid JSON: {e}"),
+                reason: invalid_json(&e, line),
             })?;
             v.push((Some(i + 1), c));
         }
@@ -461,12 +491,17 @@ fn parse_sharegpt(
                 id.len()
             )));
         }
-        let turns = conv
-            .get("conversations")
-            .or_else(|| conv.get("conversation"))
-            .or_else(|| conv.get("messages"))
-            .ok_or_else(|| err("missing \"conversations\" array".into()))?;
-        let msgs = parse_messages(turns).map_err(err)?;
+        let (key, turns) = ["conversations", "conversation", "messages"]
+            .into_iter()
+            .find_map(|k| Some((k, conv.get(k)?)))
+            .ok_or_else(|| {
+                err(
+                    "missing \"conversations\" array (also accepted: \"conversation\", \
+                     \"messages\")"
+                        .into(),
+                )
+            })?;
+        let msgs = parse_messages(turns, key).map_err(err)?;
         let mut turn = 0u32;
         for (k, m) in msgs.iter().enumerate() {
             if m.role != "user" {
@@ -902,6 +937,104 @@ mod tests {
             .map(|p| p.conversation_id.clone().unwrap())
             .collect();
         assert_eq!(ids, ["7", "conv-1", "7~1", "conv-1~1", "7~2"]);
+    }
+
+    /// Issue 39 §10: the error names the spelling the file uses (`value`, not `content`),
+    /// both spellings when neither is there, and the shape of a CR-only or BOM-less UTF-16
+    /// file.
+    #[test]
+    fn messages_name_the_fields_and_shapes_the_file_has() {
+        let d = tempfile::tempdir().unwrap();
+        let o = DatasetOptions::default();
+        let sg = |name: &str, body: &[u8]| {
+            let p = d.path().join(name);
+            std::fs::write(&p, body).unwrap();
+            let e = load_dataset(DatasetKind::ShareGpt, &p, &tok(), &o)
+                .unwrap_err()
+                .to_string();
+            e.strip_prefix(&p.display().to_string())
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            sg(
+                "v.json",
+                br#"[{"conversations": [{"from": "human", "value": 7}]}]"#
+            ),
+            ": conversation 0: message 0: \"value\" must be a string"
+        );
+        assert_eq!(
+            sg(
+                "c.json",
+                br#"[{"conversations": [{"from": "human", "text": "x"}]}]"#
+            ),
+            ": conversation 0: message 0: missing \"content\" (or \"value\", ShareGPT's spelling)"
+        );
+        assert_eq!(
+            sg("r.json", br#"[{"conversations": [{"value": "x"}]}]"#),
+            ": conversation 0: message 0: missing \"role\" (or \"from\", ShareGPT's spelling)"
+        );
+        assert_eq!(
+            sg("a.json", br#"[{"conversations": {"from": "human"}}]"#),
+            ": conversation 0: \"conversations\" must be an array"
+        );
+        assert_eq!(
+            sg("a.json", br#"[{"conversation": "x"}]"#),
+            ": conversation 0: \"conversation\" must be an array"
+        );
+        assert_eq!(
+            sg("m.json", br#"[{"id": 1}]"#),
+            ": conversation 0: missing \"conversations\" array (also accepted: \
+             \"conversation\", \"messages\")"
+        );
+        assert_eq!(
+            jsonl_err(br#"{"text": 5}"#, &o),
+            ":1: \"text\" must be a string"
+        );
+        assert_eq!(
+            sg(
+                "cr.jsonl",
+                b"{\"conversations\": []}\r{\"conversations\": []}\r"
+            ),
+            ":1: the file's lines end in a carriage return alone (CR, \\r: classic Mac OS line \
+             ends; 2 lines and no LF), so it reads as one line; convert the line ends to LF \
+             (e.g. `tr '\\r' '\\n' < FILE > FILE.jsonl`)"
+        );
+        // A ShareGPT JSON array with CR line ends is valid JSON (CR is whitespace).
+        let p = d.path().join("cr.json");
+        std::fs::write(
+            &p,
+            b"[\r{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}\r]\r",
+        )
+        .unwrap();
+        assert_eq!(
+            load_dataset(DatasetKind::ShareGpt, &p, &tok(), &o)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(
+            jsonl_err(b"{\"prompt\": \"a\"}\r{\"prompt\": \"b\"}", &o),
+            ":1: the file's lines end in a carriage return alone (CR, \\r: classic Mac OS line \
+             ends; 2 lines and no LF), so it reads as one line; convert the line ends to LF \
+             (e.g. `tr '\\r' '\\n' < FILE > FILE.jsonl`)"
+        );
+        assert!(
+            jsonl_err(b"{\"prompt\": \"a\"}\n{\"prompt\": \"b\"}\r{}\n", &o).ends_with(
+                " (the line holds a carriage return (CR, \\r) without LF: lines ending in CR \
+                 alone are not split; convert them to LF, e.g. `tr '\\r' '\\n'`)"
+            )
+        );
+        let u16le: Vec<u8> = "{\"prompt\": \"a\"}\n"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert_eq!(
+            jsonl_err(&u16le, &o),
+            ":1: the file looks like UTF-16 (little-endian) text without a byte-order mark \
+             (every other byte is NUL); save it as UTF-8 (e.g. `iconv -f UTF-16LE -t UTF-8 FILE \
+             > FILE.utf8`)"
+        );
     }
 
     #[test]

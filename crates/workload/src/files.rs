@@ -78,7 +78,7 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, Workloa
 }
 
 /// What a non-regular file is, in words.
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+pub(crate) fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     let ft = meta.file_type();
     if ft.is_dir() {
         return "a directory";
@@ -125,6 +125,21 @@ pub fn encoding_problem(bytes: &[u8]) -> Option<(usize, String)> {
             ));
         }
     }
+    if let Some(enc) = bomless_wide_encoding(bytes) {
+        return Some((
+            1,
+            format!(
+                "the file looks like {enc} text without a byte-order mark (every {} byte is \
+                 NUL); save it as UTF-8 (e.g. `iconv -f {} -t UTF-8 FILE > FILE.utf8`)",
+                if enc.starts_with("UTF-32") {
+                    "three of four"
+                } else {
+                    "other"
+                },
+                iconv_name(enc)
+            ),
+        ));
+    }
     let e = std::str::from_utf8(bytes).err()?;
     let at = e.valid_up_to();
     let line = 1 + memchr::memchr_iter(b'\n', &bytes[..at]).count();
@@ -142,6 +157,83 @@ pub fn encoding_problem(bytes: &[u8]) -> Option<(usize, String)> {
             bytes[at]
         ),
     ))
+}
+
+/// How many leading bytes [`bomless_wide_encoding`] looks at.
+const SNIFF_BYTES: usize = 512;
+
+/// UTF-16 or UTF-32 text without a byte-order mark, told by where its NUL bytes fall in the
+/// first [`SNIFF_BYTES`] bytes (ASCII text in UTF-16LE is `X 00 X 00 …`, in UTF-16BE
+/// `00 X 00 X …`, in UTF-32 three NULs per character). UTF-8 text has no NUL bytes, so a file
+/// where at least half of one position class is NUL and the others are not is named.
+fn bomless_wide_encoding(bytes: &[u8]) -> Option<&'static str> {
+    let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
+    if head.len() < 4 || !head.contains(&0) {
+        return None;
+    }
+    // NULs per position modulo 4, and how many positions of each class there are.
+    let mut nul = [0usize; 4];
+    let mut all = [0usize; 4];
+    for (i, &b) in head.iter().enumerate() {
+        all[i % 4] += 1;
+        nul[i % 4] += usize::from(b == 0);
+    }
+    let mostly = |k: usize| 2 * nul[k] >= all[k] && all[k] > 0;
+    let none = |k: usize| nul[k] == 0;
+    if mostly(1) && mostly(2) && mostly(3) && none(0) {
+        return Some("UTF-32 (little-endian)");
+    }
+    if mostly(0) && mostly(1) && mostly(2) && none(3) {
+        return Some("UTF-32 (big-endian)");
+    }
+    if mostly(1) && mostly(3) && none(0) && none(2) {
+        return Some("UTF-16 (little-endian)");
+    }
+    if mostly(0) && mostly(2) && none(1) && none(3) {
+        return Some("UTF-16 (big-endian)");
+    }
+    None
+}
+
+/// The `iconv` name of an encoding [`bomless_wide_encoding`] names.
+fn iconv_name(enc: &str) -> &'static str {
+    match enc {
+        "UTF-32 (little-endian)" => "UTF-32LE",
+        "UTF-32 (big-endian)" => "UTF-32BE",
+        "UTF-16 (little-endian)" => "UTF-16LE",
+        _ => "UTF-16BE",
+    }
+}
+
+/// Why a line-oriented file (JSONL) cannot be split into lines, or `None`: its lines end in a
+/// carriage return (CR, `\r`) alone (classic Mac OS line ends), so the whole file would read as
+/// one line. A file with no LF at all and a CR followed by more text is named, with the fix.
+pub fn line_ends_problem(bytes: &[u8]) -> Option<String> {
+    if memchr::memchr(b'\n', bytes).is_some() {
+        return None;
+    }
+    let crs = memchr::memchr_iter(b'\r', bytes)
+        .filter(|&i| bytes[i + 1..].iter().any(|b| !b.is_ascii_whitespace()))
+        .count();
+    (crs > 0).then(|| {
+        format!(
+            "the file's lines end in a carriage return alone (CR, \\r: classic Mac OS line \
+             ends; {} lines and no LF), so it reads as one line; convert the line ends to LF \
+             (e.g. `tr '\\r' '\\n' < FILE > FILE.jsonl`)",
+            crs + 1
+        )
+    })
+}
+
+/// A hint for a line that failed to parse and holds a carriage return not followed by LF
+/// (a file mixing CR-only line ends into LF ones): `Some(" (…)")` to append, else `None`.
+pub fn lone_cr_hint(line: &str) -> Option<&'static str> {
+    line.trim_end_matches(['\r', '\n'])
+        .contains('\r')
+        .then_some(
+            " (the line holds a carriage return (CR, \\r) without LF: lines ending in CR alone \
+         are not split; convert them to LF, e.g. `tr '\\r' '\\n'`)",
+        )
 }
 
 /// The reason for a line that starts with a UTF-8 byte-order mark after the first line
@@ -222,6 +314,68 @@ mod tests {
             )
         );
         assert!(bom_in_line(b"\xEF\xBB\xBF{}").is_some());
+    }
+
+    /// Issue 39 §10: UTF-16/UTF-32 without a byte-order mark was "invalid JSON" (its NUL bytes
+    /// are valid UTF-8); it is named by where its NULs fall, with the iconv command.
+    #[test]
+    fn bomless_utf16_and_utf32_are_named() {
+        let text = "{\"prompt\": \"hi\"}\n";
+        let le: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let be: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        let le32: Vec<u8> = text
+            .chars()
+            .flat_map(|c| (c as u32).to_le_bytes())
+            .collect();
+        let be32: Vec<u8> = text
+            .chars()
+            .flat_map(|c| (c as u32).to_be_bytes())
+            .collect();
+        let msg = |enc: &str, every: &str, iconv: &str| {
+            Some((
+                1,
+                format!(
+                    "the file looks like {enc} text without a byte-order mark (every {every} \
+                     byte is NUL); save it as UTF-8 (e.g. `iconv -f {iconv} -t UTF-8 FILE > \
+                     FILE.utf8`)"
+                ),
+            ))
+        };
+        assert_eq!(
+            encoding_problem(&le),
+            msg("UTF-16 (little-endian)", "other", "UTF-16LE")
+        );
+        assert_eq!(
+            encoding_problem(&be),
+            msg("UTF-16 (big-endian)", "other", "UTF-16BE")
+        );
+        assert_eq!(
+            encoding_problem(&le32),
+            msg("UTF-32 (little-endian)", "three of four", "UTF-32LE")
+        );
+        assert_eq!(
+            encoding_problem(&be32),
+            msg("UTF-32 (big-endian)", "three of four", "UTF-32BE")
+        );
+        // A stray NUL in UTF-8 text is left to the parser.
+        assert_eq!(encoding_problem(b"{\"a\": \"x\x00y\"}\n"), None);
+    }
+
+    /// Issue 39 §10: a JSONL file with CR-only line ends read as one line ("invalid JSON").
+    #[test]
+    fn cr_only_line_ends_are_named() {
+        assert_eq!(
+            line_ends_problem(b"{\"a\": 1}\r{\"a\": 2}\r{\"a\": 3}\r").unwrap(),
+            "the file's lines end in a carriage return alone (CR, \\r: classic Mac OS line ends; \
+             3 lines and no LF), so it reads as one line; convert the line ends to LF (e.g. \
+             `tr '\\r' '\\n' < FILE > FILE.jsonl`)"
+        );
+        // CRLF and LF files, and one line ending in a lone CR, are fine.
+        assert_eq!(line_ends_problem(b"{}\r\n{}\r\n"), None);
+        assert_eq!(line_ends_problem(b"{}\n{}"), None);
+        assert_eq!(line_ends_problem(b"{}\r"), None);
+        assert!(lone_cr_hint("{}\r{}").is_some());
+        assert!(lone_cr_hint("{}\r").is_none());
         assert!(bom_in_line(b"{}").is_none());
     }
 }

@@ -37,6 +37,8 @@ pub fn run_local(
     progress: bool,
     adaptive: Option<f64>,
 ) -> anyhow::Result<ExitStatus> {
+    // Where every point writes, before any engine starts or request is sent (issue 39 §8).
+    inferbench_loadgen::output::check_dir_writable("--out", &opts.out_dir)?;
     let rt = tokio::runtime::Runtime::new()?;
     let code = rt.block_on(async {
         let cancel =

@@ -24,7 +24,8 @@ const STOP: &str =
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Exit codes: 0 ok; 1 a point failed (its requests errored) or the database or \
-                  chart step failed; 2 bad flags, or a database that cannot be opened; 130 \
+                  chart step failed; 2 bad flags, a database that cannot be opened, or an --out \
+                  or --chart that cannot be written (checked before any point); 130 \
                   interrupted (Ctrl-C: the points finished so far are stored and drawn)."
 )]
 pub struct Args {
@@ -52,6 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         return run_agentic(&args);
     }
     let p = q.plan()?;
+    check_outputs(&args)?;
     // Open (and migrate) the database before the sweep, so a bad --db fails in seconds.
     let mut store = open_store(&args)?;
     let run_dir = fresh_run_dir(&args.out)?;
@@ -91,11 +93,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 
 /// `--agentic`: the AgentX pipeline on the embedded simulator in seconds
 /// (`AgenticSimSweep`), its North-Star frontier shown as a preview.
+/// `--out` and `--chart`, checked writable before the database is opened and the sweep runs
+/// (issue 39 §8). Errors: `FLAG PATH: why`, exit 2.
+fn check_outputs(args: &Args) -> anyhow::Result<()> {
+    inferbench_loadgen::output::check_dir_writable("--out", &args.out)?;
+    args.sweep.chart.as_deref().map_or(Ok(()), |c| {
+        inferbench_loadgen::output::check_file_writable("--chart", c)
+    })
+}
+
 fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
     let run_dir = fresh_run_dir(&args.out)?;
     let batch = sweep_id(&run_dir);
     let q = &args.sweep;
     let sweep = q.agentic_plan()?;
+    check_outputs(args)?;
     let mut store = open_store(args)?;
     let report = super::on_runtime(STOP, |cancel| {
         let (sweep, run_dir, batch) = (&sweep, &run_dir, &batch);

@@ -37,7 +37,8 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 #[command(
     after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
                   warmup request failed, nothing succeeded, or GPU power not valid with \
-                  --require-power; 2 bad flags or traces (FILE:LINE named), or a concurrency \
+                  --require-power; 2 bad flags or traces (FILE:LINE named), a --result-dir that \
+                  cannot be written (checked before any request), or a concurrency \
                   this process cannot hold (ulimit -n, ulimit -v); 3 server \
                   unreachable (before profiling, or no request reached it; partial results \
                   written); 130 interrupted (finished requests saved).\n\nExample (a short run on the \
@@ -347,6 +348,7 @@ impl ReplayFlags {
                     skipped: Vec::new(),
                     dropped_by_context,
                     files: 0,
+                    notes: Vec::new(),
                 }
             }
             (None, None) => anyhow::bail!("give --traces PATH or --synthetic SHAPE"),
@@ -373,6 +375,9 @@ impl ReplayFlags {
         anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
         for s in &report.skipped {
             eprintln!("inferbench: skipped {s}");
+        }
+        for n in &report.notes {
+            eprintln!("inferbench: warning: {n}");
         }
         let n_req: usize = report.traces.iter().map(Trace::request_count).sum();
         eprintln!(
@@ -401,9 +406,9 @@ impl ReplayFlags {
         let traces = Arc::new(report.traces);
         let tok = inferbench_workload::Tokenizer::load(&self.tokenizer)?;
         let prompter = Arc::new(Prompter::new(&traces, &tok, self.random_seed)?);
+        // Created and probed before any request (issue 39 §8).
         if let Some(d) = &self.result_dir {
-            std::fs::create_dir_all(d)
-                .with_context(|| format!("--result-dir: cannot create {}", d.display()))?;
+            crate::output::check_dir_writable("--result-dir", d)?;
         }
         Ok(PreparedReplay {
             opts,

@@ -68,6 +68,7 @@ pub(super) fn facts(s: &RunSummary, raw: &Map<String, Value>) -> SummaryFacts {
         submission_invalid,
         cut_short: super::vllm::cut_short(Some(x.stop_reason), x.interrupted),
         timing_invalid: x.invalid_reason.clone(),
+        failed_reason: x.failed_reason.clone(),
         date: date_from_text(&s.date),
         start_unix: s.benchmark_start_time_unix,
         end_unix: s.benchmark_end_time_unix,

@@ -118,6 +118,9 @@ pub(super) struct SummaryFacts {
     pub cut_short: Option<StopReason>,
     /// Why the producer found its timings not valid (our `inferbench.invalid_reason`).
     pub timing_invalid: Option<String>,
+    /// Why the producer found the point failed (our `inferbench.failed_reason`: nothing was
+    /// measured); stored as the point's `error`.
+    pub failed_reason: Option<String>,
     /// UTC `YYYY-MM-DD` of the file's `date`, when it has one.
     pub date: Option<String>,
     /// The profiling window, unix seconds.
@@ -193,6 +196,10 @@ pub(super) fn foreign_facts(s: &Map<String, Value>) -> SummaryFacts {
             .and_then(|x| x.get("invalid_reason"))
             .filter(|r| !r.is_null())
             .map(|r| r.as_str().map_or_else(|| r.to_string(), String::from)),
+        failed_reason: x
+            .and_then(|x| x.get("failed_reason"))
+            .and_then(Value::as_str)
+            .map(String::from),
         date: s
             .get("date")
             .and_then(Value::as_str)
@@ -278,7 +285,11 @@ pub(super) fn summary_point(
         // Why, as far as the summary says (trial 14: a point interrupted before it sent
         // anything said "no successful request").
         let failed = m.get("inferbench.failed").copied().unwrap_or(0.0);
-        pt.error = Some(failed_point_cause(failed, f.cut_short).into());
+        pt.error = Some(
+            f.failed_reason
+                .clone()
+                .unwrap_or_else(|| failed_point_cause(failed, f.cut_short).into()),
+        );
         // Nothing was measured: the zeros a summary writes for its latencies and rates are
         // placeholders, stored as absent (trial 13: `0.0000` TTFT and E2EL beside `-`
         // interactivity for a point where no request finished).
@@ -300,11 +311,32 @@ pub(super) fn summary_point(
     let reasons: Vec<String> = (f.cut_short.map(|r| cut_short_text(r).to_string()))
         .into_iter()
         .chain(f.submission_invalid.filter(|_| agentic))
-        .chain(f.timing_invalid)
+        .chain(f.timing_invalid.and_then(|r| without_nothing_measured(&r)))
         .collect();
     pt.valid = reasons.is_empty();
     pt.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     Ok(pt)
+}
+
+/// `reason` (an `inferbench.invalid_reason`, causes joined with `; `) without the
+/// `failed its gate: nothing was measured…` cause that files written before
+/// `inferbench.failed_reason` carried (issue 39 §9: such a point is failed, its cause the
+/// point's `error`, not also invalid); `None` when nothing else is left.
+fn without_nothing_measured(reason: &str) -> Option<String> {
+    const GATE: &str = "failed its gate: nothing was measured";
+    const TAIL: &str =
+        "; the result is marked invalid (kept off frontiers unless --include-invalid)";
+    let Some(at) = reason.find(GATE) else {
+        return Some(reason.to_string());
+    };
+    let end = reason[at..]
+        .find(TAIL)
+        .map_or(reason.len(), |e| at + e + TAIL.len());
+    let rest = format!("{}{}", &reason[..at], &reason[end..]);
+    let rest = rest
+        .trim_matches(|c: char| c == ';' || c == ' ')
+        .replace("; ; ", "; ");
+    (!rest.is_empty()).then_some(rest)
 }
 
 /// How a point's `invalid_reason` names a run cut short for `r`.

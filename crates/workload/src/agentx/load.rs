@@ -3,7 +3,13 @@
 //! **Files.** A path is a JSONL file (one trace object per line, blank lines skipped), a `.json`
 //! file (one trace object, several concatenated ones, or a JSON array of them — the example
 //! corpus is an array, agentx-harness keeps one trace per file), or a directory: every `*.jsonl`
-//! and `*.json` file directly in it, in file-name order.
+//! and `*.json` file directly in it, in file-name order. Such an entry that is not a regular
+//! file (a FIFO, a socket, a symlink to a device, a directory named `x.json`) fails the load as
+//! the same path given alone would; other non-regular entries (subdirectories, whose traces are
+//! not read, FIFOs, sockets, devices, broken symlinks) are named in a [`LoadReport::notes`]
+//! warning; other regular files (a README) are ignored. A JSONL file whose lines end in a
+//! carriage return alone, and UTF-16/UTF-32 text without a byte-order mark, are refused naming
+//! the shape and the conversion.
 //!
 //! **Schema** (§1.4). Trace: `id`, `models`, `block_size` (default 64, the only size supported),
 //! `hash_id_scope` (`local` default / `global`), `requests`, `tool_tokens`, `system_tokens`,
@@ -34,6 +40,15 @@
 //! FIFO or device is refused at once); a leading UTF-8 byte-order mark is skipped, other
 //! encodings are named.
 //!
+//! **Invalid or odd values** (trial 1). Invalid, refused at load naming `file:line: field`:
+//! `in: 0` (the replay would send an empty prompt) and `out: 0` (sent as
+//! `max_completion_tokens: 0`, which servers refuse; every recorded call produced at least one
+//! token), and a trace with no model request. Legitimate but odd, accepted and counted in one
+//! [`LoadReport::notes`] line each: a `ttft` larger than its `api_time` (both informational,
+//! §1.4: the replay uses `api_time` only for the end-to-start gap, as agentx-harness does) and
+//! a `t` earlier than the previous request's of the same stream (the stream is replayed in `t`
+//! order, the stable sort above, as before).
+//!
 //! **Errors** name the file, the 1-based line (of the JSONL line, or where the trace object of a
 //! `.json` file starts; for JSON syntax errors the exact line) and the field path, e.g.
 //! `traces.jsonl:17: requests[3].in: expected a non-negative integer`. Parsing goes straight into
@@ -43,7 +58,8 @@
 use super::trace::{HashIdScope, Stream, StreamKind, Trace, TraceRequest};
 use crate::error::WorkloadError;
 use crate::files::{
-    encoding_problem, read_regular_file, DEFAULT_MAX_CONTEXT_TOKENS, MAX_TRACE_FILE_BYTES, UTF8_BOM,
+    encoding_problem, file_kind, line_ends_problem, read_regular_file, DEFAULT_MAX_CONTEXT_TOKENS,
+    MAX_TRACE_FILE_BYTES, UTF8_BOM,
 };
 use rayon::prelude::*;
 use serde::de::IgnoredAny;
@@ -110,6 +126,21 @@ pub struct LoadReport {
     pub dropped_by_context: usize,
     /// Number of files read.
     pub files: usize,
+    /// Load-time notes, one line each, for the caller to print as warnings: directory entries
+    /// that were not read (subdirectories, FIFOs, sockets, devices, whatever their name; a
+    /// `*.jsonl`/`*.json` entry that is not a regular file fails the load instead), and counts
+    /// of legitimate-but-odd values (module doc, **Odd values**).
+    pub notes: Vec<String>,
+}
+
+/// Legitimate-but-odd values of one trace (module doc, **Odd values**), counted for
+/// [`LoadReport::notes`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Oddities {
+    /// Requests whose recorded `ttft` is larger than their `api_time`.
+    ttft_over_api_time: usize,
+    /// Requests whose `t` is earlier than the previous request's of the same stream.
+    t_backwards: usize,
 }
 
 /// Loads the traces at `path` (a JSONL file, a `.json` file, or a directory of both; see the
@@ -122,15 +153,18 @@ pub struct LoadReport {
 /// trace of an id wins); [`WorkloadError::Empty`] when no usable trace is left (none in the
 /// files, all skipped, all dropped by the context filter, or `num_dataset_entries = 0`).
 pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, WorkloadError> {
-    let files = list_files(path)?;
+    let (files, mut notes) = list_files(path)?;
+    let mut odd = Oddities::default();
     let mut traces: Vec<Trace> = Vec::new();
     let mut skipped = Vec::new();
     let mut first_seen: HashMap<String, String> = HashMap::new();
     for file in &files {
         for (unit_line, unit) in read_file(file, opts.cap())? {
             let err = match unit {
-                Ok(t) => match first_seen.get(&t.id) {
+                Ok((t, o)) => match first_seen.get(&t.id) {
                     None => {
+                        odd.ttft_over_api_time += o.ttft_over_api_time;
+                        odd.t_backwards += o.t_backwards;
                         first_seen.insert(t.id.clone(), t.origin.clone());
                         traces.push(t);
                         continue;
@@ -174,37 +208,82 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
             ),
         });
     }
+    if odd.ttft_over_api_time > 0 {
+        notes.push(format!(
+            "{} request(s) record a ttft larger than their api_time (informational fields, not \
+             used by the replay)",
+            odd.ttft_over_api_time
+        ));
+    }
+    if odd.t_backwards > 0 {
+        notes.push(format!(
+            "{} request(s) start (t) before the previous request of their stream; each stream \
+             is replayed in t order",
+            odd.t_backwards
+        ));
+    }
     Ok(LoadReport {
         traces,
         skipped,
         dropped_by_context,
         files: files.len(),
+        notes,
     })
 }
 
-fn list_files(path: &Path) -> Result<Vec<PathBuf>, WorkloadError> {
+/// The files to read at `path`, and a note naming the directory entries not read.
+///
+/// In a directory, every entry named `*.jsonl`/`*.json` is a trace file: one that is not a
+/// regular file (after symlinks) fails the load when it is read, as the same path given alone
+/// would. Other regular files are ignored silently (a README beside the corpus); other
+/// non-regular entries (subdirectories, FIFOs, sockets, devices, broken symlinks) are named in
+/// the note, since traces inside a subdirectory are not read.
+fn list_files(path: &Path) -> Result<(Vec<PathBuf>, Vec<String>), WorkloadError> {
     let io = |source| WorkloadError::Io {
         path: path.to_path_buf(),
         source,
     };
     if !std::fs::metadata(path).map_err(io)?.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
+        return Ok((vec![path.to_path_buf()], Vec::new()));
     }
     let mut files = Vec::new();
+    let mut not_read = Vec::new();
     for entry in std::fs::read_dir(path).map_err(io)? {
         let p = entry.map_err(io)?.path();
-        if p.is_file() && (has_ext(&p, "jsonl") || has_ext(&p, "json")) {
+        if has_ext(&p, "jsonl") || has_ext(&p, "json") {
             files.push(p);
+        } else if !p.is_file() {
+            let kind = match std::fs::metadata(&p) {
+                Ok(m) => file_kind(&m),
+                Err(_) => "a broken symlink",
+            };
+            not_read.push(format!(
+                "{} ({kind})",
+                p.file_name().unwrap_or_default().to_string_lossy()
+            ));
         }
     }
     files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    not_read.sort();
+    let notes = if not_read.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!(
+            "{}: {} entr{} not read (only the regular *.jsonl and *.json files directly in the \
+             directory are): {}",
+            path.display(),
+            not_read.len(),
+            if not_read.len() == 1 { "y" } else { "ies" },
+            not_read.join(", ")
+        )]
+    };
     if files.is_empty() {
         return Err(WorkloadError::Empty {
             path: path.to_path_buf(),
             reason: "no *.jsonl or *.json file in the directory".into(),
         });
     }
-    Ok(files)
+    Ok((files, notes))
 }
 
 fn has_ext(p: &Path, ext: &str) -> bool {
@@ -220,7 +299,7 @@ struct Unit<'a> {
 }
 
 /// A parsed trace, or `(line, reason)`; keyed by the line the trace starts on.
-type UnitResult = (usize, Result<Trace, (usize, String)>);
+type UnitResult = (usize, Result<(Trace, Oddities), (usize, String)>);
 
 /// Parses every trace of one file (in parallel), in file order.
 fn read_file(path: &Path, cap: u32) -> Result<Vec<UnitResult>, WorkloadError> {
@@ -234,7 +313,15 @@ fn read_file(path: &Path, cap: u32) -> Result<Vec<UnitResult>, WorkloadError> {
     }
     let bytes = raw.strip_prefix(UTF8_BOM).unwrap_or(&raw);
     let name = path.display().to_string();
-    let (units, broken) = if has_ext(path, "json") {
+    let json = has_ext(path, "json");
+    if let Some(reason) = (!json).then(|| line_ends_problem(bytes)).flatten() {
+        return Err(WorkloadError::Parse {
+            path: path.to_path_buf(),
+            line: Some(1),
+            reason,
+        });
+    }
+    let (units, broken) = if json {
         split_json_values(bytes)
     } else {
         (split_lines(bytes), None)
@@ -460,7 +547,11 @@ const SUBAGENT_FIELDS: &str = "t, type, agent_id, subagent_type, duration_ms, to
      tool_use_count, status, requests, models, tool_tokens, system_tokens";
 
 /// One trace from its bytes; errors are `(line within the bytes, reason)`.
-fn parse_trace(bytes: &[u8], origin: String, cap: u32) -> Result<Trace, (usize, String)> {
+fn parse_trace(
+    bytes: &[u8],
+    origin: String,
+    cap: u32,
+) -> Result<(Trace, Oddities), (usize, String)> {
     match serde_json::from_slice::<RawTrace>(bytes) {
         Ok(raw) => convert(raw, origin, cap).map_err(|r| (1, r)),
         Err(e) => Err((e.line().max(1), diagnose(bytes, &e, cap))),
@@ -620,7 +711,7 @@ fn want_str_array(p: &str, x: &Value) -> Result<(), String> {
 
 // ---- validation and conversion into the model ----
 
-fn convert(raw: RawTrace, origin: String, cap: u32) -> Result<Trace, String> {
+fn convert(raw: RawTrace, origin: String, cap: u32) -> Result<(Trace, Oddities), String> {
     if raw.id.is_empty() {
         return Err("id: empty".into());
     }
@@ -650,11 +741,20 @@ fn convert(raw: RawTrace, origin: String, cap: u32) -> Result<Trace, String> {
         root: Vec::new(),
         subs: Vec::new(),
         agents: HashMap::new(),
+        ttft_over_api_time: 0,
     };
     b.entries(raw.requests, "requests", 0.0, None)?;
     let Builder {
-        mut root, mut subs, ..
+        mut root,
+        mut subs,
+        ttft_over_api_time,
+        ..
     } = b;
+    let backwards = |rs: &[TraceRequest]| rs.windows(2).filter(|w| w[1].t_s < w[0].t_s).count();
+    let odd = Oddities {
+        ttft_over_api_time,
+        t_backwards: backwards(&root) + subs.iter().map(|s| backwards(&s.requests)).sum::<usize>(),
+    };
     root.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
     for s in &mut subs {
         s.requests.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
@@ -672,7 +772,7 @@ fn convert(raw: RawTrace, origin: String, cap: u32) -> Result<Trace, String> {
         requests: root,
     });
     streams.extend(subs);
-    Ok(Trace {
+    let trace = Trace {
         block_size,
         system_prefix_tokens: raw
             .tool_tokens
@@ -685,7 +785,8 @@ fn convert(raw: RawTrace, origin: String, cap: u32) -> Result<Trace, String> {
             _ => HashIdScope::Local,
         },
         id: raw.id,
-    })
+    };
+    Ok((trace, odd))
 }
 
 struct Builder<'a> {
@@ -696,6 +797,8 @@ struct Builder<'a> {
     subs: Vec<Stream>,
     /// agent id → path of its entry, for duplicate messages.
     agents: HashMap<String, String>,
+    /// Requests whose `ttft` is larger than their `api_time` ([`Oddities`]).
+    ttft_over_api_time: usize,
 }
 
 impl Builder<'_> {
@@ -712,7 +815,9 @@ impl Builder<'_> {
             if e.kind == Some(RawKind::Subagent) {
                 self.subagent(e, &format!("{prefix}[{i}]"), offset_s)?;
             } else {
+                let ttft_over = matches!((e.ttft, e.api_time), (Some(f), Some(a)) if f > a);
                 let r = request(e, || format!("{prefix}[{i}]"), offset_s, self.cap)?;
+                self.ttft_over_api_time += usize::from(ttft_over);
                 match into {
                     None => self.root.push(r),
                     Some(s) => self.subs[s].requests.push(r),
@@ -883,14 +988,32 @@ fn request(
     let input_tokens = capped(input_tokens, "in", "input_length", e.input.is_none())?;
     let output_tokens = one_of(e.out, e.output_length, "out", "output_length")?;
     let output_tokens = capped(output_tokens, "out", "output_length", e.out.is_none())?;
-    let hash_ids = e.hash_ids.unwrap_or_default();
-    if input_tokens == 0 && !hash_ids.is_empty() {
+    // Invalid, not odd: the replay would send an empty prompt, or `max_completion_tokens: 0`
+    // (which OpenAI-compatible servers refuse), so the request could only fail.
+    let named = |alias: &str, given_alias: bool, field: &'static str| {
+        if given_alias {
+            alias.to_string()
+        } else {
+            field.to_string()
+        }
+    };
+    if input_tokens == 0 {
         return Err(format!(
-            "{}: in is 0 but hash_ids lists {} blocks",
+            "{}.{}: 0 tokens: a request needs at least 1 input token (the replay would send an \
+             empty prompt)",
             path(),
-            hash_ids.len()
+            named("input_length", e.input.is_none(), "in")
         ));
     }
+    if output_tokens == 0 {
+        return Err(format!(
+            "{}.{}: 0 tokens: a request must ask for at least 1 output token (it is sent as \
+             max_completion_tokens, which servers refuse at 0)",
+            path(),
+            named("output_length", e.out.is_none(), "out")
+        ));
+    }
+    let hash_ids = e.hash_ids.unwrap_or_default();
     let max_blocks = input_tokens.div_ceil(BLOCK_TOKENS) as usize;
     if hash_ids.len() > max_blocks {
         return Err(format!(
@@ -930,6 +1053,7 @@ pub(crate) mod tests {
                     DEFAULT_MAX_CONTEXT_TOKENS,
                 )
                 .unwrap()
+                .0
             })
             .collect()
     }
@@ -1066,7 +1190,13 @@ pub(crate) mod tests {
             (json!([{"t": 0, "in": 64, "out": 1, "api_time": -0.5}]),
              "traces.jsonl:1: requests[0].api_time: expected a finite, non-negative number of seconds (got -0.5)"),
             (json!([{"t": 0, "in": 0, "out": 1, "hash_ids": [3]}]),
-             "traces.jsonl:1: requests[0]: in is 0 but hash_ids lists 1 blocks"),
+             "traces.jsonl:1: requests[0].in: 0 tokens: a request needs at least 1 input token (the replay would send an empty prompt)"),
+            (json!([{"t": 0, "input_length": 0, "out": 1}]),
+             "traces.jsonl:1: requests[0].input_length: 0 tokens: a request needs at least 1 input token (the replay would send an empty prompt)"),
+            (json!([{"t": 0, "in": 64, "out": 0}]),
+             "traces.jsonl:1: requests[0].out: 0 tokens: a request must ask for at least 1 output token (it is sent as max_completion_tokens, which servers refuse at 0)"),
+            (json!([{"t": 1, "type": "subagent", "agent_id": "a", "requests": [{"t": 1, "in": 64, "output_length": 0}]}]),
+             "traces.jsonl:1: requests[0].requests[0].output_length: 0 tokens: a request must ask for at least 1 output token (it is sent as max_completion_tokens, which servers refuse at 0)"),
             (json!([req(0.0, 129, &[0, 1, 2, 3])]),
              "traces.jsonl:1: requests[0].hash_ids: 4 blocks cover more than in = 129 tokens (at most ceil(129/64) = 3)"),
             (json!([{"in": 64, "out": 1}]), "traces.jsonl:1: requests[0].t: missing"),
@@ -1207,6 +1337,77 @@ pub(crate) mod tests {
 
     /// Issue 39 §3: a FIFO or device as --traces is refused at once; a leading UTF-8
     /// byte-order mark is skipped and a UTF-16 file named.
+    /// Issue 39 §11: `in: 0`/`out: 0` are refused (above, in `errors_name_file_line_and_field`);
+    /// a `ttft` above `api_time` and a `t` going backwards are accepted and counted in notes,
+    /// and the stream is replayed in `t` order.
+    #[test]
+    fn odd_values_are_accepted_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = trace_with(json!([
+            {"t": 5.0, "type": "s", "in": 64, "out": 1, "api_time": 1.0, "ttft": 2.0},
+            {"t": 1.0, "in": 128, "out": 1, "api_time": 1.0, "ttft": 0.5},
+            {"t": 9.0, "type": "subagent", "agent_id": "a", "requests": [
+                {"t": 9.0, "in": 64, "out": 1, "api_time": 0.1, "ttft": 0.2},
+                {"t": 8.0, "in": 64, "out": 1}]}
+        ]));
+        let p = write(&dir, "odd.jsonl", &(body + "\n"));
+        let r = load(&p).unwrap();
+        assert_eq!(
+            r.notes,
+            [
+                "2 request(s) record a ttft larger than their api_time (informational fields, \
+                 not used by the replay)",
+                "2 request(s) start (t) before the previous request of their stream; each \
+                 stream is replayed in t order"
+            ]
+        );
+        let ts: Vec<f64> = r.traces[0].streams[0]
+            .requests
+            .iter()
+            .map(|q| q.t_s)
+            .collect();
+        assert_eq!(ts, [1.0, 5.0]);
+        let p = write(
+            &dir,
+            "plain.jsonl",
+            &trace_with(json!([req(0.0, 64, &[0])])),
+        );
+        assert!(load(&p).unwrap().notes.is_empty());
+    }
+
+    /// Issue 39 §10: in a `--traces` directory a `*.jsonl` entry that is not a regular file
+    /// fails the load (as the path alone would); other non-regular entries are named in a note.
+    #[cfg(unix)]
+    #[test]
+    fn non_regular_directory_entries_are_named_or_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        write(&dir, "a.jsonl", &trace_with(json!([req(0.0, 64, &[0])])));
+        write(&dir, "README.md", "corpus");
+        std::fs::create_dir(dir.path().join("more")).unwrap();
+        std::os::unix::fs::symlink("/dev/null", dir.path().join("null")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/x", dir.path().join("gone")).unwrap();
+        let r = load(dir.path()).unwrap();
+        assert_eq!(r.traces.len(), 1);
+        assert_eq!(
+            r.notes,
+            [format!(
+                "{}: 3 entries not read (only the regular *.jsonl and *.json files directly in \
+                 the directory are): gone (a broken symlink), more (a directory), null (a \
+                 character device)",
+                dir.path().display()
+            )]
+        );
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("z.jsonl")).unwrap();
+        let e = load(dir.path()).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: not a regular file (a character device): only regular files are read",
+                dir.path().join("z.jsonl").display()
+            )
+        );
+    }
+
     #[test]
     fn only_regular_utf8_trace_files_are_read() {
         let e = load(Path::new("/dev/zero")).unwrap_err().to_string();
@@ -1222,6 +1423,11 @@ pub(crate) mod tests {
         std::fs::write(&p, b"\xFF\xFE{\x00").unwrap();
         let e = load(&p).unwrap_err().to_string();
         assert!(e.ends_with("u16.jsonl:1: the file is UTF-16 (little-endian) text (it starts with that byte-order mark); save it as UTF-8"), "{e}");
+        let p = dir.path().join("cr.jsonl");
+        let one = trace_with(json!([req(0.0, 64, &[0])]));
+        std::fs::write(&p, format!("{one}\r{}\r", one.replace("\"x\"", "\"y\""))).unwrap();
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.ends_with("cr.jsonl:1: the file's lines end in a carriage return alone (CR, \\r: classic Mac OS line ends; 2 lines and no LF), so it reads as one line; convert the line ends to LF (e.g. `tr '\\r' '\\n' < FILE > FILE.jsonl`)"), "{e}");
     }
 
     #[test]
