@@ -1414,7 +1414,7 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
     ])
     .unwrap();
     let r = s.ingest_path(&failed, &o).unwrap();
-    assert_eq!(r.failed_points, 1, "{}", r.render());
+    assert_eq!(r.failed_points, 1, "{}", inferbench_views::ingest::IngestText::render(&r));
     drop(s);
     let (st, v) = get_json(&db, "/api/v1/points?include_failed=true").await;
     assert_eq!(st, StatusCode::OK, "{v}");
