@@ -714,7 +714,7 @@ fn compare_history_evals_models_and_tco_pages() {
     // Without a model chosen each bar names its model (trial 19); with one, the model is the
     // page's.
     assert!(
-        dom.contains("<tr><td>dsr1 on b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
+        dom.contains("\"><td>dsr1 on b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
         "{dom}"
     );
     let dom = dump_dom(
@@ -723,7 +723,7 @@ fn compare_history_evals_models_and_tco_pages() {
         &format!("{base}/evals?task=gsm8k&model=dsr1"),
     );
     assert!(
-        dom.contains("<tr><td>b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
+        dom.contains("\"><td>b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
         "{dom}"
     );
     // An eval's run page shows its evals, not empty point sections (trial 20).
@@ -1267,4 +1267,83 @@ fn precisions_have_shapes_and_points_carry_parallelism() {
         Some("fp4:circle")
     );
     assert!(attr(&one, "csv", "href").unwrap().contains("precision=fp4"));
+}
+
+/// Issue 42's evals drawer: a bar's row opens its eval's questions; the deep link
+/// (`drawer=RUN:CONC`, `doc=ID`) opens the drawer on that question, which shows its question,
+/// response, extracted answer, target and whether it was correct, as text (the stored `<b>` is
+/// not markup); `correct=false` lists the wrong answers only.
+#[test]
+fn evals_drawer_opens_on_a_sample() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let set = common::eval_set_with_samples(dir.path());
+    let (db, reports) = ingested(&dir.path().join("e.db"), &[&set]);
+    assert_eq!(reports[0].evals, 1);
+    let run = Store::open_read_only(&db).unwrap().evals().unwrap()[0].run_id;
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+
+    // Without a link the drawer is closed and each bar's row names the eval it opens.
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/evals?task=gsm8k"));
+    assert!(dom.contains("<aside id=\"drawer\" hidden=\"\""), "{dom}");
+    assert!(
+        dom.contains(&format!(
+            "<tr class=\"pickable\" data-run=\"{run}\" data-conc=\"32\">"
+        )),
+        "{dom}"
+    );
+
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/evals?task=gsm8k&drawer={run}:32&doc=1"),
+    );
+    assert_eq!(
+        attr(&dom, "drawer", "data-total").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "drawer", "data-rows").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "sample", "data-doc").as_deref(),
+        Some("1"),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "sample-question"),
+        "Tom has 2 apples and buys 3 more. How many?"
+    );
+    assert_eq!(text_of(&dom, "sample-response"), "2+3=5\n#### 5");
+    assert_eq!(text_of(&dom, "sample-extracted"), "5");
+    assert_eq!(text_of(&dom, "sample-target"), "5");
+    assert_eq!(text_of(&dom, "sample-correct"), "correct");
+    assert_eq!(text_of(&dom, "drawer-page"), "1–3 of 3");
+
+    // Wrong answers only; with no `doc` the first is shown, its question as text.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/evals?task=gsm8k&drawer={run}:32&correct=false"),
+    );
+    assert_eq!(
+        attr(&dom, "drawer", "data-total").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "sample", "data-doc").as_deref(),
+        Some("0"),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "sample-question"),
+        "&lt;b&gt;7&lt;/b&gt; times 6?"
+    );
+    assert_eq!(text_of(&dom, "sample-correct"), "wrong");
+    assert_eq!(text_of(&dom, "sample-error"), "http 500");
 }
