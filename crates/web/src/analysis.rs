@@ -339,7 +339,10 @@ pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
 /// which filter matches nothing when no point matched. Each group also has `gpu_seconds`
 /// (GPU·s its points' runner recorded, [`inferbench_views::analysis::gpu_seconds_of`], every
 /// point whatever its validity; null when none recorded any) and `gpu_seconds_unknown` (its
-/// points without a record), the figures `report` prints per group.
+/// points without a record), the figures `report` prints per group. `"frames"`: the replay
+/// over time, `[{"date", "groups": [{"name", "frontier": [[x, y]…]}…]}…]`, one per date of the
+/// counted points, oldest first, each group's frontier from its counted points dated up to
+/// then ([`inferbench_views::analysis::replay_frames`]).
 pub async fn history(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
@@ -403,7 +406,22 @@ pub async fn history(
         })
         .collect();
     let x_range = h.x_range.map(|(lo, hi)| [lo, hi]);
+    // The replay over time (issue 42): each date's frontiers, from the one analysis layer.
+    let frames: Vec<Value> =
+        inferbench_views::analysis::replay_frames(&rows, &x, &y, include_invalid)
+            .into_iter()
+            .map(|f| {
+                let groups: Vec<Value> = (f.groups.iter())
+                    .map(|(name, knots)| {
+                        let k: Vec<[f64; 2]> = knots.iter().map(|&(a, b)| [a, b]).collect();
+                        json!({"name": name, "frontier": k})
+                    })
+                    .collect();
+                json!({"date": f.date, "groups": groups})
+            })
+            .collect();
     Ok(Json(json!({
+        "frames": frames,
         "x": x,
         "y": y,
         "at": at,

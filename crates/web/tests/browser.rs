@@ -1347,3 +1347,61 @@ fn evals_drawer_opens_on_a_sample() {
     assert_eq!(text_of(&dom, "sample-correct"), "wrong");
     assert_eq!(text_of(&dom, "sample-error"), "http 500");
 }
+
+/// Issue 42's replay over time on the History page: one frame per date of the API's `frames`
+/// (the analysis layer's), the last one shown by default; `replay=DATE` opens that date's
+/// frame, each group's frontier drawn with its knots in `data-knots`.
+#[test]
+fn history_replays_the_frontier_over_time() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&at=50"),
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-frames").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-date").as_deref(),
+        Some("2026-03-01"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-groups").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(text_of(&dom, "replay-date"), "2026-03-01 (3 of 3)");
+
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&at=50&replay=2026-02-20"),
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-frame").as_deref(),
+        Some("0"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-groups").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains(
+            "data-group=\"dsr1 1024/1024 mi355x_mori-sglang_fp4\" data-knots=\"40,1500 80,900 120,300\""
+        ),
+        "{dom}"
+    );
+    // `replay` is the page's own key: nothing is said not applied.
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+}
