@@ -133,6 +133,9 @@ function draw(res, st) {
   // and the published frontiers dashed (InferenceX's unofficial-run overlay, the other way round).
   const overlay = res.groups.some(g => g.public);
   const colours = groupColours(res.groups.map(g => g.name));
+  // Each group's colour and the palette, for tests and screenshots (issue 42).
+  host.dataset.palette = currentPalette();
+  host.dataset.colours = res.groups.map(g => g.name + "=" + colours.get(g.name)).join(";");
   const groups = res.groups.map(g => ({ name: g.name, colour: colours.get(g.name), frontier: g.frontier,
     preview: g.preview_frontier || [], public: g.public, label: overlay && !g.public ? g.name + " (local)" : g.name }));
   const series = [{}];

@@ -1405,3 +1405,82 @@ fn history_replays_the_frontier_over_time() {
     // `replay` is the page's own key: nothing is said not applied.
     assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
 }
+
+/// Issue 42's palette: by default each group's colour is of its vendor's hue family (NVIDIA
+/// greens, AMD reds), carried in the chart's `data-colours`; `palette=contrast` switches to the
+/// high-contrast set, which the browser remembers (a later page without it keeps it) until
+/// `palette=vendor`.
+#[test]
+fn groups_take_their_vendors_hue_and_high_contrast_is_remembered() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    const NVIDIA: [&str; 8] = [
+        "#1b7837", "#5aae61", "#00441b", "#74c476", "#238b45", "#a1d99b", "#006d2c", "#41ab5d",
+    ];
+    const AMD: [&str; 8] = [
+        "#b2182b", "#ef6548", "#67001f", "#f4a582", "#cb181d", "#fb6a4a", "#99000d", "#d6604d",
+    ];
+    const CONTRAST: [&str; 10] = [
+        "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7a5195", "#4d4d4d",
+        "#a6761d", "#1b9e77",
+    ];
+    let colours = |dom: &str| -> Vec<(String, String)> {
+        attr(dom, "chart", "data-colours")
+            .unwrap_or_else(|| panic!("{dom}"))
+            .split(';')
+            .map(|kv| {
+                let (k, v) = kv.rsplit_once('=').unwrap();
+                (k.to_string(), v.to_string())
+            })
+            .collect()
+    };
+    let url = format!("{base}/inference?model=dsr1&sequence=1024/1024");
+    let dom = dump_dom(&chromium, &profile, &url);
+    assert_eq!(
+        attr(&dom, "chart", "data-palette").as_deref(),
+        Some("vendor")
+    );
+    let got = colours(&dom);
+    assert_eq!(got.len(), 3, "{got:?}");
+    for (group, c) in &got {
+        let family: &[&str] = if group.contains(" mi355x_") {
+            &AMD
+        } else {
+            &NVIDIA
+        };
+        assert!(family.contains(&c.as_str()), "{group}: {c}");
+    }
+    // b200 and h200 (both NVIDIA) differ.
+    assert_ne!(got[0].1, got[1].1);
+
+    let dom = dump_dom(&chromium, &profile, &format!("{url}&palette=contrast"));
+    assert_eq!(
+        attr(&dom, "chart", "data-palette").as_deref(),
+        Some("contrast")
+    );
+    assert!(colours(&dom)
+        .iter()
+        .all(|(_, c)| CONTRAST.contains(&c.as_str())));
+    assert!(
+        dom.contains(
+            "<button id=\"palette\" type=\"button\" aria-pressed=\"true\">Vendor colours</button>"
+        ),
+        "{dom}"
+    );
+    // Remembered, and not named as a filter the page could not apply.
+    let dom = dump_dom(&chromium, &profile, &url);
+    assert_eq!(
+        attr(&dom, "chart", "data-palette").as_deref(),
+        Some("contrast")
+    );
+    let dom = dump_dom(&chromium, &profile, &format!("{url}&palette=vendor"));
+    assert_eq!(
+        attr(&dom, "chart", "data-palette").as_deref(),
+        Some("vendor")
+    );
+    assert!(!text_of(&dom, "status").contains("palette"), "{dom}");
+}
