@@ -1122,13 +1122,14 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
             "{view}: {dom}"
         );
     }
-    // The nav, from common.js: the current page marked, the theme toggle after the links.
+    // The nav, from common.js: the current page marked, the theme toggle after the links (the
+    // root also carries the palette, issue 42).
     assert!(
         dom.contains("<nav id=\"nav\"><a href=\"/\" aria-current=\"page\">Home</a><a href=\"/inference\">Inference</a>"),
         "{dom}"
     );
     assert!(
-        dom.contains("<html lang=\"en\" data-theme=\"light\">"),
+        dom.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"light\">"),
         "{dom}"
     );
     // `theme=dark` in the URL turns dark mode on, is not a view key ("not applied"), and is
@@ -1139,7 +1140,7 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
         &format!("{base}/inference?model=dsr1&sequence=1024/1024&theme=dark"),
     );
     assert!(
-        dark.contains("<html lang=\"en\" data-theme=\"dark\">"),
+        dark.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"dark\">"),
         "{dark}"
     );
     assert!(
@@ -1150,7 +1151,7 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
     assert!(!text_of(&dark, "status").contains("not applied"), "{dark}");
     let later = dump_dom(&chromium, &profile, &format!("{base}/models"));
     assert!(
-        later.contains("<html lang=\"en\" data-theme=\"dark\">"),
+        later.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"dark\">"),
         "{later}"
     );
 }
@@ -1483,4 +1484,117 @@ fn groups_take_their_vendors_hue_and_high_contrast_is_remembered() {
         Some("vendor")
     );
     assert!(!text_of(&dom, "status").contains("palette"), "{dom}");
+}
+
+/// Issue 42's date and run pickers on the Inference page: `since`/`until` from the URL fill the
+/// date pickers and go to the API (the CSV link carries the query the chart was drawn from),
+/// so only that day's points are drawn; the run picker offers every stored batch and sends the
+/// chosen one; a malformed date is said not applied.
+#[test]
+fn date_and_run_pickers_filter_the_api_query() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let page = format!("{base}/inference?model=dsr1&sequence=1024/1024");
+
+    let dom = dump_dom(&chromium, &profile, &page);
+    let all: usize = attr(&dom, "chart", "data-points").unwrap().parse().unwrap();
+    let csv = attr(&dom, "csv", "href").unwrap();
+    assert!(!csv.contains("since="), "{csv}");
+    // Every stored batch is offered, after "any".
+    let batches = Store::open_read_only(&db)
+        .unwrap()
+        .dimension_values()
+        .unwrap()
+        .remove("batch")
+        .unwrap();
+    assert!(batches.len() > 1, "{batches:?}");
+    let select = &dom[dom.find("<select id=\"batch\">").unwrap()..];
+    let select = &select[..select.find("</select>").unwrap()];
+    let offered: Vec<&str> = select
+        .split("<option value=\"")
+        .skip(1)
+        .map(|o| &o[..o.find('"').unwrap()])
+        .collect();
+    let mut want = vec![""];
+    want.extend(batches.iter().map(String::as_str));
+    assert_eq!(offered, want);
+
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{page}&since=2026-02-27&until=2026-02-27"),
+    );
+    let csv = attr(&dom, "csv", "href").unwrap();
+    let sent = url_pairs(&csv);
+    for k in ["since", "until"] {
+        assert!(
+            sent.contains(&(k.to_string(), "2026-02-27".to_string())),
+            "{csv}"
+        );
+    }
+    let n: usize = attr(&dom, "chart", "data-points").unwrap().parse().unwrap();
+    assert!(n > 0 && n < all, "{n} of {all}");
+    assert_eq!(dom.matches("<td>2026-02-27</td>").count(), n, "{dom}");
+
+    let one = &batches[0];
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{page}&batch={}", utf8_percent(one)),
+    );
+    let csv = attr(&dom, "csv", "href").unwrap();
+    let sent: Vec<(String, String)> = url_pairs(&csv);
+    assert!(sent.contains(&("batch".to_string(), one.clone())), "{csv}");
+
+    let dom = dump_dom(&chromium, &profile, &format!("{page}&since=27.02.2026"));
+    assert!(
+        text_of(&dom, "status").contains("since=27.02.2026 (expected YYYY-MM-DD)"),
+        "{dom}"
+    );
+}
+
+/// Percent-encodes every byte of `s` outside `[A-Za-z0-9-._~]`.
+fn utf8_percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The query pairs of a URL (`&amp;` as the DOM dump writes it), percent- and `+`-decoded.
+fn url_pairs(url: &str) -> Vec<(String, String)> {
+    let q = url
+        .split_once('?')
+        .map_or("", |x| x.1)
+        .replace("&amp;", "&");
+    let dec = |s: &str| -> String {
+        let b = s.replace('+', " ").into_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' && i + 2 < b.len() {
+                out.push(
+                    u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap(), 16).unwrap(),
+                );
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    };
+    q.split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (dec(k), dec(v)))
+        .collect()
 }
