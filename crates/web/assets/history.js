@@ -4,7 +4,8 @@
 "use strict";
 
 const SELECTS = ["model", "sequence", "hardware", "framework", "precision", "x", "y"];
-const INPUTS = ["at", "threshold"];
+// `since`/`until` (issue 42's date pickers): `YYYY-MM-DD`, inclusive, as the API takes them.
+const INPUTS = ["at", "threshold", "since", "until"];
 let options = null;
 let chart = null;
 
@@ -24,6 +25,9 @@ function apply(st) {
   notApplied = [];
   for (const k of SELECTS) choose($(k), st[k], k);
   for (const k of INPUTS) $(k).value = st[k];
+  for (const k of ["since", "until"]) {
+    if (st[k] && !/^\d{4}-\d{2}-\d{2}$/.test(st[k])) notTaken.push(k + "=" + st[k] + " (expected YYYY-MM-DD)");
+  }
   $("invalid").checked = st.invalid === "1";
 }
 
@@ -38,7 +42,7 @@ function apiQuery(st) {
   const p = new URLSearchParams();
   const m = /^(\d+)\/(\d+)$/.exec(st.sequence);
   if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (st.sequence) p.set("scenario", st.sequence);
-  for (const k of ["model", "hardware", "framework", "precision", "x", "y", "at", "threshold"]) {
+  for (const k of ["model", "hardware", "framework", "precision", "x", "y", "at", "threshold", "since", "until"]) {
     if (st[k]) p.set(k, st[k]);
   }
   // Invalid points count only when asked, as with `report --history-at --include-invalid`.
@@ -330,7 +334,7 @@ async function start() {
   apply(st);
   $("replay-play").addEventListener("click", playReplay);
   $("replay-slider").addEventListener("input", () => { stopReplay(); pickFrame(Number($("replay-slider").value), true); });
-  wireForm(() => apply(readState()), refresh, SELECTS.concat(["invalid"]));
+  wireForm(() => apply(readState()), refresh, SELECTS.concat(["invalid", "since", "until"]));
   await refresh(false);
 }
 

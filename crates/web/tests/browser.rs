@@ -1598,3 +1598,45 @@ fn url_pairs(url: &str) -> Vec<(String, String)> {
         .map(|(k, v)| (dec(k), dec(v)))
         .collect()
 }
+
+/// Issue 42's date pickers on the History page: `since`/`until` from the URL go to the API, so
+/// the replay and the lines keep to that range (one date here), and stay in the URL's state.
+#[test]
+fn history_date_pickers_narrow_the_range() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&at=50&since=2026-02-27&until=2026-02-27"),
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-frames").as_deref(),
+        Some("1"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-date").as_deref(),
+        Some("2026-02-27"),
+        "{dom}"
+    );
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&at=50&since=27.2.2026"),
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-frames").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert!(
+        text_of(&dom, "status").contains("since=27.2.2026 (expected YYYY-MM-DD)"),
+        "{dom}"
+    );
+}
