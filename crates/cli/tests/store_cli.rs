@@ -263,7 +263,7 @@ fn store_cli_dump_restore_round_trip() {
     assert_eq!(
         said,
         format!(
-            "wrote {}: {rows} rows of 10 tables\nsha256 {hash} (added to {}/SHA256SUMS; `db \
+            "wrote {}: {rows} rows of 11 tables\nsha256 {hash} (added to {}/SHA256SUMS; `db \
              restore` checks it, as does `sha256sum -c SHA256SUMS` in that directory)\n",
             file.display(),
             snaps.display()

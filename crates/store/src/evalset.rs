@@ -12,13 +12,19 @@
 //!   filters `acc`, else the bare metric;
 //! - the row: `meta_env.json`'s identity (`infmax_model_prefix`, `hw`, `framework`, …, `conc`)
 //!   plus `task`, `score` (strict, else accuracy), `score_se`, `em_strict(_se)`,
-//!   `em_flexible(_se)` and `n_eff`, then the store's usual eval row.
+//!   `em_flexible(_se)` and `n_eff`, then the store's usual eval row;
+//! - per task, its scored questions from the samples file beside the result
+//!   ([`samples_file`], [`read_samples`]): ours (`samples_gsm8k.jsonl`) or lm-eval's
+//!   (`samples_<task>_<date>.jsonl`), bounded ([`MAX_SAMPLES_BYTES`], [`MAX_SAMPLES`],
+//!   [`MAX_TEXT_BYTES`]).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::parse::{self, base_run, read_json, Overrides, ParseError, RunData, SourceKind};
+use crate::parse::{
+    self, base_run, read_json, EvalSample, Overrides, ParseError, RunData, SourceKind,
+};
 
 /// The metadata file that makes a directory an eval set.
 pub const META_ENV: &str = "meta_env.json";
@@ -274,7 +280,11 @@ pub fn parse_eval_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError>
     for (p, v, m) in &chosen {
         for t in task_scores(v) {
             let row = flat_row(m, &t, p);
-            run.evals.push(parse::eval_from(&row, ov, &mut run.names));
+            let mut e = parse::eval_from(&row, ov, &mut run.names);
+            if let Some(sp) = samples_file(dir, &t.task, p) {
+                e.samples = read_samples(&sp, &mut run.warnings);
+            }
+            run.evals.push(e);
         }
     }
     if run.evals.is_empty() {
@@ -283,6 +293,189 @@ pub fn parse_eval_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError>
     parse::apply_eval_job(dir, &mut run)?;
     run.artifacts.extend(parse::dir_files(dir, &[])?);
     Ok(run)
+}
+
+/// Largest samples file read, bytes (64 MiB): a larger one is kept as an artifact only, with a
+/// warning.
+pub const MAX_SAMPLES_BYTES: u64 = 64 << 20;
+/// Most questions stored per eval row (GSM8K's test split has 1,319); the rest are left out
+/// with a warning.
+pub const MAX_SAMPLES: usize = 20_000;
+/// Longest question or response stored, bytes (UTF-8, cut at a character boundary and marked
+/// with `…`); extracted answers and targets are cut at [`MAX_ANSWER_BYTES`].
+pub const MAX_TEXT_BYTES: usize = 4096;
+/// Longest extracted answer or target stored, bytes.
+pub const MAX_ANSWER_BYTES: usize = 256;
+
+/// The samples file of `task` for the result file `result`: a regular `samples_<task>*.jsonl`
+/// of `dir` with the same `_conc<N>` suffix as the result (or none when the result has none),
+/// the newest (modification time, then name) when several match.
+pub fn samples_file(dir: &Path, task: &str, result: &Path) -> Option<PathBuf> {
+    let want = conc_suffix(result);
+    let prefix = format!("samples_{task}");
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension().is_some_and(|x| x == "jsonl")
+                && p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix))
+                && conc_suffix(p) == want
+        })
+        .max_by(|a, b| mtime(a).cmp(&mtime(b)).then(a.cmp(b)))
+}
+
+/// `s` cut to at most `max` bytes at a character boundary, `…` appended when cut.
+fn bounded(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// A JSON value as text: a string as is, a number or bool printed, the first element of an
+/// array (lm-eval's `filtered_resps` / `resps` nest them), "" otherwise.
+fn text_of(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Array(a)) => text_of(a.first()),
+        _ => String::new(),
+    }
+}
+
+/// The question of our prompt (`…Question: <q>\nEnd your response…\nAnswer:`): the text after
+/// its last `Question: ` without the instruction and `Answer:` that follow; the prompt itself
+/// when it has no `Question: `.
+fn question_of_prompt(prompt: &str) -> &str {
+    let Some(at) = prompt.rfind("Question: ") else {
+        return prompt;
+    };
+    let q = &prompt[at + "Question: ".len()..];
+    let end = ["\nEnd your response", "\nAnswer:"]
+        .iter()
+        .filter_map(|m| q.find(m))
+        .min()
+        .unwrap_or(q.len());
+    &q[..end]
+}
+
+/// One line of a samples file as a question, or `None` when it is no object with a `doc_id`,
+/// or is an lm-eval line of a filter other than the strict one (`filter` naming neither
+/// `strict` nor `resolved`).
+fn sample_of(v: &Value) -> Option<EvalSample> {
+    let o = v.as_object()?;
+    let doc_id = o.get("doc_id")?.as_i64()?;
+    if let Some(f) = o.get("filter").and_then(Value::as_str) {
+        if !(f.contains("strict") || f.contains("resolved")) {
+            return None;
+        }
+    }
+    let ours = o.contains_key("pass_strict") || o.contains_key("prompt");
+    let (question, response, extracted, correct) = if ours {
+        (
+            question_of_prompt(&text_of(o.get("prompt"))).to_string(),
+            text_of(o.get("response")),
+            text_of(o.get("strict")),
+            o.get("pass_strict").and_then(Value::as_bool),
+        )
+    } else {
+        let question = [
+            "/doc/question",
+            "/doc/input",
+            "/doc/problem",
+            "/arguments/0/0",
+        ]
+        .iter()
+        .map(|k| text_of(v.pointer(k)))
+        .find(|t| !t.is_empty())
+        .unwrap_or_default();
+        let correct = ["exact_match", "acc"]
+            .iter()
+            .find_map(|k| o.get(*k))
+            .and_then(|x| x.as_f64().or_else(|| x.as_bool().map(f64::from)))
+            .map(|x| x > 0.5);
+        (
+            question,
+            text_of(v.pointer("/resps/0")),
+            text_of(o.get("filtered_resps")),
+            correct,
+        )
+    };
+    Some(EvalSample {
+        doc_id,
+        question: bounded(&question, MAX_TEXT_BYTES),
+        response: bounded(&response, MAX_TEXT_BYTES),
+        extracted: bounded(&extracted, MAX_ANSWER_BYTES),
+        target: bounded(&text_of(o.get("target")), MAX_ANSWER_BYTES),
+        correct,
+        error: bounded(&text_of(o.get("error")), MAX_TEXT_BYTES),
+    })
+}
+
+/// Reads a samples file's questions in file order (bounded: module docs). Lines that are not
+/// JSON or have no `doc_id` are skipped and counted in one warning; a file over
+/// [`MAX_SAMPLES_BYTES`] or unreadable gives no questions and a warning (the file itself is
+/// kept as an artifact either way).
+pub fn read_samples(path: &Path, warnings: &mut Vec<String>) -> Vec<EvalSample> {
+    let d = path.display();
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_SAMPLES_BYTES => {
+            warnings.push(format!(
+                "{d}: {} bytes, over the {MAX_SAMPLES_BYTES}-byte limit for eval samples: its \
+                 questions are not stored (file kept)",
+                m.len()
+            ));
+            return Vec::new();
+        }
+        Ok(_) => {}
+        Err(e) => {
+            warnings.push(format!("{d}: {e}: its questions are not stored"));
+            return Vec::new();
+        }
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            warnings.push(format!("{d}: {e}: its questions are not stored"));
+            return Vec::new();
+        }
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let (mut out, mut bad, mut over) = (Vec::new(), 0usize, 0usize);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            bad += 1;
+            continue;
+        };
+        if v.get("filter").is_some() && sample_of(&v).is_none() && v.get("doc_id").is_some() {
+            continue; // another filter's line of lm-eval's layout
+        }
+        match sample_of(&v) {
+            Some(_) if out.len() >= MAX_SAMPLES => over += 1,
+            Some(x) => out.push(x),
+            None => bad += 1,
+        }
+    }
+    if bad > 0 {
+        warnings.push(format!(
+            "{d}: {bad} line(s) not understood as a scored question (no JSON object with a \
+             `doc_id`; file kept)"
+        ));
+    }
+    if over > 0 {
+        warnings.push(format!(
+            "{d}: {over} question(s) past the first {MAX_SAMPLES} not stored (file kept)"
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -296,5 +489,43 @@ mod tests {
         assert_eq!(conc_suffix(Path::new("results_gsm8k.json")), None);
         assert_eq!(conc_suffix(Path::new("r_conc.json")), None);
         assert_eq!(conc_suffix(Path::new("r_conc8_x.json")), None);
+    }
+
+    #[test]
+    fn samples_lines_of_ours_and_lm_evals() {
+        let ours = serde_json::json!({"doc_id": 3, "prompt": "Question: 1+1?\nEnd your response with the answer on the last line, formatted as: #### [number]\nAnswer: 2\n\nQuestion: 2+3?\nEnd your response with the answer on the last line, formatted as: #### [number]\nAnswer:",
+            "response": "#### 5", "strict": "5", "flexible": "5", "target": "5",
+            "pass_strict": true, "pass_flexible": true});
+        assert_eq!(
+            sample_of(&ours),
+            Some(EvalSample {
+                doc_id: 3,
+                question: "2+3?".into(),
+                response: "#### 5".into(),
+                extracted: "5".into(),
+                target: "5".into(),
+                correct: Some(true),
+                error: String::new(),
+            })
+        );
+        let lm = serde_json::json!({"doc_id": 7, "doc": {"question": "Q?", "answer": "x #### 4"},
+            "target": "4", "arguments": [["few-shot Q?"]], "resps": [["so #### 5"]],
+            "filtered_resps": ["5"], "filter": "strict-match", "exact_match": 0.0});
+        let s = sample_of(&lm).unwrap();
+        assert_eq!(
+            (
+                s.question.as_str(),
+                s.response.as_str(),
+                s.extracted.as_str(),
+                s.target.as_str(),
+                s.correct
+            ),
+            ("Q?", "so #### 5", "5", "4", Some(false))
+        );
+        let flex = serde_json::json!({"doc_id": 7, "filter": "flexible-extract", "exact_match": 1});
+        assert_eq!(sample_of(&flex), None);
+        assert_eq!(sample_of(&serde_json::json!({"question": "no id"})), None);
+        assert_eq!(bounded("ééé", 5), "é…");
+        assert_eq!(bounded("abc", 3), "abc");
     }
 }

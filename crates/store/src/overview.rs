@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::{Store, StoreError};
+use crate::{EvalSample, Store, StoreError};
 
 /// One stored eval result (`evals` joined with its config and run).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -139,6 +139,64 @@ impl Store {
                 }
             })
             .collect())
+    }
+
+    /// One page of run `run_id`'s stored eval questions for `task` at concurrency `conc`
+    /// (every config of the run), ordered by (config, doc_id): `(total matching, rows)`, the
+    /// rows from `offset` (0-based), at most `limit`. `correct` keeps only right (`Some(true)`)
+    /// or wrong (`Some(false)`, unknown ones excluded) answers. Empty when none are stored.
+    pub fn eval_samples(
+        &mut self,
+        run_id: i64,
+        task: &str,
+        conc: i64,
+        correct: Option<bool>,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(i64, Vec<EvalSample>), StoreError> {
+        self.require_migrated()?;
+        let mut cond = String::from("run_id = ? AND task = ? AND conc = ?");
+        let mut params: Vec<crate::db::Val> = vec![run_id.into(), task.into(), conc.into()];
+        if let Some(c) = correct {
+            cond.push_str(" AND correct = ?");
+            params.push(i64::from(c).into());
+        }
+        let total = self
+            .conn
+            .query(
+                &format!("SELECT COUNT(*) FROM eval_samples WHERE {cond}"),
+                &params,
+            )?
+            .first()
+            .and_then(|r| r[0].as_i64())
+            .unwrap_or(0);
+        let lim = i64::try_from(limit).unwrap_or(i64::MAX);
+        let off = i64::try_from(offset).unwrap_or(i64::MAX);
+        params.push(lim.into());
+        params.push(off.into());
+        let rows = self.conn.query(
+            &format!(
+                "SELECT doc_id, question, response, extracted, target, correct, error
+                 FROM eval_samples WHERE {cond} ORDER BY config_id, doc_id LIMIT ? OFFSET ?"
+            ),
+            &params,
+        )?;
+        let rows = rows
+            .into_iter()
+            .map(|r| {
+                let s = |i: usize| r[i].as_str().unwrap_or("").to_string();
+                EvalSample {
+                    doc_id: r[0].as_i64().unwrap_or(0),
+                    question: s(1),
+                    response: s(2),
+                    extracted: s(3),
+                    target: s(4),
+                    correct: r[5].as_i64().map(|c| c != 0),
+                    error: s(6),
+                }
+            })
+            .collect();
+        Ok((total, rows))
     }
 
     /// The support matrix (module docs), sorted by (model, hardware, framework, precision).

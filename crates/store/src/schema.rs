@@ -33,6 +33,7 @@ pub const TABLES: &[&str] = &[
     "power_samples",
     "server_metrics",
     "evals",
+    "eval_samples",
     "changelog_entries",
     "unknown_names",
 ];
@@ -132,6 +133,7 @@ pub const MIGRATIONS: &[Migration] = &[
     MIGRATION_4,
     MIGRATION_5,
     MIGRATION_6,
+    MIGRATION_7,
 ];
 
 const MIGRATION_1: Migration = Migration {
@@ -327,6 +329,31 @@ const MIGRATION_6: Migration = Migration {
     version: 6,
     name: "points_gpu_seconds",
     statements: &["ALTER TABLE points ADD COLUMN gpu_seconds DOUBLE PRECISION"],
+};
+
+/// Migration 7: `eval_samples`, one row per scored question of an eval set's samples file
+/// (`samples_<task>*.jsonl`, ours or lm-eval's): `doc_id` (index in the task's test split),
+/// the question, the response, the extracted answer (strict filter), the target and whether
+/// it was correct (1/0, NULL when the file did not say); texts bounded at ingest
+/// ([`crate::evalset::MAX_TEXT_BYTES`]). Keyed like its `evals` row plus `doc_id`; a database
+/// made before it has none for its evals until they are ingested again.
+const MIGRATION_7: Migration = Migration {
+    version: 7,
+    name: "eval_samples",
+    statements: &["CREATE TABLE eval_samples (
+            run_id BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            config_id BIGINT NOT NULL REFERENCES configs(id),
+            task TEXT NOT NULL,
+            conc BIGINT NOT NULL,
+            doc_id BIGINT NOT NULL,
+            question TEXT NOT NULL,
+            response TEXT NOT NULL,
+            extracted TEXT NOT NULL,
+            target TEXT NOT NULL,
+            correct BIGINT,
+            error TEXT NOT NULL,
+            PRIMARY KEY (run_id, config_id, task, conc, doc_id)
+        )"],
 };
 
 /// The schema version this binary writes.

@@ -39,7 +39,7 @@ fn stamp(root: &Path, gpu_seconds: f64) {
 }
 
 /// A database written by the previous build (schema version 5: `inferbench ingest
-/// tests/fixtures/sweep-h200`) migrates to 6 only; its points' GPU-seconds are unknown, not 0;
+/// tests/fixtures/sweep-h200`) migrates to 6 (and 7, eval samples); its points' GPU-seconds are unknown, not 0;
 /// a re-ingest of the same sweep whose conc-4 point now says its GPU-seconds updates that
 /// point in place and leaves the other unknown.
 #[test]
@@ -53,7 +53,7 @@ fn a_version_5_database_migrates_and_its_points_have_no_gpu_seconds() {
     .unwrap();
     let mut store = Store::open(&db.display().to_string()).unwrap();
     assert_eq!(store.schema_version().unwrap(), 5);
-    assert_eq!(store.migrate().unwrap(), [6]);
+    assert_eq!(store.migrate().unwrap(), [6, 7]);
     assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
     assert_eq!(gpu_seconds(&mut store), [(4, None), (16, None)]);
 

@@ -180,6 +180,54 @@ pub fn history_at(
     }
 }
 
+/// One frame of History's replay over time (issue 42): the frontier of each group as it was
+/// on `date`, from the counted points dated up to that day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayFrame {
+    /// The frame's UTC date, `YYYY-MM-DD`.
+    pub date: String,
+    /// `(group, knots)` for each group with a frontier by then, in the rows' group order; the
+    /// knots `(x, y)` sorted by x, in x's and y's units ([`compare::frontier_knots`] over the
+    /// group's counted points of every batch dated up to `date`).
+    pub groups: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// The replay over time of `rows`' frontiers in (x, y): one [`ReplayFrame`] per distinct
+/// date of the points that count ([`counted`]), oldest first; points without a date are left
+/// out. The History page plays these frames; empty when no dated point counts.
+pub fn replay_frames(
+    rows: &[PointRow],
+    x: &str,
+    y: &str,
+    include_invalid: bool,
+) -> Vec<ReplayFrame> {
+    let (kept, _) = counted(rows, include_invalid);
+    let dates: std::collections::BTreeSet<&str> = (kept.iter())
+        .map(|r| r.date.as_str())
+        .filter(|d| !d.is_empty())
+        .collect();
+    let order = group_order(&kept);
+    dates
+        .into_iter()
+        .map(|date| {
+            let groups = (order.iter())
+                .filter_map(|name| {
+                    let upto: Vec<&PointRow> = (kept.iter())
+                        .filter(|r| !r.date.is_empty() && r.date.as_str() <= date)
+                        .filter(|r| &r.group() == name)
+                        .collect();
+                    let knots = compare::frontier_knots(&upto, x, y);
+                    (!knots.is_empty()).then(|| (name.clone(), knots))
+                })
+                .collect();
+            ReplayFrame {
+                date: date.to_string(),
+                groups,
+            }
+        })
+        .collect()
+}
+
 /// What the stored reasons of the invalid points among `rows` say, for a line that names why
 /// they were left out: the first point's reason (`invalid_reason`, or `invalid (no reason
 /// stored with this point)` for one stored before reasons were kept), then `; and N more

@@ -9,6 +9,8 @@ const SELECTS = ["model", "sequence", "framework", "spec_decoding", "x", "y"];
 // Multi-selects: none selected is all (issue 42: precision, one marker shape each).
 const MULTI = ["hardware", "precision"];
 const CHECKS = ["optimal", "invalid", "latest", "logx", "logy", "par"];
+// The date range pickers (issue 42): `since`/`until`, `YYYY-MM-DD` inclusive, as the API takes them.
+const DATES = ["since", "until"];
 
 // One marker shape per precision, in the order of the database's precisions (the legend and
 // the chart's `data-precision-shapes` say which).
@@ -29,7 +31,7 @@ let badPreset = ""; // a `preset=` of the URL that names no preset (set by prese
 function readState() {
   // `hw=` as the API and `report -f` take it (trial 21: ignored here without a word); a key
   // the page has no control for is said not applied (trial 24); `preset=` is presets()'s.
-  const st = readUrl(SELECTS.concat(CHECKS, MULTI, ["batch", "preset", "isl", "osl"]), MULTI);
+  const st = readUrl(SELECTS.concat(CHECKS, MULTI, ["batch", "preset", "isl", "osl"], DATES), MULTI);
   for (const k of CHECKS) st[k] = st[k] === "1";
   delete st.preset;
   // `isl=…&osl=…` as the API and `report -f` take them name the Scenario selector's
@@ -42,12 +44,14 @@ function readState() {
 }
 
 function stateFromControls() {
-  // `batch=` has no control: a preset or a link sets it, and it stays in the URL until removed.
+  // `batch=`: the run picker (a preset's or a link's pattern, such as `quickstart`, is one of
+  // its options while chosen).
   const st = {
     hardware: Array.from($("hardware").selectedOptions).map(o => o.value),
     precision: Array.from($("precision").selectedOptions).map(o => o.value),
-    batch: new URLSearchParams(location.search).get("batch") || "",
+    batch: $("batch").value,
   };
+  for (const k of DATES) st[k] = $(k).value;
   for (const k of SELECTS) st[k] = $(k).value;
   for (const k of CHECKS) st[k] = $(k).checked;
   return st;
@@ -58,6 +62,7 @@ function stateQuery(st) {
   for (const k of SELECTS) if (st[k]) p.set(k, st[k]);
   for (const k of MULTI) for (const v of st[k] || []) p.append(k, v);
   if (st.batch) p.set("batch", st.batch);
+  for (const k of DATES) if (st[k]) p.set(k, st[k]);
   for (const k of CHECKS) if (st[k]) p.set(k, "1");
   return p;
 }
@@ -73,6 +78,7 @@ function apiQuery(st) {
   for (const k of MULTI) if (st[k].length) p.set(k, st[k].join("|"));
   // A result directory, a sweep id or `quickstart` (every quickstart run), as `report -f batch=`.
   if (st.batch) p.set("batch", st.batch);
+  for (const k of DATES) if (st[k]) p.set(k, st[k]);
   if (st.x) p.set("x", st.x);
   if (st.y) p.set("y", st.y);
   if (st.optimal) p.set("frontier_only", "true");
@@ -121,6 +127,15 @@ function applyState(st) {
     for (const o of $(k).options) o.selected = wanted.includes(o.value);
   }
   for (const k of CHECKS) $(k).checked = st[k];
+  // The run picker: every stored batch, and the URL's value when it is a pattern of its own.
+  fill($("batch"), d.batch || [], null, true);
+  if (st.batch && !(d.batch || []).includes(st.batch)) fill($("batch"), (d.batch || []).concat([st.batch]), null, true);
+  $("batch").value = st.batch || "";
+  for (const k of DATES) {
+    const ok = /^\d{4}-\d{2}-\d{2}$/.test(st[k] || "");
+    if (st[k] && !ok) missing.push(k + "=" + st[k] + " (expected YYYY-MM-DD)");
+    $(k).value = ok ? st[k] : "";
+  }
 }
 
 
@@ -133,6 +148,9 @@ function draw(res, st) {
   // and the published frontiers dashed (InferenceX's unofficial-run overlay, the other way round).
   const overlay = res.groups.some(g => g.public);
   const colours = groupColours(res.groups.map(g => g.name));
+  // Each group's colour and the palette, for tests and screenshots (issue 42).
+  host.dataset.palette = currentPalette();
+  host.dataset.colours = res.groups.map(g => g.name + "=" + colours.get(g.name)).join(";");
   const groups = res.groups.map(g => ({ name: g.name, colour: colours.get(g.name), frontier: g.frontier,
     preview: g.preview_frontier || [], public: g.public, label: overlay && !g.public ? g.name + " (local)" : g.name }));
   const series = [{}];
@@ -505,7 +523,7 @@ async function start() {
   if (!options) return;
   await presets();
   applyState(readState());
-  for (const k of SELECTS.concat(MULTI, CHECKS)) {
+  for (const k of SELECTS.concat(MULTI, CHECKS, ["batch"], DATES)) {
     $(k).addEventListener("change", () => {
       pinned = false; missing = []; notTaken = []; badPreset = ""; $("tooltip").hidden = true; refresh(true);
     });

@@ -63,7 +63,7 @@ function readUrl(known, multi) {
   notTaken = [];
   for (const [given, v] of new URLSearchParams(location.search)) {
     // `theme=` is every page's (the nav's dark-mode toggle, below), not a view's.
-    if (given === "theme") continue;
+    if (given === "theme" || given === "palette") continue;
     const k = KEY_ALIASES[given] || given;
     if (!known.includes(k)) notTaken.push(given + "=" + v);
     // `hardware=h100|h200` (the API's and `report -f`'s form) or `h100,h200` as two values
@@ -126,19 +126,68 @@ function colour(i) { return PALETTE[i % PALETTE.length]; }
 // the next): a hash of the name picks a palette slot, the next free slot when another group of
 // this view holds it (so a view's groups differ while it has no more than the palette's 10).
 // `names`: the view's group names; returns Map name → colour.
+// Issue 42: by default each group takes a colour of its hardware vendor's hue family (NVIDIA
+// greens, AMD reds, others blues and purples), as InferenceX's charts do, by the same rule within
+// the family; the high-contrast palette (`palette=contrast`, remembered like the theme) is
+// PALETTE above, the most distinct colours whatever the vendor.
 function groupColours(names) {
-  const used = new Set();
+  const contrast = currentPalette() === "contrast";
+  const used = new Map(); // family -> used slots
   const out = new Map();
   for (const name of [...new Set(names)].sort()) {
+    const fam = contrast ? PALETTE : VENDOR_HUES[vendorOf(name)];
+    if (!used.has(fam)) used.set(fam, new Set());
+    const taken = used.get(fam);
     let h = 2166136261; // FNV-1a, 32 bit
     for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619) >>> 0;
-    let slot = h % PALETTE.length;
-    for (let k = 0; k < PALETTE.length && used.has(slot); k++) slot = (slot + 1) % PALETTE.length;
-    used.add(slot);
-    out.set(name, PALETTE[slot]);
+    let slot = h % fam.length;
+    for (let k = 0; k < fam.length && taken.has(slot); k++) slot = (slot + 1) % fam.length;
+    taken.add(slot);
+    out.set(name, fam[slot]);
   }
   return out;
 }
+
+// One hue family per hardware vendor, dark to light alternating so neighbours differ.
+const VENDOR_HUES = {
+  nvidia: ["#1b7837", "#5aae61", "#00441b", "#74c476", "#238b45", "#a1d99b", "#006d2c", "#41ab5d"],
+  amd: ["#b2182b", "#ef6548", "#67001f", "#f4a582", "#cb181d", "#fb6a4a", "#99000d", "#d6604d"],
+  other: ["#2166ac", "#4393c3", "#053061", "#9e9ac8", "#6a51a3", "#92c5de", "#3f007d", "#807dba"],
+};
+
+// The hardware vendor of a group name (`<model> [isl/osl] <hw>_<framework>_<precision>…`):
+// `amd` for Instinct keys (mi300x, mi355x), `nvidia` for h100/h200/b200/b300/gb200/a100/l40s…,
+// `other` for anything else (the simulator's hardware included).
+function vendorOf(group) {
+  const tok = group.split(" ").find(t => t.includes("_")) || "";
+  const hw = tok.split("_")[0].toLowerCase();
+  if (/^mi\d/.test(hw)) return "amd";
+  if (/^(gb|gh|h|b|a|l|rtx)\d/.test(hw)) return "nvidia";
+  return "other";
+}
+
+// The palette: `palette=vendor|contrast` in the URL wins and is remembered (localStorage), else
+// the remembered one, else vendor hues. Set as `data-palette` on the root element.
+const PALETTE_KEY = "inferbench-palette";
+function currentPalette() {
+  return document.documentElement.dataset.palette === "contrast" ? "contrast" : "vendor";
+}
+function setPalette(p, remember) {
+  document.documentElement.dataset.palette = p;
+  if (remember) { try { localStorage.setItem(PALETTE_KEY, p); } catch (e) { /* private mode */ } }
+  const b = $("palette");
+  if (b) {
+    b.textContent = p === "contrast" ? "Vendor colours" : "High contrast";
+    b.setAttribute("aria-pressed", p === "contrast" ? "true" : "false");
+  }
+}
+(function initialPalette() {
+  const asked = new URLSearchParams(location.search).get("palette");
+  let stored = null;
+  try { stored = localStorage.getItem(PALETTE_KEY); } catch (e) { /* private mode */ }
+  if (asked === "contrast" || asked === "vendor") setPalette(asked, true);
+  else setPalette(stored === "contrast" ? "contrast" : "vendor", false);
+})();
 
 // A `draw` hook for uPlot charts in mode 2 (x/y pairs per series): a filled dot at every
 // value of each shown series that has `dot` (its radius in CSS px), in the series' stroke.
@@ -354,6 +403,20 @@ function buildNav() {
     const u = new URL(location.href);
     u.searchParams.set("theme", t);
     history.replaceState(history.state, "", u);
+  });
+  // The palette toggle (issue 42): vendor hues or high contrast, remembered and put in the URL;
+  // the page reloads so that every chart takes it.
+  const pb = document.createElement("button");
+  pb.id = "palette";
+  pb.type = "button";
+  nav.append(pb);
+  setPalette(currentPalette(), false);
+  pb.addEventListener("click", () => {
+    const p = currentPalette() === "contrast" ? "vendor" : "contrast";
+    setPalette(p, true);
+    const u = new URL(location.href);
+    u.searchParams.set("palette", p);
+    location.replace(u);
   });
 }
 document.addEventListener("DOMContentLoaded", buildNav);

@@ -4,13 +4,14 @@
 "use strict";
 
 const SELECTS = ["model", "sequence", "hardware", "framework", "precision", "x", "y"];
-const INPUTS = ["at", "threshold"];
+// `since`/`until` (issue 42's date pickers): `YYYY-MM-DD`, inclusive, as the API takes them.
+const INPUTS = ["at", "threshold", "since", "until"];
 let options = null;
 let chart = null;
 
 // The view the URL asks for (`hw=` as `hardware=`); other keys are said not applied.
 function readState() {
-  return readUrl(SELECTS.concat(INPUTS, ["invalid"]));
+  return readUrl(SELECTS.concat(INPUTS, ["invalid", "replay"]));
 }
 
 function apply(st) {
@@ -24,6 +25,9 @@ function apply(st) {
   notApplied = [];
   for (const k of SELECTS) choose($(k), st[k], k);
   for (const k of INPUTS) $(k).value = st[k];
+  for (const k of ["since", "until"]) {
+    if (st[k] && !/^\d{4}-\d{2}-\d{2}$/.test(st[k])) notTaken.push(k + "=" + st[k] + " (expected YYYY-MM-DD)");
+  }
   $("invalid").checked = st.invalid === "1";
 }
 
@@ -38,7 +42,7 @@ function apiQuery(st) {
   const p = new URLSearchParams();
   const m = /^(\d+)\/(\d+)$/.exec(st.sequence);
   if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (st.sequence) p.set("scenario", st.sequence);
-  for (const k of ["model", "hardware", "framework", "precision", "x", "y", "at", "threshold"]) {
+  for (const k of ["model", "hardware", "framework", "precision", "x", "y", "at", "threshold", "since", "until"]) {
     if (st[k]) p.set(k, st[k]);
   }
   // Invalid points count only when asked, as with `report --history-at --include-invalid`.
@@ -165,6 +169,7 @@ async function refresh(push) {
   const st = controls();
   const p = new URLSearchParams();
   for (const k of SELECTS.concat(INPUTS, ["invalid"])) if (st[k]) p.set(k, st[k]);
+  if (replay.wanted) p.set("replay", replay.wanted);
   pushUrl(p, push);
   // A database of evals alone has no frontier to follow (trial 24: "pick an x inside that
   // range" of no range).
@@ -172,6 +177,7 @@ async function refresh(push) {
   if (none) {
     status(none + notAppliedNote());
     draw({ groups: [] });
+    setFrames([]);
     return;
   }
   // Without an x asked for, the API's default (issue 39: 35 tok/s/user where the valid points
@@ -184,6 +190,7 @@ async function refresh(push) {
     if (!st.at && res.at !== null) $("at").value = String(res.at);
     atSlider(res, refresh);
     draw(res);
+    setFrames(res.frames || []);
     const n = res.groups.filter(g => g.points.length).length;
     const r = res.groups.filter(g => g.latest_regression).length;
     const range = res.x_range
@@ -218,6 +225,103 @@ function leftOut(res) {
   return invalidNote(n, why);
 }
 
+// The replay over time (issue 42): the API's `frames` (each date's frontiers, computed by the
+// analysis layer), one drawn at a time on an SVG; play steps through them, the slider picks
+// one, `replay=DATE` in the URL keeps it.
+const replay = { frames: [], i: 0, timer: null, wanted: "" };
+const SVG = "http://www.w3.org/2000/svg";
+
+function svgEl(name, attrs) {
+  const e = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  return e;
+}
+
+function setFrames(frames) {
+  stopReplay();
+  replay.frames = frames;
+  const want = frames.findIndex(f => f.date === replay.wanted);
+  replay.i = want >= 0 ? want : Math.max(0, frames.length - 1);
+  const sl = $("replay-slider");
+  sl.max = String(Math.max(0, frames.length - 1));
+  sl.disabled = frames.length < 2;
+  $("replay-play").disabled = frames.length < 2;
+  $("replay").dataset.frames = String(frames.length);
+  drawFrame();
+}
+
+function drawFrame() {
+  const svg = $("replay");
+  svg.replaceChildren();
+  const f = replay.frames[replay.i];
+  $("replay-slider").value = String(replay.i);
+  $("replay-date").textContent = f ? f.date + " (" + (replay.i + 1) + " of " + replay.frames.length + ")" : "no dated point to replay";
+  svg.dataset.frame = String(replay.i);
+  svg.dataset.date = f ? f.date : "";
+  if (!f) { svg.dataset.groups = "0"; return; }
+  // One scale for every frame, so a frontier's move reads as a move.
+  const all = replay.frames.flatMap(fr => fr.groups.flatMap(g => g.frontier));
+  const xs = all.map(k => k[0]), ys = all.map(k => k[1]);
+  const [x0, x1] = [Math.min(...xs), Math.max(...xs)], [y1] = [Math.max(...ys)];
+  const W = 720, H = 340, L = 60, R = 16, T = 12, B = 36;
+  const sx = v => L + (x1 > x0 ? (v - x0) / (x1 - x0) : 0.5) * (W - L - R);
+  const sy = v => H - B - (y1 > 0 ? v / y1 : 0) * (H - T - B);
+  svg.append(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#889" }));
+  svg.append(svgEl("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#889" }));
+  const text = (x, y, s, anchor) => {
+    const t = svgEl("text", { x, y, "font-size": 11, "text-anchor": anchor, fill: "currentColor" });
+    t.textContent = s;
+    svg.append(t);
+  };
+  text(L, H - B + 14, num(x0), "start");
+  text(W - R, H - B + 14, num(x1), "end");
+  text((L + W - R) / 2, H - 4, metricLabel(options, $("x").value || "median_intvty"), "middle");
+  text(L - 4, T + 10, num(y1), "end");
+  text(L - 4, H - B, "0", "end");
+  const colours = groupColours(replay.frames.flatMap(fr => fr.groups.map(g => g.name)));
+  for (const g of f.groups) {
+    const pts = g.frontier.map(k => sx(k[0]).toFixed(1) + "," + sy(k[1]).toFixed(1)).join(" ");
+    const line = svgEl("polyline", { points: pts, fill: "none", stroke: colours.get(g.name), "stroke-width": 2 });
+    line.dataset.group = g.name;
+    line.dataset.knots = g.frontier.map(k => k[0] + "," + k[1]).join(" ");
+    const title = svgEl("title", {});
+    title.textContent = g.name;
+    line.append(title);
+    svg.append(line);
+    for (const k of g.frontier) {
+      svg.append(svgEl("circle", { cx: sx(k[0]).toFixed(1), cy: sy(k[1]).toFixed(1), r: 3, fill: colours.get(g.name) }));
+    }
+  }
+  svg.dataset.groups = String(f.groups.length);
+}
+
+function pickFrame(i, remember) {
+  replay.i = Math.max(0, Math.min(replay.frames.length - 1, i));
+  if (remember) {
+    replay.wanted = replay.frames[replay.i] ? replay.frames[replay.i].date : "";
+    const p = new URLSearchParams(location.search);
+    if (replay.wanted) p.set("replay", replay.wanted); else p.delete("replay");
+    history.replaceState(null, "", location.pathname + "?" + p);
+  }
+  drawFrame();
+}
+
+function stopReplay() {
+  if (replay.timer) clearInterval(replay.timer);
+  replay.timer = null;
+  $("replay-play").textContent = "play";
+}
+
+function playReplay() {
+  if (replay.timer) { stopReplay(); return; }
+  if (replay.i >= replay.frames.length - 1) pickFrame(0, false);
+  $("replay-play").textContent = "pause";
+  replay.timer = setInterval(() => {
+    if (replay.i >= replay.frames.length - 1) { stopReplay(); pickFrame(replay.i, true); return; }
+    pickFrame(replay.i + 1, false);
+  }, 900);
+}
+
 // The x range the API gave, on the chart's element (a test reads it).
 function markRange(r) {
   $("chart").dataset.xRange = r ? r[0] + "," + r[1] : "";
@@ -226,8 +330,12 @@ function markRange(r) {
 async function start() {
   options = await loadOptions();
   if (!options) return;
-  apply(readState());
-  wireForm(() => apply(readState()), refresh, SELECTS.concat(["invalid"]));
+  const st = readState();
+  replay.wanted = /^\d{4}-\d{2}-\d{2}$/.test(st.replay || "") ? st.replay : "";
+  apply(st);
+  $("replay-play").addEventListener("click", playReplay);
+  $("replay-slider").addEventListener("input", () => { stopReplay(); pickFrame(Number($("replay-slider").value), true); });
+  wireForm(() => apply(readState()), refresh, SELECTS.concat(["invalid", "since", "until"]));
   await refresh(false);
 }
 

@@ -339,7 +339,10 @@ pub(crate) fn with_batch_label(item: &impl serde::Serialize) -> Value {
 /// which filter matches nothing when no point matched. Each group also has `gpu_seconds`
 /// (GPU·s its points' runner recorded, [`inferbench_views::analysis::gpu_seconds_of`], every
 /// point whatever its validity; null when none recorded any) and `gpu_seconds_unknown` (its
-/// points without a record), the figures `report` prints per group.
+/// points without a record), the figures `report` prints per group. `"frames"`: the replay
+/// over time, `[{"date", "groups": [{"name", "frontier": [[x, y]…]}…]}…]`, one per date of the
+/// counted points, oldest first, each group's frontier from its counted points dated up to
+/// then ([`inferbench_views::analysis::replay_frames`]).
 pub async fn history(
     State(state): State<AppState>,
     Query(mut pairs): Query<Vec<(String, String)>>,
@@ -403,7 +406,22 @@ pub async fn history(
         })
         .collect();
     let x_range = h.x_range.map(|(lo, hi)| [lo, hi]);
+    // The replay over time (issue 42): each date's frontiers, from the one analysis layer.
+    let frames: Vec<Value> =
+        inferbench_views::analysis::replay_frames(&rows, &x, &y, include_invalid)
+            .into_iter()
+            .map(|f| {
+                let groups: Vec<Value> = (f.groups.iter())
+                    .map(|(name, knots)| {
+                        let k: Vec<[f64; 2]> = knots.iter().map(|&(a, b)| [a, b]).collect();
+                        json!({"name": name, "frontier": k})
+                    })
+                    .collect();
+                json!({"date": f.date, "groups": groups})
+            })
+            .collect();
     Ok(Json(json!({
+        "frames": frames,
         "x": x,
         "y": y,
         "at": at,
@@ -472,6 +490,89 @@ pub async fn evals(
         })
         .collect();
     Ok(Json(json!({ "tasks": tasks, "rows": kept })))
+}
+
+/// Most rows one `/api/v1/evals/samples` page answers.
+pub const EVAL_SAMPLES_MAX_LIMIT: u64 = 500;
+
+/// `GET /api/v1/evals/samples?run=ID&task=T[&conc=N&correct=true|false&offset=O&limit=L]`:
+/// one page of an eval's scored questions (the evals drawer), `{"run", "task", "conc",
+/// "total", "offset", "limit", "rows": [{"doc_id", "question", "response", "extracted",
+/// "target", "correct" (`null` when the file did not say), "error"}]}`, rows in doc_id order.
+/// `conc` is the eval row's concurrency (default 0), `offset` 0-based (default 0), `limit`
+/// 1–[`EVAL_SAMPLES_MAX_LIMIT`] (default 50). `total` counts every matching row (0 when the
+/// eval set had no samples file, or was stored before they were kept). A missing `run`/`task`,
+/// a malformed number or an unknown parameter is a 400.
+pub async fn eval_samples(
+    State(state): State<AppState>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Result<Json<Value>, ApiError> {
+    const KEYS: [&str; 6] = ["run", "task", "conc", "correct", "offset", "limit"];
+    let get = |k: &str| -> Option<String> {
+        pairs
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.trim().to_string())
+    };
+    if let Some((k, _)) = pairs.iter().find(|(k, _)| !KEYS.contains(&k.as_str())) {
+        return Err(ApiError::bad_request(format!(
+            "`{k}`: unknown parameter (known: {})",
+            KEYS.join(", ")
+        )));
+    }
+    fn int<T: std::str::FromStr>(k: &str, v: Option<String>, default: T) -> Result<T, ApiError> {
+        match v {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| {
+                ApiError::bad_request(format!("`{k}={v}`: expected a non-negative integer"))
+            }),
+        }
+    }
+    let run: i64 = match get("run") {
+        None => return Err(ApiError::bad_request("`run`: required (the eval's run id)")),
+        Some(v) => v.parse().ok().filter(|&i| i > 0).ok_or_else(|| {
+            ApiError::bad_request(format!("`run={v}`: expected a positive integer"))
+        })?,
+    };
+    let task = get("task")
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| ApiError::bad_request("`task`: required (gsm8k, …)"))?
+        .to_lowercase();
+    let conc: i64 = int("conc", get("conc"), 0i64)?;
+    let offset: u64 = int("offset", get("offset"), 0u64)?;
+    let limit: u64 = int("limit", get("limit"), 50u64)?;
+    if conc < 0 {
+        return Err(ApiError::bad_request(format!(
+            "`conc={conc}`: expected a non-negative integer"
+        )));
+    }
+    if !(1..=EVAL_SAMPLES_MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(format!(
+            "`limit={limit}`: expected 1 to {EVAL_SAMPLES_MAX_LIMIT}"
+        )));
+    }
+    let correct = match get("correct").as_deref() {
+        None | Some("") => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "`correct={v}`: expected true or false"
+            )))
+        }
+    };
+    let t = task.clone();
+    let (total, rows) = state
+        .with_store(move |s| {
+            s.eval_samples(run, &t, conc, correct, offset, limit)
+                .map_err(|e| ApiError::internal(e.to_string()))
+        })
+        .await?;
+    Ok(Json(json!({
+        "run": run, "task": task, "conc": conc, "total": total, "offset": offset,
+        "limit": limit, "rows": rows,
+    })))
 }
 
 /// The pass mark of `task` for `model` (issue 42's threshold marker): GSM8K's per-model

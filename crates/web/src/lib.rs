@@ -222,6 +222,7 @@ fn api_handler(path: &str) -> axum::routing::MethodRouter<AppState> {
         "/api/v1/compare" => get(analysis::compare),
         "/api/v1/history" => get(analysis::history),
         "/api/v1/evals" => get(analysis::evals),
+        "/api/v1/evals/samples" => get(analysis::eval_samples),
         "/api/v1/models" => get(analysis::models),
         "/api/v1/tco" => get(analysis::tco),
         "/api/v1/overview" => get(api::overview),

@@ -235,6 +235,23 @@ const EVALS: &[Param] = &[
     q("precision", "string", "precision"),
 ];
 
+const EVAL_SAMPLES: &[Param] = &[
+    required(
+        "run",
+        "integer",
+        "the eval's run id (`run_id` of an /api/v1/evals row)",
+    ),
+    required("task", "string", "eval task (gsm8k, …)"),
+    q("conc", "integer", "the eval row's concurrency (default 0)"),
+    q(
+        "correct",
+        "boolean",
+        "only right (true) or wrong (false) answers",
+    ),
+    q("offset", "integer", "first row, 0-based (default 0)"),
+    q("limit", "integer", "rows per page, 1 to 500 (default 50)"),
+];
+
 /// Every API route the dashboard serves, in the router's order.
 pub const API_ROUTES: &[ApiRoute] = &[
     ApiRoute {
@@ -321,6 +338,12 @@ pub const API_ROUTES: &[ApiRoute] = &[
         path: "/api/v1/evals",
         summary: "stored accuracy evals",
         params: &[EVALS],
+        media: "application/json",
+    },
+    ApiRoute {
+        path: "/api/v1/evals/samples",
+        summary: "one page of an eval's scored questions: question, response, extracted answer, target, correct",
+        params: &[EVAL_SAMPLES],
         media: "application/json",
     },
     ApiRoute {

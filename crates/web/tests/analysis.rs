@@ -86,6 +86,8 @@ async fn history_answers_report_history_at() {
     let (_d, db) = seeded();
     let (s, mut v) = get_json(&db, "/api/v1/history?at=50&model=dsr1").await;
     assert_eq!(s, StatusCode::OK, "{v}");
+    // The replay's frames: history_frames_are_the_frontiers_as_of_each_date.
+    v.as_object_mut().unwrap().remove("frames").unwrap();
     // Each value names its batch (the ingested file's directory here, so it depends on the
     // checkout's place: compared by its end, then left out of the whole-body comparison).
     for g in v["groups"].as_array_mut().unwrap() {
@@ -639,5 +641,59 @@ async fn history_and_tco_say_why_they_left_points_out() {
     assert_eq!(
         (&t["invalid"], &t["invalid_reason"]),
         (&json!(0), &json!(null))
+    );
+}
+
+/// Issue 42's replay over time: `/api/v1/history`'s `frames` are one per date of the counted
+/// points, each group's frontier from its points dated up to then, exactly what
+/// `views::analysis::replay_frames` gives for the same selection.
+#[tokio::test]
+async fn history_frames_are_the_frontiers_as_of_each_date() {
+    let (_d, db) = seeded();
+    let (s, v) = get_json(&db, "/api/v1/history?at=50&model=dsr1").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let mut st = Store::open_read_only(&db).unwrap();
+    let mut f = inferbench_store::Filter::default();
+    f.add("model=dsr1").unwrap();
+    let rows = st.points(&f, &Default::default()).unwrap();
+    let want =
+        inferbench_views::analysis::replay_frames(&rows, "median_intvty", "tput_per_gpu", false);
+    let frames = v["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), want.len());
+    let dates: Vec<&str> = frames.iter().map(|f| f["date"].as_str().unwrap()).collect();
+    let want_dates: Vec<&str> = want.iter().map(|f| f.date.as_str()).collect();
+    assert_eq!(dates, want_dates);
+    for (got, w) in frames.iter().zip(&want) {
+        let groups: Vec<Value> = (w.groups.iter())
+            .map(|(n, k)| json!({"name": n, "frontier": k.iter().map(|&(a, b)| [a, b]).collect::<Vec<_>>()}))
+            .collect();
+        assert_eq!(got, &json!({"date": w.date, "groups": groups}));
+    }
+    // Exact: three dates; mi355x's first frontier, raised by its 2026-02-27 batch; h200
+    // appears with its 2026-03-01 sweep.
+    assert_eq!(dates, ["2026-02-20", "2026-02-27", "2026-03-01"]);
+    assert_eq!(
+        frames[0]["groups"][1],
+        json!({"name": "dsr1 1024/1024 mi355x_mori-sglang_fp4",
+               "frontier": [[40.0, 1500.0], [80.0, 900.0], [120.0, 300.0]]})
+    );
+    assert_eq!(
+        frames[1]["groups"][1]["frontier"],
+        json!([
+            [40.0, 1650.0000000000002],
+            [80.0, 990.0000000000001],
+            [120.0, 330.0]
+        ])
+    );
+    let names: Vec<&str> = (frames[2]["groups"].as_array().unwrap().iter())
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "dsr1 1024/1024 b200_sglang_fp4",
+            "dsr1 1024/1024 h200_sglang_fp8",
+            "dsr1 1024/1024 mi355x_mori-sglang_fp4"
+        ]
     );
 }

@@ -1184,6 +1184,7 @@ async fn openapi_lists_every_route_and_validates() {
         "/api/v1/compare",
         "/api/v1/history",
         "/api/v1/evals",
+        "/api/v1/evals/samples",
         "/api/v1/models",
         "/api/v1/tco",
         "/api/v1/openapi.json",
@@ -1454,4 +1455,79 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
             .all(|p| p["status"] == "ok"),
         "{v}"
     );
+/// Issue 42's evals drawer: `/api/v1/evals/samples` pages an eval's stored questions in
+/// doc_id order (exact rows), filters right/wrong answers, and answers 400 naming a missing
+/// or bad parameter; an eval without stored questions has none.
+#[tokio::test]
+async fn eval_samples_are_paged_exact_rows() {
+    let (dir, db) = seeded();
+    let set = common::eval_set_with_samples(dir.path());
+    {
+        let mut s = Store::open(&db).unwrap();
+        let r = s.ingest_path(&set, &IngestOptions::default()).unwrap();
+        assert_eq!(r.evals, 1, "{}", r.render());
+    }
+    let (s, evals) = get_json(&db, "/api/v1/evals").await;
+    assert_eq!(s, StatusCode::OK);
+    let run = evals["rows"][0]["run_id"].as_i64().unwrap();
+    assert_eq!(evals["rows"][0]["conc"], 32);
+    let row = |doc: i64, q: &str, resp: &str, ext: &str, t: &str, ok: bool, err: &str| {
+        json!({"doc_id": doc, "question": q, "response": resp, "extracted": ext, "target": t,
+               "correct": ok, "error": err})
+    };
+    let (s, v) = get_json(
+        &db,
+        &format!("/api/v1/evals/samples?run={run}&task=gsm8k&conc=32&limit=2"),
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"run": run, "task": "gsm8k", "conc": 32, "total": 3, "offset": 0, "limit": 2,
+               "rows": [row(0, "<b>7</b> times 6?", "", "", "42", false, "http 500"),
+                        row(1, "Tom has 2 apples and buys 3 more. How many?", "2+3=5\n#### 5", "5", "5", true, "")]})
+    );
+    let (_, v) = get_json(
+        &db,
+        &format!("/api/v1/evals/samples?run={run}&task=GSM8K&conc=32&offset=2"),
+    )
+    .await;
+    assert_eq!(
+        v["rows"],
+        json!([row(2, "10 minus 2?", "#### 9", "9", "8", false, "")])
+    );
+    assert_eq!(v["total"], 3);
+    let (_, v) = get_json(
+        &db,
+        &format!("/api/v1/evals/samples?run={run}&task=gsm8k&conc=32&correct=true"),
+    )
+    .await;
+    assert_eq!(
+        (v["total"].clone(), v["rows"][0]["doc_id"].clone()),
+        (json!(1), json!(1))
+    );
+    let (_, v) = get_json(&db, &format!("/api/v1/evals/samples?run={run}&task=gsm8k")).await;
+    assert_eq!(
+        (v["total"].clone(), v["rows"].clone()),
+        (json!(0), json!([]))
+    );
+    for (q, said) in [
+        ("task=gsm8k", "`run`: required"),
+        (&format!("run={run}") as &str, "`task`: required"),
+        ("run=x&task=gsm8k", "`run=x`: expected a positive integer"),
+        ("run=1&task=gsm8k&limit=0", "`limit=0`: expected 1 to 500"),
+        (
+            "run=1&task=gsm8k&offset=-1",
+            "`offset=-1`: expected a non-negative integer",
+        ),
+        (
+            "run=1&task=gsm8k&correct=maybe",
+            "`correct=maybe`: expected true or false",
+        ),
+        ("run=1&task=gsm8k&page=2", "`page`: unknown parameter"),
+    ] {
+        let (s, v) = get_json(&db, &format!("/api/v1/evals/samples?{q}")).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{q}: {v}");
+        assert!(v["error"].as_str().unwrap().starts_with(said), "{q}: {v}");
+    }
 }

@@ -714,7 +714,7 @@ fn compare_history_evals_models_and_tco_pages() {
     // Without a model chosen each bar names its model (trial 19); with one, the model is the
     // page's.
     assert!(
-        dom.contains("<tr><td>dsr1 on b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
+        dom.contains("\"><td>dsr1 on b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
         "{dom}"
     );
     let dom = dump_dom(
@@ -723,7 +723,7 @@ fn compare_history_evals_models_and_tco_pages() {
         &format!("{base}/evals?task=gsm8k&model=dsr1"),
     );
     assert!(
-        dom.contains("<tr><td>b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
+        dom.contains("\"><td>b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
         "{dom}"
     );
     // An eval's run page shows its evals, not empty point sections (trial 20).
@@ -1122,13 +1122,14 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
             "{view}: {dom}"
         );
     }
-    // The nav, from common.js: the current page marked, the theme toggle after the links.
+    // The nav, from common.js: the current page marked, the theme toggle after the links (the
+    // root also carries the palette, issue 42).
     assert!(
         dom.contains("<nav id=\"nav\"><a href=\"/\" aria-current=\"page\">Home</a><a href=\"/inference\">Inference</a>"),
         "{dom}"
     );
     assert!(
-        dom.contains("<html lang=\"en\" data-theme=\"light\">"),
+        dom.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"light\">"),
         "{dom}"
     );
     // `theme=dark` in the URL turns dark mode on, is not a view key ("not applied"), and is
@@ -1139,7 +1140,7 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
         &format!("{base}/inference?model=dsr1&sequence=1024/1024&theme=dark"),
     );
     assert!(
-        dark.contains("<html lang=\"en\" data-theme=\"dark\">"),
+        dark.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"dark\">"),
         "{dark}"
     );
     assert!(
@@ -1150,7 +1151,7 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
     assert!(!text_of(&dark, "status").contains("not applied"), "{dark}");
     let later = dump_dom(&chromium, &profile, &format!("{base}/models"));
     assert!(
-        later.contains("<html lang=\"en\" data-theme=\"dark\">"),
+        later.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"dark\">"),
         "{later}"
     );
 }
@@ -1267,4 +1268,375 @@ fn precisions_have_shapes_and_points_carry_parallelism() {
         Some("fp4:circle")
     );
     assert!(attr(&one, "csv", "href").unwrap().contains("precision=fp4"));
+}
+
+/// Issue 42's evals drawer: a bar's row opens its eval's questions; the deep link
+/// (`drawer=RUN:CONC`, `doc=ID`) opens the drawer on that question, which shows its question,
+/// response, extracted answer, target and whether it was correct, as text (the stored `<b>` is
+/// not markup); `correct=false` lists the wrong answers only.
+#[test]
+fn evals_drawer_opens_on_a_sample() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let set = common::eval_set_with_samples(dir.path());
+    let (db, reports) = ingested(&dir.path().join("e.db"), &[&set]);
+    assert_eq!(reports[0].evals, 1);
+    let run = Store::open_read_only(&db).unwrap().evals().unwrap()[0].run_id;
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+
+    // Without a link the drawer is closed and each bar's row names the eval it opens.
+    let dom = dump_dom(&chromium, &profile, &format!("{base}/evals?task=gsm8k"));
+    assert!(dom.contains("<aside id=\"drawer\" hidden=\"\""), "{dom}");
+    assert!(
+        dom.contains(&format!(
+            "<tr class=\"pickable\" data-run=\"{run}\" data-conc=\"32\">"
+        )),
+        "{dom}"
+    );
+
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/evals?task=gsm8k&drawer={run}:32&doc=1"),
+    );
+    assert_eq!(
+        attr(&dom, "drawer", "data-total").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "drawer", "data-rows").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "sample", "data-doc").as_deref(),
+        Some("1"),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "sample-question"),
+        "Tom has 2 apples and buys 3 more. How many?"
+    );
+    assert_eq!(text_of(&dom, "sample-response"), "2+3=5\n#### 5");
+    assert_eq!(text_of(&dom, "sample-extracted"), "5");
+    assert_eq!(text_of(&dom, "sample-target"), "5");
+    assert_eq!(text_of(&dom, "sample-correct"), "correct");
+    assert_eq!(text_of(&dom, "drawer-page"), "1–3 of 3");
+
+    // Wrong answers only; with no `doc` the first is shown, its question as text.
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/evals?task=gsm8k&drawer={run}:32&correct=false"),
+    );
+    assert_eq!(
+        attr(&dom, "drawer", "data-total").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "sample", "data-doc").as_deref(),
+        Some("0"),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "sample-question"),
+        "&lt;b&gt;7&lt;/b&gt; times 6?"
+    );
+    assert_eq!(text_of(&dom, "sample-correct"), "wrong");
+    assert_eq!(text_of(&dom, "sample-error"), "http 500");
+}
+
+/// Issue 42's replay over time on the History page: one frame per date of the API's `frames`
+/// (the analysis layer's), the last one shown by default; `replay=DATE` opens that date's
+/// frame, each group's frontier drawn with its knots in `data-knots`.
+#[test]
+fn history_replays_the_frontier_over_time() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&at=50"),
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-frames").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-date").as_deref(),
+        Some("2026-03-01"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-groups").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert_eq!(text_of(&dom, "replay-date"), "2026-03-01 (3 of 3)");
+
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&at=50&replay=2026-02-20"),
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-frame").as_deref(),
+        Some("0"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-groups").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert!(
+        dom.contains(
+            "data-group=\"dsr1 1024/1024 mi355x_mori-sglang_fp4\" data-knots=\"40,1500 80,900 120,300\""
+        ),
+        "{dom}"
+    );
+    // `replay` is the page's own key: nothing is said not applied.
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+}
+
+/// Issue 42's palette: by default each group's colour is of its vendor's hue family (NVIDIA
+/// greens, AMD reds), carried in the chart's `data-colours`; `palette=contrast` switches to the
+/// high-contrast set, which the browser remembers (a later page without it keeps it) until
+/// `palette=vendor`.
+#[test]
+fn groups_take_their_vendors_hue_and_high_contrast_is_remembered() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    const NVIDIA: [&str; 8] = [
+        "#1b7837", "#5aae61", "#00441b", "#74c476", "#238b45", "#a1d99b", "#006d2c", "#41ab5d",
+    ];
+    const AMD: [&str; 8] = [
+        "#b2182b", "#ef6548", "#67001f", "#f4a582", "#cb181d", "#fb6a4a", "#99000d", "#d6604d",
+    ];
+    const CONTRAST: [&str; 10] = [
+        "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7a5195", "#4d4d4d",
+        "#a6761d", "#1b9e77",
+    ];
+    let colours = |dom: &str| -> Vec<(String, String)> {
+        attr(dom, "chart", "data-colours")
+            .unwrap_or_else(|| panic!("{dom}"))
+            .split(';')
+            .map(|kv| {
+                let (k, v) = kv.rsplit_once('=').unwrap();
+                (k.to_string(), v.to_string())
+            })
+            .collect()
+    };
+    let url = format!("{base}/inference?model=dsr1&sequence=1024/1024");
+    let dom = dump_dom(&chromium, &profile, &url);
+    assert_eq!(
+        attr(&dom, "chart", "data-palette").as_deref(),
+        Some("vendor")
+    );
+    let got = colours(&dom);
+    assert_eq!(got.len(), 3, "{got:?}");
+    for (group, c) in &got {
+        let family: &[&str] = if group.contains(" mi355x_") {
+            &AMD
+        } else {
+            &NVIDIA
+        };
+        assert!(family.contains(&c.as_str()), "{group}: {c}");
+    }
+    // b200 and h200 (both NVIDIA) differ.
+    assert_ne!(got[0].1, got[1].1);
+
+    let dom = dump_dom(&chromium, &profile, &format!("{url}&palette=contrast"));
+    assert_eq!(
+        attr(&dom, "chart", "data-palette").as_deref(),
+        Some("contrast")
+    );
+    assert!(colours(&dom)
+        .iter()
+        .all(|(_, c)| CONTRAST.contains(&c.as_str())));
+    assert!(
+        dom.contains(
+            "<button id=\"palette\" type=\"button\" aria-pressed=\"true\">Vendor colours</button>"
+        ),
+        "{dom}"
+    );
+    // Remembered, and not named as a filter the page could not apply.
+    let dom = dump_dom(&chromium, &profile, &url);
+    assert_eq!(
+        attr(&dom, "chart", "data-palette").as_deref(),
+        Some("contrast")
+    );
+    let dom = dump_dom(&chromium, &profile, &format!("{url}&palette=vendor"));
+    assert_eq!(
+        attr(&dom, "chart", "data-palette").as_deref(),
+        Some("vendor")
+    );
+    assert!(!text_of(&dom, "status").contains("palette"), "{dom}");
+}
+
+/// Issue 42's date and run pickers on the Inference page: `since`/`until` from the URL fill the
+/// date pickers and go to the API (the CSV link carries the query the chart was drawn from),
+/// so only that day's points are drawn; the run picker offers every stored batch and sends the
+/// chosen one; a malformed date is said not applied.
+#[test]
+fn date_and_run_pickers_filter_the_api_query() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let page = format!("{base}/inference?model=dsr1&sequence=1024/1024");
+
+    let dom = dump_dom(&chromium, &profile, &page);
+    let all: usize = attr(&dom, "chart", "data-points").unwrap().parse().unwrap();
+    let csv = attr(&dom, "csv", "href").unwrap();
+    assert!(!csv.contains("since="), "{csv}");
+    // Every stored batch is offered, after "any".
+    let batches = Store::open_read_only(&db)
+        .unwrap()
+        .dimension_values()
+        .unwrap()
+        .remove("batch")
+        .unwrap();
+    assert!(batches.len() > 1, "{batches:?}");
+    let select = &dom[dom.find("<select id=\"batch\">").unwrap()..];
+    let select = &select[..select.find("</select>").unwrap()];
+    let offered: Vec<&str> = select
+        .split("<option value=\"")
+        .skip(1)
+        .map(|o| &o[..o.find('"').unwrap()])
+        .collect();
+    let mut want = vec![""];
+    want.extend(batches.iter().map(String::as_str));
+    assert_eq!(offered, want);
+
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{page}&since=2026-02-27&until=2026-02-27"),
+    );
+    let csv = attr(&dom, "csv", "href").unwrap();
+    let sent = url_pairs(&csv);
+    for k in ["since", "until"] {
+        assert!(
+            sent.contains(&(k.to_string(), "2026-02-27".to_string())),
+            "{csv}"
+        );
+    }
+    let n: usize = attr(&dom, "chart", "data-points").unwrap().parse().unwrap();
+    assert!(n > 0 && n < all, "{n} of {all}");
+    assert_eq!(dom.matches("<td>2026-02-27</td>").count(), n, "{dom}");
+
+    let one = &batches[0];
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{page}&batch={}", utf8_percent(one)),
+    );
+    let csv = attr(&dom, "csv", "href").unwrap();
+    let sent: Vec<(String, String)> = url_pairs(&csv);
+    assert!(sent.contains(&("batch".to_string(), one.clone())), "{csv}");
+
+    let dom = dump_dom(&chromium, &profile, &format!("{page}&since=27.02.2026"));
+    assert!(
+        text_of(&dom, "status").contains("since=27.02.2026 (expected YYYY-MM-DD)"),
+        "{dom}"
+    );
+}
+
+/// Percent-encodes every byte of `s` outside `[A-Za-z0-9-._~]`.
+fn utf8_percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The query pairs of a URL (`&amp;` as the DOM dump writes it), percent- and `+`-decoded.
+fn url_pairs(url: &str) -> Vec<(String, String)> {
+    let q = url
+        .split_once('?')
+        .map_or("", |x| x.1)
+        .replace("&amp;", "&");
+    let dec = |s: &str| -> String {
+        let b = s.replace('+', " ").into_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' && i + 2 < b.len() {
+                out.push(
+                    u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap(), 16).unwrap(),
+                );
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    };
+    q.split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| (dec(k), dec(v)))
+        .collect()
+}
+
+/// Issue 42's date pickers on the History page: `since`/`until` from the URL go to the API, so
+/// the replay and the lines keep to that range (one date here), and stay in the URL's state.
+#[test]
+fn history_date_pickers_narrow_the_range() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
+    let (_rt, base) = serve(&db);
+    let profile = dir.path().join("profile");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&at=50&since=2026-02-27&until=2026-02-27"),
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-frames").as_deref(),
+        Some("1"),
+        "{dom}"
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-date").as_deref(),
+        Some("2026-02-27"),
+        "{dom}"
+    );
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+    let dom = dump_dom(
+        &chromium,
+        &profile,
+        &format!("{base}/history?model=dsr1&at=50&since=27.2.2026"),
+    );
+    assert_eq!(
+        attr(&dom, "replay", "data-frames").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert!(
+        text_of(&dom, "status").contains("since=27.2.2026 (expected YYYY-MM-DD)"),
+        "{dom}"
+    );
 }

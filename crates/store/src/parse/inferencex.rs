@@ -254,5 +254,6 @@ pub(super) fn eval_row(o: &Map<String, Value>, ov: &Overrides, names: &mut Names
             .or(metrics.get("em_strict_se"))
             .copied(),
         metrics,
+        samples: Vec::new(),
     }
 }

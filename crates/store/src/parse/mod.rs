@@ -223,6 +223,29 @@ pub struct EvalData {
     pub score_se: Option<f64>,
     /// Every numeric field (`em_strict`, `em_strict_se`, `em_flexible`, `n_eff`, …).
     pub metrics: BTreeMap<String, f64>,
+    /// Its scored questions, from an eval set's samples file (empty for aggregates, dumps
+    /// and eval sets without one).
+    pub samples: Vec<EvalSample>,
+}
+
+/// One scored question of an eval (a line of `samples_<task>*.jsonl`), texts bounded
+/// ([`crate::evalset::MAX_TEXT_BYTES`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EvalSample {
+    /// Index in the task's test split.
+    pub doc_id: i64,
+    /// The question asked (without the few-shot examples where they could be told apart).
+    pub question: String,
+    /// The model's response ("" when the request failed).
+    pub response: String,
+    /// The answer extracted from the response (strict filter).
+    pub extracted: String,
+    /// The target answer.
+    pub target: String,
+    /// Whether the extracted answer matched the target; `None` when the file did not say.
+    pub correct: Option<bool>,
+    /// Why the request failed ("" when it did not).
+    pub error: String,
 }
 
 /// One ingestable unit: written in one transaction.

@@ -42,3 +42,29 @@ pub fn sweep_and_invalid_h100_copy(dir: &Path) -> (std::path::PathBuf, std::path
     );
     (fx, bad)
 }
+
+/// The store's gptoss eval set (GSM8K at concurrency 32) copied into `dir/eval_gptoss` with a
+/// samples file of three questions in our layout (doc 1 right, doc 0 a failed request, doc 2
+/// wrong) and a line that is not JSON: the evals drawer's fixture.
+#[allow(dead_code)] // used by api.rs and browser.rs, not every test binary
+pub fn eval_set_with_samples(dir: &Path) -> std::path::PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../store/tests/evalsets/eval_gptoss_8k1k_gptoss_8k1k_fp8_vllm_tp2-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc32_h100-box_0",
+    );
+    let to = dir.join("eval_gptoss");
+    copy_tree_replacing(&from, &to, &[]);
+    let lines = [
+        serde_json::json!({"doc_id": 1, "prompt": "Question: Tom has 2 apples and buys 3 more. How many?\nEnd your response with the answer on the last line, formatted as: #### [number]\nAnswer:",
+            "response": "2+3=5\n#### 5", "strict": "5", "flexible": "5", "target": "5",
+            "pass_strict": true, "pass_flexible": true}),
+        serde_json::json!({"doc_id": 0, "prompt": "Question: <b>7</b> times 6?\nAnswer:",
+            "response": "", "strict": "", "flexible": "", "target": "42",
+            "pass_strict": false, "pass_flexible": false, "error": "http 500"}),
+        serde_json::json!({"doc_id": 2, "prompt": "Question: 10 minus 2?\nAnswer:",
+            "response": "#### 9", "strict": "9", "flexible": "9", "target": "8",
+            "pass_strict": false, "pass_flexible": false}),
+    ];
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(to.join("samples_gsm8k.jsonl"), text + "not json\n").unwrap();
+    to
+}
