@@ -11,6 +11,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use inferbench_store::{IngestOptions, Store};
+use inferbench_views::ingest::IngestText;
 use inferbench_web::{router, AppState};
 use serde_json::{json, Value};
 use tower::ServiceExt;
@@ -1415,7 +1416,7 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
     ])
     .unwrap();
     let r = s.ingest_path(&failed, &o).unwrap();
-    assert_eq!(r.failed_points, 1, "{}", inferbench_views::ingest::IngestText::render(&r));
+    assert_eq!(r.failed_points, 1, "{}", r.render());
     drop(s);
     let (st, v) = get_json(&db, "/api/v1/points?include_failed=true").await;
     assert_eq!(st, StatusCode::OK, "{v}");
@@ -1455,6 +1456,8 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
             .all(|p| p["status"] == "ok"),
         "{v}"
     );
+}
+
 /// Issue 42's evals drawer: `/api/v1/evals/samples` pages an eval's stored questions in
 /// doc_id order (exact rows), filters right/wrong answers, and answers 400 naming a missing
 /// or bad parameter; an eval without stored questions has none.
