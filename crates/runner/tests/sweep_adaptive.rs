@@ -99,14 +99,15 @@ async fn adaptive_sweep_runs_fewer_points_and_reports_the_saving() {
         .map(|p| p.conc)
         .collect();
     assert_eq!(tp2.len(), 3, "{tp2:?}");
-    // The knee at 40 is bracketed tighter than the listed 32..64.
+    // The winning TP 1 curve spends at most its listed count (9 points: the planner's cap),
+    // the stretches that span most of the interactivity range first (the knee at 40 stays
+    // bracketed by the listed 32..64: the uncapped planner brackets it tighter, see the
+    // unit test a_knee_between_listed_concurrencies_is_found).
     let tp1: Vec<u32> = (report.points.iter())
         .filter(|p| p.result_filename.contains("tp1"))
         .map(|p| p.conc)
         .collect();
-    let below = tp1.iter().filter(|c| **c <= 40).max().unwrap();
-    let above = tp1.iter().filter(|c| **c >= 40).min().unwrap();
-    assert!(*above as f64 / *below as f64 <= 1.5, "{tp1:?}");
+    assert_eq!(tp1, [1, 256, 16, 4, 64, 2, 8, 32, 23]);
     // What it saved (the fake's points take wall-clock noise, so only its shape), and
     // sweep.json says so.
     assert!(a.full_list_gpu_seconds > 0.0, "{a:?}");
