@@ -8,9 +8,10 @@
 //! `n mod BATCHES` requests left out, as the oldest). For each batch:
 //! - its median TPOT, ms (the chart's median interactivity is 1000 / median TPOT, so a relative
 //!   error on one is the same relative error on the other, to first order);
-//! - its throughput, tokens (prompt + completion) per second over the batch's span: from the
-//!   previous batch's last completion (the first batch: the first left-out request's end, or
-//!   the profile's start `start_ns`) to its own last.
+//! - its throughput per user: tokens (prompt + completion) over the sum of its E2E latencies.
+//!   In a closed loop at concurrency conc the point's throughput is conc times that (Little's
+//!   law), so its relative error is the point's; unlike a rate over the batch's own span of
+//!   time, it does not depend on completions that a closed loop's rounds bunch together.
 //!
 //! Each metric is known when the 95 % confidence half-width of its batch mean, Student's t with
 //! `BATCHES − 1` degrees of freedom ([`T95`]) times the batches' standard deviation over
@@ -70,26 +71,21 @@ impl EarlyStop {
     }
 
     /// Whether the metrics are known to within the tolerance from `records` (any order; only
-    /// successful profile requests with a TPOT count), the profile having started at
-    /// `start_ns` (the records' clock). False before [`EarlyStop::min_prompts`] samples, or
-    /// when a metric cannot be computed (a zero span or mean).
-    pub fn known(&self, records: &[RequestRecord], start_ns: u64) -> bool {
-        let mut done: Vec<(u64, f64, f64)> = records
-            .iter()
-            .filter(|r| r.phase == Phase::Profile && r.success)
-            .filter_map(|r| {
-                let tpot = r.tpot_ms()?;
-                let tokens = f64::from(r.prompt_tokens) + f64::from(r.completion_tokens);
-                Some((r.end_ns, tpot, tokens))
-            })
-            .collect();
+    /// successful profile requests with a TPOT count). False before
+    /// [`EarlyStop::min_prompts`] samples, or when a metric cannot be computed (a zero mean).
+    pub fn known(&self, records: &[RequestRecord]) -> bool {
+        let done: Vec<Sample> = records.iter().filter_map(sample).collect();
+        self.known_samples(done)
+    }
+
+    /// [`EarlyStop::known`] over samples already taken ([`sample`]), in any order.
+    pub fn known_samples(&self, mut done: Vec<Sample>) -> bool {
         if (done.len() as u64) < self.min_prompts.max(BATCHES as u64) {
             return false;
         }
         done.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
         let size = done.len() / BATCHES;
         let skip = done.len() - size * BATCHES;
-        let mut prev_end = if skip > 0 { done[skip - 1].0 } else { start_ns };
         let mut tpots = Vec::with_capacity(BATCHES);
         let mut rates = Vec::with_capacity(BATCHES);
         for b in done[skip..].chunks(size) {
@@ -98,16 +94,85 @@ impl EarlyStop {
                 return false;
             };
             tpots.push(m);
-            let last = b[b.len() - 1].0;
-            let span_s = last.saturating_sub(prev_end) as f64 / 1e9;
-            if span_s <= 0.0 {
+            let e2el_s = b.iter().map(|p| p.3).sum::<f64>() / 1e3;
+            if e2el_s <= 0.0 {
                 return false;
             }
-            rates.push(b.iter().map(|p| p.2).sum::<f64>() / span_s);
-            prev_end = last;
+            rates.push(b.iter().map(|p| p.2).sum::<f64>() / e2el_s);
         }
         relative_half_width(&tpots).is_some_and(|h| h <= self.tolerance)
             && relative_half_width(&rates).is_some_and(|h| h <= self.tolerance)
+    }
+}
+
+/// What the rule reads of one request: (end, ns on the records' clock; TPOT, ms; prompt +
+/// completion tokens; E2E latency, ms).
+pub type Sample = (u64, f64, f64, f64);
+
+/// The [`Sample`] of a successful profile request with a TPOT (at least two output tokens);
+/// `None` for any other.
+pub fn sample(r: &RequestRecord) -> Option<Sample> {
+    if r.phase != Phase::Profile || !r.success {
+        return None;
+    }
+    let tpot = r.tpot_ms()?;
+    let tokens = f64::from(r.prompt_tokens) + f64::from(r.completion_tokens);
+    Some((r.end_ns, tpot, tokens, r.e2el_ms()?))
+}
+
+/// The rule applied as records arrive (shared by a point's request tasks): collects the
+/// samples, checks when due, and once the metrics are known says so for good.
+#[derive(Debug)]
+pub struct Tracker {
+    rule: EarlyStop,
+    samples: std::sync::Mutex<Vec<Sample>>,
+    active: std::sync::atomic::AtomicBool,
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+impl Tracker {
+    /// A tracker of `rule`, inactive until [`Tracker::start`].
+    pub fn new(rule: EarlyStop) -> Tracker {
+        Tracker {
+            rule,
+            samples: std::sync::Mutex::new(Vec::new()),
+            active: std::sync::atomic::AtomicBool::new(false),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The profile started: samples count from now on.
+    pub fn start(&self) {
+        self.active
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Takes `r` as a sample (a successful profile request, once started) and checks the rule
+    /// when due.
+    pub fn observe(&self, r: &RequestRecord) {
+        use std::sync::atomic::Ordering;
+        if !self.active.load(Ordering::Acquire) || self.stopped.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(s) = sample(r) else {
+            return;
+        };
+        let mut v = self.samples.lock().unwrap_or_else(|e| e.into_inner());
+        v.push(s);
+        let n = v.len() as u64;
+        if self.rule.due(n) && self.rule.known_samples(v.clone()) {
+            self.stopped.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether the metrics are known: send no more profile requests.
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// The rule.
+    pub fn rule(&self) -> EarlyStop {
+        self.rule
     }
 }
 
@@ -131,13 +196,15 @@ pub fn relative_half_width(batches: &[f64]) -> Option<f64> {
 mod tests {
     use super::*;
 
-    /// A successful profile request ending at `end_ms` with TPOT `tpot_ms` over 11 output
-    /// tokens (first token at 0 + 10 ms, last 10 · tpot later) and 100 prompt tokens.
-    fn rec(id: u64, end_ms: u64, tpot_ms: f64) -> RequestRecord {
+    /// A successful profile request sent at `sent_ms`, with E2EL `e2el_ms` and TTFT `ttft_ms`
+    /// (so TPOT (E2EL − TTFT) / 10 over its 11 output tokens) and 100 prompt tokens.
+    fn rec(id: u64, sent_ms: u64, e2el_ms: f64, ttft_ms: f64) -> RequestRecord {
         let mut r = inferbench_testutil_free_record(id);
-        r.first_token_ns = Some(10_000_000);
-        r.last_token_ns = Some(10_000_000 + (tpot_ms * 10.0 * 1e6) as u64);
-        r.end_ns = end_ms * 1_000_000;
+        let sent = sent_ms * 1_000_000;
+        r.sent_ns = sent;
+        r.first_token_ns = Some(sent + (ttft_ms * 1e6) as u64);
+        r.last_token_ns = Some(sent + (e2el_ms * 1e6) as u64);
+        r.end_ns = sent + (e2el_ms * 1e6) as u64;
         r.prompt_tokens = 100;
         r.completion_tokens = 11;
         r
@@ -177,8 +244,9 @@ mod tests {
         assert_eq!(relative_half_width(&[-1.0, 1.0]), None);
     }
 
-    /// Steady completions (one every 10 ms, TPOT 20 ms): known once there are enough, never
-    /// before the minimum; a throughput that halves in the second half is not known at 2 %.
+    /// Steady requests (E2EL 300 ms, TTFT 20 ms): known once there are enough, never before
+    /// the minimum; E2E latencies that double in the second half (throughput per user halves)
+    /// are not known at 2 %.
     #[test]
     fn steady_samples_stop_and_drifting_ones_do_not() {
         let rule = EarlyStop {
@@ -186,37 +254,26 @@ mod tests {
             min_prompts: 40,
             check_every: 10,
         };
-        let steady: Vec<RequestRecord> = (0..40).map(|i| rec(i, 10 * (i + 1), 20.0)).collect();
-        assert!(rule.known(&steady, 0));
-        assert!(!rule.known(&steady[..39], 0));
-        // Gaps of 10 ms then 20 ms: batch rates 11,100 tok/s then 5,550.
+        let steady: Vec<RequestRecord> = (0..40).map(|i| rec(i, 10 * i, 300.0, 20.0)).collect();
+        assert!(rule.known(&steady));
+        assert!(!rule.known(&steady[..39]));
         let drift: Vec<RequestRecord> = (0..40)
-            .map(|i| {
-                rec(
-                    i,
-                    if i < 20 {
-                        10 * (i + 1)
-                    } else {
-                        200 + 20 * (i - 19)
-                    },
-                    20.0,
-                )
-            })
+            .map(|i| rec(i, 10 * i, if i < 20 { 300.0 } else { 600.0 }, 20.0))
             .collect();
-        assert!(!rule.known(&drift, 0));
+        assert!(!rule.known(&drift));
         // Failed and warmup requests are not samples.
         let mut short = steady[..39].to_vec();
-        let mut warm = rec(99, 400, 20.0);
+        let mut warm = rec(99, 400, 300.0, 20.0);
         warm.phase = Phase::Warmup;
-        let mut failed = rec(98, 400, 20.0);
+        let mut failed = rec(98, 400, 300.0, 20.0);
         failed.success = false;
         short.extend([warm, failed]);
-        assert!(!rule.known(&short, 0));
+        assert!(!rule.known(&short));
     }
 
-    /// Seeded noise (±10 % TPOT, jittered completion gaps, an xorshift of seed 7): at 5 % the
-    /// rule stops at its minimum (30), at 2 % at 150 of 400, at 0.1 % never; the same seed stops
-    /// at the same count.
+    /// Seeded noise (±10 % E2EL and TTFT, an xorshift of seed 7): at 5 % the rule stops at its
+    /// minimum (30), at 2 % at 50 of 400, at 0.1 % never; the same seed stops at the same
+    /// count.
     #[test]
     fn seeded_noise_stops_at_an_exact_count() {
         let samples = |seed: u64, n: u64| -> Vec<RequestRecord> {
@@ -227,33 +284,32 @@ mod tests {
                 s ^= s << 17;
                 (s % 1000) as f64 / 1000.0
             };
-            let mut t = 0u64;
             (0..n)
                 .map(|i| {
-                    t += 8 + (next() * 4.0) as u64;
-                    rec(i, t, 20.0 * (0.9 + 0.2 * next()))
+                    let e2el = 300.0 * (0.9 + 0.2 * next());
+                    rec(i, 10 * i, e2el, 20.0 * (0.9 + 0.2 * next()))
                 })
                 .collect()
         };
         let rule = EarlyStop::for_concurrency(0.05, 8).unwrap();
         let all = samples(7, 400);
         let stop = (1..=400u64)
-            .find(|n| rule.due(*n) && rule.known(&all[..*n as usize], 0))
+            .find(|n| rule.due(*n) && rule.known(&all[..*n as usize]))
             .unwrap();
         assert_eq!(stop, 30);
         let again = samples(7, 400);
         assert_eq!(
-            (1..=400u64).find(|n| rule.due(*n) && rule.known(&again[..*n as usize], 0)),
+            (1..=400u64).find(|n| rule.due(*n) && rule.known(&again[..*n as usize])),
             Some(stop)
         );
         let two = EarlyStop::for_concurrency(0.02, 8).unwrap();
         assert_eq!(
-            (1..=400u64).find(|n| two.due(*n) && two.known(&all[..*n as usize], 0)),
-            Some(150)
+            (1..=400u64).find(|n| two.due(*n) && two.known(&all[..*n as usize])),
+            Some(50)
         );
         let tight = EarlyStop::for_concurrency(0.001, 8).unwrap();
         assert_eq!(
-            (1..=400u64).find(|n| tight.due(*n) && tight.known(&all[..*n as usize], 0)),
+            (1..=400u64).find(|n| tight.due(*n) && tight.known(&all[..*n as usize])),
             None
         );
     }

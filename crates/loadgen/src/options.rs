@@ -216,6 +216,11 @@ pub struct BenchOptions {
     /// time scale (quickstart, `sweep --sim`): a sim at that scale does not make the point
     /// invalid. Not a flag; `None` for `bench`.
     pub rescaled_at: Option<f64>,
+    /// Early stop within the point (`sweep --adaptive`, issue 43): the profile ends once the
+    /// rule says its metrics are known, before the planned prompts; the result then says
+    /// `inferbench.adaptive: true` and `inferbench.prompts_used`. Not a flag of `bench`;
+    /// `None` (the default): every planned prompt is sent (InferenceX's fixed protocol).
+    pub early_stop: Option<crate::early_stop::EarlyStop>,
 }
 
 impl Default for BenchOptions {
@@ -275,6 +280,7 @@ impl Default for BenchOptions {
             prepared: None,
             server_settings: Vec::new(),
             rescaled_at: None,
+            early_stop: None,
         }
     }
 }
