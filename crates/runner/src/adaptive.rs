@@ -835,6 +835,10 @@ pub async fn run_local<R: crate::point::PointRunner>(
     use crate::sweep::{run_jobs, PointKind, SweepReport};
     let mut round_opts = opts.clone();
     round_opts.write_report = false;
+    // The second lever: each point may stop once its metrics are known to the tolerance.
+    if tolerance.is_finite() && tolerance > 0.0 {
+        round_opts.bench.early_stop_tolerance = Some(tolerance);
+    }
     // Curves: (group, template row, listed concurrencies).
     let (curves, fixed) = curves_of(jobs);
     let mut report = SweepReport::default();

@@ -179,6 +179,12 @@ pub struct RunFlags {
     /// Show the load generator's live progress.
     #[arg(long)]
     pub progress: bool,
+    /// Not a flag: `sweep --adaptive=TOL` sets it for the points of its Slurm/GitHub rounds,
+    /// so each may stop early once its metrics are known to within TOL (issue 43); carried
+    /// by `run-options.json`.
+    #[arg(skip)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_early_stop: Option<f64>,
 }
 
 impl RunFlags {
@@ -278,6 +284,7 @@ impl RunFlags {
                 agentic_duration_s: self.agentic_duration,
                 agentic_grace_s: self.agentic_grace_period,
                 agentic_warmup_per_lane: None,
+                early_stop_tolerance: self.adaptive_early_stop,
             },
             force: self.force,
             base_url: self.base_url.clone(),

@@ -48,6 +48,12 @@ pub struct BenchDefaults {
     /// Warmup requests per lane before an agentic replay's measured window (default: AgentX's
     /// 10, `SchedConfig`; the agentic quickstart's short preview uses 2).
     pub agentic_warmup_per_lane: Option<u32>,
+    /// `sweep --adaptive`'s early stop within a point (issue 43): a fixed-sequence point's
+    /// profile may end once its median interactivity and throughput are known to within this
+    /// relative tolerance at 95 % confidence (`inferbench_loadgen::early_stop`); `None` (the
+    /// default): every point sends its 10 × conc prompts. Agentic replays are not stopped early.
+    #[serde(default)]
+    pub early_stop_tolerance: Option<f64>,
 }
 
 impl Default for BenchDefaults {
@@ -66,6 +72,7 @@ impl Default for BenchDefaults {
             agentic_duration_s: None,
             agentic_grace_s: None,
             agentic_warmup_per_lane: None,
+            early_stop_tolerance: None,
         }
     }
 }

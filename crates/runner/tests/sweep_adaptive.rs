@@ -333,3 +333,73 @@ async fn follow_up_rounds_are_written_as_matrices() {
         .join(format!("adaptive-round-{}.json", rounds + 1))
         .exists());
 }
+
+/// [`KneeCurve`]'s points, each as if its early-stop rule had ended it after 3 × conc prompts
+/// (`inferbench.prompts_used`), when the point was asked to stop early.
+struct EarlyKnee;
+
+impl PointRunner for EarlyKnee {
+    async fn run_point(
+        &self,
+        req: &PointRequest,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<PointOutput> {
+        let mut out = KneeCurve.run_point(req, cancel).await?;
+        let opts = inferbench_runner::bench::bench_options(req);
+        if let Some(rule) = opts.early_stop {
+            out.summary["inferbench"] = serde_json::json!({
+                "schema_version": 1,
+                "adaptive": true,
+                "adaptive_tolerance": rule.tolerance,
+                "prompts_used": rule.min_prompts,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Issue 43's second lever on the local executor: every point of `sweep --adaptive=TOL` runs
+/// with the early-stop rule at TOL for its concurrency (max(3 × conc, 30) completions first),
+/// and its status.json says how many prompts it used; a sweep without --adaptive sets no rule.
+#[tokio::test]
+async fn adaptive_points_may_stop_early_and_say_how_many_prompts_they_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs: Vec<JobSpec> = [1u32, 16, 256]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| row(i, 1, *c))
+        .collect();
+    let report = inferbench_runner::adaptive::run_local(
+        &jobs,
+        &options(dir.path()),
+        &EarlyKnee,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    assert!(!report.points.is_empty());
+    for p in &report.points {
+        let status: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.dir.join("status.json")).unwrap()).unwrap();
+        let want = (3 * u64::from(p.conc)).max(30);
+        assert_eq!(status["prompts_used"], want, "conc {}", p.conc);
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.dir.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(summary["inferbench"]["adaptive"], true);
+        assert_eq!(summary["inferbench"]["adaptive_tolerance"], 0.05);
+    }
+    // Without --adaptive: no rule, nothing said.
+    let plain = tempfile::tempdir().unwrap();
+    let report = inferbench_runner::sweep::run_jobs(
+        &jobs,
+        &options(plain.path()),
+        &EarlyKnee,
+        &CancellationToken::new(),
+    )
+    .await;
+    for p in &report.points {
+        let status: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.dir.join("status.json")).unwrap()).unwrap();
+        assert!(status.get("prompts_used").is_none());
+    }
+}

@@ -22,6 +22,8 @@ pub fn run(mut flags: SweepFlags) -> anyhow::Result<ExitStatus> {
         // Slurm/GitHub: one round per call, planned from the points earlier rounds left under
         // --out, written as a new matrix that the executor then runs (issue 43).
         if !matches!(flags.executor, Executor::Local) && !flags.gather {
+            // Each round's points may stop early too: their tasks read it from run-options.json.
+            flags.run.adaptive_early_stop = Some(tol);
             match inferbench_runner::adaptive::next_round_matrix(&jobs, &opts.out_dir, tol)? {
                 None => {
                     eprintln!(
