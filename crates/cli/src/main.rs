@@ -54,7 +54,7 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, or another sweep is writing into --out."
     )]
-    Sweep(inferbench_runner::flags::SweepFlags),
+    Sweep(cmd::sweep::Args),
     /// Run one matrix row (what executors call).
     #[command(
         after_help = "Exit codes: 0 the row's points ok or already done; 1 a point failed; 130 interrupted; 2 bad flags, matrix or row index."

@@ -718,9 +718,15 @@ fn measured_under(out: &std::path::Path) -> BTreeMap<String, BTreeMap<u32, Measu
     found
 }
 
+/// The default points per curve of a Slurm/GitHub follow-up round (`sweep
+/// --adaptive-round-points`): each round is a job submission and a wait, so a round proposes
+/// the 3 most valuable points of each curve rather than one.
+pub const DEFAULT_ROUND_POINTS: usize = 3;
+
 /// `sweep --adaptive` on Slurm/GitHub, one round per call: the curves of `jobs` (as
 /// [`run_local`] forms them) with the points earlier rounds left under `out` as measured,
-/// [`next_round`] per group, and the proposals written as a new matrix,
+/// [`next_round_k`] per group with up to `per_curve` points per curve (0 read as 1), and the
+/// proposals written as a new matrix,
 /// `<out>/adaptive-round-<N>.json` (N = 1 + the rounds written before; rows in `jobs`' order
 /// of curves, each its curve's row at the proposed concurrency; the first round also holds
 /// the rows that run as listed: multinode and eval-only rows). Returns that file and its rows
@@ -731,6 +737,7 @@ pub fn next_round_matrix(
     jobs: &[JobSpec],
     out: &std::path::Path,
     tolerance: f64,
+    per_curve: usize,
 ) -> anyhow::Result<Option<(std::path::PathBuf, Vec<JobSpec>)>> {
     let (curves, fixed) = curves_of(jobs);
     let measured = measured_under(out);
@@ -756,7 +763,7 @@ pub fn next_round_matrix(
         let members: Vec<usize> = (0..curves.len()).filter(|i| curves[*i].0 == g).collect();
         let sub: Vec<Curve> = members.iter().map(|i| planned[*i].clone()).collect();
         proposals.extend(
-            next_round(&sub, tolerance)
+            next_round_k(&sub, tolerance, per_curve)
                 .into_iter()
                 .map(|(k, c)| (members[k], c)),
         );
@@ -1267,6 +1274,25 @@ mod tests {
         let (m, spent, full, _, _) = full_and_plan(sim_tp, 2, 1, 0.3);
         assert!(m.passes(), "{m:?}");
         assert!(spent <= 0.5 * full, "{spent} of {full}");
+    }
+
+    /// Several points per round (Slurm/GitHub follow-up rounds): on the sim's TP 1 + TP 2
+    /// shape, 3 per curve per round needs 4 rounds where 1 needs 9, still within the
+    /// list's count, and the frontier still passes the measure.
+    #[test]
+    fn several_points_per_round_need_fewer_rounds() {
+        let (m1, _, _, n1, r1) = full_and_plan(sim_tp, 2, 1, 1.0);
+        let (m3, _, _, n3, r3) = full_and_plan(sim_tp, 2, 3, 1.0);
+        assert!(m1.passes() && m3.passes(), "{m1:?} {m3:?}");
+        assert!(n3 <= 18 && n1 <= 18, "{n1} {n3}");
+        assert!(2 * r3 < r1, "{r1} rounds of 1, {r3} of 3");
+        assert_eq!((r1, r3), (9, 4));
+        // The first round of 3 is each curve's ends and middle.
+        let round = next_round_k(&[Curve::listed(&LISTED), Curve::listed(&LISTED)], 0.02, 3);
+        assert_eq!(
+            round,
+            [(0, 1), (0, 256), (0, 16), (1, 1), (1, 256), (1, 16)]
+        );
     }
 
     /// The cap: however uncertain, a curve never measures more points than it lists (the

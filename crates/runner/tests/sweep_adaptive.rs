@@ -295,7 +295,7 @@ async fn follow_up_rounds_are_written_as_matrices() {
     let mut got = Vec::new();
     let mut rounds = 0;
     while let Some((path, round)) =
-        inferbench_runner::adaptive::next_round_matrix(&jobs, out.path(), 0.05).unwrap()
+        inferbench_runner::adaptive::next_round_matrix(&jobs, out.path(), 0.05, 1).unwrap()
     {
         rounds += 1;
         assert_eq!(
@@ -332,6 +332,45 @@ async fn follow_up_rounds_are_written_as_matrices() {
         .path()
         .join(format!("adaptive-round-{}.json", rounds + 1))
         .exists());
+
+    // Three points per curve per round (the default of `--adaptive-round-points`): fewer
+    // rounds, never more points than the list, the first round each curve's ends and middle.
+    let out3 = tempfile::tempdir().unwrap();
+    let (mut rounds3, mut points3) = (0, 0);
+    while let Some((_, round)) =
+        inferbench_runner::adaptive::next_round_matrix(&jobs, out3.path(), 0.05, 3).unwrap()
+    {
+        rounds3 += 1;
+        if rounds3 == 1 {
+            let first: Vec<_> = round.iter().map(tp_conc).collect();
+            let one = inferbench_runner::Conc::One;
+            assert_eq!(
+                first,
+                [
+                    (1, one(1)),
+                    (1, one(16)),
+                    (1, one(256)),
+                    (2, one(1)),
+                    (2, one(16)),
+                    (2, one(256))
+                ]
+            );
+        }
+        points3 += round.len();
+        inferbench_runner::run_jobs(
+            &round,
+            &options(out3.path()),
+            &KneeCurve,
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(rounds3 < 40);
+    }
+    assert!(
+        2 * rounds3 <= rounds,
+        "{rounds3} rounds of 3 against {rounds} of 1"
+    );
+    assert!(points3 <= 18, "{points3}");
 }
 
 /// [`KneeCurve`]'s points, each as if its early-stop rule had ended it after 3 × conc prompts

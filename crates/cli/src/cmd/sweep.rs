@@ -6,8 +6,29 @@ use inferbench_runner::flags::{Executor, SweepFlags};
 
 use super::ExitStatus;
 
+/// `inferbench sweep`'s flags: the runner's, and the CLI's own.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The runner's sweep flags.
+    #[command(flatten)]
+    pub flags: SweepFlags,
+    /// With --adaptive on Slurm/GitHub: points per curve in each follow-up round (its most
+    /// valuable ones; a round is one submission, so more per round means fewer rounds).
+    /// The local executor plans one per curve per round.
+    #[arg(long, value_name = "K", default_value_t = inferbench_runner::adaptive::DEFAULT_ROUND_POINTS)]
+    pub adaptive_round_points: usize,
+}
+
 /// Runs the subcommand: 0 all ok, 1 some point failed, 130 interrupted.
-pub fn run(mut flags: SweepFlags) -> anyhow::Result<ExitStatus> {
+pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
+    let Args {
+        mut flags,
+        adaptive_round_points,
+    } = args;
+    anyhow::ensure!(
+        adaptive_round_points >= 1,
+        "--adaptive-round-points must be at least 1"
+    );
     let mut jobs = flags.jobs()?;
     let opts = flags.run.sweep_options()?;
     if let Some(tol) = flags.adaptive {
@@ -24,7 +45,12 @@ pub fn run(mut flags: SweepFlags) -> anyhow::Result<ExitStatus> {
         if !matches!(flags.executor, Executor::Local) && !flags.gather {
             // Each round's points may stop early too: their tasks read it from run-options.json.
             flags.run.adaptive_early_stop = Some(tol);
-            match inferbench_runner::adaptive::next_round_matrix(&jobs, &opts.out_dir, tol)? {
+            match inferbench_runner::adaptive::next_round_matrix(
+                &jobs,
+                &opts.out_dir,
+                tol,
+                adaptive_round_points,
+            )? {
                 None => {
                     eprintln!(
                         "--adaptive: the frontier is known to within {tol} from the points under \
