@@ -68,6 +68,11 @@ pub struct Curve {
     /// [`Curve::listed`] sets it to the listed count: an adaptive sweep never measures more
     /// points of a curve than its full list would.
     pub max_points: Option<usize>,
+    /// The listed concurrencies ([`Curve::listed`]; empty for [`Curve::new`]): an interval
+    /// with an unmeasured listed one inside is split at it (the one nearest its geometric
+    /// middle), and before any interval without one, so that under the cap the plan reproduces
+    /// the list's frontier (the issue's measure) before it refines between listed points.
+    pub listed: Vec<u32>,
 }
 
 impl Curve {
@@ -78,6 +83,7 @@ impl Curve {
             hi: hi.max(lo),
             points: BTreeMap::new(),
             max_points: None,
+            listed: Vec::new(),
         }
     }
 
@@ -93,6 +99,7 @@ impl Curve {
             distinct.last().copied().unwrap_or(1),
         );
         c.max_points = Some(distinct.len().max(1));
+        c.listed = distinct;
         c
     }
 
@@ -329,7 +336,7 @@ fn candidates(curves: &[Curve], i: usize, tol: f64) -> Vec<u32> {
     //    sort: of equal ones, the lower).
     let xs = curves.iter().flat_map(|c| c.valid()).map(|p| p.1);
     let span = xs.clone().fold(f64::NEG_INFINITY, f64::max) - xs.fold(f64::INFINITY, f64::min);
-    let mut ranked: Vec<(f64, u32)> = Vec::new();
+    let mut ranked: Vec<(bool, f64, u32)> = Vec::new();
     for k in 0..v.len().saturating_sub(1) {
         if (v[k + 1].0 as f64) < v[k].0.max(1) as f64 * MIN_SPLIT_RATIO {
             continue;
@@ -337,8 +344,17 @@ fn candidates(curves: &[Curve], i: usize, tol: f64) -> Vec<u32> {
         let Some(m) = middle(v[k].0, v[k + 1].0) else {
             continue;
         };
+        // A listed concurrency inside, untried: the one nearest the middle.
+        let listed_inside = (c.listed.iter().copied())
+            .filter(|x| *x > v[k].0 && *x < v[k + 1].0 && c.open(*x))
+            .min_by(|a, b| {
+                let d = |x: u32| ((x as f64).ln() - (m as f64).ln()).abs();
+                d(*a).total_cmp(&d(*b)).then(a.cmp(b))
+            });
         // An invalid try inside leaves the interval's other untried concurrencies.
-        let m = if c.open(m) {
+        let m = if let Some(l) = listed_inside {
+            l
+        } else if c.open(m) {
             m
         } else {
             match (v[k].0 + 1..v[k + 1].0).find(|x| c.open(*x)) {
@@ -375,10 +391,10 @@ fn candidates(curves: &[Curve], i: usize, tol: f64) -> Vec<u32> {
         } else {
             1.0
         };
-        ranked.push((u.min(1.0) * share, m));
+        ranked.push((listed_inside.is_some(), u.min(1.0) * share, m));
     }
-    ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
-    ranked.into_iter().map(|(_, m)| m).collect()
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    ranked.into_iter().map(|(_, _, m)| m).collect()
 }
 
 /// Runs a whole plan: rounds of [`next_round`], each proposal measured by `measure(curve,
@@ -736,6 +752,39 @@ fn measured_under(out: &std::path::Path) -> BTreeMap<String, BTreeMap<u32, Measu
 /// --adaptive-round-points`): each round is a job submission and a wait, so a round proposes
 /// the 3 most valuable points of each curve rather than one.
 pub const DEFAULT_ROUND_POINTS: usize = 3;
+
+/// Issue 43's measure between two sweeps' output directories (`--out` of the full list and of
+/// `sweep --adaptive`): per frontier group (`report`'s group), the valid points under each
+/// (as follow-up rounds read them: `job.json`, a finished `status.json`, `summary.json`; failed
+/// and invalid points never count) compared by [`frontier_match`] at `tolerance`. Returns
+/// (group, the measure; `None` when the full sweep has no valid point in the group), groups in
+/// order. Unreadable directories read as empty.
+pub fn measure_dirs(
+    full: &std::path::Path,
+    found: &std::path::Path,
+    tolerance: f64,
+) -> Vec<(String, Option<FrontierMatch>)> {
+    let by_group = |out: &std::path::Path| -> BTreeMap<String, Vec<(f64, f64)>> {
+        let mut g: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for (curve, points) in measured_under(out) {
+            let Ok(row) = serde_json::from_str::<inferbench_core::matrix::MatrixRow>(&curve) else {
+                continue;
+            };
+            let key = group_key(&JobSpec { index: 0, row });
+            g.entry(key)
+                .or_default()
+                .extend(points.values().flatten().copied());
+        }
+        g
+    };
+    let (a, b) = (by_group(full), by_group(found));
+    a.iter()
+        .map(|(k, pts)| {
+            let other = b.get(k).map(Vec::as_slice).unwrap_or(&[]);
+            (k.clone(), frontier_match(pts, other, tolerance))
+        })
+        .collect()
+}
 
 /// `sweep --adaptive` on Slurm/GitHub, one round per call: the curves of `jobs` (as
 /// [`run_local`] forms them) with the points earlier rounds left under `out` as measured,

@@ -100,14 +100,15 @@ async fn adaptive_sweep_runs_fewer_points_and_reports_the_saving() {
         .collect();
     assert_eq!(tp2.len(), 3, "{tp2:?}");
     // The winning TP 1 curve spends at most its listed count (9 points: the planner's cap),
-    // the stretches that span most of the interactivity range first (the knee at 40 stays
-    // bracketed by the listed 32..64: the uncapped planner brackets it tighter, see the
-    // unit test a_knee_between_listed_concurrencies_is_found).
+    // listed concurrencies first where a stretch is worth a point, then the stretches that
+    // span most of the interactivity range (the knee at 40 stays bracketed by the listed
+    // 32..64: the uncapped planner brackets it tighter, see the unit test
+    // a_knee_between_listed_concurrencies_is_found).
     let tp1: Vec<u32> = (report.points.iter())
         .filter(|p| p.result_filename.contains("tp1"))
         .map(|p| p.conc)
         .collect();
-    assert_eq!(tp1, [1, 256, 16, 4, 64, 8, 32, 11, 23]);
+    assert_eq!(tp1, [1, 256, 16, 4, 64, 8, 32, 128, 11]);
     // What it saved (the fake's points take wall-clock noise, so only its shape), and
     // sweep.json says so.
     assert!(a.full_list_gpu_seconds > 0.0, "{a:?}");
@@ -441,4 +442,44 @@ async fn adaptive_points_may_stop_early_and_say_how_many_prompts_they_used() {
             serde_json::from_slice(&std::fs::read(p.dir.join("status.json")).unwrap()).unwrap();
         assert!(status.get("prompts_used").is_none());
     }
+}
+
+/// Issue 43's measure between two sweeps' --out directories: one frontier group (TP 1 and TP 2
+/// compete), the full list against itself within 3 % everywhere, and the adaptive sweep's
+/// frontier (at the default tolerance) passing against the full list's.
+#[tokio::test]
+async fn the_measure_compares_two_sweep_directories() {
+    let listed = [1u32, 2, 4, 8, 16, 32, 64, 128, 256];
+    let jobs: Vec<JobSpec> = (listed.iter().map(|c| (1, *c)))
+        .chain(listed.iter().map(|c| (2, *c)))
+        .enumerate()
+        .map(|(i, (tp, c))| row(i, tp, c))
+        .collect();
+    let full = tempfile::tempdir().unwrap();
+    inferbench_runner::run_jobs(
+        &jobs,
+        &options(full.path()),
+        &KneeCurve,
+        &CancellationToken::new(),
+    )
+    .await;
+    let adaptive = tempfile::tempdir().unwrap();
+    inferbench_runner::adaptive::run_local(
+        &jobs,
+        &options(adaptive.path()),
+        &KneeCurve,
+        &CancellationToken::new(),
+        inferbench_runner::adaptive::DEFAULT_TOLERANCE,
+    )
+    .await;
+    let same = inferbench_runner::adaptive::measure_dirs(full.path(), full.path(), 0.03);
+    assert_eq!(same.len(), 1);
+    assert_eq!(same[0].1.unwrap().within_fraction, 1.0);
+    let m = inferbench_runner::adaptive::measure_dirs(full.path(), adaptive.path(), 0.03);
+    assert_eq!(m.len(), 1);
+    let m = m[0].1.unwrap();
+    assert!(m.passes(), "{m:?}");
+    // A directory with nothing in it: no group to compare.
+    let empty = tempfile::tempdir().unwrap();
+    assert!(inferbench_runner::adaptive::measure_dirs(empty.path(), full.path(), 0.03).is_empty());
 }
