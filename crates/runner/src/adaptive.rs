@@ -445,7 +445,8 @@ pub struct AdaptiveReport {
     /// Points measured (valid or not).
     pub measured_points: usize,
     /// GPU-seconds the full listed set would have taken, estimated from the measured points
-    /// ([`full_list_gpu_seconds`]).
+    /// ([`full_list_gpu_seconds`]; a point the early-stop rule ended counts at its GPU-seconds
+    /// × planned / used prompts).
     pub full_list_gpu_seconds: f64,
     /// 1 − spent / `full_list_gpu_seconds` (0 when the estimate is 0).
     pub saved_fraction: f64,
@@ -667,6 +668,14 @@ fn point_xy(dir: &std::path::Path, spec: &JobSpec) -> Measured {
         "median_intvty"
     };
     Some((*v.get(x)?, *v.get("tput_per_gpu")?))
+}
+
+/// `inferbench.prompts_used` of the point's `summary.json` (set when it ran under the
+/// early-stop rule), `None` without.
+fn prompts_used(dir: &std::path::Path) -> Option<u64> {
+    let text = std::fs::read(dir.join("summary.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    v["inferbench"]["prompts_used"].as_u64()
 }
 
 /// Why `sweep --adaptive` cannot plan `jobs` run with `bench`'s client settings, or `None`
@@ -961,8 +970,19 @@ pub async fn run_local<R: crate::point::PointRunner>(
             });
             let m = p.filter(|_| ok).and_then(|p| point_xy(&p.dir, spec));
             planned[i].points.insert(c, m);
-            if let Some(g) = p.and_then(|p| p.gpu_seconds) {
-                gpu_by_curve[i].insert(c, g);
+            if let Some(p) = p {
+                if let Some(g) = p.gpu_seconds {
+                    // What the listed point would have cost: a point the early-stop rule ended
+                    // after `prompts_used` of its planned prompts, scaled up to all of them.
+                    let planned = f64::from(opts.bench.prompts(c));
+                    let used = prompts_used(&p.dir).map_or(planned, |u| u as f64);
+                    let k = if used > 0.0 && used < planned {
+                        planned / used
+                    } else {
+                        1.0
+                    };
+                    gpu_by_curve[i].insert(c, g * k);
+                }
             }
         }
         report.points.extend(r.points);

@@ -417,7 +417,19 @@ async fn adaptive_points_may_stop_early_and_say_how_many_prompts_they_used() {
         0.05,
     )
     .await;
-    assert!(!report.points.is_empty());
+    assert_eq!(report.points.len(), 3);
+    // The full list's estimate counts each early-stopped point at its GPU-seconds × planned /
+    // used prompts: conc 1 used 30 of 10 planned (the rule never stops before its plan: × 1),
+    // conc 16 and 256 used 3 × conc of 10 × conc (× 10 / 3).
+    let want: f64 = (report.points.iter())
+        .map(|p| p.gpu_seconds.unwrap() * if p.conc == 1 { 1.0 } else { 160.0 / 48.0 })
+        .sum();
+    let a = report.adaptive.clone().unwrap();
+    assert!(
+        (a.full_list_gpu_seconds - want).abs() <= 1e-9 * want,
+        "{} against {want}",
+        a.full_list_gpu_seconds
+    );
     for p in &report.points {
         let status: serde_json::Value =
             serde_json::from_slice(&std::fs::read(p.dir.join("status.json")).unwrap()).unwrap();
