@@ -455,6 +455,9 @@ pub struct SweepFlags {
     /// what it saved (`adaptive.full_list_gpu_seconds`, `adaptive.saved_fraction`). Slurm and
     /// GitHub: one round per call, written as `<out>/adaptive-round-<N>.json` from the points
     /// earlier rounds left under --out and run as that matrix; call again once they are back.
+    /// A curve never measures more points than it lists, and each point may stop once its
+    /// median interactivity and throughput are known to within TOLERANCE at 95 % confidence
+    /// (its result says `inferbench.adaptive` and `prompts_used`).
     #[arg(
         long,
         value_name = "TOLERANCE",
