@@ -151,6 +151,11 @@ pub struct PointStatus {
     /// Absent for points written before it was recorded, and while the engine still runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_seconds: Option<f64>,
+    /// Profile prompts the point used when it ran under `sweep --adaptive`'s early-stop rule
+    /// (issue 43: `inferbench.prompts_used` of its summary; fewer than 10 × conc when its
+    /// metrics were known early). Absent for fixed-protocol points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_used: Option<u64>,
 }
 
 /// Provenance recorded in `job.json`.
@@ -457,6 +462,7 @@ mod tests {
             started_at: "2026-12-03T12:00:00.000Z".into(),
             finished_at: "2026-12-03T12:01:00.000Z".into(),
             gpu_seconds: None,
+            prompts_used: None,
         };
         let text = serde_json::to_string(&s).unwrap();
         assert!(
@@ -464,6 +470,7 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("gpu_seconds"), "{text}");
+        assert!(!text.contains("prompts_used"), "{text}");
         assert_eq!(serde_json::from_str::<PointStatus>(&text).unwrap(), s);
         let old = text.replace(r#""schema_version":1,"#, "");
         assert_eq!(serde_json::from_str::<PointStatus>(&old).unwrap(), s);

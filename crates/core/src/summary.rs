@@ -318,6 +318,18 @@ pub struct Extras {
     pub stop_reason: StopReason,
     /// Profile requests planned but never sent because the run stopped early.
     pub requests_not_sent: u64,
+    /// The point ran under `sweep --adaptive`'s early-stop rule (issue 43): its profile could
+    /// end once its metrics were known to within `adaptive_tolerance` at 95 % confidence,
+    /// before InferenceX's 10 × conc prompts. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive: bool,
+    /// Relative tolerance of the early-stop rule (0.02 = 2 %), with `adaptive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_tolerance: Option<f64>,
+    /// Profile prompts the point sent, with `adaptive` (`num_prompts` equals it when the rule
+    /// stopped the point early; otherwise every planned prompt was sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts_used: Option<u64>,
     /// Warmup requests that failed (they are excluded from every metric, but counted here);
     /// warmups cancelled by the run are `warmup_cancelled_by_user` instead.
     pub warmup_failed: u64,
@@ -642,6 +654,9 @@ impl Default for Extras {
             interrupted: false,
             stop_reason: StopReason::Completed,
             requests_not_sent: 0,
+            adaptive: false,
+            adaptive_tolerance: None,
+            prompts_used: None,
             warmup_failed: 0,
             warmup_cancelled_by_user: 0,
             warmup_errors_by_class: BTreeMap::new(),
@@ -802,6 +817,9 @@ fn summarize_inner(
             interrupted: ctx.interrupted,
             stop_reason: ctx.stop_reason,
             requests_not_sent: ctx.requests_not_sent,
+            adaptive: false,
+            adaptive_tolerance: None,
+            prompts_used: None,
             warmup_failed: f.warmup_failed,
             warmup_cancelled_by_user: f.warmup_cancelled_by_user,
             warmup_errors_by_class: f.warmup_errors_by_class,

@@ -10,6 +10,7 @@
 
 pub mod agentic;
 pub mod arrivals;
+pub mod early_stop;
 #[cfg(any(feature = "clap", test))]
 pub mod flags;
 pub mod hints;

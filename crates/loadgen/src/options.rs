@@ -221,6 +221,11 @@ pub struct BenchOptions {
     /// Where the run reads time (not a flag): [`ClockSource::System`] for every real run;
     /// tests pass [`ClockSource::Tokio`] under a paused runtime to run in virtual time.
     pub clock: ClockSource,
+    /// Early stop within the point (`sweep --adaptive`, issue 43): the profile ends once the
+    /// rule says its metrics are known, before the planned prompts; the result then says
+    /// `inferbench.adaptive: true` and `inferbench.prompts_used`. Not a flag of `bench`;
+    /// `None` (the default): every planned prompt is sent (InferenceX's fixed protocol).
+    pub early_stop: Option<crate::early_stop::EarlyStop>,
 }
 
 impl Default for BenchOptions {
@@ -282,6 +287,7 @@ impl Default for BenchOptions {
             server_settings: Vec::new(),
             rescaled_at: None,
             clock: ClockSource::System,
+            early_stop: None,
         }
     }
 }

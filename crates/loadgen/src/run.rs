@@ -210,13 +210,25 @@ struct Shared {
     cap: Option<u32>,
     /// Records sent to the collector so far (every phase).
     sent: AtomicU64,
+    /// The early-stop rule's state (`BenchOptions::early_stop`), `None` without one.
+    early: Option<crate::early_stop::Tracker>,
 }
 
 impl Shared {
     /// Hands a finished record to the collector.
     fn emit(&self, rec: RequestRecord) {
+        if let Some(t) = &self.early {
+            t.observe(&rec);
+        }
         self.sent.fetch_add(1, Ordering::Release);
         let _ = self.tx.send(rec);
+    }
+
+    /// Whether the early-stop rule ended the profile: no more requests are sent.
+    fn stopped_early(&self) -> bool {
+        self.early
+            .as_ref()
+            .is_some_and(crate::early_stop::Tracker::stopped)
     }
 }
 
@@ -283,7 +295,12 @@ pub async fn run_bench(
         counters.clone(),
         opts.save_detailed,
     ));
-    let shared = shared_state(client, &prepared, tx, &cancel, opts.max_concurrency);
+    let mut shared = shared_state(client, &prepared, tx, &cancel, opts.max_concurrency);
+    if let Some(rule) = opts.early_stop {
+        if let Some(sh) = Arc::get_mut(&mut shared) {
+            sh.early = Some(crate::early_stop::Tracker::new(rule));
+        }
+    }
 
     let date = run_date(opts.clock);
     // Held until the result is written (output::ResultClaim).
@@ -322,6 +339,7 @@ pub async fn run_bench(
     let (unreachable_msg, first_failure) = shared.breaker.report();
     let request_url = shared.client.uri().to_string();
     let proxy = shared.client.proxy().map(str::to_string);
+    let stopped_early = shared.stopped_early();
     drop(shared);
     let (mut kept, write_error) = collector.await.context("record collector panicked")?;
     // A write that failed fails the point (exit 1, issue 39 §8), after writing what it can.
@@ -350,9 +368,23 @@ pub async fn run_bench(
         (percentile_metrics, goodput),
         &date,
         &profile,
-        profile_records,
+        (profile_records, stopped_early),
     );
     let (mut summary, itl_note) = kept.summarize(&ctx);
+    if let Some(rule) = opts.early_stop {
+        summary.inferbench.adaptive = true;
+        summary.inferbench.adaptive_tolerance = Some(rule.tolerance);
+        summary.inferbench.prompts_used = Some(profile_records);
+        if stopped_early {
+            notes.push(format!(
+                "adaptive: the metrics were known to within {} % at 95 % confidence after {} \
+                 of {} prompts; the point stopped there",
+                rule.tolerance * 100.0,
+                profile_records,
+                opts.resolved_num_prompts()
+            ));
+        }
+    }
     notes.extend(itl_note);
     notes.extend(kept.spill_note());
     let records = kept.records;
@@ -631,6 +663,7 @@ fn shared_state(
         )),
         cap: conc,
         sent: AtomicU64::new(0),
+        early: None,
     })
 }
 
@@ -1084,18 +1117,23 @@ fn end_note(
 /// What the summary is computed with: the run's flags (`metrics` = the parsed
 /// `--percentile-metrics` and `--goodput`), the tokenizer, the start `date`, the profile's unix
 /// window and end, and the requests planned but not sent (count mode only) given the
-/// `profile_records` that were.
+/// `profile_records` that were. A profile the early-stop rule ended (`stopped_early`) planned
+/// what it sent: its `num_prompts` is the prompts it used, none unsent.
 fn summary_context(
     opts: &BenchOptions,
     prepared: &PreparedPrompts,
     metrics: (Vec<Metric>, GoodputSlo),
     date: &str,
     profile: &ProfileRun,
-    profile_records: u64,
+    (profile_records, stopped_early): (u64, bool),
 ) -> SummaryContext {
     let (percentile_metrics, goodput) = metrics;
     let end = profile.end;
-    let planned = opts.resolved_num_prompts();
+    let planned = if stopped_early {
+        profile_records
+    } else {
+        opts.resolved_num_prompts()
+    };
     // Count mode only: in --duration mode nothing was planned beyond what the time allowed.
     let requests_not_sent = if opts.duration.is_none() {
         planned.saturating_sub(profile_records)
@@ -1505,6 +1543,9 @@ const SPARES_MAX: usize = 512;
 async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
     let clock = sh.client.clock();
     let start_ns = clock.now_ns();
+    if let (Phase::Profile, Some(t)) = (spec.phase, &sh.early) {
+        t.start();
+    }
     let mut schedule = match spec.count {
         Some(n) => Schedule::with_count(spec.arrivals, spec.seed, n),
         None => Schedule::new(spec.arrivals, spec.seed),
@@ -1523,7 +1564,7 @@ async fn run_phase(sh: &Arc<Shared>, spec: PhaseSpec) -> PhaseEnd {
     // record, so the run's counts always add up.
     let mut spawned: HashMap<tokio::task::Id, (RequestMeta, usize, u64)> = HashMap::new();
     loop {
-        if spec.count.is_some_and(|c| i >= c) {
+        if spec.count.is_some_and(|c| i >= c) || sh.stopped_early() {
             break;
         }
         if sh.cancel.is_cancelled() {
@@ -1708,6 +1749,7 @@ async fn run_closed_loop(sh: &Arc<Shared>, spec: &PhaseSpec, cap: u32, start_ns:
             loop {
                 if sh.cancel.is_cancelled()
                     || sh.breaker.tripped()
+                    || sh.stopped_early()
                     || until.is_some_and(|u| clock.now() >= u)
                 {
                     break;

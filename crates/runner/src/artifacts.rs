@@ -190,6 +190,7 @@ mod tests {
             started_at: "2026-11-30T00:00:00.000Z".into(),
             finished_at: "2026-11-30T00:00:01.000Z".into(),
             gpu_seconds: None,
+            prompts_used: None,
         };
         write_json_atomic(&dir.path().join(STATUS_FILE), &st).unwrap();
         assert!(!is_done(dir.path()));

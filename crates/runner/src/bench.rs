@@ -88,6 +88,10 @@ pub fn bench_options(req: &PointRequest) -> BenchOptions {
         cache_bust: true,
         // What the runner knows of the engine it launched for this row (issue 39 §5).
         server_settings: inferbench_core::fingerprint::launch_settings(&req.spec.row),
+        // `sweep --adaptive` (issue 43): the point may stop once its metrics are known.
+        early_stop: b
+            .early_stop_tolerance
+            .and_then(|t| inferbench_loadgen::early_stop::EarlyStop::for_concurrency(t, req.conc)),
         ..BenchOptions::default()
     }
 }

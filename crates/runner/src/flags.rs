@@ -189,6 +189,12 @@ pub struct RunFlags {
         skip_serializing_if = "inferbench_core::artifacts::ClientFeatures::is_default"
     )]
     pub client: inferbench_core::artifacts::ClientFeatures,
+    /// Not a flag: `sweep --adaptive=TOL` sets it for the points of its Slurm/GitHub rounds,
+    /// so each may stop early once its metrics are known to within TOL (issue 43); carried
+    /// by `run-options.json`.
+    #[arg(skip)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive_early_stop: Option<f64>,
 }
 
 impl RunFlags {
@@ -291,6 +297,7 @@ impl RunFlags {
                 agentic_grace_s: self.agentic_grace_period,
                 agentic_warmup_per_lane: None,
                 client: self.client.clone(),
+                early_stop_tolerance: self.adaptive_early_stop,
             },
             force: self.force,
             base_url: self.base_url.clone(),
@@ -461,6 +468,9 @@ pub struct SweepFlags {
     /// what it saved (`adaptive.full_list_gpu_seconds`, `adaptive.saved_fraction`). Slurm and
     /// GitHub: one round per call, written as `<out>/adaptive-round-<N>.json` from the points
     /// earlier rounds left under --out and run as that matrix; call again once they are back.
+    /// A curve never measures more points than it lists, and each point may stop once its
+    /// median interactivity and throughput are known to within TOLERANCE at 95 % confidence
+    /// (its result says `inferbench.adaptive` and `prompts_used`).
     #[arg(
         long,
         value_name = "TOLERANCE",

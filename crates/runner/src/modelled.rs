@@ -112,6 +112,10 @@ pub fn to_modelled_time(
     modelled.inferbench.invalid_reason = wall.inferbench.invalid_reason.clone();
     // The server's settings are no clock reading (issue 39 §5: the quickstart's group).
     modelled.inferbench.server = wall.inferbench.server.clone();
+    // An adaptive point's early stop (issue 43): how many prompts it used is no clock reading.
+    modelled.inferbench.adaptive = wall.inferbench.adaptive;
+    modelled.inferbench.adaptive_tolerance = wall.inferbench.adaptive_tolerance;
+    modelled.inferbench.prompts_used = wall.inferbench.prompts_used;
     inferbench_loadgen::output::write_results(opts, &modelled, &wall.date)?;
     Ok((modelled, note))
 }
@@ -174,7 +178,7 @@ mod tests {
         for r in &wall_recs {
             kept.push(r.clone());
         }
-        let (wall, _) = kept.summarize(&SummaryContext {
+        let (mut wall, _) = kept.summarize(&SummaryContext {
             num_prompts: 2,
             max_concurrency: Some(2),
             benchmark_start_time_unix: Some(100.0),
@@ -182,6 +186,10 @@ mod tests {
             ..SummaryContext::default()
         });
         assert_eq!(metric(&wall, "mean_e2el_ms"), 4.5);
+        // A point of `sweep --adaptive` keeps what its early stop used (issue 43).
+        wall.inferbench.adaptive = true;
+        wall.inferbench.adaptive_tolerance = Some(0.02);
+        wall.inferbench.prompts_used = Some(2);
 
         let (modelled, note) = to_modelled_time(&opts, &wall, 4.0).unwrap();
         assert_eq!(note, None);
@@ -219,6 +227,9 @@ mod tests {
         let on_disk = std::fs::read_to_string(dir.path().join("summary.json")).unwrap();
         assert!(on_disk.contains("\"mean_e2el_ms\": 18.0"), "{on_disk}");
         assert!(on_disk.contains("\"clock\": \"modelled\""), "{on_disk}");
+        assert!(on_disk.contains("\"prompts_used\": 2"), "{on_disk}");
+        assert!(modelled.inferbench.adaptive);
+        assert_eq!(modelled.inferbench.adaptive_tolerance, Some(0.02));
 
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             let e = to_modelled_time(&opts, &wall, bad).unwrap_err().to_string();

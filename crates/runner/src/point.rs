@@ -52,6 +52,12 @@ pub struct BenchDefaults {
     /// `allow_empty_content`, the backend (`sweep --header-template` …; issue 41).
     #[serde(default)]
     pub client: ClientFeatures,
+    /// `sweep --adaptive`'s early stop within a point (issue 43): a fixed-sequence point's
+    /// profile may end once its median interactivity and throughput are known to within this
+    /// relative tolerance at 95 % confidence (`inferbench_loadgen::early_stop`); `None` (the
+    /// default): every point sends its 10 × conc prompts. Agentic replays are not stopped early.
+    #[serde(default)]
+    pub early_stop_tolerance: Option<f64>,
 }
 
 impl Default for BenchDefaults {
@@ -71,6 +77,7 @@ impl Default for BenchDefaults {
             agentic_grace_s: None,
             agentic_warmup_per_lane: None,
             client: ClientFeatures::default(),
+            early_stop_tolerance: None,
         }
     }
 }

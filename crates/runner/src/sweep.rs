@@ -1576,6 +1576,8 @@ fn finish_point(
         finished_at: finished_at.clone(),
         // Known once the engine that served the point stopped: [`stamp_gpu_seconds`].
         gpu_seconds: None,
+        // An adaptive point's prompts (issue 43's early stop), from its summary.
+        prompts_used: output.and_then(|o| o.summary["inferbench"]["prompts_used"].as_u64()),
     };
     write_job_json(
         point,

@@ -7,7 +7,8 @@ use inferbench_runner::flags::{Executor, SweepFlags};
 use super::client_args::ClientArgs;
 use super::ExitStatus;
 
-/// `sweep`'s flags: the runner's, and the client features of every point's requests.
+/// `sweep`'s flags: the runner's, the client features of every point's requests, and the
+/// CLI's own.
 #[derive(Debug, clap::Args)]
 pub struct SweepArgs {
     /// The runner's flags.
@@ -16,12 +17,25 @@ pub struct SweepArgs {
     /// What every request carries.
     #[command(flatten)]
     pub client: ClientArgs,
+    /// With --adaptive on Slurm/GitHub: points per curve in each follow-up round (its most
+    /// valuable ones; a round is one submission, so more per round means fewer rounds).
+    /// The local executor plans one per curve per round.
+    #[arg(long, value_name = "K", default_value_t = inferbench_runner::adaptive::DEFAULT_ROUND_POINTS)]
+    pub adaptive_round_points: usize,
 }
 
 /// Runs the subcommand: 0 all ok, 1 some point failed, 130 interrupted.
 pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
-    let SweepArgs { mut flags, client } = args;
+    let SweepArgs {
+        mut flags,
+        client,
+        adaptive_round_points,
+    } = args;
     client.apply(&mut flags.run);
+    anyhow::ensure!(
+        adaptive_round_points >= 1,
+        "--adaptive-round-points must be at least 1"
+    );
     let mut jobs = flags.jobs()?;
     let opts = flags.run.sweep_options()?;
     if let Some(tol) = flags.adaptive {
@@ -36,7 +50,14 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         // Slurm/GitHub: one round per call, planned from the points earlier rounds left under
         // --out, written as a new matrix that the executor then runs (issue 43).
         if !matches!(flags.executor, Executor::Local) && !flags.gather {
-            match inferbench_runner::adaptive::next_round_matrix(&jobs, &opts.out_dir, tol)? {
+            // Each round's points may stop early too: their tasks read it from run-options.json.
+            flags.run.adaptive_early_stop = Some(tol);
+            match inferbench_runner::adaptive::next_round_matrix(
+                &jobs,
+                &opts.out_dir,
+                tol,
+                adaptive_round_points,
+            )? {
                 None => {
                     eprintln!(
                         "--adaptive: the frontier is known to within {tol} from the points under \
