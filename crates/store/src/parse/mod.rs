@@ -29,6 +29,7 @@ mod vllm;
 
 pub use vllm::INTERRUPTED_BEFORE_ANY;
 
+use inferbench_core::point::DP_ATTENTION;
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
@@ -624,7 +625,7 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
     let one = |v: Option<i64>| v.unwrap_or(1);
     let tp = one(l.int(&["tp", "TP"]));
     let ep = one(l.int(&["ep", "EP_SIZE", "ep_size"]));
-    let dpa = l.flag(&["dp_attention", "DP_ATTENTION", "dp_attn"]);
+    let dpa = l.flag(&[DP_ATTENTION, "DP_ATTENTION", "dp_attn"]);
     let v2 = l.get(&["prefill_tp"]).is_some();
     let (ptp, pep, pdpa, pnw, dtp, dep, ddpa, dnw, npg, ndg);
     if v2 {
@@ -849,7 +850,7 @@ pub const IDENTITY_NAMES: &[&str] = &[
     "dcp_size",
     "pcp",
     "pcp_size",
-    "dp_attention",
+    DP_ATTENTION,
     "dp_attn",
     "prefill_tp",
     "prefill_ep",
