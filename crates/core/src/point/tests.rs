@@ -145,12 +145,8 @@ fn inferencex_env_has_inferencex_names_and_values() {
         .inferencex_env(8888, Path::new("/r"))
         .into_iter()
         .collect();
-    assert_eq!(env["TP"], "4");
-    assert_eq!(env["EP_SIZE"], "4");
-    assert_eq!(env["DP_ATTENTION"], "true");
-    assert_eq!(env["GPU_COUNT"], "4");
-    assert_eq!(env["CONC"], "64");
-    assert_eq!(env["MAX_MODEL_LEN"], "9472");
+    // TP, EP_SIZE, DP_ATTENTION, GPU_COUNT, … : runner's jobspec tests (env_contract).
+    assert_eq!(env["RUNNER_TYPE"], "b200");
     assert_eq!(env["RUNNER_NAME"], "b200-dgxc_03");
     assert_eq!(env["RESULT_DIR"], "/r");
     assert!(!env.contains_key("IS_MULTINODE"));
