@@ -20,6 +20,7 @@
 //! every point would be its own group. An empty settings list has no fingerprint (old rows
 //! and foreign imports group as before).
 
+use crate::point::DP_ATTENTION;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -64,7 +65,7 @@ const PARALLELISM_KEYS: &[&str] = &[
     "ep",
     "dcp",
     "pcp",
-    "dp_attention",
+    DP_ATTENTION,
     "dp_attn",
     "tensor_parallel_size",
     "pipeline_parallel_size",

@@ -8,6 +8,7 @@
 //! `eval-min-prefill-ep`, optional `--trim-conc`, recipe fingerprints, buckets, and output in the
 //! field order of the reference's pydantic models (`model_dump_json(by_alias, exclude_none)`).
 
+use inferbench_core::point::DP_ATTN_KEY;
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{json, Map, Value};
@@ -1151,7 +1152,7 @@ const SINGLE_NODE: &[Field] = &[
     ("dcp-size", None, None),
     ("pcp-size", None, None),
     ("ep", None, None),
-    ("dp-attn", None, None),
+    (DP_ATTN_KEY, None, None),
     ("conc", None, None),
     ("max-model-len", None, None),
     ("exp-name", None, None),
@@ -1203,7 +1204,7 @@ const SINGLE_NODE_AGENTIC: &[Field] = &[
     ("dcp-size", None, None),
     ("pcp-size", None, None),
     ("ep", None, None),
-    ("dp-attn", None, None),
+    (DP_ATTN_KEY, None, None),
     ("spec-decoding", None, None),
     ("conc", None, None),
     ("kv-offloading", None, None),
@@ -1255,7 +1256,7 @@ const WORKER: &[Field] = &[
     ("dcp-size", Some(f_one), None),
     ("pcp-size", Some(f_one), None),
     ("ep", None, None),
-    ("dp-attn", None, None),
+    (DP_ATTN_KEY, None, None),
     ("hardware", None, None),
     ("additional-settings", Some(f_empty), None),
 ];

@@ -5,7 +5,8 @@
 //!   resolves scalars like PyYAML's `safe_load`.
 //! * [`matrix`]: `full-sweep` / `test-config` expansion, eval marking, DRAM budget; rows print
 //!   byte-for-byte like InferenceX's `generate_sweep_configs.py` ([`matrix::to_json_text`]).
-//! * [`identity`]: recipe fingerprint and `RESULT_FILENAME`; [`row`]: typed row accessors.
+//! * [`identity`]: the recipe fingerprint (a row's `RESULT_FILENAME` and typed fields are
+//!   core's `PointConfig` of its `MatrixRow`).
 //! * [`changelog`]: `perf-changelog.yaml` additions → bucketed matrix (`process_changelog.py`).
 //! * [`linediff`]: the line diff `git diff` prints (xdiff's Myers with the indent heuristic),
 //!   used for changelog additions where git is absent; [`linediff::git_diff_files`] runs git.
@@ -36,11 +37,9 @@ pub mod linediff;
 pub mod matrix;
 pub mod policy;
 pub mod pyjson;
-pub mod row;
 pub mod schema;
 pub mod yaml;
 
 pub use error::{ConfigError, Error, Result};
-pub use identity::{recipe_fingerprint, result_filename};
+pub use identity::recipe_fingerprint;
 pub use matrix::Row;
-pub use row::{RowExt, Topology};

@@ -9,6 +9,7 @@
 //! fixed-seq (one row per search-space entry, `conc` is a list), single-node agentic (one row per
 //! concurrency), multi-node agentic (one row per concurrency, `conc` a one-element list).
 
+use inferbench_core::point::DP_ATTN_KEY;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
@@ -323,7 +324,7 @@ fn kv_suffix(kv_offloading: &str, backend: Option<&Value>) -> String {
 
 fn worker_tag(w: &Value, role: &str) -> String {
     let ep = w.get("ep").and_then(Value::as_i64).unwrap_or(1);
-    let dpa = w.get("dp-attn").and_then(Value::as_bool).unwrap_or(false);
+    let dpa = w.get(DP_ATTN_KEY).and_then(Value::as_bool).unwrap_or(false);
     let mut tag = format!(
         "{role}{}x{}",
         w.get("num-worker").and_then(Value::as_i64).unwrap_or(0),
@@ -978,8 +979,8 @@ fn single_fixed_row(
     );
     r.insert("ep".into(), json!(ep.unwrap_or(1)));
     r.insert(
-        "dp-attn".into(),
-        bmk.get("dp-attn")
+        DP_ATTN_KEY.into(),
+        bmk.get(DP_ATTN_KEY)
             .filter(|v| !v.is_null())
             .cloned()
             .unwrap_or(json!(false)),
@@ -1088,7 +1089,10 @@ fn single_node_agentic_rows(
             for k in ["pp", "dcp-size", "pcp-size", "ep"] {
                 r.insert(k.into(), or_default(bmk, k, json!(1)));
             }
-            r.insert("dp-attn".into(), or_default(bmk, "dp-attn", json!(false)));
+            r.insert(
+                DP_ATTN_KEY.into(),
+                or_default(bmk, DP_ATTN_KEY, json!(false)),
+            );
             r.insert("spec-decoding".into(), spec_v.clone());
             r.insert("conc".into(), json!(c));
             let mut name = format!(
@@ -1413,7 +1417,7 @@ fn single_node_eval_rows(rows: &[Row]) -> HashSet<usize> {
             r.get("isl"),
             r.get("osl"),
             r.get("spec-decoding"),
-            r.get("dp-attn")
+            r.get(DP_ATTN_KEY)
         ]));
         groups.push(key, i);
     }

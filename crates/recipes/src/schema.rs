@@ -12,6 +12,7 @@
 //! YAML value into matrix rows, so a coerced value would leak into job definitions as a string or
 //! float. An explicit `null` for an optional field is accepted as "absent", as pydantic does.
 
+use inferbench_core::point::DP_ATTN_KEY;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -939,7 +940,7 @@ impl<'a> Checker<'a> {
             "pcp-size",
             "ep",
             "spec-decoding",
-            "dp-attn",
+            DP_ATTN_KEY,
             "router",
             "conc-start",
             "conc-end",
@@ -954,7 +955,7 @@ impl<'a> Checker<'a> {
         self.topology(e, path, tp);
         self.int(e, path, "ep", IntRule::Positive);
         self.literal(e, path, "spec-decoding", &SPEC_DECODING_VALUES);
-        self.boolean(e, path, "dp-attn");
+        self.boolean(e, path, DP_ATTN_KEY);
         if let Some(r) = present(e.get("router")) {
             self.component(r, &join(path, "router"));
         }
@@ -969,17 +970,17 @@ impl<'a> Checker<'a> {
             "dcp-size",
             "pcp-size",
             "ep",
-            "dp-attn",
+            DP_ATTN_KEY,
             "hardware",
             "additional-settings",
         ];
-        self.mapping(w, path, ALLOWED, &["num-worker", "tp", "ep", "dp-attn"])?;
+        self.mapping(w, path, ALLOWED, &["num-worker", "tp", "ep", DP_ATTN_KEY])?;
         // `num-worker: 0` is legal (decode 0 = aggregated); tp/ep as in single_node_entry.
         self.int(w, path, "num-worker", IntRule::NonNegative);
         let tp = self.int(w, path, "tp", IntRule::Positive);
         self.topology(w, path, tp);
         self.int(w, path, "ep", IntRule::Positive);
-        self.boolean(w, path, "dp-attn");
+        self.boolean(w, path, DP_ATTN_KEY);
         let hw = self.string(w, path, "hardware", 1);
         self.string_list(w, path, "additional-settings");
         Some(hw.is_some())
@@ -1034,7 +1035,7 @@ impl<'a> Checker<'a> {
             "dcp-size",
             "pcp-size",
             "ep",
-            "dp-attn",
+            DP_ATTN_KEY,
             "spec-decoding",
             "prefill",
             "decode",
@@ -1054,7 +1055,7 @@ impl<'a> Checker<'a> {
         let has_d = present(e.get("decode")).is_some();
         let tp = self.int(e, path, "tp", IntRule::Positive);
         self.int(e, path, "ep", IntRule::Positive);
-        self.boolean(e, path, "dp-attn");
+        self.boolean(e, path, DP_ATTN_KEY);
         self.literal(e, path, "spec-decoding", &SPEC_DECODING_VALUES);
         let offload = self.literal(e, path, "kv-offloading", &["none", "dram"]);
         let backend = present(e.get("kv-offload-backend"));

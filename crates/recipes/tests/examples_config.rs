@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
+use inferbench_core::matrix::MatrixRow;
+use inferbench_core::point::PointConfig;
 use inferbench_recipes::matrix::{self, CommonOptions, FullSweepOptions, Selection};
 use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
-use inferbench_recipes::{result_filename, RowExt};
 
 #[test]
 fn llamacpp_cpu_example_expands() {
@@ -21,17 +22,16 @@ fn llamacpp_cpu_example_expands() {
     )
     .unwrap();
     assert!(!rows.is_empty());
-    for r in &rows {
-        assert!(!r.is_multinode() && !r.is_agentic());
-        let t = r.topology().unwrap();
-        assert_eq!((t.tp, t.pp, t.pcp), (1, 1, 1));
-        assert_eq!(
-            r.max_model_len(),
-            Some(r.seq_lens().unwrap().0 + r.seq_lens().unwrap().1 + 256)
-        );
-        let rf = result_filename(r, "cpu_0");
+    for raw in &rows {
+        let r: MatrixRow = serde_json::from_value(serde_json::Value::Object(raw.clone())).unwrap();
+        let p = PointConfig::from_row(&r, "cpu_0", 0);
+        assert!(!p.is_multinode() && !p.is_agentic());
+        let t = p.parallelism;
+        assert_eq!((t.tp, t.pp, t.pcp_size), (1, 1, 1));
+        assert_eq!(r.max_model_len, Some(r.isl.unwrap() + r.osl.unwrap() + 256));
+        let rf = p.result_filename();
         assert!(
-            rf.ends_with(&format!("_conc{}_cpu_0", r.concurrencies()[0])),
+            rf.ends_with(&format!("_conc{}_cpu_0", r.conc.identity())),
             "{rf}"
         );
     }

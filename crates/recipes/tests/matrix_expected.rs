@@ -162,7 +162,12 @@ fn test_config_sample_twelve_keys() {
 /// invocations use flags beyond the seven above).
 #[test]
 fn every_flag_combination_on_both_masters() {
-    use inferbench_recipes::RowExt;
+    use inferbench_core::matrix::MatrixRow;
+    use inferbench_core::point::PointConfig;
+    let typed = |r: &inferbench_recipes::Row| {
+        let row: MatrixRow = serde_json::from_value(serde_json::Value::Object(r.clone())).unwrap();
+        PointConfig::from_row(&row, "n_0", 0)
+    };
     let Some(d) = data_dir() else { return };
     let configs = MasterConfigs::load(&[
         d.join("configs/amd-master.yaml"),
@@ -184,7 +189,7 @@ fn every_flag_combination_on_both_masters() {
         }),
         CommonOptions::default(),
     );
-    assert!(!amd.is_empty() && amd.iter().all(|r| r.str_of("runner") == "mi355x"));
+    assert!(!amd.is_empty() && amd.iter().all(|r| typed(r).runner_type == "mi355x"));
 
     let filtered = run(
         full(FullSweepOptions {
@@ -200,12 +205,12 @@ fn every_flag_combination_on_both_masters() {
     );
     assert!(!filtered.is_empty());
     for r in &filtered {
-        if !r.is_agentic() {
-            let t = r.topology().unwrap();
-            assert!(t.tp <= 4 && t.ep <= 2, "{r:?}");
-            assert_eq!(r.seq_lens(), Some((8192, 1024)));
+        let p = typed(r);
+        if !p.is_agentic() {
+            assert!(p.parallelism.tp <= 4 && p.parallelism.ep <= 2, "{r:?}");
+            assert_eq!((p.isl, p.osl), (Some(8192), Some(1024)));
         }
-        assert!(!r.is_multinode());
+        assert!(!p.is_multinode());
     }
 
     let nodes = run(
@@ -216,10 +221,10 @@ fn every_flag_combination_on_both_masters() {
             ..Default::default()
         },
     );
-    assert!(!nodes.is_empty() && nodes.iter().all(|r| r.str_of("runner").contains("dgxc")));
+    assert!(!nodes.is_empty() && nodes.iter().all(|r| typed(r).runner_type.contains("dgxc")));
     assert!(nodes
         .iter()
-        .all(|r| !r.contains_key("run-eval") || !r.is_agentic()));
+        .all(|r| !r.contains_key("run-eval") || !typed(r).is_agentic()));
 
     let evals = run(
         Selection::TestConfig(TestConfigOptions {
@@ -232,10 +237,12 @@ fn every_flag_combination_on_both_masters() {
             ..Default::default()
         },
     );
-    assert!(!evals.is_empty() && evals.iter().all(|r| r.eval_only() && r.run_eval()));
-    assert!(evals
+    assert!(!evals.is_empty() && evals.iter().map(typed).all(|p| p.eval_only && p.run_eval));
+    assert!(evals.iter().all(|r| typed(r)
+        .row_conc
+        .values()
         .iter()
-        .all(|r| r.concurrencies().iter().all(|c| [16, 64].contains(c))));
+        .all(|c| [16, 64].contains(c))));
 
     let bad = matrix::generate(
         &configs,

@@ -7,11 +7,9 @@
 //! Request records stream to `requests.jsonl` while the point runs (nothing is lost if the
 //! process dies) and are compressed to `requests.jsonl.zst` when it ends.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
-use inferbench_core::summary::JobIdentity;
 use inferbench_loadgen::{
     run_bench, BenchOptions, ProgressMode, EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE,
 };
@@ -40,13 +38,12 @@ pub struct LoadgenPoint {
 
 /// `BenchOptions` for a point (public so the CLI and tests can show exactly what is run).
 pub fn bench_options(req: &PointRequest) -> BenchOptions {
-    let env: BTreeMap<String, String> = req
-        .spec
-        .env_contract(&req.runner_name, req.conc, 0, &req.dir)
-        .into_iter()
-        .collect();
     // Multinode rows need PREFILL_GPUS/DECODE_GPUS, which only the engine knows: no aggregate.
-    let identity = JobIdentity::from_lookup(|k| env.get(k).cloned()).ok();
+    let identity = req
+        .spec
+        .point(&req.runner_name, req.conc)
+        .job_identity()
+        .ok();
     let b = &req.bench;
     // Checked when the sweep's flags were read (`RunFlags::sweep_options`).
     let backend = crate::point::backend(&b.client).ok().flatten();

@@ -12,6 +12,7 @@
 //! checked for eval-only rows only, as InferenceX's workflow runs `validate_scores.py` only for
 //! eval-only jobs; for a throughput row's eval the score is reported, never a failure.
 
+use inferbench_core::point::DP_ATTENTION;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -108,7 +109,7 @@ pub fn meta_env(spec: &JobSpec, conc: u32, result_filename: &str) -> Value {
         "pcp_size": spec.pcp(),
         "conc": conc,
         "ep": spec.ep(),
-        "dp_attention": spec.dp_attn(),
+        DP_ATTENTION: spec.dp_attn(),
         "model": r.model,
         "infmax_model_prefix": r.model_prefix,
         "hw": r.runner,

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use inferbench_core::matrix::{Component, Conc, MatrixRow, WorkerSpec};
+use inferbench_core::point::PointConfig;
 
 /// Errors reading a matrix file or selecting a row. Every message names the file.
 #[derive(Debug, thiserror::Error)]
@@ -124,25 +125,26 @@ impl JobSpec {
         u32::try_from(self.parallelism().gpus()).unwrap_or(u32::MAX)
     }
 
+    /// This row's point at concurrency `conc` on the concrete runner `runner_name`: core's one
+    /// typed configuration ([`PointConfig`]), which names it, identifies it and writes
+    /// InferenceX's environment for it.
+    pub fn point(&self, runner_name: &str, conc: u32) -> PointConfig {
+        PointConfig::from_row(&self.row, runner_name, conc)
+    }
+
     /// InferenceX's `RESULT_FILENAME` for this row on the concrete runner `runner_name`
-    /// (reference/inferencex-producer.md §3.1), with `_recipe-<16 hex>` when the row carries a
-    /// recipe fingerprint. Example:
+    /// (reference/inferencex-producer.md §3.1; [`PointConfig::result_filename`]), with
+    /// `_recipe-<16 hex>` when the row carries a recipe fingerprint. Example:
     /// `dsr1_8k1k_fp4_sglang_tp4-pp1-dcp1-pcp1-ep4-dpatrue_disagg-false_spec-none_conc64_b200-dgxc_03`.
-    ///
-    /// The one implementation is `inferbench_recipes::result_filename`, applied to this row's
-    /// JSON form (`MatrixRow` serializes with the generator's kebab-case names; it holds plain
-    /// data only, so serialization cannot fail — an empty map would be the degenerate fallback).
     pub fn result_filename(&self, runner_name: &str) -> String {
-        let row = match serde_json::to_value(&self.row) {
-            Ok(serde_json::Value::Object(map)) => map,
-            _ => serde_json::Map::new(),
-        };
-        inferbench_recipes::result_filename(&row, runner_name)
+        // The name takes the row's whole concurrency list, not one point's.
+        self.point(runner_name, 0).result_filename()
     }
 
     /// The environment InferenceX hands a benchmark script (§3.2), for one concurrency `conc`
-    /// on runner `runner_name`, server port `port` and result directory `result_dir`.
-    /// Agentic rows get `ISL=OSL=MAX_MODEL_LEN=0` as InferenceX dispatches them.
+    /// on runner `runner_name`, server port `port` and result directory `result_dir`
+    /// ([`PointConfig::inferencex_env`]). Agentic rows get `ISL=OSL=MAX_MODEL_LEN=0` as
+    /// InferenceX dispatches them.
     pub fn env_contract(
         &self,
         runner_name: &str,
@@ -150,128 +152,8 @@ impl JobSpec {
         port: u16,
         result_dir: &Path,
     ) -> Vec<(String, String)> {
-        let r = &self.row;
-        let agentic = self.is_agentic();
-        let mut env: Vec<(String, String)> = Vec::new();
-        let mut set = |k: &str, v: String| env.push((k.to_string(), v));
-        set("MODEL", r.model.clone());
-        set("MODEL_PREFIX", r.model_prefix.clone());
-        let num = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_else(|| "0".into());
-        set("ISL", if agentic { "0".into() } else { num(r.isl) });
-        set("OSL", if agentic { "0".into() } else { num(r.osl) });
-        set(
-            "MAX_MODEL_LEN",
-            if agentic {
-                "0".into()
-            } else {
-                num(r.max_model_len)
-            },
-        );
-        set("IMAGE", r.image.clone());
-        set("FRAMEWORK", r.framework.clone());
-        set("PRECISION", r.precision.clone());
-        set("TP", self.tp().to_string());
-        set("PP_SIZE", self.pp().to_string());
-        set("DCP_SIZE", self.dcp().to_string());
-        set("PCP_SIZE", self.pcp().to_string());
-        set("EP_SIZE", self.ep().to_string());
-        set("DP_ATTENTION", self.dp_attn().to_string());
-        set("CONC", conc.to_string());
-        set("SPEC_DECODING", r.spec_decoding.clone());
-        set("DISAGG", self.disagg().to_string());
-        set("RUN_EVAL", r.run_eval.unwrap_or(false).to_string());
-        set("EVAL_ONLY", r.eval_only.unwrap_or(false).to_string());
-        set("EXP_NAME", r.exp_name.clone());
-        set(
-            "RECIPE_FINGERPRINT",
-            r.recipe_fingerprint.clone().unwrap_or_default(),
-        );
-        set("RESULT_FILENAME", self.result_filename(runner_name));
-        set("RUNNER_TYPE", r.runner.clone());
-        set("RUNNER_NAME", runner_name.to_string());
-        set("GPU_COUNT", self.gpu_count().to_string());
-        set("RANDOM_RANGE_RATIO", "0.8".into());
-        set("PORT", port.to_string());
-        set(
-            "SCENARIO_TYPE",
-            r.scenario_type
-                .clone()
-                .unwrap_or_else(|| "fixed-seq-len".into()),
-        );
-        set(
-            "SCENARIO_SUBDIR",
-            if agentic {
-                "agentic/"
-            } else {
-                "fixed_seq_len/"
-            }
-            .into(),
-        );
-        set("IS_AGENTIC", agentic.to_string());
-        set(
-            "KV_OFFLOADING",
-            r.kv_offloading.clone().unwrap_or_else(|| "none".into()),
-        );
-        set(
-            "KV_OFFLOAD_BACKEND",
-            r.kv_offload_backend
-                .as_ref()
-                .map(|c| c.name.clone())
-                .unwrap_or_default(),
-        );
-        set(
-            "KV_OFFLOAD_BACKEND_METADATA",
-            r.kv_offload_backend
-                .as_ref()
-                .map(|c| serde_json::to_string(c).unwrap_or_default())
-                .unwrap_or_default(),
-        );
-        set(
-            "ROUTER_METADATA",
-            r.router
-                .as_ref()
-                .map(|c| serde_json::to_string(c).unwrap_or_default())
-                .unwrap_or_default(),
-        );
-        set(
-            "KV_P2P_TRANSFER",
-            r.kv_p2p_transfer.clone().unwrap_or_default(),
-        );
-        set(
-            "TOTAL_CPU_DRAM_GB",
-            r.total_cpu_dram_gb.unwrap_or(0).to_string(),
-        );
-        set(
-            "DURATION",
-            r.duration.map(|d| d.to_string()).unwrap_or_default(),
-        );
-        set("RESULT_DIR", result_dir.display().to_string());
-        if self.is_multinode() {
-            set("IS_MULTINODE", "true".into());
-            for (prefix, w) in [("PREFILL", &r.prefill), ("DECODE", &r.decode)] {
-                if let Some(w) = w {
-                    set(&format!("{prefix}_NUM_WORKERS"), w.num_worker.to_string());
-                    set(&format!("{prefix}_TP"), w.tp.to_string());
-                    set(&format!("{prefix}_PP_SIZE"), w.pp.to_string());
-                    set(&format!("{prefix}_DCP_SIZE"), w.dcp_size.to_string());
-                    set(&format!("{prefix}_PCP_SIZE"), w.pcp_size.to_string());
-                    set(&format!("{prefix}_EP"), w.ep.to_string());
-                    set(&format!("{prefix}_DP_ATTN"), w.dp_attn.to_string());
-                    if let Some(h) = &w.hardware {
-                        set(&format!("{prefix}_HARDWARE"), h.clone());
-                    }
-                }
-            }
-            // `additional-settings` pairs are exported as-is (prefill first, then decode).
-            for w in [&r.prefill, &r.decode].into_iter().flatten() {
-                for kv in &w.additional_settings {
-                    if let Some((k, v)) = kv.split_once('=') {
-                        set(k, v.to_string());
-                    }
-                }
-            }
-        }
-        env
+        self.point(runner_name, conc)
+            .inferencex_env(port, result_dir)
     }
 }
 

@@ -4,6 +4,7 @@
 //! every sweep's is: `RESULT_FILENAME` and the InferenceX identity from [`JobSpec`], `job.json`
 //! and `status.json` from the sweep, compressed records, the sim's start line as `server.log`.
 
+use inferbench_core::point::DP_ATTN_KEY;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -64,7 +65,7 @@ fn sim_rows(
             "image": format!("inferbench-sim:{}", env!("CARGO_PKG_VERSION")),
             "model": info.served_model_name, "model-prefix": prefix,
             "precision": sim.precision.as_str(), "framework": "sim", "runner": hw,
-            "tp": sim.tp, "ep": 1, "dp-attn": false, "disagg": false,
+            "tp": sim.tp, "ep": 1, DP_ATTN_KEY: false, "disagg": false,
             "spec-decoding": "none", "conc": conc,
         });
         if let (Some(r), serde_json::Value::Object(extra)) =

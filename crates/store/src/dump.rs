@@ -10,6 +10,7 @@
 //! importing the same dump again (or a later dump in which that run did not change) updates
 //! nothing; a changed run replaces its earlier version.
 
+use inferbench_core::point::DP_ATTENTION;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -94,7 +95,7 @@ fn flat(config: &Map<String, Value>, row: &Map<String, Value>) -> Map<String, Va
     for (from, to) in [
         ("decode_tp", "tp"),
         ("decode_ep", "ep"),
-        ("decode_dp_attention", "dp_attention"),
+        ("decode_dp_attention", DP_ATTENTION),
         ("spec_method", "spec_decoding"),
     ] {
         if let Some(v) = config.get(from) {

@@ -1059,37 +1059,7 @@ fn metrics_json(m: &BTreeMap<String, f64>) -> String {
 
 /// Returns the id of the config, inserting it when new.
 fn config_id(conn: &mut Conn, c: &ConfigKey) -> Result<i64, StoreError> {
-    let vals: Vec<Val> = vec![
-        c.model.clone().into(),
-        c.model_prefix.clone().into(),
-        c.hardware.clone().into(),
-        c.framework.clone().into(),
-        c.precision.clone().into(),
-        c.spec_decoding.clone().into(),
-        c.disagg.into(),
-        c.is_multinode.into(),
-        c.tp.into(),
-        c.pp.into(),
-        c.dcp.into(),
-        c.pcp.into(),
-        c.ep.into(),
-        c.dp_attention.into(),
-        c.prefill_tp.into(),
-        c.prefill_ep.into(),
-        c.prefill_dp_attention.into(),
-        c.prefill_num_workers.into(),
-        c.decode_tp.into(),
-        c.decode_ep.into(),
-        c.decode_dp_attention.into(),
-        c.decode_num_workers.into(),
-        c.num_prefill_gpu.into(),
-        c.num_decode_gpu.into(),
-        c.kv_offload.clone().into(),
-        c.scenario.clone().into(),
-        c.isl.into(),
-        c.osl.into(),
-        c.image.clone().into(),
-    ];
+    let vals = c.key_values();
     let cond: Vec<String> = schema::CONFIG_KEY
         .iter()
         .map(|k| format!("{k} = ?"))

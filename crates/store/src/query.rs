@@ -4,6 +4,7 @@
 //! Sorting and grouping happen in Rust on the decoded rows, so SQLite and PostgreSQL (whose text
 //! collations differ) give identical output.
 
+use inferbench_core::point::DP_ATTENTION;
 use std::collections::BTreeMap;
 
 use inferbench_core::analytics::{self, Better, Goal, Throughputs};
@@ -68,7 +69,7 @@ impl Filter {
         let k = match k.as_str() {
             "hw" => "hardware".to_string(),
             "spec" => "spec_decoding".to_string(),
-            "dpa" | "dp_attn" => "dp_attention".to_string(),
+            "dpa" | "dp_attn" => DP_ATTENTION.to_string(),
             _ => k,
         };
         if !Self::columns().contains(&k.as_str()) {

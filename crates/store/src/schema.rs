@@ -38,51 +38,152 @@ pub const TABLES: &[&str] = &[
     "unknown_names",
 ];
 
-/// The text columns of [`CONFIG_KEY`]; the others hold integers (counts, sizes, 0/1 flags).
-pub const CONFIG_TEXT: &[&str] = &[
-    "model",
-    "model_prefix",
-    "hardware",
-    "framework",
-    "precision",
-    "spec_decoding",
-    "kv_offload",
-    "scenario",
-    "image",
-];
+/// The configuration columns, once: each `name: kind` (`text`, `int`, `flag`) is a field of
+/// [`ConfigKey`] (`String`, `i64`, `bool`), a column of `configs` (`TEXT` / `BIGINT`, NOT NULL),
+/// a member of its natural key ([`CONFIG_KEY`], the `configs_natural_key` constraint) and a
+/// bind of [`ConfigKey::key_values`], in this order (which is also `ConfigKey`'s sort order).
+macro_rules! config_key {
+    ($($(#[$doc:meta])* $name:ident: $kind:ident,)*) => {
+        /// The configuration a point was measured in: the natural key of `configs`, one field
+        /// per column ([`CONFIG_KEY`]). Text fields are canonical lowercase names; sizes and
+        /// counts are integers (0 = not set), flags booleans (stored 0/1).
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
+        pub struct ConfigKey {
+            $($(#[$doc])* pub $name: config_key!(@type $kind),)*
+        }
 
-/// The natural-key columns of `configs`, in key order. Every one is NOT NULL.
-pub const CONFIG_KEY: &[&str] = &[
-    "model",
-    "model_prefix",
-    "hardware",
-    "framework",
-    "precision",
-    "spec_decoding",
-    "disagg",
-    "is_multinode",
-    "tp",
-    "pp",
-    "dcp",
-    "pcp",
-    "ep",
-    "dp_attention",
-    "prefill_tp",
-    "prefill_ep",
-    "prefill_dp_attention",
-    "prefill_num_workers",
-    "decode_tp",
-    "decode_ep",
-    "decode_dp_attention",
-    "decode_num_workers",
-    "num_prefill_gpu",
-    "num_decode_gpu",
-    "kv_offload",
-    "scenario",
-    "isl",
-    "osl",
-    "image",
-];
+        /// The natural-key columns of `configs`, in key order. Every one is NOT NULL.
+        pub const CONFIG_KEY: &[&str] = &[$(stringify!($name)),*];
+
+        const CONFIG_KINDS: &[Column] = &[$(Column::$kind),*];
+
+        impl ConfigKey {
+            /// The key's values in [`CONFIG_KEY`] order (flags as 0/1), to bind to its columns.
+            pub fn key_values(&self) -> Vec<Val> {
+                vec![$(config_key!(@value self.$name, $kind)),*]
+            }
+        }
+    };
+    (@type text) => { String };
+    (@type int) => { i64 };
+    (@type flag) => { bool };
+    (@value $v:expr, text) => { Val::from($v.clone()) };
+    (@value $v:expr, $kind:ident) => { Val::from($v) };
+}
+
+/// A configuration column's kind.
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy)]
+enum Column {
+    text,
+    int,
+    flag,
+}
+
+config_key! {
+    /// Canonical model key.
+    model: text,
+    /// InferenceX model prefix (`dsr1`, …), lowercase.
+    model_prefix: text,
+    /// Canonical hardware key (`b200`, `h100`, …).
+    hardware: text,
+    /// Canonical framework (`vllm`, `sglang`, …).
+    framework: text,
+    /// Canonical precision (`fp8`, `fp4`, …).
+    precision: text,
+    /// Speculative decoding method (`none`, `mtp`, …).
+    spec_decoding: text,
+    /// Disaggregated prefill/decode.
+    disagg: flag,
+    /// Multinode.
+    is_multinode: flag,
+    /// Tensor parallelism.
+    tp: int,
+    /// Pipeline parallelism.
+    pp: int,
+    /// Decode-context parallelism.
+    dcp: int,
+    /// Prefill-context parallelism.
+    pcp: int,
+    /// Expert parallelism.
+    ep: int,
+    /// Data-parallel attention.
+    dp_attention: flag,
+    /// Prefill tensor parallelism.
+    prefill_tp: int,
+    /// Prefill expert parallelism.
+    prefill_ep: int,
+    /// Prefill data-parallel attention.
+    prefill_dp_attention: flag,
+    /// Prefill workers.
+    prefill_num_workers: int,
+    /// Decode tensor parallelism.
+    decode_tp: int,
+    /// Decode expert parallelism.
+    decode_ep: int,
+    /// Decode data-parallel attention.
+    decode_dp_attention: flag,
+    /// Decode workers.
+    decode_num_workers: int,
+    /// Prefill GPUs.
+    num_prefill_gpu: int,
+    /// Decode GPUs.
+    num_decode_gpu: int,
+    /// KV-cache offload mode (`off` unless the artifact says otherwise).
+    kv_offload: text,
+    /// `fixed_seq_len`, `agentic`, … (InferenceX scenario type).
+    scenario: text,
+    /// Input sequence length in tokens (0 when the workload has none, e.g. traces).
+    isl: int,
+    /// Output sequence length in tokens (0 when the workload has none).
+    osl: int,
+    /// Container image.
+    image: text,
+}
+
+const CONFIG_TEXT_LEN: usize = {
+    let (mut i, mut n) = (0, 0);
+    while i < CONFIG_KINDS.len() {
+        if matches!(CONFIG_KINDS[i], Column::text) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// The text columns of [`CONFIG_KEY`]; the others hold integers (counts, sizes, 0/1 flags).
+pub const CONFIG_TEXT: &[&str] = &{
+    let mut out = [""; CONFIG_TEXT_LEN];
+    let (mut i, mut j) = (0, 0);
+    while i < CONFIG_KEY.len() {
+        if matches!(CONFIG_KINDS[i], Column::text) {
+            out[j] = CONFIG_KEY[i];
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// The column definitions of `configs`' natural key, as its `CREATE TABLE` declares them
+/// (`name TEXT NOT NULL` / `name BIGINT NOT NULL`, comma-separated, key order), and the
+/// constraint `configs_natural_key UNIQUE (…)` over them: generated from the one field list.
+pub fn config_key_ddl() -> (String, String) {
+    let columns: Vec<String> = CONFIG_KEY
+        .iter()
+        .zip(CONFIG_KINDS)
+        .map(|(name, kind)| match kind {
+            Column::text => format!("{name} TEXT NOT NULL"),
+            Column::int | Column::flag => format!("{name} BIGINT NOT NULL"),
+        })
+        .collect();
+    let unique = format!(
+        "CONSTRAINT configs_natural_key UNIQUE ({})",
+        CONFIG_KEY.join(", ")
+    );
+    (columns.join(", "), unique)
+}
 
 /// Hot metric columns of `points` (all `DOUBLE PRECISION`, NULL when unknown), in table order.
 /// Names and units follow InferenceX's `agg_*.json` (reference/inferencex-producer.md §7.1):
@@ -484,4 +585,60 @@ fn migrate_locked(conn: &mut Conn) -> Result<Vec<i64>, StoreError> {
         applied.push(m.version);
     }
     Ok(applied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `configs` table of migration 1 declares exactly the field list's columns, types and
+    /// natural key (a database written before the field list still opens: nothing changed).
+    #[test]
+    fn the_configs_table_is_the_field_lists() {
+        let create = MIGRATION_1
+            .statements
+            .iter()
+            .find(|s| s.starts_with("CREATE TABLE configs"))
+            .unwrap();
+        let flat = create
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace("( ", "(");
+        let (columns, unique) = config_key_ddl();
+        assert!(
+            flat.contains(&format!(
+                "id {{ID}}, {columns}, gpus BIGINT NOT NULL, {unique} )"
+            )),
+            "{flat}\n{columns}\n{unique}"
+        );
+        assert_eq!(CONFIG_KEY.len(), 29);
+        assert_eq!(
+            CONFIG_TEXT,
+            [
+                "model",
+                "model_prefix",
+                "hardware",
+                "framework",
+                "precision",
+                "spec_decoding",
+                "kv_offload",
+                "scenario",
+                "image"
+            ]
+        );
+        let key = ConfigKey {
+            hardware: "b200".into(),
+            dp_attention: true,
+            tp: 8,
+            ..ConfigKey::default()
+        };
+        let v = key.key_values();
+        assert_eq!(v.len(), CONFIG_KEY.len());
+        let at = |name: &str| &v[CONFIG_KEY.iter().position(|k| *k == name).unwrap()];
+        assert_eq!(*at("hardware"), Val::from("b200"));
+        assert_eq!(*at("dp_attention"), Val::Int(1));
+        assert_eq!(*at("tp"), Val::Int(8));
+        assert_eq!(*at("disagg"), Val::Int(0));
+    }
 }

@@ -2,6 +2,7 @@
 //! Table and CSV/JSON output are identical for SQLite and PostgreSQL (rows are decoded into the
 //! same values and sorted in Rust).
 
+use inferbench_core::point::DP_ATTENTION;
 use inferbench_store::query::PointRow;
 
 /// Output format.
@@ -192,7 +193,7 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
         "tp" => r.tp.to_string(),
         "pp" => r.pp.to_string(),
         "ep" => r.ep.to_string(),
-        "dp_attention" => r.dp_attention.to_string(),
+        DP_ATTENTION => r.dp_attention.to_string(),
         "disagg" => r.disagg.to_string(),
         "gpus" => r.gpus.to_string(),
         // Agentic replays have no fixed sequence lengths: not applicable, never `0`.
@@ -259,7 +260,7 @@ pub const ROW_COLUMNS: &[&str] = &[
     "tp",
     "pp",
     "ep",
-    "dp_attention",
+    DP_ATTENTION,
     "disagg",
     "gpus",
     "isl",
@@ -355,7 +356,7 @@ fn is_text_col(col: &str) -> bool {
             | "valid"
             | "error"
             | "invalid_reason"
-            | "dp_attention"
+            | DP_ATTENTION
             | "disagg"
     )
 }

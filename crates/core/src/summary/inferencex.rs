@@ -14,6 +14,7 @@
 
 use super::keys::LatencyStat;
 use super::RunSummary;
+use crate::point::DP_ATTENTION;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -490,7 +491,7 @@ pub fn inferencex_aggregate(
                 .ok_or(AggregateError::ZeroGpus)?;
             d.insert("is_multinode".into(), false.into());
             parallelism.fields("", &mut d);
-            d.insert("dp_attention".into(), dp_attention.clone().into());
+            d.insert(DP_ATTENTION.into(), dp_attention.clone().into());
             per_gpu_fields(&gpus, total, output, &mut d);
         }
         Topology::MultiNode {

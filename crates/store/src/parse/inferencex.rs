@@ -6,6 +6,7 @@
 //! Identity fields are the row's own keys ([`IDENTITY_KEYS`]); every other numeric field is a
 //! metric under its InferenceX name.
 
+use inferbench_core::point::DP_ATTENTION;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -130,7 +131,7 @@ pub(super) const IDENTITY_KEYS: &[&str] = &[
     "dcp_size",
     "pcp_size",
     "ep",
-    "dp_attention",
+    DP_ATTENTION,
     "prefill_tp",
     "prefill_ep",
     "prefill_dp_attention",

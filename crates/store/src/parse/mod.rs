@@ -29,6 +29,7 @@ mod vllm;
 
 pub use vllm::INTERRUPTED_BEFORE_ANY;
 
+use inferbench_core::point::DP_ATTENTION;
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
@@ -78,44 +79,7 @@ impl SourceKind {
 /// They take precedence over the file's own values.
 pub type Overrides = BTreeMap<String, String>;
 
-/// The configuration a point was measured in: the natural key of `configs`
-/// (see [`crate::schema::CONFIG_KEY`]). Text fields are canonical lowercase names.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
-#[allow(missing_docs)]
-pub struct ConfigKey {
-    pub model: String,
-    pub model_prefix: String,
-    pub hardware: String,
-    pub framework: String,
-    pub precision: String,
-    pub spec_decoding: String,
-    pub disagg: bool,
-    pub is_multinode: bool,
-    pub tp: i64,
-    pub pp: i64,
-    pub dcp: i64,
-    pub pcp: i64,
-    pub ep: i64,
-    pub dp_attention: bool,
-    pub prefill_tp: i64,
-    pub prefill_ep: i64,
-    pub prefill_dp_attention: bool,
-    pub prefill_num_workers: i64,
-    pub decode_tp: i64,
-    pub decode_ep: i64,
-    pub decode_dp_attention: bool,
-    pub decode_num_workers: i64,
-    pub num_prefill_gpu: i64,
-    pub num_decode_gpu: i64,
-    /// KV-cache offload mode (`off` unless the artifact says otherwise).
-    pub kv_offload: String,
-    /// `fixed_seq_len`, `agentic`, … (InferenceX scenario type).
-    pub scenario: String,
-    /// Input / output sequence length in tokens (0 when the workload has none, e.g. traces).
-    pub isl: i64,
-    pub osl: i64,
-    pub image: String,
-}
+pub use crate::schema::ConfigKey;
 
 impl ConfigKey {
     /// GPUs the point used: `num_prefill_gpu + num_decode_gpu` when disaggregated or multinode
@@ -647,7 +611,7 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
     let one = |v: Option<i64>| v.unwrap_or(1);
     let tp = one(l.int(&["tp", "TP"]));
     let ep = one(l.int(&["ep", "EP_SIZE", "ep_size"]));
-    let dpa = l.flag(&["dp_attention", "DP_ATTENTION", "dp_attn"]);
+    let dpa = l.flag(&[DP_ATTENTION, "DP_ATTENTION", "dp_attn"]);
     let v2 = l.get(&["prefill_tp"]).is_some();
     let (ptp, pep, pdpa, pnw, dtp, dep, ddpa, dnw, npg, ndg);
     if v2 {
@@ -872,7 +836,7 @@ pub const IDENTITY_NAMES: &[&str] = &[
     "dcp_size",
     "pcp",
     "pcp_size",
-    "dp_attention",
+    DP_ATTENTION,
     "dp_attn",
     "prefill_tp",
     "prefill_ep",
