@@ -227,6 +227,9 @@ fn init_logging() {
 }
 
 fn main() {
+    // Counted before this process opens anything of its own (issue 39 §2: inherited
+    // descriptors count against `ulimit -n`).
+    limits::inherited_files();
     quiet_on_broken_stdout();
     init_logging();
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());

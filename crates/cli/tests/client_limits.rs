@@ -13,6 +13,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 
 use common::{start_sim, Sim};
 
+/// Shell words closing every descriptor above 2 the shell was started with.
+const CLOSE_INHERITED: &str =
+    "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd<&-\"; done; ";
+
 /// `inferbench ARGS` after the shell's `ulimit` settings `ulimits` (e.g. `-Sn 1024`).
 fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
     under_ulimit_with(ulimits, "2", args)
@@ -21,7 +25,9 @@ fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
 /// [`under_ulimit`] with `workers` runtime workers (`TOKIO_WORKER_THREADS`; the memory a run
 /// needs counts its threads, so the messages are the same on any machine).
 fn under_ulimit_with(ulimits: &[&str], workers: &str, args: &[&str]) -> (Output, String) {
-    let mut script = String::new();
+    // Descriptors the test harness passed on (cargo's jobserver pipes) closed first: they
+    // count against `ulimit -n` (issue 39 §2) and would change the exact numbers.
+    let mut script = String::from(CLOSE_INHERITED);
     for u in ulimits {
         script.push_str(&format!("ulimit {u} || exit 99; "));
     }
@@ -533,6 +539,53 @@ fn replay_counts_sub_agents_against_the_open_file_limit() {
              for files) and this process may open 200 (`ulimit -n`, hard limit 200): raise it \
              with `ulimit -n 230`; --concurrency 40 or less fits (nothing was sent)"
         ),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+}
+
+/// Trial of issue 39, finding 3: descriptors inherited from the parent count against
+/// `ulimit -n`. With 60 of them open at `ulimit -n 150`, 70 streams are refused (exit 2,
+/// nothing sent) and the advice is 150 − 16 − 64 − 60 = 10 (was "70 fits", then 60
+/// `client_resource` failures).
+#[test]
+fn inherited_descriptors_count_against_the_open_file_limit() {
+    let (l, url) = listener();
+    // Exactly 60 besides stdio: whatever the test harness passed on (cargo's jobserver pipes)
+    // closed, then descriptors 10..=69 opened on /dev/null, inherited by the exec'd binary.
+    let script = format!(
+        "{CLOSE_INHERITED}ulimit -n 150 || exit 99; for fd in $(seq 10 69); do \
+         eval \"exec $fd</dev/null\"; done; exec \"$0\" \"$@\""
+    );
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--max-concurrency",
+            "70",
+            "--num-prompts",
+            "70",
+        ])
+        .env("TOKIO_WORKER_THREADS", "2")
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "70 streams need 210 open files (70 connections, 16 spare, 64 for files, 60 already \
+             open (inherited from the parent process)) and this process may open 150"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("--max-concurrency 10 or less fits (nothing was sent)"),
         "{text}"
     );
     assert_nothing_connected(&l);
