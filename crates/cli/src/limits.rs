@@ -91,6 +91,59 @@ pub fn cap_arenas_under_address_limit() {
     }
 }
 
+/// Threads of the pool that prepares prompts and parses input files (rayon's global pool)
+/// under an address-space limit: 2, as when [`BASE_BYTES`] was measured (on 2 cores). Without
+/// such a limit the pool has a thread per core (rayon's default).
+pub const PROMPT_THREADS_UNDER_AS_LIMIT: usize = 2;
+
+/// Starts the pool that prepares prompts and parses input files (rayon's global pool) before
+/// anything else allocates: [`PROMPT_THREADS_UNDER_AS_LIMIT`] threads of [`THREAD_STACK_BYTES`]
+/// under `ulimit -v`, else one per core. Started lazily, a pool whose threads could not be
+/// created panicked at its first use ("The global thread pool has not been initialized",
+/// exit 101, trial of issue 39 §2 under `ulimit -v 600000`).
+///
+/// # Errors
+/// When its threads cannot be created (the address-space limit leaves no room for their
+/// stacks), naming the limit: the caller exits 2 before any request.
+pub fn start_prompt_pool() -> anyhow::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = if address_space_limited() {
+        cores.min(PROMPT_THREADS_UNDER_AS_LIMIT)
+    } else {
+        cores
+    };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .stack_size(THREAD_STACK_BYTES as usize)
+        .thread_name(|i| format!("prompts-{i}"))
+        .build_global()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot start {threads} threads to prepare prompts ({e}): the address-space \
+                 limit `ulimit -v` leaves no room for their {} MiB stacks; raise it (nothing \
+                 was sent)",
+                THREAD_STACK_BYTES >> 20
+            )
+        })
+}
+
+/// Whether a soft address-space limit (`ulimit -v`) is set.
+fn address_space_limited() -> bool {
+    #[cfg(unix)]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: getrlimit writes only the struct passed.
+        unsafe {
+            libc::getrlimit(libc::RLIMIT_AS, &mut r) == 0 && r.rlim_cur != libc::RLIM_INFINITY
+        }
+    }
+    #[cfg(not(unix))]
+    false
+}
+
 /// What this process may open and hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -364,6 +417,24 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         per_stream: 1,
         prompt_bytes: opts.estimated_prompt_bytes(),
     })
+}
+
+/// Room kept for a dataset line while it is read and parsed, bytes: the line (at most
+/// `MAX_LINE_BYTES`, 64 MiB) and its parsed JSON, 2 × 64 MiB.
+pub const LINE_ROOM_BYTES: u64 = 2 * inferbench_workload::dataset::MAX_LINE_BYTES as u64;
+
+/// Memory a dataset's prompts may take (`BenchOptions::prompt_memory`), bytes: the budget less
+/// what `need` takes besides (the process, streams and records: [`Need::memory`]) and
+/// [`LINE_ROOM_BYTES`]; `None` when no budget is known. The loader refuses a file whose prompts
+/// need more, naming how many fit (issue 39 §2: a dataset read outside the budget aborted).
+pub fn prompt_room(need: &Need, limits: &Limits) -> Option<u64> {
+    let budget = limits.memory?;
+    Some(
+        budget
+            .bytes
+            .saturating_sub(need.memory(limits.base))
+            .saturating_sub(LINE_ROOM_BYTES),
+    )
 }
 
 /// What `selftest --concurrency LIST` asks: its largest level's streams (requests unknown:

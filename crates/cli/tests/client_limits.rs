@@ -590,3 +590,107 @@ fn inherited_descriptors_count_against_the_open_file_limit() {
     );
     assert_nothing_connected(&l);
 }
+
+/// `bench --dataset-name jsonl` with `path` and `more` flags under `ulimit -v KIB`, 2 workers.
+fn dataset_bench(kib: &str, url: &str, path: &std::path::Path, more: &[&str]) -> (Output, String) {
+    let v = format!("-v {kib}");
+    let mut args = vec![
+        "bench",
+        "--base-url",
+        url,
+        "--model",
+        "Llama-3.1-8B",
+        "--dataset-name",
+        "jsonl",
+        "--dataset-path",
+        path.to_str().unwrap(),
+        "--num-warmups",
+        "0",
+        "--progress",
+        "off",
+        "--power",
+        "off",
+        "--no-server-metrics",
+    ];
+    args.extend_from_slice(more);
+    under_ulimit(&[&v], &args)
+}
+
+/// Trial of issue 39 §2, finding 1: a 1.9 GB dataset (inside the 2 GiB cap) under
+/// `ulimit -v 1000000` aborted a `--num-prompts 2` bench ("memory allocation of 1992294400
+/// bytes failed", exit 134): the file was read whole. It is read a line at a time now: a
+/// sparse file of NUL bytes is one line longer than the line cap (exit 2, FILE:LINE, nothing
+/// sent); two prompts followed by the same sparse tail run (exit 0), the tail never read.
+#[test]
+fn a_large_dataset_under_ulimit_v_is_read_a_line_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let zeros = dir.path().join("x.jsonl");
+    std::fs::File::create(&zeros)
+        .unwrap()
+        .set_len(1900 << 20)
+        .unwrap();
+    let (l, url) = listener();
+    let (o, text) = dataset_bench("1000000", &url, &zeros, &["--num-prompts", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: --dataset-path {0}: {0}:1: the line is longer than the 67108864-byte limit \
+             of a line of this input",
+            zeros.display()
+        )),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+    let two = dir.path().join("y.jsonl");
+    std::fs::write(&two, "{\"prompt\": \"a b\"}\n{\"prompt\": \"c d\"}\n").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&two)
+        .unwrap()
+        .set_len(1900 << 20)
+        .unwrap();
+    let sim = start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let (o, text) = dataset_bench("1000000", &url, &two, &["--num-prompts", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let ok = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Successful requests:"))
+        .map(str::trim);
+    assert_eq!(ok, Some("2"), "{text}");
+}
+
+/// Issue 39 §2: a dataset's prompts count against the memory budget as they are read. 40
+/// prompts of 512 KiB under `ulimit -v 400000` (2 workers: 245 MiB for the process, 128 MiB
+/// kept for a line being parsed, 15 MiB left for prompts) are refused at the line that passes it, naming how many fit
+/// (exit 2, nothing sent); that many run to the end.
+#[test]
+fn dataset_prompts_beyond_ulimit_v_are_refused_naming_what_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.jsonl");
+    let prompt = "hello ".repeat((1 << 19) / 6);
+    let line = format!("{{\"prompt\": \"{prompt}\", \"max_tokens\": 2}}\n");
+    std::fs::write(&path, line.repeat(40)).unwrap();
+    let (l, url) = listener();
+    let (o, text) = dataset_bench("400000", &url, &path, &["--num-prompts", "40"]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let fits = text
+        .split("--num-prompts ")
+        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"));
+    assert!(
+        text.contains(&format!(
+            "{}:{}: the prompts read up to here need more than the",
+            path.display(),
+            fits.parse::<usize>().unwrap() + 1
+        )),
+        "{text}"
+    );
+    assert_eq!(fits, "30", "{text}");
+    assert_nothing_connected(&l);
+    let sim = start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let (o, text) = dataset_bench("400000", &url, &path, &["--num-prompts", fits]);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(!text.contains("memory allocation"), "{text}");
+}

@@ -700,6 +700,7 @@ impl BenchFlags {
             // A server bench did not launch: only what it reports of itself (issue 39 §5).
             server_settings: Vec::new(),
             rescaled_at: None,
+            prompt_memory: None,
         })
     }
 }

@@ -216,6 +216,11 @@ pub struct BenchOptions {
     /// time scale (quickstart, `sweep --sim`): a sim at that scale does not make the point
     /// invalid. Not a flag; `None` for `bench`.
     pub rescaled_at: Option<f64>,
+    /// Most memory a dataset's prompts may take, bytes (`--dataset-path`; the CLI's memory
+    /// budget less what the streams, records and the process itself need, issue 39 §2): a file
+    /// whose prompts would take more is refused at load naming how many prompts fit, instead of
+    /// aborting when an allocation fails. Not a flag; `None`: not bounded.
+    pub prompt_memory: Option<u64>,
 }
 
 impl Default for BenchOptions {
@@ -275,6 +280,7 @@ impl Default for BenchOptions {
             prepared: None,
             server_settings: Vec::new(),
             rescaled_at: None,
+            prompt_memory: None,
         }
     }
 }

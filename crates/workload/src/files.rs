@@ -43,38 +43,221 @@ pub const MAX_TRACE_FILE_BYTES: u64 = 8 << 30;
 /// [`WorkloadError::Io`] when the file cannot be read; [`WorkloadError::Parse`] (no line) naming
 /// the file for a file that is not regular or is larger than `max_bytes`.
 pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, WorkloadError> {
+    let (f, len) = open_regular_file(path, max_bytes)?;
     let io = |source| WorkloadError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let refuse = |reason: String| WorkloadError::Parse {
+    let mut buf = Vec::new();
+    // Fallible: a file within the size cap may still not fit this process's memory
+    // (`ulimit -v`, issue 39 §2), which is an error, not an abort.
+    reserve(&mut buf, len as usize, path)?;
+    f.take(max_bytes + 1).read_to_end(&mut buf).map_err(io)?;
+    if buf.len() as u64 > max_bytes {
+        return Err(too_big(path, buf.len() as u64, max_bytes));
+    }
+    Ok(buf)
+}
+
+/// Opens `path` for reading if it is a regular file (after symlinks) of at most `max_bytes`
+/// bytes; returns the file and its size, bytes. A FIFO, socket, device or directory is refused
+/// without being opened (opening a FIFO blocks until a writer comes).
+///
+/// # Errors
+/// As [`read_regular_file`].
+pub fn open_regular_file(
+    path: &Path,
+    max_bytes: u64,
+) -> Result<(std::fs::File, u64), WorkloadError> {
+    let io = |source| WorkloadError::Io {
         path: path.to_path_buf(),
-        line: None,
-        reason,
+        source,
     };
     let meta = std::fs::metadata(path).map_err(io)?;
     if !meta.is_file() {
-        return Err(refuse(format!(
-            "not a regular file ({}): only regular files are read",
-            file_kind(&meta)
-        )));
+        return Err(WorkloadError::Parse {
+            path: path.to_path_buf(),
+            line: None,
+            reason: format!(
+                "not a regular file ({}): only regular files are read",
+                file_kind(&meta)
+            ),
+        });
     }
-    let too_big = |size: u64| {
-        refuse(format!(
-            "{size} bytes is larger than the {max_bytes}-byte limit of this input (split it, \
-             or keep the first part)"
-        ))
-    };
     if meta.len() > max_bytes {
-        return Err(too_big(meta.len()));
+        return Err(too_big(path, meta.len(), max_bytes));
     }
     let f = std::fs::File::open(path).map_err(io)?;
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    f.take(max_bytes + 1).read_to_end(&mut buf).map_err(io)?;
-    if buf.len() as u64 > max_bytes {
-        return Err(too_big(buf.len() as u64));
+    Ok((f, meta.len()))
+}
+
+/// The error for a file of `size` bytes above its `max_bytes` cap.
+fn too_big(path: &Path, size: u64, max_bytes: u64) -> WorkloadError {
+    WorkloadError::Parse {
+        path: path.to_path_buf(),
+        line: None,
+        reason: format!(
+            "{size} bytes is larger than the {max_bytes}-byte limit of this input (split it, \
+             or keep the first part)"
+        ),
     }
-    Ok(buf)
+}
+
+/// Reserves room for `more` bytes in `buf` without aborting when memory runs out.
+///
+/// # Errors
+/// [`WorkloadError::Parse`] naming `path` and the bytes that did not fit (the address-space
+/// limit `ulimit -v` or the machine's memory).
+pub fn reserve(buf: &mut Vec<u8>, more: usize, path: &Path) -> Result<(), WorkloadError> {
+    buf.try_reserve(more).map_err(|_| WorkloadError::Parse {
+        path: path.to_path_buf(),
+        line: None,
+        reason: format!(
+            "{} more bytes to read it do not fit in this process's memory (`ulimit -v` or the \
+             memory available): raise the limit or use a smaller file",
+            more
+        ),
+    })
+}
+
+/// A regular file read one line at a time ([`LineReader::next_line`]), so that memory holds one
+/// line and what the caller keeps, never the whole file (issue 39 §2: a 1.9 GB dataset read
+/// whole under `ulimit -v 1000000` aborted a `--num-prompts 2` bench). Each line is checked as
+/// it is read: at most `max_line` bytes (a longer one is refused after `max_line + 1` bytes,
+/// unread beyond), UTF-8 (a UTF-16 or UTF-32 byte-order mark at the start names the encoding;
+/// bad bytes name the line and the file's byte offset, as [`encoding_problem`]); a leading
+/// UTF-8 byte-order mark is skipped.
+pub struct LineReader {
+    path: std::path::PathBuf,
+    reader: std::io::BufReader<std::fs::File>,
+    buf: Vec<u8>,
+    /// Lines read so far (the 1-based number of the last one).
+    line: usize,
+    /// Bytes of the file read so far.
+    offset: u64,
+    max_line: usize,
+    max_bytes: u64,
+}
+
+impl LineReader {
+    /// Opens `path` ([`open_regular_file`] with `max_bytes`) to be read in lines of at most
+    /// `max_line` bytes.
+    ///
+    /// # Errors
+    /// As [`open_regular_file`].
+    pub fn open(path: &Path, max_bytes: u64, max_line: usize) -> Result<Self, WorkloadError> {
+        let (f, _) = open_regular_file(path, max_bytes)?;
+        Ok(LineReader {
+            path: path.to_path_buf(),
+            reader: std::io::BufReader::with_capacity(1 << 20, f),
+            buf: Vec::new(),
+            line: 0,
+            offset: 0,
+            max_line,
+            max_bytes,
+        })
+    }
+
+    /// The next line (without its `\n` or `\r\n`) and its 1-based number; `None` at the end.
+    ///
+    /// # Errors
+    /// [`WorkloadError::Io`] when reading fails; [`WorkloadError::Parse`] naming the line for a
+    /// line longer than `max_line` bytes, text that is not UTF-8 (or a UTF-16/32 file), memory
+    /// that cannot hold the line, or a file that grew past `max_bytes`.
+    pub fn next_line(&mut self) -> Result<Option<(usize, &str)>, WorkloadError> {
+        use std::io::BufRead as _;
+        let start = self.offset;
+        self.buf.clear();
+        let mut ended = false;
+        loop {
+            let avail = self.reader.fill_buf().map_err(|source| WorkloadError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+            if avail.is_empty() {
+                break;
+            }
+            let (chunk, done) = match memchr::memchr(b'\n', avail) {
+                Some(i) => (&avail[..=i], true),
+                None => (avail, false),
+            };
+            let room = (self.max_line + 2).saturating_sub(self.buf.len());
+            let take = chunk.len().min(room);
+            if let Err(mut e) = reserve(&mut self.buf, take, &self.path) {
+                if let WorkloadError::Parse { line, .. } = &mut e {
+                    *line = Some(self.line + 1);
+                }
+                return Err(e);
+            }
+            self.buf.extend_from_slice(&chunk[..take]);
+            let whole = take == chunk.len();
+            self.reader.consume(take);
+            self.offset += take as u64;
+            let body = self.buf.len() - usize::from(self.buf.last() == Some(&b'\n'));
+            if body > self.max_line {
+                return Err(self.refuse(
+                    self.line + 1,
+                    format!(
+                        "the line is longer than the {}-byte limit of a line of this input",
+                        self.max_line
+                    ),
+                ));
+            }
+            if done && whole {
+                ended = true;
+                break;
+            }
+        }
+        if self.offset > self.max_bytes {
+            return Err(too_big(&self.path, self.offset, self.max_bytes));
+        }
+        if self.buf.is_empty() && !ended {
+            return Ok(None);
+        }
+        self.line += 1;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+        }
+        let mut skip = 0;
+        if self.line == 1 {
+            let other_bom = [&b"\xFF\xFE"[..], b"\xFE\xFF", b"\x00\x00\xFE\xFF"]
+                .iter()
+                .any(|bom| self.buf.starts_with(bom));
+            if let Some((_, reason)) = encoding_problem(&self.buf).filter(|_| other_bom) {
+                return Err(self.refuse(1, reason));
+            }
+            if self.buf.starts_with(UTF8_BOM) {
+                skip = UTF8_BOM.len();
+            }
+        }
+        if let Err(e) = std::str::from_utf8(&self.buf[skip..]) {
+            let at = skip + e.valid_up_to();
+            return Err(self.refuse(
+                self.line,
+                format!(
+                "not UTF-8 text: byte {} (column {}) is 0x{:02X}, which cannot start or continue \
+                 a UTF-8 character",
+                start + at as u64,
+                at + 1,
+                self.buf[at]
+            ),
+            ));
+        }
+        let text = std::str::from_utf8(&self.buf[skip..]).unwrap_or_default();
+        Ok(Some((self.line, text)))
+    }
+
+    /// A [`WorkloadError::Parse`] for the line being read.
+    fn refuse(&self, line: usize, reason: String) -> WorkloadError {
+        WorkloadError::Parse {
+            path: self.path.clone(),
+            line: Some(line),
+            reason,
+        }
+    }
 }
 
 /// What a non-regular file is, in words.
