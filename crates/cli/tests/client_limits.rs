@@ -694,3 +694,108 @@ fn dataset_prompts_beyond_ulimit_v_are_refused_naming_what_fits() {
     assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(!text.contains("memory allocation"), "{text}");
 }
+
+/// `replay` with `source` (`--traces PATH` or `--synthetic SHAPE`) and `more` flags against a
+/// port nothing listens on, under `ulimit -v KIB`, 2 workers: a run that gets past its
+/// preparation ends "server unreachable" (exit 3).
+fn replay_under(kib: &str, source: &[&str], more: &[&str]) -> (Output, String) {
+    let v = format!("-v {kib}");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut args = vec!["replay"];
+    args.extend_from_slice(source);
+    args.extend_from_slice(&[
+        "--model",
+        "m",
+        "--base-url",
+        &url,
+        "--benchmark-duration",
+        "60",
+        "--unsafe-override",
+        "--progress",
+        "off",
+        "--power",
+        "off",
+        "--no-server-metrics",
+    ]);
+    args.extend_from_slice(more);
+    under_ulimit(&[&v], &args)
+}
+
+/// Trial of issue 39 §2, finding 2: `replay --synthetic 062126-256k --concurrency 64` under
+/// `ulimit -v 400000` aborted (exit 134; its peak was ~1.2 GB and the check counted 249 MiB,
+/// not the corpus). The corpus is generated a session at a time within the memory budget:
+/// refused at the session that passes it (exit 2, nothing sent), naming how many fit; that many
+/// get past the preparation (exit 3 against a closed port, never 134 or 101).
+#[test]
+fn a_synthetic_corpus_beyond_ulimit_v_is_refused_naming_what_fits() {
+    let (o, text) = replay_under(
+        "400000",
+        &["--synthetic", "062126-256k", "--concurrency", "64"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let fits = text
+        .split("--num-dataset-entries ")
+        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"));
+    assert!(
+        text.contains(
+            "error: --synthetic 062126-256k: the traces read up to here need more than the 13 \
+             MiB of memory left for traces"
+        ),
+        "{text}"
+    );
+    assert_eq!(fits, "15", "{text}");
+    let (o, text) = replay_under(
+        "400000",
+        &["--synthetic", "062126-256k", "--concurrency", "64"],
+        &["--num-dataset-entries", fits],
+    );
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(text.contains("server unreachable"), "{text}");
+}
+
+/// Trial of issue 39 §2, finding 1: a trace file read whole aborted under `ulimit -v` (3 GB
+/// under 2000000: exit 134). It is read a batch of lines at a time: two traces followed by a
+/// 1.5 GiB sparse tail (one line of NUL bytes) under `ulimit -v 1000000` are refused at the
+/// tail's line once it is longer than the memory left (exit 2, FILE:LINE), and with
+/// `--num-dataset-entries 2` the tail is never read (exit 3 against a closed port).
+#[test]
+fn a_large_trace_file_under_ulimit_v_is_read_a_batch_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("traces.jsonl");
+    let line = |id: &str| {
+        format!(
+            "{{\"id\": \"{id}\", \"requests\": [{{\"t\": 0, \"in\": 64, \"out\": 8, \"hash_ids\": \
+             [0]}}]}}\n"
+        )
+    };
+    std::fs::write(&path, line("a") + &line("b")).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(1536 << 20)
+        .unwrap();
+    let p = path.to_str().unwrap();
+    let (o, text) = replay_under("1000000", &["--traces", p], &[]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{p}:3: the line is longer than the 632356864-byte limit of a line of this input"
+        )),
+        "{text}"
+    );
+    let (o, text) = replay_under("1000000", &["--traces", p], &["--num-dataset-entries", "2"]);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("2 traces (2 requests) from 1 file(s)"),
+        "{text}"
+    );
+}

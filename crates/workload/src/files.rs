@@ -183,11 +183,25 @@ impl LineReader {
             };
             let room = (self.max_line + 2).saturating_sub(self.buf.len());
             let take = chunk.len().min(room);
-            if let Err(mut e) = reserve(&mut self.buf, take, &self.path) {
-                if let WorkloadError::Parse { line, .. } = &mut e {
-                    *line = Some(self.line + 1);
+            // Grown by doubling, never past the line cap, and fallibly: a line that does not
+            // fit in memory is an error, not an abort.
+            if self.buf.capacity() - self.buf.len() < take {
+                let cap = self.max_line + 2;
+                let want = (self.buf.capacity() * 2)
+                    .max(self.buf.len() + take)
+                    .min(cap)
+                    - self.buf.len();
+                if self.buf.try_reserve_exact(want).is_err() {
+                    return Err(self.refuse(
+                        self.line + 1,
+                        format!(
+                            "the line does not fit in this process's memory after {} bytes \
+                             (`ulimit -v` or the memory available): raise the limit or split \
+                             the line",
+                            self.buf.len()
+                        ),
+                    ));
                 }
-                return Err(e);
             }
             self.buf.extend_from_slice(&chunk[..take]);
             let whole = take == chunk.len();

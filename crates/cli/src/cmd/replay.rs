@@ -78,16 +78,22 @@ fn size_notice(
 }
 
 /// Runs `inferbench replay` under the shutdown token.
-pub fn run(flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
+pub fn run(mut flags: ReplayFlags) -> anyhow::Result<ExitStatus> {
     // More lanes than this process can hold: refused before the traces load (issue 39 §2:
     // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
-    crate::limits::refuse_beyond(Some(crate::limits::Need {
+    let need = crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
         per_stream: 1,
         prompt_bytes: 0,
-    }))?;
+    };
+    crate::limits::refuse_beyond(Some(need))?;
+    // The traces (read or generated) within what the budget leaves besides the lanes: a load
+    // that needs more is refused naming how many traces fit, before any request (issue 39 §2:
+    // a 488 MB trace file under `ulimit -v 1000000`, or the 062126-256k corpus at 400000,
+    // aborted with exit 134).
+    flags.memory_budget = crate::limits::prompt_room(&need, &crate::limits::current());
     let rt = super::runtime()?;
     let prepared = rt.block_on(flags.prepare_bounded())?;
     // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
