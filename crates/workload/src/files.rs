@@ -421,4 +421,49 @@ mod tests {
         assert!(bom_in_line(b"\xEF\xBB\xBF{}").is_some());
         assert!(bom_in_line(b"{}").is_none());
     }
+
+    /// The line reader yields lines without `\n` / `\r\n`, skips a leading UTF-8 BOM, names
+    /// a bad byte with its line, file offset and column, and refuses a line longer than its
+    /// cap after reading no more than the cap (issue 39 §2).
+    #[test]
+    fn lines_are_read_one_at_a_time_and_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("l.txt");
+        std::fs::write(&p, b"\xEF\xBB\xBFab\r\n\ncd\nef").unwrap();
+        let mut r = LineReader::open(&p, 1 << 20, 8).unwrap();
+        let mut got = Vec::new();
+        while let Some((n, l)) = r.next_line().unwrap() {
+            got.push((n, l.to_string()));
+        }
+        let want = [(1, "ab"), (2, ""), (3, "cd"), (4, "ef")];
+        assert_eq!(got, want.map(|(n, l)| (n, l.to_string())));
+        std::fs::write(&p, b"ok\n{\"a\xFF\"}\n").unwrap();
+        let mut r = LineReader::open(&p, 1 << 20, 8).unwrap();
+        assert_eq!(r.next_line().unwrap(), Some((1, "ok")));
+        assert_eq!(
+            r.next_line().unwrap_err().to_string(),
+            format!(
+                "{}:2: not UTF-8 text: byte 6 (column 4) is 0xFF, which cannot start or \
+                 continue a UTF-8 character",
+                p.display()
+            )
+        );
+        std::fs::write(&p, b"12345678\n123456789\n").unwrap();
+        let mut r = LineReader::open(&p, 1 << 20, 8).unwrap();
+        assert_eq!(r.next_line().unwrap(), Some((1, "12345678")));
+        assert_eq!(
+            r.next_line().unwrap_err().to_string(),
+            format!(
+                "{}:2: the line is longer than the 8-byte limit of a line of this input",
+                p.display()
+            )
+        );
+        std::fs::write(&p, b"\xFF\xFEa\x00\n\x00").unwrap();
+        let mut r = LineReader::open(&p, 1 << 20, 8).unwrap();
+        assert!(r
+            .next_line()
+            .unwrap_err()
+            .to_string()
+            .ends_with(":1: the file is UTF-16 (little-endian) text (it starts with that byte-order mark); save it as UTF-8"));
+    }
 }
