@@ -344,6 +344,26 @@ fn read_file(
             }
         }
     }
+    // A `.json` file is read whole, and its traces take about as much again: refused up front
+    // when the two do not fit what is left for traces.
+    if let Some(most) = memory_budget {
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        if len.saturating_mul(2) > most {
+            return Err(WorkloadError::Parse {
+                path: path.to_path_buf(),
+                line: None,
+                reason: format!(
+                    "a .json trace file is read whole: its {len} bytes and its traces need \
+                     about {} MiB, more than the {} MiB of memory left for traces (`ulimit -v` \
+                     or the memory available, less what the lanes and the process need); \
+                     write it as JSONL (one trace per line, read a batch at a time) or raise \
+                     the limit (nothing was sent)",
+                    len.saturating_mul(2) >> 20,
+                    most >> 20
+                ),
+            });
+        }
+    }
     let raw = read_regular_file(path, MAX_TRACE_FILE_BYTES)?;
     if let Some((line, reason)) = encoding_problem(&raw) {
         return Err(WorkloadError::Parse {
@@ -1803,5 +1823,28 @@ pub(crate) mod tests {
             ..within(3 * one)
         };
         assert_eq!(load_traces(&p, &two).unwrap().traces.len(), 2);
+        // A `.json` file is read whole: refused up front when it and its traces do not fit.
+        let j = write(
+            &dir,
+            "t.json",
+            &format!("[{}]", body.trim_end().replace('\n', ",")),
+        );
+        let len = std::fs::metadata(&j).unwrap().len();
+        assert_eq!(
+            load_traces(&j, &within(2 * len + 5 * one))
+                .unwrap()
+                .traces
+                .len(),
+            5
+        );
+        let e = load_traces(&j, &within(2 * len - 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "t.json: a .json trace file is read whole: its {len} bytes and its traces need"
+            )),
+            "{e}"
+        );
     }
 }
