@@ -799,3 +799,42 @@ fn a_large_trace_file_under_ulimit_v_is_read_a_batch_at_a_time() {
         "{text}"
     );
 }
+
+/// Issue 39 §2 (the same kind as finding 2): `agentx-traces --shape 062126-256k` under
+/// `ulimit -v 600000` aborted (exit 134) building the corpus. It is generated a session at a
+/// time within the memory budget: under `ulimit -v 400000` it is refused naming how many
+/// sessions fit (exit 2, nothing written); a smaller corpus is written (exit 0).
+#[test]
+fn a_synthetic_corpus_written_beyond_ulimit_v_is_refused_naming_what_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.jsonl");
+    let o = out.to_str().unwrap();
+    let (r, text) = under_ulimit(
+        &["-v 400000"],
+        &["agentx-traces", "--shape", "062126-256k", "-o", o],
+    );
+    assert_eq!(r.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --shape 062126-256k: the sessions generated up to here need more than the \
+             145 MiB of memory this process has left (`ulimit -v` or the memory available, \
+             less its own); --traces 142 or fewer fit"
+        ),
+        "{text}"
+    );
+    assert!(!out.exists());
+    let (r, text) = under_ulimit(
+        &["-v 400000"],
+        &[
+            "agentx-traces",
+            "--shape",
+            "062126-256k",
+            "--traces",
+            "10",
+            "-o",
+            o,
+        ],
+    );
+    assert_eq!(r.status.code(), Some(0), "{text}");
+    assert!(text.contains("wrote "), "{text}");
+}
