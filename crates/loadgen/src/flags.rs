@@ -707,6 +707,7 @@ impl BenchFlags {
             server_settings: Vec::new(),
             rescaled_at: None,
             clock: inferbench_client::ClockSource::System,
+            prompt_memory: None,
         })
     }
 }

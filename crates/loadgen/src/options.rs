@@ -221,6 +221,11 @@ pub struct BenchOptions {
     /// Where the run reads time (not a flag): [`ClockSource::System`] for every real run;
     /// tests pass [`ClockSource::Tokio`] under a paused runtime to run in virtual time.
     pub clock: ClockSource,
+    /// Most memory a dataset's prompts may take, bytes (`--dataset-path`; the CLI's memory
+    /// budget less what the streams, records and the process itself need, issue 39 §2): a file
+    /// whose prompts would take more is refused at load naming how many prompts fit, instead of
+    /// aborting when an allocation fails. Not a flag; `None`: not bounded.
+    pub prompt_memory: Option<u64>,
 }
 
 impl Default for BenchOptions {
@@ -282,6 +287,7 @@ impl Default for BenchOptions {
             server_settings: Vec::new(),
             rescaled_at: None,
             clock: ClockSource::System,
+            prompt_memory: None,
         }
     }
 }
