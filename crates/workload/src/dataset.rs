@@ -1271,6 +1271,70 @@ mod tests {
         );
     }
 
+    /// s3's file-shape checks (issue 39 §10) hold on s1's streamed reads (issue 39 §2): with
+    /// `--num-prompts 1` (one line read) a BOM-less UTF-16 file larger than the read buffer is
+    /// still named at `FILE:1` from its first bytes, CR-only ShareGPT JSONL is refused before
+    /// any line, a ShareGPT array in BOM-less UTF-16 is named (not a serde error), and a
+    /// ShareGPT JSONL line with a lone CR gets the hint.
+    #[test]
+    fn file_shape_checks_hold_on_streamed_reads() {
+        let d = tempfile::tempdir().unwrap();
+        let one = DatasetOptions {
+            num_prompts: Some(1),
+            ..DatasetOptions::default()
+        };
+        let err = |kind: DatasetKind, name: &str, body: &[u8]| {
+            let p = d.path().join(name);
+            std::fs::write(&p, body).unwrap();
+            let e = load_dataset(kind, &p, &tok(), &one)
+                .unwrap_err()
+                .to_string();
+            e.strip_prefix(&p.display().to_string())
+                .unwrap()
+                .to_string()
+        };
+        let utf16 = |s: &str| -> Vec<u8> { s.encode_utf16().flat_map(u16::to_le_bytes).collect() };
+        let named = ":1: the file looks like UTF-16 (little-endian) text without a byte-order \
+                     mark (every other byte is NUL); save it as UTF-8 (e.g. `iconv -f UTF-16LE \
+                     -t UTF-8 FILE > FILE.utf8`)";
+        let big = utf16(&"{\"prompt\": \"a\"}\n".repeat(100_000));
+        assert!(big.len() > 2 << 20);
+        assert_eq!(err(DatasetKind::Jsonl, "big.jsonl", &big), named);
+        let arr = utf16(r#"[{"conversations": [{"from": "human", "value": "hi"}]}]"#);
+        assert_eq!(err(DatasetKind::ShareGpt, "w.json", &arr), named);
+        assert_eq!(
+            err(
+                DatasetKind::ShareGpt,
+                "cr.jsonl",
+                b"{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}\r{}\r{}"
+            ),
+            ":1: the file's lines end in a carriage return alone (CR, \\r: classic Mac OS line \
+             ends; 3 lines and no LF), so it reads as one line; convert the line ends to LF \
+             (e.g. `tr '\\r' '\\n' < FILE > FILE.jsonl`)"
+        );
+        let all = DatasetOptions::default();
+        let p = d.path().join("lone.jsonl");
+        std::fs::write(
+            &p,
+            b"{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}\n{}\r{}\n",
+        )
+        .unwrap();
+        let e = load_dataset(DatasetKind::ShareGpt, &p, &tok(), &all)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{}:2: invalid JSON: ", p.display())),
+            "{e}"
+        );
+        assert!(
+            e.ends_with(
+                " (the line holds a carriage return (CR, \\r) without LF: lines ending in CR \
+                 alone are not split; convert them to LF, e.g. `tr '\\r' '\\n'`)"
+            ),
+            "{e}"
+        );
+    }
+
     #[test]
     fn sharegpt_errors_name_the_file() {
         let d = tempfile::tempdir().unwrap();
