@@ -91,6 +91,59 @@ pub fn cap_arenas_under_address_limit() {
     }
 }
 
+/// Threads of the pool that prepares prompts and parses input files (rayon's global pool)
+/// under an address-space limit: 2, as when [`BASE_BYTES`] was measured (on 2 cores). Without
+/// such a limit the pool has a thread per core (rayon's default).
+pub const PROMPT_THREADS_UNDER_AS_LIMIT: usize = 2;
+
+/// Starts the pool that prepares prompts and parses input files (rayon's global pool) before
+/// anything else allocates: [`PROMPT_THREADS_UNDER_AS_LIMIT`] threads of [`THREAD_STACK_BYTES`]
+/// under `ulimit -v`, else one per core. Started lazily, a pool whose threads could not be
+/// created panicked at its first use ("The global thread pool has not been initialized",
+/// exit 101, trial of issue 39 §2 under `ulimit -v 600000`).
+///
+/// # Errors
+/// When its threads cannot be created (the address-space limit leaves no room for their
+/// stacks), naming the limit: the caller exits 2 before any request.
+pub fn start_prompt_pool() -> anyhow::Result<()> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = if address_space_limited() {
+        cores.min(PROMPT_THREADS_UNDER_AS_LIMIT)
+    } else {
+        cores
+    };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .stack_size(THREAD_STACK_BYTES as usize)
+        .thread_name(|i| format!("prompts-{i}"))
+        .build_global()
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot start {threads} threads to prepare prompts ({e}): the address-space \
+                 limit `ulimit -v` leaves no room for their {} MiB stacks; raise it (nothing \
+                 was sent)",
+                THREAD_STACK_BYTES >> 20
+            )
+        })
+}
+
+/// Whether a soft address-space limit (`ulimit -v`) is set.
+fn address_space_limited() -> bool {
+    #[cfg(unix)]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: getrlimit writes only the struct passed.
+        unsafe {
+            libc::getrlimit(libc::RLIMIT_AS, &mut r) == 0 && r.rlim_cur != libc::RLIM_INFINITY
+        }
+    }
+    #[cfg(not(unix))]
+    false
+}
+
 /// What this process may open and hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -107,6 +160,11 @@ pub struct Limits {
     /// The process's own address space besides its streams, requests and prompts, bytes:
     /// [`base_bytes`] of the workers.
     pub base: u64,
+    /// Descriptors the process was started with besides stdin, stdout and stderr
+    /// ([`inherited_files`]): they count against `ulimit -n` like the run's own (trial of
+    /// issue 39: 60 inherited descriptors at `ulimit -n 150` turned the advice "70 fits" into 60
+    /// `client_resource` failures).
+    pub inherited_files: u64,
 }
 
 /// What a run asks of the process.
@@ -147,6 +205,25 @@ impl Need {
             .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
             .saturating_add(self.prompt_bytes)
     }
+}
+
+/// Descriptors open in this process besides 0, 1 and 2, counted once, the first time this is
+/// called (`main` calls it first thing, before the process opens any file of its own): those
+/// inherited from the parent (a shell's, a CI runner's or a supervisor's leaked descriptors).
+/// Read from `/proc/self/fd` (the descriptor reading it left out); 0 where it cannot be read.
+pub fn inherited_files() -> u64 {
+    static INHERITED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *INHERITED.get_or_init(|| {
+        let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+            return 0;
+        };
+        let fds: Vec<u64> = dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|&fd| fd > 2)
+            .collect();
+        // One of them is the directory being read: it is closed again at once.
+        (fds.len() as u64).saturating_sub(1)
+    })
 }
 
 /// Lifts the soft open-file limit to the hard one (no-op when already there). Returns the
@@ -199,6 +276,7 @@ pub fn current() -> Limits {
             memory: inferbench_loadgen::options::memory_budget(),
             threads: worker_threads() as u64 + BLOCKING_THREADS as u64,
             base: base_bytes(worker_threads() as u64),
+            inherited_files: inherited_files(),
         }
     }
     #[cfg(not(unix))]
@@ -208,6 +286,7 @@ pub fn current() -> Limits {
         memory: inferbench_loadgen::options::memory_budget(),
         threads: worker_threads() as u64 + BLOCKING_THREADS as u64,
         base: base_bytes(worker_threads() as u64),
+        inherited_files: 0,
     }
 }
 
@@ -218,16 +297,25 @@ pub fn current() -> Limits {
 pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
     let mut why = Vec::new();
     let mut fit = need.streams;
-    let files = need.open_files();
+    let files = need.open_files().saturating_add(limits.inherited_files);
     if files > limits.open_files {
         let most = limits
             .open_files
-            .saturating_sub(CONNECTION_MARGIN as u64 + FILES_RESERVE);
+            .saturating_sub(CONNECTION_MARGIN as u64 + FILES_RESERVE)
+            .saturating_sub(limits.inherited_files);
         fit = fit.min(most / need.per_stream.max(1));
+        let inherited = if limits.inherited_files > 0 {
+            format!(
+                ", {} already open (inherited from the parent process)",
+                limits.inherited_files
+            )
+        } else {
+            String::new()
+        };
         why.push(format!(
             "{} streams need {files} open files ({} connections, {CONNECTION_MARGIN} spare, \
-             {FILES_RESERVE} for files) and this process may open {} (`ulimit -n`, hard limit \
-             {}): raise it with `ulimit -n {files}`",
+             {FILES_RESERVE} for files{inherited}) and this process may open {} (`ulimit -n`, \
+             hard limit {}): raise it with `ulimit -n {files}`",
             need.streams,
             need.connections(),
             limits.open_files,
@@ -331,6 +419,24 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
     })
 }
 
+/// Room kept for a dataset line while it is read and parsed, bytes: the line (at most
+/// `MAX_LINE_BYTES`, 64 MiB) and its parsed JSON, 2 × 64 MiB.
+pub const LINE_ROOM_BYTES: u64 = 2 * inferbench_workload::dataset::MAX_LINE_BYTES as u64;
+
+/// Memory a dataset's prompts may take (`BenchOptions::prompt_memory`), bytes: the budget less
+/// what `need` takes besides (the process, streams and records: [`Need::memory`]) and
+/// [`LINE_ROOM_BYTES`]; `None` when no budget is known. The loader refuses a file whose prompts
+/// need more, naming how many fit (issue 39 §2: a dataset read outside the budget aborted).
+pub fn prompt_room(need: &Need, limits: &Limits) -> Option<u64> {
+    let budget = limits.memory?;
+    Some(
+        budget
+            .bytes
+            .saturating_sub(need.memory(limits.base))
+            .saturating_sub(LINE_ROOM_BYTES),
+    )
+}
+
 /// What `selftest --concurrency LIST` asks: its largest level's streams (requests unknown:
 /// each level runs for a duration). `None` for a list selftest itself refuses.
 pub fn selftest_need(levels: &str) -> Option<Need> {
@@ -378,6 +484,7 @@ mod tests {
             memory: MemoryBudget::of(address_space, Some(16 << 30)),
             threads: 34,
             base: base_bytes(2),
+            inherited_files: 0,
         }
     }
 
@@ -405,6 +512,27 @@ mod tests {
         // Exactly enough passes.
         assert_eq!(check(&need(176, 800), &limits(256, None)), Ok(()));
         assert!(check(&need(177, 800), &limits(256, None)).is_err());
+    }
+
+    /// Trial of issue 39, finding 3: 60 descriptors inherited at `ulimit -n 150` count against
+    /// the limit: 150 − 16 − 64 − 60 = 10 streams fit, not 70.
+    #[test]
+    fn inherited_descriptors_count_against_the_open_file_limit() {
+        let with = |inherited| Limits {
+            inherited_files: inherited,
+            ..limits(150, None)
+        };
+        let e = check(&need(70, 70), &with(60)).unwrap_err();
+        assert_eq!(
+            e,
+            "--max-concurrency 70 is more than this client can hold: 70 streams need 210 open \
+             files (70 connections, 16 spare, 64 for files, 60 already open (inherited from the \
+             parent process)) and this process may open 150 (`ulimit -n`, hard limit 150): \
+             raise it with `ulimit -n 210`; --max-concurrency 10 or less fits (nothing was sent)"
+        );
+        assert_eq!(check(&need(10, 70), &with(60)), Ok(()));
+        assert!(check(&need(11, 70), &with(60)).is_err());
+        assert_eq!(check(&need(70, 70), &with(0)), Ok(()));
     }
 
     /// `ulimit -v 6000000` (KiB) with 1,000,000 streams and prompts: about 62.8 GB needed,

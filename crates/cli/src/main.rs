@@ -227,14 +227,19 @@ fn init_logging() {
 }
 
 fn main() {
+    // Counted before this process opens anything of its own (issue 39 §2: inherited
+    // descriptors count against `ulimit -n`).
+    limits::inherited_files();
     quiet_on_broken_stdout();
     init_logging();
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let mut pool = Ok(());
     if cli.command.long_running() {
         limits::raise_open_files();
         limits::cap_arenas_under_address_limit();
+        pool = limits::start_prompt_pool();
     }
-    let result = match cli.command {
+    let result = pool.and_then(|()| match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),
         Command::Selftest(a) => {
             limits::refuse_beyond(limits::selftest_need(&a.concurrency)).and_then(|()| a.run())
@@ -255,7 +260,7 @@ fn main() {
         Command::Eval(a) => cmd::eval::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::AgentxTraces(a) => cmd::replay::run_traces(a),
-    };
+    });
     match result {
         Ok(status) => std::process::exit(status.code()),
         Err(e) => {

@@ -13,6 +13,10 @@ const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
 
 use common::{start_sim, Sim};
 
+/// Shell words closing every descriptor above 2 the shell was started with.
+const CLOSE_INHERITED: &str =
+    "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd<&-\"; done; ";
+
 /// `inferbench ARGS` after the shell's `ulimit` settings `ulimits` (e.g. `-Sn 1024`).
 fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
     under_ulimit_with(ulimits, "2", args)
@@ -21,7 +25,9 @@ fn under_ulimit(ulimits: &[&str], args: &[&str]) -> (Output, String) {
 /// [`under_ulimit`] with `workers` runtime workers (`TOKIO_WORKER_THREADS`; the memory a run
 /// needs counts its threads, so the messages are the same on any machine).
 fn under_ulimit_with(ulimits: &[&str], workers: &str, args: &[&str]) -> (Output, String) {
-    let mut script = String::new();
+    // Descriptors the test harness passed on (cargo's jobserver pipes) closed first: they
+    // count against `ulimit -n` (issue 39 §2) and would change the exact numbers.
+    let mut script = String::from(CLOSE_INHERITED);
     for u in ulimits {
         script.push_str(&format!("ulimit {u} || exit 99; "));
     }
@@ -536,4 +542,299 @@ fn replay_counts_sub_agents_against_the_open_file_limit() {
         "{text}"
     );
     assert_nothing_connected(&l);
+}
+
+/// Trial of issue 39, finding 3: descriptors inherited from the parent count against
+/// `ulimit -n`. With 60 of them open at `ulimit -n 150`, 70 streams are refused (exit 2,
+/// nothing sent) and the advice is 150 − 16 − 64 − 60 = 10 (was "70 fits", then 60
+/// `client_resource` failures).
+#[test]
+fn inherited_descriptors_count_against_the_open_file_limit() {
+    let (l, url) = listener();
+    // Exactly 60 besides stdio: whatever the test harness passed on (cargo's jobserver pipes)
+    // closed, then descriptors 10..=69 opened on /dev/null, inherited by the exec'd binary.
+    let script = format!(
+        "{CLOSE_INHERITED}ulimit -n 150 || exit 99; for fd in $(seq 10 69); do \
+         eval \"exec $fd</dev/null\"; done; exec \"$0\" \"$@\""
+    );
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--max-concurrency",
+            "70",
+            "--num-prompts",
+            "70",
+        ])
+        .env("TOKIO_WORKER_THREADS", "2")
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "70 streams need 210 open files (70 connections, 16 spare, 64 for files, 60 already \
+             open (inherited from the parent process)) and this process may open 150"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("--max-concurrency 10 or less fits (nothing was sent)"),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+}
+
+/// `bench --dataset-name jsonl` with `path` and `more` flags under `ulimit -v KIB`, 2 workers.
+fn dataset_bench(kib: &str, url: &str, path: &std::path::Path, more: &[&str]) -> (Output, String) {
+    let v = format!("-v {kib}");
+    let mut args = vec![
+        "bench",
+        "--base-url",
+        url,
+        "--model",
+        "Llama-3.1-8B",
+        "--dataset-name",
+        "jsonl",
+        "--dataset-path",
+        path.to_str().unwrap(),
+        "--num-warmups",
+        "0",
+        "--progress",
+        "off",
+        "--power",
+        "off",
+        "--no-server-metrics",
+    ];
+    args.extend_from_slice(more);
+    under_ulimit(&[&v], &args)
+}
+
+/// Trial of issue 39 §2, finding 1: a 1.9 GB dataset (inside the 2 GiB cap) under
+/// `ulimit -v 1000000` aborted a `--num-prompts 2` bench ("memory allocation of 1992294400
+/// bytes failed", exit 134): the file was read whole. It is read a line at a time now: a
+/// sparse file of NUL bytes is one line longer than the line cap (exit 2, FILE:LINE, nothing
+/// sent); two prompts followed by the same sparse tail run (exit 0), the tail never read.
+#[test]
+fn a_large_dataset_under_ulimit_v_is_read_a_line_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let zeros = dir.path().join("x.jsonl");
+    std::fs::File::create(&zeros)
+        .unwrap()
+        .set_len(1900 << 20)
+        .unwrap();
+    let (l, url) = listener();
+    let (o, text) = dataset_bench("1000000", &url, &zeros, &["--num-prompts", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: --dataset-path {0}: {0}:1: the line is longer than the 67108864-byte limit \
+             of a line of this input",
+            zeros.display()
+        )),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+    let two = dir.path().join("y.jsonl");
+    std::fs::write(&two, "{\"prompt\": \"a b\"}\n{\"prompt\": \"c d\"}\n").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&two)
+        .unwrap()
+        .set_len(1900 << 20)
+        .unwrap();
+    let sim = start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let (o, text) = dataset_bench("1000000", &url, &two, &["--num-prompts", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let ok = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Successful requests:"))
+        .map(str::trim);
+    assert_eq!(ok, Some("2"), "{text}");
+}
+
+/// Issue 39 §2: a dataset's prompts count against the memory budget as they are read. 40
+/// prompts of 512 KiB under `ulimit -v 400000` (2 workers: 245 MiB for the process, 128 MiB
+/// kept for a line being parsed, 15 MiB left for prompts) are refused at the line that passes it, naming how many fit
+/// (exit 2, nothing sent); that many run to the end.
+#[test]
+fn dataset_prompts_beyond_ulimit_v_are_refused_naming_what_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.jsonl");
+    let prompt = "hello ".repeat((1 << 19) / 6);
+    let line = format!("{{\"prompt\": \"{prompt}\", \"max_tokens\": 2}}\n");
+    std::fs::write(&path, line.repeat(40)).unwrap();
+    let (l, url) = listener();
+    let (o, text) = dataset_bench("400000", &url, &path, &["--num-prompts", "40"]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let fits = text
+        .split("--num-prompts ")
+        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"));
+    assert!(
+        text.contains(&format!(
+            "{}:{}: the prompts read up to here need more than the",
+            path.display(),
+            fits.parse::<usize>().unwrap() + 1
+        )),
+        "{text}"
+    );
+    assert_eq!(fits, "30", "{text}");
+    assert_nothing_connected(&l);
+    let sim = start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let (o, text) = dataset_bench("400000", &url, &path, &["--num-prompts", fits]);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(!text.contains("memory allocation"), "{text}");
+}
+
+/// `replay` with `source` (`--traces PATH` or `--synthetic SHAPE`) and `more` flags against a
+/// port nothing listens on, under `ulimit -v KIB`, 2 workers: a run that gets past its
+/// preparation ends "server unreachable" (exit 3).
+fn replay_under(kib: &str, source: &[&str], more: &[&str]) -> (Output, String) {
+    let v = format!("-v {kib}");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut args = vec!["replay"];
+    args.extend_from_slice(source);
+    args.extend_from_slice(&[
+        "--model",
+        "m",
+        "--base-url",
+        &url,
+        "--benchmark-duration",
+        "60",
+        "--unsafe-override",
+        "--progress",
+        "off",
+        "--power",
+        "off",
+        "--no-server-metrics",
+    ]);
+    args.extend_from_slice(more);
+    under_ulimit(&[&v], &args)
+}
+
+/// Trial of issue 39 §2, finding 2: `replay --synthetic 062126-256k --concurrency 64` under
+/// `ulimit -v 400000` aborted (exit 134; its peak was ~1.2 GB and the check counted 249 MiB,
+/// not the corpus). The corpus is generated a session at a time within the memory budget:
+/// refused at the session that passes it (exit 2, nothing sent), naming how many fit; that many
+/// get past the preparation (exit 3 against a closed port, never 134 or 101).
+#[test]
+fn a_synthetic_corpus_beyond_ulimit_v_is_refused_naming_what_fits() {
+    let (o, text) = replay_under(
+        "400000",
+        &["--synthetic", "062126-256k", "--concurrency", "64"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    let fits = text
+        .split("--num-dataset-entries ")
+        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"));
+    assert!(
+        text.contains(
+            "error: --synthetic 062126-256k: the traces read up to here need more than the 13 \
+             MiB of memory left for traces"
+        ),
+        "{text}"
+    );
+    assert_eq!(fits, "15", "{text}");
+    let (o, text) = replay_under(
+        "400000",
+        &["--synthetic", "062126-256k", "--concurrency", "64"],
+        &["--num-dataset-entries", fits],
+    );
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(text.contains("server unreachable"), "{text}");
+}
+
+/// Trial of issue 39 §2, finding 1: a trace file read whole aborted under `ulimit -v` (3 GB
+/// under 2000000: exit 134). It is read a batch of lines at a time: two traces followed by a
+/// 1.5 GiB sparse tail (one line of NUL bytes) under `ulimit -v 1000000` are refused at the
+/// tail's line once it is longer than the memory left (exit 2, FILE:LINE), and with
+/// `--num-dataset-entries 2` the tail is never read (exit 3 against a closed port).
+#[test]
+fn a_large_trace_file_under_ulimit_v_is_read_a_batch_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("traces.jsonl");
+    let line = |id: &str| {
+        format!(
+            "{{\"id\": \"{id}\", \"requests\": [{{\"t\": 0, \"in\": 64, \"out\": 8, \"hash_ids\": \
+             [0]}}]}}\n"
+        )
+    };
+    std::fs::write(&path, line("a") + &line("b")).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(1536 << 20)
+        .unwrap();
+    let p = path.to_str().unwrap();
+    let (o, text) = replay_under("1000000", &["--traces", p], &[]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{p}:3: the line is longer than the 632356864-byte limit of a line of this input"
+        )),
+        "{text}"
+    );
+    let (o, text) = replay_under("1000000", &["--traces", p], &["--num-dataset-entries", "2"]);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains("2 traces (2 requests) from 1 file(s)"),
+        "{text}"
+    );
+}
+
+/// Issue 39 §2 (the same kind as finding 2): `agentx-traces --shape 062126-256k` under
+/// `ulimit -v 600000` aborted (exit 134) building the corpus. It is generated a session at a
+/// time within the memory budget: under `ulimit -v 400000` it is refused naming how many
+/// sessions fit (exit 2, nothing written); a smaller corpus is written (exit 0).
+#[test]
+fn a_synthetic_corpus_written_beyond_ulimit_v_is_refused_naming_what_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.jsonl");
+    let o = out.to_str().unwrap();
+    let (r, text) = under_ulimit(
+        &["-v 400000"],
+        &["agentx-traces", "--shape", "062126-256k", "-o", o],
+    );
+    assert_eq!(r.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: --shape 062126-256k: the sessions generated up to here need more than the \
+             145 MiB of memory this process has left (`ulimit -v` or the memory available, \
+             less its own); --traces 142 or fewer fit"
+        ),
+        "{text}"
+    );
+    assert!(!out.exists());
+    let (r, text) = under_ulimit(
+        &["-v 400000"],
+        &[
+            "agentx-traces",
+            "--shape",
+            "062126-256k",
+            "--traces",
+            "10",
+            "-o",
+            o,
+        ],
+    );
+    assert_eq!(r.status.code(), Some(0), "{text}");
+    assert!(text.contains("wrote "), "{text}");
 }

@@ -708,6 +708,7 @@ impl BenchFlags {
             rescaled_at: None,
             clock: inferbench_client::ClockSource::System,
             early_stop: None,
+            prompt_memory: None,
         })
     }
 }

@@ -226,6 +226,11 @@ pub struct BenchOptions {
     /// `inferbench.adaptive: true` and `inferbench.prompts_used`. Not a flag of `bench`;
     /// `None` (the default): every planned prompt is sent (InferenceX's fixed protocol).
     pub early_stop: Option<crate::early_stop::EarlyStop>,
+    /// Most memory a dataset's prompts may take, bytes (`--dataset-path`; the CLI's memory
+    /// budget less what the streams, records and the process itself need, issue 39 §2): a file
+    /// whose prompts would take more is refused at load naming how many prompts fit, instead of
+    /// aborting when an allocation fails. Not a flag; `None`: not bounded.
+    pub prompt_memory: Option<u64>,
 }
 
 impl Default for BenchOptions {
@@ -288,6 +293,7 @@ impl Default for BenchOptions {
             rescaled_at: None,
             clock: ClockSource::System,
             early_stop: None,
+            prompt_memory: None,
         }
     }
 }

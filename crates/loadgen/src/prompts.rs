@@ -149,6 +149,7 @@ fn dataset_prompts(
         num_prompts: Some(n),
         output_len: opts.output_len,
         max_context_tokens: crate::options::limits::MAX_TOKENS,
+        memory_budget: opts.prompt_memory,
         ..Default::default()
     };
     workload::load_dataset(kind, path, tok, &dopts)

@@ -26,8 +26,8 @@
 
 use crate::error::WorkloadError;
 use crate::files::{
-    bom_in_line, encoding_problem, line_ends_problem, lone_cr_hint, read_regular_file,
-    DEFAULT_MAX_CONTEXT_TOKENS, MAX_DATASET_FILE_BYTES, MAX_PROMPT_BYTES, UTF8_BOM,
+    bom_in_line, lone_cr_hint, LineReader, DEFAULT_MAX_CONTEXT_TOKENS, MAX_DATASET_FILE_BYTES,
+    MAX_PROMPT_BYTES, UTF8_BOM,
 };
 use crate::prompt::{ChatMessage, Prompt};
 use crate::tokenizer::Tokenizer;
@@ -70,6 +70,11 @@ pub struct DatasetOptions {
     /// anything longer is refused at load naming its line. Default
     /// [`DEFAULT_MAX_CONTEXT_TOKENS`] (2^20).
     pub max_context_tokens: u32,
+    /// Most memory the prompts may take, bytes (the caller's memory budget less what the run
+    /// needs besides, issue 39 §2): the prompts' text and messages are counted as they are read
+    /// ([`prompt_bytes`]), and a file whose prompts need more is refused naming how many fit.
+    /// `None`: not bounded.
+    pub memory_budget: Option<u64>,
 }
 
 /// Longest JSONL line read, bytes: 64 MiB (a [`MAX_PROMPT_BYTES`] prompt with room for JSON
@@ -83,6 +88,7 @@ impl Default for DatasetOptions {
             output_len: None,
             default_output_len: 256,
             max_context_tokens: DEFAULT_MAX_CONTEXT_TOKENS,
+            memory_budget: None,
         }
     }
 }
@@ -100,31 +106,26 @@ pub fn load_dataset(
     tok: &Tokenizer,
     opts: &DatasetOptions,
 ) -> Result<Vec<Prompt>, WorkloadError> {
-    let raw = read_regular_file(path, MAX_DATASET_FILE_BYTES)?;
-    if let Some((line, reason)) = encoding_problem(&raw) {
-        return Err(WorkloadError::Parse {
-            path: path.to_path_buf(),
-            line: Some(line),
-            reason,
-        });
-    }
-    let body = raw.strip_prefix(UTF8_BOM).unwrap_or(&raw);
-    // Checked above: UTF-8.
-    let text = std::str::from_utf8(body).unwrap_or_default();
-    let line_oriented = match kind {
-        DatasetKind::Jsonl => true,
-        DatasetKind::ShareGpt => !text.trim_start().starts_with('['),
+    // Read one line (or one ShareGPT conversation) at a time, up to the prompts the run uses:
+    // memory holds what is kept, never the whole file (issue 39 §2).
+    let mut budget = Budget {
+        path,
+        most: opts.memory_budget,
+        used: 0,
     };
-    if let Some(reason) = line_oriented.then(|| line_ends_problem(body)).flatten() {
-        return Err(WorkloadError::Parse {
-            path: path.to_path_buf(),
-            line: Some(1),
-            reason,
-        });
-    }
     let drafts = match kind {
-        DatasetKind::Jsonl => parse_jsonl(path, text, opts.max_context_tokens)?,
-        DatasetKind::ShareGpt => parse_sharegpt(path, text, opts.num_prompts)?,
+        DatasetKind::Jsonl => {
+            let mut lines = LineReader::open(path, MAX_DATASET_FILE_BYTES, MAX_LINE_BYTES)?;
+            lines.refuse_cr_only_line_ends()?;
+            parse_jsonl(
+                &mut lines,
+                path,
+                opts.max_context_tokens,
+                opts.num_prompts,
+                &mut budget,
+            )?
+        }
+        DatasetKind::ShareGpt => parse_sharegpt(path, opts.num_prompts, &mut budget)?,
     };
     let cap = opts.max_context_tokens;
     if let Some(n) = opts.output_len.filter(|&n| n > cap) {
@@ -175,30 +176,40 @@ pub fn load_dataset(
             Ok((prompt_tokens as u32, max_tokens))
         })
         .collect::<Result<_, _>>()?;
-    let prompts = (0..n)
-        .into_par_iter()
-        .map(|k| {
-            let d = &drafts[k % drafts.len()];
-            let (prompt_tokens, max_tokens) = sized[k % drafts.len()];
-            let rep = k / drafts.len();
-            let conversation_id = d.conversation_id.as_ref().map(|c| {
-                if rep == 0 {
-                    c.clone()
-                } else {
-                    format!("{c}~{rep}")
-                }
-            });
-            Prompt {
-                prompt_tokens,
-                text: d.text.clone(),
-                max_tokens,
-                conversation_id,
-                turn: d.turn,
-                messages: d.messages.clone(),
-                extra_headers: d.extra_headers.clone(),
-            }
-        })
-        .collect();
+    // The drafts become the first prompts (moved); asking for more than the file holds repeats
+    // them, and each copy counts against the budget before it is made.
+    let len = drafts.len();
+    let mut prompts = Vec::new();
+    if prompts.try_reserve(n).is_err() {
+        return Err(budget.refuse(None, len.min(n)));
+    }
+    for (d, (prompt_tokens, max_tokens)) in drafts.into_iter().zip(sized).take(n) {
+        prompts.push(Prompt {
+            prompt_tokens,
+            text: d.text,
+            max_tokens,
+            conversation_id: d.conversation_id,
+            turn: d.turn,
+            messages: d.messages,
+            extra_headers: d.extra_headers,
+        });
+    }
+    for k in len..n {
+        let p = &prompts[k % len];
+        let headers: usize = (p.extra_headers.iter())
+            .map(|(k, v)| k.len() + v.len() + 48)
+            .sum();
+        if budget
+            .add(prompt_bytes_of(&p.text, p.messages.as_deref(), headers))
+            .is_err()
+        {
+            return Err(budget.refuse(None, k));
+        }
+        let rep = k / len;
+        let mut copy = p.clone();
+        copy.conversation_id = p.conversation_id.as_ref().map(|c| format!("{c}~{rep}"));
+        prompts.push(copy);
+    }
     Ok(prompts)
 }
 
@@ -221,6 +232,88 @@ struct Draft {
     turn: Option<u32>,
     reply: Reply,
     extra_headers: Vec<(String, String)>,
+}
+
+/// Bytes a prompt's text, messages and headers take in memory (with a fixed share for the
+/// structures holding them), as the memory budget counts them.
+pub fn prompt_bytes_of(text: &str, messages: Option<&[ChatMessage]>, headers: usize) -> u64 {
+    let msgs: usize = messages.map_or(0, |m| {
+        m.iter()
+            .map(|c| c.role.len() + c.content.len() + PER_MESSAGE_BYTES)
+            .sum()
+    });
+    (text.len() + msgs + headers + PER_PROMPT_BYTES) as u64
+}
+
+/// Memory a prompt takes besides its text, bytes: its struct, the strings' headers and the
+/// allocator's rounding (an estimate on the high side).
+const PER_PROMPT_BYTES: usize = 256;
+
+/// Memory a chat message takes besides its text, bytes.
+const PER_MESSAGE_BYTES: usize = 64;
+
+fn prompt_bytes(d: &Draft) -> u64 {
+    let headers: usize = d
+        .extra_headers
+        .iter()
+        .map(|(k, v)| k.len() + v.len() + 48)
+        .sum();
+    prompt_bytes_of(&d.text, d.messages.as_deref(), headers)
+}
+
+/// The memory the prompts read so far take, against [`DatasetOptions::memory_budget`].
+struct Budget<'a> {
+    path: &'a Path,
+    most: Option<u64>,
+    used: u64,
+}
+
+impl Budget<'_> {
+    /// Counts `bytes` more; `Err(())` when that passes the budget.
+    fn add(&mut self, bytes: u64) -> Result<(), ()> {
+        self.used = self.used.saturating_add(bytes);
+        match self.most {
+            Some(most) if self.used > most => Err(()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The refusal when the prompt after `fit` prompts passed the budget (at `line`).
+    fn refuse(&self, line: Option<usize>, fit: usize) -> WorkloadError {
+        let most = self.most.unwrap_or(u64::MAX);
+        let fits = if fit == 0 {
+            "not one prompt of it fits: raise the limit or use shorter prompts".to_string()
+        } else {
+            format!("--num-prompts {fit} or fewer fit")
+        };
+        WorkloadError::Parse {
+            path: self.path.to_path_buf(),
+            line,
+            reason: format!(
+                "the prompts read up to here need more than the {} MiB of memory left for \
+                 prompts (`ulimit -v` or the memory available, less what the streams, records \
+                 and the process need); {fits} (nothing was sent)",
+                most >> 20
+            ),
+        }
+    }
+}
+
+/// Pushes `d` onto `out` within `budget`; errors (naming `line`) when it does not fit.
+fn keep(
+    out: &mut Vec<Draft>,
+    d: Draft,
+    budget: &mut Budget<'_>,
+    line: Option<usize>,
+) -> Result<(), WorkloadError> {
+    if budget.add(prompt_bytes(&d)).is_err() {
+        return Err(budget.refuse(line, out.len()));
+    }
+    if out.try_reserve(1).is_err() {
+        return Err(budget.refuse(line, out.len()));
+    }
+    out.push(d);
+    Ok(())
 }
 
 fn join_contents(msgs: &[ChatMessage]) -> String {
@@ -256,10 +349,18 @@ fn check_prompt_bytes(text: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, WorkloadError> {
+fn parse_jsonl(
+    lines: &mut LineReader,
+    path: &Path,
+    cap: u32,
+    limit: Option<usize>,
+    budget: &mut Budget<'_>,
+) -> Result<Vec<Draft>, WorkloadError> {
     let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line_no = i + 1;
+    while limit.is_none_or(|l| out.len() < l) {
+        let Some((line_no, line)) = lines.next_line()? else {
+            break;
+        };
         let err = |reason: String| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: Some(line_no),
@@ -322,7 +423,7 @@ fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, Workload
             None | Some(Value::Null) => Vec::new(),
             Some(h) => parse_extra_headers(h).map_err(err)?,
         };
-        out.push(Draft {
+        let d = Draft {
             line: Some(line_no),
             label: String::new(),
             text,
@@ -331,7 +432,8 @@ fn parse_jsonl(path: &Path, text: &str, cap: u32) -> Result<Vec<Draft>, Workload
             turn: None,
             reply,
             extra_headers,
-        });
+        };
+        keep(&mut out, d, budget, Some(line_no))?;
     }
     Ok(out)
 }
@@ -433,51 +535,182 @@ pub const MAX_ID_BYTES: usize = 1024;
 pub const MAX_TOTAL_PROMPT_BYTES: usize = 8 << 30;
 
 /// ShareGPT conversations → one draft per answered (or final) user turn; stops after `limit`
-/// drafts (the prompts a run asks for: later ones would not be used).
+/// drafts (the prompts a run asks for: later ones would not be used). A file whose first
+/// non-blank character is `[` is one JSON array, read one conversation at a time; any other is
+/// JSONL, read one line at a time.
 fn parse_sharegpt(
     path: &Path,
-    text: &str,
     limit: Option<usize>,
+    budget: &mut Budget<'_>,
 ) -> Result<Vec<Draft>, WorkloadError> {
-    let trimmed = text.trim_start();
-    let convs: Vec<(Option<usize>, Value)> = if trimmed.starts_with('[') {
-        let v: Vec<Value> = serde_json::from_str(text).map_err(|e| WorkloadError::Parse {
+    let mut out = Vec::new();
+    let mut total_bytes = 0usize;
+    let mut lines = LineReader::open(path, MAX_DATASET_FILE_BYTES, MAX_LINE_BYTES)?;
+    // One JSON array (its first non-blank byte is `[`) or JSONL, told from the first chunk;
+    // only JSONL is refused for CR-only line ends (JSON takes a CR as whitespace).
+    let head = lines.head()?;
+    let head = head.strip_prefix(UTF8_BOM).unwrap_or(head);
+    if head.trim_ascii_start().starts_with(b"[") {
+        drop(lines);
+        return parse_sharegpt_array(path, limit, budget);
+    }
+    lines.refuse_cr_only_line_ends()?;
+    let mut n = 0;
+    let mut first = true;
+    while limit.is_none_or(|l| out.len() < l) {
+        let Some((line_no, line)) = lines.next_line()? else {
+            break;
+        };
+        if first && line.trim_start().starts_with('[') {
+            return parse_sharegpt_array(path, limit, budget);
+        }
+        if let Some(reason) = line_problem(line) {
+            return Err(WorkloadError::Parse {
+                path: path.to_path_buf(),
+                line: Some(line_no),
+                reason,
+            });
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        first = false;
+        let c: Value = serde_json::from_str(line).map_err(|e| WorkloadError::Parse {
+            path: path.to_path_buf(),
+            line: Some(line_no),
+            reason: invalid_json(&e, line),
+        })?;
+        let mut conv = Conversation {
+            path,
+            n,
+            line: Some(line_no),
+            conv: &c,
+            total_bytes: &mut total_bytes,
+        };
+        conv.drafts(&mut out, limit, budget)?;
+        n += 1;
+    }
+    Ok(out)
+}
+
+/// A ShareGPT file that is one JSON array, streamed: each conversation is parsed, turned into
+/// drafts and dropped before the next is read; the read stops once `limit` drafts are made.
+fn parse_sharegpt_array(
+    path: &Path,
+    limit: Option<usize>,
+    budget: &mut Budget<'_>,
+) -> Result<Vec<Draft>, WorkloadError> {
+    use serde::de::{Deserializer as _, SeqAccess, Visitor};
+    let (f, _) = crate::files::open_regular_file(path, MAX_DATASET_FILE_BYTES)?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, f);
+    {
+        // A leading UTF-8 byte-order mark is skipped (the array test saw `[` after it).
+        use std::io::BufRead as _;
+        let head = reader.fill_buf().map_err(|source| WorkloadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if head.starts_with(UTF8_BOM) {
+            reader.consume(UTF8_BOM.len());
+        }
+    }
+    struct Each<'a, 'b> {
+        path: &'a Path,
+        limit: Option<usize>,
+        budget: &'a mut Budget<'b>,
+        out: &'a mut Vec<Draft>,
+        failed: &'a mut Option<WorkloadError>,
+        stopped: &'a mut bool,
+    }
+    impl<'de> Visitor<'de> for Each<'_, '_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an array of conversations")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut total_bytes = 0usize;
+            let mut n = 0;
+            while self.limit.is_none_or(|l| self.out.len() < l) {
+                let Some(c) = seq.next_element::<Value>()? else {
+                    return Ok(());
+                };
+                let mut conv = Conversation {
+                    path: self.path,
+                    n,
+                    line: None,
+                    conv: &c,
+                    total_bytes: &mut total_bytes,
+                };
+                if let Err(e) = conv.drafts(self.out, self.limit, self.budget) {
+                    *self.failed = Some(e);
+                    return Err(serde::de::Error::custom("stopped"));
+                }
+                n += 1;
+            }
+            *self.stopped = true;
+            Ok(())
+        }
+    }
+    let mut out = Vec::new();
+    let mut failed = None;
+    let mut stopped = false;
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let r = de.deserialize_seq(Each {
+        path,
+        limit,
+        budget,
+        out: &mut out,
+        failed: &mut failed,
+        stopped: &mut stopped,
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    match r {
+        // Stopping early leaves the rest of the array unread, which is not an error.
+        Err(_) if stopped => {}
+        Err(e) => {
+            return Err(WorkloadError::Parse {
+                path: path.to_path_buf(),
+                line: Some(e.line()),
+                reason: format!("invalid JSON: {e}"),
+            })
+        }
+        Ok(()) if !stopped => de.end().map_err(|e| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: Some(e.line()),
             reason: format!("invalid JSON: {e}"),
-        })?;
-        v.into_iter().map(|c| (None, c)).collect()
-    } else {
-        let mut v = Vec::new();
-        for (i, line) in text.lines().enumerate() {
-            if let Some(reason) = line_problem(line) {
-                return Err(WorkloadError::Parse {
-                    path: path.to_path_buf(),
-                    line: Some(i + 1),
-                    reason,
-                });
-            }
-            if line.trim().is_empty() {
-                continue;
-            }
-            let c: Value = serde_json::from_str(line).map_err(|e| WorkloadError::Parse {
-                path: path.to_path_buf(),
-                line: Some(i + 1),
-                reason: invalid_json(&e, line),
-            })?;
-            v.push((Some(i + 1), c));
-        }
-        v
-    };
-    let mut out = Vec::new();
-    let mut total_bytes = 0usize;
-    for (n, (line, conv)) in convs.iter().enumerate() {
-        if limit.is_some_and(|l| out.len() >= l) {
-            break;
-        }
+        })?,
+        Ok(()) => {}
+    }
+    Ok(out)
+}
+
+/// One ShareGPT conversation being turned into drafts.
+struct Conversation<'a> {
+    path: &'a Path,
+    /// Its 0-based index in the file.
+    n: usize,
+    /// The line it is on (ShareGPT JSONL).
+    line: Option<usize>,
+    conv: &'a Value,
+    /// Text of the prompts built so far, bytes ([`MAX_TOTAL_PROMPT_BYTES`]).
+    total_bytes: &'a mut usize,
+}
+
+impl Conversation<'_> {
+    /// Appends its drafts to `out` (at most up to `limit` in all) within `budget`.
+    fn drafts(
+        &mut self,
+        out: &mut Vec<Draft>,
+        limit: Option<usize>,
+        budget: &mut Budget<'_>,
+    ) -> Result<(), WorkloadError> {
+        let (n, line, conv) = (self.n, self.line, self.conv);
+        let path = self.path;
         let err = |reason: String| WorkloadError::Parse {
             path: path.to_path_buf(),
-            line: *line,
+            line,
             reason: format!("conversation {n}: {reason}"),
         };
         let id = match conv.get("id") {
@@ -504,6 +737,9 @@ fn parse_sharegpt(
         let msgs = parse_messages(turns, key).map_err(err)?;
         let mut turn = 0u32;
         for (k, m) in msgs.iter().enumerate() {
+            if limit.is_some_and(|l| out.len() >= l) {
+                break;
+            }
             if m.role != "user" {
                 continue;
             }
@@ -519,8 +755,8 @@ fn parse_sharegpt(
             let text = join_contents(history);
             check_prompt_bytes(&text).map_err(|e| err(format!("turn {turn}: {e}")))?;
             // The text and the messages each hold the history once.
-            total_bytes += 2 * text.len();
-            if total_bytes > MAX_TOTAL_PROMPT_BYTES {
+            *self.total_bytes += 2 * text.len();
+            if *self.total_bytes > MAX_TOTAL_PROMPT_BYTES {
                 return Err(err(format!(
                     "turn {turn}: the prompts built up to here hold more than \
                      {MAX_TOTAL_PROMPT_BYTES} bytes of text (each turn repeats its \
@@ -528,8 +764,8 @@ fn parse_sharegpt(
                      smaller file"
                 )));
             }
-            out.push(Draft {
-                line: *line,
+            let d = Draft {
+                line,
                 label: format!("conversation {n}, turn {turn}: "),
                 text,
                 messages: Some(history.to_vec()),
@@ -537,14 +773,12 @@ fn parse_sharegpt(
                 turn: Some(turn),
                 reply,
                 extra_headers: Vec::new(),
-            });
+            };
+            keep(out, d, budget, line)?;
             turn += 1;
-            if limit.is_some_and(|l| out.len() >= l) {
-                break;
-            }
         }
+        Ok(())
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -1037,6 +1271,70 @@ mod tests {
         );
     }
 
+    /// s3's file-shape checks (issue 39 §10) hold on s1's streamed reads (issue 39 §2): with
+    /// `--num-prompts 1` (one line read) a BOM-less UTF-16 file larger than the read buffer is
+    /// still named at `FILE:1` from its first bytes, CR-only ShareGPT JSONL is refused before
+    /// any line, a ShareGPT array in BOM-less UTF-16 is named (not a serde error), and a
+    /// ShareGPT JSONL line with a lone CR gets the hint.
+    #[test]
+    fn file_shape_checks_hold_on_streamed_reads() {
+        let d = tempfile::tempdir().unwrap();
+        let one = DatasetOptions {
+            num_prompts: Some(1),
+            ..DatasetOptions::default()
+        };
+        let err = |kind: DatasetKind, name: &str, body: &[u8]| {
+            let p = d.path().join(name);
+            std::fs::write(&p, body).unwrap();
+            let e = load_dataset(kind, &p, &tok(), &one)
+                .unwrap_err()
+                .to_string();
+            e.strip_prefix(&p.display().to_string())
+                .unwrap()
+                .to_string()
+        };
+        let utf16 = |s: &str| -> Vec<u8> { s.encode_utf16().flat_map(u16::to_le_bytes).collect() };
+        let named = ":1: the file looks like UTF-16 (little-endian) text without a byte-order \
+                     mark (every other byte is NUL); save it as UTF-8 (e.g. `iconv -f UTF-16LE \
+                     -t UTF-8 FILE > FILE.utf8`)";
+        let big = utf16(&"{\"prompt\": \"a\"}\n".repeat(100_000));
+        assert!(big.len() > 2 << 20);
+        assert_eq!(err(DatasetKind::Jsonl, "big.jsonl", &big), named);
+        let arr = utf16(r#"[{"conversations": [{"from": "human", "value": "hi"}]}]"#);
+        assert_eq!(err(DatasetKind::ShareGpt, "w.json", &arr), named);
+        assert_eq!(
+            err(
+                DatasetKind::ShareGpt,
+                "cr.jsonl",
+                b"{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}\r{}\r{}"
+            ),
+            ":1: the file's lines end in a carriage return alone (CR, \\r: classic Mac OS line \
+             ends; 3 lines and no LF), so it reads as one line; convert the line ends to LF \
+             (e.g. `tr '\\r' '\\n' < FILE > FILE.jsonl`)"
+        );
+        let all = DatasetOptions::default();
+        let p = d.path().join("lone.jsonl");
+        std::fs::write(
+            &p,
+            b"{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}]}\n{}\r{}\n",
+        )
+        .unwrap();
+        let e = load_dataset(DatasetKind::ShareGpt, &p, &tok(), &all)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("{}:2: invalid JSON: ", p.display())),
+            "{e}"
+        );
+        assert!(
+            e.ends_with(
+                " (the line holds a carriage return (CR, \\r) without LF: lines ending in CR \
+                 alone are not split; convert them to LF, e.g. `tr '\\r' '\\n'`)"
+            ),
+            "{e}"
+        );
+    }
+
     #[test]
     fn sharegpt_errors_name_the_file() {
         let d = tempfile::tempdir().unwrap();
@@ -1070,5 +1368,101 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("l.jsonl:2"), "{e}");
+    }
+
+    /// Issue 39 §2, finding 1: a 1.9 GB dataset was read whole for a `--num-prompts 2` bench
+    /// and aborted under `ulimit -v 1000000`. The file is read a line at a time, up to the
+    /// prompts asked for: two lines followed by a 1 GiB sparse tail (one line of NUL bytes)
+    /// load without touching the tail; asking for all of it stops at the line's cap.
+    #[test]
+    fn only_the_lines_a_run_uses_are_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            &d,
+            "big.jsonl",
+            "{\"prompt\": \"a\"}\n{\"prompt\": \"b\"}\n",
+        );
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(1 << 30).unwrap();
+        let two = DatasetOptions {
+            num_prompts: Some(2),
+            ..Default::default()
+        };
+        let ps = load_dataset(DatasetKind::Jsonl, &p, &tok(), &two).unwrap();
+        assert_eq!(
+            ps.iter().map(|p| p.text.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &DatasetOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                ":3: the line is longer than the 67108864-byte limit of a line of this input"
+            ),
+            "{e}"
+        );
+        // A ShareGPT array is streamed the same way: what follows the prompts asked for (here
+        // text that is not JSON) is never read.
+        let p = write(
+            &d,
+            "sg.json",
+            "[{\"id\": \"a\", \"conversations\": [{\"from\": \"human\", \"value\": \"x\"}]},\n\
+             {\"id\": \"b\", \"conversations\": [{\"from\": \"human\", \"value\": \"y\"}]},\n\
+             not json at all",
+        );
+        let ps = load_dataset(DatasetKind::ShareGpt, &p, &tok(), &two).unwrap();
+        assert_eq!(ps.len(), 2);
+        assert_eq!(ps[1].conversation_id.as_deref(), Some("b"));
+        let e = load_dataset(
+            DatasetKind::ShareGpt,
+            &p,
+            &tok(),
+            &DatasetOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("sg.json:3: invalid JSON: expected ident"), "{e}");
+    }
+
+    /// Issue 39 §2: the prompts count against the memory budget as they are read; the prompt
+    /// that passes it is refused naming its line and how many fit (each prompt of 1,000 bytes
+    /// of text counts 1,000 + 256 bytes).
+    #[test]
+    fn prompts_beyond_the_memory_budget_are_refused_naming_what_fits() {
+        let d = tempfile::tempdir().unwrap();
+        let line = format!("{{\"prompt\": \"{}\"}}\n", "x".repeat(1000));
+        let p = write(&d, "p.jsonl", &line.repeat(3));
+        let within = |most: u64, n: usize| DatasetOptions {
+            num_prompts: Some(n),
+            memory_budget: Some(most),
+            ..Default::default()
+        };
+        assert_eq!(
+            load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 1256, 2))
+                .unwrap()
+                .len(),
+            2
+        );
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 1256, 3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "p.jsonl:3: the prompts read up to here need more than the 0 MiB of memory left \
+                 for prompts (`ulimit -v` or the memory available, less what the streams, \
+                 records and the process need); --num-prompts 2 or fewer fit (nothing was sent)"
+            ),
+            "{e}"
+        );
+        // Repeats of a file shorter than --num-prompts are copies: counted the same way.
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(5 * 1256, 9))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("--num-prompts 5 or fewer fit (nothing was sent)"),
+            "{e}"
+        );
+        assert!(e.contains("p.jsonl: the prompts"), "{e}");
     }
 }

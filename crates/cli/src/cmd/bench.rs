@@ -104,7 +104,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // The flags' own ranges first (a number out of range is named as such); the prompts'
     // memory against what is available is checked when the run starts.
     opts.validate_with_memory(None)?;
-    crate::limits::refuse_beyond(crate::limits::bench_need(&opts))?;
+    let need = crate::limits::bench_need(&opts);
+    crate::limits::refuse_beyond(need)?;
+    // A dataset's prompts are read within what the budget leaves (their size is known only
+    // as the file is read: the loader refuses, naming how many fit, before any request).
+    if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
+        if let Some(need) = need {
+            opts.prompt_memory = crate::limits::prompt_room(&need, &crate::limits::current());
+        }
+    }
     opts.save_result |= db.is_some();
     // The requested lengths of random prompts, for a point that measured nothing (the store
     // takes ISL/OSL from the mean lengths of finished requests: trial 14 found an interrupted

@@ -29,7 +29,32 @@ pub struct TracesArgs {
 
 /// `inferbench agentx-traces`: writes a synthetic AgentX corpus and prints its shape.
 pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
-    let traces = synthetic::shaped(&args.shape, args.traces, args.seed);
+    // Generated a session at a time within the memory budget (less the process's own): a
+    // corpus that does not fit is refused naming how many sessions fit, never an abort (issue
+    // 39 §2: `--shape 062126-256k` under `ulimit -v 600000` aborted, exit 134).
+    let limits = crate::limits::current();
+    let room = limits.memory.map(|m| m.bytes.saturating_sub(limits.base));
+    let mut traces = Vec::new();
+    let mut used = 0u64;
+    let mut over = None;
+    synthetic::shaped_each(&args.shape, args.traces, args.seed, &mut |t| {
+        used = used.saturating_add(t.heap_bytes());
+        if let Some(most) = room.filter(|&m| used > m) {
+            over = Some((most, traces.len()));
+            return false;
+        }
+        traces.push(t);
+        true
+    });
+    if let Some((most, fit)) = over {
+        anyhow::bail!(
+            "--shape {}: the sessions generated up to here need more than the {} MiB of memory \
+             this process has left (`ulimit -v` or the memory available, less its own); \
+             --traces {fit} or fewer fit",
+            args.shape,
+            most >> 20
+        );
+    }
     let requests: usize = traces.iter().map(|t| t.request_count()).sum();
     // Said before a large write only (the full-size shapes are hundreds of MB: the exact
     // size); a small corpus is named once, by the line after it (trial 16: twice).
@@ -91,16 +116,22 @@ pub struct ReplayArgs {
 
 /// Runs `inferbench replay` under the shutdown token.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
-    let ReplayArgs { flags, tls } = args;
+    let ReplayArgs { mut flags, tls } = args;
     // More lanes than this process can hold: refused before the traces load (issue 39 §2:
     // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
-    crate::limits::refuse_beyond(Some(crate::limits::Need {
+    let need = crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
         per_stream: 1,
         prompt_bytes: 0,
-    }))?;
+    };
+    crate::limits::refuse_beyond(Some(need))?;
+    // The traces (read or generated) within what the budget leaves besides the lanes: a load
+    // that needs more is refused naming how many traces fit, before any request (issue 39 §2:
+    // a 488 MB trace file under `ulimit -v 1000000`, or the 062126-256k corpus at 400000,
+    // aborted with exit 134).
+    flags.memory_budget = crate::limits::prompt_room(&need, &crate::limits::current());
     let rt = super::runtime()?;
     let mut prepared = rt.block_on(flags.prepare_bounded())?;
     prepared.set_tls(tls.options());

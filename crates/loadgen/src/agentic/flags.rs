@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use inferbench_client::CancellationToken;
+use inferbench_workload::agentx::load::over_budget;
 use inferbench_workload::agentx::synthetic::{self, SHAPES};
 use inferbench_workload::agentx::{load_traces, LoadOptions, LoadReport, Trace};
 use inferbench_workload::files::DEFAULT_MAX_CONTEXT_TOKENS;
@@ -148,6 +149,11 @@ pub struct ReplayFlags {
     /// Live progress: auto, bar, plain, off.
     #[arg(long, value_enum, default_value = "auto", help_heading = "Output")]
     pub progress: ProgressMode,
+    /// Most memory the traces (read or generated) may take, bytes: the CLI's memory budget
+    /// less what the lanes and the process need (issue 39 §2); a load that needs more is
+    /// refused naming how many traces fit. Not a flag; `None`: not bounded.
+    #[arg(skip)]
+    pub memory_budget: Option<u64>,
 }
 
 impl ReplayFlags {
@@ -326,6 +332,7 @@ impl ReplayFlags {
             max_context_length: self.max_context_length,
             num_dataset_entries: self.num_dataset_entries,
             token_cap: Some(token_cap),
+            memory_budget: self.memory_budget,
         };
         Ok(match (&self.traces, &self.synthetic) {
             // Named by its flag (trial 17: a bare "No such file or directory").
@@ -334,14 +341,30 @@ impl ReplayFlags {
             }
             (Some(p), _) => load_traces(p, &load)?,
             (None, Some(shape)) => {
-                let mut traces = synthetic::shaped(shape, None, self.random_seed);
-                let before = traces.len();
-                if let Some(max) = self.max_context_length {
-                    traces.retain(|t| t.peak_context_tokens() <= max);
-                }
-                let dropped_by_context = before - traces.len();
-                if let Some(n) = self.num_dataset_entries {
-                    traces.truncate(n);
+                // Generated a session at a time, filtered and capped as it comes, each kept
+                // session counted against the budget (issue 39 §2: the whole corpus was built
+                // before any check, 1.2 GB at its peak).
+                let mut traces = Vec::new();
+                let (mut dropped_by_context, mut used) = (0, 0u64);
+                let mut over = None;
+                synthetic::shaped_each(shape, None, self.random_seed, &mut |t| {
+                    if self.num_dataset_entries.is_some_and(|n| traces.len() >= n) {
+                        return false;
+                    }
+                    if (self.max_context_length).is_some_and(|m| t.peak_context_tokens() > m) {
+                        dropped_by_context += 1;
+                        return true;
+                    }
+                    used = used.saturating_add(t.heap_bytes());
+                    if let Some(most) = self.memory_budget.filter(|&m| used > m) {
+                        over = Some(over_budget(most, traces.len()));
+                        return false;
+                    }
+                    traces.push(t);
+                    true
+                });
+                if let Some(why) = over {
+                    anyhow::bail!("--synthetic {shape}: {why}");
                 }
                 LoadReport {
                     traces,

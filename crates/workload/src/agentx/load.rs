@@ -58,7 +58,7 @@
 use super::trace::{HashIdScope, Stream, StreamKind, Trace, TraceRequest};
 use crate::error::WorkloadError;
 use crate::files::{
-    encoding_problem, file_kind, line_ends_problem, read_regular_file, DEFAULT_MAX_CONTEXT_TOKENS,
+    encoding_problem, file_kind, read_regular_file, LineReader, DEFAULT_MAX_CONTEXT_TOKENS,
     MAX_TRACE_FILE_BYTES, UTF8_BOM,
 };
 use rayon::prelude::*;
@@ -105,6 +105,27 @@ pub struct LoadOptions {
     /// [`DEFAULT_MAX_CONTEXT_TOKENS`] (2^20). `replay` passes the larger of that, the model's
     /// context from `/v1/models` and `--max-model-len`.
     pub token_cap: Option<u32>,
+    /// Most memory the traces kept may take, bytes ([`Trace::heap_bytes`], counted as each is
+    /// parsed; the caller's memory budget less what the run needs besides, issue 39 §2): a load
+    /// that needs more is refused at the trace that passes it, naming how many fit. `None`:
+    /// not bounded.
+    pub memory_budget: Option<u64>,
+}
+
+/// The refusal of a load whose traces pass [`LoadOptions::memory_budget`] (`most` bytes) at
+/// the trace after `fit` kept ones.
+pub fn over_budget(most: u64, fit: usize) -> String {
+    let fits = if fit == 0 {
+        "not one trace fits: raise the limit".to_string()
+    } else {
+        format!("--num-dataset-entries {fit} or fewer fit")
+    };
+    format!(
+        "the traces read up to here need more than the {} MiB of memory left for traces \
+         (`ulimit -v` or the memory available, less what the lanes and the process need); \
+         {fits} (nothing was sent)",
+        most >> 20
+    )
 }
 
 impl LoadOptions {
@@ -158,16 +179,52 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
     let mut traces: Vec<Trace> = Vec::new();
     let mut skipped = Vec::new();
     let mut first_seen: HashMap<String, String> = HashMap::new();
+    let (mut loaded, mut dropped_by_context) = (0usize, 0usize);
+    let mut used = 0u64;
+    let mut done = false;
+    // Traces still wanted once `kept` are kept (`--num-dataset-entries`).
+    let wanted = |kept: usize| {
+        opts.num_dataset_entries
+            .map_or(usize::MAX, |n| n - kept.min(n))
+    };
     for file in &files {
-        for (unit_line, unit) in read_file(file, opts.cap())? {
+        let more = wanted(traces.len());
+        if done || more == 0 {
+            break;
+        }
+        let mut on_unit = |(unit_line, unit): UnitResult| -> Result<Option<usize>, WorkloadError> {
             let err = match unit {
                 Ok((t, o)) => match first_seen.get(&t.id) {
                     None => {
                         odd.ttft_over_api_time += o.ttft_over_api_time;
                         odd.t_backwards += o.t_backwards;
                         first_seen.insert(t.id.clone(), t.origin.clone());
+                        // Filtered as they come (filter-then-cap, §1.6): only kept traces
+                        // count against the budget.
+                        if (opts.max_context_length).is_some_and(|c| t.peak_context_tokens() > c) {
+                            dropped_by_context += 1;
+                            return Ok(Some(wanted(traces.len())));
+                        }
+                        used = used.saturating_add(t.heap_bytes());
+                        if let Some(most) = opts.memory_budget.filter(|&m| used > m) {
+                            return Err(WorkloadError::Parse {
+                                path: file.clone(),
+                                line: Some(unit_line),
+                                reason: over_budget(most, traces.len()),
+                            });
+                        }
+                        if traces.try_reserve(1).is_err() {
+                            return Err(WorkloadError::Parse {
+                                path: file.clone(),
+                                line: Some(unit_line),
+                                reason: over_budget(used, traces.len()),
+                            });
+                        }
                         traces.push(t);
-                        continue;
+                        loaded += 1;
+                        // Enough kept: the rest of the file is not read.
+                        let more = wanted(traces.len());
+                        return Ok((more > 0).then_some(more));
                     }
                     Some(first) => WorkloadError::Parse {
                         path: file.clone(),
@@ -183,20 +240,14 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
             };
             if opts.skip_invalid {
                 skipped.push(err.to_string());
+                Ok(Some(wanted(traces.len())))
             } else {
-                return Err(err);
+                Err(err)
             }
-        }
+        };
+        done = !read_file(file, opts.cap(), opts.memory_budget, more, &mut on_unit)?;
     }
-    let loaded = traces.len();
-    let mut dropped_by_context = 0;
-    if let Some(cap) = opts.max_context_length {
-        traces.retain(|t| t.peak_context_tokens() <= cap);
-        dropped_by_context = loaded - traces.len();
-    }
-    if let Some(n) = opts.num_dataset_entries {
-        traces.truncate(n);
-    }
+    let loaded = loaded + dropped_by_context;
     if traces.is_empty() {
         return Err(WorkloadError::Empty {
             path: path.to_path_buf(),
@@ -301,8 +352,97 @@ struct Unit<'a> {
 /// A parsed trace, or `(line, reason)`; keyed by the line the trace starts on.
 type UnitResult = (usize, Result<(Trace, Oddities), (usize, String)>);
 
-/// Parses every trace of one file (in parallel), in file order.
-fn read_file(path: &Path, cap: u32) -> Result<Vec<UnitResult>, WorkloadError> {
+/// Lines of a JSONL trace file parsed together (in parallel), bytes: 64 MiB at most besides
+/// one longer line.
+const BATCH_BYTES: usize = 64 << 20;
+
+/// Parses every trace of one file, in file order, handing each to `each` (which returns
+/// whether to go on; `false` stops the read). A JSONL file is read a batch of lines at a time
+/// (parsed in parallel), so memory holds the batch and the traces kept, never the whole file
+/// (issue 39 §2: a 3 GB trace file read whole aborted under `ulimit -v 2000000`); a `.json`
+/// file is read whole (fallibly: one that does not fit is an error). Returns `false` when
+/// `each` stopped it.
+fn read_file(
+    path: &Path,
+    cap: u32,
+    memory_budget: Option<u64>,
+    mut wanted: usize,
+    each: &mut dyn FnMut(UnitResult) -> Result<Option<usize>, WorkloadError>,
+) -> Result<bool, WorkloadError> {
+    let name = path.display().to_string();
+    let parse = |units: &[Unit<'_>]| -> Vec<UnitResult> {
+        units
+            .par_iter()
+            .map(|u| {
+                let r = parse_trace(u.bytes, format!("{name}:{}", u.line), cap)
+                    .map_err(|(rel, reason)| (u.line + rel.saturating_sub(1), reason));
+                (u.line, r)
+            })
+            .collect()
+    };
+    if !has_ext(path, "json") {
+        // A line longer than the memory left for traces could not be kept: refused as soon as
+        // it is that long.
+        let max_line = memory_budget.map_or(MAX_TRACE_FILE_BYTES, |m| m.min(MAX_TRACE_FILE_BYTES));
+        let mut lines = LineReader::open(path, MAX_TRACE_FILE_BYTES, max_line as usize)?;
+        lines.refuse_cr_only_line_ends()?;
+        loop {
+            let mut batch: Vec<(usize, Vec<u8>)> = Vec::new();
+            let mut bytes = 0;
+            let mut end = false;
+            // At most the traces still wanted: a line past them is not read.
+            while bytes < BATCH_BYTES && batch.len() < wanted {
+                let Some((line, text)) = lines.next_line()? else {
+                    end = true;
+                    break;
+                };
+                let text = text.trim_ascii();
+                if text.is_empty() {
+                    continue;
+                }
+                let mut owned = Vec::new();
+                crate::files::reserve(&mut owned, text.len(), path)?;
+                owned.extend_from_slice(text.as_bytes());
+                bytes += owned.len();
+                batch.push((line, owned));
+            }
+            let units: Vec<Unit<'_>> = (batch.iter())
+                .map(|(line, b)| Unit {
+                    line: *line,
+                    bytes: b,
+                })
+                .collect();
+            for r in parse(&units) {
+                match each(r)? {
+                    Some(more) => wanted = more,
+                    None => return Ok(false),
+                }
+            }
+            if end {
+                return Ok(true);
+            }
+        }
+    }
+    // A `.json` file is read whole, and its traces take about as much again: refused up front
+    // when the two do not fit what is left for traces.
+    if let Some(most) = memory_budget {
+        let len = std::fs::metadata(path).map_or(0, |m| m.len());
+        if len.saturating_mul(2) > most {
+            return Err(WorkloadError::Parse {
+                path: path.to_path_buf(),
+                line: None,
+                reason: format!(
+                    "a .json trace file is read whole: its {len} bytes and its traces need \
+                     about {} MiB, more than the {} MiB of memory left for traces (`ulimit -v` \
+                     or the memory available, less what the lanes and the process need); \
+                     write it as JSONL (one trace per line, read a batch at a time) or raise \
+                     the limit (nothing was sent)",
+                    len.saturating_mul(2) >> 20,
+                    most >> 20
+                ),
+            });
+        }
+    }
     let raw = read_regular_file(path, MAX_TRACE_FILE_BYTES)?;
     if let Some((line, reason)) = encoding_problem(&raw) {
         return Err(WorkloadError::Parse {
@@ -312,47 +452,15 @@ fn read_file(path: &Path, cap: u32) -> Result<Vec<UnitResult>, WorkloadError> {
         });
     }
     let bytes = raw.strip_prefix(UTF8_BOM).unwrap_or(&raw);
-    let name = path.display().to_string();
-    let json = has_ext(path, "json");
-    if let Some(reason) = (!json).then(|| line_ends_problem(bytes)).flatten() {
-        return Err(WorkloadError::Parse {
-            path: path.to_path_buf(),
-            line: Some(1),
-            reason,
-        });
-    }
-    let (units, broken) = if json {
-        split_json_values(bytes)
-    } else {
-        (split_lines(bytes), None)
-    };
-    let mut out: Vec<UnitResult> = units
-        .par_iter()
-        .map(|u| {
-            let r = parse_trace(u.bytes, format!("{name}:{}", u.line), cap)
-                .map_err(|(rel, reason)| (u.line + rel.saturating_sub(1), reason));
-            (u.line, r)
-        })
-        .collect();
+    let (units, broken) = split_json_values(bytes);
+    let mut out = parse(&units);
     out.extend(broken.map(|(line, reason)| (line, Err((line, reason)))));
-    Ok(out)
-}
-
-fn split_lines(bytes: &[u8]) -> Vec<Unit<'_>> {
-    let mut units = Vec::new();
-    let mut start = 0;
-    let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
-    for (i, end) in ends.enumerate() {
-        let l = bytes[start..end].trim_ascii();
-        if !l.is_empty() {
-            units.push(Unit {
-                line: i + 1,
-                bytes: l,
-            });
+    for r in out {
+        if each(r)?.is_none() {
+            return Ok(false);
         }
-        start = end + 1;
     }
-    units
+    Ok(true)
 }
 
 /// The top-level values of a `.json` file: the elements of a top-level array, else each
@@ -1551,7 +1659,9 @@ pub(crate) mod tests {
             r.traces.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
             ["t0", "t2", "t3"]
         );
-        assert_eq!(r.dropped_by_context, 2);
+        // The read stops at the third kept trace (issue 39 §2: memory scales with what is
+        // kept): t4, past it, is never read, so only t1 counts as dropped.
+        assert_eq!(r.dropped_by_context, 1);
         let opts = LoadOptions {
             max_context_length: Some(10),
             ..Default::default()
@@ -1749,7 +1859,6 @@ pub(crate) mod tests {
         fn random_lines_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
             let _ = parse_trace(&bytes, String::new(), DEFAULT_MAX_CONTEXT_TOKENS);
             let _ = split_json_values(&bytes);
-            let _ = split_lines(&bytes);
         }
 
         /// Any value substituted for any field of the example traces never panics.
@@ -1865,5 +1974,75 @@ pub(crate) mod tests {
                 let _ = parse_trace(u.bytes, String::new(), DEFAULT_MAX_CONTEXT_TOKENS);
             }
         }
+    }
+
+    /// Issue 39 §2, finding 1: a trace file read whole aborted under `ulimit -v` (a 3 GB file
+    /// under 2000000, the 488 MB corpus under 1000000). The file is read a batch of lines at a
+    /// time and each kept trace counts against the memory budget: the trace that passes it is
+    /// refused naming its line and how many fit; `--num-dataset-entries` stops the read, so
+    /// what follows (here a 1 GiB sparse tail) is never read.
+    #[test]
+    fn traces_are_read_within_the_memory_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: String = (0..5)
+            .map(|i| {
+                json!({"id": format!("t{i}"), "requests": [{"t": 0, "in": 640, "out": 10,
+                    "hash_ids": (0..10).collect::<Vec<u32>>()}]})
+                .to_string()
+                    + "\n"
+            })
+            .collect();
+        let p = write(&dir, "t.jsonl", &body);
+        let all = load_traces(&p, &LoadOptions::default()).unwrap();
+        let one = all.traces[0].heap_bytes();
+        assert!(all.traces.iter().all(|t| t.heap_bytes() == one));
+        let within = |most: u64| LoadOptions {
+            memory_budget: Some(most),
+            ..Default::default()
+        };
+        assert_eq!(load_traces(&p, &within(5 * one)).unwrap().traces.len(), 5);
+        let e = load_traces(&p, &within(3 * one)).unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "t.jsonl:4: the traces read up to here need more than the 0 MiB of memory left \
+                 for traces (`ulimit -v` or the memory available, less what the lanes and the \
+                 process need); --num-dataset-entries 3 or fewer fit (nothing was sent)"
+            ),
+            "{e}"
+        );
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(body.len() as u64 + (1 << 30))
+            .unwrap();
+        let two = LoadOptions {
+            num_dataset_entries: Some(2),
+            ..within(3 * one)
+        };
+        assert_eq!(load_traces(&p, &two).unwrap().traces.len(), 2);
+        // A `.json` file is read whole: refused up front when it and its traces do not fit.
+        let j = write(
+            &dir,
+            "t.json",
+            &format!("[{}]", body.trim_end().replace('\n', ",")),
+        );
+        let len = std::fs::metadata(&j).unwrap().len();
+        assert_eq!(
+            load_traces(&j, &within(2 * len + 5 * one))
+                .unwrap()
+                .traces
+                .len(),
+            5
+        );
+        let e = load_traces(&j, &within(2 * len - 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!(
+                "t.json: a .json trace file is read whole: its {len} bytes and its traces need"
+            )),
+            "{e}"
+        );
     }
 }

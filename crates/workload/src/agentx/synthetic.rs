@@ -363,6 +363,25 @@ pub const SHAPES: [&str; 3] = ["quickstart", "062126", "062126-256k"];
 /// The synthetic traces of `shape` (one of [`SHAPES`]; another name reads as `062126`) drawn
 /// with `seed`; `traces` overrides the shape's session count.
 pub fn shaped(shape: &str, traces: Option<usize>, seed: u64) -> Vec<Trace> {
+    let mut all = Vec::new();
+    shaped_each(shape, traces, seed, &mut |t| {
+        all.push(t);
+        true
+    });
+    all
+}
+
+/// [`shaped`], one session at a time: each session (after the `_256k` cut) is handed to
+/// `each`, which keeps it or not and returns whether to go on (it stops the generation when a
+/// memory budget is spent or enough sessions are kept). Memory holds one session besides what
+/// `each` keeps (issue 39 §2: the whole corpus, and a filtered copy of it, were built before
+/// any budget was checked). Returns `false` when `each` stopped it.
+pub fn shaped_each(
+    shape: &str,
+    traces: Option<usize>,
+    seed: u64,
+    each: &mut dyn FnMut(Trace) -> bool,
+) -> bool {
     let mut spec = match shape {
         "quickstart" => SyntheticSpec::quickstart(),
         _ => SyntheticSpec::corpus_062126(),
@@ -371,15 +390,24 @@ pub fn shaped(shape: &str, traces: Option<usize>, seed: u64) -> Vec<Trace> {
     if let Some(n) = traces {
         spec.traces = n;
     }
-    let all = generate(&spec);
-    if shape.ends_with("256k") {
-        // The `_256k` rule: requests with in + out > 256,000 dropped (reference/agentx.md §1.6).
-        all.iter()
-            .filter_map(|t| super::filter_isl_cap(t, 256_000))
-            .collect()
-    } else {
-        all
+    let mut rng = StdRng::seed_from_u64(spec.seed);
+    for i in 0..spec.traces {
+        let t = session(&spec, &mut rng, i);
+        let t = if shape.ends_with("256k") {
+            // The `_256k` rule: requests with in + out > 256,000 dropped (reference/agentx.md
+            // §1.6).
+            match super::filter_isl_cap(&t, 256_000) {
+                Some(t) => t,
+                None => continue,
+            }
+        } else {
+            t
+        };
+        if !each(t) {
+            return false;
+        }
     }
+    true
 }
 
 /// A writer that only counts the bytes written to it.

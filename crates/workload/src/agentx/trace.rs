@@ -86,6 +86,32 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// Memory this trace takes, bytes: its structs, the strings and every request's `hash_ids`
+    /// (as allocated), with a fixed share per allocation for the allocator; what the memory
+    /// budget counts for a trace kept (issue 39 §2).
+    pub fn heap_bytes(&self) -> u64 {
+        const PER_ALLOC: usize = 16;
+        let streams: usize = (self.streams.iter())
+            .map(|s| {
+                let requests: usize = (s.requests.iter())
+                    .map(|r| r.hash_ids.capacity() * 4 + r.model.capacity() + 2 * PER_ALLOC)
+                    .sum();
+                std::mem::size_of::<Stream>()
+                    + s.id.capacity()
+                    + s.label.capacity()
+                    + s.requests.capacity() * std::mem::size_of::<TraceRequest>()
+                    + requests
+                    + 3 * PER_ALLOC
+            })
+            .sum();
+        (std::mem::size_of::<Trace>()
+            + self.id.capacity()
+            + self.origin.capacity()
+            + self.streams.capacity() * std::mem::size_of::<Stream>()
+            + streams
+            + 3 * PER_ALLOC) as u64
+    }
+
     /// Number of model requests over all streams.
     pub fn request_count(&self) -> usize {
         self.streams.iter().map(|s| s.requests.len()).sum()
