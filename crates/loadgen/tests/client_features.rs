@@ -3,35 +3,18 @@
 //! completions), per-request headers counted by a server that reads every request head,
 //! empty-content TTFT and the multi-token-chunk verdict against scripted streams.
 
+mod common;
+
+use common::{profile, prompts_of};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use inferbench_client::Backend;
-use inferbench_core::{Channel, Phase, RequestRecord};
-use inferbench_loadgen::{
-    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
-};
+use inferbench_core::{Channel, RequestRecord};
+use inferbench_loadgen::{run_bench, BenchOptions, CancellationToken, ProgressMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-fn prepared(n: usize, max_tokens: u32) -> Arc<PreparedPrompts> {
-    Arc::new(PreparedPrompts {
-        prompts: (0..n)
-            .map(|i| BenchPrompt {
-                text: format!("prompt number {i}"),
-                messages: None,
-                prompt_tokens: 3,
-                max_tokens: Some(max_tokens),
-                conversation_id: None,
-                turn: None,
-                headers: Vec::new(),
-            })
-            .collect(),
-        tokenizer_id: "test".into(),
-        counter: None,
-    })
-}
 
 fn opts(base_url: String, n: usize, warmups: u64, max_tokens: u32) -> BenchOptions {
     BenchOptions {
@@ -44,15 +27,13 @@ fn opts(base_url: String, n: usize, warmups: u64, max_tokens: u32) -> BenchOptio
         // Full records (chunks and text kept), no side requests to the test servers.
         save_detailed: true,
         server_metrics: false,
-        prepared: Some(prepared(n, max_tokens)),
+        prepared: Some(Arc::new(prompts_of(
+            (0..n).map(|i| format!("prompt number {i}")),
+            3,
+            max_tokens,
+        ))),
         ..Default::default()
     }
-}
-
-fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
-    let mut v: Vec<_> = recs.iter().filter(|r| r.phase == Phase::Profile).collect();
-    v.sort_by_key(|r| r.request_id);
-    v
 }
 
 /// The Responses backend against `sim`'s `/v1/responses`: every request succeeds, and its
