@@ -14,13 +14,14 @@
 //! - usage above what the streamed text holds by the client's tokenizer is
 //!   `usage_above_stream` (finding 11).
 
+mod common;
+
+use common::send_hi;
 use std::sync::Arc;
 use std::time::Duration;
 
 use inferbench_client::openai::{INCOMPLETE_RESPONSES_STREAM, INCOMPLETE_STREAM};
-use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, TokenCounter,
-};
+use inferbench_client::{Backend, Client, ClientConfig, TokenCounter};
 use inferbench_core::{Anomaly, ErrorClass, RequestRecord, TokenSource};
 use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
@@ -58,15 +59,7 @@ async fn send(backend: Backend, events: &[String], words: bool) -> RequestRecord
         ..Default::default()
     })
     .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(100),
-    };
-    client
-        .send(&input, RequestMeta::default(), &CancellationToken::new())
-        .await
+    send_hi(&client, Some(100)).await
 }
 
 fn ev(json: &str) -> String {
