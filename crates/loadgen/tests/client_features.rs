@@ -13,6 +13,7 @@ use std::time::Duration;
 use inferbench_client::Backend;
 use inferbench_core::{Channel, RequestRecord};
 use inferbench_loadgen::{run_bench, BenchOptions, CancellationToken, ProgressMode};
+use inferbench_testutil::tap::{post_lines, spawn_tap};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -328,44 +329,6 @@ async fn multi_token_chunks_get_a_verdict_and_chunk_gap_labels() {
     assert!(!report.contains("Tokens per chunk"), "{report}");
 }
 
-/// A forward proxy in the test: counts the requests it carries and their request lines, and
-/// pipes each connection to `upstream` (whatever host the absolute-form target names).
-async fn spawn_proxy(upstream: std::net::SocketAddr) -> (String, Heads) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let lines: Heads = Arc::default();
-    let seen = lines.clone();
-    tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let mut server = TcpStream::connect(upstream).await.unwrap();
-                let mut buf = vec![0u8; 65536];
-                let (mut cr, mut cw) = client.split();
-                let (mut sr, mut sw) = server.split();
-                let up = async {
-                    loop {
-                        let n = cr.read(&mut buf).await.unwrap_or(0);
-                        if n == 0 {
-                            break;
-                        }
-                        let text = String::from_utf8_lossy(&buf[..n]).to_string();
-                        for l in text.lines().filter(|l| l.starts_with("POST ")) {
-                            seen.lock().unwrap().push(l.to_string());
-                        }
-                        if sw.write_all(&buf[..n]).await.is_err() {
-                            break;
-                        }
-                    }
-                };
-                let down = tokio::io::copy(&mut sr, &mut cw);
-                tokio::select! { _ = up => {}, _ = down => {} }
-            });
-        }
-    });
-    (format!("http://{addr}"), lines)
-}
-
 /// `http_proxy` for the benchmark traffic: a target the client cannot resolve is reached
 /// through the proxy (absolute-form request lines to it, every request counted), the summary
 /// names the proxy; a loopback target is never proxied (the proxy sees nothing).
@@ -381,7 +344,8 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
         .trim_start_matches("http://")
         .parse()
         .unwrap();
-    let (proxy, lines) = spawn_proxy(upstream).await;
+    // A forward proxy: the tap pipes every connection to the sim, whatever host it names.
+    let (proxy, sent) = spawn_tap(upstream).await;
     let o = BenchOptions {
         proxy: Some(proxy.clone()),
         ..opts("http://bench-target.invalid:8000".into(), 3, 1, 4)
@@ -390,7 +354,7 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
     assert_eq!(out.exit_code, 0, "{:?}", out.notes);
     assert!(profile(&out.records).iter().all(|r| r.success));
     assert_eq!(
-        *lines.lock().unwrap(),
+        post_lines(&sent),
         vec!["POST http://bench-target.invalid:8000/v1/completions HTTP/1.1"; 4]
     );
     assert_eq!(
@@ -398,14 +362,14 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
         Some(proxy.as_str())
     );
     // A loopback target: direct, whatever the proxy setting.
-    lines.lock().unwrap().clear();
+    sent.lock().unwrap().clear();
     let o = BenchOptions {
         proxy: Some(proxy.clone()),
         ..opts(sim.base_url(), 2, 0, 4)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
     assert_eq!(out.exit_code, 0, "{:?}", out.notes);
-    assert!(lines.lock().unwrap().is_empty());
+    assert!(post_lines(&sent).is_empty());
     assert_eq!(out.summary.inferbench.proxy, None);
 }
 
