@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::send_hi;
+use common::{send_hi, serve_events};
 use std::time::Duration;
 
 use inferbench_client::openai::INCOMPLETE_STREAM;
@@ -34,18 +34,7 @@ const ENDS: [End; 3] = [End::Chunked, End::CloseDelimited, End::Length];
 async fn serve(events: &[String], end: End) -> String {
     let body: String = events.concat();
     match end {
-        End::Chunked => {
-            let case = ReplayCase {
-                status: 200,
-                headers: vec![("Content-Type".into(), "text/event-stream".into())],
-                chunks: events
-                    .iter()
-                    .map(|e| (Duration::from_millis(1), e.clone().into_bytes()))
-                    .collect(),
-                end: ReplayEnd::Close,
-            };
-            format!("http://{}", spawn_replay(case).await.unwrap())
-        }
+        End::Chunked => serve_events(events).await,
         End::CloseDelimited | End::Length => {
             let framing = match end {
                 End::Length => format!("Content-Length: {}", body.len()),
