@@ -19,6 +19,19 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_inferbench")
 }
 
+/// Runs `inferbench ARGS --out DIR/qs --db DIR/q.db` (a quickstart; it must succeed) and
+/// serves that database on a free port.
+fn quickstart_served(dir: &Path, args: &[&str]) -> common::Serving {
+    let db = dir.join("q.db").display().to_string();
+    let o = Command::new(bin())
+        .args(args)
+        .args(["--out", dir.join("qs").to_str().unwrap(), "--db", &db])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]))
+}
+
 /// One request as the explorer places it: (stream, turn, send s, end s), times from the
 /// point's first send.
 type Placed = (String, u64, f64, f64);
@@ -89,18 +102,12 @@ fn sessions_of_api(point: &Value) -> BTreeMap<String, Vec<Placed>> {
 #[test]
 fn agentic_run_page_explores_sessions_as_the_artifacts_record_them() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("a.db").display().to_string();
-    let out = tmp.path().join("qs");
-    let o = Command::new(bin())
-        .args(["quickstart", "--agentic", "--fast", "--concurrency", "1,2"])
-        .args(["--out", out.to_str().unwrap(), "--db", &db])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", common::output_text(&o));
-
     let common::Serving {
         mut child, addr, ..
-    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
+    } = quickstart_served(
+        tmp.path(),
+        &["quickstart", "--agentic", "--fast", "--concurrency", "1,2"],
+    );
     let browser = Browser::find(tmp.path().join("profile"));
     let mut checked = 0;
     let mut sub_agents = 0;
@@ -181,21 +188,9 @@ fn read_json(path: &Path) -> Value {
 #[test]
 fn run_history_and_tco_pages_say_why_points_sit_where_they_do_and_what_they_cost() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("b.db").display().to_string();
-    let o = Command::new(bin())
-        .args(["quickstart", "--fast"])
-        .args([
-            "--out",
-            tmp.path().join("qs").to_str().unwrap(),
-            "--db",
-            &db,
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", common::output_text(&o));
     let common::Serving {
         mut child, addr, ..
-    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
+    } = quickstart_served(tmp.path(), &["quickstart", "--fast"]);
     let browser = Browser::find(tmp.path().join("profile"));
     let mut total_gpu_s = 0.0;
     for id in 1..=4 {

@@ -339,13 +339,8 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
         ..Default::default()
     })
     .expect("sim starts");
-    let upstream: std::net::SocketAddr = sim
-        .base_url()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
     // A forward proxy: the tap pipes every connection to the sim, whatever host it names.
-    let (proxy, sent) = spawn_tap(upstream).await;
+    let (proxy, sent) = spawn_tap(&sim.base_url()).await;
     let o = BenchOptions {
         proxy: Some(proxy.clone()),
         ..opts("http://bench-target.invalid:8000".into(), 3, 1, 4)

@@ -71,12 +71,7 @@ async fn a_sweeps_points_send_the_headers_backend_and_record_them() {
         ..Default::default()
     })
     .expect("sim starts");
-    let upstream: std::net::SocketAddr = sim
-        .base_url()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
-    let (url, sent) = spawn_tap(upstream).await;
+    let (url, sent) = spawn_tap(&sim.base_url()).await;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let client = ClientFeatures {

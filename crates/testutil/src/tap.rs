@@ -13,10 +13,16 @@ use tokio::net::{TcpListener, TcpStream};
 /// dropped).
 pub type Sent = Arc<Mutex<Vec<Vec<u8>>>>;
 
-/// Starts a forwarder to `upstream` on a free loopback port of the current tokio runtime;
-/// returns its `http://127.0.0.1:PORT` URL and what clients send through it. A connection the
-/// upstream refuses is closed. Panics when no loopback port can be bound.
-pub async fn spawn_tap(upstream: SocketAddr) -> (String, Sent) {
+/// Starts a forwarder to `upstream` (a server's base URL, `http://IP:PORT`, as the sim's
+/// `base_url()` gives it) on a free loopback port of the current tokio runtime; returns its
+/// `http://127.0.0.1:PORT` URL and what clients send through it. A connection the upstream
+/// refuses is closed. Panics when `upstream` is not `http://IP:PORT` or no loopback port can be
+/// bound.
+pub async fn spawn_tap(upstream: &str) -> (String, Sent) {
+    let upstream: SocketAddr = (upstream.trim_start_matches("http://"))
+        .trim_end_matches('/')
+        .parse()
+        .unwrap_or_else(|e| panic!("{upstream}: {e}"));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let sent: Sent = Arc::default();
@@ -84,7 +90,7 @@ mod tests {
     async fn keeps_what_clients_send_and_finds_each_post_line() {
         let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let up_addr = upstream.local_addr().unwrap();
-        let (url, sent) = spawn_tap(up_addr).await;
+        let (url, sent) = spawn_tap(&format!("http://{up_addr}")).await;
         let mut c = TcpStream::connect(url.trim_start_matches("http://"))
             .await
             .unwrap();
