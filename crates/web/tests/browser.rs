@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use common::copy_tree_replacing;
+use common::{copy_tree_replacing, utf8_percent};
 use inferbench_store::{IngestOptions, Store};
 use inferbench_testutil::browser::{attr, text_of, Browser};
 
@@ -1339,19 +1339,6 @@ fn date_and_run_pickers_filter_the_api_query() {
         text_of(&dom, "status").contains("since=27.02.2026 (expected YYYY-MM-DD)"),
         "{dom}"
     );
-}
-
-/// Percent-encodes every byte of `s` outside `[A-Za-z0-9-._~]`.
-fn utf8_percent(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// The query pairs of a URL (`&amp;` as the DOM dump writes it), percent- and `+`-decoded.
