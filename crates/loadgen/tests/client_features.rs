@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{profile, prompts_of};
+use common::{profile, prompts_of, root_stream, trace};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -376,7 +376,7 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
 async fn replay_probes_take_no_send_index() {
     use inferbench_loadgen::agentic::prompt::Prompter;
     use inferbench_loadgen::agentic::{run_replay, ReplayOptions, SchedConfig};
-    use inferbench_workload::agentx::{Stream, StreamKind, Trace, TraceRequest};
+    use inferbench_workload::agentx::TraceRequest;
 
     let mut body: Vec<(Duration, String)> = ["a", "b"]
         .iter()
@@ -398,19 +398,11 @@ async fn replay_probes_take_no_send_index() {
         api_time_s: 0.01,
         model: "claude".into(),
     };
-    let traces = Arc::new(vec![Trace {
-        id: "a".into(),
-        block_size: 64,
-        system_prefix_tokens: 0,
-        hash_id_scope: Default::default(),
-        streams: vec![Stream {
-            id: "a".into(),
-            kind: StreamKind::Root,
-            label: String::new(),
-            requests: vec![rq(0.0), rq(0.02), rq(0.04)],
-        }],
-        origin: "test:1".into(),
-    }]);
+    let traces = Arc::new(vec![trace(
+        "a",
+        "test:1",
+        vec![root_stream("a", vec![rq(0.0), rq(0.02), rq(0.04)])],
+    )]);
     let tok = inferbench_workload::Tokenizer::load("o200k_base").expect("embedded tokenizer");
     let prompter = Arc::new(Prompter::new(&traces, &tok, 42).expect("corpus"));
     let opts = ReplayOptions {

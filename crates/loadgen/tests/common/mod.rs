@@ -8,6 +8,7 @@ use std::time::Duration;
 use inferbench_core::{Phase, RequestRecord};
 use inferbench_loadgen::{BenchPrompt, PreparedPrompts};
 use inferbench_testutil::replay::{ReplayCase, ReplayEnd};
+use inferbench_workload::agentx::{Stream, StreamKind, Trace, TraceRequest};
 
 /// One prompt per text, each counted as `prompt_tokens` tokens and asking for `max_tokens`;
 /// tokenizer id `test`, no token counter (set `counter` on the result for one).
@@ -67,4 +68,27 @@ pub fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
     let mut v: Vec<_> = recs.iter().filter(|r| r.phase == Phase::Profile).collect();
     v.sort_by_key(|r| r.request_id);
     v
+}
+
+/// An AgentX trace `id` of 64-token blocks with no system prefix, of `streams`, read from
+/// `origin` (`file:line`).
+pub fn trace(id: &str, origin: &str, streams: Vec<Stream>) -> Trace {
+    Trace {
+        id: id.into(),
+        block_size: 64,
+        system_prefix_tokens: 0,
+        hash_id_scope: Default::default(),
+        streams,
+        origin: origin.into(),
+    }
+}
+
+/// The main agent's stream `id` (no label) of `requests`.
+pub fn root_stream(id: &str, requests: Vec<TraceRequest>) -> Stream {
+    Stream {
+        id: id.into(),
+        kind: StreamKind::Root,
+        label: String::new(),
+        requests,
+    }
 }
