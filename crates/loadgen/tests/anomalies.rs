@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{prepared, profile};
+use common::{completions_case, prepared, profile};
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -296,22 +296,9 @@ async fn responses_buffered_whole_make_the_point_invalid() {
     );
 }
 
+/// 3 tokens 1 ms apart, then usage saying `prompt` and `completion` tokens.
 fn usage_case(completion: u32, prompt: u32) -> ReplayCase {
-    let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
-    let mut chunks: Vec<(Duration, Vec<u8>)> = ["a", "b", "c"]
-        .iter()
-        .map(|t| (Duration::from_millis(1), tok(t).into_bytes()))
-        .collect();
-    chunks.push((
-        Duration::ZERO,
-        format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion}}}}}\n\ndata: [DONE]\n\n").into_bytes(),
-    ));
-    ReplayCase {
-        status: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        chunks,
-        end: ReplayEnd::Close,
-    }
+    completions_case(&["a", "b", "c"], 1, prompt, completion)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

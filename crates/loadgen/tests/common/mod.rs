@@ -43,17 +43,22 @@ pub fn prepared(n: usize, prompt_tokens: u32, max_tokens: u32) -> Arc<PreparedPr
     ))
 }
 
-/// A completions stream of 4 tokens 10 ms apart, then usage (`prompt_tokens`, 4 completion
-/// tokens) and `[DONE]`, closed: every request takes exactly 40 ms.
-pub fn stream_case(prompt_tokens: u32) -> ReplayCase {
+/// A completions stream of one token per text, each `gap_ms` after the one before, then usage
+/// (`prompt_tokens`, `completion_tokens`) and `[DONE]`, closed.
+pub fn completions_case(
+    texts: &[&str],
+    gap_ms: u64,
+    prompt_tokens: u32,
+    completion_tokens: u32,
+) -> ReplayCase {
     let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
-    let mut chunks: Vec<(Duration, Vec<u8>)> = ["a", "b", "c", "d"]
+    let mut chunks: Vec<(Duration, Vec<u8>)> = texts
         .iter()
-        .map(|t| (Duration::from_millis(10), tok(t).into_bytes()))
+        .map(|t| (Duration::from_millis(gap_ms), tok(t).into_bytes()))
         .collect();
     chunks.push((
         Duration::ZERO,
-        format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":4}}}}\n\ndata: [DONE]\n\n").into_bytes(),
+        format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt_tokens},\"completion_tokens\":{completion_tokens}}}}}\n\ndata: [DONE]\n\n").into_bytes(),
     ));
     ReplayCase {
         status: 200,
@@ -61,6 +66,12 @@ pub fn stream_case(prompt_tokens: u32) -> ReplayCase {
         chunks,
         end: ReplayEnd::Close,
     }
+}
+
+/// [`completions_case`] of 4 tokens 10 ms apart (usage: `prompt_tokens`, 4 completion tokens):
+/// every request takes exactly 40 ms.
+pub fn stream_case(prompt_tokens: u32) -> ReplayCase {
+    completions_case(&["a", "b", "c", "d"], 10, prompt_tokens, 4)
 }
 
 /// The profile-phase records of `recs`, by request id.
