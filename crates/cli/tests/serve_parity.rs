@@ -7,9 +7,8 @@
 
 mod common;
 
+use common::{get_json as api, http_get_as};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
 
 use inferbench_store::Store;
@@ -86,27 +85,6 @@ fn seed(db: &str) {
             .collect();
         s.ingest_run(&run).unwrap();
     }
-}
-
-/// GET `path` from `addr` over HTTP/1.1 with `host` as the Host header; returns (status line,
-/// body).
-fn http_get_as(addr: &str, host: &str, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_string(), body.to_string())
-}
-
-fn api(addr: &str, path: &str) -> Value {
-    let (status, body) = http_get_as(addr, addr, path);
-    assert_eq!(status, "HTTP/1.1 200 OK", "{path}: {body}");
-    serde_json::from_str(&body).unwrap()
 }
 
 /// The CLI's stdout as JSON (the command must succeed, or exit 1 for a regression).

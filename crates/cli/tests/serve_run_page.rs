@@ -7,97 +7,29 @@
 
 mod common;
 
+use common::get_json;
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use inferbench_testutil::browser::{attr, Browser};
 use serde_json::Value;
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_inferbench")
 }
 
-/// GET `path` from `addr` over HTTP/1.1; returns (status line, body).
-fn http_get(addr: &str, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_string(), body.to_string())
-}
-
-fn get_json(addr: &str, path: &str) -> Value {
-    let (status, body) = http_get(addr, path);
-    assert_eq!(status, "HTTP/1.1 200 OK", "{path}: {body}");
-    serde_json::from_str(&body).unwrap()
-}
-
-fn chromium() -> Option<PathBuf> {
-    let require = std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1");
-    let found = std::env::var_os("INFERBENCH_TEST_CHROMIUM")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let p = PathBuf::from("/usr/bin/chromium");
-            p.is_file().then_some(p)
-        });
-    if found.is_none() {
-        assert!(
-            !require,
-            "chromium is required (INFERBENCH_REQUIRE_SERVICES=1; scripts/setup/chromium.sh)"
-        );
-        eprintln!("skipping the browser part: no chromium (scripts/setup/chromium.sh installs it)");
-    }
-    found
-}
-
-/// The DOM of `url` after its scripts ran, from the private profile `profile` (the browser is
-/// started once more when it fails, as the web crate's browser tests do).
-fn dump_dom(chromium: &Path, profile: &Path, url: &str) -> String {
-    let run = || {
-        Command::new(chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                "--virtual-time-budget=10000",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .arg("--dump-dom")
-            .arg(url)
-            .output()
-            .unwrap()
-    };
-    let mut out = run();
-    if !out.status.success() {
-        out = run();
-    }
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The value of attribute `attr` of the element with id `id` in `dom`.
-fn attr(dom: &str, id: &str, attr: &str) -> Option<String> {
-    let at = dom.find(&format!("id=\"{id}\""))?;
-    let tag_start = dom[..at].rfind('<')?;
-    let tag_end = at + dom[at..].find('>')?;
-    let tag = &dom[tag_start..tag_end];
-    let key = format!("{attr}=\"");
-    let v = tag.find(&key)? + key.len();
-    Some(tag[v..v + tag[v..].find('"')?].to_string())
+/// Runs `inferbench ARGS --out DIR/qs --db DIR/q.db` (a quickstart; it must succeed) and
+/// serves that database on a free port.
+fn quickstart_served(dir: &Path, args: &[&str]) -> common::Serving {
+    let db = dir.join("q.db").display().to_string();
+    let o = Command::new(bin())
+        .args(args)
+        .args(["--out", dir.join("qs").to_str().unwrap(), "--db", &db])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]))
 }
 
 /// One request as the explorer places it: (stream, turn, send s, end s), times from the
@@ -170,19 +102,13 @@ fn sessions_of_api(point: &Value) -> BTreeMap<String, Vec<Placed>> {
 #[test]
 fn agentic_run_page_explores_sessions_as_the_artifacts_record_them() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("a.db").display().to_string();
-    let out = tmp.path().join("qs");
-    let o = Command::new(bin())
-        .args(["quickstart", "--agentic", "--fast", "--concurrency", "1,2"])
-        .args(["--out", out.to_str().unwrap(), "--db", &db])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", common::output_text(&o));
-
     let common::Serving {
         mut child, addr, ..
-    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
-    let chromium = chromium();
+    } = quickstart_served(
+        tmp.path(),
+        &["quickstart", "--agentic", "--fast", "--concurrency", "1,2"],
+    );
+    let browser = Browser::find(tmp.path().join("profile"));
     let mut checked = 0;
     let mut sub_agents = 0;
     for id in [1, 2] {
@@ -231,12 +157,8 @@ fn agentic_run_page_explores_sessions_as_the_artifacts_record_them() {
             t["verdict"]["invalid_reason"],
             r["points"][0]["invalid_reason"]
         );
-        if let Some(chromium) = &chromium {
-            let dom = dump_dom(
-                chromium,
-                &tmp.path().join("profile"),
-                &format!("http://{addr}/run?id={id}"),
-            );
+        if let Some(b) = &browser {
+            let dom = b.dom(&format!("http://{addr}/run?id={id}"));
             let n = want.len().to_string();
             assert_eq!(attr(&dom, "explorer", "data-sessions"), Some(n), "{dom}");
             assert_eq!(
@@ -266,23 +188,10 @@ fn read_json(path: &Path) -> Value {
 #[test]
 fn run_history_and_tco_pages_say_why_points_sit_where_they_do_and_what_they_cost() {
     let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("b.db").display().to_string();
-    let o = Command::new(bin())
-        .args(["quickstart", "--fast"])
-        .args([
-            "--out",
-            tmp.path().join("qs").to_str().unwrap(),
-            "--db",
-            &db,
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", common::output_text(&o));
     let common::Serving {
         mut child, addr, ..
-    } = common::start_serve(Command::new(bin()).args(["serve", "--db", &db, "--port", "0"]));
-    let chromium = chromium();
-    let profile = tmp.path().join("profile");
+    } = quickstart_served(tmp.path(), &["quickstart", "--fast"]);
+    let browser = Browser::find(tmp.path().join("profile"));
     let mut total_gpu_s = 0.0;
     for id in 1..=4 {
         let r = get_json(&addr, &format!("/api/v1/runs/{id}"));
@@ -331,8 +240,8 @@ fn run_history_and_tco_pages_say_why_points_sit_where_they_do_and_what_they_cost
                 "prefix_hit_rate"
             ]
         );
-        let Some(chromium) = &chromium else { continue };
-        let dom = dump_dom(chromium, &profile, &format!("http://{addr}/run?id={id}"));
+        let Some(b) = &browser else { continue };
+        let dom = b.dom(&format!("http://{addr}/run?id={id}"));
         assert_eq!(
             attr(&dom, "why", "data-server").as_deref(),
             Some("running,waiting,kv_usage,preemptions,prefix_hit_rate"),
@@ -366,9 +275,9 @@ fn run_history_and_tco_pages_say_why_points_sit_where_they_do_and_what_they_cost
         let row = &row[..row.find("</tr>").unwrap()];
         assert!(row.contains(&format!("<td>{gpu_s:.1}</td>")), "{row}");
     }
-    if let Some(chromium) = &chromium {
+    if let Some(b) = &browser {
         for page in ["history", "tco"] {
-            let dom = dump_dom(chromium, &profile, &format!("http://{addr}/{page}"));
+            let dom = b.dom(&format!("http://{addr}/{page}"));
             assert_eq!(
                 attr(&dom, "gpu-seconds", "data-groups").as_deref(),
                 Some("1"),

@@ -2,7 +2,10 @@
 //! one test because it lowers the process's open-file limit while it runs (no other test may
 //! run beside it in this binary).
 
-use inferbench_client::{CancellationToken, Client, ClientConfig, RequestInput, RequestMeta};
+mod common;
+
+use common::hi;
+use inferbench_client::{CancellationToken, Client, ClientConfig, RequestMeta};
 use inferbench_core::ErrorClass;
 
 /// The highest file descriptor open now.
@@ -43,12 +46,7 @@ async fn out_of_file_descriptors_is_client_resource_not_connect() {
         ..Default::default()
     })
     .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(1),
-    };
+    let input = hi(Some(1));
     let before = nofile();
     // Room for nothing new: the limit just above the highest descriptor open (the listing's
     // own is closed by then), and every free one below it taken, so the socket the connect

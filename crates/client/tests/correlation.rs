@@ -2,11 +2,12 @@
 //! session-affinity header); without one, no such header is sent. Every request carries
 //! `User-Agent: inferbench/<version>`.
 
+mod common;
+
+use common::hi;
 use std::io::{Read, Write};
 
-use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
-};
+use inferbench_client::{Backend, CancellationToken, Client, ClientConfig, RequestMeta};
 
 /// A one-shot server: returns the request head it read, answers with a two-event SSE stream.
 fn capture_once() -> (String, std::thread::JoinHandle<String>) {
@@ -44,12 +45,7 @@ async fn head_for(correlation_id: Option<&str>) -> String {
         ..Default::default()
     })
     .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(1),
-    };
+    let input = hi(Some(1));
     let meta = RequestMeta {
         correlation_id: correlation_id.map(str::to_string),
         ..Default::default()

@@ -1,6 +1,9 @@
 //! Faults beyond the handed cases: every one ends as one classified record, never a panic or a
 //! hang. Each test builds a recorded response inline and serves it with the replay server.
 
+mod common;
+
+use common::{hi, send_hi};
 use std::time::{Duration, Instant};
 
 use inferbench_client::{
@@ -33,15 +36,7 @@ async fn send_to(base_url: String, tweak: impl FnOnce(&mut ClientConfig)) -> Req
     };
     tweak(&mut cfg);
     let client = Client::new(cfg).unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(4),
-    };
-    client
-        .send(&input, RequestMeta::default(), &CancellationToken::new())
-        .await
+    send_hi(&client, Some(4)).await
 }
 
 /// A client of `base_url` with model `m` and otherwise default settings.
@@ -71,16 +66,6 @@ async fn one_token_server() -> (Client, std::sync::Arc<std::sync::atomic::Atomic
 async fn sent_ok(client: &Client, input: &RequestInput<'_>, cancel: &CancellationToken) {
     let rec = client.send(input, RequestMeta::default(), cancel).await;
     assert!(rec.success, "{rec:#?}");
-}
-
-/// A one-token prompt "hi" without max_tokens.
-fn hi() -> RequestInput<'static> {
-    RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: None,
-    }
 }
 
 async fn serve(c: ReplayCase) -> String {
@@ -184,12 +169,7 @@ async fn cancel_mid_stream_is_cancelled() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         c2.cancel();
     });
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: None,
-    };
+    let input = hi(None);
     let rec = client.send(&input, RequestMeta::default(), &cancel).await;
     assert_failed(&rec, ErrorClass::Cancelled);
     assert_eq!(rec.chunks.len(), 1);
@@ -225,7 +205,7 @@ async fn non_streaming_json_response_is_understood() {
 #[tokio::test]
 async fn keep_alive_reuses_one_connection() {
     let (client, accepted) = one_token_server().await;
-    let input = hi();
+    let input = hi(None);
     for i in 0..5 {
         let rec = client
             .send(&input, RequestMeta::default(), &CancellationToken::new())
@@ -423,7 +403,7 @@ async fn undecodable_content_encoding_is_malformed() {
 #[tokio::test]
 async fn probation_then_reuse() {
     let (client, accepted) = one_token_server().await;
-    let input = hi();
+    let input = hi(None);
     let cancel = CancellationToken::new();
     for _ in 0..2 {
         sent_ok(&client, &input, &cancel).await;
@@ -444,7 +424,7 @@ async fn preconnected_connections_serve_the_first_requests() {
     let (client, accepted) = one_token_server().await;
     assert_eq!(client.preconnect(3).await, 3);
     assert_eq!(client.preconnect(3).await, 0);
-    let input = hi();
+    let input = hi(None);
     let cancel = CancellationToken::new();
     let sends = (0..3).map(|_| client.send(&input, RequestMeta::default(), &cancel));
     for rec in futures_util::future::join_all(sends).await {
@@ -479,7 +459,7 @@ async fn spares_replace_what_probation_takes_and_stop_once_trusted() {
             panic!("{} connections, not {n}", accepted.load(Relaxed));
         }
     };
-    let input = hi();
+    let input = hi(None);
     let cancel = CancellationToken::new();
     // None before a response kept its connection open (a server closing after each response
     // would never use one).
@@ -517,7 +497,7 @@ async fn await_trust_lets_the_next_requests_reuse_at_once() {
     let t0 = Instant::now();
     client.await_trust().await;
     assert!(t0.elapsed() < Duration::from_millis(100));
-    let input = hi();
+    let input = hi(None);
     let cancel = CancellationToken::new();
     sent_ok(&client, &input, &cancel).await;
     let t0 = Instant::now();
@@ -546,7 +526,7 @@ async fn a_limited_client_holds_its_concurrency_and_the_margin() {
     let (client, accepted) = one_token_server().await;
     client.limit_connections(2);
     let cap = 2 + CONNECTION_MARGIN;
-    let input = hi();
+    let input = hi(None);
     let cancel = CancellationToken::new();
     let mut most = 0;
     for _ in 0..2 * cap {

@@ -3,13 +3,14 @@
 //! Transfer-Encoding with Content-Length (read, not reused), and the responses it refuses (a
 //! head over the limit, an overflowing chunk size). Each ends as one record, success or one classified error.
 
+mod common;
+
+use common::hi;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
-};
+use inferbench_client::{Backend, CancellationToken, Client, ClientConfig, RequestMeta};
 use inferbench_core::{ErrorClass, RequestRecord};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -60,12 +61,7 @@ fn client(url: &str) -> Client {
 }
 
 async fn send(c: &Client) -> RequestRecord {
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(2),
-    };
+    let input = hi(Some(2));
     c.send(&input, RequestMeta::default(), &CancellationToken::new())
         .await
 }

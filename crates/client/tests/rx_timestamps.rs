@@ -4,12 +4,13 @@
 //! timestamps (the default, Linux) TTFT is the arrival time of the bytes (≈ 100 ms); read-time
 //! stamps put it after the block (≈ 420 ms).
 
+mod common;
+
+use common::send_hi;
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
-};
+use inferbench_client::{Backend, Client, ClientConfig};
 
 const BLOCK: Duration = Duration::from_millis(400);
 
@@ -58,17 +59,7 @@ fn ttft_with_busy_client(rx_timestamps: bool) -> f64 {
             ..Default::default()
         })
         .unwrap();
-        let send = tokio::spawn(async move {
-            let input = RequestInput {
-                text: "hi",
-                messages: None,
-                prompt_tokens: 1,
-                max_tokens: Some(3),
-            };
-            client
-                .send(&input, RequestMeta::default(), &CancellationToken::new())
-                .await
-        });
+        let send = tokio::spawn(async move { send_hi(&client, Some(3)).await });
         // Let the request go out, then hog the only thread while the answer arrives.
         tokio::time::sleep(Duration::from_millis(20)).await;
         std::thread::sleep(BLOCK);

@@ -14,15 +14,15 @@
 //! - usage above what the streamed text holds by the client's tokenizer is
 //!   `usage_above_stream` (finding 11).
 
+mod common;
+
+use common::{send_hi, serve_events};
 use std::sync::Arc;
 use std::time::Duration;
 
 use inferbench_client::openai::{INCOMPLETE_RESPONSES_STREAM, INCOMPLETE_STREAM};
-use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, TokenCounter,
-};
+use inferbench_client::{Backend, Client, ClientConfig, TokenCounter};
 use inferbench_core::{Anomaly, ErrorClass, RequestRecord, TokenSource};
-use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
 const ALL: [Backend; 3] = [
     Backend::OpenAiCompletions,
@@ -30,27 +30,13 @@ const ALL: [Backend; 3] = [
     Backend::OpenAiResponses,
 ];
 
-/// Serves `events` (whole SSE events), then ends the body cleanly (chunked terminator).
-async fn serve(events: &[String]) -> String {
-    let case = ReplayCase {
-        status: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        chunks: events
-            .iter()
-            .map(|e| (Duration::from_millis(1), e.clone().into_bytes()))
-            .collect(),
-        end: ReplayEnd::Close,
-    };
-    format!("http://{}", spawn_replay(case).await.unwrap())
-}
-
 /// One request of `backend` (max_tokens 100) to `events`, with a tokenizer that counts
 /// whitespace-separated words when `words` is set.
 async fn send(backend: Backend, events: &[String], words: bool) -> RequestRecord {
     let counter: Option<Arc<TokenCounter>> =
         words.then(|| Arc::new(|s: &str| s.split_whitespace().count()) as Arc<TokenCounter>);
     let client = Client::new(ClientConfig {
-        base_url: serve(events).await,
+        base_url: serve_events(events).await,
         backend,
         model: "m".into(),
         idle_timeout: Duration::from_secs(2),
@@ -58,15 +44,7 @@ async fn send(backend: Backend, events: &[String], words: bool) -> RequestRecord
         ..Default::default()
     })
     .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(100),
-    };
-    client
-        .send(&input, RequestMeta::default(), &CancellationToken::new())
-        .await
+    send_hi(&client, Some(100)).await
 }
 
 fn ev(json: &str) -> String {

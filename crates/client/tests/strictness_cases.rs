@@ -5,13 +5,14 @@
 //! and the exact `anomalies` list. The client's tokenizer counts whitespace-separated words;
 //! max_tokens is 100, the prompt 1 token by the client's count.
 
+mod common;
+
+use common::send_hi;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
-};
+use inferbench_client::{Backend, Client, ClientConfig};
 use inferbench_testutil::replay::{spawn_replay, ReplayCase};
 use serde_json::Value;
 
@@ -51,15 +52,7 @@ async fn recorded_strictness_cases() {
             ..Default::default()
         })
         .unwrap();
-        let input = RequestInput {
-            text: "hi",
-            messages: None,
-            prompt_tokens: 1,
-            max_tokens: Some(100),
-        };
-        let rec = client
-            .send(&input, RequestMeta::default(), &CancellationToken::new())
-            .await;
+        let rec = send_hi(&client, Some(100)).await;
         let exp = &case["expect"];
         let ctx = format!("case {name}: {rec:#?}");
         assert_eq!(rec.success, exp["success"].as_bool().unwrap(), "{ctx}");

@@ -5,12 +5,13 @@
 //! backend, never a shorter success. One JSON body is whole by being whole JSON. A refusal
 //! (`delta.refusal`) is generated output.
 
+mod common;
+
+use common::{send_hi, serve_events};
 use std::time::Duration;
 
 use inferbench_client::openai::INCOMPLETE_STREAM;
-use inferbench_client::{
-    Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta,
-};
+use inferbench_client::{Backend, Client, ClientConfig};
 use inferbench_core::{Anomaly, Channel, ErrorClass, RequestRecord, TokenSource};
 use inferbench_testutil::replay::{read_request, spawn_replay, ReplayCase, ReplayEnd};
 use tokio::io::AsyncWriteExt;
@@ -33,18 +34,7 @@ const ENDS: [End; 3] = [End::Chunked, End::CloseDelimited, End::Length];
 async fn serve(events: &[String], end: End) -> String {
     let body: String = events.concat();
     match end {
-        End::Chunked => {
-            let case = ReplayCase {
-                status: 200,
-                headers: vec![("Content-Type".into(), "text/event-stream".into())],
-                chunks: events
-                    .iter()
-                    .map(|e| (Duration::from_millis(1), e.clone().into_bytes()))
-                    .collect(),
-                end: ReplayEnd::Close,
-            };
-            format!("http://{}", spawn_replay(case).await.unwrap())
-        }
+        End::Chunked => serve_events(events).await,
         End::CloseDelimited | End::Length => {
             let framing = match end {
                 End::Length => format!("Content-Length: {}", body.len()),
@@ -83,15 +73,7 @@ async fn send(url: String, backend: Backend) -> RequestRecord {
         ..Default::default()
     })
     .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(16),
-    };
-    client
-        .send(&input, RequestMeta::default(), &CancellationToken::new())
-        .await
+    send_hi(&client, Some(16)).await
 }
 
 fn ev(json: &str) -> String {
@@ -258,15 +240,7 @@ async fn a_refusal_is_output_counted_by_the_tokenizer_without_usage() {
         ..Default::default()
     })
     .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(16),
-    };
-    let rec = client
-        .send(&input, RequestMeta::default(), &CancellationToken::new())
-        .await;
+    let rec = send_hi(&client, Some(16)).await;
     assert!(rec.success, "{rec:#?}");
     // "I cannot" + " help with that." = 5 words
     assert_eq!(rec.completion_tokens, 5);
@@ -305,15 +279,7 @@ async fn usage_that_is_not_a_count_is_usage_invalid() {
             ..Default::default()
         })
         .unwrap();
-        let input = RequestInput {
-            text: "hi",
-            messages: None,
-            prompt_tokens: 1,
-            max_tokens: Some(16),
-        };
-        let rec = client
-            .send(&input, RequestMeta::default(), &CancellationToken::new())
-            .await;
+        let rec = send_hi(&client, Some(16)).await;
         assert!(rec.success, "{usage}: {rec:#?}");
         assert_eq!(
             rec.anomalies

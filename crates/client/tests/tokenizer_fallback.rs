@@ -2,6 +2,9 @@
 //! (tiktoken `o200k_base`): bounded in time (linear in the text), never panicking, exact on
 //! ordinary text, and run where it delays no other request's timestamps.
 
+mod common;
+
+use common::hi;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -143,12 +146,7 @@ async fn degenerate_count_does_not_delay_other_streams() {
         .unwrap()
     };
     let (dc, nc) = (mk(d_addr), mk(n_addr));
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: None,
-    };
+    let input = hi(None);
     let cancel = CancellationToken::new();
     // Timings on a shared machine: a batch whose timings miss the ±20 ms band is retried (up to
     // three batches); a fallback that blocked the I/O threads would miss it every time. Counts

@@ -4,11 +4,12 @@
 //! in no wall time. The replay server runs on the same runtime, so its pauses are virtual too.
 //! Kernel receive stamps are off (they are real wall times, not the virtual clock's).
 
+mod common;
+
+use common::send_hi;
 use std::time::Duration;
 
-use inferbench_client::{
-    CancellationToken, Client, ClientConfig, ClockSource, RequestInput, RequestMeta, RunClock,
-};
+use inferbench_client::{Client, ClientConfig, ClockSource, RunClock};
 use inferbench_core::{ErrorClass, RequestRecord};
 use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
@@ -48,15 +49,7 @@ async fn send(case: ReplayCase, idle: Duration, total: Option<Duration>) -> Requ
         RunClock::start_on(ClockSource::Tokio),
     )
     .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(8),
-    };
-    client
-        .send(&input, RequestMeta::default(), &CancellationToken::new())
-        .await
+    send_hi(&client, Some(8)).await
 }
 
 fn chunk_times(r: &RequestRecord) -> Vec<u64> {
@@ -150,15 +143,7 @@ async fn no_head_times_out_idle_from_the_send() {
         RunClock::start_on(ClockSource::Tokio),
     )
     .unwrap();
-    let input = RequestInput {
-        text: "hi",
-        messages: None,
-        prompt_tokens: 1,
-        max_tokens: Some(8),
-    };
-    let r = client
-        .send(&input, RequestMeta::default(), &CancellationToken::new())
-        .await;
+    let r = send_hi(&client, Some(8)).await;
     assert_eq!(r.error_class, Some(ErrorClass::TimeoutIdle), "{r:#?}");
     assert_eq!(
         r.error.as_deref(),

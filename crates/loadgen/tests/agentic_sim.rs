@@ -1,6 +1,9 @@
 //! `run_replay` end to end against the simulated server: phases, sub-agent ordering on the
 //! real clock, token counts, and partial results on Ctrl-C.
 
+mod common;
+
+use common::{root_stream, trace};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,38 +29,29 @@ fn rq(t_ms: f64, api_ms: f64, input: u32, out: u32, ids: std::ops::Range<u32>) -
 /// Trace `a`: 6 main-agent turns, 50 ms apart. Trace `b`: a main agent that spawns a sub-agent
 /// after turn 1 and joins it at turn 2.
 fn traces() -> Vec<Trace> {
-    let a = Trace {
-        id: "a".into(),
-        block_size: 64,
-        system_prefix_tokens: 0,
-        hash_id_scope: Default::default(),
-        streams: vec![Stream {
-            id: "a".into(),
-            kind: StreamKind::Root,
-            label: String::new(),
-            requests: (0..6)
+    let a = trace(
+        "a",
+        "test:1",
+        vec![root_stream(
+            "a",
+            (0..6)
                 .map(|k| rq(50.0 * k as f64, 20.0, 256 + 64 * k, 8, 0..(4 + k)))
                 .collect(),
-        }],
-        origin: "test:1".into(),
-    };
-    let b = Trace {
-        id: "b".into(),
-        block_size: 64,
-        system_prefix_tokens: 0,
-        hash_id_scope: Default::default(),
-        streams: vec![
-            Stream {
-                id: "b".into(),
-                kind: StreamKind::Root,
-                label: String::new(),
-                requests: vec![
+        )],
+    );
+    let b = trace(
+        "b",
+        "test:2",
+        vec![
+            root_stream(
+                "b",
+                vec![
                     rq(0.0, 20.0, 128, 4, 0..2),
                     rq(40.0, 20.0, 256, 4, 0..4),
                     rq(200.0, 20.0, 384, 4, 0..6),
                     rq(260.0, 20.0, 448, 4, 0..7),
                 ],
-            },
+            ),
             Stream {
                 id: "b::sa:explore_001".into(),
                 kind: StreamKind::Subagent,
@@ -68,8 +62,7 @@ fn traces() -> Vec<Trace> {
                 ],
             },
         ],
-        origin: "test:2".into(),
-    };
+    );
     vec![a, b]
 }
 

@@ -4,18 +4,18 @@
 //! schedule, a dead server with few requests, a run that measured nothing, and
 //! `--tokenizer server` against the simulator.
 
+mod common;
+
+use common::{completions_case, prepared, profile};
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
 use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::StopReason;
-use inferbench_core::{Anomaly, Phase, RequestRecord};
-use inferbench_loadgen::{
-    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
-};
+use inferbench_core::{Anomaly, RequestRecord};
+use inferbench_loadgen::{run_bench, BenchOptions, CancellationToken, ProgressMode};
 use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
 fn shared() -> Option<PathBuf> {
@@ -26,24 +26,6 @@ fn shared() -> Option<PathBuf> {
         eprintln!("SKIP: {} not found", d.display());
         None
     }
-}
-
-fn prepared(n: usize, prompt_tokens: u32, max_tokens: u32) -> Arc<PreparedPrompts> {
-    Arc::new(PreparedPrompts {
-        prompts: (0..n)
-            .map(|i| BenchPrompt {
-                text: format!("prompt {i}"),
-                messages: None,
-                prompt_tokens,
-                max_tokens: Some(max_tokens),
-                conversation_id: None,
-                turn: None,
-                headers: Vec::new(),
-            })
-            .collect(),
-        tokenizer_id: "test".into(),
-        counter: None,
-    })
 }
 
 fn opts(base_url: String, n: usize, prompt_tokens: u32, max_tokens: u32) -> BenchOptions {
@@ -61,12 +43,6 @@ fn opts(base_url: String, n: usize, prompt_tokens: u32, max_tokens: u32) -> Benc
 /// The run's `invalid_reason`, "" when the point stands.
 fn invalid_reason(out: &inferbench_loadgen::BenchOutcome) -> String {
     (out.summary.inferbench.invalid_reason.clone()).unwrap_or_default()
-}
-
-fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
-    let mut v: Vec<_> = recs.iter().filter(|r| r.phase == Phase::Profile).collect();
-    v.sort_by_key(|r| r.request_id);
-    v
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,22 +296,9 @@ async fn responses_buffered_whole_make_the_point_invalid() {
     );
 }
 
+/// 3 tokens 1 ms apart, then usage saying `prompt` and `completion` tokens.
 fn usage_case(completion: u32, prompt: u32) -> ReplayCase {
-    let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
-    let mut chunks: Vec<(Duration, Vec<u8>)> = ["a", "b", "c"]
-        .iter()
-        .map(|t| (Duration::from_millis(1), tok(t).into_bytes()))
-        .collect();
-    chunks.push((
-        Duration::ZERO,
-        format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":{completion}}}}}\n\ndata: [DONE]\n\n").into_bytes(),
-    ));
-    ReplayCase {
-        status: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        chunks,
-        end: ReplayEnd::Close,
-    }
+    completions_case(&["a", "b", "c"], 1, prompt, completion)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

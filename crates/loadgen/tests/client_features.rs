@@ -3,35 +3,19 @@
 //! completions), per-request headers counted by a server that reads every request head,
 //! empty-content TTFT and the multi-token-chunk verdict against scripted streams.
 
+mod common;
+
+use common::{profile, prompts_of, root_stream, trace};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use inferbench_client::Backend;
-use inferbench_core::{Channel, Phase, RequestRecord};
-use inferbench_loadgen::{
-    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
-};
+use inferbench_core::{Channel, RequestRecord};
+use inferbench_loadgen::{run_bench, BenchOptions, CancellationToken, ProgressMode};
+use inferbench_testutil::tap::{post_lines, spawn_tap};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-fn prepared(n: usize, max_tokens: u32) -> Arc<PreparedPrompts> {
-    Arc::new(PreparedPrompts {
-        prompts: (0..n)
-            .map(|i| BenchPrompt {
-                text: format!("prompt number {i}"),
-                messages: None,
-                prompt_tokens: 3,
-                max_tokens: Some(max_tokens),
-                conversation_id: None,
-                turn: None,
-                headers: Vec::new(),
-            })
-            .collect(),
-        tokenizer_id: "test".into(),
-        counter: None,
-    })
-}
 
 fn opts(base_url: String, n: usize, warmups: u64, max_tokens: u32) -> BenchOptions {
     BenchOptions {
@@ -44,15 +28,13 @@ fn opts(base_url: String, n: usize, warmups: u64, max_tokens: u32) -> BenchOptio
         // Full records (chunks and text kept), no side requests to the test servers.
         save_detailed: true,
         server_metrics: false,
-        prepared: Some(prepared(n, max_tokens)),
+        prepared: Some(Arc::new(prompts_of(
+            (0..n).map(|i| format!("prompt number {i}")),
+            3,
+            max_tokens,
+        ))),
         ..Default::default()
     }
-}
-
-fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
-    let mut v: Vec<_> = recs.iter().filter(|r| r.phase == Phase::Profile).collect();
-    v.sort_by_key(|r| r.request_id);
-    v
 }
 
 /// The Responses backend against `sim`'s `/v1/responses`: every request succeeds, and its
@@ -347,44 +329,6 @@ async fn multi_token_chunks_get_a_verdict_and_chunk_gap_labels() {
     assert!(!report.contains("Tokens per chunk"), "{report}");
 }
 
-/// A forward proxy in the test: counts the requests it carries and their request lines, and
-/// pipes each connection to `upstream` (whatever host the absolute-form target names).
-async fn spawn_proxy(upstream: std::net::SocketAddr) -> (String, Heads) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let lines: Heads = Arc::default();
-    let seen = lines.clone();
-    tokio::spawn(async move {
-        while let Ok((mut client, _)) = listener.accept().await {
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let mut server = TcpStream::connect(upstream).await.unwrap();
-                let mut buf = vec![0u8; 65536];
-                let (mut cr, mut cw) = client.split();
-                let (mut sr, mut sw) = server.split();
-                let up = async {
-                    loop {
-                        let n = cr.read(&mut buf).await.unwrap_or(0);
-                        if n == 0 {
-                            break;
-                        }
-                        let text = String::from_utf8_lossy(&buf[..n]).to_string();
-                        for l in text.lines().filter(|l| l.starts_with("POST ")) {
-                            seen.lock().unwrap().push(l.to_string());
-                        }
-                        if sw.write_all(&buf[..n]).await.is_err() {
-                            break;
-                        }
-                    }
-                };
-                let down = tokio::io::copy(&mut sr, &mut cw);
-                tokio::select! { _ = up => {}, _ = down => {} }
-            });
-        }
-    });
-    (format!("http://{addr}"), lines)
-}
-
 /// `http_proxy` for the benchmark traffic: a target the client cannot resolve is reached
 /// through the proxy (absolute-form request lines to it, every request counted), the summary
 /// names the proxy; a loopback target is never proxied (the proxy sees nothing).
@@ -395,12 +339,8 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
         ..Default::default()
     })
     .expect("sim starts");
-    let upstream: std::net::SocketAddr = sim
-        .base_url()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
-    let (proxy, lines) = spawn_proxy(upstream).await;
+    // A forward proxy: the tap pipes every connection to the sim, whatever host it names.
+    let (proxy, sent) = spawn_tap(&sim.base_url()).await;
     let o = BenchOptions {
         proxy: Some(proxy.clone()),
         ..opts("http://bench-target.invalid:8000".into(), 3, 1, 4)
@@ -409,7 +349,7 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
     assert_eq!(out.exit_code, 0, "{:?}", out.notes);
     assert!(profile(&out.records).iter().all(|r| r.success));
     assert_eq!(
-        *lines.lock().unwrap(),
+        post_lines(&sent),
         vec!["POST http://bench-target.invalid:8000/v1/completions HTTP/1.1"; 4]
     );
     assert_eq!(
@@ -417,14 +357,14 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
         Some(proxy.as_str())
     );
     // A loopback target: direct, whatever the proxy setting.
-    lines.lock().unwrap().clear();
+    sent.lock().unwrap().clear();
     let o = BenchOptions {
         proxy: Some(proxy.clone()),
         ..opts(sim.base_url(), 2, 0, 4)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
     assert_eq!(out.exit_code, 0, "{:?}", out.notes);
-    assert!(lines.lock().unwrap().is_empty());
+    assert!(post_lines(&sent).is_empty());
     assert_eq!(out.summary.inferbench.proxy, None);
 }
 
@@ -436,7 +376,7 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
 async fn replay_probes_take_no_send_index() {
     use inferbench_loadgen::agentic::prompt::Prompter;
     use inferbench_loadgen::agentic::{run_replay, ReplayOptions, SchedConfig};
-    use inferbench_workload::agentx::{Stream, StreamKind, Trace, TraceRequest};
+    use inferbench_workload::agentx::TraceRequest;
 
     let mut body: Vec<(Duration, String)> = ["a", "b"]
         .iter()
@@ -458,19 +398,11 @@ async fn replay_probes_take_no_send_index() {
         api_time_s: 0.01,
         model: "claude".into(),
     };
-    let traces = Arc::new(vec![Trace {
-        id: "a".into(),
-        block_size: 64,
-        system_prefix_tokens: 0,
-        hash_id_scope: Default::default(),
-        streams: vec![Stream {
-            id: "a".into(),
-            kind: StreamKind::Root,
-            label: String::new(),
-            requests: vec![rq(0.0), rq(0.02), rq(0.04)],
-        }],
-        origin: "test:1".into(),
-    }]);
+    let traces = Arc::new(vec![trace(
+        "a",
+        "test:1",
+        vec![root_stream("a", vec![rq(0.0), rq(0.02), rq(0.04)])],
+    )]);
     let tok = inferbench_workload::Tokenizer::load("o200k_base").expect("embedded tokenizer");
     let prompter = Arc::new(Prompter::new(&traces, &tok, 42).expect("corpus"));
     let opts = ReplayOptions {

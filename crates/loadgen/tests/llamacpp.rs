@@ -8,6 +8,9 @@
 //! the requested length; and TTFT grows once concurrency exceeds the server's parallel slots
 //! (queued requests wait for a whole generation before their first token).
 
+mod common;
+
+use common::prompts_of;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -17,7 +20,7 @@ use std::time::Duration;
 use inferbench_client::Backend;
 use inferbench_core::{Phase, TokenSource};
 use inferbench_loadgen::{
-    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
+    run_bench, BenchOptions, CancellationToken, PreparedPrompts, ProgressMode,
 };
 
 const SLOTS: u32 = 2;
@@ -83,25 +86,14 @@ fn start(py: &str, gguf: &str) -> (Server, String) {
 }
 
 fn prompts(n: usize, out_len: u32) -> Arc<PreparedPrompts> {
-    Arc::new(PreparedPrompts {
-        prompts: (0..n)
-            .map(|i| BenchPrompt {
-                // Distinct prompts so llama.cpp's prompt cache cannot hide prefill.
-                text: format!(
-                    "Request {i}: write a short story about the number {}.",
-                    i * 7919
-                ),
-                messages: None,
-                prompt_tokens: 16,
-                max_tokens: Some(out_len),
-                conversation_id: None,
-                turn: None,
-                headers: Vec::new(),
-            })
-            .collect(),
-        tokenizer_id: "test".into(),
-        counter: None,
-    })
+    // Distinct prompts so llama.cpp's prompt cache cannot hide prefill.
+    let texts = (0..n).map(|i| {
+        format!(
+            "Request {i}: write a short story about the number {}.",
+            i * 7919
+        )
+    });
+    Arc::new(prompts_of(texts, 16, out_len))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -2,13 +2,16 @@
 //! when the tokenizer fallback panics (issue 11: the run used to report 0 ok / 0 failed) or
 //! the output is degenerate: 1M repeated characters without usage, beside normal streams.
 
+mod common;
+
+use common::prompts_of;
 use std::sync::Arc;
 use std::time::Duration;
 
 use inferbench_client::TokenCounter;
 use inferbench_core::{Phase, TokenSource};
 use inferbench_loadgen::{
-    run_bench, BenchOptions, BenchPrompt, CancellationToken, PreparedPrompts, ProgressMode,
+    run_bench, BenchOptions, CancellationToken, PreparedPrompts, ProgressMode,
 };
 use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
@@ -26,19 +29,8 @@ fn case(text: &str) -> ReplayCase {
 
 fn opts(base_url: String, counter: Arc<TokenCounter>, n: usize) -> BenchOptions {
     let prepared = PreparedPrompts {
-        prompts: (0..n)
-            .map(|i| BenchPrompt {
-                text: format!("prompt {i}"),
-                messages: None,
-                prompt_tokens: 2,
-                max_tokens: Some(4),
-                conversation_id: None,
-                turn: None,
-                headers: Vec::new(),
-            })
-            .collect(),
-        tokenizer_id: "test".into(),
         counter: Some(counter),
+        ..prompts_of((0..n).map(|i| format!("prompt {i}")), 2, 4)
     };
     BenchOptions {
         base_url,

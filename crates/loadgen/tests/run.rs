@@ -2,6 +2,9 @@
 //! pacing, warmup exclusion, records streamed to JSONL, result and aggregate files, a dead
 //! server, cancellation and the error-rate gate.
 
+mod common;
+
+use common::{prepared, stream_case};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,51 +15,12 @@ use inferbench_loadgen::{
 };
 use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
 
-const TOKEN_MS: u64 = 10;
-
-/// 4 tokens, `TOKEN_MS` apart, then usage and [DONE].
-fn stream_case() -> ReplayCase {
-    let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
-    let mut chunks: Vec<(Duration, Vec<u8>)> = ["a", "b", "c", "d"]
-        .iter()
-        .map(|t| (Duration::from_millis(TOKEN_MS), tok(t).into_bytes()))
-        .collect();
-    chunks.push((
-        Duration::ZERO,
-        b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n".to_vec(),
-    ));
-    ReplayCase {
-        status: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        chunks,
-        end: ReplayEnd::Close,
-    }
-}
-
-fn prepared(n: usize) -> Arc<PreparedPrompts> {
-    Arc::new(PreparedPrompts {
-        prompts: (0..n)
-            .map(|i| BenchPrompt {
-                text: format!("prompt {i}"),
-                messages: None,
-                prompt_tokens: 2,
-                max_tokens: Some(4),
-                conversation_id: None,
-                turn: None,
-                headers: Vec::new(),
-            })
-            .collect(),
-        tokenizer_id: "test".into(),
-        counter: None,
-    })
-}
-
 fn opts(base_url: String) -> BenchOptions {
     BenchOptions {
         base_url,
         model: "replay-model".into(),
         progress: ProgressMode::Off,
-        prepared: Some(prepared(8)),
+        prepared: Some(prepared(8, 2, 4)),
         // The replay servers answer every request, /metrics included, with their recorded
         // stream: no Prometheus there (bench_sim.rs tests the scraper against the sim).
         server_metrics: false,
@@ -81,7 +45,7 @@ fn max_in_flight(recs: &[&RequestRecord]) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_loop_holds_concurrency_and_writes_everything() {
-    let addr = spawn_replay(stream_case()).await.unwrap();
+    let addr = spawn_replay(stream_case(3)).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let jsonl = dir.path().join("req/requests.jsonl");
     let id = JobIdentity::from_lookup(|k| {
@@ -199,7 +163,7 @@ async fn closed_loop_holds_concurrency_and_writes_everything() {
 /// no later than it was released and sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_loop_schedules_each_request_when_its_slot_became_free() {
-    let addr = spawn_replay(stream_case()).await.unwrap();
+    let addr = spawn_replay(stream_case(3)).await.unwrap();
     let o = BenchOptions {
         max_concurrency: Some(1),
         num_prompts: Some(5),
@@ -247,7 +211,7 @@ async fn closed_loop_schedules_each_request_when_its_slot_became_free() {
 /// whose responses are ready before the later workers have sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn closed_loop_sends_every_first_request_before_reading_any() {
-    let mut case = stream_case();
+    let mut case = stream_case(3);
     for c in &mut case.chunks {
         c.0 = Duration::ZERO;
     }
@@ -289,7 +253,7 @@ async fn closed_loop_sends_every_first_request_before_reading_any() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paced_arrivals_follow_absolute_deadlines() {
-    let addr = spawn_replay(stream_case()).await.unwrap();
+    let addr = spawn_replay(stream_case(3)).await.unwrap();
     let o = BenchOptions {
         request_rate: Some(100.0),
         num_prompts: Some(30),
@@ -368,7 +332,7 @@ async fn dead_server_gives_partial_results_and_a_clear_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_saves_finished_records_and_marks_interrupted() {
-    let mut slow = stream_case();
+    let mut slow = stream_case(3);
     slow.chunks[1].0 = Duration::from_millis(300);
     let addr = spawn_replay(slow).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -404,7 +368,7 @@ async fn cancellation_saves_finished_records_and_marks_interrupted() {
 /// in flight at once) still ends the run as interrupted (130), not as "nothing measured" (1).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancellation_after_the_last_dispatch_is_still_an_interruption() {
-    let mut slow = stream_case();
+    let mut slow = stream_case(3);
     slow.chunks[1].0 = Duration::from_millis(2000);
     let addr = spawn_replay(slow).await.unwrap();
     // Uncapped, and capped at the number of prompts (all in flight at once as well).
@@ -528,7 +492,7 @@ async fn error_rate_gate_sets_exit_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duration_mode_cycles_prompts_until_the_deadline() {
-    let addr = spawn_replay(stream_case()).await.unwrap();
+    let addr = spawn_replay(stream_case(3)).await.unwrap();
     let o = BenchOptions {
         max_concurrency: Some(2),
         num_warmups: Some(0),
@@ -568,7 +532,7 @@ async fn a_server_dying_mid_run_stops_it_as_unreachable() {
         model: "m".into(),
         // 100-token streams: the 100 requests take far longer than the 1.5 s before the kill.
         prepared: Some(Arc::new(PreparedPrompts {
-            prompts: prepared(8)
+            prompts: prepared(8, 2, 4)
                 .prompts
                 .iter()
                 .cloned()
@@ -693,7 +657,7 @@ async fn garbage_on_a_pre_opened_connection_is_not_an_earlier_response() {
 /// client was judged client-bound. The slot is free once `[DONE]` was read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_end_after_done_is_not_the_clients_wait() {
-    let mut late_end = stream_case();
+    let mut late_end = stream_case(3);
     late_end
         .chunks
         .push((Duration::from_millis(20), b": end\n\n".to_vec()));
@@ -729,7 +693,7 @@ async fn a_body_end_after_done_is_not_the_clients_wait() {
 /// another concurrency and prompt count has the same one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_fingerprint_holds_the_launch_settings_not_the_load() {
-    let addr = spawn_replay(stream_case()).await.unwrap();
+    let addr = spawn_replay(stream_case(3)).await.unwrap();
     let run = |conc: u32, n: u64| {
         let o = BenchOptions {
             max_concurrency: Some(conc),

@@ -71,6 +71,20 @@ async fn spawn_tls_front(acceptor: tokio_rustls::TlsAcceptor, upstream: String) 
     port
 }
 
+/// The request head `client` sends (through its blank line), read a byte at a time so nothing
+/// after it is taken; `None` when the connection ends first.
+async fn read_head(client: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if client.read(&mut b).await.unwrap_or(0) == 0 {
+            return None;
+        }
+        head.push(b[0]);
+    }
+    Some(head)
+}
+
 /// A `CONNECT` proxy: records each tunnel's target and joins it to `127.0.0.1:port` whatever
 /// host it names.
 async fn spawn_connect_proxy(port: u16) -> (String, Arc<Mutex<Vec<String>>>) {
@@ -82,14 +96,9 @@ async fn spawn_connect_proxy(port: u16) -> (String, Arc<Mutex<Vec<String>>>) {
         while let Ok((mut client, _)) = listener.accept().await {
             let seen = seen.clone();
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut b = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if client.read(&mut b).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(b[0]);
-                }
+                let Some(head) = read_head(&mut client).await else {
+                    return;
+                };
                 let line = String::from_utf8_lossy(&head)
                     .lines()
                     .next()
@@ -244,13 +253,8 @@ async fn a_refused_tunnel_is_a_recorded_connect_error() {
     tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut b = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if client.read(&mut b).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(b[0]);
+                if read_head(&mut client).await.is_none() {
+                    return;
                 }
                 let _ = client
                     .write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")

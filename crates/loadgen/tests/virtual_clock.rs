@@ -5,65 +5,27 @@
 //! takes milliseconds. tokio's timers tick in whole milliseconds, so a sleep until an arrival
 //! wakes at its deadline rounded up to the next millisecond: exactly that, every time.
 
-use std::sync::Arc;
+mod common;
+
+use common::{prepared, stream_case};
 use std::time::Duration;
 
 use inferbench_client::ClockSource;
 use inferbench_core::{Phase, RequestRecord};
 use inferbench_loadgen::arrivals::{Arrivals, Schedule};
-use inferbench_loadgen::{
-    run_bench, BenchOptions, BenchOutcome, BenchPrompt, CancellationToken, PreparedPrompts,
-    ProgressMode,
-};
-use inferbench_testutil::replay::{spawn_replay, ReplayCase, ReplayEnd};
+use inferbench_loadgen::{run_bench, BenchOptions, BenchOutcome, CancellationToken, ProgressMode};
+use inferbench_testutil::replay::spawn_replay;
 
 const MS: u64 = 1_000_000;
 
-/// 4 tokens 10 ms apart, then usage and `[DONE]`: every request takes exactly 40 ms.
-fn stream_case() -> ReplayCase {
-    let tok = |t: &str| format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{t}\"}}]}}\n\n");
-    let mut chunks: Vec<(Duration, Vec<u8>)> = ["a", "b", "c", "d"]
-        .iter()
-        .map(|t| (Duration::from_millis(10), tok(t).into_bytes()))
-        .collect();
-    chunks.push((
-        Duration::ZERO,
-        b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":2,\"completion_tokens\":4}}\n\ndata: [DONE]\n\n".to_vec(),
-    ));
-    ReplayCase {
-        status: 200,
-        headers: vec![("Content-Type".into(), "text/event-stream".into())],
-        chunks,
-        end: ReplayEnd::Close,
-    }
-}
-
-fn prepared(n: usize) -> Arc<PreparedPrompts> {
-    Arc::new(PreparedPrompts {
-        prompts: (0..n)
-            .map(|i| BenchPrompt {
-                text: format!("prompt {i}"),
-                messages: None,
-                prompt_tokens: 2,
-                max_tokens: Some(4),
-                conversation_id: None,
-                turn: None,
-                headers: Vec::new(),
-            })
-            .collect(),
-        tokenizer_id: "test".into(),
-        counter: None,
-    })
-}
-
 /// A virtual-clock run against a fresh replay server, no warmup.
 async fn run(o: BenchOptions) -> BenchOutcome {
-    let addr = spawn_replay(stream_case()).await.unwrap();
+    let addr = spawn_replay(stream_case(2)).await.unwrap();
     let o = BenchOptions {
         base_url: format!("http://{addr}"),
         model: "replay-model".into(),
         progress: ProgressMode::Off,
-        prepared: Some(prepared(8)),
+        prepared: Some(prepared(8, 2, 4)),
         server_metrics: false,
         num_warmups: Some(0),
         rx_timestamps: false,

@@ -6,61 +6,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use inferbench_core::artifacts::ClientFeatures;
 use inferbench_runner::bench::LoadgenPoint;
 use inferbench_runner::sweep::{Outcome, SweepOptions};
 use inferbench_runner::{run_jobs, BenchDefaults, JobSpec};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use inferbench_testutil::tap::{spawn_tap, Sent};
 use tokio_util::sync::CancellationToken;
-
-/// Every byte clients sent through the forwarder, per connection.
-type Sent = Arc<Mutex<Vec<Vec<u8>>>>;
-
-/// A TCP forwarder to `upstream` that keeps what clients send; returns its URL.
-async fn spawn_tap(upstream: std::net::SocketAddr) -> (String, Sent) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let sent: Sent = Arc::default();
-    let keep = sent.clone();
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let keep = keep.clone();
-            tokio::spawn(async move {
-                let Ok(server) = TcpStream::connect(upstream).await else {
-                    return;
-                };
-                let slot = {
-                    let mut k = keep.lock().unwrap();
-                    k.push(Vec::new());
-                    k.len() - 1
-                };
-                let (mut cr, mut cw) = client.into_split();
-                let (mut sr, mut sw) = server.into_split();
-                tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut sr, &mut cw).await;
-                    let _ = cw.shutdown().await;
-                });
-                let mut buf = [0u8; 16 * 1024];
-                loop {
-                    match cr.read(&mut buf).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => {
-                            keep.lock().unwrap()[slot].extend_from_slice(&buf[..n]);
-                            if sw.write_all(&buf[..n]).await.is_err() {
-                                break;
-                            }
-                        }
-                    }
-                }
-                let _ = sw.shutdown().await;
-            });
-        }
-    });
-    (format!("http://{addr}"), sent)
-}
 
 /// The request heads of the POSTs sent (lower-cased), in no particular order.
 fn post_heads(sent: &Sent) -> Vec<String> {
@@ -119,12 +71,7 @@ async fn a_sweeps_points_send_the_headers_backend_and_record_them() {
         ..Default::default()
     })
     .expect("sim starts");
-    let upstream: std::net::SocketAddr = sim
-        .base_url()
-        .trim_start_matches("http://")
-        .parse()
-        .unwrap();
-    let (url, sent) = spawn_tap(upstream).await;
+    let (url, sent) = spawn_tap(&sim.base_url()).await;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let client = ClientFeatures {

@@ -4,13 +4,17 @@
 //! - [`replay`]: an in-process HTTP/1.1 server that answers with one recorded response
 //!   (`shared/cases/` format), byte for byte with its pauses.
 //! - [`records`]: request records built from explicit times.
+//! - [`tap`]: a TCP forwarder that keeps what clients send (a counting proxy).
+//! - [`browser`]: headless Chromium's DOM of a page, and the readers tests judge it with.
 //! - [`shared_dir`], [`env_or_skip`], [`command_works`], [`available`]: what a test needs (the
 //!   project's `../shared` folder, a service a setup script started, a program), or a skip that
 //!   fails under `INFERBENCH_REQUIRE_SERVICES=1` (CI) instead of passing silently.
 #![deny(missing_docs)]
 
+pub mod browser;
 pub mod records;
 pub mod replay;
+pub mod tap;
 
 use std::path::{Path, PathBuf};
 

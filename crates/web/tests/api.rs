@@ -16,6 +16,8 @@ use inferbench_web::{router, AppState};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
+use common::utf8_percent;
+
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200")
 }
@@ -1005,19 +1007,6 @@ async fn redacted_batch_filters_match_only_what_is_shown() {
     let v: Value = serde_json::from_slice(&b).unwrap();
     assert_eq!(v["batch_points"].as_array().map(Vec::len), Some(2), "{v}");
     assert_eq!(v["run"]["batch"], "…/h200/run-3");
-}
-
-/// `s` percent-encoded for a query value (every byte but unreserved characters).
-fn utf8_percent(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// Issue 42: the chart export is the chart itself, drawn by `plot`'s renderer with its

@@ -7,30 +7,19 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use common::copy_tree_replacing;
+use common::{copy_tree_replacing, utf8_percent};
 use inferbench_store::{IngestOptions, Store};
+use inferbench_testutil::browser::{attr, text_of, Browser};
 
 const PROBE: &str = "<img src=x onerror=alert(1)>";
 
-fn chromium() -> Option<PathBuf> {
-    let require = std::env::var("INFERBENCH_REQUIRE_SERVICES").as_deref() == Ok("1");
-    let found = std::env::var_os("INFERBENCH_TEST_CHROMIUM")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let p = PathBuf::from("/usr/bin/chromium");
-            p.is_file().then_some(p)
-        });
-    if found.is_none() {
-        assert!(
-            !require,
-            "chromium is required (INFERBENCH_REQUIRE_SERVICES=1; scripts/setup/chromium.sh)"
-        );
-        eprintln!("skipping: no chromium (scripts/setup/chromium.sh installs it)");
-    }
-    found
+/// A test's browser (its profile in the test's scratch folder) and that folder; `None` after
+/// the skip where Chromium is absent.
+fn browser() -> Option<(Browser, tempfile::TempDir)> {
+    let dir = tempfile::tempdir().unwrap();
+    Some((Browser::find(dir.path().join("profile"))?, dir))
 }
 
 /// Copies the fixture tree `from` to `to`, with the model and sweep id of its JSON files
@@ -72,6 +61,14 @@ fn seeded(dir: &Path) -> String {
     db
 }
 
+/// Every store fixture ingested into `dir/all.db` and served: (runtime, base URL, database).
+fn all_fixtures_served(dir: &Path) -> (tokio::runtime::Runtime, String, String) {
+    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
+    let (db, _) = ingested(&dir.join("all.db"), &[&fx]);
+    let (rt, base) = serve(&db);
+    (rt, base, db)
+}
+
 /// The dashboard over `db` (read-only) on a free local port, in its own runtime (kept alive by
 /// the returned handle); returns the handle and the base URL.
 fn serve(db: &str) -> (tokio::runtime::Runtime, String) {
@@ -87,78 +84,17 @@ fn serve(db: &str) -> (tokio::runtime::Runtime, String) {
     (rt, base)
 }
 
-/// The DOM of `url` after its scripts ran (fetches included), from a private profile. The
-/// browser process itself is started again once when it fails (a full test run on 2 busy
-/// cores saw headless Chromium exit non-zero once, with nothing wrong in the page; the same
-/// test then passed alone): the page is judged by what it renders, not by one browser crash.
-fn dump_dom(chromium: &Path, profile: &Path, url: &str) -> String {
-    let run = || {
-        Command::new(chromium)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--no-first-run",
-                "--virtual-time-budget=10000",
-            ])
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .arg("--dump-dom")
-            .arg(url)
-            .output()
-            .unwrap()
-    };
-    let mut out = run();
-    if !out.status.success() {
-        eprintln!(
-            "chromium exited with {} on {url}; starting it once more",
-            out.status
-        );
-        out = run();
-    }
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The value of attribute `attr` of the element with id `id` in `dom`.
-fn attr(dom: &str, id: &str, attr: &str) -> Option<String> {
-    let at = dom.find(&format!("id=\"{id}\""))?;
-    let tag_start = dom[..at].rfind('<')?;
-    let tag_end = at + dom[at..].find('>')?;
-    let tag = &dom[tag_start..tag_end];
-    let key = format!("{attr}=\"");
-    let v = tag.find(&key)? + key.len();
-    Some(tag[v..v + tag[v..].find('"')?].to_string())
-}
-
-fn text_of(dom: &str, id: &str) -> String {
-    let at = dom.find(&format!("id=\"{id}\"")).unwrap();
-    let open = at + dom[at..].find('>').unwrap() + 1;
-    let close = open + dom[open..].find("</").unwrap();
-    dom[open..close].to_string()
-}
-
 #[test]
 fn inference_page_draws_from_the_url_and_escapes_strings() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let db = seeded(dir.path());
     let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
 
     // The URL selects the view: model, scenario, hardware; the chart holds both points and
     // the frontier ones; the status line and the table agree.
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024&hardware=h200"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024/1024&hardware=h200"
+    ));
     assert_eq!(
         attr(&dom, "chart", "data-points").as_deref(),
         Some("2"),
@@ -177,11 +113,9 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         2
     );
     // `hw=` selects as `hardware=` does (trial 21: it was ignored).
-    let hw = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024&hw=h200"),
-    );
+    let hw = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024/1024&hw=h200"
+    ));
     assert_eq!(
         attr(&hw, "chart", "data-points").as_deref(),
         Some("2"),
@@ -202,11 +136,9 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         Some("/api/v1/chart.svg?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
     );
     // `isl=`/`osl=` as the API takes them pick the same sequence (trial 26: "not applied").
-    let io = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&isl=1024&osl=1024&hardware=h200"),
-    );
+    let io = b.dom(&format!(
+        "{base}/inference?model=dsr1&isl=1024&osl=1024&hardware=h200"
+    ));
     assert_eq!(attr(&io, "csv", "href"), attr(&dom, "csv", "href"), "{io}");
     assert!(!text_of(&io, "status").contains("not applied"), "{io}");
 
@@ -219,7 +151,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         f.add("model=dsr1").unwrap();
         s.points(&f, &Default::default()).unwrap()[0].run_id
     };
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id={run16}"));
+    let dom = b.dom(&format!("{base}/run?id={run16}"));
     assert!(
         text_of(&dom, "status").starts_with("1 point in this run, 2 in its batch, "),
         "{dom}"
@@ -255,12 +187,12 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
         "no accuracy eval stored with this run"
     );
     // A bad id: the error, and the empty sections hidden under it.
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id=abc"));
+    let dom = b.dom(&format!("{base}/run?id=abc"));
     assert!(text_of(&dom, "status").starts_with("error: "), "{dom}");
     assert!(dom.contains("<table id=\"prov\" hidden=\"\">"), "{dom}");
     // No id at all says so (trial 23: "no such page or API route"), with no empty section
     // under the error either (trial 24: a dangling "Latency distributions of").
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/run"));
+    let dom = b.dom(&format!("{base}/run"));
     assert!(
         text_of(&dom, "status").starts_with("error: no run named: "),
         "{dom}"
@@ -287,11 +219,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
             .unwrap_or_else(|| panic!("{dims:?}"))
     };
     let q: String = probe_model.bytes().map(|b| format!("%{b:02X}")).collect();
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model={q}&y=bogus"),
-    );
+    let dom = b.dom(&format!("{base}/inference?model={q}&y=bogus"));
     assert!(probe_model.contains("<img"), "{probe_model}");
     let escaped = probe_model.replace('<', "&lt;").replace('>', "&gt;");
     assert!(dom.contains(&escaped), "{dom}");
@@ -317,8 +245,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
 /// point to draw; the Evals page lists the evals.
 #[test]
 fn a_database_of_evals_alone_opens_every_page() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let evals = dir.path().join("evals");
     std::fs::create_dir_all(&evals).unwrap();
     let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/imports");
@@ -330,15 +257,10 @@ fn a_database_of_evals_alone_opens_every_page() {
     let (db, reports) = ingested(&dir.path().join("e.db"), &[&evals]);
     assert_eq!(reports[0].points, 0, "{:?}", reports[0]);
     let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/inference"));
+    let dom = b.dom(&format!("{base}/inference"));
     assert!(!text_of(&dom, "status").starts_with("error"), "{dom}");
     assert_eq!(text_of(&dom, "chart"), "no point to draw", "{dom}");
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200"),
-    );
+    let dom = b.dom(&format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200"));
     assert!(!text_of(&dom, "status").starts_with("error"), "{dom}");
     // History, TCO, Compare and Models say what the database holds instead (trial 24: History
     // asked for an x inside a range there is none of; Models said nothing was measured).
@@ -353,11 +275,11 @@ fn a_database_of_evals_alone_opens_every_page() {
         "compare?a=hw%3Dh100&b=hw%3Dh200",
         "models",
     ] {
-        let dom = dump_dom(&chromium, &profile, &format!("{base}/{page}"));
+        let dom = b.dom(&format!("{base}/{page}"));
         assert_eq!(text_of(&dom, "status"), holds, "{page}: {dom}");
     }
     // An imported run kept no job.json: its page says so instead of `{}` (trial 23 #14).
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id=1"));
+    let dom = b.dom(&format!("{base}/run?id=1"));
     assert!(!text_of(&dom, "status").starts_with("error"), "{dom}");
     assert!(
         text_of(&dom, "job").starts_with("none: this run was not started from a matrix job")
@@ -381,8 +303,7 @@ fn sweep_and_copy_served(dir: &Path, swaps: &[(&str, &str)]) -> (tokio::runtime:
 /// each other. Each label is placed clear of the others: none of the drawn label boxes overlap.
 #[test]
 fn coinciding_points_of_two_groups_keep_their_labels_apart() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let (_rt, base) = sweep_and_copy_served(
         dir.path(),
         &[
@@ -390,11 +311,7 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
             ("sweep-2026-03-01-h200", "sweep-2026-03-01-b200"),
         ],
     );
-    let dom = dump_dom(
-        &chromium,
-        &dir.path().join("profile"),
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
-    );
+    let dom = b.dom(&format!("{base}/inference?model=dsr1&sequence=1024/1024"));
     assert_eq!(attr(&dom, "chart", "data-groups").as_deref(), Some("2"));
     assert_eq!(attr(&dom, "chart", "data-points").as_deref(), Some("4"));
     assert_eq!(
@@ -410,22 +327,18 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
         dom[style..at].split(';').next().unwrap().to_string()
     };
     for hw in ["b200", "h200"] {
-        let alone = dump_dom(
-            &chromium,
-            &dir.path().join("profile"),
-            &format!("{base}/inference?model=dsr1&sequence=1024/1024&hardware={hw}"),
-        );
+        let alone = b.dom(&format!(
+            "{base}/inference?model=dsr1&sequence=1024/1024&hardware={hw}"
+        ));
         assert_eq!(attr(&alone, "chart", "data-groups").as_deref(), Some("1"));
         assert_eq!(swatch(&alone, hw), swatch(&dom, hw), "{alone}");
     }
     // Two hardware in one URL value, as the API and `report -f` write them (trial 25: taken
     // as one name "not in this database"): both selected, nothing said missing.
     for list in ["h200%7Cb200", "h200,b200"] {
-        let both = dump_dom(
-            &chromium,
-            &dir.path().join("profile"),
-            &format!("{base}/inference?model=dsr1&sequence=1024/1024&hardware={list}"),
-        );
+        let both = b.dom(&format!(
+            "{base}/inference?model=dsr1&sequence=1024/1024&hardware={list}"
+        ));
         assert_eq!(attr(&both, "chart", "data-groups").as_deref(), Some("2"));
         assert!(!text_of(&both, "status").contains("not applied"), "{both}");
         // Both selected: the CSV link carries them (with none selected it has no hardware).
@@ -443,8 +356,7 @@ fn coinciding_points_of_two_groups_keep_their_labels_apart() {
 /// concurrency twice; one label stands for both, as in `inferbench plot`.
 #[test]
 fn a_repeat_on_the_same_spot_has_one_label() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let (_rt, base) = sweep_and_copy_served(
         dir.path(),
         &[
@@ -452,11 +364,7 @@ fn a_repeat_on_the_same_spot_has_one_label() {
             ("sweep-2026-03-01-h200", "sweep-2026-03-02-h200"),
         ],
     );
-    let dom = dump_dom(
-        &chromium,
-        &dir.path().join("profile"),
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
-    );
+    let dom = b.dom(&format!("{base}/inference?model=dsr1&sequence=1024/1024"));
     assert_eq!(attr(&dom, "chart", "data-groups").as_deref(), Some("1"));
     assert_eq!(attr(&dom, "chart", "data-points").as_deref(), Some("4"));
     assert_eq!(
@@ -471,8 +379,7 @@ fn a_repeat_on_the_same_spot_has_one_label() {
 /// batch=` takes it, stays in the URL and is said in the status line.
 #[test]
 fn a_batch_in_the_url_keeps_the_chart_to_that_batch() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
     let quick = dir.path().join("quick");
     copy_tree_replacing(
@@ -486,22 +393,15 @@ fn a_batch_in_the_url_keeps_the_chart_to_that_batch() {
     );
     let (db, _) = ingested(&dir.path().join("q.db"), &[&fixtures, &quick]);
     let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
-    let all = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
-    );
+    let all = b.dom(&format!("{base}/inference?model=dsr1&sequence=1024/1024"));
     assert_eq!(
         attr(&all, "chart", "data-points").as_deref(),
         Some("4"),
         "{all}"
     );
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024&batch=quickstart"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024/1024&batch=quickstart"
+    ));
     assert_eq!(
         attr(&dom, "chart", "data-points").as_deref(),
         Some("2"),
@@ -527,18 +427,12 @@ fn a_batch_in_the_url_keeps_the_chart_to_that_batch() {
 /// of the Inference page applies its view.
 #[test]
 fn compare_history_evals_models_and_tco_pages() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
-    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
-    let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, db) = all_fixtures_served(dir.path());
 
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/compare?model=dsr1&sequence=1024%2F1024&a=hw%3Db200&b=hw%3Dmi355x"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/compare?model=dsr1&sequence=1024%2F1024&a=hw%3Db200&b=hw%3Dmi355x"
+    ));
     assert_eq!(
         attr(&dom, "chart", "data-rows").as_deref(),
         Some("3"),
@@ -572,11 +466,9 @@ fn compare_history_evals_models_and_tco_pages() {
     assert!(dom.contains("<canvas"), "uPlot drew a canvas");
     // Sides that name the model themselves are not narrowed by the page's model selector
     // (trial 18: `a=osl=128&b=osl=256` answered that side B pooled two workloads).
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/compare?a=model%3Ddsr1%2Chw%3Db200&b=model%3Dllama70b"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/compare?a=model%3Ddsr1%2Chw%3Db200&b=model%3Dllama70b"
+    ));
     assert_eq!(
         text_of(&dom, "status"),
         "8 points in A, 1 point in B; 1 target",
@@ -597,7 +489,7 @@ fn compare_history_evals_models_and_tco_pages() {
     assert!(!dom.contains(">--<"), "{dom}");
     // Before any side is named, the table's headers already carry the units (trial 21: bare
     // "A" and "B" until Compare was pressed).
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/compare"));
+    let dom = b.dom(&format!("{base}/compare"));
     assert_eq!(
         text_of(&dom, "th-b"),
         "B: Throughput per GPU (tok/s/GPU)",
@@ -611,11 +503,9 @@ fn compare_history_evals_models_and_tco_pages() {
     );
     // A group with one batch gets a y scale with height, so its one point is drawn (trial 18:
     // only the axes).
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=100"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=100"
+    ));
     let y = |k: &str| -> f64 {
         let v = attr(&dom, "chart", k).unwrap_or_default();
         v.parse().unwrap_or_else(|_| panic!("{k}={v:?}"))
@@ -630,11 +520,9 @@ fn compare_history_evals_models_and_tco_pages() {
         "{dom}"
     );
     // No group reaching the x: said, not an exception from the chart library (trial 18).
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=20"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=20"
+    ));
     assert_eq!(
         text_of(&dom, "status"),
         "no selected group's frontier reaches x = 20 (of 1 group selected): their frontiers \
@@ -642,11 +530,9 @@ fn compare_history_evals_models_and_tco_pages() {
         "{dom}"
     );
 
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/history?model=dsr1&sequence=1024%2F1024&at=50"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/history?model=dsr1&sequence=1024%2F1024&at=50"
+    ));
     assert_eq!(
         attr(&dom, "chart", "data-groups").as_deref(),
         Some("2"),
@@ -668,11 +554,7 @@ fn compare_history_evals_models_and_tco_pages() {
         "{dom}"
     );
     // A preset applies its view (two hardware, the rental cost as y) and leaves it in the URL.
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?preset=b200-vs-mi355x-cost"),
-    );
+    let dom = b.dom(&format!("{base}/inference?preset=b200-vs-mi355x-cost"));
     assert_eq!(
         attr(&dom, "chart", "data-points").as_deref(),
         Some("16"),
@@ -684,11 +566,9 @@ fn compare_history_evals_models_and_tco_pages() {
     );
     assert!(dom.contains("data-preset=\"quickstart\""), "{dom}");
     // "Latest run only": of b200's two batches (2026-02-20, 2026-02-27), the newer one.
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024%2F1024&hardware=b200&latest=1"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024%2F1024&hardware=b200&latest=1"
+    ));
     assert_eq!(
         attr(&dom, "chart", "data-points").as_deref(),
         Some("4"),
@@ -697,7 +577,7 @@ fn compare_history_evals_models_and_tco_pages() {
     assert_eq!(dom.matches("<td>2026-02-27</td>").count(), 4, "{dom}");
     // Evals: one bar per configuration of the task, best first, linked to its run; Models:
     // the support matrix, each row linked to its chart.
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/evals?task=gsm8k"));
+    let dom = b.dom(&format!("{base}/evals?task=gsm8k"));
     assert_eq!(
         attr(&dom, "bars", "data-bars").as_deref(),
         Some("2"),
@@ -717,25 +597,21 @@ fn compare_history_evals_models_and_tco_pages() {
         dom.contains("\"><td>dsr1 on b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
         "{dom}"
     );
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/evals?task=gsm8k&model=dsr1"),
-    );
+    let dom = b.dom(&format!("{base}/evals?task=gsm8k&model=dsr1"));
     assert!(
         dom.contains("\"><td>b200 (sglang) fp8 TP8 C64</td><td>0.952</td>"),
         "{dom}"
     );
     // An eval's run page shows its evals, not empty point sections (trial 20).
     let eval_run = Store::open_read_only(&db).unwrap().evals().unwrap()[0].run_id;
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/run?id={eval_run}"));
+    let dom = b.dom(&format!("{base}/run?id={eval_run}"));
     assert!(
         dom.contains("<h3 hidden=\"\">Points of the batch")
             && dom.contains("<h3 hidden=\"\">Power</h3>")
             && dom.contains("<h3>Accuracy evals</h3>"),
         "{dom}"
     );
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/models"));
+    let dom = b.dom(&format!("{base}/models"));
     assert_eq!(
         attr(&dom, "matrix", "data-rows").as_deref(),
         Some("6"),
@@ -748,11 +624,7 @@ fn compare_history_evals_models_and_tco_pages() {
         "{dom}"
     );
     // TCO: every group at one x, best first.
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=60"),
-    );
+    let dom = b.dom(&format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=60"));
     assert_eq!(
         attr(&dom, "bars", "data-bars").as_deref(),
         Some("3"),
@@ -773,11 +645,7 @@ fn compare_history_evals_models_and_tco_pages() {
         text_of(&dom, "status")
     );
     // h200's frontier does not reach x = 50: said in the singular (trial 22: "1 group do").
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=50"),
-    );
+    let dom = b.dom(&format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=50"));
     assert!(
         text_of(&dom, "status").ends_with("; 1 group does not reach it"),
         "{dom}"
@@ -785,11 +653,9 @@ fn compare_history_evals_models_and_tco_pages() {
     // A value the database lacks falls back to a selector's first option, as on the Inference
     // page, and the status line says so (trial 23: History and TCO said nothing).
     for page in ["history", "tco"] {
-        let dom = dump_dom(
-            &chromium,
-            &profile,
-            &format!("{base}/{page}?model=dsr9&sequence=1024%2F1024&at=60"),
-        );
+        let dom = b.dom(&format!(
+            "{base}/{page}?model=dsr9&sequence=1024%2F1024&at=60"
+        ));
         assert!(
             text_of(&dom, "status")
                 .ends_with(" — not in this database, so not applied: model=dsr9"),
@@ -799,11 +665,7 @@ fn compare_history_evals_models_and_tco_pages() {
     // Without a target x each page opens at the API's default (issue 39): 35 tok/s/user lies
     // outside the valid points' range (40 … 120), so its middle, with a slider over the range.
     for page in ["history", "tco"] {
-        let dom = dump_dom(
-            &chromium,
-            &profile,
-            &format!("{base}/{page}?model=dsr1&sequence=1024%2F1024"),
-        );
+        let dom = b.dom(&format!("{base}/{page}?model=dsr1&sequence=1024%2F1024"));
         let status = text_of(&dom, "status");
         assert!(status.contains(" = 80"), "{page}: {status}");
         assert!(
@@ -817,8 +679,7 @@ fn compare_history_evals_models_and_tco_pages() {
 /// batch by its day). The History page places each at its run's start time (trial 19).
 #[test]
 fn history_spreads_batches_of_one_day() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures/sweep-h200");
     // The same sweep again six hours later, under its own sweep id: a second batch of the day.
     let again = dir.path().join("again");
@@ -831,11 +692,9 @@ fn history_spreads_batches_of_one_day() {
     copy_tree_replacing(&fx, &again, &swaps);
     let (db, _) = ingested(&dir.path().join("twice.db"), &[&fx, &again]);
     let (_rt, base) = serve(&db);
-    let dom = dump_dom(
-        &chromium,
-        &dir.path().join("profile"),
-        &format!("{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=100"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/history?model=dsr1&sequence=1024%2F1024&hardware=h200&at=100"
+    ));
     assert_eq!(
         attr(&dom, "chart", "data-dots").as_deref(),
         Some("2"),
@@ -861,13 +720,9 @@ fn history_spreads_batches_of_one_day() {
 /// alias, and names on load whatever of its URL it cannot apply.
 #[test]
 fn pages_take_aliases_and_name_what_they_cannot_apply() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
-    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
-    let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
-    let page = |path: &str| dump_dom(&chromium, &profile, &format!("{base}/{path}"));
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let page = |path: &str| b.dom(&format!("{base}/{path}"));
 
     // Aliases select the stored names, as `-f` matches them: the same views as the stored
     // names give in compare_history_evals_models_and_tco_pages.
@@ -977,18 +832,12 @@ fn pages_take_aliases_and_name_what_they_cannot_apply() {
 /// It says a side has no valid point, and "include invalid" (`invalid=1`) counts them.
 #[test]
 fn compare_page_leaves_invalid_points_out_unless_asked() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     // The sweep again on h100, every point invalid (the producer's own verdict).
     let (fx, bad) = common::sweep_and_invalid_h100_copy(dir.path());
     let (db, _) = ingested(&dir.path().join("inv.db"), &[&fx, &bad]);
     let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200"),
-    );
+    let dom = b.dom(&format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200"));
     assert_eq!(
         text_of(&dom, "status"),
         "0 points in A, 2 points in B; no valid point to compare for A (hw=h100: its 2 matching \
@@ -996,11 +845,7 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
         "{dom}"
     );
     assert_eq!(attr(&dom, "chart", "data-rows").as_deref(), Some("0"));
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200&invalid=1"),
-    );
+    let dom = b.dom(&format!("{base}/compare?a=hw%3Dh100&b=hw%3Dh200&invalid=1"));
     assert_eq!(
         text_of(&dom, "status"),
         "2 points in A, 2 points in B; 3 targets",
@@ -1009,11 +854,9 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
     assert!(dom.contains("<td>1.000</td>"), "{dom}");
     // A side of a single point is drawn as a dot (trial 27: in the legend only; uPlot draws
     // no markers in its x/y mode): 1 knot for A, 2 for B.
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/compare?a=hw%3Dh200%2Cconc%3D4&b=hw%3Dh200"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/compare?a=hw%3Dh200%2Cconc%3D4&b=hw%3Dh200"
+    ));
     assert_eq!(attr(&dom, "chart", "data-lines").as_deref(), Some("2"));
     assert_eq!(
         attr(&dom, "chart", "data-dots").as_deref(),
@@ -1027,21 +870,15 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
     let rows = (Store::open_read_only(&db).unwrap())
         .points(&f, &Default::default())
         .unwrap();
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/run?id={}", rows[0].run_id),
-    );
+    let dom = b.dom(&format!("{base}/run?id={}", rows[0].run_id));
     assert!(
         dom.contains("<td>invalid: the server fell behind</td>"),
         "{dom}"
     );
     // And the Inference page's table, beside the tooltip's same line.
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024%2F1024&hardware=h100"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024%2F1024&hardware=h100"
+    ));
     assert!(
         dom.contains("<td>invalid: the server fell behind</td>"),
         "{dom}"
@@ -1053,21 +890,19 @@ fn compare_page_leaves_invalid_points_out_unless_asked() {
 /// reason), and `invalid=1` (the box, kept in the URL) counts them.
 #[test]
 fn history_and_tco_pages_name_invalid_points_left_out() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let (fx, bad) = common::sweep_and_invalid_h100_copy(dir.path());
     let (db, _) = ingested(&dir.path().join("inv.db"), &[&fx, &bad]);
     let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
     let left = "; 2 invalid points left out (the server fell behind): \"include invalid\" \
                 counts them";
     for page in ["history", "tco"] {
         let url = format!("{base}/{page}?model=dsr1&sequence=1024%2F1024&at=100");
-        let dom = dump_dom(&chromium, &profile, &url);
+        let dom = b.dom(&url);
         let status = text_of(&dom, "status").replace("&quot;", "\"");
         assert!(status.contains(left), "{page}: {status}");
         assert_eq!(attr(&dom, "status", "data-invalid").as_deref(), Some("2"));
-        let dom = dump_dom(&chromium, &profile, &format!("{url}&invalid=1"));
+        let dom = b.dom(&format!("{url}&invalid=1"));
         let status = text_of(&dom, "status");
         assert!(!status.contains("left out"), "{page}: {status}");
         // The box (ticked from the URL) asked the API to count them: none left out.
@@ -1080,12 +915,10 @@ fn history_and_tco_pages_name_invalid_points_left_out() {
 /// with a dark-mode toggle that `theme=dark` sets and the browser remembers.
 #[test]
 fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let db = seeded(dir.path());
     let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/"));
+    let dom = b.dom(&format!("{base}/"));
     assert_eq!(
         attr(&dom, "models", "data-count").as_deref(),
         Some("2"),
@@ -1134,11 +967,9 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
     );
     // `theme=dark` in the URL turns dark mode on, is not a view key ("not applied"), and is
     // remembered for the next page opened without it.
-    let dark = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024&theme=dark"),
-    );
+    let dark = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024/1024&theme=dark"
+    ));
     assert!(
         dark.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"dark\">"),
         "{dark}"
@@ -1149,7 +980,7 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
     );
     assert!(dark.contains("<a href=\"/inference\" aria-current=\"page\">Inference</a>"));
     assert!(!text_of(&dark, "status").contains("not applied"), "{dark}");
-    let later = dump_dom(&chromium, &profile, &format!("{base}/models"));
+    let later = b.dom(&format!("{base}/models"));
     assert!(
         later.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"dark\">"),
         "{later}"
@@ -1160,8 +991,7 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
 /// their own, labelled "preview: under 900 s", counted in the chart's data attributes.
 #[test]
 fn short_replays_draw_a_labelled_preview_frontier() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let field = format!(
         "\"inferbench\": {{\"invalid_reason\": \"{}\",",
         inferbench_core::summary::agentic::SHORT_REPLAY_REASON
@@ -1174,11 +1004,7 @@ fn short_replays_draw_a_labelled_preview_frontier() {
             ("\"inferbench\": {", &field),
         ],
     );
-    let dom = dump_dom(
-        &chromium,
-        &dir.path().join("profile"),
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024"),
-    );
+    let dom = b.dom(&format!("{base}/inference?model=dsr1&sequence=1024/1024"));
     assert_eq!(
         attr(&dom, "chart", "data-groups").as_deref(),
         Some("2"),
@@ -1203,8 +1029,7 @@ fn short_replays_draw_a_labelled_preview_frontier() {
 /// both are in the chart's data attributes.
 #[test]
 fn precisions_have_shapes_and_points_carry_parallelism() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let (_rt, base) = sweep_and_copy_served(
         dir.path(),
         &[
@@ -1213,12 +1038,9 @@ fn precisions_have_shapes_and_points_carry_parallelism() {
             ("sweep-2026-03-01-h200", "sweep-2026-03-01-h200-fp4"),
         ],
     );
-    let profile = dir.path().join("profile");
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024&par=1"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024/1024&par=1"
+    ));
     assert_eq!(
         attr(&dom, "chart", "data-groups").as_deref(),
         Some("2"),
@@ -1238,11 +1060,9 @@ fn precisions_have_shapes_and_points_carry_parallelism() {
         "markers by precision: fp4 circle, fp8 square"
     );
     // Both precisions selected in the URL (`|` as the API writes them), or one.
-    let both = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024&precision=fp8%7Cfp4"),
-    );
+    let both = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024/1024&precision=fp8%7Cfp4"
+    ));
     assert_eq!(
         attr(&both, "chart", "data-groups").as_deref(),
         Some("2"),
@@ -1253,11 +1073,9 @@ fn precisions_have_shapes_and_points_carry_parallelism() {
         attr(&both, "chart", "data-parallelism-labels").as_deref(),
         Some("")
     );
-    let one = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/inference?model=dsr1&sequence=1024/1024&precision=fp4"),
-    );
+    let one = b.dom(&format!(
+        "{base}/inference?model=dsr1&sequence=1024/1024&precision=fp4"
+    ));
     assert_eq!(
         attr(&one, "chart", "data-groups").as_deref(),
         Some("1"),
@@ -1276,17 +1094,15 @@ fn precisions_have_shapes_and_points_carry_parallelism() {
 /// not markup); `correct=false` lists the wrong answers only.
 #[test]
 fn evals_drawer_opens_on_a_sample() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let Some((b, dir)) = browser() else { return };
     let set = common::eval_set_with_samples(dir.path());
     let (db, reports) = ingested(&dir.path().join("e.db"), &[&set]);
     assert_eq!(reports[0].evals, 1);
     let run = Store::open_read_only(&db).unwrap().evals().unwrap()[0].run_id;
     let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
 
     // Without a link the drawer is closed and each bar's row names the eval it opens.
-    let dom = dump_dom(&chromium, &profile, &format!("{base}/evals?task=gsm8k"));
+    let dom = b.dom(&format!("{base}/evals?task=gsm8k"));
     assert!(dom.contains("<aside id=\"drawer\" hidden=\"\""), "{dom}");
     assert!(
         dom.contains(&format!(
@@ -1295,11 +1111,7 @@ fn evals_drawer_opens_on_a_sample() {
         "{dom}"
     );
 
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/evals?task=gsm8k&drawer={run}:32&doc=1"),
-    );
+    let dom = b.dom(&format!("{base}/evals?task=gsm8k&drawer={run}:32&doc=1"));
     assert_eq!(
         attr(&dom, "drawer", "data-total").as_deref(),
         Some("3"),
@@ -1326,11 +1138,9 @@ fn evals_drawer_opens_on_a_sample() {
     assert_eq!(text_of(&dom, "drawer-page"), "1–3 of 3");
 
     // Wrong answers only; with no `doc` the first is shown, its question as text.
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/evals?task=gsm8k&drawer={run}:32&correct=false"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/evals?task=gsm8k&drawer={run}:32&correct=false"
+    ));
     assert_eq!(
         attr(&dom, "drawer", "data-total").as_deref(),
         Some("2"),
@@ -1354,17 +1164,9 @@ fn evals_drawer_opens_on_a_sample() {
 /// frame, each group's frontier drawn with its knots in `data-knots`.
 #[test]
 fn history_replays_the_frontier_over_time() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
-    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
-    let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/history?model=dsr1&at=50"),
-    );
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let dom = b.dom(&format!("{base}/history?model=dsr1&at=50"));
     assert_eq!(
         attr(&dom, "replay", "data-frames").as_deref(),
         Some("3"),
@@ -1382,11 +1184,9 @@ fn history_replays_the_frontier_over_time() {
     );
     assert_eq!(text_of(&dom, "replay-date"), "2026-03-01 (3 of 3)");
 
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/history?model=dsr1&at=50&replay=2026-02-20"),
-    );
+    let dom = b.dom(&format!(
+        "{base}/history?model=dsr1&at=50&replay=2026-02-20"
+    ));
     assert_eq!(
         attr(&dom, "replay", "data-frame").as_deref(),
         Some("0"),
@@ -1413,12 +1213,8 @@ fn history_replays_the_frontier_over_time() {
 /// `palette=vendor`.
 #[test]
 fn groups_take_their_vendors_hue_and_high_contrast_is_remembered() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
-    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
-    let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
     const NVIDIA: [&str; 8] = [
         "#1b7837", "#5aae61", "#00441b", "#74c476", "#238b45", "#a1d99b", "#006d2c", "#41ab5d",
     ];
@@ -1440,7 +1236,7 @@ fn groups_take_their_vendors_hue_and_high_contrast_is_remembered() {
             .collect()
     };
     let url = format!("{base}/inference?model=dsr1&sequence=1024/1024");
-    let dom = dump_dom(&chromium, &profile, &url);
+    let dom = b.dom(&url);
     assert_eq!(
         attr(&dom, "chart", "data-palette").as_deref(),
         Some("vendor")
@@ -1458,7 +1254,7 @@ fn groups_take_their_vendors_hue_and_high_contrast_is_remembered() {
     // b200 and h200 (both NVIDIA) differ.
     assert_ne!(got[0].1, got[1].1);
 
-    let dom = dump_dom(&chromium, &profile, &format!("{url}&palette=contrast"));
+    let dom = b.dom(&format!("{url}&palette=contrast"));
     assert_eq!(
         attr(&dom, "chart", "data-palette").as_deref(),
         Some("contrast")
@@ -1473,12 +1269,12 @@ fn groups_take_their_vendors_hue_and_high_contrast_is_remembered() {
         "{dom}"
     );
     // Remembered, and not named as a filter the page could not apply.
-    let dom = dump_dom(&chromium, &profile, &url);
+    let dom = b.dom(&url);
     assert_eq!(
         attr(&dom, "chart", "data-palette").as_deref(),
         Some("contrast")
     );
-    let dom = dump_dom(&chromium, &profile, &format!("{url}&palette=vendor"));
+    let dom = b.dom(&format!("{url}&palette=vendor"));
     assert_eq!(
         attr(&dom, "chart", "data-palette").as_deref(),
         Some("vendor")
@@ -1492,15 +1288,11 @@ fn groups_take_their_vendors_hue_and_high_contrast_is_remembered() {
 /// chosen one; a malformed date is said not applied.
 #[test]
 fn date_and_run_pickers_filter_the_api_query() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
-    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
-    let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, db) = all_fixtures_served(dir.path());
     let page = format!("{base}/inference?model=dsr1&sequence=1024/1024");
 
-    let dom = dump_dom(&chromium, &profile, &page);
+    let dom = b.dom(&page);
     let all: usize = attr(&dom, "chart", "data-points").unwrap().parse().unwrap();
     let csv = attr(&dom, "csv", "href").unwrap();
     assert!(!csv.contains("since="), "{csv}");
@@ -1523,11 +1315,7 @@ fn date_and_run_pickers_filter_the_api_query() {
     want.extend(batches.iter().map(String::as_str));
     assert_eq!(offered, want);
 
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{page}&since=2026-02-27&until=2026-02-27"),
-    );
+    let dom = b.dom(&format!("{page}&since=2026-02-27&until=2026-02-27"));
     let csv = attr(&dom, "csv", "href").unwrap();
     let sent = url_pairs(&csv);
     for k in ["since", "until"] {
@@ -1541,33 +1329,16 @@ fn date_and_run_pickers_filter_the_api_query() {
     assert_eq!(dom.matches("<td>2026-02-27</td>").count(), n, "{dom}");
 
     let one = &batches[0];
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{page}&batch={}", utf8_percent(one)),
-    );
+    let dom = b.dom(&format!("{page}&batch={}", utf8_percent(one)));
     let csv = attr(&dom, "csv", "href").unwrap();
     let sent: Vec<(String, String)> = url_pairs(&csv);
     assert!(sent.contains(&("batch".to_string(), one.clone())), "{csv}");
 
-    let dom = dump_dom(&chromium, &profile, &format!("{page}&since=27.02.2026"));
+    let dom = b.dom(&format!("{page}&since=27.02.2026"));
     assert!(
         text_of(&dom, "status").contains("since=27.02.2026 (expected YYYY-MM-DD)"),
         "{dom}"
     );
-}
-
-/// Percent-encodes every byte of `s` outside `[A-Za-z0-9-._~]`.
-fn utf8_percent(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// The query pairs of a URL (`&amp;` as the DOM dump writes it), percent- and `+`-decoded.
@@ -1603,17 +1374,11 @@ fn url_pairs(url: &str) -> Vec<(String, String)> {
 /// the replay and the lines keep to that range (one date here), and stay in the URL's state.
 #[test]
 fn history_date_pickers_narrow_the_range() {
-    let Some(chromium) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let fx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/fixtures");
-    let (db, _) = ingested(&dir.path().join("all.db"), &[&fx]);
-    let (_rt, base) = serve(&db);
-    let profile = dir.path().join("profile");
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/history?model=dsr1&at=50&since=2026-02-27&until=2026-02-27"),
-    );
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let dom = b.dom(&format!(
+        "{base}/history?model=dsr1&at=50&since=2026-02-27&until=2026-02-27"
+    ));
     assert_eq!(
         attr(&dom, "replay", "data-frames").as_deref(),
         Some("1"),
@@ -1625,11 +1390,7 @@ fn history_date_pickers_narrow_the_range() {
         "{dom}"
     );
     assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
-    let dom = dump_dom(
-        &chromium,
-        &profile,
-        &format!("{base}/history?model=dsr1&at=50&since=27.2.2026"),
-    );
+    let dom = b.dom(&format!("{base}/history?model=dsr1&at=50&since=27.2.2026"));
     assert_eq!(
         attr(&dom, "replay", "data-frames").as_deref(),
         Some("3"),

@@ -2,9 +2,39 @@
 // Each test file compiles this module on its own and uses only part of it.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
+
+/// GET `path` from `addr` over HTTP/1.1 with `host` as the Host header (`Connection: close`;
+/// axum answers these small bodies with a fixed length, no chunking); returns (status line,
+/// body). Panics when the connection or the answer fails.
+pub fn http_get_as(addr: &str, host: &str, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// [`http_get_as`] with `addr` itself as the Host header.
+pub fn http_get(addr: &str, path: &str) -> (String, String) {
+    http_get_as(addr, addr, path)
+}
+
+/// The JSON body of GET `path` from `addr`; panics (naming the path and body) unless the answer
+/// is `200 OK` with JSON.
+pub fn get_json(addr: &str, path: &str) -> serde_json::Value {
+    let (status, body) = http_get(addr, path);
+    assert_eq!(status, "HTTP/1.1 200 OK", "{path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
 
 /// A started `inferbench serve`: the process, its first stderr line ("inferbench serve: DB
 /// read-only at http://127.0.0.1:PORT/ (Ctrl-C stops)"), its `host:port`, and a

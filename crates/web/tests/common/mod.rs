@@ -68,3 +68,18 @@ pub fn eval_set_with_samples(dir: &Path) -> std::path::PathBuf {
     std::fs::write(to.join("samples_gsm8k.jsonl"), text + "not json\n").unwrap();
     to
 }
+
+/// `s` percent-encoded for a URL query value: every byte but the unreserved characters
+/// `[A-Za-z0-9-._~]` as `%XX`.
+#[allow(dead_code)] // used by api.rs and browser.rs, not every test binary
+pub fn utf8_percent(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
