@@ -242,6 +242,22 @@ pub struct AgenticRef {
     /// Recorded input length (`in`), tokens: the synthesized prompt before chat template and
     /// cache-bust marker.
     pub expected_input_tokens: u32,
+    /// The stream that spawned this request's stream (its conversation id: the main agent's
+    /// for a sub-agent it spawned, the enclosing sub-agent's for a nested one); `None` (omitted)
+    /// for the main agent, and in records written before it was kept (readers then take the
+    /// main agent, `<trace>` of `<trace>::sa:<agent>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_stream: Option<String>,
+    /// How much earlier than its recorded gap asked the idle-gap caps (reference/agentx.md §3.6:
+    /// the per-tree cap, 300 s, and the whole-system cap, 10 s) moved this request's send, ns;
+    /// 0 (omitted, and in older records) when no cap applied to it.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub gap_capped_ns: u64,
+}
+
+/// `skip_serializing_if` of a count that is omitted when 0.
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 const NS_PER_MS: f64 = 1_000_000.0;

@@ -35,6 +35,7 @@ fn traces() -> Vec<Trace> {
             id: "a".into(),
             kind: StreamKind::Root,
             label: String::new(),
+            parent: None,
             requests: (0..6)
                 .map(|k| rq(50.0 * k as f64, 20.0, 256 + 64 * k, 8, 0..(4 + k)))
                 .collect(),
@@ -51,6 +52,7 @@ fn traces() -> Vec<Trace> {
                 id: "b".into(),
                 kind: StreamKind::Root,
                 label: String::new(),
+                parent: None,
                 requests: vec![
                     rq(0.0, 20.0, 128, 4, 0..2),
                     rq(40.0, 20.0, 256, 4, 0..4),
@@ -62,6 +64,7 @@ fn traces() -> Vec<Trace> {
                 id: "b::sa:explore_001".into(),
                 kind: StreamKind::Subagent,
                 label: "Explore".into(),
+                parent: None,
                 requests: vec![
                     rq(70.0, 30.0, 192, 4, 100..103),
                     rq(110.0, 30.0, 256, 4, 100..104),

@@ -467,6 +467,7 @@ async fn replay_probes_take_no_send_index() {
             id: "a".into(),
             kind: StreamKind::Root,
             label: String::new(),
+            parent: None,
             requests: vec![rq(0.0), rq(0.02), rq(0.04)],
         }],
         origin: "test:1".into(),

@@ -763,6 +763,8 @@ fn spawn_request(
         total_blocks,
         expected_output_tokens: req.output_tokens,
         expected_input_tokens: req.input_tokens,
+        parent_stream: stream.parent.clone(),
+        gap_capped_ns: d.gap_capped_ns,
     };
     let client = client.clone();
     let traces = Arc::clone(traces);
