@@ -388,4 +388,26 @@ mod tests {
         let back: RequestRecord = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
     }
+
+    /// An `agentic` block written before `parent_stream` and `gap_capped_ns` existed (older
+    /// `requests.jsonl`, older databases) reads with them absent/0, and a request without them
+    /// writes neither (files of main-agent, uncapped requests are as before).
+    #[test]
+    fn agentic_identity_reads_without_its_newer_fields() {
+        let old = r#"{"lane":1,"play":2,"trace_id":"t","pass":0,"kind":"profile","hit_blocks":3,"total_blocks":4,"expected_output_tokens":5,"expected_input_tokens":6}"#;
+        let a: AgenticRef = serde_json::from_str(old).unwrap();
+        assert_eq!(a.parent_stream, None);
+        assert_eq!(a.gap_capped_ns, 0);
+        assert_eq!(a.hit_blocks, 3);
+        assert_eq!(serde_json::to_string(&a).unwrap(), old);
+        let nested = AgenticRef {
+            parent_stream: Some("t::sa:a".into()),
+            gap_capped_ns: 290_000_000_000,
+            ..a
+        };
+        let v = serde_json::to_value(&nested).unwrap();
+        assert_eq!(v["parent_stream"], "t::sa:a");
+        assert_eq!(v["gap_capped_ns"], 290_000_000_000u64);
+        assert_eq!(serde_json::from_value::<AgenticRef>(v).unwrap(), nested);
+    }
 }
