@@ -82,7 +82,7 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 2 bad flags, data that cannot be read, or a --result-dir that cannot be written (checked before any request); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
     )]
-    Eval(inferbench_eval::flags::EvalFlags),
+    Eval(cmd::eval::EvalArgs),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
     Replay(cmd::replay::ReplayArgs),
     /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).

@@ -590,3 +590,32 @@ fn a_silent_server_fails_at_the_idle_timeout() {
         "{text}"
     );
 }
+
+/// `eval gsm8k --tls-ca FILE` (issue 41): the flag reaches the eval's `/v1/models` lookup and
+/// requests; a CA file that does not read is a usage error naming it (exit 2, nothing written).
+#[test]
+fn eval_takes_tls_ca_for_an_https_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = data_dir(tmp.path(), &["72"]);
+    let out = tmp.path().join("out");
+    let o = Command::new(BIN)
+        .args(["eval", "gsm8k", "--base-url", "https://127.0.0.1:9"])
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--result-dir")
+        .arg(&out)
+        .args(["--tls-ca", "/nonexistent/ca.pem"])
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "--model not given, and https://127.0.0.1:9/v1/models cannot be asked which model the \
+             server serves: GET https://127.0.0.1:9/v1/models: --tls-ca /nonexistent/ca.pem: No \
+             such file or directory (os error 2)"
+        ),
+        "{text}"
+    );
+    assert!(!out.exists());
+}

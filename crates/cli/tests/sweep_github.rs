@@ -325,3 +325,49 @@ fn a_matrix_without_rows_is_an_error() {
     }
     assert!(!dir.join("results").exists());
 }
+
+/// Issue 41: `sweep --tls-ca FILE` (and `--insecure`) are client settings like the others: the
+/// GitHub rows get them in `run-options.json` (`run.client`, the path relative to the repository
+/// as given), so every row's points, readiness probes and evals verify the same way.
+#[test]
+fn tls_flags_travel_in_the_options_file() {
+    let dir = scratch("sweep_github_tls");
+    std::fs::write(dir.join("m.json"), MATRIX).unwrap();
+    let (code, _, stderr) = inferbench(
+        &[
+            "sweep",
+            "--executor",
+            "github",
+            "--matrix",
+            "m.json",
+            "--github-dir",
+            "ci",
+            "--tls-ca",
+            "certs/ca.pem",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let opts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("ci/run-options.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        opts["run"]["client"],
+        serde_json::json!({"tls_ca": "certs/ca.pem"}),
+        "{opts}"
+    );
+    // The two are exclusive, as bench's.
+    let (code, _, stderr) = inferbench(
+        &[
+            "sweep",
+            "--matrix",
+            "m.json",
+            "--tls-ca",
+            "ca.pem",
+            "--insecure",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--insecure"), "{stderr}");
+}

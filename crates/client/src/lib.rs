@@ -48,7 +48,7 @@ pub mod tls;
 pub mod wire;
 
 pub use clock::{ClockSource, RunClock};
-pub use get::http_get;
+pub use get::{http_get, http_get_via, http_request_via, Reach};
 pub use headers::HeaderTemplate;
 pub use http::{
     join_url, target_uri, Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT,

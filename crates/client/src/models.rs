@@ -108,11 +108,16 @@ pub fn max_model_len(body: &[u8], model: Option<&str>) -> Option<u64> {
     }
 }
 
-/// [`max_model_len`] of the server at `base_url` (`GET {base_url}/v1/models`, 3 s at most);
-/// `None` when it cannot be asked or reports none (callers fall back to their own cap).
-pub async fn served_max_model_len(base_url: &str, model: Option<&str>) -> Option<u64> {
+/// [`max_model_len`] of the server at `base_url` (`GET {base_url}/v1/models`, 3 s at most,
+/// reached as `reach` says: TLS and proxy as the measured requests); `None` when it cannot be
+/// asked or reports none (callers fall back to their own cap).
+pub async fn served_max_model_len(
+    base_url: &str,
+    model: Option<&str>,
+    reach: &crate::Reach,
+) -> Option<u64> {
     let url = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
-    match crate::http_get(&url, std::time::Duration::from_secs(3)).await {
+    match crate::http_get_via(&url, std::time::Duration::from_secs(3), reach).await {
         Ok((200, body)) => max_model_len(&body, model),
         _ => None,
     }
@@ -152,18 +157,20 @@ pub fn not_found_hint(model: &str, url: &str, sample: &str, served: Option<&[Str
 
 /// The hint for requests for `model` to `url` that the server at `base_url` answered with
 /// HTTP 404 (`sample`: one such error message), its `/v1/models` read (5 s at most) to name
-/// the models it serves. `None` when `sample` is not a 404.
+/// the models it serves (reached as `reach` says). `None` when `sample` is not a 404.
 pub async fn explain_not_found(
     base_url: &str,
     model: &str,
     url: &str,
     sample: &str,
+    reach: &crate::Reach,
 ) -> Option<String> {
     if !is_not_found(sample) {
         return None;
     }
     let models = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
-    let served = match crate::http_get(&models, std::time::Duration::from_secs(5)).await {
+    let served = match crate::http_get_via(&models, std::time::Duration::from_secs(5), reach).await
+    {
         Ok((200, body)) => Some(model_ids(&body)),
         _ => None,
     };
@@ -172,31 +179,31 @@ pub async fn explain_not_found(
 
 /// The model a run without `--model` sends: the first id the server's `GET
 /// {base_url}/v1/models` lists, as vLLM's `bench serve` picks it (`bench`, `replay` and `eval`
-/// alike). Errors (each naming the URL and `--model`): the server cannot be reached (exit status
+/// alike), reached as `reach` says (an `https://` server over TLS). Errors (each naming the URL
+/// and `--model`): the server cannot be reached (exit status
 /// [`ExitStatus::Unreachable`], as a run against it would end), answers another status than
 /// 200, or lists none ([`ExitStatus::Usage`]).
 ///
 /// [`ExitStatus::Unreachable`]: inferbench_core::ExitStatus::Unreachable
 /// [`ExitStatus::Usage`]: inferbench_core::ExitStatus::Usage
-pub async fn served_model(base_url: &str) -> Result<String, inferbench_core::StatusError> {
+pub async fn served_model(
+    base_url: &str,
+    reach: &crate::Reach,
+) -> Result<String, inferbench_core::StatusError> {
     use inferbench_core::ExitStatus;
     let url = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
-    // The side requests speak plain HTTP only (`crate::http_get`); the measured requests speak
-    // TLS too (issue 41).
-    if url
-        .get(..8)
-        .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
-    {
+    // What cannot be set up (a `--tls-ca` that does not read) is the user's to fix: 2.
+    if let Err(why) = crate::get::check_reach(&url, reach) {
         return Err(inferbench_core::StatusError {
             status: ExitStatus::Usage,
             message: format!(
                 "--model not given, and {url} cannot be asked which model the server serves: \
-                 the model lookup speaks plain HTTP only; pass --model for an https:// target"
+                 {why}"
             ),
         });
     }
     let timeout = std::time::Duration::from_secs(10);
-    let (why, status) = match crate::http_get(&url, timeout).await {
+    let (why, status) = match crate::http_get_via(&url, timeout, reach).await {
         Ok((200, body)) => match model_ids(&body).into_iter().next() {
             Some(id) => return Ok(id),
             None => ("it lists no model".to_string(), ExitStatus::Usage),
@@ -231,17 +238,26 @@ pub fn served_model_note(model: &str) -> String {
 mod tests {
     use super::*;
 
-    /// An https:// target without --model: a usage error saying to pass --model (the lookup
-    /// is plain HTTP), not "is an HTTP server running there?".
+    /// An https:// target without --model is asked over TLS (issue 41): a `--tls-ca` that
+    /// does not read is named, not "plain HTTP only".
     #[tokio::test]
-    async fn an_https_target_needs_model() {
-        let e = served_model("https://api.example.com").await.unwrap_err();
+    async fn an_https_target_is_asked_over_tls() {
+        let reach = crate::Reach {
+            tls: crate::tls::TlsOptions {
+                ca_file: Some("/nonexistent/ca.pem".into()),
+                insecure: false,
+            },
+            ..Default::default()
+        };
+        let e = served_model("https://127.0.0.1:9", &reach)
+            .await
+            .unwrap_err();
         assert_eq!(e.status, inferbench_core::ExitStatus::Usage);
         assert_eq!(
             e.message,
-            "--model not given, and https://api.example.com/v1/models cannot be asked which \
-             model the server serves: the model lookup speaks plain HTTP only; pass --model for \
-             an https:// target"
+            "--model not given, and https://127.0.0.1:9/v1/models cannot be asked which model \
+             the server serves: GET https://127.0.0.1:9/v1/models: --tls-ca /nonexistent/ca.pem: \
+             No such file or directory (os error 2)"
         );
     }
 

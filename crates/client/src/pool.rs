@@ -883,6 +883,13 @@ impl Pool {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
+    /// Opens one connection as [`Pool::checkout`] would open a fresh one (TCP, the `CONNECT`
+    /// tunnel, TLS) and hands its byte stream over, outside the pool (a side request's,
+    /// [`crate::get`]). Errors: [`ConnectError`]'s.
+    pub(crate) async fn connect_stream(&self) -> Result<Stream, ConnectError> {
+        Ok(self.connect().await?.io)
+    }
+
     /// Opens a new connection, counted in the open ones from the start (a failed connect
     /// releases its count). Errors: [`ConnectError::Resource`] for the client's own limits
     /// ([`client_resource_error`]), [`ConnectError::Tcp`] otherwise.

@@ -30,6 +30,7 @@ pub struct TlsOptions {
 /// carry.
 #[derive(Clone)]
 pub struct TlsConnector {
+    config: Arc<rustls::ClientConfig>,
     connector: tokio_rustls::TlsConnector,
     server_name: ServerName<'static>,
 }
@@ -76,8 +77,10 @@ impl TlsConnector {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let server_name = ServerName::try_from(bare.to_string())
             .map_err(|e| format!("{host:?} is not a valid TLS server name: {e}"))?;
+        let config = Arc::new(config);
         Ok(TlsConnector {
-            connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
+            connector: tokio_rustls::TlsConnector::from(config.clone()),
+            config,
             server_name,
         })
     }
@@ -92,6 +95,25 @@ impl TlsConnector {
         IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     {
         self.connector.connect(self.server_name.clone(), io).await
+    }
+}
+
+/// A blocking TLS session over a `std` socket ([`TlsConnector::connect_blocking`]): `Read` and
+/// `Write`, the handshake done on the first of them.
+pub type BlockingTlsStream = rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>;
+
+impl TlsConnector {
+    /// A blocking TLS session over `sock` (for the blocking side clients, `--tokenizer
+    /// server`'s `/tokenize`), verified as [`TlsConnector::new`]'s options say. The handshake
+    /// runs on the first read or write, whose error then says why (e.g. `invalid peer
+    /// certificate: UnknownIssuer`). Errors: a session rustls cannot start.
+    pub fn connect_blocking(
+        &self,
+        sock: std::net::TcpStream,
+    ) -> std::io::Result<BlockingTlsStream> {
+        let conn = rustls::ClientConnection::new(self.config.clone(), self.server_name.clone())
+            .map_err(std::io::Error::other)?;
+        Ok(rustls::StreamOwned::new(conn, sock))
     }
 }
 

@@ -199,8 +199,8 @@ pub struct EngineInfo {
 
 /// What every request of a sweep's points carries beyond the body (issue 41: InferenceX's
 /// recipes pass these from their benchmark scripts): `sweep`/`job`'s `--header-template`,
-/// `--dp-rank-roundrobin`, `--allow-empty-content` and `--backend`, as `bench` and `replay`
-/// take them. Written to `job.json` (`client`) when any is set, and carried to Slurm tasks and
+/// `--dp-rank-roundrobin`, `--allow-empty-content`, `--backend`, `--tls-ca` and `--insecure`,
+/// as `bench` and `replay` take them. Written to `job.json` (`client`) when any is set, and carried to Slurm tasks and
 /// GitHub rows in `run-options.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -219,6 +219,14 @@ pub struct ClientFeatures {
     /// as before (completions).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+    /// PEM file of extra trusted root certificates for an `https://` server (`--tls-ca`), as
+    /// given (absolute in a Slurm task's options); the points' requests, readiness probes,
+    /// `/metrics` scrapes and evals verify with it. Absent: Mozilla's roots only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// An `https://` server's certificate is not verified (`--insecure`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
 }
 
 impl ClientFeatures {

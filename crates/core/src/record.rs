@@ -242,6 +242,22 @@ pub struct AgenticRef {
     /// Recorded input length (`in`), tokens: the synthesized prompt before chat template and
     /// cache-bust marker.
     pub expected_input_tokens: u32,
+    /// The stream that spawned this request's stream (its conversation id: the main agent's
+    /// for a sub-agent it spawned, the enclosing sub-agent's for a nested one); `None` (omitted)
+    /// for the main agent, and in records written before it was kept (readers then take the
+    /// main agent, `<trace>` of `<trace>::sa:<agent>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_stream: Option<String>,
+    /// How much earlier than its recorded gap asked the idle-gap caps (reference/agentx.md §3.6:
+    /// the per-tree cap, 300 s, and the whole-system cap, 10 s) moved this request's send, ns;
+    /// 0 (omitted, and in older records) when no cap applied to it.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub gap_capped_ns: u64,
+}
+
+/// `skip_serializing_if` of a count that is omitted when 0.
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 const NS_PER_MS: f64 = 1_000_000.0;
@@ -371,5 +387,27 @@ mod tests {
         assert!(s.contains("\"phase\":\"profile\""));
         let back: RequestRecord = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
+    }
+
+    /// An `agentic` block written before `parent_stream` and `gap_capped_ns` existed (older
+    /// `requests.jsonl`, older databases) reads with them absent/0, and a request without them
+    /// writes neither (files of main-agent, uncapped requests are as before).
+    #[test]
+    fn agentic_identity_reads_without_its_newer_fields() {
+        let old = r#"{"lane":1,"play":2,"trace_id":"t","pass":0,"kind":"profile","hit_blocks":3,"total_blocks":4,"expected_output_tokens":5,"expected_input_tokens":6}"#;
+        let a: AgenticRef = serde_json::from_str(old).unwrap();
+        assert_eq!(a.parent_stream, None);
+        assert_eq!(a.gap_capped_ns, 0);
+        assert_eq!(a.hit_blocks, 3);
+        assert_eq!(serde_json::to_string(&a).unwrap(), old);
+        let nested = AgenticRef {
+            parent_stream: Some("t::sa:a".into()),
+            gap_capped_ns: 290_000_000_000,
+            ..a
+        };
+        let v = serde_json::to_value(&nested).unwrap();
+        assert_eq!(v["parent_stream"], "t::sa:a");
+        assert_eq!(v["gap_capped_ns"], 290_000_000_000u64);
+        assert_eq!(serde_json::from_value::<AgenticRef>(v).unwrap(), nested);
     }
 }

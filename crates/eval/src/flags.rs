@@ -111,7 +111,7 @@ impl EvalFlags {
 /// eval with exit status 3 before anything is sent or written.
 pub async fn served_model(opts: &mut EvalOptions) -> anyhow::Result<()> {
     if opts.model.trim().is_empty() {
-        opts.model = inferbench_client::models::served_model(&opts.base_url).await?;
+        opts.model = inferbench_client::models::served_model(&opts.base_url, &opts.reach()).await?;
         eprintln!(
             "gsm8k: {}",
             inferbench_client::models::served_model_note(&opts.model)
@@ -212,6 +212,8 @@ fn options(args: &EvalFlags) -> anyhow::Result<(EvalOptions, f64)> {
             .ok()
             .filter(|d| !d.is_zero())
             .context("--idle-timeout: a positive number of seconds")?,
+        // `--tls-ca` / `--insecure` are the CLI's flags, set after this.
+        tls: Default::default(),
     };
     Ok((opts, threshold))
 }
@@ -252,10 +254,15 @@ async fn nothing_answered(
         ));
     }
     let url = inferbench_client::join_url(&opts.base_url, opts.backend.default_endpoint());
-    let why =
-        inferbench_client::models::explain_not_found(&opts.base_url, &opts.model, &url, &first)
-            .await
-            .unwrap_or_else(|| format!("every request failed; first: {first}"));
+    let why = inferbench_client::models::explain_not_found(
+        &opts.base_url,
+        &opts.model,
+        &url,
+        &first,
+        &opts.reach(),
+    )
+    .await
+    .unwrap_or_else(|| format!("every request failed; first: {first}"));
     Some((ExitStatus::Failed, why))
 }
 

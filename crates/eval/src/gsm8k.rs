@@ -349,6 +349,20 @@ pub struct EvalOptions {
     /// [`inferbench_client::http::DEFAULT_IDLE_TIMEOUT`]: 600 s): a hung server ends the eval
     /// before the 1,800 s total.
     pub idle_timeout: Duration,
+    /// How an `https://` server is verified (`--tls-ca`, `--insecure`): its requests and the
+    /// `/v1/models` lookups alike.
+    pub tls: inferbench_client::tls::TlsOptions,
+}
+
+impl EvalOptions {
+    /// How the side requests (`/v1/models`) reach the server: TLS as [`EvalOptions::tls`],
+    /// direct (the eval's requests take no proxy).
+    pub fn reach(&self) -> inferbench_client::Reach {
+        inferbench_client::Reach {
+            tls: self.tls.clone(),
+            ..Default::default()
+        }
+    }
 }
 
 /// One scored question (a line of `samples_gsm8k.jsonl`).
@@ -474,6 +488,7 @@ pub async fn run(opts: &EvalOptions, cancel: &CancellationToken) -> Result<Vec<S
             extra_body: Some(extra),
             request_timeout: Some(opts.request_timeout),
             idle_timeout: opts.idle_timeout,
+            tls: opts.tls.clone(),
             ..ClientConfig::default()
         })
         .map_err(|e| EvalError::Client(e.to_string()))?,

@@ -309,6 +309,16 @@ pub struct OptionError {
 }
 
 impl BenchOptions {
+    /// How the side requests (`/v1/models`, `/metrics`) reach the server: the measured
+    /// requests' TLS verification and proxy.
+    pub fn reach(&self) -> inferbench_client::Reach {
+        inferbench_client::Reach {
+            tls: self.tls.clone(),
+            proxy: self.proxy.clone(),
+            no_proxy: self.no_proxy_hosts.clone(),
+        }
+    }
+
     /// Profile prompts to send: `--num-prompts`, else 10 × concurrency, else 1000.
     pub fn resolved_num_prompts(&self) -> u64 {
         self.num_prompts.unwrap_or(match self.max_concurrency {

@@ -93,7 +93,12 @@ pub fn prepare_cancellable(
     };
     let n = usize::try_from(opts.resolved_num_prompts().max(1)).unwrap_or(usize::MAX);
     if server {
-        let st = ServerTokenizer::new(&opts.base_url, &opts.model, opts.api_key.as_deref())?;
+        let st = ServerTokenizer::new(
+            &opts.base_url,
+            &opts.model,
+            opts.api_key.as_deref(),
+            &opts.tls,
+        )?;
         let prompts = match opts.dataset_name {
             DatasetName::Random => server_random_prompts(opts, &tok, &st, n, stop)?,
             _ => {

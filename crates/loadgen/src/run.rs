@@ -270,7 +270,7 @@ pub async fn run_bench(
     output::check_output_paths(&opts)?;
     let mut notes = Vec::new();
     if opts.model.trim().is_empty() {
-        opts.model = crate::hints::served_model(&opts.base_url).await?;
+        opts.model = crate::hints::served_model(&opts.base_url, &opts.reach()).await?;
         notes.push(crate::hints::served_model_note(&opts.model));
     }
     let Some(prepared) = prepare_prompts(&opts, &cancel).await? else {
@@ -475,7 +475,7 @@ pub async fn run_bench(
 /// the profile (telemetry::scrape). `None` when off or the server has none.
 async fn start_scraper(opts: &BenchOptions) -> Option<Scraper> {
     if opts.server_metrics {
-        Scraper::start(&opts.base_url, opts.server_metrics_interval).await
+        Scraper::start(&opts.base_url, opts.server_metrics_interval, &opts.reach()).await
     } else {
         None
     }
@@ -891,7 +891,9 @@ async fn served_models(opts: &BenchOptions) -> Option<serde_json::Value> {
         return None;
     }
     let url = format!("{}/v1/models", opts.base_url.trim_end_matches('/'));
-    match inferbench_client::http_get(&url, std::time::Duration::from_secs(2)).await {
+    match inferbench_client::http_get_via(&url, std::time::Duration::from_secs(2), &opts.reach())
+        .await
+    {
         Ok((200..=299, body)) => serde_json::from_slice(&body).ok(),
         _ => None,
     }
@@ -1504,7 +1506,14 @@ async fn not_found_note(opts: &BenchOptions, s: &RunSummary, url: &str) -> Optio
         .inferbench
         .error_samples
         .get(ErrorClass::HttpStatus.as_str())?;
-    inferbench_client::models::explain_not_found(&opts.base_url, &opts.model, url, sample).await
+    inferbench_client::models::explain_not_found(
+        &opts.base_url,
+        &opts.model,
+        url,
+        sample,
+        &opts.reach(),
+    )
+    .await
 }
 
 /// Adds InferenceX's power block to an `agg_*.json` file ([`crate::power::patch_aggregate`]).

@@ -31,21 +31,76 @@ pub struct ServerTokenizer {
     path: String,
     model: String,
     api_key: Option<String>,
+    /// `https://`: TLS verified as the measured requests are (`--tls-ca`, `--insecure`).
+    tls: Option<inferbench_client::tls::TlsConnector>,
+}
+
+/// A connection's byte stream: plain TCP or TLS over it.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<inferbench_client::tls::BlockingTlsStream>),
+}
+
+impl Read for Io {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.read(buf),
+            Io::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Io {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Io::Plain(s) => s.write(buf),
+            Io::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Io::Plain(s) => s.flush(),
+            Io::Tls(s) => s.flush(),
+        }
+    }
 }
 
 /// One keep-alive connection to the tokenizer (one per worker thread).
-#[derive(Debug, Default)]
-pub struct TokConn(Option<BufReader<TcpStream>>);
+#[derive(Default)]
+pub struct TokConn(Option<BufReader<Io>>);
+
+impl std::fmt::Debug for TokConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TokConn").field(&self.0.is_some()).finish()
+    }
+}
 
 impl ServerTokenizer {
-    /// `/tokenize` under `base_url` (`http://host[:port][/prefix]`).
+    /// `/tokenize` under `base_url` (`http://host[:port][/prefix]`, or `https://…` over TLS
+    /// verified as `tls` says).
     ///
     /// # Errors
-    /// A URL that is not `http://host[:port]…`.
-    pub fn new(base_url: &str, model: &str, api_key: Option<&str>) -> anyhow::Result<Self> {
-        let rest = base_url.strip_prefix("http://").with_context(|| {
-            format!("--tokenizer server: --base-url {base_url:?} is not http://host:port")
-        })?;
+    /// A URL that is not `http://host[:port]…` or `https://host[:port]…`; TLS that cannot be
+    /// set up (a `--tls-ca` that does not read).
+    pub fn new(
+        base_url: &str,
+        model: &str,
+        api_key: Option<&str>,
+        tls: &inferbench_client::tls::TlsOptions,
+    ) -> anyhow::Result<Self> {
+        let (rest, https) = match base_url.strip_prefix("http://") {
+            Some(r) => (r, false),
+            None => (
+                base_url.strip_prefix("https://").with_context(|| {
+                    format!(
+                        "--tokenizer server: --base-url {base_url:?} is not http://host:port \
+                         or https://host:port"
+                    )
+                })?,
+                true,
+            ),
+        };
         let (authority, prefix) = match rest.find('/') {
             Some(i) => (&rest[..i], rest[i..].trim_end_matches('/')),
             None => (rest, ""),
@@ -59,20 +114,30 @@ impl ServerTokenizer {
                 p.parse::<u16>()
                     .with_context(|| format!("--tokenizer server: bad port in {base_url:?}"))?,
             ),
-            None => (authority, 80),
+            None => (authority, if https { 443 } else { 80 }),
         };
         if host.is_empty() {
             bail!("--tokenizer server: no host in --base-url {base_url:?}");
         }
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let tls = if https {
+            Some(
+                inferbench_client::tls::TlsConnector::new(&host, tls)
+                    .map_err(|e| anyhow::anyhow!("--tokenizer server: {e}"))?,
+            )
+        } else {
+            None
+        };
         Ok(Self {
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string(),
+            host,
             port,
             path: format!("{prefix}/tokenize"),
             model: model.to_string(),
             api_key: api_key.map(str::to_string),
+            tls,
         })
     }
 
@@ -98,14 +163,22 @@ impl ServerTokenizer {
     }
 
     fn post(&self, conn: &mut TokConn, body: &[u8]) -> anyhow::Result<u32> {
-        let at = format!("POST http://{}:{}{}", self.host, self.port, self.path);
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let at = format!("POST {scheme}://{}:{}{}", self.host, self.port, self.path);
         if conn.0.is_none() {
             let s = TcpStream::connect((self.host.as_str(), self.port))
                 .with_context(|| format!("{at}: cannot connect"))?;
             s.set_read_timeout(Some(TOKENIZE_TIMEOUT))?;
             s.set_write_timeout(Some(TOKENIZE_TIMEOUT))?;
             let _ = s.set_nodelay(true);
-            conn.0 = Some(BufReader::new(s));
+            let io = match &self.tls {
+                None => Io::Plain(s),
+                Some(tls) => Io::Tls(Box::new(
+                    tls.connect_blocking(s)
+                        .with_context(|| format!("{at}: TLS"))?,
+                )),
+            };
+            conn.0 = Some(BufReader::new(io));
         }
         let Some(r) = conn.0.as_mut() else {
             bail!("{at}: no connection");
@@ -166,7 +239,7 @@ pub fn parse_count(body: &[u8]) -> anyhow::Result<u32> {
 }
 
 /// Reads one HTTP/1.x response: (status, body, connection reusable).
-fn read_response(r: &mut BufReader<TcpStream>) -> anyhow::Result<(u16, Vec<u8>, bool)> {
+fn read_response<R: Read>(r: &mut BufReader<R>) -> anyhow::Result<(u16, Vec<u8>, bool)> {
     let mut line = String::new();
     if r.read_line(&mut line)? == 0 {
         bail!("connection closed before a response");
@@ -304,23 +377,40 @@ mod tests {
 
     #[test]
     fn url_parts() {
-        let t = ServerTokenizer::new("http://127.0.0.1:8000", "m", None).unwrap();
+        let no_tls = inferbench_client::tls::TlsOptions::default();
+        let t = ServerTokenizer::new("http://127.0.0.1:8000", "m", None, &no_tls).unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.path.as_str()),
             ("127.0.0.1", 8000, "/tokenize")
         );
-        let t = ServerTokenizer::new("http://h/x/", "m", None).unwrap();
+        let t = ServerTokenizer::new("http://h/x/", "m", None, &no_tls).unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.path.as_str()),
             ("h", 80, "/x/tokenize")
         );
-        let t = ServerTokenizer::new("http://[::1]", "m", None).unwrap();
+        let t = ServerTokenizer::new("http://[::1]", "m", None, &no_tls).unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 80));
-        let t = ServerTokenizer::new("http://[::1]:9000", "m", None).unwrap();
+        let t = ServerTokenizer::new("http://[::1]:9000", "m", None, &no_tls).unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 9000));
-        assert!(ServerTokenizer::new("https://h", "m", None).is_err());
-        assert!(ServerTokenizer::new("http://:80", "m", None).is_err());
-        assert!(ServerTokenizer::new("http://h:99999", "m", None).is_err());
+        // https:// (issue 41): TLS on port 443 unless given; a --tls-ca that does not read is
+        // named.
+        let t = ServerTokenizer::new("https://h", "m", None, &no_tls).unwrap();
+        assert_eq!((t.host.as_str(), t.port, t.tls.is_some()), ("h", 443, true));
+        let bad_ca = inferbench_client::tls::TlsOptions {
+            ca_file: Some("/nonexistent/ca.pem".into()),
+            insecure: false,
+        };
+        let e = ServerTokenizer::new("https://h:8443", "m", None, &bad_ca)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--tokenizer server: --tls-ca /nonexistent/ca.pem: No such file or directory (os \
+             error 2)"
+        );
+        assert!(ServerTokenizer::new("ftp://h", "m", None, &no_tls).is_err());
+        assert!(ServerTokenizer::new("http://:80", "m", None, &no_tls).is_err());
+        assert!(ServerTokenizer::new("http://h:99999", "m", None, &no_tls).is_err());
     }
 
     #[test]

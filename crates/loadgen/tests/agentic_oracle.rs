@@ -170,6 +170,7 @@ fn record(id: u64, q: &Req) -> RequestRecord {
             total_blocks,
             expected_output_tokens: recorded,
             expected_input_tokens: isl,
+            ..Default::default()
         }),
         ..Default::default()
     }

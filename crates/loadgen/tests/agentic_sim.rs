@@ -56,6 +56,7 @@ fn traces() -> Vec<Trace> {
                 id: "b::sa:explore_001".into(),
                 kind: StreamKind::Subagent,
                 label: "Explore".into(),
+                parent: Some("b".into()),
                 requests: vec![
                     rq(70.0, 30.0, 192, 4, 100..103),
                     rq(110.0, 30.0, 256, 4, 100..104),
@@ -128,6 +129,19 @@ async fn replays_traces_with_subagents_against_the_sim() {
     .expect("replay runs");
     let first_fail = out.records.iter().find(|r| !r.success);
     assert_eq!(out.stop, ReplayStop::Completed, "{first_fail:?}");
+    // Every request names the stream that spawned its own: the sub-agent's is the main agent,
+    // the main agents' none (the explorer nests by it).
+    for r in &out.records {
+        let parent = r.agentic.as_ref().and_then(|a| a.parent_stream.as_deref());
+        match r.conversation_id.as_deref() {
+            Some("b::sa:explore_001") => assert_eq!(parent, Some("b"), "{r:?}"),
+            _ => assert_eq!(parent, None, "{r:?}"),
+        }
+    }
+    assert!(out
+        .records
+        .iter()
+        .any(|r| r.conversation_id.as_deref() == Some("b::sa:explore_001")));
     let recs = &out.records;
     let failed: Vec<_> = recs.iter().filter(|r| !r.success).collect();
     assert!(failed.is_empty(), "no failures: {failed:?}");

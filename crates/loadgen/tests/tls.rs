@@ -286,3 +286,122 @@ async fn a_refused_tunnel_is_a_recorded_connect_error() {
         );
     }
 }
+
+/// Issue 41's side requests over TLS: `bench` without `--model` against the TLS front asks the
+/// sim's `/v1/models` through it (the model named in the notes), scrapes its `/metrics` through
+/// it (the server's window in the summary, vLLM's names) and records its fingerprint from `/v1/models`; the requests' counts stay
+/// exact. Without the fix the lookup refused an `https://` target and no scrape answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn side_requests_reach_an_https_server_with_the_same_tls() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let upstream = sim.base_url().trim_start_matches("http://").to_string();
+    let (ca_pem, acceptor) = certificates();
+    let port = spawn_tls_front(acceptor, upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &ca_pem).unwrap();
+    let with_ca = inferbench_client::tls::TlsOptions {
+        ca_file: Some(ca),
+        insecure: false,
+    };
+    let o = BenchOptions {
+        model: String::new(),
+        server_metrics: true,
+        server_metrics_interval: std::time::Duration::from_millis(100),
+        ..opts(format!("https://localhost:{port}"), with_ca)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert!(
+        out.notes.iter().any(|n| n
+            == "model \"m\": the first model the server's /v1/models lists (--model not given)"),
+        "{:?}",
+        out.notes
+    );
+    let recs = profile(&out.records);
+    assert_eq!(recs.len(), 4);
+    for r in &recs {
+        assert!(r.success, "{:?}", r.error);
+        assert_eq!((r.prompt_tokens, r.completion_tokens), (16, 5), "{r:?}");
+    }
+    let sm = out
+        .summary
+        .inferbench
+        .server_metrics
+        .as_ref()
+        .expect("server metrics scraped over TLS");
+    assert_eq!(sm.engine, "vllm");
+    // The window opens with the profile's first scrape, which may follow the first tokens.
+    let generated = sm.generation_tokens.unwrap_or(0.0);
+    assert!(generated > 0.0 && generated <= 20.0, "{sm:?}");
+    assert!(out.summary.inferbench.server.is_some());
+
+    // Without the CA the side requests fail as the requests do: no model can be looked up.
+    let o = BenchOptions {
+        model: String::new(),
+        ..opts(format!("https://localhost:{port}"), Default::default())
+    };
+    let e = run_bench(o, CancellationToken::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("UnknownIssuer") && e.contains("--tls-ca FILE"),
+        "{e}"
+    );
+}
+
+/// `--tokenizer server` against an `https://` server (issue 41): the prompts are fitted through
+/// its `/tokenize` over TLS (verified with the CA), so every request carries exactly the
+/// asked-for 16 prompt tokens by the server's count; without the CA preparing the prompts fails
+/// naming the certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_tokenizer_speaks_tls() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let upstream = sim.base_url().trim_start_matches("http://").to_string();
+    let (ca_pem, acceptor) = certificates();
+    let port = spawn_tls_front(acceptor, upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &ca_pem).unwrap();
+    let with_ca = inferbench_client::tls::TlsOptions {
+        ca_file: Some(ca),
+        insecure: false,
+    };
+    let url = format!("https://localhost:{port}");
+    let o = BenchOptions {
+        tokenizer: "server".into(),
+        ..opts(url.clone(), with_ca)
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    let recs = profile(&out.records);
+    assert_eq!(recs.len(), 4);
+    for r in &recs {
+        assert!(r.success, "{:?}", r.error);
+        assert_eq!((r.prompt_tokens, r.completion_tokens), (16, 5), "{r:?}");
+    }
+    assert_eq!(out.summary.tokenizer_id, "server");
+
+    let o = BenchOptions {
+        tokenizer: "server".into(),
+        ..opts(url, Default::default())
+    };
+    let e = format!(
+        "{:#}",
+        run_bench(o, CancellationToken::new()).await.unwrap_err()
+    );
+    assert!(
+        e.contains(&format!("POST https://localhost:{port}/tokenize"))
+            && e.contains("UnknownIssuer"),
+        "{e}"
+    );
+}

@@ -58,6 +58,7 @@ async fn launch_ready_stop(kind: EngineKind, spec: &JobSpec, opts: &EngineOption
         Duration::from_millis(20),
         Some(&mut p),
         &log,
+        &Default::default(),
     )
     .await
     .unwrap_or_else(|e| panic!("{e}"));

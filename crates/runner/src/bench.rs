@@ -58,6 +58,7 @@ pub fn bench_options(req: &PointRequest) -> BenchOptions {
         backend: backend.unwrap_or_default(),
         header_templates: crate::point::header_templates(&b.client).unwrap_or_default(),
         allow_empty_content: b.client.allow_empty_content,
+        tls: crate::point::tls(&b.client),
         base_url: req.base_url.clone(),
         endpoint: Some(endpoint),
         model: req.model.clone(),
@@ -250,6 +251,7 @@ async fn run_agentic_point(
         // Checked when the sweep's flags were read (`RunFlags::sweep_options`).
         header_templates: crate::point::header_templates(&req.bench.client).unwrap_or_default(),
         allow_empty_content: req.bench.client.allow_empty_content,
+        tls: crate::point::tls(&req.bench.client),
         request_timeout: Some(std::time::Duration::from_secs_f64(
             req.bench.request_timeout_s.unwrap_or(21_600.0),
         )),

@@ -145,10 +145,12 @@ pub struct EvalRun {
     pub interrupted: bool,
 }
 
-/// Runs GSM8K for `spec` against `base_url` and writes the eval artifact into `dir`.
+/// Runs GSM8K for `spec` against `base_url` and writes the eval artifact into `dir`; an
+/// `https://` server is verified as `tls` says (the sweep's `--tls-ca` / `--insecure`).
 ///
 /// Errors (class and cause): `eval_failed` when the data is missing or unreadable, the client
 /// cannot be built, no request succeeded, or a file cannot be written.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_eval(
     spec: &JobSpec,
     conc: u32,
@@ -156,6 +158,7 @@ pub async fn run_eval(
     dir: &Path,
     result_filename: &str,
     settings: &EvalSettings,
+    tls: &inferbench_client::tls::TlsOptions,
     cancel: &CancellationToken,
 ) -> Result<EvalRun, (FailureClass, String)> {
     let fail = |m: String| (FailureClass::EvalFailed, m);
@@ -197,6 +200,7 @@ pub async fn run_eval(
             .unwrap_or_else(|| gsm8k::default_max_tokens(spec.row.max_model_len)),
         request_timeout: settings.request_timeout,
         idle_timeout: inferbench_client::http::DEFAULT_IDLE_TIMEOUT,
+        tls: tls.clone(),
     };
     let samples = gsm8k::run(&opts, cancel)
         .await

@@ -329,6 +329,7 @@ impl RunFlags {
             &mut a.engine_script,
             &mut a.traces,
             &mut a.eval_data_dir,
+            &mut a.client.tls_ca,
         ]
         .into_iter()
         .flatten()
@@ -368,6 +369,7 @@ impl RunFlags {
             ("--engine-script", &a.engine_script),
             ("--traces", &a.traces),
             ("--eval-data-dir", &a.eval_data_dir),
+            ("--tls-ca", &a.client.tls_ca),
         ] {
             if let Some(p) = p {
                 check(flag, p);
@@ -1007,6 +1009,8 @@ mod tests {
                 dp_rank_roundrobin: Some(4),
                 allow_empty_content: true,
                 backend: Some("openai-chat".into()),
+                tls_ca: Some("certs/ca.pem".into()),
+                insecure: false,
             },
             ..given
         };
@@ -1023,6 +1027,8 @@ mod tests {
             [format!("m={}", cwd.join("weights/m.gguf").display())]
         );
         assert_eq!(back.engine_args, ["--foo"]);
+        // `--tls-ca` comes back absolute, as the other paths.
+        assert_eq!(back.client.tls_ca, Some(cwd.join("certs/ca.pem")));
         assert_eq!(back.num_prompts, Some(7));
         assert!(back.no_evals);
         assert_eq!(back.thinking_mode, ThinkingMode::ThinkingOff);

@@ -144,6 +144,24 @@ pub fn header_templates(
     Ok(out)
 }
 
+/// `client`'s `--tls-ca` / `--insecure` as the client takes them: how an `https://` server is
+/// verified by every request of a point, its readiness probes, `/metrics` scrapes and eval.
+pub fn tls(client: &ClientFeatures) -> inferbench_client::tls::TlsOptions {
+    inferbench_client::tls::TlsOptions {
+        ca_file: client.tls_ca.clone(),
+        insecure: client.insecure,
+    }
+}
+
+/// How a sweep's side requests (readiness probes, `/v1/models`, `/metrics`) reach the server:
+/// TLS as [`tls`] says, direct.
+pub fn reach(client: &ClientFeatures) -> inferbench_client::Reach {
+    inferbench_client::Reach {
+        tls: tls(client),
+        ..Default::default()
+    }
+}
+
 /// `client`'s backend, `None` when not set. Errors: an unknown name (`--backend`).
 pub fn backend(client: &ClientFeatures) -> anyhow::Result<Option<inferbench_client::Backend>> {
     client

@@ -40,16 +40,20 @@ pub enum ReadyError {
 
 /// One HTTP GET: status code and body, or a transport error message (the client crate's).
 pub use inferbench_client::http_get;
+use inferbench_client::http_get_via;
 
 /// Waits until `base_url` (e.g. `http://127.0.0.1:8888`) answers `/health` with 2xx and then
 /// `/v1/models` with 2xx and a non-empty `data` list. Polls every `interval`; gives up after
 /// `timeout`; returns the first model id listed. `engine`, when given, is checked between polls.
+/// Each probe reaches the server as `reach` says (an `https://` server over TLS, verified with
+/// the sweep's `--tls-ca` / `--insecure`).
 pub async fn wait_ready(
     base_url: &str,
     timeout: Duration,
     interval: Duration,
     mut engine: Option<&mut EngineProcess>,
     log_path: &Path,
+    reach: &inferbench_client::Reach,
 ) -> Result<String, ReadyError> {
     let start = Instant::now();
     let base = base_url.trim_end_matches('/');
@@ -69,7 +73,7 @@ pub async fn wait_ready(
         }
         let probe_timeout = interval.max(Duration::from_secs(2));
         if !health_ok {
-            match http_get(&format!("{base}/health"), probe_timeout).await {
+            match http_get_via(&format!("{base}/health"), probe_timeout, reach).await {
                 Ok((s, _)) if (200..300).contains(&s) => {
                     health_ok = true;
                     continue;
@@ -83,7 +87,7 @@ pub async fn wait_ready(
                 Err(e) => last = e,
             }
         } else {
-            match http_get(&format!("{base}/v1/models"), probe_timeout).await {
+            match http_get_via(&format!("{base}/v1/models"), probe_timeout, reach).await {
                 Ok((s, body)) if (200..300).contains(&s) => {
                     let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
                     if let Some(id) = v["data"]
@@ -158,6 +162,7 @@ mod tests {
             Duration::from_millis(50),
             None,
             &dir.path().join("server.log"),
+            &Default::default(),
         )
         .await
         .unwrap();
@@ -178,6 +183,7 @@ mod tests {
             Duration::from_millis(50),
             None,
             &log,
+            &Default::default(),
         )
         .await
         .unwrap_err()

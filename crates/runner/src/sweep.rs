@@ -1235,6 +1235,7 @@ async fn eval_point(
         &point.dir,
         &point.rf,
         &opts.evals,
+        &crate::point::tls(&opts.bench.client),
         &cancel.child_token(),
     )
     .await;
@@ -1394,8 +1395,9 @@ async fn launch(
             &host
         }
     );
+    let reach = crate::point::reach(&opts.bench.client);
     let ready = tokio::select! {
-        r = wait_ready(&base_url, opts.ready_timeout, opts.ready_interval, Some(&mut process), &log) => r,
+        r = wait_ready(&base_url, opts.ready_timeout, opts.ready_interval, Some(&mut process), &log, &reach) => r,
         _ = cancel.cancelled() => {
             process.stop(opts.stop_grace).await;
             return Err(Failure::new(FailureClass::Interrupted, "interrupted while the engine was starting"));

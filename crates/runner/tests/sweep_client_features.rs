@@ -79,6 +79,7 @@ async fn a_sweeps_points_send_the_headers_backend_and_record_them() {
         dp_rank_roundrobin: Some(2),
         allow_empty_content: true,
         backend: Some("openai-chat".into()),
+        ..ClientFeatures::default()
     };
     let opts = SweepOptions {
         out_dir: out.clone(),
@@ -151,4 +152,150 @@ async fn a_sweeps_points_send_the_headers_backend_and_record_them() {
         );
         assert_eq!(summary["inferbench"]["allow_empty_content"], true);
     }
+}
+
+/// A CA (PEM) and a TLS acceptor whose certificate it signed for `localhost`.
+fn certificates() -> (String, tokio_rustls::TlsAcceptor) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "inferbench sweep test CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca_cert, &ca_key)
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+        )
+        .unwrap();
+    (
+        ca_cert.pem(),
+        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+    )
+}
+
+/// TLS on a local port in front of `upstream` (plain HTTP); returns its `https://` URL.
+async fn spawn_tls_front(acceptor: tokio_rustls::TlsAcceptor, upstream: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(sock).await else {
+                    return;
+                };
+                let Ok(mut plain) = TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    format!("https://localhost:{port}")
+}
+
+/// `sweep --base-url https://… --tls-ca CA` (issue 41): the point's requests and its `/metrics`
+/// scrapes go over TLS verified with the CA; `job.json` records `tls_ca`; the summary holds the
+/// sim's exact token counts (no length anomaly) and its server metrics (vLLM's names, at most
+/// the profile's generated tokens).
+/// Without `tls_ca` the point fails, its requests refused as `connect` errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_sweep_verifies_with_tls_ca_and_records_it() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let (ca_pem, acceptor) = certificates();
+    let url = spawn_tls_front(
+        acceptor,
+        sim.base_url().trim_start_matches("http://").to_string(),
+    )
+    .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let ca = tmp.path().join("ca.pem");
+    std::fs::write(&ca, ca_pem).unwrap();
+    let sweep = |out: &Path, client: ClientFeatures| SweepOptions {
+        out_dir: out.to_path_buf(),
+        runner_name: Some("h100-box_0".into()),
+        base_url: Some(url.clone()),
+        bench: BenchDefaults {
+            prompts_per_conc: 3,
+            warmups_per_conc: 2,
+            client,
+            ..BenchDefaults::default()
+        },
+        ..SweepOptions::default()
+    };
+    let out = tmp.path().join("out");
+    let client = ClientFeatures {
+        tls_ca: Some(ca.clone()),
+        ..ClientFeatures::default()
+    };
+    let jobs = vec![row(1)];
+    let runner = LoadgenPoint::default();
+    let report = run_jobs(
+        &jobs,
+        &sweep(&out, client),
+        &runner,
+        &CancellationToken::new(),
+    )
+    .await;
+    let p = &report.points[0];
+    assert_eq!(p.outcome, Outcome::Ok, "{}", report.render());
+    let dir = out.join(&p.result_filename);
+    let job = read(&dir.join("job.json"));
+    assert_eq!(
+        job["client"],
+        serde_json::json!({"tls_ca": ca.display().to_string()}),
+        "{job}"
+    );
+    let summary = read(&dir.join("summary.json"));
+    assert_eq!(summary["completed"], 3);
+    // Every request got exactly the tokens it asked for (lengths drawn in [0.8 L, L]): no
+    // `isl_mismatch` / `osl_mismatch` or other anomaly.
+    assert_eq!(summary["inferbench"]["failed"], 0);
+    assert_eq!(summary["inferbench"]["anomalous_requests"], 0, "{summary}");
+    let sum = |k: &str| -> u64 {
+        summary[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        summary["total_output_tokens"].as_u64(),
+        Some(sum("output_lens"))
+    );
+    // The server's own view, scraped over TLS (its window starts with the profile's first
+    // scrape, which may come after the first request's first tokens: at most the profile's).
+    let sm = &summary["inferbench"]["server_metrics"];
+    assert_eq!(sm["engine"], "vllm", "{summary}");
+    let generated = sm["generation_tokens"].as_f64().unwrap_or(0.0);
+    assert!(
+        generated > 0.0 && generated <= sum("output_lens") as f64,
+        "{summary}"
+    );
+
+    // No --tls-ca: the certificate does not verify, nothing is measured.
+    let out = tmp.path().join("out-no-ca");
+    let report = run_jobs(
+        &jobs,
+        &sweep(&out, ClientFeatures::default()),
+        &runner,
+        &CancellationToken::new(),
+    )
+    .await;
+    assert_ne!(report.points[0].outcome, Outcome::Ok, "{}", report.render());
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use inferbench_client::http_get;
+use inferbench_client::{http_get_via, Reach};
 use inferbench_core::prometheus::parse_prometheus;
 use inferbench_core::server_metrics::Snapshot;
 use tokio::sync::watch;
@@ -21,6 +21,7 @@ const SCRAPE_TIMEOUT: Duration = Duration::from_secs(2);
 /// A running scraper; [`Scraper::finish`] stops it and returns every snapshot in time order.
 pub struct Scraper {
     url: String,
+    reach: Reach,
     phase: Arc<Mutex<String>>,
     snaps: Arc<Mutex<Vec<Snapshot>>>,
     stop: watch::Sender<bool>,
@@ -36,8 +37,8 @@ fn unix_now() -> f64 {
 /// One scrape of `url`; `None` when it does not answer 200 within [`SCRAPE_TIMEOUT`]. Parsing
 /// runs on the blocking pool so a large exposition never delays the load generator's I/O
 /// threads.
-async fn scrape(url: &str, phase: &str) -> Option<Snapshot> {
-    let Ok((200, body)) = http_get(url, SCRAPE_TIMEOUT).await else {
+async fn scrape(url: &str, phase: &str, reach: &Reach) -> Option<Snapshot> {
+    let Ok((200, body)) = http_get_via(url, SCRAPE_TIMEOUT, reach).await else {
         return None;
     };
     let unix_s = unix_now();
@@ -55,18 +56,20 @@ async fn scrape(url: &str, phase: &str) -> Option<Snapshot> {
 impl Scraper {
     /// Takes the baseline scrape of `<base_url>/metrics` and starts scraping every `interval`
     /// in phase `warmup`; `None` when the baseline gets no answer or no sample (no
-    /// `/metrics`).
-    pub async fn start(base_url: &str, interval: Duration) -> Option<Scraper> {
+    /// `/metrics`). Every scrape reaches the server as `reach` says (an `https://` server over
+    /// TLS, through the measured requests' proxy).
+    pub async fn start(base_url: &str, interval: Duration, reach: &Reach) -> Option<Scraper> {
         let url = format!("{}/metrics", base_url.trim_end_matches('/'));
         // A 200 that holds no Prometheus sample is no /metrics either.
-        let first = scrape(&url, "baseline")
+        let first = scrape(&url, "baseline", reach)
             .await
             .filter(|s| !s.samples.is_empty())?;
         let phase = Arc::new(Mutex::new("warmup".to_string()));
         let snaps = Arc::new(Mutex::new(vec![first]));
         let (stop, mut stopped) = watch::channel(false);
         let task = {
-            let (url, phase, snaps) = (url.clone(), phase.clone(), snaps.clone());
+            let (url, phase, snaps, reach) =
+                (url.clone(), phase.clone(), snaps.clone(), reach.clone());
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(interval.max(Duration::from_millis(50)));
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -77,7 +80,7 @@ impl Scraper {
                         _ = stopped.changed() => break,
                     }
                     let p = phase.lock().map(|p| p.clone()).unwrap_or_default();
-                    if let Some(s) = scrape(&url, &p).await {
+                    if let Some(s) = scrape(&url, &p, &reach).await {
                         if let Ok(mut v) = snaps.lock() {
                             v.push(s);
                         }
@@ -87,6 +90,7 @@ impl Scraper {
         };
         Some(Scraper {
             url,
+            reach: reach.clone(),
             phase,
             snaps,
             stop,
@@ -101,7 +105,7 @@ impl Scraper {
         if let Ok(mut p) = self.phase.lock() {
             *p = phase.to_string();
         }
-        if let Some(s) = scrape(&self.url, phase).await {
+        if let Some(s) = scrape(&self.url, phase, &self.reach).await {
             if let Ok(mut v) = self.snaps.lock() {
                 v.push(s);
                 // A periodic scrape may have landed in between: keep time order.
@@ -114,7 +118,7 @@ impl Scraper {
     pub async fn finish(self) -> Vec<Snapshot> {
         let _ = self.stop.send(true);
         let _ = self.task.await;
-        let last = scrape(&self.url, "final").await;
+        let last = scrape(&self.url, "final", &self.reach).await;
         let mut v = self.snaps.lock().map(|v| v.clone()).unwrap_or_default();
         v.extend(last);
         v.sort_by(|a, b| a.unix_s.total_cmp(&b.unix_s));

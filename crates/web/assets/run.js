@@ -329,7 +329,7 @@ function explorer(points) {
   key.className = "explorer-key";
   for (const [cls, text] of [["#e69f00", "send → first token (TTFT)"], ["#0072b2", "first token → end"],
     ["#009e73", "prompt blocks already cached (theoretical hit)"], ["#b8bcc8", "new blocks"],
-    ["#b00020", "failed"]]) {
+    ["#b00020", "failed"], ["#d55e00", "▼ sent early by an idle-gap cap"]]) {
     const sw = document.createElement("span");
     sw.style.background = cls;
     key.append(sw, document.createTextNode(text));
@@ -354,7 +354,10 @@ function explorer(points) {
       const label = document.createElement("div");
       label.className = "session-label";
       const lines = ["play " + s.play + " · " + s.trace_id + " · lane " + s.lane + (s.pass ? " · pass " + s.pass : "") + " · " + count(s.requests, "request")];
-      for (const st of s.streams) lines.push(st.parent ? "  ↳ sub-agent " + st.agent : "main agent");
+      // Each sub-agent indented under the stream that spawned it (depth: 1 under the main agent).
+      for (const st of s.streams) {
+        lines.push(st.parent ? "  ".repeat(st.depth || 1) + "↳ sub-agent " + st.agent : "main agent");
+      }
       label.textContent = lines.join("\n");
       // The label's first line (the play) over an empty band, then one 16 px line per stream
       // beside its lane.
@@ -372,6 +375,7 @@ function explorer(points) {
             + " (" + r.kind + ")\nsend " + fmt(r.send_s, 3) + " s, first token "
             + (r.ttft_s === null ? "-" : fmt(r.ttft_s, 3) + " s (TTFT " + fmt(r.ttft_s - r.send_s, 3) + " s)")
             + ", end " + fmt(r.end_s, 3) + " s\nprompt blocks: " + r.hit_blocks + " cached, " + r.new_blocks + " new"
+            + (r.gap_capped_s > 0 ? "\nidle-gap cap: sent " + fmt(r.gap_capped_s, 3) + " s before its recorded gap" : "")
             + (r.success ? "" : "\nfailed: " + (r.error || "unknown"));
           g.append(title);
           if (!r.success) {
@@ -385,6 +389,10 @@ function explorer(points) {
             const wHit = (x2 - x0) * r.hit_blocks / blocks;
             g.append(svgEl("rect", { "class": "hit", x: x0, y: y + 9, width: wHit, height: 3 }));
             g.append(svgEl("rect", { "class": "new", x: x0 + wHit, y: y + 9, width: x2 - x0 - wHit, height: 3 }));
+          }
+          // Where an idle-gap cap applied: a mark at the send (its title gives the seconds).
+          if (r.gap_capped_s > 0) {
+            g.append(svgEl("path", { "class": "capped", d: "M" + x0 + " " + (y - 3) + "l-3 -3h6z" }));
           }
           svg.append(g);
         }

@@ -1,8 +1,10 @@
 //! The AgentX explorer's data (issue 42): an agentic point's stored request records grouped into
 //! session trees, one per play (one replay of a trace on a lane, AIPerf's root correlation id),
-//! each with its streams (the main agent, then its sub-agents `<trace>::sa:<agent>`, whose parent
-//! is the main agent's stream) and every request's send, first token and end on the point's
-//! shared timeline, with the prompt blocks already cached (theoretical hit) and new.
+//! each with its streams (the main agent, then its sub-agents `<trace>::sa:<agent>`, each under the
+//! stream that spawned it: the records' `parent_stream`, the main agent's stream for records
+//! written before it was kept) and every request's send, first token and end on the point's
+//! shared timeline, with the prompt blocks already cached (theoretical hit) and new, and how much
+//! an idle-gap cap moved its send.
 //!
 //! Pure: records in, JSON out; `/api/v1/runs/{id}` calls it for each agentic point of the run.
 
@@ -21,10 +23,13 @@ fn secs(t: u64, t0: u64) -> f64 {
 /// `"unattributed"`): `{"point_id", "conc", "t0_ns", "sessions": [tree…], "unattributed"}`,
 /// trees by play. A tree is `{"play", "trace_id", "lane", "pass", "start_s", "end_s",
 /// "requests", "streams": [stream…]}`, a stream `{"id", "agent" (null for the main agent),
-/// "parent" (the main agent's stream id for a sub-agent, null for the main agent),
-/// "requests": [req…]}` (main agent first, then sub-agents by first send), a request `{"turn",
-/// "kind" (primer, warmup, profile), "send_s", "ttft_s" (first token, null without one),
-/// "end_s", "hit_blocks", "new_blocks", "success", "error"}`. Every time is s since the point's
+/// "parent" (the id of the stream that spawned a sub-agent: the main agent's, or an enclosing
+/// sub-agent's for a nested one; null for the main agent), "depth" (0 for the main agent, 1 for
+/// its sub-agents, 2 for theirs…), "requests": [req…]}` (main agent first, then each stream's
+/// sub-agents right after it by first send, depth first), a request `{"turn", "kind" (primer,
+/// warmup, profile), "send_s", "ttft_s" (first token, null without one), "end_s",
+/// "hit_blocks", "new_blocks", "gap_capped_s" (how much earlier than its recorded gap an
+/// idle-gap cap sent it, s; 0 when none applied), "success", "error"}`. Every time is s since the point's
 /// first send of a session request (`t0_ns`, run-clock ns), so all trees share one axis; `hit_blocks` are the
 /// prompt's leading 64-token blocks already sent earlier in the session (theoretical prefix-cache
 /// hit), `new_blocks` the rest.
@@ -66,19 +71,54 @@ pub fn session_trees(point_id: i64, conc: i64, records: &[RequestRecord]) -> Val
             for (_, reqs) in &mut list {
                 reqs.sort_by_key(|r| (r.sent_ns, r.turn, r.request_id));
             }
-            // The main agent's stream (id = trace id) first, then sub-agents by first send.
-            list.sort_by_key(|(id, reqs)| {
-                (
-                    *id != a.trace_id,
-                    reqs.first().map_or(0, |r| r.sent_ns),
-                    id.clone(),
-                )
-            });
-            let streams: Vec<Value> = list
+            // Sub-agents by first send; each stream's parent: what its records say, else (older
+            // records, or a parent not in the point) the main agent's stream.
+            list.sort_by_key(|(id, reqs)| (reqs.first().map_or(0, |r| r.sent_ns), id.clone()));
+            let main = a.trace_id.as_str();
+            let parent_of = |id: &str, reqs: &[&RequestRecord]| -> Option<String> {
+                if id == main || !id.contains("::sa:") {
+                    return None;
+                }
+                let recorded = (reqs.iter())
+                    .find_map(|r| r.agentic.as_ref()?.parent_stream.clone())
+                    .filter(|p| p != id && list.iter().any(|(other, _)| other == p));
+                Some(recorded.unwrap_or_else(|| id.split("::sa:").next().unwrap_or(id).into()))
+            };
+            let parents: Vec<Option<String>> =
+                list.iter().map(|(id, reqs)| parent_of(id, reqs)).collect();
+            // Depth-first from the roots (streams without a parent in the point), children by
+            // first send; a cycle of recorded parents is broken by visiting each stream once.
+            let mut order: Vec<(usize, usize)> = Vec::new();
+            let mut seen = vec![false; list.len()];
+            let mut stack: Vec<(usize, usize)> = (0..list.len())
+                .filter(|&i| parents[i].is_none())
+                .rev()
+                .map(|i| (i, 0))
+                .collect();
+            // The main agent first among the roots.
+            stack.sort_by_key(|&(i, _)| list[i].0 == main);
+            loop {
+                while let Some((i, depth)) = stack.pop() {
+                    if std::mem::replace(&mut seen[i], true) {
+                        continue;
+                    }
+                    order.push((i, depth));
+                    let kids = (0..list.len())
+                        .rev()
+                        .filter(|&k| !seen[k] && parents[k].as_deref() == Some(list[i].0.as_str()));
+                    stack.extend(kids.map(|k| (k, depth + 1)));
+                }
+                match seen.iter().position(|s| !s) {
+                    Some(i) => stack.push((i, 1)),
+                    None => break,
+                }
+            }
+            let streams: Vec<Value> = order
                 .iter()
-                .map(|(id, reqs)| {
+                .map(|&(i, depth)| {
+                    let (id, reqs) = &list[i];
                     let agent = id.split_once("::sa:").map(|(_, agent)| agent);
-                    let parent = agent.map(|_| id.split("::sa:").next().unwrap_or(id));
+                    let parent = parents[i].as_deref();
                     let requests: Vec<Value> = reqs
                         .iter()
                         .map(|r| {
@@ -92,11 +132,13 @@ pub fn session_trees(point_id: i64, conc: i64, records: &[RequestRecord]) -> Val
                                    "end_s": secs(r.end_ns.max(r.sent_ns), t0),
                                    "hit_blocks": hit,
                                    "new_blocks": total.saturating_sub(hit),
+                                   "gap_capped_s": ag.map_or(0.0, |g| g.gap_capped_ns as f64 / 1e9),
                                    "success": r.success,
                                    "error": r.error_class.map(|c| c.as_str())})
                         })
                         .collect();
-                    json!({"id": id, "agent": agent, "parent": parent, "requests": requests})
+                    json!({"id": id, "agent": agent, "parent": parent, "depth": depth,
+                           "requests": requests})
                 })
                 .collect();
             json!({"play": play, "trace_id": a.trace_id, "lane": a.lane, "pass": a.pass,
@@ -173,5 +215,49 @@ mod tests {
         );
         assert_eq!(s[1]["trace_id"], "t2");
         assert_eq!(s[1]["start_s"], json!(1.0));
+    }
+
+    /// A nested sub-agent (issue 42 follow-up): `t1::sa:b` spawned by `t1::sa:a`, itself spawned
+    /// by the main agent, nests under `a` (parent chain t1 → a → b, depths 0, 1, 2) although the
+    /// replay flattened it; an older record without `parent_stream` (`t1::sa:c`) hangs off the
+    /// main agent; a request whose start the idle caps moved 290 s earlier says so exactly.
+    #[test]
+    fn nested_sub_agents_nest_and_capped_gaps_are_marked() {
+        let with = |mut r: RequestRecord, parent: Option<&str>, capped_ns: u64| {
+            let a = r.agentic.as_mut().unwrap();
+            a.parent_stream = parent.map(str::to_string);
+            a.gap_capped_ns = capped_ns;
+            r
+        };
+        let records = vec![
+            with(rec(0, "t1::sa:b", 0, 13, 14, 0), Some("t1::sa:a"), 0),
+            with(rec(0, "t1", 0, 10, 11, 0), None, 0),
+            with(rec(0, "t1::sa:a", 0, 12, 13, 0), Some("t1"), 0),
+            with(rec(0, "t1::sa:c", 0, 12, 15, 0), None, 0),
+            with(rec(0, "t1", 1, 20, 21, 2), None, 290_000_000_000),
+        ];
+        let v = session_trees(1, 1, &records);
+        let streams = v["sessions"][0]["streams"].as_array().unwrap();
+        let shape: Vec<(String, Value, Value)> = streams
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_string(),
+                    s["parent"].clone(),
+                    s["depth"].clone(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                ("t1".into(), Value::Null, json!(0)),
+                ("t1::sa:a".into(), json!("t1"), json!(1)),
+                ("t1::sa:b".into(), json!("t1::sa:a"), json!(2)),
+                ("t1::sa:c".into(), json!("t1"), json!(1)),
+            ]
+        );
+        assert_eq!(streams[0]["requests"][0]["gap_capped_s"], json!(0.0));
+        assert_eq!(streams[0]["requests"][1]["gap_capped_s"], json!(290.0));
     }
 }

@@ -131,7 +131,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     if opts.model.trim().is_empty() {
         // A bad --base-url is said as such before the server is asked anything (trial 22).
         opts.validate()?;
-        opts.model = rt.block_on(inferbench_loadgen::hints::served_model(&opts.base_url))?;
+        opts.model = rt.block_on(inferbench_loadgen::hints::served_model(
+            &opts.base_url,
+            &opts.reach(),
+        ))?;
         eprintln!(
             "inferbench: {}",
             inferbench_loadgen::hints::served_model_note(&opts.model)
@@ -314,7 +317,10 @@ fn run_search(
     let rt = super::runtime()?;
     if opts.model.trim().is_empty() {
         opts.validate()?;
-        opts.model = rt.block_on(inferbench_loadgen::hints::served_model(&opts.base_url))?;
+        opts.model = rt.block_on(inferbench_loadgen::hints::served_model(
+            &opts.base_url,
+            &opts.reach(),
+        ))?;
         eprintln!(
             "inferbench: {}",
             inferbench_loadgen::hints::served_model_note(&opts.model)

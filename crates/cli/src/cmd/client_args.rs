@@ -7,8 +7,8 @@
 use inferbench_core::artifacts::ClientFeatures;
 use inferbench_runner::flags::RunFlags;
 
-/// `--header-template`, `--dp-rank-roundrobin`, `--allow-empty-content`, `--backend` of
-/// `sweep` and `job`.
+/// `--header-template`, `--dp-rank-roundrobin`, `--allow-empty-content`, `--backend`,
+/// `--tls-ca` and `--insecure` of `sweep` and `job`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ClientArgs {
     /// Per-request header 'NAME: VALUE' (repeatable) on every point's requests, whose value may
@@ -33,6 +33,10 @@ pub struct ClientArgs {
     /// default the backend's own endpoint is used. Agentic rows always replay chat.
     #[arg(long, value_name = "BACKEND", value_parser = inferbench_loadgen::flags::parse_backend, help_heading = "Requests")]
     pub backend: Option<inferbench_client::Backend>,
+    /// How an https:// server is verified (`bench`'s flags): every point's requests, the
+    /// readiness probes, `/metrics` scrapes and evals alike.
+    #[command(flatten)]
+    pub tls: super::tls_args::TlsArgs,
 }
 
 impl ClientArgs {
@@ -43,12 +47,16 @@ impl ClientArgs {
             dp_rank_roundrobin: self.dp_rank_roundrobin,
             allow_empty_content: self.allow_empty_content,
             backend: self.backend.map(|b| b.name().to_string()),
+            tls_ca: self.tls.tls_ca.clone(),
+            insecure: self.tls.insecure,
         }
     }
 
     /// Sets `run.client` from these flags when any is given (a `job --options-file`'s own
     /// settings stay otherwise).
     pub fn apply(&self, run: &mut RunFlags) {
+        // The warning `--insecure` earns, once.
+        let _ = self.tls.options();
         let f = self.features();
         if !f.is_default() {
             run.client = f;

@@ -133,8 +133,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // aborted with exit 134).
     flags.memory_budget = crate::limits::prompt_room(&need, &crate::limits::current());
     let rt = super::runtime()?;
-    let mut prepared = rt.block_on(flags.prepare_bounded())?;
-    prepared.set_tls(tls.options());
+    let prepared = rt.block_on(flags.prepare_bounded(tls.options()))?;
     // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
     // a connection (trial finding 3: 19,000 lanes passed the check, then held 19,847 files and
     // failed warmups with EMFILE). Checked once the traces are known, before any request.

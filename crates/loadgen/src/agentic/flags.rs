@@ -290,12 +290,17 @@ impl ReplayFlags {
     /// `in` or `out` is above 2^20 and `--max-model-len` is the server's `/v1/models` asked
     /// ([`ReplayFlags::served_context`]), and a request above that bound too is refused with its
     /// `FILE:LINE` (skipped with `--skip-invalid`). A replay within the bounds sends nothing
-    /// before its own requests.
+    /// before its own requests. `tls` (the CLI's `--tls-ca`/`--insecure`) verifies the
+    /// measured requests and that `/v1/models` request alike.
     ///
     /// # Errors
     /// As [`ReplayFlags::prepare`].
-    pub async fn prepare_bounded(&self) -> anyhow::Result<PreparedReplay> {
-        let opts = self.options()?;
+    pub async fn prepare_bounded(
+        &self,
+        tls: inferbench_client::tls::TlsOptions,
+    ) -> anyhow::Result<PreparedReplay> {
+        let mut opts = self.options()?;
+        opts.tls = tls;
         let bound = self.token_cap(None);
         let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING))?;
         let peak = (report.traces.iter())
@@ -305,7 +310,7 @@ impl ReplayFlags {
             .max()
             .unwrap_or(0);
         if peak > bound {
-            let cap = self.token_cap(self.served_context().await);
+            let cap = self.token_cap(self.served_context(&opts.reach()).await);
             if peak > cap {
                 report = self.load_traces(cap)?;
             }
@@ -316,11 +321,12 @@ impl ReplayFlags {
     /// The model's context length, tokens, as the server's `/v1/models` reports it (3 s at
     /// most); `None` without `--traces` (the synthetic shapes stay within 2^20), when the server
     /// cannot be asked, or reports none.
-    pub async fn served_context(&self) -> Option<u64> {
+    /// The server is reached as `reach` says (TLS, proxy).
+    pub async fn served_context(&self, reach: &inferbench_client::Reach) -> Option<u64> {
         self.traces.as_ref()?;
         let model = self.target.model();
         let model = (!model.trim().is_empty()).then_some(model.as_str());
-        inferbench_client::models::served_max_model_len(&self.target.base_url(), model).await
+        inferbench_client::models::served_max_model_len(&self.target.base_url(), model, reach).await
     }
 
     /// The traces to replay: `--traces` read with `--skip-invalid`, `--max-context-length`,
@@ -451,7 +457,8 @@ impl ReplayFlags {
         cancel: CancellationToken,
     ) -> anyhow::Result<i32> {
         if prepared.opts.model.trim().is_empty() {
-            prepared.opts.model = crate::hints::served_model(&prepared.opts.base_url).await?;
+            prepared.opts.model =
+                crate::hints::served_model(&prepared.opts.base_url, &prepared.opts.reach()).await?;
             eprintln!(
                 "inferbench: {}",
                 crate::hints::served_model_note(&prepared.opts.model)
@@ -676,7 +683,7 @@ mod tests {
         // A server whose model has a 1M context: refused, naming the line.
         let small = sim(1 << 20);
         let e = flags(&small.base_url(), &[])
-            .prepare_bounded()
+            .prepare_bounded(Default::default())
             .await
             .err()
             .unwrap();
@@ -689,13 +696,23 @@ mod tests {
         );
         // A 4M context from /v1/models, or --max-model-len (nothing listens there): loads.
         let big = sim(4 << 20);
-        let r = flags(&big.base_url(), &[]).prepare_bounded().await.unwrap();
+        let r = flags(&big.base_url(), &[])
+            .prepare_bounded(Default::default())
+            .await
+            .unwrap();
         assert_eq!(r.traces.len(), 2);
         let dead = "http://127.0.0.1:9";
         assert_eq!(flags(dead, &[]).token_cap(None), 1 << 20);
         let f = flags(dead, &["--max-model-len", "3000000"]);
         assert_eq!(f.token_cap(Some(5_000_000)), 5_000_000);
-        assert_eq!(f.prepare_bounded().await.unwrap().traces.len(), 2);
+        assert_eq!(
+            f.prepare_bounded(Default::default())
+                .await
+                .unwrap()
+                .traces
+                .len(),
+            2
+        );
     }
 
     /// The defaults are InferenceX's AgentX invocation; rule-breaking or out-of-range values

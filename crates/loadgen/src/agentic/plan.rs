@@ -294,6 +294,7 @@ pub(crate) mod tests {
                         StreamKind::Subagent
                     },
                     label: String::new(),
+                    parent: None,
                     requests,
                 })
                 .collect(),

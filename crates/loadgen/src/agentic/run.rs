@@ -91,6 +91,18 @@ pub struct ReplayOptions {
     pub clock: ClockSource,
 }
 
+impl ReplayOptions {
+    /// How the side requests (`/v1/models`, `/metrics`) reach the server: the measured
+    /// requests' TLS verification and proxy.
+    pub fn reach(&self) -> inferbench_client::Reach {
+        inferbench_client::Reach {
+            tls: self.tls.clone(),
+            proxy: self.proxy.clone(),
+            no_proxy: self.no_proxy_hosts.clone(),
+        }
+    }
+}
+
 impl Default for ReplayOptions {
     /// InferenceX's AgentX client settings (reference/agentx.md §3.10; `inferbench replay`'s
     /// flag defaults): chat endpoint, idle timeout 600 s, request timeout 21,600 s, 30 s grace,
@@ -299,8 +311,14 @@ pub async fn run_replay(
                     .unwrap_or(Backend::OpenAiChat.default_endpoint()),
             );
             let msg = r.error.as_deref().unwrap_or_default();
-            inferbench_client::models::explain_not_found(&opts.base_url, &opts.model, &url, msg)
-                .await
+            inferbench_client::models::explain_not_found(
+                &opts.base_url,
+                &opts.model,
+                &url,
+                msg,
+                &opts.reach(),
+            )
+            .await
         }
         _ => None,
     };
@@ -440,7 +458,7 @@ impl Sinks {
         // read per-request times only, and the pooled ITL sample is taken before compaction.
         let collector = tokio::spawn(output::collect(rec_rx, sink, counters.clone(), false));
         let scraper = match opts.server_metrics_interval {
-            Some(iv) => Scraper::start(&opts.base_url, iv).await,
+            Some(iv) => Scraper::start(&opts.base_url, iv, &opts.reach()).await,
             None => None,
         };
         let progress = Some(Progress::start(
@@ -745,6 +763,8 @@ fn spawn_request(
         total_blocks,
         expected_output_tokens: req.output_tokens,
         expected_input_tokens: req.input_tokens,
+        parent_stream: stream.parent.clone(),
+        gap_capped_ns: d.gap_capped_ns,
     };
     let client = client.clone();
     let traces = Arc::clone(traces);

@@ -120,6 +120,9 @@ pub struct Dispatch {
     pub scheduled_ns: u64,
     /// Cache-bust identity of the session tree: 48 bits from (seed, trace, pass, lane).
     pub marker_id: u64,
+    /// How much earlier than its recorded gap the idle caps moved this request's timer, ns
+    /// (per-tree and whole-system shifts summed; 0 when none applied, and for primers).
+    pub gap_capped_ns: u64,
 }
 
 /// How a request ended, for the scheduler.
@@ -187,6 +190,8 @@ struct Play {
     pending: Vec<u32>,
     done_ns: Vec<u64>,
     at: Vec<u64>,
+    /// How far the idle caps moved each request's timer earlier, ns (summed).
+    capped: Vec<u64>,
     /// Primers not yet completed (warmup gating).
     primers_left: u32,
     /// Primers still to dispatch: stream, turn and when to send it (ns; before
@@ -368,6 +373,7 @@ impl Scheduler {
             pending: plan.reqs.iter().map(|r| r.preds.len() as u32).collect(),
             done_ns: vec![0; n],
             at: vec![0; n],
+            capped: vec![0; n],
             primers_left: 0,
             primers: Vec::new(),
             sent_primers: Vec::new(),
@@ -475,11 +481,12 @@ impl Scheduler {
     fn dispatch(&self, play_idx: u32, req: u32, kind: Kind, scheduled_ns: u64) -> Dispatch {
         let play = &self.plays[play_idx as usize];
         let plan = &self.plans[play.plan];
-        let (stream, turn) = if req >= u32::MAX / 2 {
-            play.primer(u32::MAX - req)
+        let (stream, turn, gap_capped_ns) = if req >= u32::MAX / 2 {
+            let (s, t) = play.primer(u32::MAX - req);
+            (s, t, 0)
         } else {
             let r = &plan.reqs[req as usize];
-            (r.stream, r.turn)
+            (r.stream, r.turn, play.capped[req as usize])
         };
         Dispatch {
             ticket: Ticket {
@@ -500,6 +507,7 @@ impl Scheduler {
             kind,
             scheduled_ns,
             marker_id: play.marker_id,
+            gap_capped_ns,
         }
     }
 
@@ -780,6 +788,7 @@ impl Scheduler {
         for (at, pi, i) in all {
             let at = at - shift;
             self.plays[pi as usize].at[i as usize] = at;
+            self.plays[pi as usize].capped[i as usize] += shift;
             self.timers.insert((at, pi, i));
         }
         self.stats.system_jumps += 1;
@@ -793,6 +802,7 @@ impl Scheduler {
             self.timers.remove(&(old, pi as u32, i));
             let new = old - shift;
             play.at[i as usize] = new;
+            play.capped[i as usize] += shift;
             self.timers.insert((new, pi as u32, i));
         }
     }

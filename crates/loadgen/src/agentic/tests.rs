@@ -314,3 +314,31 @@ fn lanes_are_trees_with_their_own_cache_bust_identity() {
         assert!(d.marker_id < 1 << 48);
     }
 }
+
+/// Where the idle caps applied (issue 42 follow-up): each dispatch carries how far the caps
+/// moved its own timer: turn 1 by the tree cap's 700 s and the system cap's 290 s, turns 0 and
+/// 2 (recorded gap kept) by nothing; with the tree cap alone, 700 s.
+#[test]
+fn each_dispatch_says_how_far_the_idle_caps_moved_it() {
+    let tr = trace(vec![vec![rq(0.0, 1.0), rq(1001.0, 1.0), rq(1003.0, 1.0)]]);
+    let mut c = cfg(1, 14);
+    c.start_ratio = (0.0, 0.0);
+    c.warmup_per_lane = 0;
+    let run = |c: SchedConfig| {
+        let capped = std::cell::RefCell::new(Vec::new());
+        simulate(
+            std::slice::from_ref(&tr),
+            c,
+            |d| {
+                capped.borrow_mut().push((d.turn, d.gap_capped_ns));
+                S
+            },
+            ok,
+        );
+        capped.into_inner()
+    };
+    assert_eq!(run(c.clone()), vec![(0, 0), (1, 990 * S), (2, 0)]);
+    c.system_idle_cap_ns = None;
+    c.duration_ns = 302 * S;
+    assert_eq!(run(c), vec![(0, 0), (1, 700 * S)]);
+}

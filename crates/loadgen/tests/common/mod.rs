@@ -100,6 +100,7 @@ pub fn root_stream(id: &str, requests: Vec<TraceRequest>) -> Stream {
         id: id.into(),
         kind: StreamKind::Root,
         label: String::new(),
+        parent: None,
         requests,
     }
 }

@@ -877,6 +877,7 @@ fn convert(raw: RawTrace, origin: String, cap: u32) -> Result<(Trace, Oddities),
         id: raw.id.clone(),
         kind: StreamKind::Root,
         label: String::new(),
+        parent: None,
         requests: root,
     });
     streams.extend(subs);
@@ -921,7 +922,11 @@ impl Builder<'_> {
     ) -> Result<(), String> {
         for (i, e) in entries.into_iter().enumerate() {
             if e.kind == Some(RawKind::Subagent) {
-                self.subagent(e, &format!("{prefix}[{i}]"), offset_s)?;
+                let parent = match into {
+                    None => self.trace_id.to_string(),
+                    Some(s) => self.subs[s].id.clone(),
+                };
+                self.subagent(e, &format!("{prefix}[{i}]"), offset_s, parent)?;
             } else {
                 let ttft_over = matches!((e.ttft, e.api_time), (Some(f), Some(a)) if f > a);
                 let r = request(e, || format!("{prefix}[{i}]"), offset_s, self.cap)?;
@@ -935,7 +940,14 @@ impl Builder<'_> {
         Ok(())
     }
 
-    fn subagent(&mut self, e: RawEntry, path: &str, parent_offset_s: f64) -> Result<(), String> {
+    /// Adds the sub-agent entry `e` (at `path`) spawned by stream `parent` (its id).
+    fn subagent(
+        &mut self,
+        e: RawEntry,
+        path: &str,
+        parent_offset_s: f64,
+        parent: String,
+    ) -> Result<(), String> {
         let request_only = [
             ("model", e.model.is_some()),
             ("in", e.input.is_some()),
@@ -1007,6 +1019,7 @@ impl Builder<'_> {
             id: format!("{}::sa:{agent}", self.trace_id),
             kind: StreamKind::Subagent,
             label: e.subagent_type.unwrap_or_default(),
+            parent: Some(parent),
             requests: Vec::new(),
         });
         self.entries(inner, &format!("{path}.requests"), offset_s, Some(idx))
@@ -1726,6 +1739,10 @@ pub(crate) mod tests {
         assert_eq!(times(3), [11.5]);
         assert_eq!(tr.streams[2].label, "Explore");
         assert_eq!(tr.streams[3].label, "");
+        // Each sub-agent keeps the stream that spawned it: the nested one its enclosing
+        // sub-agent's, the others the root's.
+        let parents: Vec<Option<&str>> = tr.streams.iter().map(|s| s.parent.as_deref()).collect();
+        assert_eq!(parents, [None, Some("s"), Some("s"), Some("s::sa:late")]);
         // Absolute inner times are left alone.
         let t = trace_with(
             json!([req(0.0, 64, &[0]), {"t": 2.0, "type": "subagent", "agent_id": "a",

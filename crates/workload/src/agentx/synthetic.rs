@@ -227,6 +227,7 @@ fn session(spec: &SyntheticSpec, rng: &mut StdRng, index: usize) -> Trace {
                 id: format!("{id}::sa:explore_{:03}", subs.len() + 1),
                 kind: StreamKind::Subagent,
                 label: "Explore".into(),
+                parent: Some(id.clone()),
                 requests: reqs,
             });
         }
@@ -255,6 +256,7 @@ fn session(spec: &SyntheticSpec, rng: &mut StdRng, index: usize) -> Trace {
         id: id.clone(),
         kind: StreamKind::Root,
         label: String::new(),
+        parent: None,
         requests: root,
     }];
     streams.extend(subs);

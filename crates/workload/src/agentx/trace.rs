@@ -52,6 +52,11 @@ pub struct Stream {
     pub kind: StreamKind,
     /// Sub-agent label (`subagent_type`), empty for the root.
     pub label: String,
+    /// The stream that spawned this sub-agent (its [`Stream::id`]: the root's for a sub-agent
+    /// entry of the main agent, the enclosing sub-agent's for a nested one); `None` for the
+    /// root. The replay flattens nested sub-agents (AIPerf's graph hangs them off the main
+    /// agent); this keeps the real parent for what is recorded and shown.
+    pub parent: Option<String>,
     /// Its requests, in recorded order (non-decreasing `t_s`).
     pub requests: Vec<TraceRequest>,
 }
@@ -224,6 +229,7 @@ mod tests {
             id: id.into(),
             kind,
             label: String::new(),
+            parent: None,
             requests,
         }
     }
