@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use inferbench_core::artifacts::ClientFeatures;
 use inferbench_runner::bench::LoadgenPoint;
 use inferbench_runner::sweep::{Outcome, SweepOptions};
 use inferbench_runner::{run_jobs, BenchDefaults, JobSpec};
 use inferbench_testutil::tap::{spawn_tap, Sent};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// The request heads of the POSTs sent (lower-cased), in no particular order.
