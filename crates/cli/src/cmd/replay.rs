@@ -62,6 +62,9 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     if let Some(line) = size_notice(traces.len(), requests, est, &args.out) {
         eprintln!("{line}");
     }
+    if let Some(why) = inferbench_loadgen::output::non_regular(&args.out) {
+        anyhow::bail!("--out {}: {why}", args.out.display());
+    }
     let f = std::fs::File::create(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     synthetic::write_jsonl(&traces, std::io::BufWriter::new(f))

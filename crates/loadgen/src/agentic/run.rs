@@ -153,6 +153,9 @@ pub struct ReplayOutcome {
     /// The server's chat-template overhead measured before the warmup (issue 39 §4), which each
     /// request's ISL check adds to the trace's `in`; `None` when it could not be measured.
     pub template_overhead: Option<TemplateOverhead>,
+    /// Why writing the records file (`requests.jsonl`, `save_requests`) failed, if it did
+    /// (also in `notes`): the point fails, exit 1 (issue 39 §2: it exited 0 and said "wrote").
+    pub records_write_error: Option<String>,
 }
 
 /// How a replay ended.
@@ -289,6 +292,7 @@ pub async fn run_replay(
     }
     let (kept, write_error, server_snapshots) = sinks.finish().await?;
     let mut notes = st.notes;
+    let records_write_error = write_error.clone();
     let (records, itl_ms) = kept_results(kept, write_error, &mut notes);
     let not_found = match (st.stop, first_warmup_failure(&records)) {
         (ReplayStop::WarmupFailed, Some(r)) => {
@@ -317,6 +321,7 @@ pub async fn run_replay(
         server_snapshots,
         itl_ms,
         template_overhead: overhead,
+        records_write_error,
     })
 }
 
@@ -938,7 +943,7 @@ pub fn theoretical_hit_rate(records: &[RequestRecord]) -> Option<f64> {
 /// The process exit code of a replay (as `bench`'s): 130 interrupted, 3 when every failure
 /// (the replay's own cancellations aside) was a connect error and nothing succeeded (server
 /// unreachable), 1 for the failure threshold, a
-/// failed root warmup or nothing measured, else 0.
+/// failed root warmup, nothing measured or a failed write of the records file, else 0.
 pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
     // Requests the replay itself cancelled (after an abort) say nothing about the server.
     if never_reached(out, summary.completed) && out.stop != ReplayStop::Interrupted {
@@ -948,6 +953,7 @@ pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
         ReplayStop::Interrupted => crate::EXIT_INTERRUPTED,
         ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => crate::EXIT_ERROR_RATE,
         ReplayStop::Completed if summary.completed == 0 => crate::EXIT_ERROR_RATE,
+        ReplayStop::Completed if out.records_write_error.is_some() => crate::EXIT_ERROR_RATE,
         ReplayStop::Completed => 0,
     }
 }
@@ -1025,8 +1031,7 @@ pub fn write_artifacts(
         crate::power::patch_aggregate(obj, p);
     }
     let path = result_dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE);
-    std::fs::write(&path, serde_json::to_string_pretty(&json)?)
-        .with_context(|| format!("writing {}", path.display()))?;
+    output::write_file(&path, serde_json::to_string_pretty(&json)?.as_bytes())?;
     Ok(json)
 }
 
