@@ -128,6 +128,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         requests: 0,
         per_stream: 1,
         prompt_bytes: 0,
+        uncapped: false,
     };
     crate::limits::refuse_beyond(Some(need))?;
     // The traces (read or generated) within what the budget leaves besides the lanes: a load
@@ -147,6 +148,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         requests: 0,
         per_stream: prepared.peak_in_flight_per_session(),
         prompt_bytes: 0,
+        uncapped: false,
     }))?;
     let code = rt.block_on(async move {
         let cancel = super::shutdown_token(
