@@ -550,7 +550,12 @@ impl ReplayFlags {
             ReplayStop::WarmupFailed => invalid.push("a warmup request failed".into()),
             ReplayStop::Completed => {}
         }
-        if summary.completed == 0 {
+        // A replay that ran its course and measured nothing is failed, not invalid (issue 39
+        // §4, fresh tester): said as its status, its cause the summary's `failed_reason`.
+        if let Some(why) = &summary.inferbench.failed_reason {
+            println!("Status: failed ({why})");
+            invalid.clear();
+        } else if summary.completed == 0 {
             invalid.push("no request succeeded".into());
         }
         if unsafe_run {
@@ -558,7 +563,7 @@ impl ReplayFlags {
                 "duration below {MIN_VALID_DURATION_S} s with --unsafe-override"
             ));
         }
-        if measured && !invalid.is_empty() {
+        if measured && !invalid.is_empty() && summary.inferbench.failed_reason.is_none() {
             println!("Validity: invalid ({})", invalid.join("; "));
         }
         // A write that fails at the end fails the point (exit 1), never 0, and is never said
@@ -621,8 +626,8 @@ impl ReplayFlags {
                 p.reasons.join(", ")
             );
         }
-        if summary.completed == 0 && out.stop == ReplayStop::Completed {
-            eprintln!("inferbench: nothing was measured: no profile request succeeded");
+        if let Some(why) = &summary.inferbench.failed_reason {
+            eprintln!("inferbench: {why}");
         }
         let mut code = exit_code(&out, &summary);
         if code == 0 && (write_failed || self.power.require_power && power_invalid.is_some()) {

@@ -904,6 +904,9 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
     if !interrupted && never_reached(out, s.completed) {
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
+    if s.completed == 0 {
+        s.inferbench.failed_reason = nothing_measured_reason(out);
+    }
     // The server's settings, as its first /metrics scrape reports them (issue 39 §5: a
     // replay against another server is not in the same group).
     let first = out
@@ -912,6 +915,38 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         .map_or(&[][..], |f| &f.samples[..]);
     s.inferbench.server = inferbench_core::fingerprint::server_fingerprint(model, None, first, &[]);
     s
+}
+
+/// Why a replay that ran its course measured nothing, or `None` (something succeeded, or it
+/// was cut short: interrupted, aborted, which its stop reason says). Such a point is *failed*
+/// (issue 39 §9, and §4 of the fresh tester for replay): the summary's
+/// `inferbench.failed_reason`, the AgentX aggregate's `failed_reason`, never an
+/// `invalid_reason`. `nothing was measured: none of the N profile requests succeeded (F
+/// failed)`, or `nothing was measured: no profile request was sent within the replay window`
+/// when none was. `None`
+/// too for a server never reached (`stop_reason: server_unreachable`, exit 3), as `bench`.
+pub fn nothing_measured_reason(out: &ReplayOutcome) -> Option<String> {
+    // Cut short, or never reached (its stop reason, `server_unreachable`, says so).
+    if out.stop != ReplayStop::Completed || never_reached(out, 0) {
+        return None;
+    }
+    let profile = || {
+        out.records
+            .iter()
+            .filter(|r| r.phase == Phase::Profile && r.error_class != Some(ErrorClass::Cancelled))
+    };
+    if profile().any(|r| r.success) {
+        return None;
+    }
+    let sent = profile().count();
+    Some(if sent == 0 {
+        "nothing was measured: no profile request was sent within the replay window".to_string()
+    } else {
+        format!(
+            "nothing was measured: none of the {sent} profile requests succeeded ({} failed)",
+            profile().filter(|r| !r.success).count()
+        )
+    })
 }
 
 /// Nothing succeeded and every failure (the replay's own cancellations aside) was a connect
@@ -1029,6 +1064,10 @@ pub fn write_artifacts(
     let mut json = agg.to_json();
     if let (Some(p), Some(obj)) = (power, json.as_object_mut()) {
         crate::power::patch_aggregate(obj, p);
+    }
+    // A replay that measured nothing is failed, and says why (issue 39 §4, fresh tester).
+    if let (Some(why), Some(obj)) = (nothing_measured_reason(out), json.as_object_mut()) {
+        obj.insert("failed_reason".into(), serde_json::Value::from(why));
     }
     let path = result_dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE);
     output::write_file(&path, serde_json::to_string_pretty(&json)?.as_bytes())?;
