@@ -866,6 +866,47 @@ fn stop_line(o: &mut Report, stop: StopReason, measured: bool) {
 mod tests {
     use super::*;
 
+    /// Issue 39 §1 (fresh tester): the final write never replaces a non-regular file (checked
+    /// again before the rename: a FIFO that appeared during the run stays a FIFO, the temporary
+    /// file is removed), a regular one is replaced; `--result-filename` may not leave
+    /// `--result-dir` through `..`.
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_written_and_names_stay_in_the_result_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("r.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = write_file(&fifo, b"{}").unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            format!("{}: it is not a regular file (a FIFO)", fifo.display())
+        );
+        assert!(non_regular(&fifo).is_some());
+        assert!(!dir.path().join("r.json.tmp").exists());
+        let e = write_file(dir.path(), b"{}").unwrap_err();
+        assert!(format!("{e:#}").ends_with(": it is a directory"), "{e:#}");
+        let file = dir.path().join("ok.json");
+        std::fs::write(&file, "old").unwrap();
+        write_file(&file, b"new").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"new");
+        assert_eq!(non_regular(&file), None);
+        assert_eq!(non_regular(&dir.path().join("missing")), None);
+        for ok in ["r.json", "sub/r.json", "/abs/r.json"] {
+            assert!(check_result_filename(ok).is_ok(), "{ok}");
+        }
+        for bad in ["../r.json", "a/../../r.json", "../../../../dev/full"] {
+            assert!(
+                format!("{:#}", check_result_filename(bad).unwrap_err())
+                    .contains("a `..` component leaves --result-dir"),
+                "{bad}"
+            );
+        }
+    }
+
     #[test]
     fn vllm_default_file_name() {
         let o = BenchOptions {
