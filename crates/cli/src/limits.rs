@@ -182,6 +182,10 @@ pub struct Need {
     /// Bytes of prompts built before the run (random prompts' text and token ids:
     /// `BenchOptions::estimated_prompt_bytes`; 0 when the prompts come from a file).
     pub prompt_bytes: u64,
+    /// The streams are not set by [`Need::flag`] but bounded by the request count (`bench`
+    /// with no `--max-concurrency`: every request may be in flight at once): the message names
+    /// the count and that `flag` bounds it, not a flag the user never passed.
+    pub uncapped: bool,
 }
 
 impl Need {
@@ -381,25 +385,33 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
     } else {
         String::new()
     };
+    let subject = if need.uncapped {
+        format!(
+            "{} requests in flight at once (no {}: an open loop may have every request of \
+             --num-prompts/--num-warmups in flight)",
+            need.streams, need.flag
+        )
+    } else {
+        format!("{} {}", need.flag, need.streams)
+    };
     Err(format!(
-        "{} {}{per} is more than this client can hold: {}; {fits} (nothing was sent)",
-        need.flag,
-        need.streams,
+        "{subject}{per} is more than this client can hold: {}; {fits} (nothing was sent)",
         why.join("; and ")
     ))
 }
 
-/// What `bench` with `opts` asks: its streams are `--max-concurrency` (or, with
-/// `--request-rate inf` and no cap, every request at once), at most the requests of its
-/// larger phase; its requests are the warmups and the profile's. `None` when the streams are
-/// not known up front (a paced open loop without a cap).
+/// What `bench` with `opts` asks: its streams are `--max-concurrency`, or with no cap every
+/// request at once (an open loop, paced or not: at a finite `--request-rate` the requests in
+/// flight are bounded by rate × the longest request time, which is not known up front, so the
+/// request count bounds them; issue 39 §3, fresh tester: a paced run skipped the check and 220
+/// of 300 requests failed `client_resource`), at most the requests of its larger phase; its
+/// requests are the warmups and the profile's.
 pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Need> {
     let warmups = opts.resolved_num_warmups();
     let profile = opts.resolved_num_prompts();
-    let streams = match (opts.max_concurrency, opts.request_rate) {
-        (Some(c), _) => u64::from(c),
-        (None, None) => profile.max(warmups),
-        (None, Some(_)) => return None,
+    let (streams, uncapped) = match opts.max_concurrency {
+        Some(c) => (u64::from(c), false),
+        None => (profile.max(warmups), true),
     };
     // A `--duration` run cycles its prompts: its requests are not known up front.
     let (streams, requests) = if opts.duration.is_some() {
@@ -416,6 +428,7 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         requests,
         per_stream: 1,
         prompt_bytes: opts.estimated_prompt_bytes(),
+        uncapped,
     })
 }
 
@@ -452,6 +465,7 @@ pub fn selftest_need(levels: &str) -> Option<Need> {
         requests: 0,
         per_stream: 1,
         prompt_bytes: 0,
+        uncapped: false,
     })
 }
 
@@ -495,6 +509,7 @@ mod tests {
             requests,
             per_stream: 1,
             prompt_bytes: 0,
+            uncapped: false,
         }
     }
 
@@ -575,6 +590,7 @@ mod tests {
         let as_limit = 700_000u64 * 1024;
         let n = Need {
             prompt_bytes: 6 * 10_000_000 * 16,
+            uncapped: false,
             ..need(1, 6)
         };
         let e = check(&n, &limits(u64::MAX, Some(as_limit))).unwrap_err();
@@ -606,6 +622,7 @@ mod tests {
                 requests: 0,
                 per_stream: 1,
                 prompt_bytes: 0,
+                uncapped: false,
             })
         );
         assert_eq!(selftest_need("64,x"), None);

@@ -412,3 +412,70 @@ fn interrupted_agentic_quickstart_keeps_the_cut_point_off_the_preview() {
         "{err}"
     );
 }
+
+/// Issue 39 §4 (fresh tester): a replay that ran its course and measured nothing (a trace whose
+/// `t` goes 10 then 0: replayed in `t` order, the warmup takes the first request and the next
+/// is due 9 s later, after the 3 s window, so no profile request is sent) has the one status,
+/// failed: the console says `Status: failed (…)`, not `Validity: invalid`; `summary.json` and
+/// the AgentX aggregate carry `failed_reason`; exit 1; ingested, the point is failed with that
+/// cause as its `error` and no `invalid_reason` (it also had "replay shorter than AgentX's 900
+/// s minimum").
+#[test]
+fn a_replay_that_measured_nothing_is_failed_not_invalid() {
+    let sim = common::start_sim(&[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let traces = tmp.path().join("t.jsonl");
+    std::fs::write(
+        &traces,
+        r#"{"id":"a","models":["m"],"block_size":64,"hash_id_scope":"local","requests":[{"t":10,"model":"m","in":64,"out":4,"hash_ids":[0],"api_time":1,"type":"s"},{"t":0,"model":"m","in":128,"out":4,"hash_ids":[0,1],"api_time":1,"type":"s"}]}
+"#,
+    )
+    .unwrap();
+    let out = tmp.path().join("OUT");
+    let o = run(&[
+        "replay",
+        "--traces",
+        traces.to_str().unwrap(),
+        "--base-url",
+        &format!("http://127.0.0.1:{}", sim.1),
+        "--model",
+        "Llama-3.1-8B",
+        "--concurrency",
+        "1",
+        "--benchmark-duration",
+        "3",
+        "--unsafe-override",
+        "--result-dir",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    const WHY: &str = "nothing was measured: no profile request was sent within the replay window";
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains(&format!("Status: failed ({WHY})\n")), "{t}");
+    assert!(!stdout.contains("Validity:"), "{t}");
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(out.join(name)).unwrap()).unwrap()
+    };
+    let s = read("summary.json");
+    assert_eq!(s["inferbench"]["failed_reason"], WHY, "{s}");
+    assert!(s["inferbench"].get("invalid_reason").is_none(), "{s}");
+    assert_eq!(read("agentic_aggregate.json")["failed_reason"], WHY);
+    let db = tmp.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let o = run(&[
+        "ingest",
+        out.to_str().unwrap(),
+        "--db",
+        db,
+        "--set",
+        "hw=h100",
+        "--set",
+        "framework=sim",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["report", "--db", db, "--include-failed", "--format", "json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["error"], WHY, "{rows}");
+    assert_eq!(rows[0]["invalid_reason"], serde_json::Value::Null, "{rows}");
+}

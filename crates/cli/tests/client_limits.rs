@@ -299,59 +299,49 @@ fn prompts_beyond_ulimit_v_are_refused_not_aborted() {
     assert_nothing_connected(&l);
 }
 
-/// `EMFILE` during the run (`ulimit -n 20`; an open loop without a cap is not checked up front): the failed
-/// requests are `client_resource` with the `ulimit -n` hint, the run ends 1 (its error rate),
-/// never 3 and never "unreachable" or "check --base-url".
+/// Issue 39 §3 (fresh tester): an open loop at a finite `--request-rate` with no
+/// `--max-concurrency` skipped the open-files check (220 of 300 requests failed
+/// `client_resource`, exit 1; `--request-rate inf` was refused). Both are refused before any
+/// request, exit 2; with no cap every request may be in flight at once, so the request count
+/// bounds the streams, and the message names the flags the user can change, not a
+/// `--max-concurrency 300` never passed. (`EMFILE` at run time is `client_resource`:
+/// `running_out_of_files_keeps_the_summary_and_the_result` below and the client's
+/// `client_limits.rs`.)
 #[test]
-fn running_out_of_files_mid_run_is_client_resource_not_unreachable() {
-    let sim = start_sim(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let (o, text) = under_ulimit(
-        &["-n 20"],
-        &[
-            "bench",
-            "--base-url",
-            &format!("http://127.0.0.1:{}", sim.1),
-            "--model",
-            "Llama-3.1-8B",
-            "--random-input-len",
-            "4",
-            "--random-output-len",
-            "16",
-            "--request-rate",
-            "100000",
-            "--num-prompts",
-            "100",
-            "--progress",
-            "off",
-            "--save-result",
-            "--result-dir",
-            dir.path().to_str().unwrap(),
-            "--result-filename",
-            "r.json",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(1), "{text}");
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
-    let by_class = r["inferbench"]["errors_by_class"].as_object().unwrap();
-    assert_eq!(
-        by_class.keys().collect::<Vec<_>>(),
-        ["client_resource"],
-        "{text}"
-    );
-    assert!(
-        text.contains("errors: client_resource: ")
-            && text.contains(
-                "Too many open files (os error 24) (the client's own limit, not the server's: \
-                 raise the open-file limit, `ulimit -n`, or lower the concurrency)"
+fn an_open_loop_without_a_cap_is_checked_against_the_open_file_limit() {
+    let (l, url) = listener();
+    for rate in ["5000", "inf"] {
+        let (o, text) = under_ulimit(
+            &["-n 90"],
+            &[
+                "bench",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--request-rate",
+                rate,
+                "--num-prompts",
+                "300",
+                "--num-warmups",
+                "0",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(2), "{rate}: {text}");
+        assert!(
+            text.contains(
+                "error: 300 requests in flight at once (no --max-concurrency: an open loop may \
+                 have every request of --num-prompts/--num-warmups in flight) is more than this \
+                 client can hold: 300 streams need 380 open files (300 connections, 16 spare, \
+                 64 for files) and this process may open 90 (`ulimit -n`, hard limit 90): \
+                 raise it with `ulimit -n 380`; --max-concurrency 10 or less fits (nothing was \
+                 sent)"
             ),
-        "{text}"
-    );
-    assert!(
-        !text.contains("unreachable") && !text.contains("--base-url"),
-        "{text}"
-    );
+            "{rate}: {text}"
+        );
+        assert!(!text.contains("--max-concurrency 300"), "{text}");
+    }
+    assert_nothing_connected(&l);
 }
 
 /// The soft open-file limit of a running process (`/proc/PID/limits`): (soft, hard).

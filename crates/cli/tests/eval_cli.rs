@@ -619,3 +619,35 @@ fn eval_takes_tls_ca_for_an_https_server() {
     );
     assert!(!out.exists());
 }
+
+/// Issue 39 §6 (fresh tester): a write that fails after the eval ran (the file-size limit,
+/// `ulimit -f 1` with SIGXFSZ ignored: EFBIG) ends it with exit 1, naming the write, never
+/// exit 2 and never "wrote …".
+#[cfg(unix)]
+#[test]
+fn a_write_that_fails_after_the_eval_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = replay("Adding up, the total is 72 apples.\n#### 72");
+    let data = data_dir(tmp.path(), &["72", "72"]);
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 1; trap '' XFSZ; exec {BIN} eval gsm8k --base-url {url} --model m \
+             --backend openai --no-threshold --data-dir {} --result-dir out",
+            data.display()
+        ))
+        .current_dir(tmp.path())
+        .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(
+            "error: writing results into out: File too large (os error 27) (the eval fails, \
+             exit 1)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("wrote "), "{text}");
+}

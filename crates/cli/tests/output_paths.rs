@@ -160,48 +160,36 @@ fn unwritable_output_paths_are_refused_before_any_request() {
     }
 }
 
-/// `--save-requests /dev/full`: every record write fails (ENOSPC). The run goes on, the result
-/// is written, and the point fails with exit 1 (it exited 0 after saying the write failed).
+/// A `--save-requests` whose every record write fails at run time (the file-size limit:
+/// `ulimit -f 1`, SIGXFSZ ignored, so writes past 512 bytes return EFBIG; `/dev/full` is now
+/// refused up front, issue 39 §1): the run goes on and the point fails with exit 1 (it exited
+/// 0 after saying the write failed), the records file never said to be written.
+#[cfg(unix)]
 #[test]
 fn a_failed_records_write_fails_the_point() {
     let sim = common::start_sim(&[]);
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}", sim.1);
-    let (code, err) = run_in(
-        dir.path(),
-        &[
-            "bench",
-            "--base-url",
-            &url,
-            "--model",
-            "Llama-3.1-8B",
-            "--num-prompts",
-            "4",
-            "--random-input-len",
-            "16",
-            "--random-output-len",
-            "4",
-            "--save-requests",
-            "/dev/full",
-            "--save-result",
-            "--result-dir",
-            "res",
-            "--result-filename",
-            "r.json",
-        ],
-    );
-    assert_eq!(code, Some(1), "{err}");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 1; trap '' XFSZ; exec {BIN} bench --base-url {url} --model \
+             Llama-3.1-8B --num-prompts 4 --random-input-len 16 --random-output-len 4 \
+             --save-requests r.jsonl"
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
         err.contains(
-            "inferbench: writing --save-requests failed: /dev/full: No space left on device (os \
-             error 28) (records kept in memory for the summary; the point fails, exit 1)"
+            "inferbench: writing --save-requests failed: r.jsonl: File too large (os error 27) \
+             (records kept in memory for the summary; the point fails, exit 1)"
         ),
         "{err}"
     );
-    let r: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("res/r.json")).unwrap()).unwrap();
-    assert_eq!(r["completed"], 4, "{r}");
-    assert!(!err.contains("wrote /dev/full"), "{err}");
+    assert!(!err.contains("wrote r.jsonl"), "{err}");
 }
 
 /// Issue 39 §12: `report` on a version-4 database reads a migrated copy, says so, exits 0, and
@@ -229,4 +217,190 @@ fn report_reads_an_older_schema_database_without_writing_it() {
         )
     );
     assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+/// Issue 39 §1 (fresh tester): an output path that exists and is not a regular file (a FIFO,
+/// a symlink to a device, a directory) is refused with exit 2 before any request, for every
+/// subcommand and every file it writes (bench's result and its `.server_metrics.jsonl` side
+/// file, `--save-requests`, replay's `requests.jsonl` and `summary.json`, eval's samples,
+/// quickstart's `--chart`); a `--result-filename` with a `..` component is refused as leaving
+/// `--result-dir`. Nothing is written into or over the node. No real device is written: the
+/// symlink to `/dev/null` is only checked to be refused.
+#[cfg(unix)]
+#[test]
+fn non_regular_output_paths_are_refused_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fifo = d.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    assert!(Command::new("mkfifo")
+        .arg(d.join("c.svg"))
+        .status()
+        .unwrap()
+        .success());
+    std::os::unix::fs::symlink("/dev/null", d.join("dev")).unwrap();
+    std::fs::create_dir_all(d.join("res")).unwrap();
+    std::os::unix::fs::symlink("../fifo", d.join("res/r.server_metrics.jsonl")).unwrap();
+    std::fs::create_dir_all(d.join("rep/summary.json")).unwrap();
+    std::fs::create_dir_all(d.join("rep2")).unwrap();
+    std::os::unix::fs::symlink("/dev/null", d.join("rep2/requests.jsonl")).unwrap();
+    std::fs::create_dir_all(d.join("ev")).unwrap();
+    std::os::unix::fs::symlink("/dev/null", d.join("ev/samples_gsm8k.jsonl")).unwrap();
+    let (port, connections) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let bench = |extra: &[&str]| {
+        let mut a = vec!["bench", "--base-url", &url, "--model", "m"];
+        a.extend_from_slice(&["--num-prompts", "1"]);
+        a.extend_from_slice(extra);
+        run_in(d, &a)
+    };
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--save-result", "--result-filename", "fifo"],
+            "error: --result-filename ./fifo: it is not a regular file (a FIFO)\n",
+        ),
+        (
+            vec!["--save-result", "--result-filename", "dev"],
+            "error: --result-filename ./dev: it is not a regular file (a character device)\n",
+        ),
+        (
+            vec!["--save-result", "--result-filename", "res"],
+            "error: --result-filename ./res: it is a directory\n",
+        ),
+        (
+            vec![
+                "--save-result",
+                "--result-dir",
+                "res",
+                "--result-filename",
+                "../../../../dev/full",
+            ],
+            "error: --result-filename ../../../../dev/full: a `..` component leaves \
+             --result-dir; give a name inside it (or an absolute path)\n",
+        ),
+        (
+            vec![
+                "--save-result",
+                "--result-dir",
+                "res",
+                "--result-filename",
+                "r.json",
+            ],
+            "error: --result-dir res: res/r.server_metrics.jsonl: it is not a regular file (a \
+             FIFO)\n",
+        ),
+        (
+            vec!["--save-requests", "fifo"],
+            "error: --save-requests fifo: it is not a regular file (a FIFO)\n",
+        ),
+        (
+            vec!["--save-requests", "dev"],
+            "error: --save-requests dev: it is not a regular file (a character device)\n",
+        ),
+    ];
+    for (extra, want) in &cases {
+        assert_eq!(bench(extra), (Some(2), want.to_string()), "bench {extra:?}");
+    }
+    for (rd, want) in [
+        (
+            "rep",
+            "error: --result-dir rep: summary.json: it is a directory\n",
+        ),
+        (
+            "rep2",
+            "error: --result-dir rep2: requests.jsonl: it is not a regular file (a character \
+             device)\n",
+        ),
+    ] {
+        let (code, err) = run_in(
+            d,
+            &[
+                "replay",
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--synthetic",
+                "quickstart",
+                "--result-dir",
+                rd,
+            ],
+        );
+        assert_eq!(code, Some(2), "{err}");
+        assert!(err.ends_with(want), "{err}");
+    }
+    let (code, err) = run_in(
+        d,
+        &[
+            "eval",
+            "gsm8k",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--result-dir",
+            "ev",
+        ],
+    );
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: --result-dir ev: samples_gsm8k.jsonl: it is not a regular file\n"
+        )
+    );
+    let (code, err) = run_in(d, &["quickstart", "--db", "q.db", "--chart", "c.svg"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: --chart c.svg: it is not a regular file (a FIFO)\n"
+        )
+    );
+    assert!(!d.join("q.db").exists());
+    assert_eq!(connections.load(Ordering::SeqCst), 0, "a request was sent");
+    // The nodes are still what they were.
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()));
+    assert!(std::fs::symlink_metadata(d.join("dev"))
+        .unwrap()
+        .is_symlink());
+    assert!(!d.join("fifo.server_metrics.jsonl").exists());
+}
+
+/// Issue 39 §2/§6 (fresh tester): a write that fails at run time (the file-size limit,
+/// `ulimit -f 1` with SIGXFSZ ignored, so each write past 512 bytes returns EFBIG) ends a
+/// replay with exit 1, never 0, and `requests.jsonl` is not said to be written (it exited 0
+/// and said "wrote …" with every record lost).
+#[cfg(unix)]
+#[test]
+fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
+    let sim = common::start_sim(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 1; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
+             {url} --model Llama-3.1-8B --concurrency 1 --benchmark-duration 2 \
+             --unsafe-override --result-dir out"
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("writing --save-requests failed: out/requests.jsonl: File too large"),
+        "{err}"
+    );
+    assert!(
+        err.contains("inferbench: writing the results failed: "),
+        "{err}"
+    );
+    assert!(!err.contains("wrote "), "{err}");
 }

@@ -11,6 +11,9 @@
 //!   halves of one character that a server split across two chunks; any other lone surrogate
 //!   becomes U+FFFD;
 //! - `NaN`, `Infinity`, `-Infinity` literals (Python emits and accepts them) become `null`;
+//! - a number beyond `f64`'s range (`1e400`, a 400-digit integer: valid JSON, which
+//!   `serde_json` refuses as "number out of range") becomes a string of its text, so a usage
+//!   count that holds one is `usage_invalid` and the chunk stands;
 //! - raw control characters inside strings (Python's `strict=False`) are escaped.
 //!
 //! The rewritten text is parsed into a `serde_json::Value` (duplicate keys: the last wins, as in
@@ -105,6 +108,25 @@ pub(crate) fn relax(src: &str) -> Option<String> {
                 b'-' if b[i..].starts_with(b"-Infinity") => {
                     out.extend_from_slice(b"null");
                     i += 9;
+                }
+                // A number beyond f64's range (`1e400`, a 400-digit integer): valid JSON that
+                // `serde_json` refuses ("number out of range"); kept as its text in a string,
+                // which a count reads as not a count (`usage_invalid`), so one such field no
+                // longer fails the whole chunk as `malformed` (issue 39 §5, fresh tester).
+                b'-' | b'0'..=b'9' => {
+                    let end = b[i..]
+                        .iter()
+                        .position(|c| !matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                        .map_or(b.len(), |n| i + n);
+                    let tok = &src[i..end];
+                    if tok.parse::<f64>().is_ok_and(f64::is_infinite) {
+                        out.push(b'"');
+                        out.extend_from_slice(tok.as_bytes());
+                        out.push(b'"');
+                    } else {
+                        out.extend_from_slice(tok.as_bytes());
+                    }
+                    i = end;
                 }
                 _ => {
                     out.push(c);

@@ -295,20 +295,27 @@ impl ChoiceWire<'_> {
     }
 }
 
-/// `finish_reason` values that say "no reason", compared trimmed and case-insensitively: the
-/// empty string, `null` (a JSON null written as text, or JavaScript's `String(null)`), `none`
-/// (Python's `str(None)`: a server that formats a missing reason), `undefined` (JavaScript's
-/// `String(undefined)`) and `<nil>` (Go's `fmt` of a nil). Real servers send JSON `null` while
-/// streaming and a word at the end (vLLM, SGLang, TRT-LLM: `stop`, `length`, `abort`,
-/// `tool_calls`; llama.cpp: `stop`, `length`; OpenAI also `content_filter`,
+/// `finish_reason` values that say "no reason", after normalizing ([`is_finish_reason`]): the
+/// empty string, `null` (a JSON null written as text, or JavaScript's `String(null)`), `nil`
+/// (Go's `<nil>`, Ruby's and Lua's nil), `none` (Python's `str(None)`: a server that formats a
+/// missing reason), `undefined` (JavaScript's `String(undefined)`) and `nan`. Real servers send
+/// JSON `null` while streaming and a word at the end (vLLM, SGLang, TRT-LLM: `stop`, `length`,
+/// `abort`, `tool_calls`; llama.cpp: `stop`, `length`; OpenAI also `content_filter`,
 /// `function_call`); none of them uses one of these words as a reason (issue 39, finding 5).
-pub const NO_FINISH_REASON: &[&str] = &["", "null", "none", "undefined", "<nil>"];
+pub const NO_FINISH_REASON: &[&str] = &["", "null", "nil", "none", "undefined", "nan"];
 
-/// Whether `f` is a real `finish_reason` (not one of [`NO_FINISH_REASON`]): only a real reason
-/// on the requested choice ends a stream.
+/// Whether `f` is a real `finish_reason`: normalized (trimmed, ASCII-lowercased, surrounding
+/// `<>`, `()`, `[]`, quotes and whitespace stripped) it is not one of [`NO_FINISH_REASON`] and
+/// has at least one letter (`"0"`, `"-"`, `"{}"` are no reason). Any other word counts, known
+/// or not (servers name their own: `eos`, `end_turn`, …). Only a real reason on the requested
+/// choice ends a stream.
 pub fn is_finish_reason(f: &str) -> bool {
-    let f = f.trim();
-    !NO_FINISH_REASON.iter().any(|n| f.eq_ignore_ascii_case(n))
+    let norm = f
+        .trim_matches(|c: char| {
+            c.is_whitespace() || matches!(c, '<' | '>' | '(' | ')' | '[' | ']' | '"' | '\'' | '`')
+        })
+        .to_ascii_lowercase();
+    norm.chars().any(|c| c.is_alphabetic()) && !NO_FINISH_REASON.contains(&norm.as_str())
 }
 
 #[derive(Deserialize, Default)]

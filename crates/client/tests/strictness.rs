@@ -207,6 +207,45 @@ async fn every_usage_count_on_every_backend_is_a_json_non_negative_integer() {
     }
 }
 
+/// Issue 39 §5 (fresh tester): a usage count beyond any number's range (a 400-digit integer,
+/// `1e400`, `-1e400`) is valid JSON that the strict parser refuses ("number out of range"):
+/// on every backend it is `usage_invalid` and not taken, and the request stands (it failed as
+/// `malformed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_range_usage_counts_are_usage_invalid_on_every_backend() {
+    let huge = "9".repeat(400);
+    let cases = [
+        // (usage, the server's completion count taken, prompt count)
+        (
+            format!(r#"{{"prompt_tokens":8,"completion_tokens":{huge}}}"#),
+            None,
+            8,
+        ),
+        (
+            r#"{"prompt_tokens":1e400,"completion_tokens":4}"#.to_string(),
+            Some(4),
+            1,
+        ),
+        (
+            r#"{"prompt_tokens":8,"completion_tokens":4,"total_tokens":-1E+400}"#.to_string(),
+            Some(4),
+            8,
+        ),
+    ];
+    for backend in ALL {
+        for (usage, taken, prompt) in &cases {
+            let what = format!("{backend:?} {}", &usage[..usage.len().min(60)]);
+            let events = with(tokens(backend, &["a ", "b ", "c"]), end(backend, usage));
+            let rec = send(backend, &events, true).await;
+            assert!(rec.success, "{what}: {rec:#?}");
+            assert_eq!(rec.error, None, "{what}");
+            assert_eq!(rec.anomalies, vec![Anomaly::UsageInvalid], "{what}");
+            assert_eq!(rec.completion_tokens, taken.unwrap_or(3), "{what}");
+            assert_eq!(rec.prompt_tokens, *prompt, "{what}");
+        }
+    }
+}
+
 /// Finding 5: a usage chunk whose completion count is a string is no evidence of an end: the
 /// stream cut after it fails (completions and chat; Responses ends only on its events).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,7 +271,9 @@ async fn a_string_count_does_not_complete_a_stream() {
 }
 
 /// Finding 5: `finish_reason` words that mean "no reason" end nothing; a real reason, last,
-/// does (and is the record's `finish_reason`; a no-reason word never is).
+/// does (and is the record's `finish_reason`; a no-reason word never is). Issue 39 §7 (fresh
+/// tester): the words are compared normalized (`NIL`, `'None'`, `(null)` are no reason), and
+/// a value without a letter is none either.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_reason_words_are_not_a_finish_reason() {
     for backend in [Backend::OpenAiCompletions, Backend::OpenAiChat] {
@@ -243,7 +284,16 @@ async fn no_reason_words_are_not_a_finish_reason() {
             (" ", false),
             ("undefined", false),
             ("<nil>", false),
+            ("NIL", false),
+            ("nil", false),
+            ("'None'", false),
+            ("(null)", false),
+            ("[undefined]", false),
+            ("NaN", false),
+            ("0", false),
+            ("-", false),
             ("stop", true),
+            ("eos", true),
             ("length", true),
             ("abort", true),
         ] {

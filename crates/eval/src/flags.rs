@@ -139,6 +139,12 @@ fn check_result_dir(dir: &std::path::Path) -> anyhow::Result<()> {
             }
         }
     }
+    // The files it will replace there must be regular files (issue 39 §1).
+    for name in [gsm8k::SAMPLES_FILE, gsm8k::RESULTS_FILE, "meta_env.json"] {
+        if let Some(why) = gsm8k::not_regular(&dir.join(name)) {
+            anyhow::bail!("--result-dir {}: {name}: {why}", dir.display());
+        }
+    }
     if !at.is_dir() {
         anyhow::bail!(
             "--result-dir {}: {} is not a directory",
@@ -290,15 +296,31 @@ async fn finish(
     // An earlier eval's files there are replaced: said, as `bench` would have taken another
     // name (trial 28: a second `eval gsm8k` silently replaced the first's).
     let replaced = a.result_dir.join(gsm8k::RESULTS_FILE).is_file();
-    let w = gsm8k::write_outputs(&a.result_dir, opts, samples, threshold)
-        .with_context(|| format!("writing results into {}", a.result_dir.display()))?;
+    // A write that fails after the eval ran fails it with exit 1 (issue 39 §6: exit 2).
+    let w = match gsm8k::write_outputs(&a.result_dir, opts, samples, threshold) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!(
+                "error: writing results into {}: {e} (the eval fails, exit 1)",
+                a.result_dir.display()
+            );
+            return Ok(ExitStatus::Failed);
+        }
+    };
     // What `ingest` reads an eval set's identity from (trial 22: `ingest results/eval` found
     // "not a result file"): the model and concurrency known here; the rest (`--set hw=…
     // framework=…`) at ingest, as for any import that lacks them.
     let meta = serde_json::json!({"model": opts.model, "conc": opts.concurrency});
     let meta_path = a.result_dir.join("meta_env.json");
-    std::fs::write(&meta_path, serde_json::to_string_pretty(&meta)?)
-        .with_context(|| format!("writing {}", meta_path.display()))?;
+    if let Err(e) =
+        gsm8k::write_regular(&meta_path, serde_json::to_string_pretty(&meta)?.as_bytes())
+    {
+        eprintln!(
+            "error: writing {}: {e} (the eval fails, exit 1)",
+            meta_path.display()
+        );
+        return Ok(ExitStatus::Failed);
+    }
     println!(
         "gsm8k: {} at concurrency {} (--concurrency; the eval's conc where it is stored)",
         w.scores.line(),

@@ -618,6 +618,49 @@ pub struct Written {
 /// Name of the results file an eval writes into its directory ([`write_outputs`]).
 pub const RESULTS_FILE: &str = "results_gsm8k.json";
 
+/// Name of the per-sample file an eval writes into its directory ([`write_outputs`]).
+pub const SAMPLES_FILE: &str = "samples_gsm8k.jsonl";
+
+/// Why an existing `path` may not be replaced by an eval's output (it is not a regular file:
+/// a directory, FIFO, device or socket; a symlink is followed), or `None` (issue 39 §1).
+pub fn not_regular(path: &Path) -> Option<&'static str> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Some("it is a directory"),
+        Ok(m) if !m.is_file() => Some("it is not a regular file"),
+        _ => None,
+    }
+}
+
+/// Writes `bytes` to `path` through `<path>.tmp` renamed onto it, every error checked (write,
+/// sync, rename); a `path` that exists and is not a regular file is never replaced (checked
+/// again before the rename). Errors: the OS error, or `InvalidInput` naming the path.
+pub fn write_regular(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let refuse = |p: &Path| match not_regular(p) {
+        Some(why) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: {why}", p.display()),
+        )),
+        None => Ok(()),
+    };
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    refuse(&tmp)?;
+    let res = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_data()?;
+        drop(f);
+        refuse(path)?;
+        std::fs::rename(&tmp, path)
+    })();
+    if res.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    res
+}
+
 /// Scores `samples` and writes `samples_gsm8k.jsonl` and `results_gsm8k.json` into `dir`
 /// (created). The one writer of `inferbench eval` and of evals inside sweeps.
 ///
@@ -635,12 +678,12 @@ pub fn write_outputs(
         jsonl.push_str(&serde_json::to_string(s).map_err(std::io::Error::other)?);
         jsonl.push('\n');
     }
-    let samples_path = dir.join("samples_gsm8k.jsonl");
-    std::fs::write(&samples_path, jsonl)?;
+    let samples_path = dir.join(SAMPLES_FILE);
+    write_regular(&samples_path, jsonl.as_bytes())?;
     let results_path = dir.join(RESULTS_FILE);
     let text = serde_json::to_string_pretty(&results_json(opts, &scores, threshold))
         .map_err(std::io::Error::other)?;
-    std::fs::write(&results_path, text)?;
+    write_regular(&results_path, text.as_bytes())?;
     Ok(Written {
         scores,
         samples: samples_path,

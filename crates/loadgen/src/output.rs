@@ -65,22 +65,61 @@ pub fn check_dir_writable(flag: &str, dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// Checks, before any request is sent, that the file `path` can be written: an existing one
-/// is opened for writing without truncating it (a FIFO is not opened: that would block until
-/// a reader came), a new one needs a writable directory (as [`check_dir_writable`]).
+/// Why an existing `path` is not a file a run may write (replace), or `None` when it is a
+/// regular file (a symlink is followed) or does not exist: `it is a directory`, `it is not a
+/// regular file (a FIFO)` (character device, block device, socket). Issue 39 §1: a result
+/// written to `/dev/full` or a FIFO replaced the node with a JSON file.
+pub fn non_regular(path: &Path) -> Option<String> {
+    let m = std::fs::metadata(path).ok()?;
+    if m.is_file() {
+        return None;
+    }
+    if m.is_dir() {
+        return Some("it is a directory".into());
+    }
+    Some(format!("it is not a regular file ({})", file_kind(&m)))
+}
+
+/// What a non-regular file is, in words.
+fn file_kind(m: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        let t = m.file_type();
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    let _ = m;
+    "not a file"
+}
+
+/// Checks, before any request is sent, that the file `path` can be written: it is missing or
+/// a regular file (anything else, a directory, FIFO, device or socket, is refused: issue 39
+/// §1), an existing one is opened for writing without truncating it, a new one needs a
+/// writable directory (as [`check_dir_writable`]).
 ///
 /// # Errors
-/// `FLAG PATH: ` and why: a directory, `cannot write it: <OS error>`, or its directory's
-/// problem.
+/// `FLAG PATH: ` and why: [`non_regular`]'s reason, `cannot write it: <OS error>`, or its
+/// directory's problem.
 pub fn check_file_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
     let why = match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => Some("it is a directory".to_string()),
-        Ok(m) if is_fifo(&m) => None,
-        Ok(_) => std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .err()
-            .map(|e| format!("cannot write it: {e}")),
+        Ok(_) => non_regular(path).or_else(|| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .err()
+                .map(|e| format!("cannot write it: {e}"))
+        }),
         Err(_) => dir_problem(path.parent().unwrap_or(Path::new("."))),
     };
     match why {
@@ -89,17 +128,78 @@ pub fn check_file_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
     }
 }
 
-fn is_fifo(m: &std::fs::Metadata) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt as _;
-        m.file_type().is_fifo()
+/// Checks that each of `names` in `dir` that exists is a regular file ([`non_regular`]): the
+/// fixed files a command writes into a directory it was given (replay's `summary.json`, eval's
+/// samples, …), before any request.
+///
+/// # Errors
+/// `FLAG DIR: NAME: ` and [`non_regular`]'s reason, for the first refused.
+pub fn check_files_in_dir(flag: &str, dir: &Path, names: &[&str]) -> anyhow::Result<()> {
+    for n in names {
+        if let Some(why) = non_regular(&dir.join(n)) {
+            anyhow::bail!("{flag} {}: {n}: {why}", dir.display());
+        }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = m;
-        false
+    Ok(())
+}
+
+/// Writes `bytes` to `path` through `<path>.tmp` renamed onto it, every error checked
+/// (the write, the flush to disk, the rename). An existing `path` that is not a regular
+/// file ([`non_regular`]) is never replaced: checked again just before the rename.
+///
+/// # Errors
+/// `cannot create|writing|cannot write PATH: <OS error>`, or `PATH: ` and [`non_regular`]'s
+/// reason; the temporary file is removed.
+pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    if let Some(why) = non_regular(&tmp) {
+        anyhow::bail!("{}: {why}", tmp.display());
     }
+    let res = (|| {
+        let mut f =
+            File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        f.write_all(bytes)
+            .and_then(|()| f.sync_data())
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        drop(f);
+        rename_onto(&tmp, path)
+    })();
+    if res.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    res
+}
+
+/// Renames `tmp` onto `path` unless `path` exists and is not a regular file.
+fn rename_onto(tmp: &Path, path: &Path) -> anyhow::Result<()> {
+    if let Some(why) = non_regular(path) {
+        anyhow::bail!("{}: {why}", path.display());
+    }
+    std::fs::rename(tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Checks a `--result-filename`: a file name or a relative path with no `..` component
+/// (it stays inside `--result-dir`), or an absolute path (vLLM joins the two, so an absolute
+/// name goes where it says). Issue 39 §1: `../../../../dev/full` escaped `--result-dir`.
+///
+/// # Errors
+/// `--result-filename NAME: ` why: empty, or a `..` component.
+pub fn check_result_filename(name: &str) -> anyhow::Result<()> {
+    let p = Path::new(name);
+    if name.is_empty() || p.file_name().is_none() {
+        anyhow::bail!("--result-filename {name:?}: not a file name");
+    }
+    if p.components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        anyhow::bail!(
+            "--result-filename {name}: a `..` component leaves --result-dir; give a name inside \
+             it (or an absolute path)"
+        );
+    }
+    Ok(())
 }
 
 /// Every path a point will write, checked before any request is sent (issue 39 §8):
@@ -121,11 +221,32 @@ pub fn check_output_paths(opts: &BenchOptions) -> anyhow::Result<()> {
             .unwrap_or_else(|| PathBuf::from("."));
         check_dir_writable("--result-dir", &dir)?;
         if let (true, Some(name)) = (opts.save_result, &opts.result_filename) {
+            check_result_filename(name)?;
             check_file_writable("--result-filename", &dir.join(name))?;
+        }
+        // The side files the point may write there (`<stem>.server_metrics.jsonl`, …; with a
+        // default name the stem is a fresh one), and the InferenceX aggregate.
+        for side in SIDE_FILES {
+            if let Some(p) = side_file(opts, "", side) {
+                if opts.result_filename.is_some() || !opts.save_result {
+                    if let Some(why) = non_regular(&p) {
+                        anyhow::bail!("--result-dir {}: {}: {why}", dir.display(), p.display());
+                    }
+                }
+            }
+        }
+        if let Some(id) = &opts.job_identity {
+            let p = dir.join(id.aggregate_file_name());
+            if let Some(why) = non_regular(&p) {
+                anyhow::bail!("--result-dir {}: {}: {why}", dir.display(), p.display());
+            }
         }
     }
     Ok(())
 }
+
+/// The side files a point writes beside its result ([`side_file`]).
+pub const SIDE_FILES: [&str; 3] = ["server_metrics.jsonl", "power.csv", "power_validation.json"];
 
 /// `--save-requests` writer: one [`RequestRecord`] JSON object per line, flushed per record so
 /// a crash or a kill loses at most the record being written.
@@ -141,6 +262,9 @@ impl RecordSink {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("--save-requests: cannot create {}", dir.display()))?;
+        }
+        if let Some(why) = non_regular(path) {
+            anyhow::bail!("--save-requests {}: {why}", path.display());
         }
         let f = File::create(path)
             .with_context(|| format!("--save-requests: cannot create {}", path.display()))?;
@@ -401,9 +525,14 @@ fn write_json_to<T: serde::Serialize>(
     out.write_all(b"\n")?;
     out.flush()
         .with_context(|| format!("writing {}", tmp.display()))?;
-    drop(out);
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    let f = out
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    f.sync_data()
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    drop(f);
+    rename_onto(&tmp, path)
 }
 
 /// One console line per error class (profile and warmup failures together), with its counts
@@ -736,6 +865,47 @@ fn stop_line(o: &mut Report, stop: StopReason, measured: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39 §1 (fresh tester): the final write never replaces a non-regular file (checked
+    /// again before the rename: a FIFO that appeared during the run stays a FIFO, the temporary
+    /// file is removed), a regular one is replaced; `--result-filename` may not leave
+    /// `--result-dir` through `..`.
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_written_and_names_stay_in_the_result_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("r.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = write_file(&fifo, b"{}").unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            format!("{}: it is not a regular file (a FIFO)", fifo.display())
+        );
+        assert!(non_regular(&fifo).is_some());
+        assert!(!dir.path().join("r.json.tmp").exists());
+        let e = write_file(dir.path(), b"{}").unwrap_err();
+        assert!(format!("{e:#}").ends_with(": it is a directory"), "{e:#}");
+        let file = dir.path().join("ok.json");
+        std::fs::write(&file, "old").unwrap();
+        write_file(&file, b"new").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"new");
+        assert_eq!(non_regular(&file), None);
+        assert_eq!(non_regular(&dir.path().join("missing")), None);
+        for ok in ["r.json", "sub/r.json", "/abs/r.json"] {
+            assert!(check_result_filename(ok).is_ok(), "{ok}");
+        }
+        for bad in ["../r.json", "a/../../r.json", "../../../../dev/full"] {
+            assert!(
+                format!("{:#}", check_result_filename(bad).unwrap_err())
+                    .contains("a `..` component leaves --result-dir"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn vllm_default_file_name() {

@@ -1523,8 +1523,7 @@ fn patch_aggregate_power(path: &std::path::Path, p: &PowerSummary) -> anyhow::Re
         .as_object_mut()
         .context("the aggregate is not a JSON object")?;
     crate::power::patch_aggregate(obj, p);
-    std::fs::write(path, serde_json::to_string_pretty(&v)?)?;
-    Ok(())
+    output::write_file(path, serde_json::to_string_pretty(&v)?.as_bytes())
 }
 
 /// Wall-clock now on the run's clock, unix seconds (0 before 1970).

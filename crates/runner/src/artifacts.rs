@@ -34,12 +34,21 @@ pub fn is_done(dir: &Path) -> bool {
 }
 
 /// Writes `value` as pretty JSON to `path` atomically (temp file + rename), so a crash never
-/// leaves a half-written marker or summary.
+/// leaves a half-written marker or summary. A `path` that exists and is not a regular file (a
+/// directory, FIFO, device, socket) is never replaced (issue 39 §1): `InvalidInput` naming it,
+/// checked just before the rename.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
     text.push('\n');
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text)?;
+    if let Some(why) = inferbench_loadgen::output::non_regular(path) {
+        std::fs::remove_file(&tmp).ok();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: {why}", path.display()),
+        ));
+    }
     std::fs::rename(&tmp, path)
 }
 

@@ -319,9 +319,9 @@ async fn run_agentic_point(
         valid,
         summary.inferbench.power.as_ref(),
     )?;
-    std::fs::write(
-        req.dir.join(format!("{}.json", req.result_filename)),
-        serde_json::to_string_pretty(&aggregate)?,
+    inferbench_loadgen::output::write_file(
+        &req.dir.join(format!("{}.json", req.result_filename)),
+        serde_json::to_string_pretty(&aggregate)?.as_bytes(),
     )?;
     // The stop note is the point's outcome (its gate, or the interruption the progress line
     // states), not a warning beside it.

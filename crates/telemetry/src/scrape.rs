@@ -128,10 +128,19 @@ impl Scraper {
 
 /// Writes snapshots as `server_metrics.jsonl` lines (what the store ingests).
 pub fn write_jsonl(path: &Path, snaps: &[Snapshot]) -> std::io::Result<()> {
+    // Never written into a device, FIFO or socket, nor a directory (issue 39 §1).
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+    }
     let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
     for s in snaps {
         serde_json::to_writer(&mut f, s)?;
         f.write_all(b"\n")?;
     }
-    f.flush()
+    f.into_inner().map_err(|e| e.into_error())?.sync_data()
 }

@@ -184,6 +184,10 @@ pub fn plot(rows: &[PointRow], spec: &PlotSpec, out: &Path) -> Result<PlotReport
         std::fs::create_dir_all(dir)
             .map_err(|e| err(format!("cannot create its directory: {e}")))?;
     }
+    // Never a device, FIFO, socket or directory (issue 39 §1): refused before it is opened.
+    if std::fs::metadata(out).is_ok_and(|m| !m.is_file()) {
+        return Err(err("it exists and is not a regular file".into()));
+    }
     std::fs::File::create(out).map_err(|e| err(format!("cannot write it: {e}")))?;
     match ext.as_str() {
         "svg" => {

@@ -569,7 +569,7 @@ fn run_search(
     let path = dir.join(name);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let text = serde_json::to_string_pretty(&doc)? + "\n";
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    inferbench_loadgen::output::write_file(&path, text.as_bytes())?;
     eprintln!("wrote {}", path.display());
     Ok(match result.end {
         SearchEnd::Found | SearchEnd::AllMeet => ExitStatus::Ok,

@@ -42,6 +42,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         requests: 0,
         per_stream: 1,
         prompt_bytes: 0,
+        uncapped: false,
     }))?;
     let rt = tokio::runtime::Runtime::new()?;
     // Without --model, the server's first (as `bench`; trial 24).

@@ -62,6 +62,9 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     if let Some(line) = size_notice(traces.len(), requests, est, &args.out) {
         eprintln!("{line}");
     }
+    if let Some(why) = inferbench_loadgen::output::non_regular(&args.out) {
+        anyhow::bail!("--out {}: {why}", args.out.display());
+    }
     let f = std::fs::File::create(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     synthetic::write_jsonl(&traces, std::io::BufWriter::new(f))
@@ -125,6 +128,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         requests: 0,
         per_stream: 1,
         prompt_bytes: 0,
+        uncapped: false,
     };
     crate::limits::refuse_beyond(Some(need))?;
     // The traces (read or generated) within what the budget leaves besides the lanes: a load
@@ -143,6 +147,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         requests: 0,
         per_stream: prepared.peak_in_flight_per_session(),
         prompt_bytes: 0,
+        uncapped: false,
     }))?;
     let code = rt.block_on(async move {
         let cancel = super::shutdown_token(

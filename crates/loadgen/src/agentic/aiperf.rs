@@ -226,6 +226,7 @@ impl ProfileExportWriter {
         let dir = artifact_dir(result_dir);
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(PROFILE_EXPORT_JSONL);
+        regular_or_missing(&path)?;
         let out = BufWriter::new(File::create(&path)?);
         Ok(ProfileExportWriter {
             path,
@@ -605,10 +606,23 @@ fn add_timeslices(export: &mut ServerExport, snaps: &[Snapshot], start: f64, end
     }
 }
 
+/// An error when `path` exists and is not a regular file (issue 39 §1: never written into a
+/// device, FIFO or socket).
+fn regular_or_missing(path: &Path) -> io::Result<()> {
+    match crate::output::non_regular(path) {
+        Some(why) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: {why}", path.display()),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn write_json(path: &Path, v: &impl Serialize) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
+    regular_or_missing(path)?;
     let mut out = BufWriter::new(File::create(path)?);
     serde_json::to_writer_pretty(&mut out, v)?;
     out.write_all(b"\n")?;

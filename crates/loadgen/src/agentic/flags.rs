@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use inferbench_client::CancellationToken;
 use inferbench_workload::agentx::load::over_budget;
 use inferbench_workload::agentx::synthetic::{self, SHAPES};
@@ -15,6 +14,20 @@ use inferbench_workload::agentx::{load_traces, LoadOptions, LoadReport, Trace};
 use inferbench_workload::files::DEFAULT_MAX_CONTEXT_TOKENS;
 
 use super::prompt::Prompter;
+
+/// The files a replay writes into `--result-dir`, each refused up front when it exists and is
+/// not a regular file (issue 39 §1).
+const REPLAY_FILES: [&str; 9] = [
+    "summary.json",
+    "requests.jsonl",
+    inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE,
+    "server_metrics.jsonl",
+    "power.csv",
+    "power_validation.json",
+    "aiperf_artifacts/profile_export.jsonl",
+    "aiperf_artifacts/profile_export_aiperf.json",
+    "aiperf_artifacts/server_metrics_export.json",
+];
 use super::{
     exit_code, replay_summary, run_replay, theoretical_hit_rate, write_artifacts, ReplayOptions,
     ReplayStop, SchedConfig,
@@ -438,6 +451,7 @@ impl ReplayFlags {
         // Created and probed before any request (issue 39 §8).
         if let Some(d) = &self.result_dir {
             crate::output::check_dir_writable("--result-dir", d)?;
+            crate::output::check_files_in_dir("--result-dir", d, &REPLAY_FILES)?;
         }
         Ok(PreparedReplay {
             opts,
@@ -543,7 +557,12 @@ impl ReplayFlags {
             ReplayStop::WarmupFailed => invalid.push("a warmup request failed".into()),
             ReplayStop::Completed => {}
         }
-        if summary.completed == 0 {
+        // A replay that ran its course and measured nothing is failed, not invalid (issue 39
+        // §4, fresh tester): said as its status, its cause the summary's `failed_reason`.
+        if let Some(why) = &summary.inferbench.failed_reason {
+            println!("Status: failed ({why})");
+            invalid.clear();
+        } else if summary.completed == 0 {
             invalid.push("no request succeeded".into());
         }
         if unsafe_run {
@@ -551,33 +570,53 @@ impl ReplayFlags {
                 "duration below {MIN_VALID_DURATION_S} s with --unsafe-override"
             ));
         }
-        if measured && !invalid.is_empty() {
+        if measured && !invalid.is_empty() && summary.inferbench.failed_reason.is_none() {
             println!("Validity: invalid ({})", invalid.join("; "));
         }
+        // A write that fails at the end fails the point (exit 1), never 0, and is never said
+        // to be written (issue 39 §2, §6).
+        let mut write_failed = out.records_write_error.is_some();
         if let Some(dir) = &self.result_dir {
             let path = dir.join("summary.json");
-            let text = serde_json::to_string_pretty(&summary)?;
-            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-            let ctx = inferbench_core::summary::agentic::AgenticContext {
-                conc: self.concurrency,
-                model: self.target.model(),
-                ..Default::default()
-            };
-            write_artifacts(
-                dir,
-                &out,
-                &ctx,
-                !unsafe_run,
-                summary.inferbench.power.as_ref(),
-            )?;
-            eprintln!(
-                "wrote {}, {}, {} and {}/",
-                path.display(),
-                dir.join("requests.jsonl").display(),
-                dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE)
-                    .display(),
-                dir.join("aiperf_artifacts").display()
-            );
+            let written = (|| -> anyhow::Result<()> {
+                let text = serde_json::to_string_pretty(&summary)?;
+                crate::output::write_file(&path, text.as_bytes())?;
+                let ctx = inferbench_core::summary::agentic::AgenticContext {
+                    conc: self.concurrency,
+                    model: self.target.model(),
+                    ..Default::default()
+                };
+                write_artifacts(
+                    dir,
+                    &out,
+                    &ctx,
+                    !unsafe_run,
+                    summary.inferbench.power.as_ref(),
+                )?;
+                Ok(())
+            })();
+            match written {
+                Ok(()) => {
+                    let records = if out.records_write_error.is_some() {
+                        String::new()
+                    } else {
+                        format!("{}, ", dir.join("requests.jsonl").display())
+                    };
+                    eprintln!(
+                        "wrote {}, {records}{} and {}/",
+                        path.display(),
+                        dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE)
+                            .display(),
+                        dir.join("aiperf_artifacts").display()
+                    );
+                }
+                Err(e) => {
+                    eprintln!(
+                        "inferbench: writing the results failed: {e:#} (the point fails, exit 1)"
+                    );
+                    write_failed = true;
+                }
+            }
         }
         crate::power::drop_sampler_note(
             &mut power_notes,
@@ -594,11 +633,11 @@ impl ReplayFlags {
                 p.reasons.join(", ")
             );
         }
-        if summary.completed == 0 && out.stop == ReplayStop::Completed {
-            eprintln!("inferbench: nothing was measured: no profile request succeeded");
+        if let Some(why) = &summary.inferbench.failed_reason {
+            eprintln!("inferbench: {why}");
         }
         let mut code = exit_code(&out, &summary);
-        if code == 0 && self.power.require_power && power_invalid.is_some() {
+        if code == 0 && (write_failed || self.power.require_power && power_invalid.is_some()) {
             code = 1;
         }
         Ok(code)

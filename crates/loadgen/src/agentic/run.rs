@@ -165,6 +165,9 @@ pub struct ReplayOutcome {
     /// The server's chat-template overhead measured before the warmup (issue 39 §4), which each
     /// request's ISL check adds to the trace's `in`; `None` when it could not be measured.
     pub template_overhead: Option<TemplateOverhead>,
+    /// Why writing the records file (`requests.jsonl`, `save_requests`) failed, if it did
+    /// (also in `notes`): the point fails, exit 1 (issue 39 §2: it exited 0 and said "wrote").
+    pub records_write_error: Option<String>,
 }
 
 /// How a replay ended.
@@ -301,6 +304,7 @@ pub async fn run_replay(
     }
     let (kept, write_error, server_snapshots) = sinks.finish().await?;
     let mut notes = st.notes;
+    let records_write_error = write_error.clone();
     let (records, itl_ms) = kept_results(kept, write_error, &mut notes);
     let not_found = match (st.stop, first_warmup_failure(&records)) {
         (ReplayStop::WarmupFailed, Some(r)) => {
@@ -335,6 +339,7 @@ pub async fn run_replay(
         server_snapshots,
         itl_ms,
         template_overhead: overhead,
+        records_write_error,
     })
 }
 
@@ -919,6 +924,9 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
     if !interrupted && never_reached(out, s.completed) {
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
+    if s.completed == 0 {
+        s.inferbench.failed_reason = nothing_measured_reason(out);
+    }
     // The server's settings, as its first /metrics scrape reports them (issue 39 §5: a
     // replay against another server is not in the same group).
     let first = out
@@ -927,6 +935,38 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         .map_or(&[][..], |f| &f.samples[..]);
     s.inferbench.server = inferbench_core::fingerprint::server_fingerprint(model, None, first, &[]);
     s
+}
+
+/// Why a replay that ran its course measured nothing, or `None` (something succeeded, or it
+/// was cut short: interrupted, aborted, which its stop reason says). Such a point is *failed*
+/// (issue 39 §9, and §4 of the fresh tester for replay): the summary's
+/// `inferbench.failed_reason`, the AgentX aggregate's `failed_reason`, never an
+/// `invalid_reason`. `nothing was measured: none of the N profile requests succeeded (F
+/// failed)`, or `nothing was measured: no profile request was sent within the replay window`
+/// when none was. `None`
+/// too for a server never reached (`stop_reason: server_unreachable`, exit 3), as `bench`.
+pub fn nothing_measured_reason(out: &ReplayOutcome) -> Option<String> {
+    // Cut short, or never reached (its stop reason, `server_unreachable`, says so).
+    if out.stop != ReplayStop::Completed || never_reached(out, 0) {
+        return None;
+    }
+    let profile = || {
+        out.records
+            .iter()
+            .filter(|r| r.phase == Phase::Profile && r.error_class != Some(ErrorClass::Cancelled))
+    };
+    if profile().any(|r| r.success) {
+        return None;
+    }
+    let sent = profile().count();
+    Some(if sent == 0 {
+        "nothing was measured: no profile request was sent within the replay window".to_string()
+    } else {
+        format!(
+            "nothing was measured: none of the {sent} profile requests succeeded ({} failed)",
+            profile().filter(|r| !r.success).count()
+        )
+    })
 }
 
 /// Nothing succeeded and every failure (the replay's own cancellations aside) was a connect
@@ -958,7 +998,7 @@ pub fn theoretical_hit_rate(records: &[RequestRecord]) -> Option<f64> {
 /// The process exit code of a replay (as `bench`'s): 130 interrupted, 3 when every failure
 /// (the replay's own cancellations aside) was a connect error and nothing succeeded (server
 /// unreachable), 1 for the failure threshold, a
-/// failed root warmup or nothing measured, else 0.
+/// failed root warmup, nothing measured or a failed write of the records file, else 0.
 pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
     // Requests the replay itself cancelled (after an abort) say nothing about the server.
     if never_reached(out, summary.completed) && out.stop != ReplayStop::Interrupted {
@@ -968,6 +1008,7 @@ pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
         ReplayStop::Interrupted => crate::EXIT_INTERRUPTED,
         ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => crate::EXIT_ERROR_RATE,
         ReplayStop::Completed if summary.completed == 0 => crate::EXIT_ERROR_RATE,
+        ReplayStop::Completed if out.records_write_error.is_some() => crate::EXIT_ERROR_RATE,
         ReplayStop::Completed => 0,
     }
 }
@@ -1044,9 +1085,12 @@ pub fn write_artifacts(
     if let (Some(p), Some(obj)) = (power, json.as_object_mut()) {
         crate::power::patch_aggregate(obj, p);
     }
+    // A replay that measured nothing is failed, and says why (issue 39 §4, fresh tester).
+    if let (Some(why), Some(obj)) = (nothing_measured_reason(out), json.as_object_mut()) {
+        obj.insert("failed_reason".into(), serde_json::Value::from(why));
+    }
     let path = result_dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE);
-    std::fs::write(&path, serde_json::to_string_pretty(&json)?)
-        .with_context(|| format!("writing {}", path.display()))?;
+    output::write_file(&path, serde_json::to_string_pretty(&json)?.as_bytes())?;
     Ok(json)
 }
 

@@ -310,7 +310,10 @@ pub(super) fn summary_point(
     // reason anywhere).
     let reasons: Vec<String> = (f.cut_short.map(|r| cut_short_text(r).to_string()))
         .into_iter()
-        .chain(f.submission_invalid.filter(|_| agentic))
+        // A point that measured nothing is failed (its `error`), not also invalid for its
+        // AgentX submission (issue 39 §4, fresh tester: "replay shorter than AgentX's 900 s
+        // minimum" beside the failure).
+        .chain(f.submission_invalid.filter(|_| agentic && completed > 0.0))
         .chain(f.timing_invalid.and_then(|r| without_nothing_measured(&r)))
         .collect();
     pt.valid = reasons.is_empty();
