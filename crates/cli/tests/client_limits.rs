@@ -838,3 +838,45 @@ fn a_synthetic_corpus_written_beyond_ulimit_v_is_refused_naming_what_fits() {
     assert_eq!(r.status.code(), Some(0), "{text}");
     assert!(text.contains("wrote "), "{text}");
 }
+
+/// The message the out-of-memory net (or a budget refusal) names: `ulimit -v`, and never
+/// std's bare abort.
+fn assert_out_of_memory_named(o: &Output, text: &str, codes: &[i32]) {
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(o.status.signal(), None, "killed by a signal: {text}");
+    let code = o.status.code().unwrap();
+    assert!(codes.contains(&code), "exit {code}: {text}");
+    assert!(code == 0 || text.contains("ulimit -v"), "{text}");
+}
+
+/// Issue 39 §2, the net for the whole kind: an input the memory check does not count (here one
+/// 12 MB dataset line `{"prompt":[0,0,…]}`, 6 M token ids, parsed into far more than its
+/// bytes under `ulimit -v 300000`) ends with a message naming `ulimit -v` and exit 2 before any
+/// request, never SIGABRT (134, "memory allocation of N bytes failed") or a panic (101).
+#[test]
+fn an_uncounted_input_beyond_ulimit_v_exits_2_naming_the_limit_never_134() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ids.jsonl");
+    let ids = vec!["0"; 6_000_000].join(",");
+    std::fs::write(&path, format!("{{\"prompt\":[{ids}]}}\n")).unwrap();
+    let (l, url) = listener();
+    let (o, text) = dataset_bench("300000", &url, &path, &["--num-prompts", "1"]);
+    assert_out_of_memory_named(&o, &text, &[2]);
+    assert!(text.contains("nothing was sent"), "{text}");
+    assert_nothing_connected(&l);
+}
+
+/// The net catches allocation failures only: any other SIGABRT (here one sent from outside to
+/// a serving sim) still ends the process with the signal, as before the net.
+#[test]
+fn an_abort_that_is_not_out_of_memory_still_ends_with_sigabrt() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let mut sim = start_sim(&["--mode", "instant"]);
+    // SAFETY: kill(2) on the child's own pid.
+    assert_eq!(
+        unsafe { libc::kill(sim.0.id() as libc::pid_t, libc::SIGABRT) },
+        0
+    );
+    let status = sim.0.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}");
+}

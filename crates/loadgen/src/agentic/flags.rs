@@ -38,9 +38,11 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 #[command(
     after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
                   warmup request failed, nothing succeeded, or GPU power not valid with \
-                  --require-power; 2 bad flags or traces (FILE:LINE named), a --result-dir that \
-                  cannot be written (checked before any request), or a concurrency \
-                  this process cannot hold (ulimit -n, ulimit -v); 3 server \
+                  --require-power, or out of memory midway (ulimit -v named); 2 bad flags or \
+                  traces (FILE:LINE named), a --result-dir that \
+                  cannot be written (checked before any request), a concurrency \
+                  this process cannot hold (ulimit -n, ulimit -v), or out of memory before \
+                  any request (ulimit -v named, never SIGABRT); 3 server \
                   unreachable (before profiling, or no request reached it; partial results \
                   written); 130 interrupted (finished requests saved).\n\nExample (a short run on the \
                   simulator):\n  inferbench sim --block-size 64 &\n  inferbench replay --traces \
