@@ -421,7 +421,7 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
 
 /// Room kept for a dataset line while it is read and parsed, bytes: the line (at most
 /// `MAX_LINE_BYTES`, 64 MiB) and its parsed JSON, 2 × 64 MiB.
-pub const LINE_ROOM_BYTES: u64 = 2 * inferbench_workload::dataset::MAX_LINE_BYTES as u64;
+pub const LINE_ROOM_BYTES: u64 = inferbench_workload::dataset::LINE_PARSE_ROOM_BYTES;
 
 /// Memory a dataset's prompts may take (`BenchOptions::prompt_memory`), bytes: the budget less
 /// what `need` takes besides (the process, streams and records: [`Need::memory`]) and

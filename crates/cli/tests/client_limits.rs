@@ -849,21 +849,88 @@ fn assert_out_of_memory_named(o: &Output, text: &str, codes: &[i32]) {
     assert!(code == 0 || text.contains("ulimit -v"), "{text}");
 }
 
-/// Issue 39 §2, the net for the whole kind: an input the memory check does not count (here one
-/// 12 MB dataset line `{"prompt":[0,0,…]}`, 6 M token ids, parsed into far more than its
-/// bytes under `ulimit -v 300000`) ends with a message naming `ulimit -v` and exit 2 before any
-/// request, never SIGABRT (134, "memory allocation of N bytes failed") or a panic (101).
+/// Issue 39 §2, the net for the whole kind: an input the memory check does not count (here
+/// `eval`'s data file, read whole: a 131 MB `test.jsonl` under `ulimit -v 300000`) ends with a
+/// message naming `ulimit -v` and exit 2 before any request, never SIGABRT (134, "memory
+/// allocation of N bytes failed", as before the net) or a panic (101).
 #[test]
 fn an_uncounted_input_beyond_ulimit_v_exits_2_naming_the_limit_never_134() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ids.jsonl");
-    let ids = vec!["0"; 6_000_000].join(",");
-    std::fs::write(&path, format!("{{\"prompt\":[{ids}]}}\n")).unwrap();
+    let line = "{\"question\": \"Natalia sold clips to 48 of her friends in April, and then she \
+                sold half as many clips in May. How many clips did Natalia sell altogether?\", \
+                \"answer\": \"48/2 = 24 in May. 48+24 = 72 altogether.\\n#### 72\"}\n";
+    std::fs::write(dir.path().join("train.jsonl"), line.repeat(10)).unwrap();
+    let mut test =
+        std::io::BufWriter::new(std::fs::File::create(dir.path().join("test.jsonl")).unwrap());
+    for _ in 0..(131_000_000 / line.len()) {
+        std::io::Write::write_all(&mut test, line.as_bytes()).unwrap();
+    }
+    drop(test);
     let (l, url) = listener();
-    let (o, text) = dataset_bench("300000", &url, &path, &["--num-prompts", "1"]);
+    let (o, text) = under_ulimit(
+        &["-v 300000"],
+        &[
+            "eval",
+            "gsm8k",
+            "--data-dir",
+            dir.path().to_str().unwrap(),
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--limit",
+            "5",
+            "--result-dir",
+            dir.path().join("res").to_str().unwrap(),
+        ],
+    );
     assert_out_of_memory_named(&o, &text, &[2]);
-    assert!(text.contains("nothing was sent"), "{text}");
+    assert!(
+        text.contains(
+            "inferbench: error: out of memory under `ulimit -v` 300000 KiB: an input or load \
+             larger than the memory check counted; lower --max-concurrency/--num-prompts (or the \
+             input's size) or raise `ulimit -v` (nothing was sent)\n"
+        ),
+        "{text}"
+    );
     assert_nothing_connected(&l);
+}
+
+/// Trial of issue 39 §2, finding 4: one long dataset line whose JSON parse takes 10–30× its
+/// bytes (`"prompt":[0,0,…]`, an unread `"junk":[[],[],…]`, `extra_headers` with many keys)
+/// aborted `bench` (134). Each line's parse is budgeted before it happens: refused naming
+/// FILE:LINE and `ulimit -v` (exit 2, nothing sent); scaled to 12–24 MB lines under
+/// `ulimit -v 400000`.
+#[test]
+fn a_dataset_line_whose_parse_passes_ulimit_v_is_refused_before_parsing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = vec!["0"; 6_000_000].join(",");
+    let junk = vec!["[]"; 4_000_000].join(",");
+    let headers: Vec<String> = (0..2_000_000).map(|i| format!("\"h{i}\":1")).collect();
+    let lines = [
+        format!("{{\"prompt\":[{ids}]}}\n"),
+        format!("{{\"prompt\":\"hi\",\"junk\":[{junk}]}}\n"),
+        format!(
+            "{{\"prompt\":\"hi\",\"extra_headers\":{{{}}}}}\n",
+            headers.join(",")
+        ),
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        let path = dir.path().join(format!("l{i}.jsonl"));
+        std::fs::write(&path, format!("{{\"prompt\":\"a b\"}}\n{line}")).unwrap();
+        let (l, url) = listener();
+        let (o, text) = dataset_bench("400000", &url, &path, &["--num-prompts", "2"]);
+        assert_out_of_memory_named(&o, &text, &[2]);
+        assert!(
+            text.contains(&format!(
+                "{}:2: parsing this {}-byte line takes about",
+                path.display(),
+                line.trim().len()
+            )) && text.contains("raise `ulimit -v` (nothing was sent)"),
+            "{text}"
+        );
+        assert_nothing_connected(&l);
+    }
 }
 
 /// The net catches allocation failures only: any other SIGABRT (here one sent from outside to

@@ -261,6 +261,42 @@ fn prompt_bytes(d: &Draft) -> u64 {
     prompt_bytes_of(&d.text, d.messages.as_deref(), headers)
 }
 
+/// Room the caller keeps in its memory budget for one line while it is read and parsed,
+/// besides [`DatasetOptions::memory_budget`], bytes: the line (at most [`MAX_LINE_BYTES`]) and
+/// as much again for its parse. A line whose parse is estimated above this room and what the
+/// prompts have left ([`parse_bytes_estimate`]) is refused before it is parsed.
+pub const LINE_PARSE_ROOM_BYTES: u64 = 2 * MAX_LINE_BYTES as u64;
+
+/// Memory a JSON line takes while `serde_json` parses it into a `Value`, bytes, estimated on
+/// the high side from one pass over its bytes: the line itself, and 64 bytes for each value
+/// separator or opening bracket outside strings (`,` `:` `[` `{`): a `Value` is 32 bytes, a
+/// growing array holds up to twice its length while it reallocates, and an object entry's key
+/// is a string of its own. A line of text costs about its length; `[0,0,…]` about 32× it
+/// (measured: a 12 MB `[0,0,…]` prompt line needed > 300 MB).
+pub fn parse_bytes_estimate(line: &str) -> u64 {
+    let mut separators: u64 = 0;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in line.as_bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b',' | b':' | b'[' | b'{' => separators += 1,
+                _ => {}
+            }
+        }
+    }
+    (line.len() as u64).saturating_add(separators.saturating_mul(64))
+}
+
 /// The memory the prompts read so far take, against [`DatasetOptions::memory_budget`].
 struct Budget<'a> {
     path: &'a Path,
@@ -276,6 +312,34 @@ impl Budget<'_> {
             Some(most) if self.used > most => Err(()),
             _ => Ok(()),
         }
+    }
+
+    /// `Err` (naming `line`) when parsing `text` ([`parse_bytes_estimate`]) needs more than
+    /// [`LINE_PARSE_ROOM_BYTES`] and what the prompts have left; with no budget, `Ok`.
+    fn check_parse(&self, text: &str, line: usize) -> Result<(), WorkloadError> {
+        let Some(most) = self.most else {
+            return Ok(());
+        };
+        let room = most
+            .saturating_sub(self.used)
+            .saturating_add(LINE_PARSE_ROOM_BYTES);
+        let need = parse_bytes_estimate(text);
+        if need <= room {
+            return Ok(());
+        }
+        Err(WorkloadError::Parse {
+            path: self.path.to_path_buf(),
+            line: Some(line),
+            reason: format!(
+                "parsing this {}-byte line takes about {} MiB (its JSON values), more than the \
+                 {} MiB of memory left for it (`ulimit -v` or the memory available, less what \
+                 the streams, records, process and the prompts before it need): shorten the \
+                 line or raise `ulimit -v` (nothing was sent)",
+                text.len(),
+                need >> 20,
+                room >> 20
+            ),
+        })
     }
 
     /// The refusal when the prompt after `fit` prompts passed the budget (at `line`).
@@ -373,6 +437,7 @@ fn parse_jsonl(
         if l.is_empty() {
             continue;
         }
+        budget.check_parse(l, line_no)?;
         let v: Value = serde_json::from_str(l).map_err(|e| err(invalid_json(&e, line)))?;
         let reply = match &v {
             Value::Object(o) => {
@@ -575,6 +640,7 @@ fn parse_sharegpt(
             continue;
         }
         first = false;
+        budget.check_parse(line, line_no)?;
         let c: Value = serde_json::from_str(line).map_err(|e| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: Some(line_no),
@@ -784,6 +850,19 @@ impl Conversation<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39 §2 finding 4: a line's parse is estimated from its separators outside strings
+    /// (64 bytes each) besides its length; text (commas, brackets and escaped quotes inside a
+    /// string) costs its length only.
+    #[test]
+    fn a_lines_parse_estimate_counts_values_outside_strings() {
+        assert_eq!(parse_bytes_estimate("[0,0,0]"), 7 + 3 * 64);
+        assert_eq!(
+            parse_bytes_estimate(r#"{"prompt":"a, [b] {c}: \"d,\" e"}"#),
+            33 + 2 * 64
+        );
+        assert_eq!(parse_bytes_estimate(r#"{"h1":1,"h2":2}"#), 15 + 4 * 64);
+    }
 
     fn tok() -> Tokenizer {
         Tokenizer::load("o200k_base").unwrap()
