@@ -947,3 +947,31 @@ fn an_abort_that_is_not_out_of_memory_still_ends_with_sigabrt() {
     let status = sim.0.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}");
 }
+
+/// Trial of issue 39 §2, finding 3: one long trace line (`"hash_ids":[0,0,…]`, 100 M entries,
+/// under the line cap) aborted `replay` while serde built the list. The list is bounded while
+/// it is read: refused at its entry past the cap, naming FILE:LINE (exit 2, nothing sent);
+/// scaled to 5 M entries (10 MB) under `ulimit -v 400000`.
+#[test]
+fn a_long_hash_ids_line_under_ulimit_v_is_refused_while_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let ids = vec!["0"; 5_000_000].join(",");
+    std::fs::write(
+        &path,
+        format!(
+            "{{\"id\":\"x\",\"requests\":[{{\"t\":0,\"type\":\"n\",\"in\":1000,\"out\":10,\
+             \"hash_ids\":[{ids}]}}]}}\n"
+        ),
+    )
+    .unwrap();
+    let (o, text) = replay_under("400000", &["--traces", path.to_str().unwrap()], &[]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}:1: hash_ids: more than 262144 block ids (the token cap / 64 blocks)",
+            path.display()
+        )),
+        "{text}"
+    );
+}
