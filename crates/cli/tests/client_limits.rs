@@ -975,3 +975,34 @@ fn a_long_hash_ids_line_under_ulimit_v_is_refused_while_it_is_read() {
         "{text}"
     );
 }
+
+/// Trial of issue 39 §2, finding 2: 150 dataset prompts of `output_len` 130000 at
+/// `--max-concurrency 150` under `ulimit -v 400000` aborted `bench` (134): the records'
+/// per-token memory was counted for random prompts only. Each prompt's `output_len` counts
+/// (32 bytes a token) as the dataset is read: refused naming how many fit (exit 2, nothing
+/// sent).
+#[test]
+fn dataset_output_lens_beyond_ulimit_v_are_refused_naming_what_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.jsonl");
+    let body: String = (0..150)
+        .map(|i| format!("{{\"prompt\":\"hello there {i}\",\"output_len\":130000}}\n"))
+        .collect();
+    std::fs::write(&path, body).unwrap();
+    let (l, url) = listener();
+    let (o, text) = dataset_bench(
+        "400000",
+        &url,
+        &path,
+        &["--num-prompts", "150", "--max-concurrency", "150"],
+    );
+    assert_out_of_memory_named(&o, &text, &[2]);
+    let fits = text
+        .split("--num-prompts ")
+        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"));
+    // 8 MiB left for prompts at 2 workers; 130000 × 32 bytes ≈ 4 MiB a prompt.
+    assert_eq!(fits, "2", "{text}");
+    assert!(text.contains(&format!("{}:3: ", path.display())), "{text}");
+    assert_nothing_connected(&l);
+}

@@ -252,13 +252,28 @@ const PER_PROMPT_BYTES: usize = 256;
 /// Memory a chat message takes besides its text, bytes.
 const PER_MESSAGE_BYTES: usize = 64;
 
+/// Memory a request's record takes per output token while the run keeps it (its inter-token
+/// latency and stamps), bytes: 32, as loadgen's `limits::BYTES_PER_OUTPUT_TOKEN`.
+pub const RECORD_BYTES_PER_OUTPUT_TOKEN: u64 = 32;
+
+/// What a prompt costs the budget, bytes: its text, messages and headers
+/// ([`prompt_bytes_of`]) and the record its reply will fill: its `output_len` (or
+/// `max_tokens`, `output_tokens`) × [`RECORD_BYTES_PER_OUTPUT_TOKEN`], or for a recorded reply
+/// text ≈ 4 bytes per token (issue 39 §2 finding 2: 150 prompts of `output_len` 130000
+/// aborted a bench whose prompts were counted without their replies).
 fn prompt_bytes(d: &Draft) -> u64 {
     let headers: usize = d
         .extra_headers
         .iter()
         .map(|(k, v)| k.len() + v.len() + 48)
         .sum();
+    let reply_tokens = match &d.reply {
+        Reply::Tokens(n) => u64::from(*n),
+        Reply::Text(t) => (t.len() as u64).div_ceil(4),
+        Reply::Unknown => 0,
+    };
     prompt_bytes_of(&d.text, d.messages.as_deref(), headers)
+        .saturating_add(reply_tokens.saturating_mul(RECORD_BYTES_PER_OUTPUT_TOKEN))
 }
 
 /// Room the caller keeps in its memory budget for one line while it is read and parsed,
@@ -355,8 +370,9 @@ impl Budget<'_> {
             line,
             reason: format!(
                 "the prompts read up to here need more than the {} MiB of memory left for \
-                 prompts (`ulimit -v` or the memory available, less what the streams, records \
-                 and the process need); {fits} (nothing was sent)",
+                 prompts (their text and their replies' records: `ulimit -v` or the memory \
+                 available, less what the streams, records and the process need); {fits} \
+                 (nothing was sent)",
                 most >> 20
             ),
         }
@@ -1507,6 +1523,32 @@ mod tests {
     /// Issue 39 §2: the prompts count against the memory budget as they are read; the prompt
     /// that passes it is refused naming its line and how many fit (each prompt of 1,000 bytes
     /// of text counts 1,000 + 256 bytes).
+    /// Issue 39 §2 finding 2: a prompt's `output_len` counts its record's per-token memory
+    /// (32 bytes a token): 1,000 bytes of text and 100 output tokens are 1,256 + 3,200 bytes.
+    #[test]
+    fn a_prompts_output_len_counts_against_the_memory_budget() {
+        let d = tempfile::tempdir().unwrap();
+        let line = format!(
+            "{{\"prompt\": \"{}\", \"output_len\": 100}}\n",
+            "x".repeat(1000)
+        );
+        let p = write(&d, "p.jsonl", &line.repeat(3));
+        let within = |most: u64, n: usize| DatasetOptions {
+            num_prompts: Some(n),
+            memory_budget: Some(most),
+            ..Default::default()
+        };
+        let ok = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 4456, 2));
+        assert_eq!(ok.unwrap().len(), 2);
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 4456 + 4455, 3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("--num-prompts 2 or fewer fit (nothing was sent)"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn prompts_beyond_the_memory_budget_are_refused_naming_what_fits() {
         let d = tempfile::tempdir().unwrap();
@@ -1529,8 +1571,9 @@ mod tests {
         assert!(
             e.ends_with(
                 "p.jsonl:3: the prompts read up to here need more than the 0 MiB of memory left \
-                 for prompts (`ulimit -v` or the memory available, less what the streams, \
-                 records and the process need); --num-prompts 2 or fewer fit (nothing was sent)"
+                 for prompts (their text and their replies' records: `ulimit -v` or the memory \
+                 available, less what the streams, records and the process need); \
+                 --num-prompts 2 or fewer fit (nothing was sent)"
             ),
             "{e}"
         );
