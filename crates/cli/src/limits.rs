@@ -179,12 +179,22 @@ pub struct Need {
     /// Connections each stream may hold at once: 1, or for `replay` its sessions' peak of
     /// requests in flight (sub-agents take no lane of their own).
     pub per_stream: u64,
+    /// Bytes each connection's request in flight takes besides [`STREAM_BYTES`]: its prompt
+    /// text, request body and record's per-token data (`replay`: the largest request of its
+    /// traces, `PreparedReplay::peak_request_bytes`); 0 where prompts are counted as a whole
+    /// ([`Need::prompt_bytes`]).
+    pub request_bytes: u64,
     /// Bytes of prompts built before the run (random prompts' text and token ids:
     /// `BenchOptions::estimated_prompt_bytes`; 0 when the prompts come from a file).
     pub prompt_bytes: u64,
 }
 
 impl Need {
+    /// Memory each connection takes, bytes: [`STREAM_BYTES`] and [`Need::request_bytes`].
+    pub fn connection_bytes(&self) -> u64 {
+        STREAM_BYTES.saturating_add(self.request_bytes)
+    }
+
     /// Connections the streams may hold: streams × [`Need::per_stream`].
     pub fn connections(&self) -> u64 {
         self.streams.saturating_mul(self.per_stream.max(1))
@@ -201,7 +211,7 @@ impl Need {
     /// Memory the run needs, bytes: `base` (the process's own: [`base_bytes`]) + streams ×
     /// [`STREAM_BYTES`] + requests × [`REQUEST_BYTES`] + the prompts' bytes.
     pub fn memory(&self, base: u64) -> u64 {
-        base.saturating_add(self.connections().saturating_mul(STREAM_BYTES))
+        base.saturating_add(self.connections().saturating_mul(self.connection_bytes()))
             .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
             .saturating_add(self.prompt_bytes)
     }
@@ -329,7 +339,7 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             .saturating_sub(limits.base)
             .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES))
             .saturating_sub(need.prompt_bytes);
-        fit = fit.min(spare / STREAM_BYTES / need.per_stream.max(1));
+        fit = fit.min(spare / need.connection_bytes() / need.per_stream.max(1));
         let requests = if need.requests > 0 {
             format!(" and {} requests", need.requests)
         } else {
@@ -355,7 +365,7 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
              MiB",
             need.streams,
             need_memory.div_ceil(1 << 20),
-            STREAM_BYTES >> 10,
+            need.connection_bytes() >> 10,
             REQUEST_BYTES >> 10,
             limits.base.div_ceil(1 << 20),
             limits.threads,
@@ -415,6 +425,7 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         streams,
         requests,
         per_stream: 1,
+        request_bytes: 0,
         prompt_bytes: opts.estimated_prompt_bytes(),
     })
 }
@@ -451,6 +462,7 @@ pub fn selftest_need(levels: &str) -> Option<Need> {
         streams: most,
         requests: 0,
         per_stream: 1,
+        request_bytes: 0,
         prompt_bytes: 0,
     })
 }
@@ -494,8 +506,26 @@ mod tests {
             streams,
             requests,
             per_stream: 1,
+            request_bytes: 0,
             prompt_bytes: 0,
         }
+    }
+
+    /// Issue 39 §2 finding 1: a request's own memory in flight counts per connection: 1 MiB
+    /// more per stream, room for 10 such streams besides the process: 10 fit.
+    #[test]
+    fn a_requests_bytes_count_per_connection() {
+        let mut n = need(100, 0);
+        n.request_bytes = 1 << 20;
+        let room = base_bytes(2) + 10 * ((1 << 20) + STREAM_BYTES);
+        let e = check(&n, &limits(1 << 20, Some(room))).unwrap_err();
+        assert!(e.contains("(1088 KiB per stream,"), "{e}");
+        assert!(
+            e.ends_with("--max-concurrency 10 or less fits (nothing was sent)"),
+            "{e}"
+        );
+        n.streams = 10;
+        assert_eq!(check(&n, &limits(1 << 20, Some(room))), Ok(()));
     }
 
     /// `ulimit -n 256` with 400 streams: 400 + 16 + 64 = 480 files needed, 176 streams fit.
@@ -574,6 +604,7 @@ mod tests {
     fn prompts_count_against_the_address_space_limit() {
         let as_limit = 700_000u64 * 1024;
         let n = Need {
+            request_bytes: 0,
             prompt_bytes: 6 * 10_000_000 * 16,
             ..need(1, 6)
         };
@@ -605,6 +636,7 @@ mod tests {
                 streams: 4096,
                 requests: 0,
                 per_stream: 1,
+                request_bytes: 0,
                 prompt_bytes: 0,
             })
         );

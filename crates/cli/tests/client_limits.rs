@@ -1006,3 +1006,46 @@ fn dataset_output_lens_beyond_ulimit_v_are_refused_naming_what_fits() {
     assert!(text.contains(&format!("{}:3: ", path.display())), "{text}");
     assert_nothing_connected(&l);
 }
+
+/// Trial of issue 39 §2, finding 1: `replay` followed its own advice into SIGABRT: requests of
+/// `in: 390000` build prompts and bodies the check did not count. Each connection now counts
+/// its largest request (16 bytes an input token, 32 an output token): 32 lanes of 3 × 390000
+/// under `ulimit -v 400000` are refused naming the 24 that fit (exit 2, nothing sent); 24 ran
+/// to the end against the sim by hand.
+#[test]
+fn replay_counts_its_largest_request_per_lane_against_ulimit_v() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    let body: String = (0..32)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"s{i}\",\"requests\":[{}]}}\n",
+                (0..3)
+                    .map(|k| format!(
+                        "{{\"t\":{k},\"type\":\"n\",\"in\":390000,\"out\":10,\"api_time\":0.5}}"
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        })
+        .collect();
+    std::fs::write(&path, body).unwrap();
+    let (o, text) = replay_under(
+        "400000",
+        &["--traces", path.to_str().unwrap()],
+        &[
+            "--concurrency",
+            "32",
+            "--max-model-len",
+            "400000",
+            "--warmup-requests-per-lane",
+            "0",
+        ],
+    );
+    assert_out_of_memory_named(&o, &text, &[2]);
+    assert!(
+        text.contains("(6158 KiB per stream,")
+            && text.contains("--concurrency 24 or less fits (nothing was sent)"),
+        "{text}"
+    );
+}

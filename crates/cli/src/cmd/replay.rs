@@ -124,6 +124,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         streams: u64::from(flags.concurrency),
         requests: 0,
         per_stream: 1,
+        request_bytes: 0,
         prompt_bytes: 0,
     };
     crate::limits::refuse_beyond(Some(need))?;
@@ -136,12 +137,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let prepared = rt.block_on(flags.prepare_bounded(tls.options()))?;
     // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
     // a connection (trial finding 3: 19,000 lanes passed the check, then held 19,847 files and
-    // failed warmups with EMFILE). Checked once the traces are known, before any request.
+    // failed warmups with EMFILE). Checked once the traces are known, before any request,
+    // with each request's memory in flight (its prompt, body and record: the largest's).
     crate::limits::refuse_beyond(Some(crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
         per_stream: prepared.peak_in_flight_per_session(),
+        // Each request in flight builds its prompt and body and fills its record: the
+        // largest one's, per connection (issue 39 §2 findings 1–2).
+        request_bytes: prepared.peak_request_bytes(),
         prompt_bytes: 0,
     }))?;
     let code = rt.block_on(async move {

@@ -265,6 +265,27 @@ impl PreparedReplay {
         self.opts.tls = tls;
     }
 
+    /// Memory one request in flight may take besides its connection, bytes: the largest over
+    /// the loaded traces' requests of `in` × [`crate::options::limits::BYTES_PER_PROMPT_TOKEN`]
+    /// (the prompt text the lane builds and the request body it writes, both growing with `in`)
+    /// plus `out` × [`crate::options::limits::BYTES_PER_OUTPUT_TOKEN`] (the record's per-token
+    /// data); 0 without traces (issue 39 §2 findings 1–2: 128 lanes of `in: 390000`, or of
+    /// `out: 130000`, aborted a replay the check had let through).
+    pub fn peak_request_bytes(&self) -> u64 {
+        use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
+        (self.traces.iter())
+            .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
+            .map(|r| {
+                u64::from(r.input_tokens)
+                    .saturating_mul(BYTES_PER_PROMPT_TOKEN)
+                    .saturating_add(
+                        u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN),
+                    )
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The most requests one session of the loaded traces has in flight at once
     /// ([`super::TreePlan::peak_in_flight`]); 1 without traces.
     pub fn peak_in_flight_per_session(&self) -> u64 {
