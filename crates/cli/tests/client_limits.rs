@@ -849,39 +849,59 @@ fn assert_out_of_memory_named(o: &Output, text: &str, codes: &[i32]) {
     assert!(code == 0 || text.contains("ulimit -v"), "{text}");
 }
 
-/// Issue 39 §2, the net for the whole kind: an input the memory check does not count (here
-/// `eval`'s data file, read whole: a 131 MB `test.jsonl` under `ulimit -v 300000`) ends with a
-/// message naming `ulimit -v` and exit 2 before any request, never SIGABRT (134, "memory
-/// allocation of N bytes failed", as before the net) or a panic (101).
+/// Issue 39 §2, the net for the whole kind: an input the memory check does not count (here a
+/// 29 MB `--tokenizer` with 1.5 M vocabulary entries, which the tokenizer library expands
+/// many times over, under `ulimit -v 300000`) ends with a message naming `ulimit -v` and exit
+/// 2 before any request, never SIGABRT (134, "memory allocation of 96000000 bytes failed", as
+/// before the net) or a panic (101).
 #[test]
 fn an_uncounted_input_beyond_ulimit_v_exits_2_naming_the_limit_never_134() {
     let dir = tempfile::tempdir().unwrap();
-    let line = "{\"question\": \"Natalia sold clips to 48 of her friends in April, and then she \
-                sold half as many clips in May. How many clips did Natalia sell altogether?\", \
-                \"answer\": \"48/2 = 24 in May. 48+24 = 72 altogether.\\n#### 72\"}\n";
-    std::fs::write(dir.path().join("train.jsonl"), line.repeat(10)).unwrap();
-    let mut test =
-        std::io::BufWriter::new(std::fs::File::create(dir.path().join("test.jsonl")).unwrap());
-    for _ in 0..(131_000_000 / line.len()) {
-        std::io::Write::write_all(&mut test, line.as_bytes()).unwrap();
+    let path = dir.path().join("tokenizer.json");
+    let mut vocab = String::from("{");
+    for i in 0..1_500_000 {
+        if i > 0 {
+            vocab.push(',');
+        }
+        vocab.push_str(&format!("\"t{i}\":{i}"));
     }
-    drop(test);
+    vocab.push('}');
+    std::fs::write(
+        &path,
+        format!(
+            "{{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[],\
+             \"normalizer\":null,\"pre_tokenizer\":{{\"type\":\"Whitespace\"}},\
+             \"post_processor\":null,\"decoder\":null,\"model\":{{\"type\":\"BPE\",\
+             \"dropout\":null,\"unk_token\":null,\"continuing_subword_prefix\":null,\
+             \"end_of_word_suffix\":null,\"fuse_unk\":false,\"byte_fallback\":false,\
+             \"vocab\":{vocab},\"merges\":[]}}}}"
+        ),
+    )
+    .unwrap();
     let (l, url) = listener();
     let (o, text) = under_ulimit(
         &["-v 300000"],
         &[
-            "eval",
-            "gsm8k",
-            "--data-dir",
-            dir.path().to_str().unwrap(),
+            "bench",
             "--base-url",
             &url,
             "--model",
             "m",
-            "--limit",
-            "5",
-            "--result-dir",
-            dir.path().join("res").to_str().unwrap(),
+            "--tokenizer",
+            path.to_str().unwrap(),
+            "--num-prompts",
+            "1",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "4",
+            "--num-warmups",
+            "0",
+            "--progress",
+            "off",
+            "--power",
+            "off",
+            "--no-server-metrics",
         ],
     );
     assert_out_of_memory_named(&o, &text, &[2]);
@@ -894,6 +914,69 @@ fn an_uncounted_input_beyond_ulimit_v_exits_2_naming_the_limit_never_134() {
         "{text}"
     );
     assert_nothing_connected(&l);
+}
+
+/// Trial of issue 39 §2, finding 5: `eval --limit 5` read its whole `test.jsonl` (gsm8k
+/// repeated: 785 MB peak for 375 MB, 134 under `ulimit -v 600000`), and a sparse 3 GB one
+/// failed "out of memory" naming nothing. The splits are read a line at a time, only as far as
+/// `--limit` (and the shots) go: a 131 MB file under `ulimit -v 300000` (134 before) gets to
+/// the server (exit 3 against a closed port); a sparse file's first line is longer than a
+/// line may be (exit 2, FILE:LINE).
+#[test]
+fn eval_reads_only_the_problems_its_limit_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "{\"question\": \"Natalia sold clips to 48 of her friends in April, and then she \
+                sold half as many clips in May. How many clips did Natalia sell altogether?\", \
+                \"answer\": \"48/2 = 24 in May. 48+24 = 72 altogether.\\n#### 72\"}\n";
+    std::fs::write(dir.path().join("train.jsonl"), line.repeat(10)).unwrap();
+    let test_path = dir.path().join("test.jsonl");
+    let mut test = std::io::BufWriter::new(std::fs::File::create(&test_path).unwrap());
+    for _ in 0..(131_000_000 / line.len()) {
+        std::io::Write::write_all(&mut test, line.as_bytes()).unwrap();
+    }
+    drop(test);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let eval = || {
+        under_ulimit(
+            &["-v 300000"],
+            &[
+                "eval",
+                "gsm8k",
+                "--data-dir",
+                dir.path().to_str().unwrap(),
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--limit",
+                "5",
+                "--result-dir",
+                dir.path().join("res").to_str().unwrap(),
+            ],
+        )
+    };
+    let (o, text) = eval();
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(text.contains("server unreachable"), "{text}");
+    std::fs::remove_file(&test_path).unwrap();
+    std::fs::File::create(&test_path)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let (o, text) = eval();
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: {}:1: the line is longer than the 1048576-byte limit of a line\n",
+            test_path.display()
+        )),
+        "{text}"
+    );
 }
 
 /// Trial of issue 39 §2, finding 4: one long dataset line whose JSON parse takes 10–30× its
