@@ -1132,3 +1132,34 @@ fn replay_counts_its_largest_request_per_lane_against_ulimit_v() {
         "{text}"
     );
 }
+
+/// Trial of issue 39 §2, finding 7: `(ulimit -v 120000; sim)` and `(ulimit -v 150000;
+/// quickstart --fast)` aborted (134) at start: they end through the net now, naming `ulimit -v`
+/// (exit 2, nothing sent), or run (0 where the machine's threads happen to fit).
+#[test]
+fn sim_and_quickstart_under_a_tiny_ulimit_v_never_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    // `timeout`: a sim that did start would serve until stopped (124 then fails the test).
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 120000 || exit 99; exec timeout 60 \"$0\" sim --port \"$1\"")
+        .arg(BIN)
+        .arg(&port)
+        .env("TOKIO_WORKER_THREADS", "2")
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_out_of_memory_named(&o, &text, &[2]);
+    let out = dir.path().join("qs");
+    let (o, text) = under_ulimit(
+        &["-v 150000"],
+        &["quickstart", "--fast", "--out", out.to_str().unwrap()],
+    );
+    assert_out_of_memory_named(&o, &text, &[0, 2]);
+}
