@@ -448,6 +448,66 @@ pub fn prompt_room(need: &Need, limits: &Limits) -> Option<u64> {
     )
 }
 
+/// Address space a Hugging Face `tokenizer.json` takes while it is loaded and kept, per byte of
+/// the file: 20. Measured (2026-12-07, debug build, 2 workers): a 29 MB BPE file of 1.5 M
+/// vocabulary entries loaded under `ulimit -v 650000` and not under 550000 (≈ 16× its size
+/// besides the process: the JSON, the vocabulary both ways and the model's maps); rounded up.
+pub const TOKENIZER_BYTES_PER_FILE_BYTE: u64 = 20;
+
+/// The memory loading `--tokenizer SPEC` takes, bytes: a file's (or a directory's
+/// `tokenizer.json`'s) size × [`TOKENIZER_BYTES_PER_FILE_BYTE`]; 0 for the embedded encodings
+/// (`o200k_base`, `cl100k_base`, `server`) and for a path that does not exist (the loader names
+/// it).
+pub fn tokenizer_bytes(spec: &str) -> u64 {
+    let spec = spec.trim();
+    if matches!(
+        spec,
+        "" | "o200k_base" | "o200k" | "cl100k_base" | "cl100k" | "server"
+    ) {
+        return 0;
+    }
+    let path = std::path::Path::new(spec);
+    let file = if path.is_dir() {
+        path.join("tokenizer.json")
+    } else {
+        path.to_path_buf()
+    };
+    std::fs::metadata(&file)
+        .map_or(0, |m| m.len())
+        .saturating_mul(TOKENIZER_BYTES_PER_FILE_BYTE)
+}
+
+/// Refuses (exit 2, before anything is loaded or sent) a `--tokenizer` whose load
+/// ([`tokenizer_bytes`]) does not fit in the budget beside what `need` takes (issue 39 §2
+/// finding 6: a 150 MB tokenizer.json aborted under `ulimit -v 1000000`); returns its bytes,
+/// which the caller adds to the prompts' share. With no budget known, `Ok` with its bytes.
+///
+/// # Errors
+/// The message names the file's size, what loading it takes, the limit (`ulimit -v` or the
+/// memory available) and the limit that would fit.
+pub fn refuse_tokenizer(spec: &str, need: &Need, limits: &Limits) -> anyhow::Result<u64> {
+    let bytes = tokenizer_bytes(spec);
+    let Some(budget) = limits.memory else {
+        return Ok(bytes);
+    };
+    let total = need.memory(limits.base).saturating_add(bytes);
+    if bytes == 0 || total <= budget.bytes {
+        return Ok(bytes);
+    }
+    anyhow::bail!(
+        "--tokenizer {spec}: loading it takes about {} MiB ({}× its {} MiB, measured), and with \
+         the run's {} MiB that is more than the {} MiB {} allows; raise it (`ulimit -v {}` \
+         fits) or use a smaller tokenizer (nothing was sent)",
+        bytes >> 20,
+        TOKENIZER_BYTES_PER_FILE_BYTE,
+        (bytes / TOKENIZER_BYTES_PER_FILE_BYTE) >> 20,
+        need.memory(limits.base) >> 20,
+        budget.bytes >> 20,
+        budget.what(),
+        total.div_ceil(1024),
+    )
+}
+
 /// What `selftest --concurrency LIST` asks: its largest level's streams (requests unknown:
 /// each level runs for a duration). `None` for a list selftest itself refuses.
 pub fn selftest_need(levels: &str) -> Option<Need> {
@@ -509,6 +569,38 @@ mod tests {
             request_bytes: 0,
             prompt_bytes: 0,
         }
+    }
+
+    /// Issue 39 §2 finding 6: a tokenizer file counts 20× its size before it is loaded; the
+    /// embedded encodings count nothing.
+    #[test]
+    fn a_tokenizer_file_is_counted_before_it_is_loaded() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        f.as_file().set_len(10 << 20).unwrap();
+        let spec = f.path().to_str().unwrap();
+        assert_eq!(tokenizer_bytes(spec), 200 << 20);
+        assert_eq!(tokenizer_bytes("o200k_base"), 0);
+        let n = need(1, 1);
+        let room = n.memory(base_bytes(2)) + (200 << 20);
+        assert_eq!(
+            refuse_tokenizer(spec, &n, &limits(1 << 20, Some(room))).unwrap(),
+            200 << 20
+        );
+        let e = refuse_tokenizer(spec, &n, &limits(1 << 20, Some(room - 1)))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "--tokenizer {spec}: loading it takes about 200 MiB (20× its 10 MiB, measured), \
+                 and with the run's {} MiB that is more than the {} MiB the address-space limit \
+                 `ulimit -v` allows; raise it (`ulimit -v {}` fits) or use a smaller tokenizer \
+                 (nothing was sent)",
+                n.memory(base_bytes(2)) >> 20,
+                (room - 1) >> 20,
+                room.div_ceil(1024)
+            )
+        );
     }
 
     /// Issue 39 §2 finding 1: a request's own memory in flight counts per connection: 1 MiB

@@ -240,6 +240,7 @@ fn main() {
     // The out-of-memory net first (issue 39 §2): an allocation failure anywhere after this
     // ends with a message naming `ulimit -v` and exit 2/1, never a bare SIGABRT.
     oom::install();
+    oom::debug_allocate();
     // Counted before this process opens anything of its own (issue 39 §2: inherited
     // descriptors count against `ulimit -n`).
     limits::inherited_files();

@@ -122,6 +122,20 @@ pub fn install() {
     }
 }
 
+/// Debug builds only: with `INFERBENCH_DEBUG_ALLOCATE_BYTES=N` set, allocates N bytes
+/// infallibly (as any uncounted input would) right after [`install`], so the net's tests do
+/// not depend on which inputs the budget does not count yet. Release builds ignore it.
+pub fn debug_allocate() {
+    #[cfg(debug_assertions)]
+    if let Some(n) = std::env::var("INFERBENCH_DEBUG_ALLOCATE_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        let v: Vec<u8> = vec![1u8; n];
+        std::hint::black_box(&v);
+    }
+}
+
 /// The exit status for running out of memory now: 1 when a request has been sent, else 2.
 fn status() -> i32 {
     if inferbench_client::any_request_sent() {

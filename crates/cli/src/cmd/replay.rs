@@ -119,7 +119,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let ReplayArgs { mut flags, tls } = args;
     // More lanes than this process can hold: refused before the traces load (issue 39 §2:
     // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
-    let need = crate::limits::Need {
+    let mut need = crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
@@ -128,6 +128,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         prompt_bytes: 0,
     };
     crate::limits::refuse_beyond(Some(need))?;
+    // A tokenizer file is an input too: counted before it is loaded, and left out of the
+    // traces' room (issue 39 §2 finding 6).
+    need.prompt_bytes =
+        crate::limits::refuse_tokenizer(&flags.tokenizer, &need, &crate::limits::current())?;
     // The traces (read or generated) within what the budget leaves besides the lanes: a load
     // that needs more is refused naming how many traces fit, before any request (issue 39 §2:
     // a 488 MB trace file under `ulimit -v 1000000`, or the 062126-256k corpus at 400000,
