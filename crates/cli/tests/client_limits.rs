@@ -752,9 +752,21 @@ fn a_synthetic_corpus_beyond_ulimit_v_is_refused_naming_what_fits() {
         "{text}"
     );
     assert_eq!(fits, "15", "{text}");
+    // Once loaded, each lane also counts its largest request in flight (finding 1 of the
+    // second trial): 64 lanes of these traces do not fit, and the refusal names the 36 that do.
     let (o, text) = replay_under(
         "400000",
         &["--synthetic", "062126-256k", "--concurrency", "64"],
+        &["--num-dataset-entries", fits],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--concurrency 36 or less fits (nothing was sent)"),
+        "{text}"
+    );
+    let (o, text) = replay_under(
+        "400000",
+        &["--synthetic", "062126-256k", "--concurrency", "36"],
         &["--num-dataset-entries", fits],
     );
     assert_eq!(o.status.code(), Some(3), "{text}");
@@ -1172,5 +1184,11 @@ fn sim_and_quickstart_under_a_tiny_ulimit_v_never_abort() {
         &["-v 150000"],
         &["quickstart", "--fast", "--out", out.to_str().unwrap()],
     );
-    assert_out_of_memory_named(&o, &text, &[0, 2]);
+    // Near its edge quickstart may also start and have its points' requests fail for want of
+    // memory (exit 1, stored as failed points): an outcome, not an abort.
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(o.status.signal(), None, "{text}");
+    let code = o.status.code().unwrap();
+    assert!([0, 1, 2].contains(&code), "exit {code}: {text}");
+    assert!(code != 2 || text.contains("ulimit -v"), "{text}");
 }
