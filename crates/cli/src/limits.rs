@@ -179,6 +179,11 @@ pub struct Need {
     /// Connections each stream may hold at once: 1, or for `replay` its sessions' peak of
     /// requests in flight (sub-agents take no lane of their own).
     pub per_stream: u64,
+    /// Bytes each connection's request in flight takes besides [`STREAM_BYTES`]: its prompt
+    /// text, request body and record's per-token data (`replay`: the largest request of its
+    /// traces, `PreparedReplay::peak_request_bytes`); 0 where prompts are counted as a whole
+    /// ([`Need::prompt_bytes`]).
+    pub request_bytes: u64,
     /// Bytes of prompts built before the run (random prompts' text and token ids:
     /// `BenchOptions::estimated_prompt_bytes`; 0 when the prompts come from a file).
     pub prompt_bytes: u64,
@@ -189,6 +194,11 @@ pub struct Need {
 }
 
 impl Need {
+    /// Memory each connection takes, bytes: [`STREAM_BYTES`] and [`Need::request_bytes`].
+    pub fn connection_bytes(&self) -> u64 {
+        STREAM_BYTES.saturating_add(self.request_bytes)
+    }
+
     /// Connections the streams may hold: streams × [`Need::per_stream`].
     pub fn connections(&self) -> u64 {
         self.streams.saturating_mul(self.per_stream.max(1))
@@ -205,7 +215,7 @@ impl Need {
     /// Memory the run needs, bytes: `base` (the process's own: [`base_bytes`]) + streams ×
     /// [`STREAM_BYTES`] + requests × [`REQUEST_BYTES`] + the prompts' bytes.
     pub fn memory(&self, base: u64) -> u64 {
-        base.saturating_add(self.connections().saturating_mul(STREAM_BYTES))
+        base.saturating_add(self.connections().saturating_mul(self.connection_bytes()))
             .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
             .saturating_add(self.prompt_bytes)
     }
@@ -333,7 +343,7 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             .saturating_sub(limits.base)
             .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES))
             .saturating_sub(need.prompt_bytes);
-        fit = fit.min(spare / STREAM_BYTES / need.per_stream.max(1));
+        fit = fit.min(spare / need.connection_bytes() / need.per_stream.max(1));
         let requests = if need.requests > 0 {
             format!(" and {} requests", need.requests)
         } else {
@@ -359,7 +369,7 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
              MiB",
             need.streams,
             need_memory.div_ceil(1 << 20),
-            STREAM_BYTES >> 10,
+            need.connection_bytes() >> 10,
             REQUEST_BYTES >> 10,
             limits.base.div_ceil(1 << 20),
             limits.threads,
@@ -427,6 +437,7 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         streams,
         requests,
         per_stream: 1,
+        request_bytes: 0,
         prompt_bytes: opts.estimated_prompt_bytes(),
         uncapped,
     })
@@ -434,7 +445,7 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
 
 /// Room kept for a dataset line while it is read and parsed, bytes: the line (at most
 /// `MAX_LINE_BYTES`, 64 MiB) and its parsed JSON, 2 × 64 MiB.
-pub const LINE_ROOM_BYTES: u64 = 2 * inferbench_workload::dataset::MAX_LINE_BYTES as u64;
+pub const LINE_ROOM_BYTES: u64 = inferbench_workload::dataset::LINE_PARSE_ROOM_BYTES;
 
 /// Memory a dataset's prompts may take (`BenchOptions::prompt_memory`), bytes: the budget less
 /// what `need` takes besides (the process, streams and records: [`Need::memory`]) and
@@ -447,6 +458,66 @@ pub fn prompt_room(need: &Need, limits: &Limits) -> Option<u64> {
             .bytes
             .saturating_sub(need.memory(limits.base))
             .saturating_sub(LINE_ROOM_BYTES),
+    )
+}
+
+/// Address space a Hugging Face `tokenizer.json` takes while it is loaded and kept, per byte of
+/// the file: 20. Measured (2026-12-07, debug build, 2 workers): a 29 MB BPE file of 1.5 M
+/// vocabulary entries loaded under `ulimit -v 650000` and not under 550000 (≈ 16× its size
+/// besides the process: the JSON, the vocabulary both ways and the model's maps); rounded up.
+pub const TOKENIZER_BYTES_PER_FILE_BYTE: u64 = 20;
+
+/// The memory loading `--tokenizer SPEC` takes, bytes: a file's (or a directory's
+/// `tokenizer.json`'s) size × [`TOKENIZER_BYTES_PER_FILE_BYTE`]; 0 for the embedded encodings
+/// (`o200k_base`, `cl100k_base`, `server`) and for a path that does not exist (the loader names
+/// it).
+pub fn tokenizer_bytes(spec: &str) -> u64 {
+    let spec = spec.trim();
+    if matches!(
+        spec,
+        "" | "o200k_base" | "o200k" | "cl100k_base" | "cl100k" | "server"
+    ) {
+        return 0;
+    }
+    let path = std::path::Path::new(spec);
+    let file = if path.is_dir() {
+        path.join("tokenizer.json")
+    } else {
+        path.to_path_buf()
+    };
+    std::fs::metadata(&file)
+        .map_or(0, |m| m.len())
+        .saturating_mul(TOKENIZER_BYTES_PER_FILE_BYTE)
+}
+
+/// Refuses (exit 2, before anything is loaded or sent) a `--tokenizer` whose load
+/// ([`tokenizer_bytes`]) does not fit in the budget beside what `need` takes (issue 39 §2
+/// finding 6: a 150 MB tokenizer.json aborted under `ulimit -v 1000000`); returns its bytes,
+/// which the caller adds to the prompts' share. With no budget known, `Ok` with its bytes.
+///
+/// # Errors
+/// The message names the file's size, what loading it takes, the limit (`ulimit -v` or the
+/// memory available) and the limit that would fit.
+pub fn refuse_tokenizer(spec: &str, need: &Need, limits: &Limits) -> anyhow::Result<u64> {
+    let bytes = tokenizer_bytes(spec);
+    let Some(budget) = limits.memory else {
+        return Ok(bytes);
+    };
+    let total = need.memory(limits.base).saturating_add(bytes);
+    if bytes == 0 || total <= budget.bytes {
+        return Ok(bytes);
+    }
+    anyhow::bail!(
+        "--tokenizer {spec}: loading it takes about {} MiB ({}× its {} MiB, measured), and with \
+         the run's {} MiB that is more than the {} MiB {} allows; raise it (`ulimit -v {}` \
+         fits) or use a smaller tokenizer (nothing was sent)",
+        bytes >> 20,
+        TOKENIZER_BYTES_PER_FILE_BYTE,
+        (bytes / TOKENIZER_BYTES_PER_FILE_BYTE) >> 20,
+        need.memory(limits.base) >> 20,
+        budget.bytes >> 20,
+        budget.what(),
+        total.div_ceil(1024),
     )
 }
 
@@ -464,6 +535,7 @@ pub fn selftest_need(levels: &str) -> Option<Need> {
         streams: most,
         requests: 0,
         per_stream: 1,
+        request_bytes: 0,
         prompt_bytes: 0,
         uncapped: false,
     })
@@ -508,9 +580,59 @@ mod tests {
             streams,
             requests,
             per_stream: 1,
+            request_bytes: 0,
             prompt_bytes: 0,
             uncapped: false,
         }
+    }
+
+    /// Issue 39 §2 finding 6: a tokenizer file counts 20× its size before it is loaded; the
+    /// embedded encodings count nothing.
+    #[test]
+    fn a_tokenizer_file_is_counted_before_it_is_loaded() {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        f.as_file().set_len(10 << 20).unwrap();
+        let spec = f.path().to_str().unwrap();
+        assert_eq!(tokenizer_bytes(spec), 200 << 20);
+        assert_eq!(tokenizer_bytes("o200k_base"), 0);
+        let n = need(1, 1);
+        let room = n.memory(base_bytes(2)) + (200 << 20);
+        assert_eq!(
+            refuse_tokenizer(spec, &n, &limits(1 << 20, Some(room))).unwrap(),
+            200 << 20
+        );
+        let e = refuse_tokenizer(spec, &n, &limits(1 << 20, Some(room - 1)))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "--tokenizer {spec}: loading it takes about 200 MiB (20× its 10 MiB, measured), \
+                 and with the run's {} MiB that is more than the {} MiB the address-space limit \
+                 `ulimit -v` allows; raise it (`ulimit -v {}` fits) or use a smaller tokenizer \
+                 (nothing was sent)",
+                n.memory(base_bytes(2)) >> 20,
+                (room - 1) >> 20,
+                room.div_ceil(1024)
+            )
+        );
+    }
+
+    /// Issue 39 §2 finding 1: a request's own memory in flight counts per connection: 1 MiB
+    /// more per stream, room for 10 such streams besides the process: 10 fit.
+    #[test]
+    fn a_requests_bytes_count_per_connection() {
+        let mut n = need(100, 0);
+        n.request_bytes = 1 << 20;
+        let room = base_bytes(2) + 10 * ((1 << 20) + STREAM_BYTES);
+        let e = check(&n, &limits(1 << 20, Some(room))).unwrap_err();
+        assert!(e.contains("(1088 KiB per stream,"), "{e}");
+        assert!(
+            e.ends_with("--max-concurrency 10 or less fits (nothing was sent)"),
+            "{e}"
+        );
+        n.streams = 10;
+        assert_eq!(check(&n, &limits(1 << 20, Some(room))), Ok(()));
     }
 
     /// `ulimit -n 256` with 400 streams: 400 + 16 + 64 = 480 files needed, 176 streams fit.
@@ -589,6 +711,7 @@ mod tests {
     fn prompts_count_against_the_address_space_limit() {
         let as_limit = 700_000u64 * 1024;
         let n = Need {
+            request_bytes: 0,
             prompt_bytes: 6 * 10_000_000 * 16,
             uncapped: false,
             ..need(1, 6)
@@ -621,6 +744,7 @@ mod tests {
                 streams: 4096,
                 requests: 0,
                 per_stream: 1,
+                request_bytes: 0,
                 prompt_bytes: 0,
                 uncapped: false,
             })

@@ -6,6 +6,11 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 mod limits;
+mod oom;
+
+/// The system allocator, noting refused allocations for the out-of-memory net ([`oom`]).
+#[global_allocator]
+static ALLOCATOR: oom::Counting = oom::Counting;
 
 /// Continuous LLM-inference benchmark: master configs → job matrix → engine runs → per-request
 /// records → metrics → database → Pareto frontiers.
@@ -24,12 +29,12 @@ enum Command {
     Bench(Box<cmd::bench::BenchArgs>),
     /// Measure the client's own ceiling against a zero-latency server.
     #[command(
-        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 a request failed or the counts (usage, chunks, server) disagree; 2 bad flags or a server that cannot start."
+        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT)."
     )]
     Selftest(inferbench_loadgen::flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
     #[command(
-        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 2 bad flags or a port that cannot be bound."
+        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
     )]
     Sim(inferbench_sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
@@ -80,7 +85,7 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     #[command(
-        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, or every request failed; 2 bad flags, data that cannot be read, or a --result-dir that cannot be written (checked before any request); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
+        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, every request failed, or out of memory midway (ulimit -v named); 2 bad flags, data that cannot be read, a --result-dir that cannot be written (checked before any request), or out of memory before any request (ulimit -v named, never SIGABRT); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
     )]
     Eval(cmd::eval::EvalArgs),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
@@ -172,6 +177,11 @@ fn quiet_on_broken_stdout() {
         if printing && msg.contains("Broken pipe") {
             std::process::exit(cmd::ExitStatus::BrokenPipe.code());
         }
+        // A thread that could not start for want of memory (issue 39 §2): the net's message
+        // and exit 2 (1 midway), as an allocation failure's abort ends.
+        if oom::is_memory_panic(msg) {
+            oom::exit_out_of_memory();
+        }
         default(info);
     }));
 }
@@ -227,6 +237,10 @@ fn init_logging() {
 }
 
 fn main() {
+    // The out-of-memory net first (issue 39 §2): an allocation failure anywhere after this
+    // ends with a message naming `ulimit -v` and exit 2/1, never a bare SIGABRT.
+    oom::install();
+    oom::debug_allocate();
     // Counted before this process opens anything of its own (issue 39 §2: inherited
     // descriptors count against `ulimit -n`).
     limits::inherited_files();

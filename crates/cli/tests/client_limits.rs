@@ -742,9 +742,21 @@ fn a_synthetic_corpus_beyond_ulimit_v_is_refused_naming_what_fits() {
         "{text}"
     );
     assert_eq!(fits, "15", "{text}");
+    // Once loaded, each lane also counts its largest request in flight (finding 1 of the
+    // second trial): 64 lanes of these traces do not fit, and the refusal names the 36 that do.
     let (o, text) = replay_under(
         "400000",
         &["--synthetic", "062126-256k", "--concurrency", "64"],
+        &["--num-dataset-entries", fits],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("--concurrency 36 or less fits (nothing was sent)"),
+        "{text}"
+    );
+    let (o, text) = replay_under(
+        "400000",
+        &["--synthetic", "062126-256k", "--concurrency", "36"],
         &["--num-dataset-entries", fits],
     );
     assert_eq!(o.status.code(), Some(3), "{text}");
@@ -827,4 +839,346 @@ fn a_synthetic_corpus_written_beyond_ulimit_v_is_refused_naming_what_fits() {
     );
     assert_eq!(r.status.code(), Some(0), "{text}");
     assert!(text.contains("wrote "), "{text}");
+}
+
+/// The message the out-of-memory net (or a budget refusal) names: `ulimit -v`, and never
+/// std's bare abort.
+fn assert_out_of_memory_named(o: &Output, text: &str, codes: &[i32]) {
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(o.status.signal(), None, "killed by a signal: {text}");
+    let code = o.status.code().unwrap();
+    assert!(codes.contains(&code), "exit {code}: {text}");
+    assert!(code == 0 || text.contains("ulimit -v"), "{text}");
+}
+
+/// Issue 39 §2, the net for the whole kind: an allocation the memory check does not count
+/// (here 1 GiB asked for at start through the debug builds' `INFERBENCH_DEBUG_ALLOCATE_BYTES`,
+/// as a 29 MB `--tokenizer` of 1.5 M entries did under `ulimit -v 300000`) ends with a message
+/// naming `ulimit -v` and exit 2 before any request, never SIGABRT (134, "memory allocation of
+/// N bytes failed") or a panic (101); every subcommand alike.
+#[test]
+fn an_uncounted_allocation_beyond_ulimit_v_exits_2_naming_the_limit_never_134() {
+    for args in [
+        &["report", "--db", "/nonexistent/x.db"][..],
+        &["sim"],
+        &["bench"],
+    ] {
+        let mut script = String::from("ulimit -v 300000 || exit 99; exec \"$0\" \"$@\"");
+        script.insert_str(0, CLOSE_INHERITED);
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(script)
+            .arg(BIN)
+            .args(args)
+            .env("TOKIO_WORKER_THREADS", "2")
+            .env("INFERBENCH_DEBUG_ALLOCATE_BYTES", (1u64 << 30).to_string())
+            .output()
+            .unwrap();
+        let text = common::output_text(&o);
+        assert_out_of_memory_named(&o, &text, &[2]);
+        assert!(
+            text.contains(
+                "inferbench: error: out of memory under `ulimit -v` 300000 KiB: an input or load \
+                 larger than the memory check counted; lower --max-concurrency/--num-prompts (or \
+                 the input's size) or raise `ulimit -v` (nothing was sent)\n"
+            ),
+            "{args:?}: {text}"
+        );
+    }
+}
+
+/// Issue 39 §2 finding 6: a `--tokenizer` file is an input: 20× its size is counted before it
+/// is loaded (a 29 MB one aborted `bench` under `ulimit -v 300000`); a sparse 30 MB file under
+/// `ulimit -v 600000` is refused naming the limit and what fits (exit 2, nothing sent).
+#[test]
+fn a_tokenizer_file_beyond_ulimit_v_is_refused_before_it_is_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tokenizer.json");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(30 << 20)
+        .unwrap();
+    let (l, url) = listener();
+    let (o, text) = under_ulimit(
+        &["-v 600000"],
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--tokenizer",
+            path.to_str().unwrap(),
+            "--num-prompts",
+            "1",
+            "--num-warmups",
+            "0",
+            "--power",
+            "off",
+            "--no-server-metrics",
+        ],
+    );
+    assert_out_of_memory_named(&o, &text, &[2]);
+    assert!(
+        text.contains(&format!(
+            "error: --tokenizer {}: loading it takes about 600 MiB (20× its 30 MiB, measured)",
+            path.display()
+        )) && text.contains("fits) or use a smaller tokenizer (nothing was sent)\n"),
+        "{text}"
+    );
+    assert_nothing_connected(&l);
+}
+
+/// Trial of issue 39 §2, finding 5: `eval --limit 5` read its whole `test.jsonl` (gsm8k
+/// repeated: 785 MB peak for 375 MB, 134 under `ulimit -v 600000`), and a sparse 3 GB one
+/// failed "out of memory" naming nothing. The splits are read a line at a time, only as far as
+/// `--limit` (and the shots) go: a 131 MB file under `ulimit -v 300000` (134 before) gets to
+/// the server (exit 3 against a closed port); a sparse file's first line is longer than a
+/// line may be (exit 2, FILE:LINE).
+#[test]
+fn eval_reads_only_the_problems_its_limit_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "{\"question\": \"Natalia sold clips to 48 of her friends in April, and then she \
+                sold half as many clips in May. How many clips did Natalia sell altogether?\", \
+                \"answer\": \"48/2 = 24 in May. 48+24 = 72 altogether.\\n#### 72\"}\n";
+    std::fs::write(dir.path().join("train.jsonl"), line.repeat(10)).unwrap();
+    let test_path = dir.path().join("test.jsonl");
+    let mut test = std::io::BufWriter::new(std::fs::File::create(&test_path).unwrap());
+    for _ in 0..(131_000_000 / line.len()) {
+        std::io::Write::write_all(&mut test, line.as_bytes()).unwrap();
+    }
+    drop(test);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let eval = || {
+        under_ulimit(
+            &["-v 300000"],
+            &[
+                "eval",
+                "gsm8k",
+                "--data-dir",
+                dir.path().to_str().unwrap(),
+                "--base-url",
+                &url,
+                "--model",
+                "m",
+                "--limit",
+                "5",
+                "--result-dir",
+                dir.path().join("res").to_str().unwrap(),
+            ],
+        )
+    };
+    let (o, text) = eval();
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(text.contains("server unreachable"), "{text}");
+    std::fs::remove_file(&test_path).unwrap();
+    std::fs::File::create(&test_path)
+        .unwrap()
+        .set_len(3 << 30)
+        .unwrap();
+    let (o, text) = eval();
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: {}:1: the line is longer than the 1048576-byte limit of a line\n",
+            test_path.display()
+        )),
+        "{text}"
+    );
+}
+
+/// Trial of issue 39 §2, finding 4: one long dataset line whose JSON parse takes 10–30× its
+/// bytes (`"prompt":[0,0,…]`, an unread `"junk":[[],[],…]`, `extra_headers` with many keys)
+/// aborted `bench` (134). Each line's parse is budgeted before it happens: refused naming
+/// FILE:LINE and `ulimit -v` (exit 2, nothing sent); scaled to 12–24 MB lines under
+/// `ulimit -v 400000`.
+#[test]
+fn a_dataset_line_whose_parse_passes_ulimit_v_is_refused_before_parsing() {
+    let dir = tempfile::tempdir().unwrap();
+    let ids = vec!["0"; 6_000_000].join(",");
+    let junk = vec!["[]"; 4_000_000].join(",");
+    let headers: Vec<String> = (0..2_000_000).map(|i| format!("\"h{i}\":1")).collect();
+    let lines = [
+        format!("{{\"prompt\":[{ids}]}}\n"),
+        format!("{{\"prompt\":\"hi\",\"junk\":[{junk}]}}\n"),
+        format!(
+            "{{\"prompt\":\"hi\",\"extra_headers\":{{{}}}}}\n",
+            headers.join(",")
+        ),
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        let path = dir.path().join(format!("l{i}.jsonl"));
+        std::fs::write(&path, format!("{{\"prompt\":\"a b\"}}\n{line}")).unwrap();
+        let (l, url) = listener();
+        let (o, text) = dataset_bench("400000", &url, &path, &["--num-prompts", "2"]);
+        assert_out_of_memory_named(&o, &text, &[2]);
+        assert!(
+            text.contains(&format!(
+                "{}:2: parsing this {}-byte line takes about",
+                path.display(),
+                line.trim().len()
+            )) && text.contains("raise `ulimit -v` (nothing was sent)"),
+            "{text}"
+        );
+        assert_nothing_connected(&l);
+    }
+}
+
+/// The net catches allocation failures only: any other SIGABRT (here one sent from outside to
+/// a serving sim) still ends the process with the signal, as before the net.
+#[test]
+fn an_abort_that_is_not_out_of_memory_still_ends_with_sigabrt() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let mut sim = start_sim(&["--mode", "instant"]);
+    // SAFETY: kill(2) on the child's own pid.
+    assert_eq!(
+        unsafe { libc::kill(sim.0.id() as libc::pid_t, libc::SIGABRT) },
+        0
+    );
+    let status = sim.0.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}");
+}
+
+/// Trial of issue 39 §2, finding 3: one long trace line (`"hash_ids":[0,0,…]`, 100 M entries,
+/// under the line cap) aborted `replay` while serde built the list. The list is bounded while
+/// it is read: refused at its entry past the cap, naming FILE:LINE (exit 2, nothing sent);
+/// scaled to 5 M entries (10 MB) under `ulimit -v 400000`.
+#[test]
+fn a_long_hash_ids_line_under_ulimit_v_is_refused_while_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    let ids = vec!["0"; 5_000_000].join(",");
+    std::fs::write(
+        &path,
+        format!(
+            "{{\"id\":\"x\",\"requests\":[{{\"t\":0,\"type\":\"n\",\"in\":1000,\"out\":10,\
+             \"hash_ids\":[{ids}]}}]}}\n"
+        ),
+    )
+    .unwrap();
+    let (o, text) = replay_under("400000", &["--traces", path.to_str().unwrap()], &[]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}:1: hash_ids: more than 262144 block ids (the token cap / 64 blocks)",
+            path.display()
+        )),
+        "{text}"
+    );
+}
+
+/// Trial of issue 39 §2, finding 2: 150 dataset prompts of `output_len` 130000 at
+/// `--max-concurrency 150` under `ulimit -v 400000` aborted `bench` (134): the records'
+/// per-token memory was counted for random prompts only. Each prompt's `output_len` counts
+/// (32 bytes a token) as the dataset is read: refused naming how many fit (exit 2, nothing
+/// sent).
+#[test]
+fn dataset_output_lens_beyond_ulimit_v_are_refused_naming_what_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.jsonl");
+    let body: String = (0..150)
+        .map(|i| format!("{{\"prompt\":\"hello there {i}\",\"output_len\":130000}}\n"))
+        .collect();
+    std::fs::write(&path, body).unwrap();
+    let (l, url) = listener();
+    let (o, text) = dataset_bench(
+        "400000",
+        &url,
+        &path,
+        &["--num-prompts", "150", "--max-concurrency", "150"],
+    );
+    assert_out_of_memory_named(&o, &text, &[2]);
+    let fits = text
+        .split("--num-prompts ")
+        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"));
+    // 8 MiB left for prompts at 2 workers; 130000 × 32 bytes ≈ 4 MiB a prompt.
+    assert_eq!(fits, "2", "{text}");
+    assert!(text.contains(&format!("{}:3: ", path.display())), "{text}");
+    assert_nothing_connected(&l);
+}
+
+/// Trial of issue 39 §2, finding 1: `replay` followed its own advice into SIGABRT: requests of
+/// `in: 390000` build prompts and bodies the check did not count. Each connection now counts
+/// its largest request (16 bytes an input token, 32 an output token): 32 lanes of 3 × 390000
+/// under `ulimit -v 400000` are refused naming the 24 that fit (exit 2, nothing sent); 24 ran
+/// to the end against the sim by hand.
+#[test]
+fn replay_counts_its_largest_request_per_lane_against_ulimit_v() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    let body: String = (0..32)
+        .map(|i| {
+            format!(
+                "{{\"id\":\"s{i}\",\"requests\":[{}]}}\n",
+                (0..3)
+                    .map(|k| format!(
+                        "{{\"t\":{k},\"type\":\"n\",\"in\":390000,\"out\":10,\"api_time\":0.5}}"
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        })
+        .collect();
+    std::fs::write(&path, body).unwrap();
+    let (o, text) = replay_under(
+        "400000",
+        &["--traces", path.to_str().unwrap()],
+        &[
+            "--concurrency",
+            "32",
+            "--max-model-len",
+            "400000",
+            "--warmup-requests-per-lane",
+            "0",
+        ],
+    );
+    assert_out_of_memory_named(&o, &text, &[2]);
+    assert!(
+        text.contains("(6158 KiB per stream,")
+            && text.contains("--concurrency 24 or less fits (nothing was sent)"),
+        "{text}"
+    );
+}
+
+/// Trial of issue 39 §2, finding 7: `(ulimit -v 120000; sim)` and `(ulimit -v 150000;
+/// quickstart --fast)` aborted (134) at start: they end through the net now, naming `ulimit -v`
+/// (exit 2, nothing sent), or run (0 where the machine's threads happen to fit).
+#[test]
+fn sim_and_quickstart_under_a_tiny_ulimit_v_never_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    // `timeout`: a sim that did start would serve until stopped (124 then fails the test).
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg("ulimit -v 120000 || exit 99; exec timeout 60 \"$0\" sim --port \"$1\"")
+        .arg(BIN)
+        .arg(&port)
+        .env("TOKIO_WORKER_THREADS", "2")
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_out_of_memory_named(&o, &text, &[2]);
+    let out = dir.path().join("qs");
+    let (o, text) = under_ulimit(
+        &["-v 150000"],
+        &["quickstart", "--fast", "--out", out.to_str().unwrap()],
+    );
+    // Near its edge quickstart may also start and have its points' requests fail for want of
+    // memory (exit 1, stored as failed points): an outcome, not an abort.
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(o.status.signal(), None, "{text}");
+    let code = o.status.code().unwrap();
+    assert!([0, 1, 2].contains(&code), "exit {code}: {text}");
+    assert!(code != 2 || text.contains("ulimit -v"), "{text}");
 }

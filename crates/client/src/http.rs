@@ -244,6 +244,18 @@ pub const TRUST_QUIET: Duration = Duration::from_secs(1);
 /// The longest [`Client::preconnect`] waits for its connections: 5 s.
 pub const PRECONNECT_DEADLINE: Duration = Duration::from_secs(5);
 
+/// Set once this process has begun sending its first request (any [`Client`]'s
+/// [`Client::send`] or [`Client::send_unindexed`]); never cleared. The CLI's out-of-memory net
+/// reads it from a signal handler (an atomic load) to tell "nothing was sent" (exit 2) from a
+/// run that ended midway (exit 1).
+static REQUEST_SENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process has begun sending a request ([`REQUEST_SENT`]). Async-signal-safe (one
+/// atomic load).
+pub fn any_request_sent() -> bool {
+    REQUEST_SENT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Streaming OpenAI-compatible HTTP/1.1 client over keep-alive connections: it writes each
 /// request and decodes each response itself ([`crate::wire`]), in the request's own task, so
 /// body bytes reach the SSE parser as slices of the connection's read buffer.
@@ -581,6 +593,7 @@ impl Client {
         meta: RequestMeta,
         cancel: &CancellationToken,
     ) -> RequestRecord {
+        REQUEST_SENT.store(true, std::sync::atomic::Ordering::Relaxed);
         let mut rec = RequestRecord {
             request_id: meta.request_id,
             conversation_id: meta.conversation_id,

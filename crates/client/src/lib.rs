@@ -51,7 +51,8 @@ pub use clock::{ClockSource, RunClock};
 pub use get::{http_get, http_get_via, http_request_via, Reach};
 pub use headers::HeaderTemplate;
 pub use http::{
-    join_url, target_uri, Client, ClientConfig, ClientError, RequestMeta, DEFAULT_IDLE_TIMEOUT,
+    any_request_sent, join_url, target_uri, Client, ClientConfig, ClientError, RequestMeta,
+    DEFAULT_IDLE_TIMEOUT,
 };
 pub use openai::{count_tokens, Backend, MaxTokensField, RequestInput, TokenCounter};
 pub use tokio_util::sync::CancellationToken;

@@ -228,24 +228,61 @@ pub struct Problem {
     pub answer: String,
 }
 
+/// Longest line of a split, bytes: 1 MiB (GSM8K's lines are under 2 KiB). A longer line is
+/// refused naming it, before it is read further (issue 39 §2: a sparse 3 GB `test.jsonl` was
+/// read whole and failed "out of memory").
+pub const MAX_SPLIT_LINE_BYTES: usize = 1 << 20;
+
 /// Reads a split (`test.jsonl` / `train.jsonl`): one JSON object per line; errors name file
-/// and line.
+/// and line. The whole split: [`load_split_first`] without a limit.
 pub fn load_split(path: &Path) -> Result<Vec<Problem>, EvalError> {
+    load_split_first(path, None)
+}
+
+/// The first `limit` problems of a split (all without one), read a line at a time and no
+/// further than they go (issue 39 §2: `--limit 5` on a 375 MB `test.jsonl` peaked at 785 MB
+/// and aborted under `ulimit -v`). Errors: the file missing or unreadable, a line longer than
+/// [`MAX_SPLIT_LINE_BYTES`], not UTF-8 or not a `{"question", "answer"}` object (file and line
+/// named).
+pub fn load_split_first(path: &Path, limit: Option<usize>) -> Result<Vec<Problem>, EvalError> {
+    use std::io::{BufRead as _, Read as _};
     if !path.is_file() {
         return Err(EvalError::Missing(path.to_path_buf()));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| EvalError::Io(path.into(), e))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str::<Problem>(l).map_err(|e| EvalError::BadLine {
-                file: path.into(),
-                line: i + 1,
-                msg: format!("not a {{\"question\", \"answer\"}} object: {e}"),
-            })
-        })
-        .collect()
+    let file = std::fs::File::open(path).map_err(|e| EvalError::Io(path.into(), e))?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    let mut line = 0;
+    while limit.is_none_or(|l| out.len() < l) {
+        buf.clear();
+        let n = (&mut reader)
+            .take(MAX_SPLIT_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| EvalError::Io(path.into(), e))?;
+        if n == 0 {
+            break;
+        }
+        line += 1;
+        let bad = |msg: String| EvalError::BadLine {
+            file: path.into(),
+            line,
+            msg,
+        };
+        if buf.len() > MAX_SPLIT_LINE_BYTES && buf.last() != Some(&b'\n') {
+            return Err(bad(format!(
+                "the line is longer than the {MAX_SPLIT_LINE_BYTES}-byte limit of a line"
+            )));
+        }
+        let text = std::str::from_utf8(&buf).map_err(|e| bad(format!("not UTF-8: {e}")))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let p = serde_json::from_str::<Problem>(text)
+            .map_err(|e| bad(format!("not a {{\"question\", \"answer\"}} object: {e}")))?;
+        out.push(p);
+    }
+    Ok(out)
 }
 
 /// `doc_to_text` of InferenceX's gsm8k.yaml.
@@ -473,8 +510,9 @@ pub fn threshold(model_prefix: Option<&str>) -> f64 {
 /// Runs the eval: loads the splits, sends every prompt (`concurrency` at a time) and scores
 /// the answers. Samples come back in test-split order.
 pub async fn run(opts: &EvalOptions, cancel: &CancellationToken) -> Result<Vec<Sample>, EvalError> {
-    let test = load_split(&opts.data_dir.join("test.jsonl"))?;
-    let train = load_split(&opts.data_dir.join("train.jsonl"))?;
+    // Only the problems the run uses are read (issue 39 §2).
+    let test = load_split_first(&opts.data_dir.join("test.jsonl"), opts.limit)?;
+    let train = load_split_first(&opts.data_dir.join("train.jsonl"), Some(opts.num_fewshot))?;
     let shots: Vec<Problem> = train.into_iter().take(opts.num_fewshot).collect();
     let n = opts.limit.map_or(test.len(), |l| l.min(test.len()));
     let mut extra = serde_json::Map::new();

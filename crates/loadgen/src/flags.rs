@@ -234,9 +234,11 @@ impl PowerFlags {
     after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate, anomaly rate above \
                   --max-anomaly-rate, or no request succeeded (a client out of files or \
                   ports: error class client_resource), or a result or records write failed at \
-                  the end (what could be written is); 2 bad flags, files or setup, an output \
-                  path that cannot be written (checked before any request), or a \
-                  concurrency this process cannot hold (ulimit -n, ulimit -v); 3 server \
+                  the end (what could be written is), or out of memory midway (ulimit -v named; \
+                  what was written stays); 2 bad flags, files or setup, an output \
+                  path that cannot be written (checked before any request), a \
+                  concurrency this process cannot hold (ulimit -n, ulimit -v), or out of \
+                  memory before any request (ulimit -v named, never SIGABRT); 3 server \
                   unreachable (partial results written); 130 interrupted by \
                   Ctrl-C/SIGTERM (finished requests saved).\n\nExample (InferenceX fixed-seq-len \
                   point):\n  inferbench bench --base-url http://127.0.0.1:8000 --model M \

@@ -252,13 +252,64 @@ const PER_PROMPT_BYTES: usize = 256;
 /// Memory a chat message takes besides its text, bytes.
 const PER_MESSAGE_BYTES: usize = 64;
 
+/// Memory a request's record takes per output token while the run keeps it (its inter-token
+/// latency and stamps), bytes: 32, as loadgen's `limits::BYTES_PER_OUTPUT_TOKEN`.
+pub const RECORD_BYTES_PER_OUTPUT_TOKEN: u64 = 32;
+
+/// What a prompt costs the budget, bytes: its text, messages and headers
+/// ([`prompt_bytes_of`]) and the record its reply will fill: its `output_len` (or
+/// `max_tokens`, `output_tokens`) × [`RECORD_BYTES_PER_OUTPUT_TOKEN`], or for a recorded reply
+/// text ≈ 4 bytes per token (issue 39 §2 finding 2: 150 prompts of `output_len` 130000
+/// aborted a bench whose prompts were counted without their replies).
 fn prompt_bytes(d: &Draft) -> u64 {
     let headers: usize = d
         .extra_headers
         .iter()
         .map(|(k, v)| k.len() + v.len() + 48)
         .sum();
+    let reply_tokens = match &d.reply {
+        Reply::Tokens(n) => u64::from(*n),
+        Reply::Text(t) => (t.len() as u64).div_ceil(4),
+        Reply::Unknown => 0,
+    };
     prompt_bytes_of(&d.text, d.messages.as_deref(), headers)
+        .saturating_add(reply_tokens.saturating_mul(RECORD_BYTES_PER_OUTPUT_TOKEN))
+}
+
+/// Room the caller keeps in its memory budget for one line while it is read and parsed,
+/// besides [`DatasetOptions::memory_budget`], bytes: the line (at most [`MAX_LINE_BYTES`]) and
+/// as much again for its parse. A line whose parse is estimated above this room and what the
+/// prompts have left ([`parse_bytes_estimate`]) is refused before it is parsed.
+pub const LINE_PARSE_ROOM_BYTES: u64 = 2 * MAX_LINE_BYTES as u64;
+
+/// Memory a JSON line takes while `serde_json` parses it into a `Value`, bytes, estimated on
+/// the high side from one pass over its bytes: the line itself, and 64 bytes for each value
+/// separator or opening bracket outside strings (`,` `:` `[` `{`): a `Value` is 32 bytes, a
+/// growing array holds up to twice its length while it reallocates, and an object entry's key
+/// is a string of its own. A line of text costs about its length; `[0,0,…]` about 32× it
+/// (measured: a 12 MB `[0,0,…]` prompt line needed > 300 MB).
+pub fn parse_bytes_estimate(line: &str) -> u64 {
+    let mut separators: u64 = 0;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in line.as_bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b',' | b':' | b'[' | b'{' => separators += 1,
+                _ => {}
+            }
+        }
+    }
+    (line.len() as u64).saturating_add(separators.saturating_mul(64))
 }
 
 /// The memory the prompts read so far take, against [`DatasetOptions::memory_budget`].
@@ -278,6 +329,34 @@ impl Budget<'_> {
         }
     }
 
+    /// `Err` (naming `line`) when parsing `text` ([`parse_bytes_estimate`]) needs more than
+    /// [`LINE_PARSE_ROOM_BYTES`] and what the prompts have left; with no budget, `Ok`.
+    fn check_parse(&self, text: &str, line: usize) -> Result<(), WorkloadError> {
+        let Some(most) = self.most else {
+            return Ok(());
+        };
+        let room = most
+            .saturating_sub(self.used)
+            .saturating_add(LINE_PARSE_ROOM_BYTES);
+        let need = parse_bytes_estimate(text);
+        if need <= room {
+            return Ok(());
+        }
+        Err(WorkloadError::Parse {
+            path: self.path.to_path_buf(),
+            line: Some(line),
+            reason: format!(
+                "parsing this {}-byte line takes about {} MiB (its JSON values), more than the \
+                 {} MiB of memory left for it (`ulimit -v` or the memory available, less what \
+                 the streams, records, process and the prompts before it need): shorten the \
+                 line or raise `ulimit -v` (nothing was sent)",
+                text.len(),
+                need >> 20,
+                room >> 20
+            ),
+        })
+    }
+
     /// The refusal when the prompt after `fit` prompts passed the budget (at `line`).
     fn refuse(&self, line: Option<usize>, fit: usize) -> WorkloadError {
         let most = self.most.unwrap_or(u64::MAX);
@@ -291,8 +370,9 @@ impl Budget<'_> {
             line,
             reason: format!(
                 "the prompts read up to here need more than the {} MiB of memory left for \
-                 prompts (`ulimit -v` or the memory available, less what the streams, records \
-                 and the process need); {fits} (nothing was sent)",
+                 prompts (their text and their replies' records: `ulimit -v` or the memory \
+                 available, less what the streams, records and the process need); {fits} \
+                 (nothing was sent)",
                 most >> 20
             ),
         }
@@ -373,6 +453,7 @@ fn parse_jsonl(
         if l.is_empty() {
             continue;
         }
+        budget.check_parse(l, line_no)?;
         let v: Value = serde_json::from_str(l).map_err(|e| err(invalid_json(&e, line)))?;
         let reply = match &v {
             Value::Object(o) => {
@@ -575,6 +656,7 @@ fn parse_sharegpt(
             continue;
         }
         first = false;
+        budget.check_parse(line, line_no)?;
         let c: Value = serde_json::from_str(line).map_err(|e| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: Some(line_no),
@@ -784,6 +866,19 @@ impl Conversation<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39 §2 finding 4: a line's parse is estimated from its separators outside strings
+    /// (64 bytes each) besides its length; text (commas, brackets and escaped quotes inside a
+    /// string) costs its length only.
+    #[test]
+    fn a_lines_parse_estimate_counts_values_outside_strings() {
+        assert_eq!(parse_bytes_estimate("[0,0,0]"), 7 + 3 * 64);
+        assert_eq!(
+            parse_bytes_estimate(r#"{"prompt":"a, [b] {c}: \"d,\" e"}"#),
+            33 + 2 * 64
+        );
+        assert_eq!(parse_bytes_estimate(r#"{"h1":1,"h2":2}"#), 15 + 4 * 64);
+    }
 
     fn tok() -> Tokenizer {
         Tokenizer::load("o200k_base").unwrap()
@@ -1428,6 +1523,32 @@ mod tests {
     /// Issue 39 §2: the prompts count against the memory budget as they are read; the prompt
     /// that passes it is refused naming its line and how many fit (each prompt of 1,000 bytes
     /// of text counts 1,000 + 256 bytes).
+    /// Issue 39 §2 finding 2: a prompt's `output_len` counts its record's per-token memory
+    /// (32 bytes a token): 1,000 bytes of text and 100 output tokens are 1,256 + 3,200 bytes.
+    #[test]
+    fn a_prompts_output_len_counts_against_the_memory_budget() {
+        let d = tempfile::tempdir().unwrap();
+        let line = format!(
+            "{{\"prompt\": \"{}\", \"output_len\": 100}}\n",
+            "x".repeat(1000)
+        );
+        let p = write(&d, "p.jsonl", &line.repeat(3));
+        let within = |most: u64, n: usize| DatasetOptions {
+            num_prompts: Some(n),
+            memory_budget: Some(most),
+            ..Default::default()
+        };
+        let ok = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 4456, 2));
+        assert_eq!(ok.unwrap().len(), 2);
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 4456 + 4455, 3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("--num-prompts 2 or fewer fit (nothing was sent)"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn prompts_beyond_the_memory_budget_are_refused_naming_what_fits() {
         let d = tempfile::tempdir().unwrap();
@@ -1450,8 +1571,9 @@ mod tests {
         assert!(
             e.ends_with(
                 "p.jsonl:3: the prompts read up to here need more than the 0 MiB of memory left \
-                 for prompts (`ulimit -v` or the memory available, less what the streams, \
-                 records and the process need); --num-prompts 2 or fewer fit (nothing was sent)"
+                 for prompts (their text and their replies' records: `ulimit -v` or the memory \
+                 available, less what the streams, records and the process need); \
+                 --num-prompts 2 or fewer fit (nothing was sent)"
             ),
             "{e}"
         );

@@ -104,8 +104,14 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // The flags' own ranges first (a number out of range is named as such); the prompts'
     // memory against what is available is checked when the run starts.
     opts.validate_with_memory(None)?;
-    let need = crate::limits::bench_need(&opts);
+    let mut need = crate::limits::bench_need(&opts);
     crate::limits::refuse_beyond(need)?;
+    // A tokenizer file is an input too: its load counted before it happens (issue 39 §2),
+    // and what it keeps left out of the prompts' room.
+    if let Some(n) = need.as_mut() {
+        let tok = crate::limits::refuse_tokenizer(&opts.tokenizer, n, &crate::limits::current())?;
+        n.prompt_bytes = n.prompt_bytes.saturating_add(tok);
+    }
     // A dataset's prompts are read within what the budget leaves (their size is known only
     // as the file is read: the loader refuses, naming how many fit, before any request).
     if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {

@@ -41,6 +41,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         streams: opts.concurrency as u64,
         requests: 0,
         per_stream: 1,
+        request_bytes: 0,
         prompt_bytes: 0,
         uncapped: false,
     }))?;

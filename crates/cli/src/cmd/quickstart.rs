@@ -24,8 +24,10 @@ const STOP: &str =
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Exit codes: 0 ok; 1 a point failed (its requests errored) or the database or \
-                  chart step failed; 2 bad flags, a database that cannot be opened, or an --out \
-                  or --chart that cannot be written (checked before any point); 130 \
+                  chart step failed, or out of memory midway (ulimit -v named); 2 bad flags, a \
+                  database that cannot be opened, an --out or --chart that cannot be written \
+                  (checked before any point), or out of memory before any request (ulimit -v \
+                  named, never SIGABRT); 130 \
                   interrupted (Ctrl-C: the points finished so far are stored and drawn)."
 )]
 pub struct Args {

@@ -122,15 +122,20 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let ReplayArgs { mut flags, tls } = args;
     // More lanes than this process can hold: refused before the traces load (issue 39 §2:
     // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
-    let need = crate::limits::Need {
+    let mut need = crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
         per_stream: 1,
+        request_bytes: 0,
         prompt_bytes: 0,
         uncapped: false,
     };
     crate::limits::refuse_beyond(Some(need))?;
+    // A tokenizer file is an input too: counted before it is loaded, and left out of the
+    // traces' room (issue 39 §2 finding 6).
+    need.prompt_bytes =
+        crate::limits::refuse_tokenizer(&flags.tokenizer, &need, &crate::limits::current())?;
     // The traces (read or generated) within what the budget leaves besides the lanes: a load
     // that needs more is refused naming how many traces fit, before any request (issue 39 §2:
     // a 488 MB trace file under `ulimit -v 1000000`, or the 062126-256k corpus at 400000,
@@ -140,12 +145,16 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let prepared = rt.block_on(flags.prepare_bounded(tls.options()))?;
     // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
     // a connection (trial finding 3: 19,000 lanes passed the check, then held 19,847 files and
-    // failed warmups with EMFILE). Checked once the traces are known, before any request.
+    // failed warmups with EMFILE). Checked once the traces are known, before any request,
+    // with each request's memory in flight (its prompt, body and record: the largest's).
     crate::limits::refuse_beyond(Some(crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
         per_stream: prepared.peak_in_flight_per_session(),
+        // Each request in flight builds its prompt and body and fills its record: the
+        // largest one's, per connection (issue 39 §2 findings 1–2).
+        request_bytes: prepared.peak_request_bytes(),
         prompt_bytes: 0,
         uncapped: false,
     }))?;

@@ -51,9 +51,11 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 #[command(
     after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
                   warmup request failed, nothing succeeded, or GPU power not valid with \
-                  --require-power; 2 bad flags or traces (FILE:LINE named), a --result-dir that \
-                  cannot be written (checked before any request), or a concurrency \
-                  this process cannot hold (ulimit -n, ulimit -v); 3 server \
+                  --require-power, or out of memory midway (ulimit -v named); 2 bad flags or \
+                  traces (FILE:LINE named), a --result-dir that \
+                  cannot be written (checked before any request), a concurrency \
+                  this process cannot hold (ulimit -n, ulimit -v), or out of memory before \
+                  any request (ulimit -v named, never SIGABRT); 3 server \
                   unreachable (before profiling, or no request reached it; partial results \
                   written); 130 interrupted (finished requests saved).\n\nExample (a short run on the \
                   simulator):\n  inferbench sim --block-size 64 &\n  inferbench replay --traces \
@@ -274,6 +276,27 @@ impl PreparedReplay {
     /// How an `https://` target is verified (the CLI's `--tls-ca` / `--insecure`).
     pub fn set_tls(&mut self, tls: inferbench_client::tls::TlsOptions) {
         self.opts.tls = tls;
+    }
+
+    /// Memory one request in flight may take besides its connection, bytes: the largest over
+    /// the loaded traces' requests of `in` × [`crate::options::limits::BYTES_PER_PROMPT_TOKEN`]
+    /// (the prompt text the lane builds and the request body it writes, both growing with `in`)
+    /// plus `out` × [`crate::options::limits::BYTES_PER_OUTPUT_TOKEN`] (the record's per-token
+    /// data); 0 without traces (issue 39 §2 findings 1–2: 128 lanes of `in: 390000`, or of
+    /// `out: 130000`, aborted a replay the check had let through).
+    pub fn peak_request_bytes(&self) -> u64 {
+        use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
+        (self.traces.iter())
+            .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
+            .map(|r| {
+                u64::from(r.input_tokens)
+                    .saturating_mul(BYTES_PER_PROMPT_TOKEN)
+                    .saturating_add(
+                        u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN),
+                    )
+            })
+            .max()
+            .unwrap_or(0)
     }
 
     /// The most requests one session of the loaded traces has in flight at once

@@ -627,6 +627,7 @@ struct RawEntry {
     out: Option<u32>,
     input_length: Option<u32>,
     output_length: Option<u32>,
+    #[serde(default, deserialize_with = "capped_hash_ids")]
     hash_ids: Option<Vec<u32>>,
     api_time: Option<f64>,
     think_time: Option<f64>,
@@ -654,12 +655,63 @@ const REQUEST_FIELDS: &str = "t, type, model, in, out, input_length, output_leng
 const SUBAGENT_FIELDS: &str = "t, type, agent_id, subagent_type, duration_ms, total_tokens, \
      tool_use_count, status, requests, models, tool_tokens, system_tokens";
 
+thread_local! {
+    /// The most `hash_ids` an entry may hold while a trace is parsed on this thread
+    /// ([`parse_trace`] sets it from the token cap: `ceil(cap / 64)`).
+    static HASH_IDS_CAP: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// The start of the error a `hash_ids` list longer than [`HASH_IDS_CAP`] ends its parse with
+/// (checked by [`diagnose`], which then skips its generic re-parse of the line).
+const HASH_IDS_TOO_LONG: &str = "hash_ids: more than";
+
+/// `hash_ids` read with a bound *during* deserialization (issue 39 §2 finding 3: a 200 MB line
+/// of `"hash_ids":[0,0,…]`, 100 M entries, aborted building the `Vec`): at most
+/// [`HASH_IDS_CAP`] entries are kept, and one more ends the parse with an error naming the cap,
+/// before the list is allocated any further.
+fn capped_hash_ids<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<u32>>, D::Error> {
+    struct Ids(usize);
+    impl<'de> serde::de::Visitor<'de> for Ids {
+        type Value = Option<Vec<u32>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an array of block ids (unsigned 32-bit integers) or null")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: serde::Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_seq(self)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(self.0).min(4096));
+            while let Some(id) = seq.next_element::<u32>()? {
+                if out.len() >= self.0 {
+                    return Err(serde::de::Error::custom(format!(
+                        "{HASH_IDS_TOO_LONG} {} block ids (the token cap / 64 blocks)",
+                        self.0
+                    )));
+                }
+                out.push(id);
+            }
+            Ok(Some(out))
+        }
+    }
+    d.deserialize_option(Ids(HASH_IDS_CAP.with(|c| c.get())))
+}
+
 /// One trace from its bytes; errors are `(line within the bytes, reason)`.
 fn parse_trace(
     bytes: &[u8],
     origin: String,
     cap: u32,
 ) -> Result<(Trace, Oddities), (usize, String)> {
+    HASH_IDS_CAP.with(|c| c.set((cap as usize).div_ceil(64)));
     match serde_json::from_slice::<RawTrace>(bytes) {
         Ok(raw) => convert(raw, origin, cap).map_err(|r| (1, r)),
         Err(e) => Err((e.line().max(1), diagnose(bytes, &e, cap))),
@@ -675,6 +727,11 @@ fn diagnose(bytes: &[u8], e: &serde_json::Error, cap: u32) -> String {
         .map_or(msg.as_str(), |(m, _)| m);
     if e.is_syntax() || e.is_eof() {
         return format!("invalid JSON at column {}: {bare}", e.column());
+    }
+    // A list past its bound: said as it is, without re-reading the line as generic values
+    // (what the bound exists to avoid).
+    if bare.starts_with(HASH_IDS_TOO_LONG) {
+        return format!("{bare} (column {})", e.column());
     }
     match serde_json::from_slice::<Value>(bytes) {
         Ok(v) => match check_trace(&v, cap) {
@@ -1211,6 +1268,20 @@ pub(crate) mod tests {
 
     fn req(t: f64, input: u32, ids: &[u32]) -> Value {
         json!({"t": t, "type": "n", "in": input, "out": 10, "hash_ids": ids, "api_time": 1.0})
+    }
+
+    /// Issue 39 §2 finding 3: a `hash_ids` list longer than the token cap allows
+    /// (`ceil(2^20 / 64)` = 16,384 blocks) ends the line's parse at the entry past it, naming
+    /// FILE:LINE, before the list grows further (a 100 M-entry list aborted building it).
+    #[test]
+    fn a_hash_ids_list_past_the_cap_is_refused_while_it_is_read() {
+        let ids = vec![0u32; 16_385];
+        let e = err_of(&format!("{}\n", trace_with(json!([req(0.0, 1000, &ids)]))));
+        assert!(
+            e.starts_with("traces.jsonl:1: ")
+                && e.contains("hash_ids: more than 16384 block ids (the token cap / 64 blocks)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,0 +1,229 @@
+//! The net under every memory budget (issue 39 §2): whatever input the up-front checks
+//! ([`crate::limits`]) do not count, running out of memory ends with a message naming
+//! `ulimit -v` and exit 2 (nothing sent yet) or 1 (midway), never a bare SIGABRT (134).
+//!
+//! Rust's stable std aborts on a failed infallible allocation (`handle_alloc_error` prints
+//! "memory allocation of N bytes failed" and calls `abort()`), and no stable hook replaces
+//! that. So two pieces work together:
+//!
+//! - [`Counting`], the binary's global allocator: the system allocator unchanged, except that
+//!   an allocation the system refuses (a null return) sets [`ALLOCATION_FAILED`]. The null is
+//!   still returned, so `try_reserve` callers (bounded file readers, dataset and trace loads)
+//!   get their error and go on as before; nothing is refused early.
+//! - A `SIGABRT` handler ([`install`], first thing in `main`): when an allocation has failed,
+//!   the abort is the allocation-failure one, so it writes a message formatted at start (only
+//!   `write(2)` and `_exit(2)`: async-signal-safe) and exits 2, or 1 when a request has been
+//!   sent ([`inferbench_client::any_request_sent`]). Any other abort (no allocation failed) is
+//!   left alone: the default action is restored and the signal raised again, so the process
+//!   still ends with SIGABRT (134) as before.
+//!
+//! A thread that cannot be spawned for want of address space panics in std ("failed to spawn
+//! thread"); [`is_memory_panic`] recognises that panic under `ulimit -v` so the panic hook ends
+//! the same way ([`exit_out_of_memory`]) instead of with 101.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+/// Set once an allocation has been refused by the system allocator (never cleared: a refused
+/// `try_reserve` followed later by an unrelated `abort()` reads as out of memory, which under a
+/// refused allocation it most likely is).
+static ALLOCATION_FAILED: AtomicBool = AtomicBool::new(false);
+
+/// The two messages, formatted at [`install`] (the handler allocates nothing): before any
+/// request (exit 2) and midway (exit 1).
+static MESSAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
+
+/// The system allocator, noting each refused allocation in [`ALLOCATION_FAILED`].
+pub struct Counting;
+
+// SAFETY: every call forwards to `System` with the same arguments and returns its result
+// unchanged; the only addition is an atomic store on a null return.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        noted(System.alloc(layout))
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        noted(System.alloc_zeroed(layout))
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        noted(System.realloc(ptr, layout, new_size))
+    }
+}
+
+/// `p`, noting a null (a refused allocation) in [`ALLOCATION_FAILED`].
+#[inline]
+fn noted(p: *mut u8) -> *mut u8 {
+    if p.is_null() {
+        ALLOCATION_FAILED.store(true, Ordering::Relaxed);
+    }
+    p
+}
+
+/// The soft address-space limit (`ulimit -v`), KiB; `None` when unlimited or unknown.
+pub fn address_limit_kib() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut r = libc::rlimit {
+            rlim_cur: libc::RLIM_INFINITY,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        // SAFETY: getrlimit writes only the struct passed.
+        let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } == 0;
+        (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur / 1024)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
+/// The message for running out of memory under `limit_kib` (`ulimit -v`, KiB; `None`: no
+/// limit set), `sent`: whether a request had been sent. One line, ending in a newline.
+pub fn message(limit_kib: Option<u64>, sent: bool) -> String {
+    let under = match limit_kib {
+        Some(k) => format!("under `ulimit -v` {k} KiB"),
+        None => "with no `ulimit -v` set (the machine's memory ran out)".to_string(),
+    };
+    let what = if sent {
+        "the run stopped midway: what was already written to disk stays, no summary was written"
+    } else {
+        "nothing was sent"
+    };
+    format!(
+        "inferbench: error: out of memory {under}: an input or load larger than the memory \
+         check counted; lower --max-concurrency/--num-prompts (or the input's size) or raise \
+         `ulimit -v` ({what})\n"
+    )
+}
+
+/// Installs the net: formats its messages and sets the `SIGABRT` handler. Call first thing in
+/// `main`, before any thread exists. Does nothing off Unix.
+pub fn install() {
+    let limit = address_limit_kib();
+    let _ = MESSAGES.set((
+        message(limit, false).into_bytes(),
+        message(limit, true).into_bytes(),
+    ));
+    #[cfg(unix)]
+    // SAFETY: a zeroed sigaction is a valid value; the handler only does async-signal-safe
+    // work (atomic loads, write(2), _exit(2), signal(2), raise(3)).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_abort as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // Reset to the default on entry and let a re-raise inside the handler land at once.
+        sa.sa_flags = libc::SA_RESETHAND | libc::SA_NODEFER;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGABRT, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Debug builds only: with `INFERBENCH_DEBUG_ALLOCATE_BYTES=N` set, allocates N bytes
+/// infallibly (as any uncounted input would) right after [`install`], so the net's tests do
+/// not depend on which inputs the budget does not count yet. Release builds ignore it.
+pub fn debug_allocate() {
+    #[cfg(debug_assertions)]
+    if let Some(n) = std::env::var("INFERBENCH_DEBUG_ALLOCATE_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        let v: Vec<u8> = vec![1u8; n];
+        std::hint::black_box(&v);
+    }
+}
+
+/// The exit status for running out of memory now: 1 when a request has been sent, else 2.
+fn status() -> i32 {
+    if inferbench_client::any_request_sent() {
+        1
+    } else {
+        2
+    }
+}
+
+/// Writes the preformatted message for now and ends the process ([`status`]) without
+/// unwinding or running destructors (async-signal-safe).
+pub fn exit_out_of_memory() -> ! {
+    let sent = inferbench_client::any_request_sent();
+    if let Some((before, after)) = MESSAGES.get() {
+        let m = if sent { after } else { before };
+        #[cfg(unix)]
+        // SAFETY: writes an initialised buffer to stderr.
+        unsafe {
+            libc::write(2, m.as_ptr().cast(), m.len());
+        }
+    }
+    #[cfg(unix)]
+    // SAFETY: _exit ends the process at once.
+    unsafe {
+        libc::_exit(status())
+    }
+    #[cfg(not(unix))]
+    std::process::exit(status())
+}
+
+/// The `SIGABRT` handler: an abort after a refused allocation ends as [`exit_out_of_memory`];
+/// any other abort is raised again with the default action (134).
+#[cfg(unix)]
+extern "C" fn on_abort(_sig: libc::c_int) {
+    if ALLOCATION_FAILED.load(Ordering::Relaxed) {
+        exit_out_of_memory();
+    }
+    // SAFETY: signal and raise are async-signal-safe; SA_RESETHAND already restored the default.
+    unsafe {
+        libc::signal(libc::SIGABRT, libc::SIG_DFL);
+        libc::raise(libc::SIGABRT);
+    }
+}
+
+/// Whether a panic's message says memory ran out: "out of memory"/"Cannot allocate memory"
+/// (`ENOMEM`), or std's "failed to spawn thread" under an address-space limit (a thread's stack
+/// did not fit, `EAGAIN`).
+pub fn is_memory_panic(msg: &str) -> bool {
+    msg.contains("Cannot allocate memory")
+        || msg.contains("os error 12")
+        || (msg.contains("failed to spawn thread") && address_limit_kib().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_names_the_limit_and_what_to_lower() {
+        assert_eq!(
+            message(Some(400_000), false),
+            "inferbench: error: out of memory under `ulimit -v` 400000 KiB: an input or load \
+             larger than the memory check counted; lower --max-concurrency/--num-prompts (or \
+             the input's size) or raise `ulimit -v` (nothing was sent)\n"
+        );
+        assert!(message(Some(1), true).ends_with(
+            "(the run stopped midway: what was already written to disk stays, no summary was \
+             written)\n"
+        ));
+        assert!(message(None, false).contains("with no `ulimit -v` set"));
+    }
+
+    #[test]
+    fn memory_panics_are_recognised() {
+        assert!(is_memory_panic(
+            "failed to create thread: Cannot allocate memory (os error 12)"
+        ));
+        assert!(!is_memory_panic("index out of bounds"));
+    }
+
+    /// A refused `try_reserve` is an error, not an abort, under the counting allocator (the
+    /// test binary uses the system allocator; the wrapper is the same call).
+    #[test]
+    fn a_refused_allocation_returns_null_and_is_noted() {
+        let layout = Layout::from_size_align(1 << 62, 8).unwrap();
+        // SAFETY: a non-zero-size layout; the null result is not dereferenced.
+        let p = unsafe { Counting.alloc(layout) };
+        assert!(p.is_null());
+        assert!(ALLOCATION_FAILED.load(Ordering::Relaxed));
+    }
+}
