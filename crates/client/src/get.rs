@@ -130,6 +130,7 @@ pub async fn http_request_via(
     reach: &Reach,
 ) -> Result<(u16, Bytes), String> {
     let at = format!("{method} {url}");
+    tracing::debug!("side request: {at}");
     let Route {
         uri,
         host,

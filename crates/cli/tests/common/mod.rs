@@ -156,7 +156,7 @@ pub fn assert_no_server_to_ask_for_the_model(text: &str, dead_port: &str) {
         text.contains(&format!(
             "error: --model not given, and http://127.0.0.1:{dead_port}/v1/models could not be \
              asked which model the server serves (GET http://127.0.0.1:{dead_port}/v1/models: \
-             tcp connect error: Connection refused"
+             cannot connect to 127.0.0.1:{dead_port}: Connection refused"
         )) && text.contains(
             "): is an HTTP server running there? check the address: --base-url, or --host and \
              --port"
