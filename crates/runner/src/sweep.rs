@@ -594,6 +594,65 @@ fn out_dir_failed(jobs: &[JobSpec], opts: &SweepOptions, e: &std::io::Error) -> 
     report
 }
 
+/// What a row's largest point asks of the client process, for the up-front check of `sweep`
+/// and `job` against `ulimit -n` / `ulimit -v` before any engine starts (issue 39 §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowLoad {
+    /// 0-based index of the row in the matrix.
+    pub index: usize,
+    /// The row's largest concurrency (streams in flight at once) over its points, eval
+    /// included.
+    pub conc: u32,
+    /// Requests its largest throughput point sends and keeps (warmups and profile; 0 for an
+    /// AgentX or eval-only row, whose requests are not known up front).
+    pub requests: u64,
+    /// Bytes of random prompts that point builds before its first request (0 when none).
+    pub prompt_bytes: u64,
+}
+
+/// Each row of `jobs` as its largest point loads the client ([`RowLoad`]), in order; a row
+/// with no point (eval-only with evals off) is left out. An adaptive round's points lie within
+/// a row's listed range, so the listed largest bounds them.
+pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
+    jobs.iter()
+        .filter_map(|spec| {
+            let planned = plan(spec, "", opts);
+            let conc = planned.iter().map(|(_, c, _)| *c).max()?;
+            let top = planned
+                .iter()
+                .filter(|(k, _, _)| *k == PointKind::Throughput)
+                .map(|(_, c, _)| *c)
+                .max();
+            let (requests, prompt_bytes) = match top {
+                Some(c) if !spec.is_agentic() => {
+                    let point = Point {
+                        spec: spec.clone(),
+                        kind: PointKind::Throughput,
+                        conc: c,
+                        rf: String::new(),
+                        dir: PathBuf::new(),
+                        runner_name: String::new(),
+                    };
+                    let o =
+                        crate::bench::bench_options(&point_request(&point, opts, String::new()));
+                    (
+                        o.resolved_num_prompts()
+                            .saturating_add(o.resolved_num_warmups()),
+                        o.estimated_prompt_bytes(),
+                    )
+                }
+                _ => (0, 0),
+            };
+            Some(RowLoad {
+                index: spec.index,
+                conc,
+                requests,
+                prompt_bytes,
+            })
+        })
+        .collect()
+}
+
 /// Expands the rows `jobs` into their points, in order (each row's [`plan`]), each with the
 /// failure it has before it starts: an unknown runner label (`unknown_runner`, the row's every
 /// point), or a `RESULT_FILENAME` directory an earlier row already has (`duplicate_identity`:
