@@ -405,3 +405,98 @@ async fn the_server_tokenizer_speaks_tls() {
         "{e}"
     );
 }
+
+/// A fresh tester's finding 3: an `HTTPS_PROXY` nothing listens on said "is the server running
+/// … check --base-url". The records and the verdict name the proxy and its variables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_proxy_is_named_not_the_server() {
+    // A port nothing listens on: bound, then closed.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let o = BenchOptions {
+        proxy: Some(format!("http://127.0.0.1:{port}")),
+        ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.records.is_empty());
+    let want = format!(
+        "cannot connect to the proxy 127.0.0.1:{port} (from the environment's https_proxy / \
+         HTTPS_PROXY): Connection refused (os error 111)"
+    );
+    for r in &out.records {
+        assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
+        assert_eq!(r.error.as_deref(), Some(want.as_str()), "{r:?}");
+    }
+    let note = &out.verdict.as_ref().unwrap().note;
+    assert!(
+        note.contains(&want)
+            && note.ends_with(
+                "(the proxy is not reachable, whatever the server's state: check the proxy \
+                 variable named above, or NO_PROXY / --no-proxy to go direct)"
+            )
+            && !note.contains("is the server running"),
+        "{note}"
+    );
+}
+
+/// A fresh tester's finding 3: `https://` to a plain-HTTP server said a bare
+/// "InvalidContentType". The record says the server answered in plain HTTP and to use http://.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_to_a_plain_http_server_says_use_http() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = client.read(&mut buf).await;
+                let _ = client
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    let out = run_bench(
+        opts(format!("https://{addr}"), Default::default()),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.records.is_empty());
+    for r in &out.records {
+        assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
+        let e = r.error.as_deref().unwrap_or_default();
+        assert!(
+            e.contains("InvalidContentType")
+                && e.ends_with(
+                    "(the server answered in plain HTTP, not TLS: use http:// in --base-url)"
+                ),
+            "{e}"
+        );
+    }
+}
+
+/// A fresh tester's finding 3: `HTTPS_PROXY='http://[::1'` (unclosed bracket) was read as
+/// `[::1]:80`. It is refused before any request, naming the variable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unclosed_bracket_in_the_proxy_is_refused_naming_the_variable() {
+    let o = BenchOptions {
+        proxy: Some("http://[::1".into()),
+        ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
+    };
+    let e = match run_bench(o, CancellationToken::new()).await {
+        Err(e) => inferbench_core::error_chain(e.as_ref()),
+        Ok(out) => panic!("ran: {:?}", out.records.first()),
+    };
+    assert!(
+        e.contains(
+            "proxy \"http://[::1\": unclosed '[' in the IPv6 host (write http://[ADDR]:PORT) \
+             (from the environment's https_proxy / HTTPS_PROXY)"
+        ),
+        "{e}"
+    );
+}
