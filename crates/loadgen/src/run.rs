@@ -418,6 +418,8 @@ pub async fn run_bench(
         ));
     }
     summary.inferbench.proxy = proxy;
+    summary.inferbench.tls_ca = (opts.tls.ca_file.as_ref()).map(|p| p.display().to_string());
+    summary.inferbench.tls_insecure = opts.tls.insecure;
     summary.inferbench.header_templates = opts
         .header_templates
         .iter()

@@ -171,6 +171,12 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     }
     assert_eq!(out.summary.total_output_tokens, 20);
     assert_eq!(out.summary.inferbench.proxy, None);
+    // The result records how the server was verified (a fresh tester's finding 3).
+    assert_eq!(
+        out.summary.inferbench.tls_ca,
+        Some(ca.display().to_string())
+    );
+    assert!(!out.summary.inferbench.tls_insecure);
 
     // No --tls-ca: the certificate does not verify; every request is a recorded connect error.
     let out = run_bench(
@@ -214,6 +220,8 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     let out = run_bench(opts(url, insecure), CancellationToken::new())
         .await
         .unwrap();
+    assert!(out.summary.inferbench.tls_insecure);
+    assert_eq!(out.summary.inferbench.tls_ca, None);
     assert_eq!(out.exit_code, 0, "{:?}", out.notes);
     assert!(profile(&out.records)
         .iter()

@@ -517,8 +517,11 @@ impl ReplayFlags {
             }
             None => None,
         };
+        let tls = prepared.opts.tls.clone();
         let out = run_replay(prepared.opts, prepared.traces, prepared.prompter, cancel).await?;
         let mut summary = replay_summary(&out, &model, self.concurrency, !unsafe_run);
+        summary.inferbench.tls_ca = (tls.ca_file.as_ref()).map(|p| p.display().to_string());
+        summary.inferbench.tls_insecure = tls.insecure;
         summary.inferbench.allow_empty_content = allow_empty_content;
         if let Some(p) = &proxy {
             eprintln!(
