@@ -446,8 +446,9 @@ async fn open_tunnel(io: &mut StampedTcp, t: &Tunnel) -> Result<(), String> {
 
 /// What to do about a failed TLS handshake whose error reads `msg` (rustls's words), after
 /// it: a server answering in plain HTTP (`InvalidContentType`), a certificate not issued for
-/// the host name, a self-signed certificate given as its own CA (`CaUsedAsEndEntity`), or one
-/// no given CA signed; "" for anything else.
+/// the host name, a self-signed CA certificate served as the server's (`CaUsedAsEndEntity`:
+/// trusted only when given itself with `--tls-ca`), or one no given CA signed; "" for
+/// anything else.
 pub fn tls_hint(msg: &str) -> &'static str {
     if msg.contains("InvalidContentType") {
         " (the server answered in plain HTTP, not TLS: use http:// in --base-url)"
@@ -455,9 +456,8 @@ pub fn tls_hint(msg: &str) -> &'static str {
         " (the server's certificate is not issued for this host name: use a name it was \
          issued for in --base-url, or skip verification with --insecure)"
     } else if msg.contains("CaUsedAsEndEntity") {
-        " (the certificate given with --tls-ca is the server's own, a CA certificate used as \
-         the server's: give the CA that signed the server's certificate, or skip verification \
-         with --insecure)"
+        " (the server presents a CA certificate as its own, self-signed: give that exact \
+         certificate with --tls-ca FILE, or skip verification with --insecure)"
     } else if msg.contains("UnknownIssuer") {
         " (no CA given trusts the server's certificate: give the CA that signed it with \
          --tls-ca FILE, or skip verification with --insecure)"
@@ -1010,7 +1010,7 @@ mod hint_tests {
         assert!(tls_hint(name).contains("not issued for this host name"));
         assert!(!tls_hint(name).contains("--tls-ca"));
         let own = "invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))";
-        assert!(tls_hint(own).contains("the certificate given with --tls-ca is the server's own"));
+        assert!(tls_hint(own).contains("give that exact certificate with --tls-ca FILE"));
         let unknown = "invalid peer certificate: UnknownIssuer";
         assert!(tls_hint(unknown).contains("give the CA that signed it with --tls-ca FILE"));
         assert_eq!(tls_hint("connection reset"), "");

@@ -508,3 +508,74 @@ async fn an_unclosed_bracket_in_the_proxy_is_refused_naming_the_variable() {
         "{e}"
     );
 }
+
+/// A fresh tester's finding 3: a server whose certificate is self-signed (a CA certificate
+/// served as its own, as `openssl req -x509` makes), given with `--tls-ca`, failed
+/// `CaUsedAsEndEntity` with the hint to give `--tls-ca`. As curl does, the exact certificate
+/// given is trusted; another self-signed one still is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let upstream = sim.base_url().trim_start_matches("http://").to_string();
+    let self_signed = || {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).unwrap();
+        (cert, key)
+    };
+    let (cert, key) = self_signed();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+        )
+        .unwrap();
+    let port = spawn_tls_front(tokio_rustls::TlsAcceptor::from(Arc::new(config)), upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let given = |pem: String| {
+        let path = dir.path().join(format!("ca{}.pem", pem.len() % 1000));
+        std::fs::write(&path, pem).unwrap();
+        inferbench_client::tls::TlsOptions {
+            ca_file: Some(path),
+            insecure: false,
+        }
+    };
+    let url = format!("https://localhost:{port}");
+    let out = run_bench(
+        opts(url.clone(), given(cert.pem())),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.exit_code,
+        0,
+        "{:?} {:?}",
+        out.notes,
+        out.records.first()
+    );
+    assert!(profile(&out.records).iter().all(|r| r.success));
+    // Another self-signed certificate given: still refused.
+    let (other, _) = self_signed();
+    let out = run_bench(
+        opts(url, given(other.pem() + "\n")),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(out.exit_code, 0);
+    let e = out.records[0].error.as_deref().unwrap_or_default();
+    assert!(
+        e.contains("CaUsedAsEndEntity") || e.contains("UnknownIssuer"),
+        "{e}"
+    );
+}
