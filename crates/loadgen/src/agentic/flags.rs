@@ -303,20 +303,34 @@ impl ReplayFlags {
     ) -> anyhow::Result<PreparedReplay> {
         let mut opts = self.options()?;
         opts.tls = tls;
-        let served = self.served_context(&opts.reach()).await;
+        // Read first, bounded by the ceiling: a line beyond it is refused before anything is
+        // sent (no connection, not even /v1/models).
         let bound = self.token_cap(None);
-        let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING), served)?;
+        let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING), None)?;
+        let served = self.served_context(&opts.reach()).await;
+        let context = self.context_bound(served);
+        // The largest request of the traces kept (one over the context is dropped whole).
         let peak = (report.traces.iter())
+            .filter(|t| context.is_none_or(|c| t.peak_context_tokens() <= c))
             .flat_map(|t| &t.streams)
             .flat_map(|s| &s.requests)
             .map(|r| r.input_tokens.max(r.output_tokens))
             .max()
             .unwrap_or(0);
-        if peak > bound {
-            let cap = self.token_cap(served);
-            if peak > cap {
-                report = self.load_traces(cap, served)?;
-            }
+        let cap = self.token_cap(served);
+        // Read again only when the server's context drops a trace read (filter, then cap:
+        // when every trace read fits, they are already the first that fit) or a request is
+        // above the cap in force.
+        let over_context =
+            context.is_some_and(|c| report.traces.iter().any(|t| t.peak_context_tokens() > c));
+        let over_cap = peak > bound && peak > cap;
+        if over_context || over_cap {
+            let token_cap = if over_cap {
+                cap
+            } else {
+                bound.max(SERVER_CONTEXT_CEILING)
+            };
+            report = self.load_traces(token_cap, served)?;
         }
         self.prepare_loaded(opts, report, served)
     }
