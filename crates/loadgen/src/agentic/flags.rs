@@ -301,12 +301,33 @@ impl ReplayFlags {
         &self,
         tls: inferbench_client::tls::TlsOptions,
     ) -> anyhow::Result<PreparedReplay> {
+        self.prepare_checked(tls, |_| Ok(())).await
+    }
+
+    /// [`ReplayFlags::prepare_bounded`] with `check` called once the traces are read, before
+    /// the server is asked anything, with the most requests one session has in flight at once
+    /// ([`PreparedReplay::peak_in_flight_per_session`] of the traces read): the CLI refuses
+    /// there what this process cannot hold, so a refused replay connects to nothing.
+    ///
+    /// # Errors
+    /// `check`'s, and as [`ReplayFlags::prepare`].
+    pub async fn prepare_checked(
+        &self,
+        tls: inferbench_client::tls::TlsOptions,
+        check: impl FnOnce(u64) -> anyhow::Result<()>,
+    ) -> anyhow::Result<PreparedReplay> {
         let mut opts = self.options()?;
         opts.tls = tls;
         // Read first, bounded by the ceiling: a line beyond it is refused before anything is
         // sent (no connection, not even /v1/models).
         let bound = self.token_cap(None);
         let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING), None)?;
+        check(
+            (report.traces.iter().enumerate())
+                .map(|(i, t)| super::TreePlan::build(i, t).peak_in_flight())
+                .max()
+                .unwrap_or(1),
+        )?;
         let served = self.served_context(&opts.reach()).await;
         let context = self.context_bound(served);
         // The largest request of the traces kept (one over the context is dropped whole).
