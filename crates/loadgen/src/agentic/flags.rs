@@ -318,6 +318,10 @@ impl ReplayFlags {
     ) -> anyhow::Result<PreparedReplay> {
         let mut opts = self.options()?;
         opts.tls = tls;
+        // Where the results go, before the server is asked anything (issue 39 §8).
+        if let Some(d) = &self.result_dir {
+            crate::output::check_dir_writable("--result-dir", d)?;
+        }
         // Read first, bounded by the ceiling: a line beyond it is refused before anything is
         // sent (no connection, not even /v1/models).
         let bound = self.token_cap(None);
