@@ -1182,3 +1182,68 @@ fn sim_and_quickstart_under_a_tiny_ulimit_v_never_abort() {
     assert!([0, 1, 2].contains(&code), "exit {code}: {text}");
     assert!(code != 2 || text.contains("ulimit -v"), "{text}");
 }
+
+/// A fresh tester's finding 1: `(ulimit -n 100; inferbench sweep …)` with a conc-256 row ran
+/// it and failed 2,897 requests `client_resource`. Every row's largest point is checked before
+/// the first engine launch or request: exit 2 naming the row, `ulimit -n` and what fits;
+/// nothing connects to the server and no point directory is written.
+#[test]
+fn a_sweep_row_beyond_ulimit_n_is_refused_before_any_request() {
+    let dir = std::env::temp_dir().join(format!("ib_sweep_ulimit_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let matrix = dir.join("m.json");
+    let row = |conc: serde_json::Value| {
+        serde_json::json!({
+            "image": "x", "model": "m/small", "model-prefix": "small", "precision": "fp8",
+            "framework": "sim", "runner": "h100", "isl": 64, "osl": 8, "tp": 1, "pp": 1,
+            "dcp-size": 1, "pcp-size": 1, "conc": conc, "max-model-len": 2048, "ep": 1,
+            "dp-attn": false, "spec-decoding": "none", "exp-name": "small_64_8", "disagg": false
+        })
+    };
+    std::fs::write(
+        &matrix,
+        serde_json::json!([row(serde_json::json!(4)), row(serde_json::json!([8, 256]))])
+            .to_string(),
+    )
+    .unwrap();
+    let (l, url) = listener();
+    let out = dir.join("results");
+    let (o, text) = under_ulimit(
+        &["-n 100"],
+        &[
+            "sweep",
+            "--matrix",
+            matrix.to_str().unwrap(),
+            "--base-url",
+            &url,
+            "--runner-name",
+            "h100_0",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "error: 1 row of the matrix cannot run in this process (no engine was started):\n  \
+             row 1: conc 256 is more than this client can hold: 256 streams need 336 open files \
+             (256 connections, 16 spare, 64 for files) and this process may open 100 \
+             (`ulimit -n`, hard limit 100): raise it with `ulimit -n 336`; conc 20 or less fits \
+             (nothing was sent)"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("row 0:"), "{text}");
+    assert_nothing_connected(&l);
+    // No point ran: nothing but what the writability check leaves.
+    let points = std::fs::read_dir(&out)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().is_dir())
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(points, 0, "a point directory was written");
+    let _ = std::fs::remove_dir_all(&dir);
+}

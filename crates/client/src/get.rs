@@ -69,7 +69,12 @@ impl Route {
         };
         let proxy = match reach.proxy.as_deref() {
             Some(p) if crate::proxy::applies(&host, port, reach.no_proxy.as_deref()) => {
-                Some(crate::proxy::Proxy::parse(p).map_err(|e| format!("{at}: proxy: {e}"))?)
+                Some(crate::proxy::Proxy::parse(p).map_err(|e| {
+                    format!(
+                        "{at}: {e} (from the environment's {})",
+                        crate::proxy::variable_for(https)
+                    )
+                })?)
             }
             _ => None,
         };
@@ -87,7 +92,8 @@ impl Route {
         };
         let absolute_form = proxy.is_some() && !https;
         let pool = match &proxy {
-            Some(p) => crate::pool::Pool::new(&p.host, p.port, false),
+            Some(p) => crate::pool::Pool::new(&p.host, p.port, false)
+                .via_proxy(crate::proxy::variable_for(https)),
             None => crate::pool::Pool::new(&host, port, false),
         }
         .with_tls(tls, tunnel);

@@ -334,7 +334,10 @@ impl Client {
             Some(p) if crate::proxy::applies(host, port, cfg.no_proxy.as_deref()) => Some(
                 crate::proxy::Proxy::parse(p).map_err(|reason| ClientError::InvalidUrl {
                     url: url.clone(),
-                    reason,
+                    reason: format!(
+                        "{reason} (from the environment's {})",
+                        crate::proxy::variable_for(https)
+                    ),
                 })?,
             ),
             _ => None,
@@ -354,7 +357,8 @@ impl Client {
         };
         let absolute_form = proxy.is_some() && !https;
         let pool = match &proxy {
-            Some(p) => Pool::new(&p.host, p.port, cfg.rx_timestamps),
+            Some(p) => Pool::new(&p.host, p.port, cfg.rx_timestamps)
+                .via_proxy(crate::proxy::variable_for(https)),
             None => Pool::new(host, port, cfg.rx_timestamps),
         };
         let pool = Arc::new(pool.with_tls(tls, tunnel).with_clock(clock.source()));
@@ -1228,6 +1232,12 @@ pub fn tls_failed(msg: &str) -> bool {
 /// ([`crate::pool::ConnectError::Tunnel`]).
 pub fn tunnel_refused(msg: &str) -> bool {
     msg.starts_with("the proxy ") && msg.contains(" gave no tunnel: ")
+}
+
+/// True when a `connect` failure's message is a proxy that could not be reached
+/// ([`crate::pool::ConnectError::Proxy`]).
+pub fn proxy_unreachable(msg: &str) -> bool {
+    msg.starts_with("cannot connect to the proxy ")
 }
 
 /// True when a `connect` failure's message says the connection was accepted first

@@ -368,6 +368,9 @@ pub struct Pool {
     /// An `https://` target through a proxy: the `CONNECT` tunnel asked of `host:port` (the
     /// proxy) first.
     tunnel: Option<Tunnel>,
+    /// `host:port` is a proxy's, set from these environment variables
+    /// ([`crate::proxy::variable_for`]): a failed connect names the proxy, not the server.
+    proxy_var: Option<&'static str>,
     /// Connections open now (idle, pre-opened, checked out, connecting).
     open: Arc<AtomicUsize>,
     /// Most connections held open ([`Pool::set_limit`]); `usize::MAX`: no limit.
@@ -441,6 +444,31 @@ async fn open_tunnel(io: &mut StampedTcp, t: &Tunnel) -> Result<(), String> {
     Ok(())
 }
 
+/// What to do about a failed TLS handshake whose error reads `msg` (rustls's words), after
+/// it: a server answering in plain HTTP (`InvalidContentType`), a certificate not issued for
+/// the host name, a self-signed CA certificate served as the server's (`CaUsedAsEndEntity`:
+/// trusted only when given itself with `--tls-ca`), or one no given CA signed; "" for
+/// anything else.
+pub fn tls_hint(msg: &str) -> &'static str {
+    if msg.contains("InvalidContentType") {
+        " (the server answered in plain HTTP, not TLS: use http:// in --base-url)"
+    } else if msg.contains("NotValidForName") || msg.contains("not valid for name") {
+        " (the server's certificate is not issued for this host name: use a name it was \
+         issued for in --base-url, or skip verification with --insecure)"
+    } else if msg.contains("CaUsedAsEndEntity") {
+        " (the server presents a CA certificate as its own, self-signed: give that exact \
+         certificate with --tls-ca FILE, or skip verification with --insecure)"
+    } else if msg.contains("UnknownIssuer") {
+        " (no CA given trusts the server's certificate: give the CA that signed it with \
+         --tls-ca FILE, or skip verification with --insecure)"
+    } else if msg.contains("certificate") {
+        " (the server's certificate does not verify: see the cause; --tls-ca FILE gives its \
+         CA, --insecure skips verification)"
+    } else {
+        ""
+    }
+}
+
 /// Why a new connection could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
@@ -465,6 +493,17 @@ pub enum ConnectError {
         source: std::io::Error,
         /// What to raise or free ([`client_resource_error`]).
         hint: &'static str,
+    },
+    /// TCP connect to the proxy (from the environment) failed: the proxy is unreachable,
+    /// whatever the server's state.
+    #[error("cannot connect to the proxy {addr} (from the environment's {var}): {source}")]
+    Proxy {
+        /// The proxy's `host:port`.
+        addr: String,
+        /// The variables it came from ([`crate::proxy::variable_for`]).
+        var: &'static str,
+        /// The I/O error.
+        source: std::io::Error,
     },
     /// The proxy would not open a `CONNECT` tunnel to an `https://` target.
     #[error("the proxy {addr} gave no tunnel: {reason}")]
@@ -492,9 +531,10 @@ impl ConnectError {
     /// [`ErrorClass::Connect`].
     pub fn class(&self) -> ErrorClass {
         match self {
-            ConnectError::Tcp { .. } | ConnectError::Tunnel { .. } | ConnectError::Tls { .. } => {
-                ErrorClass::Connect
-            }
+            ConnectError::Tcp { .. }
+            | ConnectError::Proxy { .. }
+            | ConnectError::Tunnel { .. }
+            | ConnectError::Tls { .. } => ErrorClass::Connect,
             ConnectError::Resource { .. } => ErrorClass::ClientResource,
         }
     }
@@ -535,6 +575,7 @@ impl Pool {
             rx_timestamps,
             tls: None,
             tunnel: None,
+            proxy_var: None,
             open: Arc::new(AtomicUsize::new(0)),
             limit: AtomicUsize::new(usize::MAX),
             clock: ClockSource::System,
@@ -557,6 +598,14 @@ impl Pool {
     ) -> Self {
         self.tls = tls;
         self.tunnel = tunnel;
+        self
+    }
+
+    /// This pool's `host:port` is a proxy's, from the environment variables `var`
+    /// ([`crate::proxy::variable_for`]): a connection it cannot make fails as
+    /// [`ConnectError::Proxy`], naming the proxy and the variables.
+    pub fn via_proxy(mut self, var: &'static str) -> Self {
+        self.proxy_var = Some(var);
         self
     }
 
@@ -904,9 +953,16 @@ impl Pool {
                     source,
                     hint,
                 },
-                None => ConnectError::Tcp {
-                    addr: addr.clone(),
-                    source,
+                None => match self.proxy_var {
+                    Some(var) => ConnectError::Proxy {
+                        addr: addr.clone(),
+                        var,
+                        source,
+                    },
+                    None => ConnectError::Tcp {
+                        addr: addr.clone(),
+                        source,
+                    },
                 },
             })?;
         let _ = stream.set_nodelay(true);
@@ -924,12 +980,7 @@ impl Pool {
             Some(tls) => {
                 let target = self.tunnel.as_ref().map_or(addr, |t| t.target.clone());
                 let tls = tls.connect(tcp).await.map_err(|source| {
-                    let hint = if source.to_string().contains("certificate") {
-                        " (give the CA that signed the server's certificate with --tls-ca FILE, \
-                         or skip verification with --insecure)"
-                    } else {
-                        ""
-                    };
+                    let hint = tls_hint(&source.to_string());
                     ConnectError::Tls {
                         addr: target,
                         source,
@@ -940,5 +991,28 @@ impl Pool {
             }
         };
         Ok(Conn::new(io, slot))
+    }
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use super::tls_hint;
+
+    /// A fresh tester's finding 3: the `--tls-ca` hint came for a name mismatch and for a
+    /// self-signed certificate given as its own CA; a plain-HTTP answer had none. rustls's
+    /// words for each, and the hint after them.
+    #[test]
+    fn each_tls_failure_gets_its_own_hint() {
+        let plain = "received corrupt message of type InvalidContentType";
+        assert!(tls_hint(plain).contains("plain HTTP, not TLS: use http://"));
+        let name = "invalid peer certificate: certificate not valid for name \"127.0.0.2\"; \
+                    certificate is only valid for localhost or 127.0.0.1";
+        assert!(tls_hint(name).contains("not issued for this host name"));
+        assert!(!tls_hint(name).contains("--tls-ca"));
+        let own = "invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))";
+        assert!(tls_hint(own).contains("give that exact certificate with --tls-ca FILE"));
+        let unknown = "invalid peer certificate: UnknownIssuer";
+        assert!(tls_hint(unknown).contains("give the CA that signed it with --tls-ca FILE"));
+        assert_eq!(tls_hint("connection reset"), "");
     }
 }

@@ -36,7 +36,8 @@ impl std::fmt::Debug for Proxy {
 
 impl Proxy {
     /// Parses a proxy URL. A value without a scheme is taken as `http://` (as curl and
-    /// Python do). Errors: a scheme other than `http`, no host, or a bad port.
+    /// Python do). Errors: a scheme other than `http`, no host, an unclosed `[` of an IPv6
+    /// host (or anything but `:PORT` after its `]`), or a bad port.
     pub fn parse(url: &str) -> Result<Proxy, String> {
         let url = url.trim();
         let rest = match url.split_once("://") {
@@ -58,8 +59,21 @@ impl Proxy {
         let (host, port) = match hostport.strip_prefix('[') {
             Some(v6) => match v6.split_once(']') {
                 Some((h, "")) => (h, None),
-                Some((h, p)) => (h, Some(p.strip_prefix(':').unwrap_or(p))),
-                None => (v6, None),
+                Some((h, p)) => match p.strip_prefix(':') {
+                    Some(p) => (h, Some(p)),
+                    None => {
+                        return Err(format!(
+                            "proxy {:?}: {p:?} after the IPv6 host [{h}] (expected :PORT)",
+                            redact(url)
+                        ))
+                    }
+                },
+                None => {
+                    return Err(format!(
+                        "proxy {:?}: unclosed '[' in the IPv6 host (write http://[ADDR]:PORT)",
+                        redact(url)
+                    ))
+                }
             },
             None => match hostport.rsplit_once(':') {
                 Some((h, p)) => (h, Some(p)),
@@ -87,6 +101,16 @@ impl Proxy {
             port,
             auth,
         })
+    }
+}
+
+/// The environment variables a proxy for an `https://` (`https`) or `http://` target comes
+/// from, for messages: `https_proxy / HTTPS_PROXY` or `http_proxy / HTTP_PROXY`.
+pub fn variable_for(https: bool) -> &'static str {
+    if https {
+        "https_proxy / HTTPS_PROXY"
+    } else {
+        "http_proxy / HTTP_PROXY"
     }
 }
 
@@ -266,6 +290,16 @@ mod tests {
         assert!(e.contains("only http://") && !e.contains("secret"), "{e}");
         assert!(Proxy::parse("http://p:99999").is_err());
         assert!(Proxy::parse("http://:80").is_err());
+        // A fresh tester's finding 3: an unclosed bracket was read as [::1]:80.
+        assert_eq!(
+            Proxy::parse("http://[::1").unwrap_err(),
+            "proxy \"http://[::1\": unclosed '[' in the IPv6 host (write http://[ADDR]:PORT)"
+        );
+        assert_eq!(
+            Proxy::parse("http://[::1]8080").unwrap_err(),
+            "proxy \"http://[::1]8080\": \"8080\" after the IPv6 host [::1] (expected :PORT)"
+        );
+        assert_eq!(Proxy::parse("http://[::1]").unwrap().port, 80);
         assert_eq!(base64(b"a"), "YQ==");
         assert_eq!(base64(b"ab"), "YWI=");
         assert_eq!(base64(b"abc"), "YWJj");

@@ -1,5 +1,7 @@
 //! TLS for `https://` targets: rustls with the `ring` provider, Mozilla's roots
-//! (`webpki-roots`) plus any `--tls-ca` file, or no verification at all with `--insecure`.
+//! (`webpki-roots`) plus any `--tls-ca` file (a certificate of that file served as the server's
+//! own, self-signed, is trusted as given, as curl does), or no verification at all with
+//! `--insecure`.
 //! ALPN offers `http/1.1` only: the client speaks HTTP/1.1 (it has no h2 path).
 //!
 //! The connection is [`crate::pool::Stream`]: plain TCP stays the same type it always was (one
@@ -61,17 +63,28 @@ impl TlsConnector {
             let mut roots = rustls::RootCertStore {
                 roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
             };
+            let mut given = Vec::new();
             if let Some(path) = &opts.ca_file {
                 for cert in read_ca_file(path)? {
-                    roots.add(cert).map_err(|e| {
+                    roots.add(cert.clone()).map_err(|e| {
                         format!(
                             "--tls-ca {}: a certificate rustls refuses: {e}",
                             path.display()
                         )
                     })?;
+                    given.push(cert);
                 }
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            let webpki = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider.clone(),
+            )
+            .build()
+            .map_err(|e| format!("TLS set-up: {e}"))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(GivenOrWebpki { webpki, given }))
+                .with_no_client_auth()
         };
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         let bare = host.trim_start_matches('[').trim_end_matches(']');
@@ -142,6 +155,73 @@ fn read_ca_file(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, 
         ));
     }
     Ok(certs)
+}
+
+/// Verification with `--tls-ca`: webpki's (Mozilla's roots and the file's), and, as curl
+/// does, a server certificate that is byte for byte one of the file's certificates is trusted
+/// as given even where webpki refuses it as its own trust anchor (a self-signed certificate:
+/// `CaUsedAsEndEntity`, or `UnknownIssuer` for one without CA constraints). Its validity
+/// dates and host names are then not checked: the user named that exact certificate.
+#[derive(Debug)]
+struct GivenOrWebpki {
+    webpki: Arc<rustls::client::WebPkiServerVerifier>,
+    given: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for GivenOrWebpki {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match (self.webpki).verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
+            Err(e) if own_anchor(&e) && self.given.iter().any(|c| c == end_entity) => {
+                Ok(ServerCertVerified::assertion())
+            }
+            r => r,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// Whether webpki refused a certificate for being its own trust anchor: `CaUsedAsEndEntity`
+/// (a CA certificate served as the server's) or `UnknownIssuer` (a self-signed one).
+fn own_anchor(e: &rustls::Error) -> bool {
+    match e {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer) => true,
+        rustls::Error::InvalidCertificate(c) => format!("{c:?}").contains("CaUsedAsEndEntity"),
+        _ => false,
+    }
 }
 
 /// `--insecure`: accepts any certificate for any name; the handshake signatures are still

@@ -410,6 +410,14 @@ pub struct Extras {
     /// from `http_proxy` / `HTTP_PROXY`), absent when they went directly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<String>,
+    /// `--tls-ca FILE`: the PEM file of extra trusted CAs the `https://` requests verified
+    /// against (the path as given), absent when none was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_ca: Option<String>,
+    /// `--insecure`: the server's certificate was not verified (absent when off, the
+    /// default).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls_insecure: bool,
     /// Per-request header templates the run sent (`--header-template`, `--dp-rank-roundrobin`
     /// as `X-data-parallel-rank: {i%N}`), `NAME: VALUE` each; absent when none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -681,6 +689,8 @@ impl Default for Extras {
             requests_file: None,
             allow_empty_content: false,
             proxy: None,
+            tls_ca: None,
+            tls_insecure: false,
             header_templates: Vec::new(),
             client: None,
             server_metrics: None,
@@ -848,6 +858,8 @@ fn summarize_inner(
             requests_file: None,
             allow_empty_content: false,
             proxy: None,
+            tls_ca: None,
+            tls_insecure: false,
             header_templates: Vec::new(),
             client: None,
             server_metrics: None,

@@ -418,6 +418,8 @@ pub async fn run_bench(
         ));
     }
     summary.inferbench.proxy = proxy;
+    summary.inferbench.tls_ca = (opts.tls.ca_file.as_ref()).map(|p| p.display().to_string());
+    summary.inferbench.tls_insecure = opts.tls.insecure;
     summary.inferbench.header_templates = opts
         .header_templates
         .iter()
@@ -1066,6 +1068,9 @@ fn end_note(
             // does not answer HTTP.
             let advice = if inferbench_client::http::tls_failed(&msg) {
                 "the server is there, but TLS could not be set up with it: see the cause above"
+            } else if inferbench_client::http::proxy_unreachable(&msg) {
+                "the proxy is not reachable, whatever the server's state: check the proxy \
+                 variable named above, or NO_PROXY / --no-proxy to go direct"
             } else if inferbench_client::http::tunnel_refused(&msg) {
                 "the proxy is there but gave no tunnel: check https_proxy/HTTPS_PROXY, or \
                  NO_PROXY / --no-proxy to go direct"

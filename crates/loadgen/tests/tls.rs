@@ -171,6 +171,12 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     }
     assert_eq!(out.summary.total_output_tokens, 20);
     assert_eq!(out.summary.inferbench.proxy, None);
+    // The result records how the server was verified (a fresh tester's finding 3).
+    assert_eq!(
+        out.summary.inferbench.tls_ca,
+        Some(ca.display().to_string())
+    );
+    assert!(!out.summary.inferbench.tls_insecure);
 
     // No --tls-ca: the certificate does not verify; every request is a recorded connect error.
     let out = run_bench(
@@ -214,6 +220,8 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     let out = run_bench(opts(url, insecure), CancellationToken::new())
         .await
         .unwrap();
+    assert!(out.summary.inferbench.tls_insecure);
+    assert_eq!(out.summary.inferbench.tls_ca, None);
     assert_eq!(out.exit_code, 0, "{:?}", out.notes);
     assert!(profile(&out.records)
         .iter()
@@ -402,6 +410,172 @@ async fn the_server_tokenizer_speaks_tls() {
     assert!(
         e.contains(&format!("POST https://localhost:{port}/tokenize"))
             && e.contains("UnknownIssuer"),
+        "{e}"
+    );
+}
+
+/// A fresh tester's finding 3: an `HTTPS_PROXY` nothing listens on said "is the server running
+/// … check --base-url". The records and the verdict name the proxy and its variables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_proxy_is_named_not_the_server() {
+    // A port nothing listens on: bound, then closed.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let o = BenchOptions {
+        proxy: Some(format!("http://127.0.0.1:{port}")),
+        ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
+    };
+    let out = run_bench(o, CancellationToken::new()).await.unwrap();
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.records.is_empty());
+    let want = format!(
+        "cannot connect to the proxy 127.0.0.1:{port} (from the environment's https_proxy / \
+         HTTPS_PROXY): Connection refused (os error 111)"
+    );
+    for r in &out.records {
+        assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
+        assert_eq!(r.error.as_deref(), Some(want.as_str()), "{r:?}");
+    }
+    let note = &out.verdict.as_ref().unwrap().note;
+    assert!(
+        note.contains(&want)
+            && note.ends_with(
+                "(the proxy is not reachable, whatever the server's state: check the proxy \
+                 variable named above, or NO_PROXY / --no-proxy to go direct)"
+            )
+            && !note.contains("is the server running"),
+        "{note}"
+    );
+}
+
+/// A fresh tester's finding 3: `https://` to a plain-HTTP server said a bare
+/// "InvalidContentType". The record says the server answered in plain HTTP and to use http://.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_to_a_plain_http_server_says_use_http() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = client.read(&mut buf).await;
+                let _ = client
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    let out = run_bench(
+        opts(format!("https://{addr}"), Default::default()),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.records.is_empty());
+    for r in &out.records {
+        assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
+        let e = r.error.as_deref().unwrap_or_default();
+        assert!(
+            e.contains("InvalidContentType")
+                && e.ends_with(
+                    "(the server answered in plain HTTP, not TLS: use http:// in --base-url)"
+                ),
+            "{e}"
+        );
+    }
+}
+
+/// A fresh tester's finding 3: `HTTPS_PROXY='http://[::1'` (unclosed bracket) was read as
+/// `[::1]:80`. It is refused before any request, naming the variable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unclosed_bracket_in_the_proxy_is_refused_naming_the_variable() {
+    let o = BenchOptions {
+        proxy: Some("http://[::1".into()),
+        ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
+    };
+    let e = match run_bench(o, CancellationToken::new()).await {
+        Err(e) => inferbench_core::error_chain(e.as_ref()),
+        Ok(out) => panic!("ran: {:?}", out.records.first()),
+    };
+    assert!(
+        e.contains(
+            "proxy \"http://[::1\": unclosed '[' in the IPv6 host (write http://[ADDR]:PORT) \
+             (from the environment's https_proxy / HTTPS_PROXY)"
+        ),
+        "{e}"
+    );
+}
+
+/// A fresh tester's finding 3: a server whose certificate is self-signed (a CA certificate
+/// served as its own, as `openssl req -x509` makes), given with `--tls-ca`, failed
+/// `CaUsedAsEndEntity` with the hint to give `--tls-ca`. As curl does, the exact certificate
+/// given is trusted; another self-signed one still is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
+    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts");
+    let upstream = sim.base_url().trim_start_matches("http://").to_string();
+    let self_signed = || {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).unwrap();
+        (cert, key)
+    };
+    let (cert, key) = self_signed();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+        )
+        .unwrap();
+    let port = spawn_tls_front(tokio_rustls::TlsAcceptor::from(Arc::new(config)), upstream).await;
+    let dir = tempfile::tempdir().unwrap();
+    let given = |pem: String| {
+        let path = dir.path().join(format!("ca{}.pem", pem.len() % 1000));
+        std::fs::write(&path, pem).unwrap();
+        inferbench_client::tls::TlsOptions {
+            ca_file: Some(path),
+            insecure: false,
+        }
+    };
+    let url = format!("https://localhost:{port}");
+    let out = run_bench(
+        opts(url.clone(), given(cert.pem())),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.exit_code,
+        0,
+        "{:?} {:?}",
+        out.notes,
+        out.records.first()
+    );
+    assert!(profile(&out.records).iter().all(|r| r.success));
+    // Another self-signed certificate given: still refused.
+    let (other, _) = self_signed();
+    let out = run_bench(
+        opts(url, given(other.pem() + "\n")),
+        CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_ne!(out.exit_code, 0);
+    let e = out.records[0].error.as_deref().unwrap_or_default();
+    assert!(
+        e.contains("CaUsedAsEndEntity") || e.contains("UnknownIssuer"),
         "{e}"
     );
 }

@@ -465,7 +465,8 @@ pub struct SweepFlags {
     pub rows: Vec<usize>,
     /// Adaptive sweep: rows that differ only in concurrency are one curve, and within its
     /// listed range the sweep measures only the concurrencies that decide the group's frontier
-    /// to within TOLERANCE (relative; `--adaptive` alone: 0.02): the ends and the middle first,
+    /// to within TOLERANCE (relative, in (0, 0.5], warned above 0.2; `--adaptive` alone: 0.02;
+    /// outside: exit 2): the ends and the middle first,
     /// then where the curve bends. Local: every round in this process, and `sweep.json` says
     /// what it saved (`adaptive.full_list_gpu_seconds`, `adaptive.saved_fraction`). Slurm and
     /// GitHub: one round per call, written as `<out>/adaptive-round-<N>.json` from the points

@@ -163,6 +163,11 @@ pub struct PointReport {
     /// point that did not run (skipped, not started, gathered from Slurm/GitHub).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_seconds: Option<f64>,
+    /// The part of `gpu_seconds` that is the point's share of its engine's launch, readiness,
+    /// warmup and stop time (GPU-seconds; absent without a launch of ours, `--base-url`):
+    /// `sweep --adaptive` counts a curve's launch once when it estimates the full list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_gpu_seconds: Option<f64>,
 }
 
 impl PointReport {
@@ -384,15 +389,41 @@ pub async fn run_jobs<R: PointRunner>(
     runner: &R,
     cancel: &CancellationToken,
 ) -> SweepReport {
+    run_jobs_with(jobs, opts, runner, cancel, |_: &SweepReport| Vec::new()).await
+}
+
+/// [`run_jobs`] whose rows grow as it runs: once the points of `jobs` (and of every batch
+/// before) have run, `more` is asked, with the report so far, for the next rows to run (empty:
+/// the sweep ends). The engine is kept up from one batch to the next when it serves the next
+/// batch's first point, so a planner that feeds one curve's rounds in a row (`sweep
+/// --adaptive`) launches that curve's engine once, as the plain sweep does.
+pub async fn run_jobs_with<R: PointRunner>(
+    jobs: &[JobSpec],
+    opts: &SweepOptions,
+    runner: &R,
+    cancel: &CancellationToken,
+    mut more: impl FnMut(&SweepReport) -> Vec<JobSpec>,
+) -> SweepReport {
     if let Err(e) = std::fs::create_dir_all(&opts.out_dir) {
         return out_dir_failed(jobs, opts, &e);
     }
     let mut report = SweepReport::default();
-    let points = expand_points(jobs, opts);
-    let total = points.len();
+    let mut points = expand_points(jobs, opts);
     let mut engine: Option<Running> = None;
     let mut gpu = GpuAccount::default();
-    for (i, (point, pre_fail)) in points.iter().enumerate() {
+    let mut i = 0;
+    loop {
+        // This batch has run (or none was given): the next, if any.
+        if i == points.len() && !cancel.is_cancelled() {
+            points.extend(expand_points(&more(&report), opts));
+        }
+        if i >= points.len() {
+            break;
+        }
+        let total = points.len();
+        let (point, pre_fail) = points[i].clone();
+        let (point, pre_fail) = (&point, &pre_fail);
+        i += 1;
         if let Some(r) = settled_before_start(point, pre_fail.as_ref(), opts, cancel) {
             push(&mut report, opts, total, r);
             continue;
@@ -467,12 +498,15 @@ pub async fn run_jobs<R: PointRunner>(
         );
         gpu.ran(&mut report, iter_start, run_start, cost);
         if let Some(why) = unreachable {
-            not_started_after(&points[i + 1..], &why, &mut report, opts, cancel);
+            not_started_after(&points[i..], &why, &mut report, opts, cancel);
             break;
         }
 
-        // Stop the engine after the last point it serves.
-        let next = points.get(i + 1).map(|(next, _)| next);
+        // Stop the engine after the last point it serves (the next batch's first included).
+        if i == points.len() && !cancel.is_cancelled() {
+            points.extend(expand_points(&more(&report), opts));
+        }
+        let next = points.get(i).map(|(next, _)| next);
         if !serves_next(engine.as_ref(), next, opts) {
             stop(engine.take(), opts).await;
         }
@@ -588,10 +622,70 @@ fn out_dir_failed(jobs: &[JobSpec], opts: &SweepOptions, e: &std::io::Error) -> 
                 cause: Some(format!("{}: {e}", opts.out_dir.display())),
                 invalid: false,
                 gpu_seconds: None,
+                launch_gpu_seconds: None,
             });
         }
     }
     report
+}
+
+/// What a row's largest point asks of the client process, for the up-front check of `sweep`
+/// and `job` against `ulimit -n` / `ulimit -v` before any engine starts (issue 39 §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowLoad {
+    /// 0-based index of the row in the matrix.
+    pub index: usize,
+    /// The row's largest concurrency (streams in flight at once) over its points, eval
+    /// included.
+    pub conc: u32,
+    /// Requests its largest throughput point sends and keeps (warmups and profile; 0 for an
+    /// AgentX or eval-only row, whose requests are not known up front).
+    pub requests: u64,
+    /// Bytes of random prompts that point builds before its first request (0 when none).
+    pub prompt_bytes: u64,
+}
+
+/// Each row of `jobs` as its largest point loads the client ([`RowLoad`]), in order; a row
+/// with no point (eval-only with evals off) is left out. An adaptive round's points lie within
+/// a row's listed range, so the listed largest bounds them.
+pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
+    jobs.iter()
+        .filter_map(|spec| {
+            let planned = plan(spec, "", opts);
+            let conc = planned.iter().map(|(_, c, _)| *c).max()?;
+            let top = planned
+                .iter()
+                .filter(|(k, _, _)| *k == PointKind::Throughput)
+                .map(|(_, c, _)| *c)
+                .max();
+            let (requests, prompt_bytes) = match top {
+                Some(c) if !spec.is_agentic() => {
+                    let point = Point {
+                        spec: spec.clone(),
+                        kind: PointKind::Throughput,
+                        conc: c,
+                        rf: String::new(),
+                        dir: PathBuf::new(),
+                        runner_name: String::new(),
+                    };
+                    let o =
+                        crate::bench::bench_options(&point_request(&point, opts, String::new()));
+                    (
+                        o.resolved_num_prompts()
+                            .saturating_add(o.resolved_num_warmups()),
+                        o.estimated_prompt_bytes(),
+                    )
+                }
+                _ => (0, 0),
+            };
+            Some(RowLoad {
+                index: spec.index,
+                conc,
+                requests,
+                prompt_bytes,
+            })
+        })
+        .collect()
 }
 
 /// Expands the rows `jobs` into their points, in order (each row's [`plan`]), each with the
@@ -862,6 +956,7 @@ impl GpuAccount {
         for (idx, secs, cost) in served {
             if let Some(p) = report.points.get_mut(idx) {
                 p.gpu_seconds = Some(cost.of(secs + overhead));
+                p.launch_gpu_seconds = Some(cost.of(overhead));
             }
         }
     }
@@ -1306,6 +1401,7 @@ fn record(point: &Point, outcome: Outcome, fail: Option<Failure>) -> PointReport
         cause: fail.map(|f| f.cause),
         invalid: false,
         gpu_seconds: None,
+        launch_gpu_seconds: None,
     }
 }
 
@@ -1665,6 +1761,7 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
                 cause,
                 invalid,
                 gpu_seconds: None,
+                launch_gpu_seconds: None,
             });
         }
     }

@@ -39,6 +39,10 @@ pub fn run_local(
 ) -> anyhow::Result<ExitStatus> {
     // Where every point writes, before any engine starts or request is sent (issue 39 §8).
     inferbench_loadgen::output::check_dir_writable("--out", &opts.out_dir)?;
+    // Every row's largest point against `ulimit -n` / the memory budget, before the first
+    // launch: a row beyond them failed its requests `client_resource` mid-sweep.
+    let loads = inferbench_runner::sweep::row_loads(jobs, opts);
+    rows_beyond(&loads, &crate::limits::raise_open_files()).map_err(anyhow::Error::msg)?;
     let rt = tokio::runtime::Runtime::new()?;
     let code = rt.block_on(async {
         let cancel =
@@ -46,4 +50,84 @@ pub fn run_local(
         run_here(jobs, opts, progress, adaptive, &cancel).await
     });
     Ok(ExitStatus::from_code(code))
+}
+
+/// Whether every row of `loads` fits `limits` ([`crate::limits::check`] at the row's largest
+/// concurrency, its requests and prompts). Errors: one line per row that does not, naming the
+/// row, the limit (`ulimit -n`, `ulimit -v` or the machine's memory) and the largest `conc`
+/// that fits; the caller exits 2 before any engine starts.
+pub fn rows_beyond(
+    loads: &[inferbench_runner::sweep::RowLoad],
+    limits: &crate::limits::Limits,
+) -> Result<(), String> {
+    let refused: Vec<String> = loads
+        .iter()
+        .filter_map(|l| {
+            let need = crate::limits::Need {
+                flag: "conc",
+                streams: u64::from(l.conc),
+                requests: l.requests,
+                per_stream: 1,
+                request_bytes: 0,
+                prompt_bytes: l.prompt_bytes,
+                uncapped: false,
+            };
+            crate::limits::check(&need, limits)
+                .err()
+                .map(|e| format!("row {}: {e}", l.index))
+        })
+        .collect();
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of the matrix cannot run in this process (no engine was started):\n  {}",
+            inferbench_core::count(refused.len(), "row"),
+            refused.join("\n  ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows_beyond;
+    use crate::limits::{base_bytes, Limits};
+    use inferbench_runner::sweep::RowLoad;
+
+    fn limits(open_files: u64) -> Limits {
+        Limits {
+            open_files,
+            open_files_hard: open_files,
+            memory: None,
+            threads: 34,
+            base: base_bytes(2),
+            inherited_files: 0,
+        }
+    }
+
+    fn row(index: usize, conc: u32) -> RowLoad {
+        RowLoad {
+            index,
+            conc,
+            requests: 12 * u64::from(conc),
+            prompt_bytes: 0,
+        }
+    }
+
+    /// `ulimit -n 100` with a conc-256 row beside a conc-4 row: the conc-256 row is refused by
+    /// name with what fits (100 − 16 − 64 = 20), the conc-4 row passes.
+    #[test]
+    fn a_row_beyond_ulimit_n_is_named_with_what_fits() {
+        let e = rows_beyond(&[row(0, 4), row(1, 256)], &limits(100)).unwrap_err();
+        assert_eq!(
+            e,
+            "1 row of the matrix cannot run in this process (no engine was started):\n  \
+             row 1: conc 256 is more than this client can hold: 256 streams need 336 open files \
+             (256 connections, 16 spare, 64 for files) and this process may open 100 \
+             (`ulimit -n`, hard limit 100): raise it with `ulimit -n 336`; conc 20 or less fits \
+             (nothing was sent)"
+        );
+        assert_eq!(rows_beyond(&[row(0, 4), row(1, 20)], &limits(100)), Ok(()));
+        assert!(rows_beyond(&[row(0, 21)], &limits(100)).is_err());
+    }
 }

@@ -142,22 +142,26 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // aborted with exit 134).
     flags.memory_budget = crate::limits::prompt_room(&need, &crate::limits::current());
     let rt = super::runtime()?;
-    let prepared = rt.block_on(flags.prepare_bounded(tls.options()))?;
     // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
     // a connection (trial finding 3: 19,000 lanes passed the check, then held 19,847 files and
-    // failed warmups with EMFILE). Checked once the traces are known, before any request,
-    // with each request's memory in flight (its prompt, body and record: the largest's).
-    crate::limits::refuse_beyond(Some(crate::limits::Need {
-        flag: "--concurrency",
-        streams: u64::from(flags.concurrency),
-        requests: 0,
-        per_stream: prepared.peak_in_flight_per_session(),
-        // Each request in flight builds its prompt and body and fills its record: the
-        // largest one's, per connection (issue 39 §2 findings 1–2).
-        request_bytes: prepared.peak_request_bytes(),
-        prompt_bytes: 0,
-        uncapped: false,
-    }))?;
+    // failed warmups with EMFILE). Checked once the traces are read, before any request (the
+    // server's /v1/models included), with each request's memory in flight (its prompt, body and
+    // record: the largest's, per connection; issue 39 §2 findings 1–2).
+    let lanes = u64::from(flags.concurrency);
+    let prepared = rt.block_on(flags.prepare_checked(
+        tls.options(),
+        |per_stream, request_bytes| {
+            crate::limits::refuse_beyond(Some(crate::limits::Need {
+                flag: "--concurrency",
+                streams: lanes,
+                requests: 0,
+                per_stream,
+                request_bytes,
+                prompt_bytes: 0,
+                uncapped: false,
+            }))
+        },
+    ))?;
     let code = rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",

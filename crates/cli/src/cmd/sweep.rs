@@ -39,10 +39,9 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     let mut jobs = flags.jobs()?;
     let opts = flags.run.sweep_options()?;
     if let Some(tol) = flags.adaptive {
-        anyhow::ensure!(
-            tol.is_finite() && tol > 0.0,
-            "--adaptive={tol}: the tolerance is a fraction > 0 (0.02 = 2 %)"
-        );
+        if let Some(warning) = adaptive_tolerance(tol).map_err(anyhow::Error::msg)? {
+            eprintln!("warning: {warning}");
+        }
         // AgentX rows below 900 s give only invalid points: nothing to plan on (issue 43).
         if let Some(why) = inferbench_runner::adaptive::cannot_plan(&jobs, &opts.bench) {
             anyhow::bail!(why);
@@ -87,4 +86,73 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         Executor::Slurm => tokio::runtime::Runtime::new()?.block_on(flags.slurm(&jobs, &opts))?,
     };
     Ok(ExitStatus::from_code(code))
+}
+
+/// The largest `--adaptive` tolerance accepted: 0.5 (a frontier known to within ±50 %).
+pub const MAX_ADAPTIVE_TOLERANCE: f64 = 0.5;
+
+/// Tolerances above this (0.2) are accepted with a warning: the planner stops after the ends
+/// and the middle of most curves.
+pub const COARSE_ADAPTIVE_TOLERANCE: f64 = 0.2;
+
+/// Checks `--adaptive=TOL` (a relative fraction: 0.02 = 2 %). Returns the warning to print for
+/// a coarse tolerance (above [`COARSE_ADAPTIVE_TOLERANCE`]), if any. Errors (exit 2): a
+/// tolerance outside (0, [`MAX_ADAPTIVE_TOLERANCE`]], such as 5 (meant as 5 %?) or 1e9, which
+/// would plan nothing past the first round and report what it "saved" against it.
+pub fn adaptive_tolerance(tol: f64) -> Result<Option<String>, String> {
+    if !(tol.is_finite() && tol > 0.0 && tol <= MAX_ADAPTIVE_TOLERANCE) {
+        let percent = if tol.is_finite() && tol > 1.0 && tol <= 100.0 {
+            format!(" (for {tol} %, write --adaptive={})", tol / 100.0)
+        } else {
+            String::new()
+        };
+        return Err(format!(
+            "--adaptive={tol}: the tolerance is a fraction in (0, {MAX_ADAPTIVE_TOLERANCE}] \
+             (0.02 = 2 %){percent}"
+        ));
+    }
+    Ok((tol > COARSE_ADAPTIVE_TOLERANCE).then(|| {
+        format!(
+            "--adaptive={tol}: a tolerance above {COARSE_ADAPTIVE_TOLERANCE} knows the frontier \
+             only coarsely (most curves stop at their ends and middle)"
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::adaptive_tolerance;
+
+    /// A fresh tester's finding 2: `--adaptive=5` and `--adaptive=1e9` were accepted silently.
+    #[test]
+    fn adaptive_tolerance_outside_zero_to_half_is_refused_and_above_a_fifth_warned() {
+        assert_eq!(
+            adaptive_tolerance(5.0),
+            Err(
+                "--adaptive=5: the tolerance is a fraction in (0, 0.5] (0.02 = 2 %) (for 5 %, \
+                 write --adaptive=0.05)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            adaptive_tolerance(1e9),
+            Err(
+                "--adaptive=1000000000: the tolerance is a fraction in (0, 0.5] (0.02 = 2 %)"
+                    .into()
+            )
+        );
+        for bad in [0.0, -0.1, f64::NAN, f64::INFINITY, 0.500_001] {
+            assert!(adaptive_tolerance(bad).is_err(), "{bad}");
+        }
+        assert_eq!(adaptive_tolerance(0.02), Ok(None));
+        assert_eq!(adaptive_tolerance(0.2), Ok(None));
+        assert_eq!(
+            adaptive_tolerance(0.5),
+            Ok(Some(
+                "--adaptive=0.5: a tolerance above 0.2 knows the frontier only coarsely (most \
+                 curves stop at their ends and middle)"
+                    .into()
+            ))
+        );
+    }
 }

@@ -11,7 +11,8 @@ use inferbench_client::tls::TlsOptions;
 pub struct TlsArgs {
     /// PEM file of extra trusted root certificates for an https:// --base-url (a private CA),
     /// added to the built-in Mozilla roots (webpki-roots). Without it a certificate those roots
-    /// do not vouch for fails every request with a `connect` error naming the certificate.
+    /// do not vouch for fails every request with a `connect` error naming the certificate. A
+    /// server's own self-signed certificate given here is trusted as given (as curl does).
     #[arg(long, value_name = "FILE", help_heading = "TLS")]
     pub tls_ca: Option<PathBuf>,
     /// Skip the https:// target's certificate verification (any certificate, any name: for a

@@ -76,7 +76,8 @@ pub struct ReplayFlags {
     /// Skip malformed trace lines (reported) instead of stopping at the first.
     #[arg(long, help_heading = "Traces")]
     pub skip_invalid: bool,
-    /// Drop whole traces whose peak input + output exceeds this many tokens.
+    /// Drop whole traces whose peak input + output exceeds this many tokens. Traces above the
+    /// server's max_model_len (its /v1/models) are dropped the same way, and the count said.
     #[arg(long, help_heading = "Traces")]
     pub max_context_length: Option<u64>,
     /// Keep only the first N traces (after --max-context-length).
@@ -285,18 +286,7 @@ impl PreparedReplay {
     /// data); 0 without traces (issue 39 §2 findings 1–2: 128 lanes of `in: 390000`, or of
     /// `out: 130000`, aborted a replay the check had let through).
     pub fn peak_request_bytes(&self) -> u64 {
-        use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
-        (self.traces.iter())
-            .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
-            .map(|r| {
-                u64::from(r.input_tokens)
-                    .saturating_mul(BYTES_PER_PROMPT_TOKEN)
-                    .saturating_add(
-                        u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN),
-                    )
-            })
-            .max()
-            .unwrap_or(0)
+        peak_request_bytes(&self.traces)
     }
 
     /// The most requests one session of the loaded traces has in flight at once
@@ -307,6 +297,22 @@ impl PreparedReplay {
             .max()
             .unwrap_or(1)
     }
+}
+
+/// [`PreparedReplay::peak_request_bytes`] over `traces`: the largest request's `in` ×
+/// [`crate::options::limits::BYTES_PER_PROMPT_TOKEN`] + `out` ×
+/// [`crate::options::limits::BYTES_PER_OUTPUT_TOKEN`], bytes; 0 without traces.
+fn peak_request_bytes(traces: &[Trace]) -> u64 {
+    use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
+    (traces.iter())
+        .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
+        .map(|r| {
+            u64::from(r.input_tokens)
+                .saturating_mul(BYTES_PER_PROMPT_TOKEN)
+                .saturating_add(u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN))
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 impl ReplayFlags {
@@ -320,14 +326,15 @@ impl ReplayFlags {
             .max(served)
     }
 
-    /// [`ReplayFlags::prepare`] with the server asked for the model's context only when it
-    /// matters: the traces are loaded bounded by [`SERVER_CONTEXT_CEILING`] (a request above
-    /// it fails with its `FILE:LINE: field` before anything is sent); only when some request's
-    /// `in` or `out` is above 2^20 and `--max-model-len` is the server's `/v1/models` asked
-    /// ([`ReplayFlags::served_context`]), and a request above that bound too is refused with its
-    /// `FILE:LINE` (skipped with `--skip-invalid`). A replay within the bounds sends nothing
-    /// before its own requests. `tls` (the CLI's `--tls-ca`/`--insecure`) verifies the
-    /// measured requests and that `/v1/models` request alike.
+    /// [`ReplayFlags::prepare`] with the server asked for the model's context
+    /// ([`ReplayFlags::served_context`], its `/v1/models`): a trace whose peak input + output is
+    /// above it is dropped as `--max-context-length` drops one (before `--num-dataset-entries`
+    /// keeps the first N; the count said on stderr), since the server refuses its requests
+    /// (HTTP 400); and every request's `in` and `out` is bounded by
+    /// [`ReplayFlags::token_cap`] of it (a request above fails with its `FILE:LINE: field`
+    /// before anything is sent, skipped with `--skip-invalid`). `tls` (the CLI's
+    /// `--tls-ca`/`--insecure`) verifies the measured requests and that `/v1/models` request
+    /// alike.
     ///
     /// # Errors
     /// As [`ReplayFlags::prepare`].
@@ -335,43 +342,110 @@ impl ReplayFlags {
         &self,
         tls: inferbench_client::tls::TlsOptions,
     ) -> anyhow::Result<PreparedReplay> {
+        self.prepare_checked(tls, |_, _| Ok(())).await
+    }
+
+    /// [`ReplayFlags::prepare_bounded`] with `check` called once the traces are read, before
+    /// the server is asked anything, with the most requests one session has in flight at once
+    /// ([`PreparedReplay::peak_in_flight_per_session`] of the traces read): the CLI refuses
+    /// there what this process cannot hold, so a refused replay connects to nothing. Its second
+    /// argument is the largest request's memory in flight, bytes
+    /// ([`PreparedReplay::peak_request_bytes`] of the traces read).
+    ///
+    /// # Errors
+    /// `check`'s, and as [`ReplayFlags::prepare`].
+    pub async fn prepare_checked(
+        &self,
+        tls: inferbench_client::tls::TlsOptions,
+        check: impl FnOnce(u64, u64) -> anyhow::Result<()>,
+    ) -> anyhow::Result<PreparedReplay> {
         let mut opts = self.options()?;
         opts.tls = tls;
+        // Where the results go, before the server is asked anything (issue 39 §8).
+        if let Some(d) = &self.result_dir {
+            crate::output::check_dir_writable("--result-dir", d)?;
+        }
+        // Read first, bounded by the ceiling: a line beyond it is refused before anything is
+        // sent (no connection, not even /v1/models).
         let bound = self.token_cap(None);
-        let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING))?;
+        let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING), None)?;
+        check(
+            (report.traces.iter().enumerate())
+                .map(|(i, t)| super::TreePlan::build(i, t).peak_in_flight())
+                .max()
+                .unwrap_or(1),
+            peak_request_bytes(&report.traces),
+        )?;
+        let served = self.served_context(&opts.reach()).await;
+        let context = self.context_bound(served);
+        // The largest request of the traces kept (one over the context is dropped whole).
         let peak = (report.traces.iter())
+            .filter(|t| context.is_none_or(|c| t.peak_context_tokens() <= c))
             .flat_map(|t| &t.streams)
             .flat_map(|s| &s.requests)
             .map(|r| r.input_tokens.max(r.output_tokens))
             .max()
             .unwrap_or(0);
-        if peak > bound {
-            let cap = self.token_cap(self.served_context(&opts.reach()).await);
-            if peak > cap {
-                report = self.load_traces(cap)?;
-            }
+        let cap = self.token_cap(served);
+        // Read again only when the server's context drops a trace read (filter, then cap:
+        // when every trace read fits, they are already the first that fit) or a request is
+        // above the cap in force.
+        let over_context =
+            context.is_some_and(|c| report.traces.iter().any(|t| t.peak_context_tokens() > c));
+        let over_cap = peak > bound && peak > cap;
+        if over_context || over_cap {
+            let token_cap = if over_cap {
+                cap
+            } else {
+                bound.max(SERVER_CONTEXT_CEILING)
+            };
+            report = self.load_traces(token_cap, served)?;
         }
-        self.prepare_loaded(opts, report)
+        self.prepare_loaded(opts, report, served)
     }
 
     /// The model's context length, tokens, as the server's `/v1/models` reports it (3 s at
-    /// most); `None` without `--traces` (the synthetic shapes stay within 2^20), when the server
-    /// cannot be asked, or reports none.
+    /// most); `None` when the server cannot be asked, or reports none.
     /// The server is reached as `reach` says (TLS, proxy).
     pub async fn served_context(&self, reach: &inferbench_client::Reach) -> Option<u64> {
-        self.traces.as_ref()?;
         let model = self.target.model();
         let model = (!model.trim().is_empty()).then_some(model.as_str());
         inferbench_client::models::served_max_model_len(&self.target.base_url(), model, reach).await
     }
 
+    /// What the line before the replay says of `n` traces dropped over
+    /// [`ReplayFlags::context_bound`] of `served`: by `--max-context-length`, or over the
+    /// server's `max_model_len` when that is the smaller.
+    pub fn dropped_note(&self, n: usize, served: Option<u64>) -> String {
+        match served {
+            Some(m) if self.max_context_length.is_none_or(|f| m < f) => format!(
+                ", {n} dropped (peak input + output above the server's max_model_len of {m} \
+                 tokens, from its /v1/models)"
+            ),
+            _ => format!(", {n} dropped by --max-context-length"),
+        }
+    }
+
+    /// The bound on a trace's peak input + output, tokens: the smaller of
+    /// `--max-context-length` and `served` (the model's context from the server); `None`
+    /// without either.
+    pub fn context_bound(&self, served: Option<u64>) -> Option<u64> {
+        match (self.max_context_length, served) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// The traces to replay: `--traces` read with `--skip-invalid`, `--max-context-length`,
     /// `--num-dataset-entries` and every request's `in` and `out` at most `token_cap` tokens
-    /// ([`LoadOptions::token_cap`]), or the `--synthetic` shape with the same two cuts.
-    pub fn load_traces(&self, token_cap: u32) -> anyhow::Result<LoadReport> {
+    /// ([`LoadOptions::token_cap`]), or the `--synthetic` shape with the same two cuts; traces
+    /// above [`ReplayFlags::context_bound`] of `served` (the model's context from the server)
+    /// dropped first.
+    pub fn load_traces(&self, token_cap: u32, served: Option<u64>) -> anyhow::Result<LoadReport> {
+        let max_context = self.context_bound(served);
         let load = LoadOptions {
             skip_invalid: self.skip_invalid,
-            max_context_length: self.max_context_length,
+            max_context_length: max_context,
             num_dataset_entries: self.num_dataset_entries,
             token_cap: Some(token_cap),
             memory_budget: self.memory_budget,
@@ -393,7 +467,7 @@ impl ReplayFlags {
                     if self.num_dataset_entries.is_some_and(|n| traces.len() >= n) {
                         return false;
                     }
-                    if (self.max_context_length).is_some_and(|m| t.peak_context_tokens() > m) {
+                    if max_context.is_some_and(|m| t.peak_context_tokens() > m) {
                         dropped_by_context += 1;
                         return true;
                     }
@@ -427,8 +501,8 @@ impl ReplayFlags {
     /// created.
     pub fn prepare(&self, served: Option<u64>) -> anyhow::Result<PreparedReplay> {
         let opts = self.options()?;
-        let report = self.load_traces(self.token_cap(served))?;
-        self.prepare_loaded(opts, report)
+        let report = self.load_traces(self.token_cap(served), served)?;
+        self.prepare_loaded(opts, report, served)
     }
 
     /// The rest of [`ReplayFlags::prepare`] once the traces are loaded.
@@ -436,6 +510,7 @@ impl ReplayFlags {
         &self,
         opts: ReplayOptions,
         report: LoadReport,
+        served: Option<u64>,
     ) -> anyhow::Result<PreparedReplay> {
         anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
         for s in &report.skipped {
@@ -457,10 +532,7 @@ impl ReplayFlags {
                 format!(", {} invalid line(s) skipped", report.skipped.len())
             },
             if report.dropped_by_context > 0 {
-                format!(
-                    ", {} dropped by --max-context-length",
-                    report.dropped_by_context
-                )
+                self.dropped_note(report.dropped_by_context, served)
             } else {
                 String::new()
             },
@@ -529,8 +601,11 @@ impl ReplayFlags {
             }
             None => None,
         };
+        let tls = prepared.opts.tls.clone();
         let out = run_replay(prepared.opts, prepared.traces, prepared.prompter, cancel).await?;
         let mut summary = replay_summary(&out, &model, self.concurrency, !unsafe_run);
+        summary.inferbench.tls_ca = (tls.ca_file.as_ref()).map(|p| p.display().to_string());
+        summary.inferbench.tls_insecure = tls.insecure;
         summary.inferbench.allow_empty_content = allow_empty_content;
         if let Some(p) = &proxy {
             eprintln!(
@@ -703,8 +778,8 @@ mod tests {
     }
 
     /// Issue 39 §3: a request above 2^20 tokens loads only when the model's context (the
-    /// server's /v1/models, or --max-model-len) is that long; one above 2^24 is refused without
-    /// asking the server; the errors name FILE:LINE and the field.
+    /// server's /v1/models, or --max-model-len) is that long (a trace over the server's
+    /// context is dropped); one above 2^24 is refused; the errors name FILE:LINE and the field.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn trace_lengths_are_bounded_by_the_models_context() {
         let dir = tempfile::tempdir().unwrap();
@@ -742,9 +817,16 @@ mod tests {
             })
             .expect("sim starts")
         };
-        // A server whose model has a 1M context: refused, naming the line.
+        // A server whose model has a 1M context: the 2M trace is over it, dropped (its
+        // requests would be refused, HTTP 400).
         let small = sim(1 << 20);
-        let e = flags(&small.base_url(), &[])
+        let r = flags(&small.base_url(), &[])
+            .prepare_bounded(Default::default())
+            .await
+            .unwrap();
+        assert_eq!(r.traces.len(), 1);
+        // A server that cannot be asked: 2^20 bounds a request, refused naming the line.
+        let e = flags("http://127.0.0.1:9", &[])
             .prepare_bounded(Default::default())
             .await
             .err()
@@ -774,6 +856,80 @@ mod tests {
                 .traces
                 .len(),
             2
+        );
+    }
+
+    /// A fresh tester's finding 4: `replay --synthetic 062126-256k` against a sim of a 131,072
+    /// context sent 185k-token warmups and aborted with HTTP 400. Traces whose peak input +
+    /// output is above the server's max_model_len (its /v1/models) are dropped as
+    /// --max-context-length drops them, before --num-dataset-entries keeps the first N, and
+    /// the line before the replay says how many and why.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn traces_over_the_servers_context_are_dropped_then_capped() {
+        let flags = |url: &str, extra: &[&str]| {
+            let mut argv = vec![
+                "replay",
+                "--synthetic",
+                "quickstart",
+                "--model",
+                "sim",
+                "--base-url",
+                url,
+                "--benchmark-duration",
+                "60",
+                "--unsafe-override",
+            ];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).unwrap().flags
+        };
+        let dead = "http://127.0.0.1:9";
+        let all = flags(dead, &[]).load_traces(1 << 20, None).unwrap().traces;
+        let mut peaks: Vec<u64> = all.iter().map(Trace::peak_context_tokens).collect();
+        peaks.sort_unstable();
+        // A context between the shortest and the longest sessions' peaks.
+        let len = peaks[peaks.len() / 2];
+        let fit = |ts: &[Trace]| ts.iter().filter(|t| t.peak_context_tokens() <= len).count();
+        let within = fit(&all);
+        assert!(within > 0 && within < all.len(), "{peaks:?}");
+        let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
+            mode: inferbench_sim::Mode::Instant,
+            served_model_name: Some("sim".into()),
+            max_model_len: Some(len as u32),
+            num_gpu_blocks_override: Some(len as u32 / 8 + 64),
+            ..Default::default()
+        })
+        .expect("sim starts");
+        let r = flags(&sim.base_url(), &[])
+            .prepare_bounded(Default::default())
+            .await
+            .unwrap();
+        assert_eq!(r.traces.len(), within);
+        assert!(r.traces.iter().all(|t| t.peak_context_tokens() <= len));
+        // Filter, then cap: the first one kept is the first that fits.
+        let r = flags(&sim.base_url(), &["--num-dataset-entries", "1"])
+            .prepare_bounded(Default::default())
+            .await
+            .unwrap();
+        let first = all.iter().find(|t| t.peak_context_tokens() <= len).unwrap();
+        assert_eq!(r.traces.len(), 1);
+        assert_eq!(r.traces[0].id, first.id);
+        // The smaller of --max-context-length and the server's context binds, and is named.
+        let f = flags(dead, &["--max-context-length", "1000"]);
+        assert_eq!(f.context_bound(Some(500)), Some(500));
+        assert_eq!(f.context_bound(Some(5000)), Some(1000));
+        assert_eq!(flags(dead, &[]).context_bound(None), None);
+        assert_eq!(
+            f.dropped_note(3, Some(500)),
+            ", 3 dropped (peak input + output above the server's max_model_len of 500 tokens, \
+             from its /v1/models)"
+        );
+        assert_eq!(
+            f.dropped_note(3, Some(5000)),
+            ", 3 dropped by --max-context-length"
+        );
+        assert_eq!(
+            f.dropped_note(2, None),
+            ", 2 dropped by --max-context-length"
         );
     }
 
