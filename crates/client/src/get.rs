@@ -79,24 +79,8 @@ impl Route {
             _ => None,
         };
         // Through a proxy: a CONNECT tunnel for https://, the absolute-form target for http://.
-        let tunnel = match (&proxy, https) {
-            (Some(p), true) => Some(crate::pool::Tunnel {
-                target: if host.contains(':') {
-                    format!("[{host}]:{port}")
-                } else {
-                    format!("{host}:{port}")
-                },
-                auth: p.auth.clone(),
-            }),
-            _ => None,
-        };
-        let absolute_form = proxy.is_some() && !https;
-        let pool = match &proxy {
-            Some(p) => crate::pool::Pool::new(&p.host, p.port, false)
-                .via_proxy(crate::proxy::variable_for(https)),
-            None => crate::pool::Pool::new(&host, port, false),
-        }
-        .with_tls(tls, tunnel);
+        let (pool, absolute_form) =
+            crate::pool::Pool::route(&host, port, https, proxy.as_ref(), false, tls);
         Ok(Route {
             uri,
             host,

@@ -344,24 +344,9 @@ impl Client {
         };
         // Through a proxy: its address, and the absolute-form target (`Host` kept); for an
         // `https://` target a CONNECT tunnel to it instead (the request then as sent direct).
-        let tunnel = match (&proxy, https) {
-            (Some(p), true) => Some(crate::pool::Tunnel {
-                target: if host.contains(':') {
-                    format!("[{host}]:{port}")
-                } else {
-                    format!("{host}:{port}")
-                },
-                auth: p.auth.clone(),
-            }),
-            _ => None,
-        };
-        let absolute_form = proxy.is_some() && !https;
-        let pool = match &proxy {
-            Some(p) => Pool::new(&p.host, p.port, cfg.rx_timestamps)
-                .via_proxy(crate::proxy::variable_for(https)),
-            None => Pool::new(host, port, cfg.rx_timestamps),
-        };
-        let pool = Arc::new(pool.with_tls(tls, tunnel).with_clock(clock.source()));
+        let (pool, absolute_form) =
+            Pool::route(host, port, https, proxy.as_ref(), cfg.rx_timestamps, tls);
+        let pool = Arc::new(pool.with_clock(clock.source()));
         let path: Uri = uri
             .path_and_query()
             .map_or("/", |p| p.as_str())

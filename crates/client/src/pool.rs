@@ -589,6 +589,38 @@ impl Pool {
         self
     }
 
+    /// The pool that reaches `host:port` (an `https://` target when `https`) directly or
+    /// through `proxy`: through a proxy its address is the proxy's, with a `CONNECT` tunnel to
+    /// the target for `https://` and the request in absolute form for `http://`; `tls` speaks
+    /// TLS over the connection (or the tunnel). Returns the pool and whether requests must be
+    /// sent in absolute form. The one rule for benchmark requests and side requests alike.
+    pub fn route(
+        host: &str,
+        port: u16,
+        https: bool,
+        proxy: Option<&crate::proxy::Proxy>,
+        rx_timestamps: bool,
+        tls: Option<crate::tls::TlsConnector>,
+    ) -> (Pool, bool) {
+        let tunnel = match (proxy, https) {
+            (Some(p), true) => Some(Tunnel {
+                target: if host.contains(':') {
+                    format!("[{host}]:{port}")
+                } else {
+                    format!("{host}:{port}")
+                },
+                auth: p.auth.clone(),
+            }),
+            _ => None,
+        };
+        let pool = match proxy {
+            Some(p) => Pool::new(&p.host, p.port, rx_timestamps)
+                .via_proxy(crate::proxy::variable_for(https)),
+            None => Pool::new(host, port, rx_timestamps),
+        };
+        (pool.with_tls(tls, tunnel), proxy.is_some() && !https)
+    }
+
     /// This pool's connections speak TLS (`tls`, for an `https://` target), through a
     /// `CONNECT` tunnel first when `tunnel` is given (the pool's address is then the proxy's).
     pub fn with_tls(
