@@ -361,10 +361,10 @@ impl ReplayFlags {
     ) -> anyhow::Result<PreparedReplay> {
         let mut opts = self.options()?;
         opts.tls = tls;
-        // Where the results go, before the server is asked anything (issue 39 §8).
-        if let Some(d) = &self.result_dir {
-            crate::output::check_dir_writable("--result-dir", d)?;
-        }
+        // Where the results go, before the server is asked anything (issue 39 §8): the
+        // directory and every fixed file written into it (a FIFO or device there is refused
+        // without a connection, not even /v1/models).
+        self.check_result_dir()?;
         // Read first, bounded by the ceiling: a line beyond it is refused before anything is
         // sent (no connection, not even /v1/models).
         let bound = self.token_cap(None);
@@ -501,8 +501,19 @@ impl ReplayFlags {
     /// created.
     pub fn prepare(&self, served: Option<u64>) -> anyhow::Result<PreparedReplay> {
         let opts = self.options()?;
+        self.check_result_dir()?;
         let report = self.load_traces(self.token_cap(served), served)?;
         self.prepare_loaded(opts, report, served)
+    }
+
+    /// `--result-dir` created and probed, and each fixed file the replay writes into it a
+    /// regular file or absent (issue 39 §8), before any request. Errors: the path and why.
+    fn check_result_dir(&self) -> anyhow::Result<()> {
+        if let Some(d) = &self.result_dir {
+            crate::output::check_dir_writable("--result-dir", d)?;
+            crate::output::check_files_in_dir("--result-dir", d, &REPLAY_FILES)?;
+        }
+        Ok(())
     }
 
     /// The rest of [`ReplayFlags::prepare`] once the traces are loaded.
@@ -543,11 +554,6 @@ impl ReplayFlags {
         let traces = Arc::new(report.traces);
         let tok = inferbench_workload::Tokenizer::load(&self.tokenizer)?;
         let prompter = Arc::new(Prompter::new(&traces, &tok, self.random_seed)?);
-        // Created and probed before any request (issue 39 §8).
-        if let Some(d) = &self.result_dir {
-            crate::output::check_dir_writable("--result-dir", d)?;
-            crate::output::check_files_in_dir("--result-dir", d, &REPLAY_FILES)?;
-        }
         Ok(PreparedReplay {
             opts,
             traces,
