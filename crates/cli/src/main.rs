@@ -279,7 +279,7 @@ fn main() {
         Ok(status) => std::process::exit(status.code()),
         Err(e) => {
             eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            let status = (e.downcast_ref::<inferbench_core::StatusError>())
+            let status = (e.downcast_ref::<cmd::StatusError>())
                 .map_or(cmd::ExitStatus::Usage, |s| s.status);
             std::process::exit(status.code());
         }

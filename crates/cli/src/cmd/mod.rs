@@ -1,7 +1,7 @@
 //! One module per subcommand: a `run` that takes the subcommand's flags (a library's flags
 //! struct, or a small `Args` of its own), calls the library and returns the [`ExitStatus`].
 
-pub use inferbench_core::ExitStatus;
+pub use inferbench_core::{ExitStatus, StatusError};
 
 pub mod bench;
 pub mod client_args;
