@@ -60,7 +60,7 @@ fn master_configs_have_no_engine_violation_and_the_non_spec_arms_still_run() {
     assert_eq!(
         mismatches,
         [
-            "deprecation mismatch: configs/nvidia-master.yaml:4164: kimik2.6-fp4-b200-dynamo-vllm: model prefix kimik2.6 is in an active config but not in MODELS.md's support matrix",
+            "deprecation mismatch: configs/nvidia-master.yaml:4164: kimik2.6-fp4-b200-dynamo-vllm: model kimik2.6 (MODELS.md row kimik2.5) runs 8k1k at fp4 in an active config, but MODELS.md lists it deprecated",
             "deprecation mismatch: configs/nvidia-master.yaml:9891: glm5.1-fp8-b200-tilert: model glm5.1 runs 1k1k at fp8 in an active config, but MODELS.md lists it deprecated",
             "deprecation mismatch: configs/nvidia-master.yaml:9891: glm5.1-fp8-b200-tilert: model glm5.1 runs 8k1k at fp8 in an active config, but MODELS.md lists it deprecated",
         ]
@@ -76,7 +76,9 @@ fn master_configs_have_no_engine_violation_and_the_non_spec_arms_still_run() {
     );
     assert_eq!(v["policy"], "<embedded models-policy.yaml>");
     assert_eq!(v["engine_policy"], serde_json::json!([]));
-    assert_eq!(v["deprecations"][0]["kind"], "unlisted-model");
+    assert_eq!(v["deprecations"][0]["kind"], "deprecated-but-active");
+    assert_eq!(v["deprecations"][0]["matrix_row"], "kimik2.5");
+    assert_eq!(v["deprecations"][1].get("matrix_row"), None);
 }
 
 #[test]

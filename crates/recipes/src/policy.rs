@@ -62,6 +62,11 @@ pub struct ModelRule {
     pub deprecated: Vec<String>,
     /// Precisions deprecated in every scenario (qwen3.5's `bf16`).
     pub deprecated_precisions: Vec<String>,
+    /// Other `model-prefix` values of the same support-matrix row (`also-prefixes`): MODELS.md
+    /// lists a model family under one prefix (`kimik2.5`: "Kimi-K2.5/2.6/2.7-Code"), while
+    /// configs may spell a member's own (`kimik2.6`, `kimik2.7-code`; InferenceX's app maps
+    /// them to the family's display name, `docs/reference/inferencex-app.md` §"model DB key").
+    pub also_prefixes: Vec<String>,
 }
 
 /// The rules' data, read from a policy YAML ([`DEFAULT_POLICY`] or the user's `--policy`).
@@ -92,12 +97,13 @@ const TOP_KEYS: [&str; 7] = [
     "scenarios",
     "models",
 ];
-const MODEL_KEYS: [&str; 5] = [
+const MODEL_KEYS: [&str; 6] = [
     "name",
     "engines",
     "active",
     "deprecated",
     "deprecated-precisions",
+    "also-prefixes",
 ];
 
 /// Reads a policy YAML field by field, collecting every problem.
@@ -319,8 +325,27 @@ impl Policy {
                         v.get("deprecated-precisions"),
                         &format!("{f}.deprecated-precisions"),
                     ),
+                    also_prefixes: r.strings(v.get("also-prefixes"), &format!("{f}.also-prefixes")),
                     prefix,
                 };
+                for a in &rule.also_prefixes {
+                    let taken = *a == rule.prefix
+                        || (p.models.iter()).any(|m| m.prefix == *a || m.also_prefixes.contains(a));
+                    if taken {
+                        r.err(
+                            v.get("also-prefixes").unwrap_or(v),
+                            &format!("{f}.also-prefixes"),
+                            format!("'{a}' already names a row of the support matrix"),
+                        );
+                    }
+                }
+                if (p.models.iter()).any(|m| m.also_prefixes.contains(&rule.prefix)) {
+                    r.err(
+                        k,
+                        &f,
+                        format!("'{}' is already another row's also-prefix", rule.prefix),
+                    );
+                }
                 for e in &rule.engines {
                     if !known.contains(e) {
                         r.err(
@@ -374,9 +399,12 @@ impl Policy {
             .map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
-    /// The rule of a model prefix.
+    /// The support-matrix row of a model prefix: the row named by it, or the row that lists it
+    /// under `also-prefixes`.
     pub fn model(&self, prefix: &str) -> Option<&ModelRule> {
-        self.models.iter().find(|m| m.prefix == prefix)
+        (self.models.iter())
+            .find(|m| m.prefix == prefix)
+            .or_else(|| (self.models.iter()).find(|m| m.also_prefixes.iter().any(|a| a == prefix)))
     }
 
     /// What the support matrix says of a scenario run at a precision by a model prefix:
@@ -620,6 +648,10 @@ pub struct DeprecationFinding {
     pub scenario: String,
     /// The config's precision.
     pub precision: String,
+    /// The support-matrix row's prefix when it differs from `model` (the config spells one of
+    /// the row's `also-prefixes`, e.g. `kimik2.6` under `kimik2.5`); `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix_row: Option<String>,
 }
 
 /// Everything [`check`] found.
@@ -745,6 +777,11 @@ pub fn check(policy: &Policy, active: &MasterConfigs, archived: &[ArchivedEntry]
     }
 
     // Deprecation bookkeeping.
+    let matrix_row = |prefix: &str| {
+        (policy.model(prefix))
+            .filter(|m| m.prefix != prefix)
+            .map(|m| m.prefix.clone())
+    };
     let mut active_runs: BTreeSet<(String, String)> = BTreeSet::new();
     for c in &active.entries {
         let (model, precision) = (c.str_field("model-prefix"), c.str_field("precision"));
@@ -755,6 +792,7 @@ pub fn check(policy: &Policy, active: &MasterConfigs, archived: &[ArchivedEntry]
             model: model.to_string(),
             scenario: scenario.to_string(),
             precision: precision.to_string(),
+            matrix_row: matrix_row(model),
         };
         if policy.model(model).is_none() {
             report
@@ -792,6 +830,7 @@ pub fn check(policy: &Policy, active: &MasterConfigs, archived: &[ArchivedEntry]
                     model: a.model_prefix.clone(),
                     scenario: s.clone(),
                     precision: a.precision.clone(),
+                    matrix_row: matrix_row(&a.model_prefix),
                 });
             }
         }
@@ -1100,6 +1139,7 @@ mod tests {
                 fixed("q-bf16", "qwen3.5", "bf16", 8192, 1024),
                 fixed("k3-8k1k", "kimik3", "fp4", 8192, 1024),
                 fixed("k26", "kimik2.6", "fp4", 8192, 1024),
+                fixed("new", "newmodel9", "fp4", 8192, 1024),
                 // Compliant: listed active.
                 fixed("q-fp8", "qwen3.5", "fp8", 8192, 1024),
                 fixed("dsr1", "dsr1", "fp8", 8192, 1024),
@@ -1122,11 +1162,15 @@ mod tests {
                 (DeprecatedButActive, "k3-1k1k".into(), "1k1k".into()),
                 (DeprecatedButActive, "q-bf16".into(), "8k1k".into()),
                 (NotListedActive, "k3-8k1k".into(), "8k1k".into()),
-                (UnlistedModel, "k26".into(), "".into()),
+                // kimik2.6 is one of the kimik2.5 row's also-prefixes (Kimi-K2.5/2.6/2.7-Code).
+                (DeprecatedButActive, "k26".into(), "8k1k".into()),
+                (UnlistedModel, "new".into(), "".into()),
                 (ActiveButArchived, "dsv4-8k1k".into(), "8k1k".into()),
             ]
         );
-        assert_eq!(r.deprecations[5].location, "deprecated/x.yaml:9");
+        assert_eq!(r.deprecations[4].matrix_row.as_deref(), Some("kimik2.5"));
+        assert_eq!(r.deprecations[0].matrix_row, None);
+        assert_eq!(r.deprecations[6].location, "deprecated/x.yaml:9");
         assert_eq!(r.violations(), 0);
         // Compliant both ways.
         let r = check(
@@ -1177,7 +1221,7 @@ mod tests {
              p.yaml:1:10: version: unsupported policy version (expected 1)\n\
              p.yaml:4:21: first-class[1]: 'SGLang' is not an engine under engines\n\
              p.yaml:6:9: scenarios.8k1k: must be 'active' or 'deprecated'\n\
-             p.yaml:12:5: models.m.color: unknown field (allowed: name, engines, active, deprecated, deprecated-precisions)\n\
+             p.yaml:12:5: models.m.color: unknown field (allowed: name, engines, active, deprecated, deprecated-precisions, also-prefixes)\n\
              p.yaml:9:14: models.m.engines: 'TRT' is not an engine under engines\n\
              p.yaml:11:17: models.m.deprecated: scenario '8k1k' is both active and deprecated"
         );
@@ -1188,5 +1232,45 @@ mod tests {
                 .to_string()
                 .contains("models.m.active[0]: must be a non-empty string, found an integer")
         );
+        // A prefix names one row: an also-prefix that is a row, or is claimed twice, is refused.
+        let e = Policy::from_source(
+            "p.yaml",
+            "version: 1\nmodels:\n  a:\n    also-prefixes: [a2, b]\n  b:\n    active: []\n  c:\n    also-prefixes: [a2]\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "p.yaml:5:3: models.b: 'b' is already another row's also-prefix\n\
+             p.yaml:8:20: models.c.also-prefixes: 'a2' already names a row of the support matrix"
+        );
+    }
+
+    #[test]
+    fn an_also_prefix_reads_as_its_row() {
+        let p = Policy::embedded();
+        for (prefix, row) in [
+            ("kimik2.6", "kimik2.5"),
+            ("kimik2.7-code", "kimik2.5"),
+            ("minimaxm2.7", "minimaxm2.5"),
+            ("kimik2.5", "kimik2.5"),
+        ] {
+            assert_eq!(
+                p.model(prefix).map(|m| m.prefix.as_str()),
+                Some(row),
+                "{prefix}"
+            );
+        }
+        assert_eq!(
+            p.listed("kimik2.6", "8k1k", "fp4"),
+            Some(Listed::Deprecated)
+        );
+        assert!(p.model("kimik2").is_none());
+        // Editing the YAML changes the reading: without the also-prefix, kimik2.6 is unlisted.
+        let text = DEFAULT_POLICY.replace("    also-prefixes: [kimik2.6, kimik2.7-code]\n", "");
+        assert_ne!(text, DEFAULT_POLICY);
+        assert!(Policy::from_source("p.yaml", &text)
+            .unwrap()
+            .model("kimik2.6")
+            .is_none());
     }
 }

@@ -170,22 +170,27 @@ fn spec_line(f: &SpecDecodeFinding) -> String {
 
 fn deprecation_line(f: &DeprecationFinding) -> String {
     let at = format!("deprecation mismatch: {}: {}", f.location, f.config);
+    // `kimik2.6 (row kimik2.5)`: the config's prefix, and the support-matrix row it falls under.
+    let model = match &f.matrix_row {
+        Some(row) => format!("{} (MODELS.md row {row})", f.model),
+        None => f.model.clone(),
+    };
     match f.kind {
         DeprecationKind::DeprecatedButActive => format!(
-            "{at}: model {} runs {} at {} in an active config, but MODELS.md lists it deprecated",
-            f.model, f.scenario, f.precision
+            "{at}: model {model} runs {} at {} in an active config, but MODELS.md lists it deprecated",
+            f.scenario, f.precision
         ),
         DeprecationKind::NotListedActive => format!(
-            "{at}: model {} runs {} at {} in an active config, but MODELS.md lists {} neither active nor deprecated for it",
-            f.model, f.scenario, f.precision, f.scenario
+            "{at}: model {model} runs {} at {} in an active config, but MODELS.md lists {} neither active nor deprecated for it",
+            f.scenario, f.precision, f.scenario
         ),
         DeprecationKind::UnlistedModel => format!(
             "{at}: model prefix {} is in an active config but not in MODELS.md's support matrix",
             f.model
         ),
         DeprecationKind::ActiveButArchived => format!(
-            "{at}: MODELS.md lists {} {} active, but only archived configs run it",
-            f.model, f.scenario
+            "{at}: MODELS.md lists {model} {} active, but only archived configs run it",
+            f.scenario
         ),
     }
 }
