@@ -15,60 +15,51 @@ use tokio::net::{TcpListener, TcpStream};
 /// A name the client cannot resolve: only a proxy's tunnel reaches it.
 const FAR_HOST: &str = "bench-target.invalid";
 
-/// A CA (PEM) and a TLS acceptor whose certificate it signed for `localhost`, `127.0.0.1` and
-/// [`FAR_HOST`].
-fn certificates() -> (String, tokio_rustls::TlsAcceptor) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(rcgen::DnType::CommonName, "inferbench test CA");
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec![
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        FAR_HOST.to_string(),
-    ])
-    .unwrap()
-    .signed_by(&key, &ca_cert, &ca_key)
-    .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
-        )
-        .unwrap();
-    (
-        ca_cert.pem(),
-        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-    )
+/// The in-process sim (serving model `m`) behind a TLS front whose certificate a test CA
+/// signed for `localhost`, `127.0.0.1` and [`FAR_HOST`]; the CA's PEM is in `ca`.
+struct TlsSim {
+    _sim: inferbench_sim::SimHandle,
+    port: u16,
+    _dir: tempfile::TempDir,
+    ca: std::path::PathBuf,
 }
 
-/// TLS on a local port in front of `upstream` (plain HTTP); returns the port.
-async fn spawn_tls_front(acceptor: tokio_rustls::TlsAcceptor, upstream: String) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((sock, _)) = listener.accept().await {
-            let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
-            tokio::spawn(async move {
-                // A client that refuses the certificate ends the handshake: nothing to serve.
-                let Ok(mut tls) = acceptor.accept(sock).await else {
-                    return;
-                };
-                let Ok(mut plain) = TcpStream::connect(&upstream).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-            });
+impl TlsSim {
+    /// `--tls-ca` with the test CA.
+    fn with_ca(&self) -> inferbench_client::tls::TlsOptions {
+        inferbench_client::tls::TlsOptions {
+            ca_file: Some(self.ca.clone()),
+            insecure: false,
         }
-    });
-    port
+    }
+}
+
+fn sim() -> inferbench_sim::SimHandle {
+    inferbench_sim::spawn(inferbench_sim::SimConfig {
+        served_model_name: Some("m".into()),
+        ..Default::default()
+    })
+    .expect("sim starts")
+}
+
+fn upstream(sim: &inferbench_sim::SimHandle) -> String {
+    sim.base_url().trim_start_matches("http://").to_string()
+}
+
+async fn sim_behind_tls() -> TlsSim {
+    let sim = sim();
+    let (ca_pem, acceptor) =
+        inferbench_testutil::tls::certificates(&["localhost", "127.0.0.1", FAR_HOST]);
+    let port = inferbench_testutil::tls::spawn_tls_front(acceptor, upstream(&sim)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, ca_pem).unwrap();
+    TlsSim {
+        _sim: sim,
+        port,
+        _dir: dir,
+        ca,
+    }
 }
 
 /// The request head `client` sends (through its blank line), read a byte at a time so nothing
@@ -141,21 +132,8 @@ fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
-    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
-        served_model_name: Some("m".into()),
-        ..Default::default()
-    })
-    .expect("sim starts");
-    let upstream = sim.base_url().trim_start_matches("http://").to_string();
-    let (ca_pem, acceptor) = certificates();
-    let port = spawn_tls_front(acceptor, upstream).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, &ca_pem).unwrap();
-    let with_ca = inferbench_client::tls::TlsOptions {
-        ca_file: Some(ca.clone()),
-        insecure: false,
-    };
+    let front = sim_behind_tls().await;
+    let (port, with_ca) = (front.port, front.with_ca());
 
     // --tls-ca: every request over TLS, the sim's exact counts.
     let url = format!("https://localhost:{port}");
@@ -174,7 +152,7 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     // The result records how the server was verified (a fresh tester's finding 3).
     assert_eq!(
         out.summary.inferbench.tls_ca,
-        Some(ca.display().to_string())
+        Some(front.ca.display().to_string())
     );
     assert!(!out.summary.inferbench.tls_insecure);
 
@@ -301,21 +279,8 @@ async fn a_refused_tunnel_is_a_recorded_connect_error() {
 /// exact. Without the fix the lookup refused an `https://` target and no scrape answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn side_requests_reach_an_https_server_with_the_same_tls() {
-    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
-        served_model_name: Some("m".into()),
-        ..Default::default()
-    })
-    .expect("sim starts");
-    let upstream = sim.base_url().trim_start_matches("http://").to_string();
-    let (ca_pem, acceptor) = certificates();
-    let port = spawn_tls_front(acceptor, upstream).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, &ca_pem).unwrap();
-    let with_ca = inferbench_client::tls::TlsOptions {
-        ca_file: Some(ca),
-        insecure: false,
-    };
+    let front = sim_behind_tls().await;
+    let (port, with_ca) = (front.port, front.with_ca());
     let o = BenchOptions {
         model: String::new(),
         server_metrics: true,
@@ -369,21 +334,8 @@ async fn side_requests_reach_an_https_server_with_the_same_tls() {
 /// naming the certificate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_tokenizer_speaks_tls() {
-    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
-        served_model_name: Some("m".into()),
-        ..Default::default()
-    })
-    .expect("sim starts");
-    let upstream = sim.base_url().trim_start_matches("http://").to_string();
-    let (ca_pem, acceptor) = certificates();
-    let port = spawn_tls_front(acceptor, upstream).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, &ca_pem).unwrap();
-    let with_ca = inferbench_client::tls::TlsOptions {
-        ca_file: Some(ca),
-        insecure: false,
-    };
+    let front = sim_behind_tls().await;
+    let (port, with_ca) = (front.port, front.with_ca());
     let url = format!("https://localhost:{port}");
     let o = BenchOptions {
         tokenizer: "server".into(),
@@ -515,31 +467,9 @@ async fn an_unclosed_bracket_in_the_proxy_is_refused_naming_the_variable() {
 /// given is trusted; another self-signed one still is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
-    let sim = inferbench_sim::spawn(inferbench_sim::SimConfig {
-        served_model_name: Some("m".into()),
-        ..Default::default()
-    })
-    .expect("sim starts");
-    let upstream = sim.base_url().trim_start_matches("http://").to_string();
-    let self_signed = || {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let cert = params.self_signed(&key).unwrap();
-        (cert, key)
-    };
-    let (cert, key) = self_signed();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
-        )
-        .unwrap();
-    let port = spawn_tls_front(tokio_rustls::TlsAcceptor::from(Arc::new(config)), upstream).await;
+    let sim = sim();
+    let (cert_pem, acceptor) = inferbench_testutil::tls::self_signed(&["localhost"]);
+    let port = inferbench_testutil::tls::spawn_tls_front(acceptor, upstream(&sim)).await;
     let dir = tempfile::tempdir().unwrap();
     let given = |pem: String| {
         let path = dir.path().join(format!("ca{}.pem", pem.len() % 1000));
@@ -550,12 +480,9 @@ async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
         }
     };
     let url = format!("https://localhost:{port}");
-    let out = run_bench(
-        opts(url.clone(), given(cert.pem())),
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let out = run_bench(opts(url.clone(), given(cert_pem)), CancellationToken::new())
+        .await
+        .unwrap();
     assert_eq!(
         out.exit_code,
         0,
@@ -565,13 +492,10 @@ async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
     );
     assert!(profile(&out.records).iter().all(|r| r.success));
     // Another self-signed certificate given: still refused.
-    let (other, _) = self_signed();
-    let out = run_bench(
-        opts(url, given(other.pem() + "\n")),
-        CancellationToken::new(),
-    )
-    .await
-    .unwrap();
+    let (other, _) = inferbench_testutil::tls::self_signed(&["localhost"]);
+    let out = run_bench(opts(url, given(other + "\n")), CancellationToken::new())
+        .await
+        .unwrap();
     assert_ne!(out.exit_code, 0);
     let e = out.records[0].error.as_deref().unwrap_or_default();
     assert!(

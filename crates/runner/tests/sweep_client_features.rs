@@ -6,14 +6,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use inferbench_core::artifacts::ClientFeatures;
 use inferbench_runner::bench::LoadgenPoint;
 use inferbench_runner::sweep::{Outcome, SweepOptions};
 use inferbench_runner::{run_jobs, BenchDefaults, JobSpec};
 use inferbench_testutil::tap::{spawn_tap, Sent};
-use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 /// The request heads of the POSTs sent (lower-cased), in no particular order.
@@ -156,54 +154,12 @@ async fn a_sweeps_points_send_the_headers_backend_and_record_them() {
     }
 }
 
-/// A CA (PEM) and a TLS acceptor whose certificate it signed for `localhost`.
-fn certificates() -> (String, tokio_rustls::TlsAcceptor) {
-    let ca_key = rcgen::KeyPair::generate().unwrap();
-    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(rcgen::DnType::CommonName, "inferbench sweep test CA");
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let key = rcgen::KeyPair::generate().unwrap();
-    let leaf = rcgen::CertificateParams::new(vec!["localhost".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca_cert, &ca_key)
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
-        )
-        .unwrap();
-    (
-        ca_cert.pem(),
-        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
-    )
-}
-
-/// TLS on a local port in front of `upstream` (plain HTTP); returns its `https://` URL.
-async fn spawn_tls_front(acceptor: tokio_rustls::TlsAcceptor, upstream: String) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        while let Ok((sock, _)) = listener.accept().await {
-            let (acceptor, upstream) = (acceptor.clone(), upstream.clone());
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(sock).await else {
-                    return;
-                };
-                let Ok(mut plain) = TcpStream::connect(&upstream).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-            });
-        }
-    });
-    format!("https://localhost:{port}")
+/// TLS on a local port in front of `upstream` (plain HTTP), with a test CA's certificate for
+/// `localhost`: the CA (PEM) and the front's `https://` URL.
+async fn tls_front(upstream: String) -> (String, String) {
+    let (ca_pem, acceptor) = inferbench_testutil::tls::certificates(&["localhost"]);
+    let port = inferbench_testutil::tls::spawn_tls_front(acceptor, upstream).await;
+    (ca_pem, format!("https://localhost:{port}"))
 }
 
 /// `sweep --base-url https://… --tls-ca CA` (issue 41): the point's requests and its `/metrics`
@@ -218,12 +174,7 @@ async fn an_https_sweep_verifies_with_tls_ca_and_records_it() {
         ..Default::default()
     })
     .expect("sim starts");
-    let (ca_pem, acceptor) = certificates();
-    let url = spawn_tls_front(
-        acceptor,
-        sim.base_url().trim_start_matches("http://").to_string(),
-    )
-    .await;
+    let (ca_pem, url) = tls_front(sim.base_url().trim_start_matches("http://").to_string()).await;
     let tmp = tempfile::tempdir().unwrap();
     let ca = tmp.path().join("ca.pem");
     std::fs::write(&ca, ca_pem).unwrap();

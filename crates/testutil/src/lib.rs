@@ -6,6 +6,7 @@
 //! - [`records`]: request records built from explicit times.
 //! - [`tap`]: a TCP forwarder that keeps what clients send (a counting proxy).
 //! - [`browser`]: headless Chromium's DOM of a page, and the readers tests judge it with.
+//! - [`tls`]: a TLS front with a test CA for `https://` targets.
 //! - [`shared_dir`], [`env_or_skip`], [`command_works`], [`available`]: what a test needs (the
 //!   project's `../shared` folder, a service a setup script started, a program), or a skip that
 //!   fails under `INFERBENCH_REQUIRE_SERVICES=1` (CI) instead of passing silently.
@@ -15,6 +16,7 @@ pub mod browser;
 pub mod records;
 pub mod replay;
 pub mod tap;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 
