@@ -1163,6 +1163,108 @@ mod tests {
         assert!(checked > 3000, "{checked}");
     }
 
+    /// Where each identity field of a point directory comes from when its sources disagree,
+    /// pinned field by field (the order: `--set` overrides, the aggregate `agg_*.json`, then
+    /// `job.json`'s levels outermost first — its top level, `identity` and `provenance`, then
+    /// the matrix row at `job.row`, read typed — and last what the summary itself gives: its
+    /// `model_id`, mean ISL/OSL and `max_concurrency`). The run's `RESULT_FILENAME` is the
+    /// aggregate's file name over job.json's `result_filename`.
+    #[test]
+    fn a_point_whose_sources_disagree_takes_each_field_from_the_same_source() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |name: &str, v: Value| std::fs::write(d.path().join(name), v.to_string()).unwrap();
+        // The summary (a foreign vLLM file): model A, ISL 1024, OSL 512, conc 32.
+        w(
+            "summary.json",
+            serde_json::json!({"model_id": "org/Model-A", "completed": 10,
+            "total_input_tokens": 10240, "total_output_tokens": 5120, "max_concurrency": 32,
+            "request_throughput": 1.0, "output_throughput": 512.0,
+            "total_token_throughput": 1536.0}),
+        );
+        // The aggregate: hardware, tp and precision.
+        w(
+            "agg_from-the-file-name.json",
+            serde_json::json!({"hw": "h100", "tp": 2,
+            "precision": "fp8", "conc": 16}),
+        );
+        // job.json: its top level (conc, result_filename), an `identity` level (framework),
+        // provenance (image) and the row, which also gives each of those differently.
+        w(
+            "job.json",
+            serde_json::json!({"schema_version": 1, "conc": 64,
+            "result_filename": "from-job-json", "identity": {"framework": "trt"},
+            "provenance": {"image": "img-from-provenance", "host": "h"},
+            "job": {"index": 0, "row": {"image": "img-from-row", "model": "org/Model-B",
+                "model-prefix": "dsr1", "precision": "fp4", "framework": "sglang",
+                "runner": "b200", "isl": 8192, "tp": 8, "ep": 4, "dp-attn": true,
+                "conc": [8, 64], "spec-decoding": "mtp", "exp-name": "e",
+                "kv-offloading": "dram", "disagg": false, "priority": 3}}}),
+        );
+        let ov: Overrides = [("ep".to_string(), "2".to_string())].into();
+        let run = parse_dir(d.path(), &ov).unwrap();
+        let p = &run.points[0];
+        assert_eq!(run.result_filename, "from-the-file-name");
+        assert_eq!(
+            p.conc, 16,
+            "the aggregate's conc over job.json's 64, the row's list and the summary's 32"
+        );
+        let c = &p.config;
+        assert_eq!(
+            (c.hardware.as_str(), c.tp, c.precision.as_str(), c.ep),
+            ("h100", 2, "fp8", 2)
+        );
+        assert_eq!(
+            (c.framework.as_str(), c.image.as_str()),
+            ("trt", "img-from-provenance")
+        );
+        assert_eq!(
+            (
+                c.model_prefix.as_str(),
+                c.model.as_str(),
+                c.spec_decoding.as_str()
+            ),
+            ("dsr1", "dsr1", "mtp")
+        );
+        assert_eq!((c.isl, c.osl), (8192, 512));
+        assert!(c.dp_attention && c.prefill_dp_attention && c.decode_dp_attention);
+        assert!(!c.disagg && !c.is_multinode);
+        assert_eq!(c.kv_offload, "dram");
+        assert_eq!(c.scenario, "fixed_seq_len");
+        assert_eq!((c.pp, c.dcp, c.pcp), (1, 1, 1));
+        assert_eq!((c.prefill_tp, c.prefill_ep, c.num_prefill_gpu), (2, 2, 4));
+
+        // No aggregate, overrides or outer levels: the row over the summary, field by field;
+        // a row's list of concurrencies names none (not the summary's 32).
+        std::fs::remove_file(d.path().join("agg_from-the-file-name.json")).unwrap();
+        w(
+            "job.json",
+            serde_json::json!({"schema_version": 1, "result_filename": "from-job-json",
+            "job": {"index": 0, "row": {"image": "img-from-row", "model": "org/Model-B",
+                "model-prefix": "", "precision": "fp4", "framework": "sglang",
+                "runner": "b200", "osl": 2048, "tp": 8, "conc": [8, 64], "exp-name": "e"}}}),
+        );
+        let run = parse_dir(d.path(), &Overrides::new()).unwrap();
+        let p = &run.points[0];
+        assert_eq!(run.result_filename, "from-job-json");
+        assert_eq!(p.conc, 0);
+        let c = &p.config;
+        assert_eq!(
+            (
+                c.hardware.as_str(),
+                c.framework.as_str(),
+                c.precision.as_str()
+            ),
+            ("b200", "sglang", "fp4")
+        );
+        assert_eq!(
+            (c.model.as_str(), c.model_prefix.as_str(), c.image.as_str()),
+            ("org/model-b", "", "img-from-row")
+        );
+        assert_eq!((c.isl, c.osl, c.tp, c.ep), (1024, 2048, 8, 1));
+        assert_eq!(c.spec_decoding, "none");
+        assert!(!c.dp_attention);
+    }
+
     /// The store fills per-GPU throughput by core's rule; exact values for 9600 tokens/s in
     /// total, 1600 of them output.
     #[test]
