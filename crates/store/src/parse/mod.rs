@@ -542,7 +542,6 @@ enum Field {
 
 impl Field {
     /// Every field, in declaration order.
-    #[cfg(test)]
     const ALL: [Field; 30] = [
         Field::Hardware,
         Field::ModelPrefix,
@@ -1037,63 +1036,21 @@ pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointDa
     }
 }
 
-/// The override (`--set`) names an importer reads as the point's identity (its config key,
-/// concurrency, task): every other `--set` key is a server setting ([`set_settings`]).
-pub const IDENTITY_NAMES: &[&str] = &[
-    "hw",
-    "hardware",
-    "runner_type",
-    "runner",
-    "infmax_model_prefix",
-    "model_prefix",
-    "model",
-    "model_id",
-    "framework",
-    "precision",
-    "spec_decoding",
-    "spec_method",
-    "disagg",
-    "is_multinode",
-    "tp",
-    "ep",
-    "ep_size",
-    "pp",
-    "pp_size",
-    "dcp",
-    "dcp_size",
-    "pcp",
-    "pcp_size",
-    DP_ATTENTION,
-    "dp_attn",
-    "prefill_tp",
-    "prefill_ep",
-    "prefill_dp_attention",
-    "prefill_num_workers",
-    "decode_tp",
-    "decode_ep",
-    "decode_dp_attention",
-    "decode_num_workers",
-    "num_prefill_gpu",
-    "num_decode_gpu",
-    "offload_mode",
-    "kv_offloading",
-    "scenario_type",
-    "scenario",
-    "isl",
-    "osl",
-    "image",
-    "conc",
-    "max_concurrency",
-    "date",
-    "task",
-];
+/// Whether the override (`--set`) name `key` (any case, trimmed) is one an importer reads as
+/// the point's identity (its config key, concurrency, task: a name of [`Field::names`], `date`
+/// or `task`); every other `--set` key is a server setting ([`set_settings`]).
+pub fn is_identity_name(key: &str) -> bool {
+    let key = key.trim().to_lowercase();
+    ["date", "task"].contains(&key.as_str())
+        || (Field::ALL.iter()).any(|f| f.names().iter().any(|n| n.to_lowercase() == key))
+}
 
-/// The `--set` overrides that name no identity field ([`IDENTITY_NAMES`], in any case), as
-/// server settings `set.<key>` (issue 39 §5: `--set max_num_seqs=256` tells two servers
-/// apart). Load keys among them are dropped by the fingerprint itself.
+/// The `--set` overrides that name no identity field ([`is_identity_name`]), as server
+/// settings `set.<key>` (issue 39 §5: `--set max_num_seqs=256` tells two servers apart). Load
+/// keys among them are dropped by the fingerprint itself.
 pub fn set_settings(ov: &Overrides) -> BTreeMap<String, String> {
     ov.iter()
-        .filter(|(k, _)| !IDENTITY_NAMES.contains(&k.trim().to_lowercase().as_str()))
+        .filter(|(k, _)| !is_identity_name(k))
         .map(|(k, v)| (format!("set.{}", k.trim()), v.clone()))
         .collect()
 }
@@ -1461,19 +1418,29 @@ mod tests {
         assert!(!c.dp_attention);
     }
 
-    /// Every name the identity lookup reads a field by is one `--set` takes as identity (not as
-    /// a server setting; [`set_settings`] compares lower-cased), and no name belongs to two
-    /// fields.
+    /// No name belongs to two fields; each is one `--set` takes as identity in any case, and
+    /// a server setting's is not.
     #[test]
-    fn each_identity_fields_names_are_override_names_of_that_field_alone() {
+    fn each_identity_name_belongs_to_one_field() {
         let mut seen = BTreeSet::new();
         for f in Field::ALL {
             for n in f.names() {
-                let lower = n.to_lowercase();
-                assert!(IDENTITY_NAMES.contains(&lower.as_str()), "{f:?}: {n}");
                 assert!(seen.insert(*n), "{n} names two fields");
+                assert!(
+                    is_identity_name(n) && is_identity_name(&n.to_uppercase()),
+                    "{n}"
+                );
             }
         }
+        assert!(is_identity_name(" Task ") && is_identity_name("date"));
+        assert!(!is_identity_name("max_num_seqs") && !is_identity_name("users"));
+        let ov: Overrides = [("TP", "8"), ("max_num_seqs", "256")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into();
+        assert_eq!(
+            set_settings(&ov),
+            [("set.max_num_seqs".to_string(), "256".to_string())].into()
+        );
     }
 
     /// A typed row gives each field from its typed field; a field the type does not model
