@@ -435,6 +435,55 @@ impl PointConfig {
     }
 }
 
+impl PointConfig {
+    /// The eval artifact's `meta_env.json` for this point (`eval_<EXP_NAME>_<RESULT_FILENAME>/`,
+    /// reference §10.2's field list): the identity InferenceX's eval collector reads, the one
+    /// writer of it. `conc` is this point's (the eval's) concurrency; `isl`/`osl` strings as
+    /// InferenceX writes them (`""` when the row has none); `scenario_type` only for agentic
+    /// points; each pool's `<role>_tp`, `_pp`, `_dcp_size`, `_pcp_size`, `_ep`,
+    /// `_dp_attention`, `_num_workers` for a multinode point; `result_filename` last before
+    /// them ([`PointConfig::result_filename`]).
+    pub fn eval_meta_env(&self) -> Value {
+        let p = &self.parallelism;
+        let text = |v: Option<u32>| v.map(|x| x.to_string()).unwrap_or_default();
+        let mut m = serde_json::json!({
+            "is_multinode": self.is_multinode(),
+            "framework": self.framework,
+            "precision": self.precision,
+            "spec_decoding": self.spec_decoding,
+            "recipe_fingerprint": self.recipe_fingerprint.clone().unwrap_or_default(),
+            "tp": p.tp,
+            "pp": p.pp,
+            "dcp_size": p.dcp_size,
+            "pcp_size": p.pcp_size,
+            "conc": self.conc,
+            "ep": p.ep,
+            DP_ATTENTION: self.dp_attention,
+            "model": self.model,
+            "infmax_model_prefix": self.model_prefix,
+            "hw": self.runner_type,
+            "isl": text(self.isl),
+            "osl": text(self.osl),
+            "result_filename": self.result_filename(),
+        });
+        if self.is_agentic() {
+            m["scenario_type"] = Value::from("agentic-coding");
+        }
+        for (role, r) in [("prefill", &self.prefill), ("decode", &self.decode)] {
+            let Some(r) = r else { continue };
+            let q = &r.parallelism;
+            m[format!("{role}_tp")] = Value::from(q.tp);
+            m[format!("{role}_pp")] = Value::from(q.pp);
+            m[format!("{role}_dcp_size")] = Value::from(q.dcp_size);
+            m[format!("{role}_pcp_size")] = Value::from(q.pcp_size);
+            m[format!("{role}_ep")] = Value::from(q.ep);
+            m[format!("{role}_{DP_ATTENTION}")] = Value::from(r.dp_attention);
+            m[format!("{role}_num_workers")] = Value::from(r.num_workers);
+        }
+        m
+    }
+}
+
 /// Router metadata as the aggregate's `router`: exactly `{"name", "version"}`, both non-empty
 /// (InferenceX's rule for `ROUTER_METADATA`).
 fn router_value(r: &Component) -> Result<Value, IdentityError> {

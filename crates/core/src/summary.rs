@@ -165,7 +165,15 @@ mod rate_serde {
 /// units), plus the `inferbench` extras. `Serialize` writes exactly the file InferenceX's
 /// `process_result.py` reads; `Deserialize` also reads vLLM/InferenceX-client result files (the
 /// extras default when absent).
+///
+/// Each latency statistic is held once, typed: the extras' distributions (`inferbench.ttft_ms`,
+/// `tpot_ms`, `itl_ms`, `e2el_ms`, ms). vLLM's keys among [`RunSummary::metrics`]
+/// (`p99_ttft_ms`, …) are the vLLM-compatible block generated from them: [`RunSummary::latency`]
+/// reads each from its distribution, and `Serialize` writes the block through
+/// [`RunSummary::vllm_block`], so the file's two blocks cannot disagree. (A foreign file's
+/// block, whose extras hold no sample, is its own.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(remote = "Self")]
 pub struct RunSummary {
     /// `%Y%m%d-%H%M%S` run start.
     #[serde(default)]
@@ -252,20 +260,72 @@ pub struct RunSummary {
     pub inferbench: Extras,
 }
 
+impl Serialize for RunSummary {
+    /// The summary as vLLM's file plus the extras, with vLLM's latency keys written from the
+    /// typed distributions ([`RunSummary::vllm_block`]).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let block = self.vllm_block();
+        if block == self.metrics {
+            return RunSummary::serialize(self, s);
+        }
+        let mut written = self.clone();
+        written.metrics = block;
+        RunSummary::serialize(&written, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RunSummary {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        RunSummary::deserialize(d)
+    }
+}
+
 impl RunSummary {
-    /// A numeric top-level metric by its vLLM key (`"p99_ttft_ms"`, …).
+    /// A numeric top-level metric by its vLLM key (`"p99_ttft_ms"`, …); a latency statistic's
+    /// from its distribution ([`RunSummary::latency`]).
     pub fn metric(&self, key: &str) -> Option<f64> {
-        self.metrics.get(key).and_then(serde_json::Value::as_f64)
+        let given = self.metrics.get(key).and_then(serde_json::Value::as_f64)?;
+        Some(match keys::LatencyStat::from_vllm_key(key) {
+            Some(stat) => self.latency(stat, given),
+            None => given,
+        })
+    }
+
+    /// The value of latency statistic `stat` in **ms**: its extras distribution's
+    /// ([`Extras::latency`], the one source) when that holds samples and the statistic,
+    /// else `given`, the value under its vLLM key (a foreign file's, whose extras are empty).
+    pub fn latency(&self, stat: keys::LatencyStat, given: f64) -> f64 {
+        let d = self.inferbench.latency(stat.metric);
+        match d.count {
+            0 => None,
+            _ => stat.stat.of(d),
+        }
+        .unwrap_or(given)
+    }
+
+    /// The top-level keys as written (vLLM's block): [`RunSummary::metrics`] in their order,
+    /// each latency statistic's value from its distribution ([`RunSummary::latency`]), every
+    /// other key (`--metadata` strings, unknown keys) as it is.
+    pub fn vllm_block(&self) -> serde_json::Map<String, serde_json::Value> {
+        (self.metrics.iter())
+            .map(|(k, v)| {
+                let typed = keys::LatencyStat::from_vllm_key(k)
+                    .zip(v.as_f64())
+                    .map(|(stat, given)| serde_json::Value::from(self.latency(stat, given)));
+                (k.clone(), typed.unwrap_or_else(|| v.clone()))
+            })
+            .collect()
     }
 
     /// The latency statistics among the top-level keys, in the file's order, each with its
-    /// value in **ms**: the keys [`keys::LatencyStat::from_vllm_key`] recognises (vLLM's
-    /// `<stat>_<metric>_ms`) with a numeric value. Every other key (`--metadata` strings, a
-    /// numeric `foo_ms`) is not a latency.
+    /// value in **ms** ([`RunSummary::latency`]): the keys [`keys::LatencyStat::from_vllm_key`]
+    /// recognises (vLLM's `<stat>_<metric>_ms`) with a numeric value. Every other key
+    /// (`--metadata` strings, a numeric `foo_ms`) is not a latency.
     pub fn latency_stats(&self) -> impl Iterator<Item = (keys::LatencyStat, f64)> + '_ {
-        self.metrics
-            .iter()
-            .filter_map(|(k, v)| Some((keys::LatencyStat::from_vllm_key(k)?, v.as_f64()?)))
+        self.metrics.iter().filter_map(|(k, v)| {
+            let stat = keys::LatencyStat::from_vllm_key(k)?;
+            Some((stat, self.latency(stat, v.as_f64()?)))
+        })
     }
 
     /// Fraction of profile requests that failed, `failed / (completed + failed)`; 0 without
@@ -643,6 +703,18 @@ pub struct PowerSummary {
 }
 
 impl Extras {
+    /// The distribution of latency metric `m`, ms (`ttft_ms`, `tpot_ms`, `itl_ms`, `e2el_ms`,
+    /// `ttfo_ms`).
+    pub fn latency(&self, m: Metric) -> &Distribution {
+        match m {
+            Metric::Ttft => &self.ttft_ms,
+            Metric::Tpot => &self.tpot_ms,
+            Metric::Itl => &self.itl_ms,
+            Metric::E2el => &self.e2el_ms,
+            Metric::Ttfo => &self.ttfo_ms,
+        }
+    }
+
     /// The extras layout this build writes (`inferbench.schema_version`, the version of our
     /// `summary.json`, core::artifacts); a reader refuses a newer one.
     pub const SCHEMA_VERSION: u32 = 1;
@@ -943,15 +1015,15 @@ fn vllm_metrics(
             Metric::E2el => e2el,
             Metric::Ttfo => continue, // extras only: not a vLLM key
         };
-        let mut put = |k: String, v: f64| {
-            map.insert(k, serde_json::Value::from(v));
-        };
-        let key = |stat| keys::LatencyStat { stat, metric: *m }.vllm_key();
-        put(key(keys::Stat::Mean), d.mean);
-        put(key(keys::Stat::Median), d.median);
-        put(key(keys::Stat::Std), d.std);
-        for (q, v) in &d.percentiles {
-            put(key(keys::Stat::Percentile(*q)), *v);
+        let stats = [keys::Stat::Mean, keys::Stat::Median, keys::Stat::Std].into_iter();
+        for stat in stats.chain(
+            d.percentiles
+                .iter()
+                .map(|(q, _)| keys::Stat::Percentile(*q)),
+        ) {
+            let v = stat.of(d).unwrap_or_default();
+            let key = keys::LatencyStat { stat, metric: *m }.vllm_key();
+            map.insert(key, serde_json::Value::from(v));
         }
     }
     map

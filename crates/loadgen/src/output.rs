@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
+use inferbench_core::metrics::Metric;
+use inferbench_core::summary::keys::Stat;
 use inferbench_core::summary::{inferencex_aggregate, ClientCheck, Extras, RunSummary, StopReason};
 use inferbench_core::RequestRecord;
 use std::collections::BTreeMap;
@@ -735,29 +737,29 @@ fn latency_sections(o: &mut Report, s: &RunSummary) {
         )
     };
     for (m, title) in [
-        ("ttft", "Time to First Token"),
-        ("tpot", tpot),
-        ("itl", itl),
-        ("e2el", "End-to-end Latency"),
+        (Metric::Ttft, "Time to First Token"),
+        (Metric::Tpot, tpot),
+        (Metric::Itl, itl),
+        (Metric::E2el, "End-to-end Latency"),
     ] {
-        let suffix = format!("_{m}_ms");
-        let keys: Vec<(&String, f64)> = (s.metrics.iter())
-            .filter(|(k, _)| k.ends_with(&suffix))
-            .filter_map(|(k, v)| Some((k, v.as_f64()?)))
+        // vLLM's statistics of `m` (core's key table, values from the typed distributions).
+        let stats: Vec<(Stat, f64)> = (s.latency_stats())
+            .filter(|(k, _)| k.metric == m)
+            .map(|(k, v)| (k.stat, v))
             .collect();
-        if keys.is_empty() {
+        if stats.is_empty() {
             continue;
         }
         o.rule('-', &format!(" {title} "));
-        for (k, v) in keys {
-            let label = match k.trim_end_matches(&suffix) {
-                "mean" => "Mean".to_string(),
-                "median" => "Median".to_string(),
-                "std" => "Std".to_string(),
-                p => p.replacen('p', "P", 1),
+        for (stat, v) in stats {
+            let label = match stat {
+                Stat::Mean => "Mean".to_string(),
+                Stat::Median => "Median".to_string(),
+                Stat::Std => "Std".to_string(),
+                Stat::Percentile(_) => stat.label().replacen('p', "P", 1),
             };
             o.line(
-                &format!("{label} {} (ms):", m.to_uppercase()),
+                &format!("{label} {} (ms):", m.name().to_uppercase()),
                 format!("{v:.2}"),
             );
         }

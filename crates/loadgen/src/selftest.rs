@@ -297,9 +297,12 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
     })
 }
 
-/// A vLLM metric of the summary (`mean_ttft_ms`, …), when present.
+/// A vLLM metric of the summary (`mean_ttft_ms`, …), when present ([`RunSummary::metric`]:
+/// a latency statistic from its typed distribution).
+///
+/// [`RunSummary::metric`]: inferbench_core::summary::RunSummary::metric
 fn metric(s: &inferbench_core::summary::RunSummary, key: &str) -> Option<f64> {
-    s.metrics.get(key).and_then(Value::as_f64)
+    s.metric(key)
 }
 
 /// Parser-only ceiling: CPU ns per event to frame and interpret a typical completions stream

@@ -12,13 +12,12 @@
 //! checked for eval-only rows only, as InferenceX's workflow runs `validate_scores.py` only for
 //! eval-only jobs; for a throughput row's eval the score is reported, never a failure.
 
-use inferbench_core::point::DP_ATTENTION;
+use inferbench_core::point::PointConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use inferbench_client::Backend;
 use inferbench_eval::gsm8k::{self, EvalOptions, Scores};
-use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::artifacts::{write_json_atomic, FailureClass};
@@ -93,47 +92,6 @@ pub fn eval_dir(out: &Path, spec: &JobSpec, result_filename: &str) -> PathBuf {
     out.join(format!("eval_{}_{}", spec.row.exp_name, result_filename))
 }
 
-/// `meta_env.json`: the identity InferenceX's eval collector reads (§10.2's field list; `isl` /
-/// `osl` as strings, as InferenceX writes them), plus `result_filename`.
-pub fn meta_env(spec: &JobSpec, conc: u32, result_filename: &str) -> Value {
-    let r = &spec.row;
-    let mut m = json!({
-        "is_multinode": spec.is_multinode(),
-        "framework": r.framework,
-        "precision": r.precision,
-        "spec_decoding": r.spec_decoding,
-        "recipe_fingerprint": r.recipe_fingerprint.clone().unwrap_or_default(),
-        "tp": spec.tp(),
-        "pp": spec.pp(),
-        "dcp_size": spec.dcp(),
-        "pcp_size": spec.pcp(),
-        "conc": conc,
-        "ep": spec.ep(),
-        DP_ATTENTION: spec.dp_attn(),
-        "model": r.model,
-        "infmax_model_prefix": r.model_prefix,
-        "hw": r.runner,
-        "isl": r.isl.map(|x| x.to_string()).unwrap_or_default(),
-        "osl": r.osl.map(|x| x.to_string()).unwrap_or_default(),
-        "result_filename": result_filename,
-    });
-    if spec.is_agentic() {
-        m["scenario_type"] = json!("agentic-coding");
-    }
-    for (role, w) in [("prefill", &r.prefill), ("decode", &r.decode)] {
-        if let Some(w) = w {
-            m[format!("{role}_tp")] = json!(w.tp);
-            m[format!("{role}_pp")] = json!(w.pp);
-            m[format!("{role}_dcp_size")] = json!(w.dcp_size);
-            m[format!("{role}_pcp_size")] = json!(w.pcp_size);
-            m[format!("{role}_ep")] = json!(w.ep);
-            m[format!("{role}_dp_attention")] = json!(w.dp_attn);
-            m[format!("{role}_num_workers")] = json!(w.num_worker);
-        }
-    }
-    m
-}
-
 /// What a finished eval found.
 #[derive(Debug, Clone)]
 pub struct EvalRun {
@@ -145,29 +103,27 @@ pub struct EvalRun {
     pub interrupted: bool,
 }
 
-/// Runs GSM8K for `spec` against `base_url` and writes the eval artifact into `dir`; an
-/// `https://` server is verified as `tls` says (the sweep's `--tls-ca` / `--insecure`).
+/// Runs GSM8K for `spec` against `base_url` and writes the eval artifact into `dir`
+/// (`meta_env.json` from `point`, the eval's point at its concurrency:
+/// [`PointConfig::eval_meta_env`]); an `https://` server is verified as `tls` says (the
+/// sweep's `--tls-ca` / `--insecure`).
 ///
 /// Errors (class and cause): `eval_failed` when the data is missing or unreadable, the client
 /// cannot be built, no request succeeded, or a file cannot be written.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_eval(
     spec: &JobSpec,
-    conc: u32,
+    point: &PointConfig,
     base_url: &str,
     dir: &Path,
-    result_filename: &str,
     settings: &EvalSettings,
     tls: &inferbench_client::tls::TlsOptions,
     cancel: &CancellationToken,
 ) -> Result<EvalRun, (FailureClass, String)> {
     let fail = |m: String| (FailureClass::EvalFailed, m);
     std::fs::create_dir_all(dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
-    write_json_atomic(
-        &dir.join("meta_env.json"),
-        &meta_env(spec, conc, result_filename),
-    )
-    .map_err(|e| fail(format!("{}: writing meta_env.json: {e}", dir.display())))?;
+    write_json_atomic(&dir.join("meta_env.json"), &point.eval_meta_env())
+        .map_err(|e| fail(format!("{}: writing meta_env.json: {e}", dir.display())))?;
     let (given, cache, source) = (
         settings.data_dir.clone(),
         settings.cache_dir.clone(),
@@ -194,7 +150,7 @@ pub async fn run_eval(
         data_dir,
         limit: settings.limit,
         num_fewshot: 5,
-        concurrency: settings.concurrency.unwrap_or(conc.max(1) as usize),
+        concurrency: settings.concurrency.unwrap_or(point.conc.max(1) as usize),
         max_tokens: settings
             .max_tokens
             .unwrap_or_else(|| gsm8k::default_max_tokens(spec.row.max_model_len)),

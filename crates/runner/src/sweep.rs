@@ -1325,10 +1325,9 @@ async fn eval_point(
     write_job_json(point, opts, started_at, None, engine.as_ref(), None);
     let run = evals::run_eval(
         &point.spec,
-        point.conc,
+        &point.spec.point(&point.runner_name, point.conc),
         base_url,
         &point.dir,
-        &point.rf,
         &opts.evals,
         &crate::point::tls(&opts.bench.client),
         &cancel.child_token(),

@@ -218,6 +218,42 @@ pub struct PointRow {
     pub gpu_seconds: Option<f64>,
 }
 
+/// A point's identity as the dashboard's API names it ([`PointRow::identity`]): its
+/// configuration's fields under their `configs` column names ([`schema::CONFIG_KEY`], and
+/// `gpus`), borrowed from the row, in key order. Serialized flat into each point of
+/// `/api/v1/points`; sizes are integers (0 = not set), ISL/OSL in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PointIdentity<'a> {
+    /// [`PointRow::model`].
+    pub model: &'a str,
+    /// [`PointRow::hardware`].
+    pub hardware: &'a str,
+    /// [`PointRow::framework`].
+    pub framework: &'a str,
+    /// [`PointRow::precision`].
+    pub precision: &'a str,
+    /// [`PointRow::spec_decoding`].
+    pub spec_decoding: &'a str,
+    /// [`PointRow::disagg`].
+    pub disagg: bool,
+    /// [`PointRow::tp`].
+    pub tp: i64,
+    /// [`PointRow::ep`].
+    pub ep: i64,
+    /// [`PointRow::dp_attention`].
+    pub dp_attention: bool,
+    /// [`PointRow::gpus`].
+    pub gpus: i64,
+    /// [`PointRow::scenario`].
+    pub scenario: &'a str,
+    /// [`PointRow::isl`], tokens.
+    pub isl: i64,
+    /// [`PointRow::osl`], tokens.
+    pub osl: i64,
+    /// [`PointRow::image`].
+    pub image: &'a str,
+}
+
 impl PointRow {
     /// Whether this point counts in an analysis (frontiers, compare, history at x, TCO): a
     /// valid point always, an invalid one ([`PointRow::valid`] false) only when
@@ -226,6 +262,26 @@ impl PointRow {
     /// failed point ([`PointRow::status`]) never counts.
     pub fn counts(&self, include_invalid: bool) -> bool {
         self.error.is_none() && (self.valid || include_invalid)
+    }
+
+    /// This point's identity as the API names it ([`PointIdentity`]), borrowed.
+    pub fn identity(&self) -> PointIdentity<'_> {
+        PointIdentity {
+            model: &self.model,
+            hardware: &self.hardware,
+            framework: &self.framework,
+            precision: &self.precision,
+            spec_decoding: &self.spec_decoding,
+            disagg: self.disagg,
+            tp: self.tp,
+            ep: self.ep,
+            dp_attention: self.dp_attention,
+            gpus: self.gpus,
+            scenario: &self.scenario,
+            isl: self.isl,
+            osl: self.osl,
+            image: &self.image,
+        }
     }
 
     /// The point's one status (issue 39 §9): `"failed"` when it has an `error` (nothing was
@@ -1257,6 +1313,32 @@ mod tests {
     }
 
     use super::*;
+
+    /// The API's point identity is the configuration under its column names: each of its keys
+    /// is a filterable column (the one field list, `CONFIG_KEY`, and `gpus`), the key's in key
+    /// order.
+    #[test]
+    fn a_points_identity_names_its_configuration_columns() {
+        let row = PointRow {
+            model: "m".into(),
+            tp: 8,
+            gpus: 8,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(row.identity()).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let columns = Filter::columns();
+        assert!(keys.iter().all(|k| columns.contains(k)), "{keys:?}");
+        let at: Vec<usize> = (keys.iter())
+            .filter_map(|k| schema::CONFIG_KEY.iter().position(|c| c == k))
+            .collect();
+        assert_eq!(at.len(), keys.len() - 1, "all but `gpus` are key columns");
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        assert_eq!(
+            (v["model"].as_str(), v["tp"].as_i64()),
+            (Some("m"), Some(8))
+        );
+    }
 
     #[test]
     fn metric_directions() {

@@ -162,3 +162,36 @@ fn inferencex_env_has_inferencex_names_and_values() {
     assert_eq!(mn["CONFIG_FILE"], "recipes/a.yaml");
     assert_eq!(mn["KV_P2P_TRANSFER"], "nixl");
 }
+
+/// The eval's `meta_env.json`, byte for byte (key order included), for a multinode row's eval
+/// at its `eval-conc` and an agentic row's.
+#[test]
+fn eval_meta_env_names_the_point_as_inferencex_eval_collector_reads_it() {
+    let mn = point(MN, "b300-nv_01", 32);
+    assert_eq!(
+        serde_json::to_string(&mn.eval_meta_env()).unwrap(),
+        concat!(
+            r#"{"is_multinode":true,"framework":"dynamo-sglang","precision":"fp4","#,
+            r#""spec_decoding":"none","recipe_fingerprint":"","tp":1,"pp":1,"dcp_size":1,"#,
+            r#""pcp_size":1,"conc":32,"ep":1,"dp_attention":false,"#,
+            r#""model":"deepseek-ai/DeepSeek-V4-Pro","infmax_model_prefix":"dsv4","hw":"b300","#,
+            r#""isl":"8192","osl":"1024","result_filename":"dsv4_8k1k_fp4_dynamo-sglang_prefill-tp4-pp1-dcp1-pcp1-ep1-dpfalse-nw1_decode-tp8-pp1-dcp1-pcp1-ep8-dptrue-nw2_disagg-true_spec-none_conc1x8x16x32_b300-nv_01","#,
+            r#""prefill_tp":4,"prefill_pp":1,"prefill_dcp_size":1,"prefill_pcp_size":1,"#,
+            r#""prefill_ep":1,"prefill_dp_attention":false,"prefill_num_workers":1,"#,
+            r#""decode_tp":8,"decode_pp":1,"decode_dcp_size":1,"decode_pcp_size":1,"#,
+            r#""decode_ep":8,"decode_dp_attention":true,"decode_num_workers":2}"#
+        )
+    );
+    let ag = point(AG, "b200-dgxc_00", 8).eval_meta_env();
+    assert_eq!(
+        (&ag["isl"], &ag["osl"], &ag["scenario_type"], &ag["hw"]),
+        (
+            &serde_json::json!(""),
+            &serde_json::json!(""),
+            &serde_json::json!("agentic-coding"),
+            &serde_json::json!("cluster:b200-dgxc")
+        )
+    );
+    assert_eq!(ag["recipe_fingerprint"].as_str().map(str::len), Some(64));
+    assert!(ag.get("prefill_tp").is_none());
+}

@@ -12,7 +12,7 @@
 //! A numeric key in neither table (`"foo_ms"` included) is not a latency: readers keep it under
 //! its own name with its value unchanged.
 
-use crate::metrics::{percentile_label, Metric, MS_PER_S};
+use crate::metrics::{percentile_label, Distribution, Metric, MS_PER_S};
 
 /// The four metrics vLLM writes statistics of (TTFO is ours, in the extras only).
 pub const VLLM_LATENCY_METRICS: [Metric; 4] =
@@ -40,6 +40,17 @@ impl Stat {
             Stat::Median => "median".into(),
             Stat::Std => "std".into(),
             Stat::Percentile(q) => format!("p{}", percentile_label(q)),
+        }
+    }
+
+    /// This statistic of distribution `d` (in `d`'s unit); `None` for a percentile `d` does not
+    /// hold.
+    pub fn of(self, d: &Distribution) -> Option<f64> {
+        match self {
+            Stat::Mean => Some(d.mean),
+            Stat::Median => Some(d.median),
+            Stat::Std => Some(d.std),
+            Stat::Percentile(q) => d.at(q),
         }
     }
 

@@ -819,3 +819,55 @@ fn gpu_counts_saturate() {
     };
     assert_eq!(p.gpus(), 16);
 }
+
+/// summary.json holds each latency value once: vLLM's `p99_ttft_ms` is written from the typed
+/// `inferbench.ttft_ms` it sits beside. Changing the typed value moves both blocks (and what
+/// `metric` and `latency_stats` read); a foreign file's block (no extras samples) is its own.
+#[test]
+fn the_vllm_block_is_written_from_the_typed_distributions() {
+    let mut s = summarize(&run(), &ctx());
+    let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(v["p99_ttft_ms"], v["inferbench"]["ttft_ms"]["p99"]);
+    assert_eq!(v["mean_e2el_ms"], v["inferbench"]["e2el_ms"]["mean"]);
+    let p99 = s
+        .inferbench
+        .ttft_ms
+        .percentiles
+        .iter_mut()
+        .find(|(q, _)| *q == 99.0);
+    p99.unwrap().1 = 1234.5;
+    s.inferbench.e2el_ms.mean = 678.0;
+    let v = serde_json::to_value(&s).unwrap();
+    assert_eq!(
+        (&v["p99_ttft_ms"], &v["inferbench"]["ttft_ms"]["p99"]),
+        (&Value::from(1234.5), &Value::from(1234.5))
+    );
+    assert_eq!(
+        (&v["mean_e2el_ms"], &v["inferbench"]["e2el_ms"]["mean"]),
+        (&Value::from(678.0), &Value::from(678.0))
+    );
+    assert_eq!(s.metric("p99_ttft_ms"), Some(1234.5));
+    let stat = keys::LatencyStat::from_vllm_key("mean_e2el_ms").unwrap();
+    assert_eq!(
+        s.latency_stats().find(|(k, _)| *k == stat).map(|(_, v)| v),
+        Some(678.0)
+    );
+    // The key order of the block is kept (metadata, then each metric's statistics).
+    let keys_before: Vec<String> = s.metrics.keys().cloned().collect();
+    let written: Vec<String> = (v.as_object().unwrap().keys())
+        .filter(|k| s.metrics.contains_key(*k))
+        .cloned()
+        .collect();
+    assert_eq!(written, keys_before);
+    // A vLLM file of its own: its statistics are what it says.
+    let foreign: RunSummary = serde_json::from_value(serde_json::json!({
+        "completed": 1, "request_throughput": 1.0, "p99_ttft_ms": 42.0, "mean_ttft_ms": 40.0
+    }))
+    .unwrap();
+    let v = serde_json::to_value(&foreign).unwrap();
+    assert_eq!(
+        (&v["p99_ttft_ms"], &v["mean_ttft_ms"]),
+        (&Value::from(42.0), &Value::from(40.0))
+    );
+    assert_eq!(foreign.metric("p99_ttft_ms"), Some(42.0));
+}

@@ -149,10 +149,7 @@ fn aiperf_run(
             }
         }
     }
-    let l = Lookup {
-        overrides: ov,
-        maps: vec![&ident, o],
-    };
+    let l = Lookup::of_maps(ov, vec![&ident, o]);
     let cfg = config_key(&l, &mut run.names);
     let conc = l.int(&["conc"]).unwrap_or_else(|| {
         run.warnings.push(format!(

@@ -205,10 +205,8 @@ pub(crate) fn apply_eval_job(dir: &Path, run: &mut RunData) -> Result<(), ParseE
 
 /// The run's part of [`apply_job`].
 fn apply_job_to_run(j: &Map<String, Value>, jf: &JobFile, run: &mut RunData) {
-    let l = Lookup {
-        overrides: &Overrides::new(),
-        maps: job_identity_maps(j),
-    };
+    let none = Overrides::new();
+    let l = Lookup::of_maps(&none, job_identity_maps(j));
     // The typed fields first; a job.json of an older layout (provenance at the top level,
     // `version`, `hostname`, `batch`) through the lookup.
     let p = &jf.provenance;

@@ -181,10 +181,7 @@ pub(super) fn inferencex_point(
     names: &mut Names,
     at: &str,
 ) -> Result<PointData, ParseError> {
-    let l = Lookup {
-        overrides: ov,
-        maps: vec![o],
-    };
+    let l = Lookup::of_maps(ov, vec![o]);
     let cfg = config_key(&l, names);
     let conc = l
         .int(&["conc", "users"])
@@ -228,10 +225,7 @@ pub(super) fn eval_row(o: &Map<String, Value>, ov: &Overrides, names: &mut Names
         extra.insert("isl".into(), Value::from(isl));
         extra.insert("osl".into(), Value::from(osl));
     }
-    let l = Lookup {
-        overrides: ov,
-        maps: vec![o, &extra],
-    };
+    let l = Lookup::of_maps(ov, vec![o, &extra]);
     let mut config = config_key(&l, names);
     if config.isl == 0 {
         config.scenario = "eval".into();

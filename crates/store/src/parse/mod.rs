@@ -501,45 +501,283 @@ fn num(v: &Value) -> Option<f64> {
     }
 }
 
-/// Looks identity fields up in several JSON objects, first match wins.
-struct Lookup<'a> {
-    overrides: &'a Overrides,
-    maps: Vec<&'a Map<String, Value>>,
+/// One identity field of a point, as [`Lookup`] reads it from each of its sources: from a
+/// foreign file's JSON (or an untyped `job.json` level) by the names of [`Field::names`], first
+/// match wins; from a typed matrix row by its typed field ([`row_field`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Hardware,
+    ModelPrefix,
+    Model,
+    Framework,
+    Precision,
+    SpecDecoding,
+    Disagg,
+    IsMultinode,
+    Tp,
+    Pp,
+    Dcp,
+    Pcp,
+    Ep,
+    DpAttention,
+    PrefillTp,
+    PrefillEp,
+    PrefillDpAttention,
+    PrefillNumWorkers,
+    DecodeTp,
+    DecodeEp,
+    DecodeDpAttention,
+    DecodeNumWorkers,
+    NumPrefillGpu,
+    NumDecodeGpu,
+    KvOffload,
+    Scenario,
+    Isl,
+    Osl,
+    Image,
+    /// The point's concurrency as a result summary's sources give it (`max_concurrency`: vLLM's
+    /// name; `CONC`: InferenceX's environment).
+    Conc,
 }
 
-impl Lookup<'_> {
-    fn get(&self, names: &[&str]) -> Option<Value> {
-        for n in names {
+impl Field {
+    /// Every field, in declaration order.
+    const ALL: [Field; 30] = [
+        Field::Hardware,
+        Field::ModelPrefix,
+        Field::Model,
+        Field::Framework,
+        Field::Precision,
+        Field::SpecDecoding,
+        Field::Disagg,
+        Field::IsMultinode,
+        Field::Tp,
+        Field::Pp,
+        Field::Dcp,
+        Field::Pcp,
+        Field::Ep,
+        Field::DpAttention,
+        Field::PrefillTp,
+        Field::PrefillEp,
+        Field::PrefillDpAttention,
+        Field::PrefillNumWorkers,
+        Field::DecodeTp,
+        Field::DecodeEp,
+        Field::DecodeDpAttention,
+        Field::DecodeNumWorkers,
+        Field::NumPrefillGpu,
+        Field::NumDecodeGpu,
+        Field::KvOffload,
+        Field::Scenario,
+        Field::Isl,
+        Field::Osl,
+        Field::Image,
+        Field::Conc,
+    ];
+
+    /// The names foreign files give the field (InferenceX's aggregate and environment, vLLM's
+    /// and AIPerf's exports, an untyped `job.json`, `--set` overrides), the first found wins.
+    /// `runner` last for the hardware: a matrix row's runner label (`cluster:b200-dgxc`) when
+    /// nothing else names it (agentic points without an aggregate).
+    fn names(self) -> &'static [&'static str] {
+        match self {
+            Field::Hardware => &["hw", "hardware", "runner_type", "RUNNER_TYPE", "runner"],
+            Field::ModelPrefix => &["infmax_model_prefix", "model_prefix", "MODEL_PREFIX"],
+            Field::Model => &["model", "model_id", "MODEL"],
+            Field::Framework => &["framework", "FRAMEWORK"],
+            Field::Precision => &["precision", "PRECISION"],
+            Field::SpecDecoding => &["spec_decoding", "SPEC_DECODING", "spec_method"],
+            Field::Disagg => &["disagg", "DISAGG"],
+            Field::IsMultinode => &["is_multinode", "IS_MULTINODE"],
+            Field::Tp => &["tp", "TP"],
+            Field::Pp => &["pp", "PP_SIZE", "pp_size"],
+            Field::Dcp => &["dcp_size", "DCP_SIZE", "dcp"],
+            Field::Pcp => &["pcp_size", "PCP_SIZE", "pcp"],
+            Field::Ep => &["ep", "EP_SIZE", "ep_size"],
+            Field::DpAttention => &[DP_ATTENTION, "DP_ATTENTION", "dp_attn"],
+            Field::PrefillTp => &["prefill_tp"],
+            Field::PrefillEp => &["prefill_ep"],
+            Field::PrefillDpAttention => &["prefill_dp_attention"],
+            Field::PrefillNumWorkers => &["prefill_num_workers"],
+            Field::DecodeTp => &["decode_tp"],
+            Field::DecodeEp => &["decode_ep"],
+            Field::DecodeDpAttention => &["decode_dp_attention"],
+            Field::DecodeNumWorkers => &["decode_num_workers"],
+            Field::NumPrefillGpu => &["num_prefill_gpu"],
+            Field::NumDecodeGpu => &["num_decode_gpu"],
+            Field::KvOffload => &["offload_mode", "kv_offloading", "KV_OFFLOADING"],
+            Field::Scenario => &["scenario_type", "scenario", "SCENARIO_TYPE"],
+            Field::Isl => &["isl", "ISL"],
+            Field::Osl => &["osl", "OSL"],
+            Field::Image => &["image", "IMAGE"],
+            Field::Conc => &["conc", "max_concurrency", "CONC"],
+        }
+    }
+}
+
+/// The value a typed matrix row gives `field`, straight from its typed field; `None` where the
+/// row leaves it out, or does not model it (the pools' fields: a multinode row's `prefill` and
+/// `decode` name no flat identity field; `is_multinode`: not a row field). A row's list of
+/// concurrencies is given as the list (it names no one concurrency, and no later source is
+/// asked). Not [`inferbench_core::point::PointConfig`]: it fills absent sizes with their
+/// defaults, where an absent field here lets a later source give it.
+fn row_field(row: &MatrixRow, field: Field) -> Option<Value> {
+    let text = |s: &String| Some(Value::from(s.as_str()));
+    match field {
+        Field::Hardware => text(&row.runner),
+        Field::ModelPrefix => text(&row.model_prefix),
+        Field::Model => text(&row.model),
+        Field::Framework => text(&row.framework),
+        Field::Precision => text(&row.precision),
+        Field::SpecDecoding => text(&row.spec_decoding),
+        Field::Image => text(&row.image),
+        Field::Disagg => row.disagg.map(Value::from),
+        Field::Tp => row.tp.map(Value::from),
+        Field::Pp => row.pp.map(Value::from),
+        Field::Dcp => row.dcp_size.map(Value::from),
+        Field::Pcp => row.pcp_size.map(Value::from),
+        Field::Ep => row.ep.map(Value::from),
+        Field::DpAttention => row.dp_attn.map(Value::from),
+        Field::KvOffload => row.kv_offloading.as_deref().map(Value::from),
+        Field::Scenario => row.scenario_type.as_deref().map(Value::from),
+        Field::Isl => row.isl.map(Value::from),
+        Field::Osl => row.osl.map(Value::from),
+        Field::Conc => Some(match &row.conc {
+            Conc::One(c) => Value::from(*c),
+            Conc::List(v) => Value::from(v.clone()),
+        }),
+        Field::IsMultinode
+        | Field::PrefillTp
+        | Field::PrefillEp
+        | Field::PrefillDpAttention
+        | Field::PrefillNumWorkers
+        | Field::DecodeTp
+        | Field::DecodeEp
+        | Field::DecodeDpAttention
+        | Field::DecodeNumWorkers
+        | Field::NumPrefillGpu
+        | Field::NumDecodeGpu => None,
+    }
+}
+
+/// What a [`Lookup`] is asked for: an identity [`Field`], or a value under names of the caller's
+/// (a file's date, an eval's task, the run's provenance), which typed rows do not give.
+#[derive(Clone, Copy)]
+enum Key<'n> {
+    Field(Field),
+    Names(&'n [&'n str]),
+}
+
+impl From<Field> for Key<'_> {
+    fn from(f: Field) -> Self {
+        Key::Field(f)
+    }
+}
+
+impl<'n, const N: usize> From<&'n [&'n str; N]> for Key<'n> {
+    fn from(names: &'n [&'n str; N]) -> Self {
+        Key::Names(names)
+    }
+}
+
+impl<'n> From<&'n [&'n str]> for Key<'n> {
+    fn from(names: &'n [&'n str]) -> Self {
+        Key::Names(names)
+    }
+}
+
+impl<'n> Key<'n> {
+    fn names(self) -> &'n [&'n str] {
+        match self {
+            Key::Field(f) => f.names(),
+            Key::Names(n) => n,
+        }
+    }
+}
+
+/// One source of identity values, in a [`Lookup`]'s order.
+enum Source<'a> {
+    /// A foreign file's JSON object, or an untyped `job.json` level: read by name.
+    Map(&'a Map<String, Value>),
+    /// A matrix row read typed (core's [`MatrixRow`], as the runner wrote it to `job.json`),
+    /// with its fields the type does not model ([`MatrixRow::extra`], dashes as underscores):
+    /// each identity field from its typed field ([`row_field`]); only a field the row leaves
+    /// out is looked for among the extras, by name.
+    Row(&'a MatrixRow, &'a Map<String, Value>),
+}
+
+impl Source<'_> {
+    /// The first non-null value under `names` in `m`.
+    fn by_name(m: &Map<String, Value>, names: &[&str]) -> Option<Value> {
+        names
+            .iter()
+            .find_map(|n| m.get(*n).filter(|v| !v.is_null()))
+            .cloned()
+    }
+
+    fn get(&self, key: Key<'_>) -> Option<Value> {
+        match (self, key) {
+            (Source::Map(m), _) => Self::by_name(m, key.names()),
+            (Source::Row(row, extra), Key::Field(f)) => {
+                row_field(row, f).or_else(|| Self::by_name(extra, f.names()))
+            }
+            (Source::Row(_, extra), Key::Names(n)) => Self::by_name(extra, n),
+        }
+    }
+
+    /// Whether this source names an agentic-coding point (its `scenario_type`).
+    fn says_agentic(&self) -> bool {
+        let agentic = |v: Option<&Value>| v.and_then(Value::as_str) == Some("agentic-coding");
+        match self {
+            Source::Map(m) => agentic(m.get("scenario_type")),
+            Source::Row(row, extra) => match &row.scenario_type {
+                Some(s) => s == "agentic-coding",
+                None => agentic(extra.get("scenario_type")),
+            },
+        }
+    }
+}
+
+/// Looks identity fields up in several sources, first match wins: the `--set` overrides (by
+/// name), then each source in order.
+struct Lookup<'a> {
+    overrides: &'a Overrides,
+    sources: Vec<Source<'a>>,
+}
+
+impl<'a> Lookup<'a> {
+    /// A lookup over JSON objects only (foreign files: InferenceX, AIPerf).
+    fn of_maps(overrides: &'a Overrides, maps: Vec<&'a Map<String, Value>>) -> Self {
+        Lookup {
+            overrides,
+            sources: maps.into_iter().map(Source::Map).collect(),
+        }
+    }
+
+    fn get<'n>(&self, key: impl Into<Key<'n>>) -> Option<Value> {
+        let key = key.into();
+        for n in key.names() {
             if let Some(v) = self.overrides.get(*n) {
                 return Some(Value::String(v.clone()));
             }
         }
-        for m in &self.maps {
-            for n in names {
-                if let Some(v) = m.get(*n) {
-                    if !v.is_null() {
-                        return Some(v.clone());
-                    }
-                }
-            }
-        }
-        None
+        self.sources.iter().find_map(|s| s.get(key))
     }
-    fn text(&self, names: &[&str]) -> String {
-        match self.get(names) {
+    fn text<'n>(&self, key: impl Into<Key<'n>>) -> String {
+        match self.get(key) {
             Some(Value::String(s)) => s,
             Some(Value::Null) | None => String::new(),
             Some(v) => v.to_string(),
         }
     }
-    fn int(&self, names: &[&str]) -> Option<i64> {
-        self.get(names)
+    fn int<'n>(&self, key: impl Into<Key<'n>>) -> Option<i64> {
+        self.get(key)
             .as_ref()
             .and_then(num)
             .map(|f| f.round() as i64)
     }
-    fn flag(&self, names: &[&str]) -> bool {
-        self.get(names).is_some_and(|v| normalize::truthy(&v))
+    fn flag<'n>(&self, key: impl Into<Key<'n>>) -> bool {
+        self.get(key).is_some_and(|v| normalize::truthy(&v))
     }
 }
 
@@ -573,13 +811,11 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
                 .insert((kind.to_string(), raw.trim().to_string(), n.key.clone()));
         }
     };
-    // `runner` last: a matrix row's runner label (`cluster:b200-dgxc`) when nothing else names
-    // the hardware (agentic points without an aggregate).
-    let hw_raw = l.text(&["hw", "hardware", "runner_type", "RUNNER_TYPE", "runner"]);
+    let hw_raw = l.text(Field::Hardware);
     let hw = normalize::hardware(or_unknown(&hw_raw));
     note("hardware", &hw_raw, &hw);
-    let prefix = l.text(&["infmax_model_prefix", "model_prefix", "MODEL_PREFIX"]);
-    let model_raw = l.text(&["model", "model_id", "MODEL"]);
+    let prefix = l.text(Field::ModelPrefix);
+    let model_raw = l.text(Field::Model);
     let model = normalize::model(
         &prefix,
         if model_raw.is_empty() && prefix.is_empty() {
@@ -599,58 +835,52 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
         },
         &model,
     );
-    let fw_raw = l.text(&["framework", "FRAMEWORK"]);
+    let fw_raw = l.text(Field::Framework);
     let (fw, fw_disagg) = normalize::framework(or_unknown(&fw_raw));
     note("framework", &fw_raw, &fw);
-    let prec_raw = l.text(&["precision", "PRECISION"]);
+    let prec_raw = l.text(Field::Precision);
     let prec = normalize::precision(or_unknown(&prec_raw));
     note("precision", &prec_raw, &prec);
 
-    let disagg = fw_disagg || l.flag(&["disagg", "DISAGG"]);
-    let is_multinode = l.flag(&["is_multinode", "IS_MULTINODE"]);
+    let disagg = fw_disagg || l.flag(Field::Disagg);
+    let is_multinode = l.flag(Field::IsMultinode);
     let one = |v: Option<i64>| v.unwrap_or(1);
-    let tp = one(l.int(&["tp", "TP"]));
-    let ep = one(l.int(&["ep", "EP_SIZE", "ep_size"]));
-    let dpa = l.flag(&[DP_ATTENTION, "DP_ATTENTION", "dp_attn"]);
-    let v2 = l.get(&["prefill_tp"]).is_some();
+    let tp = one(l.int(Field::Tp));
+    let ep = one(l.int(Field::Ep));
+    let dpa = l.flag(Field::DpAttention);
+    let v2 = l.get(Field::PrefillTp).is_some();
     let (ptp, pep, pdpa, pnw, dtp, dep, ddpa, dnw, npg, ndg);
     if v2 {
-        ptp = one(l.int(&["prefill_tp"]));
-        pep = one(l.int(&["prefill_ep"]));
-        pdpa = l.flag(&["prefill_dp_attention"]);
-        pnw = l.int(&["prefill_num_workers"]).unwrap_or(0);
-        dtp = one(l.int(&["decode_tp"]));
-        dep = one(l.int(&["decode_ep"]));
-        ddpa = l.flag(&["decode_dp_attention"]);
-        dnw = l.int(&["decode_num_workers"]).unwrap_or(0);
-        npg = l.int(&["num_prefill_gpu"]).unwrap_or(ptp * pep);
-        ndg = l.int(&["num_decode_gpu"]).unwrap_or(dtp * dep);
+        ptp = one(l.int(Field::PrefillTp));
+        pep = one(l.int(Field::PrefillEp));
+        pdpa = l.flag(Field::PrefillDpAttention);
+        pnw = l.int(Field::PrefillNumWorkers).unwrap_or(0);
+        dtp = one(l.int(Field::DecodeTp));
+        dep = one(l.int(Field::DecodeEp));
+        ddpa = l.flag(Field::DecodeDpAttention);
+        dnw = l.int(Field::DecodeNumWorkers).unwrap_or(0);
+        npg = l.int(Field::NumPrefillGpu).unwrap_or(ptp * pep);
+        ndg = l.int(Field::NumDecodeGpu).unwrap_or(dtp * dep);
     } else {
         (ptp, pep, pdpa, pnw, dtp, dep, ddpa, dnw) = (tp, ep, dpa, 0, tp, ep, dpa, 0);
         npg = tp * ep;
         ndg = tp * ep;
     }
-    let kv = kv_offload(&l.text(&["offload_mode", "kv_offloading", "KV_OFFLOADING"]));
-    let scenario = l
-        .text(&["scenario_type", "scenario", "SCENARIO_TYPE"])
-        .to_lowercase();
+    let kv = kv_offload(&l.text(Field::KvOffload));
+    let scenario = l.text(Field::Scenario).to_lowercase();
     ConfigKey {
         model: model.key,
         model_prefix: prefix.to_lowercase(),
         hardware: hw.key,
         framework: fw.key,
         precision: prec.key,
-        spec_decoding: normalize::spec_method(&l.text(&[
-            "spec_decoding",
-            "SPEC_DECODING",
-            "spec_method",
-        ])),
+        spec_decoding: normalize::spec_method(&l.text(Field::SpecDecoding)),
         disagg,
         is_multinode,
         tp,
-        pp: one(l.int(&["pp", "PP_SIZE", "pp_size"])),
-        dcp: one(l.int(&["dcp_size", "DCP_SIZE", "dcp"])),
-        pcp: one(l.int(&["pcp_size", "PCP_SIZE", "pcp"])),
+        pp: one(l.int(Field::Pp)),
+        dcp: one(l.int(Field::Dcp)),
+        pcp: one(l.int(Field::Pcp)),
         ep,
         dp_attention: dpa,
         prefill_tp: ptp,
@@ -669,9 +899,9 @@ fn config_key(l: &Lookup<'_>, names: &mut Names) -> ConfigKey {
         } else {
             scenario
         },
-        isl: l.int(&["isl", "ISL"]).unwrap_or(0),
-        osl: l.int(&["osl", "OSL"]).unwrap_or(0),
-        image: l.text(&["image", "IMAGE"]).replace('#', "/"),
+        isl: l.int(Field::Isl).unwrap_or(0),
+        osl: l.int(Field::Osl).unwrap_or(0),
+        image: l.text(Field::Image).replace('#', "/"),
     }
 }
 
@@ -722,11 +952,7 @@ pub(crate) fn config_from(
     ov: &Overrides,
     names: &mut Names,
 ) -> ConfigKey {
-    let l = Lookup {
-        overrides: ov,
-        maps: vec![row],
-    };
-    config_key(&l, names)
+    config_key(&Lookup::of_maps(ov, vec![row]), names)
 }
 
 /// An eval row of InferenceX field names (`task`, the config's fields, the scores).
@@ -810,63 +1036,21 @@ pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointDa
     }
 }
 
-/// The override (`--set`) names an importer reads as the point's identity (its config key,
-/// concurrency, task): every other `--set` key is a server setting ([`set_settings`]).
-pub const IDENTITY_NAMES: &[&str] = &[
-    "hw",
-    "hardware",
-    "runner_type",
-    "runner",
-    "infmax_model_prefix",
-    "model_prefix",
-    "model",
-    "model_id",
-    "framework",
-    "precision",
-    "spec_decoding",
-    "spec_method",
-    "disagg",
-    "is_multinode",
-    "tp",
-    "ep",
-    "ep_size",
-    "pp",
-    "pp_size",
-    "dcp",
-    "dcp_size",
-    "pcp",
-    "pcp_size",
-    DP_ATTENTION,
-    "dp_attn",
-    "prefill_tp",
-    "prefill_ep",
-    "prefill_dp_attention",
-    "prefill_num_workers",
-    "decode_tp",
-    "decode_ep",
-    "decode_dp_attention",
-    "decode_num_workers",
-    "num_prefill_gpu",
-    "num_decode_gpu",
-    "offload_mode",
-    "kv_offloading",
-    "scenario_type",
-    "scenario",
-    "isl",
-    "osl",
-    "image",
-    "conc",
-    "max_concurrency",
-    "date",
-    "task",
-];
+/// Whether the override (`--set`) name `key` (any case, trimmed) is one an importer reads as
+/// the point's identity (its config key, concurrency, task: a name of [`Field::names`], `date`
+/// or `task`); every other `--set` key is a server setting ([`set_settings`]).
+pub fn is_identity_name(key: &str) -> bool {
+    let key = key.trim().to_lowercase();
+    ["date", "task"].contains(&key.as_str())
+        || (Field::ALL.iter()).any(|f| f.names().iter().any(|n| n.to_lowercase() == key))
+}
 
-/// The `--set` overrides that name no identity field ([`IDENTITY_NAMES`], in any case), as
-/// server settings `set.<key>` (issue 39 §5: `--set max_num_seqs=256` tells two servers
-/// apart). Load keys among them are dropped by the fingerprint itself.
+/// The `--set` overrides that name no identity field ([`is_identity_name`]), as server
+/// settings `set.<key>` (issue 39 §5: `--set max_num_seqs=256` tells two servers apart). Load
+/// keys among them are dropped by the fingerprint itself.
 pub fn set_settings(ov: &Overrides) -> BTreeMap<String, String> {
     ov.iter()
-        .filter(|(k, _)| !IDENTITY_NAMES.contains(&k.trim().to_lowercase().as_str()))
+        .filter(|(k, _)| !is_identity_name(k))
         .map(|(k, v)| (format!("set.{}", k.trim()), v.clone()))
         .collect()
 }
@@ -900,69 +1084,40 @@ fn job_identity_maps(job: &Map<String, Value>) -> Vec<&Map<String, Value>> {
     v
 }
 
-/// The identity of a `job.json`'s matrix row read typed (core's [`MatrixRow`], the type the
-/// runner wrote it with), under the names the identity lookup reads (InferenceX's aggregate
-/// names, where the row's own keys are kebab-case): `image`, `model`, `model_prefix`,
-/// `precision`, `framework`, `runner`, `spec_decoding`, `conc`, and, when the row has them,
-/// `isl`, `osl`, `tp`, `pp`, `dcp_size`, `pcp_size`, `ep`, `dp_attn`, `disagg`,
-/// `scenario_type`, `kv_offloading`. Fields the type does not model ([`MatrixRow::extra`], e.g.
-/// those of a newer or older generator) follow by their own names, dashes as underscores, as an
-/// untyped row's do; the typed fields win over them. The row's other fields (`exp-name`, the
-/// eval and multinode-worker settings, …) do not name a point's identity and are not read.
-fn row_identity(row: &MatrixRow) -> Map<String, Value> {
-    let mut m: Map<String, Value> = row
-        .extra
-        .iter()
-        .map(|(k, v)| (k.replace('-', "_"), v.clone()))
-        .collect();
-    let mut put = |k: &str, v: Option<Value>| {
-        if let Some(v) = v {
-            m.insert(k.to_string(), v);
-        }
-    };
-    let text = |s: &String| Some(Value::from(s.as_str()));
-    put("image", text(&row.image));
-    put("model", text(&row.model));
-    put("model_prefix", text(&row.model_prefix));
-    put("precision", text(&row.precision));
-    put("framework", text(&row.framework));
-    put("runner", text(&row.runner));
-    put("spec_decoding", text(&row.spec_decoding));
-    put(
-        "conc",
-        Some(match &row.conc {
-            Conc::One(c) => Value::from(*c),
-            Conc::List(v) => Value::from(v.clone()),
-        }),
-    );
-    put("isl", row.isl.map(Value::from));
-    put("osl", row.osl.map(Value::from));
-    put("tp", row.tp.map(Value::from));
-    put("pp", row.pp.map(Value::from));
-    put("dcp_size", row.dcp_size.map(Value::from));
-    put("pcp_size", row.pcp_size.map(Value::from));
-    put("ep", row.ep.map(Value::from));
-    put("dp_attn", row.dp_attn.map(Value::from));
-    put("disagg", row.disagg.map(Value::from));
-    put(
-        "scenario_type",
-        row.scenario_type.as_deref().map(Value::from),
-    );
-    put(
-        "kv_offloading",
-        row.kv_offloading.as_deref().map(Value::from),
-    );
-    m
+/// One level of a `job.json`'s identity ([`job_identity`]): an untyped level's object, dashed
+/// keys under underscore names, or the runner's matrix row read typed with its extra fields.
+pub(crate) enum JobLevel<'r> {
+    /// A level read by name (dashes as underscores).
+    Map(Map<String, Value>),
+    /// The row at `job.row`, typed, and its [`MatrixRow::extra`] fields (dashes as underscores).
+    Row(&'r MatrixRow, Map<String, Value>),
 }
 
-/// The identity maps of a `job.json` object `job`, outermost first ([`job_identity_maps`]),
+impl JobLevel<'_> {
+    /// This level as a [`Lookup`] source.
+    fn source(&self) -> Source<'_> {
+        match self {
+            JobLevel::Map(m) => Source::Map(m),
+            JobLevel::Row(row, extra) => Source::Row(row, extra),
+        }
+    }
+}
+
+/// The identity levels of a `job.json` object `job`, outermost first ([`job_identity_maps`]),
 /// with dashed keys (`model-prefix`, `scenario-type`) under the underscore names the lookup
 /// reads. The runner's matrix row at `job.row`, when `row` holds it typed ([`JobFile::row`]),
-/// gives its identity through the type ([`row_identity`]); any other level, and a row this
-/// version cannot type (an older layout), is read by name.
+/// gives its identity through the type ([`Source::Row`]: each field from the typed field; the
+/// fields the type does not model by their names, for what the typed ones leave out); any
+/// other level, and a row this version cannot type (an older layout), is read by name.
 ///
 /// [`JobFile::row`]: inferbench_core::artifacts::JobFile::row
-fn job_identity(job: &Map<String, Value>, row: Option<&MatrixRow>) -> Vec<Map<String, Value>> {
+pub(crate) fn job_identity<'r>(
+    job: &Map<String, Value>,
+    row: Option<&'r MatrixRow>,
+) -> Vec<JobLevel<'r>> {
+    let underscored = |m: &mut dyn Iterator<Item = (&String, &Value)>| -> Map<String, Value> {
+        m.map(|(k, v)| (k.replace('-', "_"), v.clone())).collect()
+    };
     let typed_at = job
         .get("job")
         .and_then(|j| j.get("row"))
@@ -970,11 +1125,10 @@ fn job_identity(job: &Map<String, Value>, row: Option<&MatrixRow>) -> Vec<Map<St
     job_identity_maps(job)
         .into_iter()
         .map(|m| match (row, typed_at) {
-            (Some(row), Some(at)) if std::ptr::eq(m, at) => row_identity(row),
-            _ => m
-                .iter()
-                .map(|(k, v)| (k.replace('-', "_"), v.clone()))
-                .collect(),
+            (Some(row), Some(at)) if std::ptr::eq(m, at) => {
+                JobLevel::Row(row, underscored(&mut row.extra.iter()))
+            }
+            _ => JobLevel::Map(underscored(&mut m.iter())),
         })
         .collect()
 }
@@ -1062,15 +1216,14 @@ mod tests {
         job: &Map<String, Value>,
         row: Option<&MatrixRow>,
     ) -> (ConfigKey, Option<i64>, bool) {
-        let parts = job_identity(job, row);
+        let levels = job_identity(job, row);
+        let none = Overrides::new();
         let l = Lookup {
-            overrides: &Overrides::new(),
-            maps: parts.iter().collect(),
+            overrides: &none,
+            sources: levels.iter().map(JobLevel::source).collect(),
         };
-        let agentic = parts
-            .iter()
-            .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
-        let conc = l.int(&["conc", "max_concurrency", "CONC"]);
+        let agentic = l.sources.iter().any(Source::says_agentic);
+        let conc = l.int(Field::Conc);
         (config_key(&l, &mut Names::default()), conc, agentic)
     }
 
@@ -1161,6 +1314,151 @@ mod tests {
             }
         }
         assert!(checked > 3000, "{checked}");
+    }
+
+    /// Where each identity field of a point directory comes from when its sources disagree,
+    /// pinned field by field (the order: `--set` overrides, the aggregate `agg_*.json`, then
+    /// `job.json`'s levels outermost first — its top level, `identity` and `provenance`, then
+    /// the matrix row at `job.row`, read typed — and last what the summary itself gives: its
+    /// `model_id`, mean ISL/OSL and `max_concurrency`). The run's `RESULT_FILENAME` is the
+    /// aggregate's file name over job.json's `result_filename`.
+    #[test]
+    fn a_point_whose_sources_disagree_takes_each_field_from_the_same_source() {
+        let d = tempfile::tempdir().unwrap();
+        let w = |name: &str, v: Value| std::fs::write(d.path().join(name), v.to_string()).unwrap();
+        // The summary (a foreign vLLM file): model A, ISL 1024, OSL 512, conc 32.
+        w(
+            "summary.json",
+            serde_json::json!({"model_id": "org/Model-A", "completed": 10,
+            "total_input_tokens": 10240, "total_output_tokens": 5120, "max_concurrency": 32,
+            "request_throughput": 1.0, "output_throughput": 512.0,
+            "total_token_throughput": 1536.0}),
+        );
+        // The aggregate: hardware, tp and precision.
+        w(
+            "agg_from-the-file-name.json",
+            serde_json::json!({"hw": "h100", "tp": 2,
+            "precision": "fp8", "conc": 16}),
+        );
+        // job.json: its top level (conc, result_filename), an `identity` level (framework),
+        // provenance (image) and the row, which also gives each of those differently.
+        w(
+            "job.json",
+            serde_json::json!({"schema_version": 1, "conc": 64,
+            "result_filename": "from-job-json", "identity": {"framework": "trt"},
+            "provenance": {"image": "img-from-provenance", "host": "h"},
+            "job": {"index": 0, "row": {"image": "img-from-row", "model": "org/Model-B",
+                "model-prefix": "dsr1", "precision": "fp4", "framework": "sglang",
+                "runner": "b200", "isl": 8192, "tp": 8, "ep": 4, "dp-attn": true,
+                "conc": [8, 64], "spec-decoding": "mtp", "exp-name": "e",
+                "kv-offloading": "dram", "disagg": false, "priority": 3}}}),
+        );
+        let ov: Overrides = [("ep".to_string(), "2".to_string())].into();
+        let run = parse_dir(d.path(), &ov).unwrap();
+        let p = &run.points[0];
+        assert_eq!(run.result_filename, "from-the-file-name");
+        assert_eq!(
+            p.conc, 16,
+            "the aggregate's conc over job.json's 64, the row's list and the summary's 32"
+        );
+        let c = &p.config;
+        assert_eq!(
+            (c.hardware.as_str(), c.tp, c.precision.as_str(), c.ep),
+            ("h100", 2, "fp8", 2)
+        );
+        assert_eq!(
+            (c.framework.as_str(), c.image.as_str()),
+            ("trt", "img-from-provenance")
+        );
+        assert_eq!(
+            (
+                c.model_prefix.as_str(),
+                c.model.as_str(),
+                c.spec_decoding.as_str()
+            ),
+            ("dsr1", "dsr1", "mtp")
+        );
+        assert_eq!((c.isl, c.osl), (8192, 512));
+        assert!(c.dp_attention && c.prefill_dp_attention && c.decode_dp_attention);
+        assert!(!c.disagg && !c.is_multinode);
+        assert_eq!(c.kv_offload, "dram");
+        assert_eq!(c.scenario, "fixed_seq_len");
+        assert_eq!((c.pp, c.dcp, c.pcp), (1, 1, 1));
+        assert_eq!((c.prefill_tp, c.prefill_ep, c.num_prefill_gpu), (2, 2, 4));
+
+        // No aggregate, overrides or outer levels: the row over the summary, field by field;
+        // a row's list of concurrencies names none (not the summary's 32).
+        std::fs::remove_file(d.path().join("agg_from-the-file-name.json")).unwrap();
+        w(
+            "job.json",
+            serde_json::json!({"schema_version": 1, "result_filename": "from-job-json",
+            "job": {"index": 0, "row": {"image": "img-from-row", "model": "org/Model-B",
+                "model-prefix": "", "precision": "fp4", "framework": "sglang",
+                "runner": "b200", "osl": 2048, "tp": 8, "conc": [8, 64], "exp-name": "e"}}}),
+        );
+        let run = parse_dir(d.path(), &Overrides::new()).unwrap();
+        let p = &run.points[0];
+        assert_eq!(run.result_filename, "from-job-json");
+        assert_eq!(p.conc, 0);
+        let c = &p.config;
+        assert_eq!(
+            (
+                c.hardware.as_str(),
+                c.framework.as_str(),
+                c.precision.as_str()
+            ),
+            ("b200", "sglang", "fp4")
+        );
+        assert_eq!(
+            (c.model.as_str(), c.model_prefix.as_str(), c.image.as_str()),
+            ("org/model-b", "", "img-from-row")
+        );
+        assert_eq!((c.isl, c.osl, c.tp, c.ep), (1024, 2048, 8, 1));
+        assert_eq!(c.spec_decoding, "none");
+        assert!(!c.dp_attention);
+    }
+
+    /// No name belongs to two fields; each is one `--set` takes as identity in any case, and
+    /// a server setting's is not.
+    #[test]
+    fn each_identity_name_belongs_to_one_field() {
+        let mut seen = BTreeSet::new();
+        for f in Field::ALL {
+            for n in f.names() {
+                assert!(seen.insert(*n), "{n} names two fields");
+                assert!(
+                    is_identity_name(n) && is_identity_name(&n.to_uppercase()),
+                    "{n}"
+                );
+            }
+        }
+        assert!(is_identity_name(" Task ") && is_identity_name("date"));
+        assert!(!is_identity_name("max_num_seqs") && !is_identity_name("users"));
+        let ov: Overrides = [("TP", "8"), ("max_num_seqs", "256")]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into();
+        assert_eq!(
+            set_settings(&ov),
+            [("set.max_num_seqs".to_string(), "256".to_string())].into()
+        );
+    }
+
+    /// A typed row gives each field from its typed field; a field the type does not model
+    /// (`extra`) is read by name only where the typed row gives nothing (`hw` beside `runner`:
+    /// the runner; `is-multinode`, which no typed field gives: read).
+    #[test]
+    fn a_typed_rows_field_wins_over_its_extras() {
+        let raw = serde_json::json!({"image": "i", "model": "m", "model-prefix": "dsr1",
+            "precision": "fp8", "framework": "vllm", "runner": "b200", "conc": 4,
+            "exp-name": "e", "hw": "h100", "is-multinode": true});
+        let job = job_with(&raw);
+        let row = MatrixRow::deserialize(&raw).unwrap();
+        let (k, conc, agentic) = job_point(&job, Some(&row));
+        assert_eq!(
+            (k.hardware.as_str(), conc, agentic),
+            ("b200", Some(4), false)
+        );
+        assert!(k.is_multinode);
     }
 
     /// The store fills per-GPU throughput by core's rule; exact values for 9600 tokens/s in

@@ -25,8 +25,8 @@ use super::requests::read_requests;
 use super::telemetry::{read_power, read_server_metrics};
 use super::{
     base_run, config_key, date_from_text, date_from_unix, empty_point, fill_per_gpu,
-    inferencex::agg_metrics, job_identity, num, result_side_files, Importer, Lookup, Overrides,
-    ParseError, PointData, RunData, SourceKind, NOT_A_RESULT,
+    inferencex::agg_metrics, job_identity, num, result_side_files, Field, Importer, JobLevel,
+    Lookup, Overrides, ParseError, PointData, RunData, Source, SourceKind, NOT_A_RESULT,
 };
 
 /// A vLLM-shaped `--save-result` file (vLLM's or `inferbench bench`'s).
@@ -223,19 +223,13 @@ pub(super) fn summary_point(
     ov: &Overrides,
     run: &mut RunData,
 ) -> Result<PointData, ParseError> {
-    let mut maps: Vec<&Map<String, Value>> = Vec::new();
-    if let Some(a) = agg {
-        maps.push(a);
-    }
-    // The runner's job.json keeps the matrix row with InferenceX's dashed keys
-    // (`model-prefix`, `scenario-type`): its identity is read typed, under the underscore names.
-    let job_parts: Vec<Map<String, Value>> = job.map(|j| job_identity(j, row)).unwrap_or_default();
-    maps.extend(job_parts.iter());
+    let mut sources: Vec<Source<'_>> = agg.into_iter().map(Source::Map).collect();
+    // The runner's job.json: its levels by name (InferenceX's dashed keys, `model-prefix`,
+    // under the underscore names), its matrix row typed.
+    let job_levels = job.map(|j| job_identity(j, row)).unwrap_or_default();
+    sources.extend(job_levels.iter().map(JobLevel::source));
     // The summary's own `scenario_type` (f.agentic), or the aggregate's or the job's.
-    let agentic = f.agentic
-        || maps
-            .iter()
-            .any(|m| m.get("scenario_type").and_then(Value::as_str) == Some("agentic-coding"));
+    let agentic = f.agentic || sources.iter().any(Source::says_agentic);
     // Derived identity from the summary itself: model id, mean ISL/OSL (not for agentic
     // points, whose lengths vary by design), concurrency.
     let mut derived = Map::new();
@@ -259,13 +253,13 @@ pub(super) fn summary_point(
     if let Some(c) = f.max_concurrency {
         derived.insert("conc".into(), Value::from(c as i64));
     }
-    maps.push(&derived);
+    sources.push(Source::Map(&derived));
     let l = Lookup {
         overrides: ov,
-        maps,
+        sources,
     };
     let cfg = config_key(&l, &mut run.names);
-    let conc = l.int(&["conc", "max_concurrency", "CONC"]).unwrap_or(0);
+    let conc = l.int(Field::Conc).unwrap_or(0);
     let mut m = f.metrics;
     if let Some(a) = agg {
         agg_metrics(a, &mut m); // the aggregate's per-GPU figures win (InferenceX rules)
