@@ -36,7 +36,7 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
     )]
-    Sim(inferbench_sim::flags::SimFlags),
+    Sim(cmd::sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
     Quickstart(cmd::quickstart::Args),
     /// Expand InferenceX master configs into a job matrix (full-sweep | test-config).
@@ -279,8 +279,8 @@ fn main() {
         Ok(status) => std::process::exit(status.code()),
         Err(e) => {
             eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            let status = (e.downcast_ref::<cmd::StatusError>())
-                .map_or(cmd::ExitStatus::Usage, |s| s.status);
+            let status =
+                (e.downcast_ref::<cmd::StatusError>()).map_or(cmd::ExitStatus::Usage, |s| s.status);
             std::process::exit(status.code());
         }
     }
