@@ -69,12 +69,12 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 ingested; 1 something was skipped, a path held nothing to ingest, or (--strict) a name was unknown; 2 bad flags, a missing path or a database error (nothing stored)."
     )]
-    Ingest(inferbench_store::flags::IngestFlags),
+    Ingest(cmd::db::IngestFlags),
     /// Database maintenance: migrate, dump, restore.
     #[command(
         after_help = "Exit codes: 0 done; 2 bad flags, a checksum that does not match, a non-empty database to restore into, or a database error."
     )]
-    Db(inferbench_store::flags::DbFlags),
+    Db(cmd::db::DbFlags),
     /// Query stored results (filters, Pareto frontier; table, csv or json).
     Report(inferbench_views::flags::ReportFlags),
     /// Draw Pareto charts (SVG or PNG).

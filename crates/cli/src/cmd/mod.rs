@@ -5,6 +5,7 @@ pub use inferbench_core::{ExitStatus, StatusError};
 
 pub mod bench;
 pub mod client_args;
+pub mod db;
 pub mod eval;
 pub mod ingest;
 pub mod job;
