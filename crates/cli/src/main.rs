@@ -43,12 +43,12 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 matrix written; 2 bad flags, or a config that does not load (its file:line and field named)."
     )]
-    Matrix(inferbench_recipes::flags::MatrixFlags),
+    Matrix(cmd::recipes::MatrixFlags),
     /// Jobs added to perf-changelog.yaml between two refs or files.
     #[command(
         after_help = "Exit codes: 0 jobs listed (also when none were added); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
     )]
-    Changelog(inferbench_recipes::flags::ChangelogFlags),
+    Changelog(cmd::recipes::ChangelogFlags),
     /// Support matrix, KV-offload policy check, CI priority and MODELS.md's policy checks from
     /// the master configs.
     #[command(

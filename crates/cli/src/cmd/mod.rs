@@ -11,6 +11,7 @@ pub mod ingest;
 pub mod job;
 pub mod models_policy;
 pub mod quickstart;
+pub mod recipes;
 pub mod replay;
 pub mod serve;
 pub mod sim;
