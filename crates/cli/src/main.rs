@@ -76,11 +76,11 @@ enum Command {
     )]
     Db(cmd::db::DbFlags),
     /// Query stored results (filters, Pareto frontier; table, csv or json).
-    Report(inferbench_views::flags::ReportFlags),
+    Report(cmd::views::ReportFlags),
     /// Draw Pareto charts (SVG or PNG).
-    Plot(inferbench_views::flags::PlotFlags),
+    Plot(cmd::views::PlotFlags),
     /// Compare two configs at matched interactivity.
-    Compare(inferbench_views::flags::CompareFlags),
+    Compare(cmd::views::CompareFlags),
     /// Dashboard: the Inference explorer and a JSON API over the database (read-only).
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).

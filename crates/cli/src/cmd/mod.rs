@@ -17,6 +17,7 @@ pub mod serve;
 pub mod sim;
 pub mod sweep;
 pub mod tls_args;
+pub mod views;
 
 /// The multi-threaded tokio runtime a long-running subcommand runs in: a worker per core
 /// ([`crate::limits::worker_threads`]) and at most [`crate::limits::BLOCKING_THREADS`] blocking
