@@ -443,4 +443,46 @@ mod tests {
             "stored 2 points (1 failed: nothing measured; 1 invalid: cut short) in q.db; chart: c.svg"
         );
     }
+
+    /// What the CLI prints of a quickstart's batch: with rows, a blank line and the table, the
+    /// chart drawn; without (interrupted before any request finished), only the unmeasured
+    /// line, nothing drawn (`none`, no file written), and the last line says so.
+    #[test]
+    fn a_batch_without_rows_shows_only_its_notes() {
+        let view = Preview {
+            columns: vec!["conc".into(), "tput_per_gpu".into()],
+            unmeasured: Some("conc 1: no request finished".into()),
+            ..Preview::default()
+        };
+        let report = IngestReport {
+            points: 1,
+            failed_points: 1,
+            ..IngestReport::default()
+        };
+        let mut batch = QuickstartBatch {
+            view,
+            rows: Vec::new(),
+            report,
+            why_invalid: "cut short",
+        };
+        assert_eq!(
+            batch.text(),
+            "\nno request finished: nothing to tabulate or chart\nconc 1: no request finished\n"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("c.svg");
+        assert_eq!(batch.draw(&svg, true).unwrap(), ("none".to_string(), None));
+        assert!(!svg.exists());
+        assert_eq!(
+            batch.stored_line(Some("q.db"), "none"),
+            "stored 1 point (failed: nothing measured) in q.db; chart: none"
+        );
+        batch.rows = vec![row(1, 140.0, 1200.0)];
+        assert_eq!(batch.text(), format!("\n{}", batch.view.table(&batch.rows)));
+        assert_eq!(
+            batch.draw(&svg, false).unwrap().0,
+            svg.display().to_string()
+        );
+        assert!(svg.is_file());
+    }
 }
