@@ -36,19 +36,19 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
     )]
-    Sim(inferbench_sim::flags::SimFlags),
+    Sim(cmd::sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
     Quickstart(cmd::quickstart::Args),
     /// Expand InferenceX master configs into a job matrix (full-sweep | test-config).
     #[command(
         after_help = "Exit codes: 0 matrix written; 2 bad flags, or a config that does not load (its file:line and field named)."
     )]
-    Matrix(inferbench_recipes::flags::MatrixFlags),
+    Matrix(cmd::recipes::MatrixFlags),
     /// Jobs added to perf-changelog.yaml between two refs or files.
     #[command(
         after_help = "Exit codes: 0 jobs listed (also when none were added); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
     )]
-    Changelog(inferbench_recipes::flags::ChangelogFlags),
+    Changelog(cmd::recipes::ChangelogFlags),
     /// Support matrix, KV-offload policy check, CI priority and MODELS.md's policy checks from
     /// the master configs.
     #[command(
@@ -69,18 +69,18 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 ingested; 1 something was skipped, a path held nothing to ingest, or (--strict) a name was unknown; 2 bad flags, a missing path or a database error (nothing stored)."
     )]
-    Ingest(inferbench_store::flags::IngestFlags),
+    Ingest(cmd::db::IngestFlags),
     /// Database maintenance: migrate, dump, restore.
     #[command(
         after_help = "Exit codes: 0 done; 2 bad flags, a checksum that does not match, a non-empty database to restore into, or a database error."
     )]
-    Db(inferbench_store::flags::DbFlags),
+    Db(cmd::db::DbFlags),
     /// Query stored results (filters, Pareto frontier; table, csv or json).
-    Report(inferbench_views::flags::ReportFlags),
+    Report(cmd::views::ReportFlags),
     /// Draw Pareto charts (SVG or PNG).
-    Plot(inferbench_views::flags::PlotFlags),
+    Plot(cmd::views::PlotFlags),
     /// Compare two configs at matched interactivity.
-    Compare(inferbench_views::flags::CompareFlags),
+    Compare(cmd::views::CompareFlags),
     /// Dashboard: the Inference explorer and a JSON API over the database (read-only).
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).

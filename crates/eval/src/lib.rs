@@ -4,8 +4,6 @@
 //! flexible answer extraction, exact match, standard error, and per-model thresholds.
 #![deny(missing_docs)]
 
-#[cfg(feature = "clap")]
-pub mod flags;
 pub mod gsm8k;
 
 /// `--eval-backend`: the API evals ask (`openai-chat`, InferenceX's lm-eval with the chat

@@ -30,8 +30,6 @@
 pub mod catalogue;
 pub mod changelog;
 pub mod error;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod identity;
 pub mod linediff;
 pub mod matrix;

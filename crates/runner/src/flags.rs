@@ -836,7 +836,7 @@ pub struct QuickstartFlags {
     /// above ~1 ms of wall time (the timer's granularity), i.e. this factor at most ~5 for an 8B
     /// model on H100. [default: 4; --fast: 8, past that guidance on purpose: a smoke run trades
     /// timing precision for speed]
-    #[arg(long, allow_negative_numbers = true, value_parser = inferbench_sim::flags::positive_f64)]
+    #[arg(long, allow_negative_numbers = true, value_parser = inferbench_sim::positive_f64)]
     pub time_scale: Option<f64>,
     /// Seed for prompts.
     #[arg(long, default_value_t = 0)]

@@ -16,6 +16,46 @@ pub enum Mode {
     Instant,
 }
 
+/// `--mode timed|instant` (the values without their descriptions, as `--help` lists them;
+/// the `clap` feature, for the CLI's `sim` flags).
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Mode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Mode::Timed, Mode::Instant]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            Mode::Timed => "timed",
+            Mode::Instant => "instant",
+        }))
+    }
+}
+
+/// A flag's value as a finite number > 0 (a clap value parser: `--time-scale`).
+///
+/// # Errors
+/// Not a number, or not finite and positive: the reason, for the flag's message.
+pub fn positive_f64(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err("must be a positive number".into()),
+        Err(e) => Err(format!("not a number: {e}")),
+    }
+}
+
+/// A flag's value as a finite number ≥ 0 (a clap value parser: `--step-ms`).
+///
+/// # Errors
+/// Not a number, or negative or not finite: the reason, for the flag's message.
+pub fn non_negative_f64(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        Ok(_) => Err("must be a non-negative number".into()),
+        Err(e) => Err(format!("not a number: {e}")),
+    }
+}
+
 /// Speculative decoding: each decode step verifies `num_draft_tokens` drafts and emits
 /// `acceptance_length` tokens on average (the bonus token included, so 1 ≤ AL ≤ k + 1).
 /// The roofline charges the verification (1 + k tokens per sequence); the drafter's own cost

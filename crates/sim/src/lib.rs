@@ -25,8 +25,6 @@ mod config;
 mod driver;
 pub mod engine;
 pub mod fault;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod golden;
 pub mod kv;
 mod metrics;
@@ -39,7 +37,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub use catalogue::{Catalogue, Hardware, Model, Precision};
-pub use config::{ConfigError, Mode, SimConfig, SpecDecode, ACTIVATION_RESERVE_BYTES};
+pub use config::{
+    non_negative_f64, positive_f64, ConfigError, Mode, SimConfig, SpecDecode,
+    ACTIVATION_RESERVE_BYTES,
+};
 pub use fault::FaultSpec;
 pub use roofline::{point_bound, step_time, PointBound, RooflineParams, SeqWork, StepTime};
 pub use tokenize::TokenizerKind;

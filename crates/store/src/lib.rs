@@ -26,8 +26,6 @@ pub mod db;
 pub mod detail;
 pub mod dump;
 pub mod evalset;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod normalize;
 pub mod overview;
 pub mod parse;

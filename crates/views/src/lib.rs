@@ -7,8 +7,6 @@
 //! itself.
 
 pub mod analysis;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod ingest;
 pub mod plot;
 pub mod preview;

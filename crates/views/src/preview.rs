@@ -106,29 +106,6 @@ impl Preview {
     }
 }
 
-impl Preview {
-    /// Prints the table of `rows` ([`Preview::table`]) and draws the chart ([`Preview::draw`],
-    /// what it left out on stderr); returns the files drawn. Without rows (a quickstart
-    /// interrupted before any request finished) prints only the notes and draws nothing:
-    /// returns `none`, where trial 13 got an empty table and a "nothing to plot" warning.
-    fn show(&self, rows: &[PointRow], chart: &Path, png_too: bool) -> anyhow::Result<String> {
-        if rows.is_empty() {
-            let mut out = String::from("\nno request finished: nothing to tabulate or chart\n");
-            if let Some(n) = &self.unmeasured {
-                out.push_str(&wrap(n));
-            }
-            print!("{out}");
-            return Ok("none".into());
-        }
-        print!("\n{}", self.table(rows));
-        let (charts, note) = self.draw(rows, chart, png_too)?;
-        if let Some(n) = note {
-            eprintln!("  chart: {n}");
-        }
-        Ok(charts)
-    }
-}
-
 /// Concurrencies of `ran` without a row in `rows`, as text: points cut short before any
 /// request finished, which the store keeps as failed points, not rows.
 pub fn unlisted(ran: &[i64], rows: &[PointRow]) -> Vec<String> {
@@ -186,33 +163,75 @@ impl Shown<'_> {
         let rows = store.points(&filter, &Default::default())?;
         Ok((report, rows))
     }
+}
 
-    /// Prints `view`'s table of `rows`, draws its chart, and returns the last line
-    /// ([`stored_line`], `why_invalid` naming what the store keeps as invalid).
-    fn finish(
+/// A quickstart's batch as stored, ready to show: its [`Preview`], the stored rows, the
+/// ingest's report and what the store keeps as invalid. The caller prints [`Self::text`]
+/// (stdout), then draws the chart ([`Self::draw`], its note on stderr), then prints
+/// [`Self::stored_line`].
+#[derive(Debug, Clone)]
+pub struct QuickstartBatch {
+    /// The table and chart settings.
+    pub view: Preview,
+    /// The batch's stored rows (frontier marked).
+    pub rows: Vec<PointRow>,
+    /// What the ingest of the run directory did.
+    pub report: IngestReport,
+    /// What the store keeps as invalid here, for the last line ([`stored_line`]).
+    pub why_invalid: &'static str,
+}
+
+impl QuickstartBatch {
+    /// What a quickstart prints on stdout of its batch: a blank line and the table of the rows
+    /// ([`Preview::table`]); without rows (a quickstart interrupted before any request
+    /// finished) only the notes, where trial 13 got an empty table and a "nothing to plot"
+    /// warning.
+    pub fn text(&self) -> String {
+        if self.rows.is_empty() {
+            let mut out = String::from("\nno request finished: nothing to tabulate or chart\n");
+            if let Some(n) = &self.view.unmeasured {
+                out.push_str(&wrap(n));
+            }
+            return out;
+        }
+        format!("\n{}", self.view.table(&self.rows))
+    }
+
+    /// Draws the chart ([`Preview::draw`]) to `chart` (and its PNG with `png_too`): the files
+    /// drawn and what the chart left out; `none` and no note without rows (nothing is drawn).
+    ///
+    /// # Errors
+    /// A file that cannot be written.
+    pub fn draw(
         &self,
-        store: &Store,
-        view: &Preview,
-        rows: &[PointRow],
-        report: &IngestReport,
-        why_invalid: &str,
-    ) -> anyhow::Result<String> {
-        let charts = view.show(rows, self.chart, self.png_too)?;
-        let db = self.stored.then(|| store.location());
-        Ok(stored_line(report, db, &charts, why_invalid))
+        chart: &Path,
+        png_too: bool,
+    ) -> Result<(String, Option<String>), StoreError> {
+        if self.rows.is_empty() {
+            return Ok(("none".into(), None));
+        }
+        self.view.draw(&self.rows, chart, png_too)
+    }
+
+    /// The last line ([`stored_line`]): `stored_in` the store's location (`None`: `--no-db`),
+    /// `charts` what [`Self::draw`] drew.
+    pub fn stored_line(&self, stored_in: Option<&str>, charts: &str) -> String {
+        stored_line(&self.report, stored_in, charts, self.why_invalid)
     }
 }
 
-/// The fixed-length quickstart's view of its run: ingests `shown.run_dir` into `store`,
-/// prints the table of its batch from the stored rows (stdout), so it shows what `report -f
-/// batch=<batch>` shows (trial 9: a point without interactivity was starred here and not
-/// there), draws the chart (and its PNG with `png_too`), says on stderr what the chart left
-/// out, and returns the last line ([`stored_line`]). `concs` are the concurrencies that ran.
+/// The fixed-length quickstart's view of its run: ingests `shown.run_dir` into `store` and
+/// returns its batch from the stored rows, so the table shows what `report -f batch=<batch>`
+/// shows (trial 9: a point without interactivity was starred here and not there).
+/// `concs` are the concurrencies that ran.
+///
+/// # Errors
+/// The ingest or the query failed.
 pub fn fixed_quickstart(
     store: &mut Store,
-    shown: Shown<'_>,
+    shown: &Shown<'_>,
     concs: &[i64],
-) -> anyhow::Result<String> {
+) -> anyhow::Result<QuickstartBatch> {
     let (report, mut rows) = shown.stored_rows(store)?;
     let mut view = Preview {
         columns: [
@@ -242,25 +261,27 @@ pub fn fixed_quickstart(
             stored_as_failed(failed.len())
         ));
     }
-    shown.finish(
-        store,
-        &view,
-        &rows,
-        &report,
-        "cut short by the interruption, or timed on a starved CPU as a note above says; \
-         kept off frontiers unless --include-invalid",
-    )
+    Ok(QuickstartBatch {
+        view,
+        rows,
+        report,
+        why_invalid: "cut short by the interruption, or timed on a starved CPU as a note above \
+                      says; kept off frontiers unless --include-invalid",
+    })
 }
 
 /// The agentic quickstart's view of its run, as [`fixed_quickstart`]'s: the North-Star
 /// frontier (tok/s/GPU against p90 E2E-normalized interactivity) of its batch as a preview
 /// (every point is invalid, far below 900 s; the lane counts in `cut_short` stay invalid and
-/// off it), one legend for its marks, and the chart. Returns the last line.
+/// off it), one legend for its marks, and the chart.
+///
+/// # Errors
+/// The ingest or the query failed.
 pub fn agentic_quickstart(
     store: &mut Store,
-    shown: Shown<'_>,
+    shown: &Shown<'_>,
     cut_short: &[i64],
-) -> anyhow::Result<String> {
+) -> anyhow::Result<QuickstartBatch> {
     use inferbench_store::query::NORTH_STAR_X;
     let (report, mut rows) = shown.stored_rows(store)?;
     // Every quickstart point is invalid (far below 900 s): its frontier is a preview, and the
@@ -316,13 +337,12 @@ pub fn agentic_quickstart(
         ));
     }
     // The default chart comes as SVG and PNG, as the fixed-seq quickstart's.
-    shown.finish(
-        store,
-        &view,
-        &rows,
-        &report,
-        "replays under 900 s or cut short",
-    )
+    Ok(QuickstartBatch {
+        view,
+        rows,
+        report,
+        why_invalid: "replays under 900 s or cut short",
+    })
 }
 
 /// How `n` points that measured nothing are stored: "stored as a failed point (`report
@@ -422,5 +442,47 @@ mod tests {
             stored_line(&report, Some("q.db"), "c.svg", "cut short"),
             "stored 2 points (1 failed: nothing measured; 1 invalid: cut short) in q.db; chart: c.svg"
         );
+    }
+
+    /// What the CLI prints of a quickstart's batch: with rows, a blank line and the table, the
+    /// chart drawn; without (interrupted before any request finished), only the unmeasured
+    /// line, nothing drawn (`none`, no file written), and the last line says so.
+    #[test]
+    fn a_batch_without_rows_shows_only_its_notes() {
+        let view = Preview {
+            columns: vec!["conc".into(), "tput_per_gpu".into()],
+            unmeasured: Some("conc 1: no request finished".into()),
+            ..Preview::default()
+        };
+        let report = IngestReport {
+            points: 1,
+            failed_points: 1,
+            ..IngestReport::default()
+        };
+        let mut batch = QuickstartBatch {
+            view,
+            rows: Vec::new(),
+            report,
+            why_invalid: "cut short",
+        };
+        assert_eq!(
+            batch.text(),
+            "\nno request finished: nothing to tabulate or chart\nconc 1: no request finished\n"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let svg = dir.path().join("c.svg");
+        assert_eq!(batch.draw(&svg, true).unwrap(), ("none".to_string(), None));
+        assert!(!svg.exists());
+        assert_eq!(
+            batch.stored_line(Some("q.db"), "none"),
+            "stored 1 point (failed: nothing measured) in q.db; chart: none"
+        );
+        batch.rows = vec![row(1, 140.0, 1200.0)];
+        assert_eq!(batch.text(), format!("\n{}", batch.view.table(&batch.rows)));
+        assert_eq!(
+            batch.draw(&svg, false).unwrap().0,
+            svg.display().to_string()
+        );
+        assert!(svg.is_file());
     }
 }

@@ -155,6 +155,21 @@ pub fn split_common(rows: &[PointRow], columns: &[String]) -> (Vec<String>, Vec<
     (kept, common)
 }
 
+/// The identity columns of `defaults` (those [`split_common`] may take out, `date` aside) in
+/// which `rows` differ and that `columns` does not name: what tells the rows apart that a table
+/// of those chosen columns leaves out (`report --columns`' note), in `defaults`' order.
+pub fn identity_left_out(
+    rows: &[PointRow],
+    defaults: &[String],
+    columns: &[String],
+) -> Vec<String> {
+    let (varying, _) = split_common(rows, defaults);
+    (varying.into_iter())
+        .filter(|c| HOISTABLE.contains(&c.as_str()) && c != "date")
+        .filter(|c| !columns.iter().any(|k| k == c))
+        .collect()
+}
+
 pub use inferbench_core::text::batch_label;
 
 /// A human label with unit for a metric or column name (chart axes, notes): the metric
@@ -1341,6 +1356,39 @@ mod tests {
         assert_eq!(common, ["model=dsr1", "isl=1024"]);
         let (kept, common) = split_common(&[], &cols);
         assert_eq!((kept, common.len()), (cols.clone(), 0));
+    }
+
+    /// `report --columns`' note: the identity columns in which the rows differ and that the
+    /// chosen columns leave out, `date` never among them, in the default columns' order.
+    #[test]
+    fn identity_left_out_names_varying_identity_not_chosen() {
+        let cols: Vec<String> = [
+            "model",
+            "hardware",
+            "precision",
+            "date",
+            "conc",
+            "tput_per_gpu",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut b = row();
+        b.hardware = "b200".into();
+        b.precision = "fp4".into();
+        b.date = "2026-03-02".into();
+        b.conc = 8;
+        let rows = [row(), b];
+        let chosen = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            identity_left_out(&rows, &cols, &chosen(&["conc", "tput_per_gpu"])),
+            ["hardware", "precision"]
+        );
+        assert_eq!(
+            identity_left_out(&rows, &cols, &chosen(&["precision", "conc"])),
+            ["hardware"]
+        );
+        assert!(identity_left_out(&rows[..1], &cols, &chosen(&["conc"])).is_empty());
     }
 
     /// Trial 23: two `bench` runs into one --result-dir gave two rows nothing told apart; the

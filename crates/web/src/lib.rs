@@ -465,7 +465,8 @@ async fn not_found() -> Response {
     .into_response()
 }
 
-/// Serves the dashboard on `addr` until `shutdown` resolves; logs the URL on stderr.
+/// Serves the dashboard on `addr` until `shutdown` resolves, printing nothing (the caller says
+/// where: [`serving_line`]).
 ///
 /// Errors: the address cannot be bound (in use, not local), or the server fails.
 pub async fn serve(
@@ -477,8 +478,8 @@ pub async fn serve(
 }
 
 /// [`serve`], with `redact` (`serve --redact`): answers without the stored absolute paths and
-/// host names ([`redact`]). Logs the landing page's URL ([`landing_url`]) on stderr, and
-/// [`exposure_warning`] on a non-loopback address.
+/// host names ([`redact`]). Prints nothing: the caller says where it serves ([`serving_line`])
+/// and, on a non-loopback address, [`exposure_warning`] (as the CLI's `serve` does).
 ///
 /// Errors: the address cannot be bound (in use, not local), or the server fails.
 pub async fn serve_with(
@@ -488,11 +489,6 @@ pub async fn serve_with(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    let local = listener.local_addr()?;
-    eprintln!("{}", serving_line(store.location(), local));
-    if !is_loopback_ip(local.ip()) {
-        eprintln!("{}", exposure_warning(local.ip(), redact));
-    }
     serve_listener(store, listener, redact, shutdown).await
 }
 

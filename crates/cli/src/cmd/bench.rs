@@ -96,7 +96,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     if let Some(db) = &db {
         inferbench_store::Store::check_target(db)?;
     }
-    let mut ingest_opts = inferbench_store::flags::options(&flags.set)?;
+    let mut ingest_opts = super::db::options(&flags.set)?;
     let mut opts = flags.into_options()?;
     opts.tls = tls;
     // More streams than this process can hold open or in memory: refused before anything is
@@ -307,7 +307,7 @@ fn run_search(
     if let Some(db) = &db {
         inferbench_store::Store::check_target(db)?;
     }
-    let ingest_opts = inferbench_store::flags::options(&flags.set)?;
+    let ingest_opts = super::db::options(&flags.set)?;
     let capacity_name = flags.result_filename.take();
     let mut opts = flags.into_options()?;
     opts.tls = tls;

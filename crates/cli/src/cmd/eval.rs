@@ -1,8 +1,9 @@
 //! `inferbench eval gsm8k`: accuracy of a served model on GSM8K with InferenceX's prompt and
-//! scoring (`inferbench_eval::gsm8k`); flags, results and the pass mark in
-//! `inferbench_eval::flags`.
+//! scoring (`inferbench_eval::gsm8k`); flags, results and the pass mark in [`flags`].
 
-use inferbench_eval::flags::EvalFlags;
+pub mod flags;
+
+use flags::EvalFlags;
 use inferbench_eval::gsm8k;
 
 use super::ExitStatus;
@@ -47,7 +48,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     }))?;
     let rt = tokio::runtime::Runtime::new()?;
     // Without --model, the server's first (as `bench`; trial 24).
-    rt.block_on(inferbench_eval::flags::served_model(&mut opts))?;
+    rt.block_on(flags::served_model(&mut opts))?;
     rt.block_on(async {
         let cancel = super::shutdown_token("inferbench eval: interrupted; scoring what finished");
         let samples = gsm8k::run(&opts, &cancel).await?;

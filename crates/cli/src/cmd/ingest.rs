@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use inferbench_store::flags::{options, remove_sqlite_files, IngestFlags};
+use super::db::{options, remove_sqlite_files, IngestFlags};
 use inferbench_store::{IngestOptions, Store};
 use inferbench_views::ingest::IngestText;
 

@@ -5,16 +5,20 @@ pub use inferbench_core::{ExitStatus, StatusError};
 
 pub mod bench;
 pub mod client_args;
+pub mod db;
 pub mod eval;
 pub mod ingest;
 pub mod job;
 pub mod models_policy;
+pub mod preview;
 pub mod quickstart;
+pub mod recipes;
 pub mod replay;
 pub mod serve;
 pub mod sim;
 pub mod sweep;
 pub mod tls_args;
+pub mod views;
 
 /// The multi-threaded tokio runtime a long-running subcommand runs in: a worker per core
 /// ([`crate::limits::worker_threads`]) and at most [`crate::limits::BLOCKING_THREADS`] blocking

@@ -5,8 +5,8 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 
+use super::recipes::{deprecated_files, load_master_configs, ModelsSub};
 use anyhow::Context as _;
-use inferbench_recipes::flags::{deprecated_files, load_master_configs, ModelsSub};
 use inferbench_recipes::policy::{
     self, DeprecationFinding, DeprecationKind, EngineFinding, EngineVerdict, Policy, PolicyReport,
     SpecDecodeFinding,

@@ -7,10 +7,10 @@
 
 use std::path::PathBuf;
 
+use super::preview;
 use inferbench_runner::artifacts::fresh_run_dir;
 use inferbench_runner::flags::QuickstartFlags;
 use inferbench_runner::simsweep::sweep_id;
-use inferbench_views::preview;
 
 use super::ExitStatus;
 

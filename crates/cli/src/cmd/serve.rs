@@ -32,7 +32,7 @@ pub struct Args {
 /// (trial 13: `serve` alone exited 0).
 pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     // Refuses a missing or empty database, as `report` does.
-    drop(inferbench_views::flags::open_with_runs(&args.db)?);
+    drop(super::views::open_with_runs(&args.db)?);
     let store = inferbench_store::Store::open_read_only(&args.db)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

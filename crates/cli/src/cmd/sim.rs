@@ -1,7 +1,9 @@
 //! `inferbench sim`: run the simulated OpenAI-compatible inference server (crate
-//! `inferbench-sim`; DESIGN.md §6). Flags and the `--bound` table: `inferbench_sim::flags`.
+//! `inferbench-sim`; DESIGN.md §6). Flags and the `--bound` table: [`flags`].
 
-use inferbench_sim::flags::{bound_table, SimFlags};
+pub mod flags;
+
+use flags::{bound_table, SimFlags};
 
 use super::ExitStatus;
 

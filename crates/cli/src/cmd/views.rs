@@ -1,14 +1,14 @@
-//! The `report` subcommand (`clap` feature): its flags ([`ReportFlags`], `--help` text written
-//! once), the store query they make, and what is printed ([`ReportFlags::run`]); with
-//! [`open_with_runs`] and [`filter`], which `plot` and `serve` share; `plot` ([`PlotFlags`])
-//! and `compare` ([`CompareFlags`]) likewise.
+//! The `report` subcommand: its flags ([`ReportFlags`], `--help` text written once), the store
+//! query they make, and what is printed ([`ReportFlags::run`]) from `inferbench_views`' tables
+//! and analysis; with [`open_with_runs`] and [`filter`], which `plot` and `serve` share; `plot`
+//! ([`PlotFlags`]) and `compare` ([`CompareFlags`]) likewise.
 
 use std::path::PathBuf;
 
-use inferbench_core::ExitStatus;
 use inferbench_store::{compare, query, CostOptions, Filter, PointRow, Store};
+use inferbench_views::report::{self, Format};
 
-use crate::report::{self, Format};
+use super::ExitStatus;
 
 /// Exit codes of `report` (its `--help`; README "Exit codes").
 pub const REPORT_EXIT_CODES_HELP: &str =
@@ -227,7 +227,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         };
         let failed = failed_left_out(&mut store, &f, rows.is_empty())?;
         // GPU time per group over every selected point, not the frontier's alone.
-        let gpu = crate::analysis::gpu_seconds_by_group(&store.points(&f, &cost)?);
+        let gpu = inferbench_views::analysis::gpu_seconds_by_group(&store.points(&f, &cost)?);
         let status = print_rows(&rows, &args, hidden, failed, &gpu)?;
         if rows.is_empty() && hidden == 0 {
             for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
@@ -237,7 +237,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         return Ok(status);
     }
     let mut rows = store.points(&f, &cost)?;
-    crate::analysis::mark_frontier(&mut rows, &x, &args.y, args.include_invalid);
+    inferbench_views::analysis::mark_frontier(&mut rows, &x, &args.y, args.include_invalid);
     if let Some(slo) = &slo {
         capacity(&rows, &args, slo)?;
         if rows.is_empty() {
@@ -253,7 +253,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         return Ok(status);
     }
     let failed = failed_left_out(&mut store, &f, rows.is_empty())?;
-    let gpu = crate::analysis::gpu_seconds_by_group(&rows);
+    let gpu = inferbench_views::analysis::gpu_seconds_by_group(&rows);
     let status = print_rows(&rows, &args, 0, failed, &gpu)?;
     if rows.is_empty() {
         for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
@@ -270,22 +270,22 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
 }
 
 /// `report --capacity`: per group the most y and users per GPU at the SLO
-/// ([`crate::analysis::capacity_at`], the computation `/api/v1/tco?slo=` returns), in
+/// ([`inferbench_views::analysis::capacity_at`], the computation `/api/v1/tco?slo=` returns), in
 /// `--format`: a table with a note per group, or CSV / JSON rows with a `status`.
 fn capacity(
     rows: &[inferbench_store::PointRow],
     args: &ReportFlags,
     slo: &inferbench_core::slo::Slo,
 ) -> anyhow::Result<()> {
-    use crate::analysis::CapacityStatus;
-    let caps = crate::analysis::capacity_at(rows, slo, &args.y, args.include_invalid)?;
+    use inferbench_views::analysis::CapacityStatus;
+    let caps = inferbench_views::analysis::capacity_at(rows, slo, &args.y, args.include_invalid)?;
     let y_unit = inferbench_core::registry::metric(&args.y)
         .map(|m| m.unit)
         .unwrap_or("");
     let x_unit = inferbench_core::registry::metric(&slo.metric)
         .map(|m| m.unit)
         .unwrap_or("");
-    let note = |c: &crate::analysis::GroupCapacity| -> String {
+    let note = |c: &inferbench_views::analysis::GroupCapacity| -> String {
         let range = c.x_range.map_or(String::new(), |(lo, hi)| {
             format!(
                 "; measured {} {} to {} {x_unit}",
@@ -446,7 +446,7 @@ fn history(
     at: f64,
 ) -> anyhow::Result<ExitStatus> {
     // The one analysis behind `/api/v1/history` too (issue 39).
-    let h = crate::analysis::history_at(
+    let h = inferbench_views::analysis::history_at(
         rows,
         x,
         &args.y,
@@ -456,7 +456,7 @@ fn history(
         args.include_invalid,
     );
     // Groups by name, as this table always listed them.
-    let mut sorted: Vec<&crate::analysis::HistoryGroup> = h.groups.iter().collect();
+    let mut sorted: Vec<&inferbench_views::analysis::HistoryGroup> = h.groups.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     let mut regressed = false;
     let mut groups = Vec::new();
@@ -548,7 +548,7 @@ fn print_rows(
     args: &ReportFlags,
     hidden: usize,
     failed: usize,
-    gpu: &[(String, crate::analysis::GpuSeconds)],
+    gpu: &[(String, inferbench_views::analysis::GpuSeconds)],
 ) -> anyhow::Result<ExitStatus> {
     let fmt = args.format.view();
     let table = matches!(fmt, Format::Table);
@@ -585,12 +585,7 @@ fn print_rows(
     // Chosen --columns that leave out what tells the rows apart (trial 20: `--columns
     // conc,tput_per_gpu` listed conc 16 twice, agentic points beside fixed-length ones).
     if table && !args.columns.is_empty() && rows.len() > 1 {
-        let (varying, _) = report::split_common(rows, &defaults);
-        let unseen: Vec<&str> = (varying.iter())
-            .map(String::as_str)
-            .filter(|c| report::HOISTABLE.contains(c) && *c != "date")
-            .filter(|c| !args.columns.iter().any(|k| k == c))
-            .collect();
+        let unseen = report::identity_left_out(rows, &defaults, &args.columns);
         if !unseen.is_empty() {
             eprintln!(
                 "note: the rows differ in {}, which --columns leaves out: rows that look alike \
@@ -775,7 +770,7 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
     });
     report::check_metric("--x", &x, &rows)?;
     report::check_metric("--y", &args.y, &rows)?;
-    let spec = crate::plot::PlotSpec {
+    let spec = inferbench_views::plot::PlotSpec {
         x,
         y: args.y,
         title: args.title.unwrap_or_default(),
@@ -786,7 +781,7 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
         include_invalid: args.include_invalid,
         source: String::new(),
     };
-    let drawn = crate::plot::plot(&rows, &spec, &args.out)?;
+    let drawn = inferbench_views::plot::plot(&rows, &spec, &args.out)?;
     println!("wrote {}", args.out.display());
     if let Some(n) = drawn.note() {
         eprintln!("inferbench plot: {n}");
@@ -870,7 +865,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         Ok(store.points(&side(spec, &args.filters)?, &cost)?)
     };
     let (ra, rb) = (load(&args.a, &mut store)?, load(&args.b, &mut store)?);
-    let c = crate::analysis::compare_sides(
+    let c = inferbench_views::analysis::compare_sides(
         (ra, rb),
         (&args.a, &args.b),
         &args.x,
@@ -966,7 +961,13 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     }
     print!(
         "{}",
-        crate::report::compare_table(rows, (&args.a, &args.b), (&wa, &wb), &args.x, &args.y)
+        inferbench_views::report::compare_table(
+            rows,
+            (&args.a, &args.b),
+            (&wa, &wb),
+            &args.x,
+            &args.y
+        )
     );
     for n in &notes {
         println!("  {n}");

@@ -1,16 +1,16 @@
-//! The `eval` subcommand (`clap` feature): its flags ([`EvalFlags`], `--help` text written
-//! once), their conversion into [`EvalOptions`] ([`EvalFlags::options`]), and the results
-//! written and judged ([`EvalFlags::finish`]). The `inferbench` binary runs the eval between the
-//! two under its shutdown token.
+//! The `eval` subcommand: its flags ([`EvalFlags`], `--help` text written once), their
+//! conversion into [`EvalOptions`] ([`EvalFlags::options`]), and the results written and
+//! judged ([`EvalFlags::finish`]). [`super::run`] runs the eval between the two under its
+//! shutdown token.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::EvalBackend;
 use anyhow::Context;
-use inferbench_core::ExitStatus;
+use inferbench_eval::EvalBackend;
 
-use crate::gsm8k::{self, EvalOptions};
+use crate::cmd::ExitStatus;
+use inferbench_eval::gsm8k::{self, EvalOptions};
 
 /// Flags of `inferbench eval`.
 #[derive(Debug, clap::Args)]

@@ -1,19 +1,21 @@
-//! The `matrix`, `changelog` and `models` subcommands (`clap` feature): their flags, written
-//! once with their `--help` text ([`MatrixFlags`], [`ChangelogFlags`], [`ModelsFlags`]), and
-//! each command's `run`: read the configs, call this crate, write the JSON or table. The
-//! `inferbench` binary only dispatches to them.
+//! The `matrix`, `changelog` and `models` subcommands: their flags, written once with their
+//! `--help` text ([`MatrixFlags`], [`ChangelogFlags`], [`ModelsFlags`]), and each command's
+//! `run`: read the configs, call `inferbench_recipes`, write the JSON or table. `models
+//! policy` wraps these tools in [`super::models_policy`].
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context};
-use inferbench_core::ExitStatus;
+use inferbench_recipes::catalogue::{self, CiPriority, PriorityContext};
+use inferbench_recipes::changelog::{self, BaseConfigs, ProcessOptions};
+use inferbench_recipes::matrix::{
+    self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions,
+};
+use inferbench_recipes::schema::{MasterConfigs, RunnerConfig};
 
-use crate::catalogue::{self, CiPriority, PriorityContext};
-use crate::changelog::{self, BaseConfigs, ProcessOptions};
-use crate::matrix::{self, CommonOptions, FullSweepOptions, Selection, TestConfigOptions};
-use crate::schema::{MasterConfigs, RunnerConfig};
+use super::ExitStatus;
 
 // ----- matrix
 
@@ -142,9 +144,9 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
     );
     let runners = RunnerConfig::load(&args.runner_config)?;
     if args.check_runners {
-        let errs = crate::catalogue::unknown_runner_labels(&configs, &runners);
+        let errs = inferbench_recipes::catalogue::unknown_runner_labels(&configs, &runners);
         if !errs.is_empty() {
-            return Err(crate::Error::from_many(errs).into());
+            return Err(inferbench_recipes::Error::from_many(errs).into());
         }
     }
     let selection = match args.command {
@@ -279,7 +281,7 @@ fn additions(
     head_text: &str,
     base_name: &str,
 ) -> anyhow::Result<changelog::Added> {
-    use crate::linediff::{self, GitError};
+    use inferbench_recipes::linediff::{self, GitError};
     if args.diff != DiffEngine::Builtin {
         let git = match (&args.repo, &args.base, &args.head) {
             (Some(repo), _, _) => linediff::git_diff_refs(
@@ -660,17 +662,10 @@ pub fn load_master_configs(files: &[PathBuf]) -> anyhow::Result<MasterConfigs> {
 }
 
 impl ModelsSub {
-    /// Runs one `inferbench models` tool (for a CLI that adds tools of its own beside these).
+    /// Runs one `inferbench models` tool (`models policy` is [`super::models_policy`]'s): the
+    /// tool's table or JSON on stdout; `dram-check` fails (1) on an error finding.
     pub fn run(self) -> anyhow::Result<ExitStatus> {
         run_models(ModelsFlags { command: self })
-    }
-}
-
-impl ModelsFlags {
-    /// Runs `inferbench models`: the tool's table or JSON on stdout; `dram-check` fails (1) on
-    /// an error finding.
-    pub fn run(self) -> anyhow::Result<ExitStatus> {
-        run_models(self)
     }
 }
 

@@ -1,25 +1,14 @@
-//! The `sim` subcommand's flags (`clap` feature): written once with their `--help` text
-//! ([`SimFlags`]), turned into a [`SimConfig`] by [`SimFlags::to_config`], and the `--bound`
-//! table ([`bound_table`]). The `inferbench` binary serves the config.
+//! The `sim` subcommand's flags: written once with their `--help` text ([`SimFlags`]), turned
+//! into a [`SimConfig`] by [`SimFlags::to_config`], and the `--bound` table ([`bound_table`]).
+//! [`super::run`] serves the config.
 
 use anyhow::Context as _;
 
-use crate::golden::ThinkingMode;
-use crate::{FaultSpec, Mode, Precision, SimConfig, SpecDecode, TokenizerKind};
-
-/// `--mode timed|instant` (the values without their descriptions, as `--help` lists them).
-impl clap::ValueEnum for Mode {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Mode::Timed, Mode::Instant]
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(match self {
-            Mode::Timed => "timed",
-            Mode::Instant => "instant",
-        }))
-    }
-}
+use inferbench_sim::golden::ThinkingMode;
+use inferbench_sim::{
+    non_negative_f64, positive_f64, FaultSpec, Mode, Precision, SimConfig, SpecDecode,
+    TokenizerKind,
+};
 
 /// Flags of `inferbench sim`. Defaults follow vLLM's where one exists.
 #[derive(Debug, clap::Args)]
@@ -142,24 +131,6 @@ pub struct SimFlags {
     pub threads: usize,
 }
 
-/// clap value parser: a finite number > 0.
-pub fn positive_f64(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        Ok(_) => Err("must be a positive number".into()),
-        Err(e) => Err(format!("not a number: {e}")),
-    }
-}
-
-/// clap value parser: a finite number ≥ 0.
-pub fn non_negative_f64(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        Ok(_) => Err("must be a non-negative number".into()),
-        Err(e) => Err(format!("not a number: {e}")),
-    }
-}
-
 impl SimFlags {
     /// `--model`, else the catalogue model `--served-model-name` names (so `sim
     /// --served-model-name deepseek-ai/DeepSeek-R1` models DeepSeek-R1), else Llama-3.1-8B.
@@ -167,7 +138,7 @@ impl SimFlags {
         if let Some(m) = &self.model {
             return m.clone();
         }
-        let cat = crate::Catalogue::embedded();
+        let cat = inferbench_sim::Catalogue::embedded();
         self.served_model_name
             .as_deref()
             .and_then(|n| cat.model(n).ok())
@@ -183,8 +154,8 @@ impl SimFlags {
                     (Some(path), _) => {
                         let text = std::fs::read_to_string(path)
                             .with_context(|| format!("reading {}", path.display()))?;
-                        let g = crate::golden::parse(&path.display().to_string(), &text)?;
-                        crate::golden::lookup(
+                        let g = inferbench_sim::golden::parse(&path.display().to_string(), &text)?;
+                        inferbench_sim::golden::lookup(
                             &g,
                             self.golden_al_key.as_deref(),
                             Some(self.thinking_mode.key()),
@@ -254,10 +225,10 @@ pub fn bound_table(cfg: &SimConfig, spec: &str, concs: &[u32]) -> anyhow::Result
         .split_once('/')
         .and_then(|(i, o)| Some((i.trim().parse::<u32>().ok()?, o.trim().parse::<u32>().ok()?)))
         .with_context(|| format!("--bound {spec:?}: expected ISL/OSL, e.g. 1024/1024"))?;
-    let cat = crate::Catalogue::embedded();
+    let cat = inferbench_sim::Catalogue::embedded();
     let hw = cat.hardware(&cfg.hardware)?;
     let model = cat.model(&cfg.model)?;
-    let info = crate::describe(cfg)?;
+    let info = inferbench_sim::describe(cfg)?;
     writeln!(
         out,
         "{} {} on {}x{}, ISL {isl} / OSL {osl}, KV cache {} tokens",
@@ -274,7 +245,7 @@ pub fn bound_table(cfg: &SimConfig, spec: &str, concs: &[u32]) -> anyhow::Result
         "SoL tok/s/user",
         "SoL tok/s/GPU"
     )?;
-    let sol = crate::RooflineParams::speed_of_light();
+    let sol = inferbench_sim::RooflineParams::speed_of_light();
     for &c in concs {
         let need = u64::from(c) * u64::from(isl + osl);
         if need > info.kv_capacity_tokens {
@@ -284,8 +255,17 @@ pub fn bound_table(cfg: &SimConfig, spec: &str, concs: &[u32]) -> anyhow::Result
             )?;
             continue;
         }
-        let b = crate::point_bound(hw, model, cfg.precision, cfg.tp, c, isl, osl, &cfg.roofline);
-        let s = crate::point_bound(hw, model, cfg.precision, cfg.tp, c, isl, osl, &sol);
+        let b = inferbench_sim::point_bound(
+            hw,
+            model,
+            cfg.precision,
+            cfg.tp,
+            c,
+            isl,
+            osl,
+            &cfg.roofline,
+        );
+        let s = inferbench_sim::point_bound(hw, model, cfg.precision, cfg.tp, c, isl, osl, &sol);
         writeln!(
             out,
             "{c:>6} {:>12.2} {:>14.1} {:>12.1} {:>12.1} {:>14.1} {:>12.1}",

@@ -1,13 +1,13 @@
-//! The `ingest` and `db` subcommands (`clap` feature): their flags ([`IngestFlags`],
-//! [`DbFlags`], `--help` text written once) and the `db` command behind them; the `ingest`
-//! command, which prints the store's reports (views' `ingest` renders them), is the CLI's
-//! `cmd/ingest.rs`.
+//! The `ingest` and `db` subcommands: their flags ([`IngestFlags`], [`DbFlags`], `--help` text
+//! written once) and the `db` command behind them, over `inferbench_store`; the `ingest`
+//! command, which prints the store's reports (views' `ingest` renders them), is
+//! [`super::ingest`].
 
 use std::path::PathBuf;
 
-use inferbench_core::ExitStatus;
+use inferbench_store::{IngestOptions, Store};
 
-use crate::{IngestOptions, Store};
+use super::ExitStatus;
 
 // ----- ingest
 
@@ -26,7 +26,7 @@ pub struct IngestFlags {
     #[arg(long, value_name = "DIR")]
     pub inferencex_dump: Vec<PathBuf>,
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
-    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = crate::DEFAULT_DB)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = inferbench_store::DEFAULT_DB)]
     pub db: String,
     /// Identity for imports that lack it, InferenceX aggregate field names
     /// (`hw=h200`, `framework=vllm`, `precision=fp8`, `tp=8`, `isl=1024`, …); repeatable.
@@ -55,7 +55,7 @@ pub fn options(set: &[String]) -> anyhow::Result<IngestOptions> {
 #[derive(Debug, clap::Args)]
 pub struct DbFlags {
     /// Database: a SQLite file path or a `postgres://user:pw@host/db` URL.
-    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = crate::DEFAULT_DB, global = true)]
+    #[arg(long, env = "INFERBENCH_DB", hide_env_values = true, default_value = inferbench_store::DEFAULT_DB, global = true)]
     pub db: String,
     #[command(subcommand)]
     action: Action,
