@@ -1401,3 +1401,131 @@ fn history_date_pickers_narrow_the_range() {
         "{dom}"
     );
 }
+
+/// Issue 42's date and run pickers on the Compare and TCO pages (the Inference and History
+/// pages had them; these read every batch): `batch=` and `since`/`until` from the URL fill the
+/// pickers and go to the API, so only those points count; a malformed date is said not applied;
+/// a side naming `batch=` itself disables the run picker (not applied to both sides).
+#[test]
+fn compare_and_tco_take_the_date_and_run_pickers() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, db) = all_fixtures_served(dir.path());
+    let batches = Store::open_read_only(&db)
+        .unwrap()
+        .dimension_values()
+        .unwrap()
+        .remove("batch")
+        .unwrap();
+    let cmp = format!("{base}/compare?model=dsr1&sequence=1024%2F1024&a=hw%3Db200&b=hw%3Dmi355x");
+
+    // Every stored batch is offered after "any" (on both pages), none chosen.
+    for page in [
+        cmp.clone(),
+        format!("{base}/tco?model=dsr1&sequence=1024%2F1024"),
+    ] {
+        let dom = b.dom(&page);
+        let select = &dom[dom.find("<select id=\"batch\"").unwrap()..];
+        let select = &select[..select.find("</select>").unwrap()];
+        let offered: Vec<&str> = select
+            .split("<option value=\"")
+            .skip(1)
+            .map(|o| &o[..o.find('"').unwrap()])
+            .collect();
+        let mut want = vec![""];
+        want.extend(batches.iter().map(String::as_str));
+        assert_eq!(offered, want, "{page}");
+    }
+
+    // Compare: one day of the two (2026-02-27: the repeats) keeps one batch a side.
+    let dom = b.dom(&format!("{cmp}&since=2026-02-27&until=2026-02-27"));
+    assert_eq!(
+        text_of(&dom, "status"),
+        "4 points in A, 4 points in B; 3 targets",
+        "{dom}"
+    );
+    assert_eq!(attr(&dom, "chart", "data-lines").as_deref(), Some("2"));
+    let sent = url_pairs(&format!("?{}", attr(&dom, "chart", "data-query").unwrap()));
+    for k in ["since", "until"] {
+        assert!(
+            sent.contains(&(k.to_string(), "2026-02-27".to_string())),
+            "{sent:?}"
+        );
+    }
+    // The run picker: the imports' batch alone, one line a side.
+    let dom = b.dom(&format!("{cmp}&batch=fixtures%2Fimports"));
+    assert_eq!(
+        text_of(&dom, "status"),
+        "4 points in A, 4 points in B; 3 targets",
+        "{dom}"
+    );
+    let sent = url_pairs(&format!("?{}", attr(&dom, "chart", "data-query").unwrap()));
+    assert!(sent.contains(&("batch".to_string(), "fixtures/imports".to_string())));
+    // A side that names its batch: the picker is disabled and not sent.
+    let dom = b.dom(&format!(
+        "{base}/compare?model=dsr1&sequence=1024%2F1024&a=hw%3Db200%2Cbatch%3Dfixtures%2Fimports\
+         &b=hw%3Db200%2Cbatch%3Dfixtures%2Frepeats&batch=fixtures%2Fimports"
+    ));
+    assert_eq!(
+        attr(&dom, "batch", "disabled").as_deref(),
+        Some(""),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "4 points in A, 4 points in B; 3 targets",
+        "{dom}"
+    );
+    let sent = url_pairs(&format!("?{}", attr(&dom, "chart", "data-query").unwrap()));
+    assert!(!sent.iter().any(|(k, _)| k == "batch"), "{sent:?}");
+    // A malformed date is said, not sent.
+    let dom = b.dom(&format!("{cmp}&since=27.02.2026"));
+    assert!(
+        text_of(&dom, "status").contains("since=27.02.2026 (expected YYYY-MM-DD)"),
+        "{dom}"
+    );
+    let sent = url_pairs(&format!("?{}", attr(&dom, "chart", "data-query").unwrap()));
+    assert!(!sent.iter().any(|(k, _)| k == "since"), "{sent:?}");
+
+    // TCO: every batch averaged (2 a group for b200 and mi355x), then one day's batch alone.
+    let tco = format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=100");
+    let batches_col = |dom: &str| -> Vec<String> {
+        let body = &dom[dom.find("<table id=\"bars\"").unwrap()..];
+        let body = &body[..body.find("</table>").unwrap()];
+        body.split("<tr")
+            .skip(2)
+            .map(|r| {
+                let cells: Vec<&str> = r.split("<td>").collect();
+                cells.last().unwrap().split('<').next().unwrap().to_string()
+            })
+            .collect()
+    };
+    let dom = b.dom(&tco);
+    let all = batches_col(&dom);
+    assert!(all.iter().any(|n| n == "2"), "{all:?} {dom}");
+    let dom = b.dom(&format!("{tco}&since=2026-02-27&until=2026-02-27"));
+    let sent = url_pairs(&format!("?{}", attr(&dom, "bars", "data-query").unwrap()));
+    for k in ["since", "until"] {
+        assert!(
+            sent.contains(&(k.to_string(), "2026-02-27".to_string())),
+            "{sent:?}"
+        );
+    }
+    let day = batches_col(&dom);
+    assert!(
+        !day.is_empty() && day.iter().all(|n| n == "1"),
+        "{day:?} {dom}"
+    );
+    let dom = b.dom(&format!("{tco}&batch=sweep-2026-03-01-h200"));
+    assert_eq!(
+        attr(&dom, "bars", "data-bars").as_deref(),
+        Some("1"),
+        "{dom}"
+    );
+    assert!(dom.contains("h200"), "{dom}");
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+    let dom = b.dom(&format!("{tco}&until=1.3.2026"));
+    assert!(
+        text_of(&dom, "status").contains("until=1.3.2026 (expected YYYY-MM-DD)"),
+        "{dom}"
+    );
+}
