@@ -857,6 +857,7 @@ pub async fn run(
 ) -> Result<Json<Value>, ApiError> {
     let id = path_id("run", &raw)?;
     let redacted = state.redact;
+    let cache = state.sessions.clone();
     let (info, rows, files) = state
         .with_store(move |s| {
             let info = s
@@ -882,12 +883,12 @@ pub async fn run(
                 .map_err(|e| ApiError::internal(e.to_string()))?;
             let mut batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
             batch.retain(|r| r.batch == info.batch);
-            // The AgentX explorer's session trees, from each agentic point's stored records.
+            // The AgentX explorer's session trees, from each agentic point's stored records:
+            // built once per point and records digest (issue 42: decompressed and parsed on
+            // every call before), then from the cache.
             let mut sessions = Vec::new();
             for r in rows.iter().filter(|r| r.scenario == AGENTIC_SCENARIO) {
-                let bytes = s.point_records(r.point_id).map_err(db_err)?;
-                let records = parse_records(bytes.as_deref().unwrap_or_default()).0;
-                sessions.push(crate::sessions::session_trees(r.point_id, r.conc, &records));
+                sessions.push(session_trees_cached(s, &cache, r.point_id, r.conc)?);
             }
             Ok((info, (rows, batch), (files, evals, sessions)))
         })
@@ -937,6 +938,30 @@ pub async fn run(
                "batch_points": sib, "artifacts": files, "evals": evals,
                "sessions": sessions}),
     ))
+}
+
+/// Point `point_id`'s AgentX session trees ([`crate::sessions::session_trees`]) from `cache`
+/// when it holds them for the stored records' digest and `conc`, else built from the records
+/// (decompressed and parsed) and kept there; a point without records has no digest and gets
+/// the trees of none, unbuilt and uncached.
+fn session_trees_cached(
+    s: &mut Store,
+    cache: &std::sync::Mutex<crate::sessions::SessionCache>,
+    point_id: i64,
+    conc: i64,
+) -> Result<Value, ApiError> {
+    let Some(digest) = s.point_records_digest(point_id).map_err(db_err)? else {
+        return Ok(crate::sessions::session_trees(point_id, conc, &[]));
+    };
+    let lock = || cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(v) = lock().get(point_id, &digest, conc) {
+        return Ok((*v).clone());
+    }
+    let bytes = s.point_records(point_id).map_err(db_err)?;
+    let records = parse_records(bytes.as_deref().unwrap_or_default()).0;
+    let trees = crate::sessions::session_trees(point_id, conc, &records);
+    lock().put(point_id, digest, conc, std::sync::Arc::new(trees.clone()));
+    Ok(trees)
 }
 
 /// Percent-encodes everything but unreserved URL characters (RFC 3986 §2.3).

@@ -1523,3 +1523,122 @@ async fn eval_samples_are_paged_exact_rows() {
         assert!(v["error"].as_str().unwrap().starts_with(said), "{q}: {v}");
     }
 }
+
+/// One agentic request record of play `play` on stream `stream` (`<trace>` or
+/// `<trace>::sa:<agent>`), sent at `sent_s` and ended at `end_s` (s on the run clock).
+fn agentic_record(
+    play: u32,
+    stream: &str,
+    sent_s: u64,
+    end_s: u64,
+) -> inferbench_core::RequestRecord {
+    inferbench_core::RequestRecord {
+        conversation_id: Some(stream.to_string()),
+        turn: Some(0),
+        success: true,
+        sent_ns: sent_s * 1_000_000_000,
+        first_token_ns: Some(sent_s * 1_000_000_000 + 500_000_000),
+        end_ns: end_s * 1_000_000_000,
+        agentic: Some(inferbench_core::record::AgenticRef {
+            play,
+            trace_id: stream.split("::sa:").next().unwrap().to_string(),
+            kind: "profile".into(),
+            total_blocks: 2,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// `records` as ingest stores a point's records: zstd JSONL with the JSONL's SHA-256.
+fn records_blob(
+    records: &[inferbench_core::RequestRecord],
+) -> inferbench_store::parse::RequestsBlob {
+    let jsonl: String = (records.iter())
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    inferbench_store::parse::RequestsBlob {
+        jsonl_zst: zstd::encode_all(jsonl.as_bytes(), 3).unwrap(),
+        sha256: inferbench_store::parse::sha256_hex(jsonl.as_bytes()),
+        n_records: records.len() as i64,
+        n_profile: records.len() as i64,
+        n_failed: 0,
+    }
+}
+
+/// Issue 42: `/api/v1/runs/{id}` decompressed and parsed every agentic point's records on each
+/// call. The session trees are built once per point and records digest: a second call builds
+/// none and answers the same JSON; a re-ingest that rewrites the point's records (same point
+/// id, new digest) while the database is served is rebuilt, never answered stale.
+#[tokio::test]
+async fn run_sessions_are_built_once_and_again_after_a_reingest() {
+    let (_d, db) = seeded();
+    let mut run = inferbench_store::synthetic::run(0, "dsr1", 0, 0);
+    run.run_key = "agentic-cache".into();
+    run.batch = "agentic-cache".into();
+    run.points.truncate(1);
+    let p = &mut run.points[0];
+    p.config.scenario = "agentic-coding".into();
+    p.conc = 2;
+    p.requests = Some(records_blob(&[
+        agentic_record(0, "t1", 10, 11),
+        agentic_record(0, "t1::sa:helper", 12, 14),
+        agentic_record(1, "t2", 11, 13),
+    ]));
+    Store::open(&db).unwrap().ingest_run(&run).unwrap();
+
+    let state = AppState::new(Store::open_read_only(&db).unwrap());
+    let call = |uri: String| {
+        let app = router(state.clone());
+        async move {
+            let res = app
+                .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+            let b = res.into_body().collect().await.unwrap().to_bytes();
+            serde_json::from_slice::<Value>(&b).unwrap()
+        }
+    };
+    let pts = call("/api/v1/points?scenario=agentic-coding".into()).await;
+    let (run_id, point_id) = (
+        pts["points"][0]["run_id"].as_i64().unwrap(),
+        pts["points"][0]["point_id"].as_i64().unwrap(),
+    );
+    let uri = format!("/api/v1/runs/{run_id}");
+    assert_eq!(state.session_builds(), 0);
+    let first = call(uri.clone()).await;
+    assert_eq!(state.session_builds(), 1);
+    let s = &first["sessions"][0];
+    assert_eq!(s["point_id"], json!(point_id));
+    assert_eq!(s["conc"], json!(2));
+    assert_eq!(s["t0_ns"], json!(10_000_000_000u64));
+    let traces: Vec<&str> = (s["sessions"].as_array().unwrap().iter())
+        .map(|t| t["trace_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(traces, ["t1", "t2"]);
+    assert_eq!(s["sessions"][0]["requests"], json!(2));
+    // Again: from the cache, the same answer.
+    let second = call(uri.clone()).await;
+    assert_eq!(state.session_builds(), 1);
+    assert_eq!(second, first);
+
+    // The same run ingested again with a third play: the point keeps its id, its records'
+    // digest changes, so the trees are built again from the new records.
+    run.points[0].requests = Some(records_blob(&[
+        agentic_record(0, "t1", 10, 11),
+        agentic_record(0, "t1::sa:helper", 12, 14),
+        agentic_record(1, "t2", 11, 13),
+        agentic_record(2, "t3", 15, 16),
+    ]));
+    Store::open(&db).unwrap().ingest_run(&run).unwrap();
+    let third = call(uri).await;
+    assert_eq!(state.session_builds(), 2);
+    let s = &third["sessions"][0];
+    assert_eq!(s["point_id"], json!(point_id));
+    let traces: Vec<&str> = (s["sessions"].as_array().unwrap().iter())
+        .map(|t| t["trace_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(traces, ["t1", "t2", "t3"]);
+    assert_eq!(s["sessions"][2]["start_s"], json!(5.0));
+}
