@@ -108,8 +108,8 @@ pub async fn options(
         "sequences": sequences,
         "x_metrics": list(X_METRICS),
         "y_metrics": list(Y_METRICS),
-        "defaults": {"x": "median_intvty", "x_agentic": NORTH_STAR_X, "y": "tput_per_gpu",
-                     "sequence": busiest},
+        "defaults": {"x": "median_intvty", "x_agentic": NORTH_STAR_X, "x_input": INPUT_X,
+                     "y": "tput_per_gpu", "sequence": busiest},
         "stored": {"points": stored("points"), "evals": stored("evals")},
         "resolved": resolved,
     })))
@@ -301,6 +301,7 @@ fn select(
             x.to_string(),
             q.y.clone(),
             NORTH_STAR_X.to_string(),
+            INPUT_X.to_string(),
             "input_tput_per_gpu".into(),
             "output_tput_per_gpu".into(),
         ]);
@@ -309,18 +310,38 @@ fn select(
     if q.latest_only {
         query::keep_latest_runs(&mut rows);
     }
-    let x = q.x.clone().unwrap_or_else(|| {
-        if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
-            NORTH_STAR_X.to_string()
-        } else {
-            "median_intvty".to_string()
-        }
-    });
+    let x =
+        q.x.clone()
+            .unwrap_or_else(|| chart_x(&q.y, &rows).to_string());
     inferbench_views::analysis::mark_frontier(&mut rows, &x, &q.y, f.include_invalid);
     if q.frontier_only {
         rows.retain(|r| r.frontier);
     }
     Ok((rows, x))
+}
+
+/// The x of a chart of `y` over `rows` when none is asked for (the Inference page, `points`,
+/// `points.csv`, `chart.png`/`.svg`): AgentX's North-Star x (p90 E2E-normalized
+/// interactivity) when every row is agentic; [`INPUT_X`] (P99 TTFT) for a y of input tokens
+/// ([`is_input_metric`]: InferenceX draws input throughput, cost per input token and input
+/// tok/s/MW against TTFT, its chart definitions' `i_xmetric`); median interactivity otherwise.
+pub fn chart_x(y: &str, rows: &[PointRow]) -> &'static str {
+    if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
+        NORTH_STAR_X
+    } else if is_input_metric(y) {
+        INPUT_X
+    } else {
+        "median_intvty"
+    }
+}
+
+/// The default x of a chart of an input-token y ([`chart_x`]): P99 TTFT, in s.
+pub const INPUT_X: &str = "p99_ttft";
+
+/// Whether y metric `y` counts input tokens only (`input_tput_per_gpu`,
+/// `usd_per_m_<regime>_input`, `tok_s_per_mw_input`): one of its `_`-separated words is `input`.
+pub fn is_input_metric(y: &str) -> bool {
+    y.split('_').any(|w| w == "input")
 }
 
 /// `GET /api/v1/points`: `{"x": metric, "y": metric, "count": n, "groups": [{"name", "public",

@@ -123,7 +123,9 @@ pub const FILTERS: &[Param] = &[
     q(
         "x",
         "string",
-        "x metric (a registry name; default median_intvty, AgentX: p90_e2e_norm_intvty)",
+        "x metric (a registry name; default median_intvty, AgentX: p90_e2e_norm_intvty; on \
+         the chart routes (points, points.csv, chart.png, chart.svg) p99_ttft for a y of input \
+         tokens)",
     ),
     q(
         "y",

@@ -89,8 +89,8 @@ async fn options_list_dimensions_sequences_and_metrics() {
     );
     assert_eq!(
         v["defaults"],
-        json!({"x": "median_intvty", "x_agentic": "p90_e2e_norm_intvty", "y": "tput_per_gpu",
-               "sequence": "1024/1024"})
+        json!({"x": "median_intvty", "x_agentic": "p90_e2e_norm_intvty", "x_input": "p99_ttft",
+               "y": "tput_per_gpu", "sequence": "1024/1024"})
     );
 }
 
@@ -1641,4 +1641,59 @@ async fn run_sessions_are_built_once_and_again_after_a_reingest() {
         .collect();
     assert_eq!(traces, ["t1", "t2", "t3"]);
     assert_eq!(s["sessions"][2]["start_s"], json!(5.0));
+}
+
+/// InferenceX draws a y of input tokens (input throughput, cost per input token, input
+/// tok/s/MW) against P99 TTFT (its `i_xmetric`), with the frontier's direction mirrored (TTFT:
+/// lower is better). Without an `x`, the chart routes do too; an `x` asked for is kept; a y of
+/// total or output tokens keeps median interactivity.
+#[tokio::test]
+async fn a_y_of_input_tokens_is_drawn_against_p99_ttft_by_default() {
+    let (_d, db) = seeded();
+    for y in [
+        "input_tput_per_gpu",
+        "usd_per_m_rental_input",
+        "tok_s_per_mw_input",
+    ] {
+        let (s, v) = get_json(&db, &format!("/api/v1/points?y={y}&metrics=all")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(v["x"]["key"], "p99_ttft", "{y}: {v}");
+        assert_eq!(v["x"]["label_with_unit"], "TTFT, P99 (s)", "{y}");
+        for p in v["points"].as_array().unwrap() {
+            assert_eq!(p["x"], p["metrics"]["p99_ttft"], "{y}: {p}");
+        }
+    }
+    // The chart's lean read (no `metrics=all`) has the TTFT too.
+    let (_, v) = get_json(&db, "/api/v1/points?y=input_tput_per_gpu").await;
+    let xs: Vec<f64> = (v["points"].as_array().unwrap().iter())
+        .map(|p| p["x"].as_f64().unwrap())
+        .collect();
+    let (_, all) = get_json(&db, "/api/v1/points?y=input_tput_per_gpu&metrics=all").await;
+    let want: Vec<f64> = (all["points"].as_array().unwrap().iter())
+        .map(|p| p["metrics"]["p99_ttft"].as_f64().unwrap())
+        .collect();
+    assert_eq!(xs, want);
+    // Lower TTFT and higher input throughput both better: the point with the lower TTFT and
+    // the higher y is on the frontier, and the frontier knots run over TTFT.
+    let knots = v["groups"][0]["frontier"].as_array().unwrap();
+    assert!(!knots.is_empty(), "{v}");
+    for k in knots {
+        assert!(xs.contains(&k[0].as_f64().unwrap()), "{k}");
+    }
+    // An x asked for is kept; a total or output y keeps median interactivity.
+    let (_, v) = get_json(&db, "/api/v1/points?y=input_tput_per_gpu&x=median_intvty").await;
+    assert_eq!(v["x"]["key"], "median_intvty");
+    for y in [
+        "tput_per_gpu",
+        "output_tput_per_gpu",
+        "usd_per_m_rental_output",
+    ] {
+        let (_, v) = get_json(&db, &format!("/api/v1/points?y={y}")).await;
+        assert_eq!(v["x"]["key"], "median_intvty", "{y}");
+    }
+    // The exported chart says so on its x axis.
+    let (s, _, svg) = get(&db, "/api/v1/chart.svg?y=input_tput_per_gpu").await;
+    assert_eq!(s, StatusCode::OK);
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(svg.contains("TTFT, P99 (s)"), "{svg}");
 }
