@@ -202,7 +202,7 @@ function draw(res, st) {
     },
     axes: [
       { label: res.x ? res.x.label_with_unit : "x" },
-      { label: res.y ? res.y.label_with_unit : "y", size: 70 },
+      { label: res.y ? res.y.label_with_unit : "y", size: yAxisSize },
     ],
     cursor: { drag: { x: true, y: true, uni: 20 }, points: { show: false } },
     series,

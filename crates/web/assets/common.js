@@ -312,6 +312,26 @@ function pushUrl(params, push) {
   if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
 }
 
+// A y axis's width (px, tick labels and ticks; the rotated title has its own room): at least
+// 70, wider when its widest tick label needs it (issue 42: "Tokens per $1" ticks of
+// 37,500,000 ran under the axis title at a fixed 70 px). uPlot's `size` callback; records the
+// width on the axis's chart host as `data-y-axis` (read by the browser tests).
+function yAxisSize(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  let size = (axis.ticks.show ? axis.ticks.size : 0) + axis.gap;
+  const widest = (values || []).reduce((a, v) => (v !== null && String(v).length > a.length ? String(v) : a), "");
+  if (widest) {
+    u.ctx.save();
+    u.ctx.font = axis.font[0];
+    size += u.ctx.measureText(widest).width / (window.devicePixelRatio || 1);
+    u.ctx.restore();
+  }
+  const px = Math.max(70, Math.ceil(size) + 4);
+  if (u.root && u.root.parentElement) u.root.parentElement.dataset.yAxis = String(px);
+  return px;
+}
+
 // The date pickers (issue 42): `since`/`until`, `YYYY-MM-DD` inclusive, as the API takes them.
 const DATE_KEYS = ["since", "until"];
 

@@ -115,7 +115,7 @@ function draw(res) {
     legend: { live: false, markers: { width: 3, fill: () => "transparent",
       dash: (u, i) => (u.series[i].dash ? "dashed" : "solid") } },
     scales: { x: { time: false }, y: {} },
-    axes: [{ label: metricLabel(options, res.x) }, { label: metricLabel(options, res.y), size: 70 }],
+    axes: [{ label: metricLabel(options, res.x) }, { label: metricLabel(options, res.y), size: yAxisSize }],
     series,
     hooks: { draw: [dotsHook(host)] },
   }, data, host);

@@ -117,7 +117,7 @@ function draw(res) {
               y: { range: (u, lo, hi) => lo === hi
                 ? [lo - (Math.abs(lo) * 0.1 || 1), hi + (Math.abs(hi) * 0.1 || 1)]
                 : uPlot.rangeNum(lo, hi, 0.1, true) } },
-    axes: [{}, { label: metricLabel(options, res.y), size: 70 }],
+    axes: [{}, { label: metricLabel(options, res.y), size: yAxisSize }],
     series,
     hooks: {
       // The y scale drawn, once uPlot set it (a test reads that it has height).

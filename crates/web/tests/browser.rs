@@ -1529,3 +1529,26 @@ fn compare_and_tco_take_the_date_and_run_pickers() {
         "{dom}"
     );
 }
+
+/// Issue 42's comparison: with "Tokens per $1" on y (tens of millions) the tick labels ran under
+/// the rotated axis title at a fixed 70 px. The y axis now takes its widest tick label's width:
+/// 70 px for throughput's thousands, wider for tokens per $1 — and the axis title then sits
+/// left of the tick labels.
+#[test]
+fn the_y_axis_is_as_wide_as_its_widest_tick_label() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let page = format!("{base}/inference?model=dsr1&sequence=1024/1024");
+    let dom = b.dom(&page);
+    assert_eq!(
+        attr(&dom, "chart", "data-y-axis").as_deref(),
+        Some("70"),
+        "{dom}"
+    );
+    let dom = b.dom(&format!("{page}&y=tokens_per_usd_hyperscaler"));
+    let px: u32 = attr(&dom, "chart", "data-y-axis")
+        .unwrap_or_else(|| panic!("{dom}"))
+        .parse()
+        .unwrap();
+    assert!(px > 70, "{px} px: {dom}");
+}
