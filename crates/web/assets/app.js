@@ -440,6 +440,13 @@ function legend(groups, st) {
   notes.push("Lines: each group's Pareto frontier (straight segments between frontier points); "
     + "point labels: concurrency. Drag to zoom, double-click to reset; click a point to pin it.");
   $("notes").textContent = notes.join(" ");
+  // What a cost or per-MW y assumes per hardware (InferenceX's price and power badges).
+  const assumed = current.assumptions || [];
+  $("assumptions").hidden = !assumed.length;
+  $("assumptions").textContent = assumed.length
+    ? "Assumes: " + assumed.join("; ") + " (InferenceX's SemiAnalysis price and all-in power "
+      + "tables; the TCO page takes your own $/GPU-hour and kW/GPU)."
+    : "";
 }
 
 function table(res) {

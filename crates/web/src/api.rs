@@ -374,6 +374,17 @@ pub async fn points(
     let (rows, x, hints) = state
         .with_store(move |s| {
             let (rows, x) = select(s, &q, !with_metrics)?;
+            // The prices and power a cost or per-MW y assumes, per hardware (InferenceX's
+            // badges under its chart), as `report` footnotes them.
+            let assumed = inferbench_views::report::assumption_parts(
+                &rows,
+                std::slice::from_ref(&q.y),
+                &q.cost,
+            )
+            .unwrap_or_default()
+            .iter()
+            .map(|p| p.replace('\u{a0}', " ").replace("(--gpu-kw)", "(yours)"))
+            .collect::<Vec<String>>();
             // Nothing matched: which filter matches nothing by itself, with the closest stored
             // value, as `report -f` says it (trial 20: `count 0` and no word).
             let hints = if rows.is_empty() {
@@ -382,11 +393,13 @@ pub async fn points(
             } else {
                 Vec::new()
             };
-            Ok((rows, x, hints))
+            Ok((rows, x, (hints, assumed)))
         })
         .await?;
+    let (hints, assumed) = hints;
     let mut answer = PointsAnswer::new(&rows, &x, &y, with_metrics);
     answer.note = (!hints.is_empty()).then(|| hints.join("; "));
+    answer.assumptions = assumed;
     Ok(Json(answer).into_response())
 }
 
@@ -539,6 +552,13 @@ pub struct PointsAnswer<'a> {
     /// Why no point matched, when a filter matches nothing by itself (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// For a cost or power y (`usd_per_m_*`, `tokens_per_usd_*`, `tok_s_per_mw*`,
+    /// `j_per_token*`): per hardware of the points, the $/GPU-hour and all-in kW/GPU it assumes
+    /// (`h100 $1.30/GPU-hour (hyperscaler)`, `… 1.37 kW/GPU all-in`; yours: `(custom)`,
+    /// `(yours)`), as `report` footnotes them ([`inferbench_views::report::assumption_parts`]);
+    /// absent for other metrics.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assumptions: Vec<String>,
 }
 
 impl<'a> PointsAnswer<'a> {
@@ -590,6 +610,7 @@ impl<'a> PointsAnswer<'a> {
             groups,
             points,
             note: None,
+            assumptions: Vec::new(),
         }
     }
 }

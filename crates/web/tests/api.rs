@@ -1697,3 +1697,42 @@ async fn a_y_of_input_tokens_is_drawn_against_p99_ttft_by_default() {
     let svg = String::from_utf8(svg).unwrap();
     assert!(svg.contains("TTFT, P99 (s)"), "{svg}");
 }
+
+/// Issue 42's comparison: InferenceX shows the price and power a cost or per-MW chart assumes
+/// (its badges); `/api/v1/points` carries them per hardware for such a y, as `report`
+/// footnotes them, yours when given; absent for other metrics.
+#[tokio::test]
+async fn a_cost_or_power_y_names_the_prices_and_power_it_assumes() {
+    let (_d, db) = seeded();
+    for (q, want) in [
+        (
+            "y=usd_per_m_hyperscaler",
+            json!(["h200 $1.41/GPU-hour (hyperscaler)"]),
+        ),
+        (
+            "y=tokens_per_usd_rental",
+            json!(["h200 $1.60/GPU-hour (rental)"]),
+        ),
+        (
+            "y=usd_per_m_neocloud_input",
+            json!(["h200 $1.74/GPU-hour (neocloud)"]),
+        ),
+        ("y=tok_s_per_mw", json!(["h200 1.37 kW/GPU all-in"])),
+        (
+            "y=tok_s_per_mw&gpu_kw=1.5",
+            json!(["h200 1.50 kW/GPU (yours)"]),
+        ),
+        (
+            "y=usd_per_m_custom&gpu_hour_cost=2",
+            json!(["h200 $2.00/GPU-hour (custom)"]),
+        ),
+    ] {
+        let (s, v) = get_json(&db, &format!("/api/v1/points?{q}")).await;
+        assert_eq!(s, StatusCode::OK, "{q}: {v}");
+        assert_eq!(v["assumptions"], want, "{q}");
+    }
+    for q in ["y=tput_per_gpu", "y=input_tput_per_gpu"] {
+        let (_, v) = get_json(&db, &format!("/api/v1/points?{q}")).await;
+        assert!(v.get("assumptions").is_none(), "{q}: {v}");
+    }
+}

@@ -1552,3 +1552,26 @@ fn the_y_axis_is_as_wide_as_its_widest_tick_label() {
         .unwrap();
     assert!(px > 70, "{px} px: {dom}");
 }
+
+/// Issue 42's comparison: under a cost chart the Inference page names the price each
+/// hardware's points assume (InferenceX's badges); under a throughput chart it says nothing.
+#[test]
+fn a_cost_chart_names_the_prices_it_assumes() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let page = format!("{base}/inference?model=dsr1&sequence=1024/1024");
+    let dom = b.dom(&format!("{page}&y=usd_per_m_rental"));
+    assert_eq!(
+        text_of(&dom, "assumptions"),
+        "Assumes: b200 $2.90/GPU-hour (rental); h200 $1.60/GPU-hour (rental); mi355x \
+         $2.10/GPU-hour (rental) (InferenceX's SemiAnalysis price and all-in power tables; the \
+         TCO page takes your own $/GPU-hour and kW/GPU).",
+        "{dom}"
+    );
+    let dom = b.dom(&page);
+    assert_eq!(
+        attr(&dom, "assumptions", "hidden").as_deref(),
+        Some(""),
+        "{dom}"
+    );
+}
