@@ -8,7 +8,7 @@
 const SELECTS = ["model", "sequence", "framework", "spec_decoding", "x", "y"];
 // Multi-selects: none selected is all (issue 42: precision, one marker shape each).
 const MULTI = ["hardware", "precision"];
-const CHECKS = ["optimal", "invalid", "latest", "logx", "logy", "par"];
+const CHECKS = ["optimal", "invalid", "latest", "logx", "logy", "par", "noclip"];
 // The date range pickers (issue 42): `since`/`until`, `YYYY-MM-DD` inclusive, as the API takes them.
 const DATES = ["since", "until"];
 
@@ -84,6 +84,10 @@ function apiQuery(st) {
   if (st.optimal) p.set("frontier_only", "true");
   if (st.invalid) p.set("include_invalid", "true");
   if (st.latest) p.set("latest_only", "true");
+  // InferenceX's clipping (above $5/M tokens on a built-in cost y, TTFT above 60 s), as the
+  // chart exports clip: the page, its CSV and its PNG/SVG show the same points; "keep
+  // clipped" (`noclip=1`) keeps them everywhere.
+  p.set("clip", st.noclip ? "false" : "true");
   return p;
 }
 
@@ -490,6 +494,9 @@ async function refresh(push) {
       + (badPreset ? " — no preset named " + badPreset : "")
       + notAppliedNote()
       + (st.batch ? " — only batch=" + st.batch + " (from the URL; remove it to see every batch)" : "")
+      + (current.clipped ? " — " + count(current.clipped, "point") + " clipped as InferenceX does "
+        + "(above $5/M tokens or TTFT above 60 s; \"keep clipped\" shows "
+        + (current.clipped === 1 ? "it" : "them") + ")" : "")
       + (current.note ? " — " + current.note : ""));
   } catch (e) {
     status("error: " + e.message, true);

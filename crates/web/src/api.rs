@@ -166,6 +166,11 @@ pub struct PointsQuery {
     pub frontier_only: bool,
     /// Per configuration only its latest run ([`query::keep_latest_runs`]).
     pub latest_only: bool,
+    /// `clip=`: drop the points InferenceX's chart drops ([`inferbench_views::plot::clipped`]:
+    /// above $5 per million tokens on a built-in cost y, a TTFT x above 60 s) before the
+    /// frontier; `None` (not given): the route's default (off for `points` and `points.csv`,
+    /// on for the chart exports, as `plot` clips unless `--no-clip`).
+    pub clip: Option<bool>,
     /// The dimension filters as given (`hw=h100`), to name one that matches nothing.
     pub filter_specs: Vec<String>,
 }
@@ -222,10 +227,12 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
         y: "tput_per_gpu".into(),
         frontier_only: false,
         latest_only: false,
+        clip: None,
         filter_specs: Vec::new(),
     };
     // A parameter with one value given twice is a mistake, not "the last one wins".
-    const SINGLE: [&str; 10] = [
+    const SINGLE: [&str; 11] = [
+        "clip",
         "x",
         "y",
         "include_invalid",
@@ -252,6 +259,7 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
             "include_failed" => q.filter.include_failed = flag(k, v)?,
             "frontier_only" => q.frontier_only = flag(k, v)?,
             "latest_only" => q.latest_only = flag(k, v)?,
+            "clip" => q.clip = Some(flag(k, v)?),
             "gpu_hour_cost" => q.cost.usd_per_gpu_hour = Some(positive(k, v)?),
             "gpu_kw" => q.cost.kw_per_gpu = Some(positive(k, v)?),
             "since" => q.filter.since = Some(day(k, v)?),
@@ -280,14 +288,16 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
     Ok(q)
 }
 
-/// The selected rows with frontier flags, and the x used. Reads every stored metric only when
+/// The selected rows with frontier flags, the x used and how many points `clip` dropped
+/// (`clip_default`: whether the route clips when `clip` is not given). Reads every stored metric only when
 /// x or y is not a hot column; `chart_only`: the rows carry just the metrics a chart and its
 /// frontiers need (x, y and the North-Star x), not the ~60 of a table.
 fn select(
     store: &mut Store,
     q: &PointsQuery,
     chart_only: bool,
-) -> Result<(Vec<PointRow>, String), ApiError> {
+    clip_default: bool,
+) -> Result<(Vec<PointRow>, String, usize), ApiError> {
     let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
     let mut f = q.filter.clone();
     let hot = |m: &str| {
@@ -313,11 +323,20 @@ fn select(
     let x =
         q.x.clone()
             .unwrap_or_else(|| chart_x(&q.y, &rows).to_string());
+    // InferenceX's clipping, before the frontier: a dropped point is on no line either.
+    let before = rows.len();
+    if q.clip.unwrap_or(clip_default) {
+        rows.retain(|r| match (r.get(&x), r.get(&q.y)) {
+            (Some(xv), Some(yv)) => !inferbench_views::plot::clipped(&x, &q.y, xv, yv),
+            _ => true,
+        });
+    }
+    let clipped = before - rows.len();
     inferbench_views::analysis::mark_frontier(&mut rows, &x, &q.y, f.include_invalid);
     if q.frontier_only {
         rows.retain(|r| r.frontier);
     }
-    Ok((rows, x))
+    Ok((rows, x, clipped))
 }
 
 /// The x of a chart of `y` over `rows` when none is asked for (the Inference page, `points`,
@@ -373,7 +392,7 @@ pub async fn points(
     let y = q.y.clone();
     let (rows, x, hints) = state
         .with_store(move |s| {
-            let (rows, x) = select(s, &q, !with_metrics)?;
+            let (rows, x, clipped) = select(s, &q, !with_metrics, false)?;
             // The prices and power a cost or per-MW y assumes, per hardware (InferenceX's
             // badges under its chart), as `report` footnotes them.
             let assumed = inferbench_views::report::assumption_parts(
@@ -393,13 +412,14 @@ pub async fn points(
             } else {
                 Vec::new()
             };
-            Ok((rows, x, (hints, assumed)))
+            Ok((rows, x, (hints, assumed, clipped)))
         })
         .await?;
-    let (hints, assumed) = hints;
+    let (hints, assumed, clipped) = hints;
     let mut answer = PointsAnswer::new(&rows, &x, &y, with_metrics);
     answer.note = (!hints.is_empty()).then(|| hints.join("; "));
     answer.assumptions = assumed;
+    answer.clipped = clipped;
     Ok(Json(answer).into_response())
 }
 
@@ -559,6 +579,14 @@ pub struct PointsAnswer<'a> {
     /// absent for other metrics.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub assumptions: Vec<String>,
+    /// How many selected points `clip=true` dropped (InferenceX's chart clipping: above $5 per
+    /// million tokens on a built-in cost y, a TTFT x above 60 s); absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub clipped: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl<'a> PointsAnswer<'a> {
@@ -611,6 +639,7 @@ impl<'a> PointsAnswer<'a> {
             points,
             note: None,
             assumptions: Vec::new(),
+            clipped: 0,
         }
     }
 }
@@ -640,7 +669,9 @@ pub async fn points_csv(
 ) -> Result<Response, ApiError> {
     let mut q = parse_points_query(&pairs)?;
     q.filter.all_metrics = true;
-    let (rows, x) = state.with_store(move |s| select(s, &q, false)).await?;
+    let (rows, x, _) = state
+        .with_store(move |s| select(s, &q, false, false))
+        .await?;
     let cols = csv_columns(&rows, &x);
     let body =
         inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Csv);
@@ -747,7 +778,7 @@ async fn chart(
     let redacted = state.redact;
     let (bytes, _) = state
         .with_store(move |s| {
-            let (rows, x) = select(s, &q, true)?;
+            let (rows, x, _) = select(s, &q, true, true)?;
             let shown = |t: &str| {
                 if redacted {
                     crate::redact::text(t)
@@ -762,7 +793,8 @@ async fn chart(
                 width: CHART_SIZE.0,
                 height: CHART_SIZE.1,
                 frontier_only: q.frontier_only,
-                clip: true,
+                // Clipped above when asked or by default (`clip=false` keeps every point).
+                clip: false,
                 include_invalid: q.filter.include_invalid,
                 source: shown(&chart_source(s.location(), &rows, &q)),
             };

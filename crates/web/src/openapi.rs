@@ -153,6 +153,12 @@ pub const FILTERS: &[Param] = &[
 const CHART: &[Param] = &[
     q("frontier_only", "boolean", "only frontier points"),
     q(
+        "clip",
+        "boolean",
+        "drop what InferenceX's chart drops (above $5/M tokens on a built-in cost y, TTFT x \
+         above 60 s) before the frontier; default false, true for chart.png and chart.svg",
+    ),
+    q(
         "latest_only",
         "boolean",
         "per configuration only its latest run",

@@ -1736,3 +1736,55 @@ async fn a_cost_or_power_y_names_the_prices_and_power_it_assumes() {
         assert!(v.get("assumptions").is_none(), "{q}: {v}");
     }
 }
+
+/// Issue 42's comparison: the exported chart clipped as InferenceX does (above $5/M tokens on
+/// a built-in cost y, TTFT above 60 s) while the page drew every point. `clip=true` drops them
+/// before the frontier and counts them (`clipped`); the chart exports clip unless
+/// `clip=false`; without `clip` the data routes keep every point.
+#[tokio::test]
+async fn clip_drops_what_inferencex_clips_before_the_frontier() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::clip_db(dir.path());
+    let concs = |v: &Value| -> Vec<i64> {
+        (v["points"].as_array().unwrap().iter())
+            .map(|p| p["conc"].as_i64().unwrap())
+            .collect()
+    };
+    let base = "/api/v1/points?model=clipm&y=usd_per_m_hyperscaler";
+    let (_, v) = get_json(&db, base).await;
+    assert_eq!(concs(&v), [4, 16, 64]);
+    assert!(v.get("clipped").is_none(), "{v}");
+    // The $7.22 point was the frontier's best interactivity; clipped, it is on no line.
+    assert_eq!(v["points"][0]["frontier"], json!(true), "{v}");
+    let (s, v) = get_json(&db, &format!("{base}&clip=true")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(concs(&v), [16, 64]);
+    assert_eq!(v["clipped"], json!(1));
+    assert_eq!(v["count"], json!(2));
+    let knots: Vec<f64> = (v["groups"][0]["frontier"].as_array().unwrap().iter())
+        .map(|k| k[0].as_f64().unwrap())
+        .collect();
+    assert_eq!(knots, [20.0, 50.0]);
+    // A TTFT x above 60 s (the input y's default x): the 75 s point.
+    let (_, v) = get_json(
+        &db,
+        "/api/v1/points?model=clipm&y=input_tput_per_gpu&clip=true",
+    )
+    .await;
+    assert_eq!(v["x"]["key"], "p99_ttft");
+    assert_eq!(concs(&v), [4, 16]);
+    assert_eq!(v["clipped"], json!(1));
+    // The CSV takes it too.
+    let (_, _, csv) = get(&db, &format!("{base}&clip=true")).await;
+    assert!(!csv.is_empty());
+    let (_, _, csv) = get(
+        &db,
+        "/api/v1/points.csv?model=clipm&y=usd_per_m_hyperscaler&clip=true",
+    )
+    .await;
+    assert_eq!(String::from_utf8(csv).unwrap().lines().count(), 3);
+    // A bad value is a 400 naming it.
+    let (s, v) = get_json(&db, &format!("{base}&clip=maybe")).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(v["error"], json!("`clip=maybe`: expected true or false"));
+}

@@ -124,16 +124,16 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     // The CSV link carries the same selection to the API.
     assert_eq!(
         attr(&dom, "csv", "href").as_deref(),
-        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu&amp;clip=true")
     );
     // Issue 42: the PNG and SVG exports are the server's chart of the same selection.
     assert_eq!(
         attr(&dom, "png", "href").as_deref(),
-        Some("/api/v1/chart.png?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+        Some("/api/v1/chart.png?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu&amp;clip=true")
     );
     assert_eq!(
         attr(&dom, "svg", "href").as_deref(),
-        Some("/api/v1/chart.svg?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+        Some("/api/v1/chart.svg?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu&amp;clip=true")
     );
     // `isl=`/`osl=` as the API takes them pick the same sequence (trial 26: "not applied").
     let io = b.dom(&format!(
@@ -229,7 +229,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     assert!(
         attr(&dom, "csv", "href")
             .unwrap()
-            .ends_with("y=tput_per_gpu"),
+            .ends_with("y=tput_per_gpu&amp;clip=true"),
         "{dom}"
     );
     // ... and the page says what it did not apply (trial 7: presets for data not ingested).
@@ -562,7 +562,7 @@ fn compare_history_evals_models_and_tco_pages() {
     );
     assert_eq!(
         attr(&dom, "csv", "href").as_deref(),
-        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=b200%7Cmi355x&amp;y=usd_per_m_rental")
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=b200%7Cmi355x&amp;y=usd_per_m_rental&amp;clip=true")
     );
     assert!(dom.contains("data-preset=\"quickstart\""), "{dom}");
     // "Latest run only": of b200's two batches (2026-02-20, 2026-02-27), the newer one.
@@ -735,7 +735,7 @@ fn pages_take_aliases_and_name_what_they_cannot_apply() {
     assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
     assert_eq!(
         attr(&dom, "csv", "href").as_deref(),
-        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu&amp;clip=true")
     );
     let dom = page("inference?model=Llama-3.3-70B");
     assert!(
@@ -1574,4 +1574,42 @@ fn a_cost_chart_names_the_prices_it_assumes() {
         Some(""),
         "{dom}"
     );
+}
+
+/// Issue 42's comparison: the page drew the points its exported chart clipped. It asks the
+/// API to clip as InferenceX does (`clip=true`, carried by its CSV/PNG/SVG links), says how
+/// many it left out, and "keep clipped" (`noclip=1`) keeps them everywhere.
+#[test]
+fn the_page_clips_as_its_exports_do_and_says_so() {
+    let Some((b, dir)) = browser() else { return };
+    let db = common::clip_db(dir.path());
+    let (_rt, base) = serve(&db);
+    let page = format!("{base}/inference?model=clipm&y=usd_per_m_hyperscaler");
+    let dom = b.dom(&page);
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert!(
+        text_of(&dom, "status").contains(
+            " — 1 point clipped as InferenceX does (above $5/M tokens or TTFT above 60 s; \
+             \"keep clipped\" shows it)"
+        ),
+        "{dom}"
+    );
+    for link in ["csv", "png", "svg"] {
+        let href = attr(&dom, link, "href").unwrap();
+        assert!(href.ends_with("&amp;clip=true"), "{link}: {href}");
+    }
+    let dom = b.dom(&format!("{page}&noclip=1"));
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert!(!text_of(&dom, "status").contains("clipped"), "{dom}");
+    assert!(attr(&dom, "png", "href")
+        .unwrap()
+        .ends_with("&amp;clip=false"));
 }
