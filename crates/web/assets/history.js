@@ -104,6 +104,21 @@ function draw(res) {
     data.push([g.points.map(at), g.points.map(p => p.value)]);
     for (const p of g.points) if (p.regression) rings.push([at(p), p.value]);
   });
+  // Each line carried on to today at its latest value, dashed and without a dot (InferenceX
+  // extends its trend lines to today with a synthetic last-value point): a group that was not
+  // measured again reads as "still this", not as ending.
+  const today = Math.floor(Date.now() / 1000);
+  let extended = 0;
+  shown.forEach(g => {
+    const last = g.points[g.points.length - 1];
+    const from = at(last);
+    if (!(from < today)) return;
+    series.push({ label: g.name + " (latest value carried to today)", stroke: colours.get(g.name),
+      width: 1.5, dash: [6, 4], paths: uPlot.paths.linear(), points: { show: false } });
+    data.push([[from, today], [last.value, last.value]]);
+    extended++;
+  });
+  host.dataset.extended = String(extended);
   const width = Math.max(480, Math.min(1100, host.clientWidth || 1000));
   chart = new uPlot({
     mode: 2, width, height: Math.round(width * 0.45),

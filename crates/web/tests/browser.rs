@@ -1613,3 +1613,30 @@ fn the_page_clips_as_its_exports_do_and_says_so() {
         .unwrap()
         .ends_with("&amp;clip=false"));
 }
+
+/// Issue 42's comparison: InferenceX extends each trend line to today at its latest value.
+/// The History page does too, dashed and without a dot (not a measurement): one extension per
+/// group drawn, here every group (the fixtures are from February and March 2026); the dots
+/// stay the measured values.
+#[test]
+fn history_lines_are_carried_to_today() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let dom = b.dom(&format!(
+        "{base}/history?model=dsr1&sequence=1024%2F1024&at=50"
+    ));
+    let groups = attr(&dom, "chart", "data-groups").unwrap();
+    assert_ne!(groups, "0", "{dom}");
+    assert_eq!(
+        attr(&dom, "chart", "data-extended"),
+        Some(groups.clone()),
+        "{dom}"
+    );
+    // Two groups of two batches each: four measured dots, none at the extensions' ends.
+    assert_eq!(groups, "2");
+    assert_eq!(
+        attr(&dom, "chart", "data-dots").as_deref(),
+        Some("4"),
+        "{dom}"
+    );
+}
