@@ -1640,3 +1640,44 @@ fn history_lines_are_carried_to_today() {
         "{dom}"
     );
 }
+
+/// Issue 42's comparison: InferenceX's TCO calculator has a reverse mode (throughput →
+/// interactivity). The TCO page's "Mode" reads the chosen x metric at a value of the chosen y
+/// metric: the API is asked with the two swapped, the bars are interactivity and "at" is in
+/// tok/s/GPU; the mode stays in the URL.
+#[test]
+fn tco_reverse_mode_reads_interactivity_at_a_throughput() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let dom = b.dom(&format!(
+        "{base}/tco?model=dsr1&sequence=1024%2F1024&mode=reverse&at=1000"
+    ));
+    let sent = url_pairs(&format!("?{}", attr(&dom, "bars", "data-query").unwrap()));
+    for (k, v) in [
+        ("x", "tput_per_gpu"),
+        ("y", "median_intvty"),
+        ("at", "1000"),
+    ] {
+        assert!(sent.contains(&(k.to_string(), v.to_string())), "{sent:?}");
+    }
+    assert_eq!(
+        text_of(&dom, "th-y"),
+        "Interactivity, median (tok/s/user)",
+        "{dom}"
+    );
+    let status = text_of(&dom, "status");
+    assert!(
+        status.starts_with("2 groups at Throughput per GPU (tok/s/GPU) = 1000; Interactivity, median (tok/s/user): higher is better"),
+        "{status}"
+    );
+    assert!(!status.contains("not applied"), "{status}");
+    // The default mode asks as before.
+    let dom = b.dom(&format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=50"));
+    let sent = url_pairs(&format!("?{}", attr(&dom, "bars", "data-query").unwrap()));
+    assert!(!sent.iter().any(|(k, _)| k == "x"), "{sent:?}");
+    assert!(
+        sent.contains(&("y".to_string(), "tput_per_gpu".to_string())),
+        "{sent:?}"
+    );
+    assert_eq!(text_of(&dom, "th-y"), "Throughput per GPU (tok/s/GPU)");
+}
