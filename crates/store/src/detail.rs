@@ -186,6 +186,23 @@ impl Store {
         )
     }
 
+    /// The SHA-256 (hex) of point `id`'s stored request records (the JSONL bytes
+    /// [`Store::point_records`] returns, as ingest hashed them), or `None` when the point kept
+    /// none. A small read (no blob): a cache of anything computed from the records keys on it,
+    /// since a re-ingest rewrites a point's records under the same id.
+    pub fn point_records_digest(&mut self, id: i64) -> Result<Option<String>, StoreError> {
+        self.require_migrated()?;
+        let rows = self.conn.query(
+            "SELECT sha256 FROM requests WHERE point_id = ?",
+            &[Val::Int(id)],
+        )?;
+        Ok(rows
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next())
+            .and_then(|v| v.as_str().map(str::to_string)))
+    }
+
     /// The first column of the first row of `sql` as a zstd blob, decompressed (`what` names
     /// it in errors); `None` when there is no row.
     fn zstd_blob(

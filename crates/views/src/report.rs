@@ -777,6 +777,26 @@ pub fn assumptions(
     columns: &[String],
     cost: &inferbench_store::CostOptions,
 ) -> String {
+    let Some(parts) = assumption_parts(rows, columns, cost) else {
+        return String::new();
+    };
+    wrap(&format!(
+        "assumptions: {} (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set \
+         your own)",
+        parts.join("; ")
+    ))
+}
+
+/// What [`assumptions`] names, one entry per hardware of `rows` (base key, sorted):
+/// `h100 $1.30/GPU-hour (hyperscaler), 1.37 kW/GPU all-in` (no-break spaces inside a figure),
+/// `rtx4090 not in the hardware table: no cost or power`; `None` when none of `columns` is a
+/// cost (`usd_per_m_*`, `tokens_per_usd_*`) or power (`tok_s_per_mw*`, `j_per_token*`) metric.
+/// The dashboard shows them under a chart of such a y (`/api/v1/points`' `assumptions`).
+pub fn assumption_parts(
+    rows: &[PointRow],
+    columns: &[String],
+    cost: &inferbench_store::CostOptions,
+) -> Option<Vec<String>> {
     use inferbench_core::analytics::cost::{hw_spec, Regime};
     let regimes: Vec<&str> = ["custom", "hyperscaler", "neocloud", "rental"]
         .into_iter()
@@ -792,7 +812,7 @@ pub fn assumptions(
         .iter()
         .any(|c| c.starts_with("tok_s_per_mw") || c.starts_with("j_per_token"));
     if regimes.is_empty() && !power {
-        return String::new();
+        return None;
     }
     let mut hardware: Vec<String> = rows
         .iter()
@@ -827,11 +847,7 @@ pub fn assumptions(
             format!("{hw} {}", figs.join(", "))
         })
         .collect();
-    wrap(&format!(
-        "assumptions: {} (InferenceX's SemiAnalysis figures; --gpu-hour-cost and --gpu-kw set \
-         your own)",
-        parts.join("; ")
-    ))
+    Some(parts)
 }
 
 /// `inferbench compare`'s table: a header naming the sides (`a`, `b`: their filters), their

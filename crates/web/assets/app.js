@@ -8,7 +8,7 @@
 const SELECTS = ["model", "sequence", "framework", "spec_decoding", "x", "y"];
 // Multi-selects: none selected is all (issue 42: precision, one marker shape each).
 const MULTI = ["hardware", "precision"];
-const CHECKS = ["optimal", "invalid", "latest", "logx", "logy", "par"];
+const CHECKS = ["optimal", "invalid", "latest", "logx", "logy", "par", "noclip"];
 // The date range pickers (issue 42): `since`/`until`, `YYYY-MM-DD` inclusive, as the API takes them.
 const DATES = ["since", "until"];
 
@@ -84,6 +84,10 @@ function apiQuery(st) {
   if (st.optimal) p.set("frontier_only", "true");
   if (st.invalid) p.set("include_invalid", "true");
   if (st.latest) p.set("latest_only", "true");
+  // InferenceX's clipping (above $5/M tokens on a built-in cost y, TTFT above 60 s), as the
+  // chart exports clip: the page, its CSV and its PNG/SVG show the same points; "keep
+  // clipped" (`noclip=1`) keeps them everywhere.
+  p.set("clip", st.noclip ? "false" : "true");
   return p;
 }
 
@@ -202,7 +206,7 @@ function draw(res, st) {
     },
     axes: [
       { label: res.x ? res.x.label_with_unit : "x" },
-      { label: res.y ? res.y.label_with_unit : "y", size: 70 },
+      { label: res.y ? res.y.label_with_unit : "y", size: yAxisSize },
     ],
     cursor: { drag: { x: true, y: true, uni: 20 }, points: { show: false } },
     series,
@@ -440,6 +444,13 @@ function legend(groups, st) {
   notes.push("Lines: each group's Pareto frontier (straight segments between frontier points); "
     + "point labels: concurrency. Drag to zoom, double-click to reset; click a point to pin it.");
   $("notes").textContent = notes.join(" ");
+  // What a cost or per-MW y assumes per hardware (InferenceX's price and power badges).
+  const assumed = current.assumptions || [];
+  $("assumptions").hidden = !assumed.length;
+  $("assumptions").textContent = assumed.length
+    ? "Assumes: " + assumed.join("; ") + " (InferenceX's SemiAnalysis price and all-in power "
+      + "tables; the TCO page takes your own $/GPU-hour and kW/GPU)."
+    : "";
 }
 
 function table(res) {
@@ -483,6 +494,9 @@ async function refresh(push) {
       + (badPreset ? " — no preset named " + badPreset : "")
       + notAppliedNote()
       + (st.batch ? " — only batch=" + st.batch + " (from the URL; remove it to see every batch)" : "")
+      + (current.clipped ? " — " + count(current.clipped, "point") + " clipped as InferenceX does "
+        + "(above $5/M tokens or TTFT above 60 s; \"keep clipped\" shows "
+        + (current.clipped === 1 ? "it" : "them") + ")" : "")
       + (current.note ? " — " + current.note : ""));
   } catch (e) {
     status("error: " + e.message, true);

@@ -312,6 +312,49 @@ function pushUrl(params, push) {
   if (push && url !== location.pathname + location.search) history.pushState(null, "", url);
 }
 
+// A y axis's width (px, tick labels and ticks; the rotated title has its own room): at least
+// 70, wider when its widest tick label needs it (issue 42: "Tokens per $1" ticks of
+// 37,500,000 ran under the axis title at a fixed 70 px). uPlot's `size` callback; records the
+// width on the axis's chart host as `data-y-axis` (read by the browser tests).
+function yAxisSize(u, values, axisIdx, cycleNum) {
+  const axis = u.axes[axisIdx];
+  if (cycleNum > 1) return axis._size;
+  let size = (axis.ticks.show ? axis.ticks.size : 0) + axis.gap;
+  const widest = (values || []).reduce((a, v) => (v !== null && String(v).length > a.length ? String(v) : a), "");
+  if (widest) {
+    u.ctx.save();
+    u.ctx.font = axis.font[0];
+    size += u.ctx.measureText(widest).width / (window.devicePixelRatio || 1);
+    u.ctx.restore();
+  }
+  const px = Math.max(70, Math.ceil(size) + 4);
+  if (u.root && u.root.parentElement) u.root.parentElement.dataset.yAxis = String(px);
+  return px;
+}
+
+// The date pickers (issue 42): `since`/`until`, `YYYY-MM-DD` inclusive, as the API takes them.
+const DATE_KEYS = ["since", "until"];
+
+// Sets the page's `since`/`until` date inputs from the URL's state `st`; a value not of the
+// form `YYYY-MM-DD` is left out of the input and said not applied ([`notTaken`]).
+function setDates(st) {
+  for (const k of DATE_KEYS) {
+    const ok = /^\d{4}-\d{2}-\d{2}$/.test(st[k] || "");
+    if (st[k] && !ok) notTaken.push(k + "=" + st[k] + " (expected YYYY-MM-DD)");
+    $(k).value = ok ? st[k] : "";
+  }
+}
+
+// Fills the run picker `select` with every stored batch (`stored`, /api/v1/options'
+// `dimensions.batch`) after "any", plus `asked` when it is a pattern of its own (`quickstart`:
+// every quickstart run, as `report -f batch=` takes it), and selects `asked`.
+function fillBatches(select, stored, asked) {
+  const values = (stored || []).slice();
+  if (asked && !values.includes(asked)) values.push(asked);
+  fill(select, values, null, true);
+  select.value = asked || "";
+}
+
 // The History and TCO pages' line on invalid points left out (issue 39 §5: they were left
 // out without a word): how many, and why as the API gives it (`invalid_reason`: the first
 // stored reason, "and N more reasons" when they differ); "" when none was left out.

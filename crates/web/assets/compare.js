@@ -1,9 +1,10 @@
-// inferbench dashboard: the Compare page (`/compare?model=…&sequence=…&a=…&b=…&x=…&y=…&at=…`).
+// inferbench dashboard: the Compare page (`/compare?model=…&sequence=…&a=…&b=…&x=…&y=…&at=…`,
+// and `batch=`, `since=`/`until=`: the run and date pickers, which narrow both sides).
 // Two sides' frontiers on one chart and y at matched x with A/B ratios, from /api/v1/compare.
 // The URL holds the whole view; every value is set as text.
 "use strict";
 
-const FIELDS = ["model", "sequence", "a", "b", "x", "y", "at"];
+const FIELDS = ["model", "sequence", "a", "b", "x", "y", "at", "batch"].concat(DATE_KEYS);
 let options = null;
 let chart = null;
 
@@ -23,6 +24,8 @@ function apply(st) {
   notApplied = [];
   for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k], k);
   for (const k of ["a", "b", "at"]) $(k).value = st[k];
+  fillBatches($("batch"), options.dimensions.batch, st.batch);
+  setDates(st);
   $("invalid").checked = st.invalid === "1";
 }
 
@@ -37,7 +40,8 @@ function controls() {
 // The page's model and sequence selectors, when sides A/B name those themselves: disabled and
 // showing "(named by A and B)" rather than a value that is not applied (trial 19: the Scenario
 // selector showed a scenario the sides overrode).
-const OVERRIDES = [["model", ["model"]], ["sequence", ["isl", "osl", "scenario", "sequence"]]];
+const OVERRIDES = [["model", ["model"]], ["sequence", ["isl", "osl", "scenario", "sequence"]],
+  ["batch", ["batch"]]];
 function markOverridden(st) {
   for (const [id, keys] of OVERRIDES) {
     const sel = $(id);
@@ -72,6 +76,10 @@ function apiQuery(st) {
     // The sides name their workloads themselves.
   } else if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (st.sequence) p.set("scenario", st.sequence);
   for (const k of ["a", "b", "x", "y", "at"]) if (st[k]) p.set(k, st[k]);
+  // The run and date pickers narrow both sides (a side that names `batch=` itself disables the
+  // run picker: [`markOverridden`]).
+  if (st.batch && !sidesName(st, "batch")) p.set("batch", st.batch);
+  for (const k of DATE_KEYS) if (st[k]) p.set(k, st[k]);
   // Invalid points count only when asked, as with `inferbench compare --include-invalid`.
   if (st.invalid) p.set("include_invalid", "true");
   return p;
@@ -107,7 +115,7 @@ function draw(res) {
     legend: { live: false, markers: { width: 3, fill: () => "transparent",
       dash: (u, i) => (u.series[i].dash ? "dashed" : "solid") } },
     scales: { x: { time: false }, y: {} },
-    axes: [{ label: metricLabel(options, res.x) }, { label: metricLabel(options, res.y), size: 70 }],
+    axes: [{ label: metricLabel(options, res.x) }, { label: metricLabel(options, res.y), size: yAxisSize }],
     series,
     hooks: { draw: [dotsHook(host)] },
   }, data, host);
@@ -151,7 +159,10 @@ async function refresh(push) {
   }
   status("loading…");
   try {
-    const res = await getJson("/api/v1/compare?" + apiQuery(st));
+    const q = apiQuery(st);
+    // The query the chart and table were drawn from (read by the browser tests).
+    $("chart").dataset.query = q.toString();
+    const res = await getJson("/api/v1/compare?" + q);
     draw(res);
     const empty = [["A", res.count_a], ["B", res.count_b]].filter(s => s[1] === 0).map(s => s[0]);
     status(count(res.count_a, "point") + " in A, " + count(res.count_b, "point") + " in B; "
@@ -167,7 +178,7 @@ async function start() {
   options = await loadOptions();
   if (!options) return;
   apply(readState());
-  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y", "invalid"]);
+  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y", "invalid", "batch"].concat(DATE_KEYS));
   await refresh(false);
 }
 

@@ -104,6 +104,25 @@ function draw(res) {
     data.push([g.points.map(at), g.points.map(p => p.value)]);
     for (const p of g.points) if (p.regression) rings.push([at(p), p.value]);
   });
+  // Each line carried on to today at its latest value, dashed and without a dot (InferenceX
+  // extends its trend lines to today with a synthetic last-value point): a group that was not
+  // measured again reads as "still this", not as ending. A line whose latest value is from
+  // today (UTC) needs none.
+  const now = Math.floor(Date.now() / 1000);
+  const today = now - now % 86400;
+  let extended = 0;
+  const measured = shown.flatMap(g => g.points.map(at));
+  const [mlo, mhi] = [Math.min(...measured), Math.max(...measured)];
+  shown.forEach(g => {
+    const last = g.points[g.points.length - 1];
+    const from = at(last);
+    if (!(from < today)) return;
+    series.push({ label: g.name + " (latest value carried to today)", stroke: colours.get(g.name),
+      width: 1.5, dash: [6, 4], paths: uPlot.paths.linear(), points: { show: false } });
+    data.push([[from, now], [last.value, last.value]]);
+    extended++;
+  });
+  host.dataset.extended = String(extended);
   const width = Math.max(480, Math.min(1100, host.clientWidth || 1000));
   chart = new uPlot({
     mode: 2, width, height: Math.round(width * 0.45),
@@ -113,11 +132,13 @@ function draw(res) {
     // empty chart: widen a single day to a day either side (trial 7).
     // One value on the y axis (one batch a group, trial 18) would give it no height either:
     // widen it by 10 % either side.
-    scales: { x: { time: true, range: (u, lo, hi) => lo === hi ? [lo - 86400, hi + 86400] : [lo, hi] },
+    // (On the measured values: the lines carried to today do not count.)
+    scales: { x: { time: true, range: (u, lo, hi) => mlo === mhi
+                ? [Math.min(lo, mlo - 86400), Math.max(hi, mhi + 86400)] : [lo, hi] },
               y: { range: (u, lo, hi) => lo === hi
                 ? [lo - (Math.abs(lo) * 0.1 || 1), hi + (Math.abs(hi) * 0.1 || 1)]
                 : uPlot.rangeNum(lo, hi, 0.1, true) } },
-    axes: [{}, { label: metricLabel(options, res.y), size: 70 }],
+    axes: [{}, { label: metricLabel(options, res.y), size: yAxisSize }],
     series,
     hooks: {
       // The y scale drawn, once uPlot set it (a test reads that it has height).

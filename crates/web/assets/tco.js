@@ -1,9 +1,10 @@
-// inferbench dashboard: the TCO calculator (`/tco?model=…&sequence=…&y=…&at=…`). Per group, y
+// inferbench dashboard: the TCO calculator (`/tco?model=…&sequence=…&y=…&at=…`, and `batch=`,
+// `since=`/`until=`: the run and date pickers). Per group, y
 // (throughput, cost, tok/s/MW, J/token) at one target x from /api/v1/tco, as bars; your own
 // $/GPU-hour and kW/GPU; click two bars for their ratio. Every value is set as text.
 "use strict";
 
-const FIELDS = ["model", "sequence", "x", "y", "at", "gpu_hour_cost", "gpu_kw"];
+const FIELDS = ["model", "sequence", "mode", "x", "y", "at", "gpu_hour_cost", "gpu_kw", "batch"].concat(DATE_KEYS);
 let options = null;
 let picked = [];
 
@@ -19,8 +20,11 @@ function apply(st) {
   // Without one asked for, the sequence with the most points (as the Inference page opens).
   choose($("sequence"), options.defaults.sequence);
   notApplied = [];
-  for (const k of ["model", "sequence", "x", "y"]) choose($(k), st[k], k);
+  $("mode").value = "";
+  for (const k of ["model", "sequence", "mode", "x", "y"]) choose($(k), st[k], k);
   for (const k of ["at", "gpu_hour_cost", "gpu_kw"]) $(k).value = st[k];
+  fillBatches($("batch"), options.dimensions.batch, st.batch);
+  setDates(st);
   $("invalid").checked = st.invalid === "1";
 }
 
@@ -30,7 +34,15 @@ function apiQuery() {
   if (v("model")) p.set("model", v("model"));
   const m = /^(\d+)\/(\d+)$/.exec(v("sequence"));
   if (m) { p.set("isl", m[1]); p.set("osl", m[2]); } else if (v("sequence")) p.set("scenario", v("sequence"));
-  for (const k of ["x", "y", "at", "gpu_hour_cost", "gpu_kw"]) if (v(k)) p.set(k, v(k));
+  for (const k of ["at", "gpu_hour_cost", "gpu_kw", "batch"].concat(DATE_KEYS)) if (v(k)) p.set(k, v(k));
+  // Reverse mode (InferenceX's throughput → interactivity): the API reads the chosen x metric
+  // at a value of the chosen y metric, i.e. the two swapped (the frontier is the same set).
+  if (v("mode") === "reverse") {
+    p.set("x", v("y") || options.defaults.y);
+    p.set("y", v("x") || options.defaults.x);
+  } else {
+    for (const k of ["x", "y"]) if (v(k)) p.set(k, v(k));
+  }
   // Invalid points count only when asked, as on every frontier.
   if ($("invalid").checked) p.set("include_invalid", "true");
   return p;
@@ -104,6 +116,8 @@ async function refresh(push) {
   if (!given) q.set("at", "auto");
   status("loading…");
   try {
+    // The query the bars were read with (read by the browser tests).
+    $("bars").dataset.query = q.toString();
     const res = await getJson("/api/v1/tco?" + q);
     if (!given && res.at !== null) $("at").value = String(res.at);
     atSlider(res, refresh);
@@ -117,7 +131,9 @@ async function start() {
   options = await loadOptions();
   if (!options) return;
   apply(readState());
-  wireForm(() => apply(readState()), refresh, ["model", "sequence", "x", "y", "invalid"]);
+  // A new mode reads at a value in another metric's unit: the old "at" no longer applies.
+  $("mode").addEventListener("change", () => { $("at").value = ""; });
+  wireForm(() => apply(readState()), refresh, ["model", "sequence", "mode", "x", "y", "invalid", "batch"].concat(DATE_KEYS));
   await refresh(false);
 }
 

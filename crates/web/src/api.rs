@@ -108,8 +108,8 @@ pub async fn options(
         "sequences": sequences,
         "x_metrics": list(X_METRICS),
         "y_metrics": list(Y_METRICS),
-        "defaults": {"x": "median_intvty", "x_agentic": NORTH_STAR_X, "y": "tput_per_gpu",
-                     "sequence": busiest},
+        "defaults": {"x": "median_intvty", "x_agentic": NORTH_STAR_X, "x_input": INPUT_X,
+                     "y": "tput_per_gpu", "sequence": busiest},
         "stored": {"points": stored("points"), "evals": stored("evals")},
         "resolved": resolved,
     })))
@@ -166,6 +166,11 @@ pub struct PointsQuery {
     pub frontier_only: bool,
     /// Per configuration only its latest run ([`query::keep_latest_runs`]).
     pub latest_only: bool,
+    /// `clip=`: drop the points InferenceX's chart drops ([`inferbench_views::plot::clipped`]:
+    /// above $5 per million tokens on a built-in cost y, a TTFT x above 60 s) before the
+    /// frontier; `None` (not given): the route's default (off for `points` and `points.csv`,
+    /// on for the chart exports, as `plot` clips unless `--no-clip`).
+    pub clip: Option<bool>,
     /// The dimension filters as given (`hw=h100`), to name one that matches nothing.
     pub filter_specs: Vec<String>,
 }
@@ -222,10 +227,12 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
         y: "tput_per_gpu".into(),
         frontier_only: false,
         latest_only: false,
+        clip: None,
         filter_specs: Vec::new(),
     };
     // A parameter with one value given twice is a mistake, not "the last one wins".
-    const SINGLE: [&str; 10] = [
+    const SINGLE: [&str; 11] = [
+        "clip",
         "x",
         "y",
         "include_invalid",
@@ -252,6 +259,7 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
             "include_failed" => q.filter.include_failed = flag(k, v)?,
             "frontier_only" => q.frontier_only = flag(k, v)?,
             "latest_only" => q.latest_only = flag(k, v)?,
+            "clip" => q.clip = Some(flag(k, v)?),
             "gpu_hour_cost" => q.cost.usd_per_gpu_hour = Some(positive(k, v)?),
             "gpu_kw" => q.cost.kw_per_gpu = Some(positive(k, v)?),
             "since" => q.filter.since = Some(day(k, v)?),
@@ -280,14 +288,16 @@ pub fn parse_points_query(pairs: &[(String, String)]) -> Result<PointsQuery, Api
     Ok(q)
 }
 
-/// The selected rows with frontier flags, and the x used. Reads every stored metric only when
+/// The selected rows with frontier flags, the x used and how many points `clip` dropped
+/// (`clip_default`: whether the route clips when `clip` is not given). Reads every stored metric only when
 /// x or y is not a hot column; `chart_only`: the rows carry just the metrics a chart and its
 /// frontiers need (x, y and the North-Star x), not the ~60 of a table.
 fn select(
     store: &mut Store,
     q: &PointsQuery,
     chart_only: bool,
-) -> Result<(Vec<PointRow>, String), ApiError> {
+    clip_default: bool,
+) -> Result<(Vec<PointRow>, String, usize), ApiError> {
     let db = |e: inferbench_store::StoreError| ApiError::internal(e.to_string());
     let mut f = q.filter.clone();
     let hot = |m: &str| {
@@ -301,6 +311,7 @@ fn select(
             x.to_string(),
             q.y.clone(),
             NORTH_STAR_X.to_string(),
+            INPUT_X.to_string(),
             "input_tput_per_gpu".into(),
             "output_tput_per_gpu".into(),
         ]);
@@ -309,18 +320,47 @@ fn select(
     if q.latest_only {
         query::keep_latest_runs(&mut rows);
     }
-    let x = q.x.clone().unwrap_or_else(|| {
-        if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
-            NORTH_STAR_X.to_string()
-        } else {
-            "median_intvty".to_string()
-        }
-    });
+    let x =
+        q.x.clone()
+            .unwrap_or_else(|| chart_x(&q.y, &rows).to_string());
+    // InferenceX's clipping, before the frontier: a dropped point is on no line either.
+    let before = rows.len();
+    if q.clip.unwrap_or(clip_default) {
+        rows.retain(|r| match (r.get(&x), r.get(&q.y)) {
+            (Some(xv), Some(yv)) => !inferbench_views::plot::clipped(&x, &q.y, xv, yv),
+            _ => true,
+        });
+    }
+    let clipped = before - rows.len();
     inferbench_views::analysis::mark_frontier(&mut rows, &x, &q.y, f.include_invalid);
     if q.frontier_only {
         rows.retain(|r| r.frontier);
     }
-    Ok((rows, x))
+    Ok((rows, x, clipped))
+}
+
+/// The x of a chart of `y` over `rows` when none is asked for (the Inference page, `points`,
+/// `points.csv`, `chart.png`/`.svg`): AgentX's North-Star x (p90 E2E-normalized
+/// interactivity) when every row is agentic; [`INPUT_X`] (P99 TTFT) for a y of input tokens
+/// ([`is_input_metric`]: InferenceX draws input throughput, cost per input token and input
+/// tok/s/MW against TTFT, its chart definitions' `i_xmetric`); median interactivity otherwise.
+pub fn chart_x(y: &str, rows: &[PointRow]) -> &'static str {
+    if !rows.is_empty() && rows.iter().all(|r| r.scenario == AGENTIC_SCENARIO) {
+        NORTH_STAR_X
+    } else if is_input_metric(y) {
+        INPUT_X
+    } else {
+        "median_intvty"
+    }
+}
+
+/// The default x of a chart of an input-token y ([`chart_x`]): P99 TTFT, in s.
+pub const INPUT_X: &str = "p99_ttft";
+
+/// Whether y metric `y` counts input tokens only (`input_tput_per_gpu`,
+/// `usd_per_m_<regime>_input`, `tok_s_per_mw_input`): one of its `_`-separated words is `input`.
+pub fn is_input_metric(y: &str) -> bool {
+    y.split('_').any(|w| w == "input")
 }
 
 /// `GET /api/v1/points`: `{"x": metric, "y": metric, "count": n, "groups": [{"name", "public",
@@ -352,7 +392,18 @@ pub async fn points(
     let y = q.y.clone();
     let (rows, x, hints) = state
         .with_store(move |s| {
-            let (rows, x) = select(s, &q, !with_metrics)?;
+            let (rows, x, clipped) = select(s, &q, !with_metrics, false)?;
+            // The prices and power a cost or per-MW y assumes, per hardware (InferenceX's
+            // badges under its chart), as `report` footnotes them.
+            let assumed = inferbench_views::report::assumption_parts(
+                &rows,
+                std::slice::from_ref(&q.y),
+                &q.cost,
+            )
+            .unwrap_or_default()
+            .iter()
+            .map(|p| p.replace('\u{a0}', " ").replace("(--gpu-kw)", "(yours)"))
+            .collect::<Vec<String>>();
             // Nothing matched: which filter matches nothing by itself, with the closest stored
             // value, as `report -f` says it (trial 20: `count 0` and no word).
             let hints = if rows.is_empty() {
@@ -361,11 +412,14 @@ pub async fn points(
             } else {
                 Vec::new()
             };
-            Ok((rows, x, hints))
+            Ok((rows, x, (hints, assumed, clipped)))
         })
         .await?;
+    let (hints, assumed, clipped) = hints;
     let mut answer = PointsAnswer::new(&rows, &x, &y, with_metrics);
     answer.note = (!hints.is_empty()).then(|| hints.join("; "));
+    answer.assumptions = assumed;
+    answer.clipped = clipped;
     Ok(Json(answer).into_response())
 }
 
@@ -495,6 +549,21 @@ pub struct PointsAnswer<'a> {
     /// Why no point matched, when a filter matches nothing by itself (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// For a cost or power y (`usd_per_m_*`, `tokens_per_usd_*`, `tok_s_per_mw*`,
+    /// `j_per_token*`): per hardware of the points, the $/GPU-hour and all-in kW/GPU it assumes
+    /// (`h100 $1.30/GPU-hour (hyperscaler)`, `… 1.37 kW/GPU all-in`; yours: `(custom)`,
+    /// `(yours)`), as `report` footnotes them ([`inferbench_views::report::assumption_parts`]);
+    /// absent for other metrics.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assumptions: Vec<String>,
+    /// How many selected points `clip=true` dropped (InferenceX's chart clipping: above $5 per
+    /// million tokens on a built-in cost y, a TTFT x above 60 s); absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub clipped: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl<'a> PointsAnswer<'a> {
@@ -546,6 +615,8 @@ impl<'a> PointsAnswer<'a> {
             groups,
             points,
             note: None,
+            assumptions: Vec::new(),
+            clipped: 0,
         }
     }
 }
@@ -575,7 +646,9 @@ pub async fn points_csv(
 ) -> Result<Response, ApiError> {
     let mut q = parse_points_query(&pairs)?;
     q.filter.all_metrics = true;
-    let (rows, x) = state.with_store(move |s| select(s, &q, false)).await?;
+    let (rows, x, _) = state
+        .with_store(move |s| select(s, &q, false, false))
+        .await?;
     let cols = csv_columns(&rows, &x);
     let body =
         inferbench_views::report::render(&rows, &cols, inferbench_views::report::Format::Csv);
@@ -682,7 +755,7 @@ async fn chart(
     let redacted = state.redact;
     let (bytes, _) = state
         .with_store(move |s| {
-            let (rows, x) = select(s, &q, true)?;
+            let (rows, x, _) = select(s, &q, true, true)?;
             let shown = |t: &str| {
                 if redacted {
                     crate::redact::text(t)
@@ -697,7 +770,8 @@ async fn chart(
                 width: CHART_SIZE.0,
                 height: CHART_SIZE.1,
                 frontier_only: q.frontier_only,
-                clip: true,
+                // Clipped above when asked or by default (`clip=false` keeps every point).
+                clip: false,
                 include_invalid: q.filter.include_invalid,
                 source: shown(&chart_source(s.location(), &rows, &q)),
             };
@@ -834,6 +908,7 @@ pub async fn run(
 ) -> Result<Json<Value>, ApiError> {
     let id = path_id("run", &raw)?;
     let redacted = state.redact;
+    let cache = state.sessions.clone();
     let (info, rows, files) = state
         .with_store(move |s| {
             let info = s
@@ -859,12 +934,12 @@ pub async fn run(
                 .map_err(|e| ApiError::internal(e.to_string()))?;
             let mut batch = s.points(&f, &CostOptions::default()).map_err(db_err)?;
             batch.retain(|r| r.batch == info.batch);
-            // The AgentX explorer's session trees, from each agentic point's stored records.
+            // The AgentX explorer's session trees, from each agentic point's stored records:
+            // built once per point and records digest (issue 42: decompressed and parsed on
+            // every call before), then from the cache.
             let mut sessions = Vec::new();
             for r in rows.iter().filter(|r| r.scenario == AGENTIC_SCENARIO) {
-                let bytes = s.point_records(r.point_id).map_err(db_err)?;
-                let records = parse_records(bytes.as_deref().unwrap_or_default()).0;
-                sessions.push(crate::sessions::session_trees(r.point_id, r.conc, &records));
+                sessions.push(session_trees_cached(s, &cache, r.point_id, r.conc)?);
             }
             Ok((info, (rows, batch), (files, evals, sessions)))
         })
@@ -914,6 +989,30 @@ pub async fn run(
                "batch_points": sib, "artifacts": files, "evals": evals,
                "sessions": sessions}),
     ))
+}
+
+/// Point `point_id`'s AgentX session trees ([`crate::sessions::session_trees`]) from `cache`
+/// when it holds them for the stored records' digest and `conc`, else built from the records
+/// (decompressed and parsed) and kept there; a point without records has no digest and gets
+/// the trees of none, unbuilt and uncached.
+fn session_trees_cached(
+    s: &mut Store,
+    cache: &std::sync::Mutex<crate::sessions::SessionCache>,
+    point_id: i64,
+    conc: i64,
+) -> Result<Value, ApiError> {
+    let Some(digest) = s.point_records_digest(point_id).map_err(db_err)? else {
+        return Ok(crate::sessions::session_trees(point_id, conc, &[]));
+    };
+    let lock = || cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(v) = lock().get(point_id, &digest, conc) {
+        return Ok((*v).clone());
+    }
+    let bytes = s.point_records(point_id).map_err(db_err)?;
+    let records = parse_records(bytes.as_deref().unwrap_or_default()).0;
+    let trees = crate::sessions::session_trees(point_id, conc, &records);
+    lock().put(point_id, digest, conc, std::sync::Arc::new(trees.clone()));
+    Ok(trees)
 }
 
 /// Percent-encodes everything but unreserved URL characters (RFC 3986 §2.3).

@@ -59,6 +59,8 @@ pub struct AppState {
     store: Arc<Mutex<Store>>,
     /// `serve --redact`: answers without stored absolute paths and host names ([`redact`]).
     redact: bool,
+    /// The AgentX explorer's session trees already built, by point ([`sessions::SessionCache`]).
+    sessions: Arc<Mutex<sessions::SessionCache>>,
 }
 
 impl AppState {
@@ -67,7 +69,14 @@ impl AppState {
         AppState {
             store: Arc::new(Mutex::new(store)),
             redact: false,
+            sessions: Arc::default(),
         }
+    }
+
+    /// How many points' AgentX session trees this state has built from their stored records
+    /// ([`sessions::SessionCache::builds`]): a repeated `/api/v1/runs/{id}` builds none.
+    pub fn session_builds(&self) -> u64 {
+        (self.sessions.lock().unwrap_or_else(|p| p.into_inner())).builds()
     }
 
     /// This state with `serve --redact`'s rewriting on or off ([`redact::layer`]). With it on,

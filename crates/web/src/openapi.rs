@@ -123,7 +123,9 @@ pub const FILTERS: &[Param] = &[
     q(
         "x",
         "string",
-        "x metric (a registry name; default median_intvty, AgentX: p90_e2e_norm_intvty)",
+        "x metric (a registry name; default median_intvty, AgentX: p90_e2e_norm_intvty; on \
+         the chart routes (points, points.csv, chart.png, chart.svg) p99_ttft for a y of input \
+         tokens)",
     ),
     q(
         "y",
@@ -150,6 +152,12 @@ pub const FILTERS: &[Param] = &[
 
 const CHART: &[Param] = &[
     q("frontier_only", "boolean", "only frontier points"),
+    q(
+        "clip",
+        "boolean",
+        "drop what InferenceX's chart drops (above $5/M tokens on a built-in cost y, TTFT x \
+         above 60 s) before the frontier; default false, true for chart.png and chart.svg",
+    ),
     q(
         "latest_only",
         "boolean",

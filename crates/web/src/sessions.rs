@@ -8,10 +8,52 @@
 //!
 //! Pure: records in, JSON out; `/api/v1/runs/{id}` calls it for each agentic point of the run.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use inferbench_core::RequestRecord;
 use serde_json::{json, Value};
+
+/// How many points' session trees [`SessionCache`] keeps; past it, the cache starts afresh
+/// (each entry is one agentic point's trees: tens to hundreds of KB of JSON).
+pub const CACHE_POINTS: usize = 256;
+
+/// The session trees already built by `serve`, by point (issue 42: `/api/v1/runs/{id}`
+/// decompressed and parsed every agentic point's records on each call). An entry is kept with
+/// the digest of the records it was built from (the store's `requests.sha256`:
+/// `Store::point_records_digest`) and the point's concurrency, and is used only while both are
+/// unchanged, so a re-ingest into the database while it is served is never answered stale.
+#[derive(Debug, Default)]
+pub struct SessionCache {
+    entries: HashMap<i64, (String, i64, Arc<Value>)>,
+    builds: u64,
+}
+
+impl SessionCache {
+    /// Point `point_id`'s trees when they were built from records of digest `digest` at
+    /// concurrency `conc`.
+    pub fn get(&self, point_id: i64, digest: &str, conc: i64) -> Option<Arc<Value>> {
+        match self.entries.get(&point_id) {
+            Some((d, c, v)) if d == digest && *c == conc => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// Keeps `trees`, built from records of digest `digest` at concurrency `conc`, for
+    /// `point_id` (replacing an older entry), and counts one build.
+    pub fn put(&mut self, point_id: i64, digest: String, conc: i64, trees: Arc<Value>) {
+        self.builds += 1;
+        if self.entries.len() >= CACHE_POINTS && !self.entries.contains_key(&point_id) {
+            self.entries.clear();
+        }
+        self.entries.insert(point_id, (digest, conc, trees));
+    }
+
+    /// How many trees were built and kept since the cache was made (a cache hit builds none).
+    pub fn builds(&self) -> u64 {
+        self.builds
+    }
+}
 
 /// Seconds between run-clock ns `t` and the timeline's zero `t0` (both ns).
 fn secs(t: u64, t0: u64) -> f64 {

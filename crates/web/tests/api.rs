@@ -89,8 +89,8 @@ async fn options_list_dimensions_sequences_and_metrics() {
     );
     assert_eq!(
         v["defaults"],
-        json!({"x": "median_intvty", "x_agentic": "p90_e2e_norm_intvty", "y": "tput_per_gpu",
-               "sequence": "1024/1024"})
+        json!({"x": "median_intvty", "x_agentic": "p90_e2e_norm_intvty", "x_input": "p99_ttft",
+               "y": "tput_per_gpu", "sequence": "1024/1024"})
     );
 }
 
@@ -1522,4 +1522,269 @@ async fn eval_samples_are_paged_exact_rows() {
         assert_eq!(s, StatusCode::BAD_REQUEST, "{q}: {v}");
         assert!(v["error"].as_str().unwrap().starts_with(said), "{q}: {v}");
     }
+}
+
+/// One agentic request record of play `play` on stream `stream` (`<trace>` or
+/// `<trace>::sa:<agent>`), sent at `sent_s` and ended at `end_s` (s on the run clock).
+fn agentic_record(
+    play: u32,
+    stream: &str,
+    sent_s: u64,
+    end_s: u64,
+) -> inferbench_core::RequestRecord {
+    inferbench_core::RequestRecord {
+        conversation_id: Some(stream.to_string()),
+        turn: Some(0),
+        success: true,
+        sent_ns: sent_s * 1_000_000_000,
+        first_token_ns: Some(sent_s * 1_000_000_000 + 500_000_000),
+        end_ns: end_s * 1_000_000_000,
+        agentic: Some(inferbench_core::record::AgenticRef {
+            play,
+            trace_id: stream.split("::sa:").next().unwrap().to_string(),
+            kind: "profile".into(),
+            total_blocks: 2,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// `records` as ingest stores a point's records: zstd JSONL with the JSONL's SHA-256.
+fn records_blob(
+    records: &[inferbench_core::RequestRecord],
+) -> inferbench_store::parse::RequestsBlob {
+    let jsonl: String = (records.iter())
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    inferbench_store::parse::RequestsBlob {
+        jsonl_zst: zstd::encode_all(jsonl.as_bytes(), 3).unwrap(),
+        sha256: inferbench_store::parse::sha256_hex(jsonl.as_bytes()),
+        n_records: records.len() as i64,
+        n_profile: records.len() as i64,
+        n_failed: 0,
+    }
+}
+
+/// Issue 42: `/api/v1/runs/{id}` decompressed and parsed every agentic point's records on each
+/// call. The session trees are built once per point and records digest: a second call builds
+/// none and answers the same JSON; a re-ingest that rewrites the point's records (same point
+/// id, new digest) while the database is served is rebuilt, never answered stale.
+#[tokio::test]
+async fn run_sessions_are_built_once_and_again_after_a_reingest() {
+    let (_d, db) = seeded();
+    let mut run = inferbench_store::synthetic::run(0, "dsr1", 0, 0);
+    run.run_key = "agentic-cache".into();
+    run.batch = "agentic-cache".into();
+    run.points.truncate(1);
+    let p = &mut run.points[0];
+    p.config.scenario = "agentic-coding".into();
+    p.conc = 2;
+    p.requests = Some(records_blob(&[
+        agentic_record(0, "t1", 10, 11),
+        agentic_record(0, "t1::sa:helper", 12, 14),
+        agentic_record(1, "t2", 11, 13),
+    ]));
+    Store::open(&db).unwrap().ingest_run(&run).unwrap();
+
+    let state = AppState::new(Store::open_read_only(&db).unwrap());
+    let call = |uri: String| {
+        let app = router(state.clone());
+        async move {
+            let res = app
+                .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+            let b = res.into_body().collect().await.unwrap().to_bytes();
+            serde_json::from_slice::<Value>(&b).unwrap()
+        }
+    };
+    let pts = call("/api/v1/points?scenario=agentic-coding".into()).await;
+    let (run_id, point_id) = (
+        pts["points"][0]["run_id"].as_i64().unwrap(),
+        pts["points"][0]["point_id"].as_i64().unwrap(),
+    );
+    let uri = format!("/api/v1/runs/{run_id}");
+    assert_eq!(state.session_builds(), 0);
+    let first = call(uri.clone()).await;
+    assert_eq!(state.session_builds(), 1);
+    let s = &first["sessions"][0];
+    assert_eq!(s["point_id"], json!(point_id));
+    assert_eq!(s["conc"], json!(2));
+    assert_eq!(s["t0_ns"], json!(10_000_000_000u64));
+    let traces: Vec<&str> = (s["sessions"].as_array().unwrap().iter())
+        .map(|t| t["trace_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(traces, ["t1", "t2"]);
+    assert_eq!(s["sessions"][0]["requests"], json!(2));
+    // Again: from the cache, the same answer.
+    let second = call(uri.clone()).await;
+    assert_eq!(state.session_builds(), 1);
+    assert_eq!(second, first);
+
+    // The same run ingested again with a third play: the point keeps its id, its records'
+    // digest changes, so the trees are built again from the new records.
+    run.points[0].requests = Some(records_blob(&[
+        agentic_record(0, "t1", 10, 11),
+        agentic_record(0, "t1::sa:helper", 12, 14),
+        agentic_record(1, "t2", 11, 13),
+        agentic_record(2, "t3", 15, 16),
+    ]));
+    Store::open(&db).unwrap().ingest_run(&run).unwrap();
+    let third = call(uri).await;
+    assert_eq!(state.session_builds(), 2);
+    let s = &third["sessions"][0];
+    assert_eq!(s["point_id"], json!(point_id));
+    let traces: Vec<&str> = (s["sessions"].as_array().unwrap().iter())
+        .map(|t| t["trace_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(traces, ["t1", "t2", "t3"]);
+    assert_eq!(s["sessions"][2]["start_s"], json!(5.0));
+}
+
+/// InferenceX draws a y of input tokens (input throughput, cost per input token, input
+/// tok/s/MW) against P99 TTFT (its `i_xmetric`), with the frontier's direction mirrored (TTFT:
+/// lower is better). Without an `x`, the chart routes do too; an `x` asked for is kept; a y of
+/// total or output tokens keeps median interactivity.
+#[tokio::test]
+async fn a_y_of_input_tokens_is_drawn_against_p99_ttft_by_default() {
+    let (_d, db) = seeded();
+    for y in [
+        "input_tput_per_gpu",
+        "usd_per_m_rental_input",
+        "tok_s_per_mw_input",
+    ] {
+        let (s, v) = get_json(&db, &format!("/api/v1/points?y={y}&metrics=all")).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        assert_eq!(v["x"]["key"], "p99_ttft", "{y}: {v}");
+        assert_eq!(v["x"]["label_with_unit"], "TTFT, P99 (s)", "{y}");
+        for p in v["points"].as_array().unwrap() {
+            assert_eq!(p["x"], p["metrics"]["p99_ttft"], "{y}: {p}");
+        }
+    }
+    // The chart's lean read (no `metrics=all`) has the TTFT too.
+    let (_, v) = get_json(&db, "/api/v1/points?y=input_tput_per_gpu").await;
+    let xs: Vec<f64> = (v["points"].as_array().unwrap().iter())
+        .map(|p| p["x"].as_f64().unwrap())
+        .collect();
+    let (_, all) = get_json(&db, "/api/v1/points?y=input_tput_per_gpu&metrics=all").await;
+    let want: Vec<f64> = (all["points"].as_array().unwrap().iter())
+        .map(|p| p["metrics"]["p99_ttft"].as_f64().unwrap())
+        .collect();
+    assert_eq!(xs, want);
+    // Lower TTFT and higher input throughput both better: the point with the lower TTFT and
+    // the higher y is on the frontier, and the frontier knots run over TTFT.
+    let knots = v["groups"][0]["frontier"].as_array().unwrap();
+    assert!(!knots.is_empty(), "{v}");
+    for k in knots {
+        assert!(xs.contains(&k[0].as_f64().unwrap()), "{k}");
+    }
+    // An x asked for is kept; a total or output y keeps median interactivity.
+    let (_, v) = get_json(&db, "/api/v1/points?y=input_tput_per_gpu&x=median_intvty").await;
+    assert_eq!(v["x"]["key"], "median_intvty");
+    for y in [
+        "tput_per_gpu",
+        "output_tput_per_gpu",
+        "usd_per_m_rental_output",
+    ] {
+        let (_, v) = get_json(&db, &format!("/api/v1/points?y={y}")).await;
+        assert_eq!(v["x"]["key"], "median_intvty", "{y}");
+    }
+    // The exported chart says so on its x axis.
+    let (s, _, svg) = get(&db, "/api/v1/chart.svg?y=input_tput_per_gpu").await;
+    assert_eq!(s, StatusCode::OK);
+    let svg = String::from_utf8(svg).unwrap();
+    assert!(svg.contains("TTFT, P99 (s)"), "{svg}");
+}
+
+/// Issue 42's comparison: InferenceX shows the price and power a cost or per-MW chart assumes
+/// (its badges); `/api/v1/points` carries them per hardware for such a y, as `report`
+/// footnotes them, yours when given; absent for other metrics.
+#[tokio::test]
+async fn a_cost_or_power_y_names_the_prices_and_power_it_assumes() {
+    let (_d, db) = seeded();
+    for (q, want) in [
+        (
+            "y=usd_per_m_hyperscaler",
+            json!(["h200 $1.41/GPU-hour (hyperscaler)"]),
+        ),
+        (
+            "y=tokens_per_usd_rental",
+            json!(["h200 $1.60/GPU-hour (rental)"]),
+        ),
+        (
+            "y=usd_per_m_neocloud_input",
+            json!(["h200 $1.74/GPU-hour (neocloud)"]),
+        ),
+        ("y=tok_s_per_mw", json!(["h200 1.37 kW/GPU all-in"])),
+        (
+            "y=tok_s_per_mw&gpu_kw=1.5",
+            json!(["h200 1.50 kW/GPU (yours)"]),
+        ),
+        (
+            "y=usd_per_m_custom&gpu_hour_cost=2",
+            json!(["h200 $2.00/GPU-hour (custom)"]),
+        ),
+    ] {
+        let (s, v) = get_json(&db, &format!("/api/v1/points?{q}")).await;
+        assert_eq!(s, StatusCode::OK, "{q}: {v}");
+        assert_eq!(v["assumptions"], want, "{q}");
+    }
+    for q in ["y=tput_per_gpu", "y=input_tput_per_gpu"] {
+        let (_, v) = get_json(&db, &format!("/api/v1/points?{q}")).await;
+        assert!(v.get("assumptions").is_none(), "{q}: {v}");
+    }
+}
+
+/// Issue 42's comparison: the exported chart clipped as InferenceX does (above $5/M tokens on
+/// a built-in cost y, TTFT above 60 s) while the page drew every point. `clip=true` drops them
+/// before the frontier and counts them (`clipped`); the chart exports clip unless
+/// `clip=false`; without `clip` the data routes keep every point.
+#[tokio::test]
+async fn clip_drops_what_inferencex_clips_before_the_frontier() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = common::clip_db(dir.path());
+    let concs = |v: &Value| -> Vec<i64> {
+        (v["points"].as_array().unwrap().iter())
+            .map(|p| p["conc"].as_i64().unwrap())
+            .collect()
+    };
+    let base = "/api/v1/points?model=clipm&y=usd_per_m_hyperscaler";
+    let (_, v) = get_json(&db, base).await;
+    assert_eq!(concs(&v), [4, 16, 64]);
+    assert!(v.get("clipped").is_none(), "{v}");
+    // The $7.22 point was the frontier's best interactivity; clipped, it is on no line.
+    assert_eq!(v["points"][0]["frontier"], json!(true), "{v}");
+    let (s, v) = get_json(&db, &format!("{base}&clip=true")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(concs(&v), [16, 64]);
+    assert_eq!(v["clipped"], json!(1));
+    assert_eq!(v["count"], json!(2));
+    let knots: Vec<f64> = (v["groups"][0]["frontier"].as_array().unwrap().iter())
+        .map(|k| k[0].as_f64().unwrap())
+        .collect();
+    assert_eq!(knots, [20.0, 50.0]);
+    // A TTFT x above 60 s (the input y's default x): the 75 s point.
+    let (_, v) = get_json(
+        &db,
+        "/api/v1/points?model=clipm&y=input_tput_per_gpu&clip=true",
+    )
+    .await;
+    assert_eq!(v["x"]["key"], "p99_ttft");
+    assert_eq!(concs(&v), [4, 16]);
+    assert_eq!(v["clipped"], json!(1));
+    // The CSV takes it too.
+    let (_, _, csv) = get(&db, &format!("{base}&clip=true")).await;
+    assert!(!csv.is_empty());
+    let (_, _, csv) = get(
+        &db,
+        "/api/v1/points.csv?model=clipm&y=usd_per_m_hyperscaler&clip=true",
+    )
+    .await;
+    assert_eq!(String::from_utf8(csv).unwrap().lines().count(), 3);
+    // A bad value is a 400 naming it.
+    let (s, v) = get_json(&db, &format!("{base}&clip=maybe")).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(v["error"], json!("`clip=maybe`: expected true or false"));
 }

@@ -124,16 +124,16 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     // The CSV link carries the same selection to the API.
     assert_eq!(
         attr(&dom, "csv", "href").as_deref(),
-        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu&amp;clip=true")
     );
     // Issue 42: the PNG and SVG exports are the server's chart of the same selection.
     assert_eq!(
         attr(&dom, "png", "href").as_deref(),
-        Some("/api/v1/chart.png?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+        Some("/api/v1/chart.png?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu&amp;clip=true")
     );
     assert_eq!(
         attr(&dom, "svg", "href").as_deref(),
-        Some("/api/v1/chart.svg?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+        Some("/api/v1/chart.svg?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu&amp;clip=true")
     );
     // `isl=`/`osl=` as the API takes them pick the same sequence (trial 26: "not applied").
     let io = b.dom(&format!(
@@ -229,7 +229,7 @@ fn inference_page_draws_from_the_url_and_escapes_strings() {
     assert!(
         attr(&dom, "csv", "href")
             .unwrap()
-            .ends_with("y=tput_per_gpu"),
+            .ends_with("y=tput_per_gpu&amp;clip=true"),
         "{dom}"
     );
     // ... and the page says what it did not apply (trial 7: presets for data not ingested).
@@ -562,7 +562,7 @@ fn compare_history_evals_models_and_tco_pages() {
     );
     assert_eq!(
         attr(&dom, "csv", "href").as_deref(),
-        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=b200%7Cmi355x&amp;y=usd_per_m_rental")
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=b200%7Cmi355x&amp;y=usd_per_m_rental&amp;clip=true")
     );
     assert!(dom.contains("data-preset=\"quickstart\""), "{dom}");
     // "Latest run only": of b200's two batches (2026-02-20, 2026-02-27), the newer one.
@@ -735,7 +735,7 @@ fn pages_take_aliases_and_name_what_they_cannot_apply() {
     assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
     assert_eq!(
         attr(&dom, "csv", "href").as_deref(),
-        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu")
+        Some("/api/v1/points.csv?model=dsr1&amp;isl=1024&amp;osl=1024&amp;hardware=h200&amp;y=tput_per_gpu&amp;clip=true")
     );
     let dom = page("inference?model=Llama-3.3-70B");
     assert!(
@@ -1400,4 +1400,284 @@ fn history_date_pickers_narrow_the_range() {
         text_of(&dom, "status").contains("since=27.2.2026 (expected YYYY-MM-DD)"),
         "{dom}"
     );
+}
+
+/// Issue 42's date and run pickers on the Compare and TCO pages (the Inference and History
+/// pages had them; these read every batch): `batch=` and `since`/`until` from the URL fill the
+/// pickers and go to the API, so only those points count; a malformed date is said not applied;
+/// a side naming `batch=` itself disables the run picker (not applied to both sides).
+#[test]
+fn compare_and_tco_take_the_date_and_run_pickers() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, db) = all_fixtures_served(dir.path());
+    let batches = Store::open_read_only(&db)
+        .unwrap()
+        .dimension_values()
+        .unwrap()
+        .remove("batch")
+        .unwrap();
+    let cmp = format!("{base}/compare?model=dsr1&sequence=1024%2F1024&a=hw%3Db200&b=hw%3Dmi355x");
+
+    // Every stored batch is offered after "any" (on both pages), none chosen.
+    for page in [
+        cmp.clone(),
+        format!("{base}/tco?model=dsr1&sequence=1024%2F1024"),
+    ] {
+        let dom = b.dom(&page);
+        let select = &dom[dom.find("<select id=\"batch\"").unwrap()..];
+        let select = &select[..select.find("</select>").unwrap()];
+        let offered: Vec<&str> = select
+            .split("<option value=\"")
+            .skip(1)
+            .map(|o| &o[..o.find('"').unwrap()])
+            .collect();
+        let mut want = vec![""];
+        want.extend(batches.iter().map(String::as_str));
+        assert_eq!(offered, want, "{page}");
+    }
+
+    // Compare: one day of the two (2026-02-27: the repeats) keeps one batch a side.
+    let dom = b.dom(&format!("{cmp}&since=2026-02-27&until=2026-02-27"));
+    assert_eq!(
+        text_of(&dom, "status"),
+        "4 points in A, 4 points in B; 3 targets",
+        "{dom}"
+    );
+    assert_eq!(attr(&dom, "chart", "data-lines").as_deref(), Some("2"));
+    let sent = url_pairs(&format!("?{}", attr(&dom, "chart", "data-query").unwrap()));
+    for k in ["since", "until"] {
+        assert!(
+            sent.contains(&(k.to_string(), "2026-02-27".to_string())),
+            "{sent:?}"
+        );
+    }
+    // The run picker: the imports' batch alone, one line a side.
+    let dom = b.dom(&format!("{cmp}&batch=fixtures%2Fimports"));
+    assert_eq!(
+        text_of(&dom, "status"),
+        "4 points in A, 4 points in B; 3 targets",
+        "{dom}"
+    );
+    let sent = url_pairs(&format!("?{}", attr(&dom, "chart", "data-query").unwrap()));
+    assert!(sent.contains(&("batch".to_string(), "fixtures/imports".to_string())));
+    // A side that names its batch: the picker is disabled and not sent.
+    let dom = b.dom(&format!(
+        "{base}/compare?model=dsr1&sequence=1024%2F1024&a=hw%3Db200%2Cbatch%3Dfixtures%2Fimports\
+         &b=hw%3Db200%2Cbatch%3Dfixtures%2Frepeats&batch=fixtures%2Fimports"
+    ));
+    assert_eq!(
+        attr(&dom, "batch", "disabled").as_deref(),
+        Some(""),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        "4 points in A, 4 points in B; 3 targets",
+        "{dom}"
+    );
+    let sent = url_pairs(&format!("?{}", attr(&dom, "chart", "data-query").unwrap()));
+    assert!(!sent.iter().any(|(k, _)| k == "batch"), "{sent:?}");
+    // A malformed date is said, not sent.
+    let dom = b.dom(&format!("{cmp}&since=27.02.2026"));
+    assert!(
+        text_of(&dom, "status").contains("since=27.02.2026 (expected YYYY-MM-DD)"),
+        "{dom}"
+    );
+    let sent = url_pairs(&format!("?{}", attr(&dom, "chart", "data-query").unwrap()));
+    assert!(!sent.iter().any(|(k, _)| k == "since"), "{sent:?}");
+
+    // TCO: every batch averaged (2 a group for b200 and mi355x), then one day's batch alone.
+    let tco = format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=100");
+    let batches_col = |dom: &str| -> Vec<String> {
+        let body = &dom[dom.find("<table id=\"bars\"").unwrap()..];
+        let body = &body[..body.find("</table>").unwrap()];
+        body.split("<tr")
+            .skip(2)
+            .map(|r| {
+                let cells: Vec<&str> = r.split("<td>").collect();
+                cells.last().unwrap().split('<').next().unwrap().to_string()
+            })
+            .collect()
+    };
+    let dom = b.dom(&tco);
+    let all = batches_col(&dom);
+    assert!(all.iter().any(|n| n == "2"), "{all:?} {dom}");
+    let dom = b.dom(&format!("{tco}&since=2026-02-27&until=2026-02-27"));
+    let sent = url_pairs(&format!("?{}", attr(&dom, "bars", "data-query").unwrap()));
+    for k in ["since", "until"] {
+        assert!(
+            sent.contains(&(k.to_string(), "2026-02-27".to_string())),
+            "{sent:?}"
+        );
+    }
+    let day = batches_col(&dom);
+    assert!(
+        !day.is_empty() && day.iter().all(|n| n == "1"),
+        "{day:?} {dom}"
+    );
+    let dom = b.dom(&format!("{tco}&batch=sweep-2026-03-01-h200"));
+    assert_eq!(
+        attr(&dom, "bars", "data-bars").as_deref(),
+        Some("1"),
+        "{dom}"
+    );
+    assert!(dom.contains("h200"), "{dom}");
+    assert!(!text_of(&dom, "status").contains("not applied"), "{dom}");
+    let dom = b.dom(&format!("{tco}&until=1.3.2026"));
+    assert!(
+        text_of(&dom, "status").contains("until=1.3.2026 (expected YYYY-MM-DD)"),
+        "{dom}"
+    );
+}
+
+/// Issue 42's comparison: with "Tokens per $1" on y (tens of millions) the tick labels ran under
+/// the rotated axis title at a fixed 70 px. The y axis now takes its widest tick label's width:
+/// 70 px for throughput's thousands, wider for tokens per $1 — and the axis title then sits
+/// left of the tick labels.
+#[test]
+fn the_y_axis_is_as_wide_as_its_widest_tick_label() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let page = format!("{base}/inference?model=dsr1&sequence=1024/1024");
+    let dom = b.dom(&page);
+    assert_eq!(
+        attr(&dom, "chart", "data-y-axis").as_deref(),
+        Some("70"),
+        "{dom}"
+    );
+    let dom = b.dom(&format!("{page}&y=tokens_per_usd_hyperscaler"));
+    let px: u32 = attr(&dom, "chart", "data-y-axis")
+        .unwrap_or_else(|| panic!("{dom}"))
+        .parse()
+        .unwrap();
+    assert!(px > 70, "{px} px: {dom}");
+}
+
+/// Issue 42's comparison: under a cost chart the Inference page names the price each
+/// hardware's points assume (InferenceX's badges); under a throughput chart it says nothing.
+#[test]
+fn a_cost_chart_names_the_prices_it_assumes() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let page = format!("{base}/inference?model=dsr1&sequence=1024/1024");
+    let dom = b.dom(&format!("{page}&y=usd_per_m_rental"));
+    assert_eq!(
+        text_of(&dom, "assumptions"),
+        "Assumes: b200 $2.90/GPU-hour (rental); h200 $1.60/GPU-hour (rental); mi355x \
+         $2.10/GPU-hour (rental) (InferenceX's SemiAnalysis price and all-in power tables; the \
+         TCO page takes your own $/GPU-hour and kW/GPU).",
+        "{dom}"
+    );
+    let dom = b.dom(&page);
+    assert_eq!(
+        attr(&dom, "assumptions", "hidden").as_deref(),
+        Some(""),
+        "{dom}"
+    );
+}
+
+/// Issue 42's comparison: the page drew the points its exported chart clipped. It asks the
+/// API to clip as InferenceX does (`clip=true`, carried by its CSV/PNG/SVG links), says how
+/// many it left out, and "keep clipped" (`noclip=1`) keeps them everywhere.
+#[test]
+fn the_page_clips_as_its_exports_do_and_says_so() {
+    let Some((b, dir)) = browser() else { return };
+    let db = common::clip_db(dir.path());
+    let (_rt, base) = serve(&db);
+    let page = format!("{base}/inference?model=clipm&y=usd_per_m_hyperscaler");
+    let dom = b.dom(&page);
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("2"),
+        "{dom}"
+    );
+    assert!(
+        text_of(&dom, "status").contains(
+            " — 1 point clipped as InferenceX does (above $5/M tokens or TTFT above 60 s; \
+             \"keep clipped\" shows it)"
+        ),
+        "{dom}"
+    );
+    for link in ["csv", "png", "svg"] {
+        let href = attr(&dom, link, "href").unwrap();
+        assert!(href.ends_with("&amp;clip=true"), "{link}: {href}");
+    }
+    let dom = b.dom(&format!("{page}&noclip=1"));
+    assert_eq!(
+        attr(&dom, "chart", "data-points").as_deref(),
+        Some("3"),
+        "{dom}"
+    );
+    assert!(!text_of(&dom, "status").contains("clipped"), "{dom}");
+    assert!(attr(&dom, "png", "href")
+        .unwrap()
+        .ends_with("&amp;clip=false"));
+}
+
+/// Issue 42's comparison: InferenceX extends each trend line to today at its latest value.
+/// The History page does too, dashed and without a dot (not a measurement): one extension per
+/// group drawn, here every group (the fixtures are from February and March 2026); the dots
+/// stay the measured values.
+#[test]
+fn history_lines_are_carried_to_today() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let dom = b.dom(&format!(
+        "{base}/history?model=dsr1&sequence=1024%2F1024&at=50"
+    ));
+    let groups = attr(&dom, "chart", "data-groups").unwrap();
+    assert_ne!(groups, "0", "{dom}");
+    assert_eq!(
+        attr(&dom, "chart", "data-extended"),
+        Some(groups.clone()),
+        "{dom}"
+    );
+    // Two groups of two batches each: four measured dots, none at the extensions' ends.
+    assert_eq!(groups, "2");
+    assert_eq!(
+        attr(&dom, "chart", "data-dots").as_deref(),
+        Some("4"),
+        "{dom}"
+    );
+}
+
+/// Issue 42's comparison: InferenceX's TCO calculator has a reverse mode (throughput →
+/// interactivity). The TCO page's "Mode" reads the chosen x metric at a value of the chosen y
+/// metric: the API is asked with the two swapped, the bars are interactivity and "at" is in
+/// tok/s/GPU; the mode stays in the URL.
+#[test]
+fn tco_reverse_mode_reads_interactivity_at_a_throughput() {
+    let Some((b, dir)) = browser() else { return };
+    let (_rt, base, _) = all_fixtures_served(dir.path());
+    let dom = b.dom(&format!(
+        "{base}/tco?model=dsr1&sequence=1024%2F1024&mode=reverse&at=1000"
+    ));
+    let sent = url_pairs(&format!("?{}", attr(&dom, "bars", "data-query").unwrap()));
+    for (k, v) in [
+        ("x", "tput_per_gpu"),
+        ("y", "median_intvty"),
+        ("at", "1000"),
+    ] {
+        assert!(sent.contains(&(k.to_string(), v.to_string())), "{sent:?}");
+    }
+    assert_eq!(
+        text_of(&dom, "th-y"),
+        "Interactivity, median (tok/s/user)",
+        "{dom}"
+    );
+    let status = text_of(&dom, "status");
+    assert!(
+        status.starts_with("2 groups at Throughput per GPU (tok/s/GPU) = 1000; Interactivity, median (tok/s/user): higher is better"),
+        "{status}"
+    );
+    assert!(!status.contains("not applied"), "{status}");
+    // The default mode asks as before.
+    let dom = b.dom(&format!("{base}/tco?model=dsr1&sequence=1024%2F1024&at=50"));
+    let sent = url_pairs(&format!("?{}", attr(&dom, "bars", "data-query").unwrap()));
+    assert!(!sent.iter().any(|(k, _)| k == "x"), "{sent:?}");
+    assert!(
+        sent.contains(&("y".to_string(), "tput_per_gpu".to_string())),
+        "{sent:?}"
+    );
+    assert_eq!(text_of(&dom, "th-y"), "Throughput per GPU (tok/s/GPU)");
 }
