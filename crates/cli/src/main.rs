@@ -279,8 +279,8 @@ fn main() {
         Ok(status) => std::process::exit(status.code()),
         Err(e) => {
             eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            let status = (e.downcast_ref::<cmd::StatusError>())
-                .map_or(cmd::ExitStatus::Usage, |s| s.status);
+            let status =
+                (e.downcast_ref::<cmd::StatusError>()).map_or(cmd::ExitStatus::Usage, |s| s.status);
             std::process::exit(status.code());
         }
     }

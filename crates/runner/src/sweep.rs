@@ -643,12 +643,43 @@ pub struct RowLoad {
     pub requests: u64,
     /// Bytes of random prompts that point builds before its first request (0 when none).
     pub prompt_bytes: u64,
+    /// Connections each stream may hold at once: 1, or for an AgentX row its traces' peak of
+    /// requests in flight per session (sub-agents take no lane), as `replay` counts it
+    /// ([`inferbench_loadgen::agentic::lane_load`]).
+    pub per_stream: u64,
+    /// Bytes each connection's request in flight takes besides its stream's: for an AgentX row
+    /// its traces' largest request ([`inferbench_loadgen::agentic::LaneLoad::request_bytes`]);
+    /// 0 where prompts are counted as a whole ([`RowLoad::prompt_bytes`]).
+    pub request_bytes: u64,
 }
 
 /// Each row of `jobs` as its largest point loads the client ([`RowLoad`]), in order; a row
 /// with no point (eval-only with evals off) is left out. An adaptive round's points lie within
-/// a row's listed range, so the listed largest bounds them.
+/// a row's listed range, so the listed largest bounds them. An AgentX row is counted as
+/// `replay` counts its lanes ([`inferbench_loadgen::agentic::lane_load`] of `--traces`, read
+/// once as its points read them); traces that cannot be read count as 1 connection per lane
+/// (each such point fails with the reading's error).
 pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
+    let mut lanes: Option<inferbench_loadgen::agentic::LaneLoad> = None;
+    let mut lane_load = || {
+        *lanes.get_or_insert_with(|| {
+            (opts.bench.traces.as_ref())
+                .and_then(|p| {
+                    inferbench_workload::agentx::load_traces(
+                        p,
+                        &inferbench_workload::agentx::LoadOptions::default(),
+                    )
+                    .ok()
+                })
+                .map_or(
+                    inferbench_loadgen::agentic::LaneLoad {
+                        per_lane: 1,
+                        request_bytes: 0,
+                    },
+                    |r| inferbench_loadgen::agentic::lane_load(&r.traces),
+                )
+        })
+    };
     jobs.iter()
         .filter_map(|spec| {
             let planned = plan(spec, "", opts);
@@ -678,11 +709,19 @@ pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
                 }
                 _ => (0, 0),
             };
+            let (per_stream, request_bytes) = if spec.is_agentic() {
+                let l = lane_load();
+                (l.per_lane, l.request_bytes)
+            } else {
+                (1, 0)
+            };
             Some(RowLoad {
                 index: spec.index,
                 conc,
                 requests,
                 prompt_bytes,
+                per_stream,
+                request_bytes,
             })
         })
         .collect()

@@ -17,14 +17,14 @@ pub mod sweep;
 pub mod tls_args;
 
 /// The multi-threaded tokio runtime a long-running subcommand runs in: a worker per core
-/// ([`crate::limits::worker_threads`]) and at most [`crate::limits::BLOCKING_THREADS`] blocking
-/// threads (tokio's default of 512, 2 MiB of stack each, is 1 GiB of address space that
-/// `ulimit -v` counts: trial of issue 39 §1–§3, finding 2).
+/// ([`crate::limits::worker_threads`]) and at most [`crate::limits::blocking_threads`] blocking
+/// threads (4 under `ulimit -v`, else 32; tokio's default of 512, 2 MiB of stack each, is
+/// 1 GiB of address space that `ulimit -v` counts: trial of issue 39 §1–§3, finding 2).
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     use anyhow::Context as _;
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(crate::limits::worker_threads())
-        .max_blocking_threads(crate::limits::BLOCKING_THREADS)
+        .max_blocking_threads(crate::limits::blocking_threads())
         .thread_stack_size(crate::limits::THREAD_STACK_BYTES as usize)
         .enable_all()
         .build()
