@@ -43,6 +43,9 @@ pub fn run_local(
     // launch: a row beyond them failed its requests `client_resource` mid-sweep.
     let loads = inferbench_runner::sweep::row_loads(jobs, opts);
     rows_beyond(&loads, &crate::limits::raise_open_files()).map_err(anyhow::Error::msg)?;
+    // Every point directory, the files already in them and the sweep's report (issue 39's
+    // leftovers, 3: a FIFO where a point's file goes failed after the launch).
+    inferbench_runner::sweep::check_outputs(jobs, opts).map_err(anyhow::Error::msg)?;
     let rt = super::runtime()?;
     let code = rt.block_on(async {
         let cancel =
