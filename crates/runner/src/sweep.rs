@@ -592,7 +592,8 @@ fn entry_unwritable(path: &Path) -> Option<String> {
 /// (issue 39's leftovers, 3): `--out` and its `sweep.json` (when written), each point's
 /// directory (to run: not already done, or `--force`) and every file already in it, which the
 /// point replaces, and each engine's log directory (`_engines/<rf>/`). Nothing is created.
-/// An adaptive round's later points (not listed up front) are checked as they come.
+/// An adaptive round's later points (not listed up front) are not checked here: a write of
+/// theirs that fails fails the point.
 ///
 /// # Errors
 /// One line per path that could not be written, naming it and the OS error (the caller exits
