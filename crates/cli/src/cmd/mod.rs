@@ -31,7 +31,7 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-/// Runs `sweep` on a 2-worker runtime with the one shutdown token ([`shutdown_token`],
+/// Runs `sweep` on a 2-worker runtime (blocking threads capped as [`runtime`]'s) with the one shutdown token ([`shutdown_token`],
 /// `message` printed when a signal cancels it; a sweep stops after its current point).
 pub fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
     message: &'static str,
@@ -39,6 +39,7 @@ pub fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
 ) -> anyhow::Result<T> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(crate::limits::blocking_threads())
         .enable_all()
         .build()?;
     rt.block_on(async { sweep(shutdown_token(message)).await })
