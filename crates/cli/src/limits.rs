@@ -32,7 +32,11 @@ pub const REQUEST_BYTES: u64 = 1 << 10;
 /// Measured (2026-12-07, debug build, arenas capped at [`ARENAS_UNDER_AS_LIMIT`]): the lowest
 /// `ulimit -v` a 1-stream bench ran under was 155 MiB with 2 workers, 186 MiB with 16 and
 /// 299 MiB with 64 (≈ 2.3 MiB per thread above 150 MiB: the binary's mappings, the main heap
-/// and one thread arena).
+/// and one thread arena). Measured again with [`BLOCKING_THREADS_UNDER_AS_LIMIT`] (issue 39's
+/// leftovers; docs/performance.md, the section of 2026-12-07 on `ulimit -v`), bisected against
+/// the instant sim, noisy by ~10 MiB: on 2 workers conc 1 ran at 139–149 MiB, conc 64 at
+/// 138, conc 512 at 166–177, conc 2,048 at 183 (modelled 175 / 176 / 208 / 305 MiB); on 16
+/// workers conc 1 at 166 and conc 512 at 183 (modelled 210 / 243 MiB).
 pub const BASE_BYTES: u64 = 160 << 20;
 
 /// Address space per runtime thread, bytes: its [`THREAD_STACK_BYTES`] stack, guard page and
@@ -42,6 +46,24 @@ pub const THREAD_BYTES: u64 = 5 << 19;
 /// Blocking threads of a subcommand's runtime at most (tokio's default is 512): prompt
 /// preparation, file writes and name lookups queue behind 32.
 pub const BLOCKING_THREADS: usize = 32;
+
+/// Blocking threads of a subcommand's runtime at most under an address-space limit
+/// (`ulimit -v`): 4. Tokio starts them lazily, so a small run starts one or two; counting all
+/// [`BLOCKING_THREADS`] made the model 80 MiB too high (`bench` at conc 1 on 2 workers was
+/// refused under `ulimit -v 200000` although it runs under 160 MiB). Capping them under the
+/// limit keeps the bound true whatever the run spawns: file writes and name lookups queue
+/// behind 4.
+pub const BLOCKING_THREADS_UNDER_AS_LIMIT: usize = 4;
+
+/// The blocking threads the runtime may start ([`crate::cmd::runtime`]):
+/// [`BLOCKING_THREADS_UNDER_AS_LIMIT`] under `ulimit -v`, else [`BLOCKING_THREADS`].
+pub fn blocking_threads() -> usize {
+    if address_space_limited() {
+        BLOCKING_THREADS_UNDER_AS_LIMIT
+    } else {
+        BLOCKING_THREADS
+    }
+}
 
 /// Stack of each runtime thread, bytes: 2 MiB (tokio's default, stated so the model below
 /// holds). A thread's stack is address space `ulimit -v` counts, touched or not.
@@ -65,9 +87,10 @@ pub fn worker_threads() -> usize {
 
 /// Address space the process takes besides its streams, requests and prompts, bytes:
 /// [`BASE_BYTES`] (one thread arena included) and [`THREAD_BYTES`] for each of `workers`
-/// runtime workers and [`BLOCKING_THREADS`] blocking threads.
-pub fn base_bytes(workers: u64) -> u64 {
-    let threads = workers.saturating_add(BLOCKING_THREADS as u64);
+/// runtime workers and `blocking` blocking threads ([`blocking_threads`]: the most the runtime
+/// may start).
+pub fn base_bytes(workers: u64, blocking: u64) -> u64 {
+    let threads = workers.saturating_add(blocking);
     BASE_BYTES.saturating_add(threads.saturating_mul(THREAD_BYTES))
 }
 
@@ -155,10 +178,11 @@ pub struct Limits {
     /// `RLIMIT_AS` (`ulimit -v`) and the machine's available memory
     /// ([`inferbench_loadgen::options::memory_budget`]); `None` when neither is known.
     pub memory: Option<MemoryBudget>,
-    /// The runtime's threads: workers ([`worker_threads`]) and [`BLOCKING_THREADS`].
+    /// The runtime's threads: workers ([`worker_threads`]) and the blocking threads it may
+    /// start ([`blocking_threads`]).
     pub threads: u64,
     /// The process's own address space besides its streams, requests and prompts, bytes:
-    /// [`base_bytes`] of the workers.
+    /// [`base_bytes`] of the workers and blocking threads.
     pub base: u64,
     /// Descriptors the process was started with besides stdin, stdout and stderr
     /// ([`inherited_files`]): they count against `ulimit -n` like the run's own (trial of
@@ -288,8 +312,8 @@ pub fn current() -> Limits {
             open_files: nofile.unwrap_or(u64::MAX),
             open_files_hard: nofile_hard.unwrap_or(u64::MAX),
             memory: inferbench_loadgen::options::memory_budget(),
-            threads: worker_threads() as u64 + BLOCKING_THREADS as u64,
-            base: base_bytes(worker_threads() as u64),
+            threads: worker_threads() as u64 + blocking_threads() as u64,
+            base: base_bytes(worker_threads() as u64, blocking_threads() as u64),
             inherited_files: inherited_files(),
         }
     }
@@ -298,8 +322,8 @@ pub fn current() -> Limits {
         open_files: u64::MAX,
         open_files_hard: u64::MAX,
         memory: inferbench_loadgen::options::memory_budget(),
-        threads: worker_threads() as u64 + BLOCKING_THREADS as u64,
-        base: base_bytes(worker_threads() as u64),
+        threads: worker_threads() as u64 + blocking_threads() as u64,
+        base: base_bytes(worker_threads() as u64, blocking_threads() as u64),
         inherited_files: 0,
     }
 }
@@ -569,7 +593,7 @@ mod tests {
             open_files_hard: open_files,
             memory: MemoryBudget::of(address_space, Some(16 << 30)),
             threads: 34,
-            base: base_bytes(2),
+            base: base_bytes(2, 32),
             inherited_files: 0,
         }
     }
@@ -596,7 +620,7 @@ mod tests {
         assert_eq!(tokenizer_bytes(spec), 200 << 20);
         assert_eq!(tokenizer_bytes("o200k_base"), 0);
         let n = need(1, 1);
-        let room = n.memory(base_bytes(2)) + (200 << 20);
+        let room = n.memory(base_bytes(2, 32)) + (200 << 20);
         assert_eq!(
             refuse_tokenizer(spec, &n, &limits(1 << 20, Some(room))).unwrap(),
             200 << 20
@@ -611,7 +635,7 @@ mod tests {
                  and with the run's {} MiB that is more than the {} MiB the address-space limit \
                  `ulimit -v` allows; raise it (`ulimit -v {}` fits) or use a smaller tokenizer \
                  (nothing was sent)",
-                n.memory(base_bytes(2)) >> 20,
+                n.memory(base_bytes(2, 32)) >> 20,
                 (room - 1) >> 20,
                 room.div_ceil(1024)
             )
@@ -624,7 +648,7 @@ mod tests {
     fn a_requests_bytes_count_per_connection() {
         let mut n = need(100, 0);
         n.request_bytes = 1 << 20;
-        let room = base_bytes(2) + 10 * ((1 << 20) + STREAM_BYTES);
+        let room = base_bytes(2, 32) + 10 * ((1 << 20) + STREAM_BYTES);
         let e = check(&n, &limits(1 << 20, Some(room))).unwrap_err();
         assert!(e.contains("(1088 KiB per stream,"), "{e}");
         assert!(

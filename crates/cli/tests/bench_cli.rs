@@ -750,3 +750,38 @@ fn a_silent_server_gets_a_hint_during_the_warmup() {
     assert_eq!(err.matches(hint).count(), 1, "{err}");
     assert_ne!(o.status.code(), Some(0), "{err}");
 }
+
+/// Issue 39's leftovers, 4: a side request (`/v1/models`, asked without `--model`) through a
+/// dead `HTTP_PROXY` names the proxy as what could not be reached, with the advice the
+/// benchmark requests' end note gives (`http::unreachable_advice`, the one rule; was: "is an
+/// HTTP server running there? check the address"). Exit 3, nothing sent to the server.
+#[test]
+fn a_side_request_through_a_dead_proxy_names_the_proxy() {
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            "http://models.example:8000",
+            "--num-prompts",
+            "1",
+        ])
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env_remove("http_proxy")
+        .env_remove("no_proxy")
+        .env_remove("NO_PROXY")
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert!(
+        text.contains(
+            "error: --model not given, and http://models.example:8000/v1/models could not be \
+             asked which model the server serves (GET http://models.example:8000/v1/models: \
+             cannot connect to the proxy 127.0.0.1:9 (from the environment's http_proxy / \
+             HTTP_PROXY): Connection refused (os error 111)): the proxy is not reachable, \
+             whatever the server's state: check the proxy variable named above, or NO_PROXY / \
+             --no-proxy to go direct"
+        ),
+        "{text}"
+    );
+}

@@ -651,3 +651,40 @@ fn a_write_that_fails_after_the_eval_exits_1() {
     );
     assert!(!text.contains("wrote "), "{text}");
 }
+
+/// Issue 39's leftovers, 4: with `HTTP_PROXY` set to a dead proxy, the GSM8K download goes
+/// through it (the client's one proxy rule) and the failure names the proxy as what could not
+/// be reached, with the one advice for it (was: "io: Connection refused … Offline?").
+#[test]
+fn a_download_through_a_dead_proxy_names_the_proxy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "eval",
+            "gsm8k",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+        ])
+        .env("INFERBENCH_CACHE_DIR", tmp.path().join("cache"))
+        .env("INFERBENCH_GSM8K_URL", "http://gsm8k.example/data")
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env_remove("http_proxy")
+        .env_remove("no_proxy")
+        .env_remove("NO_PROXY")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "the download of http://gsm8k.example/data/test.jsonl failed (cannot connect to the \
+             proxy 127.0.0.1:9 (from the environment's http_proxy / HTTP_PROXY): Connection \
+             refused (os error 111); the proxy is not reachable, whatever the server's state: \
+             check the proxy variable named above, or NO_PROXY / --no-proxy to go direct). \
+             Offline?"
+        ),
+        "{text}"
+    );
+}

@@ -404,3 +404,75 @@ fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
     );
     assert!(!err.contains("wrote "), "{err}");
 }
+
+/// Issue 39's leftovers, 3: a sweep's inner files are checked with `--out` before the first
+/// launch or request (exit 2, the path and why named, nothing sent): a FIFO where a point's
+/// `summary.json` goes, and one where the sweep's `sweep.json` goes (both were found only
+/// after the point's requests: the FIFO's write failed, `sweep.json`'s was dropped, exit 0).
+#[test]
+fn a_sweeps_inner_files_are_checked_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("m.json"),
+        serde_json::json!([{
+            "image": "x", "model": "m/small", "model-prefix": "small", "precision": "fp8",
+            "framework": "sim", "runner": "h100", "isl": 64, "osl": 8, "tp": 1, "pp": 1,
+            "dcp-size": 1, "pcp-size": 1, "conc": [4, 8], "max-model-len": 2048, "ep": 1,
+            "dp-attn": false, "spec-decoding": "none", "exp-name": "small_64_8",
+            "disagg": false
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let point = d.join(
+        "res/small_64_8_fp8_sim_tp1-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc4x8_\
+         h100_0_conc8",
+    );
+    std::fs::create_dir_all(&point).unwrap();
+    let mkfifo = |p: &std::path::Path| {
+        assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+    };
+    mkfifo(&point.join("summary.json"));
+    let (port, connections) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let sweep = || {
+        run_in(
+            d,
+            &[
+                "sweep",
+                "--matrix",
+                "m.json",
+                "--base-url",
+                &url,
+                "--runner-name",
+                "h100_0",
+                "--out",
+                "res",
+            ],
+        )
+    };
+    let (code, text) = sweep();
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: 1 path where the sweep writes cannot be written (nothing was launched or \
+             sent):\n  row 0 conc 8 writes to {}: it is not a regular file (a FIFO)",
+            point.join("summary.json").display()
+        )),
+        "{text}"
+    );
+    std::fs::remove_file(point.join("summary.json")).unwrap();
+    mkfifo(&d.join("res/sweep.json"));
+    let (code, text) = sweep();
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: 1 path where the sweep writes cannot be written (nothing was launched or \
+             sent):\n  the sweep's report {}: it is not a regular file (a FIFO)",
+            d.join("res/sweep.json").display()
+        )),
+        "{text}"
+    );
+    assert_eq!(connections.load(Ordering::SeqCst), 0, "a request was sent");
+}

@@ -1231,6 +1231,32 @@ pub fn accepted_then_failed(msg: &str) -> bool {
     msg.starts_with(ACCEPTED_THEN_FAILED)
 }
 
+/// What to check when a server could not be reached, from the connect failure's message `msg`:
+/// a measured request's error, or a side request's (`GET url: …`, a download's) whose cause
+/// follows a `: `. The one rule of `bench`/`replay`'s end note, the `/v1/models` lookup and
+/// `eval`'s download: a proxy that could not be reached ([`proxy_unreachable`]) is named as
+/// what to fix, whatever the server's state; then a proxy that gave no tunnel, a TLS failure,
+/// a port that accepts and drops; else the address.
+pub fn unreachable_advice(msg: &str) -> &'static str {
+    let causes = || std::iter::once(msg).chain(msg.match_indices(": ").map(|(i, _)| &msg[i + 2..]));
+    if causes().any(tls_failed) {
+        "the server is there, but TLS could not be set up with it: see the cause above"
+    } else if causes().any(proxy_unreachable) {
+        "the proxy is not reachable, whatever the server's state: check the proxy variable named \
+         above, or NO_PROXY / --no-proxy to go direct"
+    } else if causes().any(tunnel_refused) {
+        "the proxy is there but gave no tunnel: check https_proxy/HTTPS_PROXY, or NO_PROXY / \
+         --no-proxy to go direct"
+    } else if causes().any(accepted_then_failed) {
+        "something listens there but drops connections without an HTTP answer: is it the \
+         server's HTTP port (not TLS or another service), is the server still starting, or at \
+         its connection limit? check --base-url, or --host and --port"
+    } else {
+        "is the server running and listening there? check the address: --base-url, or --host \
+         and --port"
+    }
+}
+
 /// How long the body end is awaited after `[DONE]` before the connection is given up (the
 /// request's result is decided at `[DONE]`).
 const DONE_GRACE: Duration = Duration::from_millis(100);
@@ -1709,6 +1735,26 @@ pub fn join_url(base: &str, endpoint: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The one advice rule reads a side request's cause after its `METHOD url: ` prefix.
+    #[test]
+    fn unreachable_advice_reads_the_cause_of_a_side_request() {
+        let proxy = "cannot connect to the proxy 127.0.0.1:9 (from the environment's \
+                     http_proxy / HTTP_PROXY): Connection refused (os error 111)";
+        for msg in [
+            proxy.to_string(),
+            format!("GET http://h:8000/v1/models: {proxy}"),
+        ] {
+            assert!(
+                super::unreachable_advice(&msg).starts_with("the proxy is not reachable"),
+                "{msg}"
+            );
+        }
+        assert!(super::unreachable_advice(
+            "GET http://h/v1/models: cannot connect to h:80: Connection refused"
+        )
+        .starts_with("is the server running and listening there?"));
+    }
+
     use super::*;
 
     #[test]

@@ -10,7 +10,10 @@
 //!   character ([`high_sentinel`], [`low_sentinel`]) so that the interpreter can join the two
 //!   halves of one character that a server split across two chunks; any other lone surrogate
 //!   becomes U+FFFD;
-//! - `NaN`, `Infinity`, `-Infinity` literals (Python emits and accepts them) become `null`;
+//! - `NaN`, `Infinity`, `-Infinity` literals (Python emits and accepts them) become a marked
+//!   string ([`NON_FINITE`] and the literal); [`parse_relaxed`] then turns each into `null`
+//!   except inside a `usage` (or llama.cpp `timings`) object, where a count that holds one is
+//!   `usage_invalid` like `"8"` or `1e400` (issue 39 leftovers: NaN usage read as no usage);
 //! - a number beyond `f64`'s range (`1e400`, a 400-digit integer: valid JSON, which
 //!   `serde_json` refuses as "number out of range") becomes a string of its text, so a usage
 //!   count that holds one is `usage_invalid` and the chunk stands;
@@ -98,15 +101,15 @@ pub(crate) fn relax(src: &str) -> Option<String> {
                     i += 1;
                 }
                 b'N' if b[i..].starts_with(b"NaN") => {
-                    out.extend_from_slice(b"null");
+                    push_non_finite(&mut out, "NaN");
                     i += 3;
                 }
                 b'I' if b[i..].starts_with(b"Infinity") => {
-                    out.extend_from_slice(b"null");
+                    push_non_finite(&mut out, "Infinity");
                     i += 8;
                 }
                 b'-' if b[i..].starts_with(b"-Infinity") => {
-                    out.extend_from_slice(b"null");
+                    push_non_finite(&mut out, "-Infinity");
                     i += 9;
                 }
                 // A number beyond f64's range (`1e400`, a 400-digit integer): valid JSON that
@@ -196,9 +199,47 @@ fn push_char(out: &mut Vec<u8>, c: char) {
     out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
 }
 
-/// Parses text [`relax`]ed into a `Value` (duplicate keys: the last one wins).
+/// The mark [`relax`] puts before a `NaN`, `Infinity` or `-Infinity` literal it turns into a
+/// string (U+FDD0, a noncharacter: no server text starts with it in practice).
+pub(crate) const NON_FINITE: char = '\u{FDD0}';
+
+/// Appends `literal` as a JSON string marked with [`NON_FINITE`].
+fn push_non_finite(out: &mut Vec<u8>, literal: &str) {
+    out.push(b'"');
+    push_char(out, NON_FINITE);
+    out.extend_from_slice(literal.as_bytes());
+    out.push(b'"');
+}
+
+/// Objects whose numbers are token counts read by [`LCount`]: a non-finite literal in them is
+/// kept as its marked string, which a count reads as not a count (`usage_invalid`).
+const COUNT_OBJECTS: [&str; 2] = ["usage", "timings"];
+
+/// Turns each marked non-finite string ([`push_non_finite`]) into `null`, except under a key
+/// of [`COUNT_OBJECTS`] (`in_counts`), where it stays a string. Iterative: a deeply nested
+/// chunk cannot overflow the stack.
+fn settle_non_finite(v: &mut Value) {
+    let mut stack: Vec<(&mut Value, bool)> = vec![(v, false)];
+    while let Some((v, in_counts)) = stack.pop() {
+        match v {
+            Value::String(s) if !in_counts && s.starts_with(NON_FINITE) => *v = Value::Null,
+            Value::Array(a) => stack.extend(a.iter_mut().map(|x| (x, in_counts))),
+            Value::Object(m) => stack.extend(
+                m.iter_mut()
+                    .map(|(k, x)| (x, in_counts || COUNT_OBJECTS.contains(&k.as_str()))),
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// Parses text [`relax`]ed into a `Value` (duplicate keys: the last one wins). A `NaN`,
+/// `Infinity` or `-Infinity` is `null` there, except inside a `usage` or `timings` object,
+/// where it is a string (not a count: `usage_invalid`), never read as an absent count.
 pub(crate) fn parse_relaxed(data: &str) -> Option<Value> {
-    serde_json::from_str(&relax(data)?).ok()
+    let mut v = serde_json::from_str(&relax(data)?).ok()?;
+    settle_non_finite(&mut v);
+    Some(v)
 }
 
 /// Drains whatever value the visitor was handed, for the lenient types below.
@@ -724,7 +765,26 @@ mod tests {
         assert_eq!(join_pair(0xD83D, 0xDE00), '\u{1F600}');
         // Python literals and raw control characters.
         let r = relax("{\"a\":NaN,\"b\":[Infinity,-Infinity],\"c\":\"x\ty\"}").unwrap();
-        assert_eq!(r, "{\"a\":null,\"b\":[null,null],\"c\":\"x\\u0009y\"}");
+        assert_eq!(
+            r,
+            "{\"a\":\"\u{FDD0}NaN\",\"b\":[\"\u{FDD0}Infinity\",\"\u{FDD0}-Infinity\"],\
+             \"c\":\"x\\u0009y\"}"
+        );
+        // Parsed: null outside usage, a string (not a count) inside it.
+        let v = parse_relaxed(
+            "{\"a\":NaN,\"b\":[Infinity],\"usage\":{\"completion_tokens\":-Infinity,\
+             \"completion_tokens_details\":{\"reasoning_tokens\":NaN}}}",
+        )
+        .unwrap();
+        assert_eq!(v["a"], Value::Null);
+        assert_eq!(v["b"][0], Value::Null);
+        assert_eq!(v["usage"]["completion_tokens"], "\u{FDD0}-Infinity");
+        assert_eq!(
+            v["usage"]["completion_tokens_details"]["reasoning_tokens"],
+            "\u{FDD0}NaN"
+        );
+        let u: LCount = serde_json::from_value(v["usage"]["completion_tokens"].clone()).unwrap();
+        assert_eq!(u, LCount::INVALID);
         // Inside strings the words are text.
         assert_eq!(
             relax(r#"{"a":"NaN Infinity"}"#).unwrap(),
@@ -733,7 +793,7 @@ mod tests {
         // Escaped quotes and backslashes do not end the string.
         assert_eq!(
             relax(r#"{"a":"\"\\","b":NaN}"#).unwrap(),
-            r#"{"a":"\"\\","b":null}"#
+            "{\"a\":\"\\\"\\\\\",\"b\":\"\u{FDD0}NaN\"}"
         );
         // Broken escapes cannot be repaired.
         assert_eq!(relax(r#"{"a":"\u12"}"#), None);

@@ -213,11 +213,12 @@ pub async fn served_model(
         Err(e) => (e, ExitStatus::Unreachable),
     };
     let message = if status == ExitStatus::Unreachable {
-        // Nothing answered HTTP there: --model would not help (trial 33 F6).
+        // Nothing answered HTTP there: --model would not help (trial 33 F6); a dead proxy is
+        // named as what to fix (the one rule, `http::unreachable_advice`).
         format!(
             "--model not given, and {url} could not be asked which model the server serves \
-             ({why}): is an HTTP server running there? check the address: --base-url, or \
-             --host and --port"
+             ({why}): {}",
+            crate::http::unreachable_advice(&why)
         )
     } else {
         format!(

@@ -29,7 +29,7 @@ fn load() -> Vec<(String, Value)> {
         })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(out.len(), 12, "the recorded cases in {}", dir.display());
+    assert_eq!(out.len(), 16, "the recorded cases in {}", dir.display());
     out
 }
 

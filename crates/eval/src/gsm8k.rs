@@ -124,6 +124,57 @@ pub fn source_url() -> String {
         .unwrap_or_else(|| SOURCE_URL.to_string())
 }
 
+/// The proxy a download of `url` goes through by the client's rule
+/// ([`inferbench_client::proxy::ProxyEnv`] and [`inferbench_client::proxy::used_for`]: the
+/// environment's `https_proxy`/`http_proxy` unless the host is loopback or `NO_PROXY` exempts
+/// it), as the environment gives it (credentials kept); `None` when direct.
+fn download_proxy(url: &str) -> Option<String> {
+    let env = inferbench_client::proxy::ProxyEnv::from_env();
+    let raw = env.for_url(url)?;
+    inferbench_client::proxy::used_for(url, Some(&raw), env.no_proxy.as_deref())?;
+    Some(raw)
+}
+
+/// Why the download of `url` failed (`e`): through a `proxy` that could not be connected to
+/// (refused, unreachable, its name unknown), the client's own words for a proxy it cannot reach
+/// ([`inferbench_client::pool::ConnectError::Proxy`]) and the one advice for it
+/// ([`inferbench_client::http::unreachable_advice`]), not "Offline?" alone; else ureq's.
+fn download_failure(e: ureq::Error, proxy: Option<&str>, url: &str) -> String {
+    use std::io::ErrorKind as K;
+    let connect = match &e {
+        ureq::Error::Io(io) => matches!(
+            io.kind(),
+            K::ConnectionRefused
+                | K::HostUnreachable
+                | K::NetworkUnreachable
+                | K::AddrNotAvailable
+                | K::TimedOut
+        ),
+        ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => true,
+        _ => false,
+    };
+    match proxy.and_then(|p| inferbench_client::proxy::Proxy::parse(p).ok()) {
+        Some(p) if connect => {
+            let source = match e {
+                ureq::Error::Io(io) => io,
+                other => std::io::Error::other(other.to_string()),
+            };
+            let https = url
+                .get(..8)
+                .is_some_and(|s| s.eq_ignore_ascii_case("https://"));
+            let msg = inferbench_client::pool::ConnectError::Proxy {
+                addr: format!("{}:{}", p.host, p.port),
+                var: inferbench_client::proxy::variable_for(https),
+                source,
+            }
+            .to_string();
+            let advice = inferbench_client::http::unreachable_advice(&msg);
+            format!("{msg}; {advice}")
+        }
+        _ => e.to_string(),
+    }
+}
+
 /// The directory to read GSM8K from: `given` as it is (checked by [`load_split`]; when it
 /// holds both files with the published checksums and the cache does not, they are also copied
 /// into the cache, so that a later run without it works offline: trial 16); else `cache`
@@ -170,8 +221,12 @@ pub fn resolve_data_dir(
         return Ok(dir);
     }
     let base = source;
+    // Through the proxy the client's one rule picks (the benchmark's requests take the same),
+    // so that a dead one is named as what could not be reached (issue 39's leftovers, 4).
+    let proxy = download_proxy(base).filter(|p| ureq::Proxy::new(p).is_ok());
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(120)))
+        .proxy(proxy.as_deref().and_then(|p| ureq::Proxy::new(p).ok()))
         .build()
         .into();
     // Both files are fetched and checked before the cache directory is touched: a failed
@@ -187,7 +242,7 @@ pub fn resolve_data_dir(
         let body = agent
             .get(&url)
             .call()
-            .map_err(|e| fail(e.to_string()))?
+            .map_err(|e| fail(download_failure(e, proxy.as_deref(), &url)))?
             .body_mut()
             .with_config()
             .limit(64 * 1024 * 1024)

@@ -1064,24 +1064,9 @@ fn end_note(
     let (kind, note) = match end {
         PhaseEnd::Unreachable => {
             let msg = unreachable_msg.unwrap_or_default();
-            // Trial 32 F10: a port that accepts and drops is listened on, by something that
-            // does not answer HTTP.
-            let advice = if inferbench_client::http::tls_failed(&msg) {
-                "the server is there, but TLS could not be set up with it: see the cause above"
-            } else if inferbench_client::http::proxy_unreachable(&msg) {
-                "the proxy is not reachable, whatever the server's state: check the proxy \
-                 variable named above, or NO_PROXY / --no-proxy to go direct"
-            } else if inferbench_client::http::tunnel_refused(&msg) {
-                "the proxy is there but gave no tunnel: check https_proxy/HTTPS_PROXY, or \
-                 NO_PROXY / --no-proxy to go direct"
-            } else if inferbench_client::http::accepted_then_failed(&msg) {
-                "something listens there but drops connections without an HTTP answer: is it \
-                 the server's HTTP port (not TLS or another service), is the server still \
-                 starting, or at its connection limit? check --base-url, or --host and --port"
-            } else {
-                "is the server running and listening there? check the address: --base-url, or \
-                 --host and --port"
-            };
+            // Trial 32 F10 (a port that accepts and drops), a dead proxy, a refused tunnel,
+            // TLS: the one rule of every unreachable message.
+            let advice = inferbench_client::http::unreachable_advice(&msg);
             (
                 VerdictKind::ServerUnreachable,
                 format!(

@@ -199,6 +199,10 @@ pub struct SweepReport {
     /// `sweep --adaptive`: the tolerance, rounds and the GPU time saved against the full list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<crate::adaptive::AdaptiveReport>,
+    /// The sweep's own report (`sweep.json`) could not be written at its end: the path and the
+    /// OS error. Never exit 0 with it ([`SweepReport::exit_code`]); not itself written.
+    #[serde(skip)]
+    pub write_error: Option<String>,
 }
 
 impl SweepReport {
@@ -209,7 +213,8 @@ impl SweepReport {
 
     /// Process exit code: 130 when interrupted (a point cut short or never started because of
     /// it), 1 when any point failed (or was not started because of one: an unreachable
-    /// `--base-url`), else 0.
+    /// `--base-url`) or the sweep's report could not be written ([`SweepReport::write_error`]),
+    /// else 0.
     pub fn exit_code(&self) -> i32 {
         let not_started_by_user = (self.points.iter())
             .filter(|p| {
@@ -218,7 +223,7 @@ impl SweepReport {
             .count();
         if self.count(Outcome::Interrupted) + not_started_by_user > 0 {
             130
-        } else if self.count(Outcome::Failed) > 0 {
+        } else if self.count(Outcome::Failed) > 0 || self.write_error.is_some() {
             1
         } else {
             0
@@ -241,6 +246,9 @@ impl SweepReport {
 
     fn render_with(&self, causes: bool) -> String {
         let mut s = String::new();
+        if let Some(e) = &self.write_error {
+            s.push_str(&format!("FAILED writing the sweep's report: {e}\n"));
+        }
         for p in &self.points {
             if !causes && p.outcome == Outcome::Failed {
                 let class = p.class_name();
@@ -521,9 +529,144 @@ pub async fn run_jobs_with<R: PointRunner>(
         stamp_gpu_seconds(p);
     }
     if opts.write_report {
-        let _ = write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report);
+        let path = opts.out_dir.join(SWEEP_REPORT);
+        if let Err(e) = write_json_atomic(&path, &report) {
+            report.write_error = Some(format!("{}: {e}", path.display()));
+        }
     }
     report
+}
+
+/// Why a directory `dir` could not be written, without creating it (a refused sweep leaves no
+/// directory behind): an existing `dir` must be a directory that takes a new file (probed by
+/// creating and removing `.inferbench-write-probe-<pid>`); a missing one, its nearest existing
+/// ancestor. `None` when it can be.
+fn dir_unwritable(dir: &Path) -> Option<String> {
+    let mut at = dir;
+    while !at.exists() {
+        match at.parent() {
+            Some(p) if !p.as_os_str().is_empty() => at = p,
+            _ => {
+                at = Path::new(".");
+                break;
+            }
+        }
+    }
+    if !at.is_dir() {
+        return Some(format!("{} is not a directory", at.display()));
+    }
+    let probe = at.join(format!(".inferbench-write-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+        Err(e) => Some(format!("cannot create a file in {}: {e}", at.display())),
+    }
+}
+
+/// Why an existing entry `path` of a directory the sweep writes into could not be replaced:
+/// not a regular file or directory (a FIFO, device, socket: [`inferbench_loadgen::output::non_regular`]),
+/// or a regular file that does not open for writing. `None` when it can be (or is missing).
+fn entry_unwritable(path: &Path) -> Option<String> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    if m.is_dir() {
+        return None;
+    }
+    if let Some(why) = inferbench_loadgen::output::non_regular(path) {
+        return Some(why);
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .err()
+        .map(|e| format!("cannot write it: {e}"))
+}
+
+/// Checks, before the first launch or request, every place a sweep or `job` of `jobs` writes
+/// (issue 39's leftovers, 3): `--out` and its `sweep.json` (when written), each point's
+/// directory (to run: not already done, or `--force`) and every file already in it, which the
+/// point replaces, and each engine's log directory (`_engines/<rf>/`). Nothing is created.
+/// An adaptive round's later points (not listed up front) are not checked here: a write of
+/// theirs that fails fails the point.
+///
+/// # Errors
+/// One line per path that could not be written, naming it and the OS error (the caller exits
+/// 2, nothing launched or sent).
+pub fn check_outputs(jobs: &[JobSpec], opts: &SweepOptions) -> Result<(), String> {
+    let mut why: Vec<String> = Vec::new();
+    let mut dir = |d: &Path, what: &str| {
+        if let Some(w) = dir_unwritable(d) {
+            why.push(format!("{what} {}: {w}", d.display()));
+            return false;
+        }
+        true
+    };
+    let mut dirs: Vec<(PathBuf, String)> = vec![(opts.out_dir.clone(), "--out".to_string())];
+    let mut seen_engines = std::collections::HashSet::new();
+    for (point, _) in expand_points(jobs, opts) {
+        if !opts.force && artifacts::is_done(&point.dir) {
+            continue;
+        }
+        dirs.push((
+            point.dir.clone(),
+            format!("row {} {} writes to", point.spec.index, point_what(&point)),
+        ));
+        let engines = engine_dir(&opts.out_dir, &point.rf);
+        if seen_engines.insert(engines.clone()) {
+            dirs.push((
+                engines,
+                format!("row {}'s engine log goes to", point.spec.index),
+            ));
+        }
+    }
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    for (d, what) in &dirs {
+        if !dir(d, what) {
+            continue;
+        }
+        if d == &opts.out_dir {
+            continue;
+        }
+        if let Ok(entries) = std::fs::read_dir(d) {
+            for e in entries.flatten() {
+                files.push((e.path(), what.clone()));
+            }
+        }
+    }
+    if opts.write_report {
+        files.push((
+            opts.out_dir.join(SWEEP_REPORT),
+            "the sweep's report".to_string(),
+        ));
+    }
+    for (f, what) in files {
+        if let Some(w) = entry_unwritable(&f) {
+            why.push(format!("{what} {}: {w}", f.display()));
+        }
+    }
+    if why.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} where the sweep writes cannot be written (nothing was launched or sent):\n  {}",
+            inferbench_core::count(why.len(), "path"),
+            why.join("\n  ")
+        ))
+    }
+}
+
+/// `conc 4` or `eval` for a planned point, for messages.
+fn point_what(point: &Point) -> String {
+    match point.kind {
+        PointKind::Throughput => format!("conc {}", point.conc),
+        PointKind::Eval => format!("eval (conc {})", point.conc),
+    }
 }
 
 /// Writes point `p`'s settled GPU-seconds into its `status.json` and the status `job.json`
@@ -643,12 +786,43 @@ pub struct RowLoad {
     pub requests: u64,
     /// Bytes of random prompts that point builds before its first request (0 when none).
     pub prompt_bytes: u64,
+    /// Connections each stream may hold at once: 1, or for an AgentX row its traces' peak of
+    /// requests in flight per session (sub-agents take no lane), as `replay` counts it
+    /// ([`inferbench_loadgen::agentic::lane_load`]).
+    pub per_stream: u64,
+    /// Bytes each connection's request in flight takes besides its stream's: for an AgentX row
+    /// its traces' largest request ([`inferbench_loadgen::agentic::LaneLoad::request_bytes`]);
+    /// 0 where prompts are counted as a whole ([`RowLoad::prompt_bytes`]).
+    pub request_bytes: u64,
 }
 
 /// Each row of `jobs` as its largest point loads the client ([`RowLoad`]), in order; a row
 /// with no point (eval-only with evals off) is left out. An adaptive round's points lie within
-/// a row's listed range, so the listed largest bounds them.
+/// a row's listed range, so the listed largest bounds them. An AgentX row is counted as
+/// `replay` counts its lanes ([`inferbench_loadgen::agentic::lane_load`] of `--traces`, read
+/// once as its points read them); traces that cannot be read count as 1 connection per lane
+/// (each such point fails with the reading's error).
 pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
+    let mut lanes: Option<inferbench_loadgen::agentic::LaneLoad> = None;
+    let mut lane_load = || {
+        *lanes.get_or_insert_with(|| {
+            (opts.bench.traces.as_ref())
+                .and_then(|p| {
+                    inferbench_workload::agentx::load_traces(
+                        p,
+                        &inferbench_workload::agentx::LoadOptions::default(),
+                    )
+                    .ok()
+                })
+                .map_or(
+                    inferbench_loadgen::agentic::LaneLoad {
+                        per_lane: 1,
+                        request_bytes: 0,
+                    },
+                    |r| inferbench_loadgen::agentic::lane_load(&r.traces),
+                )
+        })
+    };
     jobs.iter()
         .filter_map(|spec| {
             let planned = plan(spec, "", opts);
@@ -678,11 +852,19 @@ pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
                 }
                 _ => (0, 0),
             };
+            let (per_stream, request_bytes) = if spec.is_agentic() {
+                let l = lane_load();
+                (l.per_lane, l.request_bytes)
+            } else {
+                (1, 0)
+            };
             Some(RowLoad {
                 index: spec.index,
                 conc,
                 requests,
                 prompt_bytes,
+                per_stream,
+                request_bytes,
             })
         })
         .collect()
@@ -1769,6 +1951,20 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 39's leftovers, 3: a sweep whose `sweep.json` could not be written at its end
+    /// never exits 0, and says so first.
+    #[test]
+    fn a_report_that_could_not_be_written_is_never_exit_0() {
+        let mut r = SweepReport::default();
+        assert_eq!(r.exit_code(), 0);
+        r.write_error = Some("res/sweep.json: No space left on device (os error 28)".into());
+        assert_eq!(r.exit_code(), 1);
+        assert!(r.render().starts_with(
+            "FAILED writing the sweep's report: res/sweep.json: No space left on device (os \
+             error 28)\n"
+        ));
+    }
+
     use super::*;
 
     /// GPU time (issue 43): an engine's time outside its points is split equally over the

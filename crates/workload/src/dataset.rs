@@ -289,10 +289,30 @@ pub const LINE_PARSE_ROOM_BYTES: u64 = 2 * MAX_LINE_BYTES as u64;
 /// is a string of its own. A line of text costs about its length; `[0,0,…]` about 32× it
 /// (measured: a 12 MB `[0,0,…]` prompt line needed > 300 MB).
 pub fn parse_bytes_estimate(line: &str) -> u64 {
+    json_parse_estimate(line.as_bytes(), 64, 64, None)
+}
+
+/// The rule of [`parse_bytes_estimate`] with its weights given: the line's length, and
+/// `per_separator` bytes for each `,` `:` `[` outside strings and `per_object` for each `{`
+/// (a reader that parses objects into a struct larger than a `Value` weighs them more:
+/// AgentX traces, `agentx::load`); the separators inside an array that is the value of key
+/// `bounded` are not counted (a reader that bounds that list while it parses it: AgentX's
+/// `hash_ids`). One pass, no allocation.
+pub fn json_parse_estimate(
+    line: &[u8],
+    per_separator: u64,
+    per_object: u64,
+    bounded: Option<&[u8]>,
+) -> u64 {
     let mut separators: u64 = 0;
+    let mut objects: u64 = 0;
+    // The last string closed (a key when a `:` follows), whether the value after a `:` is
+    // that of `bounded`, and the depth inside such a value's array (0: outside).
+    let (mut string_at, mut last_string) = (0usize, 0..0);
+    let (mut after_bounded_key, mut skip_depth) = (false, 0u32);
     let mut in_string = false;
     let mut escaped = false;
-    for &b in line.as_bytes() {
+    for (i, &b) in line.iter().enumerate() {
         if in_string {
             if escaped {
                 escaped = false;
@@ -300,16 +320,49 @@ pub fn parse_bytes_estimate(line: &str) -> u64 {
                 escaped = true;
             } else if b == b'"' {
                 in_string = false;
+                last_string = string_at..i;
             }
-        } else {
+            continue;
+        }
+        if skip_depth > 0 {
             match b {
-                b'"' => in_string = true,
-                b',' | b':' | b'[' | b'{' => separators += 1,
+                b'"' => {
+                    in_string = true;
+                    string_at = i + 1;
+                }
+                b'[' => skip_depth += 1,
+                b']' => skip_depth -= 1,
                 _ => {}
             }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                string_at = i + 1;
+                after_bounded_key = false;
+            }
+            b':' => {
+                separators += 1;
+                after_bounded_key =
+                    bounded.is_some_and(|k| line.get(last_string.clone()) == Some(k));
+            }
+            b'[' if after_bounded_key => {
+                skip_depth = 1;
+                after_bounded_key = false;
+            }
+            b',' | b'[' => separators += 1,
+            b'{' => objects += 1,
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => after_bounded_key = false,
+        }
+        if b == b'{' || b == b',' {
+            after_bounded_key = false;
         }
     }
-    (line.len() as u64).saturating_add(separators.saturating_mul(64))
+    (line.len() as u64)
+        .saturating_add(separators.saturating_mul(per_separator))
+        .saturating_add(objects.saturating_mul(per_object))
 }
 
 /// The memory the prompts read so far take, against [`DatasetOptions::memory_budget`].
@@ -878,6 +931,16 @@ mod tests {
             33 + 2 * 64
         );
         assert_eq!(parse_bytes_estimate(r#"{"h1":1,"h2":2}"#), 15 + 4 * 64);
+        // Weighted objects; a bounded key's array is not counted (nested arrays in it neither).
+        let line = br#"{"hash_ids":[1,[2],3],"x":[1,2],"y":"hash_ids"}"#;
+        assert_eq!(
+            json_parse_estimate(line, 64, 1000, Some(b"hash_ids")),
+            line.len() as u64 + 1000 + 7 * 64
+        );
+        assert_eq!(
+            json_parse_estimate(line, 64, 1000, None),
+            line.len() as u64 + 1000 + 11 * 64
+        );
     }
 
     fn tok() -> Tokenizer {

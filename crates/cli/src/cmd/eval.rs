@@ -46,7 +46,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         prompt_bytes: 0,
         uncapped: false,
     }))?;
-    let rt = tokio::runtime::Runtime::new()?;
+    let rt = super::runtime()?;
     // Without --model, the server's first (as `bench`; trial 24).
     rt.block_on(flags::served_model(&mut opts))?;
     rt.block_on(async {

@@ -43,7 +43,10 @@ pub fn run_local(
     // launch: a row beyond them failed its requests `client_resource` mid-sweep.
     let loads = inferbench_runner::sweep::row_loads(jobs, opts);
     rows_beyond(&loads, &crate::limits::raise_open_files()).map_err(anyhow::Error::msg)?;
-    let rt = tokio::runtime::Runtime::new()?;
+    // Every point directory, the files already in them and the sweep's report (issue 39's
+    // leftovers, 3: a FIFO where a point's file goes failed after the launch).
+    inferbench_runner::sweep::check_outputs(jobs, opts).map_err(anyhow::Error::msg)?;
+    let rt = super::runtime()?;
     let code = rt.block_on(async {
         let cancel =
             super::shutdown_token("interrupted: stopping the current point and the engine");
@@ -67,8 +70,8 @@ pub fn rows_beyond(
                 flag: "conc",
                 streams: u64::from(l.conc),
                 requests: l.requests,
-                per_stream: 1,
-                request_bytes: 0,
+                per_stream: l.per_stream,
+                request_bytes: l.request_bytes,
                 prompt_bytes: l.prompt_bytes,
                 uncapped: false,
             };
@@ -100,7 +103,7 @@ mod tests {
             open_files_hard: open_files,
             memory: None,
             threads: 34,
-            base: base_bytes(2),
+            base: base_bytes(2, 32),
             inherited_files: 0,
         }
     }
@@ -111,6 +114,8 @@ mod tests {
             conc,
             requests: 12 * u64::from(conc),
             prompt_bytes: 0,
+            per_stream: 1,
+            request_bytes: 0,
         }
     }
 

@@ -21,21 +21,21 @@ pub mod tls_args;
 pub mod views;
 
 /// The multi-threaded tokio runtime a long-running subcommand runs in: a worker per core
-/// ([`crate::limits::worker_threads`]) and at most [`crate::limits::BLOCKING_THREADS`] blocking
-/// threads (tokio's default of 512, 2 MiB of stack each, is 1 GiB of address space that
-/// `ulimit -v` counts: trial of issue 39 §1–§3, finding 2).
+/// ([`crate::limits::worker_threads`]) and at most [`crate::limits::blocking_threads`] blocking
+/// threads (4 under `ulimit -v`, else 32; tokio's default of 512, 2 MiB of stack each, is
+/// 1 GiB of address space that `ulimit -v` counts: trial of issue 39 §1–§3, finding 2).
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     use anyhow::Context as _;
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(crate::limits::worker_threads())
-        .max_blocking_threads(crate::limits::BLOCKING_THREADS)
+        .max_blocking_threads(crate::limits::blocking_threads())
         .thread_stack_size(crate::limits::THREAD_STACK_BYTES as usize)
         .enable_all()
         .build()
         .context("starting the async runtime")
 }
 
-/// Runs `sweep` on a 2-worker runtime with the one shutdown token ([`shutdown_token`],
+/// Runs `sweep` on a 2-worker runtime (blocking threads capped as [`runtime`]'s) with the one shutdown token ([`shutdown_token`],
 /// `message` printed when a signal cancels it; a sweep stops after its current point).
 pub fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
     message: &'static str,
@@ -43,6 +43,7 @@ pub fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
 ) -> anyhow::Result<T> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(crate::limits::blocking_threads())
         .enable_all()
         .build()?;
     rt.block_on(async { sweep(shutdown_token(message)).await })

@@ -149,8 +149,9 @@ pub fn output_text(o: &std::process::Output) -> String {
 }
 
 /// Asserts that `text` is the refusal of a command run without `--model` against a port with
-/// nothing listening (`dead_port`): the `/v1/models` lookup's cause, and the question whether an
-/// HTTP server runs there (trial 33 F6: it said "pass --model").
+/// nothing listening (`dead_port`): the `/v1/models` lookup's cause, and the question whether the
+/// server runs there (trial 33 F6: it said "pass --model"; the words of
+/// `http::unreachable_advice`, the one rule).
 pub fn assert_no_server_to_ask_for_the_model(text: &str, dead_port: &str) {
     assert!(
         text.contains(&format!(
@@ -158,8 +159,8 @@ pub fn assert_no_server_to_ask_for_the_model(text: &str, dead_port: &str) {
              asked which model the server serves (GET http://127.0.0.1:{dead_port}/v1/models: \
              cannot connect to 127.0.0.1:{dead_port}: Connection refused"
         )) && text.contains(
-            "): is an HTTP server running there? check the address: --base-url, or --host and \
-             --port"
+            "): is the server running and listening there? check the address: --base-url, or \
+             --host and --port"
         ),
         "{text}"
     );

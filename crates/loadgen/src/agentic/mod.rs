@@ -11,7 +11,7 @@ pub mod run;
 pub mod sched;
 
 pub use overhead::TemplateOverhead;
-pub use plan::{PlanReq, TreePlan};
+pub use plan::{lane_load, LaneLoad, PlanReq, TreePlan};
 pub use run::{
     exit_code, measured, replay_summary, run_replay, theoretical_hit_rate, write_artifacts,
     ReplayOptions, ReplayOutcome, ReplayStop,

@@ -257,6 +257,42 @@ impl TreePlan {
     }
 }
 
+/// What replaying `traces` asks of the client per lane, the one rule of `replay`'s up-front
+/// check and of the sweep's per-row check (issue 39: an AgentX row counted 1 connection per
+/// lane in the sweep while the replay counted its sub-agents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaneLoad {
+    /// The most requests one session has in flight at once ([`TreePlan::peak_in_flight`]):
+    /// connections per lane; 1 without traces.
+    pub per_lane: u64,
+    /// Memory one request in flight may take besides its connection, bytes: the largest
+    /// request's `in` × [`crate::options::limits::BYTES_PER_PROMPT_TOKEN`] + `out` ×
+    /// [`crate::options::limits::BYTES_PER_OUTPUT_TOKEN`]; 0 without traces.
+    pub request_bytes: u64,
+}
+
+/// [`LaneLoad`] of `traces` (each built into its [`TreePlan`], as the replay builds it).
+pub fn lane_load(traces: &[Trace]) -> LaneLoad {
+    use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
+    let per_lane = (traces.iter().enumerate())
+        .map(|(i, t)| TreePlan::build(i, t).peak_in_flight())
+        .max()
+        .unwrap_or(1);
+    let request_bytes = (traces.iter())
+        .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
+        .map(|r| {
+            u64::from(r.input_tokens)
+                .saturating_mul(BYTES_PER_PROMPT_TOKEN)
+                .saturating_add(u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN))
+        })
+        .max()
+        .unwrap_or(0);
+    LaneLoad {
+        per_lane,
+        request_bytes,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

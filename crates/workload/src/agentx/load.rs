@@ -180,7 +180,9 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
     let mut skipped = Vec::new();
     let mut first_seen: HashMap<String, String> = HashMap::new();
     let (mut loaded, mut dropped_by_context) = (0usize, 0usize);
-    let mut used = 0u64;
+    // Bytes of the traces kept so far, read by `read_file` too (a line's parse is checked
+    // against what they leave).
+    let used = std::cell::Cell::new(0u64);
     let mut done = false;
     // Traces still wanted once `kept` are kept (`--num-dataset-entries`).
     let wanted = |kept: usize| {
@@ -205,8 +207,8 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
                             dropped_by_context += 1;
                             return Ok(Some(wanted(traces.len())));
                         }
-                        used = used.saturating_add(t.heap_bytes());
-                        if let Some(most) = opts.memory_budget.filter(|&m| used > m) {
+                        used.set(used.get().saturating_add(t.heap_bytes()));
+                        if let Some(most) = opts.memory_budget.filter(|&m| used.get() > m) {
                             return Err(WorkloadError::Parse {
                                 path: file.clone(),
                                 line: Some(unit_line),
@@ -217,7 +219,7 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
                             return Err(WorkloadError::Parse {
                                 path: file.clone(),
                                 line: Some(unit_line),
-                                reason: over_budget(used, traces.len()),
+                                reason: over_budget(used.get(), traces.len()),
                             });
                         }
                         traces.push(t);
@@ -245,7 +247,14 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
                 Err(err)
             }
         };
-        done = !read_file(file, opts.cap(), opts.memory_budget, more, &mut on_unit)?;
+        done = !read_file(
+            file,
+            opts.cap(),
+            opts.memory_budget,
+            &used,
+            more,
+            &mut on_unit,
+        )?;
     }
     let loaded = loaded + dropped_by_context;
     if traces.is_empty() {
@@ -362,14 +371,39 @@ const BATCH_BYTES: usize = 64 << 20;
 /// (issue 39 §2: a 3 GB trace file read whole aborted under `ulimit -v 2000000`); a `.json`
 /// file is read whole (fallibly: one that does not fit is an error). Returns `false` when
 /// `each` stopped it.
+///
+/// Each line's parse is estimated before it is parsed (the datasets' rule,
+/// [`trace_parse_bytes`]) against the memory left for traces (`memory_budget` less `used`, the
+/// traces kept) and the room kept for a line ([`crate::dataset::LINE_PARSE_ROOM_BYTES`]): a
+/// line that needs more is refused at its `FILE:LINE` unparsed, and a batch (parsed in
+/// parallel) ends before the line that would take it past that room.
 fn read_file(
     path: &Path,
     cap: u32,
     memory_budget: Option<u64>,
+    used: &std::cell::Cell<u64>,
     mut wanted: usize,
     each: &mut dyn FnMut(UnitResult) -> Result<Option<usize>, WorkloadError>,
 ) -> Result<bool, WorkloadError> {
     let name = path.display().to_string();
+    let room = || {
+        memory_budget.map(|m| {
+            m.saturating_sub(used.get())
+                .saturating_add(crate::dataset::LINE_PARSE_ROOM_BYTES)
+        })
+    };
+    let too_big = |line: usize, len: usize, need: u64, room: u64| WorkloadError::Parse {
+        path: path.to_path_buf(),
+        line: Some(line),
+        reason: format!(
+            "parsing this {len}-byte line takes about {} MiB (its JSON values and entries), \
+             more than the {} MiB of memory left for it (`ulimit -v` or the memory available, \
+             less what the lanes, the process and the traces before it need): shorten the line \
+             or raise `ulimit -v` (nothing was sent)",
+            need >> 20,
+            room >> 20
+        ),
+    };
     let parse = |units: &[Unit<'_>]| -> Vec<UnitResult> {
         units
             .par_iter()
@@ -386,10 +420,17 @@ fn read_file(
         let max_line = memory_budget.map_or(MAX_TRACE_FILE_BYTES, |m| m.min(MAX_TRACE_FILE_BYTES));
         let mut lines = LineReader::open(path, MAX_TRACE_FILE_BYTES, max_line as usize)?;
         lines.refuse_cr_only_line_ends()?;
+        // A line read that did not fit the batch before it: the next batch's first.
+        let mut carry: Option<(usize, Vec<u8>, u64)> = None;
         loop {
             let mut batch: Vec<(usize, Vec<u8>)> = Vec::new();
-            let mut bytes = 0;
+            let (mut bytes, mut batch_need) = (0, 0u64);
             let mut end = false;
+            if let Some((line, owned, need)) = carry.take() {
+                bytes += owned.len();
+                batch_need += need;
+                batch.push((line, owned));
+            }
             // At most the traces still wanted: a line past them is not read.
             while bytes < BATCH_BYTES && batch.len() < wanted {
                 let Some((line, text)) = lines.next_line()? else {
@@ -400,9 +441,18 @@ fn read_file(
                 if text.is_empty() {
                     continue;
                 }
+                let need = trace_parse_bytes(text.as_bytes());
+                if let Some(room) = room().filter(|&r| need > r) {
+                    return Err(too_big(line, text.len(), need, room));
+                }
                 let mut owned = Vec::new();
                 crate::files::reserve(&mut owned, text.len(), path)?;
                 owned.extend_from_slice(text.as_bytes());
+                if !batch.is_empty() && room().is_some_and(|r| batch_need + need > r) {
+                    carry = Some((line, owned, need));
+                    break;
+                }
+                batch_need += need;
                 bytes += owned.len();
                 batch.push((line, owned));
             }
@@ -453,6 +503,14 @@ fn read_file(
     }
     let bytes = raw.strip_prefix(UTF8_BOM).unwrap_or(&raw);
     let (units, broken) = split_json_values(bytes);
+    if let Some(room) = room() {
+        for u in &units {
+            let need = trace_parse_bytes(u.bytes);
+            if need > room {
+                return Err(too_big(u.line, u.bytes.len(), need, room));
+            }
+        }
+    }
     let mut out = parse(&units);
     out.extend(broken.map(|(line, reason)| (line, Err((line, reason)))));
     for r in out {
@@ -705,6 +763,30 @@ fn capped_hash_ids<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<
     d.deserialize_option(Ids(HASH_IDS_CAP.with(|c| c.get())))
 }
 
+/// Memory a trace's parse may take besides its line, bytes, per object (`{`): a request or
+/// sub-agent entry ([`RawEntry`]) twice over (a growing list holds up to twice its length).
+const TRACE_OBJECT_PARSE_BYTES: u64 = 2 * std::mem::size_of::<RawEntry>() as u64;
+
+/// Memory reading trace line `bytes` takes, bytes: the line held, and its parse estimated by
+/// the datasets' rule ([`crate::dataset::json_parse_estimate`]: 64 bytes a value, an entry
+/// [`TRACE_OBJECT_PARSE_BYTES`]), `hash_ids` left out (bounded while it is read,
+/// [`capped_hash_ids`]). Issue 39's leftovers: a huge string or array other than `hash_ids`
+/// was parsed without a budget.
+fn trace_parse_bytes(bytes: &[u8]) -> u64 {
+    (bytes.len() as u64).saturating_add(crate::dataset::json_parse_estimate(
+        bytes,
+        64,
+        TRACE_OBJECT_PARSE_BYTES,
+        Some(b"hash_ids"),
+    ))
+}
+
+/// The most bytes a rejected trace's generic re-read ([`diagnose`]'s `Value`) may take by the
+/// datasets' estimate ([`crate::dataset::parse_bytes_estimate`]), which counts `hash_ids` too:
+/// past it the parser's own words are the reason (a line of a long list and an unknown field
+/// before it would otherwise be parsed whole as values, 32 bytes and more an element).
+const DIAGNOSE_VALUE_MAX_BYTES: u64 = 64 << 20;
+
 /// One trace from its bytes; errors are `(line within the bytes, reason)`.
 fn parse_trace(
     bytes: &[u8],
@@ -730,7 +812,9 @@ fn diagnose(bytes: &[u8], e: &serde_json::Error, cap: u32) -> String {
     }
     // A list past its bound: said as it is, without re-reading the line as generic values
     // (what the bound exists to avoid).
-    if bare.starts_with(HASH_IDS_TOO_LONG) {
+    if bare.starts_with(HASH_IDS_TOO_LONG)
+        || crate::dataset::json_parse_estimate(bytes, 64, 64, None) > DIAGNOSE_VALUE_MAX_BYTES
+    {
         return format!("{bare} (column {})", e.column());
     }
     match serde_json::from_slice::<Value>(bytes) {
@@ -2069,6 +2153,53 @@ pub(crate) mod tests {
     /// time and each kept trace counts against the memory budget: the trace that passes it is
     /// refused naming its line and how many fit; `--num-dataset-entries` stops the read, so
     /// what follows (here a 1 GiB sparse tail) is never read.
+    /// Issue 39's leftovers, 6: a line's parse is estimated before it is parsed (the datasets'
+    /// rule) for every field, not only `hash_ids`: a 10 MB `input_types` list of 2.5 M strings,
+    /// or 1 M empty request entries in 3 MB, is refused at its `FILE:LINE` unparsed under a
+    /// 16 MiB budget (144 MiB with the line's room), while the same budget reads a 2 MB
+    /// `hash_ids` list (bounded while it is read) to its own cap error.
+    #[test]
+    fn a_lines_parse_is_estimated_before_it_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let within = LoadOptions {
+            memory_budget: Some(16 << 20),
+            ..Default::default()
+        };
+        let types = format!(
+            "{{\"id\":\"a\",\"requests\":[{{\"t\":0,\"in\":64,\"out\":1,\"input_types\":[{}\"x\"]}}]}}\n",
+            "\"x\",".repeat(2_500_000)
+        );
+        let entries = format!(
+            "{{\"id\":\"b\",\"requests\":[{}{{}}]}}\n",
+            "{},".repeat(1_000_000)
+        );
+        for (name, body) in [("types.jsonl", &types), ("entries.jsonl", &entries)] {
+            let p = write(&dir, name, body);
+            let e = load_traces(&p, &within).unwrap_err().to_string();
+            let need = trace_parse_bytes(body.trim_end().as_bytes());
+            assert!(need > (144 << 20), "{name}: {need}");
+            assert!(
+                e.ends_with(&format!(
+                    "{name}:1: parsing this {}-byte line takes about {} MiB (its JSON values and \
+                     entries), more than the 144 MiB of memory left for it (`ulimit -v` or the \
+                     memory available, less what the lanes, the process and the traces before \
+                     it need): shorten the line or raise `ulimit -v` (nothing was sent)",
+                    body.trim_end().len(),
+                    need >> 20
+                )),
+                "{name}: {e}"
+            );
+        }
+        // hash_ids is bounded while it is read: not counted, its cap says no.
+        let ids = format!(
+            "{{\"id\":\"c\",\"requests\":[{{\"t\":0,\"in\":64,\"out\":1,\"hash_ids\":[{}0]}}]}}\n",
+            "0,".repeat(1_000_000)
+        );
+        let p = write(&dir, "ids.jsonl", &ids);
+        let e = load_traces(&p, &within).unwrap_err().to_string();
+        assert!(e.contains("hash_ids: more than 16384 block ids"), "{e}");
+    }
+
     #[test]
     fn traces_are_read_within_the_memory_budget() {
         let dir = tempfile::tempdir().unwrap();
