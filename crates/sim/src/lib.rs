@@ -41,6 +41,7 @@ use std::sync::Arc;
 pub use catalogue::{Catalogue, Hardware, Model, Precision};
 pub use config::{ConfigError, Mode, SimConfig, SpecDecode, ACTIVATION_RESERVE_BYTES};
 pub use fault::FaultSpec;
+pub use metrics::BUSY as BUSY_SECONDS_METRIC;
 pub use roofline::{point_bound, step_time, PointBound, RooflineParams, SeqWork, StepTime};
 pub use tokenize::TokenizerKind;
 
