@@ -1252,8 +1252,14 @@ mod tests {
             ..PointRow::default()
         };
         let v = serde_json::to_value(ChartPoint::new(&adaptive, "x", "y", false)).unwrap();
-        assert_eq!((&v["adaptive"], &v["prompts_used"]), (&json!(true), &json!(224)));
+        assert_eq!(
+            (&v["adaptive"], &v["prompts_used"]),
+            (&json!(true), &json!(224))
+        );
         let v = serde_json::to_value(ChartPoint::new(&fixed, "x", "y", false)).unwrap();
-        assert!(v.get("adaptive").is_none() && v.get("prompts_used").is_none(), "{v}");
+        assert!(
+            v.get("adaptive").is_none() && v.get("prompts_used").is_none(),
+            "{v}"
+        );
     }
 }
