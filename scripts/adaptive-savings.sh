@@ -48,10 +48,10 @@ for side in full adaptive; do
   rm -rf "${OUT:?}/$side"
   FLAGS=()
   [ "$side" = adaptive ] && FLAGS=(--adaptive="$TOL")
-  echo "== sim sweep: $side"
+  echo "== sim sweep: $side (load: $(uptime | sed 's/.*load average: //'))"
   # A point that fails exits 1 with the rest run: the measure below says what counts.
   "$BIN" sweep --matrix "$OUT/matrix.json" --out "$OUT/$side" --runner-name h100_0 \
     --sim-arg=--time-scale=4 "${FLAGS[@]}" || echo "(sweep $side exited $?)"
 done
-echo "== the measure (full list against --adaptive)"
+echo "== the measure (full list against --adaptive; load now: $(uptime | sed 's/.*load average: //'))"
 cargo run -q -p inferbench-runner --example adaptive_measure -- "$OUT/full" "$OUT/adaptive"

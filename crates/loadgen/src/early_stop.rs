@@ -176,6 +176,102 @@ impl Tracker {
     }
 }
 
+/// AgentX's shortest valid profiling phase, s (InferenceX's rule: a replay under 900 s is no
+/// valid submission; `inferbench_core::summary::agentic::COVERAGE_MIN_DURATION_S`). An AgentX
+/// replay never stops early before it.
+pub const AGENTIC_MIN_PROFILE_S: f64 = inferbench_core::summary::agentic::COVERAGE_MIN_DURATION_S;
+
+/// The fewest profile completions before an AgentX replay may stop early, whatever its lanes:
+/// 10 per batch, so each batch's p90 rests on at least 10 requests.
+pub const AGENTIC_MIN_COMPLETIONS: u64 = 10 * BATCHES as u64;
+
+/// When an AgentX replay (`agentic-coding` rows of `sweep --adaptive`) may end before its
+/// duration: once its chart metric, the p90 E2E-normalized interactivity (tokens/s/user,
+/// `inferbench_core::metrics::e2e_normalized_interactivity` at 90), is known to within
+/// `tolerance` at 95 % confidence, and never before [`AGENTIC_MIN_PROFILE_S`] of profiling (from
+/// its first profile send), so that an early-stopped replay is valid exactly when a replay of
+/// that length would be by InferenceX's rules. The replay then ends as at its duration (no new
+/// request; the requests in flight get the grace; those cut are left out): the stop is not a
+/// cancellation. The rule, by batch means as [`EarlyStop`]'s: the successful profile requests
+/// in order of completion are cut into [`BATCHES`] batches (the oldest `n mod BATCHES` left
+/// out); each batch's p90 E2E-normalized interactivity; known when the batch means' 95 %
+/// half-width (Student's t, [`T95`]) is at most `tolerance` times their mean.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AgenticEarlyStop {
+    /// Relative half-width of the 95 % confidence interval the metric must reach.
+    pub tolerance: f64,
+    /// Profiling time before the first check, ns on the run clock (900 s).
+    pub min_profile_ns: u64,
+    /// Successful profile completions before the first check.
+    pub min_requests: u64,
+    /// Completions between checks.
+    pub check_every: u64,
+}
+
+/// What the AgentX rule reads of one request: (end, ns on the run clock; E2E latency per
+/// output token, ms).
+pub type AgenticSample = (u64, f64);
+
+impl AgenticEarlyStop {
+    /// The rule for a replay of `lanes` lanes (0 read as 1): at least [`AGENTIC_MIN_PROFILE_S`]
+    /// of profiling and max(3 × lanes, [`AGENTIC_MIN_COMPLETIONS`]) completions, checked every
+    /// max(lanes / 2, [`BATCHES`]) completions. `None` for a tolerance that is not a positive
+    /// number.
+    pub fn for_lanes(tolerance: f64, lanes: u32) -> Option<AgenticEarlyStop> {
+        if !(tolerance.is_finite() && tolerance > 0.0) {
+            return None;
+        }
+        let l = u64::from(lanes.max(1));
+        Some(AgenticEarlyStop {
+            tolerance,
+            min_profile_ns: (AGENTIC_MIN_PROFILE_S * 1e9) as u64,
+            min_requests: (MIN_ROUNDS * l).max(AGENTIC_MIN_COMPLETIONS),
+            check_every: (l / 2).max(BATCHES as u64),
+        })
+    }
+
+    /// Whether a check is due with `completed` samples after `profiled_ns` of profiling (from
+    /// the first profile send to now).
+    pub fn due(&self, profiled_ns: u64, completed: u64) -> bool {
+        profiled_ns >= self.min_profile_ns
+            && completed >= self.min_requests
+            && (completed - self.min_requests).is_multiple_of(self.check_every.max(1))
+    }
+
+    /// Whether the p90 E2E-normalized interactivity of `samples` (any order) is known to within
+    /// the tolerance. False with fewer than [`AgenticEarlyStop::min_requests`] samples or a
+    /// batch without a finite positive p90.
+    pub fn known(&self, samples: &[AgenticSample]) -> bool {
+        if (samples.len() as u64) < self.min_requests.max(AGENTIC_MIN_COMPLETIONS) {
+            return false;
+        }
+        let mut done = samples.to_vec();
+        done.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        let size = done.len() / BATCHES;
+        let skip = done.len() - size * BATCHES;
+        let mut p90s = Vec::with_capacity(BATCHES);
+        for b in done[skip..].chunks(size) {
+            let per_token: Vec<f64> = b.iter().map(|s| s.1).collect();
+            let Some(x) = inferbench_core::metrics::percentile(&per_token, 90.0)
+                .and_then(inferbench_core::metrics::interactivity_from_tpot_ms)
+            else {
+                return false;
+            };
+            p90s.push(x);
+        }
+        relative_half_width(&p90s).is_some_and(|h| h <= self.tolerance)
+    }
+}
+
+/// The [`AgenticSample`] of a successful profile request with output tokens and an E2E
+/// latency; `None` for any other (failed, warmup, cut at the end, no output).
+pub fn agentic_sample(r: &RequestRecord) -> Option<AgenticSample> {
+    if r.phase != Phase::Profile || !r.success || r.completion_tokens == 0 {
+        return None;
+    }
+    Some((r.end_ns, r.e2el_ms()? / f64::from(r.completion_tokens)))
+}
+
 /// The 95 % confidence half-width of the mean of `batches`, relative to the mean:
 /// [`T95`] · s / √n / mean (s the sample standard deviation). `None` for fewer than two
 /// batches or a mean that is not positive.
@@ -269,6 +365,42 @@ mod tests {
         failed.success = false;
         short.extend([warm, failed]);
         assert!(!rule.known(&short));
+    }
+
+    /// AgentX (issue 43): steady per-token latencies (30 ms/token: 33.3 tok/s/user) are known
+    /// once the checks may run, but never before 900 s of profiling nor before 100 samples;
+    /// a replay whose latencies double halfway is not known at 2 %; cut, failed and warmup
+    /// requests are no samples.
+    #[test]
+    fn agentic_replays_stop_only_after_900_s_and_when_the_p90_is_known() {
+        let rule = AgenticEarlyStop::for_lanes(0.02, 8).unwrap();
+        assert_eq!(
+            (rule.min_profile_ns, rule.min_requests, rule.check_every),
+            (900_000_000_000, 100, 10)
+        );
+        assert_eq!(
+            AgenticEarlyStop::for_lanes(0.02, 64).unwrap().min_requests,
+            192
+        );
+        assert_eq!(AgenticEarlyStop::for_lanes(-1.0, 8), None);
+        let s = 1_000_000_000u64;
+        assert!(!rule.due(899 * s, 100));
+        assert!(rule.due(900 * s, 100) && !rule.due(900 * s, 105) && rule.due(900 * s, 110));
+        assert!(!rule.due(1800 * s, 99));
+        let steady: Vec<AgenticSample> = (0..120).map(|i| (i * 10 * s, 30.0)).collect();
+        assert!(rule.known(&steady));
+        assert!(!rule.known(&steady[..99]));
+        let drift: Vec<AgenticSample> = (0..120)
+            .map(|i| (i * 10 * s, if i < 60 { 30.0 } else { 60.0 }))
+            .collect();
+        assert!(!rule.known(&drift));
+        let mut r = rec(1, 0, 300.0, 20.0);
+        assert_eq!(agentic_sample(&r), Some((300_000_000, 300.0 / 11.0)));
+        r.success = false;
+        assert_eq!(agentic_sample(&r), None);
+        let mut w = rec(2, 0, 300.0, 20.0);
+        w.phase = Phase::Warmup;
+        assert_eq!(agentic_sample(&w), None);
     }
 
     /// Seeded noise (±10 % E2EL and TTFT, an xorshift of seed 7): at 5 % the rule stops at its

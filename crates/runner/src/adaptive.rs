@@ -678,6 +678,17 @@ fn prompts_used(dir: &std::path::Path) -> Option<u64> {
     v["inferbench"]["prompts_used"].as_u64()
 }
 
+/// The profiled seconds (`duration`) of an adaptive point's `summary.json` (issue 43: an AgentX
+/// replay its early stop ended), or `None` when the point was not adaptive or has none.
+fn profiled_s(dir: &std::path::Path) -> Option<f64> {
+    let text = std::fs::read(dir.join("summary.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    if v["inferbench"]["adaptive"].as_bool() != Some(true) {
+        return None;
+    }
+    v["duration"].as_f64()
+}
+
 /// Why `sweep --adaptive` cannot plan `jobs` run with `bench`'s client settings, or `None`
 /// when it can. An AgentX (`agentic-coding`) row replayed for less than AgentX's 900 s minimum
 /// (`--agentic-duration`, else the row's `duration`, else 3,600 s) makes only invalid points,
@@ -993,12 +1004,22 @@ pub async fn run_local<R: crate::point::PointRunner>(
         let Some(g) = p.gpu_seconds else { continue };
         let launch = p.launch_gpu_seconds.unwrap_or(0.0);
         launches += launch;
-        let planned = f64::from(opts.bench.prompts(p.conc));
-        let used = prompts_used(&p.dir).map_or(planned, |u| u as f64);
-        let k = if used > 0.0 && used < planned {
-            planned / used
+        let spec = &curves[i].1;
+        let k = if spec.is_agentic() {
+            // An AgentX replay costs by the second: one its early stop ended after `d` s of
+            // its planned duration's profiling is scaled up to all of it.
+            let planned = opts.bench.replay_settings(spec.row.duration).duration_s;
+            profiled_s(&p.dir)
+                .filter(|d| *d > 0.0 && *d < planned)
+                .map_or(1.0, |d| planned / d)
         } else {
-            1.0
+            let planned = f64::from(opts.bench.prompts(p.conc));
+            let used = prompts_used(&p.dir).map_or(planned, |u| u as f64);
+            if used > 0.0 && used < planned {
+                planned / used
+            } else {
+                1.0
+            }
         };
         gpu_by_curve[i].insert(p.conc, (g - launch).max(0.0) * k);
     }

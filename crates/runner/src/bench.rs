@@ -288,7 +288,14 @@ async fn run_agentic_point(
         Some(&mut power_notes),
     )
     .await?;
-    let out = agentic::run_replay(opts, traces, prompter, cancel.clone()).await?;
+    // `sweep --adaptive` (issue 43): the replay may end once its p90 E2E-normalized
+    // interactivity is known, never before 900 s of profiling; a replay no longer than that
+    // runs its duration.
+    let early_stop = (req.bench.early_stop_tolerance)
+        .filter(|_| duration_s > MIN_VALID_AGENTIC_S)
+        .and_then(|t| inferbench_loadgen::early_stop::AgenticEarlyStop::for_lanes(t, req.conc));
+    let out =
+        agentic::run_replay_adaptive(opts, traces, prompter, cancel.clone(), early_stop).await?;
     let valid = duration_s >= MIN_VALID_AGENTIC_S;
     let mut summary = agentic::replay_summary(&out, &req.model, req.conc, valid);
     // As `replay` records them.

@@ -55,7 +55,9 @@ pub struct BenchDefaults {
     /// `sweep --adaptive`'s early stop within a point (issue 43): a fixed-sequence point's
     /// profile may end once its median interactivity and throughput are known to within this
     /// relative tolerance at 95 % confidence (`inferbench_loadgen::early_stop`); `None` (the
-    /// default): every point sends its 10 × conc prompts. Agentic replays are not stopped early.
+    /// default): every point sends its 10 × conc prompts. An AgentX replay longer than 900 s may end once
+    /// its p90 E2E-normalized interactivity is known, never before 900 s of profiling
+    /// (`inferbench_loadgen::early_stop::AgenticEarlyStop`).
     #[serde(default)]
     pub early_stop_tolerance: Option<f64>,
 }

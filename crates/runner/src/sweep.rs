@@ -159,10 +159,19 @@ pub struct PointReport {
     pub invalid: bool,
     /// GPU-seconds this point cost: the row's GPUs × (its own run time + an equal share of
     /// its engine's launch, readiness, warmup and stop time, split over the points that
-    /// launch served); for sim rows in modelled time (× the sim's time scale). Absent for a
-    /// point that did not run (skipped, not started, gathered from Slurm/GitHub).
+    /// launch served). For sim rows, the row's GPUs × the modelled seconds the sim's engine
+    /// spent in steps while the point ran (its `inferbench_sim:busy_seconds_total` counter
+    /// before and after the point, warmups included; no launch share: the sim models no engine
+    /// start), so neither this machine's load nor the client's preparation counts
+    /// ([`PointReport::gpu_seconds_modelled`]); where the counter cannot be read, wall time ×
+    /// the sim's time scale. Absent for a point that did not run (skipped, not started,
+    /// gathered from Slurm/GitHub).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_seconds: Option<f64>,
+    /// `gpu_seconds` is the sim's modelled busy time (a sim row whose counter was read), not
+    /// wall time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gpu_seconds_modelled: bool,
     /// The part of `gpu_seconds` that is the point's share of its engine's launch, readiness,
     /// warmup and stop time (GPU-seconds; absent without a launch of ours, `--base-url`):
     /// `sweep --adaptive` counts a curve's launch once when it estimates the full list.
@@ -471,13 +480,20 @@ pub async fn run_jobs_with<R: PointRunner>(
             (None, Some(u)) => u.trim_end_matches('/').to_string(),
             (None, None) => unreachable!("an engine is running or a base URL is given"),
         };
+        // A sim row's GPU time is the sim's modelled busy time over the point (issue 43).
+        let is_sim = is_sim_row(point, opts);
+        let busy_before = if is_sim {
+            sim_busy_seconds(&base_url).await
+        } else {
+            None
+        };
         let fail = if point.kind == PointKind::Eval {
             eval_point(point, &started_at, &base_url, &mut engine, opts, cancel).await
         } else {
             let bench = bench_point(
                 point,
                 &started_at,
-                base_url,
+                base_url.clone(),
                 &mut engine,
                 opts,
                 runner,
@@ -492,10 +508,20 @@ pub async fn run_jobs_with<R: PointRunner>(
                         total,
                         record(point, Outcome::Failed, Some(f)),
                     );
-                    gpu.ran(&mut report, iter_start, run_start, cost);
+                    gpu.ran(&mut report, iter_start, run_start, cost, None);
                     continue;
                 }
             }
+        };
+        let busy = match (busy_before, engine.as_ref().map(|r| r.base_url.as_str())) {
+            // The engine that served the point is still the one up (a crash relaunches).
+            (Some(b), Some(url)) if url == base_url => sim_busy_seconds(&base_url)
+                .await
+                .and_then(|a| modelled_busy(b, a)),
+            (Some(b), None) if opts.base_url.is_some() => sim_busy_seconds(&base_url)
+                .await
+                .and_then(|a| modelled_busy(b, a)),
+            _ => None,
         };
         let unreachable = unreachable_base_url(point, opts, &fail);
         push(
@@ -504,7 +530,7 @@ pub async fn run_jobs_with<R: PointRunner>(
             total,
             record(point, outcome_of(&fail), fail),
         );
-        gpu.ran(&mut report, iter_start, run_start, cost);
+        gpu.ran(&mut report, iter_start, run_start, cost, busy);
         if let Some(why) = unreachable {
             not_started_after(&points[i..], &why, &mut report, opts, cancel);
             break;
@@ -766,6 +792,7 @@ fn out_dir_failed(jobs: &[JobSpec], opts: &SweepOptions, e: &std::io::Error) -> 
                 invalid: false,
                 gpu_seconds: None,
                 launch_gpu_seconds: None,
+                gpu_seconds_modelled: false,
             });
         }
     }
@@ -1049,6 +1076,47 @@ fn modelled_scale(point: &Point, opts: &SweepOptions) -> Option<f64> {
     }
 }
 
+/// Whether `point`'s row runs on the simulated server (`framework: sim`, or the engine forced
+/// to the sim).
+fn is_sim_row(point: &Point, opts: &SweepOptions) -> bool {
+    matches!(
+        crate::engine::resolve_engine(&point.spec, &opts.engine),
+        Ok(crate::engine::EngineKind::Sim)
+    )
+}
+
+/// The sim's modelled busy seconds (`inferbench_sim:busy_seconds_total` on `base_url`'s
+/// `/metrics`), or `None` when the server does not answer in 5 s, answers other than 200 or
+/// has no such counter (an older sim, a server that is no sim).
+async fn sim_busy_seconds(base_url: &str) -> Option<f64> {
+    let url = format!("{base_url}/metrics");
+    let (status, body) = crate::ready::http_get(&url, Duration::from_secs(5))
+        .await
+        .ok()?;
+    if status != 200 {
+        return None;
+    }
+    busy_in(&String::from_utf8_lossy(&body))
+}
+
+/// The sim's busy counter in a `/metrics` text: the sum over its series (one per engine), or
+/// `None` without one or with a value that is not a finite number.
+fn busy_in(text: &str) -> Option<f64> {
+    let v: Vec<f64> = inferbench_core::prometheus::parse_prometheus(text)
+        .into_iter()
+        .filter(|s| s.name == inferbench_sim::BUSY_SECONDS_METRIC)
+        .map(|s| s.value)
+        .collect();
+    let sum: f64 = v.iter().sum();
+    (!v.is_empty() && sum.is_finite()).then_some(sum)
+}
+
+/// Modelled busy seconds between two readings of the counter, `None` when it went backwards
+/// (the sim restarted in between: the reading is not this point's).
+fn modelled_busy(before: f64, after: f64) -> Option<f64> {
+    (after >= before).then_some(after - before)
+}
+
 /// GPUs a row holds while it runs: tp·pp·pcp of a single-node row; for a multinode row the
 /// sum over its pools of workers × tp·pp·pcp (at least 1).
 fn row_gpus(spec: &JobSpec) -> u64 {
@@ -1093,8 +1161,9 @@ struct GpuAccount {
     clock: ClockSource,
     /// When the running engine's launch began.
     since: Option<std::time::Instant>,
-    /// The points it served: report index, own wall seconds, cost.
-    served: Vec<(usize, f64, PointCost)>,
+    /// The points it served: report index, own wall seconds, cost, modelled busy seconds (a
+    /// sim row's, [`PointReport::gpu_seconds_modelled`]).
+    served: Vec<(usize, f64, PointCost, Option<f64>)>,
 }
 
 impl GpuAccount {
@@ -1109,20 +1178,28 @@ impl GpuAccount {
     }
 
     /// The point just pushed onto `report` ran from `run_start` to now (its iteration began at
-    /// `iter_start`).
+    /// `iter_start`); `busy`: the sim's modelled busy seconds over it, for a sim row whose
+    /// counter was read (its GPU-seconds are then `gpus × busy`, with no launch share).
     fn ran(
         &mut self,
         report: &mut SweepReport,
         iter_start: std::time::Instant,
         run_start: std::time::Instant,
         cost: PointCost,
+        busy: Option<f64>,
     ) {
         let Some(idx) = report.points.len().checked_sub(1) else {
             return;
         };
+        if let Some(b) = busy {
+            let p = &mut report.points[idx];
+            p.gpu_seconds = Some(cost.gpus * b);
+            p.gpu_seconds_modelled = true;
+        }
         if self.since.is_some() {
-            self.served.push((idx, self.secs_since(run_start), cost));
-        } else {
+            self.served
+                .push((idx, self.secs_since(run_start), cost, busy));
+        } else if busy.is_none() {
             report.points[idx].gpu_seconds = Some(cost.of(self.secs_since(iter_start)));
         }
     }
@@ -1135,8 +1212,14 @@ impl GpuAccount {
         let served = std::mem::take(&mut self.served);
         let own: f64 = served.iter().map(|s| s.1).sum();
         let overhead = settle_overhead(self.secs_since(since), own, served.len());
-        for (idx, secs, cost) in served {
-            if let Some(p) = report.points.get_mut(idx) {
+        for (idx, secs, cost, busy) in served {
+            let Some(p) = report.points.get_mut(idx) else {
+                continue;
+            };
+            if busy.is_some() {
+                // Modelled: the sim models no launch, so none of this machine's start-up.
+                p.launch_gpu_seconds = Some(0.0);
+            } else {
                 p.gpu_seconds = Some(cost.of(secs + overhead));
                 p.launch_gpu_seconds = Some(cost.of(overhead));
             }
@@ -1583,6 +1666,7 @@ fn record(point: &Point, outcome: Outcome, fail: Option<Failure>) -> PointReport
         invalid: false,
         gpu_seconds: None,
         launch_gpu_seconds: None,
+        gpu_seconds_modelled: false,
     }
 }
 
@@ -1943,6 +2027,7 @@ pub fn gather(jobs: &[JobSpec], opts: &SweepOptions) -> SweepReport {
                 invalid,
                 gpu_seconds: None,
                 launch_gpu_seconds: None,
+                gpu_seconds_modelled: false,
             });
         }
     }
@@ -1970,6 +2055,20 @@ mod tests {
     /// GPU time (issue 43): an engine's time outside its points is split equally over the
     /// points it served; a row's GPUs count every pool of a multinode row; sim rows cost in
     /// modelled time.
+    /// The sim's busy counter read from its `/metrics` text (summed over engines), and a
+    /// counter that went backwards (a restarted sim) or is missing gives no modelled time.
+    #[test]
+    fn the_sims_busy_counter_is_read_and_checked() {
+        let text = "# TYPE inferbench_sim:busy_seconds_total counter\n\
+                    inferbench_sim:busy_seconds_total{engine=\"0\",model_name=\"m\"} 12.5\n\
+                    vllm:generation_tokens_total{engine=\"0\"} 9\n";
+        assert_eq!(busy_in(text), Some(12.5));
+        assert_eq!(busy_in("vllm:generation_tokens_total 9\n"), None);
+        assert_eq!(busy_in("inferbench_sim:busy_seconds_total NaN\n"), None);
+        assert_eq!(modelled_busy(2.0, 5.5), Some(3.5));
+        assert_eq!(modelled_busy(5.0, 1.0), None);
+    }
+
     #[test]
     fn gpu_seconds_split_launches_and_count_every_gpu() {
         assert_eq!(settle_overhead(10.0, 4.0, 3), 2.0);

@@ -638,3 +638,55 @@ async fn adaptive_launches_each_curve_once_and_estimates_the_plain_sweep() {
         a.saved_fraction
     );
 }
+
+/// [`AgenticKnee`]'s replays, each as if AgentX's early stop had ended it after 900 of its
+/// planned 1,800 s (`duration` 900, `inferbench.adaptive`).
+struct EarlyAgenticKnee;
+
+impl PointRunner for EarlyAgenticKnee {
+    async fn run_point(
+        &self,
+        req: &PointRequest,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<PointOutput> {
+        let mut out = AgenticKnee.run_point(req, cancel).await?;
+        out.summary["duration"] = 900.0.into();
+        out.summary["inferbench"]["adaptive"] = true.into();
+        out.summary["inferbench"]["adaptive_tolerance"] = 0.05.into();
+        out.summary["inferbench"]["prompts_used"] = 120.into();
+        Ok(out)
+    }
+}
+
+/// Issue 43's early stop on AgentX rows, in the full list's estimate: a replay costs by the
+/// second, so one its early stop ended after 900 of its planned 1,800 s counts twice its
+/// GPU-seconds (not planned / used prompts, which would be 10 × conc / 120); every listed point
+/// of these short curves is measured, against a base URL (no launch share).
+#[tokio::test]
+async fn an_early_stopped_replay_counts_its_planned_duration_in_the_estimate() {
+    let jobs: Vec<JobSpec> = [1u32, 2, 4]
+        .iter()
+        .enumerate()
+        .map(|(i, c)| agentic_row(i, 1, *c, 1800))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let report = inferbench_runner::adaptive::run_local(
+        &jobs,
+        &options(dir.path()),
+        &EarlyAgenticKnee,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    assert_eq!(report.points.len(), 3, "{:?}", report.points);
+    let want: f64 = 2.0
+        * (report.points.iter())
+            .map(|p| p.gpu_seconds.unwrap())
+            .sum::<f64>();
+    let a = report.adaptive.clone().unwrap();
+    assert!(
+        (a.full_list_gpu_seconds - want).abs() <= 1e-9 * want,
+        "{} against {want}",
+        a.full_list_gpu_seconds
+    );
+}

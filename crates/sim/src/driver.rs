@@ -169,6 +169,7 @@ fn publish_step(
     due: (Instant, Duration),
 ) {
     let mut gone = Vec::new();
+    m.busy_s += step_s;
     m.prefix_queries += res.prefix_queries;
     m.prefix_hits += res.prefix_hits;
     m.spec_drafts += res.drafts;

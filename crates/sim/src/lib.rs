@@ -42,6 +42,7 @@ pub use config::{
     ACTIVATION_RESERVE_BYTES,
 };
 pub use fault::FaultSpec;
+pub use metrics::BUSY as BUSY_SECONDS_METRIC;
 pub use roofline::{point_bound, step_time, PointBound, RooflineParams, SeqWork, StepTime};
 pub use tokenize::TokenizerKind;
 

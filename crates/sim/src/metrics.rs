@@ -18,6 +18,9 @@ const E2E_BUCKETS: &[f64] = &[
     480.0, 960.0, 1920.0, 7680.0,
 ];
 
+/// The counter of [`Metrics::busy_s`]: modelled seconds of engine steps (a float counter).
+pub const BUSY: &str = "inferbench_sim:busy_seconds_total";
+
 /// A cumulative histogram.
 #[derive(Debug, Clone)]
 pub(crate) struct Histogram {
@@ -77,6 +80,10 @@ pub(crate) struct Metrics {
     pub spec_drafts: u64,
     pub spec_draft_tokens: u64,
     pub spec_accepted_tokens: u64,
+    /// Modelled seconds the engine spent in steps (the sum of their roofline times, not
+    /// divided by the time scale): the simulated GPUs' busy time, whatever this machine's
+    /// load (issue 43: a sim row's GPU-seconds).
+    pub busy_s: f64,
     pub ttft: Histogram,
     pub itl: Histogram,
     pub tpot: Histogram,
@@ -104,6 +111,7 @@ impl Metrics {
             spec_drafts: 0,
             spec_draft_tokens: 0,
             spec_accepted_tokens: 0,
+            busy_s: 0.0,
             ttft: Histogram::new(TTFT_BUCKETS),
             itl: Histogram::new(ITL_BUCKETS),
             tpot: Histogram::new(ITL_BUCKETS),
@@ -239,6 +247,13 @@ impl Metrics {
         ] {
             counter(&mut o, n, help, v);
         }
+        let _ = writeln!(
+            o,
+            "# HELP {BUSY} Modelled seconds the simulated GPUs spent in engine steps (the \
+             steps' roofline times, whatever the time scale and this machine's load).\n\
+             # TYPE {BUSY} counter\n{BUSY}{{{l}}} {}",
+            self.busy_s
+        );
         self.write_histograms(&mut o, &l);
         o
     }
@@ -297,7 +312,10 @@ mod tests {
         m.ttft.observe(0.001); // le 0.001 (bounds are inclusive)
         m.ttft.observe(0.03);
         m.ttft.observe(1e6);
+        m.busy_s = 12.5;
         let text = m.render("m", (10, 2), 4.0);
+        assert!(text
+            .contains("inferbench_sim:busy_seconds_total{engine=\"0\",model_name=\"m\"} 12.5\n"));
         assert!(text.contains("inferbench_sim:time_scale{engine=\"0\",model_name=\"m\"} 4\n"));
         assert!(text
             .contains("inferbench_sim:late_token_chunks_total{engine=\"0\",model_name=\"m\"} 2\n"));

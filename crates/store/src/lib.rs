@@ -1338,6 +1338,8 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
             .into(),
     );
     vals.push(Val::from(pt.gpu_seconds));
+    vals.push(Val::Int(i64::from(pt.adaptive)));
+    vals.push(Val::from(pt.prompts_used));
     let cols_upd = [
         "date",
         "num_prompts",
@@ -1357,6 +1359,8 @@ fn point_values(pt: &PointData) -> (Vec<&'static str>, Vec<Val>) {
             "server_fingerprint",
             "server_settings",
             "gpu_seconds",
+            "adaptive",
+            "prompts_used",
         ]
         .iter(),
     )

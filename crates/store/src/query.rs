@@ -216,6 +216,16 @@ pub struct PointRow {
     /// runner did not run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_seconds: Option<f64>,
+    /// The point ran under `sweep --adaptive`'s early-stop rule (`points.adaptive`, issue 43):
+    /// its profile could end before InferenceX's 10 × conc prompts once its metrics were
+    /// known to within the sweep's tolerance at 95 % confidence. False for fixed-protocol
+    /// points, imports and points stored before schema version 8.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive: bool,
+    /// Profile prompts an adaptive point sent (`points.prompts_used`); `None` when not
+    /// adaptive or unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts_used: Option<i64>,
 }
 
 /// A point's identity as the dashboard's API names it ([`PointRow::identity`]): its
@@ -753,7 +763,7 @@ impl Store {
                     c.scenario, c.isl, c.osl, c.image, p.conc, p.date, r.batch, r.source_kind, p.error,
                     p.valid, p.completed, p.failed{hot}{extra}, p.server_fingerprint,
                     p.server_settings, p.invalid_reason, p.id, p.run_id, r.start_unix,
-                    p.gpu_seconds
+                    p.gpu_seconds, p.adaptive, p.prompts_used
              FROM points p JOIN configs c ON c.id = p.config_id JOIN runs r ON r.id = p.run_id WHERE 1 = 1"
         );
         // Batches matched as shown ([`Store::match_batches_as_shown`]): not in SQL (whose
@@ -828,19 +838,21 @@ impl Store {
                 source_kind: s(21),
                 error: r[22].as_str().map(String::from),
                 valid: r[23].as_i64().unwrap_or(1) != 0,
-                invalid_reason: r[r.len() - 5].as_str().map(String::from),
+                invalid_reason: r[r.len() - 7].as_str().map(String::from),
                 metrics,
                 frontier: false,
-                point_id: r[r.len() - 4].as_i64().unwrap_or(0),
-                run_id: r[r.len() - 3].as_i64().unwrap_or(0),
-                start_unix: r[r.len() - 2].as_f64(),
-                server_fingerprint: r[r.len() - 7].as_str().unwrap_or("").to_string(),
-                server_settings: r[r.len() - 6]
+                point_id: r[r.len() - 6].as_i64().unwrap_or(0),
+                run_id: r[r.len() - 5].as_i64().unwrap_or(0),
+                start_unix: r[r.len() - 4].as_f64(),
+                server_fingerprint: r[r.len() - 9].as_str().unwrap_or("").to_string(),
+                server_settings: r[r.len() - 8]
                     .as_str()
                     .and_then(|t| serde_json::from_str(t).ok())
                     .unwrap_or_default(),
                 server_label: String::new(),
-                gpu_seconds: r[r.len() - 1].as_f64(),
+                gpu_seconds: r[r.len() - 3].as_f64(),
+                adaptive: r[r.len() - 2].as_i64().unwrap_or(0) != 0,
+                prompts_used: r[r.len() - 1].as_i64(),
             };
             if any_derived {
                 add_derived(&mut row, cost, &wanted);

@@ -235,6 +235,7 @@ pub const MIGRATIONS: &[Migration] = &[
     MIGRATION_5,
     MIGRATION_6,
     MIGRATION_7,
+    MIGRATION_8,
 ];
 
 const MIGRATION_1: Migration = Migration {
@@ -455,6 +456,20 @@ const MIGRATION_7: Migration = Migration {
             error TEXT NOT NULL,
             PRIMARY KEY (run_id, config_id, task, conc, doc_id)
         )"],
+};
+
+/// Migration 8: a point's early stop under `sweep --adaptive` (issue 43). `points.adaptive`:
+/// 1 when the point ran under the early-stop rule (its summary's `inferbench.adaptive`), else 0
+/// (every point stored before it, imports, fixed-protocol points). `points.prompts_used`: the
+/// profile prompts an adaptive point sent (`inferbench.prompts_used`; fewer than InferenceX's
+/// 10 × conc when the rule stopped it early); NULL when not adaptive or unknown.
+const MIGRATION_8: Migration = Migration {
+    version: 8,
+    name: "points_adaptive",
+    statements: &[
+        "ALTER TABLE points ADD COLUMN adaptive BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE points ADD COLUMN prompts_used BIGINT",
+    ],
 };
 
 /// The schema version this binary writes.

@@ -68,6 +68,8 @@ pub fn run(run: usize, model: &str, isl: i64, osl: i64) -> RunData {
                 server_metrics: Vec::new(),
                 server: None,
                 gpu_seconds: None,
+                adaptive: false,
+                prompts_used: None,
             }
         })
         .collect();

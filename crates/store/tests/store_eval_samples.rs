@@ -123,7 +123,7 @@ fn a_version_6_database_migrates_with_no_questions_until_reingested() {
     .unwrap();
     let mut store = Store::open(&db.display().to_string()).unwrap();
     assert_eq!(store.schema_version().unwrap(), 6);
-    assert_eq!(store.migrate().unwrap(), [7]);
+    assert_eq!(store.migrate().unwrap(), [7, 8]);
     assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
     let evals = store.evals().unwrap();
     assert_eq!(evals.len(), 1);

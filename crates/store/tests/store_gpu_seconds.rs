@@ -53,7 +53,7 @@ fn a_version_5_database_migrates_and_its_points_have_no_gpu_seconds() {
     .unwrap();
     let mut store = Store::open(&db.display().to_string()).unwrap();
     assert_eq!(store.schema_version().unwrap(), 5);
-    assert_eq!(store.migrate().unwrap(), [6, 7]);
+    assert_eq!(store.migrate().unwrap(), [6, 7, 8]);
     assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
     assert_eq!(gpu_seconds(&mut store), [(4, None), (16, None)]);
 

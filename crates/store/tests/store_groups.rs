@@ -319,7 +319,7 @@ fn a_version_4_database_migrates_and_keeps_its_groups() {
     let url = db.display().to_string();
     let mut store = Store::open(&url).unwrap();
     assert_eq!(store.schema_version().unwrap(), 4);
-    assert_eq!(store.migrate().unwrap(), [5, 6, 7]);
+    assert_eq!(store.migrate().unwrap(), [5, 6, 7, 8]);
     assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
     let rows = store
         .points(&Filter::default(), &Default::default())

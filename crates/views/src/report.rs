@@ -250,6 +250,10 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
             _ => String::new(),
         },
         "invalid_reason" => r.invalid_reason.clone().unwrap_or_default(),
+        // Issue 43: whether the point ran under `sweep --adaptive`'s early stop, and the
+        // profile prompts it sent (`-` for a fixed-protocol point: all 10 × conc).
+        "adaptive" => r.adaptive.to_string(),
+        "prompts_used" => return r.prompts_used.map(|n| n.to_string()),
         m => return r.get(m).map(num),
     })
 }
@@ -293,6 +297,8 @@ pub const ROW_COLUMNS: &[&str] = &[
     "valid",
     "error",
     "invalid_reason",
+    "adaptive",
+    "prompts_used",
 ];
 
 /// Checks `name`, given to `flag`, as a metric: one inferbench defines
@@ -481,7 +487,9 @@ pub fn json_rows(rows: &[PointRow], columns: &[String]) -> Vec<serde_json::Value
                     None => serde_json::Value::Null,
                     // `*` (or `* invalid`) only: `invalid` and `failed` are not on one.
                     Some(s) if c == "frontier" => serde_json::Value::Bool(s.starts_with('*')),
-                    Some(s) if c == "valid" => serde_json::Value::Bool(s == "true"),
+                    Some(s) if c == "valid" || c == "adaptive" => {
+                        serde_json::Value::Bool(s == "true")
+                    }
                     // JSON keeps `error` for failures; `invalid_reason` says the rest.
                     Some(_) if c == "error" => r.error.clone().into(),
                     Some(_) if c == "invalid_reason" => r.invalid_reason.clone().into(),
@@ -508,6 +516,13 @@ pub fn json_rows(rows: &[PointRow], columns: &[String]) -> Vec<serde_json::Value
                 .or_insert(r.error.clone().map_or(serde_json::Value::Null, Into::into));
             o.entry("invalid_reason")
                 .or_insert(r.invalid_reason.clone().into());
+            // An adaptive point says so, and how many prompts it sent (issue 43); a
+            // fixed-protocol row is left as it was.
+            if r.adaptive {
+                o.entry("adaptive").or_insert(true.into());
+                o.entry("prompts_used")
+                    .or_insert(r.prompts_used.map_or(serde_json::Value::Null, Into::into));
+            }
             serde_json::Value::Object(o)
         })
         .collect()
@@ -550,7 +565,7 @@ pub fn gpu_seconds_footer(gpu: &[(String, crate::analysis::GpuSeconds)]) -> Stri
     }
     let mut out = String::from(
         "\nGPU time per group (the runner's record per point: the row's GPUs × its wall time and \
-         its share of the engine's launch and stop; sim rows in modelled time):\n",
+         its share of the engine's launch and stop; sim rows: the sim's modelled busy time):\n",
     );
     for (name, g) in gpu {
         let points = |n: usize| inferbench_core::count(n, "point");
@@ -594,6 +609,8 @@ pub struct Marks {
     pub off_axes: bool,
     /// Some row has conc 0: `bench` without `--max-concurrency` (no cap; vLLM's default).
     pub uncapped: bool,
+    /// Some row ran under `sweep --adaptive`'s early stop (issue 43).
+    pub adaptive: bool,
 }
 
 impl Marks {
@@ -608,6 +625,7 @@ impl Marks {
                 .any(|r| r.scenario == inferbench_store::query::AGENTIC_SCENARIO),
             off_axes: false,
             uncapped: rows.iter().any(|r| r.conc == 0),
+            adaptive: rows.iter().any(|r| r.adaptive),
         }
     }
 
@@ -706,6 +724,14 @@ pub fn footer(columns: &[String], x: &str, y: &str, marks: Marks) -> String {
             "some rows are invalid (not a complete, valid result: {INVALID_CAUSES}): add \
                  `valid` or `frontier` to --columns to see which"
         )));
+    }
+    if marks.adaptive && !columns.iter().any(|c| c == "prompts_used") {
+        out.push_str(&wrap(
+            "some rows ran under `sweep --adaptive`'s early stop: their profile ended once \
+             median interactivity and throughput were known within the sweep's tolerance at \
+             95 % confidence, with fewer prompts than InferenceX's 10 × conc; `report … \
+             --columns conc,adaptive,prompts_used` says which and how many",
+        ));
     }
     if columns.iter().any(|c| c == "source") {
         out.push_str(&wrap(
@@ -1553,8 +1579,8 @@ mod tests {
             gpu_seconds_footer(&gpu),
             format!(
                 "\nGPU time per group (the runner's record per point: the row's GPUs × its wall \
-                 time and its share of the engine's launch and stop; sim rows in modelled \
-                 time):\n  {ga}: 5400 GPU-s (1.500 GPU-h) over 1 point; 1 point without a \
+                 time and its share of the engine's launch and stop; sim rows: the sim's \
+                 modelled busy time):\n  {ga}: 5400 GPU-s (1.500 GPU-h) over 1 point; 1 point without a \
                  record, not counted\n  {gc}: unknown (1 point without a record)\n"
             )
         );
@@ -1573,6 +1599,52 @@ mod tests {
         );
         let none = crate::analysis::gpu_seconds_by_group(&rows[1..]);
         assert_eq!(gpu_seconds_footer(&none), "");
+    }
+
+    /// An adaptive point (issue 43): `--columns adaptive,prompts_used` cells, its JSON row
+    /// says so whatever the columns (a fixed-protocol row is unchanged), and the table's footer
+    /// points at the columns unless they are shown.
+    #[test]
+    fn adaptive_points_show_their_prompts_used() {
+        let mut a = row();
+        a.adaptive = true;
+        a.prompts_used = Some(33);
+        let b = row();
+        assert_eq!(cell(&a, "prompts_used", false).as_deref(), Some("33"));
+        assert_eq!(cell(&b, "prompts_used", false), None);
+        assert_eq!(cell(&a, "adaptive", false).as_deref(), Some("true"));
+        let rows = [a, b];
+        let cols = vec!["conc".to_string()];
+        assert_eq!(
+            serde_json::Value::from(json_rows(&rows, &cols)),
+            serde_json::json!([
+                {"conc": 4, "valid": true, "error": null, "invalid_reason": null,
+                 "adaptive": true, "prompts_used": 33},
+                {"conc": 4, "valid": true, "error": null, "invalid_reason": null},
+            ])
+        );
+        let shown = vec!["conc".to_string(), "adaptive".into(), "prompts_used".into()];
+        assert_eq!(
+            serde_json::Value::from(json_rows(&rows, &shown)),
+            serde_json::json!([
+                {"conc": 4, "adaptive": true, "prompts_used": 33, "valid": true,
+                 "error": null, "invalid_reason": null},
+                {"conc": 4, "adaptive": false, "prompts_used": null, "valid": true,
+                 "error": null, "invalid_reason": null},
+            ])
+        );
+        let marks = Marks::of(&rows);
+        assert!(marks.adaptive);
+        let foot = footer(&cols, "median_intvty", "tput_per_gpu", marks);
+        assert!(
+            foot.contains("--columns conc,adaptive,prompts_used"),
+            "{foot}"
+        );
+        assert!(!footer(&shown, "x", "y", marks).contains("early stop"));
+        assert!(!footer(&cols, "x", "y", Marks::of(&rows[1..])).contains("early stop"));
+        for c in ["adaptive", "prompts_used"] {
+            assert!(check_column(c, &rows).is_ok(), "{c}");
+        }
     }
 
     #[test]

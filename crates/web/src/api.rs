@@ -476,6 +476,14 @@ pub struct ChartPoint<'a> {
     /// Every metric, with `metrics=all` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<&'a std::collections::BTreeMap<String, f64>>,
+    /// [`PointRow::adaptive`]: the point ran under `sweep --adaptive`'s early stop (issue
+    /// 43); absent for a fixed-protocol point.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive: bool,
+    /// [`PointRow::prompts_used`]: the profile prompts an adaptive point sent; absent when not
+    /// adaptive or unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts_used: Option<i64>,
 }
 
 impl<'a> ChartPoint<'a> {
@@ -507,6 +515,8 @@ impl<'a> ChartPoint<'a> {
             input_tput_per_gpu: r.get("input_tput_per_gpu").filter(|v| v.is_finite()),
             output_tput_per_gpu: r.get("output_tput_per_gpu").filter(|v| v.is_finite()),
             metrics: with_metrics.then_some(&r.metrics),
+            adaptive: r.adaptive,
+            prompts_used: r.prompts_used,
         }
     }
 }
@@ -1300,6 +1310,32 @@ mod tests {
         assert_eq!(
             d["overflow"],
             json!({"from": p99, "to": 1600.0, "count": 1})
+        );
+    }
+
+    /// Issue 43: a point of `sweep --adaptive` carries `adaptive` and `prompts_used` in the
+    /// API's point JSON; a fixed-protocol point's JSON has neither key (as before).
+    #[test]
+    fn an_adaptive_point_says_how_many_prompts_it_used() {
+        let adaptive = PointRow {
+            conc: 64,
+            adaptive: true,
+            prompts_used: Some(224),
+            ..PointRow::default()
+        };
+        let fixed = PointRow {
+            conc: 64,
+            ..PointRow::default()
+        };
+        let v = serde_json::to_value(ChartPoint::new(&adaptive, "x", "y", false)).unwrap();
+        assert_eq!(
+            (&v["adaptive"], &v["prompts_used"]),
+            (&json!(true), &json!(224))
+        );
+        let v = serde_json::to_value(ChartPoint::new(&fixed, "x", "y", false)).unwrap();
+        assert!(
+            v.get("adaptive").is_none() && v.get("prompts_used").is_none(),
+            "{v}"
         );
     }
 }

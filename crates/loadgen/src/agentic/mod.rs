@@ -13,8 +13,8 @@ pub mod sched;
 pub use overhead::TemplateOverhead;
 pub use plan::{lane_load, LaneLoad, PlanReq, TreePlan};
 pub use run::{
-    exit_code, measured, replay_summary, run_replay, theoretical_hit_rate, write_artifacts,
-    ReplayOptions, ReplayOutcome, ReplayStop,
+    exit_code, measured, replay_summary, run_replay, run_replay_adaptive, theoretical_hit_rate,
+    write_artifacts, ReplayOptions, ReplayOutcome, ReplayStop,
 };
 pub use sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler, Ticket};
 

@@ -168,6 +168,9 @@ pub struct ReplayOutcome {
     /// Why writing the records file (`requests.jsonl`, `save_requests`) failed, if it did
     /// (also in `notes`): the point fails, exit 1 (issue 39 §2: it exited 0 and said "wrote").
     pub records_write_error: Option<String>,
+    /// The early stop's tolerance when the replay ran under it ([`run_replay_adaptive`]), and
+    /// whether it ended the replay before its duration.
+    pub early_stop: Option<(f64, bool)>,
 }
 
 /// How a replay ended.
@@ -210,6 +213,22 @@ pub async fn run_replay(
     prompter: Arc<Prompter>,
     cancel: CancellationToken,
 ) -> anyhow::Result<ReplayOutcome> {
+    run_replay_adaptive(opts, traces, prompter, cancel, None).await
+}
+
+/// [`run_replay`] under `sweep --adaptive`'s early stop for AgentX (issue 43, `early_stop`,
+/// [`crate::early_stop::AgenticEarlyStop`]): the replay may end before its duration, never
+/// before 900 s of profiling, once its p90 E2E-normalized interactivity is known within the
+/// rule's tolerance; it then ends as at its duration (a note says so) and its outcome's
+/// `early_stop` carries the tolerance. `None`: exactly [`run_replay`]. Errors: as
+/// [`run_replay`].
+pub async fn run_replay_adaptive(
+    opts: ReplayOptions,
+    traces: Arc<Vec<Trace>>,
+    prompter: Arc<Prompter>,
+    cancel: CancellationToken,
+    early_stop: Option<crate::early_stop::AgenticEarlyStop>,
+) -> anyhow::Result<ReplayOutcome> {
     let plans: Vec<TreePlan> = traces
         .iter()
         .enumerate()
@@ -240,6 +259,7 @@ pub async fn run_replay(
     let stop_requests = CancellationToken::new();
     let mut cursors: HashMap<(u32, u32), StreamCursor> = HashMap::new();
     let mut st = LoopState::new(u64::from(opts.sched.lanes).max(10));
+    st.early_rule = early_stop;
     st.notes.append(&mut probe_notes);
 
     loop {
@@ -340,6 +360,7 @@ pub async fn run_replay(
         itl_ms,
         template_overhead: overhead,
         records_write_error,
+        early_stop: early_stop.map(|r| (r.tolerance, st.early_stopped)),
     })
 }
 
@@ -559,6 +580,14 @@ struct LoopState {
     notes: Vec<String>,
     /// The failure threshold's note, once it stopped the replay.
     threshold_note: Option<String>,
+    /// The early stop's samples ([`crate::early_stop::agentic_sample`]) and the first profile
+    /// send, ns on the run clock (issue 43).
+    early_samples: Vec<crate::early_stop::AgenticSample>,
+    first_profile_send: Option<u64>,
+    /// The early stop ended the profile.
+    early_stopped: bool,
+    /// The early-stop rule, `None` without `sweep --adaptive`.
+    early_rule: Option<crate::early_stop::AgenticEarlyStop>,
 }
 
 impl LoopState {
@@ -574,6 +603,10 @@ impl LoopState {
             grace_deadline: None,
             notes: Vec::new(),
             threshold_note: None,
+            early_samples: Vec::new(),
+            first_profile_send: None,
+            early_stopped: false,
+            early_rule: None,
         }
     }
 
@@ -643,6 +676,9 @@ impl LoopState {
             }
         }
         sched.complete(ticket, rec.end_ns.max(rec.sent_ns), outcome);
+        if rec.phase == Phase::Profile && !cut {
+            self.early_stop_check(&rec, sched);
+        }
         let _ = rec_tx.send(rec);
         let (done, failed) = (self.profile_done, self.profile_failed);
         if self.stop == ReplayStop::Completed
@@ -658,6 +694,47 @@ impl LoopState {
             );
             self.threshold_note = Some(note);
             stop_requests.cancel();
+        }
+    }
+}
+
+impl LoopState {
+    /// `sweep --adaptive`'s AgentX early stop (issue 43): takes the finished profile request
+    /// `rec` (not cut by the run) as a sample and, when a check is due (at least 900 s after the
+    /// first profile send) and the p90 E2E-normalized interactivity is known, ends the profile
+    /// at `rec`'s end as if the duration had run out, with a note. Nothing once the replay is
+    /// stopping for another reason.
+    fn early_stop_check(&mut self, rec: &RequestRecord, sched: &mut Scheduler) {
+        let Some(rule) = self.early_rule else {
+            return;
+        };
+        self.first_profile_send = Some(
+            self.first_profile_send
+                .map_or(rec.sent_ns, |t| t.min(rec.sent_ns)),
+        );
+        if self.early_stopped
+            || self.stop != ReplayStop::Completed
+            || sched.phase() != RunPhase::Profile
+        {
+            return;
+        }
+        let Some(s) = crate::early_stop::agentic_sample(rec) else {
+            return;
+        };
+        self.early_samples.push(s);
+        let now = rec.end_ns.max(rec.sent_ns);
+        let profiled = now.saturating_sub(self.first_profile_send.unwrap_or(now));
+        let n = self.early_samples.len() as u64;
+        if rule.due(profiled, n) && rule.known(&self.early_samples) {
+            sched.end_profile_at(now);
+            self.early_stopped = true;
+            self.notes.push(format!(
+                "early stop (sweep --adaptive): p90 E2E-normalized interactivity known within \
+                 {:.1} % at 95 % confidence after {n} profile requests and {:.0} s of profiling; \
+                 the replay ended as at its duration",
+                rule.tolerance * 100.0,
+                profiled as f64 / 1e9
+            ));
         }
     }
 }
@@ -921,6 +998,13 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         .clone()
         .unwrap_or_else(|| Distribution::of(&[], &ctx.metric_percentiles));
     let mut s = summarize_compacted(&kept, &ctx, itl);
+    // Under `sweep --adaptive`'s early stop (issue 43): the rule's tolerance and the profile
+    // requests the replay kept (`num_prompts`), whether or not it stopped early.
+    if let Some((tolerance, _)) = out.early_stop {
+        s.inferbench.adaptive = true;
+        s.inferbench.adaptive_tolerance = Some(tolerance);
+        s.inferbench.prompts_used = Some(ctx.num_prompts);
+    }
     if !interrupted && never_reached(out, s.completed) {
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
@@ -1098,6 +1182,91 @@ pub fn write_artifacts(
 mod tests {
     use super::*;
     use inferbench_workload::agentx::{Reconstructor, TraceRequest};
+
+    /// A scheduler of one lane replaying a long trace, driven (every request answered at once)
+    /// into its profile; the run clock's time then, ns.
+    fn profiling_scheduler() -> (Scheduler, u64) {
+        use super::super::plan::tests::{rq, trace};
+        let tr = trace(vec![(0..400).map(|k| rq(10.0 * k as f64, 2.0)).collect()]);
+        let plans = vec![TreePlan::build(0, &tr)];
+        let mut s = Scheduler::new(
+            Arc::new(plans),
+            SchedConfig {
+                lanes: 1,
+                duration_ns: 3_600_000_000_000,
+                start_ratio: (0.0, 0.0),
+                warmup_per_lane: 1,
+                ..SchedConfig::default()
+            },
+        );
+        let mut now = 0;
+        for _ in 0..100 {
+            for d in s.poll(now) {
+                s.complete(d.ticket, now, super::super::Outcome::Ok);
+            }
+            if s.phase() == RunPhase::Profile {
+                return (s, now);
+            }
+            now = s.next_wakeup().unwrap_or(now + 1).max(now + 1);
+        }
+        panic!("no profile: {:?}", s.phase());
+    }
+
+    /// A successful profile request sent at `sent` (ns), 300 ms long, 10 output tokens.
+    fn profiled(id: u64, sent: u64) -> RequestRecord {
+        let mut r: RequestRecord = serde_json::from_value(serde_json::json!({
+            "schema_version": 1, "request_id": id, "phase": "profile", "success": true,
+            "scheduled_ns": sent, "sent_ns": sent, "end_ns": sent + 300_000_000, "chunks": [],
+            "prompt_tokens": 100, "prompt_tokens_client": 100, "completion_tokens": 10,
+            "completion_tokens_source": "server", "output_text": ""
+        }))
+        .expect("a record");
+        r.first_token_ns = Some(sent + 100_000_000);
+        r.last_token_ns = Some(r.end_ns);
+        r
+    }
+
+    /// Issue 43's AgentX early stop in the replay loop: steady requests (30 ms per output token)
+    /// one a second from the profile's start are known from the 100th on, but the rule waits
+    /// for 900 s of profiling from the first send: the first due check after it is the 910th
+    /// request (899.3 s at the 900th, checks every 10 from 100), whose end ends the profile as
+    /// its duration would (the next poll finds it ended), once, with a note. Without the rule
+    /// nothing stops.
+    #[test]
+    fn the_early_stop_ends_the_profile_after_900_s_of_profiling() {
+        let rule = crate::early_stop::AgenticEarlyStop::for_lanes(0.02, 1);
+        for (rule, stops_at) in [(rule, Some(910u64)), (None, None)] {
+            let (mut sched, t0) = profiling_scheduler();
+            let mut st = LoopState::new(10);
+            st.early_rule = rule;
+            let mut stopped_at = None;
+            for i in 0..1000u64 {
+                let r = profiled(i, t0 + i * 1_000_000_000);
+                st.early_stop_check(&r, &mut sched);
+                if st.early_stopped && stopped_at.is_none() {
+                    stopped_at = Some(i + 1);
+                    assert!(sched.poll(r.end_ns).is_empty());
+                    assert_eq!(sched.phase(), RunPhase::Ended);
+                }
+            }
+            assert_eq!(stopped_at, stops_at);
+            let notes: Vec<&String> = st
+                .notes
+                .iter()
+                .filter(|n| n.contains("early stop"))
+                .collect();
+            assert_eq!(notes.len(), usize::from(stops_at.is_some()), "{notes:?}");
+            if stops_at.is_some() {
+                assert!(
+                    notes[0].contains("after 910 profile requests and 909 s of profiling"),
+                    "{}",
+                    notes[0]
+                );
+            } else {
+                assert_eq!(sched.phase(), RunPhase::Profile);
+            }
+        }
+    }
 
     /// Issue 39 §3: a prompt whose synthesis fails mid-run is a failed record with its cause,
     /// not a lost task (the loop would wait for it forever) or an abort.

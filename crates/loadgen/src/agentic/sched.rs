@@ -649,6 +649,17 @@ impl Scheduler {
         }
     }
 
+    /// Ends the profile at `now` (run clock, ns) as if its duration had run out then (issue 43:
+    /// an AgentX early stop): the next [`Scheduler::poll`] ends the phase, so no new request
+    /// starts and the ones in flight end as at the duration's end. No-op outside the profile,
+    /// or when the duration ends earlier anyway.
+    pub fn end_profile_at(&mut self, now: u64) {
+        if self.phase == RunPhase::Profile {
+            let t0 = self.t0.unwrap_or(0);
+            self.cfg.duration_ns = self.cfg.duration_ns.min(now.saturating_sub(t0));
+        }
+    }
+
     /// Records that the request of `ticket` ended at `now` with `outcome`.
     pub fn complete(&mut self, ticket: Ticket, now: u64, outcome: Outcome) {
         self.in_flight = self.in_flight.saturating_sub(1);

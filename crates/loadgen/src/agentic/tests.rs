@@ -342,3 +342,63 @@ fn each_dispatch_says_how_far_the_idle_caps_moved_it() {
     c.duration_ns = 302 * S;
     assert_eq!(run(c), vec![(0, 0), (1, 700 * S)]);
 }
+
+/// Issue 43's AgentX early stop: `end_profile_at` ends the profile as its duration would have
+/// then. The replay of [`primer_warmup_profile_and_recycle`] (T0 = 3 s, a 40 s duration) told
+/// to end at 25 s sends exactly what a 22 s duration sends (turns 7 and 8, none after 25 s),
+/// and ends; before the profile (during the warmup) the call changes nothing.
+#[test]
+fn an_early_stop_ends_the_profile_as_the_duration_would() {
+    let plans = vec![TreePlan::build(0, &ten())];
+    let mut s = Scheduler::new(Arc::new(plans), cfg(1, 40));
+    let mut now = 0u64;
+    let mut in_flight: BTreeMap<(u64, u64), Ticket> = BTreeMap::new();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut seq = 0u64;
+    for _ in 0..10_000 {
+        if s.phase() == RunPhase::Warmup {
+            s.end_profile_at(now);
+        }
+        if now >= 25 * S {
+            s.end_profile_at(25 * S);
+        }
+        for d in s.poll(now) {
+            rows.push((d.kind, d.play, d.stream, d.turn, now as f64 / S as f64));
+            in_flight.insert((now + S, seq), d.ticket);
+            seq += 1;
+        }
+        if s.is_done() {
+            break;
+        }
+        let next_done = in_flight.keys().next().map(|k| k.0);
+        now = match (next_done, s.next_wakeup()) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => break,
+        }
+        .max(now);
+        while let Some((&(t, q), _)) = in_flight.iter().next() {
+            if t > now {
+                break;
+            }
+            let ticket = in_flight.remove(&(t, q)).unwrap();
+            s.complete(ticket, now, Outcome::Ok);
+        }
+    }
+    let (same, _) = simulate(&[ten()], cfg(1, 22), |_| S, ok);
+    use Kind::*;
+    assert_eq!(
+        rows,
+        vec![
+            (Primer, 0, 0, 4, 0.0),
+            (Warmup, 0, 0, 5, 1.0),
+            (Warmup, 0, 0, 6, 2.0),
+            (Profile, 0, 0, 7, 11.0),
+            (Profile, 0, 0, 8, 20.0),
+        ]
+    );
+    assert_eq!(rows, same);
+    assert_eq!(s.profile_start_ns(), Some(3 * S));
+    assert_eq!(s.phase(), RunPhase::Ended);
+}

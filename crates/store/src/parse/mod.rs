@@ -170,6 +170,12 @@ pub struct PointData {
     /// engine's launch and stop, modelled time for sim rows. `None` for imports, points stored
     /// before it was recorded, and standalone `bench`/`replay` results (no engine of ours).
     pub gpu_seconds: Option<f64>,
+    /// The point ran under `sweep --adaptive`'s early-stop rule (our summary's
+    /// `inferbench.adaptive`, issue 43); false for fixed-protocol points and imports.
+    pub adaptive: bool,
+    /// Profile prompts an adaptive point sent (`inferbench.prompts_used`); `None` when not
+    /// adaptive or the summary does not say.
+    pub prompts_used: Option<i64>,
 }
 
 /// One eval result: a task's accuracy for a configuration (reference/inferencex-app.md §3.5).
@@ -1033,6 +1039,8 @@ pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointDa
         server_metrics: Vec::new(),
         server: None,
         gpu_seconds: None,
+        adaptive: false,
+        prompts_used: None,
     }
 }
 

@@ -74,6 +74,8 @@ pub(super) fn facts(s: &RunSummary, raw: &Map<String, Value>) -> SummaryFacts {
         end_unix: s.benchmark_end_time_unix,
         metrics: metrics(s, raw.get("inferbench").and_then(Value::as_object)),
         server: x.server.clone(),
+        adaptive: x.adaptive,
+        prompts_used: x.prompts_used.and_then(|n| i64::try_from(n).ok()),
     }
 }
 

@@ -127,6 +127,10 @@ pub(super) struct SummaryFacts {
     pub start_unix: Option<f64>,
     /// End of the profiling window, unix seconds.
     pub end_unix: Option<f64>,
+    /// Our `inferbench.adaptive` (issue 43): the point ran under the early-stop rule.
+    pub adaptive: bool,
+    /// Our `inferbench.prompts_used`: profile prompts an adaptive point sent.
+    pub prompts_used: Option<i64>,
     /// The point's metrics: InferenceX names and units (seconds, tok/s, tok/s/user), extras
     /// as `inferbench.*`; per-GPU figures are filled later from the configuration.
     pub metrics: BTreeMap<String, f64>,
@@ -208,6 +212,8 @@ pub(super) fn foreign_facts(s: &Map<String, Value>) -> SummaryFacts {
         end_unix: s.get("benchmark_end_time_unix").and_then(num),
         metrics,
         server: None,
+        adaptive: false,
+        prompts_used: None,
     }
 }
 
@@ -275,6 +281,10 @@ pub(super) fn summary_point(
     let mut pt = empty_point(cfg, conc, date);
     // What the producer learnt of the server (issue 39 §5); ingest adds the `--set` keys.
     pt.server = f.server;
+    // An adaptive point's early stop (issue 43): it ran under the rule, and how many prompts it
+    // sent.
+    pt.adaptive = f.adaptive;
+    pt.prompts_used = f.prompts_used.filter(|_| f.adaptive);
     if completed == 0.0 {
         // Why, as far as the summary says (trial 14: a point interrupted before it sent
         // anything said "no successful request").
