@@ -11,8 +11,6 @@
 pub mod agentic;
 pub mod arrivals;
 pub mod early_stop;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod hints;
 pub mod kept;
 pub mod options;

@@ -1,8 +1,8 @@
 //! `inferbench job`: run one matrix row (what the Slurm and GitHub executors call on each node):
 //! engine up, one point per concurrency, artifacts, engine down. Flags and the run:
-//! `inferbench_runner::flags`.
+//! `crate::cmd::run_flags`.
 
-use inferbench_runner::flags::{run_here, JobFlags};
+use crate::cmd::run_flags::{run_here, JobFlags};
 use inferbench_runner::{JobSpec, SweepOptions};
 
 use super::client_args::ClientArgs;

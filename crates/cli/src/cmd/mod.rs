@@ -4,6 +4,7 @@
 pub use inferbench_core::{ExitStatus, StatusError};
 
 pub mod bench;
+pub mod bench_flags;
 pub mod client_args;
 pub mod eval;
 pub mod ingest;
@@ -11,6 +12,8 @@ pub mod job;
 pub mod models_policy;
 pub mod quickstart;
 pub mod replay;
+pub mod replay_flags;
+pub mod run_flags;
 pub mod serve;
 pub mod sim;
 pub mod sweep;

@@ -7,8 +7,8 @@
 
 use std::path::PathBuf;
 
+use crate::cmd::run_flags::QuickstartFlags;
 use inferbench_runner::artifacts::fresh_run_dir;
-use inferbench_runner::flags::QuickstartFlags;
 use inferbench_runner::simsweep::sweep_id;
 use inferbench_views::preview;
 

@@ -1,8 +1,8 @@
 //! `inferbench sweep`: run a job matrix locally, submit it to Slurm as a job array, or write a
 //! GitHub Actions workflow for it. Flags, their options file and each executor's work:
-//! `inferbench_runner::flags`.
+//! `crate::cmd::run_flags`.
 
-use inferbench_runner::flags::{Executor, SweepFlags};
+use crate::cmd::run_flags::{Executor, SweepFlags};
 
 use super::client_args::ClientArgs;
 use super::ExitStatus;

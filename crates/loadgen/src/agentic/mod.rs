@@ -2,8 +2,6 @@
 //! scheduler on explicit time ([`sched`]), the AIPerf-shaped artifacts ([`aiperf`], §4.1–4.4).
 
 pub mod aiperf;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod overhead;
 pub mod plan;
 pub mod prompt;

@@ -1,9 +1,9 @@
-//! The `sweep` and `job` subcommands (`clap` feature): their flags, written once with their
-//! `--help` text ([`RunFlags`], shared by both and carried to Slurm tasks and GitHub rows as
-//! `run-options.json`; [`SweepFlags`]; [`JobFlags`]), their conversion into [`SweepOptions`],
-//! and what each executor does with them ([`SweepFlags::write_github`],
-//! [`SweepFlags::slurm`], [`run_here`]). The `inferbench` binary only adds the signal
-//! handling.
+//! The `sweep`, `job` and `quickstart` subcommands' flags, written once with their `--help`
+//! text ([`RunFlags`], shared by `sweep` and `job` and carried to Slurm tasks and GitHub rows
+//! as `run-options.json`; [`SweepFlags`]; [`JobFlags`]; [`QuickstartFlags`]), their conversion
+//! into the runner library's [`SweepOptions`], and what each executor does with them
+//! ([`SweepFlags::write_github`], [`SweepFlags::slurm`], [`run_here`]). `cmd::sweep`,
+//! `cmd::job` and `cmd::quickstart` add the signal handling.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,12 +14,12 @@ use inferbench_eval::EvalBackend;
 use inferbench_sim::golden::ThinkingMode;
 use inferbench_sim::{Precision, SimConfig};
 
-use crate::bench::LoadgenPoint;
-use crate::engine::EngineOptions;
-use crate::executor::{github, slurm};
-use crate::simsweep::{AgenticSimSweep, SimSweep};
-use crate::sweep::{gather, run_jobs, SWEEP_REPORT};
-use crate::{artifacts, load_matrix, load_row, BenchDefaults, JobSpec, SweepOptions};
+use inferbench_runner::bench::LoadgenPoint;
+use inferbench_runner::engine::EngineOptions;
+use inferbench_runner::executor::{github, slurm};
+use inferbench_runner::simsweep::{AgenticSimSweep, SimSweep};
+use inferbench_runner::sweep::{gather, run_jobs, SWEEP_REPORT};
+use inferbench_runner::{artifacts, load_matrix, load_row, BenchDefaults, JobSpec, SweepOptions};
 
 /// Flags shared by `sweep` and `job`: where results go, how engines start, how points run.
 /// Slurm tasks and GitHub rows receive them as a file ([`RunFlags::write_options_file`],
@@ -256,8 +256,8 @@ impl RunFlags {
             self.eval_concurrency != Some(0),
             "--eval-concurrency must be ≥ 1"
         );
-        crate::point::header_templates(&self.client)?;
-        crate::point::backend(&self.client)?;
+        inferbench_runner::point::header_templates(&self.client)?;
+        inferbench_runner::point::backend(&self.client)?;
         Ok(SweepOptions {
             out_dir: abs(&self.out),
             runner_name: self.runner_name.clone(),
@@ -271,7 +271,7 @@ impl RunFlags {
                 threads: self.threads,
                 extra_args: self.engine_args.clone(),
                 sim_args: self.sim_args.clone(),
-                spec: crate::engine::SpecOptions {
+                spec: inferbench_runner::engine::SpecOptions {
                     synthetic: !self.no_synthetic_acceptance,
                     num_speculative_tokens: self.num_speculative_tokens,
                     thinking_mode: self.thinking_mode.key().to_string(),
@@ -302,7 +302,7 @@ impl RunFlags {
             force: self.force,
             base_url: self.base_url.clone(),
             progress_lines: true,
-            evals: crate::evals::EvalSettings {
+            evals: inferbench_runner::evals::EvalSettings {
                 enabled: !self.no_evals,
                 data_dir: self.eval_data_dir.as_ref().map(abs),
                 limit: self.eval_limit,
@@ -571,7 +571,7 @@ impl JobFlags {
     pub fn resolve(self) -> anyhow::Result<(JobSpec, RunFlags)> {
         let job = match (&self.row, &self.matrix, self.index) {
             (Some(text), _, _) => {
-                let mut rows = crate::jobspec::parse_matrix(text, "--row".as_ref())?;
+                let mut rows = inferbench_runner::jobspec::parse_matrix(text, "--row".as_ref())?;
                 anyhow::ensure!(
                     rows.len() == 1,
                     "--row: expected exactly one row, got {}",
@@ -600,13 +600,13 @@ impl JobFlags {
 /// and the engine stop, the remaining points are marked interrupted); says on stderr which
 /// eval-only rows `--no-evals` leaves out, and prints the sweep's summary there. A sweep that
 /// writes its report holds its output directory ([`artifacts::lock_out_dir`]). Returns the
-/// exit code ([`crate::SweepReport::exit_code`]), or 2 when another sweep holds the directory.
+/// exit code ([`inferbench_runner::SweepReport::exit_code`]), or 2 when another sweep holds the directory.
 pub async fn run_here(
     jobs: &[JobSpec],
     opts: &SweepOptions,
     progress: bool,
     adaptive: Option<f64>,
-    cancel: &crate::CancellationToken,
+    cancel: &inferbench_runner::CancellationToken,
 ) -> i32 {
     // One local sweep per output directory; `job` tasks of one Slurm or GitHub sweep share
     // theirs (each runs its own rows, the gather writes the report).
@@ -622,7 +622,10 @@ pub async fn run_here(
         None
     };
     if !opts.evals.enabled {
-        let n = jobs.iter().filter(|j| crate::evals::eval_only(j)).count();
+        let n = jobs
+            .iter()
+            .filter(|j| inferbench_runner::evals::eval_only(j))
+            .count();
         if n > 0 {
             eprintln!("--no-evals: {n} eval-only row(s) not run");
         }
@@ -632,7 +635,7 @@ pub async fn run_here(
         ..LoadgenPoint::default()
     };
     let report = match adaptive {
-        Some(tol) => crate::adaptive::run_local(jobs, opts, &runner, cancel, tol).await,
+        Some(tol) => inferbench_runner::adaptive::run_local(jobs, opts, &runner, cancel, tol).await,
         None => run_jobs(jobs, opts, &runner, cancel).await,
     };
     if let Some(a) = &report.adaptive {
@@ -746,7 +749,7 @@ impl SweepFlags {
             let mut idx: Vec<usize> = done
                 .points
                 .iter()
-                .filter(|p| p.outcome != crate::Outcome::Ok)
+                .filter(|p| p.outcome != inferbench_runner::Outcome::Ok)
                 .map(|p| p.index)
                 .collect();
             idx.dedup();
