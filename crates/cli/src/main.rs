@@ -279,9 +279,7 @@ fn main() {
         Ok(status) => std::process::exit(status.code()),
         Err(e) => {
             eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            let status =
-                (e.downcast_ref::<cmd::StatusError>()).map_or(cmd::ExitStatus::Usage, |s| s.status);
-            std::process::exit(status.code());
+            std::process::exit(cmd::error_status(&e).code());
         }
     }
 }
@@ -323,19 +321,19 @@ mod tests {
     /// returns (141, a closed stdout, is every subcommand's and not listed).
     #[test]
     fn every_subcommand_help_lists_the_exit_codes_it_uses() {
-        use inferbench_core::ExitStatus::{Failed, Interrupted, Ok, Unreachable, Usage};
-        let codes = |s: &[inferbench_core::ExitStatus]| -> Vec<i32> {
+        use crate::cmd::ExitStatus::{Failed, Interrupted, Ok, Unreachable, Usage};
+        let codes = |s: &[crate::cmd::ExitStatus]| -> Vec<i32> {
             let mut v: Vec<i32> = s.iter().map(|c| c.code()).collect();
             v.sort_unstable();
             v
         };
         let want = [
-            // run_bench's exit code; the served model unreachable without --model (3).
+            // run_bench's RunEnd; the served model unreachable without --model (3).
             (
                 "bench",
                 codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),
             ),
-            // agentic::exit_code; the served model unreachable without --model (3).
+            // agentic::replay_end; the served model unreachable without --model (3).
             (
                 "replay",
                 codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),

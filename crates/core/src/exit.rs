@@ -47,6 +47,19 @@ impl ExitStatus {
     }
 }
 
+/// The exit status of a run that ended as `end` ([`crate::RunEnd`], what the libraries
+/// return): passed 0, a gate failed 1, the server unreachable 3, interrupted 130.
+impl From<crate::RunEnd> for ExitStatus {
+    fn from(end: crate::RunEnd) -> ExitStatus {
+        match end {
+            crate::RunEnd::Passed => ExitStatus::Ok,
+            crate::RunEnd::GateFailed => ExitStatus::Failed,
+            crate::RunEnd::Unreachable => ExitStatus::Unreachable,
+            crate::RunEnd::Interrupted => ExitStatus::Interrupted,
+        }
+    }
+}
+
 /// An error that ends a subcommand with its own [`ExitStatus`] rather than
 /// [`ExitStatus::Usage`] (e.g. a server that could not be reached before the run: 3). The
 /// CLI finds it in an `anyhow` chain with `downcast_ref`.
@@ -97,5 +110,20 @@ mod tests {
         assert_eq!(ExitStatus::from_code(7), ExitStatus::Failed);
         assert_eq!(ExitStatus::failed_if(true), ExitStatus::Failed);
         assert_eq!(ExitStatus::failed_if(false), ExitStatus::Ok);
+    }
+
+    /// How a run ended maps to the documented codes (docs/results.md, each subcommand's
+    /// `--help`): 0, 1, 3, 130.
+    #[test]
+    fn run_ends_map_to_their_codes() {
+        use crate::RunEnd;
+        let codes = [
+            RunEnd::Passed,
+            RunEnd::GateFailed,
+            RunEnd::Unreachable,
+            RunEnd::Interrupted,
+        ]
+        .map(|e| ExitStatus::from(e).code());
+        assert_eq!(codes, [0, 1, 3, 130]);
     }
 }

@@ -24,12 +24,10 @@ pub mod server_cache;
 pub mod server_tokenizer;
 
 pub use inferbench_client::CancellationToken;
+pub use inferbench_core::RunEnd;
 pub use options::{
     limits, BenchOptions, DatasetName, OptionError, PowerMode, ProgressMode, RangeSemantics,
     SERVER_TOKENIZER,
 };
 pub use prompts::{BenchPrompt, PreparedPrompts};
-pub use run::{
-    run_bench, BenchOutcome, Verdict, VerdictKind, EXIT_ERROR_RATE, EXIT_INTERRUPTED,
-    EXIT_SERVER_UNREACHABLE,
-};
+pub use run::{run_bench, BenchOutcome, Verdict, VerdictKind};

@@ -162,7 +162,12 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     let out = run_bench(opts(url.clone(), with_ca.clone()), CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let recs = profile(&out.records);
     assert_eq!(recs.len(), 4);
     for r in &recs {
@@ -185,7 +190,7 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     )
     .await
     .unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     assert!(!out.records.is_empty());
     for r in &out.records {
         assert!(!r.success);
@@ -222,7 +227,12 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
         .unwrap();
     assert!(out.summary.inferbench.tls_insecure);
     assert_eq!(out.summary.inferbench.tls_ca, None);
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert!(profile(&out.records)
         .iter()
         .all(|r| r.success && r.completion_tokens == 5));
@@ -235,7 +245,12 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
         ..opts(far, with_ca)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let recs = profile(&out.records);
     assert!(recs.iter().all(|r| r.success && r.completion_tokens == 5));
     let lines = tunnels.lock().unwrap().clone();
@@ -275,7 +290,7 @@ async fn a_refused_tunnel_is_a_recorded_connect_error() {
         ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     assert!(!out.records.is_empty());
     for r in &out.records {
         assert!(!r.success);
@@ -323,7 +338,12 @@ async fn side_requests_reach_an_https_server_with_the_same_tls() {
         ..opts(format!("https://localhost:{port}"), with_ca)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert!(
         out.notes.iter().any(|n| n
             == "model \"m\": the first model the server's /v1/models lists (--model not given)"),
@@ -390,7 +410,12 @@ async fn the_server_tokenizer_speaks_tls() {
         ..opts(url.clone(), with_ca)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let recs = profile(&out.records);
     assert_eq!(recs.len(), 4);
     for r in &recs {
@@ -428,7 +453,7 @@ async fn an_unreachable_proxy_is_named_not_the_server() {
         ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     assert!(!out.records.is_empty());
     let want = format!(
         "cannot connect to the proxy 127.0.0.1:{port} (from the environment's https_proxy / \
@@ -473,7 +498,7 @@ async fn https_to_a_plain_http_server_says_use_http() {
     )
     .await
     .unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     assert!(!out.records.is_empty());
     for r in &out.records {
         assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
@@ -557,8 +582,8 @@ async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
     .await
     .unwrap();
     assert_eq!(
-        out.exit_code,
-        0,
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
         "{:?} {:?}",
         out.notes,
         out.records.first()
@@ -572,7 +597,7 @@ async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
     )
     .await
     .unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     let e = out.records[0].error.as_deref().unwrap_or_default();
     assert!(
         e.contains("CaUsedAsEndEntity") || e.contains("UnknownIssuer"),

@@ -169,8 +169,8 @@ pub struct AgenticSimSweep {
 /// What [`AgenticSimSweep::run`] did.
 #[derive(Debug, Clone, Default)]
 pub struct AgenticSweepReport {
-    /// The sweep's exit code ([`SweepReport::exit_code`]: 130 interrupted, 1 a point failed).
-    pub exit_code: i32,
+    /// How the sweep ended ([`SweepReport::end`]: interrupted, or a point failed).
+    pub end: inferbench_core::RunEnd,
     /// Lane counts whose replay did not run its course (Ctrl-C, an abort): never on a preview.
     pub cut_short: Vec<i64>,
 }
@@ -273,7 +273,7 @@ impl AgenticSimSweep {
             points.points.push(pt);
         }))
         .await;
-        report.exit_code = points.exit_code();
+        report.end = points.end();
         Ok(report)
     }
 }

@@ -207,21 +207,22 @@ impl SweepReport {
         self.points.iter().filter(|p| p.outcome == outcome).count()
     }
 
-    /// Process exit code: 130 when interrupted (a point cut short or never started because of
-    /// it), 1 when any point failed (or was not started because of one: an unreachable
-    /// `--base-url`), else 0.
-    pub fn exit_code(&self) -> i32 {
+    /// How the sweep ended: interrupted when a point was cut short or never started because
+    /// of Ctrl-C / SIGTERM; a gate failed when any point failed (or was not started because
+    /// of one: an unreachable `--base-url`); else passed. The CLI maps it to the exit code.
+    pub fn end(&self) -> inferbench_core::RunEnd {
+        use inferbench_core::RunEnd;
         let not_started_by_user = (self.points.iter())
             .filter(|p| {
                 p.outcome == Outcome::NotStarted && p.class == Some(FailureClass::Interrupted)
             })
             .count();
         if self.count(Outcome::Interrupted) + not_started_by_user > 0 {
-            130
+            RunEnd::Interrupted
         } else if self.count(Outcome::Failed) > 0 {
-            1
+            RunEnd::GateFailed
         } else {
-            0
+            RunEnd::Passed
         }
     }
 
@@ -299,7 +300,7 @@ impl SweepReport {
             self.count(Outcome::Failed),
             self.count(Outcome::Interrupted)
         ));
-        if self.exit_code() != 0 {
+        if !self.end().passed() {
             // Trial 13: nothing said that an interrupted sweep resumes.
             s.push_str(
                 "rerun the same command to resume: points already done are skipped (--force \

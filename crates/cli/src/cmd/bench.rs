@@ -195,7 +195,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         }
         super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
-    Ok(ExitStatus::from_code(out.exit_code))
+    Ok(ExitStatus::from(out.end))
 }
 
 /// Stores one point's result in `db` as the plain `bench --db` does: nothing when the server

@@ -44,12 +44,11 @@ pub fn run_local(
     let loads = inferbench_runner::sweep::row_loads(jobs, opts);
     rows_beyond(&loads, &crate::limits::raise_open_files()).map_err(anyhow::Error::msg)?;
     let rt = tokio::runtime::Runtime::new()?;
-    let code = rt.block_on(async {
+    Ok(rt.block_on(async {
         let cancel =
             super::shutdown_token("interrupted: stopping the current point and the engine");
         run_here(jobs, opts, progress, adaptive, &cancel).await
-    });
-    Ok(ExitStatus::from_code(code))
+    }))
 }
 
 /// Whether every row of `loads` fits `limits` ([`crate::limits::check`] at the row's largest

@@ -19,6 +19,22 @@ pub mod sim;
 pub mod sweep;
 pub mod tls_args;
 
+/// The exit status of a subcommand that ended with error `e` (the one mapping of the
+/// libraries' typed errors to exit codes): a [`StatusError`]'s own; the server unreachable
+/// when `--model` was not given and `/v1/models` could not be asked
+/// ([`inferbench_client::models::ServedModelError::Unreachable`]); else [`ExitStatus::Usage`]
+/// (bad flags, files or setup).
+pub fn error_status(e: &anyhow::Error) -> ExitStatus {
+    use inferbench_client::models::ServedModelError;
+    if let Some(s) = e.downcast_ref::<StatusError>() {
+        return s.status;
+    }
+    match e.downcast_ref::<ServedModelError>() {
+        Some(ServedModelError::Unreachable(_)) => ExitStatus::Unreachable,
+        _ => ExitStatus::Usage,
+    }
+}
+
 /// The multi-threaded tokio runtime a long-running subcommand runs in: a worker per core
 /// ([`crate::limits::worker_threads`]) and at most [`crate::limits::BLOCKING_THREADS`] blocking
 /// threads (tokio's default of 512, 2 MiB of stack each, is 1 GiB of address space that

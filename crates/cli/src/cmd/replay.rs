@@ -162,13 +162,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
             }))
         },
     ))?;
-    let code = rt.block_on(async move {
+    rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",
         );
         flags.run(prepared, cancel).await
-    })?;
-    Ok(ExitStatus::from_code(code))
+    })
 }
 
 #[cfg(test)]

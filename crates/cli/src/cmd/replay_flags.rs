@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use inferbench_client::CancellationToken;
+use inferbench_core::RunEnd;
 use inferbench_workload::agentx::load::over_budget;
 use inferbench_workload::agentx::synthetic::{self, SHAPES};
 use inferbench_workload::agentx::{load_traces, LoadOptions, LoadReport, Trace};
@@ -30,8 +31,9 @@ const REPLAY_FILES: [&str; 9] = [
     "aiperf_artifacts/server_metrics_export.json",
 ];
 use super::bench_flags::{secs, PowerFlags, TargetFlags};
+use super::ExitStatus;
 use inferbench_loadgen::agentic::{
-    exit_code, replay_summary, run_replay, theoretical_hit_rate, write_artifacts, ReplayOptions,
+    replay_end, replay_summary, run_replay, theoretical_hit_rate, write_artifacts, ReplayOptions,
     ReplayStop, SchedConfig,
 };
 use inferbench_loadgen::output::{nothing_measured, render_report};
@@ -537,13 +539,14 @@ impl ReplayFlags {
     /// Replays `prepared` until its window ends or `cancel` fires, with GPU power sampled
     /// around it; prints the report and the agentic lines (stdout) and the notes (stderr),
     /// writes `summary.json`, `requests.jsonl` and the AIPerf/InferenceX artifacts into
-    /// `--result-dir`. Returns the exit code ([`exit_code`]; 1 as well for power that is not
-    /// valid with `--require-power`).
+    /// `--result-dir`. Returns the exit status of how the replay ended ([`replay_end`]; a
+    /// failed gate as well for results not written or power that is not valid with
+    /// `--require-power`).
     pub async fn run(
         self,
         mut prepared: PreparedReplay,
         cancel: CancellationToken,
-    ) -> anyhow::Result<i32> {
+    ) -> anyhow::Result<ExitStatus> {
         if prepared.opts.model.trim().is_empty() {
             prepared.opts.model = inferbench_loadgen::hints::served_model(
                 &prepared.opts.base_url,
@@ -716,11 +719,11 @@ impl ReplayFlags {
         if let Some(why) = &summary.inferbench.failed_reason {
             eprintln!("inferbench: {why}");
         }
-        let mut code = exit_code(&out, &summary);
-        if code == 0 && (write_failed || self.power.require_power && power_invalid.is_some()) {
-            code = 1;
+        let mut end = replay_end(&out, &summary);
+        if end.passed() && (write_failed || self.power.require_power && power_invalid.is_some()) {
+            end = RunEnd::GateFailed;
         }
-        Ok(code)
+        Ok(ExitStatus::from(end))
     }
 }
 

@@ -14,6 +14,7 @@ use inferbench_eval::EvalBackend;
 use inferbench_sim::golden::ThinkingMode;
 use inferbench_sim::{Precision, SimConfig};
 
+use super::ExitStatus;
 use inferbench_runner::bench::LoadgenPoint;
 use inferbench_runner::engine::EngineOptions;
 use inferbench_runner::executor::{github, slurm};
@@ -600,14 +601,15 @@ impl JobFlags {
 /// and the engine stop, the remaining points are marked interrupted); says on stderr which
 /// eval-only rows `--no-evals` leaves out, and prints the sweep's summary there. A sweep that
 /// writes its report holds its output directory ([`artifacts::lock_out_dir`]). Returns the
-/// exit code ([`inferbench_runner::SweepReport::exit_code`]), or 2 when another sweep holds the directory.
+/// exit status of how the sweep ended ([`inferbench_runner::SweepReport::end`]), or
+/// [`ExitStatus::Usage`] when another sweep holds the directory.
 pub async fn run_here(
     jobs: &[JobSpec],
     opts: &SweepOptions,
     progress: bool,
     adaptive: Option<f64>,
     cancel: &inferbench_runner::CancellationToken,
-) -> i32 {
+) -> ExitStatus {
     // One local sweep per output directory; `job` tasks of one Slurm or GitHub sweep share
     // theirs (each runs its own rows, the gather writes the report).
     let _lock = if opts.write_report {
@@ -615,7 +617,7 @@ pub async fn run_here(
             Ok(l) => Some(l),
             Err(e) => {
                 eprintln!("error: {e}");
-                return 2;
+                return ExitStatus::Usage;
             }
         }
     } else {
@@ -656,7 +658,7 @@ pub async fn run_here(
         eprint!("{}", report.render());
     }
     eprintln!("artifacts in {} ({})", opts.out_dir.display(), SWEEP_REPORT);
-    report.exit_code()
+    ExitStatus::from(report.end())
 }
 
 impl SweepFlags {
@@ -677,7 +679,7 @@ impl SweepFlags {
     /// `--executor github`: writes the rows, the run flags (`run-options.json`, paths as given)
     /// and the reusable workflow into `--github-dir`, and says so (warnings on stderr). Returns
     /// the exit code (0).
-    pub fn write_github(&self, jobs: &[JobSpec]) -> anyhow::Result<i32> {
+    pub fn write_github(&self, jobs: &[JobSpec]) -> anyhow::Result<ExitStatus> {
         // The rows' run flags travel as a file in the repository, as Slurm tasks' do
         // (issue 12: the workflow ran `job` with its defaults, dropping every sweep flag).
         let options = self.github_dir.join(GITHUB_OPTIONS_FILE);
@@ -719,25 +721,26 @@ impl SweepFlags {
             options.display(),
             files.workflow.display()
         );
-        Ok(0)
+        Ok(ExitStatus::Ok)
     }
 
     /// Gathers the points' status into `sweep.json` (with the runner name the tasks ran
-    /// under) and prints its summary on stderr; returns the exit code.
-    fn gather_report(&self, jobs: &[JobSpec], opts: &SweepOptions) -> anyhow::Result<i32> {
+    /// under) and prints its summary on stderr; returns the exit status of how the sweep
+    /// ended.
+    fn gather_report(&self, jobs: &[JobSpec], opts: &SweepOptions) -> anyhow::Result<ExitStatus> {
         let mut gopts = opts.clone();
         gopts.runner_name = self.run.runner_name.clone();
         let report = gather(jobs, &gopts);
         artifacts::write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report)?;
         eprint!("{}", report.render());
-        Ok(report.exit_code())
+        Ok(ExitStatus::from(report.end()))
     }
 
     /// `--executor slurm`: with `--gather` only gathers; otherwise submits the rows not yet
     /// finished (all with `--force`) as one job array whose tasks read `run-options.json`,
     /// then (unless `--no-wait`, which prints the job id) waits and gathers. Returns the exit
-    /// code.
-    pub async fn slurm(&self, jobs: &[JobSpec], opts: &SweepOptions) -> anyhow::Result<i32> {
+    /// status.
+    pub async fn slurm(&self, jobs: &[JobSpec], opts: &SweepOptions) -> anyhow::Result<ExitStatus> {
         if self.gather {
             return self.gather_report(jobs, opts);
         }
@@ -760,7 +763,7 @@ impl SweepFlags {
                 "all {} rows already finished; nothing to submit",
                 jobs.len()
             );
-            return Ok(0);
+            return Ok(ExitStatus::Ok);
         }
         // The tasks' flags travel as one file beside the script, not as a rebuilt argv.
         let dir = opts.out_dir.join("_slurm");
@@ -788,7 +791,7 @@ impl SweepFlags {
         );
         if self.no_wait {
             println!("{job_id}");
-            return Ok(0);
+            return Ok(ExitStatus::Ok);
         }
         // Tasks ran `inferbench job` with a fixed runner name; gather with the same one.
         self.gather_report(jobs, opts)

@@ -78,14 +78,11 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             }
         }
     }
-    let code = match flags.executor {
-        Executor::Local => {
-            return super::job::run_local(&jobs, &opts, flags.run.progress, flags.adaptive)
-        }
-        Executor::Github => flags.write_github(&jobs)?,
-        Executor::Slurm => tokio::runtime::Runtime::new()?.block_on(flags.slurm(&jobs, &opts))?,
-    };
-    Ok(ExitStatus::from_code(code))
+    match flags.executor {
+        Executor::Local => super::job::run_local(&jobs, &opts, flags.run.progress, flags.adaptive),
+        Executor::Github => flags.write_github(&jobs),
+        Executor::Slurm => tokio::runtime::Runtime::new()?.block_on(flags.slurm(&jobs, &opts)),
+    }
 }
 
 /// The largest `--adaptive` tolerance accepted: 0.5 (a frontier known to within ±50 %).

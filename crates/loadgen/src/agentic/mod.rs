@@ -11,7 +11,7 @@ pub mod sched;
 pub use overhead::TemplateOverhead;
 pub use plan::{PlanReq, TreePlan};
 pub use run::{
-    exit_code, measured, replay_summary, run_replay, theoretical_hit_rate, write_artifacts,
+    measured, replay_end, replay_summary, run_replay, theoretical_hit_rate, write_artifacts,
     ReplayOptions, ReplayOutcome, ReplayStop,
 };
 pub use sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler, Ticket};
