@@ -246,6 +246,8 @@ fn main() {
     limits::inherited_files();
     quiet_on_broken_stdout();
     init_logging();
+    // The libraries' lines and live progress, drawn here (they never print).
+    cmd::progress::install();
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let mut pool = Ok(());
     if cli.command.long_running() {

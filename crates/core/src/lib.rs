@@ -12,6 +12,7 @@ pub mod exit;
 pub mod fingerprint;
 pub mod matrix;
 pub mod metrics;
+pub mod notice;
 pub mod point;
 pub mod prometheus;
 pub mod record;

@@ -691,7 +691,7 @@ async fn run_warmup(
         return PhaseEnd::Completed;
     }
     if !matches!(opts.progress, ProgressMode::Off) {
-        eprintln!("{}", warmup_notice(n_warm, opts.num_warmups.is_some()));
+        inferbench_core::notice::line(&warmup_notice(n_warm, opts.num_warmups.is_some()));
     }
     let progress = Progress::start(
         opts.progress,

@@ -190,10 +190,10 @@ fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> 
             } else {
                 "conc"
             };
-            eprintln!("  note ({what} {}): {note}", req.conc);
+            inferbench_core::notice::line(&format!("  note ({what} {}): {note}", req.conc));
         } else if first {
             // Plain text, as the sweep's other lines (tracing's format is for INFERBENCH_LOG).
-            eprintln!("warning: {}: {note}", req.result_filename);
+            inferbench_core::notice::line(&format!("warning: {}: {note}", req.result_filename));
         } else {
             tracing::debug!("{}: {note} (again)", req.result_filename);
         }
@@ -228,7 +228,7 @@ async fn run_agentic_point(
         &inferbench_workload::agentx::LoadOptions::default(),
     )?;
     for n in &report.notes {
-        eprintln!("inferbench: warning: {n}");
+        inferbench_core::notice::line(&format!("inferbench: warning: {n}"));
     }
     let settings = req.bench.replay_settings(req.spec.row.duration);
     let duration_s = settings.duration_s;

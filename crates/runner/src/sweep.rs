@@ -602,7 +602,7 @@ fn not_started_after(
     }
     if opts.progress_lines && n > 0 {
         let points = if n == 1 { "point" } else { "points" };
-        eprintln!("{n} more {points} {why}");
+        inferbench_core::notice::line(&format!("{n} more {points} {why}"));
     }
 }
 
@@ -1173,12 +1173,12 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, mut r: Poin
                     .unwrap_or("")
             ),
         };
-        eprintln!(
+        inferbench_core::notice::line(&format!(
             "[{}/{total}] row {} {}: {what}",
             report.points.len() + 1,
             r.index,
             r.what()
-        );
+        ));
     }
     report.points.push(r);
 }
@@ -1619,14 +1619,14 @@ fn finish_point(
         if let Some(acc) = engine.and_then(|e| e.command.acceptance.as_ref()) {
             let check = acceptance_check(acc, &summary);
             if check["flagged"] == true {
-                eprintln!(
+                inferbench_core::notice::line(&format!(
                     "warning: row {} conc {}: measured acceptance length {:.2} against the pinned {} ({}): the engine did not hold the synthetic acceptance",
                     point.spec.index,
                     point.conc,
                     check["measured_acceptance_length"].as_f64().unwrap_or(f64::NAN),
                     acc.acceptance_length,
                     acc.source
-                );
+                ));
             }
             if let Some(ext) = summary
                 .get_mut("inferbench")

@@ -10,6 +10,7 @@ pub mod eval;
 pub mod ingest;
 pub mod job;
 pub mod models_policy;
+pub mod progress;
 pub mod quickstart;
 pub mod replay;
 pub mod replay_flags;
