@@ -8,7 +8,6 @@ pub mod analytics;
 pub mod anomaly;
 pub mod artifacts;
 pub mod exact;
-pub mod exit;
 pub mod fingerprint;
 pub mod matrix;
 pub mod metrics;
@@ -24,7 +23,6 @@ pub mod summary;
 pub mod text;
 
 pub use anomaly::Anomaly;
-pub use exit::{ExitStatus, StatusError};
 pub use matrix::{Conc, MatrixRow};
 pub use run_end::RunEnd;
 

@@ -1,12 +1,13 @@
 //! One module per subcommand: a `run` that takes the subcommand's flags (a library's flags
 //! struct, or a small `Args` of its own), calls the library and returns the [`ExitStatus`].
 
-pub use inferbench_core::{ExitStatus, StatusError};
+pub use exit::{ExitStatus, StatusError};
 
 pub mod bench;
 pub mod bench_flags;
 pub mod client_args;
 pub mod eval;
+pub mod exit;
 pub mod ingest;
 pub mod job;
 pub mod models_policy;

@@ -1,5 +1,7 @@
 //! [`ExitStatus`]: the one list of `inferbench`'s process exit codes, shared by every
-//! subcommand (`bench`'s and `replay`'s gates, sweeps, evals, the CLI's usage errors).
+//! subcommand (`bench`'s and `replay`'s gates, sweeps, evals, the CLI's usage errors), and
+//! the one mapping of how a library's run ended ([`inferbench_core::RunEnd`]) to them; an
+//! error's status is [`super::error_status`].
 
 /// The exit status of an `inferbench` subcommand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,15 +49,15 @@ impl ExitStatus {
     }
 }
 
-/// The exit status of a run that ended as `end` ([`crate::RunEnd`], what the libraries
+/// The exit status of a run that ended as `end` ([`inferbench_core::RunEnd`], what the libraries
 /// return): passed 0, a gate failed 1, the server unreachable 3, interrupted 130.
-impl From<crate::RunEnd> for ExitStatus {
-    fn from(end: crate::RunEnd) -> ExitStatus {
+impl From<inferbench_core::RunEnd> for ExitStatus {
+    fn from(end: inferbench_core::RunEnd) -> ExitStatus {
         match end {
-            crate::RunEnd::Passed => ExitStatus::Ok,
-            crate::RunEnd::GateFailed => ExitStatus::Failed,
-            crate::RunEnd::Unreachable => ExitStatus::Unreachable,
-            crate::RunEnd::Interrupted => ExitStatus::Interrupted,
+            inferbench_core::RunEnd::Passed => ExitStatus::Ok,
+            inferbench_core::RunEnd::GateFailed => ExitStatus::Failed,
+            inferbench_core::RunEnd::Unreachable => ExitStatus::Unreachable,
+            inferbench_core::RunEnd::Interrupted => ExitStatus::Interrupted,
         }
     }
 }
@@ -116,7 +118,7 @@ mod tests {
     /// `--help`): 0, 1, 3, 130.
     #[test]
     fn run_ends_map_to_their_codes() {
-        use crate::RunEnd;
+        use inferbench_core::RunEnd;
         let codes = [
             RunEnd::Passed,
             RunEnd::GateFailed,
