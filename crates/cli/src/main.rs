@@ -31,7 +31,7 @@ enum Command {
     #[command(
         after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT)."
     )]
-    Selftest(inferbench_loadgen::flags::SelftestFlags),
+    Selftest(crate::cmd::bench_flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
     #[command(
         after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
@@ -134,7 +134,7 @@ fn parse_cli<T: Into<std::ffi::OsString> + Clone>(
 }
 
 /// An unknown-flag error for a `vllm bench serve` flag gets a tip naming what to use instead
-/// ([`inferbench_loadgen::flags::vllm_flag_hint`]; trial 32 F11); other errors pass unchanged.
+/// ([`crate::cmd::bench_flags::vllm_flag_hint`]; trial 32 F11); other errors pass unchanged.
 fn with_vllm_hint(e: clap::Error) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     if e.kind() != ErrorKind::UnknownArgument {
@@ -143,7 +143,7 @@ fn with_vllm_hint(e: clap::Error) -> clap::Error {
     let Some(ContextValue::String(flag)) = e.get(ContextKind::InvalidArg) else {
         return e;
     };
-    let Some(h) = inferbench_loadgen::flags::vllm_flag_hint(flag) else {
+    let Some(h) = crate::cmd::bench_flags::vllm_flag_hint(flag) else {
         return e;
     };
     // Our tip alone: clap's "a similar argument exists" guess (`--temperature` →
@@ -246,6 +246,8 @@ fn main() {
     limits::inherited_files();
     quiet_on_broken_stdout();
     init_logging();
+    // The libraries' lines and live progress, drawn here (they never print).
+    cmd::progress::install();
     let cli = parse_cli(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let mut pool = Ok(());
     if cli.command.long_running() {
@@ -279,9 +281,7 @@ fn main() {
         Ok(status) => std::process::exit(status.code()),
         Err(e) => {
             eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            let status =
-                (e.downcast_ref::<cmd::StatusError>()).map_or(cmd::ExitStatus::Usage, |s| s.status);
-            std::process::exit(status.code());
+            std::process::exit(cmd::error_status(&e).code());
         }
     }
 }
@@ -323,19 +323,19 @@ mod tests {
     /// returns (141, a closed stdout, is every subcommand's and not listed).
     #[test]
     fn every_subcommand_help_lists_the_exit_codes_it_uses() {
-        use inferbench_core::ExitStatus::{Failed, Interrupted, Ok, Unreachable, Usage};
-        let codes = |s: &[inferbench_core::ExitStatus]| -> Vec<i32> {
+        use crate::cmd::ExitStatus::{Failed, Interrupted, Ok, Unreachable, Usage};
+        let codes = |s: &[crate::cmd::ExitStatus]| -> Vec<i32> {
             let mut v: Vec<i32> = s.iter().map(|c| c.code()).collect();
             v.sort_unstable();
             v
         };
         let want = [
-            // run_bench's exit code; the served model unreachable without --model (3).
+            // run_bench's RunEnd; the served model unreachable without --model (3).
             (
                 "bench",
                 codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),
             ),
-            // agentic::exit_code; the served model unreachable without --model (3).
+            // agentic::replay_end; the served model unreachable without --model (3).
             (
                 "replay",
                 codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),

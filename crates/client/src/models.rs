@@ -177,56 +177,63 @@ pub async fn explain_not_found(
     Some(not_found_hint(model, url, sample, served.as_deref()))
 }
 
+/// Why [`served_model`] has no model to give; its message names the URL and `--model`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ServedModelError {
+    /// Nothing answered HTTP there: the server cannot be reached (the CLI ends as a run
+    /// against it would, "server unreachable").
+    #[error("{0}")]
+    Unreachable(String),
+    /// The question could not be asked (a `--tls-ca` that does not read), or the server
+    /// answered another status than 200 or lists no model: the user's to fix (`--model`, the
+    /// address; the CLI's usage error).
+    #[error("{0}")]
+    NoModel(String),
+}
+
 /// The model a run without `--model` sends: the first id the server's `GET
 /// {base_url}/v1/models` lists, as vLLM's `bench serve` picks it (`bench`, `replay` and `eval`
-/// alike), reached as `reach` says (an `https://` server over TLS). Errors (each naming the URL
-/// and `--model`): the server cannot be reached (exit status
-/// [`ExitStatus::Unreachable`], as a run against it would end), answers another status than
-/// 200, or lists none ([`ExitStatus::Usage`]).
+/// alike), reached as `reach` says (an `https://` server over TLS).
 ///
-/// [`ExitStatus::Unreachable`]: inferbench_core::ExitStatus::Unreachable
-/// [`ExitStatus::Usage`]: inferbench_core::ExitStatus::Usage
+/// # Errors
+/// Each naming the URL and `--model`: [`ServedModelError::Unreachable`] when the server cannot
+/// be reached; [`ServedModelError::NoModel`] when it cannot be asked, answers another status
+/// than 200, or lists none.
 pub async fn served_model(
     base_url: &str,
     reach: &crate::Reach,
-) -> Result<String, inferbench_core::StatusError> {
-    use inferbench_core::ExitStatus;
+) -> Result<String, ServedModelError> {
     let url = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
     // What cannot be set up (a `--tls-ca` that does not read) is the user's to fix: 2.
     if let Err(why) = crate::get::check_reach(&url, reach) {
-        return Err(inferbench_core::StatusError {
-            status: ExitStatus::Usage,
-            message: format!(
-                "--model not given, and {url} cannot be asked which model the server serves: \
-                 {why}"
-            ),
-        });
+        return Err(ServedModelError::NoModel(format!(
+            "--model not given, and {url} cannot be asked which model the server serves: {why}"
+        )));
     }
     let timeout = std::time::Duration::from_secs(10);
-    let (why, status) = match crate::http_get_via(&url, timeout, reach).await {
+    let (why, unreachable) = match crate::http_get_via(&url, timeout, reach).await {
         Ok((200, body)) => match model_ids(&body).into_iter().next() {
             Some(id) => return Ok(id),
-            None => ("it lists no model".to_string(), ExitStatus::Usage),
+            None => ("it lists no model".to_string(), false),
         },
-        Ok((code, _)) => (format!("it answered HTTP {code}"), ExitStatus::Usage),
-        // A server that cannot be reached ends as a run against it would: 3.
-        Err(e) => (e, ExitStatus::Unreachable),
+        Ok((code, _)) => (format!("it answered HTTP {code}"), false),
+        // A server that cannot be reached ends as a run against it would.
+        Err(e) => (e, true),
     };
-    let message = if status == ExitStatus::Unreachable {
+    if unreachable {
         // Nothing answered HTTP there: --model would not help (trial 33 F6); a dead proxy is
         // named as what to fix (the one rule, `http::unreachable_advice`).
-        format!(
+        Err(ServedModelError::Unreachable(format!(
             "--model not given, and {url} could not be asked which model the server serves \
              ({why}): {}",
             crate::http::unreachable_advice(&why)
-        )
+        )))
     } else {
-        format!(
+        Err(ServedModelError::NoModel(format!(
             "--model not given and the server's {url} cannot say which model it serves \
              ({why}): pass --model (or check the address: --base-url, or --host and --port)"
-        )
-    };
-    Err(inferbench_core::StatusError { status, message })
+        )))
+    }
 }
 
 /// The line that names the model [`served_model`] picked: `model "M": the first model the
@@ -253,12 +260,14 @@ mod tests {
         let e = served_model("https://127.0.0.1:9", &reach)
             .await
             .unwrap_err();
-        assert_eq!(e.status, inferbench_core::ExitStatus::Usage);
         assert_eq!(
-            e.message,
-            "--model not given, and https://127.0.0.1:9/v1/models cannot be asked which model \
+            e,
+            ServedModelError::NoModel(
+                "--model not given, and https://127.0.0.1:9/v1/models cannot be asked which model \
              the server serves: GET https://127.0.0.1:9/v1/models: --tls-ca /nonexistent/ca.pem: \
              No such file or directory (os error 2)"
+                    .into()
+            )
         );
     }
 

@@ -8,22 +8,23 @@ pub mod analytics;
 pub mod anomaly;
 pub mod artifacts;
 pub mod exact;
-pub mod exit;
 pub mod fingerprint;
 pub mod matrix;
 pub mod metrics;
+pub mod notice;
 pub mod point;
 pub mod prometheus;
 pub mod record;
 pub mod registry;
+pub mod run_end;
 pub mod server_metrics;
 pub mod slo;
 pub mod summary;
 pub mod text;
 
 pub use anomaly::Anomaly;
-pub use exit::{ExitStatus, StatusError};
 pub use matrix::{Conc, MatrixRow};
+pub use run_end::RunEnd;
 
 /// An error with its sources, `outer: cause: …`, each cause once: a message that already quotes
 /// its cause (`file: No such file …` over the io::Error) does not repeat it, and one that does

@@ -11,8 +11,6 @@
 pub mod agentic;
 pub mod arrivals;
 pub mod early_stop;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod hints;
 pub mod kept;
 pub mod options;
@@ -26,12 +24,10 @@ pub mod server_cache;
 pub mod server_tokenizer;
 
 pub use inferbench_client::CancellationToken;
+pub use inferbench_core::RunEnd;
 pub use options::{
     limits, BenchOptions, DatasetName, OptionError, PowerMode, ProgressMode, RangeSemantics,
     SERVER_TOKENIZER,
 };
 pub use prompts::{BenchPrompt, PreparedPrompts};
-pub use run::{
-    run_bench, BenchOutcome, Verdict, VerdictKind, EXIT_ERROR_RATE, EXIT_INTERRUPTED,
-    EXIT_SERVER_UNREACHABLE,
-};
+pub use run::{run_bench, BenchOutcome, Verdict, VerdictKind};

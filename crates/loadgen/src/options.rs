@@ -863,6 +863,24 @@ fn address_space_limit() -> Option<u64> {
 /// server's `/tokenize` endpoint.
 pub const SERVER_TOKENIZER: &str = "server";
 
+#[cfg(feature = "clap")]
+/// `--progress auto|bar|plain|off` (the values without their descriptions, as `--help` lists
+/// them).
+impl clap::ValueEnum for ProgressMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Self::Auto, Self::Bar, Self::Plain, Self::Off]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            Self::Auto => "auto",
+            Self::Bar => "bar",
+            Self::Plain => "plain",
+            Self::Off => "off",
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

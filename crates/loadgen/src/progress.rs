@@ -1,15 +1,13 @@
-//! Live progress: an indicatif bar (req/s, tok/s, errors, ETA) on a terminal, plain lines on
-//! stderr otherwise. Counters are atomics updated by the record collector; the display task
-//! reads them a few times per second, never per token.
+//! Live progress: the counts of the current phase (req/s, tok/s, errors), read a few times per
+//! second by a display task, never per token. The library does not draw: it hands the counts
+//! to the [`Display`] the binary installs ([`install_display`]; the `inferbench` CLI's is an
+//! indicatif bar on a terminal, plain lines on stderr otherwise). Without one nothing is shown.
 
-use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use inferbench_client::ClockSource;
-
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::options::ProgressMode;
 
@@ -120,6 +118,61 @@ pub fn plain_line(label: &str, elapsed_s: f64, done: u64, total: Option<u64>, ms
     format!("[{label}] {elapsed_s:.0} s elapsed: {done}{of} requests ended: {msg}")
 }
 
+/// One phase whose live display starts ([`Display::start`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseInfo {
+    /// The phase's label (`warmup`, `profile`, …).
+    pub label: &'static str,
+    /// Requests the phase sends, when known.
+    pub total: Option<u64>,
+    /// How long the phase runs, when it is timed (`--duration`).
+    pub duration: Option<Duration>,
+}
+
+/// The counts of a phase at one moment, as a display shows them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhaseCounts {
+    /// Seconds since the phase's display started (the run's clock).
+    pub elapsed_s: f64,
+    /// Requests ended (any outcome).
+    pub done: u64,
+    /// Requests failed (cancelled ones not included).
+    pub failed: u64,
+    /// Requests cancelled by the run.
+    pub cancelled: u64,
+    /// Completion tokens of finished requests.
+    pub tokens: u64,
+    /// A bar's position: whole seconds elapsed for a timed phase, else requests ended.
+    pub position: u64,
+}
+
+/// A live display of one phase, drawn by the binary.
+pub trait PhaseDisplay: Send {
+    /// How often the counts are shown ([`PhaseDisplay::update`]).
+    fn tick(&self) -> Duration;
+    /// A line to show above the display (the [`stall_hint`]).
+    fn line(&mut self, text: &str);
+    /// The counts now.
+    fn update(&mut self, counts: &PhaseCounts);
+    /// The final counts, shown so they stay above whatever comes next; the display ends.
+    fn finish(&mut self, counts: &PhaseCounts);
+}
+
+/// What draws the live progress: installed once by the binary ([`install_display`]).
+pub trait Display: Send + Sync {
+    /// The display of `phase` under `mode` (never [`ProgressMode::Off`]), or `None` to show
+    /// nothing.
+    fn start(&self, mode: ProgressMode, phase: PhaseInfo) -> Option<Box<dyn PhaseDisplay>>;
+}
+
+static DISPLAY: OnceLock<Box<dyn Display>> = OnceLock::new();
+
+/// Installs `display` as what draws every phase's progress, once per process. Returns `false`
+/// (and keeps the first) when one was installed already.
+pub fn install_display(display: Box<dyn Display>) -> bool {
+    DISPLAY.set(display).is_ok()
+}
+
 /// A running display; [`Progress::finish`] stops it.
 pub struct Progress {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -127,7 +180,8 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts the display of one phase: `total` requests or `duration`, whichever is known.
+    /// Starts the display of one phase: `total` requests or `duration`, whichever is known;
+    /// nothing with [`ProgressMode::Off`] or without an installed [`Display`].
     pub fn start(
         mode: ProgressMode,
         label: &'static str,
@@ -136,42 +190,25 @@ impl Progress {
         counters: Arc<Counters>,
         clock: ClockSource,
     ) -> Self {
-        let bar = match mode {
-            ProgressMode::Off => {
-                return Self {
-                    stop: None,
-                    task: None,
-                }
-            }
-            ProgressMode::Bar => true,
-            ProgressMode::Plain => false,
-            ProgressMode::Auto => std::io::stderr().is_terminal(),
+        let phase = PhaseInfo {
+            label,
+            total,
+            duration,
+        };
+        let view = match mode {
+            ProgressMode::Off => None,
+            _ => DISPLAY.get().and_then(|d| d.start(mode, phase)),
+        };
+        let Some(mut view) = view else {
+            return Self {
+                stop: None,
+                task: None,
+            };
         };
         let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let t0 = clock.now();
-            let pb = bar.then(|| {
-                let pb = match (total, duration) {
-                    (_, Some(d)) => ProgressBar::new(d.as_secs().max(1)),
-                    (Some(n), None) => ProgressBar::new(n),
-                    (None, None) => ProgressBar::no_length(),
-                };
-                pb.set_draw_target(ProgressDrawTarget::stderr());
-                pb.set_style(
-                    ProgressStyle::with_template(
-                        "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg} ETA {eta}",
-                    )
-                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
-                );
-                pb.set_prefix(label);
-                pb
-            });
-            let tick = if bar {
-                Duration::from_millis(200)
-            } else {
-                Duration::from_secs(5)
-            };
-            let mut interval = tokio::time::interval(tick);
+            let mut interval = tokio::time::interval(view.tick());
             interval.tick().await;
             let hint_after = stall_hint_after();
             let hint_at = clock.now() + hint_after;
@@ -184,40 +221,29 @@ impl Progress {
                     _ = tokio::time::sleep_until(hint_at.into()), if !hinted => {
                         hinted = true;
                         if counters.done.load(Ordering::Relaxed) == 0 {
-                            let hint = stall_hint(label, hint_after);
-                            match &pb {
-                                Some(pb) => pb.println(hint),
-                                None => eprintln!("{hint}"),
-                            }
+                            view.line(&stall_hint(label, hint_after));
                         }
                         continue;
                     }
                 };
-                let el = clock.now().saturating_duration_since(t0).as_secs_f64();
+                let now = clock.now().saturating_duration_since(t0);
                 let done = counters.done.load(Ordering::Relaxed);
-                let failed = counters.failed.load(Ordering::Relaxed);
-                let cancelled = counters.cancelled.load(Ordering::Relaxed);
-                let tokens = counters.tokens.load(Ordering::Relaxed);
-                let msg = rate_message(done, tokens, failed, cancelled, el);
-                match &pb {
-                    // The bar's last state would be overwritten by the next phase's bar or the
-                    // report: the final counts become one permanent plain line instead.
-                    Some(pb) if stopping => {
-                        pb.finish_and_clear();
-                        eprintln!("{}", plain_line(label, el, done, total, &msg));
-                    }
-                    Some(pb) => {
-                        pb.set_position(match duration {
-                            Some(_) => clock.now().saturating_duration_since(t0).as_secs(),
-                            None => done,
-                        });
-                        pb.set_message(msg);
-                    }
-                    None => eprintln!("{}", plain_line(label, el, done, total, &msg)),
-                }
+                let counts = PhaseCounts {
+                    elapsed_s: now.as_secs_f64(),
+                    done,
+                    failed: counters.failed.load(Ordering::Relaxed),
+                    cancelled: counters.cancelled.load(Ordering::Relaxed),
+                    tokens: counters.tokens.load(Ordering::Relaxed),
+                    position: match duration {
+                        Some(_) => now.as_secs(),
+                        None => done,
+                    },
+                };
                 if stopping {
+                    view.finish(&counts);
                     break;
                 }
+                view.update(&counts);
             }
         });
         Self {
@@ -226,8 +252,8 @@ impl Progress {
         }
     }
 
-    /// Stops the display after one last update: the final counts as one plain line
-    /// ([`plain_line`]) in both modes, so they stay above whatever is printed next.
+    /// Stops the display after one last update: the final counts ([`PhaseDisplay::finish`]),
+    /// so they stay above whatever is printed next.
     pub async fn finish(mut self) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());

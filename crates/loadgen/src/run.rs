@@ -18,7 +18,7 @@ use inferbench_client::{
 };
 use inferbench_core::metrics::{GoodputSlo, Metric};
 use inferbench_core::summary::{summarize, PowerSummary, RunSummary, StopReason, SummaryContext};
-use inferbench_core::{ErrorClass, Phase, RequestRecord};
+use inferbench_core::{ErrorClass, Phase, RequestRecord, RunEnd};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
@@ -31,15 +31,6 @@ use crate::server_cache;
 use inferbench_core::server_metrics;
 use inferbench_telemetry::sampler::PowerMode;
 use inferbench_telemetry::scrape::{self, Scraper};
-
-/// Exit code when the failed fraction exceeds `--max-error-rate`, the anomalous fraction
-/// exceeds `--max-anomaly-rate`, or no profile request succeeded (nothing was measured).
-pub const EXIT_ERROR_RATE: i32 = inferbench_core::ExitStatus::Failed.code();
-/// Exit code when the server is unreachable: a streak of connect failures stopped the run
-/// early, or every finished request of a shorter run failed to connect.
-pub const EXIT_SERVER_UNREACHABLE: i32 = inferbench_core::ExitStatus::Unreachable.code();
-/// Exit code after Ctrl-C / SIGTERM (128 + SIGINT, the shell convention).
-pub const EXIT_INTERRUPTED: i32 = inferbench_core::ExitStatus::Interrupted.code();
 
 /// What one benchmark point produced.
 #[derive(Debug, Clone)]
@@ -54,12 +45,16 @@ pub struct BenchOutcome {
     pub aggregate_path: Option<PathBuf>,
     /// Cut short by a signal (cancellation) or an unreachable server.
     pub interrupted: bool,
-    /// 0 ok; [`EXIT_ERROR_RATE`], [`EXIT_SERVER_UNREACHABLE`] or [`EXIT_INTERRUPTED`].
-    pub exit_code: i32,
+    /// How the point ended: passed; a gate failed (the failed fraction over
+    /// `--max-error-rate`, the anomalous over `--max-anomaly-rate`, nothing measured, results
+    /// not written, power not valid with `--require-power`); the server unreachable (a streak
+    /// of connect failures stopped the run early, or every finished request of a shorter run
+    /// failed to connect); or interrupted (Ctrl-C / SIGTERM). The CLI maps it to the exit code.
+    pub end: RunEnd,
     /// Human-readable problems worth printing (dead server, write failures); the verdict's
     /// note among them.
     pub notes: Vec<String>,
-    /// Why the run did not pass (the note that explains a non-zero `exit_code`, typed), `None`
+    /// Why the run did not pass (the note that explains an `end` other than a pass, typed), `None`
     /// for a pass.
     pub verdict: Option<Verdict>,
     /// Every record, warmups included, in completion order, [`RequestRecord::compact`]ed
@@ -83,20 +78,20 @@ pub struct Verdict {
 /// What a [`Verdict`] is about, with the exit code it comes with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum VerdictKind {
-    /// Stopped by a signal ([`EXIT_INTERRUPTED`]).
+    /// Stopped by a signal ([`RunEnd::Interrupted`]).
     Interrupted,
-    /// A streak of connect failures stopped it ([`EXIT_SERVER_UNREACHABLE`]).
+    /// A streak of connect failures stopped it ([`RunEnd::Unreachable`]).
     ServerUnreachable,
-    /// Every warmup request failed, so the profile did not run ([`EXIT_ERROR_RATE`]).
+    /// Every warmup request failed, so the profile did not run ([`RunEnd::GateFailed`]).
     WarmupsFailed,
-    /// No profile request succeeded ([`EXIT_ERROR_RATE`]).
+    /// No profile request succeeded ([`RunEnd::GateFailed`]).
     NothingMeasured,
-    /// More requests failed than `--max-error-rate` allows ([`EXIT_ERROR_RATE`]).
+    /// More requests failed than `--max-error-rate` allows ([`RunEnd::GateFailed`]).
     ErrorRate,
     /// More successful requests were anomalous than `--max-anomaly-rate` allows
-    /// ([`EXIT_ERROR_RATE`]).
+    /// ([`RunEnd::GateFailed`]).
     AnomalyRate,
-    /// GPU power was not valid under `--require-power` ([`EXIT_ERROR_RATE`]).
+    /// GPU power was not valid under `--require-power` ([`RunEnd::GateFailed`]).
     PowerInvalid,
 }
 
@@ -260,7 +255,7 @@ struct PhaseSpec {
 ///
 /// Errors: invalid options (naming the flag), unreadable dataset/tokenizer (naming the file),
 /// bad URL or header, an unwritable output path. A dead server is not an error: it yields
-/// partial results, a note and [`EXIT_SERVER_UNREACHABLE`].
+/// partial results, a note and [`RunEnd::Unreachable`].
 pub async fn run_bench(
     mut opts: BenchOptions,
     cancel: CancellationToken,
@@ -441,7 +436,7 @@ pub async fn run_bench(
     // hint beside it).
     let hint = not_found.as_deref();
     let end_verdict = end_note(end, &opts, n_warm, failure, profile_ok, hint);
-    let (exit_code, gate_verdict) = decide_exit_code(
+    let (run_end, gate_verdict) = decide_end(
         end,
         &opts,
         &summary,
@@ -449,10 +444,10 @@ pub async fn run_bench(
         power_validation.as_deref(),
         &mut notes,
     );
-    let exit_code = if write_failed && exit_code == 0 {
-        EXIT_ERROR_RATE
+    let run_end = if write_failed && run_end.passed() {
+        RunEnd::GateFailed
     } else {
-        exit_code
+        run_end
     };
     let verdict = end_verdict.or(gate_verdict);
     let folded = verdict.as_ref().is_some_and(Verdict::measured_nothing);
@@ -465,7 +460,7 @@ pub async fn run_bench(
         records_path: opts.save_requests.clone().filter(|_| !records_failed),
         aggregate_path: written.aggregate,
         interrupted,
-        exit_code,
+        end: run_end,
         notes,
         verdict,
         records,
@@ -696,7 +691,7 @@ async fn run_warmup(
         return PhaseEnd::Completed;
     }
     if !matches!(opts.progress, ProgressMode::Off) {
-        eprintln!("{}", warmup_notice(n_warm, opts.num_warmups.is_some()));
+        inferbench_core::notice::line(&warmup_notice(n_warm, opts.num_warmups.is_some()));
     }
     let progress = Progress::start(
         opts.progress,
@@ -1301,28 +1296,28 @@ fn requests_file_name(opts: &BenchOptions) -> Option<String> {
     })
 }
 
-/// The run's exit code from how it ended (`end`) and its summary, with the verdict of a
+/// How the run ended ([`RunEnd`]) from how its phase ended (`end`) and its summary, with the verdict of a
 /// completed run that fails a gate (the caller adds its note to `notes`): nothing measured (of
 /// `profile_records` sent; with the `not_found` hint that explains a 404), an error or anomaly rate over its gate, GPU power not valid under
 /// `--require-power`. Interrupted, unreachable and aborted runs have their verdict from
 /// [`end_note`]. Power that is not valid is always a note (a failure only with
 /// `--require-power`, InferenceX's rule; `power_validation` the audit file).
-fn decide_exit_code(
+fn decide_end(
     end: PhaseEnd,
     opts: &BenchOptions,
     summary: &RunSummary,
     (profile_records, not_found): (u64, Option<&str>),
     power_validation: Option<&std::path::Path>,
     notes: &mut Vec<String>,
-) -> (i32, Option<Verdict>) {
+) -> (RunEnd, Option<Verdict>) {
     let x = &summary.inferbench;
     let gate = gate_verdict(end, opts, summary, (profile_records, not_found));
     let code = match end {
-        PhaseEnd::Cancelled => EXIT_INTERRUPTED,
-        PhaseEnd::Unreachable => EXIT_SERVER_UNREACHABLE,
-        PhaseEnd::Aborted => EXIT_ERROR_RATE,
-        PhaseEnd::Completed if gate.is_some() => EXIT_ERROR_RATE,
-        PhaseEnd::Completed => 0,
+        PhaseEnd::Cancelled => RunEnd::Interrupted,
+        PhaseEnd::Unreachable => RunEnd::Unreachable,
+        PhaseEnd::Aborted => RunEnd::GateFailed,
+        PhaseEnd::Completed if gate.is_some() => RunEnd::GateFailed,
+        PhaseEnd::Completed => RunEnd::Passed,
     };
     // Power: a note when not valid; a failure only with --require-power (InferenceX's rule).
     let Some(p) = x.power.as_ref().filter(|p| !p.valid) else {
@@ -1335,9 +1330,9 @@ fn decide_exit_code(
         power_validation.map_or("power_validation.json".into(), |v| v.display().to_string())
     );
     notes.push(note.clone());
-    if opts.require_power && code == 0 {
+    if opts.require_power && code.passed() {
         (
-            EXIT_ERROR_RATE,
+            RunEnd::GateFailed,
             Some(Verdict::new(VerdictKind::PowerInvalid, note)),
         )
     } else {
@@ -1418,7 +1413,7 @@ fn gate_reason(
 const NOTE_BEFORE_START: &str = "interrupted during prompt preparation: no request was sent";
 
 /// The outcome of a run stopped by a signal before any request was sent (during prompt
-/// preparation): nothing written, exit [`EXIT_INTERRUPTED`].
+/// preparation): nothing written, ended [`RunEnd::Interrupted`].
 fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
     let ctx = SummaryContext {
         // Dated as a run that started (trial 14: the stored failed point had no date).
@@ -1448,7 +1443,7 @@ fn interrupted_before_start(opts: &BenchOptions) -> BenchOutcome {
         records_path: None,
         aggregate_path: None,
         interrupted: true,
-        exit_code: EXIT_INTERRUPTED,
+        end: RunEnd::Interrupted,
         notes: vec![NOTE_BEFORE_START.into()],
         verdict: Some(Verdict::new(
             VerdictKind::Interrupted,

@@ -227,7 +227,7 @@ pub async fn measure(opts: &SelftestOptions, concurrency: u32) -> anyhow::Result
     sampler.abort();
     let out = out?;
     anyhow::ensure!(
-        out.exit_code != crate::EXIT_SERVER_UNREACHABLE,
+        out.end != crate::RunEnd::Unreachable,
         "cannot reach the server at {}",
         opts.base_url
     );

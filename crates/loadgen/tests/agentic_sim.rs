@@ -381,7 +381,10 @@ async fn a_server_that_dies_mid_run_leaves_partial_results_and_a_failure() {
     assert!(ok > 3 && failed > 0, "{ok} ok, {failed} failed");
     // Everything finished is kept; the exit code says it failed.
     let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
-    assert_eq!(inferbench_loadgen::agentic::exit_code(&out, &s), 1);
+    assert_eq!(
+        inferbench_loadgen::agentic::replay_end(&out, &s),
+        inferbench_loadgen::RunEnd::GateFailed
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -411,7 +414,10 @@ async fn no_server_exits_3_and_names_the_url() {
         out.notes
     );
     let s = inferbench_loadgen::agentic::replay_summary(&out, "sim", 2, false);
-    assert_eq!(inferbench_loadgen::agentic::exit_code(&out, &s), 3);
+    assert_eq!(
+        inferbench_loadgen::agentic::replay_end(&out, &s),
+        inferbench_loadgen::RunEnd::Unreachable
+    );
     // The replay stopped itself: its own cancellations are not the user's; it says why.
     assert_eq!(
         s.inferbench.stop_reason,

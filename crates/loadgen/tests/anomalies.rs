@@ -61,7 +61,12 @@ async fn usage_exceeds_max_tokens_case_is_flagged_counted_and_warned() {
         ..opts(format!("http://{addr}"), 3, 8, 4)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let prof = profile(&out.records);
     assert_eq!(prof.len(), 3);
     for r in &prof {
@@ -156,7 +161,12 @@ async fn honor_max_tokens_only_server_gets_both_fields() {
     let out = run_bench(base.clone(), CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     for r in profile(&out.records) {
         assert!(r.success, "{r:?}");
         assert_eq!(r.completion_tokens, 8);
@@ -199,7 +209,7 @@ async fn honor_max_tokens_only_server_gets_both_fields() {
     assert_eq!(x.anomalies["usage_exceeds_max_tokens"], 4);
     assert_eq!(x.anomalies["osl_mismatch"], 4);
     assert_eq!(x.anomaly_rate, 1.0);
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_ERROR_RATE);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::GateFailed);
     let notes = out.notes.join("\n");
     assert!(
         notes.contains(
@@ -230,7 +240,12 @@ async fn honor_max_tokens_only_server_gets_both_fields() {
     )
     .await
     .unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let notes = out.notes.join("\n");
     assert!(
         notes.contains(
@@ -271,7 +286,12 @@ async fn responses_buffered_whole_make_the_point_invalid() {
         (events.concat() + tail).into_bytes(),
     )]))
     .await;
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert_eq!(out.summary.inferbench.tpot_ms.mean, 0.0);
     let why = invalid_reason(&out);
     assert!(
@@ -375,8 +395,8 @@ async fn dead_server_with_few_requests_exits_3_and_keeps_warmup_errors() {
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
     assert_eq!(
-        out.exit_code,
-        inferbench_loadgen::EXIT_SERVER_UNREACHABLE,
+        out.end,
+        inferbench_loadgen::RunEnd::Unreachable,
         "{:?}",
         out.notes
     );
@@ -429,7 +449,7 @@ async fn warmups_that_trip_the_breaker_are_reported_not_lost() {
         ..opts(format!("http://127.0.0.1:{port}"), 8, 2, 4)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::Unreachable);
     let x = &out.summary.inferbench;
     assert_eq!(x.warmup_failed, 32);
     assert_eq!(x.warmups, 32);
@@ -462,7 +482,7 @@ async fn a_run_that_measured_nothing_fails() {
         ..opts(format!("http://{addr}"), 3, 2, 4)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_ERROR_RATE);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::GateFailed);
     assert_eq!(out.summary.completed, 0);
     let notes = out.notes.join("\n");
     assert!(
@@ -508,7 +528,12 @@ async fn server_tokenizer_makes_isl_exact_on_the_sim() {
     )
     .await
     .unwrap();
-    assert_eq!(served.exit_code, 0, "{:?}", served.notes);
+    assert_eq!(
+        served.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        served.notes
+    );
     assert_eq!(served.summary.tokenizer_id, "server");
     let prof = profile(&served.records);
     assert_eq!(prof.len(), 12);
@@ -593,11 +618,11 @@ async fn a_late_second_response_makes_the_point_invalid() {
         );
     }
     let want_exit = if failed.is_empty() {
-        0
+        inferbench_loadgen::RunEnd::Passed
     } else {
-        inferbench_loadgen::EXIT_ERROR_RATE
+        inferbench_loadgen::RunEnd::GateFailed
     };
-    assert_eq!(out.exit_code, want_exit, "{:?}", out.notes);
+    assert_eq!(out.end, want_exit, "{:?}", out.notes);
     let why = invalid_reason(&out);
     assert!(
         why.starts_with(

@@ -55,7 +55,12 @@ async fn responses_backend_gets_the_same_answer_as_chat_from_sim() {
             ..opts(sim.base_url(), 3, 0, 6)
         };
         let out = run_bench(o, CancellationToken::new()).await.unwrap();
-        assert_eq!(out.exit_code, 0, "{backend:?}: {:?}", out.notes);
+        assert_eq!(
+            out.end,
+            inferbench_loadgen::RunEnd::Passed,
+            "{backend:?}: {:?}",
+            out.notes
+        );
         let recs: Vec<RequestRecord> = profile(&out.records).into_iter().cloned().collect();
         assert_eq!(recs.len(), 3);
         for r in &recs {
@@ -203,7 +208,12 @@ async fn header_templates_and_dp_rank_arrive_per_request() {
     }
     o.prepared = Some(Arc::new(p));
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert_eq!(profile(&out.records).len(), 7);
     let ranks = counted(&heads, "x-data-parallel-rank");
     assert_eq!(
@@ -252,7 +262,12 @@ async fn allow_empty_content_ends_ttft_at_the_empty_chunk() {
         let mut o = opts(url.clone(), 1, 0, 2);
         o.allow_empty_content = allow;
         let out = run_bench(o, CancellationToken::new()).await.unwrap();
-        assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+        assert_eq!(
+            out.end,
+            inferbench_loadgen::RunEnd::Passed,
+            "{:?}",
+            out.notes
+        );
         let r = profile(&out.records)[0].clone();
         assert!(r.success, "{:?}", r.error);
         assert_eq!(r.chunks.len(), 2);
@@ -286,7 +301,12 @@ async fn multi_token_chunks_get_a_verdict_and_chunk_gap_labels() {
     let out = run_bench(opts(url, 4, 0, 60), CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let v = out.summary.inferbench.multi_token_chunks.clone().unwrap();
     assert_eq!(
         (
@@ -346,7 +366,12 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
         ..opts("http://bench-target.invalid:8000".into(), 3, 1, 4)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert!(profile(&out.records).iter().all(|r| r.success));
     assert_eq!(
         post_lines(&sent),
@@ -363,7 +388,12 @@ async fn http_proxy_carries_the_requests_but_never_loopback() {
         ..opts(sim.base_url(), 2, 0, 4)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert!(post_lines(&sent).is_empty());
     assert_eq!(out.summary.inferbench.proxy, None);
 }

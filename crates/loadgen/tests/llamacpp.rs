@@ -133,9 +133,11 @@ fn llamacpp_exact_lengths_and_queueing_beyond_slots() {
             };
             let out = run_bench(o, CancellationToken::new()).await.unwrap();
             assert_eq!(
-                out.exit_code, 0,
+                out.end,
+                inferbench_loadgen::RunEnd::Passed,
                 "{backend:?}: {:?} {:#?}",
-                out.notes, out.records
+                out.notes,
+                out.records
             );
             for r in out.records.iter().filter(|r| r.phase == Phase::Profile) {
                 assert!(r.success, "{r:#?}");
@@ -160,7 +162,12 @@ fn llamacpp_exact_lengths_and_queueing_beyond_slots() {
                     .iter()
                     .filter_map(|r| r.error.as_deref())
                     .collect();
-                assert_eq!(out.exit_code, 0, "{:?} {errors:?}", out.notes);
+                assert_eq!(
+                    out.end,
+                    inferbench_loadgen::RunEnd::Passed,
+                    "{:?} {errors:?}",
+                    out.notes
+                );
                 median(
                     out.records
                         .iter()

@@ -66,7 +66,7 @@ async fn panicking_tokenizer_loses_no_record() {
         .all(|r| r.completion_tokens == 2 && r.completion_tokens_source == TokenSource::Tokenizer));
     assert_eq!(out.summary.completed, 12);
     assert_eq!(out.summary.inferbench.failed, 0);
-    assert_eq!(out.exit_code, 0);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::Passed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

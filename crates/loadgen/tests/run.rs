@@ -82,7 +82,12 @@ async fn closed_loop_holds_concurrency_and_writes_everything() {
         ..opts(format!("http://{addr}"))
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert!(!out.interrupted);
     let warm: Vec<_> = out
         .records
@@ -171,7 +176,12 @@ async fn closed_loop_schedules_each_request_when_its_slot_became_free() {
         ..opts(format!("http://{addr}"))
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     for phase in [Phase::Warmup, Phase::Profile] {
         let mut recs: Vec<&RequestRecord> =
             out.records.iter().filter(|r| r.phase == phase).collect();
@@ -226,7 +236,12 @@ async fn closed_loop_sends_every_first_request_before_reading_any() {
         ..opts(format!("http://{addr}"))
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let mut prof: Vec<&RequestRecord> = out.records.iter().collect();
     assert_eq!(prof.len(), 2 * cap as usize);
     prof.sort_by_key(|r| r.request_id);
@@ -264,7 +279,7 @@ async fn paced_arrivals_follow_absolute_deadlines() {
     let out = run_bench(o.clone(), CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(out.exit_code, 0);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::Passed);
     let mut prof: Vec<_> = out
         .records
         .iter()
@@ -311,7 +326,7 @@ async fn dead_server_gives_partial_results_and_a_clear_message() {
         ..opts(format!("http://127.0.0.1:{port}"))
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::Unreachable);
     assert!(out.interrupted);
     // The verdict is typed, its note one of the notes (the runner acts on the kind).
     let verdict = out.verdict.clone().unwrap();
@@ -353,7 +368,7 @@ async fn cancellation_saves_finished_records_and_marks_interrupted() {
     let t0 = std::time::Instant::now();
     let out = run_bench(o, cancel).await.unwrap();
     assert!(t0.elapsed() < Duration::from_secs(3));
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_INTERRUPTED);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::Interrupted);
     assert!(out.interrupted && out.summary.inferbench.interrupted);
     assert!(out.summary.completed >= 2, "{}", out.summary.completed);
     assert!(out
@@ -386,7 +401,7 @@ async fn cancellation_after_the_last_dispatch_is_still_an_interruption() {
             c2.cancel();
         });
         let out = run_bench(o, cancel).await.unwrap();
-        assert_eq!(out.exit_code, inferbench_loadgen::EXIT_INTERRUPTED);
+        assert_eq!(out.end, inferbench_loadgen::RunEnd::Interrupted);
         assert!(out.interrupted && out.summary.inferbench.interrupted);
         assert_eq!(out.summary.completed, 0);
         assert_eq!(out.summary.inferbench.cancelled_by_user, 8);
@@ -413,7 +428,7 @@ async fn error_rate_gate_sets_exit_code() {
         ..opts(format!("http://{addr}"))
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_ERROR_RATE);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::GateFailed);
     assert_eq!(out.summary.completed, 0);
     assert_eq!(
         out.summary.inferbench.errors_by_class.get("http_status"),
@@ -437,7 +452,7 @@ async fn error_rate_gate_sets_exit_code() {
         ..opts(format!("http://{addr}"))
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, inferbench_loadgen::EXIT_ERROR_RATE);
+    assert_eq!(out.end, inferbench_loadgen::RunEnd::GateFailed);
     assert_eq!(out.summary.inferbench.stop_reason.as_str(), "aborted");
     assert_eq!(out.records.len(), 4, "the 4 warmups only");
     assert_eq!(out.summary.inferbench.warmup_failed, 4);
@@ -502,7 +517,12 @@ async fn duration_mode_cycles_prompts_until_the_deadline() {
     let t0 = std::time::Instant::now();
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
     let el = t0.elapsed();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     // ~40 ms per request, 2 at a time, 400 ms: about 20 requests, all finished, none cut off.
     let n = out.summary.completed;
     assert!((10..=24).contains(&n), "{n}");
@@ -551,8 +571,8 @@ async fn a_server_dying_mid_run_stops_it_as_unreachable() {
     sim.shutdown();
     let out = run.await.unwrap().unwrap();
     assert_eq!(
-        out.exit_code,
-        inferbench_loadgen::EXIT_SERVER_UNREACHABLE,
+        out.end,
+        inferbench_loadgen::RunEnd::Unreachable,
         "{:?}",
         out.notes
     );
@@ -579,7 +599,7 @@ async fn a_port_that_accepts_and_drops_is_named_so() {
             ..opts(format!("http://{addr}"))
         };
         let out = run_bench(o, CancellationToken::new()).await.unwrap();
-        assert_eq!(out.exit_code, inferbench_loadgen::EXIT_SERVER_UNREACHABLE);
+        assert_eq!(out.end, inferbench_loadgen::RunEnd::Unreachable);
         out.notes.join("\n")
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -669,7 +689,12 @@ async fn a_body_end_after_done_is_not_the_clients_wait() {
         ..opts(format!("http://{addr}"))
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let c = out
         .summary
         .inferbench

@@ -140,7 +140,12 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     let out = run_bench(opts(url.clone(), with_ca.clone()), CancellationToken::new())
         .await
         .unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let recs = profile(&out.records);
     assert_eq!(recs.len(), 4);
     for r in &recs {
@@ -163,7 +168,7 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
     )
     .await
     .unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     assert!(!out.records.is_empty());
     for r in &out.records {
         assert!(!r.success);
@@ -200,7 +205,12 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
         .unwrap();
     assert!(out.summary.inferbench.tls_insecure);
     assert_eq!(out.summary.inferbench.tls_ca, None);
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert!(profile(&out.records)
         .iter()
         .all(|r| r.success && r.completion_tokens == 5));
@@ -213,7 +223,12 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
         ..opts(far, with_ca)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let recs = profile(&out.records);
     assert!(recs.iter().all(|r| r.success && r.completion_tokens == 5));
     let lines = tunnels.lock().unwrap().clone();
@@ -253,7 +268,7 @@ async fn a_refused_tunnel_is_a_recorded_connect_error() {
         ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     assert!(!out.records.is_empty());
     for r in &out.records {
         assert!(!r.success);
@@ -288,7 +303,12 @@ async fn side_requests_reach_an_https_server_with_the_same_tls() {
         ..opts(format!("https://localhost:{port}"), with_ca)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     assert!(
         out.notes.iter().any(|n| n
             == "model \"m\": the first model the server's /v1/models lists (--model not given)"),
@@ -342,7 +362,12 @@ async fn the_server_tokenizer_speaks_tls() {
         ..opts(url.clone(), with_ca)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     let recs = profile(&out.records);
     assert_eq!(recs.len(), 4);
     for r in &recs {
@@ -380,7 +405,7 @@ async fn an_unreachable_proxy_is_named_not_the_server() {
         ..opts(format!("https://{FAR_HOST}:8443"), Default::default())
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     assert!(!out.records.is_empty());
     let want = format!(
         "cannot connect to the proxy 127.0.0.1:{port} (from the environment's https_proxy / \
@@ -425,7 +450,7 @@ async fn https_to_a_plain_http_server_says_use_http() {
     )
     .await
     .unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     assert!(!out.records.is_empty());
     for r in &out.records {
         assert_eq!(r.error_class, Some(ErrorClass::Connect), "{r:?}");
@@ -484,8 +509,8 @@ async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
         .await
         .unwrap();
     assert_eq!(
-        out.exit_code,
-        0,
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
         "{:?} {:?}",
         out.notes,
         out.records.first()
@@ -496,7 +521,7 @@ async fn a_self_signed_certificate_given_with_tls_ca_is_trusted() {
     let out = run_bench(opts(url, given(other + "\n")), CancellationToken::new())
         .await
         .unwrap();
-    assert_ne!(out.exit_code, 0);
+    assert_ne!(out.end, inferbench_loadgen::RunEnd::Passed);
     let e = out.records[0].error.as_deref().unwrap_or_default();
     assert!(
         e.contains("CaUsedAsEndEntity") || e.contains("UnknownIssuer"),

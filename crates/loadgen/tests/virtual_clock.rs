@@ -33,7 +33,12 @@ async fn run(o: BenchOptions) -> BenchOutcome {
         ..o
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(out.exit_code, 0, "{:?}", out.notes);
+    assert_eq!(
+        out.end,
+        inferbench_loadgen::RunEnd::Passed,
+        "{:?}",
+        out.notes
+    );
     out
 }
 

@@ -153,7 +153,12 @@ async fn main() {
     let t0 = Instant::now();
     let report = run_jobs(&jobs, &sweep, &Noop, &CancellationToken::new()).await;
     let total = t0.elapsed().as_secs_f64();
-    assert_eq!(report.exit_code(), 0, "{}", report.render());
+    assert_eq!(
+        report.end(),
+        inferbench_core::RunEnd::Passed,
+        "{}",
+        report.render()
+    );
     let t1 = Instant::now();
     let again = run_jobs(&jobs, &sweep, &Noop, &CancellationToken::new()).await;
     let skip = t1.elapsed().as_secs_f64();

@@ -10,9 +10,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use inferbench_loadgen::{
-    run_bench, BenchOptions, ProgressMode, EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE,
-};
+use inferbench_loadgen::{run_bench, BenchOptions, ProgressMode, RunEnd};
 use tokio_util::sync::CancellationToken;
 
 use crate::point::{BenchDefaults, PointOutput, PointRequest, PointRunner};
@@ -146,7 +144,7 @@ impl PointRunner for LoadgenPoint {
             failed: outcome.summary.inferbench.failed,
             interrupted: outcome.interrupted && cancel.is_cancelled(),
             gate,
-            unreachable: outcome.exit_code == EXIT_SERVER_UNREACHABLE,
+            unreachable: outcome.end == RunEnd::Unreachable,
         })
     }
 }
@@ -159,7 +157,7 @@ impl PointRunner for LoadgenPoint {
 /// connect errors).
 fn loadgen_gate(outcome: &inferbench_loadgen::BenchOutcome, max_error_rate: f64) -> Option<String> {
     use inferbench_loadgen::VerdictKind;
-    if ![EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE].contains(&outcome.exit_code) {
+    if !matches!(outcome.end, RunEnd::GateFailed | RunEnd::Unreachable) {
         return None;
     }
     let first = || first_error(&outcome.records);
@@ -192,10 +190,10 @@ fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> 
             } else {
                 "conc"
             };
-            eprintln!("  note ({what} {}): {note}", req.conc);
+            inferbench_core::notice::line(&format!("  note ({what} {}): {note}", req.conc));
         } else if first {
             // Plain text, as the sweep's other lines (tracing's format is for INFERBENCH_LOG).
-            eprintln!("warning: {}: {note}", req.result_filename);
+            inferbench_core::notice::line(&format!("warning: {}: {note}", req.result_filename));
         } else {
             tracing::debug!("{}: {note} (again)", req.result_filename);
         }
@@ -230,7 +228,7 @@ async fn run_agentic_point(
         &inferbench_workload::agentx::LoadOptions::default(),
     )?;
     for n in &report.notes {
-        eprintln!("inferbench: warning: {n}");
+        inferbench_core::notice::line(&format!("inferbench: warning: {n}"));
     }
     let settings = req.bench.replay_settings(req.spec.row.duration);
     let duration_s = settings.duration_s;
@@ -350,22 +348,20 @@ async fn run_agentic_point(
         ));
     }
     finish_point(req, &notes, runner)?;
-    let code = agentic::exit_code(&out, &summary);
+    let end = agentic::replay_end(&out, &summary);
     Ok(PointOutput {
         summary: serde_json::to_value(&summary)?,
         aggregate: None,
         completed: summary.completed,
         failed: summary.inferbench.failed,
         interrupted: out.stop == agentic::ReplayStop::Interrupted && cancel.is_cancelled(),
-        gate: [EXIT_ERROR_RATE, EXIT_SERVER_UNREACHABLE]
-            .contains(&code)
-            .then(|| {
-                out.stop_note
-                    .clone()
-                    .unwrap_or_else(|| "no profile request succeeded".into())
-                    + &first_error(&out.records)
-            }),
-        unreachable: code == EXIT_SERVER_UNREACHABLE,
+        gate: matches!(end, RunEnd::GateFailed | RunEnd::Unreachable).then(|| {
+            out.stop_note
+                .clone()
+                .unwrap_or_else(|| "no profile request succeeded".into())
+                + &first_error(&out.records)
+        }),
+        unreachable: end == RunEnd::Unreachable,
     })
 }
 
@@ -433,7 +429,7 @@ mod tests {
     use inferbench_core::summary::{summarize, SummaryContext};
     use inferbench_loadgen::{BenchOutcome, Verdict, VerdictKind};
 
-    fn outcome(exit_code: i32, verdict: Option<Verdict>) -> BenchOutcome {
+    fn outcome(end: RunEnd, verdict: Option<Verdict>) -> BenchOutcome {
         let ctx = SummaryContext {
             num_prompts: 8,
             ..Default::default()
@@ -444,7 +440,7 @@ mod tests {
             records_path: None,
             aggregate_path: None,
             interrupted: false,
-            exit_code,
+            end,
             notes: verdict.iter().map(|v| v.note.clone()).collect(),
             verdict,
             records: Vec::new(),
@@ -466,7 +462,7 @@ mod tests {
         let power = "GPU power not valid (no samples); see power_validation.json";
         assert_eq!(
             loadgen_gate(
-                &outcome(EXIT_ERROR_RATE, v(VerdictKind::PowerInvalid, power)),
+                &outcome(RunEnd::GateFailed, v(VerdictKind::PowerInvalid, power)),
                 0.1
             ),
             Some(power.to_string())
@@ -474,7 +470,7 @@ mod tests {
         assert_eq!(
             loadgen_gate(
                 &outcome(
-                    EXIT_ERROR_RATE,
+                    RunEnd::GateFailed,
                     v(VerdictKind::ErrorRate, "error rate 50.00 % …")
                 ),
                 0.1
@@ -484,19 +480,16 @@ mod tests {
         let dead = "server unreachable at http://127.0.0.1:9: connection refused";
         assert_eq!(
             loadgen_gate(
-                &outcome(
-                    EXIT_SERVER_UNREACHABLE,
-                    v(VerdictKind::ServerUnreachable, dead)
-                ),
+                &outcome(RunEnd::Unreachable, v(VerdictKind::ServerUnreachable, dead)),
                 0.1
             ),
             Some(dead.to_string())
         );
-        assert_eq!(loadgen_gate(&outcome(0, None), 0.1), None);
+        assert_eq!(loadgen_gate(&outcome(RunEnd::Passed, None), 0.1), None);
         assert_eq!(
             loadgen_gate(
                 &outcome(
-                    inferbench_loadgen::EXIT_INTERRUPTED,
+                    RunEnd::Interrupted,
                     v(VerdictKind::Interrupted, "interrupted: …")
                 ),
                 0.1

@@ -24,8 +24,6 @@ pub mod bench;
 pub mod engine;
 pub mod evals;
 pub mod executor;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod jobspec;
 pub mod modelled;
 pub mod point;

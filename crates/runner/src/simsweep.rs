@@ -112,16 +112,16 @@ impl SimSweep {
         let info = inferbench_sim::describe(&self.sim)?;
         let start_line = inferbench_sim::start_line(&self.sim, &info);
         let k = self.sim.time_scale;
-        eprintln!("{start_line}");
-        eprintln!(
+        inferbench_core::notice::line(&start_line);
+        inferbench_core::notice::line(&format!(
             "  (time scale {k}: the sim runs {k}x faster than the modelled hardware; every time \
              below is rescaled to the modelled hardware's)"
-        );
-        eprintln!(
+        ));
+        inferbench_core::notice::line(&format!(
             "  random dataset: ISL {} / OSL {} tokens (exact lengths), {} prompt(s) and {} \
              warmup(s) per unit of concurrency, at conc {:?}",
             self.isl, self.osl, self.prompts_per_conc, self.warmups_per_conc, self.concurrency
-        );
+        ));
         let bench = BenchDefaults {
             prompts_per_conc: self.prompts_per_conc,
             warmups_per_conc: self.warmups_per_conc,
@@ -143,7 +143,11 @@ impl SimSweep {
         };
         let mut report = SweepReport::default();
         (target.run_each(&jobs, &runner, cancel, |pt, took| {
-            eprintln!("  conc {:>3}: {}", pt.conc, point_line(&pt, took));
+            inferbench_core::notice::line(&format!(
+                "  conc {:>3}: {}",
+                pt.conc,
+                point_line(&pt, took)
+            ));
             report.points.push(pt);
         }))
         .await;
@@ -169,8 +173,8 @@ pub struct AgenticSimSweep {
 /// What [`AgenticSimSweep::run`] did.
 #[derive(Debug, Clone, Default)]
 pub struct AgenticSweepReport {
-    /// The sweep's exit code ([`SweepReport::exit_code`]: 130 interrupted, 1 a point failed).
-    pub exit_code: i32,
+    /// How the sweep ended ([`SweepReport::end`]: interrupted, or a point failed).
+    pub end: inferbench_core::RunEnd,
     /// Lane counts whose replay did not run its course (Ctrl-C, an abort): never on a preview.
     pub cut_short: Vec<i64>,
 }
@@ -219,19 +223,19 @@ impl AgenticSimSweep {
         inferbench_workload::agentx::synthetic::write_jsonl(&traces, &mut w)?;
         std::io::Write::flush(&mut w)?;
         let start_line = inferbench_sim::start_line(cfg, &info);
-        eprintln!("{start_line}");
-        eprintln!(
+        inferbench_core::notice::line(&start_line);
+        inferbench_core::notice::line(&format!(
             "  AgentX replay of {} built-in sessions ({n_req} requests, sub-agents, compaction), {} s \
              per point at {:?} lanes; real time (time scale 1)",
             traces.len(),
             self.duration.as_secs_f64(),
             self.lanes
-        );
+        ));
         // The legend of the per-point lines below, where the figure is (trial 15: it was
         // explained under the stdout table, which does not show it).
-        eprintln!(
+        inferbench_core::notice::line(
             "  theoretical hit = share of prompt blocks already sent earlier in the session \
-             (the best a prefix cache can do)"
+             (the best a prefix cache can do)",
         );
         let bench = BenchDefaults {
             traces: Some(traces_path),
@@ -262,18 +266,18 @@ impl AgenticSimSweep {
             } else {
                 ""
             };
-            eprintln!(
+            inferbench_core::notice::line(&format!(
                 "  lanes {:>2}: {}{cut}",
                 pt.conc,
                 agentic_point_line(&pt, took)
-            );
+            ));
             if matches!(pt.outcome, Outcome::Interrupted | Outcome::Failed) {
                 report.cut_short.push(i64::from(pt.conc));
             }
             points.points.push(pt);
         }))
         .await;
-        report.exit_code = points.exit_code();
+        report.end = points.end();
         Ok(report)
     }
 }
@@ -343,10 +347,10 @@ impl SimTarget {
                     .collect();
                 if !rest.is_empty() {
                     let what = if job.is_agentic() { "lanes" } else { "conc" };
-                    eprintln!(
+                    inferbench_core::notice::line(&format!(
                         "  {what} {}: not started (the run was interrupted)",
                         rest.join(", ")
-                    );
+                    ));
                 }
                 break;
             }

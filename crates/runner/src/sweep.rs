@@ -220,22 +220,23 @@ impl SweepReport {
         self.points.iter().filter(|p| p.outcome == outcome).count()
     }
 
-    /// Process exit code: 130 when interrupted (a point cut short or never started because of
-    /// it), 1 when any point failed (or was not started because of one: an unreachable
-    /// `--base-url`) or the sweep's report could not be written ([`SweepReport::write_error`]),
-    /// else 0.
-    pub fn exit_code(&self) -> i32 {
+    /// How the sweep ended: interrupted when a point was cut short or never started because
+    /// of Ctrl-C / SIGTERM; a gate failed when any point failed (or was not started because
+    /// of one: an unreachable `--base-url`) or the sweep's report could not be written
+    /// ([`SweepReport::write_error`]); else passed. The CLI maps it to the exit code.
+    pub fn end(&self) -> inferbench_core::RunEnd {
+        use inferbench_core::RunEnd;
         let not_started_by_user = (self.points.iter())
             .filter(|p| {
                 p.outcome == Outcome::NotStarted && p.class == Some(FailureClass::Interrupted)
             })
             .count();
         if self.count(Outcome::Interrupted) + not_started_by_user > 0 {
-            130
+            RunEnd::Interrupted
         } else if self.count(Outcome::Failed) > 0 || self.write_error.is_some() {
-            1
+            RunEnd::GateFailed
         } else {
-            0
+            RunEnd::Passed
         }
     }
 
@@ -316,7 +317,7 @@ impl SweepReport {
             self.count(Outcome::Failed),
             self.count(Outcome::Interrupted)
         ));
-        if self.exit_code() != 0 {
+        if !self.end().passed() {
             // Trial 13: nothing said that an interrupted sweep resumes.
             s.push_str(
                 "rerun the same command to resume: points already done are skipped (--force \
@@ -770,7 +771,7 @@ fn not_started_after(
     }
     if opts.progress_lines && n > 0 {
         let points = if n == 1 { "point" } else { "points" };
-        eprintln!("{n} more {points} {why}");
+        inferbench_core::notice::line(&format!("{n} more {points} {why}"));
     }
 }
 
@@ -1437,12 +1438,12 @@ fn push(report: &mut SweepReport, opts: &SweepOptions, total: usize, mut r: Poin
                     .unwrap_or("")
             ),
         };
-        eprintln!(
+        inferbench_core::notice::line(&format!(
             "[{}/{total}] row {} {}: {what}",
             report.points.len() + 1,
             r.index,
             r.what()
-        );
+        ));
     }
     report.points.push(r);
 }
@@ -1883,14 +1884,14 @@ fn finish_point(
         if let Some(acc) = engine.and_then(|e| e.command.acceptance.as_ref()) {
             let check = acceptance_check(acc, &summary);
             if check["flagged"] == true {
-                eprintln!(
+                inferbench_core::notice::line(&format!(
                     "warning: row {} conc {}: measured acceptance length {:.2} against the pinned {} ({}): the engine did not hold the synthetic acceptance",
                     point.spec.index,
                     point.conc,
                     check["measured_acceptance_length"].as_f64().unwrap_or(f64::NAN),
                     acc.acceptance_length,
                     acc.source
-                );
+                ));
             }
             if let Some(ext) = summary
                 .get_mut("inferbench")
@@ -2041,9 +2042,9 @@ mod tests {
     #[test]
     fn a_report_that_could_not_be_written_is_never_exit_0() {
         let mut r = SweepReport::default();
-        assert_eq!(r.exit_code(), 0);
+        assert_eq!(r.end(), inferbench_core::RunEnd::Passed);
         r.write_error = Some("res/sweep.json: No space left on device (os error 28)".into());
-        assert_eq!(r.exit_code(), 1);
+        assert_eq!(r.end(), inferbench_core::RunEnd::GateFailed);
         assert!(r.render().starts_with(
             "FAILED writing the sweep's report: res/sweep.json: No space left on device (os \
              error 28)\n"

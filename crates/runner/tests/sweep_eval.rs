@@ -128,7 +128,7 @@ async fn evals_run_after_throughput_and_for_eval_only_rows() {
         "{}",
         report.render()
     );
-    assert_eq!(report.exit_code(), 1);
+    assert_eq!(report.end(), inferbench_core::RunEnd::GateFailed);
     let rendered = report.render();
     assert!(
         rendered.contains("FAILED row 1 eval (conc 16) [eval_below_threshold]: gsm8k strict-match 0.7500, flexible-extract 0.7500: below the threshold 0.91 for model prefix gptoss"),

@@ -134,7 +134,7 @@ async fn sweep_writes_artifacts_reuses_engine_and_skips_on_rerun() {
     };
     let report = run_jobs(&jobs, &opts, &fake, &CancellationToken::new()).await;
     assert_eq!(report.count(Outcome::Ok), 3, "{}", report.render());
-    assert_eq!(report.exit_code(), 0);
+    assert_eq!(report.end(), inferbench_core::RunEnd::Passed);
 
     // One engine served all three points (identical command line): same pid, counter 1, 2, 3.
     let mut pids = Vec::new();
@@ -293,7 +293,7 @@ async fn bad_rows_are_recorded_and_the_sweep_goes_on() {
         "no request completed in the measured window (none failed: those in flight at its end \
          were cancelled after the grace period, or none was sent)"
     );
-    assert_eq!(report.exit_code(), 1);
+    assert_eq!(report.end(), inferbench_core::RunEnd::GateFailed);
     // The crash cut the 10 s point short (detected within a poll, not at the end).
     let st = read_status(&report.points[5].dir).unwrap();
     let t = |x: &str| chrono::DateTime::parse_from_rfc3339(x).unwrap();
@@ -418,7 +418,7 @@ async fn cancel_marks_points_interrupted_and_stops_the_engine() {
         c2.cancel();
     });
     let report = run_jobs(&jobs, &opts, &fake, &cancel).await;
-    assert_eq!(report.exit_code(), 130);
+    assert_eq!(report.end(), inferbench_core::RunEnd::Interrupted);
     // The running point is interrupted; the next never started (trial 13: both counted as
     // interrupted) and wrote nothing.
     assert_eq!(report.count(Outcome::Interrupted), 1, "{}", report.render());

@@ -1,13 +1,13 @@
 //! `inferbench bench`: one load point. Flags (vLLM `bench serve` names) and their conversion:
-//! `inferbench_loadgen::flags::BenchFlags`; the point: `inferbench_loadgen::run_bench`; `--db`:
+//! `crate::cmd::bench_flags::BenchFlags`; the point: `inferbench_loadgen::run_bench`; `--db`:
 //! `inferbench_store` through `ingest`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::cmd::bench_flags::BenchFlags;
 use anyhow::Context as _;
 use inferbench_core::slo::{self, SearchEnd, SearchSpace, Slo};
-use inferbench_loadgen::flags::BenchFlags;
 use inferbench_loadgen::options::BenchOptions;
 use inferbench_loadgen::{output::render_report, run_bench, BenchOutcome, VerdictKind};
 use serde_json::{json, Value};
@@ -195,7 +195,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         }
         super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
-    Ok(ExitStatus::from_code(out.exit_code))
+    Ok(ExitStatus::from(out.end))
 }
 
 /// Stores one point's result in `db` as the plain `bench --db` does: nothing when the server

@@ -4,8 +4,8 @@
 //! [`RunFlags::client`] (a [`ClientFeatures`]), so Slurm tasks and GitHub rows get them through
 //! `run-options.json` and `job.json` records them.
 
+use crate::cmd::run_flags::RunFlags;
 use inferbench_core::artifacts::ClientFeatures;
-use inferbench_runner::flags::RunFlags;
 
 /// `--header-template`, `--dp-rank-roundrobin`, `--allow-empty-content`, `--backend`,
 /// `--tls-ca` and `--insecure` of `sweep` and `job`.
@@ -31,7 +31,7 @@ pub struct ClientArgs {
     /// API of fixed-sequence points: openai (/v1/completions), openai-chat
     /// (/v1/chat/completions) or openai-responses (/v1/responses); with --endpoint left at its
     /// default the backend's own endpoint is used. Agentic rows always replay chat.
-    #[arg(long, value_name = "BACKEND", value_parser = inferbench_loadgen::flags::parse_backend, help_heading = "Requests")]
+    #[arg(long, value_name = "BACKEND", value_parser = crate::cmd::bench_flags::parse_backend, help_heading = "Requests")]
     pub backend: Option<inferbench_client::Backend>,
     /// How an https:// server is verified (`bench`'s flags): every point's requests, the
     /// readiness probes, `/metrics` scrapes and evals alike.

@@ -1,8 +1,8 @@
 //! `inferbench job`: run one matrix row (what the Slurm and GitHub executors call on each node):
 //! engine up, one point per concurrency, artifacts, engine down. Flags and the run:
-//! `inferbench_runner::flags`.
+//! `crate::cmd::run_flags`.
 
-use inferbench_runner::flags::{run_here, JobFlags};
+use crate::cmd::run_flags::{run_here, JobFlags};
 use inferbench_runner::{JobSpec, SweepOptions};
 
 use super::client_args::ClientArgs;
@@ -47,12 +47,11 @@ pub fn run_local(
     // leftovers, 3: a FIFO where a point's file goes failed after the launch).
     inferbench_runner::sweep::check_outputs(jobs, opts).map_err(anyhow::Error::msg)?;
     let rt = super::runtime()?;
-    let code = rt.block_on(async {
+    Ok(rt.block_on(async {
         let cancel =
             super::shutdown_token("interrupted: stopping the current point and the engine");
         run_here(jobs, opts, progress, adaptive, &cancel).await
-    });
-    Ok(ExitStatus::from_code(code))
+    }))
 }
 
 /// Whether every row of `loads` fits `limits` ([`crate::limits::check`] at the row's largest

@@ -1,24 +1,45 @@
 //! One module per subcommand: a `run` that takes the subcommand's flags (a library's flags
 //! struct, or a small `Args` of its own), calls the library and returns the [`ExitStatus`].
 
-pub use inferbench_core::{ExitStatus, StatusError};
+pub use exit::{ExitStatus, StatusError};
 
 pub mod bench;
+pub mod bench_flags;
 pub mod client_args;
 pub mod db;
 pub mod eval;
+pub mod exit;
 pub mod ingest;
 pub mod job;
 pub mod models_policy;
 pub mod preview;
+pub mod progress;
 pub mod quickstart;
 pub mod recipes;
 pub mod replay;
+pub mod replay_flags;
+pub mod run_flags;
 pub mod serve;
 pub mod sim;
 pub mod sweep;
 pub mod tls_args;
 pub mod views;
+
+/// The exit status of a subcommand that ended with error `e` (the one mapping of the
+/// libraries' typed errors to exit codes): a [`StatusError`]'s own; the server unreachable
+/// when `--model` was not given and `/v1/models` could not be asked
+/// ([`inferbench_client::models::ServedModelError::Unreachable`]); else [`ExitStatus::Usage`]
+/// (bad flags, files or setup).
+pub fn error_status(e: &anyhow::Error) -> ExitStatus {
+    use inferbench_client::models::ServedModelError;
+    if let Some(s) = e.downcast_ref::<StatusError>() {
+        return s.status;
+    }
+    match e.downcast_ref::<ServedModelError>() {
+        Some(ServedModelError::Unreachable(_)) => ExitStatus::Unreachable,
+        _ => ExitStatus::Usage,
+    }
+}
 
 /// The multi-threaded tokio runtime a long-running subcommand runs in: a worker per core
 /// ([`crate::limits::worker_threads`]) and at most [`crate::limits::blocking_threads`] blocking

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 
 use super::preview;
+use crate::cmd::run_flags::QuickstartFlags;
 use inferbench_runner::artifacts::fresh_run_dir;
-use inferbench_runner::flags::QuickstartFlags;
 use inferbench_runner::simsweep::sweep_id;
 
 use super::ExitStatus;
@@ -64,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         let (p, run_dir, batch) = (&p, &run_dir, &batch);
         async move { p.run(run_dir, batch, &cancel).await }
     })?;
-    let mut exit = ExitStatus::from_code(report.exit_code());
+    let mut exit = ExitStatus::from(report.end());
     // The points that ran: one never started has no row and no failed point either.
     let concs: Vec<i64> = (report.points.iter())
         .filter(|pt| pt.outcome != inferbench_runner::Outcome::NotStarted)
@@ -130,7 +130,7 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
     )?;
     eprintln!("{line}");
     eprintln!("artifacts in {}", run_dir.display());
-    Ok(ExitStatus::from_code(report.exit_code))
+    Ok(ExitStatus::from(report.end))
 }
 
 /// What the view of the run needs: the run, its chart (a PNG too unless `--chart` named one),

@@ -1,11 +1,11 @@
 //! `inferbench replay`: AgentX trace replay (flags, loading and the replay itself:
-//! `inferbench_loadgen::agentic::flags`), and `inferbench agentx-traces`: a synthetic corpus
+//! `crate::cmd::replay_flags`), and `inferbench agentx-traces`: a synthetic corpus
 //! (`inferbench_workload::agentx::synthetic`).
 
 use std::path::PathBuf;
 
+use crate::cmd::replay_flags::ReplayFlags;
 use anyhow::Context as _;
-use inferbench_loadgen::agentic::flags::ReplayFlags;
 use inferbench_workload::agentx::synthetic::{self, SHAPES};
 
 use super::ExitStatus;
@@ -162,13 +162,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
             }))
         },
     ))?;
-    let code = rt.block_on(async move {
+    rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",
         );
         flags.run(prepared, cancel).await
-    })?;
-    Ok(ExitStatus::from_code(code))
+    })
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! `inferbench sweep`: run a job matrix locally, submit it to Slurm as a job array, or write a
 //! GitHub Actions workflow for it. Flags, their options file and each executor's work:
-//! `inferbench_runner::flags`.
+//! `crate::cmd::run_flags`.
 
-use inferbench_runner::flags::{Executor, SweepFlags};
+use crate::cmd::run_flags::{Executor, SweepFlags};
 
 use super::client_args::ClientArgs;
 use super::ExitStatus;
@@ -78,14 +78,11 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
             }
         }
     }
-    let code = match flags.executor {
-        Executor::Local => {
-            return super::job::run_local(&jobs, &opts, flags.run.progress, flags.adaptive)
-        }
-        Executor::Github => flags.write_github(&jobs)?,
-        Executor::Slurm => tokio::runtime::Runtime::new()?.block_on(flags.slurm(&jobs, &opts))?,
-    };
-    Ok(ExitStatus::from_code(code))
+    match flags.executor {
+        Executor::Local => super::job::run_local(&jobs, &opts, flags.run.progress, flags.adaptive),
+        Executor::Github => flags.write_github(&jobs),
+        Executor::Slurm => tokio::runtime::Runtime::new()?.block_on(flags.slurm(&jobs, &opts)),
+    }
 }
 
 /// The largest `--adaptive` tolerance accepted: 0.5 (a frontier known to within ±50 %).

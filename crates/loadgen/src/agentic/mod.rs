@@ -2,8 +2,6 @@
 //! scheduler on explicit time ([`sched`]), the AIPerf-shaped artifacts ([`aiperf`], §4.1–4.4).
 
 pub mod aiperf;
-#[cfg(any(feature = "clap", test))]
-pub mod flags;
 pub mod overhead;
 pub mod plan;
 pub mod prompt;
@@ -13,7 +11,7 @@ pub mod sched;
 pub use overhead::TemplateOverhead;
 pub use plan::{lane_load, LaneLoad, PlanReq, TreePlan};
 pub use run::{
-    exit_code, measured, replay_summary, run_replay, run_replay_adaptive, theoretical_hit_rate,
+    measured, replay_end, replay_summary, run_replay, run_replay_adaptive, theoretical_hit_rate,
     write_artifacts, ReplayOptions, ReplayOutcome, ReplayStop,
 };
 pub use sched::{Dispatch, Kind, Outcome, RunPhase, SchedConfig, SchedStats, Scheduler, Ticket};

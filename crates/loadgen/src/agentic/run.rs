@@ -14,7 +14,7 @@ use inferbench_client::{
 };
 use inferbench_core::metrics::Distribution;
 use inferbench_core::summary::{summarize_compacted, RunSummary, StopReason, SummaryContext};
-use inferbench_core::{AgenticRef, ErrorClass, Phase, RequestRecord};
+use inferbench_core::{AgenticRef, ErrorClass, Phase, RequestRecord, RunEnd};
 use inferbench_telemetry::scrape::Scraper;
 use inferbench_workload::agentx::Trace;
 use tokio::sync::mpsc;
@@ -1079,21 +1079,21 @@ pub fn theoretical_hit_rate(records: &[RequestRecord]) -> Option<f64> {
     (total > 0).then(|| hit as f64 / total as f64)
 }
 
-/// The process exit code of a replay (as `bench`'s): 130 interrupted, 3 when every failure
-/// (the replay's own cancellations aside) was a connect error and nothing succeeded (server
-/// unreachable), 1 for the failure threshold, a
-/// failed root warmup, nothing measured or a failed write of the records file, else 0.
-pub fn exit_code(out: &ReplayOutcome, summary: &RunSummary) -> i32 {
+/// How a replay ended (as `bench`'s point): interrupted; the server unreachable when every
+/// failure (the replay's own cancellations aside) was a connect error and nothing succeeded; a
+/// gate failed for the failure threshold, a failed root warmup, nothing measured or a failed
+/// write of the records file; else passed.
+pub fn replay_end(out: &ReplayOutcome, summary: &RunSummary) -> RunEnd {
     // Requests the replay itself cancelled (after an abort) say nothing about the server.
     if never_reached(out, summary.completed) && out.stop != ReplayStop::Interrupted {
-        return crate::EXIT_SERVER_UNREACHABLE;
+        return RunEnd::Unreachable;
     }
     match out.stop {
-        ReplayStop::Interrupted => crate::EXIT_INTERRUPTED,
-        ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => crate::EXIT_ERROR_RATE,
-        ReplayStop::Completed if summary.completed == 0 => crate::EXIT_ERROR_RATE,
-        ReplayStop::Completed if out.records_write_error.is_some() => crate::EXIT_ERROR_RATE,
-        ReplayStop::Completed => 0,
+        ReplayStop::Interrupted => RunEnd::Interrupted,
+        ReplayStop::FailedThreshold | ReplayStop::WarmupFailed => RunEnd::GateFailed,
+        ReplayStop::Completed if summary.completed == 0 => RunEnd::GateFailed,
+        ReplayStop::Completed if out.records_write_error.is_some() => RunEnd::GateFailed,
+        ReplayStop::Completed => RunEnd::Passed,
     }
 }
 

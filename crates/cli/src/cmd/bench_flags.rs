@@ -1,38 +1,21 @@
-//! The `bench` and `selftest` subcommands' flags, and those `bench` shares with `replay`
-//! (`clap` feature): each flag and its `--help` text are written once, here beside
-//! [`BenchOptions`] (`replay`'s beside [`ReplayOptions`](crate::agentic::ReplayOptions), in
-//! `agentic::flags`), and [`BenchFlags::into_options`] turns them into those options (tested
-//! below); [`SelftestFlags::run`] is the whole `selftest` command. The `inferbench` binary uses
-//! these structs as its subcommands' arguments.
+//! The `bench` and `selftest` subcommands' flags, and those `bench` shares with `replay`: each
+//! flag and its `--help` text are written once, here, and [`BenchFlags::into_options`] turns
+//! them into the loadgen library's [`BenchOptions`] (tested below; `replay`'s into
+//! [`ReplayOptions`](inferbench_loadgen::agentic::ReplayOptions) in `cmd::replay_flags`);
+//! [`SelftestFlags::run`] is the whole `selftest` command (the library measures, this prints).
+//! `cmd::bench` and `main` use these structs as the subcommands' arguments.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::ExitStatus;
 use anyhow::Context as _;
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use inferbench_client::{Backend, MaxTokensField};
 use inferbench_core::summary::JobIdentity;
-use inferbench_core::ExitStatus;
 
-use crate::selftest::{measure, problems, render, spawn_server, SelftestOptions};
-use crate::{BenchOptions, DatasetName, PowerMode, ProgressMode, RangeSemantics};
-
-/// `--progress auto|bar|plain|off` (the values without their descriptions, as `--help` lists
-/// them).
-impl clap::ValueEnum for ProgressMode {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Self::Auto, Self::Bar, Self::Plain, Self::Off]
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(match self {
-            Self::Auto => "auto",
-            Self::Bar => "bar",
-            Self::Plain => "plain",
-            Self::Off => "off",
-        }))
-    }
-}
+use inferbench_loadgen::selftest::{measure, problems, render, spawn_server, SelftestOptions};
+use inferbench_loadgen::{BenchOptions, DatasetName, PowerMode, ProgressMode, RangeSemantics};
 
 /// The server and what every request carries: the target flags `bench` and `replay` share
 /// (their API flavour and endpoint are their own).
@@ -122,7 +105,7 @@ impl TargetFlags {
         Ok(base)
     }
 
-    /// `--model`, or "" when not given (the run asks the server: [`crate::hints::served_model`]).
+    /// `--model`, or "" when not given (the run asks the server: [`inferbench_loadgen::hints::served_model`]).
     pub fn model(&self) -> String {
         self.model.clone().unwrap_or_default()
     }
@@ -554,9 +537,9 @@ pub fn parse_backend(s: &str) -> Result<Backend, String> {
 }
 
 /// `v` seconds of flag `flag` as a [`Duration`]: finite, positive and at most
-/// [`limits::MAX_SECONDS`](crate::limits::MAX_SECONDS); errors name the flag and the range.
+/// [`limits::MAX_SECONDS`](inferbench_loadgen::limits::MAX_SECONDS); errors name the flag and the range.
 pub fn secs(flag: &str, v: f64) -> anyhow::Result<Duration> {
-    let max = crate::limits::MAX_SECONDS;
+    let max = inferbench_loadgen::limits::MAX_SECONDS;
     if !(v.is_finite() && v > 0.0 && v <= max) {
         anyhow::bail!("{flag}: {v} s is outside (0, {max}] s");
     }
@@ -804,7 +787,7 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
         .worker_threads(args.client_threads.max(1))
         .enable_all()
         .build()?;
-    let parse_ns = crate::selftest::parse_ns_per_event(args.tokens, 2_000_000);
+    let parse_ns = inferbench_loadgen::selftest::parse_ns_per_event(args.tokens, 2_000_000);
     eprintln!(
         "selftest: SSE framing + chunk interpretation alone: {parse_ns:.0} CPU ns/event ({:.2} M events per CPU second)",
         1e3 / parse_ns
@@ -823,7 +806,7 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
             .with_context(|| format!("--json: cannot write {}", p.display()))?;
     }
     // Trial 24: the timed sim passed for an instant server.
-    if let Some(warning) = crate::selftest::not_instant(&points) {
+    if let Some(warning) = inferbench_loadgen::selftest::not_instant(&points) {
         eprint!("{warning}");
     }
     if let Some(problems) = problems(&points) {
@@ -1156,7 +1139,7 @@ mod tests {
                 Ok(o) => match o.validate_with_memory(Some(budget)) {
                     Err(e) => prop_assert!(e.flag.starts_with("--"), "{e}"),
                     Ok(()) => {
-                        use crate::limits;
+                        use inferbench_loadgen::limits;
                         prop_assert!(o.estimated_memory_bytes() <= budget);
                         prop_assert!(o.max_concurrency.is_none_or(|c| (1..=limits::MAX_CONCURRENCY).contains(&c)));
                         prop_assert!((1..=limits::MAX_TOKENS).contains(&o.random_input_len));

@@ -1,19 +1,21 @@
-//! The `replay` subcommand (`clap` feature): its flags ([`ReplayFlags`], written once with their
-//! `--help` text), their conversion into [`ReplayOptions`], and the command itself: load the
-//! traces ([`ReplayFlags::prepare`]), replay them with power around the window, print and write
-//! the results ([`ReplayFlags::run`]). The `inferbench` binary only adds the signal handling.
+//! The `replay` subcommand: its flags ([`ReplayFlags`], written once with their `--help`
+//! text), their conversion into the loadgen library's [`ReplayOptions`], and the command
+//! itself: load the traces ([`ReplayFlags::prepare_checked`]), replay them with power around
+//! the window, print and write the results ([`ReplayFlags::run`]). `cmd::replay` adds the
+//! limits check and the signal handling.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use inferbench_client::CancellationToken;
+use inferbench_core::RunEnd;
 use inferbench_workload::agentx::load::over_budget;
 use inferbench_workload::agentx::synthetic::{self, SHAPES};
 use inferbench_workload::agentx::{load_traces, LoadOptions, LoadReport, Trace};
 use inferbench_workload::files::DEFAULT_MAX_CONTEXT_TOKENS;
 
-use super::prompt::Prompter;
+use inferbench_loadgen::agentic::prompt::Prompter;
 
 /// The files a replay writes into `--result-dir`, each refused up front when it exists and is
 /// not a regular file (issue 39 §1).
@@ -28,13 +30,14 @@ const REPLAY_FILES: [&str; 9] = [
     "aiperf_artifacts/profile_export_aiperf.json",
     "aiperf_artifacts/server_metrics_export.json",
 ];
-use super::{
-    exit_code, replay_summary, run_replay, theoretical_hit_rate, write_artifacts, ReplayOptions,
+use super::bench_flags::{secs, PowerFlags, TargetFlags};
+use super::ExitStatus;
+use inferbench_loadgen::agentic::{
+    replay_end, replay_summary, run_replay, theoretical_hit_rate, write_artifacts, ReplayOptions,
     ReplayStop, SchedConfig,
 };
-use crate::flags::{secs, PowerFlags, TargetFlags};
-use crate::output::{nothing_measured, render_report};
-use crate::ProgressMode;
+use inferbench_loadgen::output::{nothing_measured, render_report};
+use inferbench_loadgen::ProgressMode;
 
 /// Above this many tokens a trace request's `in` or `out` is refused without asking the
 /// server for the model's context: 2^24 = 16,777,216, 16× the longest context of any model
@@ -266,44 +269,30 @@ impl ReplayFlags {
     }
 }
 
-/// A replay ready to start ([`ReplayFlags::prepare`]): its options, traces and prompts.
+/// A replay ready to start ([`ReplayFlags::prepare_checked`]): its options, traces and prompts.
 pub struct PreparedReplay {
     opts: ReplayOptions,
     traces: Arc<Vec<Trace>>,
     prompter: Arc<Prompter>,
 }
 
-impl PreparedReplay {
-    /// How an `https://` target is verified (the CLI's `--tls-ca` / `--insecure`).
-    pub fn set_tls(&mut self, tls: inferbench_client::tls::TlsOptions) {
-        self.opts.tls = tls;
-    }
-
-    /// Memory one request in flight may take besides its connection, bytes: the largest over
-    /// the loaded traces' requests of `in` × [`crate::options::limits::BYTES_PER_PROMPT_TOKEN`]
-    /// (the prompt text the lane builds and the request body it writes, both growing with `in`)
-    /// plus `out` × [`crate::options::limits::BYTES_PER_OUTPUT_TOKEN`] (the record's per-token
-    /// data); 0 without traces (issue 39 §2 findings 1–2: 128 lanes of `in: 390000`, or of
-    /// `out: 130000`, aborted a replay the check had let through).
-    pub fn peak_request_bytes(&self) -> u64 {
-        peak_request_bytes(&self.traces)
-    }
-
-    /// The most requests one session of the loaded traces has in flight at once
-    /// ([`super::TreePlan::peak_in_flight`]); 1 without traces.
-    pub fn peak_in_flight_per_session(&self) -> u64 {
-        (self.traces.iter().enumerate())
-            .map(|(i, t)| super::TreePlan::build(i, t).peak_in_flight())
-            .max()
-            .unwrap_or(1)
-    }
+/// The most requests one session of `traces` has in flight at once
+/// ([`inferbench_loadgen::agentic::TreePlan::peak_in_flight`]); 1 without traces.
+fn peak_in_flight_per_session(traces: &[Trace]) -> u64 {
+    (traces.iter().enumerate())
+        .map(|(i, t)| inferbench_loadgen::agentic::TreePlan::build(i, t).peak_in_flight())
+        .max()
+        .unwrap_or(1)
 }
 
-/// [`PreparedReplay::peak_request_bytes`] over `traces`: the largest request's `in` ×
-/// [`crate::options::limits::BYTES_PER_PROMPT_TOKEN`] + `out` ×
-/// [`crate::options::limits::BYTES_PER_OUTPUT_TOKEN`], bytes; 0 without traces.
+/// Memory one request in flight may take besides its connection, bytes: the largest over
+/// `traces`' requests of `in` × [`inferbench_loadgen::options::limits::BYTES_PER_PROMPT_TOKEN`]
+/// (the prompt text the lane builds and the request body it writes, both growing with `in`)
+/// plus `out` × [`inferbench_loadgen::options::limits::BYTES_PER_OUTPUT_TOKEN`] (the record's
+/// per-token data); 0 without traces (issue 39 §2 findings 1–2: 128 lanes of `in: 390000`, or
+/// of `out: 130000`, aborted a replay the check had let through).
 fn peak_request_bytes(traces: &[Trace]) -> u64 {
-    use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
+    use inferbench_loadgen::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
     (traces.iter())
         .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
         .map(|r| {
@@ -326,7 +315,18 @@ impl ReplayFlags {
             .max(served)
     }
 
-    /// [`ReplayFlags::prepare`] with the server asked for the model's context
+    /// [`ReplayFlags::prepare_checked`] without a check (the tests').
+    #[cfg(test)]
+    pub async fn prepare_bounded(
+        &self,
+        tls: inferbench_client::tls::TlsOptions,
+    ) -> anyhow::Result<PreparedReplay> {
+        self.prepare_checked(tls, |_, _| Ok(())).await
+    }
+
+    /// Everything before the replay: the options (flag errors first), `--result-dir`, the traces
+    /// (what was skipped or dropped said on stderr, with a line saying what will run), the
+    /// block texts' tokenizer and prompts, with the server asked for the model's context
     /// ([`ReplayFlags::served_context`], its `/v1/models`): a trace whose peak input + output is
     /// above it is dropped as `--max-context-length` drops one (before `--num-dataset-entries`
     /// keeps the first N; the count said on stderr), since the server refuses its requests
@@ -336,24 +336,14 @@ impl ReplayFlags {
     /// `--tls-ca`/`--insecure`) verifies the measured requests and that `/v1/models` request
     /// alike.
     ///
-    /// # Errors
-    /// As [`ReplayFlags::prepare`].
-    pub async fn prepare_bounded(
-        &self,
-        tls: inferbench_client::tls::TlsOptions,
-    ) -> anyhow::Result<PreparedReplay> {
-        self.prepare_checked(tls, |_, _| Ok(())).await
-    }
-
-    /// [`ReplayFlags::prepare_bounded`] with `check` called once the traces are read, before
-    /// the server is asked anything, with the most requests one session has in flight at once
-    /// ([`PreparedReplay::peak_in_flight_per_session`] of the traces read): the CLI refuses
-    /// there what this process cannot hold, so a refused replay connects to nothing. Its second
-    /// argument is the largest request's memory in flight, bytes
-    /// ([`PreparedReplay::peak_request_bytes`] of the traces read).
+    /// `check` is called once the traces are read, before the server is asked anything, with
+    /// the most requests one session has in flight at once ([`peak_in_flight_per_session`] of
+    /// the traces read): the CLI refuses there what this process cannot hold, so a refused
+    /// replay connects to nothing. Its second argument is the largest request's memory in
+    /// flight, bytes ([`peak_request_bytes`] of the traces read).
     ///
     /// # Errors
-    /// `check`'s, and as [`ReplayFlags::prepare`].
+    /// `check`'s; a flag, trace or `--result-dir` error (the flag, `FILE:LINE` or path named).
     pub async fn prepare_checked(
         &self,
         tls: inferbench_client::tls::TlsOptions,
@@ -370,10 +360,7 @@ impl ReplayFlags {
         let bound = self.token_cap(None);
         let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING), None)?;
         check(
-            (report.traces.iter().enumerate())
-                .map(|(i, t)| super::TreePlan::build(i, t).peak_in_flight())
-                .max()
-                .unwrap_or(1),
+            peak_in_flight_per_session(&report.traces),
             peak_request_bytes(&report.traces),
         )?;
         let served = self.served_context(&opts.reach()).await;
@@ -494,29 +481,17 @@ impl ReplayFlags {
         })
     }
 
-    /// Everything before the replay, in this order: the options (flag errors first), the
-    /// traces (bounded by [`ReplayFlags::token_cap`] of `served`, the model's context from
-    /// [`ReplayFlags::served_context`]; what was skipped or dropped said on stderr, with a line
-    /// saying what will run), the block texts' tokenizer and prompts, and `--result-dir`
-    /// created.
-    pub fn prepare(&self, served: Option<u64>) -> anyhow::Result<PreparedReplay> {
-        let opts = self.options()?;
-        self.check_result_dir()?;
-        let report = self.load_traces(self.token_cap(served), served)?;
-        self.prepare_loaded(opts, report, served)
-    }
-
     /// `--result-dir` created and probed, and each fixed file the replay writes into it a
     /// regular file or absent (issue 39 §8), before any request. Errors: the path and why.
     fn check_result_dir(&self) -> anyhow::Result<()> {
         if let Some(d) = &self.result_dir {
-            crate::output::check_dir_writable("--result-dir", d)?;
-            crate::output::check_files_in_dir("--result-dir", d, &REPLAY_FILES)?;
+            inferbench_loadgen::output::check_dir_writable("--result-dir", d)?;
+            inferbench_loadgen::output::check_files_in_dir("--result-dir", d, &REPLAY_FILES)?;
         }
         Ok(())
     }
 
-    /// The rest of [`ReplayFlags::prepare`] once the traces are loaded.
+    /// The rest of [`ReplayFlags::prepare_checked`] once the traces are loaded.
     fn prepare_loaded(
         &self,
         opts: ReplayOptions,
@@ -564,19 +539,23 @@ impl ReplayFlags {
     /// Replays `prepared` until its window ends or `cancel` fires, with GPU power sampled
     /// around it; prints the report and the agentic lines (stdout) and the notes (stderr),
     /// writes `summary.json`, `requests.jsonl` and the AIPerf/InferenceX artifacts into
-    /// `--result-dir`. Returns the exit code ([`exit_code`]; 1 as well for power that is not
-    /// valid with `--require-power`).
+    /// `--result-dir`. Returns the exit status of how the replay ended ([`replay_end`]; a
+    /// failed gate as well for results not written or power that is not valid with
+    /// `--require-power`).
     pub async fn run(
         self,
         mut prepared: PreparedReplay,
         cancel: CancellationToken,
-    ) -> anyhow::Result<i32> {
+    ) -> anyhow::Result<ExitStatus> {
         if prepared.opts.model.trim().is_empty() {
-            prepared.opts.model =
-                crate::hints::served_model(&prepared.opts.base_url, &prepared.opts.reach()).await?;
+            prepared.opts.model = inferbench_loadgen::hints::served_model(
+                &prepared.opts.base_url,
+                &prepared.opts.reach(),
+            )
+            .await?;
             eprintln!(
                 "inferbench: {}",
-                crate::hints::served_model_note(&prepared.opts.model)
+                inferbench_loadgen::hints::served_model_note(&prepared.opts.model)
             );
         }
         let model = prepared.opts.model.clone();
@@ -595,7 +574,7 @@ impl ReplayFlags {
         self.power.check(self.result_dir.is_some())?;
         let power = match &self.result_dir {
             Some(d) => {
-                crate::power::start(
+                inferbench_loadgen::power::start(
                     self.power.mode(),
                     secs("--power-interval", self.power.power_interval)?,
                     d.join("power.csv"),
@@ -684,7 +663,7 @@ impl ReplayFlags {
             let path = dir.join("summary.json");
             let written = (|| -> anyhow::Result<()> {
                 let text = serde_json::to_string_pretty(&summary)?;
-                crate::output::write_file(&path, text.as_bytes())?;
+                inferbench_loadgen::output::write_file(&path, text.as_bytes())?;
                 let ctx = inferbench_core::summary::agentic::AgenticContext {
                     conc: self.concurrency,
                     model: self.target.model(),
@@ -722,7 +701,7 @@ impl ReplayFlags {
                 }
             }
         }
-        crate::power::drop_sampler_note(
+        inferbench_loadgen::power::drop_sampler_note(
             &mut power_notes,
             inferbench_core::server_metrics::from_simulator(&out.server_snapshots),
             summary.completed > 0,
@@ -740,11 +719,11 @@ impl ReplayFlags {
         if let Some(why) = &summary.inferbench.failed_reason {
             eprintln!("inferbench: {why}");
         }
-        let mut code = exit_code(&out, &summary);
-        if code == 0 && (write_failed || self.power.require_power && power_invalid.is_some()) {
-            code = 1;
+        let mut end = replay_end(&out, &summary);
+        if end.passed() && (write_failed || self.power.require_power && power_invalid.is_some()) {
+            end = RunEnd::GateFailed;
         }
-        Ok(code)
+        Ok(ExitStatus::from(end))
     }
 }
 

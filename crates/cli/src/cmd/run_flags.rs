@@ -1,9 +1,9 @@
-//! The `sweep` and `job` subcommands (`clap` feature): their flags, written once with their
-//! `--help` text ([`RunFlags`], shared by both and carried to Slurm tasks and GitHub rows as
-//! `run-options.json`; [`SweepFlags`]; [`JobFlags`]), their conversion into [`SweepOptions`],
-//! and what each executor does with them ([`SweepFlags::write_github`],
-//! [`SweepFlags::slurm`], [`run_here`]). The `inferbench` binary only adds the signal
-//! handling.
+//! The `sweep`, `job` and `quickstart` subcommands' flags, written once with their `--help`
+//! text ([`RunFlags`], shared by `sweep` and `job` and carried to Slurm tasks and GitHub rows
+//! as `run-options.json`; [`SweepFlags`]; [`JobFlags`]; [`QuickstartFlags`]), their conversion
+//! into the runner library's [`SweepOptions`], and what each executor does with them
+//! ([`SweepFlags::write_github`], [`SweepFlags::slurm`], [`run_here`]). `cmd::sweep`,
+//! `cmd::job` and `cmd::quickstart` add the signal handling.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,12 +14,13 @@ use inferbench_eval::EvalBackend;
 use inferbench_sim::golden::ThinkingMode;
 use inferbench_sim::{Precision, SimConfig};
 
-use crate::bench::LoadgenPoint;
-use crate::engine::EngineOptions;
-use crate::executor::{github, slurm};
-use crate::simsweep::{AgenticSimSweep, SimSweep};
-use crate::sweep::{gather, run_jobs, SWEEP_REPORT};
-use crate::{artifacts, load_matrix, load_row, BenchDefaults, JobSpec, SweepOptions};
+use super::ExitStatus;
+use inferbench_runner::bench::LoadgenPoint;
+use inferbench_runner::engine::EngineOptions;
+use inferbench_runner::executor::{github, slurm};
+use inferbench_runner::simsweep::{AgenticSimSweep, SimSweep};
+use inferbench_runner::sweep::{gather, run_jobs, SWEEP_REPORT};
+use inferbench_runner::{artifacts, load_matrix, load_row, BenchDefaults, JobSpec, SweepOptions};
 
 /// Flags shared by `sweep` and `job`: where results go, how engines start, how points run.
 /// Slurm tasks and GitHub rows receive them as a file ([`RunFlags::write_options_file`],
@@ -256,8 +257,8 @@ impl RunFlags {
             self.eval_concurrency != Some(0),
             "--eval-concurrency must be ≥ 1"
         );
-        crate::point::header_templates(&self.client)?;
-        crate::point::backend(&self.client)?;
+        inferbench_runner::point::header_templates(&self.client)?;
+        inferbench_runner::point::backend(&self.client)?;
         Ok(SweepOptions {
             out_dir: abs(&self.out),
             runner_name: self.runner_name.clone(),
@@ -271,7 +272,7 @@ impl RunFlags {
                 threads: self.threads,
                 extra_args: self.engine_args.clone(),
                 sim_args: self.sim_args.clone(),
-                spec: crate::engine::SpecOptions {
+                spec: inferbench_runner::engine::SpecOptions {
                     synthetic: !self.no_synthetic_acceptance,
                     num_speculative_tokens: self.num_speculative_tokens,
                     thinking_mode: self.thinking_mode.key().to_string(),
@@ -302,7 +303,7 @@ impl RunFlags {
             force: self.force,
             base_url: self.base_url.clone(),
             progress_lines: true,
-            evals: crate::evals::EvalSettings {
+            evals: inferbench_runner::evals::EvalSettings {
                 enabled: !self.no_evals,
                 data_dir: self.eval_data_dir.as_ref().map(abs),
                 limit: self.eval_limit,
@@ -571,7 +572,7 @@ impl JobFlags {
     pub fn resolve(self) -> anyhow::Result<(JobSpec, RunFlags)> {
         let job = match (&self.row, &self.matrix, self.index) {
             (Some(text), _, _) => {
-                let mut rows = crate::jobspec::parse_matrix(text, "--row".as_ref())?;
+                let mut rows = inferbench_runner::jobspec::parse_matrix(text, "--row".as_ref())?;
                 anyhow::ensure!(
                     rows.len() == 1,
                     "--row: expected exactly one row, got {}",
@@ -600,14 +601,15 @@ impl JobFlags {
 /// and the engine stop, the remaining points are marked interrupted); says on stderr which
 /// eval-only rows `--no-evals` leaves out, and prints the sweep's summary there. A sweep that
 /// writes its report holds its output directory ([`artifacts::lock_out_dir`]). Returns the
-/// exit code ([`crate::SweepReport::exit_code`]), or 2 when another sweep holds the directory.
+/// exit status of how the sweep ended ([`inferbench_runner::SweepReport::end`]), or
+/// [`ExitStatus::Usage`] when another sweep holds the directory.
 pub async fn run_here(
     jobs: &[JobSpec],
     opts: &SweepOptions,
     progress: bool,
     adaptive: Option<f64>,
-    cancel: &crate::CancellationToken,
-) -> i32 {
+    cancel: &inferbench_runner::CancellationToken,
+) -> ExitStatus {
     // One local sweep per output directory; `job` tasks of one Slurm or GitHub sweep share
     // theirs (each runs its own rows, the gather writes the report).
     let _lock = if opts.write_report {
@@ -615,14 +617,17 @@ pub async fn run_here(
             Ok(l) => Some(l),
             Err(e) => {
                 eprintln!("error: {e}");
-                return 2;
+                return ExitStatus::Usage;
             }
         }
     } else {
         None
     };
     if !opts.evals.enabled {
-        let n = jobs.iter().filter(|j| crate::evals::eval_only(j)).count();
+        let n = jobs
+            .iter()
+            .filter(|j| inferbench_runner::evals::eval_only(j))
+            .count();
         if n > 0 {
             eprintln!("--no-evals: {n} eval-only row(s) not run");
         }
@@ -632,7 +637,7 @@ pub async fn run_here(
         ..LoadgenPoint::default()
     };
     let report = match adaptive {
-        Some(tol) => crate::adaptive::run_local(jobs, opts, &runner, cancel, tol).await,
+        Some(tol) => inferbench_runner::adaptive::run_local(jobs, opts, &runner, cancel, tol).await,
         None => run_jobs(jobs, opts, &runner, cancel).await,
     };
     if let Some(a) = &report.adaptive {
@@ -653,7 +658,7 @@ pub async fn run_here(
         eprint!("{}", report.render());
     }
     eprintln!("artifacts in {} ({})", opts.out_dir.display(), SWEEP_REPORT);
-    report.exit_code()
+    ExitStatus::from(report.end())
 }
 
 impl SweepFlags {
@@ -674,7 +679,7 @@ impl SweepFlags {
     /// `--executor github`: writes the rows, the run flags (`run-options.json`, paths as given)
     /// and the reusable workflow into `--github-dir`, and says so (warnings on stderr). Returns
     /// the exit code (0).
-    pub fn write_github(&self, jobs: &[JobSpec]) -> anyhow::Result<i32> {
+    pub fn write_github(&self, jobs: &[JobSpec]) -> anyhow::Result<ExitStatus> {
         // The rows' run flags travel as a file in the repository, as Slurm tasks' do
         // (issue 12: the workflow ran `job` with its defaults, dropping every sweep flag).
         let options = self.github_dir.join(GITHUB_OPTIONS_FILE);
@@ -716,25 +721,26 @@ impl SweepFlags {
             options.display(),
             files.workflow.display()
         );
-        Ok(0)
+        Ok(ExitStatus::Ok)
     }
 
     /// Gathers the points' status into `sweep.json` (with the runner name the tasks ran
-    /// under) and prints its summary on stderr; returns the exit code.
-    fn gather_report(&self, jobs: &[JobSpec], opts: &SweepOptions) -> anyhow::Result<i32> {
+    /// under) and prints its summary on stderr; returns the exit status of how the sweep
+    /// ended.
+    fn gather_report(&self, jobs: &[JobSpec], opts: &SweepOptions) -> anyhow::Result<ExitStatus> {
         let mut gopts = opts.clone();
         gopts.runner_name = self.run.runner_name.clone();
         let report = gather(jobs, &gopts);
         artifacts::write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report)?;
         eprint!("{}", report.render());
-        Ok(report.exit_code())
+        Ok(ExitStatus::from(report.end()))
     }
 
     /// `--executor slurm`: with `--gather` only gathers; otherwise submits the rows not yet
     /// finished (all with `--force`) as one job array whose tasks read `run-options.json`,
     /// then (unless `--no-wait`, which prints the job id) waits and gathers. Returns the exit
-    /// code.
-    pub async fn slurm(&self, jobs: &[JobSpec], opts: &SweepOptions) -> anyhow::Result<i32> {
+    /// status.
+    pub async fn slurm(&self, jobs: &[JobSpec], opts: &SweepOptions) -> anyhow::Result<ExitStatus> {
         if self.gather {
             return self.gather_report(jobs, opts);
         }
@@ -746,7 +752,7 @@ impl SweepFlags {
             let mut idx: Vec<usize> = done
                 .points
                 .iter()
-                .filter(|p| p.outcome != crate::Outcome::Ok)
+                .filter(|p| p.outcome != inferbench_runner::Outcome::Ok)
                 .map(|p| p.index)
                 .collect();
             idx.dedup();
@@ -757,7 +763,7 @@ impl SweepFlags {
                 "all {} rows already finished; nothing to submit",
                 jobs.len()
             );
-            return Ok(0);
+            return Ok(ExitStatus::Ok);
         }
         // The tasks' flags travel as one file beside the script, not as a rebuilt argv.
         let dir = opts.out_dir.join("_slurm");
@@ -785,7 +791,7 @@ impl SweepFlags {
         );
         if self.no_wait {
             println!("{job_id}");
-            return Ok(0);
+            return Ok(ExitStatus::Ok);
         }
         // Tasks ran `inferbench job` with a fixed runner name; gather with the same one.
         self.gather_report(jobs, opts)

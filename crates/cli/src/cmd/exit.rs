@@ -1,5 +1,7 @@
 //! [`ExitStatus`]: the one list of `inferbench`'s process exit codes, shared by every
-//! subcommand (`bench`'s and `replay`'s gates, sweeps, evals, the CLI's usage errors).
+//! subcommand (`bench`'s and `replay`'s gates, sweeps, evals, the CLI's usage errors), and
+//! the one mapping of how a library's run ended ([`inferbench_core::RunEnd`]) to them; an
+//! error's status is [`super::error_status`].
 
 /// The exit status of an `inferbench` subcommand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,24 +27,25 @@ impl ExitStatus {
         self as i32
     }
 
-    /// The status of exit code `code`; a code not in the list reads as [`ExitStatus::Failed`].
-    pub const fn from_code(code: i32) -> ExitStatus {
-        match code {
-            0 => ExitStatus::Ok,
-            2 => ExitStatus::Usage,
-            3 => ExitStatus::Unreachable,
-            130 => ExitStatus::Interrupted,
-            141 => ExitStatus::BrokenPipe,
-            _ => ExitStatus::Failed,
-        }
-    }
-
     /// [`ExitStatus::Failed`] when `failed`, else [`ExitStatus::Ok`].
     pub const fn failed_if(failed: bool) -> ExitStatus {
         if failed {
             ExitStatus::Failed
         } else {
             ExitStatus::Ok
+        }
+    }
+}
+
+/// The exit status of a run that ended as `end` ([`inferbench_core::RunEnd`], what the libraries
+/// return): passed 0, a gate failed 1, the server unreachable 3, interrupted 130.
+impl From<inferbench_core::RunEnd> for ExitStatus {
+    fn from(end: inferbench_core::RunEnd) -> ExitStatus {
+        match end {
+            inferbench_core::RunEnd::Passed => ExitStatus::Ok,
+            inferbench_core::RunEnd::GateFailed => ExitStatus::Failed,
+            inferbench_core::RunEnd::Unreachable => ExitStatus::Unreachable,
+            inferbench_core::RunEnd::Interrupted => ExitStatus::Interrupted,
         }
     }
 }
@@ -70,19 +73,9 @@ impl std::error::Error for StatusError {}
 mod tests {
     use super::ExitStatus;
 
-    /// Every status survives its code, and the codes are the documented ones.
+    /// The codes are the documented ones (each subcommand's `--help`).
     #[test]
-    fn codes_round_trip() {
-        for s in [
-            ExitStatus::Ok,
-            ExitStatus::Failed,
-            ExitStatus::Usage,
-            ExitStatus::Unreachable,
-            ExitStatus::Interrupted,
-            ExitStatus::BrokenPipe,
-        ] {
-            assert_eq!(ExitStatus::from_code(s.code()), s);
-        }
+    fn codes_are_the_documented_ones() {
         assert_eq!(
             [0, 1, 2, 3, 130, 141],
             [
@@ -94,8 +87,22 @@ mod tests {
                 ExitStatus::BrokenPipe.code(),
             ]
         );
-        assert_eq!(ExitStatus::from_code(7), ExitStatus::Failed);
         assert_eq!(ExitStatus::failed_if(true), ExitStatus::Failed);
         assert_eq!(ExitStatus::failed_if(false), ExitStatus::Ok);
+    }
+
+    /// How a run ended maps to the documented codes (each subcommand's `--help`): 0, 1, 3,
+    /// 130.
+    #[test]
+    fn run_ends_map_to_their_codes() {
+        use inferbench_core::RunEnd;
+        let codes = [
+            RunEnd::Passed,
+            RunEnd::GateFailed,
+            RunEnd::Unreachable,
+            RunEnd::Interrupted,
+        ]
+        .map(|e| ExitStatus::from(e).code());
+        assert_eq!(codes, [0, 1, 3, 130]);
     }
 }
