@@ -304,6 +304,49 @@ async fn pages_are_static_with_a_strict_content_security_policy() {
     assert!(lib.starts_with(b"/*! https://github.com/leeoniya/uPlot (v1.6.32) */"));
 }
 
+/// Issue 40's metric: a summary's achieved OSL (`inferbench.achieved_osl`, tokens) is served
+/// with every point's metrics under the registry's names, for our typed summary (conc 4) and
+/// one read by name (conc 16) alike, and the CSV export has its columns.
+#[tokio::test]
+async fn achieved_osl_is_served_with_a_points_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("osl");
+    common::copy_tree_replacing(
+        &fixtures(),
+        &copy,
+        &[(
+            "\"inferbench\": {",
+            "\"inferbench\": {\"achieved_osl\": {\"count\": 2, \"mean\": 900.0, \
+             \"median\": 900.0, \"std\": 100.0, \"min\": 800.0, \"max\": 1000.0, \
+             \"p90\": 980.0},",
+        )],
+    );
+    let db = dir.path().join("osl.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let r = s.ingest_path(&copy, &IngestOptions::default()).unwrap();
+    assert_eq!(r.points, 2, "{r:?}");
+    drop(s);
+    let (st, v) = get_json(&db, "/api/v1/points?metrics=all").await;
+    assert_eq!(st, StatusCode::OK);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{v}");
+    for p in points {
+        let m = &p["metrics"];
+        assert_eq!(m["mean_achieved_osl"], 900.0, "{p}");
+        assert_eq!(m["p90_achieved_osl"], 980.0, "{p}");
+        assert_eq!(m["std_achieved_osl"], 100.0, "{p}");
+        assert_eq!(m["inferbench.achieved_osl.max"], 1000.0, "{p}");
+        assert!(m.get("max_achieved_osl").is_none(), "{p}");
+    }
+    let (_, _, csv) = get(&db, "/api/v1/points.csv").await;
+    let csv = String::from_utf8(csv).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for c in ["mean_achieved_osl", "p90_achieved_osl"] {
+        assert!(header.contains(&c), "{c}: {header:?}");
+    }
+}
+
 #[tokio::test]
 async fn csv_export_is_reports_csv() {
     let (_d, db) = seeded();
