@@ -305,8 +305,9 @@ async fn pages_are_static_with_a_strict_content_security_policy() {
 }
 
 /// Issue 40's metric: a summary's achieved OSL (`inferbench.achieved_osl`, tokens) is served
-/// with every point's metrics under the registry's names, for our typed summary (conc 4) and
-/// one read by name (conc 16) alike, and the CSV export has its columns.
+/// with a point's metrics (`/api/v1/runs/{id}`) under the registry's names, for our typed
+/// summary (conc 4) and one read by name (conc 16) alike, as a chart's y, and in the CSV
+/// export.
 #[tokio::test]
 async fn achieved_osl_is_served_with_a_points_metrics() {
     let dir = tempfile::tempdir().unwrap();
@@ -327,18 +328,29 @@ async fn achieved_osl_is_served_with_a_points_metrics() {
     let r = s.ingest_path(&copy, &IngestOptions::default()).unwrap();
     assert_eq!(r.points, 2, "{r:?}");
     drop(s);
-    let (st, v) = get_json(&db, "/api/v1/points?metrics=all").await;
-    assert_eq!(st, StatusCode::OK);
-    let points = v["points"].as_array().unwrap();
-    assert_eq!(points.len(), 2, "{v}");
-    for p in points {
-        let m = &p["metrics"];
-        assert_eq!(m["mean_achieved_osl"], 900.0, "{p}");
-        assert_eq!(m["p90_achieved_osl"], 980.0, "{p}");
-        assert_eq!(m["std_achieved_osl"], 100.0, "{p}");
-        assert_eq!(m["inferbench.achieved_osl.max"], 1000.0, "{p}");
-        assert!(m.get("max_achieved_osl").is_none(), "{p}");
+    // A point's every stored metric: the run's answer (`/api/v1/points?metrics=all` gives the
+    // hot columns and the derived metrics only).
+    for conc in [4, 16] {
+        let (_, run) = ids_of(&db, conc).await;
+        let (st, v) = get_json(&db, &format!("/api/v1/runs/{run}")).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        let m = &v["points"][0]["metrics"];
+        assert_eq!(m["mean_achieved_osl"], 900.0, "conc {conc}: {m}");
+        assert_eq!(m["p90_achieved_osl"], 980.0, "conc {conc}: {m}");
+        assert_eq!(m["std_achieved_osl"], 100.0, "conc {conc}: {m}");
+        assert_eq!(m["inferbench.achieved_osl.max"], 1000.0, "conc {conc}: {m}");
+        assert!(m.get("max_achieved_osl").is_none(), "conc {conc}: {m}");
     }
+    // As a chart's y, with its label and unit in the options' terms.
+    let (st, v) = get_json(&db, "/api/v1/points?y=p90_achieved_osl").await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let ys: Vec<&Value> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["y"])
+        .collect();
+    assert_eq!(ys, [&json!(980.0), &json!(980.0)], "{v}");
     let (_, _, csv) = get(&db, "/api/v1/points.csv").await;
     let csv = String::from_utf8(csv).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
