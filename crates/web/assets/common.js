@@ -355,7 +355,7 @@ const NAV = [
   ["/evals", "Evals", "accuracy evals (GSM8K) per model and configuration"],
   ["/models", "Models", "the support matrix: what ran where"],
   ["/tco", "TCO", "every configuration's cost or throughput at one interactivity"],
-  ["/api", "API", "every route of the read-only JSON API, its parameters and media type"],
+  ["/openapi", "API", "every route of the read-only JSON API, its parameters and media type"],
 ];
 
 // The theme: `theme=dark|light` in the URL wins and is remembered (localStorage), else the

@@ -23,7 +23,7 @@
 //!   from the one route table the router serves the API from ([`openapi::API_ROUTES`]).
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
 //!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`, `GET /evals`, `GET
-//!   /models`, `GET /tco`, `GET /api`: the Compare, History, Evals, Models, TCO and API (every
+//!   /models`, `GET /tco`, `GET /openapi`: the Compare, History, Evals, Models, TCO and API (every
 //!   route of `/api/v1/openapi.json`) pages; `GET /`: the
 //!   landing page (models, hardware, runs, dates and the latest batch from `GET
 //!   /api/v1/overview`, linking into each view). Every page's nav bar and dark-mode toggle
@@ -151,9 +151,9 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/home.js"),
     ),
     (
-        "api.js",
+        "openapi.js",
         "text/javascript; charset=utf-8",
-        include_bytes!("../assets/api.js"),
+        include_bytes!("../assets/openapi.js"),
     ),
     (
         "run.js",
@@ -204,9 +204,9 @@ const MODELS_HTML: &str = include_str!("../assets/models.html");
 /// The TCO calculator's HTML (`/tco?…`; same rules as [`INFERENCE_HTML`]).
 const TCO_HTML: &str = include_str!("../assets/tco.html");
 
-/// The API page's HTML (`/api`: every API route, its parameters and media type, from
+/// The API page's HTML (`/openapi`: every API route, its parameters and media type, from
 /// `/api/v1/openapi.json`; same rules as [`INFERENCE_HTML`]).
-const API_HTML: &str = include_str!("../assets/api.html");
+const OPENAPI_HTML: &str = include_str!("../assets/openapi.html");
 
 /// Content-Security-Policy of every page: scripts, styles and data only from this server, so a
 /// string in the database can never run as script.
@@ -254,7 +254,7 @@ pub fn router(state: AppState) -> Router {
         .route("/evals", get(|| page(EVALS_HTML)))
         .route("/models", get(|| page(MODELS_HTML)))
         .route("/tco", get(|| page(TCO_HTML)))
-        .route("/api", get(|| page(API_HTML)));
+        .route("/openapi", get(|| page(OPENAPI_HTML)));
     // The API's routes come from its one table, which `/api/v1/openapi.json` describes (added
     // before the fallbacks, which apply to the routes present).
     let r = openapi::API_ROUTES

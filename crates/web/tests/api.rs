@@ -285,12 +285,12 @@ async fn pages_are_static_with_a_strict_content_security_policy() {
         .contains("<script src=\"/assets/home.js\" defer></script>"));
     // The page script sets database strings as text only.
     // The API page (issue 40): static, its one script.
-    let (s, _, api) = get(&db, "/api").await;
+    let (s, _, api) = get(&db, "/openapi").await;
     assert_eq!(s, StatusCode::OK);
     assert!(String::from_utf8(api)
         .unwrap()
-        .contains("<script src=\"/assets/api.js\" defer></script>"));
-    for script in ["app.js", "run.js", "common.js", "home.js", "api.js"] {
+        .contains("<script src=\"/assets/openapi.js\" defer></script>"));
+    for script in ["app.js", "run.js", "common.js", "home.js", "openapi.js"] {
         let (s, h, js) = get(&db, &format!("/assets/{script}")).await;
         assert_eq!(s, StatusCode::OK, "{script}");
         assert_eq!(h["content-type"], "text/javascript; charset=utf-8");

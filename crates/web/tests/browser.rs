@@ -949,7 +949,7 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
         "/evals",
         "/models",
         "/tco",
-        "/api",
+        "/openapi",
     ] {
         assert!(
             dom.contains(&format!("<li><a href=\"{view}\">")),
@@ -997,7 +997,7 @@ fn api_page_lists_every_route_and_the_nav_links_it() {
     let Some((b, dir)) = browser() else { return };
     let db = seeded(dir.path());
     let (_rt, base) = serve(&db);
-    let dom = b.dom(&format!("{base}/api"));
+    let dom = b.dom(&format!("{base}/openapi"));
     let n = inferbench_web::openapi::API_ROUTES.len();
     assert_eq!(
         attr(&dom, "routes", "data-rows"),
@@ -1016,13 +1016,13 @@ fn api_page_lists_every_route_and_the_nav_links_it() {
     assert!(dom.contains("<td>/api/v1/runs/{id}</td>"), "{dom}");
     assert!(dom.contains(">id*</code>"), "{dom}");
     assert!(
-        dom.contains("<a href=\"/tco\">TCO</a><a href=\"/api\" aria-current=\"page\">API</a>"),
+        dom.contains("<a href=\"/tco\">TCO</a><a href=\"/openapi\" aria-current=\"page\">API</a>"),
         "{dom}"
     );
     let home = b.dom(&format!("{base}/"));
     assert!(
         home.contains(
-            "<li><a href=\"/api\">API</a> — every route of the read-only JSON API, its \
+            "<li><a href=\"/openapi\">API</a> — every route of the read-only JSON API, its \
              parameters and media type</li>"
         ),
         "{home}"

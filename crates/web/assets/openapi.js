@@ -1,4 +1,4 @@
-// inferbench dashboard: the API page (`/api`). Every route of the read-only JSON API, from
+// inferbench dashboard: the API page (`/openapi`). Every route of the read-only JSON API, from
 // /api/v1/openapi.json (the one route table the server answers from): path (a link when it
 // takes no path parameter), summary, media type and parameters. Every value is set as text.
 "use strict";
