@@ -213,6 +213,20 @@ fn records_to_summary_ingest_report_and_plot_are_unchanged() {
         "report.json",
         &run(tmp.path(), &["report", "--db", db, "--format", "json"]),
     );
+    // Issue 40's metric: achieved OSL from the records, stored at ingest, a `--columns` name.
+    check(
+        "report_achieved_osl.txt",
+        &run(
+            tmp.path(),
+            &[
+                "report",
+                "--db",
+                db,
+                "--columns",
+                "conc,mean_achieved_osl,p90_achieved_osl,p99_achieved_osl",
+            ],
+        ),
+    );
     let svg = tmp.path().join("frontier.svg");
     let plot = run(
         tmp.path(),

@@ -596,6 +596,19 @@ pub fn tokens_per_chunk(records: &[RequestRecord]) -> Vec<f64> {
         .collect()
 }
 
+/// Achieved OSL in tokens: `completion_tokens` of each counted request ([`counts`]: profile
+/// phase, successful), one value per request (AIPerf's "output sequence length"). Failures and
+/// warmups are left out, so a server that stops early (EOS without `ignore_eos`, a lower
+/// `max_tokens` cap) shows as a mean or P90 below the requested OSL; a request that succeeded
+/// with 0 tokens counts as 0.
+pub fn achieved_osl(records: &[RequestRecord]) -> Vec<f64> {
+    records
+        .iter()
+        .filter(|r| counts(r))
+        .map(|r| f64::from(r.completion_tokens))
+        .collect()
+}
+
 /// At or above this median of completion tokens per token-bearing chunk, a run's chunks carry
 /// several tokens each ([`multi_token_chunks`]): 1.5.
 pub const MULTI_TOKEN_MEDIAN: f64 = 1.5;
@@ -850,6 +863,29 @@ mod tests {
         let v = multi_token_chunks(&[2.5, 1.0]).unwrap();
         assert_eq!(v.tokens_per_chunk_p50, 1.75);
         assert!((v.tokens_per_chunk_p99 - 2.485).abs() < 1e-12);
+    }
+
+    #[test]
+    fn achieved_osl_counts_successful_profile_requests_only() {
+        let mut warm = req(0, &[10], 500);
+        warm.phase = Phase::Warmup;
+        let mut failed = req(0, &[10], 300);
+        failed.success = false;
+        let empty = req(0, &[], 0);
+        let rs = vec![
+            req(0, &[10, 20], 128),
+            warm,
+            failed,
+            req(0, &[10], 64),
+            empty,
+        ];
+        // Warmup (500) and failure (300) left out; a successful empty reply counts as 0.
+        assert_eq!(achieved_osl(&rs), vec![128.0, 64.0, 0.0]);
+        let d = Distribution::of(&achieved_osl(&rs), &[90.0]);
+        // mean 64; P90: h = 2·0.9 = 1.8 → 64 + 0.8·64 = 115.2 (NumPy lerp from the upper side).
+        assert_eq!((d.mean, d.median), (64.0, 64.0));
+        assert_eq!(d.at(90.0), Some(115.2));
+        assert!(achieved_osl(&[]).is_empty());
     }
 
     #[test]

@@ -175,6 +175,9 @@ const BASES: &[(&str, &str, &str, Better)] = &[
         "tok/s/user",
         Better::Higher,
     ),
+    // Output tokens per successful request (`metrics::achieved_osl`); no real better side:
+    // higher, the default for names the registry does not know.
+    ("achieved_osl", "Achieved OSL", "tokens", Better::Higher),
 ];
 
 /// Every metric name [`metric`] knows without a pattern's free part: the fixed names, each
@@ -346,6 +349,11 @@ mod tests {
             "Tokens per $1, output tokens, rental (tokens/$)"
         );
         assert_eq!(better("tokens_per_usd_hyperscaler"), Better::Higher);
+        assert_eq!(
+            metric("p90_achieved_osl").unwrap().label_with_unit(),
+            "Achieved OSL, P90 (tokens)"
+        );
+        assert!(names().iter().any(|n| n == "mean_achieved_osl"));
         assert_eq!(metric("conc"), None);
         assert_eq!(metric("model"), None);
         assert_eq!(better("tok_s_per_mw"), Better::Higher);

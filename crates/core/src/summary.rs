@@ -435,6 +435,10 @@ pub struct Extras {
     /// token per chunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multi_token_chunks: Option<metrics::MultiTokenChunks>,
+    /// Achieved OSL: completion tokens per successful profile request, tokens
+    /// ([`metrics::achieved_osl`]); stored as `mean_achieved_osl`, `median_achieved_osl`,
+    /// `p90_achieved_osl`, `p99_achieved_osl`. Count 0 in summaries written before it.
+    pub achieved_osl: Distribution,
     /// Client queue time (sent − scheduled: the arrival in open loop, the moment the slot became
     /// free in closed loop), ms, every profile request.
     pub client_queue_ms: Distribution,
@@ -753,6 +757,7 @@ impl Default for Extras {
             e2e_normalized_interactivity: BTreeMap::new(),
             tokens_per_chunk: Distribution::default(),
             multi_token_chunks: None,
+            achieved_osl: Distribution::default(),
             client_queue_ms: Distribution::default(),
             e2el_from_schedule_ms: Distribution::default(),
             schedule_lag_ms: None,
@@ -922,6 +927,7 @@ fn summarize_inner(
             e2e_normalized_interactivity,
             tokens_per_chunk: Distribution::of(&metrics::tokens_per_chunk(recs), qs),
             multi_token_chunks: metrics::multi_token_chunks(&metrics::tokens_per_chunk(recs)),
+            achieved_osl: Distribution::of(&metrics::achieved_osl(recs), qs),
             client_queue_ms: Distribution::of(&metrics::client_queue_ms(recs), qs),
             e2el_from_schedule_ms: Distribution::of(&metrics::e2el_from_schedule_ms(recs), qs),
             schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),

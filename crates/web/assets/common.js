@@ -388,9 +388,18 @@ function atSlider(res, refresh) {
 // ---- the nav bar and the theme (every page) -------------------------------------------------
 
 // The nav bar's links, in one place (each page has an empty `<nav id="nav">`; a page outside
-// the list names itself in `data-self`).
-const NAV = [["/", "Home"], ["/inference", "Inference"], ["/compare", "Compare"],
-  ["/history", "History"], ["/evals", "Evals"], ["/models", "Models"], ["/tco", "TCO"]];
+// the list names itself in `data-self`): path, name, and what the view shows (the landing
+// page's list of views). A new page adds its one entry here.
+const NAV = [
+  ["/", "Home", "what this database holds"],
+  ["/inference", "Inference", "throughput against interactivity: Pareto frontiers per configuration"],
+  ["/compare", "Compare", "two configurations at matched interactivity, with ratios"],
+  ["/history", "History", "one configuration's value at a fixed x over time, regressions flagged"],
+  ["/evals", "Evals", "accuracy evals (GSM8K) per model and configuration"],
+  ["/models", "Models", "the support matrix: what ran where"],
+  ["/tco", "TCO", "every configuration's cost or throughput at one interactivity"],
+  ["/openapi", "API", "every route of the read-only JSON API, its parameters and media type"],
+];
 
 // The theme: `theme=dark|light` in the URL wins and is remembered (localStorage), else the
 // remembered one, else light. Set as `data-theme` on the root element, which app.css styles.

@@ -4,16 +4,6 @@
 // Every value is set as text.
 "use strict";
 
-// What each view shows (the nav's names, from NAV in common.js).
-const VIEW_NOTES = {
-  "/inference": "throughput against interactivity: Pareto frontiers per configuration",
-  "/compare": "two configurations at matched interactivity, with ratios",
-  "/history": "one configuration's value at a fixed x over time, regressions flagged",
-  "/evals": "accuracy evals (GSM8K) per model and configuration",
-  "/models": "the support matrix: what ran where",
-  "/tco": "every configuration's cost or throughput at one interactivity",
-};
-
 // A list item holding a link to `href` with `text`, then `tail` as plain text.
 function linkItem(href, text, tail) {
   const li = document.createElement("li");
@@ -68,7 +58,7 @@ async function start() {
   }
   const views = $("views");
   views.replaceChildren(...NAV.filter(([href]) => href !== "/")
-    .map(([href, text]) => linkItem(href, text, " — " + (VIEW_NOTES[href] || ""))));
+    .map(([href, text, note]) => linkItem(href, text, " — " + note)));
   status(o.points || o.evals ? "" : noPointsNote({ points: o.points, evals: o.evals }));
 }
 

@@ -23,7 +23,8 @@
 //!   from the one route table the router serves the API from ([`openapi::API_ROUTES`]).
 //! - `GET /inference`: the Inference page (Pareto chart, selectors, URL state, exports);
 //!   `GET /run?id=N`: a run's page; `GET /compare`, `GET /history`, `GET /evals`, `GET
-//!   /models`, `GET /tco`: the Compare, History, Evals, Models and TCO pages; `GET /`: the
+//!   /models`, `GET /tco`, `GET /openapi`: the Compare, History, Evals, Models, TCO and API (every
+//!   route of `/api/v1/openapi.json`) pages; `GET /`: the
 //!   landing page (models, hardware, runs, dates and the latest batch from `GET
 //!   /api/v1/overview`, linking into each view). Every page's nav bar and dark-mode toggle
 //!   (`theme=dark`, remembered in localStorage) come from `common.js`;
@@ -159,6 +160,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         include_bytes!("../assets/home.js"),
     ),
     (
+        "openapi.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../assets/openapi.js"),
+    ),
+    (
         "run.js",
         "text/javascript; charset=utf-8",
         include_bytes!("../assets/run.js"),
@@ -207,6 +213,10 @@ const MODELS_HTML: &str = include_str!("../assets/models.html");
 /// The TCO calculator's HTML (`/tco?…`; same rules as [`INFERENCE_HTML`]).
 const TCO_HTML: &str = include_str!("../assets/tco.html");
 
+/// The API page's HTML (`/openapi`: every API route, its parameters and media type, from
+/// `/api/v1/openapi.json`; same rules as [`INFERENCE_HTML`]).
+const OPENAPI_HTML: &str = include_str!("../assets/openapi.html");
+
 /// Content-Security-Policy of every page: scripts, styles and data only from this server, so a
 /// string in the database can never run as script.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
@@ -252,7 +262,8 @@ pub fn router(state: AppState) -> Router {
         .route("/history", get(|| page(HISTORY_HTML)))
         .route("/evals", get(|| page(EVALS_HTML)))
         .route("/models", get(|| page(MODELS_HTML)))
-        .route("/tco", get(|| page(TCO_HTML)));
+        .route("/tco", get(|| page(TCO_HTML)))
+        .route("/openapi", get(|| page(OPENAPI_HTML)));
     // The API's routes come from its one table, which `/api/v1/openapi.json` describes (added
     // before the fallbacks, which apply to the routes present).
     let r = openapi::API_ROUTES

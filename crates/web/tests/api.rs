@@ -284,7 +284,13 @@ async fn pages_are_static_with_a_strict_content_security_policy() {
         .unwrap()
         .contains("<script src=\"/assets/home.js\" defer></script>"));
     // The page script sets database strings as text only.
-    for script in ["app.js", "run.js", "common.js", "home.js"] {
+    // The API page (issue 40): static, its one script.
+    let (s, _, api) = get(&db, "/openapi").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(String::from_utf8(api)
+        .unwrap()
+        .contains("<script src=\"/assets/openapi.js\" defer></script>"));
+    for script in ["app.js", "run.js", "common.js", "home.js", "openapi.js"] {
         let (s, h, js) = get(&db, &format!("/assets/{script}")).await;
         assert_eq!(s, StatusCode::OK, "{script}");
         assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
@@ -302,6 +308,61 @@ async fn pages_are_static_with_a_strict_content_security_policy() {
     let (s, _, lib) = get(&db, "/assets/uPlot.iife.min.js").await;
     assert_eq!(s, StatusCode::OK);
     assert!(lib.starts_with(b"/*! https://github.com/leeoniya/uPlot (v1.6.32) */"));
+}
+
+/// Issue 40's metric: a summary's achieved OSL (`inferbench.achieved_osl`, tokens) is served
+/// with a point's metrics (`/api/v1/runs/{id}`) under the registry's names, for our typed
+/// summary (conc 4) and one read by name (conc 16) alike, as a chart's y, and in the CSV
+/// export.
+#[tokio::test]
+async fn achieved_osl_is_served_with_a_points_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("osl");
+    common::copy_tree_replacing(
+        &fixtures(),
+        &copy,
+        &[(
+            "\"inferbench\": {",
+            "\"inferbench\": {\"achieved_osl\": {\"count\": 2, \"mean\": 900.0, \
+             \"median\": 900.0, \"std\": 100.0, \"min\": 800.0, \"max\": 1000.0, \
+             \"p90\": 980.0},",
+        )],
+    );
+    let db = dir.path().join("osl.db").display().to_string();
+    let mut s = Store::open(&db).unwrap();
+    s.migrate().unwrap();
+    let r = s.ingest_path(&copy, &IngestOptions::default()).unwrap();
+    assert_eq!(r.points, 2, "{r:?}");
+    drop(s);
+    // A point's every stored metric: the run's answer (`/api/v1/points?metrics=all` gives the
+    // hot columns and the derived metrics only).
+    for conc in [4, 16] {
+        let (_, run) = ids_of(&db, conc).await;
+        let (st, v) = get_json(&db, &format!("/api/v1/runs/{run}")).await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        let m = &v["points"][0]["metrics"];
+        assert_eq!(m["mean_achieved_osl"], 900.0, "conc {conc}: {m}");
+        assert_eq!(m["p90_achieved_osl"], 980.0, "conc {conc}: {m}");
+        assert_eq!(m["std_achieved_osl"], 100.0, "conc {conc}: {m}");
+        assert_eq!(m["inferbench.achieved_osl.max"], 1000.0, "conc {conc}: {m}");
+        assert!(m.get("max_achieved_osl").is_none(), "conc {conc}: {m}");
+    }
+    // As a chart's y, with its label and unit in the options' terms.
+    let (st, v) = get_json(&db, "/api/v1/points?y=p90_achieved_osl").await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let ys: Vec<&Value> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["y"])
+        .collect();
+    assert_eq!(ys, [&json!(980.0), &json!(980.0)], "{v}");
+    let (_, _, csv) = get(&db, "/api/v1/points.csv").await;
+    let csv = String::from_utf8(csv).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for c in ["mean_achieved_osl", "p90_achieved_osl"] {
+        assert!(header.contains(&c), "{c}: {header:?}");
+    }
 }
 
 #[tokio::test]

@@ -949,6 +949,7 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
         "/evals",
         "/models",
         "/tco",
+        "/openapi",
     ] {
         assert!(
             dom.contains(&format!("<li><a href=\"{view}\">")),
@@ -984,6 +985,54 @@ fn landing_page_lists_the_database_and_dark_mode_is_remembered() {
     assert!(
         later.contains("<html lang=\"en\" data-palette=\"vendor\" data-theme=\"dark\">"),
         "{later}"
+    );
+}
+
+/// Issue 40: the API page lists every route of `/api/v1/openapi.json` (the one route table),
+/// a route without path parameters as a link, each parameter by name (`*` when required), and
+/// the nav (common.js's one list) links it and marks it current; the landing page's list of
+/// views names it with its note from the same list.
+#[test]
+fn api_page_lists_every_route_and_the_nav_links_it() {
+    let Some((b, dir)) = browser() else { return };
+    let db = seeded(dir.path());
+    let (_rt, base) = serve(&db);
+    let dom = b.dom(&format!("{base}/openapi"));
+    let n = inferbench_web::openapi::API_ROUTES.len();
+    assert_eq!(
+        attr(&dom, "routes", "data-rows"),
+        Some(n.to_string()),
+        "{dom}"
+    );
+    assert_eq!(
+        text_of(&dom, "status"),
+        format!("{n} routes, OpenAPI 3.0.3")
+    );
+    assert!(
+        dom.contains("<td><a href=\"/api/v1/options\">/api/v1/options</a></td>"),
+        "{dom}"
+    );
+    // A route with a path parameter is text, not a link; its parameter is required.
+    assert!(dom.contains("<td>/api/v1/runs/{id}</td>"), "{dom}");
+    assert!(dom.contains(">id*</code>"), "{dom}");
+    assert!(
+        dom.contains("<a href=\"/tco\">TCO</a><a href=\"/openapi\" aria-current=\"page\">API</a>"),
+        "{dom}"
+    );
+    let home = b.dom(&format!("{base}/"));
+    assert!(
+        home.contains(
+            "<li><a href=\"/openapi\">API</a> — every route of the read-only JSON API, its \
+             parameters and media type</li>"
+        ),
+        "{home}"
+    );
+    assert!(
+        home.contains(
+            "<li><a href=\"/tco\">TCO</a> — every configuration's cost or throughput at one \
+             interactivity</li>"
+        ),
+        "{home}"
     );
 }
 

@@ -193,6 +193,11 @@ fn extras_hand_computed() {
     ));
     // tokens per chunk: r0 4/4 = 1, r1 5/2 = 2.5
     assert_eq!(e.tokens_per_chunk.mean, 1.75);
+    // achieved OSL: the two successes' 4 and 5 tokens (the failure and the warmup left out);
+    // p90 h = 0.9 → 4.9
+    assert_eq!(e.achieved_osl.count, 2);
+    assert_eq!((e.achieved_osl.mean, e.achieved_osl.max), (4.5, 5.0));
+    assert!(close(e.achieved_osl.at(90.0).unwrap(), 4.9));
     // queue time: scheduled 0, sent 0/10/20 → [0, 10, 20]
     assert_eq!(e.client_queue_ms.mean, 10.0);
     assert_eq!(e.client_queue_ms.max, 20.0);

@@ -24,7 +24,7 @@ use inferbench_core::summary::keys::LatencyStat;
 use inferbench_core::summary::{inferencex_metrics, Extras, RunSummary};
 use serde_json::{Map, Value};
 
-use super::vllm::{flatten_extras, scenario_flags, SummaryFacts};
+use super::vllm::{achieved_osl_names, flatten_extras, scenario_flags, SummaryFacts};
 use super::{date_from_text, ParseError};
 
 /// Whether the vLLM-shaped summary `s` is one of ours: its `inferbench` object has an integer
@@ -86,7 +86,9 @@ pub(super) fn facts(s: &RunSummary, raw: &Map<String, Value>) -> SummaryFacts {
 /// seconds) from the file's own `inferbench` object `extras`, which the typed read has
 /// validated (re-serializing core's [`Extras`] would add zero-valued defaults for every field
 /// a sparse file lacks); and the hot names `p75_e2e_norm_intvty` / `p90_e2e_norm_intvty` (tokens/s/user)
-/// and `median_ttfo` / `p99_ttfo` (s) from the extras. `--metadata` pairs are strings, never
+/// and `median_ttfo` / `p99_ttfo` (s) from the extras, and `<stat>_achieved_osl` (tokens:
+/// `mean`, `median`, `std`, each percentile) from the extras' `achieved_osl`
+/// ([`achieved_osl_names`], as the reading by name). `--metadata` pairs are strings, never
 /// metrics (the untyped reading took a `KEY_ms` pair for a latency).
 fn metrics(s: &RunSummary, extras: Option<&Map<String, Value>>) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
@@ -128,6 +130,7 @@ fn metrics(s: &RunSummary, extras: Option<&Map<String, Value>>) -> BTreeMap<Stri
     }
     if let Some(ext) = extras {
         flatten_extras("inferbench", ext, 1.0, &mut out);
+        achieved_osl_names(&mut out);
     }
     let x = &s.inferbench;
     for q in E2E_INTERACTIVITY_QUANTILES {
@@ -237,6 +240,44 @@ mod tests {
         // Everything else as the reading by name.
         for (k, v) in &untyped {
             assert_eq!(m.get(k), Some(v), "{k}");
+        }
+    }
+
+    #[test]
+    fn achieved_osl_is_stored_under_the_registry_names_by_both_readings() {
+        let mut raw = golden("conc4.summary.json");
+        raw["inferbench"]["achieved_osl"] = serde_json::json!({"count": 3, "mean": 64.0,
+            "median": 64.0, "std": 52.25, "min": 0.0, "max": 128.0, "p90": 115.2,
+            "p99.9": 127.87});
+        let typed = facts(&read(&raw, "osl").unwrap(), &raw).metrics;
+        for (k, v) in [
+            ("mean_achieved_osl", 64.0),
+            ("median_achieved_osl", 64.0),
+            ("std_achieved_osl", 52.25),
+            ("p90_achieved_osl", 115.2),
+            ("p999_achieved_osl", 127.87),
+            ("inferbench.achieved_osl.max", 128.0),
+            ("inferbench.achieved_osl.count", 3.0),
+        ] {
+            assert_eq!(typed.get(k), Some(&v), "{k}");
+        }
+        assert!(
+            !typed.contains_key("max_achieved_osl") && !typed.contains_key("count_achieved_osl")
+        );
+        assert_eq!(typed, foreign_facts(&raw).metrics);
+        // A summary from before the field, or without a success: no achieved-OSL names.
+        for osl in [
+            None,
+            Some(serde_json::json!({"count": 0, "mean": 0.0, "median": 0.0})),
+        ] {
+            let mut old = raw.clone();
+            let x = old["inferbench"].as_object_mut().unwrap();
+            x.remove("achieved_osl");
+            if let Some(o) = osl {
+                x.insert("achieved_osl".into(), o);
+            }
+            let m = facts(&read(&old, "old").unwrap(), &old).metrics;
+            assert!(!m.keys().any(|k| k.ends_with("_achieved_osl")), "{m:?}");
         }
     }
 

@@ -417,6 +417,7 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
     }
     if let Some(Value::Object(ext)) = s.get("inferbench") {
         flatten_extras("inferbench", ext, 1.0, out);
+        achieved_osl_names(out);
         for (k, v) in out.clone() {
             let Some(rest) = k.strip_prefix("inferbench.") else {
                 continue;
@@ -441,6 +442,30 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
             }
         }
     }
+}
+
+/// Adds the registry's names of the extras' achieved OSL (core's `Extras::achieved_osl`, tokens)
+/// to a flattened metric map: `inferbench.achieved_osl.<stat>` → `<stat>_achieved_osl` for
+/// `mean`, `median`, `std` and each percentile (`p99.9` → `p999_achieved_osl`); `count`, `min`
+/// and `max` stay under their flattened names only. Nothing from a summary without the field or
+/// whose distribution is empty (count 0: written before the field existed, or no success).
+pub(super) fn achieved_osl_names(out: &mut BTreeMap<String, f64>) {
+    const PREFIX: &str = "inferbench.achieved_osl.";
+    if out
+        .get("inferbench.achieved_osl.count")
+        .is_none_or(|n| *n < 1.0)
+    {
+        return;
+    }
+    let hot: Vec<(String, f64)> = (out.range(PREFIX.to_string()..))
+        .take_while(|(k, _)| k.starts_with(PREFIX))
+        .filter_map(|(k, v)| {
+            let stat = &k[PREFIX.len()..];
+            let keep = matches!(stat, "mean" | "median" | "std") || stat.starts_with('p');
+            keep.then(|| (format!("{}_achieved_osl", stat.replace('.', "")), *v))
+        })
+        .collect();
+    out.extend(hot);
 }
 
 /// Flattens numeric leaves as `prefix.key[.sub…]`; a field that core's
