@@ -205,7 +205,7 @@ pub struct Need {
     pub per_stream: u64,
     /// Bytes each connection's request in flight takes besides [`STREAM_BYTES`]: its prompt
     /// text, request body and record's per-token data (`replay`: the largest request of its
-    /// traces, `cmd::replay_flags::peak_request_bytes`); 0 where prompts are counted as a whole
+    /// traces, `inferbench_loadgen::agentic::lane_load`); 0 where prompts are counted as a whole
     /// ([`Need::prompt_bytes`]).
     pub request_bytes: u64,
     /// Bytes of prompts built before the run (random prompts' text and token ids:

@@ -276,34 +276,6 @@ pub struct PreparedReplay {
     prompter: Arc<Prompter>,
 }
 
-/// The most requests one session of `traces` has in flight at once
-/// ([`inferbench_loadgen::agentic::TreePlan::peak_in_flight`]); 1 without traces.
-fn peak_in_flight_per_session(traces: &[Trace]) -> u64 {
-    (traces.iter().enumerate())
-        .map(|(i, t)| inferbench_loadgen::agentic::TreePlan::build(i, t).peak_in_flight())
-        .max()
-        .unwrap_or(1)
-}
-
-/// Memory one request in flight may take besides its connection, bytes: the largest over
-/// `traces`' requests of `in` × [`inferbench_loadgen::options::limits::BYTES_PER_PROMPT_TOKEN`]
-/// (the prompt text the lane builds and the request body it writes, both growing with `in`)
-/// plus `out` × [`inferbench_loadgen::options::limits::BYTES_PER_OUTPUT_TOKEN`] (the record's
-/// per-token data); 0 without traces (issue 39 §2 findings 1–2: 128 lanes of `in: 390000`, or
-/// of `out: 130000`, aborted a replay the check had let through).
-fn peak_request_bytes(traces: &[Trace]) -> u64 {
-    use inferbench_loadgen::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
-    (traces.iter())
-        .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
-        .map(|r| {
-            u64::from(r.input_tokens)
-                .saturating_mul(BYTES_PER_PROMPT_TOKEN)
-                .saturating_add(u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN))
-        })
-        .max()
-        .unwrap_or(0)
-}
-
 impl ReplayFlags {
     /// The bound on every trace request's `in` and `out`, tokens: the larger of 2^20
     /// ([`DEFAULT_MAX_CONTEXT_TOKENS`]), `--max-model-len` and `served` (the model's
@@ -337,10 +309,10 @@ impl ReplayFlags {
     /// alike.
     ///
     /// `check` is called once the traces are read, before the server is asked anything, with
-    /// the most requests one session has in flight at once ([`peak_in_flight_per_session`] of
-    /// the traces read): the CLI refuses there what this process cannot hold, so a refused
-    /// replay connects to nothing. Its second argument is the largest request's memory in
-    /// flight, bytes ([`peak_request_bytes`] of the traces read).
+    /// the most requests one session has in flight at once and the largest request's memory in
+    /// flight, bytes ([`inferbench_loadgen::agentic::lane_load`] of the traces read, the rule
+    /// the sweep's per-row check uses too): the CLI refuses there what this process cannot
+    /// hold, so a refused replay connects to nothing.
     ///
     /// # Errors
     /// `check`'s; a flag, trace or `--result-dir` error (the flag, `FILE:LINE` or path named).
@@ -359,10 +331,8 @@ impl ReplayFlags {
         // sent (no connection, not even /v1/models).
         let bound = self.token_cap(None);
         let mut report = self.load_traces(bound.max(SERVER_CONTEXT_CEILING), None)?;
-        check(
-            peak_in_flight_per_session(&report.traces),
-            peak_request_bytes(&report.traces),
-        )?;
+        let load = inferbench_loadgen::agentic::lane_load(&report.traces);
+        check(load.per_lane, load.request_bytes)?;
         let served = self.served_context(&opts.reach()).await;
         let context = self.context_bound(served);
         // The largest request of the traces kept (one over the context is dropped whole).
