@@ -1281,7 +1281,7 @@ fn sim_and_quickstart_under_a_tiny_ulimit_v_never_abort() {
     // `timeout`: a sim that did start would serve until stopped (124 then fails the test).
     let o = Command::new("bash")
         .arg("-c")
-        .arg("ulimit -v 120000 || exit 99; exec timeout 60 \"$0\" sim --port \"$1\"")
+        .arg("ulimit -v 100000 || exit 99; exec timeout 60 \"$0\" sim --port \"$1\"")
         .arg(BIN)
         .arg(&port)
         .env("TOKIO_WORKER_THREADS", "2")
