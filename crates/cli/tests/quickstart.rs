@@ -241,9 +241,14 @@ fn quickstart_honours_inferbench_db() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
+    // What this test pins is where the point went. On a loaded machine the sim may fall
+    // behind and the point be stored invalid (exit 1, "stored 1 point (all invalid: …) in
+    // DB"): the full suite on a busy 2-core VM hit that; the database is still the one named.
+    let stored = (stderr.lines()).find(|l| l.starts_with("stored 1 point"));
+    let invalid = stored.is_some_and(|l| l.contains("(all invalid"));
+    assert!(o.status.success() || invalid, "{stderr}");
     assert!(
-        stderr.contains(&format!("stored 1 point in {}", db.display())),
+        stored.is_some_and(|l| l.contains(&format!(" in {}", db.display()))),
         "{stderr}"
     );
     assert!(db.is_file());
