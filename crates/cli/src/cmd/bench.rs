@@ -97,8 +97,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         inferbench_store::Store::check_target(db)?;
     }
     let mut ingest_opts = inferbench_store::flags::options(&flags.set)?;
+    let identity_file = flags.job_identity.clone();
     let mut opts = flags.into_options()?;
     opts.tls = tls;
+    opts.save_result |= db.is_some();
+    check_same_files(&opts, db.as_deref(), identity_file)?;
     // More streams than this process can hold open or in memory: refused before anything is
     // sent (issue 39 §2: EMFILE on 3 of 4 warmups, or SIGSEGV at 1,000,000 streams).
     // The flags' own ranges first (a number out of range is named as such); the prompts'
@@ -196,6 +199,31 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
     Ok(ExitStatus::from_code(out.exit_code))
+}
+
+/// No output of the point (records, result and side files, the `--db` file) names the same
+/// file as another or as an input (the dataset, the tokenizer, `--job-identity`, `--tls-ca`),
+/// before any request (trial of issue 39, finding 1: `--save-requests` over the `--db` file
+/// turned the database into NDJSON).
+///
+/// # Errors
+/// The first two flags naming one file ([`samefile::check_distinct`]).
+fn check_same_files(
+    opts: &BenchOptions,
+    db: Option<&str>,
+    identity_file: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    use inferbench_loadgen::samefile::{self, NamedPath};
+    let mut paths = samefile::bench_paths(opts);
+    paths.extend(identity_file.map(|p| NamedPath::input("--job-identity", p)));
+    paths.extend(
+        opts.tls
+            .ca_file
+            .clone()
+            .map(|p| NamedPath::input("--tls-ca", p)),
+    );
+    paths.extend(db.and_then(samefile::db_path));
+    samefile::check_distinct(&paths)
 }
 
 /// Stores one point's result in `db` as the plain `bench --db` does: nothing when the server
@@ -309,10 +337,12 @@ fn run_search(
     }
     let ingest_opts = inferbench_store::flags::options(&flags.set)?;
     let capacity_name = flags.result_filename.take();
+    let identity_file = flags.job_identity.clone();
     let mut opts = flags.into_options()?;
     opts.tls = tls;
     // A search is many full points: every probe keeps its result.
     opts.save_result = true;
+    check_same_files(&opts, db.as_deref(), identity_file)?;
     // Each probe is a fresh run: the same random prompts again would be served from the
     // server's prefix cache (and the probe marked invalid), so every probe's prompts carry
     // their own run marker.

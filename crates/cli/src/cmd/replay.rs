@@ -120,6 +120,18 @@ pub struct ReplayArgs {
 /// Runs `inferbench replay` under the shutdown token.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let ReplayArgs { mut flags, tls } = args;
+    // No file of --result-dir over a trace file (trial of issue 39, finding 1: the replayed
+    // `requests.jsonl` overwritten by the replay's own), before anything is read or asked.
+    {
+        use inferbench_loadgen::samefile::{check_distinct, replay_paths, NamedPath};
+        let mut paths = replay_paths(
+            flags.traces.as_deref(),
+            &flags.tokenizer,
+            flags.result_dir.as_deref(),
+        );
+        paths.extend(tls.tls_ca.clone().map(|p| NamedPath::input("--tls-ca", p)));
+        check_distinct(&paths)?;
+    }
     // More lanes than this process can hold: refused before the traces load (issue 39 §2:
     // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
     let mut need = crate::limits::Need {
