@@ -108,6 +108,26 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // memory against what is available is checked when the run starts.
     opts.validate_with_memory(None)?;
     let mut need = crate::limits::bench_need(&opts);
+    // A dataset file is read within the budget: its read room and its prompts counted up
+    // front, so the "N fits" advice holds with the file (trial of issue 39, finding 2).
+    let mut content = 0;
+    if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
+        let room = crate::limits::input_room(opts.dataset_path.as_ref().map(std::slice::from_ref));
+        content = opts.dataset_path.as_deref().map_or(0, |p| {
+            let prompts = opts
+                .resolved_num_prompts()
+                .saturating_add(opts.resolved_num_warmups());
+            crate::limits::dataset_bytes(p, prompts)
+        });
+        if let Some(n) = need.as_mut() {
+            n.prompt_bytes = n.prompt_bytes.saturating_add(room).saturating_add(content);
+            // Not one stream beside the whole file's prompts: the loader says how many fit.
+            if crate::limits::most_streams(n, &crate::limits::raise_open_files()) == 0 {
+                n.prompt_bytes -= content;
+                content = 0;
+            }
+        }
+    }
     crate::limits::refuse_beyond(need)?;
     // A tokenizer file is an input too: its load counted before it happens (issue 39 §2),
     // and what it keeps left out of the prompts' room.
@@ -119,7 +139,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // as the file is read: the loader refuses, naming how many fit, before any request).
     if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
         if let Some(need) = need {
-            opts.prompt_memory = crate::limits::prompt_room(&need, &crate::limits::current());
+            opts.prompt_memory = crate::limits::prompt_room(&need, &crate::limits::current())
+                .map(|r| r.saturating_add(content));
         }
     }
     opts.save_result |= db.is_some();
