@@ -134,3 +134,65 @@ fn a_bench_at_the_concurrency_its_refusal_names_runs_with_its_dataset_file() {
         assert_eq!(o.status.code(), Some(0), "--max-concurrency {conc}: {text}");
     }
 }
+
+/// Trial of issue 39, finding 3: eval's data file was not in the memory budget (a 150 MB
+/// `test.jsonl` sent requests, then ran out of memory midway, exit 1). 20,000 problems under
+/// `ulimit -v 270000` are refused before any request (exit 2) naming `--limit K` and the
+/// `ulimit -v` that fits; `--limit K` runs to the end against the sim (exit 0).
+#[test]
+fn an_eval_data_file_beyond_ulimit_v_is_refused_naming_the_limit_that_fits() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("data")).unwrap();
+    let line = |i: usize| {
+        format!(
+            "{{\"question\": \"Natalia sold clips to 48 of her friends in April, and then half \
+             as many in May. How many clips did she sell in all? ({i})\", \"answer\": \"48 + \
+             24 = 72 #### 72\"}}\n"
+        )
+    };
+    let test: String = (0..20_000).map(line).collect();
+    std::fs::write(d.join("data/test.jsonl"), test).unwrap();
+    let train: String = (0..5).map(line).collect();
+    std::fs::write(d.join("data/train.jsonl"), train).unwrap();
+    let eval = |more: &[&str]| {
+        let mut a = vec![
+            "eval",
+            "gsm8k",
+            "--base-url",
+            &url,
+            "--max-tokens",
+            "4",
+            "--concurrency",
+            "4",
+            "--no-threshold",
+            "--data-dir",
+            "data",
+            "--result-dir",
+            "ev",
+        ];
+        a.extend_from_slice(more);
+        under_ulimit_v("270000", d, &a)
+    };
+    let (o, text) = eval(&[]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("error: --data-dir data: test.jsonl's 20000 problems need about ")
+            && text.contains("the address-space limit `ulimit -v` allows; --limit ")
+            && text.contains(" fits) (nothing was sent)"),
+        "{text}"
+    );
+    assert!(!d.join("ev").exists(), "{text}");
+    let k = text
+        .split("--limit ")
+        .find_map(|t| t.split_once(" or fewer fit").map(|(n, _)| n.to_string()))
+        .unwrap_or_else(|| panic!("no --limit that fits: {text}"));
+    let (o, text) = eval(&["--limit", &k]);
+    assert_eq!(o.status.code(), Some(0), "--limit {k}: {text}");
+    assert!(
+        text.contains(&format!("gsm8k: {k} problems (0 failed")),
+        "{text}"
+    );
+}
