@@ -862,6 +862,12 @@ impl Interpreter {
         if finish_here {
             self.finish_seen = true;
         } else if token_bearing {
+            // The reason no longer ends the answer: the record does not keep it either (trial
+            // of issue 39, finding 8: a failed "stream ended without finish_reason" record
+            // said `finish_reason: "stop"`).
+            if self.finish_seen {
+                rec.finish_reason = None;
+            }
             self.finish_seen = false;
         }
         // Usage ends it only with a completion count (an empty `"usage":{}` is no evidence).

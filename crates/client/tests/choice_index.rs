@@ -101,3 +101,19 @@ async fn a_finish_reason_on_another_index_does_not_end_the_stream() {
         assert!(!rec.anomalies.contains(&Anomaly::ExtraChoice));
     }
 }
+
+/// Trial of issue 39, finding 8: tokens after a `finish_reason`, then the body ends without
+/// `[DONE]` or usage: the request fails as incomplete and its record keeps no finish reason.
+#[tokio::test]
+async fn tokens_after_a_finish_reason_clear_it_from_the_record() {
+    for backend in BACKENDS {
+        let events = [
+            event(&[choice(backend, Some("0"), "Hello", Some("stop"))]),
+            event(&[choice(backend, Some("0"), " more", None)]),
+        ];
+        let rec = send_hi(&client(serve_events(&events).await, backend), Some(8)).await;
+        assert!(!rec.success, "{backend:?}");
+        assert_eq!(rec.error.as_deref(), Some(INCOMPLETE_STREAM), "{backend:?}");
+        assert_eq!(rec.finish_reason, None, "{backend:?}");
+    }
+}

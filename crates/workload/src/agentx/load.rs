@@ -251,11 +251,25 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
     if traces.is_empty() {
         return Err(WorkloadError::Empty {
             path: path.to_path_buf(),
+            // Only the limits in force are named, as the flags are spelled (trial of issue 39,
+            // finding 8: "num_dataset_entries None", and a context bound named as a flag the
+            // user never passed).
             reason: format!(
-                "no usable trace: {loaded} loaded, {} skipped as invalid, {dropped_by_context} \
-                 over --max-context-length, num_dataset_entries {:?}",
+                "no usable trace: {loaded} loaded, {} skipped as invalid{}{}",
                 skipped.len(),
+                if dropped_by_context > 0 {
+                    format!(
+                        ", {dropped_by_context} over the context bound ({} tokens: \
+                         --max-context-length, --max-model-len or the server's context)",
+                        opts.max_context_length
+                            .map_or_else(|| "?".to_string(), |c| c.to_string())
+                    )
+                } else {
+                    String::new()
+                },
                 opts.num_dataset_entries
+                    .map(|n| format!(", --num-dataset-entries {n}"))
+                    .unwrap_or_default()
             ),
         });
     }
@@ -1751,7 +1765,14 @@ pub(crate) mod tests {
             ..Default::default()
         };
         let e = load_traces(&p, &opts).unwrap_err().to_string();
-        assert!(e.contains("6 over --max-context-length"), "{e}");
+        assert!(
+            e.ends_with(
+                "(no usable trace: 6 loaded, 0 skipped as invalid, 6 over the context bound (10 \
+                 tokens: --max-context-length, --max-model-len or the server's context))"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("None"), "{e}");
         let opts = LoadOptions {
             num_dataset_entries: Some(0),
             ..Default::default()
