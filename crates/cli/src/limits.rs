@@ -351,10 +351,13 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         };
         let prompts = if need.prompt_bytes > 0 {
             // The way out when no concurrency fits for the prompts alone.
-            let hint = if spare < STREAM_BYTES {
-                " (lower --random-input-len or --num-prompts)"
-            } else {
-                ""
+            // Named as the subcommand spells it (trial of issue 39, finding 8: a sweep row was
+            // told to lower `--random-input-len`, a flag sweep does not have).
+            let hint = match (spare < STREAM_BYTES, need.flag) {
+                (false, _) => "",
+                (true, "--max-concurrency") => " (lower --random-input-len or --num-prompts)",
+                (true, "conc") => " (lower the row's isl or its number of prompts)",
+                (true, _) => " (lower the input's size)",
             };
             format!(
                 " and {} MiB of prompts{hint}",

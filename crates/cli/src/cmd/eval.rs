@@ -83,8 +83,9 @@ pub struct EvalData {
 }
 
 /// Counts the first `limit` non-empty lines of `path` (all without one) and their bytes,
-/// reading with a fixed buffer (nothing of the file is kept); `(0, 0)` when it cannot be read
-/// (the loader names it).
+/// reading with a fixed buffer (nothing of the file is kept), up to a line longer than the
+/// loader's limit (`MAX_SPLIT_LINE_BYTES`, which the loader refuses naming it); `(0, 0)` when
+/// it cannot be read (the loader names it).
 fn count_lines(path: &std::path::Path, limit: Option<u64>) -> (u64, u64) {
     use std::io::BufRead as _;
     let Ok(f) = std::fs::File::open(path) else {
@@ -101,6 +102,10 @@ fn count_lines(path: &std::path::Path, limit: Option<u64>) -> (u64, u64) {
         let mut used = n;
         for (i, &b) in buf.iter().enumerate() {
             cur += 1;
+            // A line over the loader's limit: the loader refuses it naming FILE:LINE.
+            if cur > inferbench_eval::gsm8k::MAX_SPLIT_LINE_BYTES as u64 {
+                return (lines, bytes);
+            }
             if b == b'\n' {
                 if !blank {
                     lines += 1;

@@ -32,6 +32,12 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     // Generated a session at a time within the memory budget (less the process's own): a
     // corpus that does not fit is refused naming how many sessions fit, never an abort (issue
     // 39 §2: `--shape 062126-256k` under `ulimit -v 600000` aborted, exit 134).
+    // An empty corpus is no corpus (trial of issue 39, finding 8: `--traces 0` wrote one and
+    // exited 0).
+    anyhow::ensure!(
+        args.traces != Some(0),
+        "--traces 0: a corpus needs at least one session (omit --traces for the shape's)"
+    );
     let limits = crate::limits::current();
     let room = limits.memory.map(|m| m.bytes.saturating_sub(limits.base));
     let mut traces = Vec::new();
@@ -47,10 +53,16 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
         true
     });
     if let Some((most, fit)) = over {
+        // Not one session: the way out is the limit, never `--traces 0` (trial of issue 39,
+        // finding 8).
+        let fits = if fit == 0 {
+            "not one session fits: raise the limit".to_string()
+        } else {
+            format!("--traces {fit} or fewer fit")
+        };
         anyhow::bail!(
             "--shape {}: the sessions generated up to here need more than the {} MiB of memory \
-             this process has left (`ulimit -v` or the memory available, less its own); \
-             --traces {fit} or fewer fit",
+             this process has left (`ulimit -v` or the memory available, less its own); {fits}",
             args.shape,
             most >> 20
         );
