@@ -48,6 +48,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     // The data file counts in the budget (trial of issue 39, finding 3: a 150 MB test.jsonl
     // sent requests, then ran out of memory midway, exit 1): refused before any request.
     check_data_memory(&opts, &crate::limits::current())?;
+    crate::oom::set_what_to_lower("--concurrency/--limit (or the data's size)");
     let rt = tokio::runtime::Runtime::new()?;
     // Without --model, the server's first (as `bench`; trial 24).
     rt.block_on(inferbench_eval::flags::served_model(&mut opts))?;
