@@ -381,10 +381,13 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         };
         let prompts = if need.prompt_bytes > 0 {
             // The way out when no concurrency fits for the prompts alone.
-            let hint = if spare < STREAM_BYTES {
-                " (lower --random-input-len or --num-prompts)"
-            } else {
-                ""
+            // Named as the subcommand spells it (trial of issue 39, finding 8: a sweep row was
+            // told to lower `--random-input-len`, a flag sweep does not have).
+            let hint = match (spare < STREAM_BYTES, need.flag) {
+                (false, _) => "",
+                (true, "--max-concurrency") => " (lower --random-input-len or --num-prompts)",
+                (true, "conc") => " (lower the row's isl or its number of prompts)",
+                (true, _) => " (lower the input's size)",
             };
             format!(
                 " and {} MiB of prompts{hint}",
@@ -477,18 +480,142 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
 /// `MAX_LINE_BYTES`, 64 MiB) and its parsed JSON, 2 × 64 MiB.
 pub const LINE_ROOM_BYTES: u64 = inferbench_workload::dataset::LINE_PARSE_ROOM_BYTES;
 
-/// Memory a dataset's prompts may take (`BenchOptions::prompt_memory`), bytes: the budget less
-/// what `need` takes besides (the process, streams and records: [`Need::memory`]) and
-/// [`LINE_ROOM_BYTES`]; `None` when no budget is known. The loader refuses a file whose prompts
+/// Memory a dataset's prompts (or a replay's traces) may take (`BenchOptions::prompt_memory`,
+/// `ReplayFlags::memory_budget`), bytes: the budget less what `need` takes (the process,
+/// streams, records and the input's read room, which the caller adds to its prompt bytes:
+/// [`input_room`]); `None` when no budget is known. The loader refuses a file whose prompts
 /// need more, naming how many fit (issue 39 §2: a dataset read outside the budget aborted).
+/// The read room is counted by the up-front [`check`] too, so its "N fits" holds with the file
+/// (trial of issue 39, finding 2: 128 MiB were taken here but never counted up front, so
+/// "220 fits" then failed on a 34 kB trace with a 0-byte room).
 pub fn prompt_room(need: &Need, limits: &Limits) -> Option<u64> {
     let budget = limits.memory?;
-    Some(
-        budget
-            .bytes
-            .saturating_sub(need.memory(limits.base))
-            .saturating_sub(LINE_ROOM_BYTES),
-    )
+    Some(budget.bytes.saturating_sub(need.memory(limits.base)))
+}
+
+/// The most streams (at most `need.streams`) with which `need` passes [`check`] under
+/// `limits`; 0 when not even one does.
+pub fn most_streams(need: &Need, limits: &Limits) -> u64 {
+    let fits = |k: u64| {
+        check(
+            &Need {
+                streams: k,
+                ..*need
+            },
+            limits,
+        )
+        .is_ok()
+    };
+    let (mut lo, mut hi) = (0u64, need.streams);
+    if fits(hi) {
+        return hi;
+    }
+    // fits(lo) (or lo = 0) and !fits(hi).
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo == 0 && !fits(0) {
+        0
+    } else {
+        lo
+    }
+}
+
+/// Memory parsing a JSON line may take per byte of the line, at most: 65
+/// (`inferbench_workload::dataset::parse_bytes_estimate`: the line and 64 bytes per
+/// separator).
+pub const PARSE_BYTES_PER_LINE_BYTE: u64 = 65;
+
+/// Room reading input files takes besides what is kept of them, bytes: the line (or batch of
+/// lines) being read and parsed. [`LINE_ROOM_BYTES`], or for files all smaller than that
+/// [`PARSE_BYTES_PER_LINE_BYTE`] × the largest's size (no line is longer than its file; files
+/// are read one at a time). With no file (`None`: a generated corpus, a downloaded dataset),
+/// [`LINE_ROOM_BYTES`]. A file that cannot be read counts 0 (the loader names it).
+pub fn input_room(files: Option<&[std::path::PathBuf]>) -> u64 {
+    let Some(files) = files else {
+        return LINE_ROOM_BYTES;
+    };
+    files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| if m.is_file() { m.len() } else { 0 }))
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(PARSE_BYTES_PER_LINE_BYTE)
+        .min(LINE_ROOM_BYTES)
+}
+
+/// Memory a replay's loaded traces take per byte of their JSONL, at most: 5 (a request's
+/// fields are a fixed-size struct of about 100 bytes where its JSON may be 22 characters;
+/// `hash_ids` are 4 bytes each where `0,` is 2).
+pub const TRACE_BYTES_PER_FILE_BYTE: u64 = 5;
+
+/// The memory the traces of `files` take once loaded, at most, bytes: their total size ×
+/// [`TRACE_BYTES_PER_FILE_BYTE`] (a file that cannot be read counts 0).
+pub fn traces_bytes(files: &[std::path::PathBuf]) -> u64 {
+    files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| if m.is_file() { m.len() } else { 0 }))
+        .fold(0u64, u64::saturating_add)
+        .saturating_mul(TRACE_BYTES_PER_FILE_BYTE)
+}
+
+/// Memory a dataset prompt takes besides its text, bytes, as the loader counts it (its
+/// struct and strings: 256), with room for its line's JSON: 320.
+pub const DATASET_BYTES_PER_LINE: u64 = 320;
+
+/// Files up to this size (64 MiB) are counted line by line by [`dataset_bytes`]; larger ones
+/// are left to the loader, which refuses naming how many prompts fit.
+pub const DATASET_COUNTED_MAX: u64 = 64 << 20;
+
+/// The memory `prompts` prompts of a `--dataset-path` file take once read, bytes: each its
+/// line's share of the file (size / lines) and [`DATASET_BYTES_PER_LINE`] (the loader makes
+/// `prompts` of them, cycling a shorter file; replies' records, known only from each line's
+/// `output_len`, are counted by the loader); 0 for a file larger than
+/// [`DATASET_COUNTED_MAX`], one that cannot be read or not a regular file.
+pub fn dataset_bytes(path: &std::path::Path, prompts: u64) -> u64 {
+    use std::io::Read as _;
+    let Ok(m) = std::fs::metadata(path) else {
+        return 0;
+    };
+    if !m.is_file() || m.len() > DATASET_COUNTED_MAX {
+        return 0;
+    }
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return 0;
+    };
+    let mut buf = vec![0u8; 1 << 16];
+    let mut lines = 0u64;
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64,
+        }
+    }
+    let per_prompt = m
+        .len()
+        .div_ceil(lines.max(1))
+        .saturating_add(DATASET_BYTES_PER_LINE);
+    per_prompt.saturating_mul(prompts)
+}
+
+/// The files `replay --traces PATH` reads: the file, or the `*.jsonl`/`*.json` files directly
+/// in a directory (as the loader lists them).
+pub fn trace_files(path: &std::path::Path) -> Vec<std::path::PathBuf> {
+    if !path.is_dir() {
+        return vec![path.to_path_buf()];
+    }
+    std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl" || x == "json"))
+        .collect()
 }
 
 /// Address space a Hugging Face `tokenizer.json` takes while it is loaded and kept, per byte of
@@ -614,6 +741,55 @@ mod tests {
             prompt_bytes: 0,
             uncapped: false,
         }
+    }
+
+    /// Trial of issue 39, finding 2: an input file's read room is 65× a small file's size (a
+    /// line is never longer than its file), [`LINE_ROOM_BYTES`] for a large one or none; a
+    /// dataset's prompts count their line's share and 320 bytes each; the most streams that
+    /// fit is the largest passing [`check`].
+    #[test]
+    fn an_input_file_costs_its_read_room_and_its_prompts() {
+        let d = tempfile::tempdir().unwrap();
+        let small = d.path().join("ds.jsonl");
+        std::fs::write(&small, "{\"prompt\": \"a\"}\n{\"prompt\": \"bb\"}\n").unwrap();
+        let big = d.path().join("big.jsonl");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(65 << 20)
+            .unwrap();
+        assert_eq!(input_room(Some(std::slice::from_ref(&small))), 33 * 65);
+        assert_eq!(
+            input_room(Some(&[small.clone(), big.clone()])),
+            LINE_ROOM_BYTES
+        );
+        assert_eq!(input_room(None), LINE_ROOM_BYTES);
+        assert_eq!(input_room(Some(&[d.path().join("missing")])), 0);
+        // 33 bytes in 2 lines: 17 + 320 bytes a prompt.
+        assert_eq!(dataset_bytes(&small, 10), 3370);
+        assert_eq!(dataset_bytes(&big, 10), 0);
+        let l = limits(1 << 20, Some(300_000 << 10));
+        let n = need(5000, 0);
+        let most = most_streams(&n, &l);
+        assert!(check(&Need { streams: most, ..n }, &l).is_ok());
+        assert!(check(
+            &Need {
+                streams: most + 1,
+                ..n
+            },
+            &l
+        )
+        .is_err());
+        assert_eq!(most_streams(&need(3, 0), &l), 3);
+        assert_eq!(
+            most_streams(
+                &Need {
+                    prompt_bytes: 1 << 40,
+                    ..n
+                },
+                &l
+            ),
+            0
+        );
     }
 
     /// Issue 39 §2 finding 6: a tokenizer file counts 20× its size before it is loaded; the

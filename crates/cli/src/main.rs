@@ -177,6 +177,15 @@ fn quiet_on_broken_stdout() {
         if printing && msg.contains("Broken pipe") {
             std::process::exit(cmd::ExitStatus::BrokenPipe.code());
         }
+        // Stdout or stderr redirected to a file that reached `ulimit -f` (SIGXFSZ ignored):
+        // said once, without a panic's backtrace note, exit 1.
+        if printing && msg.contains("File too large") {
+            let _ = std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("error: {msg} (the file-size limit, `ulimit -f`)\n"),
+            );
+            std::process::exit(cmd::ExitStatus::Failed.code());
+        }
         // A thread that could not start for want of memory (issue 39 §2): the net's message
         // and exit 2 (1 midway), as an allocation failure's abort ends.
         if oom::is_memory_panic(msg) {
@@ -184,6 +193,19 @@ fn quiet_on_broken_stdout() {
         }
         default(info);
     }));
+}
+
+/// `ulimit -f`: past the file-size limit the kernel sends SIGXFSZ, whose default action kills
+/// the process (exit 153: no summary, a 0-byte `.json.tmp`, trial of issue 39 finding 5).
+/// Ignored, the write fails with `EFBIG` ("File too large"), which every write path already
+/// handles: the write is named as failed, the run goes on, the point fails (exit 1).
+fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: `signal` with `SIG_IGN` installs no handler code; it runs first in `main`,
+    // before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 /// Log lines as the rest of the console's notes: `inferbench: warning: <message>` (errors
@@ -244,6 +266,7 @@ fn main() {
     // Counted before this process opens anything of its own (issue 39 §2: inherited
     // descriptors count against `ulimit -n`).
     limits::inherited_files();
+    ignore_file_size_signal();
     quiet_on_broken_stdout();
     init_logging();
     // The libraries' lines and live progress, drawn here (they never print).

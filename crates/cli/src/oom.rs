@@ -34,6 +34,24 @@ static ALLOCATION_FAILED: AtomicBool = AtomicBool::new(false);
 /// request (exit 2) and midway (exit 1).
 static MESSAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
 
+/// The two messages with a subcommand's own flags to lower ([`set_what_to_lower`]), set once
+/// its arguments are parsed; [`MESSAGES`] before that.
+static SUBCOMMAND_MESSAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
+
+/// What to lower, as every subcommand but those of [`set_what_to_lower`] spells it.
+pub const DEFAULT_WHAT_TO_LOWER: &str = "--max-concurrency/--num-prompts (or the input's size)";
+
+/// Names the flags the running subcommand lowers its memory with in the net's message (e.g.
+/// eval's `--concurrency/--limit`: trial of issue 39, finding 3, where it said
+/// `--num-prompts`, a flag eval does not have). Call once, after parsing, before the run.
+pub fn set_what_to_lower(what: &str) {
+    let limit = address_limit_kib();
+    let _ = SUBCOMMAND_MESSAGES.set((
+        message_lowering(limit, false, what).into_bytes(),
+        message_lowering(limit, true, what).into_bytes(),
+    ));
+}
+
 /// The system allocator, noting each refused allocation in [`ALLOCATION_FAILED`].
 pub struct Counting;
 
@@ -85,6 +103,11 @@ pub fn address_limit_kib() -> Option<u64> {
 /// The message for running out of memory under `limit_kib` (`ulimit -v`, KiB; `None`: no
 /// limit set), `sent`: whether a request had been sent. One line, ending in a newline.
 pub fn message(limit_kib: Option<u64>, sent: bool) -> String {
+    message_lowering(limit_kib, sent, DEFAULT_WHAT_TO_LOWER)
+}
+
+/// [`message`] naming `what` to lower.
+pub fn message_lowering(limit_kib: Option<u64>, sent: bool, what_to_lower: &str) -> String {
     let under = match limit_kib {
         Some(k) => format!("under `ulimit -v` {k} KiB"),
         None => "with no `ulimit -v` set (the machine's memory ran out)".to_string(),
@@ -96,8 +119,7 @@ pub fn message(limit_kib: Option<u64>, sent: bool) -> String {
     };
     format!(
         "inferbench: error: out of memory {under}: an input or load larger than the memory \
-         check counted; lower --max-concurrency/--num-prompts (or the input's size) or raise \
-         `ulimit -v` ({what})\n"
+         check counted; lower {what_to_lower} or raise `ulimit -v` ({what})\n"
     )
 }
 
@@ -149,7 +171,7 @@ fn status() -> i32 {
 /// unwinding or running destructors (async-signal-safe).
 pub fn exit_out_of_memory() -> ! {
     let sent = inferbench_client::any_request_sent();
-    if let Some((before, after)) = MESSAGES.get() {
+    if let Some((before, after)) = SUBCOMMAND_MESSAGES.get().or_else(|| MESSAGES.get()) {
         let m = if sent { after } else { before };
         #[cfg(unix)]
         // SAFETY: writes an initialised buffer to stderr.
@@ -206,6 +228,9 @@ mod tests {
              written)\n"
         ));
         assert!(message(None, false).contains("with no `ulimit -v` set"));
+        // eval's own flags (trial of issue 39, finding 3: it said --num-prompts).
+        assert!(message_lowering(Some(1), false, "--concurrency/--limit")
+            .contains("; lower --concurrency/--limit or raise `ulimit -v`"));
     }
 
     #[test]

@@ -757,6 +757,8 @@ impl Client {
             interp: Interpreter::for_backend(self.cfg.backend, self.cfg.allow_empty_content),
             raw: Vec::new(),
             done_read_ns: None,
+            cap: input.max_tokens.map(ResponseCap::of),
+            decoded: 0,
         };
         let mut read = BodyRead {
             framing: BodyDecoder::new(head.framing),
@@ -1339,6 +1341,76 @@ struct BodyState {
     /// client's slot goes; the server's body end after it is the server's time (trial 34 F2:
     /// a chunked terminator 20 ms after `[DONE]` made an idle client look client-bound).
     done_read_ns: Option<u64>,
+    /// What one response may carry ([`ResponseCap`]); `None` without a `max_tokens`.
+    cap: Option<ResponseCap>,
+    /// Decoded body bytes so far.
+    decoded: u64,
+}
+
+/// Decoded body bytes a response may carry besides [`RESPONSE_BYTES_PER_MAX_TOKEN`] per
+/// requested token: 1 MiB.
+pub const RESPONSE_BASE_BYTES: u64 = 1 << 20;
+
+/// Decoded body bytes a response may carry per requested token (`max_tokens`): 64 KiB (a
+/// chat chunk with 20 top logprobs is ~4 KiB).
+pub const RESPONSE_BYTES_PER_MAX_TOKEN: u64 = 64 << 10;
+
+/// Token-bearing chunks a response may carry per requested token: 16, plus
+/// [`RESPONSE_EXTRA_CHUNKS`]. Between 1× and this, output beyond `max_tokens` is an anomaly
+/// (`output_exceeds_max_tokens`); past it the response is cut off.
+pub const RESPONSE_CHUNKS_PER_MAX_TOKEN: u64 = 16;
+
+/// Token-bearing chunks a response may carry besides [`RESPONSE_CHUNKS_PER_MAX_TOKEN`] per
+/// requested token: 64.
+pub const RESPONSE_EXTRA_CHUNKS: u64 = 64;
+
+/// The most one response may carry before it is cut off and fails (`stream_error`, "response
+/// cut off: …"): a server that ignores `max_tokens` (400 MB for `max_tokens` 8) ends that
+/// request, not the run for want of memory (trial of issue 39, finding 6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseCap {
+    /// The requested `max_tokens`.
+    pub max_tokens: u32,
+    /// Decoded body bytes: [`RESPONSE_BASE_BYTES`] + [`RESPONSE_BYTES_PER_MAX_TOKEN`] ×
+    /// `max_tokens`.
+    pub bytes: u64,
+    /// Token-bearing chunks: [`RESPONSE_CHUNKS_PER_MAX_TOKEN`] × `max_tokens` +
+    /// [`RESPONSE_EXTRA_CHUNKS`].
+    pub chunks: u64,
+}
+
+impl ResponseCap {
+    /// The cap of a request for `max_tokens` tokens.
+    pub fn of(max_tokens: u32) -> Self {
+        let n = u64::from(max_tokens);
+        Self {
+            max_tokens,
+            bytes: RESPONSE_BASE_BYTES
+                .saturating_add(n.saturating_mul(RESPONSE_BYTES_PER_MAX_TOKEN)),
+            chunks: n
+                .saturating_mul(RESPONSE_CHUNKS_PER_MAX_TOKEN)
+                .saturating_add(RESPONSE_EXTRA_CHUNKS),
+        }
+    }
+
+    /// Why a response of `bytes` decoded bytes and `chunks` token-bearing chunks so far passes
+    /// the cap; `None` within it.
+    pub fn passed(&self, bytes: u64, chunks: u64) -> Option<String> {
+        if bytes > self.bytes {
+            return Some(format!(
+                "response cut off: more than {} bytes (the client's cap: 1 MiB + 64 KiB × \
+                 max_tokens {}): the server ignored max_tokens",
+                self.bytes, self.max_tokens
+            ));
+        }
+        (chunks > self.chunks).then(|| {
+            format!(
+                "response cut off: more than {} token chunks (the client's cap: 16 × max_tokens \
+                 {} + 64): the server ignored max_tokens",
+                self.chunks, self.max_tokens
+            )
+        })
+    }
 }
 
 impl BodyState {
@@ -1366,12 +1438,23 @@ impl BodyState {
         t: u64,
         rec: &mut RequestRecord,
     ) -> Result<bool, (ErrorClass, String)> {
+        self.decoded = self.decoded.saturating_add(data.len() as u64);
+        if let Some(cap) = self.cap {
+            if let Some(why) = cap.passed(self.decoded, rec.chunks.len() as u64) {
+                return Err((ErrorClass::StreamError, why));
+            }
+        }
         match self.mode {
             Mode::Sse => {
                 let interp = &mut self.interp;
                 self.parser
                     .feed(data, |ev| interp.on_event(ev, t, rec))
                     .map_err(|e| (ErrorClass::Malformed, e.to_string()))?;
+                // The chunks this read carried, counted at once (a `[DONE]` in the same read
+                // does not make them whole).
+                if let Some(why) = (self.cap).and_then(|c| c.passed(0, rec.chunks.len() as u64)) {
+                    return Err((ErrorClass::StreamError, why));
+                }
                 Ok(true)
             }
             Mode::Json => {

@@ -257,10 +257,17 @@ pub(crate) struct ChoiceWire<'a> {
 }
 
 impl ChoiceWire<'_> {
-    /// Whether this choice, at position `pos` of its chunk, is the requested one: index 0
-    /// (n = 1), or the first choice when its index is absent or not a count.
-    pub(crate) fn requested(&self, pos: usize) -> bool {
-        self.index.0.map_or(pos == 0, |i| i == 0)
+    /// Whether this choice, one of `of` choices in its chunk, is the requested one (n = 1):
+    /// an explicit `index: 0`, or the only choice of its chunk when it has no index. A choice
+    /// with another index, a negative or non-count index, or no index beside other choices is
+    /// not (trial of issue 39, finding 4: a choice without index beside `index: 0` was merged
+    /// into the output, and a `finish_reason` on `index: -1` ended the stream).
+    pub(crate) fn requested(&self, of: usize) -> bool {
+        match &self.index {
+            LCount(Some(i), _) => *i == 0,
+            LCount(None, true) => false,
+            LCount(None, false) => of == 1,
+        }
     }
 
     /// Whether this choice carries anything of an answer: tokens
@@ -805,11 +812,11 @@ impl Interpreter {
         }
         let mut here = Here::default();
         let mut finish_here = false;
-        for (pos, choice) in chunk.choices.0.iter().enumerate() {
-            // Only the requested choice is output: index 0 (n = 1), or the first choice when
-            // its index is absent or not a count. Data on any other is `extra_choice`, never
-            // counted (issue 39, finding 7).
-            if !choice.requested(pos) {
+        let of = chunk.choices.0.len();
+        for choice in &chunk.choices.0 {
+            // Only the requested choice is output ([`ChoiceWire::requested`]). Data on any
+            // other is `extra_choice`, never counted (issue 39, finding 7).
+            if !choice.requested(of) {
                 self.extra_choice |= choice.carries_data();
                 continue;
             }
@@ -837,8 +844,9 @@ impl Interpreter {
         }
         let token_bearing = here.content || here.refusal || here.reasoning || here.tool;
         if !token_bearing && self.allow_empty_content {
-            let empty_content = chunk.choices.0.iter().enumerate().any(|(pos, c)| {
-                c.requested(pos)
+            let of = chunk.choices.0.len();
+            let empty_content = chunk.choices.0.iter().any(|c| {
+                c.requested(of)
                     && (matches!(c.text, TextWire::Str(_))
                         || [&c.delta.0, &c.message.0]
                             .into_iter()
@@ -854,6 +862,12 @@ impl Interpreter {
         if finish_here {
             self.finish_seen = true;
         } else if token_bearing {
+            // The reason no longer ends the answer: the record does not keep it either (trial
+            // of issue 39, finding 8: a failed "stream ended without finish_reason" record
+            // said `finish_reason: "stop"`).
+            if self.finish_seen {
+                rec.finish_reason = None;
+            }
             self.finish_seen = false;
         }
         // Usage ends it only with a completion count (an empty `"usage":{}` is no evidence).
@@ -1126,7 +1140,7 @@ pub const INCOMPLETE_RESPONSES_STREAM: &str =
 /// ([`ChoiceWire::carries_tokens`]); `[DONE]`, undecodable data and other choices do not.
 fn chunk_carries_tokens(data: &[u8]) -> bool {
     let check = |c: &ChunkWire<'_>| {
-        (c.choices.0.iter().enumerate()).any(|(pos, ch)| ch.requested(pos) && ch.carries_tokens())
+        (c.choices.0.iter()).any(|ch| ch.requested(c.choices.0.len()) && ch.carries_tokens())
     };
     if data == b"[DONE]" {
         return false;

@@ -149,6 +149,16 @@ impl Anomaly {
                  (\"stream\": true ignored, or a buffering proxy); its TTFT is the whole response \
                  time and TPOT/ITL are 0, so latency columns do not measure streaming"
             ),
+            // Which count stands depends on which field was bad (trial of issue 39, finding 8:
+            // a bad `cached_tokens` alone said the completion tokens were the client's).
+            Anomaly::UsageInvalid if rec.completion_tokens_source == crate::TokenSource::Server => {
+                format!(
+                    "request {id}: the server's usage held a token count that is not a \
+                     non-negative integer (not its completion count: its {} completion tokens \
+                     stand; the bad count was not taken)",
+                    rec.completion_tokens
+                )
+            }
             Anomaly::UsageInvalid => format!(
                 "request {id}: the server's usage held a token count that is not a non-negative \
                  integer; {} completion tokens were counted by the client's tokenizer instead",
@@ -398,6 +408,25 @@ pub fn stopped_short(records: &[RequestRecord]) -> (u64, Option<&RequestRecord>)
 mod tests {
     use super::*;
     use crate::record::{Channel, ChunkRecord};
+
+    /// Trial of issue 39, finding 8: a bad count other than the completion count (here
+    /// `cached_tokens`) leaves the server's completion count standing, and the warning says so;
+    /// only a client-counted completion count is said to be the client's.
+    #[test]
+    fn usage_invalid_says_which_count_stands() {
+        let mut r = rec(2, 2, Some(8));
+        r.completion_tokens_source = crate::TokenSource::Server;
+        assert_eq!(
+            Anomaly::UsageInvalid.describe(&r),
+            "request 0: the server's usage held a token count that is not a non-negative integer \
+             (not its completion count: its 2 completion tokens stand; the bad count was not \
+             taken)"
+        );
+        r.completion_tokens_source = crate::TokenSource::Tokenizer;
+        assert!(Anomaly::UsageInvalid
+            .describe(&r)
+            .ends_with("2 completion tokens were counted by the client's tokenizer instead"));
+    }
 
     fn rec(chunks: usize, completion: u32, max: Option<u32>) -> RequestRecord {
         RequestRecord {

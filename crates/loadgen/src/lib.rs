@@ -19,6 +19,7 @@ pub mod power;
 pub mod progress;
 pub mod prompts;
 pub mod run;
+pub mod samefile;
 pub mod selftest;
 pub mod server_cache;
 pub mod server_tokenizer;

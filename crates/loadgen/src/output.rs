@@ -207,12 +207,15 @@ pub fn check_result_filename(name: &str) -> anyhow::Result<()> {
 /// Every path a point will write, checked before any request is sent (issue 39 §8):
 /// `--save-requests`, and with `--save-result`, a job identity or `--result-dir` the result
 /// directory (created) and a `--result-filename` given. `--db` is checked by its caller
-/// (`Store::check_target`).
+/// (`Store::check_target`). No two of these paths, nor the dataset, may name one file
+/// ([`crate::samefile::check_distinct`]).
 ///
 /// # Errors
-/// The first path that cannot be written, as [`check_file_writable`] and
+/// Two paths naming one file; the first path that cannot be written, as [`check_file_writable`] and
 /// [`check_dir_writable`] name it.
 pub fn check_output_paths(opts: &BenchOptions) -> anyhow::Result<()> {
+    // No two of its paths one file (an output over the dataset or over another output).
+    crate::samefile::check_distinct(&crate::samefile::bench_paths(opts))?;
     if let Some(p) = &opts.save_requests {
         check_file_writable("--save-requests", p)?;
     }

@@ -516,6 +516,16 @@ impl Store {
                     .into(),
             ));
         }
+        // Something there that is not a file (a device, a FIFO) is no database to create
+        // (trial of issue 39, finding 8: `--db /dev/full` was told to run quickstart there).
+        if !is_pg && Path::new(location).exists() && !Path::new(location).is_file() {
+            return Err(StoreError::BadUrl(
+                location.to_string(),
+                "not a regular file (a device, FIFO or socket): --db takes a SQLite file, e.g. \
+                 ./inferbench.db, or a postgres:// URL"
+                    .into(),
+            ));
+        }
         if !is_pg && !Path::new(location).is_file() {
             return Err(StoreError::NoDatabase(location.to_string()));
         }

@@ -294,6 +294,13 @@ impl PointRow {
         }
     }
 
+    /// Whether the point is valid as every view shows it: a failed point (an `error`:
+    /// nothing measured) is not, whatever its stored validity (trial of issue 39, finding 7:
+    /// `"valid": true` beside an error and `"status": "failed"`).
+    pub fn shown_valid(&self) -> bool {
+        self.valid && self.error.is_none()
+    }
+
     /// The point's one status (issue 39 §9): `"failed"` when it has an `error` (nothing was
     /// measured: listed only with `--include-failed`/`include_failed`, never on a frontier),
     /// else `"invalid"` when not valid (`invalid_reason` says why; off frontiers unless

@@ -241,7 +241,7 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
                 String::new()
             }
         }
-        "valid" => r.valid.to_string(),
+        "valid" => r.shown_valid().to_string(),
         // A failed point's cause; an invalid one's reason (trial 16: empty for invalid rows).
         "error" => match (&r.error, &r.invalid_reason) {
             (Some(e), _) => e.clone(),
@@ -511,7 +511,7 @@ pub fn json_rows(rows: &[PointRow], columns: &[String]) -> Vec<serde_json::Value
             // Whatever the columns, a row says whether it counts (trial 15: the
             // frontier flag alone cannot tell an invalid or failed point from a valid
             // one off the frontier).
-            o.entry("valid").or_insert(r.valid.into());
+            o.entry("valid").or_insert(r.shown_valid().into());
             o.entry("error")
                 .or_insert(r.error.clone().map_or(serde_json::Value::Null, Into::into));
             o.entry("invalid_reason")
@@ -1233,8 +1233,9 @@ mod tests {
         invalid.frontier = false;
         let mut on = row();
         on.frontier = true;
+        // Stored valid, as a failed point is: it still says `"valid": false` (trial of issue
+        // 39, finding 7).
         let mut failed = row();
-        failed.valid = false;
         failed.frontier = false;
         failed.error = Some("server unreachable: nothing measured".into());
         let cols: Vec<String> = ["conc", "valid", "frontier"].map(String::from).to_vec();

@@ -499,7 +499,7 @@ impl<'a> ChartPoint<'a> {
             batch_label: inferbench_core::text::batch_label(&r.batch),
             error: r.error.as_deref(),
             status: r.status(),
-            valid: r.valid,
+            valid: r.shown_valid(),
             invalid_reason: match (r.valid, r.invalid_reason.as_deref()) {
                 (true, _) => None,
                 (false, Some(why)) => Some(why),

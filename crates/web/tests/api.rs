@@ -1470,7 +1470,7 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
     drop(s);
     let (st, v) = get_json(&db, "/api/v1/points?include_failed=true").await;
     assert_eq!(st, StatusCode::OK, "{v}");
-    let got: Vec<(Value, Value, Value, Value)> = v["points"]
+    let got: Vec<(Value, Value, Value, Value, Value)> = v["points"]
         .as_array()
         .unwrap()
         .iter()
@@ -1480,15 +1480,18 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
                 p["status"].clone(),
                 p["error"].clone(),
                 p["invalid_reason"].clone(),
+                p["valid"].clone(),
             )
         })
         .collect();
+    // One status everywhere: a failed point is not `valid` (trial of issue 39, finding 7).
     assert!(
         got.contains(&(
             json!(2),
             json!("failed"),
             json!("nothing was measured: none of the 8 profile requests succeeded (8 failed)"),
-            Value::Null
+            Value::Null,
+            json!(false)
         )),
         "{got:?}"
     );

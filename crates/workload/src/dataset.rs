@@ -462,6 +462,14 @@ fn line_problem(line: &str) -> Option<String> {
     if let Some(r) = bom_in_line(line.as_bytes()) {
         return Some(r);
     }
+    // NUL bytes are no JSON text anywhere (trial of issue 39, finding 9: "expected value at
+    // line 1 column 1").
+    if let Some(at) = line.bytes().position(|b| b == 0) {
+        return Some(format!(
+            "the line holds a NUL byte at byte {}: a binary or zero-filled file, not JSON text",
+            at + 1
+        ));
+    }
     (line.len() > MAX_LINE_BYTES).then(|| {
         format!(
             "the line is {} bytes, longer than the {MAX_LINE_BYTES}-byte limit of a dataset line",
@@ -532,26 +540,43 @@ fn parse_jsonl(
             }
             _ => Reply::Unknown,
         };
-        let (text, messages) = match &v {
-            Value::String(s) => (s.clone(), None),
-            Value::Object(o) => {
-                let key = ["prompt", "text"].into_iter().find(|k| o.contains_key(*k));
-                if let Some((key, p)) = key.and_then(|k| Some((k, o.get(k)?))) {
-                    let s = p
-                        .as_str()
-                        .ok_or_else(|| err(format!("\"{key}\" must be a string")))?;
-                    (s.to_string(), None)
-                } else if let Some(m) = o.get("messages") {
-                    let msgs = parse_messages(m, "messages").map_err(err)?;
-                    (join_contents(&msgs), Some(msgs))
-                } else {
-                    return Err(err(
-                        "expected a \"prompt\" or \"text\" string or a \"messages\" array".into(),
-                    ));
+        let (text, messages) =
+            match &v {
+                Value::String(s) => (s.clone(), None),
+                Value::Object(o) => {
+                    let key = ["prompt", "text"].into_iter().find(|k| o.contains_key(*k));
+                    if let Some((key, p)) = key.and_then(|k| Some((k, o.get(k)?))) {
+                        let s = p
+                            .as_str()
+                            .ok_or_else(|| err(format!("\"{key}\" must be a string")))?;
+                        (s.to_string(), None)
+                    } else if let Some(m) = o.get("messages") {
+                        let msgs = parse_messages(m, "messages").map_err(err)?;
+                        (join_contents(&msgs), Some(msgs))
+                    } else {
+                        // A key that differs only in case or spaces (trial of issue 39, finding 9).
+                        let near = o.keys().find_map(|k| {
+                            let t = k.trim().to_ascii_lowercase();
+                            ["prompt", "text", "messages"]
+                                .into_iter()
+                                .find(|want| t == *want)
+                                .map(|want| format!(" (found {k:?}: did you mean \"{want}\"?)"))
+                        });
+                        return Err(err(format!(
+                            "expected a \"prompt\" or \"text\" string or a \"messages\" array{}",
+                            near.unwrap_or_default()
+                        )));
+                    }
                 }
-            }
-            _ => return Err(err("expected a JSON object or string".into())),
-        };
+                // A JSON array where one record per line is expected: most likely a `.json` file
+                // of records given as JSONL (trial of issue 39, finding 9).
+                Value::Array(_) => return Err(err(
+                    "a JSON array, where JSONL has one JSON object (or string) per line: is this \
+                     a .json file of records? convert it with `jq -c '.[]' FILE > FILE.jsonl`"
+                        .into(),
+                )),
+                _ => return Err(err("expected a JSON object or string".into())),
+            };
         check_prompt_bytes(&text).map_err(err)?;
         let extra_headers = match v.get("extra_headers") {
             None | Some(Value::Null) => Vec::new(),
@@ -978,6 +1003,40 @@ mod tests {
         assert_eq!(ps.len(), 5);
         assert!(ps.iter().all(|p| p.max_tokens == 9));
         assert_eq!(ps[3].text, "hello world");
+    }
+
+    /// Trial of issue 39, finding 9: a key differing in case is named with its fix, a JSON
+    /// array line is said to be a `.json` file's records, NUL bytes are said to be no JSON.
+    #[test]
+    fn jsonl_input_hints_name_the_likely_mistake() {
+        let d = tempfile::tempdir().unwrap();
+        let load = |name: &str, body: &str| {
+            let p = write(&d, name, body);
+            load_dataset(DatasetKind::Jsonl, &p, &tok(), &DatasetOptions::default())
+                .unwrap_err()
+                .to_string()
+        };
+        let e = load("k.jsonl", "{\"Prompt\": \"hi\"}\n");
+        assert!(
+            e.ends_with(
+                "expected a \"prompt\" or \"text\" string or a \"messages\" array (found \
+                 \"Prompt\": did you mean \"prompt\"?)"
+            ),
+            "{e}"
+        );
+        let e = load("a.jsonl", "[{\"prompt\": \"hi\"}]\n");
+        assert!(
+            e.contains(":1: a JSON array, where JSONL has one JSON object"),
+            "{e}"
+        );
+        let e = load("z.jsonl", "\0\0\0\0\n");
+        assert!(
+            e.ends_with(
+                ":1: the line holds a NUL byte at byte 1: a binary or zero-filled file, not JSON \
+                 text"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -97,14 +97,37 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         inferbench_store::Store::check_target(db)?;
     }
     let mut ingest_opts = super::db::options(&flags.set)?;
+    let identity_file = flags.job_identity.clone();
     let mut opts = flags.into_options()?;
     opts.tls = tls;
+    opts.save_result |= db.is_some();
+    check_same_files(&opts, db.as_deref(), identity_file)?;
     // More streams than this process can hold open or in memory: refused before anything is
     // sent (issue 39 §2: EMFILE on 3 of 4 warmups, or SIGSEGV at 1,000,000 streams).
     // The flags' own ranges first (a number out of range is named as such); the prompts'
     // memory against what is available is checked when the run starts.
     opts.validate_with_memory(None)?;
     let mut need = crate::limits::bench_need(&opts);
+    // A dataset file is read within the budget: its read room and its prompts counted up
+    // front, so the "N fits" advice holds with the file (trial of issue 39, finding 2).
+    let mut content = 0;
+    if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
+        let room = crate::limits::input_room(opts.dataset_path.as_ref().map(std::slice::from_ref));
+        content = opts.dataset_path.as_deref().map_or(0, |p| {
+            let prompts = opts
+                .resolved_num_prompts()
+                .saturating_add(opts.resolved_num_warmups());
+            crate::limits::dataset_bytes(p, prompts)
+        });
+        if let Some(n) = need.as_mut() {
+            n.prompt_bytes = n.prompt_bytes.saturating_add(room).saturating_add(content);
+            // Not one stream beside the whole file's prompts: the loader says how many fit.
+            if crate::limits::most_streams(n, &crate::limits::raise_open_files()) == 0 {
+                n.prompt_bytes -= content;
+                content = 0;
+            }
+        }
+    }
     crate::limits::refuse_beyond(need)?;
     // A tokenizer file is an input too: its load counted before it happens (issue 39 §2),
     // and what it keeps left out of the prompts' room.
@@ -116,7 +139,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // as the file is read: the loader refuses, naming how many fit, before any request).
     if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
         if let Some(need) = need {
-            opts.prompt_memory = crate::limits::prompt_room(&need, &crate::limits::current());
+            opts.prompt_memory = crate::limits::prompt_room(&need, &crate::limits::current())
+                .map(|r| r.saturating_add(content));
         }
     }
     opts.save_result |= db.is_some();
@@ -196,6 +220,31 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
     Ok(ExitStatus::from(out.end))
+}
+
+/// No output of the point (records, result and side files, the `--db` file) names the same
+/// file as another or as an input (the dataset, the tokenizer, `--job-identity`, `--tls-ca`),
+/// before any request (trial of issue 39, finding 1: `--save-requests` over the `--db` file
+/// turned the database into NDJSON).
+///
+/// # Errors
+/// The first two flags naming one file ([`samefile::check_distinct`]).
+fn check_same_files(
+    opts: &BenchOptions,
+    db: Option<&str>,
+    identity_file: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    use inferbench_loadgen::samefile::{self, NamedPath};
+    let mut paths = samefile::bench_paths(opts);
+    paths.extend(identity_file.map(|p| NamedPath::input("--job-identity", p)));
+    paths.extend(
+        opts.tls
+            .ca_file
+            .clone()
+            .map(|p| NamedPath::input("--tls-ca", p)),
+    );
+    paths.extend(db.and_then(samefile::db_path));
+    samefile::check_distinct(&paths)
 }
 
 /// Stores one point's result in `db` as the plain `bench --db` does: nothing when the server
@@ -309,10 +358,12 @@ fn run_search(
     }
     let ingest_opts = super::db::options(&flags.set)?;
     let capacity_name = flags.result_filename.take();
+    let identity_file = flags.job_identity.clone();
     let mut opts = flags.into_options()?;
     opts.tls = tls;
     // A search is many full points: every probe keeps its result.
     opts.save_result = true;
+    check_same_files(&opts, db.as_deref(), identity_file)?;
     // Each probe is a fresh run: the same random prompts again would be served from the
     // server's prefix cache (and the probe marked invalid), so every probe's prompts carry
     // their own run marker.

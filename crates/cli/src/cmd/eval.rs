@@ -46,6 +46,10 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         prompt_bytes: 0,
         uncapped: false,
     }))?;
+    // The data file counts in the budget (trial of issue 39, finding 3: a 150 MB test.jsonl
+    // sent requests, then ran out of memory midway, exit 1): refused before any request.
+    check_data_memory(&opts, &crate::limits::current())?;
+    crate::oom::set_what_to_lower("--concurrency/--limit (or the data's size)");
     let rt = super::runtime()?;
     // Without --model, the server's first (as `bench`; trial 24).
     rt.block_on(flags::served_model(&mut opts))?;
@@ -54,4 +58,172 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         let samples = gsm8k::run(&opts, &cancel).await?;
         flags.finish(&opts, &samples, threshold).await
     })
+}
+
+/// Memory one problem of an eval takes for the whole run besides its text and prompt, bytes:
+/// its spawned task (the request's future), its sample's strings and the map entry, 16 KiB (an
+/// estimate on the high side).
+pub const EVAL_PROBLEM_BYTES: u64 = 16 << 10;
+
+/// Bytes a kept answer takes per `--max-tokens` token at most (its text).
+pub const EVAL_ANSWER_BYTES_PER_TOKEN: u64 = 8;
+
+/// Bytes a request in flight takes per `--max-tokens` token at most (its record's per-token
+/// data, as `bench` counts it).
+pub const EVAL_RECORD_BYTES_PER_TOKEN: u64 = 32;
+
+/// What an eval's data takes: the problems it will run and the bytes of their lines, and the
+/// bytes of the worked examples' lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvalData {
+    /// Problems the eval runs (`--limit`, or every line of `test.jsonl`).
+    pub problems: u64,
+    /// Bytes of those problems' lines.
+    pub problem_bytes: u64,
+    /// Bytes of the worked examples' lines (`--num-fewshot` lines of `train.jsonl`).
+    pub shot_bytes: u64,
+}
+
+/// Counts the first `limit` non-empty lines of `path` (all without one) and their bytes,
+/// reading with a fixed buffer (nothing of the file is kept), up to a line longer than the
+/// loader's limit (`MAX_SPLIT_LINE_BYTES`, which the loader refuses naming it); `(0, 0)` when
+/// it cannot be read (the loader names it).
+fn count_lines(path: &std::path::Path, limit: Option<u64>) -> (u64, u64) {
+    use std::io::BufRead as _;
+    let Ok(f) = std::fs::File::open(path) else {
+        return (0, 0);
+    };
+    let mut r = std::io::BufReader::with_capacity(1 << 16, f);
+    let (mut lines, mut bytes, mut cur, mut blank) = (0u64, 0u64, 0u64, true);
+    while limit.is_none_or(|l| lines < l) {
+        let Ok(buf) = r.fill_buf() else { break };
+        if buf.is_empty() {
+            break;
+        }
+        let n = buf.len();
+        let mut used = n;
+        for (i, &b) in buf.iter().enumerate() {
+            cur += 1;
+            // A line over the loader's limit: the loader refuses it naming FILE:LINE.
+            if cur > inferbench_eval::gsm8k::MAX_SPLIT_LINE_BYTES as u64 {
+                return (lines, bytes);
+            }
+            if b == b'\n' {
+                if !blank {
+                    lines += 1;
+                    bytes += cur;
+                }
+                cur = 0;
+                blank = true;
+                if limit.is_some_and(|l| lines >= l) {
+                    used = i + 1;
+                    break;
+                }
+            } else if !b.is_ascii_whitespace() {
+                blank = false;
+            }
+        }
+        r.consume(used);
+    }
+    if !blank && limit.is_none_or(|l| lines < l) {
+        lines += 1;
+        bytes += cur;
+    }
+    (lines, bytes)
+}
+
+/// The eval's data as [`EvalData`] counts it, from `opts`'s data directory.
+pub fn eval_data(opts: &inferbench_eval::gsm8k::EvalOptions) -> EvalData {
+    let (problems, problem_bytes) = count_lines(
+        &opts.data_dir.join("test.jsonl"),
+        opts.limit.map(|l| l as u64),
+    );
+    let (_, shot_bytes) = count_lines(
+        &opts.data_dir.join("train.jsonl"),
+        Some(opts.num_fewshot as u64),
+    );
+    EvalData {
+        problems,
+        problem_bytes,
+        shot_bytes,
+    }
+}
+
+/// Refuses (exit 2, before any request) an eval whose problems do not fit the memory budget
+/// beside the process and its requests in flight: each problem its line, its prompt (the
+/// worked examples and its question), [`EVAL_PROBLEM_BYTES`] and its answer (up to
+/// `--max-tokens` × [`EVAL_ANSWER_BYTES_PER_TOKEN`]); each request in flight
+/// [`crate::limits::STREAM_BYTES`] and `--max-tokens` × [`EVAL_RECORD_BYTES_PER_TOKEN`].
+///
+/// # Errors
+/// The problems, the MiB they need and the limit, with the `--limit` that fits and the
+/// `ulimit -v` that would hold them all.
+pub fn check_data_memory(
+    opts: &inferbench_eval::gsm8k::EvalOptions,
+    limits: &crate::limits::Limits,
+) -> anyhow::Result<()> {
+    let Some(budget) = limits.memory else {
+        return Ok(());
+    };
+    let data = eval_data(opts);
+    let tokens = u64::from(opts.max_tokens);
+    let per_problem = data
+        .problem_bytes
+        .div_ceil(data.problems.max(1))
+        .saturating_mul(2)
+        .saturating_add(data.shot_bytes)
+        .saturating_add(EVAL_PROBLEM_BYTES)
+        .saturating_add(tokens.saturating_mul(EVAL_ANSWER_BYTES_PER_TOKEN));
+    let in_flight = (opts.concurrency as u64).min(data.problems.max(1));
+    let fixed = limits.base.saturating_add(
+        in_flight.saturating_mul(
+            crate::limits::STREAM_BYTES
+                .saturating_add(tokens.saturating_mul(EVAL_RECORD_BYTES_PER_TOKEN))
+                .saturating_add(per_problem),
+        ),
+    );
+    let total = fixed.saturating_add(data.problems.saturating_mul(per_problem));
+    if total <= budget.bytes {
+        return Ok(());
+    }
+    let fit = budget.bytes.saturating_sub(fixed) / per_problem.max(1);
+    let fits = if fit == 0 {
+        "not one problem fits".to_string()
+    } else {
+        format!("--limit {fit} or fewer fit")
+    };
+    anyhow::bail!(
+        "--data-dir {}: test.jsonl's {} problems need about {} MiB ({} KiB a problem: its \
+         prompt with {} worked examples, its answer up to --max-tokens {} and its task; and {} \
+         MiB besides for the process and {} requests in flight, as estimated), more than the {} \
+         MiB {} allows; {fits}, or raise it (`ulimit -v {}` fits) (nothing was sent)",
+        opts.data_dir.display(),
+        data.problems,
+        total.div_ceil(1 << 20),
+        per_problem.div_ceil(1 << 10),
+        opts.num_fewshot,
+        opts.max_tokens,
+        fixed.div_ceil(1 << 20),
+        in_flight,
+        budget.bytes >> 20,
+        budget.what(),
+        total.div_ceil(1 << 10),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lines are counted up to the limit, blank ones skipped, a last line without a newline
+    /// counted.
+    #[test]
+    fn lines_are_counted_without_keeping_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.jsonl");
+        std::fs::write(&p, "ab\n\n  \ncde\nf").unwrap();
+        assert_eq!(count_lines(&p, None), (3, 8));
+        assert_eq!(count_lines(&p, Some(2)), (2, 7));
+        assert_eq!(count_lines(&d.path().join("none"), None), (0, 0));
+    }
 }

@@ -69,6 +69,19 @@ pub fn run(args: IngestFlags) -> anyhow::Result<ExitStatus> {
             }
         );
     }
+    // The database is written: no path ingested may be its file (trial of issue 39, finding
+    // 1: same-file paths compared by what they name).
+    {
+        use inferbench_loadgen::samefile::{check_distinct, db_path, NamedPath};
+        let mut named: Vec<NamedPath> = args
+            .paths
+            .iter()
+            .chain(&args.inferencex_dump)
+            .map(|p| NamedPath::input("ingest", p))
+            .collect();
+        named.extend(db_path(&args.db));
+        check_distinct(&named)?;
+    }
     let is_dump = |p: &PathBuf| {
         inferbench_store::dump::is_json_dump(p) || inferbench_store::dump::is_pg_dump(p)
     };

@@ -134,4 +134,20 @@ mod tests {
         assert_eq!(rows_beyond(&[row(0, 4), row(1, 20)], &limits(100)), Ok(()));
         assert!(rows_beyond(&[row(0, 21)], &limits(100)).is_err());
     }
+
+    /// Trial of issue 39, finding 8: a row whose prompts alone pass the memory budget is told
+    /// to lower what a matrix row has (its isl, its prompts), never `--random-input-len`.
+    #[test]
+    fn a_row_beyond_memory_names_the_rows_own_settings() {
+        let mut l = limits(1 << 20);
+        l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
+        let mut r = row(0, 4);
+        r.prompt_bytes = 1 << 30;
+        let e = rows_beyond(&[r], &l).unwrap_err();
+        assert!(
+            e.contains(" MiB of prompts (lower the row's isl or its number of prompts), "),
+            "{e}"
+        );
+        assert!(!e.contains("--random-input-len"), "{e}");
+    }
 }

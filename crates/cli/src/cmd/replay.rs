@@ -32,6 +32,12 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     // Generated a session at a time within the memory budget (less the process's own): a
     // corpus that does not fit is refused naming how many sessions fit, never an abort (issue
     // 39 §2: `--shape 062126-256k` under `ulimit -v 600000` aborted, exit 134).
+    // An empty corpus is no corpus (trial of issue 39, finding 8: `--traces 0` wrote one and
+    // exited 0).
+    anyhow::ensure!(
+        args.traces != Some(0),
+        "--traces 0: a corpus needs at least one session (omit --traces for the shape's)"
+    );
     let limits = crate::limits::current();
     let room = limits.memory.map(|m| m.bytes.saturating_sub(limits.base));
     let mut traces = Vec::new();
@@ -47,10 +53,16 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
         true
     });
     if let Some((most, fit)) = over {
+        // Not one session: the way out is the limit, never `--traces 0` (trial of issue 39,
+        // finding 8).
+        let fits = if fit == 0 {
+            "not one session fits: raise the limit".to_string()
+        } else {
+            format!("--traces {fit} or fewer fit")
+        };
         anyhow::bail!(
             "--shape {}: the sessions generated up to here need more than the {} MiB of memory \
-             this process has left (`ulimit -v` or the memory available, less its own); \
-             --traces {fit} or fewer fit",
+             this process has left (`ulimit -v` or the memory available, less its own); {fits}",
             args.shape,
             most >> 20
         );
@@ -120,27 +132,64 @@ pub struct ReplayArgs {
 /// Runs `inferbench replay` under the shutdown token.
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     let ReplayArgs { mut flags, tls } = args;
+    // No file of --result-dir over a trace file (trial of issue 39, finding 1: the replayed
+    // `requests.jsonl` overwritten by the replay's own), before anything is read or asked.
+    {
+        use inferbench_loadgen::samefile::{check_distinct, replay_paths, NamedPath};
+        let mut paths = replay_paths(
+            flags.traces.as_deref(),
+            &flags.tokenizer,
+            flags.result_dir.as_deref(),
+        );
+        paths.extend(tls.tls_ca.clone().map(|p| NamedPath::input("--tls-ca", p)));
+        check_distinct(&paths)?;
+    }
     // More lanes than this process can hold: refused before the traces load (issue 39 §2:
     // SIGABRT at 1,000,000). Requests are not known up front (the run has a duration).
+    // The trace files' read room counted with the lanes, so "N fits" holds with them (trial
+    // of issue 39, finding 2: 220 lanes "fit", then a 34 kB trace found a 0-byte room).
+    let files = flags.traces.as_deref().map(crate::limits::trace_files);
+    let room = crate::limits::input_room(files.as_deref());
     let mut need = crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
         per_stream: 1,
         request_bytes: 0,
-        prompt_bytes: 0,
+        prompt_bytes: room,
         uncapped: false,
     };
-    crate::limits::refuse_beyond(Some(need))?;
+    // What a lane takes is known once the traces are read (its largest request): the check
+    // after the load is the one that refuses with the number that fits. Here only a run that
+    // no lane count could hold is refused; a concurrency above what fits of the lanes' fixed
+    // part loads the traces within the room of the lanes that do fit, so the refusal after
+    // the load names a number that holds with the traces (trial of issue 39, finding 2).
+    let limits = crate::limits::raise_open_files();
+    let traces_bytes = files.as_deref().map_or(0, crate::limits::traces_bytes);
+    let with_traces = crate::limits::Need {
+        prompt_bytes: room.saturating_add(traces_bytes),
+        ..need
+    };
+    let fit = match crate::limits::most_streams(&with_traces, &limits) {
+        // Not one lane beside the whole file's traces: the loader says how many traces fit.
+        0 => crate::limits::most_streams(&need, &limits),
+        n => n,
+    };
+    if fit == 0 {
+        crate::limits::refuse_beyond(Some(need))?;
+    }
+    need.streams = fit;
     // A tokenizer file is an input too: counted before it is loaded, and left out of the
     // traces' room (issue 39 §2 finding 6).
-    need.prompt_bytes =
+    let tokenizer =
         crate::limits::refuse_tokenizer(&flags.tokenizer, &need, &crate::limits::current())?;
+    need.prompt_bytes = need.prompt_bytes.saturating_add(tokenizer);
     // The traces (read or generated) within what the budget leaves besides the lanes: a load
     // that needs more is refused naming how many traces fit, before any request (issue 39 §2:
     // a 488 MB trace file under `ulimit -v 1000000`, or the 062126-256k corpus at 400000,
     // aborted with exit 134).
     flags.memory_budget = crate::limits::prompt_room(&need, &crate::limits::current());
+    let traces_room = flags.memory_budget.unwrap_or(u64::MAX);
     let rt = super::runtime()?;
     // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
     // a connection (trial finding 3: 19,000 lanes passed the check, then held 19,847 files and
@@ -157,7 +206,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
                 requests: 0,
                 per_stream,
                 request_bytes,
-                prompt_bytes: 0,
+                // The traces kept: at most what the file's estimate or their room allows.
+                prompt_bytes: tokenizer.saturating_add(traces_bytes.min(traces_room)),
                 uncapped: false,
             }))
         },

@@ -260,11 +260,25 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
     if traces.is_empty() {
         return Err(WorkloadError::Empty {
             path: path.to_path_buf(),
+            // Only the limits in force are named, as the flags are spelled (trial of issue 39,
+            // finding 8: "num_dataset_entries None", and a context bound named as a flag the
+            // user never passed).
             reason: format!(
-                "no usable trace: {loaded} loaded, {} skipped as invalid, {dropped_by_context} \
-                 over --max-context-length, num_dataset_entries {:?}",
+                "no usable trace: {loaded} loaded, {} skipped as invalid{}{}",
                 skipped.len(),
+                if dropped_by_context > 0 {
+                    format!(
+                        ", {dropped_by_context} over the context bound ({} tokens: \
+                         --max-context-length, --max-model-len or the server's context)",
+                        opts.max_context_length
+                            .map_or_else(|| "?".to_string(), |c| c.to_string())
+                    )
+                } else {
+                    String::new()
+                },
                 opts.num_dataset_entries
+                    .map(|n| format!(", --num-dataset-entries {n}"))
+                    .unwrap_or_default()
             ),
         });
     }
@@ -647,7 +661,9 @@ struct RawTrace {
     block_size: Option<u32>,
     hash_id_scope: Option<RawScope>,
     requests: Vec<RawEntry>,
+    #[serde(default, deserialize_with = "count_u32")]
     tool_tokens: Option<u32>,
+    #[serde(default, deserialize_with = "count_u32")]
     system_tokens: Option<u32>,
     #[allow(dead_code)]
     totals: Option<IgnoredAny>,
@@ -680,10 +696,13 @@ struct RawEntry {
     kind: Option<RawKind>,
     // request fields
     model: Option<String>,
-    #[serde(rename = "in")]
+    #[serde(rename = "in", default, deserialize_with = "count_u32")]
     input: Option<u32>,
+    #[serde(default, deserialize_with = "count_u32")]
     out: Option<u32>,
+    #[serde(default, deserialize_with = "count_u32")]
     input_length: Option<u32>,
+    #[serde(default, deserialize_with = "count_u32")]
     output_length: Option<u32>,
     #[serde(default, deserialize_with = "capped_hash_ids")]
     hash_ids: Option<Vec<u32>>,
@@ -702,7 +721,9 @@ struct RawEntry {
     status: Option<String>,
     requests: Option<Vec<RawEntry>>,
     models: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "count_u32")]
     tool_tokens: Option<u32>,
+    #[serde(default, deserialize_with = "count_u32")]
     system_tokens: Option<u32>,
 }
 
@@ -882,7 +903,7 @@ fn check_entry(path: &str, v: &Value, cap: u32) -> Result<(), String> {
             "t" | "api_time" | "think_time" | "ttft" | "duration_ms" => want_num(&p, x)?,
             "model" | "stop" | "agent_id" | "subagent_type" | "status" => want_str(&p, x, true)?,
             "in" | "out" | "input_length" | "output_length" | "tool_tokens" | "system_tokens" => {
-                match x.as_u64() {
+                match as_count(x) {
                     Some(n) if n > u64::from(cap) => {
                         return Err(format!(
                             "{p}: {n} tokens is above the cap of {cap} tokens (a model's \
@@ -941,8 +962,29 @@ fn want_num(p: &str, x: &Value) -> Result<(), String> {
     }
 }
 
+/// A token count as usage counts are read: a non-negative integer, or a float with no
+/// fraction (`2.0`; trial of issue 39, finding 9: a trace's `out: 2.0` was refused where a
+/// usage count of `2.0` is taken).
+fn as_count(x: &Value) -> Option<u64> {
+    x.as_u64().or_else(|| {
+        let f = x.as_f64()?;
+        (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64).then_some(f as u64)
+    })
+}
+
+/// Deserializes an optional token count below 2^32 as [`as_count`] reads one.
+fn count_u32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    use serde::de::Error as _;
+    let v = Option::<serde_json::Number>::deserialize(d)?;
+    let Some(n) = v else { return Ok(None) };
+    as_count(&Value::Number(n))
+        .and_then(|n| u32::try_from(n).ok())
+        .map(Some)
+        .ok_or_else(|| D::Error::custom("expected a non-negative integer below 2^32"))
+}
+
 fn want_u32(p: &str, x: &Value) -> Result<(), String> {
-    match x.as_u64() {
+    match as_count(x) {
         _ if x.is_null() => Ok(()),
         Some(n) if n <= u32::MAX as u64 => Ok(()),
         Some(_) => Err(format!("{p}: expected a non-negative integer below 2^32")),
@@ -1805,6 +1847,30 @@ pub(crate) mod tests {
         ));
     }
 
+    /// Trial of issue 39, finding 9: a trace's token counts read as usage counts are: `2.0`
+    /// is 2, `2.5` is refused naming the field.
+    #[test]
+    fn integral_float_counts_are_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            &dir,
+            "f.jsonl",
+            "{\"id\":\"a\",\"requests\":[{\"t\":0,\"in\":10.0,\"out\":2.0}]}\n",
+        );
+        let r = load_traces(&p, &LoadOptions::default()).unwrap();
+        let q = &r.traces[0].streams[0].requests[0];
+        assert_eq!((q.input_tokens, q.output_tokens), (10, 2));
+        let p = write(
+            &dir,
+            "g.jsonl",
+            "{\"id\":\"a\",\"requests\":[{\"t\":0,\"in\":10,\"out\":2.5}]}\n",
+        );
+        let e = load_traces(&p, &LoadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("out: expected a non-negative integer"), "{e}");
+    }
+
     #[test]
     fn context_filter_then_cap() {
         let dir = tempfile::tempdir().unwrap();
@@ -1835,7 +1901,14 @@ pub(crate) mod tests {
             ..Default::default()
         };
         let e = load_traces(&p, &opts).unwrap_err().to_string();
-        assert!(e.contains("6 over --max-context-length"), "{e}");
+        assert!(
+            e.ends_with(
+                "(no usable trace: 6 loaded, 0 skipped as invalid, 6 over the context bound (10 \
+                 tokens: --max-context-length, --max-model-len or the server's context))"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("None"), "{e}");
         let opts = LoadOptions {
             num_dataset_entries: Some(0),
             ..Default::default()

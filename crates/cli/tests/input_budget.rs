@@ -1,0 +1,198 @@
+//! Trial of issue 39, finding 2: reading an input file took ~128 MiB (the room for one long
+//! line) that the up-front check never counted, so the "N fits" advice was false for any file
+//! input: `replay --traces` of a 34 kB trace refused 256 lanes saying 220 fit, and at 220 (even
+//! at 1) failed "the line is longer than the 0-byte limit"; `bench --dataset-path` of 5 lines
+//! said 704 fit and failed at 2 with "0 MiB of memory left for prompts". The read room is now
+//! counted up front (and is at most 65× a small file's size), so the number a refusal names
+//! runs to the end with the file, against the sim.
+
+mod common;
+
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
+
+/// Descriptors the harness passed on are closed first (they count against `ulimit -n`).
+const CLOSE_INHERITED: &str =
+    "for fd in $(ls /proc/$$/fd); do [ \"$fd\" -gt 2 ] && eval \"exec $fd<&-\"; done; ";
+
+/// `inferbench ARGS` under `ulimit -v KIB` with 2 runtime workers, in `dir`.
+fn under_ulimit_v(kib: &str, dir: &std::path::Path, args: &[&str]) -> (Output, String) {
+    let script = format!("{CLOSE_INHERITED}ulimit -v {kib} || exit 99; exec \"$0\" \"$@\"");
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("TOKIO_WORKER_THREADS", "2")
+        .output()
+        .unwrap();
+    let text = common::output_text(&o);
+    (o, text)
+}
+
+/// The number a refusal says fits after `flag `.
+fn fits(text: &str, flag: &str) -> String {
+    text.split(&format!("{flag} "))
+        .find_map(|t| t.strip_suffix(" or less fits (nothing was sent)\n"))
+        .unwrap_or_else(|| panic!("no number that fits: {text}"))
+        .to_string()
+}
+
+/// `replay` of the quickstart corpus (34 kB) under `ulimit -v 265000`: 256 lanes are refused
+/// naming `ulimit -v` and a number; that number, and 1, replay to the end (exit 0).
+#[test]
+fn a_replay_at_the_concurrency_its_refusal_names_runs_with_its_trace_file() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = Command::new(BIN)
+        .args(["agentx-traces", "--shape", "quickstart", "-o", "qs.jsonl"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    let replay = |conc: &str| {
+        under_ulimit_v(
+            "265000",
+            d,
+            &[
+                "replay",
+                "--traces",
+                "qs.jsonl",
+                "--base-url",
+                &url,
+                "--concurrency",
+                conc,
+                "--benchmark-duration",
+                "2",
+                "--unsafe-override",
+                "--power",
+                "off",
+                "--no-server-metrics",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = replay("256");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("`ulimit -v`"), "{text}");
+    let n = fits(&text, "--concurrency");
+    for conc in [n.as_str(), "1"] {
+        let (o, text) = replay(conc);
+        assert_eq!(o.status.code(), Some(0), "--concurrency {conc}: {text}");
+        assert!(!text.contains("limit of a line"), "{text}");
+    }
+}
+
+/// `bench --dataset-path` of 5 lines under `ulimit -v 300000`: 2,000 streams are refused
+/// naming a number (its 2,000 prompts: the 5 lines again and again); that number and 2 run
+/// to the end (exit 0).
+#[test]
+fn a_bench_at_the_concurrency_its_refusal_names_runs_with_its_dataset_file() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: String = (1..=5)
+        .map(|i| format!("{{\"prompt\": \"hello number {i}, tell me a story\"}}\n"))
+        .collect();
+    std::fs::write(d.join("ds_ok.jsonl"), lines).unwrap();
+    let bench = |conc: &str| {
+        under_ulimit_v(
+            "300000",
+            d,
+            &[
+                "bench",
+                "--base-url",
+                &url,
+                "--dataset-name",
+                "jsonl",
+                "--dataset-path",
+                "ds_ok.jsonl",
+                "--max-concurrency",
+                conc,
+                "--num-prompts",
+                "2000",
+                "--num-warmups",
+                "0",
+                "--power",
+                "off",
+                "--no-server-metrics",
+            ],
+        )
+    };
+    let (o, text) = bench("2000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(text.contains("`ulimit -v`"), "{text}");
+    let n = fits(&text, "--max-concurrency");
+    for conc in [n.as_str(), "2"] {
+        let (o, text) = bench(conc);
+        assert_eq!(o.status.code(), Some(0), "--max-concurrency {conc}: {text}");
+    }
+}
+
+/// Trial of issue 39, finding 3: eval's data file was not in the memory budget (a 150 MB
+/// `test.jsonl` sent requests, then ran out of memory midway, exit 1). 20,000 problems under
+/// `ulimit -v 270000` are refused before any request (exit 2) naming `--limit K` and the
+/// `ulimit -v` that fits; `--limit K` runs to the end against the sim (exit 0).
+#[test]
+fn an_eval_data_file_beyond_ulimit_v_is_refused_naming_the_limit_that_fits() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("data")).unwrap();
+    let line = |i: usize| {
+        format!(
+            "{{\"question\": \"Natalia sold clips to 48 of her friends in April, and then half \
+             as many in May. How many clips did she sell in all? ({i})\", \"answer\": \"48 + \
+             24 = 72 #### 72\"}}\n"
+        )
+    };
+    let test: String = (0..20_000).map(line).collect();
+    std::fs::write(d.join("data/test.jsonl"), test).unwrap();
+    let train: String = (0..5).map(line).collect();
+    std::fs::write(d.join("data/train.jsonl"), train).unwrap();
+    let eval = |more: &[&str]| {
+        let mut a = vec![
+            "eval",
+            "gsm8k",
+            "--base-url",
+            &url,
+            "--max-tokens",
+            "4",
+            "--concurrency",
+            "4",
+            "--no-threshold",
+            "--data-dir",
+            "data",
+            "--result-dir",
+            "ev",
+        ];
+        a.extend_from_slice(more);
+        under_ulimit_v("270000", d, &a)
+    };
+    let (o, text) = eval(&[]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("error: --data-dir data: test.jsonl's 20000 problems need about ")
+            && text.contains("the address-space limit `ulimit -v` allows; --limit ")
+            && text.contains(" fits) (nothing was sent)"),
+        "{text}"
+    );
+    assert!(!d.join("ev").exists(), "{text}");
+    let k = text
+        .split("--limit ")
+        .find_map(|t| t.split_once(" or fewer fit").map(|(n, _)| n.to_string()))
+        .unwrap_or_else(|| panic!("no --limit that fits: {text}"));
+    let (o, text) = eval(&["--limit", &k]);
+    assert_eq!(o.status.code(), Some(0), "--limit {k}: {text}");
+    assert!(
+        text.contains(&format!("gsm8k: {k} problems (0 failed")),
+        "{text}"
+    );
+}

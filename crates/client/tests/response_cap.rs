@@ -1,0 +1,120 @@
+//! Trial of issue 39, finding 6: one server ignoring `max_tokens` (400 MB of text per request
+//! for `max_tokens` 8) ran the client out of memory and ended the whole run. A response is cut
+//! off past a documented multiple of `max_tokens` (1 MiB + 64 KiB × max_tokens of decoded
+//! body, 16 × max_tokens + 64 token chunks) and fails as `stream_error` with its cause; the
+//! client goes on with the next request.
+
+mod common;
+
+use std::time::Duration;
+
+use common::send_hi;
+use inferbench_client::{Backend, Client, ClientConfig};
+use inferbench_core::ErrorClass;
+use inferbench_testutil::replay::read_request;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+/// A server answering every request with an endless completions stream of `event` (whole SSE
+/// events) until the client goes away, or `then_done` events followed by `[DONE]`.
+async fn serve_endless(event: String, then_done: Option<usize>) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            let event = event.clone();
+            tokio::spawn(async move {
+                if !read_request(&mut s).await {
+                    return;
+                }
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: \
+                            close\r\n\r\n";
+                if s.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let mut sent = 0usize;
+                loop {
+                    if then_done.is_some_and(|n| sent == n) {
+                        let _ = s.write_all(b"data: [DONE]\n\n").await;
+                        let _ = s.shutdown().await;
+                        return;
+                    }
+                    if s.write_all(event.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    sent += 1;
+                }
+            });
+        }
+    });
+    url
+}
+
+fn client(url: String) -> Client {
+    Client::new(ClientConfig {
+        base_url: url,
+        backend: Backend::OpenAiCompletions,
+        model: "m".into(),
+        idle_timeout: Duration::from_secs(5),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// 100 kB chunks without end for `max_tokens` 8: cut off past 1 MiB + 8 × 64 KiB, a failed
+/// record naming the cap; the same client's next request is sent and ends the same way.
+#[tokio::test]
+async fn an_endless_response_is_cut_off_at_its_byte_cap() {
+    let text = "x".repeat(100_000);
+    let url = serve_endless(
+        format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{text}\"}}]}}\n\n"),
+        None,
+    )
+    .await;
+    let c = client(url);
+    for _ in 0..2 {
+        let rec = tokio::time::timeout(Duration::from_secs(20), send_hi(&c, Some(8)))
+            .await
+            .expect("the response was never cut off");
+        assert!(!rec.success);
+        assert_eq!(rec.error_class, Some(ErrorClass::StreamError));
+        assert_eq!(
+            rec.error.as_deref(),
+            Some(
+                "response cut off: more than 1572864 bytes (the client's cap: 1 MiB + 64 KiB × \
+                 max_tokens 8): the server ignored max_tokens"
+            )
+        );
+        assert!(rec.output_text.len() <= 1_572_864 + 100_000);
+    }
+}
+
+/// One-character chunks for `max_tokens` 8: 300 of them then `[DONE]` pass 16 × 8 + 64 = 192
+/// token chunks (all in one read, `[DONE]` included): a failure naming the cap, not a success.
+#[tokio::test]
+async fn too_many_token_chunks_fail_even_with_a_done() {
+    let url = serve_endless(
+        "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n".to_string(),
+        Some(300),
+    )
+    .await;
+    let rec = send_hi(&client(url), Some(8)).await;
+    assert!(!rec.success);
+    assert_eq!(rec.error_class, Some(ErrorClass::StreamError));
+    assert_eq!(
+        rec.error.as_deref(),
+        Some(
+            "response cut off: more than 192 token chunks (the client's cap: 16 × max_tokens 8 \
+             + 64): the server ignored max_tokens"
+        )
+    );
+    // Within the cap (150 chunks for 8 tokens): a success, flagged by the anomaly as before.
+    let url = serve_endless(
+        "data: {\"choices\":[{\"index\":0,\"text\":\"x\"}]}\n\n".to_string(),
+        Some(150),
+    )
+    .await;
+    let rec = send_hi(&client(url), Some(8)).await;
+    assert!(rec.success, "{:?}", rec.error);
+    assert_eq!(rec.output_text.len(), 150);
+}

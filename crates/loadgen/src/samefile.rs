@@ -1,0 +1,306 @@
+//! Two flags naming one file (trial of issue 39, finding 1): an output path equal to an input
+//! path, to another output or to the database destroys what was there (`--save-requests` over
+//! the `--db` file, `--result-dir` over the replayed `--traces`). Every path a command reads or
+//! writes is compared, before any request, by what it names: an existing file by its
+//! (device, inode), so links, `./` and `..` spellings compare equal; a file not yet there by
+//! its canonical path (its deepest existing folder resolved, the rest appended).
+
+use std::path::{Component, Path, PathBuf};
+
+/// Whether a path is read or written by the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Read: two inputs may name one file.
+    Input,
+    /// Written (created or replaced): no other path may name its file.
+    Output,
+}
+
+/// One path a command uses: the flag that names it (`--save-requests`, `--result-dir`'s
+/// `requests.jsonl`, …), the path and whether it is read or written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedPath {
+    /// The flag (or flag and file) as the user knows it.
+    pub flag: String,
+    /// The path.
+    pub path: PathBuf,
+    /// Read or written.
+    pub role: Role,
+}
+
+impl NamedPath {
+    /// A path read by the command.
+    pub fn input(flag: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        Self {
+            flag: flag.into(),
+            path: path.into(),
+            role: Role::Input,
+        }
+    }
+
+    /// A path written by the command.
+    pub fn output(flag: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        Self {
+            flag: flag.into(),
+            path: path.into(),
+            role: Role::Output,
+        }
+    }
+}
+
+/// What a path names, for comparison.
+#[derive(Debug, PartialEq, Eq)]
+enum FileId {
+    /// An existing file: (device, inode).
+    Inode(u64, u64),
+    /// A file not there yet: its canonical path.
+    Path(PathBuf),
+}
+
+/// What `path` names: `None` for an existing file that is not a regular file (a device such
+/// as `/dev/null` is not destroyed by writing; such paths are refused or allowed elsewhere)
+/// or a path that cannot be resolved.
+fn file_id(path: &Path) -> Option<FileId> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Some(inode(&m)),
+        Ok(_) => None,
+        Err(_) => canonical_missing(path).map(FileId::Path),
+    }
+}
+
+#[cfg(unix)]
+fn inode(m: &std::fs::Metadata) -> FileId {
+    use std::os::unix::fs::MetadataExt as _;
+    FileId::Inode(m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn inode(_m: &std::fs::Metadata) -> FileId {
+    FileId::Path(PathBuf::new())
+}
+
+/// The canonical form of a path that does not exist: its deepest existing ancestor
+/// canonicalised (links resolved), the remaining components appended (`.` dropped, `..`
+/// taking one back).
+fn canonical_missing(path: &Path) -> Option<PathBuf> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(path)
+    };
+    let mut base = abs.clone();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(c) = base.canonicalize() {
+            let mut out = c;
+            for part in rest.iter().rev() {
+                match part {
+                    None => {
+                        out.pop();
+                    }
+                    Some(name) => out.push(name),
+                }
+            }
+            return Some(out);
+        }
+        // `None` for `..`; `.` components are dropped.
+        match base.components().next_back()? {
+            Component::CurDir => {}
+            Component::ParentDir => rest.push(None),
+            c => rest.push(Some(c.as_os_str().to_os_string())),
+        }
+        if !base.pop() {
+            return None;
+        }
+    }
+}
+
+/// Refuses two paths naming one file when either is written: the first such pair, naming both
+/// flags and paths. Two inputs may name one file; paths that are not regular files (devices,
+/// directories) are not compared.
+///
+/// # Errors
+/// `--a A and --b B name the same file: …` with what to do (give each its own path).
+pub fn check_distinct(paths: &[NamedPath]) -> anyhow::Result<()> {
+    let ids: Vec<Option<FileId>> = paths.iter().map(|p| file_id(&p.path)).collect();
+    for (i, a) in paths.iter().enumerate() {
+        for (j, b) in paths.iter().enumerate().skip(i + 1) {
+            if a.role == Role::Input && b.role == Role::Input {
+                continue;
+            }
+            let (Some(x), Some(y)) = (&ids[i], &ids[j]) else {
+                continue;
+            };
+            if x != y {
+                continue;
+            }
+            let what = match (a.role, b.role) {
+                (Role::Output, Role::Output) => "one output would overwrite the other",
+                _ => "writing the output would destroy the input",
+            };
+            anyhow::bail!(
+                "{} {} and {} {} name the same file: {what}; give each its own path",
+                a.flag,
+                a.path.display(),
+                b.flag,
+                b.path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The paths a `bench` point reads and writes, as [`check_distinct`] compares them: the
+/// dataset and a tokenizer file read; `--save-requests`, a given `--result-filename`, the
+/// side files and the InferenceX aggregate written into `--result-dir`. A default result file
+/// name (dated when the run ends) is not listed.
+pub fn bench_paths(opts: &crate::options::BenchOptions) -> Vec<NamedPath> {
+    let mut v = Vec::new();
+    if let Some(p) = &opts.dataset_path {
+        v.push(NamedPath::input("--dataset-path", p));
+    }
+    if Path::new(&opts.tokenizer).is_file() {
+        v.push(NamedPath::input("--tokenizer", &opts.tokenizer));
+    }
+    if let Some(p) = &opts.save_requests {
+        v.push(NamedPath::output("--save-requests", p));
+    }
+    let dir = opts
+        .result_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("."));
+    if opts.save_result {
+        if let Some(name) = &opts.result_filename {
+            v.push(NamedPath::output("--result-filename", dir.join(name)));
+        }
+    }
+    if opts.result_filename.is_some() || !opts.save_result {
+        for side in crate::output::SIDE_FILES {
+            if let Some(p) = crate::output::side_file(opts, "", side) {
+                v.push(NamedPath::output(format!("--result-dir's {side}"), p));
+            }
+        }
+    }
+    if let Some(id) = &opts.job_identity {
+        v.push(NamedPath::output(
+            "--result-dir's aggregate",
+            dir.join(id.aggregate_file_name()),
+        ));
+    }
+    v
+}
+
+/// The files `replay` writes into `--result-dir` (the replay flags' own list of what it checks
+/// there, kept equal).
+pub const REPLAY_FILES: [&str; 9] = [
+    "summary.json",
+    "requests.jsonl",
+    inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE,
+    "server_metrics.jsonl",
+    "power.csv",
+    "power_validation.json",
+    "aiperf_artifacts/profile_export.jsonl",
+    "aiperf_artifacts/profile_export_aiperf.json",
+    "aiperf_artifacts/server_metrics_export.json",
+];
+
+/// The paths a `replay` reads and writes: each trace file (`--traces` a file, or the `*.jsonl`
+/// and `*.json` files directly in a `--traces` directory, as the loader reads them), a
+/// tokenizer file, and each file of [`REPLAY_FILES`] in `--result-dir`.
+pub fn replay_paths(
+    traces: Option<&Path>,
+    tokenizer: &str,
+    result_dir: Option<&Path>,
+) -> Vec<NamedPath> {
+    let mut v = Vec::new();
+    if let Some(t) = traces {
+        if t.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(t)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl" || x == "json"))
+                .collect();
+            files.sort();
+            v.extend(files.into_iter().map(|p| NamedPath::input("--traces", p)));
+        } else {
+            v.push(NamedPath::input("--traces", t));
+        }
+    }
+    if Path::new(tokenizer).is_file() {
+        v.push(NamedPath::input("--tokenizer", tokenizer));
+    }
+    if let Some(d) = result_dir {
+        for f in REPLAY_FILES {
+            v.push(NamedPath::output(format!("--result-dir's {f}"), d.join(f)));
+        }
+    }
+    v
+}
+
+/// A `--db` target as a path to compare: a SQLite file (a `postgres://` URL names none).
+pub fn db_path(db: &str) -> Option<NamedPath> {
+    (!db.contains("://")).then(|| NamedPath::output("--db", db))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An existing file named two ways (a `./` spelling, a `..` detour, a symlink) is one file;
+    /// a file not there yet is compared by its canonical path; inputs may share a file.
+    #[test]
+    fn same_file_by_inode_or_canonical_path() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("ib.db");
+        std::fs::write(&db, b"x").unwrap();
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&db, d.path().join("link.db")).unwrap();
+        let detour = d.path().join("sub/../ib.db");
+        let e = check_distinct(&[
+            NamedPath::output("--db", &db),
+            NamedPath::output("--save-requests", &detour),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "--db {} and --save-requests {} name the same file: one output would overwrite \
+                 the other; give each its own path",
+                db.display(),
+                detour.display()
+            )
+        );
+        #[cfg(unix)]
+        assert!(check_distinct(&[
+            NamedPath::input("--dataset-path", d.path().join("link.db")),
+            NamedPath::output("--save-requests", &db),
+        ])
+        .unwrap_err()
+        .to_string()
+        .contains("writing the output would destroy the input"));
+        // Not there yet: by canonical path.
+        let new = d.path().join("sub/new.jsonl");
+        assert!(check_distinct(&[
+            NamedPath::output("--save-requests", &new),
+            NamedPath::output("--result-filename", d.path().join("sub/./x/../new.jsonl")),
+        ])
+        .is_err());
+        // Two inputs; distinct outputs; a device.
+        check_distinct(&[
+            NamedPath::input("--dataset-path", &db),
+            NamedPath::input("--tokenizer", &db),
+            NamedPath::output("--save-requests", &new),
+            NamedPath::output("--result-filename", d.path().join("r.json")),
+        ])
+        .unwrap();
+        check_distinct(&[
+            NamedPath::output("--save-requests", "/dev/null"),
+            NamedPath::output("--result-filename", "/dev/null"),
+        ])
+        .unwrap();
+    }
+}
