@@ -40,7 +40,7 @@ fn fits(text: &str, flag: &str) -> String {
         .to_string()
 }
 
-/// `replay` of the quickstart corpus (34 kB) under `ulimit -v 265000`: 256 lanes are refused
+/// `replay` of the quickstart corpus (34 kB) under `ulimit -v 195000`: 256 lanes are refused
 /// naming `ulimit -v` and a number; that number, and 1, replay to the end (exit 0).
 #[test]
 fn a_replay_at_the_concurrency_its_refusal_names_runs_with_its_trace_file() {
@@ -56,7 +56,7 @@ fn a_replay_at_the_concurrency_its_refusal_names_runs_with_its_trace_file() {
     assert!(o.status.success(), "{}", common::output_text(&o));
     let replay = |conc: &str| {
         under_ulimit_v(
-            "265000",
+            "195000",
             d,
             &[
                 "replay",
