@@ -149,12 +149,19 @@ fn quad(p: [(f64, f64); 3], t: f64) -> f64 {
 /// in x and in y; at either end of the curve, where only one exists, that quadratic against
 /// the straight line. Infinite without three points or with a non-positive value.
 fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
+    bend_parts(v, i).0
+}
+
+/// [`bend`], and the two quadratics' disagreement alone (relative) where both exist: a third
+/// difference of the curve, which a smooth curve keeps small and run-to-run noise does not
+/// ([`noise_estimate`]).
+fn bend_parts(v: &[(u32, f64, f64)], i: usize) -> (f64, Option<f64>) {
     let t = |c: u32| (c.max(1) as f64).ln();
     let ln = |p: &(u32, f64, f64)| -> Option<(f64, f64, f64)> {
         (p.1 > 0.0 && p.2 > 0.0).then(|| (t(p.0), p.1.ln(), p.2.ln()))
     };
     let (Some(a), Some(b)) = (ln(&v[i]), ln(&v[i + 1])) else {
-        return f64::INFINITY;
+        return (f64::INFINITY, None);
     };
     let tm = (a.0 + b.0) / 2.0;
     let chord = ((a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0);
@@ -171,6 +178,10 @@ fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
     };
     let gap = |p: (f64, f64), q: (f64, f64)| (p.0 - q.0).abs().max((p.1 - q.1).abs());
     let (left, right) = (i.checked_sub(1).and_then(at), at(i));
+    let both = match (left, right) {
+        (Some(l), Some(r)) => Some(gap(l, r).exp_m1()).filter(|d| d.is_finite()),
+        _ => None,
+    };
     let d = match (left, right) {
         (Some(l), Some(r)) => gap(l, r),
         (Some(q), None) | (None, Some(q)) => gap(q, chord),
@@ -184,7 +195,7 @@ fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
     let pred = match (left, right) {
         (Some(l), Some(r)) => ((l.0 + r.0) / 2.0, (l.1 + r.1) / 2.0),
         (Some(q), None) | (None, Some(q)) => q,
-        (None, None) => return f64::INFINITY,
+        (None, None) => return (f64::INFINITY, both),
     };
     // The chord is drawn as the dashboard and `report` draw a frontier between two knots: in
     // linear x and y (their monotone cubic is the straight line through two knots), which
@@ -205,10 +216,36 @@ fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
     // A difference of logarithms → a relative difference.
     let d = d.exp_m1();
     if d.is_nan() {
-        f64::INFINITY
+        (f64::INFINITY, both)
     } else {
-        d
+        (d, both)
     }
+}
+
+/// How much of a point's relative noise the two quadratics' disagreement ([`bend_parts`])
+/// carries, as a standard deviation: at an interval's middle with evenly spaced points the
+/// disagreement is the third difference (−1, 3, −3, 1) / 8 of four neighbouring points, so
+/// independent noise of σ per point gives √20 / 8 ≈ 0.559 σ.
+pub const DISAGREEMENT_PER_NOISE: f64 = 0.559;
+
+/// The relative run-to-run noise (one standard deviation) of curve `v`'s valid points as the
+/// planner can see it from one measurement per concurrency: the lower quartile, over the
+/// intervals with three neighbouring points on either side, of the two quadratics'
+/// disagreement ([`bend_parts`]), over the lower quartile of its absolute value under noise
+/// alone (0.319 × [`DISAGREEMENT_PER_NOISE`]). That disagreement is a third difference of the
+/// curve: a smooth curve, however bent, keeps it small, noise does not, and a knee shows in at
+/// most the three intervals whose four points span it, so it does not move the lower quartile
+/// of four or more. 0 with fewer than three such intervals (nothing to tell noise from a
+/// knee).
+fn noise_estimate(v: &[(u32, f64, f64)]) -> f64 {
+    let mut d: Vec<f64> = (0..v.len().saturating_sub(1))
+        .filter_map(|k| bend_parts(v, k).1)
+        .collect();
+    if d.len() < 3 {
+        return 0.0;
+    }
+    d.sort_by(f64::total_cmp);
+    d[(d.len() - 1) / 4] / (0.319 * DISAGREEMENT_PER_NOISE)
 }
 
 /// y of the group's best other curve at `x`: the highest y among other curves' valid points
@@ -253,6 +290,22 @@ fn others_at(curves: &[Curve], me: usize, x: f64) -> Option<f64> {
     best
 }
 
+/// Whether the group's other curves, read between their valid points ([`others_at`]: as the
+/// frontier is drawn), serve more than `y` at every x of `x_lo..=x_hi` (checked at
+/// [`DOMINANCE_SAMPLES`] evenly spaced x, both ends included): a stretch of a curve whose best
+/// y is below that is under the frontier wherever it lies. False where another curve does not
+/// reach one of those x (nothing is known there).
+fn others_above(curves: &[Curve], me: usize, x_lo: f64, x_hi: f64, y: f64) -> bool {
+    (0..DOMINANCE_SAMPLES).all(|s| {
+        let f = s as f64 / (DOMINANCE_SAMPLES - 1) as f64;
+        let x = x_lo + f * (x_hi - x_lo);
+        others_at(curves, me, x).is_some_and(|o| o > y)
+    })
+}
+
+/// How many x of a stretch [`others_above`] checks (both ends included).
+pub const DOMINANCE_SAMPLES: usize = 9;
+
 /// The concurrencies to measure next, `(curve index, conc)`, at most one per curve, in curve
 /// order; empty when the group's frontier is known to within `tolerance` (or nothing is left
 /// to try, or every curve has spent its [`Curve::max_points`]). A `tolerance` that is not a
@@ -293,10 +346,76 @@ pub fn next_round_k(curves: &[Curve], tolerance: f64, k: usize) -> Vec<(usize, u
 /// The concurrencies worth measuring on curve `i` of `curves`, most valuable first (the rule of
 /// the module doc); empty when none is, or the curve has spent its points.
 fn candidates(curves: &[Curve], i: usize, tol: f64) -> Vec<u32> {
+    explain_curve(curves, i, tol)
+        .into_iter()
+        .map(|c| c.conc)
+        .collect()
+}
+
+/// Why the planner proposes a concurrency ([`explain`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Why {
+    /// One of the curve's first three points: an end of its listed range or its middle.
+    Seed,
+    /// Between the last valid point and an invalid one beyond it (or below it): that stretch
+    /// of the curve is unknown.
+    BesideInvalid,
+    /// The curve's interpolation between the interval's valid ends is uncertain by
+    /// `uncertainty` (relative, [`bend`]'s measure) over `share` (0..=1) of the group's x
+    /// range, and no other curve's measured point serves the interval's x with more y.
+    Bend {
+        /// Relative uncertainty of the interpolation (0.05 = 5 %).
+        uncertainty: f64,
+        /// The interval's share of the group's x range (0..=1).
+        share: f64,
+    },
+    /// Another curve of the group crosses this one inside the interval: a point here could
+    /// change which curve wins.
+    Crossing {
+        /// Relative uncertainty of the interpolation (as in [`Why::Bend`]).
+        uncertainty: f64,
+        /// The interval's share of the group's x range (0..=1).
+        share: f64,
+    },
+}
+
+/// One proposal of [`explain`]: the concurrency and why.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    /// The concurrency to measure.
+    pub conc: u32,
+    /// Why it is worth a point.
+    pub why: Why,
+    /// Whether it is a listed concurrency inside an interval (ranked before unlisted ones).
+    pub listed: bool,
+}
+
+/// Every concurrency the planner would propose per curve of `curves` (one group) at
+/// `tolerance` (a non-positive or non-finite one read as [`DEFAULT_TOLERANCE`]), most valuable
+/// first, with the reason: what [`next_round_k`] takes its first `k` of (it also caps them at
+/// a curve's [`Curve::max_points`]). An empty list: the curve needs no more points.
+pub fn explain(curves: &[Curve], tolerance: f64) -> Vec<Vec<Candidate>> {
+    let tol = if tolerance.is_finite() && tolerance > 0.0 {
+        tolerance
+    } else {
+        DEFAULT_TOLERANCE
+    };
+    (0..curves.len())
+        .map(|i| explain_curve(curves, i, tol))
+        .collect()
+}
+
+/// [`explain`] for curve `i`.
+fn explain_curve(curves: &[Curve], i: usize, tol: f64) -> Vec<Candidate> {
     let c = &curves[i];
     if c.spent() {
         return Vec::new();
     }
+    let seed = |conc: u32| Candidate {
+        conc,
+        why: Why::Seed,
+        listed: true,
+    };
     // 1. The ends and the middle.
     let mut first: Vec<u32> = Vec::new();
     for m in [Some(c.lo), Some(c.hi), middle(c.lo, c.hi)]
@@ -308,7 +427,7 @@ fn candidates(curves: &[Curve], i: usize, tol: f64) -> Vec<u32> {
         }
     }
     if !first.is_empty() {
-        return first;
+        return first.into_iter().map(seed).collect();
     }
     // 2. An invalid end leaves the stretch beyond the last valid point unknown: measure
     //    between them first (the highest stretch first: it decides the frontier's far end).
@@ -330,13 +449,18 @@ fn candidates(curves: &[Curve], i: usize, tol: f64) -> Vec<u32> {
         open_between(a, bottom.0)
     });
     if let Some(m) = beyond.or(below) {
-        return vec![m];
+        return vec![Candidate {
+            conc: m,
+            why: Why::BesideInvalid,
+            listed: c.listed.contains(&m),
+        }];
     }
     // 3. The uncertain intervals that could be on the frontier, most valuable first (a stable
     //    sort: of equal ones, the lower).
     let xs = curves.iter().flat_map(|c| c.valid()).map(|p| p.1);
     let span = xs.clone().fold(f64::NEG_INFINITY, f64::max) - xs.fold(f64::INFINITY, f64::min);
-    let mut ranked: Vec<(bool, f64, u32)> = Vec::new();
+    let mut ranked: Vec<(f64, Candidate)> = Vec::new();
+    let noise = noise_estimate(&v);
     for k in 0..v.len().saturating_sub(1) {
         if (v[k + 1].0 as f64) < v[k].0.max(1) as f64 * MIN_SPLIT_RATIO {
             continue;
@@ -367,19 +491,26 @@ fn candidates(curves: &[Curve], i: usize, tol: f64) -> Vec<u32> {
         // point unless another curve crosses it.
         let narrow = (v[k + 1].1 - v[k].1).abs() < MIN_X_SHARE * span;
         let u = bend(&v, k);
+        // Worth a point only above the tolerance and above what noise alone makes of the
+        // uncertainty (2 σ of the disagreement at the curve's estimated noise).
+        let threshold = tol.max(2.0 * DISAGREEMENT_PER_NOISE * noise);
         // Does another curve of the group cross this one inside the stretch (above it at
         // one end, below at the other)? Then a point here can change which curve wins,
         // and the frontier's chord from one curve to the other cuts below both.
         let side = |p: &(u32, f64, f64)| others_at(curves, i, p.1).map(|o| p.2 >= o);
         let crosses = matches!((side(&v[k]), side(&v[k + 1])), (Some(a), Some(b)) if a != b);
-        if (u <= tol || narrow) && !crosses {
+        if (u <= threshold || narrow) && !crosses {
             continue;
         }
         // Could this stretch be on the frontier? Its best y (throughput rises with
-        // concurrency: the higher end's) against the other curves' best at its lowest x.
-        let x_lo = v[k].1.min(v[k + 1].1);
-        let y_hi = v[k].2.max(v[k + 1].2);
-        if !crosses && best_other_at(curves, i, x_lo).is_some_and(|o| o > y_hi * (1.0 + tol)) {
+        // concurrency: the higher end's) against the other curves: a measured point that
+        // serves its lowest x with more, or the other curves read between their points (as
+        // the frontier is drawn) above it by more than the tolerance at every x it spans.
+        let (x_lo, x_hi) = (v[k].1.min(v[k + 1].1), v[k].1.max(v[k + 1].1));
+        let bar = v[k].2.max(v[k + 1].2) * (1.0 + tol + 2.0 * noise);
+        let dominated = best_other_at(curves, i, x_lo).is_some_and(|o| o > bar)
+            || others_above(curves, i, x_lo, x_hi, bar);
+        if !crosses && dominated {
             continue;
         }
         let u = if crosses { u.max(tol) } else { u };
@@ -391,10 +522,26 @@ fn candidates(curves: &[Curve], i: usize, tol: f64) -> Vec<u32> {
         } else {
             1.0
         };
-        ranked.push((listed_inside.is_some(), u.min(1.0) * share, m));
+        let why = if crosses {
+            Why::Crossing {
+                uncertainty: u,
+                share,
+            }
+        } else {
+            Why::Bend {
+                uncertainty: u,
+                share,
+            }
+        };
+        let cand = Candidate {
+            conc: m,
+            why,
+            listed: listed_inside.is_some(),
+        };
+        ranked.push((u.min(1.0) * share, cand));
     }
-    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
-    ranked.into_iter().map(|(_, _, m)| m).collect()
+    ranked.sort_by(|a, b| b.1.listed.cmp(&a.1.listed).then(b.0.total_cmp(&a.0)));
+    ranked.into_iter().map(|(_, c)| c).collect()
 }
 
 /// Runs a whole plan: rounds of [`next_round`], each proposal measured by `measure(curve,
@@ -430,6 +577,62 @@ pub fn run_k(
             curves[i].points.insert(c, m);
             order.push((i, c));
         }
+    }
+}
+
+/// The local executor's order of an adaptive sweep's points ([`run_local`]), one point at a
+/// time: first every curve's ends and middle, one curve after the other (so that each curve's
+/// refinement is planned against every curve of its group, not only the ones before it),
+/// then each curve's refinement, all of one curve's points in a row, the curves in reverse
+/// order (the last seeded curve's engine is still up). A curve left behind is not returned
+/// to. Deterministic; at most each curve's [`Curve::max_points`].
+#[derive(Debug, Clone, Default)]
+pub struct LocalOrder {
+    /// `None` while seeding; then 1 + the curve being refined (0: done).
+    refining: Option<usize>,
+}
+
+impl LocalOrder {
+    /// The next point `(curve index, conc)` of `curves`, whose group ids are `groups`
+    /// (`groups[i]` for curve `i`; curves of one id compete for one frontier), at `tolerance`
+    /// (as [`next_round_k`] reads it); `None` when the sweep is done.
+    pub fn next(
+        &mut self,
+        curves: &[Curve],
+        groups: &[usize],
+        tolerance: f64,
+    ) -> Option<(usize, u32)> {
+        let tol = if tolerance.is_finite() && tolerance > 0.0 {
+            tolerance
+        } else {
+            DEFAULT_TOLERANCE
+        };
+        let propose = |i: usize, seeds_only: bool| -> Option<u32> {
+            let g = groups.get(i).copied().unwrap_or(usize::MAX);
+            let members: Vec<usize> = (0..curves.len())
+                .filter(|j| *j == i || groups.get(*j) == Some(&g))
+                .collect();
+            let sub: Vec<Curve> = members.iter().map(|j| curves[*j].clone()).collect();
+            let me = members.iter().position(|j| *j == i)?;
+            let first = explain_curve(&sub, me, tol).into_iter().next()?;
+            (!seeds_only || first.why == Why::Seed).then_some(first.conc)
+        };
+        if self.refining.is_none() {
+            if let Some(p) = (0..curves.len()).find_map(|i| propose(i, true).map(|c| (i, c))) {
+                return Some(p);
+            }
+            self.refining = Some(curves.len());
+        }
+        let mut cur = self.refining.unwrap_or(0);
+        while cur > 0 {
+            if let Some(c) = propose(cur - 1, false) {
+                self.refining = Some(cur);
+                return Some((cur - 1, c));
+            }
+            cur -= 1;
+        }
+        self.refining = Some(0);
+        None
     }
 }
 
@@ -939,13 +1142,22 @@ pub async fn run_local<R: crate::point::PointRunner>(
         report.points.extend(r.points);
     }
     let mut planned: Vec<Curve> = curves.iter().map(|(_, _, l)| Curve::listed(l)).collect();
-    // One curve at a time, all of its rounds in a row, through one `run_jobs_with`: the
-    // curve's engine is launched once and kept up across its rounds (relaunched each round,
-    // TP 2 at conc 2 cost 55.7 GPU-s against the list's 36.7). A curve plans with what every
-    // curve measured so far (the ones before it in full), so later curves of a group may stop
-    // early against the earlier ones' frontier.
+    // The order of [`LocalOrder`]: every curve's ends and middle first (one curve after the
+    // other), then each curve's refinement, the last seeded first (its engine is still up),
+    // all of one curve's rounds in a row through one `run_jobs_with` (relaunched each round,
+    // TP 2 at conc 2 cost 55.7 GPU-s against the list's 36.7). A curve the others dominate
+    // is not refined and so never relaunched.
+    let mut group_names: Vec<&str> = curves.iter().map(|c| c.0.as_str()).collect();
+    group_names.sort_unstable();
+    group_names.dedup();
+    let groups: Vec<usize> = (curves.iter())
+        .map(|c| group_names.binary_search(&c.0.as_str()).unwrap_or(0))
+        .collect();
+    let mut order = LocalOrder::default();
     let mut rounds = 0;
-    let mut cur = 0usize;
+    // The curves in the order their points ran, one entry per run of one curve's points (a
+    // launch of its engine).
+    let mut runs: Vec<usize> = Vec::new();
     let mut pending: Vec<(usize, u32)> = Vec::new();
     let plan = |report: &SweepReport| -> Vec<JobSpec> {
         for (i, c) in std::mem::take(&mut pending) {
@@ -958,31 +1170,17 @@ pub async fn run_local<R: crate::point::PointRunner>(
             let m = p.filter(|_| ok).and_then(|p| point_xy(&p.dir, spec));
             planned[i].points.insert(c, m);
         }
-        while cur < curves.len() {
-            let g = &curves[cur].0;
-            let members: Vec<usize> = (0..curves.len()).filter(|i| &curves[*i].0 == g).collect();
-            let sub: Vec<Curve> = members.iter().map(|i| planned[*i].clone()).collect();
-            let mine: Vec<(usize, u32)> = next_round(&sub, tolerance)
-                .into_iter()
-                .map(|(k, c)| (members[k], c))
-                .filter(|(i, _)| *i == cur)
-                .collect();
-            if mine.is_empty() {
-                cur += 1;
-                continue;
-            }
-            rounds += 1;
-            pending = mine.clone();
-            return mine
-                .iter()
-                .map(|&(i, c)| {
-                    let mut j = curves[i].1.clone();
-                    j.row.conc = inferbench_core::matrix::Conc::One(c);
-                    j
-                })
-                .collect();
+        let Some((i, c)) = order.next(&planned, &groups, tolerance) else {
+            return Vec::new();
+        };
+        rounds += 1;
+        if runs.last() != Some(&i) {
+            runs.push(i);
         }
-        Vec::new()
+        pending = vec![(i, c)];
+        let mut j = curves[i].1.clone();
+        j.row.conc = inferbench_core::matrix::Conc::One(c);
+        vec![j]
     };
     let r = run_jobs_with(&[], &round_opts, runner, cancel, plan).await;
     report.points.extend(r.points);
@@ -992,6 +1190,9 @@ pub async fn run_local<R: crate::point::PointRunner>(
     // planned prompts scaled up to all of them), interpolated over the list, plus the curve's
     // launches once, as spent (one per curve, as the plain sweep's).
     let mut gpu_by_curve: Vec<BTreeMap<u32, f64>> = vec![BTreeMap::new(); curves.len()];
+    // A curve refined after the others were seeded was launched once per run of its points:
+    // the plain sweep launches it once, so its launch shares count divided by its runs.
+    let runs_of = |i: usize| runs.iter().filter(|r| **r == i).count().max(1) as f64;
     let mut launches = 0.0;
     for p in report
         .points
@@ -1003,7 +1204,7 @@ pub async fn run_local<R: crate::point::PointRunner>(
         };
         let Some(g) = p.gpu_seconds else { continue };
         let launch = p.launch_gpu_seconds.unwrap_or(0.0);
-        launches += launch;
+        launches += launch / runs_of(i);
         let spec = &curves[i].1;
         let k = if spec.is_agentic() {
             // An AgentX replay costs by the second: one its early stop ended after `d` s of
@@ -1417,5 +1618,160 @@ mod tests {
             capped,
             run(vec![Curve::listed(&listed)], 0.02, |_, c| noisy(c)).1
         );
+    }
+}
+
+/// Issue 43's replay: the planner's rounds on a real sim sweep's recorded points.
+#[cfg(test)]
+mod replay {
+    use super::*;
+
+    /// The full list's points of the issue's config, recorded (curve 0 = TP 1, 1 = TP 2;
+    /// conc, median interactivity tok/s/user, tok/s/GPU).
+    const RECORDED: [(usize, u32, f64, f64); 18] = [
+        (0, 1, 142.04, 702.8),
+        (0, 2, 140.26, 1385.6),
+        (0, 4, 134.63, 2575.7),
+        (0, 8, 125.62, 4802.3),
+        (0, 16, 110.82, 8479.2),
+        (0, 32, 90.13, 13718.5),
+        (0, 64, 65.04, 19587.2),
+        (0, 128, 41.31, 24900.3),
+        (0, 256, 23.9, 27000.0),
+        (1, 1, 214.8, 525.6),
+        (1, 2, 211.27, 1040.4),
+        (1, 4, 205.16, 1883.5),
+        (1, 8, 193.94, 3733.7),
+        (1, 16, 175.41, 6621.8),
+        (1, 32, 146.01, 10602.0),
+        (1, 64, 110.0, 16000.0),
+        (1, 128, 75.0, 21000.0),
+        (1, 256, 45.0, 25000.0),
+    ];
+
+    /// A recorded point; a concurrency the list does not hold reads between its listed
+    /// neighbours (linear in log conc, log x, log y).
+    fn recorded(i: usize, c: u32) -> Measured {
+        let pts: Vec<(u32, f64, f64)> = (RECORDED.iter())
+            .filter(|p| p.0 == i)
+            .map(|p| (p.1, p.2, p.3))
+            .collect();
+        if let Some(p) = pts.iter().find(|p| p.0 == c) {
+            return Some((p.1, p.2));
+        }
+        let w = pts.windows(2).find(|w| w[0].0 < c && c < w[1].0)?;
+        let f = ((c as f64).ln() - (w[0].0 as f64).ln())
+            / ((w[1].0 as f64).ln() - (w[0].0 as f64).ln());
+        let l = |a: f64, b: f64| (a.ln() + f * (b.ln() - a.ln())).exp();
+        Some((l(w[0].1, w[1].1), l(w[0].2, w[1].2)))
+    }
+
+    const LISTED: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+    /// GPU-seconds of each point of [`RECORDED`], in its order.
+    const GPU_S: [f64; 18] = [
+        19.6, 20.4, 21.6, 23.1, 25.4, 31.3, 42.4, 66.1, 111.4, 25.9, 27.0, 28.9, 30.0, 32.5, 39.4,
+        52.0, 73.0, 124.8,
+    ];
+
+    /// Joint rounds (`next_round_k`, as Slurm/GitHub rounds plan), printing each round's
+    /// candidates and why.
+    fn joint(tol: f64) -> Vec<Curve> {
+        let mut curves = vec![Curve::listed(&LISTED); 2];
+        for round in 1.. {
+            let why = explain(&curves, tol);
+            let r = next_round_k(&curves, tol, 1);
+            if r.is_empty() {
+                break;
+            }
+            println!("round {round}: {r:?}");
+            for (i, w) in why.iter().enumerate() {
+                for c in w {
+                    println!("  curve {i}: conc {} {:?}", c.conc, c.why);
+                }
+            }
+            for (i, c) in r {
+                curves[i].points.insert(c, recorded(i, c));
+            }
+        }
+        curves
+    }
+
+    /// `run_local`'s order ([`LocalOrder`]), printing each point and why.
+    fn local(tol: f64) -> Vec<Curve> {
+        let mut curves = vec![Curve::listed(&LISTED); 2];
+        let mut order = LocalOrder::default();
+        while let Some((i, c)) = order.next(&curves, &[0, 0], tol) {
+            let why = explain(&curves, tol);
+            let w = why[i].iter().find(|w| w.conc == c).unwrap();
+            println!("curve {i}: conc {c} {:?}", w.why);
+            curves[i].points.insert(c, recorded(i, c));
+        }
+        curves
+    }
+
+    fn report(name: &str, curves: &[Curve]) -> (usize, FrontierMatch) {
+        let full: Vec<(f64, f64)> = RECORDED.iter().map(|p| (p.2, p.3)).collect();
+        let found: Vec<(f64, f64)> = (curves.iter())
+            .flat_map(|c| c.valid())
+            .map(|p| (p.1, p.2))
+            .collect();
+        let n: usize = curves.iter().map(|c| c.points.len()).sum();
+        let m = frontier_match(&full, &found, MATCH_TOLERANCE).unwrap();
+        let chosen: Vec<Vec<u32>> = (curves.iter())
+            .map(|c| c.points.keys().copied().collect())
+            .collect();
+        let noise: Vec<f64> = curves.iter().map(|c| noise_estimate(&c.valid())).collect();
+        println!("{name}: {n} points {chosen:?}, noise {noise:?}, {m:?}");
+        (n, m)
+    }
+
+    /// The cheapest subsets of the recorded points (each curve's ends always in) whose frontier
+    /// passes the issue's measure against the full list's: what no plan can beat.
+    fn oracle() {
+        let full: Vec<(f64, f64)> = RECORDED.iter().map(|p| (p.2, p.3)).collect();
+        let total: f64 = GPU_S.iter().sum();
+        let free: Vec<usize> = (0..18).filter(|k| ![0, 8, 9, 17].contains(k)).collect();
+        let mut best: Vec<(f64, Vec<usize>)> = Vec::new();
+        for mask in 0u32..(1 << free.len()) {
+            let mut pick: Vec<usize> = vec![0, 8, 9, 17];
+            pick.extend(
+                (0..free.len())
+                    .filter(|b| mask & (1 << b) != 0)
+                    .map(|b| free[b]),
+            );
+            let cost: f64 = pick.iter().map(|k| GPU_S[*k]).sum();
+            if cost > 0.6 * total {
+                continue;
+            }
+            let found: Vec<(f64, f64)> = pick.iter().map(|k| full[*k]).collect();
+            if frontier_match(&full, &found, MATCH_TOLERANCE)
+                .unwrap()
+                .passes()
+            {
+                best.push((cost, pick));
+            }
+        }
+        best.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (cost, pick) in best.iter().take(5) {
+            let names: Vec<String> = (pick.iter())
+                .map(|k| format!("TP{}@{}", RECORDED[*k].0 + 1, RECORDED[*k].1))
+                .collect();
+            println!(
+                "oracle: {:.1} GPU-s = {:.1} % {names:?}",
+                cost,
+                100.0 * cost / total
+            );
+        }
+        println!("oracle: {} subsets pass under 60 %", best.len());
+    }
+
+    #[test]
+    fn the_recorded_sim_sweep_replayed() {
+        oracle();
+        let j = joint(DEFAULT_TOLERANCE);
+        report("joint", &j);
+        let s = local(DEFAULT_TOLERANCE);
+        report("local order", &s);
     }
 }
