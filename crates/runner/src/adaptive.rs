@@ -152,16 +152,21 @@ fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
     bend_parts(v, i).0
 }
 
+/// What [`bend_parts`] finds of one interval: [`bend`]'s uncertainty, the two quadratics'
+/// disagreement where both exist, and the curve's predicted point (x, y) at the interval's
+/// middle (in log concurrency) where a quadratic exists.
+type BendParts = (f64, Option<f64>, Option<(f64, f64)>);
+
 /// [`bend`], and the two quadratics' disagreement alone (relative) where both exist: a third
 /// difference of the curve, which a smooth curve keeps small and run-to-run noise does not
-/// ([`noise_estimate`]).
-fn bend_parts(v: &[(u32, f64, f64)], i: usize) -> (f64, Option<f64>) {
+/// ([`noise_estimate`]); and the predicted point ([`BendParts`]).
+fn bend_parts(v: &[(u32, f64, f64)], i: usize) -> BendParts {
     let t = |c: u32| (c.max(1) as f64).ln();
     let ln = |p: &(u32, f64, f64)| -> Option<(f64, f64, f64)> {
         (p.1 > 0.0 && p.2 > 0.0).then(|| (t(p.0), p.1.ln(), p.2.ln()))
     };
     let (Some(a), Some(b)) = (ln(&v[i]), ln(&v[i + 1])) else {
-        return (f64::INFINITY, None);
+        return (f64::INFINITY, None, None);
     };
     let tm = (a.0 + b.0) / 2.0;
     let chord = ((a.1 + b.1) / 2.0, (a.2 + b.2) / 2.0);
@@ -195,8 +200,10 @@ fn bend_parts(v: &[(u32, f64, f64)], i: usize) -> (f64, Option<f64>) {
     let pred = match (left, right) {
         (Some(l), Some(r)) => ((l.0 + r.0) / 2.0, (l.1 + r.1) / 2.0),
         (Some(q), None) | (None, Some(q)) => q,
-        (None, None) => return (f64::INFINITY, both),
+        (None, None) => return (f64::INFINITY, both, None),
     };
+    let predicted =
+        Some((pred.0.exp(), pred.1.exp())).filter(|p| p.0.is_finite() && p.1.is_finite());
     // The chord is drawn as the dashboard and `report` draw a frontier between two knots: in
     // linear x and y (their monotone cubic is the straight line through two knots), which
     // for a convex stretch lies further from the curve than the log-log chord.
@@ -216,9 +223,9 @@ fn bend_parts(v: &[(u32, f64, f64)], i: usize) -> (f64, Option<f64>) {
     // A difference of logarithms → a relative difference.
     let d = d.exp_m1();
     if d.is_nan() {
-        (f64::INFINITY, both)
+        (f64::INFINITY, both, predicted)
     } else {
-        (d, both)
+        (d, both, predicted)
     }
 }
 
@@ -490,7 +497,7 @@ fn explain_curve(curves: &[Curve], i: usize, tol: f64) -> Vec<Candidate> {
         // much in the measure (the fraction of the range within 3 %): not worth a
         // point unless another curve crosses it.
         let narrow = (v[k + 1].1 - v[k].1).abs() < MIN_X_SHARE * span;
-        let u = bend(&v, k);
+        let (u, _, predicted) = bend_parts(&v, k);
         // Worth a point only above the tolerance and above what noise alone makes of the
         // uncertainty (2 σ of the disagreement at the curve's estimated noise).
         let threshold = tol.max(2.0 * DISAGREEMENT_PER_NOISE * noise);
@@ -511,6 +518,17 @@ fn explain_curve(curves: &[Curve], i: usize, tol: f64) -> Vec<Candidate> {
         let dominated = best_other_at(curves, i, x_lo).is_some_and(|o| o > bar)
             || others_above(curves, i, x_lo, x_hi, bar);
         if !crosses && dominated {
+            continue;
+        }
+        // Would the point change the group's frontier? Its predicted place, even at the top of
+        // its uncertainty, under another curve by more than the threshold: it would not (a
+        // dominated curve's stretch whose far end alone reaches past the others, say TP 1's
+        // 16..256 on the sim, is not split at 64 where TP 2 wins).
+        let buried = predicted.is_some_and(|(px, py)| {
+            others_at(curves, i, px)
+                .is_some_and(|o| o > py * (1.0 + u.min(1.0)) * (1.0 + threshold))
+        });
+        if !crosses && buried {
             continue;
         }
         let u = if crosses { u.max(tol) } else { u };
@@ -1530,7 +1548,7 @@ mod tests {
 
     /// The TP 1 + TP 2 group in the sim's own roofline model (H100, Llama-3.1-8B, bf16,
     /// ISL 1024 / OSL 256): curve `i` is TP `i + 1`.
-    fn sim_tp(i: usize, c: u32) -> ModelPoint {
+    pub(super) fn sim_tp(i: usize, c: u32) -> ModelPoint {
         sim_model_point("H100", "Llama-3.1-8B", "bf16", i as u32 + 1, c, 1024, 256).unwrap()
     }
 
@@ -1574,7 +1592,7 @@ mod tests {
     fn the_sim_shape_passes_the_measure_for_half_the_gpu_time() {
         let (m, _, _, n, _) = full_and_plan(sim_tp, 2, 1, 1.0);
         assert!(m.passes(), "{m:?}");
-        assert_eq!(n, 15);
+        assert_eq!(n, 12);
         let (m, spent, full, _, _) = full_and_plan(sim_tp, 2, 1, 0.3);
         assert!(m.passes(), "{m:?}");
         assert!(spent <= 0.5 * full, "{spent} of {full}");
@@ -1629,24 +1647,24 @@ mod replay {
     /// The full list's points of the config, recorded (curve 0 = TP 1, 1 = TP 2;
     /// conc, median interactivity tok/s/user, tok/s/GPU).
     const RECORDED: [(usize, u32, f64, f64); 18] = [
-        (0, 1, 142.04, 702.8),
-        (0, 2, 140.26, 1385.6),
-        (0, 4, 134.63, 2575.7),
-        (0, 8, 125.62, 4802.3),
-        (0, 16, 110.82, 8479.2),
-        (0, 32, 90.13, 13718.5),
-        (0, 64, 65.04, 19587.2),
-        (0, 128, 41.31, 24900.3),
+        (0, 1, 141.94, 707.4),
+        (0, 2, 139.29, 1393.4),
+        (0, 4, 134.47, 2581.9),
+        (0, 8, 125.43, 4845.5),
+        (0, 16, 110.6, 8522.8),
+        (0, 32, 90.06, 13786.4),
+        (0, 64, 64.88, 19840.8),
+        (0, 128, 41.11, 24898.8),
         (0, 256, 23.9, 27000.0),
-        (1, 1, 214.8, 525.6),
-        (1, 2, 211.27, 1040.4),
-        (1, 4, 205.16, 1883.5),
-        (1, 8, 193.94, 3733.7),
-        (1, 16, 175.41, 6621.8),
-        (1, 32, 146.01, 10602.0),
-        (1, 64, 110.0, 16000.0),
-        (1, 128, 75.0, 21000.0),
-        (1, 256, 45.0, 25000.0),
+        (1, 1, 214.4, 528.6),
+        (1, 2, 211.07, 1041.2),
+        (1, 4, 205.12, 1971.1),
+        (1, 8, 193.9, 3734.0),
+        (1, 16, 174.58, 6629.9),
+        (1, 32, 145.47, 11134.1),
+        (1, 64, 108.55, 16347.3),
+        (1, 128, 71.29, 21486.8),
+        (1, 256, 42.95, 26297.8),
     ];
 
     /// A recorded point; a concurrency the list does not hold reads between its listed
@@ -1670,8 +1688,8 @@ mod replay {
 
     /// GPU-seconds of each point of [`RECORDED`], in its order.
     const GPU_S: [f64; 18] = [
-        19.6, 20.4, 21.6, 23.1, 25.4, 31.3, 42.4, 66.1, 111.4, 25.9, 27.0, 28.9, 30.0, 32.5, 39.4,
-        52.0, 73.0, 124.8,
+        20.7, 20.8, 22.0, 23.5, 26.0, 32.7, 43.7, 67.9, 120.9, 27.2, 28.5, 29.7, 32.8, 37.5, 41.3,
+        52.7, 79.7, 126.2,
     ];
 
     /// Joint rounds (`next_round_k`, as Slurm/GitHub rounds plan), printing each round's
@@ -1698,16 +1716,28 @@ mod replay {
     }
 
     /// `run_local`'s order ([`LocalOrder`]), printing each point and why.
-    fn local(tol: f64) -> Vec<Curve> {
+    fn local(tol: f64, measure: impl Fn(usize, u32) -> Measured) -> Vec<Curve> {
         let mut curves = vec![Curve::listed(&LISTED); 2];
         let mut order = LocalOrder::default();
         while let Some((i, c)) = order.next(&curves, &[0, 0], tol) {
             let why = explain(&curves, tol);
             let w = why[i].iter().find(|w| w.conc == c).unwrap();
             println!("curve {i}: conc {c} {:?}", w.why);
-            curves[i].points.insert(c, recorded(i, c));
+            curves[i].points.insert(c, measure(i, c));
         }
         curves
+    }
+
+    #[test]
+    fn the_modelled_sim_replayed() {
+        let f = |i: usize, c: u32| {
+            let p = super::tests::sim_tp(i, c);
+            Some((p.x, p.y))
+        };
+        let curves = local(DEFAULT_TOLERANCE, f);
+        for c in &curves {
+            println!("{:?}", c.valid());
+        }
     }
 
     fn report(name: &str, curves: &[Curve]) -> (usize, FrontierMatch) {
@@ -1771,7 +1801,7 @@ mod replay {
         oracle();
         let j = joint(DEFAULT_TOLERANCE);
         report("joint", &j);
-        let s = local(DEFAULT_TOLERANCE);
+        let s = local(DEFAULT_TOLERANCE, recorded);
         report("local order", &s);
     }
 }
