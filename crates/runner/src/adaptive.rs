@@ -141,23 +141,20 @@ fn quad(p: [(f64, f64); 3], t: f64) -> f64 {
         + y2 * (t - t0) * (t - t1) / ((t2 - t0) * (t2 - t1))
 }
 
+/// What [`bend_parts`] finds of one interval: its uncertainty, the two quadratics'
+/// disagreement where both exist, and the curve's predicted point (x, y) at the interval's
+/// middle (in log concurrency) where a quadratic exists.
+type BendParts = (f64, Option<f64>, Option<(f64, f64)>);
+
 /// How far, relative, the curve may be off between valid points `i` and `i + 1` of `v`: in
 /// log–log space (where throughput against interactivity is close to a power law, and
 /// differences of logarithms are relative differences), over log-concurrency, the
 /// disagreement at the interval's middle of the two quadratics through three neighbouring
 /// points each (the left and the right one: a smooth curve makes them agree, a knee does not),
 /// in x and in y; at either end of the curve, where only one exists, that quadratic against
-/// the straight line. Infinite without three points or with a non-positive value.
-fn bend(v: &[(u32, f64, f64)], i: usize) -> f64 {
-    bend_parts(v, i).0
-}
-
-/// What [`bend_parts`] finds of one interval: [`bend`]'s uncertainty, the two quadratics'
-/// disagreement where both exist, and the curve's predicted point (x, y) at the interval's
-/// middle (in log concurrency) where a quadratic exists.
-type BendParts = (f64, Option<f64>, Option<(f64, f64)>);
-
-/// [`bend`], and the two quadratics' disagreement alone (relative) where both exist: a third
+/// the straight line; and at least how far the predicted point lies from the straight stretch
+/// the frontier is drawn with. Infinite without three points or with a non-positive value.
+/// Also the two quadratics' disagreement alone (relative) where both exist: a third
 /// difference of the curve, which a smooth curve keeps small and run-to-run noise does not
 /// ([`noise_estimate`]); and the predicted point ([`BendParts`]).
 fn bend_parts(v: &[(u32, f64, f64)], i: usize) -> BendParts {
@@ -368,7 +365,7 @@ pub enum Why {
     /// of the curve is unknown.
     BesideInvalid,
     /// The curve's interpolation between the interval's valid ends is uncertain by
-    /// `uncertainty` (relative, [`bend`]'s measure) over `share` (0..=1) of the group's x
+    /// `uncertainty` (relative, [`bend_parts`]'s measure) over `share` (0..=1) of the group's x
     /// range, and no other curve's measured point serves the interval's x with more y.
     Bend {
         /// Relative uncertainty of the interpolation (0.05 = 5 %).
