@@ -15,9 +15,14 @@
 //!    straight stretch the chart and `report` draw between two knots, in linear x and y: a
 //!    throughput peak, or a convex stretch, where both fits agree, is not cut off). An
 //!    interval is also worth a point where another curve of the group crosses this one inside
-//!    it (a point there can change which curve wins). An interval is worth a point when that exceeds the tolerance relative
-//!    to y **and** the interval could be on the group's frontier (no other curve's measured
-//!    point serves its x with a y above its own by more than the tolerance).
+//!    it (a point there can change which curve wins). An interval is worth a point when that
+//!    exceeds max(tolerance, what the curve's run-to-run noise makes of it: 2 σ at
+//!    [`noise_estimate`]'s level) **and** the interval could be on the group's frontier: no
+//!    other curve's measured point serves its x with a y above its own by more than the
+//!    tolerance plus 2 σ of noise, the other curves (read between their points) do not beat its
+//!    best y by that much at every x it spans, and its predicted middle point, even at the top
+//!    of its uncertainty, does not lie under another curve by more than the threshold (the
+//!    point would not change the frontier).
 //!    An invalid end (say the highest concurrency overloads the server) leaves the stretch
 //!    beyond the last valid point unknown: it is bisected first.
 //! 3. One point per curve per round (Slurm/GitHub rounds: up to k, [`next_round_k`]): the
@@ -27,6 +32,10 @@
 //!    worth a point, none is wider than [`MIN_SPLIT_RATIO`] with an unmeasured concurrency
 //!    inside, or it has measured its listed count ([`Curve::listed`]: an adaptive sweep never
 //!    measures more points of a curve than the full list would).
+//!
+//! 4. On the local executor ([`LocalOrder`]): every curve's ends and middle first, then each
+//!    curve's refinement (the last seeded first), so a curve is refined against all of its
+//!    group, not only the curves before it. [`explain`] gives each proposal's reason.
 //!
 //! Every proposal lies inside the listed range and is proposed at most once (an invalid point
 //! is never proposed again and never counts as measured), so a plan always ends, after at most
@@ -1545,7 +1554,7 @@ mod tests {
 
     /// The issue's TP 1 + TP 2 group in the sim's own roofline model (H100, Llama-3.1-8B, bf16,
     /// ISL 1024 / OSL 256): curve `i` is TP `i + 1`.
-    pub(super) fn sim_tp(i: usize, c: u32) -> ModelPoint {
+    fn sim_tp(i: usize, c: u32) -> ModelPoint {
         sim_model_point("H100", "Llama-3.1-8B", "bf16", i as u32 + 1, c, 1024, 256).unwrap()
     }
 
@@ -1652,11 +1661,11 @@ mod replay {
         (0, 32, 90.06, 13786.4),
         (0, 64, 64.88, 19840.8),
         (0, 128, 41.11, 24898.8),
-        (0, 256, 23.9, 27000.0),
+        (0, 256, 24.0, 29458.5),
         (1, 1, 214.4, 528.6),
         (1, 2, 211.07, 1041.2),
         (1, 4, 205.12, 1971.1),
-        (1, 8, 193.9, 3734.0),
+        (1, 8, 193.36, 3736.6),
         (1, 16, 174.58, 6629.9),
         (1, 32, 145.47, 11134.1),
         (1, 64, 108.55, 16347.3),
@@ -1685,7 +1694,7 @@ mod replay {
 
     /// GPU-seconds of each point of [`RECORDED`], in its order.
     const GPU_S: [f64; 18] = [
-        20.7, 20.8, 22.0, 23.5, 26.0, 32.7, 43.7, 67.9, 120.9, 27.2, 28.5, 29.7, 32.8, 37.5, 41.3,
+        20.7, 20.8, 22.0, 23.5, 26.0, 32.7, 43.7, 67.9, 109.7, 27.2, 28.5, 29.7, 29.7, 37.5, 41.3,
         52.7, 79.7, 126.2,
     ];
 
@@ -1725,18 +1734,6 @@ mod replay {
         curves
     }
 
-    #[test]
-    fn the_modelled_sim_replayed() {
-        let f = |i: usize, c: u32| {
-            let p = super::tests::sim_tp(i, c);
-            Some((p.x, p.y))
-        };
-        let curves = local(DEFAULT_TOLERANCE, f);
-        for c in &curves {
-            println!("{:?}", c.valid());
-        }
-    }
-
     fn report(name: &str, curves: &[Curve]) -> (usize, FrontierMatch) {
         let full: Vec<(f64, f64)> = RECORDED.iter().map(|p| (p.2, p.3)).collect();
         let found: Vec<(f64, f64)> = (curves.iter())
@@ -1753,13 +1750,14 @@ mod replay {
         (n, m)
     }
 
-    /// The cheapest subsets of the recorded points (each curve's ends always in) whose frontier
-    /// passes the issue's measure against the full list's: what no plan can beat.
-    fn oracle() {
+    /// The cheapest subset of the recorded points (each curve's ends always in) whose frontier
+    /// passes the issue's measure against the full list's: what no plan can beat. Returns its
+    /// GPU-seconds.
+    fn oracle() -> f64 {
         let full: Vec<(f64, f64)> = RECORDED.iter().map(|p| (p.2, p.3)).collect();
         let total: f64 = GPU_S.iter().sum();
         let free: Vec<usize> = (0..18).filter(|k| ![0, 8, 9, 17].contains(k)).collect();
-        let mut best: Vec<(f64, Vec<usize>)> = Vec::new();
+        let mut best: Option<(f64, Vec<usize>)> = None;
         for mask in 0u32..(1 << free.len()) {
             let mut pick: Vec<usize> = vec![0, 8, 9, 17];
             pick.extend(
@@ -1768,7 +1766,7 @@ mod replay {
                     .map(|b| free[b]),
             );
             let cost: f64 = pick.iter().map(|k| GPU_S[*k]).sum();
-            if cost > 0.6 * total {
+            if best.as_ref().is_some_and(|b| b.0 <= cost) {
                 continue;
             }
             let found: Vec<(f64, f64)> = pick.iter().map(|k| full[*k]).collect();
@@ -1776,29 +1774,68 @@ mod replay {
                 .unwrap()
                 .passes()
             {
-                best.push((cost, pick));
+                best = Some((cost, pick));
             }
         }
-        best.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (cost, pick) in best.iter().take(5) {
-            let names: Vec<String> = (pick.iter())
-                .map(|k| format!("TP{}@{}", RECORDED[*k].0 + 1, RECORDED[*k].1))
-                .collect();
-            println!(
-                "oracle: {:.1} GPU-s = {:.1} % {names:?}",
-                cost,
-                100.0 * cost / total
-            );
-        }
-        println!("oracle: {} subsets pass under 60 %", best.len());
+        let (cost, pick) = best.unwrap();
+        let names: Vec<String> = (pick.iter())
+            .map(|k| format!("TP {} conc {}", RECORDED[*k].0 + 1, RECORDED[*k].1))
+            .collect();
+        println!(
+            "oracle: {cost:.1} GPU-s = {:.1} % {names:?}",
+            100.0 * cost / total
+        );
+        cost
     }
 
+    /// Issue 43's replay (2026-12-07): the full list of the issue's config on `inferbench sim
+    /// --time-scale 1` (every point valid; TP 1 conc 256 and TP 2 conc 8, made invalid by load
+    /// in the sweep, rerun alone right after it), fed round by round into the planner in the
+    /// local executor's order ([`LocalOrder`]) and in joint rounds ([`next_round_k`], as
+    /// Slurm/GitHub follow-ups plan). With the rule before this date the real sweep measured
+    /// 16 of 18 points: TP 1, planned first and alone, took 7 points although TP 2 wins at
+    /// every x TP 2 reaches, and each bend between noisy neighbours looked worth a point. Now
+    /// TP 1 stops at its ends and middle (its stretch 16..256 is split only where TP 2 would
+    /// not bury the point) and the plan's frontier is the list's within 1.1 % everywhere.
     #[test]
     fn the_recorded_sim_sweep_replayed() {
-        oracle();
-        let j = joint(DEFAULT_TOLERANCE);
-        report("joint", &j);
+        let total: f64 = GPU_S.iter().sum();
+        let cost = |curves: &[Curve]| -> f64 {
+            (RECORDED.iter().zip(GPU_S))
+                .filter(|(p, _)| curves[p.0].points.contains_key(&p.1))
+                .map(|(_, g)| g)
+                .sum()
+        };
         let s = local(DEFAULT_TOLERANCE, recorded);
-        report("local order", &s);
+        let (n, m) = report("local order", &s);
+        let chosen: Vec<Vec<u32>> = s
+            .iter()
+            .map(|c| c.points.keys().copied().collect())
+            .collect();
+        assert_eq!(
+            chosen,
+            [vec![1, 16, 256], vec![1, 2, 4, 16, 32, 64, 128, 256]]
+        );
+        assert_eq!(n, 11);
+        assert!(m.passes(), "{m:?}");
+        assert_eq!((m.within_fraction, m.missing_fraction), (1.0, 0.0));
+        assert!(m.worst_gap < 0.011, "{m:?}");
+        // 579.2 of 819.5 GPU-s: 29.3 % saved by the plan alone (no point stopped early).
+        let spent = cost(&s);
+        println!("local order: {spent:.1} of {total:.1} GPU-s");
+        assert!((spent - 579.2).abs() < 0.05, "{spent}");
+        assert!((total - 819.5).abs() < 0.05, "{total}");
+        // Deterministic.
+        assert_eq!(local(DEFAULT_TOLERANCE, recorded), s);
+        // Joint rounds: TP 1 is also split at 64 and 128 (planned beside TP 2's seeds only).
+        let j = joint(DEFAULT_TOLERANCE);
+        let (n, m) = report("joint", &j);
+        assert_eq!(n, 13);
+        assert!(m.passes(), "{m:?}");
+        // No plan can pass the measure for less than 38.3 % of the list here (TP 1 conc 1 and
+        // 256, TP 2 conc 1, 4 and 256): TP 2's curve is almost straight in (x, y) from conc 4
+        // to 256, which the planner's log–log reading of a curve does not see from 3 points.
+        let best = oracle();
+        assert!((best - 313.5).abs() < 0.05, "{best}");
     }
 }
