@@ -179,8 +179,8 @@ fn adaptive_savings_on_five_master_config_shapes() {
         println!(
             "| {} | {listed} | {full:.1} | {measured} | {spent:.1} | {:.0} % | {spent_full:.1} | {:.0} % | {:.1} % | {:.2} % |",
             s.name,
-            100.0 * (1.0 - spent / full),
-            100.0 * (1.0 - spent_full / full),
+            (100.0 * (1.0 - spent / full)).round() + 0.0,
+            (100.0 * (1.0 - spent_full / full)).round() + 0.0,
             100.0 * m.within_fraction,
             100.0 * m.worst_gap
         );
