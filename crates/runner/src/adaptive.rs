@@ -1549,6 +1549,61 @@ mod tests {
         );
     }
 
+    /// The local executor's order: every curve's ends and middle first, then the last seeded
+    /// curve's refinement, then the first's (never back to a curve it left).
+    #[test]
+    fn the_local_order_seeds_every_curve_before_refining() {
+        let mut curves = vec![Curve::listed(&LISTED); 2];
+        let mut order = LocalOrder::default();
+        let mut seen = Vec::new();
+        while let Some((i, c)) = order.next(&curves, &[0, 0], 0.02) {
+            seen.push((i, c));
+            curves[i]
+                .points
+                .insert(c, knee(c).map(|(x, y)| (x, y * (1.0 + i as f64))));
+        }
+        assert_eq!(
+            seen[..6],
+            [(0, 1), (0, 256), (0, 16), (1, 1), (1, 256), (1, 16)]
+        );
+        // After the seeds: curve 1's points, then curve 0's, each in one stretch.
+        let rest: Vec<usize> = seen[6..].iter().map(|p| p.0).collect();
+        let first_zero = rest.iter().position(|i| *i == 0).unwrap_or(rest.len());
+        assert!(rest[first_zero..].iter().all(|i| *i == 0), "{seen:?}");
+        assert!(rest[..first_zero].iter().all(|i| *i == 1), "{seen:?}");
+        // Curve 0 has half curve 1's throughput at the same interactivity: dominated everywhere
+        // by far more than the tolerance, so never refined (and never relaunched).
+        assert_eq!(first_zero, rest.len(), "{seen:?}");
+        assert!(order.next(&curves, &[0, 0], 0.02).is_none());
+    }
+
+    /// The noise estimate: small on a smooth curve (x = 1000 / (10 + conc), y = 50 conc^0.8:
+    /// 1.35 %, whose threshold 2 × 0.559 × 1.35 % = 1.5 % stays under a 2 % tolerance), large
+    /// on a noisy one (±3 % alternating on y, the worst case for a third difference: every
+    /// interval's disagreement ≈ (1 + 3 + 3 + 1) / 8 × 3 % in log y, read as σ ≈ 3 % / (0.319 ×
+    /// 0.559) ≈ 17 %), and 0 with too few intervals to tell noise from a knee.
+    #[test]
+    fn the_noise_estimate_sees_noise_not_bends() {
+        let pts = |e: f64| -> Vec<(u32, f64, f64)> {
+            (LISTED.iter().enumerate())
+                .map(|(k, &c)| {
+                    let c_ = c as f64;
+                    let sign = if k % 2 == 0 { 1.0 } else { -1.0 };
+                    (
+                        c,
+                        1000.0 / (10.0 + c_),
+                        50.0 * c_.powf(0.8) * (1.0 + sign * e),
+                    )
+                })
+                .collect()
+        };
+        let smooth = noise_estimate(&pts(0.0));
+        let noisy = noise_estimate(&pts(0.03));
+        assert!((smooth - 0.013508).abs() < 1e-6, "{smooth}");
+        assert!((noisy - 0.170837).abs() < 1e-6, "{noisy}");
+        assert_eq!(noise_estimate(&pts(0.03)[..4]), 0.0);
+    }
+
     /// The listed doubling concurrencies 1..=256.
     const LISTED: [u32; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
