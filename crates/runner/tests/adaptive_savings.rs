@@ -4,11 +4,16 @@
 //! (`adaptive::sim_model_point`: 10 × conc prompts per listed point; an adaptive point ends at
 //! its early-stop rule's floor, max(3 × conc, 30) prompts, never above the list's 10 × conc,
 //! since a noiseless model's metrics are known at the first check), and the frontier compared
-//! by the measure (`adaptive::frontier_match`). `scripts/adaptive-savings.sh` prints
-//! the table (`-- --nocapture`); docs/performance.md records it.
+//! by the measure (`adaptive::frontier_match`). The plan is the local executor's order
+//! (`adaptive::LocalOrder`). Since 2026-12-07 the table also prices the plan's points at the
+//! full protocol (no early stop): on the sim at `--time-scale 1`, with every point valid, a
+//! closed loop's point never stopped early at 2 % (docs/performance.md), so that column is
+//! what the planner alone saves. `scripts/adaptive-savings.sh` prints the table
+//! (`-- --nocapture`); docs/performance.md records it.
 
 use inferbench_runner::adaptive::{
-    frontier_match, run_k, sim_model_point, Curve, ModelPoint, DEFAULT_TOLERANCE, MATCH_TOLERANCE,
+    frontier_match, sim_model_point, Curve, LocalOrder, ModelPoint, DEFAULT_TOLERANCE,
+    MATCH_TOLERANCE,
 };
 
 /// One benchmarked row: its name (the master config's key and where it comes from), the sim
@@ -102,10 +107,12 @@ fn early_share(conc: u32) -> f64 {
     ((3.0 * c).max(30.0) / (10.0 * c)).min(1.0)
 }
 
-/// (listed GPU-s, adaptive GPU-s, listed points, adaptive points, measure) of one shape.
+/// (listed GPU-s, adaptive GPU-s at the early-stop floor, adaptive GPU-s at the full
+/// protocol, listed points, adaptive points, measure) of one shape.
 fn bench(
     s: &Shape,
 ) -> (
+    f64,
     f64,
     f64,
     usize,
@@ -135,11 +142,15 @@ fn bench(
             listed += 1;
         }
     }
-    let curves: Vec<Curve> = s.curves.iter().map(|(_, l)| Curve::listed(l)).collect();
-    let (planned, order, _) = run_k(curves, DEFAULT_TOLERANCE, 1, |i, c| {
+    let mut planned: Vec<Curve> = s.curves.iter().map(|(_, l)| Curve::listed(l)).collect();
+    let groups = vec![0; planned.len()];
+    let mut local = LocalOrder::default();
+    let mut order = Vec::new();
+    while let Some((i, c)) = local.next(&planned, &groups, DEFAULT_TOLERANCE) {
         let p = point(i, c);
-        Some((p.x, p.y))
-    });
+        planned[i].points.insert(c, Some((p.x, p.y)));
+        order.push((i, c));
+    }
     let found: Vec<(f64, f64)> = planned
         .iter()
         .flat_map(|c| c.points.values().flatten().copied())
@@ -148,24 +159,28 @@ fn bench(
         .iter()
         .map(|&(i, c)| point(i, c).gpu_seconds * early_share(c))
         .sum();
+    let spent_full: f64 = order.iter().map(|&(i, c)| point(i, c).gpu_seconds).sum();
     let m = frontier_match(&full, &found, MATCH_TOLERANCE).expect("a frontier");
-    (full_gs, spent, listed, order.len(), m)
+    (full_gs, spent, spent_full, listed, order.len(), m)
 }
 
 /// Every shape: the measure passes (within 3 % over ≥ 90 % of the interactivity range), no
-/// more points than listed, and at most half the listed GPU-seconds; the table is printed.
+/// more points than listed, and at most half the listed GPU-seconds when the adaptive points
+/// stop at the early-stop floor; the table is printed, with what the plan's points cost at the
+/// full protocol (the planner's own saving).
 #[test]
 fn adaptive_savings_on_five_master_config_shapes() {
     println!(
-        "| row | listed points | listed GPU-s | adaptive points | adaptive GPU-s | saved | within 3 % | worst gap |"
+        "| row | listed points | listed GPU-s | adaptive points | adaptive GPU-s (early-stop floor) | saved | adaptive GPU-s (full protocol) | saved | within 3 % | worst gap |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for s in shapes() {
-        let (full, spent, listed, measured, m) = bench(&s);
+        let (full, spent, spent_full, listed, measured, m) = bench(&s);
         println!(
-            "| {} | {listed} | {full:.1} | {measured} | {spent:.1} | {:.0} % | {:.1} % | {:.2} % |",
+            "| {} | {listed} | {full:.1} | {measured} | {spent:.1} | {:.0} % | {spent_full:.1} | {:.0} % | {:.1} % | {:.2} % |",
             s.name,
-            100.0 * (1.0 - spent / full),
+            (100.0 * (1.0 - spent / full)).round() + 0.0,
+            (100.0 * (1.0 - spent_full / full)).round() + 0.0,
             100.0 * m.within_fraction,
             100.0 * m.worst_gap
         );

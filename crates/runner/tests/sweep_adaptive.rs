@@ -532,10 +532,13 @@ impl PointRunner for EngineKnee {
 
 /// A fresh tester's finding 2: the local executor relaunched each curve's engine every round
 /// (TP 2 at conc 2: 55.7 GPU-s adaptive against 36.7 listed) and estimated the full list with
-/// those launches multiplied. Now each curve's rounds run with its engine up: one launch per
-/// curve, and the full-list estimate (each point's own GPU-seconds interpolated over the list,
-/// plus the curve's launch once) matches what the plain sweep of the same matrix spends, to
-/// within 35 % (wall-clock launches of a Python fake on a shared machine).
+/// those launches multiplied. Now a curve's points run in at most two stretches with its engine
+/// up (issue 43's replay, 2026-12-07: every curve's ends and middle first, then each curve's
+/// refinement, the last seeded first, so the curve seeded first is relaunched only if the
+/// others leave it points to take), and the full-list estimate (each point's own GPU-seconds
+/// interpolated over the list, plus each curve's launch once) matches what the plain sweep of
+/// the same matrix spends, to within 35 % (wall-clock launches of a Python fake on a shared
+/// machine).
 #[tokio::test]
 async fn adaptive_launches_each_curve_once_and_estimates_the_plain_sweep() {
     let have_python = std::process::Command::new("python3")
@@ -596,7 +599,10 @@ async fn adaptive_launches_each_curve_once_and_estimates_the_plain_sweep() {
                 s["engine_pid"].to_string()
             })
             .collect();
-        assert_eq!(pids.len(), 1, "{tp}: engines {pids:?}");
+        // TP 2, seeded last, is refined with its engine still up: one launch. TP 1, seeded
+        // first, is relaunched once if it still needs points after TP 2's seeds.
+        let most = if tp == "tp2" { 1 } else { 2 };
+        assert!((1..=most).contains(&pids.len()), "{tp}: engines {pids:?}");
     }
     // Each point's launch share is a part of its GPU-seconds.
     assert!(report.points.iter().all(|p| p
