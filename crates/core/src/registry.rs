@@ -17,8 +17,9 @@ pub struct MetricInfo {
     pub label: String,
     /// The unit of the stored value (`s`, `tok/s/GPU`, `$/M tokens`, …); empty for counts.
     pub unit: &'static str,
-    /// Which direction is better (drives Pareto frontiers).
-    pub better: Better,
+    /// Which direction is better (drives Pareto frontiers); `None` when neither is (achieved
+    /// OSL: a frontier over it takes higher, [`better`]'s default).
+    pub better: Option<Better>,
 }
 
 impl MetricInfo {
@@ -32,152 +33,143 @@ impl MetricInfo {
     }
 }
 
-/// Statistic prefixes of per-request latency and interactivity columns.
-const STATS: &[(&str, &str)] = &[
-    ("mean_", "mean"),
-    ("median_", "median"),
-    ("p50_", "P50"),
-    ("p75_", "P75"),
-    ("p90_", "P90"),
-    ("p95_", "P95"),
-    ("p99_", "P99"),
-    ("p999_", "P99.9"),
-    ("std_", "std. dev."),
+/// Statistics of per-request latency and interactivity columns: the column's prefix, the
+/// statistic's human name, and its label in a summary's distributions (`Stat::label` in
+/// `summary::keys`: `mean`, `p99.9`, …), which [`distribution_stat_name`] maps from.
+const STATS: &[(&str, &str, &str)] = &[
+    ("mean_", "mean", "mean"),
+    ("median_", "median", "median"),
+    ("p50_", "P50", "p50"),
+    ("p75_", "P75", "p75"),
+    ("p90_", "P90", "p90"),
+    ("p95_", "P95", "p95"),
+    ("p99_", "P99", "p99"),
+    ("p999_", "P99.9", "p99.9"),
+    ("std_", "std. dev.", "std"),
 ];
 
+/// Larger values are better.
+const HIGHER: Option<Better> = Some(Better::Higher);
+/// Smaller values are better.
+const LOWER: Option<Better> = Some(Better::Lower);
+/// Neither side is better (a description of the run, not a goal: achieved OSL).
+const NEITHER: Option<Better> = None;
+
 /// Metrics of a fixed name: key, label, unit, better direction.
-const FIXED: &[(&str, &str, &str, Better)] = &[
-    (
-        "tput_per_gpu",
-        "Throughput per GPU",
-        "tok/s/GPU",
-        Better::Higher,
-    ),
+const FIXED: &[(&str, &str, &str, Option<Better>)] = &[
+    ("tput_per_gpu", "Throughput per GPU", "tok/s/GPU", HIGHER),
     (
         "output_tput_per_gpu",
         "Output throughput per GPU",
         "tok/s/GPU",
-        Better::Higher,
+        HIGHER,
     ),
     (
         "input_tput_per_gpu",
         "Input throughput per GPU",
         "tok/s/GPU",
-        Better::Higher,
+        HIGHER,
     ),
-    (
-        "output_throughput",
-        "Output throughput",
-        "tok/s",
-        Better::Higher,
-    ),
+    ("output_throughput", "Output throughput", "tok/s", HIGHER),
     (
         "total_token_throughput",
         "Total throughput",
         "tok/s",
-        Better::Higher,
+        HIGHER,
     ),
-    (
-        "request_throughput",
-        "Request throughput",
-        "req/s",
-        Better::Higher,
-    ),
-    ("duration", "Profile duration", "s", Better::Lower),
+    ("request_throughput", "Request throughput", "req/s", HIGHER),
+    ("duration", "Profile duration", "s", LOWER),
     (
         "tok_s_per_mw",
         "Throughput per provisioned MW",
         "tok/s/MW",
-        Better::Higher,
+        HIGHER,
     ),
     (
         "tok_s_per_mw_input",
         "Input throughput per provisioned MW",
         "tok/s/MW",
-        Better::Higher,
+        HIGHER,
     ),
     (
         "tok_s_per_mw_output",
         "Output throughput per provisioned MW",
         "tok/s/MW",
-        Better::Higher,
+        HIGHER,
     ),
-    (
-        "j_per_token",
-        "Provisioned energy",
-        "J/token",
-        Better::Lower,
-    ),
+    ("j_per_token", "Provisioned energy", "J/token", LOWER),
     (
         "j_per_token_input",
         "Provisioned energy per input token",
         "J/token",
-        Better::Lower,
+        LOWER,
     ),
     (
         "j_per_token_output",
         "Provisioned energy per output token",
         "J/token",
-        Better::Lower,
+        LOWER,
     ),
     (
         "joules_per_total_token",
         "Measured energy",
         "J/token",
-        Better::Lower,
+        LOWER,
     ),
     (
         "joules_per_input_token",
         "Measured energy per input token",
         "J/token",
-        Better::Lower,
+        LOWER,
     ),
     (
         "joules_per_output_token",
         "Measured energy per output token",
         "J/token",
-        Better::Lower,
+        LOWER,
     ),
-    ("avg_power_w", "Measured power per GPU", "W", Better::Lower),
+    ("avg_power_w", "Measured power per GPU", "W", LOWER),
     // Speculative decoding: tokens accepted per decode step (trial 12: no unit line).
     (
         "measured_acceptance_length",
         "Acceptance length, measured (spec decoding)",
         "tokens/step",
-        Better::Higher,
+        HIGHER,
     ),
     (
         "acceptance_length",
         "Acceptance length, target (spec decoding)",
         "tokens/step",
-        Better::Higher,
+        HIGHER,
     ),
     (
         "target_acceptance_length",
         "Acceptance length, target (spec decoding)",
         "tokens/step",
-        Better::Higher,
+        HIGHER,
     ),
 ];
 
 /// Per-request distributions, named `<stat prefix><base>` ([`STATS`]): base, label, unit,
-/// better direction.
-const BASES: &[(&str, &str, &str, Better)] = &[
-    ("ttft", "TTFT", "s", Better::Lower),
-    ("ttfo", "Time to first output token", "s", Better::Lower),
-    ("tpot", "TPOT", "s", Better::Lower),
-    ("itl", "ITL", "s", Better::Lower),
-    ("e2el", "End-to-end latency", "s", Better::Lower),
-    ("intvty", "Interactivity", "tok/s/user", Better::Higher),
+/// better direction. Ingest stores a summary's extras distribution whose name (in the stored
+/// unit: `ttft` for `ttft_ms`, in s) is a base here under these names
+/// ([`distribution_stat_name`]), with no code of the store's per metric.
+const BASES: &[(&str, &str, &str, Option<Better>)] = &[
+    ("ttft", "TTFT", "s", LOWER),
+    ("ttfo", "Time to first output token", "s", LOWER),
+    ("tpot", "TPOT", "s", LOWER),
+    ("itl", "ITL", "s", LOWER),
+    ("e2el", "End-to-end latency", "s", LOWER),
+    ("intvty", "Interactivity", "tok/s/user", HIGHER),
     (
         "e2e_norm_intvty",
         "E2E-normalized interactivity",
         "tok/s/user",
-        Better::Higher,
+        HIGHER,
     ),
-    // Output tokens per successful request (`metrics::achieved_osl`); no real better side:
-    // higher, the default for names the registry does not know.
-    ("achieved_osl", "Achieved OSL", "tokens", Better::Higher),
+    // Output tokens per successful request (`metrics::achieved_osl`): a property of the
+    // workload and the server, neither side better.
+    ("achieved_osl", "Achieved OSL", "tokens", NEITHER),
 ];
 
 /// Every metric name [`metric`] knows without a pattern's free part: the fixed names, each
@@ -186,7 +178,7 @@ const BASES: &[(&str, &str, &str, Better)] = &[
 /// no duplicates; what "did you mean" suggestions are drawn from.
 pub fn names() -> Vec<String> {
     let mut v: Vec<String> = FIXED.iter().map(|m| m.0.to_string()).collect();
-    for (prefix, _) in STATS {
+    for (prefix, _, _) in STATS {
         v.extend(BASES.iter().map(|b| format!("{prefix}{}", b.0)));
     }
     v.extend(X_METRICS.iter().chain(Y_METRICS).map(|m| m.to_string()));
@@ -200,7 +192,7 @@ pub fn names() -> Vec<String> {
 /// throughputs in tokens per second, costs in US dollars per million tokens, power in watts,
 /// energy in joules per token.
 pub fn metric(key: &str) -> Option<MetricInfo> {
-    let info = |label: String, unit: &'static str, better: Better| MetricInfo {
+    let info = |label: String, unit: &'static str, better: Option<Better>| MetricInfo {
         key: key.to_string(),
         label,
         unit,
@@ -221,7 +213,7 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
         return Some(info(
             format!("Cost per million {kind}tokens, {regime}"),
             "$/M tokens",
-            Better::Lower,
+            LOWER,
         ));
     }
     if let Some(rest) = key.strip_prefix("tokens_per_usd_") {
@@ -233,12 +225,12 @@ pub fn metric(key: &str) -> Option<MetricInfo> {
         return Some(info(
             format!("Tokens per $1, {kind}tokens, {regime}"),
             "tokens/$",
-            Better::Higher,
+            HIGHER,
         ));
     }
     let (stat, base) = STATS
         .iter()
-        .find_map(|(p, name)| key.strip_prefix(p).map(|b| (*name, b)))?;
+        .find_map(|(p, name, _)| key.strip_prefix(p).map(|b| (*name, b)))?;
     let (_, label, unit, better) = BASES.iter().find(|b| b.0 == base)?;
     Some(info(format!("{label}, {stat}"), unit, *better))
 }
@@ -285,9 +277,26 @@ pub const Y_METRICS: &[&str] = &[
 ];
 
 /// Which direction is better for `key`: the registry's answer, else higher (throughput-like
-/// names the registry does not know).
+/// names the registry does not know, and a metric with no better side: a frontier needs one).
 pub fn better(key: &str) -> Better {
-    metric(key).map(|m| m.better).unwrap_or(Better::Higher)
+    metric(key).and_then(|m| m.better).unwrap_or(Better::Higher)
+}
+
+/// The registry's name of statistic `stat` of the distribution `base`, with `stat` as a
+/// summary's distribution labels it (`mean`, `median`, `std`, `p90`, `p99.9`): `<stat
+/// prefix><base>` (`p99.9` of `ttft` → `p999_ttft`); `None` when `base` is not one of the
+/// registry's distributions or `stat` is none of its statistics (`count`, `min`, `max`,
+/// `p99.5`). Ingest stores every such statistic of a summary's extras under this name.
+pub fn distribution_stat_name(base: &str, stat: &str) -> Option<String> {
+    BASES.iter().find(|b| b.0 == base)?;
+    let (prefix, _, _) = STATS.iter().find(|s| s.2 == stat)?;
+    Some(format!("{prefix}{base}"))
+}
+
+/// The registry's distributions (the `<base>` of its `<stat>_<base>` names: `ttft`, `tpot`,
+/// `achieved_osl`, …), in its order.
+pub fn distribution_bases() -> impl Iterator<Item = &'static str> {
+    BASES.iter().map(|b| b.0)
 }
 
 #[cfg(test)]
@@ -309,10 +318,10 @@ mod tests {
     fn units_and_directions() {
         let m = metric("p99_ttft").unwrap();
         assert_eq!(m.label_with_unit(), "TTFT, P99 (s)");
-        assert_eq!(m.better, Better::Lower);
+        assert_eq!(m.better, Some(Better::Lower));
         let m = metric("median_intvty").unwrap();
         assert_eq!(m.label_with_unit(), "Interactivity, median (tok/s/user)");
-        assert_eq!(m.better, Better::Higher);
+        assert_eq!(m.better, Some(Better::Higher));
         assert_eq!(
             metric("usd_per_m_rental_output").unwrap().label_with_unit(),
             "Cost per million output tokens, rental ($/M tokens)"
@@ -320,11 +329,11 @@ mod tests {
         assert_eq!(metric("tput_per_gpu").unwrap().unit, "tok/s/GPU");
         assert_eq!(
             metric("p90_e2e_norm_intvty").unwrap().better,
-            Better::Higher
+            Some(Better::Higher)
         );
         assert_eq!(
             metric("joules_per_total_token").unwrap().better,
-            Better::Lower
+            Some(Better::Lower)
         );
         assert_eq!(
             metric("measured_acceptance_length")
@@ -354,9 +363,64 @@ mod tests {
             "Achieved OSL, P90 (tokens)"
         );
         assert!(names().iter().any(|n| n == "mean_achieved_osl"));
+        // Achieved OSL describes the run: no better side; a frontier over it takes higher.
+        assert_eq!(metric("p90_achieved_osl").unwrap().better, None);
+        assert_eq!(better("p90_achieved_osl"), Better::Higher);
         assert_eq!(metric("conc"), None);
         assert_eq!(metric("model"), None);
         assert_eq!(better("tok_s_per_mw"), Better::Higher);
         assert_eq!(better("median_e2el"), Better::Lower);
+    }
+
+    /// A summary's distribution statistic → the registry's name, for every base and statistic
+    /// the registry lists and nothing else (what ingest stores by this rule).
+    #[test]
+    fn distribution_statistics_take_the_registry_names() {
+        assert_eq!(
+            distribution_stat_name("ttft", "p99.9").as_deref(),
+            Some("p999_ttft")
+        );
+        assert_eq!(
+            distribution_stat_name("achieved_osl", "std").as_deref(),
+            Some("std_achieved_osl")
+        );
+        for (base, stat) in [
+            ("ttft", "count"),
+            ("ttft", "min"),
+            ("ttft", "max"),
+            ("ttft", "p99.5"),
+            ("ttft", "p999"),
+            ("ttft", "p9.99"),
+            ("tokens_per_chunk", "mean"),
+            ("client_queue", "p90"),
+            ("", "mean"),
+        ] {
+            assert_eq!(distribution_stat_name(base, stat), None, "{base} {stat}");
+        }
+        let bases: Vec<&str> = distribution_bases().collect();
+        assert_eq!(
+            bases,
+            [
+                "ttft",
+                "ttfo",
+                "tpot",
+                "itl",
+                "e2el",
+                "intvty",
+                "e2e_norm_intvty",
+                "achieved_osl"
+            ]
+        );
+        let mut n = 0;
+        for base in &bases {
+            for stat in [
+                "mean", "median", "std", "p50", "p75", "p90", "p95", "p99", "p99.9",
+            ] {
+                let name = distribution_stat_name(base, stat).unwrap();
+                assert!(names().contains(&name), "{name}");
+                n += 1;
+            }
+        }
+        assert_eq!(n, 72);
     }
 }

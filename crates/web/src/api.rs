@@ -61,7 +61,8 @@ impl IntoResponse for ApiError {
 
 pub use inferbench_core::registry::{X_METRICS, Y_METRICS};
 
-/// `{key, label, unit, label_with_unit, better}` of a registry metric.
+/// `{key, label, unit, label_with_unit, better}` of a registry metric; `better` is `"higher"`,
+/// `"lower"` or `null` when neither side is (achieved OSL).
 pub fn metric_json(key: &str) -> Option<Value> {
     let m = registry::metric(key)?;
     Some(json!({
@@ -69,7 +70,7 @@ pub fn metric_json(key: &str) -> Option<Value> {
         "label": m.label,
         "unit": m.unit,
         "label_with_unit": m.label_with_unit(),
-        "better": match m.better { Better::Higher => "higher", Better::Lower => "lower" },
+        "better": m.better.map(|b| match b { Better::Higher => "higher", Better::Lower => "lower" }),
     }))
 }
 
@@ -369,7 +370,8 @@ pub fn is_input_metric(y: &str) -> bool {
 /// `valid`, `frontier`, `public` (imported from InferenceX's dump: its own group, beside a
 /// local run of the same configuration), `point_id`/`run_id`, and its `x` and `y` values
 /// (`null` when unknown); with
-/// `metrics=all` also every stored and derived metric (`metrics`). Groups and points are in the
+/// `metrics=all` also every stored metric (the hot columns, the summary's flattened extras and
+/// registry names, vLLM's statistics) and every derived one (`metrics`). Groups and points are in the
 /// store's order (group, parallelism, conc, date, batch).
 pub async fn points(
     State(state): State<AppState>,
@@ -388,7 +390,10 @@ pub async fn points(
             }
         };
     }
-    let q = parse_points_query(&pairs)?;
+    let mut q = parse_points_query(&pairs)?;
+    // Every stored metric too (the summary's extras, `p999_ttft`, `mean_achieved_osl`, …),
+    // not the hot columns only: one JSON parse per row, on request.
+    q.filter.all_metrics |= with_metrics;
     let y = q.y.clone();
     let (rows, x, hints) = state
         .with_store(move |s| {

@@ -334,19 +334,28 @@ async fn achieved_osl_is_served_with_a_points_metrics() {
     let r = s.ingest_path(&copy, &IngestOptions::default()).unwrap();
     assert_eq!(r.points, 2, "{r:?}");
     drop(s);
-    // A point's every stored metric: the run's answer (`/api/v1/points?metrics=all` gives the
-    // hot columns and the derived metrics only).
+    // A point's every stored metric: the run's answer, and `/api/v1/points?metrics=all`'s
+    // (every stored and derived metric, not the hot columns only).
+    let (_, all) = get_json(&db, "/api/v1/points?metrics=all").await;
     for conc in [4, 16] {
         let (_, run) = ids_of(&db, conc).await;
         let (st, v) = get_json(&db, &format!("/api/v1/runs/{run}")).await;
         assert_eq!(st, StatusCode::OK, "{v}");
-        let m = &v["points"][0]["metrics"];
-        assert_eq!(m["mean_achieved_osl"], 900.0, "conc {conc}: {m}");
-        assert_eq!(m["p90_achieved_osl"], 980.0, "conc {conc}: {m}");
-        assert_eq!(m["std_achieved_osl"], 100.0, "conc {conc}: {m}");
-        assert_eq!(m["inferbench.achieved_osl.max"], 1000.0, "conc {conc}: {m}");
-        assert!(m.get("max_achieved_osl").is_none(), "conc {conc}: {m}");
+        let p = (all["points"].as_array().unwrap().iter())
+            .find(|p| p["conc"] == conc)
+            .unwrap();
+        for m in [&v["points"][0]["metrics"], &p["metrics"]] {
+            assert_eq!(m["mean_achieved_osl"], 900.0, "conc {conc}: {m}");
+            assert_eq!(m["p90_achieved_osl"], 980.0, "conc {conc}: {m}");
+            assert_eq!(m["std_achieved_osl"], 100.0, "conc {conc}: {m}");
+            assert_eq!(m["inferbench.achieved_osl.max"], 1000.0, "conc {conc}: {m}");
+            assert!(m.get("max_achieved_osl").is_none(), "conc {conc}: {m}");
+        }
     }
+    // No better side: the options' metric says so (`null`), a chart's frontier takes higher.
+    let (_, v) = get_json(&db, "/api/v1/points?y=p90_achieved_osl").await;
+    assert_eq!(v["y"]["better"], Value::Null, "{v}");
+    assert_eq!(v["y"]["unit"], "tokens", "{v}");
     // As a chart's y, with its label and unit in the options' terms.
     let (st, v) = get_json(&db, "/api/v1/points?y=p90_achieved_osl").await;
     assert_eq!(st, StatusCode::OK, "{v}");
@@ -394,10 +403,15 @@ async fn csv_export_is_reports_csv() {
         "usd_per_m_hyperscaler_input",
         "tokens_per_usd_neocloud",
         "tok_s_per_mw_output",
+        // The extras' TTFO under its registry names (issue 40's one rule at ingest).
+        "mean_ttfo",
+        "std_ttfo",
+        "p90_ttfo",
+        "p999_ttfo",
     ] {
         assert_eq!(cols.iter().filter(|k| **k == c).count(), 1, "{c}: {header}");
     }
-    assert_eq!(cols.len(), 123, "{header}");
+    assert_eq!(cols.len(), 127, "{header}");
     assert_eq!(lines.count(), 2);
 }
 

@@ -24,7 +24,7 @@ use inferbench_core::summary::keys::LatencyStat;
 use inferbench_core::summary::{inferencex_metrics, Extras, RunSummary};
 use serde_json::{Map, Value};
 
-use super::vllm::{achieved_osl_names, flatten_extras, scenario_flags, SummaryFacts};
+use super::vllm::{extras_metrics, scenario_flags, SummaryFacts};
 use super::{date_from_text, ParseError};
 
 /// Whether the vLLM-shaped summary `s` is one of ours: its `inferbench` object has an integer
@@ -85,10 +85,10 @@ pub(super) fn facts(s: &RunSummary, raw: &Map<String, Value>) -> SummaryFacts {
 /// [`inferencex_metrics`]; the extras flattened as `inferbench.<key>` (`*_ms` distributions in
 /// seconds) from the file's own `inferbench` object `extras`, which the typed read has
 /// validated (re-serializing core's [`Extras`] would add zero-valued defaults for every field
-/// a sparse file lacks); and the hot names `p75_e2e_norm_intvty` / `p90_e2e_norm_intvty` (tokens/s/user)
-/// and `median_ttfo` / `p99_ttfo` (s) from the extras, and `<stat>_achieved_osl` (tokens:
-/// `mean`, `median`, `std`, each percentile) from the extras' `achieved_osl`
-/// ([`achieved_osl_names`], as the reading by name). `--metadata` pairs are strings, never
+/// a sparse file lacks), each registry distribution among them also under its `<stat>_<base>`
+/// names (`p999_ttft`, `mean_ttfo`, `p90_achieved_osl`), both by [`extras_metrics`], the
+/// reading by name's rule; and the hot names `p75_e2e_norm_intvty` / `p90_e2e_norm_intvty`
+/// (tokens/s/user) and `median_ttfo` / `p99_ttfo` (s) from the extras. `--metadata` pairs are strings, never
 /// metrics (the untyped reading took a `KEY_ms` pair for a latency).
 fn metrics(s: &RunSummary, extras: Option<&Map<String, Value>>) -> BTreeMap<String, f64> {
     let mut out = BTreeMap::new();
@@ -129,8 +129,7 @@ fn metrics(s: &RunSummary, extras: Option<&Map<String, Value>>) -> BTreeMap<Stri
         }
     }
     if let Some(ext) = extras {
-        flatten_extras("inferbench", ext, 1.0, &mut out);
-        achieved_osl_names(&mut out);
+        extras_metrics(ext, &mut out);
     }
     let x = &s.inferbench;
     for q in E2E_INTERACTIVITY_QUANTILES {
@@ -278,6 +277,81 @@ mod tests {
             }
             let m = facts(&read(&old, "old").unwrap(), &old).metrics;
             assert!(!m.keys().any(|k| k.ends_with("_achieved_osl")), "{m:?}");
+        }
+    }
+
+    /// Issue 40's rule: every distribution of core's registry found in a summary's extras is
+    /// stored under its registry names by both readings, with nothing of the store's per
+    /// metric. `intvty` and `e2e_norm_intvty` stand for a metric defined only in core's three
+    /// files (an extras field named as its registry base, no code here); the summary's own
+    /// distributions (TTFT … E2EL in ms, TTFO, achieved OSL) take the same path. vLLM's block
+    /// is left out so that every name comes from the rule.
+    #[test]
+    fn every_registry_distribution_is_stored_under_its_registry_names_by_both_readings() {
+        use inferbench_core::registry::{distribution_bases, distribution_stat_name};
+        use inferbench_core::summary::keys::EXTRAS_MS_FIELDS;
+        let mut raw = golden("conc4.summary.json");
+        raw.retain(|k, _| LatencyStat::from_vllm_key(k).is_none());
+        let mut injected = Vec::new();
+        for (i, base) in distribution_bases().enumerate() {
+            let x = raw["inferbench"].as_object_mut().unwrap();
+            if x.contains_key(base) || EXTRAS_MS_FIELDS.iter().any(|f| f.1 == base) {
+                continue;
+            }
+            let v = i as f64;
+            x.insert(
+                base.into(),
+                serde_json::json!({"count": 4, "mean": v + 0.5, "median": v + 0.25,
+                    "std": 0.125, "min": v, "max": v + 2.0, "p90": v + 1.5, "p99": v + 1.75,
+                    "p99.9": v + 1.875}),
+            );
+            injected.push(base);
+        }
+        assert_eq!(injected, ["intvty", "e2e_norm_intvty"]);
+        let typed = facts(&read(&raw, "all").unwrap(), &raw).metrics;
+        assert_eq!(typed, foreign_facts(&raw).metrics);
+        // A new metric's names, by value (e2e_norm_intvty is the registry's 7th base: i = 6).
+        for (k, v) in [
+            ("mean_e2e_norm_intvty", 6.5),
+            ("median_e2e_norm_intvty", 6.25),
+            ("std_e2e_norm_intvty", 0.125),
+            ("p90_e2e_norm_intvty", 7.5),
+            ("p99_e2e_norm_intvty", 7.75),
+            ("p999_e2e_norm_intvty", 7.875),
+            ("p999_intvty", 6.875),
+        ] {
+            assert_eq!(typed.get(k), Some(&v), "{k}");
+        }
+        // Every base: each statistic the summary holds, under its registry name, the value of
+        // its flattened one (s for the ms distributions); count, min and max flattened only.
+        let mut named = 0;
+        for base in distribution_bases() {
+            for stat in ["mean", "median", "std", "p90", "p99", "p99.9"] {
+                let name = distribution_stat_name(base, stat).unwrap();
+                let flat = format!("inferbench.{base}.{stat}");
+                assert_eq!(typed.get(&name), typed.get(&flat), "{name}");
+                assert!(typed.contains_key(&name), "{name}");
+                named += 1;
+            }
+            for stat in ["count", "min", "max"] {
+                assert!(
+                    !typed.contains_key(&format!("{stat}_{base}")),
+                    "{stat}_{base}"
+                );
+            }
+        }
+        assert_eq!(named, 48);
+        // In s, as the flattened extras convert ms (× 1e-3).
+        let ms = raw["inferbench"]["ttft_ms"]["p99.9"].as_f64().unwrap();
+        assert_eq!(typed["p999_ttft"], ms * 1e-3);
+        // The registry names and nothing else: no name the registry does not list.
+        let registry = inferbench_core::registry::names();
+        for k in typed.keys() {
+            let stat_base = distribution_bases().any(|b| k.ends_with(&format!("_{b}")));
+            assert!(
+                !stat_base || registry.contains(k) || k.starts_with("inferbench."),
+                "{k}"
+            );
         }
     }
 

@@ -16,6 +16,7 @@ use std::path::Path;
 
 use inferbench_core::matrix::MatrixRow;
 use inferbench_core::metrics::{interactivity_from_tpot_ms, MS_PER_S};
+use inferbench_core::registry;
 use inferbench_core::summary::keys::{self, LatencyStat};
 use inferbench_core::summary::StopReason;
 use serde_json::{Map, Value};
@@ -416,8 +417,7 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
         }
     }
     if let Some(Value::Object(ext)) = s.get("inferbench") {
-        flatten_extras("inferbench", ext, 1.0, out);
-        achieved_osl_names(out);
+        extras_metrics(ext, out);
         for (k, v) in out.clone() {
             let Some(rest) = k.strip_prefix("inferbench.") else {
                 continue;
@@ -444,35 +444,44 @@ fn summary_metrics(s: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
     }
 }
 
-/// Adds the registry's names of the extras' achieved OSL (core's `Extras::achieved_osl`, tokens)
-/// to a flattened metric map: `inferbench.achieved_osl.<stat>` → `<stat>_achieved_osl` for
-/// `mean`, `median`, `std` and each percentile (`p99.9` → `p999_achieved_osl`); `count`, `min`
-/// and `max` stay under their flattened names only. Nothing from a summary without the field or
-/// whose distribution is empty (count 0: written before the field existed, or no success).
-pub(super) fn achieved_osl_names(out: &mut BTreeMap<String, f64>) {
-    const PREFIX: &str = "inferbench.achieved_osl.";
-    if out
-        .get("inferbench.achieved_osl.count")
-        .is_none_or(|n| *n < 1.0)
-    {
-        return;
+/// The metrics of a summary's `inferbench` extras object `ext`, added to `out`, by the one rule
+/// both readings of a summary (typed, [`super::ours`], and by name) use: every numeric leaf
+/// flattened as `inferbench.<key>[.sub…]` ([`flatten_extras`]: the distributions core lists in
+/// ms converted to s), then every one of core's registry distributions found there
+/// ([`registry::distribution_bases`]: `inferbench.<base>.<stat>`, count ≥ 1) also under its
+/// registry names ([`registry::distribution_stat_name`]: `p99.9` of `ttft` → `p999_ttft`, `std`
+/// of `achieved_osl` → `std_achieved_osl`; `count`, `min`, `max` stay flattened only). A name
+/// `out` already holds keeps its value (vLLM's block of the same statistic). Nothing from an
+/// empty distribution (count 0: a summary written before the field, or no success). So a new
+/// metric defined in core (its extras field named as its registry base) needs nothing here.
+pub(super) fn extras_metrics(ext: &Map<String, Value>, out: &mut BTreeMap<String, f64>) {
+    flatten_extras("inferbench", ext, 1.0, out);
+    let mut named = Vec::new();
+    for base in registry::distribution_bases() {
+        let prefix = format!("inferbench.{base}.");
+        if !out
+            .get(&format!("{prefix}count"))
+            .is_some_and(|n| *n >= 1.0)
+        {
+            continue;
+        }
+        let stats = out.range(prefix.clone()..);
+        for (k, v) in stats.take_while(|(k, _)| k.starts_with(&prefix)) {
+            if let Some(name) = registry::distribution_stat_name(base, &k[prefix.len()..]) {
+                named.push((name, *v));
+            }
+        }
     }
-    let hot: Vec<(String, f64)> = (out.range(PREFIX.to_string()..))
-        .take_while(|(k, _)| k.starts_with(PREFIX))
-        .filter_map(|(k, v)| {
-            let stat = &k[PREFIX.len()..];
-            let keep = matches!(stat, "mean" | "median" | "std") || stat.starts_with('p');
-            keep.then(|| (format!("{}_achieved_osl", stat.replace('.', "")), *v))
-        })
-        .collect();
-    out.extend(hot);
+    for (k, v) in named {
+        out.entry(k).or_insert(v);
+    }
 }
 
 /// Flattens numeric leaves as `prefix.key[.sub…]`; a field that core's
 /// [`keys::EXTRAS_MS_FIELDS`] lists in ms (a latency distribution, or an older summary's single
 /// value) takes the table's name and its values are converted to seconds — except counts. Any
 /// other field keeps its name and values (`scale` applies to a sub-object of a converted field).
-pub(super) fn flatten_extras(
+fn flatten_extras(
     prefix: &str,
     m: &Map<String, Value>,
     scale: f64,
