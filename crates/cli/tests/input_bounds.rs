@@ -2,27 +2,14 @@
 //! at load with its `FILE:LINE: field` and exit 2, before anything is sent to the server; a
 //! FIFO as a dataset is refused at once.
 
+mod common;
+
+use common::counting_listener;
 use std::io::Write as _;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
-
-/// A listener that counts the connections made to it (and answers none): its port and count.
-fn counting_listener() -> (u16, Arc<AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let connections = Arc::new(AtomicUsize::new(0));
-    let seen = connections.clone();
-    std::thread::spawn(move || {
-        for c in listener.incoming() {
-            seen.fetch_add(1, Ordering::SeqCst);
-            drop(c);
-        }
-    });
-    (port, connections)
-}
 
 /// Runs `inferbench args`, killed after 60 s (a FIFO read would block forever).
 fn run(args: &[&str]) -> (Option<i32>, String) {

@@ -5,40 +5,12 @@
 
 mod common;
 
+use common::{counting_listener, run_in};
+
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
-
-/// A listener that counts the connections made to it and answers none: its port and count.
-fn counting_listener() -> (u16, Arc<AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let n = Arc::new(AtomicUsize::new(0));
-    let seen = n.clone();
-    std::thread::spawn(move || {
-        for c in listener.incoming() {
-            seen.fetch_add(1, Ordering::SeqCst);
-            drop(c);
-        }
-    });
-    (port, n)
-}
-
-/// `inferbench args` in `dir`: exit code, stderr.
-fn run_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("INFERBENCH_DB")
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// Paths under a regular file cannot be created (whoever runs the test, root included):
 /// each output flag of `bench`, `replay`, `job` and `quickstart` is refused with exit 2 and

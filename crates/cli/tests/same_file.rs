@@ -4,41 +4,11 @@
 //! such pair is refused with exit 2, naming both flags, before any request, and the file is
 //! left as it was.
 
+mod common;
+
+use common::{counting_listener, run_in};
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
-const BIN: &str = env!("CARGO_BIN_EXE_inferbench");
-
-/// A listener that counts the connections made to it and answers none: its URL and count.
-fn counting_listener() -> (String, Arc<AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let n = Arc::new(AtomicUsize::new(0));
-    let seen = n.clone();
-    std::thread::spawn(move || {
-        for c in listener.incoming() {
-            seen.fetch_add(1, Ordering::SeqCst);
-            drop(c);
-        }
-    });
-    (format!("http://127.0.0.1:{port}"), n)
-}
-
-/// `inferbench args` in `dir`: exit code, stderr.
-fn run_in(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("INFERBENCH_DB")
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 /// Runs `args` in `dir` and checks the refusal: exit 2, both `flags` named with "name the same
 /// file", no connection made, and `kept` (a file in `dir`) byte for byte as before.
@@ -78,7 +48,8 @@ fn bench_outputs_naming_one_file_are_refused_before_any_request() {
     }
     std::fs::write(d.join("rs5/ds.jsonl"), "{\"prompt\": \"hi\"}\n").unwrap();
     std::fs::write(d.join("rs/point.json"), "{}").unwrap();
-    let (url, hits) = counting_listener();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
     let base = [
         "bench",
         "--base-url",
@@ -178,7 +149,8 @@ fn replay_result_dir_over_a_trace_is_refused_before_any_request() {
     std::fs::create_dir(d.join("rp6")).unwrap();
     let trace = "{\"id\":\"s\",\"requests\":[{\"t\":0,\"in\":10,\"out\":2}]}\n";
     std::fs::write(d.join("rp6/requests.jsonl"), trace).unwrap();
-    let (url, hits) = counting_listener();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
     for traces in ["rp6/requests.jsonl", "rp6"] {
         refused(
             d,

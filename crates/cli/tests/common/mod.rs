@@ -202,3 +202,36 @@ pub fn start_sim(extra: &[&str]) -> Sim {
     }
     sim
 }
+
+/// A listener on a free loopback port that counts the connections made to it and answers
+/// none (each is dropped at once): its port and the count, for tests that assert nothing was
+/// sent.
+pub fn counting_listener() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let n = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = n.clone();
+    std::thread::spawn(move || {
+        for c in listener.incoming() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            drop(c);
+        }
+    });
+    (port, n)
+}
+
+/// `inferbench args` run in `dir` without `INFERBENCH_DB` from the environment: its exit code
+/// and stderr.
+pub fn run_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_inferbench"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("INFERBENCH_DB")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
