@@ -609,6 +609,20 @@ pub fn achieved_osl(records: &[RequestRecord]) -> Vec<f64> {
         .collect()
 }
 
+/// Achieved ISL in tokens: `prompt_tokens` of each counted request ([`counts`]: profile phase,
+/// successful), one value per request (AIPerf's "input sequence length"): the server's
+/// `usage.prompt_tokens` where it gave one, else the client's count
+/// ([`RequestRecord::prompt_tokens`]). Failures and warmups are left out, as for
+/// [`achieved_osl`]; a chat template or a tokenizer other than the server's shows as a mean
+/// above or below the requested ISL.
+pub fn achieved_isl(records: &[RequestRecord]) -> Vec<f64> {
+    records
+        .iter()
+        .filter(|r| counts(r))
+        .map(|r| f64::from(r.prompt_tokens))
+        .collect()
+}
+
 /// At or above this median of completion tokens per token-bearing chunk, a run's chunks carry
 /// several tokens each ([`multi_token_chunks`]): 1.5.
 pub const MULTI_TOKEN_MEDIAN: f64 = 1.5;
@@ -886,6 +900,29 @@ mod tests {
         assert_eq!((d.mean, d.median), (64.0, 64.0));
         assert_eq!(d.at(90.0), Some(115.2));
         assert!(achieved_osl(&[]).is_empty());
+    }
+
+    #[test]
+    fn achieved_isl_counts_successful_profile_requests_only() {
+        let with_isl = |isl: u32| RequestRecord {
+            prompt_tokens: isl,
+            prompt_tokens_client: 1,
+            ..req(0, &[10], 8)
+        };
+        let mut warm = with_isl(5000);
+        warm.phase = Phase::Warmup;
+        let mut failed = with_isl(3000);
+        failed.success = false;
+        let rs = vec![with_isl(1024), warm, failed, with_isl(1000), with_isl(1030)];
+        // Warmup (5000) and failure (3000) left out; the server's count, not the client's (1).
+        assert_eq!(achieved_isl(&rs), vec![1024.0, 1000.0, 1030.0]);
+        let d = Distribution::of(&achieved_isl(&rs), &[90.0]);
+        // Sorted 1000, 1024, 1030: mean 3054/3 = 1018, median 1024;
+        // P90: h = 2·0.9 = 1.8 → 1024 + 0.8·6 = 1028.8.
+        assert_eq!((d.count, d.mean, d.median), (3, 1018.0, 1024.0));
+        assert_eq!((d.min, d.max), (1000.0, 1030.0));
+        assert_eq!(d.at(90.0), Some(1028.8));
+        assert!(achieved_isl(&[]).is_empty());
     }
 
     #[test]

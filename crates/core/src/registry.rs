@@ -170,6 +170,8 @@ const BASES: &[(&str, &str, &str, Option<Better>)] = &[
     // Output tokens per successful request (`metrics::achieved_osl`): a property of the
     // workload and the server, neither side better.
     ("achieved_osl", "Achieved OSL", "tokens", NEITHER),
+    // Prompt tokens per successful request (`metrics::achieved_isl`): likewise neither.
+    ("achieved_isl", "Achieved ISL", "tokens", NEITHER),
 ];
 
 /// Every metric name [`metric`] knows without a pattern's free part: the fixed names, each
@@ -408,7 +410,8 @@ mod tests {
                 "e2el",
                 "intvty",
                 "e2e_norm_intvty",
-                "achieved_osl"
+                "achieved_osl",
+                "achieved_isl"
             ]
         );
         let mut n = 0;
@@ -421,6 +424,6 @@ mod tests {
                 n += 1;
             }
         }
-        assert_eq!(n, 72);
+        assert_eq!(n, 81);
     }
 }

@@ -439,6 +439,10 @@ pub struct Extras {
     /// ([`metrics::achieved_osl`]); stored as `mean_achieved_osl`, `median_achieved_osl`,
     /// `p90_achieved_osl`, `p99_achieved_osl`. Count 0 in summaries written before it.
     pub achieved_osl: Distribution,
+    /// Achieved ISL: prompt tokens per successful profile request (the server's count where it
+    /// gave one), tokens ([`metrics::achieved_isl`]); stored as `mean_achieved_isl`,
+    /// `median_achieved_isl`, `p90_achieved_isl`, …. Count 0 in summaries written before it.
+    pub achieved_isl: Distribution,
     /// Client queue time (sent − scheduled: the arrival in open loop, the moment the slot became
     /// free in closed loop), ms, every profile request.
     pub client_queue_ms: Distribution,
@@ -758,6 +762,7 @@ impl Default for Extras {
             tokens_per_chunk: Distribution::default(),
             multi_token_chunks: None,
             achieved_osl: Distribution::default(),
+            achieved_isl: Distribution::default(),
             client_queue_ms: Distribution::default(),
             e2el_from_schedule_ms: Distribution::default(),
             schedule_lag_ms: None,
@@ -928,6 +933,7 @@ fn summarize_inner(
             tokens_per_chunk: Distribution::of(&metrics::tokens_per_chunk(recs), qs),
             multi_token_chunks: metrics::multi_token_chunks(&metrics::tokens_per_chunk(recs)),
             achieved_osl: Distribution::of(&metrics::achieved_osl(recs), qs),
+            achieved_isl: Distribution::of(&metrics::achieved_isl(recs), qs),
             client_queue_ms: Distribution::of(&metrics::client_queue_ms(recs), qs),
             e2el_from_schedule_ms: Distribution::of(&metrics::e2el_from_schedule_ms(recs), qs),
             schedule_lag_ms: (!lag.is_empty()).then(|| Distribution::of(&lag, qs)),
