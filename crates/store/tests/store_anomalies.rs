@@ -122,6 +122,11 @@ fn anomalies_round_trip_through_the_store() {
         Some(1.0)
     );
     assert_eq!(rows[0].get("inferbench.anomalous_requests"), Some(2.0));
+    // Issue 40's achieved ISL (server prompt tokens 120, 365, 120; the warmup left out) under
+    // its registry names: median 120, P90 = 120 + 0.8 · 245 = 316, mean 605 / 3.
+    assert_eq!(rows[0].get("median_achieved_isl"), Some(120.0));
+    assert_eq!(rows[0].get("p90_achieved_isl"), Some(316.0));
+    assert_eq!(rows[0].get("mean_achieved_isl"), Some(605.0 / 3.0));
     drop(store);
     let conn = rusqlite::Connection::open(&url).unwrap();
     let blob: Vec<u8> = conn

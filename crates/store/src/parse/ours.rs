@@ -324,14 +324,14 @@ mod tests {
         }
         // Every base: each statistic the summary holds, under its registry name, the value of
         // its flattened one (s for the ms distributions); count, min and max flattened only.
-        let mut named = 0;
+        // The list of bases is pinned once, in core's registry tests: a new base needs no edit
+        // here (issue 40: a metric in core's three files).
         for base in distribution_bases() {
             for stat in ["mean", "median", "std", "p90", "p99", "p99.9"] {
                 let name = distribution_stat_name(base, stat).unwrap();
                 let flat = format!("inferbench.{base}.{stat}");
                 assert_eq!(typed.get(&name), typed.get(&flat), "{name}");
                 assert!(typed.contains_key(&name), "{name}");
-                named += 1;
             }
             for stat in ["count", "min", "max"] {
                 assert!(
@@ -340,7 +340,6 @@ mod tests {
                 );
             }
         }
-        assert_eq!(named, 48);
         // In s, as the flattened extras convert ms (× 1e-3).
         let ms = raw["inferbench"]["ttft_ms"]["p99.9"].as_f64().unwrap();
         assert_eq!(typed["p999_ttft"], ms * 1e-3);
