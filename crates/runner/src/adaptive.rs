@@ -1753,9 +1753,9 @@ mod replay {
         52.7, 79.7, 126.2,
     ];
 
-    /// Joint rounds (`next_round_k`, as Slurm/GitHub rounds plan), printing each round's
-    /// candidates and why.
-    fn joint(tol: f64) -> Vec<Curve> {
+    /// Joint rounds (`next_round_k`, as Slurm/GitHub rounds plan), each round's candidates and
+    /// why written to `log` (shown by a failing assertion).
+    fn joint(tol: f64, log: &mut String) -> Vec<Curve> {
         let mut curves = vec![Curve::listed(&LISTED); 2];
         for round in 1.. {
             let why = explain(&curves, tol);
@@ -1763,10 +1763,10 @@ mod replay {
             if r.is_empty() {
                 break;
             }
-            println!("round {round}: {r:?}");
+            log.push_str(&format!("round {round}: {r:?}\n"));
             for (i, w) in why.iter().enumerate() {
                 for c in w {
-                    println!("  curve {i}: conc {} {:?}", c.conc, c.why);
+                    log.push_str(&format!("  curve {i}: conc {} {:?}\n", c.conc, c.why));
                 }
             }
             for (i, c) in r {
@@ -1776,20 +1776,20 @@ mod replay {
         curves
     }
 
-    /// `run_local`'s order ([`LocalOrder`]), printing each point and why.
-    fn local(tol: f64, measure: impl Fn(usize, u32) -> Measured) -> Vec<Curve> {
+    /// `run_local`'s order ([`LocalOrder`]), each point and why written to `log`.
+    fn local(tol: f64, measure: impl Fn(usize, u32) -> Measured, log: &mut String) -> Vec<Curve> {
         let mut curves = vec![Curve::listed(&LISTED); 2];
         let mut order = LocalOrder::default();
         while let Some((i, c)) = order.next(&curves, &[0, 0], tol) {
             let why = explain(&curves, tol);
             let w = why[i].iter().find(|w| w.conc == c).unwrap();
-            println!("curve {i}: conc {c} {:?}", w.why);
+            log.push_str(&format!("curve {i}: conc {c} {:?}\n", w.why));
             curves[i].points.insert(c, measure(i, c));
         }
         curves
     }
 
-    fn report(name: &str, curves: &[Curve]) -> (usize, FrontierMatch) {
+    fn report(name: &str, curves: &[Curve], log: &mut String) -> (usize, FrontierMatch) {
         let full: Vec<(f64, f64)> = RECORDED.iter().map(|p| (p.2, p.3)).collect();
         let found: Vec<(f64, f64)> = (curves.iter())
             .flat_map(|c| c.valid())
@@ -1801,14 +1801,16 @@ mod replay {
             .map(|c| c.points.keys().copied().collect())
             .collect();
         let noise: Vec<f64> = curves.iter().map(|c| noise_estimate(&c.valid())).collect();
-        println!("{name}: {n} points {chosen:?}, noise {noise:?}, {m:?}");
+        log.push_str(&format!(
+            "{name}: {n} points {chosen:?}, noise {noise:?}, {m:?}\n"
+        ));
         (n, m)
     }
 
     /// The cheapest subset of the recorded points (each curve's ends always in) whose frontier
     /// passes the measure against the full list's: what no plan can beat. Returns its
-    /// GPU-seconds.
-    fn oracle() -> f64 {
+    /// GPU-seconds; the subset is written to `log`.
+    fn oracle(log: &mut String) -> f64 {
         let full: Vec<(f64, f64)> = RECORDED.iter().map(|p| (p.2, p.3)).collect();
         let total: f64 = GPU_S.iter().sum();
         let free: Vec<usize> = (0..18).filter(|k| ![0, 8, 9, 17].contains(k)).collect();
@@ -1836,10 +1838,10 @@ mod replay {
         let names: Vec<String> = (pick.iter())
             .map(|k| format!("TP {} conc {}", RECORDED[*k].0 + 1, RECORDED[*k].1))
             .collect();
-        println!(
-            "oracle: {cost:.1} GPU-s = {:.1} % {names:?}",
+        log.push_str(&format!(
+            "oracle: {cost:.1} GPU-s = {:.1} % {names:?}\n",
             100.0 * cost / total
-        );
+        ));
         cost
     }
 
@@ -1861,36 +1863,41 @@ mod replay {
                 .map(|(_, g)| g)
                 .sum()
         };
-        let s = local(DEFAULT_TOLERANCE, recorded);
-        let (n, m) = report("local order", &s);
+        // What each step chose and why, shown by a failing assertion (the test prints nothing).
+        let mut log = String::new();
+        let s = local(DEFAULT_TOLERANCE, recorded, &mut log);
+        let (n, m) = report("local order", &s, &mut log);
         let chosen: Vec<Vec<u32>> = s
             .iter()
             .map(|c| c.points.keys().copied().collect())
             .collect();
         assert_eq!(
             chosen,
-            [vec![1, 16, 256], vec![1, 2, 4, 16, 32, 64, 128, 256]]
+            [vec![1, 16, 256], vec![1, 2, 4, 16, 32, 64, 128, 256]],
+            "{log}"
         );
-        assert_eq!(n, 11);
-        assert!(m.passes(), "{m:?}");
+        assert_eq!(n, 11, "{log}");
+        assert!(m.passes(), "{m:?}\n{log}");
         assert_eq!((m.within_fraction, m.missing_fraction), (1.0, 0.0));
         assert!(m.worst_gap < 0.011, "{m:?}");
         // 579.2 of 819.5 GPU-s: 29.3 % saved by the plan alone (no point stopped early).
         let spent = cost(&s);
-        println!("local order: {spent:.1} of {total:.1} GPU-s");
-        assert!((spent - 579.2).abs() < 0.05, "{spent}");
+        assert!(
+            (spent - 579.2).abs() < 0.05,
+            "{spent} of {total} GPU-s\n{log}"
+        );
         assert!((total - 819.5).abs() < 0.05, "{total}");
         // Deterministic.
-        assert_eq!(local(DEFAULT_TOLERANCE, recorded), s);
+        assert_eq!(local(DEFAULT_TOLERANCE, recorded, &mut String::new()), s);
         // Joint rounds: TP 1 is also split at 64 and 128 (planned beside TP 2's seeds only).
-        let j = joint(DEFAULT_TOLERANCE);
-        let (n, m) = report("joint", &j);
-        assert_eq!(n, 13);
-        assert!(m.passes(), "{m:?}");
+        let j = joint(DEFAULT_TOLERANCE, &mut log);
+        let (n, m) = report("joint", &j, &mut log);
+        assert_eq!(n, 13, "{log}");
+        assert!(m.passes(), "{m:?}\n{log}");
         // No plan can pass the measure for less than 38.3 % of the list here (TP 1 conc 1 and
         // 256, TP 2 conc 1, 4 and 256): TP 2's curve is almost straight in (x, y) from conc 4
         // to 256, which the planner's log–log reading of a curve does not see from 3 points.
-        let best = oracle();
-        assert!((best - 313.5).abs() < 0.05, "{best}");
+        let best = oracle(&mut log);
+        assert!((best - 313.5).abs() < 0.05, "{best}\n{log}");
     }
 }
