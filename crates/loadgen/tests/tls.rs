@@ -130,16 +130,9 @@ fn profile(recs: &[RequestRecord]) -> Vec<&RequestRecord> {
     recs.iter().filter(|r| r.phase == Phase::Profile).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
-    let front = sim_behind_tls().await;
-    let (port, with_ca) = (front.port, front.with_ca());
-
-    // --tls-ca: every request over TLS, the sim's exact counts.
-    let url = format!("https://localhost:{port}");
-    let out = run_bench(opts(url.clone(), with_ca.clone()), CancellationToken::new())
-        .await
-        .unwrap();
+/// The run passed and each of its 4 profile requests succeeded with the sim's exact counts
+/// (16 prompt, 5 completion tokens), as [`opts`] asks.
+fn assert_exact(out: &inferbench_loadgen::BenchOutcome) {
     assert_eq!(
         out.end,
         inferbench_loadgen::RunEnd::Passed,
@@ -152,6 +145,19 @@ async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
         assert!(r.success, "{:?}", r.error);
         assert_eq!((r.prompt_tokens, r.completion_tokens), (16, 5), "{r:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_targets_verify_with_tls_ca_and_tunnel_through_https_proxy() {
+    let front = sim_behind_tls().await;
+    let (port, with_ca) = (front.port, front.with_ca());
+
+    // --tls-ca: every request over TLS, the sim's exact counts.
+    let url = format!("https://localhost:{port}");
+    let out = run_bench(opts(url.clone(), with_ca.clone()), CancellationToken::new())
+        .await
+        .unwrap();
+    assert_exact(&out);
     assert_eq!(out.summary.total_output_tokens, 20);
     assert_eq!(out.summary.inferbench.proxy, None);
     // The result records how the server was verified (a fresh tester's finding 3).
@@ -362,18 +368,7 @@ async fn the_server_tokenizer_speaks_tls() {
         ..opts(url.clone(), with_ca)
     };
     let out = run_bench(o, CancellationToken::new()).await.unwrap();
-    assert_eq!(
-        out.end,
-        inferbench_loadgen::RunEnd::Passed,
-        "{:?}",
-        out.notes
-    );
-    let recs = profile(&out.records);
-    assert_eq!(recs.len(), 4);
-    for r in &recs {
-        assert!(r.success, "{:?}", r.error);
-        assert_eq!((r.prompt_tokens, r.completion_tokens), (16, 5), "{r:?}");
-    }
+    assert_exact(&out);
     assert_eq!(out.summary.tokenizer_id, "server");
 
     let o = BenchOptions {
