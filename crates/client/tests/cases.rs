@@ -4,7 +4,6 @@
 //! is in `cases_split.rs`). Expectations come from each
 //! case's `expect` object; the same client passes all of them.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,48 +11,11 @@ use inferbench_client::{
     Backend, CancellationToken, Client, ClientConfig, RequestInput, RequestMeta, RunClock,
 };
 use inferbench_core::{ErrorClass, RequestRecord, TokenSource};
-use inferbench_testutil::replay::{spawn_replay, ReplayCase};
+use inferbench_testutil::replay::{load_handed_cases, spawn_replay, ReplayCase};
 use serde_json::Value;
 
 /// Allowed deviation of TTFT/TTFO/E2EL from the recorded pauses, in ms (cases/README.md).
 const TOL_MS: f64 = 20.0;
-
-fn cases_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/cases/sse");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIP: {} not found (the shared folder is absent)",
-            dir.display()
-        );
-        None
-    }
-}
-
-fn load_cases() -> Vec<(String, Value)> {
-    let Some(dir) = cases_dir() else {
-        return vec![];
-    };
-    let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap();
-            let v: Value =
-                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(
-        out.len() >= 16,
-        "expected the sixteen handed cases in {}",
-        dir.display()
-    );
-    out
-}
 
 fn chars_counter() -> Arc<inferbench_client::TokenCounter> {
     // Stand-in tokenizer for cases without usage: whitespace-separated words.
@@ -173,7 +135,7 @@ const TIMING_TRIES: usize = 3;
 /// keep-alive reuse after a finished stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handed_cases_over_http() {
-    let cases = load_cases();
+    let cases = load_handed_cases();
     let mut tasks = Vec::new();
     for (name, case) in cases {
         tasks.push(tokio::spawn(async move {

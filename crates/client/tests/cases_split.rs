@@ -2,50 +2,10 @@
 //! through the pure SSE parser and chunk interpreter: the same output text, token chunks and
 //! conclusion as the unsplit body.
 
-use std::path::PathBuf;
-
 use inferbench_client::openai::Interpreter;
 use inferbench_client::sse::SseParser;
 use inferbench_core::RequestRecord;
-use inferbench_testutil::replay::ReplayCase;
-use serde_json::Value;
-
-fn cases_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/cases/sse");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIP: {} not found (the shared folder is absent)",
-            dir.display()
-        );
-        None
-    }
-}
-
-fn load_cases() -> Vec<(String, Value)> {
-    let Some(dir) = cases_dir() else {
-        return vec![];
-    };
-    let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap();
-            let v: Value =
-                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    assert!(
-        out.len() >= 16,
-        "expected the sixteen handed cases in {}",
-        dir.display()
-    );
-    out
-}
+use inferbench_testutil::replay::{load_handed_cases, ReplayCase};
 
 /// Bodies up to this size are re-split at every byte boundary.
 const SPLIT_EVERY_BYTE_MAX: usize = 64 << 10;
@@ -55,7 +15,7 @@ const SPLIT_EVERY_BYTE_MAX: usize = 64 << 10;
 /// seen or not) as the unsplit body.
 #[test]
 fn handed_cases_any_split_same_result() {
-    for (name, case) in load_cases() {
+    for (name, case) in load_handed_cases() {
         let body = ReplayCase::from_json(&case).unwrap().body_bytes();
         let parse = |pieces: &[&[u8]]| {
             let mut p = SseParser::new();

@@ -13,22 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use inferbench_client::{Backend, Client, ClientConfig};
-use inferbench_testutil::replay::{spawn_replay, ReplayCase};
+use inferbench_testutil::replay::{load_case_dir, spawn_replay, ReplayCase};
 use serde_json::Value;
 
 fn load() -> Vec<(String, Value)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases/sse");
-    let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            let v = serde_json::from_str(&std::fs::read_to_string(&p).unwrap())
-                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    let out = load_case_dir(&dir);
     assert_eq!(out.len(), 16, "the recorded cases in {}", dir.display());
     out
 }

@@ -8,6 +8,7 @@
 //! each written as one HTTP chunk), `end` (`"close"`, `"abort"` or `{"stall_ms": N}`).
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -147,6 +148,55 @@ fn b64_decode(s: &str) -> Option<Vec<u8>> {
 /// Serves `case` on `127.0.0.1:0` until the runtime shuts down; returns the bound address.
 pub async fn spawn_replay(case: ReplayCase) -> std::io::Result<SocketAddr> {
     Ok(spawn_replay_counted(case).await?.0)
+}
+
+/// The folder of the handed SSE cases, `shared/cases/sse/` beside the repository, or `None`
+/// (with a SKIP line on stderr) where the shared folder is absent.
+pub fn handed_cases_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/cases/sse");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIP: {} not found (the shared folder is absent)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Every `*.json` case of `dir` as (file name, parsed case), sorted by file name. Panics
+/// naming the file when one does not read or parse (a test-setup failure).
+pub fn load_case_dir(dir: &Path) -> Vec<(String, Value)> {
+    let mut out: Vec<(String, Value)> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| {
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let v: Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.file_name().unwrap().to_string_lossy().into_owned(), v)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The handed cases of [`handed_cases_dir`] as [`load_case_dir`] reads them (empty where the
+/// shared folder is absent); asserts that at least the sixteen first handed cases are there.
+pub fn load_handed_cases() -> Vec<(String, Value)> {
+    let Some(dir) = handed_cases_dir() else {
+        return vec![];
+    };
+    let out = load_case_dir(&dir);
+    assert!(
+        out.len() >= 16,
+        "expected the sixteen handed cases in {}",
+        dir.display()
+    );
+    out
 }
 
 /// [`spawn_replay`] on a runtime of its own, in a background thread that lives until the
