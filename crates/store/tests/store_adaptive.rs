@@ -36,17 +36,7 @@ fn mark_adaptive(root: &Path, used: u64) {
 /// another run) is stored beside it as adaptive.
 #[test]
 fn a_version_7_database_migrates_and_its_points_are_not_adaptive() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("old.db");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/old-schema/v7-sweep-h200.db"),
-        &db,
-    )
-    .unwrap();
-    let mut store = Store::open(&db.display().to_string()).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 7);
-    assert_eq!(store.migrate().unwrap(), [8]);
-    assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
+    let (mut store, _dir, _) = common::migrated_old("v7-sweep-h200.db", 7, &[8]);
     assert_eq!(
         early_stop(&mut store),
         [(4, false, None), (16, false, None)]

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use inferbench_store::{EvalSample, IngestOptions, Store};
+use inferbench_store::{EvalSample, IngestOptions};
 
 const GPTOSS: &str = "tests/evalsets/eval_gptoss_8k1k_gptoss_8k1k_fp8_vllm_tp2-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc32_h100-box_0";
 
@@ -114,17 +114,7 @@ fn an_eval_sets_questions_are_stored_bounded_and_once() {
 /// ingesting the eval set again fills them in for the same run.
 #[test]
 fn a_version_6_database_migrates_with_no_questions_until_reingested() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("old.db");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/old-schema/v6-sweep-h200-eval.db"),
-        &db,
-    )
-    .unwrap();
-    let mut store = Store::open(&db.display().to_string()).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 6);
-    assert_eq!(store.migrate().unwrap(), [7, 8]);
-    assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
+    let (mut store, dir, _) = common::migrated_old("v6-sweep-h200-eval.db", 6, &[7, 8]);
     let evals = store.evals().unwrap();
     assert_eq!(evals.len(), 1);
     let run = evals[0].run_id;

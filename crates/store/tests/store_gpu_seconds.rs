@@ -44,17 +44,7 @@ fn stamp(root: &Path, gpu_seconds: f64) {
 /// point in place and leaves the other unknown.
 #[test]
 fn a_version_5_database_migrates_and_its_points_have_no_gpu_seconds() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("old.db");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/old-schema/v5-sweep-h200.db"),
-        &db,
-    )
-    .unwrap();
-    let mut store = Store::open(&db.display().to_string()).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 5);
-    assert_eq!(store.migrate().unwrap(), [6, 7, 8]);
-    assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
+    let (mut store, _dir, _) = common::migrated_old("v5-sweep-h200.db", 5, &[6, 7, 8]);
     assert_eq!(gpu_seconds(&mut store), [(4, None), (16, None)]);
 
     let copy = common::fixture_copy();

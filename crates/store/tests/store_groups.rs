@@ -309,18 +309,7 @@ fn labels_name_what_differs() {
 /// with one are a group of their own.
 #[test]
 fn a_version_4_database_migrates_and_keeps_its_groups() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("old.db");
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/old-schema/v4-sweep-h200.db"),
-        &db,
-    )
-    .unwrap();
-    let url = db.display().to_string();
-    let mut store = Store::open(&url).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 4);
-    assert_eq!(store.migrate().unwrap(), [5, 6, 7, 8]);
-    assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
+    let (mut store, _dir, _) = common::migrated_old("v4-sweep-h200.db", 4, &[5, 6, 7, 8]);
     let rows = store
         .points(&Filter::default(), &Default::default())
         .unwrap();

@@ -80,3 +80,25 @@ pub fn postgres(test: &str) -> Option<(Store, String)> {
     s.migrate().unwrap();
     Some((s, url))
 }
+
+/// A copy of `tests/old-schema/<file>` (a database written by an earlier build) opened and
+/// migrated: asserts that it was at schema version `from` and that `migrate` applied exactly
+/// `applied`, then nothing on a second call. Returns the store, the temp dir that holds the
+/// copy (keep it alive) and the copy's path.
+pub fn migrated_old(file: &str, from: i64, applied: &[i64]) -> (Store, tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.db");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/old-schema")
+            .join(file),
+        &db,
+    )
+    .unwrap();
+    let url = db.display().to_string();
+    let mut store = Store::open(&url).unwrap();
+    assert_eq!(store.schema_version().unwrap(), from);
+    assert_eq!(store.migrate().unwrap(), applied);
+    assert_eq!(store.migrate().unwrap(), Vec::<i64>::new());
+    (store, dir, url)
+}
