@@ -347,6 +347,15 @@ impl<'a> Checker<'a> {
             .push(ConfigError::new(self.file, pos, field, msg));
     }
 
+    /// Reports that `n` at `field` has the wrong type: "must be WANTED, found KIND".
+    fn wrong_type(&mut self, n: &Node, field: &str, wanted: &str) {
+        self.err(
+            n.pos,
+            field,
+            format!("must be {wanted}, found {}", describe(n)),
+        );
+    }
+
     pub(crate) fn expect_map<'n>(
         &mut self,
         node: &'n Node,
@@ -424,11 +433,7 @@ impl<'a> Checker<'a> {
                 Some(i)
             }
             _ => {
-                self.err(
-                    n.pos,
-                    &p,
-                    format!("must be an integer, found {}", describe(n)),
-                );
+                self.wrong_type(n, &p, "an integer");
                 None
             }
         }
@@ -439,11 +444,7 @@ impl<'a> Checker<'a> {
         match n.value {
             Yaml::Bool(b) => Some(b),
             _ => {
-                self.err(
-                    n.pos,
-                    &join(path, field),
-                    format!("must be a boolean, found {}", describe(n)),
-                );
+                self.wrong_type(n, &join(path, field), "a boolean");
                 None
             }
         }
@@ -464,11 +465,7 @@ impl<'a> Checker<'a> {
                 None
             }
             None => {
-                self.err(
-                    n.pos,
-                    &join(path, field),
-                    format!("must be a string, found {}", describe(n)),
-                );
+                self.wrong_type(n, &join(path, field), "a string");
                 None
             }
         }
@@ -503,22 +500,14 @@ impl<'a> Checker<'a> {
         let n = present(map.get(field))?;
         let p = join(path, field);
         let Some(items) = n.as_seq() else {
-            self.err(
-                n.pos,
-                &p,
-                format!("must be a list of strings, found {}", describe(n)),
-            );
+            self.wrong_type(n, &p, "a list of strings");
             return None;
         };
         let mut out = Vec::new();
         for (i, it) in items.iter().enumerate() {
             match it.as_str() {
                 Some(s) => out.push(s.to_string()),
-                None => self.err(
-                    it.pos,
-                    &format!("{p}[{i}]"),
-                    format!("must be a string, found {}", describe(it)),
-                ),
+                None => self.wrong_type(it, &format!("{p}[{i}]"), "a string"),
             }
         }
         Some(out)
@@ -529,11 +518,7 @@ impl<'a> Checker<'a> {
         match n.as_seq() {
             Some(s) => Some(s),
             None => {
-                self.err(
-                    n.pos,
-                    &join(path, field),
-                    format!("must be a list, found {}", describe(n)),
-                );
+                self.wrong_type(n, &join(path, field), "a list");
                 None
             }
         }
@@ -759,11 +744,7 @@ impl<'a> Checker<'a> {
                 &join(p, "dram-utilization"),
                 format!("must be in (0, 1], got {}", crate::pyjson::float_repr(f)),
             ),
-            None => self.err(
-                u.pos,
-                &join(p, "dram-utilization"),
-                format!("must be a number, found {}", describe(u)),
-            ),
+            None => self.wrong_type(u, &join(p, "dram-utilization"), "a number"),
         }
     }
 
@@ -838,20 +819,14 @@ impl<'a> Checker<'a> {
                     for (i, it) in items.iter().enumerate() {
                         match it.value {
                             Yaml::Int(v) => vals.push(v),
-                            _ => self.err(
-                                it.pos,
-                                &format!("{path}.conc-list[{i}]"),
-                                format!("must be an integer, found {}", describe(it)),
-                            ),
+                            _ => {
+                                self.wrong_type(it, &format!("{path}.conc-list[{i}]"), "an integer")
+                            }
                         }
                     }
                     list = Some(vals);
                 }
-                None => self.err(
-                    l.pos,
-                    &join(path, "conc-list"),
-                    format!("must be a list of integers, found {}", describe(l)),
-                ),
+                None => self.wrong_type(l, &join(path, "conc-list"), "a list of integers"),
             }
         }
         let has_start = present(e.get("conc-start")).is_some();
