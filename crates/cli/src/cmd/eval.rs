@@ -35,6 +35,9 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         insecure,
     } = args;
     let (mut opts, threshold) = flags.options()?;
+    // No file the eval writes names its data, another of its outputs or --tls-ca (issue 39's
+    // leftovers, 1: `--result-dir` was outside the same-file check), before any request.
+    check_same_files(&opts, flags.result_dir(), tls_ca.as_deref())?;
     opts.tls = super::tls_args::TlsArgs { tls_ca, insecure }.options();
     // More requests in flight than this process can hold: refused before the first (exit 2).
     crate::limits::refuse_beyond(Some(crate::limits::Need {
@@ -58,6 +61,39 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         let samples = gsm8k::run(&opts, &cancel).await?;
         flags.finish(&opts, &samples, threshold).await
     })
+}
+
+/// The files `eval` writes into `--result-dir`: the samples, the results and `meta_env.json`.
+pub const EVAL_OUTPUT_FILES: [&str; 3] =
+    [gsm8k::SAMPLES_FILE, gsm8k::RESULTS_FILE, "meta_env.json"];
+
+/// The data files `eval` reads from `--data-dir`.
+pub const EVAL_DATA_FILES: [&str; 2] = ["test.jsonl", "train.jsonl"];
+
+/// Refuses two of the eval's paths naming one file when either is written
+/// ([`inferbench_loadgen::samefile::check_distinct`], as `bench` and `replay` check theirs):
+/// each file of [`EVAL_OUTPUT_FILES`] in `result_dir` against the others, the data files of
+/// `opts.data_dir` ([`EVAL_DATA_FILES`]) and `--tls-ca`.
+///
+/// # Errors
+/// The first two flags naming one file and the two paths (the caller exits 2, nothing sent).
+pub fn check_same_files(
+    opts: &gsm8k::EvalOptions,
+    result_dir: &std::path::Path,
+    tls_ca: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    use inferbench_loadgen::samefile::{check_distinct, NamedPath};
+    let mut paths: Vec<NamedPath> = EVAL_DATA_FILES
+        .iter()
+        .map(|f| NamedPath::input(format!("--data-dir's {f}"), opts.data_dir.join(f)))
+        .collect();
+    paths.extend(tls_ca.map(|p| NamedPath::input("--tls-ca", p)));
+    paths.extend(
+        EVAL_OUTPUT_FILES
+            .iter()
+            .map(|f| NamedPath::output(format!("--result-dir's {f}"), result_dir.join(f))),
+    );
+    check_distinct(&paths)
 }
 
 /// Memory one problem of an eval takes for the whole run besides its text and prompt, bytes:
