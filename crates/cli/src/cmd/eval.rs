@@ -40,7 +40,8 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     check_same_files(&opts, flags.result_dir(), tls_ca.as_deref())?;
     opts.tls = super::tls_args::TlsArgs { tls_ca, insecure }.options();
     // More requests in flight than this process can hold: refused before the first (exit 2).
-    crate::limits::refuse_beyond(Some(crate::limits::Need {
+    let limits = crate::limits::raise_open_files();
+    let streams = crate::limits::Need {
         flag: "--concurrency",
         streams: opts.concurrency as u64,
         requests: 0,
@@ -48,10 +49,19 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         request_bytes: 0,
         prompt_bytes: 0,
         uncapped: false,
-    }))?;
+    };
+    crate::limits::check(&streams, &limits)
+        .map_err(anyhow::Error::msg)
+        .map_err(|e| {
+            // Not one stream: the `ulimit -v` at which both checks pass (issue 39's
+            // leftovers, 3).
+            crate::limits::advise_no_stream(e, &limits, |at| {
+                crate::limits::check(&streams, at).is_ok() && check_data_memory(&opts, at).is_ok()
+            })
+        })?;
     // The data file counts in the budget (trial of issue 39, finding 3: a 150 MB test.jsonl
     // sent requests, then ran out of memory midway, exit 1): refused before any request.
-    check_data_memory(&opts, &crate::limits::current())?;
+    check_data_memory(&opts, &limits)?;
     crate::oom::set_what_to_lower("--concurrency/--limit (or the data's size)");
     let rt = super::runtime()?;
     // Without --model, the server's first (as `bench`; trial 24).
@@ -243,7 +253,13 @@ pub fn check_data_memory(
         in_flight,
         budget.bytes >> 20,
         budget.what(),
-        total.div_ceil(1 << 10),
+        // The limit at which this check and the streams' one before it both pass (with fewer
+        // problems than --concurrency, the streams' may need more; issue 39's leftovers, 3).
+        total
+            .max(limits.base.saturating_add(
+                (opts.concurrency as u64).saturating_mul(crate::limits::STREAM_BYTES)
+            ))
+            .div_ceil(1 << 10),
     )
 }
 
