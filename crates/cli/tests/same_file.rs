@@ -265,7 +265,8 @@ fn eval_outputs_naming_its_data_or_each_other_are_refused_before_any_request() {
 /// Issue 39's leftovers, 1: every other subcommand that writes a file checks it against what
 /// it reads: `plot --out` over its `--db`, `matrix`/`changelog --output` over a config they
 /// read, `db dump --out` whose `SHA256SUMS` is the database, `db restore` into its own
-/// snapshot, `selftest --json` over the `--spawn-server` binary. Each exits 2 naming both,
+/// snapshot, `selftest --json` over the `--spawn-server` binary, `quickstart --chart` over its
+/// `--db`. Each exits 2 naming both,
 /// the file unchanged.
 #[test]
 fn every_writing_subcommand_refuses_an_output_over_its_input() {
@@ -282,7 +283,20 @@ fn every_writing_subcommand_refuses_an_output_over_its_input() {
     std::fs::write(d.join("snap.ibdump.zst"), "x").unwrap();
     std::fs::write(d.join("srv"), "#!/bin/sh\n").unwrap();
     let hits = AtomicUsize::new(0);
-    let cases: [(&[&str], [&str; 2], &str); 7] = [
+    let cases: [(&[&str], [&str; 2], &str); 8] = [
+        (
+            &[
+                "quickstart",
+                "--db",
+                "ib.db",
+                "--chart",
+                "./ib.db",
+                "--out",
+                "qs",
+            ],
+            ["--chart ./ib.db", "--db ib.db"],
+            "ib.db",
+        ),
         (
             &["plot", "--db", "ib.db", "--out", "./ib.db"],
             ["--out ./ib.db", "--db ib.db"],
