@@ -707,6 +707,147 @@ pub fn refuse_beyond(need: Option<Need>) -> anyhow::Result<()> {
     check(&need, &raise_open_files()).map_err(anyhow::Error::msg)
 }
 
+/// When `e` is a loader's refusal of an input of which not even one prompt (or trace) fits
+/// ([`inferbench_workload::WorkloadError::NoneFits`], anywhere in its chain), adds the
+/// `ulimit -v` (KiB, as `ulimit -v` takes it) that lets the run start (issue 39's leftovers,
+/// 3: "raise the limit" gave no value): the least address-space limit at which `room_at` —
+/// the room the run's own up-front checks leave its input under those limits (`None`: they
+/// refuse) — holds what the loader counted, found by doubling and then bisection to the KiB
+/// (the checks' model is monotone in the limit). Under a budget bound by the memory
+/// available (or a limit above it), says how much more memory the run needs instead. Other
+/// errors are returned unchanged.
+pub fn advise_none_fits(
+    e: anyhow::Error,
+    limits: &Limits,
+    room_at: impl Fn(&Limits) -> Option<u64>,
+) -> anyhow::Error {
+    use inferbench_loadgen::options::{mem_available, MemoryBound};
+    let found =
+        e.chain().find_map(
+            |c| match c.downcast_ref::<inferbench_workload::WorkloadError>() {
+                Some(inferbench_workload::WorkloadError::NoneFits { need, room, .. }) => {
+                    Some((*need, *room))
+                }
+                _ => None,
+            },
+        );
+    let (Some((need, room)), Some(budget)) = (found, limits.memory) else {
+        return e;
+    };
+    let available = mem_available();
+    let advice = match (
+        budget.bound,
+        ulimit_v_for(need, room, budget.bytes, limits, room_at),
+    ) {
+        (MemoryBound::AddressSpace, Some(bytes))
+            if available.is_none_or(|m| m >= bytes.div_ceil(1024) * 1024) =>
+        {
+            format!(
+                "raise the address-space limit: `ulimit -v {}` (KiB) lets the run start (it is {} \
+                 now)",
+                bytes.div_ceil(1024),
+                budget.bytes >> 10
+            )
+        }
+        _ => format!(
+            "the run needs about {} MiB more memory than the {} MiB available to it: free \
+             memory or use a smaller input",
+            need.saturating_sub(room).div_ceil(1 << 20),
+            available.unwrap_or(budget.bytes) >> 20
+        ),
+    };
+    anyhow::anyhow!("{e:#}; {advice} (nothing was sent)")
+}
+
+/// The least address-space limit, bytes (to the KiB), at which `room_at` gives at least
+/// `need` bytes, searched from `now` (where the room was `room`); `None` when not even 2^62
+/// bytes would do.
+fn ulimit_v_for(
+    need: u64,
+    room: u64,
+    now: u64,
+    limits: &Limits,
+    room_at: impl Fn(&Limits) -> Option<u64>,
+) -> Option<u64> {
+    least_limit(
+        now,
+        now.saturating_add(need.saturating_sub(room)),
+        |bytes| room_at(&at_limit(limits, bytes)).is_some_and(|r| r >= need),
+    )
+}
+
+/// `limits` with an address-space limit of `bytes` (the memory available unchanged).
+fn at_limit(limits: &Limits, bytes: u64) -> Limits {
+    Limits {
+        memory: Some(MemoryBudget {
+            bytes,
+            bound: inferbench_loadgen::options::MemoryBound::AddressSpace,
+        }),
+        ..*limits
+    }
+}
+
+/// The least limit, bytes (a whole number of KiB, as `ulimit -v` sets it), above `now` (where
+/// `fits` fails) at which `fits` holds (monotone), starting the search at `first`: doubling,
+/// then bisection to the KiB; `None` when not even 2^52 KiB would do.
+fn least_limit(now: u64, first: u64, fits: impl Fn(u64) -> bool) -> Option<u64> {
+    let fits_kib = |k: u64| fits(k.saturating_mul(1024));
+    let (mut lo, mut hi) = (now / 1024, first.div_ceil(1024).max(now / 1024 + 1));
+    while !fits_kib(hi) {
+        if hi >= 1 << 52 {
+            return None;
+        }
+        lo = hi;
+        hi = hi.saturating_mul(2);
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits_kib(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi * 1024)
+}
+
+/// When `e` is an up-front refusal in which not one stream fits ("no concurrency fits",
+/// [`check`]) under an address-space limit, adds the `ulimit -v` (KiB) at which `starts` —
+/// the run's own up-front checks under those limits — passes (issue 39's leftovers, 3: the
+/// way out of "not even one fits" is the limit, so it is named with the value that works).
+/// Other errors, a budget bound by the memory available, or one that no limit would lift
+/// (open files), are returned unchanged.
+pub fn advise_no_stream(
+    e: anyhow::Error,
+    limits: &Limits,
+    starts: impl Fn(&Limits) -> bool,
+) -> anyhow::Error {
+    let text = format!("{e:#}");
+    let Some(budget) = limits
+        .memory
+        .filter(|b| b.bound == inferbench_loadgen::options::MemoryBound::AddressSpace)
+    else {
+        return e;
+    };
+    if !text.contains("no concurrency fits") {
+        return e;
+    }
+    let Some(bytes) = least_limit(budget.bytes, budget.bytes, |b| starts(&at_limit(limits, b)))
+    else {
+        return e;
+    };
+    if inferbench_loadgen::options::mem_available().is_some_and(|m| m < bytes) {
+        return e;
+    }
+    let head = text.strip_suffix(" (nothing was sent)").unwrap_or(&text);
+    anyhow::anyhow!(
+        "{head}; raise the address-space limit: `ulimit -v {}` (KiB) lets the run start (it is \
+         {} now) (nothing was sent)",
+        bytes >> 10,
+        budget.bytes >> 10
+    )
+}
+
 /// A limit for a message: "unlimited" for none.
 fn show(v: u64) -> String {
     if v == u64::MAX {

@@ -196,3 +196,202 @@ fn an_eval_data_file_beyond_ulimit_v_is_refused_naming_the_limit_that_fits() {
         "{text}"
     );
 }
+
+/// The `ulimit -v` value a refusal names: the KiB in "`ulimit -v N` (KiB) lets the run start".
+fn advised(text: &str) -> String {
+    text.split("`ulimit -v ")
+        .find_map(|t| t.split_once("` (KiB) lets the run start"))
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| panic!("no advised `ulimit -v`: {text}"))
+}
+
+/// Issue 39's leftovers, 3: when not one prompt of a `--dataset-path` fits (each line's
+/// `output_len` of 120,000 tokens is 3.8 MB of records to keep), the refusal names the
+/// `ulimit -v` that lets the run start, and it is true: at that value the bench runs to the
+/// end against the sim (exit 0), one KiB below it is refused again (exit 2).
+#[test]
+fn a_dataset_of_which_not_one_prompt_fits_names_the_ulimit_v_that_runs() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let line = "{\"prompt\": \"hello there\", \"output_len\": 120000}\n";
+    std::fs::write(d.join("ds.jsonl"), line.repeat(3)).unwrap();
+    let bench = |kib: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "bench",
+                "--base-url",
+                &url,
+                "--dataset-name",
+                "jsonl",
+                "--dataset-path",
+                "ds.jsonl",
+                "--max-concurrency",
+                "1",
+                "--num-prompts",
+                "2",
+                "--num-warmups",
+                "0",
+                "--power",
+                "off",
+                "--no-server-metrics",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = bench("181000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("ds.jsonl:1: not one prompt of it fits: the 2 prompts the run reads need "),
+        "{text}"
+    );
+    let kib = advised(&text);
+    let (o, text) = bench(&kib);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+    assert!(
+        text.contains("Successful requests:                    2"),
+        "{text}"
+    );
+    let below = (kib.parse::<u64>().unwrap() - 1).to_string();
+    let (o, text) = bench(&below);
+    assert_eq!(o.status.code(), Some(2), "ulimit -v {below}: {text}");
+}
+
+/// Issue 39's leftovers, 3: `replay --traces` of one session of 20,000 requests: where not
+/// one trace fits (226000) the loader's refusal names the exact `ulimit -v` that runs (one KiB
+/// below is refused); where not even one lane fits beside the file (200000) the up-front
+/// refusal names one too, and the replay runs at it (exit 0).
+#[test]
+fn a_trace_file_of_which_not_one_trace_fits_names_the_ulimit_v_that_runs() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let requests: Vec<String> = (0..20_000)
+        .map(|i| {
+            format!(
+                "{{\"t\": {}, \"in\": 10, \"out\": 2}}",
+                f64::from(i) * 0.001
+            )
+        })
+        .collect();
+    std::fs::write(
+        d.join("big.jsonl"),
+        format!(
+            "{{\"id\": \"s\", \"requests\": [{}]}}\n",
+            requests.join(", ")
+        ),
+    )
+    .unwrap();
+    let replay = |kib: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "replay",
+                "--traces",
+                "big.jsonl",
+                "--base-url",
+                &url,
+                "--concurrency",
+                "1",
+                "--benchmark-duration",
+                "1",
+                "--unsafe-override",
+                "--power",
+                "off",
+                "--no-server-metrics",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = replay("226000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("big.jsonl:1: not one trace of it fits: the one trace the run reads need"),
+        "{text}"
+    );
+    let kib = advised(&text);
+    let (o, text) = replay(&kib);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+    let below = (kib.parse::<u64>().unwrap() - 1).to_string();
+    let (o, text) = replay(&below);
+    assert_eq!(o.status.code(), Some(2), "ulimit -v {below}: {text}");
+    let (o, text) = replay("200000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("no concurrency fits; raise the address-space limit: `ulimit -v "),
+        "{text}"
+    );
+    let kib = advised(&text);
+    let (o, text) = replay(&kib);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+}
+
+/// Issue 39's leftovers, 3: `eval` where not one stream fits (170000) names the `ulimit -v`
+/// at which both its checks pass, and where its data does not fit (180000) its value is the
+/// same; at it the eval of all 2,000 problems runs (exit 0), one KiB below it is refused.
+#[test]
+fn an_eval_refused_for_memory_names_the_ulimit_v_that_runs() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("data")).unwrap();
+    let line = |i: usize| {
+        format!(
+            "{{\"question\": \"Natalia sold clips to 48 of her friends in April, and then half \
+             as many in May. How many clips did she sell in all? ({i})\", \"answer\": \"48 + \
+             24 = 72 #### 72\"}}\n"
+        )
+    };
+    let test: String = (0..2_000).map(line).collect();
+    std::fs::write(d.join("data/test.jsonl"), test).unwrap();
+    let train: String = (0..5).map(line).collect();
+    std::fs::write(d.join("data/train.jsonl"), train).unwrap();
+    let eval = |kib: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "eval",
+                "gsm8k",
+                "--base-url",
+                &url,
+                "--max-tokens",
+                "4",
+                "--concurrency",
+                "4",
+                "--no-threshold",
+                "--data-dir",
+                "data",
+                "--result-dir",
+                "ev",
+            ],
+        )
+    };
+    let (o, text) = eval("170000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("no concurrency fits; raise the address-space limit"),
+        "{text}"
+    );
+    let kib = advised(&text);
+    let (o, text) = eval("180000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!("(`ulimit -v {kib}` fits)")),
+        "{text}"
+    );
+    let (o, text) = eval(&kib);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+    assert!(text.contains("gsm8k: 2000 problems (0 failed"), "{text}");
+    let below = (kib.parse::<u64>().unwrap() - 1).to_string();
+    let (o, text) = eval(&below);
+    assert_eq!(o.status.code(), Some(2), "ulimit -v {below}: {text}");
+}

@@ -190,3 +190,249 @@ fn ingest_of_the_database_itself_is_refused() {
         &hits,
     );
 }
+
+/// Issue 39's leftovers, 1: `eval` writes its samples, results and `meta_env.json` into
+/// `--result-dir`; none may name its `--data-dir` data, another of them or `--tls-ca` (a
+/// link, here) — refused with exit 2 naming both, before any request, the data unchanged.
+#[test]
+fn eval_outputs_naming_its_data_or_each_other_are_refused_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("data")).unwrap();
+    let line = serde_json::json!({"question": "1+1?", "answer": "2 #### 2"}).to_string() + "\n";
+    std::fs::write(d.join("data/test.jsonl"), &line).unwrap();
+    std::fs::write(d.join("data/train.jsonl"), &line).unwrap();
+    std::fs::write(d.join("ca.pem"), "not a cert").unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let eval = |out: &'static str| {
+        vec![
+            "eval".to_string(),
+            "gsm8k".into(),
+            "--base-url".into(),
+            url.clone(),
+            "--model".into(),
+            "m".into(),
+            "--data-dir".into(),
+            "data".into(),
+            "--result-dir".into(),
+            out.into(),
+        ]
+    };
+    let link = |target: &str, at: &str| {
+        std::fs::create_dir_all(d.join(at).parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(d.join(target), d.join(at)).unwrap();
+    };
+    // The samples over the test data (a link into the data directory).
+    link("data/test.jsonl", "r1/samples_gsm8k.jsonl");
+    // Two outputs, one file: meta_env.json a link to results_gsm8k.json.
+    std::fs::create_dir_all(d.join("r2")).unwrap();
+    std::fs::write(d.join("r2/results_gsm8k.json"), "{}").unwrap();
+    link("r2/results_gsm8k.json", "r2/meta_env.json");
+    // The results over --tls-ca.
+    link("ca.pem", "r3/results_gsm8k.json");
+    let mut r3 = eval("r3");
+    r3.extend(["--tls-ca".to_string(), "ca.pem".into()]);
+    let cases: [(Vec<String>, [&str; 2], &str); 3] = [
+        (
+            eval("r1"),
+            [
+                "--data-dir's test.jsonl",
+                "--result-dir's samples_gsm8k.jsonl",
+            ],
+            "data/test.jsonl",
+        ),
+        (
+            eval("r2"),
+            [
+                "--result-dir's results_gsm8k.json",
+                "--result-dir's meta_env.json",
+            ],
+            "r2/results_gsm8k.json",
+        ),
+        (
+            r3,
+            ["--tls-ca ca.pem", "--result-dir's results_gsm8k.json"],
+            "ca.pem",
+        ),
+    ];
+    for (args, flags, kept) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(d, &args, *flags, kept, &hits);
+    }
+}
+
+/// Issue 39's leftovers, 1: every other subcommand that writes a file checks it against what
+/// it reads: `plot --out` over its `--db`, `matrix`/`changelog --output` over a config they
+/// read, `db dump --out` whose `SHA256SUMS` is the database, `db restore` into its own
+/// snapshot, `selftest --json` over the `--spawn-server` binary, `quickstart --chart` over its
+/// `--db`. Each exits 2 naming both,
+/// the file unchanged.
+#[test]
+fn every_writing_subcommand_refuses_an_output_over_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (code, err) = run_in(d, &["db", "--db", "ib.db", "migrate"]);
+    assert_eq!(code, Some(0), "{err}");
+    std::fs::create_dir(d.join("sums")).unwrap();
+    let (code, err) = run_in(d, &["db", "--db", "sums/SHA256SUMS", "migrate"]);
+    assert_eq!(code, Some(0), "{err}");
+    std::fs::write(d.join("c.yaml"), "{}\n").unwrap();
+    std::fs::write(d.join("r.yaml"), "labels: {}\n").unwrap();
+    std::fs::write(d.join("base.yaml"), "[]\n").unwrap();
+    std::fs::write(d.join("snap.ibdump.zst"), "x").unwrap();
+    std::fs::write(d.join("srv"), "#!/bin/sh\n").unwrap();
+    let hits = AtomicUsize::new(0);
+    let cases: [(&[&str], [&str; 2], &str); 8] = [
+        (
+            &[
+                "quickstart",
+                "--db",
+                "ib.db",
+                "--chart",
+                "./ib.db",
+                "--out",
+                "qs",
+            ],
+            ["--chart ./ib.db", "--db ib.db"],
+            "ib.db",
+        ),
+        (
+            &["plot", "--db", "ib.db", "--out", "./ib.db"],
+            ["--out ./ib.db", "--db ib.db"],
+            "ib.db",
+        ),
+        (
+            &[
+                "matrix",
+                "--config-files",
+                "c.yaml",
+                "--runner-config",
+                "r.yaml",
+                "--output",
+                "c.yaml",
+                "full-sweep",
+            ],
+            ["--config-files c.yaml", "--output c.yaml"],
+            "c.yaml",
+        ),
+        (
+            &[
+                "matrix",
+                "--config-files",
+                "c.yaml",
+                "--runner-config",
+                "r.yaml",
+                "--output",
+                "./r.yaml",
+                "full-sweep",
+            ],
+            ["--runner-config r.yaml", "--output ./r.yaml"],
+            "r.yaml",
+        ),
+        (
+            &[
+                "changelog",
+                "--base",
+                "base.yaml",
+                "--head",
+                "base.yaml",
+                "--config-files",
+                "c.yaml",
+                "--runner-config",
+                "r.yaml",
+                "--output",
+                "base.yaml",
+            ],
+            ["--base base.yaml", "--output base.yaml"],
+            "base.yaml",
+        ),
+        (
+            &["db", "--db", "sums/SHA256SUMS", "dump", "--out", "sums"],
+            ["--db sums/SHA256SUMS", "--out's SHA256SUMS"],
+            "sums/SHA256SUMS",
+        ),
+        (
+            &[
+                "db",
+                "--db",
+                "snap.ibdump.zst",
+                "restore",
+                "snap.ibdump.zst",
+            ],
+            ["restore's FILE", "--db snap.ibdump.zst"],
+            "snap.ibdump.zst",
+        ),
+        (
+            &["selftest", "--spawn-server", "srv", "--json", "srv"],
+            ["--json srv", "--spawn-server srv"],
+            "srv",
+        ),
+    ];
+    for (args, flags, kept) in &cases {
+        refused(d, args, *flags, kept, &hits);
+    }
+}
+
+/// Issue 39's leftovers, 2: the whole sweep's paths are checked before the first launch: two
+/// points naming one file (the conc-8 point's directory a link to the conc-4 one's) and a
+/// point's output over a sweep input (`--matrix` where the conc-4 point's `summary.json`
+/// goes) were found only when that point ran. Exit 2 naming both, nothing sent.
+#[test]
+fn a_sweeps_points_and_inputs_naming_one_file_are_refused_before_the_first_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let matrix = serde_json::json!([{
+        "image": "x", "model": "m/small", "model-prefix": "small", "precision": "fp8",
+        "framework": "sim", "runner": "h100", "isl": 64, "osl": 8, "tp": 1, "pp": 1,
+        "dcp-size": 1, "pcp-size": 1, "conc": [4, 8], "max-model-len": 2048, "ep": 1,
+        "dp-attn": false, "spec-decoding": "none", "exp-name": "small_64_8",
+        "disagg": false
+    }])
+    .to_string();
+    let rf = "small_64_8_fp8_sim_tp1-pp1-dcp1-pcp1-ep1-dpafalse_disagg-false_spec-none_conc4x8_\
+              h100_0";
+    std::fs::write(d.join("m.json"), &matrix).unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let sweep = |m: &str, out: &str| {
+        vec![
+            "sweep".to_string(),
+            "--matrix".into(),
+            m.into(),
+            "--base-url".into(),
+            url.clone(),
+            "--runner-name".into(),
+            "h100_0".into(),
+            "--out".into(),
+            out.into(),
+        ]
+    };
+    // Two points, one directory.
+    std::fs::create_dir_all(d.join(format!("a/{rf}_conc4"))).unwrap();
+    std::os::unix::fs::symlink(
+        d.join(format!("a/{rf}_conc4")),
+        d.join(format!("a/{rf}_conc8")),
+    )
+    .unwrap();
+    // The matrix where a point's summary goes.
+    let in_point = format!("b/{rf}_conc4/summary.json");
+    std::fs::create_dir_all(d.join(format!("b/{rf}_conc4"))).unwrap();
+    std::fs::write(d.join(&in_point), &matrix).unwrap();
+    let cases: [(Vec<String>, [&str; 2], String); 2] = [
+        (
+            sweep("m.json", "a"),
+            ["row 0 conc 4's job.json", "row 0 conc 8's job.json"],
+            "m.json".into(),
+        ),
+        (
+            sweep(&in_point, "b"),
+            ["--matrix", "row 0 conc 4's summary.json"],
+            in_point.clone(),
+        ),
+    ];
+    for (args, flags, kept) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(d, &args, *flags, kept, &hits);
+    }
+}

@@ -284,6 +284,41 @@ fn every_view_of_the_api_equals_the_cli_with_an_invalid_point_in_a_valid_batch()
         .filter(|(_, r)| !r.is_null())
         .collect();
     assert_eq!(cli_reasons, reasons);
+    // One status (issue 39's leftovers, 4): the same key and values in the API's points and
+    // every `report --format json` row, whatever the columns, and as a column.
+    let status = |rows: &[Value]| -> Vec<(i64, Value, Value)> {
+        let mut v: Vec<(i64, Value, Value)> = rows
+            .iter()
+            .map(|p| {
+                (
+                    p["conc"].as_i64().unwrap(),
+                    p["status"].clone(),
+                    p["valid"].clone(),
+                )
+            })
+            .collect();
+        v.sort_by_key(|t| (t.0, t.1.to_string()));
+        v
+    };
+    let api_status = status(v["points"].as_array().unwrap());
+    assert!(
+        api_status.contains(&(64, json!("invalid"), json!(false)))
+            && api_status.iter().any(|t| t.1 == json!("ok")),
+        "{api_status:?}"
+    );
+    assert_eq!(status(cli.as_array().unwrap()), api_status);
+    let cli = cli_json(&[
+        "report",
+        "--db",
+        &db,
+        "-f",
+        "hw=h100",
+        "--format",
+        "json",
+        "--columns",
+        "conc,status",
+    ]);
+    assert_eq!(status(cli.as_array().unwrap()), api_status);
 
     common::signal(child.id(), "TERM");
     child.wait().unwrap();

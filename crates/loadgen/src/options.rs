@@ -839,8 +839,9 @@ pub fn memory_budget() -> Option<MemoryBudget> {
     MemoryBudget::of(address_space_limit(), mem_available())
 }
 
-/// `MemAvailable` of `/proc/meminfo`, bytes.
-fn mem_available() -> Option<u64> {
+/// `MemAvailable` of `/proc/meminfo`, bytes; `None` where unknown (not Linux). The budget under
+/// another address-space limit is `MemoryBudget::of(Some(limit), mem_available())`.
+pub fn mem_available() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

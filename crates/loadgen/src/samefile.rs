@@ -49,7 +49,7 @@ impl NamedPath {
 }
 
 /// What a path names, for comparison.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 enum FileId {
     /// An existing file: (device, inode).
     Inode(u64, u64),
@@ -116,36 +116,52 @@ fn canonical_missing(path: &Path) -> Option<PathBuf> {
 }
 
 /// Refuses two paths naming one file when either is written: the first such pair, naming both
-/// flags and paths. Two inputs may name one file; paths that are not regular files (devices,
-/// directories) are not compared.
+/// flags and paths (the pair `(i, j)` of the earliest `i`, then `j`, in `paths`' order). Two
+/// inputs may name one file; paths that are not regular files (devices, directories) are not
+/// compared. Linear in the paths (a whole sweep's thousands of files are checked at once).
 ///
 /// # Errors
 /// `--a A and --b B name the same file: …` with what to do (give each its own path).
 pub fn check_distinct(paths: &[NamedPath]) -> anyhow::Result<()> {
     let ids: Vec<Option<FileId>> = paths.iter().map(|p| file_id(&p.path)).collect();
-    for (i, a) in paths.iter().enumerate() {
-        for (j, b) in paths.iter().enumerate().skip(i + 1) {
-            if a.role == Role::Input && b.role == Role::Input {
-                continue;
+    // Per file: the first path naming it and the first output naming it.
+    let mut first: std::collections::HashMap<&FileId, (usize, Option<usize>)> =
+        std::collections::HashMap::new();
+    let mut pair: Option<(usize, usize)> = None;
+    for (j, id) in ids.iter().enumerate() {
+        let Some(id) = id else { continue };
+        let output = paths[j].role == Role::Output;
+        match first.get_mut(id) {
+            None => {
+                first.insert(id, (j, output.then_some(j)));
             }
-            let (Some(x), Some(y)) = (&ids[i], &ids[j]) else {
-                continue;
-            };
-            if x != y {
-                continue;
+            Some((any, out)) => {
+                // The earliest earlier path that may not share the file with this one.
+                let i = if output { Some(*any) } else { *out };
+                if let Some(i) = i {
+                    if pair.is_none_or(|p| (i, j) < p) {
+                        pair = Some((i, j));
+                    }
+                }
+                if output && out.is_none() {
+                    *out = Some(j);
+                }
             }
-            let what = match (a.role, b.role) {
-                (Role::Output, Role::Output) => "one output would overwrite the other",
-                _ => "writing the output would destroy the input",
-            };
-            anyhow::bail!(
-                "{} {} and {} {} name the same file: {what}; give each its own path",
-                a.flag,
-                a.path.display(),
-                b.flag,
-                b.path.display()
-            );
         }
+    }
+    if let Some((i, j)) = pair {
+        let (a, b) = (&paths[i], &paths[j]);
+        let what = match (a.role, b.role) {
+            (Role::Output, Role::Output) => "one output would overwrite the other",
+            _ => "writing the output would destroy the input",
+        };
+        anyhow::bail!(
+            "{} {} and {} {} name the same file: {what}; give each its own path",
+            a.flag,
+            a.path.display(),
+            b.flag,
+            b.path.display()
+        );
     }
     Ok(())
 }

@@ -688,6 +688,113 @@ pub fn check_outputs(jobs: &[JobSpec], opts: &SweepOptions) -> Result<(), String
     }
 }
 
+/// The files an eval point writes into its directory besides `job.json` and `status.json`
+/// (InferenceX's collector reads them; `inferbench eval` writes the same three).
+pub const EVAL_POINT_FILES: [&str; 3] =
+    ["samples_gsm8k.jsonl", "results_gsm8k.json", "meta_env.json"];
+
+/// Every path a sweep (or `job`) of `jobs` reads or writes, for one same-file check of the
+/// whole sweep before the first launch (issue 39's leftovers, 2: two points, or a point and an
+/// input, naming one file were found only when that point ran): the inputs of `opts` (the
+/// `--traces` files, a `--tokenizer` file, `--eval-data-dir`'s `test.jsonl`/`train.jsonl`,
+/// `--tls-ca`, `--engine-script`, the server log it copies, each `--model-path` file), `sweep.json` (when
+/// written), and for each point to run (not done, or `--force`) its `job.json`, `status.json`,
+/// `server.log` (the engine's, copied) and what the load
+/// generator writes there ([`inferbench_loadgen::samefile::bench_paths`] of its options; an
+/// AgentX point's [`inferbench_loadgen::samefile::REPLAY_FILES`]; an eval point's
+/// [`EVAL_POINT_FILES`]), and each engine's `server.log`. A point's files are named `row N
+/// conc C's FILE` (`row N eval's FILE`). The caller adds its own inputs (`--matrix`,
+/// `--runner-config`, `--options-file`) and checks them all with
+/// [`inferbench_loadgen::samefile::check_distinct`].
+pub fn sweep_paths(
+    jobs: &[JobSpec],
+    opts: &SweepOptions,
+) -> Vec<inferbench_loadgen::samefile::NamedPath> {
+    use inferbench_loadgen::samefile::{self, NamedPath};
+    let mut v: Vec<NamedPath> = Vec::new();
+    if let Some(t) = &opts.bench.traces {
+        v.extend(samefile::replay_paths(Some(t), "", None));
+    }
+    if let Some(d) = &opts.evals.data_dir {
+        for f in ["test.jsonl", "train.jsonl"] {
+            v.push(NamedPath::input(
+                format!("--eval-data-dir's {f}"),
+                d.join(f),
+            ));
+        }
+    }
+    v.extend((opts.bench.client.tls_ca.iter()).map(|p| NamedPath::input("--tls-ca", p)));
+    v.extend((opts.engine.script.iter()).map(|p| NamedPath::input("--engine-script", p)));
+    v.extend((opts.server_log.iter()).map(|p| NamedPath::input("the server log", p)));
+    v.extend(
+        (opts.engine.model_paths.iter())
+            .filter(|(_, p)| p.is_file())
+            .map(|(m, p)| NamedPath::input(format!("--model-path {m}="), p)),
+    );
+    if opts.write_report {
+        v.push(NamedPath::output(
+            "--out's sweep.json",
+            opts.out_dir.join(SWEEP_REPORT),
+        ));
+    }
+    let mut tokenizer_listed = false;
+    let mut seen_engines = std::collections::HashSet::new();
+    for (point, _) in expand_points(jobs, opts) {
+        if !opts.force && artifacts::is_done(&point.dir) {
+            continue;
+        }
+        let what = match point.kind {
+            PointKind::Throughput => format!("row {} conc {}'s", point.spec.index, point.conc),
+            PointKind::Eval => format!("row {} eval's", point.spec.index),
+        };
+        for f in [artifacts::JOB_FILE, artifacts::STATUS_FILE, "server.log"] {
+            v.push(NamedPath::output(format!("{what} {f}"), point.dir.join(f)));
+        }
+        match point.kind {
+            PointKind::Eval => v.extend(
+                EVAL_POINT_FILES
+                    .iter()
+                    .map(|f| NamedPath::output(format!("{what} {f}"), point.dir.join(f))),
+            ),
+            PointKind::Throughput if point.spec.is_agentic() => v.extend(
+                samefile::REPLAY_FILES
+                    .iter()
+                    .map(|f| NamedPath::output(format!("{what} {f}"), point.dir.join(f))),
+            ),
+            PointKind::Throughput => {
+                let req = point_request(&point, opts, String::new());
+                for p in samefile::bench_paths(&crate::bench::bench_options(&req)) {
+                    match p.role {
+                        // The sweep's own inputs (one tokenizer for every point): listed once.
+                        samefile::Role::Input if p.flag == "--tokenizer" => {
+                            if !tokenizer_listed {
+                                tokenizer_listed = true;
+                                v.push(p);
+                            }
+                        }
+                        samefile::Role::Input => v.push(p),
+                        samefile::Role::Output => {
+                            let name = p
+                                .path
+                                .file_name()
+                                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                            v.push(NamedPath::output(format!("{what} {name}"), p.path));
+                        }
+                    }
+                }
+            }
+        }
+        let engines = engine_dir(&opts.out_dir, &point.rf);
+        if seen_engines.insert(engines.clone()) {
+            v.push(NamedPath::output(
+                format!("row {}'s engine log", point.spec.index),
+                engines.join("server.log"),
+            ));
+        }
+    }
+    v
+}
+
 /// `conc 4` or `eval` for a planned point, for messages.
 fn point_what(point: &Point) -> String {
     match point.kind {

@@ -242,6 +242,9 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
             }
         }
         "valid" => r.shown_valid().to_string(),
+        // The one status of the API's points too (`ok`, `invalid`, `failed`: issue 39's
+        // leftovers, 4), from the one function.
+        "status" => r.status().to_string(),
         // A failed point's cause; an invalid one's reason (trial 16: empty for invalid rows).
         "error" => match (&r.error, &r.invalid_reason) {
             (Some(e), _) => e.clone(),
@@ -295,6 +298,7 @@ pub const ROW_COLUMNS: &[&str] = &[
     "source",
     "frontier",
     "valid",
+    "status",
     "error",
     "invalid_reason",
     "adaptive",
@@ -375,6 +379,7 @@ fn is_text_col(col: &str) -> bool {
             | "source"
             | "frontier"
             | "valid"
+            | "status"
             | "error"
             | "invalid_reason"
             | DP_ATTENTION
@@ -476,8 +481,9 @@ pub fn render(rows: &[PointRow], columns: &[String], format: Format) -> String {
 }
 
 /// The rows of `render`'s `--format json`: one object per row with each column (numbers as
-/// numbers, `frontier`/`valid` as booleans, `error` and `invalid_reason` as stored), plus
-/// `valid`, `error` and `invalid_reason` whatever the columns.
+/// numbers, `frontier`/`valid` as booleans, `status` as `PointRow::status` says it, `error`
+/// and `invalid_reason` as stored), plus `valid`, `status` (`"ok"`, `"invalid"` or
+/// `"failed"`, the API's `status`), `error` and `invalid_reason` whatever the columns.
 pub fn json_rows(rows: &[PointRow], columns: &[String]) -> Vec<serde_json::Value> {
     rows.iter()
         .map(|r| {
@@ -512,6 +518,9 @@ pub fn json_rows(rows: &[PointRow], columns: &[String]) -> Vec<serde_json::Value
             // frontier flag alone cannot tell an invalid or failed point from a valid
             // one off the frontier).
             o.entry("valid").or_insert(r.shown_valid().into());
+            // Its status as the API's points say it (`PointRow::status`: `ok`, `invalid`,
+            // `failed`; issue 39's leftovers, 4: the API had it, `report` did not).
+            o.entry("status").or_insert(r.status().into());
             o.entry("error")
                 .or_insert(r.error.clone().map_or(serde_json::Value::Null, Into::into));
             o.entry("invalid_reason")
@@ -1245,9 +1254,9 @@ mod tests {
         assert_eq!(
             v,
             serde_json::json!([
-                {"conc": 4, "valid": false, "frontier": false, "error": null,
+                {"conc": 4, "valid": false, "status": "invalid", "frontier": false, "error": null,
                  "invalid_reason": "cut short: interrupted"},
-                {"conc": 4, "valid": true, "frontier": true, "error": null, "invalid_reason": null}
+                {"conc": 4, "valid": true, "status": "ok", "frontier": true, "error": null, "invalid_reason": null}
             ])
         );
         let err = |r: &PointRow| cell(r, "error", false).unwrap();
@@ -1267,13 +1276,37 @@ mod tests {
         assert_eq!(
             v,
             serde_json::json!([
-                {"conc": 4, "frontier": false, "valid": false, "error": null,
+                {"conc": 4, "frontier": false, "valid": false, "status": "invalid", "error": null,
                  "invalid_reason": "cut short: interrupted"},
-                {"conc": 4, "frontier": true, "valid": true, "error": null, "invalid_reason": null},
-                {"conc": 4, "frontier": false, "valid": false,
+                {"conc": 4, "frontier": true, "valid": true, "status": "ok", "error": null, "invalid_reason": null},
+                {"conc": 4, "frontier": false, "valid": false, "status": "failed",
                  "error": "server unreachable: nothing measured", "invalid_reason": null}
             ])
         );
+    }
+
+    /// Issue 39's leftovers, 4: `status` is a column of the table, the CSV and the JSON, with
+    /// the API's values from the one `PointRow::status` (a failed point stored valid says
+    /// `failed`, an invalid one `invalid`).
+    #[test]
+    fn status_is_a_column_with_the_apis_values() {
+        let mut invalid = row();
+        invalid.valid = false;
+        let mut failed = row();
+        failed.error = Some("server unreachable: nothing measured".into());
+        let rows = [row(), invalid, failed];
+        let cols: Vec<String> = ["conc", "status"].map(String::from).to_vec();
+        assert_eq!(
+            render(&rows, &cols, Format::Csv),
+            "conc,status\n4,ok\n4,invalid\n4,failed\n"
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&render(&rows, &cols, Format::Json)).unwrap();
+        let got: Vec<&str> = (v.as_array().unwrap().iter())
+            .map(|r| r["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, ["ok", "invalid", "failed"]);
+        assert!(check_column("status", &[]).is_ok());
     }
 
     /// Trial 13: a misspelled `--x`, `--y` or `--columns` name was drawn as an empty column.
@@ -1559,7 +1592,7 @@ mod tests {
             j,
             serde_json::json!([{"hardware": "h200", "parallelism": "DEP8", "conc": 4, "tput_per_gpu": 102.4,
               "p99_ttft": 0.18, "median_e2el": null, "image": "a,b", "frontier": true,
-              "valid": true, "error": null, "invalid_reason": null}])
+              "valid": true, "status": "ok", "error": null, "invalid_reason": null}])
         );
     }
 
@@ -1591,11 +1624,11 @@ mod tests {
         assert_eq!(
             serde_json::Value::from(arr),
             serde_json::json!([
-                {"conc": 4, "valid": true, "error": null, "invalid_reason": null,
+                {"conc": 4, "valid": true, "status": "ok", "error": null, "invalid_reason": null,
                  "group": ga, "gpu_seconds": 5400.0, "group_gpu_seconds": 5400.0},
-                {"conc": 16, "valid": true, "error": null, "invalid_reason": null,
+                {"conc": 16, "valid": true, "status": "ok", "error": null, "invalid_reason": null,
                  "group": ga, "gpu_seconds": null, "group_gpu_seconds": 5400.0},
-                {"conc": 4, "valid": true, "error": null, "invalid_reason": null},
+                {"conc": 4, "valid": true, "status": "ok", "error": null, "invalid_reason": null},
             ])
         );
         let none = crate::analysis::gpu_seconds_by_group(&rows[1..]);
@@ -1619,18 +1652,18 @@ mod tests {
         assert_eq!(
             serde_json::Value::from(json_rows(&rows, &cols)),
             serde_json::json!([
-                {"conc": 4, "valid": true, "error": null, "invalid_reason": null,
+                {"conc": 4, "valid": true, "status": "ok", "error": null, "invalid_reason": null,
                  "adaptive": true, "prompts_used": 33},
-                {"conc": 4, "valid": true, "error": null, "invalid_reason": null},
+                {"conc": 4, "valid": true, "status": "ok", "error": null, "invalid_reason": null},
             ])
         );
         let shown = vec!["conc".to_string(), "adaptive".into(), "prompts_used".into()];
         assert_eq!(
             serde_json::Value::from(json_rows(&rows, &shown)),
             serde_json::json!([
-                {"conc": 4, "adaptive": true, "prompts_used": 33, "valid": true,
+                {"conc": 4, "adaptive": true, "prompts_used": 33, "valid": true, "status": "ok",
                  "error": null, "invalid_reason": null},
-                {"conc": 4, "adaptive": false, "prompts_used": null, "valid": true,
+                {"conc": 4, "adaptive": false, "prompts_used": null, "valid": true, "status": "ok",
                  "error": null, "invalid_reason": null},
             ])
         );

@@ -112,6 +112,8 @@ pub fn load_dataset(
         path,
         most: opts.memory_budget,
         used: 0,
+        dropped: 0,
+        none_fit: None,
     };
     let drafts = match kind {
         DatasetKind::Jsonl => {
@@ -127,6 +129,21 @@ pub fn load_dataset(
         }
         DatasetKind::ShareGpt => parse_sharegpt(path, opts.num_prompts, &mut budget)?,
     };
+    // Not even the first prompt fitted: what the whole load needs, the file's prompts counted
+    // and its repeats up to --num-prompts counted as whole prompts (an upper bound).
+    if let Some(line) = budget.none_fit {
+        let len = budget.dropped.max(1);
+        let count = opts.num_prompts.unwrap_or(len).max(len);
+        let rounds = count.div_ceil(len) as u64;
+        return Err(WorkloadError::NoneFits {
+            path: path.to_path_buf(),
+            line,
+            what: "prompt",
+            count,
+            need: budget.used.saturating_mul(rounds),
+            room: budget.most.unwrap_or(0),
+        });
+    }
     let cap = opts.max_context_tokens;
     if let Some(n) = opts.output_len.filter(|&n| n > cap) {
         return Err(WorkloadError::InvalidSpec {
@@ -366,13 +383,25 @@ pub fn json_parse_estimate(
 }
 
 /// The memory the prompts read so far take, against [`DatasetOptions::memory_budget`].
+/// When not even the first prompt fits, the load goes on counting without keeping
+/// (`dropped`), so that the refusal says what the whole load needs
+/// ([`WorkloadError::NoneFits`]; issue 39's leftovers, 3).
 struct Budget<'a> {
     path: &'a Path,
     most: Option<u64>,
     used: u64,
+    /// Prompts counted but not kept (only once the first did not fit).
+    dropped: usize,
+    /// The first prompt's line when it alone passed the budget (counting mode).
+    none_fit: Option<Option<usize>>,
 }
 
 impl Budget<'_> {
+    /// Prompts taken so far: kept (`kept`) and counted without keeping.
+    fn taken(&self, kept: usize) -> usize {
+        kept + self.dropped
+    }
+
     /// Counts `bytes` more; `Err(())` when that passes the budget.
     fn add(&mut self, bytes: u64) -> Result<(), ()> {
         self.used = self.used.saturating_add(bytes);
@@ -388,9 +417,13 @@ impl Budget<'_> {
         let Some(most) = self.most else {
             return Ok(());
         };
-        let room = most
-            .saturating_sub(self.used)
-            .saturating_add(LINE_PARSE_ROOM_BYTES);
+        // Counting only: nothing is kept, so a line has its own room.
+        let left = if self.none_fit.is_some() {
+            0
+        } else {
+            most.saturating_sub(self.used)
+        };
+        let room = left.saturating_add(LINE_PARSE_ROOM_BYTES);
         let need = parse_bytes_estimate(text);
         if need <= room {
             return Ok(());
@@ -439,7 +472,18 @@ fn keep(
     budget: &mut Budget<'_>,
     line: Option<usize>,
 ) -> Result<(), WorkloadError> {
+    // Counting only (the first prompt did not fit): counted, not kept.
+    if budget.none_fit.is_some() {
+        budget.used = budget.used.saturating_add(prompt_bytes(&d));
+        budget.dropped += 1;
+        return Ok(());
+    }
     if budget.add(prompt_bytes(&d)).is_err() {
+        if out.is_empty() {
+            budget.none_fit = Some(line);
+            budget.dropped = 1;
+            return Ok(());
+        }
         return Err(budget.refuse(line, out.len()));
     }
     if out.try_reserve(1).is_err() {
@@ -498,7 +542,7 @@ fn parse_jsonl(
     budget: &mut Budget<'_>,
 ) -> Result<Vec<Draft>, WorkloadError> {
     let mut out = Vec::new();
-    while limit.is_none_or(|l| out.len() < l) {
+    while limit.is_none_or(|l| budget.taken(out.len()) < l) {
         let Some((line_no, line)) = lines.next_line()? else {
             break;
         };
@@ -716,7 +760,7 @@ fn parse_sharegpt(
     lines.refuse_cr_only_line_ends()?;
     let mut n = 0;
     let mut first = true;
-    while limit.is_none_or(|l| out.len() < l) {
+    while limit.is_none_or(|l| budget.taken(out.len()) < l) {
         let Some((line_no, line)) = lines.next_line()? else {
             break;
         };
@@ -790,7 +834,10 @@ fn parse_sharegpt_array(
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
             let mut total_bytes = 0usize;
             let mut n = 0;
-            while self.limit.is_none_or(|l| self.out.len() < l) {
+            while self
+                .limit
+                .is_none_or(|l| self.budget.taken(self.out.len()) < l)
+            {
                 let Some(c) = seq.next_element::<Value>()? else {
                     return Ok(());
                 };
@@ -897,7 +944,7 @@ impl Conversation<'_> {
         let msgs = parse_messages(turns, key).map_err(err)?;
         let mut turn = 0u32;
         for (k, m) in msgs.iter().enumerate() {
-            if limit.is_some_and(|l| out.len() >= l) {
+            if limit.is_some_and(|l| budget.taken(out.len()) >= l) {
                 break;
             }
             if m.role != "user" {
@@ -1669,6 +1716,55 @@ mod tests {
             e.ends_with("--num-prompts 2 or fewer fit (nothing was sent)"),
             "{e}"
         );
+    }
+
+    /// Issue 39's leftovers, 3: when not even the first prompt fits, the load goes on counting
+    /// without keeping and says what it needs: the file's prompts (1,256 bytes each) and its
+    /// repeats up to --num-prompts as whole rounds of the file (5 of 3 lines: 2 rounds).
+    #[test]
+    fn not_one_prompt_fitting_counts_what_the_load_needs() {
+        let d = tempfile::tempdir().unwrap();
+        let line = format!("{{\"prompt\": \"{}\"}}\n", "x".repeat(1000));
+        let p = write(&d, "p.jsonl", &line.repeat(3));
+        let within = |most: u64, n: usize| DatasetOptions {
+            num_prompts: Some(n),
+            memory_budget: Some(most),
+            ..Default::default()
+        };
+        let none = |most: u64, n: usize| match load_dataset(
+            DatasetKind::Jsonl,
+            &p,
+            &tok(),
+            &within(most, n),
+        )
+        .unwrap_err()
+        {
+            WorkloadError::NoneFits {
+                line,
+                what,
+                count,
+                need,
+                room,
+                ..
+            } => (line, what, count, need, room),
+            other => panic!("{other}"),
+        };
+        assert_eq!(none(1255, 2), (Some(1), "prompt", 2, 2 * 1256, 1255));
+        assert_eq!(none(1000, 5), (Some(1), "prompt", 5, 2 * 3 * 1256, 1000));
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(1000, 5))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "p.jsonl:1: not one prompt of it fits: the 5 prompts the run reads need about 8 \
+                 KiB and 0 KiB of memory is left for them (`ulimit -v` or the memory available, \
+                 less what the streams, records and the process need)"
+            ),
+            "{e}"
+        );
+        // At the room it asked for, the load passes.
+        let ok = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 1256, 2));
+        assert_eq!(ok.unwrap().len(), 2);
     }
 
     #[test]

@@ -63,4 +63,33 @@ pub enum WorkloadError {
         /// Tokenizer id.
         tokenizer: String,
     },
+    /// Not one prompt (or trace) of an input file fits in the memory left for them (issue 39's
+    /// leftovers, 3): the loader went on counting, without keeping, what the run reads of the
+    /// file, so `need` is what would let the load pass; the caller names the limit that gives
+    /// it (`ulimit -v`, in the CLI).
+    #[error(
+        "{}{}: not one {what} of it fits: the {} the run reads need about {} KiB and {} KiB of \
+         memory is left for them (`ulimit -v` or the memory available, less what \
+         the streams, records and the process need)",
+        path.display(),
+        line.map(|l| format!(":{l}")).unwrap_or_default(),
+        if *count == 1 { format!("one {what}") } else { format!("{count} {what}s") },
+        need.div_ceil(1024),
+        room >> 10
+    )]
+    NoneFits {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the first prompt (or trace), which alone passed the room.
+        line: Option<usize>,
+        /// `prompt` or `trace`.
+        what: &'static str,
+        /// Prompts (or traces) the run reads of the file (repeats of a shorter file included).
+        count: usize,
+        /// Bytes they need, as the loader counts them (at most: repeats count as whole
+        /// prompts).
+        need: u64,
+        /// Bytes that were left for them (the loader's budget).
+        room: u64,
+    },
 }

@@ -107,41 +107,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // The flags' own ranges first (a number out of range is named as such); the prompts'
     // memory against what is available is checked when the run starts.
     opts.validate_with_memory(None)?;
-    let mut need = crate::limits::bench_need(&opts);
-    // A dataset file is read within the budget: its read room and its prompts counted up
-    // front, so the "N fits" advice holds with the file (trial of issue 39, finding 2).
-    let mut content = 0;
+    let limits = crate::limits::raise_open_files();
+    // Not one stream fits: the `ulimit -v` at which these checks pass, a dataset's prompts
+    // (as estimated) included (issue 39's leftovers, 3).
+    let estimate = opts.dataset_path.as_deref().map_or(0, |p| {
+        let prompts = opts
+            .resolved_num_prompts()
+            .saturating_add(opts.resolved_num_warmups());
+        crate::limits::dataset_bytes(p, prompts)
+    });
+    let prompt_memory = memory_plan(&opts, &limits).map_err(|e| {
+        crate::limits::advise_no_stream(e, &limits, |at| {
+            memory_plan(&opts, at).is_ok_and(|room| room.is_none_or(|r| r >= estimate))
+        })
+    })?;
     if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
-        let room = crate::limits::input_room(opts.dataset_path.as_ref().map(std::slice::from_ref));
-        content = opts.dataset_path.as_deref().map_or(0, |p| {
-            let prompts = opts
-                .resolved_num_prompts()
-                .saturating_add(opts.resolved_num_warmups());
-            crate::limits::dataset_bytes(p, prompts)
-        });
-        if let Some(n) = need.as_mut() {
-            n.prompt_bytes = n.prompt_bytes.saturating_add(room).saturating_add(content);
-            // Not one stream beside the whole file's prompts: the loader says how many fit.
-            if crate::limits::most_streams(n, &crate::limits::raise_open_files()) == 0 {
-                n.prompt_bytes -= content;
-                content = 0;
-            }
-        }
-    }
-    crate::limits::refuse_beyond(need)?;
-    // A tokenizer file is an input too: its load counted before it happens (issue 39 §2),
-    // and what it keeps left out of the prompts' room.
-    if let Some(n) = need.as_mut() {
-        let tok = crate::limits::refuse_tokenizer(&opts.tokenizer, n, &crate::limits::current())?;
-        n.prompt_bytes = n.prompt_bytes.saturating_add(tok);
-    }
-    // A dataset's prompts are read within what the budget leaves (their size is known only
-    // as the file is read: the loader refuses, naming how many fit, before any request).
-    if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
-        if let Some(need) = need {
-            opts.prompt_memory = crate::limits::prompt_room(&need, &crate::limits::current())
-                .map(|r| r.saturating_add(content));
-        }
+        opts.prompt_memory = prompt_memory;
     }
     opts.save_result |= db.is_some();
     // The requested lengths of random prompts, for a point that measured nothing (the store
@@ -175,6 +156,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     if let Some(n) = opts.range_notice() {
         eprintln!("inferbench: {n}");
     }
+    // The options as planned, for the `ulimit -v` a dataset refusal advises.
+    let planned = opts.clone();
     let out = rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",
@@ -194,7 +177,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     });
     // Do not wait for abandoned blocking work (prompt preparation cut short by a signal).
     rt.shutdown_background();
-    let out = out?;
+    // Not one dataset prompt fitted: the `ulimit -v` at which this run's checks leave the
+    // loader what it counted (issue 39's leftovers, 3).
+    let out = out.map_err(|e| {
+        crate::limits::advise_none_fits(e, &limits, |at| memory_plan(&planned, at).ok().flatten())
+    })?;
     // Outside the runtime: the PostgreSQL client runs one of its own, which cannot start
     // inside another (trial 7: `bench --db postgres://…` panicked after the benchmark).
     // The server never answered: the result file says what happened (issue 13), but there is
@@ -220,6 +207,53 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
     }
     Ok(ExitStatus::from(out.end))
+}
+
+/// The up-front memory checks of a `bench` point under `limits` and the room they leave a
+/// dataset's prompts (the loader's budget, `BenchOptions::prompt_memory`; `None` for random
+/// prompts or with no budget known). A dataset file's read room and its prompts are counted
+/// up front, so the "N fits" advice holds with the file (trial of issue 39, finding 2); when
+/// not one stream fits beside the whole file's prompts, they are left to the loader, which
+/// says how many fit. A tokenizer file's load is counted too (issue 39 §2), and what it keeps
+/// is left out of the prompts' room. A pure function of the options and `limits` (the
+/// advised `ulimit -v` of a refusal is found by running it at other limits:
+/// [`crate::limits::advise_none_fits`]).
+///
+/// # Errors
+/// The run does not fit (open files, memory, the tokenizer): the refusal (exit 2).
+fn memory_plan(opts: &BenchOptions, limits: &crate::limits::Limits) -> anyhow::Result<Option<u64>> {
+    let mut need = crate::limits::bench_need(opts);
+    let dataset = opts.dataset_name != inferbench_loadgen::options::DatasetName::Random;
+    let mut content = 0;
+    if dataset {
+        let room = crate::limits::input_room(opts.dataset_path.as_ref().map(std::slice::from_ref));
+        content = opts.dataset_path.as_deref().map_or(0, |p| {
+            let prompts = opts
+                .resolved_num_prompts()
+                .saturating_add(opts.resolved_num_warmups());
+            crate::limits::dataset_bytes(p, prompts)
+        });
+        if let Some(n) = need.as_mut() {
+            n.prompt_bytes = n.prompt_bytes.saturating_add(room).saturating_add(content);
+            if crate::limits::most_streams(n, limits) == 0 {
+                n.prompt_bytes -= content;
+                content = 0;
+            }
+        }
+    }
+    if let Some(n) = &need {
+        crate::limits::check(n, limits).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(n) = need.as_mut() {
+        let tok = crate::limits::refuse_tokenizer(&opts.tokenizer, n, limits)?;
+        n.prompt_bytes = n.prompt_bytes.saturating_add(tok);
+    }
+    Ok(match (dataset, need) {
+        (true, Some(need)) => {
+            crate::limits::prompt_room(&need, limits).map(|r| r.saturating_add(content))
+        }
+        _ => None,
+    })
 }
 
 /// No output of the point (records, result and side files, the `--db` file) names the same

@@ -757,6 +757,13 @@ impl SelftestFlags {
 
 /// [`SelftestFlags::run`].
 fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
+    // `--json` never over the server binary it starts (issue 39's leftovers, 1).
+    if let Some(json) = &args.json {
+        use inferbench_loadgen::samefile::{check_distinct, NamedPath};
+        let mut paths = vec![NamedPath::output("--json", json)];
+        paths.extend((args.spawn_server.iter()).map(|p| NamedPath::input("--spawn-server", p)));
+        check_distinct(&paths)?;
+    }
     let concurrency = args
         .concurrency
         .split(',')

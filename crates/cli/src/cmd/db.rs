@@ -103,6 +103,31 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
     // A SQLite file `restore` creates is removed again when the restore fails (trial 18: a
     // missing or mismatched dump left an empty database behind).
     let created = !args.db.contains("://") && !PathBuf::from(&args.db).exists();
+    // A snapshot never over the database, nor the database over the snapshot it restores
+    // (issue 39's leftovers, 1).
+    {
+        use inferbench_loadgen::samefile::{check_distinct, NamedPath};
+        let mut paths: Vec<NamedPath> = Vec::new();
+        match &args.action {
+            Action::Dump { out } => {
+                paths.extend(super::db_read(&args.db));
+                paths.push(NamedPath::output(
+                    "--out's SHA256SUMS",
+                    out.join("SHA256SUMS"),
+                ));
+            }
+            Action::Restore { file, .. } => {
+                paths.push(NamedPath::input("restore's FILE", file));
+                paths.push(NamedPath::input(
+                    "restore's SHA256SUMS",
+                    file.with_file_name("SHA256SUMS"),
+                ));
+                paths.extend(inferbench_loadgen::samefile::db_path(&args.db));
+            }
+            Action::Migrate | Action::Status => {}
+        }
+        check_distinct(&paths)?;
+    }
     // `dump` reads too: a missing file is "no database", not a new empty one (trial 18).
     let mut store = if matches!(args.action, Action::Status | Action::Dump { .. }) {
         Store::open_for_reading(&args.db)?

@@ -35,9 +35,13 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         insecure,
     } = args;
     let (mut opts, threshold) = flags.options()?;
+    // No file the eval writes names its data, another of its outputs or --tls-ca (issue 39's
+    // leftovers, 1: `--result-dir` was outside the same-file check), before any request.
+    check_same_files(&opts, flags.result_dir(), tls_ca.as_deref())?;
     opts.tls = super::tls_args::TlsArgs { tls_ca, insecure }.options();
     // More requests in flight than this process can hold: refused before the first (exit 2).
-    crate::limits::refuse_beyond(Some(crate::limits::Need {
+    let limits = crate::limits::raise_open_files();
+    let streams = crate::limits::Need {
         flag: "--concurrency",
         streams: opts.concurrency as u64,
         requests: 0,
@@ -45,10 +49,19 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         request_bytes: 0,
         prompt_bytes: 0,
         uncapped: false,
-    }))?;
+    };
+    crate::limits::check(&streams, &limits)
+        .map_err(anyhow::Error::msg)
+        .map_err(|e| {
+            // Not one stream: the `ulimit -v` at which both checks pass (issue 39's
+            // leftovers, 3).
+            crate::limits::advise_no_stream(e, &limits, |at| {
+                crate::limits::check(&streams, at).is_ok() && check_data_memory(&opts, at).is_ok()
+            })
+        })?;
     // The data file counts in the budget (trial of issue 39, finding 3: a 150 MB test.jsonl
     // sent requests, then ran out of memory midway, exit 1): refused before any request.
-    check_data_memory(&opts, &crate::limits::current())?;
+    check_data_memory(&opts, &limits)?;
     crate::oom::set_what_to_lower("--concurrency/--limit (or the data's size)");
     let rt = super::runtime()?;
     // Without --model, the server's first (as `bench`; trial 24).
@@ -58,6 +71,39 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         let samples = gsm8k::run(&opts, &cancel).await?;
         flags.finish(&opts, &samples, threshold).await
     })
+}
+
+/// The files `eval` writes into `--result-dir`: the samples, the results and `meta_env.json`.
+pub const EVAL_OUTPUT_FILES: [&str; 3] =
+    [gsm8k::SAMPLES_FILE, gsm8k::RESULTS_FILE, "meta_env.json"];
+
+/// The data files `eval` reads from `--data-dir`.
+pub const EVAL_DATA_FILES: [&str; 2] = ["test.jsonl", "train.jsonl"];
+
+/// Refuses two of the eval's paths naming one file when either is written
+/// ([`inferbench_loadgen::samefile::check_distinct`], as `bench` and `replay` check theirs):
+/// each file of [`EVAL_OUTPUT_FILES`] in `result_dir` against the others, the data files of
+/// `opts.data_dir` ([`EVAL_DATA_FILES`]) and `--tls-ca`.
+///
+/// # Errors
+/// The first two flags naming one file and the two paths (the caller exits 2, nothing sent).
+pub fn check_same_files(
+    opts: &gsm8k::EvalOptions,
+    result_dir: &std::path::Path,
+    tls_ca: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    use inferbench_loadgen::samefile::{check_distinct, NamedPath};
+    let mut paths: Vec<NamedPath> = EVAL_DATA_FILES
+        .iter()
+        .map(|f| NamedPath::input(format!("--data-dir's {f}"), opts.data_dir.join(f)))
+        .collect();
+    paths.extend(tls_ca.map(|p| NamedPath::input("--tls-ca", p)));
+    paths.extend(
+        EVAL_OUTPUT_FILES
+            .iter()
+            .map(|f| NamedPath::output(format!("--result-dir's {f}"), result_dir.join(f))),
+    );
+    check_distinct(&paths)
 }
 
 /// Memory one problem of an eval takes for the whole run besides its text and prompt, bytes:
@@ -207,7 +253,13 @@ pub fn check_data_memory(
         in_flight,
         budget.bytes >> 20,
         budget.what(),
-        total.div_ceil(1 << 10),
+        // The limit at which this check and the streams' one before it both pass (with fewer
+        // problems than --concurrency, the streams' may need more; issue 39's leftovers, 3).
+        total
+            .max(limits.base.saturating_add(
+                (opts.concurrency as u64).saturating_mul(crate::limits::STREAM_BYTES)
+            ))
+            .div_ceil(1 << 10),
     )
 }
 

@@ -22,20 +22,27 @@ pub struct JobArgs {
 
 /// Runs the subcommand: 0 ok, 1 failed, 130 interrupted.
 pub fn run(args: JobArgs) -> anyhow::Result<ExitStatus> {
+    use inferbench_loadgen::samefile::NamedPath;
+    let mut inputs: Vec<NamedPath> = Vec::new();
+    inputs.extend((args.flags.matrix.iter()).map(|p| NamedPath::input("--matrix", p)));
+    inputs.extend((args.flags.options_file.iter()).map(|p| NamedPath::input("--options-file", p)));
     let (job, mut run) = args.flags.resolve()?;
     args.client.apply(&mut run);
+    inputs.extend((run.runner_config.iter()).map(|p| NamedPath::input("--runner-config", p)));
     let mut opts = run.sweep_options()?;
     opts.write_report = false;
-    run_local(&[job], &opts, run.progress, None)
+    run_local(&[job], &opts, run.progress, None, &inputs)
 }
 
 /// Runs `jobs` in this process ([`run_here`]; `adaptive`: `sweep --adaptive`'s tolerance); Ctrl-C / SIGTERM stop the current point and
-/// the engine.
+/// the engine. `inputs`: the files the command itself read (`--matrix`, `--runner-config`,
+/// `--options-file`), which no point may write.
 pub fn run_local(
     jobs: &[JobSpec],
     opts: &SweepOptions,
     progress: bool,
     adaptive: Option<f64>,
+    inputs: &[inferbench_loadgen::samefile::NamedPath],
 ) -> anyhow::Result<ExitStatus> {
     // Where every point writes, before any engine starts or request is sent (issue 39 §8).
     inferbench_loadgen::output::check_dir_writable("--out", &opts.out_dir)?;
@@ -46,6 +53,11 @@ pub fn run_local(
     // Every point directory, the files already in them and the sweep's report (issue 39's
     // leftovers, 3: a FIFO where a point's file goes failed after the launch).
     inferbench_runner::sweep::check_outputs(jobs, opts).map_err(anyhow::Error::msg)?;
+    // No two of the whole sweep's paths one file (every point's outputs, sweep.json, every
+    // input), before the first launch (issue 39's leftovers, 2: found per point, mid-sweep).
+    let mut paths = inputs.to_vec();
+    paths.extend(inferbench_runner::sweep::sweep_paths(jobs, opts));
+    inferbench_loadgen::samefile::check_distinct(&paths)?;
     let rt = super::runtime()?;
     Ok(rt.block_on(async {
         let cancel =

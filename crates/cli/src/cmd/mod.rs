@@ -120,3 +120,10 @@ pub fn bind_hint(e: &std::io::Error) -> &'static str {
         ""
     }
 }
+
+/// A database flag's value as a path the command reads, for the same-file check
+/// ([`inferbench_loadgen::samefile::check_distinct`]): a SQLite file (a `postgres://` URL names
+/// none).
+pub fn db_read(db: &str) -> Option<inferbench_loadgen::samefile::NamedPath> {
+    (!db.contains("://")).then(|| inferbench_loadgen::samefile::NamedPath::input("--db", db))
+}

@@ -51,6 +51,13 @@ pub struct Args {
 /// Ctrl-C.
 pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     let q = &args.sweep;
+    // The chart never over the database (issue 39's leftovers, 1), for either pipeline.
+    if let (Some(chart), false) = (&q.chart, args.no_db) {
+        use inferbench_loadgen::samefile::{check_distinct, db_path, NamedPath};
+        let mut paths = vec![NamedPath::output("--chart", chart)];
+        paths.extend(db_path(&args.db));
+        check_distinct(&paths)?;
+    }
     if q.agentic {
         return run_agentic(&args);
     }

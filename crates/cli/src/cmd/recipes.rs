@@ -136,6 +136,16 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
         !args.config_files.is_empty(),
         "--config-files is required (one or more master config YAML files)"
     );
+    // `--output` never over a file it reads (issue 39's leftovers, 1).
+    if let Some(out) = &args.output {
+        use inferbench_loadgen::samefile::{check_distinct, NamedPath};
+        let mut paths: Vec<NamedPath> = (args.config_files.iter())
+            .map(|p| NamedPath::input("--config-files", p))
+            .collect();
+        paths.push(NamedPath::input("--runner-config", &args.runner_config));
+        paths.push(NamedPath::output("--output", out));
+        check_distinct(&paths)?;
+    }
     let configs = MasterConfigs::load(&args.config_files)?;
     anyhow::ensure!(
         args.runner_config.is_file() || args.runner_config != Path::new(DEFAULT_RUNNER_CONFIG),
@@ -393,6 +403,26 @@ impl ChangelogFlags {
 }
 
 fn run_changelog(args: ChangelogFlags) -> anyhow::Result<ExitStatus> {
+    // `--output` never over a file it reads (issue 39's leftovers, 1).
+    if let Some(out) = &args.output {
+        use inferbench_loadgen::samefile::{check_distinct, NamedPath};
+        let mut paths: Vec<NamedPath> = Vec::new();
+        paths.extend(args.base.iter().map(|p| NamedPath::input("--base", p)));
+        paths.extend(args.head.iter().map(|p| NamedPath::input("--head", p)));
+        paths.extend((args.config_files.iter()).map(|p| NamedPath::input("--config-files", p)));
+        paths.extend(
+            (args.base_config_files.iter()).map(|p| NamedPath::input("--base-config-files", p)),
+        );
+        paths.extend((args.runner_config.iter()).map(|p| NamedPath::input("--runner-config", p)));
+        if let Some(repo) = &args.repo {
+            paths.push(NamedPath::input(
+                "--repo's --changelog-file",
+                repo.join(&args.changelog_file),
+            ));
+        }
+        paths.push(NamedPath::output("--output", out));
+        check_distinct(&paths)?;
+    }
     if args.check {
         return check(&args);
     }

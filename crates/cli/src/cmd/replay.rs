@@ -27,6 +27,44 @@ pub struct TracesArgs {
     pub out: PathBuf,
 }
 
+/// The lanes that fit under `limits` beside the traces (`traces_bytes`, their estimate; when
+/// not one lane fits beside them, beside the read room alone, the loader then saying how many
+/// traces fit) and the `tokenizer` file's load; returns the need with those lanes and the
+/// tokenizer, the tokenizer's bytes and the room left for the traces (the loader's budget).
+/// `need`: the replay's lanes (`--concurrency`) and the traces' read room.
+///
+/// # Errors
+/// Not one lane fits, or the tokenizer does not: the refusal (exit 2).
+fn traces_plan(
+    need: crate::limits::Need,
+    traces_bytes: u64,
+    tokenizer: &str,
+    limits: &crate::limits::Limits,
+) -> anyhow::Result<(crate::limits::Need, u64, Option<u64>)> {
+    let with_traces = crate::limits::Need {
+        prompt_bytes: need.prompt_bytes.saturating_add(traces_bytes),
+        ..need
+    };
+    let fit = match crate::limits::most_streams(&with_traces, limits) {
+        // Not one lane beside the whole file's traces: the loader says how many traces fit.
+        0 => crate::limits::most_streams(&need, limits),
+        n => n,
+    };
+    if fit == 0 {
+        crate::limits::check(&need, limits).map_err(anyhow::Error::msg)?;
+    }
+    let mut need = crate::limits::Need {
+        streams: fit,
+        ..need
+    };
+    // A tokenizer file is an input too: counted before it is loaded, and left out of the
+    // traces' room (issue 39 §2 finding 6).
+    let tokenizer = crate::limits::refuse_tokenizer(tokenizer, &need, limits)?;
+    need.prompt_bytes = need.prompt_bytes.saturating_add(tokenizer);
+    let room = crate::limits::prompt_room(&need, limits);
+    Ok((need, tokenizer, room))
+}
+
 /// `inferbench agentx-traces`: writes a synthetic AgentX corpus and prints its shape.
 pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     // Generated a session at a time within the memory budget (less the process's own): a
@@ -150,7 +188,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // of issue 39, finding 2: 220 lanes "fit", then a 34 kB trace found a 0-byte room).
     let files = flags.traces.as_deref().map(crate::limits::trace_files);
     let room = crate::limits::input_room(files.as_deref());
-    let mut need = crate::limits::Need {
+    let need = crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
@@ -166,29 +204,35 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // the load names a number that holds with the traces (trial of issue 39, finding 2).
     let limits = crate::limits::raise_open_files();
     let traces_bytes = files.as_deref().map_or(0, crate::limits::traces_bytes);
-    let with_traces = crate::limits::Need {
-        prompt_bytes: room.saturating_add(traces_bytes),
-        ..need
+    // The lanes asked for and the read room, as planned below (again at other limits for the
+    // advice of a refusal).
+    let lanes_need = need;
+    // Where not one lane or trace fits: the `ulimit -v` at which these checks leave the traces
+    // what they take (their estimate, or what the loader counted), the lanes' check after the
+    // load passing with them at one connection per lane (issue 39's leftovers, 3).
+    let tokenizer_spec = flags.tokenizer.clone();
+    let room_at = move |at: &crate::limits::Limits| {
+        let (_, tok, room) = traces_plan(lanes_need, traces_bytes, &tokenizer_spec, at).ok()?;
+        let room = room?;
+        let after = crate::limits::Need {
+            streams: lanes_need.streams,
+            prompt_bytes: tok.saturating_add(traces_bytes.min(room)),
+            ..lanes_need
+        };
+        crate::limits::check(&after, at).ok()?;
+        Some(room)
     };
-    let fit = match crate::limits::most_streams(&with_traces, &limits) {
-        // Not one lane beside the whole file's traces: the loader says how many traces fit.
-        0 => crate::limits::most_streams(&need, &limits),
-        n => n,
-    };
-    if fit == 0 {
-        crate::limits::refuse_beyond(Some(need))?;
-    }
-    need.streams = fit;
-    // A tokenizer file is an input too: counted before it is loaded, and left out of the
-    // traces' room (issue 39 §2 finding 6).
-    let tokenizer =
-        crate::limits::refuse_tokenizer(&flags.tokenizer, &need, &crate::limits::current())?;
-    need.prompt_bytes = need.prompt_bytes.saturating_add(tokenizer);
+    let (_, tokenizer, budget) = traces_plan(need, traces_bytes, &flags.tokenizer, &limits)
+        .map_err(|e| {
+            crate::limits::advise_no_stream(e, &limits, |at| {
+                room_at(at).is_some_and(|r| r >= traces_bytes)
+            })
+        })?;
     // The traces (read or generated) within what the budget leaves besides the lanes: a load
     // that needs more is refused naming how many traces fit, before any request (issue 39 §2:
     // a 488 MB trace file under `ulimit -v 1000000`, or the 062126-256k corpus at 400000,
     // aborted with exit 134).
-    flags.memory_budget = crate::limits::prompt_room(&need, &crate::limits::current());
+    flags.memory_budget = budget;
     let traces_room = flags.memory_budget.unwrap_or(u64::MAX);
     let rt = super::runtime()?;
     // Sub-agents take no lane: a lane may hold its session's peak of requests in flight, each
@@ -197,21 +241,22 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // server's /v1/models included), with each request's memory in flight (its prompt, body and
     // record: the largest's, per connection; issue 39 §2 findings 1–2).
     let lanes = u64::from(flags.concurrency);
-    let prepared = rt.block_on(flags.prepare_checked(
-        tls.options(),
-        |per_stream, request_bytes| {
-            crate::limits::refuse_beyond(Some(crate::limits::Need {
-                flag: "--concurrency",
-                streams: lanes,
-                requests: 0,
-                per_stream,
-                request_bytes,
-                // The traces kept: at most what the file's estimate or their room allows.
-                prompt_bytes: tokenizer.saturating_add(traces_bytes.min(traces_room)),
-                uncapped: false,
-            }))
-        },
-    ))?;
+    let prepared = rt
+        .block_on(
+            flags.prepare_checked(tls.options(), |per_stream, request_bytes| {
+                crate::limits::refuse_beyond(Some(crate::limits::Need {
+                    flag: "--concurrency",
+                    streams: lanes,
+                    requests: 0,
+                    per_stream,
+                    request_bytes,
+                    // The traces kept: at most what the file's estimate or their room allows.
+                    prompt_bytes: tokenizer.saturating_add(traces_bytes.min(traces_room)),
+                    uncapped: false,
+                }))
+            }),
+        )
+        .map_err(|e| crate::limits::advise_none_fits(e, &limits, &room_at))?;
     rt.block_on(async move {
         let cancel = super::shutdown_token(
             "inferbench: interrupted; finishing up and saving finished requests",

@@ -79,7 +79,15 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
         }
     }
     match flags.executor {
-        Executor::Local => super::job::run_local(&jobs, &opts, flags.run.progress, flags.adaptive),
+        Executor::Local => {
+            use inferbench_loadgen::samefile::NamedPath;
+            // The matrix as given (an adaptive round's is written under --out, not read here).
+            let mut inputs = vec![NamedPath::input("--matrix", &flags.matrix)];
+            inputs.extend(
+                (flags.run.runner_config.iter()).map(|p| NamedPath::input("--runner-config", p)),
+            );
+            super::job::run_local(&jobs, &opts, flags.run.progress, flags.adaptive, &inputs)
+        }
         Executor::Github => flags.write_github(&jobs),
         Executor::Slurm => tokio::runtime::Runtime::new()?.block_on(flags.slurm(&jobs, &opts)),
     }

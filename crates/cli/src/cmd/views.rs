@@ -709,6 +709,13 @@ impl PlotFlags {
 
 /// [`PlotFlags::run`].
 fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
+    // The chart never over the database it reads (issue 39's leftovers, 1).
+    {
+        use inferbench_loadgen::samefile::{check_distinct, NamedPath};
+        let mut paths = vec![NamedPath::output("--out", &args.out)];
+        paths.extend(super::db_read(&args.db));
+        check_distinct(&paths)?;
+    }
     let mut store = open_with_runs(&args.db)?;
     let f = filter(&args.filters, &args.since, &args.until, false)?;
     let rows = store.points(

@@ -184,8 +184,13 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
     // against what they leave).
     let used = std::cell::Cell::new(0u64);
     let mut done = false;
-    // Traces still wanted once `kept` are kept (`--num-dataset-entries`).
+    // When not even the first trace fits, the load goes on counting without keeping (issue
+    // 39's leftovers, 3): the first trace's place, and how many were counted.
+    let mut none_fit: Option<(PathBuf, usize)> = None;
+    let dropped = std::cell::Cell::new(0usize);
+    // Traces still wanted once `kept` are kept (`--num-dataset-entries`; counted ones too).
     let wanted = |kept: usize| {
+        let kept = kept + dropped.get();
         opts.num_dataset_entries
             .map_or(usize::MAX, |n| n - kept.min(n))
     };
@@ -208,7 +213,19 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
                             return Ok(Some(wanted(traces.len())));
                         }
                         used.set(used.get().saturating_add(t.heap_bytes()));
+                        // Counting only (the first trace did not fit): counted, not kept.
+                        if none_fit.is_some() {
+                            dropped.set(dropped.get() + 1);
+                            let more = wanted(traces.len());
+                            return Ok((more > 0).then_some(more));
+                        }
                         if let Some(most) = opts.memory_budget.filter(|&m| used.get() > m) {
+                            if traces.is_empty() {
+                                none_fit = Some((file.clone(), unit_line));
+                                dropped.set(1);
+                                let more = wanted(traces.len());
+                                return Ok((more > 0).then_some(more));
+                            }
                             return Err(WorkloadError::Parse {
                                 path: file.clone(),
                                 line: Some(unit_line),
@@ -255,6 +272,17 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
             more,
             &mut on_unit,
         )?;
+    }
+    // Not even the first trace fitted: what the whole load needs.
+    if let Some((file, line)) = none_fit {
+        return Err(WorkloadError::NoneFits {
+            path: file,
+            line: Some(line),
+            what: "trace",
+            count: dropped.get(),
+            need: used.get(),
+            room: opts.memory_budget.unwrap_or(0),
+        });
     }
     let loaded = loaded + dropped_by_context;
     if traces.is_empty() {
@@ -2293,6 +2321,36 @@ pub(crate) mod tests {
             ..Default::default()
         };
         assert_eq!(load_traces(&p, &within(5 * one)).unwrap().traces.len(), 5);
+        // Not even the first fits (issue 39's leftovers, 3): the rest are counted without
+        // being kept, and the refusal says what the load needs.
+        match load_traces(&p, &within(one - 1)).unwrap_err() {
+            WorkloadError::NoneFits {
+                line,
+                what,
+                count,
+                need,
+                room,
+                ..
+            } => assert_eq!(
+                (line, what, count, need, room),
+                (Some(1), "trace", 5, 5 * one, one - 1)
+            ),
+            other => panic!("{other}"),
+        }
+        let capped = LoadOptions {
+            num_dataset_entries: Some(2),
+            ..within(one - 1)
+        };
+        let e = load_traces(&p, &capped).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "t.jsonl:1: not one trace of it fits: the 2 traces the run reads need about {} \
+                 KiB and {} KiB of memory is left for them",
+                (2 * one).div_ceil(1024),
+                (one - 1) >> 10
+            )),
+            "{e}"
+        );
         let e = load_traces(&p, &within(3 * one)).unwrap_err().to_string();
         assert!(
             e.ends_with(

@@ -89,6 +89,12 @@ impl EvalFlags {
         options(self)
     }
 
+    /// `--result-dir`: where the samples, results and `meta_env.json` are written.
+    pub fn result_dir(&self) -> &std::path::Path {
+        let Task::Gsm8k(a) = &self.task;
+        &a.result_dir
+    }
+
     /// Writes the samples and results into `--result-dir`, prints the scores (stdout) and what
     /// went wrong (stderr). Returns [`ExitStatus::Ok`] when every score reaches `threshold`
     /// (or `--no-threshold`), [`ExitStatus::Failed`] below it, [`ExitStatus::Interrupted`]
@@ -140,7 +146,7 @@ fn check_result_dir(dir: &std::path::Path) -> anyhow::Result<()> {
         }
     }
     // The files it will replace there must be regular files (issue 39 §1).
-    for name in [gsm8k::SAMPLES_FILE, gsm8k::RESULTS_FILE, "meta_env.json"] {
+    for name in super::EVAL_OUTPUT_FILES {
         if let Some(why) = gsm8k::not_regular(&dir.join(name)) {
             anyhow::bail!("--result-dir {}: {name}: {why}", dir.display());
         }
