@@ -4,9 +4,29 @@
 
 use clap::{Parser, Subcommand};
 
+/// Prints to stdout like `print!`, through [`stdout::write`]: an error is kept for the exit
+/// status instead of a panic (the one way the CLI prints on stdout).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::stdout::write(format_args!($($arg)*))
+    };
+}
+
+/// Prints a line to stdout like `println!`, through [`stdout::write`] (see `out!`).
+macro_rules! outln {
+    () => {
+        $crate::stdout::write(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod cmd;
+mod fsize;
 mod limits;
 mod oom;
+mod stdout;
 
 /// The system allocator, noting refused allocations for the out-of-memory net ([`oom`]).
 #[global_allocator]
@@ -158,9 +178,9 @@ fn with_vllm_hint(e: clap::Error) -> clap::Error {
     )
 }
 
-/// `inferbench report | head`: once the reader is gone, `println!` panics on the broken pipe.
-/// That is the normal end of such a pipeline, so end quietly with 141 instead of printing a
-/// panic; the same for stderr (`inferbench sweep 2>&1 | head`: its progress lines are on
+/// `inferbench report | head` on stderr: stdout's errors never panic (every print goes
+/// through [`stdout::write`]), but `eprintln!` panics once stderr's reader is gone. That is the
+/// normal end of such a pipeline, so end quietly with 141 instead of printing a panic (`inferbench sweep 2>&1 | head`: its progress lines are on
 /// stderr; trial 19 found exit 101 and a panic). Sockets are unaffected: SIGPIPE stays
 /// ignored, as Rust sets it.
 fn quiet_on_broken_stdout() {
@@ -300,11 +320,15 @@ fn main() {
         Command::Replay(a) => cmd::replay::run(a),
         Command::AgentxTraces(a) => cmd::replay::run_traces(a),
     });
+    // What became of stdout decides too (a full disk: never 0; a reader gone: 141).
     match result {
-        Ok(status) => std::process::exit(status.code()),
+        Ok(status) => std::process::exit(stdout::finish(status).code()),
         Err(e) => {
-            eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            std::process::exit(cmd::error_status(&e).code());
+            // A write the file-size limit stopped names `ulimit -f`.
+            let chain = fsize::explain(&inferbench_core::error_chain(e.as_ref()));
+            let _ =
+                std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("error: {chain}\n"));
+            std::process::exit(stdout::finish(cmd::error_status(&e)).code());
         }
     }
 }

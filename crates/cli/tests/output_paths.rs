@@ -132,10 +132,11 @@ fn unwritable_output_paths_are_refused_before_any_request() {
     }
 }
 
-/// A `--save-requests` whose every record write fails at run time (the file-size limit:
-/// `ulimit -f 1`, SIGXFSZ ignored, so writes past 512 bytes return EFBIG; `/dev/full` is now
-/// refused up front, issue 39 §1): the run goes on and the point fails with exit 1 (it exited
-/// 0 after saying the write failed), the records file never said to be written.
+/// A `--save-requests` whose record writes fail at run time (the file-size limit: `ulimit -f
+/// 22`, SIGXFSZ ignored, so writes past 11 KiB return EFBIG; 20 records' estimate fits, the
+/// records do not, so the run is not refused up front; `/dev/full` is refused up front, issue
+/// 39 §1): the run goes on and the point fails with exit 1 (it exited 0 after saying the write
+/// failed), the records file never said to be written, the limit named.
 #[cfg(unix)]
 #[test]
 fn a_failed_records_write_fails_the_point() {
@@ -145,8 +146,8 @@ fn a_failed_records_write_fails_the_point() {
     let o = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -f 1; trap '' XFSZ; exec {BIN} bench --base-url {url} --model \
-             Llama-3.1-8B --num-prompts 4 --random-input-len 16 --random-output-len 4 \
+            "ulimit -f 22; trap '' XFSZ; exec {BIN} bench --base-url {url} --model \
+             Llama-3.1-8B --num-prompts 20 --random-input-len 16 --random-output-len 4 \
              --save-requests r.jsonl"
         ))
         .current_dir(dir.path())
@@ -157,7 +158,8 @@ fn a_failed_records_write_fails_the_point() {
     assert!(
         err.contains(
             "inferbench: writing --save-requests failed: r.jsonl: File too large (os error 27) \
-             (records kept in memory for the summary; the point fails, exit 1)"
+             (records kept in memory for the summary; the point fails, exit 1) (the \
+             file-size limit `ulimit -f` is 11 KiB: raise it, `ulimit -f unlimited`)"
         ),
         "{err}"
     );
@@ -357,7 +359,7 @@ fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
     let o = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -f 1; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
+            "ulimit -f 5; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
              {url} --model Llama-3.1-8B --concurrency 1 --benchmark-duration 2 \
              --unsafe-override --result-dir out"
         ))

@@ -654,8 +654,10 @@ impl Store {
     ///
     /// A missing SQLite file's directory must exist and take a new file (probed by creating
     /// and removing `.inferbench-write-probe-<pid>` there), and an existing file must open for
-    /// writing (issue 39 §8: such paths failed only after the run): [`StoreError::BadUrl`]
-    /// naming the path and the OS error otherwise.
+    /// writing (issue 39 §8: such paths failed only after the run), and SQLite must be able to
+    /// create its side files there ([`side_files_writable`]: a writable file in a read-only
+    /// folder failed with "attempt to write a readonly database" after the run):
+    /// [`StoreError::BadUrl`] naming the path and the OS error otherwise.
     pub fn check_target(location: &str) -> Result<(), StoreError> {
         let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
         let path = Path::new(location);
@@ -693,6 +695,7 @@ impl Store {
                 .write(true)
                 .open(path)
                 .map_err(|e| bad(format!("cannot write the database file: {e}")))?;
+            side_files_writable(location).map_err(bad)?;
         }
         let mut s = Store::open_for_reading(location)?;
         s.refuse_foreign()
@@ -1489,6 +1492,50 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
         }
     }
     Ok(())
+}
+
+/// Whether SQLite can write beside the existing database file `db`: it creates `DB-wal` and
+/// `DB-shm` (WAL mode) or `DB-journal` (rollback mode) in the database's folder on the first
+/// write, so the folder must take a new file (probed by creating and removing
+/// `.inferbench-write-probe-<pid>` there), unless `DB-wal` and `DB-shm` are both there and
+/// open for writing (trial of issue 39's leftovers, finding 5: a database of mode 666 in a
+/// folder of mode 555 passed the check, and the run ended with "attempt to write a readonly
+/// database"). Checked before a run; nothing is left behind.
+///
+/// # Errors
+/// `cannot write in FOLDER, where SQLite keeps the database's -wal/-shm/-journal files: OS
+/// error` with what to do.
+pub fn side_files_writable(db: &str) -> Result<(), String> {
+    let writable = |suffix: &str| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("{db}{suffix}"))
+            .is_ok()
+    };
+    if writable("-wal") && writable("-shm") {
+        return Ok(());
+    }
+    let dir = Path::new(db)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".inferbench-write-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!(
+            "cannot write in {}, where SQLite keeps the database's -wal/-shm/-journal files: \
+             {e} (make the folder writable, or store into a database elsewhere)",
+            dir.display()
+        )),
+    }
 }
 
 #[cfg(test)]

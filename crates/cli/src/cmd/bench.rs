@@ -102,6 +102,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     opts.tls = tls;
     opts.save_result |= db.is_some();
     check_same_files(&opts, db.as_deref(), identity_file)?;
+    // Every file the point writes within `ulimit -f`, before any request (trial of issue 39's
+    // leftovers, finding 4: the database failed after the run).
+    crate::fsize::check(&planned_files(&opts, db.as_deref()), crate::fsize::limit())
+        .map_err(anyhow::Error::msg)?;
     // More streams than this process can hold open or in memory: refused before anything is
     // sent (issue 39 §2: EMFILE on 3 of 4 warmups, or SIGSEGV at 1,000,000 streams).
     // The flags' own ranges first (a number out of range is named as such); the prompts'
@@ -180,7 +184,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
             "inferbench: interrupted; finishing up and saving finished requests",
         );
         let out = run_bench(opts, cancel).await?;
-        print!("{}", render_report(&out.summary));
+        out!("{}", render_report(&out.summary));
         for p in [&out.result_path, &out.aggregate_path, &out.records_path]
             .into_iter()
             .flatten()
@@ -188,7 +192,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
             eprintln!("wrote {}", p.display());
         }
         for n in &out.notes {
-            eprintln!("inferbench: {n}");
+            eprintln!("inferbench: {}", crate::fsize::explain(n));
         }
         anyhow::Ok(out)
     });
@@ -217,9 +221,73 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
                     .or_insert(v.to_string());
             }
         }
-        super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
+        let stored = super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts);
+        return Ok(stored_status(ExitStatus::from(out.end), db, result, stored));
     }
     Ok(ExitStatus::from(out.end))
+}
+
+/// The exit status of a point that ran as `ran` and whose result was then stored into `db`
+/// with outcome `stored` ([`super::ingest::ingest_into`]'s): a store that failed, skipped the
+/// result or stored nothing is never exit 0 (trial of issue 39's leftovers, finding 1:
+/// "nothing ingested … skipped", yet exit 0). Such a store is said on stderr with the result
+/// file to ingest later, and ends with [`ExitStatus::Failed`] (the point ran: not 2, which
+/// means nothing was run); a worse status of the run itself (3, 130) is kept. An error that
+/// is the file-size limit names `ulimit -f` ([`crate::fsize::explain`]).
+pub fn stored_status(
+    ran: ExitStatus,
+    db: &str,
+    result: &std::path::Path,
+    stored: anyhow::Result<(bool, bool)>,
+) -> ExitStatus {
+    let why = match stored {
+        Ok((false, _)) => return ran,
+        Ok((true, _)) => "the result was skipped or nothing was stored (said above)".to_string(),
+        Err(e) => crate::fsize::explain(&inferbench_core::error_chain(e.as_ref())),
+    };
+    eprintln!(
+        "error: storing the point in {} failed: {why}; the result is kept in {} (store it \
+         later with `inferbench ingest {} --db {}`)",
+        inferbench_store::redact(db),
+        result.display(),
+        result.display(),
+        inferbench_store::redact(db)
+    );
+    if ran == ExitStatus::Ok {
+        ExitStatus::Failed
+    } else {
+        ran
+    }
+}
+
+/// The files a `bench` point writes, each with the bytes it holds at least
+/// ([`crate::fsize`]): `--save-requests` (a record per planned request, with
+/// `--random-output-len` chunks each for random prompts; none counted under `--duration`,
+/// whose request count is not known), the result file, and the `--db` file.
+pub fn planned_files(opts: &BenchOptions, db: Option<&str>) -> Vec<crate::fsize::Planned> {
+    use crate::fsize::{db_bytes, records_bytes, Planned, RESULT_BYTES};
+    let mut v = Vec::new();
+    if opts.save_requests.is_some() && opts.duration.is_none() {
+        let osl = if opts.dataset_name == inferbench_loadgen::options::DatasetName::Random {
+            u64::from(opts.random_output_len)
+        } else {
+            0
+        };
+        v.push(Planned::new(
+            "--save-requests",
+            records_bytes(opts.resolved_num_prompts(), osl),
+        ));
+    }
+    if opts.save_result {
+        v.push(Planned::new(
+            "the result file (--save-result)",
+            RESULT_BYTES,
+        ));
+    }
+    if let Some(b) = db.and_then(db_bytes) {
+        v.push(Planned::new("--db", b));
+    }
+    v
 }
 
 /// No output of the point (records, result and side files, the `--db` file) names the same
@@ -243,7 +311,7 @@ fn check_same_files(
             .clone()
             .map(|p| NamedPath::input("--tls-ca", p)),
     );
-    paths.extend(db.and_then(samefile::db_path));
+    paths.extend(db.into_iter().flat_map(samefile::db_path));
     samefile::check_distinct(&paths)
 }
 
@@ -274,8 +342,15 @@ fn store_point(
                 .or_insert(v.to_string());
         }
     }
-    super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
-    Ok(())
+    let stored = super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts);
+    match stored_status(ExitStatus::Ok, db, result, stored) {
+        ExitStatus::Ok => Ok(()),
+        status => Err(super::StatusError {
+            status,
+            message: format!("stopping the search: probe {} not stored", result.display()),
+        }
+        .into()),
+    }
 }
 
 /// What the search keeps of one probe.
@@ -559,9 +634,9 @@ fn run_search(
     });
     let doc = json!({ "inferbench": { "schema_version": 1, "capacity": capacity } });
     // Printed.
-    println!("{:=^60}", " SLO capacity ");
-    println!("{:<36}{}", "SLOs:", search.slo.join(", "));
-    println!(
+    outln!("{:=^60}", " SLO capacity ");
+    outln!("{:<36}{}", "SLOs:", search.slo.join(", "));
+    outln!(
         "{:<36}{} {}..{}, {}",
         "Searched:",
         unit,
@@ -577,23 +652,23 @@ fn run_search(
     };
     match best {
         Some(p) => {
-            println!(
+            outln!(
                 "{:<36}{} (meets every SLO)",
                 format!("Max {unit}:"),
                 num(p.load)
             );
-            println!("{:<36}{}", "Throughput per GPU (tok/s/GPU):", per_gpu(p));
+            outln!("{:<36}{}", "Throughput per GPU (tok/s/GPU):", per_gpu(p));
             if let Some(u) = users(p.load).as_f64() {
-                println!("{:<36}{}", "Users per GPU:", num(u));
+                outln!("{:<36}{}", "Users per GPU:", num(u));
             }
         }
-        None => println!(
+        None => outln!(
             "{:<36}none in the range meets every SLO",
             format!("Max {unit}:")
         ),
     }
     if let Some(p) = next {
-        println!("{:<36}{} fails the SLOs", "Next probe:", num(p.load));
+        outln!("{:<36}{} fails the SLOs", "Next probe:", num(p.load));
     }
     let note = match result.end {
         SearchEnd::Found => None,
@@ -609,9 +684,9 @@ fn run_search(
         SearchEnd::Stopped => Some("the search stopped early".to_string()),
     };
     if let Some(n) = &note {
-        println!("Note: {n}");
+        outln!("Note: {n}");
     }
-    println!("{:=<60}", "");
+    outln!("{:=<60}", "");
     // Stored.
     let name = capacity_name.unwrap_or_else(|| {
         format!(

@@ -807,7 +807,7 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
         );
         points.push(rt.block_on(measure(&opts, c))?);
     }
-    print!("{}", render(&points));
+    out!("{}", render(&points));
     if let Some(p) = &args.json {
         std::fs::write(p, serde_json::to_string_pretty(&points)?)
             .with_context(|| format!("--json: cannot write {}", p.display()))?;

@@ -38,7 +38,7 @@ pub fn ingest_into(
         if report.stored_nothing() {
             eprint!("{}", report.render());
         } else {
-            print!("{}", report.render());
+            out!("{}", report.render());
         }
         eprint!("{}", report.render_skipped());
     }
@@ -127,7 +127,7 @@ pub fn run(args: IngestFlags) -> anyhow::Result<ExitStatus> {
                 }
             };
             stored |= report.runs_ingested > 0;
-            print!("{}", report.render());
+            out!("{}", report.render());
             eprint!("{}", report.render_skipped());
             failed |= !report.skipped.is_empty();
             // Rows the dump could not place (`dump::runs_from_tables`' orphans).

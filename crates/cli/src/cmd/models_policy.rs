@@ -2,7 +2,6 @@
 //! `policy`, MODELS.md's rules as checks (issue 41): its flags, its printing and its exit code
 //! live here; the rules are `inferbench_recipes::policy`.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use super::recipes::{deprecated_files, load_master_configs, ModelsSub};
@@ -76,11 +75,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 }
 
 fn emit(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    // Its errors decide the exit status at the end ([`crate::stdout`]).
+    out!("{text}");
+    Ok(())
 }
 
 fn run_policy(args: PolicyArgs) -> anyhow::Result<ExitStatus> {

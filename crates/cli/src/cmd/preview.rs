@@ -35,7 +35,7 @@ pub fn agentic_quickstart(
 /// Prints `batch`'s table (stdout), draws its chart (what it left out on stderr) and returns
 /// the last line, naming `store` when `shown.stored`.
 fn show(store: &Store, shown: &Shown<'_>, batch: &QuickstartBatch) -> anyhow::Result<String> {
-    print!("{}", batch.text());
+    out!("{}", batch.text());
     let (charts, note) = batch.draw(shown.chart, shown.png_too)?;
     if let Some(n) = note {
         eprintln!("  chart: {n}");

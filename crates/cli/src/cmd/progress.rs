@@ -15,7 +15,8 @@ use inferbench_loadgen::ProgressMode;
 /// Installs the CLI's sinks: every library line to stderr, the live progress drawn by
 /// [`StderrDisplay`]. Call once, first thing in `main`.
 pub fn install() {
-    inferbench_core::notice::install(|text| eprintln!("{text}"));
+    // A write the file-size limit stopped names `ulimit -f` ([`crate::fsize::explain`]).
+    inferbench_core::notice::install(|text| eprintln!("{}", crate::fsize::explain(text)));
     inferbench_loadgen::progress::install_display(Box::new(StderrDisplay));
 }
 

@@ -3,7 +3,6 @@
 //! `run`: read the configs, call `inferbench_recipes`, write the JSON or table. `models
 //! policy` wraps these tools in [`super::models_policy`].
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -600,11 +599,9 @@ pub enum ModelsSub {
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.
 fn emit(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    // Its errors decide the exit status at the end ([`crate::stdout`]).
+    out!("{text}");
+    Ok(())
 }
 
 /// A `--labels-json`/`--criteria-json` value: empty or `null` = None, else a JSON array of

@@ -572,7 +572,7 @@ impl ReplayFlags {
         if let Some(p) = power {
             summary.inferbench.power = Some(p.finish(&summary, None).await);
         }
-        print!("{}", render_report(&summary));
+        out!("{}", render_report(&summary));
         // Nothing measured (an unreachable server): the report said so; no plays or validity.
         let measured = !nothing_measured(&summary);
         // Plays of a replay in which nothing succeeded say nothing (trial 24).
@@ -580,7 +580,7 @@ impl ReplayFlags {
         let hit = theoretical_hit_rate(&out.records);
         let st = &out.stats;
         if plays {
-            println!(
+            outln!(
                 "Agentic: {} plays (replays of a session tree; {} finished), theoretical \
              prefix-cache hit {} (prompt blocks already sent earlier in their session), idle gaps \
              cut short by the caps: {} system-wide ({:.1} s skipped) / {} per tree ({:.1} s)",
@@ -594,11 +594,12 @@ impl ReplayFlags {
             );
         }
         if out.profile_window_ns.is_some() && out.stop == ReplayStop::Completed {
-            println!(
+            outln!(
                 "Window: the benchmark duration above runs from the first profiled send to the \
                  last completion: {} s of replay after the warmup, plus up to {} s for requests \
                  still in flight at its end",
-                self.benchmark_duration, self.benchmark_grace_period
+                self.benchmark_duration,
+                self.benchmark_grace_period
             );
         }
         // Every reason the point is invalid, the run's own first (trial 24: a replay that
@@ -613,7 +614,7 @@ impl ReplayFlags {
         // A replay that ran its course and measured nothing is failed, not invalid (issue 39
         // §4, fresh tester): said as its status, its cause the summary's `failed_reason`.
         if let Some(why) = &summary.inferbench.failed_reason {
-            println!("Status: failed ({why})");
+            outln!("Status: failed ({why})");
             invalid.clear();
         } else if summary.completed == 0 {
             invalid.push("no request succeeded".into());
@@ -624,7 +625,7 @@ impl ReplayFlags {
             ));
         }
         if measured && !invalid.is_empty() && summary.inferbench.failed_reason.is_none() {
-            println!("Validity: invalid ({})", invalid.join("; "));
+            outln!("Validity: invalid ({})", invalid.join("; "));
         }
         // A write that fails at the end fails the point (exit 1), never 0, and is never said
         // to be written (issue 39 §2, §6).

@@ -713,7 +713,7 @@ impl SweepFlags {
                  GitHub runner's own name"
             );
         }
-        println!(
+        outln!(
             "wrote {} ({}), {} (the run flags) and {}; commit them, copy the workflow \
              into .github/workflows/ and run it",
             files.matrix.display(),
@@ -759,7 +759,7 @@ impl SweepFlags {
             idx
         };
         if pending.is_empty() {
-            println!(
+            outln!(
                 "all {} rows already finished; nothing to submit",
                 jobs.len()
             );
@@ -790,7 +790,7 @@ impl SweepFlags {
             dir.join("job.sbatch").display()
         );
         if self.no_wait {
-            println!("{job_id}");
+            outln!("{job_id}");
             return Ok(ExitStatus::Ok);
         }
         // Tasks ran `inferbench job` with a fixed runner name; gather with the same one.

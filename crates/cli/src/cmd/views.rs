@@ -332,12 +332,12 @@ fn capacity(
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&arr)?);
+            outln!("{}", serde_json::to_string_pretty(&arr)?);
         }
         OutFormat::Csv => {
-            println!("group,slo,status,{},users_per_gpu,batches", args.y);
+            outln!("group,slo,status,{},users_per_gpu,batches", args.y);
             for c in &caps {
-                println!(
+                outln!(
                     "\"{}\",{},{},{},{},{}",
                     c.group.replace('"', "\"\""),
                     slo,
@@ -349,15 +349,17 @@ fn capacity(
             }
         }
         OutFormat::Table => {
-            println!(
+            outln!(
                 "Capacity at {} ({} in {y_unit})",
                 args.capacity.as_deref().unwrap_or(""),
                 args.y
             );
             let w = caps.iter().map(|c| c.group.len()).max().unwrap_or(5).max(5);
-            println!(
+            outln!(
                 "{:<w$}  {:>14}  {:>13}  note",
-                "group", args.y, "users_per_gpu"
+                "group",
+                args.y,
+                "users_per_gpu"
             );
             let cell = |v: Option<f64>, lower_bound: bool| match v {
                 Some(v) if lower_bound => format!(">= {}", report::round_for_table(v)),
@@ -366,7 +368,7 @@ fn capacity(
             };
             for c in &caps {
                 let lb = c.status == CapacityStatus::AllMeet;
-                println!(
+                outln!(
                     "{:<w$}  {:>14}  {:>13}  {}",
                     c.group,
                     cell(c.y, lb),
@@ -525,7 +527,7 @@ fn history(
         });
     }
     let fmt = args.format.view();
-    print!(
+    out!(
         "{}",
         report::render_history(&groups, x, &args.y, at, args.baseline_window, fmt)
     );
@@ -573,14 +575,14 @@ fn print_rows(
         }
     };
     if !common.is_empty() {
-        println!("every row: {}\n", common.join("  "));
+        outln!("every row: {}\n", common.join("  "));
     }
     if matches!(fmt, Format::Json) {
         let mut arr = report::json_rows(rows, &cols);
         report::add_gpu_seconds(&mut arr, rows, gpu);
-        println!("{}", serde_json::to_string_pretty(&arr)?);
+        outln!("{}", serde_json::to_string_pretty(&arr)?);
     } else {
-        print!("{}", report::render(rows, &cols, fmt));
+        out!("{}", report::render(rows, &cols, fmt));
     }
     // Chosen --columns that leave out what tells the rows apart (trial 20: `--columns
     // conc,tput_per_gpu` listed conc 16 twice, agentic points beside fixed-length ones).
@@ -633,9 +635,9 @@ fn print_rows(
         };
         let assume = report::assumptions(rows, &cols, &cost);
         if foot.is_empty() && !assume.is_empty() {
-            println!();
+            outln!();
         }
-        print!("{foot}{assume}{}", report::gpu_seconds_footer(gpu));
+        out!("{foot}{assume}{}", report::gpu_seconds_footer(gpu));
     }
     Ok(ExitStatus::Ok)
 }
@@ -789,7 +791,7 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
         source: String::new(),
     };
     let drawn = inferbench_views::plot::plot(&rows, &spec, &args.out)?;
-    println!("wrote {}", args.out.display());
+    outln!("wrote {}", args.out.display());
     if let Some(n) = drawn.note() {
         eprintln!("inferbench plot: {n}");
     }
@@ -960,13 +962,13 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     let rows = &c.rows;
     let notes = out_of_reach(rows, (a, b), &args.x, &args.y);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(rows)?);
+        outln!("{}", serde_json::to_string_pretty(rows)?);
         for n in &notes {
             eprintln!("{n}");
         }
         return Ok(ExitStatus::Ok);
     }
-    print!(
+    out!(
         "{}",
         inferbench_views::report::compare_table(
             rows,
@@ -977,7 +979,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         )
     );
     for n in &notes {
-        println!("  {n}");
+        outln!("  {n}");
     }
     Ok(ExitStatus::Ok)
 }

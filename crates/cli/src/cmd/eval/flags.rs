@@ -327,7 +327,7 @@ async fn finish(
         );
         return Ok(ExitStatus::Failed);
     }
-    println!(
+    outln!(
         "gsm8k: {} at concurrency {} (--concurrency; the eval's conc where it is stored)",
         w.scores.line(),
         opts.concurrency
