@@ -149,3 +149,37 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
 }
+
+/// A limit that a new database's estimate (120 KiB) fits but one stored point (about 240 KiB)
+/// does not: the run is not refused, the store fails after it, and that is exit 1 (it was 2,
+/// "bad flags", after the run; a skipped store was 0), naming the limit and the result file
+/// to ingest later; the database it created is not left half-written.
+#[cfg(unix)]
+#[test]
+fn a_store_that_fails_after_the_run_is_exit_1_naming_the_limit() {
+    let sim = common::start_sim(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let (code, out, err) = under_limit(
+        dir.path(),
+        300,
+        &format!(
+            "bench --base-url {url} --model Llama-3.1-8B --num-prompts 8 --random-input-len 32 \
+             --random-output-len 8 --power off --save-result --result-dir r --result-filename \
+             p.json --db u.db"
+        ),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(out.contains("Successful requests:"), "no summary: {out}");
+    assert!(
+        err.contains(
+            "error: storing the point in u.db failed: database error: sqlite: disk I/O error \
+             (the file-size limit `ulimit -f` is 150 KiB: raise it, `ulimit -f unlimited`); \
+             the result is kept in r/p.json (store it later with `inferbench ingest r/p.json \
+             --db u.db`)\n"
+        ),
+        "{err}"
+    );
+    assert!(dir.path().join("r/p.json").is_file());
+    assert!(!dir.path().join("u.db").exists());
+}

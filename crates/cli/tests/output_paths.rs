@@ -450,3 +450,94 @@ fn a_sweeps_inner_files_are_checked_before_any_request() {
     );
     assert_eq!(connections.load(Ordering::SeqCst), 0, "a request was sent");
 }
+
+/// `program` with `args` as a user whom directory permissions bind: this user when it is not
+/// root, else uid/gid 65534 (`nobody`) through `setpriv` (root ignores them); `None` after a
+/// skip line where that is impossible.
+#[cfg(unix)]
+fn unprivileged(program: &str, args: &[&str]) -> Option<Command> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        let mut c = Command::new(program);
+        c.args(args);
+        return Some(c);
+    }
+    let drop = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
+    let works = inferbench_testutil::command_works(
+        "setpriv",
+        &[&drop[..], &["true"]].concat(),
+        "setpriv dropping root to uid/gid 65534 (nobody)",
+        "util-linux's setpriv: the test runs as root, which ignores directory permissions",
+    );
+    works.then(|| {
+        let mut c = Command::new("setpriv");
+        c.args(drop).arg(program).args(args);
+        c
+    })
+}
+
+/// Trial of issue 39's leftovers, finding 5: a database file of mode 666 in a folder of mode
+/// 555, as a user the folder binds: SQLite cannot create its `-wal`/`-shm`/`-journal` there,
+/// so the output check refuses it before any request (exit 2, the folder named); it passed
+/// and the run ended with "attempt to write a readonly database", exit 2 after the requests.
+#[cfg(unix)]
+#[test]
+fn a_database_in_a_folder_sqlite_cannot_write_is_refused_before_any_request() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let perm = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    perm(dir.path(), 0o755);
+    let ro = dir.path().join("ro");
+    let res = dir.path().join("res");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::create_dir(&res).unwrap();
+    perm(&res, 0o777);
+    let db = ro.join("x.db");
+    let db_s = db.display().to_string();
+    let (code, err) = run_in(dir.path(), &["db", "--db", &db_s, "migrate"]);
+    assert_eq!(code, Some(0), "{err}");
+    perm(&db, 0o666);
+    perm(&ro, 0o555);
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let res_s = res.display().to_string();
+    let Some(mut cmd) = unprivileged(
+        BIN,
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "4",
+            "--power",
+            "off",
+            "--db",
+            &db_s,
+            "--result-dir",
+            &res_s,
+        ],
+    ) else {
+        return;
+    };
+    let o = cmd.env_remove("INFERBENCH_DB").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        (o.status.code(), err.as_ref()),
+        (
+            Some(2),
+            format!(
+                "error: bad database location `{db_s}`: cannot write in {}, where SQLite keeps \
+                 the database's -wal/-shm/-journal files: Permission denied (os error 13) (make \
+                 the folder writable, or store into a database elsewhere)\n",
+                ro.display()
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    perm(&ro, 0o755);
+}

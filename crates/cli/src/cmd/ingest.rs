@@ -20,6 +20,22 @@ pub fn ingest_into(
     // A SQLite file this call creates is removed again when nothing was stored in it (trial
     // 13: `ingest` of an empty directory left an empty database behind).
     let created = !db.contains("://") && !std::path::Path::new(db).exists();
+    let result = ingest_each(db, paths, opts, created);
+    // A database this call created and could not store into (the file-size limit, a full
+    // disk) is not left half-written: the results stay in their files.
+    if created && result.is_err() {
+        remove_sqlite_files(db);
+    }
+    result
+}
+
+/// [`ingest_into`]'s work: `created` whether the SQLite file is new.
+fn ingest_each(
+    db: &str,
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+    created: bool,
+) -> anyhow::Result<(bool, bool)> {
     let mut store = Store::open(db)?;
     store.migrate()?;
     let mut failed = false;

@@ -23,7 +23,7 @@ const STOP: &str =
 /// Flags of `inferbench quickstart`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 a point failed (its requests errored) or the database or \
+    after_help = "Exit codes: 0 ok; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed (its requests errored) or the database or \
                   chart step failed, or out of memory midway (ulimit -v named); 2 bad flags, a \
                   database that cannot be opened, an --out or --chart that cannot be written \
                   (checked before any point), or out of memory before any request (ulimit -v \
@@ -83,7 +83,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     match shown {
         Ok(msg) => eprintln!("{msg}"),
         Err(e) => {
-            eprintln!("warning: database/chart step failed: {e:#}");
+            eprintln!(
+                "warning: database/chart step failed: {}",
+                crate::fsize::explain(&format!("{e:#}"))
+            );
             if exit == ExitStatus::Ok {
                 exit = ExitStatus::Failed;
             }
@@ -123,14 +126,27 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
         "inferbench quickstart --agentic: {} on simulated {} (a preview: runs < 900 s are invalid)",
         q.model, q.hardware
     );
-    let line = preview::agentic_quickstart(
+    let mut exit = ExitStatus::from(report.end);
+    match preview::agentic_quickstart(
         &mut store,
         shown(args, &run_dir, &batch, &chart, title, None),
         &report.cut_short,
-    )?;
-    eprintln!("{line}");
+    ) {
+        Ok(line) => eprintln!("{line}"),
+        // After the run: its files are kept, and a failed store is 1, never 0 nor "bad
+        // flags" (trial of issue 39's leftovers, finding 1).
+        Err(e) => {
+            eprintln!(
+                "warning: database/chart step failed: {}",
+                crate::fsize::explain(&format!("{e:#}"))
+            );
+            if exit == ExitStatus::Ok {
+                exit = ExitStatus::Failed;
+            }
+        }
+    }
     eprintln!("artifacts in {}", run_dir.display());
-    Ok(ExitStatus::from(report.end))
+    Ok(exit)
 }
 
 /// What the view of the run needs: the run, its chart (a PNG too unless `--chart` named one),
