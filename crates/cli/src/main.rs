@@ -8,17 +8,35 @@ use clap::{Parser, Subcommand};
 /// status instead of a panic (the one way the CLI prints on stdout).
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::stdout::write(format_args!($($arg)*))
+        $crate::stdout::write($crate::stdout::Stream::Out, format_args!($($arg)*))
     };
 }
 
 /// Prints a line to stdout like `println!`, through [`stdout::write`] (see `out!`).
 macro_rules! outln {
     () => {
-        $crate::stdout::write(format_args!("\n"))
+        out!("\n")
     };
     ($($arg:tt)*) => {
-        $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*)))
+        out!("{}\n", format_args!($($arg)*))
+    };
+}
+
+/// Prints to stderr like `eprint!`, through [`stdout::write`]: an error is kept for the exit
+/// status instead of a panic (the one way the CLI prints on stderr).
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::stdout::write($crate::stdout::Stream::Err, format_args!($($arg)*))
+    };
+}
+
+/// Prints a line to stderr like `eprintln!`, through [`stdout::write`] (see `err!`).
+macro_rules! errln {
+    () => {
+        err!("\n")
+    };
+    ($($arg:tt)*) => {
+        err!("{}\n", format_args!($($arg)*))
     };
 }
 
@@ -326,8 +344,7 @@ fn main() {
         Err(e) => {
             // A write the file-size limit stopped names `ulimit -f`.
             let chain = fsize::explain(&inferbench_core::error_chain(e.as_ref()));
-            let _ =
-                std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("error: {chain}\n"));
+            errln!("error: {chain}");
             std::process::exit(stdout::finish(cmd::error_status(&e)).code());
         }
     }

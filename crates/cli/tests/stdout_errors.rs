@@ -166,3 +166,50 @@ fn a_full_or_closed_stdout_never_panics_and_loses_nothing() {
         assert!(d.join(&rp).join("summary.json").is_file(), "replay, {tag}");
     }
 }
+
+/// stderr on `/dev/full` (every note and the report's "wrote" line fail): no panic (it was
+/// exit 101 at the first note), the run goes on, the point is stored, and the status is 1.
+#[cfg(unix)]
+#[test]
+fn a_full_stderr_never_panics_and_loses_nothing() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "32",
+            "--random-output-len",
+            "8",
+            "--num-warmups",
+            "0",
+            "--num-prompts",
+            "8",
+            "--power",
+            "off",
+            "--save-result",
+            "--result-dir",
+            "r",
+            "--db",
+            "e.db",
+        ])
+        .current_dir(tmp.path())
+        .env_remove("INFERBENCH_DB")
+        .stderr(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("Successful requests:"), "{out}");
+    assert_eq!(stored_points(tmp.path(), "e.db"), 1);
+}

@@ -155,7 +155,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         .then_some((opts.random_input_len, opts.random_output_len));
     if db.is_some() && opts.job_identity.is_none() {
         if let Some(note) = ingest_opts.missing_identity_note() {
-            eprintln!("inferbench: {note}");
+            errln!("inferbench: {note}");
             ingest_opts.missing_noted = true;
         }
     }
@@ -169,7 +169,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
             &opts.base_url,
             &opts.reach(),
         ))?;
-        eprintln!(
+        errln!(
             "inferbench: {}",
             inferbench_loadgen::hints::served_model_note(&opts.model)
         );
@@ -177,7 +177,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // Printed whatever --progress says (trial 33 F11: --disable-tqdm hid it from the vLLM
     // users it is for).
     if let Some(n) = opts.range_notice() {
-        eprintln!("inferbench: {n}");
+        errln!("inferbench: {n}");
     }
     let out = rt.block_on(async move {
         let cancel = super::shutdown_token(
@@ -189,10 +189,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
             .into_iter()
             .flatten()
         {
-            eprintln!("wrote {}", p.display());
+            errln!("wrote {}", p.display());
         }
         for n in &out.notes {
-            eprintln!("inferbench: {}", crate::fsize::explain(n));
+            errln!("inferbench: {}", crate::fsize::explain(n));
         }
         anyhow::Ok(out)
     });
@@ -205,7 +205,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // no point to store (trial 24: a failed point of nothing was stored, its database created).
     let never_answered = inferbench_loadgen::output::never_answered(&out.summary);
     if let (Some(db), true) = (&db, never_answered) {
-        eprintln!(
+        errln!(
             "inferbench: nothing stored in {}: the server never answered",
             inferbench_store::redact(db)
         );
@@ -245,7 +245,7 @@ pub fn stored_status(
         Ok((true, _)) => "the result was skipped or nothing was stored (said above)".to_string(),
         Err(e) => crate::fsize::explain(&inferbench_core::error_chain(e.as_ref())),
     };
-    eprintln!(
+    errln!(
         "error: storing the point in {} failed: {why}; the result is kept in {} (store it \
          later with `inferbench ingest {} --db {}`)",
         inferbench_store::redact(db),
@@ -324,7 +324,7 @@ fn store_point(
     ingest_opts: &inferbench_store::IngestOptions,
 ) -> anyhow::Result<()> {
     if inferbench_loadgen::output::never_answered(&out.summary) {
-        eprintln!(
+        errln!(
             "inferbench: nothing stored in {}: the server never answered",
             inferbench_store::redact(db)
         );
@@ -453,13 +453,13 @@ fn run_search(
             &opts.base_url,
             &opts.reach(),
         ))?;
-        eprintln!(
+        errln!(
             "inferbench: {}",
             inferbench_loadgen::hints::served_model_note(&opts.model)
         );
     }
     if let Some(n) = opts.range_notice() {
-        eprintln!("inferbench: {n}");
+        errln!("inferbench: {n}");
     }
     let cancel = rt.block_on(async {
         super::shutdown_token("inferbench: interrupted; finishing the probe and saving it")
@@ -485,7 +485,7 @@ fn run_search(
             let stem = name.strip_suffix(".json").unwrap_or(name);
             o.result_filename = Some(format!("{stem}-{tag}.json"));
         }
-        eprintln!("inferbench: probe at {unit} {}", num(load));
+        errln!("inferbench: probe at {unit} {}", num(load));
         let out = match rt.block_on(run_bench(o, cancel.clone())) {
             Ok(out) => out,
             Err(e) => {
@@ -495,7 +495,7 @@ fn run_search(
         };
         first_date.get_or_insert_with(|| out.summary.date.clone());
         for n in &out.notes {
-            eprintln!("inferbench: {n}");
+            errln!("inferbench: {n}");
         }
         if let Some(db) = &db {
             if let Err(e) = store_point(db, &out, nominal, &ingest_opts) {
@@ -529,7 +529,7 @@ fn run_search(
                 None => format!("{} n/a", s.metric),
             })
             .collect();
-        eprintln!(
+        errln!(
             "inferbench: {unit} {}: {} ({}){}",
             num(load),
             if meets {
@@ -702,7 +702,7 @@ fn run_search(
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let text = serde_json::to_string_pretty(&doc)? + "\n";
     inferbench_loadgen::output::write_file(&path, text.as_bytes())?;
-    eprintln!("wrote {}", path.display());
+    errln!("wrote {}", path.display());
     Ok(match result.end {
         SearchEnd::Found | SearchEnd::AllMeet => ExitStatus::Ok,
         SearchEnd::NoneMeet | SearchEnd::Budget => ExitStatus::Failed,

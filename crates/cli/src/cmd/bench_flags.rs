@@ -795,15 +795,16 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
         .enable_all()
         .build()?;
     let parse_ns = inferbench_loadgen::selftest::parse_ns_per_event(args.tokens, 2_000_000);
-    eprintln!(
+    errln!(
         "selftest: SSE framing + chunk interpretation alone: {parse_ns:.0} CPU ns/event ({:.2} M events per CPU second)",
         1e3 / parse_ns
     );
     let mut points = Vec::new();
     for c in concurrency {
-        eprintln!(
+        errln!(
             "selftest: concurrency {c} for {:.1} s against {}",
-            args.duration, opts.base_url
+            args.duration,
+            opts.base_url
         );
         points.push(rt.block_on(measure(&opts, c))?);
     }
@@ -814,10 +815,10 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
     }
     // Trial 24: the timed sim passed for an instant server.
     if let Some(warning) = inferbench_loadgen::selftest::not_instant(&points) {
-        eprint!("{warning}");
+        err!("{warning}");
     }
     if let Some(problems) = problems(&points) {
-        eprint!("{problems}");
+        err!("{problems}");
         return Ok(ExitStatus::Failed);
     }
     Ok(ExitStatus::Ok)

@@ -152,7 +152,7 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
             // here, 2 for a missing file), said by the error alone (trial 21).
             let migrated = store.require_migrated();
             if let (Err(e), 0) = (&migrated, v) {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(ExitStatus::Usage);
             }
             outln!("{}: schema version {v}", store.location());

@@ -52,11 +52,11 @@ fn ingest_each(
         // An error goes where errors go (trial 15: "error: nothing to ingest" on stdout;
         // trial 16: the skipped units, which make the exit code 1).
         if report.stored_nothing() {
-            eprint!("{}", report.render());
+            err!("{}", report.render());
         } else {
             out!("{}", report.render());
         }
-        eprint!("{}", report.render_skipped());
+        err!("{}", report.render_skipped());
     }
     if created && !stored {
         drop(store);
@@ -144,7 +144,7 @@ pub fn run(args: IngestFlags) -> anyhow::Result<ExitStatus> {
             };
             stored |= report.runs_ingested > 0;
             out!("{}", report.render());
-            eprint!("{}", report.render_skipped());
+            err!("{}", report.render_skipped());
             failed |= !report.skipped.is_empty();
             // Rows the dump could not place (`dump::runs_from_tables`' orphans).
             let left_out = report.warnings.iter().any(|w| w.contains("; left out ("));

@@ -98,13 +98,13 @@ fn run_policy(args: PolicyArgs) -> anyhow::Result<ExitStatus> {
         Format::Json => emit(&format!("{}\n", json(&pol, &report)?))?,
     }
     if let Some(what) = note {
-        eprintln!(
+        errln!(
             "note: {what}; no archived configs read, so the deprecation check saw active configs \
              only (give --deprecated-dir)"
         );
     }
     for key in pol.waivers.keys().filter(|k| configs.get(k).is_none()) {
-        eprintln!("note: the policy's waiver for {key} matches no config key in --config-files");
+        errln!("note: the policy's waiver for {key} matches no config key in --config-files");
     }
     Ok(ExitStatus::failed_if(report.violations() > 0))
 }

@@ -40,12 +40,12 @@ fn show(store: &Store, shown: &Shown<'_>, batch: &QuickstartBatch) -> anyhow::Re
     out!("{}", batch.text());
     let (charts, note) = batch.draw(shown.chart, shown.png_too)?;
     if let Some(n) = note {
-        eprintln!("  chart: {n}");
+        errln!("  chart: {n}");
     }
     let db = shown.stored.then(|| store.location());
     let line = batch.stored_line(db, &charts);
     if !batch.report.skipped.is_empty() {
-        eprint!("{}", batch.report.render_skipped());
+        err!("{}", batch.report.render_skipped());
         anyhow::bail!("{line}; the store skipped a result (said above)");
     }
     Ok(line)

@@ -81,9 +81,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         &concs,
     );
     match shown {
-        Ok(msg) => eprintln!("{msg}"),
+        Ok(msg) => errln!("{msg}"),
         Err(e) => {
-            eprintln!(
+            errln!(
                 "warning: database/chart step failed: {}",
                 crate::fsize::explain(&format!("{e:#}"))
             );
@@ -92,7 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
             }
         }
     }
-    eprintln!("artifacts in {}", run_dir.display());
+    errln!("artifacts in {}", run_dir.display());
     Ok(exit)
 }
 
@@ -132,11 +132,11 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
         shown(args, &run_dir, &batch, &chart, title, None),
         &report.cut_short,
     ) {
-        Ok(line) => eprintln!("{line}"),
+        Ok(line) => errln!("{line}"),
         // After the run: its files are kept, and a failed store is 1, never 0 nor "bad
         // flags" (trial of issue 39's leftovers, finding 1).
         Err(e) => {
-            eprintln!(
+            errln!(
                 "warning: database/chart step failed: {}",
                 crate::fsize::explain(&format!("{e:#}"))
             );
@@ -145,7 +145,7 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
             }
         }
     }
-    eprintln!("artifacts in {}", run_dir.display());
+    errln!("artifacts in {}", run_dir.display());
     Ok(exit)
 }
 

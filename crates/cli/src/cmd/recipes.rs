@@ -189,7 +189,7 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
     let rows = matrix::generate(&configs, &runners, &selection, &common)?;
     if rows.is_empty() {
         // The reference prints `[]` and exits 0 here too; keep that output, but say so.
-        eprintln!("warning: no matrix rows matched the selection and filters; the output is an empty list");
+        errln!("warning: no matrix rows matched the selection and filters; the output is an empty list");
     }
     let text = matrix::to_json_text(&rows);
     match args.output {
@@ -200,7 +200,7 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
             }
             std::fs::write(&p, text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
-            eprintln!(
+            errln!(
                 "wrote {} ({})",
                 p.display(),
                 inferbench_core::count(rows.len(), "row")
@@ -305,7 +305,7 @@ fn additions(
         match git {
             Ok(text) => return Ok(changelog::added_from_diff(&text, head_text, base_name)?),
             Err(GitError::Missing(e)) if args.diff == DiffEngine::Auto => {
-                eprintln!("note: git not available ({e}); using the built-in diff");
+                errln!("note: git not available ({e}); using the built-in diff");
             }
             Err(e) => return Err(e.into()),
         }
@@ -389,7 +389,7 @@ fn check(args: &ChangelogFlags) -> anyhow::Result<ExitStatus> {
         (None, None) => bail!("--check needs --head FILE, or --repo DIR --head-ref REF"),
     };
     let entries = changelog::validate_file(&head_text, &head_name, base_text.as_deref())?;
-    eprintln!("{head_name}: {} entries, valid", entries.len());
+    errln!("{head_name}: {} entries, valid", entries.len());
     Ok(ExitStatus::Ok)
 }
 
@@ -721,7 +721,7 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
                 )))?,
             }
             if let Some(what) = note {
-                eprintln!("note: {what}; listed active configs only (give --deprecated-dir)");
+                errln!("note: {what}; listed active configs only (give --deprecated-dir)");
             }
             Ok(ExitStatus::Ok)
         }
@@ -739,7 +739,7 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
             } else {
                 emit(&catalogue::dram_table(&findings))?;
                 let count = |v: &str| findings.iter().filter(|f| f.verdict == v).count();
-                eprintln!(
+                errln!(
                     "{} findings: {} ok, {} capped, {errors} errors",
                     findings.len(),
                     count("ok"),

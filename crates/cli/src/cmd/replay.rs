@@ -72,7 +72,7 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     // size); a small corpus is named once, by the line after it (trial 16: twice).
     let est = synthetic::jsonl_len(&traces).context("sizing the corpus")?;
     if let Some(line) = size_notice(traces.len(), requests, est, &args.out) {
-        eprintln!("{line}");
+        errln!("{line}");
     }
     if let Some(why) = inferbench_loadgen::output::non_regular(&args.out) {
         anyhow::bail!("--out {}: {why}", args.out.display());

@@ -470,13 +470,13 @@ impl ReplayFlags {
     ) -> anyhow::Result<PreparedReplay> {
         anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
         for s in &report.skipped {
-            eprintln!("inferbench: skipped {s}");
+            errln!("inferbench: skipped {s}");
         }
         for n in &report.notes {
-            eprintln!("inferbench: warning: {n}");
+            errln!("inferbench: warning: {n}");
         }
         let n_req: usize = report.traces.iter().map(Trace::request_count).sum();
-        eprintln!(
+        errln!(
             "inferbench replay: {} traces ({} requests) from {} file(s){}{}; {} lanes for {} s \
              against {}",
             report.traces.len(),
@@ -523,7 +523,7 @@ impl ReplayFlags {
                 &prepared.opts.reach(),
             )
             .await?;
-            eprintln!(
+            errln!(
                 "inferbench: {}",
                 inferbench_loadgen::hints::served_model_note(&prepared.opts.model)
             );
@@ -563,9 +563,7 @@ impl ReplayFlags {
         summary.inferbench.tls_insecure = tls.insecure;
         summary.inferbench.allow_empty_content = allow_empty_content;
         if let Some(p) = &proxy {
-            eprintln!(
-                "inferbench: the requests went through the HTTP proxy {p} (--no-proxy: direct)"
-            );
+            errln!("inferbench: the requests went through the HTTP proxy {p} (--no-proxy: direct)");
         }
         summary.inferbench.proxy = proxy;
         summary.inferbench.header_templates = header_templates;
@@ -656,7 +654,7 @@ impl ReplayFlags {
                     } else {
                         format!("{}, ", dir.join("requests.jsonl").display())
                     };
-                    eprintln!(
+                    errln!(
                         "wrote {}, {records}{} and {}/",
                         path.display(),
                         dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE)
@@ -665,7 +663,7 @@ impl ReplayFlags {
                     );
                 }
                 Err(e) => {
-                    eprintln!(
+                    errln!(
                         "inferbench: writing the results failed: {e:#} (the point fails, exit 1)"
                     );
                     write_failed = true;
@@ -678,17 +676,17 @@ impl ReplayFlags {
             summary.completed > 0,
         );
         for n in out.notes.iter().chain(&power_notes) {
-            eprintln!("inferbench: {n}");
+            errln!("inferbench: {n}");
         }
         let power_invalid = summary.inferbench.power.as_ref().filter(|p| !p.valid);
         if let Some(p) = power_invalid {
-            eprintln!(
+            errln!(
                 "inferbench: GPU power not valid ({}); see power_validation.json",
                 p.reasons.join(", ")
             );
         }
         if let Some(why) = &summary.inferbench.failed_reason {
-            eprintln!("inferbench: {why}");
+            errln!("inferbench: {why}");
         }
         let mut end = replay_end(&out, &summary);
         if end.passed() && (write_failed || self.power.require_power && power_invalid.is_some()) {

@@ -31,7 +31,7 @@ pub fn run(flags: SimFlags) -> anyhow::Result<ExitStatus> {
                 )
             })?;
         let addr = listener.local_addr()?;
-        eprintln!("{}", inferbench_sim::start_line(&cfg, &info));
+        errln!("{}", inferbench_sim::start_line(&cfg, &info));
         outln!("listening on http://{addr}");
         let stop = super::shutdown_token("inferbench sim: stopping");
         inferbench_sim::serve(cfg, listener, async move { stop.cancelled().await }).await?;

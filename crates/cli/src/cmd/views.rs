@@ -23,7 +23,7 @@ pub const REPORT_EXIT_CODES_HELP: &str =
 pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
     let mut store = Store::open_existing(db)?;
     if let Some(note) = store.migrated_copy_note() {
-        eprintln!("{note}");
+        errln!("{note}");
     }
     if store.run_count()? == 0 {
         anyhow::bail!(
@@ -231,7 +231,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         let status = print_rows(&rows, &args, hidden, failed, &gpu)?;
         if rows.is_empty() && hidden == 0 {
             for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
-                eprintln!("  {h}");
+                errln!("  {h}");
             }
         }
         return Ok(status);
@@ -257,12 +257,12 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     let status = print_rows(&rows, &args, 0, failed, &gpu)?;
     if rows.is_empty() {
         for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
-            eprintln!("  {h}");
+            errln!("  {h}");
         }
         // A database of evals alone (trial 22: `eval` results ingested, then "no points").
         if args.filters.is_empty() {
             if let Some(note) = evals_note(&mut store, &args.db)? {
-                eprintln!("{note}");
+                errln!("{note}");
             }
         }
     }
@@ -414,24 +414,24 @@ fn history_matched_nothing(
 ) -> anyhow::Result<()> {
     let filtered = !args.filters.is_empty() || args.since.is_some() || args.until.is_some();
     if filtered {
-        eprintln!("no stored point matches the filters");
+        errln!("no stored point matches the filters");
         for h in report::filter_hints(store, &args.filters, "-f ")? {
-            eprintln!("  {h}");
+            errln!("  {h}");
         }
     } else if let Some(note) = no_point_stored(store)?
         .then(|| evals_note(store, &args.db))
         .transpose()?
         .flatten()
     {
-        eprintln!("no throughput point is stored: {note}");
+        errln!("no throughput point is stored: {note}");
     } else if failed_left_out(store, f, true)? > 0 {
-        eprintln!(
+        errln!(
             "no point to follow: the runs in {} hold only failed points (`report \
              --include-failed` lists them)",
             args.db
         );
     } else {
-        eprintln!("no stored point to follow in {}", args.db);
+        errln!("no stored point to follow in {}", args.db);
     }
     Ok(())
 }
@@ -534,7 +534,7 @@ fn history(
     if !matches!(fmt, Format::Table) {
         for g in &groups {
             for n in &g.notes {
-                eprintln!("{}: {n}", g.group);
+                errln!("{}: {n}", g.group);
             }
         }
     }
@@ -589,7 +589,7 @@ fn print_rows(
     if table && !args.columns.is_empty() && rows.len() > 1 {
         let unseen = report::identity_left_out(rows, &defaults, &args.columns);
         if !unseen.is_empty() {
-            eprintln!(
+            errln!(
                 "note: the rows differ in {}, which --columns leaves out: rows that look alike \
                  may be different configurations or runs (add those columns, or narrow with -f)",
                 unseen.join(", ")
@@ -597,19 +597,19 @@ fn print_rows(
         }
     }
     if rows.is_empty() && hidden > 0 {
-        eprintln!(
+        errln!(
             "no frontier point: the {hidden} matching point(s) are invalid ({}); \
              --include-invalid lets them compete",
             report::INVALID_CAUSES.replace('\u{a0}', " ")
         );
     } else if rows.is_empty() && !args.filters.is_empty() {
-        eprintln!(
+        errln!(
             "no points in {} match the filters (`inferbench report` without -f lists every \
              point; `--include-failed` adds failed ones)",
             args.db
         );
     } else if rows.is_empty() {
-        eprintln!(
+        errln!(
             "no points in {} match ({}bench results reach the database with `bench --db DB \
              --set hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)",
             args.db,
@@ -793,7 +793,7 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
     let drawn = inferbench_views::plot::plot(&rows, &spec, &args.out)?;
     outln!("wrote {}", args.out.display());
     if let Some(n) = drawn.note() {
-        eprintln!("inferbench plot: {n}");
+        errln!("inferbench plot: {n}");
     }
     Ok(ExitStatus::Ok)
 }
@@ -921,16 +921,16 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         })
         .collect();
         if empty.is_empty() {
-            eprintln!(
+            errln!(
                 "the frontiers of A ({}) and B ({}) share no {} range",
                 inferbench_core::count(a.len(), "point"),
                 inferbench_core::count(b.len(), "point"),
                 args.x
             );
         } else if (a.is_empty() && a_invalid > 0) || (b.is_empty() && b_invalid > 0) {
-            eprintln!("no valid point to compare for {}", empty.join(" nor "));
+            errln!("no valid point to compare for {}", empty.join(" nor "));
         } else {
-            eprintln!(
+            errln!(
                 "no stored point matches {} (`inferbench report -f KEY=VALUE` lists what does)",
                 empty.join(" nor ")
             );
@@ -947,13 +947,13 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
                 .iter()
                 .chain(&report::filter_hints(&mut store, &specs, "")?)
             {
-                eprintln!("  {h}");
+                errln!("  {h}");
             }
             // A database of evals alone says what it holds, as `report` and `plot` do (trial
             // 24: "(no point is stored)" and nothing of the eval results).
             if no_point_stored(&mut store)? {
                 if let Some(note) = evals_note(&mut store, &args.db)? {
-                    eprintln!("{note}");
+                    errln!("{note}");
                 }
             }
         }
@@ -964,7 +964,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(rows)?);
         for n in &notes {
-            eprintln!("{n}");
+            errln!("{n}");
         }
         return Ok(ExitStatus::Ok);
     }
