@@ -23,8 +23,8 @@ pub const RECORD_BYTES_PER_TOKEN: u64 = 30;
 /// the extras' distributions and the per-request arrays).
 pub const RESULT_BYTES: u64 = 16 * KIB;
 
-/// Bytes of a `replay`'s `summary.json` at least (6.5 KiB measured for a two-second
-/// synthetic replay: its keys and distributions, whatever the request count).
+/// Bytes of a `replay`'s (or a sweep point's) `summary.json` at least (6.5 KiB measured for a
+/// two-second synthetic replay: its keys and distributions, whatever the request count).
 pub const REPLAY_SUMMARY_BYTES: u64 = 2 * KIB;
 
 /// Bytes of a new SQLite database at least: the schema after every migration (124 KiB

@@ -62,8 +62,8 @@ fn a_file_size_limit_fails_the_point_instead_of_killing_it() {
     );
 }
 
-/// The handed cases: `bench --db` under a limit below a new database's schema (100 KiB, and
-/// 0), `eval --limit 50` under 5 KiB and `replay --result-dir` under 1 KiB are refused before
+/// The handed cases: `bench --db` (and `quickstart`) under a limit below a new database's
+/// schema (100 KiB, and 0), `eval --limit 50` under 5 KiB and `replay --result-dir` under 1 KiB are refused before
 /// any request (a listener that counts connections), exit 2, naming `ulimit -f` and a value
 /// that fits; no database is created.
 #[cfg(unix)]
@@ -95,6 +95,18 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
             "ulimit -f {blocks}"
         );
         assert!(!d.join("d.db").exists());
+        // quickstart: its database too, before the sweep.
+        let (code, _, err) = under_limit(d, blocks, "quickstart --fast --out qs --db q.db");
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.ends_with(&format!(
+                "error: `ulimit -f` limits each file to {kib} KiB; --db will hold at least 120 \
+                 KiB: nothing was sent; raise the limit to at least 120 (`ulimit -f 120`, in KiB \
+                 as bash counts; 240 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+            )),
+            "{err}"
+        );
+        assert!(!d.join("q.db").exists());
     }
     // 50 problems and 5 worked examples of about 90 bytes each.
     let data = d.join("gsm8k");

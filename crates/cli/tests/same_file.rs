@@ -494,4 +494,21 @@ fn a_databases_side_files_and_dangling_links_are_compared_by_what_they_name() {
         "c5/l.jsonl",
     ]);
     refused(d, &args, ["--save-requests", "--db"], "c5/n.db", &hits);
+    // quickstart's chart over its database (a database may be named `*.svg`).
+    refused(
+        d,
+        &[
+            "quickstart",
+            "--fast",
+            "--out",
+            "qs",
+            "--db",
+            "c.svg",
+            "--chart",
+            "./c.svg",
+        ],
+        ["--chart", "--db"],
+        "c.svg",
+        &hits,
+    );
 }

@@ -102,6 +102,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 /// (issue 39 §8). Errors: `FLAG PATH: why`, exit 2.
 fn check_outputs(args: &Args) -> anyhow::Result<()> {
     inferbench_loadgen::output::check_dir_writable("--out", &args.out)?;
+    // The chart never over the database or its SQLite side files (`--db c.svg --chart c.svg`;
+    // trial of issue 39's leftovers, finding 1's kind).
+    if let (Some(chart), false) = (&args.sweep.chart, args.no_db) {
+        use inferbench_loadgen::samefile::{check_distinct, db_path, NamedPath};
+        let mut paths = db_path(&args.db);
+        paths.push(NamedPath::output("--chart", chart));
+        check_distinct(&paths)?;
+    }
+    // The database and each point's summary within `ulimit -f`, before the sweep (trial of
+    // issue 39's leftovers, finding 4's kind).
+    let mut planned = vec![crate::fsize::Planned::new(
+        "a point's summary.json",
+        crate::fsize::REPLAY_SUMMARY_BYTES,
+    )];
+    if !args.no_db {
+        planned.extend(
+            crate::fsize::db_bytes(&args.db).map(|b| crate::fsize::Planned::new("--db", b)),
+        );
+    }
+    crate::fsize::check(&planned, crate::fsize::limit()).map_err(anyhow::Error::msg)?;
     args.sweep.chart.as_deref().map_or(Ok(()), |c| {
         inferbench_loadgen::output::check_file_writable("--chart", c)
     })
