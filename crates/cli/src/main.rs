@@ -67,50 +67,50 @@ enum Command {
     Bench(Box<cmd::bench::BenchArgs>),
     /// Measure the client's own ceiling against a zero-latency server.
     #[command(
-        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT)."
+        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT)."
     )]
     Selftest(crate::cmd::bench_flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
     #[command(
-        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
+        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
     )]
     Sim(cmd::sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
     Quickstart(cmd::quickstart::Args),
     /// Expand InferenceX master configs into a job matrix (full-sweep | test-config).
     #[command(
-        after_help = "Exit codes: 0 matrix written; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, or a config that does not load (its file:line and field named)."
+        after_help = "Exit codes: 0 matrix written; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, or a config that does not load (its file:line and field named)."
     )]
     Matrix(cmd::recipes::MatrixFlags),
     /// Jobs added to perf-changelog.yaml between two refs or files.
     #[command(
-        after_help = "Exit codes: 0 jobs listed (also when none were added); 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
+        after_help = "Exit codes: 0 jobs listed (also when none were added); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
     )]
     Changelog(cmd::recipes::ChangelogFlags),
     /// Support matrix, KV-offload policy check, CI priority and MODELS.md's policy checks from
     /// the master configs.
     #[command(
-        after_help = "Exit codes: 0 done; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or the KV-offload policy check found an error, or `policy` found an engine-submission violation; 2 bad flags, or configs or a policy that do not load."
+        after_help = "Exit codes: 0 done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or the KV-offload policy check found an error, or `policy` found an engine-submission violation; 2 bad flags, or configs or a policy that do not load."
     )]
     Models(cmd::models_policy::Args),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
     #[command(
-        after_help = "Exit codes: 0 every point ok or already done; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, an --out that cannot be written (checked before any point), or another sweep is writing into --out."
+        after_help = "Exit codes: 0 every point ok or already done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, an --out that cannot be written (checked before any point), or another sweep is writing into --out."
     )]
     Sweep(cmd::sweep::SweepArgs),
     /// Run one matrix row (what executors call).
     #[command(
-        after_help = "Exit codes: 0 the row's points ok or already done; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted; 2 bad flags, matrix or row index, or an --out that cannot be written (checked before any point)."
+        after_help = "Exit codes: 0 the row's points ok or already done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted; 2 bad flags, matrix or row index, or an --out that cannot be written (checked before any point)."
     )]
     Job(cmd::job::JobArgs),
     /// Ingest run artifacts and imported result files into the database.
     #[command(
-        after_help = "Exit codes: 0 ingested; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or something was skipped, a path held nothing to ingest, or (--strict) a name was unknown; 2 bad flags, a missing path or a database error (nothing stored)."
+        after_help = "Exit codes: 0 ingested; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or something was skipped, a path held nothing to ingest, or (--strict) a name was unknown; 2 bad flags, a missing path or a database error (nothing stored)."
     )]
     Ingest(cmd::db::IngestFlags),
     /// Database maintenance: migrate, dump, restore.
     #[command(
-        after_help = "Exit codes: 0 done; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a checksum that does not match, a non-empty database to restore into, or a database error."
+        after_help = "Exit codes: 0 done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a checksum that does not match, a non-empty database to restore into, or a database error."
     )]
     Db(cmd::db::DbFlags),
     /// Query stored results (filters, Pareto frontier; table, csv or json).
@@ -123,14 +123,14 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     #[command(
-        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or below it, every request failed, or out of memory midway (ulimit -v named); 2 bad flags, data that cannot be read, a --result-dir that cannot be written (checked before any request), or out of memory before any request (ulimit -v named, never SIGABRT); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
+        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or below it, every request failed, or out of memory midway (ulimit -v named); 2 bad flags, data that cannot be read, a --result-dir that cannot be written (checked before any request), or out of memory before any request (ulimit -v named, never SIGABRT); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
     )]
     Eval(cmd::eval::EvalArgs),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
     Replay(cmd::replay::ReplayArgs),
     /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).
     #[command(
-        after_help = "Exit codes: 0 corpus written; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags or a file that cannot be written."
+        after_help = "Exit codes: 0 corpus written; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags or a file that cannot be written."
     )]
     AgentxTraces(cmd::replay::TracesArgs),
 }
@@ -444,8 +444,9 @@ mod tests {
             // `serve`), and its help says so.
             if *sub != "serve" {
                 assert!(
-                    help_of(sub)
-                        .contains("1 stdout could not be written (a full disk or `ulimit -f`"),
+                    help_of(sub).contains(
+                        "1 stdout or stderr could not be written (a full disk or `ulimit -f`"
+                    ),
                     "{sub} --help does not say that a stdout write error is 1"
                 );
             }

@@ -214,7 +214,7 @@ impl PowerFlags {
 /// Flags of `inferbench bench` (vLLM `bench serve` names).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or error rate above --max-error-rate, anomaly rate above \
+    after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or error rate above --max-error-rate, anomaly rate above \
                   --max-anomaly-rate, or no request succeeded (a client out of files or \
                   ports: error class client_resource), or a result or records write failed at \
                   the end (what could be written is), or out of memory midway (ulimit -v named; \

@@ -29,7 +29,7 @@ enum Sub {
     /// spec-decode-only AgentX (deprecated non-spec-decode arms still running) and deprecation
     /// bookkeeping (the support matrix against the active and archived configs).
     #[command(
-        after_help = "Output: one line per finding, then one summary line per rule:\n  engine submission policy: N violation(s)\n  spec-decode-only AgentX: N deprecated arm(s) still running\n  deprecations: N mismatch(es)\nOnly engine-policy violations fail the check; the other findings are reported.\n\nExit codes: 0 no engine-policy violation; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a violation; 2 bad flags, or a config or policy that does not load."
+        after_help = "Output: one line per finding, then one summary line per rule:\n  engine submission policy: N violation(s)\n  spec-decode-only AgentX: N deprecated arm(s) still running\n  deprecations: N mismatch(es)\nOnly engine-policy violations fail the check; the other findings are reported.\n\nExit codes: 0 no engine-policy violation; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a violation; 2 bad flags, or a config or policy that does not load."
     )]
     Policy(PolicyArgs),
 }

@@ -23,7 +23,7 @@ const STOP: &str =
 /// Flags of `inferbench quickstart`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed (its requests errored) or the database or \
+    after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed (its requests errored) or the database or \
                   chart step failed, or out of memory midway (ulimit -v named); 2 bad flags, a \
                   database that cannot be opened, an --out or --chart that cannot be written \
                   (checked before any point), or out of memory before any request (ulimit -v \

@@ -52,7 +52,7 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 // One of --traces and --synthetic (trial 29: without either, the error named only --traces).
 #[command(group(clap::ArgGroup::new("trace_source").required(true).args(["traces", "synthetic"])))]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or failed-request threshold crossed, a main-agent \
+    after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or failed-request threshold crossed, a main-agent \
                   warmup request failed, nothing succeeded, or GPU power not valid with \
                   --require-power, or out of memory midway (ulimit -v named); 2 bad flags or \
                   traces (FILE:LINE named), a --result-dir that \

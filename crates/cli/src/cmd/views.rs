@@ -13,7 +13,7 @@ use super::ExitStatus;
 /// Exit codes of `report` (its `--help`; README "Exit codes").
 pub const REPORT_EXIT_CODES_HELP: &str =
     "Exit codes: 0 ok, also when no point matches the filters (it \
-     says so); 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr), or with --history-at: a group's latest value is a regression; 2 bad flags, no \
+     says so); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or with --history-at: a group's latest value is a regression; 2 bad flags, no \
      database, or a database with no runs yet (run `inferbench quickstart` or `inferbench \
      ingest`).";
 
@@ -645,7 +645,7 @@ fn print_rows(
 
 /// Exit codes of `plot` (its `--help`).
 pub const PLOT_EXIT_CODES_HELP: &str = "Exit codes: 0 chart written (points without a value, or \
-     clipped, are named on stderr); 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, no database, a database with no runs yet (run \
+     clipped, are named on stderr); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, no database, a database with no runs yet (run \
      `inferbench quickstart` or `inferbench ingest`), or no point to draw.";
 
 /// Flags of `inferbench plot`.
@@ -802,7 +802,7 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
 
 /// Exit codes of `compare` (its `--help`).
 pub const COMPARE_EXIT_CODES_HELP: &str =
-    "Exit codes: 0 compared; 1 stdout could not be written (a full disk or `ulimit -f`, said on stderr), or nothing to compare (a side matches \
+    "Exit codes: 0 compared; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or nothing to compare (a side matches \
      no valid point, or the two frontiers share no x range; it says which); 2 bad flags, no \
      database or one with no runs yet, or a side that pools several workloads (ISL/OSL or \
      scenario).";
