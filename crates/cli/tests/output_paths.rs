@@ -480,6 +480,7 @@ fn unprivileged(program: &str, args: &[&str]) -> Option<Command> {
 /// 555, as a user the folder binds: SQLite cannot create its `-wal`/`-shm`/`-journal` there,
 /// so the output check refuses it before any request (exit 2, the folder named); it passed
 /// and the run ended with "attempt to write a readonly database", exit 2 after the requests.
+/// The same for a `-wal` left in a writable folder that this user cannot write.
 #[cfg(unix)]
 #[test]
 fn a_database_in_a_folder_sqlite_cannot_write_is_refused_before_any_request() {
@@ -534,6 +535,44 @@ fn a_database_in_a_folder_sqlite_cannot_write_is_refused_before_any_request() {
                  the database's -wal/-shm/-journal files: Permission denied (os error 13) (make \
                  the folder writable, or store into a database elsewhere)\n",
                 ro.display()
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    // A writable folder, but a `-wal` left there that this user cannot write.
+    perm(&ro, 0o777);
+    std::fs::write(ro.join("x.db-wal"), b"").unwrap();
+    perm(&ro.join("x.db-wal"), 0o644);
+    let mut cmd = unprivileged(
+        BIN,
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "4",
+            "--power",
+            "off",
+            "--db",
+            &db_s,
+            "--result-dir",
+            &res_s,
+        ],
+    )
+    .unwrap();
+    let o = cmd.env_remove("INFERBENCH_DB").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        (o.status.code(), err.as_ref()),
+        (
+            Some(2),
+            format!(
+                "error: bad database location `{db_s}`: cannot write {db_s}-wal, which SQLite \
+                 writes beside the database: Permission denied (os error 13) (give it to this \
+                 user, or store into a database elsewhere)\n"
             )
             .as_str()
         )

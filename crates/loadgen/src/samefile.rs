@@ -311,11 +311,21 @@ pub fn db_path(db: &str) -> Vec<NamedPath> {
     if db.contains("://") {
         return Vec::new();
     }
+    // SQLite keeps the side files beside the file a symbolic link leads to (its unix VFS
+    // resolves the link), not beside the link.
+    let is_link = std::fs::symlink_metadata(db).is_ok_and(|m| m.file_type().is_symlink());
+    let real = match is_link {
+        true => std::fs::canonicalize(db)
+            .ok()
+            .or_else(|| link_target(Path::new(db)).ok())
+            .map_or_else(|| db.to_string(), |p| p.display().to_string()),
+        false => db.to_string(),
+    };
     let mut v = vec![NamedPath::output("--db", db)];
     v.extend(
         SQLITE_SIDE_FILES
             .iter()
-            .map(|s| NamedPath::output(format!("--db's {s} file"), format!("{db}{s}"))),
+            .map(|s| NamedPath::output(format!("--db's {s} file"), format!("{real}{s}"))),
     );
     v
 }
@@ -464,5 +474,14 @@ mod tests {
         assert!(check_distinct(&paths).is_err());
         check_distinct(&db_path(db)).unwrap();
         assert!(db_path("postgres://u@h/db").is_empty());
+        // A database reached through a link: SQLite keeps its side files beside the target.
+        #[cfg(unix)]
+        {
+            let link = d.path().join("link.db");
+            std::os::unix::fs::symlink("x2.db", &link).unwrap();
+            let mut paths = db_path(link.to_str().unwrap());
+            paths.push(NamedPath::output("--save-requests", format!("{db}-shm")));
+            assert!(check_distinct(&paths).is_err());
+        }
     }
 }

@@ -695,7 +695,13 @@ impl Store {
                 .write(true)
                 .open(path)
                 .map_err(|e| bad(format!("cannot write the database file: {e}")))?;
-            side_files_writable(location).map_err(bad)?;
+            // Beside the file a symbolic link leads to, where SQLite keeps them.
+            let real = match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
+                    .map_or_else(|_| location.to_string(), |p| p.display().to_string()),
+                _ => location.to_string(),
+            };
+            side_files_writable(&real).map_err(bad)?;
         }
         let mut s = Store::open_for_reading(location)?;
         s.refuse_foreign()
@@ -1494,25 +1500,38 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
     Ok(())
 }
 
-/// Whether SQLite can write beside the existing database file `db`: it creates `DB-wal` and
-/// `DB-shm` (WAL mode) or `DB-journal` (rollback mode) in the database's folder on the first
-/// write, so the folder must take a new file (probed by creating and removing
-/// `.inferbench-write-probe-<pid>` there), unless `DB-wal` and `DB-shm` are both there and
-/// open for writing (trial of issue 39's leftovers, finding 5: a database of mode 666 in a
-/// folder of mode 555 passed the check, and the run ended with "attempt to write a readonly
-/// database"). Checked before a run; nothing is left behind.
+/// Whether SQLite can write beside the existing database file `db`: each of its `-wal`,
+/// `-shm` and `-journal` that is there must open for writing, and, unless `-wal` and `-shm`
+/// are both there (WAL mode needs no new file), the database's folder must take a new file
+/// (probed by creating and removing `.inferbench-write-probe-<pid>` there), since SQLite
+/// creates them on the first write (trial of issue 39's leftovers, finding 5: a database of
+/// mode 666 in a folder of mode 555 passed the check, and the run ended with "attempt to write
+/// a readonly database"). Checked before a run; nothing is left behind.
 ///
 /// # Errors
-/// `cannot write in FOLDER, where SQLite keeps the database's -wal/-shm/-journal files: OS
-/// error` with what to do.
+/// `cannot write DB-wal: OS error` for a side file there, or `cannot write in FOLDER, where
+/// SQLite keeps the database's -wal/-shm/-journal files: OS error`, with what to do.
 pub fn side_files_writable(db: &str) -> Result<(), String> {
-    let writable = |suffix: &str| {
+    let mut there = 0;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let side = format!("{db}{suffix}");
+        if std::fs::symlink_metadata(&side).is_err() {
+            continue;
+        }
         std::fs::OpenOptions::new()
             .write(true)
-            .open(format!("{db}{suffix}"))
-            .is_ok()
-    };
-    if writable("-wal") && writable("-shm") {
+            .open(&side)
+            .map_err(|e| {
+                format!(
+                    "cannot write {side}, which SQLite writes beside the database: {e} (give \
+                     it to this user, or store into a database elsewhere)"
+                )
+            })?;
+        if suffix != "-journal" {
+            there += 1;
+        }
+    }
+    if there == 2 {
         return Ok(());
     }
     let dir = Path::new(db)
