@@ -108,10 +108,10 @@ pub fn check(planned: &[Planned], limit: Option<u64>) -> Result<(), String> {
     }
     let fits = big.bytes.div_ceil(KIB);
     Err(format!(
-        "`ulimit -f` limits each file to {} KiB; {} will hold at least {fits} KiB: nothing was \
+        "`ulimit -f` limits each file to {}; {} will hold at least {fits} KiB: nothing was \
          sent; raise the limit to at least {fits} (`ulimit -f {fits}`, in KiB as bash counts; \
          {} in sh's 512-byte blocks) or `ulimit -f unlimited`",
-        limit / KIB,
+        size(limit),
         big.flag,
         fits * 2
     ))
@@ -142,9 +142,19 @@ pub fn explain_under(message: &str, limit: Option<u64>) -> String {
         return message.to_string();
     }
     format!(
-        "{message} (the file-size limit `ulimit -f` is {} KiB: raise it, `ulimit -f unlimited`)",
-        limit / KIB
+        "{message} (the file-size limit `ulimit -f` is {}: raise it, `ulimit -f unlimited`)",
+        size(limit)
     )
+}
+
+/// A limit in bytes as said: `N KiB` when whole KiB, else `N bytes` (sh's `ulimit -f 1` is
+/// 512 bytes, not "0 KiB").
+fn size(bytes: u64) -> String {
+    if bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +200,11 @@ mod tests {
             explain_under("r.jsonl: File too large (os error 27)", Some(5 * 1024)),
             "r.jsonl: File too large (os error 27) (the file-size limit `ulimit -f` is 5 KiB: \
              raise it, `ulimit -f unlimited`)"
+        );
+        assert_eq!(
+            explain_under("stdout: File too large (os error 27)", Some(512)),
+            "stdout: File too large (os error 27) (the file-size limit `ulimit -f` is 512 \
+             bytes: raise it, `ulimit -f unlimited`)"
         );
         assert_eq!(
             explain_under("sqlite: disk I/O error", None),

@@ -540,6 +540,23 @@ fn a_database_in_a_folder_sqlite_cannot_write_is_refused_before_any_request() {
         )
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    // quickstart: before the sweep (it ran every point, then failed to store them).
+    let qs = res.join("qs").display().to_string();
+    let mut cmd =
+        unprivileged(BIN, &["quickstart", "--fast", "--out", &qs, "--db", &db_s]).unwrap();
+    let o = cmd.env_remove("INFERBENCH_DB").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.ends_with(&format!(
+            "error: bad database location `{db_s}`: cannot write in {}, where SQLite keeps the \
+             database's -wal/-shm/-journal files: Permission denied (os error 13) (make the \
+             folder writable, or store into a database elsewhere)\n",
+            ro.display()
+        )),
+        "{err}"
+    );
+    assert!(!res.join("qs").exists() || std::fs::read_dir(res.join("qs")).unwrap().count() == 0);
     // A writable folder, but a `-wal` left there that this user cannot write.
     perm(&ro, 0o777);
     std::fs::write(ro.join("x.db-wal"), b"").unwrap();

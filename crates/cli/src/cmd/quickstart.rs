@@ -110,6 +110,12 @@ fn check_outputs(args: &Args) -> anyhow::Result<()> {
         paths.push(NamedPath::output("--chart", chart));
         check_distinct(&paths)?;
     }
+    // Where the points will be stored, as `bench --db` checks it (a database in a folder
+    // SQLite cannot write its side files in failed only after the sweep: trial of issue 39's
+    // leftovers, finding 5's kind).
+    if !args.no_db {
+        inferbench_store::Store::check_target(&args.db)?;
+    }
     // The database and each point's summary within `ulimit -f`, before the sweep (trial of
     // issue 39's leftovers, finding 4's kind).
     let mut planned = vec![crate::fsize::Planned::new(
