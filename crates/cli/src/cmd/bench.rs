@@ -439,6 +439,9 @@ fn run_search(
     // A search is many full points: every probe keeps its result.
     opts.save_result = true;
     check_same_files(&opts, db.as_deref(), identity_file)?;
+    // Every probe's files within `ulimit -f`, before the first probe (as the plain point's).
+    crate::fsize::check(&planned_files(&opts, db.as_deref()), crate::fsize::limit())
+        .map_err(anyhow::Error::msg)?;
     // Each probe is a fresh run: the same random prompts again would be served from the
     // server's prefix cache (and the probe marked invalid), so every probe's prompts carry
     // their own run marker.
@@ -495,7 +498,7 @@ fn run_search(
         };
         first_date.get_or_insert_with(|| out.summary.date.clone());
         for n in &out.notes {
-            errln!("inferbench: {n}");
+            errln!("inferbench: {}", crate::fsize::explain(n));
         }
         if let Some(db) = &db {
             if let Err(e) = store_point(db, &out, nominal, &ingest_opts) {
