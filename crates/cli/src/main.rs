@@ -4,9 +4,47 @@
 
 use clap::{Parser, Subcommand};
 
+/// Prints to stdout like `print!`, through [`stdout::write`]: an error is kept for the exit
+/// status instead of a panic (the one way the CLI prints on stdout).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::stdout::write($crate::stdout::Stream::Out, format_args!($($arg)*))
+    };
+}
+
+/// Prints a line to stdout like `println!`, through [`stdout::write`] (see `out!`).
+macro_rules! outln {
+    () => {
+        out!("\n")
+    };
+    ($($arg:tt)*) => {
+        out!("{}\n", format_args!($($arg)*))
+    };
+}
+
+/// Prints to stderr like `eprint!`, through [`stdout::write`]: an error is kept for the exit
+/// status instead of a panic (the one way the CLI prints on stderr).
+macro_rules! err {
+    ($($arg:tt)*) => {
+        $crate::stdout::write($crate::stdout::Stream::Err, format_args!($($arg)*))
+    };
+}
+
+/// Prints a line to stderr like `eprintln!`, through [`stdout::write`] (see `err!`).
+macro_rules! errln {
+    () => {
+        err!("\n")
+    };
+    ($($arg:tt)*) => {
+        err!("{}\n", format_args!($($arg)*))
+    };
+}
+
 mod cmd;
+mod fsize;
 mod limits;
 mod oom;
+mod stdout;
 
 /// The system allocator, noting refused allocations for the out-of-memory net ([`oom`]).
 #[global_allocator]
@@ -29,50 +67,50 @@ enum Command {
     Bench(Box<cmd::bench::BenchArgs>),
     /// Measure the client's own ceiling against a zero-latency server.
     #[command(
-        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT)."
+        after_help = "Exit codes: 0 every request succeeded and the token counts agree; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a request failed, the counts (usage, chunks, server) disagree, or out of memory midway (ulimit -v named); 2 bad flags, a server that cannot start, or out of memory before any request (ulimit -v named, never SIGABRT)."
     )]
     Selftest(crate::cmd::bench_flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
     #[command(
-        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
+        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
     )]
     Sim(cmd::sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
     Quickstart(cmd::quickstart::Args),
     /// Expand InferenceX master configs into a job matrix (full-sweep | test-config).
     #[command(
-        after_help = "Exit codes: 0 matrix written; 2 bad flags, or a config that does not load (its file:line and field named)."
+        after_help = "Exit codes: 0 matrix written; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, or a config that does not load (its file:line and field named)."
     )]
     Matrix(cmd::recipes::MatrixFlags),
     /// Jobs added to perf-changelog.yaml between two refs or files.
     #[command(
-        after_help = "Exit codes: 0 jobs listed (also when none were added); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
+        after_help = "Exit codes: 0 jobs listed (also when none were added); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, refs git cannot read, or a changelog or config that does not load."
     )]
     Changelog(cmd::recipes::ChangelogFlags),
     /// Support matrix, KV-offload policy check, CI priority and MODELS.md's policy checks from
     /// the master configs.
     #[command(
-        after_help = "Exit codes: 0 done; 1 the KV-offload policy check found an error, or `policy` found an engine-submission violation; 2 bad flags, or configs or a policy that do not load."
+        after_help = "Exit codes: 0 done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or the KV-offload policy check found an error, or `policy` found an engine-submission violation; 2 bad flags, or configs or a policy that do not load."
     )]
     Models(cmd::models_policy::Args),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
     #[command(
-        after_help = "Exit codes: 0 every point ok or already done; 1 a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, an --out that cannot be written (checked before any point), or another sweep is writing into --out."
+        after_help = "Exit codes: 0 every point ok or already done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, an --out that cannot be written (checked before any point), or another sweep is writing into --out."
     )]
     Sweep(cmd::sweep::SweepArgs),
     /// Run one matrix row (what executors call).
     #[command(
-        after_help = "Exit codes: 0 the row's points ok or already done; 1 a point failed; 130 interrupted; 2 bad flags, matrix or row index, or an --out that cannot be written (checked before any point)."
+        after_help = "Exit codes: 0 the row's points ok or already done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted; 2 bad flags, matrix or row index, or an --out that cannot be written (checked before any point)."
     )]
     Job(cmd::job::JobArgs),
     /// Ingest run artifacts and imported result files into the database.
     #[command(
-        after_help = "Exit codes: 0 ingested; 1 something was skipped, a path held nothing to ingest, or (--strict) a name was unknown; 2 bad flags, a missing path or a database error (nothing stored)."
+        after_help = "Exit codes: 0 ingested; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or something was skipped, a path held nothing to ingest, or (--strict) a name was unknown; 2 bad flags, a missing path or a database error (nothing stored)."
     )]
     Ingest(cmd::db::IngestFlags),
     /// Database maintenance: migrate, dump, restore.
     #[command(
-        after_help = "Exit codes: 0 done; 2 bad flags, a checksum that does not match, a non-empty database to restore into, or a database error."
+        after_help = "Exit codes: 0 done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a checksum that does not match, a non-empty database to restore into, or a database error."
     )]
     Db(cmd::db::DbFlags),
     /// Query stored results (filters, Pareto frontier; table, csv or json).
@@ -85,14 +123,14 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     #[command(
-        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 below it, every request failed, or out of memory midway (ulimit -v named); 2 bad flags, data that cannot be read, a --result-dir that cannot be written (checked before any request), or out of memory before any request (ulimit -v named, never SIGABRT); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
+        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or below it, every request failed, or out of memory midway (ulimit -v named); 2 bad flags, data that cannot be read, a --result-dir that cannot be written (checked before any request), or out of memory before any request (ulimit -v named, never SIGABRT); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
     )]
     Eval(cmd::eval::EvalArgs),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.
     Replay(cmd::replay::ReplayArgs),
     /// Write a synthetic AgentX trace corpus (JSONL) shaped like SemiAnalysis' (062126[-256k]).
     #[command(
-        after_help = "Exit codes: 0 corpus written; 2 bad flags or a file that cannot be written."
+        after_help = "Exit codes: 0 corpus written; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags or a file that cannot be written."
     )]
     AgentxTraces(cmd::replay::TracesArgs),
 }
@@ -158,9 +196,9 @@ fn with_vllm_hint(e: clap::Error) -> clap::Error {
     )
 }
 
-/// `inferbench report | head`: once the reader is gone, `println!` panics on the broken pipe.
-/// That is the normal end of such a pipeline, so end quietly with 141 instead of printing a
-/// panic; the same for stderr (`inferbench sweep 2>&1 | head`: its progress lines are on
+/// `inferbench report | head` on stderr: stdout's errors never panic (every print goes
+/// through [`stdout::write`]), but `eprintln!` panics once stderr's reader is gone. That is the
+/// normal end of such a pipeline, so end quietly with 141 instead of printing a panic (`inferbench sweep 2>&1 | head`: its progress lines are on
 /// stderr; trial 19 found exit 101 and a panic). Sockets are unaffected: SIGPIPE stays
 /// ignored, as Rust sets it.
 fn quiet_on_broken_stdout() {
@@ -300,11 +338,14 @@ fn main() {
         Command::Replay(a) => cmd::replay::run(a),
         Command::AgentxTraces(a) => cmd::replay::run_traces(a),
     });
+    // What became of stdout decides too (a full disk: never 0; a reader gone: 141).
     match result {
-        Ok(status) => std::process::exit(status.code()),
+        Ok(status) => std::process::exit(stdout::finish(status).code()),
         Err(e) => {
-            eprintln!("error: {}", inferbench_core::error_chain(e.as_ref()));
-            std::process::exit(cmd::error_status(&e).code());
+            // A write the file-size limit stopped names `ulimit -f`.
+            let chain = fsize::explain(&inferbench_core::error_chain(e.as_ref()));
+            errln!("error: {chain}");
+            std::process::exit(stdout::finish(cmd::error_status(&e)).code());
         }
     }
 }
@@ -317,6 +358,18 @@ mod tests {
     fn every_subcommand_passes_clap_debug_assert() {
         use clap::CommandFactory as _;
         super::Cli::command().debug_assert();
+    }
+
+    /// A subcommand's `--help` text, its lines joined (clap wraps long lines).
+    fn help_of(sub: &str) -> String {
+        use clap::CommandFactory as _;
+        let mut cli = super::Cli::command();
+        let help = cli
+            .find_subcommand_mut(sub)
+            .unwrap_or_else(|| panic!("no subcommand {sub}"))
+            .render_long_help()
+            .to_string();
+        help.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
     /// The exit codes a subcommand's `--help` lists: the number starting each `;`-separated
@@ -343,7 +396,8 @@ mod tests {
 
     /// Issue 39 §4: `replay --help` listed 0/1/2/130 while it exits 3 for a server unreachable
     /// before profiling. Every subcommand's help lists exactly the `ExitStatus` codes it
-    /// returns (141, a closed stdout, is every subcommand's and not listed).
+    /// returns (141, a closed stdout, is every subcommand's and not listed), 1 for a stdout
+    /// that cannot be written included.
     #[test]
     fn every_subcommand_help_lists_the_exit_codes_it_uses() {
         use crate::cmd::ExitStatus::{Failed, Interrupted, Ok, Unreachable, Usage};
@@ -368,23 +422,34 @@ mod tests {
                 codes(&[Ok, Failed, Usage, Unreachable, Interrupted]),
             ),
             ("selftest", codes(&[Ok, Failed, Usage])),
-            ("sim", codes(&[Ok, Usage, Interrupted])),
+            ("sim", codes(&[Ok, Failed, Usage, Interrupted])),
             ("quickstart", codes(&[Ok, Failed, Usage, Interrupted])),
-            ("matrix", codes(&[Ok, Usage])),
-            ("changelog", codes(&[Ok, Usage])),
+            ("matrix", codes(&[Ok, Failed, Usage])),
+            ("changelog", codes(&[Ok, Failed, Usage])),
             ("models", codes(&[Ok, Failed, Usage])),
             ("sweep", codes(&[Ok, Failed, Usage, Interrupted])),
             ("job", codes(&[Ok, Failed, Usage, Interrupted])),
             ("ingest", codes(&[Ok, Failed, Usage])),
-            ("db", codes(&[Ok, Usage])),
+            ("db", codes(&[Ok, Failed, Usage])),
             ("report", codes(&[Ok, Failed, Usage])),
-            ("plot", codes(&[Ok, Usage])),
+            ("plot", codes(&[Ok, Failed, Usage])),
             ("compare", codes(&[Ok, Failed, Usage])),
             ("serve", codes(&[Usage, Interrupted])),
-            ("agentx-traces", codes(&[Ok, Usage])),
+            ("agentx-traces", codes(&[Ok, Failed, Usage])),
         ];
         for (sub, codes) in &want {
             assert_eq!(&listed_exit_codes(sub), codes, "{sub} --help");
+            // Trial of issue 39's leftovers, finding 3: a stdout that cannot be written (a
+            // full disk, `ulimit -f`) is 1 for every subcommand that prints there (all but
+            // `serve`), and its help says so.
+            if *sub != "serve" {
+                assert!(
+                    help_of(sub).contains(
+                        "1 stdout or stderr could not be written (a full disk or `ulimit -f`"
+                    ),
+                    "{sub} --help does not say that a stdout write error is 1"
+                );
+            }
         }
         use clap::CommandFactory as _;
         let all: Vec<String> = super::Cli::command()

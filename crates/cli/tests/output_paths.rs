@@ -132,10 +132,11 @@ fn unwritable_output_paths_are_refused_before_any_request() {
     }
 }
 
-/// A `--save-requests` whose every record write fails at run time (the file-size limit:
-/// `ulimit -f 1`, SIGXFSZ ignored, so writes past 512 bytes return EFBIG; `/dev/full` is now
-/// refused up front, issue 39 §1): the run goes on and the point fails with exit 1 (it exited
-/// 0 after saying the write failed), the records file never said to be written.
+/// A `--save-requests` whose record writes fail at run time (the file-size limit: `ulimit -f
+/// 22`, SIGXFSZ ignored, so writes past 11 KiB return EFBIG; 20 records' estimate fits, the
+/// records do not, so the run is not refused up front; `/dev/full` is refused up front, issue
+/// 39 §1): the run goes on and the point fails with exit 1 (it exited 0 after saying the write
+/// failed), the records file never said to be written, the limit named.
 #[cfg(unix)]
 #[test]
 fn a_failed_records_write_fails_the_point() {
@@ -145,8 +146,8 @@ fn a_failed_records_write_fails_the_point() {
     let o = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -f 1; trap '' XFSZ; exec {BIN} bench --base-url {url} --model \
-             Llama-3.1-8B --num-prompts 4 --random-input-len 16 --random-output-len 4 \
+            "ulimit -f 22; trap '' XFSZ; exec {BIN} bench --base-url {url} --model \
+             Llama-3.1-8B --num-prompts 20 --random-input-len 16 --random-output-len 4 \
              --save-requests r.jsonl"
         ))
         .current_dir(dir.path())
@@ -157,7 +158,8 @@ fn a_failed_records_write_fails_the_point() {
     assert!(
         err.contains(
             "inferbench: writing --save-requests failed: r.jsonl: File too large (os error 27) \
-             (records kept in memory for the summary; the point fails, exit 1)"
+             (records kept in memory for the summary; the point fails, exit 1) (the \
+             file-size limit `ulimit -f` is 11 KiB: raise it, `ulimit -f unlimited`)"
         ),
         "{err}"
     );
@@ -357,7 +359,7 @@ fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
     let o = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -f 1; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
+            "ulimit -f 5; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
              {url} --model Llama-3.1-8B --concurrency 1 --benchmark-duration 2 \
              --unsafe-override --result-dir out"
         ))
@@ -447,4 +449,151 @@ fn a_sweeps_inner_files_are_checked_before_any_request() {
         "{text}"
     );
     assert_eq!(connections.load(Ordering::SeqCst), 0, "a request was sent");
+}
+
+/// `program` with `args` as a user whom directory permissions bind: this user when it is not
+/// root, else uid/gid 65534 (`nobody`) through `setpriv` (root ignores them); `None` after a
+/// skip line where that is impossible.
+#[cfg(unix)]
+fn unprivileged(program: &str, args: &[&str]) -> Option<Command> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        let mut c = Command::new(program);
+        c.args(args);
+        return Some(c);
+    }
+    let drop = ["--reuid=65534", "--regid=65534", "--clear-groups", "--"];
+    let works = inferbench_testutil::command_works(
+        "setpriv",
+        &[&drop[..], &["true"]].concat(),
+        "setpriv dropping root to uid/gid 65534 (nobody)",
+        "util-linux's setpriv: the test runs as root, which ignores directory permissions",
+    );
+    works.then(|| {
+        let mut c = Command::new("setpriv");
+        c.args(drop).arg(program).args(args);
+        c
+    })
+}
+
+/// Trial of issue 39's leftovers, finding 5: a database file of mode 666 in a folder of mode
+/// 555, as a user the folder binds: SQLite cannot create its `-wal`/`-shm`/`-journal` there,
+/// so the output check refuses it before any request (exit 2, the folder named); it passed
+/// and the run ended with "attempt to write a readonly database", exit 2 after the requests.
+/// The same for a `-wal` left in a writable folder that this user cannot write.
+#[cfg(unix)]
+#[test]
+fn a_database_in_a_folder_sqlite_cannot_write_is_refused_before_any_request() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let perm = |p: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    perm(dir.path(), 0o755);
+    let ro = dir.path().join("ro");
+    let res = dir.path().join("res");
+    std::fs::create_dir(&ro).unwrap();
+    std::fs::create_dir(&res).unwrap();
+    perm(&res, 0o777);
+    let db = ro.join("x.db");
+    let db_s = db.display().to_string();
+    let (code, err) = run_in(dir.path(), &["db", "--db", &db_s, "migrate"]);
+    assert_eq!(code, Some(0), "{err}");
+    perm(&db, 0o666);
+    perm(&ro, 0o555);
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let res_s = res.display().to_string();
+    let Some(mut cmd) = unprivileged(
+        BIN,
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "4",
+            "--power",
+            "off",
+            "--db",
+            &db_s,
+            "--result-dir",
+            &res_s,
+        ],
+    ) else {
+        return;
+    };
+    let o = cmd.env_remove("INFERBENCH_DB").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        (o.status.code(), err.as_ref()),
+        (
+            Some(2),
+            format!(
+                "error: bad database location `{db_s}`: cannot write in {}, where SQLite keeps \
+                 the database's -wal/-shm/-journal files: Permission denied (os error 13) (make \
+                 the folder writable, or store into a database elsewhere)\n",
+                ro.display()
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    // quickstart: before the sweep (it ran every point, then failed to store them).
+    let qs = res.join("qs").display().to_string();
+    let mut cmd =
+        unprivileged(BIN, &["quickstart", "--fast", "--out", &qs, "--db", &db_s]).unwrap();
+    let o = cmd.env_remove("INFERBENCH_DB").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.ends_with(&format!(
+            "error: bad database location `{db_s}`: cannot write in {}, where SQLite keeps the \
+             database's -wal/-shm/-journal files: Permission denied (os error 13) (make the \
+             folder writable, or store into a database elsewhere)\n",
+            ro.display()
+        )),
+        "{err}"
+    );
+    assert!(!res.join("qs").exists() || std::fs::read_dir(res.join("qs")).unwrap().count() == 0);
+    // A writable folder, but a `-wal` left there that this user cannot write.
+    perm(&ro, 0o777);
+    std::fs::write(ro.join("x.db-wal"), b"").unwrap();
+    perm(&ro.join("x.db-wal"), 0o644);
+    let mut cmd = unprivileged(
+        BIN,
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "4",
+            "--power",
+            "off",
+            "--db",
+            &db_s,
+            "--result-dir",
+            &res_s,
+        ],
+    )
+    .unwrap();
+    let o = cmd.env_remove("INFERBENCH_DB").output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        (o.status.code(), err.as_ref()),
+        (
+            Some(2),
+            format!(
+                "error: bad database location `{db_s}`: cannot write {db_s}-wal, which SQLite \
+                 writes beside the database: Permission denied (os error 13) (give it to this \
+                 user, or store into a database elsewhere)\n"
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    perm(&ro, 0o755);
 }

@@ -436,3 +436,93 @@ fn a_sweeps_points_and_inputs_naming_one_file_are_refused_before_the_first_launc
         refused(d, &args, *flags, kept, &hits);
     }
 }
+
+/// Trial of issue 39's leftovers, findings 1 and 2: `--save-requests` over the database's
+/// `-wal`, `-shm` or `-journal` (SQLite deletes or rewrites them: the records were lost), and
+/// a dangling symbolic link whose target is another output (the result file; the database
+/// not created yet) are refused before any request, both flags named.
+#[cfg(unix)]
+#[test]
+fn a_databases_side_files_and_dangling_links_are_compared_by_what_they_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for sub in ["c", "c3", "c5"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+    }
+    std::os::unix::fs::symlink("r/p.json", d.join("c3/sr.jsonl")).unwrap();
+    std::os::unix::fs::symlink("n.db", d.join("c5/l.jsonl")).unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let base = [
+        "bench",
+        "--base-url",
+        &url,
+        "--model",
+        "Llama-3.1-8B",
+        "--num-prompts",
+        "8",
+        "--max-concurrency",
+        "4",
+        "--power",
+        "off",
+    ];
+    for side in ["-wal", "-shm", "-journal"] {
+        let records = format!("c/x2.db{side}");
+        let label = format!("--db's {side} file");
+        let mut args = base.to_vec();
+        args.extend([
+            "--db",
+            "c/x2.db",
+            "--result-dir",
+            "c/r4",
+            "--save-requests",
+            &records,
+        ]);
+        refused(d, &args, ["--save-requests", &label], &records, &hits);
+        assert!(!d.join("c/x2.db").exists());
+    }
+    let mut args = base.to_vec();
+    args.extend([
+        "--save-requests",
+        "c3/sr.jsonl",
+        "--save-result",
+        "--result-dir",
+        "c3/r",
+        "--result-filename",
+        "p.json",
+    ]);
+    refused(
+        d,
+        &args,
+        ["--save-requests", "--result-filename"],
+        "c3/r/p.json",
+        &hits,
+    );
+    let mut args = base.to_vec();
+    args.extend([
+        "--db",
+        "c5/n.db",
+        "--result-dir",
+        "c5/r",
+        "--save-requests",
+        "c5/l.jsonl",
+    ]);
+    refused(d, &args, ["--save-requests", "--db"], "c5/n.db", &hits);
+    // quickstart's chart over its database (a database may be named `*.svg`).
+    refused(
+        d,
+        &[
+            "quickstart",
+            "--fast",
+            "--out",
+            "qs",
+            "--db",
+            "c.svg",
+            "--chart",
+            "./c.svg",
+        ],
+        ["--chart", "--db"],
+        "c.svg",
+        &hits,
+    );
+}

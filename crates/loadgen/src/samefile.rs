@@ -60,12 +60,55 @@ enum FileId {
 /// What `path` names: `None` for an existing file that is not a regular file (a device such
 /// as `/dev/null` is not destroyed by writing; such paths are refused or allowed elsewhere)
 /// or a path that cannot be resolved.
-fn file_id(path: &Path) -> Option<FileId> {
+fn file_id(path: &Path) -> Result<Option<FileId>, String> {
     match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => Some(inode(&m)),
-        Ok(_) => None,
-        Err(_) => canonical_missing(path).map(FileId::Path),
+        Ok(m) if m.is_file() => Ok(Some(inode(&m))),
+        Ok(_) => Ok(None),
+        Err(_) => {
+            let target = link_target(path)?;
+            Ok(canonical_missing(&target).map(FileId::Path))
+        }
     }
+}
+
+/// The most symbolic links followed from one path ([`link_target`]), as the kernel's own bound
+/// (40 on Linux).
+pub const MAX_LINKS: usize = 40;
+
+/// The path a file not there yet would be created at: `path` itself, or, when `path` (or a
+/// link it leads to) is a dangling symbolic link, the final target of its chain (a relative
+/// target taken from the link's folder), so a write through the link is compared with what it
+/// replaces (trial of issue 39's leftovers, finding 2: `--save-requests` a dangling link to
+/// the result file passed the check and one output overwrote the other).
+///
+/// # Errors
+/// A chain longer than [`MAX_LINKS`] or one that comes back to itself (a loop): `PATH: a loop
+/// of symbolic links` (no write could go through it).
+fn link_target(path: &Path) -> Result<PathBuf, String> {
+    let mut p = path.to_path_buf();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..=MAX_LINKS {
+        let Ok(to) = std::fs::read_link(&p) else {
+            return Ok(p);
+        };
+        let abs = if p.is_absolute() {
+            p.clone()
+        } else {
+            std::env::current_dir().map_err(|e| e.to_string())?.join(&p)
+        };
+        if !seen.insert(abs.clone()) {
+            break;
+        }
+        p = match abs.parent() {
+            Some(dir) => dir.join(to),
+            None => to,
+        };
+    }
+    Err(format!(
+        "{}: a loop of symbolic links (or more than {MAX_LINKS} in a chain): no file can be \
+         written through it",
+        path.display()
+    ))
 }
 
 #[cfg(unix)]
@@ -123,7 +166,9 @@ fn canonical_missing(path: &Path) -> Option<PathBuf> {
 /// # Errors
 /// `--a A and --b B name the same file: …` with what to do (give each its own path).
 pub fn check_distinct(paths: &[NamedPath]) -> anyhow::Result<()> {
-    let ids: Vec<Option<FileId>> = paths.iter().map(|p| file_id(&p.path)).collect();
+    let ids = (paths.iter())
+        .map(|p| file_id(&p.path).map_err(|e| anyhow::anyhow!("{} {e}", p.flag)))
+        .collect::<anyhow::Result<Vec<Option<FileId>>>>()?;
     // Per file: the first path naming it and the first output naming it.
     let mut first: std::collections::HashMap<&FileId, (usize, Option<usize>)> =
         std::collections::HashMap::new();
@@ -255,9 +300,34 @@ pub fn replay_paths(
     v
 }
 
-/// A `--db` target as a path to compare: a SQLite file (a `postgres://` URL names none).
-pub fn db_path(db: &str) -> Option<NamedPath> {
-    (!db.contains("://")).then(|| NamedPath::output("--db", db))
+/// The side files SQLite keeps beside a database `DB`: `DB-wal`, `DB-shm` (WAL mode) and
+/// `DB-journal` (rollback mode). It creates, rewrites and deletes them as it pleases.
+pub const SQLITE_SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// A `--db` target as paths to compare: a SQLite file and its [`SQLITE_SIDE_FILES`], each
+/// written (SQLite deletes a `-wal` it checkpointed: trial of issue 39's leftovers, finding 1,
+/// `--save-requests DB-wal` was written and then lost); a `postgres://` URL names none.
+pub fn db_path(db: &str) -> Vec<NamedPath> {
+    if db.contains("://") {
+        return Vec::new();
+    }
+    // SQLite keeps the side files beside the file a symbolic link leads to (its unix VFS
+    // resolves the link), not beside the link.
+    let is_link = std::fs::symlink_metadata(db).is_ok_and(|m| m.file_type().is_symlink());
+    let real = match is_link {
+        true => std::fs::canonicalize(db)
+            .ok()
+            .or_else(|| link_target(Path::new(db)).ok())
+            .map_or_else(|| db.to_string(), |p| p.display().to_string()),
+        false => db.to_string(),
+    };
+    let mut v = vec![NamedPath::output("--db", db)];
+    v.extend(
+        SQLITE_SIDE_FILES
+            .iter()
+            .map(|s| NamedPath::output(format!("--db's {s} file"), format!("{real}{s}"))),
+    );
+    v
 }
 
 #[cfg(test)]
@@ -318,5 +388,100 @@ mod tests {
             NamedPath::output("--result-filename", "/dev/null"),
         ])
         .unwrap();
+    }
+
+    /// Trial of issue 39's leftovers, finding 2: a dangling symbolic link is compared by the
+    /// final target of its chain (relative targets from the link's folder, a link to a link),
+    /// and a loop is an error naming the flag.
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_link_names_its_final_target_and_a_loop_is_refused() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::create_dir(p.join("r")).unwrap();
+        symlink("r/p.json", p.join("sr.jsonl")).unwrap();
+        symlink("sr.jsonl", p.join("hop.jsonl")).unwrap();
+        for link in ["sr.jsonl", "hop.jsonl"] {
+            let e = check_distinct(&[
+                NamedPath::output("--save-requests", p.join(link)),
+                NamedPath::output("--result-filename", p.join("r/p.json")),
+            ])
+            .unwrap_err()
+            .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "--save-requests {} and --result-filename {} name the same file: one \
+                     output would overwrite the other; give each its own path",
+                    p.join(link).display(),
+                    p.join("r/p.json").display()
+                )
+            );
+        }
+        // A dangling link to the database file that is not there yet.
+        symlink("n.db", p.join("l.jsonl")).unwrap();
+        let mut paths = db_path(p.join("n.db").to_str().unwrap());
+        paths.push(NamedPath::output("--save-requests", p.join("l.jsonl")));
+        assert!(check_distinct(&paths).is_err());
+        // A loop.
+        symlink("b", p.join("a")).unwrap();
+        symlink("a", p.join("b")).unwrap();
+        let e = check_distinct(&[NamedPath::output("--save-requests", p.join("a"))])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "--save-requests {}: a loop of symbolic links (or more than 40 in a chain): no \
+                 file can be written through it",
+                p.join("a").display()
+            )
+        );
+        // A dangling link elsewhere is no conflict.
+        check_distinct(&[
+            NamedPath::output("--save-requests", p.join("l.jsonl")),
+            NamedPath::output("--result-filename", p.join("r/p.json")),
+        ])
+        .unwrap();
+    }
+
+    /// Trial of issue 39's leftovers, finding 1: a database covers its SQLite side files, which
+    /// SQLite deletes or rewrites; a PostgreSQL URL names no file.
+    #[test]
+    fn a_database_covers_its_wal_shm_and_journal() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("x2.db");
+        let db = db.to_str().unwrap();
+        for side in ["-wal", "-shm", "-journal"] {
+            let mut paths = db_path(db);
+            paths.push(NamedPath::output("--save-requests", format!("{db}{side}")));
+            let e = check_distinct(&paths).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "--db's {side} file {db}{side} and --save-requests {db}{side} name the same \
+                     file: one output would overwrite the other; give each its own path"
+                )
+            );
+        }
+        // The same once the database and its side files exist.
+        for side in ["", "-wal", "-shm", "-journal"] {
+            std::fs::write(format!("{db}{side}"), b"x").unwrap();
+        }
+        let mut paths = db_path(db);
+        paths.push(NamedPath::output("--save-requests", format!("{db}-wal")));
+        assert!(check_distinct(&paths).is_err());
+        check_distinct(&db_path(db)).unwrap();
+        assert!(db_path("postgres://u@h/db").is_empty());
+        // A database reached through a link: SQLite keeps its side files beside the target.
+        #[cfg(unix)]
+        {
+            let link = d.path().join("link.db");
+            std::os::unix::fs::symlink("x2.db", &link).unwrap();
+            let mut paths = db_path(link.to_str().unwrap());
+            paths.push(NamedPath::output("--save-requests", format!("{db}-shm")));
+            assert!(check_distinct(&paths).is_err());
+        }
     }
 }

@@ -654,8 +654,10 @@ impl Store {
     ///
     /// A missing SQLite file's directory must exist and take a new file (probed by creating
     /// and removing `.inferbench-write-probe-<pid>` there), and an existing file must open for
-    /// writing (issue 39 §8: such paths failed only after the run): [`StoreError::BadUrl`]
-    /// naming the path and the OS error otherwise.
+    /// writing (issue 39 §8: such paths failed only after the run), and SQLite must be able to
+    /// create its side files there ([`side_files_writable`]: a writable file in a read-only
+    /// folder failed with "attempt to write a readonly database" after the run):
+    /// [`StoreError::BadUrl`] naming the path and the OS error otherwise.
     pub fn check_target(location: &str) -> Result<(), StoreError> {
         let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
         let path = Path::new(location);
@@ -693,6 +695,13 @@ impl Store {
                 .write(true)
                 .open(path)
                 .map_err(|e| bad(format!("cannot write the database file: {e}")))?;
+            // Beside the file a symbolic link leads to, where SQLite keeps them.
+            let real = match std::fs::symlink_metadata(path) {
+                Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
+                    .map_or_else(|_| location.to_string(), |p| p.display().to_string()),
+                _ => location.to_string(),
+            };
+            side_files_writable(&real).map_err(bad)?;
         }
         let mut s = Store::open_for_reading(location)?;
         s.refuse_foreign()
@@ -1489,6 +1498,63 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
         }
     }
     Ok(())
+}
+
+/// Whether SQLite can write beside the existing database file `db`: each of its `-wal`,
+/// `-shm` and `-journal` that is there must open for writing, and, unless `-wal` and `-shm`
+/// are both there (WAL mode needs no new file), the database's folder must take a new file
+/// (probed by creating and removing `.inferbench-write-probe-<pid>` there), since SQLite
+/// creates them on the first write (trial of issue 39's leftovers, finding 5: a database of
+/// mode 666 in a folder of mode 555 passed the check, and the run ended with "attempt to write
+/// a readonly database"). Checked before a run; nothing is left behind.
+///
+/// # Errors
+/// `cannot write DB-wal: OS error` for a side file there, or `cannot write in FOLDER, where
+/// SQLite keeps the database's -wal/-shm/-journal files: OS error`, with what to do.
+pub fn side_files_writable(db: &str) -> Result<(), String> {
+    let mut there = 0;
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let side = format!("{db}{suffix}");
+        if std::fs::symlink_metadata(&side).is_err() {
+            continue;
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&side)
+            .map_err(|e| {
+                format!(
+                    "cannot write {side}, which SQLite writes beside the database: {e} (give \
+                     it to this user, or store into a database elsewhere)"
+                )
+            })?;
+        if suffix != "-journal" {
+            there += 1;
+        }
+    }
+    if there == 2 {
+        return Ok(());
+    }
+    let dir = Path::new(db)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".inferbench-write-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!(
+            "cannot write in {}, where SQLite keeps the database's -wal/-shm/-journal files: \
+             {e} (make the folder writable, or store into a database elsewhere)",
+            dir.display()
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -102,6 +102,10 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     opts.tls = tls;
     opts.save_result |= db.is_some();
     check_same_files(&opts, db.as_deref(), identity_file)?;
+    // Every file the point writes within `ulimit -f`, before any request (trial of issue 39's
+    // leftovers, finding 4: the database failed after the run).
+    crate::fsize::check(&planned_files(&opts, db.as_deref()), crate::fsize::limit())
+        .map_err(anyhow::Error::msg)?;
     // More streams than this process can hold open or in memory: refused before anything is
     // sent (issue 39 §2: EMFILE on 3 of 4 warmups, or SIGSEGV at 1,000,000 streams).
     // The flags' own ranges first (a number out of range is named as such); the prompts'
@@ -132,7 +136,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         .then_some((opts.random_input_len, opts.random_output_len));
     if db.is_some() && opts.job_identity.is_none() {
         if let Some(note) = ingest_opts.missing_identity_note() {
-            eprintln!("inferbench: {note}");
+            errln!("inferbench: {note}");
             ingest_opts.missing_noted = true;
         }
     }
@@ -146,7 +150,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
             &opts.base_url,
             &opts.reach(),
         ))?;
-        eprintln!(
+        errln!(
             "inferbench: {}",
             inferbench_loadgen::hints::served_model_note(&opts.model)
         );
@@ -154,7 +158,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // Printed whatever --progress says (trial 33 F11: --disable-tqdm hid it from the vLLM
     // users it is for).
     if let Some(n) = opts.range_notice() {
-        eprintln!("inferbench: {n}");
+        errln!("inferbench: {n}");
     }
     // The options as planned, for the `ulimit -v` a dataset refusal advises.
     let planned = opts.clone();
@@ -163,15 +167,15 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
             "inferbench: interrupted; finishing up and saving finished requests",
         );
         let out = run_bench(opts, cancel).await?;
-        print!("{}", render_report(&out.summary));
+        out!("{}", render_report(&out.summary));
         for p in [&out.result_path, &out.aggregate_path, &out.records_path]
             .into_iter()
             .flatten()
         {
-            eprintln!("wrote {}", p.display());
+            errln!("wrote {}", p.display());
         }
         for n in &out.notes {
-            eprintln!("inferbench: {n}");
+            errln!("inferbench: {}", crate::fsize::explain(n));
         }
         anyhow::Ok(out)
     });
@@ -188,7 +192,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // no point to store (trial 24: a failed point of nothing was stored, its database created).
     let never_answered = inferbench_loadgen::output::never_answered(&out.summary);
     if let (Some(db), true) = (&db, never_answered) {
-        eprintln!(
+        errln!(
             "inferbench: nothing stored in {}: the server never answered",
             inferbench_store::redact(db)
         );
@@ -204,7 +208,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
                     .or_insert(v.to_string());
             }
         }
-        super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
+        let stored = super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts);
+        return Ok(stored_status(ExitStatus::from(out.end), db, result, stored));
     }
     Ok(ExitStatus::from(out.end))
 }
@@ -256,6 +261,69 @@ fn memory_plan(opts: &BenchOptions, limits: &crate::limits::Limits) -> anyhow::R
     })
 }
 
+/// The exit status of a point that ran as `ran` and whose result was then stored into `db`
+/// with outcome `stored` ([`super::ingest::ingest_into`]'s): a store that failed, skipped the
+/// result or stored nothing is never exit 0 (trial of issue 39's leftovers, finding 1:
+/// "nothing ingested … skipped", yet exit 0). Such a store is said on stderr with the result
+/// file to ingest later, and ends with [`ExitStatus::Failed`] (the point ran: not 2, which
+/// means nothing was run); a worse status of the run itself (3, 130) is kept. An error that
+/// is the file-size limit names `ulimit -f` ([`crate::fsize::explain`]).
+pub fn stored_status(
+    ran: ExitStatus,
+    db: &str,
+    result: &std::path::Path,
+    stored: anyhow::Result<(bool, bool)>,
+) -> ExitStatus {
+    let why = match stored {
+        Ok((false, _)) => return ran,
+        Ok((true, _)) => "the result was skipped or nothing was stored (said above)".to_string(),
+        Err(e) => crate::fsize::explain(&inferbench_core::error_chain(e.as_ref())),
+    };
+    errln!(
+        "error: storing the point in {} failed: {why}; the result is kept in {} (store it \
+         later with `inferbench ingest {} --db {}`)",
+        inferbench_store::redact(db),
+        result.display(),
+        result.display(),
+        inferbench_store::redact(db)
+    );
+    if ran == ExitStatus::Ok {
+        ExitStatus::Failed
+    } else {
+        ran
+    }
+}
+
+/// The files a `bench` point writes, each with the bytes it holds at least
+/// ([`crate::fsize`]): `--save-requests` (a record per planned request, with
+/// `--random-output-len` chunks each for random prompts; none counted under `--duration`,
+/// whose request count is not known), the result file, and the `--db` file.
+pub fn planned_files(opts: &BenchOptions, db: Option<&str>) -> Vec<crate::fsize::Planned> {
+    use crate::fsize::{db_bytes, records_bytes, Planned, RESULT_BYTES};
+    let mut v = Vec::new();
+    if opts.save_requests.is_some() && opts.duration.is_none() {
+        let osl = if opts.dataset_name == inferbench_loadgen::options::DatasetName::Random {
+            u64::from(opts.random_output_len)
+        } else {
+            0
+        };
+        v.push(Planned::new(
+            "--save-requests",
+            records_bytes(opts.resolved_num_prompts(), osl),
+        ));
+    }
+    if opts.save_result {
+        v.push(Planned::new(
+            "the result file (--save-result)",
+            RESULT_BYTES,
+        ));
+    }
+    if let Some(b) = db.and_then(db_bytes) {
+        v.push(Planned::new("--db", b));
+    }
+    v
+}
+
 /// No output of the point (records, result and side files, the `--db` file) names the same
 /// file as another or as an input (the dataset, the tokenizer, `--job-identity`, `--tls-ca`),
 /// before any request (trial of issue 39, finding 1: `--save-requests` over the `--db` file
@@ -277,7 +345,7 @@ fn check_same_files(
             .clone()
             .map(|p| NamedPath::input("--tls-ca", p)),
     );
-    paths.extend(db.and_then(samefile::db_path));
+    paths.extend(db.into_iter().flat_map(samefile::db_path));
     samefile::check_distinct(&paths)
 }
 
@@ -290,7 +358,7 @@ fn store_point(
     ingest_opts: &inferbench_store::IngestOptions,
 ) -> anyhow::Result<()> {
     if inferbench_loadgen::output::never_answered(&out.summary) {
-        eprintln!(
+        errln!(
             "inferbench: nothing stored in {}: the server never answered",
             inferbench_store::redact(db)
         );
@@ -308,8 +376,15 @@ fn store_point(
                 .or_insert(v.to_string());
         }
     }
-    super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts)?;
-    Ok(())
+    let stored = super::ingest::ingest_into(db, std::slice::from_ref(result), &ingest_opts);
+    match stored_status(ExitStatus::Ok, db, result, stored) {
+        ExitStatus::Ok => Ok(()),
+        status => Err(super::StatusError {
+            status,
+            message: format!("stopping the search: probe {} not stored", result.display()),
+        }
+        .into()),
+    }
 }
 
 /// What the search keeps of one probe.
@@ -398,6 +473,9 @@ fn run_search(
     // A search is many full points: every probe keeps its result.
     opts.save_result = true;
     check_same_files(&opts, db.as_deref(), identity_file)?;
+    // Every probe's files within `ulimit -f`, before the first probe (as the plain point's).
+    crate::fsize::check(&planned_files(&opts, db.as_deref()), crate::fsize::limit())
+        .map_err(anyhow::Error::msg)?;
     // Each probe is a fresh run: the same random prompts again would be served from the
     // server's prefix cache (and the probe marked invalid), so every probe's prompts carry
     // their own run marker.
@@ -412,13 +490,13 @@ fn run_search(
             &opts.base_url,
             &opts.reach(),
         ))?;
-        eprintln!(
+        errln!(
             "inferbench: {}",
             inferbench_loadgen::hints::served_model_note(&opts.model)
         );
     }
     if let Some(n) = opts.range_notice() {
-        eprintln!("inferbench: {n}");
+        errln!("inferbench: {n}");
     }
     let cancel = rt.block_on(async {
         super::shutdown_token("inferbench: interrupted; finishing the probe and saving it")
@@ -444,7 +522,7 @@ fn run_search(
             let stem = name.strip_suffix(".json").unwrap_or(name);
             o.result_filename = Some(format!("{stem}-{tag}.json"));
         }
-        eprintln!("inferbench: probe at {unit} {}", num(load));
+        errln!("inferbench: probe at {unit} {}", num(load));
         let out = match rt.block_on(run_bench(o, cancel.clone())) {
             Ok(out) => out,
             Err(e) => {
@@ -454,7 +532,7 @@ fn run_search(
         };
         first_date.get_or_insert_with(|| out.summary.date.clone());
         for n in &out.notes {
-            eprintln!("inferbench: {n}");
+            errln!("inferbench: {}", crate::fsize::explain(n));
         }
         if let Some(db) = &db {
             if let Err(e) = store_point(db, &out, nominal, &ingest_opts) {
@@ -488,7 +566,7 @@ fn run_search(
                 None => format!("{} n/a", s.metric),
             })
             .collect();
-        eprintln!(
+        errln!(
             "inferbench: {unit} {}: {} ({}){}",
             num(load),
             if meets {
@@ -593,9 +671,9 @@ fn run_search(
     });
     let doc = json!({ "inferbench": { "schema_version": 1, "capacity": capacity } });
     // Printed.
-    println!("{:=^60}", " SLO capacity ");
-    println!("{:<36}{}", "SLOs:", search.slo.join(", "));
-    println!(
+    outln!("{:=^60}", " SLO capacity ");
+    outln!("{:<36}{}", "SLOs:", search.slo.join(", "));
+    outln!(
         "{:<36}{} {}..{}, {}",
         "Searched:",
         unit,
@@ -611,23 +689,23 @@ fn run_search(
     };
     match best {
         Some(p) => {
-            println!(
+            outln!(
                 "{:<36}{} (meets every SLO)",
                 format!("Max {unit}:"),
                 num(p.load)
             );
-            println!("{:<36}{}", "Throughput per GPU (tok/s/GPU):", per_gpu(p));
+            outln!("{:<36}{}", "Throughput per GPU (tok/s/GPU):", per_gpu(p));
             if let Some(u) = users(p.load).as_f64() {
-                println!("{:<36}{}", "Users per GPU:", num(u));
+                outln!("{:<36}{}", "Users per GPU:", num(u));
             }
         }
-        None => println!(
+        None => outln!(
             "{:<36}none in the range meets every SLO",
             format!("Max {unit}:")
         ),
     }
     if let Some(p) = next {
-        println!("{:<36}{} fails the SLOs", "Next probe:", num(p.load));
+        outln!("{:<36}{} fails the SLOs", "Next probe:", num(p.load));
     }
     let note = match result.end {
         SearchEnd::Found => None,
@@ -643,9 +721,9 @@ fn run_search(
         SearchEnd::Stopped => Some("the search stopped early".to_string()),
     };
     if let Some(n) = &note {
-        println!("Note: {n}");
+        outln!("Note: {n}");
     }
-    println!("{:=<60}", "");
+    outln!("{:=<60}", "");
     // Stored.
     let name = capacity_name.unwrap_or_else(|| {
         format!(
@@ -661,7 +739,7 @@ fn run_search(
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let text = serde_json::to_string_pretty(&doc)? + "\n";
     inferbench_loadgen::output::write_file(&path, text.as_bytes())?;
-    eprintln!("wrote {}", path.display());
+    errln!("wrote {}", path.display());
     Ok(match result.end {
         SearchEnd::Found | SearchEnd::AllMeet => ExitStatus::Ok,
         SearchEnd::NoneMeet | SearchEnd::Budget => ExitStatus::Failed,

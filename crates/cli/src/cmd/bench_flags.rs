@@ -214,7 +214,7 @@ impl PowerFlags {
 /// Flags of `inferbench bench` (vLLM `bench serve` names).
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 error rate above --max-error-rate, anomaly rate above \
+    after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or error rate above --max-error-rate, anomaly rate above \
                   --max-anomaly-rate, or no request succeeded (a client out of files or \
                   ports: error class client_resource), or a result or records write failed at \
                   the end (what could be written is), or out of memory midway (ulimit -v named; \
@@ -795,29 +795,30 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
         .enable_all()
         .build()?;
     let parse_ns = inferbench_loadgen::selftest::parse_ns_per_event(args.tokens, 2_000_000);
-    eprintln!(
+    errln!(
         "selftest: SSE framing + chunk interpretation alone: {parse_ns:.0} CPU ns/event ({:.2} M events per CPU second)",
         1e3 / parse_ns
     );
     let mut points = Vec::new();
     for c in concurrency {
-        eprintln!(
+        errln!(
             "selftest: concurrency {c} for {:.1} s against {}",
-            args.duration, opts.base_url
+            args.duration,
+            opts.base_url
         );
         points.push(rt.block_on(measure(&opts, c))?);
     }
-    print!("{}", render(&points));
+    out!("{}", render(&points));
     if let Some(p) = &args.json {
         std::fs::write(p, serde_json::to_string_pretty(&points)?)
             .with_context(|| format!("--json: cannot write {}", p.display()))?;
     }
     // Trial 24: the timed sim passed for an instant server.
     if let Some(warning) = inferbench_loadgen::selftest::not_instant(&points) {
-        eprint!("{warning}");
+        err!("{warning}");
     }
     if let Some(problems) = problems(&points) {
-        eprint!("{problems}");
+        err!("{problems}");
         return Ok(ExitStatus::Failed);
     }
     Ok(ExitStatus::Ok)

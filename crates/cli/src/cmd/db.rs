@@ -140,9 +140,9 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
             let applied = store.migrate()?;
             if applied.is_empty() {
                 let v = store.schema_version()?;
-                println!("{}: schema up to date (version {v})", store.location());
+                outln!("{}: schema up to date (version {v})", store.location());
             } else {
-                println!("{}: applied migration(s) {:?}", store.location(), applied);
+                outln!("{}: applied migration(s) {:?}", store.location(), applied);
             }
         }
         Action::Status => {
@@ -152,14 +152,14 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
             // here, 2 for a missing file), said by the error alone (trial 21).
             let migrated = store.require_migrated();
             if let (Err(e), 0) = (&migrated, v) {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return Ok(ExitStatus::Usage);
             }
-            println!("{}: schema version {v}", store.location());
+            outln!("{}: schema version {v}", store.location());
             if let Err(e) = migrated {
-                println!("{e}");
+                outln!("{e}");
             }
-            println!("rows per table:");
+            outln!("rows per table:");
             let counts = store.table_counts()?;
             let points = (counts.iter().find(|(t, _)| t == "points")).map_or(0, |(_, n)| *n);
             for (t, n) in &counts {
@@ -178,13 +178,13 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
                     }
                     _ => String::new(),
                 };
-                println!("  {t:<18} {n:>10}{note}");
+                outln!("  {t:<18} {n:>10}{note}");
             }
             let unknown = store.unknown_names()?;
             if !unknown.is_empty() {
-                println!("unknown names (stored as given):");
+                outln!("unknown names (stored as given):");
                 for (kind, name, run) in unknown {
-                    println!("  {kind:<10} {name:<30} first seen in {run}");
+                    outln!("  {kind:<10} {name:<30} first seen in {run}");
                 }
             }
         }
@@ -192,7 +192,7 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
             let d = store.dump_to_dir(&out)?;
             // Each number labelled (trial 21: a bare `HASH  PATH` line, sha256sum's format).
             let sums = d.path.with_file_name("SHA256SUMS");
-            println!(
+            outln!(
                 "wrote {}: {} rows of {} tables\nsha256 {} (added to {}; `db restore` checks \
                  it, as does `sha256sum -c SHA256SUMS` in that directory)",
                 d.path.display(),
@@ -208,7 +208,7 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
                 .and_then(|_| store.restore_file(&file, !no_verify));
             match restored {
                 // Trial 19: the database it went into was not named.
-                Ok(n) => println!(
+                Ok(n) => outln!(
                     "restored {n} rows from {} into {}",
                     file.display(),
                     store.location()

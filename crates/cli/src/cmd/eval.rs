@@ -38,6 +38,16 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     // No file the eval writes names its data, another of its outputs or --tls-ca (issue 39's
     // leftovers, 1: `--result-dir` was outside the same-file check), before any request.
     check_same_files(&opts, flags.result_dir(), tls_ca.as_deref())?;
+    // The samples file within `ulimit -f`, before any request (trial of issue 39's leftovers,
+    // finding 4: "File too large" after every request of `--limit 50` under `ulimit -f 5`).
+    crate::fsize::check(
+        &[crate::fsize::Planned::new(
+            format!("--result-dir's {}", gsm8k::SAMPLES_FILE),
+            samples_bytes(&eval_data(&opts)),
+        )],
+        crate::fsize::limit(),
+    )
+    .map_err(anyhow::Error::msg)?;
     opts.tls = super::tls_args::TlsArgs { tls_ca, insecure }.options();
     // More requests in flight than this process can hold: refused before the first (exit 2).
     let limits = crate::limits::raise_open_files();
@@ -71,6 +81,15 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         let samples = gsm8k::run(&opts, &cancel).await?;
         flags.finish(&opts, &samples, threshold).await
     })
+}
+
+/// Bytes of `samples_gsm8k.jsonl` at least for `data` ([`crate::fsize`]): each problem's
+/// line holds its prompt, the worked examples (at least half of their lines' bytes, their
+/// JSON keys aside) and its question (at least a quarter of its line), and 100 bytes of keys
+/// and scores.
+pub fn samples_bytes(data: &EvalData) -> u64 {
+    let per_problem = (data.shot_bytes / 2).saturating_add(100);
+    (data.problems.saturating_mul(per_problem)).saturating_add(data.problem_bytes / 4)
 }
 
 /// The files `eval` writes into `--result-dir`: the samples, the results and `meta_env.json`.

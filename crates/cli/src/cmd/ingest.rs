@@ -20,6 +20,22 @@ pub fn ingest_into(
     // A SQLite file this call creates is removed again when nothing was stored in it (trial
     // 13: `ingest` of an empty directory left an empty database behind).
     let created = !db.contains("://") && !std::path::Path::new(db).exists();
+    let result = ingest_each(db, paths, opts, created);
+    // A database this call created and could not store into (the file-size limit, a full
+    // disk) is not left half-written: the results stay in their files.
+    if created && result.is_err() {
+        remove_sqlite_files(db);
+    }
+    result
+}
+
+/// [`ingest_into`]'s work: `created` whether the SQLite file is new.
+fn ingest_each(
+    db: &str,
+    paths: &[PathBuf],
+    opts: &IngestOptions,
+    created: bool,
+) -> anyhow::Result<(bool, bool)> {
     let mut store = Store::open(db)?;
     store.migrate()?;
     let mut failed = false;
@@ -36,11 +52,11 @@ pub fn ingest_into(
         // An error goes where errors go (trial 15: "error: nothing to ingest" on stdout;
         // trial 16: the skipped units, which make the exit code 1).
         if report.stored_nothing() {
-            eprint!("{}", report.render());
+            err!("{}", report.render());
         } else {
-            print!("{}", report.render());
+            out!("{}", report.render());
         }
-        eprint!("{}", report.render_skipped());
+        err!("{}", report.render_skipped());
     }
     if created && !stored {
         drop(store);
@@ -127,8 +143,8 @@ pub fn run(args: IngestFlags) -> anyhow::Result<ExitStatus> {
                 }
             };
             stored |= report.runs_ingested > 0;
-            print!("{}", report.render());
-            eprint!("{}", report.render_skipped());
+            out!("{}", report.render());
+            err!("{}", report.render_skipped());
             failed |= !report.skipped.is_empty();
             // Rows the dump could not place (`dump::runs_from_tables`' orphans).
             let left_out = report.warnings.iter().any(|w| w.contains("; left out ("));

@@ -46,6 +46,16 @@ pub fn run_local(
 ) -> anyhow::Result<ExitStatus> {
     // Where every point writes, before any engine starts or request is sent (issue 39 §8).
     inferbench_loadgen::output::check_dir_writable("--out", &opts.out_dir)?;
+    // Each point's summary within `ulimit -f`, before the first launch (trial of issue 39's
+    // leftovers, finding 4's kind).
+    crate::fsize::check(
+        &[crate::fsize::Planned::new(
+            "a point's summary.json",
+            crate::fsize::REPLAY_SUMMARY_BYTES,
+        )],
+        crate::fsize::limit(),
+    )
+    .map_err(anyhow::Error::msg)?;
     // Every row's largest point against `ulimit -n` / the memory budget, before the first
     // launch: a row beyond them failed its requests `client_resource` mid-sweep.
     let loads = inferbench_runner::sweep::row_loads(jobs, opts);

@@ -121,9 +121,16 @@ pub fn bind_hint(e: &std::io::Error) -> &'static str {
     }
 }
 
-/// A database flag's value as a path the command reads, for the same-file check
-/// ([`inferbench_loadgen::samefile::check_distinct`]): a SQLite file (a `postgres://` URL names
-/// none).
-pub fn db_read(db: &str) -> Option<inferbench_loadgen::samefile::NamedPath> {
-    (!db.contains("://")).then(|| inferbench_loadgen::samefile::NamedPath::input("--db", db))
+/// A database flag's value as paths the command reads, for the same-file check
+/// ([`inferbench_loadgen::samefile::check_distinct`]): a SQLite file and its `-wal`, `-shm`
+/// and `-journal` (SQLite reads a WAL database's `-wal`: `plot --out DB-wal` would destroy
+/// committed rows); a `postgres://` URL names none.
+pub fn db_read(db: &str) -> Vec<inferbench_loadgen::samefile::NamedPath> {
+    use inferbench_loadgen::samefile::{NamedPath, Role};
+    (inferbench_loadgen::samefile::db_path(db).into_iter())
+        .map(|p| NamedPath {
+            role: Role::Input,
+            ..p
+        })
+        .collect()
 }

@@ -2,7 +2,6 @@
 //! `policy`, MODELS.md's rules as checks (issue 41): its flags, its printing and its exit code
 //! live here; the rules are `inferbench_recipes::policy`.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use super::recipes::{deprecated_files, load_master_configs, ModelsSub};
@@ -30,7 +29,7 @@ enum Sub {
     /// spec-decode-only AgentX (deprecated non-spec-decode arms still running) and deprecation
     /// bookkeeping (the support matrix against the active and archived configs).
     #[command(
-        after_help = "Output: one line per finding, then one summary line per rule:\n  engine submission policy: N violation(s)\n  spec-decode-only AgentX: N deprecated arm(s) still running\n  deprecations: N mismatch(es)\nOnly engine-policy violations fail the check; the other findings are reported.\n\nExit codes: 0 no engine-policy violation; 1 a violation; 2 bad flags, or a config or policy that does not load."
+        after_help = "Output: one line per finding, then one summary line per rule:\n  engine submission policy: N violation(s)\n  spec-decode-only AgentX: N deprecated arm(s) still running\n  deprecations: N mismatch(es)\nOnly engine-policy violations fail the check; the other findings are reported.\n\nExit codes: 0 no engine-policy violation; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a violation; 2 bad flags, or a config or policy that does not load."
     )]
     Policy(PolicyArgs),
 }
@@ -76,11 +75,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 }
 
 fn emit(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    // Its errors decide the exit status at the end ([`crate::stdout`]).
+    out!("{text}");
+    Ok(())
 }
 
 fn run_policy(args: PolicyArgs) -> anyhow::Result<ExitStatus> {
@@ -101,13 +98,13 @@ fn run_policy(args: PolicyArgs) -> anyhow::Result<ExitStatus> {
         Format::Json => emit(&format!("{}\n", json(&pol, &report)?))?,
     }
     if let Some(what) = note {
-        eprintln!(
+        errln!(
             "note: {what}; no archived configs read, so the deprecation check saw active configs \
              only (give --deprecated-dir)"
         );
     }
     for key in pol.waivers.keys().filter(|k| configs.get(k).is_none()) {
-        eprintln!("note: the policy's waiver for {key} matches no config key in --config-files");
+        errln!("note: the policy's waiver for {key} matches no config key in --config-files");
     }
     Ok(ExitStatus::failed_if(report.violations() > 0))
 }

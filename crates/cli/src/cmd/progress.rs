@@ -15,7 +15,8 @@ use inferbench_loadgen::ProgressMode;
 /// Installs the CLI's sinks: every library line to stderr, the live progress drawn by
 /// [`StderrDisplay`]. Call once, first thing in `main`.
 pub fn install() {
-    inferbench_core::notice::install(|text| eprintln!("{text}"));
+    // A write the file-size limit stopped names `ulimit -f` ([`crate::fsize::explain`]).
+    inferbench_core::notice::install(|text| errln!("{}", crate::fsize::explain(text)));
     inferbench_loadgen::progress::install_display(Box::new(StderrDisplay));
 }
 
@@ -92,7 +93,7 @@ impl PhaseDisplay for Bar {
     /// final counts become one permanent plain line instead.
     fn finish(&mut self, c: &PhaseCounts) {
         self.pb.finish_and_clear();
-        eprintln!("{}", line_of(&self.phase, c));
+        errln!("{}", line_of(&self.phase, c));
     }
 }
 
@@ -105,14 +106,14 @@ impl PhaseDisplay for Plain {
     }
 
     fn line(&mut self, text: &str) {
-        eprintln!("{text}");
+        errln!("{text}");
     }
 
     fn update(&mut self, c: &PhaseCounts) {
-        eprintln!("{}", line_of(&self.0, c));
+        errln!("{}", line_of(&self.0, c));
     }
 
     fn finish(&mut self, c: &PhaseCounts) {
-        eprintln!("{}", line_of(&self.0, c));
+        errln!("{}", line_of(&self.0, c));
     }
 }

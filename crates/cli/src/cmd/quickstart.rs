@@ -23,7 +23,7 @@ const STOP: &str =
 /// Flags of `inferbench quickstart`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 a point failed (its requests errored) or the database or \
+    after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed (its requests errored) or the database or \
                   chart step failed, or out of memory midway (ulimit -v named); 2 bad flags, a \
                   database that cannot be opened, an --out or --chart that cannot be written \
                   (checked before any point), or out of memory before any request (ulimit -v \
@@ -88,15 +88,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         &concs,
     );
     match shown {
-        Ok(msg) => eprintln!("{msg}"),
+        Ok(msg) => errln!("{msg}"),
         Err(e) => {
-            eprintln!("warning: database/chart step failed: {e:#}");
+            errln!(
+                "warning: database/chart step failed: {}",
+                crate::fsize::explain(&format!("{e:#}"))
+            );
             if exit == ExitStatus::Ok {
                 exit = ExitStatus::Failed;
             }
         }
     }
-    eprintln!("artifacts in {}", run_dir.display());
+    errln!("artifacts in {}", run_dir.display());
     Ok(exit)
 }
 
@@ -106,6 +109,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 /// (issue 39 §8). Errors: `FLAG PATH: why`, exit 2.
 fn check_outputs(args: &Args) -> anyhow::Result<()> {
     inferbench_loadgen::output::check_dir_writable("--out", &args.out)?;
+    // The chart never over the database or its SQLite side files (`--db c.svg --chart c.svg`;
+    // trial of issue 39's leftovers, finding 1's kind).
+    if let (Some(chart), false) = (&args.sweep.chart, args.no_db) {
+        use inferbench_loadgen::samefile::{check_distinct, db_path, NamedPath};
+        let mut paths = db_path(&args.db);
+        paths.push(NamedPath::output("--chart", chart));
+        check_distinct(&paths)?;
+    }
+    // Where the points will be stored, as `bench --db` checks it (a database in a folder
+    // SQLite cannot write its side files in failed only after the sweep: trial of issue 39's
+    // leftovers, finding 5's kind).
+    if !args.no_db {
+        inferbench_store::Store::check_target(&args.db)?;
+    }
+    // The database and each point's summary within `ulimit -f`, before the sweep (trial of
+    // issue 39's leftovers, finding 4's kind).
+    let mut planned = vec![crate::fsize::Planned::new(
+        "a point's summary.json",
+        crate::fsize::REPLAY_SUMMARY_BYTES,
+    )];
+    if !args.no_db {
+        planned.extend(
+            crate::fsize::db_bytes(&args.db).map(|b| crate::fsize::Planned::new("--db", b)),
+        );
+    }
+    crate::fsize::check(&planned, crate::fsize::limit()).map_err(anyhow::Error::msg)?;
     args.sweep.chart.as_deref().map_or(Ok(()), |c| {
         inferbench_loadgen::output::check_file_writable("--chart", c)
     })
@@ -130,14 +159,27 @@ fn run_agentic(args: &Args) -> anyhow::Result<ExitStatus> {
         "inferbench quickstart --agentic: {} on simulated {} (a preview: runs < 900 s are invalid)",
         q.model, q.hardware
     );
-    let line = preview::agentic_quickstart(
+    let mut exit = ExitStatus::from(report.end);
+    match preview::agentic_quickstart(
         &mut store,
         shown(args, &run_dir, &batch, &chart, title, None),
         &report.cut_short,
-    )?;
-    eprintln!("{line}");
-    eprintln!("artifacts in {}", run_dir.display());
-    Ok(ExitStatus::from(report.end))
+    ) {
+        Ok(line) => errln!("{line}"),
+        // After the run: its files are kept, and a failed store is 1, never 0 nor "bad
+        // flags" (trial of issue 39's leftovers, finding 1).
+        Err(e) => {
+            errln!(
+                "warning: database/chart step failed: {}",
+                crate::fsize::explain(&format!("{e:#}"))
+            );
+            if exit == ExitStatus::Ok {
+                exit = ExitStatus::Failed;
+            }
+        }
+    }
+    errln!("artifacts in {}", run_dir.display());
+    Ok(exit)
 }
 
 /// What the view of the run needs: the run, its chart (a PNG too unless `--chart` named one),

@@ -3,7 +3,6 @@
 //! `run`: read the configs, call `inferbench_recipes`, write the JSON or table. `models
 //! policy` wraps these tools in [`super::models_policy`].
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -190,7 +189,7 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
     let rows = matrix::generate(&configs, &runners, &selection, &common)?;
     if rows.is_empty() {
         // The reference prints `[]` and exits 0 here too; keep that output, but say so.
-        eprintln!("warning: no matrix rows matched the selection and filters; the output is an empty list");
+        errln!("warning: no matrix rows matched the selection and filters; the output is an empty list");
     }
     let text = matrix::to_json_text(&rows);
     match args.output {
@@ -201,7 +200,7 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
             }
             std::fs::write(&p, text)
                 .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
-            eprintln!(
+            errln!(
                 "wrote {} ({})",
                 p.display(),
                 inferbench_core::count(rows.len(), "row")
@@ -306,7 +305,7 @@ fn additions(
         match git {
             Ok(text) => return Ok(changelog::added_from_diff(&text, head_text, base_name)?),
             Err(GitError::Missing(e)) if args.diff == DiffEngine::Auto => {
-                eprintln!("note: git not available ({e}); using the built-in diff");
+                errln!("note: git not available ({e}); using the built-in diff");
             }
             Err(e) => return Err(e.into()),
         }
@@ -390,7 +389,7 @@ fn check(args: &ChangelogFlags) -> anyhow::Result<ExitStatus> {
         (None, None) => bail!("--check needs --head FILE, or --repo DIR --head-ref REF"),
     };
     let entries = changelog::validate_file(&head_text, &head_name, base_text.as_deref())?;
-    eprintln!("{head_name}: {} entries, valid", entries.len());
+    errln!("{head_name}: {} entries, valid", entries.len());
     Ok(ExitStatus::Ok)
 }
 
@@ -600,11 +599,9 @@ pub enum ModelsSub {
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.
 fn emit(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    // Its errors decide the exit status at the end ([`crate::stdout`]).
+    out!("{text}");
+    Ok(())
 }
 
 /// A `--labels-json`/`--criteria-json` value: empty or `null` = None, else a JSON array of
@@ -724,7 +721,7 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
                 )))?,
             }
             if let Some(what) = note {
-                eprintln!("note: {what}; listed active configs only (give --deprecated-dir)");
+                errln!("note: {what}; listed active configs only (give --deprecated-dir)");
             }
             Ok(ExitStatus::Ok)
         }
@@ -742,7 +739,7 @@ fn run_models(args: ModelsFlags) -> anyhow::Result<ExitStatus> {
             } else {
                 emit(&catalogue::dram_table(&findings))?;
                 let count = |v: &str| findings.iter().filter(|f| f.verdict == v).count();
-                eprintln!(
+                errln!(
                     "{} findings: {} ok, {} capped, {errors} errors",
                     findings.len(),
                     count("ok"),

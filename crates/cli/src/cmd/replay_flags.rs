@@ -52,7 +52,7 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
 // One of --traces and --synthetic (trial 29: without either, the error named only --traces).
 #[command(group(clap::ArgGroup::new("trace_source").required(true).args(["traces", "synthetic"])))]
 #[command(
-    after_help = "Exit codes: 0 ok; 1 failed-request threshold crossed, a main-agent \
+    after_help = "Exit codes: 0 ok; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or failed-request threshold crossed, a main-agent \
                   warmup request failed, nothing succeeded, or GPU power not valid with \
                   --require-power, or out of memory midway (ulimit -v named); 2 bad flags or \
                   traces (FILE:LINE named), a --result-dir that \
@@ -470,13 +470,13 @@ impl ReplayFlags {
     ) -> anyhow::Result<PreparedReplay> {
         anyhow::ensure!(!report.traces.is_empty(), "no trace to replay");
         for s in &report.skipped {
-            eprintln!("inferbench: skipped {s}");
+            errln!("inferbench: skipped {s}");
         }
         for n in &report.notes {
-            eprintln!("inferbench: warning: {n}");
+            errln!("inferbench: warning: {n}");
         }
         let n_req: usize = report.traces.iter().map(Trace::request_count).sum();
-        eprintln!(
+        errln!(
             "inferbench replay: {} traces ({} requests) from {} file(s){}{}; {} lanes for {} s \
              against {}",
             report.traces.len(),
@@ -523,7 +523,7 @@ impl ReplayFlags {
                 &prepared.opts.reach(),
             )
             .await?;
-            eprintln!(
+            errln!(
                 "inferbench: {}",
                 inferbench_loadgen::hints::served_model_note(&prepared.opts.model)
             );
@@ -563,16 +563,14 @@ impl ReplayFlags {
         summary.inferbench.tls_insecure = tls.insecure;
         summary.inferbench.allow_empty_content = allow_empty_content;
         if let Some(p) = &proxy {
-            eprintln!(
-                "inferbench: the requests went through the HTTP proxy {p} (--no-proxy: direct)"
-            );
+            errln!("inferbench: the requests went through the HTTP proxy {p} (--no-proxy: direct)");
         }
         summary.inferbench.proxy = proxy;
         summary.inferbench.header_templates = header_templates;
         if let Some(p) = power {
             summary.inferbench.power = Some(p.finish(&summary, None).await);
         }
-        print!("{}", render_report(&summary));
+        out!("{}", render_report(&summary));
         // Nothing measured (an unreachable server): the report said so; no plays or validity.
         let measured = !nothing_measured(&summary);
         // Plays of a replay in which nothing succeeded say nothing (trial 24).
@@ -580,7 +578,7 @@ impl ReplayFlags {
         let hit = theoretical_hit_rate(&out.records);
         let st = &out.stats;
         if plays {
-            println!(
+            outln!(
                 "Agentic: {} plays (replays of a session tree; {} finished), theoretical \
              prefix-cache hit {} (prompt blocks already sent earlier in their session), idle gaps \
              cut short by the caps: {} system-wide ({:.1} s skipped) / {} per tree ({:.1} s)",
@@ -594,11 +592,12 @@ impl ReplayFlags {
             );
         }
         if out.profile_window_ns.is_some() && out.stop == ReplayStop::Completed {
-            println!(
+            outln!(
                 "Window: the benchmark duration above runs from the first profiled send to the \
                  last completion: {} s of replay after the warmup, plus up to {} s for requests \
                  still in flight at its end",
-                self.benchmark_duration, self.benchmark_grace_period
+                self.benchmark_duration,
+                self.benchmark_grace_period
             );
         }
         // Every reason the point is invalid, the run's own first (trial 24: a replay that
@@ -613,7 +612,7 @@ impl ReplayFlags {
         // A replay that ran its course and measured nothing is failed, not invalid (issue 39
         // §4, fresh tester): said as its status, its cause the summary's `failed_reason`.
         if let Some(why) = &summary.inferbench.failed_reason {
-            println!("Status: failed ({why})");
+            outln!("Status: failed ({why})");
             invalid.clear();
         } else if summary.completed == 0 {
             invalid.push("no request succeeded".into());
@@ -624,7 +623,7 @@ impl ReplayFlags {
             ));
         }
         if measured && !invalid.is_empty() && summary.inferbench.failed_reason.is_none() {
-            println!("Validity: invalid ({})", invalid.join("; "));
+            outln!("Validity: invalid ({})", invalid.join("; "));
         }
         // A write that fails at the end fails the point (exit 1), never 0, and is never said
         // to be written (issue 39 §2, §6).
@@ -655,7 +654,7 @@ impl ReplayFlags {
                     } else {
                         format!("{}, ", dir.join("requests.jsonl").display())
                     };
-                    eprintln!(
+                    errln!(
                         "wrote {}, {records}{} and {}/",
                         path.display(),
                         dir.join(inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE)
@@ -664,7 +663,7 @@ impl ReplayFlags {
                     );
                 }
                 Err(e) => {
-                    eprintln!(
+                    errln!(
                         "inferbench: writing the results failed: {e:#} (the point fails, exit 1)"
                     );
                     write_failed = true;
@@ -677,17 +676,17 @@ impl ReplayFlags {
             summary.completed > 0,
         );
         for n in out.notes.iter().chain(&power_notes) {
-            eprintln!("inferbench: {n}");
+            errln!("inferbench: {n}");
         }
         let power_invalid = summary.inferbench.power.as_ref().filter(|p| !p.valid);
         if let Some(p) = power_invalid {
-            eprintln!(
+            errln!(
                 "inferbench: GPU power not valid ({}); see power_validation.json",
                 p.reasons.join(", ")
             );
         }
         if let Some(why) = &summary.inferbench.failed_reason {
-            eprintln!("inferbench: {why}");
+            errln!("inferbench: {why}");
         }
         let mut end = replay_end(&out, &summary);
         if end.passed() && (write_failed || self.power.require_power && power_invalid.is_some()) {

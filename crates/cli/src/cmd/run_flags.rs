@@ -616,7 +616,7 @@ pub async fn run_here(
         match artifacts::lock_out_dir(&opts.out_dir) {
             Ok(l) => Some(l),
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 return ExitStatus::Usage;
             }
         }
@@ -629,7 +629,7 @@ pub async fn run_here(
             .filter(|j| inferbench_runner::evals::eval_only(j))
             .count();
         if n > 0 {
-            eprintln!("--no-evals: {n} eval-only row(s) not run");
+            errln!("--no-evals: {n} eval-only row(s) not run");
         }
     }
     let runner = LoadgenPoint {
@@ -641,7 +641,7 @@ pub async fn run_here(
         None => run_jobs(jobs, opts, &runner, cancel).await,
     };
     if let Some(a) = &report.adaptive {
-        eprintln!(
+        errln!(
             "adaptive (tolerance {}): {} of {} listed points in {} rounds, {:.0} GPU-s of an estimated {:.0} for the full list ({:.0} % saved)",
             a.tolerance,
             a.measured_points,
@@ -653,11 +653,11 @@ pub async fn run_here(
         );
     }
     if opts.progress_lines {
-        eprint!("{}", report.render_after_progress());
+        err!("{}", report.render_after_progress());
     } else {
-        eprint!("{}", report.render());
+        err!("{}", report.render());
     }
-    eprintln!("artifacts in {} ({})", opts.out_dir.display(), SWEEP_REPORT);
+    errln!("artifacts in {} ({})", opts.out_dir.display(), SWEEP_REPORT);
     ExitStatus::from(report.end())
 }
 
@@ -705,15 +705,15 @@ impl SweepFlags {
             .chain(&path_warnings)
             .chain(&dir_warning)
         {
-            eprintln!("warning: {w}");
+            errln!("warning: {w}");
         }
         if self.run.runner_name.is_some() {
-            eprintln!(
+            errln!(
                 "note: --runner-name is not passed to the workflow: each row runs under its \
                  GitHub runner's own name"
             );
         }
-        println!(
+        outln!(
             "wrote {} ({}), {} (the run flags) and {}; commit them, copy the workflow \
              into .github/workflows/ and run it",
             files.matrix.display(),
@@ -732,7 +732,7 @@ impl SweepFlags {
         gopts.runner_name = self.run.runner_name.clone();
         let report = gather(jobs, &gopts);
         artifacts::write_json_atomic(&opts.out_dir.join(SWEEP_REPORT), &report)?;
-        eprint!("{}", report.render());
+        err!("{}", report.render());
         Ok(ExitStatus::from(report.end()))
     }
 
@@ -759,7 +759,7 @@ impl SweepFlags {
             idx
         };
         if pending.is_empty() {
-            println!(
+            outln!(
                 "all {} rows already finished; nothing to submit",
                 jobs.len()
             );
@@ -783,14 +783,14 @@ impl SweepFlags {
             wait: !self.no_wait,
         };
         let job_id = slurm::submit(&matrix, &pending, &dir, &so).await?;
-        eprintln!(
+        errln!(
             "submitted Slurm job {job_id}: array {} ({} rows), script {}",
             slurm::array_spec(&pending),
             pending.len(),
             dir.join("job.sbatch").display()
         );
         if self.no_wait {
-            println!("{job_id}");
+            outln!("{job_id}");
             return Ok(ExitStatus::Ok);
         }
         // Tasks ran `inferbench job` with a fixed runner name; gather with the same one.

@@ -46,11 +46,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(fail)?;
         let local = listener.local_addr().map_err(fail)?;
         // The landing page (`/`), which links into every view (issue 42: `/inference`).
-        eprintln!("{}", inferbench_web::serving_line(store.location(), local));
+        errln!("{}", inferbench_web::serving_line(store.location(), local));
         if !inferbench_web::is_loopback_ip(local.ip()) {
             // Trial 13: `--bind 0.0.0.0` said nothing of who can now reach the dashboard;
             // issue 39: nor that stored paths and host names are served.
-            eprintln!(
+            errln!(
                 "{}",
                 inferbench_web::exposure_warning(local.ip(), args.redact)
             );

@@ -11,7 +11,7 @@ use super::ExitStatus;
 pub fn run(flags: SimFlags) -> anyhow::Result<ExitStatus> {
     let cfg = flags.to_config()?;
     if let Some(spec) = &flags.bound {
-        print!("{}", bound_table(&cfg, spec, &flags.bound_conc)?);
+        out!("{}", bound_table(&cfg, spec, &flags.bound_conc)?);
         return Ok(ExitStatus::Ok);
     }
     let info = inferbench_sim::describe(&cfg)?;
@@ -31,8 +31,8 @@ pub fn run(flags: SimFlags) -> anyhow::Result<ExitStatus> {
                 )
             })?;
         let addr = listener.local_addr()?;
-        eprintln!("{}", inferbench_sim::start_line(&cfg, &info));
-        println!("listening on http://{addr}");
+        errln!("{}", inferbench_sim::start_line(&cfg, &info));
+        outln!("listening on http://{addr}");
         let stop = super::shutdown_token("inferbench sim: stopping");
         inferbench_sim::serve(cfg, listener, async move { stop.cancelled().await }).await?;
         Ok::<_, anyhow::Error>(ExitStatus::Interrupted)

@@ -40,7 +40,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
     let opts = flags.run.sweep_options()?;
     if let Some(tol) = flags.adaptive {
         if let Some(warning) = adaptive_tolerance(tol).map_err(anyhow::Error::msg)? {
-            eprintln!("warning: {warning}");
+            errln!("warning: {warning}");
         }
         // AgentX rows below 900 s give only invalid points: nothing to plan on (issue 43).
         if let Some(why) = inferbench_runner::adaptive::cannot_plan(&jobs, &opts.bench) {
@@ -58,7 +58,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
                 adaptive_round_points,
             )? {
                 None => {
-                    eprintln!(
+                    errln!(
                         "--adaptive: the frontier is known to within {tol} from the points under \
                          {}: no next round",
                         opts.out_dir.display()
@@ -66,7 +66,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
                     return Ok(ExitStatus::Ok);
                 }
                 Some((path, round)) => {
-                    eprintln!(
+                    errln!(
                         "--adaptive: next round, {} in {} (run `sweep --adaptive` again with the \
                          same --matrix and --out once its points are under --out)",
                         inferbench_core::count(round.len(), "row"),

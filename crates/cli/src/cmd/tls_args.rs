@@ -25,7 +25,7 @@ impl TlsArgs {
     /// The client's TLS options; warns on stderr for `--insecure`.
     pub fn options(&self) -> TlsOptions {
         if self.insecure {
-            eprintln!(
+            errln!(
                 "inferbench: warning: --insecure: the server's TLS certificate is not verified \
                  (anyone on the path could answer in its place)"
             );

@@ -13,7 +13,7 @@ use super::ExitStatus;
 /// Exit codes of `report` (its `--help`; README "Exit codes").
 pub const REPORT_EXIT_CODES_HELP: &str =
     "Exit codes: 0 ok, also when no point matches the filters (it \
-     says so); 1 with --history-at: a group's latest value is a regression; 2 bad flags, no \
+     says so); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or with --history-at: a group's latest value is a regression; 2 bad flags, no \
      database, or a database with no runs yet (run `inferbench quickstart` or `inferbench \
      ingest`).";
 
@@ -23,7 +23,7 @@ pub const REPORT_EXIT_CODES_HELP: &str =
 pub fn open_with_runs(db: &str) -> anyhow::Result<Store> {
     let mut store = Store::open_existing(db)?;
     if let Some(note) = store.migrated_copy_note() {
-        eprintln!("{note}");
+        errln!("{note}");
     }
     if store.run_count()? == 0 {
         anyhow::bail!(
@@ -231,7 +231,7 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
         let status = print_rows(&rows, &args, hidden, failed, &gpu)?;
         if rows.is_empty() && hidden == 0 {
             for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
-                eprintln!("  {h}");
+                errln!("  {h}");
             }
         }
         return Ok(status);
@@ -257,12 +257,12 @@ fn run(mut args: ReportFlags) -> anyhow::Result<ExitStatus> {
     let status = print_rows(&rows, &args, 0, failed, &gpu)?;
     if rows.is_empty() {
         for h in report::filter_hints(&mut store, &args.filters, "-f ")? {
-            eprintln!("  {h}");
+            errln!("  {h}");
         }
         // A database of evals alone (trial 22: `eval` results ingested, then "no points").
         if args.filters.is_empty() {
             if let Some(note) = evals_note(&mut store, &args.db)? {
-                eprintln!("{note}");
+                errln!("{note}");
             }
         }
     }
@@ -332,12 +332,12 @@ fn capacity(
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&arr)?);
+            outln!("{}", serde_json::to_string_pretty(&arr)?);
         }
         OutFormat::Csv => {
-            println!("group,slo,status,{},users_per_gpu,batches", args.y);
+            outln!("group,slo,status,{},users_per_gpu,batches", args.y);
             for c in &caps {
-                println!(
+                outln!(
                     "\"{}\",{},{},{},{},{}",
                     c.group.replace('"', "\"\""),
                     slo,
@@ -349,15 +349,17 @@ fn capacity(
             }
         }
         OutFormat::Table => {
-            println!(
+            outln!(
                 "Capacity at {} ({} in {y_unit})",
                 args.capacity.as_deref().unwrap_or(""),
                 args.y
             );
             let w = caps.iter().map(|c| c.group.len()).max().unwrap_or(5).max(5);
-            println!(
+            outln!(
                 "{:<w$}  {:>14}  {:>13}  note",
-                "group", args.y, "users_per_gpu"
+                "group",
+                args.y,
+                "users_per_gpu"
             );
             let cell = |v: Option<f64>, lower_bound: bool| match v {
                 Some(v) if lower_bound => format!(">= {}", report::round_for_table(v)),
@@ -366,7 +368,7 @@ fn capacity(
             };
             for c in &caps {
                 let lb = c.status == CapacityStatus::AllMeet;
-                println!(
+                outln!(
                     "{:<w$}  {:>14}  {:>13}  {}",
                     c.group,
                     cell(c.y, lb),
@@ -412,24 +414,24 @@ fn history_matched_nothing(
 ) -> anyhow::Result<()> {
     let filtered = !args.filters.is_empty() || args.since.is_some() || args.until.is_some();
     if filtered {
-        eprintln!("no stored point matches the filters");
+        errln!("no stored point matches the filters");
         for h in report::filter_hints(store, &args.filters, "-f ")? {
-            eprintln!("  {h}");
+            errln!("  {h}");
         }
     } else if let Some(note) = no_point_stored(store)?
         .then(|| evals_note(store, &args.db))
         .transpose()?
         .flatten()
     {
-        eprintln!("no throughput point is stored: {note}");
+        errln!("no throughput point is stored: {note}");
     } else if failed_left_out(store, f, true)? > 0 {
-        eprintln!(
+        errln!(
             "no point to follow: the runs in {} hold only failed points (`report \
              --include-failed` lists them)",
             args.db
         );
     } else {
-        eprintln!("no stored point to follow in {}", args.db);
+        errln!("no stored point to follow in {}", args.db);
     }
     Ok(())
 }
@@ -525,14 +527,14 @@ fn history(
         });
     }
     let fmt = args.format.view();
-    print!(
+    out!(
         "{}",
         report::render_history(&groups, x, &args.y, at, args.baseline_window, fmt)
     );
     if !matches!(fmt, Format::Table) {
         for g in &groups {
             for n in &g.notes {
-                eprintln!("{}: {n}", g.group);
+                errln!("{}: {n}", g.group);
             }
         }
     }
@@ -573,21 +575,21 @@ fn print_rows(
         }
     };
     if !common.is_empty() {
-        println!("every row: {}\n", common.join("  "));
+        outln!("every row: {}\n", common.join("  "));
     }
     if matches!(fmt, Format::Json) {
         let mut arr = report::json_rows(rows, &cols);
         report::add_gpu_seconds(&mut arr, rows, gpu);
-        println!("{}", serde_json::to_string_pretty(&arr)?);
+        outln!("{}", serde_json::to_string_pretty(&arr)?);
     } else {
-        print!("{}", report::render(rows, &cols, fmt));
+        out!("{}", report::render(rows, &cols, fmt));
     }
     // Chosen --columns that leave out what tells the rows apart (trial 20: `--columns
     // conc,tput_per_gpu` listed conc 16 twice, agentic points beside fixed-length ones).
     if table && !args.columns.is_empty() && rows.len() > 1 {
         let unseen = report::identity_left_out(rows, &defaults, &args.columns);
         if !unseen.is_empty() {
-            eprintln!(
+            errln!(
                 "note: the rows differ in {}, which --columns leaves out: rows that look alike \
                  may be different configurations or runs (add those columns, or narrow with -f)",
                 unseen.join(", ")
@@ -595,19 +597,19 @@ fn print_rows(
         }
     }
     if rows.is_empty() && hidden > 0 {
-        eprintln!(
+        errln!(
             "no frontier point: the {hidden} matching point(s) are invalid ({}); \
              --include-invalid lets them compete",
             report::INVALID_CAUSES.replace('\u{a0}', " ")
         );
     } else if rows.is_empty() && !args.filters.is_empty() {
-        eprintln!(
+        errln!(
             "no points in {} match the filters (`inferbench report` without -f lists every \
              point; `--include-failed` adds failed ones)",
             args.db
         );
     } else if rows.is_empty() {
-        eprintln!(
+        errln!(
             "no points in {} match ({}bench results reach the database with `bench --db DB \
              --set hw=… --set framework=…` or `ingest DIR --set hw=… --set framework=…`)",
             args.db,
@@ -633,9 +635,9 @@ fn print_rows(
         };
         let assume = report::assumptions(rows, &cols, &cost);
         if foot.is_empty() && !assume.is_empty() {
-            println!();
+            outln!();
         }
-        print!("{foot}{assume}{}", report::gpu_seconds_footer(gpu));
+        out!("{foot}{assume}{}", report::gpu_seconds_footer(gpu));
     }
     Ok(ExitStatus::Ok)
 }
@@ -643,7 +645,7 @@ fn print_rows(
 
 /// Exit codes of `plot` (its `--help`).
 pub const PLOT_EXIT_CODES_HELP: &str = "Exit codes: 0 chart written (points without a value, or \
-     clipped, are named on stderr); 2 bad flags, no database, a database with no runs yet (run \
+     clipped, are named on stderr); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, no database, a database with no runs yet (run \
      `inferbench quickstart` or `inferbench ingest`), or no point to draw.";
 
 /// Flags of `inferbench plot`.
@@ -789,9 +791,9 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
         source: String::new(),
     };
     let drawn = inferbench_views::plot::plot(&rows, &spec, &args.out)?;
-    println!("wrote {}", args.out.display());
+    outln!("wrote {}", args.out.display());
     if let Some(n) = drawn.note() {
-        eprintln!("inferbench plot: {n}");
+        errln!("inferbench plot: {n}");
     }
     Ok(ExitStatus::Ok)
 }
@@ -800,7 +802,7 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
 
 /// Exit codes of `compare` (its `--help`).
 pub const COMPARE_EXIT_CODES_HELP: &str =
-    "Exit codes: 0 compared; 1 nothing to compare (a side matches \
+    "Exit codes: 0 compared; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or nothing to compare (a side matches \
      no valid point, or the two frontiers share no x range; it says which); 2 bad flags, no \
      database or one with no runs yet, or a side that pools several workloads (ISL/OSL or \
      scenario).";
@@ -919,16 +921,16 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         })
         .collect();
         if empty.is_empty() {
-            eprintln!(
+            errln!(
                 "the frontiers of A ({}) and B ({}) share no {} range",
                 inferbench_core::count(a.len(), "point"),
                 inferbench_core::count(b.len(), "point"),
                 args.x
             );
         } else if (a.is_empty() && a_invalid > 0) || (b.is_empty() && b_invalid > 0) {
-            eprintln!("no valid point to compare for {}", empty.join(" nor "));
+            errln!("no valid point to compare for {}", empty.join(" nor "));
         } else {
-            eprintln!(
+            errln!(
                 "no stored point matches {} (`inferbench report -f KEY=VALUE` lists what does)",
                 empty.join(" nor ")
             );
@@ -945,13 +947,13 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
                 .iter()
                 .chain(&report::filter_hints(&mut store, &specs, "")?)
             {
-                eprintln!("  {h}");
+                errln!("  {h}");
             }
             // A database of evals alone says what it holds, as `report` and `plot` do (trial
             // 24: "(no point is stored)" and nothing of the eval results).
             if no_point_stored(&mut store)? {
                 if let Some(note) = evals_note(&mut store, &args.db)? {
-                    eprintln!("{note}");
+                    errln!("{note}");
                 }
             }
         }
@@ -960,13 +962,13 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
     let rows = &c.rows;
     let notes = out_of_reach(rows, (a, b), &args.x, &args.y);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(rows)?);
+        outln!("{}", serde_json::to_string_pretty(rows)?);
         for n in &notes {
-            eprintln!("{n}");
+            errln!("{n}");
         }
         return Ok(ExitStatus::Ok);
     }
-    print!(
+    out!(
         "{}",
         inferbench_views::report::compare_table(
             rows,
@@ -977,7 +979,7 @@ fn run_compare(args: CompareFlags) -> anyhow::Result<ExitStatus> {
         )
     );
     for n in &notes {
-        println!("  {n}");
+        outln!("  {n}");
     }
     Ok(ExitStatus::Ok)
 }

@@ -118,7 +118,7 @@ impl EvalFlags {
 pub async fn served_model(opts: &mut EvalOptions) -> anyhow::Result<()> {
     if opts.model.trim().is_empty() {
         opts.model = inferbench_client::models::served_model(&opts.base_url, &opts.reach()).await?;
-        eprintln!(
+        errln!(
             "gsm8k: {}",
             inferbench_client::models::served_model_note(&opts.model)
         );
@@ -296,7 +296,7 @@ async fn finish(
         } else {
             String::new()
         };
-        eprintln!("gsm8k: {why}; nothing was measured, nothing written{kept}");
+        errln!("gsm8k: {why}; nothing was measured, nothing written{kept}");
         return Ok(status);
     }
     // An earlier eval's files there are replaced: said, as `bench` would have taken another
@@ -306,7 +306,7 @@ async fn finish(
     let w = match gsm8k::write_outputs(&a.result_dir, opts, samples, threshold) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!(
+            errln!(
                 "error: writing results into {}: {e} (the eval fails, exit 1)",
                 a.result_dir.display()
             );
@@ -321,19 +321,19 @@ async fn finish(
     if let Err(e) =
         gsm8k::write_regular(&meta_path, serde_json::to_string_pretty(&meta)?.as_bytes())
     {
-        eprintln!(
+        errln!(
             "error: writing {}: {e} (the eval fails, exit 1)",
             meta_path.display()
         );
         return Ok(ExitStatus::Failed);
     }
-    println!(
+    outln!(
         "gsm8k: {} at concurrency {} (--concurrency; the eval's conc where it is stored)",
         w.scores.line(),
         opts.concurrency
     );
     // Every file written, named (trial 23: meta_env.json went unsaid).
-    eprintln!(
+    errln!(
         "wrote {}, {} and {}{} (`inferbench ingest {} --set hw=… --set framework=… --set \
          precision=…` stores the score)",
         w.samples.display(),
@@ -347,7 +347,7 @@ async fn finish(
         a.result_dir.display()
     );
     if w.scores.cancelled > 0 {
-        eprintln!(
+        errln!(
             "gsm8k: interrupted: {} of {} problems answered; the results file says `interrupted: true` and `ingest` does not store it",
             w.scores.n,
             w.scores.n + w.scores.cancelled
@@ -355,7 +355,7 @@ async fn finish(
         return Ok(ExitStatus::Interrupted);
     }
     if !w.scores.passes(threshold) && !a.no_threshold {
-        eprintln!("gsm8k: below the threshold {threshold:.2} (pass --no-threshold to only report)");
+        errln!("gsm8k: below the threshold {threshold:.2} (pass --no-threshold to only report)");
         return Ok(ExitStatus::Failed);
     }
     Ok(ExitStatus::Ok)
