@@ -398,7 +398,10 @@ pub async fn run_bench(
         summary.inferbench.adaptive = true;
         summary.inferbench.adaptive_tolerance = Some(rule.tolerance);
         summary.inferbench.prompts_used = Some(profile_records);
-        if let (true, Some(a)) = (stopped_early, fired) {
+        // Said only when it saved prompts: a rule met at a check after the last send changed
+        // nothing.
+        let saved = profile_records < opts.resolved_num_prompts();
+        if let (true, Some(a)) = (stopped_early && saved, fired) {
             notes.push(format!(
                 "adaptive: the metrics were known to within {} % at 95 % confidence against \
                  the full protocol after {} of {} prompts (median TPOT: noise {:.2} % + bias \
