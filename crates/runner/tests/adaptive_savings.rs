@@ -9,7 +9,10 @@
 //! full protocol (no early stop): on the sim at `--time-scale 1`, with every point valid, a
 //! closed loop's point never stopped early at 2 % (docs/performance.md), so that column is
 //! what the planner alone saves. `scripts/adaptive-savings.sh` prints the table
-//! (`-- --nocapture`); docs/performance.md records it.
+//! (`-- --nocapture`); docs/performance.md records it. Since 2026-12-07 (evening) the issue's
+//! config is also run end to end on the sim's own engine as closed loops
+//! (`the_issue_config_on_the_sims_closed_loop`: queueing, first round and drain, the
+//! early-stop rule itself instead of its floor).
 
 use inferbench_runner::adaptive::{
     frontier_match, sim_model_point, Curve, LocalOrder, ModelPoint, DEFAULT_TOLERANCE,
