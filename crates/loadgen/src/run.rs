@@ -207,6 +207,9 @@ struct Shared {
     sent: AtomicU64,
     /// The early-stop rule's state (`BenchOptions::early_stop`), `None` without one.
     early: Option<crate::early_stop::Tracker>,
+    /// A closed loop's first request id not sent after the early stop (`u64::MAX` until set:
+    /// `Shared::within_last_round`).
+    early_end: AtomicU64,
 }
 
 impl Shared {
@@ -217,6 +220,28 @@ impl Shared {
         }
         self.sent.fetch_add(1, Ordering::Release);
         let _ = self.tx.send(rec);
+    }
+
+    /// Whether request `i` of a closed loop of `round` requests in flight is still sent: always
+    /// until the early-stop rule ends the profile; then only to complete the round, so that the
+    /// point sends a whole number of rounds as the full protocol does (10 × conc): the first
+    /// id fetched after the stop, rounded up to a multiple of `round`, is the end (set once;
+    /// ids are handed out in order, so exactly the ids below it are sent).
+    fn within_last_round(&self, i: u64, round: u64) -> bool {
+        if !self.stopped_early() {
+            return true;
+        }
+        let want = i.next_multiple_of(round.max(1));
+        let end = match (self.early_end).compare_exchange(
+            u64::MAX,
+            want,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => want,
+            Err(set) => set,
+        };
+        i < end
     }
 
     /// Whether the early-stop rule ended the profile: no more requests are sent.
@@ -291,7 +316,9 @@ pub async fn run_bench(
         opts.save_detailed,
     ));
     let mut shared = shared_state(client, &prepared, tx, &cancel, opts.max_concurrency);
-    if let Some(rule) = opts.early_stop {
+    if let Some(mut rule) = opts.early_stop {
+        // The bias is bounded against the prompts this point would send without the rule.
+        rule.planned = opts.resolved_num_prompts();
         if let Some(sh) = Arc::get_mut(&mut shared) {
             sh.early = Some(crate::early_stop::Tracker::new(rule));
         }
@@ -335,6 +362,7 @@ pub async fn run_bench(
     let request_url = shared.client.uri().to_string();
     let proxy = shared.client.proxy().map(str::to_string);
     let stopped_early = shared.stopped_early();
+    let fired = (shared.early.as_ref()).and_then(crate::early_stop::Tracker::fired);
     drop(shared);
     let (mut kept, write_error) = collector.await.context("record collector panicked")?;
     // A write that failed fails the point (exit 1, issue 39 §8), after writing what it can.
@@ -370,13 +398,23 @@ pub async fn run_bench(
         summary.inferbench.adaptive = true;
         summary.inferbench.adaptive_tolerance = Some(rule.tolerance);
         summary.inferbench.prompts_used = Some(profile_records);
-        if stopped_early {
+        // Said only when it saved prompts: a rule met at a check after the last send changed
+        // nothing.
+        let saved = profile_records < opts.resolved_num_prompts();
+        if let (true, Some(a)) = (stopped_early && saved, fired) {
             notes.push(format!(
-                "adaptive: the metrics were known to within {} % at 95 % confidence after {} \
-                 of {} prompts; the point stopped there",
+                "adaptive: the metrics were known to within {} % at 95 % confidence against \
+                 the full protocol after {} of {} prompts (median TPOT: noise {:.2} % + bias \
+                 {:.2} %; throughput: noise {:.2} % + bias {:.2} %; first round {:+.1} % \
+                 E2EL); the point stopped there",
                 rule.tolerance * 100.0,
                 profile_records,
-                opts.resolved_num_prompts()
+                opts.resolved_num_prompts(),
+                a.tpot_noise * 100.0,
+                a.tpot_bias * 100.0,
+                a.rate_noise * 100.0,
+                a.rate_bias * 100.0,
+                a.first_round_excess * 100.0
             ));
         }
     }
@@ -661,6 +699,7 @@ fn shared_state(
         cap: conc,
         sent: AtomicU64::new(0),
         early: None,
+        early_end: AtomicU64::new(u64::MAX),
     })
 }
 
@@ -1742,13 +1781,12 @@ async fn run_closed_loop(sh: &Arc<Shared>, spec: &PhaseSpec, cap: u32, start_ns:
             loop {
                 if sh.cancel.is_cancelled()
                     || sh.breaker.tripped()
-                    || sh.stopped_early()
                     || until.is_some_and(|u| clock.now() >= u)
                 {
                     break;
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                if count.is_some_and(|c| i >= c) {
+                if count.is_some_and(|c| i >= c) || !sh.within_last_round(i, u64::from(cap)) {
                     break;
                 }
                 let released_ns = clock.now_ns();

@@ -390,6 +390,17 @@ pub enum Why {
         /// The interval's share of the group's x range (0..=1).
         share: f64,
     },
+    /// Another curve's measured point inside the interval's x span is a knot of the group's
+    /// frontier as drawn (no measured point dominates it), though this curve, read straight
+    /// between the interval's ends, serves its x with more than the tolerance more: without a
+    /// point here the drawn frontier dips to it (issue 43: on the sim's closed loop TP 1's
+    /// conc 16 dented TP 2's 16..64 stretch by 41 %).
+    FalseKnot {
+        /// How much more this curve serves at the knot's x than the knot (0.7 = 70 %).
+        gap: f64,
+        /// The interval's share of the group's x range (0..=1).
+        share: f64,
+    },
 }
 
 /// One proposal of [`explain`]: the concurrency and why.
@@ -512,6 +523,20 @@ fn explain_curve(curves: &[Curve], i: usize, tol: f64) -> Vec<Candidate> {
         // and the frontier's chord from one curve to the other cuts below both.
         let side = |p: &(u32, f64, f64)| others_at(curves, i, p.1).map(|o| p.2 >= o);
         let crosses = matches!((side(&v[k]), side(&v[k + 1])), (Some(a), Some(b)) if a != b);
+        let share = if span > 0.0 {
+            (v[k + 1].1 - v[k].1).abs() / span
+        } else {
+            1.0
+        };
+        if let Some(gap) = false_knot(curves, i, (&v[k], &v[k + 1]), tol) {
+            let cand = Candidate {
+                conc: m,
+                why: Why::FalseKnot { gap, share },
+                listed: listed_inside.is_some(),
+            };
+            ranked.push((gap.min(1.0) * share, cand));
+            continue;
+        }
         if (u <= threshold || narrow) && !crosses {
             continue;
         }
@@ -541,11 +566,6 @@ fn explain_curve(curves: &[Curve], i: usize, tol: f64) -> Vec<Candidate> {
         // Ranked by what it can cost the measure: the uncertainty (capped at 100 %) times the
         // stretch's share of the group's x range, so that a curve's capped points go where the
         // frontier is decided, not to a steep end that interactivity barely spans.
-        let share = if span > 0.0 {
-            (v[k + 1].1 - v[k].1).abs() / span
-        } else {
-            1.0
-        };
         let why = if crosses {
             Why::Crossing {
                 uncertainty: u,
@@ -566,6 +586,51 @@ fn explain_curve(curves: &[Curve], i: usize, tol: f64) -> Vec<Candidate> {
     }
     ranked.sort_by(|a, b| b.1.listed.cmp(&a.1.listed).then(b.0.total_cmp(&a.0)));
     ranked.into_iter().map(|(_, c)| c).collect()
+}
+
+/// [`Why::FalseKnot`]: the largest relative gap by which curve `me`, read straight (linear in
+/// x and y, as a frontier is drawn) between its valid points `a` and `b`, serves the x of
+/// another curve's valid point inside (a, b)'s x span that no valid point of the group
+/// dominates, when above `tol`; `None` otherwise.
+fn false_knot(
+    curves: &[Curve],
+    me: usize,
+    (a, b): (&(u32, f64, f64), &(u32, f64, f64)),
+    tol: f64,
+) -> Option<f64> {
+    let (x_lo, x_hi) = (a.1.min(b.1), a.1.max(b.1));
+    if x_hi <= x_lo {
+        return None;
+    }
+    let all: Vec<(f64, f64)> = curves
+        .iter()
+        .flat_map(|c| c.valid())
+        .map(|p| (p.1, p.2))
+        .collect();
+    let mut worst: Option<f64> = None;
+    for (j, c) in curves.iter().enumerate() {
+        if j == me {
+            continue;
+        }
+        for q in c.valid() {
+            let (qx, qy) = (q.1, q.2);
+            if !(qx > x_lo && qx < x_hi && qy > 0.0) {
+                continue;
+            }
+            let dominated = all
+                .iter()
+                .any(|&(x, y)| x >= qx && y >= qy && (x > qx || y > qy));
+            if dominated {
+                continue;
+            }
+            let line = a.2 + (b.2 - a.2) * (qx - a.1) / (b.1 - a.1);
+            let gap = line / qy - 1.0;
+            if gap > tol && worst.is_none_or(|w| gap > w) {
+                worst = Some(gap);
+            }
+        }
+    }
+    worst
 }
 
 /// Runs a whole plan: rounds of [`next_round`], each proposal measured by `measure(curve,
@@ -1416,6 +1481,49 @@ mod tests {
     /// Two curves of one group: one dominated everywhere by more than the tolerance (70 % less
     /// throughput at any interactivity it reaches) stops after its first three points, while
     /// the winner is refined.
+    /// Issue 43: a point of another curve inside a stretch's x span that no measured point
+    /// dominates is a knot of the drawn frontier; when the stretch, read straight, serves its
+    /// x with more than the tolerance more (TP 1's conc 16 at x 114 against TP 2's 16..64
+    /// read at 14,323 tok/s/GPU: 71.8 %), the stretch is split at its listed middle (32), and
+    /// not once that point dominates the knot.
+    #[test]
+    fn a_false_knot_of_another_curve_splits_the_stretch_over_it() {
+        let concs = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+        let mut tp2 = Curve::listed(&concs);
+        for (c, x, y) in [
+            (1, 214.3, 530.4),
+            (16, 179.5, 6631.3),
+            (64, 103.2, 15633.1),
+            (256, 38.3, 23982.6),
+        ] {
+            tp2.points.insert(c, Some((x, y)));
+        }
+        let mut tp1 = Curve::listed(&concs);
+        for (c, x, y) in [(1, 141.9, 700.7), (16, 114.3, 8338.4), (256, 21.3, 26631.8)] {
+            tp1.points.insert(c, Some((x, y)));
+        }
+        let e = explain(&[tp2.clone(), tp1.clone()], 0.02);
+        let knot = e[0]
+            .iter()
+            .find(|c| matches!(c.why, Why::FalseKnot { .. }))
+            .copied();
+        let Some(Candidate {
+            conc: 32,
+            why: Why::FalseKnot { gap, .. },
+            listed: true,
+        }) = knot
+        else {
+            panic!("{e:?}");
+        };
+        assert_eq!((gap * 1000.0).round(), 718.0);
+        tp2.points.insert(32, Some((143.7, 10762.0)));
+        let e = explain(&[tp2, tp1], 0.02);
+        assert!(
+            !e[0].iter().any(|c| matches!(c.why, Why::FalseKnot { .. })),
+            "{e:?}"
+        );
+    }
+
     #[test]
     fn a_dominated_curve_stops_early() {
         let (_, order) = run(

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod catalogue;
+pub mod closed_loop;
 mod config;
 mod driver;
 pub mod engine;
