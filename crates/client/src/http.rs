@@ -625,7 +625,12 @@ impl Client {
             rec.anomalies.extend(found);
             rec.anomalies.sort();
         } else {
-            rec.anomalies.clear();
+            // A failed request keeps only `usage_invalid`: what the server sent as usage was no
+            // count, whatever else ended the request (issue 39, fresh tester's finding 5a: a
+            // stream whose only end was a usage chunk with `completion_tokens: NaN` failed
+            // without it). It counts in `anomalies`, not in the anomaly rate (successes only).
+            rec.anomalies
+                .retain(|a| *a == inferbench_core::anomaly::Anomaly::UsageInvalid);
         }
         rec
     }
