@@ -1472,6 +1472,17 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
                        "failed_reason": "nothing was measured: none of the 8 profile requests succeeded (8 failed)"},
     });
     std::fs::write(failed.join("c2.json"), v.to_string()).unwrap();
+    // Fresh tester's finding 1: interrupted before any request finished (a summary that names
+    // no `failed_reason`, as bench wrote before): failed, its cause the one rule's text, and
+    // no `invalid_reason` ("cut short: interrupted" was both).
+    let v = json!({
+        "date": "20260301-100000", "backend": "openai", "model_id": "m",
+        "num_prompts": 8, "max_concurrency": 4, "duration": 1.0,
+        "completed": 0, "total_input_tokens": 0, "total_output_tokens": 0,
+        "request_throughput": 0.0, "output_throughput": 0.0, "total_token_throughput": 0.0,
+        "inferbench": {"stop_reason": "interrupted", "interrupted": true, "failed": 0},
+    });
+    std::fs::write(failed.join("c4.json"), v.to_string()).unwrap();
     let mut s = Store::open(&db).unwrap();
     let o = IngestOptions::from_set(&[
         "hw=h200".into(),
@@ -1480,7 +1491,8 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
     ])
     .unwrap();
     let r = s.ingest_path(&failed, &o).unwrap();
-    assert_eq!(r.failed_points, 1, "{}", r.render());
+    assert_eq!(r.failed_points, 2, "{}", r.render());
+    assert_eq!(r.invalid_points, 0, "{}", r.render());
     drop(s);
     let (st, v) = get_json(&db, "/api/v1/points?include_failed=true").await;
     assert_eq!(st, StatusCode::OK, "{v}");
@@ -1504,6 +1516,16 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
             json!(2),
             json!("failed"),
             json!("nothing was measured: none of the 8 profile requests succeeded (8 failed)"),
+            Value::Null,
+            json!(false)
+        )),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(
+            json!(4),
+            json!("failed"),
+            json!("interrupted before any request finished"),
             Value::Null,
             json!(false)
         )),
