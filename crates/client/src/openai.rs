@@ -565,17 +565,21 @@ impl PendingCount {
         self.check_usage
     }
 
-    /// Stores `n`, the [`PendingCount::count`]: as the completion tokens when the server sent
-    /// no usage; else as `completion_tokens_client` (at least the token-bearing chunks, plus
-    /// the reasoning tokens the usage reports and the stream did not show), which
-    /// [`inferbench_core::anomaly::detect`] compares with the usage.
+    /// Stores `n`, the [`PendingCount::count`], raised to the number of token-bearing chunks:
+    /// a server sends a chunk per decode step, so a stream of N token-bearing chunks generated
+    /// at least N tokens, whatever another tokenizer makes of their joined text (issue 39,
+    /// fresh tester's finding 3: 10 chunks of `x` counted 2 tokens, TPOT 186 ms beside ITL
+    /// 20 ms; the rule `usage_below_stream` holds the server's usage to, and the count without
+    /// a tokenizer). Stored as the completion tokens when the server sent no usage; else as
+    /// `completion_tokens_client` (plus the reasoning tokens the usage reports and the stream
+    /// did not show), which [`inferbench_core::anomaly::detect`] compares with the usage.
     pub fn apply(&self, n: usize, rec: &mut RequestRecord) {
         let n = u32::try_from(n).unwrap_or(u32::MAX);
+        let streamed = n.max(u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX));
         if self.check_usage {
-            let streamed = n.max(u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX));
             rec.completion_tokens_client = Some(streamed.saturating_add(self.hidden_reasoning));
         } else {
-            rec.completion_tokens = n;
+            rec.completion_tokens = streamed;
         }
     }
 }

@@ -649,3 +649,32 @@ async fn a_responses_terminal_follows_the_responses_status() {
         }
     }
 }
+
+/// Fresh tester's finding 3: without usage, the client's count of a stream is at least its
+/// token-bearing chunks (a server sends one per decode step), so TPOT agrees with ITL: ten
+/// chunks of `x` are 10 tokens, not the tokenizer's 1 for `xxxxxxxxxx`; a count above the
+/// chunks (chunks bundling tokens) stays the tokenizer's; empty-content chunks are no chunks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_usage_the_count_is_at_least_the_token_bearing_chunks() {
+    for backend in ALL {
+        let x10 = ["x"; 10];
+        for (texts, want) in [
+            (&x10[..], 10),
+            (&["Hello world foo", " bar"][..], 4),
+            (&["a", "", "b", ""][..], 2),
+        ] {
+            let fin = end(backend, r#"{"prompt_tokens":8}"#);
+            let events = with(tokens(backend, texts), fin);
+            let rec = send(backend, &events, true).await;
+            let what = format!("{backend:?} {texts:?}");
+            assert!(rec.success, "{what}: {rec:#?}");
+            assert_eq!(rec.completion_tokens, want, "{what}");
+            assert_eq!(
+                rec.completion_tokens_source,
+                TokenSource::Tokenizer,
+                "{what}"
+            );
+            assert_eq!(rec.anomalies, Vec::<Anomaly>::new(), "{what}");
+        }
+    }
+}
