@@ -1105,8 +1105,8 @@ fn batch_named(shown: &str, value: &str) -> bool {
 }
 
 impl Store {
-    /// Matches `batch=` filters against batches as `view` shows them (`serve --redact`: an
-    /// absolute path as `…/` and its last two components) instead of their stored names, so a
+    /// Matches `batch=` filters against batches as `view` shows them (`serve --redact`: a
+    /// directory as `(path H)`, a hash of the whole path) instead of their stored names, so a
     /// reader cannot confirm what the view hides (a guessed parent directory, a full path);
     /// `None` restores matching the stored names. Applies to [`Store::points`] and
     /// [`Store::frontier`].

@@ -943,7 +943,7 @@ pub async fn run(
             // The batch as filters match it (its shown form under --redact), then exactly
             // this run's batch (a filter also matches other batches ending alike).
             let shown = if redacted {
-                crate::redact::text(&info.batch)
+                crate::redact::batch(&info.batch)
             } else {
                 info.batch.clone()
             };
