@@ -1009,16 +1009,10 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
     if s.completed == 0 {
-        // Cut short before any profile request succeeded: failed by the one rule (core's
-        // `nothing_measured_cause`, which the store also reads such a summary with); a replay
-        // that never reached the server says so by its `stop_reason` (exit 3) and is stored
-        // with the same text.
-        let stop = s.inferbench.stop_reason;
-        s.inferbench.failed_reason = nothing_measured_reason(out).or_else(|| {
-            matches!(stop, StopReason::Interrupted | StopReason::Aborted).then(|| {
-                inferbench_core::summary::nothing_measured_cause(Some(stop), s.inferbench.failed)
-            })
-        });
+        // A replay cut short (interrupted, aborted, unreachable) writes none: its console
+        // says why in its own words, and the store reads the summary with core's
+        // `nothing_measured_cause`, the rule `bench` writes its `failed_reason` with.
+        s.inferbench.failed_reason = nothing_measured_reason(out);
     }
     // The server's settings, as its first /metrics scrape reports them (issue 39 §5: a
     // replay against another server is not in the same group).
