@@ -791,6 +791,43 @@ fn an_interrupted_bench_db_point_keeps_its_workload() {
         "{err}{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // One status from the summary to the views (issue 39, fresh tester's finding 1): the
+    // summary names why it failed and no invalid reason; report's JSON says failed with that
+    // error and `invalid_reason: null` (the store said `cut short: interrupted` beside it).
+    let result = std::fs::read_dir(tmp.path().join("r"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.extension().is_some_and(|x| x == "json") && !p.to_string_lossy().contains("agg")
+        })
+        .unwrap();
+    let v: serde_json::Value = read_json(&result);
+    assert_eq!(
+        (
+            &v["inferbench"]["stop_reason"],
+            &v["inferbench"]["failed_reason"],
+            v["inferbench"].get("invalid_reason")
+        ),
+        (
+            &serde_json::json!("interrupted"),
+            &serde_json::json!("interrupted before any request finished"),
+            None
+        ),
+        "{v}"
+    );
+    let o = Command::new(BIN)
+        .args(["report", "--db", db.to_str().unwrap(), "--format", "json"])
+        .args(["--include-failed", "--columns", "conc,error,invalid_reason"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        rows,
+        serde_json::json!([{"conc": 1, "error": "interrupted before any request finished",
+                            "invalid_reason": null, "valid": false, "status": "failed"}]),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// A stand-in `amd-smi`: `list`, the `metric -p -c -t -u --csv -w N` loop (GPU 0 at 100 W,

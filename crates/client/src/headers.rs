@@ -126,6 +126,9 @@ impl Templates {
             };
             let name =
                 HeaderName::from_bytes(t.name.trim().as_bytes()).map_err(|e| bad(e.to_string()))?;
+            if let Some(why) = inferbench_core::http_fields::header_refusal(&t.name, true) {
+                return Err(bad(why));
+            }
             let v = t.render(0).map_err(bad)?;
             HeaderValue::from_str(&v).map_err(|e| bad(e.to_string()))?;
             out.push((name, t.clone()));
@@ -148,6 +151,11 @@ impl Templates {
             }
         }
         for (k, v) in extra {
+            // Datasets refuse these at load; a request built otherwise never sends them.
+            if inferbench_core::http_fields::header_refusal(k, true).is_some() {
+                tracing::warn!("request header {k:?} is the client's own: not sent");
+                continue;
+            }
             match (
                 HeaderName::from_bytes(k.trim().as_bytes()),
                 HeaderValue::from_str(v.trim()),
@@ -192,12 +200,33 @@ mod tests {
         let extra = [
             ("X-Tenant".to_string(), "a".to_string()),
             ("bad name".to_string(), "b".to_string()),
+            ("Content-Length".to_string(), "3".to_string()),
+            ("Host".to_string(), "evil".to_string()),
+            ("connection".to_string(), "close".to_string()),
         ];
         ts.render(Some(3), &extra, &mut out);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "x-data-parallel-rank: 1\r\nx-tenant: a\r\n"
         );
+    }
+
+    /// Issue 39, fresh tester's finding 4: a template may not set a field the client writes
+    /// itself (framing, `Host`, `Connection`: one rule with datasets' `extra_headers`).
+    #[test]
+    fn templates_of_the_clients_own_fields_are_refused() {
+        for (spec, why) in [
+            ("Content-Length: {i}", "Content-Length is a framing or connection field the client writes itself; it cannot be set"),
+            ("Transfer-Encoding: chunked", "Transfer-Encoding is a framing or connection field the client writes itself; it cannot be set"),
+            ("Host: h{i}", "Host cannot be set per request (give it once for every request with --header)"),
+            ("Connection: close", "Connection cannot be set per request (give it once for every request with --header)"),
+        ] {
+            let t = HeaderTemplate::parse(spec).unwrap();
+            match Templates::compile(&[t]) {
+                Err(ClientError::InvalidHeader { reason, .. }) => assert_eq!(reason, why, "{spec}"),
+                other => panic!("{spec}: {other:?}"),
+            }
+        }
     }
 
     /// A request outside the load (no send index) gets the index-free templates only.

@@ -381,6 +381,19 @@ impl Client {
             if name == AUTHORIZATION {
                 value.set_sensitive(true);
             }
+            // The client frames every request itself (one rule with templates and dataset
+            // headers: `inferbench_core::http_fields`); a `--header Host: NAME` replaces the
+            // URL's authority rather than adding a second `Host` line.
+            if let Some(reason) = inferbench_core::http_fields::header_refusal(k, false) {
+                return Err(ClientError::InvalidHeader {
+                    name: k.clone(),
+                    reason,
+                });
+            }
+            if name == HOST {
+                headers.insert(name, value);
+                continue;
+            }
             headers.append(name, value);
         }
         // Who is asking, for server logs and proxies (agentx-harness and AIPerf send theirs);
@@ -625,7 +638,12 @@ impl Client {
             rec.anomalies.extend(found);
             rec.anomalies.sort();
         } else {
-            rec.anomalies.clear();
+            // A failed request keeps only `usage_invalid`: what the server sent as usage was no
+            // count, whatever else ended the request (issue 39, fresh tester's finding 5a: a
+            // stream whose only end was a usage chunk with `completion_tokens: NaN` failed
+            // without it). It counts in `anomalies`, not in the anomaly rate (successes only).
+            rec.anomalies
+                .retain(|a| *a == inferbench_core::anomaly::Anomaly::UsageInvalid);
         }
         rec
     }
@@ -1839,6 +1857,36 @@ mod tests {
     }
 
     use super::*;
+
+    /// Issue 39, fresh tester's finding 4: `--header` may not set a framing field (one rule
+    /// with templates and datasets, `inferbench_core::http_fields`), and a `--header Host`
+    /// replaces the URL's authority: one `Host` line, never two.
+    #[test]
+    fn header_flags_refuse_framing_fields_and_host_replaces() {
+        let with = |k: &str, v: &str| ClientConfig {
+            base_url: "http://h:1".into(),
+            headers: vec![(k.to_string(), v.to_string())],
+            ..Default::default()
+        };
+        for k in ["Content-Length", "transfer-encoding", "Expect"] {
+            match Client::new(with(k, "3")) {
+                Err(ClientError::InvalidHeader { name, reason }) => {
+                    assert_eq!(name, k);
+                    assert_eq!(
+                        reason,
+                        format!("{k} is a framing or connection field the client writes itself; it cannot be set")
+                    );
+                }
+                Err(e) => panic!("{k}: {e}"),
+                Ok(_) => panic!("{k}: accepted"),
+            }
+        }
+        let c = Client::new(with("Host", "api.example")).unwrap();
+        let head = String::from_utf8_lossy(&c.head).to_ascii_lowercase();
+        assert_eq!(head.matches("\r\nhost: ").count(), 1, "{head}");
+        assert!(head.contains("\r\nhost: api.example\r\n"), "{head}");
+        assert!(Client::new(with("Connection", "close")).is_ok());
+    }
 
     #[test]
     fn url_join_and_validation() {

@@ -686,6 +686,84 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjList<T> {
     }
 }
 
+/// The keys whose values are token counts in a usage report (completions, chat, Responses),
+/// for [`underflowed_counts`].
+pub(crate) const COUNT_KEYS: &[&str] = &[
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "input_tokens",
+    "output_tokens",
+];
+
+/// Whether the JSON number literal `lit` is not zero as written yet reads as 0: a mantissa
+/// with a non-zero digit and an exponent below the range of an `f64` (`4e-400`, `1.5E-999`).
+/// Such a value is no count (issue 39, fresh tester's finding 5b: `4e-400` was read as 0).
+pub(crate) fn underflows(lit: &str) -> bool {
+    let mantissa = lit.split(['e', 'E']).next().unwrap_or("");
+    mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b))
+        && lit.parse::<f64>().is_ok_and(|v| v == 0.0)
+}
+
+/// The [`COUNT_KEYS`] of one JSON text (`data`, a chunk or event) whose value is a number
+/// literal that [`underflows`]: a parser reads it as 0, so the count is patched to "not a
+/// count" (`usage_invalid`) after parsing. A byte scan outside strings, linear in `data`; a
+/// text without `e-`/`E-` returns at once.
+pub(crate) fn underflowed_counts(data: &[u8]) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if !data.windows(2).any(|w| matches!(w, [b'e' | b'E', b'-'])) {
+        return out;
+    }
+    let mut i = 0;
+    let mut last_key: Option<&'static str> = None;
+    let mut last_string: Option<(usize, usize)> = None;
+    while i < data.len() {
+        match data[i] {
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < data.len() && data[i] != b'"' {
+                    i += if data[i] == b'\\' { 2 } else { 1 };
+                }
+                last_string = Some((start, i.min(data.len())));
+                i += 1;
+            }
+            b':' => {
+                last_key = last_string.take().and_then(|(a, b)| {
+                    COUNT_KEYS
+                        .iter()
+                        .copied()
+                        .find(|k| k.as_bytes() == &data[a..b])
+                });
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < data.len()
+                    && matches!(data[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                if let Some(k) = last_key.take() {
+                    let lit = std::str::from_utf8(&data[start..i]).unwrap_or("");
+                    if underflows(lit) && !out.contains(&k) {
+                        out.push(k);
+                    }
+                }
+            }
+            b',' | b'{' | b'}' | b'[' | b']' => {
+                last_key = None;
+                last_string = None;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,9 @@
 //! `finish_reason` ([`is_finish_reason`]) on the requested choice, or a usage chunk with a
 //! valid completion count after its last token. A stream whose body ends (cleanly or not)
 //! without any of them was cut short, e.g. by a proxy that timed out its upstream: the request
-//! fails as `stream_error`, never a shorter success. Tokens after `[DONE]` fail it too.
+//! fails as `stream_error`, never a shorter success. Tokens after `[DONE]` or after the
+//! requested choice's `finish_reason` fail it too (one rule: nothing of an answer follows its
+//! end).
 //!
 //! Only the requested choice is output (index 0, n = 1); data on another is the anomaly
 //! `extra_choice` and is not counted. A usage count is a JSON non-negative integer
@@ -305,24 +307,39 @@ impl ChoiceWire<'_> {
 /// `finish_reason` values that say "no reason", after normalizing ([`is_finish_reason`]): the
 /// empty string, `null` (a JSON null written as text, or JavaScript's `String(null)`), `nil`
 /// (Go's `<nil>`, Ruby's and Lua's nil), `none` (Python's `str(None)`: a server that formats a
-/// missing reason), `undefined` (JavaScript's `String(undefined)`) and `nan`. Real servers send
-/// JSON `null` while streaming and a word at the end (vLLM, SGLang, TRT-LLM: `stop`, `length`,
-/// `abort`, `tool_calls`; llama.cpp: `stop`, `length`; OpenAI also `content_filter`,
+/// missing reason), `undefined` (JavaScript's `String(undefined)`), `nan`, `false`,
+/// `nullptr` and `nothing`. Real servers send JSON `null` while
+/// streaming and a word at the end (vLLM, SGLang, TRT-LLM: `stop`, `length`, `abort`,
+/// `tool_calls`; llama.cpp: `stop`, `length`; OpenAI also `content_filter`,
 /// `function_call`); none of them uses one of these words as a reason (issue 39, finding 5).
-pub const NO_FINISH_REASON: &[&str] = &["", "null", "nil", "none", "undefined", "nan"];
+pub const NO_FINISH_REASON: &[&str] = &[
+    "",
+    "null",
+    "nil",
+    "none",
+    "undefined",
+    "nan",
+    "false",
+    "nullptr",
+    "nothing",
+];
 
-/// Whether `f` is a real `finish_reason`: normalized (trimmed, ASCII-lowercased, surrounding
-/// `<>`, `()`, `[]`, quotes and whitespace stripped) it is not one of [`NO_FINISH_REASON`] and
-/// has at least one letter (`"0"`, `"-"`, `"{}"` are no reason). Any other word counts, known
-/// or not (servers name their own: `eos`, `end_turn`, …). Only a real reason on the requested
-/// choice ends a stream.
+/// Whether `f` is a real `finish_reason` (issue 39, fresh tester's finding 5c: `"None."` was
+/// one). Normalized (every character that is not a letter or digit trimmed from both ends:
+/// whitespace, zero-width and other format characters, quotes, brackets, punctuation; then
+/// ASCII-lowercased), a real reason is one word of an identifier's shape: an ASCII letter,
+/// then ASCII letters, digits, `_` or `-` (`stop`, `tool_calls`, `end_turn`, `eos`,
+/// `stop-sequence`), and not one of [`NO_FINISH_REASON`]. Any such word counts, known or not
+/// (servers name their own); a sentence, a number, `n/a` or a non-ASCII word is no reason.
+/// Only a real reason on the requested choice ends a stream.
 pub fn is_finish_reason(f: &str) -> bool {
     let norm = f
-        .trim_matches(|c: char| {
-            c.is_whitespace() || matches!(c, '<' | '>' | '(' | ')' | '[' | ']' | '"' | '\'' | '`')
-        })
+        .trim_matches(|c: char| !c.is_alphanumeric())
         .to_ascii_lowercase();
-    norm.chars().any(|c| c.is_alphabetic()) && !NO_FINISH_REASON.contains(&norm.as_str())
+    let mut chars = norm.chars();
+    let shaped = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    shaped && !NO_FINISH_REASON.contains(&norm.as_str())
 }
 
 #[derive(Deserialize, Default)]
@@ -358,6 +375,29 @@ pub(crate) struct UsageWire {
 }
 
 impl UsageWire {
+    /// Marks the counts named in `keys` ([`lenient::underflowed_counts`]) as not counts: their
+    /// literal underflowed to 0 (`4e-400`), which is no count.
+    pub(crate) fn invalidate(&mut self, keys: &[&str]) {
+        for k in keys {
+            match *k {
+                "prompt_tokens" => self.prompt_tokens = LCount::INVALID,
+                "completion_tokens" => self.completion_tokens = LCount::INVALID,
+                "total_tokens" => self.total_tokens = LCount::INVALID,
+                "cached_tokens" => {
+                    if let Some(d) = self.prompt_tokens_details.0.as_mut() {
+                        d.cached_tokens = LCount::INVALID;
+                    }
+                }
+                "reasoning_tokens" => {
+                    if let Some(d) = self.completion_tokens_details.0.as_mut() {
+                        d.reasoning_tokens = LCount::INVALID;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// A count in this usage was there but not a non-negative integer (`usage_invalid`):
     /// `prompt_tokens`, `completion_tokens`, `total_tokens`,
     /// `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`.
@@ -525,17 +565,21 @@ impl PendingCount {
         self.check_usage
     }
 
-    /// Stores `n`, the [`PendingCount::count`]: as the completion tokens when the server sent
-    /// no usage; else as `completion_tokens_client` (at least the token-bearing chunks, plus
-    /// the reasoning tokens the usage reports and the stream did not show), which
-    /// [`inferbench_core::anomaly::detect`] compares with the usage.
+    /// Stores `n`, the [`PendingCount::count`], raised to the number of token-bearing chunks:
+    /// a server sends a chunk per decode step, so a stream of N token-bearing chunks generated
+    /// at least N tokens, whatever another tokenizer makes of their joined text (issue 39,
+    /// fresh tester's finding 3: 10 chunks of `x` counted 2 tokens, TPOT 186 ms beside ITL
+    /// 20 ms; the rule `usage_below_stream` holds the server's usage to, and the count without
+    /// a tokenizer). Stored as the completion tokens when the server sent no usage; else as
+    /// `completion_tokens_client` (plus the reasoning tokens the usage reports and the stream
+    /// did not show), which [`inferbench_core::anomaly::detect`] compares with the usage.
     pub fn apply(&self, n: usize, rec: &mut RequestRecord) {
         let n = u32::try_from(n).unwrap_or(u32::MAX);
+        let streamed = n.max(u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX));
         if self.check_usage {
-            let streamed = n.max(u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX));
             rec.completion_tokens_client = Some(streamed.saturating_add(self.hidden_reasoning));
         } else {
-            rec.completion_tokens = n;
+            rec.completion_tokens = streamed;
         }
     }
 }
@@ -569,8 +613,14 @@ pub struct Interpreter {
     /// Cumulative completion tokens of the last token-bearing chunk that carried usage
     /// (`continuous_usage_stats`), for per-chunk token counts.
     last_cum_completion: u32,
-    /// A chunk carried a non-empty `finish_reason`.
+    /// A chunk carried a real `finish_reason` on the requested choice: the answer ended there,
+    /// and tokens after it fail the request (as tokens after `[DONE]` do).
     finish_seen: bool,
+    /// The last token-less chunk after the last token carried usage whose
+    /// `completion_tokens` was there but not a count (`usage_invalid`): the excerpt of that
+    /// chunk, named when the stream ends without a terminal signal (a usage chunk did arrive;
+    /// it was not a count).
+    invalid_usage_tail: Option<String>,
     /// The last chunk that carried `usage` carried no token, and no token-bearing chunk came
     /// after it: the stream's usage chunk (vLLM's `continuous_usage_stats` puts usage on every
     /// chunk, the role chunk included, so usage before or on a token ends nothing).
@@ -732,12 +782,17 @@ impl Interpreter {
     }
 
     /// The message of a stream of this backend that ended without a terminal signal:
-    /// [`INCOMPLETE_STREAM`] (completions, chat) or [`INCOMPLETE_RESPONSES_STREAM`].
-    pub fn incomplete_message(&self) -> &'static str {
+    /// [`INCOMPLETE_STREAM`] (completions, chat) or [`INCOMPLETE_RESPONSES_STREAM`]; when the
+    /// stream's last chunk was a usage chunk whose `completion_tokens` is not a count
+    /// (`usage_invalid`), [`INCOMPLETE_STREAM`] followed by [`INVALID_USAGE_END`] and that
+    /// chunk (a usage chunk did arrive: it was no count, so it ended nothing).
+    pub fn incomplete_message(&self) -> String {
         if self.responses {
-            INCOMPLETE_RESPONSES_STREAM
+            INCOMPLETE_RESPONSES_STREAM.to_string()
+        } else if let Some(d) = &self.invalid_usage_tail {
+            format!("{INCOMPLETE_STREAM}{INVALID_USAGE_END}{d}")
         } else {
-            INCOMPLETE_STREAM
+            INCOMPLETE_STREAM.to_string()
         }
     }
 
@@ -755,8 +810,10 @@ impl Interpreter {
         if let Some(c) = crate::fastchunk::parse(data) {
             return self.apply(c, false, data, t_ns, rec);
         }
+        // The fast path reads only plain integers as counts; here a float literal may have
+        // underflowed to 0 (`4e-400`), which is no count.
         let err = match serde_json::from_slice::<ChunkWire<'_>>(data) {
-            Ok(c) => return self.apply(c, false, data, t_ns, rec),
+            Ok(c) => return self.apply(underflowed(c, data), false, data, t_ns, rec),
             Err(e) => e,
         };
         let Ok(text) = std::str::from_utf8(data) else {
@@ -771,7 +828,7 @@ impl Interpreter {
         };
         if let Some(v) = lenient::parse_relaxed(text) {
             if let Ok(c) = ChunkWire::deserialize(&v) {
-                return self.apply(c, true, data, t_ns, rec);
+                return self.apply(underflowed(c, data), true, data, t_ns, rec);
             }
         }
         self.fail(
@@ -810,9 +867,24 @@ impl Interpreter {
             self.fail(ErrorClass::StreamError, format!("error object: {msg}"));
             return;
         }
+        let of = chunk.choices.0.len();
+        // The answer ended at its finish_reason: tokens after it (on the requested choice) fail
+        // the request as tokens after `[DONE]` do, nothing of them taken (issue 39, fresh
+        // tester's finding 5e: a finish_reason on the role chunk, then three tokens and
+        // `[DONE]`, succeeded with finish_reason null).
+        if self.finish_seen
+            && (chunk.choices.0.iter()).any(|c| c.requested(of) && c.carries_tokens())
+        {
+            let msg = format!(
+                "tokens after finish_reason {:?}: {}",
+                rec.finish_reason.as_deref().unwrap_or(""),
+                String::from_utf8_lossy(excerpt(data))
+            );
+            self.fail(ErrorClass::StreamError, msg);
+            return;
+        }
         let mut here = Here::default();
         let mut finish_here = false;
-        let of = chunk.choices.0.len();
         for choice in &chunk.choices.0 {
             // Only the requested choice is output ([`ChoiceWire::requested`]). Data on any
             // other is `extra_choice`, never counted (issue 39, finding 7).
@@ -857,26 +929,24 @@ impl Interpreter {
                 self.empty_content(t_ns, rec);
             }
         }
-        // A finish_reason ends the stream only as the last thing before its end (a trailing
-        // usage chunk and `[DONE]` aside): tokens after it clear it.
+        // A finish_reason ends the answer: only a trailing usage chunk and `[DONE]` may follow
+        // (tokens after it failed the request above).
         if finish_here {
             self.finish_seen = true;
-        } else if token_bearing {
-            // The reason no longer ends the answer: the record does not keep it either (trial
-            // of issue 39, finding 8: a failed "stream ended without finish_reason" record
-            // said `finish_reason: "stop"`).
-            if self.finish_seen {
-                rec.finish_reason = None;
-            }
-            self.finish_seen = false;
         }
         // Usage ends it only with a completion count (an empty `"usage":{}` is no evidence).
         let usage_counted =
             (chunk.usage.0.as_ref()).is_some_and(|u| u.completion_tokens.0.is_some());
+        let usage_not_a_count = (chunk.usage.0.as_ref())
+            .is_some_and(|u| u.completion_tokens.0.is_none() && u.completion_tokens.1);
         if token_bearing {
             self.usage_tail = false;
+            self.invalid_usage_tail = None;
         } else if usage_counted {
             self.usage_tail = true;
+            self.invalid_usage_tail = None;
+        } else if usage_not_a_count {
+            self.invalid_usage_tail = Some(String::from_utf8_lossy(excerpt(data)).into_owned());
         }
         let mut chunk_tokens = None;
         if let Some(u) = chunk.usage.0 {
@@ -1131,6 +1201,11 @@ pub(crate) struct Here {
 /// [`Interpreter::complete`] (class `stream_error`).
 pub const INCOMPLETE_STREAM: &str = "stream ended without finish_reason, usage or [DONE]";
 
+/// What [`INCOMPLETE_STREAM`] is followed by when the stream's last chunk was a usage chunk
+/// whose `completion_tokens` is not a count (then that chunk's data, up to 512 bytes).
+pub const INVALID_USAGE_END: &str =
+    ": its last chunk's usage.completion_tokens is not a count (usage_invalid): ";
+
 /// The error message of a Responses stream that ended without its terminal event (class
 /// `stream_error`; [`crate::responses`]).
 pub const INCOMPLETE_RESPONSES_STREAM: &str =
@@ -1156,6 +1231,15 @@ fn chunk_carries_tokens(data: &[u8]) -> bool {
         .and_then(lenient::parse_relaxed);
     v.and_then(|v| ChunkWire::deserialize(&v).ok().map(|c| check(&c)))
         .unwrap_or(false)
+}
+
+/// `c` with its usage counts whose literal in `data` underflowed to 0 (`4e-400`) marked as no
+/// count ([`lenient::underflowed_counts`]); the fast path reads only plain integers as counts.
+fn underflowed<'a>(mut c: ChunkWire<'a>, data: &[u8]) -> ChunkWire<'a> {
+    if let Some(u) = c.usage.0.as_mut() {
+        u.invalidate(&lenient::underflowed_counts(data));
+    }
+    c
 }
 
 /// At most the first 512 bytes, for error messages.

@@ -11,7 +11,8 @@
 //! (tool). Every other event (`response.created`, `response.output_text.done` with the
 //! whole text, …) carries none.
 //!
-//! The terminal signal is `response.completed`: its `response.usage` (`input_tokens`,
+//! The terminal signal is `response.completed` (when the response's own `status` agrees:
+//! `terminal_verdict`): its `response.usage` (`input_tokens`,
 //! `output_tokens`, `input_tokens_details.cached_tokens`) gives the token counts as chat's usage
 //! chunk does; `finish_reason` is `length` when its `incomplete_details.reason` is
 //! `max_output_tokens`, else `stop`. A `response.incomplete` for `max_output_tokens` is the same
@@ -71,7 +72,7 @@ pub(crate) fn on_data(
     // A whole response object (non-streamed), or one without a `type`.
     if kind.is_empty() || kind == "response" {
         if v.get("object").and_then(Value::as_str) == Some("response") {
-            return whole_response(it, &v, relaxed, t_ns, rec);
+            return whole_response(it, &v, relaxed, data, t_ns, rec);
         }
         if v.get("error").is_some_and(|e| !e.is_null()) {
             return it.fail(
@@ -117,24 +118,10 @@ pub(crate) fn on_data(
         }
         "response.completed" | "response.incomplete" => {
             let resp = v.get("response").unwrap_or(&Value::Null);
-            let reason = resp
-                .pointer("/incomplete_details/reason")
-                .and_then(Value::as_str);
-            if kind == "response.incomplete" && reason != Some("max_output_tokens") {
-                return it.fail(
-                    ErrorClass::StreamError,
-                    format!(
-                        "response.incomplete: {}",
-                        reason.unwrap_or("no reason given")
-                    ),
-                );
+            match terminal_verdict(&kind, resp) {
+                Ok((terminal, reason)) => finish(it, terminal, resp, reason, data, t_ns, rec),
+                Err(msg) => it.fail(ErrorClass::StreamError, msg),
             }
-            let terminal = if kind == "response.incomplete" {
-                "response.incomplete"
-            } else {
-                "response.completed"
-            };
-            finish(it, terminal, resp, reason, t_ns, rec);
         }
         "response.failed" => {
             let err = v.pointer("/response/error").unwrap_or(&Value::Null);
@@ -183,16 +170,26 @@ pub(crate) fn carries_tokens(event: &[u8], data: &[u8]) -> bool {
 }
 
 /// The terminal event: usage, finish reason, the end of the stream at `t_ns`.
+/// `data`: the event's JSON text, for counts whose literal underflowed
+/// ([`lenient::underflowed_counts`]).
 fn finish(
     it: &mut Interpreter,
     terminal: &'static str,
     resp: &Value,
     reason: Option<&str>,
+    data: &[u8],
     t_ns: u64,
     rec: &mut RequestRecord,
 ) {
     if let Some(u) = resp.get("usage").filter(|u| u.is_object()) {
-        let count = |p: &str| u.pointer(p).map_or(LCount::default(), count_of);
+        let underflowed = lenient::underflowed_counts(data);
+        let count = |p: &str| {
+            let key = p.rsplit('/').next().unwrap_or("");
+            if underflowed.contains(&key) {
+                return LCount::INVALID;
+            }
+            u.pointer(p).map_or(LCount::default(), count_of)
+        };
         it.set_usage(
             &UsageCounts {
                 prompt: count("/input_tokens"),
@@ -223,19 +220,13 @@ fn whole_response(
     it: &mut Interpreter,
     v: &Value,
     relaxed: bool,
+    data: &[u8],
     t_ns: u64,
     rec: &mut RequestRecord,
 ) {
-    let status = v
-        .get("status")
-        .and_then(Value::as_str)
-        .unwrap_or("completed");
-    if status == "failed" {
-        let err = v.get("error").unwrap_or(&Value::Null);
-        return it.fail(
-            ErrorClass::StreamError,
-            format!("response.failed: {}", describe_error(err)),
-        );
+    let verdict = terminal_verdict("response", v);
+    if let Err(msg) = verdict {
+        return it.fail(ErrorClass::StreamError, msg);
     }
     let mut here = Here::default();
     for item in v
@@ -272,10 +263,54 @@ fn whole_response(
     if here.content || here.refusal || here.reasoning || here.tool {
         it.token_chunk(&here, None, t_ns, rec);
     }
-    let reason = v
+    if let Ok((terminal, reason)) = verdict {
+        finish(it, terminal, v, reason, data, t_ns, rec);
+    }
+}
+
+/// The one rule of a response's end, for the terminal events (`kind`: `response.completed`,
+/// `response.incomplete`) and a whole response object (`kind` `response`): the event and the
+/// response's own `status` must both say it ended well (issue 39, fresh tester's finding 5d: a
+/// `response.completed` whose response said `status: "failed"` counted as a success).
+/// `status` `failed` fails with the response's `error` ("KIND with status failed: CODE:
+/// MESSAGE"; a whole response: "response.failed: …"); `incomplete` (or the
+/// `response.incomplete` event) completes only for `incomplete_details.reason`
+/// `max_output_tokens` (the answer cut at the requested length: terminal
+/// `response.incomplete`), else fails ("response.incomplete: REASON"); any status other than
+/// `completed` (`cancelled`, `in_progress`, `queued`, a non-string) fails ("KIND with status
+/// S"); `completed` or no status completes (terminal `response.completed`). Returns the
+/// terminal's name and the incomplete reason.
+fn terminal_verdict<'v>(
+    kind: &str,
+    resp: &'v Value,
+) -> Result<(&'static str, Option<&'v str>), String> {
+    let reason = resp
         .pointer("/incomplete_details/reason")
         .and_then(Value::as_str);
-    finish(it, "response.completed", v, reason, t_ns, rec);
+    let status = resp.get("status").filter(|s| !s.is_null());
+    let status_str = status.map(|s| s.as_str().map_or_else(|| s.to_string(), str::to_owned));
+    match status_str.as_deref() {
+        Some("failed") => {
+            let err = describe_error(resp.get("error").unwrap_or(&Value::Null));
+            return Err(if kind == "response" {
+                format!("response.failed: {err}")
+            } else {
+                format!("{kind} with status failed: {err}")
+            });
+        }
+        None | Some("completed") | Some("incomplete") => {}
+        Some(other) => return Err(format!("{kind} with status {}", cut(other))),
+    }
+    if kind == "response.incomplete" || status_str.as_deref() == Some("incomplete") {
+        if reason != Some("max_output_tokens") {
+            return Err(format!(
+                "response.incomplete: {}",
+                reason.unwrap_or("no reason given")
+            ));
+        }
+        return Ok(("response.incomplete", reason));
+    }
+    Ok(("response.completed", reason))
 }
 
 /// A usage count read by the rule of every backend ([`LCount`]): a JSON non-negative integer

@@ -102,18 +102,37 @@ async fn a_finish_reason_on_another_index_does_not_end_the_stream() {
     }
 }
 
-/// Trial of issue 39, finding 8: tokens after a `finish_reason`, then the body ends without
-/// `[DONE]` or usage: the request fails as incomplete and its record keeps no finish reason.
+/// Trial of issue 39, finding 8, and the fresh tester's finding 5e: tokens after a
+/// `finish_reason` fail the request as tokens after `[DONE]` do (one rule: nothing of an
+/// answer follows its end), whether the body then ends, sends `[DONE]`, or the reason came on
+/// a content-less role chunk; the record keeps the reason the message names.
 #[tokio::test]
-async fn tokens_after_a_finish_reason_clear_it_from_the_record() {
+async fn tokens_after_a_finish_reason_fail_the_request() {
     for backend in BACKENDS {
-        let events = [
-            event(&[choice(backend, Some("0"), "Hello", Some("stop"))]),
-            event(&[choice(backend, Some("0"), " more", None)]),
-        ];
-        let rec = send_hi(&client(serve_events(&events).await, backend), Some(8)).await;
-        assert!(!rec.success, "{backend:?}");
-        assert_eq!(rec.error.as_deref(), Some(INCOMPLETE_STREAM), "{backend:?}");
-        assert_eq!(rec.finish_reason, None, "{backend:?}");
+        for done in [false, true] {
+            for first_text in ["Hello", ""] {
+                let more = event(&[choice(backend, Some("0"), " more", None)]);
+                let mut events = vec![
+                    event(&[choice(backend, Some("0"), first_text, Some("stop"))]),
+                    more.clone(),
+                    event(&[choice(backend, Some("0"), " again", None)]),
+                ];
+                if done {
+                    events.push("data: [DONE]\n\n".to_string());
+                }
+                let what = format!("{backend:?} done {done} first {first_text:?}");
+                let rec = send_hi(&client(serve_events(&events).await, backend), Some(8)).await;
+                assert!(!rec.success, "{what}");
+                assert_eq!(rec.error_class, Some(ErrorClass::StreamError), "{what}");
+                let data = more.trim_start_matches("data: ").trim_end();
+                assert_eq!(
+                    rec.error.as_deref(),
+                    Some(format!("tokens after finish_reason \"stop\": {data}").as_str()),
+                    "{what}"
+                );
+                assert_eq!(rec.output_text, first_text, "{what}");
+                assert_eq!(rec.finish_reason.as_deref(), Some("stop"), "{what}");
+            }
+        }
     }
 }

@@ -20,7 +20,9 @@ use common::{send_hi, serve_events};
 use std::sync::Arc;
 use std::time::Duration;
 
-use inferbench_client::openai::{INCOMPLETE_RESPONSES_STREAM, INCOMPLETE_STREAM};
+use inferbench_client::openai::{
+    INCOMPLETE_RESPONSES_STREAM, INCOMPLETE_STREAM, INVALID_USAGE_END,
+};
 use inferbench_client::{Backend, Client, ClientConfig, TokenCounter};
 use inferbench_core::{Anomaly, ErrorClass, RequestRecord, TokenSource};
 
@@ -263,7 +265,14 @@ async fn a_string_count_does_not_complete_a_stream() {
             assert_eq!(rec.success, ok, "{backend:?} {usage}: {rec:#?}");
             if !ok {
                 assert_eq!(rec.error_class, Some(ErrorClass::StreamError));
-                assert_eq!(rec.error.as_deref(), Some(INCOMPLETE_STREAM));
+                // The message names the usage chunk that did arrive and was no count, and the
+                // failed record keeps `usage_invalid` (fresh tester's finding 5a).
+                let data = format!(r#"{{"choices":[],"usage":{usage}}}"#);
+                assert_eq!(
+                    rec.error,
+                    Some(format!("{INCOMPLETE_STREAM}{INVALID_USAGE_END}{data}"))
+                );
+                assert_eq!(rec.anomalies, vec![Anomaly::UsageInvalid]);
                 assert_eq!(rec.output_text, "Hello wor");
             }
         }
@@ -292,6 +301,20 @@ async fn no_reason_words_are_not_a_finish_reason() {
             ("NaN", false),
             ("0", false),
             ("-", false),
+            // Fresh tester's finding 5c: every non-letter trimmed from both ends (punctuation,
+            // no-break and zero-width spaces), then one identifier-shaped word.
+            ("None.", false),
+            ("Null ", false),
+            ("\\u00a0", false),
+            ("\\u200b", false),
+            ("\\u200bnull\\u200b", false),
+            ("false", false),
+            ("n/a", false),
+            ("not given", false),
+            ("stop.", true),
+            ("\\u200bstop", true),
+            ("tool_calls", true),
+            ("end_turn", true),
             ("stop", true),
             ("eos", true),
             ("length", true),
@@ -310,7 +333,8 @@ async fn no_reason_words_are_not_a_finish_reason() {
             let what = format!("{backend:?} {reason:?}");
             assert_eq!(rec.success, ok, "{what}: {rec:#?}");
             if ok {
-                assert_eq!(rec.finish_reason.as_deref(), Some(reason), "{what}");
+                let sent: String = serde_json::from_str(&format!("\"{reason}\"")).unwrap();
+                assert_eq!(rec.finish_reason.as_deref(), Some(sent.as_str()), "{what}");
             } else {
                 assert_eq!(rec.error.as_deref(), Some(INCOMPLETE_STREAM), "{what}");
                 assert_eq!(rec.finish_reason, None, "{what}");
@@ -493,6 +517,164 @@ async fn usage_above_what_the_stream_holds_is_usage_above_stream() {
             let rec = send(backend, &events, false).await;
             assert_eq!(rec.completion_tokens_client, None, "{what}");
             assert_eq!(rec.anomalies, vec![], "{what}");
+        }
+    }
+}
+
+/// Fresh tester's finding 5a/5b: a usage chunk whose `completion_tokens` is no count (`NaN`,
+/// `"4"`, `-4`, `1e400`, `4e-400`, a 20-digit integer beyond u64) as the stream's only end: the
+/// request fails as cut short, its message names that usage chunk, and the record keeps
+/// `usage_invalid`. `4e-400` is no count (its literal underflows to 0), neither before a
+/// `finish_reason`: that request stands with the anomaly and the tokenizer's count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_usage_chunk_as_the_only_end_is_named_and_flagged() {
+    for backend in [Backend::OpenAiCompletions, Backend::OpenAiChat] {
+        for count in [
+            "NaN",
+            "\"4\"",
+            "-4",
+            "1e400",
+            "4e-400",
+            "4E-400",
+            "99999999999999999999",
+        ] {
+            let data = format!(
+                r#"{{"choices":[],"usage":{{"prompt_tokens":8,"completion_tokens":{count},"total_tokens":12}}}}"#
+            );
+            let events = with(tokens(backend, &["Hello", " wor"]), vec![ev(&data)]);
+            let rec = send(backend, &events, true).await;
+            let what = format!("{backend:?} {count}");
+            if count == "99999999999999999999" {
+                // Beyond u64 but a JSON integer: a count (clamped), so the stream is complete.
+                assert!(rec.success, "{what}: {rec:#?}");
+                continue;
+            }
+            assert!(!rec.success, "{what}: {rec:#?}");
+            assert_eq!(rec.error_class, Some(ErrorClass::StreamError), "{what}");
+            assert_eq!(
+                rec.error,
+                Some(format!("{INCOMPLETE_STREAM}{INVALID_USAGE_END}{data}")),
+                "{what}"
+            );
+            assert_eq!(rec.anomalies, vec![Anomaly::UsageInvalid], "{what}");
+        }
+        // With a real end, the underflowing count is usage_invalid and not taken.
+        let events = with(
+            tokens(backend, &["Hello", " wor"]),
+            end(backend, r#"{"prompt_tokens":8,"completion_tokens":4e-400}"#),
+        );
+        let rec = send(backend, &events, true).await;
+        assert!(rec.success, "{backend:?}: {rec:#?}");
+        assert_eq!(rec.anomalies, vec![Anomaly::UsageInvalid], "{backend:?}");
+        assert_eq!(rec.completion_tokens, 2, "{backend:?}");
+        assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
+    }
+    // Responses: an underflowing output count is no count either.
+    let events = with(
+        tokens(Backend::OpenAiResponses, &["Hello", " wor"]),
+        end(
+            Backend::OpenAiResponses,
+            r#"{"prompt_tokens":8,"completion_tokens":4e-400}"#,
+        ),
+    );
+    let rec = send(Backend::OpenAiResponses, &events, true).await;
+    assert!(rec.success, "{rec:#?}");
+    assert_eq!(rec.anomalies, vec![Anomaly::UsageInvalid]);
+    assert_eq!(rec.completion_tokens, 2);
+}
+
+/// Fresh tester's finding 5d: a Responses terminal event ends well only when the response's
+/// own `status` agrees: `response.completed` with `status: "failed"` fails with the response's
+/// error, with `incomplete` it is read as `response.incomplete` (complete only for
+/// `max_output_tokens`), with `cancelled` (or any other status) it fails; a whole response
+/// object follows the same rule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_responses_terminal_follows_the_responses_status() {
+    let usage = r#"{"input_tokens":8,"output_tokens":2}"#;
+    for (kind, status, reason, want) in [
+        (
+            "response.completed",
+            r#""failed","error":{"code":"server_error","message":"boom"}"#,
+            "",
+            Err("response.completed with status failed: server_error: boom"),
+        ),
+        (
+            "response.completed",
+            r#""incomplete""#,
+            r#","incomplete_details":{"reason":"content_filter"}"#,
+            Err("response.incomplete: content_filter"),
+        ),
+        (
+            "response.completed",
+            r#""incomplete""#,
+            r#","incomplete_details":{"reason":"max_output_tokens"}"#,
+            Ok("length"),
+        ),
+        (
+            "response.completed",
+            r#""cancelled""#,
+            "",
+            Err("response.completed with status cancelled"),
+        ),
+        (
+            "response.incomplete",
+            r#""completed""#,
+            r#","incomplete_details":{"reason":"content_filter"}"#,
+            Err("response.incomplete: content_filter"),
+        ),
+        ("response.completed", r#""completed""#, "", Ok("stop")),
+    ] {
+        let end = named(
+            kind,
+            &format!(
+                r#"{{"type":"{kind}","response":{{"object":"response","status":{status}{reason},"usage":{usage}}}}}"#
+            ),
+        );
+        let events = with(
+            tokens(Backend::OpenAiResponses, &["Hello", " wor"]),
+            vec![end],
+        );
+        let rec = send(Backend::OpenAiResponses, &events, false).await;
+        let what = format!("{kind} {status} {reason}");
+        match want {
+            Ok(fin) => {
+                assert!(rec.success, "{what}: {rec:#?}");
+                assert_eq!(rec.finish_reason.as_deref(), Some(fin), "{what}");
+            }
+            Err(msg) => {
+                assert!(!rec.success, "{what}");
+                assert_eq!(rec.error_class, Some(ErrorClass::StreamError), "{what}");
+                assert_eq!(rec.error.as_deref(), Some(msg), "{what}");
+            }
+        }
+    }
+}
+
+/// Fresh tester's finding 3: without usage, the client's count of a stream is at least its
+/// token-bearing chunks (a server sends one per decode step), so TPOT agrees with ITL: ten
+/// chunks of `x` are 10 tokens, not the tokenizer's 1 for `xxxxxxxxxx`; a count above the
+/// chunks (chunks bundling tokens) stays the tokenizer's; empty-content chunks are no chunks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_usage_the_count_is_at_least_the_token_bearing_chunks() {
+    for backend in ALL {
+        let x10 = ["x"; 10];
+        for (texts, want) in [
+            (&x10[..], 10),
+            (&["Hello world foo", " bar"][..], 4),
+            (&["a", "", "b", ""][..], 2),
+        ] {
+            let fin = end(backend, r#"{"prompt_tokens":8}"#);
+            let events = with(tokens(backend, texts), fin);
+            let rec = send(backend, &events, true).await;
+            let what = format!("{backend:?} {texts:?}");
+            assert!(rec.success, "{what}: {rec:#?}");
+            assert_eq!(rec.completion_tokens, want, "{what}");
+            assert_eq!(
+                rec.completion_tokens_source,
+                TokenSource::Tokenizer,
+                "{what}"
+            );
+            assert_eq!(rec.anomalies, Vec::<Anomaly>::new(), "{what}");
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod anomaly;
 pub mod artifacts;
 pub mod exact;
 pub mod fingerprint;
+pub mod http_fields;
 pub mod matrix;
 pub mod metrics;
 pub mod notice;

@@ -122,6 +122,33 @@ pub enum StopReason {
     Aborted,
 }
 
+/// The `failed_reason` of a point whose run stopped with `stop` before any profile request
+/// succeeded (`failed`: the profile requests that failed), for a summary that names none (the
+/// store reads such a file with this same rule). One status rule for every writer and view
+/// (issue 39 §9; fresh tester's finding 1: a bench interrupted before any request finished
+/// was `failed` and also `invalid_reason: "cut short: interrupted"`): a point that measured
+/// nothing is **failed**, its cause this text (or the writer's own `failed_reason`), and it
+/// has no `invalid_reason`, cut short or not; a point that measured something is invalid
+/// when it has an invalid reason (`cut short: …` included), else ok.
+pub fn nothing_measured_cause(stop: Option<StopReason>, failed: u64) -> String {
+    match stop {
+        Some(StopReason::ServerUnreachable) => "server unreachable: nothing measured".into(),
+        Some(StopReason::Interrupted) if failed == 0 => INTERRUPTED_BEFORE_ANY.into(),
+        Some(StopReason::Interrupted) => {
+            format!("interrupted before any request succeeded ({failed} failed): nothing measured")
+        }
+        Some(StopReason::Aborted) if failed == 0 => {
+            "stopped on a failure gate before any request finished".into()
+        }
+        _ if failed > 0 => "no successful request: every one failed".into(),
+        _ => "no successful request".into(),
+    }
+}
+
+/// [`nothing_measured_cause`] of a run interrupted before any request finished (and none
+/// failed): the text `ingest` counts as an interrupted point.
+pub const INTERRUPTED_BEFORE_ANY: &str = "interrupted before any request finished";
+
 impl StopReason {
     /// The snake_case name (`"server_unreachable"`, …).
     pub fn as_str(self) -> &'static str {

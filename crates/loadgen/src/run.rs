@@ -429,6 +429,16 @@ pub async fn run_bench(
         Some(v) if v.measured_nothing() => summary.inferbench.failed_reason = Some(v.note),
         _ => reasons.extend(gate_reason(end, &opts, &summary, profile_records)),
     }
+    // A run cut short (interrupted, unreachable, aborted) before any profile request succeeded
+    // is failed too, by the rule the store reads a summary with (issue 39, fresh tester's
+    // finding 1: its summary had no `failed_reason`, and the store called it failed and
+    // invalid at once).
+    if summary.completed == 0 && summary.inferbench.failed_reason.is_none() {
+        summary.inferbench.failed_reason = Some(inferbench_core::summary::nothing_measured_cause(
+            Some(summary.inferbench.stop_reason),
+            summary.inferbench.failed,
+        ));
+    }
     summary.inferbench.server_metrics = server_metrics;
     // The server's settings (issue 39 §5): what it reported, and what the caller knows of
     // an engine it launched.
@@ -438,7 +448,10 @@ pub async fn run_bench(
         &first_scrape,
         &opts.server_settings,
     );
-    summary.inferbench.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
+    // A failed point has no invalid reason: its cause is `failed_reason` (one status).
+    summary.inferbench.invalid_reason = (!reasons.is_empty()
+        && summary.inferbench.failed_reason.is_none())
+    .then(|| reasons.join("; "));
     let power_validation = finish_power(power, &opts, &mut summary).await;
     let checks = (scrape_missing, request_url.as_str());
     let not_found = summary_notes(&opts, &summary, &records, checks, &mut notes).await;

@@ -405,6 +405,15 @@ async fn cancellation_after_the_last_dispatch_is_still_an_interruption() {
         assert!(out.interrupted && out.summary.inferbench.interrupted);
         assert_eq!(out.summary.completed, 0);
         assert_eq!(out.summary.inferbench.cancelled_by_user, 8);
+        // One status (issue 39, fresh tester's finding 1): nothing measured, so failed, its
+        // cause the summary's `failed_reason` by the rule the store reads it with, and no
+        // invalid reason.
+        assert_eq!(
+            out.summary.inferbench.failed_reason.as_deref(),
+            Some(inferbench_core::summary::INTERRUPTED_BEFORE_ANY),
+            "{cap:?}"
+        );
+        assert_eq!(out.summary.inferbench.invalid_reason, None, "{cap:?}");
         // Nothing finished, nothing for the client self-check to judge (trial 32 F12: the
         // saved held ratio of such a run read 0.33, the ramp of its one burst of sends).
         assert_eq!(out.summary.inferbench.client, None, "{cap:?}");

@@ -35,6 +35,7 @@ mod sse;
 pub mod tokenize;
 
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub use catalogue::{Catalogue, Hardware, Model, Precision};
@@ -219,15 +220,28 @@ pub async fn serve(
             .spawn(move || driver::run(weak, rx))?;
     }
     tokio::pin!(shutdown);
+    let mut backoff = AcceptBackoff::default();
     loop {
         let (stream, _) = tokio::select! {
             _ = &mut shutdown => return Ok(()),
             r = listener.accept() => match r {
-                Ok(s) => s,
+                Ok(s) => {
+                    backoff.accepted();
+                    s
+                }
                 Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    // EMFILE and friends (issue 39, fresh tester's finding 2: 5,328 lines in
+                    // 54 s at `ulimit -n 64`): counted for `/metrics`, said rarely, and waited
+                    // out with a growing pause instead of spinning.
+                    app.accept_errors.fetch_add(1, Ordering::Relaxed);
+                    let (pause, line) = backoff.failed(&e.to_string(), std::time::Instant::now());
+                    if let Some(line) = line {
+                        tracing::warn!("{line}");
+                    }
+                    tokio::select! {
+                        _ = &mut shutdown => return Ok(()),
+                        _ = tokio::time::sleep(pause) => {}
+                    }
                     continue;
                 }
             },
@@ -241,6 +255,80 @@ pub async fn serve(
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
                 .await;
         });
+    }
+}
+
+/// `inferbench_sim:accept_errors_total`, the listener's failed accepts (`EMFILE` at the
+/// open-file limit, …), as Prometheus text.
+pub(crate) fn accept_errors_metric(n: u64) -> String {
+    format!(
+        "# HELP inferbench_sim:accept_errors_total Connections the sim failed to accept (e.g. \
+         EMFILE: its open-file limit, ulimit -n, below the connections asked of it).\n\
+         # TYPE inferbench_sim:accept_errors_total counter\n\
+         inferbench_sim:accept_errors_total {n}\n"
+    )
+}
+
+/// How the accept loop waits out failed accepts: the pause doubles from
+/// [`AcceptBackoff::FIRST`] to [`AcceptBackoff::MAX`] while accepts keep failing (reset by a
+/// success), and a line is said for the first failure and then at most once per
+/// [`AcceptBackoff::EVERY`], with the failures since the last line.
+#[derive(Debug, Default)]
+pub struct AcceptBackoff {
+    pause: Option<std::time::Duration>,
+    last_line: Option<std::time::Instant>,
+    since_line: u64,
+}
+
+impl AcceptBackoff {
+    /// The first pause after a failed accept.
+    pub const FIRST: std::time::Duration = std::time::Duration::from_millis(10);
+    /// The longest pause (short: a connection closing frees a descriptor for the next accept).
+    pub const MAX: std::time::Duration = std::time::Duration::from_millis(100);
+    /// The least time between two lines.
+    pub const EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+    /// A connection was accepted: the next failure pauses [`AcceptBackoff::FIRST`] again.
+    pub fn accepted(&mut self) {
+        self.pause = None;
+    }
+
+    /// An accept failed with `err` at `now`: the pause before the next accept, and the line to
+    /// say (`None` when one was said less than [`AcceptBackoff::EVERY`] ago).
+    pub fn failed(
+        &mut self,
+        err: &str,
+        now: std::time::Instant,
+    ) -> (std::time::Duration, Option<String>) {
+        let pause = self.pause.map_or(Self::FIRST, |p| (p * 2).min(Self::MAX));
+        self.pause = Some(pause);
+        self.since_line += 1;
+        let due = self
+            .last_line
+            .is_none_or(|t| now.saturating_duration_since(t) >= Self::EVERY);
+        if !due {
+            return (pause, None);
+        }
+        let hint = if err.contains("os error 24") || err.contains("Too many open files") {
+            ": the open-file limit (ulimit -n) is below the connections asked of the sim; \
+             raise it (the hard limit too) or lower the client's concurrency"
+        } else {
+            ""
+        };
+        let line = match self.last_line {
+            None => format!("accept failed: {err}{hint} (pausing accepts; counted in /metrics as inferbench_sim:accept_errors_total)"),
+            Some(_) => format!(
+                "{} in the last {} s: {err}{hint}",
+                match self.since_line {
+                    1 => "1 failed accept".to_string(),
+                    n => format!("{n} failed accepts"),
+                },
+                Self::EVERY.as_secs()
+            ),
+        };
+        self.last_line = Some(now);
+        self.since_line = 0;
+        (pause, Some(line))
     }
 }
 
@@ -326,6 +414,47 @@ pub fn spawn(cfg: SimConfig) -> Result<SimHandle, SimError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39, fresh tester's finding 2: failed accepts (EMFILE at `ulimit -n 64`) pause
+    /// 10, 20, 40 … ms up to 100 ms (a success starts over), and say one line at the first and
+    /// then at most one per 10 s with the count since, not one per failure.
+    #[test]
+    fn failed_accepts_back_off_and_are_said_rarely() {
+        use std::time::Duration;
+        let emfile = "Too many open files (os error 24)";
+        let t0 = std::time::Instant::now();
+        let mut b = AcceptBackoff::default();
+        let (p, line) = b.failed(emfile, t0);
+        assert_eq!(p, Duration::from_millis(10));
+        assert_eq!(
+            line.as_deref(),
+            Some("accept failed: Too many open files (os error 24): the open-file limit (ulimit -n) is below the connections asked of the sim; raise it (the hard limit too) or lower the client's concurrency (pausing accepts; counted in /metrics as inferbench_sim:accept_errors_total)")
+        );
+        let mut pauses = vec![];
+        let mut lines = 0;
+        for i in 1..=500u64 {
+            let (p, line) = b.failed(emfile, t0 + Duration::from_millis(100 * i));
+            pauses.push(p.as_millis());
+            lines += usize::from(line.is_some());
+        }
+        assert_eq!(&pauses[..6], &[20, 40, 80, 100, 100, 100]);
+        // 50 s of failures after the first: one line per 10 s.
+        assert_eq!(lines, 5);
+        let (_, line) = b.failed(emfile, t0 + Duration::from_secs(61));
+        assert_eq!(
+            line.as_deref(),
+            Some("1 failed accept in the last 10 s: Too many open files (os error 24): the open-file limit (ulimit -n) is below the connections asked of the sim; raise it (the hard limit too) or lower the client's concurrency")
+        );
+        b.accepted();
+        assert_eq!(
+            b.failed(emfile, t0 + Duration::from_secs(62)).0,
+            Duration::from_millis(10)
+        );
+        assert_eq!(
+            accept_errors_metric(7).lines().last(),
+            Some("inferbench_sim:accept_errors_total 7")
+        );
+    }
 
     /// `/metrics` names the settings a client cannot otherwise see (issue 39 §5): a standalone
     /// sim's max-num-seqs and time scale, escaped as Prometheus label values.

@@ -121,6 +121,9 @@ pub(crate) struct App {
     pub chunks: AtomicU64,
     /// See [`App::chunks`].
     pub late_chunks: AtomicU64,
+    /// Connections the listener failed to accept (`EMFILE` at the open-file limit, …):
+    /// `inferbench_sim:accept_errors_total`.
+    pub accept_errors: AtomicU64,
     start: std::time::Instant,
     fits_blocks: u32,
     /// `inferbench_sim:config_info`, appended to every `/metrics` answer.
@@ -147,6 +150,7 @@ impl App {
             next_index: AtomicU64::new(0),
             chunks: AtomicU64::new(0),
             late_chunks: AtomicU64::new(0),
+            accept_errors: AtomicU64::new(0),
             start: std::time::Instant::now(),
         }
     }
@@ -536,6 +540,9 @@ pub(crate) async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Resp
                 app.cfg.time_scale,
             );
             text.push_str(&app.config_info);
+            text.push_str(&crate::accept_errors_metric(
+                app.accept_errors.load(Ordering::Relaxed),
+            ));
             text_response(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
         (&Method::GET, "/stats") => {

@@ -885,7 +885,10 @@ impl Store {
                 let failed = |p: &&parse::PointData| p.error.is_some();
                 report.failed_points += run.points.iter().filter(failed).count();
                 report.interrupted_points += (run.points.iter())
-                    .filter(|p| p.error.as_deref() == Some(parse::INTERRUPTED_BEFORE_ANY))
+                    .filter(|p| {
+                        (p.error.as_deref())
+                            .is_some_and(|e| e.starts_with("interrupted before any"))
+                    })
                     .count();
                 report.invalid_points += (run.points.iter())
                     .filter(|p| !p.valid && !failed(p))

@@ -301,6 +301,18 @@ impl PointRow {
         self.valid && self.error.is_none()
     }
 
+    /// Why the point is invalid as every view shows it: `None` for a valid point and for a
+    /// failed one (a failed point's cause is its `error`, never an invalid reason: a point
+    /// stored before the one status rule may hold `cut short: interrupted` beside its error;
+    /// issue 39, fresh tester's finding 1); else the stored reason (`None` when stored before
+    /// reasons were kept).
+    pub fn shown_invalid_reason(&self) -> Option<&str> {
+        if self.valid || self.error.is_some() {
+            return None;
+        }
+        self.invalid_reason.as_deref()
+    }
+
     /// The point's one status (issue 39 §9): `"failed"` when it has an `error` (nothing was
     /// measured: listed only with `--include-failed`/`include_failed`, never on a frontier),
     /// else `"invalid"` when not valid (`invalid_reason` says why; off frontiers unless
@@ -1093,8 +1105,8 @@ fn batch_named(shown: &str, value: &str) -> bool {
 }
 
 impl Store {
-    /// Matches `batch=` filters against batches as `view` shows them (`serve --redact`: an
-    /// absolute path as `…/` and its last two components) instead of their stored names, so a
+    /// Matches `batch=` filters against batches as `view` shows them (`serve --redact`: a
+    /// directory as `(path H)`, a hash of the whole path) instead of their stored names, so a
     /// reader cannot confirm what the view hides (a guessed parent directory, a full path);
     /// `None` restores matching the stored names. Applies to [`Store::points`] and
     /// [`Store::frontier`].

@@ -915,7 +915,8 @@ fn a_replay_result_directory_is_an_invalid_agentic_point() {
 /// Issue 39 §9: a point that measured nothing has one status, failed, with the cause its
 /// summary's `inferbench.failed_reason` gives; a file written before that field (its
 /// `invalid_reason` saying "failed its gate: nothing was measured …") is failed too and not
-/// also invalid, while its other invalid reasons are kept.
+/// also invalid: a failed point has no invalid reason at all (issue 39, fresh tester's
+/// finding 1), its cause is its `error`.
 #[test]
 fn a_point_that_measured_nothing_is_failed_not_invalid() {
     let (mut s, _d, _) = common::sqlite();
@@ -975,7 +976,8 @@ fn a_point_that_measured_nothing_is_failed_not_invalid() {
         [
             (1, "failed", Some(nothing), None, false),
             (2, "failed", generic, None, false),
-            (4, "failed", generic, Some("client-bound: x"), false),
+            // One status (fresh tester's finding 1): a failed point has no invalid reason.
+            (4, "failed", generic, None, false),
         ]
     );
     // Without --include-failed none is listed.
@@ -1017,11 +1019,13 @@ fn a_failed_point_is_stored_with_its_cause() {
             16,
             "no successful request: every one failed",
         ),
+        // Interrupted after some failures: said as interrupted (core's
+        // `nothing_measured_cause`, the summary writer's rule too).
         (
             16,
             "interrupted",
             3,
-            "no successful request: every one failed",
+            "interrupted before any request succeeded (3 failed): nothing measured",
         ),
     ];
     for (conc, reason, failed, _) in cases {
@@ -1047,6 +1051,20 @@ fn a_failed_point_is_stored_with_its_cause() {
     let want: Vec<(i64, Option<&str>)> =
         cases.iter().map(|c| (i64::from(c.0), Some(c.3))).collect();
     assert_eq!(got, want);
+    // One status (fresh tester's finding 1): each is failed and has no invalid reason, cut
+    // short or not; the two interrupted ones are counted as interrupted.
+    for p in &rows {
+        let shown = (
+            p.status(),
+            p.invalid_reason.as_deref(),
+            p.shown_invalid_reason(),
+        );
+        assert_eq!(shown, ("failed", None, None), "{}", p.conc);
+    }
+    assert_eq!(
+        (r.failed_points, r.invalid_points, r.interrupted_points),
+        (5, 0, 2)
+    );
     // Nothing measured, so no figure derived from its zero throughput either (trial 15: `-`
     // $/M tokens beside `0` tok/s/MW).
     for p in &rows {

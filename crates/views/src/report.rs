@@ -252,7 +252,7 @@ fn cell(r: &PointRow, col: &str, exact: bool) -> Option<String> {
             (None, None) if !r.valid => "invalid (stored before reasons were kept)".into(),
             _ => String::new(),
         },
-        "invalid_reason" => r.invalid_reason.clone().unwrap_or_default(),
+        "invalid_reason" => r.shown_invalid_reason().unwrap_or_default().to_string(),
         // Issue 43: whether the point ran under `sweep --adaptive`'s early stop, and the
         // profile prompts it sent (`-` for a fixed-protocol point: all 10 × conc).
         "adaptive" => r.adaptive.to_string(),
@@ -498,7 +498,7 @@ pub fn json_rows(rows: &[PointRow], columns: &[String]) -> Vec<serde_json::Value
                     }
                     // JSON keeps `error` for failures; `invalid_reason` says the rest.
                     Some(_) if c == "error" => r.error.clone().into(),
-                    Some(_) if c == "invalid_reason" => r.invalid_reason.clone().into(),
+                    Some(_) if c == "invalid_reason" => r.shown_invalid_reason().into(),
                     Some(s) if is_text_col(c) => serde_json::Value::String(s),
                     Some(s) => s
                         .parse::<f64>()
@@ -524,7 +524,7 @@ pub fn json_rows(rows: &[PointRow], columns: &[String]) -> Vec<serde_json::Value
             o.entry("error")
                 .or_insert(r.error.clone().map_or(serde_json::Value::Null, Into::into));
             o.entry("invalid_reason")
-                .or_insert(r.invalid_reason.clone().into());
+                .or_insert(r.shown_invalid_reason().into());
             // An adaptive point says so, and how many prompts it sent (issue 43); a
             // fixed-protocol row is left as it was.
             if r.adaptive {
@@ -1283,6 +1283,29 @@ mod tests {
                  "error": "server unreachable: nothing measured", "invalid_reason": null}
             ])
         );
+        // A failed point stored before the one status rule (fresh tester's finding 1), its
+        // error beside `cut short: interrupted`: failed, and no invalid reason shown, in the
+        // JSON, the CSV's `invalid_reason` column or the `error` cell.
+        let mut old = row();
+        old.frontier = false;
+        old.valid = false;
+        old.error = Some("interrupted before any request finished".into());
+        old.invalid_reason = Some("cut short: interrupted".into());
+        let cols: Vec<String> = ["conc", "invalid_reason"].map(String::from).to_vec();
+        let v: serde_json::Value =
+            serde_json::from_str(&render(std::slice::from_ref(&old), &cols, Format::Json)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!([
+                {"conc": 4, "invalid_reason": null, "valid": false, "status": "failed",
+                 "error": "interrupted before any request finished"}
+            ])
+        );
+        assert_eq!(
+            render(std::slice::from_ref(&old), &cols, Format::Csv),
+            "conc,invalid_reason\n4,\n"
+        );
+        assert_eq!(err(&old), "interrupted before any request finished");
     }
 
     /// Issue 39's leftovers, 4: `status` is a column of the table, the CSV and the JSON, with

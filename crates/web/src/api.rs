@@ -505,10 +505,12 @@ impl<'a> ChartPoint<'a> {
             error: r.error.as_deref(),
             status: r.status(),
             valid: r.shown_valid(),
-            invalid_reason: match (r.valid, r.invalid_reason.as_deref()) {
-                (true, _) => None,
-                (false, Some(why)) => Some(why),
-                (false, None) => Some(NO_REASON_STORED),
+            // One status (issue 39, fresh tester's finding 1): a failed point's cause is its
+            // `error`, never an invalid reason.
+            invalid_reason: match (r.status(), r.shown_invalid_reason()) {
+                ("invalid", Some(why)) => Some(why),
+                ("invalid", None) => Some(NO_REASON_STORED),
+                _ => None,
             },
             frontier: r.frontier,
             preview: is_preview(r),
@@ -941,7 +943,7 @@ pub async fn run(
             // The batch as filters match it (its shown form under --redact), then exactly
             // this run's batch (a filter also matches other batches ending alike).
             let shown = if redacted {
-                crate::redact::text(&info.batch)
+                crate::redact::batch(&info.batch)
             } else {
                 info.batch.clone()
             };

@@ -81,11 +81,11 @@ impl AppState {
     }
 
     /// This state with `serve --redact`'s rewriting on or off ([`redact::layer`]). With it on,
-    /// `batch=` filters match batches as the answers show them ([`redact::text`]), never the
+    /// `batch=` filters match batches as the answers show them ([`redact::batch`]), never the
     /// stored paths, so a reader cannot confirm a guessed parent directory or full path.
     pub fn redacted(mut self, on: bool) -> AppState {
         self.redact = on;
-        let view: Option<fn(&str) -> String> = if on { Some(redact::text) } else { None };
+        let view: Option<fn(&str) -> String> = if on { Some(redact::batch) } else { None };
         (self.store.lock().unwrap_or_else(|p| p.into_inner())).match_batches_as_shown(view);
         self
     }

@@ -4,10 +4,15 @@
 //! rewritten ([`text`]), keys naming a host have their value replaced, and a run's kept files
 //! (logs, `job.json`), which hold both in free text, are not served.
 //!
-//! Rules: an absolute path (`/home/ann/sweeps/h200/x`) becomes `…/` and its last two components
-//! (`…/h200/x`, as tables label batches); a URL's host (`http://gpu-07:8000/v1`) becomes
-//! `(host)`; the value of a key containing `host` or `node` becomes `(redacted)`. The API's own
-//! links (`/api/…`, `/run?…`) are kept.
+//! Rules: a path becomes `(path H)`, `H` 8 hex digits of a hash of the whole path (the same path
+//! always the same `H`, so batches stay apart and a `batch=` filter can name one), nothing of its
+//! names kept (issue 39, fresh tester's finding 6: `…/rd/secretdir` and the batch label
+//! `rd/secretdir` were served): an absolute path (`/home/ann/sweeps/h200/x`) or one from `~/`,
+//! `./`, `../` anywhere in a string, and the whole value, when it holds a `/`, of a key naming a
+//! path (a key containing `path`, `dir`, `file` or `batch`: `source_path`, `result_dir`,
+//! `batch_label`, which shows its sibling `batch`'s redaction); a URL's host
+//! (`http://gpu-07:8000/v1`) becomes `(host)`; the value of a key containing `host` or `node`
+//! becomes `(redacted)`. The API's own links (`/api/…`, `/run?…`) are kept.
 
 use axum::body::Body;
 use axum::http::{header, StatusCode};
@@ -22,17 +27,21 @@ pub const REDACTED: &str = "(redacted)";
 /// The largest answer rewritten (bytes); a larger one is refused rather than served unredacted.
 const MAX_BODY: usize = 256 * 1024 * 1024;
 
-/// `path` (absolute) as `…/` and its last two components; the API's own links unchanged.
+/// `p` (a path) as `(path H)`, `H` the first 8 hex digits of its 64-bit FNV-1a hash (stable
+/// across runs and builds); the API's own links unchanged.
 fn path(p: &str) -> String {
     if p.starts_with("/api/") || p.starts_with("/run?") || p.starts_with("/assets/") {
         return p.to_string();
     }
-    let parts: Vec<&str> = p.split('/').filter(|c| !c.is_empty()).collect();
-    match parts.as_slice() {
-        [] => p.to_string(),
-        [one] => format!("…/{one}"),
-        [.., a, b] => format!("…/{a}/{b}"),
+    if p.split('/').all(str::is_empty) {
+        return p.to_string();
     }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in p.trim_end_matches('/').bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("(path {:08x})", h >> 32)
 }
 
 /// One whitespace-free token: an absolute path (after any `KEY=` or opening punctuation) or
@@ -58,16 +67,23 @@ fn token(t: &str) -> String {
         };
         return format!("{scheme}{HOST}{port}{tail}");
     }
-    // Where a path starts: at the token's start, or after `=` or opening punctuation.
+    // Where a path starts: at the token's start, or after `=` or opening punctuation; `~/`,
+    // `./` and `../` start one too.
+    let opens = |i: usize| {
+        i == 0
+            || t[..i]
+                .chars()
+                .last()
+                .is_some_and(|p| "=([{<\"'`:,".contains(p))
+    };
     let start = t
         .char_indices()
         .find(|&(i, c)| {
-            c == '/'
-                && (i == 0
-                    || t[..i]
-                        .chars()
-                        .last()
-                        .is_some_and(|p| "=([{<\"'`:,".contains(p)))
+            opens(i)
+                && (c == '/'
+                    || ["~/", "./", "../"]
+                        .iter()
+                        .any(|pre| t[i..].starts_with(pre)))
         })
         .map(|(i, _)| i);
     let Some(i) = start else {
@@ -107,16 +123,47 @@ fn host_key(key: &str) -> bool {
     k.contains("host") || k.contains("node")
 }
 
-/// `v` redacted in place: strings through [`text`], host-naming keys' values replaced.
+/// A batch as every answer shows it under `--redact`, and as `batch=` filters match it: a
+/// batch with a `/` (a directory, absolute or relative) is one path (`(path H)`); a plain
+/// label stays.
+pub fn batch(b: &str) -> String {
+    if b.contains('/') && !b.contains("://") {
+        path(b)
+    } else {
+        b.to_string()
+    }
+}
+
+/// Whether `key` names a path (`source_path`, `result_dir`, `requests_file`, `batch`,
+/// `batch_label`, …): its value, when it holds a `/`, is one path, relative or not.
+fn path_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["path", "dir", "file", "batch"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+/// `v` redacted in place: strings through [`text`], host-naming keys' values replaced, a
+/// path-naming key's value with a `/` as one path, a `batch_label` as its sibling `batch`.
 pub fn json(v: &mut Value) {
     match v {
         Value::String(s) => *s = text(s),
         Value::Array(a) => a.iter_mut().for_each(json),
         Value::Object(o) => {
+            // The label a batch is shown by: its batch's redaction, so the two agree.
+            let batch_shown = (o.get("batch").and_then(Value::as_str))
+                .filter(|b| b.contains('/'))
+                .map(batch);
             for (k, x) in o.iter_mut() {
                 match x {
                     Value::String(s) if host_key(k) && !s.is_empty() => {
                         *s = REDACTED.to_string();
+                    }
+                    Value::String(s) if k == "batch_label" && batch_shown.is_some() => {
+                        *s = batch_shown.clone().unwrap_or_default();
+                    }
+                    Value::String(s) if path_key(k) && s.contains('/') && !s.contains("://") => {
+                        *s = path(s);
                     }
                     _ => json(x),
                 }
@@ -182,16 +229,23 @@ mod tests {
     use super::*;
     use serde_json::json as j;
 
+    /// Issue 39, fresh tester's finding 6: nothing of a path's names is served — an absolute
+    /// or `~/`/`./` path anywhere, a path-naming key's value with a `/` (relative too), the
+    /// batch label as its batch — hosts are hidden, the API's links kept.
     #[test]
     fn paths_hosts_and_urls_are_hidden_links_kept() {
-        assert_eq!(text("/home/ann/sweeps/h200/run-3"), "…/h200/run-3");
+        assert_eq!(text("/home/ann/sweeps/h200/run-3"), "(path 0663ec2d)");
         assert_eq!(
             text("ingested from /data/ann/x.json, see (/srv/r/a/b)."),
-            "ingested from …/ann/x.json, see (…/a/b)."
+            "ingested from (path a7693391), see ((path 598847e8))."
         );
         assert_eq!(
             text("--out=/scratch/ann/out --url http://gpu-07.lab:8000/v1"),
-            "--out=…/ann/out --url http://(host):8000/v1"
+            "--out=(path 4c865234) --url http://(host):8000/v1"
+        );
+        assert_eq!(
+            text("in ~/rd/secretdir and ./rd/x"),
+            "in (path 46d79cbf) and (path a3e225f2)"
         );
         assert_eq!(text("postgres://u:pw@db.lab/x"), "postgres://(host)/x");
         assert_eq!(
@@ -201,19 +255,29 @@ mod tests {
         for kept in ["tok/s/GPU", "1024/1024", "h200/run-3", "a / b", "/"] {
             assert_eq!(text(kept), kept);
         }
-        let mut v = j!({"host": "gpu-07", "batch": "/home/ann/s/h200", "n": 3,
+        // The same path is always the same name; another path another.
+        assert_eq!(text("/home/ann/s/h200"), text("/home/ann/s/h200/"));
+        assert_ne!(text("/home/ann/s/h200"), text("/home/bob/s/h200"));
+        let mut v = j!({"host": "gpu-07", "batch": "/tmp/t4/rd/secretdir", "n": 3,
+                        "batch_label": "rd/secretdir", "source_path": "rd/secretdir/c4.json",
+                        "group": "Llama 1024/1024 h100", "requests_file": "r.jsonl",
                         "job": {"slurm_nodelist": "gpu[01-04]", "out": "/home/ann/o/p"},
                         "list": ["/a/b/c"], "empty_host": ""});
         json(&mut v);
         assert_eq!(
             v,
-            j!({"host": "(redacted)", "batch": "…/s/h200", "n": 3,
-                "job": {"slurm_nodelist": "(redacted)", "out": "…/o/p"},
-                "list": ["…/b/c"], "empty_host": ""})
+            j!({"host": "(redacted)", "batch": "(path 20455a54)", "n": 3,
+                "batch_label": "(path 20455a54)", "source_path": "(path 29d26424)",
+                "group": "Llama 1024/1024 h100", "requests_file": "r.jsonl",
+                "job": {"slurm_nodelist": "(redacted)", "out": "(path 68ee34e8)"},
+                "list": ["(path af746e6e)"], "empty_host": ""})
         );
+        assert!(!v.to_string().contains("secretdir"));
+        assert_eq!(batch("rd/secretdir"), "(path 84dda96c)");
+        assert_eq!(batch("my-label"), "my-label");
         assert_eq!(
             csv("batch,conc\n/home/ann/s/h200,4\n"),
-            "batch,conc\n…/s/h200,4\n"
+            "batch,conc\n(path 77d32339),4\n"
         );
     }
 }

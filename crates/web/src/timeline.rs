@@ -222,10 +222,10 @@ pub fn point_timeline(
                    "mean_in_flight": conc.map(|c| c["mean_in_flight"].clone())},
         "server": server,
         "self_check": self_check,
-        "verdict": {"valid": row.valid && row.error.is_none(),
-                    "invalid_reason": if row.valid { None } else {
-                        Some(row.invalid_reason.as_deref().unwrap_or(crate::api::NO_REASON_STORED))
-                    },
+        "verdict": {"valid": row.shown_valid(),
+                    "invalid_reason": (row.status() == "invalid").then(|| {
+                        row.shown_invalid_reason().unwrap_or(crate::api::NO_REASON_STORED)
+                    }),
                     "error": row.error},
     })
 }

@@ -842,6 +842,7 @@ async fn redact_hides_absolute_paths_and_host_names() {
     let run = format!("/api/v1/runs/{r4}");
     let (s, plain) = fetch(false, run.clone()).await;
     assert_eq!(s, StatusCode::OK);
+    let plain_v: Value = serde_json::from_str(&plain).unwrap();
     assert!(plain.contains(&abs) && plain.contains("node-07"), "{plain}");
     let (s, hidden) = fetch(true, run).await;
     assert_eq!(s, StatusCode::OK);
@@ -852,11 +853,17 @@ async fn redact_hides_absolute_paths_and_host_names() {
     let v: Value = serde_json::from_str(&hidden).unwrap();
     assert_eq!(v["run"]["host"], json!("(redacted)"));
     assert_eq!(v["run"]["job"]["host"], json!("(redacted)"));
+    // Nothing of the path's names (fresh tester's finding 6: `…/rd/secretdir` was served):
+    // the whole path as one hashed name, and the batch label as its batch.
+    let source = plain_v["run"]["source_path"].as_str().unwrap();
+    assert!(source.ends_with("/sweep-h200/conc4"), "{source}");
     assert_eq!(
         v["run"]["source_path"],
-        json!("…/sweep-h200/conc4"),
+        json!(inferbench_web::redact::batch(source)),
         "{hidden}"
     );
+    assert!(!hidden.contains("sweep-h200/conc4"), "{hidden}");
+    assert_eq!(v["run"]["batch_label"], v["run"]["batch"], "{hidden}");
     // Links to the kept files stay, the files are refused.
     let url = v["artifacts"][0]["url"].as_str().unwrap().to_string();
     assert!(
@@ -1048,10 +1055,14 @@ async fn redacted_batch_filters_match_only_what_is_shown() {
             v["count"].as_i64().unwrap_or(-1)
         }
     };
+    // Shown as one hashed name (fresh tester's finding 6): only that name matches.
+    let shown = inferbench_web::redact::batch("/home/ann/sweeps/h200/run-3");
+    assert!(shown.starts_with("(path "), "{shown}");
     for (batch, redacted, plain) in [
-        ("run-3", 2, 2),
-        ("h200/run-3", 2, 2),
-        ("…/h200/run-3", 2, 0),
+        (shown.as_str(), 2, 0),
+        ("run-3", 0, 2),
+        ("h200/run-3", 0, 2),
+        ("…/h200/run-3", 0, 0),
         ("sweeps/h200/run-3", 0, 2),
         ("ann/sweeps/h200/run-3", 0, 2),
         ("/home/ann/sweeps/h200/run-3", 0, 2),
@@ -1081,7 +1092,8 @@ async fn redacted_batch_filters_match_only_what_is_shown() {
     let b = res.into_body().collect().await.unwrap().to_bytes();
     let v: Value = serde_json::from_slice(&b).unwrap();
     assert_eq!(v["batch_points"].as_array().map(Vec::len), Some(2), "{v}");
-    assert_eq!(v["run"]["batch"], "…/h200/run-3");
+    assert_eq!(v["run"]["batch"], json!(shown));
+    assert_eq!(v["run"]["batch_label"], json!(shown));
 }
 
 /// Issue 42: the chart export is the chart itself, drawn by `plot`'s renderer with its
@@ -1472,6 +1484,17 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
                        "failed_reason": "nothing was measured: none of the 8 profile requests succeeded (8 failed)"},
     });
     std::fs::write(failed.join("c2.json"), v.to_string()).unwrap();
+    // Fresh tester's finding 1: interrupted before any request finished (a summary that names
+    // no `failed_reason`, as bench wrote before): failed, its cause the one rule's text, and
+    // no `invalid_reason` ("cut short: interrupted" was both).
+    let v = json!({
+        "date": "20260301-100000", "backend": "openai", "model_id": "m",
+        "num_prompts": 8, "max_concurrency": 4, "duration": 1.0,
+        "completed": 0, "total_input_tokens": 0, "total_output_tokens": 0,
+        "request_throughput": 0.0, "output_throughput": 0.0, "total_token_throughput": 0.0,
+        "inferbench": {"stop_reason": "interrupted", "interrupted": true, "failed": 0},
+    });
+    std::fs::write(failed.join("c4.json"), v.to_string()).unwrap();
     let mut s = Store::open(&db).unwrap();
     let o = IngestOptions::from_set(&[
         "hw=h200".into(),
@@ -1480,7 +1503,8 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
     ])
     .unwrap();
     let r = s.ingest_path(&failed, &o).unwrap();
-    assert_eq!(r.failed_points, 1, "{}", r.render());
+    assert_eq!(r.failed_points, 2, "{}", r.render());
+    assert_eq!(r.invalid_points, 0, "{}", r.render());
     drop(s);
     let (st, v) = get_json(&db, "/api/v1/points?include_failed=true").await;
     assert_eq!(st, StatusCode::OK, "{v}");
@@ -1504,6 +1528,16 @@ async fn a_point_that_measured_nothing_is_failed_in_the_api() {
             json!(2),
             json!("failed"),
             json!("nothing was measured: none of the 8 profile requests succeeded (8 failed)"),
+            Value::Null,
+            json!(false)
+        )),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(
+            json!(4),
+            json!("failed"),
+            json!("interrupted before any request finished"),
             Value::Null,
             json!(false)
         )),

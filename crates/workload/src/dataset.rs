@@ -522,8 +522,17 @@ fn line_problem(line: &str) -> Option<String> {
     })
 }
 
-/// `Err` when a prompt's text is longer than [`MAX_PROMPT_BYTES`].
+/// `Err` when a prompt's text is empty (0 input tokens) or longer than [`MAX_PROMPT_BYTES`].
 fn check_prompt_bytes(text: &str) -> Result<(), String> {
+    if text.is_empty() {
+        // 0 input tokens: what a trace's `in: 0` is refused for (issue 39, fresh tester's
+        // finding 6: an empty dataset prompt was accepted and sent).
+        return Err(
+            "the prompt is empty: a request needs at least 1 input token (the request would \
+             send an empty prompt)"
+                .into(),
+        );
+    }
     if text.len() > MAX_PROMPT_BYTES {
         return Err(format!(
             "the prompt is {} bytes of text, longer than the {MAX_PROMPT_BYTES}-byte limit of a \
@@ -642,8 +651,10 @@ fn parse_jsonl(
 }
 
 /// A JSONL line's `extra_headers`: an object of header name → string, number or boolean.
-/// Errors: not an object, another value type, or a name or value HTTP does not allow (a name
-/// of token characters, a value without control characters).
+/// Errors: not an object, another value type, a name or value HTTP does not allow (a name
+/// of token characters, a value without control characters), or a field the client writes
+/// itself ([`inferbench_core::http_fields::header_refusal`] per request: `Content-Length`,
+/// `Transfer-Encoding`, `Host`, `Connection`, …).
 fn parse_extra_headers(v: &Value) -> Result<Vec<(String, String)>, String> {
     let o = v
         .as_object()
@@ -665,6 +676,9 @@ fn parse_extra_headers(v: &Value) -> Result<Vec<(String, String)>, String> {
             return Err(format!(
                 "extra_headers: {k:?} is not a valid HTTP header name"
             ));
+        }
+        if let Some(why) = inferbench_core::http_fields::header_refusal(k, true) {
+            return Err(format!("extra_headers {k:?}: {why}"));
         }
         if value.chars().any(|c| c.is_control() && c != '\t') {
             return Err(format!(
@@ -957,7 +971,10 @@ impl Conversation<'_> {
                 None => Reply::Unknown,
             };
             if let Reply::Text(r) = &reply {
-                check_prompt_bytes(r).map_err(|e| err(format!("turn {turn}: the reply: {e}")))?;
+                if r.len() > MAX_PROMPT_BYTES {
+                    check_prompt_bytes(r)
+                        .map_err(|e| err(format!("turn {turn}: the reply: {e}")))?;
+                }
             }
             let text = join_contents(history);
             check_prompt_bytes(&text).map_err(|e| err(format!("turn {turn}: {e}")))?;
@@ -1125,6 +1142,33 @@ mod tests {
             (
                 "{\"prompt\": \"a\", \"extra_headers\": {\"X\": {}}}",
                 "string, number or boolean",
+            ),
+            // Fresh tester's finding 4: the fields the client writes itself, refused at load.
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"Content-Length\": 3}}",
+                "extra_headers \"Content-Length\": Content-Length is a framing or connection field the client writes itself; it cannot be set",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"transfer-encoding\": \"chunked\"}}",
+                "extra_headers \"transfer-encoding\": transfer-encoding is a framing or connection field the client writes itself; it cannot be set",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"Host\": \"evil\"}}",
+                "extra_headers \"Host\": Host cannot be set per request (give it once for every request with --header)",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"Connection\": \"close\"}}",
+                "extra_headers \"Connection\": Connection cannot be set per request (give it once for every request with --header)",
+            ),
+            // Fresh tester's finding 6: an empty prompt, as traces refuse `in: 0`.
+            (
+                "{\"prompt\": \"\"}",
+                "the prompt is empty: a request needs at least 1 input token",
+            ),
+            ("\"\"", "the prompt is empty"),
+            (
+                "{\"messages\": [{\"role\": \"user\", \"content\": \"\"}]}",
+                "the prompt is empty",
             ),
         ] {
             let p = write(

@@ -53,7 +53,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     let limits = crate::limits::raise_open_files();
     let streams = crate::limits::Need {
         flag: "--concurrency",
-        streams: opts.concurrency as u64,
+        streams: eval_streams(opts.concurrency, opts.limit),
         requests: 0,
         per_stream: 1,
         request_bytes: 0,
@@ -214,6 +214,13 @@ pub fn eval_data(opts: &inferbench_eval::gsm8k::EvalOptions) -> EvalData {
     }
 }
 
+/// Requests an eval has in flight at once: `--concurrency`, but never more than the problems
+/// `--limit` asks for (issue 39, fresh tester's finding 6: `--concurrency 500 --limit 200` was
+/// refused for 500 streams under `ulimit -n`).
+pub fn eval_streams(concurrency: usize, limit: Option<usize>) -> u64 {
+    concurrency.min(limit.unwrap_or(usize::MAX)) as u64
+}
+
 /// Refuses (exit 2, before any request) an eval whose problems do not fit the memory budget
 /// beside the process and its requests in flight: each problem its line, its prompt (the
 /// worked examples and its question), [`EVAL_PROBLEM_BYTES`] and its answer (up to
@@ -285,6 +292,15 @@ pub fn check_data_memory(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fresh tester's finding 6: the open-file check counts the requests an eval can have in
+    /// flight, `--concurrency` capped by `--limit`.
+    #[test]
+    fn eval_streams_are_the_concurrency_capped_by_the_limit() {
+        assert_eq!(eval_streams(500, Some(200)), 200);
+        assert_eq!(eval_streams(500, None), 500);
+        assert_eq!(eval_streams(8, Some(200)), 8);
+    }
 
     /// Lines are counted up to the limit, blank ones skipped, a last line without a newline
     /// counted.

@@ -21,9 +21,9 @@ pub struct Args {
     /// TCP port (0 = any free port; the URL is printed).
     #[arg(long, default_value_t = 8321)]
     pub port: u16,
-    /// Hide the absolute paths (result directories, job.json's paths) and host names stored
-    /// with the runs: paths shown as their last two components, hosts as `(host)`; a run's
-    /// kept files (logs, job.json) are not served. For `--bind 0.0.0.0`.
+    /// Hide the paths (result directories, batches, job.json's paths) and host names stored
+    /// with the runs: a path shown as `(path H)` (a hash of it, none of its names), hosts as
+    /// `(host)`; a run's kept files (logs, job.json) are not served. For `--bind 0.0.0.0`.
     #[arg(long)]
     pub redact: bool,
 }

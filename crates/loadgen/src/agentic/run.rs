@@ -1009,6 +1009,9 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
     if s.completed == 0 {
+        // A replay cut short (interrupted, aborted, unreachable) writes none: its console
+        // says why in its own words, and the store reads the summary with core's
+        // `nothing_measured_cause`, the rule `bench` writes its `failed_reason` with.
         s.inferbench.failed_reason = nothing_measured_reason(out);
     }
     // The server's settings, as its first /metrics scrape reports them (issue 39 §5: a

@@ -290,11 +290,9 @@ pub(super) fn summary_point(
         // Why, as far as the summary says (trial 14: a point interrupted before it sent
         // anything said "no successful request").
         let failed = m.get("inferbench.failed").copied().unwrap_or(0.0);
-        pt.error = Some(
-            f.failed_reason
-                .clone()
-                .unwrap_or_else(|| failed_point_cause(failed, f.cut_short).into()),
-        );
+        pt.error = Some(f.failed_reason.clone().unwrap_or_else(|| {
+            inferbench_core::summary::nothing_measured_cause(f.cut_short, failed as u64)
+        }));
         // Nothing was measured: the zeros a summary writes for its latencies and rates are
         // placeholders, stored as absent (trial 13: `0.0000` TTFT and E2EL beside `-`
         // interactivity for a point where no request finished).
@@ -313,13 +311,18 @@ pub(super) fn summary_point(
     // server that fell behind its schedule).
     // Each cause is kept as the point's `invalid_reason` (trial 16: an invalid row had no
     // reason anywhere).
+    // A point that measured nothing is failed, its cause the `error` above, and never also
+    // invalid, cut short or not (core's `nothing_measured_cause`: one rule with the summary's
+    // writer; issue 39, fresh tester's finding 1: `status: failed` beside
+    // `invalid_reason: "cut short: interrupted"`).
+    // Nor for its AgentX submission (issue 39 §4, fresh tester: "replay shorter than AgentX's
+    // 900 s minimum" beside the failure) or any other reason: it is not valid, and why is its
+    // `error` alone.
     let reasons: Vec<String> = (f.cut_short.map(|r| cut_short_text(r).to_string()))
         .into_iter()
-        // A point that measured nothing is failed (its `error`), not also invalid for its
-        // AgentX submission (issue 39 §4, fresh tester: "replay shorter than AgentX's 900 s
-        // minimum" beside the failure).
-        .chain(f.submission_invalid.filter(|_| agentic && completed > 0.0))
+        .chain(f.submission_invalid.filter(|_| agentic))
         .chain(f.timing_invalid.and_then(|r| without_nothing_measured(&r)))
+        .filter(|_| completed > 0.0)
         .collect();
     pt.valid = reasons.is_empty();
     pt.invalid_reason = (!reasons.is_empty()).then(|| reasons.join("; "));
@@ -367,23 +370,9 @@ pub(super) fn cut_short(reason: Option<StopReason>, interrupted: bool) -> Option
     }
 }
 
-/// The stored error of a point interrupted (Ctrl-C) before any request finished.
-pub const INTERRUPTED_BEFORE_ANY: &str = "interrupted before any request finished";
-
-/// The stored error of a point where no request succeeded: `failed` profile requests failed,
-/// and the run was cut short for `stop` (trial 14: a point interrupted before it sent anything
-/// said "no successful request"; trial 15: an unreachable server's point said "cut short").
-fn failed_point_cause(failed: f64, stop: Option<StopReason>) -> &'static str {
-    match stop {
-        Some(StopReason::ServerUnreachable) => "server unreachable: nothing measured",
-        Some(StopReason::Interrupted) if failed == 0.0 => INTERRUPTED_BEFORE_ANY,
-        Some(StopReason::Aborted) if failed == 0.0 => {
-            "stopped on a failure gate before any request finished"
-        }
-        _ if failed > 0.0 => "no successful request: every one failed",
-        _ => "no successful request",
-    }
-}
+/// The stored error of a point interrupted (Ctrl-C) before any request finished (core's
+/// [`inferbench_core::summary::INTERRUPTED_BEFORE_ANY`]).
+pub use inferbench_core::summary::INTERRUPTED_BEFORE_ANY;
 
 /// Flattens a vLLM-shaped summary into InferenceX names and units: vLLM's latency statistics
 /// (the explicit table of its keys, core's [`LatencyStat::from_vllm_key`]: ms, a number or a
