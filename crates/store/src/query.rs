@@ -616,7 +616,7 @@ impl Store {
         cost: &CostOptions,
     ) -> Result<Vec<PointRow>, StoreError> {
         self.require_migrated()?;
-        self.points_where(filter, cost, None)
+        self.points_where(filter, cost, None, Labels::Stored)
     }
 
     /// Frontier points only: per [`PointRow::group`], the Pareto frontier of (x, y)
@@ -652,13 +652,15 @@ impl Store {
         ))?;
         let shown_batches = self.batch_view.is_some() && filter.eq.contains_key("batch");
         if !(stored(x) && stored(y)) || any_agentic || any_public || shown_batches {
-            let mut rows = self.points_where(filter, cost, None)?;
+            let mut rows = self.points_where(filter, cost, None, Labels::Stored)?;
             mark_frontier_with(&mut rows, x, y, filter.include_invalid);
             rows.retain(|r| r.frontier);
             return Ok(rows);
         }
-        // Group key of every config (small table).
+        // Group key of every config (small table), and the group's name as a row shows it
+        // ([`PointRow::group`] before any server label; no public runs on this path).
         let mut groups: BTreeMap<i64, String> = BTreeMap::new();
+        let mut names: BTreeMap<i64, String> = BTreeMap::new();
         for r in self.conn.query(
             "SELECT id, model, isl, osl, scenario, hardware, framework, precision, spec_decoding, disagg FROM configs",
             &[],
@@ -669,26 +671,42 @@ impl Store {
                 s(1), r[2].as_i64().unwrap_or(0), r[3].as_i64().unwrap_or(0), s(4), s(5), s(6), s(7), s(8),
                 r[9].as_i64().unwrap_or(0)
             );
-            groups.insert(r[0].as_i64().unwrap_or(0), key);
+            let id = r[0].as_i64().unwrap_or(0);
+            groups.insert(id, key);
+            let named = PointRow {
+                model: s(1),
+                isl: r[2].as_i64().unwrap_or(0),
+                osl: r[3].as_i64().unwrap_or(0),
+                scenario: s(4),
+                hardware: s(5),
+                framework: s(6),
+                precision: s(7),
+                spec_decoding: s(8),
+                disagg: r[9].as_i64().unwrap_or(0) != 0,
+                ..PointRow::default()
+            };
+            names.insert(id, named.group());
         }
         // Points of differently configured servers in one group are curves of their own
         // ([`PointRow::group`], issue 39 §5), which the config-only grouping below cannot tell
         // apart: the general path then.
         let mut servers: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut named_servers: BTreeMap<&str, &str> = BTreeMap::new();
         let fps = self.conn.query(
             "SELECT DISTINCT config_id, server_fingerprint FROM points",
             &[],
         )?;
-        let mut mixed = false;
+        let (mut mixed, mut mixed_names) = (false, false);
         for r in &fps {
-            let g = groups
-                .get(&r[0].as_i64().unwrap_or(0))
-                .map_or("", String::as_str);
+            let id = r[0].as_i64().unwrap_or(0);
+            let g = groups.get(&id).map_or("", String::as_str);
             let fp = r[1].as_str().unwrap_or("");
             mixed |= *servers.entry(g).or_insert(fp) != fp;
+            let name = names.get(&id).map_or("", String::as_str);
+            mixed_names |= *named_servers.entry(name).or_insert(fp) != fp;
         }
         if mixed {
-            let mut rows = self.points_where(filter, cost, None)?;
+            let mut rows = self.points_where(filter, cost, None, Labels::Stored)?;
             mark_frontier_with(&mut rows, x, y, filter.include_invalid);
             rows.retain(|r| r.frontier);
             return Ok(rows);
@@ -731,9 +749,19 @@ impl Store {
         if winners.is_empty() {
             return Ok(Vec::new());
         }
+        // Every stored point's group name has one server (`mixed_names` false): no row can
+        // get a server label ([`apply_labels`] clears them all), so the winners' rows skip
+        // reading every stored server ([`Store::stored_servers`], a scan of all points: 39 %
+        // of this call's instructions at 100,000 points; docs/performance.md, 2026-12-07
+        // evening). A group name with two servers (two configs named alike) reads them.
+        let labels = if mixed_names {
+            Labels::Stored
+        } else {
+            Labels::OneServerEach
+        };
         let mut out = Vec::new();
         for chunk in winners.chunks(ID_CHUNK) {
-            out.extend(self.points_where(filter, cost, Some(chunk))?);
+            out.extend(self.points_where(filter, cost, Some(chunk), labels)?);
         }
         for r in &mut out {
             r.frontier = true;
@@ -749,7 +777,7 @@ impl Store {
         cost: &CostOptions,
         ids: &[i64],
     ) -> Result<Vec<PointRow>, StoreError> {
-        self.points_where(filter, cost, Some(ids))
+        self.points_where(filter, cost, Some(ids), Labels::Stored)
     }
 
     fn points_where(
@@ -757,6 +785,7 @@ impl Store {
         filter: &Filter,
         cost: &CostOptions,
         ids: Option<&[i64]>,
+        labels: Labels,
     ) -> Result<Vec<PointRow>, StoreError> {
         let wanted = |m: &str| {
             filter
@@ -884,8 +913,10 @@ impl Store {
                 values.iter().any(|v| batch_named(&shown, v))
             });
         }
-        let servers = self.stored_servers()?;
-        apply_labels(&mut out, &servers);
+        if labels == Labels::Stored {
+            let servers = self.stored_servers()?;
+            apply_labels(&mut out, &servers);
+        }
         sort_rows(&mut out);
         Ok(out)
     }
@@ -1064,6 +1095,16 @@ fn sort_rows(rows: &mut [PointRow]) {
             r.image.clone(),
         )
     });
+}
+
+/// How [`Store::points_where`] sets its rows' server labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Labels {
+    /// Against every server stored under each group name ([`Store::stored_servers`]).
+    Stored,
+    /// None to set: the caller knows every stored group name has one server, where
+    /// [`apply_labels`] would leave every label empty.
+    OneServerEach,
 }
 
 /// Point ids and their (x, y) of one frontier group.

@@ -161,6 +161,54 @@ fn a_bench_against_another_server_is_its_own_group() {
     );
 }
 
+/// Two configurations whose group names read alike (hardware `h100` with framework `sim_x`,
+/// and `h100_sim` with `x`: both `h100_sim_x_bf16`) on two servers: the frontier's fast path
+/// (its own config-key grouping, no server mixed within a key) still labels its rows against
+/// every stored server under that name, as `points` does, instead of skipping the labels as
+/// it may where each name has one server (docs/performance.md, 2026-12-07 evening).
+#[test]
+fn the_frontier_labels_servers_of_configs_named_alike() {
+    let (mut store, dir, _) = common::sqlite();
+    let root = dir.path().join("results");
+    for c in [1, 4, 16] {
+        point(&root, "a", c, 1.0, Some(sim("32", "4")));
+        point(&root, "b", c, 2.0, Some(sim("256", "4")));
+    }
+    let a = opts(&["framework=sim_x"]);
+    store.ingest_path(&root.join("a"), &a).unwrap();
+    let b = opts(&["hw=h100_sim", "framework=x"]);
+    store.ingest_path(&root.join("b"), &b).unwrap();
+    let name = "dsr1 1024/1024 h100_sim_x_bf16";
+    let f = store
+        .frontier(
+            &Filter::default(),
+            &Default::default(),
+            "median_intvty",
+            "tput_per_gpu",
+        )
+        .unwrap();
+    let on: Vec<(String, String, String)> = (f.iter())
+        .map(|r| (r.hardware.clone(), r.framework.clone(), r.group()))
+        .collect();
+    let want =
+        |hw: &str, fw: &str, label: &str| (hw.into(), fw.into(), format!("{name} · {label}"));
+    assert!(!on.is_empty());
+    assert!(
+        on.iter()
+            .all(|g| *g == want("h100", "sim_x", "max_num_seqs=32")
+                || *g == want("h100_sim", "x", "max_num_seqs=256")),
+        "{on:?}"
+    );
+    // The same labels as the full rows give those points.
+    let all = store
+        .points(&Filter::default(), &Default::default())
+        .unwrap();
+    for r in &f {
+        let full = all.iter().find(|x| x.point_id == r.point_id).unwrap();
+        assert_eq!(full.group(), r.group());
+    }
+}
+
 /// `--set` keys that name no identity field are server settings: the same result file
 /// ingested with `--set max_num_seqs=256` is another server than without.
 #[test]
