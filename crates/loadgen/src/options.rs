@@ -680,7 +680,17 @@ impl BenchOptions {
 
     /// The longest input length the random range can draw, tokens (the prefix excluded).
     fn max_input_len(&self) -> u32 {
-        let l = f64::from(self.random_input_len);
+        self.max_drawn(self.random_input_len)
+    }
+
+    /// The longest output length the random range can draw, tokens.
+    fn max_output_len(&self) -> u32 {
+        self.max_drawn(self.random_output_len)
+    }
+
+    /// The longest length the random range can draw for a nominal `len`, tokens.
+    fn max_drawn(&self, len: u32) -> u32 {
+        let l = f64::from(len);
         let hi = match self.range_semantics {
             RangeSemantics::InferenceX => l,
             RangeSemantics::Vllm => {
@@ -717,8 +727,10 @@ impl BenchOptions {
             .saturating_mul(limits::BYTES_PER_PROMPT_TOKEN)
     }
 
-    /// Records the run keeps (warmups and profile; `--duration` at a rate: rate × duration).
-    fn estimated_record_count(&self) -> u64 {
+    /// Records the run keeps (warmups and profile; `--duration` at a rate: rate × duration):
+    /// the request count of the one memory estimate (`inferbench` CLI's `limits::bench_need`
+    /// counts the same).
+    pub fn estimated_record_count(&self) -> u64 {
         let n = self.resolved_num_prompts().max(1);
         let mut records = n.saturating_add(self.resolved_num_warmups());
         if let (Some(d), Some(r)) = (self.duration, self.request_rate) {
@@ -729,14 +741,34 @@ impl BenchOptions {
     }
 
     /// One record's estimated bytes: [`limits::BYTES_PER_RECORD`] plus
-    /// [`limits::BYTES_PER_OUTPUT_TOKEN`] per output token.
+    /// [`BenchOptions::estimated_output_tokens`] × [`limits::BYTES_PER_OUTPUT_TOKEN`].
     fn estimated_record_bytes(&self) -> u64 {
-        let out_tokens = match self.dataset_name {
-            DatasetName::Random => u64::from(self.random_output_len),
-            _ => u64::from(self.output_len.unwrap_or(self.random_output_len)),
-        };
-        limits::BYTES_PER_RECORD
-            .saturating_add(out_tokens.saturating_mul(limits::BYTES_PER_OUTPUT_TOKEN))
+        limits::BYTES_PER_RECORD.saturating_add(
+            self.estimated_output_tokens()
+                .saturating_mul(limits::BYTES_PER_OUTPUT_TOKEN),
+        )
+    }
+
+    /// The most output tokens a record keeps as the options know them, tokens: random prompts'
+    /// longest drawn `--random-output-len` (the range included); a dataset's `--output-len`
+    /// when given, else 0: its lines' own lengths (`output_len`, `max_tokens`, a recorded
+    /// reply) are counted by the dataset loader's memory budget, prompt by prompt
+    /// (`inferbench_workload::load_dataset`), so that each record is counted once (issue 39:
+    /// two estimators that disagreed made the advised `ulimit -v` false).
+    pub fn estimated_output_tokens(&self) -> u64 {
+        match self.dataset_name {
+            DatasetName::Random => u64::from(self.max_output_len()),
+            _ => self.output_len.map_or(0, u64::from),
+        }
+    }
+
+    /// The records' output tokens of [`BenchOptions::estimated_memory_bytes`], bytes:
+    /// [`BenchOptions::estimated_record_count`] × [`BenchOptions::estimated_output_tokens`] ×
+    /// [`limits::BYTES_PER_OUTPUT_TOKEN`].
+    pub fn estimated_output_bytes(&self) -> u64 {
+        self.estimated_record_count()
+            .saturating_mul(self.estimated_output_tokens())
+            .saturating_mul(limits::BYTES_PER_OUTPUT_TOKEN)
     }
 }
 

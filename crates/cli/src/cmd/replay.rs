@@ -81,23 +81,49 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     let mut traces = Vec::new();
     let mut used = 0u64;
     let mut over = None;
+    // Sessions counted, not kept, once the first did not fit.
+    let mut counted = 0usize;
     synthetic::shaped_each(&args.shape, args.traces, args.seed, &mut |t| {
         used = used.saturating_add(t.heap_bytes());
+        if counted > 0 {
+            counted += 1;
+            return true;
+        }
         if let Some(most) = room.filter(|&m| used > m) {
+            if traces.is_empty() {
+                // Not one session: counted to the end, so the limit named is what the whole
+                // corpus needs (issue 39's leftovers: "raise the limit" gave no value).
+                counted = 1;
+                return true;
+            }
             over = Some((most, traces.len()));
             return false;
         }
         traces.push(t);
         true
     });
-    if let Some((most, fit)) = over {
+    if counted > 0 {
         // Not one session: the way out is the limit, never `--traces 0` (trial of issue 39,
-        // finding 8).
-        let fits = if fit == 0 {
-            "not one session fits: raise the limit".to_string()
-        } else {
-            format!("--traces {fit} or fewer fit")
+        // finding 8), named with the value that holds the corpus beside the process.
+        let none = inferbench_workload::WorkloadError::NoneFits {
+            path: PathBuf::from(format!("--shape {}", args.shape)),
+            line: None,
+            what: "session",
+            count: counted,
+            need: used,
+            room: room.unwrap_or(0),
         };
+        let e = crate::limits::advise_none_fits(none.into(), &limits, |at| {
+            at.memory.map(|m| m.bytes.saturating_sub(at.base))
+        });
+        let text = format!("{e:#}");
+        anyhow::bail!(
+            "{} (nothing was written)",
+            text.strip_suffix(" (nothing was sent)").unwrap_or(&text)
+        );
+    }
+    if let Some((most, fit)) = over {
+        let fits = format!("--traces {fit} or fewer fit");
         anyhow::bail!(
             "--shape {}: the sessions generated up to here need more than the {} MiB of memory \
              this process has left (`ulimit -v` or the memory available, less its own); {fits}",
@@ -195,6 +221,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         per_stream: 1,
         request_bytes: 0,
         prompt_bytes: room,
+        output_bytes: 0,
         uncapped: false,
     };
     // What a lane takes is known once the traces are read (its largest request): the check
@@ -252,6 +279,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
                     request_bytes,
                     // The traces kept: at most what the file's estimate or their room allows.
                     prompt_bytes: tokenizer.saturating_add(traces_bytes.min(traces_room)),
+                    output_bytes: 0,
                     uncapped: false,
                 }))
             }),
