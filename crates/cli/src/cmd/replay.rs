@@ -65,6 +65,22 @@ fn traces_plan(
     Ok((need, tokenizer, room))
 }
 
+/// The memory the sessions of the `--synthetic` `shape` take once generated with `seed`, up to
+/// `entries` of them, bytes, as the replay's load counts them (`Trace::heap_bytes`): generated
+/// a session at a time, keeping none.
+fn synthetic_bytes(shape: &str, seed: u64, entries: Option<usize>) -> u64 {
+    let (mut bytes, mut n) = (0u64, 0usize);
+    synthetic::shaped_each(shape, None, seed, &mut |t| {
+        if entries.is_some_and(|e| n >= e) {
+            return false;
+        }
+        n += 1;
+        bytes = bytes.saturating_add(t.heap_bytes());
+        true
+    });
+    bytes
+}
+
 /// `inferbench agentx-traces`: writes a synthetic AgentX corpus and prints its shape.
 pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     // Generated a session at a time within the memory budget (less the process's own): a
@@ -230,7 +246,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // part loads the traces within the room of the lanes that do fit, so the refusal after
     // the load names a number that holds with the traces (trial of issue 39, finding 2).
     let limits = crate::limits::raise_open_files();
-    let traces_bytes = files.as_deref().map_or(0, crate::limits::traces_bytes);
+    // A generated corpus is counted as its load counts it (issue 39's leftovers: counted 0 up
+    // front, the `ulimit -v` advised for its lanes left it no room, a second refusal).
+    let traces_bytes = match (files.as_deref(), &flags.synthetic) {
+        (Some(files), _) => crate::limits::traces_bytes(files),
+        (None, Some(shape)) => synthetic_bytes(shape, flags.random_seed, flags.num_dataset_entries),
+        (None, None) => 0,
+    };
     // The lanes asked for and the read room, as planned below (again at other limits for the
     // advice of a refusal).
     let lanes_need = need;
