@@ -211,17 +211,18 @@ pub struct Need {
     pub per_stream: u64,
     /// Bytes each connection's request in flight takes besides [`STREAM_BYTES`]: its prompt
     /// text, request body and record's per-token data (`replay`: the largest request of its
-    /// traces, `inferbench_loadgen::agentic::lane_load`); 0 where prompts are counted as a whole
-    /// ([`Need::prompt_bytes`]).
+    /// traces, `inferbench_loadgen::agentic::lane_load`; `bench`: its output tokens until its
+    /// record is compacted, `BenchOptions::estimated_in_flight_bytes`).
     pub request_bytes: u64,
     /// Bytes of prompts built before the run (random prompts' text and token ids:
     /// `BenchOptions::estimated_prompt_bytes`; 0 when the prompts come from a file).
     pub prompt_bytes: u64,
-    /// Bytes of the records' output tokens the run keeps until its summary: records ×
-    /// output tokens × `BYTES_PER_OUTPUT_TOKEN` (`bench`:
-    /// `BenchOptions::estimated_output_bytes`, the same count loadgen checks again when the
-    /// run starts; issue 39: left out here, the advised `ulimit -v` was refused again by
-    /// that check). 0 where unknown up front or counted by a loader.
+    /// Bytes of the records' output tokens the run keeps until its summary (`bench`:
+    /// `BenchOptions::estimated_output_bytes`, their ITL gaps, or whole records with
+    /// `--save-detailed`; those of the requests in flight are [`Need::request_bytes`]): the
+    /// same terms loadgen checks again when the run starts (issue 39, finding 4: left out here,
+    /// the advised `ulimit -v` was refused again by that check). 0 where unknown up front or
+    /// counted by a loader.
     pub output_bytes: u64,
     /// The streams are not set by [`Need::flag`] but bounded by the request count (`bench`
     /// with no `--max-concurrency`: every request may be in flight at once): the message names
@@ -406,7 +407,7 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         } else {
             String::new()
         };
-        let outputs = if need.output_bytes > 0 {
+        let outputs = if need.output_bytes >= 1 << 20 {
             let hint = match (spare < STREAM_BYTES, need.flag) {
                 (false, _) => "",
                 (true, "--max-concurrency") => " (lower --random-output-len or --num-prompts)",
@@ -474,31 +475,20 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
 /// of 300 requests failed `client_resource`), at most the requests of its larger phase; its
 /// requests are the warmups and the profile's.
 pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Need> {
-    let warmups = opts.resolved_num_warmups();
-    let profile = opts.resolved_num_prompts();
-    let (streams, uncapped) = match opts.max_concurrency {
-        Some(c) => (u64::from(c), false),
-        None => (profile.max(warmups), true),
-    };
-    // A `--duration` run cycles its prompts: its streams are not bounded by the prompts.
-    let streams = if opts.duration.is_some() {
-        streams
-    } else {
-        streams.min(profile.max(warmups)).max(1)
-    };
-    // The records as loadgen counts them when the run starts (`estimated_record_count`, at a
-    // rate for a `--duration`), with their output tokens: one estimate, so that the `ulimit
-    // -v` a refusal advises passes that check too (issue 39, finding 4: "about 426 MiB", then
-    // at that limit "734 MiB").
+    // The terms of loadgen's own estimate, which it checks again when the run starts: one
+    // estimate, so that the `ulimit -v` a refusal advises passes that check too (issue 39,
+    // finding 4: "about 426 MiB", then at that limit "734 MiB"): the streams, the records kept
+    // (at a rate for a `--duration`), the output tokens of each request in flight (per
+    // connection) and of the records kept.
     Some(Need {
         flag: "--max-concurrency",
-        streams,
+        streams: opts.estimated_streams(),
         requests: opts.estimated_record_count(),
         per_stream: 1,
-        request_bytes: 0,
+        request_bytes: opts.estimated_in_flight_bytes(),
         prompt_bytes: opts.estimated_prompt_bytes(),
         output_bytes: opts.estimated_output_bytes(),
-        uncapped,
+        uncapped: opts.max_concurrency.is_none(),
     })
 }
 

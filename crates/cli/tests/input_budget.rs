@@ -412,9 +412,9 @@ fn closed_url() -> String {
 /// estimate. For each shape: refused under a small limit naming a value; at exactly that value
 /// the run starts (exit 0 on a tiny run; exit 3 "server unreachable" where it was pointed at a
 /// closed port, i.e. it passed every check and sent requests); one KiB below, refused (exit 2).
-/// Shapes: a random bench whose records' output tokens dominate (100 prompts of 100,000 output
-/// tokens: 305 MiB of records, left out of the up-front count before: the advised value was
-/// refused again by the run's own check); a dataset of `output_len` 120,000 where not one
+/// Shapes: a random bench whose output tokens dominate (64 streams of 100,000 output tokens:
+/// 293 MiB in flight and 8 MiB of ITL gaps kept, left out of the up-front count before: the
+/// advised value was refused again by the run's own check); a dataset of `output_len` 120,000 where not one
 /// stream fits up front (the advice left out the replies' records: the loader refused again);
 /// `agentx-traces` and `replay --synthetic` where not one session fits ("raise the limit",
 /// no value, before).
@@ -488,10 +488,12 @@ fn every_advised_ulimit_v_starts_the_run_in_one_step() {
     let shapes: [(&[String], &str, &str, i32); 4] = [
         (
             &random,
-            "300000",
-            "and 306 MiB of the records' output tokens (lower --random-output-len or \
-             --num-prompts), as measured) and the address-space limit `ulimit -v` is 292 MiB; \
-             no concurrency fits; raise the address-space limit: `ulimit -v ",
+            "150000",
+            "(4751 KiB per stream, 1 KiB per request, 175 MiB besides for the binary and 6 \
+             threads and 2 MiB of prompts (lower --random-input-len or --num-prompts) and 8 MiB \
+             of the records' output tokens (lower --random-output-len or --num-prompts), as \
+             measured) and the address-space limit `ulimit -v` is 146 MiB; no concurrency fits; \
+             raise the address-space limit: `ulimit -v ",
             3,
         ),
         (

@@ -931,7 +931,8 @@ pub struct RowLoad {
     pub per_stream: u64,
     /// Bytes each connection's request in flight takes besides its stream's: for an AgentX row
     /// its traces' largest request ([`inferbench_loadgen::agentic::LaneLoad::request_bytes`]);
-    /// 0 where prompts are counted as a whole ([`RowLoad::prompt_bytes`]).
+    /// otherwise its output tokens until its record is compacted
+    /// (`BenchOptions::estimated_in_flight_bytes`).
     pub request_bytes: u64,
 }
 
@@ -971,7 +972,7 @@ pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
                 .filter(|(k, _, _)| *k == PointKind::Throughput)
                 .map(|(_, c, _)| *c)
                 .max();
-            let (requests, prompt_bytes, output_bytes) = match top {
+            let (requests, prompt_bytes, output_bytes, in_flight) = match top {
                 Some(c) if !spec.is_agentic() => {
                     let point = Point {
                         spec: spec.clone(),
@@ -987,15 +988,16 @@ pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
                         o.estimated_record_count(),
                         o.estimated_prompt_bytes(),
                         o.estimated_output_bytes(),
+                        o.estimated_in_flight_bytes(),
                     )
                 }
-                _ => (0, 0, 0),
+                _ => (0, 0, 0, 0),
             };
             let (per_stream, request_bytes) = if spec.is_agentic() {
                 let l = lane_load();
                 (l.per_lane, l.request_bytes)
             } else {
-                (1, 0)
+                (1, in_flight)
             };
             Some(RowLoad {
                 index: spec.index,
