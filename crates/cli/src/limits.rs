@@ -473,7 +473,10 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
 /// flight are bounded by rate × the longest request time, which is not known up front, so the
 /// request count bounds them; issue 39 §3, fresh tester: a paced run skipped the check and 220
 /// of 300 requests failed `client_resource`), at most the requests of its larger phase; its
-/// requests are the warmups and the profile's.
+/// requests are the warmups and the profile's (at a rate, rate × `--duration`), with their
+/// output tokens in flight and kept: loadgen's own estimate's terms
+/// (`BenchOptions::estimated_memory_bytes`), one estimate for the check, the advice and the
+/// run's start.
 pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Need> {
     // The terms of loadgen's own estimate, which it checks again when the run starts: one
     // estimate, so that the `ulimit -v` a refusal advises passes that check too (issue 39,
