@@ -211,12 +211,19 @@ pub struct Need {
     pub per_stream: u64,
     /// Bytes each connection's request in flight takes besides [`STREAM_BYTES`]: its prompt
     /// text, request body and record's per-token data (`replay`: the largest request of its
-    /// traces, `inferbench_loadgen::agentic::lane_load`); 0 where prompts are counted as a whole
-    /// ([`Need::prompt_bytes`]).
+    /// traces, `inferbench_loadgen::agentic::lane_load`; `bench`: its output tokens until its
+    /// record is compacted, `BenchOptions::estimated_in_flight_bytes`).
     pub request_bytes: u64,
     /// Bytes of prompts built before the run (random prompts' text and token ids:
     /// `BenchOptions::estimated_prompt_bytes`; 0 when the prompts come from a file).
     pub prompt_bytes: u64,
+    /// Bytes of the records' output tokens the run keeps until its summary (`bench`:
+    /// `BenchOptions::estimated_output_bytes`, their ITL gaps, or whole records with
+    /// `--save-detailed`; those of the requests in flight are [`Need::request_bytes`]): the
+    /// same terms loadgen checks again when the run starts (issue 39, finding 4: left out here,
+    /// the advised `ulimit -v` was refused again by that check). 0 where unknown up front or
+    /// counted by a loader.
+    pub output_bytes: u64,
     /// The streams are not set by [`Need::flag`] but bounded by the request count (`bench`
     /// with no `--max-concurrency`: every request may be in flight at once): the message names
     /// the count and that `flag` bounds it, not a flag the user never passed.
@@ -243,11 +250,14 @@ impl Need {
     }
 
     /// Memory the run needs, bytes: `base` (the process's own: [`base_bytes`]) + streams ×
-    /// [`STREAM_BYTES`] + requests × [`REQUEST_BYTES`] + the prompts' bytes.
+    /// [`STREAM_BYTES`] + requests × [`REQUEST_BYTES`] + the prompts' bytes + the records'
+    /// output tokens ([`Need::output_bytes`]). The one estimate of every up-front check and of
+    /// every `ulimit -v` a refusal advises.
     pub fn memory(&self, base: u64) -> u64 {
         base.saturating_add(self.connections().saturating_mul(self.connection_bytes()))
             .saturating_add(self.requests.saturating_mul(REQUEST_BYTES))
             .saturating_add(self.prompt_bytes)
+            .saturating_add(self.output_bytes)
     }
 }
 
@@ -372,7 +382,8 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         let spare = room
             .saturating_sub(limits.base)
             .saturating_sub(need.requests.saturating_mul(REQUEST_BYTES))
-            .saturating_sub(need.prompt_bytes);
+            .saturating_sub(need.prompt_bytes)
+            .saturating_sub(need.output_bytes);
         fit = fit.min(spare / need.connection_bytes() / need.per_stream.max(1));
         let requests = if need.requests > 0 {
             format!(" and {} requests", need.requests)
@@ -396,10 +407,24 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
         } else {
             String::new()
         };
+        let outputs = if need.output_bytes >= 1 << 20 {
+            let hint = match (spare < STREAM_BYTES, need.flag) {
+                (false, _) => "",
+                (true, "--max-concurrency") => " (lower --random-output-len or --num-prompts)",
+                (true, "conc") => " (lower the row's osl or its number of prompts)",
+                (true, _) => " (lower the output length)",
+            };
+            format!(
+                " and {} MiB of the records' output tokens{hint}",
+                need.output_bytes.div_ceil(1 << 20)
+            )
+        } else {
+            String::new()
+        };
         why.push(format!(
             "{} streams{requests} need about {} MiB ({} KiB per stream, {} KiB per \
-             request, {} MiB besides for the binary and {} threads{prompts}, as measured) and {} is {} \
-             MiB",
+             request, {} MiB besides for the binary and {} threads{prompts}{outputs}, as \
+             measured) and {} is {} MiB",
             need.streams,
             need_memory.div_ceil(1 << 20),
             need.connection_bytes() >> 10,
@@ -448,31 +473,25 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
 /// flight are bounded by rate × the longest request time, which is not known up front, so the
 /// request count bounds them; issue 39 §3, fresh tester: a paced run skipped the check and 220
 /// of 300 requests failed `client_resource`), at most the requests of its larger phase; its
-/// requests are the warmups and the profile's.
+/// requests are the warmups and the profile's (at a rate, rate × `--duration`), with their
+/// output tokens in flight and kept: loadgen's own estimate's terms
+/// (`BenchOptions::estimated_memory_bytes`), one estimate for the check, the advice and the
+/// run's start.
 pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Need> {
-    let warmups = opts.resolved_num_warmups();
-    let profile = opts.resolved_num_prompts();
-    let (streams, uncapped) = match opts.max_concurrency {
-        Some(c) => (u64::from(c), false),
-        None => (profile.max(warmups), true),
-    };
-    // A `--duration` run cycles its prompts: its requests are not known up front.
-    let (streams, requests) = if opts.duration.is_some() {
-        (streams, profile.max(warmups))
-    } else {
-        (
-            streams.min(profile.max(warmups)).max(1),
-            profile.saturating_add(warmups),
-        )
-    };
+    // The terms of loadgen's own estimate, which it checks again when the run starts: one
+    // estimate, so that the `ulimit -v` a refusal advises passes that check too (issue 39,
+    // finding 4: "about 426 MiB", then at that limit "734 MiB"): the streams, the records kept
+    // (at a rate for a `--duration`), the output tokens of each request in flight (per
+    // connection) and of the records kept.
     Some(Need {
         flag: "--max-concurrency",
-        streams,
-        requests,
+        streams: opts.estimated_streams(),
+        requests: opts.estimated_record_count(),
         per_stream: 1,
-        request_bytes: 0,
+        request_bytes: opts.estimated_in_flight_bytes(),
         prompt_bytes: opts.estimated_prompt_bytes(),
-        uncapped,
+        output_bytes: opts.estimated_output_bytes(),
+        uncapped: opts.max_concurrency.is_none(),
     })
 }
 
@@ -564,44 +583,42 @@ pub fn traces_bytes(files: &[std::path::PathBuf]) -> u64 {
         .saturating_mul(TRACE_BYTES_PER_FILE_BYTE)
 }
 
-/// Memory a dataset prompt takes besides its text, bytes, as the loader counts it (its
-/// struct and strings: 256), with room for its line's JSON: 320.
-pub const DATASET_BYTES_PER_LINE: u64 = 320;
-
-/// Files up to this size (64 MiB) are counted line by line by [`dataset_bytes`]; larger ones
-/// are left to the loader, which refuses naming how many prompts fit.
-pub const DATASET_COUNTED_MAX: u64 = 64 << 20;
-
-/// The memory `prompts` prompts of a `--dataset-path` file take once read, bytes: each its
-/// line's share of the file (size / lines) and [`DATASET_BYTES_PER_LINE`] (the loader makes
-/// `prompts` of them, cycling a shorter file; replies' records, known only from each line's
-/// `output_len`, are counted by the loader); 0 for a file larger than
-/// [`DATASET_COUNTED_MAX`], one that cannot be read or not a regular file.
-pub fn dataset_bytes(path: &std::path::Path, prompts: u64) -> u64 {
-    use std::io::Read as _;
-    let Ok(m) = std::fs::metadata(path) else {
+/// The memory the prompts of `opts`'s `--dataset-path` take once read, bytes, as the loader's
+/// budget counts them ([`inferbench_workload::dataset_budget_need`]: each prompt's text and
+/// the record its reply fills, `output_len` or `--output-len` tokens, of the profile's prompts
+/// and the warmups'), so that the up-front check and the `ulimit -v` it advises leave the loader
+/// its room in one step (issue 39: the output lengths were left out here). 0 for random
+/// prompts, a file larger than [`DATASET_COUNTED_MAX`] (read twice would double the load; the
+/// loader refuses it naming what fits, [`advise_none_fits`]) or one the loader would refuse
+/// (it names why).
+pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
+    use inferbench_loadgen::options::DatasetName;
+    let Some(path) = opts.dataset_path.as_deref() else {
         return 0;
     };
-    if !m.is_file() || m.len() > DATASET_COUNTED_MAX {
-        return 0;
-    }
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return 0;
+    let kind = match opts.dataset_name {
+        DatasetName::Jsonl => inferbench_workload::DatasetKind::Jsonl,
+        DatasetName::Sharegpt => inferbench_workload::DatasetKind::ShareGpt,
+        _ => return 0,
     };
-    let mut buf = vec![0u8; 1 << 16];
-    let mut lines = 0u64;
-    loop {
-        match f.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64,
-        }
+    if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > DATASET_COUNTED_MAX) {
+        return 0;
     }
-    let per_prompt = m
-        .len()
-        .div_ceil(lines.max(1))
-        .saturating_add(DATASET_BYTES_PER_LINE);
-    per_prompt.saturating_mul(prompts)
+    let prompts = opts
+        .resolved_num_prompts()
+        .saturating_add(opts.resolved_num_warmups());
+    let load = inferbench_workload::DatasetOptions {
+        num_prompts: Some(usize::try_from(prompts).unwrap_or(usize::MAX)),
+        output_len: opts.output_len,
+        max_context_tokens: inferbench_loadgen::options::limits::MAX_TOKENS,
+        ..Default::default()
+    };
+    inferbench_workload::dataset_budget_need(kind, path, &load).unwrap_or(0)
 }
+
+/// Files up to this size (64 MiB) are counted by [`dataset_bytes`] before the run; larger
+/// ones are left to the loader, which refuses naming how many prompts fit.
+pub const DATASET_COUNTED_MAX: u64 = 64 << 20;
 
 /// The files `replay --traces PATH` reads: the file, or the `*.jsonl`/`*.json` files directly
 /// in a directory (as the loader lists them).
@@ -694,6 +711,7 @@ pub fn selftest_need(levels: &str) -> Option<Need> {
         per_stream: 1,
         request_bytes: 0,
         prompt_bytes: 0,
+        output_bytes: 0,
         uncapped: false,
     })
 }
@@ -880,14 +898,15 @@ mod tests {
             per_stream: 1,
             request_bytes: 0,
             prompt_bytes: 0,
+            output_bytes: 0,
             uncapped: false,
         }
     }
 
     /// Trial of issue 39, finding 2: an input file's read room is 65× a small file's size (a
     /// line is never longer than its file), [`LINE_ROOM_BYTES`] for a large one or none; a
-    /// dataset's prompts count their line's share and 320 bytes each; the most streams that
-    /// fit is the largest passing [`check`].
+    /// dataset's prompts count as its loader counts them, their replies' records included
+    /// (issue 39); the most streams that fit is the largest passing [`check`].
     #[test]
     fn an_input_file_costs_its_read_room_and_its_prompts() {
         let d = tempfile::tempdir().unwrap();
@@ -905,9 +924,20 @@ mod tests {
         );
         assert_eq!(input_room(None), LINE_ROOM_BYTES);
         assert_eq!(input_room(Some(&[d.path().join("missing")])), 0);
-        // 33 bytes in 2 lines: 17 + 320 bytes a prompt.
-        assert_eq!(dataset_bytes(&small, 10), 3370);
-        assert_eq!(dataset_bytes(&big, 10), 0);
+        // As the loader counts them: each prompt its text, 256 bytes and its reply's record
+        // (256 tokens by default, --output-len 4 when given) × 32 bytes; 10 prompts of the
+        // 2-line file are 5 rounds of (1 + 256 + 8192) + (2 + 256 + 8192) bytes.
+        let ds = |path: &std::path::Path, output_len| inferbench_loadgen::options::BenchOptions {
+            dataset_name: inferbench_loadgen::options::DatasetName::Jsonl,
+            dataset_path: Some(path.to_path_buf()),
+            num_prompts: Some(8),
+            num_warmups: Some(2),
+            output_len,
+            ..Default::default()
+        };
+        assert_eq!(dataset_bytes(&ds(&small, None)), 5 * (8449 + 8450));
+        assert_eq!(dataset_bytes(&ds(&small, Some(4))), 5 * (385 + 386));
+        assert_eq!(dataset_bytes(&ds(&big, None)), 0);
         let l = limits(1 << 20, Some(300_000 << 10));
         let n = need(5000, 0);
         let most = most_streams(&n, &l);
@@ -1093,6 +1123,7 @@ mod tests {
                 per_stream: 1,
                 request_bytes: 0,
                 prompt_bytes: 0,
+                output_bytes: 0,
                 uncapped: false,
             })
         );

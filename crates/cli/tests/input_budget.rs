@@ -395,3 +395,145 @@ fn an_eval_refused_for_memory_names_the_ulimit_v_that_runs() {
     let (o, text) = eval(&below);
     assert_eq!(o.status.code(), Some(2), "ulimit -v {below}: {text}");
 }
+
+/// A port nothing listens on, as a base URL: a run that passes its checks and sends its first
+/// request ends "server unreachable" (exit 3).
+fn closed_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("http://127.0.0.1:{port}")
+}
+
+/// Issue 39, finding 4 and its leftovers (a)–(b): every `ulimit -v` a refusal advises is true
+/// in ONE step, because the up-front check, the loaders' budgets and the advice are one
+/// estimate. For each shape: refused under a small limit naming a value; at exactly that value
+/// the run starts (exit 0 on a tiny run; exit 3 "server unreachable" where it was pointed at a
+/// closed port, i.e. it passed every check and sent requests); one KiB below, refused (exit 2).
+/// Shapes: a random bench whose output tokens dominate (64 streams of 100,000 output tokens:
+/// 293 MiB in flight and 8 MiB of ITL gaps kept, left out of the up-front count before: the
+/// advised value was refused again by the run's own check); a dataset of `output_len` 120,000 where not one
+/// stream fits up front (the advice left out the replies' records: the loader refused again);
+/// `agentx-traces` and `replay --synthetic` where not one session fits ("raise the limit",
+/// no value, before).
+#[test]
+fn every_advised_ulimit_v_starts_the_run_in_one_step() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let sim_url = format!("http://127.0.0.1:{}", sim.1);
+    let closed = closed_url();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let line = "{\"prompt\": \"hello there\", \"output_len\": 120000}\n";
+    std::fs::write(d.join("ds.jsonl"), line.repeat(3)).unwrap();
+    let quiet = ["--power", "off", "--no-server-metrics", "--progress", "off"];
+    let bench = |url: &str, more: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["bench", "--base-url", url]
+            .iter()
+            .chain(more)
+            .chain(&quiet)
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(["--num-warmups".into(), "0".into()]);
+        a
+    };
+    let random = bench(
+        &closed,
+        &[
+            "--model",
+            "m",
+            "--random-input-len",
+            "1000",
+            "--random-output-len",
+            "100000",
+            "--max-concurrency",
+            "64",
+            "--num-prompts",
+            "100",
+        ],
+    );
+    let dataset = bench(
+        &sim_url,
+        &[
+            "--dataset-name",
+            "jsonl",
+            "--dataset-path",
+            "ds.jsonl",
+            "--max-concurrency",
+            "1",
+            "--num-prompts",
+            "2",
+        ],
+    );
+    let traces: Vec<String> = ["agentx-traces", "--shape", "quickstart", "-o", "qs.jsonl"]
+        .map(String::from)
+        .to_vec();
+    let mut synthetic: Vec<String> = [
+        "replay",
+        "--synthetic",
+        "quickstart",
+        "--model",
+        "m",
+        "--base-url",
+        &closed,
+        "--benchmark-duration",
+        "5",
+        "--unsafe-override",
+    ]
+    .map(String::from)
+    .to_vec();
+    synthetic.extend(quiet.map(String::from));
+    // (arguments, the small limit, what the refusal says, the exit at the advised value)
+    let shapes: [(&[String], &str, &str, i32); 4] = [
+        (
+            &random,
+            "150000",
+            "(4751 KiB per stream, 1 KiB per request, 175 MiB besides for the binary and 6 \
+             threads and 2 MiB of prompts (lower --random-input-len or --num-prompts) and 8 MiB \
+             of the records' output tokens (lower --random-output-len or --num-prompts), as \
+             measured) and the address-space limit `ulimit -v` is 146 MiB; no concurrency fits; \
+             raise the address-space limit: `ulimit -v ",
+            3,
+        ),
+        (
+            &dataset,
+            "150000",
+            "no concurrency fits; raise the address-space limit",
+            0,
+        ),
+        (
+            &traces,
+            "150000",
+            "--shape quickstart: not one session of it fits: the 6 sessions the run reads need \
+             about 46 KiB",
+            0,
+        ),
+        (
+            &synthetic,
+            "150000",
+            "no concurrency fits; raise the address-space limit",
+            3,
+        ),
+    ];
+    for (args, small, says, starts) in shapes {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (o, text) = under_ulimit_v(small, d, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains(says), "{args:?}: {text}");
+        let kib = advised(&text);
+        let (o, text) = under_ulimit_v(&kib, d, &args);
+        assert_eq!(o.status.code(), Some(starts), "{args:?} at {kib}: {text}");
+        if starts == 3 {
+            assert!(text.contains("server unreachable"), "{args:?}: {text}");
+        } else if args[0] == "bench" {
+            assert!(
+                text.contains("Successful requests:                    2"),
+                "{text}"
+            );
+        }
+        let below = (kib.parse::<u64>().unwrap() - 1).to_string();
+        let (o, text) = under_ulimit_v(&below, d, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?} at {below}: {text}");
+    }
+}

@@ -680,7 +680,17 @@ impl BenchOptions {
 
     /// The longest input length the random range can draw, tokens (the prefix excluded).
     fn max_input_len(&self) -> u32 {
-        let l = f64::from(self.random_input_len);
+        self.max_drawn(self.random_input_len)
+    }
+
+    /// The longest output length the random range can draw, tokens.
+    fn max_output_len(&self) -> u32 {
+        self.max_drawn(self.random_output_len)
+    }
+
+    /// The longest length the random range can draw for a nominal `len`, tokens.
+    fn max_drawn(&self, len: u32) -> u32 {
+        let l = f64::from(len);
         let hi = match self.range_semantics {
             RangeSemantics::InferenceX => l,
             RangeSemantics::Vllm => {
@@ -691,16 +701,37 @@ impl BenchOptions {
     }
 
     /// A generous estimate of the memory a run needs, bytes: every prompt's text and token ids
-    /// while it is fitted ([`limits::BYTES_PER_PROMPT_TOKEN`] per token), plus every request
-    /// record (warmups included: [`limits::BYTES_PER_RECORD`] plus
-    /// [`limits::BYTES_PER_OUTPUT_TOKEN`] per output token; `--duration` at a rate: rate ×
-    /// duration records). Dataset prompts are not counted (their size is bounded by the file);
-    /// a closed-loop `--duration` run's record count cannot be known in advance.
+    /// while it is fitted ([`limits::BYTES_PER_PROMPT_TOKEN`] per token), every request record
+    /// kept (warmups included: [`limits::BYTES_PER_RECORD`]; `--duration` at a rate: rate ×
+    /// duration records), the records' output tokens kept
+    /// ([`BenchOptions::estimated_output_bytes`]) and those of the requests in flight
+    /// ([`BenchOptions::estimated_streams`] × [`BenchOptions::estimated_in_flight_bytes`]).
+    /// Dataset prompts are not counted (their size is bounded by the file); a closed-loop
+    /// `--duration` run's record count cannot be known in advance. The `inferbench` CLI's
+    /// up-front check counts the same terms (`limits::bench_need`) besides the process's own.
     pub fn estimated_memory_bytes(&self) -> u64 {
-        self.estimated_prompt_bytes().saturating_add(
-            self.estimated_record_count()
-                .saturating_mul(self.estimated_record_bytes()),
-        )
+        self.estimated_prompt_bytes()
+            .saturating_add(
+                self.estimated_record_count()
+                    .saturating_mul(limits::BYTES_PER_RECORD),
+            )
+            .saturating_add(self.estimated_output_bytes())
+            .saturating_add(
+                self.estimated_streams()
+                    .saturating_mul(self.estimated_in_flight_bytes()),
+            )
+    }
+
+    /// Requests in flight at once, at most: `--max-concurrency`, or with no cap every request
+    /// of the larger phase (an open loop may have them all in flight); at most the requests of
+    /// the larger phase (a `--duration` run cycles its prompts: its cap alone), at least 1.
+    pub fn estimated_streams(&self) -> u64 {
+        let most = self.resolved_num_prompts().max(self.resolved_num_warmups());
+        match (self.max_concurrency, self.duration) {
+            (Some(c), Some(_)) => u64::from(c),
+            (Some(c), None) => u64::from(c).min(most).max(1),
+            (None, _) => most.max(1),
+        }
     }
 
     /// The prompts' share of [`BenchOptions::estimated_memory_bytes`], bytes: random prompts'
@@ -717,8 +748,10 @@ impl BenchOptions {
             .saturating_mul(limits::BYTES_PER_PROMPT_TOKEN)
     }
 
-    /// Records the run keeps (warmups and profile; `--duration` at a rate: rate × duration).
-    fn estimated_record_count(&self) -> u64 {
+    /// Records the run keeps (warmups and profile; `--duration` at a rate: rate × duration):
+    /// the request count of the one memory estimate (`inferbench` CLI's `limits::bench_need`
+    /// counts the same).
+    pub fn estimated_record_count(&self) -> u64 {
         let n = self.resolved_num_prompts().max(1);
         let mut records = n.saturating_add(self.resolved_num_warmups());
         if let (Some(d), Some(r)) = (self.duration, self.request_rate) {
@@ -728,15 +761,49 @@ impl BenchOptions {
         records
     }
 
-    /// One record's estimated bytes: [`limits::BYTES_PER_RECORD`] plus
-    /// [`limits::BYTES_PER_OUTPUT_TOKEN`] per output token.
-    fn estimated_record_bytes(&self) -> u64 {
-        let out_tokens = match self.dataset_name {
-            DatasetName::Random => u64::from(self.random_output_len),
-            _ => u64::from(self.output_len.unwrap_or(self.random_output_len)),
-        };
-        limits::BYTES_PER_RECORD
-            .saturating_add(out_tokens.saturating_mul(limits::BYTES_PER_OUTPUT_TOKEN))
+    /// The most output tokens a record keeps as the options know them, tokens: random prompts'
+    /// longest drawn `--random-output-len` (the range included); a dataset's `--output-len`
+    /// when given, else 0: its lines' own lengths (`output_len`, `max_tokens`, a recorded
+    /// reply) are counted by the dataset loader's memory budget, prompt by prompt
+    /// (`inferbench_workload::load_dataset`), so that each record is counted once (issue 39:
+    /// two estimators that disagreed made the advised `ulimit -v` false).
+    pub fn estimated_output_tokens(&self) -> u64 {
+        match self.dataset_name {
+            DatasetName::Random => u64::from(self.max_output_len()),
+            _ => self.output_len.map_or(0, u64::from),
+        }
+    }
+
+    /// The output tokens of the records kept until the summary, bytes: with
+    /// `--save-detailed` every record whole ([`BenchOptions::estimated_record_count`] ×
+    /// [`BenchOptions::estimated_output_tokens`] ×
+    /// [`limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN`]);
+    /// otherwise records are compacted once written (issue 14) and only their ITL gaps are kept,
+    /// 8 bytes a token up to [`crate::kept::SPILL_VALUES`] of them (the rest spill to a file).
+    pub fn estimated_output_bytes(&self) -> u64 {
+        let tokens = self
+            .estimated_record_count()
+            .saturating_mul(self.estimated_output_tokens());
+        if self.save_detailed {
+            tokens.saturating_mul(limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN)
+        } else {
+            tokens
+                .min(crate::kept::SPILL_VALUES as u64)
+                .saturating_mul(8)
+        }
+    }
+
+    /// The output tokens of one request in flight, bytes: its chunks and text until it is
+    /// compacted, [`BenchOptions::estimated_output_tokens`] ×
+    /// [`limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN`] (0 with `--save-detailed`, whose records are counted
+    /// whole by [`BenchOptions::estimated_output_bytes`]).
+    pub fn estimated_in_flight_bytes(&self) -> u64 {
+        if self.save_detailed {
+            0
+        } else {
+            self.estimated_output_tokens()
+                .saturating_mul(limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN)
+        }
     }
 }
 
@@ -773,6 +840,13 @@ pub mod limits {
     /// Memory per output token of a record, bytes: a 24-byte chunk record (one per token at
     /// worst) plus the output text.
     pub const BYTES_PER_OUTPUT_TOKEN: u64 = 32;
+    /// Memory per output token of a request in flight (and of a record kept whole, with
+    /// `--save-detailed`), bytes: 48. Its 24-byte chunk record grows in a vector that doubles
+    /// (up to 48 bytes a token), with the text and the stream's buffers besides: measured
+    /// (2026-12-07, docs/performance.md, the lowest `ulimit -v` by bisection) ≈ 44 bytes per
+    /// token in flight (16 streams, output 100 → 40,000 tokens: +34.8 MiB, 8 of them the ITL
+    /// sample); rounded up.
+    pub const BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN: u64 = 48;
 }
 
 /// Memory available to this process, bytes: the one budget every up-front memory check uses
@@ -983,22 +1057,39 @@ mod tests {
             model: "m".into(),
             ..Default::default()
         };
-        // 1000 prompts × 1024 tokens × 16 B + 1000 records × (1024 + 128 × 32) B
-        assert_eq!(o.estimated_memory_bytes(), 16_384_000 + 5_120_000);
-        assert_eq!(o.validate_with_memory(Some(21_504_000)), Ok(()));
-        let e = o.validate_with_memory(Some(21_503_999)).unwrap_err();
+        // 1000 prompts × 1024 tokens × 16 B + 1000 records × 1024 B + their 128,000 output
+        // tokens' ITL gaps × 8 B + 1000 requests in flight (no cap) × 128 tokens × 48 B.
+        assert_eq!(
+            o.estimated_memory_bytes(),
+            16_384_000 + 1_024_000 + 1_024_000 + 6_144_000
+        );
+        assert_eq!(o.validate_with_memory(Some(24_576_000)), Ok(()));
+        let e = o.validate_with_memory(Some(24_575_999)).unwrap_err();
         assert_eq!(e.flag, "--random-input-len");
         assert_eq!(
             e.reason,
-            "1000 prompts of up to 1024 tokens and their records need about 20 MiB, more than the 20 MiB of memory available"
+            "1000 prompts of up to 1024 tokens and their records need about 23 MiB, more than the 23 MiB of memory available"
         );
-        // --duration 10 s at 1000 req/s: 10 000 records
+        // --duration 10 s at 1000 req/s: 10 000 records, their ITL gaps at most 1 Mi values
+        // (the rest spill to a file).
         let d = BenchOptions {
             duration: Some(Duration::from_secs(10)),
             request_rate: Some(1000.0),
             ..o.clone()
         };
-        assert_eq!(d.estimated_memory_bytes(), 16_384_000 + 10_000 * 5_120);
+        assert_eq!(
+            d.estimated_memory_bytes(),
+            16_384_000 + 10_240_000 + 8_388_608 + 6_144_000
+        );
+        // --save-detailed keeps every record whole: 128,000 tokens × 48 B, none in flight apart.
+        let full = BenchOptions {
+            save_detailed: true,
+            ..o.clone()
+        };
+        assert_eq!(
+            full.estimated_memory_bytes(),
+            16_384_000 + 1_024_000 + 6_144_000
+        );
         // extreme values saturate instead of overflowing
         let x = BenchOptions {
             random_input_len: u32::MAX,

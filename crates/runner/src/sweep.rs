@@ -921,13 +921,18 @@ pub struct RowLoad {
     pub requests: u64,
     /// Bytes of random prompts that point builds before its first request (0 when none).
     pub prompt_bytes: u64,
+    /// Bytes of that point's records' output tokens
+    /// (`BenchOptions::estimated_output_bytes`: the same count its run checks again; 0 when
+    /// not known up front).
+    pub output_bytes: u64,
     /// Connections each stream may hold at once: 1, or for an AgentX row its traces' peak of
     /// requests in flight per session (sub-agents take no lane), as `replay` counts it
     /// ([`inferbench_loadgen::agentic::lane_load`]).
     pub per_stream: u64,
     /// Bytes each connection's request in flight takes besides its stream's: for an AgentX row
     /// its traces' largest request ([`inferbench_loadgen::agentic::LaneLoad::request_bytes`]);
-    /// 0 where prompts are counted as a whole ([`RowLoad::prompt_bytes`]).
+    /// otherwise its output tokens until its record is compacted
+    /// (`BenchOptions::estimated_in_flight_bytes`).
     pub request_bytes: u64,
 }
 
@@ -967,7 +972,7 @@ pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
                 .filter(|(k, _, _)| *k == PointKind::Throughput)
                 .map(|(_, c, _)| *c)
                 .max();
-            let (requests, prompt_bytes) = match top {
+            let (requests, prompt_bytes, output_bytes, in_flight) = match top {
                 Some(c) if !spec.is_agentic() => {
                     let point = Point {
                         spec: spec.clone(),
@@ -980,24 +985,26 @@ pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
                     let o =
                         crate::bench::bench_options(&point_request(&point, opts, String::new()));
                     (
-                        o.resolved_num_prompts()
-                            .saturating_add(o.resolved_num_warmups()),
+                        o.estimated_record_count(),
                         o.estimated_prompt_bytes(),
+                        o.estimated_output_bytes(),
+                        o.estimated_in_flight_bytes(),
                     )
                 }
-                _ => (0, 0),
+                _ => (0, 0, 0, 0),
             };
             let (per_stream, request_bytes) = if spec.is_agentic() {
                 let l = lane_load();
                 (l.per_lane, l.request_bytes)
             } else {
-                (1, 0)
+                (1, in_flight)
             };
             Some(RowLoad {
                 index: spec.index,
                 conc,
                 requests,
                 prompt_bytes,
+                output_bytes,
                 per_stream,
                 request_bytes,
             })

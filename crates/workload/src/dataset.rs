@@ -108,42 +108,7 @@ pub fn load_dataset(
 ) -> Result<Vec<Prompt>, WorkloadError> {
     // Read one line (or one ShareGPT conversation) at a time, up to the prompts the run uses:
     // memory holds what is kept, never the whole file (issue 39 §2).
-    let mut budget = Budget {
-        path,
-        most: opts.memory_budget,
-        used: 0,
-        dropped: 0,
-        none_fit: None,
-    };
-    let drafts = match kind {
-        DatasetKind::Jsonl => {
-            let mut lines = LineReader::open(path, MAX_DATASET_FILE_BYTES, MAX_LINE_BYTES)?;
-            lines.refuse_cr_only_line_ends()?;
-            parse_jsonl(
-                &mut lines,
-                path,
-                opts.max_context_tokens,
-                opts.num_prompts,
-                &mut budget,
-            )?
-        }
-        DatasetKind::ShareGpt => parse_sharegpt(path, opts.num_prompts, &mut budget)?,
-    };
-    // Not even the first prompt fitted: what the whole load needs, the file's prompts counted
-    // and its repeats up to --num-prompts counted as whole prompts (an upper bound).
-    if let Some(line) = budget.none_fit {
-        let len = budget.dropped.max(1);
-        let count = opts.num_prompts.unwrap_or(len).max(len);
-        let rounds = count.div_ceil(len) as u64;
-        return Err(WorkloadError::NoneFits {
-            path: path.to_path_buf(),
-            line,
-            what: "prompt",
-            count,
-            need: budget.used.saturating_mul(rounds),
-            room: budget.most.unwrap_or(0),
-        });
-    }
+    let (drafts, mut budget) = read_drafts(kind, path, opts)?;
     let cap = opts.max_context_tokens;
     if let Some(n) = opts.output_len.filter(|&n| n > cap) {
         return Err(WorkloadError::InvalidSpec {
@@ -196,6 +161,9 @@ pub fn load_dataset(
     // The drafts become the first prompts (moved); asking for more than the file holds repeats
     // them, and each copy counts against the budget before it is made.
     let len = drafts.len();
+    // Each repeat costs what its draft cost, its reply's record included (it was counted
+    // without it, so the records of a file repeated up to --num-prompts were not counted).
+    let costs: Vec<u64> = drafts.iter().map(|d| budget.cost(d)).collect();
     let mut prompts = Vec::new();
     if prompts.try_reserve(n).is_err() {
         return Err(budget.refuse(None, len.min(n)));
@@ -213,13 +181,7 @@ pub fn load_dataset(
     }
     for k in len..n {
         let p = &prompts[k % len];
-        let headers: usize = (p.extra_headers.iter())
-            .map(|(k, v)| k.len() + v.len() + 48)
-            .sum();
-        if budget
-            .add(prompt_bytes_of(&p.text, p.messages.as_deref(), headers))
-            .is_err()
-        {
+        if budget.add(costs[k % len]).is_err() {
             return Err(budget.refuse(None, k));
         }
         let rep = k / len;
@@ -228,6 +190,85 @@ pub fn load_dataset(
         prompts.push(copy);
     }
     Ok(prompts)
+}
+
+/// What loading `path` as `kind` with `opts` counts against its memory budget
+/// ([`DatasetOptions::memory_budget`]), bytes: each prompt of the `num_prompts` the run reads
+/// its text, messages and headers and the record its reply fills (the same count as the load's,
+/// repeats of a shorter file counted as whole rounds: an upper bound). The file is read as the
+/// load reads it, keeping nothing. The caller's up-front memory check counts this, so that the
+/// `ulimit -v` it advises leaves the load its room in one step (issue 39: a dataset's
+/// `output_len` records, left out up front, were refused again by the loader).
+///
+/// # Errors
+/// What the load itself would refuse the file for ([`load_dataset`]'s errors, before its
+/// tokenizer counts), naming the file and line.
+pub fn dataset_budget_need(
+    kind: DatasetKind,
+    path: &Path,
+    opts: &DatasetOptions,
+) -> Result<u64, WorkloadError> {
+    let counting = DatasetOptions {
+        memory_budget: Some(0),
+        ..opts.clone()
+    };
+    match read_drafts(kind, path, &counting) {
+        Err(WorkloadError::NoneFits { need, .. }) => Ok(need),
+        // Nothing kept at a budget of 0: no prompt (the load names it).
+        Ok(_) => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// The prompts' drafts of `path` (up to `opts.num_prompts`), read a line (or conversation) at a
+/// time within `opts.memory_budget`, and the budget as they left it.
+///
+/// # Errors
+/// As [`load_dataset`]; [`WorkloadError::NoneFits`] when not even the first prompt fits.
+fn read_drafts<'a>(
+    kind: DatasetKind,
+    path: &'a Path,
+    opts: &DatasetOptions,
+) -> Result<(Vec<Draft>, Budget<'a>), WorkloadError> {
+    let mut budget = Budget {
+        path,
+        most: opts.memory_budget,
+        used: 0,
+        dropped: 0,
+        none_fit: None,
+        output_len: opts.output_len,
+        default_output_len: opts.default_output_len,
+    };
+    let drafts = match kind {
+        DatasetKind::Jsonl => {
+            let mut lines = LineReader::open(path, MAX_DATASET_FILE_BYTES, MAX_LINE_BYTES)?;
+            lines.refuse_cr_only_line_ends()?;
+            parse_jsonl(
+                &mut lines,
+                path,
+                opts.max_context_tokens,
+                opts.num_prompts,
+                &mut budget,
+            )?
+        }
+        DatasetKind::ShareGpt => parse_sharegpt(path, opts.num_prompts, &mut budget)?,
+    };
+    // Not even the first prompt fitted: what the whole load needs, the file's prompts counted
+    // and its repeats up to --num-prompts counted as whole prompts (an upper bound).
+    if let Some(line) = budget.none_fit {
+        let len = budget.dropped.max(1);
+        let count = opts.num_prompts.unwrap_or(len).max(len);
+        let rounds = count.div_ceil(len) as u64;
+        return Err(WorkloadError::NoneFits {
+            path: path.to_path_buf(),
+            line,
+            what: "prompt",
+            count,
+            need: budget.used.saturating_mul(rounds),
+            room: budget.most.unwrap_or(0),
+        });
+    }
+    Ok((drafts, budget))
 }
 
 /// Where a prompt's output length comes from.
@@ -278,16 +319,19 @@ pub const RECORD_BYTES_PER_OUTPUT_TOKEN: u64 = 32;
 /// `max_tokens`, `output_tokens`) × [`RECORD_BYTES_PER_OUTPUT_TOKEN`], or for a recorded reply
 /// text ≈ 4 bytes per token (issue 39 §2 finding 2: 150 prompts of `output_len` 130000
 /// aborted a bench whose prompts were counted without their replies).
-fn prompt_bytes(d: &Draft) -> u64 {
+fn prompt_bytes(d: &Draft, output_len: Option<u32>, default_output_len: u32) -> u64 {
     let headers: usize = d
         .extra_headers
         .iter()
         .map(|(k, v)| k.len() + v.len() + 48)
         .sum();
-    let reply_tokens = match &d.reply {
-        Reply::Tokens(n) => u64::from(*n),
-        Reply::Text(t) => (t.len() as u64).div_ceil(4),
-        Reply::Unknown => 0,
+    // The length the load sends as `max_tokens` (an `--output-len` overrides the line's; a
+    // line with none gets the default), a recorded reply's text at ≈ 4 bytes a token.
+    let reply_tokens = match (output_len, &d.reply) {
+        (Some(n), _) => u64::from(n),
+        (None, Reply::Tokens(n)) => u64::from(*n),
+        (None, Reply::Text(t)) => (t.len() as u64).div_ceil(4),
+        (None, Reply::Unknown) => u64::from(default_output_len),
     };
     prompt_bytes_of(&d.text, d.messages.as_deref(), headers)
         .saturating_add(reply_tokens.saturating_mul(RECORD_BYTES_PER_OUTPUT_TOKEN))
@@ -394,9 +438,19 @@ struct Budget<'a> {
     dropped: usize,
     /// The first prompt's line when it alone passed the budget (counting mode).
     none_fit: Option<Option<usize>>,
+    /// [`DatasetOptions::output_len`]: every reply's length when given.
+    output_len: Option<u32>,
+    /// [`DatasetOptions::default_output_len`]: a reply's length when its line gives none.
+    default_output_len: u32,
 }
 
 impl Budget<'_> {
+    /// What `d` costs the budget, bytes ([`prompt_bytes`] with the reply length the load
+    /// gives it: `--output-len` when set, a line without one at the default).
+    fn cost(&self, d: &Draft) -> u64 {
+        prompt_bytes(d, self.output_len, self.default_output_len)
+    }
+
     /// Prompts taken so far: kept (`kept`) and counted without keeping.
     fn taken(&self, kept: usize) -> usize {
         kept + self.dropped
@@ -473,12 +527,13 @@ fn keep(
     line: Option<usize>,
 ) -> Result<(), WorkloadError> {
     // Counting only (the first prompt did not fit): counted, not kept.
+    let cost = budget.cost(&d);
     if budget.none_fit.is_some() {
-        budget.used = budget.used.saturating_add(prompt_bytes(&d));
+        budget.used = budget.used.saturating_add(cost);
         budget.dropped += 1;
         return Ok(());
     }
-    if budget.add(prompt_bytes(&d)).is_err() {
+    if budget.add(cost).is_err() {
         if out.is_empty() {
             budget.none_fit = Some(line);
             budget.dropped = 1;
@@ -1763,13 +1818,16 @@ mod tests {
     }
 
     /// Issue 39's leftovers, 3: when not even the first prompt fits, the load goes on counting
-    /// without keeping and says what it needs: the file's prompts (1,256 bytes each) and its
+    /// without keeping and says what it needs: the file's prompts (9,448 bytes each) and its
     /// repeats up to --num-prompts as whole rounds of the file (5 of 3 lines: 2 rounds).
     #[test]
     fn not_one_prompt_fitting_counts_what_the_load_needs() {
         let d = tempfile::tempdir().unwrap();
         let line = format!("{{\"prompt\": \"{}\"}}\n", "x".repeat(1000));
         let p = write(&d, "p.jsonl", &line.repeat(3));
+        // Each prompt: its 1,000 bytes, 256 besides and its reply's record, the default 256
+        // tokens × 32 bytes.
+        const P: u64 = 1256 + 256 * 32;
         let within = |most: u64, n: usize| DatasetOptions {
             num_prompts: Some(n),
             memory_budget: Some(most),
@@ -1793,21 +1851,21 @@ mod tests {
             } => (line, what, count, need, room),
             other => panic!("{other}"),
         };
-        assert_eq!(none(1255, 2), (Some(1), "prompt", 2, 2 * 1256, 1255));
-        assert_eq!(none(1000, 5), (Some(1), "prompt", 5, 2 * 3 * 1256, 1000));
+        assert_eq!(none(P - 1, 2), (Some(1), "prompt", 2, 2 * P, P - 1));
+        assert_eq!(none(1000, 5), (Some(1), "prompt", 5, 2 * 3 * P, 1000));
         let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(1000, 5))
             .unwrap_err()
             .to_string();
         assert!(
             e.ends_with(
-                "p.jsonl:1: not one prompt of it fits: the 5 prompts the run reads need about 8 \
+                "p.jsonl:1: not one prompt of it fits: the 5 prompts the run reads need about 56 \
                  KiB and 0 KiB of memory is left for them (`ulimit -v` or the memory available, \
                  less what the streams, records and the process need)"
             ),
             "{e}"
         );
         // At the room it asked for, the load passes.
-        let ok = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 1256, 2));
+        let ok = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * P, 2));
         assert_eq!(ok.unwrap().len(), 2);
     }
 
@@ -1816,18 +1874,21 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let line = format!("{{\"prompt\": \"{}\"}}\n", "x".repeat(1000));
         let p = write(&d, "p.jsonl", &line.repeat(3));
+        // Each prompt: its 1,000 bytes, 256 besides and its reply's record, the default 256
+        // tokens × 32 bytes.
+        const P: u64 = 1256 + 256 * 32;
         let within = |most: u64, n: usize| DatasetOptions {
             num_prompts: Some(n),
             memory_budget: Some(most),
             ..Default::default()
         };
         assert_eq!(
-            load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 1256, 2))
+            load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * P, 2))
                 .unwrap()
                 .len(),
             2
         );
-        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * 1256, 3))
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(2 * P, 3))
             .unwrap_err()
             .to_string();
         assert!(
@@ -1840,7 +1901,7 @@ mod tests {
             "{e}"
         );
         // Repeats of a file shorter than --num-prompts are copies: counted the same way.
-        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(5 * 1256, 9))
+        let e = load_dataset(DatasetKind::Jsonl, &p, &tok(), &within(5 * P, 9))
             .unwrap_err()
             .to_string();
         assert!(
@@ -1848,5 +1909,34 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("p.jsonl: the prompts"), "{e}");
+    }
+
+    /// Issue 39: the up-front count of a dataset is the loader's own
+    /// ([`dataset_budget_need`]): each prompt's text and its reply's record (`output_len`, or
+    /// `--output-len` over it, × 32 bytes); a file repeated up to `num_prompts` counts each
+    /// copy's record too, and the load passes at exactly that room, not one byte below.
+    #[test]
+    fn the_up_front_count_is_the_loaders_own() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            &d,
+            "p.jsonl",
+            "{\"prompt\": \"ab\", \"output_len\": 1000}\n{\"prompt\": \"c\"}\n",
+        );
+        let opts = |n: usize, output_len, most| DatasetOptions {
+            num_prompts: Some(n),
+            output_len,
+            memory_budget: most,
+            ..Default::default()
+        };
+        let (first, second) = (2 + 256 + 1000 * 32, 1 + 256 + 256 * 32);
+        let need = dataset_budget_need(DatasetKind::Jsonl, &p, &opts(4, None, None)).unwrap();
+        assert_eq!(need, 2 * (first + second));
+        let load = |most| load_dataset(DatasetKind::Jsonl, &p, &tok(), &opts(4, None, Some(most)));
+        assert_eq!(load(need).unwrap().len(), 4);
+        assert!(load(need - 1).is_err());
+        // --output-len 10 over every line's.
+        let need = dataset_budget_need(DatasetKind::Jsonl, &p, &opts(2, Some(10), None)).unwrap();
+        assert_eq!(need, (2 + 256 + 320) + (1 + 256 + 320));
     }
 }

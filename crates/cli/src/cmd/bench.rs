@@ -114,15 +114,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     let limits = crate::limits::raise_open_files();
     // Not one stream fits: the `ulimit -v` at which these checks pass, a dataset's prompts
     // (as estimated) included (issue 39's leftovers, 3).
-    let estimate = opts.dataset_path.as_deref().map_or(0, |p| {
-        let prompts = opts
-            .resolved_num_prompts()
-            .saturating_add(opts.resolved_num_warmups());
-        crate::limits::dataset_bytes(p, prompts)
-    });
-    let prompt_memory = memory_plan(&opts, &limits).map_err(|e| {
+    // The dataset's prompts and their replies' records as its loader counts them, read once.
+    let estimate = crate::limits::dataset_bytes(&opts);
+    let prompt_memory = memory_plan(&opts, estimate, &limits).map_err(|e| {
         crate::limits::advise_no_stream(e, &limits, |at| {
-            memory_plan(&opts, at).is_ok_and(|room| room.is_none_or(|r| r >= estimate))
+            memory_plan(&opts, estimate, at).is_ok_and(|room| room.is_none_or(|r| r >= estimate))
         })
     })?;
     if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
@@ -184,7 +180,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // Not one dataset prompt fitted: the `ulimit -v` at which this run's checks leave the
     // loader what it counted (issue 39's leftovers, 3).
     let out = out.map_err(|e| {
-        crate::limits::advise_none_fits(e, &limits, |at| memory_plan(&planned, at).ok().flatten())
+        crate::limits::advise_none_fits(e, &limits, |at| {
+            memory_plan(&planned, estimate, at).ok().flatten()
+        })
     })?;
     // Outside the runtime: the PostgreSQL client runs one of its own, which cannot start
     // inside another (trial 7: `bench --db postgres://…` panicked after the benchmark).
@@ -222,22 +220,22 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
 /// says how many fit. A tokenizer file's load is counted too (issue 39 §2), and what it keeps
 /// is left out of the prompts' room. A pure function of the options and `limits` (the
 /// advised `ulimit -v` of a refusal is found by running it at other limits:
-/// [`crate::limits::advise_none_fits`]).
+/// [`crate::limits::advise_none_fits`]). `dataset`: the dataset's prompts as its loader counts
+/// them ([`crate::limits::dataset_bytes`], read once by the caller).
 ///
 /// # Errors
 /// The run does not fit (open files, memory, the tokenizer): the refusal (exit 2).
-fn memory_plan(opts: &BenchOptions, limits: &crate::limits::Limits) -> anyhow::Result<Option<u64>> {
+fn memory_plan(
+    opts: &BenchOptions,
+    dataset_bytes: u64,
+    limits: &crate::limits::Limits,
+) -> anyhow::Result<Option<u64>> {
     let mut need = crate::limits::bench_need(opts);
     let dataset = opts.dataset_name != inferbench_loadgen::options::DatasetName::Random;
     let mut content = 0;
     if dataset {
         let room = crate::limits::input_room(opts.dataset_path.as_ref().map(std::slice::from_ref));
-        content = opts.dataset_path.as_deref().map_or(0, |p| {
-            let prompts = opts
-                .resolved_num_prompts()
-                .saturating_add(opts.resolved_num_warmups());
-            crate::limits::dataset_bytes(p, prompts)
-        });
+        content = dataset_bytes;
         if let Some(n) = need.as_mut() {
             n.prompt_bytes = n.prompt_bytes.saturating_add(room).saturating_add(content);
             if crate::limits::most_streams(n, limits) == 0 {

@@ -1002,7 +1002,7 @@ mod tests {
             ),
             (
                 &["--max-concurrency", "1000000"],
-                "--random-input-len: 10000000 prompts of up to 1024 tokens and their records need about 214843 MiB, more than the 8192 MiB of memory available",
+                "--random-input-len: 10000000 prompts of up to 1024 tokens and their records need about 173836 MiB, more than the 8192 MiB of memory available",
             ),
             (
                 &["--goodput", "ttft:-5"],

@@ -58,6 +58,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         per_stream: 1,
         request_bytes: 0,
         prompt_bytes: 0,
+        output_bytes: 0,
         uncapped: false,
     };
     crate::limits::check(&streams, &limits)

@@ -94,6 +94,7 @@ pub fn rows_beyond(
                 per_stream: l.per_stream,
                 request_bytes: l.request_bytes,
                 prompt_bytes: l.prompt_bytes,
+                output_bytes: l.output_bytes,
                 uncapped: false,
             };
             crate::limits::check(&need, limits)
@@ -135,6 +136,7 @@ mod tests {
             conc,
             requests: 12 * u64::from(conc),
             prompt_bytes: 0,
+            output_bytes: 0,
             per_stream: 1,
             request_bytes: 0,
         }
@@ -171,5 +173,25 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("--random-input-len"), "{e}");
+    }
+
+    /// Issue 39, finding 4: a row's records' output tokens count in its check, as its run's
+    /// own check counts them when it starts: 1 GiB of them under 300 MiB is refused, named
+    /// with the row's own settings.
+    #[test]
+    fn a_rows_output_tokens_count_against_memory() {
+        let mut l = limits(1 << 20);
+        l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
+        let mut r = row(0, 4);
+        assert_eq!(rows_beyond(&[r], &l), Ok(()));
+        r.output_bytes = 1 << 30;
+        let e = rows_beyond(&[r], &l).unwrap_err();
+        assert!(
+            e.contains(
+                " and 1024 MiB of the records' output tokens (lower the row's osl or its number \
+                 of prompts), "
+            ),
+            "{e}"
+        );
     }
 }

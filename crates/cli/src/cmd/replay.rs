@@ -65,6 +65,22 @@ fn traces_plan(
     Ok((need, tokenizer, room))
 }
 
+/// The memory the sessions of the `--synthetic` `shape` take once generated with `seed`, up to
+/// `entries` of them, bytes, as the replay's load counts them (`Trace::heap_bytes`): generated
+/// a session at a time, keeping none.
+fn synthetic_bytes(shape: &str, seed: u64, entries: Option<usize>) -> u64 {
+    let (mut bytes, mut n) = (0u64, 0usize);
+    synthetic::shaped_each(shape, None, seed, &mut |t| {
+        if entries.is_some_and(|e| n >= e) {
+            return false;
+        }
+        n += 1;
+        bytes = bytes.saturating_add(t.heap_bytes());
+        true
+    });
+    bytes
+}
+
 /// `inferbench agentx-traces`: writes a synthetic AgentX corpus and prints its shape.
 pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     // Generated a session at a time within the memory budget (less the process's own): a
@@ -81,23 +97,49 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
     let mut traces = Vec::new();
     let mut used = 0u64;
     let mut over = None;
+    // Sessions counted, not kept, once the first did not fit.
+    let mut counted = 0usize;
     synthetic::shaped_each(&args.shape, args.traces, args.seed, &mut |t| {
         used = used.saturating_add(t.heap_bytes());
+        if counted > 0 {
+            counted += 1;
+            return true;
+        }
         if let Some(most) = room.filter(|&m| used > m) {
+            if traces.is_empty() {
+                // Not one session: counted to the end, so the limit named is what the whole
+                // corpus needs (issue 39's leftovers: "raise the limit" gave no value).
+                counted = 1;
+                return true;
+            }
             over = Some((most, traces.len()));
             return false;
         }
         traces.push(t);
         true
     });
-    if let Some((most, fit)) = over {
+    if counted > 0 {
         // Not one session: the way out is the limit, never `--traces 0` (trial of issue 39,
-        // finding 8).
-        let fits = if fit == 0 {
-            "not one session fits: raise the limit".to_string()
-        } else {
-            format!("--traces {fit} or fewer fit")
+        // finding 8), named with the value that holds the corpus beside the process.
+        let none = inferbench_workload::WorkloadError::NoneFits {
+            path: PathBuf::from(format!("--shape {}", args.shape)),
+            line: None,
+            what: "session",
+            count: counted,
+            need: used,
+            room: room.unwrap_or(0),
         };
+        let e = crate::limits::advise_none_fits(none.into(), &limits, |at| {
+            at.memory.map(|m| m.bytes.saturating_sub(at.base))
+        });
+        let text = format!("{e:#}");
+        anyhow::bail!(
+            "{} (nothing was written)",
+            text.strip_suffix(" (nothing was sent)").unwrap_or(&text)
+        );
+    }
+    if let Some((most, fit)) = over {
+        let fits = format!("--traces {fit} or fewer fit");
         anyhow::bail!(
             "--shape {}: the sessions generated up to here need more than the {} MiB of memory \
              this process has left (`ulimit -v` or the memory available, less its own); {fits}",
@@ -207,6 +249,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         per_stream: 1,
         request_bytes: 0,
         prompt_bytes: room,
+        output_bytes: 0,
         uncapped: false,
     };
     // What a lane takes is known once the traces are read (its largest request): the check
@@ -215,7 +258,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // part loads the traces within the room of the lanes that do fit, so the refusal after
     // the load names a number that holds with the traces (trial of issue 39, finding 2).
     let limits = crate::limits::raise_open_files();
-    let traces_bytes = files.as_deref().map_or(0, crate::limits::traces_bytes);
+    // A generated corpus is counted as its load counts it (issue 39's leftovers: counted 0 up
+    // front, the `ulimit -v` advised for its lanes left it no room, a second refusal).
+    let traces_bytes = match (files.as_deref(), &flags.synthetic) {
+        (Some(files), _) => crate::limits::traces_bytes(files),
+        (None, Some(shape)) => synthetic_bytes(shape, flags.random_seed, flags.num_dataset_entries),
+        (None, None) => 0,
+    };
     // The lanes asked for and the read room, as planned below (again at other limits for the
     // advice of a refusal).
     let lanes_need = need;
@@ -264,6 +313,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
                     request_bytes,
                     // The traces kept: at most what the file's estimate or their room allows.
                     prompt_bytes: tokenizer.saturating_add(traces_bytes.min(traces_room)),
+                    output_bytes: 0,
                     uncapped: false,
                 }))
             }),

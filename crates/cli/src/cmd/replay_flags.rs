@@ -420,8 +420,12 @@ impl ReplayFlags {
                 let mut traces = Vec::new();
                 let (mut dropped_by_context, mut used) = (0, 0u64);
                 let mut over = None;
+                let mut counted = 0usize;
                 synthetic::shaped_each(shape, None, self.random_seed, &mut |t| {
-                    if self.num_dataset_entries.is_some_and(|n| traces.len() >= n) {
+                    if self
+                        .num_dataset_entries
+                        .is_some_and(|n| traces.len() + counted >= n)
+                    {
                         return false;
                     }
                     if max_context.is_some_and(|m| t.peak_context_tokens() > m) {
@@ -429,13 +433,35 @@ impl ReplayFlags {
                         return true;
                     }
                     used = used.saturating_add(t.heap_bytes());
+                    if counted > 0 {
+                        counted += 1;
+                        return true;
+                    }
                     if let Some(most) = self.memory_budget.filter(|&m| used > m) {
+                        if traces.is_empty() {
+                            // Not one session: counted, not kept, to what the run reads, so
+                            // that the refusal names the limit that holds them (issue 39's
+                            // leftovers: "raise the limit" gave no value).
+                            counted = 1;
+                            return true;
+                        }
                         over = Some(over_budget(most, traces.len()));
                         return false;
                     }
                     traces.push(t);
                     true
                 });
+                if counted > 0 {
+                    return Err(inferbench_workload::WorkloadError::NoneFits {
+                        path: std::path::PathBuf::from(format!("--synthetic {shape}")),
+                        line: None,
+                        what: "trace",
+                        count: counted,
+                        need: used,
+                        room: self.memory_budget.unwrap_or(0),
+                    }
+                    .into());
+                }
                 if let Some(why) = over {
                     anyhow::bail!("--synthetic {shape}: {why}");
                 }
