@@ -14,6 +14,7 @@ pub mod matrix;
 pub mod metrics;
 pub mod notice;
 pub mod point;
+pub mod probe;
 pub mod prometheus;
 pub mod record;
 pub mod registry;

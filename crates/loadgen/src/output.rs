@@ -36,19 +36,8 @@ fn dir_problem(dir: &Path) -> Option<String> {
             dir.display()
         ));
     }
-    let probe = dir.join(format!(".inferbench-write-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(f) => {
-            drop(f);
-            let _ = std::fs::remove_file(&probe);
-            None
-        }
-        // Left behind by a run of this pid that was killed: the directory is writable.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+    match inferbench_core::probe::can_create_in(dir) {
+        Ok(()) => None,
         Err(e) => Some(format!("cannot create a file in {}: {e}", dir.display())),
     }
 }

@@ -582,17 +582,8 @@ fn dir_unwritable(dir: &Path) -> Option<String> {
     if !at.is_dir() {
         return Some(format!("{} is not a directory", at.display()));
     }
-    let probe = at.join(format!(".inferbench-write-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            None
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+    match inferbench_core::probe::can_create_in(at) {
+        Ok(()) => None,
         Err(e) => Some(format!("cannot create a file in {}: {e}", at.display())),
     }
 }

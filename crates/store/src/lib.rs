@@ -673,17 +673,8 @@ impl Store {
             if !dir.is_dir() {
                 return Err(bad(format!("directory {} does not exist", dir.display())));
             }
-            let probe = dir.join(format!(".inferbench-write-probe-{}", std::process::id()));
-            return match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&probe)
-            {
-                Ok(_) => {
-                    let _ = std::fs::remove_file(&probe);
-                    Ok(())
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            return match inferbench_core::probe::can_create_in(dir) {
+                Ok(()) => Ok(()),
                 Err(e) => Err(bad(format!(
                     "cannot create the database in {}: {e}",
                     dir.display()
@@ -1541,17 +1532,8 @@ pub fn side_files_writable(db: &str) -> Result<(), String> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let probe = dir.join(format!(".inferbench-write-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+    match inferbench_core::probe::can_create_in(dir) {
+        Ok(()) => Ok(()),
         Err(e) => Err(format!(
             "cannot write in {}, where SQLite keeps the database's -wal/-shm/-journal files: \
              {e} (make the folder writable, or store into a database elsewhere)",

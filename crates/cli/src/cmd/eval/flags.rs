@@ -158,17 +158,8 @@ fn check_result_dir(dir: &std::path::Path) -> anyhow::Result<()> {
             at.display()
         );
     }
-    let probe = at.join(format!(".inferbench-write-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+    match inferbench_core::probe::can_create_in(at) {
+        Ok(()) => Ok(()),
         Err(e) => anyhow::bail!(
             "--result-dir {}: cannot create a file in {}: {e}",
             dir.display(),
