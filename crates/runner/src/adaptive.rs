@@ -737,33 +737,94 @@ pub struct AdaptiveReport {
     /// Points measured (valid or not).
     pub measured_points: usize,
     /// GPU-seconds the full listed set would have taken, estimated from the measured points
-    /// ([`full_list_gpu_seconds`]; a point the early-stop rule ended counts at its GPU-seconds
-    /// × planned / used prompts).
+    /// ([`full_list_gpu_seconds`]: a skipped point from its neighbours' throughput conc / E2EL
+    /// and its own prompts; a point the early-stop rule ended counts at its GPU-seconds ×
+    /// planned / used prompts).
     pub full_list_gpu_seconds: f64,
     /// 1 − spent / `full_list_gpu_seconds` (0 when the estimate is 0).
     pub saved_fraction: f64,
 }
 
-/// GPU-seconds of the full listed set of one curve, estimated from what was measured: a listed
-/// concurrency that was measured costs what it cost; one that was not, the cost interpolated
-/// linearly in log-concurrency between the nearest measured ones (the nearest one's beyond the
-/// measured range). `measured`: concurrency → GPU-seconds. 0 without any measurement.
-pub fn full_list_gpu_seconds(listed: &[u32], measured: &BTreeMap<u32, f64>) -> f64 {
-    let t = |c: u32| (c.max(1) as f64).ln();
+/// What one measured point of a curve tells [`full_list_gpu_seconds`] about its cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointCost {
+    /// The point's GPU-seconds without its launch share (GPU-s; a point the early-stop rule
+    /// ended scaled up to its planned prompts or duration).
+    pub gpu_seconds: f64,
+    /// Prompts the point was planned with (the count `gpu_seconds` stands for).
+    pub prompts: f64,
+    /// The point's mean E2EL (s), `None` where a point's cost does not follow from it (an
+    /// AgentX replay runs for its planned duration at every concurrency) or it is unknown.
+    pub mean_e2el_s: Option<f64>,
+}
+
+/// A measured point's closed-loop terms: (throughput X = conc / mean E2EL in requests/s, GPU-s
+/// per closed-loop second ρ = GPU-s / (prompts / X)), `None` when it has no positive E2EL.
+fn closed_loop_terms(conc: u32, p: &PointCost) -> Option<(f64, f64)> {
+    let e = p.mean_e2el_s.filter(|e| e.is_finite() && *e > 0.0)?;
+    let x = f64::from(conc.max(1)) / e;
+    let busy = p.prompts / x;
+    (busy.is_finite() && busy > 0.0 && p.gpu_seconds.is_finite()).then(|| (x, p.gpu_seconds / busy))
+}
+
+/// GPU-seconds of the full listed set of one curve, estimated from what was measured
+/// (`measured`: concurrency → [`PointCost`]; `prompts`: a concurrency's planned prompts). A
+/// listed concurrency that was measured costs what it cost. One that was not is estimated from
+/// how a closed-loop point's cost arises: by Little's law its requests complete at X = conc /
+/// E2EL per second, so its profile lasts ≈ prompts / X, and it costs ρ × that, where ρ (GPU-s
+/// per profiled second) holds its GPUs and its warmup's share. So a skipped point costs
+/// `ρ × prompts(c) / X`, with
+/// - between two measured concurrencies a < c < b: X and ρ each interpolated linearly in conc
+///   between theirs (a saturated engine's X is flat, so a cost ∝ conc is estimated exactly);
+/// - below the lowest measured b: b's X and ρ (throughput does not rise as conc falls: for
+///   10 × conc prompts, cost(b) × c / b);
+/// - above the highest measured a: a's ρ and E2EL, X = c / E2EL(a) (latency does not fall as
+///   conc rises: for 10 × conc prompts, cost(a)).
+///
+/// The ends are thus extrapolated conservatively, as lower bounds of what the point would
+/// cost (the saving is not overstated). A skipped concurrency next to a measured point
+/// without an E2EL (an AgentX replay, whose cost is its planned duration, not its prompts)
+/// falls back to the cost interpolated linearly in log-concurrency, the nearest measured
+/// one's beyond the ends. 0 without any measurement. Units: GPU-seconds.
+pub fn full_list_gpu_seconds(
+    listed: &[u32],
+    measured: &BTreeMap<u32, PointCost>,
+    prompts: impl Fn(u32) -> f64,
+) -> f64 {
+    let t = |c: u32| f64::from(c.max(1)).ln();
+    let lin = |x: f64, a: f64, b: f64, ya: f64, yb: f64| ya + (x - a) / (b - a) * (yb - ya);
     listed
         .iter()
         .map(|&c| {
-            if let Some(g) = measured.get(&c) {
-                return *g;
+            if let Some(p) = measured.get(&c) {
+                return p.gpu_seconds;
             }
             let below = measured.range(..c).next_back();
             let above = measured.range(c..).next();
-            match (below, above) {
-                (Some((&a, &ga)), Some((&b, &gb))) => {
-                    let f = (t(c) - t(a)) / (t(b) - t(a));
-                    ga + f * (gb - ga)
+            let n = prompts(c);
+            let cf = f64::from(c.max(1));
+            let model = match (below, above) {
+                (Some((&a, pa)), Some((&b, pb))) => closed_loop_terms(a, pa)
+                    .zip(closed_loop_terms(b, pb))
+                    .map(|((xa, ra), (xb, rb))| {
+                        let (fa, fb) = (f64::from(a.max(1)), f64::from(b.max(1)));
+                        let x = lin(cf, fa, fb, xa, xb);
+                        lin(cf, fa, fb, ra, rb) * n / x
+                    }),
+                (None, Some((&b, pb))) => closed_loop_terms(b, pb).map(|(x, r)| r * n / x),
+                (Some((&a, pa)), None) => {
+                    closed_loop_terms(a, pa).map(|(x, r)| r * n * f64::from(a.max(1)) / x / cf)
                 }
-                (Some((_, &g)), None) | (None, Some((_, &g))) => g,
+                (None, None) => return 0.0,
+            };
+            if let Some(g) = model.filter(|g| g.is_finite() && *g >= 0.0) {
+                return g;
+            }
+            match (below, above) {
+                (Some((&a, pa)), Some((&b, pb))) => {
+                    lin(t(c), t(a), t(b), pa.gpu_seconds, pb.gpu_seconds)
+                }
+                (Some((_, p)), None) | (None, Some((_, p))) => p.gpu_seconds,
                 (None, None) => 0.0,
             }
         })
@@ -968,6 +1029,13 @@ fn prompts_used(dir: &std::path::Path) -> Option<u64> {
     let text = std::fs::read(dir.join("summary.json")).ok()?;
     let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
     v["inferbench"]["prompts_used"].as_u64()
+}
+
+/// The mean E2EL (s) of a point's `summary.json` (`mean_e2el_ms`), `None` when it has none.
+fn mean_e2el_s(dir: &std::path::Path) -> Option<f64> {
+    let text = std::fs::read(dir.join("summary.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    v["mean_e2el_ms"].as_f64().map(|ms| ms / 1000.0)
 }
 
 /// The profiled seconds (`duration`) of an adaptive point's `summary.json` (issue 43: an AgentX
@@ -1278,7 +1346,7 @@ pub async fn run_local<R: crate::point::PointRunner>(
     // point's own GPU-seconds (a point the early-stop rule ended after `prompts_used` of its
     // planned prompts scaled up to all of them), interpolated over the list, plus the curve's
     // launches once, as spent (one per curve, as the plain sweep's).
-    let mut gpu_by_curve: Vec<BTreeMap<u32, f64>> = vec![BTreeMap::new(); curves.len()];
+    let mut gpu_by_curve: Vec<BTreeMap<u32, PointCost>> = vec![BTreeMap::new(); curves.len()];
     // A curve refined after the others were seeded was launched once per run of its points:
     // the plain sweep launches it once, so its launch shares count divided by its runs.
     let runs_of = |i: usize| runs.iter().filter(|r| **r == i).count().max(1) as f64;
@@ -1295,6 +1363,7 @@ pub async fn run_local<R: crate::point::PointRunner>(
         let launch = p.launch_gpu_seconds.unwrap_or(0.0);
         launches += launch / runs_of(i);
         let spec = &curves[i].1;
+        let planned_prompts = f64::from(opts.bench.prompts(p.conc));
         let k = if spec.is_agentic() {
             // An AgentX replay costs by the second: one its early stop ended after `d` s of
             // its planned duration's profiling is scaled up to all of it.
@@ -1303,7 +1372,7 @@ pub async fn run_local<R: crate::point::PointRunner>(
                 .filter(|d| *d > 0.0 && *d < planned)
                 .map_or(1.0, |d| planned / d)
         } else {
-            let planned = f64::from(opts.bench.prompts(p.conc));
+            let planned = planned_prompts;
             let used = prompts_used(&p.dir).map_or(planned, |u| u as f64);
             if used > 0.0 && used < planned {
                 planned / used
@@ -1311,7 +1380,16 @@ pub async fn run_local<R: crate::point::PointRunner>(
                 1.0
             }
         };
-        gpu_by_curve[i].insert(p.conc, (g - launch).max(0.0) * k);
+        let cost = PointCost {
+            gpu_seconds: (g - launch).max(0.0) * k,
+            prompts: planned_prompts,
+            mean_e2el_s: if spec.is_agentic() {
+                None
+            } else {
+                mean_e2el_s(&p.dir)
+            },
+        };
+        gpu_by_curve[i].insert(p.conc, cost);
     }
     let mut listed: Vec<u32> = Vec::new();
     let full: f64 = curves
@@ -1319,7 +1397,7 @@ pub async fn run_local<R: crate::point::PointRunner>(
         .zip(&gpu_by_curve)
         .map(|((_, _, l), g)| {
             listed.extend(l);
-            full_list_gpu_seconds(l, g)
+            full_list_gpu_seconds(l, g, |c| f64::from(opts.bench.prompts(c)))
         })
         .sum::<f64>()
         + launches
@@ -1616,16 +1694,129 @@ mod tests {
         assert_eq!(middle(1, 256), Some(16));
     }
 
-    /// The full list's GPU time: measured points as measured, the others interpolated in
-    /// log-concurrency, the nearest measured one beyond the ends.
+    /// A measured point of a fixed-protocol curve (10 × conc prompts) with mean E2EL `e` s.
+    fn cost(conc: u32, gpu_seconds: f64, e: f64) -> (u32, PointCost) {
+        let prompts = f64::from(10 * conc);
+        let mean_e2el_s = Some(e);
+        (
+            conc,
+            PointCost {
+                gpu_seconds,
+                prompts,
+                mean_e2el_s,
+            },
+        )
+    }
+
+    fn ten_per_conc(c: u32) -> f64 {
+        f64::from(10 * c)
+    }
+
+    /// A saturated engine (throughput flat at 2 requests/s, E2EL = conc / 2 s, 1 GPU, no
+    /// overhead): a cost ∝ conc (5 GPU-s × conc) is estimated exactly between the measured
+    /// ends. The old rule (cost linear in log conc) said 5 + 23.75 + 42.5 + 61.25 + 80 = 212.5.
     #[test]
-    fn full_list_estimate_interpolates_in_log_concurrency() {
-        let m: BTreeMap<u32, f64> = [(1, 10.0), (4, 30.0)].into_iter().collect();
+    fn full_list_estimate_is_exact_for_a_cost_linear_in_conc() {
+        let m: BTreeMap<u32, PointCost> = [cost(1, 5.0, 0.5), cost(16, 80.0, 8.0)].into();
         assert_eq!(
-            full_list_gpu_seconds(&[1, 2, 4, 8], &m),
+            full_list_gpu_seconds(&[1, 2, 4, 8, 16], &m, ten_per_conc),
+            5.0 + 10.0 + 20.0 + 40.0 + 80.0
+        );
+        // Throughput rising between the neighbours: X(2) = 2, X(6) = 4 requests/s, ρ = 1, so
+        // X(4) = 3 and conc 4's 40 prompts take 40 / 3 s.
+        let m: BTreeMap<u32, PointCost> = [cost(2, 10.0, 1.0), cost(6, 15.0, 1.5)].into();
+        assert_eq!(full_list_gpu_seconds(&[4], &m, ten_per_conc), 40.0 / 3.0);
+        // ρ (GPU-s per profiled second: GPUs and the warmup's share) interpolated too: 2 GPUs
+        // at conc 1, 3 at conc 3 (ρ 2 and 3), X = 1 request/s: conc 2 costs 2.5 × 20 s.
+        let m: BTreeMap<u32, PointCost> = [cost(1, 20.0, 1.0), cost(3, 90.0, 3.0)].into();
+        assert_eq!(full_list_gpu_seconds(&[2], &m, ten_per_conc), 50.0);
+        assert_eq!(
+            full_list_gpu_seconds(&[1, 2], &BTreeMap::new(), ten_per_conc),
+            0.0
+        );
+    }
+
+    /// The ends are extrapolated conservatively, as the least the point can cost: below the
+    /// lowest measured concurrency its throughput (X = 2 requests/s at conc 4: conc 1 and 2
+    /// cost 10 / 2 and 20 / 2 GPU-s), above the highest its E2EL (4 s at conc 8: conc 16 and
+    /// 32 cost 160 × 4 / 16 = 40 and 320 × 4 / 32 = 40 GPU-s, where a cost ∝ conc would be 80
+    /// and 160: the saving is understated, never overstated).
+    #[test]
+    fn full_list_estimate_extrapolates_the_ends_as_lower_bounds() {
+        let m: BTreeMap<u32, PointCost> = [cost(4, 20.0, 2.0), cost(8, 40.0, 4.0)].into();
+        assert_eq!(
+            full_list_gpu_seconds(&[1, 2, 4, 8, 16, 32], &m, ten_per_conc),
+            5.0 + 10.0 + 20.0 + 40.0 + 40.0 + 40.0
+        );
+    }
+
+    /// Points without an E2EL (AgentX replays, whose cost is their planned duration): the cost
+    /// interpolated in log-concurrency, the nearest measured one's beyond the ends.
+    #[test]
+    fn full_list_estimate_without_e2el_interpolates_cost_in_log_concurrency() {
+        let p = |conc: u32, gpu_seconds: f64| {
+            let prompts = f64::from(10 * conc);
+            (
+                conc,
+                PointCost {
+                    gpu_seconds,
+                    prompts,
+                    mean_e2el_s: None,
+                },
+            )
+        };
+        let m: BTreeMap<u32, PointCost> = [p(1, 10.0), p(4, 30.0)].into();
+        assert_eq!(
+            full_list_gpu_seconds(&[1, 2, 4, 8], &m, ten_per_conc),
             10.0 + 20.0 + 30.0 + 30.0
         );
-        assert_eq!(full_list_gpu_seconds(&[1, 2], &BTreeMap::new()), 0.0);
+    }
+
+    /// The recorded llama.cpp sweeps (docs/performance.md, "adaptive sweep on llama.cpp,
+    /// SmolLM2 (issue 43)"; SmolLM2 Q4_1 on 2 shared CPU cores, ep 1 = 1 slot, 10 × conc
+    /// prompts): ep 1 conc 8 estimated from conc 4 and 16 of the same sweep (GPU-s without the
+    /// launch share, mean E2EL s), against what conc 8 measured in that sweep. Conc 16 is
+    /// super-linear on this engine (throughput 0.62–0.66 requests/s against 0.89–1.18 at
+    /// conc 4), so any interpolation between 4 and 16 reads conc 8 high: the old rule by
+    /// 82–103 %, this one by 20–28 % in the full sweeps. The adaptive sweeps' own conc 4 and
+    /// 16 ran slower (load), so no interpolation of theirs reaches 77.5–91.5: 168.4 and 128.0
+    /// (the old rule 225.0 and 157.8).
+    #[test]
+    fn full_list_estimate_on_the_recorded_llamacpp_sweeps() {
+        let old = |g4: f64, g16: f64| g4 + 0.5 * (g16 - g4);
+        // (conc 4 GPU-s, E2EL s; conc 16 GPU-s, E2EL s; conc 8 measured GPU-s or 0)
+        let sweeps = [
+            ("full A", (54.5588, 4.4908), (280.0759, 25.6665), 91.2439),
+            ("full B", (39.8995, 3.3887), (272.8167, 24.2777), 77.0828),
+            ("adaptive", (80.7442, 7.1800), (369.2657, 33.6713), 0.0),
+            ("adaptive B", (64.6260, 5.6150), (250.9472, 22.6605), 0.0),
+        ];
+        let mut got = Vec::new();
+        for (name, (g4, e4), (g16, e16), measured) in sweeps {
+            let m: BTreeMap<u32, PointCost> = [cost(4, g4, e4), cost(16, g16, e16)].into();
+            let est = full_list_gpu_seconds(&[8], &m, ten_per_conc);
+            if measured > 0.0 {
+                assert!(
+                    (est / measured - 1.0).abs() <= 0.30,
+                    "{name}: {est} for {measured}"
+                );
+                assert!((old(g4, g16) / measured - 1.0) > 0.8, "{name}");
+            }
+            got.push((
+                name,
+                (est * 10.0).round() / 10.0,
+                (old(g4, g16) * 10.0).round() / 10.0,
+            ));
+        }
+        assert_eq!(
+            got,
+            [
+                ("full A", 117.1, 167.3),
+                ("full B", 92.2, 156.4),
+                ("adaptive", 168.4, 225.0),
+                ("adaptive B", 128.0, 157.8),
+            ]
+        );
     }
 
     /// The issue's measure on straight frontiers, by hand: full (10, 100)–(20, 50); found
