@@ -774,8 +774,14 @@ fn closed_loop_terms(conc: u32, p: &PointCost) -> Option<(f64, f64)> {
 /// E2EL per second, so its profile lasts ≈ prompts / X, and it costs ρ × that, where ρ (GPU-s
 /// per profiled second) holds its GPUs and its warmup's share. So a skipped point costs
 /// `ρ × prompts(c) / X`, with
-/// - between two measured concurrencies a < c < b: X and ρ each interpolated linearly in conc
-///   between theirs (a saturated engine's X is flat, so a cost ∝ conc is estimated exactly);
+/// - between two measured concurrencies a < c < b: ρ interpolated linearly in conc, and
+///   prompts / X the lower of two readings, E2EL(c) interpolated linearly in conc (exact where
+///   E2EL is affine in conc: a batched engine whose step time grows by a fixed amount per
+///   sequence, as the sim's, or a saturated one, E2EL = conc / X) and X(c) interpolated
+///   linearly in conc (exact where throughput is flat or linear). Where E2EL is convex and X
+///   concave in conc (queueing sets in, throughput saturates), each reading overestimates the
+///   point, so the lower one is the closer; with 10 × conc prompts a cost affine in conc is
+///   estimated exactly;
 /// - below the lowest measured b: b's X and ρ (throughput does not rise as conc falls: for
 ///   10 × conc prompts, cost(b) × c / b);
 /// - above the highest measured a: a's ρ and E2EL, X = c / E2EL(a) (latency does not fall as
@@ -808,8 +814,11 @@ pub fn full_list_gpu_seconds(
                     .zip(closed_loop_terms(b, pb))
                     .map(|((xa, ra), (xb, rb))| {
                         let (fa, fb) = (f64::from(a.max(1)), f64::from(b.max(1)));
+                        // E2EL linear in conc (E = conc / X at each end) or X linear in
+                        // conc: the lower of the two.
+                        let e = lin(cf, fa, fb, fa / xa, fb / xb);
                         let x = lin(cf, fa, fb, xa, xb);
-                        lin(cf, fa, fb, ra, rb) * n / x
+                        lin(cf, fa, fb, ra, rb) * n * (e / cf).min(1.0 / x)
                     }),
                 (None, Some((&b, pb))) => closed_loop_terms(b, pb).map(|(x, r)| r * n / x),
                 (Some((&a, pa)), None) => {
@@ -1715,6 +1724,7 @@ mod tests {
     /// A saturated engine (throughput flat at 2 requests/s, E2EL = conc / 2 s, 1 GPU, no
     /// overhead): a cost ∝ conc (5 GPU-s × conc) is estimated exactly between the measured
     /// ends. The old rule (cost linear in log conc) said 5 + 23.75 + 42.5 + 61.25 + 80 = 212.5.
+    /// So is a cost affine in conc, and a point between neighbours whose throughput is linear.
     #[test]
     fn full_list_estimate_is_exact_for_a_cost_linear_in_conc() {
         let m: BTreeMap<u32, PointCost> = [cost(1, 5.0, 0.5), cost(16, 80.0, 8.0)].into();
@@ -1722,10 +1732,20 @@ mod tests {
             full_list_gpu_seconds(&[1, 2, 4, 8, 16], &m, ten_per_conc),
             5.0 + 10.0 + 20.0 + 40.0 + 80.0
         );
-        // Throughput rising between the neighbours: X(2) = 2, X(6) = 4 requests/s, ρ = 1, so
-        // X(4) = 3 and conc 4's 40 prompts take 40 / 3 s.
+        // A batched engine (the sim's shape): E2EL = 1 + 0.5 × conc s, ρ = 1, so a point costs
+        // 10 × E2EL = 10 + 5 × conc GPU-s. E2EL read linearly in conc is exact (conc 3: 25);
+        // X linear in conc (1 / 1.5 and 9 / 5.5 requests/s at the ends) would say 33.
+        let m: BTreeMap<u32, PointCost> = [cost(1, 15.0, 1.5), cost(9, 55.0, 5.5)].into();
+        let est = full_list_gpu_seconds(&[1, 3, 5, 7, 9], &m, ten_per_conc);
+        assert!(
+            (est - (15.0 + 25.0 + 35.0 + 45.0 + 55.0)).abs() < 1e-12,
+            "{est}"
+        );
+        // Throughput rising between the neighbours (X(2) = 2, X(6) = 4 requests/s, so E2EL 1
+        // and 1.5 s), ρ = 1: E2EL read linearly (1.25 s at conc 4) gives 40 × 1.25 / 4 = 12.5,
+        // X read linearly (3 requests/s) 40 / 3; the lower one is taken.
         let m: BTreeMap<u32, PointCost> = [cost(2, 10.0, 1.0), cost(6, 15.0, 1.5)].into();
-        assert_eq!(full_list_gpu_seconds(&[4], &m, ten_per_conc), 40.0 / 3.0);
+        assert_eq!(full_list_gpu_seconds(&[4], &m, ten_per_conc), 12.5);
         // ρ (GPU-s per profiled second: GPUs and the warmup's share) interpolated too: 2 GPUs
         // at conc 1, 3 at conc 3 (ρ 2 and 3), X = 1 request/s: conc 2 costs 2.5 × 20 s.
         let m: BTreeMap<u32, PointCost> = [cost(1, 20.0, 1.0), cost(3, 90.0, 3.0)].into();
@@ -1778,7 +1798,8 @@ mod tests {
     /// launch share, mean E2EL s), against what conc 8 measured in that sweep. Conc 16 is
     /// super-linear on this engine (throughput 0.62–0.66 requests/s against 0.89–1.18 at
     /// conc 4), so any interpolation between 4 and 16 reads conc 8 high: the old rule by
-    /// 82–103 %, this one by 20–28 % in the full sweeps. The adaptive sweeps' own conc 4 and
+    /// 82–103 %, this one by 20–28 % in the full sweeps (its X reading, the lower one
+    /// here; E2EL read linearly would say 135.6 and 120.0). The adaptive sweeps' own conc 4 and
     /// 16 ran slower (load), so no interpolation of theirs reaches 77.5–91.5: 168.4 and 128.0
     /// (the old rule 225.0 and 157.8).
     #[test]

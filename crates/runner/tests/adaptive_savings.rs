@@ -14,9 +14,11 @@
 //! (`the_issue_config_on_the_sims_closed_loop`: queueing, first round and drain, the
 //! early-stop rule itself instead of its floor).
 
+use std::collections::BTreeMap;
+
 use inferbench_runner::adaptive::{
-    frontier_match, sim_model_point, Curve, LocalOrder, ModelPoint, DEFAULT_TOLERANCE,
-    MATCH_TOLERANCE,
+    frontier_match, full_list_gpu_seconds, sim_model_point, Curve, LocalOrder, ModelPoint,
+    PointCost, DEFAULT_TOLERANCE, MATCH_TOLERANCE,
 };
 
 /// One benchmarked row: its name (the master config's key and where it comes from), the sim
@@ -284,5 +286,88 @@ fn the_issue_config_on_the_sims_closed_loop() {
     assert_eq!(
         ((full_gs * 10.0).round(), (spent * 10.0).round()),
         (8113.0, 4156.0)
+    );
+}
+
+/// One full-protocol point (10 × conc prompts) of the issue's config on the sim's closed loop
+/// as the full list's estimate reads it: GPU-seconds (busy × TP) and mean E2EL (s); `e2el`
+/// false drops the E2EL, which leaves the estimate its fallback, the rule before 2026-12-07
+/// (evening): cost linear in log conc, the nearest measured one's beyond the ends.
+fn closed_loop_cost(tp: u32, conc: u32, e2el: bool) -> PointCost {
+    let cfg = inferbench_sim::SimConfig {
+        tp,
+        max_model_len: Some(2048),
+        ..Default::default()
+    };
+    let prompts = 10 * u64::from(conc);
+    let run = inferbench_sim::closed_loop::closed_loop(&cfg, conc, prompts, (1024, 256), |_| false)
+        .expect("sim config");
+    let n = run.requests.len() as f64;
+    let mean_e2el_s = run.requests.iter().map(|r| r.end_s - r.sent_s).sum::<f64>() / n;
+    PointCost {
+        gpu_seconds: run.busy_s * f64::from(tp),
+        prompts: prompts as f64,
+        mean_e2el_s: e2el.then_some(mean_e2el_s),
+    }
+}
+
+/// Issue 43's `adaptive.full_list_gpu_seconds` on the sim's closed loop (deterministic): the
+/// concurrencies the adaptive plan measures (as in `the_issue_config_on_the_sims_closed_loop`)
+/// priced at the full protocol, the list estimated from them, against the full list's real
+/// 811.3 GPU-s. The plan skips TP 1's 2, 4, 8 and 32, whose E2EL is affine in conc on this
+/// engine (1.83, 1.87, 1.95, 2.12, 2.45, 3.12 s at conc 1..32): `full_list_gpu_seconds`
+/// estimates them at 18.68, 19.52, 21.19, 31.20 GPU-s (measured 18.69, 19.54, 21.24, 31.22),
+/// the list at 811.2; the older rule (cost linear in log conc) said 19.83, 21.40, 22.97,
+/// 34.53 and 819.3.
+#[test]
+fn the_full_list_estimate_on_the_sims_closed_loop() {
+    let concs = doubling(1, 256);
+    let tps = [1u32, 2];
+    let full: f64 = (tps.iter())
+        .flat_map(|&tp| concs.iter().map(move |&c| closed_loop_cost(tp, c, true)))
+        .map(|p| p.gpu_seconds)
+        .sum();
+    let mut planned: Vec<Curve> = tps.iter().map(|_| Curve::listed(&concs)).collect();
+    let groups = vec![0; planned.len()];
+    let mut local = LocalOrder::default();
+    while let Some((i, c)) = local.next(&planned, &groups, DEFAULT_TOLERANCE) {
+        let (x, y, _) = closed_loop_point(tps[i], c, Some(DEFAULT_TOLERANCE));
+        planned[i].points.insert(c, Some((x, y)));
+    }
+    let estimate = |e2el: bool| -> f64 {
+        (tps.iter().zip(&planned))
+            .map(|(&tp, curve)| {
+                let m: BTreeMap<u32, PointCost> = (curve.points.keys())
+                    .map(|&c| (c, closed_loop_cost(tp, c, e2el)))
+                    .collect();
+                full_list_gpu_seconds(&concs, &m, |c| f64::from(10 * c))
+            })
+            .sum()
+    };
+    for (&tp, curve) in tps.iter().zip(&planned) {
+        for &c in concs.iter().filter(|c| !curve.points.contains_key(c)) {
+            let one = |e2el: bool| {
+                let m: BTreeMap<u32, PointCost> = (curve.points.keys())
+                    .map(|&k| (k, closed_loop_cost(tp, k, e2el)))
+                    .collect();
+                full_list_gpu_seconds(&[c], &m, |c| f64::from(10 * c))
+            };
+            println!(
+                "TP {tp} conc {c}: measured {:.2}, estimate {:.2}, old rule {:.2}",
+                closed_loop_cost(tp, c, true).gpu_seconds,
+                one(true),
+                one(false)
+            );
+        }
+    }
+    let (new, old) = (estimate(true), estimate(false));
+    println!("closed loop: full list {full:.1} GPU-s; estimate {new:.1} (old rule {old:.1})");
+    assert_eq!(
+        (
+            (full * 10.0).round(),
+            (new * 10.0).round(),
+            (old * 10.0).round()
+        ),
+        (8113.0, 8112.0, 8193.0)
     );
 }
