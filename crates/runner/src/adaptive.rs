@@ -1792,6 +1792,49 @@ mod tests {
         );
     }
 
+    /// A recorded real sim sweep (docs/performance.md, issue 43's 18:40–19:55 section 3:
+    /// `inferbench sim --time-scale 1`, TP 1 of the issue's config, GPU-s in modelled time):
+    /// the adaptive sweep measured conc 1, 16 (early-stopped at 128 of 160 prompts: its
+    /// GPU-s × 160 / 128) and 256; its skipped points estimated against what the full list's
+    /// sweep measured at them (within 7 %; the old rule: 4–61 % high).
+    #[test]
+    fn full_list_estimate_on_the_recorded_sim_sweep() {
+        let m: BTreeMap<u32, PointCost> = [
+            cost(1, 19.5927, 1.6756),
+            cost(16, 20.8664 * 1.25, 2.1097),
+            cost(256, 110.9338, 10.0093),
+        ]
+        .into();
+        let full = [
+            (2, 20.3561),
+            (4, 21.6562),
+            (8, 22.9020),
+            (32, 30.7895),
+            (64, 42.6499),
+            (128, 66.1856),
+        ];
+        let mut got = Vec::new();
+        for (c, measured) in full {
+            let est = full_list_gpu_seconds(&[c], &m, ten_per_conc);
+            assert!(
+                (est / measured - 1.0).abs() <= 0.07,
+                "conc {c}: {est} for {measured}"
+            );
+            got.push((c, (est * 100.0).round() / 100.0));
+        }
+        assert_eq!(
+            got,
+            [
+                (2, 20.01),
+                (4, 20.84),
+                (8, 22.55),
+                (32, 32.37),
+                (64, 44.67),
+                (128, 68.2)
+            ]
+        );
+    }
+
     /// The recorded llama.cpp sweeps (docs/performance.md, "adaptive sweep on llama.cpp,
     /// SmolLM2 (issue 43)"; SmolLM2 Q4_1 on 2 shared CPU cores, ep 1 = 1 slot, 10 × conc
     /// prompts): ep 1 conc 8 estimated from conc 4 and 16 of the same sweep (GPU-s without the
