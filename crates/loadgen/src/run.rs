@@ -350,14 +350,7 @@ pub async fn run_bench(
     .await;
     let simulator =
         (server_metrics.as_ref()).is_some_and(server_metrics::ServerMetricsSummary::is_simulator);
-    let mut reasons = invalid_reasons(
-        &opts,
-        &prepared,
-        &counters,
-        (server_metrics.as_ref(), shared.client.sim_time_scale()),
-        end,
-        &mut notes,
-    );
+    let sim_header = shared.client.sim_time_scale();
     let (unreachable_msg, first_failure) = shared.breaker.report();
     let request_url = shared.client.uri().to_string();
     let proxy = shared.client.proxy().map(str::to_string);
@@ -374,6 +367,14 @@ pub async fn run_bench(
              point fails, exit 1)"
         ));
     }
+    let mut reasons = invalid_reasons(
+        &opts,
+        (&prepared, &kept.records),
+        &counters,
+        (server_metrics.as_ref(), sim_header),
+        end,
+        &mut notes,
+    );
     let interrupted = end != PhaseEnd::Completed;
     let profile_records = kept
         .records
@@ -991,6 +992,34 @@ const STRAY_BYTES_NOTE: &str = "the server wrote bytes after finished responses 
      frontiers unless --include-invalid; --header 'Connection: close' gives every request a \
      connection of its own";
 
+/// Tokens at the start of every prompt of `prepared` (the longest common prefix of their
+/// texts, counted by the run's tokenizer: the cache-bust marker and the shared random prefix);
+/// `prefix_len` when the run has no token counter.
+fn shared_prompt_tokens(prepared: &PreparedPrompts, prefix_len: u32) -> u32 {
+    let mut texts = prepared.prompts.iter().map(|p| p.text.as_str());
+    let Some(first) = texts.next() else {
+        return prefix_len;
+    };
+    let mut len = first.len();
+    for t in texts {
+        len = first
+            .bytes()
+            .zip(t.bytes())
+            .take(len)
+            .take_while(|(a, b)| a == b)
+            .count();
+    }
+    while !first.is_char_boundary(len) {
+        len -= 1;
+    }
+    match &prepared.counter {
+        Some(count) if prepared.prompts.len() > 1 => u32::try_from(count(&first[..len]))
+            .unwrap_or(u32::MAX)
+            .max(prefix_len),
+        _ => prefix_len,
+    }
+}
+
 /// The producer checks that make a completed point's numbers not the server's (each also a
 /// note in `notes`): random prompts served from the prefix cache (a repeated run), a server
 /// that fell behind its own schedule on more than [`server_metrics::LATE_CHUNKS_MAX`] of its
@@ -999,7 +1028,7 @@ const STRAY_BYTES_NOTE: &str = "the server wrote bytes after finished responses 
 /// sim's time-scale header, `sim_header`).
 fn invalid_reasons(
     opts: &BenchOptions,
-    prepared: &PreparedPrompts,
+    (prepared, records): (&PreparedPrompts, &[RequestRecord]),
     counters: &Counters,
     (sm, sim_header): (Option<&server_metrics::ServerMetricsSummary>, Option<f64>),
     end: PhaseEnd,
@@ -1030,12 +1059,18 @@ fn invalid_reasons(
                 .map(|p| u64::from(p.prompt_tokens))
                 .sum();
             let d = server_cache::PrefixCache { queries, hits };
-            cache_reason = server_cache::cache_warning(
-                &d,
-                sent,
-                opts.random_prefix_len,
-                (max_prompt, sent_tokens),
-            );
+            // What every request shares by design: the common start of the prompts (the
+            // cache-bust marker, --random-prefix-len) and the template the server wraps them
+            // in, measured by this run (issue 39, fresh tester: chat runs with --cache-bust
+            // flagged for their template's opening and the marker).
+            let overhead = server_cache::template_overhead(records);
+            let shared_len =
+                shared_prompt_tokens(prepared, opts.random_prefix_len).saturating_add(overhead);
+            // The server counts its template too.
+            let sent_tokens = sent_tokens + sent * u64::from(overhead);
+            let max_prompt = max_prompt + u64::from(overhead);
+            cache_reason =
+                server_cache::cache_warning(&d, sent, shared_len, (max_prompt, sent_tokens));
         }
     }
     // A server that fell behind its own schedule (the sim starved of CPU on a busy machine)
