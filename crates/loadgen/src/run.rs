@@ -434,11 +434,20 @@ pub async fn run_bench(
     // is failed too, by the rule the store reads a summary with (issue 39, fresh tester's
     // finding 1: its summary had no `failed_reason`, and the store called it failed and
     // invalid at once).
+    // Every warmup failed: the gate's own words, which say which requests failed and how
+    // (the core rule's text says only that a gate stopped the run).
     if summary.completed == 0 && summary.inferbench.failed_reason.is_none() {
-        summary.inferbench.failed_reason = Some(inferbench_core::summary::nothing_measured_cause(
-            Some(summary.inferbench.stop_reason),
-            summary.inferbench.failed,
-        ));
+        summary.inferbench.failed_reason = Some(match end {
+            PhaseEnd::Aborted => format!(
+                "every warmup request failed ({n_warm} of {n_warm}; first: {}): the profile was \
+                 not run, nothing measured",
+                inferbench_core::text::one_line(&first_failure, 200)
+            ),
+            _ => inferbench_core::summary::nothing_measured_cause(
+                Some(summary.inferbench.stop_reason),
+                summary.inferbench.failed,
+            ),
+        });
     }
     summary.inferbench.server_metrics = server_metrics;
     // The server's settings (issue 39 §5): what it reported, and what the caller knows of
