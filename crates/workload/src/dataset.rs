@@ -801,6 +801,20 @@ fn invalid_json(e: &serde_json::Error, line: &str) -> String {
     )
 }
 
+/// `invalid JSON: …` of a ShareGPT array (no line text at hand): serde's surrogate errors
+/// named as a lone UTF-16 surrogate escape, with the column serde gives.
+fn array_invalid_json(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    if msg.contains("surrogate") || msg.contains("hex escape") {
+        return format!(
+            "invalid JSON: a lone UTF-16 surrogate escape (`\\uD800`–`\\uDFFF` without its \
+             other half: not a character) near column {}",
+            e.column()
+        );
+    }
+    format!("invalid JSON: {msg}")
+}
+
 /// The first `\uXXXX` escape of `line` that is a UTF-16 surrogate without its other half (a
 /// high surrogate `D800`–`DBFF` not followed by a low one `DC00`–`DFFF`, or a low one alone),
 /// and its 1-based column (bytes); `None` when there is none.
@@ -1001,13 +1015,13 @@ fn parse_sharegpt_array(
             return Err(WorkloadError::Parse {
                 path: path.to_path_buf(),
                 line: Some(e.line()),
-                reason: format!("invalid JSON: {e}"),
+                reason: array_invalid_json(&e),
             })
         }
         Ok(()) if !stopped => de.end().map_err(|e| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: Some(e.line()),
-            reason: format!("invalid JSON: {e}"),
+            reason: array_invalid_json(&e),
         })?,
         Ok(()) => {}
     }
@@ -1831,6 +1845,24 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("l.jsonl:2"), "{e}");
+        // A lone surrogate in a ShareGPT array is named too (issue 39, fresh tester).
+        let p = write(
+            &d,
+            "s.json",
+            "[{\"conversations\": [\n{\"from\": \"human\", \"value\": \"\\ud800 x\"}]}]",
+        );
+        let e = load_dataset(
+            DatasetKind::ShareGpt,
+            &p,
+            &tok(),
+            &DatasetOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("s.json:2: invalid JSON: a lone UTF-16 surrogate escape"),
+            "{e}"
+        );
     }
 
     /// Issue 39 §2, finding 1: a 1.9 GB dataset was read whole for a `--num-prompts 2` bench
