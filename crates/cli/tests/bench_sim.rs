@@ -103,6 +103,40 @@ fn repeated_seed_warns_of_prefix_cache_hits_and_cache_bust_avoids_them() {
     assert!(!busted.contains("prefix cache served"), "{busted}");
 }
 
+/// Issue 39, fresh tester: chat and Responses runs with `--cache-bust` on a fresh sim were
+/// marked invalid ("served 752 of 8543 prompt tokens"): every prompt shares the template's
+/// opening and the run's marker, a whole 16-token block the sim rightly serves from its cache.
+/// What every prompt shares by design is explained; a repeated chat run is still flagged.
+#[test]
+fn cache_bust_chat_and_responses_runs_are_not_flagged_but_a_repeat_is() {
+    let sim = start_sim(&[]);
+    let load = [
+        "--num-prompts",
+        "32",
+        "--max-concurrency",
+        "8",
+        "--random-output-len",
+        "8",
+    ];
+    for backend in ["openai-chat", "openai-responses"] {
+        let mut args = vec!["--backend", backend, "--cache-bust"];
+        args.extend(load);
+        let (_, text) = bench(&sim, &args);
+        assert!(!text.contains("prefix cache served"), "{backend}: {text}");
+        assert!(!text.contains("invalid"), "{backend}: {text}");
+    }
+    // Without --cache-bust, the same seed twice: the second run is the cache's.
+    let mut args = vec!["--backend", "openai-chat", "--seed", "7"];
+    args.extend(load);
+    let (_, first) = bench(&sim, &args);
+    assert!(!first.contains("prefix cache served"), "{first}");
+    let (_, second) = bench(&sim, &args);
+    assert!(
+        second.contains("the server's prefix cache served"),
+        "{second}"
+    );
+}
+
 /// Trial 32 F5: against `sim --time-scale 10` bench measured 10× the modelled hardware's speed
 /// and said nothing. The sim's `/metrics` names its time scale; bench notes it and marks the
 /// point invalid (quickstart and `sweep --sim` rescale to modelled time instead).
@@ -368,14 +402,32 @@ fn wrong_model_names_the_models_the_server_serves() {
         )) && !text.contains("HTTP 404"),
         "{text}"
     );
-    // Every reason the point is invalid, not only its duration; no plays line for a replay
-    // in which nothing succeeded (trial 24).
+    // A replay that measured nothing is failed, not invalid (issue 39, fresh tester: one
+    // status rule with `bench`; it said `Validity: invalid (a warmup request failed; no
+    // request succeeded; duration below 900 s with --unsafe-override)`); no plays line for a
+    // replay in which nothing succeeded (trial 24).
     assert!(
         text.contains(
-            "Validity: invalid (a warmup request failed; no request succeeded; duration below \
-             900 s with --unsafe-override)\n"
-        ) && !text.contains("Agentic: "),
+            "Status: failed (a main-agent warmup request failed: the replay was aborted (AgentX \
+             rule), nothing measured)\n"
+        ) && !text.contains("Validity:")
+            && !text.contains("Agentic: "),
         "{text}"
+    );
+    let summary = read_json(&dir.path().join("summary.json"));
+    assert_eq!(
+        (
+            &summary["inferbench"]["stop_reason"],
+            &summary["inferbench"]["failed_reason"]
+        ),
+        (
+            &serde_json::json!("aborted"),
+            &serde_json::json!(
+                "a main-agent warmup request failed: the replay was aborted (AgentX rule), \
+                 nothing measured"
+            )
+        ),
+        "{summary}"
     );
     // Without warmups the profile's verdict says it.
     let (o, text) = bench_model(&sim, "Llama-3.1-8B-typo", &["--num-warmups", "0"]);
@@ -1151,4 +1203,91 @@ fn a_bench_against_a_standalone_sim_is_not_in_the_quickstarts_group() {
         "the bench point displaced a quickstart point"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 39, fresh tester (1): a point whose warmups all failed (streams that end without a
+/// terminal) had no status in its result (`failed_reason: null`) and the views said `failed`
+/// beside `invalid_reason: "cut short: stopped on a failure gate"`. Every way a `bench` ends
+/// having measured nothing goes through the one rule, summary → `--db` → `report` JSON: the
+/// warmup gate, every profile request failing, and a server never reached.
+#[test]
+fn every_end_that_measured_nothing_is_failed_from_summary_to_report() {
+    let sim = start_sim(&["--fault", "drop-after=3"]);
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_port = dead.local_addr().unwrap().port();
+    drop(dead);
+    let tmp = tempfile::tempdir().unwrap();
+    let ends = [
+        (
+            sim.1,
+            "2",
+            "aborted",
+            "every warmup request failed (2 of 2; first: ",
+        ),
+        (
+            sim.1,
+            "0",
+            "completed",
+            "nothing was measured: none of the 4 profile requests succeeded (4 failed)",
+        ),
+        (
+            dead_port,
+            "0",
+            "server_unreachable",
+            "server unreachable: nothing measured",
+        ),
+    ];
+    for (i, (port, warmups, stop, cause)) in ends.into_iter().enumerate() {
+        let db = tmp.path().join(format!("{i}.db"));
+        let dir = tmp.path().join(format!("r{i}"));
+        let o = Command::new(BIN)
+            .args(["bench", "--base-url", &format!("http://127.0.0.1:{port}")])
+            .args(["--model", "Llama-3.1-8B", "--random-input-len", "16"])
+            .args(["--random-output-len", "8", "--max-concurrency", "2"])
+            .args(["--num-prompts", "4", "--num-warmups", warmups])
+            .args([
+                "--progress",
+                "off",
+                "--save-result",
+                "--result-filename",
+                "r.json",
+            ])
+            .args(["--result-dir", dir.to_str().unwrap()])
+            .args(["--db", db.to_str().unwrap()])
+            .args(["--set", "hw=h100", "--set", "framework=sim"])
+            .output()
+            .unwrap();
+        let text = common::output_text(&o);
+        assert_ne!(o.status.code(), Some(0), "{stop}: {text}");
+        let v = read_json(&dir.join("r.json"));
+        let why = v["inferbench"]["failed_reason"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(why.starts_with(cause), "{stop}: {v}");
+        assert_eq!(v["inferbench"]["stop_reason"], *stop, "{v}");
+        assert_eq!(v["inferbench"].get("invalid_reason"), None, "{stop}: {v}");
+        // A server never reached stores nothing by `--db`; its result is ingested.
+        if !db.exists() {
+            let o = Command::new(BIN)
+                .args(["ingest", "--db", db.to_str().unwrap()])
+                .args(["--set", "hw=h100", "--set", "framework=sim"])
+                .arg(dir.join("r.json"))
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", common::output_text(&o));
+        }
+        let o = Command::new(BIN)
+            .args(["report", "--db", db.to_str().unwrap(), "--format", "json"])
+            .args(["--include-failed", "--columns", "conc,error,invalid_reason"])
+            .output()
+            .unwrap();
+        let rows: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{stop}: {e}: {}", common::output_text(&o)));
+        assert_eq!(
+            rows,
+            serde_json::json!([{"conc": 2, "error": why, "invalid_reason": null,
+                                "valid": false, "status": "failed"}]),
+            "{stop}: {text}"
+        );
+    }
 }

@@ -1411,13 +1411,27 @@ impl ResponseCap {
         }
     }
 
-    /// Why a response of `bytes` decoded bytes and `chunks` token-bearing chunks so far passes
-    /// the cap; `None` within it.
-    pub fn passed(&self, bytes: u64, chunks: u64) -> Option<String> {
+    /// Why a response of `bytes` decoded bytes, `chunks` token-bearing chunks and `text_bytes`
+    /// bytes of output text so far passes the cap; `None` within it. Past the byte cap, the
+    /// reason says what filled it: output beyond `max_tokens` (more token chunks than
+    /// `max_tokens`, or text making up a quarter of the bytes or more: the bytes of the read
+    /// being checked are not parsed yet), else bytes that carried no
+    /// tokens (keepalive comments, empty or token-less events; issue 39, fresh tester: an
+    /// endless stream of `: keepalive` comments was said to ignore max_tokens).
+    pub fn passed(&self, bytes: u64, chunks: u64, text_bytes: u64) -> Option<String> {
         if bytes > self.bytes {
+            let output = chunks > u64::from(self.max_tokens) || text_bytes >= bytes / 4;
+            let why = if output {
+                "the server ignored max_tokens".to_string()
+            } else {
+                format!(
+                    "only {chunks} token chunks ({text_bytes} bytes of text) arrived: the rest \
+                     carried no tokens (keepalive comments, empty or token-less events)"
+                )
+            };
             return Some(format!(
                 "response cut off: more than {} bytes (the client's cap: 1 MiB + 64 KiB × \
-                 max_tokens {}): the server ignored max_tokens",
+                 max_tokens {}): {why}",
                 self.bytes, self.max_tokens
             ));
         }
@@ -1458,7 +1472,11 @@ impl BodyState {
     ) -> Result<bool, (ErrorClass, String)> {
         self.decoded = self.decoded.saturating_add(data.len() as u64);
         if let Some(cap) = self.cap {
-            if let Some(why) = cap.passed(self.decoded, rec.chunks.len() as u64) {
+            if let Some(why) = cap.passed(
+                self.decoded,
+                rec.chunks.len() as u64,
+                rec.output_text.len() as u64,
+            ) {
                 return Err((ErrorClass::StreamError, why));
             }
         }
@@ -1470,7 +1488,8 @@ impl BodyState {
                     .map_err(|e| (ErrorClass::Malformed, e.to_string()))?;
                 // The chunks this read carried, counted at once (a `[DONE]` in the same read
                 // does not make them whole).
-                if let Some(why) = (self.cap).and_then(|c| c.passed(0, rec.chunks.len() as u64)) {
+                if let Some(why) = (self.cap).and_then(|c| c.passed(0, rec.chunks.len() as u64, 0))
+                {
                     return Err((ErrorClass::StreamError, why));
                 }
                 Ok(true)

@@ -257,14 +257,17 @@ fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
 }
 
 /// A text-bearing field: absent/null, a string (borrowed when it has no escapes), or typed
-/// parts (an array, or one part object) as sent by Mistral and gpt-oss relays. Any other type
-/// (number, bool) reads as absent rather than failing the chunk.
+/// parts (an array, or one part object) as sent by Mistral and gpt-oss relays. A number or a
+/// bool is [`TextWire::NotText`]: the chunk parses, and the reader of a text field fails the
+/// request with it (issue 39, fresh tester: `"text": 123` was dropped silently).
 #[derive(Debug, Default)]
 #[cfg_attr(test, derive(PartialEq))]
 pub(crate) enum TextWire<'a> {
-    /// Absent, null, or a value of no text type.
+    /// Absent or null.
     #[default]
     None,
+    /// A number or a bool where text belongs, as JSON (`123`, `true`).
+    NotText(String),
     /// A plain string.
     Str(Cow<'a, str>),
     /// Typed parts (`[{"type": "text", "text": …}, {"type": "thinking", …}]`).
@@ -297,17 +300,17 @@ impl<'de: 'a, 'a> Deserialize<'de> for TextWire<'a> {
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
                 TextWire::deserialize(d)
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(TextWire::None)
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(TextWire::NotText(v.to_string()))
             }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(TextWire::None)
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(TextWire::NotText(v.to_string()))
             }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(TextWire::None)
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(TextWire::NotText(v.to_string()))
             }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(TextWire::None)
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(TextWire::NotText(v.to_string()))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut parts = Vec::new();

@@ -290,6 +290,7 @@ impl ChoiceWire<'_> {
         for f in fields {
             match f {
                 TextWire::None => {}
+                TextWire::NotText(_) => text = true,
                 TextWire::Str(s) => text |= !s.is_empty(),
                 TextWire::Parts(parts) => {
                     for p in parts {
@@ -1066,6 +1067,24 @@ impl Interpreter {
         rec: &mut RequestRecord,
         here: &mut Here,
     ) {
+        // Not text: what the server generated cannot be read, so the request fails with the
+        // value (issue 39, fresh tester: `"text": 123` was ignored, no anomaly).
+        if let TextWire::NotText(v) = field {
+            let channel = match kind {
+                TextKind::Content => "output",
+                TextKind::Reasoning => "reasoning",
+                TextKind::Refusal => "refusal",
+            };
+            self.fail(
+                ErrorClass::StreamError,
+                format!(
+                    "a chunk's {channel} text field held {}, not a string: the server's output \
+                     cannot be read",
+                    inferbench_core::text::one_line(v, 40)
+                ),
+            );
+            return;
+        }
         let mut put = |kind: TextKind, t: &str| {
             if t.is_empty() {
                 return;
@@ -1086,7 +1105,7 @@ impl Interpreter {
             }
         };
         match field {
-            TextWire::None => {}
+            TextWire::None | TextWire::NotText(_) => {}
             TextWire::Str(s) => put(kind, s),
             TextWire::Parts(parts) => {
                 for p in parts {
@@ -1384,6 +1403,41 @@ mod tests {
         assert_eq!(rec.completion_tokens, 7);
         assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
         assert_eq!(rec.output_text, "A");
+    }
+
+    #[test]
+    fn a_text_field_that_is_not_a_string_fails_the_request_with_its_value() {
+        for (data, channel, value) in [
+            (r#"{"choices":[{"text":123}]}"#, "output", "123"),
+            (
+                r#"{"choices":[{"delta":{"content":true}}]}"#,
+                "output",
+                "true",
+            ),
+            (
+                r#"{"choices":[{"delta":{"reasoning_content":1.5}}]}"#,
+                "reasoning",
+                "1.5",
+            ),
+            (r#"{"choices":[{"delta":{"refusal":7}}]}"#, "refusal", "7"),
+        ] {
+            let (it, rec) = run(&[("", r#"{"choices":[{"text":"a"}]}"#, 1), ("", data, 2)]);
+            assert_eq!(
+                it.failure,
+                Some((
+                    ErrorClass::StreamError,
+                    format!(
+                        "a chunk's {channel} text field held {value}, not a string: the \
+                         server's output cannot be read"
+                    )
+                )),
+                "{data}"
+            );
+            assert_eq!(rec.output_text, "a", "{data}");
+        }
+        // A null text is no text, as before.
+        let (it, _) = run(&[("", r#"{"choices":[{"text":null}]}"#, 1)]);
+        assert_eq!(it.failure, None);
     }
 
     #[test]

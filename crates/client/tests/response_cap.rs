@@ -118,3 +118,30 @@ async fn too_many_token_chunks_fail_even_with_a_done() {
     assert!(rec.success, "{:?}", rec.error);
     assert_eq!(rec.output_text.len(), 150);
 }
+
+/// Issue 39, fresh tester: endless `: keepalive` comments (or token-less events) for
+/// `max_tokens` 8 were cut off as "the server ignored max_tokens"; the reason says what filled
+/// the cap: bytes that carried no tokens.
+#[tokio::test]
+async fn bytes_without_tokens_are_cut_off_as_such() {
+    for event in [
+        ": keepalive\n\n".to_string(),
+        "data: {\"choices\":[{\"index\":0,\"text\":\"\"}]}\n\n".to_string(),
+    ] {
+        let url = serve_endless(event.clone(), None).await;
+        let rec = tokio::time::timeout(Duration::from_secs(30), send_hi(&client(url), Some(8)))
+            .await
+            .expect("the response was never cut off");
+        assert!(!rec.success);
+        assert_eq!(rec.error_class, Some(ErrorClass::StreamError));
+        assert_eq!(
+            rec.error.as_deref(),
+            Some(
+                "response cut off: more than 1572864 bytes (the client's cap: 1 MiB + 64 KiB × \
+                 max_tokens 8): only 0 token chunks (0 bytes of text) arrived: the rest carried \
+                 no tokens (keepalive comments, empty or token-less events)"
+            ),
+            "{event}"
+        );
+    }
+}

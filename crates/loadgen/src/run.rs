@@ -350,14 +350,7 @@ pub async fn run_bench(
     .await;
     let simulator =
         (server_metrics.as_ref()).is_some_and(server_metrics::ServerMetricsSummary::is_simulator);
-    let mut reasons = invalid_reasons(
-        &opts,
-        &prepared,
-        &counters,
-        (server_metrics.as_ref(), shared.client.sim_time_scale()),
-        end,
-        &mut notes,
-    );
+    let sim_header = shared.client.sim_time_scale();
     let (unreachable_msg, first_failure) = shared.breaker.report();
     let request_url = shared.client.uri().to_string();
     let proxy = shared.client.proxy().map(str::to_string);
@@ -374,6 +367,14 @@ pub async fn run_bench(
              point fails, exit 1)"
         ));
     }
+    let mut reasons = invalid_reasons(
+        &opts,
+        (&prepared, &kept.records),
+        &counters,
+        (server_metrics.as_ref(), sim_header),
+        end,
+        &mut notes,
+    );
     let interrupted = end != PhaseEnd::Completed;
     let profile_records = kept
         .records
@@ -433,11 +434,20 @@ pub async fn run_bench(
     // is failed too, by the rule the store reads a summary with (issue 39, fresh tester's
     // finding 1: its summary had no `failed_reason`, and the store called it failed and
     // invalid at once).
+    // Every warmup failed: the gate's own words, which say which requests failed and how
+    // (the core rule's text says only that a gate stopped the run).
     if summary.completed == 0 && summary.inferbench.failed_reason.is_none() {
-        summary.inferbench.failed_reason = Some(inferbench_core::summary::nothing_measured_cause(
-            Some(summary.inferbench.stop_reason),
-            summary.inferbench.failed,
-        ));
+        summary.inferbench.failed_reason = Some(match end {
+            PhaseEnd::Aborted => format!(
+                "every warmup request failed ({n_warm} of {n_warm}; first: {}): the profile was \
+                 not run, nothing measured",
+                inferbench_core::text::one_line(&first_failure, 200)
+            ),
+            _ => inferbench_core::summary::nothing_measured_cause(
+                Some(summary.inferbench.stop_reason),
+                summary.inferbench.failed,
+            ),
+        });
     }
     summary.inferbench.server_metrics = server_metrics;
     // The server's settings (issue 39 §5): what it reported, and what the caller knows of
@@ -991,6 +1001,34 @@ const STRAY_BYTES_NOTE: &str = "the server wrote bytes after finished responses 
      frontiers unless --include-invalid; --header 'Connection: close' gives every request a \
      connection of its own";
 
+/// Tokens at the start of every prompt of `prepared` (the longest common prefix of their
+/// texts, counted by the run's tokenizer: the cache-bust marker and the shared random prefix);
+/// `prefix_len` when the run has no token counter.
+fn shared_prompt_tokens(prepared: &PreparedPrompts, prefix_len: u32) -> u32 {
+    let mut texts = prepared.prompts.iter().map(|p| p.text.as_str());
+    let Some(first) = texts.next() else {
+        return prefix_len;
+    };
+    let mut len = first.len();
+    for t in texts {
+        len = first
+            .bytes()
+            .zip(t.bytes())
+            .take(len)
+            .take_while(|(a, b)| a == b)
+            .count();
+    }
+    while !first.is_char_boundary(len) {
+        len -= 1;
+    }
+    match &prepared.counter {
+        Some(count) if prepared.prompts.len() > 1 => u32::try_from(count(&first[..len]))
+            .unwrap_or(u32::MAX)
+            .max(prefix_len),
+        _ => prefix_len,
+    }
+}
+
 /// The producer checks that make a completed point's numbers not the server's (each also a
 /// note in `notes`): random prompts served from the prefix cache (a repeated run), a server
 /// that fell behind its own schedule on more than [`server_metrics::LATE_CHUNKS_MAX`] of its
@@ -999,7 +1037,7 @@ const STRAY_BYTES_NOTE: &str = "the server wrote bytes after finished responses 
 /// sim's time-scale header, `sim_header`).
 fn invalid_reasons(
     opts: &BenchOptions,
-    prepared: &PreparedPrompts,
+    (prepared, records): (&PreparedPrompts, &[RequestRecord]),
     counters: &Counters,
     (sm, sim_header): (Option<&server_metrics::ServerMetricsSummary>, Option<f64>),
     end: PhaseEnd,
@@ -1030,12 +1068,18 @@ fn invalid_reasons(
                 .map(|p| u64::from(p.prompt_tokens))
                 .sum();
             let d = server_cache::PrefixCache { queries, hits };
-            cache_reason = server_cache::cache_warning(
-                &d,
-                sent,
-                opts.random_prefix_len,
-                (max_prompt, sent_tokens),
-            );
+            // What every request shares by design: the common start of the prompts (the
+            // cache-bust marker, --random-prefix-len) and the template the server wraps them
+            // in, measured by this run (issue 39, fresh tester: chat runs with --cache-bust
+            // flagged for their template's opening and the marker).
+            let overhead = server_cache::template_overhead(records);
+            let shared_len =
+                shared_prompt_tokens(prepared, opts.random_prefix_len).saturating_add(overhead);
+            // The server counts its template too.
+            let sent_tokens = sent_tokens + sent * u64::from(overhead);
+            let max_prompt = max_prompt + u64::from(overhead);
+            cache_reason =
+                server_cache::cache_warning(&d, sent, shared_len, (max_prompt, sent_tokens));
         }
     }
     // A server that fell behind its own schedule (the sim starved of CPU on a busy machine)

@@ -14,9 +14,25 @@ pub struct PrefixCache {
     pub hits: f64,
 }
 
+/// The tokens the server's template adds to every prompt of this run, as the run measured
+/// them: the least, over its successful profile requests whose server count differs from the
+/// client's, of the server's `usage.prompt_tokens` minus the client's count (a template's
+/// fixed part is the same on every request; a tokenizer that differs from the server's only
+/// adds to some). 0 when no request says (no usage, or counts that agree).
+pub fn template_overhead(records: &[inferbench_core::RequestRecord]) -> u32 {
+    records
+        .iter()
+        .filter(|r| r.success && r.phase == inferbench_core::Phase::Profile)
+        .map(|r| r.prompt_tokens.saturating_sub(r.prompt_tokens_client))
+        .min()
+        .unwrap_or(0)
+}
+
 /// The warning for a random-dataset run whose profile phase found `delta.hits` prompt tokens
 /// in the server's prefix cache, or `None` when that is no more than the run itself explains:
-/// the shared `--random-prefix-len` of every request, plus one whole prompt (the warmup sends
+/// `shared_len` tokens of every request (what all prompts share by design: the
+/// `--random-prefix-len`, the `--cache-bust` marker and the server's template around them,
+/// which a per-run marker cannot bust), plus one whole prompt (the warmup sends
 /// the first prompt, which the profile phase sends again), plus 5 % of the tokens queried.
 /// `sent_tokens`: the prompt tokens this run sent in the window; counters beyond it by more
 /// than 5 % count other clients' requests too, which the warning says (trial 19: two `bench`
@@ -24,14 +40,14 @@ pub struct PrefixCache {
 pub fn cache_warning(
     delta: &PrefixCache,
     requests: u64,
-    prefix_len: u32,
+    shared_len: u32,
     (max_prompt_tokens, sent_tokens): (u64, u64),
 ) -> Option<String> {
     if delta.queries <= 0.0 {
         return None;
     }
     let explained =
-        requests as f64 * f64::from(prefix_len) + max_prompt_tokens as f64 + 0.05 * delta.queries;
+        requests as f64 * f64::from(shared_len) + max_prompt_tokens as f64 + 0.05 * delta.queries;
     let others = if delta.queries > 1.05 * sent_tokens as f64 {
         format!(
             " (the server's counters include other clients' requests: this run sent {sent_tokens} \
@@ -57,6 +73,30 @@ pub fn cache_warning(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn template_overhead_is_the_least_server_excess_of_a_successful_profile_request() {
+        let rec = |server: u32, client: u32, success: bool, phase: inferbench_core::Phase| {
+            inferbench_core::RequestRecord {
+                prompt_tokens: server,
+                prompt_tokens_client: client,
+                success,
+                phase,
+                ..Default::default()
+            }
+        };
+        use inferbench_core::Phase::{Profile, Warmup};
+        let rs = [
+            rec(266, 256, true, Profile),
+            rec(270, 256, true, Profile),
+            rec(256, 256, false, Profile),
+            rec(256, 256, true, Warmup),
+        ];
+        assert_eq!(template_overhead(&rs), 10);
+        assert_eq!(template_overhead(&rs[2..]), 0);
+        // A server count below the client's (another tokenizer) is no overhead.
+        assert_eq!(template_overhead(&[rec(250, 256, true, Profile)]), 0);
+    }
 
     #[test]
     fn warns_only_beyond_what_the_run_explains() {

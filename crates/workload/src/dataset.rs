@@ -631,7 +631,10 @@ fn parse_jsonl(
                     .find_map(|k| Some((*k, o.get(*k)?)))
                 {
                     None | Some((_, Value::Null)) => Reply::Unknown,
-                    Some((k, x)) => match x.as_u64() {
+                    // A whole number written as a float (`1e3`, `256.0`: a length that
+                    // passed through a float) is that number (issue 39, fresh tester: `1e9`
+                    // was "1000000000.0 is not a positive integer", the cap unsaid).
+                    Some((k, x)) => match x.as_u64().or_else(|| whole_number(x)) {
                         Some(n) if n > u64::from(cap) => {
                             return Err(err(format!(
                                 "{k}: {n} tokens is above the cap of {cap} tokens"
@@ -640,7 +643,8 @@ fn parse_jsonl(
                         Some(n) if n > 0 => Reply::Tokens(n as u32),
                         _ => {
                             return Err(err(format!(
-                                "{k}: output length {x} is not a positive integer"
+                                "{k}: output length {x} is not a whole number of tokens from 1 \
+                                 to the cap of {cap}"
                             )))
                         }
                     },
@@ -780,12 +784,74 @@ fn string_field<'a>(m: &'a Value, i: usize, key: &str, alias: &str) -> Result<&'
     }
 }
 
-/// `invalid JSON: …`, with a hint when the line holds a carriage return alone.
+/// `invalid JSON: …`, with a hint when the line holds a carriage return alone; a lone UTF-16
+/// surrogate escape is named as such (issue 39, fresh tester: serde's "unexpected end of hex
+/// escape" for `"\ud800 lone"`).
 fn invalid_json(e: &serde_json::Error, line: &str) -> String {
+    if let Some((escape, column)) = lone_surrogate(line) {
+        return format!(
+            "invalid JSON: a lone UTF-16 surrogate `{escape}` at column {column} (half of a \
+             UTF-16 pair, not a character: the text was cut between the pair's halves or \
+             encoded wrongly; write the character itself, or its whole pair)"
+        );
+    }
     format!(
         "invalid JSON: {e}{}",
         lone_cr_hint(line).unwrap_or_default()
     )
+}
+
+/// `invalid JSON: …` of a ShareGPT array (no line text at hand): serde's surrogate errors
+/// named as a lone UTF-16 surrogate escape, with the column serde gives.
+fn array_invalid_json(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    if msg.contains("surrogate") || msg.contains("hex escape") {
+        return format!(
+            "invalid JSON: a lone UTF-16 surrogate escape (`\\uD800`–`\\uDFFF` without its \
+             other half: not a character) near column {}",
+            e.column()
+        );
+    }
+    format!("invalid JSON: {msg}")
+}
+
+/// The first `\uXXXX` escape of `line` that is a UTF-16 surrogate without its other half (a
+/// high surrogate `D800`–`DBFF` not followed by a low one `DC00`–`DFFF`, or a low one alone),
+/// and its 1-based column (bytes); `None` when there is none.
+fn lone_surrogate(line: &str) -> Option<(String, usize)> {
+    let b = line.as_bytes();
+    let escape_at = |i: usize| -> Option<u16> {
+        if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+            return None;
+        }
+        let hex = std::str::from_utf8(b.get(i + 2..i + 6)?).ok()?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match escape_at(i) {
+            Some(hi @ 0xD800..=0xDBFF) => match escape_at(i + 6) {
+                Some(0xDC00..=0xDFFF) => i += 12,
+                _ => return Some((format!("\\u{hi:04x}"), i + 1)),
+            },
+            Some(lo @ 0xDC00..=0xDFFF) => return Some((format!("\\u{lo:04x}"), i + 1)),
+            Some(_) => i += 6,
+            // Another escape (`\\`, `\"`, …): its two bytes.
+            None => i += 2,
+        }
+    }
+    None
+}
+
+/// A JSON float that is a whole number in `0..2^64` (`1e9`, `256.0`), as that number.
+fn whole_number(x: &Value) -> Option<u64> {
+    let f = x.as_f64()?;
+    // 2^64 as f64: every whole f64 below it fits a u64.
+    (f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f)).then_some(f as u64)
 }
 
 /// ShareGPT speaker names → chat roles.
@@ -949,13 +1015,13 @@ fn parse_sharegpt_array(
             return Err(WorkloadError::Parse {
                 path: path.to_path_buf(),
                 line: Some(e.line()),
-                reason: format!("invalid JSON: {e}"),
+                reason: array_invalid_json(&e),
             })
         }
         Ok(()) if !stopped => de.end().map_err(|e| WorkloadError::Parse {
             path: path.to_path_buf(),
             line: Some(e.line()),
-            reason: format!("invalid JSON: {e}"),
+            reason: array_invalid_json(&e),
         })?,
         Ok(()) => {}
     }
@@ -1298,6 +1364,35 @@ mod tests {
             .to_string()
     }
 
+    /// Issue 39, fresh tester: a lone `\ud800` in a prompt was serde's "unexpected end of hex
+    /// escape"; it is named as a lone UTF-16 surrogate with its line and column. A whole pair
+    /// and other escapes are read as before.
+    #[test]
+    fn a_lone_surrogate_escape_is_named_with_its_line_and_column() {
+        let o = DatasetOptions::default();
+        let named = |escape: &str, column: usize| {
+            format!(
+                ":2: invalid JSON: a lone UTF-16 surrogate `{escape}` at column {column} (half of \
+                 a UTF-16 pair, not a character: the text was cut between the pair's halves or \
+                 encoded wrongly; write the character itself, or its whole pair)"
+            )
+        };
+        for (line, escape, column) in [
+            (r#"{"prompt":"\ud800 lone"}"#, "\\ud800", 12),
+            (r#"{"prompt":"a\\\udc00"}"#, "\\udc00", 15),
+            (r#"{"prompt":"\ud83d\u0041"}"#, "\\ud83d", 12),
+            (r#"{"prompt":"\ud800"}"#, "\\ud800", 12),
+        ] {
+            let file = format!("{{\"prompt\": \"ok\"}}\n{line}\n");
+            assert_eq!(
+                jsonl_err(file.as_bytes(), &o),
+                named(escape, column),
+                "{line}"
+            );
+        }
+        assert_eq!(lone_surrogate(r#"{"prompt":"\ud83d\ude00 \\ud800"}"#), None);
+    }
+
     /// Issue 39 §3: an output length of 4e9 was sent as `max_tokens`; every length read is
     /// bounded by the context cap, naming the line and field.
     #[test]
@@ -1316,8 +1411,27 @@ mod tests {
         );
         assert_eq!(
             jsonl_err(b"{\"prompt\": \"b\", \"output_tokens\": 1e20}\n", &o),
-            ":1: output_tokens: output length 1e+20 is not a positive integer"
+            ":1: output_tokens: output length 1e+20 is not a whole number of tokens from 1 to \
+             the cap of 1048576"
         );
+        // A whole number written as a float is that number, bounded the same (issue 39, fresh
+        // tester: `1e9` was "1000000000.0 is not a positive integer").
+        assert_eq!(
+            jsonl_err(b"{\"prompt\": \"b\", \"output_len\": 1e9}\n", &o),
+            ":1: output_len: 1000000000 tokens is above the cap of 1048576 tokens"
+        );
+        for bad in ["2.5", "0", "-1", "0.0"] {
+            assert_eq!(
+                jsonl_err(
+                    format!("{{\"prompt\": \"b\", \"output_len\": {bad}}}\n").as_bytes(),
+                    &o
+                ),
+                format!(
+                    ":1: output_len: output length {bad} is not a whole number of tokens from 1 \
+                     to the cap of 1048576"
+                )
+            );
+        }
         // The cap itself is accepted; a smaller cap (a model's context) applies to prompts too.
         let d = tempfile::tempdir().unwrap();
         let p = write(
@@ -1731,6 +1845,24 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("l.jsonl:2"), "{e}");
+        // A lone surrogate in a ShareGPT array is named too (issue 39, fresh tester).
+        let p = write(
+            &d,
+            "s.json",
+            "[{\"conversations\": [\n{\"from\": \"human\", \"value\": \"\\ud800 x\"}]}]",
+        );
+        let e = load_dataset(
+            DatasetKind::ShareGpt,
+            &p,
+            &tok(),
+            &DatasetOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("s.json:2: invalid JSON: a lone UTF-16 surrogate escape"),
+            "{e}"
+        );
     }
 
     /// Issue 39 §2, finding 1: a 1.9 GB dataset was read whole for a `--num-prompts 2` bench

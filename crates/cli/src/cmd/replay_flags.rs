@@ -637,8 +637,11 @@ impl ReplayFlags {
         }
         // A replay that ran its course and measured nothing is failed, not invalid (issue 39
         // §4, fresh tester): said as its status, its cause the summary's `failed_reason`.
+        // (Not where the report already said nothing was measured: a server never reached.)
         if let Some(why) = &summary.inferbench.failed_reason {
-            outln!("Status: failed ({why})");
+            if measured {
+                outln!("Status: failed ({why})");
+            }
             invalid.clear();
         } else if summary.completed == 0 {
             invalid.push("no request succeeded".into());
@@ -711,7 +714,11 @@ impl ReplayFlags {
                 p.reasons.join(", ")
             );
         }
-        if let Some(why) = &summary.inferbench.failed_reason {
+        // A replay cut short said why in its notes above.
+        let ran_its_course = out.stop == ReplayStop::Completed;
+        if let Some(why) =
+            (summary.inferbench.failed_reason.as_ref()).filter(|_| measured && ran_its_course)
+        {
             errln!("inferbench: {why}");
         }
         let mut end = replay_end(&out, &summary);

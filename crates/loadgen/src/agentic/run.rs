@@ -1009,9 +1009,8 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
         s.inferbench.stop_reason = StopReason::ServerUnreachable;
     }
     if s.completed == 0 {
-        // A replay cut short (interrupted, aborted, unreachable) writes none: its console
-        // says why in its own words, and the store reads the summary with core's
-        // `nothing_measured_cause`, the rule `bench` writes its `failed_reason` with.
+        // Every end that measured nothing, cut short or not, writes its cause (issue 39, fresh
+        // tester: a replay cut short wrote none while `bench` did; one rule for both).
         s.inferbench.failed_reason = nothing_measured_reason(out);
     }
     // The server's settings, as its first /metrics scrape reports them (issue 39 §5: a
@@ -1024,19 +1023,19 @@ pub fn replay_summary(out: &ReplayOutcome, model: &str, lanes: u32, valid: bool)
     s
 }
 
-/// Why a replay that ran its course measured nothing, or `None` (something succeeded, or it
-/// was cut short: interrupted, aborted, which its stop reason says). Such a point is *failed*
-/// (issue 39 §9, and §4 of the fresh tester for replay): the summary's
+/// Why a replay measured nothing, or `None` when a profile request succeeded. Such a point is
+/// *failed* (issue 39 §9, and §4 of the fresh tester for replay): the summary's
 /// `inferbench.failed_reason`, the AgentX aggregate's `failed_reason`, never an
-/// `invalid_reason`. `nothing was measured: none of the N profile requests succeeded (F
-/// failed)`, or `nothing was measured: no profile request was sent within the replay window`
-/// when none was. `None`
-/// too for a server never reached (`stop_reason: server_unreachable`, exit 3), as `bench`.
+/// `invalid_reason`. By how it ended, with `bench`'s texts where `bench` has the same end
+/// (core's `nothing_measured_cause`): a server never reached, `server unreachable: nothing
+/// measured`; interrupted, `interrupted before any request finished` (or `… succeeded (F
+/// failed): nothing measured`); a failed root warmup, `a main-agent warmup request failed:
+/// the replay was aborted (AgentX rule), nothing measured` (the console's note names the
+/// failure); the failed-request threshold, `too many requests failed: the replay was aborted
+/// before any succeeded (F profile requests failed), nothing measured`; a replay that ran its course, `nothing was measured: none of the N
+/// profile requests succeeded (F failed)`, or `nothing was measured: no profile request was
+/// sent within the replay window` when none was.
 pub fn nothing_measured_reason(out: &ReplayOutcome) -> Option<String> {
-    // Cut short, or never reached (its stop reason, `server_unreachable`, says so).
-    if out.stop != ReplayStop::Completed || never_reached(out, 0) {
-        return None;
-    }
     let profile = || {
         out.records
             .iter()
@@ -1045,14 +1044,34 @@ pub fn nothing_measured_reason(out: &ReplayOutcome) -> Option<String> {
     if profile().any(|r| r.success) {
         return None;
     }
+    let failed = profile().filter(|r| !r.success).count();
+    if out.stop != ReplayStop::Interrupted && never_reached(out, 0) {
+        return Some(inferbench_core::summary::nothing_measured_cause(
+            Some(StopReason::ServerUnreachable),
+            failed as u64,
+        ));
+    }
     let sent = profile().count();
-    Some(if sent == 0 {
-        "nothing was measured: no profile request was sent within the replay window".to_string()
-    } else {
-        format!(
-            "nothing was measured: none of the {sent} profile requests succeeded ({} failed)",
-            profile().filter(|r| !r.success).count()
-        )
+    Some(match out.stop {
+        ReplayStop::Interrupted => inferbench_core::summary::nothing_measured_cause(
+            Some(StopReason::Interrupted),
+            failed as u64,
+        ),
+        ReplayStop::WarmupFailed => {
+            "a main-agent warmup request failed: the replay was aborted (AgentX rule), nothing \
+             measured"
+                .into()
+        }
+        ReplayStop::FailedThreshold => format!(
+            "too many requests failed: the replay was aborted before any succeeded ({failed} \
+             profile requests failed), nothing measured"
+        ),
+        ReplayStop::Completed if sent == 0 => {
+            "nothing was measured: no profile request was sent within the replay window".into()
+        }
+        ReplayStop::Completed => format!(
+            "nothing was measured: none of the {sent} profile requests succeeded ({failed} failed)"
+        ),
     })
 }
 
