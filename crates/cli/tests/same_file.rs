@@ -638,3 +638,42 @@ fn a_path_through_a_missing_folder_is_compared_by_the_file_it_will_reach() {
         assert!(!d.join(missing).exists(), "{args:?} created {missing}");
     }
 }
+
+/// Trial of issue 39 (second round), finding 2: `--db` a dangling symbolic link into a folder
+/// that does not exist sent every request, then failed to store (exit 1). It is refused
+/// before any request, exit 2, naming the missing folder.
+#[cfg(unix)]
+#[test]
+fn a_dangling_db_link_into_a_missing_folder_is_refused_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("r")).unwrap();
+    std::os::unix::fs::symlink("nowhere/x.db", d.join("r/dangdb")).unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let (code, err) = run_in(
+        d,
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "4",
+            "--max-concurrency",
+            "2",
+            "--power",
+            "off",
+            "--db",
+            "r/dangdb",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("directory r/nowhere does not exist (the folder of the file the symbolic link leads to)"),
+        "{err}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    assert!(!d.join("r/nowhere").exists());
+}
