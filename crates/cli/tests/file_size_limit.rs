@@ -207,3 +207,40 @@ fn a_run_at_the_advised_file_size_limit_runs_to_the_end() {
     .unwrap();
     assert!(dir.path().join("f.db").is_file());
 }
+
+/// Trial of issue 39 (second round), finding 4: `selftest --json` is checked before the
+/// measurement: under `ulimit -f 0` (refused naming the limit and a value that fits) and into
+/// a folder that cannot be created (under a regular file); both were found only after every
+/// level ran. Exit 2, nothing sent.
+#[cfg(unix)]
+#[test]
+fn selftest_json_is_checked_before_the_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("afile"), "x").unwrap();
+    let (port, hits) = common::counting_listener();
+    let st = |json: &str| {
+        format!(
+            "selftest --base-url http://127.0.0.1:{port} --model m --concurrency 4,8 \
+             --duration 1 --json {json}"
+        )
+    };
+    let (code, _, err) = under_limit(d, 0, &st("j2.json"));
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: `ulimit -f` limits each file to 0 KiB; --json may hold up to 4 KiB: nothing \
+             was sent; raise the limit to at least 4 (`ulimit -f 4`, in KiB as bash counts; 8 \
+             in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+        )
+    );
+    let (code, _, err) = under_limit(d, 100_000, &st("afile/n3/../x.json"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.starts_with("error: --json afile/n3/../x.json: "),
+        "{err}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    assert!(!d.join("j2.json").exists());
+}
