@@ -677,3 +677,38 @@ fn a_dangling_db_link_into_a_missing_folder_is_refused_before_any_request() {
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
     assert!(!d.join("r/nowhere").exists());
 }
+
+/// Trial of issue 39 (second round), finding 5: `--save-requests /proc/version` and `--db
+/// /dev/stdout` (a link into `/proc/self/fd`) passed the up-front checks and failed after the
+/// run. Both are refused before any request, exit 2, naming the kernel's filesystem.
+#[cfg(target_os = "linux")]
+#[test]
+fn kernel_files_are_refused_as_outputs_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    for extra in [
+        ["--save-requests", "/proc/version"],
+        ["--db", "/dev/stdout"],
+    ] {
+        let mut args = vec![
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "4",
+            "--power",
+            "off",
+        ];
+        args.extend(extra);
+        let (code, err) = run_in(dir.path(), &args);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+        assert!(
+            err.contains("it is a file of the kernel's /proc filesystem"),
+            "{extra:?}: {err}"
+        );
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+}

@@ -668,6 +668,21 @@ impl Store {
             false => link_chain_end(Path::new(location)).map_err(bad)?,
         };
         let path = target.as_path();
+        // An existing target that is no regular file (a FIFO, a device, `/dev/stdout`) or a
+        // file of the kernel's /proc or /sys holds no database (issue 39, second round,
+        // finding 5: `--db /dev/stdout` passed and failed after the run).
+        if !is_pg {
+            if let Some(k) = inferbench_core::probe::kernel_file(Path::new(location)) {
+                return Err(bad(format!(
+                    "it is a file of the kernel's {k} filesystem, which holds no database"
+                )));
+            }
+            if let Ok(m) = std::fs::metadata(path) {
+                if !m.is_file() {
+                    return Err(bad("it is not a regular file".to_string()));
+                }
+            }
+        }
         if !is_pg && !path.exists() {
             let dir = path
                 .parent()
