@@ -339,9 +339,13 @@ fn main() {
     }
     let result = pool.and_then(|()| match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),
-        Command::Selftest(a) => {
-            limits::refuse_beyond(limits::selftest_need(&a.concurrency)).and_then(|()| a.run())
-        }
+        Command::Selftest(a) => limits::refuse_selftest(limits::selftest_need(
+            &a.concurrency,
+            a.duration,
+            a.tokens,
+            a.client_threads,
+        ))
+        .and_then(|()| a.run()),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Quickstart(a) => cmd::quickstart::run(a),
         Command::Matrix(a) => a.run(),

@@ -244,3 +244,41 @@ fn selftest_json_is_checked_before_the_measurement() {
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
     assert!(!d.join("j2.json").exists());
 }
+
+/// Trial of issue 39 (second round), finding 4: `selftest` under `ulimit -v 150000` was
+/// refused without a value, and at a value above its stated need it ran out of memory midway
+/// (its records, which grow with the level's duration, were not counted). The refusal names
+/// the `ulimit -v` at which it starts, and at that value it runs to the end (exit 0).
+#[cfg(target_os = "linux")]
+#[test]
+fn selftest_under_ulimit_v_names_a_value_that_runs_to_the_end() {
+    let sim = common::start_sim(&["--mode", "instant", "--served-model-name", "selftest"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |kib: &str| {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v {kib}; exec {BIN} selftest --base-url http://127.0.0.1:{} \
+                 --concurrency 64 --duration 1",
+                sim.1
+            ))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run("150000");
+    assert_eq!(code, Some(2), "{err}");
+    let at = err
+        .split("raise the address-space limit: `ulimit -v ")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .unwrap_or_else(|| panic!("no ulimit -v value: {err}"))
+        .to_string();
+    assert!(err.contains("64 streams and 15689 requests"), "{err}");
+    let (code, err) = run(&at);
+    assert_eq!(code, Some(0), "ulimit -v {at}: {err}");
+}
