@@ -158,8 +158,9 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
         (
             Some(2),
             "error: `ulimit -f` limits each file to 1 KiB; --result-dir's summary.json may \
-             hold up to 2 KiB: nothing was sent; raise the limit to at least 2 (`ulimit -f \
-             2`, in KiB as bash counts; 4 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+             hold up to 16 KiB (at least 2 KiB): nothing was sent; raise the limit to at least \
+             16 (`ulimit -f 16`, in KiB as bash counts; 32 in sh's 512-byte blocks) or `ulimit \
+             -f unlimited`\n"
         )
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");

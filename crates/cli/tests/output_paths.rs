@@ -350,7 +350,8 @@ fn non_regular_output_paths_are_refused_before_any_request() {
 }
 
 /// Issue 39 §2/§6 (fresh tester): a write that fails at run time (the file-size limit,
-/// `ulimit -f 1` with SIGXFSZ ignored, so each write past 512 bytes returns EFBIG) ends a
+/// `ulimit -f 40` with SIGXFSZ ignored, so each write past 20 KiB returns EFBIG: the
+/// summary's upper estimate, 16 KiB, fits, the records do not) ends a
 /// replay with exit 1, never 0, and `requests.jsonl` is not said to be written (it exited 0
 /// and said "wrote …" with every record lost).
 #[cfg(unix)]
@@ -362,7 +363,7 @@ fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
     let o = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -f 5; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
+            "ulimit -f 40; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
              {url} --model Llama-3.1-8B --concurrency 1 --benchmark-duration 2 \
              --unsafe-override --result-dir out"
         ))

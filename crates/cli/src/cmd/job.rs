@@ -49,9 +49,10 @@ pub fn run_local(
     // Each point's summary within `ulimit -f`, before the first launch (trial of issue 39's
     // leftovers, finding 4's kind).
     crate::fsize::check(
-        &[crate::fsize::Planned::new(
+        &[crate::fsize::Planned::between(
             "a point's summary.json",
             crate::fsize::REPLAY_SUMMARY_BYTES,
+            crate::fsize::REPLAY_SUMMARY_UPPER_BYTES,
         )],
         crate::fsize::limit(),
     )

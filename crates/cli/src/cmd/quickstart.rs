@@ -125,9 +125,10 @@ fn check_outputs(args: &Args) -> anyhow::Result<()> {
     }
     // The database and each point's summary within `ulimit -f`, before the sweep (trial of
     // issue 39's leftovers, finding 4's kind).
-    let mut planned = vec![crate::fsize::Planned::new(
+    let mut planned = vec![crate::fsize::Planned::between(
         "a point's summary.json",
         crate::fsize::REPLAY_SUMMARY_BYTES,
+        crate::fsize::REPLAY_SUMMARY_UPPER_BYTES,
     )];
     if !args.no_db {
         // At most: the schema and a point's rows (an upper estimate, so the advised limit is
