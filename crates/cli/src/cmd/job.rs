@@ -52,7 +52,7 @@ pub fn run_local(
         &[crate::fsize::Planned::between(
             "a point's summary.json",
             crate::fsize::REPLAY_SUMMARY_BYTES,
-            crate::fsize::REPLAY_SUMMARY_UPPER_BYTES,
+            crate::fsize::RESULT_UPPER_BYTES,
         )],
         crate::fsize::limit(),
     )

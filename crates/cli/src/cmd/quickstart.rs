@@ -128,7 +128,7 @@ fn check_outputs(args: &Args) -> anyhow::Result<()> {
     let mut planned = vec![crate::fsize::Planned::between(
         "a point's summary.json",
         crate::fsize::REPLAY_SUMMARY_BYTES,
-        crate::fsize::REPLAY_SUMMARY_UPPER_BYTES,
+        crate::fsize::RESULT_UPPER_BYTES,
     )];
     if !args.no_db {
         // At most: the schema and a point's rows (an upper estimate, so the advised limit is
