@@ -28,7 +28,7 @@ pub const RESULT_BYTES: u64 = 16 * KIB;
 /// two-second synthetic replay: its keys and distributions, whatever the request count).
 pub const REPLAY_SUMMARY_BYTES: u64 = 2 * KIB;
 
-/// Bytes of a `replay`'s (or a sweep point's) `summary.json` at most: 6.5 KiB measured, with
+/// Bytes of a `replay`'s `summary.json` at most: 6.5 KiB measured, with
 /// room for more distributions and longer names (the advice's upper estimate).
 pub const REPLAY_SUMMARY_UPPER_BYTES: u64 = 16 * KIB;
 
