@@ -1,10 +1,11 @@
 //! The file-size limit (`ulimit -f`, `RLIMIT_FSIZE`) against what a run will write (trial of
 //! issue 39's leftovers, finding 4): under `ulimit -f 100` every request ran and then the
 //! database failed with "sqlite: disk I/O error", naming no limit. The limit is read at start
-//! and each file a run writes is estimated from below (so a refusal is always right): a run
-//! whose largest file cannot fit is refused before any request (exit 2, naming `ulimit -f` and
-//! a value that fits); an error at run time that the limit explains names it
-//! ([`explain`]).
+//! and each file a run writes is estimated from below and from above: a run one of whose files
+//! may not fit (its upper estimate above the limit) is refused before any request (exit 2,
+//! naming `ulimit -f` and the largest upper estimate, a value at which the run writes every
+//! file whole: issue 39, second round, finding 3); an error at run time that the limit
+//! explains names it ([`explain`]).
 
 /// One byte count per `ulimit -f` block in bash and zsh (KiB; POSIX `sh` counts 512-byte
 /// blocks, which the message also gives).
@@ -27,6 +28,10 @@ pub const RESULT_BYTES: u64 = 16 * KIB;
 /// two-second synthetic replay: its keys and distributions, whatever the request count).
 pub const REPLAY_SUMMARY_BYTES: u64 = 2 * KIB;
 
+/// Bytes of a `replay`'s `summary.json` at most: 6.5 KiB measured, with
+/// room for more distributions and longer names (the advice's upper estimate).
+pub const REPLAY_SUMMARY_UPPER_BYTES: u64 = 16 * KIB;
+
 /// Bytes of a new SQLite database at least: the schema after every migration (124 KiB
 /// measured).
 pub const NEW_DB_BYTES: u64 = 120 * KIB;
@@ -34,6 +39,43 @@ pub const NEW_DB_BYTES: u64 = 120 * KIB;
 /// Bytes an existing database grows by at least when one point is stored: a page of each
 /// table and index the point touches (its `-wal` holds at least as much).
 pub const DB_GROWTH_BYTES: u64 = 16 * KIB;
+
+/// Bytes of one saved request record at most, before its chunks (the advice's upper
+/// estimate, issue 39 second round, finding 3): 340 measured for the fixed fields of a record,
+/// with room for an error message and a finish reason.
+pub const RECORD_UPPER_BYTES: u64 = 1536;
+
+/// Bytes per output token of a saved record at most: one chunk's `{"t_ns":…,"channel":…},`
+/// with a 20-digit time and the longest channel name (52) and 16 bytes of the token's text
+/// (4 measured for the sim's English words).
+pub const RECORD_UPPER_BYTES_PER_TOKEN: u64 = 68;
+
+/// Bytes of a `bench` result file at most without `--save-detailed` (35 KiB measured for 256
+/// requests: its size does not grow with the request count).
+pub const RESULT_UPPER_BYTES: u64 = 64 * KIB;
+
+/// Bytes per profile request that `--save-detailed` adds to the result file at most, before
+/// its tokens: its lines of `ttfts`, `input_lens`, `output_lens`, `errors` (an error message)
+/// and the brackets of its `itls` list.
+pub const DETAILED_UPPER_BYTES_PER_REQUEST: u64 = 640;
+
+/// Bytes per output token that `--save-detailed` adds to the result file at most: its `itls`
+/// line (indent, a 24-character number, `,` and newline: 32) and 24 bytes of its text in
+/// `generated_texts` (15.6 bytes per token measured in all with the sim's zero ITLs).
+pub const DETAILED_UPPER_BYTES_PER_TOKEN: u64 = 56;
+
+/// Bytes of a new SQLite database at most before its requests: the schema and one point's
+/// rows with its server-metric samples (160 KiB measured with 256 requests against the
+/// instant sim, 240 KiB for a one-second point with its `/metrics` scrapes; the samples of a
+/// long point are not counted: they grow with its duration).
+pub const NEW_DB_UPPER_BYTES: u64 = 512 * KIB;
+
+/// Bytes an existing database grows by at most when one point is stored, before its
+/// requests (120 KiB measured for a one-second point with its `/metrics` scrapes).
+pub const DB_GROWTH_UPPER_BYTES: u64 = 256 * KIB;
+
+/// Bytes a stored request adds to the database at most (280 measured with its indexes).
+pub const DB_UPPER_BYTES_PER_RECORD: u64 = 512;
 
 /// The soft file-size limit in bytes; `None` when unlimited (or unknown).
 pub fn limit() -> Option<u64> {
@@ -53,24 +95,72 @@ pub fn limit() -> Option<u64> {
     }
 }
 
-/// One file a run will write: the flag (or flag and file) that names it and the bytes it
-/// will hold at least.
+/// One file a run will write: the flag (or flag and file) that names it, the bytes it will
+/// hold at least and at most (as estimated: the advised limit is the largest `upper`, so a run
+/// at that limit writes every file whole).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Planned {
     /// The flag as the user knows it (`--save-requests`, `--db`).
     pub flag: String,
     /// Bytes at least.
     pub bytes: u64,
+    /// Bytes at most (as estimated), never below `bytes`.
+    pub upper: u64,
 }
 
 impl Planned {
-    /// A file named by `flag` of at least `bytes`.
+    /// A file named by `flag` of at least (and, as far as known, at most) `bytes`.
     pub fn new(flag: impl Into<String>, bytes: u64) -> Self {
+        Self::between(flag, bytes, bytes)
+    }
+
+    /// A file named by `flag` of at least `bytes` and at most `upper` bytes (raised to
+    /// `bytes` when below it).
+    pub fn between(flag: impl Into<String>, bytes: u64, upper: u64) -> Self {
         Self {
             flag: flag.into(),
             bytes,
+            upper: upper.max(bytes),
         }
     }
+}
+
+/// The bytes of `records` saved request records of `osl` output tokens each, at most (as
+/// estimated: [`RECORD_UPPER_BYTES`], [`RECORD_UPPER_BYTES_PER_TOKEN`]).
+pub fn records_upper_bytes(records: u64, osl: u64) -> u64 {
+    records.saturating_mul(
+        RECORD_UPPER_BYTES.saturating_add(osl.saturating_mul(RECORD_UPPER_BYTES_PER_TOKEN)),
+    )
+}
+
+/// The bytes of a `bench` result file at most: [`RESULT_UPPER_BYTES`], and with
+/// `--save-detailed` (`detailed`) each of `requests` profile requests' arrays of `osl`
+/// output tokens.
+pub fn result_upper_bytes(detailed: bool, requests: u64, osl: u64) -> u64 {
+    if !detailed {
+        return RESULT_UPPER_BYTES;
+    }
+    RESULT_UPPER_BYTES.saturating_add(
+        requests.saturating_mul(
+            DETAILED_UPPER_BYTES_PER_REQUEST
+                .saturating_add(osl.saturating_mul(DETAILED_UPPER_BYTES_PER_TOKEN)),
+        ),
+    )
+}
+
+/// What storing one result of `records` requests into the SQLite file `db` writes at most:
+/// a new database's [`NEW_DB_UPPER_BYTES`], or an existing one's size plus
+/// [`DB_GROWTH_UPPER_BYTES`], and [`DB_UPPER_BYTES_PER_RECORD`] per request. `None` for a
+/// PostgreSQL URL.
+pub fn db_upper_bytes(db: &str, records: u64) -> Option<u64> {
+    if db.contains("://") {
+        return None;
+    }
+    let base = match std::fs::metadata(db) {
+        Ok(m) if m.is_file() => m.len().saturating_add(DB_GROWTH_UPPER_BYTES),
+        _ => NEW_DB_UPPER_BYTES,
+    };
+    Some(base.saturating_add(records.saturating_mul(DB_UPPER_BYTES_PER_RECORD)))
 }
 
 /// The bytes of `records` saved request records of `osl` output tokens each, at least.
@@ -91,24 +181,32 @@ pub fn db_bytes(db: &str) -> Option<u64> {
     })
 }
 
-/// Refuses a run whose largest planned file cannot fit under `limit` (bytes; `None`:
-/// unlimited), before any request.
+/// Refuses a run whose planned files may not fit under `limit` (bytes; `None`: unlimited),
+/// before any request: any file's upper estimate above the limit (a file that reached the
+/// limit midway lost the rest of the run's records). The file named is the one of the largest
+/// upper estimate, and the advised limit is that estimate (issue 39, second round, finding 3:
+/// the advice named the first file that did not fit and its lower estimate, and a run at the
+/// advised value failed midway).
 ///
 /// # Errors
-/// `ulimit -f limits each file to N KiB; FLAG will hold at least M KiB: nothing was sent;
-/// raise it to at least K (`ulimit -f K`, in KiB as bash counts; 2K in 512-byte blocks for
-/// sh) or `ulimit -f unlimited``.
+/// `ulimit -f limits each file to N KiB; FLAG may hold up to M KiB (at least L KiB): nothing
+/// was sent; raise it to at least M (`ulimit -f M`, in KiB as bash counts; 2M in 512-byte
+/// blocks for sh) or `ulimit -f unlimited``.
 pub fn check(planned: &[Planned], limit: Option<u64>) -> Result<(), String> {
     let Some(limit) = limit else { return Ok(()) };
-    let Some(big) = planned.iter().max_by_key(|p| p.bytes) else {
+    let Some(big) = planned.iter().max_by_key(|p| p.upper) else {
         return Ok(());
     };
-    if big.bytes <= limit {
+    if big.upper <= limit {
         return Ok(());
     }
-    let fits = big.bytes.div_ceil(KIB);
+    let fits = big.upper.div_ceil(KIB);
+    let least = match big.bytes == big.upper {
+        true => String::new(),
+        false => format!(" (at least {} KiB)", big.bytes.div_ceil(KIB)),
+    };
     Err(format!(
-        "`ulimit -f` limits each file to {}; {} will hold at least {fits} KiB: nothing was \
+        "`ulimit -f` limits each file to {}; {} may hold up to {fits} KiB{least}: nothing was \
          sent; raise the limit to at least {fits} (`ulimit -f {fits}`, in KiB as bash counts; \
          {} in sh's 512-byte blocks) or `ulimit -f unlimited`",
         size(limit),
@@ -174,12 +272,42 @@ mod tests {
         assert_eq!(
             check(&planned, Some(100 * 1024)),
             Err(
-                "`ulimit -f` limits each file to 100 KiB; --db will hold at least 120 KiB: \
+                "`ulimit -f` limits each file to 100 KiB; --db may hold up to 120 KiB: \
                  nothing was sent; raise the limit to at least 120 (`ulimit -f 120`, in KiB as \
                  bash counts; 240 in sh's 512-byte blocks) or `ulimit -f unlimited`"
                     .into()
             )
         );
+        // The largest upper estimate decides and is advised, not the first file that does
+        // not fit nor its lower estimate (issue 39, second round, finding 3).
+        let planned = [
+            Planned::between("--db", NEW_DB_BYTES, 300 * 1024),
+            Planned::between("--save-requests", 100 * 1024, 2000 * 1024),
+            Planned::new("the result file", 16 * 1024),
+        ];
+        assert_eq!(
+            check(&planned, Some(20 * 1024)),
+            Err(
+                "`ulimit -f` limits each file to 20 KiB; --save-requests may hold up to 2000 \
+                 KiB (at least 100 KiB): nothing was sent; raise the limit to at least 2000 \
+                 (`ulimit -f 2000`, in KiB as bash counts; 4000 in sh's 512-byte blocks) or \
+                 `ulimit -f unlimited`"
+                    .into()
+            )
+        );
+        assert!(check(&planned, Some(1999 * 1024)).is_err());
+        assert_eq!(check(&planned, Some(2000 * 1024)), Ok(()));
+        assert_eq!(records_upper_bytes(2, 128), 2 * (1536 + 128 * 68));
+        assert_eq!(result_upper_bytes(false, 256, 128), 64 * 1024);
+        assert_eq!(
+            result_upper_bytes(true, 2, 10),
+            64 * 1024 + 2 * (640 + 10 * 56)
+        );
+        assert_eq!(
+            db_upper_bytes("/nonexistent/x.db", 10),
+            Some(512 * 1024 + 5120)
+        );
+        assert_eq!(db_upper_bytes("postgres://u@h/d", 10), None);
         assert_eq!(check(&[], Some(0)), Ok(()));
         assert_eq!(records_bytes(8, 8), 8 * (400 + 240));
         assert_eq!(records_bytes(u64::MAX, 8), u64::MAX);

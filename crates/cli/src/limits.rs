@@ -695,25 +695,62 @@ pub fn refuse_tokenizer(spec: &str, need: &Need, limits: &Limits) -> anyhow::Res
     )
 }
 
-/// What `selftest --concurrency LIST` asks: its largest level's streams (requests unknown:
-/// each level runs for a duration). `None` for a list selftest itself refuses.
-pub fn selftest_need(levels: &str) -> Option<Need> {
+/// The most output tokens one client CPU second streams, for `selftest`'s request count: 4 M,
+/// over three times the 1.00–1.18 M tok/CPU-s docs/perf/client.md measured on one core, so
+/// the count is an upper estimate.
+pub const SELFTEST_MAX_TOKENS_PER_CPU_SECOND: u64 = 4_000_000;
+
+/// What `selftest --concurrency LIST` asks: its largest level's streams, and (issue 39, second
+/// round, finding 4: `ulimit -v` 184000 KiB passed the check, then ran out of memory midway)
+/// the records one level keeps, which grow with its `duration` (seconds): at most `duration`
+/// × `threads` × [`SELFTEST_MAX_TOKENS_PER_CPU_SECOND`] / `tokens` requests, plus one per
+/// stream finishing, each [`REQUEST_BYTES`] and its ITL gaps (8 bytes a token up to
+/// `inferbench_loadgen::kept::SPILL_VALUES` in all); each stream's output tokens in flight.
+/// Levels run one after another, so the largest decides. `None` for a list selftest itself
+/// refuses.
+pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -> Option<Need> {
+    use inferbench_loadgen::options::limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN;
     let most = levels
         .split(',')
         .map(|s| s.trim().parse::<u64>().ok())
         .collect::<Option<Vec<_>>>()?
         .into_iter()
         .max()?;
+    let tokens = u64::from(tokens.max(1));
+    let streamed =
+        (duration.max(0.0) * threads.max(1) as f64 * SELFTEST_MAX_TOKENS_PER_CPU_SECOND as f64)
+            .ceil()
+            .min(u64::MAX as f64) as u64;
+    let requests = (streamed / tokens).saturating_add(most);
+    let gaps = requests
+        .saturating_mul(tokens)
+        .min(inferbench_loadgen::kept::SPILL_VALUES as u64);
     Some(Need {
         flag: "--concurrency",
         streams: most,
-        requests: 0,
+        requests,
         per_stream: 1,
-        request_bytes: 0,
+        request_bytes: tokens.saturating_mul(BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN),
         prompt_bytes: 0,
-        output_bytes: 0,
+        output_bytes: gaps.saturating_mul(8),
         uncapped: false,
     })
+}
+
+/// Refuses (exit 2) a `selftest` whose [`selftest_need`] this process cannot hold; where not
+/// one stream fits under `ulimit -v`, the refusal names the `ulimit -v` at which it starts
+/// ([`advise_no_stream`]; issue 39, second round, finding 4: it named none).
+///
+/// # Errors
+/// [`check`]'s refusal, with that advice.
+pub fn refuse_selftest(need: Option<Need>) -> anyhow::Result<()> {
+    let Some(need) = need else {
+        return Ok(());
+    };
+    let limits = raise_open_files();
+    check(&need, &limits)
+        .map_err(anyhow::Error::msg)
+        .map_err(|e| advise_no_stream(e, &limits, |at| check(&need, at).is_ok()))
 }
 
 /// Refuses (the error, exit 2) a run whose `need` this process cannot hold, after lifting the
@@ -1114,21 +1151,23 @@ mod tests {
     /// selftest's largest level is its streams; a list it refuses itself is not judged here.
     #[test]
     fn selftest_needs_its_largest_level() {
+        // 10 s on one thread at 4 M tok/s, 256 tokens a request: 156,250 requests and one
+        // per stream; their ITL gaps capped at 2^20 values.
         assert_eq!(
-            selftest_need("64, 4096,512"),
+            selftest_need("64, 4096,512", 10.0, 256, 1),
             Some(Need {
                 flag: "--concurrency",
                 streams: 4096,
-                requests: 0,
+                requests: 156_250 + 4096,
                 per_stream: 1,
-                request_bytes: 0,
+                request_bytes: 256 * 48,
                 prompt_bytes: 0,
-                output_bytes: 0,
+                output_bytes: (1 << 20) * 8,
                 uncapped: false,
             })
         );
-        assert_eq!(selftest_need("64,x"), None);
-        assert_eq!(selftest_need(""), None);
+        assert_eq!(selftest_need("64,x", 10.0, 256, 1), None);
+        assert_eq!(selftest_need("", 10.0, 256, 1), None);
     }
 
     /// An ordinary run fits ordinary limits.

@@ -155,17 +155,38 @@ impl Command {
     }
 }
 
+/// The command line as parsed and as `--help` shows it: every (sub)command takes a negative
+/// number as a flag's value ([`parse_cli`]), and a nested subcommand (`db dump`, `matrix
+/// full-sweep`) whose help lists no exit codes lists its parent's, which are the codes it
+/// exits with (issue 39, second round, finding 5: only the parents listed them).
+fn cli_command() -> clap::Command {
+    use clap::CommandFactory as _;
+    fn codes_of(c: &clap::Command) -> Option<String> {
+        let help = c.get_after_help()?.to_string();
+        let at = help.find("Exit codes:")?;
+        Some(help[at..].to_string())
+    }
+    fn shape(c: clap::Command, inherited: Option<String>) -> clap::Command {
+        let own = codes_of(&c);
+        let c = match (&own, inherited) {
+            (None, Some(codes)) => c.after_help(codes),
+            _ => c,
+        };
+        let codes = codes_of(&c);
+        c.allow_negative_numbers(true)
+            .mut_subcommands(|sub| shape(sub, codes.clone()))
+    }
+    shape(Cli::command(), None)
+}
+
 /// The command line with every (sub)command taking a negative number as a flag's value, so
 /// `--max-concurrency -1` is refused by that flag's own check, naming it, instead of clap's
 /// "unexpected argument '-1' found" (trial 32 F9).
 fn parse_cli<T: Into<std::ffi::OsString> + Clone>(
     args: impl IntoIterator<Item = T>,
 ) -> Result<Cli, clap::Error> {
-    use clap::{CommandFactory as _, FromArgMatches as _};
-    fn negatives(c: clap::Command) -> clap::Command {
-        c.allow_negative_numbers(true).mut_subcommands(negatives)
-    }
-    let matches = negatives(Cli::command())
+    use clap::FromArgMatches as _;
+    let matches = cli_command()
         .try_get_matches_from(args)
         .map_err(with_vllm_hint)?;
     Cli::from_arg_matches(&matches)
@@ -318,9 +339,13 @@ fn main() {
     }
     let result = pool.and_then(|()| match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),
-        Command::Selftest(a) => {
-            limits::refuse_beyond(limits::selftest_need(&a.concurrency)).and_then(|()| a.run())
-        }
+        Command::Selftest(a) => limits::refuse_selftest(limits::selftest_need(
+            &a.concurrency,
+            a.duration,
+            a.tokens,
+            a.client_threads,
+        ))
+        .and_then(|()| a.run()),
         Command::Sim(a) => cmd::sim::run(a),
         Command::Quickstart(a) => cmd::quickstart::run(a),
         Command::Matrix(a) => a.run(),
@@ -362,8 +387,7 @@ mod tests {
 
     /// A subcommand's `--help` text, its lines joined (clap wraps long lines).
     fn help_of(sub: &str) -> String {
-        use clap::CommandFactory as _;
-        let mut cli = super::Cli::command();
+        let mut cli = super::cli_command();
         let help = cli
             .find_subcommand_mut(sub)
             .unwrap_or_else(|| panic!("no subcommand {sub}"))
@@ -375,13 +399,17 @@ mod tests {
     /// The exit codes a subcommand's `--help` lists: the number starting each `;`-separated
     /// item after "Exit codes:".
     fn listed_exit_codes(sub: &str) -> Vec<i32> {
-        use clap::CommandFactory as _;
-        let mut cli = super::Cli::command();
-        let help = cli
-            .find_subcommand_mut(sub)
-            .unwrap_or_else(|| panic!("no subcommand {sub}"))
-            .render_long_help()
-            .to_string();
+        let mut cli = super::cli_command();
+        let mut path = sub.split(' ');
+        let mut c = cli
+            .find_subcommand_mut(path.next().unwrap_or_default())
+            .unwrap_or_else(|| panic!("no subcommand {sub}"));
+        for name in path {
+            c = c
+                .find_subcommand_mut(name)
+                .unwrap_or_else(|| panic!("no subcommand {sub}"));
+        }
+        let help = c.render_long_help().to_string();
         let (_, codes) = help
             .split_once("Exit codes:")
             .unwrap_or_else(|| panic!("{sub} --help lists no exit codes:\n{help}"));
@@ -458,6 +486,28 @@ mod tests {
             .filter(|n| n != "help")
             .collect();
         assert_eq!(all.len(), want.len(), "{all:?}");
+        // Issue 39, second round, finding 5: every nested subcommand's help lists the codes
+        // its parent's lists (`db dump --help`, `matrix full-sweep --help` listed none).
+        let mut nested = Vec::new();
+        for top in super::cli_command().get_subcommands() {
+            for sub in top.get_subcommands().filter(|c| c.get_name() != "help") {
+                nested.push(format!("{} {}", top.get_name(), sub.get_name()));
+            }
+        }
+        for name in [
+            "db dump",
+            "db restore",
+            "db status",
+            "db migrate",
+            "matrix full-sweep",
+        ] {
+            assert!(nested.iter().any(|n| n == name), "{name} not in {nested:?}");
+        }
+        for name in &nested {
+            let top = name.split(' ').next().unwrap_or_default();
+            let parent = &want.iter().find(|(s, _)| *s == top).unwrap().1;
+            assert_eq!(&listed_exit_codes(name), parent, "{name} --help");
+        }
     }
 
     /// Trial 32 F9: a negative value reaches the flag's own parser, which names the flag (flags

@@ -31,23 +31,25 @@ fn under_limit(dir: &std::path::Path, blocks: u64, args: &str) -> (Option<i32>, 
     )
 }
 
-/// A limit 50 saved records (at least 400 + 30 bytes per output token each) cannot hold: the
-/// records file's estimate fits under 22 blocks (11 KiB), the file itself (about 630 bytes a
-/// record) does not, so the write fails at run time: exit 1, the summary printed, the failed
-/// write named with the limit, never a signal.
+/// A limit that the records file's upper estimate fits but the file itself does not: a
+/// dataset whose lines ask for 64 output tokens each (their lengths are not known before the
+/// file is loaded, so each record is estimated without tokens: 20 × 1536 bytes, under 100
+/// blocks, 50 KiB), while each record holds about 3 KiB. The write fails at run time: exit 1,
+/// the summary printed, the failed write named with the limit, never a signal.
 #[cfg(unix)]
 #[test]
 fn a_file_size_limit_fails_the_point_instead_of_killing_it() {
     let sim = common::start_sim(&[]);
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}", sim.1);
+    let line = "{\"prompt\": \"Tell me a story about a cat.\", \"output_len\": 64}\n";
+    std::fs::write(dir.path().join("ds.jsonl"), line.repeat(20)).unwrap();
     let (code, out, err) = under_limit(
         dir.path(),
-        22,
+        100,
         &format!(
-            "bench --base-url {url} --model Llama-3.1-8B --num-prompts 20 \
-             --random-input-len 16 --random-output-len 4 --power off --save-requests \
-             rdf/req.jsonl"
+            "bench --base-url {url} --model Llama-3.1-8B --num-prompts 20 --dataset-name jsonl \
+             --dataset-path ds.jsonl --ignore-eos --power off --save-requests rdf/req.jsonl"
         ),
     );
     assert_eq!(code, Some(1), "{err}");
@@ -55,7 +57,7 @@ fn a_file_size_limit_fails_the_point_instead_of_killing_it() {
     assert!(
         err.contains(
             "rdf/req.jsonl: File too large (os error 27) (records kept in memory for the \
-             summary; the point fails, exit 1) (the file-size limit `ulimit -f` is 11 KiB: \
+             summary; the point fails, exit 1) (the file-size limit `ulimit -f` is 50 KiB: \
              raise it, `ulimit -f unlimited`)"
         ),
         "{err}"
@@ -85,10 +87,10 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
             (
                 Some(2),
                 format!(
-                    "error: `ulimit -f` limits each file to {kib} KiB; --db will hold at least \
-                     120 KiB: nothing was sent; raise the limit to at least 120 (`ulimit -f \
-                     120`, in KiB as bash counts; 240 in sh's 512-byte blocks) or `ulimit -f \
-                     unlimited`\n"
+                    "error: `ulimit -f` limits each file to {kib} KiB; --db may hold up to 516 \
+                     KiB (at least 120 KiB): nothing was sent; raise the limit to at least 516 \
+                     (`ulimit -f 516`, in KiB as bash counts; 1032 in sh's 512-byte blocks) or \
+                     `ulimit -f unlimited`\n"
                 )
                 .as_str()
             ),
@@ -100,9 +102,10 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
         assert_eq!(code, Some(2), "{err}");
         assert!(
             err.ends_with(&format!(
-                "error: `ulimit -f` limits each file to {kib} KiB; --db will hold at least 120 \
-                 KiB: nothing was sent; raise the limit to at least 120 (`ulimit -f 120`, in KiB \
-                 as bash counts; 240 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+                "error: `ulimit -f` limits each file to {kib} KiB; --db may hold up to 512 KiB \
+                 (at least 120 KiB): nothing was sent; raise the limit to at least 512 (`ulimit \
+                 -f 512`, in KiB as bash counts; 1024 in sh's 512-byte blocks) or `ulimit -f \
+                 unlimited`\n"
             )),
             "{err}"
         );
@@ -138,7 +141,7 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
     assert!(
         err.starts_with(
             "error: `ulimit -f` limits each file to 5 KiB; --result-dir's samples_gsm8k.jsonl \
-             will hold at least "
+             may hold up to "
         ),
         "{err}"
     );
@@ -154,44 +157,129 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
         (code, err.as_str()),
         (
             Some(2),
-            "error: `ulimit -f` limits each file to 1 KiB; --result-dir's summary.json will \
-             hold at least 2 KiB: nothing was sent; raise the limit to at least 2 (`ulimit -f \
-             2`, in KiB as bash counts; 4 in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+            "error: `ulimit -f` limits each file to 1 KiB; --result-dir's summary.json may \
+             hold up to 16 KiB (at least 2 KiB): nothing was sent; raise the limit to at least \
+             16 (`ulimit -f 16`, in KiB as bash counts; 32 in sh's 512-byte blocks) or `ulimit \
+             -f unlimited`\n"
         )
     );
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
 }
 
-/// A limit that a new database's estimate (120 KiB) fits but one stored point (about 240 KiB)
-/// does not: the run is not refused, the store fails after it, and that is exit 1 (it was 2,
-/// "bad flags", after the run; a skipped store was 0), naming the limit and the result file
-/// to ingest later; the database it created is not left half-written.
+/// Trial of issue 39 (second round), finding 3: the advice was not true (it named the first
+/// file that did not fit, with its lower estimate; at the advised value the records file hit
+/// EFBIG midway). The handed case: `ulimit -f 20` with 256 prompts at conc 16,
+/// `--save-requests`, `--save-detailed` and `--db` is refused naming the largest file's upper
+/// estimate (the records: 288 records with warmups, 128 tokens each); the run at exactly that
+/// value runs to the end, every file whole (exit 0, the point stored).
 #[cfg(unix)]
 #[test]
-fn a_store_that_fails_after_the_run_is_exit_1_naming_the_limit() {
-    let sim = common::start_sim(&[]);
+fn a_run_at_the_advised_file_size_limit_runs_to_the_end() {
+    let sim = common::start_sim(&["--mode", "instant"]);
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}", sim.1);
-    let (code, out, err) = under_limit(
-        dir.path(),
-        300,
-        &format!(
-            "bench --base-url {url} --model Llama-3.1-8B --num-prompts 8 --random-input-len 32 \
-             --random-output-len 8 --power off --save-result --result-dir r --result-filename \
-             p.json --db u.db"
-        ),
+    let args = format!(
+        "bench --base-url {url} --model Llama-3.1-8B --num-prompts 256 --max-concurrency 16 \
+         --db f.db --save-requests q.jsonl --save-detailed --power off --progress off \
+         --result-dir r --result-filename p.json"
     );
-    assert_eq!(code, Some(1), "{err}");
+    let (code, _, err) = under_limit(dir.path(), 40, &args);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: `ulimit -f` limits each file to 20 KiB; --save-requests may hold up to 2880 \
+             KiB (at least 1060 KiB): nothing was sent; raise the limit to at least 2880 \
+             (`ulimit -f 2880`, in KiB as bash counts; 5760 in sh's 512-byte blocks) or \
+             `ulimit -f unlimited`\n"
+        )
+    );
+    let (code, out, err) = under_limit(dir.path(), 5760, &args);
+    assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("Successful requests:"), "no summary: {out}");
+    let lines = std::fs::read_to_string(dir.path().join("q.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 288);
+    for l in lines.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
+    serde_json::from_slice::<serde_json::Value>(
+        &std::fs::read(dir.path().join("r/p.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(dir.path().join("f.db").is_file());
+}
+
+/// Trial of issue 39 (second round), finding 4: `selftest --json` is checked before the
+/// measurement: under `ulimit -f 0` (refused naming the limit and a value that fits) and into
+/// a folder that cannot be created (under a regular file); both were found only after every
+/// level ran. Exit 2, nothing sent.
+#[cfg(unix)]
+#[test]
+fn selftest_json_is_checked_before_the_measurement() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("afile"), "x").unwrap();
+    let (port, hits) = common::counting_listener();
+    let st = |json: &str| {
+        format!(
+            "selftest --base-url http://127.0.0.1:{port} --model m --concurrency 4,8 \
+             --duration 1 --json {json}"
+        )
+    };
+    let (code, _, err) = under_limit(d, 0, &st("j2.json"));
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: `ulimit -f` limits each file to 0 KiB; --json may hold up to 4 KiB: nothing \
+             was sent; raise the limit to at least 4 (`ulimit -f 4`, in KiB as bash counts; 8 \
+             in sh's 512-byte blocks) or `ulimit -f unlimited`\n"
+        )
+    );
+    let (code, _, err) = under_limit(d, 100_000, &st("afile/n3/../x.json"));
+    assert_eq!(code, Some(2), "{err}");
     assert!(
-        err.contains(
-            "error: storing the point in u.db failed: database error: sqlite: disk I/O error \
-             (the file-size limit `ulimit -f` is 150 KiB: raise it, `ulimit -f unlimited`); \
-             the result is kept in r/p.json (store it later with `inferbench ingest r/p.json \
-             --db u.db`)\n"
-        ),
+        err.starts_with("error: --json afile/n3/../x.json: "),
         "{err}"
     );
-    assert!(dir.path().join("r/p.json").is_file());
-    assert!(!dir.path().join("u.db").exists());
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    assert!(!d.join("j2.json").exists());
+}
+
+/// Trial of issue 39 (second round), finding 4: `selftest` under `ulimit -v 150000` was
+/// refused without a value, and at a value above its stated need it ran out of memory midway
+/// (its records, which grow with the level's duration, were not counted). The refusal names
+/// the `ulimit -v` at which it starts, and at that value it runs to the end (exit 0).
+#[cfg(target_os = "linux")]
+#[test]
+fn selftest_under_ulimit_v_names_a_value_that_runs_to_the_end() {
+    let sim = common::start_sim(&["--mode", "instant", "--served-model-name", "selftest"]);
+    let dir = tempfile::tempdir().unwrap();
+    let run = |kib: &str| {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v {kib}; exec {BIN} selftest --base-url http://127.0.0.1:{} \
+                 --concurrency 64 --duration 1",
+                sim.1
+            ))
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run("150000");
+    assert_eq!(code, Some(2), "{err}");
+    let at = err
+        .split("raise the address-space limit: `ulimit -v ")
+        .nth(1)
+        .and_then(|r| r.split('`').next())
+        .unwrap_or_else(|| panic!("no ulimit -v value: {err}"))
+        .to_string();
+    assert!(err.contains("64 streams and 15689 requests"), "{err}");
+    let (code, err) = run(&at);
+    assert_eq!(code, Some(0), "ulimit -v {at}: {err}");
 }

@@ -133,8 +133,9 @@ fn unwritable_output_paths_are_refused_before_any_request() {
 }
 
 /// A `--save-requests` whose record writes fail at run time (the file-size limit: `ulimit -f
-/// 22`, SIGXFSZ ignored, so writes past 11 KiB return EFBIG; 20 records' estimate fits, the
-/// records do not, so the run is not refused up front; `/dev/full` is refused up front, issue
+/// 100`, SIGXFSZ ignored, so writes past 50 KiB return EFBIG; 20 records of a dataset asking
+/// for 64 output tokens each: their estimate, without the dataset's lengths, fits, the records
+/// do not, so the run is not refused up front; `/dev/full` is refused up front, issue
 /// 39 §1): the run goes on and the point fails with exit 1 (it exited 0 after saying the write
 /// failed), the records file never said to be written, the limit named.
 #[cfg(unix)]
@@ -143,12 +144,14 @@ fn a_failed_records_write_fails_the_point() {
     let sim = common::start_sim(&[]);
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}", sim.1);
+    let line = "{\"prompt\": \"Tell me a story about a cat.\", \"output_len\": 64}\n";
+    std::fs::write(dir.path().join("ds.jsonl"), line.repeat(20)).unwrap();
     let o = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -f 22; trap '' XFSZ; exec {BIN} bench --base-url {url} --model \
-             Llama-3.1-8B --num-prompts 20 --random-input-len 16 --random-output-len 4 \
-             --save-requests r.jsonl"
+            "ulimit -f 100; trap '' XFSZ; exec {BIN} bench --base-url {url} --model \
+             Llama-3.1-8B --num-prompts 20 --dataset-name jsonl --dataset-path ds.jsonl \
+             --ignore-eos --save-requests r.jsonl"
         ))
         .current_dir(dir.path())
         .output()
@@ -159,7 +162,7 @@ fn a_failed_records_write_fails_the_point() {
         err.contains(
             "inferbench: writing --save-requests failed: r.jsonl: File too large (os error 27) \
              (records kept in memory for the summary; the point fails, exit 1) (the \
-             file-size limit `ulimit -f` is 11 KiB: raise it, `ulimit -f unlimited`)"
+             file-size limit `ulimit -f` is 50 KiB: raise it, `ulimit -f unlimited`)"
         ),
         "{err}"
     );
@@ -347,7 +350,8 @@ fn non_regular_output_paths_are_refused_before_any_request() {
 }
 
 /// Issue 39 §2/§6 (fresh tester): a write that fails at run time (the file-size limit,
-/// `ulimit -f 1` with SIGXFSZ ignored, so each write past 512 bytes returns EFBIG) ends a
+/// `ulimit -f 40` with SIGXFSZ ignored, so each write past 20 KiB returns EFBIG: the
+/// summary's upper estimate, 16 KiB, fits, the records do not) ends a
 /// replay with exit 1, never 0, and `requests.jsonl` is not said to be written (it exited 0
 /// and said "wrote …" with every record lost).
 #[cfg(unix)]
@@ -359,7 +363,7 @@ fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
     let o = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -f 5; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
+            "ulimit -f 40; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
              {url} --model Llama-3.1-8B --concurrency 1 --benchmark-duration 2 \
              --unsafe-override --result-dir out"
         ))

@@ -526,3 +526,189 @@ fn a_databases_side_files_and_dangling_links_are_compared_by_what_they_name() {
         &hits,
     );
 }
+
+/// Trial of issue 39 (second round), finding 1: a path through a folder not there yet
+/// (`nz1/../e1.db`) passed the check, the tool created the folder and the path then named the
+/// existing file: the database, the dataset, the matrix config and (through a link at the final
+/// component) the plotted database were overwritten. Each is refused with exit 2 naming both
+/// flags, nothing sent, the file unchanged, and the missing folder not created.
+#[cfg(unix)]
+#[test]
+fn a_path_through_a_missing_folder_is_compared_by_the_file_it_will_reach() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for db in ["e1.db", "q.db", "pp.db"] {
+        let (code, err) = run_in(d, &["db", "--db", db, "migrate"]);
+        assert_eq!(code, Some(0), "{err}");
+    }
+    std::os::unix::fs::symlink("pp.db", d.join("pp.svg")).unwrap();
+    std::fs::write(d.join("ds1.jsonl"), "{\"prompt\": \"hi\"}\n").unwrap();
+    std::fs::write(d.join("cfg.yaml"), "{}\n").unwrap();
+    std::fs::write(d.join("run.yaml"), "labels: {}\n").unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let base = [
+        "bench",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--num-prompts",
+        "4",
+        "--max-concurrency",
+        "2",
+        "--power",
+        "off",
+    ];
+    let with = |extra: &[&'static str]| {
+        let mut a: Vec<&str> = base.to_vec();
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let cases: Vec<(Vec<String>, [&str; 2], &str, &str)> = vec![
+        (
+            with(&[
+                "--db",
+                "e1.db",
+                "--result-dir",
+                "r5",
+                "--save-requests",
+                "nz1/../e1.db",
+            ]),
+            ["--save-requests nz1/../e1.db", "--db"],
+            "e1.db",
+            "nz1",
+        ),
+        (
+            with(&[
+                "--db",
+                "q.db",
+                "--save-result",
+                "--result-dir",
+                "./nr/..",
+                "--result-filename",
+                "q.db",
+            ]),
+            ["--result-filename", "--db"],
+            "q.db",
+            "nr",
+        ),
+        (
+            with(&[
+                "--dataset-name",
+                "jsonl",
+                "--dataset-path",
+                "ds1.jsonl",
+                "--save-requests",
+                "./nq/../ds1.jsonl",
+            ]),
+            ["--dataset-path", "--save-requests ./nq/../ds1.jsonl"],
+            "ds1.jsonl",
+            "nq",
+        ),
+        (
+            [
+                "matrix",
+                "--config-files",
+                "cfg.yaml",
+                "--runner-config",
+                "run.yaml",
+                "-o",
+                "./nx/../cfg.yaml",
+                "full-sweep",
+            ]
+            .map(String::from)
+            .to_vec(),
+            ["--config-files cfg.yaml", "--output ./nx/../cfg.yaml"],
+            "cfg.yaml",
+            "nx",
+        ),
+        (
+            ["plot", "--db", "pp.db", "-o", "./n2/../pp.svg"]
+                .map(String::from)
+                .to_vec(),
+            ["--out ./n2/../pp.svg", "--db pp.db"],
+            "pp.db",
+            "n2",
+        ),
+    ];
+    for (args, flags, kept, missing) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(d, &args, *flags, kept, &hits);
+        assert!(!d.join(missing).exists(), "{args:?} created {missing}");
+    }
+}
+
+/// Trial of issue 39 (second round), finding 2: `--db` a dangling symbolic link into a folder
+/// that does not exist sent every request, then failed to store (exit 1). It is refused
+/// before any request, exit 2, naming the missing folder.
+#[cfg(unix)]
+#[test]
+fn a_dangling_db_link_into_a_missing_folder_is_refused_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("r")).unwrap();
+    std::os::unix::fs::symlink("nowhere/x.db", d.join("r/dangdb")).unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let (code, err) = run_in(
+        d,
+        &[
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "4",
+            "--max-concurrency",
+            "2",
+            "--power",
+            "off",
+            "--db",
+            "r/dangdb",
+        ],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("directory r/nowhere does not exist (the folder of the file the symbolic link leads to)"),
+        "{err}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+    assert!(!d.join("r/nowhere").exists());
+}
+
+/// Trial of issue 39 (second round), finding 5: `--save-requests /proc/version` and `--db
+/// /dev/stdout` (a link into `/proc/self/fd`) passed the up-front checks and failed after the
+/// run. Both are refused before any request, exit 2, naming the kernel's filesystem.
+#[cfg(target_os = "linux")]
+#[test]
+fn kernel_files_are_refused_as_outputs_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    for extra in [
+        ["--save-requests", "/proc/version"],
+        ["--db", "/dev/stdout"],
+    ] {
+        let mut args = vec![
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "4",
+            "--power",
+            "off",
+        ];
+        args.extend(extra);
+        let (code, err) = run_in(dir.path(), &args);
+        assert_eq!(code, Some(2), "{extra:?}: {err}");
+        assert!(
+            err.contains("it is a file of the kernel's /proc filesystem"),
+            "{extra:?}: {err}"
+        );
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
+}

@@ -27,9 +27,58 @@ pub fn can_create_in(dir: &Path) -> std::io::Result<()> {
     }
 }
 
+/// The kernel's pseudo filesystems, mounted at these folders: their files take no data (a
+/// write to `/proc/version` opens, then fails with EIO; `/dev/stdout` is `/proc/self/fd/1`).
+pub const KERNEL_FOLDERS: [&str; 2] = ["/proc", "/sys"];
+
+/// When `path`, or a symbolic link on its way (`/dev/stdout` → `/proc/self/fd/1`, at most 40
+/// followed), is a file of [`KERNEL_FOLDERS`], that folder: such a file is no place to save
+/// data, and is refused before any request (issue 39, second round, finding 5:
+/// `--save-requests /proc/version` and `--db /dev/stdout` passed the up-front checks and
+/// failed after the run). `None` otherwise (a missing path included).
+pub fn kernel_file(path: &Path) -> Option<&'static str> {
+    let mut p = match path.is_absolute() {
+        true => path.to_path_buf(),
+        false => std::env::current_dir().ok()?.join(path),
+    };
+    for _ in 0..=40 {
+        // The folder holding this hop, its own links resolved (the hop itself is not followed:
+        // `/proc/self/fd/1` leads anywhere).
+        let dir = p.parent().and_then(|d| d.canonicalize().ok());
+        if let Some(dir) = dir {
+            if let Some(k) = KERNEL_FOLDERS.iter().find(|k| dir.starts_with(k)) {
+                return Some(k);
+            }
+        }
+        let to = std::fs::read_link(&p).ok()?;
+        p = match p.parent() {
+            Some(d) if to.is_relative() => d.join(to),
+            _ => to,
+        };
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `/proc/version`, `/dev/stdout` (a link into `/proc/self/fd`) and a link of ours to
+    /// `/proc/version` are kernel files; an ordinary file, a missing one and `/dev/null` are not.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn files_of_proc_and_sys_are_kernel_files() {
+        assert_eq!(kernel_file(Path::new("/proc/version")), Some("/proc"));
+        assert_eq!(kernel_file(Path::new("/dev/stdout")), Some("/proc"));
+        assert_eq!(kernel_file(Path::new("/sys/kernel/mm")), Some("/sys"));
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/proc/version", dir.path().join("v")).unwrap();
+        assert_eq!(kernel_file(&dir.path().join("v")), Some("/proc"));
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        assert_eq!(kernel_file(&dir.path().join("f")), None);
+        assert_eq!(kernel_file(&dir.path().join("missing")), None);
+        assert_eq!(kernel_file(Path::new("/dev/null")), None);
+    }
 
     #[test]
     fn a_writable_folder_passes_and_keeps_no_probe_a_missing_one_names_the_os_error() {

@@ -62,6 +62,13 @@ pub fn check_dir_writable(flag: &str, dir: &Path) -> anyhow::Result<()> {
 /// written to `/dev/full` or a FIFO replaced the node with a JSON file.
 pub fn non_regular(path: &Path) -> Option<String> {
     let m = std::fs::metadata(path).ok()?;
+    // A file of the kernel's /proc or /sys (or a link into them, `/dev/stdout`) takes no
+    // data: it opens, then the write fails (issue 39, second round, finding 5).
+    if let Some(k) = inferbench_core::probe::kernel_file(path) {
+        return Some(format!(
+            "it is a file of the kernel's {k} filesystem, which takes no data"
+        ));
+    }
     if m.is_file() {
         return None;
     }

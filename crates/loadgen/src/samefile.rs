@@ -59,57 +59,107 @@ enum FileId {
 
 /// What `path` names: `None` for an existing file that is not a regular file (a device such
 /// as `/dev/null` is not destroyed by writing; such paths are refused or allowed elsewhere)
-/// or a path that cannot be resolved.
+/// or a path that cannot be resolved. The path is first resolved the way a write will resolve
+/// it once its missing folders are created ([`resolve_future`]): `nz1/../e1.db` names the
+/// existing `e1.db` (trial of issue 39, second round, finding 1).
 fn file_id(path: &Path) -> Result<Option<FileId>, String> {
-    match std::fs::metadata(path) {
+    let Some(real) = resolve_future(path)? else {
+        return Ok(None);
+    };
+    match std::fs::metadata(&real) {
         Ok(m) if m.is_file() => Ok(Some(inode(&m))),
         Ok(_) => Ok(None),
-        Err(_) => {
-            let target = link_target(path)?;
-            Ok(canonical_missing(&target).map(FileId::Path))
-        }
+        Err(_) => Ok(Some(FileId::Path(real))),
     }
 }
 
-/// The most symbolic links followed from one path ([`link_target`]), as the kernel's own bound
-/// (40 on Linux).
-pub const MAX_LINKS: usize = 40;
-
-/// The path a file not there yet would be created at: `path` itself, or, when `path` (or a
-/// link it leads to) is a dangling symbolic link, the final target of its chain (a relative
-/// target taken from the link's folder), so a write through the link is compared with what it
-/// replaces (trial of issue 39's leftovers, finding 2: `--save-requests` a dangling link to
-/// the result file passed the check and one output overwrote the other).
+/// The absolute path a write to `path` reaches once the tool has created its missing folders
+/// (as `create_dir_all` of its parent, then the write, do): components taken left to right
+/// from the current directory (or `/`); an existing component is followed (a symbolic link,
+/// dangling or not, by its target: a relative one from the link's folder, at most
+/// [`MAX_LINKS`] links in all); the first missing component and every one after it are
+/// folders or the file still to be created, so a `..` after a missing component cancels it
+/// while a `..` after an existing one goes to that folder's real parent. `None` when the
+/// current directory cannot be read.
 ///
 /// # Errors
-/// A chain longer than [`MAX_LINKS`] or one that comes back to itself (a loop): `PATH: a loop
-/// of symbolic links` (no write could go through it).
-fn link_target(path: &Path) -> Result<PathBuf, String> {
-    let mut p = path.to_path_buf();
-    let mut seen = std::collections::HashSet::new();
-    for _ in 0..=MAX_LINKS {
-        let Ok(to) = std::fs::read_link(&p) else {
-            return Ok(p);
-        };
-        let abs = if p.is_absolute() {
-            p.clone()
-        } else {
-            std::env::current_dir().map_err(|e| e.to_string())?.join(&p)
-        };
-        if !seen.insert(abs.clone()) {
-            break;
+/// More than [`MAX_LINKS`] links followed (a loop): `PATH: a loop of symbolic links`.
+pub fn resolve_future(path: &Path) -> Result<Option<PathBuf>, String> {
+    use std::collections::VecDeque;
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        match std::env::current_dir() {
+            Ok(c) => c.join(path),
+            Err(_) => return Ok(None),
         }
-        p = match abs.parent() {
-            Some(dir) => dir.join(to),
-            None => to,
-        };
+    };
+    let mut todo: VecDeque<std::ffi::OsString> = VecDeque::new();
+    let mut cur = PathBuf::from("/");
+    push_components(&abs, &mut todo, &mut cur, true);
+    // Components below `cur` not there yet (folders to create, the file to write).
+    let mut missing: Vec<std::ffi::OsString> = Vec::new();
+    let mut links = 0usize;
+    while let Some(c) = todo.pop_front() {
+        if c == ".." {
+            if missing.pop().is_none() {
+                cur.pop();
+            }
+            continue;
+        }
+        if !missing.is_empty() {
+            missing.push(c);
+            continue;
+        }
+        let next = cur.join(&c);
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(format!(
+                        "{}: a loop of symbolic links (or more than {MAX_LINKS} in a chain): no \
+                         file can be written through it",
+                        path.display()
+                    ));
+                }
+                let Ok(to) = std::fs::read_link(&next) else {
+                    return Ok(None);
+                };
+                let mut front = VecDeque::new();
+                push_components(&to, &mut front, &mut cur, to.is_absolute());
+                front.extend(todo);
+                todo = front;
+            }
+            Ok(_) => cur = next,
+            Err(_) => missing.push(c),
+        }
     }
-    Err(format!(
-        "{}: a loop of symbolic links (or more than {MAX_LINKS} in a chain): no file can be \
-         written through it",
-        path.display()
-    ))
+    cur.extend(missing);
+    Ok(Some(cur))
 }
+
+/// Queues `p`'s components (`.` dropped, `..` kept) on `todo`; an absolute `p` (`restart`)
+/// sets `cur` back to its root first.
+fn push_components(
+    p: &Path,
+    todo: &mut std::collections::VecDeque<std::ffi::OsString>,
+    cur: &mut PathBuf,
+    restart: bool,
+) {
+    for c in p.components() {
+        match c {
+            Component::Prefix(x) if restart => *cur = PathBuf::from(x.as_os_str()),
+            Component::RootDir if restart => cur.push("/"),
+            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+            Component::ParentDir => todo.push_back("..".into()),
+            Component::Normal(n) => todo.push_back(n.to_os_string()),
+        }
+    }
+}
+
+/// The most symbolic links followed from one path ([`resolve_future`]), as the kernel's own bound
+/// (40 on Linux).
+pub const MAX_LINKS: usize = 40;
 
 #[cfg(unix)]
 fn inode(m: &std::fs::Metadata) -> FileId {
@@ -120,42 +170,6 @@ fn inode(m: &std::fs::Metadata) -> FileId {
 #[cfg(not(unix))]
 fn inode(_m: &std::fs::Metadata) -> FileId {
     FileId::Path(PathBuf::new())
-}
-
-/// The canonical form of a path that does not exist: its deepest existing ancestor
-/// canonicalised (links resolved), the remaining components appended (`.` dropped, `..`
-/// taking one back).
-fn canonical_missing(path: &Path) -> Option<PathBuf> {
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().ok()?.join(path)
-    };
-    let mut base = abs.clone();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(c) = base.canonicalize() {
-            let mut out = c;
-            for part in rest.iter().rev() {
-                match part {
-                    None => {
-                        out.pop();
-                    }
-                    Some(name) => out.push(name),
-                }
-            }
-            return Some(out);
-        }
-        // `None` for `..`; `.` components are dropped.
-        match base.components().next_back()? {
-            Component::CurDir => {}
-            Component::ParentDir => rest.push(None),
-            c => rest.push(Some(c.as_os_str().to_os_string())),
-        }
-        if !base.pop() {
-            return None;
-        }
-    }
 }
 
 /// Refuses two paths naming one file when either is written: the first such pair, naming both
@@ -315,9 +329,9 @@ pub fn db_path(db: &str) -> Vec<NamedPath> {
     // resolves the link), not beside the link.
     let is_link = std::fs::symlink_metadata(db).is_ok_and(|m| m.file_type().is_symlink());
     let real = match is_link {
-        true => std::fs::canonicalize(db)
+        true => resolve_future(Path::new(db))
             .ok()
-            .or_else(|| link_target(Path::new(db)).ok())
+            .flatten()
             .map_or_else(|| db.to_string(), |p| p.display().to_string()),
         false => db.to_string(),
     };
@@ -442,6 +456,65 @@ mod tests {
         check_distinct(&[
             NamedPath::output("--save-requests", p.join("l.jsonl")),
             NamedPath::output("--result-filename", p.join("r/p.json")),
+        ])
+        .unwrap();
+    }
+
+    /// Trial of issue 39 (second round), finding 1: a path through a folder not there yet
+    /// (`nz1/../e1.db`) names what it will name once the tool creates that folder: the
+    /// existing file, which it would overwrite; `..` after an existing folder goes to its real
+    /// parent (through a link), and a link at the final component is followed.
+    #[cfg(unix)]
+    #[test]
+    fn a_path_through_a_missing_folder_names_the_file_it_will_reach() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::write(p.join("e1.db"), b"x").unwrap();
+        std::fs::create_dir_all(p.join("a/b")).unwrap();
+        symlink("a/b", p.join("lb")).unwrap();
+        symlink("e1.db", p.join("pp.svg")).unwrap();
+        let real = p.canonicalize().unwrap();
+        let r = |x: &str| resolve_future(&p.join(x)).unwrap().unwrap();
+        assert_eq!(r("nz1/../e1.db"), real.join("e1.db"));
+        assert_eq!(r("n1/n2/../../e1.db"), real.join("e1.db"));
+        assert_eq!(r("n1/./n2/../x.db"), real.join("n1/x.db"));
+        // `lb` is `a/b`: its `..` is `a`, not the link's folder.
+        assert_eq!(r("lb/../e1.db"), real.join("a/e1.db"));
+        assert_eq!(r("lb/n/../../../e1.db"), real.join("e1.db"));
+        assert_eq!(r("n2/../pp.svg"), real.join("e1.db"));
+        for (out, other) in [
+            ("nz1/../e1.db", "e1.db"),
+            ("nr/../e1.db", "./e1.db"),
+            ("n2/../pp.svg", "e1.db"),
+            ("lb/n/../../../e1.db", "e1.db"),
+        ] {
+            let e = check_distinct(&[
+                NamedPath::input("--db", p.join(other)),
+                NamedPath::output("--save-requests", p.join(out)),
+            ])
+            .unwrap_err()
+            .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "--db {} and --save-requests {} name the same file: writing the output \
+                     would destroy the input; give each its own path",
+                    p.join(other).display(),
+                    p.join(out).display()
+                )
+            );
+        }
+        // Two new files through missing folders meet; different ones do not.
+        assert!(check_distinct(&[
+            NamedPath::output("--save-requests", p.join("m1/../m2/q.jsonl")),
+            NamedPath::output("--result-filename", p.join("m2/x/../q.jsonl")),
+        ])
+        .is_err());
+        check_distinct(&[
+            NamedPath::input("--db", p.join("e1.db")),
+            NamedPath::output("--save-requests", p.join("nz1/e1.db")),
+            NamedPath::output("--result-filename", p.join("lb/../e1.db")),
         ])
         .unwrap();
     }

@@ -660,8 +660,29 @@ impl Store {
     /// [`StoreError::BadUrl`] naming the path and the OS error otherwise.
     pub fn check_target(location: &str) -> Result<(), StoreError> {
         let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
-        let path = Path::new(location);
         let bad = |why: String| StoreError::BadUrl(location.to_string(), why);
+        // A dangling symbolic link is created at its final target (SQLite follows the link):
+        // that target's folder is the one checked (issue 39, second round, finding 2).
+        let target = match is_pg {
+            true => PathBuf::from(location),
+            false => link_chain_end(Path::new(location)).map_err(bad)?,
+        };
+        let path = target.as_path();
+        // An existing target that is no regular file (a FIFO, a device, `/dev/stdout`) or a
+        // file of the kernel's /proc or /sys holds no database (issue 39, second round,
+        // finding 5: `--db /dev/stdout` passed and failed after the run).
+        if !is_pg {
+            if let Some(k) = inferbench_core::probe::kernel_file(Path::new(location)) {
+                return Err(bad(format!(
+                    "it is a file of the kernel's {k} filesystem, which holds no database"
+                )));
+            }
+            if let Ok(m) = std::fs::metadata(path) {
+                if !m.is_file() {
+                    return Err(bad("it is not a regular file".to_string()));
+                }
+            }
+        }
         if !is_pg && !path.exists() {
             let dir = path
                 .parent()
@@ -671,7 +692,14 @@ impl Store {
                 return Err(bad(format!("{} is not a directory", dir.display())));
             }
             if !dir.is_dir() {
-                return Err(bad(format!("directory {} does not exist", dir.display())));
+                let via = match path == Path::new(location) {
+                    true => String::new(),
+                    false => " (the folder of the file the symbolic link leads to)".to_string(),
+                };
+                return Err(bad(format!(
+                    "directory {} does not exist{via}",
+                    dir.display()
+                )));
             }
             return match inferbench_core::probe::can_create_in(dir) {
                 Ok(()) => Ok(()),
@@ -687,12 +715,7 @@ impl Store {
                 .open(path)
                 .map_err(|e| bad(format!("cannot write the database file: {e}")))?;
             // Beside the file a symbolic link leads to, where SQLite keeps them.
-            let real = match std::fs::symlink_metadata(path) {
-                Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
-                    .map_or_else(|_| location.to_string(), |p| p.display().to_string()),
-                _ => location.to_string(),
-            };
-            side_files_writable(&real).map_err(bad)?;
+            side_files_writable(&path.display().to_string()).map_err(bad)?;
         }
         let mut s = Store::open_for_reading(location)?;
         s.refuse_foreign()
@@ -1494,6 +1517,32 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
     Ok(())
 }
 
+/// The most symbolic links [`link_chain_end`] follows (Linux's own bound).
+const MAX_LINKS: usize = 40;
+
+/// Where a chain of symbolic links starting at `path` ends: `path` itself when it is no link,
+/// else each link's target in turn (a relative target taken from the link's folder), so a
+/// dangling link names the file a write through it would create.
+///
+/// # Errors
+/// More than [`MAX_LINKS`] links (a loop): `a loop of symbolic links …`.
+fn link_chain_end(path: &Path) -> Result<PathBuf, String> {
+    let mut p = path.to_path_buf();
+    for _ in 0..=MAX_LINKS {
+        let Ok(to) = std::fs::read_link(&p) else {
+            return Ok(p);
+        };
+        p = match p.parent() {
+            Some(dir) if to.is_relative() => dir.join(to),
+            _ => to,
+        };
+    }
+    Err(format!(
+        "a loop of symbolic links (or more than {MAX_LINKS} in a chain): no database can be \
+         created through it"
+    ))
+}
+
 /// Whether SQLite can write beside the existing database file `db`: each of its `-wal`,
 /// `-shm` and `-journal` that is there must open for writing, and, unless `-wal` and `-shm`
 /// are both there (WAL mode needs no new file), the database's folder must take a new file
@@ -1545,6 +1594,38 @@ pub fn side_files_writable(db: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39 (second round), finding 2: a dangling `--db` link is checked at its final
+    /// target: into a missing folder it is refused before the run (it failed only when storing);
+    /// into an existing folder it passes, as does a link to a link; a loop is refused.
+    #[cfg(unix)]
+    #[test]
+    fn a_dangling_db_link_is_checked_at_its_final_target() {
+        use std::os::unix::fs::symlink;
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path();
+        std::fs::create_dir(p.join("r")).unwrap();
+        symlink("nowhere/x.db", p.join("r/dangdb")).unwrap();
+        let loc = p.join("r/dangdb").display().to_string();
+        let e = Store::check_target(&loc).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "directory {} does not exist (the folder of the file the symbolic link leads \
+                 to)",
+                p.join("r/nowhere").display()
+            )),
+            "{e}"
+        );
+        symlink("x.db", p.join("r/ok.db")).unwrap();
+        symlink("ok.db", p.join("r/hop.db")).unwrap();
+        Store::check_target(&p.join("r/hop.db").display().to_string()).unwrap();
+        symlink("b", p.join("a")).unwrap();
+        symlink("a", p.join("b")).unwrap();
+        let e = Store::check_target(&p.join("a").display().to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a loop of symbolic links"), "{e}");
+    }
 
     /// The `immutable=1` fallback's URI keeps a file name's `?`, `#`, `%` and spaces as part
     /// of the path (unescaped, `?` would start the URI's parameters).

@@ -292,32 +292,57 @@ pub fn stored_status(
     }
 }
 
-/// The files a `bench` point writes, each with the bytes it holds at least
-/// ([`crate::fsize`]): `--save-requests` (a record per planned request, with
-/// `--random-output-len` chunks each for random prompts; none counted under `--duration`,
-/// whose request count is not known), the result file, and the `--db` file.
+/// The files a `bench` point writes, each with the bytes it holds at least and at most
+/// ([`crate::fsize`]): `--save-requests` (at least a record per profile request with
+/// `--random-output-len` chunks each for random prompts; at most a record per request,
+/// warmups included, with the longest drawn output length, or a dataset's `--output-len`;
+/// none counted under a closed-loop `--duration`, whose request count is not known), the
+/// result file (its per-request arrays with `--save-detailed`), and the `--db` file (its rows
+/// per request).
 pub fn planned_files(opts: &BenchOptions, db: Option<&str>) -> Vec<crate::fsize::Planned> {
-    use crate::fsize::{db_bytes, records_bytes, Planned, RESULT_BYTES};
+    use crate::fsize::{
+        db_bytes, db_upper_bytes, records_bytes, records_upper_bytes, result_upper_bytes, Planned,
+        RESULT_BYTES,
+    };
     let mut v = Vec::new();
-    if opts.save_requests.is_some() && opts.duration.is_none() {
-        let osl = if opts.dataset_name == inferbench_loadgen::options::DatasetName::Random {
-            u64::from(opts.random_output_len)
-        } else {
-            0
+    let known = opts.duration.is_none() || opts.request_rate.is_some_and(f64::is_finite);
+    // Every record the run keeps (warmups included) and the most output tokens of one.
+    let records = if known {
+        opts.estimated_record_count()
+    } else {
+        0
+    };
+    let osl_most = opts.estimated_output_tokens();
+    let profile = match opts.duration {
+        None => opts.resolved_num_prompts(),
+        Some(_) => records.saturating_sub(opts.resolved_num_warmups()),
+    };
+    if opts.save_requests.is_some() && known {
+        let (least, osl) = match (opts.duration, &opts.dataset_name) {
+            (Some(_), _) => (0, 0),
+            (None, inferbench_loadgen::options::DatasetName::Random) => (
+                opts.resolved_num_prompts(),
+                u64::from(opts.random_output_len),
+            ),
+            (None, _) => (opts.resolved_num_prompts(), 0),
         };
-        v.push(Planned::new(
+        v.push(Planned::between(
             "--save-requests",
-            records_bytes(opts.resolved_num_prompts(), osl),
+            records_bytes(least, osl),
+            records_upper_bytes(records, osl_most),
         ));
     }
     if opts.save_result {
-        v.push(Planned::new(
+        v.push(Planned::between(
             "the result file (--save-result)",
             RESULT_BYTES,
+            result_upper_bytes(opts.save_detailed, profile, osl_most),
         ));
     }
-    if let Some(b) = db.and_then(db_bytes) {
-        v.push(Planned::new("--db", b));
+    if let Some(db) = db {
+        if let (Some(least), Some(most)) = (db_bytes(db), db_upper_bytes(db, records)) {
+            v.push(Planned::between("--db", least, most));
+        }
     }
     v
 }

@@ -755,6 +755,10 @@ impl SelftestFlags {
     }
 }
 
+/// Bytes of one level's entry in `selftest --json` at most (about 600 measured: its
+/// concurrency, counts, rates and CPU figures, pretty-printed).
+pub const SELFTEST_JSON_BYTES_PER_LEVEL: u64 = 2048;
+
 /// [`SelftestFlags::run`].
 fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
     // `--json` never over the server binary it starts (issue 39's leftovers, 1).
@@ -763,6 +767,18 @@ fn run_selftest(args: SelftestFlags) -> anyhow::Result<ExitStatus> {
         let mut paths = vec![NamedPath::output("--json", json)];
         paths.extend((args.spawn_server.iter()).map(|p| NamedPath::input("--spawn-server", p)));
         check_distinct(&paths)?;
+        // Writable, and within `ulimit -f`, before the measurement (issue 39, second round,
+        // finding 4: a missing folder or `ulimit -f 0` was found after every level ran).
+        inferbench_loadgen::output::check_file_writable("--json", json)?;
+        let levels = args.concurrency.split(',').count() as u64;
+        crate::fsize::check(
+            &[crate::fsize::Planned::new(
+                "--json",
+                levels.saturating_mul(SELFTEST_JSON_BYTES_PER_LEVEL),
+            )],
+            crate::fsize::limit(),
+        )
+        .map_err(anyhow::Error::msg)?;
     }
     let concurrency = args
         .concurrency

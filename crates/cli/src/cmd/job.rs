@@ -49,9 +49,10 @@ pub fn run_local(
     // Each point's summary within `ulimit -f`, before the first launch (trial of issue 39's
     // leftovers, finding 4's kind).
     crate::fsize::check(
-        &[crate::fsize::Planned::new(
+        &[crate::fsize::Planned::between(
             "a point's summary.json",
             crate::fsize::REPLAY_SUMMARY_BYTES,
+            crate::fsize::RESULT_UPPER_BYTES,
         )],
         crate::fsize::limit(),
     )
@@ -97,9 +98,14 @@ pub fn rows_beyond(
                 output_bytes: l.output_bytes,
                 uncapped: false,
             };
-            crate::limits::check(&need, limits)
-                .err()
-                .map(|e| format!("row {}: {e}", l.index))
+            // Where not one stream fits under `ulimit -v`, the value at which the row starts
+            // (issue 39, second round, finding 5: a row's refusal named none).
+            crate::limits::check(&need, limits).err().map(|e| {
+                let e = crate::limits::advise_no_stream(anyhow::Error::msg(e), limits, |at| {
+                    crate::limits::check(&need, at).is_ok()
+                });
+                format!("row {}: {e:#}", l.index)
+            })
         })
         .collect();
     if refused.is_empty() {
@@ -173,6 +179,28 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("--random-input-len"), "{e}");
+    }
+
+    /// Issue 39, second round, finding 5: a row of which not one stream fits under `ulimit -v`
+    /// is refused naming the `ulimit -v` at which it starts, and at that value it passes.
+    #[test]
+    fn a_row_beyond_ulimit_v_names_the_value_that_fits() {
+        let mut l = limits(1 << 20);
+        l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
+        let mut r = row(0, 4);
+        r.prompt_bytes = 200 << 20;
+        let e = rows_beyond(&[r], &l).unwrap_err();
+        let kib: u64 = e
+            .split("raise the address-space limit: `ulimit -v ")
+            .nth(1)
+            .and_then(|x| x.split('`').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("no ulimit -v value: {e}"));
+        assert!(e.contains("(it is 307200 now) (nothing was sent)"), "{e}");
+        l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(kib << 10), None);
+        assert_eq!(rows_beyond(&[r], &l), Ok(()));
+        l.memory = inferbench_loadgen::options::MemoryBudget::of(Some((kib - 1) << 10), None);
+        assert!(rows_beyond(&[r], &l).is_err());
     }
 
     /// Issue 39, finding 4: a row's records' output tokens count in its check, as its run's

@@ -125,14 +125,20 @@ fn check_outputs(args: &Args) -> anyhow::Result<()> {
     }
     // The database and each point's summary within `ulimit -f`, before the sweep (trial of
     // issue 39's leftovers, finding 4's kind).
-    let mut planned = vec![crate::fsize::Planned::new(
+    let mut planned = vec![crate::fsize::Planned::between(
         "a point's summary.json",
         crate::fsize::REPLAY_SUMMARY_BYTES,
+        crate::fsize::RESULT_UPPER_BYTES,
     )];
     if !args.no_db {
-        planned.extend(
-            crate::fsize::db_bytes(&args.db).map(|b| crate::fsize::Planned::new("--db", b)),
-        );
+        // At most: the schema and a point's rows (an upper estimate, so the advised limit is
+        // true; issue 39, second round, finding 3).
+        if let (Some(least), Some(most)) = (
+            crate::fsize::db_bytes(&args.db),
+            crate::fsize::db_upper_bytes(&args.db, 0),
+        ) {
+            planned.push(crate::fsize::Planned::between("--db", least, most));
+        }
     }
     crate::fsize::check(&planned, crate::fsize::limit()).map_err(anyhow::Error::msg)?;
     args.sweep.chart.as_deref().map_or(Ok(()), |c| {

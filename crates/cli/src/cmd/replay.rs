@@ -228,9 +228,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // leftovers, finding 4; the request count is not known up front: the run has a duration).
     if flags.result_dir.is_some() {
         crate::fsize::check(
-            &[crate::fsize::Planned::new(
+            &[crate::fsize::Planned::between(
                 "--result-dir's summary.json",
                 crate::fsize::REPLAY_SUMMARY_BYTES,
+                crate::fsize::REPLAY_SUMMARY_UPPER_BYTES,
             )],
             crate::fsize::limit(),
         )
