@@ -59,6 +59,27 @@ pub fn kernel_file(path: &Path) -> Option<&'static str> {
     None
 }
 
+/// The most symbolic links followed in one chain: the kernel's own bound (Linux `ELOOP` at 40).
+pub const MAX_LINKS: usize = 40;
+
+/// Where a chain of symbolic links starting at `path` ends: `path` itself when it is no link,
+/// else each link's target in turn (a relative target taken from the link's folder), so a
+/// dangling link names the file a write through it would create. `None` for a loop (more than
+/// [`MAX_LINKS`] links).
+pub fn link_chain_end(path: &Path) -> Option<std::path::PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..=MAX_LINKS {
+        let Ok(to) = std::fs::read_link(&p) else {
+            return Some(p);
+        };
+        p = match p.parent() {
+            Some(dir) if to.is_relative() => dir.join(to),
+            _ => to,
+        };
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

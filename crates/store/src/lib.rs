@@ -1517,30 +1517,18 @@ fn write_evals(conn: &mut Conn, run_id: i64, evals: &[EvalData]) -> Result<(), S
     Ok(())
 }
 
-/// The most symbolic links [`link_chain_end`] follows (Linux's own bound).
-const MAX_LINKS: usize = 40;
-
-/// Where a chain of symbolic links starting at `path` ends: `path` itself when it is no link,
-/// else each link's target in turn (a relative target taken from the link's folder), so a
-/// dangling link names the file a write through it would create.
+/// Where a chain of symbolic links starting at `path` ends ([`inferbench_core::probe::link_chain_end`]).
 ///
 /// # Errors
-/// More than [`MAX_LINKS`] links (a loop): `a loop of symbolic links …`.
+/// A loop (or more links than the kernel follows): `a loop of symbolic links …`.
 fn link_chain_end(path: &Path) -> Result<PathBuf, String> {
-    let mut p = path.to_path_buf();
-    for _ in 0..=MAX_LINKS {
-        let Ok(to) = std::fs::read_link(&p) else {
-            return Ok(p);
-        };
-        p = match p.parent() {
-            Some(dir) if to.is_relative() => dir.join(to),
-            _ => to,
-        };
-    }
-    Err(format!(
-        "a loop of symbolic links (or more than {MAX_LINKS} in a chain): no database can be \
-         created through it"
-    ))
+    inferbench_core::probe::link_chain_end(path).ok_or_else(|| {
+        format!(
+            "a loop of symbolic links (or more than {} in a chain): no database can be \
+             created through it",
+            inferbench_core::probe::MAX_LINKS
+        )
+    })
 }
 
 /// Whether SQLite can write beside the existing database file `db`: each of its `-wal`,
