@@ -588,7 +588,7 @@ pub fn traces_bytes(files: &[std::path::PathBuf]) -> u64 {
 /// the record its reply fills, `output_len` or `--output-len` tokens, of the profile's prompts
 /// and the warmups'), so that the up-front check and the `ulimit -v` it advises leave the loader
 /// its room in one step (issue 39: the output lengths were left out here). 0 for random
-/// prompts, a file larger than [`DATASET_COUNTED_MAX`] (read twice would double the load; the
+/// prompts, a ShareGPT file larger than [`DATASET_COUNTED_MAX`] (read twice would double the load; the
 /// loader refuses it naming what fits, [`advise_none_fits`]) or one the loader would refuse
 /// (it names why).
 pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
@@ -601,7 +601,13 @@ pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
         DatasetName::Sharegpt => inferbench_workload::DatasetKind::ShareGpt,
         _ => return 0,
     };
-    if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > DATASET_COUNTED_MAX) {
+    // A JSONL count reads only the lines the run will use; a ShareGPT file is one JSON array,
+    // parsed whole, so a large one is left to the loader.
+    let too_big = |m: std::fs::Metadata| {
+        !m.is_file()
+            || (kind == inferbench_workload::DatasetKind::ShareGpt && m.len() > DATASET_COUNTED_MAX)
+    };
+    if std::fs::metadata(path).map_or(true, too_big) {
         return 0;
     }
     let prompts = opts
@@ -616,8 +622,9 @@ pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
     inferbench_workload::dataset_budget_need(kind, path, &load).unwrap_or(0)
 }
 
-/// Files up to this size (64 MiB) are counted by [`dataset_bytes`] before the run; larger
-/// ones are left to the loader, which refuses naming how many prompts fit.
+/// ShareGPT files up to this size (64 MiB) are counted by [`dataset_bytes`] before the run;
+/// larger ones are left to the loader, which refuses naming how many prompts fit. (A JSONL
+/// file is always counted: only the lines the run uses are read.)
 pub const DATASET_COUNTED_MAX: u64 = 64 << 20;
 
 /// The files `replay --traces PATH` reads: the file, or the `*.jsonl`/`*.json` files directly
