@@ -917,7 +917,6 @@ impl Interpreter {
         }
         let token_bearing = here.content || here.refusal || here.reasoning || here.tool;
         if !token_bearing && self.allow_empty_content {
-            let of = chunk.choices.0.len();
             let empty_content = chunk.choices.0.iter().any(|c| {
                 c.requested(of)
                     && (matches!(c.text, TextWire::Str(_))
