@@ -2861,4 +2861,156 @@ mod noisy {
             }
         }
     }
+
+    /// A seeded standard normal draw per (seed, curve, conc, axis): splitmix64 → Box–Muller.
+    fn normal(seed: u64, i: usize, c: u32, axis: u64) -> f64 {
+        let mix = |mut z: u64| {
+            z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let k = mix(seed ^ mix((i as u64) << 40 ^ u64::from(c) << 8 ^ axis));
+        let u1 = ((mix(k) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let u2 = ((mix(k ^ 1) >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
+    /// The issue's sim shape (TP 1 + TP 2, conc 1..256 doubling, the sim's roofline model) with
+    /// seeded relative noise `sigma` on x and y, planned in the local executor's order:
+    /// (points, GPU-s at the full protocol, the list's GPU-s, the measure against the list's
+    /// frontier from the same noisy readings (the plan's choice alone, as a replay), whether
+    /// the group read as noisy at the end).
+    fn noisy_sim(seed: u64, sigma: f64) -> (usize, f64, f64, FrontierMatch, bool) {
+        let listed: Vec<u32> = (0..9).map(|k| 1 << k).collect();
+        let model = |i: usize, c: u32| {
+            sim_model_point("H100", "Llama-3.1-8B", "bf16", i as u32 + 1, c, 1024, 256).unwrap()
+        };
+        let at = |i: usize, c: u32| {
+            let p = model(i, c);
+            (
+                p.x * (1.0 + sigma * normal(seed, i, c, 0)),
+                p.y * (1.0 + sigma * normal(seed, i, c, 1)),
+            )
+        };
+        let full: Vec<(f64, f64)> = (0..2)
+            .flat_map(|i| listed.iter().map(move |c| (i, *c)))
+            .map(|(i, c)| at(i, c))
+            .collect();
+        let full_gs: f64 = (0..2)
+            .flat_map(|i| listed.iter().map(move |c| model(i, *c).gpu_seconds))
+            .sum();
+        let mut curves = vec![Curve::listed(&listed); 2];
+        let mut order = LocalOrder::default();
+        let mut spent = 0.0;
+        while let Some((i, c)) = order.next(&curves, &[0, 0], DEFAULT_TOLERANCE) {
+            curves[i].points.insert(c, Some(at(i, c)));
+            spent += model(i, c).gpu_seconds;
+        }
+        let n = curves.iter().map(|c| c.points.len()).sum();
+        let found: Vec<(f64, f64)> = (curves.iter())
+            .flat_map(|c| c.valid())
+            .map(|p| (p.1, p.2))
+            .collect();
+        let m = frontier_match(&full, &found, MATCH_TOLERANCE).unwrap();
+        (
+            n,
+            spent,
+            full_gs,
+            m,
+            group_noise(&curves) > DEFAULT_TOLERANCE,
+        )
+    }
+
+    /// Issue 43's check (c): the sim's shape with seeded 1 % and 2 % noise (the real sim's
+    /// run-to-run noise, docs/performance.md), 20 seeds each, at the full protocol (no early
+    /// stop): how much of the noiseless plan's saving (12 of 18 points, 617.0 of 825.9 GPU-s:
+    /// 25.3 %) the noise rule keeps. All of it: 26.2 % saved at 1 % (no seed reads noisy: a
+    /// rise of x needs two neighbours within the noise of each other, and the sim's x falls
+    /// 2–42 % per doubling), 26.8 % at 2 % (2 of 20 seeds read noisy; none measures all 18).
+    /// Printed with `--nocapture`; docs/performance.md records it.
+    #[test]
+    fn seeded_sim_noise_keeps_most_of_the_saving() {
+        let (n0, s0, full, m0, noisy0) = noisy_sim(0, 0.0);
+        assert_eq!(
+            (n0, (s0 * 10.0).round(), (full * 10.0).round()),
+            (12, 6170.0, 8259.0)
+        );
+        assert!(m0.passes() && !noisy0);
+        let mut rows = Vec::new();
+        for sigma in [0.01, 0.02] {
+            let runs: Vec<_> = (1..=20).map(|seed| noisy_sim(seed, sigma)).collect();
+            let pts: usize = runs.iter().map(|r| r.0).sum();
+            let spent: f64 = runs.iter().map(|r| r.1).sum();
+            let noisy = runs.iter().filter(|r| r.4).count();
+            let full18 = runs.iter().filter(|r| r.0 == 18).count();
+            let pass = runs.iter().filter(|r| r.3.passes()).count();
+            let saved = 1.0 - spent / (20.0 * full);
+            println!(
+                "σ {:.0} %: mean {:.2} points, saved {:.1} % (noiseless 25.3 %), {noisy} of 20 read noisy, {full18} measured all 18, measure passes {pass} of 20",
+                100.0 * sigma,
+                pts as f64 / 20.0,
+                100.0 * saved
+            );
+            rows.push((pts, (saved * 1000.0).round(), noisy, full18, pass));
+        }
+        // (points over 20 seeds, saved ‰, seeds read noisy, seeds that measured all 18,
+        // seeds whose plan passes the measure against the list from the same readings). With
+        // the few-point rule switched off (`group_noise` 0): the same at 1 %; at 2 % 221
+        // points, 29.0 % saved, 11 passes.
+        assert_eq!(rows, [(234, 262.0, 0, 0, 18), (227, 268.0, 2, 0, 12)]);
+    }
+
+    /// What `sweep.json`'s `adaptive.curves` says of the noiseless sim shape (the plan of
+    /// `seeded_sim_noise_keeps_most_of_the_saving` at σ 0): per curve, each proposal's and each
+    /// skipped listed concurrency's reason, and the noise used.
+    #[test]
+    fn the_plan_says_why_each_point_was_skipped() {
+        let listed: Vec<u32> = (0..9).map(|k| 1 << k).collect();
+        let model = |i: usize, c: u32| {
+            sim_model_point("H100", "Llama-3.1-8B", "bf16", i as u32 + 1, c, 1024, 256).unwrap()
+        };
+        let mut curves = vec![Curve::listed(&listed); 2];
+        let mut order = LocalOrder::default();
+        let mut made = Vec::new();
+        while let Some((i, c)) = order.next_candidate(&curves, &[0, 0], DEFAULT_TOLERANCE) {
+            let p = model(i, c.conc);
+            curves[i].points.insert(c.conc, Some((p.x, p.y)));
+            made.push((i, c));
+        }
+        let plans = curve_plans(&curves, &[0, 0], DEFAULT_TOLERANCE, &made);
+        // TP 1: its ends and middle; 1..16 lies under TP 2's conc 1 (86.8 % more), and
+        // 16..256's predicted middle under TP 2. TP 2: every listed point.
+        assert_eq!(plans[0].measured, [1, 256, 16]);
+        assert_eq!(plans[1].measured, [1, 256, 16, 64, 4, 128, 32, 2, 8]);
+        assert_eq!(plans[0].proposals[0].reason, Why::Seed.to_string());
+        assert!(plans.iter().all(|p| !p.noisy));
+        // The noise used: TP 1's none, TP 2's its own many-point estimate (a smooth curve's
+        // bends read as 1.3 %; the group shows no evidence of noise).
+        let r = |v: f64| (v * 1e4).round() / 1e4;
+        assert_eq!((plans[0].noise, r(plans[1].noise)), (0.0, 0.0133));
+        let dominated = "dominated: another curve serves its x with 86.8 % more than its best, \
+                         beyond the margin 2.0 % (tolerance + 2.83 σ)";
+        let buried = "buried: its predicted point lies under another curve by more than the \
+                      threshold";
+        let skipped: Vec<(u32, &str)> = (plans[0].skipped.iter())
+            .map(|n| (n.conc, n.reason.as_str()))
+            .collect();
+        assert_eq!(
+            skipped,
+            [
+                (2, dominated),
+                (4, dominated),
+                (8, dominated),
+                (32, buried),
+                (64, buried),
+                (128, buried)
+            ]
+        );
+        assert!(plans[1].skipped.is_empty());
+        // As sweep.json holds it.
+        let json = serde_json::to_value(&plans[0]).unwrap();
+        assert_eq!(json["skipped"][3]["conc"], 32);
+        assert_eq!(json["noisy"], false);
+    }
 }
