@@ -123,6 +123,46 @@ async fn adaptive_sweep_runs_fewer_points_and_reports_the_saving() {
     assert_eq!(sweep["adaptive"]["tolerance"], 0.05);
     assert!(sweep["adaptive"]["saved_fraction"].is_f64());
     assert!(sweep["gpu_seconds"].is_f64());
+    // Why (issue 43, evening): per curve, its row, what it measured in order with each
+    // proposal's reason, and each skipped listed concurrency's reason. The dominated TP 2 curve
+    // (rows 9..): its seeds, and the rest skipped.
+    let curves = sweep["adaptive"]["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 2);
+    assert_eq!(curves[0]["row"], 0);
+    assert_eq!(curves[1]["row"], 9);
+    assert_eq!(curves[1]["measured"], serde_json::json!([1, 256, 16]));
+    assert_eq!(curves[1]["noisy"], false);
+    let reasons: Vec<&str> = (curves[1]["proposals"].as_array().unwrap().iter())
+        .map(|p| p["reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.iter().all(|r| r.starts_with("seed: ")),
+        "{reasons:?}"
+    );
+    let skipped: Vec<u64> = (curves[1]["skipped"].as_array().unwrap().iter())
+        .map(|p| p["conc"].as_u64().unwrap())
+        .collect();
+    assert_eq!(skipped, [2, 4, 8, 32, 64, 128]);
+    assert!(
+        (curves[1]["skipped"].as_array().unwrap().iter())
+            .all(|p| !p["reason"].as_str().unwrap().is_empty()),
+        "{curves:?}"
+    );
+    // Every listed concurrency of a curve is measured or skipped with a reason (TP 1 spent its
+    // 9 points with the unlisted 11 and skipped 2 for it).
+    for c in curves {
+        let mut all: Vec<u64> = (c["measured"].as_array().unwrap().iter())
+            .chain(c["skipped"].as_array().unwrap())
+            .map(|v| v.as_u64().or(v["conc"].as_u64()).unwrap())
+            .filter(|c| listed.contains(&(*c as u32)))
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all, listed.map(u64::from), "{c}");
+    }
+    assert_eq!(
+        curves[0]["skipped"],
+        serde_json::json!([{"conc": 2, "reason": "spent: the curve measured as many points as it lists"}])
+    );
 }
 
 /// An AgentX curve: p90 E2E-normalized interactivity 1000 / (10 + conc) tok/s/user (what

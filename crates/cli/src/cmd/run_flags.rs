@@ -651,6 +651,29 @@ pub async fn run_here(
             a.full_list_gpu_seconds,
             100.0 * a.saved_fraction
         );
+        // Why each curve stopped where it did (issue 43): what it skipped and the noise used;
+        // sweep.json's `adaptive.curves` also holds each proposal's reason.
+        for c in &a.curves {
+            let skipped: Vec<String> = (c.skipped.iter())
+                .map(|n| format!("conc {} ({})", n.conc, n.reason))
+                .collect();
+            errln!(
+                "adaptive: row {}: measured conc {:?}; noise σ {:.1} %{}; {}",
+                c.row,
+                c.measured,
+                100.0 * c.noise,
+                if c.noisy {
+                    " (above the tolerance: undominated stretches measured as listed)"
+                } else {
+                    ""
+                },
+                if skipped.is_empty() {
+                    "nothing skipped".to_string()
+                } else {
+                    format!("skipped {}", skipped.join(", "))
+                }
+            );
+        }
     }
     if opts.progress_lines {
         err!("{}", report.render_after_progress());
