@@ -16,15 +16,40 @@
 //!    throughput peak, or a convex stretch, where both fits agree, is not cut off). An
 //!    interval is also worth a point where another curve of the group crosses this one inside
 //!    it (a point there can change which curve wins). An interval is worth a point when that
-//!    exceeds max(tolerance, what the curve's run-to-run noise makes of it: 2 σ at
-//!    [`noise_estimate`]'s level) **and** the interval could be on the group's frontier: no
+//!    exceeds max(tolerance, what the curve's run-to-run noise makes of it: 2 σ at the
+//!    noise level below) **and** the interval could be on the group's frontier: no
 //!    other curve's measured point serves its x with a y above its own by more than the
-//!    tolerance plus 2 σ of noise, the other curves (read between their points) do not beat its
+//!    tolerance plus 2√2 σ of noise, the other curves (read between their points) do not beat its
 //!    best y by that much at every x it spans, and its predicted middle point, even at the top
 //!    of its uncertainty, does not lie under another curve by more than the threshold (the
 //!    point would not change the frontier).
 //!    An invalid end (say the highest concurrency overloads the server) leaves the stretch
 //!    beyond the last valid point unknown: it is bisected first.
+//!
+//!    **Noise from few points** ([`few_point_noise`], [`group_noise`]; issue 43, 2026-12-07
+//!    evening). [`noise_estimate`] needs six points of a curve; on llama.cpp (2 loaded cores,
+//!    20–35 % run-to-run noise, docs/performance.md "adaptive sweep on llama.cpp") curves of
+//!    3–4 points left it at 0, the dominance margin was the bare tolerance, one lucky point
+//!    (ep 4 conc 1) dominated every stretch and both adaptive sweeps skipped ep 1 conc 8 and
+//!    ep 4 conc 8, knots of every full sweep's frontier. The planner also reads what no real
+//!    curve can do, each a difference of two noisy points (σ ≥ excess / √2): interactivity
+//!    rising with concurrency (more concurrent users never make each one faster: x is
+//!    non-increasing in conc on any engine), and throughput per GPU dipping and rising again
+//!    (a closed loop's throughput rises while the engine has room and may fall past saturation,
+//!    more so the higher the concurrency: unimodal; a rise then a fall is real and shows
+//!    nothing). Run-to-run noise belongs to the machine and the engine, so a group's curves
+//!    share it: the group's largest estimate serves every curve, and a curve's noise σ is the
+//!    larger of that and its own [`noise_estimate`]. A stretch is dominated only by more than
+//!    tolerance + 2√2 σ ([`DOMINANCE_SIGMAS`]: 2 σ of a comparison of two noisy points). When
+//!    the group's evidence exceeds the tolerance, no stretch can be "known" to within it from
+//!    its noisy ends: every listed concurrency inside a stretch not dominated by that margin
+//!    is measured ([`Why::Noisy`]; its bend, width in x and predicted point are not read),
+//!    which at large noise is the full list, the honest answer (on the llama.cpp sweeps: all
+//!    10 points). A noiseless monotone curve shows no evidence (the sim's closed loop and the
+//!    savings table are unchanged); with seeded 1–2 % noise on the sim's shape the plan keeps
+//!    its saving (`adaptive::noisy` tests). [`skipped`] says why each listed concurrency is
+//!    left out ([`Skip`]); `sweep.json`'s `adaptive.curves` ([`CurvePlan`]) holds, per curve,
+//!    each proposal's and each skip's reason and the noise used.
 //! 3. One point per curve per round (Slurm/GitHub rounds: up to k, [`next_round_k`]): the
 //!    middle of its most valuable interval, ranked by its uncertainty times its share of the
 //!    group's x range (what it can cost the measure, [`frontier_match`]); a stretch under
@@ -244,13 +269,13 @@ pub const DISAGREEMENT_PER_NOISE: f64 = 0.559;
 /// The relative run-to-run noise (one standard deviation) of curve `v`'s valid points as the
 /// planner can see it from one measurement per concurrency: the lower quartile, over the
 /// intervals with three neighbouring points on either side, of the two quadratics'
-/// disagreement ([`bend_parts`]), over the lower quartile of its absolute value under noise
+/// disagreement (`bend_parts`), over the lower quartile of its absolute value under noise
 /// alone (0.319 × [`DISAGREEMENT_PER_NOISE`]). That disagreement is a third difference of the
 /// curve: a smooth curve, however bent, keeps it small, noise does not, and a knee shows in at
 /// most the three intervals whose four points span it, so it does not move the lower quartile
 /// of four or more. 0 with fewer than three such intervals (nothing to tell noise from a
 /// knee).
-fn noise_estimate(v: &[(u32, f64, f64)]) -> f64 {
+pub fn noise_estimate(v: &[(u32, f64, f64)]) -> f64 {
     let mut d: Vec<f64> = (0..v.len().saturating_sub(1))
         .filter_map(|k| bend_parts(v, k).1)
         .collect();
@@ -278,7 +303,7 @@ fn noise_estimate(v: &[(u32, f64, f64)]) -> f64 {
 ///
 /// A noiseless monotone curve (the sim's closed loop, a power law) shows 0. Units: relative
 /// (0.1 = 10 %).
-fn few_point_noise(v: &[(u32, f64, f64)]) -> f64 {
+pub fn few_point_noise(v: &[(u32, f64, f64)]) -> f64 {
     let mut s = 0.0f64;
     let ok = |a: f64| a.is_finite() && a > 0.0;
     for (k, a) in v.iter().enumerate() {
