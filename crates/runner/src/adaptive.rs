@@ -1516,6 +1516,14 @@ pub fn cannot_plan(jobs: &[JobSpec], bench: &crate::point::BenchDefaults) -> Opt
     ))
 }
 
+/// What `sweep --adaptive` on Slurm/GitHub writes under `--out` at each call
+/// ([`next_round_matrix`]): a JSON array of [`CurvePlan`]s, one per curve (`measured`: the
+/// concurrencies measured before the round, ascending; `proposals`: the round's, with their
+/// reasons; `skipped`: each listed concurrency left out and why, "later round:" for one the
+/// planner would propose after this round). Overwritten each call: the last says why the plan
+/// stopped.
+pub const PLAN_FILE: &str = "adaptive-plan.json";
+
 /// Prefix of the matrices `sweep --adaptive` writes for Slurm/GitHub follow-up rounds:
 /// `<out>/adaptive-round-<N>.json`.
 pub const ROUND_PREFIX: &str = "adaptive-round-";
@@ -1608,7 +1616,8 @@ pub fn measure_dirs(
 /// [`run_local`] forms them) with the points earlier rounds left under `out` as measured,
 /// [`next_round_k`] per group with up to `per_curve` points per curve (0 read as 1), and the
 /// proposals written as a new matrix,
-/// `<out>/adaptive-round-<N>.json` (N = 1 + the rounds written before; rows in `jobs`' order
+/// `<out>/adaptive-round-<N>.json` (and each curve's reasons to [`PLAN_FILE`], also when no
+/// point is proposed) (N = 1 + the rounds written before; rows in `jobs`' order
 /// of curves, each its curve's row at the proposed concurrency; the first round also holds
 /// the rows that run as listed: multinode and eval-only rows). Returns that file and its rows
 /// (indexed as the file is, what the executor submits), or `None` when no group proposes a
@@ -1640,20 +1649,60 @@ pub fn next_round_matrix(
     groups.sort_unstable();
     groups.dedup();
     let mut proposals: Vec<(usize, u32)> = Vec::new();
+    // Why (issue 43): per curve, this round's proposals and the listed concurrencies left out,
+    // with their reasons, written to `<out>/adaptive-plan.json` (the last round's says why the
+    // plan stopped).
+    let mut plans: Vec<CurvePlan> = Vec::new();
     for g in groups {
         let members: Vec<usize> = (0..curves.len()).filter(|i| curves[*i].0 == g).collect();
         let sub: Vec<Curve> = members.iter().map(|i| planned[*i].clone()).collect();
-        proposals.extend(
-            next_round_k(&sub, tolerance, per_curve)
+        let round = next_round_k(&sub, tolerance, per_curve);
+        let why = explain(&sub, tolerance);
+        let evidence = group_noise(&sub);
+        let tol = if tolerance.is_finite() && tolerance > 0.0 {
+            tolerance
+        } else {
+            DEFAULT_TOLERANCE
+        };
+        for (k, &i) in members.iter().enumerate() {
+            let note = |c: &Candidate, later: bool| PlanNote {
+                conc: c.conc,
+                reason: if later {
+                    format!("later round: {}", c.why)
+                } else {
+                    c.why.to_string()
+                },
+            };
+            let now = |c: &&Candidate| round.contains(&(k, c.conc));
+            let mut skipped: Vec<PlanNote> = skipped(&sub, k, tolerance)
                 .into_iter()
-                .map(|(k, c)| (members[k], c)),
-        );
+                .map(|(conc, why)| PlanNote {
+                    conc,
+                    reason: why.to_string(),
+                })
+                .chain(why[k].iter().filter(|c| !now(c)).map(|c| note(c, true)))
+                .filter(|n| sub[k].listed.contains(&n.conc))
+                .collect();
+            skipped.sort_by_key(|n| n.conc);
+            plans.push(CurvePlan {
+                row: curves[i].1.index,
+                listed: sub[k].listed.clone(),
+                measured: sub[k].points.keys().copied().collect(),
+                noise: noise_estimate(&sub[k].valid()).max(evidence),
+                noisy: evidence > tol,
+                proposals: why[k].iter().filter(now).map(|c| note(c, false)).collect(),
+                skipped,
+            });
+        }
+        proposals.extend(round.into_iter().map(|(k, c)| (members[k], c)));
     }
+    plans.sort_by_key(|p| p.row);
+    std::fs::create_dir_all(out)?;
+    crate::artifacts::write_json_atomic(&out.join(PLAN_FILE), &plans)?;
     proposals.sort_unstable();
     if proposals.is_empty() {
         return Ok(None);
     }
-    std::fs::create_dir_all(out)?;
     let earlier = std::fs::read_dir(out)?
         .filter_map(|e| e.ok())
         .filter(|e| {

@@ -380,6 +380,34 @@ async fn follow_up_rounds_are_written_as_matrices() {
         .path()
         .join(format!("adaptive-round-{}.json", rounds + 1))
         .exists());
+    // Why the plan stopped (`adaptive-plan.json`, written by the last call): per curve, no
+    // proposal, and each listed concurrency measured or skipped with its reason; the
+    // dominated TP 2 skipped all but its ends and middle.
+    let plan: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join(inferbench_runner::adaptive::PLAN_FILE)).unwrap(),
+    )
+    .unwrap();
+    let plan = plan.as_array().unwrap();
+    assert_eq!(plan.len(), 2);
+    assert_eq!(
+        (plan[0]["row"].as_u64(), plan[1]["row"].as_u64()),
+        (Some(0), Some(9))
+    );
+    assert!(plan.iter().all(|c| c["proposals"] == serde_json::json!([])));
+    assert_eq!(plan[1]["measured"], serde_json::json!([1, 16, 256]));
+    let skipped: Vec<(u64, String)> = (plan[1]["skipped"].as_array().unwrap().iter())
+        .map(|n| {
+            (
+                n["conc"].as_u64().unwrap(),
+                n["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        skipped.iter().map(|s| s.0).collect::<Vec<_>>(),
+        [2, 4, 8, 32, 64, 128]
+    );
+    assert!(skipped.iter().all(|s| !s.1.is_empty()), "{skipped:?}");
 
     // Three points per curve per round (the default of `--adaptive-round-points`): fewer
     // rounds, never more points than the list, the first round each curve's ends and middle.

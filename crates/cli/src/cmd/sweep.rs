@@ -60,17 +60,24 @@ pub fn run(args: SweepArgs) -> anyhow::Result<ExitStatus> {
                 None => {
                     errln!(
                         "--adaptive: the frontier is known to within {tol} from the points under \
-                         {}: no next round",
-                        opts.out_dir.display()
+                         {}: no next round (why each point was skipped: {})",
+                        opts.out_dir.display(),
+                        opts.out_dir
+                            .join(inferbench_runner::adaptive::PLAN_FILE)
+                            .display()
                     );
                     return Ok(ExitStatus::Ok);
                 }
                 Some((path, round)) => {
                     errln!(
                         "--adaptive: next round, {} in {} (run `sweep --adaptive` again with the \
-                         same --matrix and --out once its points are under --out)",
+                         same --matrix and --out once its points are under --out; the reasons: \
+                         {})",
                         inferbench_core::count(round.len(), "row"),
-                        path.display()
+                        path.display(),
+                        opts.out_dir
+                            .join(inferbench_runner::adaptive::PLAN_FILE)
+                            .display()
                     );
                     flags.matrix = path;
                     jobs = round;
