@@ -197,8 +197,14 @@ fn on_the_sims_closed_loop_the_point_stops_within_the_tolerance_of_the_full_prot
             "TP {tp} conc {conc}: x {dx}, y {dy}"
         );
         // What the rule claimed covers what happened.
-        assert!(dx.abs() <= a.tpot_noise + a.tpot_bias + 1e-9, "{dx} {a:?}");
-        assert!(dy.abs() <= a.rate_noise + a.rate_bias + 1e-9, "{dy} {a:?}");
+        assert!(
+            dx.abs() <= a.tpot_noise * a.noise_factor + a.tpot_bias + 1e-9,
+            "{dx} {a:?}"
+        );
+        assert!(
+            dy.abs() <= a.rate_noise * a.noise_factor + a.rate_bias + 1e-9,
+            "{dy} {a:?}"
+        );
         let gpu = early.busy_s / full.busy_s;
         assert!(gpu < 0.61, "TP {tp} conc {conc}: {gpu}");
         // Deterministic: the same run stops at the same count.
