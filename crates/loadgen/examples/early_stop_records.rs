@@ -43,7 +43,7 @@ fn main() -> anyhow::Result<()> {
     points.sort();
     println!("tolerance {tol}");
     println!(
-        "| TP | conc | old rule: stop at, prompts | new rule: stop at, prompts | factor | \
+        "| TP | conc | without the factor: stop at, prompts | with it: stop at, prompts | factor | \
          median TPOT prefix / full | throughput prefix / full | claimed (new): TPOT, throughput |"
     );
     println!("|---:|---:|---|---|---:|---|---|---|");
@@ -138,7 +138,7 @@ fn main() -> anyhow::Result<()> {
         drains.push((*tp, *conc, drain(&profile, c)));
     }
     println!(
-        "\nprofile time (modelled s) if each point ran under the old / the new rule, of the full \
+        "\nprofile time (modelled s) if each point ran under the rule without / with the factor, of the full \
          protocol's:"
     );
     let (mut spent_old, mut spent, mut full) = (0.0, 0.0, 0.0);
@@ -149,7 +149,7 @@ fn main() -> anyhow::Result<()> {
         println!("  TP {tp} conc {conc}: {o:.2} / {d:.2} of {f:.2} s");
     }
     println!(
-        "  total (× TP): old {spent_old:.1}, new {spent:.1} of {full:.1} GPU-s of profile time \
+        "  total (× TP): without {spent_old:.1}, with {spent:.1} of {full:.1} GPU-s of profile time \
          ({:.1} %, {:.1} %)",
         spent_old / full * 100.0,
         spent / full * 100.0
@@ -282,7 +282,12 @@ fn drain(profile: &[&RequestRecord], c: u64) -> Option<Drain> {
         (var(f) / f.len() as f64).sqrt(),
         (var(l) / l.len() as f64).sqrt(),
     );
-    let need_se = (((steady - last) / (d * d) * se_f).powi(2) + (se_l / d).powi(2)).sqrt();
+    // A round of one request has no spread to read: no standard error.
+    let need_se = if f.len() < 2 || l.len() < 2 {
+        f64::NAN
+    } else {
+        (((steady - last) / (d * d) * se_f).powi(2) + (se_l / d).powi(2)).sqrt()
+    };
     Some(Drain {
         first,
         steady,
