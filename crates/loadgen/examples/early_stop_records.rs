@@ -1,53 +1,327 @@
-//! Issue 43: the early-stop rule replayed over a finished point's records (a
-//! `requests.jsonl`, e.g. a full-protocol point of a sim sweep, in modelled time): at each
-//! check the rule would make, in order of completion, its noise and bias terms and whether it
-//! would stop. Run: `cargo run -p inferbench-loadgen --example early_stop_records --
-//! REQUESTS.jsonl CONC [TOLERANCE]`.
+//! Issue 43: the early-stop rule replayed over finished full-protocol points (a sweep's output
+//! directory, e.g. the full list of `scripts/adaptive-savings.sh`, records in modelled time).
+//! For each point directory (`job.json`, `summary.json`, `requests.jsonl[.zst]`):
+//!
+//! - the samples in order of completion, as `Tracker` sees them ([`sample`]), checked when due
+//!   by [`EarlyStop::assess`]: the first check at which the rule without the finite-population
+//!   factor ([`Assessment::known_without_factor`]) and with it ([`Assessment::known`]) stop,
+//!   and the prompts the point would end with (its round in flight completed);
+//! - at the new rule's stop, the prefix's chart metrics (requests with ids below that count,
+//!   summarized by `inferbench_core::summary::summarize`) against the point's own
+//!   `summary.json`: median TPOT and total token throughput, relative difference;
+//! - the drain's give-back: mean E2EL of the first round, of the steady rounds (all but the
+//!   first and the last) and of the last round; the first round's excess ε, the imbalance
+//!   X / P = (first + last − 2 steady) / steady, and the margin it needs, |X / P| / ε, with
+//!   its standard error (the two rounds' means, delta method).
+//!
+//! Run: `cargo run -p inferbench-loadgen --example early_stop_records -- DIR [TOLERANCE]`.
 
 use std::io::BufRead;
+use std::path::Path;
 
-use inferbench_core::record::RequestRecord;
-use inferbench_loadgen::early_stop::{sample, EarlyStop};
+use inferbench_core::record::{Phase, RequestRecord};
+use inferbench_core::summary::{summarize, SummaryContext};
+use inferbench_loadgen::early_stop::{sample, Assessment, EarlyStop, Sample, BATCHES};
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
-    let path = args
+    let dir = args
         .next()
-        .ok_or_else(|| anyhow::anyhow!("usage: REQUESTS.jsonl CONC [TOL]"))?;
-    let conc: u32 = args
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("CONC"))?
-        .parse()?;
+        .ok_or_else(|| anyhow::anyhow!("usage: SWEEP_DIR [TOLERANCE]"))?;
     let tol: f64 = args.next().map_or(Ok(0.02), |a| a.parse())?;
-    let rule = EarlyStop::for_concurrency(tol, conc).ok_or_else(|| anyhow::anyhow!("TOL"))?;
-    let mut samples = Vec::new();
-    for line in std::io::BufReader::new(std::fs::File::open(&path)?).lines() {
-        let r: RequestRecord = serde_json::from_str(&line?)?;
-        samples.extend(sample(&r));
-    }
-    samples.sort_by_key(|s| s.end_ns);
-    println!(
-        "samples {} (conc {conc}, planned {}, tolerance {tol})",
-        samples.len(),
-        rule.planned
-    );
-    for n in 1..=samples.len() as u64 {
-        if !rule.due(n) {
-            continue;
+    let mut points = Vec::new();
+    for e in std::fs::read_dir(&dir)? {
+        let p = e?.path();
+        if p.join("job.json").is_file() && p.join("summary.json").is_file() {
+            let job: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(p.join("job.json"))?)?;
+            let tp = job["job"]["row"]["tp"].as_u64().unwrap_or(1);
+            let conc = job["conc"].as_u64().unwrap_or(1);
+            points.push((tp, conc, p));
         }
-        let Some(a) = rule.assess(samples[..n as usize].to_vec()) else {
-            println!("n {n}: no assessment");
+    }
+    points.sort();
+    println!("tolerance {tol}");
+    println!(
+        "| TP | conc | without the factor: stop at, prompts | with it: stop at, prompts | factor | \
+         median TPOT prefix / full | throughput prefix / full | claimed (new): TPOT, throughput |"
+    );
+    println!("|---:|---:|---|---|---:|---|---|---|");
+    let mut drains = Vec::new();
+    let mut profile_share = Vec::new();
+    for (tp, conc, p) in &points {
+        let records = read_records(p)?;
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(p.join("summary.json"))?)?;
+        let full_tpot = summary["inferbench"]["tpot_ms"]["median"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let full_tput = summary["total_token_throughput"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        let full_dur = summary["duration"].as_f64().unwrap_or(f64::NAN);
+        let conc32 = u32::try_from(*conc).unwrap_or(u32::MAX);
+        let rule = EarlyStop::for_concurrency(tol, conc32)
+            .ok_or_else(|| anyhow::anyhow!("tolerance {tol}"))?;
+        let profile: Vec<&RequestRecord> = records
+            .iter()
+            .filter(|r| r.phase == Phase::Profile)
+            .collect();
+        let mut samples: Vec<Sample> = profile.iter().filter_map(|r| sample(r)).collect();
+        samples.sort_by(|a, b| a.end_ns.cmp(&b.end_ns).then(a.id.cmp(&b.id)));
+        let c = rule.conc;
+        let used = |n: u64| ((n + c).next_multiple_of(c)).min(rule.planned);
+        let (mut old, mut new): (Option<u64>, Option<(u64, Assessment)>) = (None, None);
+        for n in 1..=samples.len() as u64 {
+            if !(rule.due(n) && n >= BATCHES as u64) {
+                continue;
+            }
+            let Some(a) = rule.assess(samples[..n as usize].to_vec()) else {
+                continue;
+            };
+            if old.is_none() && a.known_without_factor(tol) {
+                old = Some(n);
+            }
+            if new.is_none() && a.known(tol) {
+                new = Some((n, a));
+            }
+        }
+        let show = |s: Option<u64>| {
+            s.map_or("never".to_string(), |n| {
+                format!("{n} → {} of {}", used(n), rule.planned)
+            })
+        };
+        let old_dur = old.map_or(full_dur, |n| {
+            summarize(
+                &stopped_point(&profile, used(n), rule.planned),
+                &SummaryContext::default(),
+            )
+            .duration
+        });
+        let (cmp, claimed, factor) = match new {
+            Some((n, a)) => {
+                let prefix = stopped_point(&profile, used(n), rule.planned);
+                let s = summarize(&prefix, &SummaryContext::default());
+                let (pt, py) = (s.inferbench.tpot_ms.median, s.total_token_throughput);
+                profile_share.push((*tp, *conc, old_dur, s.duration, full_dur));
+                if prefix.len() as u64 != used(n) {
+                    eprintln!(
+                        "TP {tp} conc {conc}: the stopped point has {} records, not {}",
+                        prefix.len(),
+                        used(n)
+                    );
+                }
+                (
+                    format!(
+                        "{pt:.3} / {full_tpot:.3} ({:+.2} %) | {py:.0} / {full_tput:.0} ({:+.2} %)",
+                        (pt / full_tpot - 1.0) * 100.0,
+                        (py / full_tput - 1.0) * 100.0
+                    ),
+                    format!(
+                        "{:.2} %, {:.2} %",
+                        (a.tpot_noise * a.noise_factor + a.tpot_bias) * 100.0,
+                        (a.rate_noise * a.noise_factor + a.rate_bias) * 100.0
+                    ),
+                    format!("{:.3}", a.noise_factor),
+                )
+            }
+            None => {
+                profile_share.push((*tp, *conc, old_dur, full_dur, full_dur));
+                ("- | -".to_string(), "-".to_string(), "-".to_string())
+            }
+        };
+        println!(
+            "| {tp} | {conc} | {} | {} | {factor} | {cmp} | {claimed} |",
+            show(old),
+            show(new.map(|x| x.0))
+        );
+        drains.push((*tp, *conc, drain(&profile, c)));
+    }
+    println!(
+        "\nprofile time (modelled s) if each point ran under the rule without / with the factor, of the full \
+         protocol's:"
+    );
+    let (mut spent_old, mut spent, mut full) = (0.0, 0.0, 0.0);
+    for (tp, conc, o, d, f) in &profile_share {
+        spent_old += o * *tp as f64;
+        spent += d * *tp as f64;
+        full += f * *tp as f64;
+        println!("  TP {tp} conc {conc}: {o:.2} / {d:.2} of {f:.2} s");
+    }
+    println!(
+        "  total (× TP): without {spent_old:.1}, with {spent:.1} of {full:.1} GPU-s of profile time \
+         ({:.1} %, {:.1} %)",
+        spent_old / full * 100.0,
+        spent / full * 100.0
+    );
+    println!(
+        "\n| TP | conc | first / steady / last round E2EL, ms | ε (first round's excess) | X / P | \
+         give-back | margin needed ± s.e. |"
+    );
+    println!("|---:|---:|---|---:|---:|---:|---|");
+    for (tp, conc, d) in drains {
+        let Some(d) = d else {
+            println!("| {tp} | {conc} | fewer than 3 rounds | | | | |");
             continue;
         };
         println!(
-            "n {n}: TPOT noise {:.2} % bias {:.2} % | rate noise {:.2} % bias {:.2} % | first round {:+.1} % | {}",
-            a.tpot_noise * 100.0,
-            a.tpot_bias * 100.0,
-            a.rate_noise * 100.0,
-            a.rate_bias * 100.0,
-            a.first_round_excess * 100.0,
-            if a.known(tol) { "STOP" } else { "-" }
+            "| {tp} | {conc} | {:.1} / {:.1} / {:.1} | {:+.2} % | {:+.2} % | {:.0} % | {:.2} ± {:.2} |",
+            d.first,
+            d.steady,
+            d.last,
+            d.excess * 100.0,
+            d.imbalance * 100.0,
+            d.give_back * 100.0,
+            d.need,
+            d.need_se
         );
     }
     Ok(())
+}
+
+/// What the point would have recorded had it stopped sending at `used` of `planned` prompts,
+/// from its full-protocol records: up to the send of request `used − 1` the two runs are the
+/// same closed loop; the requests of the prefix that ended by then are kept as recorded; the
+/// `conc` requests in flight then would have drained with nothing sent behind them, which the
+/// full run did not record for them, so the full run's own drain (the requests in flight at
+/// its last send) stands in for them, moved in time so that its last send falls on request
+/// `used − 1`'s. At `used = planned` the records themselves.
+fn stopped_point(profile: &[&RequestRecord], used: u64, planned: u64) -> Vec<RequestRecord> {
+    let sent = |id: u64| {
+        profile
+            .iter()
+            .find(|r| r.request_id == id)
+            .map(|r| r.sent_ns)
+    };
+    let (Some(t_stop), Some(t_last)) = (sent(used - 1), sent(planned - 1)) else {
+        return profile.iter().map(|r| (*r).clone()).collect();
+    };
+    if used >= planned {
+        return profile.iter().map(|r| (*r).clone()).collect();
+    }
+    let mut out: Vec<RequestRecord> = profile
+        .iter()
+        .filter(|r| r.request_id < used && r.end_ns <= t_stop)
+        .map(|r| (*r).clone())
+        .collect();
+    let shift = t_last - t_stop;
+    for r in profile.iter().filter(|r| r.end_ns > t_last) {
+        let mut d = (*r).clone();
+        shift_record(&mut d, shift);
+        out.push(d);
+    }
+    out
+}
+
+/// Moves every timestamp of `r` `by` ns earlier (saturating at 0).
+fn shift_record(r: &mut RequestRecord, by: u64) {
+    let s = |t: u64| t.saturating_sub(by);
+    let so = |t: Option<u64>| t.map(s);
+    r.scheduled_ns = s(r.scheduled_ns);
+    r.released_ns = so(r.released_ns);
+    r.sent_ns = s(r.sent_ns);
+    r.first_byte_ns = so(r.first_byte_ns);
+    r.first_token_ns = so(r.first_token_ns);
+    r.first_output_token_ns = so(r.first_output_token_ns);
+    r.last_token_ns = so(r.last_token_ns);
+    r.end_ns = s(r.end_ns);
+    r.read_end_ns = so(r.read_end_ns);
+    for c in &mut r.chunks {
+        c.t_ns = s(c.t_ns);
+    }
+}
+
+/// The drain's give-back of one point (E2EL means by round, ms).
+struct Drain {
+    first: f64,
+    steady: f64,
+    last: f64,
+    /// first / steady − 1.
+    excess: f64,
+    /// (first + last − 2 steady) / steady: X / P of the rule's throughput bias.
+    imbalance: f64,
+    /// (steady − last) / (first − steady).
+    give_back: f64,
+    /// |X / P| / |ε|: the `DRAIN_MARGIN` this point needs.
+    need: f64,
+    /// Its standard error from the first and last rounds' means (delta method).
+    need_se: f64,
+}
+
+/// The round means of the successful profile requests by id (round = id / conc); `None` with
+/// fewer than 3 rounds.
+fn drain(profile: &[&RequestRecord], c: u64) -> Option<Drain> {
+    let mut rounds: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for r in profile.iter().filter(|r| r.success) {
+        if let Some(e) = r.e2el_ms() {
+            rounds.entry(r.request_id / c).or_default().push(e);
+        }
+    }
+    let k = *rounds.keys().max()?;
+    if rounds.len() < 3 {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let var = |v: &[f64]| {
+        let m = mean(v);
+        v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len().max(2) - 1) as f64
+    };
+    let (f, l) = (rounds.get(&0)?, rounds.get(&k)?);
+    let mid: Vec<f64> = rounds
+        .range(1..k)
+        .flat_map(|(_, v)| v.iter().copied())
+        .collect();
+    let (first, last, steady) = (mean(f), mean(l), mean(&mid));
+    let excess = first / steady - 1.0;
+    let imbalance = (first + last - 2.0 * steady) / steady;
+    let give_back = (steady - last) / (first - steady);
+    let need = (imbalance / excess).abs();
+    // need = (f + l − 2s) / (f − s): ∂/∂f = (s − l) / (f − s)², ∂/∂l = 1 / (f − s).
+    let d = first - steady;
+    let (se_f, se_l) = (
+        (var(f) / f.len() as f64).sqrt(),
+        (var(l) / l.len() as f64).sqrt(),
+    );
+    // A round of one request has no spread to read: no standard error.
+    let need_se = if f.len() < 2 || l.len() < 2 {
+        f64::NAN
+    } else {
+        (((steady - last) / (d * d) * se_f).powi(2) + (se_l / d).powi(2)).sqrt()
+    };
+    Some(Drain {
+        first,
+        steady,
+        last,
+        excess,
+        imbalance,
+        give_back,
+        need,
+        need_se,
+    })
+}
+
+/// A point's request records (`requests.jsonl.zst` or `requests.jsonl`); a line that is not a
+/// record is skipped with a count on stderr.
+fn read_records(p: &Path) -> anyhow::Result<Vec<RequestRecord>> {
+    let zst = p.join("requests.jsonl.zst");
+    let reader: Box<dyn BufRead> = if zst.is_file() {
+        Box::new(std::io::BufReader::new(zstd::Decoder::new(
+            std::fs::File::open(zst)?,
+        )?))
+    } else {
+        Box::new(std::io::BufReader::new(std::fs::File::open(
+            p.join("requests.jsonl"),
+        )?))
+    };
+    let (mut out, mut bad) = (Vec::new(), 0usize);
+    for line in reader.lines() {
+        match serde_json::from_str::<RequestRecord>(&line?) {
+            Ok(r) => out.push(r),
+            Err(_) => bad += 1,
+        }
+    }
+    if bad > 0 {
+        eprintln!("{}: {bad} lines were not records", p.display());
+    }
+    Ok(out)
 }

@@ -405,15 +405,17 @@ pub async fn run_bench(
         if let (true, Some(a)) = (stopped_early && saved, fired) {
             notes.push(format!(
                 "adaptive: the metrics were known to within {} % at 95 % confidence against \
-                 the full protocol after {} of {} prompts (median TPOT: noise {:.2} % + bias \
-                 {:.2} %; throughput: noise {:.2} % + bias {:.2} %; first round {:+.1} % \
-                 E2EL); the point stopped there",
+                 the full protocol after {} of {} prompts (median TPOT: noise {:.2} % × {:.2} + \
+                 bias {:.2} %; throughput: noise {:.2} % × {:.2} + bias {:.2} %; first round \
+                 {:+.1} % E2EL); the point stopped there",
                 rule.tolerance * 100.0,
                 profile_records,
                 opts.resolved_num_prompts(),
                 a.tpot_noise * 100.0,
+                a.noise_factor,
                 a.tpot_bias * 100.0,
                 a.rate_noise * 100.0,
+                a.noise_factor,
                 a.rate_bias * 100.0,
                 a.first_round_excess * 100.0
             ));

@@ -259,7 +259,7 @@ pub async fn run_replay_adaptive(
     let stop_requests = CancellationToken::new();
     let mut cursors: HashMap<(u32, u32), StreamCursor> = HashMap::new();
     let mut st = LoopState::new(u64::from(opts.sched.lanes).max(10));
-    st.early_rule = early_stop;
+    st.early_rule = early_stop.map(|r| r.with_duration(opts.sched.duration_ns));
     st.notes.append(&mut probe_notes);
 
     loop {
@@ -725,7 +725,7 @@ impl LoopState {
         let now = rec.end_ns.max(rec.sent_ns);
         let profiled = now.saturating_sub(self.first_profile_send.unwrap_or(now));
         let n = self.early_samples.len() as u64;
-        if rule.due(profiled, n) && rule.known(&self.early_samples) {
+        if rule.due(profiled, n) && rule.known(&self.early_samples, profiled) {
             sched.end_profile_at(now);
             self.early_stopped = true;
             self.notes.push(format!(
