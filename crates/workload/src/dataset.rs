@@ -790,9 +790,8 @@ fn string_field<'a>(m: &'a Value, i: usize, key: &str, alias: &str) -> Result<&'
 fn invalid_json(e: &serde_json::Error, line: &str) -> String {
     if let Some((escape, column)) = lone_surrogate(line) {
         return format!(
-            "invalid JSON: a lone UTF-16 surrogate `{escape}` at column {column} (half of a \
-             UTF-16 pair, not a character: the text was cut between the pair's halves or \
-             encoded wrongly; write the character itself, or its whole pair)"
+            "invalid JSON: a lone UTF-16 surrogate `{escape}` at column {column} \
+             ({LONE_SURROGATE_WHY})"
         );
     }
     format!(
@@ -815,11 +814,22 @@ fn array_invalid_json(e: &serde_json::Error) -> String {
     format!("invalid JSON: {msg}")
 }
 
+/// What a lone UTF-16 surrogate escape is and how to mend it, for the messages naming one
+/// (the dataset loader's and the trace loader's).
+pub(crate) const LONE_SURROGATE_WHY: &str = "half of a UTF-16 pair, not a character: the text \
+     was cut between the pair's halves or encoded wrongly; write the character itself, or its \
+     whole pair";
+
 /// The first `\uXXXX` escape of `line` that is a UTF-16 surrogate without its other half (a
 /// high surrogate `D800`–`DBFF` not followed by a low one `DC00`–`DFFF`, or a low one alone),
 /// and its 1-based column (bytes); `None` when there is none.
 fn lone_surrogate(line: &str) -> Option<(String, usize)> {
-    let b = line.as_bytes();
+    lone_surrogate_at(line.as_bytes()).map(|(e, at)| (e, at + 1))
+}
+
+/// [`lone_surrogate`] of JSON bytes (one line or several): the escape as written (lower-case
+/// hex) and its byte offset (0-based).
+pub(crate) fn lone_surrogate_at(b: &[u8]) -> Option<(String, usize)> {
     let escape_at = |i: usize| -> Option<u16> {
         if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
             return None;
@@ -836,9 +846,9 @@ fn lone_surrogate(line: &str) -> Option<(String, usize)> {
         match escape_at(i) {
             Some(hi @ 0xD800..=0xDBFF) => match escape_at(i + 6) {
                 Some(0xDC00..=0xDFFF) => i += 12,
-                _ => return Some((format!("\\u{hi:04x}"), i + 1)),
+                _ => return Some((format!("\\u{hi:04x}"), i)),
             },
-            Some(lo @ 0xDC00..=0xDFFF) => return Some((format!("\\u{lo:04x}"), i + 1)),
+            Some(lo @ 0xDC00..=0xDFFF) => return Some((format!("\\u{lo:04x}"), i)),
             Some(_) => i += 6,
             // Another escape (`\\`, `\"`, …): its two bytes.
             None => i += 2,

@@ -845,8 +845,89 @@ fn parse_trace(
     HASH_IDS_CAP.with(|c| c.set((cap as usize).div_ceil(64)));
     match serde_json::from_slice::<RawTrace>(bytes) {
         Ok(raw) => convert(raw, origin, cap).map_err(|r| (1, r)),
-        Err(e) => Err((e.line().max(1), diagnose(bytes, &e, cap))),
+        Err(e) => Err(lone_surrogate(bytes, &e)
+            .unwrap_or_else(|| (e.line().max(1), diagnose(bytes, &e, cap)))),
     }
+}
+
+/// Marker put in place of a lone surrogate escape to find the field holding it
+/// ([`lone_surrogate`]).
+const LONE_MARK: &str = "\\u0000inferbench-lone-surrogate\\u0000";
+
+/// A trace the parser rejected for a lone UTF-16 surrogate escape (`"\ud800"`, issue 39's
+/// leftovers, 5: serde's "unexpected end of hex escape" named neither the escape nor its
+/// field): `(line within the bytes, "FIELD: a lone UTF-16 surrogate `\ud800` at column N
+/// (…)")`, the field as the other reasons name it (`requests[3].model`); without the field
+/// where the line is too large to re-read as values ([`DIAGNOSE_VALUE_MAX_BYTES`]). `None`
+/// for any other error.
+fn lone_surrogate(bytes: &[u8], e: &serde_json::Error) -> Option<(usize, String)> {
+    if !e.is_syntax() {
+        return None;
+    }
+    let (escape, at) = crate::dataset::lone_surrogate_at(bytes)?;
+    let line_start = bytes[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+    let column = at - line_start + 1;
+    let field = lone_surrogate_field(bytes, at)
+        .map(|f| format!("{f}: "))
+        .unwrap_or_default();
+    Some((
+        line,
+        format!(
+            "{field}a lone UTF-16 surrogate `{escape}` at column {column} ({})",
+            crate::dataset::LONE_SURROGATE_WHY
+        ),
+    ))
+}
+
+/// The path of the field whose text holds the lone surrogate escape at byte `at` of `bytes`
+/// (`id`, `requests[3].model`; a field's name when the escape is in the name): the escape is
+/// replaced by [`LONE_MARK`] (and every later lone one by U+FFFD) and the line re-read as
+/// values. `None` when the line is too large to re-read or still is not JSON.
+fn lone_surrogate_field(bytes: &[u8], at: usize) -> Option<String> {
+    if crate::dataset::json_parse_estimate(bytes, 64, 64, None) > DIAGNOSE_VALUE_MAX_BYTES {
+        return None;
+    }
+    let mut fixed = Vec::with_capacity(bytes.len() + LONE_MARK.len());
+    fixed.extend_from_slice(&bytes[..at]);
+    fixed.extend_from_slice(LONE_MARK.as_bytes());
+    let mut rest = &bytes[at + 6..];
+    while let Some((_, i)) = crate::dataset::lone_surrogate_at(rest) {
+        fixed.extend_from_slice(&rest[..i]);
+        fixed.extend_from_slice(b"\\ufffd");
+        rest = &rest[i + 6..];
+    }
+    fixed.extend_from_slice(rest);
+    let v = serde_json::from_slice::<Value>(&fixed).ok()?;
+    let mark = "\0inferbench-lone-surrogate\0";
+    fn find(v: &Value, path: &str, mark: &str) -> Option<String> {
+        let join = |k: &str| {
+            if path.is_empty() {
+                k.to_string()
+            } else {
+                format!("{path}.{k}")
+            }
+        };
+        match v {
+            Value::String(s) => s.contains(mark).then(|| path.to_string()),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| find(x, &format!("{path}[{i}]"), mark)),
+            Value::Object(o) => o.iter().find_map(|(k, x)| {
+                if k.contains(mark) {
+                    Some(format!("{} (a field name)", join(&k.replace(mark, "?"))))
+                } else {
+                    find(x, &join(k), mark)
+                }
+            }),
+            _ => None,
+        }
+    }
+    find(&v, "", mark).filter(|p| !p.is_empty())
 }
 
 /// A readable reason for a trace the fast parser rejected: JSON syntax as serde_json says it,
@@ -1587,6 +1668,62 @@ pub(crate) mod tests {
             "{e}"
         );
         assert_eq!(err_of("[1, 2]"), "traces.jsonl:1: expected a trace object (id, models, block_size, hash_id_scope, requests, tool_tokens, system_tokens, totals)");
+    }
+
+    /// Issue 39's leftovers, 5: a lone UTF-16 surrogate escape in a trace line was serde's
+    /// "unexpected end of hex escape"; it is named with FILE:LINE, the field holding it and its
+    /// column, as the dataset loader names it. A whole pair loads.
+    #[test]
+    fn a_lone_surrogate_is_named_with_its_line_and_field() {
+        let good = trace_with(json!([req(0.0, 64, &[0])]));
+        let why = crate::dataset::LONE_SURROGATE_WHY;
+        let with_model =
+            |m: &str| good.replacen(r#""t":0.0"#, &format!(r#""model":"{m}","t":0.0"#), 1);
+        let line = with_model(r"a\ud800b");
+        assert!(line.contains(r#""model":"a\ud800b""#), "{line}");
+        let col = line.find(r"\ud800").unwrap() + 1;
+        assert_eq!(
+            err_of(&format!("{good}\n{line}\n")),
+            format!(
+                "traces.jsonl:2: requests[0].model: a lone UTF-16 surrogate `\\ud800` at column \
+                 {col} ({why})"
+            )
+        );
+        // A low half alone, in the trace's id, with a second lone one after it.
+        let line = good.replacen(r#""id":"x""#, r#""id":"\udc00 \ud83d""#, 1);
+        assert_eq!(
+            err_of(&line),
+            format!("traces.jsonl:1: id: a lone UTF-16 surrogate `\\udc00` at column 8 ({why})")
+        );
+        // A high half followed by an escape that is not its low half.
+        let line = with_model(r"\ud83d\u0041");
+        let col = line.find(r"\ud83d").unwrap() + 1;
+        assert_eq!(
+            err_of(&line),
+            format!(
+                "traces.jsonl:1: requests[0].model: a lone UTF-16 surrogate `\\ud83d` at column \
+                 {col} ({why})"
+            )
+        );
+        // A whole pair is a character.
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, "ok.jsonl", &with_model(r"\ud83d\ude00"));
+        assert_eq!(load(&p).unwrap().traces.len(), 1);
+        // In a JSON array file, the line within the file.
+        let p = write(
+            &dir,
+            "arr.json",
+            &format!("[\n{good},\n{}\n]\n", with_model(r"\udfff")),
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(
+            e.ends_with(&format!(
+                "arr.json:3: requests[0].model: a lone UTF-16 surrogate `\\udfff` at column {} \
+                 ({why})",
+                with_model(r"\udfff").find(r"\udfff").unwrap() + 1
+            )),
+            "{e}"
+        );
     }
 
     /// Issue 39 §3: `"in": 4000000000` passed the load and aborted the replay mid-run
