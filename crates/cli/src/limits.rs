@@ -228,7 +228,90 @@ pub struct Need {
     /// with no `--max-concurrency`: every request may be in flight at once): the message names
     /// the count and that `flag` bounds it, not a flag the user never passed.
     pub uncapped: bool,
+    /// What the refusal tells the user to lower, in the subcommand's and the workload's own
+    /// flags ([`Lower`]).
+    pub lower: Lower,
 }
+
+/// What a subcommand's refusals tell the user to lower, each naming only flags of that
+/// subcommand and of the run's own workload (trial of issue 39, finding 8, and issue 39's
+/// leftovers, 1: a `--dataset-path` run was told to lower `--random-input-len`; `selftest` to
+/// lower "the output length", its flag being `--tokens`). `main`'s tests check every `--flag`
+/// of each against the subcommand's `--help` ([`LOWER_BY_SUBCOMMAND`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lower {
+    /// When no stream fits beside the prompts (or traces) built before the run.
+    pub prompts: &'static str,
+    /// When no stream fits beside the records' output tokens.
+    pub outputs: &'static str,
+    /// The out-of-memory net's "lower …" ([`crate::oom::set_what_to_lower`]): what to lower
+    /// when an input or load ran out of memory past the up-front checks.
+    pub net: &'static str,
+}
+
+/// `bench` with random prompts.
+pub const LOWER_BENCH_RANDOM: Lower = Lower {
+    prompts: "lower --random-input-len or --num-prompts",
+    outputs: "lower --random-output-len or --num-prompts",
+    net: "--max-concurrency, --num-prompts or --random-input-len",
+};
+
+/// `bench` with a `--dataset-path` file (its prompts and output lengths are the file's; no
+/// `--random-*` flag applies).
+pub const LOWER_BENCH_DATASET: Lower = Lower {
+    prompts: "lower --num-prompts or use a smaller --dataset-path file",
+    outputs: "lower --num-prompts or cap the replies with a lower --output-len",
+    net: "--max-concurrency or --num-prompts (or use a smaller --dataset-path file)",
+};
+
+/// `sweep` and `job`: a matrix row's load (no `--random-*` flag; the row sets isl and osl).
+pub const LOWER_SWEEP: Lower = Lower {
+    prompts: "lower the row's isl or its number of prompts",
+    outputs: "lower the row's osl or its number of prompts",
+    net: "the rows' conc or --prompts-per-conc",
+};
+
+/// `replay`: its lanes and traces (read with `--traces` or generated with `--synthetic`).
+pub const LOWER_REPLAY: Lower = Lower {
+    prompts: "lower --num-dataset-entries or replay smaller --traces",
+    outputs: "lower --num-dataset-entries",
+    net: "--concurrency or --num-dataset-entries (or replay smaller --traces)",
+};
+
+/// `selftest`: its levels' streams and the records one level keeps (more with `--duration`).
+pub const LOWER_SELFTEST: Lower = Lower {
+    prompts: "lower --concurrency",
+    outputs: "lower --duration or --tokens",
+    net: "--concurrency, --duration or --tokens",
+};
+
+/// `eval`: its requests in flight and its data files.
+pub const LOWER_EVAL: Lower = Lower {
+    prompts: "lower --concurrency or --limit",
+    outputs: "lower --limit or --max-tokens",
+    net: "--concurrency/--limit (or the data's size)",
+};
+
+/// `quickstart`: its sweep of the in-process sim.
+pub const LOWER_QUICKSTART: Lower = Lower {
+    prompts: "lower --isl or --prompts-per-conc",
+    outputs: "lower --osl or --prompts-per-conc",
+    net: "--concurrency, --prompts-per-conc or --isl",
+};
+
+/// Every subcommand's [`Lower`] hints, for the test that each `--flag` they name is one of the
+/// subcommand's.
+#[cfg(test)]
+pub const LOWER_BY_SUBCOMMAND: &[(&str, Lower)] = &[
+    ("bench", LOWER_BENCH_RANDOM),
+    ("bench", LOWER_BENCH_DATASET),
+    ("sweep", LOWER_SWEEP),
+    ("job", LOWER_SWEEP),
+    ("replay", LOWER_REPLAY),
+    ("selftest", LOWER_SELFTEST),
+    ("eval gsm8k", LOWER_EVAL),
+    ("quickstart", LOWER_QUICKSTART),
+];
 
 impl Need {
     /// Memory each connection takes, bytes: [`STREAM_BYTES`] and [`Need::request_bytes`].
@@ -394,11 +477,10 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             // The way out when no concurrency fits for the prompts alone.
             // Named as the subcommand spells it (trial of issue 39, finding 8: a sweep row was
             // told to lower `--random-input-len`, a flag sweep does not have).
-            let hint = match (spare < STREAM_BYTES, need.flag) {
-                (false, _) => "",
-                (true, "--max-concurrency") => " (lower --random-input-len or --num-prompts)",
-                (true, "conc") => " (lower the row's isl or its number of prompts)",
-                (true, _) => " (lower the input's size)",
+            let hint = if spare < STREAM_BYTES {
+                format!(" ({})", need.lower.prompts)
+            } else {
+                String::new()
             };
             format!(
                 " and {} MiB of prompts{hint}",
@@ -408,11 +490,10 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             String::new()
         };
         let outputs = if need.output_bytes >= 1 << 20 {
-            let hint = match (spare < STREAM_BYTES, need.flag) {
-                (false, _) => "",
-                (true, "--max-concurrency") => " (lower --random-output-len or --num-prompts)",
-                (true, "conc") => " (lower the row's osl or its number of prompts)",
-                (true, _) => " (lower the output length)",
+            let hint = if spare < STREAM_BYTES {
+                format!(" ({})", need.lower.outputs)
+            } else {
+                String::new()
             };
             format!(
                 " and {} MiB of the records' output tokens{hint}",
@@ -492,7 +573,18 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         prompt_bytes: opts.estimated_prompt_bytes(),
         output_bytes: opts.estimated_output_bytes(),
         uncapped: opts.max_concurrency.is_none(),
+        lower: bench_lower(opts),
     })
+}
+
+/// What a `bench` refusal tells the user to lower: [`LOWER_BENCH_RANDOM`] for random prompts,
+/// else [`LOWER_BENCH_DATASET`].
+pub fn bench_lower(opts: &inferbench_loadgen::options::BenchOptions) -> Lower {
+    if opts.dataset_name == inferbench_loadgen::options::DatasetName::Random {
+        LOWER_BENCH_RANDOM
+    } else {
+        LOWER_BENCH_DATASET
+    }
 }
 
 /// Room kept for a dataset line while it is read and parsed, bytes: the line (at most
@@ -741,6 +833,7 @@ pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -
         prompt_bytes: 0,
         output_bytes: gaps.saturating_mul(8),
         uncapped: false,
+        lower: LOWER_SELFTEST,
     })
 }
 
@@ -944,6 +1037,7 @@ mod tests {
             prompt_bytes: 0,
             output_bytes: 0,
             uncapped: false,
+            lower: LOWER_BENCH_RANDOM,
         }
     }
 
@@ -1155,6 +1249,60 @@ mod tests {
         assert!(e.contains("the memory available is 512 MiB"), "{e}");
     }
 
+    /// Issue 39's leftovers, 1: a `--dataset-path` run of which no concurrency fits beside
+    /// its prompts and records was told to lower `--random-input-len` and
+    /// `--random-output-len`, flags that do nothing for it; it names the dataset's own way
+    /// out. A random run keeps its flags; `selftest` names `--duration`/`--tokens`, never "the
+    /// output length".
+    #[test]
+    fn a_refusal_names_the_flags_of_the_runs_own_workload() {
+        let tight = limits(u64::MAX, Some(200 << 20));
+        let over = |n: Need| {
+            check(
+                &Need {
+                    prompt_bytes: 1 << 30,
+                    output_bytes: 1 << 30,
+                    ..n
+                },
+                &tight,
+            )
+            .unwrap_err()
+        };
+        let dataset = inferbench_loadgen::options::BenchOptions {
+            dataset_name: inferbench_loadgen::options::DatasetName::Jsonl,
+            dataset_path: Some("ds.jsonl".into()),
+            max_concurrency: Some(1),
+            ..Default::default()
+        };
+        let e = over(bench_need(&dataset).unwrap());
+        assert!(!e.contains("--random"), "{e}");
+        assert!(
+            e.contains(
+                " and 1024 MiB of prompts (lower --num-prompts or use a smaller --dataset-path \
+                 file) and 1024 MiB of the records' output tokens (lower --num-prompts or cap \
+                 the replies with a lower --output-len), "
+            ),
+            "{e}"
+        );
+        let random = inferbench_loadgen::options::BenchOptions {
+            max_concurrency: Some(1),
+            ..Default::default()
+        };
+        let e = over(bench_need(&random).unwrap());
+        assert!(
+            e.contains(
+                " (lower --random-input-len or --num-prompts) and 1024 MiB of the records' \
+                 output tokens (lower --random-output-len or --num-prompts), "
+            ),
+            "{e}"
+        );
+        let e = over(selftest_need("64", 1.0, 16, 1).unwrap());
+        assert!(
+            e.contains("output tokens (lower --duration or --tokens), "),
+            "{e}"
+        );
+    }
+
     /// selftest's largest level is its streams; a list it refuses itself is not judged here.
     #[test]
     fn selftest_needs_its_largest_level() {
@@ -1171,6 +1319,7 @@ mod tests {
                 prompt_bytes: 0,
                 output_bytes: (1 << 20) * 8,
                 uncapped: false,
+                lower: LOWER_SELFTEST,
             })
         );
         assert_eq!(selftest_need("64,x", 10.0, 256, 1), None);

@@ -99,6 +99,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     let mut ingest_opts = super::db::options(&flags.set)?;
     let identity_file = flags.job_identity.clone();
     let mut opts = flags.into_options()?;
+    // The out-of-memory net names the flags of this run's workload (issue 39's leftovers, 1).
+    crate::oom::set_what_to_lower(crate::limits::bench_lower(&opts).net);
     opts.tls = tls;
     opts.save_result |= db.is_some();
     check_same_files(&opts, db.as_deref(), identity_file)?;

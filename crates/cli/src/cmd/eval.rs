@@ -60,6 +60,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         prompt_bytes: 0,
         output_bytes: 0,
         uncapped: false,
+        lower: crate::limits::LOWER_EVAL,
     };
     crate::limits::check(&streams, &limits)
         .map_err(anyhow::Error::msg)
@@ -73,7 +74,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     // The data file counts in the budget (trial of issue 39, finding 3: a 150 MB test.jsonl
     // sent requests, then ran out of memory midway, exit 1): refused before any request.
     check_data_memory(&opts, &limits)?;
-    crate::oom::set_what_to_lower("--concurrency/--limit (or the data's size)");
+    crate::oom::set_what_to_lower(crate::limits::LOWER_EVAL.net);
     let rt = super::runtime()?;
     // Without --model, the server's first (as `bench`; trial 24).
     rt.block_on(flags::served_model(&mut opts))?;

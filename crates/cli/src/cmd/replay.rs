@@ -252,6 +252,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         prompt_bytes: room,
         output_bytes: 0,
         uncapped: false,
+        lower: crate::limits::LOWER_REPLAY,
     };
     // What a lane takes is known once the traces are read (its largest request): the check
     // after the load is the one that refuses with the number that fits. Here only a run that
@@ -316,6 +317,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
                     prompt_bytes: tokenizer.saturating_add(traces_bytes.min(traces_room)),
                     output_bytes: 0,
                     uncapped: false,
+                    lower: crate::limits::LOWER_REPLAY,
                 }))
             }),
         )
