@@ -714,6 +714,49 @@ pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
     inferbench_workload::dataset_budget_need(kind, path, &load).unwrap_or(0)
 }
 
+/// The most output tokens one request of `opts`'s `--dataset-path` asks for (the `max_tokens`
+/// the load sends: `--output-len`, else each line's own length, a recorded reply's bytes or
+/// the default), for the `ulimit -f` upper estimates of the files that hold output tokens
+/// (issue 39's leftovers, 2); [`inferbench_loadgen::options::BenchOptions::estimated_output_tokens`]
+/// for random prompts. A ShareGPT file above [`DATASET_COUNTED_MAX`] (not parsed twice) counts
+/// as the largest length the loader accepts (`MAX_TOKENS`), so that the estimate stays an
+/// upper one; a file the loader refuses (it names why) counts 0.
+pub fn output_tokens_most(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
+    use inferbench_loadgen::options::DatasetName;
+    let cap = u64::from(inferbench_loadgen::options::limits::MAX_TOKENS);
+    let kind = match opts.dataset_name {
+        DatasetName::Jsonl => inferbench_workload::DatasetKind::Jsonl,
+        DatasetName::Sharegpt => inferbench_workload::DatasetKind::ShareGpt,
+        _ => return opts.estimated_output_tokens(),
+    };
+    if let Some(n) = opts.output_len {
+        return u64::from(n);
+    }
+    let Some(path) = opts.dataset_path.as_deref() else {
+        return opts.estimated_output_tokens();
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return 0,
+        Ok(m)
+            if kind == inferbench_workload::DatasetKind::ShareGpt
+                && m.len() > DATASET_COUNTED_MAX =>
+        {
+            return cap
+        }
+        Ok(_) => {}
+        Err(_) => return 0,
+    }
+    let prompts = opts
+        .resolved_num_prompts()
+        .saturating_add(opts.resolved_num_warmups());
+    let load = inferbench_workload::DatasetOptions {
+        num_prompts: Some(usize::try_from(prompts).unwrap_or(usize::MAX)),
+        max_context_tokens: inferbench_loadgen::options::limits::MAX_TOKENS,
+        ..Default::default()
+    };
+    inferbench_workload::dataset_output_tokens_most(kind, path, &load).map_or(0, |n| n.min(cap))
+}
+
 /// ShareGPT files up to this size (64 MiB) are counted by [`dataset_bytes`] before the run;
 /// larger ones are left to the loader, which refuses naming how many prompts fit. (A JSONL
 /// file is always counted: only the lines the run uses are read.)

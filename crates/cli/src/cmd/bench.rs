@@ -297,7 +297,8 @@ pub fn stored_status(
 /// The files a `bench` point writes, each with the bytes it holds at least and at most
 /// ([`crate::fsize`]): `--save-requests` (at least a record per profile request with
 /// `--random-output-len` chunks each for random prompts; at most a record per request,
-/// warmups included, with the longest drawn output length, or a dataset's `--output-len`;
+/// warmups included, with the longest drawn output length, or a dataset's `--output-len` or its
+/// own longest output length, [`crate::limits::output_tokens_most`];
 /// none counted under a closed-loop `--duration`, whose request count is not known), the
 /// result file (its per-request arrays with `--save-detailed`), and the `--db` file (its rows
 /// per request).
@@ -314,7 +315,13 @@ pub fn planned_files(opts: &BenchOptions, db: Option<&str>) -> Vec<crate::fsize:
     } else {
         0
     };
-    let osl_most = opts.estimated_output_tokens();
+    // A dataset's own lengths when no --output-len caps them (issue 39's leftovers, 2: a
+    // dataset run was estimated without output tokens and hit `ulimit -f` midway).
+    let osl_most = if opts.save_requests.is_some() || opts.save_detailed {
+        crate::limits::output_tokens_most(opts)
+    } else {
+        opts.estimated_output_tokens()
+    };
     let profile = match opts.duration {
         None => opts.resolved_num_prompts(),
         Some(_) => records.saturating_sub(opts.resolved_num_warmups()),
