@@ -665,8 +665,11 @@ pub fn input_room(files: Option<&[std::path::PathBuf]>) -> u64 {
 /// `hash_ids` are 4 bytes each where `0,` is 2).
 pub const TRACE_BYTES_PER_FILE_BYTE: u64 = 5;
 
-/// The memory the traces of `files` take once loaded, at most, bytes: their total size ×
-/// [`TRACE_BYTES_PER_FILE_BYTE`] (a file that cannot be read counts 0).
+/// The memory the traces of `files` take once loaded, as a fallback estimate, bytes: their
+/// total size × [`TRACE_BYTES_PER_FILE_BYTE`] (a file that cannot be read counts 0). `replay`
+/// counts what its load keeps instead (`cmd::replay`'s `counted_traces_bytes`); this is for
+/// files that cannot be counted up front (a `.json` file above 64 MiB, a file the load
+/// refuses).
 pub fn traces_bytes(files: &[std::path::PathBuf]) -> u64 {
     files
         .iter()

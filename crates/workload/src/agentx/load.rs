@@ -174,7 +174,56 @@ struct Oddities {
 /// trace of an id wins); [`WorkloadError::Empty`] when no usable trace is left (none in the
 /// files, all skipped, all dropped by the context filter, or `num_dataset_entries = 0`).
 pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, WorkloadError> {
+    load_inner(path, opts, false).map(|(report, _)| report)
+}
+
+/// `.json` trace files up to this size (64 MiB) are counted by [`traces_budget_need`]; a larger
+/// one is read whole, so it is not read twice (the count is then refused, and the caller
+/// estimates it another way).
+pub const TRACES_COUNTED_JSON_MAX: u64 = 64 << 20;
+
+/// What loading `path` with `opts` keeps in memory, bytes: the [`Trace::heap_bytes`] of every
+/// trace the load would keep (the same filters and cut: `skip_invalid`,
+/// `max_context_length`, `num_dataset_entries`), read as the load reads them (a batch of JSONL
+/// lines at a time), keeping none; `opts.memory_budget` is not applied. The caller's up-front
+/// memory check counts this (issue 39's leftovers, 3: `replay` estimated 5× the files' size,
+/// far above what the load holds for long `hash_ids` lists, so the `ulimit -v` it advised was
+/// needlessly high), as [`crate::dataset_budget_need`] counts a dataset.
+///
+/// # Errors
+/// What the load would refuse the files for (naming `file:line`), or a `.json` file above
+/// [`TRACES_COUNTED_JSON_MAX`] (not counted: [`WorkloadError::Parse`] saying so).
+pub fn traces_budget_need(path: &Path, opts: &LoadOptions) -> Result<u64, WorkloadError> {
+    let counting = LoadOptions {
+        memory_budget: None,
+        ..opts.clone()
+    };
+    load_inner(path, &counting, true).map(|(_, need)| need)
+}
+
+/// [`load_traces`], or with `count_only` [`traces_budget_need`]: every trace the load would
+/// keep counted (the second value, bytes) and none kept.
+fn load_inner(
+    path: &Path,
+    opts: &LoadOptions,
+    count_only: bool,
+) -> Result<(LoadReport, u64), WorkloadError> {
     let (files, mut notes) = list_files(path)?;
+    if count_only {
+        if let Some(big) = files.iter().find(|f| {
+            has_ext(f, "json")
+                && std::fs::metadata(f).is_ok_and(|m| m.len() > TRACES_COUNTED_JSON_MAX)
+        }) {
+            return Err(WorkloadError::Parse {
+                path: big.clone(),
+                line: None,
+                reason: format!(
+                    "a .json trace file above {} MiB is not counted before its load",
+                    TRACES_COUNTED_JSON_MAX >> 20
+                ),
+            });
+        }
+    }
     let mut odd = Oddities::default();
     let mut traces: Vec<Trace> = Vec::new();
     let mut skipped = Vec::new();
@@ -213,8 +262,9 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
                             return Ok(Some(wanted(traces.len())));
                         }
                         used.set(used.get().saturating_add(t.heap_bytes()));
-                        // Counting only (the first trace did not fit): counted, not kept.
-                        if none_fit.is_some() {
+                        // Counting only (the first trace did not fit, or the caller asked for
+                        // the count): counted, not kept.
+                        if count_only || none_fit.is_some() {
                             dropped.set(dropped.get() + 1);
                             let more = wanted(traces.len());
                             return Ok((more > 0).then_some(more));
@@ -273,6 +323,16 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
             &mut on_unit,
         )?;
     }
+    if count_only {
+        let report = LoadReport {
+            traces: Vec::new(),
+            skipped,
+            dropped_by_context,
+            files: files.len(),
+            notes,
+        };
+        return Ok((report, used.get()));
+    }
     // Not even the first trace fitted: what the whole load needs.
     if let Some((file, line)) = none_fit {
         return Err(WorkloadError::NoneFits {
@@ -324,13 +384,16 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
             odd.t_backwards
         ));
     }
-    Ok(LoadReport {
-        traces,
-        skipped,
-        dropped_by_context,
-        files: files.len(),
-        notes,
-    })
+    Ok((
+        LoadReport {
+            traces,
+            skipped,
+            dropped_by_context,
+            files: files.len(),
+            notes,
+        },
+        used.get(),
+    ))
 }
 
 /// The files to read at `path`, and a note naming the directory entries not read.
@@ -2436,6 +2499,65 @@ pub(crate) mod tests {
         let p = write(&dir, "ids.jsonl", &ids);
         let e = load_traces(&p, &within).unwrap_err().to_string();
         assert!(e.contains("hash_ids: more than 16384 block ids"), "{e}");
+    }
+
+    /// Issue 39's leftovers, 3: the up-front count of trace files is what the load keeps
+    /// ([`traces_budget_need`]: the kept traces' `heap_bytes`, with the load's filters and
+    /// cut), and the load passes at exactly that budget, not one byte below; a JSON array file
+    /// counts the same.
+    #[test]
+    fn the_up_front_count_of_traces_is_what_the_load_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let traces: Vec<String> = (0..6)
+            .map(|i| {
+                json!({"id": format!("t{i}"), "requests": [{"t": 0, "in": 64 * (i + 1), "out": 10,
+                    "hash_ids": (0..(i + 1) as u32).collect::<Vec<u32>>()}]})
+                .to_string()
+            })
+            .collect();
+        let p = write(&dir, "t.jsonl", &(traces.join("\n") + "\n"));
+        let all = load_traces(&p, &LoadOptions::default()).unwrap();
+        let held: u64 = all.traces.iter().map(|t| t.heap_bytes()).sum();
+        let need = traces_budget_need(&p, &LoadOptions::default()).unwrap();
+        assert_eq!(need, held);
+        // Not the old estimate of 5× the file's size: short traces are held in fixed-size
+        // structures, about 11× here.
+        let size = std::fs::metadata(&p).unwrap().len();
+        assert!(need > 5 * size, "{need} vs {size}");
+        let within = |most: Option<u64>, n: Option<usize>| LoadOptions {
+            memory_budget: most,
+            num_dataset_entries: n,
+            max_context_length: Some(64 * 5 + 10),
+            ..Default::default()
+        };
+        // The context filter drops the last trace; 3 entries are the first three kept.
+        let need = traces_budget_need(&p, &within(None, Some(3))).unwrap();
+        assert_eq!(
+            need,
+            all.traces[..3].iter().map(|t| t.heap_bytes()).sum::<u64>()
+        );
+        assert_eq!(
+            load_traces(&p, &within(Some(need), Some(3)))
+                .unwrap()
+                .traces
+                .len(),
+            3
+        );
+        assert!(load_traces(&p, &within(Some(need - 1), Some(3))).is_err());
+        let a = write(&dir, "a.json", &format!("[\n{}\n]\n", traces.join(",\n")));
+        let held_a: u64 = load_traces(&a, &LoadOptions::default())
+            .unwrap()
+            .traces
+            .iter()
+            .map(|t| t.heap_bytes())
+            .sum();
+        assert_eq!(
+            traces_budget_need(&a, &LoadOptions::default()).unwrap(),
+            held_a
+        );
+        // A bad trace is the load's error.
+        let bad = write(&dir, "bad.jsonl", "{\"id\": 1}\n");
+        assert!(traces_budget_need(&bad, &LoadOptions::default()).is_err());
     }
 
     #[test]
