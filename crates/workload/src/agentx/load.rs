@@ -314,14 +314,15 @@ fn load_inner(
                 Err(err)
             }
         };
-        done = !read_file(
-            file,
-            opts.cap(),
-            opts.memory_budget,
-            &used,
-            more,
-            &mut on_unit,
-        )?;
+        // Counting keeps nothing, but reads a line as the load does: a line (or a `.json`
+        // file) larger than one line's room is not read whole to be counted (the count is
+        // refused, naming it).
+        let read_budget = if count_only {
+            Some(crate::dataset::LINE_PARSE_ROOM_BYTES)
+        } else {
+            opts.memory_budget
+        };
+        done = !read_file(file, opts.cap(), read_budget, &used, more, &mut on_unit)?;
     }
     if count_only {
         let report = LoadReport {
