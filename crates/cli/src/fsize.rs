@@ -77,6 +77,26 @@ pub const DB_GROWTH_UPPER_BYTES: u64 = 256 * KIB;
 /// Bytes a stored request adds to the database at most (280 measured with its indexes).
 pub const DB_UPPER_BYTES_PER_RECORD: u64 = 512;
 
+/// Bytes storing a point adds to the database per byte of its `server_metrics.jsonl` at most:
+/// 3 (a row per sample with its primary-key index, and the file kept compressed among the
+/// artifacts; 1.8 measured against the sim: a 1.16 MB file grew the database by 2.06 MB).
+pub const DB_BYTES_PER_SERVER_METRICS_BYTE: u64 = 3;
+
+/// The most bytes a point's `server_metrics.jsonl` may hold under the file-size limit `limit`
+/// (`None`: unlimited, no bound): the limit itself, and with a `--db` file whose upper estimate
+/// without server metrics is `db_upper` (`Some`), what that leaves the database for the
+/// file's rows ([`DB_BYTES_PER_SERVER_METRICS_BYTE`] a byte). The number of scrapes is not
+/// known up front (it grows with the point's duration), so the file is bounded instead of
+/// estimated: its scrapes are thinned evenly to fit (`telemetry::scrape::write_jsonl_within`;
+/// issue 39's leftovers, 2: a long point's scrapes and their rows hit `ulimit -f` midway).
+pub fn server_metrics_room(limit: Option<u64>, db_upper: Option<u64>) -> Option<u64> {
+    let limit = limit?;
+    Some(match db_upper {
+        Some(db) => limit.min(limit.saturating_sub(db) / DB_BYTES_PER_SERVER_METRICS_BYTE),
+        None => limit,
+    })
+}
+
 /// The soft file-size limit in bytes; `None` when unlimited (or unknown).
 pub fn limit() -> Option<u64> {
     #[cfg(unix)]

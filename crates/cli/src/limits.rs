@@ -228,7 +228,90 @@ pub struct Need {
     /// with no `--max-concurrency`: every request may be in flight at once): the message names
     /// the count and that `flag` bounds it, not a flag the user never passed.
     pub uncapped: bool,
+    /// What the refusal tells the user to lower, in the subcommand's and the workload's own
+    /// flags ([`Lower`]).
+    pub lower: Lower,
 }
+
+/// What a subcommand's refusals tell the user to lower, each naming only flags of that
+/// subcommand and of the run's own workload (trial of issue 39, finding 8, and issue 39's
+/// leftovers, 1: a `--dataset-path` run was told to lower `--random-input-len`; `selftest` to
+/// lower "the output length", its flag being `--tokens`). `main`'s tests check every `--flag`
+/// of each against the subcommand's `--help` ([`LOWER_BY_SUBCOMMAND`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lower {
+    /// When no stream fits beside the prompts (or traces) built before the run.
+    pub prompts: &'static str,
+    /// When no stream fits beside the records' output tokens.
+    pub outputs: &'static str,
+    /// The out-of-memory net's "lower …" ([`crate::oom::set_what_to_lower`]): what to lower
+    /// when an input or load ran out of memory past the up-front checks.
+    pub net: &'static str,
+}
+
+/// `bench` with random prompts.
+pub const LOWER_BENCH_RANDOM: Lower = Lower {
+    prompts: "lower --random-input-len or --num-prompts",
+    outputs: "lower --random-output-len or --num-prompts",
+    net: "--max-concurrency, --num-prompts or --random-input-len",
+};
+
+/// `bench` with a `--dataset-path` file (its prompts and output lengths are the file's; no
+/// `--random-*` flag applies).
+pub const LOWER_BENCH_DATASET: Lower = Lower {
+    prompts: "lower --num-prompts or use a smaller --dataset-path file",
+    outputs: "lower --num-prompts or cap the replies with a lower --output-len",
+    net: "--max-concurrency or --num-prompts (or use a smaller --dataset-path file)",
+};
+
+/// `sweep` and `job`: a matrix row's load (no `--random-*` flag; the row sets isl and osl).
+pub const LOWER_SWEEP: Lower = Lower {
+    prompts: "lower the row's isl or its number of prompts",
+    outputs: "lower the row's osl or its number of prompts",
+    net: "the rows' conc or --prompts-per-conc",
+};
+
+/// `replay`: its lanes and traces (read with `--traces` or generated with `--synthetic`).
+pub const LOWER_REPLAY: Lower = Lower {
+    prompts: "lower --num-dataset-entries or replay smaller --traces",
+    outputs: "lower --num-dataset-entries",
+    net: "--concurrency or --num-dataset-entries (or replay smaller --traces)",
+};
+
+/// `selftest`: its levels' streams and the records one level keeps (more with `--duration`).
+pub const LOWER_SELFTEST: Lower = Lower {
+    prompts: "lower --concurrency",
+    outputs: "lower --duration or --tokens",
+    net: "--concurrency, --duration or --tokens",
+};
+
+/// `eval`: its requests in flight and its data files.
+pub const LOWER_EVAL: Lower = Lower {
+    prompts: "lower --concurrency or --limit",
+    outputs: "lower --limit or --max-tokens",
+    net: "--concurrency/--limit (or the data's size)",
+};
+
+/// `quickstart`: its sweep of the in-process sim.
+pub const LOWER_QUICKSTART: Lower = Lower {
+    prompts: "lower --isl or --prompts-per-conc",
+    outputs: "lower --osl or --prompts-per-conc",
+    net: "--concurrency, --prompts-per-conc or --isl",
+};
+
+/// Every subcommand's [`Lower`] hints, for the test that each `--flag` they name is one of the
+/// subcommand's.
+#[cfg(test)]
+pub const LOWER_BY_SUBCOMMAND: &[(&str, Lower)] = &[
+    ("bench", LOWER_BENCH_RANDOM),
+    ("bench", LOWER_BENCH_DATASET),
+    ("sweep", LOWER_SWEEP),
+    ("job", LOWER_SWEEP),
+    ("replay", LOWER_REPLAY),
+    ("selftest", LOWER_SELFTEST),
+    ("eval gsm8k", LOWER_EVAL),
+    ("quickstart", LOWER_QUICKSTART),
+];
 
 impl Need {
     /// Memory each connection takes, bytes: [`STREAM_BYTES`] and [`Need::request_bytes`].
@@ -394,11 +477,10 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             // The way out when no concurrency fits for the prompts alone.
             // Named as the subcommand spells it (trial of issue 39, finding 8: a sweep row was
             // told to lower `--random-input-len`, a flag sweep does not have).
-            let hint = match (spare < STREAM_BYTES, need.flag) {
-                (false, _) => "",
-                (true, "--max-concurrency") => " (lower --random-input-len or --num-prompts)",
-                (true, "conc") => " (lower the row's isl or its number of prompts)",
-                (true, _) => " (lower the input's size)",
+            let hint = if spare < STREAM_BYTES {
+                format!(" ({})", need.lower.prompts)
+            } else {
+                String::new()
             };
             format!(
                 " and {} MiB of prompts{hint}",
@@ -408,11 +490,10 @@ pub fn check(need: &Need, limits: &Limits) -> Result<(), String> {
             String::new()
         };
         let outputs = if need.output_bytes >= 1 << 20 {
-            let hint = match (spare < STREAM_BYTES, need.flag) {
-                (false, _) => "",
-                (true, "--max-concurrency") => " (lower --random-output-len or --num-prompts)",
-                (true, "conc") => " (lower the row's osl or its number of prompts)",
-                (true, _) => " (lower the output length)",
+            let hint = if spare < STREAM_BYTES {
+                format!(" ({})", need.lower.outputs)
+            } else {
+                String::new()
             };
             format!(
                 " and {} MiB of the records' output tokens{hint}",
@@ -492,7 +573,18 @@ pub fn bench_need(opts: &inferbench_loadgen::options::BenchOptions) -> Option<Ne
         prompt_bytes: opts.estimated_prompt_bytes(),
         output_bytes: opts.estimated_output_bytes(),
         uncapped: opts.max_concurrency.is_none(),
+        lower: bench_lower(opts),
     })
+}
+
+/// What a `bench` refusal tells the user to lower: [`LOWER_BENCH_RANDOM`] for random prompts,
+/// else [`LOWER_BENCH_DATASET`].
+pub fn bench_lower(opts: &inferbench_loadgen::options::BenchOptions) -> Lower {
+    if opts.dataset_name == inferbench_loadgen::options::DatasetName::Random {
+        LOWER_BENCH_RANDOM
+    } else {
+        LOWER_BENCH_DATASET
+    }
 }
 
 /// Room kept for a dataset line while it is read and parsed, bytes: the line (at most
@@ -573,8 +665,11 @@ pub fn input_room(files: Option<&[std::path::PathBuf]>) -> u64 {
 /// `hash_ids` are 4 bytes each where `0,` is 2).
 pub const TRACE_BYTES_PER_FILE_BYTE: u64 = 5;
 
-/// The memory the traces of `files` take once loaded, at most, bytes: their total size ×
-/// [`TRACE_BYTES_PER_FILE_BYTE`] (a file that cannot be read counts 0).
+/// The memory the traces of `files` take once loaded, as a fallback estimate, bytes: their
+/// total size × [`TRACE_BYTES_PER_FILE_BYTE`] (a file that cannot be read counts 0). `replay`
+/// counts what its load keeps instead (`cmd::replay`'s `counted_traces_bytes`); this is for
+/// files that cannot be counted up front (a `.json` file above 64 MiB, a file the load
+/// refuses).
 pub fn traces_bytes(files: &[std::path::PathBuf]) -> u64 {
     files
         .iter()
@@ -620,6 +715,49 @@ pub fn dataset_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
         ..Default::default()
     };
     inferbench_workload::dataset_budget_need(kind, path, &load).unwrap_or(0)
+}
+
+/// The most output tokens one request of `opts`'s `--dataset-path` asks for (the `max_tokens`
+/// the load sends: `--output-len`, else each line's own length, a recorded reply's bytes or
+/// the default), for the `ulimit -f` upper estimates of the files that hold output tokens
+/// (issue 39's leftovers, 2); [`inferbench_loadgen::options::BenchOptions::estimated_output_tokens`]
+/// for random prompts. A ShareGPT file above [`DATASET_COUNTED_MAX`] (not parsed twice) counts
+/// as the largest length the loader accepts (`MAX_TOKENS`), so that the estimate stays an
+/// upper one; a file the loader refuses (it names why) counts 0.
+pub fn output_tokens_most(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
+    use inferbench_loadgen::options::DatasetName;
+    let cap = u64::from(inferbench_loadgen::options::limits::MAX_TOKENS);
+    let kind = match opts.dataset_name {
+        DatasetName::Jsonl => inferbench_workload::DatasetKind::Jsonl,
+        DatasetName::Sharegpt => inferbench_workload::DatasetKind::ShareGpt,
+        _ => return opts.estimated_output_tokens(),
+    };
+    if let Some(n) = opts.output_len {
+        return u64::from(n);
+    }
+    let Some(path) = opts.dataset_path.as_deref() else {
+        return opts.estimated_output_tokens();
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return 0,
+        Ok(m)
+            if kind == inferbench_workload::DatasetKind::ShareGpt
+                && m.len() > DATASET_COUNTED_MAX =>
+        {
+            return cap
+        }
+        Ok(_) => {}
+        Err(_) => return 0,
+    }
+    let prompts = opts
+        .resolved_num_prompts()
+        .saturating_add(opts.resolved_num_warmups());
+    let load = inferbench_workload::DatasetOptions {
+        num_prompts: Some(usize::try_from(prompts).unwrap_or(usize::MAX)),
+        max_context_tokens: inferbench_loadgen::options::limits::MAX_TOKENS,
+        ..Default::default()
+    };
+    inferbench_workload::dataset_output_tokens_most(kind, path, &load).map_or(0, |n| n.min(cap))
 }
 
 /// ShareGPT files up to this size (64 MiB) are counted by [`dataset_bytes`] before the run;
@@ -741,6 +879,7 @@ pub fn selftest_need(levels: &str, duration: f64, tokens: u32, threads: usize) -
         prompt_bytes: 0,
         output_bytes: gaps.saturating_mul(8),
         uncapped: false,
+        lower: LOWER_SELFTEST,
     })
 }
 
@@ -944,6 +1083,7 @@ mod tests {
             prompt_bytes: 0,
             output_bytes: 0,
             uncapped: false,
+            lower: LOWER_BENCH_RANDOM,
         }
     }
 
@@ -1155,6 +1295,60 @@ mod tests {
         assert!(e.contains("the memory available is 512 MiB"), "{e}");
     }
 
+    /// Issue 39's leftovers, 1: a `--dataset-path` run of which no concurrency fits beside
+    /// its prompts and records was told to lower `--random-input-len` and
+    /// `--random-output-len`, flags that do nothing for it; it names the dataset's own way
+    /// out. A random run keeps its flags; `selftest` names `--duration`/`--tokens`, never "the
+    /// output length".
+    #[test]
+    fn a_refusal_names_the_flags_of_the_runs_own_workload() {
+        let tight = limits(u64::MAX, Some(200 << 20));
+        let over = |n: Need| {
+            check(
+                &Need {
+                    prompt_bytes: 1 << 30,
+                    output_bytes: 1 << 30,
+                    ..n
+                },
+                &tight,
+            )
+            .unwrap_err()
+        };
+        let dataset = inferbench_loadgen::options::BenchOptions {
+            dataset_name: inferbench_loadgen::options::DatasetName::Jsonl,
+            dataset_path: Some("ds.jsonl".into()),
+            max_concurrency: Some(1),
+            ..Default::default()
+        };
+        let e = over(bench_need(&dataset).unwrap());
+        assert!(!e.contains("--random"), "{e}");
+        assert!(
+            e.contains(
+                " and 1024 MiB of prompts (lower --num-prompts or use a smaller --dataset-path \
+                 file) and 1024 MiB of the records' output tokens (lower --num-prompts or cap \
+                 the replies with a lower --output-len), "
+            ),
+            "{e}"
+        );
+        let random = inferbench_loadgen::options::BenchOptions {
+            max_concurrency: Some(1),
+            ..Default::default()
+        };
+        let e = over(bench_need(&random).unwrap());
+        assert!(
+            e.contains(
+                " (lower --random-input-len or --num-prompts) and 1024 MiB of the records' \
+                 output tokens (lower --random-output-len or --num-prompts), "
+            ),
+            "{e}"
+        );
+        let e = over(selftest_need("64", 1.0, 16, 1).unwrap());
+        assert!(
+            e.contains("output tokens (lower --duration or --tokens), "),
+            "{e}"
+        );
+    }
+
     /// selftest's largest level is its streams; a list it refuses itself is not judged here.
     #[test]
     fn selftest_needs_its_largest_level() {
@@ -1171,6 +1365,7 @@ mod tests {
                 prompt_bytes: 0,
                 output_bytes: (1 << 20) * 8,
                 uncapped: false,
+                lower: LOWER_SELFTEST,
             })
         );
         assert_eq!(selftest_need("64,x", 10.0, 256, 1), None);

@@ -38,8 +38,11 @@ static MESSAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
 /// its arguments are parsed; [`MESSAGES`] before that.
 static SUBCOMMAND_MESSAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
 
-/// What to lower, as every subcommand but those of [`set_what_to_lower`] spells it.
-pub const DEFAULT_WHAT_TO_LOWER: &str = "--max-concurrency/--num-prompts (or the input's size)";
+/// What to lower for every subcommand but those of [`set_what_to_lower`] (`bench`, `replay`,
+/// `selftest`, `sweep`, `job`, `quickstart`, `eval`: [`crate::limits::Lower::net`]): no flag,
+/// since it is said by subcommands that have none of the load flags (`sim`, `serve`, `ingest`;
+/// issue 39's leftovers, 1: it named `--max-concurrency` to all of them).
+pub const DEFAULT_WHAT_TO_LOWER: &str = "the input's size or the load";
 
 /// Names the flags the running subcommand lowers its memory with in the net's message (e.g.
 /// eval's `--concurrency/--limit`: trial of issue 39, finding 3, where it said
@@ -220,8 +223,8 @@ mod tests {
         assert_eq!(
             message(Some(400_000), false),
             "inferbench: error: out of memory under `ulimit -v` 400000 KiB: an input or load \
-             larger than the memory check counted; lower --max-concurrency/--num-prompts (or \
-             the input's size) or raise `ulimit -v` (nothing was sent)\n"
+             larger than the memory check counted; lower the input's size or the load or raise \
+             `ulimit -v` (nothing was sent)\n"
         );
         assert!(message(Some(1), true).ends_with(
             "(the run stopped midway: what was already written to disk stays, no summary was \

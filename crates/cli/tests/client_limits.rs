@@ -1005,8 +1005,8 @@ fn an_uncounted_allocation_beyond_ulimit_v_exits_2_naming_the_limit_never_134() 
         assert!(
             text.contains(
                 "inferbench: error: out of memory under `ulimit -v` 300000 KiB: an input or load \
-                 larger than the memory check counted; lower --max-concurrency/--num-prompts (or \
-                 the input's size) or raise `ulimit -v` (nothing was sent)\n"
+                 larger than the memory check counted; lower the input's size or the load or \
+                 raise `ulimit -v` (nothing was sent)\n"
             ),
             "{args:?}: {text}"
         );

@@ -31,32 +31,60 @@ fn under_limit(dir: &std::path::Path, blocks: u64, args: &str) -> (Option<i32>, 
     )
 }
 
-/// A limit that the records file's upper estimate fits but the file itself does not: a
-/// dataset whose lines ask for 64 output tokens each (their lengths are not known before the
-/// file is loaded, so each record is estimated without tokens: 20 × 1536 bytes, under 100
-/// blocks, 50 KiB), while each record holds about 3 KiB. The write fails at run time: exit 1,
-/// the summary printed, the failed write named with the limit, never a signal.
+/// Issue 39's leftovers, 2: a dataset run without `--output-len` was estimated without its
+/// lines' output tokens (20 × 1,536 bytes, under 50 KiB) and hit `ulimit -f` midway. Its lines'
+/// own lengths (64 tokens) are counted: 20 records of at most 1,536 + 64 × 68 bytes, 115 KiB,
+/// refused up front (exit 2, nothing sent), and at the advised value the run ends whole.
+/// A limit the records file's upper estimate cannot know (a closed-loop `--duration`, whose
+/// request count is not known up front) makes the write fail at run time: exit 1, the summary
+/// printed, the failed write named with the limit, never a signal (trial of issue 39, finding
+/// 5).
 #[cfg(unix)]
 #[test]
 fn a_file_size_limit_fails_the_point_instead_of_killing_it() {
-    let sim = common::start_sim(&[]);
+    let sim = common::start_sim(&["--mode", "instant"]);
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}", sim.1);
     let line = "{\"prompt\": \"Tell me a story about a cat.\", \"output_len\": 64}\n";
     std::fs::write(dir.path().join("ds.jsonl"), line.repeat(20)).unwrap();
+    let dataset = format!(
+        "bench --base-url {url} --model Llama-3.1-8B --num-prompts 20 --dataset-name jsonl \
+         --dataset-path ds.jsonl --ignore-eos --power off --progress off --save-requests \
+         rdf/req.jsonl"
+    );
+    let (code, _, err) = under_limit(dir.path(), 100, &dataset);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            Some(2),
+            "error: `ulimit -f` limits each file to 50 KiB; --save-requests may hold up to 115 \
+             KiB (at least 8 KiB): nothing was sent; raise the limit to at least 115 (`ulimit \
+             -f 115`, in KiB as bash counts; 230 in sh's 512-byte blocks) or `ulimit -f \
+             unlimited`\n"
+        )
+    );
+    let (code, out, err) = under_limit(dir.path(), 230, &dataset);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Successful requests:"), "no summary: {out}");
+    let lines = std::fs::read_to_string(dir.path().join("rdf/req.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 20);
+    for l in lines.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
     let (code, out, err) = under_limit(
         dir.path(),
         100,
         &format!(
-            "bench --base-url {url} --model Llama-3.1-8B --num-prompts 20 --dataset-name jsonl \
-             --dataset-path ds.jsonl --ignore-eos --power off --save-requests rdf/req.jsonl"
+            "bench --base-url {url} --model Llama-3.1-8B --random-input-len 16 \
+             --random-output-len 64 --ignore-eos --max-concurrency 4 --duration 1 --power off \
+             --progress off --save-requests rdf/dur.jsonl"
         ),
     );
     assert_eq!(code, Some(1), "{err}");
     assert!(out.contains("Successful requests:"), "no summary: {out}");
     assert!(
         err.contains(
-            "rdf/req.jsonl: File too large (os error 27) (records kept in memory for the \
+            "rdf/dur.jsonl: File too large (os error 27) (records kept in memory for the \
              summary; the point fails, exit 1) (the file-size limit `ulimit -f` is 50 KiB: \
              raise it, `ulimit -f unlimited`)"
         ),
@@ -87,9 +115,9 @@ fn a_file_size_limit_below_the_runs_files_is_refused_before_any_request() {
             (
                 Some(2),
                 format!(
-                    "error: `ulimit -f` limits each file to {kib} KiB; --db may hold up to 516 \
-                     KiB (at least 120 KiB): nothing was sent; raise the limit to at least 516 \
-                     (`ulimit -f 516`, in KiB as bash counts; 1032 in sh's 512-byte blocks) or \
+                    "error: `ulimit -f` limits each file to {kib} KiB; --db may hold up to 1284 \
+                     KiB (at least 120 KiB): nothing was sent; raise the limit to at least 1284 \
+                     (`ulimit -f 1284`, in KiB as bash counts; 2568 in sh's 512-byte blocks) or \
                      `ulimit -f unlimited`\n"
                 )
                 .as_str()
@@ -207,6 +235,53 @@ fn a_run_at_the_advised_file_size_limit_runs_to_the_end() {
     )
     .unwrap();
     assert!(dir.path().join("f.db").is_file());
+}
+
+/// Issue 39's leftovers, 2: a point's `/metrics` scrapes (`server_metrics.jsonl`, and their
+/// rows in the `--db` file) were left out of the estimates, and their number grows with the
+/// point's duration: a 3 s point scraped every 50 ms wrote 1.1 MB of them and 2 MB of rows,
+/// past the advised limit. The plan keeps room for 256 KiB of them (and 3 bytes of rows a
+/// byte); at the advised value the scrapes are thinned evenly to fit what the limit leaves
+/// (said, the baseline and final kept) and the point runs to the end, stored (exit 0).
+#[cfg(unix)]
+#[test]
+fn a_points_scrapes_fit_the_advised_file_size_limit() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let args = format!(
+        "bench --base-url {url} --model Llama-3.1-8B --random-input-len 16 \
+         --random-output-len 8 --power off --progress off --result-dir r --result-filename \
+         p.json --save-result --db f.db --server-metrics-interval 0.05 --duration 3 \
+         --request-rate 5"
+    );
+    let (code, _, err) = under_limit(dir.path(), 40, &args);
+    assert_eq!(code, Some(2), "{err}");
+    let blocks: u64 = err
+        .split_once(" in sh's 512-byte blocks")
+        .and_then(|(p, _)| p.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no advised value: {err}"));
+    let (code, out, err) = under_limit(dir.path(), blocks, &args);
+    assert_eq!(code, Some(0), "ulimit -f {blocks} blocks: {err}");
+    assert!(out.contains("Successful requests:"), "no summary: {out}");
+    assert!(
+        err.contains(" /metrics scrapes written (") && err.contains("evenly thinned to fit the "),
+        "{err}"
+    );
+    let scrapes = std::fs::read_to_string(dir.path().join("r/p.server_metrics.jsonl")).unwrap();
+    assert!(scrapes.len() <= 256 << 10, "{}", scrapes.len());
+    let phases: Vec<String> = scrapes
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["phase"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(phases.len() > 2, "{phases:?}");
+    assert_eq!(phases.first().map(String::as_str), Some("baseline"));
+    assert_eq!(phases.last().map(String::as_str), Some("final"));
+    assert!(dir.path().join("f.db").metadata().unwrap().len() <= blocks * 512);
 }
 
 /// Trial of issue 39 (second round), finding 4: `selftest --json` is checked before the

@@ -333,6 +333,57 @@ fn a_trace_file_of_which_not_one_trace_fits_names_the_ulimit_v_that_runs() {
     assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
 }
 
+/// Issue 39's leftovers, 3: `replay --traces` estimated 5× the files' size up front, while
+/// short traces are held in about 11× (fixed-size structures): the `ulimit -v` its refusal
+/// advised left the load too little and it was refused again ("--num-dataset-entries N or
+/// fewer fit"). The traces are now counted as the load keeps them, so at the advised value the
+/// replay runs (exit 0).
+#[test]
+fn a_replay_at_the_advised_ulimit_v_loads_its_many_short_traces() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines: String = (0..40_000)
+        .map(|i| {
+            format!("{{\"id\": \"t{i}\", \"requests\": [{{\"t\": 0, \"in\": 4, \"out\": 1}}]}}\n")
+        })
+        .collect();
+    std::fs::write(d.join("short.jsonl"), lines).unwrap();
+    let replay = |kib: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "replay",
+                "--traces",
+                "short.jsonl",
+                "--base-url",
+                &url,
+                "--concurrency",
+                "1",
+                "--benchmark-duration",
+                "1",
+                "--unsafe-override",
+                "--power",
+                "off",
+                "--no-server-metrics",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = replay("150000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("no concurrency fits; raise the address-space limit: `ulimit -v "),
+        "{text}"
+    );
+    let kib = advised(&text);
+    let (o, text) = replay(&kib);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+}
+
 /// Issue 39's leftovers, 3: `eval` where not one stream fits (170000) names the `ulimit -v`
 /// at which both its checks pass, and where its data does not fit (180000) its value is the
 /// same; at it the eval of all 2,000 problems runs (exit 0), one KiB below it is refused.

@@ -133,25 +133,23 @@ fn unwritable_output_paths_are_refused_before_any_request() {
 }
 
 /// A `--save-requests` whose record writes fail at run time (the file-size limit: `ulimit -f
-/// 100`, SIGXFSZ ignored, so writes past 50 KiB return EFBIG; 20 records of a dataset asking
-/// for 64 output tokens each: their estimate, without the dataset's lengths, fits, the records
-/// do not, so the run is not refused up front; `/dev/full` is refused up front, issue
-/// 39 §1): the run goes on and the point fails with exit 1 (it exited 0 after saying the write
+/// 100`, SIGXFSZ ignored, so writes past 50 KiB return EFBIG; a closed-loop `--duration` run,
+/// whose record count is not known up front, so it is not refused up front (a dataset's output
+/// lengths now are: issue 39's leftovers, 2); `/dev/full` is refused up front, issue 39 §1):
+/// the run goes on and the point fails with exit 1 (it exited 0 after saying the write
 /// failed), the records file never said to be written, the limit named.
 #[cfg(unix)]
 #[test]
 fn a_failed_records_write_fails_the_point() {
-    let sim = common::start_sim(&[]);
+    let sim = common::start_sim(&["--mode", "instant"]);
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://127.0.0.1:{}", sim.1);
-    let line = "{\"prompt\": \"Tell me a story about a cat.\", \"output_len\": 64}\n";
-    std::fs::write(dir.path().join("ds.jsonl"), line.repeat(20)).unwrap();
     let o = Command::new("sh")
         .arg("-c")
         .arg(format!(
             "ulimit -f 100; trap '' XFSZ; exec {BIN} bench --base-url {url} --model \
-             Llama-3.1-8B --num-prompts 20 --dataset-name jsonl --dataset-path ds.jsonl \
-             --ignore-eos --save-requests r.jsonl"
+             Llama-3.1-8B --random-input-len 16 --random-output-len 64 --ignore-eos \
+             --max-concurrency 4 --duration 1 --save-requests r.jsonl"
         ))
         .current_dir(dir.path())
         .output()

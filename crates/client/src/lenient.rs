@@ -353,16 +353,70 @@ pub(crate) enum TextKind {
 /// `kind`, thinking parts reasoning (their text may itself be nested parts), `refusal` parts a
 /// refusal; parts without text (images, redacted thinking, tool references) are skipped. A
 /// reasoning field's text is all reasoning, whatever its parts say.
+///
+/// # Errors
+/// The first place where text belongs that holds a number or a bool (`{"type": "text",
+/// "text": 5}`, `{"type": "refusal", "refusal": true}`, `{"value": 1}` of a text object, a
+/// bare `5` among the parts), as JSON: the server's output cannot be read, and the caller
+/// fails the request with it, as for a plain text field that is not a string
+/// ([`TextWire::NotText`]; issue 39's leftovers, 4). `null` is no text. Nothing is passed to
+/// `out` when an error is returned.
 pub(crate) fn part_texts<'v>(
     v: &'v Value,
     kind: TextKind,
     out: &mut impl FnMut(TextKind, &'v str),
-) {
+) -> Result<(), String> {
+    if let Some(bad) = first_not_text(v, 0) {
+        return Err(bad.to_string());
+    }
     walk_parts(v, kind, out, 0);
+    Ok(())
 }
 
 /// Nesting depth beyond which parts are ignored (serde_json already limits depth to 128).
 const MAX_PART_DEPTH: u32 = 16;
+
+/// Whether `v` is a JSON number or bool: not text, where text belongs.
+fn not_text(v: &Value) -> bool {
+    matches!(v, Value::Number(_) | Value::Bool(_))
+}
+
+/// The first value [`walk_parts`] would read as text that is a number or a bool, walking the
+/// parts as it does.
+fn first_not_text(v: &Value, depth: u32) -> Option<&Value> {
+    if depth > MAX_PART_DEPTH {
+        return None;
+    }
+    match v {
+        Value::Number(_) | Value::Bool(_) => Some(v),
+        Value::Array(a) => a.iter().find_map(|p| first_not_text(p, depth + 1)),
+        Value::Object(m) => {
+            let ty = m.get("type").and_then(Value::as_str).unwrap_or("");
+            if REASONING_PARTS.contains(&ty) {
+                for key in [ty, "thinking", "reasoning", "text", "content", "summary"] {
+                    match m.get(key) {
+                        Some(x) if not_text(x) => return Some(x),
+                        Some(x @ (Value::String(_) | Value::Array(_))) => {
+                            return first_not_text(x, depth + 1)
+                        }
+                        _ => {}
+                    }
+                }
+                None
+            } else if ty == "refusal" {
+                m.get("refusal").filter(|x| not_text(x))
+            } else {
+                match m.get("text") {
+                    Some(x) if not_text(x) => Some(x),
+                    Some(inner @ Value::Array(_)) => first_not_text(inner, depth + 1),
+                    Some(Value::Object(t)) => t.get("value").filter(|x| not_text(x)),
+                    _ => None,
+                }
+            }
+        }
+        _ => None,
+    }
+}
 
 fn walk_parts<'v>(
     v: &'v Value,
@@ -902,7 +956,8 @@ mod tests {
         let mut got = Vec::new();
         part_texts(&v, TextKind::Content, &mut |k, t| {
             got.push((k, t.to_string()))
-        });
+        })
+        .unwrap();
         let (c, r, x) = (TextKind::Content, TextKind::Reasoning, TextKind::Refusal);
         let want: Vec<(TextKind, String)> = [
             (r, "hm"),
@@ -920,6 +975,49 @@ mod tests {
         .map(|(r, t)| (*r, t.to_string()))
         .collect();
         assert_eq!(got, want);
+    }
+
+    /// Issue 39's leftovers, 4: a number or a bool where a typed part's text belongs is named
+    /// (the first one, as JSON) and nothing is passed on; `null` and parts without text are
+    /// no text.
+    #[test]
+    fn parts_whose_text_is_not_a_string_are_refused() {
+        for (parts, bad) in [
+            (r#"[{"type":"text","text":5}]"#, "5"),
+            (
+                r#"[{"type":"text","text":"a"},{"type":"output_text","text":true}]"#,
+                "true",
+            ),
+            (r#"{"type":"text","text":1.5}"#, "1.5"),
+            (r#"[{"type":"refusal","refusal":7}]"#, "7"),
+            (r#"[{"type":"thinking","thinking":3}]"#, "3"),
+            (
+                r#"[{"type":"reasoning","summary":[{"type":"summary_text","text":4}]}]"#,
+                "4",
+            ),
+            (r#"[{"type":"text","text":{"value":9}}]"#, "9"),
+            (r#"["a",6]"#, "6"),
+            (r#"[{"type":"weird","text":false}]"#, "false"),
+        ] {
+            let v: Value = serde_json::from_str(parts).unwrap();
+            let mut got = Vec::new();
+            let r = part_texts(&v, TextKind::Content, &mut |_, t| got.push(t.to_string()));
+            assert_eq!(r, Err(bad.to_string()), "{parts}");
+            assert!(got.is_empty(), "{parts}");
+        }
+        for parts in [
+            r#"[{"type":"text","text":null}]"#,
+            r#"[{"type":"image_url","image_url":{"url":"x","detail":1}}]"#,
+            r#"[{"type":"redacted_thinking","data":5}]"#,
+            r#"[null]"#,
+        ] {
+            let v: Value = serde_json::from_str(parts).unwrap();
+            assert_eq!(
+                part_texts(&v, TextKind::Content, &mut |_, _| {}),
+                Ok(()),
+                "{parts}"
+            );
+        }
     }
 
     /// Issue 39, finding 5: a count is a JSON non-negative integer (or an integral float); a

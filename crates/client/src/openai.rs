@@ -294,9 +294,11 @@ impl ChoiceWire<'_> {
                 TextWire::Str(s) => text |= !s.is_empty(),
                 TextWire::Parts(parts) => {
                     for p in parts {
-                        lenient::part_texts(p, TextKind::Content, &mut |_, t| {
+                        // Not text is something sent where text belongs, as `NotText`.
+                        text |= lenient::part_texts(p, TextKind::Content, &mut |_, t| {
                             text |= !t.is_empty()
-                        });
+                        })
+                        .is_err();
                     }
                 }
             }
@@ -1055,6 +1057,25 @@ impl Interpreter {
         });
     }
 
+    /// Fails the request: a chunk's text of channel `kind` held `value` (JSON: a number or a
+    /// bool), not a string ([`ErrorClass::StreamError`], "a chunk's output text field held 5,
+    /// not a string: the server's output cannot be read").
+    pub(crate) fn not_text(&mut self, kind: TextKind, value: &str) {
+        let channel = match kind {
+            TextKind::Content => "output",
+            TextKind::Reasoning => "reasoning",
+            TextKind::Refusal => "refusal",
+        };
+        self.fail(
+            ErrorClass::StreamError,
+            format!(
+                "a chunk's {channel} text field held {}, not a string: the server's output \
+                 cannot be read",
+                inferbench_core::text::one_line(value, 40)
+            ),
+        );
+    }
+
     /// Appends the text of one text-bearing field to the output (content), the refusal or the
     /// reasoning text and notes in `here` which channels got non-empty text. `kind`: the
     /// field's channel (typed parts may say otherwise, [`lenient::part_texts`]).
@@ -1067,21 +1088,17 @@ impl Interpreter {
         here: &mut Here,
     ) {
         // Not text: what the server generated cannot be read, so the request fails with the
-        // value (issue 39, fresh tester: `"text": 123` was ignored, no anomaly).
-        if let TextWire::NotText(v) = field {
-            let channel = match kind {
-                TextKind::Content => "output",
-                TextKind::Reasoning => "reasoning",
-                TextKind::Refusal => "refusal",
-            };
-            self.fail(
-                ErrorClass::StreamError,
-                format!(
-                    "a chunk's {channel} text field held {}, not a string: the server's output \
-                     cannot be read",
-                    inferbench_core::text::one_line(v, 40)
-                ),
-            );
+        // value (issue 39, fresh tester: `"text": 123` was ignored, no anomaly), in a plain
+        // field or in typed parts (issue 39's leftovers, 4: `[{"type": "text", "text": 5}]`).
+        let not_text = match field {
+            TextWire::NotText(v) => Some(v.clone()),
+            TextWire::Parts(parts) => parts
+                .iter()
+                .find_map(|p| lenient::part_texts(p, kind, &mut |_, _| {}).err()),
+            _ => None,
+        };
+        if let Some(v) = not_text {
+            self.not_text(kind, &v);
             return;
         }
         let mut put = |kind: TextKind, t: &str| {
@@ -1108,7 +1125,8 @@ impl Interpreter {
             TextWire::Str(s) => put(kind, s),
             TextWire::Parts(parts) => {
                 for p in parts {
-                    lenient::part_texts(p, kind, &mut put);
+                    // Checked above: every part's text is text.
+                    let _ = lenient::part_texts(p, kind, &mut put);
                 }
             }
         }
@@ -1419,6 +1437,27 @@ mod tests {
                 "1.5",
             ),
             (r#"{"choices":[{"delta":{"refusal":7}}]}"#, "refusal", "7"),
+            // Typed content parts (issue 39's leftovers, 4: ignored before).
+            (
+                r#"{"choices":[{"delta":{"content":[{"type":"text","text":5}]}}]}"#,
+                "output",
+                "5",
+            ),
+            (
+                r#"{"choices":[{"delta":{"content":[{"type":"text","text":"b"},{"type":"output_text","text":true}]}}]}"#,
+                "output",
+                "true",
+            ),
+            (
+                r#"{"choices":[{"message":{"content":[{"type":"refusal","refusal":2}]}}]}"#,
+                "output",
+                "2",
+            ),
+            (
+                r#"{"choices":[{"delta":{"reasoning_content":[{"type":"thinking","thinking":8}]}}]}"#,
+                "reasoning",
+                "8",
+            ),
         ] {
             let (it, rec) = run(&[("", r#"{"choices":[{"text":"a"}]}"#, 1), ("", data, 2)]);
             assert_eq!(

@@ -91,6 +91,11 @@ pub(crate) fn on_data(
         _ => None,
     };
     if let Some(k) = delta_kind {
+        // A delta that is a number or a bool: the output cannot be read (issue 39's
+        // leftovers, 4), as a chat chunk's text field that is not a string.
+        if let Some(d) = v.get("delta").filter(|d| d.is_number() || d.is_boolean()) {
+            return it.not_text(k, &d.to_string());
+        }
         let text = v.get("delta").and_then(Value::as_str);
         let mut here = Here::default();
         if let Some(t) = text {
@@ -251,10 +256,13 @@ fn whole_response(
                 }
                 _ => TextKind::Content,
             };
-            let text = part
-                .get("text")
-                .or_else(|| part.get("refusal"))
-                .and_then(Value::as_str);
+            let field = part.get("text").or_else(|| part.get("refusal"));
+            // A part's text that is a number or a bool (`{"type": "output_text", "text": 5}`):
+            // the output cannot be read (issue 39's leftovers, 4).
+            if let Some(bad) = field.filter(|t| t.is_number() || t.is_boolean()) {
+                return it.not_text(k, &bad.to_string());
+            }
+            let text = field.and_then(Value::as_str);
             if let Some(t) = text {
                 it.take_text(&TextWire::Str(t.into()), k, relaxed, rec, &mut here);
             }
@@ -374,6 +382,81 @@ mod tests {
     }
 
     const COMPLETED: &str = r#"{"type":"response.completed","response":{"id":"resp_1","object":"response","status":"completed","usage":{"input_tokens":7,"input_tokens_details":{"cached_tokens":3},"output_tokens":4,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":11}}}"#;
+
+    /// Issue 39's leftovers, 4: a delta or a part's text that is a number or a bool fails the
+    /// request (`stream_error`, naming the value), as a chat chunk's text field does; the text
+    /// before it is kept.
+    #[test]
+    fn a_delta_or_part_text_that_is_not_a_string_fails_the_request() {
+        let c1 = delta("response.output_text.delta", "Hel");
+        let whole = |part: &str| {
+            format!(
+                r#"{{"object":"response","status":"completed","output":[{{"type":"message","content":[{part}]}}]}}"#
+            )
+        };
+        for (events, channel, value, text) in [
+            (
+                vec![
+                    ("response.output_text.delta", c1.clone()),
+                    (
+                        "response.output_text.delta",
+                        r#"{"type":"response.output_text.delta","delta":5}"#.to_string(),
+                    ),
+                ],
+                "output",
+                "5",
+                "Hel",
+            ),
+            (
+                vec![(
+                    "response.refusal.delta",
+                    r#"{"type":"response.refusal.delta","delta":true}"#.to_string(),
+                )],
+                "refusal",
+                "true",
+                "",
+            ),
+            (
+                vec![("", whole(r#"{"type":"output_text","text":5}"#))],
+                "output",
+                "5",
+                "",
+            ),
+            (
+                vec![("", whole(r#"{"type":"refusal","refusal":1.5}"#))],
+                "refusal",
+                "1.5",
+                "",
+            ),
+        ] {
+            let evs: Vec<(&str, &str, u64)> = events
+                .iter()
+                .enumerate()
+                .map(|(i, (n, d))| (*n, d.as_str(), 10 * (i as u64 + 1)))
+                .collect();
+            let mut it = Interpreter::for_backend(Backend::OpenAiResponses, false);
+            let mut rec = RequestRecord::default();
+            for (name, data, t) in &evs {
+                let ev = SseEvent {
+                    event: name.as_bytes(),
+                    data: data.as_bytes(),
+                };
+                it.on_event(ev, *t, &mut rec);
+            }
+            assert_eq!(
+                it.failure,
+                Some((
+                    ErrorClass::StreamError,
+                    format!(
+                        "a chunk's {channel} text field held {value}, not a string: the \
+                         server's output cannot be read"
+                    )
+                )),
+                "{events:?}"
+            );
+            assert_eq!(rec.output_text, text, "{events:?}");
+        }
+    }
 
     #[test]
     fn responses_stream_equals_the_same_answer_over_chat() {

@@ -147,6 +147,10 @@ pub struct BenchOptions {
     pub server_metrics: bool,
     /// `--server-metrics-interval`: time between scrapes (default 1 s).
     pub server_metrics_interval: Duration,
+    /// Most bytes `server_metrics.jsonl` may hold (not a flag: the CLI derives it from the
+    /// file-size limit, `ulimit -f`, and what the `--db` file leaves): the scrapes are thinned
+    /// evenly to fit (the baseline and final kept), said in the run's notes; `None`: all.
+    pub server_metrics_max_bytes: Option<u64>,
     /// `--power auto|off|nvml|nvidia-smi|amd-smi`: GPU power sampling into `power.csv` beside the
     /// result (needs a result directory); `auto` (default) uses what the machine has.
     pub power: PowerMode,
@@ -263,6 +267,7 @@ impl Default for BenchOptions {
             cache_bust: false,
             server_metrics: true,
             server_metrics_interval: Duration::from_secs(1),
+            server_metrics_max_bytes: None,
             power: PowerMode::Auto,
             power_interval: Duration::from_secs(1),
             require_power: false,

@@ -220,6 +220,33 @@ pub fn dataset_budget_need(
     }
 }
 
+/// The most output tokens one request of loading `path` as `kind` with `opts` asks for
+/// (`max_tokens`), at most: `opts.output_len` when set; else the largest of each prompt's
+/// `output_len` (or `max_tokens`, `output_tokens`), its recorded reply's bytes (its token count
+/// is at most that) and, for a line that gives none, `opts.default_output_len`; over the
+/// prompts of the `num_prompts` the run reads. The file is read as the load reads it, keeping
+/// nothing; 0 for a file without prompts. For the records' and result files' upper size
+/// estimates (`ulimit -f`; issue 39's leftovers, 2: a dataset run without `--output-len` was
+/// estimated without output tokens and hit the limit midway).
+///
+/// # Errors
+/// What the load itself would refuse the file for, as [`dataset_budget_need`].
+pub fn dataset_output_tokens_most(
+    kind: DatasetKind,
+    path: &Path,
+    opts: &DatasetOptions,
+) -> Result<u64, WorkloadError> {
+    if let Some(n) = opts.output_len {
+        return Ok(u64::from(n));
+    }
+    let counting = DatasetOptions {
+        memory_budget: Some(0),
+        ..opts.clone()
+    };
+    let (_, budget) = read_drafts_counted(kind, path, &counting)?;
+    Ok(budget.most_reply_tokens)
+}
+
 /// The prompts' drafts of `path` (up to `opts.num_prompts`), read a line (or conversation) at a
 /// time within `opts.memory_budget`, and the budget as they left it.
 ///
@@ -230,7 +257,34 @@ fn read_drafts<'a>(
     path: &'a Path,
     opts: &DatasetOptions,
 ) -> Result<(Vec<Draft>, Budget<'a>), WorkloadError> {
+    let (drafts, budget) = read_drafts_counted(kind, path, opts)?;
+    // Not even the first prompt fitted: what the whole load needs, the file's prompts counted
+    // and its repeats up to --num-prompts counted as whole prompts (an upper bound).
+    if let Some(line) = budget.none_fit {
+        let len = budget.dropped.max(1);
+        let count = opts.num_prompts.unwrap_or(len).max(len);
+        let rounds = count.div_ceil(len) as u64;
+        return Err(WorkloadError::NoneFits {
+            path: path.to_path_buf(),
+            line,
+            what: "prompt",
+            count,
+            need: budget.used.saturating_mul(rounds),
+            room: budget.most.unwrap_or(0),
+        });
+    }
+    Ok((drafts, budget))
+}
+
+/// [`read_drafts`] without the refusal when not even the first prompt fits (the budget then
+/// says so: `none_fit`, and counts the rest without keeping them).
+fn read_drafts_counted<'a>(
+    kind: DatasetKind,
+    path: &'a Path,
+    opts: &DatasetOptions,
+) -> Result<(Vec<Draft>, Budget<'a>), WorkloadError> {
     let mut budget = Budget {
+        most_reply_tokens: 0,
         path,
         most: opts.memory_budget,
         used: 0,
@@ -253,21 +307,6 @@ fn read_drafts<'a>(
         }
         DatasetKind::ShareGpt => parse_sharegpt(path, opts.num_prompts, &mut budget)?,
     };
-    // Not even the first prompt fitted: what the whole load needs, the file's prompts counted
-    // and its repeats up to --num-prompts counted as whole prompts (an upper bound).
-    if let Some(line) = budget.none_fit {
-        let len = budget.dropped.max(1);
-        let count = opts.num_prompts.unwrap_or(len).max(len);
-        let rounds = count.div_ceil(len) as u64;
-        return Err(WorkloadError::NoneFits {
-            path: path.to_path_buf(),
-            line,
-            what: "prompt",
-            count,
-            need: budget.used.saturating_mul(rounds),
-            room: budget.most.unwrap_or(0),
-        });
-    }
     Ok((drafts, budget))
 }
 
@@ -442,6 +481,9 @@ struct Budget<'a> {
     output_len: Option<u32>,
     /// [`DatasetOptions::default_output_len`]: a reply's length when its line gives none.
     default_output_len: u32,
+    /// The most output tokens a prompt taken so far asks for, at most
+    /// ([`dataset_output_tokens_most`]).
+    most_reply_tokens: u64,
 }
 
 impl Budget<'_> {
@@ -528,6 +570,14 @@ fn keep(
 ) -> Result<(), WorkloadError> {
     // Counting only (the first prompt did not fit): counted, not kept.
     let cost = budget.cost(&d);
+    let reply = match (budget.output_len, &d.reply) {
+        (Some(n), _) => u64::from(n),
+        (None, Reply::Tokens(n)) => u64::from(*n),
+        // A recorded reply's tokens are at most its bytes (the load counts them).
+        (None, Reply::Text(t)) => (t.len() as u64).max(1),
+        (None, Reply::Unknown) => u64::from(budget.default_output_len),
+    };
+    budget.most_reply_tokens = budget.most_reply_tokens.max(reply);
     if budget.none_fit.is_some() {
         budget.used = budget.used.saturating_add(cost);
         budget.dropped += 1;
@@ -790,9 +840,8 @@ fn string_field<'a>(m: &'a Value, i: usize, key: &str, alias: &str) -> Result<&'
 fn invalid_json(e: &serde_json::Error, line: &str) -> String {
     if let Some((escape, column)) = lone_surrogate(line) {
         return format!(
-            "invalid JSON: a lone UTF-16 surrogate `{escape}` at column {column} (half of a \
-             UTF-16 pair, not a character: the text was cut between the pair's halves or \
-             encoded wrongly; write the character itself, or its whole pair)"
+            "invalid JSON: a lone UTF-16 surrogate `{escape}` at column {column} \
+             ({LONE_SURROGATE_WHY})"
         );
     }
     format!(
@@ -815,11 +864,22 @@ fn array_invalid_json(e: &serde_json::Error) -> String {
     format!("invalid JSON: {msg}")
 }
 
+/// What a lone UTF-16 surrogate escape is and how to mend it, for the messages naming one
+/// (the dataset loader's and the trace loader's).
+pub(crate) const LONE_SURROGATE_WHY: &str = "half of a UTF-16 pair, not a character: the text \
+     was cut between the pair's halves or encoded wrongly; write the character itself, or its \
+     whole pair";
+
 /// The first `\uXXXX` escape of `line` that is a UTF-16 surrogate without its other half (a
 /// high surrogate `D800`–`DBFF` not followed by a low one `DC00`–`DFFF`, or a low one alone),
 /// and its 1-based column (bytes); `None` when there is none.
 fn lone_surrogate(line: &str) -> Option<(String, usize)> {
-    let b = line.as_bytes();
+    lone_surrogate_at(line.as_bytes()).map(|(e, at)| (e, at + 1))
+}
+
+/// [`lone_surrogate`] of JSON bytes (one line or several): the escape as written (lower-case
+/// hex) and its byte offset (0-based).
+pub(crate) fn lone_surrogate_at(b: &[u8]) -> Option<(String, usize)> {
     let escape_at = |i: usize| -> Option<u16> {
         if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
             return None;
@@ -836,9 +896,9 @@ fn lone_surrogate(line: &str) -> Option<(String, usize)> {
         match escape_at(i) {
             Some(hi @ 0xD800..=0xDBFF) => match escape_at(i + 6) {
                 Some(0xDC00..=0xDFFF) => i += 12,
-                _ => return Some((format!("\\u{hi:04x}"), i + 1)),
+                _ => return Some((format!("\\u{hi:04x}"), i)),
             },
-            Some(lo @ 0xDC00..=0xDFFF) => return Some((format!("\\u{lo:04x}"), i + 1)),
+            Some(lo @ 0xDC00..=0xDFFF) => return Some((format!("\\u{lo:04x}"), i)),
             Some(_) => i += 6,
             // Another escape (`\\`, `\"`, …): its two bytes.
             None => i += 2,
@@ -2041,6 +2101,43 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("p.jsonl: the prompts"), "{e}");
+    }
+
+    /// Issue 39's leftovers, 2: the most output tokens a dataset's request asks for, read as
+    /// the load reads it: the largest line's `output_len`, a line without one at the default
+    /// (256), `--output-len` over every line's; only the prompts the run reads count.
+    #[test]
+    fn the_most_output_tokens_are_the_lines_own() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            &d,
+            "p.jsonl",
+            "{\"prompt\": \"a\", \"output_len\": 64}\n{\"prompt\": \"b\"}\n\
+             {\"prompt\": \"c\", \"output_len\": 9000}\n",
+        );
+        let most = |n: usize, output_len| {
+            let o = DatasetOptions {
+                num_prompts: Some(n),
+                output_len,
+                ..Default::default()
+            };
+            dataset_output_tokens_most(DatasetKind::Jsonl, &p, &o).unwrap()
+        };
+        assert_eq!(most(1, None), 64);
+        assert_eq!(most(2, None), 256);
+        assert_eq!(most(3, None), 9000);
+        assert_eq!(most(30, None), 9000);
+        assert_eq!(most(3, Some(5)), 5);
+        let s = write(
+            &d,
+            "s.json",
+            r#"[{"id": "x", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "0123456789"}]}]"#,
+        );
+        let o = DatasetOptions::default();
+        assert_eq!(
+            dataset_output_tokens_most(DatasetKind::ShareGpt, &s, &o).unwrap(),
+            10
+        );
     }
 
     /// Issue 39: the up-front count of a dataset is the loader's own

@@ -25,7 +25,9 @@ pub mod random;
 mod splitter;
 pub mod tokenizer;
 
-pub use dataset::{dataset_budget_need, load_dataset, DatasetKind, DatasetOptions};
+pub use dataset::{
+    dataset_budget_need, dataset_output_tokens_most, load_dataset, DatasetKind, DatasetOptions,
+};
 pub use error::WorkloadError;
 pub use prompt::{ChatMessage, Prompt};
 pub use random::{

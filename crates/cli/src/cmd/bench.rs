@@ -99,13 +99,18 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     let mut ingest_opts = super::db::options(&flags.set)?;
     let identity_file = flags.job_identity.clone();
     let mut opts = flags.into_options()?;
+    // The out-of-memory net names the flags of this run's workload (issue 39's leftovers, 1).
+    crate::oom::set_what_to_lower(crate::limits::bench_lower(&opts).net);
     opts.tls = tls;
     opts.save_result |= db.is_some();
     check_same_files(&opts, db.as_deref(), identity_file)?;
     // Every file the point writes within `ulimit -f`, before any request (trial of issue 39's
     // leftovers, finding 4: the database failed after the run).
-    crate::fsize::check(&planned_files(&opts, db.as_deref()), crate::fsize::limit())
-        .map_err(anyhow::Error::msg)?;
+    let files = planned_files(&opts, db.as_deref());
+    crate::fsize::check(&files, crate::fsize::limit()).map_err(anyhow::Error::msg)?;
+    // The /metrics scrapes within what the limit leaves the file and the database's rows of
+    // it (issue 39's leftovers, 2): their number is not known up front.
+    opts.server_metrics_max_bytes = scrapes_room(&files, crate::fsize::limit());
     // More streams than this process can hold open or in memory: refused before anything is
     // sent (issue 39 §2: EMFILE on 3 of 4 warmups, or SIGSEGV at 1,000,000 streams).
     // The flags' own ranges first (a number out of range is named as such); the prompts'
@@ -295,7 +300,8 @@ pub fn stored_status(
 /// The files a `bench` point writes, each with the bytes it holds at least and at most
 /// ([`crate::fsize`]): `--save-requests` (at least a record per profile request with
 /// `--random-output-len` chunks each for random prompts; at most a record per request,
-/// warmups included, with the longest drawn output length, or a dataset's `--output-len`;
+/// warmups included, with the longest drawn output length, or a dataset's `--output-len` or its
+/// own longest output length, [`crate::limits::output_tokens_most`];
 /// none counted under a closed-loop `--duration`, whose request count is not known), the
 /// result file (its per-request arrays with `--save-detailed`), and the `--db` file (its rows
 /// per request).
@@ -312,7 +318,13 @@ pub fn planned_files(opts: &BenchOptions, db: Option<&str>) -> Vec<crate::fsize:
     } else {
         0
     };
-    let osl_most = opts.estimated_output_tokens();
+    // A dataset's own lengths when no --output-len caps them (issue 39's leftovers, 2: a
+    // dataset run was estimated without output tokens and hit `ulimit -f` midway).
+    let osl_most = if opts.save_requests.is_some() || opts.save_detailed {
+        crate::limits::output_tokens_most(opts)
+    } else {
+        opts.estimated_output_tokens()
+    };
     let profile = match opts.duration {
         None => opts.resolved_num_prompts(),
         Some(_) => records.saturating_sub(opts.resolved_num_warmups()),
@@ -339,12 +351,46 @@ pub fn planned_files(opts: &BenchOptions, db: Option<&str>) -> Vec<crate::fsize:
             result_upper_bytes(opts.save_detailed, profile, osl_most),
         ));
     }
+    // The /metrics scrapes: their number grows with the point's duration, so they are bounded
+    // (`fsize::server_metrics_room`, thinned to fit) rather than estimated; the plan keeps room
+    // for SERVER_METRICS_PLANNED_BYTES of them, so the advised limit leaves them that much.
+    let scrapes = opts.server_metrics && opts.result_dir.is_some();
+    if scrapes {
+        v.push(Planned::between(
+            "the result's server_metrics.jsonl",
+            0,
+            SERVER_METRICS_PLANNED_BYTES,
+        ));
+    }
     if let Some(db) = db {
         if let (Some(least), Some(most)) = (db_bytes(db), db_upper_bytes(db, records)) {
-            v.push(Planned::between("--db", least, most));
+            let rows = if scrapes {
+                SERVER_METRICS_PLANNED_BYTES * crate::fsize::DB_BYTES_PER_SERVER_METRICS_BYTE
+            } else {
+                0
+            };
+            v.push(Planned::between("--db", least, most.saturating_add(rows)));
         }
     }
     v
+}
+
+/// The room the plan of a point keeps for its `server_metrics.jsonl` (and, with `--db`, for
+/// its rows), bytes: 256 KiB, a dozen scrapes of a vLLM server's `/metrics` (the sim's are
+/// 18 KiB each), so a run at the `ulimit -f` a refusal advises keeps at least that much of
+/// them (more when the limit leaves more: [`crate::fsize::server_metrics_room`]).
+pub const SERVER_METRICS_PLANNED_BYTES: u64 = 256 << 10;
+
+/// The most bytes the `server_metrics.jsonl` of a point with `files` planned may hold under
+/// the file-size limit `limit` ([`crate::fsize::server_metrics_room`], what the `--db` file's
+/// upper estimate without the scrapes' rows leaves them).
+fn scrapes_room(files: &[crate::fsize::Planned], limit: Option<u64>) -> Option<u64> {
+    let rows = SERVER_METRICS_PLANNED_BYTES * crate::fsize::DB_BYTES_PER_SERVER_METRICS_BYTE;
+    let db = files
+        .iter()
+        .find(|p| p.flag == "--db")
+        .map(|p| p.upper.saturating_sub(rows));
+    crate::fsize::server_metrics_room(limit, db)
 }
 
 /// No output of the point (records, result and side files, the `--db` file) names the same
@@ -497,8 +543,11 @@ fn run_search(
     opts.save_result = true;
     check_same_files(&opts, db.as_deref(), identity_file)?;
     // Every probe's files within `ulimit -f`, before the first probe (as the plain point's).
-    crate::fsize::check(&planned_files(&opts, db.as_deref()), crate::fsize::limit())
-        .map_err(anyhow::Error::msg)?;
+    let files = planned_files(&opts, db.as_deref());
+    crate::fsize::check(&files, crate::fsize::limit()).map_err(anyhow::Error::msg)?;
+    // The /metrics scrapes within what the limit leaves the file and the database's rows of
+    // it (issue 39's leftovers, 2): their number is not known up front.
+    opts.server_metrics_max_bytes = scrapes_room(&files, crate::fsize::limit());
     // Each probe is a fresh run: the same random prompts again would be served from the
     // server's prefix cache (and the probe marked invalid), so every probe's prompts carry
     // their own run marker.

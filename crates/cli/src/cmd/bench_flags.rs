@@ -662,6 +662,8 @@ impl BenchFlags {
                 "--server-metrics-interval",
                 self.server_metrics_interval,
             )?,
+            // Set from `ulimit -f` by `bench` (`fsize::server_metrics_room`).
+            server_metrics_max_bytes: None,
             max_concurrency: self.max_concurrency,
             request_rate: self.request_rate.0,
             burstiness: self.burstiness,

@@ -41,10 +41,16 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     // The samples file within `ulimit -f`, before any request (trial of issue 39's leftovers,
     // finding 4: "File too large" after every request of `--limit 50` under `ulimit -f 5`).
     crate::fsize::check(
-        &[crate::fsize::Planned::new(
-            format!("--result-dir's {}", gsm8k::SAMPLES_FILE),
-            samples_bytes(&eval_data(&opts)),
-        )],
+        &[{
+            let data = eval_data(&opts);
+            // Judged by its upper estimate, as every planned file (issue 39's leftovers, 2:
+            // the lower one was the advice, and a run at it could fail writing the samples).
+            crate::fsize::Planned::between(
+                format!("--result-dir's {}", gsm8k::SAMPLES_FILE),
+                samples_bytes(&data),
+                samples_upper_bytes(&data, opts.max_tokens),
+            )
+        }],
         crate::fsize::limit(),
     )
     .map_err(anyhow::Error::msg)?;
@@ -60,6 +66,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
         prompt_bytes: 0,
         output_bytes: 0,
         uncapped: false,
+        lower: crate::limits::LOWER_EVAL,
     };
     crate::limits::check(&streams, &limits)
         .map_err(anyhow::Error::msg)
@@ -73,7 +80,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     // The data file counts in the budget (trial of issue 39, finding 3: a 150 MB test.jsonl
     // sent requests, then ran out of memory midway, exit 1): refused before any request.
     check_data_memory(&opts, &limits)?;
-    crate::oom::set_what_to_lower("--concurrency/--limit (or the data's size)");
+    crate::oom::set_what_to_lower(crate::limits::LOWER_EVAL.net);
     let rt = super::runtime()?;
     // Without --model, the server's first (as `bench`; trial 24).
     rt.block_on(flags::served_model(&mut opts))?;
@@ -91,6 +98,43 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
 pub fn samples_bytes(data: &EvalData) -> u64 {
     let per_problem = (data.shot_bytes / 2).saturating_add(100);
     (data.problems.saturating_mul(per_problem)).saturating_add(data.problem_bytes / 4)
+}
+
+/// Bytes of one `samples_gsm8k.jsonl` line at most besides its prompt and its response: the
+/// keys, the target, the scores and an error message (cut at 512 characters), 2 KiB.
+pub const SAMPLE_UPPER_BYTES: u64 = 2 << 10;
+
+/// Bytes a prompt's template adds at most per worked example and for the question (`Question:
+/// `, `\nAnswer:`, the separator, JSON-escaped), 64.
+pub const SAMPLE_UPPER_TEMPLATE_BYTES: u64 = 64;
+
+/// Bytes per `--max-tokens` token of the response in a samples line at most: 16 bytes of a
+/// token's text (4–5 measured for English), each escaped to at most 2 in JSON (a newline, a
+/// quote), 32; the response is written three times at most (`response` and its two
+/// extractions, each at most the response).
+pub const SAMPLE_UPPER_BYTES_PER_TOKEN: u64 = 32;
+
+/// Bytes of `samples_gsm8k.jsonl` at most for `data` and answers of up to `max_tokens` tokens
+/// ([`crate::fsize`]'s upper estimate, the value a refusal advises): each problem's line holds
+/// [`SAMPLE_UPPER_BYTES`], its prompt (the worked examples' and its own line, whose text
+/// re-encodes to no more than the JSON it was read from, and [`SAMPLE_UPPER_TEMPLATE_BYTES`]
+/// for each of them) and three times its response (`max_tokens` ×
+/// [`SAMPLE_UPPER_BYTES_PER_TOKEN`]).
+pub fn samples_upper_bytes(data: &EvalData, max_tokens: u32) -> u64 {
+    let template = data
+        .shots
+        .saturating_add(1)
+        .saturating_mul(SAMPLE_UPPER_TEMPLATE_BYTES);
+    let response = u64::from(max_tokens)
+        .saturating_mul(SAMPLE_UPPER_BYTES_PER_TOKEN)
+        .saturating_mul(3);
+    let per_problem = SAMPLE_UPPER_BYTES
+        .saturating_add(data.shot_bytes)
+        .saturating_add(template)
+        .saturating_add(response);
+    data.problems
+        .saturating_mul(per_problem)
+        .saturating_add(data.problem_bytes)
 }
 
 /// The files `eval` writes into `--result-dir`: the samples, the results and `meta_env.json`.
@@ -148,6 +192,8 @@ pub struct EvalData {
     pub problem_bytes: u64,
     /// Bytes of the worked examples' lines (`--num-fewshot` lines of `train.jsonl`).
     pub shot_bytes: u64,
+    /// The worked examples (lines of `train.jsonl` up to `--num-fewshot`).
+    pub shots: u64,
 }
 
 /// Counts the first `limit` non-empty lines of `path` (all without one) and their bytes,
@@ -204,7 +250,7 @@ pub fn eval_data(opts: &inferbench_eval::gsm8k::EvalOptions) -> EvalData {
         &opts.data_dir.join("test.jsonl"),
         opts.limit.map(|l| l as u64),
     );
-    let (_, shot_bytes) = count_lines(
+    let (shots, shot_bytes) = count_lines(
         &opts.data_dir.join("train.jsonl"),
         Some(opts.num_fewshot as u64),
     );
@@ -212,6 +258,7 @@ pub fn eval_data(opts: &inferbench_eval::gsm8k::EvalOptions) -> EvalData {
         problems,
         problem_bytes,
         shot_bytes,
+        shots,
     }
 }
 

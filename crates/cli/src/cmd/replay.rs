@@ -65,6 +65,30 @@ fn traces_plan(
     Ok((need, tokenizer, room))
 }
 
+/// The memory the `--traces` files take once loaded, bytes, as the load counts them
+/// ([`inferbench_workload::agentx::traces_budget_need`]: the traces it keeps, with
+/// `--skip-invalid`, `--max-context-length` and `--num-dataset-entries`, every request's length
+/// up to [`super::replay_flags::SERVER_CONTEXT_CEILING`] since the server's context is not
+/// known yet), read once up front keeping none (issue 39's leftovers, 3: 5× the files' size was
+/// estimated, which is not what the load holds). Where they cannot be counted (a file the load
+/// refuses, which it then names; a `.json` file above
+/// [`inferbench_workload::agentx::load::TRACES_COUNTED_JSON_MAX`]), the files' size ×
+/// [`crate::limits::TRACE_BYTES_PER_FILE_BYTE`].
+fn counted_traces_bytes(flags: &ReplayFlags, files: &[PathBuf]) -> u64 {
+    let Some(path) = flags.traces.as_deref() else {
+        return crate::limits::traces_bytes(files);
+    };
+    let opts = inferbench_workload::agentx::LoadOptions {
+        skip_invalid: flags.skip_invalid,
+        max_context_length: flags.max_context_length,
+        num_dataset_entries: flags.num_dataset_entries,
+        token_cap: Some(super::replay_flags::SERVER_CONTEXT_CEILING),
+        memory_budget: None,
+    };
+    inferbench_workload::agentx::traces_budget_need(path, &opts)
+        .unwrap_or_else(|_| crate::limits::traces_bytes(files))
+}
+
 /// The memory the sessions of the `--synthetic` `shape` take once generated with `seed`, up to
 /// `entries` of them, bytes, as the replay's load counts them (`Trace::heap_bytes`): generated
 /// a session at a time, keeping none.
@@ -252,6 +276,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
         prompt_bytes: room,
         output_bytes: 0,
         uncapped: false,
+        lower: crate::limits::LOWER_REPLAY,
     };
     // What a lane takes is known once the traces are read (its largest request): the check
     // after the load is the one that refuses with the number that fits. Here only a run that
@@ -262,7 +287,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // A generated corpus is counted as its load counts it (issue 39's leftovers: counted 0 up
     // front, the `ulimit -v` advised for its lanes left it no room, a second refusal).
     let traces_bytes = match (files.as_deref(), &flags.synthetic) {
-        (Some(files), _) => crate::limits::traces_bytes(files),
+        (Some(files), _) => counted_traces_bytes(&flags, files),
         (None, Some(shape)) => synthetic_bytes(shape, flags.random_seed, flags.num_dataset_entries),
         (None, None) => 0,
     };
@@ -316,6 +341,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
                     prompt_bytes: tokenizer.saturating_add(traces_bytes.min(traces_room)),
                     output_bytes: 0,
                     uncapped: false,
+                    lower: crate::limits::LOWER_REPLAY,
                 }))
             }),
         )

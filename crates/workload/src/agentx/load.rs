@@ -174,7 +174,56 @@ struct Oddities {
 /// trace of an id wins); [`WorkloadError::Empty`] when no usable trace is left (none in the
 /// files, all skipped, all dropped by the context filter, or `num_dataset_entries = 0`).
 pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, WorkloadError> {
+    load_inner(path, opts, false).map(|(report, _)| report)
+}
+
+/// `.json` trace files up to this size (64 MiB) are counted by [`traces_budget_need`]; a larger
+/// one is read whole, so it is not read twice (the count is then refused, and the caller
+/// estimates it another way).
+pub const TRACES_COUNTED_JSON_MAX: u64 = 64 << 20;
+
+/// What loading `path` with `opts` keeps in memory, bytes: the [`Trace::heap_bytes`] of every
+/// trace the load would keep (the same filters and cut: `skip_invalid`,
+/// `max_context_length`, `num_dataset_entries`), read as the load reads them (a batch of JSONL
+/// lines at a time), keeping none; `opts.memory_budget` is not applied. The caller's up-front
+/// memory check counts this (issue 39's leftovers, 3: `replay` estimated 5× the files' size,
+/// far above what the load holds for long `hash_ids` lists, so the `ulimit -v` it advised was
+/// needlessly high), as [`crate::dataset_budget_need`] counts a dataset.
+///
+/// # Errors
+/// What the load would refuse the files for (naming `file:line`), or a `.json` file above
+/// [`TRACES_COUNTED_JSON_MAX`] (not counted: [`WorkloadError::Parse`] saying so).
+pub fn traces_budget_need(path: &Path, opts: &LoadOptions) -> Result<u64, WorkloadError> {
+    let counting = LoadOptions {
+        memory_budget: None,
+        ..opts.clone()
+    };
+    load_inner(path, &counting, true).map(|(_, need)| need)
+}
+
+/// [`load_traces`], or with `count_only` [`traces_budget_need`]: every trace the load would
+/// keep counted (the second value, bytes) and none kept.
+fn load_inner(
+    path: &Path,
+    opts: &LoadOptions,
+    count_only: bool,
+) -> Result<(LoadReport, u64), WorkloadError> {
     let (files, mut notes) = list_files(path)?;
+    if count_only {
+        if let Some(big) = files.iter().find(|f| {
+            has_ext(f, "json")
+                && std::fs::metadata(f).is_ok_and(|m| m.len() > TRACES_COUNTED_JSON_MAX)
+        }) {
+            return Err(WorkloadError::Parse {
+                path: big.clone(),
+                line: None,
+                reason: format!(
+                    "a .json trace file above {} MiB is not counted before its load",
+                    TRACES_COUNTED_JSON_MAX >> 20
+                ),
+            });
+        }
+    }
     let mut odd = Oddities::default();
     let mut traces: Vec<Trace> = Vec::new();
     let mut skipped = Vec::new();
@@ -213,8 +262,9 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
                             return Ok(Some(wanted(traces.len())));
                         }
                         used.set(used.get().saturating_add(t.heap_bytes()));
-                        // Counting only (the first trace did not fit): counted, not kept.
-                        if none_fit.is_some() {
+                        // Counting only (the first trace did not fit, or the caller asked for
+                        // the count): counted, not kept.
+                        if count_only || none_fit.is_some() {
                             dropped.set(dropped.get() + 1);
                             let more = wanted(traces.len());
                             return Ok((more > 0).then_some(more));
@@ -264,14 +314,25 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
                 Err(err)
             }
         };
-        done = !read_file(
-            file,
-            opts.cap(),
-            opts.memory_budget,
-            &used,
-            more,
-            &mut on_unit,
-        )?;
+        // Counting keeps nothing, but reads a line as the load does: a line (or a `.json`
+        // file) larger than one line's room is not read whole to be counted (the count is
+        // refused, naming it).
+        let read_budget = if count_only {
+            Some(crate::dataset::LINE_PARSE_ROOM_BYTES)
+        } else {
+            opts.memory_budget
+        };
+        done = !read_file(file, opts.cap(), read_budget, &used, more, &mut on_unit)?;
+    }
+    if count_only {
+        let report = LoadReport {
+            traces: Vec::new(),
+            skipped,
+            dropped_by_context,
+            files: files.len(),
+            notes,
+        };
+        return Ok((report, used.get()));
     }
     // Not even the first trace fitted: what the whole load needs.
     if let Some((file, line)) = none_fit {
@@ -324,13 +385,16 @@ pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, Worklo
             odd.t_backwards
         ));
     }
-    Ok(LoadReport {
-        traces,
-        skipped,
-        dropped_by_context,
-        files: files.len(),
-        notes,
-    })
+    Ok((
+        LoadReport {
+            traces,
+            skipped,
+            dropped_by_context,
+            files: files.len(),
+            notes,
+        },
+        used.get(),
+    ))
 }
 
 /// The files to read at `path`, and a note naming the directory entries not read.
@@ -845,8 +909,89 @@ fn parse_trace(
     HASH_IDS_CAP.with(|c| c.set((cap as usize).div_ceil(64)));
     match serde_json::from_slice::<RawTrace>(bytes) {
         Ok(raw) => convert(raw, origin, cap).map_err(|r| (1, r)),
-        Err(e) => Err((e.line().max(1), diagnose(bytes, &e, cap))),
+        Err(e) => Err(lone_surrogate(bytes, &e)
+            .unwrap_or_else(|| (e.line().max(1), diagnose(bytes, &e, cap)))),
     }
+}
+
+/// Marker put in place of a lone surrogate escape to find the field holding it
+/// ([`lone_surrogate`]).
+const LONE_MARK: &str = "\\u0000inferbench-lone-surrogate\\u0000";
+
+/// A trace the parser rejected for a lone UTF-16 surrogate escape (`"\ud800"`, issue 39's
+/// leftovers, 5: serde's "unexpected end of hex escape" named neither the escape nor its
+/// field): `(line within the bytes, "FIELD: a lone UTF-16 surrogate `\ud800` at column N
+/// (…)")`, the field as the other reasons name it (`requests[3].model`); without the field
+/// where the line is too large to re-read as values ([`DIAGNOSE_VALUE_MAX_BYTES`]). `None`
+/// for any other error.
+fn lone_surrogate(bytes: &[u8], e: &serde_json::Error) -> Option<(usize, String)> {
+    if !e.is_syntax() {
+        return None;
+    }
+    let (escape, at) = crate::dataset::lone_surrogate_at(bytes)?;
+    let line_start = bytes[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = 1 + bytes[..at].iter().filter(|&&b| b == b'\n').count();
+    let column = at - line_start + 1;
+    let field = lone_surrogate_field(bytes, at)
+        .map(|f| format!("{f}: "))
+        .unwrap_or_default();
+    Some((
+        line,
+        format!(
+            "{field}a lone UTF-16 surrogate `{escape}` at column {column} ({})",
+            crate::dataset::LONE_SURROGATE_WHY
+        ),
+    ))
+}
+
+/// The path of the field whose text holds the lone surrogate escape at byte `at` of `bytes`
+/// (`id`, `requests[3].model`; a field's name when the escape is in the name): the escape is
+/// replaced by [`LONE_MARK`] (and every later lone one by U+FFFD) and the line re-read as
+/// values. `None` when the line is too large to re-read or still is not JSON.
+fn lone_surrogate_field(bytes: &[u8], at: usize) -> Option<String> {
+    if crate::dataset::json_parse_estimate(bytes, 64, 64, None) > DIAGNOSE_VALUE_MAX_BYTES {
+        return None;
+    }
+    let mut fixed = Vec::with_capacity(bytes.len() + LONE_MARK.len());
+    fixed.extend_from_slice(&bytes[..at]);
+    fixed.extend_from_slice(LONE_MARK.as_bytes());
+    let mut rest = &bytes[at + 6..];
+    while let Some((_, i)) = crate::dataset::lone_surrogate_at(rest) {
+        fixed.extend_from_slice(&rest[..i]);
+        fixed.extend_from_slice(b"\\ufffd");
+        rest = &rest[i + 6..];
+    }
+    fixed.extend_from_slice(rest);
+    let v = serde_json::from_slice::<Value>(&fixed).ok()?;
+    let mark = "\0inferbench-lone-surrogate\0";
+    fn find(v: &Value, path: &str, mark: &str) -> Option<String> {
+        let join = |k: &str| {
+            if path.is_empty() {
+                k.to_string()
+            } else {
+                format!("{path}.{k}")
+            }
+        };
+        match v {
+            Value::String(s) => s.contains(mark).then(|| path.to_string()),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| find(x, &format!("{path}[{i}]"), mark)),
+            Value::Object(o) => o.iter().find_map(|(k, x)| {
+                if k.contains(mark) {
+                    Some(format!("{} (a field name)", join(&k.replace(mark, "?"))))
+                } else {
+                    find(x, &join(k), mark)
+                }
+            }),
+            _ => None,
+        }
+    }
+    find(&v, "", mark).filter(|p| !p.is_empty())
 }
 
 /// A readable reason for a trace the fast parser rejected: JSON syntax as serde_json says it,
@@ -1589,6 +1734,62 @@ pub(crate) mod tests {
         assert_eq!(err_of("[1, 2]"), "traces.jsonl:1: expected a trace object (id, models, block_size, hash_id_scope, requests, tool_tokens, system_tokens, totals)");
     }
 
+    /// Issue 39's leftovers, 5: a lone UTF-16 surrogate escape in a trace line was serde's
+    /// "unexpected end of hex escape"; it is named with FILE:LINE, the field holding it and its
+    /// column, as the dataset loader names it. A whole pair loads.
+    #[test]
+    fn a_lone_surrogate_is_named_with_its_line_and_field() {
+        let good = trace_with(json!([req(0.0, 64, &[0])]));
+        let why = crate::dataset::LONE_SURROGATE_WHY;
+        let with_model =
+            |m: &str| good.replacen(r#""t":0.0"#, &format!(r#""model":"{m}","t":0.0"#), 1);
+        let line = with_model(r"a\ud800b");
+        assert!(line.contains(r#""model":"a\ud800b""#), "{line}");
+        let col = line.find(r"\ud800").unwrap() + 1;
+        assert_eq!(
+            err_of(&format!("{good}\n{line}\n")),
+            format!(
+                "traces.jsonl:2: requests[0].model: a lone UTF-16 surrogate `\\ud800` at column \
+                 {col} ({why})"
+            )
+        );
+        // A low half alone, in the trace's id, with a second lone one after it.
+        let line = good.replacen(r#""id":"x""#, r#""id":"\udc00 \ud83d""#, 1);
+        assert_eq!(
+            err_of(&line),
+            format!("traces.jsonl:1: id: a lone UTF-16 surrogate `\\udc00` at column 8 ({why})")
+        );
+        // A high half followed by an escape that is not its low half.
+        let line = with_model(r"\ud83d\u0041");
+        let col = line.find(r"\ud83d").unwrap() + 1;
+        assert_eq!(
+            err_of(&line),
+            format!(
+                "traces.jsonl:1: requests[0].model: a lone UTF-16 surrogate `\\ud83d` at column \
+                 {col} ({why})"
+            )
+        );
+        // A whole pair is a character.
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(&dir, "ok.jsonl", &with_model(r"\ud83d\ude00"));
+        assert_eq!(load(&p).unwrap().traces.len(), 1);
+        // In a JSON array file, the line within the file.
+        let p = write(
+            &dir,
+            "arr.json",
+            &format!("[\n{good},\n{}\n]\n", with_model(r"\udfff")),
+        );
+        let e = load(&p).unwrap_err().to_string();
+        assert!(
+            e.ends_with(&format!(
+                "arr.json:3: requests[0].model: a lone UTF-16 surrogate `\\udfff` at column {} \
+                 ({why})",
+                with_model(r"\udfff").find(r"\udfff").unwrap() + 1
+            )),
+            "{e}"
+        );
+    }
+
     /// Issue 39 §3: `"in": 4000000000` passed the load and aborted the replay mid-run
     /// allocating 20 GB. Every numeric field is bounded at load, naming file:line and field.
     #[test]
@@ -2299,6 +2500,65 @@ pub(crate) mod tests {
         let p = write(&dir, "ids.jsonl", &ids);
         let e = load_traces(&p, &within).unwrap_err().to_string();
         assert!(e.contains("hash_ids: more than 16384 block ids"), "{e}");
+    }
+
+    /// Issue 39's leftovers, 3: the up-front count of trace files is what the load keeps
+    /// ([`traces_budget_need`]: the kept traces' `heap_bytes`, with the load's filters and
+    /// cut), and the load passes at exactly that budget, not one byte below; a JSON array file
+    /// counts the same.
+    #[test]
+    fn the_up_front_count_of_traces_is_what_the_load_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let traces: Vec<String> = (0..6)
+            .map(|i| {
+                json!({"id": format!("t{i}"), "requests": [{"t": 0, "in": 64 * (i + 1), "out": 10,
+                    "hash_ids": (0..(i + 1) as u32).collect::<Vec<u32>>()}]})
+                .to_string()
+            })
+            .collect();
+        let p = write(&dir, "t.jsonl", &(traces.join("\n") + "\n"));
+        let all = load_traces(&p, &LoadOptions::default()).unwrap();
+        let held: u64 = all.traces.iter().map(|t| t.heap_bytes()).sum();
+        let need = traces_budget_need(&p, &LoadOptions::default()).unwrap();
+        assert_eq!(need, held);
+        // Not the old estimate of 5× the file's size: short traces are held in fixed-size
+        // structures, about 11× here.
+        let size = std::fs::metadata(&p).unwrap().len();
+        assert!(need > 5 * size, "{need} vs {size}");
+        let within = |most: Option<u64>, n: Option<usize>| LoadOptions {
+            memory_budget: most,
+            num_dataset_entries: n,
+            max_context_length: Some(64 * 5 + 10),
+            ..Default::default()
+        };
+        // The context filter drops the last trace; 3 entries are the first three kept.
+        let need = traces_budget_need(&p, &within(None, Some(3))).unwrap();
+        assert_eq!(
+            need,
+            all.traces[..3].iter().map(|t| t.heap_bytes()).sum::<u64>()
+        );
+        assert_eq!(
+            load_traces(&p, &within(Some(need), Some(3)))
+                .unwrap()
+                .traces
+                .len(),
+            3
+        );
+        assert!(load_traces(&p, &within(Some(need - 1), Some(3))).is_err());
+        let a = write(&dir, "a.json", &format!("[\n{}\n]\n", traces.join(",\n")));
+        let held_a: u64 = load_traces(&a, &LoadOptions::default())
+            .unwrap()
+            .traces
+            .iter()
+            .map(|t| t.heap_bytes())
+            .sum();
+        assert_eq!(
+            traces_budget_need(&a, &LoadOptions::default()).unwrap(),
+            held_a
+        );
+        // A bad trace is the load's error.
+        let bad = write(&dir, "bad.jsonl", "{\"id\": 1}\n");
+        assert!(traces_budget_need(&bad, &LoadOptions::default()).is_err());
     }
 
     #[test]
