@@ -515,11 +515,23 @@ impl AgenticEarlyStop {
 
     /// Whether the p90 E2E-normalized interactivity of `samples` (any order), taken after
     /// `profiled_ns` of profiling, is known to within the tolerance against the full
-    /// [`AgenticEarlyStop::duration_ns`]. False with fewer than
-    /// [`AgenticEarlyStop::min_requests`] samples or a batch without a finite positive p90.
+    /// [`AgenticEarlyStop::duration_ns`]: [`AgenticEarlyStop::assess`]'s half-width times its
+    /// factor at most the tolerance. False with fewer than [`AgenticEarlyStop::min_requests`]
+    /// samples or a batch without a finite positive p90.
     pub fn known(&self, samples: &[AgenticSample], profiled_ns: u64) -> bool {
+        self.assess(samples, profiled_ns)
+            .is_some_and(|a| a.half_width * a.factor <= self.tolerance)
+    }
+
+    /// What [`AgenticEarlyStop::known`] reads of `samples` (any order) after `profiled_ns` of
+    /// profiling (ns on the run clock): each batch's p90 E2E-normalized interactivity, the
+    /// batch means' relative 95 % half-width and the finite-population factor against
+    /// [`AgenticEarlyStop::duration_ns`]. `None` with fewer than
+    /// [`AgenticEarlyStop::min_requests`] (at least [`AGENTIC_MIN_COMPLETIONS`]) samples, a
+    /// batch without a finite positive p90, or batch means whose mean is not positive.
+    pub fn assess(&self, samples: &[AgenticSample], profiled_ns: u64) -> Option<AgenticAssessment> {
         if (samples.len() as u64) < self.min_requests.max(AGENTIC_MIN_COMPLETIONS) {
-            return false;
+            return None;
         }
         let mut done = samples.to_vec();
         done.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
@@ -528,16 +540,32 @@ impl AgenticEarlyStop {
         let mut p90s = Vec::with_capacity(BATCHES);
         for b in done[skip..].chunks(size) {
             let per_token: Vec<f64> = b.iter().map(|s| s.1).collect();
-            let Some(x) = inferbench_core::metrics::percentile(&per_token, 90.0)
-                .and_then(inferbench_core::metrics::interactivity_from_tpot_ms)
-            else {
-                return false;
-            };
-            p90s.push(x);
+            p90s.push(
+                inferbench_core::metrics::percentile(&per_token, 90.0)
+                    .and_then(inferbench_core::metrics::interactivity_from_tpot_ms)?,
+            );
         }
-        let factor = finite_population_factor(profiled_ns as f64, self.duration_ns as f64);
-        relative_half_width(&p90s).is_some_and(|h| h * factor <= self.tolerance)
+        let half_width = relative_half_width(&p90s)?;
+        Some(AgenticAssessment {
+            factor: finite_population_factor(profiled_ns as f64, self.duration_ns as f64),
+            batch_p90s: p90s,
+            half_width,
+        })
     }
+}
+
+/// One check of the AgentX rule ([`AgenticEarlyStop::assess`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgenticAssessment {
+    /// Each batch's p90 E2E-normalized interactivity, tokens/s/user, oldest batch first
+    /// ([`BATCHES`] of them).
+    pub batch_p90s: Vec<f64>,
+    /// The batch means' 95 % half-width relative to their mean ([`relative_half_width`]),
+    /// before the factor.
+    pub half_width: f64,
+    /// The finite-population factor √(1 − profiled / duration) ([`finite_population_factor`];
+    /// 1 without a duration).
+    pub factor: f64,
 }
 
 /// The [`AgenticSample`] of a successful profile request with output tokens and an E2E
@@ -881,6 +909,44 @@ mod tests {
         assert!(!timed.known(&noisy, 120 * s));
         assert!(timed.known(&noisy, 1200 * s));
         assert!(timed.known(&noisy, 2400 * s));
+    }
+
+    /// What the AgentX check reads (`assess`, issue 43's replay over real records,
+    /// `examples/agentic_early_stop_records.rs`): 100 samples out of completion order, ten
+    /// batches of 10 by end time whose per-token latencies are all 10 ms or all 9.375 ms in
+    /// turn (p90 interactivity 100 / 106.67 tok/s/user): the batch p90s in order, the
+    /// half-width t(9) · s / √10 / mean (mean 103.33, s = 3.33 · √(10/9)) = 2.432 %, and after
+    /// 900 s of 1,800 the factor √0.5 (1.720 %: known at 2 %, not without the duration). One sample
+    /// fewer, or a batch of zero latencies (no finite p90 interactivity): nothing to assess.
+    #[test]
+    fn agentic_assessment_by_hand() {
+        let s = 1_000_000_000u64;
+        let mut samples: Vec<AgenticSample> = (0..100u64)
+            .map(|i| (i * s, if (i / 10) % 2 == 0 { 10.0 } else { 9.375 }))
+            .collect();
+        samples.reverse();
+        let rule = AgenticEarlyStop::for_lanes(0.02, 1).unwrap();
+        let timed = rule.with_duration(1800 * s);
+        let a = timed.assess(&samples, 900 * s).unwrap();
+        let want_p90s: Vec<f64> = (0..10)
+            .map(|b| if b % 2 == 0 { 100.0 } else { 1000.0 / 9.375 })
+            .collect();
+        assert_eq!(a.batch_p90s, want_p90s);
+        let (hi, mean) = (1000.0 / 9.375, (100.0 + 1000.0 / 9.375) / 2.0);
+        let want = T95 * (hi - mean) * (10.0f64 / 9.0).sqrt() / 10f64.sqrt() / mean;
+        assert!((a.half_width - want).abs() < 1e-12, "{}", a.half_width);
+        assert!((a.half_width - 0.024323).abs() < 1e-6, "{}", a.half_width);
+        assert!((a.factor - 0.5f64.sqrt()).abs() < 1e-12);
+        assert!(timed.known(&samples, 900 * s));
+        assert_eq!(rule.assess(&samples, 900 * s).map(|a| a.factor), Some(1.0));
+        assert!(!rule.known(&samples, 900 * s));
+        assert_eq!(timed.assess(&samples[..99], 900 * s), None);
+        let mut zero = samples.clone();
+        for x in zero.iter_mut().filter(|x| x.0 < 10 * s) {
+            x.1 = 0.0;
+        }
+        assert_eq!(timed.assess(&zero, 900 * s), None);
+        assert!(!timed.known(&zero, 900 * s));
     }
 
     /// Seeded noise (±10 % E2EL and TTFT, an xorshift of seed 7), conc 8 against 400 planned

@@ -1,0 +1,345 @@
+//! Issue 43: the AgentX early stop (`AgenticEarlyStop`) replayed over finished full-duration
+//! AgentX points (a sweep's point directories: `job.json`, `summary.json`,
+//! `requests.jsonl[.zst]`). For each point:
+//!
+//! - the records in the records file's order (the order the replay's loop handed them on,
+//!   which is the order its tracker saw them), taken as `LoopState::early_stop_check` takes
+//!   them: profile records not cut by the run; the first profile send among those seen; each
+//!   sample ([`agentic_sample`]) checked when [`AgenticEarlyStop::due`] at its end; the first
+//!   check at which the rule without the finite-population factor (duration unknown) and with
+//!   it (the replay's duration) would stop: profiled seconds and samples;
+//! - at each stop, the point the replay would have recorded: the warmup records, the profile
+//!   records that ended by the stop, and those in flight then that end within the grace (30 s,
+//!   kept as recorded: the one approximation, since without new sends they would have run on a
+//!   slightly lighter engine); those sent after it and those past the grace are left out, as
+//!   the replay leaves out requests cut at its duration. It is summarized by the replay's own
+//!   `replay_summary`: its p90 E2E-normalized interactivity and total token throughput against
+//!   the point's `summary.json` (the full records summarized the same way are printed beside,
+//!   to show the summary is reproduced);
+//! - the half-width at every due check (`--trace`), and for a point that never stops the
+//!   smallest half-width × factor reached and where;
+//! - the estimator's bias at the stop: the rule's centre (the mean of the batches' p90s) and
+//!   the pooled p90 of the same samples against the full point's, the pooled p90 of the
+//!   requests sent before the stop but ending after it (the sessions in flight), and the full
+//!   point's p90 by halves (a trend).
+//!
+//! Run: `cargo run -p inferbench-loadgen --example agentic_early_stop_records --
+//! [--trace] [--duration S] [--tolerance T] POINT_OR_SWEEP_DIR...` (duration 1800 s, tolerance
+//! 0.02).
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use inferbench_core::record::{ErrorClass, Phase, RequestRecord};
+use inferbench_loadgen::agentic::{replay_summary, ReplayOutcome, ReplayStop, SchedStats};
+use inferbench_loadgen::early_stop::{agentic_sample, AgenticEarlyStop, AgenticSample};
+
+/// The replay's grace for requests in flight at the end (`ReplayOptions::grace`'s default).
+const GRACE_NS: u64 = 30_000_000_000;
+
+fn main() -> anyhow::Result<()> {
+    let (mut trace, mut duration_s, mut tol, mut dirs) = (false, 1800.0f64, 0.02f64, Vec::new());
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--trace" => trace = true,
+            "--duration" => duration_s = args.next().unwrap_or_default().parse()?,
+            "--tolerance" => tol = args.next().unwrap_or_default().parse()?,
+            _ => dirs.push(PathBuf::from(a)),
+        }
+    }
+    anyhow::ensure!(
+        !dirs.is_empty(),
+        "usage: [--trace] [--duration S] [--tolerance T] DIR..."
+    );
+    let mut points = Vec::new();
+    for d in &dirs {
+        if d.join("job.json").is_file() {
+            points.push(d.clone());
+            continue;
+        }
+        for e in std::fs::read_dir(d)? {
+            let p = e?.path();
+            if p.join("job.json").is_file() && p.join("summary.json").is_file() {
+                points.push(p);
+            }
+        }
+    }
+    points.sort();
+    let duration_ns = (duration_s * 1e9) as u64;
+    println!(
+        "tolerance {tol}, duration {duration_s} s, grace {} s",
+        GRACE_NS / 1_000_000_000
+    );
+    for p in &points {
+        point(p, tol, duration_ns, trace)?;
+    }
+    Ok(())
+}
+
+/// A check of the rule: samples so far, profiled s, half-width, factor, batch p90s' mean.
+struct Check {
+    n: u64,
+    profiled_ns: u64,
+    /// The stopping record's end (the moment the profile would end), ns on the run clock.
+    at_ns: u64,
+    half_width: f64,
+    factor: f64,
+    centre: f64,
+}
+
+fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()> {
+    let job: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("job.json"))?)?;
+    let conc = u32::try_from(job["conc"].as_u64().unwrap_or(1)).unwrap_or(u32::MAX);
+    let model = job["job"]["row"]["model"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.join("summary.json"))?)?;
+    let full_p90 = summary["inferbench"]["e2e_normalized_interactivity"]["p90"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let full_tput = summary["total_token_throughput"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let full_dur = summary["duration"].as_f64().unwrap_or(f64::NAN);
+    let records = read_records(p)?;
+    let rule = AgenticEarlyStop::for_lanes(tol, conc)
+        .ok_or_else(|| anyhow::anyhow!("tolerance {tol}"))?
+        .with_duration(duration_ns);
+    // The tracker, as `LoopState::early_stop_check`.
+    let (mut first_send, mut samples, mut checks) =
+        (None::<u64>, Vec::<AgenticSample>::new(), Vec::new());
+    for r in &records {
+        if r.phase != Phase::Profile || r.error_class == Some(ErrorClass::Cancelled) {
+            continue;
+        }
+        first_send = Some(first_send.map_or(r.sent_ns, |t| t.min(r.sent_ns)));
+        let Some(s) = agentic_sample(r) else {
+            continue;
+        };
+        samples.push(s);
+        let now = r.end_ns.max(r.sent_ns);
+        let profiled = now.saturating_sub(first_send.unwrap_or(now));
+        let n = samples.len() as u64;
+        if !rule.due(profiled, n) {
+            continue;
+        }
+        if let Some(a) = rule.assess(&samples, profiled) {
+            checks.push(Check {
+                n,
+                profiled_ns: profiled,
+                at_ns: now,
+                half_width: a.half_width,
+                factor: a.factor,
+                centre: a.batch_p90s.iter().sum::<f64>() / a.batch_p90s.len() as f64,
+            });
+        }
+    }
+    let t0 = first_send.unwrap_or(0);
+    let anchor = summary["benchmark_start_time_unix"].as_f64().unwrap_or(0.0) * 1e9;
+    let outcome = |recs: Vec<RequestRecord>| ReplayOutcome {
+        records: recs,
+        profile_window_ns: None,
+        anchor_unix_ns: (anchor - t0 as f64).max(0.0) as u64,
+        stats: SchedStats::default(),
+        stop: ReplayStop::Completed,
+        notes: Vec::new(),
+        stop_note: None,
+        server_snapshots: Vec::new(),
+        itl_ms: None,
+        template_overhead: None,
+        records_write_error: None,
+        early_stop: None,
+    };
+    let p90_of = |s: &inferbench_core::summary::RunSummary| {
+        s.inferbench
+            .e2e_normalized_interactivity
+            .get("p90")
+            .copied()
+            .flatten()
+            .unwrap_or(f64::NAN)
+    };
+    let again = replay_summary(&outcome(records.clone()), &model, conc, true);
+    let profile_n = records.iter().filter(|r| r.phase == Phase::Profile).count();
+    println!(
+        "\n## conc {conc}: {} ({profile_n} profile records, {} checks due)",
+        p.file_name().and_then(|s| s.to_str()).unwrap_or(""),
+        checks.len()
+    );
+    println!(
+        "full: p90 E2E-norm interactivity {full_p90:.2} (re-summarized {:.2}), total throughput \
+         {full_tput:.1} tok/s (re-summarized {:.1}), duration {full_dur:.1} s; min_requests {}, \
+         check_every {}",
+        p90_of(&again),
+        again.total_token_throughput,
+        rule.min_requests,
+        rule.check_every
+    );
+    // Trend: the full point's p90 over its profile requests by send time, first vs second half.
+    let profile: Vec<&RequestRecord> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.error_class != Some(ErrorClass::Cancelled))
+        .collect();
+    let mid = t0 + (profile.iter().map(|r| r.end_ns).max().unwrap_or(t0) - t0) / 2;
+    let half = |first: bool| {
+        let v: Vec<f64> = profile
+            .iter()
+            .filter(|r| (r.end_ns <= mid) == first)
+            .filter_map(|r| agentic_sample(r).map(|s| s.1))
+            .collect();
+        p90_interactivity(&v)
+    };
+    println!(
+        "trend: p90 of the requests ending in the first half {:.2}, in the second {:.2} ({:+.2} %)",
+        half(true),
+        half(false),
+        (half(false) / half(true) - 1.0) * 100.0
+    );
+    if trace {
+        for c in &checks {
+            println!(
+                "  check n {} at {:.1} s: half-width {:.3} %, × factor {:.3} = {:.3} %, centre {:.2}",
+                c.n,
+                c.profiled_ns as f64 / 1e9,
+                c.half_width * 100.0,
+                c.factor,
+                c.half_width * c.factor * 100.0,
+                c.centre
+            );
+        }
+    }
+    let old = checks.iter().find(|c| c.half_width <= tol);
+    let new = checks.iter().find(|c| c.half_width * c.factor <= tol);
+    for (name, stop, scaled) in [
+        ("without the factor", old, false),
+        ("with the factor", new, true),
+    ] {
+        let Some(c) = stop else {
+            let best = checks.iter().min_by(|a, b| {
+                let (x, y) = if scaled {
+                    (a.half_width * a.factor, b.half_width * b.factor)
+                } else {
+                    (a.half_width, b.half_width)
+                };
+                x.total_cmp(&y)
+            });
+            match best {
+                Some(b) => println!(
+                    "{name}: never stops; smallest half-width{} {:.3} % at n {} ({:.1} s; raw \
+                     {:.3} %, factor {:.3}); first check n {} at {:.1} s: {:.3} %; last n {} at \
+                     {:.1} s: {:.3} %",
+                    if scaled { " × factor" } else { "" },
+                    if scaled {
+                        b.half_width * b.factor
+                    } else {
+                        b.half_width
+                    } * 100.0,
+                    b.n,
+                    b.profiled_ns as f64 / 1e9,
+                    b.half_width * 100.0,
+                    b.factor,
+                    checks[0].n,
+                    checks[0].profiled_ns as f64 / 1e9,
+                    checks[0].half_width * 100.0,
+                    checks[checks.len() - 1].n,
+                    checks[checks.len() - 1].profiled_ns as f64 / 1e9,
+                    checks[checks.len() - 1].half_width * 100.0
+                ),
+                None => println!("{name}: never stops; no check was due"),
+            }
+            continue;
+        };
+        // The point the replay would have recorded had it stopped at `c.at_ns`.
+        let kept: Vec<RequestRecord> = records
+            .iter()
+            .filter(|r| {
+                r.phase != Phase::Profile
+                    || (r.error_class != Some(ErrorClass::Cancelled)
+                        && r.sent_ns <= c.at_ns
+                        && r.end_ns <= c.at_ns + GRACE_NS)
+            })
+            .cloned()
+            .collect();
+        let in_flight: Vec<&RequestRecord> = profile
+            .iter()
+            .copied()
+            .filter(|r| r.sent_ns <= c.at_ns && r.end_ns > c.at_ns)
+            .collect();
+        let cut = in_flight
+            .iter()
+            .filter(|r| r.end_ns > c.at_ns + GRACE_NS)
+            .count();
+        let in_flight_p90 = p90_interactivity(
+            &in_flight
+                .iter()
+                .filter_map(|r| agentic_sample(r).map(|s| s.1))
+                .collect::<Vec<_>>(),
+        );
+        let s = replay_summary(&outcome(kept), &model, conc, true);
+        let (pp, pt) = (p90_of(&s), s.total_token_throughput);
+        let pooled = p90_interactivity(
+            &samples[..c.n as usize]
+                .iter()
+                .map(|s| s.1)
+                .collect::<Vec<_>>(),
+        );
+        println!(
+            "{name}: stops at n {} after {:.1} s profiled (half-width {:.3} % × factor {:.3} = \
+             {:.3} %); the stopped point: {} profile requests, {:.1} s, p90 {pp:.2} ({:+.2} % of \
+             full), throughput {pt:.1} ({:+.2} %); in flight at the stop {} (p90 {:.2}), {cut} \
+             past the grace; rule's centre {:.2} ({:+.2} %), pooled p90 of the checked samples \
+             {pooled:.2} ({:+.2} %)",
+            c.n,
+            c.profiled_ns as f64 / 1e9,
+            c.half_width * 100.0,
+            c.factor,
+            c.half_width * c.factor * 100.0,
+            s.completed,
+            s.duration,
+            (pp / full_p90 - 1.0) * 100.0,
+            (pt / full_tput - 1.0) * 100.0,
+            in_flight.len(),
+            in_flight_p90,
+            c.centre,
+            (c.centre / full_p90 - 1.0) * 100.0,
+            (pooled / full_p90 - 1.0) * 100.0
+        );
+    }
+    Ok(())
+}
+
+/// 1000 / the 90th percentile of ms-per-token values (the summary's p90 E2E-normalized
+/// interactivity); NaN without data.
+fn p90_interactivity(per_token_ms: &[f64]) -> f64 {
+    inferbench_core::metrics::percentile(per_token_ms, 90.0)
+        .and_then(inferbench_core::metrics::interactivity_from_tpot_ms)
+        .unwrap_or(f64::NAN)
+}
+
+/// A point's request records in the file's order (`requests.jsonl.zst` or `requests.jsonl`); a
+/// line that is not a record is skipped with a count on stderr.
+fn read_records(p: &Path) -> anyhow::Result<Vec<RequestRecord>> {
+    let zst = p.join("requests.jsonl.zst");
+    let reader: Box<dyn BufRead> = if zst.is_file() {
+        Box::new(std::io::BufReader::new(zstd::Decoder::new(
+            std::fs::File::open(zst)?,
+        )?))
+    } else {
+        Box::new(std::io::BufReader::new(std::fs::File::open(
+            p.join("requests.jsonl"),
+        )?))
+    };
+    let (mut out, mut bad) = (Vec::new(), 0usize);
+    for line in reader.lines() {
+        match serde_json::from_str::<RequestRecord>(&line?) {
+            Ok(r) => out.push(r),
+            Err(_) => bad += 1,
+        }
+    }
+    if bad > 0 {
+        eprintln!("{}: {bad} lines were not records", p.display());
+    }
+    Ok(out)
+}
