@@ -19,9 +19,12 @@
 //! - the half-width at every due check (`--trace`), and for a point that never stops the
 //!   smallest half-width × factor reached and where;
 //! - the estimator's bias at the stop: the rule's centre (the mean of the batches' p90s) and
-//!   the pooled p90 of the same samples against the full point's, the pooled p90 of the
-//!   requests sent before the stop but ending after it (the sessions in flight), and the full
-//!   point's p90 by halves (a trend).
+//!   the pooled p90 of the same samples against the full point's; the requests in flight at
+//!   the stop (their p90, how many the grace would cut); the sessions in flight (a request
+//!   ended by then and one sent after) and the stopped point's p90 without them; the full
+//!   point's p90 and tokens by halves (a trend);
+//! - a what-if that is not the rule: a throughput term (the total throughput's half-width over
+//!   10 equal time slices of the profiled window, times the same factor) beside the p90's.
 //!
 //! Run: `cargo run -p inferbench-loadgen --example agentic_early_stop_records --
 //! [--trace] [--duration S] [--tolerance T] POINT_OR_SWEEP_DIR...` (duration 1800 s, tolerance
@@ -32,7 +35,9 @@ use std::path::{Path, PathBuf};
 
 use inferbench_core::record::{ErrorClass, Phase, RequestRecord};
 use inferbench_loadgen::agentic::{replay_summary, ReplayOutcome, ReplayStop, SchedStats};
-use inferbench_loadgen::early_stop::{agentic_sample, AgenticEarlyStop, AgenticSample};
+use inferbench_loadgen::early_stop::{
+    agentic_sample, relative_half_width, AgenticEarlyStop, AgenticSample, BATCHES,
+};
 
 /// The replay's grace for requests in flight at the end (`ReplayOptions::grace`'s default).
 const GRACE_NS: u64 = 30_000_000_000;
@@ -77,6 +82,9 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a rule compares with the tolerance at a check.
+type Metric = dyn Fn(&Check) -> f64;
+
 /// A check of the rule: samples so far, profiled s, half-width, factor, batch p90s' mean.
 struct Check {
     n: u64,
@@ -86,6 +94,9 @@ struct Check {
     half_width: f64,
     factor: f64,
     centre: f64,
+    /// What-if (not in the rule): the total throughput's relative half-width over [`BATCHES`]
+    /// equal time slices of the profiled window ([`throughput_half_width`]).
+    tput_half_width: f64,
 }
 
 fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()> {
@@ -134,10 +145,26 @@ fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()
                 half_width: a.half_width,
                 factor: a.factor,
                 centre: a.batch_p90s.iter().sum::<f64>() / a.batch_p90s.len() as f64,
+                tput_half_width: f64::NAN,
             });
         }
     }
     let t0 = first_send.unwrap_or(0);
+    let mut ends: Vec<(u64, f64)> = records
+        .iter()
+        .filter(|r| r.phase == Phase::Profile && r.success)
+        .filter(|r| r.error_class != Some(ErrorClass::Cancelled))
+        .map(|r| {
+            (
+                r.end_ns,
+                f64::from(r.prompt_tokens) + f64::from(r.completion_tokens),
+            )
+        })
+        .collect();
+    ends.sort_by_key(|e| e.0);
+    for c in &mut checks {
+        c.tput_half_width = throughput_half_width(&ends, t0, c.at_ns);
+    }
     let anchor = summary["benchmark_start_time_unix"].as_f64().unwrap_or(0.0) * 1e9;
     let outcome = |recs: Vec<RequestRecord>| ReplayOutcome {
         records: recs,
@@ -165,7 +192,7 @@ fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()
     let profile_n = records.iter().filter(|r| r.phase == Phase::Profile).count();
     println!(
         "\n## conc {conc}: {} ({profile_n} profile records, {} checks due)",
-        p.file_name().and_then(|s| s.to_str()).unwrap_or(""),
+        p.display(),
         checks.len()
     );
     println!(
@@ -191,11 +218,20 @@ fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()
             .collect();
         p90_interactivity(&v)
     };
+    let tokens = |first: bool| {
+        profile
+            .iter()
+            .filter(|r| (r.end_ns <= mid) == first && r.success)
+            .map(|r| f64::from(r.prompt_tokens) + f64::from(r.completion_tokens))
+            .sum::<f64>()
+    };
     println!(
-        "trend: p90 of the requests ending in the first half {:.2}, in the second {:.2} ({:+.2} %)",
+        "trend: p90 of the requests ending in the first half {:.2}, in the second {:.2} \
+         ({:+.2} %); tokens ending in the second half over the first {:+.2} %",
         half(true),
         half(false),
-        (half(false) / half(true) - 1.0) * 100.0
+        (half(false) / half(true) - 1.0) * 100.0,
+        (tokens(false) / tokens(true) - 1.0) * 100.0
     );
     if trace {
         for c in &checks {
@@ -210,42 +246,35 @@ fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()
             );
         }
     }
-    let old = checks.iter().find(|c| c.half_width <= tol);
-    let new = checks.iter().find(|c| c.half_width * c.factor <= tol);
-    for (name, stop, scaled) in [
-        ("without the factor", old, false),
-        ("with the factor", new, true),
-    ] {
+    let raw = |c: &Check| c.half_width;
+    let scaled = |c: &Check| c.half_width * c.factor;
+    let both = |c: &Check| c.half_width.max(c.tput_half_width) * c.factor;
+    let rules: [(&str, &Metric); 3] = [
+        ("without the factor", &raw),
+        ("with the factor", &scaled),
+        ("what-if, with the factor and a throughput term", &both),
+    ];
+    for (name, metric) in rules {
+        let stop = checks.iter().find(|c| metric(c) <= tol);
         let Some(c) = stop else {
-            let best = checks.iter().min_by(|a, b| {
-                let (x, y) = if scaled {
-                    (a.half_width * a.factor, b.half_width * b.factor)
-                } else {
-                    (a.half_width, b.half_width)
-                };
-                x.total_cmp(&y)
-            });
+            let best = checks.iter().min_by(|a, b| metric(a).total_cmp(&metric(b)));
             match best {
                 Some(b) => println!(
-                    "{name}: never stops; smallest half-width{} {:.3} % at n {} ({:.1} s; raw \
-                     {:.3} %, factor {:.3}); first check n {} at {:.1} s: {:.3} %; last n {} at \
-                     {:.1} s: {:.3} %",
-                    if scaled { " × factor" } else { "" },
-                    if scaled {
-                        b.half_width * b.factor
-                    } else {
-                        b.half_width
-                    } * 100.0,
+                    "{name}: never stops; smallest checked value {:.3} % at n {} ({:.1} s; raw \
+                     {:.3} %, factor {:.3}, throughput's {:.3} %); first check n {} at {:.1} s: \
+                     {:.3} %; last n {} at {:.1} s: {:.3} %",
+                    metric(b) * 100.0,
                     b.n,
                     b.profiled_ns as f64 / 1e9,
                     b.half_width * 100.0,
                     b.factor,
+                    b.tput_half_width * 100.0,
                     checks[0].n,
                     checks[0].profiled_ns as f64 / 1e9,
-                    checks[0].half_width * 100.0,
+                    metric(&checks[0]) * 100.0,
                     checks[checks.len() - 1].n,
                     checks[checks.len() - 1].profiled_ns as f64 / 1e9,
-                    checks[checks.len() - 1].half_width * 100.0
+                    metric(&checks[checks.len() - 1]) * 100.0
                 ),
                 None => println!("{name}: never stops; no check was due"),
             }
@@ -277,8 +306,48 @@ fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()
                 .filter_map(|r| agentic_sample(r).map(|s| s.1))
                 .collect::<Vec<_>>(),
         );
-        let s = replay_summary(&outcome(kept), &model, conc, true);
+        // The sessions (plays) in flight at the stop: a request ended by then and one sent
+        // after. The stopped point holds their early turns only; the same point without them
+        // shows what that cut moves.
+        let play = |r: &RequestRecord| r.agentic.as_ref().map(|a| a.play);
+        let before: std::collections::BTreeSet<u32> = profile
+            .iter()
+            .filter(|r| r.end_ns <= c.at_ns)
+            .filter_map(|r| play(r))
+            .collect();
+        let cut_plays: std::collections::BTreeSet<u32> = profile
+            .iter()
+            .filter(|r| r.sent_ns > c.at_ns)
+            .filter_map(|r| play(r))
+            .filter(|p| before.contains(p))
+            .collect();
+        let without_cut: Vec<RequestRecord> = kept
+            .iter()
+            .filter(|r| {
+                r.phase != Phase::Profile || play(r).is_none_or(|p| !cut_plays.contains(&p))
+            })
+            .cloned()
+            .collect();
+        let wc = replay_summary(&outcome(without_cut), &model, conc, true);
+        // What-if: the throughput's noise (not in the rule) from BATCHES equal time slices of
+        // the profiled window, tokens (prompt + completion) of the requests ending in each.
+        let tput_hw = c.tput_half_width;
+        let s = replay_summary(&outcome(kept.clone()), &model, conc, true);
         let (pp, pt) = (p90_of(&s), s.total_token_throughput);
+        let cut_line = format!(
+            "  at the stop: {} sessions in flight (their {} requests in the point); without \
+             them p90 {:.2} ({:+.2} % of full); throughput's \
+             half-width over {BATCHES} time slices {:.3} % × factor {:.3} = {:.3} % (not in the rule)",
+            cut_plays.len(),
+            kept.iter()
+                .filter(|r| r.phase == Phase::Profile && play(r).is_some_and(|p| cut_plays.contains(&p)))
+                .count(),
+            p90_of(&wc),
+            (p90_of(&wc) / full_p90 - 1.0) * 100.0,
+            tput_hw * 100.0,
+            c.factor,
+            tput_hw * c.factor * 100.0
+        );
         let pooled = p90_interactivity(
             &samples[..c.n as usize]
                 .iter()
@@ -306,8 +375,26 @@ fn point(p: &Path, tol: f64, duration_ns: u64, trace: bool) -> anyhow::Result<()
             (c.centre / full_p90 - 1.0) * 100.0,
             (pooled / full_p90 - 1.0) * 100.0
         );
+        println!("{cut_line}");
     }
     Ok(())
+}
+
+/// What-if (not in the rule): the relative 95 % half-width ([`relative_half_width`]) of the
+/// total throughput over [`BATCHES`] equal time slices of `[t0, at]` (ns on the run clock),
+/// each slice's tokens (prompt + completion) those of the requests in `ends` (end, tokens;
+/// sorted by end) ending in it; their mean is the window's throughput. NaN for an empty window.
+fn throughput_half_width(ends: &[(u64, f64)], t0: u64, at: u64) -> f64 {
+    if at <= t0 {
+        return f64::NAN;
+    }
+    let slice = (at - t0) as f64 / BATCHES as f64;
+    let mut tok = [0.0f64; BATCHES];
+    for (end, t) in ends.iter().take_while(|e| e.0 <= at) {
+        let i = ((end.saturating_sub(t0)) as f64 / slice) as usize;
+        tok[i.min(BATCHES - 1)] += t;
+    }
+    relative_half_width(&tok).unwrap_or(f64::NAN)
 }
 
 /// 1000 / the 90th percentile of ms-per-token values (the summary's p90 E2E-normalized
