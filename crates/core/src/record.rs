@@ -263,6 +263,26 @@ fn is_zero_u64(v: &u64) -> bool {
 const NS_PER_MS: f64 = 1_000_000.0;
 
 impl RequestRecord {
+    /// Maps every timestamp of the record through `f` (ns since the run's start: scheduled,
+    /// released, sent, first byte/token/output token, last token, end, read end and each
+    /// chunk's arrival); counts, texts and errors are left alone. The one list of a record's
+    /// times, for code that rescales (modelled time) or shifts them.
+    pub fn map_times(&mut self, f: impl Fn(u64) -> u64) {
+        let so = |t: Option<u64>| t.map(&f);
+        self.scheduled_ns = f(self.scheduled_ns);
+        self.released_ns = so(self.released_ns);
+        self.sent_ns = f(self.sent_ns);
+        self.first_byte_ns = so(self.first_byte_ns);
+        self.first_token_ns = so(self.first_token_ns);
+        self.first_output_token_ns = so(self.first_output_token_ns);
+        self.last_token_ns = so(self.last_token_ns);
+        self.end_ns = f(self.end_ns);
+        self.read_end_ns = so(self.read_end_ns);
+        for c in &mut self.chunks {
+            c.t_ns = f(c.t_ns);
+        }
+    }
+
     /// TTFT in ms = first_token − sent (DESIGN.md §4). `None` without a token.
     pub fn ttft_ms(&self) -> Option<f64> {
         self.first_token_ns.map(|t| ns_diff_ms(t, self.sent_ns))

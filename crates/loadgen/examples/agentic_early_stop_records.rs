@@ -30,7 +30,6 @@
 //! [--trace] [--duration S] [--tolerance T] POINT_OR_SWEEP_DIR...` (duration 1800 s, tolerance
 //! 0.02).
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use inferbench_core::record::{ErrorClass, Phase, RequestRecord};
@@ -41,6 +40,10 @@ use inferbench_loadgen::early_stop::{
 
 /// The replay's grace for requests in flight at the end (`ReplayOptions::grace`'s default).
 const GRACE_NS: u64 = 30_000_000_000;
+
+#[path = "support/records.rs"]
+mod records;
+use records::read_records;
 
 fn main() -> anyhow::Result<()> {
     let (mut trace, mut duration_s, mut tol, mut dirs) = (false, 1800.0f64, 0.02f64, Vec::new());
@@ -403,30 +406,4 @@ fn p90_interactivity(per_token_ms: &[f64]) -> f64 {
     inferbench_core::metrics::percentile(per_token_ms, 90.0)
         .and_then(inferbench_core::metrics::interactivity_from_tpot_ms)
         .unwrap_or(f64::NAN)
-}
-
-/// A point's request records in the file's order (`requests.jsonl.zst` or `requests.jsonl`); a
-/// line that is not a record is skipped with a count on stderr.
-fn read_records(p: &Path) -> anyhow::Result<Vec<RequestRecord>> {
-    let zst = p.join("requests.jsonl.zst");
-    let reader: Box<dyn BufRead> = if zst.is_file() {
-        Box::new(std::io::BufReader::new(zstd::Decoder::new(
-            std::fs::File::open(zst)?,
-        )?))
-    } else {
-        Box::new(std::io::BufReader::new(std::fs::File::open(
-            p.join("requests.jsonl"),
-        )?))
-    };
-    let (mut out, mut bad) = (Vec::new(), 0usize);
-    for line in reader.lines() {
-        match serde_json::from_str::<RequestRecord>(&line?) {
-            Ok(r) => out.push(r),
-            Err(_) => bad += 1,
-        }
-    }
-    if bad > 0 {
-        eprintln!("{}: {bad} lines were not records", p.display());
-    }
-    Ok(out)
 }

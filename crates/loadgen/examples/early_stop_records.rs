@@ -16,12 +16,13 @@
 //!
 //! Run: `cargo run -p inferbench-loadgen --example early_stop_records -- DIR [TOLERANCE]`.
 
-use std::io::BufRead;
-use std::path::Path;
-
 use inferbench_core::record::{Phase, RequestRecord};
 use inferbench_core::summary::{summarize, SummaryContext};
 use inferbench_loadgen::early_stop::{sample, Assessment, EarlyStop, Sample, BATCHES};
+
+#[path = "support/records.rs"]
+mod records;
+use records::read_records;
 
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -215,20 +216,7 @@ fn stopped_point(profile: &[&RequestRecord], used: u64, planned: u64) -> Vec<Req
 
 /// Moves every timestamp of `r` `by` ns earlier (saturating at 0).
 fn shift_record(r: &mut RequestRecord, by: u64) {
-    let s = |t: u64| t.saturating_sub(by);
-    let so = |t: Option<u64>| t.map(s);
-    r.scheduled_ns = s(r.scheduled_ns);
-    r.released_ns = so(r.released_ns);
-    r.sent_ns = s(r.sent_ns);
-    r.first_byte_ns = so(r.first_byte_ns);
-    r.first_token_ns = so(r.first_token_ns);
-    r.first_output_token_ns = so(r.first_output_token_ns);
-    r.last_token_ns = so(r.last_token_ns);
-    r.end_ns = s(r.end_ns);
-    r.read_end_ns = so(r.read_end_ns);
-    for c in &mut r.chunks {
-        c.t_ns = s(c.t_ns);
-    }
+    r.map_times(|t| t.saturating_sub(by));
 }
 
 /// The drain's give-back of one point (E2EL means by round, ms).
@@ -298,30 +286,4 @@ fn drain(profile: &[&RequestRecord], c: u64) -> Option<Drain> {
         need,
         need_se,
     })
-}
-
-/// A point's request records (`requests.jsonl.zst` or `requests.jsonl`); a line that is not a
-/// record is skipped with a count on stderr.
-fn read_records(p: &Path) -> anyhow::Result<Vec<RequestRecord>> {
-    let zst = p.join("requests.jsonl.zst");
-    let reader: Box<dyn BufRead> = if zst.is_file() {
-        Box::new(std::io::BufReader::new(zstd::Decoder::new(
-            std::fs::File::open(zst)?,
-        )?))
-    } else {
-        Box::new(std::io::BufReader::new(std::fs::File::open(
-            p.join("requests.jsonl"),
-        )?))
-    };
-    let (mut out, mut bad) = (Vec::new(), 0usize);
-    for line in reader.lines() {
-        match serde_json::from_str::<RequestRecord>(&line?) {
-            Ok(r) => out.push(r),
-            Err(_) => bad += 1,
-        }
-    }
-    if bad > 0 {
-        eprintln!("{}: {bad} lines were not records", p.display());
-    }
-    Ok(out)
 }

@@ -12,20 +12,7 @@ use inferbench_loadgen::BenchOptions;
 /// first byte/token/output token, last token, end, read end and each chunk's arrival) by `k`,
 /// rounded to the nearest ns. Counts, texts and errors are left alone.
 pub fn scale_record(r: &mut RequestRecord, k: f64) {
-    let s = |t: u64| (t as f64 * k).round() as u64;
-    let so = |t: Option<u64>| t.map(s);
-    r.scheduled_ns = s(r.scheduled_ns);
-    r.released_ns = so(r.released_ns);
-    r.sent_ns = s(r.sent_ns);
-    r.first_byte_ns = so(r.first_byte_ns);
-    r.first_token_ns = so(r.first_token_ns);
-    r.first_output_token_ns = so(r.first_output_token_ns);
-    r.last_token_ns = so(r.last_token_ns);
-    r.end_ns = s(r.end_ns);
-    r.read_end_ns = so(r.read_end_ns);
-    for c in &mut r.chunks {
-        c.t_ns = s(c.t_ns);
-    }
+    r.map_times(|t| (t as f64 * k).round() as u64);
 }
 
 /// Rewrites a finished point in modelled time, `k` modelled seconds per wall second (the sim's
