@@ -1076,6 +1076,20 @@ impl Interpreter {
         );
     }
 
+    /// Fails the request: a tool call's arguments piece held `value` (JSON: a number or a
+    /// bool), not a string of JSON text ([`ErrorClass::StreamError`], "a chunk's tool
+    /// arguments field held 7, not a string: the server's output cannot be read").
+    pub(crate) fn not_args(&mut self, value: &str) {
+        self.fail(
+            ErrorClass::StreamError,
+            format!(
+                "a chunk's tool arguments field held {}, not a string: the server's output \
+                 cannot be read",
+                inferbench_core::text::one_line(value, 40)
+            ),
+        );
+    }
+
     /// Appends the text of one text-bearing field to the output (content), the refusal or the
     /// reasoning text and notes in `here` which channels got non-empty text. `kind`: the
     /// field's channel (typed parts may say otherwise, [`lenient::part_texts`]).

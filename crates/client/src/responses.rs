@@ -91,25 +91,31 @@ pub(crate) fn on_data(
         _ => None,
     };
     if let Some(k) = delta_kind {
-        // A delta that is a number or a bool: the output cannot be read (issue 39's
-        // leftovers, 4), as a chat chunk's text field that is not a string.
-        if let Some(d) = v.get("delta").filter(|d| d.is_number() || d.is_boolean()) {
-            return it.not_text(k, &d.to_string());
-        }
-        let text = v.get("delta").and_then(Value::as_str);
+        // The delta is read as a chat chunk's text field is, by the one rule of every
+        // backend ([`TextWire`]): a string is text, typed parts are read as parts, a number
+        // or a bool fails the request naming it (issue 39's leftovers, 4; fresh tester of
+        // issue 39, f14 item 1: `delta: 12345` between two strings was dropped silently).
+        let field = v.get("delta").map_or(TextWire::None, |d| {
+            TextWire::deserialize(d).unwrap_or_else(|_| TextWire::NotText(d.to_string()))
+        });
         let mut here = Here::default();
-        if let Some(t) = text {
-            it.take_text(&TextWire::Str(t.into()), k, relaxed, rec, &mut here);
+        it.take_text(&field, k, relaxed, rec, &mut here);
+        if it.failure.is_some() {
+            return;
         }
         if here.content || here.refusal || here.reasoning {
             it.token_chunk(&here, None, t_ns, rec);
-        } else if k == TextKind::Content && text.is_some() {
+        } else if k == TextKind::Content && matches!(field, TextWire::Str(_)) {
             it.empty_content(t_ns, rec);
         }
         return;
     }
     match kind.as_str() {
         "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+            // Arguments are JSON text: a number or a bool is no piece of it (f14 item 1).
+            if let Some(d) = v.get("delta").filter(|d| d.is_number() || d.is_boolean()) {
+                return it.not_args(&d.to_string());
+            }
             let non_empty = v
                 .get("delta")
                 .is_some_and(|d| d.as_str().map_or(!d.is_null(), |s| !s.is_empty()));
@@ -164,9 +170,19 @@ pub(crate) fn carries_tokens(event: &[u8], data: &[u8]) -> bool {
         | "response.refusal.delta"
         | "response.reasoning_text.delta"
         | "response.reasoning.delta"
-        | "response.reasoning_summary_text.delta" => {
-            delta.and_then(Value::as_str).is_some_and(|t| !t.is_empty())
-        }
+        | "response.reasoning_summary_text.delta" => match delta.map(TextWire::deserialize) {
+            // As a chat chunk's text field ([`crate::openai::ChoiceWire::carries_tokens`]):
+            // not text is something sent where text belongs.
+            Some(Ok(TextWire::Str(t))) => !t.is_empty(),
+            Some(Ok(TextWire::Parts(parts))) => parts.iter().any(|p| {
+                let mut text = false;
+                lenient::part_texts(p, TextKind::Content, &mut |_, t| text |= !t.is_empty())
+                    .is_err()
+                    || text
+            }),
+            Some(Ok(TextWire::NotText(_)) | Err(_)) => true,
+            None | Some(Ok(TextWire::None)) => false,
+        },
         "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
             delta.is_some_and(|d| d.as_str().map_or(!d.is_null(), |s| !s.is_empty()))
         }
