@@ -202,6 +202,22 @@ fn finish(
     t_ns: u64,
     rec: &mut RequestRecord,
 ) {
+    // A usage that is there but no object is invalid, as on chat (f14 item 2).
+    if resp
+        .get("usage")
+        .is_some_and(|u| !u.is_object() && !u.is_null())
+    {
+        it.set_usage(
+            &UsageCounts {
+                prompt: LCount::default(),
+                completion: LCount::default(),
+                cached: LCount::default(),
+                reasoning: LCount::default(),
+                other_invalid: true,
+            },
+            rec,
+        );
+    }
     if let Some(u) = resp.get("usage").filter(|u| u.is_object()) {
         let underflowed = lenient::underflowed_counts(data);
         let count = |p: &str| {

@@ -9,7 +9,7 @@ use common::{send_hi, serve_events};
 use std::time::Duration;
 
 use inferbench_client::{Backend, Client, ClientConfig};
-use inferbench_core::{ErrorClass, RequestRecord};
+use inferbench_core::{Anomaly, ErrorClass, RequestRecord, TokenSource};
 
 async fn send(events: &[String], backend: Backend) -> RequestRecord {
     let url = serve_events(events).await;
@@ -178,5 +178,99 @@ async fn a_responses_delta_of_parts_is_read_as_chat_reads_parts() {
         assert!(rec.success, "{backend:?}: {rec:#?}");
         assert_eq!(rec.output_text, "Hi there", "{backend:?}");
         assert_eq!(rec.chunk_count(), 2, "{backend:?}");
+    }
+}
+
+/// "Hi", " there" and a clean end whose usage is `usage` (the JSON of the field; Responses:
+/// `output_tokens` for `completion_tokens`).
+fn with_usage(backend: Backend, usage: &str) -> Vec<String> {
+    let mut events = vec![piece(backend, r#""Hi""#), piece(backend, r#"" there""#)];
+    let (status, usage) = if backend == Backend::OpenAiResponses {
+        (
+            r#""completed""#,
+            usage
+                .replace("prompt_tokens", "input_tokens")
+                .replace("completion_tokens", "output_tokens"),
+        )
+    } else {
+        (r#""stop""#, usage.to_string())
+    };
+    events.extend(end(backend, status, Some(&usage)));
+    events
+}
+
+/// f14 item 2: a usage count above `u32::MAX` is no count the client can represent: never
+/// clamped (4294967297, 1e19 and 2^64 were stored as 4294967295 with source `server`), it is
+/// `usage_invalid`, the completion count is the client's, and the value as sent is kept in
+/// `completion_tokens_reported`. A prompt count too large is invalid the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_usage_count_above_u32_is_invalid_never_clamped() {
+    for backend in BACKENDS {
+        for (sent, kept) in [
+            ("4294967297", 4_294_967_297u64),
+            ("1e19", 10_000_000_000_000_000_000),
+            ("18446744073709551616", u64::MAX),
+        ] {
+            let usage = format!(r#"{{"prompt_tokens":8,"completion_tokens":{sent}}}"#);
+            let rec = send(&with_usage(backend, &usage), backend).await;
+            assert!(rec.success, "{backend:?} {sent}: {rec:#?}");
+            assert_eq!(
+                rec.completion_tokens_source,
+                TokenSource::Tokenizer,
+                "{backend:?}"
+            );
+            assert_eq!(rec.completion_tokens, 2, "{backend:?} {sent}");
+            assert_eq!(
+                rec.completion_tokens_reported,
+                Some(kept),
+                "{backend:?} {sent}"
+            );
+            assert_eq!(
+                rec.anomalies,
+                vec![Anomaly::UsageInvalid],
+                "{backend:?} {sent}"
+            );
+        }
+        // The prompt count: not taken, invalid; the completion count stands.
+        let usage = r#"{"prompt_tokens":4294967296,"completion_tokens":2}"#;
+        let rec = send(&with_usage(backend, usage), backend).await;
+        assert!(rec.success, "{backend:?}: {rec:#?}");
+        assert_eq!(
+            rec.completion_tokens_source,
+            TokenSource::Server,
+            "{backend:?}"
+        );
+        assert_eq!(rec.prompt_tokens, rec.prompt_tokens_client, "{backend:?}");
+        assert_eq!(rec.completion_tokens_reported, None, "{backend:?}");
+        assert_eq!(rec.anomalies, vec![Anomaly::UsageInvalid], "{backend:?}");
+    }
+}
+
+/// f14 item 2: a usage that is there but not an object (`"lots"`, `[1,2]`, `5`, `true`) is
+/// `usage_invalid` on every backend (it was read as absent); `null` is no usage, no anomaly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_usage_that_is_not_an_object_is_invalid() {
+    for backend in BACKENDS {
+        for (usage, flagged) in [
+            (r#""lots""#, true),
+            ("[1,2]", true),
+            ("5", true),
+            ("true", true),
+            ("null", false),
+        ] {
+            let rec = send(&with_usage(backend, usage), backend).await;
+            assert!(rec.success, "{backend:?} {usage}: {rec:#?}");
+            assert_eq!(
+                rec.completion_tokens_source,
+                TokenSource::Tokenizer,
+                "{backend:?}"
+            );
+            let want = if flagged {
+                vec![Anomaly::UsageInvalid]
+            } else {
+                vec![]
+            };
+            assert_eq!(rec.anomalies, want, "{backend:?} {usage}");
+        }
     }
 }
