@@ -337,13 +337,23 @@ pub const NO_FINISH_REASON: &[&str] = &[
 /// (servers name their own); a sentence, a number, `n/a` or a non-ASCII word is no reason.
 /// Only a real reason on the requested choice ends a stream.
 pub fn is_finish_reason(f: &str) -> bool {
+    finish_reason_word(f).is_some()
+}
+
+/// The real `finish_reason` in `f` as it is stored (the record's `finish_reason`) and
+/// compared: its normalized word ([`is_finish_reason`]: `"\u{200b}stop\u{200b}"`,
+/// `" Stop. "` → `stop`), or `None` when `f` is no reason. A reason is stored so, never raw
+/// (f14 item 3: `"\u{200b}stop\u{200b}"` was accepted and stored with its zero-width
+/// spaces, so it matched no `stop` or `length` downstream). The Responses API's `status` and
+/// `incomplete_details.reason` are read by the same rule.
+pub fn finish_reason_word(f: &str) -> Option<String> {
     let norm = f
         .trim_matches(|c: char| !c.is_alphanumeric())
         .to_ascii_lowercase();
     let mut chars = norm.chars();
     let shaped = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    shaped && !NO_FINISH_REASON.contains(&norm.as_str())
+    (shaped && !NO_FINISH_REASON.contains(&norm.as_str())).then_some(norm)
 }
 
 #[derive(Deserialize, Default)]
@@ -925,12 +935,8 @@ impl Interpreter {
             }
             // Only the requested choice ends the stream, and only with a reason
             // ([`is_finish_reason`]): trial of issue 39 §1–§3, finding 6.
-            if let Some(f) = choice
-                .finish_reason
-                .as_deref()
-                .filter(|f| is_finish_reason(f))
-            {
-                rec.finish_reason = Some(f.to_string());
+            if let Some(f) = choice.finish_reason.as_deref().and_then(finish_reason_word) {
+                rec.finish_reason = Some(f);
                 finish_here = true;
             }
         }

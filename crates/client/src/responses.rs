@@ -30,7 +30,7 @@ use serde_json::Value;
 use serde::Deserialize;
 
 use crate::lenient::{self, LCount, TextKind, TextWire};
-use crate::openai::{excerpt, Here, Interpreter, UsageCounts};
+use crate::openai::{excerpt, finish_reason_word, Here, Interpreter, UsageCounts};
 
 /// Handles one event's `data` (SSE event name `event`, possibly empty) that arrived at `t_ns`.
 pub(crate) fn on_data(
@@ -130,7 +130,9 @@ pub(crate) fn on_data(
         "response.completed" | "response.incomplete" => {
             let resp = v.get("response").unwrap_or(&Value::Null);
             match terminal_verdict(&kind, resp) {
-                Ok((terminal, reason)) => finish(it, terminal, resp, reason, data, t_ns, rec),
+                Ok((terminal, reason)) => {
+                    finish(it, terminal, resp, reason.as_deref(), data, t_ns, rec)
+                }
                 Err(msg) => it.fail(ErrorClass::StreamError, msg),
             }
         }
@@ -304,7 +306,7 @@ fn whole_response(
         it.token_chunk(&here, None, t_ns, rec);
     }
     if let Ok((terminal, reason)) = verdict {
-        finish(it, terminal, v, reason, data, t_ns, rec);
+        finish(it, terminal, v, reason.as_deref(), data, t_ns, rec);
     }
 }
 
@@ -320,15 +322,21 @@ fn whole_response(
 /// `completed` (`cancelled`, `in_progress`, `queued`, a non-string) fails ("KIND with status
 /// S"); `completed` or no status completes (terminal `response.completed`). Returns the
 /// terminal's name and the incomplete reason.
-fn terminal_verdict<'v>(
-    kind: &str,
-    resp: &'v Value,
-) -> Result<(&'static str, Option<&'v str>), String> {
-    let reason = resp
+fn terminal_verdict(kind: &str, resp: &Value) -> Result<(&'static str, Option<String>), String> {
+    // The status and the reason are words read by the rule of a chat `finish_reason`
+    // ([`finish_reason_word`]: `"\u{200b}completed\u{200b}"` is `completed`; f14 item 3).
+    let reason_raw = resp
         .pointer("/incomplete_details/reason")
         .and_then(Value::as_str);
+    let reason_word = reason_raw.and_then(finish_reason_word);
+    let reason = reason_word.as_deref().or(reason_raw);
     let status = resp.get("status").filter(|s| !s.is_null());
-    let status_str = status.map(|s| s.as_str().map_or_else(|| s.to_string(), str::to_owned));
+    let status_str = status.map(|s| {
+        s.as_str().map_or_else(
+            || s.to_string(),
+            |t| finish_reason_word(t).unwrap_or_else(|| t.to_owned()),
+        )
+    });
     match status_str.as_deref() {
         Some("failed") => {
             let err = describe_error(resp.get("error").unwrap_or(&Value::Null));
@@ -348,9 +356,9 @@ fn terminal_verdict<'v>(
                 reason.unwrap_or("no reason given")
             ));
         }
-        return Ok(("response.incomplete", reason));
+        return Ok(("response.incomplete", reason_word));
     }
-    Ok(("response.completed", reason))
+    Ok(("response.completed", reason_word))
 }
 
 /// A usage count read by the rule of every backend ([`LCount`]): a JSON non-negative integer

@@ -274,3 +274,49 @@ async fn a_usage_that_is_not_an_object_is_invalid() {
         }
     }
 }
+
+/// f14 item 3: a finish reason (Responses: the status and the incomplete reason) is read and
+/// stored as its normalized word on every backend: `"\u200bstop\u200b"` ends the stream and is
+/// stored `stop` (it was stored raw, with its zero-width spaces); a word broken inside by an
+/// invisible character is no reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finish_reason_or_status_is_stored_as_its_word() {
+    for backend in [Backend::OpenAiCompletions, Backend::OpenAiChat] {
+        for (sent, stored) in [
+            (r#""\u200bstop\u200b""#, Some("stop")),
+            (r#""\ufeff Length. ""#, Some("length")),
+            (r#""STOP""#, Some("stop")),
+            (r#""st\u200bop""#, None),
+        ] {
+            let mut events = vec![piece(backend, r#""Hi""#)];
+            let mut tail = end(backend, sent, None);
+            tail.pop(); // no [DONE]: the reason alone ends the stream, or nothing does
+            events.extend(tail);
+            let rec = send(&events, backend).await;
+            assert_eq!(
+                rec.success,
+                stored.is_some(),
+                "{backend:?} {sent}: {rec:#?}"
+            );
+            assert_eq!(rec.finish_reason.as_deref(), stored, "{backend:?} {sent}");
+        }
+    }
+    let r = Backend::OpenAiResponses;
+    for (status, stored) in [
+        (r#""\u200bcompleted\u200b""#, Some("stop")),
+        (r#""Completed.""#, Some("stop")),
+        (
+            r#""\u200bincomplete","incomplete_details":{"reason":"max_output_tokens\u200b"}"#,
+            Some("length"),
+        ),
+        (r#""compl\u200beted""#, None),
+    ] {
+        let mut events = vec![piece(r, r#""Hi""#)];
+        events.extend(end(r, status, None));
+        let rec = send(&events, r).await;
+        assert_eq!(rec.success, stored.is_some(), "{status}: {rec:#?}");
+        if stored.is_some() {
+            assert_eq!(rec.finish_reason.as_deref(), stored, "{status}");
+        }
+    }
+}
