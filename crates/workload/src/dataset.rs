@@ -165,7 +165,7 @@ pub fn load_dataset(
     // without it, so the records of a file repeated up to --num-prompts were not counted).
     let costs: Vec<u64> = drafts.iter().map(|d| budget.cost(d)).collect();
     let mut prompts = Vec::new();
-    if prompts.try_reserve(n).is_err() {
+    if inferbench_core::fallible::fallible(|| prompts.try_reserve(n)).is_err() {
         return Err(budget.refuse(None, len.min(n)));
     }
     for (d, (prompt_tokens, max_tokens)) in drafts.into_iter().zip(sized).take(n) {
@@ -591,7 +591,7 @@ fn keep(
         }
         return Err(budget.refuse(line, out.len()));
     }
-    if out.try_reserve(1).is_err() {
+    if inferbench_core::fallible::fallible(|| out.try_reserve(1)).is_err() {
         return Err(budget.refuse(line, out.len()));
     }
     out.push(d);

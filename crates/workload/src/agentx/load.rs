@@ -309,7 +309,7 @@ fn load_inner(
                                 reason: over_budget(most, traces.len()),
                             });
                         }
-                        if traces.try_reserve(1).is_err() {
+                        if inferbench_core::fallible::fallible(|| traces.try_reserve(1)).is_err() {
                             return Err(WorkloadError::Parse {
                                 path: file.clone(),
                                 line: Some(unit_line),
