@@ -3,14 +3,19 @@
 //! `ulimit -v` and exit 2 (nothing sent yet) or 1 (midway), never a bare SIGABRT (134).
 //!
 //! Rust's stable std aborts on a failed infallible allocation (`handle_alloc_error` prints
-//! "memory allocation of N bytes failed" and calls `abort()`), and no stable hook replaces
-//! that. So two pieces work together:
+//! "memory allocation of N bytes failed" and a backtrace or its `RUST_BACKTRACE` note, then
+//! calls `abort()`), and no stable hook replaces that (`std::alloc::set_alloc_error_hook` and
+//! `#[alloc_error_handler]` are unstable). So the allocator acts before std is told:
 //!
 //! - [`Counting`], the binary's global allocator: the system allocator unchanged, except that
-//!   an allocation the system refuses (a null return) sets [`ALLOCATION_FAILED`]. The null is
-//!   still returned, so `try_reserve` callers (bounded file readers, dataset and trace loads)
-//!   get their error and go on as before; nothing is refused early.
-//! - A `SIGABRT` handler ([`install`], first thing in `main`): when an allocation has failed,
+//!   an allocation the system refuses (a null return) sets [`ALLOCATION_FAILED`] and, unless
+//!   the thread is inside [`inferbench_core::fallible::fallible`] (the `try_reserve` calls of
+//!   the bounded file readers, dataset and trace loads, which get their error and go on as
+//!   before), ends the process at once with the project's message ([`exit_out_of_memory`]):
+//!   std never sees the failure, so its message and backtrace note are never printed (f14
+//!   item 6: both came before ours).
+//! - A `SIGABRT` handler ([`install`], first thing in `main`), the fallback for an allocation
+//!   that failed outside this allocator's view: when an allocation has failed,
 //!   the abort is the allocation-failure one, so it writes a message formatted at start (only
 //!   `write(2)` and `_exit(2)`: async-signal-safe) and exits 2, or 1 when a request has been
 //!   sent ([`inferbench_client::any_request_sent`]). Any other abort (no allocation failed) is
@@ -78,14 +83,23 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-/// `p`, noting a null (a refused allocation) in [`ALLOCATION_FAILED`].
+/// `p`, noting a null (a refused allocation) in [`ALLOCATION_FAILED`]; a null outside
+/// [`inferbench_core::fallible::fallible`] ends the process ([`exit_out_of_memory`]: the
+/// project's message only, before std's handler prints its own).
 #[inline]
 fn noted(p: *mut u8) -> *mut u8 {
     if p.is_null() {
         ALLOCATION_FAILED.store(true, Ordering::Relaxed);
+        if ARMED.load(Ordering::Relaxed) && !inferbench_core::fallible::in_fallible() {
+            exit_out_of_memory();
+        }
     }
     p
 }
+
+/// Set by [`install`] once the messages are formatted: before that (and in the unit tests,
+/// which do not install the net) a refused allocation is left to std.
+static ARMED: AtomicBool = AtomicBool::new(false);
 
 /// The soft address-space limit (`ulimit -v`), KiB; `None` when unlimited or unknown.
 pub fn address_limit_kib() -> Option<u64> {
@@ -134,6 +148,7 @@ pub fn install() {
         message(limit, false).into_bytes(),
         message(limit, true).into_bytes(),
     ));
+    ARMED.store(true, Ordering::Relaxed);
     #[cfg(unix)]
     // SAFETY: a zeroed sigaction is a valid value; the handler only does async-signal-safe
     // work (atomic loads, write(2), _exit(2), signal(2), raise(3)).

@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use crate::lenient::{LCount, LNonEmpty, LStr, Obj, ObjList, TextWire};
+use crate::lenient::{LCount, LNonEmpty, LStr, Obj, ObjList, ObjOrBad, TextWire};
 use crate::openai::{
     ChoiceWire, ChunkWire, CompletionDetailsWire, DeltaWire, DetailsWire, UsageWire,
 };
@@ -305,7 +305,7 @@ impl<'a> Reader<'a> {
             }
             "usage" => {
                 once(&mut seen, 2)?;
-                c.usage = r.obj(Self::usage)?;
+                c.usage = ObjOrBad(r.obj(Self::usage)?.0, false);
                 Some(())
             }
             "object" => {

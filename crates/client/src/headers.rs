@@ -126,10 +126,10 @@ impl Templates {
             };
             let name =
                 HeaderName::from_bytes(t.name.trim().as_bytes()).map_err(|e| bad(e.to_string()))?;
-            if let Some(why) = inferbench_core::http_fields::header_refusal(&t.name, true) {
+            let v = t.render(0).map_err(bad)?;
+            if let Some(why) = inferbench_core::http_fields::header_refusal(&t.name, &v, true) {
                 return Err(bad(why));
             }
-            let v = t.render(0).map_err(bad)?;
             HeaderValue::from_str(&v).map_err(|e| bad(e.to_string()))?;
             out.push((name, t.clone()));
         }
@@ -152,7 +152,7 @@ impl Templates {
         }
         for (k, v) in extra {
             // Datasets refuse these at load; a request built otherwise never sends them.
-            if inferbench_core::http_fields::header_refusal(k, true).is_some() {
+            if inferbench_core::http_fields::header_refusal(k, v, true).is_some() {
                 tracing::warn!("request header {k:?} is the client's own: not sent");
                 continue;
             }
@@ -216,10 +216,12 @@ mod tests {
     #[test]
     fn templates_of_the_clients_own_fields_are_refused() {
         for (spec, why) in [
-            ("Content-Length: {i}", "Content-Length is a framing or connection field the client writes itself; it cannot be set"),
-            ("Transfer-Encoding: chunked", "Transfer-Encoding is a framing or connection field the client writes itself; it cannot be set"),
+            ("Content-Length: {i}", "Content-Length is a framing, body-encoding or connection field the client writes itself; it cannot be set"),
+            ("Transfer-Encoding: chunked", "Transfer-Encoding is a framing, body-encoding or connection field the client writes itself; it cannot be set"),
             ("Host: h{i}", "Host cannot be set per request (give it once for every request with --header)"),
-            ("Connection: close", "Connection cannot be set per request (give it once for every request with --header)"),
+            ("Connection: close", "Connection is a framing, body-encoding or connection field the client writes itself; it cannot be set"),
+            ("Content-Encoding: gzip", "Content-Encoding is a framing, body-encoding or connection field the client writes itself; it cannot be set"),
+            ("Content-Type: application/json", "Content-Type cannot be set per request (give it once for every request with --header)"),
         ] {
             let t = HeaderTemplate::parse(spec).unwrap();
             match Templates::compile(&[t]) {

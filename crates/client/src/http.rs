@@ -383,14 +383,15 @@ impl Client {
             }
             // The client frames every request itself (one rule with templates and dataset
             // headers: `inferbench_core::http_fields`); a `--header Host: NAME` replaces the
-            // URL's authority rather than adding a second `Host` line.
-            if let Some(reason) = inferbench_core::http_fields::header_refusal(k, false) {
+            // URL's authority rather than adding a second `Host` line, and a JSON
+            // `Content-Type` the client's own.
+            if let Some(reason) = inferbench_core::http_fields::header_refusal(k, v, false) {
                 return Err(ClientError::InvalidHeader {
                     name: k.clone(),
                     reason,
                 });
             }
-            if name == HOST {
+            if name == HOST || name == CONTENT_TYPE {
                 headers.insert(name, value);
                 continue;
             }
@@ -1893,7 +1894,7 @@ mod tests {
                     assert_eq!(name, k);
                     assert_eq!(
                         reason,
-                        format!("{k} is a framing or connection field the client writes itself; it cannot be set")
+                        format!("{k} is a framing, body-encoding or connection field the client writes itself; it cannot be set")
                     );
                 }
                 Err(e) => panic!("{k}: {e}"),
@@ -1904,7 +1905,33 @@ mod tests {
         let head = String::from_utf8_lossy(&c.head).to_ascii_lowercase();
         assert_eq!(head.matches("\r\nhost: ").count(), 1, "{head}");
         assert!(head.contains("\r\nhost: api.example\r\n"), "{head}");
-        assert!(Client::new(with("Connection", "close")).is_ok());
+        // f14 item 4: every hop-by-hop field and a body description that is not the body's.
+        for (k, v) in [
+            ("Connection", "close"),
+            ("Keep-Alive", "timeout=5"),
+            ("Proxy-Connection", "keep-alive"),
+            ("Trailer", "X"),
+            ("Upgrade", "h2c"),
+            ("TE", "trailers"),
+            ("Content-Encoding", "gzip"),
+            ("Content-Type", "text/plain"),
+        ] {
+            assert!(
+                matches!(
+                    Client::new(with(k, v)),
+                    Err(ClientError::InvalidHeader { .. })
+                ),
+                "{k}"
+            );
+        }
+        // A JSON Content-Type replaces the client's: one line.
+        let c = Client::new(with("Content-Type", "application/json; charset=utf-8")).unwrap();
+        let head = String::from_utf8_lossy(&c.head).to_ascii_lowercase();
+        assert_eq!(head.matches("\r\ncontent-type: ").count(), 1, "{head}");
+        assert!(
+            head.contains("\r\ncontent-type: application/json; charset=utf-8\r\n"),
+            "{head}"
+        );
     }
 
     #[test]

@@ -515,6 +515,18 @@ impl LCount {
     pub(crate) fn of(v: u64) -> LCount {
         LCount(Some(v), false)
     }
+
+    /// The count as the client keeps it (a `u32`, as the record's counts are): a count above
+    /// `u32::MAX` (4,294,967,295) cannot be represented and is no count (`usage_invalid`),
+    /// never clamped (f14 item 2: 4294967297, 1e19 and 2^64 were stored as 4294967295 with
+    /// source `server`). Returns the count (or [`LCount::INVALID`]) and the value as sent when
+    /// it was too large.
+    pub(crate) fn representable(self) -> (LCount, Option<u64>) {
+        match self.0 {
+            Some(v) if v > u64::from(u32::MAX) => (LCount::INVALID, Some(v)),
+            _ => (self, None),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for LCount {
@@ -614,6 +626,67 @@ impl<'de> Deserialize<'de> for LNonEmpty {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// A field that must be an object when present (`usage`): an object is read as `T` (`.0`);
+/// null or absent is `(None, false)`; a value of any other type (`"usage": "lots"`,
+/// `"usage": [1, 2]`, a number, a bool) is `(None, true)`: there, but not what it must be
+/// (f14 item 2: such a usage was read as absent, no `usage_invalid`).
+#[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
+pub(crate) struct ObjOrBad<T>(pub Option<T>, pub bool);
+
+impl<T> Default for ObjOrBad<T> {
+    fn default() -> Self {
+        ObjOrBad(None, false)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjOrBad<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = ObjOrBad<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjOrBad<T>, A::Error> {
+                Ok(ObjOrBad(
+                    Some(T::deserialize(de::value::MapAccessDeserializer::new(map))?),
+                    false,
+                ))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ObjOrBad<T>, A::Error> {
+                drain_seq(seq)?;
+                Ok(ObjOrBad(None, true))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ObjOrBad<T>, D::Error> {
+                ObjOrBad::deserialize(d)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<ObjOrBad<T>, E> {
+                Ok(ObjOrBad(None, false))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<ObjOrBad<T>, E> {
+                Ok(ObjOrBad(None, false))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ObjOrBad<T>, E> {
+                Ok(ObjOrBad(None, true))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ObjOrBad<T>, E> {
+                Ok(ObjOrBad(None, true))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ObjOrBad<T>, E> {
+                Ok(ObjOrBad(None, true))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ObjOrBad<T>, E> {
+                Ok(ObjOrBad(None, true))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<ObjOrBad<T>, E> {
+                Ok(ObjOrBad(None, true))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
     }
 }
 

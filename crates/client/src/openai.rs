@@ -34,7 +34,7 @@ use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSour
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::lenient::{self, LCount, LNonEmpty, LStr, Obj, ObjList, TextKind, TextWire};
+use crate::lenient::{self, LCount, LNonEmpty, LStr, Obj, ObjList, ObjOrBad, TextKind, TextWire};
 use crate::sse::SseEvent;
 
 /// Which OpenAI-compatible API the client speaks (`--backend`).
@@ -217,8 +217,9 @@ pub fn build_body(
 pub(crate) struct ChunkWire<'a> {
     #[serde(default)]
     pub(crate) choices: ObjList<ChoiceWire<'a>>,
+    /// `usage`: an object, or there but no object (`usage_invalid`).
     #[serde(default)]
-    pub(crate) usage: Obj<UsageWire>,
+    pub(crate) usage: ObjOrBad<UsageWire>,
     /// llama.cpp's `timings` (final chunk): `cache_n` = prompt tokens reused from its prompt
     /// cache, its only prefix-cache figure (no Prometheus counter; reference/targets.md §1c).
     #[serde(default)]
@@ -336,13 +337,23 @@ pub const NO_FINISH_REASON: &[&str] = &[
 /// (servers name their own); a sentence, a number, `n/a` or a non-ASCII word is no reason.
 /// Only a real reason on the requested choice ends a stream.
 pub fn is_finish_reason(f: &str) -> bool {
+    finish_reason_word(f).is_some()
+}
+
+/// The real `finish_reason` in `f` as it is stored (the record's `finish_reason`) and
+/// compared: its normalized word ([`is_finish_reason`]: `"\u{200b}stop\u{200b}"`,
+/// `" Stop. "` → `stop`), or `None` when `f` is no reason. A reason is stored so, never raw
+/// (f14 item 3: `"\u{200b}stop\u{200b}"` was accepted and stored with its zero-width
+/// spaces, so it matched no `stop` or `length` downstream). The Responses API's `status` and
+/// `incomplete_details.reason` are read by the same rule.
+pub fn finish_reason_word(f: &str) -> Option<String> {
     let norm = f
         .trim_matches(|c: char| !c.is_alphanumeric())
         .to_ascii_lowercase();
     let mut chars = norm.chars();
     let shaped = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    shaped && !NO_FINISH_REASON.contains(&norm.as_str())
+    (shaped && !NO_FINISH_REASON.contains(&norm.as_str())).then_some(norm)
 }
 
 #[derive(Deserialize, Default)]
@@ -399,6 +410,22 @@ impl UsageWire {
                 _ => {}
             }
         }
+    }
+
+    /// Every count above `u32::MAX` made no count ([`LCount::representable`]); returns
+    /// `completion_tokens` as sent when it was one of them.
+    pub(crate) fn representable(&mut self) -> Option<u64> {
+        let (c, big) = self.completion_tokens.representable();
+        self.completion_tokens = c;
+        self.prompt_tokens = self.prompt_tokens.representable().0;
+        self.total_tokens = self.total_tokens.representable().0;
+        if let Some(d) = self.prompt_tokens_details.0.as_mut() {
+            d.cached_tokens = d.cached_tokens.representable().0;
+        }
+        if let Some(d) = self.completion_tokens_details.0.as_mut() {
+            d.reasoning_tokens = d.reasoning_tokens.representable().0;
+        }
+        big
     }
 
     /// A count in this usage was there but not a non-negative integer (`usage_invalid`):
@@ -602,7 +629,7 @@ pub struct Interpreter {
     /// The first failure (`event: error`, an error object, undecodable data).
     pub failure: Option<(ErrorClass, String)>,
     usage_completion: Option<u32>,
-    /// `usage.completion_tokens` as sent, when above `u32::MAX`.
+    /// `usage.completion_tokens` as sent, when above `u32::MAX` (no count: not taken).
     usage_completion_big: Option<u64>,
     /// A usage count that was there but not a non-negative integer (`usage_invalid`).
     usage_invalid: bool,
@@ -845,7 +872,7 @@ impl Interpreter {
 
     fn apply(
         &mut self,
-        chunk: ChunkWire<'_>,
+        mut chunk: ChunkWire<'_>,
         relaxed: bool,
         data: &[u8],
         t_ns: u64,
@@ -908,12 +935,8 @@ impl Interpreter {
             }
             // Only the requested choice ends the stream, and only with a reason
             // ([`is_finish_reason`]): trial of issue 39 §1–§3, finding 6.
-            if let Some(f) = choice
-                .finish_reason
-                .as_deref()
-                .filter(|f| is_finish_reason(f))
-            {
-                rec.finish_reason = Some(f.to_string());
+            if let Some(f) = choice.finish_reason.as_deref().and_then(finish_reason_word) {
+                rec.finish_reason = Some(f);
                 finish_here = true;
             }
         }
@@ -936,6 +959,14 @@ impl Interpreter {
         if finish_here {
             self.finish_seen = true;
         }
+        // A count the record cannot hold is no count, never clamped; a usage that is there
+        // but no object is invalid (f14 item 2), on every backend.
+        if let Some(u) = chunk.usage.0.as_mut() {
+            if let Some(big) = u.representable() {
+                self.usage_completion_big = Some(big);
+            }
+        }
+        self.usage_invalid |= chunk.usage.1;
         // Usage ends it only with a completion count (an empty `"usage":{}` is no evidence).
         let usage_counted =
             (chunk.usage.0.as_ref()).is_some_and(|u| u.completion_tokens.0.is_some());
@@ -962,7 +993,7 @@ impl Interpreter {
                 self.usage_prompt = Some(clamp_u32(p));
             }
             if let Some(c) = u.completion_tokens.0 {
-                self.usage_completion_big = (c > u64::from(u32::MAX)).then_some(c);
+                // Checked above: it fits.
                 let c = clamp_u32(c);
                 self.usage_completion = Some(c);
                 if token_bearing {
@@ -1007,13 +1038,26 @@ impl Interpreter {
     /// taken and is `usage_invalid`, as is `other_invalid` (a count only judged, such as
     /// `total_tokens`).
     pub(crate) fn set_usage(&mut self, u: &UsageCounts, rec: &mut RequestRecord) {
+        let (prompt, _) = u.prompt.representable();
+        let (completion, big) = u.completion.representable();
+        let (cached, _) = u.cached.representable();
+        let (reasoning, _) = u.reasoning.representable();
+        if big.is_some() {
+            self.usage_completion_big = big;
+        }
         self.usage_invalid |=
-            u.prompt.1 || u.completion.1 || u.cached.1 || u.reasoning.1 || u.other_invalid;
+            prompt.1 || completion.1 || cached.1 || reasoning.1 || u.other_invalid;
+        let u = UsageCounts {
+            prompt,
+            completion,
+            cached,
+            reasoning,
+            other_invalid: u.other_invalid,
+        };
         if let Some(p) = u.prompt.0 {
             self.usage_prompt = Some(clamp_u32(p));
         }
         if let Some(c) = u.completion.0 {
-            self.usage_completion_big = (c > u64::from(u32::MAX)).then_some(c);
             self.usage_completion = Some(clamp_u32(c));
         }
         if let Some(c) = u.cached.0 {
@@ -1070,6 +1114,20 @@ impl Interpreter {
             ErrorClass::StreamError,
             format!(
                 "a chunk's {channel} text field held {}, not a string: the server's output \
+                 cannot be read",
+                inferbench_core::text::one_line(value, 40)
+            ),
+        );
+    }
+
+    /// Fails the request: a tool call's arguments piece held `value` (JSON: a number or a
+    /// bool), not a string of JSON text ([`ErrorClass::StreamError`], "a chunk's tool
+    /// arguments field held 7, not a string: the server's output cannot be read").
+    pub(crate) fn not_args(&mut self, value: &str) {
+        self.fail(
+            ErrorClass::StreamError,
+            format!(
+                "a chunk's tool arguments field held {}, not a string: the server's output \
                  cannot be read",
                 inferbench_core::text::one_line(value, 40)
             ),
@@ -1158,6 +1216,8 @@ impl Interpreter {
                 rec.anomalies.push(code);
             }
         }
+        // The server's count as sent when it was too large to be one (not taken).
+        rec.completion_tokens_reported = self.usage_completion_big;
         let chunks = u32::try_from(rec.chunks.len()).unwrap_or(u32::MAX);
         let tool_chunks = (rec.chunks.iter())
             .filter(|c| c.channel == Channel::Tool)
@@ -1165,7 +1225,6 @@ impl Interpreter {
         match self.usage_completion {
             Some(c) => {
                 rec.completion_tokens = c;
-                rec.completion_tokens_reported = self.usage_completion_big;
                 rec.completion_tokens_source = TokenSource::Server;
                 // Usage the chunks alone cannot hold (each carries at least one token, and
                 // may carry several): the tokenizer's count of the text judges it, unless tool

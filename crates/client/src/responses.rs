@@ -30,7 +30,7 @@ use serde_json::Value;
 use serde::Deserialize;
 
 use crate::lenient::{self, LCount, TextKind, TextWire};
-use crate::openai::{excerpt, Here, Interpreter, UsageCounts};
+use crate::openai::{excerpt, finish_reason_word, Here, Interpreter, UsageCounts};
 
 /// Handles one event's `data` (SSE event name `event`, possibly empty) that arrived at `t_ns`.
 pub(crate) fn on_data(
@@ -91,25 +91,31 @@ pub(crate) fn on_data(
         _ => None,
     };
     if let Some(k) = delta_kind {
-        // A delta that is a number or a bool: the output cannot be read (issue 39's
-        // leftovers, 4), as a chat chunk's text field that is not a string.
-        if let Some(d) = v.get("delta").filter(|d| d.is_number() || d.is_boolean()) {
-            return it.not_text(k, &d.to_string());
-        }
-        let text = v.get("delta").and_then(Value::as_str);
+        // The delta is read as a chat chunk's text field is, by the one rule of every
+        // backend ([`TextWire`]): a string is text, typed parts are read as parts, a number
+        // or a bool fails the request naming it (issue 39's leftovers, 4; fresh tester of
+        // issue 39, f14 item 1: `delta: 12345` between two strings was dropped silently).
+        let field = v.get("delta").map_or(TextWire::None, |d| {
+            TextWire::deserialize(d).unwrap_or_else(|_| TextWire::NotText(d.to_string()))
+        });
         let mut here = Here::default();
-        if let Some(t) = text {
-            it.take_text(&TextWire::Str(t.into()), k, relaxed, rec, &mut here);
+        it.take_text(&field, k, relaxed, rec, &mut here);
+        if it.failure.is_some() {
+            return;
         }
         if here.content || here.refusal || here.reasoning {
             it.token_chunk(&here, None, t_ns, rec);
-        } else if k == TextKind::Content && text.is_some() {
+        } else if k == TextKind::Content && matches!(field, TextWire::Str(_)) {
             it.empty_content(t_ns, rec);
         }
         return;
     }
     match kind.as_str() {
         "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
+            // Arguments are JSON text: a number or a bool is no piece of it (f14 item 1).
+            if let Some(d) = v.get("delta").filter(|d| d.is_number() || d.is_boolean()) {
+                return it.not_args(&d.to_string());
+            }
             let non_empty = v
                 .get("delta")
                 .is_some_and(|d| d.as_str().map_or(!d.is_null(), |s| !s.is_empty()));
@@ -124,7 +130,9 @@ pub(crate) fn on_data(
         "response.completed" | "response.incomplete" => {
             let resp = v.get("response").unwrap_or(&Value::Null);
             match terminal_verdict(&kind, resp) {
-                Ok((terminal, reason)) => finish(it, terminal, resp, reason, data, t_ns, rec),
+                Ok((terminal, reason)) => {
+                    finish(it, terminal, resp, reason.as_deref(), data, t_ns, rec)
+                }
                 Err(msg) => it.fail(ErrorClass::StreamError, msg),
             }
         }
@@ -164,9 +172,19 @@ pub(crate) fn carries_tokens(event: &[u8], data: &[u8]) -> bool {
         | "response.refusal.delta"
         | "response.reasoning_text.delta"
         | "response.reasoning.delta"
-        | "response.reasoning_summary_text.delta" => {
-            delta.and_then(Value::as_str).is_some_and(|t| !t.is_empty())
-        }
+        | "response.reasoning_summary_text.delta" => match delta.map(TextWire::deserialize) {
+            // As a chat chunk's text field ([`crate::openai::ChoiceWire::carries_tokens`]):
+            // not text is something sent where text belongs.
+            Some(Ok(TextWire::Str(t))) => !t.is_empty(),
+            Some(Ok(TextWire::Parts(parts))) => parts.iter().any(|p| {
+                let mut text = false;
+                lenient::part_texts(p, TextKind::Content, &mut |_, t| text |= !t.is_empty())
+                    .is_err()
+                    || text
+            }),
+            Some(Ok(TextWire::NotText(_)) | Err(_)) => true,
+            None | Some(Ok(TextWire::None)) => false,
+        },
         "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
             delta.is_some_and(|d| d.as_str().map_or(!d.is_null(), |s| !s.is_empty()))
         }
@@ -186,6 +204,22 @@ fn finish(
     t_ns: u64,
     rec: &mut RequestRecord,
 ) {
+    // A usage that is there but no object is invalid, as on chat (f14 item 2).
+    if resp
+        .get("usage")
+        .is_some_and(|u| !u.is_object() && !u.is_null())
+    {
+        it.set_usage(
+            &UsageCounts {
+                prompt: LCount::default(),
+                completion: LCount::default(),
+                cached: LCount::default(),
+                reasoning: LCount::default(),
+                other_invalid: true,
+            },
+            rec,
+        );
+    }
     if let Some(u) = resp.get("usage").filter(|u| u.is_object()) {
         let underflowed = lenient::underflowed_counts(data);
         let count = |p: &str| {
@@ -272,7 +306,7 @@ fn whole_response(
         it.token_chunk(&here, None, t_ns, rec);
     }
     if let Ok((terminal, reason)) = verdict {
-        finish(it, terminal, v, reason, data, t_ns, rec);
+        finish(it, terminal, v, reason.as_deref(), data, t_ns, rec);
     }
 }
 
@@ -288,15 +322,21 @@ fn whole_response(
 /// `completed` (`cancelled`, `in_progress`, `queued`, a non-string) fails ("KIND with status
 /// S"); `completed` or no status completes (terminal `response.completed`). Returns the
 /// terminal's name and the incomplete reason.
-fn terminal_verdict<'v>(
-    kind: &str,
-    resp: &'v Value,
-) -> Result<(&'static str, Option<&'v str>), String> {
-    let reason = resp
+fn terminal_verdict(kind: &str, resp: &Value) -> Result<(&'static str, Option<String>), String> {
+    // The status and the reason are words read by the rule of a chat `finish_reason`
+    // ([`finish_reason_word`]: `"\u{200b}completed\u{200b}"` is `completed`; f14 item 3).
+    let reason_raw = resp
         .pointer("/incomplete_details/reason")
         .and_then(Value::as_str);
+    let reason_word = reason_raw.and_then(finish_reason_word);
+    let reason = reason_word.as_deref().or(reason_raw);
     let status = resp.get("status").filter(|s| !s.is_null());
-    let status_str = status.map(|s| s.as_str().map_or_else(|| s.to_string(), str::to_owned));
+    let status_str = status.map(|s| {
+        s.as_str().map_or_else(
+            || s.to_string(),
+            |t| finish_reason_word(t).unwrap_or_else(|| t.to_owned()),
+        )
+    });
     match status_str.as_deref() {
         Some("failed") => {
             let err = describe_error(resp.get("error").unwrap_or(&Value::Null));
@@ -316,9 +356,9 @@ fn terminal_verdict<'v>(
                 reason.unwrap_or("no reason given")
             ));
         }
-        return Ok(("response.incomplete", reason));
+        return Ok(("response.incomplete", reason_word));
     }
-    Ok(("response.completed", reason))
+    Ok(("response.completed", reason_word))
 }
 
 /// A usage count read by the rule of every backend ([`LCount`]): a JSON non-negative integer

@@ -333,8 +333,10 @@ async fn no_reason_words_are_not_a_finish_reason() {
             let what = format!("{backend:?} {reason:?}");
             assert_eq!(rec.success, ok, "{what}: {rec:#?}");
             if ok {
+                // Stored as its normalized word (f14 item 3): `stop.` and `\u200bstop` are `stop`.
                 let sent: String = serde_json::from_str(&format!("\"{reason}\"")).unwrap();
-                assert_eq!(rec.finish_reason.as_deref(), Some(sent.as_str()), "{what}");
+                let word = sent.trim_matches(|c: char| !c.is_alphanumeric());
+                assert_eq!(rec.finish_reason.as_deref(), Some(word), "{what}");
             } else {
                 assert_eq!(rec.error.as_deref(), Some(INCOMPLETE_STREAM), "{what}");
                 assert_eq!(rec.finish_reason, None, "{what}");
@@ -544,11 +546,8 @@ async fn an_invalid_usage_chunk_as_the_only_end_is_named_and_flagged() {
             let events = with(tokens(backend, &["Hello", " wor"]), vec![ev(&data)]);
             let rec = send(backend, &events, true).await;
             let what = format!("{backend:?} {count}");
-            if count == "99999999999999999999" {
-                // Beyond u64 but a JSON integer: a count (clamped), so the stream is complete.
-                assert!(rec.success, "{what}: {rec:#?}");
-                continue;
-            }
+            // "99999999999999999999": beyond what the record holds, no count (f14 item 2:
+            // it was clamped and ended the stream).
             assert!(!rec.success, "{what}: {rec:#?}");
             assert_eq!(rec.error_class, Some(ErrorClass::StreamError), "{what}");
             assert_eq!(

@@ -359,8 +359,8 @@ async fn weak_terminal_evidence_does_not_complete_a_cut_stream() {
 }
 
 /// Trial of issue 39 §1–§3, finding 7: usage of 10^12 completion tokens was stored as
-/// 4294967295 with no trace of the real value; the record keeps it beside the clamped count,
-/// and the anomaly still says the usage is beyond max_tokens.
+/// 4294967295 with no trace of the real value; the record keeps it as sent, and (f14 item 2) a
+/// count the record cannot hold is no count: `usage_invalid`, the client's count instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_usage_keeps_its_real_value() {
     let mut events = tokens(Backend::OpenAiChat, false);
@@ -370,11 +370,10 @@ async fn huge_usage_keeps_its_real_value() {
     let url = serve(&events, End::Chunked).await;
     let rec = send(url, Backend::OpenAiChat).await;
     assert!(rec.success, "{rec:#?}");
-    assert_eq!(rec.completion_tokens, u32::MAX);
+    assert_eq!(rec.completion_tokens, 2);
+    assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
     assert_eq!(rec.completion_tokens_reported, Some(1_000_000_000_000));
-    assert!(rec
-        .anomalies
-        .contains(&inferbench_core::anomaly::Anomaly::UsageExceedsMaxTokens));
+    assert_eq!(rec.anomalies, vec![Anomaly::UsageInvalid]);
     let line = serde_json::to_string(&rec).unwrap();
     assert!(
         line.contains(r#""completion_tokens_reported":1000000000000"#),

@@ -8,6 +8,7 @@ pub mod analytics;
 pub mod anomaly;
 pub mod artifacts;
 pub mod exact;
+pub mod fallible;
 pub mod fingerprint;
 pub mod http_fields;
 pub mod matrix;

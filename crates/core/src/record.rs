@@ -180,9 +180,10 @@ pub struct RequestRecord {
     pub completion_tokens: u32,
     /// Where `completion_tokens` came from.
     pub completion_tokens_source: TokenSource,
-    /// The server's `usage.completion_tokens` when it is above `u32::MAX` (`completion_tokens`
-    /// then holds `u32::MAX`, clamped); absent otherwise (trial of issue 39 §1–§3, finding 7:
-    /// 10^12 was stored as 4294967295 with no trace of the real value).
+    /// The server's `usage.completion_tokens` as sent when it is above `u32::MAX`: no count
+    /// the record can hold, so not taken (`usage_invalid`, `completion_tokens` is the client's
+    /// count; f14 item 2), never clamped; absent otherwise (trial of issue 39 §1–§3, finding 7:
+    /// 10^12 was stored as 4294967295 with no trace of the real value). Tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens_reported: Option<u64>,
     /// The client tokenizer's count of the streamed text (content, refusal, reasoning, plus

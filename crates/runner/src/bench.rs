@@ -207,6 +207,34 @@ fn finish_point(req: &PointRequest, notes: &[String], runner: &LoadgenPoint) -> 
     Ok(())
 }
 
+/// The traces of an `agentic-coding` point, read from `path` as `replay` reads them against
+/// the server at `base_url` (reached as `reach`): a trace whose peak input + output is above
+/// the model's context from the server's `/v1/models` (for `model`) is dropped whole
+/// ([`inferbench_workload::agentx::context_bound`], the one rule with `replay`; f14 item 5:
+/// the sweep sent them, the server answered HTTP 400 and every row failed its warmup). Returns
+/// the load and, when traces were dropped, what to say of them
+/// ([`inferbench_workload::agentx::dropped_note`]). Errors: the load's (`FILE:LINE`).
+pub(crate) async fn agentic_traces(
+    path: &std::path::Path,
+    base_url: &str,
+    model: &str,
+    reach: &inferbench_client::Reach,
+) -> anyhow::Result<(inferbench_workload::agentx::LoadReport, Option<String>)> {
+    use inferbench_workload::agentx;
+    let model = (!model.trim().is_empty()).then_some(model);
+    let served = inferbench_client::models::served_max_model_len(base_url, model, reach).await;
+    let report = agentx::load_traces(
+        path,
+        &agentx::LoadOptions {
+            max_context_length: agentx::context_bound(None, served),
+            ..agentx::LoadOptions::default()
+        },
+    )?;
+    let note = (report.dropped_by_context > 0)
+        .then(|| agentx::dropped_note(report.dropped_by_context, None, served));
+    Ok((report, note))
+}
+
 /// AgentX's shortest valid duration, s.
 pub(crate) const MIN_VALID_AGENTIC_S: f64 = 900.0;
 
@@ -223,12 +251,17 @@ async fn run_agentic_point(
         "agentic-coding rows replay AgentX traces: give `--traces PATH` (a traces.jsonl or a \
          directory; InferenceX uses semianalysisai/cc-traces-weka-062126-256k)"
     })?;
-    let report = inferbench_workload::agentx::load_traces(
-        traces_path,
-        &inferbench_workload::agentx::LoadOptions::default(),
-    )?;
+    let tls = crate::point::tls(&req.bench.client);
+    let reach = inferbench_client::Reach {
+        tls: tls.clone(),
+        ..ReplayOptions::default().reach()
+    };
+    let (report, note) = agentic_traces(traces_path, &req.base_url, &req.model, &reach).await?;
     for n in &report.notes {
         inferbench_core::notice::line(&format!("inferbench: warning: {n}"));
+    }
+    if let Some(note) = note {
+        inferbench_core::notice::line(&format!("inferbench: {}", note.trim_start_matches(", ")));
     }
     let settings = req.bench.replay_settings(req.spec.row.duration);
     let duration_s = settings.duration_s;
@@ -249,7 +282,7 @@ async fn run_agentic_point(
         // Checked when the sweep's flags were read (`RunFlags::sweep_options`).
         header_templates: crate::point::header_templates(&req.bench.client).unwrap_or_default(),
         allow_empty_content: req.bench.client.allow_empty_content,
-        tls: crate::point::tls(&req.bench.client),
+        tls,
         request_timeout: Some(std::time::Duration::from_secs_f64(
             req.bench.request_timeout_s.unwrap_or(21_600.0),
         )),
@@ -428,6 +461,63 @@ mod tests {
     use super::*;
     use inferbench_core::summary::{summarize, SummaryContext};
     use inferbench_loadgen::{BenchOutcome, Verdict, VerdictKind};
+
+    /// f14 item 5: an `agentic-coding` point reads its traces as `replay` does: against a
+    /// server whose `/v1/models` says max_model_len 1000, the trace of peak 1544 tokens is
+    /// dropped (the sweep sent it, and the server refused it with HTTP 400), the one of peak
+    /// 136 kept, and the drop said in `replay`'s words; a server that reports no context
+    /// drops none.
+    #[tokio::test]
+    async fn an_agentic_point_drops_traces_over_the_servers_context_as_replay_does() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let dir = tempfile::tempdir().unwrap();
+        let trace = |id: &str, input: u64| {
+            let blocks: Vec<String> = (0..input.div_ceil(64)).map(|b| b.to_string()).collect();
+            format!(
+                r#"{{"id":"{id}","models":["m"],"block_size":64,"hash_id_scope":"local","requests":[{{"t":0,"model":"m","in":{input},"out":8,"hash_ids":[{}],"api_time":1,"type":"s"}}]}}"#,
+                blocks.join(",")
+            )
+        };
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(
+            &path,
+            format!("{}\n{}\n", trace("big", 1536), trace("small", 128)),
+        )
+        .unwrap();
+        let serve = |body: &'static str| async move {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}", l.local_addr().unwrap());
+            tokio::spawn(async move {
+                while let Ok((mut s, _)) = l.accept().await {
+                    let mut buf = [0u8; 4096];
+                    let _ = s.read(&mut buf).await;
+                    let r = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \
+                         {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = s.write_all(r.as_bytes()).await;
+                }
+            });
+            url
+        };
+        let reach = inferbench_client::Reach::default();
+        let url = serve(r#"{"object":"list","data":[{"id":"m","max_model_len":1000}]}"#).await;
+        let (report, note) = agentic_traces(&path, &url, "m", &reach).await.unwrap();
+        let ids: Vec<&str> = report.traces.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["small"]);
+        assert_eq!(
+            note.as_deref(),
+            Some(
+                ", 1 dropped (peak input + output above the server's max_model_len of 1000 \
+                 tokens, from its /v1/models)"
+            )
+        );
+        let url = serve(r#"{"object":"list","data":[{"id":"m"}]}"#).await;
+        let (report, note) = agentic_traces(&path, &url, "m", &reach).await.unwrap();
+        assert_eq!(report.traces.len(), 2);
+        assert_eq!(note, None);
+    }
 
     fn outcome(end: RunEnd, verdict: Option<Verdict>) -> BenchOutcome {
         let ctx = SummaryContext {

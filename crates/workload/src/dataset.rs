@@ -165,7 +165,7 @@ pub fn load_dataset(
     // without it, so the records of a file repeated up to --num-prompts were not counted).
     let costs: Vec<u64> = drafts.iter().map(|d| budget.cost(d)).collect();
     let mut prompts = Vec::new();
-    if prompts.try_reserve(n).is_err() {
+    if inferbench_core::fallible::fallible(|| prompts.try_reserve(n)).is_err() {
         return Err(budget.refuse(None, len.min(n)));
     }
     for (d, (prompt_tokens, max_tokens)) in drafts.into_iter().zip(sized).take(n) {
@@ -591,7 +591,7 @@ fn keep(
         }
         return Err(budget.refuse(line, out.len()));
     }
-    if out.try_reserve(1).is_err() {
+    if inferbench_core::fallible::fallible(|| out.try_reserve(1)).is_err() {
         return Err(budget.refuse(line, out.len()));
     }
     out.push(d);
@@ -786,7 +786,7 @@ fn parse_extra_headers(v: &Value) -> Result<Vec<(String, String)>, String> {
                 "extra_headers: {k:?} is not a valid HTTP header name"
             ));
         }
-        if let Some(why) = inferbench_core::http_fields::header_refusal(k, true) {
+        if let Some(why) = inferbench_core::http_fields::header_refusal(k, &value, true) {
             return Err(format!("extra_headers {k:?}: {why}"));
         }
         if value.chars().any(|c| c.is_control() && c != '\t') {
@@ -1327,11 +1327,11 @@ mod tests {
             // Fresh tester's finding 4: the fields the client writes itself, refused at load.
             (
                 "{\"prompt\": \"a\", \"extra_headers\": {\"Content-Length\": 3}}",
-                "extra_headers \"Content-Length\": Content-Length is a framing or connection field the client writes itself; it cannot be set",
+                "extra_headers \"Content-Length\": Content-Length is a framing, body-encoding or connection field the client writes itself; it cannot be set",
             ),
             (
                 "{\"prompt\": \"a\", \"extra_headers\": {\"transfer-encoding\": \"chunked\"}}",
-                "extra_headers \"transfer-encoding\": transfer-encoding is a framing or connection field the client writes itself; it cannot be set",
+                "extra_headers \"transfer-encoding\": transfer-encoding is a framing, body-encoding or connection field the client writes itself; it cannot be set",
             ),
             (
                 "{\"prompt\": \"a\", \"extra_headers\": {\"Host\": \"evil\"}}",
@@ -1339,7 +1339,16 @@ mod tests {
             ),
             (
                 "{\"prompt\": \"a\", \"extra_headers\": {\"Connection\": \"close\"}}",
-                "extra_headers \"Connection\": Connection cannot be set per request (give it once for every request with --header)",
+                "extra_headers \"Connection\": Connection is a framing, body-encoding or connection field the client writes itself; it cannot be set",
+            ),
+            // f14 item 4: a body description that is not the body's.
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"Content-Encoding\": \"gzip\"}}",
+                "extra_headers \"Content-Encoding\": Content-Encoding is a framing, body-encoding or connection field the client writes itself; it cannot be set",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"Content-Type\": \"text/plain\"}}",
+                "extra_headers \"Content-Type\": Content-Type: \"text/plain\" would misdescribe the body",
             ),
             // Fresh tester's finding 6: an empty prompt, as traces refuse `in: 0`.
             (

@@ -109,14 +109,16 @@ fn too_big(path: &Path, size: u64, max_bytes: u64) -> WorkloadError {
 /// [`WorkloadError::Parse`] naming `path` and the bytes that did not fit (the address-space
 /// limit `ulimit -v` or the machine's memory).
 pub fn reserve(buf: &mut Vec<u8>, more: usize, path: &Path) -> Result<(), WorkloadError> {
-    buf.try_reserve(more).map_err(|_| WorkloadError::Parse {
-        path: path.to_path_buf(),
-        line: None,
-        reason: format!(
-            "{} more bytes to read it do not fit in this process's memory (`ulimit -v` or the \
+    inferbench_core::fallible::fallible(|| buf.try_reserve(more)).map_err(|_| {
+        WorkloadError::Parse {
+            path: path.to_path_buf(),
+            line: None,
+            reason: format!(
+                "{} more bytes to read it do not fit in this process's memory (`ulimit -v` or the \
              memory available): raise the limit or use a smaller file",
-            more
-        ),
+                more
+            ),
+        }
     })
 }
 
@@ -236,7 +238,8 @@ impl LineReader {
                     .max(self.buf.len() + take)
                     .min(cap)
                     - self.buf.len();
-                if self.buf.try_reserve_exact(want).is_err() {
+                let buf = &mut self.buf;
+                if inferbench_core::fallible::fallible(|| buf.try_reserve_exact(want)).is_err() {
                     return Err(self.refuse(
                         self.line + 1,
                         format!(

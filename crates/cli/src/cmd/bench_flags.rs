@@ -36,7 +36,11 @@ pub struct TargetFlags {
         help_heading = "Target"
     )]
     pub api_key: Option<String>,
-    /// Extra request header `K:V` (repeatable; `K=V` accepted too).
+    /// Extra request header `K:V` (repeatable; `K=V` accepted too). The client's own fields are
+    /// refused (exit 2): framing and hop-by-hop (`Content-Length`, `Transfer-Encoding`,
+    /// `Connection`, `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`, `Upgrade`, `Expect`),
+    /// `Content-Encoding`, and a `Content-Type` that is not JSON; `Host` and a JSON
+    /// `Content-Type` replace the client's.
     #[arg(long = "header", value_name = "K:V", help_heading = "Target")]
     pub headers: Vec<String>,
     /// Per-request header 'NAME: VALUE' (repeatable) whose value may hold {i}, the request's

@@ -374,23 +374,14 @@ impl ReplayFlags {
     /// [`ReplayFlags::context_bound`] of `served`: by `--max-context-length`, or over the
     /// server's `max_model_len` when that is the smaller.
     pub fn dropped_note(&self, n: usize, served: Option<u64>) -> String {
-        match served {
-            Some(m) if self.max_context_length.is_none_or(|f| m < f) => format!(
-                ", {n} dropped (peak input + output above the server's max_model_len of {m} \
-                 tokens, from its /v1/models)"
-            ),
-            _ => format!(", {n} dropped by --max-context-length"),
-        }
+        inferbench_workload::agentx::dropped_note(n, self.max_context_length, served)
     }
 
     /// The bound on a trace's peak input + output, tokens: the smaller of
     /// `--max-context-length` and `served` (the model's context from the server); `None`
     /// without either.
     pub fn context_bound(&self, served: Option<u64>) -> Option<u64> {
-        match (self.max_context_length, served) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        inferbench_workload::agentx::context_bound(self.max_context_length, served)
     }
 
     /// The traces to replay: `--traces` read with `--skip-invalid`, `--max-context-length`,

@@ -112,6 +112,33 @@ pub struct LoadOptions {
     pub memory_budget: Option<u64>,
 }
 
+/// The bound on a trace's peak input + output, tokens, that an AgentX replay keeps (a trace
+/// above is dropped whole, [`LoadOptions::max_context_length`]): the smaller of `flag`
+/// (`--max-context-length`) and `served` (the model's context from the server's `/v1/models`,
+/// whose requests above it it refuses with HTTP 400); `None` without either. The one rule of
+/// `replay` and a sweep's `agentic-coding` points (f14 item 5: the sweep sent such traces and
+/// every row failed its warmup).
+pub fn context_bound(flag: Option<u64>, served: Option<u64>) -> Option<u64> {
+    match (flag, served) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// What is said of `n` traces dropped over [`context_bound`] of `flag` and `served`: by
+/// `--max-context-length`, or over the server's `max_model_len` when that is the smaller
+/// (", 56 dropped (peak input + output above the server's max_model_len of 131072 tokens,
+/// from its /v1/models)").
+pub fn dropped_note(n: usize, flag: Option<u64>, served: Option<u64>) -> String {
+    match served {
+        Some(m) if flag.is_none_or(|f| m < f) => format!(
+            ", {n} dropped (peak input + output above the server's max_model_len of {m} \
+             tokens, from its /v1/models)"
+        ),
+        _ => format!(", {n} dropped by --max-context-length"),
+    }
+}
+
 /// The refusal of a load whose traces pass [`LoadOptions::memory_budget`] (`most` bytes) at
 /// the trace after `fit` kept ones.
 pub fn over_budget(most: u64, fit: usize) -> String {
@@ -282,7 +309,7 @@ fn load_inner(
                                 reason: over_budget(most, traces.len()),
                             });
                         }
-                        if traces.try_reserve(1).is_err() {
+                        if inferbench_core::fallible::fallible(|| traces.try_reserve(1)).is_err() {
                             return Err(WorkloadError::Parse {
                                 path: file.clone(),
                                 line: Some(unit_line),
