@@ -413,10 +413,44 @@ fn uri_path(path: &Path) -> String {
         .collect()
 }
 
+/// Whether `location` is a PostgreSQL URL (`postgres://…`, `postgresql://…`); every other
+/// `--db` value is a SQLite file path.
+pub fn is_postgres(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// Refuses a SQLite `file:` URI as `--db` (issue 39, fresh tester's finding 1): SQLite opens
+/// `file:victim.db`, `file:victim.db?mode=rw`, `file://localhost/abs/victim.db` and
+/// percent-encoded names as the file they decode to, while every up-front check (the same-file
+/// check, writability, the side files, the `ulimit -f` plan) read the value as a path of its
+/// own, so `--save-requests victim.db` overwrote the database. `--db` takes a file path or a
+/// `postgres://` URL, nothing else: a file whose name starts with `file:` is given as
+/// `./file:…`. Checked by [`Store::open`], [`Store::open_for_reading`] (and so every reader)
+/// and [`Store::check_target`], so every subcommand that takes `--db` refuses it before it
+/// reads or writes anything.
+///
+/// # Errors
+/// [`StoreError::BadUrl`] naming the location and what to give instead.
+pub fn refuse_sqlite_uri(location: &str) -> Result<(), StoreError> {
+    // SQLite reads a name as a URI exactly when it starts with `file:` (case-sensitive).
+    if location.starts_with("file:") {
+        return Err(StoreError::BadUrl(
+            location.to_string(),
+            "SQLite `file:` URIs are not taken (the file they open could not be checked \
+             against this command's other files): give the database file's path (e.g. \
+             ./inferbench.db; ./file:NAME for a file whose name starts with `file:`) or a \
+             postgres:// URL"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
 impl Store {
     /// Opens a database: a `postgres://` / `postgresql://` URL (an optional `schema=NAME` query
     /// parameter creates and uses that schema), or a SQLite file path (created if missing; WAL
     /// journal, `synchronous=NORMAL`, foreign keys on, 10 s busy timeout). Does not migrate.
+    /// A SQLite `file:` URI is refused ([`refuse_sqlite_uri`]: [`StoreError::BadUrl`]).
     pub fn open(location: &str) -> Result<Store, StoreError> {
         Store::open_mode(location, true)
     }
@@ -425,7 +459,8 @@ impl Store {
     /// WAL writes the file: trial 17 found `report` on a 0-byte file left 4,096 bytes, and it
     /// would convert another program's database).
     fn open_mode(location: &str, writer: bool) -> Result<Store, StoreError> {
-        let conn = if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        refuse_sqlite_uri(location)?;
+        let conn = if is_postgres(location) {
             let (url, schema) = split_schema(location)?;
             // A URL that does not parse is a bad location; one that parses but whose server
             // does not answer or refuses the login is not (trial 16: "bad database location"
@@ -507,7 +542,8 @@ impl Store {
     /// Like [`Store::open_existing`] without the schema check (`db status` reports the version
     /// it finds): a SQLite file must already exist, and opening it writes nothing to it.
     pub fn open_for_reading(location: &str) -> Result<Store, StoreError> {
-        let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
+        refuse_sqlite_uri(location)?;
+        let is_pg = is_postgres(location);
         if !is_pg && Path::new(location).is_dir() {
             return Err(StoreError::BadUrl(
                 location.to_string(),
@@ -659,7 +695,8 @@ impl Store {
     /// folder failed with "attempt to write a readonly database" after the run):
     /// [`StoreError::BadUrl`] naming the path and the OS error otherwise.
     pub fn check_target(location: &str) -> Result<(), StoreError> {
-        let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
+        refuse_sqlite_uri(location)?;
+        let is_pg = is_postgres(location);
         let bad = |why: String| StoreError::BadUrl(location.to_string(), why);
         // A dangling symbolic link is created at its final target (SQLite follows the link):
         // that target's folder is the one checked (issue 39, second round, finding 2).
