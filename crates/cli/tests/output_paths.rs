@@ -599,3 +599,145 @@ fn a_database_in_a_folder_sqlite_cannot_write_is_refused_before_any_request() {
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
     perm(&ro, 0o755);
 }
+
+/// Issue 39, fresh tester's finding 2: `selftest --json dl` and `eval --result-dir dl2`, `dl`
+/// and `dl2` dangling symbolic links into a folder that does not exist, ran everything and
+/// failed at the end. Every output of every writing subcommand goes through the one up-front
+/// check (`output::check_file_writable`, `check_dir_writable`, `dir_uncreatable`): exit 2,
+/// the link and where it leads named, nothing sent, no folder created at the link's far end.
+#[cfg(unix)]
+#[test]
+fn a_dangling_link_into_a_missing_folder_is_refused_up_front_by_every_writing_subcommand() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let miss = d.join("miss");
+    symlink(miss.join("newdir/f"), d.join("dl")).unwrap();
+    symlink(miss.join("newdirY"), d.join("dl2")).unwrap();
+    symlink(miss.join("newdir/c.svg"), d.join("dl.svg")).unwrap();
+    std::fs::create_dir(d.join("r")).unwrap();
+    symlink("../miss/x.json", d.join("r/dl3")).unwrap();
+    let (code, err) = run_in(d, &["db", "--db", "ib.db", "migrate"]);
+    assert_eq!(code, Some(0), "{err}");
+    std::fs::write(d.join("c.yaml"), "{}\n").unwrap();
+    std::fs::write(d.join("rc.yaml"), "labels: {}\n").unwrap();
+    std::fs::write(d.join("base.yaml"), "[]\n").unwrap();
+    let gsm = d.join("gsm8k");
+    std::fs::create_dir(&gsm).unwrap();
+    let line = serde_json::json!({"question": "q?", "answer": "w\n#### 1"}).to_string() + "\n";
+    std::fs::write(gsm.join("test.jsonl"), &line).unwrap();
+    std::fs::write(gsm.join("train.jsonl"), line.repeat(5)).unwrap();
+    std::fs::write(
+        d.join("m.json"),
+        serde_json::json!([{
+            "image": "x", "model": "m/small", "model-prefix": "small", "precision": "fp8",
+            "framework": "sim", "runner": "h100", "isl": 64, "osl": 8, "tp": 1, "pp": 1,
+            "dcp-size": 1, "pcp-size": 1, "conc": [4], "max-model-len": 2048, "ep": 1,
+            "dp-attn": false, "spec-decoding": "none", "exp-name": "small_64_8",
+            "disagg": false
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let (port, connections) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let bench = [
+        "bench",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--num-prompts",
+        "2",
+    ];
+    let with = |base: &[&str], extra: &[&'static str]| {
+        let mut a: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let cases: Vec<Vec<String>> = vec![
+        with(&bench, &["--save-requests", "dl"]),
+        with(&bench, &["--save-result", "--result-dir", "dl2"]),
+        with(
+            &bench,
+            &[
+                "--save-result",
+                "--result-dir",
+                "r",
+                "--result-filename",
+                "dl3",
+            ],
+        ),
+        with(&bench, &["--db", "dl"]),
+        with(
+            &["replay", "--base-url", &url, "--model", "m"],
+            &["--synthetic", "quickstart", "--result-dir", "dl2"],
+        ),
+        with(
+            &["selftest", "--base-url", &url, "--model", "m"],
+            &["--concurrency", "2", "--duration", "1", "--json", "dl"],
+        ),
+        with(
+            &["eval", "gsm8k", "--base-url", &url, "--model", "m"],
+            &[
+                "--backend",
+                "openai",
+                "--data-dir",
+                "gsm8k",
+                "--result-dir",
+                "dl2",
+            ],
+        ),
+        with(
+            &["sweep", "--matrix", "m.json", "--base-url", &url],
+            &["--runner-name", "h100_0", "--out", "dl2"],
+        ),
+        with(&["quickstart", "--fast"], &["--out", "dl2"]),
+        with(&["quickstart", "--fast"], &["--out", "qs", "--chart", "dl.svg"]),
+        with(&["plot", "--db", "ib.db"], &["--out", "dl.svg"]),
+        with(
+            &["matrix", "--config-files", "c.yaml"],
+            &["--runner-config", "rc.yaml", "--output", "dl", "full-sweep"],
+        ),
+        with(
+            &["changelog", "--base", "base.yaml", "--head", "base.yaml"],
+            &[
+                "--config-files",
+                "c.yaml",
+                "--runner-config",
+                "rc.yaml",
+                "--output",
+                "dl",
+            ],
+        ),
+        with(&["db", "--db", "ib.db"], &["dump", "--out", "dl2"]),
+        with(&["agentx-traces"], &["--traces", "1", "--out", "dl"]),
+    ];
+    for args in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, err) = run_in(d, &args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("symbolic link"), "{args:?}: {err}");
+        assert!(err.contains("does not exist"), "{args:?}: {err}");
+        assert_eq!(connections.load(Ordering::SeqCst), 0, "{args:?}: sent");
+        assert!(!miss.exists(), "{args:?} created {}", miss.display());
+    }
+    // The exact words of the two handed cases.
+    let (_, err) = run_in(d, &cases[5].iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        err.contains(&format!(
+            "error: --json dl: it is a symbolic link to {}, whose folder {} does not exist",
+            miss.join("newdir/f").display(),
+            miss.join("newdir").display()
+        )),
+        "{err}"
+    );
+    let (_, err) = run_in(d, &cases[6].iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        err.contains(&format!(
+            "error: --result-dir dl2: dl2 is a symbolic link to {}, which does not exist",
+            miss.join("newdirY").display()
+        )),
+        "{err}"
+    );
+}
