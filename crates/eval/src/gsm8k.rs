@@ -740,6 +740,7 @@ pub fn write_regular(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     name.push(".tmp");
     let tmp = path.with_file_name(name);
     refuse(&tmp)?;
+    let _pending = inferbench_core::tempfiles::register(&tmp);
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;

@@ -265,6 +265,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(why) = non_regular(&tmp) {
         anyhow::bail!("{}: {why}", tmp.display());
     }
+    let _pending = inferbench_core::tempfiles::register(&tmp);
     let res = (|| {
         let mut f =
             File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
@@ -464,6 +465,8 @@ pub fn default_result_filename(opts: &BenchOptions, date: &str) -> String {
 pub struct ResultClaim {
     tmp: PathBuf,
     file: Option<File>,
+    /// `tmp` listed for an end without destructors (`inferbench_core::tempfiles`).
+    _pending: inferbench_core::tempfiles::Pending,
 }
 
 impl Drop for ResultClaim {
@@ -523,7 +526,15 @@ pub fn with_free_result_name(
         {
             Ok(f) => {
                 opts.result_filename = Some(file);
-                return (opts, Some(ResultClaim { tmp, file: Some(f) }));
+                let _pending = inferbench_core::tempfiles::register(&tmp);
+                return (
+                    opts,
+                    Some(ResultClaim {
+                        tmp,
+                        file: Some(f),
+                        _pending,
+                    }),
+                );
             }
             // Claimed by a run that listed the directory before us: try the next.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -626,24 +637,35 @@ fn write_json_to<T: serde::Serialize>(
     held: Option<File>,
 ) -> anyhow::Result<()> {
     let tmp = path.with_extension("json.tmp");
-    let f = match held {
-        Some(f) => f,
-        None => File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?,
-    };
-    let mut out = BufWriter::new(f);
-    serde_json::to_writer_pretty(&mut out, v)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    out.write_all(b"\n")?;
-    out.flush()
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    let f = out
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.sync_data()
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    drop(f);
-    rename_onto(&tmp, path)
+    // Listed while on disk, so an end without destructors removes it too.
+    let _pending = inferbench_core::tempfiles::register(&tmp);
+    let res = (|| {
+        let f = match held {
+            Some(f) => f,
+            None => {
+                File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?
+            }
+        };
+        let mut out = BufWriter::new(f);
+        serde_json::to_writer_pretty(&mut out, v)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        out.write_all(b"\n")?;
+        out.flush()
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        let f = out
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        f.sync_data()
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        drop(f);
+        rename_onto(&tmp, path)
+    })();
+    // No temporary file is left on any path (issue 39, fresh tester's finding 3).
+    if res.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    res
 }
 
 /// One console line per error class (profile and warmup failures together), with its counts
