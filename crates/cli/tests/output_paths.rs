@@ -875,3 +875,80 @@ fn an_out_of_memory_end_leaves_no_temporary_file() {
         .collect();
     assert_eq!(left, Vec::<String>::new());
 }
+
+/// Issue 39, fresh tester's finding 4: (1) `--result-filename` naming a dangling symbolic link
+/// replaced the link with the result; it is written through, as every output is, and the link
+/// stays; (2) `report` left `-wal` and `-shm` beside the database it read (an older-schema one
+/// and a current one): a reader leaves no file; (3) `--db` inside a `--result-dir` not there
+/// yet was refused although `bench` creates that folder: the check sees it as planned.
+#[cfg(unix)]
+#[test]
+fn result_links_are_followed_readers_leave_no_files_and_planned_folders_take_the_db() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    std::fs::create_dir_all(d.join("r")).unwrap();
+    std::fs::create_dir_all(d.join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink("../elsewhere/p.json", d.join("r/res.json")).unwrap();
+    let bench = |extra: &[&str]| {
+        let mut a = vec![
+            "bench",
+            "--base-url",
+            &url,
+            "--model",
+            "Llama-3.1-8B",
+            "--random-input-len",
+            "16",
+            "--random-output-len",
+            "8",
+            "--num-prompts",
+            "4",
+            "--max-concurrency",
+            "2",
+        ];
+        a.extend_from_slice(extra);
+        run_in(d, &a)
+    };
+    let (code, err) = bench(&[
+        "--save-result",
+        "--result-dir",
+        "r",
+        "--result-filename",
+        "res.json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let m = std::fs::symlink_metadata(d.join("r/res.json")).unwrap();
+    assert!(m.file_type().is_symlink(), "the link was replaced");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("elsewhere/p.json")).unwrap()).unwrap();
+    assert_eq!(v["completed"], 4);
+    // (3) The database in the result folder the run creates.
+    let (code, err) = bench(&["--result-dir", "r2/sub", "--db", "r2/x.db"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(d.join("r2/x.db").is_file());
+    // Still refused where the planned folder could not be created.
+    std::fs::write(d.join("afile"), "x").unwrap();
+    let (code, err) = bench(&["--result-dir", "afile/r", "--db", "afile/r/x.db"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--db afile/r/x.db: afile is not a directory"),
+        "{err}"
+    );
+    // (2) Readers leave no side files: the database just written, and an older-schema one.
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../store/tests/old-schema/v4-sweep-h200.db"),
+        d.join("old.db"),
+    )
+    .unwrap();
+    for db in ["r2/x.db", "old.db"] {
+        let before = std::fs::read(d.join(db)).unwrap();
+        let (code, err) = run_in(d, &["report", "--db", db]);
+        assert_eq!(code, Some(0), "{err}");
+        for side in ["-wal", "-shm", "-journal"] {
+            assert!(!d.join(format!("{db}{side}")).exists(), "{db}{side} left");
+        }
+        assert_eq!(std::fs::read(d.join(db)).unwrap(), before, "{db} changed");
+    }
+}

@@ -251,7 +251,8 @@ pub fn check_files_in_dir(flag: &str, dir: &Path, names: &[&str]) -> anyhow::Res
     Ok(())
 }
 
-/// Writes `bytes` to `path` through `<path>.tmp` renamed onto it, every error checked
+/// Writes `bytes` to `path` (through a symbolic link, to the file its chain ends at:
+/// [`write_target`]) through `<path>.tmp` renamed onto it, every error checked
 /// (the write, the flush to disk, the rename). An existing `path` that is not a regular
 /// file ([`non_regular`]) is never replaced: checked again just before the rename.
 ///
@@ -259,6 +260,10 @@ pub fn check_files_in_dir(flag: &str, dir: &Path, names: &[&str]) -> anyhow::Res
 /// `cannot create|writing|cannot write PATH: <OS error>`, or `PATH: ` and [`non_regular`]'s
 /// reason; the temporary file is removed.
 pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    // A symbolic link is written through, as every output is (issue 39, fresh tester's finding
+    // 4: the rename replaced a `--result-filename` link instead of following it).
+    let target = write_target(path);
+    let path = target.as_path();
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".tmp");
     let tmp = path.with_file_name(name);
@@ -630,12 +635,16 @@ fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
 }
 
 /// Writes `v` to `<path>.tmp` (`held`: that file already open and empty) and renames it onto
-/// `path`.
+/// `path` (through a symbolic link, onto the file its chain ends at: [`write_target`]).
 fn write_json_to<T: serde::Serialize>(
     path: &Path,
     v: &T,
     held: Option<File>,
 ) -> anyhow::Result<()> {
+    // A symbolic link is written through, as every output is (issue 39, fresh tester's
+    // finding 4: the rename replaced a dangling `--result-filename` link).
+    let target = write_target(path);
+    let path = target.as_path();
     let tmp = path.with_extension("json.tmp");
     // Listed while on disk, so an end without destructors removes it too.
     let _pending = inferbench_core::tempfiles::register(&tmp);

@@ -352,6 +352,9 @@ pub const DEFAULT_DB: &str = "inferbench.db";
 /// WAL case.
 fn open_sqlite_reader(path: &Path, location: &str) -> Result<rusqlite::Connection, StoreError> {
     use rusqlite::{ErrorCode, OpenFlags};
+    if let Some(c) = open_sqlite_tidy_reader(path) {
+        return Ok(c);
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -389,6 +392,32 @@ fn open_sqlite_reader(path: &Path, location: &str) -> Result<rusqlite::Connectio
         }
         _ => Ok(c),
     }
+}
+
+/// A reader of the SQLite file at `path` that leaves no files behind, where the process may
+/// write the file and its folder (issue 39, fresh tester's finding 4: `report` left `-wal` and
+/// `-shm` beside a WAL database: a read-only connection cannot remove them when it closes,
+/// while SQLite removes them when the last read-write connection closes). Opened read-write
+/// without `CREATE` and at once `PRAGMA query_only = ON`, so it writes nothing (the journal
+/// mode is not touched). `None` where the file or its folder is not writable, or anything
+/// fails: the caller opens it read-only.
+fn open_sqlite_tidy_reader(path: &Path) -> Option<rusqlite::Connection> {
+    use rusqlite::OpenFlags;
+    std::fs::OpenOptions::new().write(true).open(path).ok()?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    inferbench_core::probe::can_create_in(dir).ok()?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let c = rusqlite::Connection::open_with_flags(path, flags).ok()?;
+    c.execute_batch("PRAGMA query_only = ON").ok()?;
+    // The first read builds the WAL index; a failure here is the read-only path's to name.
+    c.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .ok()?;
+    Some(c)
 }
 
 /// `path` percent-encoded for a SQLite `file:` URI (RFC 3986 unreserved characters and `/`
