@@ -814,6 +814,13 @@ fn a_failed_records_write_leaves_a_result_that_ingest_stores_as_failed() {
     };
     let (code, text) = run(&["ingest", "res/p.json", "--db", "a.db"]);
     assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(
+            "of these points: 1 failed (measured, but failed: `report --columns conc,error` \
+             says why; `report --include-failed` lists it)"
+        ),
+        "{text}"
+    );
     let (code, text) = report("a.db");
     assert_eq!(code, Some(0), "{text}");
     assert!(

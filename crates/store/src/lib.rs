@@ -212,6 +212,10 @@ pub struct IngestReport {
     /// Of the failed points, those interrupted (Ctrl-C) before any request finished, which
     /// the sweep called "interrupted" (trial 20: ingest called them only "failed").
     pub interrupted_points: usize,
+    /// Of the failed points, those that measured (a completed request) and were failed by
+    /// their producer or their records file (an incomplete `--save-requests` file: issue 39,
+    /// fresh tester's finding 3); their `error` says why.
+    pub measured_failed_points: usize,
     /// The path given, as canonicalized (named when it held nothing to ingest).
     pub path: String,
     /// Eval results written (one per task and concurrency).
@@ -964,6 +968,9 @@ impl Store {
                 report.points += run.points.len();
                 let failed = |p: &&parse::PointData| p.error.is_some();
                 report.failed_points += run.points.iter().filter(failed).count();
+                report.measured_failed_points += (run.points.iter())
+                    .filter(|p| failed(p) && p.metrics.get("completed").is_some_and(|c| *c > 0.0))
+                    .count();
                 report.interrupted_points += (run.points.iter())
                     .filter(|p| {
                         (p.error.as_deref())
