@@ -379,6 +379,18 @@ fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
         "{err}"
     );
     assert!(!err.contains("wrote "), "{err}");
+    // Its summary, when written, says the records file is incomplete (issue 39, fresh
+    // tester's finding 3).
+    if let Ok(b) = std::fs::read(dir.path().join("out/summary.json")) {
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        let reason = v["inferbench"]["failed_reason"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            reason.contains("the records file out/requests.jsonl is incomplete"),
+            "{v}"
+        );
+    }
 }
 
 /// Issue 39's leftovers, 3: a sweep's inner files are checked with `--out` before the first
