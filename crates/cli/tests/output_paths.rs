@@ -727,6 +727,10 @@ fn a_dangling_link_into_a_missing_folder_is_refused_up_front_by_every_writing_su
         ),
         with(&["db", "--db", "ib.db"], &["dump", "--out", "dl2"]),
         with(&["agentx-traces"], &["--traces", "1", "--out", "dl"]),
+        with(
+            &["sweep", "--executor", "github", "--matrix", "m.json"],
+            &["--github-dir", "dl2"],
+        ),
     ];
     for args in &cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
