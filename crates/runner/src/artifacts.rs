@@ -40,6 +40,10 @@ pub fn is_done(dir: &Path) -> bool {
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
     text.push('\n');
+    // A symbolic link is written through, as every output is (issue 39, fresh tester's
+    // finding 4: the rename replaced the link).
+    let target = inferbench_core::probe::link_chain_end(path).unwrap_or_else(|| path.to_path_buf());
+    let path = target.as_path();
     let tmp = path.with_extension("json.tmp");
     // Listed while on disk (an end without destructors removes it), removed on every error.
     let _pending = inferbench_core::tempfiles::register(&tmp);
