@@ -950,6 +950,10 @@ fn result_links_are_followed_readers_leave_no_files_and_planned_folders_take_the
     let (code, err) = bench(&["--result-dir", "r2/sub", "--db", "r2/x.db"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(d.join("r2/x.db").is_file());
+    // And in the records file's folder, which the run creates too.
+    let (code, err) = bench(&["--save-requests", "r3/req.jsonl", "--db", "r3/x.db"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(d.join("r3/x.db").is_file());
     // Still refused where the planned folder could not be created.
     std::fs::write(d.join("afile"), "x").unwrap();
     let (code, err) = bench(&["--result-dir", "afile/r", "--db", "afile/r/x.db"]);
