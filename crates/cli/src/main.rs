@@ -234,6 +234,7 @@ fn quiet_on_broken_stdout() {
         let printing =
             msg.contains("failed printing to stdout") || msg.contains("failed printing to stderr");
         if printing && msg.contains("Broken pipe") {
+            oom::remove_pending_temp_files();
             std::process::exit(cmd::ExitStatus::BrokenPipe.code());
         }
         // Stdout or stderr redirected to a file that reached `ulimit -f` (SIGXFSZ ignored):
@@ -243,6 +244,7 @@ fn quiet_on_broken_stdout() {
                 &mut std::io::stderr(),
                 format_args!("error: {msg} (the file-size limit, `ulimit -f`)\n"),
             );
+            oom::remove_pending_temp_files();
             std::process::exit(cmd::ExitStatus::Failed.code());
         }
         // A thread that could not start for want of memory (issue 39 §2): the net's message

@@ -185,9 +185,27 @@ fn status() -> i32 {
     }
 }
 
-/// Writes the preformatted message for now and ends the process ([`status`]) without
-/// unwinding or running destructors (async-signal-safe).
+/// Removes every temporary file still listed (`inferbench_core::tempfiles`): called on each
+/// end that runs no destructors (this net's `_exit`, the panic hook's `process::exit`).
+/// Async-signal-safe (atomic loads and `unlink(2)`); does nothing off Unix.
+pub fn remove_pending_temp_files() {
+    #[cfg(unix)]
+    inferbench_core::tempfiles::for_each_pending(|p| {
+        // SAFETY: `p` is a NUL-terminated path that is never freed; unlink is
+        // async-signal-safe.
+        unsafe {
+            libc::unlink(p.cast());
+        }
+    });
+}
+
+/// Removes the temporary files still listed (`inferbench_core::tempfiles`), writes the
+/// preformatted message for now and ends the process ([`status`]) without unwinding or
+/// running destructors (async-signal-safe).
 pub fn exit_out_of_memory() -> ! {
+    // The temporary files on disk (a claimed `….json.tmp`): no destructor runs after this
+    // (issue 39, fresh tester's finding 3: a 0-byte one was left behind).
+    remove_pending_temp_files();
     let sent = inferbench_client::any_request_sent();
     if let Some((before, after)) = SUBCOMMAND_MESSAGES.get().or_else(|| MESSAGES.get()) {
         let m = if sent { after } else { before };

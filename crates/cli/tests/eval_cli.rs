@@ -737,3 +737,25 @@ fn a_download_through_a_dead_proxy_names_the_proxy() {
         "{text}"
     );
 }
+
+/// Issue 39, fresh tester's finding 4: an output that is a symbolic link is written through, as
+/// every output is: eval's `results_gsm8k.json` a link to a file elsewhere keeps the link and
+/// the result lands in its target (the rename replaced the link).
+#[cfg(unix)]
+#[test]
+fn a_result_file_link_is_written_through() {
+    let tmp = tempfile::tempdir().unwrap();
+    let url = replay("Adding up, the total is 72 apples.\n#### 72");
+    let data = data_dir(tmp.path(), &["72"]);
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir_all(tmp.path().join("keep")).unwrap();
+    std::os::unix::fs::symlink("../keep/r.json", out.join("results_gsm8k.json")).unwrap();
+    let (code, text) = eval(&url, &data, &out, &[]);
+    assert_eq!(code, Some(0), "{text}");
+    let m = std::fs::symlink_metadata(out.join("results_gsm8k.json")).unwrap();
+    assert!(m.file_type().is_symlink(), "the link was replaced");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("keep/r.json")).unwrap()).unwrap();
+    assert!(v.get("results").is_some(), "{v}");
+}

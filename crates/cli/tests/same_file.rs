@@ -712,3 +712,96 @@ fn kernel_files_are_refused_as_outputs_before_any_request() {
     }
     assert_eq!(hits.load(Ordering::SeqCst), 0, "a request was sent");
 }
+
+/// Issue 39, fresh tester's finding 1: SQLite opened a `--db` given as a `file:` URI (`file:victim.db`,
+/// with a query, `file://localhost/ABS/…`, percent-encoded) as the file it decodes to, while
+/// the same-file check read the value as a path of its own: `--save-requests victim.db`
+/// overwrote the database after every request was sent. Every subcommand that takes `--db`
+/// refuses a `file:` value before it sends, reads or writes anything (exit 2), the database
+/// unchanged.
+#[test]
+fn a_sqlite_uri_db_is_refused_by_every_subcommand_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for db in ["victim.db", "victim2.db"] {
+        let (code, err) = run_in(d, &["db", "--db", db, "migrate"]);
+        assert_eq!(code, Some(0), "{err}");
+    }
+    std::fs::write(d.join("r.json"), "{}").unwrap();
+    let (port, hits) = counting_listener();
+    let url = format!("http://127.0.0.1:{port}");
+    let abs = d.canonicalize().unwrap().join("victim.db");
+    let localhost = format!("file://localhost{}", abs.display());
+    let bench = [
+        "bench",
+        "--base-url",
+        &url,
+        "--model",
+        "m",
+        "--num-prompts",
+        "4",
+        "--max-concurrency",
+        "2",
+        "--power",
+        "off",
+    ];
+    let mut cases: Vec<(Vec<&str>, &str)> = Vec::new();
+    for uri in ["file:victim.db", localhost.as_str(), "file:vic%74im.db"] {
+        let mut a = bench.to_vec();
+        a.extend(["--db", uri, "--save-requests", "victim.db"]);
+        cases.push((a, "victim.db"));
+    }
+    let mut a = bench.to_vec();
+    a.extend([
+        "--db",
+        "file:victim2.db?mode=rw",
+        "--save-result",
+        "--result-dir",
+        ".",
+        "--result-filename",
+        "victim2.db",
+    ]);
+    cases.push((a, "victim2.db"));
+    cases.push((
+        vec!["ingest", "r.json", "--db", "file:victim.db"],
+        "victim.db",
+    ));
+    cases.push((vec!["db", "--db", "file:victim.db", "migrate"], "victim.db"));
+    cases.push((vec!["db", "--db", "file:victim.db", "status"], "victim.db"));
+    cases.push((vec!["report", "--db", "file:victim.db"], "victim.db"));
+    cases.push((
+        vec!["plot", "--db", "file:victim.db", "--out", "victim.db"],
+        "victim.db",
+    ));
+    cases.push((
+        vec![
+            "quickstart",
+            "--fast",
+            "--out",
+            "qs",
+            "--db",
+            "file:victim.db",
+        ],
+        "victim.db",
+    ));
+    for (args, kept) in cases {
+        let before = std::fs::read(d.join(kept)).unwrap();
+        let (code, err) = run_in(d, &args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("SQLite `file:` URIs are not taken"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            hits.load(Ordering::SeqCst),
+            0,
+            "{args:?}: a request was sent"
+        );
+        assert_eq!(std::fs::read(d.join(kept)).unwrap(), before, "{args:?}");
+    }
+    assert!(!d.join("qs").exists());
+    // A file whose name starts with `file:` is given as `./file:…`.
+    let (code, err) = run_in(d, &["db", "--db", "./file:x.db", "migrate"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(d.join("file:x.db").is_file());
+}

@@ -23,6 +23,7 @@ pub mod run_end;
 pub mod server_metrics;
 pub mod slo;
 pub mod summary;
+pub mod tempfiles;
 pub mod text;
 
 pub use anomaly::Anomaly;

@@ -724,11 +724,15 @@ pub fn not_regular(path: &Path) -> Option<&'static str> {
     }
 }
 
-/// Writes `bytes` to `path` through `<path>.tmp` renamed onto it, every error checked (write,
-/// sync, rename); a `path` that exists and is not a regular file is never replaced (checked
+/// Writes `bytes` to `path` (through a symbolic link, to the file its chain ends at) through
+/// `<path>.tmp` renamed onto it, every error checked (write, sync, rename); a `path` that exists and is not a regular file is never replaced (checked
 /// again before the rename). Errors: the OS error, or `InvalidInput` naming the path.
 pub fn write_regular(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
+    // A symbolic link is written through, as every output is (issue 39, fresh tester's
+    // finding 4: the rename replaced the link).
+    let target = inferbench_core::probe::link_chain_end(path).unwrap_or_else(|| path.to_path_buf());
+    let path = target.as_path();
     let refuse = |p: &Path| match not_regular(p) {
         Some(why) => Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -740,6 +744,7 @@ pub fn write_regular(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     name.push(".tmp");
     let tmp = path.with_file_name(name);
     refuse(&tmp)?;
+    let _pending = inferbench_core::tempfiles::register(&tmp);
     let res = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;

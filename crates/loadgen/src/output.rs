@@ -19,6 +19,106 @@ use crate::kept::KeptRecords;
 use crate::options::BenchOptions;
 use crate::progress::Counters;
 
+/// Why an output path cannot be reached because of a dangling symbolic link on its way, or
+/// `None` (issue 39, fresh tester's finding 2: `selftest --json dl` and `eval --result-dir dl2`,
+/// links into a folder that does not exist, ran everything and failed at the end). `path` and
+/// each of its ancestors not there (following links) are looked at, nearest first; the first
+/// that is a symbolic link is dangling: a folder is never created at a link's far end, so
+///
+/// - `path` itself a link, written as a file (`dir_output: false`): fine when the folder of the
+///   file its chain ends at exists (the write follows the link and creates that file; its
+///   folder is then probed like any other), else `it is a symbolic link to END, whose folder
+///   DIR does not exist …`;
+/// - a link as a folder (`path` with `dir_output`, or an ancestor): `… is a symbolic link to
+///   END, which does not exist …`;
+/// - a loop of links: `… a loop of symbolic links …`.
+pub fn dangling_link_problem(path: &Path, dir_output: bool) -> Option<String> {
+    let mut at = Some(path);
+    while let Some(p) = at.filter(|p| !p.as_os_str().is_empty()) {
+        if std::fs::metadata(p).is_ok() {
+            return None;
+        }
+        if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+            let Some(end) = inferbench_core::probe::link_chain_end(p) else {
+                return Some(format!(
+                    "{} is a loop of symbolic links (or more than {} in a chain)",
+                    p.display(),
+                    inferbench_core::probe::MAX_LINKS
+                ));
+            };
+            if p == path && !dir_output {
+                let folder = end
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."));
+                if folder.is_dir() {
+                    return None;
+                }
+                return Some(format!(
+                    "it is a symbolic link to {}, whose folder {} does not exist (a write \
+                     follows the link, and no folder is created at a link's far end): create \
+                     that folder or give another path",
+                    end.display(),
+                    folder.display()
+                ));
+            }
+            return Some(format!(
+                "{} is a symbolic link to {}, which does not exist (no folder is created at a \
+                 link's far end): create that folder or give another path",
+                p.display(),
+                end.display()
+            ));
+        }
+        at = p.parent();
+    }
+    None
+}
+
+/// Where a write to the file `path` lands: the end of its chain of symbolic links when `path`
+/// is one (a dangling link is written through, as every output is), else `path`.
+pub fn write_target(path: &Path) -> PathBuf {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            inferbench_core::probe::link_chain_end(path).unwrap_or_else(|| path.to_path_buf())
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Why the directory `dir` could not be created and written at the end of a run, checked up
+/// front without creating it (a refused run leaves no directory behind), or `None`: a dangling
+/// symbolic link on its way ([`dangling_link_problem`]); an existing `dir` must be a directory
+/// that takes a new file (probed by creating and removing `.inferbench-write-probe-<pid>`); a
+/// missing one, its nearest existing ancestor. `eval --result-dir`'s and a sweep's `--out`'s
+/// check.
+pub fn dir_uncreatable(dir: &Path) -> Option<String> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    if let Some(why) = dangling_link_problem(dir, true) {
+        return Some(why);
+    }
+    let mut at = dir;
+    while !at.exists() {
+        match at.parent() {
+            Some(p) if !p.as_os_str().is_empty() => at = p,
+            _ => {
+                at = Path::new(".");
+                break;
+            }
+        }
+    }
+    if !at.is_dir() {
+        return Some(format!("{} is not a directory", at.display()));
+    }
+    match inferbench_core::probe::can_create_in(at) {
+        Ok(()) => None,
+        Err(e) => Some(format!("cannot create a file in {}: {e}", at.display())),
+    }
+}
+
 /// Why no file can be created in `dir` (created first, with its parents), or `None`: probed
 /// by creating and removing `.inferbench-write-probe-<pid>` there.
 fn dir_problem(dir: &Path) -> Option<String> {
@@ -27,6 +127,9 @@ fn dir_problem(dir: &Path) -> Option<String> {
     } else {
         dir
     };
+    if let Some(why) = dangling_link_problem(dir, true) {
+        return Some(why);
+    }
     if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Some(format!("{} is not a directory", dir.display()));
     }
@@ -104,7 +207,10 @@ fn file_kind(m: &std::fs::Metadata) -> &'static str {
 /// Checks, before any request is sent, that the file `path` can be written: it is missing or
 /// a regular file (anything else, a directory, FIFO, device or socket, is refused: issue 39
 /// §1), an existing one is opened for writing without truncating it, a new one needs a
-/// writable directory (as [`check_dir_writable`]).
+/// writable directory (as [`check_dir_writable`]); a dangling symbolic link is written
+/// through, so the folder its chain ends in must exist ([`dangling_link_problem`]). The one
+/// up-front check of every file output (`bench`'s, `selftest --json`, `quickstart --chart`,
+/// `plot --out`, …).
 ///
 /// # Errors
 /// `FLAG PATH: ` and why: [`non_regular`]'s reason, `cannot write it: <OS error>`, or its
@@ -118,7 +224,11 @@ pub fn check_file_writable(flag: &str, path: &Path) -> anyhow::Result<()> {
                 .err()
                 .map(|e| format!("cannot write it: {e}"))
         }),
-        Err(_) => dir_problem(path.parent().unwrap_or(Path::new("."))),
+        Err(_) => match dangling_link_problem(path, false) {
+            Some(why) => Some(why),
+            // A dangling link whose far folder exists: that folder is probed.
+            None => dir_problem(write_target(path).parent().unwrap_or(Path::new("."))),
+        },
     };
     match why {
         Some(why) => anyhow::bail!("{flag} {}: {why}", path.display()),
@@ -141,7 +251,8 @@ pub fn check_files_in_dir(flag: &str, dir: &Path, names: &[&str]) -> anyhow::Res
     Ok(())
 }
 
-/// Writes `bytes` to `path` through `<path>.tmp` renamed onto it, every error checked
+/// Writes `bytes` to `path` (through a symbolic link, to the file its chain ends at:
+/// [`write_target`]) through `<path>.tmp` renamed onto it, every error checked
 /// (the write, the flush to disk, the rename). An existing `path` that is not a regular
 /// file ([`non_regular`]) is never replaced: checked again just before the rename.
 ///
@@ -149,12 +260,17 @@ pub fn check_files_in_dir(flag: &str, dir: &Path, names: &[&str]) -> anyhow::Res
 /// `cannot create|writing|cannot write PATH: <OS error>`, or `PATH: ` and [`non_regular`]'s
 /// reason; the temporary file is removed.
 pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    // A symbolic link is written through, as every output is (issue 39, fresh tester's finding
+    // 4: the rename replaced a `--result-filename` link instead of following it).
+    let target = write_target(path);
+    let path = target.as_path();
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".tmp");
     let tmp = path.with_file_name(name);
     if let Some(why) = non_regular(&tmp) {
         anyhow::bail!("{}: {why}", tmp.display());
     }
+    let _pending = inferbench_core::tempfiles::register(&tmp);
     let res = (|| {
         let mut f =
             File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
@@ -354,6 +470,8 @@ pub fn default_result_filename(opts: &BenchOptions, date: &str) -> String {
 pub struct ResultClaim {
     tmp: PathBuf,
     file: Option<File>,
+    /// `tmp` listed for an end without destructors (`inferbench_core::tempfiles`).
+    _pending: inferbench_core::tempfiles::Pending,
 }
 
 impl Drop for ResultClaim {
@@ -413,7 +531,15 @@ pub fn with_free_result_name(
         {
             Ok(f) => {
                 opts.result_filename = Some(file);
-                return (opts, Some(ResultClaim { tmp, file: Some(f) }));
+                let _pending = inferbench_core::tempfiles::register(&tmp);
+                return (
+                    opts,
+                    Some(ResultClaim {
+                        tmp,
+                        file: Some(f),
+                        _pending,
+                    }),
+                );
             }
             // Claimed by a run that listed the directory before us: try the next.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -509,31 +635,46 @@ fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> anyhow::Result<()> {
 }
 
 /// Writes `v` to `<path>.tmp` (`held`: that file already open and empty) and renames it onto
-/// `path`.
+/// `path` (through a symbolic link, onto the file its chain ends at: [`write_target`]).
 fn write_json_to<T: serde::Serialize>(
     path: &Path,
     v: &T,
     held: Option<File>,
 ) -> anyhow::Result<()> {
+    // A symbolic link is written through, as every output is (issue 39, fresh tester's
+    // finding 4: the rename replaced a dangling `--result-filename` link).
+    let target = write_target(path);
+    let path = target.as_path();
     let tmp = path.with_extension("json.tmp");
-    let f = match held {
-        Some(f) => f,
-        None => File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?,
-    };
-    let mut out = BufWriter::new(f);
-    serde_json::to_writer_pretty(&mut out, v)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    out.write_all(b"\n")?;
-    out.flush()
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    let f = out
-        .into_inner()
-        .map_err(|e| e.into_error())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.sync_data()
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    drop(f);
-    rename_onto(&tmp, path)
+    // Listed while on disk, so an end without destructors removes it too.
+    let _pending = inferbench_core::tempfiles::register(&tmp);
+    let res = (|| {
+        let f = match held {
+            Some(f) => f,
+            None => {
+                File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?
+            }
+        };
+        let mut out = BufWriter::new(f);
+        serde_json::to_writer_pretty(&mut out, v)
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        out.write_all(b"\n")?;
+        out.flush()
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        let f = out
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        f.sync_data()
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        drop(f);
+        rename_onto(&tmp, path)
+    })();
+    // No temporary file is left on any path (issue 39, fresh tester's finding 3).
+    if res.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    res
 }
 
 /// One console line per error class (profile and warmup failures together), with its counts

@@ -361,6 +361,18 @@ pub async fn run_bench(
     // A write that failed fails the point (exit 1, issue 39 §8), after writing what it can.
     let records_failed = write_error.is_some();
     output_failed |= records_failed;
+    // What the result says of it (issue 39, fresh tester's finding 3: the result named the
+    // truncated file with no reason, and `ingest` of it failed on every try).
+    let records_cause = write_error.as_ref().map(|e| {
+        format!(
+            "the records file {} is incomplete: writing --save-requests failed ({e}); the \
+             result does not name it, and the summary was computed from every record kept in \
+             memory",
+            opts.save_requests
+                .as_deref()
+                .map_or_else(String::new, |p| p.display().to_string())
+        )
+    });
     if let Some(e) = write_error {
         notes.push(format!(
             "writing --save-requests failed: {e} (records kept in memory for the summary; the \
@@ -451,6 +463,13 @@ pub async fn run_bench(
             ),
         });
     }
+    // An incomplete records file fails the point (its cause beside any other).
+    if let Some(cause) = records_cause {
+        summary.inferbench.failed_reason = Some(match summary.inferbench.failed_reason.take() {
+            Some(prev) => format!("{prev}; {cause}"),
+            None => cause,
+        });
+    }
     summary.inferbench.server_metrics = server_metrics;
     // The server's settings (issue 39 §5): what it reported, and what the caller knows of
     // an engine it launched.
@@ -468,7 +487,8 @@ pub async fn run_bench(
     let checks = (scrape_missing, request_url.as_str());
     let not_found = summary_notes(&opts, &summary, &records, checks, &mut notes).await;
     // The result names its records file, so `ingest` of the result alone stores them too.
-    summary.inferbench.requests_file = requests_file_name(&opts);
+    // Not an incomplete one: `ingest` would find it broken.
+    summary.inferbench.requests_file = requests_file_name(&opts).filter(|_| !records_failed);
     summary.inferbench.allow_empty_content = opts.allow_empty_content;
     if let Some(p) = &proxy {
         notes.push(format!(

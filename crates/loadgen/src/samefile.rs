@@ -320,9 +320,11 @@ pub const SQLITE_SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
 
 /// A `--db` target as paths to compare: a SQLite file and its [`SQLITE_SIDE_FILES`], each
 /// written (SQLite deletes a `-wal` it checkpointed: trial of issue 39's leftovers, finding 1,
-/// `--save-requests DB-wal` was written and then lost); a `postgres://` URL names none.
+/// `--save-requests DB-wal` was written and then lost); a `postgres://` / `postgresql://` URL
+/// names none. Every other value is a path, as the store opens it (a SQLite `file:` URI is
+/// refused by the store before it opens anything: `inferbench_store::refuse_sqlite_uri`).
 pub fn db_path(db: &str) -> Vec<NamedPath> {
-    if db.contains("://") {
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
         return Vec::new();
     }
     // SQLite keeps the side files beside the file a symbolic link leads to (its unix VFS

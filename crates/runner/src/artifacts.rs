@@ -40,8 +40,17 @@ pub fn is_done(dir: &Path) -> bool {
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
     let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
     text.push('\n');
+    // A symbolic link is written through, as every output is (issue 39, fresh tester's
+    // finding 4: the rename replaced the link).
+    let target = inferbench_core::probe::link_chain_end(path).unwrap_or_else(|| path.to_path_buf());
+    let path = target.as_path();
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
+    // Listed while on disk (an end without destructors removes it), removed on every error.
+    let _pending = inferbench_core::tempfiles::register(&tmp);
+    if let Err(e) = std::fs::write(&tmp, text) {
+        std::fs::remove_file(&tmp).ok();
+        return Err(e);
+    }
     if let Some(why) = inferbench_loadgen::output::non_regular(path) {
         std::fs::remove_file(&tmp).ok();
         return Err(std::io::Error::new(
@@ -49,7 +58,9 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> std::io::Resul
             format!("{}: {why}", path.display()),
         ));
     }
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        std::fs::remove_file(&tmp).ok();
+    })
 }
 
 /// Provenance of this process for `image` on `runner_name`: this build's version and commit,

@@ -443,17 +443,25 @@ fn first_error(records: &[inferbench_core::RequestRecord]) -> String {
         .unwrap_or_default()
 }
 
-/// zstd (level 3) of `src` into `dst`, via a temporary file renamed into place.
+/// zstd (level 3) of `src` into `dst`, via a temporary file renamed into place (removed on
+/// every error, and listed for an end without destructors: `inferbench_core::tempfiles`).
 pub fn compress(src: &Path, dst: &Path) -> std::io::Result<()> {
     let tmp = dst.with_extension("zst.tmp");
-    {
+    // Listed while on disk and removed on every error: no temporary file is left (issue 39,
+    // fresh tester's finding 3).
+    let _pending = inferbench_core::tempfiles::register(&tmp);
+    let res = (|| {
         let mut input = std::fs::File::open(src)?;
         let out = std::fs::File::create(&tmp)?;
         let mut enc = zstd::Encoder::new(out, 3)?;
         std::io::copy(&mut input, &mut enc)?;
         enc.finish()?.sync_all()?;
+        std::fs::rename(&tmp, dst)
+    })();
+    if res.is_err() {
+        std::fs::remove_file(&tmp).ok();
     }
-    std::fs::rename(&tmp, dst)
+    res
 }
 
 #[cfg(test)]

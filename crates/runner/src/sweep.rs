@@ -565,27 +565,10 @@ pub async fn run_jobs_with<R: PointRunner>(
 }
 
 /// Why a directory `dir` could not be written, without creating it (a refused sweep leaves no
-/// directory behind): an existing `dir` must be a directory that takes a new file (probed by
-/// creating and removing `.inferbench-write-probe-<pid>`); a missing one, its nearest existing
-/// ancestor. `None` when it can be.
+/// directory behind): [`inferbench_loadgen::output::dir_uncreatable`], the one check of a
+/// folder written at the end (a dangling link on its way included). `None` when it can be.
 fn dir_unwritable(dir: &Path) -> Option<String> {
-    let mut at = dir;
-    while !at.exists() {
-        match at.parent() {
-            Some(p) if !p.as_os_str().is_empty() => at = p,
-            _ => {
-                at = Path::new(".");
-                break;
-            }
-        }
-    }
-    if !at.is_dir() {
-        return Some(format!("{} is not a directory", at.display()));
-    }
-    match inferbench_core::probe::can_create_in(at) {
-        Ok(()) => None,
-        Err(e) => Some(format!("cannot create a file in {}: {e}", at.display())),
-    }
+    inferbench_loadgen::output::dir_uncreatable(dir)
 }
 
 /// Why an existing entry `path` of a directory the sweep writes into could not be replaced:

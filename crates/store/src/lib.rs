@@ -212,6 +212,10 @@ pub struct IngestReport {
     /// Of the failed points, those interrupted (Ctrl-C) before any request finished, which
     /// the sweep called "interrupted" (trial 20: ingest called them only "failed").
     pub interrupted_points: usize,
+    /// Of the failed points, those that measured (a completed request) and were failed by
+    /// their producer or their records file (an incomplete `--save-requests` file: issue 39,
+    /// fresh tester's finding 3); their `error` says why.
+    pub measured_failed_points: usize,
     /// The path given, as canonicalized (named when it held nothing to ingest).
     pub path: String,
     /// Eval results written (one per task and concurrency).
@@ -352,6 +356,9 @@ pub const DEFAULT_DB: &str = "inferbench.db";
 /// WAL case.
 fn open_sqlite_reader(path: &Path, location: &str) -> Result<rusqlite::Connection, StoreError> {
     use rusqlite::{ErrorCode, OpenFlags};
+    if let Some(c) = open_sqlite_tidy_reader(path) {
+        return Ok(c);
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -391,6 +398,32 @@ fn open_sqlite_reader(path: &Path, location: &str) -> Result<rusqlite::Connectio
     }
 }
 
+/// A reader of the SQLite file at `path` that leaves no files behind, where the process may
+/// write the file and its folder (issue 39, fresh tester's finding 4: `report` left `-wal` and
+/// `-shm` beside a WAL database: a read-only connection cannot remove them when it closes,
+/// while SQLite removes them when the last read-write connection closes). Opened read-write
+/// without `CREATE` and at once `PRAGMA query_only = ON`, so it writes nothing (the journal
+/// mode is not touched). `None` where the file or its folder is not writable, or anything
+/// fails: the caller opens it read-only.
+fn open_sqlite_tidy_reader(path: &Path) -> Option<rusqlite::Connection> {
+    use rusqlite::OpenFlags;
+    std::fs::OpenOptions::new().write(true).open(path).ok()?;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    inferbench_core::probe::can_create_in(dir).ok()?;
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let c = rusqlite::Connection::open_with_flags(path, flags).ok()?;
+    c.execute_batch("PRAGMA query_only = ON").ok()?;
+    // The first read builds the WAL index; a failure here is the read-only path's to name.
+    c.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .ok()?;
+    Some(c)
+}
+
 /// `path` percent-encoded for a SQLite `file:` URI (RFC 3986 unreserved characters and `/`
 /// kept), so that `?`, `#` and `%` in a name stay part of it.
 fn uri_path(path: &Path) -> String {
@@ -413,10 +446,44 @@ fn uri_path(path: &Path) -> String {
         .collect()
 }
 
+/// Whether `location` is a PostgreSQL URL (`postgres://…`, `postgresql://…`); every other
+/// `--db` value is a SQLite file path.
+pub fn is_postgres(location: &str) -> bool {
+    location.starts_with("postgres://") || location.starts_with("postgresql://")
+}
+
+/// Refuses a SQLite `file:` URI as `--db` (issue 39, fresh tester's finding 1): SQLite opens
+/// `file:victim.db`, `file:victim.db?mode=rw`, `file://localhost/abs/victim.db` and
+/// percent-encoded names as the file they decode to, while every up-front check (the same-file
+/// check, writability, the side files, the `ulimit -f` plan) read the value as a path of its
+/// own, so `--save-requests victim.db` overwrote the database. `--db` takes a file path or a
+/// `postgres://` URL, nothing else: a file whose name starts with `file:` is given as
+/// `./file:…`. Checked by [`Store::open`], [`Store::open_for_reading`] (and so every reader)
+/// and [`Store::check_target`], so every subcommand that takes `--db` refuses it before it
+/// reads or writes anything.
+///
+/// # Errors
+/// [`StoreError::BadUrl`] naming the location and what to give instead.
+pub fn refuse_sqlite_uri(location: &str) -> Result<(), StoreError> {
+    // SQLite reads a name as a URI exactly when it starts with `file:` (case-sensitive).
+    if location.starts_with("file:") {
+        return Err(StoreError::BadUrl(
+            location.to_string(),
+            "SQLite `file:` URIs are not taken (the file they open could not be checked \
+             against this command's other files): give the database file's path (e.g. \
+             ./inferbench.db; ./file:NAME for a file whose name starts with `file:`) or a \
+             postgres:// URL"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
 impl Store {
     /// Opens a database: a `postgres://` / `postgresql://` URL (an optional `schema=NAME` query
     /// parameter creates and uses that schema), or a SQLite file path (created if missing; WAL
     /// journal, `synchronous=NORMAL`, foreign keys on, 10 s busy timeout). Does not migrate.
+    /// A SQLite `file:` URI is refused ([`refuse_sqlite_uri`]: [`StoreError::BadUrl`]).
     pub fn open(location: &str) -> Result<Store, StoreError> {
         Store::open_mode(location, true)
     }
@@ -425,7 +492,8 @@ impl Store {
     /// WAL writes the file: trial 17 found `report` on a 0-byte file left 4,096 bytes, and it
     /// would convert another program's database).
     fn open_mode(location: &str, writer: bool) -> Result<Store, StoreError> {
-        let conn = if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        refuse_sqlite_uri(location)?;
+        let conn = if is_postgres(location) {
             let (url, schema) = split_schema(location)?;
             // A URL that does not parse is a bad location; one that parses but whose server
             // does not answer or refuses the login is not (trial 16: "bad database location"
@@ -507,7 +575,8 @@ impl Store {
     /// Like [`Store::open_existing`] without the schema check (`db status` reports the version
     /// it finds): a SQLite file must already exist, and opening it writes nothing to it.
     pub fn open_for_reading(location: &str) -> Result<Store, StoreError> {
-        let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
+        refuse_sqlite_uri(location)?;
+        let is_pg = is_postgres(location);
         if !is_pg && Path::new(location).is_dir() {
             return Err(StoreError::BadUrl(
                 location.to_string(),
@@ -659,7 +728,8 @@ impl Store {
     /// folder failed with "attempt to write a readonly database" after the run):
     /// [`StoreError::BadUrl`] naming the path and the OS error otherwise.
     pub fn check_target(location: &str) -> Result<(), StoreError> {
-        let is_pg = location.starts_with("postgres://") || location.starts_with("postgresql://");
+        refuse_sqlite_uri(location)?;
+        let is_pg = is_postgres(location);
         let bad = |why: String| StoreError::BadUrl(location.to_string(), why);
         // A dangling symbolic link is created at its final target (SQLite follows the link):
         // that target's folder is the one checked (issue 39, second round, finding 2).
@@ -898,6 +968,9 @@ impl Store {
                 report.points += run.points.len();
                 let failed = |p: &&parse::PointData| p.error.is_some();
                 report.failed_points += run.points.iter().filter(failed).count();
+                report.measured_failed_points += (run.points.iter())
+                    .filter(|p| failed(p) && p.metrics.get("completed").is_some_and(|c| *c > 0.0))
+                    .count();
                 report.interrupted_points += (run.points.iter())
                     .filter(|p| {
                         (p.error.as_deref())

@@ -157,8 +157,15 @@ impl Store {
         let path = dir.join(&name);
         let z = zstd::encode_all(&raw[..], 9).map_err(|e| StoreError::Io(path.clone(), e))?;
         let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, &z).map_err(|e| StoreError::Io(tmp.clone(), e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| StoreError::Io(path.clone(), e))?;
+        // Listed while on disk and removed on every error: no temporary file is left (issue
+        // 39, fresh tester's finding 3).
+        let _pending = inferbench_core::tempfiles::register(&tmp);
+        std::fs::write(&tmp, &z)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                std::fs::remove_file(&tmp).ok();
+                StoreError::Io(path.clone(), e)
+            })?;
         let sha = parse::sha256_hex(&z);
         let sums = dir.join("SHA256SUMS");
         let old = std::fs::read_to_string(&sums).unwrap_or_default();

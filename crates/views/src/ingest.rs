@@ -127,8 +127,20 @@ impl IngestText for IngestReport {
                 n if n == self.failed_points => ": interrupted before any request finished".into(),
                 n => format!(", {n} of them interrupted before any request finished"),
             };
+            // Points that measured but were failed (an incomplete records file) are not
+            // called "nothing measured" (issue 39, fresh tester's finding 3).
+            let cause = match self.measured_failed_points {
+                0 => format!("nothing measured{interrupted}"),
+                m if m == self.failed_points => {
+                    "measured, but failed: `report --columns conc,error` says why".to_string()
+                }
+                m => format!(
+                    "nothing measured{interrupted}, or {m} of them measured but failed: `report \
+                     --columns conc,error` says why"
+                ),
+            };
             left_out.push(format!(
-                "{} failed (nothing measured{interrupted}; `report --include-failed` lists {it})",
+                "{} failed ({cause}; `report --include-failed` lists {it})",
                 self.failed_points
             ));
         }

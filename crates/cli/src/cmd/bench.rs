@@ -94,7 +94,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     let db = flags.db.take();
     // Where the result will be stored, checked before the benchmark runs.
     if let Some(db) = &db {
-        inferbench_store::Store::check_target(db)?;
+        check_db_target(db, &planned_folders(&flags))?;
     }
     let mut ingest_opts = super::db::options(&flags.set)?;
     let identity_file = flags.job_identity.clone();
@@ -399,6 +399,49 @@ fn scrapes_room(files: &[crate::fsize::Planned], limit: Option<u64>) -> Option<u
 /// turned the database into NDJSON).
 ///
 /// # Errors
+/// The folders a `bench` run creates (with their parents) before its first request:
+/// `--result-dir`, and the folder of `--save-requests`.
+fn planned_folders(flags: &BenchFlags) -> Vec<&std::path::Path> {
+    let records = (flags.save_requests.as_deref()).and_then(std::path::Path::parent);
+    (flags.result_dir.as_deref().into_iter())
+        .chain(records.filter(|p| !p.as_os_str().is_empty()))
+        .collect()
+}
+
+/// Whether `db` could be stored into after the run ([`inferbench_store::Store::check_target`]),
+/// seeing the folders the run will create (issue 39, fresh tester's finding 4: `--db r/x.db
+/// --result-dir r`, `r` not there yet, was refused although `bench` creates `--result-dir`
+/// with its parents before the first request): a SQLite file whose missing folder is one of
+/// the `planned` folders ([`planned_folders`]) or a parent of one is checked as that folder
+/// will be, its nearest existing ancestor probed ([`inferbench_loadgen::output::dir_uncreatable`]).
+///
+/// # Errors
+/// `check_target`'s, or `--db DB: why` for a planned folder that could not be created.
+fn check_db_target(db: &str, planned: &[&std::path::Path]) -> anyhow::Result<()> {
+    use inferbench_loadgen::samefile::resolve_future;
+    use std::path::Path;
+    inferbench_store::refuse_sqlite_uri(db)?;
+    let folder = match Path::new(db).parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let missing = std::fs::symlink_metadata(folder).is_err();
+    if missing && !inferbench_store::is_postgres(db) {
+        let created = resolve_future(folder).ok().flatten().is_some_and(|f| {
+            (planned.iter())
+                .filter_map(|d| resolve_future(d).ok().flatten())
+                .any(|d| d.starts_with(&f))
+        });
+        if created {
+            return match inferbench_loadgen::output::dir_uncreatable(folder) {
+                Some(why) => anyhow::bail!("--db {db}: {why}"),
+                None => Ok(()),
+            };
+        }
+    }
+    Ok(inferbench_store::Store::check_target(db)?)
+}
+
 /// The first two flags naming one file ([`samefile::check_distinct`]).
 fn check_same_files(
     opts: &BenchOptions,
@@ -532,7 +575,7 @@ fn run_search(
     let mut flags = flags;
     let db = flags.db.take();
     if let Some(db) = &db {
-        inferbench_store::Store::check_target(db)?;
+        check_db_target(db, &planned_folders(&flags))?;
     }
     let ingest_opts = super::db::options(&flags.set)?;
     let capacity_name = flags.result_filename.take();

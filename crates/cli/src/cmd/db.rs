@@ -110,6 +110,10 @@ fn run_db(args: DbFlags) -> anyhow::Result<ExitStatus> {
         let mut paths: Vec<NamedPath> = Vec::new();
         match &args.action {
             Action::Dump { out } => {
+                // The snapshot's folder (a dangling link on its way included), up front.
+                if let Some(why) = inferbench_loadgen::output::dir_uncreatable(out) {
+                    anyhow::bail!("--out {}: {why}", out.display());
+                }
                 paths.extend(super::db_read(&args.db));
                 paths.push(NamedPath::output(
                     "--out's SHA256SUMS",

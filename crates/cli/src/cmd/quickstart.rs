@@ -108,6 +108,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
 /// `--out` and `--chart`, checked writable before the database is opened and the sweep runs
 /// (issue 39 §8). Errors: `FLAG PATH: why`, exit 2.
 fn check_outputs(args: &Args) -> anyhow::Result<()> {
+    // A `file:` URI is refused before `--out` is created (issue 39, fresh tester's finding 1).
+    if !args.no_db {
+        inferbench_store::refuse_sqlite_uri(&args.db)?;
+    }
     inferbench_loadgen::output::check_dir_writable("--out", &args.out)?;
     // The chart never over the database or its SQLite side files (`--db c.svg --chart c.svg`;
     // trial of issue 39's leftovers, finding 1's kind).

@@ -144,6 +144,8 @@ fn run_matrix(args: MatrixFlags) -> anyhow::Result<ExitStatus> {
         paths.push(NamedPath::input("--runner-config", &args.runner_config));
         paths.push(NamedPath::output("--output", out));
         check_distinct(&paths)?;
+        // Writable (a dangling link into a missing folder included) before any work.
+        inferbench_loadgen::output::check_file_writable("--output", out)?;
     }
     let configs = MasterConfigs::load(&args.config_files)?;
     anyhow::ensure!(
@@ -421,6 +423,8 @@ fn run_changelog(args: ChangelogFlags) -> anyhow::Result<ExitStatus> {
         }
         paths.push(NamedPath::output("--output", out));
         check_distinct(&paths)?;
+        // Writable (a dangling link into a missing folder included) before any work.
+        inferbench_loadgen::output::check_file_writable("--output", out)?;
     }
     if args.check {
         return check(&args);

@@ -116,6 +116,8 @@ pub fn run_traces(args: TracesArgs) -> anyhow::Result<ExitStatus> {
         args.traces != Some(0),
         "--traces 0: a corpus needs at least one session (omit --traces for the shape's)"
     );
+    // Writable (a dangling link into a missing folder included) before the corpus is made.
+    inferbench_loadgen::output::check_file_writable("--out", &args.out)?;
     let limits = crate::limits::current();
     let room = limits.memory.map(|m| m.bytes.saturating_sub(limits.base));
     let mut traces = Vec::new();

@@ -648,6 +648,21 @@ impl ReplayFlags {
         // A write that fails at the end fails the point (exit 1), never 0, and is never said
         // to be written (issue 39 §2, §6).
         let mut write_failed = out.records_write_error.is_some();
+        // The summary says its records file is incomplete, as `bench`'s does (issue 39, fresh
+        // tester's finding 3): the point is failed, and `ingest` stores it so.
+        if let (Some(e), Some(dir)) = (&out.records_write_error, &self.result_dir) {
+            let cause = format!(
+                "the records file {} is incomplete: writing it failed ({e}); the summary was \
+                 computed from every record kept in memory",
+                dir.join("requests.jsonl").display()
+            );
+            summary.inferbench.failed_reason =
+                Some(match summary.inferbench.failed_reason.take() {
+                    Some(prev) => format!("{prev}; {cause}"),
+                    None => cause,
+                });
+            summary.inferbench.invalid_reason = None;
+        }
         if let Some(dir) = &self.result_dir {
             let path = dir.join("summary.json");
             let written = (|| -> anyhow::Result<()> {

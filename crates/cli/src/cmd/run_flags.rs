@@ -705,6 +705,11 @@ impl SweepFlags {
     pub fn write_github(&self, jobs: &[JobSpec]) -> anyhow::Result<ExitStatus> {
         // The rows' run flags travel as a file in the repository, as Slurm tasks' do
         // (issue 12: the workflow ran `job` with its defaults, dropping every sweep flag).
+        // The folder first, through the one check of every output folder (a dangling link on
+        // its way included: issue 39, fresh tester's finding 2), before any file is written.
+        if let Some(why) = inferbench_loadgen::output::dir_uncreatable(&self.github_dir) {
+            anyhow::bail!("--github-dir {}: {why}", self.github_dir.display());
+        }
         let options = self.github_dir.join(GITHUB_OPTIONS_FILE);
         let (run, path_warnings) = self.run.for_github();
         RunFlags::write_options(run, &options)?;

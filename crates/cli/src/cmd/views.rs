@@ -717,6 +717,8 @@ fn run_plot(args: PlotFlags) -> anyhow::Result<ExitStatus> {
         let mut paths = vec![NamedPath::output("--out", &args.out)];
         paths.extend(super::db_read(&args.db));
         check_distinct(&paths)?;
+        // Writable (a dangling link into a missing folder included) before the chart is drawn.
+        inferbench_loadgen::output::check_file_writable("--out", &args.out)?;
     }
     let mut store = open_with_runs(&args.db)?;
     let f = filter(&args.filters, &args.since, &args.until, false)?;

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::inferencex::inferencex_point;
 use super::ours;
-use super::requests::read_requests;
+use super::requests::read_requests_or_mark;
 use super::telemetry::{read_power, read_server_metrics};
 use super::vllm::{foreign_facts, summary_point};
 use super::{
@@ -142,9 +142,9 @@ pub fn parse_dir(dir: &Path, ov: &Overrides) -> Result<RunData, ParseError> {
     let zst = dir.join("requests.jsonl.zst");
     let plain = dir.join("requests.jsonl");
     if zst.is_file() {
-        read_requests(&zst, &mut pt)?;
+        read_requests_or_mark(&zst, &mut pt, &mut run.warnings)?;
     } else if plain.is_file() {
-        read_requests(&plain, &mut pt)?;
+        read_requests_or_mark(&plain, &mut pt, &mut run.warnings)?;
     }
 
     // Power and server metrics.

@@ -29,6 +29,45 @@ pub(super) fn read_requests(path: &Path, pt: &mut PointData) -> Result<(), Strin
     Ok(())
 }
 
+/// Reads the records file `path` into `pt` as [`read_requests`]; one that cannot be read whole
+/// (truncated by a write that failed mid-run: `ulimit -f`, a full disk; a broken line) does not
+/// lose the point (issue 39, fresh tester's finding 3: `ingest` of a result naming a truncated
+/// `req.jsonl` failed on every try with "req.jsonl:5: EOF while parsing"). The point is stored
+/// without records and marked failed, its `error` naming the file and the problem; a warning
+/// (pushed on `warnings`) says so and what to do. A record of a newer layout still refuses the
+/// unit (a newer inferbench reads it).
+///
+/// # Errors
+/// [`read_requests`]'s error for a record of a newer layout.
+pub(super) fn read_requests_or_mark(
+    path: &Path,
+    pt: &mut PointData,
+    warnings: &mut Vec<String>,
+) -> Result<(), String> {
+    match read_requests(path, pt) {
+        Ok(()) => Ok(()),
+        Err(e) if e.contains("is newer than this inferbench reads") => Err(e),
+        Err(e) => {
+            let cause = format!(
+                "its records file is incomplete or unreadable ({e}): the point's records are \
+                 not stored"
+            );
+            pt.error = Some(match pt.error.take() {
+                Some(prev) => format!("{prev}; {cause}"),
+                None => cause,
+            });
+            warnings.push(format!(
+                "{}: incomplete or unreadable ({e}): the result is stored without its records \
+                 and the point marked failed; its figures are the summary's own. To store the \
+                 records, repair the file (e.g. drop its broken last line) and ingest the \
+                 result again",
+                path.display()
+            ));
+            Ok(())
+        }
+    }
+}
+
 /// The subset of a [`inferbench_core::RequestRecord`] the store reads; unknown fields skipped,
 /// a record of a newer layout refused (its `schema_version`).
 #[derive(serde::Deserialize)]

@@ -22,7 +22,7 @@ use inferbench_core::summary::StopReason;
 use serde_json::{Map, Value};
 
 use super::ours;
-use super::requests::read_requests;
+use super::requests::read_requests_or_mark;
 use super::telemetry::{read_power, read_server_metrics};
 use super::{
     base_run, config_key, date_from_text, date_from_unix, empty_point, fill_per_gpu,
@@ -74,7 +74,7 @@ impl Importer for SaveResult {
             .map(|f| path.parent().unwrap_or(Path::new(".")).join(f))
             .filter(|f| f.is_file());
         if let Some(f) = records {
-            read_requests(&f, &mut pt)?;
+            read_requests_or_mark(&f, &mut pt, &mut run.warnings)?;
         }
         // The side files `bench` wrote beside it, stored as a point directory's are.
         for (kind, side) in result_side_files(path) {
@@ -286,6 +286,11 @@ pub(super) fn summary_point(
     // sent.
     pt.adaptive = f.adaptive;
     pt.prompts_used = f.prompts_used.filter(|_| f.adaptive);
+    // A point that measured but whose producer failed it (its records file incomplete: issue
+    // 39, fresh tester's finding 3) is failed, its cause the producer's.
+    if completed > 0.0 {
+        pt.error = f.failed_reason.clone();
+    }
     if completed == 0.0 {
         // Why, as far as the summary says (trial 14: a point interrupted before it sent
         // anything said "no successful request").

@@ -128,43 +128,20 @@ pub async fn served_model(opts: &mut EvalOptions) -> anyhow::Result<()> {
 
 /// Checks, before anything is sent, that `--result-dir` could be written at the end (issue 39
 /// §8), without creating it (a run that writes nothing leaves no directory behind): its
-/// nearest existing ancestor must be a directory that takes a new file (probed by creating and
-/// removing `.inferbench-write-probe-<pid>`). Errors: `--result-dir DIR: why`.
+/// nearest existing ancestor must be a directory that takes a new file, and no dangling link
+/// may be on its way ([`inferbench_loadgen::output::dir_uncreatable`]: issue 39, fresh
+/// tester's finding 2, a link to a folder not there sent every request, then "File exists").
+/// Errors: `--result-dir DIR: why`.
 fn check_result_dir(dir: &std::path::Path) -> anyhow::Result<()> {
-    let mut at = if dir.as_os_str().is_empty() {
-        std::path::Path::new(".")
-    } else {
-        dir
-    };
-    while !at.exists() {
-        match at.parent() {
-            Some(p) if !p.as_os_str().is_empty() => at = p,
-            _ => {
-                at = std::path::Path::new(".");
-                break;
-            }
-        }
-    }
     // The files it will replace there must be regular files (issue 39 §1).
     for name in super::EVAL_OUTPUT_FILES {
         if let Some(why) = gsm8k::not_regular(&dir.join(name)) {
             anyhow::bail!("--result-dir {}: {name}: {why}", dir.display());
         }
     }
-    if !at.is_dir() {
-        anyhow::bail!(
-            "--result-dir {}: {} is not a directory",
-            dir.display(),
-            at.display()
-        );
-    }
-    match inferbench_core::probe::can_create_in(at) {
-        Ok(()) => Ok(()),
-        Err(e) => anyhow::bail!(
-            "--result-dir {}: cannot create a file in {}: {e}",
-            dir.display(),
-            at.display()
-        ),
+    match inferbench_loadgen::output::dir_uncreatable(dir) {
+        None => Ok(()),
+        Some(why) => anyhow::bail!("--result-dir {}: {why}", dir.display()),
     }
 }
 
