@@ -588,3 +588,70 @@ fn every_advised_ulimit_v_starts_the_run_in_one_step() {
         assert_eq!(o.status.code(), Some(2), "{args:?} at {below}: {text}");
     }
 }
+
+/// Issue 39, fresh tester's finding 1: `bench --db --save-requests` of long one-token-chunk
+/// streams (the instant sim sends one token a chunk) was told a `ulimit -v` at which every
+/// request succeeded and then storing failed ("req.jsonl: out of memory", or with
+/// `--save-detailed` an allocation failure: the store read the 72 MB records file whole, copied
+/// it and compressed it in memory, and parsed the detailed result's per-request arrays at 10×
+/// their size). The store now streams the records file and skips those arrays: at the advised
+/// value the run stores its point (exit 0, every record in the database), with and without
+/// `--save-detailed`.
+#[test]
+fn bench_db_with_saved_requests_stores_at_the_advised_ulimit_v() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for detailed in [false, true] {
+        let rd = if detailed { "rd" } else { "rr" };
+        std::fs::create_dir(d.join(rd)).unwrap();
+        let (req, db) = (format!("{rd}/req.jsonl"), format!("{rd}/x.db"));
+        let mut args = vec![
+            "bench",
+            "--base-url",
+            &url,
+            "--random-output-len",
+            "4096",
+            "--num-prompts",
+            "300",
+            "--max-concurrency",
+            "50",
+            "--save-requests",
+            &req,
+            "--result-dir",
+            rd,
+            "--db",
+            &db,
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--progress",
+            "off",
+        ];
+        if detailed {
+            args.push("--save-detailed");
+        }
+        let (o, text) = under_ulimit_v("150000", d, &args);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        let kib = advised(&text);
+        let (o, text) = under_ulimit_v(&kib, d, &args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "--save-detailed {detailed}, ulimit -v {kib}: {text}"
+        );
+        let conn = rusqlite::Connection::open(d.join(&db)).unwrap();
+        let (n, blob): (i64, Vec<u8>) = conn
+            .query_row("SELECT n_records, jsonl_zst FROM requests", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        // 300 profile requests and the 100 warmups.
+        assert_eq!(n, 400, "{text}");
+        assert_eq!(
+            zstd::decode_all(&blob[..]).unwrap(),
+            std::fs::read(d.join(&req)).unwrap()
+        );
+    }
+}
