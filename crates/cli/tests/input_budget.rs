@@ -655,3 +655,85 @@ fn bench_db_with_saved_requests_stores_at_the_advised_ulimit_v() {
         );
     }
 }
+
+/// Issue 39, fresh tester's finding 3: `sim` under `ulimit -v 60000` panicked ("OS can't
+/// spawn worker thread") and then hung. It checks its own need first: refused (exit 2) naming
+/// `ulimit -v` and the value that fits; at that value it serves a streamed completion to its
+/// end and stops on SIGTERM (exit 130).
+#[test]
+fn a_sim_under_ulimit_v_refuses_naming_the_value_at_which_it_serves() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let args = ["sim", "--host", "127.0.0.1", "--port", &port];
+    let (o, text) = under_ulimit_v("60000", d, &args);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("and the address-space limit `ulimit -v` is 58 MiB: raise it (`ulimit -v "),
+        "{text}"
+    );
+    assert!(!text.contains("panicked"), "{text}");
+    let kib = text
+        .split("(`ulimit -v ")
+        .nth(1)
+        .and_then(|t| t.split_once("` fits)"))
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| panic!("no advised value: {text}"));
+    let script = format!("{CLOSE_INHERITED}ulimit -v {kib} || exit 99; exec \"$0\" \"$@\"");
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let mut conn = loop {
+        if let Ok(c) = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())) {
+            break c;
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("the sim ended at ulimit -v {kib}: {st}");
+        }
+        assert!(t0.elapsed().as_secs() < 30, "the sim did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let body =
+        r#"{"model": "Llama-3.1-8B", "prompt": "hi there", "max_tokens": 64, "stream": true}"#;
+    write!(
+        conn,
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    assert!(reply.contains("data: [DONE]"), "ulimit -v {kib}: {reply}");
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed().as_secs() > 20 {
+            let _ = child.kill();
+            panic!("the sim did not stop on SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+}
