@@ -753,3 +753,78 @@ fn a_sim_under_ulimit_v_refuses_naming_the_value_at_which_it_serves() {
     };
     assert_eq!(status.code(), Some(130));
 }
+
+/// Issue 39, fresh tester's finding 2: `sweep --traces` left the traces out of its rows'
+/// memory check (every agentic row launched under the `ulimit -v` at which `replay` of the
+/// same file was refused), and at a lower limit read them whole before any check (out of
+/// memory, no value named). Each agentic row now counts them, as their load keeps them or,
+/// where reading them does not fit beside the process, by their files' size: refused before
+/// any request (exit 2) naming the `ulimit -v` at which the row starts, and at that value the
+/// sweep gets past every check (its point then fails on the closed port, never out of memory).
+#[test]
+fn a_sweep_counts_its_traces_file_against_ulimit_v() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = Command::new(BIN)
+        .args([
+            "agentx-traces",
+            "--shape",
+            "062126",
+            "--traces",
+            "10",
+            "-o",
+            "big.jsonl",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    std::fs::write(
+        d.join("m.json"),
+        serde_json::json!([{
+            "image": "x", "model": "m", "model-prefix": "m", "precision": "fp8",
+            "framework": "sim", "runner": "h100", "tp": 1, "pp": 1, "dcp-size": 1,
+            "pcp-size": 1, "conc": 1, "max-model-len": 2048, "ep": 1, "dp-attn": false,
+            "spec-decoding": "none", "exp-name": "m_agentic", "disagg": false,
+            "scenario-type": "agentic-coding"
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let url = closed_url();
+    let sweep = |kib: &str, out: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "sweep",
+                "--matrix",
+                "m.json",
+                "--base-url",
+                &url,
+                "--runner-name",
+                "h100_0",
+                "--traces",
+                "big.jsonl",
+                "--agentic-duration",
+                "5",
+                "--out",
+                out,
+            ],
+        )
+    };
+    let mut advice = Vec::new();
+    for kib in ["150000", "250000"] {
+        let (o, text) = sweep(kib, "r");
+        assert_eq!(o.status.code(), Some(2), "ulimit -v {kib}: {text}");
+        assert!(
+            text.contains("row 0: conc 1 is more than this client can hold"),
+            "{text}"
+        );
+        assert!(!text.contains("out of memory"), "{text}");
+        advice.push(advised(&text));
+    }
+    let (o, text) = sweep(&advice[1], "r2");
+    assert_ne!(o.status.code(), Some(2), "ulimit -v {}: {text}", advice[1]);
+    assert!(!text.contains("out of memory"), "{text}");
+}
