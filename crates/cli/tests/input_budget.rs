@@ -828,3 +828,19 @@ fn a_sweep_counts_its_traces_file_against_ulimit_v() {
     assert_ne!(o.status.code(), Some(2), "ulimit -v {}: {text}", advice[1]);
     assert!(!text.contains("out of memory"), "{text}");
 }
+
+/// Issue 39, fresh tester's finding 2: `quickstart --fast` under `ulimit -v 100000` ran out
+/// of memory naming no value. It checks its largest point and its in-process sim first:
+/// refused (exit 2) naming the `ulimit -v` at which it starts, and at that value it runs to
+/// the end (exit 0).
+#[test]
+fn a_quickstart_under_ulimit_v_names_the_value_at_which_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (o, text) = under_ulimit_v("100000", d, &["quickstart", "--fast"]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(!text.contains("out of memory"), "{text}");
+    let kib = advised(&text);
+    let (o, text) = under_ulimit_v(&kib, d, &["quickstart", "--fast"]);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+}
