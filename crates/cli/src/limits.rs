@@ -1041,11 +1041,45 @@ pub fn advise_no_stream(
         return e;
     }
     let head = text.strip_suffix(" (nothing was sent)").unwrap_or(&text);
+    let head = restate_need(head, bytes);
     anyhow::anyhow!(
         "{head}; raise the address-space limit: `ulimit -v {}` (KiB) lets the run start (it is \
          {} now) (nothing was sent)",
         bytes >> 10,
         budget.bytes >> 10
+    )
+}
+
+/// `head` (a [`check`] refusal) with its stated need raised to `advised` (bytes, the
+/// `ulimit -v` [`advise_no_stream`] found) where that is more, the difference named as what the
+/// run reads and keeps beyond the streams' check (input files and their loaders' counts: a
+/// `replay`'s traces, a dataset's prompts): the need stated is the number the advice comes from
+/// (issue 39, fresh tester's finding 5: `replay` of a trace directory said "need about 304
+/// MiB", its streams and read room alone, and advised 967355 KiB). Unchanged where the head
+/// states no need or the advice is no more than it.
+fn restate_need(head: &str, advised: u64) -> String {
+    const NEED: &str = " need about ";
+    const MEASURED: &str = ", as measured)";
+    let Some(at) = head.find(NEED).map(|i| i + NEED.len()) else {
+        return head.to_string();
+    };
+    let Some((stated, rest)) = head[at..].split_once(" MiB (") else {
+        return head.to_string();
+    };
+    let (Ok(stated), Some(end)) = (stated.parse::<u64>(), rest.find(MEASURED)) else {
+        return head.to_string();
+    };
+    let advised_mib = advised.div_ceil(1 << 20);
+    if advised_mib <= stated {
+        return head.to_string();
+    }
+    format!(
+        "{}{advised_mib} MiB ({} and {} MiB more that the run reads and keeps (its input, as \
+         its loader counts it){MEASURED}{}",
+        &head[..at],
+        &rest[..end],
+        advised_mib - stated,
+        &rest[end + MEASURED.len()..]
     )
 }
 
@@ -1370,6 +1404,25 @@ mod tests {
         );
         assert_eq!(selftest_need("64,x", 10.0, 256, 1), None);
         assert_eq!(selftest_need("", 10.0, 256, 1), None);
+    }
+
+    /// Issue 39, fresh tester's finding 5: a refusal's stated need is raised to the advised
+    /// value where the advice counts more (the input the loader keeps), the difference named;
+    /// otherwise it stands.
+    #[test]
+    fn a_refusals_need_is_the_number_its_advice_comes_from() {
+        let head = "--concurrency 4 is more than this client can hold: 4 streams need about 304 \
+                    MiB (64 KiB per stream, 128 MiB of prompts, as measured) and the limit is \
+                    244 MiB; no concurrency fits";
+        assert_eq!(
+            restate_need(head, 575_367 << 10),
+            "--concurrency 4 is more than this client can hold: 4 streams need about 562 MiB \
+             (64 KiB per stream, 128 MiB of prompts and 258 MiB more that the run reads and \
+             keeps (its input, as its loader counts it), as measured) and the limit is 244 \
+             MiB; no concurrency fits"
+        );
+        assert_eq!(restate_need(head, 304 << 20), head);
+        assert_eq!(restate_need("no need stated", 1 << 40), "no need stated");
     }
 
     /// An ordinary run fits ordinary limits.

@@ -72,7 +72,7 @@ enum Command {
     Selftest(crate::cmd::bench_flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
     #[command(
-        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a port that cannot be bound, or out of memory (ulimit -v named, never SIGABRT)."
+        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a port that cannot be bound, or a `ulimit -v` below what the sim needs (checked at start, naming the value that fits; never a panic or SIGABRT). Below about 50000 KiB the dynamic loader fails before inferbench runs (exit 127 or 139), which no check can reach."
     )]
     Sim(cmd::sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.

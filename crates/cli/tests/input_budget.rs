@@ -387,6 +387,9 @@ fn a_replay_at_the_advised_ulimit_v_loads_its_many_short_traces() {
 /// Issue 39's leftovers, 3: `eval` where not one stream fits (170000) names the `ulimit -v`
 /// at which both its checks pass, and where its data does not fit (180000) its value is the
 /// same; at it the eval of all 2,000 problems runs (exit 0), one KiB below it is refused.
+/// Issue 39, fresh tester's finding 5: the need each refusal states is the number its advice
+/// comes from (where not one stream fit, it stated the streams' alone, "about 176 MiB", beside
+/// the data's 7028372 KiB).
 #[test]
 fn an_eval_refused_for_memory_names_the_ulimit_v_that_runs() {
     let sim = common::start_sim(&["--mode", "instant"]);
@@ -426,13 +429,26 @@ fn an_eval_refused_for_memory_names_the_ulimit_v_that_runs() {
             ],
         )
     };
+    // The MiB a refusal says the run needs and the `ulimit -v` (KiB) it advises.
+    let need_and_advice = |text: &str| {
+        let mib = text
+            .split(" problems need about ")
+            .nth(1)
+            .and_then(|t| t.split_once(" MiB"))
+            .map(|(n, _)| n.parse::<u64>().unwrap())
+            .unwrap_or_else(|| panic!("no need stated: {text}"));
+        let kib = text
+            .split("(`ulimit -v ")
+            .nth(1)
+            .and_then(|t| t.split_once("` fits)"))
+            .map(|(n, _)| n.to_string())
+            .unwrap_or_else(|| panic!("no advised value: {text}"));
+        (mib, kib)
+    };
     let (o, text) = eval("170000");
     assert_eq!(o.status.code(), Some(2), "{text}");
-    assert!(
-        text.contains("no concurrency fits; raise the address-space limit"),
-        "{text}"
-    );
-    let kib = advised(&text);
+    let (mib, kib) = need_and_advice(&text);
+    assert_eq!(mib, kib.parse::<u64>().unwrap().div_ceil(1024), "{text}");
     let (o, text) = eval("180000");
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(
@@ -587,4 +603,244 @@ fn every_advised_ulimit_v_starts_the_run_in_one_step() {
         let (o, text) = under_ulimit_v(&below, d, &args);
         assert_eq!(o.status.code(), Some(2), "{args:?} at {below}: {text}");
     }
+}
+
+/// Issue 39, fresh tester's finding 1: `bench --db --save-requests` of long one-token-chunk
+/// streams (the instant sim sends one token a chunk) was told a `ulimit -v` at which every
+/// request succeeded and then storing failed ("req.jsonl: out of memory", or with
+/// `--save-detailed` an allocation failure: the store read the 72 MB records file whole, copied
+/// it and compressed it in memory, and parsed the detailed result's per-request arrays at 10×
+/// their size). The store now streams the records file and skips those arrays: at the advised
+/// value the run stores its point (exit 0, every record in the database), with and without
+/// `--save-detailed`.
+#[test]
+fn bench_db_with_saved_requests_stores_at_the_advised_ulimit_v() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for detailed in [false, true] {
+        let rd = if detailed { "rd" } else { "rr" };
+        std::fs::create_dir(d.join(rd)).unwrap();
+        let (req, db) = (format!("{rd}/req.jsonl"), format!("{rd}/x.db"));
+        let mut args = vec![
+            "bench",
+            "--base-url",
+            &url,
+            "--random-output-len",
+            "4096",
+            "--num-prompts",
+            "300",
+            "--max-concurrency",
+            "50",
+            "--save-requests",
+            &req,
+            "--result-dir",
+            rd,
+            "--db",
+            &db,
+            "--power",
+            "off",
+            "--no-server-metrics",
+            "--progress",
+            "off",
+        ];
+        if detailed {
+            args.push("--save-detailed");
+        }
+        let (o, text) = under_ulimit_v("150000", d, &args);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        let kib = advised(&text);
+        let (o, text) = under_ulimit_v(&kib, d, &args);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "--save-detailed {detailed}, ulimit -v {kib}: {text}"
+        );
+        let conn = rusqlite::Connection::open(d.join(&db)).unwrap();
+        let (n, blob): (i64, Vec<u8>) = conn
+            .query_row("SELECT n_records, jsonl_zst FROM requests", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        // 300 profile requests and the 100 warmups.
+        assert_eq!(n, 400, "{text}");
+        assert_eq!(
+            zstd::decode_all(&blob[..]).unwrap(),
+            std::fs::read(d.join(&req)).unwrap()
+        );
+    }
+}
+
+/// Issue 39, fresh tester's finding 3: `sim` under `ulimit -v 60000` panicked ("OS can't
+/// spawn worker thread") and then hung. It checks its own need first: refused (exit 2) naming
+/// `ulimit -v` and the value that fits; at that value it serves a streamed completion to its
+/// end and stops on SIGTERM (exit 130).
+#[test]
+fn a_sim_under_ulimit_v_refuses_naming_the_value_at_which_it_serves() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let args = ["sim", "--host", "127.0.0.1", "--port", &port];
+    let (o, text) = under_ulimit_v("60000", d, &args);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("and the address-space limit `ulimit -v` is 58 MiB: raise it (`ulimit -v "),
+        "{text}"
+    );
+    assert!(!text.contains("panicked"), "{text}");
+    let kib = text
+        .split("(`ulimit -v ")
+        .nth(1)
+        .and_then(|t| t.split_once("` fits)"))
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_else(|| panic!("no advised value: {text}"));
+    let script = format!("{CLOSE_INHERITED}ulimit -v {kib} || exit 99; exec \"$0\" \"$@\"");
+    let mut child = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let mut conn = loop {
+        if let Ok(c) = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())) {
+            break c;
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("the sim ended at ulimit -v {kib}: {st}");
+        }
+        assert!(t0.elapsed().as_secs() < 30, "the sim did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let body =
+        r#"{"model": "Llama-3.1-8B", "prompt": "hi there", "max_tokens": 64, "stream": true}"#;
+    write!(
+        conn,
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    assert!(reply.contains("data: [DONE]"), "ulimit -v {kib}: {reply}");
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed().as_secs() > 20 {
+            let _ = child.kill();
+            panic!("the sim did not stop on SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(130));
+}
+
+/// Issue 39, fresh tester's finding 2: `sweep --traces` left the traces out of its rows'
+/// memory check (every agentic row launched under the `ulimit -v` at which `replay` of the
+/// same file was refused), and at a lower limit read them whole before any check (out of
+/// memory, no value named). Each agentic row now counts them, as their load keeps them or,
+/// where reading them does not fit beside the process, by their files' size: refused before
+/// any request (exit 2) naming the `ulimit -v` at which the row starts, and at that value the
+/// sweep gets past every check (its point then fails on the closed port, never out of memory).
+#[test]
+fn a_sweep_counts_its_traces_file_against_ulimit_v() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = Command::new(BIN)
+        .args([
+            "agentx-traces",
+            "--shape",
+            "062126",
+            "--traces",
+            "10",
+            "-o",
+            "big.jsonl",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    std::fs::write(
+        d.join("m.json"),
+        serde_json::json!([{
+            "image": "x", "model": "m", "model-prefix": "m", "precision": "fp8",
+            "framework": "sim", "runner": "h100", "tp": 1, "pp": 1, "dcp-size": 1,
+            "pcp-size": 1, "conc": 1, "max-model-len": 2048, "ep": 1, "dp-attn": false,
+            "spec-decoding": "none", "exp-name": "m_agentic", "disagg": false,
+            "scenario-type": "agentic-coding"
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let url = closed_url();
+    let sweep = |kib: &str, out: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "sweep",
+                "--matrix",
+                "m.json",
+                "--base-url",
+                &url,
+                "--runner-name",
+                "h100_0",
+                "--traces",
+                "big.jsonl",
+                "--agentic-duration",
+                "5",
+                "--out",
+                out,
+            ],
+        )
+    };
+    let mut advice = Vec::new();
+    for kib in ["150000", "250000"] {
+        let (o, text) = sweep(kib, "r");
+        assert_eq!(o.status.code(), Some(2), "ulimit -v {kib}: {text}");
+        assert!(
+            text.contains("row 0: conc 1 is more than this client can hold"),
+            "{text}"
+        );
+        assert!(!text.contains("out of memory"), "{text}");
+        advice.push(advised(&text));
+    }
+    let (o, text) = sweep(&advice[1], "r2");
+    assert_ne!(o.status.code(), Some(2), "ulimit -v {}: {text}", advice[1]);
+    assert!(!text.contains("out of memory"), "{text}");
+}
+
+/// Issue 39, fresh tester's finding 2: `quickstart --fast` under `ulimit -v 100000` ran out
+/// of memory naming no value. It checks its largest point and its in-process sim first:
+/// refused (exit 2) naming the `ulimit -v` at which it starts, and at that value it runs to
+/// the end (exit 0).
+#[test]
+fn a_quickstart_under_ulimit_v_names_the_value_at_which_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (o, text) = under_ulimit_v("100000", d, &["quickstart", "--fast"]);
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(!text.contains("out of memory"), "{text}");
+    let kib = advised(&text);
+    let (o, text) = under_ulimit_v(&kib, d, &["quickstart", "--fast"]);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
 }

@@ -908,6 +908,11 @@ pub struct RowLoad {
     /// otherwise its output tokens until its record is compacted
     /// (`BenchOptions::estimated_in_flight_bytes`).
     pub request_bytes: u64,
+    /// Whether the row reads the sweep's `--traces` (an AgentX row): its traces, as their load
+    /// keeps them, are in [`RowLoad::prompt_bytes`], and the caller adds the room for reading
+    /// them (issue 39, fresh tester's finding 2: left out, a sweep launched every agentic row
+    /// under the `ulimit -v` at which `replay` of the same file was refused).
+    pub reads_traces: bool,
 }
 
 /// Each row of `jobs` as its largest point loads the client ([`RowLoad`]), in order; a row
@@ -915,12 +920,25 @@ pub struct RowLoad {
 /// a row's listed range, so the listed largest bounds them. An AgentX row is counted as
 /// `replay` counts its lanes ([`inferbench_loadgen::agentic::lane_load`] of `--traces`, read
 /// once as its points read them); traces that cannot be read count as 1 connection per lane
-/// (each such point fails with the reading's error).
-pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
+/// (each such point fails with the reading's error). `traces_bytes`: what the traces take
+/// once loaded (the caller's count), added to an AgentX row's prompts; they are loaded for
+/// their lanes only where that fits `traces_room` (bytes; `None`: no budget known), else
+/// count as 1 connection per lane (the row is then refused for its traces).
+pub fn row_loads(
+    jobs: &[JobSpec],
+    opts: &SweepOptions,
+    traces_bytes: u64,
+    traces_room: Option<u64>,
+) -> Vec<RowLoad> {
+    let need = traces_bytes;
     let mut lanes: Option<inferbench_loadgen::agentic::LaneLoad> = None;
     let mut lane_load = || {
         *lanes.get_or_insert_with(|| {
             (opts.bench.traces.as_ref())
+                // Loaded for their lanes only where they fit the memory budget: one that does
+                // not is refused for its traces alone (an unbounded load here ran out of memory
+                // before any check could name the limit).
+                .filter(|_| traces_room.is_none_or(|room| need <= room))
                 .and_then(|p| {
                     inferbench_workload::agentx::load_traces(
                         p,
@@ -967,11 +985,15 @@ pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
                 }
                 _ => (0, 0, 0, 0),
             };
-            let (per_stream, request_bytes) = if spec.is_agentic() {
+            let (per_stream, request_bytes, prompt_bytes) = if spec.is_agentic() {
                 let l = lane_load();
-                (l.per_lane, l.request_bytes)
+                (
+                    l.per_lane,
+                    l.request_bytes,
+                    prompt_bytes.saturating_add(need),
+                )
             } else {
-                (1, in_flight)
+                (1, in_flight, prompt_bytes)
             };
             Some(RowLoad {
                 index: spec.index,
@@ -981,6 +1003,7 @@ pub fn row_loads(jobs: &[JobSpec], opts: &SweepOptions) -> Vec<RowLoad> {
                 output_bytes,
                 per_stream,
                 request_bytes,
+                reads_traces: spec.is_agentic() && opts.bench.traces.is_some(),
             })
         })
         .collect()

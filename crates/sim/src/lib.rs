@@ -202,8 +202,18 @@ pub async fn serve(
     let res = cfg.resolve()?;
     // Load the BPE tables now (≈ 0.3–1 s once per process) rather than inside the first
     // request, where it would stall every stream on this runtime thread.
+    // On a thread of its own: tokio's blocking pool panics when it cannot start a thread
+    // (issue 39, fresh tester's finding 3: under `ulimit -v 60000` "OS can't spawn worker
+    // thread" panicked here); a thread that cannot start is an error the caller names.
     let tok = cfg.tokenizer;
-    let _ = tokio::task::spawn_blocking(move || tok.output_ids()).await;
+    let (done, loaded) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("inferbench-sim-tokenizer".into())
+        .spawn(move || {
+            let _ = tok.output_ids();
+            let _ = done.send(());
+        })?;
+    let _ = loaded.await;
     let (tx, engine) = if cfg.mode == Mode::Timed {
         let (tx, rx) = std::sync::mpsc::channel();
         (Some(tx), Some(rx))

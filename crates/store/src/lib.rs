@@ -1537,10 +1537,7 @@ fn write_point(
     }
     let mut n_req = 0;
     if let Some(r) = &pt.requests {
-        conn.exec(
-                "INSERT INTO requests (point_id, n_records, n_profile, n_failed, sha256, jsonl_zst) VALUES (?, ?, ?, ?, ?, ?)",
-                &[pid.into(), r.n_records.into(), r.n_profile.into(), r.n_failed.into(), r.sha256.clone().into(), r.jsonl_zst.clone().into()],
-            )?;
+        conn.insert_requests(pid, r)?;
         n_req = r.n_records;
     }
     for (gpu, t, w) in &pt.power {

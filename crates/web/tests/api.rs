@@ -1671,6 +1671,7 @@ fn records_blob(
         .collect();
     inferbench_store::parse::RequestsBlob {
         jsonl_zst: zstd::encode_all(jsonl.as_bytes(), 3).unwrap(),
+        source: None,
         sha256: inferbench_store::parse::sha256_hex(jsonl.as_bytes()),
         n_records: records.len() as i64,
         n_profile: records.len() as i64,

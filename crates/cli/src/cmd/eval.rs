@@ -70,6 +70,10 @@ pub fn run(args: EvalArgs) -> anyhow::Result<ExitStatus> {
     };
     crate::limits::check(&streams, &limits)
         .map_err(anyhow::Error::msg)
+        // Where the data does not fit either, its refusal, whose need is the number its
+        // advice comes from (issue 39, fresh tester's finding 5: "need about 176 MiB", the
+        // streams' alone, beside an advised 7028372 KiB, the data's).
+        .map_err(|e| check_data_memory(&opts, &limits).err().unwrap_or(e))
         .map_err(|e| {
             // Not one stream: the `ulimit -v` at which both checks pass (issue 39's
             // leftovers, 3).
@@ -306,6 +310,14 @@ pub fn check_data_memory(
     if total <= budget.bytes {
         return Ok(());
     }
+    // The limit at which this check and the streams' one before it both pass (with fewer
+    // problems than --concurrency, the streams' may need more; issue 39's leftovers, 3): the
+    // need the message states and the `ulimit -v` it advises, one number.
+    let need = total.max(
+        limits
+            .base
+            .saturating_add((opts.concurrency as u64).saturating_mul(crate::limits::STREAM_BYTES)),
+    );
     let fit = budget.bytes.saturating_sub(fixed) / per_problem.max(1);
     let fits = if fit == 0 {
         "not one problem fits".to_string()
@@ -319,7 +331,7 @@ pub fn check_data_memory(
          MiB {} allows; {fits}, or raise it (`ulimit -v {}` fits) (nothing was sent)",
         opts.data_dir.display(),
         data.problems,
-        total.div_ceil(1 << 20),
+        need.div_ceil(1 << 20),
         per_problem.div_ceil(1 << 10),
         opts.num_fewshot,
         opts.max_tokens,
@@ -327,13 +339,7 @@ pub fn check_data_memory(
         in_flight,
         budget.bytes >> 20,
         budget.what(),
-        // The limit at which this check and the streams' one before it both pass (with fewer
-        // problems than --concurrency, the streams' may need more; issue 39's leftovers, 3).
-        total
-            .max(limits.base.saturating_add(
-                (opts.concurrency as u64).saturating_mul(crate::limits::STREAM_BYTES)
-            ))
-            .div_ceil(1 << 10),
+        need.div_ceil(1 << 10),
     )
 }
 

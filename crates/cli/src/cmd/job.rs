@@ -59,8 +59,36 @@ pub fn run_local(
     .map_err(anyhow::Error::msg)?;
     // Every row's largest point against `ulimit -n` / the memory budget, before the first
     // launch: a row beyond them failed its requests `client_resource` mid-sweep.
-    let loads = inferbench_runner::sweep::row_loads(jobs, opts);
-    rows_beyond(&loads, &crate::limits::raise_open_files()).map_err(anyhow::Error::msg)?;
+    // An AgentX row reads `--traces`: the room for reading them, as `replay` counts it; they
+    // are loaded (for their lanes' load) only within what the budget leaves beside the process
+    // and that room (issue 39, fresh tester's finding 2: loaded unbounded, they ran out of
+    // memory before any check).
+    let limits = crate::limits::raise_open_files();
+    let files = (opts.bench.traces.as_deref()).map(crate::limits::trace_files);
+    let read_room = files
+        .as_deref()
+        .map_or(0, |f| crate::limits::input_room(Some(f)));
+    let traces_room = limits.memory.map(|m| {
+        m.bytes
+            .saturating_sub(limits.base)
+            .saturating_sub(read_room)
+    });
+    // Counted as their load keeps them where reading them fits beside the process; else
+    // their files' size × TRACE_BYTES_PER_FILE_BYTE, an upper estimate (reading them to count
+    // them ran out of memory at `ulimit -v 150000`, naming no value).
+    let traces_bytes = match (opts.bench.traces.as_deref(), files.as_deref()) {
+        (Some(path), Some(files)) => match traces_room {
+            Some(0) => crate::limits::traces_bytes(files),
+            _ => inferbench_workload::agentx::traces_budget_need(
+                path,
+                &inferbench_workload::agentx::LoadOptions::default(),
+            )
+            .unwrap_or_else(|_| crate::limits::traces_bytes(files)),
+        },
+        _ => 0,
+    };
+    let loads = inferbench_runner::sweep::row_loads(jobs, opts, traces_bytes, traces_room);
+    rows_beyond(&loads, &limits, read_room).map_err(anyhow::Error::msg)?;
     // Every point directory, the files already in them and the sweep's report (issue 39's
     // leftovers, 3: a FIFO where a point's file goes failed after the launch).
     inferbench_runner::sweep::check_outputs(jobs, opts).map_err(anyhow::Error::msg)?;
@@ -80,10 +108,13 @@ pub fn run_local(
 /// Whether every row of `loads` fits `limits` ([`crate::limits::check`] at the row's largest
 /// concurrency, its requests and prompts). Errors: one line per row that does not, naming the
 /// row, the limit (`ulimit -n`, `ulimit -v` or the machine's memory) and the largest `conc`
-/// that fits; the caller exits 2 before any engine starts.
+/// that fits; the caller exits 2 before any engine starts. `traces_room`: the room for
+/// reading the sweep's `--traces` ([`crate::limits::input_room`]), counted for the rows that
+/// read them.
 pub fn rows_beyond(
     loads: &[inferbench_runner::sweep::RowLoad],
     limits: &crate::limits::Limits,
+    traces_room: u64,
 ) -> Result<(), String> {
     let refused: Vec<String> = loads
         .iter()
@@ -94,7 +125,11 @@ pub fn rows_beyond(
                 requests: l.requests,
                 per_stream: l.per_stream,
                 request_bytes: l.request_bytes,
-                prompt_bytes: l.prompt_bytes,
+                prompt_bytes: if l.reads_traces {
+                    l.prompt_bytes.saturating_add(traces_room)
+                } else {
+                    l.prompt_bytes
+                },
                 output_bytes: l.output_bytes,
                 uncapped: false,
                 lower: crate::limits::LOWER_SWEEP,
@@ -146,6 +181,7 @@ mod tests {
             output_bytes: 0,
             per_stream: 1,
             request_bytes: 0,
+            reads_traces: false,
         }
     }
 
@@ -153,7 +189,7 @@ mod tests {
     /// name with what fits (100 − 16 − 64 = 20), the conc-4 row passes.
     #[test]
     fn a_row_beyond_ulimit_n_is_named_with_what_fits() {
-        let e = rows_beyond(&[row(0, 4), row(1, 256)], &limits(100)).unwrap_err();
+        let e = rows_beyond(&[row(0, 4), row(1, 256)], &limits(100), 0).unwrap_err();
         assert_eq!(
             e,
             "1 row of the matrix cannot run in this process (no engine was started):\n  \
@@ -162,8 +198,11 @@ mod tests {
              (`ulimit -n`, hard limit 100): raise it with `ulimit -n 336`; conc 20 or less fits \
              (nothing was sent)"
         );
-        assert_eq!(rows_beyond(&[row(0, 4), row(1, 20)], &limits(100)), Ok(()));
-        assert!(rows_beyond(&[row(0, 21)], &limits(100)).is_err());
+        assert_eq!(
+            rows_beyond(&[row(0, 4), row(1, 20)], &limits(100), 0),
+            Ok(())
+        );
+        assert!(rows_beyond(&[row(0, 21)], &limits(100), 0).is_err());
     }
 
     /// Trial of issue 39, finding 8: a row whose prompts alone pass the memory budget is told
@@ -174,7 +213,7 @@ mod tests {
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
         let mut r = row(0, 4);
         r.prompt_bytes = 1 << 30;
-        let e = rows_beyond(&[r], &l).unwrap_err();
+        let e = rows_beyond(&[r], &l, 0).unwrap_err();
         assert!(
             e.contains(" MiB of prompts (lower the row's isl or its number of prompts), "),
             "{e}"
@@ -190,7 +229,7 @@ mod tests {
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
         let mut r = row(0, 4);
         r.prompt_bytes = 200 << 20;
-        let e = rows_beyond(&[r], &l).unwrap_err();
+        let e = rows_beyond(&[r], &l, 0).unwrap_err();
         let kib: u64 = e
             .split("raise the address-space limit: `ulimit -v ")
             .nth(1)
@@ -199,9 +238,9 @@ mod tests {
             .unwrap_or_else(|| panic!("no ulimit -v value: {e}"));
         assert!(e.contains("(it is 307200 now) (nothing was sent)"), "{e}");
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(kib << 10), None);
-        assert_eq!(rows_beyond(&[r], &l), Ok(()));
+        assert_eq!(rows_beyond(&[r], &l, 0), Ok(()));
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some((kib - 1) << 10), None);
-        assert!(rows_beyond(&[r], &l).is_err());
+        assert!(rows_beyond(&[r], &l, 0).is_err());
     }
 
     /// Issue 39, finding 4: a row's records' output tokens count in its check, as its run's
@@ -212,9 +251,9 @@ mod tests {
         let mut l = limits(1 << 20);
         l.memory = inferbench_loadgen::options::MemoryBudget::of(Some(300 << 20), None);
         let mut r = row(0, 4);
-        assert_eq!(rows_beyond(&[r], &l), Ok(()));
+        assert_eq!(rows_beyond(&[r], &l, 0), Ok(()));
         r.output_bytes = 1 << 30;
-        let e = rows_beyond(&[r], &l).unwrap_err();
+        let e = rows_beyond(&[r], &l, 0).unwrap_err();
         assert!(
             e.contains(
                 " and 1024 MiB of the records' output tokens (lower the row's osl or its number \

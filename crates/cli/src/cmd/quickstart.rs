@@ -62,6 +62,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
         return run_agentic(&args);
     }
     let p = q.plan()?;
+    // Its own need against `ulimit -v` / `ulimit -n` before the in-process sim starts (issue
+    // 39, fresh tester's finding 2: `quickstart --fast` under `ulimit -v 100000` ran out of
+    // memory naming no value): refused (exit 2) naming the value at which it starts.
+    let need = quickstart_need(&p);
+    let limits = crate::limits::raise_open_files();
+    crate::limits::check(&need, &limits)
+        .map_err(anyhow::Error::msg)
+        .map_err(|e| {
+            crate::limits::advise_no_stream(e, &limits, |at| {
+                crate::limits::check(&need, at).is_ok()
+            })
+        })?;
     check_outputs(&args)?;
     // Open (and migrate) the database before the sweep, so a bad --db fails in seconds.
     let mut store = open_store(&args)?;
@@ -101,6 +113,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitStatus> {
     }
     errln!("artifacts in {}", run_dir.display());
     Ok(exit)
+}
+
+/// Memory the in-process sim takes in a quickstart besides the client's own process, bytes:
+/// 32 MiB (its engine and tokenizer threads, 2 × [`crate::limits::THREAD_BYTES`], its
+/// model tables and KV bookkeeping; the standalone sim measured 108–110 MiB with the binary's
+/// own mappings, which the client's base already counts).
+pub const QUICKSTART_SIM_BYTES: u64 = 32 << 20;
+
+/// What a quickstart's largest point asks of the process ([`crate::limits::check`]): its
+/// largest concurrency's streams, its `prompts_per_conc × conc` requests and warmups with
+/// their random prompts (`isl` tokens each, `BYTES_PER_PROMPT_TOKEN`) and output tokens
+/// (`osl` each in flight, `BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN`; 8 bytes a token kept, up to the
+/// spill), and the in-process sim ([`QUICKSTART_SIM_BYTES`], among the prompts' bytes).
+pub fn quickstart_need(p: &inferbench_runner::simsweep::SimSweep) -> crate::limits::Need {
+    use inferbench_loadgen::options::limits::{
+        BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN,
+    };
+    let conc = u64::from(p.concurrency.iter().copied().max().unwrap_or(1));
+    let prompts = u64::from(p.prompts_per_conc).saturating_mul(conc);
+    let requests = prompts.saturating_add(u64::from(p.warmups_per_conc).saturating_mul(conc));
+    let (isl, osl) = (u64::from(p.isl), u64::from(p.osl));
+    crate::limits::Need {
+        flag: "--concurrency",
+        streams: conc,
+        requests,
+        per_stream: 1,
+        request_bytes: osl.saturating_mul(BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN),
+        prompt_bytes: prompts
+            .saturating_mul(isl)
+            .saturating_mul(BYTES_PER_PROMPT_TOKEN)
+            .saturating_add(QUICKSTART_SIM_BYTES),
+        output_bytes: requests
+            .saturating_mul(osl)
+            .min(inferbench_loadgen::kept::SPILL_VALUES as u64)
+            .saturating_mul(8),
+        uncapped: false,
+        lower: crate::limits::LOWER_QUICKSTART,
+    }
 }
 
 /// `--agentic`: the AgentX pipeline on the embedded simulator in seconds

@@ -15,10 +15,84 @@ pub fn run(flags: SimFlags) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Ok);
     }
     let info = inferbench_sim::describe(&cfg)?;
+    // Its own need against `ulimit -v` before anything starts (issue 39, fresh tester's
+    // finding 3: under `ulimit -v 60000` a thread could not start, a panic, then a hang).
+    let workers = cfg.threads.max(1);
+    let blocking = crate::limits::blocking_threads();
+    let limits = crate::limits::current();
+    let need = sim_need_bytes(workers as u64, blocking as u64);
+    if let Some(budget) = limits.memory {
+        refuse_sim(need, budget.bytes, budget.what(), workers)?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cfg.threads.max(1))
+        .worker_threads(workers)
+        .max_blocking_threads(blocking)
+        .thread_stack_size(crate::limits::THREAD_STACK_BYTES as usize)
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(|e| no_thread(e.into(), need))?;
+    run_on(rt, flags, cfg, info).map_err(|e| no_thread(e, need))
+}
+
+/// Address space a serving sim takes besides its threads, bytes: 110 MiB. Measured
+/// (2026-12-07, debug build, `--mode timed`, a streamed request served): the lowest `ulimit -v`
+/// was 110 MiB at `--threads 1` (`--mode instant` 108 MiB, `--max-num-seqs 4096` the same)
+/// and 124 MiB at `--threads 8` (≈ 2 MiB a worker), which [`sim_need_bytes`] models as 125 and
+/// 142.5 MiB.
+pub const SIM_BASE_BYTES: u64 = 110 << 20;
+
+/// What a sim with `workers` runtime workers and up to `blocking` blocking threads needs,
+/// bytes: [`SIM_BASE_BYTES`] and [`crate::limits::THREAD_BYTES`] for each of them, its engine
+/// thread and its tokenizer's loading thread.
+pub fn sim_need_bytes(workers: u64, blocking: u64) -> u64 {
+    let threads = workers.saturating_add(blocking).saturating_add(2);
+    SIM_BASE_BYTES.saturating_add(threads.saturating_mul(crate::limits::THREAD_BYTES))
+}
+
+/// Refuses (exit 2, before anything is served) a sim whose `need` (bytes) is more than the
+/// memory budget `budget` (bytes; `what`: `ulimit -v` or the memory available) holds.
+///
+/// # Errors
+/// The need, the limit and the `ulimit -v` (KiB) that fits.
+pub fn refuse_sim(need: u64, budget: u64, what: &str, workers: usize) -> anyhow::Result<()> {
+    if need <= budget {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "inferbench sim needs about {} MiB ({} MiB for the binary and its model tables and {} \
+         MiB for its threads: {workers} workers, the blocking pool, the engine, as measured) and \
+         {what} is {} MiB: raise it (`ulimit -v {}` fits) (nothing was served)",
+        need.div_ceil(1 << 20),
+        SIM_BASE_BYTES >> 20,
+        (need - SIM_BASE_BYTES).div_ceil(1 << 20),
+        budget >> 20,
+        need.div_ceil(1024)
+    )
+}
+
+/// `e`, naming `ulimit -v` and the value that fits (`need`, bytes) when it is a thread that
+/// could not start (EAGAIN) under an address-space limit (the model of [`sim_need_bytes`] fell
+/// short): exit 2, never a panic.
+fn no_thread(e: anyhow::Error, need: u64) -> anyhow::Error {
+    let text = format!("{e:#}");
+    let eagain = text.contains("os error 11") || text.contains("Resource temporarily unavailable");
+    if !eagain || text.contains("ulimit -v") {
+        return e;
+    }
+    anyhow::anyhow!(
+        "{text}: a thread of the sim could not start; under an address-space limit \
+         (`ulimit -v`) raise it (`ulimit -v {}` fits)",
+        need.div_ceil(1024)
+    )
+}
+
+/// Serves on `rt` until Ctrl-C or SIGTERM (130).
+fn run_on(
+    rt: tokio::runtime::Runtime,
+    flags: SimFlags,
+    cfg: inferbench_sim::SimConfig,
+    info: inferbench_sim::SimInfo,
+) -> anyhow::Result<ExitStatus> {
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((flags.host.as_str(), flags.port))
             .await

@@ -123,8 +123,13 @@ impl ConfigKey {
 /// The per-request records of a point, as stored.
 #[derive(Debug, Clone)]
 pub struct RequestsBlob {
-    /// zstd-compressed JSONL (the artifact's bytes when it was already `.zst`).
+    /// zstd-compressed JSONL (the artifact's bytes when it was already `.zst`); empty when
+    /// [`RequestsBlob::source`] is set.
     pub jsonl_zst: Vec<u8>,
+    /// A plain JSONL file compressed as it is written instead of held in memory (issue 39:
+    /// storing a large `--save-requests` file took several times its size in memory); `None`
+    /// when the bytes are [`RequestsBlob::jsonl_zst`].
+    pub source: Option<RequestsSource>,
     /// SHA-256 hex of the uncompressed JSONL.
     pub sha256: String,
     /// Records in all (warmups included).
@@ -133,6 +138,37 @@ pub struct RequestsBlob {
     pub n_profile: i64,
     /// Failed records of the profile phase.
     pub n_failed: i64,
+}
+
+/// A plain request-records file the store compresses while writing its blob.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestsSource {
+    /// The JSONL file, as read when it was parsed.
+    pub path: PathBuf,
+    /// Bytes of its zstd compression (level 3) as counted when it was parsed: the blob's
+    /// length, reserved before it is written.
+    pub zst_len: u64,
+}
+
+impl RequestsBlob {
+    /// Writes the compressed records into `out`: [`RequestsBlob::jsonl_zst`], or the source
+    /// file compressed line by line (memory independent of its size).
+    ///
+    /// # Errors
+    /// The source file cannot be read, has changed since it was parsed, or `out` fails.
+    pub fn write_zst(&self, out: &mut impl std::io::Write) -> Result<(), String> {
+        match &self.source {
+            Some(src) => requests::compress_into(src, &self.sha256, out),
+            None => out.write_all(&self.jsonl_zst).map_err(|e| e.to_string()),
+        }
+    }
+
+    /// Bytes of the compressed records ([`RequestsBlob::write_zst`] writes exactly as many).
+    pub fn zst_len(&self) -> u64 {
+        self.source
+            .as_ref()
+            .map_or(self.jsonl_zst.len() as u64, |s| s.zst_len)
+    }
 }
 
 /// One measured point.
@@ -988,10 +1024,67 @@ fn fill_per_gpu(cfg: &ConfigKey, m: &mut BTreeMap<String, f64>) {
     }
 }
 
-/// A JSON file's bytes and value; errors name the file (and line:column for bad JSON).
+/// Top-level keys of a result file that hold one entry per request (vLLM's and `bench`'s
+/// `--save-detailed` arrays). No importer reads them, so [`read_json`] skips their values
+/// while parsing (the file's bytes are kept verbatim): parsed, a detailed result of 1,000
+/// requests of 4,096 tokens (62 MB) took about 10× its size in memory, and `bench --db
+/// --save-detailed` ran out of memory storing it at the advised `ulimit -v` (issue 39, fresh
+/// tester's finding 1).
+pub const PER_REQUEST_KEYS: [&str; 6] = [
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "generated_texts",
+    "errors",
+];
+
+/// A JSON value whose top-level object leaves out [`PER_REQUEST_KEYS`] (their values are
+/// checked as JSON and dropped); any other value as it is.
+struct WithoutPerRequest;
+
+impl<'de> serde::de::DeserializeSeed<'de> for WithoutPerRequest {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for WithoutPerRequest {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(k) = m.next_key::<String>()? {
+            if PER_REQUEST_KEYS.contains(&k.as_str()) {
+                m.next_value::<serde::de::IgnoredAny>()?;
+            } else {
+                out.insert(k, m.next_value::<Value>()?);
+            }
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// `bytes` parsed as JSON, a top-level object without its [`PER_REQUEST_KEYS`].
+fn parse_without_per_request(bytes: &[u8]) -> serde_json::Result<Value> {
+    use serde::de::DeserializeSeed;
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        return serde_json::from_slice(bytes);
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let v = WithoutPerRequest.deserialize(&mut de)?;
+    de.end()?;
+    Ok(v)
+}
+
+/// A JSON file's bytes and value (a top-level object without its per-request arrays,
+/// [`PER_REQUEST_KEYS`]); errors name the file (and line:column for bad JSON).
 pub(crate) fn read_json(path: &Path) -> Result<(Vec<u8>, Value), ParseError> {
     let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let v = serde_json::from_slice(&bytes).map_err(|e| {
+    let v = parse_without_per_request(&bytes).map_err(|e| {
         format!(
             "{}:{}:{}: invalid JSON: {e}",
             path.display(),

@@ -9,20 +9,41 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::{ParseError, PointData, RequestsBlob};
+use super::{ParseError, PointData, RequestsBlob, RequestsSource};
+
+/// zstd level the store compresses plain request records at.
+const ZSTD_LEVEL: i32 = 3;
+
+/// Bytes of a request-records file read at a time (the read buffer; a longer line is read
+/// whole, as long as it is).
+const READ_BUFFER_BYTES: usize = 1 << 20;
 
 /// Reads a request-records file (`.zst`-compressed when its name ends so) into `pt`: the blob,
-/// and the E2E-normalized interactivity it gives.
+/// and the E2E-normalized interactivity it gives. A plain file is read line by line and never
+/// held whole (issue 39, fresh tester's finding 1: a 170 MB `--save-requests` file was read,
+/// copied and compressed in memory, and `bench --db` at the advised `ulimit -v` ran out of
+/// memory storing it): its compressed size is counted here and the blob is compressed again
+/// from the file as it is written ([`RequestsSource`]), so storing it takes memory
+/// independent of its size. A `.zst` file is kept as its own bytes.
 pub(super) fn read_requests(path: &Path, pt: &mut PointData) -> Result<(), String> {
     let at = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| format!("{at}: {e}"))?;
     let (blob, e2e) = if at.ends_with(".zst") {
+        let bytes = std::fs::read(path).map_err(|e| format!("{at}: {e}"))?;
         let dec = zstd::stream::read::Decoder::new(&bytes[..]).map_err(|e| format!("{at}: {e}"))?;
-        let (mut blob, e2e) = scan_requests(dec, &at, true)?;
+        let (mut blob, e2e) = scan_requests(dec, &at, None)?;
         blob.jsonl_zst = bytes;
         (blob, e2e)
     } else {
-        scan_requests(&bytes[..], &at, false)?
+        let f = std::fs::File::open(path).map_err(|e| format!("{at}: {e}"))?;
+        let mut enc = zstd::stream::write::Encoder::new(Counter(0), ZSTD_LEVEL)
+            .map_err(|e| format!("{at}: {e}"))?;
+        let (mut blob, e2e) = scan_requests(f, &at, Some(&mut enc))?;
+        let zst_len = enc.finish().map_err(|e| format!("{at}: {e}"))?.0;
+        blob.source = Some(RequestsSource {
+            path: path.to_path_buf(),
+            zst_len,
+        });
+        (blob, e2e)
     };
     add_e2e_norm(&mut pt.metrics, e2e);
     pt.requests = Some(blob);
@@ -68,6 +89,95 @@ pub(super) fn read_requests_or_mark(
     }
 }
 
+/// A writer that keeps nothing and counts the bytes written to it.
+struct Counter(u64);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len() as u64);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Calls `each` with every line of `r` (its `\n` kept), reading [`READ_BUFFER_BYTES`] at a
+/// time; stops at the first error `each` returns. The one way both passes over a plain records
+/// file read it, so that its compression is the same bytes both times.
+fn for_each_line<R: Read>(
+    r: R,
+    at: &str,
+    mut each: impl FnMut(usize, &[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut reader = std::io::BufReader::with_capacity(READ_BUFFER_BYTES, r);
+    let mut line = Vec::new();
+    let mut lineno = 0usize;
+    loop {
+        line.clear();
+        let got = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("{at}: line {}: {e}", lineno + 1))?;
+        if got == 0 {
+            return Ok(());
+        }
+        lineno += 1;
+        each(lineno, &line)?;
+    }
+}
+
+/// Compresses the plain records file `source` into `out` as [`read_requests`] counted it,
+/// line by line (memory independent of the file's size), and checks that it is the file that
+/// was read: the same SHA-256 (`sha256`) and the same compressed length.
+///
+/// # Errors
+/// The file cannot be read, `out` cannot be written, or the file changed since it was read.
+pub(crate) fn compress_into(
+    source: &RequestsSource,
+    sha256: &str,
+    out: &mut impl std::io::Write,
+) -> Result<(), String> {
+    let at = source.path.display().to_string();
+    let f = std::fs::File::open(&source.path).map_err(|e| format!("{at}: {e}"))?;
+    let mut hasher = Sha256::new();
+    let counted = CountingWriter { out, n: 0 };
+    let mut enc =
+        zstd::stream::write::Encoder::new(counted, ZSTD_LEVEL).map_err(|e| format!("{at}: {e}"))?;
+    for_each_line(f, &at, |_, line| {
+        hasher.update(line);
+        std::io::Write::write_all(&mut enc, line).map_err(|e| format!("{at}: {e}"))
+    })?;
+    let counted = enc.finish().map_err(|e| format!("{at}: {e}"))?;
+    if hex(&hasher.finalize()) != sha256 || counted.n != source.zst_len {
+        return Err(format!(
+            "{at}: the file changed while it was being stored; ingest it again"
+        ));
+    }
+    Ok(())
+}
+
+/// A writer passing its bytes on to `out` and counting them.
+struct CountingWriter<'a, W: std::io::Write> {
+    out: &'a mut W,
+    n: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for CountingWriter<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let k = self.out.write(buf)?;
+        self.n = self.n.saturating_add(k as u64);
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Lower-case hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The subset of a [`inferbench_core::RequestRecord`] the store reads; unknown fields skipped,
 /// a record of a newer layout refused (its `schema_version`).
 #[derive(serde::Deserialize)]
@@ -86,36 +196,25 @@ struct LightRecord {
 }
 
 /// Validates the JSONL records (every non-empty line must parse), counts them and collects
-/// `E2EL_i / OSL_i` (s/token) of successful profile requests. Returns the blob to store
-/// (`zst` = the original compressed bytes, else compressed here at level 3).
+/// `E2EL_i / OSL_i` (s/token) of successful profile requests; each line is also written to
+/// `sink` when given (a plain file's compressed length is counted so). Returns the blob to
+/// store, its bytes left empty for the caller.
 fn scan_requests<R: Read>(
     r: R,
     at: &str,
-    compressed: bool,
+    mut sink: Option<&mut dyn std::io::Write>,
 ) -> Result<(RequestsBlob, Vec<f64>), ParseError> {
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, r);
     let mut hasher = Sha256::new();
-    let mut raw = if compressed { None } else { Some(Vec::new()) };
     let (mut n, mut n_profile, mut n_failed) = (0i64, 0i64, 0i64);
     let mut e2e = Vec::new();
-    let mut line = Vec::new();
-    let mut lineno = 0usize;
-    loop {
-        line.clear();
-        let got = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| format!("{at}: line {}: {e}", lineno + 1))?;
-        if got == 0 {
-            break;
-        }
-        lineno += 1;
-        hasher.update(&line);
-        if let Some(r) = raw.as_mut() {
-            r.extend_from_slice(&line);
+    for_each_line(r, at, |lineno, line| {
+        hasher.update(line);
+        if let Some(s) = sink.as_mut() {
+            s.write_all(line).map_err(|e| format!("{at}: {e}"))?;
         }
         let t = line.trim_ascii();
         if t.is_empty() {
-            continue;
+            return Ok(());
         }
         let rec: LightRecord = serde_json::from_slice(t)
             .map_err(|e| format!("{at}:{lineno}: invalid request record: {e}"))?;
@@ -131,20 +230,13 @@ fn scan_requests<R: Read>(
                 }
             }
         }
-    }
-    let jsonl_zst = match raw {
-        Some(r) => zstd::encode_all(&r[..], 3).map_err(|e| format!("{at}: {e}"))?,
-        None => Vec::new(),
-    };
-    let sha: String = hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+        Ok(())
+    })?;
     Ok((
         RequestsBlob {
-            jsonl_zst,
-            sha256: sha,
+            jsonl_zst: Vec::new(),
+            source: None,
+            sha256: hex(&hasher.finalize()),
             n_records: n,
             n_profile,
             n_failed,
@@ -167,5 +259,70 @@ fn add_e2e_norm(m: &mut BTreeMap<String, f64>, mut ratios: Vec<f64>) {
                 m.entry(key).or_insert(1.0 / p);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 39, fresh tester's finding 1: a plain records file is not held in memory; its
+    /// blob is compressed from the file as it is written, exactly the length counted when it
+    /// was read, and decompresses to the file; a file changed in between is refused, never
+    /// stored as something other than what was counted.
+    #[test]
+    fn a_plain_records_file_is_compressed_from_the_file_and_a_changed_one_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("requests.jsonl");
+        let line = "{\"phase\":\"profile\",\"success\":true,\"sent_ns\":0,\"last_token_ns\":2000000000,\"completion_tokens\":4}\n";
+        std::fs::write(&p, line.repeat(3)).unwrap();
+        let mut pt = super::super::empty_point(Default::default(), 1, String::new());
+        read_requests(&p, &mut pt).unwrap();
+        let blob = pt.requests.unwrap();
+        assert!(blob.jsonl_zst.is_empty());
+        assert_eq!(blob.n_records, 3);
+        assert_eq!(blob.n_profile, 3);
+        assert_eq!(pt.metrics["p90_e2e_norm_intvty"], 2.0);
+        let mut out = Vec::new();
+        blob.write_zst(&mut out).unwrap();
+        assert_eq!(out.len() as u64, blob.zst_len());
+        assert_eq!(
+            zstd::decode_all(&out[..]).unwrap(),
+            line.repeat(3).as_bytes()
+        );
+        std::fs::write(&p, line.repeat(4)).unwrap();
+        let e = blob.write_zst(&mut Vec::new()).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "{}: the file changed while it was being stored; ingest it again",
+                p.display()
+            )
+        );
+    }
+
+    /// Issue 39, fresh tester's finding 1: a result's per-request arrays are skipped while it
+    /// is parsed (no importer reads them) and its bytes kept whole; bad JSON inside them is
+    /// still refused with its line and column; a top-level array is read as it is.
+    #[test]
+    fn a_results_per_request_arrays_are_skipped_and_its_bytes_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.json");
+        let text = "{\"completed\": 1, \"itls\": [[0.1, 0.2]], \"ttfts\": [0.5],\n \
+                    \"generated_texts\": [\"x\"], \"errors\": [\"\"], \"input_lens\": [3], \
+                    \"output_lens\": [2], \"inferbench\": {\"itls\": 7}}";
+        std::fs::write(&p, text).unwrap();
+        let (bytes, v) = super::super::read_json(&p).unwrap();
+        assert_eq!(bytes, text.as_bytes());
+        assert_eq!(
+            v,
+            serde_json::json!({"completed": 1, "inferbench": {"itls": 7}})
+        );
+        std::fs::write(&p, "{\"completed\": 1,\n \"itls\": [[0.1,]]}").unwrap();
+        let e = super::super::read_json(&p).unwrap_err();
+        assert!(e.starts_with(&format!("{}:2:", p.display())), "{e}");
+        std::fs::write(&p, "[{\"itls\": 1}]").unwrap();
+        let (_, v) = super::super::read_json(&p).unwrap();
+        assert_eq!(v, serde_json::json!([{"itls": 1}]));
     }
 }
