@@ -351,7 +351,8 @@ fn non_regular_output_paths_are_refused_before_any_request() {
 /// `ulimit -f 40` with SIGXFSZ ignored, so each write past 20 KiB returns EFBIG: the
 /// summary's upper estimate, 16 KiB, fits, the records do not) ends a
 /// replay with exit 1, never 0, and `requests.jsonl` is not said to be written (it exited 0
-/// and said "wrote …" with every record lost).
+/// and said "wrote …" with every record lost). The replay runs 6 s so that its records pass
+/// 20 KiB even on a loaded machine (at 2 s a busy 2-core CI runner sent only 2 requests).
 #[cfg(unix)]
 #[test]
 fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
@@ -362,7 +363,7 @@ fn a_replay_whose_writes_fail_at_run_time_fails_with_exit_1() {
         .arg("-c")
         .arg(format!(
             "ulimit -f 40; trap '' XFSZ; exec {BIN} replay --synthetic quickstart --base-url \
-             {url} --model Llama-3.1-8B --concurrency 1 --benchmark-duration 2 \
+             {url} --model Llama-3.1-8B --concurrency 1 --benchmark-duration 6 \
              --unsafe-override --result-dir out"
         ))
         .current_dir(dir.path())
