@@ -1425,11 +1425,49 @@ pub fn sim_model_point(
     })
 }
 
-/// The curve a single-node row belongs to: the row without its concurrency.
+/// The curve a single-node row belongs to: the row without its concurrency. InferenceX names
+/// AgentX rows with their concurrency (`exp-name` `dsv4_tp8_conc96_kvnone_spec-mtp`, its
+/// generator's outputs under `data/inferencex/expected/`), so that `_`-delimited `conc<N>`
+/// part is left out too: without it every AgentX row was a one-point curve of its own and
+/// `--adaptive` measured every listed concurrency (issue 43, the lead's AgentX sweep on the sim).
 fn curve_key(spec: &JobSpec) -> String {
     let mut row = spec.row.clone();
+    if let inferbench_core::matrix::Conc::One(c) = row.conc {
+        row.exp_name = exp_name_at(&row.exp_name, c, None);
+    }
     row.conc = inferbench_core::matrix::Conc::One(0);
     serde_json::to_string(&row).unwrap_or_default()
+}
+
+/// `exp_name` with its `_`-delimited part `conc<from>` (if any) replaced by `conc<to>`, or
+/// `conc*` when `to` is `None`; names without such a part are returned as they are.
+fn exp_name_at(exp_name: &str, from: u32, to: Option<u32>) -> String {
+    let part = format!("conc{from}");
+    let new = to.map_or_else(|| "conc*".to_string(), |c| format!("conc{c}"));
+    exp_name
+        .split('_')
+        .map(|p| if p == part { new.as_str() } else { p })
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+/// The matrix row of curve `spec` (any of its rows) at concurrency `c`: the listed row itself
+/// when `c` is listed in `listed` (rows of one curve, as [`curves_of`] grouped them), else
+/// `spec`'s row with `conc` set to `c` and its `exp-name`'s `conc<N>` part (AgentX rows) named
+/// for `c`.
+fn row_at(spec: &JobSpec, listed: &[JobSpec], c: u32) -> inferbench_core::matrix::MatrixRow {
+    let key = curve_key(spec);
+    if let Some(j) = listed.iter().find(|j| {
+        matches!(j.row.conc, inferbench_core::matrix::Conc::One(k) if k == c) && curve_key(j) == key
+    }) {
+        return j.row.clone();
+    }
+    let mut row = spec.row.clone();
+    if let inferbench_core::matrix::Conc::One(from) = row.conc {
+        row.exp_name = exp_name_at(&row.exp_name, from, Some(c));
+    }
+    row.conc = inferbench_core::matrix::Conc::One(c);
+    row
 }
 
 /// The frontier group a row competes in (`report`'s group: model, ISL/OSL, scenario, hardware,
@@ -1715,11 +1753,11 @@ pub fn next_round_matrix(
     if earlier == 0 {
         rows.extend(fixed.iter().map(|j| j.row.clone()));
     }
-    rows.extend(proposals.iter().map(|&(i, c)| {
-        let mut r = curves[i].1.row.clone();
-        r.conc = inferbench_core::matrix::Conc::One(c);
-        r
-    }));
+    rows.extend(
+        proposals
+            .iter()
+            .map(|&(i, c)| row_at(&curves[i].1, jobs, c)),
+    );
     let path = out.join(format!("{ROUND_PREFIX}{}.json", earlier + 1));
     crate::artifacts::write_json_atomic(&path, &rows)?;
     let specs = rows
@@ -1827,7 +1865,7 @@ pub async fn run_local<R: crate::point::PointRunner>(
         }
         pending = vec![(i, c)];
         let mut j = curves[i].1.clone();
-        j.row.conc = inferbench_core::matrix::Conc::One(c);
+        j.row = row_at(&curves[i].1, jobs, c);
         vec![j]
     };
     let r = run_jobs_with(&[], &round_opts, runner, cancel, plan).await;

@@ -268,6 +268,74 @@ async fn agentic_rows_are_planned_on_the_north_star_x() {
     );
 }
 
+/// InferenceX names AgentX rows with their concurrency (`exp-name`
+/// `dsv4_tp8_conc96_kvnone_spec-mtp`): rows that differ only in that name part and `conc` are
+/// still one curve, planned exactly as the same rows with one name, and a point at a
+/// concurrency the matrix does not list is named for it. Before, each such row was a one-point
+/// curve of its own and `--adaptive` measured every listed concurrency (the lead's AgentX sweep
+/// on the sim, 2026-12-07).
+#[tokio::test]
+async fn agentic_rows_named_with_their_concurrency_are_one_curve() {
+    let listed = [1u32, 2, 4, 8, 16, 32, 64, 128, 256];
+    let cells: Vec<(u32, u32)> = (listed.iter().map(|c| (1, *c)))
+        .chain(listed.iter().map(|c| (2, *c)))
+        .collect();
+    let one_name: Vec<JobSpec> = (cells.iter().enumerate())
+        .map(|(i, (tp, c))| agentic_row(i, *tp, *c, 1800))
+        .collect();
+    let named: Vec<JobSpec> = (cells.iter().enumerate())
+        .map(|(i, (tp, c))| {
+            let mut j = agentic_row(i, *tp, *c, 1800);
+            j.row.exp_name = format!("fake_tp{tp}_conc{c}_kvnone");
+            j
+        })
+        .collect();
+    let plan = |r: &inferbench_runner::SweepReport| -> Vec<(usize, u32)> {
+        r.points.iter().map(|p| (p.index, p.conc)).collect()
+    };
+    let d1 = tempfile::tempdir().unwrap();
+    let want = inferbench_runner::adaptive::run_local(
+        &one_name,
+        &options(d1.path()),
+        &AgenticKnee,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    let d2 = tempfile::tempdir().unwrap();
+    let got = inferbench_runner::adaptive::run_local(
+        &named,
+        &options(d2.path()),
+        &AgenticKnee,
+        &CancellationToken::new(),
+        0.05,
+    )
+    .await;
+    assert!(want.points.len() < cells.len(), "{:?}", plan(&want));
+    assert_eq!(plan(&got), plan(&want));
+    // Every point is named for its own concurrency, listed or not.
+    let unlisted = got
+        .points
+        .iter()
+        .filter(|p| !listed.contains(&p.conc))
+        .count();
+    assert!(unlisted > 0, "{:?}", plan(&got));
+    for p in &got.points {
+        let tp = if p.result_filename.contains("_tp2") {
+            2
+        } else {
+            1
+        };
+        assert!(
+            p.result_filename
+                .starts_with(&format!("fake_tp{tp}_conc{}_kvnone_", p.conc)),
+            "{} at conc {}",
+            p.result_filename,
+            p.conc
+        );
+    }
+}
+
 /// Agentic rows replayed below AgentX's 900 s make only invalid points: `--adaptive` refuses
 /// them, naming the rows and the flag, rather than running ends and middles that never count.
 #[test]
