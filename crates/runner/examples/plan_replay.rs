@@ -7,7 +7,6 @@
 //! FULL_OUT: one or more sweep `--out` directories holding the full list's point directories
 //! (e.g. one sweep per concurrency). Prints the proposals and the points the plan skipped.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use inferbench_runner::JobSpec;
@@ -27,14 +26,17 @@ fn main() -> anyhow::Result<()> {
     let jobs: Vec<JobSpec> = (rows.into_iter().enumerate())
         .map(|(index, row)| JobSpec { index, row })
         .collect();
-    // The full list's point directories by result file name (row and concurrency name them).
-    let mut by_name: BTreeMap<String, PathBuf> = BTreeMap::new();
+    // The full list's point directories, with the row and concurrency their job.json names.
+    let mut points: Vec<(serde_json::Value, u64, PathBuf)> = Vec::new();
     for out in fulls {
         for e in std::fs::read_dir(out)? {
             let p = e?.path();
-            if p.join("job.json").is_file() {
-                by_name.insert(p.file_name().unwrap().to_string_lossy().into_owned(), p);
-            }
+            let Ok(text) = std::fs::read(p.join("job.json")) else {
+                continue;
+            };
+            let job: serde_json::Value = serde_json::from_slice(&text)?;
+            let conc = job["conc"].as_u64().unwrap_or(0);
+            points.push((job["job"]["row"].clone(), conc, p));
         }
     }
     let scratch = tempfile::tempdir()?;
@@ -44,39 +46,39 @@ fn main() -> anyhow::Result<()> {
     {
         round += 1;
         for s in specs {
-            let name = by_name
-                .keys()
-                .find(|n| result_of(n, &s))
-                .cloned()
-                .ok_or_else(|| anyhow::anyhow!("the full list has no point for {:?}", s.row))?;
-            println!(
-                "round {round}: row exp-name {} conc {:?}",
-                s.row.exp_name, s.row.conc
-            );
-            link(&by_name[&name], &scratch.path().join(&name))?;
+            let inferbench_core::matrix::Conc::One(c) = s.row.conc else {
+                continue;
+            };
+            let row = serde_json::to_value(&s.row)?;
+            let (_, _, dir) = points
+                .iter()
+                .find(|(r, k, _)| *k == u64::from(c) && *r == row)
+                .ok_or_else(|| anyhow::anyhow!("the full list has no point for {row}"))?;
+            println!("round {round}: {}", name(dir));
+            link(dir, &scratch.path().join(name(dir)))?;
         }
         if round > 1000 {
             anyhow::bail!("the plan did not end");
         }
     }
-    let measured: Vec<&String> = by_name
-        .keys()
-        .filter(|n| scratch.path().join(n).exists())
-        .collect();
-    println!("measured {} of {} points", measured.len(), by_name.len());
-    for n in by_name.keys().filter(|n| !scratch.path().join(n).exists()) {
-        println!("skipped: {n}");
+    let measured = points
+        .iter()
+        .filter(|(_, _, d)| scratch.path().join(name(d)).exists())
+        .count();
+    println!("measured {measured} of {} points", points.len());
+    for (_, _, d) in &points {
+        if !scratch.path().join(name(d)).exists() {
+            println!("skipped: {}", name(d));
+        }
     }
     Ok(())
 }
 
-/// Whether point directory `name` is `s`'s row at its concurrency: its name starts with the
-/// row's exp-name and carries `_conc<N>_` for the row's concurrency.
-fn result_of(name: &str, s: &JobSpec) -> bool {
-    let inferbench_core::matrix::Conc::One(c) = s.row.conc else {
-        return false;
-    };
-    name.starts_with(&format!("{}_", s.row.exp_name)) && name.contains(&format!("_conc{c}_"))
+/// A point directory's name (its result file name).
+fn name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 #[cfg(unix)]
