@@ -1377,3 +1377,65 @@ fn a_sweep_row_beyond_ulimit_n_is_refused_before_any_request() {
     assert_eq!(points, 0, "a point directory was written");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 39, fresh tester's finding 2: a sim that ran out of memory after it had served
+/// requests said "(nothing was sent)", a client's words, and exited 2 as if it had never
+/// served. Out of memory once a request has been served (here 1 GiB asked for through the
+/// debug builds' `INFERBENCH_DEBUG_ALLOCATE_BYTES_ONCE_SERVED` under `ulimit -v 300000`) ends
+/// with exit 1 and the server's words: it stopped mid-run, having served requests, and its
+/// start check counts only the idle need.
+#[test]
+fn a_sim_out_of_memory_after_serving_exits_1_saying_it_stopped_mid_run() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut script = String::from("ulimit -v 300000 || exit 99; exec \"$0\" \"$@\"");
+    script.insert_str(0, CLOSE_INHERITED);
+    let child = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args(["sim", "--mode", "instant", "--port", &port.to_string()])
+        .env("TOKIO_WORKER_THREADS", "2")
+        .env(
+            "INFERBENCH_DEBUG_ALLOCATE_BYTES_ONCE_SERVED",
+            (1u64 << 30).to_string(),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // One completion sent as soon as the sim listens (its reply may be cut off).
+    let body = r#"{"model":"Llama-3.1-8B","prompt":"hi","max_tokens":4}"#;
+    let request = format!(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut sent = false;
+    for _ in 0..600 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            use std::io::{Read as _, Write as _};
+            s.write_all(request.as_bytes()).unwrap();
+            let _ = s.read_to_end(&mut Vec::new());
+            sent = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(sent, "the sim never listened");
+    let o = child.wait_with_output().unwrap();
+    let text = common::output_text(&o);
+    assert_out_of_memory_named(&o, &text, &[1]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).ends_with(
+            "inferbench sim: error: out of memory under `ulimit -v` 300000 KiB: its start \
+             check counts only what an idle server needs, not what its load holds; lower \
+             --max-num-seqs or the clients' load or raise `ulimit -v` (the server stopped \
+             mid-run: it had served requests, and those in flight were cut off)\n"
+        ),
+        "{text}"
+    );
+}
