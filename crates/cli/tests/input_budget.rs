@@ -946,3 +946,65 @@ fn replay_and_sweep_with_traces_run_at_the_ulimit_v_their_first_check_advises() 
         );
     }
 }
+
+/// Issue 39, fresh tester's finding 3: a `bench --duration` closed loop (no `--request-rate`)
+/// makes as many requests as the server answers, but its memory check counted only
+/// `--num-prompts` + `--num-warmups` (640) and the `ulimit -v` it advised was claimed to hold
+/// the run (9,018 requests later it ran out of memory, no summary). The refusal now says what
+/// it cannot know (naming `--duration`, the requests counted and what each further one keeps),
+/// and a run that starts under a limit is warned how many requests in all the limit holds.
+#[test]
+fn a_duration_closed_loop_says_what_its_memory_check_cannot_know() {
+    let sim = common::start_sim(&[]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bench = |kib: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "bench",
+                "--base-url",
+                &url,
+                "--model",
+                "Llama-3.1-8B",
+                "--random-input-len",
+                "64",
+                "--random-output-len",
+                "256",
+                "--num-warmups",
+                "0",
+                "--cache-bust",
+                "--duration",
+                "1",
+                "--max-concurrency",
+                "64",
+                "--save-detailed",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = bench("150000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "; --duration 1 s with no --request-rate sends as many requests as the server \
+             answers, not known up front: this counts 640 (--num-prompts and --num-warmups) \
+             and each further one keeps about 13 KiB until the summary, so the run may need \
+             more; pass --request-rate to bound it, or lower --duration (nothing was sent)\n"
+        ),
+        "{text}"
+    );
+    let kib = advised(&text);
+    let (o, text) = bench(&kib);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+    assert!(
+        text.contains(
+            "inferbench: warning: --duration 1 s with no --request-rate sends as many requests"
+        ) && text
+            .contains("; the address-space limit `ulimit -v` holds about 640 requests in all\n"),
+        "{text}"
+    );
+}
