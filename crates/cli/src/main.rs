@@ -72,7 +72,7 @@ enum Command {
     Selftest(crate::cmd::bench_flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
     #[command(
-        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr); 2 bad flags, a port that cannot be bound, or a `ulimit -v` below what the sim needs (checked at start, naming the value that fits; never a panic or SIGABRT). Below about 50000 KiB the dynamic loader fails before inferbench runs (exit 127 or 139), which no check can reach."
+        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or out of memory after it had served a request (ulimit -v named: stopped mid-run); 2 bad flags, a port that cannot be bound, a `ulimit -v` below what an idle sim needs (checked at start, naming the value that fits; never a panic or SIGABRT), or out of memory before it served any request. The start check covers the idle server only (its binary, tables and threads), not what its load holds (requests in flight up to --max-num-seqs, their KV and token state): leave room above the value it names for the load. Below about 50000 KiB the dynamic loader fails before inferbench runs (exit 127 or 139), which no check can reach."
     )]
     Sim(cmd::sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
@@ -350,6 +350,11 @@ fn main() {
     };
     if let Some(l) = lower {
         oom::set_what_to_lower(l.net);
+    }
+    // A server's net: "midway" is a request served, in its own words (issue 39, fresh
+    // tester's finding 2).
+    if matches!(cli.command, Command::Sim(_)) {
+        oom::set_server();
     }
     let result = pool.and_then(|()| match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),

@@ -18,7 +18,8 @@
 //!   that failed outside this allocator's view: when an allocation has failed,
 //!   the abort is the allocation-failure one, so it writes a message formatted at start (only
 //!   `write(2)` and `_exit(2)`: async-signal-safe) and exits 2, or 1 when a request has been
-//!   sent ([`inferbench_client::any_request_sent`]). Any other abort (no allocation failed) is
+//!   sent ([`inferbench_client::any_request_sent`]; for `sim`, served:
+//!   [`inferbench_sim::any_request_served`], [`set_server`]). Any other abort (no allocation failed) is
 //!   left alone: the default action is restored and the signal raised again, so the process
 //!   still ends with SIGABRT (134) as before.
 //!
@@ -58,6 +59,55 @@ pub fn set_what_to_lower(what: &str) {
         message_lowering(limit, false, what).into_bytes(),
         message_lowering(limit, true, what).into_bytes(),
     ));
+}
+
+/// Set by [`set_server`]: this process serves (`sim`), so "midway" is "a request has been
+/// served" ([`inferbench_sim::any_request_served`]), not "a request has been sent".
+static SERVER: AtomicBool = AtomicBool::new(false);
+
+/// What a server's net tells the user to lower (`sim`'s own flag and its clients' load).
+pub const SERVER_WHAT_TO_LOWER: &str = "--max-num-seqs or the clients' load";
+
+/// Makes the net a server's (`sim`; issue 39, fresh tester's finding 2: a sim that ran out of
+/// memory while serving said "(nothing was sent)", a client's words, and exited 2): exit 1 once
+/// it has served a request ([`inferbench_sim::any_request_served`]), saying it stopped mid-run,
+/// else 2 ([`server_message`]). Call once, after parsing, before the server starts.
+pub fn set_server() {
+    let limit = address_limit_kib();
+    let _ = SUBCOMMAND_MESSAGES.set((
+        server_message(limit, false).into_bytes(),
+        server_message(limit, true).into_bytes(),
+    ));
+    SERVER.store(true, Ordering::Relaxed);
+}
+
+/// A server's out-of-memory message under `limit_kib` (`ulimit -v`, KiB; `None`: no limit set),
+/// `served`: whether it had served a request. One line, ending in a newline.
+pub fn server_message(limit_kib: Option<u64>, served: bool) -> String {
+    let under = match limit_kib {
+        Some(k) => format!("under `ulimit -v` {k} KiB"),
+        None => "with no `ulimit -v` set (the machine's memory ran out)".to_string(),
+    };
+    let what = if served {
+        "the server stopped mid-run: it had served requests, and those in flight were cut off"
+    } else {
+        "no request had been served"
+    };
+    format!(
+        "inferbench sim: error: out of memory {under}: its start check counts only what an idle \
+         server needs, not what its load holds; lower {SERVER_WHAT_TO_LOWER} or raise \
+         `ulimit -v` ({what})\n"
+    )
+}
+
+/// Whether the run is midway for the net: a request served (a server, [`set_server`]) or
+/// sent (a client). Async-signal-safe (atomic loads).
+fn midway() -> bool {
+    if SERVER.load(Ordering::Relaxed) {
+        inferbench_sim::any_request_served()
+    } else {
+        inferbench_client::any_request_sent()
+    }
 }
 
 /// The system allocator, noting each refused allocation in [`ALLOCATION_FAILED`].
@@ -176,9 +226,10 @@ pub fn debug_allocate() {
     }
 }
 
-/// The exit status for running out of memory now: 1 when a request has been sent, else 2.
+/// The exit status for running out of memory now: 1 when midway ([`midway`]: a request has
+/// been sent, or a server has served one), else 2.
 fn status() -> i32 {
-    if inferbench_client::any_request_sent() {
+    if midway() {
         1
     } else {
         2
@@ -206,7 +257,7 @@ pub fn exit_out_of_memory() -> ! {
     // The temporary files on disk (a claimed `….json.tmp`): no destructor runs after this
     // (issue 39, fresh tester's finding 3: a 0-byte one was left behind).
     remove_pending_temp_files();
-    let sent = inferbench_client::any_request_sent();
+    let sent = midway();
     if let Some((before, after)) = SUBCOMMAND_MESSAGES.get().or_else(|| MESSAGES.get()) {
         let m = if sent { after } else { before };
         #[cfg(unix)]
@@ -264,6 +315,15 @@ mod tests {
              written)\n"
         ));
         assert!(message(None, false).contains("with no `ulimit -v` set"));
+        // A server's own words (issue 39, fresh tester's finding 2: "(nothing was sent)").
+        assert_eq!(
+            server_message(Some(150_000), true),
+            "inferbench sim: error: out of memory under `ulimit -v` 150000 KiB: its start check \
+             counts only what an idle server needs, not what its load holds; lower \
+             --max-num-seqs or the clients' load or raise `ulimit -v` (the server stopped \
+             mid-run: it had served requests, and those in flight were cut off)\n"
+        );
+        assert!(server_message(Some(1), false).ends_with("(no request had been served)\n"));
         // eval's own flags (trial of issue 39, finding 3: it said --num-prompts).
         assert!(message_lowering(Some(1), false, "--concurrency/--limit")
             .contains("; lower --concurrency/--limit or raise `ulimit -v`"));

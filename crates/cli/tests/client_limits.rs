@@ -843,9 +843,13 @@ fn replay_under(kib: &str, source: &[&str], more: &[&str]) -> (Output, String) {
 
 /// Trial of issue 39 §2, finding 2: `replay --synthetic 062126-256k --concurrency 64` under
 /// `ulimit -v 400000` aborted (exit 134; its peak was ~1.2 GB and the check counted 249 MiB,
-/// not the corpus). The corpus is generated a session at a time within the memory budget:
-/// refused at the session that passes it (exit 2, nothing sent), naming how many fit; that many
-/// get past the preparation (exit 3 against a closed port, never 134 or 101).
+/// not the corpus). The corpus is generated a session at a time within the memory budget,
+/// refused before any request (exit 2, nothing sent). Its lanes' cost (each lane's largest
+/// request, ≈ 4 MiB here) is counted before the corpus is generated, as after (issue 39, fresh
+/// tester's finding 1: counted at 64 KiB first, the room first left to the traces was not what
+/// the lanes leave them): under 328320 KiB not one trace fits beside 64 such lanes, and the
+/// refusal names the `ulimit -v` at which the whole run gets past its preparation (exit 3
+/// against a closed port, never 134 or 101).
 #[test]
 fn a_synthetic_corpus_beyond_ulimit_v_is_refused_naming_what_fits() {
     let (o, text) = replay_under(
@@ -854,38 +858,22 @@ fn a_synthetic_corpus_beyond_ulimit_v_is_refused_naming_what_fits() {
         &[],
     );
     assert_eq!(o.status.code(), Some(2), "{text}");
-    let fits = text
-        .split("--num-dataset-entries ")
-        .find_map(|t| t.strip_suffix(" or fewer fit (nothing was sent)\n"))
-        .unwrap_or_else(|| panic!("no number that fits: {text}"));
     assert!(
-        text.contains(
-            "error: --synthetic 062126-256k: the traces read up to here need more than the 13 \
-             MiB of memory left for traces"
-        ),
+        text.contains("error: --synthetic 062126-256k: not one trace of it fits: the 393 traces"),
         "{text}"
     );
-    assert_eq!(fits, "15", "{text}");
-    // Once loaded, each lane also counts its largest request in flight (finding 1 of the
-    // second trial) and the traces kept count beside them (issue 39: a generated corpus is
-    // counted as its load counts it): 64 lanes of these traces do not fit, and the refusal
-    // names the 33 that do.
+    let kib = text
+        .split("`ulimit -v ")
+        .nth(1)
+        .and_then(|t| t.split('`').next())
+        .unwrap_or_else(|| panic!("no advised `ulimit -v`: {text}"))
+        .to_string();
     let (o, text) = replay_under(
-        "328320",
+        &kib,
         &["--synthetic", "062126-256k", "--concurrency", "64"],
-        &["--num-dataset-entries", fits],
+        &[],
     );
-    assert_eq!(o.status.code(), Some(2), "{text}");
-    assert!(
-        text.contains("--concurrency 33 or less fits (nothing was sent)"),
-        "{text}"
-    );
-    let (o, text) = replay_under(
-        "328320",
-        &["--synthetic", "062126-256k", "--concurrency", "33"],
-        &["--num-dataset-entries", fits],
-    );
-    assert_eq!(o.status.code(), Some(3), "{text}");
+    assert_eq!(o.status.code(), Some(3), "ulimit -v {kib}: {text}");
     assert!(text.contains("server unreachable"), "{text}");
 }
 
@@ -1376,4 +1364,66 @@ fn a_sweep_row_beyond_ulimit_n_is_refused_before_any_request() {
         .unwrap_or(0);
     assert_eq!(points, 0, "a point directory was written");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 39, fresh tester's finding 2: a sim that ran out of memory after it had served
+/// requests said "(nothing was sent)", a client's words, and exited 2 as if it had never
+/// served. Out of memory once a request has been served (here 1 GiB asked for through the
+/// debug builds' `INFERBENCH_DEBUG_ALLOCATE_BYTES_ONCE_SERVED` under `ulimit -v 300000`) ends
+/// with exit 1 and the server's words: it stopped mid-run, having served requests, and its
+/// start check counts only the idle need.
+#[test]
+fn a_sim_out_of_memory_after_serving_exits_1_saying_it_stopped_mid_run() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut script = String::from("ulimit -v 300000 || exit 99; exec \"$0\" \"$@\"");
+    script.insert_str(0, CLOSE_INHERITED);
+    let child = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .arg(BIN)
+        .args(["sim", "--mode", "instant", "--port", &port.to_string()])
+        .env("TOKIO_WORKER_THREADS", "2")
+        .env(
+            "INFERBENCH_DEBUG_ALLOCATE_BYTES_ONCE_SERVED",
+            (1u64 << 30).to_string(),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // One completion sent as soon as the sim listens (its reply may be cut off).
+    let body = r#"{"model":"Llama-3.1-8B","prompt":"hi","max_tokens":4}"#;
+    let request = format!(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut sent = false;
+    for _ in 0..600 {
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            use std::io::{Read as _, Write as _};
+            s.write_all(request.as_bytes()).unwrap();
+            let _ = s.read_to_end(&mut Vec::new());
+            sent = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(sent, "the sim never listened");
+    let o = child.wait_with_output().unwrap();
+    let text = common::output_text(&o);
+    assert_out_of_memory_named(&o, &text, &[1]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).ends_with(
+            "inferbench sim: error: out of memory under `ulimit -v` 300000 KiB: its start \
+             check counts only what an idle server needs, not what its load holds; lower \
+             --max-num-seqs or the clients' load or raise `ulimit -v` (the server stopped \
+             mid-run: it had served requests, and those in flight were cut off)\n"
+        ),
+        "{text}"
+    );
 }

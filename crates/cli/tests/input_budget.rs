@@ -844,3 +844,167 @@ fn a_quickstart_under_ulimit_v_names_the_value_at_which_it_runs() {
     let (o, text) = under_ulimit_v(&kib, d, &["quickstart", "--fast"]);
     assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
 }
+
+/// Issue 39, fresh tester's finding 1: `replay` and `sweep --traces` checked twice with two
+/// per-lane costs (64 KiB before the traces were read, 151 KiB after: the quickstart corpus's
+/// largest request), so the `ulimit -v` the first refusal advised was refused by the second
+/// ("--concurrency 26 or less fits", no value). Both checks now count the traces' per-lane load
+/// from one pass ([`inferbench_loadgen::agentic::LaneLoad::add`]): at 150000 each names the
+/// `ulimit -v` it needs at the per-lane cost the second check counts, and at that value the
+/// replay and the sweep run to the end (exit 0); one KiB below, the run is refused (exit 2).
+#[test]
+fn replay_and_sweep_with_traces_run_at_the_ulimit_v_their_first_check_advises() {
+    let sim = common::start_sim(&["--mode", "instant"]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = Command::new(BIN)
+        .args(["agentx-traces", "--shape", "quickstart", "-o", "qt.jsonl"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::output_text(&o));
+    std::fs::write(
+        d.join("m.json"),
+        serde_json::json!([{
+            "image": "x", "model": "Llama-3.1-8B", "model-prefix": "m", "precision": "fp8",
+            "framework": "sim", "runner": "h100", "tp": 1, "pp": 1, "dcp-size": 1,
+            "pcp-size": 1, "conc": 64, "max-model-len": 2048, "ep": 1, "dp-attn": false,
+            "spec-decoding": "none", "exp-name": "m_agentic", "disagg": false,
+            "scenario-type": "agentic-coding"
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let replay = |kib: &str, out: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "replay",
+                "--traces",
+                "qt.jsonl",
+                "--base-url",
+                &url,
+                "--model",
+                "Llama-3.1-8B",
+                "--concurrency",
+                "64",
+                "--benchmark-duration",
+                "2",
+                "--unsafe-override",
+                "--result-dir",
+                out,
+                "--power",
+                "off",
+                "--no-server-metrics",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let sweep = |kib: &str, out: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "sweep",
+                "--matrix",
+                "m.json",
+                "--base-url",
+                &url,
+                "--runner-name",
+                "h100_0",
+                "--traces",
+                "qt.jsonl",
+                "--agentic-duration",
+                "2",
+                "--out",
+                out,
+            ],
+        )
+    };
+    type Run<'a> = &'a dyn Fn(&str, &str) -> (Output, String);
+    for (name, run) in [("replay", &replay as Run), ("sweep", &sweep as Run)] {
+        let (o, text) = run("150000", "r0");
+        assert_eq!(o.status.code(), Some(2), "{name}: {text}");
+        // The first check already counts the traces' largest request per lane.
+        assert!(text.contains("(151 KiB per stream,"), "{name}: {text}");
+        let kib = advised(&text);
+        let (o, text) = run(&kib, "r1");
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{name} at ulimit -v {kib}: {text}"
+        );
+        let below = (kib.parse::<u64>().unwrap() - 1).to_string();
+        let (o, text) = run(&below, "r2");
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{name} at ulimit -v {below}: {text}"
+        );
+    }
+}
+
+/// Issue 39, fresh tester's finding 3: a `bench --duration` closed loop (no `--request-rate`)
+/// makes as many requests as the server answers, but its memory check counted only
+/// `--num-prompts` + `--num-warmups` (640) and the `ulimit -v` it advised was claimed to hold
+/// the run (9,018 requests later it ran out of memory, no summary). The refusal now says what
+/// it cannot know (naming `--duration`, the requests counted and what each further one keeps),
+/// and a run that starts under a limit is warned how many requests in all the limit holds.
+#[test]
+fn a_duration_closed_loop_says_what_its_memory_check_cannot_know() {
+    let sim = common::start_sim(&[]);
+    let url = format!("http://127.0.0.1:{}", sim.1);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let bench = |kib: &str| {
+        under_ulimit_v(
+            kib,
+            d,
+            &[
+                "bench",
+                "--base-url",
+                &url,
+                "--model",
+                "Llama-3.1-8B",
+                "--random-input-len",
+                "64",
+                "--random-output-len",
+                "256",
+                "--num-warmups",
+                "0",
+                "--cache-bust",
+                "--duration",
+                "1",
+                "--max-concurrency",
+                "64",
+                "--save-detailed",
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    let (o, text) = bench("150000");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "; --duration 1 s with no --request-rate sends as many requests as the server \
+             answers, not known up front: this counts 640 (--num-prompts and --num-warmups) \
+             and each further one keeps about 13 KiB until the summary, so the run may need \
+             more; pass --request-rate to bound it, or lower --duration (nothing was sent)\n"
+        ),
+        "{text}"
+    );
+    let kib = advised(&text);
+    let (o, text) = bench(&kib);
+    assert_eq!(o.status.code(), Some(0), "ulimit -v {kib}: {text}");
+    assert!(
+        text.contains(
+            "inferbench: warning: --duration 1 s with no --request-rate sends as many requests"
+        ) && text
+            .contains("; the address-space limit `ulimit -v` holds about 640 requests in all\n"),
+        "{text}"
+    );
+}

@@ -918,43 +918,22 @@ pub struct RowLoad {
 /// Each row of `jobs` as its largest point loads the client ([`RowLoad`]), in order; a row
 /// with no point (eval-only with evals off) is left out. An adaptive round's points lie within
 /// a row's listed range, so the listed largest bounds them. An AgentX row is counted as
-/// `replay` counts its lanes ([`inferbench_loadgen::agentic::lane_load`] of `--traces`, read
-/// once as its points read them); traces that cannot be read count as 1 connection per lane
-/// (each such point fails with the reading's error). `traces_bytes`: what the traces take
-/// once loaded (the caller's count), added to an AgentX row's prompts; they are loaded for
-/// their lanes only where that fits `traces_room` (bytes; `None`: no budget known), else
-/// count as 1 connection per lane (the row is then refused for its traces).
+/// `replay` counts its lanes: `lanes`, the `--traces`' [`inferbench_loadgen::agentic::LaneLoad`]
+/// the caller counted with their bytes in one pass keeping none
+/// ([`inferbench_loadgen::agentic::counted_traces`]; [`inferbench_loadgen::agentic::LaneLoad::NONE`]
+/// where they could not be counted: each such point then fails with the reading's error).
+/// `traces_bytes`: what the traces take once loaded (the caller's count), added to an AgentX
+/// row's prompts. The traces are never loaded here (issue 39, fresh tester's finding 1: loaded
+/// only where they fit, a row under a tight limit counted 64 KiB per lane, so the `ulimit -v`
+/// its refusal advised was refused again at 151 KiB per lane).
 pub fn row_loads(
     jobs: &[JobSpec],
     opts: &SweepOptions,
     traces_bytes: u64,
-    traces_room: Option<u64>,
+    lanes: inferbench_loadgen::agentic::LaneLoad,
 ) -> Vec<RowLoad> {
     let need = traces_bytes;
-    let mut lanes: Option<inferbench_loadgen::agentic::LaneLoad> = None;
-    let mut lane_load = || {
-        *lanes.get_or_insert_with(|| {
-            (opts.bench.traces.as_ref())
-                // Loaded for their lanes only where they fit the memory budget: one that does
-                // not is refused for its traces alone (an unbounded load here ran out of memory
-                // before any check could name the limit).
-                .filter(|_| traces_room.is_none_or(|room| need <= room))
-                .and_then(|p| {
-                    inferbench_workload::agentx::load_traces(
-                        p,
-                        &inferbench_workload::agentx::LoadOptions::default(),
-                    )
-                    .ok()
-                })
-                .map_or(
-                    inferbench_loadgen::agentic::LaneLoad {
-                        per_lane: 1,
-                        request_bytes: 0,
-                    },
-                    |r| inferbench_loadgen::agentic::lane_load(&r.traces),
-                )
-        })
-    };
+    let lane_load = || lanes;
     jobs.iter()
         .filter_map(|spec| {
             let planned = plan(spec, "", opts);

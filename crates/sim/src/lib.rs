@@ -46,6 +46,7 @@ pub use config::{
 pub use fault::FaultSpec;
 pub use metrics::BUSY as BUSY_SECONDS_METRIC;
 pub use roofline::{point_bound, step_time, PointBound, RooflineParams, SeqWork, StepTime};
+pub use server::any_request_served;
 pub use tokenize::TokenizerKind;
 
 /// Errors of [`spawn`] and [`serve`].

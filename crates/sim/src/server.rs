@@ -727,7 +727,21 @@ async fn tokenize_route(app: &App, v: &Value) -> Resp {
     }
 }
 
+/// Set once this process's sim has begun serving a generation request (never cleared): the
+/// out-of-memory net's "the server stopped mid-run" (exit 1) against "no request had been
+/// served" (exit 2), as the client's `any_request_sent` is for a client (issue 39, fresh
+/// tester's finding 2: a sim that ran out of memory while serving said "(nothing was sent)"
+/// and exited 2).
+static REQUEST_SERVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a sim of this process has begun serving a generation request (`/v1/completions`,
+/// `/v1/chat/completions`, `/v1/responses`). Async-signal-safe (one atomic load).
+pub fn any_request_served() -> bool {
+    REQUEST_SERVED.load(Ordering::Relaxed)
+}
+
 async fn generate(app: Arc<App>, req: Request<Incoming>, api: Api) -> Resp {
+    REQUEST_SERVED.store(true, Ordering::Relaxed);
     let index = app.next_index.fetch_add(1, Ordering::Relaxed);
     let (header_fault, r) = match read_request(&app, req).await {
         Ok(x) => x,

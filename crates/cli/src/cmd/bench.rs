@@ -122,12 +122,29 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
     // The dataset's prompts and their replies' records as its loader counts them, read once.
     let estimate = crate::limits::dataset_bytes(&opts);
     let prompt_memory = memory_plan(&opts, estimate, &limits).map_err(|e| {
-        crate::limits::advise_no_stream(e, &limits, |at| {
+        let e = crate::limits::advise_no_stream(e, &limits, |at| {
             memory_plan(&opts, estimate, at).is_ok_and(|room| room.is_none_or(|r| r >= estimate))
-        })
+        });
+        // What the advice cannot know: a --duration closed loop's further requests.
+        match duration_unknown(&opts) {
+            Some(d) => {
+                let e = format!("{e:#}");
+                match e.strip_suffix(" (nothing was sent)") {
+                    Some(head) => anyhow::anyhow!("{head}; {d} (nothing was sent)"),
+                    None => anyhow::anyhow!("{e}; {d}"),
+                }
+            }
+            None => e,
+        }
     })?;
     if opts.dataset_name != inferbench_loadgen::options::DatasetName::Random {
         opts.prompt_memory = prompt_memory;
+    }
+    // A closed loop for a --duration makes as many requests as the server answers: said, with
+    // how many more the limit holds, since the check could count only the planned ones (issue
+    // 39, fresh tester's finding 3).
+    if let Some(note) = duration_records_note(&opts, &limits) {
+        errln!("inferbench: warning: {note}");
     }
     opts.save_result |= db.is_some();
     // The requested lengths of random prompts, for a point that measured nothing (the store
@@ -215,6 +232,58 @@ pub fn run(args: BenchArgs) -> anyhow::Result<ExitStatus> {
         return Ok(stored_status(ExitStatus::from(out.end), db, result, stored));
     }
     Ok(ExitStatus::from(out.end))
+}
+
+/// Memory one more request of a `--duration` closed loop keeps until the summary, bytes: its
+/// record ([`crate::limits::REQUEST_BYTES`]) and, with `--save-detailed`, its output tokens
+/// whole (`BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN` each; without it only their ITL gaps, at most 8
+/// MiB in all, which the check already counts).
+pub fn duration_record_bytes(opts: &inferbench_loadgen::options::BenchOptions) -> u64 {
+    let tokens = if opts.save_detailed {
+        opts.estimated_output_tokens()
+            .saturating_mul(inferbench_loadgen::options::limits::BYTES_PER_IN_FLIGHT_OUTPUT_TOKEN)
+    } else {
+        0
+    };
+    crate::limits::REQUEST_BYTES.saturating_add(tokens)
+}
+
+/// What the memory check of a `--duration` run with no `--request-rate` (a closed loop: as
+/// many requests as the server answers) cannot know, for a refusal's end; `None` for any other
+/// run. Names `--duration`, the requests counted and what each further one keeps (issue 39,
+/// fresh tester's finding 3: the advice counted 640 requests, the run made 9,018 and ran out
+/// of memory).
+pub fn duration_unknown(opts: &inferbench_loadgen::options::BenchOptions) -> Option<String> {
+    let d = opts.duration.filter(|_| opts.request_rate.is_none())?;
+    Some(format!(
+        "--duration {} s with no --request-rate sends as many requests as the server answers, \
+         not known up front: this counts {} (--num-prompts and --num-warmups) and each further \
+         one keeps about {} KiB until the summary, so the run may need more; pass \
+         --request-rate to bound it, or lower --duration",
+        d.as_secs_f64(),
+        opts.estimated_record_count(),
+        duration_record_bytes(opts).div_ceil(1024),
+    ))
+}
+
+/// The warning of a `--duration` closed loop that passed the memory check under a memory
+/// budget: [`duration_unknown`] and how many requests in all the budget holds (the planned
+/// ones and the further ones at [`duration_record_bytes`] each); `None` for any other run or
+/// with no budget known.
+pub fn duration_records_note(
+    opts: &inferbench_loadgen::options::BenchOptions,
+    limits: &crate::limits::Limits,
+) -> Option<String> {
+    let unknown = duration_unknown(opts)?;
+    let budget = limits.memory?;
+    let need = crate::limits::bench_need(opts)?;
+    let spare = budget.bytes.saturating_sub(need.memory(limits.base));
+    let more = spare / duration_record_bytes(opts).max(1);
+    Some(format!(
+        "{unknown}; {} holds about {} requests in all",
+        budget.what(),
+        opts.estimated_record_count().saturating_add(more),
+    ))
 }
 
 /// The up-front memory checks of a `bench` point under `limits` and the room they leave a

@@ -60,34 +60,35 @@ pub fn run_local(
     // Every row's largest point against `ulimit -n` / the memory budget, before the first
     // launch: a row beyond them failed its requests `client_resource` mid-sweep.
     // An AgentX row reads `--traces`: the room for reading them, as `replay` counts it; they
-    // are loaded (for their lanes' load) only within what the budget leaves beside the process
-    // and that room (issue 39, fresh tester's finding 2: loaded unbounded, they ran out of
-    // memory before any check).
+    // are counted, never loaded, before the check (issue 39, fresh tester's finding 2: loaded
+    // unbounded, they ran out of memory before any check).
     let limits = crate::limits::raise_open_files();
     let files = (opts.bench.traces.as_deref()).map(crate::limits::trace_files);
     let read_room = files
         .as_deref()
         .map_or(0, |f| crate::limits::input_room(Some(f)));
-    let traces_room = limits.memory.map(|m| {
-        m.bytes
-            .saturating_sub(limits.base)
-            .saturating_sub(read_room)
-    });
-    // Counted as their load keeps them where reading them fits beside the process; else
-    // their files' size × TRACE_BYTES_PER_FILE_BYTE, an upper estimate (reading them to count
-    // them ran out of memory at `ulimit -v 150000`, naming no value).
-    let traces_bytes = match (opts.bench.traces.as_deref(), files.as_deref()) {
-        (Some(path), Some(files)) => match traces_room {
-            Some(0) => crate::limits::traces_bytes(files),
-            _ => inferbench_workload::agentx::traces_budget_need(
-                path,
-                &inferbench_workload::agentx::LoadOptions::default(),
-            )
-            .unwrap_or_else(|_| crate::limits::traces_bytes(files)),
-        },
-        _ => 0,
+    // Counted as their load keeps them, read a batch at a time keeping none (within one
+    // line's read room, counted with the rows); where they cannot be counted (a file the load
+    // refuses, which each point then names) their files' size × TRACE_BYTES_PER_FILE_BYTE.
+    // Their lanes' load in the same pass, the one per-lane cost `replay` counts too (issue 39,
+    // fresh tester's finding 1: counted only where the traces fit, the advised `ulimit -v`
+    // left row 2 refused at 151 KiB per lane; counted only where reading them fitted beside
+    // the process, which under the limits that need the advice it never did).
+    let estimate = |files: &[std::path::PathBuf]| {
+        (
+            crate::limits::traces_bytes(files),
+            inferbench_loadgen::agentic::LaneLoad::NONE,
+        )
     };
-    let loads = inferbench_runner::sweep::row_loads(jobs, opts, traces_bytes, traces_room);
+    let (traces_bytes, lanes) = match (opts.bench.traces.as_deref(), files.as_deref()) {
+        (Some(path), Some(files)) => inferbench_loadgen::agentic::counted_traces(
+            path,
+            &inferbench_workload::agentx::LoadOptions::default(),
+        )
+        .unwrap_or_else(|_| estimate(files)),
+        _ => (0, inferbench_loadgen::agentic::LaneLoad::NONE),
+    };
+    let loads = inferbench_runner::sweep::row_loads(jobs, opts, traces_bytes, lanes);
     rows_beyond(&loads, &limits, read_room).map_err(anyhow::Error::msg)?;
     // Every point directory, the files already in them and the sweep's report (issue 39's
     // leftovers, 3: a FIFO where a point's file goes failed after the launch).

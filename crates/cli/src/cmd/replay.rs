@@ -70,13 +70,22 @@ fn traces_plan(
 /// `--skip-invalid`, `--max-context-length` and `--num-dataset-entries`, every request's length
 /// up to [`super::replay_flags::SERVER_CONTEXT_CEILING`] since the server's context is not
 /// known yet), read once up front keeping none (issue 39's leftovers, 3: 5× the files' size was
-/// estimated, which is not what the load holds). Where they cannot be counted (a file the load
-/// refuses, which it then names; a `.json` file above
+/// estimated, which is not what the load holds), and their lanes' load
+/// ([`inferbench_loadgen::agentic::LaneLoad`], counted in the same pass: the one per-lane cost
+/// of the checks before and after the load, issue 39, fresh tester's finding 1). Where they
+/// cannot be counted (a file the load refuses, which it then names; a `.json` file above
 /// [`inferbench_workload::agentx::load::TRACES_COUNTED_JSON_MAX`]), the files' size ×
-/// [`crate::limits::TRACE_BYTES_PER_FILE_BYTE`].
-fn counted_traces_bytes(flags: &ReplayFlags, files: &[PathBuf]) -> u64 {
+/// [`crate::limits::TRACE_BYTES_PER_FILE_BYTE`] and [`inferbench_loadgen::agentic::LaneLoad::NONE`].
+fn counted_traces_bytes(
+    flags: &ReplayFlags,
+    files: &[PathBuf],
+) -> (u64, inferbench_loadgen::agentic::LaneLoad) {
+    let estimate = (
+        crate::limits::traces_bytes(files),
+        inferbench_loadgen::agentic::LaneLoad::NONE,
+    );
     let Some(path) = flags.traces.as_deref() else {
-        return crate::limits::traces_bytes(files);
+        return estimate;
     };
     let opts = inferbench_workload::agentx::LoadOptions {
         skip_invalid: flags.skip_invalid,
@@ -85,24 +94,30 @@ fn counted_traces_bytes(flags: &ReplayFlags, files: &[PathBuf]) -> u64 {
         token_cap: Some(super::replay_flags::SERVER_CONTEXT_CEILING),
         memory_budget: None,
     };
-    inferbench_workload::agentx::traces_budget_need(path, &opts)
-        .unwrap_or_else(|_| crate::limits::traces_bytes(files))
+    inferbench_loadgen::agentic::counted_traces(path, &opts).unwrap_or(estimate)
 }
 
 /// The memory the sessions of the `--synthetic` `shape` take once generated with `seed`, up to
-/// `entries` of them, bytes, as the replay's load counts them (`Trace::heap_bytes`): generated
-/// a session at a time, keeping none.
-fn synthetic_bytes(shape: &str, seed: u64, entries: Option<usize>) -> u64 {
+/// `entries` of them, bytes, as the replay's load counts them (`Trace::heap_bytes`), and their
+/// lanes' load ([`inferbench_loadgen::agentic::LaneLoad::add`]): generated a session at a time,
+/// keeping none.
+fn synthetic_bytes(
+    shape: &str,
+    seed: u64,
+    entries: Option<usize>,
+) -> (u64, inferbench_loadgen::agentic::LaneLoad) {
     let (mut bytes, mut n) = (0u64, 0usize);
+    let mut load = inferbench_loadgen::agentic::LaneLoad::NONE;
     synthetic::shaped_each(shape, None, seed, &mut |t| {
         if entries.is_some_and(|e| n >= e) {
             return false;
         }
+        load.add(n, &t);
         n += 1;
         bytes = bytes.saturating_add(t.heap_bytes());
         true
     });
-    bytes
+    (bytes, load)
 }
 
 /// `inferbench agentx-traces`: writes a synthetic AgentX corpus and prints its shape.
@@ -269,30 +284,33 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitStatus> {
     // of issue 39, finding 2: 220 lanes "fit", then a 34 kB trace found a 0-byte room).
     let files = flags.traces.as_deref().map(crate::limits::trace_files);
     let room = crate::limits::input_room(files.as_deref());
+    // A generated corpus is counted as its load counts it (issue 39's leftovers: counted 0 up
+    // front, the `ulimit -v` advised for its lanes left it no room, a second refusal), and the
+    // traces' per-lane load with it: the check after the load counts the same (issue 39, fresh
+    // tester's finding 1: 64 KiB per lane here, 151 KiB there, so this check's advice was
+    // refused by that one).
+    let (traces_bytes, lane) = match (files.as_deref(), &flags.synthetic) {
+        (Some(files), _) => counted_traces_bytes(&flags, files),
+        (None, Some(shape)) => synthetic_bytes(shape, flags.random_seed, flags.num_dataset_entries),
+        (None, None) => (0, inferbench_loadgen::agentic::LaneLoad::NONE),
+    };
     let need = crate::limits::Need {
         flag: "--concurrency",
         streams: u64::from(flags.concurrency),
         requests: 0,
-        per_stream: 1,
-        request_bytes: 0,
+        per_stream: lane.per_lane,
+        request_bytes: lane.request_bytes,
         prompt_bytes: room,
         output_bytes: 0,
         uncapped: false,
         lower: crate::limits::LOWER_REPLAY,
     };
-    // What a lane takes is known once the traces are read (its largest request): the check
-    // after the load is the one that refuses with the number that fits. Here only a run that
-    // no lane count could hold is refused; a concurrency above what fits of the lanes' fixed
-    // part loads the traces within the room of the lanes that do fit, so the refusal after
-    // the load names a number that holds with the traces (trial of issue 39, finding 2).
+    // What a lane takes is known from the count above (its largest request, its session's
+    // peak in flight); the check after the load counts the lanes the load kept, at most these.
+    // Here a concurrency above what fits loads the traces within the room of the lanes that
+    // do fit, so the refusal after the load names a number that holds with the traces (trial
+    // of issue 39, finding 2).
     let limits = crate::limits::raise_open_files();
-    // A generated corpus is counted as its load counts it (issue 39's leftovers: counted 0 up
-    // front, the `ulimit -v` advised for its lanes left it no room, a second refusal).
-    let traces_bytes = match (files.as_deref(), &flags.synthetic) {
-        (Some(files), _) => counted_traces_bytes(&flags, files),
-        (None, Some(shape)) => synthetic_bytes(shape, flags.random_seed, flags.num_dataset_entries),
-        (None, None) => 0,
-    };
     // The lanes asked for and the read room, as planned below (again at other limits for the
     // advice of a refusal).
     let lanes_need = need;

@@ -113,10 +113,32 @@ fn run_on(
             errln!("{w}");
         }
         outln!("listening on http://{addr}");
+        debug_allocate_once_served();
         let stop = super::shutdown_token("inferbench sim: stopping");
         inferbench_sim::serve(cfg, listener, async move { stop.cancelled().await }).await?;
         Ok::<_, anyhow::Error>(ExitStatus::Interrupted)
     })
+}
+
+/// Debug builds only: with `INFERBENCH_DEBUG_ALLOCATE_BYTES_ONCE_SERVED=N` set, allocates N
+/// bytes infallibly (as a load beyond the start check would) once the sim has begun serving a
+/// request ([`inferbench_sim::any_request_served`], polled every 10 ms on a thread of its
+/// own), so the net's mid-run end (exit 1, the server's words: issue 39, fresh tester's
+/// finding 2) is tested without a load sized to the machine. Release builds ignore it.
+fn debug_allocate_once_served() {
+    #[cfg(debug_assertions)]
+    if let Some(n) = std::env::var("INFERBENCH_DEBUG_ALLOCATE_BYTES_ONCE_SERVED")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        std::thread::spawn(move || {
+            while !inferbench_sim::any_request_served() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let v: Vec<u8> = vec![1u8; n];
+            std::hint::black_box(&v);
+        });
+    }
 }
 
 /// Open files the sim keeps besides its connections: the listener, the runtime's own

@@ -9,7 +9,7 @@ pub mod run;
 pub mod sched;
 
 pub use overhead::TemplateOverhead;
-pub use plan::{lane_load, LaneLoad, PlanReq, TreePlan};
+pub use plan::{counted_traces, lane_load, LaneLoad, PlanReq, TreePlan};
 pub use run::{
     measured, replay_end, replay_summary, run_replay, run_replay_adaptive, theoretical_hit_rate,
     write_artifacts, ReplayOptions, ReplayOutcome, ReplayStop,

@@ -271,26 +271,62 @@ pub struct LaneLoad {
     pub request_bytes: u64,
 }
 
-/// [`LaneLoad`] of `traces` (each built into its [`TreePlan`], as the replay builds it).
-pub fn lane_load(traces: &[Trace]) -> LaneLoad {
-    use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
-    let per_lane = (traces.iter().enumerate())
-        .map(|(i, t)| TreePlan::build(i, t).peak_in_flight())
-        .max()
-        .unwrap_or(1);
-    let request_bytes = (traces.iter())
-        .flat_map(|t| t.streams.iter().flat_map(|s| s.requests.iter()))
-        .map(|r| {
-            u64::from(r.input_tokens)
-                .saturating_mul(BYTES_PER_PROMPT_TOKEN)
-                .saturating_add(u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN))
-        })
-        .max()
-        .unwrap_or(0);
-    LaneLoad {
-        per_lane,
-        request_bytes,
+impl LaneLoad {
+    /// The load of no trace: 1 connection per lane, no request's bytes.
+    pub const NONE: LaneLoad = LaneLoad {
+        per_lane: 1,
+        request_bytes: 0,
+    };
+
+    /// Folds in the `i`th trace `t` (built into its [`TreePlan`], as the replay builds it): the
+    /// larger of each field. The one per-lane cost of every check, whether it sees the traces
+    /// one at a time while counting them (`replay`'s and the sweep's checks before the load,
+    /// through `inferbench_workload::agentx::traces_budget_need_each`) or loaded
+    /// ([`lane_load`]): issue 39, fresh tester's finding 1 (the first check counted 64 KiB per
+    /// lane, the second 151 KiB, so the first one's advice was refused by the second).
+    pub fn add(&mut self, i: usize, t: &Trace) {
+        use crate::options::limits::{BYTES_PER_OUTPUT_TOKEN, BYTES_PER_PROMPT_TOKEN};
+        self.per_lane = self.per_lane.max(TreePlan::build(i, t).peak_in_flight());
+        let largest = (t.streams.iter().flat_map(|s| s.requests.iter()))
+            .map(|r| {
+                u64::from(r.input_tokens)
+                    .saturating_mul(BYTES_PER_PROMPT_TOKEN)
+                    .saturating_add(
+                        u64::from(r.output_tokens).saturating_mul(BYTES_PER_OUTPUT_TOKEN),
+                    )
+            })
+            .max()
+            .unwrap_or(0);
+        self.request_bytes = self.request_bytes.max(largest);
     }
+}
+
+/// [`LaneLoad`] of `traces` ([`LaneLoad::add`] of each, from [`LaneLoad::NONE`]).
+pub fn lane_load(traces: &[Trace]) -> LaneLoad {
+    let mut load = LaneLoad::NONE;
+    for (i, t) in traces.iter().enumerate() {
+        load.add(i, t);
+    }
+    load
+}
+
+/// What loading the traces at `path` with `opts` keeps in memory, bytes
+/// (`inferbench_workload::agentx::traces_budget_need`), and their [`LaneLoad`], in one pass
+/// that keeps no trace: what `replay`'s and the sweep's checks count before the load.
+///
+/// # Errors
+/// As `traces_budget_need`: what the load would refuse the files for (naming `file:line`).
+pub fn counted_traces(
+    path: &std::path::Path,
+    opts: &inferbench_workload::agentx::LoadOptions,
+) -> Result<(u64, LaneLoad), inferbench_workload::WorkloadError> {
+    let mut load = LaneLoad::NONE;
+    let mut i = 0usize;
+    let bytes = inferbench_workload::agentx::traces_budget_need_each(path, opts, &mut |t| {
+        load.add(i, t);
+        i += 1;
+    })?;
+    Ok((bytes, load))
 }
 
 #[cfg(test)]

@@ -201,7 +201,7 @@ struct Oddities {
 /// trace of an id wins); [`WorkloadError::Empty`] when no usable trace is left (none in the
 /// files, all skipped, all dropped by the context filter, or `num_dataset_entries = 0`).
 pub fn load_traces(path: &Path, opts: &LoadOptions) -> Result<LoadReport, WorkloadError> {
-    load_inner(path, opts, false).map(|(report, _)| report)
+    load_inner(path, opts, false, &mut |_| {}).map(|(report, _)| report)
 }
 
 /// `.json` trace files up to this size (64 MiB) are counted by [`traces_budget_need`]; a larger
@@ -221,11 +221,26 @@ pub const TRACES_COUNTED_JSON_MAX: u64 = 64 << 20;
 /// What the load would refuse the files for (naming `file:line`), or a `.json` file above
 /// [`TRACES_COUNTED_JSON_MAX`] (not counted: [`WorkloadError::Parse`] saying so).
 pub fn traces_budget_need(path: &Path, opts: &LoadOptions) -> Result<u64, WorkloadError> {
+    traces_budget_need_each(path, opts, &mut |_| {})
+}
+
+/// [`traces_budget_need`], handing `visit` each trace it counts (those the load would keep, in
+/// the load's order; none is kept): what the caller's up-front check derives from the traces
+/// themselves (`replay`'s per-lane load: issue 39, fresh tester's finding 1) comes from the
+/// same pass as their bytes, so it is known before the load and at any memory limit.
+///
+/// # Errors
+/// As [`traces_budget_need`].
+pub fn traces_budget_need_each(
+    path: &Path,
+    opts: &LoadOptions,
+    visit: &mut dyn FnMut(&Trace),
+) -> Result<u64, WorkloadError> {
     let counting = LoadOptions {
         memory_budget: None,
         ..opts.clone()
     };
-    load_inner(path, &counting, true).map(|(_, need)| need)
+    load_inner(path, &counting, true, visit).map(|(_, need)| need)
 }
 
 /// [`load_traces`], or with `count_only` [`traces_budget_need`]: every trace the load would
@@ -234,6 +249,7 @@ fn load_inner(
     path: &Path,
     opts: &LoadOptions,
     count_only: bool,
+    visit: &mut dyn FnMut(&Trace),
 ) -> Result<(LoadReport, u64), WorkloadError> {
     let (files, mut notes) = list_files(path)?;
     if count_only {
@@ -292,6 +308,9 @@ fn load_inner(
                         // Counting only (the first trace did not fit, or the caller asked for
                         // the count): counted, not kept.
                         if count_only || none_fit.is_some() {
+                            if count_only {
+                                visit(&t);
+                            }
                             dropped.set(dropped.get() + 1);
                             let more = wanted(traces.len());
                             return Ok((more > 0).then_some(more));

@@ -26,8 +26,9 @@ pub mod synthetic;
 pub mod trace;
 
 pub use load::{
-    context_bound, dropped_note, load_traces, traces_budget_need, LoadOptions, LoadReport,
-    BLOCK_TOKENS, MAX_ID_BYTES, MAX_SUBAGENT_TOTAL_TOKENS, MAX_TOOL_USE_COUNT, MAX_TRACE_SECONDS,
+    context_bound, dropped_note, load_traces, traces_budget_need, traces_budget_need_each,
+    LoadOptions, LoadReport, BLOCK_TOKENS, MAX_ID_BYTES, MAX_SUBAGENT_TOTAL_TOKENS,
+    MAX_TOOL_USE_COUNT, MAX_TRACE_SECONDS,
 };
 pub use synth::{
     escape_json_into, hash64, mix64, plan_stream, plan_token_ids, render_messages,
