@@ -1020,9 +1020,19 @@ impl Store {
     }
 
     /// Row counts of every table in [`schema::TABLES`] order (for checks and `db` output).
+    /// A table the database's schema version does not have yet (an older database that was
+    /// never migrated: v4 has no `eval_samples`) is left out, never an error (issue 39, fresh
+    /// tester: `db status` failed with "no such table" where `report` worked).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the database cannot be read.
     pub fn table_counts(&mut self) -> Result<Vec<(String, i64)>, StoreError> {
+        let present = schema::table_names(&mut self.conn)?;
         let mut v = Vec::new();
-        for t in schema::TABLES {
+        for t in schema::TABLES
+            .iter()
+            .filter(|t| present.iter().any(|p| p == *t))
+        {
             let n = self
                 .conn
                 .query(&format!("SELECT COUNT(*) FROM {t}"), &[])?
