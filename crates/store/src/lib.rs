@@ -216,6 +216,9 @@ pub struct IngestReport {
     /// their producer or their records file (an incomplete `--save-requests` file: issue 39,
     /// fresh tester's finding 3); their `error` says why.
     pub measured_failed_points: usize,
+    /// Points whose request-records file was incomplete (unreadable whole, or fewer profile
+    /// records than the summary counts): failed, each with a warning (issue 39, fresh tester).
+    pub incomplete_records_points: usize,
     /// The path given, as canonicalized (named when it held nothing to ingest).
     pub path: String,
     /// Eval results written (one per task and concurrency).
@@ -971,6 +974,8 @@ impl Store {
                 report.measured_failed_points += (run.points.iter())
                     .filter(|p| failed(p) && p.metrics.get("completed").is_some_and(|c| *c > 0.0))
                     .count();
+                report.incomplete_records_points +=
+                    run.points.iter().filter(|p| p.records_incomplete).count();
                 report.interrupted_points += (run.points.iter())
                     .filter(|p| {
                         (p.error.as_deref())
