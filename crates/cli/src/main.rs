@@ -72,7 +72,7 @@ enum Command {
     Selftest(crate::cmd::bench_flags::SelftestFlags),
     /// Run the simulated OpenAI-compatible inference server.
     #[command(
-        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C or SIGTERM (how a serving sim ends); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or out of memory after it had served a request (ulimit -v named: stopped mid-run); 2 bad flags, a port that cannot be bound, a `ulimit -v` below what an idle sim needs (checked at start, naming the value that fits; never a panic or SIGABRT), or out of memory before it served any request. The start check covers the idle server only (its binary, tables and threads), not what its load holds (requests in flight up to --max-num-seqs, their KV and token state): leave room above the value it names for the load. Below about 50000 KiB the dynamic loader fails before inferbench runs (exit 127 or 139), which no check can reach."
+        after_help = "Exit codes: 0 `--bound` table printed; 130 stopped by Ctrl-C, SIGTERM or SIGHUP (how a serving sim ends); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr), or out of memory after it had served a request (ulimit -v named: stopped mid-run); 2 bad flags, a port that cannot be bound, a `ulimit -v` below what an idle sim needs (checked at start, naming the value that fits; never a panic or SIGABRT), or out of memory before it served any request. The start check covers the idle server only (its binary, tables and threads), not what its load holds (requests in flight up to --max-num-seqs, their KV and token state): leave room above the value it names for the load. Below about 50000 KiB the dynamic loader fails before inferbench runs (exit 127 or 139), which no check can reach."
     )]
     Sim(cmd::sim::flags::SimFlags),
     /// Embedded default: simulated server, small sweep, stored results, frontier table and chart.
@@ -95,12 +95,12 @@ enum Command {
     Models(cmd::models_policy::Args),
     /// Run a job matrix (local, Slurm or GitHub Actions executor).
     #[command(
-        after_help = "Exit codes: 0 every point ok or already done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted (rerun the same command to resume); 2 bad flags, matrix or runner config, an --out that cannot be written (checked before any point), or another sweep is writing into --out."
+        after_help = "Exit codes: 0 every point ok or already done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (the current point cut and saved, its engine stopped; rerun the same command to resume); 2 bad flags, matrix or runner config, an --out that cannot be written (checked before any point), or another sweep is writing into --out."
     )]
     Sweep(cmd::sweep::SweepArgs),
     /// Run one matrix row (what executors call).
     #[command(
-        after_help = "Exit codes: 0 the row's points ok or already done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted; 2 bad flags, matrix or row index, or an --out that cannot be written (checked before any point)."
+        after_help = "Exit codes: 0 the row's points ok or already done; 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or a point failed; 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (its engine stopped); 2 bad flags, matrix or row index, or an --out that cannot be written (checked before any point)."
     )]
     Job(cmd::job::JobArgs),
     /// Ingest run artifacts and imported result files into the database.
@@ -123,7 +123,7 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Accuracy evals against a served model (GSM8K with InferenceX's prompt and scoring).
     #[command(
-        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or below it, every request failed, or out of memory midway (ulimit -v named); 2 bad flags, data that cannot be read, a --result-dir that cannot be written (checked before any request), or out of memory before any request (ulimit -v named, never SIGABRT); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted."
+        after_help = "Exit codes: 0 every score reached its threshold (or --no-threshold); 1 stdout or stderr could not be written (a full disk or `ulimit -f`, said on stderr, the files and database still written), or below it, every request failed, or out of memory midway (ulimit -v named); 2 bad flags, data that cannot be read, a --result-dir that cannot be written (checked before any request), or out of memory before any request (ulimit -v named, never SIGABRT); 3 the server could not be reached (every request a connect error, or no --model and /v1/models unreachable: nothing written); 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (what finished scored)."
     )]
     Eval(cmd::eval::EvalArgs),
     /// AgentX: replay agentic-coding traces (sessions with sub-agents) against a chat server.

@@ -347,6 +347,168 @@ fn sigterm_saves_finished_requests_and_exits_130() {
     );
 }
 
+/// Issue 39 (fresh tester, finding 1): SIGHUP (the terminal closed, an ssh session dropped)
+/// is the same graceful stop as SIGINT/SIGTERM: exit 130, the summary in `--result-dir` (no
+/// `.tmp` left), the point stored in `--db`, the records saved. Before: exit 129 (the default
+/// action), no summary, no row, an empty `rd/<name>.json.tmp`.
+#[cfg(unix)]
+#[test]
+fn sighup_is_a_graceful_stop_summary_db_row_and_no_temp_file() {
+    let url = replay_server(Duration::from_millis(100));
+    let dir = TempDir::new("sighup");
+    let req = dir.path().join("r.jsonl");
+    let rd = dir.path().join("rd");
+    let db = dir.path().join("t.db");
+    let child = Command::new(BIN)
+        .args(["bench", "--base-url", &url, "--model", "m"])
+        .args(["--random-input-len", "4", "--random-output-len", "4"])
+        .args(["--max-concurrency", "2", "--num-prompts", "1000"])
+        .args(["--num-warmups", "0", "--progress", "off"])
+        .args([
+            "--set",
+            "hw=h100",
+            "--set",
+            "framework=sim",
+            "--set",
+            "precision=bf16",
+        ])
+        .arg("--result-dir")
+        .arg(&rd)
+        .arg("--db")
+        .arg(&db)
+        .arg("--save-requests")
+        .arg(&req)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    for _ in 0..200 {
+        if lines(&req) >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    common::signal(child.id(), "HUP");
+    let o = child.wait_with_output().unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{out}");
+    assert!(out.contains("(on SIGHUP)"), "{out}");
+    let names: Vec<String> = std::fs::read_dir(&rd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].ends_with(".json"), "{names:?}");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rd.join(&names[0])).unwrap()).unwrap();
+    assert_eq!(r["inferbench"]["interrupted"], true, "{r}");
+    let completed = r["completed"].as_u64().unwrap();
+    assert!(completed >= 2, "{r}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let points: i64 = conn
+        .query_row("SELECT COUNT(*) FROM points", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(points, 1, "{out}");
+    assert!(lines(&req) as u64 >= completed, "{out}");
+}
+
+/// The direct children of `pid` (Linux `/proc`; empty elsewhere or once it is gone).
+#[cfg(target_os = "linux")]
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Whether `pid` is still running (a zombie nobody reaped has ended).
+#[cfg(target_os = "linux")]
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_string())
+        })
+        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
+}
+
+/// Issue 39 (fresh tester, finding 1): a `sweep` sent SIGHUP (its terminal closed) stops its
+/// point and its engine as on Ctrl-C, exit 130; before, it died of the signal (129) and its
+/// `inferbench sim` engine ran on under PID 1.
+#[cfg(target_os = "linux")]
+#[test]
+fn sighup_stops_a_sweep_and_its_engine() {
+    let dir = TempDir::new("sighup-sweep");
+    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let matrix = dir.path().join("m.json");
+    let o = Command::new(BIN)
+        .args(["matrix", "full-sweep", "--config-files"])
+        .arg(ex.join("sim.yaml"))
+        .arg("--runner-config")
+        .arg(ex.join("sim-runners.yaml"))
+        .arg("-o")
+        .arg(&matrix)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let child = Command::new(BIN)
+        .args(["sweep", "--matrix"])
+        .arg(&matrix)
+        .arg("--runner-config")
+        .arg(ex.join("sim-runners.yaml"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .env_remove("INFERBENCH_DB")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The engine: the sweep's child running `inferbench sim`.
+    let is_sim = |p: &u32| {
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("\0sim\0"))
+    };
+    let mut engine = None;
+    for _ in 0..600 {
+        engine = children(child.id()).into_iter().find(is_sim);
+        if engine.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let engine = engine.expect("the sweep started no `inferbench sim` engine within 30 s");
+    // Into the point (the engine up, requests running), as a dropped terminal would be.
+    std::thread::sleep(Duration::from_secs(3));
+    common::signal(child.id(), "HUP");
+    let o = child.wait_with_output().unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(130), "{out}");
+    assert!(
+        out.contains("interrupted: stopping the current point and the engine (on SIGHUP)"),
+        "{out}"
+    );
+    let mut alive = running(engine);
+    for _ in 0..100 {
+        if !alive {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        alive = running(engine);
+    }
+    if alive {
+        // Not ours to leave running: stop the orphan by its PID before failing.
+        common::signal(engine, "KILL");
+    }
+    assert!(!alive, "the engine {engine} outlived the sweep:\n{out}");
+}
+
 #[test]
 fn out_of_range_numbers_exit_2_at_once_naming_flag_and_limit() {
     for (args, want) in [

@@ -1488,3 +1488,68 @@ fn store_cli_db_status_explains_points_without_records() {
         "{out}"
     );
 }
+
+/// Issue 39 (fresh tester, finding 3): `db status` on every older-schema database in
+/// `crates/store/tests/old-schema/` (v4, v5, v6 lack `eval_samples`) prints its schema version
+/// and the row counts of the tables it has, exit 0, where it failed with "no such table:
+/// eval_samples" (exit 2) although `report`, `plot` and `serve` read the same files.
+#[test]
+fn store_cli_db_status_reads_every_older_schema_database() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../store/tests/old-schema");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "db"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 4, "{files:?}");
+    let t = Tmp::new("old-status");
+    for src in &files {
+        let db = t.0.join(src.file_name().unwrap());
+        std::fs::copy(src, &db).unwrap();
+        let (points, tables): (i64, Vec<String>) = {
+            let c = rusqlite::Connection::open(&db).unwrap();
+            let n = c
+                .query_row("SELECT COUNT(*) FROM points", [], |r| r.get(0))
+                .unwrap();
+            let mut st = c
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .unwrap();
+            let names = st
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            (n, names)
+        };
+        let o = run(&["db", "status", "--db", db.to_str().unwrap()]);
+        let (out, err) = (
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}: {out}{err}", src.display());
+        assert!(!err.contains("no such table"), "{err}");
+        assert!(out.contains("rows per table:"), "{out}");
+        let row = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("points "))
+            .unwrap_or_else(|| panic!("{out}"));
+        assert_eq!(
+            row.split_whitespace().nth(1),
+            Some(points.to_string().as_str()),
+            "{out}"
+        );
+        // Exactly the schema's tables the file has are listed (none it lacks).
+        let listed = out
+            .lines()
+            .skip_while(|l| *l != "rows per table:")
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .count();
+        let known = inferbench_store::schema::TABLES
+            .iter()
+            .filter(|t| tables.iter().any(|n| n == *t))
+            .count();
+        assert_eq!(listed, known, "{}: {out}", src.display());
+    }
+}

@@ -55,6 +55,10 @@ pub enum EvalError {
     /// Reading a file failed.
     #[error("{0}: {1}")]
     Io(PathBuf, std::io::Error),
+    /// An input file that cannot be read as a split: not a regular file (a device, a FIFO),
+    /// or larger than [`MAX_SPLIT_FILE_BYTES`]; the text names the file and the problem.
+    #[error("{0}")]
+    Input(String),
     /// The client could not be built (bad URL, …).
     #[error("{0}")]
     Client(String),
@@ -195,14 +199,20 @@ pub fn resolve_data_dir(
     let published = |dir: &Path| {
         (SHA256.iter())
             .map(|(f, sum)| {
-                std::fs::read(dir.join(f))
+                // Only a regular file of a split's size is read whole (never a device).
+                let p = dir.join(f);
+                std::fs::metadata(&p)
                     .ok()
+                    .filter(|m| m.is_file() && m.len() <= MAX_SPLIT_FILE_BYTES)
+                    .and_then(|_| std::fs::read(&p).ok())
                     .filter(|b| sha256_hex(b) == *sum)
             })
             .collect::<Option<Vec<Vec<u8>>>>()
     };
     if let Some(d) = given {
-        if let Some(f) = (SHA256.iter()).find(|(f, _)| !d.join(f).is_file()) {
+        // Missing means nothing there; a file that is there but not a regular file (a
+        // symlink to /dev/zero) is named by `load_split` as what it is (issue 39, fresh tester).
+        if let Some(f) = (SHA256.iter()).find(|(f, _)| std::fs::metadata(d.join(f)).is_err()) {
             return Err(EvalError::NotInGiven {
                 flag,
                 path: d.join(f.0),
@@ -288,6 +298,10 @@ pub struct Problem {
 /// read whole and failed "out of memory").
 pub const MAX_SPLIT_LINE_BYTES: usize = 1 << 20;
 
+/// Largest split file read, bytes: 256 MiB (GSM8K's `train.jsonl` is about 4 MB); a larger
+/// one is refused naming its size before it is read.
+pub const MAX_SPLIT_FILE_BYTES: u64 = 256 << 20;
+
 /// Reads a split (`test.jsonl` / `train.jsonl`): one JSON object per line; errors name file
 /// and line. The whole split: [`load_split_first`] without a limit.
 pub fn load_split(path: &Path) -> Result<Vec<Problem>, EvalError> {
@@ -296,45 +310,61 @@ pub fn load_split(path: &Path) -> Result<Vec<Problem>, EvalError> {
 
 /// The first `limit` problems of a split (all without one), read a line at a time and no
 /// further than they go (issue 39 §2: `--limit 5` on a 375 MB `test.jsonl` peaked at 785 MB
-/// and aborted under `ulimit -v`). Errors: the file missing or unreadable, a line longer than
-/// [`MAX_SPLIT_LINE_BYTES`], not UTF-8 or not a `{"question", "answer"}` object (file and line
-/// named).
+/// and aborted under `ulimit -v`), through the dataset loader's JSONL reader
+/// ([`inferbench_workload::files::open_jsonl`]) and its hints (issue 39, fresh tester): a
+/// leading UTF-8 byte-order mark skipped, CR-only line ends, UTF-16/32 text and a file that is
+/// not regular (a device, a FIFO, a symlink to `/dev/zero`) named as such with their fixes.
+/// Errors: [`EvalError::Missing`] when nothing is at `path`; [`EvalError::Io`] when it cannot
+/// be read; [`EvalError::Input`] for a file that is not regular or too large;
+/// [`EvalError::BadLine`] (file and line named) for a line longer than
+/// [`MAX_SPLIT_LINE_BYTES`], not UTF-8, or not a `{"question", "answer"}` object.
 pub fn load_split_first(path: &Path, limit: Option<usize>) -> Result<Vec<Problem>, EvalError> {
-    use std::io::{BufRead as _, Read as _};
-    if !path.is_file() {
+    use inferbench_workload::files::{jsonl_line_problem, open_jsonl};
+    use inferbench_workload::WorkloadError;
+    // Missing means nothing there (a dangling symlink too); anything else is read and named.
+    if std::fs::metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Err(EvalError::Missing(path.to_path_buf()));
     }
-    let file = std::fs::File::open(path).map_err(|e| EvalError::Io(path.into(), e))?;
-    let mut reader = std::io::BufReader::new(file);
+    let from = |e: WorkloadError| match e {
+        WorkloadError::Io { path, source } => EvalError::Io(path, source),
+        WorkloadError::Parse {
+            path,
+            line: Some(line),
+            reason,
+        } => EvalError::BadLine {
+            file: path,
+            line,
+            msg: reason,
+        },
+        other => EvalError::Input(other.to_string()),
+    };
+    let mut lines = open_jsonl(path, MAX_SPLIT_FILE_BYTES, MAX_SPLIT_LINE_BYTES).map_err(from)?;
     let mut out = Vec::new();
-    let mut buf = Vec::new();
-    let mut line = 0;
     while limit.is_none_or(|l| out.len() < l) {
-        buf.clear();
-        let n = (&mut reader)
-            .take(MAX_SPLIT_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| EvalError::Io(path.into(), e))?;
-        if n == 0 {
+        let Some((line, text)) = lines.next_line().map_err(from)? else {
             break;
-        }
-        line += 1;
+        };
         let bad = |msg: String| EvalError::BadLine {
             file: path.into(),
             line,
             msg,
         };
-        if buf.len() > MAX_SPLIT_LINE_BYTES && buf.last() != Some(&b'\n') {
-            return Err(bad(format!(
-                "the line is longer than the {MAX_SPLIT_LINE_BYTES}-byte limit of a line"
-            )));
+        if let Some(r) = jsonl_line_problem(text) {
+            return Err(bad(r));
         }
-        let text = std::str::from_utf8(&buf).map_err(|e| bad(format!("not UTF-8: {e}")))?;
         if text.trim().is_empty() {
             continue;
         }
-        let p = serde_json::from_str::<Problem>(text)
-            .map_err(|e| bad(format!("not a {{\"question\", \"answer\"}} object: {e}")))?;
+        let p = serde_json::from_str::<Problem>(text).map_err(|e| {
+            let why = inferbench_workload::dataset::invalid_json(&e, text);
+            // A JSON object of another shape (serde's "missing field", "invalid type") says
+            // what a split line must be.
+            if why.starts_with("invalid JSON: ") && e.is_data() {
+                bad(format!("not a {{\"question\", \"answer\"}} object: {e}"))
+            } else {
+                bad(why)
+            }
+        })?;
         out.push(p);
     }
     Ok(out)
@@ -823,6 +853,80 @@ impl Scores {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39, fresh tester (finding 4): GSM8K's splits are read by the dataset loader's
+    /// JSONL reader with its hints: a UTF-8 byte-order mark skipped (was ":1: … expected value
+    /// at line 1 column 1"), CR-only line ends and UTF-16 text named as for a dataset (were
+    /// "trailing characters" and "not UTF-8" with no hint), a symlink to `/dev/zero` named as a
+    /// character device (was "missing"); a missing file is still "missing".
+    #[test]
+    fn split_files_get_the_dataset_loaders_input_file_hints() {
+        let d = std::env::temp_dir().join(format!("ib-gsm8k-hints-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let line = r#"{"question": "1+1?", "answer": "2\n#### 2"}"#;
+        let p = d.join("test.jsonl");
+        let at = p.display().to_string();
+        let err = |bytes: &[u8]| {
+            std::fs::write(&p, bytes).unwrap();
+            load_split(&p).unwrap_err().to_string()
+        };
+        // A UTF-8 byte-order mark: skipped, both problems read.
+        std::fs::write(&p, format!("\u{feff}{line}\n{line}\n")).unwrap();
+        assert_eq!(load_split(&p).unwrap().len(), 2);
+        // CR-only line ends.
+        let e = err(format!("{line}\r{line}\r{line}\r").as_bytes());
+        assert!(
+            e.starts_with(&format!(
+                "{at}:1: the file's lines end in a carriage return alone"
+            )),
+            "{e}"
+        );
+        assert!(e.contains("tr '\\r' '\\n'"), "{e}");
+        // UTF-16 (with its mark): named, as for a dataset.
+        let mut wide = vec![0xFF, 0xFE];
+        for u in format!("{line}\n").encode_utf16() {
+            wide.extend_from_slice(&u.to_le_bytes());
+        }
+        assert_eq!(
+            err(&wide),
+            format!(
+                "{at}:1: the file is UTF-16 (little-endian) text (it starts with that byte-order \
+                 mark); save it as UTF-8"
+            )
+        );
+        // A line of another shape keeps its own wording; broken JSON gets the dataset's.
+        let e = err(b"{\"q\": 1}\n");
+        assert!(
+            e.starts_with(&format!(
+                "{at}:1: not a {{\"question\", \"answer\"}} object: "
+            )),
+            "{e}"
+        );
+        let e = err(b"{\"question\": \"a\", \"answer\": \"b\"}\rx\n");
+        assert!(e.starts_with(&format!("{at}:1: invalid JSON: ")), "{e}");
+        assert!(e.contains("carriage return"), "{e}");
+        // A symlink to /dev/zero: a character device, refused at once, never "missing".
+        #[cfg(unix)]
+        {
+            let z = d.join("train.jsonl");
+            std::os::unix::fs::symlink("/dev/zero", &z).unwrap();
+            let e = load_split(&z).unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "{}: not a regular file (a character device): only regular files are read",
+                    z.display()
+                )
+            );
+        }
+        let missing = d.join("nope.jsonl");
+        assert!(matches!(
+            load_split(&missing),
+            Err(EvalError::Missing(m)) if m == missing
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn extraction_and_match_as_lm_eval() {

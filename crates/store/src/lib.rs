@@ -216,6 +216,9 @@ pub struct IngestReport {
     /// their producer or their records file (an incomplete `--save-requests` file: issue 39,
     /// fresh tester's finding 3); their `error` says why.
     pub measured_failed_points: usize,
+    /// Points whose request-records file was incomplete (unreadable whole, or fewer profile
+    /// records than the summary counts): failed, each with a warning (issue 39, fresh tester).
+    pub incomplete_records_points: usize,
     /// The path given, as canonicalized (named when it held nothing to ingest).
     pub path: String,
     /// Eval results written (one per task and concurrency).
@@ -971,6 +974,8 @@ impl Store {
                 report.measured_failed_points += (run.points.iter())
                     .filter(|p| failed(p) && p.metrics.get("completed").is_some_and(|c| *c > 0.0))
                     .count();
+                report.incomplete_records_points +=
+                    run.points.iter().filter(|p| p.records_incomplete).count();
                 report.interrupted_points += (run.points.iter())
                     .filter(|p| {
                         (p.error.as_deref())
@@ -1020,9 +1025,19 @@ impl Store {
     }
 
     /// Row counts of every table in [`schema::TABLES`] order (for checks and `db` output).
+    /// A table the database's schema version does not have yet (an older database that was
+    /// never migrated: v4 has no `eval_samples`) is left out, never an error (issue 39, fresh
+    /// tester: `db status` failed with "no such table" where `report` worked).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the database cannot be read.
     pub fn table_counts(&mut self) -> Result<Vec<(String, i64)>, StoreError> {
+        let present = schema::table_names(&mut self.conn)?;
         let mut v = Vec::new();
-        for t in schema::TABLES {
+        for t in schema::TABLES
+            .iter()
+            .filter(|t| present.iter().any(|p| p == *t))
+        {
             let n = self
                 .conn
                 .query(&format!("SELECT COUNT(*) FROM {t}"), &[])?

@@ -61,6 +61,7 @@ pub fn run(run: usize, model: &str, isl: i64, osl: i64) -> RunData {
                     ("median_e2el".to_string(), conc as f64 / 10.0),
                 ]),
                 error: None,
+                records_incomplete: false,
                 valid: true,
                 invalid_reason: None,
                 requests: None,

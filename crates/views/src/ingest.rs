@@ -41,14 +41,28 @@ impl IngestText for IngestReport {
     /// A human-readable multi-line summary (what `inferbench ingest` prints on stdout; the
     /// skipped units apart, [`IngestText::render_skipped`]).
     fn render(&self) -> String {
-        let records = if self.requests == 0 && self.from_dump {
+        // A records file found incomplete is said as such, never as "none were saved" beside
+        // the warning that it was (issue 39, fresh tester).
+        let incomplete = match self.incomplete_records_points {
+            0 => String::new(),
+            n => format!(
+                "; {n} point(s) with an incomplete records file, failed (see the warning{})",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
+        let records = if self.requests == 0 && self.incomplete_records_points > 0 {
+            format!("no request records{incomplete}")
+        } else if self.requests == 0 && self.from_dump {
             "no request records (a dump has none)".to_string()
         } else if self.requests == 0 && self.points > 0 {
             "no request records (none were saved with the results; `inferbench bench` keeps \
              them with --save-requests FILE)"
                 .to_string()
         } else {
-            format!("{} request record(s) (warmups included)", self.requests)
+            format!(
+                "{} request record(s) (warmups included){incomplete}",
+                self.requests
+            )
         };
         // A "run" of the store is one source: a point directory, a result file, an eval
         // directory or a dump's workflow run. Say so, with the batches they make up (trial 10:
@@ -296,6 +310,35 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("normalize table"), "{text}");
+    }
+
+    /// Issue 39, fresh tester: a records file found incomplete is said as such, never as "none
+    /// were saved" beside the warning that it was incomplete.
+    #[test]
+    fn ingest_report_says_an_incomplete_records_file_once() {
+        let mut r = IngestReport {
+            runs_ingested: 1,
+            points: 1,
+            failed_points: 1,
+            measured_failed_points: 1,
+            incomplete_records_points: 1,
+            batches: ["results/bench".to_string()].into(),
+            ..IngestReport::default()
+        };
+        let first = |r: &IngestReport| r.render().lines().next().unwrap().to_string();
+        assert_eq!(
+            first(&r),
+            "ingested 1 point(s) from 1 source(s) (result directories or files) in 1 \
+             batch(es), no request records; 1 point(s) with an incomplete records file, failed \
+             (see the warning)"
+        );
+        r.requests = 1898;
+        assert_eq!(
+            first(&r),
+            "ingested 1 point(s) from 1 source(s) (result directories or files) in 1 \
+             batch(es), 1898 request record(s) (warmups included); 1 point(s) with an \
+             incomplete records file, failed (see the warning)"
+        );
     }
 
     /// A bench result without `--save-requests` has no records: the report says why, not "0".

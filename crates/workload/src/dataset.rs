@@ -26,8 +26,8 @@
 
 use crate::error::WorkloadError;
 use crate::files::{
-    bom_in_line, lone_cr_hint, LineReader, DEFAULT_MAX_CONTEXT_TOKENS, MAX_DATASET_FILE_BYTES,
-    MAX_PROMPT_BYTES, UTF8_BOM,
+    lone_cr_hint, LineReader, DEFAULT_MAX_CONTEXT_TOKENS, MAX_DATASET_FILE_BYTES, MAX_PROMPT_BYTES,
+    UTF8_BOM,
 };
 use crate::prompt::{ChatMessage, Prompt};
 use crate::tokenizer::Tokenizer;
@@ -295,8 +295,7 @@ fn read_drafts_counted<'a>(
     };
     let drafts = match kind {
         DatasetKind::Jsonl => {
-            let mut lines = LineReader::open(path, MAX_DATASET_FILE_BYTES, MAX_LINE_BYTES)?;
-            lines.refuse_cr_only_line_ends()?;
+            let mut lines = crate::files::open_jsonl(path, MAX_DATASET_FILE_BYTES, MAX_LINE_BYTES)?;
             parse_jsonl(
                 &mut lines,
                 path,
@@ -608,16 +607,8 @@ fn join_contents(msgs: &[ChatMessage]) -> String {
 /// The reason a line (or conversation) cannot be used before it is parsed: a UTF-8
 /// byte-order mark at its start, or more than [`MAX_LINE_BYTES`] bytes.
 fn line_problem(line: &str) -> Option<String> {
-    if let Some(r) = bom_in_line(line.as_bytes()) {
+    if let Some(r) = crate::files::jsonl_line_problem(line) {
         return Some(r);
-    }
-    // NUL bytes are no JSON text anywhere (trial of issue 39, finding 9: "expected value at
-    // line 1 column 1").
-    if let Some(at) = line.bytes().position(|b| b == 0) {
-        return Some(format!(
-            "the line holds a NUL byte at byte {}: a binary or zero-filled file, not JSON text",
-            at + 1
-        ));
     }
     (line.len() > MAX_LINE_BYTES).then(|| {
         format!(
@@ -834,10 +825,11 @@ fn string_field<'a>(m: &'a Value, i: usize, key: &str, alias: &str) -> Result<&'
     }
 }
 
-/// `invalid JSON: …`, with a hint when the line holds a carriage return alone; a lone UTF-16
-/// surrogate escape is named as such (issue 39, fresh tester: serde's "unexpected end of hex
-/// escape" for `"\ud800 lone"`).
-fn invalid_json(e: &serde_json::Error, line: &str) -> String {
+/// `invalid JSON: …` for a JSONL `line` serde refused with `e`, with a hint when the line
+/// holds a carriage return alone; a lone UTF-16 surrogate escape is named as such (issue 39,
+/// fresh tester: serde's "unexpected end of hex escape" for `"\ud800 lone"`). The one wording
+/// of every JSONL input (datasets, GSM8K's splits).
+pub fn invalid_json(e: &serde_json::Error, line: &str) -> String {
     if let Some((escape, column)) = lone_surrogate(line) {
         return format!(
             "invalid JSON: a lone UTF-16 surrogate `{escape}` at column {column} \

@@ -322,6 +322,41 @@ impl LineReader {
     }
 }
 
+/// Opens a JSONL input `path` to be read a line at a time with every input-file check of the
+/// dataset loader (issue 39, fresh tester: GSM8K's splits had none of them): a regular file of
+/// at most `max_bytes` bytes, lines of at most `max_line` bytes, a UTF-16/32 file named with
+/// its `iconv` fix, a leading UTF-8 byte-order mark skipped, CR-only line ends named with their
+/// `tr` fix ([`LineReader::open`], [`LineReader::refuse_cr_only_line_ends`]). Check each line
+/// with [`jsonl_line_problem`] and word a parse failure with
+/// [`crate::dataset::invalid_json`].
+///
+/// # Errors
+/// As [`LineReader::open`] and [`LineReader::refuse_cr_only_line_ends`].
+pub fn open_jsonl(
+    path: &Path,
+    max_bytes: u64,
+    max_line: usize,
+) -> Result<LineReader, WorkloadError> {
+    let mut lines = LineReader::open(path, max_bytes, max_line)?;
+    lines.refuse_cr_only_line_ends()?;
+    Ok(lines)
+}
+
+/// Why a JSONL line cannot be JSON text before it is parsed, or `None`: a UTF-8 byte-order mark
+/// after the first line ([`bom_in_line`]), or a NUL byte (a binary or zero-filled file; serde
+/// said "expected value at line 1 column 1").
+pub fn jsonl_line_problem(line: &str) -> Option<String> {
+    if let Some(r) = bom_in_line(line.as_bytes()) {
+        return Some(r);
+    }
+    line.bytes().position(|b| b == 0).map(|at| {
+        format!(
+            "the line holds a NUL byte at byte {}: a binary or zero-filled file, not JSON text",
+            at + 1
+        )
+    })
+}
+
 /// What a non-regular file is, in words.
 pub(crate) fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     let ft = meta.file_type();

@@ -227,7 +227,7 @@ impl PowerFlags {
                   concurrency this process cannot hold (ulimit -n, ulimit -v), or out of \
                   memory before any request (ulimit -v named, never SIGABRT); 3 server \
                   unreachable (partial results written); 130 interrupted by \
-                  Ctrl-C/SIGTERM (finished requests saved).\n\nExample (InferenceX fixed-seq-len \
+                  Ctrl-C, SIGTERM or SIGHUP (finished requests saved).\n\nExample (InferenceX fixed-seq-len \
                   point):\n  inferbench bench --base-url http://127.0.0.1:8000 --model M \
                   --dataset-name random --random-input-len 1024 --random-output-len 1024 \
                   --random-range-ratio 0.8 --max-concurrency 64 --ignore-eos --save-result \

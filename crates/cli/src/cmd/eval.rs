@@ -206,7 +206,12 @@ pub struct EvalData {
 /// it cannot be read (the loader names it).
 fn count_lines(path: &std::path::Path, limit: Option<u64>) -> (u64, u64) {
     use std::io::BufRead as _;
-    let Ok(f) = std::fs::File::open(path) else {
+    // Only a regular file, as the loader reads (a FIFO would block the open; the loader then
+    // names what it is: issue 39, fresh tester).
+    let Ok((f, _)) = inferbench_workload::files::open_regular_file(
+        path,
+        inferbench_eval::gsm8k::MAX_SPLIT_FILE_BYTES,
+    ) else {
         return (0, 0);
     };
     let mut r = std::io::BufReader::with_capacity(1 << 16, f);

@@ -15,7 +15,7 @@ pub enum ExitStatus {
     Usage = 2,
     /// 3: the server was unreachable (partial results written).
     Unreachable = 3,
-    /// 130 (128 + SIGINT): interrupted by Ctrl-C / SIGTERM; what finished was saved.
+    /// 130 (128 + SIGINT): interrupted by Ctrl-C / SIGTERM / SIGHUP; what finished was saved.
     Interrupted = 130,
     /// 141 (128 + SIGPIPE): stdout's reader went away (`inferbench report | head`).
     BrokenPipe = 141,

@@ -70,10 +70,14 @@ pub fn on_runtime<T, F: std::future::Future<Output = anyhow::Result<T>>>(
     rt.block_on(async { sweep(shutdown_token(message)).await })
 }
 
-/// The one shutdown token of a subcommand: cancelled on the first SIGINT (Ctrl-C) or SIGTERM,
-/// after printing `message (on SIGINT)` / `(on SIGTERM)` to stderr, so a stop nobody asked for
-/// says what stopped it. Call inside a tokio runtime; every long-running
-/// subcommand (bench, job/sweep, quickstart, sim) stops through it.
+/// The one shutdown token of a subcommand: cancelled on the first SIGINT (Ctrl-C), SIGTERM or
+/// SIGHUP (the terminal closed, an ssh session dropped: issue 39, fresh tester), after printing
+/// `message (on SIGINT)` / `(on SIGTERM)` / `(on SIGHUP)` to stderr, so a stop nobody asked for
+/// says what stopped it. All three are the same graceful stop: the current point is cut, what
+/// finished is saved (summary, database row, records), engines are stopped, exit 130. SIGQUIT
+/// keeps its default (quit at once with a core dump: the deliberate "no cleanup" stop). Call
+/// inside a tokio runtime; every long-running subcommand (bench, replay, job/sweep, quickstart,
+/// sim, serve, eval) stops through it.
 pub fn shutdown_token(message: &'static str) -> inferbench_client::CancellationToken {
     let token = inferbench_client::CancellationToken::new();
     let t = token.clone();
@@ -82,17 +86,20 @@ pub fn shutdown_token(message: &'static str) -> inferbench_client::CancellationT
         #[cfg(unix)]
         let which = {
             use tokio::signal::unix::{signal, SignalKind};
-            match signal(SignalKind::terminate()) {
-                Ok(mut term) => {
-                    tokio::select! {
-                        _ = tokio::signal::ctrl_c() => "SIGINT",
-                        _ = term.recv() => "SIGTERM",
+            // A signal that cannot be registered (never seen in practice) is simply not
+            // waited for; Ctrl-C always is.
+            let wait = |kind: SignalKind| async move {
+                match signal(kind) {
+                    Ok(mut s) => {
+                        s.recv().await;
                     }
+                    Err(_) => std::future::pending::<()>().await,
                 }
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    "SIGINT"
-                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = wait(SignalKind::terminate()) => "SIGTERM",
+                _ = wait(SignalKind::hangup()) => "SIGHUP",
             }
         };
         #[cfg(not(unix))]

@@ -28,7 +28,7 @@ const STOP: &str =
                   database that cannot be opened, an --out or --chart that cannot be written \
                   (checked before any point), or out of memory before any request (ulimit -v \
                   named, never SIGABRT); 130 \
-                  interrupted (Ctrl-C: the points finished so far are stored and drawn)."
+                  interrupted by Ctrl-C, SIGTERM or SIGHUP (the points finished so far are stored and drawn)."
 )]
 pub struct Args {
     /// Directory for the runs: each invocation writes a fresh `<out>/<UTC time>/` with one

@@ -60,7 +60,7 @@ pub const MIN_VALID_DURATION_S: f64 = 900.0;
                   this process cannot hold (ulimit -n, ulimit -v), or out of memory before \
                   any request (ulimit -v named, never SIGABRT); 3 server \
                   unreachable (before profiling, or no request reached it; partial results \
-                  written); 130 interrupted (finished requests saved).\n\nExample (a short run on the \
+                  written); 130 interrupted by Ctrl-C, SIGTERM or SIGHUP (finished requests saved).\n\nExample (a short run on the \
                   simulator):\n  inferbench sim --block-size 64 &\n  inferbench replay --traces \
                   traces.jsonl --model sim --concurrency 4 --benchmark-duration 60 \
                   --unsafe-override --result-dir replay-out"

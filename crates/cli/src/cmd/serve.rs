@@ -7,7 +7,7 @@ use super::ExitStatus;
 /// Flags of `inferbench serve`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Exit codes: 130 stopped by Ctrl-C or SIGTERM (as `sim`); 2 no database, a \
+    after_help = "Exit codes: 130 stopped by Ctrl-C, SIGTERM or SIGHUP (as `sim`); 2 no database, a \
      database with no runs yet, or the address cannot be bound."
 )]
 pub struct Args {

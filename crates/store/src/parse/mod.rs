@@ -185,6 +185,10 @@ pub struct PointData {
     pub metrics: BTreeMap<String, f64>,
     /// Failure text for a point that produced no valid measurement.
     pub error: Option<String>,
+    /// Its request-records file was named but incomplete: unreadable whole, or holding fewer
+    /// profile records than the summary counts (issue 39, fresh tester); the point is failed
+    /// (`error` says why) and the ingest warns.
+    pub records_incomplete: bool,
     /// False when the result says it is not a valid submission (an AgentX replay's
     /// `submission_valid: false`); such points are stored and drawn, never on a frontier.
     pub valid: bool,
@@ -1125,6 +1129,7 @@ pub(crate) fn empty_point(config: ConfigKey, conc: i64, date: String) -> PointDa
         date,
         metrics: BTreeMap::new(),
         error: None,
+        records_incomplete: false,
         valid: true,
         invalid_reason: None,
         requests: None,

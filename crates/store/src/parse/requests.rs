@@ -55,8 +55,15 @@ pub(super) fn read_requests(path: &Path, pt: &mut PointData) -> Result<(), Strin
 /// lose the point (issue 39, fresh tester's finding 3: `ingest` of a result naming a truncated
 /// `req.jsonl` failed on every try with "req.jsonl:5: EOF while parsing"). The point is stored
 /// without records and marked failed, its `error` naming the file and the problem; a warning
-/// (pushed on `warnings`) says so and what to do. A record of a newer layout still refuses the
-/// unit (a newer inferbench reads it).
+/// (pushed on `warnings`) says so and what to do. A file that reads whole but holds fewer
+/// profile records than the summary counts (`completed` + `inferbench.failed`, already in
+/// `pt.metrics`: a file cut at a line boundary, or one whose broken last line was dropped) is
+/// incomplete too: its records are stored, the point marked failed, and the warning gives both
+/// counts (issue 39, fresh tester: 1,898 records stored against 6,000 completed, silently);
+/// checked only with `check_count` (a result's `--save-requests` file; a point directory's
+/// `requests.jsonl` is not checked yet: the store's `sweep-h200/conc16` fixture keeps 5 sample
+/// records of its 159 completed). A record of a newer layout still refuses the unit (a newer
+/// inferbench reads it).
 ///
 /// # Errors
 /// [`read_requests`]'s error for a record of a newer layout.
@@ -64,29 +71,69 @@ pub(super) fn read_requests_or_mark(
     path: &Path,
     pt: &mut PointData,
     warnings: &mut Vec<String>,
+    check_count: bool,
 ) -> Result<(), String> {
-    match read_requests(path, pt) {
-        Ok(()) => Ok(()),
-        Err(e) if e.contains("is newer than this inferbench reads") => Err(e),
-        Err(e) => {
-            let cause = format!(
+    let (cause, warning) = match read_requests(path, pt) {
+        Ok(()) if !check_count => return Ok(()),
+        Ok(()) => {
+            let (Some(have), Some(want)) = (
+                pt.requests.as_ref().map(|b| b.n_profile),
+                expected_profile_records(&pt.metrics),
+            ) else {
+                return Ok(());
+            };
+            if have >= want {
+                return Ok(());
+            }
+            (
+                format!(
+                    "its records file is incomplete: {have} profile record(s) of the {want} \
+                     the summary counts (completed + failed); the {have} are stored"
+                ),
+                format!(
+                    "{}: incomplete: {have} profile record(s) of the {want} the summary counts \
+                     (completed + failed; a file cut short by a kill or a full disk, or a \
+                     broken last line dropped): the {have} are stored and the point marked \
+                     failed; its figures are the summary's own. To store them all, ingest the \
+                     result again with its whole records file",
+                    path.display()
+                ),
+            )
+        }
+        Err(e) if e.contains("is newer than this inferbench reads") => return Err(e),
+        Err(e) => (
+            format!(
                 "its records file is incomplete or unreadable ({e}): the point's records are \
                  not stored"
-            );
-            pt.error = Some(match pt.error.take() {
-                Some(prev) => format!("{prev}; {cause}"),
-                None => cause,
-            });
-            warnings.push(format!(
+            ),
+            format!(
                 "{}: incomplete or unreadable ({e}): the result is stored without its records \
                  and the point marked failed; its figures are the summary's own. To store the \
-                 records, repair the file (e.g. drop its broken last line) and ingest the \
-                 result again",
+                 records that remain, drop its broken last line and ingest the result again \
+                 (the point stays failed while the file holds fewer records than the summary \
+                 counts)",
                 path.display()
-            ));
-            Ok(())
-        }
-    }
+            ),
+        ),
+    };
+    pt.error = Some(match pt.error.take() {
+        Some(prev) => format!("{prev}; {cause}"),
+        None => cause,
+    });
+    pt.records_incomplete = true;
+    warnings.push(warning);
+    Ok(())
+}
+
+/// The profile records a point's summary says its records file holds: its `completed` plus
+/// its `inferbench.failed` requests (every one of them is recorded; requests the run cancelled
+/// are recorded too but not required, as a foreign summary may not count them). `None` when
+/// the summary gives no `completed`.
+fn expected_profile_records(metrics: &BTreeMap<String, f64>) -> Option<i64> {
+    let completed = *metrics.get("completed")?;
+    let failed = metrics.get("inferbench.failed").copied().unwrap_or(0.0);
+    let n = completed + failed;
+    (n.is_finite() && n >= 0.0).then(|| n.round() as i64)
 }
 
 /// A writer that keeps nothing and counts the bytes written to it.
@@ -299,6 +346,64 @@ mod tests {
                 p.display()
             )
         );
+    }
+
+    /// Issue 39, fresh tester (ingest, finding 2): a records file that reads whole but holds
+    /// fewer profile records than the summary counts (cut at a line boundary, or its broken
+    /// last line dropped as the warning advised) fails the point with both counts and a
+    /// warning; its records are stored. One holding them all (warmups and cancelled requests
+    /// beside) is complete. Before: stored as complete, no warning.
+    #[test]
+    fn a_records_file_shorter_than_the_summary_fails_the_point_with_both_counts() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.jsonl");
+        let ok = "{\"phase\":\"profile\",\"success\":true,\"sent_ns\":0,\"last_token_ns\":1,\"completion_tokens\":1}\n";
+        let bad = "{\"phase\":\"profile\",\"success\":false,\"sent_ns\":0}\n";
+        let warm = "{\"phase\":\"warmup\",\"success\":true,\"sent_ns\":0}\n";
+        let point = || {
+            let mut pt = super::super::empty_point(Default::default(), 1, String::new());
+            pt.metrics.insert("completed".into(), 6.0);
+            pt.metrics.insert("inferbench.failed".into(), 1.0);
+            pt
+        };
+        // 5 of 7 (6 completed + 1 failed), 2 warmups beside: short.
+        std::fs::write(&p, format!("{warm}{warm}{}{bad}", ok.repeat(4))).unwrap();
+        let (mut pt, mut w) = (point(), Vec::new());
+        read_requests_or_mark(&p, &mut pt, &mut w, true).unwrap();
+        assert!(pt.records_incomplete);
+        assert_eq!(
+            pt.error.as_deref(),
+            Some(
+                "its records file is incomplete: 5 profile record(s) of the 7 the summary \
+                 counts (completed + failed); the 5 are stored"
+            )
+        );
+        assert_eq!(pt.requests.as_ref().map(|b| b.n_profile), Some(5));
+        assert_eq!(
+            w,
+            [format!(
+                "{}: incomplete: 5 profile record(s) of the 7 the summary counts (completed + \
+                 failed; a file cut short by a kill or a full disk, or a broken last line \
+                 dropped): the 5 are stored and the point marked failed; its figures are the \
+                 summary's own. To store them all, ingest the result again with its whole \
+                 records file",
+                p.display()
+            )]
+        );
+        // All 7: complete.
+        std::fs::write(&p, format!("{warm}{}{bad}", ok.repeat(6))).unwrap();
+        let (mut pt, mut w) = (point(), Vec::new());
+        read_requests_or_mark(&p, &mut pt, &mut w, true).unwrap();
+        assert!(
+            !pt.records_incomplete && pt.error.is_none() && w.is_empty(),
+            "{w:?}"
+        );
+        // A broken last line: unreadable, as before, and marked the same way.
+        std::fs::write(&p, format!("{}{{\"phase\":", ok.repeat(6))).unwrap();
+        let (mut pt, mut w) = (point(), Vec::new());
+        read_requests_or_mark(&p, &mut pt, &mut w, true).unwrap();
+        assert!(pt.records_incomplete && pt.requests.is_none());
+        assert!(w[0].contains("incomplete or unreadable"), "{w:?}");
     }
 
     /// Issue 39, fresh tester's finding 1: a result's per-request arrays are skipped while it
