@@ -1092,7 +1092,24 @@ fn eval_reads_only_the_problems_its_limit_uses() {
     let (o, text) = eval();
     assert_eq!(o.status.code(), Some(3), "{text}");
     assert!(text.contains("server unreachable"), "{text}");
+    // A sparse file under the split's size cap (256 MiB): its first line is longer than a
+    // line may be.
     std::fs::remove_file(&test_path).unwrap();
+    std::fs::File::create(&test_path)
+        .unwrap()
+        .set_len(200 << 20)
+        .unwrap();
+    let (o, text) = eval();
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "error: {}:1: the line is longer than the 1048576-byte limit of a line of this input\n",
+            test_path.display()
+        )),
+        "{text}"
+    );
+    // A sparse 3 GB one is refused by its size before it is read (the split's cap, as a
+    // dataset's: issue 39, fresh tester's finding 8 of trial 7).
     std::fs::File::create(&test_path)
         .unwrap()
         .set_len(3 << 30)
@@ -1101,7 +1118,8 @@ fn eval_reads_only_the_problems_its_limit_uses() {
     assert_eq!(o.status.code(), Some(2), "{text}");
     assert!(
         text.contains(&format!(
-            "error: {}:1: the line is longer than the 1048576-byte limit of a line\n",
+            "error: {}: 3221225472 bytes is larger than the 268435456-byte limit of this input \
+             (split it, or keep the first part)\n",
             test_path.display()
         )),
         "{text}"
