@@ -68,7 +68,7 @@ fn bench_outputs_naming_one_file_are_refused_before_any_request() {
         a.extend_from_slice(extra);
         a.into_iter().map(String::from).collect::<Vec<_>>()
     };
-    let cases: [(Vec<String>, [&str; 2], &str); 5] = [
+    let cases: [(Vec<String>, [&str; 2], &str); 6] = [
         (
             with(&[
                 "--result-dir",
@@ -132,6 +132,20 @@ fn bench_outputs_naming_one_file_are_refused_before_any_request() {
             ]),
             ["--save-requests", "server_metrics.jsonl"],
             "rs/p2.server_metrics.jsonl",
+        ),
+        // The power CSV's energy snapshots are side files too (trial 7: they were not checked).
+        (
+            with(&[
+                "--save-result",
+                "--result-dir",
+                "rs",
+                "--result-filename",
+                "p3.json",
+                "--save-requests",
+                "rs/p3.power_energy_end.csv",
+            ]),
+            ["--save-requests", "power_energy_end.csv"],
+            "rs/p3.power_energy_end.csv",
         ),
     ];
     for (args, flags, kept) in &cases {

@@ -362,8 +362,15 @@ pub fn check_output_paths(opts: &BenchOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The side files a point writes beside its result ([`side_file`]).
-pub const SIDE_FILES: [&str; 3] = ["server_metrics.jsonl", "power.csv", "power_validation.json"];
+/// The side files a point writes beside its result ([`side_file`]): with `power.csv` its two
+/// energy snapshots (`inferbench_telemetry::energy::snapshot_paths` names them so).
+pub const SIDE_FILES: [&str; 5] = [
+    "server_metrics.jsonl",
+    "power.csv",
+    "power_validation.json",
+    "power_energy_start.csv",
+    "power_energy_end.csv",
+];
 
 /// `--save-requests` writer: one [`RequestRecord`] JSON object per line, flushed per record so
 /// a crash or a kill loses at most the record being written.

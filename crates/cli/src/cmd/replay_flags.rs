@@ -19,12 +19,14 @@ use inferbench_loadgen::agentic::prompt::Prompter;
 
 /// The files a replay writes into `--result-dir`, each refused up front when it exists and is
 /// not a regular file (issue 39 §1).
-const REPLAY_FILES: [&str; 9] = [
+const REPLAY_FILES: [&str; 11] = [
     "summary.json",
     "requests.jsonl",
     inferbench_core::artifacts::AGENTIC_AGGREGATE_FILE,
     "server_metrics.jsonl",
     "power.csv",
+    "power_energy_start.csv",
+    "power_energy_end.csv",
     "power_validation.json",
     "aiperf_artifacts/profile_export.jsonl",
     "aiperf_artifacts/profile_export_aiperf.json",
