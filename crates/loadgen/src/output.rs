@@ -270,18 +270,28 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     if let Some(why) = non_regular(&tmp) {
         anyhow::bail!("{}: {why}", tmp.display());
     }
-    let _pending = inferbench_core::tempfiles::register(&tmp);
-    let res = (|| {
+    via_temp(&tmp, path, || {
         let mut f =
             File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
         f.write_all(bytes)
             .and_then(|()| f.sync_data())
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        drop(f);
-        rename_onto(&tmp, path)
-    })();
+            .with_context(|| format!("writing {}", tmp.display()))
+    })
+}
+
+/// Runs `write` (which fills `tmp`), then renames `tmp` onto `path` ([`rename_onto`]); `tmp`
+/// is listed in `inferbench_core::tempfiles` while it exists (so an end without destructors
+/// removes it too) and removed when either step fails (issue 39, fresh tester's finding 3: no
+/// temporary file is left on any path). The one way every result file here is written.
+fn via_temp(
+    tmp: &Path,
+    path: &Path,
+    write: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let _pending = inferbench_core::tempfiles::register(tmp);
+    let res = write().and_then(|()| rename_onto(tmp, path));
     if res.is_err() {
-        std::fs::remove_file(&tmp).ok();
+        std::fs::remove_file(tmp).ok();
     }
     res
 }
@@ -653,9 +663,7 @@ fn write_json_to<T: serde::Serialize>(
     let target = write_target(path);
     let path = target.as_path();
     let tmp = path.with_extension("json.tmp");
-    // Listed while on disk, so an end without destructors removes it too.
-    let _pending = inferbench_core::tempfiles::register(&tmp);
-    let res = (|| {
+    via_temp(&tmp, path, || {
         let f = match held {
             Some(f) => f,
             None => {
@@ -673,15 +681,8 @@ fn write_json_to<T: serde::Serialize>(
             .map_err(|e| e.into_error())
             .with_context(|| format!("writing {}", tmp.display()))?;
         f.sync_data()
-            .with_context(|| format!("writing {}", tmp.display()))?;
-        drop(f);
-        rename_onto(&tmp, path)
-    })();
-    // No temporary file is left on any path (issue 39, fresh tester's finding 3).
-    if res.is_err() {
-        std::fs::remove_file(&tmp).ok();
-    }
-    res
+            .with_context(|| format!("writing {}", tmp.display()))
+    })
 }
 
 /// One console line per error class (profile and warmup failures together), with its counts
