@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use crate::lenient::{LCount, LNonEmpty, LStr, Obj, ObjList, ObjOrBad, TextWire};
+use crate::lenient::{LCount, LStr, Obj, ObjList, TextWire, ToolCalls};
 use crate::openai::{
     ChoiceWire, ChunkWire, CompletionDetailsWire, DeltaWire, DetailsWire, UsageWire,
 };
@@ -249,10 +249,13 @@ impl<'a> Reader<'a> {
     }
 
     fn lstr(&mut self) -> Option<LStr<'a>> {
-        Some(LStr(match self.text()? {
-            TextWire::Str(s) => Some(s),
-            _ => None,
-        }))
+        Some(LStr(
+            match self.text()? {
+                TextWire::Str(s) => Some(s),
+                _ => None,
+            },
+            None,
+        ))
     }
 
     /// A token count: a plain non-negative integer, or null.
@@ -267,12 +270,12 @@ impl<'a> Reader<'a> {
     }
 
     /// `tool_calls`: null or an empty array (anything else takes the strict path).
-    fn no_tool_calls(&mut self) -> Option<LNonEmpty> {
+    fn no_tool_calls(&mut self) -> Option<ToolCalls> {
         match self.peek()? {
-            b'n' => self.null().map(|()| LNonEmpty(false)),
+            b'n' => self.null().map(|()| ToolCalls::default()),
             b'[' => {
                 self.i += 1;
-                self.eat(b']').map(|()| LNonEmpty(false))
+                self.eat(b']').map(|()| ToolCalls::default())
             }
             _ => None,
         }
@@ -281,8 +284,8 @@ impl<'a> Reader<'a> {
     /// An object field read as `T` by `read`, or null (absent).
     fn obj<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Obj<T>> {
         match self.peek()? {
-            b'{' => Some(Obj(Some(read(self)?))),
-            b'n' => self.null().map(|()| Obj(None)),
+            b'{' => Some(Obj(Some(read(self)?), None)),
+            b'n' => self.null().map(|()| Obj(None, None)),
             _ => None,
         }
     }
@@ -300,12 +303,12 @@ impl<'a> Reader<'a> {
                     v.push(ChoiceWire::default());
                     r.choice(v.last_mut()?)
                 })?;
-                c.choices = ObjList(v);
+                c.choices = ObjList(v, None);
                 Some(())
             }
             "usage" => {
                 once(&mut seen, 2)?;
-                c.usage = ObjOrBad(r.obj(Self::usage)?.0, false);
+                c.usage = r.obj(Self::usage)?;
                 Some(())
             }
             "object" => {

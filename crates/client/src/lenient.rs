@@ -376,45 +376,56 @@ pub(crate) fn part_texts<'v>(
 /// Nesting depth beyond which parts are ignored (serde_json already limits depth to 128).
 const MAX_PART_DEPTH: u32 = 16;
 
-/// Whether `v` is a JSON number or bool: not text, where text belongs.
-fn not_text(v: &Value) -> bool {
-    matches!(v, Value::Number(_) | Value::Bool(_))
-}
-
-/// The first value [`walk_parts`] would read as text that is a number or a bool, walking the
-/// parts as it does.
+/// The first value [`walk_parts`] would read as text that is not text, walking the parts as
+/// it does: a number or a bool; an object that is no content part (neither a string `type`
+/// nor a `text`: `{"a": 1}`, `{"type": 5}`); a part's text that is an object other than
+/// `{"value": "…"}` (issue 39's typed checks: `"text": {"a": 1}` was ignored). `null` is no
+/// text; a part without text (an image) is none.
 fn first_not_text(v: &Value, depth: u32) -> Option<&Value> {
     if depth > MAX_PART_DEPTH {
         return None;
     }
     match v {
+        Value::Null | Value::String(_) => None,
         Value::Number(_) | Value::Bool(_) => Some(v),
         Value::Array(a) => a.iter().find_map(|p| first_not_text(p, depth + 1)),
         Value::Object(m) => {
-            let ty = m.get("type").and_then(Value::as_str).unwrap_or("");
+            let ty = match m.get("type") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(t)) => Some(t.as_str()),
+                Some(_) => return Some(v),
+            };
+            if ty.is_none() && !m.contains_key("text") {
+                return Some(v);
+            }
+            let ty = ty.unwrap_or("");
             if REASONING_PARTS.contains(&ty) {
                 for key in [ty, "thinking", "reasoning", "text", "content", "summary"] {
                     match m.get(key) {
-                        Some(x) if not_text(x) => return Some(x),
+                        None | Some(Value::Null) => {}
                         Some(x @ (Value::String(_) | Value::Array(_))) => {
                             return first_not_text(x, depth + 1)
                         }
-                        _ => {}
+                        Some(x) => return Some(x),
                     }
                 }
                 None
             } else if ty == "refusal" {
-                m.get("refusal").filter(|x| not_text(x))
+                m.get("refusal")
+                    .filter(|x| !matches!(x, Value::Null | Value::String(_)))
             } else {
                 match m.get("text") {
-                    Some(x) if not_text(x) => Some(x),
+                    None | Some(Value::Null) | Some(Value::String(_)) => None,
                     Some(inner @ Value::Array(_)) => first_not_text(inner, depth + 1),
-                    Some(Value::Object(t)) => t.get("value").filter(|x| not_text(x)),
-                    _ => None,
+                    Some(t @ Value::Object(o)) => match o.get("value") {
+                        Some(Value::String(_)) => None,
+                        Some(Value::Null) | None => Some(t),
+                        Some(x) => Some(x),
+                    },
+                    Some(x) => Some(x),
                 }
             }
         }
-        _ => None,
     }
 }
 
@@ -470,11 +481,94 @@ fn walk_parts<'v>(
     }
 }
 
-/// An optional string field of no importance to the measurement (`finish_reason`, `object`,
-/// `message`): a value of another type reads as absent.
+/// A value that is there but not of its field's type (issue 39's typed checks): which field
+/// (`choices[0].delta`, `tool_calls[0].function.arguments`), the value as JSON, and what the
+/// field must hold (`a string`, `an object`, `an array`, `a count`). Every field the client
+/// reads is read by one of the typed readers of this module ([`LCount`] a count, [`LStr`] a
+/// word, [`TextWire`] text, [`Obj`] an object, [`ObjList`] an array of objects,
+/// [`ToolCalls`], and [`obj_at`] / [`arr_at`] / [`str_at`] for a parsed `Value`): null or
+/// absence is absent, a value of another type is one of these, never read as absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WrongType {
+    /// The field's path in the chunk or event.
+    pub(crate) field: String,
+    /// The value as sent (JSON text).
+    pub(crate) value: String,
+    /// What the field must hold, with its article (`a string`).
+    pub(crate) expected: &'static str,
+}
+
+impl WrongType {
+    /// `value` (JSON text) at `field`, which must hold `expected`.
+    pub(crate) fn new(field: impl Into<String>, value: String, expected: &'static str) -> Self {
+        WrongType {
+            field: field.into(),
+            value,
+            expected,
+        }
+    }
+
+    /// The failure's message: "a chunk's FIELD held VALUE, not EXPECTED: the server's output
+    /// cannot be read" (the value on one line, cut to 40 characters).
+    pub(crate) fn message(&self) -> String {
+        format!(
+            "a chunk's {} held {}, not {}: the server's output cannot be read",
+            self.field,
+            inferbench_core::text::one_line(&self.value, 40),
+            self.expected
+        )
+    }
+
+    /// The same fault one level down: `prefix` + `.` + its field (`choices[0]` + `delta`).
+    pub(crate) fn under(mut self, prefix: &str) -> Self {
+        self.field = if self.field.starts_with('[') {
+            format!("{prefix}{}", self.field)
+        } else {
+            format!("{prefix}.{}", self.field)
+        };
+        self
+    }
+}
+
+/// The JSON text of a sequence a visitor was handed (for a [`WrongType`]'s value).
+fn seq_json<'de, A: SeqAccess<'de>>(seq: A) -> Result<String, A::Error> {
+    Ok(Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?.to_string())
+}
+
+/// The JSON text of a map a visitor was handed (for a [`WrongType`]'s value).
+fn map_json<'de, A: MapAccess<'de>>(map: A) -> Result<String, A::Error> {
+    Ok(Value::deserialize(de::value::MapAccessDeserializer::new(map))?.to_string())
+}
+
+/// The JSON text of a string (quoted and escaped).
+fn str_json(s: &str) -> String {
+    Value::from(s).to_string()
+}
+
+/// Visitor methods for the scalars a typed field does not take: each becomes `$bad(json)`.
+macro_rules! scalars_are_bad {
+    ($out:ty, $bad:expr) => {
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<$out, E> {
+            Ok(($bad)(v.to_string()))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<$out, E> {
+            Ok(($bad)(v.to_string()))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<$out, E> {
+            Ok(($bad)(v.to_string()))
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<$out, E> {
+            Ok(($bad)(v.to_string()))
+        }
+    };
+}
+
+/// A word field (`finish_reason`, `object`, `message`): a string (`.0`); null or absent is
+/// `(None, None)`; a value of any other type is `(None, Some(json))`, which the interpreter
+/// fails the request with (issue 39's typed checks: `"finish_reason": 5` read as absent).
 #[derive(Debug, Default)]
 #[cfg_attr(test, derive(PartialEq))]
-pub(crate) struct LStr<'a>(pub Option<Cow<'a, str>>);
+pub(crate) struct LStr<'a>(pub Option<Cow<'a, str>>, pub Option<String>);
 
 impl<'a> LStr<'a> {
     pub(crate) fn as_deref(&self) -> Option<&str> {
@@ -484,25 +578,56 @@ impl<'a> LStr<'a> {
 
 impl<'de: 'a, 'a> Deserialize<'de> for LStr<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match TextWire::deserialize(d)? {
-            TextWire::Str(s) => Ok(LStr(Some(s))),
-            _ => Ok(LStr(None)),
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = LStr<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<LStr<'a>, E> {
+                Ok(LStr(Some(Cow::Borrowed(v)), None))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LStr<'a>, E> {
+                Ok(LStr(Some(Cow::Owned(v.to_owned())), None))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<LStr<'a>, E> {
+                Ok(LStr(Some(Cow::Owned(v)), None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<LStr<'a>, E> {
+                Ok(LStr(None, None))
+            }
+            fn visit_none<E: de::Error>(self) -> Result<LStr<'a>, E> {
+                Ok(LStr(None, None))
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LStr<'a>, D::Error> {
+                LStr::deserialize(d)
+            }
+            scalars_are_bad!(LStr<'a>, |s| LStr(None, Some(s)));
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LStr<'a>, A::Error> {
+                Ok(LStr(None, Some(seq_json(seq)?)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LStr<'a>, A::Error> {
+                Ok(LStr(None, Some(map_json(map)?)))
+            }
         }
+        d.deserialize_any(V(PhantomData))
     }
 }
 
-/// A token count: a JSON number that is a non-negative integer, written as one (`12`) or as an
-/// integral float (`12.0`, `1e3`: JSON has one number type, and Python's `json` turns a count
-/// that passed through a float into `12.0`); anything else reads as absent. The second field
-/// is true when a value was there but not a count (negative, fractional, a string, another
-/// type): `usage_invalid` (trial of issue 39 §1–§3, finding 5), where null or a missing field
-/// is simply absent.
+/// A token count: a JSON **integer literal**, non-negative (`12`); anything else there is not
+/// a count (the second field: `usage_invalid`), where null or a missing field is simply
+/// absent. The rule is the literal's, never an `f64`'s: a literal with a fraction or an
+/// exponent (`12.0`, `1e3`, `0.99999999999999999`, `4e-400`) is no count, whatever number it
+/// rounds to (issue 39's typed checks: `0.99999999999999999` was taken as 1 while `4e-400` was
+/// refused). `serde_json` hands an integer literal to `visit_u64` / `visit_i64` and every
+/// other number literal to `visit_f64`, so the visitor decides on the text's form. No
+/// reference server (vLLM, SGLang, llama.cpp, TRT-LLM, OpenAI) writes a count as a float.
+/// An integer literal beyond `u64` (which `serde_json` can only hand over as an `f64`) is no
+/// count either (above `u32::MAX` it could not be kept anyway: [`LCount::representable`]).
 ///
-/// A numeric string (`"8"`) is not a count (issue 39, finding 5 of the second trial): it was
-/// read as one since the first lenient decoding (618f497, a blanket "wrong type reads as
-/// absent or as the value" rule), for no server shape: no recorded case, reference server
-/// (vLLM, SGLang, llama.cpp, llama-cpp-python, TRT-LLM) or test sends one, and a server that
-/// quotes its counts is one whose counts are not to be trusted silently.
+/// A numeric string (`"8"`) is not a count (issue 39, finding 5 of the second trial): no
+/// recorded case, reference server or test sends one, and a server that quotes its counts is
+/// one whose counts are not to be trusted silently.
 #[derive(Debug, Default, Clone, Copy)]
 #[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct LCount(pub Option<u64>, pub bool);
@@ -527,6 +652,17 @@ impl LCount {
             _ => (self, None),
         }
     }
+
+    /// Whether it was there but no count the record can hold: not a count, or above
+    /// `u32::MAX`.
+    pub(crate) fn unusable(self) -> bool {
+        self.representable().0 .1
+    }
+
+    /// The count, when it is one the record can hold (at most `u32::MAX`).
+    pub(crate) fn as_u32(self) -> Option<u32> {
+        self.0.and_then(|v| u32::try_from(v).ok())
+    }
 }
 
 impl<'de> Deserialize<'de> for LCount {
@@ -543,14 +679,9 @@ impl<'de> Deserialize<'de> for LCount {
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<LCount, E> {
                 Ok(u64::try_from(v).map_or(LCount::INVALID, LCount::of))
             }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<LCount, E> {
-                let ok = v.is_finite() && v >= 0.0 && v.fract() == 0.0;
-                // `as` saturates at u64::MAX for larger floats.
-                Ok(if ok {
-                    LCount::of(v as u64)
-                } else {
-                    LCount::INVALID
-                })
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<LCount, E> {
+                // A literal with a fraction or an exponent, or an integer beyond u64.
+                Ok(LCount::INVALID)
             }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<LCount, E> {
                 Ok(LCount::INVALID)
@@ -580,125 +711,137 @@ impl<'de> Deserialize<'de> for LCount {
     }
 }
 
-/// True when the field holds a non-empty array (or one object): `delta.tool_calls`.
-#[derive(Debug, Default, Clone, Copy)]
+/// `delta.tool_calls` / `message.tool_calls`: an array of tool-call objects. `any`: it holds
+/// at least one; `bad`: the first value of a wrong type in it, which fails the request (issue
+/// 39's typed checks): `tool_calls` not an array, an element not an object, `function` not an
+/// object, `id`, `type`, `function.name` or `function.arguments` not a string (arguments are
+/// JSON *text*), `index` not a count. Null or absent is no tool call.
+#[derive(Debug, Default)]
 #[cfg_attr(test, derive(PartialEq))]
-pub(crate) struct LNonEmpty(pub bool);
+pub(crate) struct ToolCalls {
+    /// At least one tool call.
+    pub(crate) any: bool,
+    /// The first wrong type, its field relative to the delta (`tool_calls[0].function`).
+    pub(crate) bad: Option<WrongType>,
+}
 
-impl<'de> Deserialize<'de> for LNonEmpty {
+impl<'de> Deserialize<'de> for ToolCalls {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = LNonEmpty;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LNonEmpty, A::Error> {
-                Ok(LNonEmpty(drain_seq(seq)? > 0))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LNonEmpty, A::Error> {
-                drain_map(map)?;
-                Ok(LNonEmpty(true))
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LNonEmpty, D::Error> {
-                LNonEmpty::deserialize(d)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<LNonEmpty, E> {
-                Ok(LNonEmpty(false))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<LNonEmpty, E> {
-                Ok(LNonEmpty(false))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<LNonEmpty, E> {
-                Ok(LNonEmpty(false))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<LNonEmpty, E> {
-                Ok(LNonEmpty(false))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<LNonEmpty, E> {
-                Ok(LNonEmpty(false))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<LNonEmpty, E> {
-                Ok(LNonEmpty(false))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<LNonEmpty, E> {
-                Ok(LNonEmpty(false))
+        let v = Value::deserialize(d)?;
+        Ok(tool_calls(&v))
+    }
+}
+
+/// [`ToolCalls`] of a `tool_calls` field's parsed value `v`.
+pub(crate) fn tool_calls(v: &Value) -> ToolCalls {
+    let calls = match v {
+        Value::Null => return ToolCalls::default(),
+        Value::Array(a) => a,
+        other => {
+            return ToolCalls {
+                any: false,
+                bad: Some(WrongType::new("tool_calls", other.to_string(), "an array")),
             }
         }
-        d.deserialize_any(V)
-    }
-}
-
-/// A field that must be an object when present (`usage`): an object is read as `T` (`.0`);
-/// null or absent is `(None, false)`; a value of any other type (`"usage": "lots"`,
-/// `"usage": [1, 2]`, a number, a bool) is `(None, true)`: there, but not what it must be
-/// (f14 item 2: such a usage was read as absent, no `usage_invalid`).
-#[derive(Debug)]
-#[cfg_attr(test, derive(PartialEq))]
-pub(crate) struct ObjOrBad<T>(pub Option<T>, pub bool);
-
-impl<T> Default for ObjOrBad<T> {
-    fn default() -> Self {
-        ObjOrBad(None, false)
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjOrBad<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
-            type Value = ObjOrBad<T>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjOrBad<T>, A::Error> {
-                Ok(ObjOrBad(
-                    Some(T::deserialize(de::value::MapAccessDeserializer::new(map))?),
-                    false,
-                ))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ObjOrBad<T>, A::Error> {
-                drain_seq(seq)?;
-                Ok(ObjOrBad(None, true))
-            }
-            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ObjOrBad<T>, D::Error> {
-                ObjOrBad::deserialize(d)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<ObjOrBad<T>, E> {
-                Ok(ObjOrBad(None, false))
-            }
-            fn visit_none<E: de::Error>(self) -> Result<ObjOrBad<T>, E> {
-                Ok(ObjOrBad(None, false))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ObjOrBad<T>, E> {
-                Ok(ObjOrBad(None, true))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ObjOrBad<T>, E> {
-                Ok(ObjOrBad(None, true))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ObjOrBad<T>, E> {
-                Ok(ObjOrBad(None, true))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ObjOrBad<T>, E> {
-                Ok(ObjOrBad(None, true))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<ObjOrBad<T>, E> {
-                Ok(ObjOrBad(None, true))
+    };
+    let check = |i: usize, call: &Value| -> Result<(), WrongType> {
+        let here = format!("tool_calls[{i}]");
+        if !call.is_object() {
+            return Err(WrongType::new(here, call.to_string(), "an object"));
+        }
+        let under = |e: WrongType| e.under(&here);
+        str_at(call, "id").map_err(under)?;
+        str_at(call, "type").map_err(under)?;
+        if let Some(x) = call.get("index") {
+            if LCount::deserialize(x).map_or(true, |c| c.1) {
+                return Err(WrongType::new(
+                    format!("{here}.index"),
+                    x.to_string(),
+                    "a count",
+                ));
             }
         }
-        d.deserialize_any(V(PhantomData))
+        if let Some(f) = obj_at(call, "function").map_err(under)? {
+            let f = Value::Object(f.clone());
+            let under = |e: WrongType| e.under(&format!("{here}.function"));
+            str_at(&f, "name").map_err(under)?;
+            str_at(&f, "arguments").map_err(under)?;
+        }
+        Ok(())
+    };
+    let bad = calls
+        .iter()
+        .enumerate()
+        .find_map(|(i, c)| check(i, c).err());
+    ToolCalls {
+        any: !calls.is_empty(),
+        bad,
     }
 }
 
-/// An optional object field (`usage`, `delta`, `message`, a choice): an object is read as `T`,
-/// a value of any other type reads as absent.
+/// `parent[key]` that must be an object: `Ok(None)` when absent or null, `Err` naming `key`
+/// when it holds another type. The same rule as [`Obj`], for a parsed `Value`.
+pub(crate) fn obj_at<'v>(
+    parent: &'v Value,
+    key: &str,
+) -> Result<Option<&'v serde_json::Map<String, Value>>, WrongType> {
+    match parent.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(x) => Err(WrongType::new(key, x.to_string(), "an object")),
+    }
+}
+
+/// `parent[key]` that must be an array: `Ok(None)` when absent or null, `Err` naming `key`
+/// when it holds another type. The same rule as [`ObjList`], for a parsed `Value`.
+pub(crate) fn arr_at<'v>(
+    parent: &'v Value,
+    key: &str,
+) -> Result<Option<&'v Vec<Value>>, WrongType> {
+    match parent.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(a)) => Ok(Some(a)),
+        Some(x) => Err(WrongType::new(key, x.to_string(), "an array")),
+    }
+}
+
+/// `parent[key]` that must be a string: `Ok(None)` when absent or null, `Err` naming `key`
+/// when it holds another type. The same rule as [`LStr`], for a parsed `Value`.
+pub(crate) fn str_at<'v>(parent: &'v Value, key: &str) -> Result<Option<&'v str>, WrongType> {
+    match parent.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(x) => Err(WrongType::new(key, x.to_string(), "a string")),
+    }
+}
+
+/// `parent[key]` read as a count ([`LCount`]'s rule, for a parsed `Value`).
+pub(crate) fn count_at(parent: &Value, key: &str) -> LCount {
+    parent.get(key).map_or(LCount::default(), |x| {
+        LCount::deserialize(x).unwrap_or(LCount::INVALID)
+    })
+}
+
+/// An object field (`usage`, `timings`, `delta`, `message`, a usage's `*_details`): an
+/// object is read as `T` (`.0`); null or absent is `(None, None)`; a value of any other type
+/// (`"usage": "lots"`, `"delta": [1]`, `"prompt_tokens_details": 7`) is `(None, Some(json))`:
+/// there, but not what it must be (f14 item 2, issue 39's typed checks: such values read as
+/// absent). What the wrong type means is the reader's: `usage_invalid` in a usage report, a
+/// failed request where the output is.
 #[derive(Debug)]
 #[cfg_attr(test, derive(PartialEq))]
-pub(crate) struct Obj<T>(pub Option<T>);
+pub(crate) struct Obj<T>(pub Option<T>, pub Option<String>);
 
 impl<T> Default for Obj<T> {
     fn default() -> Self {
-        Obj(None)
+        Obj(None, None)
+    }
+}
+
+impl<T> Obj<T> {
+    /// Whether a value of another type was there.
+    pub(crate) fn is_bad(&self) -> bool {
+        self.1.is_some()
     }
 }
 
@@ -711,52 +854,43 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
                 f.write_str("an object")
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Obj<T>, A::Error> {
-                Ok(Obj(Some(T::deserialize(
-                    de::value::MapAccessDeserializer::new(map),
-                )?)))
+                Ok(Obj(
+                    Some(T::deserialize(de::value::MapAccessDeserializer::new(map))?),
+                    None,
+                ))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Obj<T>, A::Error> {
-                drain_seq(seq)?;
-                Ok(Obj(None))
+                Ok(Obj(None, Some(seq_json(seq)?)))
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Obj<T>, D::Error> {
                 Obj::deserialize(d)
             }
             fn visit_unit<E: de::Error>(self) -> Result<Obj<T>, E> {
-                Ok(Obj(None))
+                Ok(Obj(None, None))
             }
             fn visit_none<E: de::Error>(self) -> Result<Obj<T>, E> {
-                Ok(Obj(None))
+                Ok(Obj(None, None))
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Obj<T>, E> {
-                Ok(Obj(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Obj<T>, E> {
-                Ok(Obj(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Obj<T>, E> {
-                Ok(Obj(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Obj<T>, E> {
-                Ok(Obj(None))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Obj<T>, E> {
-                Ok(Obj(None))
+            scalars_are_bad!(Obj<T>, |s| Obj(None, Some(s)));
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Obj<T>, E> {
+                Ok(Obj(None, Some(str_json(v))))
             }
         }
         d.deserialize_any(V(PhantomData))
     }
 }
 
-/// An optional array of objects (`choices`): elements that are not objects are skipped; a
-/// non-array value reads as empty.
+/// An array of objects (`choices`): `.0` its objects; null or absent is empty; a value that is
+/// not an array, or an element that is not an object, is `.1` (its field relative to the array
+/// and its JSON: `""` and `"x"`, or `"[1]"` and `2`), which fails the request (issue 39's
+/// typed checks: `"choices": "x"` read as no choice).
 #[derive(Debug)]
 #[cfg_attr(test, derive(PartialEq))]
-pub(crate) struct ObjList<T>(pub Vec<T>);
+pub(crate) struct ObjList<T>(pub Vec<T>, pub Option<(String, String)>);
 
 impl<T> Default for ObjList<T> {
     fn default() -> Self {
-        ObjList(Vec::new())
+        ObjList(Vec::new(), None)
     }
 }
 
@@ -770,7 +904,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjList<T> {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ObjList<T>, A::Error> {
                 let mut v = Vec::new();
-                while let Some(Obj(x)) = seq.next_element::<Obj<T>>()? {
+                let mut bad = None;
+                let mut i = 0usize;
+                while let Some(Obj(x, wrong)) = seq.next_element::<Obj<T>>()? {
                     if let Some(x) = x {
                         // Streams carry one choice: room for exactly one keeps the allocation
                         // small (a push on an empty Vec would reserve four ~270-byte choices,
@@ -779,119 +915,36 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjList<T> {
                             v.reserve_exact(1);
                         }
                         v.push(x);
+                    } else if bad.is_none() {
+                        // A null element is not an object either.
+                        bad = Some((format!("[{i}]"), wrong.unwrap_or_else(|| "null".into())));
                     }
+                    i += 1;
                 }
-                Ok(ObjList(v))
+                Ok(ObjList(v, bad))
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjList<T>, A::Error> {
-                drain_map(map)?;
-                Ok(ObjList(Vec::new()))
+                Ok(ObjList(Vec::new(), Some((String::new(), map_json(map)?))))
             }
             fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<ObjList<T>, D::Error> {
                 ObjList::deserialize(d)
             }
             fn visit_unit<E: de::Error>(self) -> Result<ObjList<T>, E> {
-                Ok(ObjList(Vec::new()))
+                Ok(ObjList(Vec::new(), None))
             }
             fn visit_none<E: de::Error>(self) -> Result<ObjList<T>, E> {
-                Ok(ObjList(Vec::new()))
+                Ok(ObjList(Vec::new(), None))
             }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<ObjList<T>, E> {
-                Ok(ObjList(Vec::new()))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<ObjList<T>, E> {
-                Ok(ObjList(Vec::new()))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<ObjList<T>, E> {
-                Ok(ObjList(Vec::new()))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<ObjList<T>, E> {
-                Ok(ObjList(Vec::new()))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<ObjList<T>, E> {
-                Ok(ObjList(Vec::new()))
+            scalars_are_bad!(ObjList<T>, |s| ObjList(
+                Vec::new(),
+                Some((String::new(), s))
+            ));
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ObjList<T>, E> {
+                Ok(ObjList(Vec::new(), Some((String::new(), str_json(v)))))
             }
         }
         d.deserialize_any(V(PhantomData))
     }
-}
-
-/// The keys whose values are token counts in a usage report (completions, chat, Responses),
-/// for [`underflowed_counts`].
-pub(crate) const COUNT_KEYS: &[&str] = &[
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "cached_tokens",
-    "reasoning_tokens",
-    "input_tokens",
-    "output_tokens",
-];
-
-/// Whether the JSON number literal `lit` is not zero as written yet reads as 0: a mantissa
-/// with a non-zero digit and an exponent below the range of an `f64` (`4e-400`, `1.5E-999`).
-/// Such a value is no count (issue 39, fresh tester's finding 5b: `4e-400` was read as 0).
-pub(crate) fn underflows(lit: &str) -> bool {
-    let mantissa = lit.split(['e', 'E']).next().unwrap_or("");
-    mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b))
-        && lit.parse::<f64>().is_ok_and(|v| v == 0.0)
-}
-
-/// The [`COUNT_KEYS`] of one JSON text (`data`, a chunk or event) whose value is a number
-/// literal that [`underflows`]: a parser reads it as 0, so the count is patched to "not a
-/// count" (`usage_invalid`) after parsing. A byte scan outside strings, linear in `data`; a
-/// text without `e-`/`E-` returns at once.
-pub(crate) fn underflowed_counts(data: &[u8]) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if !data.windows(2).any(|w| matches!(w, [b'e' | b'E', b'-'])) {
-        return out;
-    }
-    let mut i = 0;
-    let mut last_key: Option<&'static str> = None;
-    let mut last_string: Option<(usize, usize)> = None;
-    while i < data.len() {
-        match data[i] {
-            b'"' => {
-                let start = i + 1;
-                i += 1;
-                while i < data.len() && data[i] != b'"' {
-                    i += if data[i] == b'\\' { 2 } else { 1 };
-                }
-                last_string = Some((start, i.min(data.len())));
-                i += 1;
-            }
-            b':' => {
-                last_key = last_string.take().and_then(|(a, b)| {
-                    COUNT_KEYS
-                        .iter()
-                        .copied()
-                        .find(|k| k.as_bytes() == &data[a..b])
-                });
-                i += 1;
-            }
-            b'-' | b'0'..=b'9' => {
-                let start = i;
-                while i < data.len()
-                    && matches!(data[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-                {
-                    i += 1;
-                }
-                if let Some(k) = last_key.take() {
-                    let lit = std::str::from_utf8(&data[start..i]).unwrap_or("");
-                    if underflows(lit) && !out.contains(&k) {
-                        out.push(k);
-                    }
-                }
-            }
-            b',' | b'{' | b'}' | b'[' | b']' => {
-                last_key = None;
-                last_string = None;
-                i += 1;
-            }
-            _ => i += 1,
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -1093,9 +1146,10 @@ mod tests {
         }
     }
 
-    /// Issue 39, finding 5: a count is a JSON non-negative integer (or an integral float); a
-    /// numeric string, a negative or fractional number, a bool, an array or an object is
-    /// there but not a count (the second field); null and absence are only absent.
+    /// Issue 39, finding 5 and the typed checks: a count is a JSON non-negative integer
+    /// literal; a literal with a fraction or an exponent (whatever it rounds to), a numeric
+    /// string, a negative number, a bool, an array or an object is there but not a count (the
+    /// second field); null and absence are only absent; so is an integer literal beyond u64.
     #[test]
     fn a_count_is_a_json_non_negative_integer() {
         #[derive(serde::Deserialize)]
@@ -1105,8 +1159,15 @@ mod tests {
         }
         for (src, want) in [
             (r#"{"n":8}"#, LCount::of(8)),
-            (r#"{"n":8.0}"#, LCount::of(8)),
-            (r#"{"n":1e3}"#, LCount::of(1000)),
+            (r#"{"n":8.0}"#, LCount::INVALID),
+            (r#"{"n":1e3}"#, LCount::INVALID),
+            (r#"{"n":0.99999999999999999}"#, LCount::INVALID),
+            (r#"{"n":1.0000000000000000001}"#, LCount::INVALID),
+            (r#"{"n":4e-400}"#, LCount::INVALID),
+            (r#"{"n":0e5}"#, LCount::INVALID),
+            (r#"{"n":-0}"#, LCount::INVALID),
+            (r#"{"n":18446744073709551615}"#, LCount::of(u64::MAX)),
+            (r#"{"n":18446744073709551616}"#, LCount::INVALID),
             (r#"{"n":0}"#, LCount::of(0)),
             (r#"{"n":"8"}"#, LCount::INVALID),
             (r#"{"n":" 8 "}"#, LCount::INVALID),
@@ -1125,70 +1186,169 @@ mod tests {
         }
     }
 
+    /// Issue 39's typed checks: a typed field reads its type; null or absence is absent; any
+    /// other type is kept as its JSON (never read as absent), and no wrong type fails the
+    /// parse of the chunk.
     #[test]
-    fn lenient_types_never_fail_the_chunk() {
+    fn typed_fields_keep_a_wrong_type_as_its_json() {
         #[derive(serde::Deserialize)]
         struct T<'a> {
             #[serde(default, borrow)]
             s: LStr<'a>,
             #[serde(default)]
-            n: LCount,
-            #[serde(default)]
-            t: LNonEmpty,
-            #[serde(default)]
             o: Obj<Value>,
             #[serde(default)]
             l: ObjList<Value>,
         }
-        for (src, s, n, t, o, l) in [
+        type Want = (
+            Option<&'static str>,
+            Option<&'static str>,
+            bool,
+            Option<&'static str>,
+        );
+        let none: Want = (None, None, false, None);
+        for (src, (s, s_bad, o, o_bad), (l, l_bad)) in [
             (
-                r#"{"s":"x","n":3,"t":[1],"o":{"a":1},"l":[{},2]}"#,
-                Some("x"),
-                Some(3),
-                true,
-                true,
-                1,
+                r#"{"s":"x","o":{"a":1},"l":[{}]}"#,
+                (Some("x"), None, true, None),
+                (1, None),
             ),
             (
-                r#"{"s":1,"n":-1,"t":[],"o":[1],"l":{"a":1}}"#,
-                None,
-                None,
-                false,
-                false,
-                0,
+                r#"{"s":1,"o":[1],"l":{"a":1}}"#,
+                (None, Some("1"), false, Some("[1]")),
+                (0, Some(("", r#"{"a":1}"#))),
             ),
             (
-                r#"{"s":null,"n":1e3,"t":{},"o":"x","l":null}"#,
-                None,
-                Some(1000),
-                true,
-                false,
-                0,
+                r#"{"s":null,"o":"x","l":null}"#,
+                (None, None, false, Some(r#""x""#)),
+                (0, None),
             ),
             (
-                r#"{"s":[1],"n":"12","t":"x","o":null,"l":"x"}"#,
-                None,
-                None,
-                false,
-                false,
-                0,
+                r#"{"s":[1],"o":null,"l":"x"}"#,
+                (None, Some("[1]"), false, None),
+                (0, Some(("", r#""x""#))),
             ),
             (
-                r#"{"s":{},"n":1.5,"t":null,"o":3,"l":[]}"#,
-                None,
-                None,
-                false,
-                false,
-                0,
+                r#"{"s":{},"o":3,"l":[{},2]}"#,
+                (None, Some("{}"), false, Some("3")),
+                (1, Some(("[1]", "2"))),
             ),
-            (r#"{}"#, None, None, false, false, 0),
+            (r#"{"l":[null]}"#, none, (0, Some(("[0]", "null")))),
+            (r#"{}"#, none, (0, None)),
         ] {
             let v: T<'_> = serde_json::from_str(src).unwrap();
             assert_eq!(v.s.as_deref(), s, "{src}");
-            assert_eq!(v.n.0, n, "{src}");
-            assert_eq!(v.t.0, t, "{src}");
+            assert_eq!(v.s.1.as_deref(), s_bad, "{src}");
             assert_eq!(v.o.0.is_some(), o, "{src}");
+            assert_eq!(v.o.1.as_deref(), o_bad, "{src}");
             assert_eq!(v.l.0.len(), l, "{src}");
+            let got = v.l.1.as_ref().map(|(a, b)| (a.as_str(), b.as_str()));
+            assert_eq!(got, l_bad, "{src}");
+        }
+    }
+
+    /// Issue 39's typed checks: `tool_calls` is an array of objects whose `function` is an
+    /// object and whose `id`, `type`, `function.name`, `function.arguments` are strings and
+    /// `index` a count; the first fault is named by its path.
+    #[test]
+    fn tool_calls_are_read_typed() {
+        let ok = |src: &str| {
+            let v: Value = serde_json::from_str(src).unwrap();
+            tool_calls(v.get("tool_calls").unwrap_or(&Value::Null))
+        };
+        assert_eq!(ok(r#"{}"#), ToolCalls::default());
+        assert_eq!(ok(r#"{"tool_calls":null}"#), ToolCalls::default());
+        assert_eq!(ok(r#"{"tool_calls":[]}"#), ToolCalls::default());
+        let good = r#"{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"f","arguments":"{\""}}]}"#;
+        assert_eq!(
+            ok(good),
+            ToolCalls {
+                any: true,
+                bad: None
+            }
+        );
+        for (src, field, value, expected) in [
+            (
+                r#"{"tool_calls":{"id":"c"}}"#,
+                "tool_calls",
+                r#"{"id":"c"}"#,
+                "an array",
+            ),
+            (r#"{"tool_calls":"x"}"#, "tool_calls", r#""x""#, "an array"),
+            (r#"{"tool_calls":[1]}"#, "tool_calls[0]", "1", "an object"),
+            (
+                r#"{"tool_calls":[{"function":{"arguments":7}}]}"#,
+                "tool_calls[0].function.arguments",
+                "7",
+                "a string",
+            ),
+            (
+                r#"{"tool_calls":[{"function":{"arguments":{"a":1}}}]}"#,
+                "tool_calls[0].function.arguments",
+                r#"{"a":1}"#,
+                "a string",
+            ),
+            (
+                r#"{"tool_calls":[{"function":{"name":["f"]}}]}"#,
+                "tool_calls[0].function.name",
+                r#"["f"]"#,
+                "a string",
+            ),
+            (
+                r#"{"tool_calls":[{"function":"f"}]}"#,
+                "tool_calls[0].function",
+                r#""f""#,
+                "an object",
+            ),
+            (
+                r#"{"tool_calls":[{"id":5}]}"#,
+                "tool_calls[0].id",
+                "5",
+                "a string",
+            ),
+            (
+                r#"{"tool_calls":[{"index":"0"}]}"#,
+                "tool_calls[0].index",
+                r#""0""#,
+                "a count",
+            ),
+            (
+                r#"{"tool_calls":[{},{"type":true}]}"#,
+                "tool_calls[1].type",
+                "true",
+                "a string",
+            ),
+        ] {
+            let got = ok(src);
+            assert_eq!(
+                got.bad,
+                Some(WrongType::new(field, value.to_string(), expected)),
+                "{src}"
+            );
+        }
+    }
+
+    /// Issue 39's typed checks: an object where text belongs that is no content part
+    /// (`{"a": 1}`, a non-string `type`) or a part whose text is an object other than
+    /// `{"value": "…"}` is not text, named as its JSON.
+    #[test]
+    fn an_object_that_is_no_content_part_is_not_text() {
+        for (parts, bad) in [
+            (r#"{"a":1}"#, r#"{"a":1}"#),
+            (r#"[{"a":1}]"#, r#"{"a":1}"#),
+            (r#"[{"type":5,"text":"x"}]"#, r#"{"type":5,"text":"x"}"#),
+            (r#"[{"type":"text","text":{}}]"#, "{}"),
+            (r#"[{"type":"text","text":{"value":[1]}}]"#, "[1]"),
+            (r#"[{"type":"refusal","refusal":{"x":1}}]"#, r#"{"x":1}"#),
+            (r#"[{"type":"thinking","thinking":{"x":1}}]"#, r#"{"x":1}"#),
+        ] {
+            let v: Value = serde_json::from_str(parts).unwrap();
+            let r = part_texts(&v, TextKind::Content, &mut |_, _| {});
+            assert_eq!(r, Err(bad.to_string()), "{parts}");
+        }
+        for parts in [r#"{"text":"x"}"#, r#"{"type":"image_url","image_url":{}}"#] {
+            let v: Value = serde_json::from_str(parts).unwrap();
+            assert_eq!(part_texts(&v, TextKind::Content, &mut |_, _| {}), Ok(()));
         }
     }
 }

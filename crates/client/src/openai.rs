@@ -34,7 +34,7 @@ use inferbench_core::{Channel, ChunkRecord, ErrorClass, RequestRecord, TokenSour
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::lenient::{self, LCount, LNonEmpty, LStr, Obj, ObjList, ObjOrBad, TextKind, TextWire};
+use crate::lenient::{self, LCount, LStr, Obj, ObjList, TextKind, TextWire, ToolCalls, WrongType};
 use crate::sse::SseEvent;
 
 /// Which OpenAI-compatible API the client speaks (`--backend`).
@@ -219,9 +219,10 @@ pub(crate) struct ChunkWire<'a> {
     pub(crate) choices: ObjList<ChoiceWire<'a>>,
     /// `usage`: an object, or there but no object (`usage_invalid`).
     #[serde(default)]
-    pub(crate) usage: ObjOrBad<UsageWire>,
+    pub(crate) usage: Obj<UsageWire>,
     /// llama.cpp's `timings` (final chunk): `cache_n` = prompt tokens reused from its prompt
     /// cache, its only prefix-cache figure (no Prometheus counter; reference/targets.md §1c).
+    /// There but no object, or a count in it that is not one: `usage_invalid`.
     #[serde(default)]
     pub(crate) timings: Obj<TimingsWire>,
     #[serde(default)]
@@ -230,6 +231,44 @@ pub(crate) struct ChunkWire<'a> {
     pub(crate) object: LStr<'a>,
     #[serde(default, borrow)]
     pub(crate) message: LStr<'a>,
+}
+
+impl ChunkWire<'_> {
+    /// The first field of this chunk that holds a value of the wrong type where the output is
+    /// read (issue 39's typed checks): `choices` not an array or an element not an object, a
+    /// choice's `delta` / `message` not an object, its `finish_reason` not a string, a
+    /// `tool_calls` fault ([`ToolCalls`]), the chunk's `object` not a string. Text fields are
+    /// judged where they are taken ([`Interpreter::take_text`]); usage and timings faults are
+    /// `usage_invalid`, not failures.
+    pub(crate) fn wrong_type(&self) -> Option<WrongType> {
+        if let Some((at, v)) = &self.choices.1 {
+            let expected = if at.is_empty() {
+                "an array"
+            } else {
+                "an object"
+            };
+            return Some(WrongType::new(format!("choices{at}"), v.clone(), expected));
+        }
+        if let Some(v) = &self.object.1 {
+            return Some(WrongType::new("object", v.clone(), "a string"));
+        }
+        for (i, c) in self.choices.0.iter().enumerate() {
+            let here = format!("choices[{i}]");
+            if let Some(v) = &c.finish_reason.1 {
+                let w = WrongType::new("finish_reason", v.clone(), "a string");
+                return Some(w.under(&here));
+            }
+            for (name, d) in [("delta", &c.delta), ("message", &c.message)] {
+                if let Some(v) = &d.1 {
+                    return Some(WrongType::new(name, v.clone(), "an object").under(&here));
+                }
+                if let Some(bad) = d.0.as_ref().and_then(|d| d.tool_calls.bad.clone()) {
+                    return Some(bad.under(&format!("{here}.{name}")));
+                }
+            }
+        }
+        None
+    }
 }
 
 /// An `error` field's presence (its value is reported from the raw data).
@@ -304,7 +343,7 @@ impl ChoiceWire<'_> {
                 }
             }
         }
-        text || deltas.into_iter().any(|d| d.tool_calls.0)
+        text || deltas.into_iter().any(|d| d.tool_calls.any)
     }
 }
 
@@ -366,7 +405,7 @@ pub(crate) struct DeltaWire<'a> {
     #[serde(default, borrow)]
     pub(crate) reasoning: TextWire<'a>,
     #[serde(default)]
-    pub(crate) tool_calls: LNonEmpty,
+    pub(crate) tool_calls: ToolCalls,
     /// OpenAI's `delta.refusal`: the model declined; its text is generated output.
     #[serde(default, borrow)]
     pub(crate) refusal: TextWire<'a>,
@@ -389,29 +428,6 @@ pub(crate) struct UsageWire {
 }
 
 impl UsageWire {
-    /// Marks the counts named in `keys` ([`lenient::underflowed_counts`]) as not counts: their
-    /// literal underflowed to 0 (`4e-400`), which is no count.
-    pub(crate) fn invalidate(&mut self, keys: &[&str]) {
-        for k in keys {
-            match *k {
-                "prompt_tokens" => self.prompt_tokens = LCount::INVALID,
-                "completion_tokens" => self.completion_tokens = LCount::INVALID,
-                "total_tokens" => self.total_tokens = LCount::INVALID,
-                "cached_tokens" => {
-                    if let Some(d) = self.prompt_tokens_details.0.as_mut() {
-                        d.cached_tokens = LCount::INVALID;
-                    }
-                }
-                "reasoning_tokens" => {
-                    if let Some(d) = self.completion_tokens_details.0.as_mut() {
-                        d.reasoning_tokens = LCount::INVALID;
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-
     /// Every count above `u32::MAX` made no count ([`LCount::representable`]); returns
     /// `completion_tokens` as sent when it was one of them.
     pub(crate) fn representable(&mut self) -> Option<u64> {
@@ -430,11 +446,14 @@ impl UsageWire {
 
     /// A count in this usage was there but not a non-negative integer (`usage_invalid`):
     /// `prompt_tokens`, `completion_tokens`, `total_tokens`,
-    /// `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`.
+    /// `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`;
+    /// or one of the two details was there but no object (`"prompt_tokens_details": 7`).
     pub(crate) fn invalid(&self) -> bool {
         self.prompt_tokens.1
             || self.completion_tokens.1
             || self.total_tokens.1
+            || self.prompt_tokens_details.is_bad()
+            || self.completion_tokens_details.is_bad()
             || self
                 .prompt_tokens_details
                 .0
@@ -452,11 +471,37 @@ pub(crate) struct CompletionDetailsWire {
     pub(crate) reasoning_tokens: LCount,
 }
 
+/// llama.cpp's `timings`: its token counts, each read as a count ([`LCount`]); only `cache_n`
+/// is used, every one is judged (a count that is not one, or one above `u32::MAX`, is
+/// `usage_invalid`, never clamped: issue 39's typed checks).
 #[derive(Deserialize, Default)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
 pub(crate) struct TimingsWire {
     #[serde(default)]
     pub(crate) cache_n: LCount,
+    #[serde(default)]
+    pub(crate) prompt_n: LCount,
+    #[serde(default)]
+    pub(crate) predicted_n: LCount,
+    #[serde(default)]
+    pub(crate) draft_n: LCount,
+    #[serde(default)]
+    pub(crate) draft_n_accepted: LCount,
+}
+
+impl TimingsWire {
+    /// A count of it that is there but no count the record can hold (`usage_invalid`).
+    pub(crate) fn invalid(&self) -> bool {
+        [
+            self.cache_n,
+            self.prompt_n,
+            self.predicted_n,
+            self.draft_n,
+            self.draft_n_accepted,
+        ]
+        .iter()
+        .any(|c| c.unusable())
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -840,10 +885,8 @@ impl Interpreter {
         if let Some(c) = crate::fastchunk::parse(data) {
             return self.apply(c, false, data, t_ns, rec);
         }
-        // The fast path reads only plain integers as counts; here a float literal may have
-        // underflowed to 0 (`4e-400`), which is no count.
         let err = match serde_json::from_slice::<ChunkWire<'_>>(data) {
-            Ok(c) => return self.apply(underflowed(c, data), false, data, t_ns, rec),
+            Ok(c) => return self.apply(c, false, data, t_ns, rec),
             Err(e) => e,
         };
         let Ok(text) = std::str::from_utf8(data) else {
@@ -858,7 +901,7 @@ impl Interpreter {
         };
         if let Some(v) = lenient::parse_relaxed(text) {
             if let Ok(c) = ChunkWire::deserialize(&v) {
-                return self.apply(underflowed(c, data), true, data, t_ns, rec);
+                return self.apply(c, true, data, t_ns, rec);
             }
         }
         self.fail(
@@ -897,6 +940,10 @@ impl Interpreter {
             self.fail(ErrorClass::StreamError, format!("error object: {msg}"));
             return;
         }
+        // A field of the wrong type where the output is read: the output cannot be read.
+        if let Some(w) = chunk.wrong_type() {
+            return self.wrong_type(&w);
+        }
         let of = chunk.choices.0.len();
         // The answer ended at its finish_reason: tokens after it (on the requested choice) fail
         // the request as tokens after `[DONE]` do, nothing of them taken (issue 39, fresh
@@ -929,7 +976,7 @@ impl Interpreter {
                 for r in [&d.reasoning_content, &d.reasoning] {
                     self.take_text(r, TextKind::Reasoning, relaxed, rec, &mut here);
                 }
-                if d.tool_calls.0 {
+                if d.tool_calls.any {
                     here.tool = true;
                 }
             }
@@ -966,7 +1013,7 @@ impl Interpreter {
                 self.usage_completion_big = Some(big);
             }
         }
-        self.usage_invalid |= chunk.usage.1;
+        self.usage_invalid |= chunk.usage.is_bad();
         // Usage ends it only with a completion count (an empty `"usage":{}` is no evidence).
         let usage_counted =
             (chunk.usage.0.as_ref()).is_some_and(|u| u.completion_tokens.0.is_some());
@@ -1006,10 +1053,16 @@ impl Interpreter {
                 self.usage_cached = true;
             }
         }
-        // llama.cpp: `timings.cache_n` when usage gives no cached count (usage wins).
-        if let Some(n) = chunk.timings.0.and_then(|t| t.cache_n.0) {
-            if !self.usage_cached {
-                rec.cached_tokens = Some(clamp_u32(n));
+        // llama.cpp: `timings.cache_n` when usage gives no cached count (usage wins). Its
+        // counts are judged as usage's: a count that is not one, or above u32::MAX, is
+        // `usage_invalid` and not taken, never clamped (issue 39's typed checks).
+        self.usage_invalid |= chunk.timings.is_bad();
+        if let Some(t) = chunk.timings.0 {
+            self.usage_invalid |= t.invalid();
+            if let Some(n) = t.cache_n.as_u32() {
+                if !self.usage_cached {
+                    rec.cached_tokens = Some(n);
+                }
             }
         }
         if !token_bearing {
@@ -1110,28 +1163,27 @@ impl Interpreter {
             TextKind::Reasoning => "reasoning",
             TextKind::Refusal => "refusal",
         };
-        self.fail(
-            ErrorClass::StreamError,
-            format!(
-                "a chunk's {channel} text field held {}, not a string: the server's output \
-                 cannot be read",
-                inferbench_core::text::one_line(value, 40)
-            ),
+        let w = WrongType::new(
+            format!("{channel} text field"),
+            value.to_string(),
+            "a string",
         );
+        self.wrong_type(&w);
+    }
+
+    /// Fails the request: a field the output is read from holds a value of the wrong type
+    /// ([`ErrorClass::StreamError`], "a chunk's choices[0].delta held \"x\", not an object:
+    /// the server's output cannot be read"; the value cut to 40 characters).
+    pub(crate) fn wrong_type(&mut self, w: &WrongType) {
+        self.fail(ErrorClass::StreamError, w.message());
     }
 
     /// Fails the request: a tool call's arguments piece held `value` (JSON: a number or a
     /// bool), not a string of JSON text ([`ErrorClass::StreamError`], "a chunk's tool
     /// arguments field held 7, not a string: the server's output cannot be read").
     pub(crate) fn not_args(&mut self, value: &str) {
-        self.fail(
-            ErrorClass::StreamError,
-            format!(
-                "a chunk's tool arguments field held {}, not a string: the server's output \
-                 cannot be read",
-                inferbench_core::text::one_line(value, 40)
-            ),
-        );
+        let w = WrongType::new("tool arguments field", value.to_string(), "a string");
+        self.wrong_type(&w);
     }
 
     /// Appends the text of one text-bearing field to the output (content), the refusal or the
@@ -1326,15 +1378,6 @@ fn chunk_carries_tokens(data: &[u8]) -> bool {
         .and_then(lenient::parse_relaxed);
     v.and_then(|v| ChunkWire::deserialize(&v).ok().map(|c| check(&c)))
         .unwrap_or(false)
-}
-
-/// `c` with its usage counts whose literal in `data` underflowed to 0 (`4e-400`) marked as no
-/// count ([`lenient::underflowed_counts`]); the fast path reads only plain integers as counts.
-fn underflowed<'a>(mut c: ChunkWire<'a>, data: &[u8]) -> ChunkWire<'a> {
-    if let Some(u) = c.usage.0.as_mut() {
-        u.invalidate(&lenient::underflowed_counts(data));
-    }
-    c
 }
 
 /// At most the first 512 bytes, for error messages.

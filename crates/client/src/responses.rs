@@ -29,7 +29,9 @@ use serde_json::Value;
 
 use serde::Deserialize;
 
-use crate::lenient::{self, LCount, TextKind, TextWire};
+use crate::lenient::{
+    self, arr_at, count_at, obj_at, str_at, LCount, TextKind, TextWire, WrongType,
+};
 use crate::openai::{excerpt, finish_reason_word, Here, Interpreter, UsageCounts};
 
 /// Handles one event's `data` (SSE event name `event`, possibly empty) that arrived at `t_ns`.
@@ -64,15 +66,17 @@ pub(crate) fn on_data(
             }
         }
     };
-    let kind = v
-        .get("type")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .unwrap_or_else(|| String::from_utf8_lossy(event).into_owned());
+    // Every field read here is read typed (`lenient`'s one rule: null is absent, another
+    // type fails the request naming it; issue 39's typed checks).
+    let kind = match str_at(&v, "type") {
+        Ok(Some(t)) => t.to_owned(),
+        Ok(None) => String::from_utf8_lossy(event).into_owned(),
+        Err(w) => return it.wrong_type(&w),
+    };
     // A whole response object (non-streamed), or one without a `type`.
     if kind.is_empty() || kind == "response" {
         if v.get("object").and_then(Value::as_str) == Some("response") {
-            return whole_response(it, &v, relaxed, data, t_ns, rec);
+            return whole_response(it, &v, relaxed, t_ns, rec);
         }
         if v.get("error").is_some_and(|e| !e.is_null()) {
             return it.fail(
@@ -112,8 +116,9 @@ pub(crate) fn on_data(
     }
     match kind.as_str() {
         "response.function_call_arguments.delta" | "response.custom_tool_call_input.delta" => {
-            // Arguments are JSON text: a number or a bool is no piece of it (f14 item 1).
-            if let Some(d) = v.get("delta").filter(|d| d.is_number() || d.is_boolean()) {
+            // Arguments are JSON text: a number, a bool, an array or an object is no piece of
+            // it (f14 item 1; issue 39's typed checks).
+            if let Some(d) = v.get("delta").filter(|d| !d.is_null() && !d.is_string()) {
                 return it.not_args(&d.to_string());
             }
             let non_empty = v
@@ -128,11 +133,14 @@ pub(crate) fn on_data(
             }
         }
         "response.completed" | "response.incomplete" => {
+            // The response must be an object (issue 39's typed checks: a string completed as
+            // `stop`).
+            if let Err(w) = obj_at(&v, "response") {
+                return it.wrong_type(&w);
+            }
             let resp = v.get("response").unwrap_or(&Value::Null);
             match terminal_verdict(&kind, resp) {
-                Ok((terminal, reason)) => {
-                    finish(it, terminal, resp, reason.as_deref(), data, t_ns, rec)
-                }
+                Ok((terminal, reason)) => finish(it, terminal, resp, reason.as_deref(), t_ns, rec),
                 Err(msg) => it.fail(ErrorClass::StreamError, msg),
             }
         }
@@ -193,14 +201,11 @@ pub(crate) fn carries_tokens(event: &[u8], data: &[u8]) -> bool {
 }
 
 /// The terminal event: usage, finish reason, the end of the stream at `t_ns`.
-/// `data`: the event's JSON text, for counts whose literal underflowed
-/// ([`lenient::underflowed_counts`]).
 fn finish(
     it: &mut Interpreter,
     terminal: &'static str,
     resp: &Value,
     reason: Option<&str>,
-    data: &[u8],
     t_ns: u64,
     rec: &mut RequestRecord,
 ) {
@@ -221,21 +226,22 @@ fn finish(
         );
     }
     if let Some(u) = resp.get("usage").filter(|u| u.is_object()) {
-        let underflowed = lenient::underflowed_counts(data);
-        let count = |p: &str| {
-            let key = p.rsplit('/').next().unwrap_or("");
-            if underflowed.contains(&key) {
-                return LCount::INVALID;
-            }
-            u.pointer(p).map_or(LCount::default(), count_of)
-        };
+        // A details field that is there but no object is invalid too (issue 39's typed
+        // checks: `"input_tokens_details": 7` read as absent).
+        let input = obj_at(u, "input_tokens_details");
+        let output = obj_at(u, "output_tokens_details");
+        let detail =
+            |d: &Result<Option<&serde_json::Map<String, Value>>, WrongType>, key: &str| match d {
+                Ok(Some(m)) => m.get(key).map_or(LCount::default(), count_of),
+                _ => LCount::default(),
+            };
         it.set_usage(
             &UsageCounts {
-                prompt: count("/input_tokens"),
-                completion: count("/output_tokens"),
-                cached: count("/input_tokens_details/cached_tokens"),
-                reasoning: count("/output_tokens_details/reasoning_tokens"),
-                other_invalid: count("/total_tokens").1,
+                prompt: count_at(u, "input_tokens"),
+                completion: count_at(u, "output_tokens"),
+                cached: detail(&input, "cached_tokens"),
+                reasoning: detail(&output, "reasoning_tokens"),
+                other_invalid: count_at(u, "total_tokens").1 || input.is_err() || output.is_err(),
             },
             rec,
         );
@@ -259,7 +265,6 @@ fn whole_response(
     it: &mut Interpreter,
     v: &Value,
     relaxed: bool,
-    data: &[u8],
     t_ns: u64,
     rec: &mut RequestRecord,
 ) {
@@ -268,21 +273,56 @@ fn whole_response(
         return it.fail(ErrorClass::StreamError, msg);
     }
     let mut here = Here::default();
-    for item in v
-        .get("output")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let item_kind = item.get("type").and_then(Value::as_str).unwrap_or("");
+    if let Err(w) = output_texts(it, v, relaxed, rec, &mut here) {
+        return it.wrong_type(&w);
+    }
+    if it.failure.is_some() {
+        return;
+    }
+    if here.content || here.refusal || here.reasoning || here.tool {
+        it.token_chunk(&here, None, t_ns, rec);
+    }
+    if let Ok((terminal, reason)) = verdict {
+        finish(it, terminal, v, reason.as_deref(), t_ns, rec);
+    }
+}
+
+/// Takes the texts of a whole response's `output` items (content, refusal and reasoning
+/// parts; a tool call is a tool token), each field read typed: `output`, an item's `content`
+/// and `summary` must be arrays, an item and a part objects, their `type` a string, a part's
+/// `text` / `refusal` a string (a number or a bool there is [`Interpreter::not_text`]'s
+/// message); any other type is the [`WrongType`] returned (issue 39's typed checks).
+fn output_texts(
+    it: &mut Interpreter,
+    v: &Value,
+    relaxed: bool,
+    rec: &mut RequestRecord,
+    here: &mut Here,
+) -> Result<(), WrongType> {
+    for (i, item) in arr_at(v, "output")?.into_iter().flatten().enumerate() {
+        let at = format!("output[{i}]");
+        if !item.is_object() {
+            return Err(WrongType::new(at, item.to_string(), "an object"));
+        }
+        let under = |w: WrongType| w.under(&at);
+        let item_kind = str_at(item, "type").map_err(under)?.unwrap_or("");
         if item_kind == "function_call" || item_kind == "custom_tool_call" {
             here.tool = true;
             continue;
         }
-        let parts = item.get("content").and_then(Value::as_array);
-        let summary = item.get("summary").and_then(Value::as_array);
-        for part in parts.into_iter().chain(summary).flatten() {
-            let part_kind = part.get("type").and_then(Value::as_str).unwrap_or("");
+        let parts = arr_at(item, "content").map_err(under)?;
+        let summary = arr_at(item, "summary").map_err(under)?;
+        let content = parts.into_iter().flatten().enumerate();
+        let summary = summary.into_iter().flatten().enumerate();
+        let all = (content.map(|(n, p)| ("content", n, p)))
+            .chain(summary.map(|(n, p)| ("summary", n, p)));
+        for (key, n, part) in all {
+            let at = format!("{at}.{key}[{n}]");
+            if !part.is_object() {
+                return Err(WrongType::new(at, part.to_string(), "an object"));
+            }
+            let under = |w: WrongType| w.under(&at);
+            let part_kind = str_at(part, "type").map_err(under)?.unwrap_or("");
             let k = match (item_kind, part_kind) {
                 (_, "refusal") => TextKind::Refusal,
                 ("reasoning", _) | (_, "reasoning_text") | (_, "summary_text") => {
@@ -294,20 +334,20 @@ fn whole_response(
             // A part's text that is a number or a bool (`{"type": "output_text", "text": 5}`):
             // the output cannot be read (issue 39's leftovers, 4).
             if let Some(bad) = field.filter(|t| t.is_number() || t.is_boolean()) {
-                return it.not_text(k, &bad.to_string());
+                it.not_text(k, &bad.to_string());
+                return Ok(());
             }
-            let text = field.and_then(Value::as_str);
-            if let Some(t) = text {
-                it.take_text(&TextWire::Str(t.into()), k, relaxed, rec, &mut here);
+            let key = if part.get("text").is_some() {
+                "text"
+            } else {
+                "refusal"
+            };
+            if let Some(t) = str_at(part, key).map_err(under)? {
+                it.take_text(&TextWire::Str(t.into()), k, relaxed, rec, here);
             }
         }
     }
-    if here.content || here.refusal || here.reasoning || here.tool {
-        it.token_chunk(&here, None, t_ns, rec);
-    }
-    if let Ok((terminal, reason)) = verdict {
-        finish(it, terminal, v, reason.as_deref(), data, t_ns, rec);
-    }
+    Ok(())
 }
 
 /// The one rule of a response's end, for the terminal events (`kind`: `response.completed`,
@@ -325,9 +365,15 @@ fn whole_response(
 fn terminal_verdict(kind: &str, resp: &Value) -> Result<(&'static str, Option<String>), String> {
     // The status and the reason are words read by the rule of a chat `finish_reason`
     // ([`finish_reason_word`]: `"\u{200b}completed\u{200b}"` is `completed`; f14 item 3).
-    let reason_raw = resp
-        .pointer("/incomplete_details/reason")
-        .and_then(Value::as_str);
+    let typed = |w: WrongType| w.message();
+    let details = obj_at(resp, "incomplete_details").map_err(|w| typed(w.under("response")))?;
+    let reason_raw = match details {
+        Some(d) => str_at(&Value::Object(d.clone()), "reason")
+            .map_err(|w| typed(w.under("response.incomplete_details")))?
+            .map(str::to_owned),
+        None => None,
+    };
+    let reason_raw = reason_raw.as_deref();
     let reason_word = reason_raw.and_then(finish_reason_word);
     let reason = reason_word.as_deref().or(reason_raw);
     let status = resp.get("status").filter(|s| !s.is_null());
@@ -362,8 +408,8 @@ fn terminal_verdict(kind: &str, resp: &Value) -> Result<(&'static str, Option<St
 }
 
 /// A usage count read by the rule of every backend ([`LCount`]): a JSON non-negative integer
-/// (or integral float) is a count; a string, a negative or fractional number, any other type
-/// is there but not a count (`usage_invalid`); null is absent.
+/// literal is a count; a string, a negative number, a literal with a fraction or an exponent,
+/// any other type is there but not a count (`usage_invalid`); null is absent.
 fn count_of(v: &Value) -> LCount {
     LCount::deserialize(v).unwrap_or(LCount::INVALID)
 }

@@ -336,8 +336,11 @@ async fn panicking_tokenizer_keeps_the_record() {
 }
 
 /// What Python's json accepts is kept: surrogate halves in two chunks are joined, a lone half
-/// becomes U+FFFD, NaN and duplicate keys do not fail the chunk, wrongly typed fields read as
-/// absent, content parts are split into content and reasoning.
+/// becomes U+FFFD, NaN and duplicate keys do not fail the chunk (the last key wins, so the
+/// first `choices`' wrongly typed `finish_reason` is never read), usage counts that are no
+/// integer literal (`9.0`, `-1`) are `usage_invalid` and not taken (issue 39's typed checks:
+/// the completion count is the 8 token-bearing chunks), content parts are split into content
+/// and reasoning.
 #[tokio::test]
 async fn lenient_chunks_over_http() {
     let chunks = [
@@ -355,7 +358,9 @@ async fn lenient_chunks_over_http() {
     assert!(rec.success, "{rec:#?}");
     assert_eq!(rec.output_text, "hi \u{1F600}\u{FFFD}|a\u{FFFD}bd\u{FFFD}e");
     assert_eq!(rec.chunks.len(), 8);
-    assert_eq!(rec.completion_tokens, 9);
+    assert_eq!(rec.completion_tokens, 8);
+    assert_eq!(rec.completion_tokens_source, TokenSource::Tokenizer);
+    assert_eq!(rec.anomalies, vec![inferbench_core::Anomaly::UsageInvalid]);
     assert_eq!(rec.prompt_tokens, 1);
 
     let parts = [

@@ -1,10 +1,12 @@
 //! Issue 39, second trial: the same protocol rules on every backend (completions, chat,
 //! Responses), through the whole client against a served stream.
 //!
-//! - a usage count is a JSON non-negative integer (`8`, also `8.0`); a string (`"8"`), a
-//!   negative or fractional number is `usage_invalid` (tokenizer count used), for every count
-//!   of the report (completion/output, prompt/input, total, cached, reasoning), and a string
-//!   completion count does not end a stream (finding 4, 5);
+//! - a usage count is a JSON non-negative integer literal (`8`; issue 39's typed checks: not
+//!   `8.0`, `8e0` or `0.99999999999999999`); a string (`"8"`), a negative number or a literal
+//!   with a fraction or an exponent is `usage_invalid` (tokenizer count used), for every count
+//!   of the report (completion/output, prompt/input, total, cached, reasoning), as is a
+//!   details field that is not an object; a string completion count does not end a stream
+//!   (finding 4, 5);
 //! - `finish_reason` words meaning "no reason" (`None`, `none`, `undefined`, `<nil>`, blanks)
 //!   end nothing (finding 5);
 //! - tokens after the terminal signal (`[DONE]`, `response.completed`) fail the request, and
@@ -121,8 +123,11 @@ fn with(mut a: Vec<String>, b: Vec<String>) -> Vec<String> {
 }
 
 /// Findings 4 and 5: every usage count of every backend is judged alike. A count that is
-/// there but not a JSON non-negative integer is `usage_invalid` and is not taken (the
-/// tokenizer's count, 3 words; the client's prompt count, 1); `8` and `8.0` are counts.
+/// there but not a JSON non-negative integer literal is `usage_invalid` and is not taken (the
+/// tokenizer's count, 3 words; the client's prompt count, 1). Issue 39's typed checks: the
+/// rule is the literal's (`4.0`, `4e0` and `3.99999999999999999`, which an f64 reads as 4,
+/// are no count), and a `prompt_tokens_details` / `completion_tokens_details` that is not an
+/// object (`7`, `"x"`) is `usage_invalid` too (it read as absent).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_usage_count_on_every_backend_is_a_json_non_negative_integer() {
     let cases: &[(&str, bool, Option<u32>)] = &[
@@ -132,8 +137,35 @@ async fn every_usage_count_on_every_backend_is_a_json_non_negative_integer() {
             false,
             Some(4),
         ),
+        (r#"{"prompt_tokens":8,"completion_tokens":4.0}"#, true, None),
+        (r#"{"prompt_tokens":8,"completion_tokens":4e0}"#, true, None),
         (
-            r#"{"prompt_tokens":8,"completion_tokens":4.0}"#,
+            r#"{"prompt_tokens":8,"completion_tokens":3.99999999999999999}"#,
+            true,
+            None,
+        ),
+        (
+            r#"{"prompt_tokens":8,"completion_tokens":4,"prompt_tokens_details":7}"#,
+            true,
+            Some(4),
+        ),
+        (
+            r#"{"prompt_tokens":8,"completion_tokens":4,"completion_tokens_details":"x"}"#,
+            true,
+            Some(4),
+        ),
+        (
+            r#"{"prompt_tokens":8,"completion_tokens":4,"prompt_tokens_details":[3]}"#,
+            true,
+            Some(4),
+        ),
+        (
+            r#"{"prompt_tokens":8,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":2e0}}"#,
+            true,
+            Some(4),
+        ),
+        (
+            r#"{"prompt_tokens":8,"completion_tokens":4,"prompt_tokens_details":null}"#,
             false,
             Some(4),
         ),
