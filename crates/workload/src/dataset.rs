@@ -3,9 +3,10 @@
 //! **JSONL** (`--dataset-name jsonl`): one JSON object per line (blank lines skipped) with a
 //! `"prompt"` or `"text"` string, or a `"messages"` array of `{"role", "content"}`; optional output
 //! length in `"max_tokens"`, `"output_len"` or `"output_tokens"`; optional `"extra_headers"`, an
-//! object of request headers sent with that line's request only (string, number or boolean
-//! values; a name or value that is not a valid HTTP header is an error). A line may also be a
-//! bare JSON string. Errors name `file:line`.
+//! object of request headers sent with that line's request only (string values, checked as
+//! `--header` values are; a number, a bool or any other type where the value's string belongs,
+//! or a name or value that is not a valid HTTP header, is an error). A line may also be a
+//! bare JSON string. Errors name `file:line` and the field.
 //!
 //! **ShareGPT** (`--dataset-name sharegpt`): a JSON array (or JSONL) of conversations
 //! `{"id", "conversations": [{"from": "human"|"gpt"|"system", "value"}]}` (`"role"`/`"content"`
@@ -750,24 +751,35 @@ fn parse_jsonl(
     Ok(out)
 }
 
-/// A JSONL line's `extra_headers`: an object of header name → string, number or boolean.
-/// Errors: not an object, another value type, a name or value HTTP does not allow (a name
-/// of token characters, a value without control characters), or a field the client writes
-/// itself ([`inferbench_core::http_fields::header_refusal`] per request: `Content-Length`,
-/// `Transfer-Encoding`, `Host`, `Connection`, …).
+/// A JSONL line's `extra_headers`: an object of header name → string value.
+/// Errors: not an object; a value that is not a JSON string (issue 39's typed checks: `5`,
+/// `true`, `null`, an array or an object were accepted or named vaguely: a header value is
+/// text, as every `--header` value is, and the file says it as a string); a name or value
+/// HTTP does not allow (a name of token characters, a value without control characters); or a
+/// field the client writes itself ([`inferbench_core::http_fields::header_refusal`] per
+/// request: `Content-Length`, `Transfer-Encoding`, `Host`, `Connection`, …).
 fn parse_extra_headers(v: &Value) -> Result<Vec<(String, String)>, String> {
-    let o = v
-        .as_object()
-        .ok_or_else(|| "\"extra_headers\" must be an object of header name → value".to_string())?;
+    let o = v.as_object().ok_or_else(|| {
+        format!(
+            "\"extra_headers\" is {}, not an object of header name → string value",
+            json_kind(v)
+        )
+    })?;
     let mut out = Vec::with_capacity(o.len());
     for (k, v) in o {
         let value = match v {
             Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
+            Value::Number(_) | Value::Bool(_) => {
+                return Err(format!(
+                    "extra_headers {k:?}: the value is {}, not a string (a header value is \
+                     text: write it quoted, \"{v}\")",
+                    json_kind(v)
+                ))
+            }
             _ => {
                 return Err(format!(
-                    "extra_headers {k:?}: value must be a string, number or boolean"
+                    "extra_headers {k:?}: the value is {}, not a string",
+                    json_kind(v)
                 ))
             }
         };
@@ -788,6 +800,22 @@ fn parse_extra_headers(v: &Value) -> Result<Vec<(String, String)>, String> {
         out.push((k.clone(), value));
     }
     Ok(out)
+}
+
+/// What `v` is, for messages naming a value of the wrong type: `the number 5`, `true`,
+/// `null`, `an array`, `an object`, `the string "x"` (cut to 40 characters).
+fn json_kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!(
+            "the string {}",
+            inferbench_core::text::one_line(&Value::from(s.as_str()).to_string(), 40)
+        ),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
 }
 
 /// The messages of `v`, an array under the file's key `key` (named in the error).
@@ -1107,10 +1135,13 @@ impl Conversation<'_> {
             line,
             reason: format!("conversation {n}: {reason}"),
         };
+        // An id is a string (or a number, as some exports write it); another type is refused
+        // (issue 39's typed checks: `true`, `[1]` or `{}` became `conv-N` silently).
         let id = match conv.get("id") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(x)) => x.to_string(),
-            _ => format!("conv-{n}"),
+            None | Some(Value::Null) => format!("conv-{n}"),
+            Some(other) => return Err(err(format!("id: {}, not a string", json_kind(other)))),
         };
         if id.len() > MAX_ID_BYTES {
             return Err(err(format!(
@@ -1282,7 +1313,7 @@ mod tests {
         let p = write(
             &d,
             "h.jsonl",
-            "{\"prompt\": \"a\", \"extra_headers\": {\"X-Tenant\": \"t1\", \"X-data-parallel-rank\": 3, \"X-Flag\": true}}\n{\"prompt\": \"b\"}\n",
+            "{\"prompt\": \"a\", \"extra_headers\": {\"X-Tenant\": \"t1\", \"X-data-parallel-rank\": \"3\", \"X-Flag\": \"true\"}}\n{\"prompt\": \"b\"}\n",
         );
         let ps = load_dataset(DatasetKind::Jsonl, &p, &tok(), &DatasetOptions::default()).unwrap();
         let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
@@ -1302,7 +1333,29 @@ mod tests {
         for (body, why) in [
             (
                 "{\"prompt\": \"a\", \"extra_headers\": [1]}",
-                "must be an object",
+                "bad.jsonl:2: \"extra_headers\" is an array, not an object of header name → string value",
+            ),
+            // Issue 39's typed checks: a header value is a JSON string, as a --header value
+            // is text; a number, a bool, null, an array or an object is refused, named.
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"X-A\": 5}}",
+                "bad.jsonl:2: extra_headers \"X-A\": the value is the number 5, not a string (a header value is text: write it quoted, \"5\")",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"X-A\": \"ok\", \"X-B\": true}}",
+                "bad.jsonl:2: extra_headers \"X-B\": the value is true, not a string (a header value is text: write it quoted, \"true\")",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"X-A\": null}}",
+                "bad.jsonl:2: extra_headers \"X-A\": the value is null, not a string",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": {\"X-A\": [\"v\"]}}",
+                "bad.jsonl:2: extra_headers \"X-A\": the value is an array, not a string",
+            ),
+            (
+                "{\"prompt\": \"a\", \"extra_headers\": \"X-A: v\"}",
+                "bad.jsonl:2: \"extra_headers\" is the string \"X-A: v\", not an object of header name → string value",
             ),
             (
                 "{\"prompt\": \"a\", \"extra_headers\": {\"bad name\": \"v\"}}",
@@ -1314,11 +1367,11 @@ mod tests {
             ),
             (
                 "{\"prompt\": \"a\", \"extra_headers\": {\"X\": {}}}",
-                "string, number or boolean",
+                "bad.jsonl:2: extra_headers \"X\": the value is an object, not a string",
             ),
             // Fresh tester's finding 4: the fields the client writes itself, refused at load.
             (
-                "{\"prompt\": \"a\", \"extra_headers\": {\"Content-Length\": 3}}",
+                "{\"prompt\": \"a\", \"extra_headers\": {\"Content-Length\": \"3\"}}",
                 "extra_headers \"Content-Length\": Content-Length is a framing, body-encoding or connection field the client writes itself; it cannot be set",
             ),
             (
@@ -1753,6 +1806,19 @@ mod tests {
         assert_eq!(
             sg("a.json", br#"[{"conversation": "x"}]"#),
             ": conversation 0: \"conversation\" must be an array"
+        );
+        // Issue 39's typed checks: an id that is neither a string nor a number is refused
+        // (it became `conv-0` silently).
+        assert_eq!(
+            sg(
+                "i.json",
+                br#"[{"id": true, "conversations": [{"from": "human", "value": "hi"}]}]"#
+            ),
+            ": conversation 0: id: true, not a string"
+        );
+        assert_eq!(
+            sg("i.json", br#"[{"id": ["a"], "conversations": []}]"#),
+            ": conversation 0: id: an array, not a string"
         );
         assert_eq!(
             sg("m.json", br#"[{"id": 1}]"#),
