@@ -1,6 +1,8 @@
 //! Leniency for the JSON that servers stream: what Python's `json` module (the decoder of
-//! vLLM's and most peers' benchmark clients) accepts but `serde_json` rejects, and field types
-//! that tolerate a wrongly typed value instead of failing the whole chunk.
+//! vLLM's and most peers' benchmark clients) accepts but `serde_json` rejects, and the typed
+//! readers of every field the client reads ([`WrongType`]: a value of the wrong type is kept
+//! as its JSON, never read as absent, and never fails the parse of the whole chunk: what it
+//! means is the reader's).
 //!
 //! The strict `serde_json` parse stays the fast path. Only a chunk it rejects goes through
 //! [`relax`], a small rewrite into strict JSON:

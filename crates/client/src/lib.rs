@@ -5,8 +5,10 @@
 //! - [`sse::SseParser`]: byte-level incremental SSE framing, split-invariant.
 //! - [`openai`]: request bodies and the interpretation of streamed chunks (what is a token, TTFT
 //!   vs TTFO, usage, errors). Chunks are decoded as leniently as Python's `json` (lone
-//!   surrogates, `NaN`, duplicate keys) and wrongly typed fields read as absent, so a sample a
-//!   Python client keeps is never lost here; the tokenizer fallback is bounded in time
+//!   surrogates, `NaN`, duplicate keys), so a sample a Python client keeps is never lost here;
+//!   every field the client reads is read typed (`lenient`: a wrong type is never read as
+//!   absent: it fails the request where the output is read, and is `usage_invalid` in a
+//!   usage report); the tokenizer fallback is bounded in time
 //!   ([`count_tokens`]) and runs after the stream, off the I/O threads.
 //! - `responses`: the Responses API's typed events (`--backend openai-responses`), read by the
 //!   same [`openai::Interpreter`] with the same token rules.

@@ -6,8 +6,10 @@
 //! text (`delta.refusal`, OpenAI's field for a declined answer), non-empty reasoning
 //! (`delta.reasoning_content` or `delta.reasoning`) or a non-empty `delta.tool_calls`.
 //! `delta.content` may also be an array of typed parts (Mistral, gpt-oss relays): text parts
-//! are content, thinking parts reasoning. A field of an unexpected type reads as absent; it
-//! never fails the chunk. Role-only,
+//! are content, thinking parts reasoning. Every field is read typed (`lenient`'s readers):
+//! null or absence is absent; a value of another type where the output is read fails the
+//! request (`Interpreter::wrong_type`'s message, `stream_error`), one in the usage report or
+//! llama.cpp's `timings` is `usage_invalid`; it never fails the chunk's parse. Role-only,
 //! usage-only, finish-only and empty-text chunks, comments and `[DONE]` never count. TTFT ends at
 //! the first token-bearing chunk of any channel; TTFO ends at the first visible one (content or
 //! refusal: what a user is shown); the output text is the content only (a refusal is its own
