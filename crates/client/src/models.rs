@@ -93,24 +93,59 @@ pub fn model_ids(body: &[u8]) -> Vec<String> {
 
 /// The context length, tokens, that an OpenAI-compatible `/v1/models` body reports for
 /// `model` (vLLM's and the simulator's `max_model_len` on each entry): that model's entry, else
-/// (no `model`, or not listed) the largest over all entries. `None` when no entry reports one.
+/// (no `model`, or not listed) the largest over all entries. `None` when no entry reports one,
+/// or when one reports a value that is not a count ([`checked_max_model_len`] says which).
 pub fn max_model_len(body: &[u8], model: Option<&str>) -> Option<u64> {
-    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
-    let data = v.get("data")?.as_array()?;
-    let len = |m: &serde_json::Value| m.get("max_model_len")?.as_u64();
+    checked_max_model_len(body, model).ok().flatten()
+}
+
+/// [`max_model_len`], with the count rule of every field the client reads (a JSON
+/// non-negative integer literal, `lenient::LCount`; issue 39's typed checks: `"4096"`,
+/// `4096.0` or `-1` were read as "reports none" silently).
+///
+/// # Errors
+/// An entry read holds a `max_model_len` that is there but not a count: "the server's
+/// /v1/models gives max_model_len \"4096\" for m, not a count of tokens" (the value as JSON, cut
+/// to 40 characters).
+pub fn checked_max_model_len(body: &[u8], model: Option<&str>) -> Result<Option<u64>, String> {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return Ok(None);
+    };
+    let Some(data) = v.get("data").and_then(serde_json::Value::as_array) else {
+        return Ok(None);
+    };
+    let len = |m: &serde_json::Value| -> Result<Option<u64>, String> {
+        match crate::lenient::count_at(m, "max_model_len") {
+            crate::lenient::LCount(n, false) => Ok(n),
+            _ => Err(format!(
+                "the server's /v1/models gives max_model_len {} for {}, not a count of tokens",
+                inferbench_core::text::one_line(&m["max_model_len"].to_string(), 40),
+                m.get("id")
+                    .map_or_else(|| "a model".to_string(), |id| id.to_string())
+            )),
+        }
+    };
     let listed = model.and_then(|id| {
         data.iter()
             .find(|m| m.get("id").and_then(serde_json::Value::as_str) == Some(id))
     });
     match listed {
         Some(m) => len(m),
-        None => data.iter().filter_map(len).max(),
+        None => {
+            let mut most = None;
+            for m in data {
+                most = most.max(len(m)?);
+            }
+            Ok(most)
+        }
     }
 }
 
 /// [`max_model_len`] of the server at `base_url` (`GET {base_url}/v1/models`, 3 s at most,
 /// reached as `reach` says: TLS and proxy as the measured requests); `None` when it cannot be
-/// asked or reports none (callers fall back to their own cap).
+/// asked or reports none (callers fall back to their own cap). A value that is not a count is
+/// said in one notice line ([`inferbench_core::notice::line`]: "inferbench: the server's
+/// /v1/models gives max_model_len … not a count of tokens: not used") and not used.
 pub async fn served_max_model_len(
     base_url: &str,
     model: Option<&str>,
@@ -118,7 +153,13 @@ pub async fn served_max_model_len(
 ) -> Option<u64> {
     let url = format!("{}/v1/models", base_url.trim().trim_end_matches('/'));
     match crate::http_get_via(&url, std::time::Duration::from_secs(3), reach).await {
-        Ok((200, body)) => max_model_len(&body, model),
+        Ok((200, body)) => match checked_max_model_len(&body, model) {
+            Ok(n) => n,
+            Err(why) => {
+                inferbench_core::notice::line(&format!("inferbench: {why}: not used"));
+                None
+            }
+        },
         _ => None,
     }
 }
@@ -285,6 +326,28 @@ mod tests {
         assert_eq!(max_model_len(lens, None), Some(131_072));
         assert_eq!(max_model_len(body, None), None);
         assert_eq!(max_model_len(b"[]", None), None);
+        // Issue 39's typed checks: a max_model_len that is not a count is said, not read as
+        // "reports none"; null is none.
+        for (lens, want) in [
+            (
+                &br#"{"data":[{"id":"a","max_model_len":"4096"}]}"#[..],
+                r#"the server's /v1/models gives max_model_len "4096" for "a", not a count of tokens"#,
+            ),
+            (
+                br#"{"data":[{"id":"a","max_model_len":4096.0}]}"#,
+                r#"the server's /v1/models gives max_model_len 4096.0 for "a", not a count of tokens"#,
+            ),
+            (
+                br#"{"data":[{"id":"b","max_model_len":1},{"max_model_len":-1}]}"#,
+                r#"the server's /v1/models gives max_model_len -1 for a model, not a count of tokens"#,
+            ),
+        ] {
+            assert_eq!(checked_max_model_len(lens, None), Err(want.to_string()));
+            assert_eq!(max_model_len(lens, None), None);
+        }
+        let lens = br#"{"data":[{"id":"a","max_model_len":null},{"id":"b","max_model_len":8}]}"#;
+        assert_eq!(checked_max_model_len(lens, Some("a")), Ok(None));
+        assert_eq!(checked_max_model_len(lens, None), Ok(Some(8)));
         let url = "http://h/v1/completions";
         let sample = "HTTP 404 Not Found: {\"message\":\"The model `m` does not exist.\"}";
         assert!(is_not_found(sample));
