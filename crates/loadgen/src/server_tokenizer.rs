@@ -223,17 +223,39 @@ impl ServerTokenizer {
 }
 
 /// The token count of a `/tokenize` response body: `count`, else the length of `tokens`.
+/// Each is read typed (issue 39's typed checks): `count` must be a JSON integer literal
+/// (`"7"`, `7.0`, `-1` are refused, never passed over for `tokens`), `tokens` an array; null is
+/// absent.
 ///
 /// # Errors
-/// Not JSON, or neither field.
+/// Not JSON; neither field; a field of the wrong type ("the /tokenize response's count is
+/// \"7\", not a count of tokens"); a count above `u32::MAX`.
 pub fn parse_count(body: &[u8]) -> anyhow::Result<u32> {
     let v: serde_json::Value =
         serde_json::from_slice(body).context("the /tokenize response is not JSON")?;
-    if let Some(n) = v.get("count").and_then(serde_json::Value::as_u64) {
-        return u32::try_from(n).context("count out of range");
+    let shown = |x: &serde_json::Value| inferbench_core::text::one_line(&x.to_string(), 40);
+    match v.get("count") {
+        None | Some(serde_json::Value::Null) => {}
+        // An integer literal: serde_json reads only those as u64 (a fraction or an exponent
+        // is an f64, whatever it rounds to).
+        Some(n @ serde_json::Value::Number(x)) if x.is_u64() => {
+            let n = n.as_u64().unwrap_or(u64::MAX);
+            return u32::try_from(n).context("count out of range");
+        }
+        Some(x) => bail!(
+            "the /tokenize response's count is {}, not a count of tokens",
+            shown(x)
+        ),
     }
-    if let Some(t) = v.get("tokens").and_then(serde_json::Value::as_array) {
-        return u32::try_from(t.len()).context("too many tokens");
+    match v.get("tokens") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::Array(t)) => {
+            return u32::try_from(t.len()).context("too many tokens")
+        }
+        Some(x) => bail!(
+            "the /tokenize response's tokens is {}, not an array",
+            shown(x)
+        ),
     }
     bail!("the /tokenize response has neither `count` nor `tokens`")
 }
@@ -422,6 +444,28 @@ mod tests {
         assert_eq!(parse_count(br#"{"tokens":[5,6]}"#).unwrap(), 2);
         assert_eq!(parse_count(br#"{"count":7}"#).unwrap(), 7);
         assert!(parse_count(br#"{"n":7}"#).is_err());
+        // Issue 39's typed checks: a wrongly typed count is refused, never passed over.
+        for (body, why) in [
+            (
+                &br#"{"count":"7","tokens":[1]}"#[..],
+                r#"the /tokenize response's count is "7", not a count of tokens"#,
+            ),
+            (
+                br#"{"count":7.0}"#,
+                "the /tokenize response's count is 7.0, not a count of tokens",
+            ),
+            (
+                br#"{"count":-1}"#,
+                "the /tokenize response's count is -1, not a count of tokens",
+            ),
+            (
+                br#"{"tokens":{"a":1}}"#,
+                r#"the /tokenize response's tokens is {"a":1}, not an array"#,
+            ),
+        ] {
+            assert_eq!(parse_count(body).unwrap_err().to_string(), why);
+        }
+        assert_eq!(parse_count(br#"{"count":null,"tokens":[1]}"#).unwrap(), 1);
         assert!(parse_count(b"nope").is_err());
     }
 }
