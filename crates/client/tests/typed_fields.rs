@@ -335,6 +335,13 @@ async fn responses_event_fields_of_the_wrong_type_fail() {
         ),
         (
             named(
+                "response.output_text.delta",
+                r#"{"type":"response.output_text.delta","delta":{"a":1}}"#,
+            ),
+            failure("output text field", r#"{"a":1}"#, "a string"),
+        ),
+        (
+            named(
                 "response.function_call_arguments.delta",
                 r#"{"type":"response.function_call_arguments.delta","delta":{"a":1}}"#,
             ),
