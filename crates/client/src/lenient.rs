@@ -357,9 +357,10 @@ pub(crate) enum TextKind {
 /// reasoning field's text is all reasoning, whatever its parts say.
 ///
 /// # Errors
-/// The first place where text belongs that holds a number or a bool (`{"type": "text",
-/// "text": 5}`, `{"type": "refusal", "refusal": true}`, `{"value": 1}` of a text object, a
-/// bare `5` among the parts), as JSON: the server's output cannot be read, and the caller
+/// The first place where text belongs that holds no text ([`first_not_text`]: a number or a
+/// bool, `{"type": "text", "text": 5}`, `{"type": "refusal", "refusal": true}`,
+/// `{"value": 1}` of a text object, a bare `5` among the parts, an object that is no part,
+/// `{"a": 1}`), as JSON: the server's output cannot be read, and the caller
 /// fails the request with it, as for a plain text field that is not a string
 /// ([`TextWire::NotText`]; issue 39's leftovers, 4). `null` is no text. Nothing is passed to
 /// `out` when an error is returned.

@@ -27,8 +27,8 @@
 //! end).
 //!
 //! Only the requested choice is output (index 0, n = 1); data on another is the anomaly
-//! `extra_choice` and is not counted. A usage count is a JSON non-negative integer
-//! (`lenient::LCount`); any count of the report that is not is `usage_invalid`. Usage
+//! `extra_choice` and is not counted. A usage count is a JSON non-negative integer literal
+//! (`lenient::LCount`: no fraction, no exponent); any count of the report that is not is `usage_invalid`. Usage
 //! above what the chunks alone bound is judged by the tokenizer's count of the text
 //! ([`PendingCount`], `usage_above_stream`).
 
