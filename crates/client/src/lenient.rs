@@ -714,6 +714,56 @@ impl<'de> Deserialize<'de> for LCount {
     }
 }
 
+/// A count in llama.cpp's `timings`: an [`LCount`], except that `-1` is absent. llama-server's
+/// `result_timings` starts every count at `-1` ("not measured") and writes the struct as it is,
+/// so `-1` there is the server's own word for "none", not a bad count; any other negative value
+/// is no count (`usage_invalid`), as in usage.
+pub(crate) fn timings_count<'de, D: Deserializer<'de>>(d: D) -> Result<LCount, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = LCount;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a token count or -1")
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<LCount, E> {
+            Ok(match v {
+                -1 => LCount(None, false),
+                _ => u64::try_from(v).map_or(LCount::INVALID, LCount::of),
+            })
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<LCount, E> {
+            Ok(LCount::of(v))
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<LCount, E> {
+            Ok(LCount::INVALID)
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<LCount, E> {
+            Ok(LCount::INVALID)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<LCount, E> {
+            Ok(LCount::INVALID)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<LCount, E> {
+            Ok(LCount(None, false))
+        }
+        fn visit_none<E: de::Error>(self) -> Result<LCount, E> {
+            Ok(LCount(None, false))
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<LCount, D::Error> {
+            timings_count(d)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<LCount, A::Error> {
+            drain_seq(seq)?;
+            Ok(LCount::INVALID)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<LCount, A::Error> {
+            drain_map(map)?;
+            Ok(LCount::INVALID)
+        }
+    }
+    d.deserialize_any(V)
+}
+
 /// `delta.tool_calls` / `message.tool_calls`: an array of tool-call objects. `any`: it holds
 /// at least one; `bad`: the first value of a wrong type in it, which fails the request (issue
 /// 39's typed checks): `tool_calls` not an array, an element not an object, `function` not an

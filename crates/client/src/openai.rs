@@ -473,21 +473,22 @@ pub(crate) struct CompletionDetailsWire {
     pub(crate) reasoning_tokens: LCount,
 }
 
-/// llama.cpp's `timings`: its token counts, each read as a count ([`LCount`]); only `cache_n`
-/// is used, every one is judged (a count that is not one, or one above `u32::MAX`, is
+/// llama.cpp's `timings`: its token counts, each read as a count ([`LCount`]; `-1`, llama-server's
+/// "not measured", is absent: [`crate::lenient::timings_count`]); only `cache_n` is used, every
+/// one is judged (a count that is not one, or one above `u32::MAX`, is
 /// `usage_invalid`, never clamped: issue 39's typed checks).
 #[derive(Deserialize, Default)]
 #[cfg_attr(test, derive(Debug, PartialEq))]
 pub(crate) struct TimingsWire {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::lenient::timings_count")]
     pub(crate) cache_n: LCount,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::lenient::timings_count")]
     pub(crate) prompt_n: LCount,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::lenient::timings_count")]
     pub(crate) predicted_n: LCount,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::lenient::timings_count")]
     pub(crate) draft_n: LCount,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::lenient::timings_count")]
     pub(crate) draft_n_accepted: LCount,
 }
 
@@ -1486,6 +1487,40 @@ mod tests {
             ),
         ]);
         assert_eq!(rec.cached_tokens, Some(128));
+    }
+
+    #[test]
+    fn llamacpp_timings_minus_one_is_not_measured_and_other_negatives_are_invalid() {
+        // llama-server's result_timings starts each count at -1 ("not measured") and writes it
+        // as it is: no anomaly, no cached count taken from it.
+        let (it, rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":"a"}}],"timings":{"cache_n":-1,"prompt_n":-1,"predicted_n":-1}}"#,
+                1,
+            ),
+            (
+                "",
+                r#"{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":30,"completion_tokens":1}}"#,
+                2,
+            ),
+        ]);
+        assert_eq!(rec.cached_tokens, None);
+        assert!(!it.usage_invalid);
+        let (it, rec) = run(&[
+            (
+                "",
+                r#"{"choices":[{"delta":{"content":"a"}}],"timings":{"cache_n":-2}}"#,
+                1,
+            ),
+            (
+                "",
+                r#"{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":30,"completion_tokens":1}}"#,
+                2,
+            ),
+        ]);
+        assert_eq!(rec.cached_tokens, None);
+        assert!(it.usage_invalid);
     }
 
     #[test]
