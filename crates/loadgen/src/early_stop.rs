@@ -36,7 +36,10 @@
 //!   Measured on 36 full-protocol points of the real sim (two sweeps; docs/performance.md,
 //!   2026-12-07 22:00 UTC): at the stop every point's chart values are within 1.41 % of its
 //!   full protocol's and within what the rule claimed (with half-round batches one point was
-//!   2.08 % off, above the 2.00 % it claimed).
+//!   2.08 % off, above the 2.00 % it claimed). Since 2026-12-08 the half-width may pool the
+//!   sweep's finished points' noise ([`EarlyStop::pool`], [`pooled_relative_half_width`]):
+//!   Student's t with the pooled degrees of freedom and max(own spread, pool's), after an
+//!   equal-variance test; a point noisier than the pool keeps its own estimate.
 //! - **bias** against the full protocol, bounded from what was measured:
 //!   - throughput: with `K` rounds the point's duration is `K·P + X` (`P` the steady round,
 //!     `X` = first round + drain − 2 `P`), so it reads `(1 + X/(10 P)) / (1 + X/(K P))` of the
@@ -195,7 +198,7 @@ impl NoisePool {
 /// degrees of freedom), and whether the pool was used. The point's own relative standard
 /// deviation `s` (n batches) and the pool's scaled to its batches, `p = pool_round_sd / √rounds`,
 /// are first tested for equal variance (two-sided, 5 % each side: s² / p² inside F(n − 1, ∞)'s
-/// [`F_LOW`]..[`F_HIGH`]); if they pass, the half-width is t95(n − 1 + `pool_dof`) ·
+/// `F_LOW`..`F_HIGH`); if they pass, the half-width is t95(n − 1 + `pool_dof`) ·
 /// max(s, p) / √n — the pooled degrees of freedom, and never less spread than the point's own
 /// (max(s, p) is at least the textbook pooled estimate), so a point cannot stop on a pool
 /// quieter than its own batches; otherwise (or with no pool) the point's own

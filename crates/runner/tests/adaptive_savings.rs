@@ -264,7 +264,10 @@ fn closed_loop_point(
 /// of the range (worst gap 1.2 %). (415.6 GPU-s, 51.2 %, worst gap 2.5 %, before the rule's
 /// batches held at least one round each, 2026-12-07 22:00 UTC: batches of half a round are
 /// correlated in a closed loop and understated the noise; the finite-population factor of the
-/// same change moves nothing here, the engine has no noise.)
+/// same change moves nothing here, the engine has no noise.) Since 2026-12-08 each point's
+/// noise is pooled with the plan's earlier points' (as the local executor's runner pools
+/// them): the same 457.3 GPU-s, every point stopping at the same count — the pooled noise is
+/// smaller at the early checks, but there the throughput's bias (first round and drift) binds.
 /// Before the planner's false-knot rule the plan skipped TP 2's conc 32, TP 1's conc 16 became
 /// a knot of the drawn frontier and the measure failed (47.6 % within, worst gap 41 %). What a
 /// run on the real sim adds is noise (docs/performance.md).
