@@ -2209,3 +2209,44 @@ fn pooled_words(a: &crate::early_stop::Assessment, pool_dof: u64) -> String {
          {pool_dof} more degrees of freedom)"
     )
 }
+
+#[cfg(test)]
+mod pooled_words_tests {
+    use super::pooled_words;
+    use crate::early_stop::Assessment;
+
+    /// The early stop's note names the metrics whose noise was pooled (issue 43) and the
+    /// pool's degrees of freedom; nothing when neither was.
+    #[test]
+    fn the_note_says_which_noise_was_pooled() {
+        let a = Assessment {
+            tpot_noise: 0.01,
+            tpot_bias: 0.0,
+            rate_noise: 0.01,
+            rate_bias: 0.0,
+            first_round_excess: 0.0,
+            noise_factor: 0.5,
+            batches: 4,
+            tpot_round_sd: 0.01,
+            rate_round_sd: 0.01,
+            tpot_pooled: false,
+            rate_pooled: false,
+        };
+        assert_eq!(pooled_words(&a, 12), "");
+        let both = Assessment {
+            tpot_pooled: true,
+            rate_pooled: true,
+            ..a
+        };
+        assert_eq!(
+            pooled_words(&both, 12),
+            " (both metrics' noise pooled with the sweep's finished points near this \
+             concurrency: 12 more degrees of freedom)"
+        );
+        let rate = Assessment {
+            rate_pooled: true,
+            ..a
+        };
+        assert!(pooled_words(&rate, 3).starts_with(" (the throughput's noise pooled"));
+    }
+}
